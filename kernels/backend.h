@@ -1,0 +1,110 @@
+/*
+ * backend.h -- the compute backend table.
+ *
+ * The model and the optimizer call compute only through this table (one
+ * instance per backend: cpu/ with OpenMP + CBLAS, cuda/ with CUDA + cuBLAS).
+ * kernels/ depends on nothing in libtrain: memory accounting, errors and
+ * scheduling live above it.
+ *
+ * Conventions: fp32, row-major, contiguous.  Shapes are written as
+ * [dim0, dim1, ...].  N = B*T rows.  "(+=)" marks outputs that are
+ * ACCUMULATED into (the caller zeroes them at the start of a step);
+ * everything else is overwritten.  All kernels are deterministic for a
+ * fixed thread count.
+ */
+#ifndef ZT_KERNELS_BACKEND_H
+#define ZT_KERNELS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct zt_backend {
+    const char *name;
+
+    /* Set the number of compute threads (OpenMP and BLAS); <= 0: leave. */
+    void (*set_threads)(int n);
+
+    /* ---- memory on the backend's device (host memory for cpu) ---- */
+    void *(*alloc)(size_t bytes);               /* zero-filled, 64 B aligned; NULL on failure */
+    void (*free)(void *p);
+    void (*copy)(void *dst, const void *src, size_t bytes);  /* device <-> device */
+    void (*to_host)(void *host_dst, const void *dev_src, size_t bytes);
+    void (*to_device)(void *dev_dst, const void *host_src, size_t bytes);
+    void (*zero)(void *p, size_t bytes);
+
+    /* ---- embeddings: token + learned position ----
+     * out[N,C] = wte[inp[b,t], :] + wpe[t, :]                               */
+    void (*encoder_fwd)(float *out, const int *inp, const float *wte,
+                        const float *wpe, int B, int T, int C);
+    /* dwte[V,C] (+=), dwpe[maxT,C] (+=) from dout[N,C] */
+    void (*encoder_bwd)(float *dwte, float *dwpe, const float *dout,
+                        const int *inp, int B, int T, int C);
+
+    /* ---- LayerNorm over the last dim (eps 1e-5) ----
+     * out[N,C], mean[N], rstd[N] from inp[N,C], w[C], b[C]                  */
+    void (*layernorm_fwd)(float *out, float *mean, float *rstd,
+                          const float *inp, const float *w, const float *b,
+                          int N, int C);
+    /* dinp[N,C] (+=), dw[C] (+=), db[C] (+=) */
+    void (*layernorm_bwd)(float *dinp, float *dw, float *db,
+                          const float *dout, const float *inp, const float *w,
+                          const float *mean, const float *rstd, int N, int C);
+
+    /* ---- linear layer: out[N,OC] = inp[N,C] @ w[OC,C]^T + bias[OC] ----
+     * bias may be NULL.                                                     */
+    void (*matmul_fwd)(float *out, const float *inp, const float *w,
+                       const float *bias, int N, int C, int OC);
+    /* dinp[N,C] (overwritten; may be NULL to skip), dw[OC,C] (+=),
+     * dbias[OC] (+=, may be NULL) from dout[N,OC] */
+    void (*matmul_bwd)(float *dinp, float *dw, float *dbias,
+                       const float *dout, const float *inp, const float *w,
+                       int N, int C, int OC);
+
+    /* ---- causal multi-head self-attention, memory-efficient ----
+     * qkv[B,T,3C] holds q | k | v, each [NH, hs=C/NH] per position.
+     * out[B,T,C]; lse[B,NH,T] = log-sum-exp of each softmax row, kept for
+     * backward.  No [T,T] matrix is stored: backward recomputes scores.    */
+    void (*attention_fwd)(float *out, float *lse, const float *qkv,
+                          int B, int T, int C, int NH);
+    /* dqkv[B,T,3C] (overwritten) from dout[B,T,C], qkv, out, lse */
+    void (*attention_bwd)(float *dqkv, const float *dout, const float *qkv,
+                          const float *out, const float *lse,
+                          int B, int T, int C, int NH);
+
+    /* ---- GELU, tanh approximation (GPT-2) over n elements ---- */
+    void (*gelu_fwd)(float *out, const float *inp, size_t n);
+    /* dinp (overwritten) = gelu'(inp) * dout */
+    void (*gelu_bwd)(float *dinp, const float *inp, const float *dout, size_t n);
+
+    /* out[n] = a[n] + b[n] (out may alias a) */
+    void (*add)(float *out, const float *a, const float *b, size_t n);
+
+    /* ---- softmax + cross-entropy over the vocabulary ----
+     * logits[N,V] -> probs[N,V] (probs may alias logits), losses[N] =
+     * -log probs[i, targets[i]].  Targets < 0 are ignored (loss 0).         */
+    void (*xent_fwd)(float *losses, float *probs, const float *logits,
+                     const int *targets, int N, int V);
+    /* dlogits[N,V] (overwritten; may alias probs) =
+     * (probs - onehot(target)) * dloss                                      */
+    void (*xent_bwd)(float *dlogits, const float *probs, const int *targets,
+                     float dloss, int N, int V);
+
+    /* ---- optimizer ----
+     * AdamW on n elements, in place:
+     *   g  = grad * grad_scale
+     *   m  = b1 m + (1-b1) g ;  v = b2 v + (1-b2) g^2
+     *   p -= lr * ( (m/bc1) / (sqrt(v/bc2) + eps) + wd * p )
+     * with bc1 = 1 - b1^t, bc2 = 1 - b2^t.                                  */
+    void (*adamw)(float *p, const float *grad, float *m, float *v, size_t n,
+                  float lr, float b1, float b2, float eps, float wd,
+                  float bc1, float bc2, float grad_scale);
+    /* sum of squares of x[n], accumulated in double */
+    double (*sumsq)(const float *x, size_t n);
+    /* x[n] *= s */
+    void (*scale)(float *x, size_t n, float s);
+} zt_backend;
+
+/* The CPU backend (always built). */
+const zt_backend *zt_backend_cpu(void);
+
+#endif /* ZT_KERNELS_BACKEND_H */

@@ -1,0 +1,98 @@
+/*
+ * config.h -- the effective configuration (internal view of zt_config).
+ *
+ * Keys follow DeepSpeed's ds_config.json names where they exist; ztrain's own
+ * keys live under "ztrain".  Every key is settable from the JSON file, a
+ * ZTRAIN_* environment variable and a `ztrain train` flag; precedence is
+ * flag > environment > file > default.  config.c holds the one table that
+ * maps key paths, flags, env names, types, ranges and defaults to the fields
+ * below, and records the source of every value.
+ */
+#ifndef ZT_CONFIG_H
+#define ZT_CONFIG_H
+
+#include "ztrain.h"
+
+#define ZT_PATH_MAX 1024
+
+typedef struct zt_model_config {
+    int n_layer;   /* ztrain.model.n_layer   >= 1                 */
+    int n_head;    /* ztrain.model.n_head    >= 1, divides n_embd */
+    int n_embd;    /* ztrain.model.n_embd    >= 1                 */
+    int context;   /* ztrain.model.context   >= 1 (max sequence)  */
+    int vocab;     /* ztrain.model.vocab     2..65536             */
+} zt_model_config;
+
+struct zt_config {
+    /* DeepSpeed batch triple: train_batch_size ==
+     * micro_batch * grad_accum * world_size; any two determine the third.
+     * 0 = not given (resolved by zt_config_finalize). */
+    int train_batch_size;
+    int micro_batch;          /* train_micro_batch_size_per_gpu */
+    int grad_accum;           /* gradient_accumulation_steps */
+    double grad_clip;         /* gradient_clipping, >= 0, 0 = off; default 1.0 */
+
+    int zero_stage;           /* zero_optimization.stage 0..3 */
+
+    int bf16_enabled;         /* bf16.enabled */
+    int fp16_enabled;         /* fp16.enabled */
+    double fp16_loss_scale;   /* fp16.loss_scale (0 = dynamic) */
+    int fp16_initial_scale_power; /* fp16.initial_scale_power, default 16 */
+    int fp16_loss_scale_window;   /* fp16.loss_scale_window, default 1000 */
+    int fp16_hysteresis;          /* fp16.hysteresis, default 2 */
+    double fp16_min_loss_scale;   /* fp16.min_loss_scale, default 1 */
+
+    /* optimizer: type must be "AdamW" */
+    char optimizer_type[32];
+    double lr;                /* optimizer.params.lr, default 3e-4 */
+    double beta1, beta2;      /* optimizer.params.betas [0.9, 0.95] */
+    double eps;               /* optimizer.params.eps 1e-8 */
+    double weight_decay;      /* optimizer.params.weight_decay 0.1 */
+
+    /* scheduler: type "WarmupCosineLR" (or "none": constant lr) */
+    char scheduler_type[32];
+    int warmup_steps;         /* scheduler.params.warmup_num_steps */
+    int total_steps;          /* scheduler.params.total_num_steps, 0 = ztrain.steps */
+    double warmup_min_ratio;  /* scheduler.params.warmup_min_ratio, default 0 */
+    double cos_min_ratio;     /* scheduler.params.cos_min_ratio, default 0.1 */
+    char warmup_type[16];     /* scheduler.params.warmup_type: linear | log */
+
+    zt_model_config model;    /* ztrain.model.* */
+
+    char data_train[ZT_PATH_MAX]; /* ztrain.data.train (file or glob) */
+    char data_val[ZT_PATH_MAX];   /* ztrain.data.val ("" = no eval) */
+    int dataloaders;              /* ztrain.data.dataloaders, 0 = auto */
+
+    long steps;               /* ztrain.steps >= 1 */
+    unsigned long long seed;  /* ztrain.seed */
+    int eval_every;           /* ztrain.eval_every, 0 = only at the end */
+    int eval_batch_size;      /* ztrain.eval_batch_size, 0 = micro_batch */
+    int eval_batches;         /* ztrain.eval_batches, batches per eval */
+    int log_every;            /* ztrain.log_every >= 1 */
+    char metrics[ZT_PATH_MAX];/* ztrain.metrics: JSONL path, "" = none */
+    int threads;              /* ztrain.threads: OpenMP threads per rank, 0 = auto */
+    char backend[16];         /* ztrain.backend: cpu | cuda */
+
+    char ckpt_dir[ZT_PATH_MAX];   /* ztrain.checkpoint.dir */
+    int ckpt_every;               /* ztrain.checkpoint.every, 0 = off */
+    int ckpt_keep;                /* ztrain.checkpoint.keep >= 2 */
+    char ckpt_resume[ZT_PATH_MAX];/* ztrain.checkpoint.resume auto|never|PATH */
+
+    /* provenance of every table entry, indexed like the table in config.c */
+    unsigned char *src;
+    int finalized;
+    int world_size;           /* set by finalize */
+};
+
+/* Copy (deep) a configuration. Returns NULL on allocation failure. */
+zt_config *zt_config_dup(const zt_config *cfg);
+/* Source of a key (JSON path); -1 if unknown. */
+int zt_config_source(const zt_config *cfg, const char *key);
+/* Like zt_config_load_env but reading variables through `get` (tests). */
+int zt_config_load_env_with(zt_config *cfg,
+                            const char *(*get)(void *user, const char *name),
+                            void *user, zt_status *st);
+/* Name of a zt_source ("default", "file", "env", "flag", "derived"). */
+const char *zt_source_name(int src);
+
+#endif /* ZT_CONFIG_H */

@@ -1,0 +1,92 @@
+/*
+ * internal.h -- shared internals of libtrain (not installed).
+ * Status helpers, check macros, memory accounting, deterministic RNG.
+ */
+#ifndef ZT_INTERNAL_H
+#define ZT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ztrain.h"
+
+#if defined(__GNUC__)
+#define ZT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define ZT_PRINTF(a, b)
+#endif
+
+/* Fill st (may be NULL) with code and a formatted one-line message; returns
+ * code so callers can write `return zt_fail(st, ZT_EINVAL, "...")`. */
+int zt_fail(zt_status *st, int code, const char *fmt, ...) ZT_PRINTF(3, 4);
+/* Reset st to ZT_OK / empty. */
+void zt_status_clear(zt_status *st);
+/* Prefix an existing message: "<prefix>: <old message>". */
+int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
+
+/* Internal-invariant check: a failed check is a bug, reported with file:line
+ * and returned as ZT_EINTERNAL (never abort). */
+#define ZT_CHECK(cond, st)                                                    \
+    do {                                                                      \
+        if (!(cond))                                                          \
+            return zt_fail((st), ZT_EINTERNAL, "%s:%d: internal check '%s' " \
+                           "failed (a bug: please report it)",                \
+                           __FILE__, __LINE__, #cond);                        \
+    } while (0)
+
+/* Propagate a non-OK code. */
+#define ZT_TRY(expr)                                                          \
+    do { int zt_rc_ = (expr); if (zt_rc_ != ZT_OK) return zt_rc_; } while (0)
+
+/* ------------------------------------------------------- memory accounting */
+
+/* Every allocation libtrain makes for training state is tagged. */
+typedef enum zt_mem_tag {
+    ZT_MEM_PARAMS = 0,
+    ZT_MEM_GRADS,
+    ZT_MEM_OPTIMIZER,
+    ZT_MEM_GATHERED,     /* gathered parameter units (ZeRO-3) */
+    ZT_MEM_ACTIVATIONS,
+    ZT_MEM_COMM,         /* communication buffers */
+    ZT_MEM_WORKSPACE,
+    ZT_MEM_EVAL,         /* eval-only activations */
+    ZT_MEM_NTAGS
+} zt_mem_tag;
+
+const char *zt_mem_tag_name(int tag);
+/* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure. */
+void *zt_mem_alloc(size_t bytes, int tag, zt_status *st);
+/* Free an accounted allocation (NULL is fine). */
+void zt_mem_free(void *p);
+typedef struct zt_mem_stats {
+    uint64_t cur[ZT_MEM_NTAGS];
+    uint64_t peak[ZT_MEM_NTAGS];
+    uint64_t cur_total, peak_total;
+} zt_mem_stats;
+void zt_mem_get(zt_mem_stats *out);
+void zt_mem_reset_peaks(void);
+
+/* ------------------------------------------------------- deterministic RNG */
+
+/* Counter-based: a value is a pure function of (key, counter), so any rank
+ * can produce any element of a stream without generating the others. */
+static inline uint64_t zt_mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+static inline uint64_t zt_hash3(uint64_t a, uint64_t b, uint64_t c) {
+    return zt_mix64(zt_mix64(zt_mix64(a) ^ b) ^ c);
+}
+/* Uniform in [0, 1) with 53 bits. */
+static inline double zt_u01(uint64_t h) {
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
+/* Standard normal from a key and counter (Box-Muller). */
+double zt_normal(uint64_t key, uint64_t counter);
+
+/* ------------------------------------------------------- timing */
+double zt_now_s(void);
+
+#endif /* ZT_INTERNAL_H */
