@@ -1,0 +1,149 @@
+/*
+ * weights.c -- model weights in llm.c's fp32 model-file format (interim
+ * save/load until HDF5 checkpoints; also llm.c interop).
+ *
+ * Header: 256 x int32: [0] 20240326 magic, [1] 3 (fp32), [2] max_seq_len,
+ * [3] vocab, [4] n_layer, [5] n_head, [6] n_embd, [7] padded vocab.
+ * Then fp32 tensors family by family across layers, llm.c's order:
+ * wte[Vp,C] wpe[T,C] ln1w[L,C] ln1b qkvw[L,3C,C] qkvb attprojw attprojb
+ * ln2w ln2b fcw fcb fcprojw fcprojb lnfw[C] lnfb[C].  Our block is laid out
+ * layer by layer, so tensors are gathered/scattered per family.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ctx.h"
+
+#define LLMC_MAGIC 20240326
+#define LLMC_FP32 3
+#define PER_LAYER 12
+
+/* Visit every tensor in file order: fn(tensor, rows-to-skip-after). */
+typedef int (*visit_fn)(void *u, const zt_tensor_info *t, size_t pad_elems);
+
+static int visit_file_order(const zt_gpt *m, int Vp, visit_fn fn, void *u) {
+    int L = m->cfg.n_layer;
+    size_t C = (size_t)m->cfg.n_embd;
+    ZT_TRY(fn(u, &m->tensors[0], (size_t)(Vp - m->cfg.vocab) * C));  /* wte + padding */
+    ZT_TRY(fn(u, &m->tensors[1], 0));                                /* wpe */
+    for (int k = 0; k < PER_LAYER; ++k)
+        for (int l = 0; l < L; ++l) ZT_TRY(fn(u, &m->tensors[2 + l * PER_LAYER + k], 0));
+    ZT_TRY(fn(u, &m->tensors[2 + L * PER_LAYER], 0));
+    ZT_TRY(fn(u, &m->tensors[3 + L * PER_LAYER], 0));
+    return ZT_OK;
+}
+
+typedef struct io_ctx { FILE *fp; float *params; const char *path; zt_status *st; } io_ctx;
+
+static int write_tensor(void *u, const zt_tensor_info *t, size_t pad) {
+    io_ctx *c = u;
+    if (fwrite(c->params + t->offset, sizeof(float), t->numel, c->fp) != t->numel)
+        return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+    static const float zero[256];
+    while (pad) {
+        size_t k = pad < 256 ? pad : 256;
+        if (fwrite(zero, sizeof(float), k, c->fp) != k)
+            return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+        pad -= k;
+    }
+    return ZT_OK;
+}
+
+static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
+    io_ctx *c = u;
+    if (fread(c->params + t->offset, sizeof(float), t->numel, c->fp) != t->numel)
+        return zt_fail(c->st, ZT_EDATA, "%s: truncated while reading tensor %s", c->path, t->name);
+    if (pad && fseek(c->fp, (long)(pad * sizeof(float)), SEEK_CUR) != 0)
+        return zt_fail(c->st, ZT_EDATA, "%s: truncated in padding after %s", c->path, t->name);
+    return ZT_OK;
+}
+
+int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
+    zt_status_clear(st);
+    int rc = ZT_OK;
+    if (ctx->rank == 0) {
+        const zt_gpt *m = ctx->model;
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *fp = fopen(tmp, "wb");
+        if (!fp) {
+            rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+        } else {
+            int32_t h[256];
+            memset(h, 0, sizeof h);
+            h[0] = LLMC_MAGIC; h[1] = LLMC_FP32; h[2] = m->cfg.context; h[3] = m->cfg.vocab;
+            h[4] = m->cfg.n_layer; h[5] = m->cfg.n_head; h[6] = m->cfg.n_embd; h[7] = m->cfg.vocab;
+            if (fwrite(h, sizeof h, 1, fp) != 1)
+                rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+            io_ctx c = {fp, m->params, tmp, st};
+            if (rc == ZT_OK) rc = visit_file_order(m, m->cfg.vocab, write_tensor, &c);
+            if (rc == ZT_OK && (fflush(fp) != 0 || fsync(fileno(fp)) != 0))
+                rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", tmp, strerror(errno));
+            if (fclose(fp) != 0 && rc == ZT_OK)
+                rc = zt_fail(st, ZT_EIO, "%s: close failed: %s", tmp, strerror(errno));
+            if (rc == ZT_OK && rename(tmp, path) != 0)
+                rc = zt_fail(st, ZT_EIO, "%s: rename failed: %s", path, strerror(errno));
+            if (rc != ZT_OK) unlink(tmp);
+        }
+    }
+    /* Everybody learns whether rank 0 succeeded. */
+    if (ctx->nranks > 1) {
+        int32_t v = rc;
+        zt_status tmpst;
+        if (ctx->world->ops->bcast(ctx->world, &v, 1, ZT_I32, 0, &tmpst) != ZT_OK) return zt_fail(st, tmpst.code, "%s", tmpst.msg);
+        if (v != ZT_OK && ctx->rank != 0) return zt_fail(st, v, "%s: rank 0 failed to save weights", path);
+    }
+    return rc;
+}
+
+static int read_header(const char *path, FILE *fp, int32_t h[256], zt_status *st) {
+    if (fread(h, sizeof(int32_t), 256, fp) != 256)
+        return zt_fail(st, ZT_EDATA, "%s: truncated header (not an llm.c model file)", path);
+    if (h[0] != LLMC_MAGIC)
+        return zt_fail(st, ZT_EDATA, "%s: bad magic %d (expected %d: not an llm.c model file)", path, h[0], LLMC_MAGIC);
+    if (h[1] != LLMC_FP32)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: model file version %d; only fp32 (3) is supported", path, h[1]);
+    if (h[2] < 1 || h[3] < 2 || h[4] < 1 || h[5] < 1 || h[6] < 1 || h[7] < h[3] || h[6] % h[5])
+        return zt_fail(st, ZT_EDATA, "%s: invalid model shape in header", path);
+    return ZT_OK;
+}
+
+int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot open weights: %s", path, strerror(errno));
+    int32_t h[256];
+    int rc = read_header(path, fp, h, st);
+    fclose(fp);
+    if (rc != ZT_OK) return rc;
+    char v[32];
+    const char *keys[5] = {"ztrain.model.context", "ztrain.model.vocab", "ztrain.model.n_layer",
+                           "ztrain.model.n_head", "ztrain.model.n_embd"};
+    int vals[5] = {h[2], h[3], h[4], h[5], h[6]};
+    for (int i = 0; i < 5; ++i) {
+        snprintf(v, sizeof v, "%d", vals[i]);
+        ZT_TRY(zt_config_set(cfg, keys[i], v, ZT_SRC_FILE, st));
+    }
+    return ZT_OK;
+}
+
+int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
+    zt_status_clear(st);
+    zt_gpt *m = ctx->model;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot open weights: %s", path, strerror(errno));
+    int32_t h[256];
+    int rc = read_header(path, fp, h, st);
+    if (rc == ZT_OK && (h[2] != m->cfg.context || h[3] != m->cfg.vocab || h[4] != m->cfg.n_layer ||
+                        h[5] != m->cfg.n_head || h[6] != m->cfg.n_embd))
+        rc = zt_fail(st, ZT_EINVAL, "%s: model shape (L%d H%d C%d T%d V%d) differs from the configured one "
+                     "(L%d H%d C%d T%d V%d)", path, h[4], h[5], h[6], h[2], h[3], m->cfg.n_layer,
+                     m->cfg.n_head, m->cfg.n_embd, m->cfg.context, m->cfg.vocab);
+    io_ctx c = {fp, m->params, path, st};
+    if (rc == ZT_OK) rc = visit_file_order(m, h[7], read_tensor, &c);
+    if (rc == ZT_OK && fgetc(fp) != EOF)
+        rc = zt_fail(st, ZT_EDATA, "%s: trailing bytes after the last tensor", path);
+    fclose(fp);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* cli.h -- the ztrain command-line program. */
+#ifndef ZT_CLI_H
+#define ZT_CLI_H
+#include "ztrain.h"
+
+/* Exit codes (documented in README): */
+#define ZT_EXIT_OK 0
+#define ZT_EXIT_FAIL 1      /* runtime failure: data, I/O, communication */
+#define ZT_EXIT_USAGE 2     /* bad command line or configuration */
+
+int cmd_train(int argc, char **argv);
+int cmd_prep(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
+
+/* Print "ztrain: error: <msg>" on stderr (one line). */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Exit code for a zt_code. */
+int cli_exit_code(int code);
+/* Option parsing: is argv[*i] "--name" or "--name=value"?  On a match sets
+ * *val (the value, from "=" or the next argument, advancing *i) and
+ * returns 1; returns -1 when the value is missing. */
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* Across MPI ranks: returns the lowest rank whose rc != 0, or -1 when all
+ * succeeded.  Every rank must call it. */
+int cli_first_failed_rank(int rc);
+#endif

@@ -1,0 +1,181 @@
+/* cmd_train.c -- `ztrain train`: configuration, training, weights, sample. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cli.h"
+#include "config.h"
+
+static void log_cb(void *user, int level, const char *msg) {
+    (void)user;
+    if (zt_world_rank() != 0) return;
+    FILE *fp = level <= ZT_LOG_WARN ? stderr : stdout;
+    fprintf(fp, "%s%s\n", level == ZT_LOG_WARN ? "warning: " : "", msg);
+    fflush(fp);
+}
+
+static int mkdir_p(const char *dir) {
+    char buf[ZT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; ++p) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(buf, 0777) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static void train_usage(void) {
+    printf("usage: ztrain train [--config FILE] [--KEY VALUE | --KEY=VALUE ...]\n"
+           "\n"
+           "Trains a GPT model. Every configuration key can be given as a flag, by its\n"
+           "JSON path (--optimizer.params.lr 1e-3) or short alias (--lr 1e-3); see\n"
+           "docs/config.md. Precedence: flag > ZTRAIN_* environment > file > default.\n"
+           "The config file may also come from ZTRAIN_CONFIG.\n"
+           "\n"
+           "  --config FILE          DeepSpeed-style JSON configuration\n"
+           "  --save PATH            weights file written at the end\n"
+           "                         (default: <checkpoint.dir>/model.bin)\n"
+           "  --sample-tokens N      generate N tokens after training (default 256; 0: none)\n"
+           "  --sample-prompt TEXT   prompt for that sample (default: a newline)\n"
+           "  --print-config         print the effective configuration and exit\n");
+}
+
+int cmd_train(int argc, char **argv) {
+    const char *config_path = getenv("ZTRAIN_CONFIG"), *save_path = NULL;
+    const char *prompt = "\n";
+    int sample_tokens = 256, print_only = 0;
+    for (int i = 1; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { train_usage(); return ZT_EXIT_OK; }
+
+    zt_status st;
+    if (zt_init(&argc, &argv, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
+    int rank = zt_world_rank();
+    zt_config *cfg = zt_config_new();
+    zt_ctx *ctx = NULL;
+    int rc = ZT_OK, exit_code = ZT_EXIT_OK, reporter = 0;
+    if (!cfg) { rc = ZT_ENOMEM; snprintf(st.msg, sizeof st.msg, "out of memory"); goto done; }
+
+    /* Flags first (they win whatever the order), then the file, then env. */
+    for (int i = 1; i < argc && rc == ZT_OK; ++i) {
+        const char *a = argv[i], *v = NULL;
+        int r;
+        if ((r = cli_opt(argc, argv, &i, "config", &v))) { if (r < 0) goto missing; config_path = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "save", &v))) { if (r < 0) goto missing; save_path = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "sample-prompt", &v))) { if (r < 0) goto missing; prompt = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "sample-tokens", &v))) {
+            if (r < 0) goto missing;
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 0 || n > 1000000) {
+                snprintf(st.msg, sizeof st.msg, "--sample-tokens must be an integer in [0, 1000000], got '%s'", v);
+                rc = ZT_EINVAL;
+            }
+            sample_tokens = (int)n;
+            continue;
+        }
+        if (!strcmp(a, "--print-config")) { print_only = 1; continue; }
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            snprintf(st.msg, sizeof st.msg, "unexpected argument '%s' (options start with --)", a);
+            rc = ZT_EINVAL;
+            break;
+        }
+        char key[256];
+        const char *eq = strchr(a + 2, '=');
+        size_t kl = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        if (kl >= sizeof key) kl = sizeof key - 1;
+        memcpy(key, a + 2, kl);
+        key[kl] = '\0';
+        int isbool = zt_config_key_is_bool(key);
+        if (isbool < 0) {
+            snprintf(st.msg, sizeof st.msg, "unknown option '--%s' (see 'ztrain train --help' and docs/config.md)", key);
+            rc = ZT_EINVAL;
+            break;
+        }
+        if (eq) v = eq + 1;
+        else if (isbool == 1 && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) v = "true";
+        else if (i + 1 < argc) v = argv[++i];
+        else goto missing;
+        rc = zt_config_set(cfg, key, v, ZT_SRC_FLAG, &st);
+        continue;
+    missing:
+        snprintf(st.msg, sizeof st.msg, "option '%s' needs a value", a);
+        rc = ZT_EINVAL;
+    }
+    if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
+    if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
+    if (rc != ZT_OK) goto done;   /* identical on every rank: no agreement needed */
+
+    zt_callbacks cb = {log_cb, NULL, NULL};
+    rc = zt_ctx_create(cfg, &cb, &ctx, &st);
+    if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    if (rank == 0) {
+        char *d = zt_config_describe(zt_ctx_config(ctx));
+        printf("effective configuration (%d rank%s):\n%s", zt_world_size(),
+               zt_world_size() > 1 ? "s" : "", d ? d : "");
+        fflush(stdout);
+        free(d);
+    }
+    if (print_only) goto done;
+    rc = zt_ctx_open_data(ctx, &st);
+    if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    rc = zt_train(ctx, &st);
+    if (rc != ZT_OK) goto done;
+
+    char path[ZT_PATH_MAX + 16];
+    const zt_config *ec = zt_ctx_config(ctx);
+    if (save_path) snprintf(path, sizeof path, "%s", save_path);
+    else snprintf(path, sizeof path, "%s/model.bin", ec->ckpt_dir);
+    if (!save_path && rank == 0 && mkdir_p(ec->ckpt_dir) != 0) {
+        rc = ZT_EIO;
+        snprintf(st.msg, sizeof st.msg, "%s: cannot create directory: %s", ec->ckpt_dir, strerror(errno));
+    }
+    if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    rc = zt_save_weights(ctx, path, &st);
+    if (rc != ZT_OK) goto done;
+    if (rank == 0) printf("saved weights to %s\n", path);
+
+    if (sample_tokens > 0 && rank == 0) {
+        int V = ec->model.vocab, n = (int)strlen(prompt);
+        int *in = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+        int *outt = malloc(sizeof(int) * (size_t)sample_tokens);
+        if (!in || !outt) { free(in); free(outt); rc = ZT_ENOMEM; snprintf(st.msg, sizeof st.msg, "out of memory"); goto done; }
+        if (n == 0) { in[0] = 0; n = 1; }
+        else for (int i = 0; i < n; ++i) in[i] = (unsigned char)prompt[i] % V;
+        rc = zt_sample(ctx, in, n, sample_tokens, 0.8, 0, ec->seed, outt, &st);
+        if (rc == ZT_OK) {
+            printf("---- sample (%d tokens, temperature 0.8) ----\n%s", sample_tokens, prompt);
+            for (int i = 0; i < sample_tokens; ++i) {
+                if (V == 256) putchar(outt[i]);
+                else printf("%d ", outt[i]);
+            }
+            printf("\n---- end of sample ----\n");
+        }
+        free(in);
+        free(outt);
+    }
+
+    goto done;
+agreed_fail:
+    /* Another rank failed while this one succeeded: exit quietly. */
+    if (rc == ZT_OK) { exit_code = ZT_EXIT_FAIL; goto cleanup; }
+done:
+    /* One line from one rank: errors before an agreement point are the
+     * same on every rank (rank 0 reports); after one, the lowest failing
+     * rank reports. */
+    if (reporter < 0) reporter = 0;
+    if (rc != ZT_OK) {
+        if (rank == reporter) {
+            if (reporter > 0) cli_error("rank %d: %s", rank, st.msg);
+            else cli_error("%s", st.msg);
+        }
+        exit_code = cli_exit_code(rc);
+    }
+cleanup:
+    zt_ctx_free(ctx);
+    zt_config_free(cfg);
+    zt_finalize();
+    return exit_code;
+}

@@ -1,0 +1,81 @@
+/* ztrain.c -- entry point: subcommand dispatch and shared CLI helpers. */
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+void cli_error(const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "ztrain: error: %s\n", buf);
+    fflush(stderr);
+}
+
+int cli_exit_code(int code) {
+    switch (code) {
+    case ZT_OK: return ZT_EXIT_OK;
+    case ZT_EINVAL: case ZT_EUNSUPPORTED: return ZT_EXIT_USAGE;
+    default: return ZT_EXIT_FAIL;
+    }
+}
+
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
+    const char *a = argv[*i];
+    if (strncmp(a, "--", 2) != 0) return 0;
+    a += 2;
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') { *val = a + n + 1; return 1; }
+    if (a[n] != '\0') return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+int cli_first_failed_rank(int rc) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) return rc ? 0 : -1;
+    int me = zt_world_rank(), v = rc ? me : 1 << 30, out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return out == 1 << 30 ? -1 : out;
+}
+
+static void usage(FILE *fp) {
+    fprintf(fp,
+            "usage: ztrain <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  train    train a model (run under mpirun/srun for data parallelism)\n"
+            "           ztrain train --config FILE [--KEY VALUE ...]\n"
+            "  prep     tokenize a text file into byte-level token shards\n"
+            "           ztrain prep --input TEXT --output PREFIX [--val-fraction F]\n"
+            "  sample   generate text from saved weights\n"
+            "           ztrain sample --weights FILE [--prompt TEXT] [--length N]\n"
+            "  version  print the version\n"
+            "\n"
+            "'ztrain <command> --help' describes a command's options.\n"
+            "Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return ZT_EXIT_USAGE; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "prep")) return cmd_prep(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sample")) return cmd_sample(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("ztrain %d.%d.%d\n", ZTRAIN_VERSION_MAJOR, ZTRAIN_VERSION_MINOR, ZTRAIN_VERSION_PATCH);
+        return ZT_EXIT_OK;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return ZT_EXIT_OK;
+    }
+    cli_error("unknown command '%s' (try 'ztrain help')", cmd);
+    return ZT_EXIT_USAGE;
+}

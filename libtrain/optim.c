@@ -1,0 +1,70 @@
+/* optim.c -- AdamW, WarmupCosineLR schedule, global-norm clipping. */
+#include <math.h>
+#include <string.h>
+#include "optim.h"
+
+int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t lo, size_t hi, zt_status *st) {
+    memset(o, 0, sizeof *o);
+    o->lo = lo;
+    o->hi = hi;
+    o->b1 = cfg->beta1;
+    o->b2 = cfg->beta2;
+    o->eps = cfg->eps;
+    o->wd = cfg->weight_decay;
+    size_t n = hi > lo ? hi - lo : 0;
+    o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
+    o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
+    if (!o->m || !o->v) {
+        zt_adamw_free(o);
+        return zt_fail_prefix(st, "AdamW state");
+    }
+    return ZT_OK;
+}
+
+void zt_adamw_free(zt_adamw *o) {
+    zt_mem_free(o->m);
+    zt_mem_free(o->v);
+    o->m = o->v = NULL;
+}
+
+void zt_adamw_step(zt_adamw *o, const zt_gpt *m, float *params, const float *grads,
+                   double lr, double grad_scale) {
+    o->t++;
+    float bc1 = (float)(1.0 - pow(o->b1, (double)o->t));
+    float bc2 = (float)(1.0 - pow(o->b2, (double)o->t));
+    for (int i = 0; i < m->n_tensors; ++i) {
+        const zt_tensor_info *t = &m->tensors[i];
+        size_t a = t->offset, b = t->offset + t->numel;
+        if (a < o->lo) a = o->lo;
+        if (b > o->hi) b = o->hi;
+        if (a >= b) continue;
+        m->be->adamw(params + a, grads + a, o->m + (a - o->lo), o->v + (a - o->lo), b - a,
+                     (float)lr, (float)o->b1, (float)o->b2, (float)o->eps,
+                     t->decay ? (float)o->wd : 0.0f, bc1, bc2, (float)grad_scale);
+    }
+}
+
+double zt_lr_at(const zt_config *cfg, long s) {
+    double base = cfg->lr;
+    if (!strcmp(cfg->scheduler_type, "none")) return base;
+    long warm = cfg->warmup_steps;
+    long total = cfg->total_steps > 0 ? cfg->total_steps : cfg->steps;
+    if (s < warm) {
+        double frac;
+        if (!strcmp(cfg->warmup_type, "log"))
+            frac = log((double)s + 1.0) / log((double)warm + 1.0);
+        else
+            frac = (double)(s + 1) / (double)warm;
+        return base * (cfg->warmup_min_ratio + (1.0 - cfg->warmup_min_ratio) * frac);
+    }
+    double span = (double)(total - warm);
+    double prog = span > 0 ? (double)(s - warm) / span : 1.0;
+    if (prog > 1.0) prog = 1.0;
+    double cosf_ = 0.5 * (1.0 + cos(M_PI * prog));
+    return base * (cfg->cos_min_ratio + (1.0 - cfg->cos_min_ratio) * cosf_);
+}
+
+double zt_clip_scale(double grad_norm, double max_norm) {
+    if (max_norm <= 0.0 || !(grad_norm > max_norm)) return 1.0;
+    return max_norm / (grad_norm + 1e-6);
+}

@@ -1,0 +1,73 @@
+/* sample.c -- autoregressive text generation from the current weights. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ctx.h"
+
+/* Draw from probs[V] after temperature and top-k, with uniform u in [0,1). */
+static int draw(const float *probs, int V, double temperature, int top_k, double u,
+                double *w /* [V] scratch */) {
+    double inv_t = 1.0 / temperature;
+    double kth = -1.0;
+    if (top_k > 0 && top_k < V) {
+        /* k-th largest probability by partial selection on a copy */
+        for (int i = 0; i < V; ++i) w[i] = probs[i];
+        for (int k = 0; k < top_k; ++k) {
+            int best = k;
+            for (int i = k + 1; i < V; ++i) if (w[i] > w[best]) best = i;
+            double tmp = w[k]; w[k] = w[best]; w[best] = tmp;
+        }
+        kth = w[top_k - 1];
+    }
+    double sum = 0.0;
+    for (int i = 0; i < V; ++i) {
+        double p = probs[i] >= kth ? pow((double)probs[i] > 0 ? probs[i] : 0.0, inv_t) : 0.0;
+        w[i] = p;
+        sum += p;
+    }
+    double target = u * sum, acc = 0.0;
+    int last = 0;
+    for (int i = 0; i < V; ++i) {
+        if (w[i] <= 0) continue;
+        acc += w[i];
+        last = i;
+        if (acc > target) return i;
+    }
+    return last;
+}
+
+int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
+              double temperature, int top_k, uint64_t seed, int *out, zt_status *st) {
+    zt_status_clear(st);
+    const zt_model_config *mc = &ctx->cfg->model;
+    if (n_prompt < 1)
+        return zt_fail(st, ZT_EINVAL, "sampling needs a prompt of at least one token");
+    if (!(temperature > 0))
+        return zt_fail(st, ZT_EINVAL, "temperature must be > 0, got %g", temperature);
+    for (int i = 0; i < n_prompt; ++i)
+        if (prompt[i] < 0 || prompt[i] >= mc->vocab)
+            return zt_fail(st, ZT_EINVAL, "prompt token %d at %d outside vocab %d",
+                           prompt[i], i, mc->vocab);
+    if (!ctx->sample_acts.block)
+        ZT_TRY(zt_gpt_acts_alloc(ctx->model, 1, mc->context, 0, ZT_MEM_WORKSPACE,
+                                 &ctx->sample_acts, st));
+    int total = n_prompt + n_new;
+    int *seq = malloc(sizeof(int) * (size_t)total);
+    double *w = malloc(sizeof(double) * (size_t)mc->vocab);
+    if (!seq || !w) { free(seq); free(w); return zt_fail(st, ZT_ENOMEM, "out of memory (sampling)"); }
+    memcpy(seq, prompt, sizeof(int) * (size_t)n_prompt);
+    int len = n_prompt;
+    zt_gpt_acts *a = &ctx->sample_acts;
+    for (int i = 0; i < n_new; ++i) {
+        int T = len < mc->context ? len : mc->context;
+        memcpy(a->inputs, seq + len - T, sizeof(int) * (size_t)T);
+        zt_gpt_forward(ctx->model, a, T, 0);
+        const float *p = a->probs + (size_t)(T - 1) * mc->vocab;
+        int tok = draw(p, mc->vocab, temperature, top_k, zt_u01(zt_hash3(seed, (uint64_t)i, 0x73616d70ULL)), w);
+        seq[len++] = tok;
+        out[i] = tok;
+    }
+    free(seq);
+    free(w);
+    return ZT_OK;
+}

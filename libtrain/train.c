@@ -1,0 +1,283 @@
+/* train.c -- context lifecycle, the training step, evaluation, metrics. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ctx.h"
+#include "runtime.h"
+
+void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
+    if (!ctx->cb.log) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ctx->cb.log(ctx->cb.user, level, buf);
+}
+
+const zt_config *zt_ctx_config(const zt_ctx *ctx) { return ctx->cfg; }
+long zt_ctx_step(const zt_ctx *ctx) { return ctx->step; }
+size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
+
+int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
+                  zt_status *st) {
+    zt_status_clear(st);
+    *out = NULL;
+    if (!zt_rt()->initialized)
+        return zt_fail(st, ZT_EINVAL, "zt_init must be called before zt_ctx_create");
+    zt_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return zt_fail(st, ZT_ENOMEM, "out of memory (context)");
+    if (cb) ctx->cb = *cb;
+    int rc;
+    ctx->cfg = zt_config_dup(cfg_in);
+    if (!ctx->cfg) { rc = zt_fail(st, ZT_ENOMEM, "out of memory (config)"); goto fail; }
+    if ((rc = zt_config_finalize(ctx->cfg, zt_rt()->world, st)) != ZT_OK) goto fail;
+    if ((rc = zt_rt_check_slurm(st)) != ZT_OK) goto fail;
+    const zt_config *c = ctx->cfg;
+
+    ctx->be = zt_backend_cpu();
+    ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
+    ctx->be->set_threads(ctx->threads);
+    if ((rc = zt_group_mpi(zt_rt()->world_comm, &ctx->world, st)) != ZT_OK) goto fail;
+    ctx->rank = ctx->world->rank;
+    ctx->nranks = ctx->world->size;
+
+    if ((rc = zt_gpt_create(&c->model, ctx->be, 1, &ctx->model, st)) != ZT_OK) goto fail;
+    zt_gpt_init_params(ctx->model, c->seed);
+    if ((rc = zt_gpt_acts_alloc(ctx->model, c->micro_batch, c->model.context, 1,
+                                ZT_MEM_ACTIVATIONS, &ctx->acts, st)) != ZT_OK) goto fail;
+    if ((rc = zt_adamw_init(&ctx->opt, c, 0, ctx->model->num_params, st)) != ZT_OK) goto fail;
+    ctx->last_val_loss = NAN;
+    *out = ctx;
+    return ZT_OK;
+fail:
+    zt_ctx_free(ctx);
+    return rc;
+}
+
+void zt_ctx_free(zt_ctx *ctx) {
+    if (!ctx) return;
+    if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
+    if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
+    if (ctx->metrics_fp) fclose(ctx->metrics_fp);
+    zt_gpt_acts_free(&ctx->acts);
+    zt_gpt_acts_free(&ctx->eval_acts);
+    zt_gpt_acts_free(&ctx->sample_acts);
+    zt_adamw_free(&ctx->opt);
+    zt_gpt_free(ctx->model);
+    zt_group_free(ctx->world);
+    zt_config_free(ctx->cfg);
+    free(ctx);
+}
+
+int zt_ctx_set_data(zt_ctx *ctx, zt_data_source train, zt_data_source val, zt_status *st) {
+    if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
+    if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
+    ctx->train = train;
+    ctx->has_train = train.get != NULL;
+    ctx->val = val;
+    ctx->has_val = val.get != NULL;
+    return ZT_OK;
+}
+
+/* ------------------------------------------------------------ metrics */
+
+static int metrics_open(zt_ctx *ctx, zt_status *st) {
+    if (ctx->metrics_fp || !ctx->cfg->metrics[0] || ctx->rank != 0) return ZT_OK;
+    ctx->metrics_fp = fopen(ctx->cfg->metrics, "w");
+    if (!ctx->metrics_fp)
+        return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", ctx->cfg->metrics);
+    return ZT_OK;
+}
+
+static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
+    if (ctx->metrics_fp) {
+        if (m->kind == ZT_METRIC_STEP)
+            fprintf(ctx->metrics_fp,
+                    "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, "
+                    "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"mem_peak_bytes\": %llu}\n",
+                    m->step, m->loss, m->lr, m->grad_norm, m->tokens_per_s, m->step_ms,
+                    (unsigned long long)m->mem_peak_bytes);
+        else
+            fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
+                    m->val_loss);
+        fflush(ctx->metrics_fp);
+    }
+    if (ctx->cb.metrics) ctx->cb.metrics(ctx->cb.user, m);
+}
+
+/* ------------------------------------------------------------ training */
+
+int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
+    zt_status_clear(st);
+    const zt_config *c = ctx->cfg;
+    if (!ctx->has_train)
+        return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
+    zt_gpt *m = ctx->model;
+    const zt_backend *be = ctx->be;
+    int B = c->micro_batch, T = c->model.context, A = c->grad_accum;
+    long global_batch = (long)B * A * ctx->nranks;
+    float dloss = (float)(1.0 / ((double)global_batch * T));
+    double t0 = zt_now_s();
+
+    be->zero(m->grads, m->num_params * sizeof(float));
+    double loss_sum = 0.0;
+    for (int micro = 0; micro < A; ++micro) {
+        uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
+        ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->acts.inputs,
+                              ctx->acts.targets, st));
+        loss_sum += zt_gpt_forward(m, &ctx->acts, T, 1);
+        zt_gpt_backward(m, &ctx->acts, dloss);
+    }
+    /* ZeRO stage 0: every rank holds all gradients; sum them. */
+    if (ctx->nranks > 1) {
+        ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, m->grads, m->num_params, ZT_F32, st));
+        ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
+    }
+    double loss = loss_sum / ((double)global_batch * T);
+    double norm = sqrt(be->sumsq(m->grads, m->num_params));
+    if (!isfinite(norm) || !isfinite(loss))
+        return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
+                       "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+    double lr = zt_lr_at(c, ctx->step);
+    zt_adamw_step(&ctx->opt, m, m->params, m->grads, lr, zt_clip_scale(norm, c->grad_clip));
+    ctx->step++;
+
+    double dt = zt_now_s() - t0;
+    ctx->train_time_s += dt;
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    zt_metrics met;
+    memset(&met, 0, sizeof met);
+    met.kind = ZT_METRIC_STEP;
+    met.step = ctx->step;
+    met.steps_total = c->steps;
+    met.loss = loss;
+    met.lr = lr;
+    met.grad_norm = norm;
+    met.step_ms = dt * 1e3;
+    met.tokens_per_s = (double)global_batch * T / (dt > 0 ? dt : 1e-9);
+    met.eta_s = ctx->train_time_s / (double)ctx->step * (double)(c->steps - ctx->step);
+    met.mem_peak_bytes = ms.peak_total;
+    /* Rank 0's timing is the one everybody reports. */
+    if (ctx->nranks > 1) {
+        double tv[3] = {met.step_ms, met.tokens_per_s, met.eta_s};
+        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 3, ZT_F64, 0, st));
+        met.step_ms = tv[0]; met.tokens_per_s = tv[1]; met.eta_s = tv[2];
+    }
+    if (out) *out = met;
+    return ZT_OK;
+}
+
+static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
+    if (ctx->eval_acts.block) return ZT_OK;
+    return zt_gpt_acts_alloc(ctx->model, ctx->cfg->eval_batch_size, ctx->cfg->model.context,
+                             0, ZT_MEM_EVAL, &ctx->eval_acts, st);
+}
+
+int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
+    zt_status_clear(st);
+    if (!ctx->has_val)
+        return zt_fail(st, ZT_EINVAL, "no validation data (ztrain.data.val is empty)");
+    ZT_TRY(eval_acts_ready(ctx, st));
+    int EB = ctx->cfg->eval_batch_size, T = ctx->cfg->model.context;
+    double sum = 0.0;
+    for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
+        uint64_t first = (uint64_t)ctx->rank * (uint64_t)EB;
+        ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T, ctx->eval_acts.inputs,
+                            ctx->eval_acts.targets, st));
+        sum += zt_gpt_forward(ctx->model, &ctx->eval_acts, T, 1);
+    }
+    if (ctx->nranks > 1)
+        ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
+    *val_loss = sum / ((double)ctx->cfg->eval_batches * EB * ctx->nranks * T);
+    return ZT_OK;
+}
+
+int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
+            double *loss, zt_status *st) {
+    zt_status_clear(st);
+    zt_gpt_acts a;
+    ZT_TRY(zt_gpt_acts_alloc(ctx->model, B, T, 0, ZT_MEM_EVAL, &a, st));
+    memcpy(a.inputs, inputs, sizeof(int) * (size_t)B * T);
+    memcpy(a.targets, targets, sizeof(int) * (size_t)B * T);
+    for (int i = 0; i < B * T; ++i)
+        if (inputs[i] < 0 || inputs[i] >= ctx->cfg->model.vocab) {
+            zt_gpt_acts_free(&a);
+            return zt_fail(st, ZT_EINVAL, "token %d at position %d outside vocab %d",
+                           inputs[i], i, ctx->cfg->model.vocab);
+        }
+    *loss = zt_gpt_forward(ctx->model, &a, T, 1) / ((double)B * T);
+    zt_gpt_acts_free(&a);
+    return ZT_OK;
+}
+
+static void fmt_duration(double s, char *buf, size_t n) {
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
+}
+
+static void log_memory(zt_ctx *ctx) {
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    zt_log(ctx, ZT_LOG_INFO, "memory per rank (accounted, peak): total %.2f MiB", ms.peak_total / 1048576.0);
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+        if (ms.peak[t])
+            zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB", zt_mem_tag_name(t), ms.peak[t] / 1048576.0);
+}
+
+static void log_comm(zt_ctx *ctx) {
+    if (ctx->nranks < 2) return;
+    for (int k = 0; k < ZT_COMM_NKINDS; ++k)
+        if (ctx->world->calls[k])
+            zt_log(ctx, ZT_LOG_INFO, "communication per rank: %-14s %8llu calls %10.2f MiB sent",
+                   zt_comm_kind_name(k), (unsigned long long)ctx->world->calls[k],
+                   ctx->world->bytes[k] / 1048576.0);
+}
+
+int zt_train(zt_ctx *ctx, zt_status *st) {
+    zt_status_clear(st);
+    const zt_config *c = ctx->cfg;
+    if (!ctx->has_train)
+        return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
+    ZT_TRY(metrics_open(ctx, st));
+    if (ctx->has_val) ZT_TRY(eval_acts_ready(ctx, st));
+    zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, vocab %d)",
+           ctx->model->num_params, c->model.n_layer, c->model.n_head, c->model.n_embd,
+           c->model.context, c->model.vocab);
+    zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
+           c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
+    while (ctx->step < c->steps) {
+        zt_metrics met;
+        ZT_TRY(zt_train_step(ctx, &met, st));
+        metrics_emit(ctx, &met);
+        if (ctx->step % c->log_every == 0 || ctx->step == c->steps || ctx->step == 1) {
+            char eta[32];
+            fmt_duration(met.eta_s, eta, sizeof eta);
+            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | ETA %s",
+                   met.step, c->steps, met.loss, met.lr, met.grad_norm, met.tokens_per_s,
+                   met.step_ms, eta);
+        }
+        int last = ctx->step == c->steps;
+        if (ctx->has_val && ((c->eval_every > 0 && ctx->step % c->eval_every == 0) || last)) {
+            double vl;
+            ZT_TRY(zt_evaluate(ctx, &vl, st));
+            ctx->last_val_loss = vl;
+            zt_metrics em;
+            memset(&em, 0, sizeof em);
+            em.kind = ZT_METRIC_EVAL;
+            em.step = ctx->step;
+            em.steps_total = c->steps;
+            em.val_loss = vl;
+            metrics_emit(ctx, &em);
+            zt_log(ctx, ZT_LOG_INFO, "eval  %5ld/%ld | val loss %.4f", ctx->step, c->steps, vl);
+        }
+    }
+    log_memory(ctx);
+    log_comm(ctx);
+    return ZT_OK;
+}
