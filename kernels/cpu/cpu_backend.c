@@ -1,0 +1,218 @@
+/*
+ * cpu_backend.c -- the CPU backend table: threads, host memory, matmul
+ * through CBLAS, elementwise ops and AdamW.  OpenMP with static schedules;
+ * every reduction has a fixed order, so results are bitwise reproducible
+ * for a fixed thread count.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "cpu_internal.h"
+
+#ifdef ZT_HAVE_OPENBLAS
+void openblas_set_num_threads(int);
+#endif
+
+/* Elementwise loops smaller than this run on one thread. */
+#define ZT_PAR_MIN 32768
+
+/* ------------------------------------------------------------ threads */
+
+static void cpu_set_threads(int n) {
+    if (n <= 0) return;
+    omp_set_num_threads(n);
+#ifdef ZT_HAVE_OPENBLAS
+    openblas_set_num_threads(n);
+#endif
+}
+
+/* ------------------------------------------------------------ memory */
+
+static void *cpu_alloc(size_t bytes) {
+    void *p = NULL;
+    size_t sz = bytes ? bytes : 1;
+    if (posix_memalign(&p, 64, sz) != 0) return NULL;
+    memset(p, 0, sz);
+    return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static void cpu_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+}
+
+static void cpu_zero(void *p, size_t bytes) {
+    if (bytes) memset(p, 0, bytes);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+int zt_cpu_channel_block(int C, int max_block) {
+    int nth = omp_get_max_threads();
+    if (nth < 1) nth = 1;
+    int cb = (C + nth - 1) / nth;
+    cb = (cb + 15) & ~15;
+    if (cb < 16) cb = 16;
+    if (cb > max_block) cb = max_block;
+    return cb;
+}
+
+#define ZT_COLSUM_BLOCK 256
+
+void zt_cpu_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
+    if (N <= 0 || C <= 0) return;
+    const int cb = zt_cpu_channel_block(C, ZT_COLSUM_BLOCK);
+    const int nblk = (C + cb - 1) / cb;
+#pragma omp parallel for schedule(static) if (nblk > 1 && (size_t)N * C >= ZT_PAR_MIN)
+    for (int blk = 0; blk < nblk; blk++) {
+        const int c0 = blk * cb;
+        const int nc = C - c0 < cb ? C - c0 : cb;
+        double acc[ZT_COLSUM_BLOCK];
+        for (int c = 0; c < nc; c++) acc[c] = 0.0;
+        for (int n = 0; n < N; n++) {
+            const float *row = src + (size_t)n * ld + c0;
+#pragma omp simd
+            for (int c = 0; c < nc; c++) acc[c] += row[c];
+        }
+        for (int c = 0; c < nc; c++) dst[c0 + c] += (float)acc[c];
+    }
+}
+
+/* ------------------------------------------------------------ matmul */
+
+static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
+                           const float *bias, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (C <= 0) {
+        memset(out, 0, (size_t)N * OC * sizeof(float));
+    } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C,
+                    1.0f, inp, C, w, C, 0.0f, out, OC);
+    }
+    if (bias) {
+#pragma omp parallel for schedule(static) if ((size_t)N * OC >= ZT_PAR_MIN)
+        for (int n = 0; n < N; n++) {
+            float *o = out + (size_t)n * OC;
+#pragma omp simd
+            for (int j = 0; j < OC; j++) o[j] += bias[j];
+        }
+    }
+}
+
+static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
+                           const float *dout, const float *inp, const float *w,
+                           int N, int C, int OC) {
+    if (N <= 0) return;
+    if (dinp && C > 0) {
+        if (OC > 0) {
+            /* dinp[N,C] = dout[N,OC] @ w[OC,C] */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC,
+                        1.0f, dout, OC, w, C, 0.0f, dinp, C);
+        } else {
+            memset(dinp, 0, (size_t)N * C * sizeof(float));
+        }
+    }
+    if (OC <= 0) return;
+    if (dw && C > 0) {
+        /* dw[OC,C] += dout[N,OC]^T @ inp[N,C] */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N,
+                    1.0f, dout, OC, inp, C, 1.0f, dw, C);
+    }
+    if (dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+static void cpu_add(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+static void cpu_scale(float *x, size_t n, float s) {
+#pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* Sum of squares in double over fixed-size chunks whose partials are added
+ * in chunk order: the result does not depend on the thread count. */
+#define ZT_SUMSQ_MAXCHUNKS 1024
+static double cpu_sumsq(const float *x, size_t n) {
+    if (n == 0) return 0.0;
+    size_t chunk = 65536;
+    if (n / chunk >= ZT_SUMSQ_MAXCHUNKS) chunk = n / ZT_SUMSQ_MAXCHUNKS + 1;
+    const size_t nchunks = (n + chunk - 1) / chunk;
+    double part[ZT_SUMSQ_MAXCHUNKS];
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+    for (size_t k = 0; k < nchunks; k++) {
+        const size_t i0 = k * chunk;
+        const size_t i1 = i0 + chunk < n ? i0 + chunk : n;
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (size_t i = i0; i < i1; i++) s += (double)x[i] * (double)x[i];
+        part[k] = s;
+    }
+    double s = 0.0;
+    for (size_t k = 0; k < nchunks; k++) s += part[k];
+    return s;
+}
+
+/* ------------------------------------------------------------ AdamW */
+
+static void cpu_adamw(float *p, const float *grad, float *m, float *v, size_t n,
+                      float lr, float b1, float b2, float eps, float wd,
+                      float bc1, float bc2, float grad_scale) {
+    const float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
+    /* no `simd`: with the default -fmath-errno, sqrtf keeps a call path
+     * that stops vectorization; the loop is memory-bound anyway */
+#pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        const float g = grad[i] * grad_scale;
+        const float mi = b1 * m[i] + ob1 * g;
+        const float vi = b2 * v[i] + ob2 * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        const float mhat = mi / bc1;
+        const float vhat = vi / bc2;
+        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);
+    }
+}
+
+/* ------------------------------------------------------------ the table */
+
+static const zt_backend cpu_backend = {
+    .name = "cpu",
+    .set_threads = cpu_set_threads,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .to_host = cpu_copy,
+    .to_device = cpu_copy,
+    .zero = cpu_zero,
+    .encoder_fwd = zt_cpu_encoder_fwd,
+    .encoder_bwd = zt_cpu_encoder_bwd,
+    .layernorm_fwd = zt_cpu_layernorm_fwd,
+    .layernorm_bwd = zt_cpu_layernorm_bwd,
+    .matmul_fwd = cpu_matmul_fwd,
+    .matmul_bwd = cpu_matmul_bwd,
+    .attention_fwd = zt_cpu_attention_fwd,
+    .attention_bwd = zt_cpu_attention_bwd,
+    .gelu_fwd = zt_cpu_gelu_fwd,
+    .gelu_bwd = zt_cpu_gelu_bwd,
+    .add = cpu_add,
+    .xent_fwd = zt_cpu_xent_fwd,
+    .xent_bwd = zt_cpu_xent_bwd,
+    .adamw = cpu_adamw,
+    .sumsq = cpu_sumsq,
+    .scale = cpu_scale,
+};
+
+const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -1,0 +1,92 @@
+/*
+ * cpu_internal.h -- shared pieces of the CPU backend (OpenMP + CBLAS).
+ * Private to kernels/cpu/.
+ */
+#ifndef ZT_CPU_INTERNAL_H
+#define ZT_CPU_INTERNAL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+
+/* cpu_nn.c */
+void zt_cpu_encoder_fwd(float *out, const int *inp, const float *wte,
+                        const float *wpe, int B, int T, int C);
+void zt_cpu_encoder_bwd(float *dwte, float *dwpe, const float *dout,
+                        const int *inp, int B, int T, int C);
+void zt_cpu_layernorm_fwd(float *out, float *mean, float *rstd,
+                          const float *inp, const float *w, const float *b,
+                          int N, int C);
+void zt_cpu_layernorm_bwd(float *dinp, float *dw, float *db,
+                          const float *dout, const float *inp, const float *w,
+                          const float *mean, const float *rstd, int N, int C);
+void zt_cpu_gelu_fwd(float *out, const float *inp, size_t n);
+void zt_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+void zt_cpu_xent_fwd(float *losses, float *probs, const float *logits,
+                     const int *targets, int N, int V);
+void zt_cpu_xent_bwd(float *dlogits, const float *probs, const int *targets,
+                     float dloss, int N, int V);
+
+/* cpu_attention.c */
+void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
+                          int B, int T, int C, int NH);
+void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
+                          const float *out, const float *lse,
+                          int B, int T, int C, int NH);
+
+/* cpu_backend.c: dst[c] += sum_{n<N} src[n*ld + c] for c < C, summed over n
+ * in order (double accumulators), parallel over channel blocks: the result
+ * does not depend on the thread count. */
+void zt_cpu_colsum_acc(float *dst, const float *src, int N, int C, size_t ld);
+
+/* Block size (in channels) for channel-partitioned reductions: a multiple
+ * of 16 floats, small enough that every thread gets a block. */
+int zt_cpu_channel_block(int C, int max_block);
+
+/*
+ * Vectorizable expf (Cephes polynomial, ~1-2 ulp) for x <= 88: every
+ * caller passes x <= 0 (softmax: x - max; tanh: -2|u|), up to rounding.
+ * Branch-free (the result is masked with integer ops rather than selected)
+ * so that `#pragma omp simd` loops calling it vectorize: with the default
+ * -ftrapping-math GCC will not if-convert speculated float ops, and
+ * glibc's vector expf is only used under -ffast-math.
+ * x < -87.3 (and -inf) gives 0; NaN gives NaN.
+ */
+static inline float zt_expf(float x) {
+    /* n = round(x / ln2) via the 1.5 * 2^23 trick; the low bits of t
+     * then hold 0x400000 + n */
+    const float t = x * 1.44269504088896341f + 12582912.0f;
+    const float n = t - 12582912.0f;
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    const float z = r * r;
+    float y = 1.9875691500e-4f;
+    y = y * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * z + r + 1.0f;
+    const uint32_t sb = (tb - 0x4B400000u + 127u) << 23;   /* 2^n */
+    float s;
+    memcpy(&s, &sb, sizeof s);
+    float res = y * s;
+    uint32_t rb;
+    memcpy(&rb, &res, sizeof rb);
+    rb &= -(uint32_t)!(x < -87.3f);    /* underflow (and -inf) -> +0 */
+    memcpy(&res, &rb, sizeof res);
+    return res;
+}
+
+/* tanh from zt_expf on -2|u| <= 0; absolute error ~1e-7 (what GELU needs). */
+static inline float zt_tanhf(float u) {
+    const float e = zt_expf(-2.0f * fabsf(u));
+    return copysignf((1.0f - e) / (1.0f + e), u);
+}
+
+#endif /* ZT_CPU_INTERNAL_H */
