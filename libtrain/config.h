@@ -82,6 +82,10 @@ struct zt_config {
     unsigned char *src;
     int finalized;
     int world_size;           /* set by finalize */
+
+    /* ZeRO offload targets (added by config.c's table; enum strings) */
+    char offload_optimizer[8];    /* zero_optimization.offload_optimizer.device: none | cpu */
+    char offload_param[8];        /* zero_optimization.offload_param.device: none | cpu */
 };
 
 /* Copy (deep) a configuration. Returns NULL on allocation failure. */
@@ -94,5 +98,11 @@ int zt_config_load_env_with(zt_config *cfg,
                             void *user, zt_status *st);
 /* Name of a zt_source ("default", "file", "env", "flag", "derived"). */
 const char *zt_source_name(int src);
+/* 1 if the key (JSON path or flag alias) is boolean (so a flag may be given
+ * without a value), 0 if it takes a value, -1 if unknown. */
+int zt_config_key_is_bool(const char *key_or_alias);
+/* Help text for every key: flags, env names, type/range, default, meaning.
+ * Caller frees with free(); NULL on allocation failure. */
+char *zt_config_help_text(void);
 
 #endif /* ZT_CONFIG_H */

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "tap.h"
+#include "ztrain_env.h"
 
 static char tmpdir[256];
 static int nfiles = 0;
@@ -727,6 +728,9 @@ static void test_real_env(void) {
     setenv("ZTRAIN_SLURM_RANK", "0", 1);
     setenv("ZTRAIN_SLURM_LOCALID", "0", 1);
     setenv("ZTRAIN_CONFIG", "/x.json", 1);
+#ifdef ZTRAIN_ENV_OMP_AUTO
+    setenv(ZTRAIN_ENV_OMP_AUTO, "4", 1);
+#endif
     setenv("ZTRAIN_STAGE", "1", 1);
     setenv("ZTRAIN_MODEL_N_EMBD", "64", 1);
     rc = zt_config_load_env(c, &st);
@@ -736,6 +740,30 @@ static void test_real_env(void) {
            "zt_config_load_env: informational names allowed, keys applied");
     clear_ztrain_env();
     zt_config_free(c);
+}
+
+/* The shipped configs must load and finalize (ZT_SRCDIR from `make check`,
+ * else the current directory). */
+static void test_shipped_configs(void) {
+    const char *srcdir = getenv("ZT_SRCDIR");
+    static const char *const names[] = {"configs/default.json", "configs/tiny.json"};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", srcdir ? srcdir : ".", names[i]);
+        if (access(path, R_OK) != 0) {
+            tap_skip(names[i], "not found (set ZT_SRCDIR)");
+            continue;
+        }
+        zt_status st;
+        zt_config *c = zt_config_new();
+        int rc = zt_config_load_file(c, path, &st);
+        if (rc == ZT_OK) rc = zt_config_finalize(c, 1, &st);
+        if (rc) tap_diag("%s", st.msg);
+        tap_ok(rc == ZT_OK && (i == 1 ? c->model.n_layer == 2 && c->micro_batch == 4
+                                      : c->model.n_layer == 4 && c->micro_batch == 16),
+               "%s loads and finalizes", names[i]);
+        zt_config_free(c);
+    }
 }
 
 int main(void) {
@@ -755,6 +783,7 @@ int main(void) {
     test_finalize();
     test_output();
     test_real_env();
+    test_shipped_configs();
 
     /* clean up the temp files */
     DIR *dir = opendir(tmpdir);
