@@ -4,6 +4,8 @@
  * random direction restricted to the tensor, plus three single elements.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "model.h"
 #include "tap.h"
 
@@ -55,9 +57,9 @@ int main(void) {
         double Lm = loss_of(m, &a);
         memcpy(p, save, sizeof(float) * t->numel);
         double fd = (Lp - Lm) / (2 * eps);
-        int ok = fabs(fd - gd) <= 2e-4 + 2e-2 * fabs(gd);
+        int ok = fabs(fd - gd) <= 2e-5 + 1e-2 * fabs(gd);
         if (!ok || fabs(gd) < 1e-6) tap_diag("%s: analytic %.6e numeric %.6e", t->name, gd, fd);
-        tap_ok(ok && fabs(gd) > 1e-6, "gradient of %s (directional, |g.d| = %.2e)", t->name, fabs(gd));
+        tap_ok(ok && fabs(gd) > 1e-4, "gradient of %s (directional, |g.d| = %.2e)", t->name, fabs(gd));
         /* three single elements */
         size_t idx[3] = {0, t->numel / 2, t->numel - 1};
         int eok = 1;
@@ -69,7 +71,7 @@ int main(void) {
             double lm = loss_of(m, &a);
             p[j] = save[j];
             double efd = (lp - lm) / (2 * eps);
-            if (fabs(efd - g[j]) > 3e-4 + 5e-2 * fabs(g[j])) {
+            if (fabs(efd - g[j]) > 3e-5 + 3e-2 * fabs(g[j])) {
                 eok = 0;
                 tap_diag("%s[%zu]: analytic %.6e numeric %.6e", t->name, j, g[j], efd);
             }

@@ -1,5 +1,6 @@
 /* test_tokens.c -- token shard writer/reader round trip and every bad input. */
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include "tap.h"

@@ -1,6 +1,7 @@
 /* testutil.h -- helpers shared by the C tests (header-only). */
 #ifndef ZT_TESTUTIL_H
 #define ZT_TESTUTIL_H
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,52 @@
+#!/bin/bash
+# test-all.sh -- set up, then run the whole test suite: `make check` (unit,
+# multi-rank MPI, local-Slurm integration, GPU tests that skip without a GPU),
+# the same unit and MPI tests again under AddressSanitizer + UBSan, and
+# `make distcheck`.  Ends with one line: "N passed, N failed, N skipped",
+# counted from every TAP result the test drivers recorded.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+J=$(nproc)
+
+echo "== make check"
+make -j"$J" check > check.log 2>&1
+grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' check.log | grep -v '^PASS' || true
+grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR)' check.log || true
+
+echo "== sanitizers (ASan + UBSan build in build-san/)"
+san_ok=0
+if [ "${ZT_SKIP_SANITIZERS:-0}" != 1 ]; then
+    mkdir -p build-san
+    ( cd build-san &&
+      { [ -f Makefile ] || ../configure --enable-werror --enable-sanitizers > config.out 2>&1; } &&
+      make -j"$J" > build.log 2>&1 &&
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+      LSAN_OPTIONS=suppressions=$PWD/../tests/lsan.supp:print_suppressions=0 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      make -j"$J" check TESTS="$(cd .. && make -s print-sanitizer-tests)" > check.log 2>&1 ) || san_ok=1
+    grep -E '^(FAIL|ERROR|XPASS):' build-san/check.log || true
+fi
+
+echo "== make distcheck"
+dist_ok=0
+if [ "${ZT_SKIP_DISTCHECK:-0}" != 1 ]; then
+    ZT_SKIP_SLURM=1 make -j"$J" distcheck > distcheck.log 2>&1 || dist_ok=1
+    grep -E '^=+$|archives ready|ERROR|FAIL:' distcheck.log | head -5 || true
+fi
+
+# Count every TAP result (one :test-result: line per check in each .trs).
+count() { find . -name '*.trs' -not -path './ztrain-*' -exec grep -h "^:test-result: $1" {} + 2>/dev/null | wc -l; }
+pass=$(( $(count PASS) + $(count XFAIL) ))
+fail=$(( $(count FAIL) + $(count XPASS) + $(count ERROR) ))
+skip=$(count SKIP)
+# the distcheck run and a sanitizer build that failed to build count as one result each
+if [ "${ZT_SKIP_DISTCHECK:-0}" != 1 ]; then
+    if [ $dist_ok -eq 0 ]; then pass=$((pass + 1)); echo "distcheck: ok"; else fail=$((fail + 1)); echo "distcheck: FAILED (see distcheck.log)"; tail -30 distcheck.log; fi
+fi
+if [ $san_ok -ne 0 ] && ! ls build-san/tests/*.trs > /dev/null 2>&1; then
+    fail=$((fail + 1)); echo "sanitizer build: FAILED"; tail -30 build-san/build.log build-san/config.out 2>/dev/null
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
