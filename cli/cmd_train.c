@@ -106,7 +106,11 @@ int cmd_train(int argc, char **argv) {
     }
     if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
     if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
-    if (rc != ZT_OK) goto done;   /* identical on every rank: no agreement needed */
+    if (rc != ZT_OK) {            /* identical on every rank: no agreement needed */
+        if (rank == 0) cli_error("%s", st.msg);
+        exit_code = ZT_EXIT_USAGE;   /* anything wrong with the configuration */
+        goto cleanup;
+    }
 
     zt_callbacks cb = {log_cb, NULL, NULL};
     rc = zt_ctx_create(cfg, &cb, &ctx, &st);

@@ -49,7 +49,7 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, st->msg, sizeof old);
-    snprintf(st->msg, sizeof st->msg, "%s: %s", prefix, old);
+    snprintf(st->msg, sizeof st->msg, "%.500s: %.500s", prefix, old);
     one_line(st->msg);
     return st->code;
 }
