@@ -21,7 +21,8 @@
 
 #include "cpu_internal.h"
 
-#define ZT_ATT_KB 128   /* keys per online-softmax block */
+#define ZT_ATT_KB 128   /* keys per online-softmax block (a multiple of ZT_ATT_TQ) */
+#define ZT_ATT_TQ 4     /* query rows processed together (each key is loaded once per tile) */
 
 static inline float dotf(const float *a, const float *b, int n) {
     float s = 0.0f;
@@ -30,70 +31,212 @@ static inline float dotf(const float *a, const float *b, int n) {
     return s;
 }
 
+/*
+ * Forward.  Work item = (b, h, tile of ZT_ATT_TQ query rows).  For each
+ * block of keys: scores of the 4 rows (4 independent dot products per key,
+ * masked to -inf beyond the diagonal), then per row the online-softmax
+ * rescale, then acc_r += p_r * v_j with v_j loaded once for the 4 rows.
+ * A tile shorter than 4 rows (T % 4) repeats its last row's pointers; the
+ * extra rows are computed and dropped.
+ */
+/* one (b, h, tile of <= ZT_ATT_TQ query rows) */
+ZT_TARGET_CLONES
+static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h, int t0,
+                         int T, int C, int NH, int hs, float scale) {
+    const size_t C3 = 3 * (size_t)C;
+    float acc[ZT_ATT_TQ * hs];
+    float s[ZT_ATT_TQ][ZT_ATT_KB];
+    const int nq = T - t0 < ZT_ATT_TQ ? T - t0 : ZT_ATT_TQ;
+    const int tend = t0 + nq;               /* keys 0 .. tend-1 */
+    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const float *q[ZT_ATT_TQ];
+    float m[ZT_ATT_TQ];
+    double l[ZT_ATT_TQ];
+    for (int r = 0; r < ZT_ATT_TQ; r++) {
+        q[r] = base + (size_t)(t0 + (r < nq ? r : nq - 1)) * C3;
+        m[r] = -INFINITY;
+        l[r] = 0.0;
+    }
+    const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
+    for (int i = 0; i < ZT_ATT_TQ * hs; i++) acc[i] = 0.0f;
+    float *a0 = acc, *a1 = acc + hs, *a2 = acc + 2 * hs, *a3 = acc + 3 * hs;
+
+    for (int j0 = 0; j0 < tend; j0 += ZT_ATT_KB) {
+        const int nj = tend - j0 < ZT_ATT_KB ? tend - j0 : ZT_ATT_KB;
+        for (int j = 0; j < nj; j++) {
+            const int jj = j0 + j;
+            const float *k = base + (size_t)jj * C3 + C;
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+            for (int i = 0; i < hs; i++) {
+                const float kv = k[i];
+                s0 += q0[i] * kv;
+                s1 += q1[i] * kv;
+                s2 += q2[i] * kv;
+                s3 += q3[i] * kv;
+            }
+            s[0][j] = jj <= t0 ? s0 * scale : -INFINITY;
+            s[1][j] = jj <= t0 + 1 ? s1 * scale : -INFINITY;
+            s[2][j] = jj <= t0 + 2 ? s2 * scale : -INFINITY;
+            s[3][j] = jj <= t0 + 3 ? s3 * scale : -INFINITY;
+        }
+        for (int r = 0; r < ZT_ATT_TQ; r++) {
+            float *sr = s[r];
+            float bm = -INFINITY;
+            for (int j = 0; j < nj; j++) bm = sr[j] > bm ? sr[j] : bm;
+            if (bm > m[r]) {
+                /* 0 on the first block (m = -inf) */
+                const float corr = zt_expf(m[r] - bm);
+                float *ar = acc + (size_t)r * hs;
+                l[r] *= corr;
+#pragma omp simd
+                for (int i = 0; i < hs; i++) ar[i] *= corr;
+                m[r] = bm;
+            }
+            const float mr = m[r];
+            float bs = 0.0f;
+#pragma omp simd reduction(+ : bs)
+            for (int j = 0; j < nj; j++) {
+                const float p = zt_expf(sr[j] - mr);   /* masked: exp(-inf) = 0 */
+                sr[j] = p;
+                bs += p;
+            }
+            l[r] += bs;
+        }
+        for (int j = 0; j < nj; j++) {
+            const float *v = base + (size_t)(j0 + j) * C3 + 2 * (size_t)C;
+            const float p0 = s[0][j], p1 = s[1][j], p2 = s[2][j], p3 = s[3][j];
+#pragma omp simd
+            for (int i = 0; i < hs; i++) {
+                const float vv = v[i];
+                a0[i] += p0 * vv;
+                a1[i] += p1 * vv;
+                a2[i] += p2 * vv;
+                a3[i] += p3 * vv;
+            }
+        }
+    }
+    for (int r = 0; r < nq; r++) {
+        const float inv = (float)(1.0 / l[r]);
+        const float *ar = acc + (size_t)r * hs;
+        float *o = out + ((size_t)b * T + t0 + r) * C + (size_t)h * hs;
+#pragma omp simd
+        for (int i = 0; i < hs; i++) o[i] = ar[i] * inv;
+        lse[((size_t)b * NH + h) * T + t0 + r] = m[r] + (float)log(l[r]);
+    }
+}
+
 void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
                           int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
     const int hs = C / NH;
-    const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)hs);
-    const long total = (long)B * NH * T;
-    const int par = total * (long)hs * T >= 65536;
+    const long ntile = (T + ZT_ATT_TQ - 1) / ZT_ATT_TQ;
+    const long total = (long)B * NH * ntile;
+    const int par = (long)B * NH * T * (long)T * hs >= 131072;
+    /* tiles of one (b, h) are consecutive; chunks of 2 tiles alternate
+     * between threads so the causal triangle is shared out evenly */
+#pragma omp parallel for schedule(static, 2) if (par)
+    for (long idx = 0; idx < total; idx++) {
+        const int t0 = (int)(idx % ntile) * ZT_ATT_TQ;
+        const int h = (int)((idx / ntile) % NH);
+        const int b = (int)(idx / (ntile * NH));
+        att_fwd_tile(out, lse, qkv, b, h, t0, T, C, NH, hs, scale);
+    }
+}
 
-#pragma omp parallel if (par)
-    {
-        float acc[hs];
-        float s[ZT_ATT_KB];
-        /* t is the fastest index; chunks of 8 rows alternate between
-         * threads so the causal triangle is shared out evenly. */
-#pragma omp for schedule(static, 8)
-        for (long idx = 0; idx < total; idx++) {
-            const int t = (int)(idx % T);
-            const int h = (int)((idx / T) % NH);
-            const int b = (int)(idx / ((long)T * NH));
-            const float *base = qkv + (size_t)b * T * C3;
-            const float *q = base + (size_t)t * C3 + (size_t)h * hs;
-            float m = -INFINITY;
-            double l = 0.0;
-            for (int i = 0; i < hs; i++) acc[i] = 0.0f;
+/*
+ * Backward.  Work item = one (b, h): it owns dq, dk, dv of that head for
+ * every position, so there are no write races.  Query rows go in tiles of
+ * ZT_ATT_TQ: for each key j, the 4 scores and the 4 dout.v_j come from one
+ * pass over k_j / v_j, and dk_j, dv_j are read and written once per tile.
+ *   p = exp(q.k * scale - lse),  D_t = dout_t . out_t,
+ *   dS = p (dout_t . v_j - D_t),  dq_t += scale dS k_j,
+ *   dk_j += scale dS q_t,  dv_j += p dout_t.
+ */
+/* one (b, h): dq, dk, dv of that head for every position */
+ZT_TARGET_CLONES
+static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
+                         const float *out, const float *lse, int b, int h,
+                         int T, int C, int NH, int hs, float scale) {
+    const size_t C3 = 3 * (size_t)C;
+    float dqa[ZT_ATT_TQ * hs];
+    const size_t hoff = (size_t)h * hs;
+    const float *base = qkv + (size_t)b * T * C3 + hoff;
+    float *dbase = dqkv + (size_t)b * T * C3 + hoff;
+    const float *obase = out + (size_t)b * T * C + hoff;
+    const float *dobase = dout + (size_t)b * T * C + hoff;
+    const float *lrow = lse + ((size_t)b * NH + h) * T;
 
-            for (int j0 = 0; j0 <= t; j0 += ZT_ATT_KB) {
-                const int j1 = (t + 1 < j0 + ZT_ATT_KB) ? t + 1 : j0 + ZT_ATT_KB;
-                const int nj = j1 - j0;
-                float bm = -INFINITY;
-                for (int j = 0; j < nj; j++) {
-                    const float *k = base + (size_t)(j0 + j) * C3 + C + (size_t)h * hs;
-                    const float d = dotf(q, k, hs) * scale;
-                    s[j] = d;
-                    bm = d > bm ? d : bm;
-                }
-                const float mnew = bm > m ? bm : m;
-                if (mnew != m) {
-                    const float corr = zt_expf(m - mnew);  /* 0 on the first block */
-                    l *= corr;
-#pragma omp simd
-                    for (int i = 0; i < hs; i++) acc[i] *= corr;
-                    m = mnew;
-                }
-                float bs = 0.0f;
-#pragma omp simd reduction(+ : bs)
-                for (int j = 0; j < nj; j++) {
-                    const float p = zt_expf(s[j] - m);
-                    s[j] = p;
-                    bs += p;
-                }
-                l += bs;
-                for (int j = 0; j < nj; j++) {
-                    const float *v = base + (size_t)(j0 + j) * C3 + 2 * (size_t)C + (size_t)h * hs;
-                    const float p = s[j];
-#pragma omp simd
-                    for (int i = 0; i < hs; i++) acc[i] += p * v[i];
-                }
+    for (int t = 0; t < T; t++) {
+        float *r = dbase + (size_t)t * C3;
+        memset(r, 0, (size_t)hs * sizeof(float));
+        memset(r + C, 0, (size_t)hs * sizeof(float));
+        memset(r + 2 * (size_t)C, 0, (size_t)hs * sizeof(float));
+    }
+
+    for (int t0 = 0; t0 < T; t0 += ZT_ATT_TQ) {
+        const int nq = T - t0 < ZT_ATT_TQ ? T - t0 : ZT_ATT_TQ;
+        const float *q[ZT_ATT_TQ], *g[ZT_ATT_TQ];
+        float L[ZT_ATT_TQ], D[ZT_ATT_TQ];
+        for (int r = 0; r < ZT_ATT_TQ; r++) {
+            const int t = t0 + (r < nq ? r : nq - 1);
+            q[r] = base + (size_t)t * C3;
+            g[r] = dobase + (size_t)t * C;
+            L[r] = lrow[t];
+            D[r] = dotf(g[r], obase + (size_t)t * C, hs);
+        }
+        const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
+        const float *g0 = g[0], *g1 = g[1], *g2 = g[2], *g3 = g[3];
+        for (int i = 0; i < ZT_ATT_TQ * hs; i++) dqa[i] = 0.0f;
+        float *dq0 = dqa, *dq1 = dqa + hs, *dq2 = dqa + 2 * hs, *dq3 = dqa + 3 * hs;
+
+        const int tend = t0 + nq;
+        for (int j = 0; j < tend; j++) {
+            const float *k = base + (size_t)j * C3 + C;
+            const float *v = k + C;
+            float *dk = dbase + (size_t)j * C3 + C;
+            float *dv = dk + C;
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+            float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, e0, e1, e2, e3)
+            for (int i = 0; i < hs; i++) {
+                const float kv = k[i], vv = v[i];
+                s0 += q0[i] * kv;
+                s1 += q1[i] * kv;
+                s2 += q2[i] * kv;
+                s3 += q3[i] * kv;
+                e0 += g0[i] * vv;
+                e1 += g1[i] * vv;
+                e2 += g2[i] * vv;
+                e3 += g3[i] * vv;
             }
-            const float inv = (float)(1.0 / l);
-            float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+            const float sv[ZT_ATT_TQ] = {s0, s1, s2, s3};
+            const float ev[ZT_ATT_TQ] = {e0, e1, e2, e3};
+            float p[ZT_ATT_TQ], ds[ZT_ATT_TQ];
+            for (int r = 0; r < ZT_ATT_TQ; r++) {
+                /* causal mask, and padding rows of a short tile */
+                p[r] = (r < nq && j <= t0 + r) ? zt_expf(sv[r] * scale - L[r]) : 0.0f;
+                ds[r] = p[r] * (ev[r] - D[r]) * scale;
+            }
+            const float p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
+            const float d0 = ds[0], d1 = ds[1], d2 = ds[2], d3 = ds[3];
 #pragma omp simd
-            for (int i = 0; i < hs; i++) o[i] = acc[i] * inv;
-            lse[((size_t)b * NH + h) * T + t] = m + (float)log(l);
+            for (int i = 0; i < hs; i++) {
+                const float kv = k[i];
+                dk[i] += d0 * q0[i] + d1 * q1[i] + d2 * q2[i] + d3 * q3[i];
+                dv[i] += p0 * g0[i] + p1 * g1[i] + p2 * g2[i] + p3 * g3[i];
+                dq0[i] += d0 * kv;
+                dq1[i] += d1 * kv;
+                dq2[i] += d2 * kv;
+                dq3[i] += d3 * kv;
+            }
+        }
+        for (int r = 0; r < nq; r++) {
+            float *dqt = dbase + (size_t)(t0 + r) * C3;
+            const float *src = dqa + (size_t)r * hs;
+#pragma omp simd
+            for (int i = 0; i < hs; i++) dqt[i] = src[i];
         }
     }
 }
@@ -103,56 +246,10 @@ void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                           int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
     const int hs = C / NH;
-    const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)hs);
     const int BH = B * NH;
-    const int par = BH > 1 && (long)BH * T * (long)T * hs >= 65536;
-
-#pragma omp parallel if (par)
-    {
-        float dq[hs];
-#pragma omp for schedule(static)
-        for (int bh = 0; bh < BH; bh++) {
-            const int b = bh / NH, h = bh % NH;
-            const size_t hoff = (size_t)h * hs;
-            const float *base = qkv + (size_t)b * T * C3;
-            float *dbase = dqkv + (size_t)b * T * C3;
-            const float *lrow = lse + (size_t)bh * T;
-
-            /* this (b, h) owns dq, dk and dv at [., h*hs .. +hs) */
-            for (int t = 0; t < T; t++) {
-                float *r = dbase + (size_t)t * C3 + hoff;
-                memset(r, 0, (size_t)hs * sizeof(float));
-                memset(r + C, 0, (size_t)hs * sizeof(float));
-                memset(r + 2 * (size_t)C, 0, (size_t)hs * sizeof(float));
-            }
-
-            for (int t = 0; t < T; t++) {
-                const float *q = base + (size_t)t * C3 + hoff;
-                const float *dot_ = dout + ((size_t)b * T + t) * C + hoff;
-                const float *o = out + ((size_t)b * T + t) * C + hoff;
-                const float L = lrow[t];
-                const float D = dotf(dot_, o, hs);
-                for (int i = 0; i < hs; i++) dq[i] = 0.0f;
-                for (int j = 0; j <= t; j++) {
-                    const float *k = base + (size_t)j * C3 + C + hoff;
-                    const float *v = k + C;
-                    float *dk = dbase + (size_t)j * C3 + C + hoff;
-                    float *dv = dk + C;
-                    const float p = zt_expf(dotf(q, k, hs) * scale - L);
-                    const float dp = dotf(dot_, v, hs);
-                    const float ds = p * (dp - D) * scale;
-#pragma omp simd
-                    for (int i = 0; i < hs; i++) {
-                        dq[i] += ds * k[i];
-                        dk[i] += ds * q[i];
-                        dv[i] += p * dot_[i];
-                    }
-                }
-                float *dqt = dbase + (size_t)t * C3 + hoff;
-#pragma omp simd
-                for (int i = 0; i < hs; i++) dqt[i] = dq[i];
-            }
-        }
-    }
+    const int par = BH > 1 && (long)BH * T * (long)T * hs >= 131072;
+#pragma omp parallel for schedule(static) if (par)
+    for (int bh = 0; bh < BH; bh++)
+        att_bwd_head(dqkv, dout, qkv, out, lse, bh / NH, bh % NH, T, C, NH, hs, scale);
 }

@@ -12,6 +12,19 @@
 
 #include "backend.h"
 
+/*
+ * Hot loops are compiled twice where GCC can do it (x86-64, glibc ifunc):
+ * for AVX2 + FMA (x86-64-v3) and for the baseline ISA; the loader picks
+ * one per machine, so results are reproducible on a given machine.
+ * Build with -DZT_NO_TARGET_CLONES to get the baseline code only.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__gnu_linux__) && !defined(ZT_NO_TARGET_CLONES)
+#define ZT_TARGET_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ZT_TARGET_CLONES
+#endif
+
 /* cpu_nn.c */
 void zt_cpu_encoder_fwd(float *out, const int *inp, const float *wte,
                         const float *wpe, int B, int T, int C);

@@ -155,8 +155,11 @@ void zt_cpu_layernorm_bwd(float *dinp, float *dw, float *db,
 #define ZT_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define ZT_GELU_A 0.044715f
 
-void zt_cpu_gelu_fwd(float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
+#define ZT_GELU_CHUNK 16384
+
+ZT_TARGET_CLONES
+static void gelu_fwd_chunk(float *out, const float *inp, size_t n) {
+#pragma omp simd
     for (size_t i = 0; i < n; i++) {
         const float x = inp[i];
         const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
@@ -164,8 +167,9 @@ void zt_cpu_gelu_fwd(float *out, const float *inp, size_t n) {
     }
 }
 
-void zt_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
+ZT_TARGET_CLONES
+static void gelu_bwd_chunk(float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp simd
     for (size_t i = 0; i < n; i++) {
         const float x = inp[i];
         const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
@@ -177,34 +181,58 @@ void zt_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n)
     }
 }
 
+void zt_cpu_gelu_fwd(float *out, const float *inp, size_t n) {
+    const size_t nch = (n + ZT_GELU_CHUNK - 1) / ZT_GELU_CHUNK;
+#pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t k = 0; k < nch; k++) {
+        const size_t i0 = k * ZT_GELU_CHUNK;
+        gelu_fwd_chunk(out + i0, inp + i0, n - i0 < ZT_GELU_CHUNK ? n - i0 : ZT_GELU_CHUNK);
+    }
+}
+
+void zt_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
+    const size_t nch = (n + ZT_GELU_CHUNK - 1) / ZT_GELU_CHUNK;
+#pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t k = 0; k < nch; k++) {
+        const size_t i0 = k * ZT_GELU_CHUNK;
+        gelu_bwd_chunk(dinp + i0, inp + i0, dout + i0,
+                       n - i0 < ZT_GELU_CHUNK ? n - i0 : ZT_GELU_CHUNK);
+    }
+}
+
 /* ------------------------------------------------------------ softmax + CE */
+
+/* one row; p may be the same memory as x */
+ZT_TARGET_CLONES
+static float xent_row(float *p, const float *x, int tgt, int V) {
+    float mx = -INFINITY;
+#ifndef __clang__ /* clang vectorizes a NaN-aware max only under fast-math */
+#pragma omp simd reduction(max : mx)
+#endif
+    for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    /* read the target logit before p overwrites it */
+    const float xt = (tgt >= 0 && tgt < V) ? x[tgt] : 0.0f;
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < V; j++) {
+        const float e = zt_expf(x[j] - mx);
+        p[j] = e;
+        s += e;
+    }
+    const float inv = 1.0f / s;
+#pragma omp simd
+    for (int j = 0; j < V; j++) p[j] *= inv;
+    /* -log p[tgt] = log(sum) - (x[tgt] - max): no log(0) */
+    return (tgt >= 0 && tgt < V) ? logf(s) - (xt - mx) : 0.0f;
+}
 
 void zt_cpu_xent_fwd(float *losses, float *probs, const float *logits,
                      const int *targets, int N, int V) {
 #pragma omp parallel for schedule(static) if ((size_t)N * V >= ZT_PAR_MIN)
     for (int n = 0; n < N; n++) {
-        const float *x = logits + (size_t)n * V;
-        float *p = probs + (size_t)n * V;   /* may be the same memory as x */
-        const int tgt = targets ? targets[n] : -1;
-        float mx = -INFINITY;
-#ifndef __clang__ /* clang vectorizes a NaN-aware max only under fast-math */
-#pragma omp simd reduction(max : mx)
-#endif
-        for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
-        /* read the target logit before p overwrites it */
-        const float xt = (tgt >= 0 && tgt < V) ? x[tgt] : 0.0f;
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (int j = 0; j < V; j++) {
-            const float e = zt_expf(x[j] - mx);
-            p[j] = e;
-            s += e;
-        }
-        const float inv = 1.0f / s;
-#pragma omp simd
-        for (int j = 0; j < V; j++) p[j] *= inv;
-        /* -log p[tgt] = log(sum) - (x[tgt] - max): no log(0) */
-        if (losses) losses[n] = (tgt >= 0 && tgt < V) ? logf(s) - (xt - mx) : 0.0f;
+        const float loss = xent_row(probs + (size_t)n * V, logits + (size_t)n * V,
+                                    targets ? targets[n] : -1, V);
+        if (losses) losses[n] = loss;
     }
 }
 
