@@ -40,7 +40,11 @@ static void train_usage(void) {
            "                         (default: <checkpoint.dir>/model.bin)\n"
            "  --sample-tokens N      generate N tokens after training (default 256; 0: none)\n"
            "  --sample-prompt TEXT   prompt for that sample (default: a newline)\n"
-           "  --print-config         print the effective configuration and exit\n");
+           "  --print-config         print the effective configuration and exit\n"
+           "\nconfiguration keys:\n");
+    char *h = zt_config_help_text();
+    if (h) fputs(h, stdout);
+    free(h);
 }
 
 int cmd_train(int argc, char **argv) {
