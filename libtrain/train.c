@@ -97,9 +97,10 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
         if (m->kind == ZT_METRIC_STEP)
             fprintf(ctx->metrics_fp,
                     "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, "
-                    "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"mem_peak_bytes\": %llu}\n",
+                    "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
+                    "\"mem_peak_bytes\": %llu}\n",
                     m->step, m->loss, m->lr, m->grad_norm, m->tokens_per_s, m->step_ms,
-                    (unsigned long long)m->mem_peak_bytes);
+                    m->data_wait_ms, (unsigned long long)m->mem_peak_bytes);
         else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
@@ -123,11 +124,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     double t0 = zt_now_s();
 
     be->zero(m->grads, m->num_params * sizeof(float));
-    double loss_sum = 0.0;
+    double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
+        double tw = zt_now_s();
         ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->acts.inputs,
                               ctx->acts.targets, st));
+        wait_s += zt_now_s() - tw;
         loss_sum += zt_gpt_forward(m, &ctx->acts, T, 1);
         zt_gpt_backward(m, &ctx->acts, dloss);
     }
@@ -161,6 +164,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.tokens_per_s = (double)global_batch * T / (dt > 0 ? dt : 1e-9);
     met.eta_s = ctx->train_time_s / (double)ctx->step * (double)(c->steps - ctx->step);
     met.mem_peak_bytes = ms.peak_total;
+    met.data_wait_ms = wait_s * 1e3;
     /* Rank 0's timing is the one everybody reports. */
     if (ctx->nranks > 1) {
         double tv[3] = {met.step_ms, met.tokens_per_s, met.eta_s};

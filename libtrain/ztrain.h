@@ -123,6 +123,7 @@ typedef struct zt_metrics {
     double tokens_per_s;  /* STEP: global tokens per second */
     double step_ms;       /* STEP */
     double eta_s;         /* STEP: estimated seconds to finish */
+    double data_wait_ms;  /* STEP: time this rank waited for its batches */
     double val_loss;      /* EVAL */
     uint64_t mem_peak_bytes; /* peak accounted bytes on this rank so far */
 } zt_metrics;
