@@ -131,8 +131,8 @@ static void fd_double(loss_fn L, void *ctx, double *x, size_t n, double h, doubl
 /* tolerances */
 #define FWD_RTOL 1e-5
 #define FWD_ATOL 1e-6
-#define REF_RTOL 1e-4   /* float kernel gradient vs FD of the double reference */
-#define REF_ATOL 1e-5
+#define REF_RTOL 2e-5   /* float kernel gradient vs FD of the double reference */
+#define REF_ATOL 2e-6
 #define KFD_RTOL 2e-2   /* float kernel gradient vs FD of the float kernel */
 #define KFD_ATOL 1e-3
 #define REF_H 1e-5
@@ -598,19 +598,19 @@ static void test_attention(void) {
 /* longer sequence: several online-softmax key blocks; backward vs the
  * analytic double reference (explicit softmax matrix) */
 static void test_attention_long(void) {
-    const int b = 1, t = 300, c = 16, nh = 2;
+    const int b = 1, t = 301, c = 20, nh = 2; /* hs = 10; 301 % 4 = 1 */
     const size_t nq = (size_t)b * t * 3 * c, no = (size_t)b * t * c, nl = (size_t)b * nh * t;
     float *qkv = fvec(nq, 2.0), *out = fzeros(no), *lse = fzeros(nl), *R = fvec(no, 1.0);
     double *dq = dcopy(qkv, nq), *rout = dvec(no), *rlse = dvec(nl), *dR = dcopy(R, no);
     double *rd = dvec(nq);
     be->attention_fwd(out, lse, qkv, b, t, c, nh);
     ref_attention(rout, rlse, dq, b, t, c, nh);
-    check_arr("attention_fwd T=300 (several key blocks) out", out, rout, no, FWD_RTOL, FWD_ATOL);
-    check_arr("attention_fwd T=300 lse", lse, rlse, nl, FWD_RTOL, FWD_ATOL);
+    check_arr("attention_fwd T=301 (several key blocks) out", out, rout, no, FWD_RTOL, FWD_ATOL);
+    check_arr("attention_fwd T=301 lse", lse, rlse, nl, FWD_RTOL, FWD_ATOL);
     float *dqkv = fzeros(nq);
     be->attention_bwd(dqkv, R, qkv, out, lse, b, t, c, nh);
     ref_attention_bwd(rd, dR, dq, b, t, c, nh);
-    check_arr("attention_bwd T=300 dqkv vs analytic double reference", dqkv, rd, nq,
+    check_arr("attention_bwd T=301 dqkv vs analytic double reference", dqkv, rd, nq,
               REF_RTOL, REF_ATOL);
     free(qkv); free(out); free(lse); free(R); free(dq); free(rout); free(rlse); free(dR);
     free(rd); free(dqkv);
