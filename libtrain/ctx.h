@@ -6,6 +6,7 @@
 #include "config.h"
 #include "model.h"
 #include "optim.h"
+#include "state.h"
 
 struct zt_ctx {
     zt_config *cfg;              /* finalized copy */
@@ -24,6 +25,10 @@ struct zt_ctx {
     double train_time_s;         /* wall time inside train steps */
     FILE *metrics_fp;            /* rank 0 */
     double last_val_loss;
+    zt_owned_range *owned;       /* zt_ctx_owned_state's ranges */
+    int n_owned;
+    zt_step_hook hook;
+    void *hook_user;
 };
 
 /* Log through the callback (printf-style). */

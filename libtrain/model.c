@@ -198,7 +198,11 @@ static size_t carve(const zt_model_config *mc, int B, int T, int training,
     TAKE(a->scratch, N * C);
     TAKE(a->lnf, N * C); TAKE(a->lnf_mean, N); TAKE(a->lnf_rstd, N);
     TAKE(a->probs, N * V); TAKE(a->losses, N);
-    TAKE(a->inputs, N); TAKE(a->targets, N);   /* int and float are both 4 bytes */
+    /* int and float are both 4 bytes: token ids share the block */
+    if (base) a->inputs = (int *)(void *)(base + off);
+    off += (N + 15) & ~(size_t)15;
+    if (base) a->targets = (int *)(void *)(base + off);
+    off += (N + 15) & ~(size_t)15;
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);

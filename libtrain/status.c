@@ -13,6 +13,7 @@ const char *zt_code_name(int code) {
     case ZT_ECOMM: return "communication error";
     case ZT_EUNSUPPORTED: return "not supported";
     case ZT_EINTERNAL: return "internal error";
+    case ZT_EPREEMPTED: return "preempted";
     default: return "unknown error";
     }
 }

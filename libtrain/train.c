@@ -67,6 +67,7 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_gpt_acts_free(&ctx->sample_acts);
     zt_adamw_free(&ctx->opt);
     zt_gpt_free(ctx->model);
+    free(ctx->owned);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
     free(ctx);
@@ -279,6 +280,16 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             em.val_loss = vl;
             metrics_emit(ctx, &em);
             zt_log(ctx, ZT_LOG_INFO, "eval  %5ld/%ld | val loss %.4f", ctx->step, c->steps, vl);
+        }
+        if (ctx->hook) {
+            int hr = ctx->hook(ctx->hook_user, ctx, st);
+            if (hr == ZT_EPREEMPTED) {
+                zt_log(ctx, ZT_LOG_INFO, "stopping after step %ld (preempted)", ctx->step);
+                log_memory(ctx);
+                log_comm(ctx);
+                return zt_fail(st, ZT_EPREEMPTED, "preempted after step %ld; checkpoint saved", ctx->step);
+            }
+            if (hr != ZT_OK) return hr;
         }
     }
     log_memory(ctx);

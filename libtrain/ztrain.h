@@ -47,7 +47,8 @@ typedef enum zt_code {
     ZT_ENOMEM = 4,       /* allocation failed                              */
     ZT_ECOMM = 5,        /* MPI / collective failure                       */
     ZT_EUNSUPPORTED = 6, /* valid request that this build cannot do (yet)  */
-    ZT_EINTERNAL = 7     /* a bug: please report                           */
+    ZT_EINTERNAL = 7,    /* a bug: please report                           */
+    ZT_EPREEMPTED = 8    /* stopped cleanly after a preemption checkpoint  */
 } zt_code;
 
 typedef struct zt_status {

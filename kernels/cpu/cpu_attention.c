@@ -11,7 +11,7 @@
  * qkv[B,T,3C]: q at [.., h*hs], k at [.., C + h*hs], v at [.., 2C + h*hs].
  */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+#include "ztconfig.h"
 #endif
 
 #include <math.h>

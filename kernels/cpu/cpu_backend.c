@@ -5,7 +5,7 @@
  * for a fixed thread count.
  */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+#include "ztconfig.h"
 #endif
 
 #include <math.h>

@@ -6,7 +6,7 @@
  * thread count.
  */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+#include "ztconfig.h"
 #endif
 
 #include <math.h>

@@ -1,0 +1,67 @@
+/* state.c -- owned training state for checkpoints (see state.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "ctx.h"
+
+void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
+    ctx->hook = fn;
+    ctx->hook_user = user;
+}
+
+int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
+    const zt_gpt *m = ctx->model;
+    int G = ctx->nranks, r = ctx->rank;     /* stage 0: one shard group = world */
+    if (!ctx->owned) {
+        ctx->owned = calloc((size_t)m->n_units, sizeof *ctx->owned);
+        if (!ctx->owned) return zt_fail(st, ZT_ENOMEM, "out of memory (owned state)");
+    }
+    int n = 0;
+    for (int u = 0; u < m->n_units; ++u) {
+        const zt_unit_info *ui = &m->units[u];
+        size_t S = zt_shard_len(ui->numel, G);
+        size_t a = (size_t)r * S, b = a + S;
+        if (b > ui->numel) b = ui->numel;
+        if (a >= b) continue;
+        zt_owned_range *o = &ctx->owned[n++];
+        o->lo = ui->offset + a;
+        o->hi = ui->offset + b;
+        o->param = m->params + o->lo;
+        o->m = ctx->opt.m + o->lo;
+        o->v = ctx->opt.v + o->lo;
+    }
+    ctx->n_owned = n;
+    memset(out, 0, sizeof *out);
+    out->model = m;
+    out->n_ranges = n;
+    out->ranges = ctx->owned;
+    out->writer = 1;
+    out->step = ctx->step;
+    out->adam_t = ctx->opt.t;
+    out->world = ctx->nranks;
+    out->stage = ctx->cfg->zero_stage;
+    out->shard_group = G;
+    return ZT_OK;
+}
+
+int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
+    zt_train_state s;
+    ZT_TRY(zt_ctx_owned_state(ctx, &s, st));
+    zt_gpt *m = ctx->model;
+    if (ctx->nranks > 1) {
+        /* Stage 0: zero what this rank does not own, then sum: the owned
+         * slices are disjoint, so everybody ends with every value. */
+        float *bufs[3] = {m->params, ctx->opt.m, ctx->opt.v};
+        for (int k = 0; k < 3; ++k) {
+            size_t at = 0;
+            for (int i = 0; i < s.n_ranges; ++i) {
+                memset(bufs[k] + at, 0, (s.ranges[i].lo - at) * sizeof(float));
+                at = s.ranges[i].hi;
+            }
+            memset(bufs[k] + at, 0, (m->num_params - at) * sizeof(float));
+            ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, bufs[k], m->num_params, ZT_F32, st));
+        }
+    }
+    ctx->step = step;
+    ctx->opt.t = adam_t;
+    return ZT_OK;
+}
