@@ -41,6 +41,10 @@
 #define ZTRAIN_ENV_SLURM_LOCAL  "ZTRAIN_SLURM_LOCALID"
 /* Set to "1" by the plugin so libtrain knows the contract was applied. */
 #define ZTRAIN_ENV_PLUGIN       "ZTRAIN_PLUGIN"
+/* OMP_NUM_THREADS value the plugin computed for the task (max(1, CPUs per
+ * task - dataloaders)); marks OMP_NUM_THREADS as the plugin's, so a later
+ * step (srun inside a batch script) recomputes it instead of keeping it. */
+#define ZTRAIN_ENV_OMP_AUTO     "ZTRAIN_OMP_AUTO"
 
 /* Allowed values, shared so both sides validate identically. */
 #define ZTRAIN_STAGE_MIN 0

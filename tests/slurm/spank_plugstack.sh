@@ -1,0 +1,94 @@
+#!/bin/bash
+# spank_plugstack.sh -- site defaults and limits from plugstack.conf
+# arguments (key=value after the plugin path), checked in a real private
+# Slurm cluster: defaults applied when no option is given, options still win,
+# limits enforced at submission and in slurmstepd, ckpt_root, and strict
+# parsing (a bad key or value disables the plugin with a message).
+# plugstack.conf is read again for every srun/sbatch/step, so one cluster
+# serves all configurations.  Skips (visibly) when not root or no Slurm.
+. "${ZT_SRCDIR:-$(dirname "$0")/../..}/tests/slurm/lib.sh"
+zt_cluster_start
+ckroot=$ZT_CLUSTER/ckroot
+
+# --------------------------------------------------------------- defaults
+zt_plugstack optional default_stage=2 default_precision=bf16 max_dataloaders=4 ckpt_root=$ckroot/
+out=$(zsrun bash -c 'echo $ZTRAIN_STAGE $ZTRAIN_PRECISION ${ZTRAIN_DATALOADERS-unset} $ZTRAIN_CKPT_DIR $SLURM_JOB_ID')
+set -- $out
+is "$1 $2 $3" "2 bf16 unset" "default_stage=2 default_precision=bf16 used when no option is given"
+is "$4" "$ckroot/ztrain-$5" "ckpt_root: checkpoint dir <ckpt_root>/ztrain-<jobid>"
+out=$(zsrun --ztrain-stage=0 --ztrain-precision=fp32 bash -c 'echo $ZTRAIN_STAGE $ZTRAIN_PRECISION')
+is "$out" "0 fp32" "options given override the site defaults"
+out=$(zsrun --ztrain-ckpt-dir=/elsewhere printenv ZTRAIN_CKPT_DIR)
+is "$out" /elsewhere "--ztrain-ckpt-dir overrides ckpt_root"
+
+job=$(zsbatch /dev/stdin <<'EOF'
+#!/bin/bash
+echo "batch stage=$ZTRAIN_STAGE ckpt=$ZTRAIN_CKPT_DIR"
+EOF
+)
+like "$(cat "$ZT_WORK/job-$job.out" 2>/dev/null)" "batch stage=2 ckpt=$ckroot/ztrain-$job" \
+     "the batch step gets the defaults and <ckpt_root>/ztrain-<jobid> too"
+
+out=$(zsrun --ztrain-dataloaders=5 echo TASK-RAN); rc=$?
+err=$(zlast_err)
+check "max_dataloaders=4: srun --ztrain-dataloaders=5 refused" [ "$rc" -ne 0 -a -z "$out" ]
+is "$(printf '%s\n' "$err" | wc -l)" 1 "... in one line"
+like "$err" "[ztrain] --ztrain-dataloaders=5: 5 data loaders is above this site's limit (max_dataloaders=4)" \
+     "... naming the site limit"
+out=$(zsrun --ztrain-dataloaders=4 printenv ZTRAIN_DATALOADERS)
+is "$out" 4 "--ztrain-dataloaders=4 (at the limit) accepted"
+out=$(_SLURM_SPANK_OPTION_ztrain_ztrain_dataloaders=5 zsrun echo TASK-RAN); rc=$?
+err=$(zlast_err)
+check "max_dataloaders also enforced in slurmstepd (value from the environment)" [ "$rc" -ne 0 -a -z "$out" ]
+like "$err" "max_dataloaders=4" "... with the message"
+
+zt_plugstack optional max_stage=1
+out=$(zsrun --ztrain-stage=2 echo TASK-RAN); rc=$?
+err=$(zlast_err)
+check "max_stage=1: --ztrain-stage=2 refused" [ "$rc" -ne 0 -a -z "$out" ]
+like "$err" "above this site's limit (max_stage=1)" "... naming the limit"
+
+zt_plugstack optional default_gpu_bind=local default_dataloaders=2
+out=$(unset OMP_NUM_THREADS; zsrun -c4 bash -c 'echo $ZTRAIN_GPU_BIND ${CUDA_VISIBLE_DEVICES-unset} $ZTRAIN_DATALOADERS $OMP_NUM_THREADS')
+is "$out" "none unset 2 2" "default_gpu_bind=local does not break a job without GPUs; default_dataloaders feeds OMP_NUM_THREADS"
+out=$(CUDA_VISIBLE_DEVICES=0,1 zsrun -n2 -l printenv CUDA_VISIBLE_DEVICES | sort)
+is "$out" "$(printf '0: 0\n1: 1')" "default_gpu_bind=local binds when the step has GPUs"
+
+# --------------------------------------------------------------- strict parsing
+zt_plugstack optional default_stage=2 bogus=1
+out=$(zsrun echo TASK-RAN); rc=$?
+err=$(zlast_err)
+like "$err" "[ztrain] plugin disabled: unknown plugstack.conf key 'bogus'" "bad plugstack key: the plugin refuses with a message"
+like "$err" "known keys: default_stage" "... listing the known keys"
+is "$rc $out" "0 TASK-RAN" "... as an optional plugin, jobs not using it still run"
+out=$(zsrun --ztrain-stage=1 echo TASK-RAN); rc=$?
+check "... and its options are gone (srun --ztrain-stage refused)" [ "$rc" -ne 0 -a -z "$out" ]
+out=$(_SLURM_SPANK_OPTION_ztrain_ztrain_stage=1 zsrun echo TASK-RAN); rc=$?
+err=$(zlast_err)
+check "a ztrain option reaching a misconfigured slurmstepd fails the task" [ "$rc" -ne 0 -a -z "$out" ]
+like "$err" "misconfigured on this node (unknown plugstack.conf key 'bogus'" "... with the reason"
+
+zt_plugstack required bogus=1
+out=$(zsrun echo TASK-RAN); rc=$?
+err=$(zlast_err)
+check "as a required plugin with a bad key, srun refuses to run" [ "$rc" -ne 0 -a -z "$out" ]
+like "$err" "unknown plugstack.conf key 'bogus'" "... saying why"
+out=$(timeout 30 sbatch --wrap 'echo hi' 2>&1); rc=$?
+check "... and so does sbatch" [ "$rc" -ne 0 ]
+like "$out" "unknown plugstack.conf key 'bogus'" "... saying why"
+
+for bad in "default_stage=5" "max_dataloaders=0" "default_precision=fp8" "ckpt_root=relative" \
+           "default_stage" "max_stage=1 default_stage=2"; do
+    zt_plugstack required "$bad"
+    out=$(zsrun echo TASK-RAN); rc=$?
+    err=$(zlast_err)
+    if [ "$rc" -ne 0 ] && [ -z "$out" ] && printf '%s\n' "$err" | grep -q '\[ztrain\] plugin disabled: .*plugstack.conf'; then
+        ok 0 "plugstack '$bad' refused with a message"
+    else
+        ok 1 "plugstack '$bad' refused with a message"; diag "$err"
+    fi
+done
+
+zt_plugstack optional
+is "$(node_state)" idle "the node is idle at the end (never drained)"
+done_testing
