@@ -5,8 +5,10 @@
  * init, user_init or task_post_fork of a batch step drains the node.  Errors
  * found earlier are remembered and reported in task_init, which runs in the
  * task's own process just before exec (as the user, with the task's
- * stdout/stderr already connected): returning -1 there fails the job, and
- * what we write to stderr reaches the user's terminal or output file.
+ * stdout/stderr already connected): task_fail() writes one line that
+ * reaches the user's terminal or output file and ends that task process
+ * (see there why it does not just return -1), so the job fails and the node
+ * stays in service.
  */
 #include "zt_spank.h"
 
