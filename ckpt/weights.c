@@ -62,7 +62,10 @@ static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
 
 int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
     zt_status_clear(st);
-    int rc = ZT_OK;
+    float *full = NULL;
+    int full_owned = 0;
+    int rc = zt_shard_full_params(ctx->sh, &full, &full_owned, st);   /* collective at stage 3 */
+    if (rc != ZT_OK) return rc;
     if (ctx->rank == 0) {
         const zt_gpt *m = ctx->model;
         char tmp[1200];
@@ -77,7 +80,7 @@ int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
             h[4] = m->cfg.n_layer; h[5] = m->cfg.n_head; h[6] = m->cfg.n_embd; h[7] = m->cfg.vocab;
             if (fwrite(h, sizeof h, 1, fp) != 1)
                 rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(errno));
-            io_ctx c = {fp, m->params, tmp, st};
+            io_ctx c = {fp, full, tmp, st};
             if (rc == ZT_OK) rc = visit_file_order(m, m->cfg.vocab, write_tensor, &c);
             if (rc == ZT_OK && (fflush(fp) != 0 || fsync(fileno(fp)) != 0))
                 rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", tmp, strerror(errno));
@@ -88,6 +91,7 @@ int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
             if (rc != ZT_OK) unlink(tmp);
         }
     }
+    if (full_owned) zt_mem_free(full);
     /* Everybody learns whether rank 0 succeeded. */
     if (ctx->nranks > 1) {
         int32_t v = rc;
@@ -140,10 +144,15 @@ int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
         rc = zt_fail(st, ZT_EINVAL, "%s: model shape (L%d H%d C%d T%d V%d) differs from the configured one "
                      "(L%d H%d C%d T%d V%d)", path, h[4], h[5], h[6], h[2], h[3], m->cfg.n_layer,
                      m->cfg.n_head, m->cfg.n_embd, m->cfg.context, m->cfg.vocab);
-    io_ctx c = {fp, m->params, path, st};
+    float *full = m->params;
+    if (rc == ZT_OK && !full && !(full = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_WORKSPACE, st)))
+        rc = st->code;
+    io_ctx c = {fp, full, path, st};
     if (rc == ZT_OK) rc = visit_file_order(m, h[7], read_tensor, &c);
     if (rc == ZT_OK && fgetc(fp) != EOF)
         rc = zt_fail(st, ZT_EDATA, "%s: trailing bytes after the last tensor", path);
     fclose(fp);
+    if (rc == ZT_OK) zt_shard_set_full_params(ctx->sh, full);
+    if (full != m->params) zt_mem_free(full);
     return rc;
 }

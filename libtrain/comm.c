@@ -1,8 +1,16 @@
 /*
  * comm.c -- MPI backend of the communication interface.
- * Byte accounting uses the bandwidth-optimal (ring) volume each rank sends:
- * all-reduce 2(N-1)/N x bytes, broadcast (N-1)/N x bytes (pipelined).
+ *
+ * Every collective is started non-blocking and completed by a polling wait
+ * bounded by the group's timeout, so a dead or hung peer becomes an error
+ * naming the operation instead of a hang.  Byte accounting counts what this
+ * rank sends in the bandwidth-optimal (ring) algorithms: all-reduce
+ * 2(N-1)/N x bytes; reduce-scatter and all-gather: every chunk but one's own;
+ * broadcast (N-1)/N x bytes.
  */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "comm.h"
 
@@ -31,24 +39,53 @@ static MPI_Datatype mpi_type(zt_dtype t) {
     return MPI_DATATYPE_NULL;
 }
 
-static int mpi_err(zt_status *st, int rc, const char *op) {
+void zt_group_where(zt_group *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->where, sizeof g->where, fmt, ap);
+    va_end(ap);
+}
+
+static int mpi_err(zt_group *g, zt_status *st, int rc, int kind) {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, s, &len);
-    return zt_fail(st, ZT_ECOMM, "MPI %s failed: %s", op, s);
+    return zt_fail(st, ZT_ECOMM, "MPI %s on the %s group failed%s%s%s: %s", zt_comm_kind_name(kind),
+                   g->name, g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "", s);
+}
+
+static int wait_req(zt_group *g, MPI_Request *req, int kind, zt_status *st) {
+    double t0 = zt_now_s();
+    int done = 0;
+    unsigned spins = 0;
+    for (;;) {
+        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, kind);
+        if (done) return ZT_OK;
+        if ((++spins & 1023) == 0) {
+            sched_yield();
+            double el = zt_now_s() - t0;
+            if (g->timeout_s > 0 && el > g->timeout_s)
+                return zt_fail(st, ZT_ECOMM, "%s on the %s group timed out after %.0f s%s%s%s: "
+                               "a rank died or hangs (ztrain.comm_timeout_s)",
+                               zt_comm_kind_name(kind), g->name, el, g->where[0] ? " (" : "",
+                               g->where, g->where[0] ? ")" : "");
+        }
+    }
 }
 
 /* MPI counts are int: split large buffers. */
 #define CHUNK ((size_t)1 << 30)
 
-static int mpi_allreduce_op(zt_group *g, void *buf, size_t n, zt_dtype t,
-                            MPI_Op op, zt_status *st) {
+static int mpi_allreduce_op(zt_group *g, void *buf, size_t n, zt_dtype t, MPI_Op op, zt_status *st) {
     size_t es = zt_dtype_size(t);
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t c = n - off < CHUNK ? n - off : CHUNK;
-        int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * es, (int)c,
-                               mpi_type(t), op, g->comm);
-        if (rc != MPI_SUCCESS) return mpi_err(st, rc, "all-reduce");
+        MPI_Request r;
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + off * es, (int)c, mpi_type(t), op,
+                                g->comm, &r);
+        if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_ALLREDUCE);
+        ZT_TRY(wait_req(g, &r, ZT_COMM_ALLREDUCE, st));
     }
     g->calls[ZT_COMM_ALLREDUCE]++;
     if (g->size > 1)
@@ -67,8 +104,10 @@ static int mpi_bcast(zt_group *g, void *buf, size_t n, zt_dtype t, int root, zt_
     size_t es = zt_dtype_size(t);
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t c = n - off < CHUNK ? n - off : CHUNK;
-        int rc = MPI_Bcast((char *)buf + off * es, (int)c, mpi_type(t), root, g->comm);
-        if (rc != MPI_SUCCESS) return mpi_err(st, rc, "broadcast");
+        MPI_Request r;
+        int rc = MPI_Ibcast((char *)buf + off * es, (int)c, mpi_type(t), root, g->comm, &r);
+        if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_BCAST);
+        ZT_TRY(wait_req(g, &r, ZT_COMM_BCAST, st));
     }
     g->calls[ZT_COMM_BCAST]++;
     if (g->size > 1)
@@ -77,27 +116,85 @@ static int mpi_bcast(zt_group *g, void *buf, size_t n, zt_dtype t, int root, zt_
 }
 
 static int mpi_barrier(zt_group *g, zt_status *st) {
-    int rc = MPI_Barrier(g->comm);
-    return rc == MPI_SUCCESS ? ZT_OK : mpi_err(st, rc, "barrier");
+    MPI_Request r;
+    int rc = MPI_Ibarrier(g->comm, &r);
+    if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_BCAST);
+    return wait_req(g, &r, ZT_COMM_BCAST, st);
+}
+
+static uint64_t others_bytes(zt_group *g, const int *counts) {
+    uint64_t total = 0;
+    for (int i = 0; i < g->size; ++i) total += (uint64_t)counts[i];
+    return (total - (uint64_t)counts[g->rank]) * sizeof(float);
+}
+
+static int mpi_reduce_scatter_sum(zt_group *g, const float *send, float *recv, const int *counts,
+                                  zt_status *st) {
+    MPI_Request r;
+    int rc = MPI_Ireduce_scatter(send, recv, counts, MPI_FLOAT, MPI_SUM, g->comm, &r);
+    if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_REDUCE_SCATTER);
+    ZT_TRY(wait_req(g, &r, ZT_COMM_REDUCE_SCATTER, st));
+    g->calls[ZT_COMM_REDUCE_SCATTER]++;
+    if (g->size > 1) g->bytes[ZT_COMM_REDUCE_SCATTER] += others_bytes(g, counts);
+    return ZT_OK;
+}
+
+static int mpi_iallgather_inplace(zt_group *g, float *buf, const int *counts, const int *displs,
+                                  zt_request *r, zt_status *st) {
+    int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT,
+                             g->comm, &r->req);
+    if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_ALLGATHER);
+    r->kind = ZT_COMM_ALLGATHER;
+    r->active = 1;
+    g->calls[ZT_COMM_ALLGATHER]++;
+    if (g->size > 1) g->bytes[ZT_COMM_ALLGATHER] += others_bytes(g, counts);
+    return ZT_OK;
+}
+
+static int mpi_wait(zt_group *g, zt_request *r, zt_status *st) {
+    if (!r->active) return ZT_OK;
+    r->active = 0;
+    return wait_req(g, &r->req, r->kind, st);
+}
+
+static int mpi_allgather_inplace(zt_group *g, float *buf, const int *counts, const int *displs,
+                                 zt_status *st) {
+    zt_request r;
+    ZT_TRY(mpi_iallgather_inplace(g, buf, counts, displs, &r, st));
+    return mpi_wait(g, &r, st);
 }
 
 static const zt_comm_ops mpi_ops = {
     "mpi", mpi_allreduce_sum, mpi_allreduce_max, mpi_bcast, mpi_barrier,
+    mpi_reduce_scatter_sum, mpi_allgather_inplace, mpi_iallgather_inplace, mpi_wait,
 };
 
-int zt_group_mpi(MPI_Comm comm, zt_group **out, zt_status *st) {
+static int wrap(MPI_Comm c, const char *name, double timeout_s, zt_group **out, zt_status *st) {
     zt_group *g = calloc(1, sizeof *g);
-    if (!g) return zt_fail(st, ZT_ENOMEM, "out of memory (comm group)");
-    if (MPI_Comm_dup(comm, &g->comm) != MPI_SUCCESS) {
-        free(g);
-        return zt_fail(st, ZT_ECOMM, "MPI_Comm_dup failed");
-    }
+    if (!g) { MPI_Comm_free(&c); return zt_fail(st, ZT_ENOMEM, "out of memory (comm group)"); }
+    g->comm = c;
     MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
     g->ops = &mpi_ops;
+    g->name = name;
+    g->timeout_s = timeout_s;
     *out = g;
     return ZT_OK;
+}
+
+int zt_group_mpi(MPI_Comm comm, const char *name, double timeout_s, zt_group **out, zt_status *st) {
+    MPI_Comm c;
+    if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS) return zt_fail(st, ZT_ECOMM, "MPI_Comm_dup failed");
+    return wrap(c, name, timeout_s, out, st);
+}
+
+int zt_group_split(zt_group *parent, int color, int key, const char *name, zt_group **out,
+                   zt_status *st) {
+    MPI_Comm c;
+    if (MPI_Comm_split(parent->comm, color, key, &c) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "MPI_Comm_split (%s group) failed", name);
+    return wrap(c, name, parent->timeout_s, out, st);
 }
 
 void zt_group_free(zt_group *g) {

@@ -91,6 +91,10 @@ static const keydef keys[] = {
     {"zero_optimization.stage", "stage", ZTRAIN_ENV_STAGE, NULL, T_INT, FLD(zero_stage),
      ZTRAIN_STAGE_MIN, ZTRAIN_STAGE_MAX, 0, "0", NULL,
      "ZeRO stage: 0 = replicated, 1 = optimizer state, 2 = +gradients, 3 = +parameters"},
+    {"zero_optimization.shard_group_size", "shard-group", NULL, NULL, T_INT, FLD(shard_group_size),
+     0, 0, KF_NO_HI, "0", NULL,
+     "shard inside groups of this many consecutive ranks, replicate across groups "
+     "(hybrid sharding); 0 = the world size"},
     {"zero_optimization.offload_optimizer.device", NULL, NULL, NULL, T_ENUM,
      FLD(offload_optimizer), 0, 0, 0, "none", "none|cpu",
      "where optimizer state lives"},
@@ -180,6 +184,10 @@ static const keydef keys[] = {
      0, 0, 0, "", NULL, "JSONL metrics file written by rank 0; \"\" = none"},
     {"ztrain.threads", "threads", NULL, NULL, T_INT, FLD(threads),
      0, 1024, 0, "0", NULL, "OpenMP threads per rank; 0 = auto"},
+    {"ztrain.comm_timeout_s", "comm-timeout", NULL, NULL, T_DOUBLE, FLD(comm_timeout_s),
+     0, 0, KF_NO_HI, "300", NULL,
+     "a collective waiting longer than this many seconds fails with the operation, "
+     "step and unit (a rank died or hangs); 0 = wait forever"},
     {"ztrain.backend", "backend", NULL, NULL, T_ENUM, FLD(backend),
      0, 0, 0, "cpu", "cpu|cuda", "compute backend"},
 
@@ -1004,10 +1012,6 @@ int zt_config_load_env(zt_config *cfg, zt_status *st) {
 /* Valid settings that this build cannot run yet.  Later work removes these
  * refusals one by one as features land; nothing here is silently ignored. */
 static int check_implemented(const zt_config *c, zt_status *st) {
-    if (c->zero_stage > 0)
-        return zt_fail(st, ZT_EUNSUPPORTED,
-                       "zero_optimization.stage=%d is not implemented yet in this build; use 0",
-                       c->zero_stage);
     if (c->bf16_enabled)
         return zt_fail(st, ZT_EUNSUPPORTED,
                        "bf16.enabled=true is not implemented yet in this build; "

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "model.h"
 #include "optim.h"
+#include "shard.h"
 #include "state.h"
 
 struct zt_ctx {
@@ -15,6 +16,7 @@ struct zt_ctx {
     zt_group *world;
     int rank, nranks, threads;
     zt_gpt *model;
+    zt_shard *sh;                /* the ZeRO engine */
     zt_gpt_acts acts;            /* training [micro_batch, context] */
     zt_gpt_acts eval_acts;       /* forward-only [eval_batch_size, context] */
     zt_gpt_acts sample_acts;     /* forward-only [1, context] */

@@ -69,7 +69,23 @@ void zt_gpt_bind(const zt_gpt *m, float *block, zt_gpt_params *v) {
     v->lnfb = block + m->tensors[3 + L * T_PER_LAYER].offset;
 }
 
-int zt_gpt_create(const zt_model_config *mc, const zt_backend *be, int with_grads,
+void zt_gpt_bind_unit(const zt_gpt *m, int u, float *base, zt_gpt_params *v) {
+    const zt_unit_info *ui = &m->units[u];
+    int L = m->cfg.n_layer;
+    if (u == 0) {
+        v->wte = base + (m->tensors[0].offset - ui->offset);
+        v->wpe = base + (m->tensors[1].offset - ui->offset);
+    } else if (u == L + 1) {
+        v->lnfw = base + (m->tensors[2 + L * T_PER_LAYER].offset - ui->offset);
+        v->lnfb = base + (m->tensors[3 + L * T_PER_LAYER].offset - ui->offset);
+    } else {
+        const zt_tensor_info *t = &m->tensors[2 + (u - 1) * T_PER_LAYER];
+        float **f = (float **)&v->h[u - 1];
+        for (int k = 0; k < T_PER_LAYER; ++k) f[k] = base + (t[k].offset - ui->offset);
+    }
+}
+
+int zt_gpt_create(const zt_model_config *mc, const zt_backend *be, int flags,
                   zt_gpt **out, zt_status *st) {
     *out = NULL;
     if (mc->n_layer < 1 || mc->n_head < 1 || mc->n_embd < 1 || mc->context < 1 ||
@@ -111,10 +127,12 @@ int zt_gpt_create(const zt_model_config *mc, const zt_backend *be, int with_grad
     add_tensor(m, "lnf.b", L + 1, 1, C, 1);
     end_unit(m);
 
-    m->params = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_PARAMS, st);
-    if (!m->params) { zt_gpt_free(m); return st ? st->code : ZT_ENOMEM; }
-    zt_gpt_bind(m, m->params, &m->p);
-    if (with_grads) {
+    if (flags & ZT_GPT_PARAMS) {
+        m->params = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_PARAMS, st);
+        if (!m->params) { zt_gpt_free(m); return st ? st->code : ZT_ENOMEM; }
+        zt_gpt_bind(m, m->params, &m->p);
+    }
+    if (flags & ZT_GPT_GRADS) {
         m->grads = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_GRADS, st);
         if (!m->grads) { zt_gpt_free(m); return st ? st->code : ZT_ENOMEM; }
         zt_gpt_bind(m, m->grads, &m->g);
@@ -147,28 +165,33 @@ static uint64_t name_key(const char *s) {
     return h;
 }
 
-void zt_gpt_init_params(zt_gpt *m, uint64_t seed) {
+void zt_gpt_init_range(const zt_gpt *m, uint64_t seed, size_t lo, size_t hi, float *dst) {
     const double std = 0.02, resid_std = 0.02 / sqrt(2.0 * m->cfg.n_layer);
     for (int i = 0; i < m->n_tensors; ++i) {
         const zt_tensor_info *t = &m->tensors[i];
-        float *p = m->params + t->offset;
-        const char *n = t->name;
-        size_t len = strlen(n);
-        int is_ln = strstr(n, "ln") != NULL;
-        int is_bias = len > 2 && !strcmp(n + len - 2, ".b");
-        if (is_ln) {
-            float v = is_bias ? 0.0f : 1.0f;
-            for (size_t j = 0; j < t->numel; ++j) p[j] = v;
-        } else if (is_bias) {
-            memset(p, 0, t->numel * sizeof(float));
+        size_t a = t->offset > lo ? t->offset : lo;
+        size_t b = t->offset + t->numel < hi ? t->offset + t->numel : hi;
+        if (a >= b) continue;
+        float *p = dst + (a - lo);
+        size_t n = b - a, j0 = a - t->offset;
+        const char *nm = t->name;
+        size_t len = strlen(nm);
+        int is_ln = strstr(nm, "ln") != NULL;
+        int is_bias = len > 2 && !strcmp(nm + len - 2, ".b");
+        if (is_ln || is_bias) {
+            float v = (is_ln && !is_bias) ? 1.0f : 0.0f;
+            for (size_t j = 0; j < n; ++j) p[j] = v;
         } else {
-            double s = (strstr(n, "proj.w") != NULL) ? resid_std : std;
-            uint64_t key = zt_hash3(seed, name_key(n), 0x696e6974ULL);
+            double s = (strstr(nm, "proj.w") != NULL) ? resid_std : std;
+            uint64_t key = zt_hash3(seed, name_key(nm), 0x696e6974ULL);
             #pragma omp parallel for schedule(static)
-            for (size_t j = 0; j < t->numel; ++j)
-                p[j] = (float)(s * zt_normal(key, j));
+            for (size_t j = 0; j < n; ++j) p[j] = (float)(s * zt_normal(key, j0 + j));
         }
     }
+}
+
+void zt_gpt_init_params(zt_gpt *m, uint64_t seed) {
+    zt_gpt_init_range(m, seed, 0, m->num_params, m->params);
 }
 
 /* ------------------------------------------------------------ activations */
@@ -258,13 +281,18 @@ static float *res_at(zt_gpt_acts *a, int l) {
     return a->training ? a->res[l] : a->res[l & 1];
 }
 
-double zt_gpt_forward(zt_gpt *m, zt_gpt_acts *a, int T, int with_targets) {
+#define HOOK(fn, ...) do { if (m->hooks.fn) ZT_TRY(m->hooks.fn(m->hooks.user, __VA_ARGS__, st)); } while (0)
+
+int zt_gpt_forward(zt_gpt *m, zt_gpt_acts *a, int T, int with_targets, double *loss_sum,
+                   zt_status *st) {
     const zt_backend *be = m->be;
     int B = a->B, C = m->cfg.n_embd, NH = m->cfg.n_head, V = m->cfg.vocab;
     int L = m->cfg.n_layer, N = B * T;
 
+    HOOK(need, 0, ZT_FWD);
     be->encoder_fwd(res_at(a, 0), a->inputs, m->p.wte, m->p.wpe, B, T, C);
     for (int l = 0; l < L; ++l) {
+        HOOK(need, 1 + l, ZT_FWD);
         const zt_gpt_layer *w = &m->p.h[l];
         struct zt_layer_acts *s = slot(a, l);
         float *x = res_at(a, l), *y = res_at(a, l + 1);
@@ -280,11 +308,15 @@ double zt_gpt_forward(zt_gpt *m, zt_gpt_acts *a, int T, int with_targets) {
         be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
         be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
         be->add(y, s->res2, a->scratch, (size_t)N * C);
+        HOOK(done, 1 + l, ZT_FWD);
     }
+    HOOK(need, L + 1, ZT_FWD);
     be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, res_at(a, L), m->p.lnfw,
                       m->p.lnfb, N, C);
+    HOOK(done, L + 1, ZT_FWD);
     /* tied LM head: logits[N,V] = lnf @ wte^T */
     be->matmul_fwd(a->probs, a->lnf, m->p.wte, NULL, N, C, V);
+    HOOK(done, 0, ZT_FWD);
     if (!with_targets) {
         for (int i = 0; i < N; ++i) a->targets[i] = -1;
     }
@@ -292,12 +324,13 @@ double zt_gpt_forward(zt_gpt *m, zt_gpt_acts *a, int T, int with_targets) {
     double sum = 0.0;
     if (with_targets)
         for (int i = 0; i < N; ++i) sum += a->losses[i];
-    return sum;
+    *loss_sum = sum;
+    return ZT_OK;
 }
 
 /* ------------------------------------------------------------ backward */
 
-void zt_gpt_backward(zt_gpt *m, zt_gpt_acts *a, float dloss) {
+int zt_gpt_backward(zt_gpt *m, zt_gpt_acts *a, float dloss, zt_status *st) {
     const zt_backend *be = m->be;
     int B = a->B, T = a->T, C = m->cfg.n_embd, NH = m->cfg.n_head, V = m->cfg.vocab;
     int L = m->cfg.n_layer, N = B * T;
@@ -305,11 +338,17 @@ void zt_gpt_backward(zt_gpt *m, zt_gpt_acts *a, float dloss) {
 
     be->xent_bwd(a->probs, a->probs, a->targets, dloss, N, V);
     /* LM head (tied): dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
+    HOOK(need, 0, ZT_BWD);
     be->matmul_bwd(a->dbuf, m->g.wte, NULL, a->probs, a->lnf, m->p.wte, N, C, V);
+    HOOK(done, 0, ZT_BWD);
     be->zero(a->dres, NC * sizeof(float));
+    HOOK(need, L + 1, ZT_BWD);
     be->layernorm_bwd(a->dres, m->g.lnfw, m->g.lnfb, a->dbuf, a->res[L], m->p.lnfw,
                       a->lnf_mean, a->lnf_rstd, N, C);
+    HOOK(done, L + 1, ZT_BWD);
+    HOOK(grads_ready, L + 1);
     for (int l = L - 1; l >= 0; --l) {
+        HOOK(need, 1 + l, ZT_BWD);
         const zt_gpt_layer *w = &m->p.h[l];
         zt_gpt_layer *g = &m->g.h[l];
         struct zt_layer_acts *s = &a->layer[l];
@@ -327,6 +366,12 @@ void zt_gpt_backward(zt_gpt *m, zt_gpt_acts *a, float dloss) {
         be->matmul_bwd(a->dbuf, g->qkvw, g->qkvb, a->dqkv, s->ln1, w->qkvw, N, C, 3 * C);
         be->layernorm_bwd(a->dres, g->ln1w, g->ln1b, a->dbuf, a->res[l], w->ln1w,
                           s->ln1_mean, s->ln1_rstd, N, C);
+        HOOK(done, 1 + l, ZT_BWD);
+        HOOK(grads_ready, 1 + l);
     }
+    HOOK(need, 0, ZT_BWD);
     be->encoder_bwd(m->g.wte, m->g.wpe, a->dres, a->inputs, B, T, C);
+    HOOK(done, 0, ZT_BWD);
+    HOOK(grads_ready, 0);
+    return ZT_OK;
 }

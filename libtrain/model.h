@@ -70,6 +70,20 @@ typedef struct zt_gpt_acts {
     float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
 } zt_gpt_acts;
 
+/* Unit hooks: how a sharding engine takes part in forward and backward.
+ * need(u, phase): unit u's parameters (and, in backward, a gradient target
+ * for them) must be bound in m->p / m->g before the call returns.
+ * done(u, phase): the pass no longer needs unit u's parameters.
+ * grads_ready(u): backward has finished writing unit u's gradients.
+ * NULL hooks: everything is resident (stage 0). */
+enum { ZT_FWD = 0, ZT_BWD = 1 };
+typedef struct zt_unit_hooks {
+    void *user;
+    int (*need)(void *user, int unit, int phase, zt_status *st);
+    int (*done)(void *user, int unit, int phase, zt_status *st);
+    int (*grads_ready)(void *user, int unit, zt_status *st);
+} zt_unit_hooks;
+
 typedef struct zt_gpt {
     zt_model_config cfg;
     const zt_backend *be;
@@ -79,16 +93,24 @@ typedef struct zt_gpt {
     size_t num_params;
     float *params, *grads;     /* [num_params] each (grads may be NULL) */
     zt_gpt_params p, g;        /* views into params / grads */
+    zt_unit_hooks hooks;
 } zt_gpt;
 
-/* Lay out the model; allocates params (and grads when with_grads). */
-int zt_gpt_create(const zt_model_config *mc, const zt_backend *be, int with_grads,
+/* Lay out the model; allocates the full parameter block (ZT_GPT_PARAMS)
+ * and/or the full gradient block (ZT_GPT_GRADS). */
+enum { ZT_GPT_PARAMS = 1, ZT_GPT_GRADS = 2 };
+int zt_gpt_create(const zt_model_config *mc, const zt_backend *be, int flags,
                   zt_gpt **out, zt_status *st);
 void zt_gpt_free(zt_gpt *m);
-/* GPT-2 initialization, a pure function of (seed, tensor, element). */
+/* GPT-2 initialization, a pure function of (seed, tensor, element):
+ * writes the initial values of flat elements [lo, hi) to dst[0 .. hi-lo). */
+void zt_gpt_init_range(const zt_gpt *m, uint64_t seed, size_t lo, size_t hi, float *dst);
+/* Initialize the full parameter block. */
 void zt_gpt_init_params(zt_gpt *m, uint64_t seed);
 /* Point a zt_gpt_params view at a parameter-shaped block. */
 void zt_gpt_bind(const zt_gpt *m, float *block, zt_gpt_params *view);
+/* Point the tensors of unit u in a view at a unit-sized buffer. */
+void zt_gpt_bind_unit(const zt_gpt *m, int u, float *unit_base, zt_gpt_params *view);
 const zt_tensor_info *zt_gpt_find_tensor(const zt_gpt *m, const char *name);
 
 int zt_gpt_acts_alloc(const zt_gpt *m, int B, int T, int training, int mem_tag,
@@ -97,12 +119,15 @@ void zt_gpt_acts_free(zt_gpt_acts *a);
 /* Bytes an activation block for [B, T] needs (for estimates). */
 size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training);
 
-/* Forward over a.inputs (and a.targets when with_targets).  Returns the SUM
- * of per-position losses (targets < 0 excluded); 0 without targets.  After
- * it, a.probs holds the softmax probabilities. */
-double zt_gpt_forward(zt_gpt *m, zt_gpt_acts *a, int T, int with_targets);
-/* Backward from the last forward; accumulates into m->grads.  dloss is the
- * weight of each position's loss (e.g. 1 / positions in the global batch). */
-void zt_gpt_backward(zt_gpt *m, zt_gpt_acts *a, float dloss);
+/* Forward over a.inputs (and a.targets when with_targets).  *loss_sum gets
+ * the SUM of per-position losses (targets < 0 excluded; 0 without targets).
+ * After it, a.probs holds the softmax probabilities.  Fails only when a
+ * hook fails. */
+int zt_gpt_forward(zt_gpt *m, zt_gpt_acts *a, int T, int with_targets, double *loss_sum,
+                   zt_status *st);
+/* Backward from the last forward; accumulates into the gradient views.
+ * dloss is the weight of each position's loss (1 / positions in the global
+ * batch). */
+int zt_gpt_backward(zt_gpt *m, zt_gpt_acts *a, float dloss, zt_status *st);
 
 #endif

@@ -3,15 +3,13 @@
 #include <string.h>
 #include "optim.h"
 
-int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t lo, size_t hi, zt_status *st) {
+int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
     memset(o, 0, sizeof *o);
-    o->lo = lo;
-    o->hi = hi;
+    o->n = n;
     o->b1 = cfg->beta1;
     o->b2 = cfg->beta2;
     o->eps = cfg->eps;
     o->wd = cfg->weight_decay;
-    size_t n = hi > lo ? hi - lo : 0;
     o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
     o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
     if (!o->m || !o->v) {
@@ -27,20 +25,23 @@ void zt_adamw_free(zt_adamw *o) {
     o->m = o->v = NULL;
 }
 
-void zt_adamw_step(zt_adamw *o, const zt_gpt *m, float *params, const float *grads,
-                   double lr, double grad_scale) {
+void zt_adamw_begin(zt_adamw *o) {
     o->t++;
-    float bc1 = (float)(1.0 - pow(o->b1, (double)o->t));
-    float bc2 = (float)(1.0 - pow(o->b2, (double)o->t));
+    o->bc1 = (float)(1.0 - pow(o->b1, (double)o->t));
+    o->bc2 = (float)(1.0 - pow(o->b2, (double)o->t));
+}
+
+void zt_adamw_range(zt_adamw *o, const zt_gpt *m, size_t lo, size_t hi, float *p,
+                    const float *g, float *mm, float *vv, double lr, double grad_scale) {
     for (int i = 0; i < m->n_tensors; ++i) {
         const zt_tensor_info *t = &m->tensors[i];
-        size_t a = t->offset, b = t->offset + t->numel;
-        if (a < o->lo) a = o->lo;
-        if (b > o->hi) b = o->hi;
+        size_t a = t->offset > lo ? t->offset : lo;
+        size_t b = t->offset + t->numel < hi ? t->offset + t->numel : hi;
         if (a >= b) continue;
-        m->be->adamw(params + a, grads + a, o->m + (a - o->lo), o->v + (a - o->lo), b - a,
-                     (float)lr, (float)o->b1, (float)o->b2, (float)o->eps,
-                     t->decay ? (float)o->wd : 0.0f, bc1, bc2, (float)grad_scale);
+        size_t k = a - lo;
+        m->be->adamw(p + k, g + k, mm + k, vv + k, b - a, (float)lr, (float)o->b1, (float)o->b2,
+                     (float)o->eps, t->decay ? (float)o->wd : 0.0f, o->bc1, o->bc2,
+                     (float)grad_scale);
     }
 }
 

@@ -5,19 +5,22 @@
 #include "model.h"
 
 typedef struct zt_adamw {
-    float *m, *v;           /* moments for the elements this rank updates */
-    size_t lo, hi;          /* element range [lo, hi) of the parameter block */
+    float *m, *v;           /* moments for the n elements this rank updates */
+    size_t n;
     long t;                 /* updates applied */
     double b1, b2, eps, wd;
+    float bc1, bc2;         /* bias corrections of the current update */
 } zt_adamw;
 
-/* Moments for parameter elements [lo, hi). */
-int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t lo, size_t hi, zt_status *st);
+/* Moments for n elements. */
+int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st);
 void zt_adamw_free(zt_adamw *o);
-/* One update of params[lo, hi) from grads[lo, hi) (both full-block
- * pointers).  Weight decay only on tensors marked decay. */
-void zt_adamw_step(zt_adamw *o, const zt_gpt *m, float *params, const float *grads,
-                   double lr, double grad_scale);
+/* Start an update (once per optimizer step, before zt_adamw_range). */
+void zt_adamw_begin(zt_adamw *o);
+/* Update the logical elements [lo, hi): p, g, mm, vv point at element lo.
+ * Weight decay only where the element's tensor is marked decay. */
+void zt_adamw_range(zt_adamw *o, const zt_gpt *m, size_t lo, size_t hi, float *p,
+                    const float *g, float *mm, float *vv, double lr, double grad_scale);
 
 /* Learning rate for 0-based step s (the step about to be taken). */
 double zt_lr_at(const zt_config *cfg, long s);

@@ -61,7 +61,10 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
     for (int i = 0; i < n_new; ++i) {
         int T = len < mc->context ? len : mc->context;
         memcpy(a->inputs, seq + len - T, sizeof(int) * (size_t)T);
-        zt_gpt_forward(ctx->model, a, T, 0);
+        double unused;
+        zt_shard_set_training(ctx->sh, 0);
+        int rc = zt_gpt_forward(ctx->model, a, T, 0, &unused, st);
+        if (rc != ZT_OK) { free(seq); free(w); return rc; }
         const float *p = a->probs + (size_t)(T - 1) * mc->vocab;
         int tok = draw(p, mc->vocab, temperature, top_k, zt_u01(zt_hash3(seed, (uint64_t)i, 0x73616d70ULL)), w);
         seq[len++] = tok;

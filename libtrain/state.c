@@ -10,7 +10,7 @@ void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
 
 int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     const zt_gpt *m = ctx->model;
-    int G = ctx->nranks, r = ctx->rank;     /* stage 0: one shard group = world */
+    const zt_shard *sh = ctx->sh;
     if (!ctx->owned) {
         ctx->owned = calloc((size_t)m->n_units, sizeof *ctx->owned);
         if (!ctx->owned) return zt_fail(st, ZT_ENOMEM, "out of memory (owned state)");
@@ -18,28 +18,40 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     int n = 0;
     for (int u = 0; u < m->n_units; ++u) {
         const zt_unit_info *ui = &m->units[u];
-        size_t S = zt_shard_len(ui->numel, G);
-        size_t a = (size_t)r * S, b = a + S;
-        if (b > ui->numel) b = ui->numel;
-        if (a >= b) continue;
-        zt_owned_range *o = &ctx->owned[n++];
-        o->lo = ui->offset + a;
-        o->hi = ui->offset + b;
-        o->param = m->params + o->lo;
-        o->m = ctx->opt.m + o->lo;
-        o->v = ctx->opt.v + o->lo;
+        const zt_unit_shard *us = &sh->u[u];
+        zt_owned_range *o = &ctx->owned[n];
+        if (sh->stage == 0) {
+            /* replicated: split the writing over the world anyway */
+            size_t S = zt_shard_len(ui->numel, ctx->nranks);
+            size_t a = (size_t)ctx->rank * S, b = a + S;
+            if (b > ui->numel) b = ui->numel;
+            if (a >= b) continue;
+            o->lo = ui->offset + a;
+            o->hi = ui->offset + b;
+            o->param = m->params + o->lo;
+            o->m = ctx->opt.m + o->lo;
+            o->v = ctx->opt.v + o->lo;
+        } else {
+            if (!us->len) continue;
+            o->lo = us->off + us->lo;
+            o->hi = o->lo + us->len;
+            o->param = sh->stage == 3 ? sh->pshard + us->soff : m->params + o->lo;
+            o->m = ctx->opt.m + us->soff;
+            o->v = ctx->opt.v + us->soff;
+        }
+        n++;
     }
     ctx->n_owned = n;
     memset(out, 0, sizeof *out);
     out->model = m;
     out->n_ranges = n;
     out->ranges = ctx->owned;
-    out->writer = 1;
+    out->writer = sh->stage == 0 ? 1 : sh->rr == 0;
     out->step = ctx->step;
     out->adam_t = ctx->opt.t;
     out->world = ctx->nranks;
-    out->stage = ctx->cfg->zero_stage;
-    out->shard_group = G;
+    out->stage = sh->stage;
+    out->shard_group = sh->stage == 0 ? ctx->nranks : sh->G;
     return ZT_OK;
 }
 
@@ -47,9 +59,10 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     zt_train_state s;
     ZT_TRY(zt_ctx_owned_state(ctx, &s, st));
     zt_gpt *m = ctx->model;
-    if (ctx->nranks > 1) {
-        /* Stage 0: zero what this rank does not own, then sum: the owned
-         * slices are disjoint, so everybody ends with every value. */
+    zt_shard *sh = ctx->sh;
+    if (sh->stage == 0 && ctx->nranks > 1) {
+        /* zero what this rank does not own, then sum: the owned slices are
+         * disjoint, so everybody ends with every value */
         float *bufs[3] = {m->params, ctx->opt.m, ctx->opt.v};
         for (int k = 0; k < 3; ++k) {
             size_t at = 0;
@@ -58,7 +71,15 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
                 at = s.ranges[i].hi;
             }
             memset(bufs[k] + at, 0, (m->num_params - at) * sizeof(float));
+            zt_group_where(ctx->world, "restoring checkpoint");
             ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, bufs[k], m->num_params, ZT_F32, st));
+        }
+    } else if ((sh->stage == 1 || sh->stage == 2) && sh->G > 1) {
+        /* parameters are replicated at stages 1-2: assemble them */
+        for (int u = 0; u < sh->nu; ++u) {
+            zt_group_where(sh->shard, "restoring checkpoint, unit %s", m->units[u].name);
+            ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + sh->u[u].off,
+                                                     sh->u[u].counts, sh->u[u].displs, st));
         }
     }
     ctx->step = step;

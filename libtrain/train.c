@@ -40,15 +40,20 @@ int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
     ctx->be = zt_backend_cpu();
     ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
     ctx->be->set_threads(ctx->threads);
-    if ((rc = zt_group_mpi(zt_rt()->world_comm, &ctx->world, st)) != ZT_OK) goto fail;
+    if ((rc = zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st)) != ZT_OK)
+        goto fail;
     ctx->rank = ctx->world->rank;
     ctx->nranks = ctx->world->size;
 
-    if ((rc = zt_gpt_create(&c->model, ctx->be, 1, &ctx->model, st)) != ZT_OK) goto fail;
-    zt_gpt_init_params(ctx->model, c->seed);
+    if ((rc = zt_gpt_create(&c->model, ctx->be, zt_shard_model_flags(c->zero_stage), &ctx->model,
+                            st)) != ZT_OK) goto fail;
+    if ((rc = zt_shard_create(ctx->model, c->zero_stage,
+                              c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
+                              ctx->world, &ctx->sh, st)) != ZT_OK) goto fail;
+    zt_shard_init_params(ctx->sh, c->seed);
     if ((rc = zt_gpt_acts_alloc(ctx->model, c->micro_batch, c->model.context, 1,
                                 ZT_MEM_ACTIVATIONS, &ctx->acts, st)) != ZT_OK) goto fail;
-    if ((rc = zt_adamw_init(&ctx->opt, c, 0, ctx->model->num_params, st)) != ZT_OK) goto fail;
+    if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
     ctx->last_val_loss = NAN;
     *out = ctx;
     return ZT_OK;
@@ -66,6 +71,7 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_gpt_acts_free(&ctx->eval_acts);
     zt_gpt_acts_free(&ctx->sample_acts);
     zt_adamw_free(&ctx->opt);
+    zt_shard_free(ctx->sh);
     zt_gpt_free(ctx->model);
     free(ctx->owned);
     zt_group_free(ctx->world);
@@ -118,13 +124,15 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     zt_gpt *m = ctx->model;
-    const zt_backend *be = ctx->be;
     int B = c->micro_batch, T = c->model.context, A = c->grad_accum;
     long global_batch = (long)B * A * ctx->nranks;
     float dloss = (float)(1.0 / ((double)global_batch * T));
     double t0 = zt_now_s();
 
-    be->zero(m->grads, m->num_params * sizeof(float));
+    zt_shard *sh = ctx->sh;
+    sh->step = ctx->step;
+    zt_shard_zero_grads(sh);
+    zt_shard_set_training(sh, 1);
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
@@ -132,21 +140,24 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->acts.inputs,
                               ctx->acts.targets, st));
         wait_s += zt_now_s() - tw;
-        loss_sum += zt_gpt_forward(m, &ctx->acts, T, 1);
-        zt_gpt_backward(m, &ctx->acts, dloss);
+        double ls;
+        ZT_TRY(zt_gpt_forward(m, &ctx->acts, T, 1, &ls, st));
+        loss_sum += ls;
+        ZT_TRY(zt_gpt_backward(m, &ctx->acts, dloss, st));
     }
-    /* ZeRO stage 0: every rank holds all gradients; sum them. */
+    ZT_TRY(zt_shard_reduce_grads(sh, st));
     if (ctx->nranks > 1) {
-        ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, m->grads, m->num_params, ZT_F32, st));
+        zt_group_where(ctx->world, "step %ld, loss", ctx->step + 1);
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
     }
-    double loss = loss_sum / ((double)global_batch * T);
-    double norm = sqrt(be->sumsq(m->grads, m->num_params));
+    double loss = loss_sum / ((double)global_batch * T), sq;
+    ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
+    double norm = sqrt(sq);
     if (!isfinite(norm) || !isfinite(loss))
         return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
                        "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
     double lr = zt_lr_at(c, ctx->step);
-    zt_adamw_step(&ctx->opt, m, m->params, m->grads, lr, zt_clip_scale(norm, c->grad_clip));
+    ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
     ctx->step++;
 
     double dt = zt_now_s() - t0;
@@ -193,7 +204,10 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)EB;
         ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T, ctx->eval_acts.inputs,
                             ctx->eval_acts.targets, st));
-        sum += zt_gpt_forward(ctx->model, &ctx->eval_acts, T, 1);
+        double ls;
+        zt_shard_set_training(ctx->sh, 0);
+        ZT_TRY(zt_gpt_forward(ctx->model, &ctx->eval_acts, T, 1, &ls, st));
+        sum += ls;
     }
     if (ctx->nranks > 1)
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
@@ -214,9 +228,12 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
             return zt_fail(st, ZT_EINVAL, "token %d at position %d outside vocab %d",
                            inputs[i], i, ctx->cfg->model.vocab);
         }
-    *loss = zt_gpt_forward(ctx->model, &a, T, 1) / ((double)B * T);
+    double ls;
+    zt_shard_set_training(ctx->sh, 0);
+    int rc = zt_gpt_forward(ctx->model, &a, T, 1, &ls, st);
+    *loss = ls / ((double)B * T);
     zt_gpt_acts_free(&a);
-    return ZT_OK;
+    return rc;
 }
 
 static void fmt_duration(double s, char *buf, size_t n) {

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential autoconf automake libtool pkg-config
       openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
       libopenblas-dev libjansson-dev python3
-      slurmctld slurmd slurm-client munge libslurm-dev lmod environment-modules)
+      slurmctld slurmd slurm-client munge libslurm-dev lmod)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -10,7 +10,10 @@
 #include "tap.h"
 
 static double loss_of(zt_gpt *m, zt_gpt_acts *a) {
-    return zt_gpt_forward(m, a, a->T, 1) / (double)(a->B * a->T);
+    double s = 0;
+    zt_status st;
+    if (zt_gpt_forward(m, a, a->T, 1, &s, &st) != ZT_OK) return NAN;
+    return s / (double)(a->B * a->T);
 }
 
 int main(void) {
@@ -20,7 +23,7 @@ int main(void) {
     zt_gpt *m;
     const zt_backend *be = zt_backend_cpu();
     be->set_threads(1);
-    if (zt_gpt_create(&mc, be, 1, &m, &st) != ZT_OK) { tap_ok(0, "create: %s", st.msg); return tap_done(); }
+    if (zt_gpt_create(&mc, be, ZT_GPT_PARAMS | ZT_GPT_GRADS, &m, &st) != ZT_OK) { tap_ok(0, "create: %s", st.msg); return tap_done(); }
     zt_gpt_init_params(m, 7);
     /* move away from the symmetric init so LN and bias gradients are generic */
     for (size_t i = 0; i < m->num_params; ++i) m->params[i] += (float)(0.1 * zt_normal(99, i));
@@ -34,7 +37,7 @@ int main(void) {
 
     be->zero(m->grads, m->num_params * sizeof(float));
     double L0 = loss_of(m, &a);
-    zt_gpt_backward(m, &a, 1.0f / (float)(B * T));
+    zt_gpt_backward(m, &a, 1.0f / (float)(B * T), &st);
     tap_ok(isfinite(L0) && L0 > 0, "loss is finite and positive (%.4f)", L0);
 
     const double eps = 1e-2;
@@ -83,7 +86,7 @@ int main(void) {
     /* backward accumulates: a second backward doubles the gradients */
     float g0 = m->grads[m->tensors[2].offset];
     loss_of(m, &a);
-    zt_gpt_backward(m, &a, 1.0f / (float)(B * T));
+    zt_gpt_backward(m, &a, 1.0f / (float)(B * T), &st);
     tap_close(m->grads[m->tensors[2].offset], 2 * g0, 1e-5, 1e-9, "backward accumulates into the gradient block");
 
     zt_gpt_acts_free(&a);

@@ -205,7 +205,8 @@ int main(int argc, char **argv) {
         zt_gpt_acts a;
         zt_gpt_acts_alloc(ctx->model, 1, 3, 0, ZT_MEM_WORKSPACE, &a, &st);
         memcpy(a.inputs, seq, sizeof seq);
-        zt_gpt_forward(ctx->model, &a, 3, 0);
+        double unused;
+        zt_gpt_forward(ctx->model, &a, 3, 0, &unused, &st);
         int arg = 0;
         for (int v = 1; v < 32; ++v) if (a.probs[2 * 32 + v] > a.probs[2 * 32 + arg]) arg = v;
         zt_gpt_acts_free(&a);
