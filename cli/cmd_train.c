@@ -1,5 +1,6 @@
 /* cmd_train.c -- `ztrain train`: configuration, training, weights, sample. */
 #include <errno.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,7 @@ int cmd_train(int argc, char **argv) {
     if (rc != ZT_OK) goto done;
     if (rank == 0) printf("saved weights to %s\n", path);
 
-    if (sample_tokens > 0 && rank == 0) {
+    if (sample_tokens > 0) {   /* every rank: at stage 3 sampling gathers parameters */
         int V = ec->model.vocab, n = (int)strlen(prompt);
         int *in = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
         int *outt = malloc(sizeof(int) * (size_t)sample_tokens);
@@ -153,7 +154,7 @@ int cmd_train(int argc, char **argv) {
         if (n == 0) { in[0] = 0; n = 1; }
         else for (int i = 0; i < n; ++i) in[i] = (unsigned char)prompt[i] % V;
         rc = zt_sample(ctx, in, n, sample_tokens, 0.8, 0, ec->seed, outt, &st);
-        if (rc == ZT_OK) {
+        if (rc == ZT_OK && rank == 0) {
             printf("---- sample (%d tokens, temperature 0.8) ----\n%s", sample_tokens, prompt);
             for (int i = 0; i < sample_tokens; ++i) {
                 if (V == 256) putchar(outt[i]);
@@ -182,6 +183,11 @@ done:
         exit_code = cli_exit_code(rc);
     }
 cleanup:
+    if (rc == ZT_ECOMM && zt_world_size() > 1) {
+        /* A peer died or hangs: finalizing would wait for it forever. */
+        fflush(NULL);
+        MPI_Abort(MPI_COMM_WORLD, exit_code ? exit_code : ZT_EXIT_FAIL);
+    }
     zt_ctx_free(ctx);
     zt_config_free(cfg);
     zt_finalize();

@@ -18,6 +18,32 @@ void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
 }
 
 const zt_config *zt_ctx_config(const zt_ctx *ctx) { return ctx->cfg; }
+
+void zt_memory(zt_memory_report *out) {
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    for (int t = 0; t < ZT_MEM_CATEGORIES && t < ZT_MEM_NTAGS; ++t) {
+        out->name[t] = zt_mem_tag_name(t);
+        out->current[t] = ms.cur[t];
+        out->peak[t] = ms.peak[t];
+    }
+    out->current_total = ms.cur_total;
+    out->peak_total = ms.peak_total;
+}
+
+uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
+    if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
+    uint64_t b = ctx->world->bytes[kind];
+    if (ctx->sh && ctx->sh->shard && ctx->sh->shard != ctx->world) b += ctx->sh->shard->bytes[kind];
+    if (ctx->sh && ctx->sh->replica) b += ctx->sh->replica->bytes[kind];
+    return b;
+}
+
+static uint64_t comm_total(const zt_ctx *ctx) {
+    uint64_t b = 0;
+    for (int k = 0; k < ZT_COMM_NKINDS; ++k) b += zt_ctx_comm_bytes(ctx, k);
+    return b;
+}
 long zt_ctx_step(const zt_ctx *ctx) { return ctx->step; }
 size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
 
@@ -105,9 +131,10 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
             fprintf(ctx->metrics_fp,
                     "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
-                    "\"mem_peak_bytes\": %llu}\n",
+                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu}\n",
                     m->step, m->loss, m->lr, m->grad_norm, m->tokens_per_s, m->step_ms,
-                    m->data_wait_ms, (unsigned long long)m->mem_peak_bytes);
+                    m->data_wait_ms, (unsigned long long)m->comm_bytes,
+                    (unsigned long long)m->mem_peak_bytes);
         else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
@@ -131,6 +158,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
 
     zt_shard *sh = ctx->sh;
     sh->step = ctx->step;
+    uint64_t comm0 = comm_total(ctx);
     zt_shard_zero_grads(sh);
     zt_shard_set_training(sh, 1);
     double loss_sum = 0.0, wait_s = 0.0;
@@ -177,11 +205,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.eta_s = ctx->train_time_s / (double)ctx->step * (double)(c->steps - ctx->step);
     met.mem_peak_bytes = ms.peak_total;
     met.data_wait_ms = wait_s * 1e3;
+    met.comm_bytes = comm_total(ctx) - comm0;
     /* Rank 0's timing is the one everybody reports. */
     if (ctx->nranks > 1) {
-        double tv[3] = {met.step_ms, met.tokens_per_s, met.eta_s};
-        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 3, ZT_F64, 0, st));
+        double tv[4] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes};
+        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 4, ZT_F64, 0, st));
         met.step_ms = tv[0]; met.tokens_per_s = tv[1]; met.eta_s = tv[2];
+        met.comm_bytes = (uint64_t)tv[3];
     }
     if (out) *out = met;
     return ZT_OK;
@@ -254,11 +284,12 @@ static void log_memory(zt_ctx *ctx) {
 
 static void log_comm(zt_ctx *ctx) {
     if (ctx->nranks < 2) return;
-    for (int k = 0; k < ZT_COMM_NKINDS; ++k)
-        if (ctx->world->calls[k])
-            zt_log(ctx, ZT_LOG_INFO, "communication per rank: %-14s %8llu calls %10.2f MiB sent",
-                   zt_comm_kind_name(k), (unsigned long long)ctx->world->calls[k],
-                   ctx->world->bytes[k] / 1048576.0);
+    for (int k = 0; k < ZT_COMM_NKINDS; ++k) {
+        uint64_t b = zt_ctx_comm_bytes(ctx, k);
+        if (b)
+            zt_log(ctx, ZT_LOG_INFO, "communication (rank 0): %-14s %10.2f MiB sent",
+                   zt_comm_kind_name(k), b / 1048576.0);
+    }
 }
 
 int zt_train(zt_ctx *ctx, zt_status *st) {

@@ -125,6 +125,7 @@ typedef struct zt_metrics {
     double step_ms;       /* STEP */
     double eta_s;         /* STEP: estimated seconds to finish */
     double data_wait_ms;  /* STEP: time this rank waited for its batches */
+    uint64_t comm_bytes;  /* STEP: bytes rank 0 sent in collectives this step */
     double val_loss;      /* EVAL */
     uint64_t mem_peak_bytes; /* peak accounted bytes on this rank so far */
 } zt_metrics;
@@ -192,6 +193,20 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
 
 /* Optimizer steps completed. */
 long zt_ctx_step(const zt_ctx *ctx);
+
+/* Accounted memory of this rank, per category (params, grads, optimizer,
+ * gathered-params, activations, comm-buffers, workspace, eval). */
+#define ZT_MEM_CATEGORIES 8
+typedef struct zt_memory_report {
+    const char *name[ZT_MEM_CATEGORIES];
+    uint64_t current[ZT_MEM_CATEGORIES], peak[ZT_MEM_CATEGORIES];
+    uint64_t current_total, peak_total;
+} zt_memory_report;
+void zt_memory(zt_memory_report *out);
+
+/* Bytes this rank has sent in collectives, per kind (0 all-reduce,
+ * 1 reduce-scatter, 2 all-gather, 3 broadcast), over all its groups. */
+uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind);
 /* Number of parameters (logical, unsharded). */
 size_t zt_ctx_num_params(const zt_ctx *ctx);
 
