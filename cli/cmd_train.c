@@ -175,9 +175,12 @@ done:
      * same on every rank (rank 0 reports); after one, the lowest failing
      * rank reports. */
     if (reporter < 0) reporter = 0;
+    /* A communication failure is seen differently by each rank and the
+     * job is aborted right after: every failing rank reports. */
+    if (rc == ZT_ECOMM) reporter = rank;
     if (rc != ZT_OK) {
         if (rank == reporter) {
-            if (reporter > 0) cli_error("rank %d: %s", rank, st.msg);
+            if (reporter > 0 || (rc == ZT_ECOMM && zt_world_size() > 1)) cli_error("rank %d: %s", rank, st.msg);
             else cli_error("%s", st.msg);
         }
         exit_code = cli_exit_code(rc);

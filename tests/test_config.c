@@ -559,7 +559,6 @@ static void test_finalize(void) {
 
     /* not implemented yet: ZT_EUNSUPPORTED with a message saying so */
     static const struct { const char *key, *val, *msg; } refuse[] = {
-        {"stage", "2", "zero_optimization.stage=2 is not implemented yet in this build; use 0"},
         {"bf16.enabled", "true", "bf16.enabled=true is not implemented yet"},
         {"fp16.enabled", "true", "fp16.enabled=true is not implemented yet"},
         {"offload", "optimizer", "zero_optimization.offload_optimizer.device=cpu is not implemented yet"},
@@ -574,6 +573,17 @@ static void test_finalize(void) {
         rc = zt_config_finalize(c, 1, &st);
         tap_ok(rc == ZT_EUNSUPPORTED && contains(st.msg, refuse[i].msg) && !c->finalized,
                "refused: %s=%s -> ZT_EUNSUPPORTED", refuse[i].key, refuse[i].val);
+        zt_config_free(c);
+    }
+    for (int stage = 1; stage <= 3; stage++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", stage);
+        c = zt_config_new();
+        zt_config_set(c, "stage", v, ZT_SRC_FLAG, &st);
+        zt_config_set(c, "shard-group", "2", ZT_SRC_FLAG, &st);
+        rc = zt_config_finalize(c, 4, &st);
+        tap_ok(rc == ZT_OK && c->zero_stage == stage && c->shard_group_size == 2,
+               "stage %d with shard group 2 of 4 ranks accepted", stage);
         zt_config_free(c);
     }
     c = zt_config_new();
