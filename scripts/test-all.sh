@@ -24,12 +24,17 @@ if [ "${ZT_SKIP_SANITIZERS:-0}" != 1 ]; then
     ( cd build-san &&
       ./configure --enable-werror --enable-sanitizers > config.out 2>&1 &&
       make -j"$J" > build.log 2>&1 &&
-      ASAN_OPTIONS=detect_leaks=1 \
-      LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      make -j"$J" check TESTS="$(make -s print-sanitizer-tests)" > check.log 2>&1 ) || san_ok=1
-    grep -E '^(FAIL|ERROR|XPASS):' build-san/check.log 2> /dev/null || true
-    grep -E '^# (TOTAL|PASS|FAIL|ERROR)' build-san/check.log 2> /dev/null || true
+      { ASAN_OPTIONS=detect_leaks=1 \
+        LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        make -j"$J" check TESTS="$(make -s print-leakcheck-tests)" > check-leaks.log 2>&1; r1=$?;
+        ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        make -j"$J" check TESTS="$(make -s print-sanitizer-tests)" > check.log 2>&1; r2=$?;
+        [ $r1 -eq 0 ] && [ $r2 -eq 0 ]; } ) || san_ok=1
+    for f in build-san/check-leaks.log build-san/check.log; do
+        grep -E '^(FAIL|ERROR|XPASS):' "$f" 2> /dev/null || true
+        grep -E '^# (TOTAL|PASS|FAIL|ERROR)' "$f" 2> /dev/null || true
+    done
 fi
 
 echo "== make distcheck"
