@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
+#include "runtime.h"
 
 typedef struct shape { const char *name; int L, H, C, V, B, T; } shape;
 
