@@ -1,73 +1,360 @@
-/* source.c -- random-window data source over a token shard; wires the
- * configured data files into a context. */
+/* source.c -- the sampler (seeded per-epoch permutation of windows), the
+ * prefetching data source with N worker threads, and zt_ctx_open_data.
+ * The order is documented in data.h and docs/data.md. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "config.h"
+#include "data.h"
 #include "internal.h"
-#include "tokens.h"
 
-typedef struct window_source {
-    zt_token_file *f;
-    uint64_t seed;
-    int T;
-} window_source;
+/* ---------------------------------------------------------------- sampler */
 
-static int window_get(void *state, long step, uint64_t first, int count, int T,
-                      int *inputs, int *targets, zt_status *st) {
-    window_source *s = state;
-    if (T > s->T)
-        return zt_fail(st, ZT_EINTERNAL, "window of %d tokens requested from a source built for %d", T, s->T);
-    uint64_t nwin = s->f->ntok - (uint64_t)T;   /* start positions with T+1 tokens */
-    for (int i = 0; i < count; ++i) {
-        uint64_t h = zt_hash3(s->seed, (uint64_t)step, first + (uint64_t)i);
-        uint64_t off = h % nwin;
-        const uint16_t *w = s->f->tokens + off;
-        for (int t = 0; t < T; ++t) {
-            inputs[(size_t)i * T + t] = w[t];
-            targets[(size_t)i * T + t] = w[t + 1];
+#define FEISTEL_ROUNDS 6
+
+uint64_t zt_data_perm(uint64_t i, uint64_t n, uint64_t key) {
+    if (n <= 1) return 0;
+    int bits = 64 - __builtin_clzll(n - 1);   /* bits of the largest index */
+    if (bits < 2) bits = 2;
+    bits += bits & 1;                         /* balanced halves */
+    int h = bits / 2;
+    uint64_t mask = (h == 64) ? ~0ULL : ((1ULL << h) - 1);
+    uint64_t x = i % n;
+    do {                                      /* cycle-walk back into [0, n) */
+        uint64_t L = x >> h, R = x & mask;
+        for (int r = 0; r < FEISTEL_ROUNDS; ++r) {
+            uint64_t F = zt_hash3(key, (uint64_t)r, R) & mask;
+            uint64_t nl = R;
+            R = L ^ F;
+            L = nl;
         }
+        x = (L << h) | R;
+    } while (x >= n);
+    return x;
+}
+
+static uint64_t epoch_key(uint64_t seed, uint64_t epoch) {
+    return zt_hash3(seed, epoch, 0x7a74646174615045ULL);
+}
+
+uint64_t zt_data_train_sample(uint64_t g, uint64_t n, uint64_t seed) {
+    return zt_data_perm(g % n, n, epoch_key(seed, g / n));
+}
+
+uint64_t zt_data_position(long step, int train_batch_size) {
+    return (uint64_t)step * (uint64_t)train_batch_size;
+}
+
+/* ---------------------------------------------------------------- workers */
+
+int zt_data_default_workers(void) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online < 1) online = 1;
+    long cpus = online;
+    cpu_set_t cs;
+    if (sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) > 0) cpus = CPU_COUNT(&cs);
+    int local = zt_local_size();
+    if (local < 1) local = 1;
+    /* not bound to a subset: share the node's CPUs with the other local ranks */
+    long per_rank = cpus >= online ? cpus / local : cpus;
+    long w = per_rank / 2;
+    if (w > 4) w = 4;
+    if (w < 1) w = 1;
+    return (int)w;
+}
+
+enum { SLOT_EMPTY = 0, SLOT_FILLING, SLOT_READY };
+
+typedef struct slot {
+    long long q;              /* batch index: step * A + micro; -1 = none */
+    int state, rc;
+    char msg[sizeof(((zt_status *)0)->msg)];
+    uint32_t *tok;            /* B * (T+1) */
+} slot;
+
+#define LOADER_MAGIC 0x7a746c64
+
+typedef struct loader {
+    int magic;
+    zt_dataset *ds;
+    int kind, T, B, A, world, rank, EB;
+    uint64_t seed, gbatch, n;
+    uint32_t *one;            /* T+1: synchronous reads (caller's thread) */
+    /* prefetch */
+    int nworkers, depth, nstarted;
+    pthread_t *threads;
+    slot *slots;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_ready;
+    long long base_q;         /* next batch get() expects; -1 = not started */
+    long long next_q;         /* next batch a worker claims */
+    int inflight, stop;
+    /* stats (consumer thread) */
+    uint64_t prefetched, sync_reads;
+    double wait_s;
+} loader;
+
+static uint64_t sample_id(const loader *L, long step, uint64_t idx) {
+    if (L->kind == ZT_DATA_EVAL) {
+        uint64_t round = (uint64_t)(-1 - step);
+        return (round * (uint64_t)L->EB * (uint64_t)L->world + idx) % L->n;
+    }
+    return zt_data_train_sample((uint64_t)step * L->gbatch + idx, L->n, L->seed);
+}
+
+/* count samples of (step, first) into tok, stride T+1. */
+static int fill(const loader *L, long step, uint64_t first, int count, uint32_t *tok, zt_status *st) {
+    size_t W = (size_t)L->T + 1;
+    for (int i = 0; i < count; ++i)
+        ZT_TRY(zt_dataset_read(L->ds, sample_id(L, step, first + (uint64_t)i), tok + (size_t)i * W, st));
+    return ZT_OK;
+}
+
+static void unpack(const uint32_t *w, int T, int *in, int *tg) {
+    for (int t = 0; t < T; ++t) {
+        in[t] = (int)w[t];
+        tg[t] = (int)w[t + 1];
+    }
+}
+
+static int read_sync(loader *L, long step, uint64_t first, int count, int T, int *in, int *tg,
+                     zt_status *st) {
+    for (int i = 0; i < count; ++i) {
+        ZT_TRY(zt_dataset_read(L->ds, sample_id(L, step, first + (uint64_t)i), L->one, st));
+        unpack(L->one, T, in + (size_t)i * T, tg + (size_t)i * T);
     }
     return ZT_OK;
 }
 
-static void window_close(void *state) {
-    window_source *s = state;
-    zt_tokens_close(s->f);
-    free(s);
+/* The batch index of a request if it is one of this rank's training
+ * micro-batches, else -1. */
+static long long batch_index(const loader *L, long step, uint64_t first, int count) {
+    if (L->kind != ZT_DATA_TRAIN || step < 0 || count != L->B) return -1;
+    uint64_t base = (uint64_t)L->rank * (uint64_t)L->B * (uint64_t)L->A;
+    if (first < base || (first - base) % (uint64_t)L->B) return -1;
+    uint64_t micro = (first - base) / (uint64_t)L->B;
+    if (micro >= (uint64_t)L->A) return -1;
+    return (long long)step * L->A + (long long)micro;
 }
 
-int zt_data_source_tokens(const char *path, int vocab, int T, uint64_t seed,
-                          zt_data_source *out, zt_status *st) {
+static void *worker_main(void *arg) {
+    loader *L = arg;
+    zt_status st;
+    pthread_mutex_lock(&L->mu);
+    for (;;) {
+        while (!L->stop && !(L->base_q >= 0 && L->next_q < L->base_q + L->depth))
+            pthread_cond_wait(&L->cv_work, &L->mu);
+        if (L->stop) break;
+        long long q = L->next_q++;
+        slot *s = &L->slots[q % L->depth];
+        s->q = q;
+        s->state = SLOT_FILLING;
+        L->inflight++;
+        pthread_mutex_unlock(&L->mu);
+
+        long step = (long)(q / L->A);
+        int micro = (int)(q % L->A);
+        uint64_t first = (uint64_t)L->rank * (uint64_t)L->B * (uint64_t)L->A + (uint64_t)micro * L->B;
+        zt_status_clear(&st);
+        int rc = fill(L, step, first, L->B, s->tok, &st);
+
+        pthread_mutex_lock(&L->mu);
+        s->rc = rc;
+        if (rc != ZT_OK) memcpy(s->msg, st.msg, sizeof s->msg);
+        s->state = SLOT_READY;
+        L->inflight--;
+        pthread_cond_broadcast(&L->cv_ready);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return NULL;
+}
+
+static int loader_get(void *state, long step, uint64_t first, int count, int T, int *in, int *tg,
+                      zt_status *st) {
+    loader *L = state;
+    zt_status_clear(st);
+    if (T < 1 || T > L->T || count < 0)
+        return zt_fail(st, ZT_EINTERNAL, "%s: request of %d windows of %d tokens from a source built "
+                       "for %d", L->ds->pattern, count, T, L->T);
+    long long q = L->nworkers > 0 ? batch_index(L, step, first, count) : -1;
+    if (q >= 0) {
+        pthread_mutex_lock(&L->mu);
+        if (L->base_q == q) {
+            slot *s = &L->slots[q % L->depth];
+            double t0 = zt_now_s();
+            while (!(s->q == q && s->state == SLOT_READY)) pthread_cond_wait(&L->cv_ready, &L->mu);
+            L->wait_s += zt_now_s() - t0;
+            pthread_mutex_unlock(&L->mu);
+            /* the slot stays ours until base_q moves past q */
+            int rc = s->rc;
+            if (rc != ZT_OK) {
+                st->code = rc;
+                memcpy(st->msg, s->msg, sizeof st->msg);
+            } else {
+                size_t W = (size_t)L->T + 1;
+                for (int i = 0; i < count; ++i)
+                    unpack(s->tok + (size_t)i * W, T, in + (size_t)i * T, tg + (size_t)i * T);
+            }
+            pthread_mutex_lock(&L->mu);
+            s->state = SLOT_EMPTY;
+            s->q = -1;
+            L->base_q++;
+            L->prefetched++;
+            pthread_cond_broadcast(&L->cv_work);
+            pthread_mutex_unlock(&L->mu);
+            return rc;
+        }
+        /* not the expected batch: drain, then prefetch from the one after */
+        L->base_q = -1;
+        while (L->inflight > 0) pthread_cond_wait(&L->cv_ready, &L->mu);
+        for (int i = 0; i < L->depth; ++i) {
+            L->slots[i].state = SLOT_EMPTY;
+            L->slots[i].q = -1;
+        }
+        L->base_q = L->next_q = q + 1;
+        pthread_cond_broadcast(&L->cv_work);
+        pthread_mutex_unlock(&L->mu);
+    }
+    L->sync_reads++;
+    return read_sync(L, step, first, count, T, in, tg, st);
+}
+
+static void loader_close(void *state) {
+    loader *L = state;
+    if (!L) return;
+    if (L->nstarted > 0) {
+        pthread_mutex_lock(&L->mu);
+        L->stop = 1;
+        pthread_cond_broadcast(&L->cv_work);
+        pthread_mutex_unlock(&L->mu);
+        for (int i = 0; i < L->nstarted; ++i) pthread_join(L->threads[i], NULL);
+    }
+    if (L->nworkers > 0) {
+        pthread_cond_destroy(&L->cv_work);
+        pthread_cond_destroy(&L->cv_ready);
+        pthread_mutex_destroy(&L->mu);
+    }
+    if (L->slots)
+        for (int i = 0; i < L->depth; ++i) zt_mem_free(L->slots[i].tok);
+    free(L->slots);
+    free(L->threads);
+    zt_mem_free(L->one);
+    zt_dataset_close(L->ds);
+    L->magic = 0;
+    free(L);
+}
+
+int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
     memset(out, 0, sizeof *out);
-    zt_token_file *f;
-    ZT_TRY(zt_tokens_open(path, vocab, &f, st));
-    if (f->ntok < (size_t)T + 1) {
-        int rc = zt_fail(st, ZT_EDATA, "%s: %zu tokens, shorter than one sequence of %d (+1) tokens",
-                         path, f->ntok, T);
-        zt_tokens_close(f);
-        return rc;
+    int train = o->kind == ZT_DATA_TRAIN;
+    if (o->T < 1) return zt_fail(st, ZT_EINVAL, "data: context %d < 1", o->T);
+    if (o->world < 1 || o->rank < 0 || o->rank >= o->world)
+        return zt_fail(st, ZT_EINVAL, "data: rank %d of world %d", o->rank, o->world);
+    if (train && (o->micro_batch < 1 || o->grad_accum < 1))
+        return zt_fail(st, ZT_EINVAL, "data: micro batch %d / accumulation %d", o->micro_batch, o->grad_accum);
+    if (!train && o->eval_batch < 1) return zt_fail(st, ZT_EINVAL, "data: eval batch %d < 1", o->eval_batch);
+    if (o->workers < 0) return zt_fail(st, ZT_EINVAL, "data: %d workers", o->workers);
+    loader *L = calloc(1, sizeof *L);
+    if (!L) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    L->magic = LOADER_MAGIC;
+    L->kind = o->kind;
+    L->T = o->T;
+    L->B = train ? o->micro_batch : o->eval_batch;
+    L->A = train ? o->grad_accum : 1;
+    L->world = o->world;
+    L->rank = o->rank;
+    L->EB = o->eval_batch;
+    L->seed = o->seed;
+    L->gbatch = (uint64_t)L->B * (uint64_t)L->A * (uint64_t)L->world;
+    L->base_q = L->next_q = -1;
+    int rc = zt_dataset_open(o->pattern, o->vocab, o->T, &L->ds, st);
+    if (rc != ZT_OK) { free(L); return rc; }
+    L->n = L->ds->nsamples;
+    L->one = zt_mem_alloc(sizeof(uint32_t) * ((size_t)L->T + 1), ZT_MEM_WORKSPACE, st);
+    if (!L->one) { loader_close(L); return ZT_ENOMEM; }
+    L->nworkers = train ? o->workers : 0;   /* eval reads are few: synchronous */
+    if (L->nworkers > 0) {
+        L->depth = o->depth > 0 ? o->depth : 2 * L->A + 2;
+        pthread_mutex_init(&L->mu, NULL);
+        pthread_cond_init(&L->cv_work, NULL);
+        pthread_cond_init(&L->cv_ready, NULL);
+        L->slots = calloc((size_t)L->depth, sizeof *L->slots);
+        L->threads = calloc((size_t)L->nworkers, sizeof *L->threads);
+        if (!L->slots || !L->threads) { loader_close(L); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
+        for (int i = 0; i < L->depth; ++i) {
+            L->slots[i].q = -1;
+            L->slots[i].tok = zt_mem_alloc(sizeof(uint32_t) * (size_t)L->B * ((size_t)L->T + 1),
+                                           ZT_MEM_WORKSPACE, st);
+            if (!L->slots[i].tok) { loader_close(L); return ZT_ENOMEM; }
+        }
+        /* workers take no signals: they stay with the main thread */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        for (int i = 0; i < L->nworkers; ++i) {
+            int e = pthread_create(&L->threads[i], NULL, worker_main, L);
+            if (e != 0) {
+                rc = zt_fail(st, ZT_ENOMEM, "data: cannot start loader thread %d: %s", i, strerror(e));
+                break;
+            }
+            L->nstarted++;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != ZT_OK) { loader_close(L); return rc; }
     }
-    window_source *s = calloc(1, sizeof *s);
-    if (!s) { zt_tokens_close(f); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
-    s->f = f;
-    s->seed = seed;
-    s->T = T;
-    out->state = s;
-    out->get = window_get;
-    out->close = window_close;
+    out->state = L;
+    out->get = loader_get;
+    out->close = loader_close;
     return ZT_OK;
 }
+
+int zt_data_get_stats(const zt_data_source *src, zt_data_stats *out) {
+    memset(out, 0, sizeof *out);
+    const loader *L = src ? src->state : NULL;
+    if (!L || src->get != loader_get || L->magic != LOADER_MAGIC) return ZT_EINVAL;
+    out->nsamples = L->n;
+    out->nfiles = L->ds->nfiles;
+    out->workers = L->nworkers;
+    out->depth = L->depth;
+    out->prefetched = L->prefetched;
+    out->sync_reads = L->sync_reads;
+    out->wait_s = L->wait_s;
+    return ZT_OK;
+}
+
+/* ---------------------------------------------------------------- context */
 
 int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
+    zt_status_clear(st);
     const zt_config *c = zt_ctx_config(ctx);
     zt_data_source tr, va;
     memset(&va, 0, sizeof va);
     if (!c->data_train[0]) return zt_fail(st, ZT_EINVAL, "ztrain.data.train is empty: no training data");
-    /* Distinct streams for train and val windows. */
-    ZT_TRY(zt_data_source_tokens(c->data_train, c->model.vocab, c->model.context, c->seed, &tr, st));
+    zt_data_opts o;
+    memset(&o, 0, sizeof o);
+    o.pattern = c->data_train;
+    o.kind = ZT_DATA_TRAIN;
+    o.vocab = c->model.vocab;
+    o.T = c->model.context;
+    o.seed = c->seed;
+    o.micro_batch = c->micro_batch;
+    o.grad_accum = c->grad_accum;
+    o.world = zt_world_size();
+    o.rank = zt_world_rank();
+    o.eval_batch = c->eval_batch_size > 0 ? c->eval_batch_size : c->micro_batch;
+    o.workers = c->dataloaders > 0 ? c->dataloaders : zt_data_default_workers();
+    ZT_TRY(zt_data_open(&o, &tr, st));
     if (c->data_val[0]) {
-        int rc = zt_data_source_tokens(c->data_val, c->model.vocab, c->model.context,
-                                       zt_mix64(c->seed ^ 0x76616cULL), &va, st);
+        o.pattern = c->data_val;
+        o.kind = ZT_DATA_EVAL;
+        o.workers = 0;
+        int rc = zt_data_open(&o, &va, st);
         if (rc != ZT_OK) { tr.close(tr.state); return rc; }
     }
     return zt_ctx_set_data(ctx, tr, va, st);

@@ -1,98 +1,327 @@
-/* tokens.c -- read/write llm.c token shards with full validation. */
+/* tokens.c -- read/write token files (llm.c shards, HDF5 via h5tokens.c)
+ * with full validation, never mapping or reading a whole file. */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "h5tokens.h"
 #include "internal.h"
 #include "tokens.h"
 
-int zt_tokens_open(const char *path, int vocab, zt_token_file **out, zt_status *st) {
-    *out = NULL;
+/* Tokens per chunk of the validation scan: 256 KiB of uint32. */
+#define SCAN_CHUNK ((size_t)1 << 16)
+
+int zt_tokens_is_h5(const char *path) {
+    size_t n = strlen(path);
+    if ((n > 3 && !strcmp(path + n - 3, ".h5")) || (n > 5 && !strcmp(path + n - 5, ".hdf5")))
+        return 1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot open token file: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return zt_fail(st, ZT_EIO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size == 0) { close(fd); return zt_fail(st, ZT_EDATA, "%s: empty file (expected a token shard)", path); }
-    if (size < ZT_SHARD_HEADER_BYTES) {
-        close(fd);
-        return zt_fail(st, ZT_EDATA, "%s: truncated: %zu bytes, shorter than the %d-byte header",
-                       path, size, ZT_SHARD_HEADER_BYTES);
-    }
-    void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (fd < 0) return 0;
+    unsigned char sig[8];
+    ssize_t got = pread(fd, sig, sizeof sig, 0);
     close(fd);
-    if (map == MAP_FAILED) return zt_fail(st, ZT_EIO, "%s: mmap failed: %s", path, strerror(errno));
-    const int32_t *h = (const int32_t *)map;
-    int rc = ZT_OK;
-    if (h[0] != ZT_SHARD_MAGIC)
-        rc = zt_fail(st, ZT_EDATA, "%s: bad magic %d at offset 0 (expected %d: not an llm.c token shard)",
-                     path, h[0], ZT_SHARD_MAGIC);
-    else if (h[1] != ZT_SHARD_VERSION)
-        rc = zt_fail(st, ZT_EDATA, "%s: unsupported version %d at offset 4 (expected %d)", path, h[1],
-                     ZT_SHARD_VERSION);
-    else if (h[2] < 0)
-        rc = zt_fail(st, ZT_EDATA, "%s: negative token count %d at offset 8", path, h[2]);
-    else if (size != ZT_SHARD_HEADER_BYTES + 2 * (size_t)(uint32_t)h[2]) {
-        size_t have = (size - ZT_SHARD_HEADER_BYTES) / 2;
-        rc = zt_fail(st, ZT_EDATA, "%s: %s: header says %d tokens (%zu bytes) but the file has %zu bytes (%zu tokens)",
-                     path, size < ZT_SHARD_HEADER_BYTES + 2 * (size_t)h[2] ? "truncated" : "size mismatch",
-                     h[2], ZT_SHARD_HEADER_BYTES + 2 * (size_t)h[2], size, have);
-    } else if (h[2] == 0)
-        rc = zt_fail(st, ZT_EDATA, "%s: the shard holds no tokens", path);
-    const uint16_t *tok = (const uint16_t *)((const char *)map + ZT_SHARD_HEADER_BYTES);
-    size_t n = rc == ZT_OK ? (size_t)h[2] : 0;
-    if (rc == ZT_OK && vocab > 0 && vocab < 65536) {
+    return got == 8 && !memcmp(sig, "\211HDF\r\n\032\n", 8);
+}
+
+static int read_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t got = pread(fd, p, n, (off_t)off);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return zt_fail(st, ZT_EIO, "%s: read error at byte offset %llu: %s", path,
+                           (unsigned long long)off, strerror(errno));
+        }
+        if (got == 0)
+            return zt_fail(st, ZT_EDATA, "%s: truncated: end of file at byte offset %llu "
+                           "(did the file change after it was opened?)", path, (unsigned long long)off);
+        p += got;
+        n -= (size_t)got;
+        off += (uint64_t)got;
+    }
+    return ZT_OK;
+}
+
+int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
+                   uint32_t *out, zt_status *st) {
+    if (n == 0) return ZT_OK;
+    if (start > f->ntok || n > f->ntok - start)
+        return zt_fail(st, ZT_EINTERNAL, "%s: read of tokens [%llu, +%zu) past the end (%zu tokens)",
+                       f->path, (unsigned long long)start, n, f->ntok);
+    if (f->direct) {
+        uint64_t off = f->data_off + start * (uint64_t)f->elsize;
+        if (f->elsize == 2) {
+            /* read the uint16 tokens into the upper half of out, then widen
+             * forward in place (each write lands below the next read) */
+            unsigned char *raw = (unsigned char *)out + 2 * n;
+            ZT_TRY(read_full(f->fd, raw, 2 * n, off, f->path, st));
+            for (size_t i = 0; i < n; ++i) {
+                uint16_t v;
+                memcpy(&v, raw + 2 * i, 2);
+                out[i] = le16toh(v);
+            }
+        } else {
+            ZT_TRY(read_full(f->fd, out, 4 * n, off, f->path, st));
+            for (size_t i = 0; i < n; ++i) out[i] = le32toh(out[i]);
+        }
+    } else {
+        ZT_TRY(zt_h5_read(f, start, n, out, st));
+    }
+    if (vocab > 0 && !(f->elsize == 2 && vocab >= 65536)) {
         for (size_t i = 0; i < n; ++i)
-            if (tok[i] >= vocab) {
-                rc = zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %zu (token %zu) is >= vocab %d",
-                             path, tok[i], ZT_SHARD_HEADER_BYTES + 2 * i, i, vocab);
-                break;
+            if (out[i] >= (uint32_t)vocab) {
+                uint64_t idx = start + i;
+                if (f->direct)
+                    return zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %llu (token %llu) is >= vocab %d",
+                                   f->path, out[i], (unsigned long long)(f->data_off + idx * (uint64_t)f->elsize),
+                                   (unsigned long long)idx, vocab);
+                return zt_fail(st, ZT_EDATA, "%s: token %u at element %llu of /tokens is >= vocab %d",
+                               f->path, out[i], (unsigned long long)idx, vocab);
             }
     }
-    if (rc != ZT_OK) { munmap(map, size); return rc; }
+    return ZT_OK;
+}
+
+/* Stream every token once through a bounded buffer and check it < vocab. */
+static int validate_tokens(zt_token_file *f, int vocab, zt_status *st) {
+    if (vocab <= 0 || (f->elsize == 2 && vocab >= 65536)) return ZT_OK;
+    size_t chunk = f->ntok < SCAN_CHUNK ? f->ntok : SCAN_CHUNK;
+    uint32_t *buf = zt_mem_alloc(chunk * sizeof(uint32_t), ZT_MEM_WORKSPACE, st);
+    if (!buf) return ZT_ENOMEM;
+    if (f->direct) posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    int rc = ZT_OK;
+    for (size_t pos = 0; pos < f->ntok && rc == ZT_OK; pos += chunk) {
+        size_t m = f->ntok - pos < chunk ? f->ntok - pos : chunk;
+        rc = zt_tokens_read(f, pos, m, vocab, buf, st);
+    }
+    /* training reads windows at random: no read-ahead */
+    if (f->direct) posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
+    zt_mem_free(buf);
+    return rc;
+}
+
+static int open_bin(const char *path, zt_token_file *f, zt_status *st) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot open token file: %s", path, strerror(errno));
+    f->fd = fd;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return zt_fail(st, ZT_EIO, "%s: cannot stat: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) return zt_fail(st, ZT_EIO, "%s: is a directory, not a token file", path);
+    uint64_t size = (uint64_t)sb.st_size;
+    if (size == 0) return zt_fail(st, ZT_EDATA, "%s: empty file (expected a token shard)", path);
+    if (size < ZT_SHARD_HEADER_BYTES)
+        return zt_fail(st, ZT_EDATA, "%s: truncated: %llu bytes, shorter than the %d-byte header",
+                       path, (unsigned long long)size, ZT_SHARD_HEADER_BYTES);
+    int32_t h[ZT_SHARD_HEADER_INTS];
+    ZT_TRY(read_full(fd, h, sizeof h, 0, path, st));
+    for (int i = 0; i < 3; ++i) h[i] = (int32_t)le32toh((uint32_t)h[i]);
+    if (h[0] != ZT_SHARD_MAGIC)
+        return zt_fail(st, ZT_EDATA, "%s: bad magic %d at offset 0 (expected %d: not an llm.c token shard)",
+                       path, h[0], ZT_SHARD_MAGIC);
+    if (h[1] != ZT_SHARD_VERSION)
+        return zt_fail(st, ZT_EDATA, "%s: unsupported version %d at offset 4 (expected %d)", path, h[1],
+                       ZT_SHARD_VERSION);
+    if (h[2] < 0) return zt_fail(st, ZT_EDATA, "%s: negative token count %d at offset 8", path, h[2]);
+    uint64_t want = ZT_SHARD_HEADER_BYTES + 2 * (uint64_t)h[2];
+    if (size != want)
+        return zt_fail(st, ZT_EDATA, "%s: %s: header says %d tokens (%llu bytes) but the file has %llu bytes (%llu tokens)",
+                       path, size < want ? "truncated" : "size mismatch", h[2], (unsigned long long)want,
+                       (unsigned long long)size, (unsigned long long)((size - ZT_SHARD_HEADER_BYTES) / 2));
+    if (h[2] == 0) return zt_fail(st, ZT_EDATA, "%s: the shard holds no tokens", path);
+    f->format = ZT_FMT_BIN;
+    f->elsize = 2;
+    f->ntok = (size_t)h[2];
+    f->direct = 1;
+    f->data_off = ZT_SHARD_HEADER_BYTES;
+    return ZT_OK;
+}
+
+int zt_tokens_open(const char *path, int vocab, zt_token_file **out, zt_status *st) {
+    *out = NULL;
     zt_token_file *f = calloc(1, sizeof *f);
-    if (!f) { munmap(map, size); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
+    if (!f) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (strlen(path) >= sizeof f->path) {
+        free(f);
+        return zt_fail(st, ZT_EINVAL, "%.200s...: path too long", path);
+    }
     snprintf(f->path, sizeof f->path, "%s", path);
-    f->map = map;
-    f->map_len = size;
-    f->tokens = tok;
-    f->ntok = n;
+    f->fd = -1;
+    f->h5file = f->h5dset = -1;
+    int rc = zt_tokens_is_h5(path) ? zt_h5_open(path, f, st) : open_bin(path, f, st);
+    if (rc == ZT_OK) rc = validate_tokens(f, vocab, st);
+    if (rc != ZT_OK) { zt_tokens_close(f); return rc; }
     *out = f;
     return ZT_OK;
 }
 
 void zt_tokens_close(zt_token_file *f) {
     if (!f) return;
-    munmap(f->map, f->map_len);
+    if (f->fd >= 0) close(f->fd);
+    zt_h5_close(f);
     free(f);
 }
 
-int zt_tokens_write(const char *path, const uint16_t *tok, size_t n, zt_status *st) {
-    if (n > 0x7fffffff) return zt_fail(st, ZT_EINVAL, "%s: %zu tokens exceed one shard's limit", path, n);
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    int32_t h[ZT_SHARD_HEADER_INTS];
-    memset(h, 0, sizeof h);
-    h[0] = ZT_SHARD_MAGIC;
-    h[1] = ZT_SHARD_VERSION;
-    h[2] = (int32_t)n;
-    int ok = fwrite(h, sizeof h, 1, fp) == 1 && (n == 0 || fwrite(tok, 2, n, fp) == n);
-    ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    if (fclose(fp) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return zt_fail(st, ZT_EIO, "%s: write failed: %s", path, strerror(e));
+/* ---------------------------------------------------------------- writers */
+
+struct zt_tok_writer {
+    char path[1024], tmp[1100];
+    int format, elsize, vocab;
+    size_t ntok, put;
+    FILE *fp;                 /* bin */
+    int64_t h5f, h5d;         /* HDF5 */
+    int open, committed;
+    uint16_t buf[4096];
+};
+
+const char *zt_writer_path(const zt_tok_writer *w) { return w->path; }
+
+int zt_writer_open(const char *path, int format, int elsize, size_t ntok, int vocab,
+                   zt_tok_writer **out, zt_status *st) {
+    *out = NULL;
+    if (elsize == 0) elsize = 2;
+    if (format == ZT_FMT_BIN && elsize != 2)
+        return zt_fail(st, ZT_EINVAL, "%s: llm.c shards hold uint16 tokens only (use HDF5 for uint32)", path);
+    if (elsize != 2 && elsize != 4)
+        return zt_fail(st, ZT_EINVAL, "%s: token width must be 2 or 4 bytes, got %d", path, elsize);
+    if (format == ZT_FMT_BIN && ntok > 0x7fffffff)
+        return zt_fail(st, ZT_EINVAL, "%s: %zu tokens exceed one llm.c shard's limit of 2147483647 "
+                       "(split into shards or use HDF5)", path, ntok);
+    if (strlen(path) >= 1024) return zt_fail(st, ZT_EINVAL, "%.200s...: path too long", path);
+    zt_tok_writer *w = calloc(1, sizeof *w);
+    if (!w) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
+    w->format = format;
+    w->elsize = elsize;
+    w->vocab = vocab;
+    w->ntok = ntok;
+    w->h5f = w->h5d = -1;
+    int rc = ZT_OK;
+    if (format == ZT_FMT_BIN) {
+        w->fp = fopen(w->tmp, "wb");
+        if (!w->fp) rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+        else {
+            int32_t h[ZT_SHARD_HEADER_INTS];
+            memset(h, 0, sizeof h);
+            h[0] = (int32_t)htole32(ZT_SHARD_MAGIC);
+            h[1] = (int32_t)htole32(ZT_SHARD_VERSION);
+            h[2] = (int32_t)htole32((uint32_t)ntok);
+            if (fwrite(h, sizeof h, 1, w->fp) != 1)
+                rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(errno));
+        }
+    } else {
+        rc = zt_h5_create(w->tmp, elsize, ntok, vocab, &w->h5f, &w->h5d, st);
     }
+    w->open = 1;
+    if (rc != ZT_OK) { zt_writer_free(w); return rc; }
+    *out = w;
     return ZT_OK;
+}
+
+int zt_writer_put(zt_tok_writer *w, const uint32_t *tok, size_t n, zt_status *st) {
+    if (!w->open) return zt_fail(st, ZT_EINTERNAL, "%s: write after close", w->path);
+    if (n > w->ntok - w->put)
+        return zt_fail(st, ZT_EINTERNAL, "%s: more tokens than the %zu announced", w->path, w->ntok);
+    uint32_t lim = w->elsize == 2 ? 65536u : 0xffffffffu;
+    for (size_t i = 0; i < n; ++i)
+        if (tok[i] >= lim || (w->vocab > 0 && tok[i] >= (uint32_t)w->vocab))
+            return zt_fail(st, ZT_EDATA, "%s: token %u (token %zu of the output) does not fit %s",
+                           w->path, tok[i], w->put + i,
+                           tok[i] >= lim ? "16 bits (use HDF5 with uint32)" : "the vocabulary");
+    if (w->format == ZT_FMT_BIN) {
+        size_t done = 0;
+        while (done < n) {
+            size_t m = n - done < 4096 ? n - done : 4096;
+            for (size_t i = 0; i < m; ++i) w->buf[i] = htole16((uint16_t)tok[done + i]);
+            if (fwrite(w->buf, 2, m, w->fp) != m)
+                return zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(errno));
+            done += m;
+        }
+    } else {
+        ZT_TRY(zt_h5_write(w->h5d, w->put, tok, n, w->tmp, st));
+    }
+    w->put += n;
+    return ZT_OK;
+}
+
+static int fsync_path(const char *path, zt_status *st) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot reopen: %s", path, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    return rc == 0 ? ZT_OK : zt_fail(st, ZT_EIO, "%s: fsync failed: %s", path, strerror(e));
+}
+
+int zt_writer_close(zt_tok_writer *w, zt_status *st) {
+    if (!w->open) return ZT_OK;
+    w->open = 0;
+    int rc = ZT_OK;
+    if (w->put != w->ntok)
+        rc = zt_fail(st, ZT_EINTERNAL, "%s: %zu of %zu tokens written", w->path, w->put, w->ntok);
+    if (w->format == ZT_FMT_BIN) {
+        int ok = fflush(w->fp) == 0 && fsync(fileno(w->fp)) == 0;
+        int e = errno;
+        if (fclose(w->fp) != 0 && ok) { ok = 0; e = errno; }
+        w->fp = NULL;
+        if (!ok && rc == ZT_OK) rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(e));
+    } else {
+        int r2 = zt_h5_finish(&w->h5f, &w->h5d, w->tmp, st);
+        if (rc == ZT_OK) rc = r2;
+        if (rc == ZT_OK) rc = fsync_path(w->tmp, st);
+    }
+    return rc;
+}
+
+int zt_writer_commit(zt_tok_writer *w, zt_status *st) {
+    ZT_TRY(zt_writer_close(w, st));
+    if (rename(w->tmp, w->path) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", w->path, strerror(errno));
+    w->committed = 1;
+    return ZT_OK;
+}
+
+void zt_writer_free(zt_tok_writer *w) {
+    if (!w) return;
+    if (w->fp) fclose(w->fp);
+    if (w->h5f >= 0 || w->h5d >= 0) {
+        zt_status ignore;
+        zt_h5_finish(&w->h5f, &w->h5d, w->tmp, &ignore);
+    }
+    if (!w->committed) unlink(w->tmp);
+    free(w);
+}
+
+static int write_all(const char *path, int format, int elsize, int vocab, size_t n,
+                     const uint16_t *t16, const uint32_t *t32, zt_status *st) {
+    zt_tok_writer *w;
+    ZT_TRY(zt_writer_open(path, format, elsize, n, vocab, &w, st));
+    uint32_t buf[4096];
+    int rc = ZT_OK;
+    for (size_t done = 0; done < n && rc == ZT_OK;) {
+        size_t m = n - done < 4096 ? n - done : 4096;
+        if (t16) {
+            for (size_t i = 0; i < m; ++i) buf[i] = t16[done + i];
+            rc = zt_writer_put(w, buf, m, st);
+        } else {
+            rc = zt_writer_put(w, t32 + done, m, st);
+        }
+        done += m;
+    }
+    if (rc == ZT_OK) rc = zt_writer_commit(w, st);
+    zt_writer_free(w);
+    return rc;
+}
+
+int zt_tokens_write(const char *path, const uint16_t *tok, size_t n, zt_status *st) {
+    return write_all(path, ZT_FMT_BIN, 2, 0, n, tok, NULL, st);
+}
+
+int zt_tokens_write_h5(const char *path, const uint32_t *tok, size_t n, int elsize,
+                       int vocab, zt_status *st) {
+    return write_all(path, ZT_FMT_H5, elsize, vocab, n, NULL, tok, st);
 }

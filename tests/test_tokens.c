@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include "tap.h"
 #include "testutil.h"
+#include "data.h"
 
 static void write_raw(const char *path, const void *p, size_t n) {
     FILE *fp = fopen(path, "wb");
@@ -42,7 +43,13 @@ int main(void) {
     fclose(fp);
     zt_token_file *f = NULL;
     tap_ok(zt_tokens_open(path, 300, &f, &st) == ZT_OK && f && f->ntok == 1000, "open with vocab 300");
-    tap_ok(f && memcmp(f->tokens, tok, sizeof tok) == 0, "tokens read back identical");
+    uint32_t back[1000];
+    int same = f && zt_tokens_read(f, 0, 1000, 300, back, &st) == ZT_OK;
+    for (int i = 0; same && i < 1000; ++i) same = back[i] == tok[i];
+    tap_ok(same, "tokens read back identical (pread)");
+    same = f && zt_tokens_read(f, 997, 3, 300, back, &st) == ZT_OK && back[0] == tok[997] && back[2] == tok[999];
+    tap_ok(same, "a read at an offset returns those tokens");
+    tap_ok(f && zt_tokens_read(f, 998, 3, 300, back, &st) == ZT_EINTERNAL, "a read past the end is refused");
     zt_tokens_close(f);
 
     /* bad inputs */
@@ -82,11 +89,18 @@ int main(void) {
 
     /* data source: shorter than one sequence, determinism */
     zt_data_source ds;
+    zt_data_opts o;
+    memset(&o, 0, sizeof o);
+    o.kind = ZT_DATA_TRAIN; o.vocab = 300; o.T = 8; o.seed = 1; o.micro_batch = 4; o.grad_accum = 1;
+    o.world = 1; o.rank = 0;
     snprintf(bad, sizeof bad, "%s/tiny.bin", dir);
     zt_tokens_write(bad, tok, 8, &st);
-    int rc = zt_data_source_tokens(bad, 300, 8, 1, &ds, &st);
-    tap_ok(rc == ZT_EDATA && strstr(st.msg, "shorter than one sequence"), "shard shorter than one sequence");
-    rc = zt_data_source_tokens(path, 300, 16, 42, &ds, &st);
+    o.pattern = bad;
+    int rc = zt_data_open(&o, &ds, &st);
+    tap_ok(rc == ZT_EDATA && strstr(st.msg, "shorter than one sequence") && strstr(st.msg, "tiny.bin"),
+           "shard shorter than one sequence");
+    o.pattern = path; o.T = 16; o.seed = 42;
+    rc = zt_data_open(&o, &ds, &st);
     tap_ok(rc == ZT_OK, "open a data source");
     int in1[4 * 16], tg1[4 * 16], in2[4 * 16], tg2[4 * 16];
     ds.get(ds.state, 3, 10, 4, 16, in1, tg1, &st);
@@ -112,7 +126,9 @@ int main(void) {
     size_t nt = 0, nv = 0;
     tap_ok(zt_prep_text(bad, prefix, 0.25, &nt, &nv, &st) == ZT_OK && nt == 27 && nv == 9, "prep splits 36 bytes into 27 + 9");
     snprintf(path, sizeof path, "%s_val.bin", prefix);
-    tap_ok(zt_tokens_open(path, 256, &f, &st) == ZT_OK && f->ntok == 9 && f->tokens[0] == ' ', "val shard holds the last bytes");
+    uint32_t first_tok = 0;
+    tap_ok(zt_tokens_open(path, 256, &f, &st) == ZT_OK && f->ntok == 9 &&
+           zt_tokens_read(f, 0, 1, 256, &first_tok, &st) == ZT_OK && first_tok == ' ', "val shard holds the last bytes");
     if (f) zt_tokens_close(f);
     snprintf(bad, sizeof bad, "%s/nonexistent.txt", dir);
     tap_ok(zt_prep_text(bad, prefix, 0.1, NULL, NULL, &st) == ZT_EIO && strstr(st.msg, "nonexistent.txt"), "prep: missing input named");

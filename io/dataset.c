@@ -1,0 +1,100 @@
+/* dataset.c -- a glob of token files as a sequence of T+1-token windows. */
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "data.h"
+#include "internal.h"
+
+static int has_glob_chars(const char *p) { return strpbrk(p, "*?[") != NULL; }
+
+static int glob_err(const char *epath, int eerrno) {
+    (void)epath;
+    (void)eerrno;
+    return 0;   /* unreadable directories simply match nothing */
+}
+
+int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_status *st) {
+    *out = NULL;
+    if (!pattern || !*pattern) return zt_fail(st, ZT_EINVAL, "empty data path");
+    if (T < 1) return zt_fail(st, ZT_EINVAL, "sequence length %d < 1", T);
+    zt_dataset *d = calloc(1, sizeof *d);
+    if (!d) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    snprintf(d->pattern, sizeof d->pattern, "%s", pattern);
+    d->T = T;
+    d->vocab = vocab;
+    glob_t g;
+    memset(&g, 0, sizeof g);
+    int use_glob = 0, rc = ZT_OK;
+    char **paths = NULL;
+    size_t npaths = 0;
+    char *single[1] = {(char *)pattern};
+    if (has_glob_chars(pattern)) {
+        int gr = glob(pattern, 0, glob_err, &g);
+        if (gr == 0 && g.gl_pathc > 0) {
+            use_glob = 1;
+            paths = g.gl_pathv;
+            npaths = g.gl_pathc;
+        } else if (gr == GLOB_NOSPACE) {
+            rc = zt_fail(st, ZT_ENOMEM, "%s: out of memory expanding the pattern", pattern);
+        } else {
+            globfree(&g);
+            memset(&g, 0, sizeof g);
+            rc = zt_fail(st, ZT_EIO, "%s: no files match this pattern (empty glob)", pattern);
+        }
+    } else {
+        paths = single;
+        npaths = 1;
+    }
+    if (rc != ZT_OK) { free(d); return rc; }
+    if (npaths > 0x7fffffff) npaths = 0x7fffffff;
+    d->files = calloc(npaths, sizeof *d->files);
+    d->first = calloc(npaths + 1, sizeof *d->first);
+    if (!d->files || !d->first) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
+    uint64_t n = 0;
+    for (size_t i = 0; i < npaths; ++i) {
+        zt_token_file *f;
+        if ((rc = zt_tokens_open(paths[i], vocab, &f, st)) != ZT_OK) goto fail;
+        d->files[d->nfiles++] = f;
+        if (f->ntok < (size_t)T + 1) {
+            rc = zt_fail(st, ZT_EDATA, "%s: %zu tokens, shorter than one sequence of %d (+1) tokens",
+                         f->path, f->ntok, T);
+            goto fail;
+        }
+        d->first[i] = n;
+        n += f->ntok / ((uint64_t)T + 1);
+    }
+    d->first[npaths] = n;
+    d->nsamples = n;
+    if (use_glob) globfree(&g);
+    *out = d;
+    return ZT_OK;
+fail:
+    if (use_glob) globfree(&g);
+    zt_dataset_close(d);
+    return rc;
+}
+
+void zt_dataset_close(zt_dataset *d) {
+    if (!d) return;
+    for (int i = 0; i < d->nfiles; ++i) zt_tokens_close(d->files[i]);
+    free(d->files);
+    free(d->first);
+    free(d);
+}
+
+int zt_dataset_read(const zt_dataset *d, uint64_t sample, uint32_t *tok, zt_status *st) {
+    if (sample >= d->nsamples)
+        return zt_fail(st, ZT_EINTERNAL, "%s: sample %llu out of range (%llu samples)", d->pattern,
+                       (unsigned long long)sample, (unsigned long long)d->nsamples);
+    /* the file holding the window: last f with first[f] <= sample */
+    int lo = 0, hi = d->nfiles - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (d->first[mid] <= sample) lo = mid;
+        else hi = mid - 1;
+    }
+    uint64_t w = sample - d->first[lo];
+    return zt_tokens_read(d->files[lo], w * ((uint64_t)d->T + 1), (size_t)d->T + 1, d->vocab, tok, st);
+}
