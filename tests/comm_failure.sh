@@ -26,7 +26,7 @@ start() {  # start NRANKS ARGS...
     rm -f m.jsonl
     mpirun_np "$n" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin \
         --val c_val.bin --threads 1 --steps 1000000 --eval-every 0 --log-every 1000 --sample-tokens 0 \
-        --metrics "$T/m.jsonl" "$@" > out.txt 2>&1 &
+        --metrics "$T/m.jsonl" --ckpt-dir "$T/ck" "$@" > out.txt 2>&1 &
     MPID=$!
     for _ in $(seq 1 300); do [ -s m.jsonl ] && [ "$(wc -l < m.jsonl)" -ge 3 ] && return 0; sleep 0.1; done
     return 1

@@ -26,7 +26,7 @@ run() {
     local tag=$1 n=$2; shift 2
     mpirun_np "$n" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin \
         --val c_val.bin --threads 1 --steps 20 --eval-every 0 --sample-tokens 0 --save "w_$tag.bin" \
-        --metrics "m_$tag.jsonl" "$@" > "o_$tag.txt" 2>&1
+        --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" "$@" > "o_$tag.txt" 2>&1
 }
 # compare TAG: per-step losses within 1e-5 relative, final parameters within 1e-5
 compare() {
