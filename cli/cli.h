@@ -7,10 +7,12 @@
 #define ZT_EXIT_OK 0
 #define ZT_EXIT_FAIL 1      /* runtime failure: data, I/O, communication */
 #define ZT_EXIT_USAGE 2     /* bad command line or configuration */
+#define ZT_EXIT_PREEMPTED 3 /* stopped by a preemption signal after saving a checkpoint */
 
 int cmd_train(int argc, char **argv);
 int cmd_prep(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_ckpt(int argc, char **argv);
 
 /* Print "ztrain: error: <msg>" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

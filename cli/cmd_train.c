@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include "cli.h"
 #include "config.h"
+#include "ztrain_ckpt.h"
 
 static void log_cb(void *user, int level, const char *msg) {
     (void)user;
@@ -60,6 +61,7 @@ int cmd_train(int argc, char **argv) {
     int rank = zt_world_rank();
     zt_config *cfg = zt_config_new();
     zt_ctx *ctx = NULL;
+    zt_ckpt_session *ck = NULL;
     int rc = ZT_OK, exit_code = ZT_EXIT_OK, reporter = 0;
     if (!cfg) { rc = ZT_ENOMEM; snprintf(st.msg, sizeof st.msg, "out of memory"); goto done; }
 
@@ -130,7 +132,20 @@ int cmd_train(int argc, char **argv) {
     if (print_only) goto done;
     rc = zt_ctx_open_data(ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    /* checkpoints: resume per checkpoint.resume, periodic/final/preemption saves */
+    rc = zt_ckpt_attach(ctx, &ck, &st);
+    if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     rc = zt_train(ctx, &st);
+    if (rc == ZT_EPREEMPTED) {      /* every rank agreed, the checkpoint is durable */
+        if (rank == 0) {
+            fprintf(stderr, "ztrain: preempted after step %ld: checkpoint %s saved; exit code %d "
+                    "(run again with checkpoint.resume=auto to continue)\n", zt_ctx_step(ctx),
+                    zt_ckpt_session_last(ck), ZT_EXIT_PREEMPTED);
+            fflush(stderr);
+        }
+        exit_code = ZT_EXIT_PREEMPTED;
+        goto cleanup;
+    }
     if (rc != ZT_OK) goto done;
 
     char path[ZT_PATH_MAX + 16];
@@ -186,6 +201,7 @@ done:
         exit_code = cli_exit_code(rc);
     }
 cleanup:
+    zt_ckpt_detach(ck);
     if (rc == ZT_ECOMM && zt_world_size() > 1) {
         /* A peer died or hangs: finalizing would wait for it forever. */
         fflush(NULL);

@@ -19,6 +19,7 @@ int cli_exit_code(int code) {
     switch (code) {
     case ZT_OK: return ZT_EXIT_OK;
     case ZT_EINVAL: case ZT_EUNSUPPORTED: return ZT_EXIT_USAGE;
+    case ZT_EPREEMPTED: return ZT_EXIT_PREEMPTED;
     default: return ZT_EXIT_FAIL;
     }
 }
@@ -56,10 +57,13 @@ static void usage(FILE *fp) {
             "           ztrain prep --input TEXT --output PREFIX [--val-fraction F]\n"
             "  sample   generate text from saved weights\n"
             "           ztrain sample --weights FILE [--prompt TEXT] [--length N]\n"
+            "  ckpt     list, inspect, verify or export checkpoints\n"
+            "           ztrain ckpt list|inspect|verify|export ... (ztrain ckpt --help)\n"
             "  version  print the version\n"
             "\n"
             "'ztrain <command> --help' describes a command's options.\n"
-            "Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration.\n");
+            "Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration,\n"
+            "3 preempted (SIGTERM or ztrain.preempt_signal): a checkpoint was saved.\n");
 }
 
 int main(int argc, char **argv) {
@@ -68,6 +72,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 1, argv + 1);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ckpt")) return cmd_ckpt(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("ztrain %d.%d.%d\n", ZTRAIN_VERSION_MAJOR, ZTRAIN_VERSION_MINOR, ZTRAIN_VERSION_PATCH);
         return ZT_EXIT_OK;

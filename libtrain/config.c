@@ -199,7 +199,22 @@ static const keydef keys[] = {
     {"ztrain.checkpoint.keep", "ckpt-keep", NULL, NULL, T_INT, FLD(ckpt_keep),
      2, 0, KF_NO_HI, "2", NULL, "checkpoints kept on disk"},
     {"ztrain.checkpoint.resume", "resume", ZTRAIN_ENV_RESUME, NULL, T_STRING, FLD(ckpt_resume),
-     0, 0, KF_NONEMPTY, "never", NULL, "auto | never | PATH of a checkpoint"},
+     0, 0, KF_NONEMPTY, "auto", NULL,
+     "auto (newest verifying checkpoint in checkpoint.dir) | never | PATH of a checkpoint"},
+    {"ztrain.checkpoint.every_minutes", "ckpt-every-minutes", NULL, NULL, T_DOUBLE,
+     FLD(ckpt_every_minutes), 0, 0, KF_NO_HI, "0", NULL,
+     "also checkpoint when this many minutes passed since the last save; 0 = off"},
+    {"ztrain.checkpoint.restore", "ckpt-restore", NULL, NULL, T_ENUM, FLD(ckpt_restore),
+     0, 0, 0, "one-reader", "one-reader|parallel",
+     "restore: rank 0 reads and sends each slice (one-reader) or every rank reads its own (parallel)"},
+    {"ztrain.preempt_signal", "preempt-signal", NULL, NULL, T_ENUM, FLD(preempt_signal),
+     0, 0, 0, "SIGUSR2", "SIGUSR2|SIGTERM|SIGINT|SIGHUP",
+     "signal that makes every rank checkpoint and stop at the next step (SIGTERM always does; "
+     "SIGUSR1 is refused: NCCL uses it)"},
+    {"ztrain.requeue", "requeue", NULL, NULL, T_ENUM, FLD(requeue),
+     0, 0, 0, "auto", "auto|true|false",
+     "after a preemption checkpoint under Slurm rank 0 runs scontrol requeue: auto = when the "
+     "job is requeueable (Requeue=1)"},
 
     /* ---- pseudo-keys (not printed; they set the keys named in `help`) */
     {"precision", "precision", NULL, NULL, T_PSEUDO, NOFLD, 0, 0, 0, NULL, "fp32|bf16|fp16",
@@ -473,6 +488,11 @@ static void requirement(const keydef *k, char *buf, size_t n) {
         break;
     case T_ENUM:
     case T_PSEUDO: {
+        if (strcmp(k->key, "ztrain.preempt_signal") == 0) {
+            snprintf(buf, n, "must be one of: SIGUSR2, SIGTERM, SIGINT, SIGHUP "
+                     "(not SIGUSR1: NCCL uses it)");
+            break;
+        }
         size_t j = (size_t)snprintf(buf, n, "must be one of: ");
         for (const char *p = k->values; *p && j + 2 < n; p++) {
             if (*p == '|') {
@@ -1031,14 +1051,6 @@ static int check_implemented(const zt_config *c, zt_status *st) {
     if (strcmp(c->backend, "cuda") == 0)
         return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.backend=cuda: this build has no GPU "
                        "backend yet");
-    if (c->ckpt_every > 0)
-        return zt_fail(st, ZT_EUNSUPPORTED,
-                       "ztrain.checkpoint.every=%d is not implemented yet in this build; use 0",
-                       c->ckpt_every);
-    if (strcmp(c->ckpt_resume, "never") != 0)
-        return zt_fail(st, ZT_EUNSUPPORTED,
-                       "ztrain.checkpoint.resume=%s is not implemented yet in this build; "
-                       "use never", c->ckpt_resume);
     return ZT_OK;
 }
 

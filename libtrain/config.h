@@ -77,6 +77,10 @@ struct zt_config {
     int ckpt_every;               /* ztrain.checkpoint.every, 0 = off */
     int ckpt_keep;                /* ztrain.checkpoint.keep >= 2 */
     char ckpt_resume[ZT_PATH_MAX];/* ztrain.checkpoint.resume auto|never|PATH */
+    double ckpt_every_minutes;    /* ztrain.checkpoint.every_minutes, 0 = off */
+    char ckpt_restore[16];        /* ztrain.checkpoint.restore: one-reader | parallel */
+    char preempt_signal[16];      /* ztrain.preempt_signal: SIGUSR2 | SIGTERM | SIGINT | SIGHUP */
+    char requeue[8];              /* ztrain.requeue: auto | true | false */
 
     /* provenance of every table entry, indexed like the table in config.c */
     unsigned char *src;

@@ -1,0 +1,426 @@
+/*
+ * ckpt_save.c -- write a checkpoint collectively and commit it.
+ *
+ * Every rank writes the slices it owns (zt_ctx_owned_state) of every tensor
+ * into one shared HDF5 file through MPI-IO, as hyperslabs of the tensor's
+ * full logical shape.  Checksums are computed per tensor over the logical
+ * tensor: each writer sums its slices (zt_ckpt_checksum), one all-reduce adds
+ * the partial sums.  The commit (rank 0) is described in docs/checkpoints.md:
+ *
+ *   step-N.tmp/state.h5  written, H5Fflush (MPI_File_sync), closed
+ *   fsync(state.h5), fsync(step-N.tmp)
+ *   rename step-N.tmp -> step-N, fsync(dir)          <- the commit point
+ *   latest.tmp = "step-N\n", fsync, rename -> latest, fsync(dir)
+ *   prune: older than the newest `keep`, and any newer than N (an abandoned
+ *          timeline), each renamed to step-K.del.tmp, fsync(dir), removed
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "ckpt_internal.h"
+#include "optim.h"
+
+static float *fam_ptr(const zt_owned_range *r, int f) {
+    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
+}
+
+/* This rank's range holding flat elements [a, b). */
+static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint64_t b) {
+    for (int i = 0; i < s->n_ranges; ++i)
+        if (s->ranges[i].lo <= a && b <= s->ranges[i].hi) return &s->ranges[i];
+    return NULL;
+}
+
+/* Partial checksums of this rank's slices, per family and tensor. */
+static void partial_checksums(const zt_train_state *s, uint64_t *cs) {
+    const zt_gpt *m = s->model;
+    int nt = m->n_tensors;
+    if (!s->writer) return;
+    for (int i = 0; i < s->n_ranges; ++i) {
+        const zt_owned_range *r = &s->ranges[i];
+        for (int t = 0; t < nt; ++t) {
+            const zt_tensor_info *ti = &m->tensors[t];
+            uint64_t a = r->lo > ti->offset ? r->lo : ti->offset;
+            uint64_t b = r->hi < ti->offset + ti->numel ? r->hi : ti->offset + ti->numel;
+            if (a >= b) continue;
+            for (int f = 0; f < CK_NFAM; ++f)
+                cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (a - r->lo), b - a,
+                                                   a - ti->offset);
+        }
+    }
+}
+
+static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *json,
+                    double created, const char *file, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    const zt_model_config *mc = &s->model->cfg;
+    int bad = 0;
+    bad |= ck_attr_put_str(f, "format", ZT_CKPT_FORMAT);
+    bad |= ck_attr_put_i64(f, "format_version", ZT_CKPT_FORMAT_VERSION);
+    bad |= ck_attr_put_i64(f, "step", s->step);
+    bad |= ck_attr_put_i64(f, "adam_t", s->adam_t);
+    bad |= ck_attr_put_i64(f, "world_size", s->world);
+    bad |= ck_attr_put_i64(f, "zero_stage", s->stage);
+    bad |= ck_attr_put_i64(f, "shard_group", s->shard_group);
+    bad |= ck_attr_put_i64(f, "has_master", 0);
+    bad |= ck_attr_put_i64(f, "n_tensors", s->model->n_tensors);
+    bad |= ck_attr_put_u64(f, "num_params", s->model->num_params);
+    bad |= ck_attr_put_f64(f, "created_unix", created);
+    char ver[32];
+    snprintf(ver, sizeof ver, "%d.%d.%d", ZTRAIN_VERSION_MAJOR, ZTRAIN_VERSION_MINOR,
+             ZTRAIN_VERSION_PATCH);
+    bad |= ck_attr_put_str(f, "ztrain_version", ver);
+    bad |= ck_attr_put_str(f, "checksum_algorithm", ZT_CKPT_CHECKSUM_ALGORITHM);
+
+    /* effective configuration, JSON */
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+    H5Tset_size(t, strlen(json) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t d = H5Dcreate2(f, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) bad = 1;
+    else {
+        hid_t dx = H5Pcreate(H5P_DATASET_XFER);
+        H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE);
+        hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+        if (ctx->rank != 0) { H5Sselect_none(fs); H5Sselect_none(ms); }
+        if (H5Dwrite(d, t, ms, fs, dx, json) < 0) bad = 1;
+        H5Sclose(fs); H5Sclose(ms); H5Pclose(dx);
+        H5Dclose(d);
+    }
+    H5Sclose(sp);
+    H5Tclose(t);
+
+    hid_t g = H5Gcreate2(f, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /model", file);
+    bad |= ck_attr_put_str(g, "architecture", "gpt2");
+    bad |= ck_attr_put_i64(g, "n_layer", mc->n_layer);
+    bad |= ck_attr_put_i64(g, "n_head", mc->n_head);
+    bad |= ck_attr_put_i64(g, "n_embd", mc->n_embd);
+    bad |= ck_attr_put_i64(g, "context", mc->context);
+    bad |= ck_attr_put_i64(g, "vocab", mc->vocab);
+    bad |= ck_attr_put_u64(g, "num_params", s->model->num_params);
+    bad |= ck_attr_put_str(g, "tied_lm_head", "wte");
+    H5Gclose(g);
+
+    g = H5Gcreate2(f, "scheduler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /scheduler", file);
+    bad |= ck_attr_put_str(g, "type", c->scheduler_type);
+    bad |= ck_attr_put_f64(g, "lr", c->lr);
+    bad |= ck_attr_put_i64(g, "warmup_num_steps", c->warmup_steps);
+    bad |= ck_attr_put_i64(g, "total_num_steps", c->total_steps);
+    bad |= ck_attr_put_f64(g, "warmup_min_ratio", c->warmup_min_ratio);
+    bad |= ck_attr_put_f64(g, "cos_min_ratio", c->cos_min_ratio);
+    bad |= ck_attr_put_str(g, "warmup_type", c->warmup_type);
+    bad |= ck_attr_put_i64(g, "step", s->step);
+    bad |= ck_attr_put_f64(g, "next_lr", zt_lr_at(c, s->step));
+    bad |= ck_attr_put_str(g, "note", "the learning rate is a pure function of the step and "
+                                      "these values; no other schedule state exists");
+    H5Gclose(g);
+
+    g = H5Gcreate2(f, "loss_scaler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /loss_scaler", file);
+    bad |= ck_attr_put_i64(g, "version", 1);
+    bad |= ck_attr_put_i64(g, "present", 0);
+    bad |= ck_attr_put_f64(g, "scale", 0.0);
+    bad |= ck_attr_put_i64(g, "good_steps", 0);
+    bad |= ck_attr_put_i64(g, "hysteresis_left", 0);
+    bad |= ck_attr_put_str(g, "note", "no loss scaling (fp16 is not implemented yet); "
+                                      "present = 0");
+    H5Gclose(g);
+
+    g = H5Gcreate2(f, "rng", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /rng", file);
+    bad |= ck_attr_put_str(g, "kind", "counter-based");
+    bad |= ck_attr_put_u64(g, "seed", c->seed);
+    bad |= ck_attr_put_str(g, "note", "every random number (initialization, data sampling) is "
+                                      "a pure function of (seed, step, index); no other RNG "
+                                      "state exists");
+    H5Gclose(g);
+
+    g = H5Gcreate2(f, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /data", file);
+    bad |= ck_attr_put_i64(g, "step", s->step);
+    bad |= ck_attr_put_i64(g, "train_batch_size", c->train_batch_size);
+    bad |= ck_attr_put_u64(g, "sample_position", (uint64_t)s->step * (uint64_t)c->train_batch_size);
+    bad |= ck_attr_put_u64(g, "seed", c->seed);
+    bad |= ck_attr_put_str(g, "train", c->data_train);
+    bad |= ck_attr_put_str(g, "val", c->data_val);
+    H5Gclose(g);
+
+    g = H5Gcreate2(f, "optimizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /optimizer", file);
+    bad |= ck_attr_put_str(g, "type", "AdamW");
+    bad |= ck_attr_put_i64(g, "t", s->adam_t);
+    bad |= ck_attr_put_f64(g, "beta1", c->beta1);
+    bad |= ck_attr_put_f64(g, "beta2", c->beta2);
+    bad |= ck_attr_put_f64(g, "eps", c->eps);
+    bad |= ck_attr_put_f64(g, "weight_decay", c->weight_decay);
+    H5Gclose(g);
+    if (bad) return ck_h5_fail(st, ZT_EIO, "%s: cannot write checkpoint metadata", file);
+    return ZT_OK;
+}
+
+static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_plan *p,
+                       const uint64_t *cs, const char *file, zt_status *st) {
+    const zt_gpt *m = s->model;
+    int nt = m->n_tensors, rc = ZT_OK;
+    hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g1 < 0 || g2 < 0 || g3 < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create groups", file);
+    if (g1 >= 0) H5Gclose(g1);
+    if (g2 >= 0) H5Gclose(g2);
+    if (g3 >= 0) H5Gclose(g3);
+    if (rc) return rc;
+
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), dx = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+    /* Each piece is one contiguous byte range of the file (a flat range of
+     * a row-major contiguous dataset), at most CK_CHUNK_ELEMS long: plain
+     * independent MPI-IO writes, no two-phase collective buffering (which
+     * only copies the data once more).  Dataset creation, attributes and
+     * metadata stay collective. */
+    H5Pset_dxpl_mpio(dx, H5FD_MPIO_INDEPENDENT);
+    int cap = 64, werr = ZT_OK;
+    zt_status wst;
+    zt_status_clear(&wst);
+    uint64_t (*mine)[2] = malloc((size_t)cap * sizeof *mine);
+    if (!mine) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {
+        const zt_tensor_info *t = &m->tensors[ti];
+        int n = ck_pieces(p, ctx->rank, t, 1, NULL, 0);
+        if (n > cap) {
+            void *nm = realloc(mine, (size_t)n * sizeof *mine);
+            if (!nm) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); break; }
+            mine = nm;
+            cap = n;
+        }
+        ck_pieces(p, ctx->rank, t, 1, mine, cap);
+        uint64_t dims[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
+        if (t->ndim == 1) dims[0] = t->numel;
+        hsize_t hd[2] = {dims[0], dims[1]};
+        for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam) {
+            char name[128];
+            ck_dataset_name(name, sizeof name, fam, t->name);
+            hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
+            hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            if (d < 0) {
+                rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create dataset %s", file, name);
+                H5Sclose(sp);
+                break;
+            }
+            int bad = 0;
+            bad |= ck_attr_put_u64(d, "checksum", cs[fam * nt + ti]);
+            bad |= ck_attr_put_u64(d, "offset", t->offset);
+            bad |= ck_attr_put_str(d, "unit", m->units[t->unit].name);
+            for (int k = 0; k < n && !bad; ++k) {
+                uint64_t a = mine[k][0], b = mine[k][1];
+                const zt_owned_range *rg = range_of(s, a, b);
+                if (!rg) { bad = 2; break; }
+                hsize_t len = b - a;
+                hid_t ms = H5Screate_simple(1, &len, NULL);
+                if (ck_select_flat(sp, t->ndim, dims, a - t->offset, b - t->offset) < 0 ||
+                    H5Dwrite(d, H5T_NATIVE_FLOAT, ms, sp, dx, fam_ptr(rg, fam) + (a - rg->lo)) < 0)
+                    bad = 1;
+                H5Sclose(ms);
+            }
+            H5Dclose(d);
+            H5Sclose(sp);
+            /* a local write error must not skip the collective creation of
+             * the remaining datasets: note it, agree after the loop */
+            if (bad == 2 && werr == ZT_OK)
+                werr = zt_fail(&wst, ZT_EINTERNAL, "checkpoint: a piece of %s is in no owned "
+                               "range (a bug: please report it)", t->name);
+            else if (bad && werr == ZT_OK)
+                werr = ck_h5_fail(&wst, ZT_EIO, "%s: cannot write dataset %s", file, name);
+        }
+    }
+    if (rc == ZT_OK && werr != ZT_OK) {
+        rc = werr;
+        if (st) *st = wst;
+    }
+    free(mine);
+    H5Pclose(dcpl);
+    H5Pclose(dx);
+    return rc;
+}
+
+/* Write `latest` atomically: temp file, fsync, rename, fsync the directory. */
+static int write_latest(const char *dir, long step, zt_status *st) {
+    char tmp[ZT_PATH_MAX + 32], dst[ZT_PATH_MAX + 32], body[64];
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, ZT_CKPT_LATEST);
+    snprintf(dst, sizeof dst, "%s/%s", dir, ZT_CKPT_LATEST);
+    int n = snprintf(body, sizeof body, "step-%ld\n", step);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    int ok = write(fd, body, (size_t)n) == n && fsync(fd) == 0;
+    int e = errno;
+    if (close(fd) != 0) ok = 0;
+    if (!ok) {
+        unlink(tmp);
+        return zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, dst) != 0) {
+        e = errno;
+        unlink(tmp);
+        return zt_fail(st, ZT_EIO, "%s: rename failed: %s", dst, strerror(e));
+    }
+    return ck_fsync_path(dir, 1, st);
+}
+
+/* Remove one committed checkpoint: rename it out of the committed namespace
+ * first (one atomic step), then delete its files. */
+static int remove_ckpt(const char *dir, long step, long saving, zt_status *st) {
+    char from[ZT_PATH_MAX + 32], to[ZT_PATH_MAX + 48];
+    snprintf(from, sizeof from, "%s/step-%ld", dir, step);
+    snprintf(to, sizeof to, "%s/step-%ld.del.tmp", dir, step);
+    ck_rmtree(to);
+    if (rename(from, to) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot rename for removal: %s", from, strerror(errno));
+    ZT_TRY(ck_fsync_path(dir, 1, st));
+    ck_crash_point("during_prune", saving);
+    if (ck_rmtree(to) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot remove: %s", to, strerror(errno));
+    return ZT_OK;
+}
+
+static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *st) {
+    long *steps;
+    int n;
+    ZT_TRY(ck_scan_steps(dir, &steps, &n, st));
+    int kept = 1, rc = ZT_OK;   /* the one just committed */
+    char removed[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && rc == ZT_OK; ++i) {
+        long k = steps[i];
+        if (k == step) continue;
+        if (k < step && kept < keep) { ++kept; continue; }
+        rc = remove_ckpt(dir, k, step, st);
+        if (rc == ZT_OK && used + 32 < sizeof removed)
+            used += (size_t)snprintf(removed + used, sizeof removed - used, "%sstep-%ld%s",
+                                     used ? ", " : "", k, k > step ? " (newer: abandoned run)" : "");
+    }
+    free(steps);
+    if (removed[0])
+        zt_log(ctx, ZT_LOG_INFO, "checkpoint: pruned %s (keeping %d)", removed, keep);
+    return rc;
+}
+
+static int commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
+                  const char *final, const char *file, zt_status *st) {
+    ZT_TRY(ck_fsync_path(file, 0, st));
+    ZT_TRY(ck_fsync_path(tmpd, 1, st));
+    ck_crash_point("before_rename", step);
+    struct stat sb;
+    if (stat(final, &sb) == 0) {
+        /* the same step saved before (e.g. by an earlier run): replace it */
+        char old[ZT_PATH_MAX + 48];
+        snprintf(old, sizeof old, "%s.replaced.tmp", final);
+        ck_rmtree(old);
+        if (rename(final, old) != 0)
+            return zt_fail(st, ZT_EIO, "%s: cannot move the old checkpoint aside: %s", final,
+                           strerror(errno));
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: replacing an existing %s", final);
+        if (rename(tmpd, final) != 0)
+            return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(errno));
+        ck_rmtree(old);
+    } else if (rename(tmpd, final) != 0) {
+        return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(errno));
+    }
+    ZT_TRY(ck_fsync_path(dir, 1, st));
+    ck_crash_point("after_rename_before_latest", step);
+    ZT_TRY(write_latest(dir, step, st));
+    return prune(ctx, dir, step, keep, st);
+}
+
+int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
+    zt_status_clear(st);
+    ck_h5_quiet();
+    if (keep < 2)
+        return zt_fail(st, ZT_EINVAL, "checkpoint keep=%d: at least 2 checkpoints must be kept "
+                       "(the newest may be the one a crash interrupted)", keep);
+    double t0 = zt_now_s();
+    zt_train_state s;
+    int rc = zt_ctx_owned_state(ctx, &s, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    const zt_gpt *m = s.model;
+    int nt = m->n_tensors;
+    long step = s.step;
+    char final[ZT_PATH_MAX + 32], tmpd[ZT_PATH_MAX + 48], file[ZT_PATH_MAX + 64];
+    snprintf(final, sizeof final, "%s/step-%ld", dir, step);
+    snprintf(tmpd, sizeof tmpd, "%s.tmp", final);
+    snprintf(file, sizeof file, "%s/%s", tmpd, ZT_CKPT_FILE);
+
+    ck_plan plan;
+    rc = ck_plan_build(ctx, &s, &plan, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+
+    uint64_t *cs = calloc((size_t)CK_NFAM * (size_t)nt, sizeof *cs);
+    char *json = NULL;
+    double created = 0;
+    hid_t fapl = -1, f = -1;
+    if (!cs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    partial_checksums(&s, cs);
+    if (ctx->nranks > 1 &&
+        MPI_Allreduce(MPI_IN_PLACE, cs, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
+        rc = zt_fail(st, ZT_ECOMM, "checkpoint: checksum all-reduce failed");
+        goto out;
+    }
+
+    /* rank 0: a fresh step-N.tmp/ (an old one is a crashed attempt) */
+    if (ctx->rank == 0) {
+        rc = ck_mkdir_p(dir, st);
+        if (rc == ZT_OK) {
+            ck_rmtree(tmpd);
+            if (mkdir(tmpd, 0777) != 0)
+                rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmpd, strerror(errno));
+        }
+        json = zt_config_to_json(ctx->cfg);
+        if (rc == ZT_OK && !json) rc = zt_fail(st, ZT_ENOMEM, "out of memory (config JSON)");
+        created = (double)time(NULL);
+    }
+    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
+    if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
+    if (ctx->nranks > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
+
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_mpio(fapl, ck_comm(ctx), MPI_INFO_NULL);
+    H5Pset_all_coll_metadata_ops(fapl, 1);
+    H5Pset_coll_metadata_write(fapl, 1);
+    H5Pset_alignment(fapl, (hsize_t)1 << 20, (hsize_t)1 << 20);
+    f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (f < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create checkpoint file", file);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    rc = put_meta(ctx, f, &s, json, created, file, st);
+    if (rc == ZT_OK) rc = put_tensors(ctx, f, &s, &plan, cs, file, st);
+    if (ctx->rank == 0) ck_crash_point("after_data_write", step);
+    if (rc == ZT_OK && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
+        rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
+    if (H5Fclose(f) < 0 && rc == ZT_OK) rc = ck_h5_fail(st, ZT_EIO, "%s: close failed", file);
+    f = -1;
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+
+    if (ctx->rank == 0) rc = commit(ctx, dir, step, keep, tmpd, final, file, st);
+    rc = ck_root_status(ctx, rc, st);
+    if (rc == ZT_OK) {
+        double dt = zt_now_s() - t0;
+        double bytes = (double)m->num_params * CK_NFAM * sizeof(float);
+        zt_log(ctx, ZT_LOG_INFO, "checkpoint: saved step %ld to %s (%.1f MiB in %.2f s, %.2f GB/s)",
+               step, final, bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9));
+    }
+out:
+    if (f >= 0) H5Fclose(f);
+    if (fapl >= 0) H5Pclose(fapl);
+    free(json);
+    free(cs);
+    ck_plan_free(&plan);
+    return rc;
+}

@@ -1,0 +1,217 @@
+/*
+ * ckpt_session.c -- checkpoints during training: resume at start, the step
+ * hook (periodic, timed, final and preemption saves), Slurm requeue.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "ckpt_internal.h"
+#include "signals.h"
+
+extern char **environ;
+
+struct zt_ckpt_session {
+    zt_ctx *ctx;
+    int signo;                 /* configured preemption signal */
+    double last_save_t;        /* zt_now_s() of the last save (or of attach) */
+    long last_saved_step;
+    int step_sleep_ms;         /* ZT_CKPT_STEP_SLEEP_MS (test-only) */
+    char last[ZT_PATH_MAX + 32];
+};
+
+const char *zt_ckpt_session_last(const zt_ckpt_session *s) { return s ? s->last : ""; }
+
+/* ------------------------------------------------------------ Slurm requeue */
+
+/* Run argv; stdout into out (if given).  Returns the exit status, -1 if it
+ * could not run. */
+static int run_cmd(char *const argv[], char *out, size_t n) {
+    int fds[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (out) {
+        if (pipe(fds) != 0) { posix_spawn_file_actions_destroy(&fa); return -1; }
+        posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+        posix_spawn_file_actions_addclose(&fa, fds[0]);
+        posix_spawn_file_actions_addclose(&fa, fds[1]);
+    }
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (out) {
+        close(fds[1]);
+        size_t used = 0;
+        if (rc == 0) {
+            ssize_t k;
+            while ((k = read(fds[0], out + used, n - 1 - used)) > 0 && used + 1 < n) used += (size_t)k;
+            char sink[512];
+            while ((k = read(fds[0], sink, sizeof sink)) > 0) {}
+        }
+        out[used] = '\0';
+        close(fds[0]);
+    }
+    if (rc != 0) return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Rank 0, after a preemption checkpoint is durable. */
+static void maybe_requeue(zt_ctx *ctx) {
+    const char *mode = ctx->cfg->requeue;
+    const char *job = getenv("SLURM_JOB_ID");
+    if (!strcmp(mode, "false")) {
+        if (job && *job) zt_log(ctx, ZT_LOG_INFO, "preemption: ztrain.requeue=false: not requeueing job %s", job);
+        return;
+    }
+    if (!job || !*job) {
+        if (!strcmp(mode, "true"))
+            zt_log(ctx, ZT_LOG_WARN, "preemption: ztrain.requeue=true but not running under Slurm "
+                   "(SLURM_JOB_ID unset): nothing to requeue");
+        return;
+    }
+    char ref[128];
+    const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID");
+    if (aj && *aj && at && *at) snprintf(ref, sizeof ref, "%s_%s", aj, at);
+    else snprintf(ref, sizeof ref, "%s", job);
+    if (!strcmp(mode, "auto")) {
+        /* requeue only a job Slurm allows to requeue (sbatch --requeue, or
+         * JobRequeue=1 in slurm.conf): "Requeue=1" in its record */
+        char out[16384];
+        char *show[] = {"scontrol", "show", "job", "-o", ref, NULL};
+        int rc = run_cmd(show, out, sizeof out);
+        if (rc != 0) {
+            zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol show job %s' failed (%s); not requeueing",
+                   ref, rc < 0 ? "scontrol not found" : "non-zero exit");
+            return;
+        }
+        if (!strstr(out, "Requeue=1")) {
+            zt_log(ctx, ZT_LOG_INFO, "preemption: job %s is not requeueable (submit it with sbatch "
+                   "--requeue, or set ztrain.requeue=true); not requeueing", ref);
+            return;
+        }
+    }
+    char *rq[] = {"scontrol", "requeue", ref, NULL};
+    int rc = run_cmd(rq, NULL, 0);
+    if (rc == 0)
+        zt_log(ctx, ZT_LOG_INFO, "preemption: requeued Slurm job %s; it resumes from the newest "
+               "checkpoint", ref);
+    else
+        zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol requeue %s' failed (exit %d); the "
+               "checkpoint is saved, requeue the job by hand", ref, rc);
+}
+
+/* ------------------------------------------------------------ step hook */
+
+static int save_now(zt_ckpt_session *s, zt_ctx *ctx, const char *why, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: saving step %ld (%s)", ctx->step, why);
+    ZT_TRY(zt_ckpt_save(ctx, c->ckpt_dir, c->ckpt_keep, st));
+    s->last_saved_step = ctx->step;
+    s->last_save_t = zt_now_s();
+    snprintf(s->last, sizeof s->last, "%s/step-%ld", c->ckpt_dir, ctx->step);
+    return ZT_OK;
+}
+
+static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
+    zt_ckpt_session *s = user;
+    const zt_config *c = ctx->cfg;
+    if (s->step_sleep_ms > 0) {
+        struct timespec ts = {s->step_sleep_ms / 1000, (long)(s->step_sleep_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
+    int timed = 0, sig = 0;
+    if (ctx->rank == 0 && c->ckpt_every_minutes > 0 &&
+        zt_now_s() - s->last_save_t >= c->ckpt_every_minutes * 60.0)
+        timed = 1;
+    ZT_TRY(zt_preempt_agree(ctx->world, &sig, &timed, st));
+    long step = ctx->step;
+    int last = step >= c->steps;
+    int periodic = c->ckpt_every > 0 && step % c->ckpt_every == 0;
+    if (s->last_saved_step == step) return ZT_OK;
+    if (sig && !last) {
+        zt_log(ctx, ZT_LOG_INFO, "preemption: %s received; all ranks stop after step %ld",
+               zt_signal_name(sig), step);
+        ZT_TRY(save_now(s, ctx, "preemption", st));
+        zt_preempt_clear();
+        if (ctx->rank == 0) maybe_requeue(ctx);
+        return zt_fail(st, ZT_EPREEMPTED, "preempted by %s after step %ld; checkpoint %s saved",
+                       zt_signal_name(sig), step, s->last);
+    }
+    if (sig && last) {
+        zt_log(ctx, ZT_LOG_INFO, "preemption: %s received after the last step; finishing normally",
+               zt_signal_name(sig));
+        zt_preempt_clear();
+    }
+    if (last) return save_now(s, ctx, "end of training", st);
+    if (periodic) return save_now(s, ctx, "checkpoint.every", st);
+    if (timed) return save_now(s, ctx, "checkpoint.every_minutes", st);
+    return ZT_OK;
+}
+
+/* ------------------------------------------------------------ attach */
+
+int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
+    zt_status_clear(st);
+    *out = NULL;
+    const zt_config *c = ctx->cfg;
+    zt_ckpt_session *s = calloc(1, sizeof *s);
+    int rc = s ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint session)");
+    if (rc == ZT_OK) rc = zt_signal_from_name(c->preempt_signal, &s->signo, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
+    s->ctx = ctx;
+    s->last_saved_step = -1;
+    const char *sl = getenv("ZT_CKPT_STEP_SLEEP_MS");
+    if (sl && *sl) s->step_sleep_ms = atoi(sl);
+
+    if (ctx->rank == 0) {
+        char report[512];
+        int n = ck_clean_stale(c->ckpt_dir, report, sizeof report);
+        if (n > 0)
+            zt_log(ctx, ZT_LOG_INFO, "checkpoint: removed %d stale incomplete entr%s in %s: %s",
+                   n, n == 1 ? "y" : "ies", c->ckpt_dir, report);
+        if (!strcmp(c->ckpt_resume, "never")) {
+            long *steps;
+            int k;
+            zt_status tmp;
+            if (ck_scan_steps(c->ckpt_dir, &steps, &k, &tmp) == ZT_OK && k > 0)
+                zt_log(ctx, ZT_LOG_WARN, "checkpoint.resume=never: starting from step 0 although "
+                       "%s holds %d checkpoint%s (newest step-%ld); saving replaces or prunes them",
+                       c->ckpt_dir, k, k == 1 ? "" : "s", steps[0]);
+            free(steps);
+        }
+    }
+    long step = -1;
+    rc = zt_ckpt_resume(ctx, &step, st);
+    if (rc != ZT_OK) { free(s); return rc; }
+    if (step >= 0) {
+        s->last_saved_step = step;
+        snprintf(s->last, sizeof s->last, "%s", c->ckpt_resume);
+        if (!strcmp(c->ckpt_resume, "auto"))
+            snprintf(s->last, sizeof s->last, "%s/step-%ld", c->ckpt_dir, step);
+        if (step >= c->steps)
+            zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld of %ld: nothing left to train", step,
+                   c->steps);
+    }
+    rc = zt_preempt_install(s->signo, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
+    s->last_save_t = zt_now_s();
+    zt_ctx_set_step_hook(ctx, step_hook, s);
+    *out = s;
+    return ZT_OK;
+}
+
+void zt_ckpt_detach(zt_ckpt_session *s) {
+    if (!s) return;
+    zt_ctx_set_step_hook(s->ctx, NULL, NULL);
+    zt_preempt_uninstall();
+    free(s);
+}

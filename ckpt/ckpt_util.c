@@ -1,0 +1,599 @@
+/* ckpt_util.c -- checkpoint helpers: checksum, HDF5, files, agreement. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ckpt_internal.h"
+
+const char *const ck_family_group[CK_NFAM] = {"params", "optimizer/m", "optimizer/v"};
+
+/* ================================================================ checksum */
+
+/* The inner loop, vectorized and compiled for AVX-512 / AVX2 / baseline
+ * (integer arithmetic: every variant gives the same result). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__gnu_linux__) && !defined(ZT_NO_TARGET_CLONES)
+#define CK_CLONES __attribute__((optimize("tree-vectorize"), \
+                                 target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CK_CLONES
+#endif
+CK_CLONES static uint64_t sum_block(const uint32_t *w, size_t n, uint64_t first) {
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; ++i) s += zt_mix64(((first + (uint64_t)i) << 32) | (uint64_t)w[i]);
+    return s;
+}
+
+uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first) {
+    const uint32_t *w = (const uint32_t *)(const void *)x;
+    const size_t B = (size_t)1 << 16;
+    size_t nb = (n + B - 1) / B;
+    uint64_t s = 0;
+    /* Unsigned addition mod 2^64 is associative and commutative: the
+     * result does not depend on the thread split or the sharding. */
+#pragma omp parallel for reduction(+ : s) schedule(static) if (nb > 4)
+    for (size_t b = 0; b < nb; ++b) {
+        size_t a = b * B, e = a + B < n ? a + B : n;
+        s += sum_block(w + a, e - a, first + a);
+    }
+    return s;
+}
+
+/* ================================================================ HDF5 */
+
+void ck_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+static herr_t first_desc(unsigned n, const H5E_error2_t *e, void *user) {
+    char *buf = user;
+    if (n == 0 && e && e->desc) snprintf(buf, 256, "%s", e->desc);
+    return 0;
+}
+
+int ck_h5_fail(zt_status *st, int code, const char *fmt, ...) {
+    char msg[900], h5[256] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_desc, h5);
+    H5Eclear2(H5E_DEFAULT);
+    if (h5[0]) return zt_fail(st, code, "%s (HDF5: %s)", msg, h5);
+    return zt_fail(st, code, "%s", msg);
+}
+
+int ck_select_flat(hid_t space, int ndim, const uint64_t *dims, uint64_t a, uint64_t b) {
+    if (a >= b) return H5Sselect_none(space) < 0 ? -1 : 0;
+    if (ndim == 1) {
+        hsize_t off = a, cnt = b - a;
+        return H5Sselect_hyperslab(space, H5S_SELECT_SET, &off, NULL, &cnt, NULL) < 0 ? -1 : 0;
+    }
+    hsize_t C = dims[1];
+    hsize_t r0 = a / C, c0 = a % C, r1 = b / C, c1 = b % C;
+    int first = 1;
+#define CK_SEL(R, Cc, NR, NC)                                                        \
+    do {                                                                              \
+        hsize_t o_[2] = {(R), (Cc)}, n_[2] = {(NR), (NC)};                            \
+        if (H5Sselect_hyperslab(space, first ? H5S_SELECT_SET : H5S_SELECT_OR, o_,    \
+                                NULL, n_, NULL) < 0)                                  \
+            return -1;                                                                \
+        first = 0;                                                                    \
+    } while (0)
+    if (r0 == r1) {
+        CK_SEL(r0, c0, 1, c1 - c0);
+        return 0;
+    }
+    hsize_t rs = r0;
+    if (c0 > 0) { CK_SEL(r0, c0, 1, C - c0); rs = r0 + 1; }
+    if (r1 > rs) CK_SEL(rs, 0, r1 - rs, C);
+    if (c1 > 0) CK_SEL(r1, 0, 1, c1);
+#undef CK_SEL
+    return 0;
+}
+
+static int attr_put(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v) {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    if (sp < 0) return -1;
+    hid_t a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = -1;
+    if (a >= 0) {
+        rc = H5Awrite(a, mtype, v) < 0 ? -1 : 0;
+        H5Aclose(a);
+    }
+    H5Sclose(sp);
+    return rc;
+}
+
+int ck_attr_put_i64(hid_t o, const char *n, int64_t v) {
+    return attr_put(o, n, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+int ck_attr_put_u64(hid_t o, const char *n, uint64_t v) {
+    return attr_put(o, n, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+int ck_attr_put_f64(hid_t o, const char *n, double v) {
+    return attr_put(o, n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+int ck_attr_put_str(hid_t o, const char *n, const char *v) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return -1;
+    H5Tset_size(t, strlen(v) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    int rc = attr_put(o, n, t, t, v);
+    H5Tclose(t);
+    return rc;
+}
+
+static int attr_get(hid_t o, const char *name, hid_t mtype, void *v) {
+    if (H5Aexists(o, name) <= 0) return -1;
+    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    int rc = H5Aread(a, mtype, v) < 0 ? -1 : 0;
+    H5Aclose(a);
+    return rc;
+}
+int ck_attr_get_i64(hid_t o, const char *n, int64_t *v) { return attr_get(o, n, H5T_NATIVE_INT64, v); }
+int ck_attr_get_u64(hid_t o, const char *n, uint64_t *v) { return attr_get(o, n, H5T_NATIVE_UINT64, v); }
+int ck_attr_get_f64(hid_t o, const char *n, double *v) { return attr_get(o, n, H5T_NATIVE_DOUBLE, v); }
+
+int ck_attr_get_str(hid_t o, const char *name, char *buf, size_t n) {
+    if (n == 0 || H5Aexists(o, name) <= 0) return -1;
+    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    int rc = -1;
+    hid_t ft = H5Aget_type(a);
+    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING && !H5Tis_variable_str(ft)) {
+        size_t sz = H5Tget_size(ft);
+        char *tmp = calloc(1, sz + 1);
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, sz);
+        if (tmp && mt >= 0 && H5Aread(a, mt, tmp) >= 0) {
+            snprintf(buf, n, "%s", tmp);
+            rc = 0;
+        }
+        if (mt >= 0) H5Tclose(mt);
+        free(tmp);
+    }
+    if (ft >= 0) H5Tclose(ft);
+    H5Aclose(a);
+    return rc;
+}
+
+hid_t ck_open_serial(const char *file, zt_status *st) {
+    ck_h5_quiet();
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return ck_h5_fail(st, ZT_EINTERNAL, "%s: H5Pcreate failed", file), -1;
+    H5Pset_fapl_sec2(fapl);
+#if H5_VERSION_GE(1, 10, 7)
+    H5Pset_file_locking(fapl, 0, 1);   /* a committed checkpoint is never written again */
+#endif
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    if (f < 0) {
+        int code = access(file, R_OK) == 0 ? ZT_EDATA : ZT_EIO;
+        if (code == ZT_EIO)
+            return zt_fail(st, code, "%s: cannot open: %s", file, strerror(errno)), -1;
+        return ck_h5_fail(st, code, "%s: not a readable HDF5 checkpoint", file), -1;
+    }
+    return f;
+}
+
+void ck_dataset_name(char *buf, size_t n, int fam, const char *tensor) {
+    snprintf(buf, n, "%s/%s", ck_family_group[fam], tensor);
+}
+
+int ck_read_header(hid_t f, const char *file, zt_ckpt_info *in, int with_config, zt_status *st) {
+    memset(in, 0, sizeof *in);
+    char fmt[64] = "";
+    if (ck_attr_get_str(f, "format", fmt, sizeof fmt) != 0 || strcmp(fmt, ZT_CKPT_FORMAT) != 0)
+        return zt_fail(st, ZT_EDATA, "%s: not a ztrain checkpoint (root attribute 'format' is "
+                       "missing or not \"%s\")", file, ZT_CKPT_FORMAT);
+    int64_t v;
+    if (ck_attr_get_i64(f, "format_version", &v) != 0)
+        return zt_fail(st, ZT_EDATA, "%s: root attribute 'format_version' missing", file);
+    in->format_version = (int)v;
+    if (v > ZT_CKPT_FORMAT_VERSION)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: checkpoint format version %lld is newer than "
+                       "this build reads (%d): use a newer ztrain", file, (long long)v,
+                       ZT_CKPT_FORMAT_VERSION);
+    if (v < 1) return zt_fail(st, ZT_EDATA, "%s: bad format_version %lld", file, (long long)v);
+    struct { const char *name; long *l; int *i; } iv[] = {
+        {"step", &in->step, NULL}, {"adam_t", &in->adam_t, NULL},
+        {"world_size", NULL, &in->world_size}, {"zero_stage", NULL, &in->zero_stage},
+        {"shard_group", NULL, &in->shard_group}, {"has_master", NULL, &in->has_master},
+        {"n_tensors", NULL, &in->n_tensors},
+    };
+    for (size_t k = 0; k < sizeof iv / sizeof iv[0]; ++k) {
+        if (ck_attr_get_i64(f, iv[k].name, &v) != 0)
+            return zt_fail(st, ZT_EDATA, "%s: root attribute '%s' missing", file, iv[k].name);
+        if (iv[k].l) *iv[k].l = (long)v; else *iv[k].i = (int)v;
+    }
+    ck_attr_get_f64(f, "created_unix", &in->created_unix);
+    ck_attr_get_str(f, "ztrain_version", in->ztrain_version, sizeof in->ztrain_version);
+    if (ck_attr_get_str(f, "checksum_algorithm", in->checksum_algorithm,
+                        sizeof in->checksum_algorithm) != 0 ||
+        strcmp(in->checksum_algorithm, ZT_CKPT_CHECKSUM_ALGORITHM) != 0)
+        return zt_fail(st, ZT_EDATA, "%s: unknown checksum algorithm '%s'", file,
+                       in->checksum_algorithm);
+    hid_t g = H5Gopen2(f, "model", H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EDATA, "%s: group /model missing", file);
+    struct { const char *name; int *i; } mv[] = {
+        {"n_layer", &in->n_layer}, {"n_head", &in->n_head}, {"n_embd", &in->n_embd},
+        {"context", &in->context}, {"vocab", &in->vocab},
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof mv / sizeof mv[0] && !bad; ++k) {
+        if (ck_attr_get_i64(g, mv[k].name, &v) != 0) bad = 1;
+        else *mv[k].i = (int)v;
+    }
+    if (!bad && ck_attr_get_u64(g, "num_params", &in->num_params) != 0) bad = 1;
+    H5Gclose(g);
+    if (bad) return zt_fail(st, ZT_EDATA, "%s: /model attributes incomplete", file);
+    if ((g = H5Gopen2(f, "rng", H5P_DEFAULT)) >= 0) {
+        ck_attr_get_u64(g, "seed", &in->seed);
+        H5Gclose(g);
+    }
+    if ((g = H5Gopen2(f, "data", H5P_DEFAULT)) >= 0) {
+        if (ck_attr_get_i64(g, "train_batch_size", &v) == 0) in->train_batch_size = (long)v;
+        ck_attr_get_u64(g, "sample_position", &in->sample_position);
+        H5Gclose(g);
+    }
+    if (with_config) {
+        hid_t d = H5Dopen2(f, "config", H5P_DEFAULT);
+        if (d >= 0) {
+            hid_t t = H5Dget_type(d);
+            size_t sz = t >= 0 ? H5Tget_size(t) : 0;
+            in->config_json = calloc(1, sz + 1);
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, sz ? sz : 1);
+            if (!in->config_json || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, in->config_json) < 0) {
+                free(in->config_json);
+                in->config_json = NULL;
+            }
+            H5Tclose(mt);
+            if (t >= 0) H5Tclose(t);
+            H5Dclose(d);
+        }
+        H5Eclear2(H5E_DEFAULT);
+    }
+    return ZT_OK;
+}
+
+void zt_ckpt_info_free(zt_ckpt_info *in) {
+    if (!in) return;
+    free(in->config_json);
+    in->config_json = NULL;
+}
+
+/* ================================================================ files */
+
+int ck_parse_step(const char *name, long *step) {
+    if (strncmp(name, "step-", 5) != 0) return -1;
+    const char *p = name + 5;
+    if (!*p) return -1;
+    long v = 0;
+    for (; *p; ++p) {
+        if (*p < '0' || *p > '9' || v > (LONG_MAX - 9) / 10) return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *step = v;
+    return 0;
+}
+
+int ck_resolve(const char *path, char *file, size_t n) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return -1;
+    if (S_ISREG(sb.st_mode)) { snprintf(file, n, "%s", path); return 1; }
+    if (!S_ISDIR(sb.st_mode)) return -1;
+    snprintf(file, n, "%s/%s", path, ZT_CKPT_FILE);
+    if (stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) return 1;
+    long step;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    /* a committed step directory without its file is a broken checkpoint */
+    if (ck_parse_step(base, &step) == 0) return 1;
+    return 0;
+}
+
+int ck_fsync_path(const char *path, int dir, zt_status *st) {
+    int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot open for fsync: %s", path, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && !(dir && (e == EINVAL || e == EBADF)))  /* some file systems refuse dir fsync */
+        return zt_fail(st, ZT_EIO, "%s: fsync failed: %s", path, strerror(e));
+    return ZT_OK;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)ftw;
+    return (flag == FTW_DP ? rmdir(p) : unlink(p)) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+int ck_rmtree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode)) return unlink(path);
+    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int ck_mkdir_p(const char *dir, zt_status *st) {
+    char buf[ZT_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return zt_fail(st, ZT_EINVAL, "%s: path too long", dir);
+    for (char *p = buf + 1; *p; ++p) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return zt_fail(st, ZT_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return zt_fail(st, ZT_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+    return ZT_OK;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st) {
+    *steps = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return ZT_OK;
+        return zt_fail(st, ZT_EIO, "%s: cannot list checkpoint directory: %s", dir, strerror(errno));
+    }
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long s;
+        if (ck_parse_step(e->d_name, &s) != 0) continue;
+        char p[ZT_PATH_MAX + 300];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            long *nl = realloc(*steps, (size_t)cap * sizeof *nl);
+            if (!nl) {
+                closedir(d);
+                free(*steps);
+                *steps = NULL;
+                *n = 0;
+                return zt_fail(st, ZT_ENOMEM, "out of memory listing %s", dir);
+            }
+            *steps = nl;
+        }
+        (*steps)[(*n)++] = s;
+    }
+    closedir(d);
+    if (*n > 1) qsort(*steps, (size_t)*n, sizeof **steps, cmp_desc);
+    return ZT_OK;
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int ck_clean_stale(const char *dir, char *report, size_t n) {
+    if (report && n) report[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int count = 0;
+    struct dirent *e;
+    size_t used = 0;
+    while ((e = readdir(d))) {
+        int stale = (strncmp(e->d_name, "step-", 5) == 0 && ends_with(e->d_name, ".tmp")) ||
+                    strcmp(e->d_name, ZT_CKPT_LATEST ".tmp") == 0;
+        if (!stale) continue;
+        char p[ZT_PATH_MAX + 300];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (ck_rmtree(p) == 0) {
+            ++count;
+            if (report && used + strlen(e->d_name) + 3 < n)
+                used += (size_t)snprintf(report + used, n - used, "%s%s", used ? ", " : "", e->d_name);
+        }
+    }
+    closedir(d);
+    if (count) {
+        zt_status tmp;
+        ck_fsync_path(dir, 1, &tmp);
+    }
+    return count;
+}
+
+/* ================================================================ MPI */
+
+MPI_Comm ck_comm(zt_ctx *ctx) { return ctx->world->comm; }
+
+int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
+    if (ctx->nranks < 2) return rc;
+    MPI_Comm comm = ck_comm(ctx);
+    int me = ctx->rank, v = rc != ZT_OK ? me : INT_MAX, low = INT_MAX;
+    if (MPI_Allreduce(&v, &low, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Allreduce) failed");
+    if (low == INT_MAX) return ZT_OK;
+    struct { int code; char msg[sizeof st->msg]; } b;
+    memset(&b, 0, sizeof b);
+    if (me == low) {
+        b.code = st ? st->code : rc;
+        if (b.code == ZT_OK) b.code = rc;
+        if (st) snprintf(b.msg, sizeof b.msg, "%s", st->msg);
+    }
+    if (MPI_Bcast(&b, (int)sizeof b, MPI_BYTE, low, comm) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Bcast) failed");
+    if (me != low) {
+        if (low > 0) zt_fail(st, b.code, "rank %d: %s", low, b.msg);
+        else zt_fail(st, b.code, "%s", b.msg);
+    }
+    return b.code;
+}
+
+int ck_root_status(zt_ctx *ctx, int rc, zt_status *st) {
+    if (ctx->nranks < 2) return rc;
+    MPI_Comm comm = ck_comm(ctx);
+    int code = ctx->rank == 0 ? rc : 0;
+    if (MPI_Bcast(&code, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    if (code == ZT_OK) return ZT_OK;
+    char msg[sizeof st->msg];
+    memset(msg, 0, sizeof msg);
+    if (ctx->rank == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
+    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    if (ctx->rank != 0) zt_fail(st, code, "%s", msg);
+    return code;
+}
+
+int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
+    if (ctx->nranks < 2) return ZT_OK;
+    MPI_Comm comm = ck_comm(ctx);
+    long len = ctx->rank == 0 && *s ? (long)strlen(*s) : 0;
+    if (MPI_Bcast(&len, 1, MPI_LONG, 0, comm) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    if (ctx->rank != 0) {
+        free(*s);
+        *s = calloc(1, (size_t)len + 1);
+        if (!*s) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    }
+    if (len > 0 && MPI_Bcast(*s, (int)len, MPI_CHAR, 0, comm) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    return ZT_OK;
+}
+
+void ck_plan_free(ck_plan *p) {
+    free(p->first);
+    free(p->count);
+    free(p->writer);
+    free(p->lo);
+    free(p->hi);
+    memset(p, 0, sizeof *p);
+}
+
+int ck_plan_build(zt_ctx *ctx, const zt_train_state *s, ck_plan *p, zt_status *st) {
+    memset(p, 0, sizeof *p);
+    int W = ctx->nranks;
+    p->nranks = W;
+    p->first = calloc((size_t)W, sizeof(int));
+    p->count = calloc((size_t)W, sizeof(int));
+    p->writer = calloc((size_t)W, sizeof(int));
+    int mine[2] = {s->n_ranges, s->writer};
+    int *both = calloc((size_t)W * 2, sizeof(int));
+    uint64_t *my = calloc((size_t)(s->n_ranges > 0 ? s->n_ranges : 1) * 2, sizeof(uint64_t));
+    int rc = ZT_OK;
+    if (!p->first || !p->count || !p->writer || !both || !my) {
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint plan)");
+        goto out;
+    }
+    if (MPI_Allgather(mine, 2, MPI_INT, both, 2, MPI_INT, ck_comm(ctx)) != MPI_SUCCESS) {
+        rc = zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Allgather of owned ranges failed");
+        goto out;
+    }
+    int *counts2 = calloc((size_t)W, sizeof(int)), *displs2 = calloc((size_t)W, sizeof(int));
+    for (int r = 0; r < W; ++r) {
+        p->count[r] = both[2 * r];
+        p->writer[r] = both[2 * r + 1];
+        p->first[r] = p->total;
+        p->total += p->count[r];
+    }
+    p->lo = calloc((size_t)(p->total ? p->total : 1), sizeof(uint64_t));
+    p->hi = calloc((size_t)(p->total ? p->total : 1), sizeof(uint64_t));
+    uint64_t *all = calloc((size_t)(p->total ? p->total : 1) * 2, sizeof(uint64_t));
+    if (!counts2 || !displs2 || !p->lo || !p->hi || !all) {
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint plan)");
+    } else {
+        for (int r = 0; r < W; ++r) {
+            counts2[r] = 2 * p->count[r];
+            displs2[r] = 2 * p->first[r];
+        }
+        for (int i = 0; i < s->n_ranges; ++i) {
+            my[2 * i] = s->ranges[i].lo;
+            my[2 * i + 1] = s->ranges[i].hi;
+        }
+        if (MPI_Allgatherv(my, 2 * s->n_ranges, MPI_UINT64_T, all, counts2, displs2,
+                           MPI_UINT64_T, ck_comm(ctx)) != MPI_SUCCESS) {
+            rc = zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Allgatherv of owned ranges failed");
+        } else {
+            for (int i = 0; i < p->total; ++i) {
+                p->lo[i] = all[2 * i];
+                p->hi[i] = all[2 * i + 1];
+            }
+        }
+    }
+    free(counts2);
+    free(displs2);
+    free(all);
+    /* The writers' ranges must tile the parameter block exactly once. */
+    if (rc == ZT_OK) {
+        uint64_t covered = 0, n = s->model->num_params;
+        for (int r = 0; r < W; ++r) {
+            if (!p->writer[r]) continue;
+            for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
+                if (p->lo[i] > p->hi[i] || p->hi[i] > n) {
+                    rc = zt_fail(st, ZT_EINTERNAL, "checkpoint: rank %d owns a bad range "
+                                 "[%llu, %llu) (a bug: please report it)", r,
+                                 (unsigned long long)p->lo[i], (unsigned long long)p->hi[i]);
+                    break;
+                }
+                covered += p->hi[i] - p->lo[i];
+            }
+        }
+        if (rc == ZT_OK && covered != n)
+            rc = zt_fail(st, ZT_EINTERNAL, "checkpoint: the writers' owned ranges cover %llu "
+                         "of %llu parameters (a bug: please report it)",
+                         (unsigned long long)covered, (unsigned long long)n);
+    }
+out:
+    free(both);
+    free(my);
+    if (rc != ZT_OK) ck_plan_free(p);
+    return rc;
+}
+
+int ck_pieces(const ck_plan *p, int r, const zt_tensor_info *t, int writers_only,
+              uint64_t (*out)[2], int cap) {
+    if (writers_only && !p->writer[r]) return 0;
+    int n = 0;
+    uint64_t ta = t->offset, tb = t->offset + t->numel;
+    for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
+        uint64_t a = p->lo[i] > ta ? p->lo[i] : ta, b = p->hi[i] < tb ? p->hi[i] : tb;
+        for (; a < b; a += CK_CHUNK_ELEMS) {
+            uint64_t e = b - a > CK_CHUNK_ELEMS ? a + CK_CHUNK_ELEMS : b;
+            if (out && n < cap) { out[n][0] = a; out[n][1] = e; }
+            ++n;
+        }
+    }
+    return n;
+}
+
+/* ================================================================ test hooks */
+
+void ck_crash_point(const char *phase, long step) {
+    const char *v = getenv("ZT_CKPT_CRASH_AT");
+    if (!v || !*v) return;
+    size_t n = strlen(phase);
+    if (strncmp(v, phase, n) != 0) return;
+    if (v[n] == '@') {
+        char *end;
+        long want = strtol(v + n + 1, &end, 10);
+        if (*end || want != step) return;
+    } else if (v[n] != '\0') {
+        return;
+    }
+    fprintf(stderr, "ZT_CKPT_CRASH_AT=%s: killing rank %d (pid %ld) at step %ld\n", v,
+            zt_world_rank(), (long)getpid(), step);
+    fflush(stderr);
+    raise(SIGKILL);
+}

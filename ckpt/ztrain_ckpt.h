@@ -1,0 +1,149 @@
+/*
+ * ztrain_ckpt.h -- distributed HDF5 checkpoints (public API of libtrain).
+ *
+ * A checkpoint is a directory <checkpoint.dir>/step-<N>/ holding one HDF5
+ * file, state.h5, written collectively by every rank through MPI-IO.  Every
+ * tensor is stored at its full logical shape, so a checkpoint does not depend
+ * on the world size, ZeRO stage or shard group it was written with and can be
+ * restored onto any other.  The layout, the checksum and the commit protocol
+ * are described in docs/checkpoints.md.
+ *
+ * Training with checkpoints, as `ztrain train` does it:
+ *
+ *     zt_ctx_create(cfg, &cb, &ctx, &st);
+ *     zt_ctx_open_data(ctx, &st);
+ *     zt_ckpt_session *ck;
+ *     zt_ckpt_attach(ctx, &ck, &st);   // clean stale .tmp, resume, signals, step hook
+ *     rc = zt_train(ctx, &st);         // periodic / preemption / final saves
+ *     zt_ckpt_detach(ck);              // ZT_EPREEMPTED: saved, stop
+ *
+ * Functions taking a zt_ctx are collective over the world: every rank calls
+ * them in the same order.  The others (list, info, verify, export) are
+ * serial, need no MPI and are what `ztrain ckpt` uses.
+ */
+#ifndef ZTRAIN_CKPT_H
+#define ZTRAIN_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ztrain.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZT_CKPT_FORMAT "ztrain-checkpoint"
+#define ZT_CKPT_FORMAT_VERSION 1
+#define ZT_CKPT_FILE "state.h5"        /* the file inside step-<N>/ */
+#define ZT_CKPT_LATEST "latest"        /* pointer file in checkpoint.dir */
+#define ZT_CKPT_CHECKSUM_ALGORITHM "zt-splitmix64-sum-v1"
+
+/* Restore modes (ztrain.checkpoint.restore). */
+typedef enum zt_ckpt_mode {
+    ZT_CKPT_ONE_READER = 0,  /* rank 0 reads and sends each slice to its owners */
+    ZT_CKPT_PARALLEL = 1     /* every rank reads its own slices (MPI-IO) */
+} zt_ckpt_mode;
+
+/* ------------------------------------------------------------ training */
+
+/* Save the current state as <dir>/step-<step>/ and commit it (write into
+ * step-<step>.tmp/, flush, fsync, rename, fsync the parent, move `latest`),
+ * then keep the newest `keep` (>= 2) checkpoints.  Collective. */
+int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st);
+
+/* Restore from `path`: a step-<N> directory or its state.h5.  Every tensor's
+ * checksum is verified; a mismatch is ZT_EDATA naming the tensor.  Works
+ * whatever world size / stage / shard group wrote it.  Collective. */
+int zt_ckpt_restore(zt_ctx *ctx, const char *path, int mode, zt_status *st);
+
+/* Resume as ztrain.checkpoint.resume says: "never" (nothing), "auto" (the
+ * newest committed checkpoint in checkpoint.dir that verifies; a corrupt one
+ * is reported, renamed to step-<N>.corrupt-<time> and the previous one is
+ * tried), or a path (a checkpoint, or a directory of checkpoints: its newest
+ * one that verifies).  *step_out: the step resumed at, -1 if none.
+ * Collective. */
+int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st);
+
+typedef struct zt_ckpt_session zt_ckpt_session;
+/* Everything `ztrain train` needs: removes stale step-*.tmp in
+ * checkpoint.dir, resumes, catches SIGTERM and ztrain.preempt_signal, and
+ * registers the step hook that saves every checkpoint.every steps and/or
+ * checkpoint.every_minutes, at the last step, and on a preemption signal
+ * (then requeues a Slurm job when allowed and makes zt_train return
+ * ZT_EPREEMPTED).  Collective. */
+int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st);
+/* Unregister the hook, restore the signal handlers, free.  NULL is fine. */
+void zt_ckpt_detach(zt_ckpt_session *s);
+/* Directory of the newest checkpoint this session saved or resumed from
+ * ("" if none). */
+const char *zt_ckpt_session_last(const zt_ckpt_session *s);
+
+/* ------------------------------------------------------------ tools (serial) */
+
+typedef struct zt_ckpt_entry {
+    long step;
+    int state;               /* 0 committed, 1 incomplete (*.tmp), 2 quarantined (*.corrupt-*) */
+    int is_latest;           /* `latest` points here */
+    char name[256];          /* directory name inside the checkpoint dir */
+    uint64_t bytes;          /* size of state.h5 (0 if missing) */
+} zt_ckpt_entry;
+/* Entries of a checkpoint directory, committed ones newest first, then the
+ * others.  Caller frees *out with free(). */
+int zt_ckpt_list(const char *dir, zt_ckpt_entry **out, int *n, zt_status *st);
+
+typedef struct zt_ckpt_info {
+    int format_version;
+    long step, adam_t;
+    int world_size, zero_stage, shard_group;
+    int has_master;
+    int n_layer, n_head, n_embd, context, vocab;
+    uint64_t num_params;
+    int n_tensors;
+    double created_unix;
+    uint64_t seed;
+    long train_batch_size;
+    uint64_t sample_position;
+    char ztrain_version[32];
+    char checksum_algorithm[64];
+    char *config_json;       /* malloc'ed; zt_ckpt_info_free */
+} zt_ckpt_info;
+/* Read the header of a checkpoint (step dir or state.h5). */
+int zt_ckpt_read_info(const char *path, zt_ckpt_info *info, zt_status *st);
+void zt_ckpt_info_free(zt_ckpt_info *info);
+
+/* One tensor dataset, for listings and verification. */
+typedef struct zt_ckpt_tensor {
+    const char *dataset;     /* "params/h0.attn.qkv.w", "optimizer/m/wte", ... */
+    int ndim;
+    uint64_t shape[2];
+    uint64_t stored;         /* checksum attribute */
+    uint64_t computed;       /* computed over the data (verify only) */
+    int ok;                  /* verify: 1 match, 0 mismatch or unreadable */
+    const char *error;       /* verify: why not ok (NULL if ok) */
+} zt_ckpt_tensor;
+typedef void (*zt_ckpt_tensor_fn)(void *user, const zt_ckpt_tensor *t);
+
+/* Call fn for every tensor dataset with its stored checksum (no data read). */
+int zt_ckpt_tensors(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status *st);
+/* Read every tensor, recompute its checksum and compare (fn, if given, sees
+ * each result).  ZT_EDATA naming the first bad tensor (and how many) if any
+ * does not verify; the structure (format, version, shapes) is checked too. */
+int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status *st);
+
+/* Export the parameters as a safetensors file with GPT-2 (Hugging Face)
+ * tensor names and layout (docs/checkpoints.md); bf16 != 0: BF16 values
+ * (round to nearest even), else F32.  Checksums are verified while reading. */
+int zt_ckpt_export_safetensors(const char *path, const char *out_file, int bf16,
+                               zt_status *st);
+
+/* The per-tensor checksum: the sum modulo 2^64 over elements i (row-major
+ * index in the logical tensor) of splitmix64((i << 32) | bits(x[i])), where
+ * bits() is the IEEE-754 binary32 pattern.  This returns the partial sum
+ * over x[0..n) holding elements first .. first+n-1; partial sums of disjoint
+ * slices add up (mod 2^64) to the tensor's checksum. */
+uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZTRAIN_CKPT_H */

@@ -1,0 +1,250 @@
+/* cmd_ckpt.c -- `ztrain ckpt list | inspect | verify | export`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "cli.h"
+#include "ztrain_ckpt.h"
+
+static void ckpt_usage(FILE *fp) {
+    fprintf(fp,
+            "usage: ztrain ckpt <command> [options]\n"
+            "\n"
+            "  list [DIR]                  checkpoints in DIR (default: $ZTRAIN_CKPT_DIR or\n"
+            "                              ./checkpoints), newest first, * = latest\n"
+            "  inspect PATH [--tensors] [--no-config]\n"
+            "                              header, saved-by world size / stage, data position,\n"
+            "                              effective configuration; --tensors: every dataset\n"
+            "                              with its shape and checksum\n"
+            "  verify PATH                 recompute every tensor checksum; names each bad\n"
+            "                              tensor; exit 1 if any does not verify\n"
+            "  export PATH --output FILE [--dtype fp32|bf16]\n"
+            "                              parameters as safetensors with GPT-2 (Hugging Face)\n"
+            "                              names (docs/checkpoints.md)\n"
+            "\n"
+            "PATH is a checkpoint (a step-N directory or its state.h5) or a checkpoint\n"
+            "directory (then: its newest committed checkpoint; verify checks all of them).\n"
+            "Exit codes: 0 success, 1 failure (corrupt or unreadable checkpoint), 2 usage.\n");
+}
+
+/* PATH -> a checkpoint: a file or a step directory as is; a directory of
+ * checkpoints -> its newest committed one (*is_dir = 1; -1 if none). */
+static int pick(const char *path, char *out, size_t n, int *is_dir) {
+    struct stat sb;
+    char probe[4200];
+    *is_dir = 0;
+    snprintf(out, n, "%s", path);
+    snprintf(probe, sizeof probe, "%s/%s", path, ZT_CKPT_FILE);
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(probe, &sb) == 0) return 0;
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    if (!strncmp(base, "step-", 5)) return 0;     /* a step directory missing its file */
+    *is_dir = 1;
+    zt_ckpt_entry *e = NULL;
+    int k = 0, found = 0;
+    zt_status st;
+    if (zt_ckpt_list(path, &e, &k, &st) != ZT_OK) return -1;
+    for (int i = 0; i < k && !found; ++i)
+        if (e[i].state == 0) { snprintf(out, n, "%s/%s", path, e[i].name); found = 1; }
+    free(e);
+    return found ? 0 : -1;
+}
+
+static const char *state_name(int s) {
+    return s == 0 ? "committed" : s == 1 ? "incomplete (removed at the next start)" : "corrupt (quarantined)";
+}
+
+static int do_list(int argc, char **argv) {
+    const char *dir = getenv("ZTRAIN_CKPT_DIR");
+    if (!dir || !*dir) dir = "checkpoints";
+    if (argc > 2) { cli_error("ckpt list: too many arguments"); return ZT_EXIT_USAGE; }
+    if (argc == 2) dir = argv[1];
+    zt_ckpt_entry *e;
+    int n;
+    zt_status st;
+    if (zt_ckpt_list(dir, &e, &n, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
+    printf("%s: %d entr%s\n", dir, n, n == 1 ? "y" : "ies");
+    for (int i = 0; i < n; ++i) {
+        char when[64] = "";
+        zt_ckpt_info in;
+        char p[4600];
+        snprintf(p, sizeof p, "%s/%s", dir, e[i].name);
+        zt_status s2;
+        int have = e[i].state == 0 && zt_ckpt_read_info(p, &in, &s2) == ZT_OK;
+        if (have) {
+            time_t t = (time_t)in.created_unix;
+            struct tm tm;
+            gmtime_r(&t, &tm);
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+        }
+        printf("%c %-28s step %-8ld %10.1f MiB  %s", e[i].is_latest ? '*' : ' ', e[i].name,
+               e[i].step, e[i].bytes / 1048576.0, state_name(e[i].state));
+        if (have) printf("  saved %s by %d rank%s, stage %d", when, in.world_size,
+                         in.world_size == 1 ? "" : "s", in.zero_stage);
+        else if (e[i].state == 0) printf("  (unreadable: %s)", s2.msg);
+        printf("\n");
+        if (have) zt_ckpt_info_free(&in);
+    }
+    free(e);
+    return ZT_EXIT_OK;
+}
+
+static void print_tensor(void *user, const zt_ckpt_tensor *t) {
+    (void)user;
+    char shape[64];
+    if (t->ndim == 2) snprintf(shape, sizeof shape, "[%llu, %llu]", (unsigned long long)t->shape[0],
+                               (unsigned long long)t->shape[1]);
+    else snprintf(shape, sizeof shape, "[%llu]", (unsigned long long)t->shape[0]);
+    printf("  %-36s %-14s checksum %016llx\n", t->dataset, shape, (unsigned long long)t->stored);
+}
+
+static int do_inspect(int argc, char **argv) {
+    const char *path = NULL;
+    int tensors = 0, config = 1;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--tensors")) tensors = 1;
+        else if (!strcmp(argv[i], "--no-config")) config = 0;
+        else if (argv[i][0] == '-') { cli_error("ckpt inspect: unknown option '%s'", argv[i]); return ZT_EXIT_USAGE; }
+        else if (!path) path = argv[i];
+        else { cli_error("ckpt inspect: more than one PATH"); return ZT_EXIT_USAGE; }
+    }
+    if (!path) { cli_error("ckpt inspect: PATH missing (see 'ztrain ckpt --help')"); return ZT_EXIT_USAGE; }
+    char p[4096];
+    int is_dir;
+    if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    zt_ckpt_info in;
+    zt_status st;
+    if (zt_ckpt_read_info(p, &in, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
+    char when[64];
+    time_t t = (time_t)in.created_unix;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    printf("checkpoint   %s\n", p);
+    printf("format       %s version %d, checksums %s\n", ZT_CKPT_FORMAT, in.format_version,
+           in.checksum_algorithm);
+    printf("step         %ld (AdamW updates %ld)\n", in.step, in.adam_t);
+    printf("saved        %s by ztrain %s: %d rank%s, ZeRO stage %d, shard group %d\n", when,
+           in.ztrain_version, in.world_size, in.world_size == 1 ? "" : "s", in.zero_stage,
+           in.shard_group);
+    printf("model        gpt2: %d layers, %d heads, %d wide, context %d, vocab %d; %llu "
+           "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_embd, in.context, in.vocab,
+           (unsigned long long)in.num_params, in.n_tensors);
+    printf("master copy  %s\n", in.has_master ? "yes (/master)" : "no (params are the fp32 training values)");
+    printf("data         seed %llu, train_batch_size %ld, next sample %llu\n",
+           (unsigned long long)in.seed, in.train_batch_size, (unsigned long long)in.sample_position);
+    int rc = ZT_EXIT_OK;
+    if (tensors) {
+        printf("tensors:\n");
+        if (zt_ckpt_tensors(p, print_tensor, NULL, &st) != ZT_OK) {
+            cli_error("%s", st.msg);
+            rc = ZT_EXIT_FAIL;
+        }
+    }
+    if (config && in.config_json) printf("configuration:\n%s\n", in.config_json);
+    zt_ckpt_info_free(&in);
+    return rc;
+}
+
+typedef struct vstate { int bad, total; } vstate;
+static void verify_cb(void *user, const zt_ckpt_tensor *t) {
+    vstate *v = user;
+    v->total++;
+    if (!t->ok) {
+        v->bad++;
+        printf("  BAD %s: %s\n", t->dataset, t->error ? t->error : "?");
+    }
+}
+
+static int verify_one(const char *p) {
+    vstate v = {0, 0};
+    zt_status st;
+    int rc = zt_ckpt_verify(p, verify_cb, &v, &st);
+    if (rc == ZT_OK) {
+        printf("%s: OK (%d tensors verified)\n", p, v.total);
+        return 0;
+    }
+    printf("%s: FAILED (%d of %d tensors do not verify)\n", p, v.bad, v.total);
+    fflush(stdout);
+    cli_error("%s", st.msg);
+    return 1;
+}
+
+static int do_verify(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        cli_error("ckpt verify: exactly one PATH expected (see 'ztrain ckpt --help')");
+        return ZT_EXIT_USAGE;
+    }
+    const char *path = argv[1];
+    char p[4096];
+    int is_dir;
+    if (pick(path, p, sizeof p, &is_dir) != 0 && !is_dir) {
+        cli_error("%s: no committed checkpoint", path);
+        return ZT_EXIT_FAIL;
+    }
+    if (!is_dir) return verify_one(p) ? ZT_EXIT_FAIL : ZT_EXIT_OK;
+    zt_ckpt_entry *e;
+    int n, bad = 0, checked = 0;
+    zt_status st;
+    if (zt_ckpt_list(path, &e, &n, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
+    for (int i = 0; i < n; ++i) {
+        if (e[i].state != 0) continue;
+        char q[4600];
+        snprintf(q, sizeof q, "%s/%s", path, e[i].name);
+        bad += verify_one(q);
+        checked++;
+    }
+    free(e);
+    if (!checked) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    return bad ? ZT_EXIT_FAIL : ZT_EXIT_OK;
+}
+
+static int do_export(int argc, char **argv) {
+    const char *path = NULL, *out = NULL, *dtype = "fp32";
+    for (int i = 1; i < argc; ++i) {
+        const char *v;
+        int r;
+        if ((r = cli_opt(argc, argv, &i, "output", &v))) {
+            if (r < 0) { cli_error("option '--output' needs a value"); return ZT_EXIT_USAGE; }
+            out = v;
+        } else if ((r = cli_opt(argc, argv, &i, "dtype", &v))) {
+            if (r < 0) { cli_error("option '--dtype' needs a value"); return ZT_EXIT_USAGE; }
+            dtype = v;
+        } else if (argv[i][0] == '-') {
+            cli_error("ckpt export: unknown option '%s'", argv[i]);
+            return ZT_EXIT_USAGE;
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            cli_error("ckpt export: more than one PATH");
+            return ZT_EXIT_USAGE;
+        }
+    }
+    if (!path || !out) { cli_error("ckpt export: PATH and --output FILE are required"); return ZT_EXIT_USAGE; }
+    int bf16;
+    if (!strcmp(dtype, "fp32") || !strcmp(dtype, "f32")) bf16 = 0;
+    else if (!strcmp(dtype, "bf16")) bf16 = 1;
+    else { cli_error("--dtype must be fp32 or bf16, got '%s'", dtype); return ZT_EXIT_USAGE; }
+    char p[4096];
+    int is_dir;
+    if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    zt_status st;
+    if (zt_ckpt_export_safetensors(p, out, bf16, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
+    printf("exported %s to %s (safetensors, %s)\n", p, out, bf16 ? "BF16" : "F32");
+    return ZT_EXIT_OK;
+}
+
+int cmd_ckpt(int argc, char **argv) {
+    if (argc < 2) { ckpt_usage(stderr); return ZT_EXIT_USAGE; }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) { ckpt_usage(stdout); return ZT_EXIT_OK; }
+    for (int i = 2; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { ckpt_usage(stdout); return ZT_EXIT_OK; }
+    if (!strcmp(sub, "list")) return do_list(argc - 1, argv + 1);
+    if (!strcmp(sub, "inspect")) return do_inspect(argc - 1, argv + 1);
+    if (!strcmp(sub, "verify")) return do_verify(argc - 1, argv + 1);
+    if (!strcmp(sub, "export")) return do_export(argc - 1, argv + 1);
+    cli_error("ckpt: unknown command '%s' (list, inspect, verify, export)", sub);
+    return ZT_EXIT_USAGE;
+}
