@@ -28,7 +28,7 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
     memcpy(buf + us->lo, sh->pshard + us->soff, us->len * sizeof(float));
     sh->gathered[u] = buf;
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, &sh->req[u], st);
+    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, ZT_F32, &sh->req[u], st);
 }
 
 static int gather_finish(zt_shard *sh, int u, zt_status *st) {
@@ -82,7 +82,7 @@ static int hook_grads_ready(void *user, int u, zt_status *st) {
     if (sh->stage < 2) return ZT_OK;
     zt_unit_shard *us = &sh->u[u];
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->bucket[u], sh->rs_buf, us->counts, st));
+    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->bucket[u], sh->rs_buf, us->counts, ZT_F32, st));
     float *dst = sh->gshard + us->soff;
     for (size_t i = 0; i < us->len; ++i) dst[i] += sh->rs_buf[i];
     zt_mem_free(sh->bucket[u]);
@@ -219,7 +219,7 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
             float *g = m->grads + us->off;
             zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
             if (sh->G > 1) {
-                ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, g, sh->rs_buf, us->counts, st));
+                ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, g, sh->rs_buf, us->counts, ZT_F32, st));
                 memcpy(g + us->lo, sh->rs_buf, us->len * sizeof(float));
             }
             if (sh->replica) {
@@ -280,7 +280,7 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
             zt_unit_shard *us = &sh->u[u];
             zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
             ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + us->off, us->counts,
-                                                     us->displs, st));
+                                                     us->displs, ZT_F32, st));
         }
     }
     return ZT_OK;
@@ -300,7 +300,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
         zt_unit_shard *us = &sh->u[u];
         memcpy(full + us->off + us->lo, sh->pshard + us->soff, us->len * sizeof(float));
         if (sh->G > 1) {
-            int rc = sh->shard->ops->allgather_inplace(sh->shard, full + us->off, us->counts, us->displs, st);
+            int rc = sh->shard->ops->allgather_inplace(sh->shard, full + us->off, us->counts, us->displs, ZT_F32, st);
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }

@@ -79,7 +79,7 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_group_where(sh->shard, "restoring checkpoint, unit %s", m->units[u].name);
             ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + sh->u[u].off,
-                                                     sh->u[u].counts, sh->u[u].displs, st));
+                                                     sh->u[u].counts, sh->u[u].displs, ZT_F32, st));
         }
     }
     ctx->step = step;
