@@ -102,6 +102,13 @@ typedef struct zt_backend {
     double (*sumsq)(const float *x, size_t n);
     /* x[n] *= s */
     void (*scale)(float *x, size_t n, float s);
+    /* ---- precision conversion, round to nearest even (NaN stays NaN) ---- */
+    void (*to_bf16)(uint16_t *out, const float *in, size_t n);
+    void (*from_bf16)(float *out, const uint16_t *in, size_t n);
+    void (*to_f16)(uint16_t *out, const float *in, size_t n);
+    void (*from_f16)(float *out, const uint16_t *in, size_t n);
+    /* number of non-finite (inf/nan) values in x[n] */
+    size_t (*nonfinite)(const float *x, size_t n);
 } zt_backend;
 
 /* The CPU backend (always built). */

@@ -117,6 +117,11 @@ static const keydef keys[] = {
      1, 0, KF_NO_HI, "2", NULL, "overflows tolerated before the scale shrinks"},
     {"fp16.min_loss_scale", NULL, NULL, NULL, T_DOUBLE, FLD(fp16_min_loss_scale),
      0, 0, KF_LO_OPEN | KF_NO_HI, "1", NULL, "lower bound of the dynamic loss scale"},
+    {"communication_data_type", "comm-dtype", NULL, NULL, T_ENUM, FLD(comm_dtype),
+     0, 0, 0, "fp32", "fp32|bf16|fp16",
+     "element type of gradient reductions (all-reduce, reduce-scatter); sums accumulate in "
+     "fp32 per element either way. fp32 in every precision mode unless set: bf16/fp16 halve "
+     "the reduction bytes but round every partial sum"},
 
     /* ---- optimizer */
     {"optimizer.type", NULL, NULL, NULL, T_ENUM, FLD(optimizer_type),

@@ -41,6 +41,8 @@ struct zt_config {
     int fp16_loss_scale_window;   /* fp16.loss_scale_window, default 1000 */
     int fp16_hysteresis;          /* fp16.hysteresis, default 2 */
     double fp16_min_loss_scale;   /* fp16.min_loss_scale, default 1 */
+    char comm_dtype[8];           /* communication_data_type: fp32 | bf16 | fp16 (gradient
+                                   * reductions), default fp32 */
 
     /* optimizer: type must be "AdamW" */
     char optimizer_type[32];

@@ -213,6 +213,11 @@ static const zt_backend cpu_backend = {
     .adamw = cpu_adamw,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,
+    .to_bf16 = zt_cpu_to_bf16,
+    .from_bf16 = zt_cpu_from_bf16,
+    .to_f16 = zt_cpu_to_f16,
+    .from_f16 = zt_cpu_from_f16,
+    .nonfinite = zt_cpu_nonfinite,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }
