@@ -303,6 +303,14 @@ static int restore(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt
     ck_plan_free(&plan);
     if (rc != ZT_OK) return rc;
     rc = zt_ctx_state_restored(ctx, in->step, in->adam_t, st);
+    if (rc == ZT_OK && in->scaler_present) {
+        /* an fp16 run's loss scaler continues where it was (a checkpoint
+         * without one leaves the configured initial state) */
+        zt_scaler_state ls = {in->loss_scale, in->scaler_good_steps,
+                              in->scaler_hysteresis_left, 0};
+        rc = zt_ctx_scaler_restored(ctx, &ls, st);
+        if (rc != ZT_OK) zt_fail_prefix(st, "%s", file);
+    }
     return ck_agree(ctx, rc, st);
 }
 

@@ -126,12 +126,15 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     g = H5Gcreate2(f, "loss_scaler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /loss_scaler", file);
     bad |= ck_attr_put_i64(g, "version", 1);
-    bad |= ck_attr_put_i64(g, "present", 0);
-    bad |= ck_attr_put_f64(g, "scale", 0.0);
-    bad |= ck_attr_put_i64(g, "good_steps", 0);
-    bad |= ck_attr_put_i64(g, "hysteresis_left", 0);
-    bad |= ck_attr_put_str(g, "note", "no loss scaling (fp16 is not implemented yet); "
-                                      "present = 0");
+    bad |= ck_attr_put_i64(g, "present", s->has_scaler);
+    bad |= ck_attr_put_f64(g, "scale", s->has_scaler ? s->scaler.scale : 0.0);
+    bad |= ck_attr_put_i64(g, "good_steps", s->has_scaler ? s->scaler.good_steps : 0);
+    bad |= ck_attr_put_i64(g, "hysteresis_left", s->has_scaler ? s->scaler.hysteresis_left : 0);
+    bad |= ck_attr_put_str(g, "note", s->has_scaler
+                               ? "fp16 dynamic loss scaling (DeepSpeed semantics): current scale, "
+                                 "overflow-free steps since the last overflow or growth, "
+                                 "overflows left before the scale halves"
+                               : "no loss scaling (not an fp16 run); present = 0");
     H5Gclose(g);
 
     g = H5Gcreate2(f, "rng", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

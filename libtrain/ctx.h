@@ -41,6 +41,10 @@ struct zt_ctx {
     int n_owned;
     zt_step_hook hook;
     void *hook_user;
+    zt_precision prec;           /* parameter storage precision */
+    zt_loss_scaler scaler;       /* fp16 loss scaling (disabled otherwise) */
+    long inject_overflow[16];    /* test hook ZT_TEST_OVERFLOW_STEPS: steps (1-based) */
+    int n_inject_overflow;       /* whose gradients are made to overflow */
 };
 
 /* Allocate / free a batch buffer through the model's acts_create. */

@@ -44,8 +44,15 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
  * zt_mem_category (ztrain.h). */
 #define ZT_MEM_NTAGS ZT_MEM_CATEGORIES
 
+/* OR'd into a tag: the block is placed in host memory because the
+ * configuration offloads it (zero_optimization.offload_optimizer: AdamW state
+ * and fp32 master weights).  It counts in its category as always, and also
+ * in that category's host counters, which the memory report shows. */
+#define ZT_MEM_ON_HOST 0x100
+
 const char *zt_mem_tag_name(int tag);
-/* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure. */
+/* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure.
+ * tag: a category, optionally | ZT_MEM_ON_HOST. */
 void *zt_mem_alloc(size_t bytes, int tag, zt_status *st);
 /* Free an accounted allocation (NULL is fine). */
 void zt_mem_free(void *p);
@@ -53,6 +60,8 @@ typedef struct zt_mem_stats {
     uint64_t cur[ZT_MEM_NTAGS];
     uint64_t peak[ZT_MEM_NTAGS];
     uint64_t cur_total, peak_total;
+    /* the part of each category placed in host memory by offloading */
+    uint64_t host_cur[ZT_MEM_NTAGS], host_peak[ZT_MEM_NTAGS];
 } zt_mem_stats;
 void zt_mem_get(zt_mem_stats *out);
 void zt_mem_reset_peaks(void);

@@ -10,8 +10,10 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
     o->b2 = cfg->beta2;
     o->eps = cfg->eps;
     o->wd = cfg->weight_decay;
-    o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
-    o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
+    /* offload_optimizer=cpu: the moments live in host memory */
+    const int tag = ZT_MEM_OPTIMIZER | (strcmp(cfg->offload_optimizer, "none") != 0 ? ZT_MEM_ON_HOST : 0);
+    o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
+    o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
     if (!o->m || !o->v) {
         zt_adamw_free(o);
         return zt_fail_prefix(st, "AdamW state");

@@ -28,14 +28,16 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
             if (a >= b) continue;
             o->lo = ui->offset + a;
             o->hi = ui->offset + b;
-            o->param = m->params + o->lo;
+            /* stage 0 keeps the master weights (mixed) like the moments:
+             * indexed by the flat offset */
+            o->param = (sh->master ? sh->master : m->params) + o->lo;
             o->m = ctx->opt.m + o->lo;
             o->v = ctx->opt.v + o->lo;
         } else {
             if (!us->len) continue;
             o->lo = us->off + us->lo;
             o->hi = o->lo + us->len;
-            o->param = sh->stage == 3 ? sh->pshard + us->soff : m->params + o->lo;
+            o->param = zt_shard_param_slice(ctx->sh, u);
             o->m = ctx->opt.m + us->soff;
             o->v = ctx->opt.v + us->soff;
         }
@@ -52,7 +54,14 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     out->world = ctx->nranks;
     out->stage = sh->stage;
     out->shard_group = sh->stage == 0 ? ctx->nranks : sh->G;
+    out->has_scaler = ctx->scaler.enabled;
+    out->scaler = ctx->scaler.s;
     return ZT_OK;
+}
+
+int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st) {
+    if (!ctx->scaler.enabled) return ZT_OK;
+    return zt_scaler_set_state(&ctx->scaler, s, st);
 }
 
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
@@ -63,7 +72,7 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     if (sh->stage == 0 && ctx->nranks > 1) {
         /* zero what this rank does not own, then sum: the owned slices are
          * disjoint, so everybody ends with every value */
-        float *bufs[3] = {m->params, ctx->opt.m, ctx->opt.v};
+        float *bufs[3] = {sh->master ? sh->master : m->params, ctx->opt.m, ctx->opt.v};
         for (int k = 0; k < 3; ++k) {
             size_t at = 0;
             for (int i = 0; i < s.n_ranges; ++i) {
@@ -74,6 +83,10 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
             zt_group_where(ctx->world, "restoring checkpoint");
             ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, bufs[k], m->num_params, ZT_F32, st));
         }
+    }
+    if (sh->master) {
+        /* mixed: the 16-bit parameters are the master weights rounded */
+        ZT_TRY(zt_shard_refresh_params(sh, st));
     } else if ((sh->stage == 1 || sh->stage == 2) && sh->G > 1) {
         /* parameters are replicated at stages 1-2: assemble them */
         for (int u = 0; u < sh->nu; ++u) {

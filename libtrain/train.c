@@ -26,6 +26,8 @@ void zt_memory(zt_memory_report *out) {
         out->name[t] = zt_mem_tag_name(t);
         out->current[t] = ms.cur[t];
         out->peak[t] = ms.peak[t];
+        out->host_current[t] = ms.host_cur[t];
+        out->host_peak[t] = ms.host_peak[t];
     }
     out->current_total = ms.cur_total;
     out->peak_total = ms.peak_total;
@@ -72,6 +74,33 @@ void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* Test hook: ZT_TEST_OVERFLOW_STEPS="5,6" makes the gradients of those
+ * (1-based) steps overflow on the last rank (fp16 loss-scaler tests; the
+ * variable is outside the ZTRAIN_ namespace on purpose). */
+static int parse_inject_overflow(zt_ctx *ctx, zt_status *st) {
+    const char *e = getenv("ZT_TEST_OVERFLOW_STEPS");
+    ctx->n_inject_overflow = 0;
+    if (!e || !*e) return ZT_OK;
+    const int cap = (int)(sizeof ctx->inject_overflow / sizeof ctx->inject_overflow[0]);
+    const char *p = e;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || ctx->n_inject_overflow == cap || (*end && *end != ','))
+            return zt_fail(st, ZT_EINVAL, "ZT_TEST_OVERFLOW_STEPS=%s: expected up to %d "
+                           "comma-separated step numbers >= 1", e, cap);
+        ctx->inject_overflow[ctx->n_inject_overflow++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return ZT_OK;
+}
+
+static int inject_overflow_at(const zt_ctx *ctx, long step) {
+    for (int i = 0; i < ctx->n_inject_overflow; ++i)
+        if (ctx->inject_overflow[i] == step) return 1;
+    return 0;
+}
+
 /* Shared by zt_ctx_create (built-in GPT: ops == NULL) and
  * zt_ctx_create_model. */
 static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *self,
@@ -106,16 +135,28 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
         self = g;
         own = 1;
     }
-    if ((rc = zt_model_create(ops, self, &c->model, ctx->be, zt_shard_model_flags(c->zero_stage),
+    ctx->prec = zt_precision_of(c);
+    zt_scaler_init(&ctx->scaler, c);
+    if ((rc = parse_inject_overflow(ctx, st)) != ZT_OK) {
+        if (own) ops->destroy(self);
+        goto fail;
+    }
+    if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
+                              zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
                               &ctx->model, st)) != ZT_OK) {
         if (own) ops->destroy(self);
         goto fail;
     }
     ctx->own_model_self = own;
-    if ((rc = zt_shard_create(ctx->model, c->zero_stage,
-                              c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
-                              ctx->world, &ctx->sh, st)) != ZT_OK) goto fail;
-    zt_shard_init_params(ctx->sh, c->seed);
+    const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
+                              strcmp(c->offload_optimizer, "none") != 0};
+    if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
+                                 c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
+                                 ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;
+    if ((rc = zt_shard_init_params(ctx->sh, c->seed)) != ZT_OK) {
+        rc = zt_fail(st, rc, "out of memory initializing the parameters");
+        goto fail;
+    }
     if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->model.context, 1,
                                  ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
     if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
@@ -178,17 +219,29 @@ static int metrics_open(zt_ctx *ctx, zt_status *st) {
     return ZT_OK;
 }
 
+static void json_num(char *buf, size_t n, const char *fmt, double v) {
+    if (isfinite(v)) snprintf(buf, n, fmt, v);
+    else snprintf(buf, n, "null");
+}
+
 static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
     if (ctx->metrics_fp) {
-        if (m->kind == ZT_METRIC_STEP)
+        if (m->kind == ZT_METRIC_STEP) {
+            /* JSON has no NaN: a value that is not finite is written null */
+            char loss[32], norm[32], fp16[96] = "";
+            json_num(loss, sizeof loss, "%.6f", m->loss);
+            json_num(norm, sizeof norm, "%.6f", m->grad_norm);
+            if (ctx->scaler.enabled)
+                snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s",
+                         m->loss_scale, m->skipped ? "true" : "false");
             fprintf(ctx->metrics_fp,
-                    "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, "
+                    "{\"step\": %ld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
-                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu}\n",
-                    m->step, m->loss, m->lr, m->grad_norm, m->tokens_per_s, m->step_ms,
+                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s}\n",
+                    m->step, loss, m->lr, norm, m->tokens_per_s, m->step_ms,
                     m->data_wait_ms, (unsigned long long)m->comm_bytes,
-                    (unsigned long long)m->mem_peak_bytes);
-        else
+                    (unsigned long long)m->mem_peak_bytes, fp16);
+        } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
         fflush(ctx->metrics_fp);
@@ -206,6 +259,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     int B = c->micro_batch, T = c->model.context, A = c->grad_accum;
     long global_batch = (long)B * A * ctx->nranks;
     float dloss = (float)(1.0 / ((double)global_batch * T));
+    /* fp16: the loss (its gradient) is scaled; 1 otherwise */
+    const float loss_scale = zt_scaler_scale(&ctx->scaler);
     double t0 = zt_now_s();
 
     zt_shard *sh = ctx->sh;
@@ -223,7 +278,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
                                 &ls, st));
         loss_sum += ls;
-        ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss, st));
+        ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss * loss_scale, st));
     }
     ZT_TRY(zt_shard_reduce_grads(sh, st));
     if (ctx->nranks > 1) {
@@ -231,13 +286,30 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
     }
     double loss = loss_sum / ((double)global_batch * T), sq;
-    ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
-    double norm = sqrt(sq);
-    if (!isfinite(norm) || !isfinite(loss))
-        return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
-                       "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+    int skipped = 0;
+    if (ctx->scaler.enabled) {
+        /* fp16: unscale, then skip the step on every rank if any rank's
+         * gradients (or the loss) overflowed; the scaler adapts */
+        if (inject_overflow_at(ctx, ctx->step + 1) && ctx->rank == ctx->nranks - 1)
+            zt_shard_poison_grad(sh);
+        size_t nonfinite;
+        zt_shard_unscale_check(sh, 1.0f / loss_scale, &nonfinite);
+        if (!isfinite(loss)) nonfinite++;
+        int overflow;
+        zt_group_where(ctx->world, "step %ld, overflow check", ctx->step + 1);
+        ZT_TRY(zt_prec_overflow_any(ctx->world, nonfinite, &overflow, st));
+        ZT_TRY(zt_scaler_update(&ctx->scaler, overflow, ctx->step + 1, &skipped, st));
+    }
+    double norm = NAN;
     double lr = zt_lr_at(c, ctx->step);
-    ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
+    if (!skipped) {
+        ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
+        norm = sqrt(sq);
+        if (!isfinite(norm) || !isfinite(loss))
+            return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
+                           "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+        ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
+    }
     ctx->step++;
 
     double dt = zt_now_s() - t0;
@@ -258,6 +330,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.mem_peak_bytes = ms.peak_total;
     met.data_wait_ms = wait_s * 1e3;
     met.comm_bytes = comm_total(ctx) - comm0;
+    met.loss_scale = loss_scale;
+    met.skipped = skipped;
     /* Rank 0's timing is the one everybody reports. */
     if (ctx->nranks > 1) {
         double tv[4] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes};
@@ -326,9 +400,15 @@ static void log_memory(zt_ctx *ctx) {
     zt_mem_stats ms;
     zt_mem_get(&ms);
     zt_log(ctx, ZT_LOG_INFO, "memory per rank (accounted, peak): total %.2f MiB", ms.peak_total / 1048576.0);
-    for (int t = 0; t < ZT_MEM_NTAGS; ++t)
-        if (ms.peak[t])
-            zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB", zt_mem_tag_name(t), ms.peak[t] / 1048576.0);
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+        if (!ms.peak[t]) continue;
+        char host[64] = "";
+        if (ms.host_peak[t])
+            snprintf(host, sizeof host, "  (offloaded: %.2f MiB in host memory)",
+                     ms.host_peak[t] / 1048576.0);
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB%s", zt_mem_tag_name(t), ms.peak[t] / 1048576.0,
+               host);
+    }
 }
 
 static void log_comm(zt_ctx *ctx) {
@@ -353,6 +433,15 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
            c->model.context, c->model.vocab);
     zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
            c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
+    if (ctx->prec != ZT_PREC_FP32) {
+        char scale[96] = "";
+        if (ctx->scaler.enabled)
+            snprintf(scale, sizeof scale, "; loss scale %g (%s)", ctx->scaler.s.scale,
+                     ctx->scaler.dynamic ? "dynamic" : "static");
+        zt_log(ctx, ZT_LOG_INFO, "precision: %s parameters, fp32 master weights, AdamW state and "
+               "compute; gradients reduced in %s%s", zt_precision_name(ctx->prec),
+               c->comm_dtype, scale);
+    }
     while (ctx->step < c->steps) {
         zt_metrics met;
         ZT_TRY(zt_train_step(ctx, &met, st));
@@ -360,9 +449,13 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         if (ctx->step % c->log_every == 0 || ctx->step == c->steps || ctx->step == 1) {
             char eta[32];
             fmt_duration(met.eta_s, eta, sizeof eta);
-            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | ETA %s",
+            char scale[64] = "";
+            if (ctx->scaler.enabled)
+                snprintf(scale, sizeof scale, " | scale %g%s", met.loss_scale,
+                         met.skipped ? " (overflow: skipped)" : "");
+            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | ETA %s%s",
                    met.step, c->steps, met.loss, met.lr, met.grad_norm, met.tokens_per_s,
-                   met.step_ms, eta);
+                   met.step_ms, eta, scale);
         }
         int last = ctx->step == c->steps;
         if (ctx->has_val && ((c->eval_every > 0 && ctx->step % c->eval_every == 0) || last)) {
@@ -389,6 +482,9 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             if (hr != ZT_OK) return hr;
         }
     }
+    if (ctx->scaler.enabled)
+        zt_log(ctx, ZT_LOG_INFO, "fp16: %llu steps skipped on gradient overflow; loss scale now %g",
+               (unsigned long long)ctx->scaler.skipped, ctx->scaler.s.scale);
     log_memory(ctx);
     log_comm(ctx);
     return ZT_OK;

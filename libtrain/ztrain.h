@@ -128,6 +128,9 @@ typedef struct zt_metrics {
     uint64_t comm_bytes;  /* STEP: bytes rank 0 sent in collectives this step */
     double val_loss;      /* EVAL */
     uint64_t mem_peak_bytes; /* peak accounted bytes on this rank so far */
+    double loss_scale;    /* STEP: the loss scale this step's backward used (1 unless fp16) */
+    int skipped;          /* STEP: fp16 gradients overflowed: no update was applied
+                           * (grad_norm is then NaN) */
 } zt_metrics;
 
 typedef struct zt_callbacks {
@@ -201,7 +204,8 @@ typedef enum zt_mem_category {
     ZT_MEM_PARAMS = 0,   /* parameters this rank keeps                        */
     ZT_MEM_GRADS,        /* gradients (full block at stages 0-1, shard at 2-3) */
     ZT_MEM_OPTIMIZER,    /* AdamW moments (and fp32 master weights)           */
-    ZT_MEM_GATHERED,     /* units all-gathered for compute (stage 3)          */
+    ZT_MEM_GATHERED,     /* units materialized for compute: all-gathered
+                          * (stage 3), widened to fp32 (bf16/fp16)            */
     ZT_MEM_ACTIVATIONS,  /* training activations and token batches            */
     ZT_MEM_COMM,         /* communication buffers, gradient buckets           */
     ZT_MEM_WORKSPACE,    /* temporaries (sampling, export)                    */
@@ -212,6 +216,9 @@ typedef struct zt_memory_report {
     const char *name[ZT_MEM_CATEGORIES];
     uint64_t current[ZT_MEM_CATEGORIES], peak[ZT_MEM_CATEGORIES];
     uint64_t current_total, peak_total;
+    /* the part of each category (already counted above) placed in host
+     * memory because it is offloaded (zero_optimization.offload_optimizer) */
+    uint64_t host_current[ZT_MEM_CATEGORIES], host_peak[ZT_MEM_CATEGORIES];
 } zt_memory_report;
 void zt_memory(zt_memory_report *out);
 

@@ -559,9 +559,6 @@ static void test_finalize(void) {
 
     /* not implemented yet: ZT_EUNSUPPORTED with a message saying so */
     static const struct { const char *key, *val, *msg; } refuse[] = {
-        {"bf16.enabled", "true", "bf16.enabled=true is not implemented yet"},
-        {"fp16.enabled", "true", "fp16.enabled=true is not implemented yet"},
-        {"offload", "optimizer", "zero_optimization.offload_optimizer.device=cpu is not implemented yet"},
         {"zero_optimization.offload_param.device", "cpu", "offload_param.device=cpu is not implemented yet"},
         {"backend", "cuda", "ztrain.backend=cuda: this build has no GPU backend yet"},
     };
@@ -573,6 +570,27 @@ static void test_finalize(void) {
                "refused: %s=%s -> ZT_EUNSUPPORTED", refuse[i].key, refuse[i].val);
         zt_config_free(c);
     }
+    /* implemented: bf16, fp16, offload_optimizer=cpu (ZeRO stage >= 1, as in DeepSpeed) */
+    static const char *const accepted[][4] = {
+        {"bf16.enabled", "true", "stage", "0"}, {"fp16.enabled", "true", "stage", "3"},
+        {"offload", "optimizer", "stage", "1"},
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        c = zt_config_new();
+        zt_config_set(c, accepted[i][0], accepted[i][1], ZT_SRC_FLAG, &st);
+        zt_config_set(c, accepted[i][2], accepted[i][3], ZT_SRC_FLAG, &st);
+        rc = zt_config_finalize(c, 2, &st);
+        tap_ok(rc == ZT_OK && c->finalized, "accepted: %s=%s (%s %s)", accepted[i][0],
+               accepted[i][1], accepted[i][2], accepted[i][3]);
+        zt_config_free(c);
+    }
+    c = zt_config_new();
+    zt_config_set(c, "offload", "optimizer", ZT_SRC_FLAG, &st);
+    rc = zt_config_finalize(c, 1, &st);
+    tap_ok(rc == ZT_EINVAL && contains(st.msg, "offload_optimizer.device=cpu needs "
+                                                "zero_optimization.stage >= 1"),
+           "offload_optimizer at stage 0 rejected: %s", st.msg);
+    zt_config_free(c);
     for (int stage = 1; stage <= 3; stage++) {
         char v[8];
         snprintf(v, sizeof v, "%d", stage);
@@ -667,7 +685,7 @@ static void test_output(void) {
     zt_config_free(r);
 
     /* round trip of a finalized default config */
-    zt_config_finalize(c, 1, &st);   /* refused (bf16), c unchanged */
+    zt_config_finalize(c, 1, &st);   /* (only exercises finalize on a loaded config) */
     zt_config *f = zt_config_new();
     rc = zt_config_finalize(f, 3, &st);
     js = zt_config_to_json(f);
