@@ -343,6 +343,39 @@ static void test_offload(void) {
     tap_ok(rep.host_current[ZT_MEM_OPTIMIZER] == 0, "zt_memory reports host bytes (none held now)");
 }
 
+/* ------------------------------------------------------------ weights export / import */
+
+/* llm.c weights saved from bf16 at stage 3 (the gathered fp32 master) load
+ * into a bf16 context at stage 1: master and 16-bit copy identical, so the
+ * loss of a fixed batch is bitwise the same. */
+static void test_weights(void) {
+    zt_status st;
+    char path[256];
+    if (rank == 0) {
+        const char *base = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/zt_mixed_%ld.bin", base && *base ? base : "/tmp", (long)getpid());
+    }
+    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    zt_ctx *a = make(&(run_opts){"bf16", NULL, NULL, 3, {NULL}}, &st);
+    zt_ctx *b = make(&(run_opts){"bf16", NULL, NULL, 1, {NULL}}, &st);
+    int rc = a && b ? ZT_OK : ZT_EINVAL;
+    zt_metrics m;
+    for (int i = 0; i < 3 && rc == ZT_OK; ++i) rc = zt_train_step(a, &m, &st);
+    if (rc == ZT_OK) rc = zt_save_weights(a, path, &st);
+    if (rc == ZT_OK) rc = zt_load_weights(b, path, &st);
+    int in[2 * 16], tg[2 * 16];
+    synth_get(NULL, 99, 0, 2, 16, in, tg, &st);
+    double la = 0, lb = 1;
+    if (rc == ZT_OK) rc = zt_loss(a, in, tg, 2, 16, &la, &st);
+    if (rc == ZT_OK) rc = zt_loss(b, in, tg, 2, 16, &lb, &st);
+    tap_ok(all(rc == ZT_OK && la == lb), "bf16 weights saved at stage 3 load at stage 1: same loss "
+           "bitwise (%.9g, %.9g)%s%s", la, lb, rc == ZT_OK ? "" : ": ", rc == ZT_OK ? "" : st.msg);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) unlink(path);
+    zt_ctx_free(a);
+    zt_ctx_free(b);
+}
+
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) { printf("not ok 1 - init: %s\n", st.msg); return 1; }
@@ -360,6 +393,7 @@ int main(int argc, char **argv) {
     test_overflow(3);
     if (N > 1) test_real_overflow();
     test_offload();
+    test_weights();
     int rc = tap_done();
     zt_finalize();
     return rc;
