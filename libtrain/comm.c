@@ -19,6 +19,7 @@ size_t zt_dtype_size(zt_dtype t) {
     case ZT_F32: case ZT_I32: return 4;
     case ZT_F64: case ZT_I64: return 8;
     case ZT_U8: return 1;
+    case ZT_BF16: case ZT_F16: return 2;
     }
     return 0;
 }
@@ -35,6 +36,7 @@ static MPI_Datatype mpi_type(zt_dtype t) {
     case ZT_I32: return MPI_INT32_T;
     case ZT_I64: return MPI_INT64_T;
     case ZT_U8: return MPI_UINT8_T;
+    case ZT_BF16: case ZT_F16: return MPI_UINT16_T;   /* data movement only */
     }
     return MPI_DATATYPE_NULL;
 }
@@ -77,8 +79,17 @@ static int wait_req(zt_group *g, MPI_Request *req, int kind, zt_status *st) {
 /* MPI counts are int: split large buffers. */
 #define CHUNK ((size_t)1 << 30)
 
+/* Sums over 16-bit float types need their own MPI_Op. */
+static int need_native(zt_group *g, zt_dtype t, int kind, zt_status *st) {
+    if (t == ZT_BF16 || t == ZT_F16)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s of 16-bit floats on the %s group is not "
+                       "supported by the MPI backend yet", zt_comm_kind_name(kind), g->name);
+    return ZT_OK;
+}
+
 static int mpi_allreduce_op(zt_group *g, void *buf, size_t n, zt_dtype t, MPI_Op op, zt_status *st) {
     size_t es = zt_dtype_size(t);
+    ZT_TRY(need_native(g, t, ZT_COMM_ALLREDUCE, st));
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t c = n - off < CHUNK ? n - off : CHUNK;
         MPI_Request r;
@@ -122,32 +133,33 @@ static int mpi_barrier(zt_group *g, zt_status *st) {
     return wait_req(g, &r, ZT_COMM_BCAST, st);
 }
 
-static uint64_t others_bytes(zt_group *g, const int *counts) {
+static uint64_t others_bytes(zt_group *g, const int *counts, zt_dtype t) {
     uint64_t total = 0;
     for (int i = 0; i < g->size; ++i) total += (uint64_t)counts[i];
-    return (total - (uint64_t)counts[g->rank]) * sizeof(float);
+    return (total - (uint64_t)counts[g->rank]) * zt_dtype_size(t);
 }
 
-static int mpi_reduce_scatter_sum(zt_group *g, const float *send, float *recv, const int *counts,
-                                  zt_status *st) {
+static int mpi_reduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
+                                  zt_dtype t, zt_status *st) {
+    ZT_TRY(need_native(g, t, ZT_COMM_REDUCE_SCATTER, st));
     MPI_Request r;
-    int rc = MPI_Ireduce_scatter(send, recv, counts, MPI_FLOAT, MPI_SUM, g->comm, &r);
+    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), MPI_SUM, g->comm, &r);
     if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_REDUCE_SCATTER);
     ZT_TRY(wait_req(g, &r, ZT_COMM_REDUCE_SCATTER, st));
     g->calls[ZT_COMM_REDUCE_SCATTER]++;
-    if (g->size > 1) g->bytes[ZT_COMM_REDUCE_SCATTER] += others_bytes(g, counts);
+    if (g->size > 1) g->bytes[ZT_COMM_REDUCE_SCATTER] += others_bytes(g, counts, t);
     return ZT_OK;
 }
 
-static int mpi_iallgather_inplace(zt_group *g, float *buf, const int *counts, const int *displs,
-                                  zt_request *r, zt_status *st) {
-    int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT,
+static int mpi_iallgather_inplace(zt_group *g, void *buf, const int *counts, const int *displs,
+                                  zt_dtype t, zt_request *r, zt_status *st) {
+    int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, mpi_type(t),
                              g->comm, &r->req);
     if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_ALLGATHER);
     r->kind = ZT_COMM_ALLGATHER;
     r->active = 1;
     g->calls[ZT_COMM_ALLGATHER]++;
-    if (g->size > 1) g->bytes[ZT_COMM_ALLGATHER] += others_bytes(g, counts);
+    if (g->size > 1) g->bytes[ZT_COMM_ALLGATHER] += others_bytes(g, counts, t);
     return ZT_OK;
 }
 
@@ -157,10 +169,10 @@ static int mpi_wait(zt_group *g, zt_request *r, zt_status *st) {
     return wait_req(g, &r->req, r->kind, st);
 }
 
-static int mpi_allgather_inplace(zt_group *g, float *buf, const int *counts, const int *displs,
-                                 zt_status *st) {
+static int mpi_allgather_inplace(zt_group *g, void *buf, const int *counts, const int *displs,
+                                 zt_dtype t, zt_status *st) {
     zt_request r;
-    ZT_TRY(mpi_iallgather_inplace(g, buf, counts, displs, &r, st));
+    ZT_TRY(mpi_iallgather_inplace(g, buf, counts, displs, t, &r, st));
     return mpi_wait(g, &r, st);
 }
 

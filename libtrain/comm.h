@@ -14,7 +14,9 @@
 #include <mpi.h>
 #include "internal.h"
 
-typedef enum zt_dtype { ZT_F32 = 0, ZT_F64, ZT_I32, ZT_I64, ZT_U8 } zt_dtype;
+/* Element types.  ZT_BF16 / ZT_F16 are 16-bit storage (bfloat16, IEEE
+ * binary16) held in uint16_t; sums over them accumulate in fp32. */
+typedef enum zt_dtype { ZT_F32 = 0, ZT_F64, ZT_I32, ZT_I64, ZT_U8, ZT_BF16, ZT_F16 } zt_dtype;
 size_t zt_dtype_size(zt_dtype t);
 
 typedef enum zt_comm_kind {
@@ -30,7 +32,8 @@ typedef struct zt_group zt_group;
 
 /* A pending non-blocking collective. */
 typedef struct zt_request {
-    MPI_Request req;
+    MPI_Request req;   /* MPI backend */
+    void *impl;        /* other backends (e.g. a CUDA event) */
     int kind;
     int active;
 } zt_request;
@@ -42,17 +45,18 @@ typedef struct zt_comm_ops {
     int (*allreduce_max)(zt_group *g, void *buf, size_t n, zt_dtype t, zt_status *st);
     int (*bcast)(zt_group *g, void *buf, size_t n, zt_dtype t, int root, zt_status *st);
     int (*barrier)(zt_group *g, zt_status *st);
-    /* fp32 reduce-scatter: send[sum(counts)] summed over the group; rank i
-     * receives elements [displ_i, displ_i + counts[i]) into recv. */
-    int (*reduce_scatter_sum)(zt_group *g, const float *send, float *recv,
-                              const int *counts, zt_status *st);
-    /* fp32 in-place all-gather: rank i's counts[i] elements already sit at
+    /* reduce-scatter: send[sum(counts)] summed over the group; rank i
+     * receives elements [displ_i, displ_i + counts[i]) into recv
+     * (displ_i = counts[0] + ... + counts[i-1]). */
+    int (*reduce_scatter_sum)(zt_group *g, const void *send, void *recv,
+                              const int *counts, zt_dtype t, zt_status *st);
+    /* in-place all-gather: rank i's counts[i] elements already sit at
      * buf + displs[i]; afterwards every rank has all of them. */
-    int (*allgather_inplace)(zt_group *g, float *buf, const int *counts,
-                             const int *displs, zt_status *st);
+    int (*allgather_inplace)(zt_group *g, void *buf, const int *counts,
+                             const int *displs, zt_dtype t, zt_status *st);
     /* non-blocking form of allgather_inplace; finish with wait */
-    int (*iallgather_inplace)(zt_group *g, float *buf, const int *counts,
-                              const int *displs, zt_request *r, zt_status *st);
+    int (*iallgather_inplace)(zt_group *g, void *buf, const int *counts,
+                              const int *displs, zt_dtype t, zt_request *r, zt_status *st);
     int (*wait)(zt_group *g, zt_request *r, zt_status *st);
 } zt_comm_ops;
 

@@ -40,18 +40,9 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
 
 /* ------------------------------------------------------- memory accounting */
 
-/* Every allocation libtrain makes for training state is tagged. */
-typedef enum zt_mem_tag {
-    ZT_MEM_PARAMS = 0,
-    ZT_MEM_GRADS,
-    ZT_MEM_OPTIMIZER,
-    ZT_MEM_GATHERED,     /* gathered parameter units (ZeRO-3) */
-    ZT_MEM_ACTIVATIONS,
-    ZT_MEM_COMM,         /* communication buffers */
-    ZT_MEM_WORKSPACE,
-    ZT_MEM_EVAL,         /* eval-only activations */
-    ZT_MEM_NTAGS
-} zt_mem_tag;
+/* Every allocation libtrain makes for training state is tagged with a
+ * zt_mem_category (ztrain.h). */
+#define ZT_MEM_NTAGS ZT_MEM_CATEGORIES
 
 const char *zt_mem_tag_name(int tag);
 /* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure. */

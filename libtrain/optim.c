@@ -31,7 +31,7 @@ void zt_adamw_begin(zt_adamw *o) {
     o->bc2 = (float)(1.0 - pow(o->b2, (double)o->t));
 }
 
-void zt_adamw_range(zt_adamw *o, const zt_gpt *m, size_t lo, size_t hi, float *p,
+void zt_adamw_range(zt_adamw *o, const zt_model *m, size_t lo, size_t hi, float *p,
                     const float *g, float *mm, float *vv, double lr, double grad_scale) {
     for (int i = 0; i < m->n_tensors; ++i) {
         const zt_tensor_info *t = &m->tensors[i];

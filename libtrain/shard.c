@@ -5,8 +5,8 @@
 
 int zt_shard_model_flags(int stage) {
     switch (stage) {
-    case 0: case 1: return ZT_GPT_PARAMS | ZT_GPT_GRADS;
-    case 2: return ZT_GPT_PARAMS;
+    case 0: case 1: return ZT_MODEL_PARAMS | ZT_MODEL_GRADS;
+    case 2: return ZT_MODEL_PARAMS;
     default: return 0;
     }
 }
@@ -15,7 +15,7 @@ size_t zt_shard_optim_elems(const zt_shard *sh) {
     return sh->stage == 0 ? sh->m->num_params : sh->shard_total;
 }
 
-/* ------------------------------------------------------------ hooks */
+/* ------------------------------------------------------------ the unit API */
 
 static const char *unit_name(zt_shard *sh, int u) { return sh->m->units[u].name; }
 
@@ -28,61 +28,93 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
     memcpy(buf + us->lo, sh->pshard + us->soff, us->len * sizeof(float));
     sh->gathered[u] = buf;
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, &sh->req[u], st);
+    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, ZT_F32,
+                                              &sh->req[u], st);
 }
 
 static int gather_finish(zt_shard *sh, int u, zt_status *st) {
     ZT_TRY(gather_start(sh, u, st));
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    ZT_TRY(sh->shard->ops->wait(sh->shard, &sh->req[u], st));
-    zt_gpt_bind_unit(sh->m, u, sh->gathered[u], &sh->m->p);
-    return ZT_OK;
+    return sh->shard->ops->wait(sh->shard, &sh->req[u], st);
 }
 
-static void release(zt_shard *sh, int u) {
-    if (!sh->gathered[u] || sh->req[u].active) return;
+static int release(zt_shard *sh, int u, zt_status *st) {
+    if (!sh->gathered[u]) return ZT_OK;
+    if (sh->req[u].active) ZT_TRY(sh->shard->ops->wait(sh->shard, &sh->req[u], st));
     zt_mem_free(sh->gathered[u]);
     sh->gathered[u] = NULL;
+    return ZT_OK;
 }
 
-static int next_unit(zt_shard *sh, int u, int phase) {
-    int last = sh->nu - 1;   /* final norm */
-    if (phase == ZT_FWD) return u >= 1 && u < last ? u + 1 : -1;
-    if (u == last) return last - 1 >= 1 ? last - 1 : 0;
-    return u >= 1 ? u - 1 : -1;
-}
-
-static int hook_need(void *user, int u, int phase, zt_status *st) {
-    zt_shard *sh = user;
-    if (sh->stage == 3) {
-        ZT_TRY(gather_finish(sh, u, st));
-        int nx = next_unit(sh, u, phase);
-        if (nx >= 0) ZT_TRY(gather_start(sh, nx, st));   /* prefetch */
+static int release_all(zt_shard *sh, zt_status *st) {
+    int rc = ZT_OK;
+    for (int u = 0; sh->stage == 3 && u < sh->nu; ++u) {
+        int r = release(sh, u, st);
+        if (rc == ZT_OK) rc = r;
     }
-    if (phase == ZT_BWD && sh->stage >= 2 && !sh->bucket[u]) {
+    return rc;
+}
+
+static int check_unit(zt_units *U, int u, const char *fn, zt_status *st) {
+    if (!U) return zt_fail(st, ZT_EINVAL, "%s: no engine", fn);
+    if (u < 0 || u >= U->nu)
+        return zt_fail(st, ZT_EINVAL, "%s: unit %d out of range (the model has %d units)", fn, u, U->nu);
+    if (U->pass == ZT_PASS_NONE)
+        return zt_fail(st, ZT_EINVAL, "%s(unit %s): called outside forward/backward", fn,
+                       U->m->units[u].name);
+    return ZT_OK;
+}
+
+float *zt_unit_params(zt_units *U, int u, zt_status *st) {
+    if (check_unit(U, u, "zt_unit_params", st) != ZT_OK) return NULL;
+    zt_shard *sh = U;
+    if (sh->stage < 3) return sh->m->params + sh->u[u].off;
+    if (gather_finish(sh, u, st) != ZT_OK) return NULL;
+    if (!sh->seen[u]) {
+        /* first use in this pass: prefetch the next unit in pass order */
+        sh->seen[u] = 1;
+        int nx = sh->pass == ZT_PASS_FWD ? u + 1 : u - 1;
+        if (nx >= 0 && nx < sh->nu && !sh->seen[nx] && gather_start(sh, nx, st) != ZT_OK)
+            return NULL;
+    }
+    return sh->gathered[u];
+}
+
+int zt_unit_release(zt_units *U, int u, zt_status *st) {
+    ZT_TRY(check_unit(U, u, "zt_unit_release", st));
+    return U->stage == 3 ? release(U, u, st) : ZT_OK;
+}
+
+float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
+    if (check_unit(U, u, "zt_unit_grads", st) != ZT_OK) return NULL;
+    zt_shard *sh = U;
+    if (sh->pass != ZT_PASS_BWD) {
+        zt_fail(st, ZT_EINVAL, "zt_unit_grads(unit %s): gradients exist only in backward",
+                unit_name(sh, u));
+        return NULL;
+    }
+    if (sh->stage < 2) return sh->m->grads + sh->u[u].off;
+    if (!sh->bucket[u]) {
         sh->bucket[u] = zt_mem_alloc(sh->u[u].n * sizeof(float), ZT_MEM_COMM, st);
-        if (!sh->bucket[u]) return zt_fail_prefix(st, "gradient bucket for unit %s", unit_name(sh, u));
-        zt_gpt_bind_unit(sh->m, u, sh->bucket[u], &sh->m->g);
+        if (!sh->bucket[u]) {
+            zt_fail_prefix(st, "gradient bucket for unit %s", unit_name(sh, u));
+            return NULL;
+        }
     }
-    return ZT_OK;
+    return sh->bucket[u];
 }
 
-static int hook_done(void *user, int u, int phase, zt_status *st) {
-    zt_shard *sh = user;
-    if (sh->stage != 3) return ZT_OK;
-    /* The tied embedding serves the LM head at the end of the forward and
-     * the start of the backward: keep it across that boundary. */
-    if (u == 0 && phase == ZT_FWD && sh->training_pass) return ZT_OK;
-    release(sh, u);
-    return ZT_OK;
-}
-
-static int hook_grads_ready(void *user, int u, zt_status *st) {
-    zt_shard *sh = user;
+int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
+    ZT_TRY(check_unit(U, u, "zt_unit_grads_done", st));
+    zt_shard *sh = U;
     if (sh->stage < 2) return ZT_OK;
+    if (!sh->bucket[u])
+        return zt_fail(st, ZT_EINVAL, "zt_unit_grads_done(unit %s) without zt_unit_grads",
+                       unit_name(sh, u));
     zt_unit_shard *us = &sh->u[u];
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->bucket[u], sh->rs_buf, us->counts, st));
+    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->bucket[u], sh->rs_buf, us->counts,
+                                              ZT_F32, st));
     float *dst = sh->gshard + us->soff;
     for (size_t i = 0; i < us->len; ++i) dst[i] += sh->rs_buf[i];
     zt_mem_free(sh->bucket[u]);
@@ -90,11 +122,52 @@ static int hook_grads_ready(void *user, int u, zt_status *st) {
     return ZT_OK;
 }
 
+int zt_units_count(const zt_units *U) { return U ? U->nu : 0; }
+size_t zt_unit_numel(const zt_units *U, int u) {
+    return U && u >= 0 && u < U->nu ? U->u[u].n : 0;
+}
+
+static void begin_pass(zt_shard *sh, int pass) {
+    sh->pass = pass;
+    memset(sh->seen, 0, (size_t)sh->nu);
+}
+
+int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,
+                     int T, int training, double *loss_sum, zt_status *st) {
+    zt_model *m = sh->m;
+    begin_pass(sh, ZT_PASS_FWD);
+    int rc = m->ops->forward(m->self, sh, acts, inputs, targets, B, T, loss_sum, st);
+    if (!training || rc != ZT_OK) {
+        zt_status tmp;
+        int r2 = release_all(sh, rc == ZT_OK ? st : &tmp);
+        if (rc == ZT_OK) rc = r2;
+    }
+    sh->pass = ZT_PASS_NONE;
+    return rc;
+}
+
+int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
+    zt_model *m = sh->m;
+    begin_pass(sh, ZT_PASS_BWD);
+    int rc = m->ops->backward(m->self, sh, acts, dloss, st);
+    for (int u = 0; rc == ZT_OK && u < sh->nu; ++u)
+        if (sh->bucket[u])
+            rc = zt_fail(st, ZT_EINVAL, "model '%s': backward ended without zt_unit_grads_done "
+                         "for unit %s", m->ops->name ? m->ops->name : "?", unit_name(sh, u));
+    zt_status tmp;
+    int r2 = release_all(sh, rc == ZT_OK ? st : &tmp);
+    if (rc == ZT_OK) rc = r2;
+    sh->pass = ZT_PASS_NONE;
+    return rc;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
-int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out, zt_status *st) {
+int zt_shard_create(zt_model *m, int stage, int G, zt_group *world, zt_shard **out, zt_status *st) {
     *out = NULL;
-    int W = world->size;
+    if (!world && stage != 0)
+        return zt_fail(st, ZT_EINVAL, "ZeRO stage %d needs a communication group", stage);
+    int W = world ? world->size : 1;
     if (stage == 0) G = W;
     if (G < 1 || G > W || W % G)
         return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the world size %d", G, W);
@@ -106,8 +179,8 @@ int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out
     sh->world = world;
     sh->G = G;
     sh->R = W / G;
-    sh->r = world->rank % G;
-    sh->rr = world->rank / G;
+    sh->r = world ? world->rank % G : 0;
+    sh->rr = world ? world->rank / G : 0;
     sh->nu = m->n_units;
     int rc = ZT_OK;
     if (G == W) sh->shard = world;
@@ -118,7 +191,8 @@ int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out
     sh->gathered = calloc((size_t)sh->nu, sizeof *sh->gathered);
     sh->req = calloc((size_t)sh->nu, sizeof *sh->req);
     sh->bucket = calloc((size_t)sh->nu, sizeof *sh->bucket);
-    if (!sh->u || !sh->gathered || !sh->req || !sh->bucket) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
+    sh->seen = calloc((size_t)sh->nu, 1);
+    if (!sh->u || !sh->gathered || !sh->req || !sh->bucket || !sh->seen) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
     int g = stage == 0 ? 1 : G, r = stage == 0 ? 0 : sh->r;
     size_t soff = 0, max_len = 1;
     for (int u = 0; u < sh->nu; ++u) {
@@ -148,12 +222,6 @@ int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out
     if (stage == 3 && !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_PARAMS, st))) { rc = st->code; goto fail; }
     if (stage >= 2 && !(sh->gshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_GRADS, st))) { rc = st->code; goto fail; }
     if (stage >= 1 && !(sh->rs_buf = zt_mem_alloc(max_len * sizeof(float), ZT_MEM_COMM, st))) { rc = st->code; goto fail; }
-    if (stage >= 2) {
-        m->hooks.user = sh;
-        m->hooks.need = hook_need;
-        m->hooks.done = hook_done;
-        m->hooks.grads_ready = hook_grads_ready;
-    }
     *out = sh;
     return ZT_OK;
 fail:
@@ -163,7 +231,6 @@ fail:
 
 void zt_shard_free(zt_shard *sh) {
     if (!sh) return;
-    if (sh->m && sh->m->hooks.user == sh) memset(&sh->m->hooks, 0, sizeof sh->m->hooks);
     for (int u = 0; sh->u && u < sh->nu; ++u) {
         free(sh->u[u].counts);
         free(sh->u[u].displs);
@@ -183,17 +250,18 @@ void zt_shard_free(zt_shard *sh) {
     free(sh->gathered);
     free(sh->req);
     free(sh->bucket);
+    free(sh->seen);
     free(sh);
 }
 
 void zt_shard_init_params(zt_shard *sh, uint64_t seed) {
     if (sh->stage < 3) {
-        zt_gpt_init_params(sh->m, seed);
+        zt_model_init_range(sh->m, seed, 0, sh->m->num_params, sh->m->params);
         return;
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        zt_gpt_init_range(sh->m, seed, us->off + us->lo, us->off + us->lo + us->len, sh->pshard + us->soff);
+        zt_model_init_range(sh->m, seed, us->off + us->lo, us->off + us->lo + us->len, sh->pshard + us->soff);
     }
 }
 
@@ -205,11 +273,11 @@ void zt_shard_zero_grads(zt_shard *sh) {
 /* ------------------------------------------------------------ the step */
 
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
-    zt_gpt *m = sh->m;
-    zt_group_where(sh->world, "step %ld, gradient reduction", sh->step + 1);
+    zt_model *m = sh->m;
     if (sh->stage == 0) {
-        if (sh->world->size > 1)
-            ZT_TRY(sh->world->ops->allreduce_sum(sh->world, m->grads, m->num_params, ZT_F32, st));
+        if (!sh->world || sh->world->size == 1) return ZT_OK;
+        zt_group_where(sh->world, "step %ld, gradient reduction", sh->step + 1);
+        ZT_TRY(sh->world->ops->allreduce_sum(sh->world, m->grads, m->num_params, ZT_F32, st));
         return ZT_OK;
     }
     if (sh->stage == 1) {
@@ -219,7 +287,7 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
             float *g = m->grads + us->off;
             zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
             if (sh->G > 1) {
-                ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, g, sh->rs_buf, us->counts, st));
+                ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, g, sh->rs_buf, us->counts, ZT_F32, st));
                 memcpy(g + us->lo, sh->rs_buf, us->len * sizeof(float));
             }
             if (sh->replica) {
@@ -263,7 +331,7 @@ int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
 }
 
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st) {
-    zt_gpt *m = sh->m;
+    zt_model *m = sh->m;
     zt_adamw_begin(o);
     if (sh->stage == 0) {
         zt_adamw_range(o, m, 0, m->num_params, m->params, m->grads, o->m, o->v, lr, grad_scale);
@@ -280,7 +348,7 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
             zt_unit_shard *us = &sh->u[u];
             zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
             ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + us->off, us->counts,
-                                                     us->displs, st));
+                                                     us->displs, ZT_F32, st));
         }
     }
     return ZT_OK;
@@ -300,7 +368,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
         zt_unit_shard *us = &sh->u[u];
         memcpy(full + us->off + us->lo, sh->pshard + us->soff, us->len * sizeof(float));
         if (sh->G > 1) {
-            int rc = sh->shard->ops->allgather_inplace(sh->shard, full + us->off, us->counts, us->displs, st);
+            int rc = sh->shard->ops->allgather_inplace(sh->shard, full + us->off, us->counts, us->displs, ZT_F32, st);
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }

@@ -1,5 +1,6 @@
 /*
- * shard.h -- the ZeRO sharding engine.
+ * shard.h -- the ZeRO sharding engine; to a model it is the zt_units of the
+ * public unit API (ztrain.h), which it implements.
  *
  * Units (model.h) are cut into contiguous slices over a shard group of G
  * consecutive ranks: the rank with group index r owns [r*S, min((r+1)*S, n))
@@ -17,8 +18,11 @@
  *   stage 3  as 2, and parameters sharded: a unit is all-gathered just
  *            before its forward and again before its backward and freed
  *            after use; the next unit's gather is started non-blocking while
- *            the current one computes.  The embedding unit (tied LM head)
- *            stays gathered from the encoder to the head's backward.
+ *            the current one computes (unit u+1 in forward, u-1 in
+ *            backward, started when unit u is first asked for in a pass).
+ *            A model keeps a unit gathered by not releasing it (the GPT
+ *            keeps its tied embedding from the encoder to the head's
+ *            backward).
  */
 #ifndef ZT_SHARD_H
 #define ZT_SHARD_H
@@ -34,12 +38,15 @@ typedef struct zt_unit_shard {
     int *counts, *displs;  /* per shard-group rank, for the collectives */
 } zt_unit_shard;
 
-typedef struct zt_shard {
+typedef struct zt_units zt_shard;
+enum { ZT_PASS_NONE = 0, ZT_PASS_FWD, ZT_PASS_BWD };
+
+struct zt_units {
     int stage;
     int G, r;                 /* shard group size and index in it */
     int R, rr;                /* replica groups and index in them */
     zt_group *world, *shard, *replica;  /* shard == world when G == W; replica NULL when R == 1 */
-    zt_gpt *m;
+    zt_model *m;
     const zt_backend *be;
     int nu;
     zt_unit_shard *u;
@@ -51,26 +58,32 @@ typedef struct zt_shard {
     float **gathered;         /* stage 3: per unit gathered params or NULL */
     zt_request *req;          /* stage 3: per unit pending gather */
     float **bucket;           /* stage >= 2: per unit gradient bucket or NULL */
-    int training_pass;        /* forward is followed by a backward */
+    unsigned char *seen;      /* per unit: asked for in the current pass */
+    int pass;                 /* ZT_PASS_* */
     long step;                /* for error context */
-} zt_shard;
+};
 
-/* Build the plan; allocates shard buffers; installs model hooks. The model
- * must have been created with the buffers the stage keeps (see
- * zt_shard_model_flags). */
-int zt_shard_create(zt_gpt *m, int stage, int shard_group, zt_group *world, zt_shard **out,
+/* Build the plan and allocate shard buffers.  The model must have been
+ * created with the blocks the stage keeps (zt_shard_model_flags).  world
+ * may be NULL: one process, no communication (stage 0 only). */
+int zt_shard_create(zt_model *m, int stage, int shard_group, zt_group *world, zt_shard **out,
                     zt_status *st);
 void zt_shard_free(zt_shard *sh);
-/* Which full blocks the model keeps at a stage (ZT_GPT_* flags). */
+/* Which full blocks the model keeps at a stage (ZT_MODEL_* flags). */
 int zt_shard_model_flags(int stage);
+
+/* Run the model's forward through the engine.  training: a backward on
+ * the same acts follows (units the model keeps stay gathered); otherwise
+ * every gathered unit is released afterwards. */
+int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,
+                     int T, int training, double *loss_sum, zt_status *st);
+/* Run the model's backward of the last training forward. */
+int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st);
 
 /* Initialize parameters (every stage: identical values to a replicated init). */
 void zt_shard_init_params(zt_shard *sh, uint64_t seed);
 /* Start a step: zero gradient storage. */
 void zt_shard_zero_grads(zt_shard *sh);
-/* Whether the next forward is followed by a backward (stage 3 keeps the
- * embedding unit gathered for the LM head's backward). */
-static inline void zt_shard_set_training(zt_shard *sh, int t) { sh->training_pass = t; }
 /* After the last micro-step: finish the gradient reduction. */
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st);
 /* Global gradient norm squared (over shards; identical on every rank). */

@@ -9,7 +9,7 @@ void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
 }
 
 int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
-    const zt_gpt *m = ctx->model;
+    const zt_model *m = ctx->model;
     const zt_shard *sh = ctx->sh;
     if (!ctx->owned) {
         ctx->owned = calloc((size_t)m->n_units, sizeof *ctx->owned);
@@ -58,7 +58,7 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     zt_train_state s;
     ZT_TRY(zt_ctx_owned_state(ctx, &s, st));
-    zt_gpt *m = ctx->model;
+    zt_model *m = ctx->model;
     zt_shard *sh = ctx->sh;
     if (sh->stage == 0 && ctx->nranks > 1) {
         /* zero what this rank does not own, then sum: the owned slices are
@@ -79,7 +79,7 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_group_where(sh->shard, "restoring checkpoint, unit %s", m->units[u].name);
             ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + sh->u[u].off,
-                                                     sh->u[u].counts, sh->u[u].displs, st));
+                                                     sh->u[u].counts, sh->u[u].displs, ZT_F32, st));
         }
     }
     ctx->step = step;

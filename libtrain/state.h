@@ -25,7 +25,7 @@ typedef struct zt_owned_range {
 } zt_owned_range;
 
 typedef struct zt_train_state {
-    const zt_gpt *model;  /* tensor table: names, shapes, offsets */
+    const zt_model *model;  /* tensor table: names, shapes, offsets */
     int n_ranges;
     zt_owned_range *ranges;  /* owned by the context; valid until it changes */
     int writer;           /* this rank writes its ranges (replica index 0) */

@@ -47,8 +47,35 @@ static uint64_t comm_total(const zt_ctx *ctx) {
 long zt_ctx_step(const zt_ctx *ctx) { return ctx->step; }
 size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
 
-int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
-                  zt_status *st) {
+int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
+                       zt_status *st) {
+    memset(b, 0, sizeof *b);
+    const zt_model *m = ctx->model;
+    size_t n = (size_t)B * (size_t)T;
+    b->inputs = zt_mem_alloc(n * sizeof(int), tag, st);
+    b->targets = b->inputs ? zt_mem_alloc(n * sizeof(int), tag, st) : NULL;
+    int rc = b->targets ? m->ops->acts_create(m->self, B, T, training, tag, &b->acts, st)
+                        : (st ? st->code : ZT_ENOMEM);
+    if (rc != ZT_OK) {
+        zt_batch_buf_free(ctx, b);
+        return rc;
+    }
+    b->B = B;
+    b->T = T;
+    return ZT_OK;
+}
+
+void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b) {
+    if (b->acts && ctx->model) ctx->model->ops->acts_free(ctx->model->self, b->acts);
+    zt_mem_free(b->inputs);
+    zt_mem_free(b->targets);
+    memset(b, 0, sizeof *b);
+}
+
+/* Shared by zt_ctx_create (built-in GPT: ops == NULL) and
+ * zt_ctx_create_model. */
+static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *self,
+                      const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
     if (!zt_rt()->initialized)
@@ -71,14 +98,26 @@ int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
     ctx->rank = ctx->world->rank;
     ctx->nranks = ctx->world->size;
 
-    if ((rc = zt_gpt_create(&c->model, ctx->be, zt_shard_model_flags(c->zero_stage), &ctx->model,
-                            st)) != ZT_OK) goto fail;
+    int own = 0;
+    if (!ops) {
+        zt_gpt *g;
+        if ((rc = zt_gpt_new(&c->model, ctx->be, &g, st)) != ZT_OK) goto fail;
+        ops = zt_gpt_ops();
+        self = g;
+        own = 1;
+    }
+    if ((rc = zt_model_create(ops, self, &c->model, ctx->be, zt_shard_model_flags(c->zero_stage),
+                              &ctx->model, st)) != ZT_OK) {
+        if (own) ops->destroy(self);
+        goto fail;
+    }
+    ctx->own_model_self = own;
     if ((rc = zt_shard_create(ctx->model, c->zero_stage,
                               c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
                               ctx->world, &ctx->sh, st)) != ZT_OK) goto fail;
     zt_shard_init_params(ctx->sh, c->seed);
-    if ((rc = zt_gpt_acts_alloc(ctx->model, c->micro_batch, c->model.context, 1,
-                                ZT_MEM_ACTIVATIONS, &ctx->acts, st)) != ZT_OK) goto fail;
+    if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->model.context, 1,
+                                 ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
     if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
     ctx->last_val_loss = NAN;
     *out = ctx;
@@ -88,17 +127,31 @@ fail:
     return rc;
 }
 
+int zt_ctx_create(const zt_config *cfg, const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
+    return ctx_create(cfg, NULL, NULL, cb, out, st);
+}
+
+int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
+                        const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
+    if (!ops) {
+        zt_status_clear(st);
+        *out = NULL;
+        return zt_fail(st, ZT_EINVAL, "zt_ctx_create_model: ops is NULL");
+    }
+    return ctx_create(cfg, ops, self, cb, out, st);
+}
+
 void zt_ctx_free(zt_ctx *ctx) {
     if (!ctx) return;
     if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
     if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
     if (ctx->metrics_fp) fclose(ctx->metrics_fp);
-    zt_gpt_acts_free(&ctx->acts);
-    zt_gpt_acts_free(&ctx->eval_acts);
-    zt_gpt_acts_free(&ctx->sample_acts);
+    zt_batch_buf_free(ctx, &ctx->acts);
+    zt_batch_buf_free(ctx, &ctx->eval_acts);
+    zt_batch_buf_free(ctx, &ctx->sample_acts);
     zt_adamw_free(&ctx->opt);
     zt_shard_free(ctx->sh);
-    zt_gpt_free(ctx->model);
+    zt_model_free(ctx->model, ctx->own_model_self);
     free(ctx->owned);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
@@ -150,7 +203,6 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     const zt_config *c = ctx->cfg;
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
-    zt_gpt *m = ctx->model;
     int B = c->micro_batch, T = c->model.context, A = c->grad_accum;
     long global_batch = (long)B * A * ctx->nranks;
     float dloss = (float)(1.0 / ((double)global_batch * T));
@@ -160,7 +212,6 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     sh->step = ctx->step;
     uint64_t comm0 = comm_total(ctx);
     zt_shard_zero_grads(sh);
-    zt_shard_set_training(sh, 1);
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
@@ -169,9 +220,10 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
                               ctx->acts.targets, st));
         wait_s += zt_now_s() - tw;
         double ls;
-        ZT_TRY(zt_gpt_forward(m, &ctx->acts, T, 1, &ls, st));
+        ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
+                                &ls, st));
         loss_sum += ls;
-        ZT_TRY(zt_gpt_backward(m, &ctx->acts, dloss, st));
+        ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss, st));
     }
     ZT_TRY(zt_shard_reduce_grads(sh, st));
     if (ctx->nranks > 1) {
@@ -218,9 +270,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
 }
 
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
-    if (ctx->eval_acts.block) return ZT_OK;
-    return zt_gpt_acts_alloc(ctx->model, ctx->cfg->eval_batch_size, ctx->cfg->model.context,
-                             0, ZT_MEM_EVAL, &ctx->eval_acts, st);
+    if (ctx->eval_acts.acts) return ZT_OK;
+    return zt_batch_buf_alloc(ctx, &ctx->eval_acts, ctx->cfg->eval_batch_size,
+                              ctx->cfg->model.context, 0, ZT_MEM_EVAL, st);
 }
 
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
@@ -235,8 +287,8 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T, ctx->eval_acts.inputs,
                             ctx->eval_acts.targets, st));
         double ls;
-        zt_shard_set_training(ctx->sh, 0);
-        ZT_TRY(zt_gpt_forward(ctx->model, &ctx->eval_acts, T, 1, &ls, st));
+        ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
+                                ctx->eval_acts.targets, EB, T, 0, &ls, st));
         sum += ls;
     }
     if (ctx->nranks > 1)
@@ -248,21 +300,18 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
 int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
             double *loss, zt_status *st) {
     zt_status_clear(st);
-    zt_gpt_acts a;
-    ZT_TRY(zt_gpt_acts_alloc(ctx->model, B, T, 0, ZT_MEM_EVAL, &a, st));
-    memcpy(a.inputs, inputs, sizeof(int) * (size_t)B * T);
-    memcpy(a.targets, targets, sizeof(int) * (size_t)B * T);
     for (int i = 0; i < B * T; ++i)
-        if (inputs[i] < 0 || inputs[i] >= ctx->cfg->model.vocab) {
-            zt_gpt_acts_free(&a);
+        if (inputs[i] < 0 || inputs[i] >= ctx->cfg->model.vocab)
             return zt_fail(st, ZT_EINVAL, "token %d at position %d outside vocab %d",
                            inputs[i], i, ctx->cfg->model.vocab);
-        }
-    double ls;
-    zt_shard_set_training(ctx->sh, 0);
-    int rc = zt_gpt_forward(ctx->model, &a, T, 1, &ls, st);
+    zt_batch_buf b;
+    ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, T, 0, ZT_MEM_EVAL, st));
+    memcpy(b.inputs, inputs, sizeof(int) * (size_t)B * T);
+    memcpy(b.targets, targets, sizeof(int) * (size_t)B * T);
+    double ls = 0.0;
+    int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, T, 0, &ls, st);
     *loss = ls / ((double)B * T);
-    zt_gpt_acts_free(&a);
+    zt_batch_buf_free(ctx, &b);
     return rc;
 }
 
