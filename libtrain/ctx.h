@@ -5,6 +5,7 @@
 #include "comm.h"
 #include "config.h"
 #include "gpt.h"
+#include "memplan.h"
 #include "model.h"
 #include "optim.h"
 #include "shard.h"
@@ -41,6 +42,9 @@ struct zt_ctx {
     int n_owned;
     zt_step_hook hook;
     void *hook_user;
+    zt_memplan plan;             /* the pre-flight prediction (built-in GPT) */
+    int have_plan;
+    uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
 };
 
 /* Allocate / free a batch buffer through the model's acts_create. */

@@ -31,7 +31,8 @@ void zt_memplan_opts_init(zt_memplan_opts *o, int world_size) {
 
 /* ------------------------------------------------------------ activations */
 
-/* Mirrors model.c's carve(): every array is rounded up to 16 elements. */
+/* Mirrors gpt.c's carve() (every array rounded up to 16 elements) plus the
+ * batch buffer's token arrays (train.c: inputs and targets, [B, T] ints). */
 uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int training,
                                int ckpt_k, int elem) {
     uint64_t N = (uint64_t)B * (uint64_t)T, C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab;
@@ -55,10 +56,10 @@ uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int trai
                     r16(NC) /* res2 */ + r16(NC) /* ln2 */ + 2 * r16(4 * NC) /* fch, gelu */);
     small += slots * (4 * r16(N) /* ln1/ln2 mean, rstd */ + r16(B * NH * (uint64_t)T) /* lse */);
     big += r16(NC) /* scratch */ + r16(NC) /* lnf */ + r16(N * V) /* probs */;
-    small += 2 * r16(N) /* lnf mean, rstd */ + r16(N) /* losses */ + 2 * r16(N) /* tokens */;
+    small += 2 * r16(N) /* lnf mean, rstd */ + r16(N) /* losses */ + r16(N) /* no_targets */;
     if (training)
         big += r16(NC) /* dres */ + r16(NC) /* dbuf */ + r16(3 * NC) + 2 * r16(4 * NC);
-    return big * (uint64_t)elem + small * 4;
+    return big * (uint64_t)elem + small * 4 + 2 * N * 4 /* inputs, targets */;
 }
 
 /* ------------------------------------------------------------ formulas */
@@ -133,13 +134,13 @@ typedef struct layout {
     uint64_t max_len;       /* largest owned slice (>= 1) */
     uint64_t eb;            /* bytes per parameter / gradient element: 4 or 2 */
     int place_params, place_optim, place_dev;
-    /* unit simulation state */
+    /* unit simulation state: shard.c's engine behind the unit API */
     sim *s;
-    char *gathered, *bucket;
-    int training;
+    char *gathered, *bucket, *seen;
+    int pass;
 } layout;
 
-enum { PH_FWD = 0, PH_BWD = 1, PH_RECOMPUTE = 2 };
+enum { PASS_FWD = 1, PASS_BWD = 2 };
 
 static void u_gather(layout *y, int u) {
     if (y->gathered[u]) return;
@@ -147,82 +148,85 @@ static void u_gather(layout *y, int u) {
     s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * y->eb);
 }
 static void u_release(layout *y, int u) {
-    if (!y->gathered[u]) return;
+    if (y->p->stage != 3 || !y->gathered[u]) return;
     y->gathered[u] = 0;
     s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * y->eb);
 }
-/* shard.c's next_unit: the prefetch order */
-static int u_next(layout *y, int u, int phase) {
-    int last = y->nu - 1;
-    if (phase == PH_FWD) return u >= 1 && u < last ? u + 1 : -1;
-    if (u == last) return last - 1 >= 1 ? last - 1 : 0;
-    return u >= 1 ? u - 1 : -1;
+static void u_begin(layout *y, int pass) {
+    y->pass = pass;
+    memset(y->seen, 0, (size_t)y->nu);
 }
-static void u_need(layout *y, int u, int phase) {
-    int stage = y->p->stage;
-    if (stage == 3) {
-        u_gather(y, u);
-        if (phase != PH_RECOMPUTE) {
-            int nx = u_next(y, u, phase);
-            if (nx >= 0) u_gather(y, nx);
-        }
-    }
-    if (phase == PH_BWD && stage >= 2 && !y->bucket[u]) {
-        y->bucket[u] = 1;
-        s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * y->eb);
-    }
+static void u_end(layout *y, int release_all) {
+    for (int u = 0; release_all && u < y->nu; ++u) u_release(y, u);
 }
-static void u_done(layout *y, int u, int phase) {
-    if (y->p->stage != 3) return;
-    if (u == 0 && phase == PH_FWD && y->training) return;   /* tied LM head */
-    u_release(y, u);
+/* zt_unit_params: gather; on the first use in a pass, prefetch the next
+ * unit in pass order unless it was used already */
+static void u_params(layout *y, int u) {
+    if (y->p->stage < 3) return;
+    u_gather(y, u);
+    if (y->seen[u]) return;
+    y->seen[u] = 1;
+    int nx = y->pass == PASS_FWD ? u + 1 : u - 1;
+    if (nx >= 0 && nx < y->nu && !y->seen[nx]) u_gather(y, nx);
 }
-static void u_grads_ready(layout *y, int u) {
+/* zt_unit_grads: a unit-sized bucket at stages 2-3 */
+static void u_grads(layout *y, int u) {
+    if (y->p->stage < 2 || y->bucket[u]) return;
+    y->bucket[u] = 1;
+    s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * y->eb);
+}
+static void u_grads_done(layout *y, int u) {
     if (y->p->stage < 2 || !y->bucket[u]) return;
     y->bucket[u] = 0;
     s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * y->eb);
 }
 
-/* model.c's forward: the hook calls in order. */
+/* gpt.c's forward, as unit API calls (zt_shard_forward around it). */
 static void sim_forward(layout *y, int training) {
     int L = y->nu - 2;
-    y->training = training;
-    u_need(y, 0, PH_FWD);
+    u_begin(y, PASS_FWD);
+    u_params(y, 0);
     for (int l = 0; l < L; ++l) {
-        u_need(y, 1 + l, PH_FWD);
-        u_done(y, 1 + l, PH_FWD);
+        u_params(y, 1 + l);
+        u_release(y, 1 + l);
     }
-    u_need(y, L + 1, PH_FWD);
-    u_done(y, L + 1, PH_FWD);
-    u_done(y, 0, PH_FWD);
+    u_params(y, L + 1);
+    u_release(y, L + 1);
+    u_params(y, 0);                /* tied LM head */
+    if (!training) u_release(y, 0);
+    u_end(y, !training);
 }
 
-/* model.c's backward; with checkpointing group size k > 1, the blocks of a
- * group below its top are recomputed (PH_RECOMPUTE) when backward reaches
- * the top; the top block is recomputed inside its own backward window. */
+/* gpt.c's backward; with checkpointing group size k, the top block of a
+ * group recomputes the blocks below it first (their parameters only). */
 static void sim_backward(layout *y, int k) {
     int L = y->nu - 2;
-    u_need(y, 0, PH_BWD);
-    u_done(y, 0, PH_BWD);
-    u_need(y, L + 1, PH_BWD);
-    u_done(y, L + 1, PH_BWD);
-    u_grads_ready(y, L + 1);
+    if (k > L) k = L;
+    u_begin(y, PASS_BWD);
+    u_params(y, 0);
+    u_grads(y, 0);
+    u_release(y, 0);
+    u_params(y, L + 1);
+    u_grads(y, L + 1);
+    u_release(y, L + 1);
+    u_grads_done(y, L + 1);
     for (int l = L - 1; l >= 0; --l) {
-        if (k > 1) {
-            int g = (l / k) * k, e = g + k < L ? g + k : L;
-            if (l == e - 1)
-                for (int i = g; i < e - 1; ++i) {
-                    u_need(y, 1 + i, PH_RECOMPUTE);
-                    u_done(y, 1 + i, PH_RECOMPUTE);
-                }
-        }
-        u_need(y, 1 + l, PH_BWD);
-        u_done(y, 1 + l, PH_BWD);
-        u_grads_ready(y, 1 + l);
+        int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
+        if (top)
+            for (int i = (l / k) * k; i < l; ++i) {
+                u_params(y, 1 + i);
+                u_release(y, 1 + i);
+            }
+        u_params(y, 1 + l);
+        u_grads(y, 1 + l);
+        u_release(y, 1 + l);
+        u_grads_done(y, 1 + l);
     }
-    u_need(y, 0, PH_BWD);
-    u_done(y, 0, PH_BWD);
-    u_grads_ready(y, 0);
+    u_params(y, 0);
+    u_grads(y, 0);
+    u_release(y, 0);
+    u_grads_done(y, 0);
+    u_end(y, 1);
 }
 
 static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan *p) {
@@ -285,8 +289,9 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     y.n = calloc((size_t)y.nu, sizeof *y.n);
     y.gathered = calloc((size_t)y.nu, 1);
     y.bucket = calloc((size_t)y.nu, 1);
-    if (!y.n || !y.gathered || !y.bucket) {
-        free(y.n); free(y.gathered); free(y.bucket);
+    y.seen = calloc((size_t)y.nu, 1);
+    if (!y.n || !y.gathered || !y.bucket || !y.seen) {
+        free(y.n); free(y.gathered); free(y.bucket); free(y.seen);
         rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         goto done;
     }
@@ -383,6 +388,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     free(y.n);
     free(y.gathered);
     free(y.bucket);
+    free(y.seen);
 done:
     zt_config_free(c);
     return rc;
