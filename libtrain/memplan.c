@@ -699,6 +699,13 @@ int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t lim
     }
     char np[32];
     zt_memplan_fmt_bytes((double)next_peak, np, sizeof np);
+    if (ga > 0)
+        return zt_fail(st, ZT_ENOMEM, "train_micro_batch_size_per_gpu=\"auto\": "
+                       "train_batch_size=%lld with gradient_accumulation_steps=%lld on %d ranks "
+                       "leaves only micro batch %lld, predicted to need %s per rank, more than %s "
+                       "(limit %s less a %.0f%% margin); leave gradient_accumulation_steps unset "
+                       "or \"auto\" so that accumulation can grow", tbs, ga, W, next_m, np, bud,
+                       lim, margin * 100);
     return zt_fail(st, ZT_ENOMEM, "train_micro_batch_size_per_gpu=\"auto\": even micro batch 1 "
                    "is predicted to need %s per rank, more than %s (limit %s less a %.0f%% "
                    "margin); enable activation checkpointing or a higher ZeRO stage", np, bud,
