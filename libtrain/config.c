@@ -1336,6 +1336,17 @@ static void value_text(const zt_config *c, const keydef *k, char *buf, size_t n)
     }
 }
 
+int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt_status *st) {
+    int i = cfg && key ? lookup(key) : -1;
+    if (i < 0 || keys[i].type == T_PSEUDO)
+        return zt_fail(st, ZT_EINVAL, "unknown configuration key '%s'", key ? key : "(null)");
+    if (keys[i].type == T_STRING || keys[i].type == T_ENUM)
+        snprintf(buf, n, "%s", (const char *)cfieldp(cfg, &keys[i]));
+    else
+        value_text(cfg, &keys[i], buf, n);
+    return ZT_OK;
+}
+
 char *zt_config_describe(const zt_config *cfg) {
     if (!cfg) return NULL;
     size_t kw = 0, vw = 0, total = 1;

@@ -104,7 +104,7 @@ int zt_model_create(const zt_model_ops *ops, void *self, const zt_model_config *
         rc = zt_fail(st, ZT_EINVAL, "unit '%s' has no tensors", m->units[m->n_units - 1].name);
     close_unit(&L);
     if (rc == ZT_OK && m->n_units == 0)
-        rc = zt_fail(st, ZT_EINVAL, "model '%s' described no units", ops->name ? ops->name : "?");
+        rc = zt_fail(st, ZT_EINVAL, "describe() listed no units");
     if (rc != ZT_OK) {
         zt_fail_prefix(st, "model '%s'", ops->name ? ops->name : "?");
         zt_model_free(m, 0);

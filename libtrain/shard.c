@@ -93,6 +93,7 @@ float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
                 unit_name(sh, u));
         return NULL;
     }
+    sh->gopen[u] = 1;
     if (sh->stage < 2) return sh->m->grads + sh->u[u].off;
     if (!sh->bucket[u]) {
         sh->bucket[u] = zt_mem_alloc(sh->u[u].n * sizeof(float), ZT_MEM_COMM, st);
@@ -107,10 +108,11 @@ float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
 int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
     ZT_TRY(check_unit(U, u, "zt_unit_grads_done", st));
     zt_shard *sh = U;
-    if (sh->stage < 2) return ZT_OK;
-    if (!sh->bucket[u])
+    if (!sh->gopen[u])
         return zt_fail(st, ZT_EINVAL, "zt_unit_grads_done(unit %s) without zt_unit_grads",
                        unit_name(sh, u));
+    sh->gopen[u] = 0;
+    if (sh->stage < 2) return ZT_OK;
     zt_unit_shard *us = &sh->u[u];
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
     ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->bucket[u], sh->rs_buf, us->counts,
@@ -130,6 +132,7 @@ size_t zt_unit_numel(const zt_units *U, int u) {
 static void begin_pass(zt_shard *sh, int pass) {
     sh->pass = pass;
     memset(sh->seen, 0, (size_t)sh->nu);
+    memset(sh->gopen, 0, (size_t)sh->nu);
 }
 
 int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,
@@ -151,7 +154,7 @@ int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
     begin_pass(sh, ZT_PASS_BWD);
     int rc = m->ops->backward(m->self, sh, acts, dloss, st);
     for (int u = 0; rc == ZT_OK && u < sh->nu; ++u)
-        if (sh->bucket[u])
+        if (sh->gopen[u])
             rc = zt_fail(st, ZT_EINVAL, "model '%s': backward ended without zt_unit_grads_done "
                          "for unit %s", m->ops->name ? m->ops->name : "?", unit_name(sh, u));
     zt_status tmp;
@@ -192,7 +195,8 @@ int zt_shard_create(zt_model *m, int stage, int G, zt_group *world, zt_shard **o
     sh->req = calloc((size_t)sh->nu, sizeof *sh->req);
     sh->bucket = calloc((size_t)sh->nu, sizeof *sh->bucket);
     sh->seen = calloc((size_t)sh->nu, 1);
-    if (!sh->u || !sh->gathered || !sh->req || !sh->bucket || !sh->seen) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
+    sh->gopen = calloc((size_t)sh->nu, 1);
+    if (!sh->u || !sh->gathered || !sh->req || !sh->bucket || !sh->seen || !sh->gopen) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
     int g = stage == 0 ? 1 : G, r = stage == 0 ? 0 : sh->r;
     size_t soff = 0, max_len = 1;
     for (int u = 0; u < sh->nu; ++u) {
@@ -251,6 +255,7 @@ void zt_shard_free(zt_shard *sh) {
     free(sh->req);
     free(sh->bucket);
     free(sh->seen);
+    free(sh->gopen);
     free(sh);
 }
 

@@ -59,6 +59,7 @@ struct zt_units {
     zt_request *req;          /* stage 3: per unit pending gather */
     float **bucket;           /* stage >= 2: per unit gradient bucket or NULL */
     unsigned char *seen;      /* per unit: asked for in the current pass */
+    unsigned char *gopen;     /* per unit: zt_unit_grads without grads_done yet */
     int pass;                 /* ZT_PASS_* */
     long step;                /* for error context */
 };

@@ -100,6 +100,9 @@ int zt_config_set(zt_config *cfg, const char *key, const char *value,
 /* Resolve derived values (batch triple) for a world size and reject
  * inconsistent or not-yet-implemented settings. */
 int zt_config_finalize(zt_config *cfg, int world_size, zt_status *st);
+/* The current value of one key (JSON path or flag alias) as text, as
+ * zt_config_describe shows it ("" for an empty string). */
+int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt_status *st);
 /* Human-readable effective configuration, one "key = value  (source)" per
  * line.  Caller frees with free(). */
 char *zt_config_describe(const zt_config *cfg);
