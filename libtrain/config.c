@@ -1342,6 +1342,8 @@ int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt
         return zt_fail(st, ZT_EINVAL, "unknown configuration key '%s'", key ? key : "(null)");
     if (keys[i].type == T_STRING || keys[i].type == T_ENUM)
         snprintf(buf, n, "%s", (const char *)cfieldp(cfg, &keys[i]));
+    else if ((keys[i].kf & KF_FIT) && *(const int *)cfieldp(cfg, &keys[i]) == ZT_MICRO_BATCH_AUTO)
+        snprintf(buf, n, "auto");
     else
         value_text(cfg, &keys[i], buf, n);
     return ZT_OK;
