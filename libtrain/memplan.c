@@ -412,6 +412,11 @@ uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char *
         if (what) *what = "ztrain.memory_limit";
         return cfg->memory_limit;
     }
+    if (strcmp(cfg->backend, "cuda") == 0) {
+        /* free device memory: the CUDA backend does not report it yet */
+        if (what) *what = "free device memory (unknown to this build: set ztrain.memory_limit)";
+        return 0;
+    }
     uint64_t avail = zt_memplan_host_available();
     if (ranks_per_node < 1) ranks_per_node = 1;
     if (what) *what = ranks_per_node > 1 ? "available memory / ranks on this node"

@@ -88,7 +88,8 @@ int zt_memplan_deepspeed(int stage, int offload, double psi, double largest, int
 uint64_t zt_memplan_host_available(void);
 
 /* The per-rank limit in force: ztrain.memory_limit, else (CPU) available
- * host memory / ranks per node.  *what describes it for messages. */
+ * host memory / ranks per node; on the cuda backend 0 (unknown: the
+ * backend does not report free device memory yet).  *what describes it. */
 uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char **what);
 
 /* Pre-flight: ZT_OK when plan fits limit (or cfg->force: then *forced = 1),

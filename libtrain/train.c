@@ -123,6 +123,9 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
         else if (limit)
             zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
                    ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, limit_what);
+        else
+            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
     }
 
     ctx->be = zt_backend_cpu();

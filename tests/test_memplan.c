@@ -257,6 +257,9 @@ static void test_check_and_auto(void) {
     uint64_t avail = zt_memplan_host_available();
     tap_ok(avail > 0 && zt_memplan_limit(c, 4, &what) == avail / 4 && contains(what, "available"),
            "limit: available memory / ranks per node otherwise");
+    tu_set(c, "ztrain.backend", "cuda");
+    tap_ok(zt_memplan_limit(c, 4, &what) == 0 && contains(what, "set ztrain.memory_limit"),
+           "limit on the cuda backend: unknown until the backend reports free memory");
     zt_config_free(c);
 }
 
