@@ -2,8 +2,8 @@
  * test_memplan_run.c -- the memory planner against real runs, at the world
  * size it is launched with (tests/memplan_mpi.sh runs it at 1-4 ranks; rank
  * 0 prints TAP):
- *  - grid: stages 0-3 x every shard group that divides the world x
- *    activation checkpointing none / blocks / every-2 x micro batch 1, 5
+ *  - grid (5 layers): stages 0-3 x every shard group that divides the world
+ *    x activation checkpointing none / blocks / every-2 / every-3 x micro batch 1, 5
  *    (with accumulation 2), 16, with an eval batch twice the micro batch:
  *    the pre-flight prediction of the peak is within 5% of the accounted
  *    peak of two training steps and an evaluation (it is exact today);
@@ -59,7 +59,7 @@ static int all_ok(int ok) {
 }
 
 static void test_grid(int N) {
-    static const char *const ckpt[] = {"none", "blocks", "every-2"};
+    static const char *const ckpt[] = {"none", "blocks", "every-2", "every-3"};
     static const int micro[][2] = {{1, 1}, {5, 2}, {16, 1}};
     double worst = 0;
     int runs = 0, bad = 0, failed = 0;
@@ -67,9 +67,9 @@ static void test_grid(int N) {
     for (int stage = 0; stage <= 3; ++stage)
         for (int G = 1; G <= N; ++G) {
             if (N % G || (stage == 0 && G != N)) continue;
-            for (size_t k = 0; k < 3; ++k)
+            for (size_t k = 0; k < 4; ++k)
                 for (size_t m = 0; m < 3; ++m) {
-                    zt_config *c = base_config(3);
+                    zt_config *c = base_config(5);
                     tu_set(c, "zero_optimization.stage", "%d", stage);
                     tu_set(c, "zero_optimization.shard_group_size", "%d", G);
                     tu_set(c, "activation_checkpointing.policy", "%s", ckpt[k]);
