@@ -1,5 +1,6 @@
 /* memplan.c -- the memory planner (see memplan.h and docs/memory.md). */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,6 +481,37 @@ static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char 
     return 0;
 }
 
+/* Eval batch candidates below the current one: E' divides E, and
+ * eval_batches grows by E / E' so the same number of samples is evaluated.
+ * The largest that fits. */
+static int try_eval(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
+                    const char *extra_flags, uint64_t limit, change *ch) {
+    int E = fin->eval_batch_size, nb = fin->eval_batches;
+    for (int e = E - 1; e >= 1; --e) {
+        if (E % e || (long long)nb * (E / e) > INT_MAX) continue;
+        char eb[16], bs[16];
+        snprintf(eb, sizeof eb, "%d", e);
+        snprintf(bs, sizeof bs, "%d", nb * (E / e));
+        const char *kv[20];
+        int n = 0;
+        for (int i = 0; extra && extra[i] && n < 14; ++i) kv[n++] = extra[i];
+        kv[n++] = "ztrain.eval_batch_size"; kv[n++] = eb;
+        kv[n++] = "ztrain.eval_batches"; kv[n++] = bs;
+        kv[n] = NULL;
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
+                     "(the same samples)", E, e, nb * (E / e));
+            snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
+                     extra_flags ? extra_flags : "", extra_flags ? " " : "", e, nb * (E / e));
+            ch->peak = c.peak;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
                        uint64_t limit, char *buf, size_t n, char *first, size_t nfirst) {
     if (n) buf[0] = '\0';
@@ -522,6 +554,8 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
         }
     }
     change c;
+    memset(&c, 0, sizeof c);
+    if (cur->with_eval && try_eval(fin, o, NULL, NULL, limit, &c)) list[nl++] = c;
     memset(&c, 0, sizeof c);
     if (try_micro(fin, o, NULL, limit, &c)) list[nl++] = c;
     if (k != 1) {
@@ -581,6 +615,28 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
                 snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
                 snprintf(c.label, sizeof c.label, "%s", lab);
                 snprintf(c.flags, sizeof c.flags, "%s", fl);
+                list[nl++] = c;
+            }
+        }
+        if (nl == 0 && cur->with_eval) {
+            /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
+            int s = W > 1 ? 3 : stage, M = fin->micro_batch, A = fin->grad_accum;
+            char mv[16], av[16], fl[96];
+            snprintf(sv, sizeof sv, "%d", s);
+            snprintf(mv, sizeof mv, "%d", 1);
+            snprintf(av, sizeof av, "%d", A * M);
+            snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
+                     A * M);
+            const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                                   "zero_optimization.stage", sv,
+                                   "train_micro_batch_size_per_gpu", mv,
+                                   "gradient_accumulation_steps", av, NULL};
+            memset(&c, 0, sizeof c);
+            if (try_eval(fin, o, extra, fl, limit, &c)) {
+                char lab[160];
+                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
+                         "%d -> 1 + %s", s, M, c.label);
+                snprintf(c.label, sizeof c.label, "%s", lab);
                 list[nl++] = c;
             }
         }

@@ -219,6 +219,25 @@ static void test_check_and_auto(void) {
     tap_ok(rc == ZT_ENOMEM && contains(st.msg, "no change"), "nothing fits: says so");
     zt_config_free(c);
 
+    /* an eval batch far larger than the micro batch: the cheapest fix keeps
+     * training as it is and evaluates the same samples in smaller batches */
+    c = shape(6, 4, 64, 64, 256);
+    tu_set(c, "train_micro_batch_size_per_gpu", "2");
+    tu_set(c, "ztrain.data.val", "%s", "val.bin");
+    tu_set(c, "ztrain.eval_batch_size", "32");
+    tu_set(c, "ztrain.eval_batches", "2");
+    zt_memplan_opts o1;
+    zt_memplan_opts_init(&o1, 1);
+    rc = zt_memplan_compute(c, &o1, &p, &st);
+    limit = p.peak_bytes * 9 / 10;
+    ns = zt_memplan_suggest(c, &o1, &p, limit, sug, sizeof sug, first, sizeof first);
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_EVAL] > p.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] &&
+           ns >= 1 && strncmp(first, "--eval-batch-size 16 --eval-batches 4", 38) == 0 &&
+           contains(sug, "eval batch 32 -> 16 with 4 eval batches"),
+           "eval block dominates: first suggestion halves the eval batch, doubling eval batches (%s)",
+           first);
+    zt_config_free(c);
+
     /* auto micro batch: global batch 64 on 4 ranks = 16 per rank */
     c = shape(6, 4, 64, 64, 256);
     tu_set(c, "train_micro_batch_size_per_gpu", "auto");
