@@ -13,6 +13,7 @@ int cmd_train(int argc, char **argv);
 int cmd_prep(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 /* Print "ztrain: error: <msg>" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -59,6 +59,8 @@ static void usage(FILE *fp) {
             "           ztrain sample --weights FILE [--prompt TEXT] [--length N]\n"
             "  ckpt     list, inspect, verify or export checkpoints\n"
             "           ztrain ckpt list|inspect|verify|export ... (ztrain ckpt --help)\n"
+            "  estimate predict peak memory per rank (device and host, per category)\n"
+            "           ztrain estimate --config FILE --world-size N [--json] [--KEY VALUE ...]\n"
             "  version  print the version\n"
             "\n"
             "'ztrain <command> --help' describes a command's options.\n"
@@ -73,6 +75,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 1, argv + 1);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 1, argv + 1);
     if (!strcmp(cmd, "ckpt")) return cmd_ckpt(argc - 1, argv + 1);
+    if (!strcmp(cmd, "estimate")) return cmd_estimate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("ztrain %d.%d.%d\n", ZTRAIN_VERSION_MAJOR, ZTRAIN_VERSION_MINOR, ZTRAIN_VERSION_PATCH);
         return ZT_EXIT_OK;

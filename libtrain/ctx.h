@@ -5,6 +5,7 @@
 #include "comm.h"
 #include "config.h"
 #include "gpt.h"
+#include "memplan.h"
 #include "model.h"
 #include "optim.h"
 #include "shard.h"
@@ -45,6 +46,9 @@ struct zt_ctx {
     zt_loss_scaler scaler;       /* fp16 loss scaling (disabled otherwise) */
     long inject_overflow[16];    /* test hook ZT_TEST_OVERFLOW_STEPS: steps (1-based) */
     int n_inject_overflow;       /* whose gradients are made to overflow */
+    zt_memplan plan;             /* the pre-flight prediction (built-in GPT) */
+    int have_plan;
+    uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
 };
 
 /* Allocate / free a batch buffer through the model's acts_create. */

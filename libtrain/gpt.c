@@ -20,7 +20,10 @@ struct zt_gpt {
     size_t off_layer[T_PER_LAYER];     /* in every block unit (same layout) */
     size_t off_lnfw, off_lnfb;         /* in the final-norm unit */
     zt_gpt_params p, g;                /* views, bound unit by unit */
+    int ckpt;                          /* activation checkpointing group size, 0 = none */
 };
+
+void zt_gpt_set_checkpointing(zt_gpt *g, int k) { g->ckpt = k > 0 ? k : 0; }
 
 /* ------------------------------------------------------------ layout */
 
@@ -115,17 +118,42 @@ static void gpt_destroy(void *self) { zt_gpt_free(self); }
 
 /* ------------------------------------------------------------ activations */
 
-/* Carve the activation block.  With base == NULL only sizes are computed. */
-static size_t carve(const zt_model_config *mc, int B, int T, int training,
+/* Group size of the checkpointing layout for a training block of L layers
+ * (0: every layer's activations are kept). */
+static size_t ckpt_group(int ckpt, int training, size_t L) {
+    if (!training || ckpt <= 0) return 0;
+    return (size_t)ckpt < L ? (size_t)ckpt : L;
+}
+
+/* Carve the activation block.  With base == NULL only sizes are computed.
+ * Residual stream: a training block without checkpointing keeps all L+1
+ * residuals and L layer slots.  With checkpointing group size k it keeps
+ * the input of every k-th block and the final residual, k-1 scratch
+ * residuals for the group being recomputed, and k slots; res[l] of a
+ * block inside a group points at its scratch residual. */
+static size_t carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
                     zt_gpt_acts *a, float *base) {
     size_t N = (size_t)B * T, C = (size_t)mc->n_embd, V = (size_t)mc->vocab;
     size_t NH = (size_t)mc->n_head, L = (size_t)mc->n_layer;
-    size_t slots = training ? L : 1, nres = training ? L + 1 : 2;
+    size_t k = ckpt_group(ckpt, training, L);
+    size_t slots = training ? (k ? k : L) : 1;
     size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
     float *dummy;
     (void)dummy;
-    for (size_t r = 0; r < nres; ++r) TAKE(a->res[r], N * C);
+    if (!training) {
+        TAKE(a->res[0], N * C);
+        TAKE(a->res[1], N * C);
+    } else {
+        for (size_t l = 0; l <= L; ++l)
+            if (!k || l % k == 0 || l == L) TAKE(a->res[l], N * C);
+        for (size_t j = 0; k && j + 1 < k; ++j) {
+            float *scr = NULL;
+            TAKE(scr, N * C);
+            for (size_t l = 0; base && l < L; ++l)
+                if (l % k == j + 1) a->res[l] = scr;
+        }
+    }
     for (size_t s = 0; s < slots; ++s) {
         struct zt_layer_acts *la = base ? &a->layer[s] : NULL;
 #define LTAKE(f, n) do { if (la) { TAKE(la->f, n); } else { TAKE(dummy, n); } } while (0)
@@ -150,12 +178,14 @@ static size_t carve(const zt_model_config *mc, int B, int T, int training,
     return off * sizeof(float);
 }
 
-size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training) {
+size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt) {
     zt_gpt_acts a;
     memset(&a, 0, sizeof a);
-    float *res[1];
-    a.res = res;   /* not written when base == NULL, but keep it valid */
-    return carve(mc, B, T, training, &a, NULL);
+    return carve(mc, B, T, training, ckpt, &a, NULL);
+}
+
+size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training) {
+    return zt_gpt_acts_bytes_ckpt(mc, B, T, training, 0);
 }
 
 static void gpt_acts_free(void *self, void *acts) {
@@ -179,18 +209,19 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
     if (!a) return zt_fail(st, ZT_ENOMEM, "out of memory");
     int L = g->cfg.n_layer;
     a->B = B; a->T = T; a->training = training;
-    a->n_slots = training ? L : 1;
+    a->ckpt = (int)ckpt_group(g->ckpt, training, (size_t)L);
+    a->n_slots = training ? (a->ckpt ? a->ckpt : L) : 1;
     a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
     a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
     if (!a->res || !a->layer) { gpt_acts_free(self, a); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
-    size_t bytes = zt_gpt_acts_bytes(&g->cfg, B, T, training);
+    size_t bytes = zt_gpt_acts_bytes_ckpt(&g->cfg, B, T, training, g->ckpt);
     a->block = zt_mem_alloc(bytes, mem_tag, st);
     if (!a->block) {
         gpt_acts_free(self, a);
         return zt_fail_prefix(st, "activations for B=%d T=%d", B, T);
     }
     a->bytes = bytes;
-    carve(&g->cfg, B, T, training, a, a->block);
+    carve(&g->cfg, B, T, training, g->ckpt, a, a->block);
     for (size_t i = 0; i < (size_t)B * T; ++i) a->no_targets[i] = -1;
     *out = a;
     return ZT_OK;
@@ -199,7 +230,7 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
 /* ------------------------------------------------------------ forward */
 
 static struct zt_layer_acts *slot(zt_gpt_acts *a, int l) {
-    return &a->layer[a->n_slots == 1 ? 0 : l];
+    return &a->layer[l % a->n_slots];
 }
 static float *res_at(zt_gpt_acts *a, int l) {
     return a->training ? a->res[l] : a->res[l & 1];
@@ -213,12 +244,35 @@ static float *res_at(zt_gpt_acts *a, int l) {
                       bind_unit(g, (u), b_, &g->g); } while (0)
 #define RELEASE(u) ZT_TRY(zt_unit_release(U, (u), st))
 
+/* Block l's forward from res[l] into its slot and res[l+1] (the block's
+ * parameters are bound in g->p).  Backward runs it again to recompute a
+ * checkpointed block: same kernels, same inputs, bitwise the same values. */
+static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
+    const zt_backend *be = g->be;
+    int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, N = B * T;
+    const zt_gpt_layer *w = &g->p.h[l];
+    struct zt_layer_acts *s = slot(a, l);
+    float *x = res_at(a, l), *y = res_at(a, l + 1);
+    /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
+    be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+    be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
+    be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
+    be->add(s->res2, x, a->scratch, (size_t)N * C);
+    /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
+    be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+    be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
+    be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
+    be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
+    be->add(y, s->res2, a->scratch, (size_t)N * C);
+}
+
 static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
                        const int *targets, int B, int T, double *loss_sum, zt_status *st) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const zt_backend *be = g->be;
-    int C = g->cfg.n_embd, NH = g->cfg.n_head, V = g->cfg.vocab, L = g->cfg.n_layer;
+    int C = g->cfg.n_embd, V = g->cfg.vocab, L = g->cfg.n_layer;
     if (B < 1 || B > a->B || T < 1 || T > a->T)
         return zt_fail(st, ZT_EINVAL, "forward on B=%d T=%d exceeds the activations' %dx%d",
                        B, T, a->B, a->T);
@@ -231,21 +285,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     be->encoder_fwd(res_at(a, 0), inputs, g->p.wte, g->p.wpe, B, T, C);
     for (int l = 0; l < L; ++l) {
         PARAMS(1 + l);
-        const zt_gpt_layer *w = &g->p.h[l];
-        struct zt_layer_acts *s = slot(a, l);
-        float *x = res_at(a, l), *y = res_at(a, l + 1);
-        /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
-        be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
-        be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
-        be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
-        be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
-        be->add(s->res2, x, a->scratch, (size_t)N * C);
-        /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
-        be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
-        be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
-        be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
-        be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
-        be->add(y, s->res2, a->scratch, (size_t)N * C);
+        block_fwd(g, a, l);
         RELEASE(1 + l);
     }
     PARAMS(L + 1);
@@ -297,12 +337,24 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
                       a->lnf_mean, a->lnf_rstd, N, C);
     RELEASE(L + 1);
     ZT_TRY(zt_unit_grads_done(U, L + 1, st));
+    const int k = a->ckpt;
     for (int l = L - 1; l >= 0; --l) {
+        /* checkpointing: at the top block of a group [g0, e), recompute the
+         * blocks below it from the kept input res[g0]; the top block is
+         * recomputed inside its own window below */
+        int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
+        if (top)
+            for (int i = (l / k) * k; i < l; ++i) {
+                PARAMS(1 + i);
+                block_fwd(g, a, i);
+                RELEASE(1 + i);
+            }
         PARAMS(1 + l);
         GRADS(1 + l);
+        if (top) block_fwd(g, a, l);
         const zt_gpt_layer *w = &g->p.h[l];
         zt_gpt_layer *gw = &g->g.h[l];
-        struct zt_layer_acts *s = &a->layer[l];
+        struct zt_layer_acts *s = slot(a, l);
         /* MLP: dres flows to res2 unchanged and into the projection */
         be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
                        N, 4 * C, C);

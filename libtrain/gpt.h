@@ -32,12 +32,15 @@ typedef struct zt_gpt_params {
  * layer's worth and ping-pongs the residual stream. */
 typedef struct zt_gpt_acts {
     int B, T, training, n_slots;
+    int ckpt;                  /* activation checkpointing group size, 0 = none */
     int fB, fT;                /* shape of the last forward */
     float *block;              /* the one allocation */
     size_t bytes;
     const int *inputs, *targets;  /* the last forward's tokens [fB, fT] */
     int *no_targets;           /* [B, T] of -1: forward without targets */
-    float **res;               /* [L+1 or 2] x [N, C] residual stream */
+    float **res;               /* [L+1 or 2] x [N, C] residual stream (with
+                                  checkpointing, blocks inside a group share
+                                  scratch residuals) */
     struct zt_layer_acts {
         float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
         float *qkv;                          /* [N, 3C] */
@@ -45,7 +48,7 @@ typedef struct zt_gpt_acts {
         float *res2;                         /* [N, C] after attention */
         float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
         float *fch, *fch_gelu;               /* [N, 4C] x 2 */
-    } *layer;                  /* [n_slots] */
+    } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] */
     float *probs;              /* [N, V] logits -> probs -> dlogits */
@@ -64,5 +67,10 @@ void zt_gpt_free(zt_gpt *g);
 int zt_model_is_gpt(const zt_model *m);
 /* Bytes of the activation block for [B, T] (what acts_create allocates). */
 size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training);
+/* The same with activation checkpointing group size ckpt (0 none, 1 blocks,
+ * K every-K: keep the input of every K-th block, recompute groups of K). */
+size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);
+/* Use activation checkpointing in activation blocks created from now on. */
+void zt_gpt_set_checkpointing(zt_gpt *g, int ckpt);
 
 #endif

@@ -115,9 +115,47 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     int rc;
     ctx->cfg = zt_config_dup(cfg_in);
     if (!ctx->cfg) { rc = zt_fail(st, ZT_ENOMEM, "out of memory (config)"); goto fail; }
+    /* The memory planner (memplan.h) runs before anything is allocated:
+     * "auto" micro batch first, then the pre-flight check. */
+    zt_memplan_opts mo;
+    zt_memplan_opts_init(&mo, zt_rt()->world);
+    mo.ranks_per_node = zt_rt()->local_size;
+    const char *limit_what = NULL;
+    uint64_t limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, &limit_what);
+    char why[640] = "";
+    if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
+        if (ops) {
+            rc = zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is planned for "
+                         "the built-in GPT only; give a number for model '%s'",
+                         ops->name ? ops->name : "?");
+            goto fail;
+        }
+        if ((rc = zt_memplan_auto_micro(ctx->cfg, &mo, limit, ZT_MEMPLAN_AUTO_MARGIN, why,
+                                        sizeof why, st)) != ZT_OK) goto fail;
+    }
     if ((rc = zt_config_finalize(ctx->cfg, zt_rt()->world, st)) != ZT_OK) goto fail;
     if ((rc = zt_rt_check_slurm(st)) != ZT_OK) goto fail;
     const zt_config *c = ctx->cfg;
+    if (why[0]) zt_log(ctx, ZT_LOG_INFO, "train_micro_batch_size_per_gpu=auto: %s", why);
+    if (!ops) {   /* a model of the caller's own: its activations are unknown here */
+        int forced = 0;
+        if ((rc = zt_memplan_check(c, &mo, limit, limit_what, &ctx->plan, &forced, st)) != ZT_OK)
+            goto fail;
+        ctx->have_plan = 1;
+        ctx->mem_limit = limit;
+        char pk[32], lim[32];
+        zt_memplan_fmt_bytes((double)ctx->plan.peak_bytes, pk, sizeof pk);
+        zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+        if (forced)
+            zt_log(ctx, ZT_LOG_WARN, "memory: predicted peak %s per rank exceeds the limit %s (%s); "
+                   "starting anyway (ztrain.force)", pk, lim, limit_what);
+        else if (limit)
+            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, limit_what);
+        else
+            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
+    }
 
     ctx->be = zt_backend_cpu();
     ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
@@ -131,6 +169,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     if (!ops) {
         zt_gpt *g;
         if ((rc = zt_gpt_new(&c->model, ctx->be, &g, st)) != ZT_OK) goto fail;
+        zt_gpt_set_checkpointing(g, zt_config_act_ckpt_k(c));
         ops = zt_gpt_ops();
         self = g;
         own = 1;
@@ -411,6 +450,51 @@ static void log_memory(zt_ctx *ctx) {
     }
 }
 
+/* ztrain.memory_report: current / peak / predicted per category (rank 0's
+ * view through the log callback; a "memory" record in the metrics file). */
+static void memory_report(zt_ctx *ctx, const char *when) {
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    const zt_memplan *p = ctx->have_plan ? &ctx->plan : NULL;
+    int pl = p && p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    char a[32], b[32], c[32];
+    zt_log(ctx, ZT_LOG_INFO, "memory report (%s), per rank: %-16s %12s %12s %12s", when, "category",
+           "current", "peak", "predicted");
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+        if (!ms.peak[t] && !(p && p->cat[pl][t])) continue;
+        zt_memplan_fmt_bytes((double)ms.cur[t], a, sizeof a);
+        zt_memplan_fmt_bytes((double)ms.peak[t], b, sizeof b);
+        if (p) zt_memplan_fmt_bytes((double)p->cat[pl][t], c, sizeof c);
+        char host[64] = "";
+        if (ms.host_peak[t])
+            snprintf(host, sizeof host, "  (offloaded: %.2f MiB in host memory)",
+                     ms.host_peak[t] / 1048576.0);
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s%s", zt_mem_tag_name(t), a, b, p ? c : "-",
+               host);
+    }
+    zt_memplan_fmt_bytes((double)ms.cur_total, a, sizeof a);
+    zt_memplan_fmt_bytes((double)ms.peak_total, b, sizeof b);
+    if (p) zt_memplan_fmt_bytes((double)p->peak_bytes, c, sizeof c);
+    zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s", "total", a, b, p ? c : "-");
+    if (p)
+        zt_log(ctx, ZT_LOG_INFO, "memory peak per rank: accounted %llu bytes, predicted %llu bytes "
+               "(%+.2f%%)", (unsigned long long)ms.peak_total, (unsigned long long)p->peak_bytes,
+               ms.peak_total ? 100.0 * ((double)p->peak_bytes - (double)ms.peak_total) /
+                                   (double)ms.peak_total : 0.0);
+    if (ctx->metrics_fp) {
+        fprintf(ctx->metrics_fp, "{\"step\": %ld, \"memory\": {", ctx->step);
+        for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+            fprintf(ctx->metrics_fp, "\"%s\": [%llu, %llu], ", zt_mem_tag_name(t),
+                    (unsigned long long)ms.cur[t], (unsigned long long)ms.peak[t]);
+        fprintf(ctx->metrics_fp, "\"current_bytes\": %llu, \"peak_bytes\": %llu",
+                (unsigned long long)ms.cur_total, (unsigned long long)ms.peak_total);
+        if (p) fprintf(ctx->metrics_fp, ", \"predicted_peak_bytes\": %llu",
+                       (unsigned long long)p->peak_bytes);
+        fprintf(ctx->metrics_fp, "}}\n");
+        fflush(ctx->metrics_fp);
+    }
+}
+
 static void log_comm(zt_ctx *ctx) {
     if (ctx->nranks < 2) return;
     for (int k = 0; k < ZT_COMM_NKINDS; ++k) {
@@ -428,6 +512,7 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     ZT_TRY(metrics_open(ctx, st));
     if (ctx->has_val) ZT_TRY(eval_acts_ready(ctx, st));
+    const int report = zt_config_memory_report(c);
     zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, vocab %d)",
            ctx->model->num_params, c->model.n_layer, c->model.n_head, c->model.n_embd,
            c->model.context, c->model.vocab);
@@ -481,11 +566,17 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             }
             if (hr != ZT_OK) return hr;
         }
+        if (report > 0 && ctx->step % report == 0 && !last) {
+            char when[48];
+            snprintf(when, sizeof when, "step %ld", ctx->step);
+            memory_report(ctx, when);
+        }
     }
     if (ctx->scaler.enabled)
         zt_log(ctx, ZT_LOG_INFO, "fp16: %llu steps skipped on gradient overflow; loss scale now %g",
                (unsigned long long)ctx->scaler.skipped, ctx->scaler.s.scale);
-    log_memory(ctx);
+    if (report >= 0) memory_report(ctx, "end of training");
+    else log_memory(ctx);
     log_comm(ctx);
     return ZT_OK;
 }
