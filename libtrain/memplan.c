@@ -83,6 +83,18 @@ double zt_memplan_formula(int stage, int mixed, double psi, double n) {
     }
 }
 
+double zt_memplan_engine_formula(int stage, int mixed, double psi, double n) {
+    if (n < 1) n = 1;
+    if (!mixed) return zt_memplan_formula(stage, 0, psi, n);
+    /* 16-bit parameters (2), fp32 gradients (4), fp32 master + m + v (12) */
+    switch (stage) {
+    case 0: return 18 * psi;
+    case 1: return 6 * psi + 12 * psi / n;
+    case 2: return 2 * psi + 16 * psi / n;
+    default: return 18 * psi / n;
+    }
+}
+
 int zt_memplan_deepspeed(int stage, int offload, double P, double Lp, int world,
                          int ranks_per_node, double *gpu, double *cpu) {
     double N = world > 0 ? world : 1, M = ranks_per_node > 0 ? ranks_per_node : 1;
@@ -109,10 +121,20 @@ int zt_memplan_deepspeed(int stage, int offload, double P, double Lp, int world,
 typedef struct sim {
     uint64_t cur[ZT_MP_NPLACES][ZT_MEM_NTAGS], pk[ZT_MP_NPLACES][ZT_MEM_NTAGS];
     uint64_t tot[ZT_MP_NPLACES], ptot[ZT_MP_NPLACES];
+    /* what the engine tags ZT_MEM_ON_HOST (offload): mem.c's host_cur/host_peak */
+    uint64_t hcur[ZT_MEM_NTAGS], hpk[ZT_MEM_NTAGS];
     const char *phase, *pphase[ZT_MP_NPLACES];
 } sim;
 
+/* or'ed into a place: the engine allocates it with ZT_MEM_ON_HOST */
+#define MP_OFFLOADED 0x10
+
 static void s_alloc(sim *s, int place, int tag, uint64_t b) {
+    if (place & MP_OFFLOADED) {
+        place &= ~MP_OFFLOADED;
+        s->hcur[tag] += b;
+        if (s->hcur[tag] > s->hpk[tag]) s->hpk[tag] = s->hcur[tag];
+    }
     s->cur[place][tag] += b;
     s->tot[place] += b;
     if (s->cur[place][tag] > s->pk[place][tag]) s->pk[place][tag] = s->cur[place][tag];
@@ -122,6 +144,10 @@ static void s_alloc(sim *s, int place, int tag, uint64_t b) {
     }
 }
 static void s_free(sim *s, int place, int tag, uint64_t b) {
+    if (place & MP_OFFLOADED) {
+        place &= ~MP_OFFLOADED;
+        s->hcur[tag] -= b;
+    }
     s->cur[place][tag] -= b;
     s->tot[place] -= b;
 }
@@ -133,25 +159,35 @@ typedef struct layout {
     uint64_t *n;            /* elements per unit */
     uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
     uint64_t max_len;       /* largest owned slice (>= 1) */
-    uint64_t eb;            /* bytes per parameter / gradient element: 4 or 2 */
+    uint64_t eb;            /* bytes per stored parameter element: 4, or 2 when mixed */
     int place_params, place_optim, place_dev;
     /* unit simulation state: shard.c's engine behind the unit API */
     sim *s;
-    char *gathered, *bucket, *seen;
+    uint64_t *gathered;     /* stage 3: bytes of the unit's gather buffer (storage type), 0 none */
+    char *view, *bucket, *seen;   /* view: mixed, the unit's fp32 compute copy */
     int pass;
 } layout;
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
 
+/* shard.c's gather_start: stage 3, a gather buffer in the storage type
+ * unless the unit is gathered, pending, or (mixed) widened already */
 static void u_gather(layout *y, int u) {
-    if (y->gathered[u]) return;
-    y->gathered[u] = 1;
-    s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * y->eb);
+    if (y->gathered[u] || y->view[u]) return;
+    y->gathered[u] = y->n[u] * y->eb;
+    s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
 }
+/* shard.c's release (fp32: stage 3 only; mixed: every stage) */
 static void u_release(layout *y, int u) {
-    if (y->p->stage != 3 || !y->gathered[u]) return;
-    y->gathered[u] = 0;
-    s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * y->eb);
+    if (y->p->stage != 3 && !y->p->mixed) return;
+    if (y->view[u]) {
+        y->view[u] = 0;
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+    }
+    if (y->gathered[u]) {
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
+        y->gathered[u] = 0;
+    }
 }
 static void u_begin(layout *y, int pass) {
     y->pass = pass;
@@ -160,26 +196,38 @@ static void u_begin(layout *y, int pass) {
 static void u_end(layout *y, int release_all) {
     for (int u = 0; release_all && u < y->nu; ++u) u_release(y, u);
 }
-/* zt_unit_params: gather; on the first use in a pass, prefetch the next
- * unit in pass order unless it was used already */
+/* zt_unit_params.  fp32: stage 3 gathers.  Mixed (make_view): an fp32 copy
+ * of the unit widened from the 16-bit storage; at stage 3 from the gathered
+ * 16-bit unit, whose buffer is freed once widened.  At stage 3, on the first
+ * use in a pass, prefetch the next unit in pass order unless it was used. */
 static void u_params(layout *y, int u) {
-    if (y->p->stage < 3) return;
-    u_gather(y, u);
-    if (y->seen[u]) return;
+    if (!y->p->mixed) {
+        if (y->p->stage < 3) return;
+        u_gather(y, u);
+    } else if (!y->view[u]) {
+        if (y->p->stage == 3) u_gather(y, u);
+        y->view[u] = 1;
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        if (y->p->stage == 3) {
+            s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
+            y->gathered[u] = 0;
+        }
+    }
+    if (y->p->stage < 3 || y->seen[u]) return;
     y->seen[u] = 1;
     int nx = y->pass == PASS_FWD ? u + 1 : u - 1;
     if (nx >= 0 && nx < y->nu && !y->seen[nx]) u_gather(y, nx);
 }
-/* zt_unit_grads: a unit-sized bucket at stages 2-3 */
+/* zt_unit_grads: a unit-sized fp32 bucket at stages 2-3 (every precision) */
 static void u_grads(layout *y, int u) {
     if (y->p->stage < 2 || y->bucket[u]) return;
     y->bucket[u] = 1;
-    s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * y->eb);
+    s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
 static void u_grads_done(layout *y, int u) {
     if (y->p->stage < 2 || !y->bucket[u]) return;
     y->bucket[u] = 0;
-    s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * y->eb);
+    s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
 
 /* gpt.c's forward, as unit API calls (zt_shard_forward around it). */
@@ -288,11 +336,12 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     y.p = p;
     y.nu = L + 2;
     y.n = calloc((size_t)y.nu, sizeof *y.n);
-    y.gathered = calloc((size_t)y.nu, 1);
+    y.gathered = calloc((size_t)y.nu, sizeof *y.gathered);
+    y.view = calloc((size_t)y.nu, 1);
     y.bucket = calloc((size_t)y.nu, 1);
     y.seen = calloc((size_t)y.nu, 1);
-    if (!y.n || !y.gathered || !y.bucket || !y.seen) {
-        free(y.n); free(y.gathered); free(y.bucket); free(y.seen);
+    if (!y.n || !y.gathered || !y.view || !y.bucket || !y.seen) {
+        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
         rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         goto done;
     }
@@ -319,25 +368,51 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     y.s = &s;
     const uint64_t Psi = p->num_params, own = umax(y.shard_total, 1);
     const int k = p->ckpt_k, B = p->micro_batch, A = p->grad_accum;
-    const int elem = p->mixed ? 2 : 4;
+    /* the model computes in fp32 in every precision (precision.h): fp32
+     * activation, eval and sample blocks */
+    const int elem = 4;
     const uint64_t tok = (T + 1) * 4;   /* one window of uint32 tokens */
+    /* 16-bit gradient reductions (communication_data_type) with more than one rank */
+    const int comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
+    /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
+    const int optim_tag_place = y.place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
+    /* elements whose master weights and moments this rank keeps */
+    const uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
 
-    /* zt_ctx_create: model, shards, activations, optimizer */
+    /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
+     * mixed: never the parameter block) */
     s.phase = "setup";
-    if (p->stage < 3) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, Psi * y.eb);
-    if (p->stage < 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, Psi * y.eb);
-    if (p->stage == 3) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, own * y.eb);
-    if (p->stage >= 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, own * y.eb);
-    if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * y.eb);
+    if (p->stage < 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, Psi * 4);
+    if (p->stage < 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, Psi * 4);
+    /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
+     * owned slices at 3) and fp32 master weights (optimizer category);
+     * 16-bit reduction buffers; the fp32 shards; the reduce-scatter buffer */
+    if (p->mixed) {
+        s_alloc(&s, y.place_params, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+        s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    }
+    if (comm16) {
+        s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
+        if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 2);
+    }
+    if (p->stage == 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, own * 4);
+    if (p->stage >= 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, own * 4);
+    if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 4);
+    /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
+     * through an fp32 buffer of the largest unit */
+    if (p->mixed && p->stage < 3) {
+        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+    }
     uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)T, 1, k, elem);
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
-    uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
-    /* AdamW m and v (fp32); mixed precision adds the fp32 master copy */
-    for (int i = 0; i < (p->mixed ? 3 : 2); ++i) s_alloc(&s, y.place_optim, ZT_MEM_OPTIMIZER, on * 4);
+    /* zt_adamw_init: m and v (fp32) */
+    for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
     p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
     p->grads_bytes = s.cur[ZT_MP_HOST][ZT_MEM_GRADS] + s.cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
     p->optim_bytes = s.cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s.cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
     p->formula_bytes = zt_memplan_formula(p->stage, p->mixed, (double)Psi, (double)G);
+    p->engine_formula_bytes = zt_memplan_engine_formula(p->stage, p->mixed, (double)Psi, (double)G);
 
     /* zt_ctx_open_data: token validation, then the loaders' buffers (host) */
     uint64_t scan = o->scan_bytes ? o->scan_bytes : ((uint64_t)1 << 16) * 4;
@@ -374,10 +449,12 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         p->peak_phase[pl] = s.pphase[pl] ? s.pphase[pl] : "setup";
         for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s.pk[pl][t];
     }
-    /* the CLI's end of run: weights export (full fp32 parameters gathered on
-     * every rank at stage 3, host), then the sample ([1, T] forward) */
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s.hpk[t];
+    /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
+     * parameters gathered on every rank at stage 3, and at stages 1-2 when
+     * mixed, from the master slices; host), then the sample ([1, T] forward) */
     s.phase = "weights export";
-    if (p->stage == 3) {
+    if (p->stage == 3 || (p->mixed && p->stage >= 1)) {
         s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, Psi * 4);
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, Psi * 4);
     }
@@ -388,6 +465,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
     free(y.n);
     free(y.gathered);
+    free(y.view);
     free(y.bucket);
     free(y.seen);
 done:

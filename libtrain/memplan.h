@@ -12,11 +12,15 @@
  * every category and of the total, per place: host memory, and device memory
  * on a GPU target.
  *
- * fp32 on the CPU backend is what the engine runs today; the prediction is
- * exact there (tests/test_memplan, tests/memplan_grid.sh).  bf16/fp16 (2-byte
- * parameters, gradients and activations, fp32 master + AdamW moments =
- * 12 bytes per owned parameter), offload and the GPU target are
- * estimate-only: they follow the ZeRO paper's accounting (docs/memory.md).
+ * On the CPU backend the prediction is exact, in fp32 and in bf16/fp16 with
+ * or without optimizer offload (tests/test_memplan_run, tests/memplan_mpi.sh):
+ * it replays shard.c's mixed-precision allocations too -- 16-bit parameter
+ * storage, fp32 gradients, fp32 master weights beside the AdamW moments
+ * (optimizer category; host memory when offloaded), the fp32 compute copy
+ * of each unit in use (gathered-params), 16-bit reduction buffers when
+ * communication_data_type is 16-bit.  Activations are fp32 in every
+ * precision (the model computes in fp32).  offload_param and the GPU target
+ * are estimate-only (docs/memory.md).
  */
 #ifndef ZT_MEMPLAN_H
 #define ZT_MEMPLAN_H
@@ -51,10 +55,15 @@ typedef struct zt_memplan {
     uint64_t largest_tensor; /* DeepSpeed's "largest layer" (wte, usually) */
     /* model states on one rank, bytes, wherever they live */
     uint64_t params_bytes, grads_bytes, optim_bytes;
-    double formula_bytes;    /* the ZeRO formula for the same stage/precision/N */
+    double formula_bytes;    /* the ZeRO paper's formula for the same stage/precision/N */
+    double engine_formula_bytes; /* the same in closed form for what the engine keeps
+                                  * (mixed: fp32 gradients, 18 Psi at stage 0) */
     /* peak of each category and of the total, per place */
     uint64_t cat[ZT_MP_NPLACES][ZT_MEM_NTAGS];
     uint64_t peak[ZT_MP_NPLACES];
+    /* of cat[][]: the peak bytes per category the engine tags as offloaded to
+     * host memory (ZT_MEM_ON_HOST: zt_memory_report's host_peak) */
+    uint64_t offloaded[ZT_MEM_NTAGS];
     const char *peak_phase[ZT_MP_NPLACES];   /* where the total peaks */
     /* including the end of a CLI run: weights export (stage 3 gathers the
      * full parameters on every rank) and the text sample */
@@ -77,6 +86,11 @@ uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int trai
 /* ZeRO model-state formula per rank (bytes): fp32 16/8+8/N/4+12/N/16/N Psi,
  * mixed 16/4+12/N/2+14/N/16/N Psi. */
 double zt_memplan_formula(int stage, int mixed, double psi, double n);
+
+/* What the engine keeps per rank (bytes), in closed form: fp32 as the
+ * formula; mixed 2 Psi 16-bit parameters + 4 Psi fp32 gradients + 12 Psi
+ * master and moments, sharded by stage: 18 / 6+12/N / 2+16/N / 18/N Psi. */
+double zt_memplan_engine_formula(int stage, int mixed, double psi, double n);
 
 /* DeepSpeed's estimator (model states only): GPU bytes per rank and CPU
  * bytes per node for stage 2/3 and an offload mode (0 none, 1 optimizer,

@@ -5,8 +5,10 @@
  *    checkpointing policy, training and eval), and checkpointing shrinks them;
  *  - model-state rows follow the ZeRO formulas: exactly for GPT-2 124M at
  *    stage 0 on one rank, within 0.01% for an 8B-shaped GPT on 64 ranks at
- *    every stage, fp32 and bf16; DeepSpeed's estimator figures;
- *  - placement on a GPU target (offload -> host), the pre-flight message and
+ *    every stage in fp32; in bf16 what the engine keeps (the formulas + the
+ *    fp32 gradients); DeepSpeed's estimator figures;
+ *  - placement on a GPU target (offload -> host: master + moments), the
+ *    offloaded bytes on the CPU target, the pre-flight message and
  *    its suggestions (the first one fits), "auto" micro batch, limits.
  * Real runs against the prediction: tests/memplan_mpi.sh.
  */
@@ -56,7 +58,22 @@ static void test_acts(void) {
            "blocks %.2f; every-12 = none)", none / 1073741824.0, every3 / 1073741824.0,
            blocks / 1073741824.0);
     tap_ok(zt_memplan_acts_bytes(&g2, 8, 1024, 1, 0, 2) < none * 0.55,
-           "mixed precision halves the activation arrays");
+           "2-byte elements would halve the activation arrays");
+    zt_config *c = shape(3, 2, 32, 16, 64);
+    tu_set(c, "train_micro_batch_size_per_gpu", "4");
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, 1);
+    zt_memplan a, b;
+    zt_status st;
+    int rc = zt_memplan_compute(c, &o, &a, &st);
+    tu_set(c, "precision", "bf16");
+    rc |= zt_memplan_compute(c, &o, &b, &st);
+    tap_ok(rc == ZT_OK && a.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] == b.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] &&
+           a.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] ==
+               zt_memplan_acts_bytes(&c->model, 4, 16, 1, 0, 4),
+           "bf16 plans fp32 activations (the model computes in fp32): %llu bytes",
+           (unsigned long long)b.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS]);
+    zt_config_free(c);
 }
 
 static void test_formulas(void) {
@@ -91,15 +108,29 @@ static void test_formulas(void) {
             rc = zt_memplan_compute(c, &o, &p, &st);
             double states = (double)(p.params_bytes + p.grads_bytes + p.optim_bytes);
             double f = zt_memplan_formula(stage, mixed, (double)p.num_params, 64);
-            double err = fabs(states - f) / f;
-            tap_diag("8B %s stage %d: states %.4f GiB, formula %.4f GiB (%.5f%%), peak %.2f GiB",
-                     mixed ? "bf16" : "fp32", stage, states / 1073741824.0, f / 1073741824.0,
-                     100 * err, p.peak_bytes / 1073741824.0);
-            if (rc != ZT_OK || err > 1e-4 || fabs(p.formula_bytes - f) > 1) ok = 0;
+            double e = zt_memplan_engine_formula(stage, mixed, (double)p.num_params, 64);
+            double err = fabs(states - e) / e;
+            /* the engine keeps fp32 gradients: 2 bytes more per gradient element */
+            double gdiff = mixed ? 2.0 * (stage < 2 ? (double)p.num_params
+                                                    : (double)p.num_params / 64) : 0.0;
+            tap_diag("8B %s stage %d: states %.4f GiB, engine formula %.4f GiB (%.5f%%), ZeRO "
+                     "formula %.4f GiB, peak %.2f GiB", mixed ? "bf16" : "fp32", stage,
+                     states / 1073741824.0, e / 1073741824.0, 100 * err, f / 1073741824.0,
+                     p.peak_bytes / 1073741824.0);
+            if (rc != ZT_OK || err > 1e-4 || fabs(p.formula_bytes - f) > 1 ||
+                fabs(p.engine_formula_bytes - e) > 1 || fabs(e - f - gdiff) > 1e-6 * f)
+                ok = 0;
             zt_config_free(c);
         }
-    tap_ok(ok, "8B-shaped on 64 ranks: model states within 0.01%% of the ZeRO formulas, "
-           "stages 0-3, fp32 and mixed");
+    tap_ok(ok, "8B-shaped on 64 ranks: model states within 0.01%% of what the engine keeps "
+           "(fp32: the ZeRO formulas; mixed: the formulas + 2 bytes per fp32 gradient element), "
+           "stages 0-3");
+    tap_ok(zt_memplan_engine_formula(0, 1, 100, 4) == 1800 &&
+           zt_memplan_engine_formula(1, 1, 100, 4) == 900 &&
+           zt_memplan_engine_formula(2, 1, 100, 4) == 600 &&
+           zt_memplan_engine_formula(3, 1, 100, 4) == 450 &&
+           zt_memplan_engine_formula(2, 0, 100, 4) == zt_memplan_formula(2, 0, 100, 4),
+           "engine table, mixed: 18, 6+12/N, 2+16/N, 18/N; fp32 = the formula");
     tap_ok(zt_memplan_formula(1, 0, 100, 4) == 1000 && zt_memplan_formula(2, 0, 100, 4) == 700 &&
            zt_memplan_formula(3, 0, 100, 4) == 400 && zt_memplan_formula(1, 1, 100, 4) == 700 &&
            zt_memplan_formula(2, 1, 100, 4) == 550 && zt_memplan_formula(0, 1, 100, 4) == 1600,
@@ -143,6 +174,31 @@ static void test_placement(void) {
     rc = zt_memplan_compute(c, &o, &p, &st);
     tap_ok(rc == ZT_EINVAL && contains(st.msg, "offload_param") && contains(st.msg, "stage=3"),
            "offload of parameters needs stage 3: %s", st.msg);
+    /* optimizer offload, bf16 stage 2 on 8 GPUs: master + m + v (12 bytes per
+     * owned element) on the host, tagged offloaded; the rest on the device */
+    tu_set(c, "offload", "optimizer");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    uint64_t psi = p.num_params;
+    tap_ok(rc == ZT_OK && p.optim_bytes >= 12 * (psi / 8) && p.optim_bytes <= 12 * (psi / 8 + 8) &&
+           p.cat[ZT_MP_HOST][ZT_MEM_OPTIMIZER] == p.optim_bytes &&
+           p.offloaded[ZT_MEM_OPTIMIZER] == p.optim_bytes && p.cat[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER] == 0 &&
+           p.cat[ZT_MP_DEVICE][ZT_MEM_PARAMS] == 2 * psi && p.cat[ZT_MP_HOST][ZT_MEM_PARAMS] == 0 &&
+           p.cat[ZT_MP_DEVICE][ZT_MEM_GRADS] == p.grads_bytes && p.offloaded[ZT_MEM_PARAMS] == 0,
+           "GPU target, bf16 stage 2, optimizer offload: master + m + v (%llu bytes, 12 per owned "
+           "element) on the host and offloaded; 16-bit params (2 Psi) and fp32 grads on the device",
+           (unsigned long long)p.optim_bytes);
+    /* CPU target: everything is host memory; the offloaded part is the optimizer */
+    o.target = ZT_MP_TARGET_CPU;
+    zt_memplan q;
+    rc = zt_memplan_compute(c, &o, &q, &st);
+    tu_set(c, "offload", "none");
+    zt_memplan r;
+    int rc2 = zt_memplan_compute(c, &o, &r, &st);
+    tap_ok(rc == ZT_OK && rc2 == ZT_OK && q.peak_bytes == r.peak_bytes &&
+           q.offloaded[ZT_MEM_OPTIMIZER] == q.optim_bytes && r.offloaded[ZT_MEM_OPTIMIZER] == 0 &&
+           q.peak[ZT_MP_DEVICE] == 0,
+           "CPU target: optimizer offload moves nothing out of the per-rank total (%llu bytes); "
+           "it is reported as offloaded host memory", (unsigned long long)q.peak_bytes);
     zt_config_free(c);
 }
 
