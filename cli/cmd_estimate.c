@@ -19,7 +19,8 @@ static void estimate_usage(void) {
            "row per ZeRO stage / offload option next to DeepSpeed's model-state estimator.\n"
            "Every configuration key is accepted as a flag, as for 'ztrain train' (model\n"
            "shape, --stage, --shard-group, --precision, --micro-batch, --context,\n"
-           "--act-ckpt, --offload ...); bf16/fp16, offload and the GPU target are\n"
+           "--act-ckpt, --offload ...).  bf16/fp16 and optimizer offload are planned as\n"
+           "the engine runs them; offload of parameters and the GPU target are\n"
            "estimate-only settings.\n"
            "\n"
            "  --config FILE          DeepSpeed-style JSON configuration (or ZTRAIN_CONFIG)\n"
@@ -105,22 +106,33 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
 
     double psi = (double)p->num_params, N = p->shard_group;
-    printf("\nmodel states per rank (Psi = %llu, N = %d):\n", (unsigned long long)p->num_params,
-           p->shard_group);
+    printf("\nmodel states per rank (Psi = %llu, N = %d): what the engine keeps, next to the ZeRO "
+           "paper's formula\n", (unsigned long long)p->num_params, p->shard_group);
+    /* the paper: 2-byte params and grads when mixed; the engine keeps the
+     * gradients in fp32 in every precision */
     double pb = p->mixed ? 2 : 4;
     double fp = p->stage < 3 ? pb * psi : pb * psi / N;
     double fg = p->stage < 2 ? pb * psi : pb * psi / N;
     double fo = (p->mixed ? 12 : 8) * (p->stage == 0 ? psi : psi / N);
     const char *tp = p->stage < 3 ? (p->mixed ? "2 Psi" : "4 Psi") : (p->mixed ? "2 Psi/N" : "4 Psi/N");
     const char *tg = p->stage < 2 ? (p->mixed ? "2 Psi" : "4 Psi") : (p->mixed ? "2 Psi/N" : "4 Psi/N");
+    const char *eg = p->stage < 2 ? "4 Psi" : "4 Psi/N";
     const char *to = p->stage == 0 ? (p->mixed ? "12 Psi" : "8 Psi") : (p->mixed ? "12 Psi/N" : "8 Psi/N");
-    struct { const char *name; uint64_t v; double fv; const char *term; } ms[3] = {
-        {"params", p->params_bytes, fp, tp}, {"grads", p->grads_bytes, fg, tg},
-        {"optimizer", p->optim_bytes, fo, to}};
+    char off[64] = "";
+    if (p->offloaded[ZT_MEM_OPTIMIZER]) {
+        fmtb((double)p->offloaded[ZT_MEM_OPTIMIZER], a, sizeof a);
+        snprintf(off, sizeof off, "  (offloaded: %s in host memory)", a);
+    }
+    struct { const char *name; uint64_t v; const char *eterm; double fv; const char *term;
+             const char *note; } ms[3] = {
+        {"params", p->params_bytes, tp, fp, tp, p->mixed ? "  (16-bit; no fp32 parameter block)" : ""},
+        {"grads", p->grads_bytes, eg, fg, tg, p->mixed ? "  (fp32: accumulated and reduced in fp32)" : ""},
+        {"optimizer", p->optim_bytes, to, fo, to, off}};
     for (int i = 0; i < 3; ++i) {
         fmtb((double)ms[i].v, a, sizeof a);
         fmtb(ms[i].fv, f, sizeof f);
-        printf("  %-10s %12s   formula %-9s = %12s\n", ms[i].name, a, ms[i].term, f);
+        printf("  %-10s %12s   %-10s | ZeRO %-9s = %12s%s\n", ms[i].name, a, ms[i].eterm,
+               ms[i].term, f, ms[i].note);
     }
     uint64_t tot = p->params_bytes + p->grads_bytes + p->optim_bytes;
     fmtb((double)tot, a, sizeof a);
@@ -128,15 +140,26 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     static const char *const ftext[2][4] = {
         {"16 Psi", "8 Psi + 8 Psi/N", "4 Psi + 12 Psi/N", "16 Psi/N"},
         {"16 Psi", "4 Psi + 12 Psi/N", "2 Psi + 14 Psi/N", "16 Psi/N"}};
-    printf("  %-10s %12s   ZeRO formula %s = %s (%+.3f%%)\n", "total", a, ftext[p->mixed][p->stage], f,
+    static const char *const etext[2][4] = {
+        {"16 Psi", "8 Psi + 8 Psi/N", "4 Psi + 12 Psi/N", "16 Psi/N"},
+        {"18 Psi", "6 Psi + 12 Psi/N", "2 Psi + 16 Psi/N", "18 Psi/N"}};
+    printf("  %-10s %12s   engine %s | ZeRO formula %s = %s (engine %+.3f%%)\n", "total", a,
+           etext[p->mixed][p->stage], ftext[p->mixed][p->stage], f,
            p->formula_bytes > 0 ? 100.0 * ((double)tot - p->formula_bytes) / p->formula_bytes : 0.0);
+    if (p->mixed)
+        printf("  (the formula counts 2-byte gradients; the engine keeps them in fp32, 2 bytes more "
+               "per gradient element, so that accumulation and reduction never round to 16 bits)\n");
 
-    printf("\npredicted peak per rank, by category (each at its own peak):\n");
-    printf("  %-16s %14s %14s\n", "category", "device", "host");
+    printf("\npredicted peak per rank, by category (each at its own peak%s):\n",
+           p->offload_optimizer ? "; offloaded: the part of host that is offloaded state" : "");
+    printf("  %-16s %14s %14s%s\n", "category", "device", "host",
+           p->offload_optimizer ? "     offloaded" : "");
     for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
         fmtb(p->gpu ? (double)p->cat[ZT_MP_DEVICE][t] : -1, a, sizeof a);
         fmtb((double)p->cat[ZT_MP_HOST][t], b, sizeof b);
-        printf("  %-16s %14s %14s\n", zt_mem_tag_name(t), a, b);
+        char o[32] = "";
+        if (p->offload_optimizer) fmtb(p->offloaded[t] ? (double)p->offloaded[t] : -1, o, sizeof o);
+        printf("  %-16s %14s %14s%s%14s\n", zt_mem_tag_name(t), a, b, o[0] ? " " : "", o);
     }
     fmtb(p->gpu ? (double)p->peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->peak[ZT_MP_HOST], b, sizeof b);
@@ -220,10 +243,12 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
            c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu");
     printf("  \"model_states\": {\"params_bytes\": %llu, \"grads_bytes\": %llu, "
-           "\"optimizer_bytes\": %llu, \"total_bytes\": %llu, \"formula_bytes\": %.0f},\n",
+           "\"optimizer_bytes\": %llu, \"total_bytes\": %llu, \"formula_bytes\": %.0f, "
+           "\"engine_formula_bytes\": %.0f, \"offloaded_bytes\": %llu},\n",
            (unsigned long long)p->params_bytes, (unsigned long long)p->grads_bytes,
            (unsigned long long)p->optim_bytes,
-           (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes);
+           (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes,
+           p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER]);
     printf("  \"device\": {\"peak_bytes\": %llu, \"categories\": ",
            (unsigned long long)p->peak[ZT_MP_DEVICE]);
     json_cats(p, ZT_MP_DEVICE);
@@ -231,6 +256,10 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            (unsigned long long)p->peak[ZT_MP_HOST],
            (unsigned long long)p->peak[ZT_MP_HOST] * (unsigned long long)p->ranks_per_node);
     json_cats(p, ZT_MP_HOST);
+    printf(", \"offloaded_categories\": {");
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+        printf("%s\"%s\": %llu", t ? ", " : "", zt_mem_tag_name(t), (unsigned long long)p->offloaded[t]);
+    printf("}");
     printf("},\n  \"peak_bytes\": %llu,\n  \"peak_phase\": \"%s\",\n", (unsigned long long)p->peak_bytes,
            p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
     printf("  \"end_of_run_peak_bytes\": %llu,\n",

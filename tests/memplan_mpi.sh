@@ -1,8 +1,10 @@
 #!/bin/bash
 # memplan_mpi.sh -- the memory planner against real runs: tests/test_memplan_run
 # at 1 to 4 ranks (grid of stages, shard groups, checkpointing, micro batches;
-# checkpointing equivalence; refusal; auto micro batch), then the CLI:
-# `ztrain train --memory-report` with real data loaders, the pre-flight
+# bf16/fp16 grid with 16-bit reductions and optimizer offload; checkpointing
+# equivalence; refusal; auto micro batch), then the CLI:
+# `ztrain train --memory-report` with real data loaders (fp32, bf16, fp16,
+# offload), the pre-flight
 # refusal and its first suggestion, micro batch auto, and `ztrain estimate`.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
@@ -42,7 +44,10 @@ print("# accounted %d, predicted %d (%.3f%%)" % (a, p, 100.0 * (p - a) / a))
 sys.exit(0 if abs(p - a) <= 0.05 * a else 1)
 PY
 }
-for spec in "1 0 none 4" "2 1 blocks 2" "3 2 every-2 5" "4 3 blocks 3" "4 3 none 1 --shard-group 2"; do
+for spec in "1 0 none 4" "2 1 blocks 2" "3 2 every-2 5" "4 3 blocks 3" "4 3 none 1 --shard-group 2" \
+            "1 0 none 4 --precision bf16" "2 1 blocks 2 --precision bf16 --offload optimizer" \
+            "3 2 none 2 --precision fp16 --comm-dtype bf16" \
+            "4 3 blocks 1 --shard-group 2 --precision bf16 --comm-dtype bf16 --offload optimizer"; do
     set -- $spec
     n=$1 s=$2 k=$3 mb=$4; shift 4
     tag="r$n$s$k$mb$#"
@@ -109,13 +114,32 @@ j = json.load(open(sys.argv[1])); s = int(sys.argv[2]); mixed = sys.argv[3] != "
 P = j["model"]["num_params"]; N = 64.0
 f = ([16*P, 8*P + 8*P/N, 4*P + 12*P/N, 16*P/N] if not mixed else
      [16*P, 4*P + 12*P/N, 2*P + 14*P/N, 16*P/N])[s]
-t = j["model_states"]["total_bytes"]
-print("# 8B %s stage %d: states %.3f GiB vs formula %.3f GiB, peak %.2f GiB, fits 80G: %s" %
-      (sys.argv[3], s, t / 2**30, f / 2**30, j["peak_bytes"] / 2**30, j["fits"]))
-sys.exit(0 if abs(t - f) <= 1e-4 * f and j["peak_bytes"] == j["device"]["peak_bytes"] else 1)
+# what the engine keeps: fp32 gradients in every precision (2 bytes more per gradient element)
+e = f if not mixed else [18*P, 6*P + 12*P/N, 2*P + 16*P/N, 18*P/N][s]
+ms = j["model_states"]; t = ms["total_bytes"]
+print("# 8B %s stage %d: states %.3f GiB vs engine %.3f GiB, ZeRO formula %.3f GiB, peak %.2f GiB, fits 80G: %s" %
+      (sys.argv[3], s, t / 2**30, e / 2**30, f / 2**30, j["peak_bytes"] / 2**30, j["fits"]))
+sys.exit(0 if abs(t - e) <= 1e-4 * e and abs(ms["formula_bytes"] - f) <= 1 and
+         abs(ms["engine_formula_bytes"] - e) <= 1 and j["peak_bytes"] == j["device"]["peak_bytes"] else 1)
 PY
 done; done
-ok $ok8 "estimate 8B-shaped (32 x 4096, vocab 128256, context 8192) on 64 ranks: model states match the ZeRO formulas, fp32 and bf16, stages 0-3"
+ok $ok8 "estimate 8B-shaped (32 x 4096, vocab 128256, context 8192) on 64 ranks: model states match the ZeRO formulas in fp32 and the engine's (fp32 gradients) in bf16, stages 0-3"
+# optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
+"$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
+    --device gpu --json > off.json
+python3 - off.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); P = j["model"]["num_params"]; ms = j["model_states"]
+d, h = j["device"]["categories"], j["host"]["categories"]
+ok = (ms["optimizer_bytes"] == h["optimizer"] == ms["offloaded_bytes"] ==
+      j["host"]["offloaded_categories"]["optimizer"] and d["optimizer"] == 0 and
+      abs(ms["optimizer_bytes"] - 12 * P / 8) <= 12 * 8 and d["params"] == 2 * P and
+      d["grads"] == ms["grads_bytes"] and h["params"] == h["grads"] == 0)
+print("# bf16 stage 2, 8 GPUs, offload: optimizer %d bytes on the host (12 Psi/N = %.0f), params %d on the device" %
+      (h["optimizer"], 12 * P / 8, d["params"]))
+sys.exit(0 if ok else 1)
+PY
+ok $? "estimate, GPU target, bf16 + optimizer offload: fp32 master + m + v (12 Psi/N) on the host and reported offloaded; 16-bit params and fp32 grads on the device"
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
     --device gpu > tbl.txt
 ok $([ $? = 0 ] && grep -q "^options" tbl.txt && grep -Eq "^  3 +params" tbl.txt &&
