@@ -10,19 +10,7 @@
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 command -v python3 > /dev/null || skip_all "no python3"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-for n in 1 2 3 4; do
-    mpirun_np "$n" "$ZT_BUILDDIR/tests/test_memplan_run" > "$T/run$n.tap" 2> "$T/run$n.err"
-    rc=$?
-    while IFS= read -r line; do
-        case "$line" in
-            "ok "*) ok 0 "${line#ok * - }" ;;
-            "not ok "*) ok 1 "${line#not ok * - }" ;;
-            "#"*) echo "$line" ;;
-        esac
-    done < "$T/run$n.tap"
-    [ $rc = 0 ] || diag "$T/run$n.err"
-    ok $rc "test_memplan_run under mpirun -np $n exits 0"
-done
+for n in 1 2 3 4; do tap_mpi "$n" "$ZT_BUILDDIR/tests/test_memplan_run"; done
 
 cd "$T" || exit 1
 head -c 120000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
