@@ -50,6 +50,13 @@ void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse,
                           int B, int T, int C, int NH);
 
+/* cpu_precision.c: the table's conversion entries */
+void zt_cpu_to_bf16(uint16_t *out, const float *in, size_t n);
+void zt_cpu_from_bf16(float *out, const uint16_t *in, size_t n);
+void zt_cpu_to_f16(uint16_t *out, const float *in, size_t n);
+void zt_cpu_from_f16(float *out, const uint16_t *in, size_t n);
+size_t zt_cpu_nonfinite(const float *x, size_t n);
+
 /* cpu_backend.c: dst[c] += sum_{n<N} src[n*ld + c] for c < C, summed over n
  * in order (double accumulators), parallel over channel blocks: the result
  * does not depend on the thread count. */
