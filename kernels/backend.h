@@ -139,9 +139,30 @@ typedef struct zt_backend {
     void (*from_f16)(float *out, const uint16_t *in, size_t n);
     /* number of non-finite (inf/nan) values in x[n] */
     size_t (*nonfinite)(const float *x, size_t n);
+
+    /* sum of x[n], accumulated in double (cpu: in index order; cuda: a
+     * fixed-order tree), returned to the host (the engine's loss sums) */
+    double (*sum)(const float *x, size_t n);
+
+    /* 1: alloc() returns host memory that the host may read and write
+     * directly (cpu).  0: device memory, reached only through this table's
+     * kernels and copy / to_host / to_device / zero (cuda, cpu-strict); the
+     * engine then stages through host buffers whatever the host must see. */
+    int host_memory;
 } zt_backend;
 
 /* The CPU backend (always built). */
 const zt_backend *zt_backend_cpu(void);
+
+/* A debugging backend (always built, kernels/cpu/cpu_strict.c): the CPU
+ * kernels on memory the host cannot touch.  Every block alloc() hands out
+ * is an mmap'd region kept PROT_NONE except while one of this table's own
+ * kernels or copies runs, and host_memory is 0, so a host dereference of
+ * "device" memory by its caller crashes (SIGSEGV) at the faulting line
+ * instead of silently working as it would on the cpu backend.  Results are
+ * bitwise those of zt_backend_cpu().  Slow (every call changes the
+ * protection of every live block): for tiny models in tests.  NULL when
+ * the regions cannot be set up (no mmap/mprotect). */
+const zt_backend *zt_backend_cpu_strict(void);
 
 #endif /* ZT_KERNELS_BACKEND_H */

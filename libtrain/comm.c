@@ -234,8 +234,9 @@ static int mpi_allgather_inplace(zt_group *g, void *buf, const int *counts, cons
 
 static int mpi_ireduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
                                    zt_dtype t, zt_request *r, zt_status *st) {
-    ZT_TRY(need_native(g, t, ZT_COMM_REDUCE_SCATTER, st));
-    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), MPI_SUM, g->comm, &r->req);
+    MPI_Op op;
+    ZT_TRY(op_for(g, t, MPI_SUM, ZT_COMM_REDUCE_SCATTER, &op, st));
+    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), op, g->comm, &r->req);
     if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_REDUCE_SCATTER);
     r->kind = ZT_COMM_REDUCE_SCATTER;
     r->active = 1;

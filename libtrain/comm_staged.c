@@ -27,7 +27,7 @@ typedef struct staged_group {
 /* r->impl of a non-blocking collective */
 typedef struct staged_req {
     zt_request inner;
-    char *host;              /* host copy (zt_mem_alloc, ZT_MEM_COMM) */
+    char *host;              /* host copy (zt_mem_alloc, ZT_MEM_COMM | ZT_MEM_HOST) */
     void *dev;               /* result destination on the device */
     size_t res_off, res_bytes;  /* result = host[res_off, res_off + res_bytes) */
 } staged_req;
@@ -67,7 +67,7 @@ static int ensure(staged_group *s, size_t bytes, zt_status *st) {
     zt_mem_free(s->stage);
     s->stage = NULL;
     s->stage_bytes = 0;
-    s->stage = zt_mem_alloc(bytes ? bytes : 1, ZT_MEM_COMM, st);
+    s->stage = zt_mem_alloc(bytes ? bytes : 1, ZT_MEM_COMM | ZT_MEM_HOST, st);
     if (!s->stage) return zt_fail_prefix(st, "host staging buffer of the %s group", s->g.name);
     s->stage_bytes = bytes;
     return ZT_OK;
@@ -173,7 +173,7 @@ static staged_req *new_req(size_t host_bytes, zt_status *st) {
         zt_fail(st, ZT_ENOMEM, "out of memory (host-staged request)");
         return NULL;
     }
-    q->host = zt_mem_alloc(host_bytes ? host_bytes : 1, ZT_MEM_COMM, st);
+    q->host = zt_mem_alloc(host_bytes ? host_bytes : 1, ZT_MEM_COMM | ZT_MEM_HOST, st);
     if (!q->host) {
         free(q);
         return NULL;

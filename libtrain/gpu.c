@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/zt_cuda.h"
 #include "gpu.h"
 #include "ztrain_env.h"
 
@@ -35,6 +36,33 @@ int zt_cuda_pick_device(int local_rank, zt_status *st) {
     return local_rank % n;
 }
 
+const zt_backend *zt_cuda_open(int local_rank, int *device, zt_status *st) {
+    *device = zt_cuda_pick_device(local_rank, st);
+    if (*device < 0) return NULL;
+    cudaError_t e = cudaSetDevice(*device);
+    if (e != cudaSuccess) {
+        zt_fail(st, ZT_EUNSUPPORTED, "backend cuda: cudaSetDevice(%d) failed: %s", *device,
+                cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    const zt_backend *be = zt_backend_cuda();
+    if (!be) {
+        zt_fail(st, ZT_EUNSUPPORTED, "backend cuda on device %d: %s", *device, zt_backend_cuda_why());
+        return NULL;
+    }
+    return be;
+}
+
+int zt_cuda_visible_devices(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
 #else
 
 int zt_cuda_pick_device(int local_rank, zt_status *st) {
@@ -43,5 +71,12 @@ int zt_cuda_pick_device(int local_rank, zt_status *st) {
             "(configure --with-cuda)");
     return -1;
 }
+
+const zt_backend *zt_cuda_open(int local_rank, int *device, zt_status *st) {
+    *device = zt_cuda_pick_device(local_rank, st);
+    return NULL;
+}
+
+int zt_cuda_visible_devices(void) { return 0; }
 
 #endif

@@ -22,4 +22,15 @@
  */
 int zt_cuda_pick_device(int local_rank, zt_status *st);
 
+/*
+ * The CUDA backend on this rank's device: zt_cuda_pick_device, make the
+ * device current, zt_backend_cuda().  *device receives the ordinal.  NULL
+ * with st filled (ZT_EUNSUPPORTED, one line: no device visible, no CUDA in
+ * this build, or why the backend could not start on the device).
+ */
+struct zt_backend;
+const struct zt_backend *zt_cuda_open(int local_rank, int *device, zt_status *st);
+/* CUDA devices visible to this process (0 without CUDA or without devices). */
+int zt_cuda_visible_devices(void);
+
 #endif

@@ -208,6 +208,14 @@ static void cpu_scale(float *x, size_t n, float s) {
 /* Sum of squares in double over fixed-size chunks whose partials are added
  * in chunk order: the result does not depend on the thread count. */
 #define ZT_SUMSQ_MAXCHUNKS 1024
+/* In index order, one thread: the engine's loss sums (N = B*T values per
+ * micro-batch) stay exactly the sequential double sum. */
+static double cpu_sum(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i];
+    return s;
+}
+
 static double cpu_sumsq(const float *x, size_t n) {
     if (n == 0) return 0.0;
     size_t chunk = 65536;
@@ -284,6 +292,8 @@ static const zt_backend cpu_backend = {
     .to_f16 = zt_cpu_to_f16,
     .from_f16 = zt_cpu_from_f16,
     .nonfinite = zt_cpu_nonfinite,
+    .sum = cpu_sum,
+    .host_memory = 1,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

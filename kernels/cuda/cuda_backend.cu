@@ -362,6 +362,38 @@ static double cuda_sumsq(const float *x, size_t n) {
     return s;
 }
 
+/* sum of x[n] in double: the same fixed partition as k_sumsq */
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum(double *part, const float *x, size_t n) {
+    __shared__ double sh[ZT_RED_THREADS / 32];
+    double s = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        s += (double)x[i];
+    s = zt_warp_sum_d(s);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) sh[wid] = s;
+    __syncthreads();
+    if (wid == 0) {
+        double t = lane < ZT_RED_THREADS / 32 ? sh[lane] : 0.0;
+        t = zt_warp_sum_d(t);
+        if (lane == 0) part[blockIdx.x] = t;
+    }
+}
+
+static double cuda_sum(const float *x, size_t n) {
+    if (!n) return 0.0;
+    const unsigned nb = red_blocks(n);
+    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), "sum");
+    if (!part) return 0.0;
+    k_sum<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
+    if (!ZT_LAUNCHED("k_sum")) return 0.0;
+    double host[ZT_RED_MAXBLOCKS];
+    cuda_to_host(host, part, nb * sizeof(double));
+    double s = 0.0;
+    for (unsigned i = 0; i < nb; i++) s += host[i];
+    return s;
+}
+
 __global__ void __launch_bounds__(ZT_RED_THREADS) k_nonfinite(unsigned long long *part,
                                                              const float *x, size_t n) {
     __shared__ unsigned long long sh[ZT_RED_THREADS / 32];
@@ -516,6 +548,8 @@ static void fill_table(zt_backend *t) {
     t->to_f16 = cuda_to_f16;
     t->from_f16 = cuda_from_f16;
     t->nonfinite = cuda_nonfinite;
+    t->sum = cuda_sum;
+    t->host_memory = 0;
 }
 
 __global__ void k_probe(int *x) {
