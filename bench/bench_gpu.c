@@ -3,10 +3,12 @@
  *
  *  1. kernels: each table entry on GPT-2 124M shapes (ms per call and the
  *     achieved TFLOP/s or GB/s);
- *  2. model: a GPT-2 training step written with the table alone -- forward,
- *     backward and AdamW over all parameters, all activations kept, no
- *     communication -- in fp32 and in bf16 matmul mode: ms/step, tokens/s,
- *     MFU, and peak GPU memory held by the backend.
+ *  2. model: a GPT-2 training step written with the table alone
+ *     (tests/table_gpt.h: forward, backward, clipping and AdamW over all
+ *     parameters, all activations kept, no communication; the step reads its
+ *     loss back to the host, as training does for logging) in fp32 and in
+ *     bf16 matmul mode: ms/step, tokens/s, MFU, and peak GPU memory held by
+ *     the backend.
  *
  * MFU uses the training-FLOP estimate of bench/README.md (6 x params +
  * 6 x L x C x T per token) over the GPU's dense peak for the matmul
@@ -25,6 +27,7 @@
 
 #include "backend.h"
 #include "gpu.h"
+#include "table_gpt.h"
 #include "zt_cuda.h"
 
 static const zt_backend *be;
@@ -178,139 +181,23 @@ static void bench_kernels(shape s) {
 
 /* ------------------------------------------------------------ model */
 
-/* parameter offsets of one layer, in floats */
-typedef struct {
-    size_t ln1w, ln1b, wqkv, bqkv, wproj, bproj, ln2w, ln2b, wfc, bfc, wfcp, bfcp, size;
-} layer_off;
-
-static layer_off layer_layout(int C) {
-    layer_off o;
-    size_t p = 0;
-    const size_t c = (size_t)C;
-    o.ln1w = p; p += c;
-    o.ln1b = p; p += c;
-    o.wqkv = p; p += 3 * c * c;
-    o.bqkv = p; p += 3 * c;
-    o.wproj = p; p += c * c;
-    o.bproj = p; p += c;
-    o.ln2w = p; p += c;
-    o.ln2b = p; p += c;
-    o.wfc = p; p += 4 * c * c;
-    o.bfc = p; p += 4 * c;
-    o.wfcp = p; p += 4 * c * c;
-    o.bfcp = p; p += c;
-    o.size = p;
-    return o;
-}
-
-/* activations of one layer */
-typedef struct {
-    float *ln1, *m1, *r1, *qkv, *att, *lse, *res2, *ln2, *m2, *r2, *fch, *gel, *res3;
-} layer_act;
-
+/* seconds per training step (tests/table_gpt.h) after 2 warm-up steps */
 static double model_step_s(shape s, int mode, int steps, size_t *peak_bytes, double *loss_out,
                            size_t *nparams) {
-    const int L = s.L, NH = s.H, C = s.C, V = s.V, B = s.B, T = s.T;
-    const size_t N = (size_t)B * T, c = (size_t)C;
-    const layer_off lo = layer_layout(C);
-    const size_t off_wte = 0, off_wpe = off_wte + (size_t)V * c, off_layers = off_wpe + (size_t)T * c;
-    const size_t off_lnf = off_layers + (size_t)L * lo.size, P = off_lnf + 2 * c;
-    *nparams = P;
     be->set_matmul_precision(mode);
     zt_cuda_mem_reset_peak();
-
-    float *params = dalloc(P * 4), *grads = dalloc(P * 4), *mom = dalloc(P * 4), *var = dalloc(P * 4);
-    dfill(params, P, 0.02f, 0.0f);
-    for (int l = 0; l < L; l++) {   /* LayerNorm weights 1, biases 0 */
-        float *lp = params + off_layers + (size_t)l * lo.size;
-        dfill(lp + lo.ln1w, c, 0.0f, 1.0f);
-        dfill(lp + lo.ln2w, c, 0.0f, 1.0f);
-        be->zero(lp + lo.ln1b, c * 4);
-        be->zero(lp + lo.ln2b, c * 4);
-    }
-    dfill(params + off_lnf, c, 0.0f, 1.0f);
-    be->zero(params + off_lnf + c, c * 4);
-
-    layer_act *a = calloc((size_t)L, sizeof *a);
-    float *x0 = dalloc(N * c * 4);
-    for (int l = 0; l < L; l++) {
-        a[l].ln1 = dalloc(N * c * 4); a[l].m1 = dalloc(N * 4); a[l].r1 = dalloc(N * 4);
-        a[l].qkv = dalloc(3 * N * c * 4); a[l].att = dalloc(N * c * 4);
-        a[l].lse = dalloc((size_t)B * NH * T * 4); a[l].res2 = dalloc(N * c * 4);
-        a[l].ln2 = dalloc(N * c * 4); a[l].m2 = dalloc(N * 4); a[l].r2 = dalloc(N * 4);
-        a[l].fch = dalloc(4 * N * c * 4); a[l].gel = dalloc(4 * N * c * 4); a[l].res3 = dalloc(N * c * 4);
-    }
-    float *lnf = dalloc(N * c * 4), *mf = dalloc(N * 4), *rf = dalloc(N * 4);
-    float *logits = dalloc(N * (size_t)V * 4), *losses = dalloc(N * 4);
-    float *dres = dalloc(N * c * 4), *dbuf = dalloc(N * c * 4), *d4 = dalloc(4 * N * c * 4);
-    float *d4b = dalloc(4 * N * c * 4), *dqkv = dalloc(3 * N * c * 4);
-    int *tok = dtokens(N, V), *tgt = dtokens(N, V);
-    float *hl = malloc(N * 4);
-
-    double t0 = 0.0;
+    tg_model m;
+    const tg_shape ts = {s.L, s.H, s.C, s.V, s.B, s.T};
+    if (!tg_init(&m, be, ts, 1234)) die("model: out of GPU memory");
+    *nparams = m.P;
+    double t0 = 0.0, loss = 0.0;
     const int warm = 2;
     for (int step = 0; step < warm + steps; step++) {
         if (step == warm) {
             be->synchronize();
             t0 = now_s();
         }
-        /* ---- forward */
-        float *wte = params + off_wte, *wpe = params + off_wpe;
-        be->encoder_fwd(x0, tok, wte, wpe, B, T, C);
-        const float *res = x0;
-        for (int l = 0; l < L; l++) {
-            float *lp = params + off_layers + (size_t)l * lo.size;
-            layer_act *q = &a[l];
-            be->layernorm_fwd(q->ln1, q->m1, q->r1, res, lp + lo.ln1w, lp + lo.ln1b, (int)N, C);
-            be->matmul_fwd(q->qkv, q->ln1, lp + lo.wqkv, lp + lo.bqkv, (int)N, C, 3 * C);
-            be->attention_fwd(q->att, q->lse, q->qkv, B, T, C, NH);
-            be->matmul_fwd(dbuf, q->att, lp + lo.wproj, lp + lo.bproj, (int)N, C, C);
-            be->add(q->res2, res, dbuf, N * c);
-            be->layernorm_fwd(q->ln2, q->m2, q->r2, q->res2, lp + lo.ln2w, lp + lo.ln2b, (int)N, C);
-            be->matmul_fwd(q->fch, q->ln2, lp + lo.wfc, lp + lo.bfc, (int)N, C, 4 * C);
-            be->gelu_fwd(q->gel, q->fch, 4 * N * c);
-            be->matmul_fwd(dbuf, q->gel, lp + lo.wfcp, lp + lo.bfcp, (int)N, 4 * C, C);
-            be->add(q->res3, q->res2, dbuf, N * c);
-            res = q->res3;
-        }
-        be->layernorm_fwd(lnf, mf, rf, res, params + off_lnf, params + off_lnf + c, (int)N, C);
-        be->matmul_fwd(logits, lnf, wte, NULL, (int)N, C, V);   /* tied embedding */
-        be->xent_fwd(losses, logits, logits, tgt, (int)N, V);
-
-        /* ---- backward */
-        be->zero(grads, P * 4);
-        be->xent_bwd(logits, logits, tgt, 1.0f / (float)N, (int)N, V);
-        float *g_wte = grads + off_wte, *g_wpe = grads + off_wpe;
-        be->matmul_bwd(dbuf, g_wte, NULL, logits, lnf, wte, (int)N, C, V);
-        be->zero(dres, N * c * 4);
-        be->layernorm_bwd(dres, grads + off_lnf, grads + off_lnf + c, dbuf, res, params + off_lnf, mf, rf,
-                          (int)N, C);
-        for (int l = L - 1; l >= 0; l--) {
-            float *lp = params + off_layers + (size_t)l * lo.size;
-            float *gp = grads + off_layers + (size_t)l * lo.size;
-            layer_act *q = &a[l];
-            const float *res_in = l ? a[l - 1].res3 : x0;
-            /* res3 = res2 + fcproj(gelu(fc(ln2(res2)))) */
-            be->matmul_bwd(d4, gp + lo.wfcp, gp + lo.bfcp, dres, q->gel, lp + lo.wfcp, (int)N, 4 * C, C);
-            be->gelu_bwd(d4b, q->fch, d4, 4 * N * c);
-            be->matmul_bwd(dbuf, gp + lo.wfc, gp + lo.bfc, d4b, q->ln2, lp + lo.wfc, (int)N, C, 4 * C);
-            be->layernorm_bwd(dres, gp + lo.ln2w, gp + lo.ln2b, dbuf, q->res2, lp + lo.ln2w, q->m2, q->r2,
-                              (int)N, C);
-            /* res2 = res_in + proj(attn(qkv(ln1(res_in)))) */
-            be->matmul_bwd(dbuf, gp + lo.wproj, gp + lo.bproj, dres, q->att, lp + lo.wproj, (int)N, C, C);
-            be->attention_bwd(dqkv, dbuf, q->qkv, q->att, q->lse, B, T, C, NH);
-            be->matmul_bwd(dbuf, gp + lo.wqkv, gp + lo.bqkv, dqkv, q->ln1, lp + lo.wqkv, (int)N, C, 3 * C);
-            be->layernorm_bwd(dres, gp + lo.ln1w, gp + lo.ln1b, dbuf, res_in, lp + lo.ln1w, q->m1, q->r1,
-                              (int)N, C);
-        }
-        be->encoder_bwd(g_wte, g_wpe, dres, tok, B, T, C);
-
-        /* ---- clip + AdamW */
-        const double norm = sqrt(be->sumsq(grads, P));
-        const float clip = norm > 1.0 ? (float)(1.0 / norm) : 1.0f;
-        const int t = step + 1;
-        be->adamw(params, grads, mom, var, P, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                  1.0f - powf(0.9f, (float)t), 1.0f - powf(0.95f, (float)t), clip);
+        loss = tg_step(&m, step);
         const char *e = be->error();
         if (e) {
             fprintf(stderr, "bench_gpu: model step %d: %s\n", step, e);
@@ -319,22 +206,9 @@ static double model_step_s(shape s, int mode, int steps, size_t *peak_bytes, dou
     }
     be->synchronize();
     const double per = (now_s() - t0) / steps;
-    be->to_host(hl, losses, N * 4);
-    double loss = 0;
-    for (size_t i = 0; i < N; i++) loss += hl[i];
-    *loss_out = loss / (double)N;
+    *loss_out = loss;
     zt_cuda_mem(NULL, peak_bytes);
-
-    be->free(params); be->free(grads); be->free(mom); be->free(var); be->free(x0);
-    for (int l = 0; l < L; l++) {
-        be->free(a[l].ln1); be->free(a[l].m1); be->free(a[l].r1); be->free(a[l].qkv); be->free(a[l].att);
-        be->free(a[l].lse); be->free(a[l].res2); be->free(a[l].ln2); be->free(a[l].m2); be->free(a[l].r2);
-        be->free(a[l].fch); be->free(a[l].gel); be->free(a[l].res3);
-    }
-    free(a);
-    be->free(lnf); be->free(mf); be->free(rf); be->free(logits); be->free(losses); be->free(dres);
-    be->free(dbuf); be->free(d4); be->free(d4b); be->free(dqkv); be->free(tok); be->free(tgt);
-    free(hl);
+    tg_free(&m);
     be->set_matmul_precision(ZT_MATMUL_FP32);
     return per;
 }

@@ -101,6 +101,9 @@ static int host_wait(nccl_group *n, cudaEvent_t ev, int kind, zt_status *st) {
     const double t0 = zt_now_s();
     for (unsigned spins = 0;; spins++) {
         const cudaError_t e = cudaEventQuery(ev);
+        /* "not ready" is not an error: never leave it for the CUDA
+         * backend's next launch check to find */
+        if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
         if (e == cudaSuccess) return ZT_OK;
         if (e != cudaErrorNotReady) {
             const int rc = fail_cuda(n, kind, "waiting for completion", e, st);
