@@ -204,6 +204,11 @@ static void test_elementwise(void) {
     tap_close(gpu->sumsq(da, 7), cpu->sumsq(a, 7), 1e-12, 0, "sumsq (7 elements)");
     tap_ok(gpu->sumsq(da, 0) == 0.0, "sumsq n = 0");
     tap_ok(gpu->sumsq(da, n) == s_gpu, "sumsq twice: bitwise equal");
+    /* sum (the engine's loss sums): double accumulation, a fixed order */
+    const double u_cpu = cpu->sum(a, n), u_gpu = gpu->sum(da, n);
+    tap_close(u_gpu, u_cpu, 1e-9, 1e-9, "sum (3M elements, double)");
+    tap_close(gpu->sum(da, 7), cpu->sum(a, 7), 1e-12, 0, "sum (7 elements)");
+    tap_ok(gpu->sum(da, 0) == 0.0 && gpu->sum(da, n) == u_gpu, "sum n = 0; twice: bitwise equal");
 
     /* non-finite count */
     float *c = fdup(a, n);
@@ -682,9 +687,10 @@ int main(void) {
         gpu->matmul_bwd && gpu->set_matmul_precision && gpu->attention_fwd && gpu->attention_bwd &&
         gpu->gelu_fwd && gpu->gelu_bwd && gpu->add && gpu->xent_fwd && gpu->xent_bwd && gpu->adamw &&
         gpu->sumsq && gpu->scale && gpu->to_bf16 && gpu->from_bf16 && gpu->to_f16 && gpu->from_f16 &&
-        gpu->nonfinite;
+        gpu->nonfinite && gpu->sum;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
+    if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
 
     const int full = !(getenv("ZT_CUDA_TEST_QUICK") && atoi(getenv("ZT_CUDA_TEST_QUICK")));
     if (!full) tap_diag("ZT_CUDA_TEST_QUICK: small shapes only");

@@ -319,6 +319,12 @@ static void test_elementwise(void) {
                                    (double)a[3] * a[3] + (double)a[4] * a[4] + (double)a[5] * a[5] +
                                    (double)a[6] * a[6], 1e-15, 0, "sumsq small n");
     tap_ok(be->sumsq(a, 0) == 0.0, "sumsq n = 0");
+    {
+        double seq = 0.0;
+        for (size_t i = 0; i < n; i++) seq += (double)a[i];
+        tap_ok(be->sum(a, n) == seq && be->sum(a, 0) == 0.0,
+               "sum: the sequential double sum, bitwise (the engine's loss sums)");
+    }
     /* sumsq is independent of the thread count */
     be->set_threads(1);
     const double s1 = be->sumsq(a, n);
