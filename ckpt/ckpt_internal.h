@@ -11,6 +11,18 @@
 #define CK_CHUNK_ELEMS ((size_t)4 << 20)
 #endif
 
+/* State in the backend's memory (zt_train_state.on_device): owned ranges
+ * move through one host buffer of CK_CHUNK_ELEMS floats (accounted,
+ * workspace); NULL (and no allocation) when the state is host memory.
+ * Free with zt_mem_free.  *failed = 1 when the allocation failed. */
+static inline float *ck_stage_buf(const zt_train_state *s, int *failed, zt_status *st) {
+    *failed = 0;
+    if (!s->on_device) return NULL;
+    float *h = zt_mem_alloc(CK_CHUNK_ELEMS * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
+    *failed = h == NULL;
+    return h;
+}
+
 /* The three per-tensor families and their HDF5 groups. */
 enum { CK_PARAMS = 0, CK_M = 1, CK_V = 2, CK_NFAM = 3 };
 extern const char *const ck_family_group[CK_NFAM];

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "ckpt_internal.h"
+#include "devmem.h"
 
 #define CK_TAG 7301
 
@@ -79,10 +80,21 @@ static int mismatch(zt_status *st, const char *file, int fam, const char *tname,
                    (unsigned long long)stored, (unsigned long long)got);
 }
 
+/* Owned elements [x, y) of range rg, family f, from host values src (device
+ * state: copied to the device). */
+static void put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
+                      uint64_t y, const float *src) {
+    float *dst = fam_ptr(rg, f) + (x - rg->lo);
+    if (s->on_device) s->be->to_device(dst, src, (y - x) * sizeof(float));
+    else memcpy(dst, src, (y - x) * sizeof(float));
+}
+
 /* Send flat elements [a, b) of family f from rank 0's buf to their owners;
- * every rank calls it. */
+ * every rank calls it.  h: device state's host buffer (receives land there
+ * first), NULL for host state. */
 static int scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t a,
-                   uint64_t b, const float *buf, int f, MPI_Request *reqs, zt_status *st) {
+                   uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
+                   zt_status *st) {
     MPI_Comm comm = ck_comm(ctx);
     if (ctx->rank == 0) {
         int nreq = 0;
@@ -97,7 +109,7 @@ static int scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint6
         for (int i = 0; i < s->n_ranges; ++i) {
             const zt_owned_range *rg = &s->ranges[i];
             uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
-            if (x < y) memcpy(fam_ptr(rg, f) + (x - rg->lo), buf + (x - a), (y - x) * sizeof(float));
+            if (x < y) put_owned(s, rg, f, x, y, buf + (x - a));
         }
         if (nreq && MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
             return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Waitall failed");
@@ -107,9 +119,11 @@ static int scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint6
         const zt_owned_range *rg = &s->ranges[i];
         uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
         if (x >= y) continue;
-        if (MPI_Recv(fam_ptr(rg, f) + (x - rg->lo), (int)(y - x), MPI_FLOAT, 0, CK_TAG, comm,
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        /* at most b - a <= CK_CHUNK_ELEMS elements: fits h */
+        if (MPI_Recv(h ? h : fam_ptr(rg, f) + (x - rg->lo), (int)(y - x), MPI_FLOAT, 0, CK_TAG,
+                     comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Recv from rank 0 failed");
+        if (h) put_owned(s, rg, f, x, y, h);
     }
     return ZT_OK;
 }
@@ -131,6 +145,9 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
     hid_t f = -1;
     float *buf = NULL;
     MPI_Request *reqs = NULL;
+    int hfail = 0;
+    float *h = root ? NULL : ck_stage_buf(s, &hfail, st);   /* device state, receivers */
+    if ((rc = ck_agree(ctx, hfail ? st->code : ZT_OK, st)) != ZT_OK) goto out;
     if (root) {
         f = ck_open_serial(file, st);
         if (f < 0) rc = st->code;
@@ -171,7 +188,8 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
                     H5Sclose(fs);
                 }
                 rc = ck_root_status(ctx, rc, st);
-                if (rc == ZT_OK) rc = scatter(ctx, s, p, t->offset + a, t->offset + b, buf, fam, reqs, st);
+                if (rc == ZT_OK)
+                    rc = scatter(ctx, s, p, t->offset + a, t->offset + b, buf, fam, reqs, h, st);
             }
         }
         close_tensor(d);
@@ -185,6 +203,7 @@ out:
     if (f >= 0) H5Fclose(f);
     free(buf);
     free(reqs);
+    zt_mem_free(h);
     return rc;
 }
 
@@ -200,7 +219,10 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
     uint64_t *stored = calloc((size_t)CK_NFAM * (size_t)nt, sizeof *stored);
     int cap = 64;
     uint64_t (*mine)[2] = malloc((size_t)cap * sizeof *mine);
+    int hfail = 0;
+    float *h = ck_stage_buf(s, &hfail, st);   /* device state: reads land here first */
     if (!got || !stored || !mine) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (hfail) rc = st->code;
     if (rc == ZT_OK) {
         f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
         if (f < 0) rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot open checkpoint", file);
@@ -238,8 +260,8 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                                  "owned range (a bug: please report it)", t->name);
                     break;
                 }
-                float *dst = fam_ptr(rg, fam) + (a - rg->lo);
-                hsize_t len = b - a;
+                float *dst = h ? h : fam_ptr(rg, fam) + (a - rg->lo);
+                hsize_t len = b - a;   /* a piece: at most CK_CHUNK_ELEMS */
                 hid_t ms = H5Screate_simple(1, &len, NULL);
                 if (ck_select_flat(fs, t->ndim, dims, a - t->offset, b - t->offset) < 0 ||
                     H5Dread(d[fam], H5T_NATIVE_FLOAT, ms, fs, dx, dst) < 0) {
@@ -248,6 +270,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                     rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot read tensor %s", file, name);
                 }
                 H5Sclose(ms);
+                if (rc == ZT_OK && h) put_owned(s, rg, fam, a, b, h);
                 if (rc == ZT_OK && s->writer)
                     got[fam * nt + ti] += zt_ckpt_checksum(dst, b - a, a - t->offset);
             }
@@ -274,6 +297,7 @@ out:
     free(got);
     free(stored);
     free(mine);
+    zt_mem_free(h);
     return rc;
 }
 

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "devmem.h"
 #include "optim.h"
 
 static float *fam_ptr(const zt_owned_range *r, int f) {
@@ -37,8 +38,9 @@ static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint6
     return NULL;
 }
 
-/* Partial checksums of this rank's slices, per family and tensor. */
-static void partial_checksums(const zt_train_state *s, uint64_t *cs) {
+/* Partial checksums of this rank's slices, per family and tensor (device
+ * state: read through the host buffer h in pieces). */
+static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
     const zt_model *m = s->model;
     int nt = m->n_tensors;
     if (!s->writer) return;
@@ -49,9 +51,18 @@ static void partial_checksums(const zt_train_state *s, uint64_t *cs) {
             uint64_t a = r->lo > ti->offset ? r->lo : ti->offset;
             uint64_t b = r->hi < ti->offset + ti->numel ? r->hi : ti->offset + ti->numel;
             if (a >= b) continue;
-            for (int f = 0; f < CK_NFAM; ++f)
-                cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (a - r->lo), b - a,
-                                                   a - ti->offset);
+            for (int f = 0; f < CK_NFAM; ++f) {
+                if (!h) {
+                    cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (a - r->lo), b - a,
+                                                       a - ti->offset);
+                    continue;
+                }
+                for (uint64_t x = a; x < b; x += CK_CHUNK_ELEMS) {
+                    const uint64_t y = b - x > CK_CHUNK_ELEMS ? x + CK_CHUNK_ELEMS : b;
+                    s->be->to_host(h, fam_ptr(r, f) + (x - r->lo), (y - x) * sizeof(float));
+                    cs[f * nt + t] += zt_ckpt_checksum(h, y - x, x - ti->offset);
+                }
+            }
         }
     }
 }
@@ -170,7 +181,7 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
 }
 
 static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_plan *p,
-                       const uint64_t *cs, const char *file, zt_status *st) {
+                       const uint64_t *cs, float *h, const char *file, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
     hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -228,9 +239,14 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
                 const zt_owned_range *rg = range_of(s, a, b);
                 if (!rg) { bad = 2; break; }
                 hsize_t len = b - a;
+                const float *src = fam_ptr(rg, fam) + (a - rg->lo);
+                if (h) {   /* a piece is at most CK_CHUNK_ELEMS long */
+                    s->be->to_host(h, src, (size_t)len * sizeof(float));
+                    src = h;
+                }
                 hid_t ms = H5Screate_simple(1, &len, NULL);
                 if (ck_select_flat(sp, t->ndim, dims, a - t->offset, b - t->offset) < 0 ||
-                    H5Dwrite(d, H5T_NATIVE_FLOAT, ms, sp, dx, fam_ptr(rg, fam) + (a - rg->lo)) < 0)
+                    H5Dwrite(d, H5T_NATIVE_FLOAT, ms, sp, dx, src) < 0)
                     bad = 1;
                 H5Sclose(ms);
             }
@@ -369,9 +385,12 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     char *json = NULL;
     double created = 0;
     hid_t fapl = -1, f = -1;
+    int hfail = 0;
+    float *h = ck_stage_buf(&s, &hfail, st);   /* device state: host staging */
     if (!cs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (hfail) rc = st->code;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    partial_checksums(&s, cs);
+    partial_checksums(&s, cs, h);
     if (ctx->nranks > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, cs, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
         rc = zt_fail(st, ZT_ECOMM, "checkpoint: checksum all-reduce failed");
@@ -403,7 +422,8 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if (f < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create checkpoint file", file);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     rc = put_meta(ctx, f, &s, json, created, file, st);
-    if (rc == ZT_OK) rc = put_tensors(ctx, f, &s, &plan, cs, file, st);
+    if (rc == ZT_OK) rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
+    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
     if (ctx->rank == 0) ck_crash_point("after_data_write", step);
     if (rc == ZT_OK && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
         rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
@@ -424,6 +444,7 @@ out:
     if (fapl >= 0) H5Pclose(fapl);
     free(json);
     free(cs);
+    zt_mem_free(h);
     ck_plan_free(&plan);
     return rc;
 }

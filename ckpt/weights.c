@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ctx.h"
+#include "devmem.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_FP32 3
@@ -35,12 +36,31 @@ static int visit_file_order(const zt_model *m, int Vp, visit_fn fn, void *u) {
     return ZT_OK;
 }
 
-typedef struct io_ctx { FILE *fp; float *params; const char *path; zt_status *st; } io_ctx;
+/* params: the full block in the backend's memory; on a device backend every
+ * tensor moves through the bounded host buffer h[hcap]. */
+typedef struct io_ctx {
+    FILE *fp;
+    float *params;
+    const char *path;
+    zt_status *st;
+    const zt_backend *be;
+    float *h;                 /* device backends: host staging, else NULL */
+    size_t hcap;
+} io_ctx;
 
 static int write_tensor(void *u, const zt_tensor_info *t, size_t pad) {
     io_ctx *c = u;
-    if (fwrite(c->params + t->offset, sizeof(float), t->numel, c->fp) != t->numel)
-        return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+    for (size_t a = 0; a < t->numel;) {
+        size_t k = c->h ? (t->numel - a < c->hcap ? t->numel - a : c->hcap) : t->numel;
+        const float *src = c->params + t->offset + a;
+        if (c->h) {
+            c->be->to_host(c->h, src, k * sizeof(float));
+            src = c->h;
+        }
+        if (fwrite(src, sizeof(float), k, c->fp) != k)
+            return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+        a += k;
+    }
     static const float zero[256];
     while (pad) {
         size_t k = pad < 256 ? pad : 256;
@@ -53,8 +73,14 @@ static int write_tensor(void *u, const zt_tensor_info *t, size_t pad) {
 
 static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
     io_ctx *c = u;
-    if (fread(c->params + t->offset, sizeof(float), t->numel, c->fp) != t->numel)
-        return zt_fail(c->st, ZT_EDATA, "%s: truncated while reading tensor %s", c->path, t->name);
+    for (size_t a = 0; a < t->numel;) {
+        size_t k = c->h ? (t->numel - a < c->hcap ? t->numel - a : c->hcap) : t->numel;
+        float *dst = c->h ? c->h : c->params + t->offset + a;
+        if (fread(dst, sizeof(float), k, c->fp) != k)
+            return zt_fail(c->st, ZT_EDATA, "%s: truncated while reading tensor %s", c->path, t->name);
+        if (c->h) c->be->to_device(c->params + t->offset + a, c->h, k * sizeof(float));
+        a += k;
+    }
     if (pad && fseek(c->fp, (long)(pad * sizeof(float)), SEEK_CUR) != 0)
         return zt_fail(c->st, ZT_EDATA, "%s: truncated in padding after %s", c->path, t->name);
     return ZT_OK;
@@ -74,7 +100,14 @@ int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
     int full_owned = 0;
     int rc = zt_shard_full_params(ctx->sh, &full, &full_owned, st);   /* collective at stage 3 */
     if (rc != ZT_OK) return rc;
-    if (ctx->rank == 0) {
+    float *hs = NULL;   /* device backends: host staging */
+    size_t hcap = 0;
+    if (ctx->rank == 0 && zt_be_device(ctx->be)) {
+        hcap = ctx->model->num_params < ZT_STAGE_ELEMS ? ctx->model->num_params : ZT_STAGE_ELEMS;
+        hs = zt_mem_alloc((hcap ? hcap : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
+        if (!hs) rc = st ? st->code : ZT_ENOMEM;
+    }
+    if (ctx->rank == 0 && rc == ZT_OK) {
         const zt_model *m = ctx->model;
         char tmp[1200];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -88,7 +121,7 @@ int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
             h[4] = m->cfg.n_layer; h[5] = m->cfg.n_head; h[6] = m->cfg.n_embd; h[7] = m->cfg.vocab;
             if (fwrite(h, sizeof h, 1, fp) != 1)
                 rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(errno));
-            io_ctx c = {fp, full, tmp, st};
+            io_ctx c = {fp, full, tmp, st, ctx->be, hs, hcap};
             if (rc == ZT_OK) rc = visit_file_order(m, m->cfg.vocab, write_tensor, &c);
             if (rc == ZT_OK && (fflush(fp) != 0 || fsync(fileno(fp)) != 0))
                 rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", tmp, strerror(errno));
@@ -100,6 +133,8 @@ int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
         }
     }
     if (full_owned) zt_mem_free(full);
+    zt_mem_free(hs);
+    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "saving weights", st);
     /* Everybody learns whether rank 0 succeeded. */
     if (ctx->nranks > 1) {
         int32_t v = rc;
@@ -156,12 +191,19 @@ int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
     float *full = m->params;
     if (rc == ZT_OK && !full && !(full = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_WORKSPACE, st)))
         rc = st->code;
-    io_ctx c = {fp, full, path, st};
+    float *hs = NULL;   /* device backends: host staging */
+    size_t hcap = m->num_params < ZT_STAGE_ELEMS ? m->num_params : ZT_STAGE_ELEMS;
+    if (rc == ZT_OK && zt_be_device(ctx->be) &&
+        !(hs = zt_mem_alloc((hcap ? hcap : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)))
+        rc = st->code;
+    io_ctx c = {fp, full, path, st, ctx->be, hs, hcap};
     if (rc == ZT_OK) rc = visit_file_order(m, h[7], read_tensor, &c);
     if (rc == ZT_OK && fgetc(fp) != EOF)
         rc = zt_fail(st, ZT_EDATA, "%s: trailing bytes after the last tensor", path);
     fclose(fp);
+    zt_mem_free(hs);
     if (rc == ZT_OK) zt_shard_set_full_params(ctx->sh, full);
     if (full != m->params) zt_mem_free(full);
+    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loading weights", st);
     return rc;
 }

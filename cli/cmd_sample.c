@@ -16,19 +16,21 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 }
 
 int cmd_sample(int argc, char **argv) {
-    const char *weights = NULL, *prompt = "\n", *v;
+    const char *weights = NULL, *prompt = "\n", *backend = NULL, *v;
     double length = 256, temperature = 0.8, top_k = 0, seed = 1337;
     for (int i = 1; i < argc; ++i) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: ztrain sample --weights FILE [--prompt TEXT] [--length N]\n"
                    "                     [--temperature T] [--top-k K] [--seed S]\n"
+                   "                     [--backend cpu|cuda|cpu-strict]\n"
                    "Generates N tokens (default 256) after PROMPT from an llm.c fp32 model\n"
                    "file (as written by 'ztrain train'). Byte-level models print text.\n");
             return ZT_EXIT_OK;
         }
         if ((r = cli_opt(argc, argv, &i, "weights", &v))) { if (r < 0) goto missing; weights = v; }
         else if ((r = cli_opt(argc, argv, &i, "prompt", &v))) { if (r < 0) goto missing; prompt = v; }
+        else if ((r = cli_opt(argc, argv, &i, "backend", &v))) { if (r < 0) goto missing; backend = v; }
         else if ((r = cli_opt(argc, argv, &i, "length", &v))) {
             if (r < 0) goto missing;
             if (parse_num("length", v, 1, 1e6, &length)) return ZT_EXIT_USAGE;
@@ -58,6 +60,7 @@ int cmd_sample(int argc, char **argv) {
     if (rc == ZT_OK) rc = zt_weights_read_shape(weights, cfg, &st);
     if (rc == ZT_OK) rc = zt_config_set(cfg, "train_micro_batch_size_per_gpu", "1", ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_config_set(cfg, "ztrain.data.val", "", ZT_SRC_FLAG, &st);
+    if (rc == ZT_OK && backend) rc = zt_config_set(cfg, "ztrain.backend", backend, ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
     if (rc == ZT_OK) rc = zt_load_weights(ctx, weights, &st);
     int n = (int)strlen(prompt), N = (int)length;

@@ -276,7 +276,7 @@ int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
     int rc = zt_dataset_open(o->pattern, o->vocab, o->T, &L->ds, st);
     if (rc != ZT_OK) { free(L); return rc; }
     L->n = L->ds->nsamples;
-    L->one = zt_mem_alloc(sizeof(uint32_t) * ((size_t)L->T + 1), ZT_MEM_WORKSPACE, st);
+    L->one = zt_mem_alloc(sizeof(uint32_t) * ((size_t)L->T + 1), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
     if (!L->one) { loader_close(L); return ZT_ENOMEM; }
     L->nworkers = train ? o->workers : 0;   /* eval reads are few: synchronous */
     if (L->nworkers > 0) {
@@ -290,7 +290,7 @@ int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
         for (int i = 0; i < L->depth; ++i) {
             L->slots[i].q = -1;
             L->slots[i].tok = zt_mem_alloc(sizeof(uint32_t) * (size_t)L->B * ((size_t)L->T + 1),
-                                           ZT_MEM_WORKSPACE, st);
+                                           ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
             if (!L->slots[i].tok) { loader_close(L); return ZT_ENOMEM; }
         }
         /* workers take no signals: they stay with the main thread */

@@ -90,7 +90,7 @@ int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
 static int validate_tokens(zt_token_file *f, int vocab, zt_status *st) {
     if (vocab <= 0 || (f->elsize == 2 && vocab >= 65536)) return ZT_OK;
     size_t chunk = f->ntok < SCAN_CHUNK ? f->ntok : SCAN_CHUNK;
-    uint32_t *buf = zt_mem_alloc(chunk * sizeof(uint32_t), ZT_MEM_WORKSPACE, st);
+    uint32_t *buf = zt_mem_alloc(chunk * sizeof(uint32_t), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
     if (!buf) return ZT_ENOMEM;
     if (f->direct) posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int rc = ZT_OK;

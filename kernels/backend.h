@@ -10,7 +10,14 @@
  * [dim0, dim1, ...].  N = B*T rows.  "(+=)" marks outputs that are
  * ACCUMULATED into (the caller zeroes them at the start of a step);
  * everything else is overwritten.  All kernels are deterministic for a
- * fixed thread count.
+ * fixed thread count (cpu) or a fixed device model (cuda: no float atomics;
+ * every reduction has a fixed order).
+ *
+ * Pointers passed to a kernel are memory of the backend's device (host
+ * memory for cpu, from alloc() for cuda).  On cuda, kernels are queued in
+ * call order on the backend's one compute stream and return before they
+ * finish; to_host/to_device return when the host buffer may be used, and
+ * sumsq/nonfinite return their result to the host.
  */
 #ifndef ZT_KERNELS_BACKEND_H
 #define ZT_KERNELS_BACKEND_H
@@ -18,11 +25,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Matmul input precision (set_matmul_precision). */
+typedef enum zt_matmul_precision {
+    ZT_MATMUL_FP32 = 0,   /* fp32 operands, fp32 accumulation */
+    ZT_MATMUL_BF16 = 1    /* operands rounded to bf16, fp32 accumulation */
+} zt_matmul_precision;
+
 typedef struct zt_backend {
     const char *name;
 
     /* Set the number of compute threads (OpenMP and BLAS); <= 0: leave. */
     void (*set_threads)(int n);
+
+    /* ---- errors and ordering ----
+     * Kernels return nothing.  A backend that can fail (cuda: a launch or
+     * library error, out of device memory) records its FIRST failure as one
+     * line "file:line: call: message (hint)".  error() returns it and clears
+     * it, or returns NULL when nothing failed since the previous call.  cpu:
+     * only a failed scratch allocation in bf16 matmuls (it then computes in
+     * fp32 and says so here).                                               */
+    const char *(*error)(void);
+    /* Wait until all queued work has finished (cpu: nothing to wait for). */
+    void (*synchronize)(void);
 
     /* ---- memory on the backend's device (host memory for cpu) ---- */
     void *(*alloc)(size_t bytes);               /* zero-filled, 64 B aligned; NULL on failure */
@@ -59,6 +83,12 @@ typedef struct zt_backend {
     void (*matmul_bwd)(float *dinp, float *dw, float *dbias,
                        const float *dout, const float *inp, const float *w,
                        int N, int C, int OC);
+    /* Input precision of matmul_fwd / matmul_bwd from now on, one of
+     * zt_matmul_precision (other values are ignored).  ZT_MATMUL_BF16: every
+     * GEMM operand (inp, w, dout) is rounded to bfloat16 (nearest even)
+     * before the multiply; products and sums stay fp32; bias, dbias and all
+     * outputs are fp32.  Default ZT_MATMUL_FP32 (on cuda: no TF32).         */
+    void (*set_matmul_precision)(int mode);
 
     /* ---- causal multi-head self-attention, memory-efficient ----
      * qkv[B,T,3C] holds q | k | v, each [NH, hs=C/NH] per position.
@@ -109,9 +139,30 @@ typedef struct zt_backend {
     void (*from_f16)(float *out, const uint16_t *in, size_t n);
     /* number of non-finite (inf/nan) values in x[n] */
     size_t (*nonfinite)(const float *x, size_t n);
+
+    /* sum of x[n], accumulated in double (cpu: in index order; cuda: a
+     * fixed-order tree), returned to the host (the engine's loss sums) */
+    double (*sum)(const float *x, size_t n);
+
+    /* 1: alloc() returns host memory that the host may read and write
+     * directly (cpu).  0: device memory, reached only through this table's
+     * kernels and copy / to_host / to_device / zero (cuda, cpu-strict); the
+     * engine then stages through host buffers whatever the host must see. */
+    int host_memory;
 } zt_backend;
 
 /* The CPU backend (always built). */
 const zt_backend *zt_backend_cpu(void);
+
+/* A debugging backend (always built, kernels/cpu/cpu_strict.c): the CPU
+ * kernels on memory the host cannot touch.  Every block alloc() hands out
+ * is an mmap'd region kept PROT_NONE except while one of this table's own
+ * kernels or copies runs, and host_memory is 0, so a host dereference of
+ * "device" memory by its caller crashes (SIGSEGV) at the faulting line
+ * instead of silently working as it would on the cpu backend.  Results are
+ * bitwise those of zt_backend_cpu().  Slow (every call changes the
+ * protection of every live block): for tiny models in tests.  NULL when
+ * the regions cannot be set up (no mmap/mprotect). */
+const zt_backend *zt_backend_cpu_strict(void);
 
 #endif /* ZT_KERNELS_BACKEND_H */

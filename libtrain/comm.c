@@ -232,9 +232,23 @@ static int mpi_allgather_inplace(zt_group *g, void *buf, const int *counts, cons
     return mpi_wait(g, &r, st);
 }
 
+static int mpi_ireduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
+                                   zt_dtype t, zt_request *r, zt_status *st) {
+    MPI_Op op;
+    ZT_TRY(op_for(g, t, MPI_SUM, ZT_COMM_REDUCE_SCATTER, &op, st));
+    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), op, g->comm, &r->req);
+    if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_REDUCE_SCATTER);
+    r->kind = ZT_COMM_REDUCE_SCATTER;
+    r->active = 1;
+    g->calls[ZT_COMM_REDUCE_SCATTER]++;
+    if (g->size > 1) g->bytes[ZT_COMM_REDUCE_SCATTER] += others_bytes(g, counts, t);
+    return ZT_OK;
+}
+
 static const zt_comm_ops mpi_ops = {
     "mpi", mpi_allreduce_sum, mpi_allreduce_max, mpi_bcast, mpi_barrier,
     mpi_reduce_scatter_sum, mpi_allgather_inplace, mpi_iallgather_inplace, mpi_wait,
+    mpi_ireduce_scatter_sum, NULL,
 };
 
 static int wrap(MPI_Comm c, const char *name, double timeout_s, zt_group **out, zt_status *st) {
@@ -267,6 +281,7 @@ int zt_group_split(zt_group *parent, int color, int key, const char *name, zt_gr
 
 void zt_group_free(zt_group *g) {
     if (!g) return;
+    if (g->ops && g->ops->destroy) g->ops->destroy(g);
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin) MPI_Comm_free(&g->comm);

@@ -3,14 +3,19 @@
  *
  * Collectives on a group of ranks (world, shard group, replica group), typed,
  * blocking and non-blocking, with byte accounting per kind.  One interface,
- * several backends: MPI on host buffers (comm.c) now; NCCL later.  Every
- * call returns a zt_code and fills zt_status on failure.  Every wait is
+ * several backends: MPI on host buffers (comm.c), MPI on device buffers
+ * staged through the host (comm_staged.c), NCCL on device buffers
+ * (comm_nccl.c, built with --with-cuda when NCCL is found).  Every call
+ * returns a zt_code and fills zt_status on failure.  Every wait is
  * bounded by the group's timeout: a peer that died or hangs turns into an
  * error naming the operation and the caller's context (step, unit), never a
  * silent hang.
  */
 #ifndef ZT_COMM_H
 #define ZT_COMM_H
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"   /* ZT_HAVE_CUDA, ZT_HAVE_NCCL */
+#endif
 #include <mpi.h>
 #include "internal.h"
 
@@ -58,6 +63,13 @@ typedef struct zt_comm_ops {
     int (*iallgather_inplace)(zt_group *g, void *buf, const int *counts,
                               const int *displs, zt_dtype t, zt_request *r, zt_status *st);
     int (*wait)(zt_group *g, zt_request *r, zt_status *st);
+    /* non-blocking form of reduce_scatter_sum; finish with wait (send and
+     * recv must not be touched before) */
+    int (*ireduce_scatter_sum)(zt_group *g, const void *send, void *recv, const int *counts,
+                               zt_dtype t, zt_request *r, zt_status *st);
+    /* backend resources of g, released by zt_group_free before the MPI
+     * communicator and g itself (NULL: nothing to release) */
+    void (*destroy)(zt_group *g);
 } zt_comm_ops;
 
 struct zt_group {
@@ -80,5 +92,55 @@ int zt_group_split(zt_group *parent, int color, int key, const char *name,
 void zt_group_free(zt_group *g);
 /* Set the context shown in error messages ("step 12, unit block.3"). */
 void zt_group_where(zt_group *g, const char *fmt, ...) ZT_PRINTF(2, 3);
+
+/*
+ * Device buffers through the MPI backend, staged through host memory: every
+ * collective copies its device buffers to the host with be->to_host, runs
+ * the MPI collective, and copies the result back with be->to_device.  For
+ * debugging a GPU run against MPI, and for several ranks sharing one GPU
+ * (where NCCL cannot be used).  Works with any backend table (with the cpu
+ * backend the copies are plain memcpy).  Same ranks as `mpi_parent` (its
+ * MPI communicator is duplicated), same byte accounting as MPI.
+ */
+struct zt_backend;
+int zt_group_host_staged(zt_group *mpi_parent, const char *name, const struct zt_backend *be,
+                         zt_group **out, zt_status *st);
+
+#ifdef ZT_HAVE_NCCL
+/*
+ * The NCCL backend (libtrain/comm_nccl.c): collectives on DEVICE buffers of
+ * the CUDA backend, over the same ranks as the MPI group `mpi_parent` (rank
+ * i of the new group is rank i of mpi_parent; its MPI communicator is
+ * duplicated, so zt_group_split on the result gives MPI groups: wrap those
+ * with zt_group_nccl again for hybrid sharding).  Collective over
+ * mpi_parent.
+ *
+ * The NCCL unique id is made on rank 0 and broadcast over mpi_parent (a
+ * bounded wait); then cudaSetDevice(device) and ncclCommInitRank.  `device`
+ * must be the CUDA backend's device (zt_backend_cuda() first; see
+ * zt_cuda_pick_device in gpu.h).  One GPU per rank: ranks that share a GPU
+ * must use zt_group_host_staged instead.
+ *
+ * Ordering: collectives run on the group's own communication stream.  Each
+ * one first waits (an event) for everything already queued on the CUDA
+ * backend's compute stream, so it sees what earlier kernels wrote.
+ * Blocking collectives then make the compute stream wait for their result
+ * and wait for it on the host too (bounded by timeout_s).
+ * iallgather_inplace / ireduce_scatter_sum return at once with a request
+ * whose impl is the completion event, so the transfer overlaps the kernels
+ * queued after it (ZeRO-3 prefetch, ZeRO-2/3 gradient reduce-scatter);
+ * wait() makes the compute stream wait on that event and waits (bounded)
+ * for it on the host.  A timeout or an asynchronous NCCL error aborts the
+ * communicator (every later call on the group fails at once) and returns
+ * ZT_ECOMM naming the operation, the group and `where`.
+ *
+ * Types: F32, F64, I32, I64, U8, BF16, F16.  Unlike the MPI backend, sums
+ * of BF16/F16 are supported; NCCL adds them in fp32 per step but rounds
+ * partial sums to the 16-bit type between ring steps.
+ */
+int zt_group_nccl(zt_group *mpi_parent, const char *name, int device, zt_group **out,
+                  zt_status *st);
+#endif
+
 
 #endif

@@ -199,7 +199,13 @@ static const keydef keys[] = {
      "a collective waiting longer than this many seconds fails with the operation, "
      "step and unit (a rank died or hangs); 0 = wait forever"},
     {"ztrain.backend", "backend", NULL, NULL, T_ENUM, FLD(backend),
-     0, 0, 0, "cpu", "cpu|cuda", "compute backend"},
+     0, 0, 0, "cpu", "cpu|cuda|cpu-strict",
+     "compute backend (cpu-strict: the cpu kernels on memory the host cannot touch, for "
+     "debugging the engine's device discipline)"},
+    {"ztrain.comm_backend", "comm-backend", NULL, NULL, T_ENUM, FLD(comm_backend),
+     0, 0, 0, "auto", "auto|mpi|nccl",
+     "collectives on device buffers: mpi = host-staged MPI, nccl = NCCL (cuda, one rank per "
+     "GPU), auto = nccl when built with it and every rank of a node has its own GPU, else mpi"},
 
     /* ---- checkpoints */
     {"ztrain.checkpoint.dir", "ckpt-dir", ZTRAIN_ENV_CKPT_DIR, NULL, T_STRING, FLD(ckpt_dir),
@@ -1131,9 +1137,8 @@ static int check_implemented(const zt_config *c, zt_status *st) {
         return zt_fail(st, ZT_EUNSUPPORTED,
                        "zero_optimization.offload_param.device=%s is not implemented yet "
                        "in this build; use none", c->offload_param);
-    if (strcmp(c->backend, "cuda") == 0)
-        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.backend=cuda: this build has no GPU "
-                       "backend yet");
+    /* ztrain.backend=cuda is checked when the context picks the device
+     * (no device / no CUDA in this build: one clear error there) */
     return ZT_OK;
 }
 

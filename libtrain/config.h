@@ -73,7 +73,8 @@ struct zt_config {
     int log_every;            /* ztrain.log_every >= 1 */
     char metrics[ZT_PATH_MAX];/* ztrain.metrics: JSONL path, "" = none */
     int threads;              /* ztrain.threads: OpenMP threads per rank, 0 = auto */
-    char backend[16];         /* ztrain.backend: cpu | cuda */
+    char backend[16];         /* ztrain.backend: cpu | cuda | cpu-strict (debugging) */
+    char comm_backend[8];     /* ztrain.comm_backend: auto | mpi | nccl (device buffers) */
 
     char ckpt_dir[ZT_PATH_MAX];   /* ztrain.checkpoint.dir */
     int ckpt_every;               /* ztrain.checkpoint.every, 0 = off */

@@ -15,14 +15,18 @@
  * data source fills (tagged like the activations). */
 typedef struct zt_batch_buf {
     void *acts;
-    int *inputs, *targets;       /* [B, T] each */
+    int *inputs, *targets;       /* [B, T] each, in the backend's memory */
+    int *h_inputs, *h_targets;   /* device backends: the host arrays the data source
+                                  * writes (copied to inputs/targets); NULL on the cpu */
     int B, T;
 } zt_batch_buf;
 
 struct zt_ctx {
     zt_config *cfg;              /* finalized copy */
     zt_callbacks cb;
-    const zt_backend *be;
+    const zt_backend *be;        /* ztrain.backend */
+    int device;                  /* cuda: this rank's device ordinal, else -1 */
+    int comm_kind;               /* ZT_SHARD_COMM_*: collectives on device buffers */
     zt_group *world;
     int rank, nranks, threads;
     zt_model *model;             /* layout + the model's operations */
@@ -50,6 +54,12 @@ struct zt_ctx {
     int have_plan;
     uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
 };
+
+/* Host arrays a data source fills for b (the device arrays themselves on a
+ * host-memory backend), and moving them to the device after the fill. */
+static inline int *zt_batch_host_inputs(zt_batch_buf *b) { return b->h_inputs ? b->h_inputs : b->inputs; }
+static inline int *zt_batch_host_targets(zt_batch_buf *b) { return b->h_targets ? b->h_targets : b->targets; }
+void zt_batch_buf_upload(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int count_targets);
 
 /* Allocate / free a batch buffer through the model's acts_create. */
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,

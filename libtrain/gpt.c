@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devmem.h"
 #include "gpt.h"
 
 /* Per-block tensor family, in layout order (zt_gpt_layer's field order). */
@@ -222,7 +223,12 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
     }
     a->bytes = bytes;
     carve(&g->cfg, B, T, training, g->ckpt, a, a->block);
-    for (size_t i = 0; i < (size_t)B * T; ++i) a->no_targets[i] = -1;
+    /* the -1 targets of a forward without targets (device memory: staged) */
+    const size_t N = (size_t)B * T;
+    int ones[256];
+    for (size_t i = 0; i < 256; ++i) ones[i] = -1;
+    for (size_t i = 0; i < N; i += 256)
+        zt_xcopy(g->be, a->no_targets + i, 1, ones, 0, (N - i < 256 ? N - i : 256) * sizeof(int));
     *out = a;
     return ZT_OK;
 }
@@ -299,13 +305,12 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     be->matmul_fwd(a->probs, a->lnf, g->p.wte, NULL, N, C, V);
     if (!a->training) RELEASE(0);
     be->xent_fwd(a->losses, a->probs, a->probs, a->targets, N, V);
-    double sum = 0.0;
-    if (targets)
-        for (int i = 0; i < N; ++i) sum += a->losses[i];
-    *loss_sum = sum;
+    /* the sum of the losses on the device (in index order on the cpu) */
+    *loss_sum = targets ? be->sum(a->losses, (size_t)N) : 0.0;
     return ZT_OK;
 }
 
+/* A pointer into the activations: device memory on a device backend. */
 static const float *gpt_probs(void *self, void *acts, int b, int t) {
     const zt_gpt *g = self;
     const zt_gpt_acts *a = acts;

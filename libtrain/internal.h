@@ -50,9 +50,27 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
  * in that category's host counters, which the memory report shows. */
 #define ZT_MEM_ON_HOST 0x100
 
+/* OR'd into a tag: host memory the host reads and writes itself (staging
+ * buffers of a device run: token batches, checkpoint and initialization
+ * chunks, loader buffers).  With a device backend it counts in its
+ * category's host counters; with the cpu backend nothing changes. */
+#define ZT_MEM_HOST 0x200
+
+/* The backend whose alloc() makes the accounted device blocks (process-wide;
+ * set by context creation).  A backend with host_memory (cpu) or NULL: every
+ * block is host memory, as always.  Otherwise every block whose tag has
+ * neither ZT_MEM_ON_HOST nor ZT_MEM_HOST is device memory of that backend,
+ * recorded in a host-side table. */
+struct zt_backend;
+void zt_mem_set_backend(const struct zt_backend *be);
+/* The device backend set above, NULL when blocks are host memory. */
+const struct zt_backend *zt_mem_device_backend(void);
+/* 1 when p is an accounted device block (the start of one). */
+int zt_mem_is_device(const void *p);
+
 const char *zt_mem_tag_name(int tag);
 /* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure.
- * tag: a category, optionally | ZT_MEM_ON_HOST. */
+ * tag: a category, optionally | ZT_MEM_ON_HOST or | ZT_MEM_HOST. */
 void *zt_mem_alloc(size_t bytes, int tag, zt_status *st);
 /* Free an accounted allocation (NULL is fine). */
 void zt_mem_free(void *p);

@@ -1,15 +1,43 @@
-/* mem.c -- tagged, accounted allocations (current and peak per category). */
+/* mem.c -- tagged, accounted allocations (current and peak per category).
+ *
+ * Two kinds of blocks:
+ *   host blocks    posix_memalign'd, with a 64-byte header in front holding
+ *                  the size and tag (the returned pointer stays 64-byte
+ *                  aligned);
+ *   device blocks  from the device backend's alloc() (zt_mem_set_backend with
+ *                  a backend whose host_memory is 0).  Device memory cannot
+ *                  carry a header the host could read, so these are recorded
+ *                  in a host-side hash table keyed by the (disguised) pointer.
+ * A block is a device block when a device backend is set and the tag has
+ * neither ZT_MEM_ON_HOST nor ZT_MEM_HOST.  With the cpu backend (or none)
+ * every block is a host block, as before the device split existed.
+ */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend.h"
 #include "internal.h"
 
-/* Each block carries a 64-byte header holding its size and tag, so that the
- * returned pointer stays 64-byte aligned. */
 typedef struct mem_hdr { uint64_t bytes; int tag; int magic; } mem_hdr;
 #define HDR 64
 #define MAGIC 0x5a6d656d
 
 static zt_mem_stats g_mem;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static const zt_backend *g_dev;        /* device backend, NULL: host only */
+
+/* Device blocks: open addressing, linear probing.  Keys are the pointers
+ * XOR a constant, so the table does not hold references that would hide a
+ * leaked block from a leak checker. */
+#define KEY_MIX ((uintptr_t)0xa5a5a5a55a5a5a5aULL)
+typedef struct dev_ent {
+    uintptr_t key;
+    uint64_t bytes;
+    const zt_backend *be;   /* the backend that allocated it (frees it) */
+    int tag, used;
+} dev_ent;
+static dev_ent *g_tab;
+static size_t g_tab_cap, g_tab_n, g_tab_tomb;
 
 static const char *tag_names[ZT_MEM_NTAGS] = {
     "params", "grads", "optimizer", "gathered-params", "activations",
@@ -19,12 +47,121 @@ const char *zt_mem_tag_name(int tag) {
     return (tag >= 0 && tag < ZT_MEM_NTAGS) ? tag_names[tag] : "?";
 }
 
+void zt_mem_set_backend(const zt_backend *be) {
+    pthread_mutex_lock(&g_mu);
+    g_dev = be && !be->host_memory ? be : NULL;
+    pthread_mutex_unlock(&g_mu);
+}
+
+const zt_backend *zt_mem_device_backend(void) { return g_dev; }
+
+static size_t slot_of(uintptr_t key, size_t cap) {
+    uint64_t h = zt_mix64((uint64_t)key);
+    return (size_t)(h & (cap - 1));
+}
+
+/* Insert (lock held).  0 on success. */
+static int tab_put(uintptr_t key, uint64_t bytes, int tag, const zt_backend *be) {
+    if ((g_tab_n + g_tab_tomb + 1) * 2 > g_tab_cap) {
+        size_t cap = g_tab_cap ? g_tab_cap : 256;
+        while ((g_tab_n + 1) * 4 > cap) cap *= 2;   /* live entries <= 1/4 after a rehash */
+        dev_ent *t = calloc(cap, sizeof *t);
+        if (!t) return -1;
+        for (size_t i = 0; i < g_tab_cap; ++i)
+            if (g_tab[i].used == 1) {
+                size_t j = slot_of(g_tab[i].key, cap);
+                while (t[j].used) j = (j + 1) & (cap - 1);
+                t[j] = g_tab[i];
+            }
+        free(g_tab);
+        g_tab = t;
+        g_tab_cap = cap;
+        g_tab_tomb = 0;
+    }
+    size_t j = slot_of(key, g_tab_cap);
+    while (g_tab[j].used == 1) j = (j + 1) & (g_tab_cap - 1);
+    if (g_tab[j].used == 2) g_tab_tomb--;
+    g_tab[j].key = key;
+    g_tab[j].bytes = bytes;
+    g_tab[j].tag = tag;
+    g_tab[j].be = be;
+    g_tab[j].used = 1;
+    g_tab_n++;
+    return 0;
+}
+
+/* Find and remove (lock held); 1 when found. */
+static int tab_take(uintptr_t key, uint64_t *bytes, int *tag, const zt_backend **be) {
+    if (!g_tab_cap) return 0;
+    size_t j = slot_of(key, g_tab_cap);
+    while (g_tab[j].used) {
+        if (g_tab[j].used == 1 && g_tab[j].key == key) {
+            *bytes = g_tab[j].bytes;
+            *tag = g_tab[j].tag;
+            *be = g_tab[j].be;
+            g_tab[j].used = 2;   /* tombstone */
+            g_tab_n--;
+            g_tab_tomb++;
+            if (!g_tab_n) {
+                free(g_tab);
+                g_tab = NULL;
+                g_tab_cap = g_tab_tomb = 0;
+            }
+            return 1;
+        }
+        j = (j + 1) & (g_tab_cap - 1);
+    }
+    return 0;
+}
+
+/* Count a block in (sign +1) or out (-1) (lock held).  `host` blocks of a
+ * device run (and offloaded blocks everywhere) count in the host columns. */
+static void count(int tag, uint64_t bytes, int host_col, int sign) {
+    if (sign > 0) {
+        if (host_col) {
+            g_mem.host_cur[tag] += bytes;
+            if (g_mem.host_cur[tag] > g_mem.host_peak[tag]) g_mem.host_peak[tag] = g_mem.host_cur[tag];
+        }
+        g_mem.cur[tag] += bytes;
+        g_mem.cur_total += bytes;
+        if (g_mem.cur[tag] > g_mem.peak[tag]) g_mem.peak[tag] = g_mem.cur[tag];
+        if (g_mem.cur_total > g_mem.peak_total) g_mem.peak_total = g_mem.cur_total;
+    } else {
+        if (host_col) g_mem.host_cur[tag] -= bytes;
+        g_mem.cur[tag] -= bytes;
+        g_mem.cur_total -= bytes;
+    }
+}
+
 void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     const int on_host = (tag_flags & ZT_MEM_ON_HOST) != 0;
-    const int tag = tag_flags & ~ZT_MEM_ON_HOST;
+    const int host_only = (tag_flags & ZT_MEM_HOST) != 0;
+    const int tag = tag_flags & ~(ZT_MEM_ON_HOST | ZT_MEM_HOST);
     if (tag < 0 || tag >= ZT_MEM_NTAGS) {
         zt_fail(st, ZT_EINTERNAL, "zt_mem_alloc: bad tag %d", tag);
         return NULL;
+    }
+    pthread_mutex_lock(&g_mu);
+    const zt_backend *dev = g_dev;
+    pthread_mutex_unlock(&g_mu);
+    if (dev && !on_host && !host_only) {
+        void *p = dev->alloc(bytes ? bytes : 1);
+        const char *err = dev->error ? dev->error() : NULL;
+        if (!p) {
+            zt_fail(st, ZT_ENOMEM, "out of %s device memory allocating %zu bytes of %s%s%s",
+                    dev->name, bytes, tag_names[tag], err ? ": " : "", err ? err : "");
+            return NULL;
+        }
+        pthread_mutex_lock(&g_mu);
+        int bad = tab_put((uintptr_t)p ^ KEY_MIX, bytes, tag, dev);
+        if (!bad) count(tag, bytes, 0, +1);
+        pthread_mutex_unlock(&g_mu);
+        if (bad) {
+            dev->free(p);
+            zt_fail(st, ZT_ENOMEM, "out of memory (device allocation table)");
+            return NULL;
+        }
+        return p;
     }
     size_t total = HDR + ((bytes + 63) & ~(size_t)63);
     void *raw = NULL;
@@ -35,39 +172,69 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     }
     memset(raw, 0, total);
     mem_hdr *h = (mem_hdr *)raw;
+    /* host columns: offloaded blocks always; host blocks of a device run */
+    const int host_col = on_host || (host_only && dev);
     h->bytes = bytes;
-    h->tag = tag | (on_host ? ZT_MEM_ON_HOST : 0);
+    h->tag = tag | (host_col ? ZT_MEM_ON_HOST : 0);
     h->magic = MAGIC;
-    if (on_host) {
-        g_mem.host_cur[tag] += bytes;
-        if (g_mem.host_cur[tag] > g_mem.host_peak[tag]) g_mem.host_peak[tag] = g_mem.host_cur[tag];
-    }
-    g_mem.cur[tag] += bytes;
-    g_mem.cur_total += bytes;
-    if (g_mem.cur[tag] > g_mem.peak[tag]) g_mem.peak[tag] = g_mem.cur[tag];
-    if (g_mem.cur_total > g_mem.peak_total) g_mem.peak_total = g_mem.cur_total;
+    pthread_mutex_lock(&g_mu);
+    count(tag, bytes, host_col, +1);
+    pthread_mutex_unlock(&g_mu);
     return (char *)raw + HDR;
 }
 
 void zt_mem_free(void *p) {
     if (!p) return;
+    uint64_t bytes;
+    int tag;
+    const zt_backend *dev = NULL;
+    pthread_mutex_lock(&g_mu);
+    int found = tab_take((uintptr_t)p ^ KEY_MIX, &bytes, &tag, &dev);
+    if (found) count(tag, bytes, 0, -1);
+    pthread_mutex_unlock(&g_mu);
+    if (found) {
+        if (dev) dev->free(p);
+        return;
+    }
     mem_hdr *h = (mem_hdr *)((char *)p - HDR);
-    const int tag = h->tag & ~ZT_MEM_ON_HOST;
+    tag = h->tag & ~ZT_MEM_ON_HOST;
     if (h->magic == MAGIC && tag >= 0 && tag < ZT_MEM_NTAGS) {
-        if (h->tag & ZT_MEM_ON_HOST) g_mem.host_cur[tag] -= h->bytes;
-        g_mem.cur[tag] -= h->bytes;
-        g_mem.cur_total -= h->bytes;
+        pthread_mutex_lock(&g_mu);
+        count(tag, h->bytes, (h->tag & ZT_MEM_ON_HOST) != 0, -1);
+        pthread_mutex_unlock(&g_mu);
         h->magic = 0;
     }
     free(h);
 }
 
-void zt_mem_get(zt_mem_stats *out) { *out = g_mem; }
+int zt_mem_is_device(const void *p) {
+    if (!p) return 0;
+    pthread_mutex_lock(&g_mu);
+    int found = 0;
+    if (g_tab_cap) {
+        const uintptr_t key = (uintptr_t)p ^ KEY_MIX;
+        size_t j = slot_of(key, g_tab_cap);
+        while (g_tab[j].used && !found) {
+            found = g_tab[j].used == 1 && g_tab[j].key == key;
+            j = (j + 1) & (g_tab_cap - 1);
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+    return found;
+}
+
+void zt_mem_get(zt_mem_stats *out) {
+    pthread_mutex_lock(&g_mu);
+    *out = g_mem;
+    pthread_mutex_unlock(&g_mu);
+}
 
 void zt_mem_reset_peaks(void) {
+    pthread_mutex_lock(&g_mu);
     for (int i = 0; i < ZT_MEM_NTAGS; ++i) {
         g_mem.peak[i] = g_mem.cur[i];
         g_mem.host_peak[i] = g_mem.host_cur[i];
     }
     g_mem.peak_total = g_mem.cur_total;
+    pthread_mutex_unlock(&g_mu);
 }

@@ -387,9 +387,15 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
      * owned slices at 3) and fp32 master weights (optimizer category);
      * 16-bit reduction buffers; the fp32 shards; the reduce-scatter buffer */
-    if (p->mixed) {
-        s_alloc(&s, y.place_params, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
-        s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    /* a GPU with optimizer offload: AdamW runs on the host, so fp32 runs get
+     * host master weights too, and one owned gradient slice (and, mixed, one
+     * 16-bit slice) is staged on the host (shard.c: host_opt) */
+    const int host_opt = p->gpu && p->offload_optimizer;
+    if (p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    if (p->mixed || host_opt) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    if (host_opt) {
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, y.max_len * 4);
+        if (p->mixed) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, y.max_len * 2);
     }
     if (comm16) {
         s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
@@ -404,8 +410,19 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
         s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
     }
+    /* on a GPU the initial values are staged through a host chunk of at
+     * most 1 Mi elements (a transient: no effect on the device peak) */
+    if (p->gpu) {
+        const uint64_t chunk = (uint64_t)1 << 20;
+        uint64_t n = p->stage == 3 ? y.max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
+        if (n > chunk) n = chunk;
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+    }
     uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)T, 1, k, elem);
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
+    /* on a GPU the data source writes host token arrays (inputs, targets) */
+    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * T * 4 * 2);
     /* zt_adamw_init: m and v (fp32) */
     for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
     p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
@@ -435,6 +452,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s.phase = "setup";
         s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
                 zt_memplan_acts_bytes(mc, p->eval_batch, (int)T, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * T * 4 * 2);
     }
     s.phase = "forward";
     sim_forward(&y, 1);
@@ -454,12 +472,18 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * parameters gathered on every rank at stage 3, and at stages 1-2 when
      * mixed, from the master slices; host), then the sample ([1, T] forward) */
     s.phase = "weights export";
-    if (p->stage == 3 || (p->mixed && p->stage >= 1)) {
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, Psi * 4);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, Psi * 4);
+    /* (on a GPU the gathered block is device memory, written out by rank 0
+     * through a host chunk of at most 1 Mi elements) */
+    const uint64_t wchunk = (Psi < ((uint64_t)1 << 20) ? umax(Psi, 1) : (uint64_t)1 << 20) * 4;
+    if (p->stage == 3 || (p->mixed && p->stage >= 1)) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (p->gpu) {
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
+        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
+    if (p->stage == 3 || (p->mixed && p->stage >= 1)) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
     s.phase = "sample";
     s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
+    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
     sim_forward(&y, 0);
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->end_peak[pl] = s.ptot[pl];
     p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];

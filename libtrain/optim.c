@@ -10,7 +10,8 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
     o->b2 = cfg->beta2;
     o->eps = cfg->eps;
     o->wd = cfg->weight_decay;
-    /* offload_optimizer=cpu: the moments live in host memory */
+    /* offload_optimizer=cpu: the moments live in host memory (on a device
+     * backend AdamW then runs on the host: shard.c) */
     const int tag = ZT_MEM_OPTIMIZER | (strcmp(cfg->offload_optimizer, "none") != 0 ? ZT_MEM_ON_HOST : 0);
     o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
     o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
@@ -33,15 +34,15 @@ void zt_adamw_begin(zt_adamw *o) {
     o->bc2 = (float)(1.0 - pow(o->b2, (double)o->t));
 }
 
-void zt_adamw_range(zt_adamw *o, const zt_model *m, size_t lo, size_t hi, float *p,
-                    const float *g, float *mm, float *vv, double lr, double grad_scale) {
+void zt_adamw_range(zt_adamw *o, const zt_model *m, const zt_backend *be, size_t lo, size_t hi,
+                    float *p, const float *g, float *mm, float *vv, double lr, double grad_scale) {
     for (int i = 0; i < m->n_tensors; ++i) {
         const zt_tensor_info *t = &m->tensors[i];
         size_t a = t->offset > lo ? t->offset : lo;
         size_t b = t->offset + t->numel < hi ? t->offset + t->numel : hi;
         if (a >= b) continue;
         size_t k = a - lo;
-        m->be->adamw(p + k, g + k, mm + k, vv + k, b - a, (float)lr, (float)o->b1, (float)o->b2,
+        be->adamw(p + k, g + k, mm + k, vv + k, b - a, (float)lr, (float)o->b1, (float)o->b2,
                      (float)o->eps, t->decay ? (float)o->wd : 0.0f, o->bc1, o->bc2,
                      (float)grad_scale);
     }

@@ -17,10 +17,12 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st);
 void zt_adamw_free(zt_adamw *o);
 /* Start an update (once per optimizer step, before zt_adamw_range). */
 void zt_adamw_begin(zt_adamw *o);
-/* Update the logical elements [lo, hi): p, g, mm, vv point at element lo.
- * Weight decay only where the element's tensor is marked decay. */
-void zt_adamw_range(zt_adamw *o, const zt_model *m, size_t lo, size_t hi, float *p,
-                    const float *g, float *mm, float *vv, double lr, double grad_scale);
+/* Update the logical elements [lo, hi): p, g, mm, vv point at element lo,
+ * all memory of backend be (the model's backend, or the cpu backend for
+ * optimizer state offloaded to the host).  Weight decay only where the
+ * element's tensor is marked decay. */
+void zt_adamw_range(zt_adamw *o, const zt_model *m, const zt_backend *be, size_t lo, size_t hi,
+                    float *p, const float *g, float *mm, float *vv, double lr, double grad_scale);
 
 /* Learning rate for 0-based step s (the step about to be taken). */
 double zt_lr_at(const zt_config *cfg, long s);

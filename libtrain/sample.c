@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
+#include "devmem.h"
 
 /* Draw from probs[V] after temperature and top-k, with uniform u in [0,1). */
 static int draw(const float *probs, int V, double temperature, int top_k, double u,
@@ -59,22 +60,34 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
     int total = n_prompt + n_new;
     int *seq = malloc(sizeof(int) * (size_t)total);
     double *w = malloc(sizeof(double) * (size_t)mc->vocab);
-    if (!seq || !w) { free(seq); free(w); return zt_fail(st, ZT_ENOMEM, "out of memory (sampling)"); }
+    /* device backends: the next-token distribution is copied to the host */
+    const int dev = zt_be_device(ctx->be);
+    float *hp = dev ? malloc(sizeof(float) * (size_t)mc->vocab) : NULL;
+    if (!seq || !w || (dev && !hp)) {
+        free(seq); free(w); free(hp);
+        return zt_fail(st, ZT_ENOMEM, "out of memory (sampling)");
+    }
     memcpy(seq, prompt, sizeof(int) * (size_t)n_prompt);
     int len = n_prompt;
     zt_batch_buf *a = &ctx->sample_acts;
     for (int i = 0; i < n_new; ++i) {
         int T = len < mc->context ? len : mc->context;
-        memcpy(a->inputs, seq + len - T, sizeof(int) * (size_t)T);
+        zt_xcopy(ctx->be, a->inputs, 1, seq + len - T, 0, sizeof(int) * (size_t)T);
         double unused;
         int rc = zt_shard_forward(ctx->sh, a->acts, a->inputs, NULL, 1, T, 0, &unused, st);
-        if (rc != ZT_OK) { free(seq); free(w); return rc; }
-        const float *p = m->ops->probs(m->self, a->acts, 0, T - 1);
+        const float *p = rc == ZT_OK ? m->ops->probs(m->self, a->acts, 0, T - 1) : NULL;
+        if (rc == ZT_OK && dev) {
+            ctx->be->to_host(hp, p, sizeof(float) * (size_t)mc->vocab);
+            p = hp;
+        }
+        if (rc == ZT_OK) rc = zt_be_check(ctx->be, "sampling", st);
+        if (rc != ZT_OK) { free(seq); free(w); free(hp); return rc; }
         int tok = draw(p, mc->vocab, temperature, top_k, zt_u01(zt_hash3(seed, (uint64_t)i, 0x73616d70ULL)), w);
         seq[len++] = tok;
         out[i] = tok;
     }
     free(seq);
     free(w);
+    free(hp);
     return ZT_OK;
 }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devmem.h"
 #include "shard.h"
 
 int zt_shard_model_flags(int stage) {
@@ -47,17 +48,17 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
     if (!buf) return zt_fail_prefix(st, "gathering unit %s", unit_name(sh, u));
     const void *own = mixed(sh) ? (const void *)(sh->pshard16 + us->soff)
                                 : (const void *)(sh->pshard + us->soff);
-    memcpy(buf + us->lo * es, own, us->len * es);
+    sh->be->copy(buf + us->lo * es, own, us->len * es);
     sh->gathered[u] = buf;
-    zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, sh->pdt,
-                                              &sh->req[u], st);
+    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    return sh->dshard->ops->iallgather_inplace(sh->dshard, buf, us->counts, us->displs, sh->pdt,
+                                               &sh->req[u], st);
 }
 
 static int gather_finish(zt_shard *sh, int u, zt_status *st) {
     ZT_TRY(gather_start(sh, u, st));
-    zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->shard->ops->wait(sh->shard, &sh->req[u], st);
+    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    return sh->dshard->ops->wait(sh->dshard, &sh->req[u], st);
 }
 
 static int release(zt_shard *sh, int u, zt_status *st) {
@@ -66,7 +67,7 @@ static int release(zt_shard *sh, int u, zt_status *st) {
         sh->view[u] = NULL;
     }
     if (!sh->gathered[u]) return ZT_OK;
-    if (sh->req[u].active) ZT_TRY(sh->shard->ops->wait(sh->shard, &sh->req[u], st));
+    if (sh->req[u].active) ZT_TRY(sh->dshard->ops->wait(sh->dshard, &sh->req[u], st));
     zt_mem_free(sh->gathered[u]);
     sh->gathered[u] = NULL;
     return ZT_OK;
@@ -160,16 +161,17 @@ float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
  * this rank's slice (fp32) into out[len]. */
 static int rs_unit(zt_shard *sh, int u, const float *g, float *out, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
-    zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    zt_group *gr = sh->dshard;
+    zt_group_where(gr, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
     if (sh->gdt == ZT_F32)
-        return sh->shard->ops->reduce_scatter_sum(sh->shard, g, out, us->counts, ZT_F32, st);
+        return gr->ops->reduce_scatter_sum(gr, g, out, us->counts, ZT_F32, st);
     if (sh->G == 1) {   /* nothing to sum: no rounding */
-        memcpy(out, g + us->lo, us->len * sizeof(float));
+        sh->be->copy(out, g + us->lo, us->len * sizeof(float));
         return ZT_OK;
     }
     const zt_precision p = prec_of_dtype(sh->gdt);
     zt_prec_narrow(sh->be, p, sh->g16, g, us->n);
-    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->g16, sh->rs16, us->counts, sh->gdt, st));
+    ZT_TRY(gr->ops->reduce_scatter_sum(gr, sh->g16, sh->rs16, us->counts, sh->gdt, st));
     zt_prec_widen(sh->be, p, out, sh->rs16, us->len);
     return ZT_OK;
 }
@@ -201,7 +203,7 @@ int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
     ZT_TRY(rs_unit(sh, u, sh->bucket[u], sh->rs_buf, st));
     float *dst = sh->gshard + us->soff;
-    for (size_t i = 0; i < us->len; ++i) dst[i] += sh->rs_buf[i];
+    sh->be->add(dst, dst, sh->rs_buf, us->len);   /* dst += this micro-step's slice */
     zt_mem_free(sh->bucket[u]);
     sh->bucket[u] = NULL;
     return ZT_OK;
@@ -249,6 +251,22 @@ int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
 
 /* ------------------------------------------------------------ lifecycle */
 
+/* The group for device buffers over the ranks of mpi (NULL stays NULL): mpi
+ * itself on a host-memory backend, else host-staged MPI or NCCL. */
+static int dev_group(zt_shard *sh, const zt_shard_prec *prec, zt_group *mpi, const char *name,
+                     zt_group **out, zt_status *st) {
+    *out = mpi;
+    if (!mpi || !sh->dev) return ZT_OK;
+#ifdef ZT_HAVE_NCCL
+    if (prec && prec->comm == ZT_SHARD_COMM_NCCL)
+        return zt_group_nccl(mpi, name, prec->device, out, st);
+#endif
+    if (prec && prec->comm != ZT_SHARD_COMM_STAGED)
+        return zt_fail(st, ZT_EUNSUPPORTED, "NCCL communication requested but this build has no "
+                       "NCCL (configure --with-cuda with NCCL installed)");
+    return zt_group_host_staged(mpi, name, sh->be, out, st);
+}
+
 int zt_shard_create(zt_model *m, int stage, int G, zt_group *world, zt_shard **out, zt_status *st) {
     return zt_shard_create_ex(m, stage, G, world, NULL, out, st);
 }
@@ -283,10 +301,17 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
                      "parameter block (zt_shard_model_flags_prec)");
         goto fail;
     }
+    sh->dev = zt_be_device(sh->be);
+    sh->host_opt = sh->dev && prec && prec->offload_optimizer;
     if (G == W) sh->shard = world;
     else if ((rc = zt_group_split(world, sh->rr, sh->r, "shard", &sh->shard, st)) != ZT_OK) goto fail;
     if (sh->R > 1 && stage > 0 &&
         (rc = zt_group_split(world, sh->r, sh->rr, "replica", &sh->replica, st)) != ZT_OK) goto fail;
+    /* groups for device buffers (the host groups themselves on the cpu) */
+    if ((rc = dev_group(sh, prec, world, "world", &sh->dworld, st)) != ZT_OK) goto fail;
+    if (sh->shard == world) sh->dshard = sh->dworld;
+    else if ((rc = dev_group(sh, prec, sh->shard, "shard", &sh->dshard, st)) != ZT_OK) goto fail;
+    if ((rc = dev_group(sh, prec, sh->replica, "replica", &sh->dreplica, st)) != ZT_OK) goto fail;
     sh->u = calloc((size_t)sh->nu, sizeof *sh->u);
     sh->gathered = calloc((size_t)sh->nu, sizeof *sh->gathered);
     sh->req = calloc((size_t)sh->nu, sizeof *sh->req);
@@ -322,17 +347,28 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
         if (us->n > sh->max_unit) sh->max_unit = us->n;
     }
     sh->shard_total = soff;
-    if (mixed(sh)) {
-        /* 16-bit storage, fp32 master weights (compact, like the AdamW state) */
+    sh->max_len = max_len;
+    if (mixed(sh) || sh->host_opt) {
+        /* 16-bit storage, fp32 master weights (compact, like the AdamW state);
+         * offloaded on a device backend, fp32 too gets host master weights,
+         * which AdamW updates on the host */
         const size_t np = m->num_params ? m->num_params : 1;
         const int mtag = ZT_MEM_OPTIMIZER | (prec->offload_optimizer ? ZT_MEM_ON_HOST : 0);
-        if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ZT_MEM_PARAMS, st);
-        else sh->p16 = zt_mem_alloc(np * 2, ZT_MEM_PARAMS, st);
-        if (!(sh->p16 || sh->pshard16) ||
-            !(sh->master = zt_mem_alloc((soff ? soff : 1) * sizeof(float), mtag, st))) {
+        if (mixed(sh)) {
+            if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ZT_MEM_PARAMS, st);
+            else sh->p16 = zt_mem_alloc(np * 2, ZT_MEM_PARAMS, st);
+            if (!(sh->p16 || sh->pshard16)) { rc = st->code; goto fail; }
+        }
+        if (!(sh->master = zt_mem_alloc((soff ? soff : 1) * sizeof(float), mtag, st))) {
             rc = st->code;
             goto fail;
         }
+    }
+    if (sh->host_opt &&
+        (!(sh->hgrad = zt_mem_alloc(max_len * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)) ||
+         (mixed(sh) && !(sh->h16 = zt_mem_alloc(max_len * 2, ZT_MEM_WORKSPACE | ZT_MEM_HOST, st))))) {
+        rc = st->code;
+        goto fail;
     }
     if (sh->gdt != ZT_F32 && world && world->size > 1 &&
         (!(sh->g16 = zt_mem_alloc((sh->max_unit ? sh->max_unit : 1) * 2, ZT_MEM_COMM, st)) ||
@@ -357,7 +393,7 @@ void zt_shard_free(zt_shard *sh) {
         free(sh->u[u].displs);
         if (sh->gathered && sh->gathered[u]) {
             zt_status st;
-            if (sh->req[u].active) sh->shard->ops->wait(sh->shard, &sh->req[u], &st);
+            if (sh->req[u].active) sh->dshard->ops->wait(sh->dshard, &sh->req[u], &st);
             zt_mem_free(sh->gathered[u]);
         }
         if (sh->bucket && sh->bucket[u]) zt_mem_free(sh->bucket[u]);
@@ -372,6 +408,11 @@ void zt_shard_free(zt_shard *sh) {
     free(sh->view);
     zt_mem_free(sh->gshard);
     zt_mem_free(sh->rs_buf);
+    zt_mem_free(sh->hgrad);
+    zt_mem_free(sh->h16);
+    if (sh->dreplica && sh->dreplica != sh->replica) zt_group_free(sh->dreplica);
+    if (sh->dshard && sh->dshard != sh->shard && sh->dshard != sh->dworld) zt_group_free(sh->dshard);
+    if (sh->dworld && sh->dworld != sh->world) zt_group_free(sh->dworld);
     if (sh->shard && sh->shard != sh->world) zt_group_free(sh->shard);
     zt_group_free(sh->replica);
     free(sh->u);
@@ -383,9 +424,58 @@ void zt_shard_free(zt_shard *sh) {
     free(sh);
 }
 
+/* Initial values of flat elements [lo, hi) into dst (memory of the backend
+ * when dst_dev, else host): computed on the host, staged in bounded chunks. */
+static int init_into(zt_shard *sh, uint64_t seed, size_t lo, size_t hi, float *dst, int dst_dev) {
+    if (!dst_dev || !sh->dev) {
+        zt_model_init_range(sh->m, seed, lo, hi, dst);
+        return ZT_OK;
+    }
+    const size_t n = hi - lo, cap = n < ZT_STAGE_ELEMS ? n : ZT_STAGE_ELEMS;
+    if (!n) return ZT_OK;
+    float *h = zt_mem_alloc(cap * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, NULL);
+    if (!h) return ZT_ENOMEM;
+    for (size_t a = lo; a < hi; a += cap) {
+        const size_t c = hi - a < cap ? hi - a : cap;
+        zt_model_init_range(sh->m, seed, a, a + c, h);
+        sh->be->to_device(dst + (a - lo), h, c * sizeof(float));
+    }
+    zt_mem_free(h);
+    return ZT_OK;
+}
+
+/* Master weights of unit u -> the parameter storage of its owned slice:
+ * rounded to 16 bits (mixed) or copied (fp32 with host master weights). */
+static void push_slice(zt_shard *sh, int u) {
+    zt_unit_shard *us = &sh->u[u];
+    const float *src = sh->master + us->soff;
+    if (!sh->host_opt) {   /* master on the device */
+        zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), src, us->len);
+        return;
+    }
+    if (!mixed(sh)) {
+        float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
+        sh->be->to_device(dst, src, us->len * sizeof(float));
+        return;
+    }
+    /* narrowed on the host (the cpu kernels), then moved to the device */
+    uint16_t *dst = store_slice(sh, u);
+    zt_prec_narrow(zt_backend_cpu(), sh->prec, sh->h16, src, us->len);
+    sh->be->to_device(dst, sh->h16, us->len * sizeof(uint16_t));
+}
+
+int zt_shard_state_on_device(const zt_shard *sh) { return !sh->host_opt; }
+
 int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
+    const int mdev = !sh->host_opt;   /* where the master weights live */
     if (!mixed(sh) && sh->stage < 3) {
-        zt_model_init_range(sh->m, seed, 0, sh->m->num_params, sh->m->params);
+        ZT_TRY(init_into(sh, seed, 0, sh->m->num_params, sh->m->params, 1));
+        if (sh->master)   /* fp32, offloaded on a device: host master = owned slices */
+            for (int u = 0; u < sh->nu; ++u) {
+                zt_unit_shard *us = &sh->u[u];
+                zt_xcopy(sh->be, sh->master + us->soff, mdev, sh->m->params + us->off + us->lo, 1,
+                         us->len * sizeof(float));
+            }
         return ZT_OK;
     }
     if (mixed(sh) && sh->stage < 3) {
@@ -394,20 +484,23 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         float *tmp = zt_mem_alloc((sh->max_unit ? sh->max_unit : 1) * sizeof(float),
                                   ZT_MEM_WORKSPACE, NULL);
         if (!tmp) return ZT_ENOMEM;
-        for (int u = 0; u < sh->nu; ++u) {
+        int rc = ZT_OK;
+        for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            zt_model_init_range(sh->m, seed, us->off, us->off + us->n, tmp);
-            memcpy(sh->master + us->soff, tmp + us->lo, us->len * sizeof(float));
+            rc = init_into(sh, seed, us->off, us->off + us->n, tmp, 1);
+            if (rc != ZT_OK) break;
+            zt_xcopy(sh->be, sh->master + us->soff, mdev, tmp + us->lo, 1, us->len * sizeof(float));
             zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, tmp, us->n);
         }
         zt_mem_free(tmp);
-        return ZT_OK;
+        return rc;
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        float *dst = mixed(sh) ? sh->master + us->soff : sh->pshard + us->soff;
-        zt_model_init_range(sh->m, seed, us->off + us->lo, us->off + us->lo + us->len, dst);
-        if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->pshard16 + us->soff, dst, us->len);
+        float *dst = sh->master ? sh->master + us->soff : sh->pshard + us->soff;
+        ZT_TRY(init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, dst,
+                         sh->master ? mdev : 1));
+        if (sh->master) push_slice(sh, u);
     }
     return ZT_OK;
 }
@@ -423,8 +516,8 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
     zt_model *m = sh->m;
     if (sh->stage == 0) {
         if (!sh->world || sh->world->size == 1) return ZT_OK;
-        zt_group_where(sh->world, "step %ld, gradient reduction", sh->step + 1);
-        ZT_TRY(allreduce_grads(sh, sh->world, m->grads, m->num_params, st));
+        zt_group_where(sh->dworld, "step %ld, gradient reduction", sh->step + 1);
+        ZT_TRY(allreduce_grads(sh, sh->dworld, m->grads, m->num_params, st));
         return ZT_OK;
     }
     if (sh->stage == 1) {
@@ -434,19 +527,19 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
             float *g = m->grads + us->off;
             if (sh->G > 1) {
                 ZT_TRY(rs_unit(sh, u, g, sh->rs_buf, st));
-                memcpy(g + us->lo, sh->rs_buf, us->len * sizeof(float));
+                sh->be->copy(g + us->lo, sh->rs_buf, us->len * sizeof(float));
             }
-            if (sh->replica) {
-                zt_group_where(sh->replica, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-                ZT_TRY(allreduce_grads(sh, sh->replica, g + us->lo, us->len, st));
+            if (sh->dreplica) {
+                zt_group_where(sh->dreplica, "step %ld, unit %s", sh->step + 1, m->units[u].name);
+                ZT_TRY(allreduce_grads(sh, sh->dreplica, g + us->lo, us->len, st));
             }
         }
         return ZT_OK;
     }
     /* stages 2-3: slices were reduce-scattered during backward */
-    if (sh->replica) {
-        zt_group_where(sh->replica, "step %ld, gradient shards", sh->step + 1);
-        ZT_TRY(allreduce_grads(sh, sh->replica, sh->gshard, sh->shard_total, st));
+    if (sh->dreplica) {
+        zt_group_where(sh->dreplica, "step %ld, gradient shards", sh->step + 1);
+        ZT_TRY(allreduce_grads(sh, sh->dreplica, sh->gshard, sh->shard_total, st));
     }
     return ZT_OK;
 }
@@ -458,7 +551,7 @@ static float *grad_slice(zt_shard *sh, int u) {
 }
 float *zt_shard_param_slice(zt_shard *sh, int u) {
     zt_unit_shard *us = &sh->u[u];
-    if (mixed(sh)) return sh->master + us->soff;
+    if (sh->master) return sh->master + us->soff;
     return sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
 }
 
@@ -483,16 +576,15 @@ void zt_shard_poison_grad(zt_shard *sh) {
 }
 
 int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
-    if (!mixed(sh)) return ZT_OK;
-    for (int u = 0; u < sh->nu; ++u)
-        zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), sh->master + sh->u[u].soff,
-                       sh->u[u].len);
+    if (!sh->master) return ZT_OK;
+    for (int u = 0; u < sh->nu; ++u) push_slice(sh, u);
     if (sh->stage >= 1 && sh->stage <= 2 && sh->G > 1) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-            ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, sh->p16 + us->off, us->counts,
-                                                     us->displs, sh->pdt, st));
+            void *blk = mixed(sh) ? (void *)(sh->p16 + us->off) : (void *)(sh->m->params + us->off);
+            zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, blk, us->counts, us->displs,
+                                                      sh->pdt, st));
         }
     }
     return ZT_OK;
@@ -505,7 +597,7 @@ int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
     }
     double s = 0.0;
     for (int u = 0; u < sh->nu; ++u) s += sh->be->sumsq(grad_slice(sh, u), sh->u[u].len);
-    if (sh->G > 1) {
+    if (sh->G > 1) {   /* a host scalar: the host group */
         zt_group_where(sh->shard, "step %ld, gradient norm", sh->step + 1);
         ZT_TRY(sh->shard->ops->allreduce_sum(sh->shard, &s, 1, ZT_F64, st));
     }
@@ -516,24 +608,33 @@ int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st) {
     zt_model *m = sh->m;
     zt_adamw_begin(o);
-    if (sh->stage == 0 && !mixed(sh)) {
-        zt_adamw_range(o, m, 0, m->num_params, m->params, m->grads, o->m, o->v, lr, grad_scale);
+    if (sh->stage == 0 && !sh->master) {
+        zt_adamw_range(o, m, sh->be, 0, m->num_params, m->params, m->grads, o->m, o->v, lr,
+                       grad_scale);
         return ZT_OK;
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
         if (!us->len) continue;
-        zt_adamw_range(o, m, us->off + us->lo, us->off + us->lo + us->len,
-                       zt_shard_param_slice(sh, u), grad_slice(sh, u), o->m + us->soff,
-                       o->v + us->soff, lr, grad_scale);
+        const float *g = grad_slice(sh, u);
+        const zt_backend *obe = sh->be;
+        if (sh->host_opt) {
+            /* offloaded: the gradient slice to the host, AdamW there */
+            sh->be->to_host(sh->hgrad, g, us->len * sizeof(float));
+            g = sh->hgrad;
+            obe = zt_backend_cpu();
+        }
+        zt_adamw_range(o, m, obe, us->off + us->lo, us->off + us->lo + us->len,
+                       zt_shard_param_slice(sh, u), g, o->m + us->soff, o->v + us->soff, lr,
+                       grad_scale);
     }
-    if (mixed(sh)) return zt_shard_refresh_params(sh, st);
+    if (sh->master) return zt_shard_refresh_params(sh, st);
     if (sh->stage <= 2 && sh->G > 1) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-            ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + us->off, us->counts,
-                                                     us->displs, ZT_F32, st));
+            zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
+            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, m->params + us->off, us->counts,
+                                                      us->displs, ZT_F32, st));
         }
     }
     return ZT_OK;
@@ -543,6 +644,8 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
 
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     if (sh->stage == 0 || (sh->stage < 3 && !mixed(sh))) {
+        /* stage 0 mixed: the master weights are the full block (on the
+         * device: offloading needs stage >= 1) */
         *out = mixed(sh) ? sh->master : sh->m->params;
         *owned = 0;
         return ZT_OK;
@@ -551,9 +654,11 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     if (!full) return zt_fail_prefix(st, "gathering full parameters");
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        memcpy(full + us->off + us->lo, zt_shard_param_slice(sh, u), us->len * sizeof(float));
+        zt_xcopy(sh->be, full + us->off + us->lo, 1, zt_shard_param_slice(sh, u),
+                 !sh->master || !sh->host_opt, us->len * sizeof(float));
         if (sh->G > 1) {
-            int rc = sh->shard->ops->allgather_inplace(sh->shard, full + us->off, us->counts, us->displs, ZT_F32, st);
+            int rc = sh->dshard->ops->allgather_inplace(sh->dshard, full + us->off, us->counts,
+                                                        us->displs, ZT_F32, st);
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }
@@ -563,24 +668,27 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
 }
 
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
-    if (mixed(sh)) {
+    if (sh->master) {
+        const int mdev = !sh->host_opt;
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            memcpy(sh->master + us->soff, full + us->off + us->lo, us->len * sizeof(float));
+            zt_xcopy(sh->be, sh->master + us->soff, mdev, full + us->off + us->lo, 1,
+                     us->len * sizeof(float));
         }
-        if (sh->stage < 3) zt_prec_narrow(sh->be, sh->prec, sh->p16, full, sh->m->num_params);
+        if (mixed(sh) && sh->stage < 3) zt_prec_narrow(sh->be, sh->prec, sh->p16, full, sh->m->num_params);
+        else if (!mixed(sh) && sh->stage < 3) {
+            if (sh->m->params != full) sh->be->copy(sh->m->params, full, sh->m->num_params * sizeof(float));
+        }
         else
-            for (int u = 0; u < sh->nu; ++u)
-                zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), sh->master + sh->u[u].soff,
-                               sh->u[u].len);
+            for (int u = 0; u < sh->nu; ++u) push_slice(sh, u);
         return;
     }
     if (sh->stage < 3) {
-        if (sh->m->params != full) memcpy(sh->m->params, full, sh->m->num_params * sizeof(float));
+        if (sh->m->params != full) sh->be->copy(sh->m->params, full, sh->m->num_params * sizeof(float));
         return;
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        memcpy(sh->pshard + us->soff, full + us->off + us->lo, us->len * sizeof(float));
+        sh->be->copy(sh->pshard + us->soff, full + us->off + us->lo, us->len * sizeof(float));
     }
 }

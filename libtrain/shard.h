@@ -48,8 +48,13 @@
 typedef struct zt_shard_prec {
     zt_precision prec;        /* parameter storage: fp32, bf16, fp16 */
     zt_dtype grad_comm;       /* element type of gradient reductions: ZT_F32, ZT_BF16, ZT_F16 */
-    int offload_optimizer;    /* fp32 master weights placed in host memory (accounting) */
+    int offload_optimizer;    /* fp32 master weights and AdamW state in host memory; on a
+                               * device backend AdamW then runs on the host (cpu kernels) */
+    int comm;                 /* device backends: collectives on device buffers through
+                               * ZT_SHARD_COMM_STAGED (host-staged MPI) or _NCCL */
+    int device;               /* NCCL: the CUDA device of this rank */
 } zt_shard_prec;
+enum { ZT_SHARD_COMM_STAGED = 0, ZT_SHARD_COMM_NCCL = 1 };
 
 typedef struct zt_unit_shard {
     size_t n;          /* unit elements */
@@ -67,6 +72,16 @@ struct zt_units {
     int G, r;                 /* shard group size and index in it */
     int R, rr;                /* replica groups and index in them */
     zt_group *world, *shard, *replica;  /* shard == world when G == W; replica NULL when R == 1 */
+    /* The same groups for collectives on device buffers: on a device backend
+     * host-staged MPI or NCCL groups over the same ranks, otherwise the
+     * groups above.  Scalars on the host (norms, flags) use the groups above. */
+    zt_group *dworld, *dshard, *dreplica;
+    int dev;                  /* the backend's memory is not host memory */
+    int host_opt;             /* dev and offload_optimizer: master weights and AdamW state in
+                               * host memory, AdamW on the host; master exists at fp32 too */
+    float *hgrad;             /* host_opt: one owned gradient slice on the host [max slice] */
+    uint16_t *h16;            /* host_opt, mixed: one narrowed slice on the host [max slice] */
+    size_t max_len;           /* largest owned slice */
     zt_model *m;
     const zt_backend *be;
     int nu;
@@ -91,8 +106,9 @@ struct zt_units {
     zt_dtype gdt;             /* gradient reductions */
     uint16_t *p16;            /* mixed, stages 0-2: the full 16-bit parameter block */
     uint16_t *pshard16;       /* mixed, stage 3: owned 16-bit parameters */
-    float *master;            /* mixed: fp32 master weights, laid out like the AdamW
-                               * state (unit u's slice at u.soff) */
+    float *master;            /* mixed (or host_opt): fp32 master weights, laid out like the
+                               * AdamW state (unit u's slice at u.soff); host memory when
+                               * host_opt, else the backend's */
     float **view;             /* mixed: per unit fp32 compute copy or NULL */
     uint16_t *g16;            /* 16-bit gradient reductions: send buffer [max_unit] */
     uint16_t *rs16;           /* ... and reduce-scatter receive buffer [max slice] */
@@ -121,7 +137,8 @@ int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *tar
 /* Run the model's backward of the last training forward. */
 int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st);
 
-/* Initialize parameters (every stage: identical values to a replicated init). */
+/* Initialize parameters (every stage: identical values to a replicated init).
+ * Values are computed on the host and staged to a device in bounded chunks. */
 int zt_shard_init_params(zt_shard *sh, uint64_t seed);
 /* Start a step: zero gradient storage. */
 void zt_shard_zero_grads(zt_shard *sh);
@@ -145,12 +162,18 @@ int zt_shard_refresh_params(zt_shard *sh, zt_status *st);
 /* Moments this rank keeps: Psi at stage 0, the owned slice otherwise. */
 size_t zt_shard_optim_elems(const zt_shard *sh);
 
-/* Full fp32 parameters for export (the master weights when mixed): a pointer
- * to a full block this rank has (fp32 stages 0-2, mixed stage 0) or a
- * gathered copy (otherwise; collective; *owned = 1: free with zt_mem_free). */
+/* Full fp32 parameters for export (the master weights when mixed), in the
+ * backend's memory: a pointer to a full block this rank has (fp32 stages
+ * 0-2, mixed stage 0) or a gathered copy (otherwise; collective; *owned = 1:
+ * free with zt_mem_free). */
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st);
 /* Set every parameter (the master weights when mixed, and the 16-bit
- * storage from them) from a full fp32 block present on every rank. */
+ * storage from them) from a full fp32 block in the backend's memory,
+ * present on every rank. */
 void zt_shard_set_full_params(zt_shard *sh, const float *full);
+/* 1 when the owned fp32 values (zt_shard_param_slice) and the AdamW state
+ * are in the backend's memory, 0 when in host memory (offloaded on a
+ * device backend). */
+int zt_shard_state_on_device(const zt_shard *sh);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
+#include "devmem.h"
 
 void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
     ctx->hook = fn;
@@ -56,6 +57,8 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     out->shard_group = sh->stage == 0 ? ctx->nranks : sh->G;
     out->has_scaler = ctx->scaler.enabled;
     out->scaler = ctx->scaler.s;
+    out->be = ctx->be;
+    out->on_device = zt_be_device(ctx->be) && zt_shard_state_on_device(sh);
     return ZT_OK;
 }
 
@@ -88,26 +91,30 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
                 displs[i] = (int)a;
                 counts[i] = (int)(b - a);
             }
-            zt_group_where(ctx->world, "restoring checkpoint, unit %s", m->units[u].name);
+            /* stage 0: the three buffers are in the backend's memory */
+            zt_group *g = sh->dworld;
+            zt_group_where(g, "restoring checkpoint, unit %s", m->units[u].name);
             for (int k = 0; rc == ZT_OK && k < 3; ++k)
-                rc = ctx->world->ops->allgather_inplace(ctx->world, bufs[k] + m->units[u].offset,
-                                                        counts, displs, ZT_F32, st);
+                rc = g->ops->allgather_inplace(g, bufs[k] + m->units[u].offset, counts, displs,
+                                               ZT_F32, st);
         }
         free(counts);
         free(displs);
         ZT_TRY(rc);
     }
     if (sh->master) {
-        /* mixed: the 16-bit parameters are the master weights rounded */
+        /* mixed (or offloaded on a device): the parameters are the master
+         * weights rounded (copied) */
         ZT_TRY(zt_shard_refresh_params(sh, st));
     } else if ((sh->stage == 1 || sh->stage == 2) && sh->G > 1) {
         /* parameters are replicated at stages 1-2: assemble them */
         for (int u = 0; u < sh->nu; ++u) {
-            zt_group_where(sh->shard, "restoring checkpoint, unit %s", m->units[u].name);
-            ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, m->params + sh->u[u].off,
-                                                     sh->u[u].counts, sh->u[u].displs, ZT_F32, st));
+            zt_group_where(sh->dshard, "restoring checkpoint, unit %s", m->units[u].name);
+            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, m->params + sh->u[u].off,
+                                                      sh->u[u].counts, sh->u[u].displs, ZT_F32, st));
         }
     }
+    ZT_TRY(zt_be_check(ctx->be, "restoring checkpoint", st));
     ctx->step = step;
     ctx->opt.t = adam_t;
     return ZT_OK;

@@ -35,6 +35,11 @@ typedef struct zt_train_state {
     int world, stage, shard_group;
     int has_scaler;       /* fp16: the loss scaler's state below is live */
     zt_scaler_state scaler;
+    /* Where the ranges' param/m/v live: on_device = 1: memory of backend
+     * be (read and write them only with be->to_host / be->to_device, in
+     * bounded pieces); 0: host memory. */
+    const struct zt_backend *be;
+    int on_device;
 } zt_train_state;
 
 /* The ranges this rank owns, with pointers into its live buffers. */

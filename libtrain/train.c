@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
+#include "devmem.h"
+#include "gpu.h"
 #include "runtime.h"
+#include "ztrain_env.h"
 
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
     if (!ctx->cb.log) return;
@@ -36,8 +39,15 @@ void zt_memory(zt_memory_report *out) {
 uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
     if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
     uint64_t b = ctx->world->bytes[kind];
-    if (ctx->sh && ctx->sh->shard && ctx->sh->shard != ctx->world) b += ctx->sh->shard->bytes[kind];
-    if (ctx->sh && ctx->sh->replica) b += ctx->sh->replica->bytes[kind];
+    const zt_shard *sh = ctx->sh;
+    if (!sh) return b;
+    if (sh->shard && sh->shard != ctx->world) b += sh->shard->bytes[kind];
+    if (sh->replica) b += sh->replica->bytes[kind];
+    /* device backends: the groups moving device buffers (their own groups,
+     * counting like MPI) */
+    if (sh->dworld && sh->dworld != sh->world) b += sh->dworld->bytes[kind];
+    if (sh->dshard && sh->dshard != sh->shard && sh->dshard != sh->dworld) b += sh->dshard->bytes[kind];
+    if (sh->dreplica && sh->dreplica != sh->replica) b += sh->dreplica->bytes[kind];
     return b;
 }
 
@@ -56,8 +66,12 @@ int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training,
     size_t n = (size_t)B * (size_t)T;
     b->inputs = zt_mem_alloc(n * sizeof(int), tag, st);
     b->targets = b->inputs ? zt_mem_alloc(n * sizeof(int), tag, st) : NULL;
-    int rc = b->targets ? m->ops->acts_create(m->self, B, T, training, tag, &b->acts, st)
-                        : (st ? st->code : ZT_ENOMEM);
+    int rc = b->targets ? ZT_OK : (st ? st->code : ZT_ENOMEM);
+    if (rc == ZT_OK && zt_be_device(ctx->be) &&
+        (!(b->h_inputs = zt_mem_alloc(n * sizeof(int), tag | ZT_MEM_HOST, st)) ||
+         !(b->h_targets = zt_mem_alloc(n * sizeof(int), tag | ZT_MEM_HOST, st))))
+        rc = st ? st->code : ZT_ENOMEM;
+    if (rc == ZT_OK) rc = m->ops->acts_create(m->self, B, T, training, tag, &b->acts, st);
     if (rc != ZT_OK) {
         zt_batch_buf_free(ctx, b);
         return rc;
@@ -71,7 +85,73 @@ void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b) {
     if (b->acts && ctx->model) ctx->model->ops->acts_free(ctx->model->self, b->acts);
     zt_mem_free(b->inputs);
     zt_mem_free(b->targets);
+    zt_mem_free(b->h_inputs);
+    zt_mem_free(b->h_targets);
     memset(b, 0, sizeof *b);
+}
+
+void zt_batch_buf_upload(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int count_targets) {
+    if (!b->h_inputs) return;
+    ctx->be->to_device(b->inputs, b->h_inputs, (size_t)count_inputs * sizeof(int));
+    ctx->be->to_device(b->targets, b->h_targets, (size_t)count_targets * sizeof(int));
+}
+
+/* ztrain.backend: the compute table (cuda: this rank's device), which also
+ * becomes the backend of accounted allocations. */
+static int open_backend(zt_ctx *ctx, const zt_config *c, zt_status *st) {
+    ctx->device = -1;
+    if (strcmp(c->backend, "cuda") == 0) {
+        ctx->be = zt_cuda_open(zt_rt()->local_rank, &ctx->device, st);
+        if (!ctx->be) return st ? st->code : ZT_EUNSUPPORTED;
+    } else if (strcmp(c->backend, "cpu-strict") == 0) {
+        ctx->be = zt_backend_cpu_strict();
+    } else {
+        ctx->be = zt_backend_cpu();
+    }
+    zt_mem_set_backend(ctx->be);
+    return ZT_OK;
+}
+
+/* ztrain.comm_backend: how collectives move device buffers.  The same answer
+ * on every rank (agreed over the world). */
+static int choose_comm(zt_ctx *ctx, const zt_config *c, zt_status *st) {
+    ctx->comm_kind = ZT_SHARD_COMM_STAGED;
+    const char *cb = c->comm_backend;
+    const int cuda = ctx->device >= 0;
+#ifdef ZT_HAVE_NCCL
+    const int built = 1;
+#else
+    const int built = 0;
+#endif
+    if (strcmp(cb, "nccl") == 0 && !cuda)
+        return zt_fail(st, ZT_EINVAL, "ztrain.comm_backend=nccl needs ztrain.backend=cuda "
+                       "(backend is %s)", c->backend);
+    if (strcmp(cb, "nccl") == 0 && !built)
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.comm_backend=nccl: this build has no NCCL "
+                       "(configure --with-cuda with NCCL installed); use mpi");
+    if (!cuda || strcmp(cb, "mpi") == 0) return ZT_OK;
+    /* one rank per GPU: bound by the plugin (each task sees its own GPUs),
+     * or no more ranks on this node than visible devices */
+    const char *bind = getenv(ZTRAIN_ENV_GPU_BIND);
+    const int bound = bind && (strcmp(bind, "local") == 0 || strncmp(bind, "map:", 4) == 0);
+    int32_t own = bound || zt_rt()->local_size <= zt_cuda_visible_devices();
+    if (ctx->nranks > 1) {
+        zt_group_where(ctx->world, "choosing the communication backend");
+        int32_t any_shared = !own;
+        ZT_TRY(ctx->world->ops->allreduce_max(ctx->world, &any_shared, 1, ZT_I32, st));
+        own = !any_shared;
+    }
+    if (strcmp(cb, "nccl") == 0) {
+        if (!own)
+            return zt_fail(st, ZT_EINVAL, "ztrain.comm_backend=nccl needs one GPU per rank, but "
+                           "%d ranks on a node share %d visible GPU(s); use "
+                           "ztrain.comm_backend=mpi", zt_rt()->local_size,
+                           zt_cuda_visible_devices());
+        ctx->comm_kind = ZT_SHARD_COMM_NCCL;
+    } else if (built && own) {   /* auto */
+        ctx->comm_kind = ZT_SHARD_COMM_NCCL;
+    }
+    return ZT_OK;
 }
 
 /* Test hook: ZT_TEST_OVERFLOW_STEPS="5,6" makes the gradients of those
@@ -157,13 +237,18 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
                    ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
     }
 
-    ctx->be = zt_backend_cpu();
+    if ((rc = open_backend(ctx, c, st)) != ZT_OK) goto fail;
     ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
     ctx->be->set_threads(ctx->threads);
     if ((rc = zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st)) != ZT_OK)
         goto fail;
     ctx->rank = ctx->world->rank;
     ctx->nranks = ctx->world->size;
+    if ((rc = choose_comm(ctx, c, st)) != ZT_OK) goto fail;
+    if (zt_be_device(ctx->be))
+        zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
+               ctx->device >= 0 ? " (device chosen from the local rank)" : "",
+               ctx->comm_kind == ZT_SHARD_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
 
     int own = 0;
     if (!ops) {
@@ -188,7 +273,8 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     }
     ctx->own_model_self = own;
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
-                              strcmp(c->offload_optimizer, "none") != 0};
+                              strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
+                              ctx->device};
     if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
                                  c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
                                  ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;
@@ -199,6 +285,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->model.context, 1,
                                  ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
     if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
+    if ((rc = zt_be_check(ctx->be, "creating the context", st)) != ZT_OK) goto fail;
     ctx->last_val_loss = NAN;
     *out = ctx;
     return ZT_OK;
@@ -310,9 +397,10 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
         double tw = zt_now_s();
-        ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->acts.inputs,
-                              ctx->acts.targets, st));
+        ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T,
+                              zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
         wait_s += zt_now_s() - tw;
+        zt_batch_buf_upload(ctx, &ctx->acts, B * T, B * T);
         double ls;
         ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
                                 &ls, st));
@@ -349,6 +437,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
                            "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
         ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
     }
+    ZT_TRY(zt_be_check(ctx->be, "training step", st));
     ctx->step++;
 
     double dt = zt_now_s() - t0;
@@ -397,13 +486,16 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     double sum = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)EB;
-        ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T, ctx->eval_acts.inputs,
-                            ctx->eval_acts.targets, st));
+        ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T,
+                            zt_batch_host_inputs(&ctx->eval_acts),
+                            zt_batch_host_targets(&ctx->eval_acts), st));
+        zt_batch_buf_upload(ctx, &ctx->eval_acts, EB * T, EB * T);
         double ls;
         ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
                                 ctx->eval_acts.targets, EB, T, 0, &ls, st));
         sum += ls;
     }
+    ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
     *val_loss = sum / ((double)ctx->cfg->eval_batches * EB * ctx->nranks * T);
@@ -419,10 +511,11 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
                            inputs[i], i, ctx->cfg->model.vocab);
     zt_batch_buf b;
     ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, T, 0, ZT_MEM_EVAL, st));
-    memcpy(b.inputs, inputs, sizeof(int) * (size_t)B * T);
-    memcpy(b.targets, targets, sizeof(int) * (size_t)B * T);
+    zt_xcopy(ctx->be, b.inputs, 1, inputs, 0, sizeof(int) * (size_t)B * T);
+    zt_xcopy(ctx->be, b.targets, 1, targets, 0, sizeof(int) * (size_t)B * T);
     double ls = 0.0;
     int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, T, 0, &ls, st);
+    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loss", st);
     *loss = ls / ((double)B * T);
     zt_batch_buf_free(ctx, &b);
     return rc;
@@ -443,7 +536,8 @@ static void log_memory(zt_ctx *ctx) {
         if (!ms.peak[t]) continue;
         char host[64] = "";
         if (ms.host_peak[t])
-            snprintf(host, sizeof host, "  (offloaded: %.2f MiB in host memory)",
+            snprintf(host, sizeof host, zt_be_device(ctx->be) ? "  (in host memory: %.2f MiB)"
+                                                               : "  (offloaded: %.2f MiB in host memory)",
                      ms.host_peak[t] / 1048576.0);
         zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB%s", zt_mem_tag_name(t), ms.peak[t] / 1048576.0,
                host);
@@ -467,7 +561,8 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         if (p) zt_memplan_fmt_bytes((double)p->cat[pl][t], c, sizeof c);
         char host[64] = "";
         if (ms.host_peak[t])
-            snprintf(host, sizeof host, "  (offloaded: %.2f MiB in host memory)",
+            snprintf(host, sizeof host, zt_be_device(ctx->be) ? "  (in host memory: %.2f MiB)"
+                                                               : "  (offloaded: %.2f MiB in host memory)",
                      ms.host_peak[t] / 1048576.0);
         zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s%s", zt_mem_tag_name(t), a, b, p ? c : "-",
                host);

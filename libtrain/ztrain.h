@@ -262,7 +262,11 @@ size_t zt_ctx_num_params(const zt_ctx *ctx);
  * call (or the end of the pass).  A unit may be requested again after its
  * release (e.g. a tied embedding used by the head).  The built-in GPT-2
  * (libtrain/gpt.c) is written against exactly this API; examples/ has a
- * small model of its own.  Pointers are host fp32 on the CPU backend.
+ * small model of its own.  Pointers are host fp32 on the CPU backend; on a
+ * device backend (ztrain.backend=cuda, cpu-strict) every pointer the engine
+ * hands the model -- parameters, gradient buffers, the token arrays of
+ * forward, zt_alloc'd activations, and what probs returns -- is memory of
+ * that backend's device, to be computed on with its table only.
  */
 typedef struct zt_layout zt_layout;   /* the describe() builder */
 typedef struct zt_units zt_units;     /* the engine, as a model sees it */
@@ -317,7 +321,8 @@ int zt_units_count(const zt_units *U);
 size_t zt_unit_numel(const zt_units *U, int unit);
 
 /* Accounted allocation: 64-byte aligned, zero-filled; NULL + st on failure.
- * category is a zt_mem_category. */
+ * category is a zt_mem_category.  Memory of the context's backend (device
+ * memory on a device backend). */
 void *zt_alloc(size_t bytes, int category, zt_status *st);
 void zt_free(void *p);
 

@@ -2,7 +2,9 @@
 # setup.sh -- install what ztrain needs on Debian 12 (if missing) and build it
 # in the source tree.  Run as root (or with sudo) on a fresh machine; safe to
 # run again (it only installs what is missing and rebuilds what changed).
-#   ZT_CONFIGURE_FLAGS  extra ./configure flags (default: --enable-werror)
+#   ZT_CONFIGURE_FLAGS  ./configure flags (default: --enable-werror, plus --with-cuda when
+#                       /usr/local/cuda/bin/nvcc exists: the CUDA backend then builds and
+#                       links everywhere, and its tests skip without a GPU)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,9 +29,15 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt con
     echo "== autogen"
     ./autogen.sh > /dev/null 2>&1 || ./autogen.sh
 fi
-if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
-    echo "== configure"
-    ./configure ${ZT_CONFIGURE_FLAGS:---enable-werror} > config.out 2>&1 || { cat config.out; exit 1; }
+if [ -z "${ZT_CONFIGURE_FLAGS+set}" ]; then
+    ZT_CONFIGURE_FLAGS=--enable-werror
+    [ -x /usr/local/cuda/bin/nvcc ] && ZT_CONFIGURE_FLAGS="$ZT_CONFIGURE_FLAGS --with-cuda"
+fi
+# reconfigure when the flags changed since the last configure
+have_flags=$( [ -x config.status ] && eval "echo $(./config.status --config 2>/dev/null)" )
+if [ ! -f Makefile ] || [ configure -nt Makefile ] || [ "$have_flags" != "$(echo $ZT_CONFIGURE_FLAGS)" ]; then
+    echo "== configure $ZT_CONFIGURE_FLAGS"
+    ./configure $ZT_CONFIGURE_FLAGS > config.out 2>&1 || { cat config.out; exit 1; }
     sed -n '/configuration summary/,/^---*$/p' config.out
 fi
 echo "== build"

@@ -15,6 +15,7 @@ make -j"$J" check > check.log 2>&1
 grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' check.log | grep -v '^PASS' || true
 grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR)' check.log || true
 
+# (a CPU build: no --with-cuda, so it also checks that the tree builds without CUDA)
 echo "== sanitizers (ASan + UBSan build of the distributed sources in build-san/)"
 san_ok=0
 if [ "${ZT_SKIP_SANITIZERS:-0}" != 1 ]; then

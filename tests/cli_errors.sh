@@ -59,6 +59,15 @@ expect_error "unknown command" 2 "frobnicate" -- frobnicate
 expect_error "prep: missing input" 1 "nope.txt" -- prep --input nope.txt --output x
 expect_error "sample: bad weights file" 1 "good_train.bin: bad magic" -- sample --weights good_train.bin
 
+# the cuda backend without a usable GPU (none visible, or a build without
+# CUDA): one line saying so, exit 2, nothing written
+CUDA_VISIBLE_DEVICES= expect_error "train --backend cuda without a GPU" 2 "backend cuda requested but" -- \
+    train "${base[@]}" --train good_train.bin --val good_val.bin --backend cuda
+CUDA_VISIBLE_DEVICES= ZTRAIN_BACKEND=cuda expect_error "ZTRAIN_BACKEND=cuda without a GPU" 2 \
+    "backend cuda requested but" -- train "${base[@]}" --train good_train.bin --val good_val.bin
+expect_error "comm backend nccl needs the cuda backend" 2 "ztrain.comm_backend=nccl needs ztrain.backend=cuda" -- \
+    train "${base[@]}" --train good_train.bin --val good_val.bin --comm-backend nccl
+
 # with the bad environment variable passed through env instead of a function prefix
 rm -rf "$T/ck"; ZTRAIN_STAGE=9 "$ZTRAIN" train "${base[@]}" > /dev/null 2> err.txt
 check "ZTRAIN_STAGE=9 rejected with the allowed range" grep -q '\[0, 3\]' err.txt

@@ -319,6 +319,12 @@ static void test_elementwise(void) {
                                    (double)a[3] * a[3] + (double)a[4] * a[4] + (double)a[5] * a[5] +
                                    (double)a[6] * a[6], 1e-15, 0, "sumsq small n");
     tap_ok(be->sumsq(a, 0) == 0.0, "sumsq n = 0");
+    {
+        double seq = 0.0;
+        for (size_t i = 0; i < n; i++) seq += (double)a[i];
+        tap_ok(be->sum(a, n) == seq && be->sum(a, 0) == 0.0,
+               "sum: the sequential double sum, bitwise (the engine's loss sums)");
+    }
     /* sumsq is independent of the thread count */
     be->set_threads(1);
     const double s1 = be->sumsq(a, n);
@@ -767,6 +773,191 @@ static void test_adamw(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 matmul mode */
+
+/* x rounded to bfloat16, nearest even, by search (independent of the
+ * kernels' bit trick): the two bf16 neighbours of x, the nearer one, ties
+ * to the even mantissa */
+static float ref_round_bf16(float x) {
+    if (isnan(x) || isinf(x)) return x;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t lo = u & 0xFFFF0000u, hi = lo + 0x10000u;
+    float flo, fhi;
+    memcpy(&flo, &lo, sizeof flo);
+    memcpy(&fhi, &hi, sizeof fhi);
+    /* above the largest bf16 the next step is 2^128, which overflows to inf */
+    const double vhi = (hi & 0x7FFFFFFFu) == 0x7F800000u ? copysign(ldexp(1.0, 128), x) : (double)fhi;
+    const double dlo = fabs((double)x - flo), dhi = fabs(vhi - x);
+    if (dlo < dhi) return flo;
+    if (dhi < dlo) return fhi;
+    return ((lo >> 16) & 1u) ? fhi : flo;
+}
+
+static void test_matmul_bf16(void) {
+    const int n = 37, c = 48, oc = 29;
+    const size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+    float *inp = fvec(ni, 1.0), *w = fvec(nw, 1.0), *bias = fvec(oc, 1.0), *dout = fvec(no, 1.0);
+    double *ri = dvec(ni), *rw = dvec(nw), *rd = dvec(no), *rb = dcopy(bias, oc), *ref = dvec(ni > no ? (ni > nw ? ni : nw) : (no > nw ? no : nw));
+    for (size_t i = 0; i < ni; i++) ri[i] = ref_round_bf16(inp[i]);
+    for (size_t i = 0; i < nw; i++) rw[i] = ref_round_bf16(w[i]);
+    for (size_t i = 0; i < no; i++) rd[i] = ref_round_bf16(dout[i]);
+    float *out32 = fzeros(no), *out16 = fzeros(no), *out_back = fzeros(no);
+
+    be->matmul_fwd(out32, inp, w, bias, n, c, oc);
+    be->set_matmul_precision(ZT_MATMUL_BF16);
+    be->matmul_fwd(out16, inp, w, bias, n, c, oc);
+    ref_matmul(ref, ri, rw, rb, n, c, oc);
+    check_arr("matmul_fwd bf16 mode = fp32 product of bf16-rounded operands (+ fp32 bias)",
+              out16, ref, no, FWD_RTOL, FWD_ATOL);
+    double maxabs = 0.0;
+    for (size_t i = 0; i < no; i++) maxabs = fmax(maxabs, fabs(out32[i]));
+    check_ff("matmul_fwd bf16 mode within 2^-7 x max of fp32", out16, out32, no, 0.0, maxabs / 128.0);
+    tap_ok(memcmp(out16, out32, no * sizeof(float)) != 0, "matmul_fwd bf16 mode differs from fp32");
+
+    /* backward: dinp = round(dout) @ round(w); dw += round(dout)^T @ round(inp);
+     * dbias += colsum(dout) in fp32 */
+    float *dinp = fvec(ni, 3.0), *dw = fvec(nw, 1.0), *db = fvec(oc, 1.0);
+    double *dw0 = dcopy(dw, nw), *db0 = dcopy(db, oc);
+    be->matmul_bwd(dinp, dw, db, dout, inp, w, n, c, oc);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < c; k++) {
+            double s = 0.0;
+            for (int o = 0; o < oc; o++) s += rd[(size_t)i * oc + o] * rw[(size_t)o * c + k];
+            ref[(size_t)i * c + k] = s;
+        }
+    check_arr("matmul_bwd bf16 mode dinp", dinp, ref, ni, FWD_RTOL, FWD_ATOL);
+    for (int o = 0; o < oc; o++)
+        for (int k = 0; k < c; k++) {
+            double s = dw0[(size_t)o * c + k];
+            for (int i = 0; i < n; i++) s += rd[(size_t)i * oc + o] * ri[(size_t)i * c + k];
+            ref[(size_t)o * c + k] = s;
+        }
+    check_arr("matmul_bwd bf16 mode dw (+=)", dw, ref, nw, FWD_RTOL, FWD_ATOL);
+    for (int o = 0; o < oc; o++) {
+        double s = db0[o];
+        for (int i = 0; i < n; i++) s += dout[(size_t)i * oc + o];
+        ref[o] = s;
+    }
+    check_arr("matmul_bwd bf16 mode dbias (+=, fp32 dout)", db, ref, oc, FWD_RTOL, FWD_ATOL);
+
+    be->set_matmul_precision(42);   /* ignored */
+    be->matmul_fwd(out_back, inp, w, bias, n, c, oc);
+    check_same("set_matmul_precision(42) is ignored (still bf16)", out_back, out16, no * sizeof(float));
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    be->matmul_fwd(out_back, inp, w, bias, n, c, oc);
+    check_same("back to ZT_MATMUL_FP32: bitwise the fp32 result", out_back, out32, no * sizeof(float));
+    tap_ok(be->error() == NULL, "no backend error recorded");
+
+    free(inp); free(w); free(bias); free(dout); free(ri); free(rw); free(rd); free(rb); free(ref);
+    free(out32); free(out16); free(out_back); free(dinp); free(dw); free(db); free(dw0); free(db0);
+}
+
+/* ------------------------------------------------------------ precision conversion */
+
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+
+static void test_precision(void) {
+    /* bf16: specials and ties */
+    const float xs[] = {0.0f, -0.0f, 1.0f, -2.5f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 3.0e38f,
+                        3.4028235e38f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-45f, 65504.0f,
+                        65520.0f, 65519.996f, 0x1p-14f, 0x1p-24f, 1.5f * 0x1p-24f, 0x1p-25f,
+                        3 * 0x1p-26f, 0x1.ffcp-15f, 1e-8f, -1e5f};
+    const size_t nx = sizeof xs / sizeof xs[0];
+    uint16_t h[64];
+    float back[64];
+    be->to_bf16(h, xs, nx);
+    be->from_bf16(back, h, nx);
+    int ok = 1;
+    for (size_t i = 0; i < nx; i++) {
+        const float want = ref_round_bf16(xs[i]);
+        if (isnan(xs[i]) ? !isnan(back[i]) : f2u(back[i]) != f2u(want)) {
+            tap_diag("to_bf16(%a) = 0x%04x -> %a, want %a", (double)xs[i], h[i], (double)back[i], (double)want);
+            ok = 0;
+        }
+    }
+    tap_ok(ok, "to_bf16 / from_bf16: nearest even, ties, overflow, subnormals, inf, NaN");
+    tap_ok(h[4] == 0x3F80 && h[5] == 0x3F82 && h[8] == 0x7F80 && h[9] == 0xFF80 && h[7] == 0x7F80,
+           "to_bf16 ties to even (1+2^-8 -> 1, 1+3*2^-8 -> 1+2^-6), FLT_MAX -> inf");
+    /* every bf16 code round-trips (NaN stays NaN) */
+    uint16_t *codes = calloc(65536, sizeof *codes), *codes2 = calloc(65536, sizeof *codes2);
+    float *fl = fzeros(65536);
+    for (uint32_t i = 0; i < 65536; i++) codes[i] = (uint16_t)i;
+    be->from_bf16(fl, codes, 65536);
+    be->to_bf16(codes2, fl, 65536);
+    ok = 1;
+    for (uint32_t i = 0; i < 65536; i++) {
+        const int nan = (i & 0x7FFF) > 0x7F80;
+        if (nan ? !isnan(fl[i]) || (codes2[i] & 0x7FFF) <= 0x7F80 : codes2[i] != i) ok = 0;
+        if (!nan && f2u(fl[i]) != (i << 16)) ok = 0;
+    }
+    tap_ok(ok, "every bf16 code: from_bf16 exact, to_bf16(from_bf16(x)) == x (NaN stays NaN)");
+
+    /* fp16 */
+    be->to_f16(h, xs, nx);
+    be->from_f16(back, h, nx);
+#ifdef __FLT16_MAX__
+    ok = 1;
+    for (size_t i = 0; i < nx; i++) {
+        const _Float16 r = (_Float16)xs[i];   /* the compiler's conversion: round to nearest even */
+        uint16_t rb;
+        memcpy(&rb, &r, sizeof rb);
+        if (isnan(xs[i]) ? (h[i] & 0x7FFF) <= 0x7C00 : h[i] != rb) {
+            tap_diag("to_f16(%a) = 0x%04x, want 0x%04x", (double)xs[i], h[i], rb);
+            ok = 0;
+        }
+    }
+    tap_ok(ok, "to_f16 = the compiler's _Float16 conversion on specials");
+    ok = 1;
+    for (int k = 0; k < 200000; k++) {
+        /* random exponents across the fp16 range and beyond */
+        const float x = (float)(rnd() * ldexp(1.0, (int)(rnd() * 40.0) - 5));
+        const _Float16 r = (_Float16)x;
+        uint16_t rb, got;
+        memcpy(&rb, &r, sizeof rb);
+        be->to_f16(&got, &x, 1);
+        if (got != rb) {
+            if (ok) tap_diag("to_f16(%a) = 0x%04x, want 0x%04x", (double)x, got, rb);
+            ok = 0;
+        }
+    }
+    tap_ok(ok, "to_f16 = _Float16 conversion on 200000 random values (normal, subnormal, overflow)");
+#else
+    tap_skip("to_f16 vs _Float16", "no _Float16 in this compiler");
+    tap_skip("to_f16 random vs _Float16", "no _Float16 in this compiler");
+#endif
+    tap_ok(h[13] == 0x7BFF && h[14] == 0x7C00 && h[15] == 0x7BFF && h[16] == 0x0400 && h[17] == 0x0001 &&
+           h[18] == 0x0002 && h[19] == 0x0000 && h[20] == 0x0001 && h[8] == 0x7C00 && h[9] == 0xFC00 &&
+           h[1] == 0x8000 && (h[10] & 0x7FFF) > 0x7C00,
+           "to_f16: 65504, 65520 -> inf, 2^-14, 2^-24, 1.5*2^-24 -> 2*2^-24, 2^-25 -> 0, inf, -0, NaN");
+    be->from_f16(fl, codes, 65536);
+    be->to_f16(codes2, fl, 65536);
+    ok = 1;
+    for (uint32_t i = 0; i < 65536; i++) {
+        const int nan = (i & 0x7FFF) > 0x7C00;
+        if (nan ? !isnan(fl[i]) : codes2[i] != i) ok = 0;
+#ifdef __FLT16_MAX__
+        _Float16 hv;
+        const uint16_t code = (uint16_t)i;
+        memcpy(&hv, &code, sizeof hv);
+        if (!nan && f2u(fl[i]) != f2u((float)hv)) ok = 0;
+#endif
+    }
+    tap_ok(ok, "every fp16 code: from_f16 exact (subnormals too), to_f16(from_f16(x)) == x");
+
+    /* non-finite count */
+    float *v = fvec(1000, 1e30);
+    v[3] = INFINITY;
+    v[500] = -INFINITY;
+    v[999] = NAN;
+    v[0] = u2f(0x7F800001u);   /* signaling NaN */
+    v[10] = 3.4028235e38f;     /* finite */
+    tap_ok(be->nonfinite(v, 1000) == 4, "nonfinite counts inf, -inf, NaN, sNaN (not FLT_MAX)");
+    tap_ok(be->nonfinite(v, 3) == 1 && be->nonfinite(v, 0) == 0, "nonfinite on a prefix, n = 0");
+    free(v); free(codes); free(codes2); free(fl);
+}
+
 /* ------------------------------------------------------------ determinism */
 
 static void test_determinism(void) {
@@ -837,8 +1028,12 @@ int main(void) {
           be->zero && be->encoder_fwd && be->encoder_bwd && be->layernorm_fwd &&
           be->layernorm_bwd && be->matmul_fwd && be->matmul_bwd && be->attention_fwd &&
           be->attention_bwd && be->gelu_fwd && be->gelu_bwd && be->add && be->xent_fwd &&
-          be->xent_bwd && be->adamw && be->sumsq && be->scale;
+          be->xent_bwd && be->adamw && be->sumsq && be->scale && be->error && be->synchronize &&
+          be->set_matmul_precision && be->to_bf16 && be->from_bf16 && be->to_f16 && be->from_f16 &&
+          be->nonfinite;
     tap_ok(all, "every table entry is set");
+    be->synchronize();
+    tap_ok(be->error() == NULL, "error(): nothing recorded");
     be->set_threads(2);
 
     test_memory();
@@ -851,6 +1046,8 @@ int main(void) {
     test_gelu();
     test_xent();
     test_adamw();
+    test_matmul_bf16();
+    test_precision();
     test_determinism();
     return tap_done();
 }

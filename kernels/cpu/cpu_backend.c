@@ -87,7 +87,55 @@ void zt_cpu_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
     }
 }
 
+/* ------------------------------------------------------------ errors */
+
+/* The only failure the CPU backend records: no memory for the bf16 copies
+ * of matmul operands (the matmul then runs in fp32). */
+static const char *cpu_err;
+
+static const char *cpu_error(void) {
+    const char *e = cpu_err;
+    cpu_err = NULL;
+    return e;
+}
+
+static void cpu_synchronize(void) {}
+
 /* ------------------------------------------------------------ matmul */
+
+static int cpu_mm_mode = ZT_MATMUL_FP32;
+
+static void cpu_set_matmul_precision(int mode) {
+    if (mode == ZT_MATMUL_FP32 || mode == ZT_MATMUL_BF16) cpu_mm_mode = mode;
+}
+
+/* x rounded to bfloat16 (nearest even; NaN stays NaN), as a float */
+static inline float round_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
+    else u += 0x7FFFu + ((u >> 16) & 1u);
+    u &= 0xFFFF0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* In bf16 mode, a copy of src[n] rounded to bf16 (free with free()); in
+ * fp32 mode, or when out of memory (recorded), src itself. */
+static const float *mm_operand(const float *src, size_t n, float **owned) {
+    *owned = NULL;
+    if (cpu_mm_mode != ZT_MATMUL_BF16 || n == 0) return src;
+    float *d = malloc(n * sizeof(float));
+    if (!d) {
+        cpu_err = "cpu_backend.c: matmul: out of memory for the bf16 operand copies "
+                  "(computed in fp32 instead)";
+        return src;
+    }
+#pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) d[i] = round_bf16(src[i]);
+    *owned = d;
+    return d;
+}
 
 static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
                            const float *bias, int N, int C, int OC) {
@@ -95,8 +143,13 @@ static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
     if (C <= 0) {
         memset(out, 0, (size_t)N * OC * sizeof(float));
     } else {
+        float *own_i, *own_w;
+        const float *a = mm_operand(inp, (size_t)N * C, &own_i);
+        const float *b = mm_operand(w, (size_t)OC * C, &own_w);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C,
-                    1.0f, inp, C, w, C, 0.0f, out, OC);
+                    1.0f, a, C, b, C, 0.0f, out, OC);
+        free(own_i);
+        free(own_w);
     }
     if (bias) {
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= ZT_PAR_MIN)
@@ -112,22 +165,32 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
                            const float *dout, const float *inp, const float *w,
                            int N, int C, int OC) {
     if (N <= 0) return;
+    float *own_d = NULL;
+    /* bf16 mode: dout rounded once for both products (dbias uses fp32 dout) */
+    const float *dr = (C > 0 && OC > 0 && (dinp || dw))
+                          ? mm_operand(dout, (size_t)N * OC, &own_d) : dout;
     if (dinp && C > 0) {
         if (OC > 0) {
             /* dinp[N,C] = dout[N,OC] @ w[OC,C] */
+            float *own_w;
+            const float *b = mm_operand(w, (size_t)OC * C, &own_w);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC,
-                        1.0f, dout, OC, w, C, 0.0f, dinp, C);
+                        1.0f, dr, OC, b, C, 0.0f, dinp, C);
+            free(own_w);
         } else {
             memset(dinp, 0, (size_t)N * C * sizeof(float));
         }
     }
-    if (OC <= 0) return;
-    if (dw && C > 0) {
+    if (OC > 0 && dw && C > 0) {
         /* dw[OC,C] += dout[N,OC]^T @ inp[N,C] */
+        float *own_i;
+        const float *a = mm_operand(inp, (size_t)N * C, &own_i);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N,
-                    1.0f, dout, OC, inp, C, 1.0f, dw, C);
+                    1.0f, dr, OC, a, C, 1.0f, dw, C);
+        free(own_i);
     }
-    if (dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    free(own_d);
+    if (OC > 0 && dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
 }
 
 /* ------------------------------------------------------------ elementwise */
@@ -145,6 +208,14 @@ static void cpu_scale(float *x, size_t n, float s) {
 /* Sum of squares in double over fixed-size chunks whose partials are added
  * in chunk order: the result does not depend on the thread count. */
 #define ZT_SUMSQ_MAXCHUNKS 1024
+/* In index order, one thread: the engine's loss sums (N = B*T values per
+ * micro-batch) stay exactly the sequential double sum. */
+static double cpu_sum(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i];
+    return s;
+}
+
 static double cpu_sumsq(const float *x, size_t n) {
     if (n == 0) return 0.0;
     size_t chunk = 65536;
@@ -191,6 +262,8 @@ static void cpu_adamw(float *p, const float *grad, float *m, float *v, size_t n,
 static const zt_backend cpu_backend = {
     .name = "cpu",
     .set_threads = cpu_set_threads,
+    .error = cpu_error,
+    .synchronize = cpu_synchronize,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,
@@ -203,6 +276,7 @@ static const zt_backend cpu_backend = {
     .layernorm_bwd = zt_cpu_layernorm_bwd,
     .matmul_fwd = cpu_matmul_fwd,
     .matmul_bwd = cpu_matmul_bwd,
+    .set_matmul_precision = cpu_set_matmul_precision,
     .attention_fwd = zt_cpu_attention_fwd,
     .attention_bwd = zt_cpu_attention_bwd,
     .gelu_fwd = zt_cpu_gelu_fwd,
@@ -218,6 +292,8 @@ static const zt_backend cpu_backend = {
     .to_f16 = zt_cpu_to_f16,
     .from_f16 = zt_cpu_from_f16,
     .nonfinite = zt_cpu_nonfinite,
+    .sum = cpu_sum,
+    .host_memory = 1,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

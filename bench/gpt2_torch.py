@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""gpt2_torch.py -- the PyTorch baseline for bench/bench_gpu's model step.
+
+Same model and step as tests/table_gpt.h: pre-LayerNorm GPT-2 blocks with a
+tied embedding, softmax cross-entropy on random tokens, global-norm clipping
+to 1.0, AdamW (lr 3e-4, betas 0.9/0.95, weight decay 0.1 on every parameter).
+Prints ms/step, tokens/s, model TFLOP/s, MFU (6 x params + 6 x L x C x T
+FLOPs per token, as bench/README.md) and peak GPU memory, for fp32 (TF32
+off, like ztrain's fp32) and bf16 autocast.
+
+  python3 bench/gpt2_torch.py [--shape L,H,C,V,B,T] [--steps N] [--compile]
+                              [--peak-tflops F32,BF16]
+"""
+import argparse
+import math
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, C, H):
+        super().__init__()
+        self.H = H
+        self.ln1 = nn.LayerNorm(C)
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.ln2 = nn.LayerNorm(C)
+        self.fc = nn.Linear(C, 4 * C)
+        self.fcp = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.H, C // self.H).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.fcp(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, L, H, C, V, T):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(T, C)
+        self.blocks = nn.ModuleList(Block(C, H) for _ in range(L))
+        self.lnf = nn.LayerNorm(C)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.uniform_(p, -0.02, 0.02)
+
+    def forward(self, idx, tgt):
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        logits = self.lnf(x) @ self.wte.weight.t()   # tied embedding
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.view(-1))
+
+
+def run(shape, steps, bf16, compile_):
+    L, H, C, V, B, T = shape
+    torch.manual_seed(0)
+    dev = "cuda"
+    model = GPT(L, H, C, V, T).to(dev)
+    nparams = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+                            weight_decay=0.1, fused=True)
+    step_model = torch.compile(model) if compile_ else model
+    idx = torch.randint(0, V, (B, T), device=dev)
+    tgt = torch.randint(0, V, (B, T), device=dev)
+    torch.cuda.reset_peak_memory_stats()
+    loss = None
+    warm = 2 + (3 if compile_ else 0)
+    for i in range(warm + steps):
+        if i == warm:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = step_model(idx, tgt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        loss_v = loss.item()   # read back every step, as bench_gpu does
+    torch.cuda.synchronize()
+    per = (time.perf_counter() - t0) / steps
+    return per, nparams, torch.cuda.max_memory_allocated(), loss_v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="12,12,768,50304,8,1024")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--peak-tflops", default="")
+    a = ap.parse_args()
+    shape = [int(v) for v in a.shape.split(",")]
+    L, H, C, V, B, T = shape
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    name = torch.cuda.get_device_name()
+    if a.peak_tflops:
+        p32, p16 = (float(v) for v in a.peak_tflops.split(","))
+    elif "H100" in name and "PCIe" in name:
+        p32, p16 = 51.2, 756.0
+    elif "H100" in name or "H200" in name:
+        p32, p16 = 66.9, 989.4
+    elif "A100" in name:
+        p32, p16 = 19.5, 312.0
+    else:
+        p32 = p16 = 0.0
+    print(f"PyTorch {torch.__version__} on {name}; shape L={L} H={H} C={C} V={V} B={B} T={T}"
+          f"{' (torch.compile)' if a.compile else ''}")
+    for bf16 in (False, True):
+        per, P, peak, loss = run(shape, a.steps, bf16, a.compile)
+        tok = B * T / per
+        fpt = 6.0 * P + 6.0 * L * C * T
+        pk = p16 if bf16 else p32
+        mfu = f"  MFU {100.0 * fpt * tok * 1e-12 / pk:5.1f}% of {pk:.0f}" if pk > 0 else ""
+        print(f"  {'bf16' if bf16 else 'fp32'} autocast: {per * 1e3:8.1f} ms/step  {tok:9.0f} tokens/s  "
+              f"{fpt * tok * 1e-12:7.1f} TFLOP/s{mfu}  peak mem {peak / 2**30:.2f} GiB  "
+              f"params {P / 1e6:.1f}M  loss {loss:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,507 @@
+/*
+ * cpu_strict.c -- "cpu-strict", a debugging backend: the CPU kernels on
+ * memory the host cannot touch (see zt_backend_cpu_strict in backend.h).
+ *
+ * Every block alloc() returns is its own anonymous mapping, PROT_NONE.  Each
+ * entry of the table makes every live block readable and writable, checks
+ * that the pointers it was given are where they must be (kernel operands and
+ * copy/zero targets inside live blocks, the host side of to_host/to_device
+ * outside them), runs the CPU backend's entry, and makes the blocks
+ * PROT_NONE again.  So the engine computes exactly what it computes on the
+ * cpu backend, but
+ *   - a host read or write of device memory (a memcpy, a loop, HDF5 or MPI
+ *     on a device buffer) faults at once (SIGSEGV at the offending line);
+ *   - a host pointer handed to a kernel, or a copy in the wrong direction,
+ *     is not run: the first such misuse is kept as the table's error()
+ *     ("cpu-strict: <entry>: <operand> ... is not device memory"), which the
+ *     engine reports like a CUDA error.
+ * The protection changes are process-wide, so this is for tiny models in
+ * tests, one thread calling the table at a time (the engine's usage).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+typedef struct region { uintptr_t base; size_t len, map; } region;
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static region *g_reg;
+static size_t g_n, g_cap;
+static size_t g_page;
+static char g_err[512];
+static int g_have_err;
+static int g_depth;           /* nested enter/leave (not expected, but harmless) */
+
+static const zt_backend *cpu(void) { return zt_backend_cpu(); }
+
+static void set_err(const char *fmt, const char *a, const char *b, const void *p) {
+    if (g_have_err) return;
+    snprintf(g_err, sizeof g_err, fmt, a, b, p);
+    g_have_err = 1;
+}
+
+static void protect_all(int prot) {
+    for (size_t i = 0; i < g_n; i++)
+        if (mprotect((void *)g_reg[i].base, g_reg[i].map, prot) != 0 && !g_have_err) {
+            snprintf(g_err, sizeof g_err, "cpu-strict: mprotect of a %zu-byte block failed",
+                     g_reg[i].map);
+            g_have_err = 1;
+        }
+}
+
+static void enter(void) {
+    pthread_mutex_lock(&g_mu);
+    if (g_depth++ == 0) protect_all(PROT_READ | PROT_WRITE);
+}
+static void leave(void) {
+    if (--g_depth == 0) protect_all(PROT_NONE);
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* size unknown to the wrapper: only the start must lie in a block */
+#define UNK ((size_t)-1)
+
+/* 1 when [p, p + bytes) lies inside one live block (0 bytes: nothing to
+ * check; UNK: p inside a block). */
+static int in_dev(const void *p, size_t bytes) {
+    if (bytes == 0) return 1;
+    const uintptr_t a = (uintptr_t)p;
+    for (size_t i = 0; i < g_n; i++) {
+        const uintptr_t lo = g_reg[i].base, hi = lo + (g_reg[i].len ? g_reg[i].len : 1);
+        if (a >= lo && a < hi) return bytes == UNK || bytes <= hi - a;
+    }
+    return 0;
+}
+/* 1 when [p, p + bytes) overlaps no live block */
+static int in_host(const void *p, size_t bytes) {
+    const uintptr_t a = (uintptr_t)p, b = a + (bytes ? bytes : 1);
+    for (size_t i = 0; i < g_n; i++)
+        if (a < g_reg[i].base + g_reg[i].map && g_reg[i].base < b) return 0;
+    return 1;
+}
+
+/* DEV(who, ptr, bytes): ptr (may be NULL when `nullable`) must be device
+ * memory; otherwise note the misuse and make the caller skip the entry. */
+#define NEED_DEV(who, name, ptr, bytes)                                                  \
+    do {                                                                                 \
+        if ((ptr) && !in_dev((ptr), (bytes))) {                                          \
+            set_err("cpu-strict: %s: operand %s=%p is not device memory (a host pointer " \
+                    "handed to the backend, or past the end of its block)", who, name,    \
+                    (const void *)(ptr));                                                \
+            ok = 0;                                                                      \
+        }                                                                                \
+    } while (0)
+
+/* ------------------------------------------------------------ memory */
+
+static void *s_alloc(size_t bytes) {
+    if (!g_page) {
+        long pg = sysconf(_SC_PAGESIZE);
+        g_page = pg > 0 ? (size_t)pg : 4096;
+    }
+    const size_t map = ((bytes ? bytes : 1) + g_page - 1) / g_page * g_page;
+    void *p = mmap(NULL, map, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    pthread_mutex_lock(&g_mu);
+    if (g_n == g_cap) {
+        size_t cap = g_cap ? 2 * g_cap : 64;
+        region *r = realloc(g_reg, cap * sizeof *r);
+        if (!r) {
+            pthread_mutex_unlock(&g_mu);
+            munmap(p, map);
+            return NULL;
+        }
+        g_reg = r;
+        g_cap = cap;
+    }
+    g_reg[g_n].base = (uintptr_t)p;
+    g_reg[g_n].len = bytes;
+    g_reg[g_n].map = map;
+    g_n++;
+    /* a block made while others are open (inside an entry) must be open too */
+    if (g_depth) mprotect(p, map, PROT_READ | PROT_WRITE);
+    pthread_mutex_unlock(&g_mu);
+    return p;
+}
+
+static void s_free(void *p) {
+    if (!p) return;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_n; i++)
+        if (g_reg[i].base == (uintptr_t)p) {
+            munmap(p, g_reg[i].map);
+            g_reg[i] = g_reg[--g_n];
+            if (!g_n) {
+                free(g_reg);
+                g_reg = NULL;
+                g_cap = 0;
+            }
+            pthread_mutex_unlock(&g_mu);
+            return;
+        }
+    set_err("cpu-strict: %s%s: %p was not allocated by this backend", "free", "", p);
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void s_copy(void *dst, const void *src, size_t bytes) {
+    int ok = 1;
+    enter();
+    NEED_DEV("copy", "dst", dst, bytes);
+    NEED_DEV("copy", "src", src, bytes);
+    if (ok) cpu()->copy(dst, src, bytes);
+    leave();
+}
+
+static void s_to_host(void *host_dst, const void *dev_src, size_t bytes) {
+    int ok = 1;
+    enter();
+    NEED_DEV("to_host", "src", dev_src, bytes);
+    if (bytes && !in_host(host_dst, bytes)) {
+        set_err("cpu-strict: %s: destination %s%p is device memory (use copy)", "to_host", "",
+                host_dst);
+        ok = 0;
+    }
+    if (ok && bytes) memcpy(host_dst, dev_src, bytes);
+    leave();
+}
+
+static void s_to_device(void *dev_dst, const void *host_src, size_t bytes) {
+    int ok = 1;
+    enter();
+    NEED_DEV("to_device", "dst", dev_dst, bytes);
+    if (bytes && !in_host(host_src, bytes)) {
+        set_err("cpu-strict: %s: source %s%p is device memory (use copy)", "to_device", "",
+                host_src);
+        ok = 0;
+    }
+    if (ok && bytes) memcpy(dev_dst, host_src, bytes);
+    leave();
+}
+
+static void s_zero(void *p, size_t bytes) {
+    int ok = 1;
+    enter();
+    NEED_DEV("zero", "p", p, bytes);
+    if (ok) cpu()->zero(p, bytes);
+    leave();
+}
+
+/* ------------------------------------------------------------ plumbing */
+
+static void s_set_threads(int n) { cpu()->set_threads(n); }
+
+static const char *s_error(void) {
+    static char out[512];
+    pthread_mutex_lock(&g_mu);
+    const int have = g_have_err;
+    if (have) {
+        memcpy(out, g_err, sizeof out);
+        g_have_err = 0;
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (have) return out;
+    return cpu()->error();
+}
+
+static void s_synchronize(void) { cpu()->synchronize(); }
+static void s_set_matmul_precision(int mode) { cpu()->set_matmul_precision(mode); }
+
+/* ------------------------------------------------------------ kernels */
+
+#define F sizeof(float)
+
+static void s_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe,
+                          int B, int T, int C) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("encoder_fwd", "out", out, N * C * F);
+    NEED_DEV("encoder_fwd", "inp", inp, N * sizeof(int));
+    NEED_DEV("encoder_fwd", "wte", wte, UNK);
+    NEED_DEV("encoder_fwd", "wpe", wpe, (size_t)T * C * F);
+    if (ok) cpu()->encoder_fwd(out, inp, wte, wpe, B, T, C);
+    leave();
+}
+
+static void s_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp, int B,
+                          int T, int C) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("encoder_bwd", "dwte", dwte, UNK);
+    NEED_DEV("encoder_bwd", "dwpe", dwpe, (size_t)T * C * F);
+    NEED_DEV("encoder_bwd", "dout", dout, N * C * F);
+    NEED_DEV("encoder_bwd", "inp", inp, N * sizeof(int));
+    if (ok) cpu()->encoder_bwd(dwte, dwpe, dout, inp, B, T, C);
+    leave();
+}
+
+static void s_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+                            const float *w, const float *b, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("layernorm_fwd", "out", out, NC);
+    NEED_DEV("layernorm_fwd", "mean", mean, (size_t)N * F);
+    NEED_DEV("layernorm_fwd", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("layernorm_fwd", "inp", inp, NC);
+    NEED_DEV("layernorm_fwd", "w", w, (size_t)C * F);
+    NEED_DEV("layernorm_fwd", "b", b, (size_t)C * F);
+    if (ok) cpu()->layernorm_fwd(out, mean, rstd, inp, w, b, N, C);
+    leave();
+}
+
+static void s_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, const float *mean,
+                            const float *rstd, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("layernorm_bwd", "dinp", dinp, NC);
+    NEED_DEV("layernorm_bwd", "dw", dw, (size_t)C * F);
+    NEED_DEV("layernorm_bwd", "db", db, (size_t)C * F);
+    NEED_DEV("layernorm_bwd", "dout", dout, NC);
+    NEED_DEV("layernorm_bwd", "inp", inp, NC);
+    NEED_DEV("layernorm_bwd", "w", w, (size_t)C * F);
+    NEED_DEV("layernorm_bwd", "mean", mean, (size_t)N * F);
+    NEED_DEV("layernorm_bwd", "rstd", rstd, (size_t)N * F);
+    if (ok) cpu()->layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    leave();
+}
+
+static void s_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
+                         int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_fwd", "out", out, (size_t)N * OC * F);
+    NEED_DEV("matmul_fwd", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_fwd", "w", w, (size_t)OC * C * F);
+    NEED_DEV("matmul_fwd", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_fwd(out, inp, w, bias, N, C, OC);
+    leave();
+}
+
+static void s_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_bwd", "dinp", dinp, (size_t)N * C * F);
+    NEED_DEV("matmul_bwd", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_bwd", "dbias", dbias, (size_t)OC * F);
+    NEED_DEV("matmul_bwd", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_bwd", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_bwd", "w", w, (size_t)OC * C * F);
+    if (ok) cpu()->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+    leave();
+}
+
+static void s_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
+                            int NH) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("attention_fwd", "out", out, N * C * F);
+    NEED_DEV("attention_fwd", "lse", lse, N * NH * F);
+    NEED_DEV("attention_fwd", "qkv", qkv, N * 3 * C * F);
+    if (ok) cpu()->attention_fwd(out, lse, qkv, B, T, C, NH);
+    leave();
+}
+
+static void s_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                            const float *lse, int B, int T, int C, int NH) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("attention_bwd", "dqkv", dqkv, N * 3 * C * F);
+    NEED_DEV("attention_bwd", "dout", dout, N * C * F);
+    NEED_DEV("attention_bwd", "qkv", qkv, N * 3 * C * F);
+    NEED_DEV("attention_bwd", "out", out, N * C * F);
+    NEED_DEV("attention_bwd", "lse", lse, N * NH * F);
+    if (ok) cpu()->attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    leave();
+}
+
+static void s_gelu_fwd(float *out, const float *inp, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("gelu_fwd", "out", out, n * F);
+    NEED_DEV("gelu_fwd", "inp", inp, n * F);
+    if (ok) cpu()->gelu_fwd(out, inp, n);
+    leave();
+}
+
+static void s_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("gelu_bwd", "dinp", dinp, n * F);
+    NEED_DEV("gelu_bwd", "inp", inp, n * F);
+    NEED_DEV("gelu_bwd", "dout", dout, n * F);
+    if (ok) cpu()->gelu_bwd(dinp, inp, dout, n);
+    leave();
+}
+
+static void s_add(float *out, const float *a, const float *b, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("add", "out", out, n * F);
+    NEED_DEV("add", "a", a, n * F);
+    NEED_DEV("add", "b", b, n * F);
+    if (ok) cpu()->add(out, a, b, n);
+    leave();
+}
+
+static void s_xent_fwd(float *losses, float *probs, const float *logits, const int *targets,
+                       int N, int V) {
+    int ok = 1;
+    enter();
+    NEED_DEV("xent_fwd", "losses", losses, (size_t)N * F);
+    NEED_DEV("xent_fwd", "probs", probs, (size_t)N * V * F);
+    NEED_DEV("xent_fwd", "logits", logits, (size_t)N * V * F);
+    NEED_DEV("xent_fwd", "targets", targets, (size_t)N * sizeof(int));
+    if (ok) cpu()->xent_fwd(losses, probs, logits, targets, N, V);
+    leave();
+}
+
+static void s_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
+                       int N, int V) {
+    int ok = 1;
+    enter();
+    NEED_DEV("xent_bwd", "dlogits", dlogits, (size_t)N * V * F);
+    NEED_DEV("xent_bwd", "probs", probs, (size_t)N * V * F);
+    NEED_DEV("xent_bwd", "targets", targets, (size_t)N * sizeof(int));
+    if (ok) cpu()->xent_bwd(dlogits, probs, targets, dloss, N, V);
+    leave();
+}
+
+static void s_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                    float b1, float b2, float eps, float wd, float bc1, float bc2,
+                    float grad_scale) {
+    int ok = 1;
+    enter();
+    NEED_DEV("adamw", "p", p, n * F);
+    NEED_DEV("adamw", "grad", grad, n * F);
+    NEED_DEV("adamw", "m", m, n * F);
+    NEED_DEV("adamw", "v", v, n * F);
+    if (ok) cpu()->adamw(p, grad, m, v, n, lr, b1, b2, eps, wd, bc1, bc2, grad_scale);
+    leave();
+}
+
+static double s_sumsq(const float *x, size_t n) {
+    int ok = 1;
+    double r = 0.0;
+    enter();
+    NEED_DEV("sumsq", "x", x, n * F);
+    if (ok) r = cpu()->sumsq(x, n);
+    leave();
+    return r;
+}
+
+static double s_sum(const float *x, size_t n) {
+    int ok = 1;
+    double r = 0.0;
+    enter();
+    NEED_DEV("sum", "x", x, n * F);
+    if (ok) r = cpu()->sum(x, n);
+    leave();
+    return r;
+}
+
+static void s_scale(float *x, size_t n, float s) {
+    int ok = 1;
+    enter();
+    NEED_DEV("scale", "x", x, n * F);
+    if (ok) cpu()->scale(x, n, s);
+    leave();
+}
+
+static void s_to_bf16(uint16_t *out, const float *in, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("to_bf16", "out", out, n * 2);
+    NEED_DEV("to_bf16", "in", in, n * F);
+    if (ok) cpu()->to_bf16(out, in, n);
+    leave();
+}
+static void s_from_bf16(float *out, const uint16_t *in, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("from_bf16", "out", out, n * F);
+    NEED_DEV("from_bf16", "in", in, n * 2);
+    if (ok) cpu()->from_bf16(out, in, n);
+    leave();
+}
+static void s_to_f16(uint16_t *out, const float *in, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("to_f16", "out", out, n * 2);
+    NEED_DEV("to_f16", "in", in, n * F);
+    if (ok) cpu()->to_f16(out, in, n);
+    leave();
+}
+static void s_from_f16(float *out, const uint16_t *in, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("from_f16", "out", out, n * F);
+    NEED_DEV("from_f16", "in", in, n * 2);
+    if (ok) cpu()->from_f16(out, in, n);
+    leave();
+}
+
+static size_t s_nonfinite(const float *x, size_t n) {
+    int ok = 1;
+    size_t r = 0;
+    enter();
+    NEED_DEV("nonfinite", "x", x, n * F);
+    if (ok) r = cpu()->nonfinite(x, n);
+    leave();
+    return r;
+}
+
+static const zt_backend strict_backend = {
+    .name = "cpu-strict",
+    .set_threads = s_set_threads,
+    .error = s_error,
+    .synchronize = s_synchronize,
+    .alloc = s_alloc,
+    .free = s_free,
+    .copy = s_copy,
+    .to_host = s_to_host,
+    .to_device = s_to_device,
+    .zero = s_zero,
+    .encoder_fwd = s_encoder_fwd,
+    .encoder_bwd = s_encoder_bwd,
+    .layernorm_fwd = s_layernorm_fwd,
+    .layernorm_bwd = s_layernorm_bwd,
+    .matmul_fwd = s_matmul_fwd,
+    .matmul_bwd = s_matmul_bwd,
+    .set_matmul_precision = s_set_matmul_precision,
+    .attention_fwd = s_attention_fwd,
+    .attention_bwd = s_attention_bwd,
+    .gelu_fwd = s_gelu_fwd,
+    .gelu_bwd = s_gelu_bwd,
+    .add = s_add,
+    .xent_fwd = s_xent_fwd,
+    .xent_bwd = s_xent_bwd,
+    .adamw = s_adamw,
+    .sumsq = s_sumsq,
+    .scale = s_scale,
+    .to_bf16 = s_to_bf16,
+    .from_bf16 = s_from_bf16,
+    .to_f16 = s_to_f16,
+    .from_f16 = s_from_f16,
+    .nonfinite = s_nonfinite,
+    .sum = s_sum,
+    .host_memory = 0,
+};
+
+const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

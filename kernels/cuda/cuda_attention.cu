@@ -1,0 +1,480 @@
+/*
+ * cuda_attention.cu -- causal multi-head self-attention, flash-style: tiles
+ * of 32 queries x 32 keys in shared memory, online softmax, only the
+ * log-sum-exp per row is kept (lse[B,NH,T]); no [T,T] matrix exists, in
+ * memory or in shared memory beyond one 32 x 32 tile.
+ *
+ * Layout (as the CPU backend): qkv[B,T,3C] holds q | k | v, head h at
+ * columns h*hs of each third; out[B,T,C]; hs = C/NH <= 256.
+ *
+ * Each kernel uses blocks of 4 warps and 32-row tiles.  A warp owns 8 rows
+ * (queries in the forward and dq kernels, keys in the dk/dv kernel); lane l
+ * owns head dimensions l, l+32, ... of them, so accumulators live in
+ * registers and every sum is taken in a fixed order.
+ *
+ * Backward is deterministic and atomic-free: one kernel computes dk, dv
+ * (a block owns 32 keys and walks the queries that see them), another dq
+ * (a block owns 32 queries and walks their keys); both recompute
+ *   p = exp(q.k * scale - lse),  D_t = dout_t . out_t,
+ *   dS = p (dout_t . v_j - D_t) scale,
+ *   dq_t += dS k_j,  dk_j += dS q_t,  dv_j += p dout_t.
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <stdio.h>
+
+#include "cuda_internal.cuh"
+
+#define TILE 32
+#define NWARP 4
+#define NTHR (NWARP * 32)
+#define RPW (TILE / NWARP)   /* rows per warp */
+#define PLD (TILE + 1)       /* row stride of the 32 x 32 score tiles */
+
+/* Row stride of a [32][hs] tile in shared memory: odd, so that lane l
+ * reading row l (scores: lane = key) hits 32 different banks. */
+__host__ __device__ static inline int tile_ld(int hs) { return (hs & 1) ? hs : hs + 1; }
+
+/* rows [r0, r0+32) of one third of qkv (q: third 0, k: 1, v: 2) for head h
+ * into dst[32][ld]; rows >= T are zero */
+__device__ __forceinline__ void load_tile(float *dst, const float *base, int r0, int T, size_t rstride,
+                                          int hs, int ld) {
+    for (int idx = threadIdx.x; idx < TILE * hs; idx += NTHR) {
+        const int r = idx / hs, d = idx - r * hs;
+        const int t = r0 + r;
+        dst[r * ld + d] = t < T ? base[(size_t)t * rstride + d] : 0.0f;
+    }
+}
+
+__device__ __forceinline__ float dot_sm(const float *a, const float *b, int hs) {
+    float s = 0.0f;
+    for (int d = 0; d < hs; d++) s += a[d] * b[d];
+    return s;
+}
+
+/* ------------------------------------------------------------ forward */
+
+template <int DPL>
+__global__ void __launch_bounds__(NTHR)
+k_att_fwd(float *out, float *lse, const float *qkv, int T, int C, int NH, int hs, float scale,
+          int ntiles) {
+    extern __shared__ float sm[];
+    const int ld = tile_ld(hs);
+    float *Qs = sm;                  /* [32][ld] */
+    float *Ks = Qs + TILE * ld;      /* [32][ld] */
+    float *Vs = Ks + TILE * ld;      /* [32][ld] */
+    float *Ps = Vs + TILE * ld;      /* [32][PLD] probabilities of this key tile */
+    float *Ms = Ps + TILE * PLD;     /* [32] running max */
+    float *Ls = Ms + TILE;           /* [32] running sum */
+    float *Cs = Ls + TILE;           /* [32] rescale factor of this key tile */
+
+    /* the longest rows first: the causal triangle's big tiles start early */
+    const int qt = ntiles - 1 - (int)(blockIdx.x % ntiles);
+    const int bh = (int)(blockIdx.x / ntiles);
+    const int h = bh % NH, b = bh / NH;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t C3 = 3 * (size_t)C;
+    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const int q0 = qt * TILE;
+
+    load_tile(Qs, base, q0, T, C3, hs, ld);
+    if (threadIdx.x < TILE) {
+        Ms[threadIdx.x] = -INFINITY;
+        Ls[threadIdx.x] = 0.0f;
+    }
+    float acc[RPW][DPL];
+#pragma unroll
+    for (int i = 0; i < RPW; i++)
+#pragma unroll
+        for (int k = 0; k < DPL; k++) acc[i][k] = 0.0f;
+
+    const int last = min(q0 + TILE, T) - 1;   /* last query row of the tile */
+    for (int k0 = 0; k0 <= last; k0 += TILE) {
+        __syncthreads();   /* Ks/Vs of the previous tile are no longer read */
+        load_tile(Ks, base + C, k0, T, C3, hs, ld);
+        load_tile(Vs, base + 2 * (size_t)C, k0, T, C3, hs, ld);
+        __syncthreads();
+        /* scores of the warp's rows: lane = key */
+#pragma unroll
+        for (int i = 0; i < RPW; i++) {
+            const int r = warp * RPW + i, t = q0 + r, j = k0 + lane;
+            float s = -INFINITY;
+            if (t < T && j <= t) s = dot_sm(Qs + r * ld, Ks + lane * ld, hs) * scale;
+            const float mt = zt_warp_max(s);
+            const float mold = Ms[r];
+            const float mnew = fmaxf(mold, mt);
+            float corr, p;
+            if (mnew == -INFINITY) {   /* nothing seen yet (padding rows) */
+                corr = 1.0f;
+                p = 0.0f;
+            } else {
+                corr = expf(mold - mnew);   /* 0 on the first tile */
+                p = expf(s - mnew);         /* masked: exp(-inf) = 0 */
+            }
+            const float ps = zt_warp_sum(p);
+            Ps[r * PLD + lane] = p;
+            __syncwarp();
+            if (lane == 0) {
+                Ms[r] = mnew;
+                Ls[r] = Ls[r] * corr + ps;
+                Cs[r] = corr;
+            }
+        }
+        __syncwarp();
+        /* acc = acc * corr + P V for the warp's rows; each v value is
+         * loaded once for the 8 rows */
+#pragma unroll
+        for (int i = 0; i < RPW; i++) {
+            const float corr = Cs[warp * RPW + i];
+#pragma unroll
+            for (int k = 0; k < DPL; k++) acc[i][k] *= corr;
+        }
+#pragma unroll 2
+        for (int jj = 0; jj < TILE; jj++) {
+            float v[DPL];
+#pragma unroll
+            for (int k = 0; k < DPL; k++) {
+                const int d = lane + 32 * k;
+                v[k] = d < hs ? Vs[jj * ld + d] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < RPW; i++) {
+                const float p = Ps[(warp * RPW + i) * PLD + jj];
+#pragma unroll
+                for (int k = 0; k < DPL; k++) acc[i][k] += p * v[k];
+            }
+        }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < RPW; i++) {
+        const int r = warp * RPW + i, t = q0 + r;
+        if (t >= T) continue;
+        const float l = Ls[r];
+        const float inv = 1.0f / l;
+        float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+#pragma unroll
+        for (int k = 0; k < DPL; k++) {
+            const int d = lane + 32 * k;
+            if (d < hs) o[d] = acc[i][k] * inv;
+        }
+        if (lane == 0) lse[((size_t)b * NH + h) * T + t] = Ms[r] + logf(l);
+    }
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* D[b, h, t] = dout_t . out_t over the head's dims: one warp per (b, t, h) */
+__global__ void k_att_rowdot(float *D, const float *dout, const float *out, int B, int T, int C,
+                             int NH, int hs) {
+    const size_t w = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    const size_t total = (size_t)B * T * NH;
+    if (w >= total) return;
+    const int h = (int)(w % NH);
+    const size_t bt = w / NH;
+    const int t = (int)(bt % T), b = (int)(bt / T);
+    const float *g = dout + bt * C + (size_t)h * hs;
+    const float *o = out + bt * C + (size_t)h * hs;
+    float s = 0.0f;
+    for (int d = lane; d < hs; d += 32) s += g[d] * o[d];
+    s = zt_warp_sum(s);
+    if (lane == 0) D[((size_t)b * NH + h) * T + t] = s;
+}
+
+/* dq for the 32 queries of the block */
+template <int DPL>
+__global__ void __launch_bounds__(NTHR)
+k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *Dv,
+             int T, int C, int NH, int hs, float scale, int ntiles) {
+    extern __shared__ float sm[];
+    const int ld = tile_ld(hs);
+    float *Qs = sm;                   /* [32][ld] queries */
+    float *Gs = Qs + TILE * ld;       /* [32][ld] dout of the queries */
+    float *Ks = Gs + TILE * ld;       /* [32][ld] */
+    float *Vs = Ks + TILE * ld;       /* [32][ld] */
+    float *Ss = Vs + TILE * ld;       /* [32][PLD] dS */
+    float *Lr = Ss + TILE * PLD;      /* [32] lse of the queries */
+    float *Dr = Lr + TILE;            /* [32] D of the queries */
+
+    const int qt = ntiles - 1 - (int)(blockIdx.x % ntiles);
+    const int bh = (int)(blockIdx.x / ntiles);
+    const int h = bh % NH, b = bh / NH;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t C3 = 3 * (size_t)C;
+    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const float *gbase = dout + (size_t)b * T * C + (size_t)h * hs;
+    const int q0 = qt * TILE;
+
+    load_tile(Qs, base, q0, T, C3, hs, ld);
+    load_tile(Gs, gbase, q0, T, (size_t)C, hs, ld);
+    if (threadIdx.x < TILE) {
+        const int t = q0 + threadIdx.x;
+        const size_t li = ((size_t)b * NH + h) * T + t;
+        Lr[threadIdx.x] = t < T ? lse[li] : 0.0f;
+        Dr[threadIdx.x] = t < T ? Dv[li] : 0.0f;
+    }
+    float acc[RPW][DPL];
+#pragma unroll
+    for (int i = 0; i < RPW; i++)
+#pragma unroll
+        for (int k = 0; k < DPL; k++) acc[i][k] = 0.0f;
+
+    const int last = min(q0 + TILE, T) - 1;
+    for (int k0 = 0; k0 <= last; k0 += TILE) {
+        __syncthreads();
+        load_tile(Ks, base + C, k0, T, C3, hs, ld);
+        load_tile(Vs, base + 2 * (size_t)C, k0, T, C3, hs, ld);
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < RPW; i++) {
+            const int r = warp * RPW + i, t = q0 + r, j = k0 + lane;
+            float ds = 0.0f;
+            if (t < T && j <= t) {
+                const float s = dot_sm(Qs + r * ld, Ks + lane * ld, hs);
+                const float e = dot_sm(Gs + r * ld, Vs + lane * ld, hs);
+                const float p = expf(s * scale - Lr[r]);
+                ds = p * (e - Dr[r]) * scale;
+            }
+            Ss[r * PLD + lane] = ds;
+        }
+        __syncwarp();
+        /* dq += dS K for the warp's rows; each k value loaded once */
+#pragma unroll 2
+        for (int jj = 0; jj < TILE; jj++) {
+            float kv[DPL];
+#pragma unroll
+            for (int k = 0; k < DPL; k++) {
+                const int d = lane + 32 * k;
+                kv[k] = d < hs ? Ks[jj * ld + d] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < RPW; i++) {
+                const float ds = Ss[(warp * RPW + i) * PLD + jj];
+#pragma unroll
+                for (int k = 0; k < DPL; k++) acc[i][k] += ds * kv[k];
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < RPW; i++) {
+        const int r = warp * RPW + i, t = q0 + r;
+        if (t >= T) continue;
+        float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+#pragma unroll
+        for (int k = 0; k < DPL; k++) {
+            const int d = lane + 32 * k;
+            if (d < hs) dq[d] = acc[i][k];
+        }
+    }
+}
+
+/* dk, dv for the 32 keys of the block */
+template <int DPL>
+__global__ void __launch_bounds__(NTHR)
+k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *Dv,
+              int T, int C, int NH, int hs, float scale, int ntiles) {
+    extern __shared__ float sm[];
+    const int ld = tile_ld(hs);
+    float *Ks = sm;                   /* [32][ld] the block's keys */
+    float *Vs = Ks + TILE * ld;       /* [32][ld] */
+    float *Qs = Vs + TILE * ld;       /* [32][ld] a tile of queries */
+    float *Gs = Qs + TILE * ld;       /* [32][ld] their dout */
+    float *Ps = Gs + TILE * ld;       /* [32 queries][PLD] p */
+    float *Ss = Ps + TILE * PLD;      /* [32 queries][PLD] dS */
+    float *Lr = Ss + TILE * PLD;      /* [32] */
+    float *Dr = Lr + TILE;            /* [32] */
+
+    /* key tiles near the start see the most queries: they go first */
+    const int kt = (int)(blockIdx.x % ntiles);
+    const int bh = (int)(blockIdx.x / ntiles);
+    const int h = bh % NH, b = bh / NH;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t C3 = 3 * (size_t)C;
+    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const float *gbase = dout + (size_t)b * T * C + (size_t)h * hs;
+    const int k0 = kt * TILE;
+
+    load_tile(Ks, base + C, k0, T, C3, hs, ld);
+    load_tile(Vs, base + 2 * (size_t)C, k0, T, C3, hs, ld);
+    float ak[RPW][DPL], av[RPW][DPL];
+#pragma unroll
+    for (int i = 0; i < RPW; i++)
+#pragma unroll
+        for (int k = 0; k < DPL; k++) ak[i][k] = av[i][k] = 0.0f;
+
+    for (int q0 = k0; q0 < T; q0 += TILE) {
+        __syncthreads();   /* previous query tile no longer read */
+        load_tile(Qs, base, q0, T, C3, hs, ld);
+        load_tile(Gs, gbase, q0, T, (size_t)C, hs, ld);
+        if (threadIdx.x < TILE) {
+            const int t = q0 + threadIdx.x;
+            const size_t li = ((size_t)b * NH + h) * T + t;
+            Lr[threadIdx.x] = t < T ? lse[li] : 0.0f;
+            Dr[threadIdx.x] = t < T ? Dv[li] : 0.0f;
+        }
+        __syncthreads();
+        /* p and dS of the warp's query rows: lane = key */
+#pragma unroll
+        for (int i = 0; i < RPW; i++) {
+            const int r = warp * RPW + i, t = q0 + r, j = k0 + lane;
+            float p = 0.0f, ds = 0.0f;
+            if (t < T && j <= t) {
+                const float s = dot_sm(Qs + r * ld, Ks + lane * ld, hs);
+                const float e = dot_sm(Gs + r * ld, Vs + lane * ld, hs);
+                p = expf(s * scale - Lr[r]);
+                ds = p * (e - Dr[r]) * scale;
+            }
+            Ps[r * PLD + lane] = p;
+            Ss[r * PLD + lane] = ds;
+        }
+        __syncthreads();
+        /* dk += dS^T Q, dv += P^T dout for the warp's keys, queries in
+         * order; each q / dout value loaded once for the 8 keys */
+#pragma unroll 2
+        for (int r = 0; r < TILE; r++) {
+            float qv[DPL], gv[DPL];
+#pragma unroll
+            for (int k = 0; k < DPL; k++) {
+                const int d = lane + 32 * k;
+                qv[k] = d < hs ? Qs[r * ld + d] : 0.0f;
+                gv[k] = d < hs ? Gs[r * ld + d] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < RPW; i++) {
+                const int kk = warp * RPW + i;
+                const float p = Ps[r * PLD + kk], ds = Ss[r * PLD + kk];
+#pragma unroll
+                for (int k = 0; k < DPL; k++) {
+                    av[i][k] += p * gv[k];
+                    ak[i][k] += ds * qv[k];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < RPW; i++) {
+        const int kk = warp * RPW + i, j = k0 + kk;
+        if (j >= T) continue;
+        float *dk = dqkv + ((size_t)b * T + j) * C3 + C + (size_t)h * hs;
+        float *dv = dk + C;
+#pragma unroll
+        for (int k = 0; k < DPL; k++) {
+            const int d = lane + 32 * k;
+            if (d < hs) {
+                dk[d] = ak[i][k];
+                dv[d] = av[i][k];
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ launch */
+
+static size_t fwd_smem(int hs) {
+    return ((size_t)3 * TILE * tile_ld(hs) + TILE * PLD + 3 * TILE) * sizeof(float);
+}
+static size_t dq_smem(int hs) {
+    return ((size_t)4 * TILE * tile_ld(hs) + TILE * PLD + 2 * TILE) * sizeof(float);
+}
+static size_t dkv_smem(int hs) {
+    return ((size_t)4 * TILE * tile_ld(hs) + 2 * TILE * PLD + 2 * TILE) * sizeof(float);
+}
+
+/* Dims per lane for head size hs (<= 256), 0 when unsupported. */
+static int dims_per_lane(int hs) {
+    if (hs <= 32) return 1;
+    if (hs <= 64) return 2;
+    if (hs <= 128) return 4;
+    if (hs <= 256) return 8;
+    return 0;
+}
+
+/* Allow a kernel more than 48 KiB of dynamic shared memory when needed. */
+template <typename K>
+static bool smem_ok(K kernel, size_t bytes, const char *name) {
+    if (bytes > (size_t)zt_cu.smem_optin) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "needs %zu bytes of shared memory per block, the GPU has %d", bytes,
+                 zt_cu.smem_optin);
+        zt_cuda_fail(__FILE__, __LINE__, name, msg, "head size too large for this GPU");
+        return false;
+    }
+    if (bytes > 48 * 1024)
+        return ZT_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    return true;
+}
+
+static bool check_shape(int C, int NH, const char *who) {
+    const int hs = C / NH;
+    if (C % NH != 0 || dims_per_lane(hs) == 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "C=%d, NH=%d: head size must divide C and be at most 256", C, NH);
+        zt_cuda_fail(__FILE__, __LINE__, who, msg, NULL);
+        return false;
+    }
+    return true;
+}
+
+template <int DPL>
+static void att_fwd_launch(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
+    const int hs = C / NH, ntiles = (T + TILE - 1) / TILE;
+    const size_t smem = fwd_smem(hs);
+    if (!smem_ok(k_att_fwd<DPL>, smem, "attention forward")) return;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t nblk = (size_t)B * NH * ntiles;
+    k_att_fwd<DPL><<<(unsigned)nblk, NTHR, smem, zt_cu.stream>>>(out, lse, qkv, T, C, NH, hs, scale,
+                                                                ntiles);
+    ZT_LAUNCHED("k_att_fwd");
+}
+
+template <int DPL>
+static void att_bwd_launch(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                           const float *D, int B, int T, int C, int NH) {
+    const int hs = C / NH, ntiles = (T + TILE - 1) / TILE;
+    const size_t s1 = dkv_smem(hs), s2 = dq_smem(hs);
+    if (!smem_ok(k_att_bwd_dkv<DPL>, s1, "attention backward (dk, dv)") ||
+        !smem_ok(k_att_bwd_dq<DPL>, s2, "attention backward (dq)"))
+        return;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const unsigned nblk = (unsigned)((size_t)B * NH * ntiles);
+    k_att_bwd_dkv<DPL><<<nblk, NTHR, s1, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, C, NH, hs, scale,
+                                                        ntiles);
+    if (!ZT_LAUNCHED("k_att_bwd_dkv")) return;
+    k_att_bwd_dq<DPL><<<nblk, NTHR, s2, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, C, NH, hs, scale,
+                                                       ntiles);
+    ZT_LAUNCHED("k_att_bwd_dq");
+}
+
+void zt_cuda_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
+    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
+    if (!check_shape(C, NH, "attention forward")) return;
+    switch (dims_per_lane(C / NH)) {
+    case 1: att_fwd_launch<1>(out, lse, qkv, B, T, C, NH); break;
+    case 2: att_fwd_launch<2>(out, lse, qkv, B, T, C, NH); break;
+    case 4: att_fwd_launch<4>(out, lse, qkv, B, T, C, NH); break;
+    default: att_fwd_launch<8>(out, lse, qkv, B, T, C, NH); break;
+    }
+}
+
+void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                           const float *lse, int B, int T, int C, int NH) {
+    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
+    if (!check_shape(C, NH, "attention backward")) return;
+    const int hs = C / NH;
+    const size_t nrow = (size_t)B * NH * T;
+    float *D = (float *)zt_cuda_scratch(nrow * sizeof(float), "attention backward");
+    if (!D) return;
+    const size_t threads = nrow * 32;
+    k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, C,
+                                                                                NH, hs);
+    if (!ZT_LAUNCHED("k_att_rowdot")) return;
+    switch (dims_per_lane(hs)) {
+    case 1: att_bwd_launch<1>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
+    case 2: att_bwd_launch<2>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
+    case 4: att_bwd_launch<4>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
+    default: att_bwd_launch<8>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
+    }
+}

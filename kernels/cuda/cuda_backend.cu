@@ -1,0 +1,635 @@
+/*
+ * cuda_backend.cu -- the CUDA backend table: initialization, errors,
+ * device memory (with accounting), elementwise ops, AdamW, the sum of
+ * squares and non-finite count (fixed-order two-pass reductions), and the
+ * bf16 / fp16 conversions.
+ *
+ * Everything runs on one non-blocking compute stream.  Reductions never use
+ * atomics: each block reduces a fixed set of elements in a fixed order and
+ * the partials are added in block order, so results are bitwise
+ * reproducible on a given GPU model.
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.cuh"
+
+zt_cuda_state zt_cu = {0, -1, 0, 0, 0, NULL};
+
+/* ------------------------------------------------------------ errors */
+
+static char g_err[512], g_err_out[512];
+static int g_has_err;
+static char g_why[512];
+
+static const char *basename_of(const char *f) {
+    const char *s = strrchr(f, '/');
+    return s ? s + 1 : f;
+}
+
+void zt_cuda_fail(const char *file, int line, const char *what, const char *msg,
+                  const char *hint) {
+    if (g_has_err) return;
+    snprintf(g_err, sizeof g_err, "%s:%d: %s: %s%s%s%s", basename_of(file), line, what,
+             msg ? msg : "failed", hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+    g_has_err = 1;
+}
+
+static const char *hint_for(cudaError_t e) {
+    switch (e) {
+    case cudaErrorMemoryAllocation:
+        return "out of GPU memory: lower the micro-batch, or shard more (ZeRO stage 3, offload)";
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidDeviceFunction:
+        return "this GPU's architecture is not in the build: reconfigure with --with-cuda-arch";
+    case cudaErrorInsufficientDriver:
+        return "the NVIDIA driver is older than the CUDA runtime ztrain was built with";
+    case cudaErrorNoDevice:
+        return "no CUDA device is visible: check CUDA_VISIBLE_DEVICES";
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+        return "a kernel faulted; the CUDA context is unusable now. Rerun with ZT_CUDA_SYNC=1 "
+               "or under compute-sanitizer to find it";
+    case cudaErrorLaunchOutOfResources:
+        return "a kernel needs more registers or shared memory than the GPU has (a bug: please report)";
+    case cudaErrorInvalidValue:
+        return "bad argument (a bug: please report)";
+    default:
+        return NULL;
+    }
+}
+
+bool zt_cuda_ok(cudaError_t e, const char *file, int line, const char *what) {
+    if (e == cudaSuccess) return true;
+    zt_cuda_fail(file, line, what, cudaGetErrorString(e), hint_for(e));
+    (void)cudaGetLastError();   /* clear a non-sticky error */
+    return false;
+}
+
+bool zt_cuda_launch_ok(const char *file, int line, const char *kernel) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && zt_cu.sync_each) e = cudaStreamSynchronize(zt_cu.stream);
+    if (e == cudaSuccess) return true;
+    char what[160];
+    snprintf(what, sizeof what, "kernel %s", kernel);
+    zt_cuda_fail(file, line, what, cudaGetErrorString(e), hint_for(e));
+    (void)cudaGetLastError();
+    return false;
+}
+
+static const char *cuda_error(void) {
+    if (!g_has_err) return NULL;
+    memcpy(g_err_out, g_err, sizeof g_err_out);
+    g_has_err = 0;
+    return g_err_out;
+}
+
+/* ------------------------------------------------------------ accounting
+ * Device pointer -> size, open addressing with linear probing.  When the
+ * table itself cannot grow, allocations are simply not tracked. */
+
+struct acct_slot { void *p; size_t n; };
+static acct_slot *acct_tab;
+static size_t acct_cap, acct_used, mem_cur, mem_peak;
+static pthread_mutex_t acct_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t acct_hash(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p >> 8;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x ^ (x >> 29));
+}
+
+static void acct_put_nolock(void *p, size_t n) {
+    size_t m = acct_cap - 1, i = acct_hash(p) & m;
+    while (acct_tab[i].p) i = (i + 1) & m;
+    acct_tab[i].p = p;
+    acct_tab[i].n = n;
+    acct_used++;
+}
+
+static void acct_add(void *p, size_t n) {
+    pthread_mutex_lock(&acct_mu);
+    if ((acct_used + 1) * 2 > acct_cap) {
+        size_t ncap = acct_cap ? acct_cap * 2 : 1024;
+        acct_slot *nt = (acct_slot *)calloc(ncap, sizeof *nt);
+        if (nt) {
+            acct_slot *old = acct_tab;
+            size_t ocap = acct_cap;
+            acct_tab = nt;
+            acct_cap = ncap;
+            acct_used = 0;
+            for (size_t i = 0; i < ocap; i++)
+                if (old[i].p) acct_put_nolock(old[i].p, old[i].n);
+            free(old);
+        }
+    }
+    if ((acct_used + 1) * 2 <= acct_cap) {
+        acct_put_nolock(p, n);
+        mem_cur += n;
+        if (mem_cur > mem_peak) mem_peak = mem_cur;
+    }
+    pthread_mutex_unlock(&acct_mu);
+}
+
+static void acct_del(void *p) {
+    pthread_mutex_lock(&acct_mu);
+    if (acct_cap) {
+        const size_t m = acct_cap - 1;
+        size_t i = acct_hash(p) & m;
+        while (acct_tab[i].p && acct_tab[i].p != p) i = (i + 1) & m;
+        if (acct_tab[i].p == p) {
+            mem_cur -= acct_tab[i].n;
+            acct_used--;
+            /* backward-shift deletion keeps every probe chain intact */
+            size_t j = i;
+            for (;;) {
+                j = (j + 1) & m;
+                if (!acct_tab[j].p) break;
+                const size_t k = acct_hash(acct_tab[j].p) & m;
+                const bool move = (j > i) ? (k <= i || k > j) : (k <= i && k > j);
+                if (move) {
+                    acct_tab[i] = acct_tab[j];
+                    i = j;
+                }
+            }
+            acct_tab[i].p = NULL;
+            acct_tab[i].n = 0;
+        }
+    }
+    pthread_mutex_unlock(&acct_mu);
+}
+
+extern "C" void zt_cuda_mem(size_t *cur, size_t *peak) {
+    pthread_mutex_lock(&acct_mu);
+    if (cur) *cur = mem_cur;
+    if (peak) *peak = mem_peak;
+    pthread_mutex_unlock(&acct_mu);
+}
+
+extern "C" void zt_cuda_mem_reset_peak(void) {
+    pthread_mutex_lock(&acct_mu);
+    mem_peak = mem_cur;
+    pthread_mutex_unlock(&acct_mu);
+}
+
+void *zt_cuda_malloc_acct(size_t bytes, const char *who) {
+    void *p = NULL;
+    const size_t sz = bytes ? bytes : 256;
+    cudaError_t e = cudaMalloc(&p, sz);
+    if (e != cudaSuccess) {
+        char what[160];
+        snprintf(what, sizeof what, "cudaMalloc(%zu bytes) for %s", sz, who);
+        zt_cuda_fail(__FILE__, __LINE__, what, cudaGetErrorString(e), hint_for(e));
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    acct_add(p, sz);
+    return p;
+}
+
+void zt_cuda_free_acct(void *p) {
+    if (!p) return;
+    /* the stream may still be using p */
+    ZT_CU(cudaStreamSynchronize(zt_cu.stream));
+    acct_del(p);
+    ZT_CU(cudaFree(p));
+}
+
+/* ------------------------------------------------------------ memory */
+
+static void *cuda_alloc(size_t bytes) {
+    void *p = zt_cuda_malloc_acct(bytes, "alloc");
+    if (!p) return NULL;
+    if (!ZT_CU(cudaMemsetAsync(p, 0, bytes ? bytes : 256, zt_cu.stream))) {
+        zt_cuda_free_acct(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(void *p) { zt_cuda_free_acct(p); }
+
+static void cuda_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes && dst != src)
+        ZT_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, zt_cu.stream));
+}
+
+static void cuda_to_host(void *host_dst, const void *dev_src, size_t bytes) {
+    if (!bytes) return;
+    if (!ZT_CU(cudaMemcpyAsync(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost, zt_cu.stream)) ||
+        !ZT_CU(cudaStreamSynchronize(zt_cu.stream)))
+        memset(host_dst, 0, bytes);   /* never hand back uninitialized memory */
+}
+
+static void cuda_to_device(void *dev_dst, const void *host_src, size_t bytes) {
+    if (!bytes) return;
+    /* synchronous: the host buffer may be reused (or be pinned) on return */
+    if (ZT_CU(cudaMemcpyAsync(dev_dst, host_src, bytes, cudaMemcpyHostToDevice, zt_cu.stream)))
+        ZT_CU(cudaStreamSynchronize(zt_cu.stream));
+}
+
+static void cuda_zero(void *p, size_t bytes) {
+    if (bytes) ZT_CU(cudaMemsetAsync(p, 0, bytes, zt_cu.stream));
+}
+
+static void cuda_set_threads(int n) { (void)n; }
+
+static void cuda_synchronize(void) { ZT_CU(cudaStreamSynchronize(zt_cu.stream)); }
+
+/* ------------------------------------------------------------ scratch */
+
+static void *g_scratch;
+static size_t g_scratch_bytes;
+
+void *zt_cuda_scratch(size_t bytes, const char *who) {
+    if (bytes <= g_scratch_bytes && g_scratch) return g_scratch;
+    size_t want = bytes + bytes / 2;
+    want = (want + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
+    zt_cuda_free_acct(g_scratch);   /* synchronizes first */
+    g_scratch = NULL;
+    g_scratch_bytes = 0;
+    g_scratch = zt_cuda_malloc_acct(want, who);
+    if (g_scratch) g_scratch_bytes = want;
+    return g_scratch;
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+__global__ void k_add(float *out, const float *a, const float *b, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
+__global__ void k_scale(float *x, size_t n, float s) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+static void cuda_add(float *out, const float *a, const float *b, size_t n) {
+    if (!n) return;
+    k_add<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, a, b, n);
+    ZT_LAUNCHED("k_add");
+}
+
+static void cuda_scale(float *x, size_t n, float s) {
+    if (!n) return;
+    k_scale<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(x, n, s);
+    ZT_LAUNCHED("k_scale");
+}
+
+/* ------------------------------------------------------------ AdamW */
+
+/* The CPU backend's formula, operation for operation. */
+__global__ void k_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                        float b1, float b2, float eps, float wd, float bc1, float bc2,
+                        float grad_scale) {
+    const float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float g = grad[i] * grad_scale;
+        const float mi = b1 * m[i] + ob1 * g;
+        const float vi = b2 * v[i] + ob2 * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        const float mhat = mi / bc1;
+        const float vhat = vi / bc2;
+        const float pi = p[i];
+        p[i] = pi - lr * (mhat / (sqrtf(vhat) + eps) + wd * pi);
+    }
+}
+
+static void cuda_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                       float b1, float b2, float eps, float wd, float bc1, float bc2,
+                       float grad_scale) {
+    if (!n) return;
+    k_adamw<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(p, grad, m, v, n, lr, b1, b2,
+                                                                 eps, wd, bc1, bc2, grad_scale);
+    ZT_LAUNCHED("k_adamw");
+}
+
+/* ------------------------------------------------------------ reductions */
+
+#define ZT_RED_THREADS 256
+#define ZT_RED_MAXBLOCKS 1024
+
+/* Blocks for a reduction over n elements: a function of n only, so the
+ * partition (and the result) is the same on every run and every device. */
+static unsigned red_blocks(size_t n) {
+    size_t b = (n + (size_t)ZT_RED_THREADS * 16 - 1) / ((size_t)ZT_RED_THREADS * 16);
+    if (b > ZT_RED_MAXBLOCKS) b = ZT_RED_MAXBLOCKS;
+    return (unsigned)(b ? b : 1);
+}
+
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_sumsq(double *part, const float *x, size_t n) {
+    __shared__ double sh[ZT_RED_THREADS / 32];
+    double s = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const double v = (double)x[i];
+        s += v * v;
+    }
+    s = zt_warp_sum_d(s);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) sh[wid] = s;
+    __syncthreads();
+    if (wid == 0) {
+        double t = lane < ZT_RED_THREADS / 32 ? sh[lane] : 0.0;
+        t = zt_warp_sum_d(t);
+        if (lane == 0) part[blockIdx.x] = t;
+    }
+}
+
+static double cuda_sumsq(const float *x, size_t n) {
+    if (!n) return 0.0;
+    const unsigned nb = red_blocks(n);
+    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), "sumsq");
+    if (!part) return 0.0;
+    k_sumsq<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
+    if (!ZT_LAUNCHED("k_sumsq")) return 0.0;
+    double host[ZT_RED_MAXBLOCKS];
+    cuda_to_host(host, part, nb * sizeof(double));
+    double s = 0.0;
+    for (unsigned i = 0; i < nb; i++) s += host[i];
+    return s;
+}
+
+/* sum of x[n] in double: the same fixed partition as k_sumsq */
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum(double *part, const float *x, size_t n) {
+    __shared__ double sh[ZT_RED_THREADS / 32];
+    double s = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        s += (double)x[i];
+    s = zt_warp_sum_d(s);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) sh[wid] = s;
+    __syncthreads();
+    if (wid == 0) {
+        double t = lane < ZT_RED_THREADS / 32 ? sh[lane] : 0.0;
+        t = zt_warp_sum_d(t);
+        if (lane == 0) part[blockIdx.x] = t;
+    }
+}
+
+static double cuda_sum(const float *x, size_t n) {
+    if (!n) return 0.0;
+    const unsigned nb = red_blocks(n);
+    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), "sum");
+    if (!part) return 0.0;
+    k_sum<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
+    if (!ZT_LAUNCHED("k_sum")) return 0.0;
+    double host[ZT_RED_MAXBLOCKS];
+    cuda_to_host(host, part, nb * sizeof(double));
+    double s = 0.0;
+    for (unsigned i = 0; i < nb; i++) s += host[i];
+    return s;
+}
+
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_nonfinite(unsigned long long *part,
+                                                             const float *x, size_t n) {
+    __shared__ unsigned long long sh[ZT_RED_THREADS / 32];
+    unsigned long long c = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c += (__float_as_uint(x[i]) & 0x7F800000u) == 0x7F800000u;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) sh[wid] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long t = 0;
+        for (int w = 0; w < ZT_RED_THREADS / 32; w++) t += sh[w];
+        part[blockIdx.x] = t;
+    }
+}
+
+static size_t cuda_nonfinite(const float *x, size_t n) {
+    if (!n) return 0;
+    const unsigned nb = red_blocks(n);
+    unsigned long long *part =
+        (unsigned long long *)zt_cuda_scratch(nb * sizeof(unsigned long long), "nonfinite");
+    if (!part) return 0;
+    k_nonfinite<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
+    if (!ZT_LAUNCHED("k_nonfinite")) return 0;
+    unsigned long long host[ZT_RED_MAXBLOCKS];
+    cuda_to_host(host, part, nb * sizeof(unsigned long long));
+    size_t c = 0;
+    for (unsigned i = 0; i < nb; i++) c += (size_t)host[i];
+    return c;
+}
+
+/* ------------------------------------------------------------ conversions
+ * Bit-exact round to nearest even, like the CPU backend's. */
+
+__device__ __forceinline__ uint16_t d_f32_to_bf16(float f) {
+    const uint32_t x = __float_as_uint(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x0040u);
+    return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+__device__ __forceinline__ uint16_t d_f32_to_f16(float f) {
+    const uint32_t u = __float_as_uint(f);
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    const uint32_t x = u & 0x7FFFFFFFu;
+    if (x > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((x >> 13) & 0x3FFu));
+    if (x >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);
+    if (x >= 0x38800000u) {
+        uint32_t r = x - 0x38000000u;
+        r += 0xFFFu + ((r >> 13) & 1u);
+        return (uint16_t)(sign | (r >> 13));
+    }
+    if (x <= 0x33000000u) return (uint16_t)sign;
+    const uint32_t e = x >> 23, m = (x & 0x7FFFFFu) | 0x800000u;
+    const uint32_t s = 126u - e;
+    uint32_t q = m >> s;
+    const uint32_t rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+__device__ __forceinline__ float d_f16_to_f32(uint16_t h) {
+    const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1Fu) return __uint_as_float(sign | 0x7F800000u | (m << 13));
+    if (e == 0) {
+        const float v = (float)m * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+__global__ void k_to_bf16(uint16_t *out, const float *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = d_f32_to_bf16(in[i]);
+}
+__global__ void k_from_bf16(float *out, const uint16_t *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __uint_as_float((uint32_t)in[i] << 16);
+}
+__global__ void k_to_f16(uint16_t *out, const float *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = d_f32_to_f16(in[i]);
+}
+__global__ void k_from_f16(float *out, const uint16_t *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = d_f16_to_f32(in[i]);
+}
+
+static void cuda_to_bf16(uint16_t *out, const float *in, size_t n) {
+    if (!n) return;
+    k_to_bf16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
+    ZT_LAUNCHED("k_to_bf16");
+}
+static void cuda_from_bf16(float *out, const uint16_t *in, size_t n) {
+    if (!n) return;
+    k_from_bf16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
+    ZT_LAUNCHED("k_from_bf16");
+}
+static void cuda_to_f16(uint16_t *out, const float *in, size_t n) {
+    if (!n) return;
+    k_to_f16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
+    ZT_LAUNCHED("k_to_f16");
+}
+static void cuda_from_f16(float *out, const uint16_t *in, size_t n) {
+    if (!n) return;
+    k_from_f16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
+    ZT_LAUNCHED("k_from_f16");
+}
+
+/* ------------------------------------------------------------ the table */
+
+static zt_backend g_table;
+
+static void fill_table(zt_backend *t) {
+    memset(t, 0, sizeof *t);
+    t->name = "cuda";
+    t->set_threads = cuda_set_threads;
+    t->error = cuda_error;
+    t->synchronize = cuda_synchronize;
+    t->alloc = cuda_alloc;
+    t->free = cuda_free;
+    t->copy = cuda_copy;
+    t->to_host = cuda_to_host;
+    t->to_device = cuda_to_device;
+    t->zero = cuda_zero;
+    t->encoder_fwd = zt_cuda_encoder_fwd;
+    t->encoder_bwd = zt_cuda_encoder_bwd;
+    t->layernorm_fwd = zt_cuda_layernorm_fwd;
+    t->layernorm_bwd = zt_cuda_layernorm_bwd;
+    t->matmul_fwd = zt_cuda_matmul_fwd;
+    t->matmul_bwd = zt_cuda_matmul_bwd;
+    t->set_matmul_precision = zt_cuda_set_matmul_precision;
+    t->attention_fwd = zt_cuda_attention_fwd;
+    t->attention_bwd = zt_cuda_attention_bwd;
+    t->gelu_fwd = zt_cuda_gelu_fwd;
+    t->gelu_bwd = zt_cuda_gelu_bwd;
+    t->add = cuda_add;
+    t->xent_fwd = zt_cuda_xent_fwd;
+    t->xent_bwd = zt_cuda_xent_bwd;
+    t->adamw = cuda_adamw;
+    t->sumsq = cuda_sumsq;
+    t->scale = cuda_scale;
+    t->to_bf16 = cuda_to_bf16;
+    t->from_bf16 = cuda_from_bf16;
+    t->to_f16 = cuda_to_f16;
+    t->from_f16 = cuda_from_f16;
+    t->nonfinite = cuda_nonfinite;
+    t->sum = cuda_sum;
+    t->host_memory = 0;
+}
+
+__global__ void k_probe(int *x) {
+    if (x) *x = 1;
+}
+
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* 0 on success, else fills g_why */
+static int cuda_init(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+        snprintf(g_why, sizeof g_why,
+                 "backend cuda requested but no CUDA device is visible (cudaGetDeviceCount: %s%s%s%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices",
+                 cvd ? "; CUDA_VISIBLE_DEVICES='" : "", cvd ? cvd : "", cvd ? "'" : "");
+        (void)cudaGetLastError();
+        return -1;
+    }
+    int dev = 0, major = 0, minor = 0;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&zt_cu.num_sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&zt_cu.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
+            cudaSuccess) {
+        snprintf(g_why, sizeof g_why, "backend cuda: cannot query CUDA device %d: %s", dev,
+                 cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if ((e = cudaStreamCreateWithFlags(&zt_cu.stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        snprintf(g_why, sizeof g_why, "backend cuda: cannot create a stream on device %d: %s%s%s%s",
+                 dev, cudaGetErrorString(e), hint_for(e) ? " (" : "", hint_for(e) ? hint_for(e) : "",
+                 hint_for(e) ? ")" : "");
+        (void)cudaGetLastError();
+        return -1;
+    }
+    /* A first launch: catches a build without this GPU's architecture. */
+    k_probe<<<1, 1, 0, zt_cu.stream>>>(NULL);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(zt_cu.stream);
+    if (e != cudaSuccess) {
+        snprintf(g_why, sizeof g_why, "backend cuda: cannot run a kernel on device %d (sm_%d%d): %s%s%s%s",
+                 dev, major, minor, cudaGetErrorString(e), hint_for(e) ? " (" : "",
+                 hint_for(e) ? hint_for(e) : "", hint_for(e) ? ")" : "");
+        (void)cudaGetLastError();
+        cudaStreamDestroy(zt_cu.stream);
+        zt_cu.stream = NULL;
+        return -1;
+    }
+    zt_cu.device = dev;
+    const char *s = getenv("ZT_CUDA_SYNC");
+    zt_cu.sync_each = s && *s && strcmp(s, "0") != 0;
+    if (!zt_cuda_matmul_init()) {
+        const char *err = cuda_error();
+        snprintf(g_why, sizeof g_why, "backend cuda: cuBLAS setup failed on device %d: %s", dev,
+                 err ? err : "?");
+        cudaStreamDestroy(zt_cu.stream);
+        zt_cu.stream = NULL;
+        return -1;
+    }
+    fill_table(&g_table);
+    return 0;
+}
+
+extern "C" const zt_backend *zt_backend_cuda(void) {
+    pthread_mutex_lock(&init_mu);
+    if (!zt_cu.ready && cuda_init() == 0) {
+        zt_cu.ready = 1;
+        g_why[0] = '\0';
+    }
+    const zt_backend *t = zt_cu.ready ? &g_table : NULL;
+    pthread_mutex_unlock(&init_mu);
+    return t;
+}
+
+extern "C" const char *zt_backend_cuda_why(void) { return g_why; }
+extern "C" int zt_cuda_built(void) { return 1; }
+extern "C" void *zt_cuda_compute_stream(void) { return zt_cu.ready ? (void *)zt_cu.stream : NULL; }
+extern "C" int zt_cuda_device(void) { return zt_cu.ready ? zt_cu.device : -1; }

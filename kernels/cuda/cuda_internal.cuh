@@ -1,0 +1,147 @@
+/*
+ * cuda_internal.cuh -- shared pieces of the CUDA backend.  Private to
+ * kernels/cuda/.
+ *
+ * Errors: nothing here aborts.  Every CUDA / cuBLAS call and every kernel
+ * launch is checked; the first failure is recorded with file:line, the
+ * call, the library's message and a hint, and handed out by the table's
+ * error() entry.  ZT_CUDA_SYNC=1 in the environment synchronizes after
+ * every kernel so that an asynchronous fault is reported at its launch.
+ */
+#ifndef ZT_CUDA_INTERNAL_CUH
+#define ZT_CUDA_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zt_cuda.h"
+
+/* ------------------------------------------------------------ state */
+
+struct zt_cuda_state {
+    int ready;                 /* 1 after a successful init */
+    int device;
+    int num_sms;
+    int smem_optin;            /* max dynamic shared memory per block (opt-in) */
+    int sync_each;             /* ZT_CUDA_SYNC=1 */
+    cudaStream_t stream;       /* the compute stream */
+};
+extern zt_cuda_state zt_cu;
+
+/* ------------------------------------------------------------ errors */
+
+/* Record a failure (the first one since the last error() call is kept). */
+void zt_cuda_fail(const char *file, int line, const char *what, const char *msg,
+                  const char *hint);
+/* Check a runtime call: true on success, else records it. */
+bool zt_cuda_ok(cudaError_t e, const char *file, int line, const char *what);
+/* Check the last kernel launch (and, with ZT_CUDA_SYNC=1, its execution). */
+bool zt_cuda_launch_ok(const char *file, int line, const char *kernel);
+
+#define ZT_CU(call) zt_cuda_ok((call), __FILE__, __LINE__, #call)
+#define ZT_LAUNCHED(name) zt_cuda_launch_ok(__FILE__, __LINE__, name)
+
+/* ------------------------------------------------------------ scratch */
+
+/* Device scratch of at least `bytes`, valid until the next call (one call
+ * per kernel entry point; carve sub-buffers with zt_carve).  Growing it
+ * synchronizes the stream first.  NULL (recorded) when out of memory. */
+void *zt_cuda_scratch(size_t bytes, const char *who);
+
+/* Round up to 256 bytes: the offset of the next sub-buffer. */
+static inline size_t zt_al256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+/* ------------------------------------------------------------ launch shapes */
+
+#define ZT_EW_THREADS 256
+/* Blocks for a grid-stride loop over n elements: enough to fill the GPU,
+ * and a pure function of n and the device (results never depend on it:
+ * elementwise kernels only). */
+static inline unsigned zt_ew_blocks(size_t n) {
+    size_t b = (n + ZT_EW_THREADS - 1) / ZT_EW_THREADS;
+    const size_t cap = (size_t)(zt_cu.num_sms > 0 ? zt_cu.num_sms : 80) * 16;
+    if (b > cap) b = cap;
+    return (unsigned)(b ? b : 1);
+}
+
+/* ------------------------------------------------------------ device helpers */
+
+__device__ __forceinline__ float zt_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float zt_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ double zt_warp_sum_d(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Block-wide sum / max for blockDim.x a multiple of 32; every thread gets
+ * the result.  sh: 32 floats of shared memory (reusable across calls). */
+__device__ __forceinline__ float zt_block_sum(float v, float *sh) {
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = zt_warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    return zt_warp_sum(lane < nw ? sh[lane] : 0.0f);
+}
+__device__ __forceinline__ float zt_block_max(float v, float *sh) {
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = zt_warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    return zt_warp_max(lane < nw ? sh[lane] : -INFINITY);
+}
+
+/* ------------------------------------------------------------ entry points
+ * (C++ linkage, internal to the backend) */
+
+/* cuda_nn.cu */
+void zt_cuda_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe,
+                         int B, int T, int C);
+void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp,
+                         int B, int T, int C);
+void zt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+                           const float *w, const float *b, int N, int C);
+void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
+                           const float *inp, const float *w, const float *mean,
+                           const float *rstd, int N, int C);
+void zt_cuda_gelu_fwd(float *out, const float *inp, size_t n);
+void zt_cuda_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const int *targets,
+                      int N, int V);
+void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
+                      int N, int V);
+/* dst[c] (+=) sum over n < N of src[n * ld + c], c < C: fixed-order two-pass
+ * reduction in double (no atomics). */
+void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld);
+
+/* cuda_attention.cu */
+void zt_cuda_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
+                           int NH);
+void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
+                           const float *out, const float *lse, int B, int T, int C, int NH);
+
+/* cuda_matmul.cu */
+bool zt_cuda_matmul_init(void);
+void zt_cuda_matmul_fini(void);
+void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
+                        int N, int C, int OC);
+void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
+                        const float *inp, const float *w, int N, int C, int OC);
+void zt_cuda_set_matmul_precision(int mode);
+
+/* cuda_backend.cu: memory accounting of the backend's own buffers */
+void *zt_cuda_malloc_acct(size_t bytes, const char *who);
+void zt_cuda_free_acct(void *p);
+
+#endif /* ZT_CUDA_INTERNAL_CUH */

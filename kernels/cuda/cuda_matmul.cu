@@ -1,0 +1,299 @@
+/*
+ * cuda_matmul.cu -- the linear layer on cuBLAS.
+ *
+ * Row-major out[N,OC] = inp[N,C] @ w[OC,C]^T is the column-major product
+ * out^T[OC,N] = op_T(w)[OC,C] @ inp^T[C,N], so no data is transposed:
+ *   forward   out^T  = w^T'   inp^T     (m=OC, n=N,  k=C;  A=w T, B=inp N)
+ *   dinp      dinp^T = w^T    dout^T    (m=C,  n=N,  k=OC; A=w N, B=dout N)
+ *   dw (+=)   dw^T   = inp^T  dout      (m=C,  n=OC, k=N;  A=inp N, B=dout T)
+ *
+ * Precision: ZT_MATMUL_FP32 is plain fp32 (CUBLAS_COMPUTE_32F: no TF32).
+ * ZT_MATMUL_BF16 rounds each operand to bf16 into scratch (nearest even)
+ * and multiplies with fp32 accumulation and fp32 outputs.
+ *
+ * Implementation: cuBLASLt with a user-owned workspace (bitwise
+ * reproducible run to run) and the bias added in the epilogue; the chosen
+ * algorithm is cached per problem.  If Lt has no algorithm for a problem,
+ * or zt_cuda_set_gemm_impl(0) was called, cublasGemmEx + a bias kernel.
+ * dbias is a fixed-order column sum (zt_cuda_colsum_acc), never atomics.
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.cuh"
+
+#define ZT_WS_BYTES ((size_t)32 << 20)   /* cuBLAS(Lt) workspace */
+
+static cublasHandle_t g_blas;
+static cublasLtHandle_t g_lt;
+static void *g_ws;
+static int g_mode = ZT_MATMUL_FP32;
+static int g_use_lt = 1;
+
+static const char *blas_hint(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_ALLOC_FAILED: return "out of GPU memory";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "this GPU does not support the operation";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "unsupported shape or type combination";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "a cuBLAS kernel failed to run";
+    case CUBLAS_STATUS_INVALID_VALUE: return "bad argument (a bug: please report)";
+    default: return NULL;
+    }
+}
+
+static bool blas_ok(cublasStatus_t s, const char *file, int line, const char *what) {
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    zt_cuda_fail(file, line, what, cublasGetStatusString(s), blas_hint(s));
+    return false;
+}
+#define ZT_BLAS(call) blas_ok((call), __FILE__, __LINE__, #call)
+
+bool zt_cuda_matmul_init(void) {
+    if (!ZT_BLAS(cublasCreate(&g_blas))) return false;
+    if (!ZT_BLAS(cublasLtCreate(&g_lt))) goto fail_blas;
+    g_ws = zt_cuda_malloc_acct(ZT_WS_BYTES, "cuBLAS workspace");
+    if (!g_ws) goto fail_lt;
+    if (!ZT_BLAS(cublasSetStream(g_blas, zt_cu.stream)) ||
+        !ZT_BLAS(cublasSetWorkspace(g_blas, g_ws, ZT_WS_BYTES)) ||
+        !ZT_BLAS(cublasSetMathMode(g_blas, CUBLAS_DEFAULT_MATH)) ||
+        !ZT_BLAS(cublasSetAtomicsMode(g_blas, CUBLAS_ATOMICS_NOT_ALLOWED)))
+        goto fail_ws;
+    return true;
+fail_ws:
+    zt_cuda_free_acct(g_ws);
+    g_ws = NULL;
+fail_lt:
+    cublasLtDestroy(g_lt);
+    g_lt = NULL;
+fail_blas:
+    cublasDestroy(g_blas);
+    g_blas = NULL;
+    return false;
+}
+
+void zt_cuda_matmul_fini(void) {
+    if (g_lt) cublasLtDestroy(g_lt);
+    if (g_blas) cublasDestroy(g_blas);
+    zt_cuda_free_acct(g_ws);
+    g_lt = NULL;
+    g_blas = NULL;
+    g_ws = NULL;
+}
+
+void zt_cuda_set_matmul_precision(int mode) {
+    if (mode == ZT_MATMUL_FP32 || mode == ZT_MATMUL_BF16) g_mode = mode;
+}
+
+extern "C" void zt_cuda_set_gemm_impl(int use_lt) { g_use_lt = use_lt ? 1 : 0; }
+
+/* ------------------------------------------------------------ kernels */
+
+__global__ void k_round_bf16(__nv_bfloat16_raw *out, const float *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t x = __float_as_uint(in[i]);
+        __nv_bfloat16_raw r;
+        if ((x & 0x7FFFFFFFu) > 0x7F800000u) r.x = (unsigned short)((x >> 16) | 0x0040u);
+        else r.x = (unsigned short)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+        out[i] = r;
+    }
+}
+
+/* column-major C[m, n] (ld) += bias[i] on row i */
+__global__ void k_add_bias(float *c, const float *bias, int m, int n, int ld) {
+    const size_t total = (size_t)m * n;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const int i = (int)(idx % m);
+        const size_t j = idx / m;
+        c[j * ld + i] += bias[i];
+    }
+}
+
+/* ------------------------------------------------------------ cuBLASLt */
+
+static uint32_t align_of(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    uint32_t al = 256;
+    while (al > 1 && (a & (al - 1))) al >>= 1;
+    return al;
+}
+
+struct lt_key {
+    int m, n, k, ta, tb, bf16, bias, beta1;
+    int lda, ldb, ldc;
+    uint32_t aa, ab, ac;
+};
+struct lt_entry {
+    lt_key key;
+    int ok;                       /* 0: Lt has no algorithm: use GemmEx */
+    cublasLtMatmulAlgo_t algo;
+};
+#define ZT_LT_CACHE 256
+static lt_entry g_cache[ZT_LT_CACHE];
+static int g_ncache;
+
+/* D = op(A) op(B) (+ beta C, C = D) (+ bias) with Lt; false when Lt has no
+ * algorithm (nothing recorded) or on an error (recorded, *err set). */
+static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int lda,
+                    const void *B, int ldb, float *Cm, int ldc, float beta, const float *bias,
+                    bool bf16, bool *err) {
+    *err = false;
+    lt_key key;
+    memset(&key, 0, sizeof key);
+    key.m = m; key.n = n; key.k = k; key.ta = ta; key.tb = tb; key.bf16 = bf16;
+    key.bias = bias != NULL; key.beta1 = beta != 0.0f;
+    key.lda = lda; key.ldb = ldb; key.ldc = ldc;
+    key.aa = align_of(A); key.ab = align_of(B); key.ac = align_of(Cm);
+    if (bias && align_of(bias) < 16) return false;   /* keep the epilogue's loads simple */
+    lt_entry *hit = NULL;
+    for (int i = 0; i < g_ncache; i++)
+        if (!memcmp(&g_cache[i].key, &key, sizeof key)) { hit = &g_cache[i]; break; }
+    if (hit && !hit->ok) return false;
+
+    const cudaDataType_t ab_t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    bool done = false;
+    const int32_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const float alpha = 1.0f;
+
+#define LT(call) do { if (!ZT_BLAS(call)) { *err = true; goto out; } } while (0)
+    LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (bias) {
+        const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        const int32_t bias_t = CUDA_R_32F;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t,
+                                          sizeof bias_t));
+    }
+    LT(cublasLtMatrixLayoutCreate(&la, ab_t, ta ? k : m, ta ? m : k, lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, ab_t, tb ? n : k, tb ? k : n, ldb));
+    LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ldc));
+
+    if (!hit) {
+        LT(cublasLtMatmulPreferenceCreate(&pref));
+        const uint64_t ws = ZT_WS_BYTES;
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                sizeof ws));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                &key.aa, sizeof key.aa));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                &key.ab, sizeof key.ab));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                &key.ac, sizeof key.ac));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                &key.ac, sizeof key.ac));
+        cublasLtMatmulHeuristicResult_t res;
+        memset(&res, 0, sizeof res);
+        int nres = 0;
+        cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_lt, op, la, lb, lc, lc, pref, 1, &res, &nres);
+        lt_entry e;
+        memset(&e, 0, sizeof e);
+        e.key = key;
+        e.ok = s == CUBLAS_STATUS_SUCCESS && nres > 0 && res.state == CUBLAS_STATUS_SUCCESS &&
+               res.workspaceSize <= ZT_WS_BYTES;
+        if (e.ok) e.algo = res.algo;
+        if (g_ncache < ZT_LT_CACHE) {
+            g_cache[g_ncache] = e;
+            hit = &g_cache[g_ncache++];
+        } else {
+            /* cache full: use this result once */
+            static lt_entry spare;
+            spare = e;
+            hit = &spare;
+        }
+        if (!e.ok) goto out;
+    }
+    LT(cublasLtMatmul(g_lt, op, &alpha, A, la, B, lb, &beta, Cm, lc, Cm, lc, &hit->algo, g_ws,
+                      ZT_WS_BYTES, zt_cu.stream));
+    done = true;
+#undef LT
+out:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+    return done;
+}
+
+/* ------------------------------------------------------------ gemm */
+
+/* Column-major C[m,n] (ldc) = op(A) op(B) + beta C (+ bias[m] per row).
+ * A, B are fp32; in bf16 mode they are rounded into scratch first. */
+static void gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
+                 int ldb, float *Cm, int ldc, float beta, const float *bias) {
+    const bool bf16 = g_mode == ZT_MATMUL_BF16;
+    const void *a = A, *b = B;
+    if (bf16) {
+        /* stored operands: A is (ta ? k : m) x (ta ? m : k) with ld lda */
+        const size_t na = (size_t)lda * (size_t)(ta ? m : k);
+        const size_t nb = (size_t)ldb * (size_t)(tb ? k : n);
+        char *s = (char *)zt_cuda_scratch(zt_al256(na * 2) + zt_al256(nb * 2), "bf16 matmul operands");
+        if (!s) return;
+        __nv_bfloat16_raw *a16 = (__nv_bfloat16_raw *)s;
+        __nv_bfloat16_raw *b16 = (__nv_bfloat16_raw *)(s + zt_al256(na * 2));
+        k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>(a16, A, na);
+        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(b16, B, nb);
+        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        a = a16;
+        b = b16;
+    }
+    if (g_use_lt) {
+        bool err = false;
+        if (gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, Cm, ldc, beta, bias, bf16, &err)) return;
+        if (err) return;
+    }
+    const float alpha = 1.0f;
+    const cudaDataType_t ab_t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    if (!ZT_BLAS(cublasGemmEx(g_blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              m, n, k, &alpha, a, ab_t, lda, b, ab_t, ldb, &beta, Cm, CUDA_R_32F, ldc,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
+        return;
+    if (bias) {
+        k_add_bias<<<zt_ew_blocks((size_t)m * n), ZT_EW_THREADS, 0, zt_cu.stream>>>(Cm, bias, m, n, ldc);
+        ZT_LAUNCHED("k_add_bias");
+    }
+}
+
+/* ------------------------------------------------------------ table entries */
+
+void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
+                        int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (C <= 0) {
+        if (!ZT_CU(cudaMemsetAsync(out, 0, (size_t)N * OC * sizeof(float), zt_cu.stream))) return;
+        if (bias) {
+            k_add_bias<<<zt_ew_blocks((size_t)N * OC), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, bias, OC,
+                                                                                       N, OC);
+            ZT_LAUNCHED("k_add_bias");
+        }
+        return;
+    }
+    gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias);
+}
+
+void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                        const float *w, int N, int C, int OC) {
+    if (N <= 0) return;
+    if (dinp && C > 0) {
+        if (OC > 0) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL);
+        else ZT_CU(cudaMemsetAsync(dinp, 0, (size_t)N * C * sizeof(float), zt_cu.stream));
+    }
+    if (OC <= 0) return;
+    if (dw && C > 0) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL);
+    if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+}

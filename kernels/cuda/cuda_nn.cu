@@ -1,0 +1,359 @@
+/*
+ * cuda_nn.cu -- encoder, LayerNorm, GELU, softmax + cross-entropy and the
+ * column sum on the GPU.
+ *
+ * Deterministic without float atomics:
+ *  - encoder backward sorts the positions by token (a stable radix sort),
+ *    and each token's rows are added in position order, exactly like the
+ *    CPU loop (same additions, same order: bitwise equal results);
+ *  - reductions over rows (LayerNorm dw/db, dbias) are two-pass: fixed row
+ *    chunks give partial sums in double, added in chunk order.
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include "cuda_internal.cuh"
+
+/* ------------------------------------------------------------ encoder */
+
+__global__ void k_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe, int T,
+                              int C, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)C;
+        const int c = (int)(i - n * (size_t)C);
+        const int t = (int)(n % (size_t)T);
+        out[i] = wte[(size_t)inp[n] * C + c] + wpe[(size_t)t * C + c];
+    }
+}
+
+void zt_cuda_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe, int B,
+                         int T, int C) {
+    const size_t total = (size_t)B * T * C;
+    if (B <= 0 || T <= 0 || C <= 0) return;
+    k_encoder_fwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, inp, wte, wpe, T, C,
+                                                                           total);
+    ZT_LAUNCHED("k_encoder_fwd");
+}
+
+/* dwpe[t, c] += dout[b, t, c] for b = 0, 1, ... in order (as the CPU) */
+__global__ void k_encoder_bwd_wpe(float *dwpe, const float *dout, int B, int T, int C) {
+    const size_t total = (size_t)T * C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float acc = dwpe[i];
+        for (int b = 0; b < B; b++) acc += dout[(size_t)b * total + i];
+        dwpe[i] = acc;
+    }
+}
+
+__global__ void k_iota(int *x, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = i;
+}
+
+/* Block (s, y): if s starts a run of equal tokens in the sorted keys, add the
+ * run's rows (in position order) into dwte[token] for channels
+ * [y*blockDim, (y+1)*blockDim). */
+__global__ void k_encoder_bwd_wte(float *dwte, const float *dout, const int *keys, const int *pos,
+                                  int N, int C) {
+    const int s = blockIdx.x;
+    const int tok = keys[s];
+    if (s > 0 && keys[s - 1] == tok) return;
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float *dst = dwte + (size_t)tok * C + c;
+    float acc = *dst;
+    for (int j = s; j < N && keys[j] == tok; j++) acc += dout[(size_t)pos[j] * C + c];
+    *dst = acc;
+}
+
+void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T,
+                         int C) {
+    const int N = B * T;
+    if (N <= 0 || C <= 0) return;
+    k_encoder_bwd_wpe<<<zt_ew_blocks((size_t)T * C), ZT_EW_THREADS, 0, zt_cu.stream>>>(dwpe, dout, B,
+                                                                                       T, C);
+    if (!ZT_LAUNCHED("k_encoder_bwd_wpe")) return;
+
+    /* stable sort of (token, position) pairs by token */
+    size_t tmp_bytes = 0;
+    if (!ZT_CU(cub::DeviceRadixSort::SortPairs(NULL, tmp_bytes, (const int *)NULL, (int *)NULL,
+                                               (const int *)NULL, (int *)NULL, N, 0,
+                                               (int)sizeof(int) * 8, zt_cu.stream)))
+        return;
+    const size_t nb = zt_al256((size_t)N * sizeof(int));
+    char *s = (char *)zt_cuda_scratch(3 * nb + zt_al256(tmp_bytes), "encoder backward sort");
+    if (!s) return;
+    int *pos_in = (int *)s, *keys = (int *)(s + nb), *pos = (int *)(s + 2 * nb);
+    void *tmp = s + 3 * nb;
+    k_iota<<<zt_ew_blocks((size_t)N), ZT_EW_THREADS, 0, zt_cu.stream>>>(pos_in, N);
+    if (!ZT_LAUNCHED("k_iota")) return;
+    if (!ZT_CU(cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, inp, keys, pos_in, pos, N, 0,
+                                               (int)sizeof(int) * 8, zt_cu.stream)))
+        return;
+    const int threads = 128;
+    const dim3 grid((unsigned)N, (unsigned)((C + threads - 1) / threads));
+    k_encoder_bwd_wte<<<grid, threads, 0, zt_cu.stream>>>(dwte, dout, keys, pos, N, C);
+    ZT_LAUNCHED("k_encoder_bwd_wte");
+}
+
+/* ------------------------------------------------------------ column sums */
+
+#define ZT_COL_THREADS 128
+#define ZT_COL_MAXCHUNKS 256
+
+/* Row chunks for a reduction over N rows: a function of N only. */
+static int col_chunks(int N, int *rows_per_chunk) {
+    int p = (N + 31) / 32;
+    if (p > ZT_COL_MAXCHUNKS) p = ZT_COL_MAXCHUNKS;
+    if (p < 1) p = 1;
+    const int r = (N + p - 1) / p;
+    *rows_per_chunk = r;
+    return (N + r - 1) / r;
+}
+
+/* part[p, c] = sum over rows of chunk p of src[n * ld + c] (double, in order) */
+__global__ void k_colsum_part(double *part, const float *src, int N, int C, size_t ld, int R) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    if (c >= C) return;
+    const int n0 = p * R, n1 = min(N, n0 + R);
+    double acc = 0.0;
+    for (int n = n0; n < n1; n++) acc += (double)src[(size_t)n * ld + c];
+    part[(size_t)p * C + c] = acc;
+}
+
+/* dst[c] += sum over p of part[p, c], in order; two arrays at once when
+ * part2 is set */
+__global__ void k_colsum_final(float *dst, const double *part, float *dst2, const double *part2,
+                               int P, int C) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    double a = 0.0, b = 0.0;
+    for (int p = 0; p < P; p++) {
+        a += part[(size_t)p * C + c];
+        if (part2) b += part2[(size_t)p * C + c];
+    }
+    dst[c] += (float)a;
+    if (dst2) dst2[c] += (float)b;
+}
+
+void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
+    if (N <= 0 || C <= 0) return;
+    int R;
+    const int P = col_chunks(N, &R);
+    double *part = (double *)zt_cuda_scratch((size_t)P * C * sizeof(double), "column sum");
+    if (!part) return;
+    const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
+    k_colsum_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
+    if (!ZT_LAUNCHED("k_colsum_part")) return;
+    k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
+        dst, part, NULL, NULL, P, C);
+    ZT_LAUNCHED("k_colsum_final");
+}
+
+/* ------------------------------------------------------------ LayerNorm */
+
+#define ZT_LN_THREADS 256   /* one warp per row */
+
+__global__ void __launch_bounds__(ZT_LN_THREADS)
+k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                const float *b, int N, int C) {
+    const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C;
+    float *o = out + (size_t)row * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s += x[c];
+    s = zt_warp_sum(s);
+    const float m = s / (float)C;
+    float v = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float d = x[c] - m;
+        v += d * d;
+    }
+    v = zt_warp_sum(v) / (float)C;
+    const float r = 1.0f / sqrtf(v + 1e-5f);
+    for (int c = lane; c < C; c += 32) o[c] = (x[c] - m) * r * w[c] + b[c];
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+void zt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                           const float *b, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_LN_THREADS / 32;
+    k_layernorm_fwd<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(out, mean, rstd, inp, w,
+                                                                             b, N, C);
+    ZT_LAUNCHED("k_layernorm_fwd");
+}
+
+/* dinp (+=), one warp per row */
+__global__ void __launch_bounds__(ZT_LN_THREADS)
+k_layernorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
+                   const float *mean, const float *rstd, int N, int C) {
+    const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C;
+    const float *d = dout + (size_t)row * C;
+    float *di = dinp + (size_t)row * C;
+    const float m = mean[row], r = rstd[row];
+    float sd = 0.0f, sdn = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float norm = (x[c] - m) * r;
+        const float dn = w[c] * d[c];
+        sd += dn;
+        sdn += dn * norm;
+    }
+    sd = zt_warp_sum(sd);
+    sdn = zt_warp_sum(sdn);
+    const float mean_dn = sd / (float)C;
+    const float mean_dnn = sdn / (float)C;
+    for (int c = lane; c < C; c += 32) {
+        const float norm = (x[c] - m) * r;
+        const float dn = w[c] * d[c];
+        di[c] += (dn - mean_dn - norm * mean_dnn) * r;
+    }
+}
+
+/* partial dw, db over the rows of chunk blockIdx.y (double, in order) */
+__global__ void k_layernorm_bwd_part(double *pw, double *pb, const float *dout, const float *inp,
+                                     const float *mean, const float *rstd, int N, int C, int R) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    if (c >= C) return;
+    const int n0 = p * R, n1 = min(N, n0 + R);
+    double aw = 0.0, ab = 0.0;
+    for (int n = n0; n < n1; n++) {
+        const float x = inp[(size_t)n * C + c], d = dout[(size_t)n * C + c];
+        aw += (double)((x - mean[n]) * rstd[n] * d);
+        ab += (double)d;
+    }
+    pw[(size_t)p * C + c] = aw;
+    pb[(size_t)p * C + c] = ab;
+}
+
+void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, const float *mean, const float *rstd, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_LN_THREADS / 32;
+    k_layernorm_bwd_dx<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(dinp, dout, inp, w,
+                                                                                mean, rstd, N, C);
+    if (!ZT_LAUNCHED("k_layernorm_bwd_dx")) return;
+    int R;
+    const int P = col_chunks(N, &R);
+    const size_t pbytes = zt_al256((size_t)P * C * sizeof(double));
+    char *s = (char *)zt_cuda_scratch(2 * pbytes, "layernorm backward");
+    if (!s) return;
+    double *pw = (double *)s, *pb = (double *)(s + pbytes);
+    const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
+    k_layernorm_bwd_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(pw, pb, dout, inp, mean, rstd, N, C,
+                                                                  R);
+    if (!ZT_LAUNCHED("k_layernorm_bwd_part")) return;
+    k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
+        dw, pw, db, pb, P, C);
+    ZT_LAUNCHED("k_colsum_final");
+}
+
+/* ------------------------------------------------------------ GELU */
+
+#define ZT_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define ZT_GELU_A 0.044715f
+
+__global__ void k_gelu_fwd(float *out, const float *inp, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float x = inp[i];
+        const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
+        out[i] = 0.5f * x * (1.0f + tanhf(u));
+    }
+}
+
+__global__ void k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float x = inp[i];
+        const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
+        const float th = tanhf(u);
+        const float sech2 = 1.0f - th * th;
+        const float du = ZT_GELU_K * (1.0f + 3.0f * ZT_GELU_A * x * x);
+        const float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * du;
+        dinp[i] = g * dout[i];
+    }
+}
+
+void zt_cuda_gelu_fwd(float *out, const float *inp, size_t n) {
+    if (!n) return;
+    k_gelu_fwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, inp, n);
+    ZT_LAUNCHED("k_gelu_fwd");
+}
+
+void zt_cuda_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
+    if (!n) return;
+    k_gelu_bwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(dinp, inp, dout, n);
+    ZT_LAUNCHED("k_gelu_bwd");
+}
+
+/* ------------------------------------------------------------ softmax + CE */
+
+#define ZT_XENT_THREADS 512   /* one block per row */
+
+/* probs may be the same memory as logits: every read of a row happens
+ * before the block barrier inside the reductions, every write after. */
+__global__ void __launch_bounds__(ZT_XENT_THREADS)
+k_xent_fwd(float *losses, float *probs, const float *logits, const int *targets, int V) {
+    __shared__ float sh[32];
+    const int n = blockIdx.x;
+    const float *x = logits + (size_t)n * V;
+    float *p = probs + (size_t)n * V;
+    const int tgt = targets ? targets[n] : -1;
+    const bool valid = tgt >= 0 && tgt < V;
+    const float xt = valid ? x[tgt] : 0.0f;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
+    mx = zt_block_max(mx, sh);
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(x[j] - mx);
+    s = zt_block_sum(s, sh);
+    const float inv = 1.0f / s;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) p[j] = expf(x[j] - mx) * inv;
+    if (threadIdx.x == 0 && losses) losses[n] = valid ? logf(s) - (xt - mx) : 0.0f;
+}
+
+/* dlogits may be the same memory as probs: elementwise */
+__global__ void k_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
+                           int V) {
+    const int n = blockIdx.x;
+    const float *p = probs + (size_t)n * V;
+    float *d = dlogits + (size_t)n * V;
+    const int tgt = targets ? targets[n] : -1;
+    if (tgt < 0 || tgt >= V) {
+        for (int j = threadIdx.x; j < V; j += blockDim.x) d[j] = 0.0f;
+        return;
+    }
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        const float pj = p[j];
+        d[j] = (j == tgt ? pj - 1.0f : pj) * dloss;
+    }
+}
+
+void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const int *targets, int N,
+                      int V) {
+    if (N <= 0 || V <= 0) return;
+    k_xent_fwd<<<N, ZT_XENT_THREADS, 0, zt_cu.stream>>>(losses, probs, logits, targets, V);
+    ZT_LAUNCHED("k_xent_fwd");
+}
+
+void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss, int N,
+                      int V) {
+    if (N <= 0 || V <= 0) return;
+    k_xent_bwd<<<N, 256, 0, zt_cu.stream>>>(dlogits, probs, targets, dloss, V);
+    ZT_LAUNCHED("k_xent_bwd");
+}

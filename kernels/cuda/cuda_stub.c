@@ -1,0 +1,23 @@
+/*
+ * cuda_stub.c -- the CUDA backend entry points in builds without CUDA
+ * (compiled only when configure did not enable --with-cuda).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include "zt_cuda.h"
+
+const zt_backend *zt_backend_cuda(void) { return NULL; }
+const char *zt_backend_cuda_why(void) {
+    return "this build has no CUDA backend (configure --with-cuda)";
+}
+int zt_cuda_built(void) { return 0; }
+void *zt_cuda_compute_stream(void) { return NULL; }
+int zt_cuda_device(void) { return -1; }
+void zt_cuda_mem(size_t *cur, size_t *peak) {
+    if (cur) *cur = 0;
+    if (peak) *peak = 0;
+}
+void zt_cuda_mem_reset_peak(void) {}
+void zt_cuda_set_gemm_impl(int use_lt) { (void)use_lt; }

@@ -1,0 +1,50 @@
+/*
+ * zt_cuda.h -- the CUDA backend, callable from C.
+ *
+ * Built with `configure --with-cuda`.  In builds without it these functions
+ * exist too (kernels/cuda/cuda_stub.c): zt_backend_cuda() returns NULL and
+ * zt_backend_cuda_why() says that the build has no CUDA backend, so callers
+ * never need #ifdefs.
+ *
+ * One backend per process, on the device that is current when
+ * zt_backend_cuda() is first called (cudaSetDevice first: see
+ * zt_cuda_pick_device() in libtrain/gpu.h).  All its work runs on one
+ * compute stream, in call order.
+ */
+#ifndef ZT_KERNELS_CUDA_H
+#define ZT_KERNELS_CUDA_H
+
+#include <stddef.h>
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CUDA backend table, or NULL when this build has no CUDA backend or no
+ * CUDA device can be used; zt_backend_cuda_why() then says why. */
+const zt_backend *zt_backend_cuda(void);
+/* One line: why the last zt_backend_cuda() returned NULL ("" otherwise). */
+const char *zt_backend_cuda_why(void);
+/* 1 when this build has the CUDA backend, 0 otherwise. */
+int zt_cuda_built(void);
+
+/* The backend's compute stream (a cudaStream_t), NULL before a successful
+ * zt_backend_cuda().  The NCCL comm backend orders its stream against it. */
+void *zt_cuda_compute_stream(void);
+/* The device the backend runs on, -1 before a successful zt_backend_cuda(). */
+int zt_cuda_device(void);
+
+/* Bytes of device memory the backend holds now and at most since the last
+ * reset (alloc() plus its own scratch and cuBLAS workspace). */
+void zt_cuda_mem(size_t *cur, size_t *peak);
+void zt_cuda_mem_reset_peak(void);
+
+/* GEMM implementation (tests, benchmarks): 1 = cuBLASLt with a bias
+ * epilogue (default), 0 = cublasGemmEx + a bias kernel. */
+void zt_cuda_set_gemm_impl(int use_lt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZT_KERNELS_CUDA_H */

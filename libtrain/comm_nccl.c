@@ -1,0 +1,477 @@
+/*
+ * comm_nccl.c -- the NCCL backend of the communication interface (comm.h:
+ * zt_group_nccl).  Built with --with-cuda when NCCL is found.
+ *
+ * Buffers are device memory of the CUDA backend.  Every collective runs on
+ * the group's own (high-priority) communication stream, after an event
+ * recorded on the backend's compute stream: it sees everything the kernels
+ * queued before it wrote.  Blocking collectives make the compute stream
+ * wait for their completion event and wait for it on the host, polling the
+ * event and ncclCommGetAsyncError, bounded by the group's timeout; the
+ * non-blocking ones return the completion event in zt_request.impl and
+ * wait() does the same later.  A timeout or an asynchronous error aborts the
+ * communicator (ncclCommAbort) and every later call fails at once.
+ *
+ * Byte accounting is comm.c's: what this rank sends in the ring algorithms
+ * (all-reduce 2(N-1)/N x bytes, reduce-scatter and all-gather every chunk
+ * but its own, broadcast (N-1)/N x bytes).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "comm.h"
+#include "cuda/zt_cuda.h"
+
+typedef struct nccl_group {
+    zt_group g;              /* first: a zt_group * is a nccl_group * */
+    ncclComm_t nc;
+    int device;
+    int dead;                /* aborted: every call fails */
+    cudaStream_t compute;    /* the CUDA backend's compute stream (not owned) */
+    cudaStream_t stream;     /* communication stream */
+    cudaEvent_t ev_ready;    /* compute -> communication ordering */
+    cudaEvent_t ev_done;     /* completion of the blocking collectives */
+    float *d_one;            /* operand of the barrier */
+} nccl_group;
+
+static nccl_group *NG(zt_group *g) { return (nccl_group *)g; }
+
+#define WHERE(g) (g)->where[0] ? " (" : "", (g)->where, (g)->where[0] ? ")" : ""
+
+static int nccl_type(zt_dtype t, ncclDataType_t *out) {
+    switch (t) {
+    case ZT_F32: *out = ncclFloat32; return 1;
+    case ZT_F64: *out = ncclFloat64; return 1;
+    case ZT_I32: *out = ncclInt32; return 1;
+    case ZT_I64: *out = ncclInt64; return 1;
+    case ZT_U8: *out = ncclUint8; return 1;
+    case ZT_BF16: *out = ncclBfloat16; return 1;
+    case ZT_F16: *out = ncclFloat16; return 1;
+    }
+    return 0;
+}
+
+static int fail_nccl(nccl_group *n, int kind, ncclResult_t r, zt_status *st) {
+    const char *last = n->nc ? ncclGetLastError(n->nc) : NULL;
+    return zt_fail(st, ZT_ECOMM, "NCCL %s on the %s group failed%s%s%s: %s%s%s",
+                   zt_comm_kind_name(kind), n->g.name, WHERE(&n->g), ncclGetErrorString(r),
+                   last && *last ? ": " : "", last && *last ? last : "");
+}
+
+static int fail_cuda(nccl_group *n, int kind, const char *what, cudaError_t e, zt_status *st) {
+    (void)cudaGetLastError();
+    return zt_fail(st, ZT_ECOMM, "NCCL %s on the %s group%s%s%s: %s: %s", zt_comm_kind_name(kind),
+                   n->g.name, WHERE(&n->g), what, cudaGetErrorString(e));
+}
+
+static void abort_comm(nccl_group *n) {
+    if (n->dead) return;
+    n->dead = 1;
+    ncclCommAbort(n->nc);
+    n->nc = NULL;
+}
+
+static int alive(nccl_group *n, int kind, zt_status *st) {
+    if (!n->dead) return ZT_OK;
+    return zt_fail(st, ZT_ECOMM, "%s on the %s group%s%s%s: its NCCL communicator was aborted "
+                   "after an earlier failure", zt_comm_kind_name(kind), n->g.name, WHERE(&n->g));
+}
+
+/* The communication stream waits for everything queued on compute so far. */
+static int begin(nccl_group *n, int kind, zt_status *st) {
+    ZT_TRY(alive(n, kind, st));
+    cudaError_t e = cudaEventRecord(n->ev_ready, n->compute);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(n->stream, n->ev_ready, 0);
+    if (e != cudaSuccess) return fail_cuda(n, kind, "ordering after the compute stream", e, st);
+    return ZT_OK;
+}
+
+/* Wait on the host until ev has completed, bounded by timeout_s, watching
+ * NCCL's asynchronous errors; a failure aborts the communicator. */
+static int host_wait(nccl_group *n, cudaEvent_t ev, int kind, zt_status *st) {
+    const double t0 = zt_now_s();
+    for (unsigned spins = 0;; spins++) {
+        const cudaError_t e = cudaEventQuery(ev);
+        /* "not ready" is not an error: never leave it for the CUDA
+         * backend's next launch check to find */
+        if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+        if (e == cudaSuccess) return ZT_OK;
+        if (e != cudaErrorNotReady) {
+            const int rc = fail_cuda(n, kind, "waiting for completion", e, st);
+            abort_comm(n);
+            return rc;
+        }
+        if ((spins & 63) == 63) {
+            ncclResult_t a = ncclSuccess;
+            const ncclResult_t r = ncclCommGetAsyncError(n->nc, &a);
+            if (r != ncclSuccess || (a != ncclSuccess && a != ncclInProgress)) {
+                const int rc = fail_nccl(n, kind, r != ncclSuccess ? r : a, st);
+                abort_comm(n);
+                return rc;
+            }
+            const double el = zt_now_s() - t0;
+            if (n->g.timeout_s > 0 && el > n->g.timeout_s) {
+                abort_comm(n);
+                return zt_fail(st, ZT_ECOMM, "NCCL %s on the %s group timed out after %.0f s%s%s%s: "
+                               "a rank died or hangs (ztrain.comm_timeout_s); the communicator "
+                               "was aborted", zt_comm_kind_name(kind), n->g.name, el, WHERE(&n->g));
+            }
+        }
+        if (spins >= 256) sched_yield();
+    }
+}
+
+/* Blocking completion: compute waits for the result, and so does the host. */
+static int end_blocking(nccl_group *n, int kind, zt_status *st) {
+    cudaError_t e = cudaEventRecord(n->ev_done, n->stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(n->compute, n->ev_done, 0);
+    if (e != cudaSuccess) {
+        const int rc = fail_cuda(n, kind, "ordering the compute stream after it", e, st);
+        abort_comm(n);
+        return rc;
+    }
+    return host_wait(n, n->ev_done, kind, st);
+}
+
+/* Non-blocking completion: a fresh event in r->impl. */
+static int end_request(nccl_group *n, int kind, zt_request *r, zt_status *st) {
+    cudaEvent_t ev = NULL;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(ev, n->stream);
+    if (e != cudaSuccess) {
+        if (ev) cudaEventDestroy(ev);
+        const int rc = fail_cuda(n, kind, "recording the completion event", e, st);
+        abort_comm(n);
+        return rc;
+    }
+    r->req = MPI_REQUEST_NULL;
+    r->impl = ev;
+    r->kind = kind;
+    r->active = 1;
+    return ZT_OK;
+}
+
+static int bad_type(nccl_group *n, int kind, zt_dtype t, zt_status *st) {
+    return zt_fail(st, ZT_EUNSUPPORTED, "NCCL %s on the %s group: element type %d is not supported",
+                   zt_comm_kind_name(kind), n->g.name, (int)t);
+}
+
+static uint64_t others_bytes(zt_group *g, const int *counts, zt_dtype t) {
+    uint64_t total = 0;
+    for (int i = 0; i < g->size; ++i) total += (uint64_t)counts[i];
+    return (total - (uint64_t)counts[g->rank]) * zt_dtype_size(t);
+}
+
+/* ------------------------------------------------------------ collectives */
+
+static int nc_allreduce(zt_group *g, void *buf, size_t n, zt_dtype t, ncclRedOp_t op,
+                        zt_status *st) {
+    nccl_group *ng = NG(g);
+    ncclDataType_t nt;
+    if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_ALLREDUCE, t, st);
+    ZT_TRY(begin(ng, ZT_COMM_ALLREDUCE, st));
+    if (n) {
+        const ncclResult_t r = ncclAllReduce(buf, buf, n, nt, op, ng->nc, ng->stream);
+        if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_ALLREDUCE, r, st);
+    }
+    ZT_TRY(end_blocking(ng, ZT_COMM_ALLREDUCE, st));
+    g->calls[ZT_COMM_ALLREDUCE]++;
+    if (g->size > 1)
+        g->bytes[ZT_COMM_ALLREDUCE] +=
+            2 * (uint64_t)n * zt_dtype_size(t) * (uint64_t)(g->size - 1) / (uint64_t)g->size;
+    return ZT_OK;
+}
+
+static int nc_allreduce_sum(zt_group *g, void *buf, size_t n, zt_dtype t, zt_status *st) {
+    return nc_allreduce(g, buf, n, t, ncclSum, st);
+}
+static int nc_allreduce_max(zt_group *g, void *buf, size_t n, zt_dtype t, zt_status *st) {
+    return nc_allreduce(g, buf, n, t, ncclMax, st);
+}
+
+static int nc_bcast(zt_group *g, void *buf, size_t n, zt_dtype t, int root, zt_status *st) {
+    nccl_group *ng = NG(g);
+    ncclDataType_t nt;
+    if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_BCAST, t, st);
+    ZT_TRY(begin(ng, ZT_COMM_BCAST, st));
+    if (n) {
+        const ncclResult_t r = ncclBroadcast(buf, buf, n, nt, root, ng->nc, ng->stream);
+        if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_BCAST, r, st);
+    }
+    ZT_TRY(end_blocking(ng, ZT_COMM_BCAST, st));
+    g->calls[ZT_COMM_BCAST]++;
+    if (g->size > 1)
+        g->bytes[ZT_COMM_BCAST] +=
+            (uint64_t)n * zt_dtype_size(t) * (uint64_t)(g->size - 1) / (uint64_t)g->size;
+    return ZT_OK;
+}
+
+/* NCCL has no barrier: a one-element all-reduce, waited for on the host. */
+static int nc_barrier(zt_group *g, zt_status *st) {
+    nccl_group *ng = NG(g);
+    ZT_TRY(begin(ng, ZT_COMM_BCAST, st));
+    const ncclResult_t r = ncclAllReduce(ng->d_one, ng->d_one, 1, ncclFloat32, ncclMax, ng->nc,
+                                         ng->stream);
+    if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_BCAST, r, st);
+    return end_blocking(ng, ZT_COMM_BCAST, st);
+}
+
+/* Queue a reduce-scatter on the communication stream. */
+static int enqueue_reduce_scatter(nccl_group *ng, const void *send, void *recv, const int *counts,
+                                  zt_dtype t, zt_status *st) {
+    zt_group *g = &ng->g;
+    ncclDataType_t nt;
+    if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_REDUCE_SCATTER, t, st);
+    ZT_TRY(begin(ng, ZT_COMM_REDUCE_SCATTER, st));
+    const size_t es = zt_dtype_size(t);
+    int equal = 1;
+    size_t total = 0;
+    for (int i = 0; i < g->size; i++) {
+        if (counts[i] != counts[0]) equal = 0;
+        total += (size_t)counts[i];
+    }
+    if (total == 0) return ZT_OK;
+    ncclResult_t r;
+    if (equal) {
+        r = ncclReduceScatter(send, recv, (size_t)counts[0], nt, ncclSum, ng->nc, ng->stream);
+    } else {
+        /* uneven shards: one reduce per root, fused into one group launch */
+        r = ncclGroupStart();
+        size_t off = 0;
+        for (int i = 0; i < g->size && r == ncclSuccess; i++) {
+            if (counts[i] > 0)
+                r = ncclReduce((const char *)send + off * es, recv, (size_t)counts[i], nt, ncclSum, i,
+                               ng->nc, ng->stream);
+            off += (size_t)counts[i];
+        }
+        const ncclResult_t r2 = ncclGroupEnd();
+        if (r == ncclSuccess) r = r2;
+    }
+    if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_REDUCE_SCATTER, r, st);
+    g->calls[ZT_COMM_REDUCE_SCATTER]++;
+    if (g->size > 1) g->bytes[ZT_COMM_REDUCE_SCATTER] += others_bytes(g, counts, t);
+    return ZT_OK;
+}
+
+static int nc_reduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
+                                 zt_dtype t, zt_status *st) {
+    ZT_TRY(enqueue_reduce_scatter(NG(g), send, recv, counts, t, st));
+    return end_blocking(NG(g), ZT_COMM_REDUCE_SCATTER, st);
+}
+
+static int nc_ireduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
+                                  zt_dtype t, zt_request *r, zt_status *st) {
+    ZT_TRY(enqueue_reduce_scatter(NG(g), send, recv, counts, t, st));
+    return end_request(NG(g), ZT_COMM_REDUCE_SCATTER, r, st);
+}
+
+/* Queue an in-place all-gather on the communication stream. */
+static int enqueue_allgather(nccl_group *ng, void *buf, const int *counts, const int *displs,
+                             zt_dtype t, zt_status *st) {
+    zt_group *g = &ng->g;
+    ncclDataType_t nt;
+    if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_ALLGATHER, t, st);
+    ZT_TRY(begin(ng, ZT_COMM_ALLGATHER, st));
+    const size_t es = zt_dtype_size(t);
+    int regular = 1;
+    size_t total = 0;
+    for (int i = 0; i < g->size; i++) {
+        if (counts[i] != counts[0] || (size_t)displs[i] != (size_t)i * (size_t)counts[0]) regular = 0;
+        total += (size_t)counts[i];
+    }
+    if (total == 0) return ZT_OK;
+    char *b = buf;
+    ncclResult_t r;
+    if (regular) {
+        /* NCCL's in-place form: sendbuff = recvbuff + rank * count */
+        r = ncclAllGather(b + (size_t)displs[g->rank] * es, b, (size_t)counts[0], nt, ng->nc,
+                          ng->stream);
+    } else {
+        r = ncclGroupStart();
+        for (int i = 0; i < g->size && r == ncclSuccess; i++)
+            if (counts[i] > 0)
+                r = ncclBroadcast(b + (size_t)displs[i] * es, b + (size_t)displs[i] * es,
+                                  (size_t)counts[i], nt, i, ng->nc, ng->stream);
+        const ncclResult_t r2 = ncclGroupEnd();
+        if (r == ncclSuccess) r = r2;
+    }
+    if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_ALLGATHER, r, st);
+    g->calls[ZT_COMM_ALLGATHER]++;
+    if (g->size > 1) g->bytes[ZT_COMM_ALLGATHER] += others_bytes(g, counts, t);
+    return ZT_OK;
+}
+
+static int nc_allgather_inplace(zt_group *g, void *buf, const int *counts, const int *displs,
+                                zt_dtype t, zt_status *st) {
+    ZT_TRY(enqueue_allgather(NG(g), buf, counts, displs, t, st));
+    return end_blocking(NG(g), ZT_COMM_ALLGATHER, st);
+}
+
+static int nc_iallgather_inplace(zt_group *g, void *buf, const int *counts, const int *displs,
+                                 zt_dtype t, zt_request *r, zt_status *st) {
+    ZT_TRY(enqueue_allgather(NG(g), buf, counts, displs, t, st));
+    return end_request(NG(g), ZT_COMM_ALLGATHER, r, st);
+}
+
+static int nc_wait(zt_group *g, zt_request *r, zt_status *st) {
+    nccl_group *ng = NG(g);
+    if (!r->active) return ZT_OK;
+    r->active = 0;
+    cudaEvent_t ev = (cudaEvent_t)r->impl;
+    r->impl = NULL;
+    if (!ev) return ZT_OK;
+    int rc = alive(ng, r->kind, st);
+    if (rc == ZT_OK) {
+        const cudaError_t e = cudaStreamWaitEvent(ng->compute, ev, 0);
+        if (e != cudaSuccess) {
+            rc = fail_cuda(ng, r->kind, "ordering the compute stream after it", e, st);
+            abort_comm(ng);
+        } else {
+            rc = host_wait(ng, ev, r->kind, st);
+        }
+    }
+    cudaEventDestroy(ev);
+    return rc;
+}
+
+static void nc_destroy(zt_group *g) {
+    nccl_group *ng = NG(g);
+    if (ng->nc && !ng->dead) {
+        cudaStreamSynchronize(ng->stream);
+        ncclCommDestroy(ng->nc);
+    }
+    ng->nc = NULL;
+    if (ng->ev_ready) cudaEventDestroy(ng->ev_ready);
+    if (ng->ev_done) cudaEventDestroy(ng->ev_done);
+    if (ng->stream) cudaStreamDestroy(ng->stream);
+    if (ng->d_one) cudaFree(ng->d_one);
+    ng->ev_ready = ng->ev_done = NULL;
+    ng->stream = NULL;
+    ng->d_one = NULL;
+}
+
+static const zt_comm_ops nccl_ops = {
+    "nccl", nc_allreduce_sum, nc_allreduce_max, nc_bcast, nc_barrier,
+    nc_reduce_scatter_sum, nc_allgather_inplace, nc_iallgather_inplace, nc_wait,
+    nc_ireduce_scatter_sum, nc_destroy,
+};
+
+/* ------------------------------------------------------------ creation */
+
+/* CUDA resources of the group; 0 or the failing call's error */
+static cudaError_t make_cuda(nccl_group *ng) {
+    int lo = 0, hi = 0;
+    cudaError_t e = cudaDeviceGetStreamPriorityRange(&lo, &hi);
+    if (e != cudaSuccess) return e;
+    /* hi is the greatest priority: communication kernels start promptly
+     * next to long compute kernels */
+    if ((e = cudaStreamCreateWithPriority(&ng->stream, cudaStreamNonBlocking, hi)) != cudaSuccess) return e;
+    if ((e = cudaEventCreateWithFlags(&ng->ev_ready, cudaEventDisableTiming)) != cudaSuccess) return e;
+    if ((e = cudaEventCreateWithFlags(&ng->ev_done, cudaEventDisableTiming)) != cudaSuccess) return e;
+    if ((e = cudaMalloc((void **)&ng->d_one, sizeof(float))) != cudaSuccess) return e;
+    return cudaMemset(ng->d_one, 0, sizeof(float));
+}
+
+int zt_group_nccl(zt_group *mpi_parent, const char *name, int device, zt_group **out,
+                  zt_status *st) {
+    *out = NULL;
+    ZT_CHECK(mpi_parent != NULL && mpi_parent->ops != NULL, st);
+    if (strcmp(mpi_parent->ops->name, "mpi") != 0)
+        return zt_fail(st, ZT_EINVAL, "NCCL %s group: the parent group must be an MPI group, not %s",
+                       name, mpi_parent->ops->name);
+    cudaStream_t compute = (cudaStream_t)zt_cuda_compute_stream();
+    if (!compute)
+        return zt_fail(st, ZT_EINVAL, "NCCL %s group: the CUDA backend is not set up "
+                       "(zt_backend_cuda() first)", name);
+    if (device != zt_cuda_device())
+        return zt_fail(st, ZT_EINVAL, "NCCL %s group on device %d, but the CUDA backend runs on "
+                       "device %d", name, device, zt_cuda_device());
+    cudaError_t e = cudaSetDevice(device);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return zt_fail(st, ZT_ECOMM, "NCCL %s group: cudaSetDevice(%d): %s", name, device,
+                       cudaGetErrorString(e));
+    }
+
+    /* the unique id: made on rank 0, broadcast with a bounded wait */
+    struct { int32_t ok; ncclUniqueId id; } msg;
+    memset(&msg, 0, sizeof msg);
+    ncclResult_t r0 = ncclSuccess;
+    if (mpi_parent->rank == 0) {
+        r0 = ncclGetUniqueId(&msg.id);
+        msg.ok = r0 == ncclSuccess;
+    }
+    ZT_TRY(mpi_parent->ops->bcast(mpi_parent, &msg, sizeof msg, ZT_U8, 0, st));
+    if (!msg.ok)
+        return zt_fail(st, ZT_ECOMM, "NCCL %s group: ncclGetUniqueId failed on rank 0%s%s", name,
+                       mpi_parent->rank == 0 ? ": " : "",
+                       mpi_parent->rank == 0 ? ncclGetErrorString(r0) : "");
+
+    nccl_group *ng = calloc(1, sizeof *ng);
+    if (!ng) return zt_fail(st, ZT_ENOMEM, "out of memory (NCCL %s group)", name);
+    ng->g.ops = &nccl_ops;
+    ng->g.name = name;
+    ng->g.rank = mpi_parent->rank;
+    ng->g.size = mpi_parent->size;
+    ng->g.timeout_s = mpi_parent->timeout_s;
+    ng->g.comm = MPI_COMM_NULL;
+    ng->device = device;
+    ng->compute = compute;
+
+    int rc = ZT_OK;
+    if ((e = make_cuda(ng)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        rc = zt_fail(st, ZT_ECOMM, "NCCL %s group: CUDA setup on device %d: %s", name, device,
+                     cudaGetErrorString(e));
+    }
+    /* every rank has its CUDA resources before anyone enters the NCCL init */
+    int32_t bad = rc != ZT_OK;
+    zt_status tmp;
+    zt_status_clear(&tmp);
+    if (mpi_parent->ops->allreduce_max(mpi_parent, &bad, 1, ZT_I32, &tmp) != ZT_OK) {
+        if (rc == ZT_OK) rc = zt_fail(st, tmp.code, "%s", tmp.msg);
+        bad = 1;
+    }
+    if (bad && rc == ZT_OK)
+        rc = zt_fail(st, ZT_ECOMM, "NCCL %s group: CUDA setup failed on another rank", name);
+    if (rc == ZT_OK) {
+        const ncclResult_t r = ncclCommInitRank(&ng->nc, ng->g.size, msg.id, ng->g.rank);
+        if (r != ncclSuccess) {
+            ng->nc = NULL;
+            rc = zt_fail(st, ZT_ECOMM, "NCCL %s group: ncclCommInitRank (rank %d of %d, device %d) "
+                         "failed: %s%s%s", name, ng->g.rank, ng->g.size, device,
+                         ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "",
+                         ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
+        }
+        /* all ranks agree on the outcome (bounded) */
+        bad = rc != ZT_OK;
+        zt_status_clear(&tmp);
+        if (mpi_parent->ops->allreduce_max(mpi_parent, &bad, 1, ZT_I32, &tmp) != ZT_OK) {
+            if (rc == ZT_OK) rc = zt_fail(st, tmp.code, "%s", tmp.msg);
+        } else if (bad && rc == ZT_OK) {
+            rc = zt_fail(st, ZT_ECOMM, "NCCL %s group: ncclCommInitRank failed on another rank", name);
+        }
+    }
+    if (rc == ZT_OK && MPI_Comm_dup(mpi_parent->comm, &ng->g.comm) != MPI_SUCCESS)
+        rc = zt_fail(st, ZT_ECOMM, "NCCL %s group: MPI_Comm_dup failed", name);
+    if (rc != ZT_OK) {
+        if (ng->nc) ncclCommAbort(ng->nc);
+        ng->nc = NULL;
+        ng->dead = 1;
+        nc_destroy(&ng->g);
+        free(ng);
+        return rc;
+    }
+    MPI_Comm_set_errhandler(ng->g.comm, MPI_ERRORS_RETURN);
+    *out = &ng->g;
+    return ZT_OK;
+}

@@ -1,0 +1,315 @@
+/*
+ * test_comm_gpu.c -- the comm backends for device buffers, under mpirun
+ * (tests/comm_gpu.sh runs it at 1, 2 and 3 ranks):
+ *   - the MPI group's non-blocking reduce-scatter;
+ *   - the host-staged MPI group with the cpu backend (every build), and with
+ *     the cuda backend when a GPU is there (ranks may share it);
+ *   - the NCCL group (builds with NCCL, one GPU per rank available).
+ * Each checks every collective's result (even and uneven counts, in-place
+ * all-gather with gaps, the non-blocking forms), 16-bit types, and byte
+ * accounting identical to the MPI group's for the same calls.  Every check
+ * is agreed over all ranks; rank 0 prints TAP.
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "comm.h"
+#include "gpu.h"
+#include "zt_cuda.h"
+
+static int g_rank, g_size, n_tap, n_fail;
+
+static int check(int cond, const char *fmt, ...) {
+    int all = 0;
+    MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    ++n_tap;
+    if (!all) n_fail++;
+    if (g_rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf("%s %d - ", all ? "ok" : "not ok", n_tap);
+        vprintf(fmt, ap);
+        printf(" [%d ranks]\n", g_size);
+        va_end(ap);
+        fflush(stdout);
+    }
+    return all;
+}
+static void skip(const char *name, const char *why) {
+    ++n_tap;
+    if (g_rank == 0) {
+        printf("ok %d - %s # SKIP %s\n", n_tap, name, why);
+        fflush(stdout);
+    }
+}
+static void diag_st(const zt_status *st) {
+    if (st->code != ZT_OK) fprintf(stderr, "rank %d: %s\n", g_rank, st->msg);
+}
+
+/* device <-> host helpers on a backend table */
+static void *dput(const zt_backend *be, const void *h, size_t bytes) {
+    void *d = be->alloc(bytes);
+    be->to_device(d, h, bytes);
+    return d;
+}
+static void dget(const zt_backend *be, void *h, const void *d, size_t bytes) { be->to_host(h, d, bytes); }
+
+/* Every collective on g with buffers of backend be; `tag` names the case. */
+static void exercise(zt_group *g, const zt_backend *be, const char *tag) {
+    const int S = g->size, R = g->rank;
+    zt_status st;
+    zt_status_clear(&st);
+    int ok;
+
+    /* all-reduce sum (F32, F64) and max (I32) */
+    float hf[64];
+    for (int i = 0; i < 64; i++) hf[i] = (float)R + 0.5f * (float)i;
+    float *df = dput(be, hf, sizeof hf);
+    ok = g->ops->allreduce_sum(g, df, 64, ZT_F32, &st) == ZT_OK;
+    diag_st(&st);
+    dget(be, hf, df, sizeof hf);
+    for (int i = 0; i < 64; i++) ok &= hf[i] == (float)(S * (S - 1) / 2) + (float)S * 0.5f * (float)i;
+    check(ok, "%s: allreduce_sum F32", tag);
+    double hd[5] = {R + 0.25, 1, 2, 3, -R};
+    double *dd = dput(be, hd, sizeof hd);
+    ok = g->ops->allreduce_sum(g, dd, 5, ZT_F64, &st) == ZT_OK;
+    dget(be, hd, dd, sizeof hd);
+    ok &= hd[0] == S * (S - 1) / 2.0 + 0.25 * S && hd[3] == 3.0 * S && hd[4] == -S * (S - 1) / 2.0;
+    check(ok, "%s: allreduce_sum F64", tag);
+    int hi[7];
+    for (int i = 0; i < 7; i++) hi[i] = R * 10 + i;
+    int *di = dput(be, hi, sizeof hi);
+    ok = g->ops->allreduce_max(g, di, 7, ZT_I32, &st) == ZT_OK;
+    dget(be, hi, di, sizeof hi);
+    for (int i = 0; i < 7; i++) ok &= hi[i] == (S - 1) * 10 + i;
+    check(ok, "%s: allreduce_max I32", tag);
+
+    /* broadcast from the last rank */
+    for (int i = 0; i < 64; i++) hf[i] = R == S - 1 ? 100.0f + (float)i : -1.0f;
+    be->to_device(df, hf, sizeof hf);
+    ok = g->ops->bcast(g, df, 64, ZT_F32, S - 1, &st) == ZT_OK;
+    dget(be, hf, df, sizeof hf);
+    for (int i = 0; i < 64; i++) ok &= hf[i] == 100.0f + (float)i;
+    check(ok, "%s: bcast F32 from rank %d", tag, S - 1);
+
+    /* reduce-scatter: even and uneven counts, blocking and not */
+    for (int uneven = 0; uneven < 2; uneven++) {
+        for (int nb = 0; nb < 2; nb++) {
+            int counts[16], total = 0;
+            for (int i = 0; i < S; i++) total += counts[i] = uneven ? i + 2 : 5;
+            float *hs = malloc((size_t)total * 4), *hr = malloc((size_t)counts[R] * 4);
+            for (int j = 0; j < total; j++) hs[j] = (float)(R + j);
+            float *ds = dput(be, hs, (size_t)total * 4), *dr = be->alloc((size_t)counts[R] * 4);
+            if (nb) {
+                zt_request rq;
+                memset(&rq, 0, sizeof rq);
+                ok = g->ops->ireduce_scatter_sum(g, ds, dr, counts, ZT_F32, &rq, &st) == ZT_OK;
+                ok &= g->ops->wait(g, &rq, &st) == ZT_OK && !rq.active;
+            } else {
+                ok = g->ops->reduce_scatter_sum(g, ds, dr, counts, ZT_F32, &st) == ZT_OK;
+            }
+            diag_st(&st);
+            dget(be, hr, dr, (size_t)counts[R] * 4);
+            int displ = 0;
+            for (int i = 0; i < R; i++) displ += counts[i];
+            for (int k = 0; k < counts[R]; k++)
+                ok &= hr[k] == (float)(S * (S - 1) / 2 + S * (displ + k));
+            check(ok, "%s: %sreduce_scatter_sum F32, %s counts", tag, nb ? "i" : "", uneven ? "uneven" : "even");
+            free(hs); free(hr);
+            be->free(ds); be->free(dr);
+        }
+    }
+
+    /* in-place all-gather: regular, and uneven with gaps; blocking and not */
+    for (int irregular = 0; irregular < 2; irregular++) {
+        for (int nb = 0; nb < 2; nb++) {
+            int counts[16], displs[16], extent = 0;
+            for (int i = 0; i < S; i++) {
+                counts[i] = irregular ? i + 1 : 4;
+                displs[i] = irregular ? i * 10 + 1 : i * 4;
+                extent = displs[i] + counts[i];
+            }
+            float *h = malloc((size_t)extent * 4);
+            for (int j = 0; j < extent; j++) h[j] = -7.0f;
+            for (int k = 0; k < counts[R]; k++) h[displs[R] + k] = (float)(R * 100 + k);
+            float *d = dput(be, h, (size_t)extent * 4);
+            if (nb) {
+                zt_request rq;
+                memset(&rq, 0, sizeof rq);
+                ok = g->ops->iallgather_inplace(g, d, counts, displs, ZT_F32, &rq, &st) == ZT_OK;
+                ok &= g->ops->wait(g, &rq, &st) == ZT_OK && !rq.active;
+                ok &= g->ops->wait(g, &rq, &st) == ZT_OK;   /* a finished request: nothing */
+            } else {
+                ok = g->ops->allgather_inplace(g, d, counts, displs, ZT_F32, &st) == ZT_OK;
+            }
+            diag_st(&st);
+            dget(be, h, d, (size_t)extent * 4);
+            for (int i = 0; i < S; i++)
+                for (int k = 0; k < counts[i]; k++) ok &= h[displs[i] + k] == (float)(i * 100 + k);
+            check(ok, "%s: %sallgather_inplace F32, %s", tag, nb ? "i" : "", irregular ? "uneven with gaps" : "regular");
+            free(h);
+            be->free(d);
+        }
+    }
+
+    /* 16-bit data movement (all-gather of F16 codes) */
+    {
+        int counts[16], displs[16];
+        for (int i = 0; i < S; i++) counts[i] = 3, displs[i] = 3 * i;
+        uint16_t h[48];
+        for (int j = 0; j < 3 * S; j++) h[j] = 0xFFFF;
+        for (int k = 0; k < 3; k++) h[3 * R + k] = (uint16_t)(0x3C00 + R * 8 + k);
+        uint16_t *d = dput(be, h, (size_t)3 * S * 2);
+        ok = g->ops->allgather_inplace(g, d, counts, displs, ZT_F16, &st) == ZT_OK;
+        dget(be, h, d, (size_t)3 * S * 2);
+        for (int i = 0; i < S; i++)
+            for (int k = 0; k < 3; k++) ok &= h[3 * i + k] == (uint16_t)(0x3C00 + i * 8 + k);
+        check(ok, "%s: allgather_inplace F16 (16-bit data movement)", tag);
+        be->free(d);
+    }
+    ok = g->ops->barrier(g, &st) == ZT_OK;
+    check(ok, "%s: barrier", tag);
+
+    be->free(df); be->free(dd); be->free(di);
+}
+
+/* bf16 sums: NCCL adds them; so do the MPI backends (fp32-accumulating ops) */
+static void bf16_sum(zt_group *g, const zt_backend *be, const char *tag, int expect_ok) {
+    zt_status st;
+    zt_status_clear(&st);
+    uint16_t h[4];
+    for (int i = 0; i < 4; i++) h[i] = 0x3F80;   /* 1.0 */
+    uint16_t *d = dput(be, h, sizeof h);
+    const int rc = g->ops->allreduce_sum(g, d, 4, ZT_BF16, &st);
+    if (expect_ok) {
+        dget(be, h, d, sizeof h);
+        float f;
+        const uint32_t u = (uint32_t)h[0] << 16;
+        memcpy(&f, &u, sizeof f);
+        check(rc == ZT_OK && f == (float)g->size, "%s: allreduce_sum BF16 (1.0 x %d ranks)", tag, g->size);
+    } else {
+        check(rc == ZT_EUNSUPPORTED && strstr(st.msg, "16-bit"), "%s: allreduce_sum BF16 refused: %s", tag,
+              st.msg);
+    }
+    be->free(d);
+}
+
+static int same_accounting(const zt_group *a, const zt_group *b) {
+    for (int k = 0; k < ZT_COMM_NKINDS; k++)
+        if (a->bytes[k] != b->bytes[k] || a->calls[k] != b->calls[k]) return 0;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    zt_status st;
+    zt_status_clear(&st);
+    const zt_backend *cpu = zt_backend_cpu();
+
+    zt_group *world = NULL, *ref = NULL, *staged = NULL;
+    check(zt_group_mpi(MPI_COMM_WORLD, "world", 60.0, &world, &st) == ZT_OK, "MPI world group");
+    zt_group_mpi(MPI_COMM_WORLD, "ref", 60.0, &ref, &st);
+
+    /* the plain MPI group on host buffers (the reference accounting) */
+    exercise(ref, cpu, "mpi");
+
+    /* host-staged with the cpu backend */
+    check(zt_group_host_staged(world, "staged", cpu, &staged, &st) == ZT_OK && staged->size == g_size &&
+          staged->rank == g_rank && strcmp(staged->ops->name, "mpi-host-staged") == 0,
+          "zt_group_host_staged (cpu backend)");
+    exercise(staged, cpu, "staged/cpu");
+    check(same_accounting(staged, ref), "staged/cpu: byte and call accounting = the MPI group's");
+    bf16_sum(ref, cpu, "mpi", 1);
+    bf16_sum(staged, cpu, "staged/cpu", 1);
+    check(same_accounting(staged, ref), "staged/cpu: accounting still = MPI's after the bf16 sums");
+    zt_group *sub = NULL;
+    check(zt_group_split(staged, g_rank % 2, g_rank, "sub", &sub, &st) == ZT_OK &&
+          sub->size == (g_size + 1 - g_rank % 2) / 2, "zt_group_split of a staged group gives an MPI group");
+    zt_group_free(sub);
+    zt_group_free(staged);
+    staged = NULL;
+
+    /* the cuda backend */
+    zt_status_clear(&st);
+    const int dev = zt_cuda_pick_device(0, &st);   /* local rank 0 view: share device 0 */
+    const zt_backend *gpu = dev >= 0 ? zt_backend_cuda() : NULL;
+    int have_gpu = gpu != NULL, all_gpu = 0;
+    MPI_Allreduce(&have_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_gpu) {
+        zt_group *ref2 = NULL;
+        zt_group_mpi(MPI_COMM_WORLD, "ref2", 60.0, &ref2, &st);
+        exercise(ref2, cpu, "mpi (again)");
+        check(zt_group_host_staged(world, "staged-gpu", gpu, &staged, &st) == ZT_OK,
+              "zt_group_host_staged (cuda backend, ranks share GPU %d)", dev);
+        exercise(staged, gpu, "staged/cuda");
+        check(same_accounting(staged, ref2), "staged/cuda: accounting = the MPI group's");
+        const char *e = gpu->error();
+        check(e == NULL, "staged/cuda: no CUDA error (%s)", e ? e : "none");
+        zt_group_free(staged);
+        zt_group_free(ref2);
+    } else {
+        skip("host-staged MPI on cuda buffers", "no CUDA device");
+    }
+
+#ifdef ZT_HAVE_NCCL
+    /* NCCL needs one GPU per rank; here every rank's backend is on device
+     * 0 of its node, so only one rank per node can use it */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
+    int lsize = 1, max_lsize = 1;
+    MPI_Comm_size(node, &lsize);
+    MPI_Comm_free(&node);
+    MPI_Allreduce(&lsize, &max_lsize, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (all_gpu) {
+        zt_status s2;
+        zt_status_clear(&s2);
+        zt_group *bad = NULL;
+        check(zt_group_nccl(world, "nccl", dev + 1000, &bad, &s2) == ZT_EINVAL && bad == NULL,
+              "zt_group_nccl on a device that is not the backend's: refused (%s)", s2.msg);
+    }
+    if (all_gpu && max_lsize == 1) {
+        zt_group *nc = NULL, *ref3 = NULL;
+        zt_status_clear(&st);
+        const int rc = zt_group_nccl(world, "nccl", dev, &nc, &st);
+        diag_st(&st);
+        if (check(rc == ZT_OK && nc && strcmp(nc->ops->name, "nccl") == 0 && nc->size == g_size,
+                  "zt_group_nccl on device %d", dev)) {
+            zt_group_mpi(MPI_COMM_WORLD, "ref3", 60.0, &ref3, &st);
+            exercise(ref3, cpu, "mpi (reference for nccl)");
+            exercise(nc, gpu, "nccl");
+            check(same_accounting(nc, ref3), "nccl: byte and call accounting = the MPI group's");
+            bf16_sum(nc, gpu, "nccl", 1);
+            zt_status s4;
+            zt_status_clear(&s4);
+            zt_group *nested = NULL;
+            check(zt_group_nccl(nc, "nested", dev, &nested, &s4) == ZT_EINVAL,
+                  "zt_group_nccl over a non-MPI parent: refused (%s)", s4.msg);
+            const char *e = gpu->error();
+            check(e == NULL, "nccl: no CUDA error (%s)", e ? e : "none");
+            zt_group_free(ref3);
+        }
+        zt_group_free(nc);
+    } else {
+        skip("NCCL group", all_gpu ? "needs one GPU per rank: this test puts every rank of a node on "
+                                     "device 0, so it runs NCCL with one rank per node" : "no CUDA device");
+    }
+#else
+    skip("NCCL group", "this build has no NCCL");
+#endif
+
+    zt_group_free(world);
+    zt_group_free(ref);
+    if (g_rank == 0) printf("1..%d\n", n_tap);
+    MPI_Finalize();
+    return n_fail ? 1 : 0;
+}

@@ -1,0 +1,732 @@
+/*
+ * test_cuda.c -- every CUDA kernel against the CPU kernel on random inputs,
+ * forward and backward, plus table semantics (accumulate vs overwrite,
+ * aliasing, NULL outputs), determinism (two GPU runs bitwise equal), error
+ * reporting and memory accounting.  Without a usable CUDA device it prints
+ * "1..0 # SKIP no CUDA device (...)".
+ *
+ * Tolerances (|gpu - cpu| <= atol + rtol |cpu| elementwise; "max" is the
+ * largest |cpu| of the array, used where sums of many products cancel):
+ *   elementwise fp32 (add, scale, gelu, adamw, encoder): rtol 1e-5, atol 1e-6
+ *   conversions, nonfinite, encoder backward:          bitwise / exact
+ *   LayerNorm, softmax/cross-entropy:                   rtol 1e-5, atol 1e-6
+ *   fp32 matmul (K up to 768):                          rtol 1e-5, atol 1e-5 max
+ *   attention forward, lse:                             rtol 1e-5, atol 1e-5 max
+ *   attention backward:                                 rtol 1e-4, atol 1e-5 max
+ *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
+ *   bf16 matmul vs CPU fp32:                            atol 2e-2 max
+ *   sum of squares (double):                            rtol 1e-12
+ *   training (tests/table_gpt.h, 2-layer GPT, 8 AdamW steps): fp32 GPU
+ *   losses within 1e-4 relative of the CPU's, gradient norms within 1e-3;
+ *   bf16 matmuls within 2e-2.
+ *
+ * ZT_CUDA_TEST_QUICK=1 keeps only the small shapes (for compute-sanitizer,
+ * which is slow).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "gpu.h"
+#include "table_gpt.h"
+#include "tap.h"
+#include "zt_cuda.h"
+
+static const zt_backend *cpu, *gpu;
+/* ZT_CUDA_TEST_WITH_CPU=1: the CPU table stands in for the GPU (a check of
+ * this program itself on machines without a GPU; CUDA-only checks skip) */
+static int selftest;
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static double rnd(void) { /* uniform in [-1, 1) */
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+static void *xmalloc(size_t n) {
+    void *p = calloc(n ? n : 1, 1);
+    if (!p) { perror("calloc"); exit(99); }
+    return p;
+}
+static float *fvec(size_t n, double scale) {
+    float *p = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = (float)(scale * rnd());
+    return p;
+}
+static float *fdup(const float *x, size_t n) {
+    float *p = xmalloc(n * sizeof(float));
+    memcpy(p, x, n * sizeof(float));
+    return p;
+}
+static int *ivec(size_t n, int v) {
+    int *p = xmalloc(n * sizeof(int));
+    for (size_t i = 0; i < n; i++) p[i] = (int)((rnd() * 0.5 + 0.5) * v) % v;
+    return p;
+}
+/* device copy of host memory */
+static void *dev(const void *h, size_t bytes) {
+    void *d = gpu->alloc(bytes);
+    if (!d) { fprintf(stderr, "gpu alloc failed: %s\n", gpu->error()); exit(99); }
+    gpu->to_device(d, h, bytes);
+    return d;
+}
+static float *devf(const float *h, size_t n) { return dev(h, n * sizeof(float)); }
+/* host copy of device memory */
+static float *host(const float *d, size_t n) {
+    float *h = xmalloc(n * sizeof(float));
+    gpu->to_host(h, d, n * sizeof(float));
+    return h;
+}
+static double maxabs(const float *x, size_t n) {
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
+/* every |got - ref| <= atol + rtol |ref| */
+static int cmp(const char *name, const float *got, const float *ref, size_t n, double rtol,
+               double atol) {
+    size_t bad = (size_t)-1;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double err = fabs((double)got[i] - (double)ref[i]);
+        const double lim = atol + rtol * fabs((double)ref[i]);
+        if (!(err <= lim) && bad == (size_t)-1) bad = i;
+        const double q = isnan(err) ? INFINITY : (lim > 0 ? err / lim : (err > 0 ? INFINITY : 0));
+        if (q > worst) worst = q;
+    }
+    if (getenv("ZT_TEST_VERBOSE")) tap_diag("%s: worst err/tol %.3g", name, worst);
+    if (bad != (size_t)-1)
+        tap_diag("%s: first mismatch at %zu: gpu %.9g cpu %.9g (worst err/tol %.3g)", name, bad,
+                 (double)got[bad], (double)ref[bad], worst);
+    return tap_ok(bad == (size_t)-1 && n > 0, "%s", name);
+}
+/* device array vs host reference */
+static int cmpd(const char *name, const float *d, const float *ref, size_t n, double rtol, double atol) {
+    float *h = host(d, n);
+    int r = cmp(name, h, ref, n, rtol, atol);
+    free(h);
+    return r;
+}
+/* two device arrays bitwise equal */
+static int same_dev(const char *name, const void *a, const void *b, size_t bytes) {
+    void *ha = xmalloc(bytes), *hb = xmalloc(bytes);
+    gpu->to_host(ha, a, bytes);
+    gpu->to_host(hb, b, bytes);
+    int r = tap_ok(memcmp(ha, hb, bytes) == 0, "%s", name);
+    free(ha);
+    free(hb);
+    return r;
+}
+static void no_error(const char *what) {
+    gpu->synchronize();
+    const char *e = gpu->error();
+    if (e) tap_diag("%s: %s", what, e);
+    tap_ok(e == NULL, "%s: no CUDA error recorded", what);
+}
+
+/* ------------------------------------------------------------ memory */
+
+static void test_memory(void) {
+    const size_t n = 1000003;
+    size_t cur0, peak0, cur1, cur2;
+    zt_cuda_mem(&cur0, &peak0);
+    float *a = gpu->alloc(n * sizeof(float));
+    zt_cuda_mem(&cur1, NULL);
+    if (selftest) tap_skip("alloc: accounted", "self-test");
+    else
+        tap_ok(a != NULL && cur1 >= cur0 + n * sizeof(float), "alloc: accounted (%zu -> %zu bytes)", cur0,
+               cur1);
+    float *h = fvec(n, 1.0), *z = host(a, n);
+    tap_ok(maxabs(z, n) == 0.0, "alloc: zero-filled");
+    float *b = gpu->alloc(n * sizeof(float));
+    gpu->to_device(a, h, n * sizeof(float));
+    gpu->copy(b, a, n * sizeof(float));
+    float *hb = host(b, n);
+    tap_ok(memcmp(hb, h, n * sizeof(float)) == 0, "to_device, copy, to_host round trip");
+    gpu->zero(b + 10, 100 * sizeof(float));
+    gpu->to_host(hb, b, n * sizeof(float));
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= (i >= 10 && i < 110) ? hb[i] == 0.0f : hb[i] == h[i];
+    tap_ok(ok, "zero: only the given range");
+    gpu->copy(b, b, n * sizeof(float));   /* dst == src: nothing */
+    void *e = gpu->alloc(0);
+    tap_ok(e != NULL, "alloc(0) is not NULL");
+    gpu->free(e);
+    gpu->free(NULL);
+    gpu->free(a);
+    gpu->free(b);
+    zt_cuda_mem(&cur2, NULL);
+    if (selftest) tap_skip("free: accounting back", "self-test");
+    else tap_ok(cur2 == cur0, "free: accounting back to %zu bytes", cur0);
+    free(h); free(z); free(hb);
+    gpu->set_threads(3);   /* no-op */
+    no_error("memory");
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+static void test_elementwise(void) {
+    const size_t n = 3000017;
+    float *a = fvec(n, 3.0), *b = fvec(n, 3.0), *r = xmalloc(n * sizeof(float));
+    float *da = devf(a, n), *db = devf(b, n), *dr = devf(a, n);
+
+    cpu->add(r, a, b, n);
+    gpu->add(dr, da, db, n);
+    cmpd("add", dr, r, n, 1e-6, 0);
+    gpu->add(da, da, db, n);   /* out aliases a */
+    cmpd("add (out == a)", da, r, n, 1e-6, 0);
+
+    gpu->to_device(da, a, n * sizeof(float));
+    memcpy(r, a, n * sizeof(float));
+    cpu->scale(r, n, -0.37f);
+    gpu->scale(da, n, -0.37f);
+    cmpd("scale", da, r, n, 1e-6, 0);
+
+    /* GELU */
+    gpu->to_device(da, a, n * sizeof(float));
+    cpu->gelu_fwd(r, a, n);
+    gpu->gelu_fwd(dr, da, n);
+    cmpd("gelu_fwd", dr, r, n, 1e-5, 1e-6);
+    cpu->gelu_bwd(r, a, b, n);
+    gpu->gelu_bwd(dr, da, db, n);
+    cmpd("gelu_bwd (dinp overwritten)", dr, r, n, 1e-5, 1e-6);
+
+    /* sum of squares */
+    const double s_cpu = cpu->sumsq(a, n), s_gpu = gpu->sumsq(da, n);
+    tap_close(s_gpu, s_cpu, 1e-12, 0, "sumsq (3M elements, double)");
+    tap_close(gpu->sumsq(da, 7), cpu->sumsq(a, 7), 1e-12, 0, "sumsq (7 elements)");
+    tap_ok(gpu->sumsq(da, 0) == 0.0, "sumsq n = 0");
+    tap_ok(gpu->sumsq(da, n) == s_gpu, "sumsq twice: bitwise equal");
+    /* sum (the engine's loss sums): double accumulation, a fixed order */
+    const double u_cpu = cpu->sum(a, n), u_gpu = gpu->sum(da, n);
+    tap_close(u_gpu, u_cpu, 1e-9, 1e-9, "sum (3M elements, double)");
+    tap_close(gpu->sum(da, 7), cpu->sum(a, 7), 1e-12, 0, "sum (7 elements)");
+    tap_ok(gpu->sum(da, 0) == 0.0 && gpu->sum(da, n) == u_gpu, "sum n = 0; twice: bitwise equal");
+
+    /* non-finite count */
+    float *c = fdup(a, n);
+    c[0] = INFINITY;
+    c[12345] = -INFINITY;
+    c[n - 1] = NAN;
+    c[777777] = NAN;
+    float *dc = devf(c, n);
+    tap_ok(gpu->nonfinite(dc, n) == cpu->nonfinite(c, n) && gpu->nonfinite(dc, n) == 4,
+           "nonfinite: 4 of 3M");
+    tap_ok(gpu->nonfinite(dc, 0) == 0 && gpu->nonfinite(dc + 1, 5) == 0, "nonfinite: n = 0, none");
+
+    free(a); free(b); free(r); free(c);
+    gpu->free(da); gpu->free(db); gpu->free(dr); gpu->free(dc);
+    no_error("elementwise");
+}
+
+static void test_adamw(void) {
+    const size_t n = 1000037;
+    struct { float lr, b1, b2, eps, wd, gs; int t; } cfg[] = {
+        {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f, 1},
+        {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 7},
+        {1e-2f, 0.8f, 0.99f, 1e-6f, 0.01f, 2.0f, 1000},
+    };
+    for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++) {
+        float *p = fvec(n, 1.0), *g = fvec(n, 1.0), *m = fvec(n, 0.1), *v = fvec(n, 0.1);
+        for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+        float *dp = devf(p, n), *dg = devf(g, n), *dm = devf(m, n), *dv = devf(v, n);
+        const float bc1 = 1.0f - powf(cfg[k].b1, (float)cfg[k].t);
+        const float bc2 = 1.0f - powf(cfg[k].b2, (float)cfg[k].t);
+        for (int step = 0; step < 3; step++) {
+            cpu->adamw(p, g, m, v, n, cfg[k].lr, cfg[k].b1, cfg[k].b2, cfg[k].eps, cfg[k].wd, bc1, bc2,
+                       cfg[k].gs);
+            gpu->adamw(dp, dg, dm, dv, n, cfg[k].lr, cfg[k].b1, cfg[k].b2, cfg[k].eps, cfg[k].wd, bc1,
+                       bc2, cfg[k].gs);
+        }
+        char name[128];
+        snprintf(name, sizeof name, "adamw config %zu, 3 steps: p", k);
+        cmpd(name, dp, p, n, 1e-5, 1e-6);
+        snprintf(name, sizeof name, "adamw config %zu, 3 steps: m", k);
+        cmpd(name, dm, m, n, 1e-5, 1e-7);
+        snprintf(name, sizeof name, "adamw config %zu, 3 steps: v", k);
+        cmpd(name, dv, v, n, 1e-5, 1e-9);
+        free(p); free(g); free(m); free(v);
+        gpu->free(dp); gpu->free(dg); gpu->free(dm); gpu->free(dv);
+    }
+    no_error("adamw");
+}
+
+/* ------------------------------------------------------------ conversions */
+
+static void test_conversions(void) {
+    const size_t n = 1 << 20;
+    float *x = xmalloc(n * sizeof(float));
+    /* random bit patterns: every exponent, NaN, inf, subnormals */
+    for (size_t i = 0; i < n; i++) {
+        rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t u = (uint32_t)(rng_state >> 32) ^ (uint32_t)(rng_state >> 7);
+        memcpy(&x[i], &u, sizeof u);
+    }
+    x[0] = 65520.0f; x[1] = 65504.0f; x[2] = 0x1p-24f; x[3] = 1.5f * 0x1p-24f; x[4] = 1.0f + 0x1p-8f;
+    float *dx = devf(x, n);
+    uint16_t *hc = xmalloc(n * 2), *hg = xmalloc(n * 2);
+    uint16_t *dh = gpu->alloc(n * 2);
+    const char *names[2] = {"bf16", "f16"};
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) { cpu->to_bf16(hc, x, n); gpu->to_bf16(dh, dx, n); }
+        else { cpu->to_f16(hc, x, n); gpu->to_f16(dh, dx, n); }
+        gpu->to_host(hg, dh, n * 2);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            const int nan = x[i] != x[i];
+            const uint16_t em = k == 0 ? 0x7F80 : 0x7C00;
+            if (nan ? ((hg[i] & 0x7FFF) <= em) : hg[i] != hc[i]) bad++;
+        }
+        tap_ok(bad == 0, "to_%s: bitwise the CPU's on 1M random bit patterns (NaN stays NaN) [%zu differ]",
+               names[k], bad);
+        /* back to fp32, all 65536 codes */
+        uint16_t *codes = xmalloc(65536 * 2);
+        for (uint32_t i = 0; i < 65536; i++) codes[i] = (uint16_t)i;
+        uint16_t *dcodes = dev(codes, 65536 * 2);
+        float *fc = xmalloc(65536 * sizeof(float)), *dfg = gpu->alloc(65536 * sizeof(float));
+        if (k == 0) { cpu->from_bf16(fc, codes, 65536); gpu->from_bf16(dfg, dcodes, 65536); }
+        else { cpu->from_f16(fc, codes, 65536); gpu->from_f16(dfg, dcodes, 65536); }
+        float *fg = host(dfg, 65536);
+        bad = 0;
+        for (size_t i = 0; i < 65536; i++)
+            if (fc[i] != fc[i] ? fg[i] == fg[i] : memcmp(&fc[i], &fg[i], 4) != 0) bad++;
+        tap_ok(bad == 0, "from_%s: bitwise the CPU's on all 65536 codes [%zu differ]", names[k], bad);
+        free(codes); free(fc); free(fg);
+        gpu->free(dcodes); gpu->free(dfg);
+    }
+    free(x); free(hc); free(hg);
+    gpu->free(dx); gpu->free(dh);
+    no_error("conversions");
+}
+
+/* ------------------------------------------------------------ encoder */
+
+static void test_encoder(int B, int T, int C, int V, int maxT) {
+    const size_t N = (size_t)B * T, no = N * C;
+    int *inp = ivec(N, V);
+    float *wte = fvec((size_t)V * C, 1.0), *wpe = fvec((size_t)maxT * C, 1.0);
+    float *out = xmalloc(no * sizeof(float)), *dout = fvec(no, 1.0);
+    int *dinp = dev(inp, N * sizeof(int));
+    float *dwte = devf(wte, (size_t)V * C), *dwpe = devf(wpe, (size_t)maxT * C);
+    float *dout_d = devf(dout, no), *out_d = gpu->alloc(no * sizeof(float));
+    char name[160];
+
+    cpu->encoder_fwd(out, inp, wte, wpe, B, T, C);
+    gpu->encoder_fwd(out_d, dinp, dwte, dwpe, B, T, C);
+    snprintf(name, sizeof name, "encoder_fwd B=%d T=%d C=%d V=%d", B, T, C, V);
+    cmpd(name, out_d, out, no, 1e-6, 0);
+
+    /* backward accumulates into the (random) weights: same order as the CPU */
+    cpu->encoder_bwd(wte, wpe, dout, inp, B, T, C);
+    gpu->encoder_bwd(dwte, dwpe, dout_d, dinp, B, T, C);
+    snprintf(name, sizeof name, "encoder_bwd dwte (+=, repeated tokens) B=%d T=%d C=%d V=%d", B, T, C, V);
+    cmpd(name, dwte, wte, (size_t)V * C, 1e-6, 1e-7);
+    snprintf(name, sizeof name, "encoder_bwd dwpe (+=) B=%d T=%d C=%d", B, T, C);
+    cmpd(name, dwpe, wpe, (size_t)maxT * C, 1e-6, 1e-7);
+    float *hw = host(dwte, (size_t)V * C);
+    tap_ok(memcmp(hw, wte, (size_t)V * C * sizeof(float)) == 0,
+           "encoder_bwd dwte: bitwise the CPU's (same additions in the same order)");
+    free(hw);
+
+    free(inp); free(wte); free(wpe); free(out); free(dout);
+    gpu->free(dinp); gpu->free(dwte); gpu->free(dwpe); gpu->free(dout_d); gpu->free(out_d);
+    no_error("encoder");
+}
+
+/* ------------------------------------------------------------ LayerNorm */
+
+static void test_layernorm(int N, int C) {
+    const size_t nn = (size_t)N * C;
+    float *x = fvec(nn, 2.0), *w = fvec(C, 1.0), *b = fvec(C, 1.0), *dy = fvec(nn, 1.0);
+    for (size_t i = 0; i < nn; i++) x[i] += (float)(i % 7);   /* non-zero means */
+    float *y = xmalloc(nn * 4), *mean = xmalloc(N * 4), *rstd = xmalloc(N * 4);
+    float *dx = fvec(nn, 1.0), *dw = fvec(C, 1.0), *db = fvec(C, 1.0);
+    float *x_d = devf(x, nn), *w_d = devf(w, C), *b_d = devf(b, C), *dy_d = devf(dy, nn);
+    float *y_d = gpu->alloc(nn * 4), *mean_d = gpu->alloc(N * 4), *rstd_d = gpu->alloc(N * 4);
+    float *dx_d = devf(dx, nn), *dw_d = devf(dw, C), *db_d = devf(db, C);
+    char name[128];
+
+    cpu->layernorm_fwd(y, mean, rstd, x, w, b, N, C);
+    gpu->layernorm_fwd(y_d, mean_d, rstd_d, x_d, w_d, b_d, N, C);
+    snprintf(name, sizeof name, "layernorm_fwd out N=%d C=%d", N, C);
+    cmpd(name, y_d, y, nn, 1e-5, 1e-5);
+    snprintf(name, sizeof name, "layernorm_fwd mean, rstd N=%d C=%d", N, C);
+    float *hm = host(mean_d, N), *hr = host(rstd_d, N);
+    tap_ok(cmp("  mean", hm, mean, N, 1e-5, 1e-6) && cmp("  rstd", hr, rstd, N, 1e-5, 1e-6), "%s", name);
+    /* backward from the CPU's mean/rstd (same inputs for both) */
+    gpu->to_device(mean_d, mean, N * 4);
+    gpu->to_device(rstd_d, rstd, N * 4);
+    cpu->layernorm_bwd(dx, dw, db, dy, x, w, mean, rstd, N, C);
+    gpu->layernorm_bwd(dx_d, dw_d, db_d, dy_d, x_d, w_d, mean_d, rstd_d, N, C);
+    snprintf(name, sizeof name, "layernorm_bwd dinp (+=) N=%d C=%d", N, C);
+    cmpd(name, dx_d, dx, nn, 1e-5, 1e-5);
+    snprintf(name, sizeof name, "layernorm_bwd dw (+=) N=%d C=%d", N, C);
+    cmpd(name, dw_d, dw, C, 1e-5, 1e-5 * maxabs(dw, C));
+    snprintf(name, sizeof name, "layernorm_bwd db (+=) N=%d C=%d", N, C);
+    cmpd(name, db_d, db, C, 1e-5, 1e-5 * maxabs(db, C));
+
+    free(x); free(w); free(b); free(dy); free(y); free(mean); free(rstd); free(dx); free(dw); free(db);
+    free(hm); free(hr);
+    gpu->free(x_d); gpu->free(w_d); gpu->free(b_d); gpu->free(dy_d); gpu->free(y_d);
+    gpu->free(mean_d); gpu->free(rstd_d); gpu->free(dx_d); gpu->free(dw_d); gpu->free(db_d);
+    no_error("layernorm");
+}
+
+/* ------------------------------------------------------------ matmul */
+
+/* `off` floats into each device buffer: unaligned operands (cuBLASLt's
+ * alignment preferences, and the GemmEx fallback) */
+static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
+    const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *inp = fvec(ni, 1.0), *w = fvec(nw, 1.0), *bias = fvec(OC, 1.0), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *dinp = xmalloc(ni * 4), *dw = fvec(nw, 1.0), *dbias = fvec(OC, 1.0);
+    float *out32 = xmalloc(no * 4);
+    float *bi = gpu->alloc((ni + off) * 4), *bw = gpu->alloc((nw + off) * 4), *bb = gpu->alloc((OC + off) * 4);
+    float *bd = gpu->alloc((no + off) * 4), *bo = gpu->alloc((no + off) * 4), *bdi = gpu->alloc((ni + off) * 4);
+    float *bdw = gpu->alloc((nw + off) * 4), *bdb = gpu->alloc((OC + off) * 4);
+    float *i_d = bi + off, *w_d = bw + off, *b_d = bb + off, *d_d = bd + off, *o_d = bo + off;
+    float *di_d = bdi + off, *dw_d = bdw + off, *db_d = bdb + off;
+    gpu->to_device(i_d, inp, ni * 4);
+    gpu->to_device(w_d, w, nw * 4);
+    gpu->to_device(b_d, bias, OC * 4);
+    gpu->to_device(d_d, dout, no * 4);
+    gpu->to_device(dw_d, dw, nw * 4);
+    gpu->to_device(db_d, dbias, OC * 4);
+    zt_cuda_set_gemm_impl(impl);
+    cpu->set_matmul_precision(mode);
+    gpu->set_matmul_precision(mode);
+    const double rtol = mode == ZT_MATMUL_BF16 ? 1e-4 : 1e-5, atol = mode == ZT_MATMUL_BF16 ? 1e-4 : 1e-5;
+    char tag[96], name[192];
+    snprintf(tag, sizeof tag, "N=%d C=%d OC=%d %s %s%s", N, C, OC, impl ? "cuBLASLt" : "GemmEx",
+             mode == ZT_MATMUL_BF16 ? "bf16" : "fp32", off ? " unaligned" : "");
+
+    cpu->matmul_fwd(out, inp, w, bias, N, C, OC);
+    gpu->matmul_fwd(o_d, i_d, w_d, b_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_fwd + bias %s", tag);
+    cmpd(name, o_d, out, no, rtol, atol * maxabs(out, no));
+    cpu->matmul_fwd(out, inp, w, NULL, N, C, OC);
+    gpu->matmul_fwd(o_d, i_d, w_d, NULL, N, C, OC);
+    snprintf(name, sizeof name, "matmul_fwd no bias %s", tag);
+    cmpd(name, o_d, out, no, rtol, atol * maxabs(out, no));
+    if (mode == ZT_MATMUL_BF16) {
+        cpu->set_matmul_precision(ZT_MATMUL_FP32);
+        cpu->matmul_fwd(out32, inp, w, NULL, N, C, OC);
+        snprintf(name, sizeof name, "matmul_fwd %s vs CPU fp32 (2e-2 max)", tag);
+        cmpd(name, o_d, out32, no, 0, 2e-2 * maxabs(out32, no));
+        cpu->set_matmul_precision(mode);
+    }
+
+    gpu->zero(di_d, ni * 4);
+    cpu->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+    gpu->matmul_bwd(di_d, dw_d, db_d, d_d, i_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_bwd dinp (overwritten) %s", tag);
+    cmpd(name, di_d, dinp, ni, rtol, atol * maxabs(dinp, ni));
+    snprintf(name, sizeof name, "matmul_bwd dw (+=) %s", tag);
+    cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
+    snprintf(name, sizeof name, "matmul_bwd dbias (+=) %s", tag);
+    cmpd(name, db_d, dbias, OC, 1e-5, 1e-5 * maxabs(dbias, OC));
+    /* NULL dinp and dbias are skipped */
+    cpu->matmul_bwd(NULL, dw, NULL, dout, inp, w, N, C, OC);
+    gpu->matmul_bwd(NULL, dw_d, NULL, d_d, i_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_bwd dinp = dbias = NULL: dw %s", tag);
+    cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
+
+    zt_cuda_set_gemm_impl(1);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    free(inp); free(w); free(bias); free(dout); free(out); free(dinp); free(dw); free(dbias); free(out32);
+    gpu->free(bi); gpu->free(bw); gpu->free(bb); gpu->free(bd); gpu->free(bo); gpu->free(bdi);
+    gpu->free(bdw); gpu->free(bdb);
+    no_error(tag);
+}
+
+/* ------------------------------------------------------------ attention */
+
+static void test_attention(int B, int T, int C, int NH) {
+    const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = fvec(nq, 7.0);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no);
+    float *out_d = gpu->alloc(no * 4), *lse_d = gpu->alloc(nl * 4), *dqkv_d = devf(dqkv, nq);
+    char tag[96], name[160];
+    snprintf(tag, sizeof tag, "B=%d T=%d C=%d NH=%d (hs %d)", B, T, C, NH, C / NH);
+
+    cpu->attention_fwd(out, lse, qkv, B, T, C, NH);
+    gpu->attention_fwd(out_d, lse_d, qkv_d, B, T, C, NH);
+    snprintf(name, sizeof name, "attention_fwd out %s", tag);
+    cmpd(name, out_d, out, no, 1e-5, 1e-5 * maxabs(out, no));
+    snprintf(name, sizeof name, "attention_fwd lse %s", tag);
+    cmpd(name, lse_d, lse, nl, 1e-5, 1e-5 * maxabs(lse, nl));
+
+    /* backward from the CPU's out and lse (dqkv starts as garbage: overwritten) */
+    gpu->to_device(out_d, out, no * 4);
+    gpu->to_device(lse_d, lse, nl * 4);
+    cpu->attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    gpu->attention_bwd(dqkv_d, dout_d, qkv_d, out_d, lse_d, B, T, C, NH);
+    float *g = host(dqkv_d, nq);
+    /* q, k, v parts separately */
+    float *parts_g[3], *parts_c[3];
+    const char *pn[3] = {"dq", "dk", "dv"};
+    for (int p = 0; p < 3; p++) {
+        parts_g[p] = xmalloc(no * 4);
+        parts_c[p] = xmalloc(no * 4);
+        for (size_t r = 0; r < (size_t)B * T; r++) {
+            memcpy(parts_g[p] + r * C, g + r * 3 * C + (size_t)p * C, (size_t)C * 4);
+            memcpy(parts_c[p] + r * C, dqkv + r * 3 * C + (size_t)p * C, (size_t)C * 4);
+        }
+        snprintf(name, sizeof name, "attention_bwd %s (overwritten) %s", pn[p], tag);
+        cmp(name, parts_g[p], parts_c[p], no, 1e-4, 1e-5 * maxabs(parts_c[p], no));
+        free(parts_g[p]);
+        free(parts_c[p]);
+    }
+    free(g);
+    free(qkv); free(dout); free(out); free(lse); free(dqkv);
+    gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dqkv_d);
+    no_error(tag);
+}
+
+static void test_attention_limits(void) {
+    if (selftest) {
+        tap_skip("attention_fwd with head size 300 refused", "self-test (the CPU has no limit)");
+        return;
+    }
+    /* head size 300 > 256: refused with a message, nothing written */
+    const int B = 1, T = 4, C = 600, NH = 2;
+    float *qkv = gpu->alloc((size_t)B * T * 3 * C * 4), *out = gpu->alloc((size_t)B * T * C * 4);
+    float *lse = gpu->alloc((size_t)B * NH * T * 4);
+    gpu->attention_fwd(out, lse, qkv, B, T, C, NH);
+    const char *e = gpu->error();
+    tap_ok(e && strstr(e, "head size"), "attention_fwd with head size 300: error() says so (%s)", e ? e : "none");
+    tap_ok(gpu->error() == NULL, "error() clears the message");
+    gpu->free(qkv); gpu->free(out); gpu->free(lse);
+}
+
+/* ------------------------------------------------------------ softmax + CE */
+
+static void test_xent(int N, int V) {
+    const size_t nv = (size_t)N * V;
+    float *logits = fvec(nv, 4.0), *probs = xmalloc(nv * 4), *losses = xmalloc(N * 4), *dl = xmalloc(nv * 4);
+    int *tg = ivec(N, V);
+    tg[0] = -1;
+    if (N > 3) tg[3] = -5;
+    float *lg_d = devf(logits, nv), *pr_d = gpu->alloc(nv * 4), *ls_d = gpu->alloc(N * 4);
+    float *dl_d = devf(logits, nv);   /* garbage: overwritten */
+    int *tg_d = dev(tg, N * sizeof(int));
+    char tag[64], name[160];
+    snprintf(tag, sizeof tag, "N=%d V=%d", N, V);
+    const float dloss = 1.0f / (float)N;
+
+    cpu->xent_fwd(losses, probs, logits, tg, N, V);
+    gpu->xent_fwd(ls_d, pr_d, lg_d, tg_d, N, V);
+    snprintf(name, sizeof name, "xent_fwd probs %s", tag);
+    cmpd(name, pr_d, probs, nv, 1e-5, 1e-9);
+    snprintf(name, sizeof name, "xent_fwd losses (targets < 0 give 0) %s", tag);
+    cmpd(name, ls_d, losses, N, 1e-5, 1e-6);
+    cpu->xent_bwd(dl, probs, tg, dloss, N, V);
+    gpu->to_device(pr_d, probs, nv * 4);   /* same probs for both */
+    gpu->xent_bwd(dl_d, pr_d, tg_d, dloss, N, V);
+    snprintf(name, sizeof name, "xent_bwd dlogits (overwritten) %s", tag);
+    cmpd(name, dl_d, dl, nv, 1e-6, 1e-12);
+
+    /* in place: probs = logits, dlogits = probs */
+    gpu->to_device(lg_d, logits, nv * 4);
+    gpu->xent_fwd(ls_d, lg_d, lg_d, tg_d, N, V);
+    snprintf(name, sizeof name, "xent_fwd in place (probs == logits) %s", tag);
+    cmpd(name, lg_d, probs, nv, 1e-5, 1e-9);
+    gpu->to_device(lg_d, probs, nv * 4);
+    gpu->xent_bwd(lg_d, lg_d, tg_d, dloss, N, V);
+    snprintf(name, sizeof name, "xent_bwd in place (dlogits == probs) %s", tag);
+    cmpd(name, lg_d, dl, nv, 1e-6, 1e-12);
+    /* no targets: losses 0, probs still computed */
+    gpu->to_device(lg_d, logits, nv * 4);
+    gpu->xent_fwd(ls_d, pr_d, lg_d, NULL, N, V);
+    float *hl = host(ls_d, N);
+    tap_ok(maxabs(hl, N) == 0.0, "xent_fwd without targets: losses 0 %s", tag);
+    cmpd("  and the same probs", pr_d, probs, nv, 1e-5, 1e-9);
+    gpu->xent_fwd(NULL, pr_d, lg_d, tg_d, N, V);   /* losses may be NULL */
+    free(hl);
+
+    free(logits); free(probs); free(losses); free(dl); free(tg);
+    gpu->free(lg_d); gpu->free(pr_d); gpu->free(ls_d); gpu->free(dl_d); gpu->free(tg_d);
+    no_error(tag);
+}
+
+/* ------------------------------------------------------------ training */
+
+static void test_training(void) {
+    const tg_shape s = {2, 4, 128, 256, 4, 64};
+    tg_model mc, mg;
+    if (!tg_init(&mc, cpu, s, 2024) || !tg_init(&mg, gpu, s, 2024)) {
+        tap_ok(0, "training: model allocation");
+        return;
+    }
+    const int steps = 8;
+    double lc[8], lg[8], nc[8], ng[8];
+    for (int i = 0; i < steps; i++) {
+        lc[i] = tg_step(&mc, i);
+        nc[i] = mc.last_norm;
+        lg[i] = tg_step(&mg, i);
+        ng[i] = mg.last_norm;
+    }
+    int ok_l = 1, ok_n = 1;
+    for (int i = 0; i < steps; i++) {
+        tap_diag("step %d: loss cpu %.7f gpu %.7f, grad norm cpu %.6f gpu %.6f", i, lc[i], lg[i], nc[i], ng[i]);
+        ok_l &= fabs(lg[i] - lc[i]) <= 1e-4 * fabs(lc[i]);
+        ok_n &= fabs(ng[i] - nc[i]) <= 1e-3 * fabs(nc[i]);
+    }
+    tap_ok(ok_l && lc[steps - 1] < lc[0], "training, 8 fp32 steps of a 2-layer GPT: GPU losses = CPU losses (1e-4), and they fall");
+    tap_ok(ok_n, "training: GPU gradient norms = CPU gradient norms (1e-3)");
+    tg_free(&mg);
+
+    /* bf16 matmuls on the GPU against the fp32 CPU run */
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    int ok = tg_init(&mg, gpu, s, 2024);
+    for (int i = 0; ok && i < steps; i++) {
+        const double l = tg_step(&mg, i);
+        ok &= fabs(l - lc[i]) <= 2e-2 * fabs(lc[i]);
+    }
+    tap_ok(ok, "training with bf16 matmuls: losses within 2e-2 of fp32 CPU");
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    tg_free(&mg);
+    tg_free(&mc);
+    no_error("training");
+}
+
+/* ------------------------------------------------------------ determinism */
+
+static void test_determinism(void) {
+    const int B = 2, T = 256, C = 768, NH = 12, V = 1000, OC = 2304;
+    const size_t N = (size_t)B * T, nq = N * 3 * C, no = N * C, nl = (size_t)B * NH * T;
+    float *h_qkv = fvec(nq, 1.5), *h_dout = fvec(no, 1.0);
+    float *qkv = devf(h_qkv, nq), *dout = devf(h_dout, no);
+    float *o1 = gpu->alloc(no * 4), *o2 = gpu->alloc(no * 4), *l1 = gpu->alloc(nl * 4), *l2 = gpu->alloc(nl * 4);
+    float *d1 = gpu->alloc(nq * 4), *d2 = gpu->alloc(nq * 4);
+    gpu->attention_fwd(o1, l1, qkv, B, T, C, NH);
+    gpu->attention_fwd(o2, l2, qkv, B, T, C, NH);
+    same_dev("attention_fwd twice: bitwise equal out", o1, o2, no * 4);
+    same_dev("attention_fwd twice: bitwise equal lse", l1, l2, nl * 4);
+    gpu->attention_bwd(d1, dout, qkv, o1, l1, B, T, C, NH);
+    gpu->attention_bwd(d2, dout, qkv, o1, l1, B, T, C, NH);
+    same_dev("attention_bwd twice: bitwise equal dqkv", d1, d2, nq * 4);
+
+    /* matmul backward (dw and dbias reductions over N rows) */
+    float *h_w = fvec((size_t)OC * C, 1.0), *h_g = fvec(N * OC, 1.0);
+    float *w = devf(h_w, (size_t)OC * C), *g = devf(h_g, N * OC);
+    float *dw1 = gpu->alloc((size_t)OC * C * 4), *dw2 = gpu->alloc((size_t)OC * C * 4);
+    float *db1 = gpu->alloc(OC * 4), *db2 = gpu->alloc(OC * 4), *di1 = gpu->alloc(no * 4), *di2 = gpu->alloc(no * 4);
+    for (int mode = 0; mode < 2; mode++) {
+        gpu->set_matmul_precision(mode);
+        gpu->zero(dw1, (size_t)OC * C * 4); gpu->zero(dw2, (size_t)OC * C * 4);
+        gpu->zero(db1, OC * 4); gpu->zero(db2, OC * 4);
+        gpu->matmul_bwd(di1, dw1, db1, g, qkv, w, (int)N, C, OC);
+        gpu->matmul_bwd(di2, dw2, db2, g, qkv, w, (int)N, C, OC);
+        same_dev(mode ? "matmul_bwd bf16 twice: bitwise equal dw" : "matmul_bwd twice: bitwise equal dw",
+                 dw1, dw2, (size_t)OC * C * 4);
+        same_dev(mode ? "matmul_bwd bf16 twice: bitwise equal dbias" : "matmul_bwd twice: bitwise equal dbias",
+                 db1, db2, OC * 4);
+        same_dev(mode ? "matmul_bwd bf16 twice: bitwise equal dinp" : "matmul_bwd twice: bitwise equal dinp",
+                 di1, di2, no * 4);
+    }
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+
+    /* layernorm backward */
+    float *h_lw = fvec(C, 1.0), *lw = devf(h_lw, C), *mean = gpu->alloc(N * 4), *rstd = gpu->alloc(N * 4);
+    float *y = gpu->alloc(no * 4), *dx1 = gpu->alloc(no * 4), *dx2 = gpu->alloc(no * 4);
+    float *dlw1 = gpu->alloc(C * 4), *dlw2 = gpu->alloc(C * 4), *dlb1 = gpu->alloc(C * 4), *dlb2 = gpu->alloc(C * 4);
+    gpu->layernorm_fwd(y, mean, rstd, dout, lw, lw, (int)N, C);
+    gpu->layernorm_bwd(dx1, dlw1, dlb1, o1, dout, lw, mean, rstd, (int)N, C);
+    gpu->layernorm_bwd(dx2, dlw2, dlb2, o1, dout, lw, mean, rstd, (int)N, C);
+    same_dev("layernorm_bwd twice: bitwise equal dinp", dx1, dx2, no * 4);
+    same_dev("layernorm_bwd twice: bitwise equal dw", dlw1, dlw2, C * 4);
+    same_dev("layernorm_bwd twice: bitwise equal db", dlb1, dlb2, C * 4);
+
+    /* encoder backward (token scatter) */
+    int *h_tok = ivec(N, V), *tok = dev(h_tok, N * sizeof(int));
+    float *wte1 = gpu->alloc((size_t)V * C * 4), *wte2 = gpu->alloc((size_t)V * C * 4);
+    float *wpe1 = gpu->alloc((size_t)T * C * 4), *wpe2 = gpu->alloc((size_t)T * C * 4);
+    gpu->encoder_bwd(wte1, wpe1, dout, tok, B, T, C);
+    gpu->encoder_bwd(wte2, wpe2, dout, tok, B, T, C);
+    same_dev("encoder_bwd twice: bitwise equal dwte", wte1, wte2, (size_t)V * C * 4);
+    same_dev("encoder_bwd twice: bitwise equal dwpe", wpe1, wpe2, (size_t)T * C * 4);
+
+    free(h_qkv); free(h_dout); free(h_w); free(h_g); free(h_lw); free(h_tok);
+    gpu->free(qkv); gpu->free(dout); gpu->free(o1); gpu->free(o2); gpu->free(l1); gpu->free(l2);
+    gpu->free(d1); gpu->free(d2); gpu->free(w); gpu->free(g); gpu->free(dw1); gpu->free(dw2);
+    gpu->free(db1); gpu->free(db2); gpu->free(di1); gpu->free(di2); gpu->free(lw); gpu->free(mean);
+    gpu->free(rstd); gpu->free(y); gpu->free(dx1); gpu->free(dx2); gpu->free(dlw1); gpu->free(dlw2);
+    gpu->free(dlb1); gpu->free(dlb2); gpu->free(tok); gpu->free(wte1); gpu->free(wte2);
+    gpu->free(wpe1); gpu->free(wpe2);
+    no_error("determinism");
+}
+
+int main(void) {
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    selftest = getenv("ZT_CUDA_TEST_WITH_CPU") && atoi(getenv("ZT_CUDA_TEST_WITH_CPU"));
+    const int dev_id = selftest ? 0 : zt_cuda_pick_device(0, &st);
+    gpu = selftest ? zt_backend_cpu() : dev_id >= 0 ? zt_backend_cuda() : NULL;
+    if (!gpu) {
+        printf("1..0 # SKIP no CUDA device (%s)\n", dev_id >= 0 ? zt_backend_cuda_why() : st.msg);
+        return 0;
+    }
+    cpu = zt_backend_cpu();
+    if (selftest) tap_diag("self-test: the CPU table stands in for the GPU");
+    else
+        tap_ok(strcmp(gpu->name, "cuda") == 0 && zt_cuda_device() == dev_id && zt_cuda_compute_stream() != NULL,
+               "zt_backend_cuda() on device %d", dev_id);
+    const int all = gpu->set_threads && gpu->error && gpu->synchronize && gpu->alloc && gpu->free &&
+        gpu->copy && gpu->to_host && gpu->to_device && gpu->zero && gpu->encoder_fwd &&
+        gpu->encoder_bwd && gpu->layernorm_fwd && gpu->layernorm_bwd && gpu->matmul_fwd &&
+        gpu->matmul_bwd && gpu->set_matmul_precision && gpu->attention_fwd && gpu->attention_bwd &&
+        gpu->gelu_fwd && gpu->gelu_bwd && gpu->add && gpu->xent_fwd && gpu->xent_bwd && gpu->adamw &&
+        gpu->sumsq && gpu->scale && gpu->to_bf16 && gpu->from_bf16 && gpu->to_f16 && gpu->from_f16 &&
+        gpu->nonfinite && gpu->sum;
+    tap_ok(all, "every table entry is set");
+    if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
+    if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
+
+    const int full = !(getenv("ZT_CUDA_TEST_QUICK") && atoi(getenv("ZT_CUDA_TEST_QUICK")));
+    if (!full) tap_diag("ZT_CUDA_TEST_QUICK: small shapes only");
+
+    test_memory();
+    test_elementwise();
+    test_adamw();
+    test_conversions();
+    test_encoder(2, 37, 13, 5, 40);      /* few tokens: long runs of equal tokens */
+    if (full) test_encoder(4, 256, 768, 50257, 1024);
+    test_layernorm(37, 13);
+    if (full) test_layernorm(512, 768);
+    for (int impl = 1; impl >= 0; impl--) {
+        test_matmul(37, 13, 9, impl, ZT_MATMUL_FP32, 0);
+        test_matmul(64, 96, 80, impl, ZT_MATMUL_FP32, 1);
+        test_matmul(37, 13, 9, impl, ZT_MATMUL_BF16, 0);
+        test_matmul(64, 96, 80, impl, ZT_MATMUL_BF16, 1);
+        if (full) {
+            test_matmul(257, 768, 2304, impl, ZT_MATMUL_FP32, 0);
+            test_matmul(257, 768, 3072, impl, ZT_MATMUL_BF16, 0);
+        }
+    }
+    test_attention(2, 37, 12, 3);        /* hs 4 */
+    test_attention(1, 1, 64, 2);         /* one token */
+    test_attention(1, 70, 66, 2);        /* hs 33: odd */
+    test_attention(1, 40, 128, 2);       /* hs 64, partial second tile */
+    if (full) {
+        test_attention(2, 256, 768, 12); /* GPT-2: hs 64, whole tiles */
+        test_attention(2, 200, 768, 12); /* partial last tile */
+    }
+    test_attention(1, 100, 256, 2);      /* hs 128: > 48 KiB shared memory */
+    test_attention(1, 70, 256, 1);       /* hs 256 */
+    test_attention_limits();
+    test_xent(37, 11);
+    if (full) test_xent(64, 50257);
+    test_training();
+    if (full) test_determinism();
+    return tap_done();
+}

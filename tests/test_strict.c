@@ -1,0 +1,218 @@
+/*
+ * test_strict.c -- the cpu-strict debugging backend catches what it is for
+ * (no MPI; leak-checked):
+ *   - its kernels compute bitwise what the cpu backend computes;
+ *   - a host read of its memory faults (a forked child dies of SIGSEGV,
+ *     while a child reading through to_host exits cleanly);
+ *   - a host pointer handed to a kernel, a copy in the wrong direction, a
+ *     copy past the end of a block and a foreign free are refused and
+ *     reported by error() (once, then cleared), the kernel not run;
+ *   - accounted device blocks (zt_mem with a device backend) live in the
+ *     host-side table: counted per category, host blocks in the host
+ *     columns, everything back to zero after freeing.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "internal.h"
+#include "tap.h"
+
+static const zt_backend *S, *C;
+
+static void *dput(const void *h, size_t bytes) {
+    void *d = S->alloc(bytes);
+    S->to_device(d, h, bytes);
+    return d;
+}
+
+static void fill(float *x, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((int)(seed >> 9) % 2001 - 1000) / 1000.0f;
+    }
+}
+
+static void on_segv(int sig) {
+    (void)sig;
+    _exit(77);
+}
+
+/* Run fn in a child; 1 when it died of SIGSEGV (or our handler saw one, or a
+ * sanitizer's SEGV handler ended it with a non-zero status), 0 when it
+ * finished normally. */
+static int child_faults(void (*fn)(void *), void *arg) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_segv;
+        sigaction(SIGSEGV, &sa, NULL);
+        fn(arg);
+        _exit(0);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) return -1;
+    return (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) ||
+           (WIFEXITED(status) && WEXITSTATUS(status) != 0);
+}
+
+static volatile float sink;
+static void read_direct(void *p) { sink = *(volatile float *)p; }
+static void write_direct(void *p) { *(volatile float *)p = 1.0f; }
+static void read_staged(void *p) {
+    float v;
+    S->to_host(&v, p, sizeof v);
+    sink = v;
+}
+
+int main(void) {
+    S = zt_backend_cpu_strict();
+    C = zt_backend_cpu();
+    tap_ok(S && !strcmp(S->name, "cpu-strict") && S->host_memory == 0 && C->host_memory == 1,
+           "cpu-strict table: device memory (host_memory 0); cpu: host memory");
+    if (!S) return tap_done();
+    /* every entry present */
+    tap_ok(S->alloc && S->free && S->copy && S->to_host && S->to_device && S->zero &&
+           S->encoder_fwd && S->encoder_bwd && S->layernorm_fwd && S->layernorm_bwd &&
+           S->matmul_fwd && S->matmul_bwd && S->set_matmul_precision && S->attention_fwd &&
+           S->attention_bwd && S->gelu_fwd && S->gelu_bwd && S->add && S->xent_fwd &&
+           S->xent_bwd && S->adamw && S->sumsq && S->scale && S->to_bf16 && S->from_bf16 &&
+           S->to_f16 && S->from_f16 && S->nonfinite && S->sum && S->error && S->synchronize &&
+           C->sum, "every table entry is set (and the cpu backend has sum)");
+    while (S->error()) {}
+
+    /* ---- zero-filled, round trip */
+    enum { N = 8, Cc = 16, OC = 24, V = 40 };
+    float hz[64];
+    float *dz = S->alloc(sizeof hz);
+    memset(hz, 0xff, sizeof hz);
+    S->to_host(hz, dz, sizeof hz);
+    int zeros = 1;
+    for (int i = 0; i < 64; i++) zeros &= hz[i] == 0.0f;
+    tap_ok(dz && zeros && !S->error(), "alloc: zero-filled, read back with to_host");
+
+    /* ---- kernels: bitwise the cpu backend's */
+    float inp[N * Cc], w[OC * Cc], b[OC], out_c[N * OC], out_s[N * OC];
+    fill(inp, N * Cc, 1);
+    fill(w, OC * Cc, 2);
+    fill(b, OC, 3);
+    C->matmul_fwd(out_c, inp, w, b, N, Cc, OC);
+    float *d_inp = dput(inp, sizeof inp), *d_w = dput(w, sizeof w), *d_b = dput(b, sizeof b);
+    float *d_out = S->alloc(sizeof out_s);
+    S->matmul_fwd(d_out, d_inp, d_w, d_b, N, Cc, OC);
+    S->to_host(out_s, d_out, sizeof out_s);
+    tap_ok(!memcmp(out_c, out_s, sizeof out_c) && !S->error(), "matmul_fwd: bitwise the cpu result");
+
+    float logits[N * V], probs_c[N * V], loss_c[N], loss_s[N];
+    int tg[N];
+    fill(logits, N * V, 4);
+    for (int i = 0; i < N; i++) tg[i] = (i * 7) % V;
+    C->xent_fwd(loss_c, probs_c, logits, tg, N, V);
+    float *d_logits = dput(logits, sizeof logits), *d_loss = S->alloc(sizeof loss_s);
+    int *d_tg = dput(tg, sizeof tg);
+    S->xent_fwd(d_loss, d_logits, d_logits, d_tg, N, V);
+    S->to_host(loss_s, d_loss, sizeof loss_s);
+    const double sum_c = C->sum(loss_c, N), sum_s = S->sum(d_loss, N);
+    double seq = 0.0;
+    for (int i = 0; i < N; i++) seq += (double)loss_c[i];
+    tap_ok(!memcmp(loss_c, loss_s, sizeof loss_c) && sum_c == sum_s && sum_c == seq && !S->error(),
+           "xent_fwd and sum: bitwise; sum is the sequential double sum");
+
+    float p[32], g[32], m[32], v[32];
+    fill(p, 32, 5); fill(g, 32, 6); fill(m, 32, 7); fill(v, 32, 8);
+    for (int i = 0; i < 32; i++) v[i] = v[i] * v[i];
+    float *dp = dput(p, sizeof p), *dg = dput(g, sizeof g), *dm = dput(m, sizeof m),
+          *dv = dput(v, sizeof v);
+    C->adamw(p, g, m, v, 32, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 0.5f);
+    S->adamw(dp, dg, dm, dv, 32, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 0.5f);
+    float p2[32], m2[32], v2[32];
+    S->to_host(p2, dp, sizeof p2);
+    S->to_host(m2, dm, sizeof m2);
+    S->to_host(v2, dv, sizeof v2);
+    tap_ok(!memcmp(p, p2, sizeof p) && !memcmp(m, m2, sizeof m) && !memcmp(v, v2, sizeof v) &&
+           !S->error(), "adamw: bitwise the cpu update");
+
+    /* ---- a host read of device memory faults */
+    tap_ok(child_faults(read_direct, d_out) == 1, "host read of a device block: SIGSEGV");
+    tap_ok(child_faults(write_direct, d_out) == 1, "host write to a device block: SIGSEGV");
+    tap_ok(child_faults(read_staged, d_out) == 0, "the same read through to_host: no fault");
+
+    /* ---- misuse is refused and reported */
+    float before[N * OC];
+    S->to_host(before, d_out, sizeof before);
+    S->matmul_fwd(d_out, inp /* host! */, d_w, d_b, N, Cc, OC);
+    const char *e = S->error();
+    float after[N * OC];
+    S->to_host(after, d_out, sizeof after);
+    tap_ok(e && strstr(e, "matmul_fwd") && strstr(e, "inp") && strstr(e, "not device memory") &&
+           !memcmp(before, after, sizeof before),
+           "host pointer to a kernel: refused, not run, error(): %s", e ? e : "(none)");
+    tap_ok(S->error() == NULL, "error() is cleared once read");
+    float tmp[4];
+    S->to_host(d_out, d_inp, sizeof tmp);
+    e = S->error();
+    tap_ok(e && strstr(e, "to_host"), "to_host into device memory: refused (%s)", e ? e : "(none)");
+    S->to_device(d_out, d_inp, sizeof tmp);
+    e = S->error();
+    tap_ok(e && strstr(e, "to_device"), "to_device from device memory: refused (%s)", e ? e : "(none)");
+    S->copy(d_out, d_inp, sizeof inp + 4);
+    e = S->error();
+    tap_ok(e && strstr(e, "copy"), "copy past the end of a block: refused (%s)", e ? e : "(none)");
+    S->free(tmp);
+    e = S->error();
+    tap_ok(e && strstr(e, "not allocated"), "free of a foreign pointer: reported (%s)", e ? e : "(none)");
+
+    S->free(dz); S->free(d_inp); S->free(d_w); S->free(d_b); S->free(d_out);
+    S->free(d_logits); S->free(d_loss); S->free(d_tg);
+    S->free(dp); S->free(dg); S->free(dm); S->free(dv);
+    tap_ok(!S->error(), "frees of live blocks: no error");
+
+    /* ---- accounted device blocks */
+    zt_mem_stats m0, m1, mz;
+    zt_mem_get(&m0);
+    zt_mem_set_backend(S);
+    zt_status st;
+    float *dev = zt_mem_alloc(1000, ZT_MEM_PARAMS, &st);
+    float *host = zt_mem_alloc(500, ZT_MEM_ACTIVATIONS | ZT_MEM_HOST, &st);
+    float *off = zt_mem_alloc(300, ZT_MEM_OPTIMIZER | ZT_MEM_ON_HOST, &st);
+    zt_mem_get(&m1);
+    tap_ok(dev && host && off && zt_mem_is_device(dev) && !zt_mem_is_device(host) &&
+           !zt_mem_is_device(off), "device backend: a plain block is device memory, HOST / "
+           "ON_HOST blocks are host memory");
+    tap_ok(child_faults(read_direct, dev) == 1 && child_faults(read_direct, host) == 0,
+           "the accounted device block faults on a host read, the host block does not");
+    tap_ok(m1.cur[ZT_MEM_PARAMS] - m0.cur[ZT_MEM_PARAMS] == 1000 &&
+           m1.host_cur[ZT_MEM_PARAMS] == m0.host_cur[ZT_MEM_PARAMS] &&
+           m1.cur[ZT_MEM_ACTIVATIONS] - m0.cur[ZT_MEM_ACTIVATIONS] == 500 &&
+           m1.host_cur[ZT_MEM_ACTIVATIONS] - m0.host_cur[ZT_MEM_ACTIVATIONS] == 500 &&
+           m1.host_cur[ZT_MEM_OPTIMIZER] - m0.host_cur[ZT_MEM_OPTIMIZER] == 300 &&
+           m1.cur_total - m0.cur_total == 1800,
+           "accounting: categories as before; host blocks in the host columns");
+    /* many blocks: the table grows and shrinks */
+    void *many[600];
+    int all = 1;
+    for (int i = 0; i < 600; i++) all &= (many[i] = zt_mem_alloc(8 + (size_t)i, ZT_MEM_COMM, &st)) != NULL;
+    for (int i = 0; i < 600; i += 2) zt_mem_free(many[i]);
+    for (int i = 1; i < 600; i += 2) all &= zt_mem_is_device(many[i]);
+    for (int i = 1; i < 600; i += 2) zt_mem_free(many[i]);
+    zt_mem_free(dev);
+    zt_mem_free(host);
+    zt_mem_free(off);
+    zt_mem_get(&mz);
+    tap_ok(all && mz.cur_total == m0.cur_total && mz.cur[ZT_MEM_COMM] == m0.cur[ZT_MEM_COMM] &&
+           mz.host_cur[ZT_MEM_ACTIVATIONS] == m0.host_cur[ZT_MEM_ACTIVATIONS] && !S->error(),
+           "600 device blocks in and out of the table; every counter back where it was");
+    zt_mem_set_backend(C);
+    float *h2 = zt_mem_alloc(64, ZT_MEM_PARAMS, &st);
+    tap_ok(h2 && !zt_mem_is_device(h2), "cpu backend: blocks are host memory again");
+    h2[0] = 1.0f;
+    zt_mem_free(h2);
+    zt_mem_set_backend(NULL);
+    return tap_done();
+}
