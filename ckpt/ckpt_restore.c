@@ -126,7 +126,7 @@ static int bcast_info(zt_ctx *ctx, zt_ckpt_info *in, zt_status *st) {
 
 static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_state *s,
                               const ck_plan *p, zt_ckpt_info *in, zt_status *st) {
-    const zt_gpt *m = s->model;
+    const zt_model *m = s->model;
     int rc = ZT_OK, root = ctx->rank == 0;
     hid_t f = -1;
     float *buf = NULL;
@@ -190,7 +190,7 @@ out:
 
 static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state *s,
                             const ck_plan *p, zt_ckpt_info *in, zt_status *st) {
-    const zt_gpt *m = s->model;
+    const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), dx = H5Pcreate(H5P_DATASET_XFER), f = -1;
     H5Pset_fapl_mpio(fapl, ck_comm(ctx), MPI_INFO_NULL);
@@ -303,6 +303,14 @@ static int restore(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt
     ck_plan_free(&plan);
     if (rc != ZT_OK) return rc;
     rc = zt_ctx_state_restored(ctx, in->step, in->adam_t, st);
+    if (rc == ZT_OK && in->scaler_present) {
+        /* an fp16 run's loss scaler continues where it was (a checkpoint
+         * without one leaves the configured initial state) */
+        zt_scaler_state ls = {in->loss_scale, in->scaler_good_steps,
+                              in->scaler_hysteresis_left, 0};
+        rc = zt_ctx_scaler_restored(ctx, &ls, st);
+        if (rc != ZT_OK) zt_fail_prefix(st, "%s", file);
+    }
     return ck_agree(ctx, rc, st);
 }
 

@@ -39,7 +39,7 @@ static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint6
 
 /* Partial checksums of this rank's slices, per family and tensor. */
 static void partial_checksums(const zt_train_state *s, uint64_t *cs) {
-    const zt_gpt *m = s->model;
+    const zt_model *m = s->model;
     int nt = m->n_tensors;
     if (!s->writer) return;
     for (int i = 0; i < s->n_ranges; ++i) {
@@ -126,12 +126,15 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     g = H5Gcreate2(f, "loss_scaler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /loss_scaler", file);
     bad |= ck_attr_put_i64(g, "version", 1);
-    bad |= ck_attr_put_i64(g, "present", 0);
-    bad |= ck_attr_put_f64(g, "scale", 0.0);
-    bad |= ck_attr_put_i64(g, "good_steps", 0);
-    bad |= ck_attr_put_i64(g, "hysteresis_left", 0);
-    bad |= ck_attr_put_str(g, "note", "no loss scaling (fp16 is not implemented yet); "
-                                      "present = 0");
+    bad |= ck_attr_put_i64(g, "present", s->has_scaler);
+    bad |= ck_attr_put_f64(g, "scale", s->has_scaler ? s->scaler.scale : 0.0);
+    bad |= ck_attr_put_i64(g, "good_steps", s->has_scaler ? s->scaler.good_steps : 0);
+    bad |= ck_attr_put_i64(g, "hysteresis_left", s->has_scaler ? s->scaler.hysteresis_left : 0);
+    bad |= ck_attr_put_str(g, "note", s->has_scaler
+                               ? "fp16 dynamic loss scaling (DeepSpeed semantics): current scale, "
+                                 "overflow-free steps since the last overflow or growth, "
+                                 "overflows left before the scale halves"
+                               : "no loss scaling (not an fp16 run); present = 0");
     H5Gclose(g);
 
     g = H5Gcreate2(f, "rng", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -168,7 +171,7 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
 
 static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_plan *p,
                        const uint64_t *cs, const char *file, zt_status *st) {
-    const zt_gpt *m = s->model;
+    const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
     hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -350,7 +353,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     zt_train_state s;
     int rc = zt_ctx_owned_state(ctx, &s, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
-    const zt_gpt *m = s.model;
+    const zt_model *m = s.model;
     int nt = m->n_tensors;
     long step = s.step;
     char final[ZT_PATH_MAX + 32], tmpd[ZT_PATH_MAX + 48], file[ZT_PATH_MAX + 64];

@@ -240,6 +240,21 @@ int ck_read_header(hid_t f, const char *file, zt_ckpt_info *in, int with_config,
         ck_attr_get_u64(g, "seed", &in->seed);
         H5Gclose(g);
     }
+    if ((g = H5Gopen2(f, "loss_scaler", H5P_DEFAULT)) >= 0) {
+        int64_t pr = 0, gs = 0, hl = 0;
+        double sc = 0;
+        int bad_ls = ck_attr_get_i64(g, "present", &pr) != 0;
+        if (!bad_ls && pr)
+            bad_ls = ck_attr_get_f64(g, "scale", &sc) != 0 ||
+                     ck_attr_get_i64(g, "good_steps", &gs) != 0 ||
+                     ck_attr_get_i64(g, "hysteresis_left", &hl) != 0;
+        H5Gclose(g);
+        if (bad_ls) return zt_fail(st, ZT_EDATA, "%s: /loss_scaler attributes incomplete", file);
+        in->scaler_present = pr != 0;
+        in->loss_scale = sc;
+        in->scaler_good_steps = (long)gs;
+        in->scaler_hysteresis_left = (int)hl;
+    }
     if ((g = H5Gopen2(f, "data", H5P_DEFAULT)) >= 0) {
         if (ck_attr_get_i64(g, "train_batch_size", &v) == 0) in->train_batch_size = (long)v;
         ck_attr_get_u64(g, "sample_position", &in->sample_position);

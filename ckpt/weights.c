@@ -23,7 +23,7 @@
 /* Visit every tensor in file order: fn(tensor, rows-to-skip-after). */
 typedef int (*visit_fn)(void *u, const zt_tensor_info *t, size_t pad_elems);
 
-static int visit_file_order(const zt_gpt *m, int Vp, visit_fn fn, void *u) {
+static int visit_file_order(const zt_model *m, int Vp, visit_fn fn, void *u) {
     int L = m->cfg.n_layer;
     size_t C = (size_t)m->cfg.n_embd;
     ZT_TRY(fn(u, &m->tensors[0], (size_t)(Vp - m->cfg.vocab) * C));  /* wte + padding */
@@ -60,14 +60,22 @@ static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
     return ZT_OK;
 }
 
+static int need_gpt(const zt_ctx *ctx, const char *path, zt_status *st) {
+    if (zt_model_is_gpt(ctx->model)) return ZT_OK;
+    return zt_fail(st, ZT_EUNSUPPORTED, "%s: llm.c model files hold the built-in GPT-2 only; "
+                   "model '%s' can be saved in HDF5 checkpoints (ztrain ckpt export)", path,
+                   ctx->model->ops->name ? ctx->model->ops->name : "?");
+}
+
 int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
     zt_status_clear(st);
+    ZT_TRY(need_gpt(ctx, path, st));
     float *full = NULL;
     int full_owned = 0;
     int rc = zt_shard_full_params(ctx->sh, &full, &full_owned, st);   /* collective at stage 3 */
     if (rc != ZT_OK) return rc;
     if (ctx->rank == 0) {
-        const zt_gpt *m = ctx->model;
+        const zt_model *m = ctx->model;
         char tmp[1200];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         FILE *fp = fopen(tmp, "wb");
@@ -134,7 +142,8 @@ int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st) {
 
 int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
     zt_status_clear(st);
-    zt_gpt *m = ctx->model;
+    ZT_TRY(need_gpt(ctx, path, st));
+    zt_model *m = ctx->model;
     FILE *fp = fopen(path, "rb");
     if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot open weights: %s", path, strerror(errno));
     int32_t h[256];

@@ -103,6 +103,11 @@ typedef struct zt_ckpt_info {
     uint64_t seed;
     long train_batch_size;
     uint64_t sample_position;
+    /* /loss_scaler: fp16 dynamic loss scaling state (present = 0 otherwise) */
+    int scaler_present;
+    double loss_scale;
+    long scaler_good_steps;
+    int scaler_hysteresis_left;
     char ztrain_version[32];
     char checksum_algorithm[64];
     char *config_json;       /* malloc'ed; zt_ckpt_info_free */

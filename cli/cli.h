@@ -13,6 +13,7 @@ int cmd_train(int argc, char **argv);
 int cmd_prep(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 /* Print "ztrain: error: <msg>" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -22,6 +23,13 @@ int cli_exit_code(int code);
  * *val (the value, from "=" or the next argument, advancing *i) and
  * returns 1; returns -1 when the value is missing. */
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* A generic configuration option: argv[*i] is "--key" or "--key=value"
+ * for any config key or flag alias (a bare boolean means true; other keys
+ * take "=value" or the next argument, advancing *i).  Sets the key with
+ * flag precedence.  Returns ZT_OK or a code with st filled; `cmd` names the
+ * subcommand for the help hint. */
+int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *cmd,
+                    zt_status *st);
 /* Across MPI ranks: returns the lowest rank whose rc != 0, or -1 when all
  * succeeded.  Every rank must call it. */
 int cli_first_failed_rank(int rc);

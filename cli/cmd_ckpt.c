@@ -132,6 +132,9 @@ static int do_inspect(int argc, char **argv) {
            "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_embd, in.context, in.vocab,
            (unsigned long long)in.num_params, in.n_tensors);
     printf("master copy  %s\n", in.has_master ? "yes (/master)" : "no (params are the fp32 training values)");
+    if (in.scaler_present)
+        printf("loss scaler  fp16: scale %g, %ld overflow-free steps, hysteresis left %d\n",
+               in.loss_scale, in.scaler_good_steps, in.scaler_hysteresis_left);
     printf("data         seed %llu, train_batch_size %ld, next sample %llu\n",
            (unsigned long long)in.seed, in.train_batch_size, (unsigned long long)in.sample_position);
     int rc = ZT_EXIT_OK;

@@ -84,28 +84,8 @@ int cmd_train(int argc, char **argv) {
             continue;
         }
         if (!strcmp(a, "--print-config")) { print_only = 1; continue; }
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            snprintf(st.msg, sizeof st.msg, "unexpected argument '%s' (options start with --)", a);
-            rc = ZT_EINVAL;
-            break;
-        }
-        char key[256];
-        const char *eq = strchr(a + 2, '=');
-        size_t kl = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
-        if (kl >= sizeof key) kl = sizeof key - 1;
-        memcpy(key, a + 2, kl);
-        key[kl] = '\0';
-        int isbool = zt_config_key_is_bool(key);
-        if (isbool < 0) {
-            snprintf(st.msg, sizeof st.msg, "unknown option '--%s' (see 'ztrain train --help' and docs/config.md)", key);
-            rc = ZT_EINVAL;
-            break;
-        }
-        if (eq) v = eq + 1;
-        else if (isbool == 1 && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) v = "true";
-        else if (i + 1 < argc) v = argv[++i];
-        else goto missing;
-        rc = zt_config_set(cfg, key, v, ZT_SRC_FLAG, &st);
+        rc = cli_config_flag(cfg, argc, argv, &i, "train", &st);
+        if (rc != ZT_OK) break;
         continue;
     missing:
         snprintf(st.msg, sizeof st.msg, "option '%s' needs a value", a);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "config.h"
 
 void cli_error(const char *fmt, ...) {
     char buf[2048];
@@ -59,6 +60,8 @@ static void usage(FILE *fp) {
             "           ztrain sample --weights FILE [--prompt TEXT] [--length N]\n"
             "  ckpt     list, inspect, verify or export checkpoints\n"
             "           ztrain ckpt list|inspect|verify|export ... (ztrain ckpt --help)\n"
+            "  estimate predict peak memory per rank (device and host, per category)\n"
+            "           ztrain estimate --config FILE --world-size N [--json] [--KEY VALUE ...]\n"
             "  version  print the version\n"
             "\n"
             "'ztrain <command> --help' describes a command's options.\n"
@@ -73,6 +76,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 1, argv + 1);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 1, argv + 1);
     if (!strcmp(cmd, "ckpt")) return cmd_ckpt(argc - 1, argv + 1);
+    if (!strcmp(cmd, "estimate")) return cmd_estimate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("ztrain %d.%d.%d\n", ZTRAIN_VERSION_MAJOR, ZTRAIN_VERSION_MINOR, ZTRAIN_VERSION_PATCH);
         return ZT_EXIT_OK;
@@ -83,4 +87,33 @@ int main(int argc, char **argv) {
     }
     cli_error("unknown command '%s' (try 'ztrain help')", cmd);
     return ZT_EXIT_USAGE;
+}
+
+int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *cmd,
+                    zt_status *st) {
+    const char *a = argv[*i], *v;
+    if (strncmp(a, "--", 2) != 0 || !a[2]) {
+        snprintf(st->msg, sizeof st->msg, "unexpected argument '%s' (options start with --)", a);
+        return st->code = ZT_EINVAL;
+    }
+    char key[256];
+    const char *eq = strchr(a + 2, '=');
+    size_t kl = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+    if (kl >= sizeof key) kl = sizeof key - 1;
+    memcpy(key, a + 2, kl);
+    key[kl] = '\0';
+    int isbool = zt_config_key_is_bool(key);
+    if (isbool < 0) {
+        snprintf(st->msg, sizeof st->msg, "unknown option '--%s' (see 'ztrain %s --help' and "
+                 "docs/config.md)", key, cmd);
+        return st->code = ZT_EINVAL;
+    }
+    if (eq) v = eq + 1;
+    else if (isbool == 1 && (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0)) v = "true";
+    else if (*i + 1 < argc) v = argv[++*i];
+    else {
+        snprintf(st->msg, sizeof st->msg, "option '%s' needs a value", a);
+        return st->code = ZT_EINVAL;
+    }
+    return zt_config_set(cfg, key, v, ZT_SRC_FLAG, st);
 }

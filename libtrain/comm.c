@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "comm.h"
+#include "half.h"
 
 size_t zt_dtype_size(zt_dtype t) {
     switch (t) {
@@ -36,7 +37,7 @@ static MPI_Datatype mpi_type(zt_dtype t) {
     case ZT_I32: return MPI_INT32_T;
     case ZT_I64: return MPI_INT64_T;
     case ZT_U8: return MPI_UINT8_T;
-    case ZT_BF16: case ZT_F16: return MPI_UINT16_T;   /* data movement only */
+    case ZT_BF16: case ZT_F16: return MPI_UINT16_T;   /* sums use the ops below */
     }
     return MPI_DATATYPE_NULL;
 }
@@ -79,17 +80,71 @@ static int wait_req(zt_group *g, MPI_Request *req, int kind, zt_status *st) {
 /* MPI counts are int: split large buffers. */
 #define CHUNK ((size_t)1 << 30)
 
-/* Sums over 16-bit float types need their own MPI_Op. */
-static int need_native(zt_group *g, zt_dtype t, int kind, zt_status *st) {
-    if (t == ZT_BF16 || t == ZT_F16)
-        return zt_fail(st, ZT_EUNSUPPORTED, "%s of 16-bit floats on the %s group is not "
-                       "supported by the MPI backend yet", zt_comm_kind_name(kind), g->name);
+/* ---- sums over 16-bit floats: user-defined commutative MPI_Ops that add
+ * each pair of elements in fp32 and round the result back once (half.h).
+ * Created on first use; freed when MPI finalizes, through the delete
+ * callback of an attribute on MPI_COMM_SELF (MPI deletes those first thing
+ * in MPI_Finalize, while ops can still be freed). */
+
+static void sum_bf16_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    const int n = *len;
+    for (int i = 0; i < n; i++) b[i] = zt_bf16_add(a[i], b[i]);
+}
+
+static void sum_f16_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    const int n = *len;
+    for (int i = 0; i < n; i++) b[i] = zt_f16_add(a[i], b[i]);
+}
+
+static MPI_Op op_sum_bf16 = MPI_OP_NULL, op_sum_f16 = MPI_OP_NULL;
+static int ops_keyval = MPI_KEYVAL_INVALID;
+
+static int free_ops_cb(MPI_Comm c, int keyval, void *attr, void *extra) {
+    (void)c; (void)attr; (void)extra;
+    if (op_sum_bf16 != MPI_OP_NULL) MPI_Op_free(&op_sum_bf16);
+    if (op_sum_f16 != MPI_OP_NULL) MPI_Op_free(&op_sum_f16);
+    MPI_Comm_free_keyval(&keyval);
+    ops_keyval = MPI_KEYVAL_INVALID;
+    return MPI_SUCCESS;
+}
+
+static int create_ops(zt_group *g, int kind, zt_status *st) {
+    int rc = MPI_Op_create(sum_bf16_fn, 1, &op_sum_bf16);
+    if (rc == MPI_SUCCESS) rc = MPI_Op_create(sum_f16_fn, 1, &op_sum_f16);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_ops_cb, &ops_keyval, NULL);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(MPI_COMM_SELF, ops_keyval, NULL);
+    if (rc != MPI_SUCCESS) {
+        if (op_sum_bf16 != MPI_OP_NULL) MPI_Op_free(&op_sum_bf16);
+        if (op_sum_f16 != MPI_OP_NULL) MPI_Op_free(&op_sum_f16);
+        if (ops_keyval != MPI_KEYVAL_INVALID) MPI_Comm_free_keyval(&ops_keyval);
+        return mpi_err(g, st, rc, kind);
+    }
     return ZT_OK;
 }
 
-static int mpi_allreduce_op(zt_group *g, void *buf, size_t n, zt_dtype t, MPI_Op op, zt_status *st) {
+/* The MPI_Op computing `op` (MPI_SUM or MPI_MAX) over elements of type t. */
+static int op_for(zt_group *g, zt_dtype t, MPI_Op op, int kind, MPI_Op *out, zt_status *st) {
+    *out = op;
+    if (t != ZT_BF16 && t != ZT_F16) return ZT_OK;
+    if (op != MPI_SUM)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s (max) of 16-bit floats on the %s group is not "
+                       "supported by the MPI backend", zt_comm_kind_name(kind), g->name);
+    if (op_sum_bf16 == MPI_OP_NULL) ZT_TRY(create_ops(g, kind, st));
+    *out = t == ZT_BF16 ? op_sum_bf16 : op_sum_f16;
+    return ZT_OK;
+}
+
+static int mpi_allreduce_op(zt_group *g, void *buf, size_t n, zt_dtype t, MPI_Op op0, zt_status *st) {
     size_t es = zt_dtype_size(t);
-    ZT_TRY(need_native(g, t, ZT_COMM_ALLREDUCE, st));
+    MPI_Op op;
+    ZT_TRY(op_for(g, t, op0, ZT_COMM_ALLREDUCE, &op, st));
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t c = n - off < CHUNK ? n - off : CHUNK;
         MPI_Request r;
@@ -141,9 +196,10 @@ static uint64_t others_bytes(zt_group *g, const int *counts, zt_dtype t) {
 
 static int mpi_reduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
                                   zt_dtype t, zt_status *st) {
-    ZT_TRY(need_native(g, t, ZT_COMM_REDUCE_SCATTER, st));
+    MPI_Op op;
+    ZT_TRY(op_for(g, t, MPI_SUM, ZT_COMM_REDUCE_SCATTER, &op, st));
     MPI_Request r;
-    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), MPI_SUM, g->comm, &r);
+    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), op, g->comm, &r);
     if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_REDUCE_SCATTER);
     ZT_TRY(wait_req(g, &r, ZT_COMM_REDUCE_SCATTER, st));
     g->calls[ZT_COMM_REDUCE_SCATTER]++;
@@ -178,8 +234,9 @@ static int mpi_allgather_inplace(zt_group *g, void *buf, const int *counts, cons
 
 static int mpi_ireduce_scatter_sum(zt_group *g, const void *send, void *recv, const int *counts,
                                    zt_dtype t, zt_request *r, zt_status *st) {
-    ZT_TRY(need_native(g, t, ZT_COMM_REDUCE_SCATTER, st));
-    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), MPI_SUM, g->comm, &r->req);
+    MPI_Op op;
+    ZT_TRY(op_for(g, t, MPI_SUM, ZT_COMM_REDUCE_SCATTER, &op, st));
+    int rc = MPI_Ireduce_scatter(send, recv, counts, mpi_type(t), op, g->comm, &r->req);
     if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_REDUCE_SCATTER);
     r->kind = ZT_COMM_REDUCE_SCATTER;
     r->active = 1;

@@ -53,7 +53,11 @@ enum ktype {
 #define KF_HI_OPEN   0x02u  /* upper bound exclusive (numbers)          */
 #define KF_NO_HI     0x04u  /* no upper bound (up to the type's max)    */
 #define KF_NONEMPTY  0x08u  /* strings: must not be empty               */
-#define KF_AUTO      0x10u  /* "auto" is recognized but not implemented */
+#define KF_AUTO      0x10u  /* "auto" accepted: 0 (derive), or -1 with KF_FIT */
+#define KF_FIT       0x20u  /* with KF_AUTO: "auto" = fit to the memory limit (-1) */
+#define KF_SIZE      0x40u  /* T_U64: a byte size, "8G", "512M", "auto" = 0 */
+#define KF_ACKPT     0x80u  /* T_STRING: none | blocks | every-K */
+#define KF_REPORT    0x100u /* T_STRING: off | end | N; a flag may omit the value */
 
 typedef struct keydef {
     const char *key;      /* JSON path                                     */
@@ -76,13 +80,14 @@ static const keydef keys[] = {
     /* ---- DeepSpeed batch triple and clipping */
     {"train_batch_size", "batch-size", NULL, NULL, T_INT, FLD(train_batch_size),
      0, 0, KF_NO_HI | KF_AUTO, "0", NULL,
-     "global batch (samples per optimizer step); 0 = derive from the other two"},
+     "global batch (samples per optimizer step); 0 or \"auto\" = derive from the other two"},
     {"train_micro_batch_size_per_gpu", "micro-batch", NULL, NULL, T_INT, FLD(micro_batch),
-     0, 0, KF_NO_HI | KF_AUTO, "0", NULL,
-     "samples per rank per micro-step; 0 = derive (16 if nothing is given)"},
+     0, 0, KF_NO_HI | KF_AUTO | KF_FIT, "0", NULL,
+     "samples per rank per micro-step; 0 = derive (16 if nothing is given); \"auto\" = the "
+     "largest that fits the memory limit, keeping train_batch_size (see docs/memory.md)"},
     {"gradient_accumulation_steps", "grad-accum", NULL, NULL, T_INT, FLD(grad_accum),
      0, 0, KF_NO_HI | KF_AUTO, "0", NULL,
-     "micro-steps per optimizer step; 0 = derive"},
+     "micro-steps per optimizer step; 0 or \"auto\" = derive"},
     {"gradient_clipping", "clip", NULL, NULL, T_DOUBLE, FLD(grad_clip),
      0, 0, KF_NO_HI, "1.0", NULL,
      "clip the global gradient norm to this value; 0 = off"},
@@ -117,6 +122,11 @@ static const keydef keys[] = {
      1, 0, KF_NO_HI, "2", NULL, "overflows tolerated before the scale shrinks"},
     {"fp16.min_loss_scale", NULL, NULL, NULL, T_DOUBLE, FLD(fp16_min_loss_scale),
      0, 0, KF_LO_OPEN | KF_NO_HI, "1", NULL, "lower bound of the dynamic loss scale"},
+    {"communication_data_type", "comm-dtype", NULL, NULL, T_ENUM, FLD(comm_dtype),
+     0, 0, 0, "fp32", "fp32|bf16|fp16",
+     "element type of gradient reductions (all-reduce, reduce-scatter); sums accumulate in "
+     "fp32 per element either way. fp32 in every precision mode unless set: bf16/fp16 halve "
+     "the reduction bytes but round every partial sum"},
 
     /* ---- optimizer */
     {"optimizer.type", NULL, NULL, NULL, T_ENUM, FLD(optimizer_type),
@@ -156,7 +166,7 @@ static const keydef keys[] = {
     {"ztrain.model.context", "context", NULL, NULL, T_INT, FLD(model.context),
      1, 1048576, 0, "128", NULL, "sequence length (tokens per sample)"},
     {"ztrain.model.vocab", "vocab", NULL, NULL, T_INT, FLD(model.vocab),
-     2, 65536, 0, "256", NULL, "vocabulary size"},
+     2, 1048576, 0, "256", NULL, "vocabulary size"},
 
     /* ---- data */
     {"ztrain.data.train", "train", NULL, NULL, T_STRING, FLD(data_train),
@@ -215,6 +225,23 @@ static const keydef keys[] = {
      0, 0, 0, "auto", "auto|true|false",
      "after a preemption checkpoint under Slurm rank 0 runs scontrol requeue: auto = when the "
      "job is requeueable (Requeue=1)"},
+
+    /* ---- memory planner (docs/memory.md) */
+    {"activation_checkpointing.policy", "activation-checkpointing act-ckpt", ZTRAIN_ENV_ACT_CKPT,
+     NULL, T_STRING, FLD(act_ckpt), 0, 0, KF_ACKPT, "none", NULL,
+     "keep only block inputs and recompute blocks in backward: none | blocks | every-K "
+     "(keep the input of every K-th block, recompute groups of K blocks)"},
+    {"ztrain.memory_limit", "memory-limit", NULL, NULL, T_U64,
+     FLD(memory_limit), 0, 0, KF_SIZE, "0", NULL,
+     "memory one rank may use (bytes; K/M/G/T suffixes are binary: 8G = 8 GiB); the "
+     "pre-flight check refuses a run predicted to exceed it; 0 or auto = available memory / "
+     "ranks per node (CPU), free device memory (GPU)"},
+    {"ztrain.force", "force", NULL, NULL, T_BOOL, FLD(force), 0, 0, 0, "false", NULL,
+     "start even when the pre-flight check predicts that the run does not fit"},
+    {"ztrain.memory_report", "memory-report", NULL, NULL, T_STRING, FLD(memory_report),
+     0, 0, KF_REPORT, "off", NULL,
+     "current/peak/predicted memory per category: off | end (at the end) | N (every N steps, "
+     "after each evaluation and at the end); --memory-report alone = end"},
 
     /* ---- pseudo-keys (not printed; they set the keys named in `help`) */
     {"precision", "precision", NULL, NULL, T_PSEUDO, NOFLD, 0, 0, 0, NULL, "fp32|bf16|fp16",
@@ -468,7 +495,11 @@ static void requirement(const keydef *k, char *buf, size_t n) {
         break;
     }
     case T_U64:
-        snprintf(buf, n, "must be an integer in [0, %llu]", ULLONG_MAX);
+        if (k->kf & KF_SIZE)
+            snprintf(buf, n, "must be a size in bytes, optionally with a K, M, G or T suffix "
+                     "(binary: 8G = 8 GiB), or 0/auto");
+        else
+            snprintf(buf, n, "must be an integer in [0, %llu]", ULLONG_MAX);
         break;
     case T_DOUBLE:
     case T_PAIR: {
@@ -505,7 +536,11 @@ static void requirement(const keydef *k, char *buf, size_t n) {
         break;
     }
     case T_STRING:
-        if (strcmp(k->key, "ztrain.checkpoint.resume") == 0)
+        if (k->kf & KF_ACKPT)
+            snprintf(buf, n, "must be none, blocks or every-K with K an integer >= 1");
+        else if (k->kf & KF_REPORT)
+            snprintf(buf, n, "must be off, end or a step interval N >= 1");
+        else if (strcmp(k->key, "ztrain.checkpoint.resume") == 0)
             snprintf(buf, n, "must be auto, never or a checkpoint path");
         else if (k->kf & KF_NONEMPTY)
             snprintf(buf, n, "must be a non-empty string of at most %zu characters",
@@ -518,8 +553,7 @@ static void requirement(const keydef *k, char *buf, size_t n) {
     }
 }
 
-/* Result of parsing: 0 ok, ZT_EINVAL (use requirement()),
- * ZT_EUNSUPPORTED ("auto"). */
+/* Result of parsing: 0 ok, ZT_EINVAL (use requirement()). */
 
 static int strict_ll(const char *s, long long *out) {
     if (!*s || isspace((unsigned char)*s)) return -1;
@@ -624,8 +658,75 @@ static int parse_pair_str(const char *s, double out[2]) {
     return 0;
 }
 
+/* activation_checkpointing.policy: canonical "none", "blocks" or "every-K". */
+static int parse_ackpt(const char *s, kval *out) {
+    if (strcasecmp(s, "none") == 0 || strcasecmp(s, "false") == 0 || strcasecmp(s, "off") == 0)
+        snprintf(out->canon, sizeof out->canon, "none");
+    else if (strcasecmp(s, "blocks") == 0 || strcasecmp(s, "true") == 0)
+        snprintf(out->canon, sizeof out->canon, "blocks");
+    else if (strncasecmp(s, "every-", 6) == 0) {
+        long long k;
+        if (strict_ll(s + 6, &k) || k < 1 || k > 4096) return ZT_EINVAL;
+        if (k == 1) snprintf(out->canon, sizeof out->canon, "blocks");
+        else snprintf(out->canon, sizeof out->canon, "every-%lld", k);
+    } else
+        return ZT_EINVAL;
+    out->s = out->canon;
+    return ZT_OK;
+}
+
+/* ztrain.memory_report: canonical "off", "end" or a decimal step interval. */
+static int parse_report(const char *s, kval *out) {
+    long long n;
+    if (strcasecmp(s, "off") == 0 || strcasecmp(s, "false") == 0 || strcmp(s, "0") == 0)
+        snprintf(out->canon, sizeof out->canon, "off");
+    else if (strcasecmp(s, "end") == 0 || strcasecmp(s, "true") == 0)
+        snprintf(out->canon, sizeof out->canon, "end");
+    else if (!strict_ll(s, &n) && n >= 1 && n <= INT_MAX)
+        snprintf(out->canon, sizeof out->canon, "%lld", n);
+    else
+        return ZT_EINVAL;
+    out->s = out->canon;
+    return ZT_OK;
+}
+
+int zt_parse_size(const char *s, unsigned long long *out) {
+    if (!s) return -1;
+    while (isspace((unsigned char)*s)) s++;
+    if (strcasecmp(s, "auto") == 0) { *out = 0; return 0; }
+    if (!isdigit((unsigned char)*s) && *s != '.') return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0) return -1;
+    double mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mul = 1024.0; end++; break;
+    case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'P': mul = 1024.0 * 1024 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I')) end++;
+    if (*end == 'B' || *end == 'b') end++;
+    while (isspace((unsigned char)*end)) end++;
+    if (*end) return -1;
+    double b = v * mul;
+    if (b >= 18446744073709551615.0) return -1;
+    if (mul == 1 && b != floor(b)) return -1;   /* a fraction of a byte */
+    *out = (unsigned long long)(b + 0.5);
+    return 0;
+}
+
 static int parse_str(const keydef *k, const char *s, kval *out) {
-    if ((k->kf & KF_AUTO) && strcasecmp(s, "auto") == 0) return ZT_EUNSUPPORTED;
+    if ((k->kf & KF_AUTO) && strcasecmp(s, "auto") == 0) {
+        out->i = (k->kf & KF_FIT) ? ZT_MICRO_BATCH_AUTO : 0;
+        return ZT_OK;
+    }
+    if (k->kf & KF_ACKPT) return parse_ackpt(s, out);
+    if (k->kf & KF_REPORT) return parse_report(s, out);
+    if (k->kf & KF_SIZE) return zt_parse_size(s, &out->u) ? ZT_EINVAL : ZT_OK;
     switch (k->type) {
     case T_INT:
     case T_LONG: {
@@ -810,7 +911,7 @@ int zt_config_source(const zt_config *cfg, const char *key) {
 int zt_config_key_is_bool(const char *key_or_alias) {
     int i = lookup(key_or_alias);
     if (i < 0) return -1;
-    return keys[i].type == T_BOOL;
+    return keys[i].type == T_BOOL || (keys[i].kf & KF_REPORT) != 0;
 }
 
 /* ================================================================ set */
@@ -833,16 +934,13 @@ int zt_config_set(zt_config *cfg, const char *key, const char *value, zt_source 
     }
     const keydef *k = &keys[idx];
     if (!value) {
-        if (k->type != T_BOOL)
+        if (k->type != T_BOOL && !(k->kf & KF_REPORT))
             return zt_fail(st, ZT_EINVAL, "key '%s' needs a value", k->key);
         value = "true";
     }
     kval v;
     memset(&v, 0, sizeof v);
     int rc = parse_str(k, value, &v);
-    if (rc == ZT_EUNSUPPORTED)
-        return zt_fail(st, rc, "%s%s=%s: %s: \"auto\" is not implemented yet; give a number",
-                       src == ZT_SRC_FLAG ? "--" : "", name, value, k->key);
     if (rc != ZT_OK) {
         char req[256];
         requirement(k, req, sizeof req);
@@ -891,9 +989,6 @@ static int walk(zt_config *cfg, const char *file, const char *prefix, json_t *ob
             kval kv;
             memset(&kv, 0, sizeof kv);
             int rc = parse_json(k, v, &kv);
-            if (rc == ZT_EUNSUPPORTED)
-                return zt_fail(st, rc, "%s: key '%s': \"auto\" is not implemented yet; "
-                               "give a number", file, path);
             if (rc != ZT_OK) {
                 char req[256];
                 requirement(k, req, sizeof req);
@@ -961,9 +1056,6 @@ static int apply_env(zt_config *cfg, int idx, const char *name, const char *val,
     kval v;
     memset(&v, 0, sizeof v);
     int rc = parse_str(k, val, &v);
-    if (rc == ZT_EUNSUPPORTED)
-        return zt_fail(st, rc, "%s=%s: %s: \"auto\" is not implemented yet; give a number",
-                       name, val, k->key);
     if (rc != ZT_OK) {
         char req[256];
         requirement(k, req, sizeof req);
@@ -1032,18 +1124,9 @@ int zt_config_load_env(zt_config *cfg, zt_status *st) {
 /* Valid settings that this build cannot run yet.  Later work removes these
  * refusals one by one as features land; nothing here is silently ignored. */
 static int check_implemented(const zt_config *c, zt_status *st) {
-    if (c->bf16_enabled)
-        return zt_fail(st, ZT_EUNSUPPORTED,
-                       "bf16.enabled=true is not implemented yet in this build; "
-                       "use fp32 (bf16.enabled=false)");
-    if (c->fp16_enabled)
-        return zt_fail(st, ZT_EUNSUPPORTED,
-                       "fp16.enabled=true is not implemented yet in this build; "
-                       "use fp32 (fp16.enabled=false)");
-    if (strcmp(c->offload_optimizer, "none") != 0)
-        return zt_fail(st, ZT_EUNSUPPORTED,
-                       "zero_optimization.offload_optimizer.device=%s is not implemented yet "
-                       "in this build; use none", c->offload_optimizer);
+    /* bf16 / fp16 (precision.h) and offload_optimizer=cpu are implemented;
+     * on the CPU backend the offloaded state is host memory anyway, and only
+     * its accounting changes */
     if (strcmp(c->offload_param, "none") != 0)
         return zt_fail(st, ZT_EUNSUPPORTED,
                        "zero_optimization.offload_param.device=%s is not implemented yet "
@@ -1145,11 +1228,19 @@ static void reset_derived(zt_config *c) {
     }
 }
 
-static int finalize_into(zt_config *c, int world, zt_status *st) {
+static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
     reset_derived(c);
+    if (c->micro_batch == ZT_MICRO_BATCH_AUTO)
+        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is chosen against "
+                       "the memory limit when training starts (zt_ctx_create) or by 'ztrain "
+                       "estimate'; zt_config_finalize alone cannot pick it");
     if (c->bf16_enabled && c->fp16_enabled)
         return zt_fail(st, ZT_EINVAL, "bf16.enabled and fp16.enabled are both true; "
                        "enable at most one");
+    if (strcmp(c->offload_optimizer, "none") != 0 && c->zero_stage < 1)
+        return zt_fail(st, ZT_EINVAL,
+                       "zero_optimization.offload_optimizer.device=%s needs "
+                       "zero_optimization.stage >= 1 (as in DeepSpeed)", c->offload_optimizer);
     if (c->model.n_embd % c->model.n_head != 0)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d must be divisible by "
                        "ztrain.model.n_head=%d", c->model.n_embd, c->model.n_head);
@@ -1169,26 +1260,54 @@ static int finalize_into(zt_config *c, int world, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "scheduler.params.warmup_num_steps=%d must be <= "
                        "scheduler.params.total_num_steps=%d", c->warmup_steps,
                        c->total_steps);
-    ZT_TRY(check_implemented(c, st));
+    if (check_impl) ZT_TRY(check_implemented(c, st));
     c->world_size = world;
     c->finalized = 1;
     return ZT_OK;
 }
 
-int zt_config_finalize(zt_config *cfg, int world_size, zt_status *st) {
+static int finalize_checked(zt_config *cfg, int world_size, int check_impl, zt_status *st) {
     if (!cfg) return zt_fail(st, ZT_EINVAL, "zt_config_finalize: no config");
     if (world_size < 1)
         return zt_fail(st, ZT_EINVAL, "zt_config_finalize: world_size=%d must be >= 1",
                        world_size);
     zt_config *tmp = zt_config_dup(cfg);
     if (!tmp) return zt_fail(st, ZT_ENOMEM, "out of memory finalizing the configuration");
-    int rc = finalize_into(tmp, world_size, st);
+    int rc = finalize_into(tmp, world_size, check_impl, st);
     if (rc != ZT_OK) {
         zt_config_free(tmp);
         return rc;
     }
     commit(cfg, tmp);
     return ZT_OK;
+}
+
+int zt_config_finalize(zt_config *cfg, int world_size, zt_status *st) {
+    return finalize_checked(cfg, world_size, 1, st);
+}
+
+int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st) {
+    return finalize_checked(cfg, world_size, 0, st);
+}
+
+int zt_config_act_ckpt_k(const zt_config *cfg) {
+    const char *p = cfg->act_ckpt;
+    if (strcmp(p, "blocks") == 0) return 1;
+    if (strncmp(p, "every-", 6) == 0) {
+        long k = strtol(p + 6, NULL, 10);
+        return k >= 1 ? (int)k : 1;
+    }
+    return 0;
+}
+
+int zt_config_memory_report(const zt_config *cfg) {
+    const char *p = cfg->memory_report;
+    if (strcmp(p, "end") == 0) return 0;
+    if (isdigit((unsigned char)*p)) {
+        long n = strtol(p, NULL, 10);
+        return n >= 1 && n <= INT_MAX ? (int)n : -1;
+    }
+    return -1;
 }
 
 /* ================================================================ output */
@@ -1198,7 +1317,10 @@ static void value_text(const zt_config *c, const keydef *k, char *buf, size_t n)
     const void *f = cfieldp(c, k);
     char a[64], b[64];
     switch (k->type) {
-    case T_INT: snprintf(buf, n, "%d", *(const int *)f); break;
+    case T_INT:
+        if ((k->kf & KF_FIT) && *(const int *)f == ZT_MICRO_BATCH_AUTO) snprintf(buf, n, "\"auto\"");
+        else snprintf(buf, n, "%d", *(const int *)f);
+        break;
     case T_LONG: snprintf(buf, n, "%ld", *(const long *)f); break;
     case T_U64: snprintf(buf, n, "%llu", *(const unsigned long long *)f); break;
     case T_BOOL: snprintf(buf, n, "%s", *(const int *)f ? "true" : "false"); break;
@@ -1212,6 +1334,19 @@ static void value_text(const zt_config *c, const keydef *k, char *buf, size_t n)
     case T_ENUM: snprintf(buf, n, "\"%s\"", (const char *)f); break;
     default: snprintf(buf, n, "?");
     }
+}
+
+int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt_status *st) {
+    int i = cfg && key ? lookup(key) : -1;
+    if (i < 0 || keys[i].type == T_PSEUDO)
+        return zt_fail(st, ZT_EINVAL, "unknown configuration key '%s'", key ? key : "(null)");
+    if (keys[i].type == T_STRING || keys[i].type == T_ENUM)
+        snprintf(buf, n, "%s", (const char *)cfieldp(cfg, &keys[i]));
+    else if ((keys[i].kf & KF_FIT) && *(const int *)cfieldp(cfg, &keys[i]) == ZT_MICRO_BATCH_AUTO)
+        snprintf(buf, n, "auto");
+    else
+        value_text(cfg, &keys[i], buf, n);
+    return ZT_OK;
 }
 
 char *zt_config_describe(const zt_config *cfg) {
@@ -1266,7 +1401,9 @@ static int needed_precision(const zt_config *c) {
 static json_t *leaf_json(const zt_config *c, const keydef *k) {
     const void *f = cfieldp(c, k);
     switch (k->type) {
-    case T_INT: return json_integer(*(const int *)f);
+    case T_INT:
+        if ((k->kf & KF_FIT) && *(const int *)f == ZT_MICRO_BATCH_AUTO) return json_string("auto");
+        return json_integer(*(const int *)f);
     case T_LONG: return json_integer(*(const long *)f);
     case T_U64: {
         unsigned long long u = *(const unsigned long long *)f;

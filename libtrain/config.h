@@ -41,6 +41,8 @@ struct zt_config {
     int fp16_loss_scale_window;   /* fp16.loss_scale_window, default 1000 */
     int fp16_hysteresis;          /* fp16.hysteresis, default 2 */
     double fp16_min_loss_scale;   /* fp16.min_loss_scale, default 1 */
+    char comm_dtype[8];           /* communication_data_type: fp32 | bf16 | fp16 (gradient
+                                   * reductions), default fp32 */
 
     /* optimizer: type must be "AdamW" */
     char optimizer_type[32];
@@ -92,7 +94,17 @@ struct zt_config {
     char offload_param[8];        /* zero_optimization.offload_param.device: none | cpu */
     int shard_group_size;         /* zero_optimization.shard_group_size, 0 = world */
     double comm_timeout_s;        /* ztrain.comm_timeout_s, 0 = no limit */
+
+    /* memory planner (memplan.h, docs/memory.md) */
+    char act_ckpt[16];            /* activation_checkpointing.policy: none | blocks | every-K */
+    unsigned long long memory_limit; /* ztrain.memory_limit bytes per rank, 0 = auto */
+    int force;                    /* ztrain.force: start even if predicted not to fit */
+    char memory_report[16];       /* ztrain.memory_report: off | end | N */
 };
+
+/* train_micro_batch_size_per_gpu = "auto" is stored as this value; it is
+ * resolved against the memory limit (memplan.h) before finalize. */
+#define ZT_MICRO_BATCH_AUTO (-1)
 
 /* Copy (deep) a configuration. Returns NULL on allocation failure. */
 zt_config *zt_config_dup(const zt_config *cfg);
@@ -107,6 +119,15 @@ const char *zt_source_name(int src);
 /* 1 if the key (JSON path or flag alias) is boolean (so a flag may be given
  * without a value), 0 if it takes a value, -1 if unknown. */
 int zt_config_key_is_bool(const char *key_or_alias);
+/* Like zt_config_finalize, but accepts settings this build cannot run yet
+ * (bf16/fp16, offload, the cuda backend): for memory estimates only. */
+int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st);
+/* activation_checkpointing.policy as a group size: 0 none, 1 blocks, K every-K. */
+int zt_config_act_ckpt_k(const zt_config *cfg);
+/* ztrain.memory_report: -1 off, 0 at the end only, N every N steps. */
+int zt_config_memory_report(const zt_config *cfg);
+/* Parse a byte size ("8G", "512MiB", "1.5T", "123", "auto" = 0); -1 if malformed. */
+int zt_parse_size(const char *s, unsigned long long *out);
 /* Help text for every key: flags, env names, type/range, default, meaning.
  * Caller frees with free(); NULL on allocation failure. */
 char *zt_config_help_text(void);

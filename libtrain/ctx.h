@@ -4,10 +4,20 @@
 #include <stdio.h>
 #include "comm.h"
 #include "config.h"
+#include "gpt.h"
+#include "memplan.h"
 #include "model.h"
 #include "optim.h"
 #include "shard.h"
 #include "state.h"
+
+/* A model's activation state for one batch shape plus the token arrays the
+ * data source fills (tagged like the activations). */
+typedef struct zt_batch_buf {
+    void *acts;
+    int *inputs, *targets;       /* [B, T] each */
+    int B, T;
+} zt_batch_buf;
 
 struct zt_ctx {
     zt_config *cfg;              /* finalized copy */
@@ -15,11 +25,12 @@ struct zt_ctx {
     const zt_backend *be;
     zt_group *world;
     int rank, nranks, threads;
-    zt_gpt *model;
-    zt_shard *sh;                /* the ZeRO engine */
-    zt_gpt_acts acts;            /* training [micro_batch, context] */
-    zt_gpt_acts eval_acts;       /* forward-only [eval_batch_size, context] */
-    zt_gpt_acts sample_acts;     /* forward-only [1, context] */
+    zt_model *model;             /* layout + the model's operations */
+    int own_model_self;          /* built-in model: freed with the context */
+    zt_shard *sh;                /* the ZeRO engine (the model's zt_units) */
+    zt_batch_buf acts;           /* training [micro_batch, context] */
+    zt_batch_buf eval_acts;      /* forward-only [eval_batch_size, context] */
+    zt_batch_buf sample_acts;    /* forward-only [1, context] */
     zt_adamw opt;
     zt_data_source train, val;
     int has_train, has_val;
@@ -31,7 +42,19 @@ struct zt_ctx {
     int n_owned;
     zt_step_hook hook;
     void *hook_user;
+    zt_precision prec;           /* parameter storage precision */
+    zt_loss_scaler scaler;       /* fp16 loss scaling (disabled otherwise) */
+    long inject_overflow[16];    /* test hook ZT_TEST_OVERFLOW_STEPS: steps (1-based) */
+    int n_inject_overflow;       /* whose gradients are made to overflow */
+    zt_memplan plan;             /* the pre-flight prediction (built-in GPT) */
+    int have_plan;
+    uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
 };
+
+/* Allocate / free a batch buffer through the model's acts_create. */
+int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
+                       zt_status *st);
+void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b);
 
 /* Log through the callback (printf-style). */
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) ZT_PRINTF(3, 4);

@@ -40,21 +40,19 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
 
 /* ------------------------------------------------------- memory accounting */
 
-/* Every allocation libtrain makes for training state is tagged. */
-typedef enum zt_mem_tag {
-    ZT_MEM_PARAMS = 0,
-    ZT_MEM_GRADS,
-    ZT_MEM_OPTIMIZER,
-    ZT_MEM_GATHERED,     /* gathered parameter units (ZeRO-3) */
-    ZT_MEM_ACTIVATIONS,
-    ZT_MEM_COMM,         /* communication buffers */
-    ZT_MEM_WORKSPACE,
-    ZT_MEM_EVAL,         /* eval-only activations */
-    ZT_MEM_NTAGS
-} zt_mem_tag;
+/* Every allocation libtrain makes for training state is tagged with a
+ * zt_mem_category (ztrain.h). */
+#define ZT_MEM_NTAGS ZT_MEM_CATEGORIES
+
+/* OR'd into a tag: the block is placed in host memory because the
+ * configuration offloads it (zero_optimization.offload_optimizer: AdamW state
+ * and fp32 master weights).  It counts in its category as always, and also
+ * in that category's host counters, which the memory report shows. */
+#define ZT_MEM_ON_HOST 0x100
 
 const char *zt_mem_tag_name(int tag);
-/* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure. */
+/* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure.
+ * tag: a category, optionally | ZT_MEM_ON_HOST. */
 void *zt_mem_alloc(size_t bytes, int tag, zt_status *st);
 /* Free an accounted allocation (NULL is fine). */
 void zt_mem_free(void *p);
@@ -62,6 +60,8 @@ typedef struct zt_mem_stats {
     uint64_t cur[ZT_MEM_NTAGS];
     uint64_t peak[ZT_MEM_NTAGS];
     uint64_t cur_total, peak_total;
+    /* the part of each category placed in host memory by offloading */
+    uint64_t host_cur[ZT_MEM_NTAGS], host_peak[ZT_MEM_NTAGS];
 } zt_mem_stats;
 void zt_mem_get(zt_mem_stats *out);
 void zt_mem_reset_peaks(void);

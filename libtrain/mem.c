@@ -19,7 +19,9 @@ const char *zt_mem_tag_name(int tag) {
     return (tag >= 0 && tag < ZT_MEM_NTAGS) ? tag_names[tag] : "?";
 }
 
-void *zt_mem_alloc(size_t bytes, int tag, zt_status *st) {
+void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
+    const int on_host = (tag_flags & ZT_MEM_ON_HOST) != 0;
+    const int tag = tag_flags & ~ZT_MEM_ON_HOST;
     if (tag < 0 || tag >= ZT_MEM_NTAGS) {
         zt_fail(st, ZT_EINTERNAL, "zt_mem_alloc: bad tag %d", tag);
         return NULL;
@@ -34,8 +36,12 @@ void *zt_mem_alloc(size_t bytes, int tag, zt_status *st) {
     memset(raw, 0, total);
     mem_hdr *h = (mem_hdr *)raw;
     h->bytes = bytes;
-    h->tag = tag;
+    h->tag = tag | (on_host ? ZT_MEM_ON_HOST : 0);
     h->magic = MAGIC;
+    if (on_host) {
+        g_mem.host_cur[tag] += bytes;
+        if (g_mem.host_cur[tag] > g_mem.host_peak[tag]) g_mem.host_peak[tag] = g_mem.host_cur[tag];
+    }
     g_mem.cur[tag] += bytes;
     g_mem.cur_total += bytes;
     if (g_mem.cur[tag] > g_mem.peak[tag]) g_mem.peak[tag] = g_mem.cur[tag];
@@ -46,8 +52,10 @@ void *zt_mem_alloc(size_t bytes, int tag, zt_status *st) {
 void zt_mem_free(void *p) {
     if (!p) return;
     mem_hdr *h = (mem_hdr *)((char *)p - HDR);
-    if (h->magic == MAGIC && h->tag >= 0 && h->tag < ZT_MEM_NTAGS) {
-        g_mem.cur[h->tag] -= h->bytes;
+    const int tag = h->tag & ~ZT_MEM_ON_HOST;
+    if (h->magic == MAGIC && tag >= 0 && tag < ZT_MEM_NTAGS) {
+        if (h->tag & ZT_MEM_ON_HOST) g_mem.host_cur[tag] -= h->bytes;
+        g_mem.cur[tag] -= h->bytes;
         g_mem.cur_total -= h->bytes;
         h->magic = 0;
     }
@@ -57,6 +65,9 @@ void zt_mem_free(void *p) {
 void zt_mem_get(zt_mem_stats *out) { *out = g_mem; }
 
 void zt_mem_reset_peaks(void) {
-    for (int i = 0; i < ZT_MEM_NTAGS; ++i) g_mem.peak[i] = g_mem.cur[i];
+    for (int i = 0; i < ZT_MEM_NTAGS; ++i) {
+        g_mem.peak[i] = g_mem.cur[i];
+        g_mem.host_peak[i] = g_mem.host_cur[i];
+    }
     g_mem.peak_total = g_mem.cur_total;
 }

@@ -10,8 +10,10 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
     o->b2 = cfg->beta2;
     o->eps = cfg->eps;
     o->wd = cfg->weight_decay;
-    o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
-    o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), ZT_MEM_OPTIMIZER, st);
+    /* offload_optimizer=cpu: the moments live in host memory */
+    const int tag = ZT_MEM_OPTIMIZER | (strcmp(cfg->offload_optimizer, "none") != 0 ? ZT_MEM_ON_HOST : 0);
+    o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
+    o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
     if (!o->m || !o->v) {
         zt_adamw_free(o);
         return zt_fail_prefix(st, "AdamW state");
@@ -31,7 +33,7 @@ void zt_adamw_begin(zt_adamw *o) {
     o->bc2 = (float)(1.0 - pow(o->b2, (double)o->t));
 }
 
-void zt_adamw_range(zt_adamw *o, const zt_gpt *m, size_t lo, size_t hi, float *p,
+void zt_adamw_range(zt_adamw *o, const zt_model *m, size_t lo, size_t hi, float *p,
                     const float *g, float *mm, float *vv, double lr, double grad_scale) {
     for (int i = 0; i < m->n_tensors; ++i) {
         const zt_tensor_info *t = &m->tensors[i];

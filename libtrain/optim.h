@@ -19,7 +19,7 @@ void zt_adamw_free(zt_adamw *o);
 void zt_adamw_begin(zt_adamw *o);
 /* Update the logical elements [lo, hi): p, g, mm, vv point at element lo.
  * Weight decay only where the element's tensor is marked decay. */
-void zt_adamw_range(zt_adamw *o, const zt_gpt *m, size_t lo, size_t hi, float *p,
+void zt_adamw_range(zt_adamw *o, const zt_model *m, size_t lo, size_t hi, float *p,
                     const float *g, float *mm, float *vv, double lr, double grad_scale);
 
 /* Learning rate for 0-based step s (the step about to be taken). */

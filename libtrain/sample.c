@@ -48,24 +48,28 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
         if (prompt[i] < 0 || prompt[i] >= mc->vocab)
             return zt_fail(st, ZT_EINVAL, "prompt token %d at %d outside vocab %d",
                            prompt[i], i, mc->vocab);
-    if (!ctx->sample_acts.block)
-        ZT_TRY(zt_gpt_acts_alloc(ctx->model, 1, mc->context, 0, ZT_MEM_WORKSPACE,
-                                 &ctx->sample_acts, st));
+    const zt_model *m = ctx->model;
+    if (!m->ops->probs)
+        return zt_fail(st, ZT_EUNSUPPORTED, "model '%s' does not provide next-token "
+                       "probabilities (zt_model_ops.probs): it cannot be sampled",
+                       m->ops->name ? m->ops->name : "?");
+    if (!ctx->sample_acts.acts)
+        ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->sample_acts, 1, mc->context, 0, ZT_MEM_WORKSPACE,
+                                  st));
     int total = n_prompt + n_new;
     int *seq = malloc(sizeof(int) * (size_t)total);
     double *w = malloc(sizeof(double) * (size_t)mc->vocab);
     if (!seq || !w) { free(seq); free(w); return zt_fail(st, ZT_ENOMEM, "out of memory (sampling)"); }
     memcpy(seq, prompt, sizeof(int) * (size_t)n_prompt);
     int len = n_prompt;
-    zt_gpt_acts *a = &ctx->sample_acts;
+    zt_batch_buf *a = &ctx->sample_acts;
     for (int i = 0; i < n_new; ++i) {
         int T = len < mc->context ? len : mc->context;
         memcpy(a->inputs, seq + len - T, sizeof(int) * (size_t)T);
         double unused;
-        zt_shard_set_training(ctx->sh, 0);
-        int rc = zt_gpt_forward(ctx->model, a, T, 0, &unused, st);
+        int rc = zt_shard_forward(ctx->sh, a->acts, a->inputs, NULL, 1, T, 0, &unused, st);
         if (rc != ZT_OK) { free(seq); free(w); return rc; }
-        const float *p = a->probs + (size_t)(T - 1) * mc->vocab;
+        const float *p = m->ops->probs(m->self, a->acts, 0, T - 1);
         int tok = draw(p, mc->vocab, temperature, top_k, zt_u01(zt_hash3(seed, (uint64_t)i, 0x73616d70ULL)), w);
         seq[len++] = tok;
         out[i] = tok;

@@ -1,88 +1,205 @@
 /* shard.c -- the ZeRO sharding engine (see shard.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "shard.h"
 
 int zt_shard_model_flags(int stage) {
     switch (stage) {
-    case 0: case 1: return ZT_GPT_PARAMS | ZT_GPT_GRADS;
-    case 2: return ZT_GPT_PARAMS;
+    case 0: case 1: return ZT_MODEL_PARAMS | ZT_MODEL_GRADS;
+    case 2: return ZT_MODEL_PARAMS;
     default: return 0;
     }
+}
+
+int zt_shard_model_flags_prec(int stage, zt_precision prec) {
+    int f = zt_shard_model_flags(stage);
+    return prec == ZT_PREC_FP32 ? f : f & ~ZT_MODEL_PARAMS;
+}
+
+static int mixed(const zt_shard *sh) { return sh->prec != ZT_PREC_FP32; }
+
+/* The precision whose 16-bit conversions handle element type t. */
+static zt_precision prec_of_dtype(zt_dtype t) {
+    return t == ZT_BF16 ? ZT_PREC_BF16 : t == ZT_F16 ? ZT_PREC_FP16 : ZT_PREC_FP32;
+}
+
+/* Mixed: the 16-bit storage of unit u's owned slice. */
+static uint16_t *store_slice(zt_shard *sh, int u) {
+    zt_unit_shard *us = &sh->u[u];
+    return sh->stage == 3 ? sh->pshard16 + us->soff : sh->p16 + us->off + us->lo;
 }
 
 size_t zt_shard_optim_elems(const zt_shard *sh) {
     return sh->stage == 0 ? sh->m->num_params : sh->shard_total;
 }
 
-/* ------------------------------------------------------------ hooks */
+/* ------------------------------------------------------------ the unit API */
 
 static const char *unit_name(zt_shard *sh, int u) { return sh->m->units[u].name; }
 
 /* Start gathering unit u's parameters (stage 3) unless present or pending. */
 static int gather_start(zt_shard *sh, int u, zt_status *st) {
-    if (sh->gathered[u]) return ZT_OK;
+    if (sh->gathered[u] || (sh->view && sh->view[u])) return ZT_OK;
     zt_unit_shard *us = &sh->u[u];
-    float *buf = zt_mem_alloc(us->n * sizeof(float), ZT_MEM_GATHERED, st);
+    const size_t es = sh->pes;
+    char *buf = zt_mem_alloc(us->n * es, ZT_MEM_GATHERED, st);
     if (!buf) return zt_fail_prefix(st, "gathering unit %s", unit_name(sh, u));
-    memcpy(buf + us->lo, sh->pshard + us->soff, us->len * sizeof(float));
+    const void *own = mixed(sh) ? (const void *)(sh->pshard16 + us->soff)
+                                : (const void *)(sh->pshard + us->soff);
+    memcpy(buf + us->lo * es, own, us->len * es);
     sh->gathered[u] = buf;
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, ZT_F32, &sh->req[u], st);
+    return sh->shard->ops->iallgather_inplace(sh->shard, buf, us->counts, us->displs, sh->pdt,
+                                              &sh->req[u], st);
 }
 
 static int gather_finish(zt_shard *sh, int u, zt_status *st) {
     ZT_TRY(gather_start(sh, u, st));
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    ZT_TRY(sh->shard->ops->wait(sh->shard, &sh->req[u], st));
-    zt_gpt_bind_unit(sh->m, u, sh->gathered[u], &sh->m->p);
-    return ZT_OK;
+    return sh->shard->ops->wait(sh->shard, &sh->req[u], st);
 }
 
-static void release(zt_shard *sh, int u) {
-    if (!sh->gathered[u] || sh->req[u].active) return;
+static int release(zt_shard *sh, int u, zt_status *st) {
+    if (sh->view && sh->view[u]) {
+        zt_mem_free(sh->view[u]);
+        sh->view[u] = NULL;
+    }
+    if (!sh->gathered[u]) return ZT_OK;
+    if (sh->req[u].active) ZT_TRY(sh->shard->ops->wait(sh->shard, &sh->req[u], st));
     zt_mem_free(sh->gathered[u]);
     sh->gathered[u] = NULL;
+    return ZT_OK;
 }
 
-static int next_unit(zt_shard *sh, int u, int phase) {
-    int last = sh->nu - 1;   /* final norm */
-    if (phase == ZT_FWD) return u >= 1 && u < last ? u + 1 : -1;
-    if (u == last) return last - 1 >= 1 ? last - 1 : 0;
-    return u >= 1 ? u - 1 : -1;
+static int release_all(zt_shard *sh, zt_status *st) {
+    int rc = ZT_OK;
+    for (int u = 0; (sh->stage == 3 || mixed(sh)) && u < sh->nu; ++u) {
+        int r = release(sh, u, st);
+        if (rc == ZT_OK) rc = r;
+    }
+    return rc;
 }
 
-static int hook_need(void *user, int u, int phase, zt_status *st) {
-    zt_shard *sh = user;
+static int check_unit(zt_units *U, int u, const char *fn, zt_status *st) {
+    if (!U) return zt_fail(st, ZT_EINVAL, "%s: no engine", fn);
+    if (u < 0 || u >= U->nu)
+        return zt_fail(st, ZT_EINVAL, "%s: unit %d out of range (the model has %d units)", fn, u, U->nu);
+    if (U->pass == ZT_PASS_NONE)
+        return zt_fail(st, ZT_EINVAL, "%s(unit %s): called outside forward/backward", fn,
+                       U->m->units[u].name);
+    return ZT_OK;
+}
+
+/* Mixed: unit u's fp32 compute copy, widened from the 16-bit storage (at
+ * stage 3 from the gathered unit, whose 16-bit buffer is freed then). */
+static int make_view(zt_shard *sh, int u, zt_status *st) {
+    if (sh->view[u]) return ZT_OK;
+    zt_unit_shard *us = &sh->u[u];
+    const uint16_t *src = sh->p16 ? sh->p16 + us->off : NULL;
     if (sh->stage == 3) {
         ZT_TRY(gather_finish(sh, u, st));
-        int nx = next_unit(sh, u, phase);
-        if (nx >= 0) ZT_TRY(gather_start(sh, nx, st));   /* prefetch */
+        src = sh->gathered[u];
     }
-    if (phase == ZT_BWD && sh->stage >= 2 && !sh->bucket[u]) {
+    float *v = zt_mem_alloc(us->n * sizeof(float), ZT_MEM_GATHERED, st);
+    if (!v) return zt_fail_prefix(st, "fp32 copy of unit %s", unit_name(sh, u));
+    zt_prec_widen(sh->be, sh->prec, v, src, us->n);
+    sh->view[u] = v;
+    if (sh->stage == 3) {
+        zt_mem_free(sh->gathered[u]);
+        sh->gathered[u] = NULL;
+    }
+    return ZT_OK;
+}
+
+float *zt_unit_params(zt_units *U, int u, zt_status *st) {
+    if (check_unit(U, u, "zt_unit_params", st) != ZT_OK) return NULL;
+    zt_shard *sh = U;
+    if (mixed(sh)) {
+        if (make_view(sh, u, st) != ZT_OK) return NULL;
+    } else {
+        if (sh->stage < 3) return sh->m->params + sh->u[u].off;
+        if (gather_finish(sh, u, st) != ZT_OK) return NULL;
+    }
+    if (sh->stage == 3 && !sh->seen[u]) {
+        /* first use in this pass: prefetch the next unit in pass order */
+        sh->seen[u] = 1;
+        int nx = sh->pass == ZT_PASS_FWD ? u + 1 : u - 1;
+        if (nx >= 0 && nx < sh->nu && !sh->seen[nx] && gather_start(sh, nx, st) != ZT_OK)
+            return NULL;
+    }
+    return mixed(sh) ? sh->view[u] : (float *)sh->gathered[u];
+}
+
+int zt_unit_release(zt_units *U, int u, zt_status *st) {
+    ZT_TRY(check_unit(U, u, "zt_unit_release", st));
+    return U->stage == 3 || mixed(U) ? release(U, u, st) : ZT_OK;
+}
+
+float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
+    if (check_unit(U, u, "zt_unit_grads", st) != ZT_OK) return NULL;
+    zt_shard *sh = U;
+    if (sh->pass != ZT_PASS_BWD) {
+        zt_fail(st, ZT_EINVAL, "zt_unit_grads(unit %s): gradients exist only in backward",
+                unit_name(sh, u));
+        return NULL;
+    }
+    sh->gopen[u] = 1;
+    if (sh->stage < 2) return sh->m->grads + sh->u[u].off;
+    if (!sh->bucket[u]) {
         sh->bucket[u] = zt_mem_alloc(sh->u[u].n * sizeof(float), ZT_MEM_COMM, st);
-        if (!sh->bucket[u]) return zt_fail_prefix(st, "gradient bucket for unit %s", unit_name(sh, u));
-        zt_gpt_bind_unit(sh->m, u, sh->bucket[u], &sh->m->g);
+        if (!sh->bucket[u]) {
+            zt_fail_prefix(st, "gradient bucket for unit %s", unit_name(sh, u));
+            return NULL;
+        }
     }
-    return ZT_OK;
+    return sh->bucket[u];
 }
 
-static int hook_done(void *user, int u, int phase, zt_status *st) {
-    zt_shard *sh = user;
-    if (sh->stage != 3) return ZT_OK;
-    /* The tied embedding serves the LM head at the end of the forward and
-     * the start of the backward: keep it across that boundary. */
-    if (u == 0 && phase == ZT_FWD && sh->training_pass) return ZT_OK;
-    release(sh, u);
-    return ZT_OK;
-}
-
-static int hook_grads_ready(void *user, int u, zt_status *st) {
-    zt_shard *sh = user;
-    if (sh->stage < 2) return ZT_OK;
+/* Sum unit u's gradient g[n] over the shard group in the gradient dtype;
+ * this rank's slice (fp32) into out[len]. */
+static int rs_unit(zt_shard *sh, int u, const float *g, float *out, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
     zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->bucket[u], sh->rs_buf, us->counts, ZT_F32, st));
+    if (sh->gdt == ZT_F32)
+        return sh->shard->ops->reduce_scatter_sum(sh->shard, g, out, us->counts, ZT_F32, st);
+    if (sh->G == 1) {   /* nothing to sum: no rounding */
+        memcpy(out, g + us->lo, us->len * sizeof(float));
+        return ZT_OK;
+    }
+    const zt_precision p = prec_of_dtype(sh->gdt);
+    zt_prec_narrow(sh->be, p, sh->g16, g, us->n);
+    ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, sh->g16, sh->rs16, us->counts, sh->gdt, st));
+    zt_prec_widen(sh->be, p, out, sh->rs16, us->len);
+    return ZT_OK;
+}
+
+/* In-place sum of gradients buf[n] over group g in the gradient dtype (a
+ * 16-bit dtype goes through g16 in pieces of max_unit elements). */
+static int allreduce_grads(zt_shard *sh, zt_group *g, float *buf, size_t n, zt_status *st) {
+    if (sh->gdt == ZT_F32) return g->ops->allreduce_sum(g, buf, n, ZT_F32, st);
+    if (g->size == 1) return ZT_OK;
+    const zt_precision p = prec_of_dtype(sh->gdt);
+    const size_t cap = sh->max_unit ? sh->max_unit : 1;
+    for (size_t off = 0; off < n; off += cap) {
+        const size_t c = n - off < cap ? n - off : cap;
+        zt_prec_narrow(sh->be, p, sh->g16, buf + off, c);
+        ZT_TRY(g->ops->allreduce_sum(g, sh->g16, c, sh->gdt, st));
+        zt_prec_widen(sh->be, p, buf + off, sh->g16, c);
+    }
+    return ZT_OK;
+}
+
+int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
+    ZT_TRY(check_unit(U, u, "zt_unit_grads_done", st));
+    zt_shard *sh = U;
+    if (!sh->gopen[u])
+        return zt_fail(st, ZT_EINVAL, "zt_unit_grads_done(unit %s) without zt_unit_grads",
+                       unit_name(sh, u));
+    sh->gopen[u] = 0;
+    if (sh->stage < 2) return ZT_OK;
+    zt_unit_shard *us = &sh->u[u];
+    ZT_TRY(rs_unit(sh, u, sh->bucket[u], sh->rs_buf, st));
     float *dst = sh->gshard + us->soff;
     for (size_t i = 0; i < us->len; ++i) dst[i] += sh->rs_buf[i];
     zt_mem_free(sh->bucket[u]);
@@ -90,11 +207,58 @@ static int hook_grads_ready(void *user, int u, zt_status *st) {
     return ZT_OK;
 }
 
+int zt_units_count(const zt_units *U) { return U ? U->nu : 0; }
+size_t zt_unit_numel(const zt_units *U, int u) {
+    return U && u >= 0 && u < U->nu ? U->u[u].n : 0;
+}
+
+static void begin_pass(zt_shard *sh, int pass) {
+    sh->pass = pass;
+    memset(sh->seen, 0, (size_t)sh->nu);
+    memset(sh->gopen, 0, (size_t)sh->nu);
+}
+
+int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,
+                     int T, int training, double *loss_sum, zt_status *st) {
+    zt_model *m = sh->m;
+    begin_pass(sh, ZT_PASS_FWD);
+    int rc = m->ops->forward(m->self, sh, acts, inputs, targets, B, T, loss_sum, st);
+    if (!training || rc != ZT_OK) {
+        zt_status tmp;
+        int r2 = release_all(sh, rc == ZT_OK ? st : &tmp);
+        if (rc == ZT_OK) rc = r2;
+    }
+    sh->pass = ZT_PASS_NONE;
+    return rc;
+}
+
+int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
+    zt_model *m = sh->m;
+    begin_pass(sh, ZT_PASS_BWD);
+    int rc = m->ops->backward(m->self, sh, acts, dloss, st);
+    for (int u = 0; rc == ZT_OK && u < sh->nu; ++u)
+        if (sh->gopen[u])
+            rc = zt_fail(st, ZT_EINVAL, "model '%s': backward ended without zt_unit_grads_done "
+                         "for unit %s", m->ops->name ? m->ops->name : "?", unit_name(sh, u));
+    zt_status tmp;
+    int r2 = release_all(sh, rc == ZT_OK ? st : &tmp);
+    if (rc == ZT_OK) rc = r2;
+    sh->pass = ZT_PASS_NONE;
+    return rc;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
-int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out, zt_status *st) {
+int zt_shard_create(zt_model *m, int stage, int G, zt_group *world, zt_shard **out, zt_status *st) {
+    return zt_shard_create_ex(m, stage, G, world, NULL, out, st);
+}
+
+int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_shard_prec *prec,
+                       zt_shard **out, zt_status *st) {
     *out = NULL;
-    int W = world->size;
+    if (!world && stage != 0)
+        return zt_fail(st, ZT_EINVAL, "ZeRO stage %d needs a communication group", stage);
+    int W = world ? world->size : 1;
     if (stage == 0) G = W;
     if (G < 1 || G > W || W % G)
         return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the world size %d", G, W);
@@ -106,10 +270,19 @@ int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out
     sh->world = world;
     sh->G = G;
     sh->R = W / G;
-    sh->r = world->rank % G;
-    sh->rr = world->rank / G;
+    sh->r = world ? world->rank % G : 0;
+    sh->rr = world ? world->rank / G : 0;
     sh->nu = m->n_units;
+    sh->prec = prec ? prec->prec : ZT_PREC_FP32;
+    sh->pes = zt_precision_elem_size(sh->prec);
+    sh->pdt = zt_precision_dtype(sh->prec);
+    sh->gdt = prec ? prec->grad_comm : ZT_F32;
     int rc = ZT_OK;
+    if (mixed(sh) && m->params) {
+        rc = zt_fail(st, ZT_EINTERNAL, "mixed precision: the model must not keep an fp32 "
+                     "parameter block (zt_shard_model_flags_prec)");
+        goto fail;
+    }
     if (G == W) sh->shard = world;
     else if ((rc = zt_group_split(world, sh->rr, sh->r, "shard", &sh->shard, st)) != ZT_OK) goto fail;
     if (sh->R > 1 && stage > 0 &&
@@ -118,7 +291,11 @@ int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out
     sh->gathered = calloc((size_t)sh->nu, sizeof *sh->gathered);
     sh->req = calloc((size_t)sh->nu, sizeof *sh->req);
     sh->bucket = calloc((size_t)sh->nu, sizeof *sh->bucket);
-    if (!sh->u || !sh->gathered || !sh->req || !sh->bucket) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
+    sh->seen = calloc((size_t)sh->nu, 1);
+    sh->gopen = calloc((size_t)sh->nu, 1);
+    if (mixed(sh)) sh->view = calloc((size_t)sh->nu, sizeof *sh->view);
+    if (!sh->u || !sh->gathered || !sh->req || !sh->bucket || !sh->seen || !sh->gopen ||
+        (mixed(sh) && !sh->view)) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
     int g = stage == 0 ? 1 : G, r = stage == 0 ? 0 : sh->r;
     size_t soff = 0, max_len = 1;
     for (int u = 0; u < sh->nu; ++u) {
@@ -145,15 +322,27 @@ int zt_shard_create(zt_gpt *m, int stage, int G, zt_group *world, zt_shard **out
         if (us->n > sh->max_unit) sh->max_unit = us->n;
     }
     sh->shard_total = soff;
-    if (stage == 3 && !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_PARAMS, st))) { rc = st->code; goto fail; }
+    if (mixed(sh)) {
+        /* 16-bit storage, fp32 master weights (compact, like the AdamW state) */
+        const size_t np = m->num_params ? m->num_params : 1;
+        const int mtag = ZT_MEM_OPTIMIZER | (prec->offload_optimizer ? ZT_MEM_ON_HOST : 0);
+        if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ZT_MEM_PARAMS, st);
+        else sh->p16 = zt_mem_alloc(np * 2, ZT_MEM_PARAMS, st);
+        if (!(sh->p16 || sh->pshard16) ||
+            !(sh->master = zt_mem_alloc((soff ? soff : 1) * sizeof(float), mtag, st))) {
+            rc = st->code;
+            goto fail;
+        }
+    }
+    if (sh->gdt != ZT_F32 && world && world->size > 1 &&
+        (!(sh->g16 = zt_mem_alloc((sh->max_unit ? sh->max_unit : 1) * 2, ZT_MEM_COMM, st)) ||
+         (stage >= 1 && !(sh->rs16 = zt_mem_alloc(max_len * 2, ZT_MEM_COMM, st))))) {
+        rc = st->code;
+        goto fail;
+    }
+    if (stage == 3 && !mixed(sh) && !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_PARAMS, st))) { rc = st->code; goto fail; }
     if (stage >= 2 && !(sh->gshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_GRADS, st))) { rc = st->code; goto fail; }
     if (stage >= 1 && !(sh->rs_buf = zt_mem_alloc(max_len * sizeof(float), ZT_MEM_COMM, st))) { rc = st->code; goto fail; }
-    if (stage >= 2) {
-        m->hooks.user = sh;
-        m->hooks.need = hook_need;
-        m->hooks.done = hook_done;
-        m->hooks.grads_ready = hook_grads_ready;
-    }
     *out = sh;
     return ZT_OK;
 fail:
@@ -163,7 +352,6 @@ fail:
 
 void zt_shard_free(zt_shard *sh) {
     if (!sh) return;
-    if (sh->m && sh->m->hooks.user == sh) memset(&sh->m->hooks, 0, sizeof sh->m->hooks);
     for (int u = 0; sh->u && u < sh->nu; ++u) {
         free(sh->u[u].counts);
         free(sh->u[u].displs);
@@ -173,8 +361,15 @@ void zt_shard_free(zt_shard *sh) {
             zt_mem_free(sh->gathered[u]);
         }
         if (sh->bucket && sh->bucket[u]) zt_mem_free(sh->bucket[u]);
+        if (sh->view && sh->view[u]) zt_mem_free(sh->view[u]);
     }
     zt_mem_free(sh->pshard);
+    zt_mem_free(sh->p16);
+    zt_mem_free(sh->pshard16);
+    zt_mem_free(sh->master);
+    zt_mem_free(sh->g16);
+    zt_mem_free(sh->rs16);
+    free(sh->view);
     zt_mem_free(sh->gshard);
     zt_mem_free(sh->rs_buf);
     if (sh->shard && sh->shard != sh->world) zt_group_free(sh->shard);
@@ -183,18 +378,38 @@ void zt_shard_free(zt_shard *sh) {
     free(sh->gathered);
     free(sh->req);
     free(sh->bucket);
+    free(sh->seen);
+    free(sh->gopen);
     free(sh);
 }
 
-void zt_shard_init_params(zt_shard *sh, uint64_t seed) {
-    if (sh->stage < 3) {
-        zt_gpt_init_params(sh->m, seed);
-        return;
+int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
+    if (!mixed(sh) && sh->stage < 3) {
+        zt_model_init_range(sh->m, seed, 0, sh->m->num_params, sh->m->params);
+        return ZT_OK;
+    }
+    if (mixed(sh) && sh->stage < 3) {
+        /* every rank needs the whole 16-bit block: initialize unit by unit
+         * (a pure function of the seed), keep the owned slice as master */
+        float *tmp = zt_mem_alloc((sh->max_unit ? sh->max_unit : 1) * sizeof(float),
+                                  ZT_MEM_WORKSPACE, NULL);
+        if (!tmp) return ZT_ENOMEM;
+        for (int u = 0; u < sh->nu; ++u) {
+            zt_unit_shard *us = &sh->u[u];
+            zt_model_init_range(sh->m, seed, us->off, us->off + us->n, tmp);
+            memcpy(sh->master + us->soff, tmp + us->lo, us->len * sizeof(float));
+            zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, tmp, us->n);
+        }
+        zt_mem_free(tmp);
+        return ZT_OK;
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        zt_gpt_init_range(sh->m, seed, us->off + us->lo, us->off + us->lo + us->len, sh->pshard + us->soff);
+        float *dst = mixed(sh) ? sh->master + us->soff : sh->pshard + us->soff;
+        zt_model_init_range(sh->m, seed, us->off + us->lo, us->off + us->lo + us->len, dst);
+        if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->pshard16 + us->soff, dst, us->len);
     }
+    return ZT_OK;
 }
 
 void zt_shard_zero_grads(zt_shard *sh) {
@@ -205,11 +420,11 @@ void zt_shard_zero_grads(zt_shard *sh) {
 /* ------------------------------------------------------------ the step */
 
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
-    zt_gpt *m = sh->m;
-    zt_group_where(sh->world, "step %ld, gradient reduction", sh->step + 1);
+    zt_model *m = sh->m;
     if (sh->stage == 0) {
-        if (sh->world->size > 1)
-            ZT_TRY(sh->world->ops->allreduce_sum(sh->world, m->grads, m->num_params, ZT_F32, st));
+        if (!sh->world || sh->world->size == 1) return ZT_OK;
+        zt_group_where(sh->world, "step %ld, gradient reduction", sh->step + 1);
+        ZT_TRY(allreduce_grads(sh, sh->world, m->grads, m->num_params, st));
         return ZT_OK;
     }
     if (sh->stage == 1) {
@@ -217,14 +432,13 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
             float *g = m->grads + us->off;
-            zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
             if (sh->G > 1) {
-                ZT_TRY(sh->shard->ops->reduce_scatter_sum(sh->shard, g, sh->rs_buf, us->counts, ZT_F32, st));
+                ZT_TRY(rs_unit(sh, u, g, sh->rs_buf, st));
                 memcpy(g + us->lo, sh->rs_buf, us->len * sizeof(float));
             }
             if (sh->replica) {
                 zt_group_where(sh->replica, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-                ZT_TRY(sh->replica->ops->allreduce_sum(sh->replica, g + us->lo, us->len, ZT_F32, st));
+                ZT_TRY(allreduce_grads(sh, sh->replica, g + us->lo, us->len, st));
             }
         }
         return ZT_OK;
@@ -232,7 +446,7 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
     /* stages 2-3: slices were reduce-scattered during backward */
     if (sh->replica) {
         zt_group_where(sh->replica, "step %ld, gradient shards", sh->step + 1);
-        ZT_TRY(sh->replica->ops->allreduce_sum(sh->replica, sh->gshard, sh->shard_total, ZT_F32, st));
+        ZT_TRY(allreduce_grads(sh, sh->replica, sh->gshard, sh->shard_total, st));
     }
     return ZT_OK;
 }
@@ -242,9 +456,46 @@ static float *grad_slice(zt_shard *sh, int u) {
     zt_unit_shard *us = &sh->u[u];
     return sh->stage >= 2 ? sh->gshard + us->soff : sh->m->grads + us->off + us->lo;
 }
-static float *param_slice(zt_shard *sh, int u) {
+float *zt_shard_param_slice(zt_shard *sh, int u) {
     zt_unit_shard *us = &sh->u[u];
+    if (mixed(sh)) return sh->master + us->soff;
     return sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
+}
+
+void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite) {
+    size_t nf = 0;
+    if (sh->stage == 0) {
+        nf = zt_prec_unscale_check(sh->be, sh->m->grads, sh->m->num_params, inv_scale);
+    } else {
+        for (int u = 0; u < sh->nu; ++u)
+            nf += zt_prec_unscale_check(sh->be, grad_slice(sh, u), sh->u[u].len, inv_scale);
+    }
+    *nonfinite = nf;
+}
+
+void zt_shard_poison_grad(zt_shard *sh) {
+    for (int u = 0; u < sh->nu; ++u) {
+        if (!sh->u[u].len) continue;
+        const float inf = INFINITY;
+        sh->be->to_device(grad_slice(sh, u), &inf, sizeof inf);
+        return;
+    }
+}
+
+int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
+    if (!mixed(sh)) return ZT_OK;
+    for (int u = 0; u < sh->nu; ++u)
+        zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), sh->master + sh->u[u].soff,
+                       sh->u[u].len);
+    if (sh->stage >= 1 && sh->stage <= 2 && sh->G > 1) {
+        for (int u = 0; u < sh->nu; ++u) {
+            zt_unit_shard *us = &sh->u[u];
+            zt_group_where(sh->shard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+            ZT_TRY(sh->shard->ops->allgather_inplace(sh->shard, sh->p16 + us->off, us->counts,
+                                                     us->displs, sh->pdt, st));
+        }
+    }
+    return ZT_OK;
 }
 
 int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
@@ -263,18 +514,20 @@ int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
 }
 
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st) {
-    zt_gpt *m = sh->m;
+    zt_model *m = sh->m;
     zt_adamw_begin(o);
-    if (sh->stage == 0) {
+    if (sh->stage == 0 && !mixed(sh)) {
         zt_adamw_range(o, m, 0, m->num_params, m->params, m->grads, o->m, o->v, lr, grad_scale);
         return ZT_OK;
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
         if (!us->len) continue;
-        zt_adamw_range(o, m, us->off + us->lo, us->off + us->lo + us->len, param_slice(sh, u),
-                       grad_slice(sh, u), o->m + us->soff, o->v + us->soff, lr, grad_scale);
+        zt_adamw_range(o, m, us->off + us->lo, us->off + us->lo + us->len,
+                       zt_shard_param_slice(sh, u), grad_slice(sh, u), o->m + us->soff,
+                       o->v + us->soff, lr, grad_scale);
     }
+    if (mixed(sh)) return zt_shard_refresh_params(sh, st);
     if (sh->stage <= 2 && sh->G > 1) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
@@ -289,8 +542,8 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
 /* ------------------------------------------------------------ export */
 
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
-    if (sh->stage < 3) {
-        *out = sh->m->params;
+    if (sh->stage == 0 || (sh->stage < 3 && !mixed(sh))) {
+        *out = mixed(sh) ? sh->master : sh->m->params;
         *owned = 0;
         return ZT_OK;
     }
@@ -298,7 +551,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     if (!full) return zt_fail_prefix(st, "gathering full parameters");
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        memcpy(full + us->off + us->lo, sh->pshard + us->soff, us->len * sizeof(float));
+        memcpy(full + us->off + us->lo, zt_shard_param_slice(sh, u), us->len * sizeof(float));
         if (sh->G > 1) {
             int rc = sh->shard->ops->allgather_inplace(sh->shard, full + us->off, us->counts, us->displs, ZT_F32, st);
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
@@ -310,6 +563,18 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
 }
 
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
+    if (mixed(sh)) {
+        for (int u = 0; u < sh->nu; ++u) {
+            zt_unit_shard *us = &sh->u[u];
+            memcpy(sh->master + us->soff, full + us->off + us->lo, us->len * sizeof(float));
+        }
+        if (sh->stage < 3) zt_prec_narrow(sh->be, sh->prec, sh->p16, full, sh->m->num_params);
+        else
+            for (int u = 0; u < sh->nu; ++u)
+                zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), sh->master + sh->u[u].soff,
+                               sh->u[u].len);
+        return;
+    }
     if (sh->stage < 3) {
         if (sh->m->params != full) memcpy(sh->m->params, full, sh->m->num_params * sizeof(float));
         return;

@@ -1,5 +1,6 @@
 /*
- * shard.h -- the ZeRO sharding engine.
+ * shard.h -- the ZeRO sharding engine; to a model it is the zt_units of the
+ * public unit API (ztrain.h), which it implements.
  *
  * Units (model.h) are cut into contiguous slices over a shard group of G
  * consecutive ranks: the rank with group index r owns [r*S, min((r+1)*S, n))
@@ -17,14 +18,38 @@
  *   stage 3  as 2, and parameters sharded: a unit is all-gathered just
  *            before its forward and again before its backward and freed
  *            after use; the next unit's gather is started non-blocking while
- *            the current one computes.  The embedding unit (tied LM head)
- *            stays gathered from the encoder to the head's backward.
+ *            the current one computes (unit u+1 in forward, u-1 in
+ *            backward, started when unit u is first asked for in a pass).
+ *            A model keeps a unit gathered by not releasing it (the GPT
+ *            keeps its tied embedding from the encoder to the head's
+ *            backward).
+ *
+ * Mixed precision (bf16 / fp16, precision.h): parameters are stored in 16
+ * bits -- the full block at stages 0-2, the owned slices at stage 3 -- and
+ * the parameter all-gathers move 16-bit elements.  The fp32 master weights
+ * of the elements a rank updates sit beside its AdamW moments (same compact
+ * layout: all of them at stage 0, the owned slices otherwise); the update
+ * writes them and rounds them into the 16-bit storage (then all-gathers it
+ * at stages 1-2).  zt_unit_params hands the model an fp32 copy of the unit
+ * widened from the 16-bit storage (after the gather at stage 3), freed at
+ * release or at the end of the pass.  Gradients are fp32 (the model
+ * accumulates into fp32 buffers; stages 2-3 add each reduced micro-step
+ * into the fp32 shard), and are summed across ranks in grad_comm: a 16-bit
+ * grad_comm rounds each rank's contribution and each partial sum.
  */
 #ifndef ZT_SHARD_H
 #define ZT_SHARD_H
 #include "comm.h"
 #include "model.h"
 #include "optim.h"
+#include "precision.h"
+
+/* Precision options of the engine (zt_shard_create_ex). */
+typedef struct zt_shard_prec {
+    zt_precision prec;        /* parameter storage: fp32, bf16, fp16 */
+    zt_dtype grad_comm;       /* element type of gradient reductions: ZT_F32, ZT_BF16, ZT_F16 */
+    int offload_optimizer;    /* fp32 master weights placed in host memory (accounting) */
+} zt_shard_prec;
 
 typedef struct zt_unit_shard {
     size_t n;          /* unit elements */
@@ -34,56 +59,98 @@ typedef struct zt_unit_shard {
     int *counts, *displs;  /* per shard-group rank, for the collectives */
 } zt_unit_shard;
 
-typedef struct zt_shard {
+typedef struct zt_units zt_shard;
+enum { ZT_PASS_NONE = 0, ZT_PASS_FWD, ZT_PASS_BWD };
+
+struct zt_units {
     int stage;
     int G, r;                 /* shard group size and index in it */
     int R, rr;                /* replica groups and index in them */
     zt_group *world, *shard, *replica;  /* shard == world when G == W; replica NULL when R == 1 */
-    zt_gpt *m;
+    zt_model *m;
     const zt_backend *be;
     int nu;
     zt_unit_shard *u;
     size_t shard_total;       /* elements this rank owns (sum of len) */
     size_t max_unit;
-    float *pshard;            /* stage 3: owned fp32 parameters */
+    float *pshard;            /* stage 3, fp32: owned parameters */
     float *gshard;            /* stage >= 2: owned gradients, accumulated */
     float *rs_buf;            /* reduce-scatter receive buffer [max slice] */
-    float **gathered;         /* stage 3: per unit gathered params or NULL */
+    void **gathered;          /* stage 3: per unit gathered params (storage type) or NULL */
     zt_request *req;          /* stage 3: per unit pending gather */
     float **bucket;           /* stage >= 2: per unit gradient bucket or NULL */
-    int training_pass;        /* forward is followed by a backward */
+    unsigned char *seen;      /* per unit: asked for in the current pass */
+    unsigned char *gopen;     /* per unit: zt_unit_grads without grads_done yet */
+    int pass;                 /* ZT_PASS_* */
     long step;                /* for error context */
-} zt_shard;
 
-/* Build the plan; allocates shard buffers; installs model hooks. The model
- * must have been created with the buffers the stage keeps (see
- * zt_shard_model_flags). */
-int zt_shard_create(zt_gpt *m, int stage, int shard_group, zt_group *world, zt_shard **out,
+    /* precision (fp32: prec == ZT_PREC_FP32 and every pointer below NULL) */
+    zt_precision prec;
+    size_t pes;               /* bytes per stored parameter element: 4 or 2 */
+    zt_dtype pdt;             /* their element type */
+    zt_dtype gdt;             /* gradient reductions */
+    uint16_t *p16;            /* mixed, stages 0-2: the full 16-bit parameter block */
+    uint16_t *pshard16;       /* mixed, stage 3: owned 16-bit parameters */
+    float *master;            /* mixed: fp32 master weights, laid out like the AdamW
+                               * state (unit u's slice at u.soff) */
+    float **view;             /* mixed: per unit fp32 compute copy or NULL */
+    uint16_t *g16;            /* 16-bit gradient reductions: send buffer [max_unit] */
+    uint16_t *rs16;           /* ... and reduce-scatter receive buffer [max slice] */
+};
+
+/* Build the plan and allocate shard buffers.  The model must have been
+ * created with the blocks the stage keeps (zt_shard_model_flags_prec).
+ * world may be NULL: one process, no communication (stage 0 only).
+ * prec NULL: fp32. */
+int zt_shard_create_ex(zt_model *m, int stage, int shard_group, zt_group *world,
+                       const zt_shard_prec *prec, zt_shard **out, zt_status *st);
+/* zt_shard_create_ex in fp32. */
+int zt_shard_create(zt_model *m, int stage, int shard_group, zt_group *world, zt_shard **out,
                     zt_status *st);
 void zt_shard_free(zt_shard *sh);
-/* Which full blocks the model keeps at a stage (ZT_GPT_* flags). */
+/* Which full blocks the model keeps at a stage (ZT_MODEL_* flags): fp32,
+ * and for a precision (mixed: never the fp32 parameter block). */
 int zt_shard_model_flags(int stage);
+int zt_shard_model_flags_prec(int stage, zt_precision prec);
+
+/* Run the model's forward through the engine.  training: a backward on
+ * the same acts follows (units the model keeps stay gathered); otherwise
+ * every gathered unit is released afterwards. */
+int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,
+                     int T, int training, double *loss_sum, zt_status *st);
+/* Run the model's backward of the last training forward. */
+int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st);
 
 /* Initialize parameters (every stage: identical values to a replicated init). */
-void zt_shard_init_params(zt_shard *sh, uint64_t seed);
+int zt_shard_init_params(zt_shard *sh, uint64_t seed);
 /* Start a step: zero gradient storage. */
 void zt_shard_zero_grads(zt_shard *sh);
-/* Whether the next forward is followed by a backward (stage 3 keeps the
- * embedding unit gathered for the LM head's backward). */
-static inline void zt_shard_set_training(zt_shard *sh, int t) { sh->training_pass = t; }
 /* After the last micro-step: finish the gradient reduction. */
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st);
+/* Multiply the gradients this rank owns by inv_scale (fp16 unscaling;
+ * skipped when 1) and count the non-finite ones among them. */
+void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite);
+/* Test hook: make this rank's first owned gradient +inf (forced overflow). */
+void zt_shard_poison_grad(zt_shard *sh);
 /* Global gradient norm squared (over shards; identical on every rank). */
 int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st);
 /* AdamW on this rank's slices, then re-assemble parameters (stages 1-2). */
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st);
+/* The fp32 values this rank updates for unit u (master weights when mixed,
+ * else the parameters themselves), unit u's slice. */
+float *zt_shard_param_slice(zt_shard *sh, int u);
+/* Mixed: round the master weights into the 16-bit storage and, at stages
+ * 1-2, all-gather it (collective).  fp32: nothing. */
+int zt_shard_refresh_params(zt_shard *sh, zt_status *st);
 /* Moments this rank keeps: Psi at stage 0, the owned slice otherwise. */
 size_t zt_shard_optim_elems(const zt_shard *sh);
 
-/* Full parameters for export: a pointer to the model's block (stages 0-2) or
- * a gathered copy (stage 3, collective; *owned = 1: free with zt_mem_free). */
+/* Full fp32 parameters for export (the master weights when mixed): a pointer
+ * to a full block this rank has (fp32 stages 0-2, mixed stage 0) or a
+ * gathered copy (otherwise; collective; *owned = 1: free with zt_mem_free). */
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st);
-/* Set every parameter from a full block present on every rank. */
+/* Set every parameter (the master weights when mixed, and the 16-bit
+ * storage from them) from a full fp32 block present on every rank. */
 void zt_shard_set_full_params(zt_shard *sh, const float *full);
 
 #endif

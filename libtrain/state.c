@@ -9,7 +9,7 @@ void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
 }
 
 int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
-    const zt_gpt *m = ctx->model;
+    const zt_model *m = ctx->model;
     const zt_shard *sh = ctx->sh;
     if (!ctx->owned) {
         ctx->owned = calloc((size_t)m->n_units, sizeof *ctx->owned);
@@ -28,14 +28,16 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
             if (a >= b) continue;
             o->lo = ui->offset + a;
             o->hi = ui->offset + b;
-            o->param = m->params + o->lo;
+            /* stage 0 keeps the master weights (mixed) like the moments:
+             * indexed by the flat offset */
+            o->param = (sh->master ? sh->master : m->params) + o->lo;
             o->m = ctx->opt.m + o->lo;
             o->v = ctx->opt.v + o->lo;
         } else {
             if (!us->len) continue;
             o->lo = us->off + us->lo;
             o->hi = o->lo + us->len;
-            o->param = sh->stage == 3 ? sh->pshard + us->soff : m->params + o->lo;
+            o->param = zt_shard_param_slice(ctx->sh, u);
             o->m = ctx->opt.m + us->soff;
             o->v = ctx->opt.v + us->soff;
         }
@@ -52,28 +54,52 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     out->world = ctx->nranks;
     out->stage = sh->stage;
     out->shard_group = sh->stage == 0 ? ctx->nranks : sh->G;
+    out->has_scaler = ctx->scaler.enabled;
+    out->scaler = ctx->scaler.s;
     return ZT_OK;
+}
+
+int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st) {
+    if (!ctx->scaler.enabled) return ZT_OK;
+    return zt_scaler_set_state(&ctx->scaler, s, st);
 }
 
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     zt_train_state s;
     ZT_TRY(zt_ctx_owned_state(ctx, &s, st));
-    zt_gpt *m = ctx->model;
+    zt_model *m = ctx->model;
     zt_shard *sh = ctx->sh;
     if (sh->stage == 0 && ctx->nranks > 1) {
-        /* zero what this rank does not own, then sum: the owned slices are
-         * disjoint, so everybody ends with every value */
-        float *bufs[3] = {m->params, ctx->opt.m, ctx->opt.v};
-        for (int k = 0; k < 3; ++k) {
-            size_t at = 0;
-            for (int i = 0; i < s.n_ranges; ++i) {
-                memset(bufs[k] + at, 0, (s.ranges[i].lo - at) * sizeof(float));
-                at = s.ranges[i].hi;
-            }
-            memset(bufs[k] + at, 0, (m->num_params - at) * sizeof(float));
-            zt_group_where(ctx->world, "restoring checkpoint");
-            ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, bufs[k], m->num_params, ZT_F32, st));
+        /* every rank restored its owned slice of each unit (the world-wide
+         * split of zt_ctx_owned_state): all-gather the slices in place */
+        int W = ctx->nranks;
+        int *counts = malloc(sizeof(int) * (size_t)W), *displs = malloc(sizeof(int) * (size_t)W);
+        if (!counts || !displs) {
+            free(counts);
+            free(displs);
+            return zt_fail(st, ZT_ENOMEM, "out of memory (restore)");
         }
+        float *bufs[3] = {sh->master ? sh->master : m->params, ctx->opt.m, ctx->opt.v};
+        int rc = ZT_OK;
+        for (int u = 0; rc == ZT_OK && u < m->n_units; ++u) {
+            size_t n = m->units[u].numel, S = zt_shard_len(n, W);
+            for (int i = 0; i < W; ++i) {
+                size_t a = (size_t)i * S < n ? (size_t)i * S : n, b = a + S < n ? a + S : n;
+                displs[i] = (int)a;
+                counts[i] = (int)(b - a);
+            }
+            zt_group_where(ctx->world, "restoring checkpoint, unit %s", m->units[u].name);
+            for (int k = 0; rc == ZT_OK && k < 3; ++k)
+                rc = ctx->world->ops->allgather_inplace(ctx->world, bufs[k] + m->units[u].offset,
+                                                        counts, displs, ZT_F32, st);
+        }
+        free(counts);
+        free(displs);
+        ZT_TRY(rc);
+    }
+    if (sh->master) {
+        /* mixed: the 16-bit parameters are the master weights rounded */
+        ZT_TRY(zt_shard_refresh_params(sh, st));
     } else if ((sh->stage == 1 || sh->stage == 2) && sh->G > 1) {
         /* parameters are replicated at stages 1-2: assemble them */
         for (int u = 0; u < sh->nu; ++u) {

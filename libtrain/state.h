@@ -13,6 +13,7 @@
 #define ZT_STATE_H
 #include "internal.h"
 #include "model.h"
+#include "precision.h"
 
 /* ceil(n / g): slice length of a unit of n elements over g ranks. */
 static inline size_t zt_shard_len(size_t n, int g) { return (n + (size_t)g - 1) / (size_t)g; }
@@ -25,13 +26,15 @@ typedef struct zt_owned_range {
 } zt_owned_range;
 
 typedef struct zt_train_state {
-    const zt_gpt *model;  /* tensor table: names, shapes, offsets */
+    const zt_model *model;  /* tensor table: names, shapes, offsets */
     int n_ranges;
     zt_owned_range *ranges;  /* owned by the context; valid until it changes */
     int writer;           /* this rank writes its ranges (replica index 0) */
     long step;            /* optimizer steps completed */
     long adam_t;          /* AdamW updates applied (bias correction) */
     int world, stage, shard_group;
+    int has_scaler;       /* fp16: the loss scaler's state below is live */
+    zt_scaler_state scaler;
 } zt_train_state;
 
 /* The ranges this rank owns, with pointers into its live buffers. */
@@ -40,6 +43,9 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st);
  * rebuild the replicated copies (stage 0: everybody gets everything) and set
  * the counters.  Collective. */
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st);
+/* Restore the fp16 loss scaler's state (same on every rank).  A no-op when
+ * this run has no loss scaling; checked (ZT_EDATA on a corrupt state). */
+int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st);
 
 /* Called by zt_train after each optimizer step (after logging/eval).  Return
  * ZT_OK to go on, ZT_EPREEMPTED to stop cleanly (zt_train then returns

@@ -26,6 +26,8 @@ void zt_memory(zt_memory_report *out) {
         out->name[t] = zt_mem_tag_name(t);
         out->current[t] = ms.cur[t];
         out->peak[t] = ms.peak[t];
+        out->host_current[t] = ms.host_cur[t];
+        out->host_peak[t] = ms.host_peak[t];
     }
     out->current_total = ms.cur_total;
     out->peak_total = ms.peak_total;
@@ -47,8 +49,62 @@ static uint64_t comm_total(const zt_ctx *ctx) {
 long zt_ctx_step(const zt_ctx *ctx) { return ctx->step; }
 size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
 
-int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
-                  zt_status *st) {
+int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
+                       zt_status *st) {
+    memset(b, 0, sizeof *b);
+    const zt_model *m = ctx->model;
+    size_t n = (size_t)B * (size_t)T;
+    b->inputs = zt_mem_alloc(n * sizeof(int), tag, st);
+    b->targets = b->inputs ? zt_mem_alloc(n * sizeof(int), tag, st) : NULL;
+    int rc = b->targets ? m->ops->acts_create(m->self, B, T, training, tag, &b->acts, st)
+                        : (st ? st->code : ZT_ENOMEM);
+    if (rc != ZT_OK) {
+        zt_batch_buf_free(ctx, b);
+        return rc;
+    }
+    b->B = B;
+    b->T = T;
+    return ZT_OK;
+}
+
+void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b) {
+    if (b->acts && ctx->model) ctx->model->ops->acts_free(ctx->model->self, b->acts);
+    zt_mem_free(b->inputs);
+    zt_mem_free(b->targets);
+    memset(b, 0, sizeof *b);
+}
+
+/* Test hook: ZT_TEST_OVERFLOW_STEPS="5,6" makes the gradients of those
+ * (1-based) steps overflow on the last rank (fp16 loss-scaler tests; the
+ * variable is outside the ZTRAIN_ namespace on purpose). */
+static int parse_inject_overflow(zt_ctx *ctx, zt_status *st) {
+    const char *e = getenv("ZT_TEST_OVERFLOW_STEPS");
+    ctx->n_inject_overflow = 0;
+    if (!e || !*e) return ZT_OK;
+    const int cap = (int)(sizeof ctx->inject_overflow / sizeof ctx->inject_overflow[0]);
+    const char *p = e;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || ctx->n_inject_overflow == cap || (*end && *end != ','))
+            return zt_fail(st, ZT_EINVAL, "ZT_TEST_OVERFLOW_STEPS=%s: expected up to %d "
+                           "comma-separated step numbers >= 1", e, cap);
+        ctx->inject_overflow[ctx->n_inject_overflow++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return ZT_OK;
+}
+
+static int inject_overflow_at(const zt_ctx *ctx, long step) {
+    for (int i = 0; i < ctx->n_inject_overflow; ++i)
+        if (ctx->inject_overflow[i] == step) return 1;
+    return 0;
+}
+
+/* Shared by zt_ctx_create (built-in GPT: ops == NULL) and
+ * zt_ctx_create_model. */
+static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *self,
+                      const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
     if (!zt_rt()->initialized)
@@ -59,9 +115,47 @@ int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
     int rc;
     ctx->cfg = zt_config_dup(cfg_in);
     if (!ctx->cfg) { rc = zt_fail(st, ZT_ENOMEM, "out of memory (config)"); goto fail; }
+    /* The memory planner (memplan.h) runs before anything is allocated:
+     * "auto" micro batch first, then the pre-flight check. */
+    zt_memplan_opts mo;
+    zt_memplan_opts_init(&mo, zt_rt()->world);
+    mo.ranks_per_node = zt_rt()->local_size;
+    const char *limit_what = NULL;
+    uint64_t limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, &limit_what);
+    char why[640] = "";
+    if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
+        if (ops) {
+            rc = zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is planned for "
+                         "the built-in GPT only; give a number for model '%s'",
+                         ops->name ? ops->name : "?");
+            goto fail;
+        }
+        if ((rc = zt_memplan_auto_micro(ctx->cfg, &mo, limit, ZT_MEMPLAN_AUTO_MARGIN, why,
+                                        sizeof why, st)) != ZT_OK) goto fail;
+    }
     if ((rc = zt_config_finalize(ctx->cfg, zt_rt()->world, st)) != ZT_OK) goto fail;
     if ((rc = zt_rt_check_slurm(st)) != ZT_OK) goto fail;
     const zt_config *c = ctx->cfg;
+    if (why[0]) zt_log(ctx, ZT_LOG_INFO, "train_micro_batch_size_per_gpu=auto: %s", why);
+    if (!ops) {   /* a model of the caller's own: its activations are unknown here */
+        int forced = 0;
+        if ((rc = zt_memplan_check(c, &mo, limit, limit_what, &ctx->plan, &forced, st)) != ZT_OK)
+            goto fail;
+        ctx->have_plan = 1;
+        ctx->mem_limit = limit;
+        char pk[32], lim[32];
+        zt_memplan_fmt_bytes((double)ctx->plan.peak_bytes, pk, sizeof pk);
+        zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+        if (forced)
+            zt_log(ctx, ZT_LOG_WARN, "memory: predicted peak %s per rank exceeds the limit %s (%s); "
+                   "starting anyway (ztrain.force)", pk, lim, limit_what);
+        else if (limit)
+            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, limit_what);
+        else
+            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
+    }
 
     ctx->be = zt_backend_cpu();
     ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
@@ -71,14 +165,39 @@ int zt_ctx_create(const zt_config *cfg_in, const zt_callbacks *cb, zt_ctx **out,
     ctx->rank = ctx->world->rank;
     ctx->nranks = ctx->world->size;
 
-    if ((rc = zt_gpt_create(&c->model, ctx->be, zt_shard_model_flags(c->zero_stage), &ctx->model,
-                            st)) != ZT_OK) goto fail;
-    if ((rc = zt_shard_create(ctx->model, c->zero_stage,
-                              c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
-                              ctx->world, &ctx->sh, st)) != ZT_OK) goto fail;
-    zt_shard_init_params(ctx->sh, c->seed);
-    if ((rc = zt_gpt_acts_alloc(ctx->model, c->micro_batch, c->model.context, 1,
-                                ZT_MEM_ACTIVATIONS, &ctx->acts, st)) != ZT_OK) goto fail;
+    int own = 0;
+    if (!ops) {
+        zt_gpt *g;
+        if ((rc = zt_gpt_new(&c->model, ctx->be, &g, st)) != ZT_OK) goto fail;
+        zt_gpt_set_checkpointing(g, zt_config_act_ckpt_k(c));
+        ops = zt_gpt_ops();
+        self = g;
+        own = 1;
+    }
+    ctx->prec = zt_precision_of(c);
+    zt_scaler_init(&ctx->scaler, c);
+    if ((rc = parse_inject_overflow(ctx, st)) != ZT_OK) {
+        if (own) ops->destroy(self);
+        goto fail;
+    }
+    if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
+                              zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
+                              &ctx->model, st)) != ZT_OK) {
+        if (own) ops->destroy(self);
+        goto fail;
+    }
+    ctx->own_model_self = own;
+    const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
+                              strcmp(c->offload_optimizer, "none") != 0};
+    if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
+                                 c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
+                                 ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;
+    if ((rc = zt_shard_init_params(ctx->sh, c->seed)) != ZT_OK) {
+        rc = zt_fail(st, rc, "out of memory initializing the parameters");
+        goto fail;
+    }
+    if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->model.context, 1,
+                                 ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
     if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
     ctx->last_val_loss = NAN;
     *out = ctx;
@@ -88,17 +207,31 @@ fail:
     return rc;
 }
 
+int zt_ctx_create(const zt_config *cfg, const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
+    return ctx_create(cfg, NULL, NULL, cb, out, st);
+}
+
+int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
+                        const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
+    if (!ops) {
+        zt_status_clear(st);
+        *out = NULL;
+        return zt_fail(st, ZT_EINVAL, "zt_ctx_create_model: ops is NULL");
+    }
+    return ctx_create(cfg, ops, self, cb, out, st);
+}
+
 void zt_ctx_free(zt_ctx *ctx) {
     if (!ctx) return;
     if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
     if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
     if (ctx->metrics_fp) fclose(ctx->metrics_fp);
-    zt_gpt_acts_free(&ctx->acts);
-    zt_gpt_acts_free(&ctx->eval_acts);
-    zt_gpt_acts_free(&ctx->sample_acts);
+    zt_batch_buf_free(ctx, &ctx->acts);
+    zt_batch_buf_free(ctx, &ctx->eval_acts);
+    zt_batch_buf_free(ctx, &ctx->sample_acts);
     zt_adamw_free(&ctx->opt);
     zt_shard_free(ctx->sh);
-    zt_gpt_free(ctx->model);
+    zt_model_free(ctx->model, ctx->own_model_self);
     free(ctx->owned);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
@@ -125,17 +258,29 @@ static int metrics_open(zt_ctx *ctx, zt_status *st) {
     return ZT_OK;
 }
 
+static void json_num(char *buf, size_t n, const char *fmt, double v) {
+    if (isfinite(v)) snprintf(buf, n, fmt, v);
+    else snprintf(buf, n, "null");
+}
+
 static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
     if (ctx->metrics_fp) {
-        if (m->kind == ZT_METRIC_STEP)
+        if (m->kind == ZT_METRIC_STEP) {
+            /* JSON has no NaN: a value that is not finite is written null */
+            char loss[32], norm[32], fp16[96] = "";
+            json_num(loss, sizeof loss, "%.6f", m->loss);
+            json_num(norm, sizeof norm, "%.6f", m->grad_norm);
+            if (ctx->scaler.enabled)
+                snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s",
+                         m->loss_scale, m->skipped ? "true" : "false");
             fprintf(ctx->metrics_fp,
-                    "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, "
+                    "{\"step\": %ld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
-                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu}\n",
-                    m->step, m->loss, m->lr, m->grad_norm, m->tokens_per_s, m->step_ms,
+                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s}\n",
+                    m->step, loss, m->lr, norm, m->tokens_per_s, m->step_ms,
                     m->data_wait_ms, (unsigned long long)m->comm_bytes,
-                    (unsigned long long)m->mem_peak_bytes);
-        else
+                    (unsigned long long)m->mem_peak_bytes, fp16);
+        } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
         fflush(ctx->metrics_fp);
@@ -150,17 +295,17 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     const zt_config *c = ctx->cfg;
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
-    zt_gpt *m = ctx->model;
     int B = c->micro_batch, T = c->model.context, A = c->grad_accum;
     long global_batch = (long)B * A * ctx->nranks;
     float dloss = (float)(1.0 / ((double)global_batch * T));
+    /* fp16: the loss (its gradient) is scaled; 1 otherwise */
+    const float loss_scale = zt_scaler_scale(&ctx->scaler);
     double t0 = zt_now_s();
 
     zt_shard *sh = ctx->sh;
     sh->step = ctx->step;
     uint64_t comm0 = comm_total(ctx);
     zt_shard_zero_grads(sh);
-    zt_shard_set_training(sh, 1);
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
@@ -169,9 +314,10 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
                               ctx->acts.targets, st));
         wait_s += zt_now_s() - tw;
         double ls;
-        ZT_TRY(zt_gpt_forward(m, &ctx->acts, T, 1, &ls, st));
+        ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
+                                &ls, st));
         loss_sum += ls;
-        ZT_TRY(zt_gpt_backward(m, &ctx->acts, dloss, st));
+        ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss * loss_scale, st));
     }
     ZT_TRY(zt_shard_reduce_grads(sh, st));
     if (ctx->nranks > 1) {
@@ -179,13 +325,30 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
     }
     double loss = loss_sum / ((double)global_batch * T), sq;
-    ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
-    double norm = sqrt(sq);
-    if (!isfinite(norm) || !isfinite(loss))
-        return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
-                       "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+    int skipped = 0;
+    if (ctx->scaler.enabled) {
+        /* fp16: unscale, then skip the step on every rank if any rank's
+         * gradients (or the loss) overflowed; the scaler adapts */
+        if (inject_overflow_at(ctx, ctx->step + 1) && ctx->rank == ctx->nranks - 1)
+            zt_shard_poison_grad(sh);
+        size_t nonfinite;
+        zt_shard_unscale_check(sh, 1.0f / loss_scale, &nonfinite);
+        if (!isfinite(loss)) nonfinite++;
+        int overflow;
+        zt_group_where(ctx->world, "step %ld, overflow check", ctx->step + 1);
+        ZT_TRY(zt_prec_overflow_any(ctx->world, nonfinite, &overflow, st));
+        ZT_TRY(zt_scaler_update(&ctx->scaler, overflow, ctx->step + 1, &skipped, st));
+    }
+    double norm = NAN;
     double lr = zt_lr_at(c, ctx->step);
-    ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
+    if (!skipped) {
+        ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
+        norm = sqrt(sq);
+        if (!isfinite(norm) || !isfinite(loss))
+            return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
+                           "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+        ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
+    }
     ctx->step++;
 
     double dt = zt_now_s() - t0;
@@ -206,6 +369,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.mem_peak_bytes = ms.peak_total;
     met.data_wait_ms = wait_s * 1e3;
     met.comm_bytes = comm_total(ctx) - comm0;
+    met.loss_scale = loss_scale;
+    met.skipped = skipped;
     /* Rank 0's timing is the one everybody reports. */
     if (ctx->nranks > 1) {
         double tv[4] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes};
@@ -218,9 +383,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
 }
 
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
-    if (ctx->eval_acts.block) return ZT_OK;
-    return zt_gpt_acts_alloc(ctx->model, ctx->cfg->eval_batch_size, ctx->cfg->model.context,
-                             0, ZT_MEM_EVAL, &ctx->eval_acts, st);
+    if (ctx->eval_acts.acts) return ZT_OK;
+    return zt_batch_buf_alloc(ctx, &ctx->eval_acts, ctx->cfg->eval_batch_size,
+                              ctx->cfg->model.context, 0, ZT_MEM_EVAL, st);
 }
 
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
@@ -235,8 +400,8 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T, ctx->eval_acts.inputs,
                             ctx->eval_acts.targets, st));
         double ls;
-        zt_shard_set_training(ctx->sh, 0);
-        ZT_TRY(zt_gpt_forward(ctx->model, &ctx->eval_acts, T, 1, &ls, st));
+        ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
+                                ctx->eval_acts.targets, EB, T, 0, &ls, st));
         sum += ls;
     }
     if (ctx->nranks > 1)
@@ -248,21 +413,18 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
 int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
             double *loss, zt_status *st) {
     zt_status_clear(st);
-    zt_gpt_acts a;
-    ZT_TRY(zt_gpt_acts_alloc(ctx->model, B, T, 0, ZT_MEM_EVAL, &a, st));
-    memcpy(a.inputs, inputs, sizeof(int) * (size_t)B * T);
-    memcpy(a.targets, targets, sizeof(int) * (size_t)B * T);
     for (int i = 0; i < B * T; ++i)
-        if (inputs[i] < 0 || inputs[i] >= ctx->cfg->model.vocab) {
-            zt_gpt_acts_free(&a);
+        if (inputs[i] < 0 || inputs[i] >= ctx->cfg->model.vocab)
             return zt_fail(st, ZT_EINVAL, "token %d at position %d outside vocab %d",
                            inputs[i], i, ctx->cfg->model.vocab);
-        }
-    double ls;
-    zt_shard_set_training(ctx->sh, 0);
-    int rc = zt_gpt_forward(ctx->model, &a, T, 1, &ls, st);
+    zt_batch_buf b;
+    ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, T, 0, ZT_MEM_EVAL, st));
+    memcpy(b.inputs, inputs, sizeof(int) * (size_t)B * T);
+    memcpy(b.targets, targets, sizeof(int) * (size_t)B * T);
+    double ls = 0.0;
+    int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, T, 0, &ls, st);
     *loss = ls / ((double)B * T);
-    zt_gpt_acts_free(&a);
+    zt_batch_buf_free(ctx, &b);
     return rc;
 }
 
@@ -277,9 +439,60 @@ static void log_memory(zt_ctx *ctx) {
     zt_mem_stats ms;
     zt_mem_get(&ms);
     zt_log(ctx, ZT_LOG_INFO, "memory per rank (accounted, peak): total %.2f MiB", ms.peak_total / 1048576.0);
-    for (int t = 0; t < ZT_MEM_NTAGS; ++t)
-        if (ms.peak[t])
-            zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB", zt_mem_tag_name(t), ms.peak[t] / 1048576.0);
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+        if (!ms.peak[t]) continue;
+        char host[64] = "";
+        if (ms.host_peak[t])
+            snprintf(host, sizeof host, "  (offloaded: %.2f MiB in host memory)",
+                     ms.host_peak[t] / 1048576.0);
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB%s", zt_mem_tag_name(t), ms.peak[t] / 1048576.0,
+               host);
+    }
+}
+
+/* ztrain.memory_report: current / peak / predicted per category (rank 0's
+ * view through the log callback; a "memory" record in the metrics file). */
+static void memory_report(zt_ctx *ctx, const char *when) {
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    const zt_memplan *p = ctx->have_plan ? &ctx->plan : NULL;
+    int pl = p && p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    char a[32], b[32], c[32];
+    zt_log(ctx, ZT_LOG_INFO, "memory report (%s), per rank: %-16s %12s %12s %12s", when, "category",
+           "current", "peak", "predicted");
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+        if (!ms.peak[t] && !(p && p->cat[pl][t])) continue;
+        zt_memplan_fmt_bytes((double)ms.cur[t], a, sizeof a);
+        zt_memplan_fmt_bytes((double)ms.peak[t], b, sizeof b);
+        if (p) zt_memplan_fmt_bytes((double)p->cat[pl][t], c, sizeof c);
+        char host[64] = "";
+        if (ms.host_peak[t])
+            snprintf(host, sizeof host, "  (offloaded: %.2f MiB in host memory)",
+                     ms.host_peak[t] / 1048576.0);
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s%s", zt_mem_tag_name(t), a, b, p ? c : "-",
+               host);
+    }
+    zt_memplan_fmt_bytes((double)ms.cur_total, a, sizeof a);
+    zt_memplan_fmt_bytes((double)ms.peak_total, b, sizeof b);
+    if (p) zt_memplan_fmt_bytes((double)p->peak_bytes, c, sizeof c);
+    zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s", "total", a, b, p ? c : "-");
+    if (p)
+        zt_log(ctx, ZT_LOG_INFO, "memory peak per rank: accounted %llu bytes, predicted %llu bytes "
+               "(%+.2f%%)", (unsigned long long)ms.peak_total, (unsigned long long)p->peak_bytes,
+               ms.peak_total ? 100.0 * ((double)p->peak_bytes - (double)ms.peak_total) /
+                                   (double)ms.peak_total : 0.0);
+    if (ctx->metrics_fp) {
+        fprintf(ctx->metrics_fp, "{\"step\": %ld, \"memory\": {", ctx->step);
+        for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+            fprintf(ctx->metrics_fp, "\"%s\": [%llu, %llu], ", zt_mem_tag_name(t),
+                    (unsigned long long)ms.cur[t], (unsigned long long)ms.peak[t]);
+        fprintf(ctx->metrics_fp, "\"current_bytes\": %llu, \"peak_bytes\": %llu",
+                (unsigned long long)ms.cur_total, (unsigned long long)ms.peak_total);
+        if (p) fprintf(ctx->metrics_fp, ", \"predicted_peak_bytes\": %llu",
+                       (unsigned long long)p->peak_bytes);
+        fprintf(ctx->metrics_fp, "}}\n");
+        fflush(ctx->metrics_fp);
+    }
 }
 
 static void log_comm(zt_ctx *ctx) {
@@ -299,11 +512,21 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     ZT_TRY(metrics_open(ctx, st));
     if (ctx->has_val) ZT_TRY(eval_acts_ready(ctx, st));
+    const int report = zt_config_memory_report(c);
     zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, vocab %d)",
            ctx->model->num_params, c->model.n_layer, c->model.n_head, c->model.n_embd,
            c->model.context, c->model.vocab);
     zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
            c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
+    if (ctx->prec != ZT_PREC_FP32) {
+        char scale[96] = "";
+        if (ctx->scaler.enabled)
+            snprintf(scale, sizeof scale, "; loss scale %g (%s)", ctx->scaler.s.scale,
+                     ctx->scaler.dynamic ? "dynamic" : "static");
+        zt_log(ctx, ZT_LOG_INFO, "precision: %s parameters, fp32 master weights, AdamW state and "
+               "compute; gradients reduced in %s%s", zt_precision_name(ctx->prec),
+               c->comm_dtype, scale);
+    }
     while (ctx->step < c->steps) {
         zt_metrics met;
         ZT_TRY(zt_train_step(ctx, &met, st));
@@ -311,9 +534,13 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         if (ctx->step % c->log_every == 0 || ctx->step == c->steps || ctx->step == 1) {
             char eta[32];
             fmt_duration(met.eta_s, eta, sizeof eta);
-            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | ETA %s",
+            char scale[64] = "";
+            if (ctx->scaler.enabled)
+                snprintf(scale, sizeof scale, " | scale %g%s", met.loss_scale,
+                         met.skipped ? " (overflow: skipped)" : "");
+            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | ETA %s%s",
                    met.step, c->steps, met.loss, met.lr, met.grad_norm, met.tokens_per_s,
-                   met.step_ms, eta);
+                   met.step_ms, eta, scale);
         }
         int last = ctx->step == c->steps;
         if (ctx->has_val && ((c->eval_every > 0 && ctx->step % c->eval_every == 0) || last)) {
@@ -339,8 +566,17 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             }
             if (hr != ZT_OK) return hr;
         }
+        if (report > 0 && ctx->step % report == 0 && !last) {
+            char when[48];
+            snprintf(when, sizeof when, "step %ld", ctx->step);
+            memory_report(ctx, when);
+        }
     }
-    log_memory(ctx);
+    if (ctx->scaler.enabled)
+        zt_log(ctx, ZT_LOG_INFO, "fp16: %llu steps skipped on gradient overflow; loss scale now %g",
+               (unsigned long long)ctx->scaler.skipped, ctx->scaler.s.scale);
+    if (report >= 0) memory_report(ctx, "end of training");
+    else log_memory(ctx);
     log_comm(ctx);
     return ZT_OK;
 }

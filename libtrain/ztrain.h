@@ -100,6 +100,9 @@ int zt_config_set(zt_config *cfg, const char *key, const char *value,
 /* Resolve derived values (batch triple) for a world size and reject
  * inconsistent or not-yet-implemented settings. */
 int zt_config_finalize(zt_config *cfg, int world_size, zt_status *st);
+/* The current value of one key (JSON path or flag alias) as text, as
+ * zt_config_describe shows it ("" for an empty string). */
+int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt_status *st);
 /* Human-readable effective configuration, one "key = value  (source)" per
  * line.  Caller frees with free(). */
 char *zt_config_describe(const zt_config *cfg);
@@ -128,6 +131,9 @@ typedef struct zt_metrics {
     uint64_t comm_bytes;  /* STEP: bytes rank 0 sent in collectives this step */
     double val_loss;      /* EVAL */
     uint64_t mem_peak_bytes; /* peak accounted bytes on this rank so far */
+    double loss_scale;    /* STEP: the loss scale this step's backward used (1 unless fp16) */
+    int skipped;          /* STEP: fp16 gradients overflowed: no update was applied
+                           * (grad_norm is then NaN) */
 } zt_metrics;
 
 typedef struct zt_callbacks {
@@ -194,13 +200,28 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
 /* Optimizer steps completed. */
 long zt_ctx_step(const zt_ctx *ctx);
 
-/* Accounted memory of this rank, per category (params, grads, optimizer,
- * gathered-params, activations, comm-buffers, workspace, eval). */
+/* Accounted memory of this rank, per category.  Every buffer libtrain
+ * allocates for training carries one of these tags; models allocate their
+ * activations with zt_alloc (below) so they are counted too. */
+typedef enum zt_mem_category {
+    ZT_MEM_PARAMS = 0,   /* parameters this rank keeps                        */
+    ZT_MEM_GRADS,        /* gradients (full block at stages 0-1, shard at 2-3) */
+    ZT_MEM_OPTIMIZER,    /* AdamW moments (and fp32 master weights)           */
+    ZT_MEM_GATHERED,     /* units materialized for compute: all-gathered
+                          * (stage 3), widened to fp32 (bf16/fp16)            */
+    ZT_MEM_ACTIVATIONS,  /* training activations and token batches            */
+    ZT_MEM_COMM,         /* communication buffers, gradient buckets           */
+    ZT_MEM_WORKSPACE,    /* temporaries (sampling, export)                    */
+    ZT_MEM_EVAL          /* forward-only evaluation activations               */
+} zt_mem_category;
 #define ZT_MEM_CATEGORIES 8
 typedef struct zt_memory_report {
     const char *name[ZT_MEM_CATEGORIES];
     uint64_t current[ZT_MEM_CATEGORIES], peak[ZT_MEM_CATEGORIES];
     uint64_t current_total, peak_total;
+    /* the part of each category (already counted above) placed in host
+     * memory because it is offloaded (zero_optimization.offload_optimizer) */
+    uint64_t host_current[ZT_MEM_CATEGORIES], host_peak[ZT_MEM_CATEGORIES];
 } zt_memory_report;
 void zt_memory(zt_memory_report *out);
 
@@ -209,6 +230,104 @@ void zt_memory(zt_memory_report *out);
 uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind);
 /* Number of parameters (logical, unsharded). */
 size_t zt_ctx_num_params(const zt_ctx *ctx);
+
+/* ---------------------------------------------------------------- models: the unit API
+ *
+ * The ZeRO engine does not know what a transformer is.  It trains any model
+ * that describes its parameters as UNITS -- ordered groups of named fp32
+ * tensors, each unit one flat buffer -- and computes through four calls:
+ *
+ *   describe   the model lists its units and tensors once (zt_layout_*);
+ *              the engine lays them out, shards every unit over the ranks
+ *              (contiguous 1/N slices, any size works with any world size)
+ *              and initializes them (values depend only on the seed, the
+ *              tensor name and the element: identical at every stage and
+ *              world size).
+ *   forward    before touching unit u's parameters the model calls
+ *              zt_unit_params(U, u) -- at ZeRO-3 this is where the unit is
+ *              all-gathered (the engine has already prefetched it) -- and
+ *              zt_unit_release(U, u) when it no longer needs them (ZeRO-3
+ *              frees the gathered copy).
+ *   backward   the same for parameters; zt_unit_grads(U, u) gives a buffer
+ *              shaped like the unit that the model ACCUMULATES (+=) the
+ *              unit's gradient into; zt_unit_grads_done(U, u) says it is
+ *              complete, and ZeRO-2/3 reduce-scatter it at once, so no
+ *              full-model gradient buffer exists.
+ *   acts       activation state for a batch shape, allocated by the model
+ *              with zt_alloc() so the memory report and planner see it.
+ *
+ * The engine prefetches unit u+1 during forward and u-1 during backward:
+ * order units the way forward first uses them.  Pointers from
+ * zt_unit_params / zt_unit_grads stay valid until the release / grads_done
+ * call (or the end of the pass).  A unit may be requested again after its
+ * release (e.g. a tied embedding used by the head).  The built-in GPT-2
+ * (libtrain/gpt.c) is written against exactly this API; examples/ has a
+ * small model of its own.  Pointers are host fp32 on the CPU backend.
+ */
+typedef struct zt_layout zt_layout;   /* the describe() builder */
+typedef struct zt_units zt_units;     /* the engine, as a model sees it */
+
+typedef enum zt_init {
+    ZT_INIT_ZEROS = 0,   /* 0                          */
+    ZT_INIT_ONES,        /* 1 (e.g. LayerNorm gains)   */
+    ZT_INIT_NORMAL       /* N(0, std^2)                */
+} zt_init_kind;
+#define ZT_TENSOR_DECAY 1u    /* AdamW weight decay applies to this tensor */
+
+/* Start a new unit; the tensors added next belong to it. */
+int zt_layout_unit(zt_layout *L, const char *name, zt_status *st);
+/* Add a [rows, cols] tensor (cols = 1 for a vector) to the current unit.
+ * *offset (may be NULL) receives its element offset inside the unit.
+ * Names must be unique (they key the initialization and checkpoints). */
+int zt_layout_tensor(zt_layout *L, const char *name, int rows, int cols, zt_init_kind init,
+                     double std, unsigned flags, size_t *offset, zt_status *st);
+
+typedef struct zt_model_ops {
+    const char *name;
+    /* List units and tensors (called once, at context creation). */
+    int (*describe)(void *self, zt_layout *L, zt_status *st);
+    /* Activation state for batches [B, T]; training = kept for backward.
+     * Allocate with zt_alloc(bytes, mem_category, st). */
+    int (*acts_create)(void *self, int B, int T, int training, int mem_category,
+                       void **acts, zt_status *st);
+    void (*acts_free)(void *self, void *acts);
+    /* Forward over inputs[B*T] (token ids in [0, vocab)).  With targets
+     * (NULL = none; entries < 0 are ignored) set *loss_sum to the SUM of the
+     * per-position losses.  The token arrays stay valid through backward. */
+    int (*forward)(void *self, zt_units *U, void *acts, const int *inputs,
+                   const int *targets, int B, int T, double *loss_sum, zt_status *st);
+    /* Backward of the last forward on the same acts; dloss is the weight of
+     * each position's loss in the objective. */
+    int (*backward)(void *self, zt_units *U, void *acts, float dloss, zt_status *st);
+    /* Optional (sampling): next-token distribution [vocab] at row b,
+     * position t after a forward. */
+    const float *(*probs)(void *self, void *acts, int b, int t);
+    /* Optional: free self when the context is freed. */
+    void (*destroy)(void *self);
+} zt_model_ops;
+
+/* Parameters of unit u for compute (see above); NULL + st on failure. */
+float *zt_unit_params(zt_units *U, int unit, zt_status *st);
+int zt_unit_release(zt_units *U, int unit, zt_status *st);
+/* Gradient accumulation buffer of unit u (backward only); NULL + st. */
+float *zt_unit_grads(zt_units *U, int unit, zt_status *st);
+int zt_unit_grads_done(zt_units *U, int unit, zt_status *st);
+/* Number of units, and a unit's element count (for models that check). */
+int zt_units_count(const zt_units *U);
+size_t zt_unit_numel(const zt_units *U, int unit);
+
+/* Accounted allocation: 64-byte aligned, zero-filled; NULL + st on failure.
+ * category is a zt_mem_category. */
+void *zt_alloc(size_t bytes, int category, zt_status *st);
+void zt_free(void *p);
+
+/* Create a training context over a model of your own (zt_ctx_create uses
+ * the built-in GPT-2 described by the ztrain.model.* keys).  The config's
+ * ztrain.model.context is the sequence length T the trainer feeds and
+ * ztrain.model.vocab bounds the token ids.  ops must outlive the context;
+ * self is passed back to every op (and to ops->destroy at zt_ctx_free). */
+int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
+                        const zt_callbacks *cb, zt_ctx **out, zt_status *st);
 
 /* Weights in llm.c's fp32 model-file format (magic 20240326, version 3).
  * Save writes from rank 0; load reads on every rank. Implemented in ckpt/. */

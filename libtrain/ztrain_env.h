@@ -29,6 +29,8 @@
 #define ZTRAIN_ENV_OFFLOAD      "ZTRAIN_OFFLOAD"
 /* precision: fp32 | bf16 | fp16 (sets bf16.enabled / fp16.enabled) */
 #define ZTRAIN_ENV_PRECISION    "ZTRAIN_PRECISION"
+/* activation_checkpointing.policy: none | blocks | every-K */
+#define ZTRAIN_ENV_ACT_CKPT     "ZTRAIN_ACT_CKPT"
 
 /* Informational variables set by the plugin (not configuration keys). */
 /* GPU binding mode the plugin applied: none | local | map:LIST */

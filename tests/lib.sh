@@ -26,3 +26,19 @@ mpirun_np() {  # mpirun_np N ARGS...
     local n="$1"; shift
     "$ZT_MPIRUN" --oversubscribe -np "$n" --bind-to none "$@"
 }
+tap_mpi() {  # tap_mpi NP PROGRAM [LABEL]: run a TAP program on NP ranks and renumber its checks here
+    local np="$1" prog="$2" label="${3:-}" out err rc line
+    out=$(mktemp); err=$(mktemp)
+    mpirun_np "$np" "$prog" > "$out" 2> "$err"
+    rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+        "ok "*) ok 0 "$label${line#ok * - }" ;;
+        "not ok "*) ok 1 "$label${line#not ok * - }" ;;
+        "#"*) echo "$line" ;;
+        esac
+    done < "$out"
+    ok "$rc" "$label$(basename "$prog") under mpirun -np $np exits 0"
+    [ "$rc" -eq 0 ] || diag "$err"
+    rm -f "$out" "$err"
+}

@@ -224,7 +224,7 @@ static void test_file_errors(void) {
     snprintf(path, sizeof path, "%s", write_json("range.json", "{\"ztrain\": {\"model\": {\"vocab\": 1}}}"));
     rc = zt_config_load_file(c, path, &st);
     snprintf(expect, sizeof expect,
-             "%s: key 'ztrain.model.vocab' must be an integer in [2, 65536], got 1", path);
+             "%s: key 'ztrain.model.vocab' must be an integer in [2, 1048576], got 1", path);
     tap_ok(rc == ZT_EINVAL && streq(st.msg, expect), "out of range: key, range and value");
 
     snprintf(path, sizeof path, "%s", write_json("betas.json",
@@ -252,8 +252,10 @@ static void test_file_errors(void) {
     snprintf(path, sizeof path, "%s", write_json("auto.json",
              "{\"train_micro_batch_size_per_gpu\": \"auto\"}"));
     rc = zt_config_load_file(c, path, &st);
-    tap_ok(rc == ZT_EUNSUPPORTED && contains(st.msg, "train_micro_batch_size_per_gpu") &&
-           contains(st.msg, "not implemented yet"), "micro batch \"auto\": ZT_EUNSUPPORTED");
+    tap_ok(rc == ZT_OK && c->micro_batch == ZT_MICRO_BATCH_AUTO &&
+           zt_config_finalize(c, 1, &st) == ZT_EINVAL && contains(st.msg, "memory limit"),
+           "micro batch \"auto\" loads; plain finalize says it is chosen against the memory limit");
+    zt_config_set(c, "micro-batch", "4", ZT_SRC_FLAG, &st);
 
     snprintf(path, sizeof path, "%s", write_json("dup.json", "{\"ztrain\": {\"steps\": 1, \"steps\": 2}}"));
     rc = zt_config_load_file(c, path, &st);
@@ -399,8 +401,57 @@ static void test_set_and_aliases(void) {
            zt_config_set(c, "optimizer.params.betas", "0.9", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
            zt_config_set(c, "optimizer.params.betas", "0.9,1", ZT_SRC_FLAG, &st) == ZT_EINVAL,
            "betas from a string: [a, b] ok; single or out-of-range rejected");
-    tap_ok(zt_config_set(c, "micro-batch", "auto", ZT_SRC_FLAG, &st) == ZT_EUNSUPPORTED &&
-           contains(st.msg, "not implemented yet"), "--micro-batch auto: ZT_EUNSUPPORTED");
+    tap_ok(zt_config_set(c, "micro-batch", "auto", ZT_SRC_FLAG, &st) == ZT_OK &&
+           c->micro_batch == ZT_MICRO_BATCH_AUTO &&
+           zt_config_set(c, "grad-accum", "auto", ZT_SRC_FLAG, &st) == ZT_OK && c->grad_accum == 0 &&
+           zt_config_set(c, "batch-size", "AUTO", ZT_SRC_FLAG, &st) == ZT_OK &&
+           c->train_batch_size == 0, "\"auto\": micro batch fits memory, accum and batch derive");
+    {
+        char *d = zt_config_describe(c), *j = zt_config_to_json(c);
+        tap_ok(d && contains(d, "train_micro_batch_size_per_gpu") && contains(d, "\"auto\"") &&
+               j && contains(j, "\"train_micro_batch_size_per_gpu\": \"auto\""),
+               "describe and to_json show micro batch \"auto\"");
+        free(d);
+        free(j);
+    }
+    zt_config_set(c, "micro-batch", "0", ZT_SRC_FLAG, &st);
+    tap_ok(zt_config_set(c, "act-ckpt", "every-4", ZT_SRC_FLAG, &st) == ZT_OK &&
+           zt_config_act_ckpt_k(c) == 4 &&
+           zt_config_set(c, "activation_checkpointing.policy", "Blocks", ZT_SRC_FLAG, &st) == ZT_OK &&
+           strcmp(c->act_ckpt, "blocks") == 0 && zt_config_act_ckpt_k(c) == 1 &&
+           zt_config_set(c, "act-ckpt", "every-1", ZT_SRC_FLAG, &st) == ZT_OK &&
+           strcmp(c->act_ckpt, "blocks") == 0 &&
+           zt_config_set(c, "act-ckpt", "every-0", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           contains(st.msg, "none, blocks or every-K") &&
+           zt_config_set(c, "act-ckpt", "sometimes", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           zt_config_set(c, "act-ckpt", "none", ZT_SRC_FLAG, &st) == ZT_OK &&
+           zt_config_act_ckpt_k(c) == 0,
+           "activation_checkpointing.policy: none | blocks | every-K, every-1 = blocks");
+    unsigned long long sz = 0;
+    tap_ok(zt_config_set(c, "memory-limit", "8G", ZT_SRC_FLAG, &st) == ZT_OK &&
+           c->memory_limit == 8ULL << 30 &&
+           zt_config_set(c, "memory-limit", "1.5GiB", ZT_SRC_FLAG, &st) == ZT_OK &&
+           c->memory_limit == 3ULL << 29 &&
+           zt_config_set(c, "memory-limit", "512m", ZT_SRC_FLAG, &st) == ZT_OK &&
+           c->memory_limit == 512ULL << 20 &&
+           zt_config_set(c, "memory-limit", "123", ZT_SRC_FLAG, &st) == ZT_OK &&
+           c->memory_limit == 123 &&
+           zt_config_set(c, "memory-limit", "auto", ZT_SRC_FLAG, &st) == ZT_OK && c->memory_limit == 0 &&
+           zt_config_set(c, "memory-limit", "8X", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           zt_config_set(c, "memory-limit", "-1G", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           zt_config_set(c, "memory-limit", "1.5", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           zt_parse_size("2T", &sz) == 0 && sz == 2ULL << 40,
+           "ztrain.memory_limit: sizes with binary suffixes, auto = 0, junk rejected");
+    tap_ok(zt_config_key_is_bool("memory-report") == 1 &&
+           zt_config_set(c, "memory-report", NULL, ZT_SRC_FLAG, &st) == ZT_OK &&
+           zt_config_memory_report(c) == 0 &&
+           zt_config_set(c, "memory-report", "25", ZT_SRC_FLAG, &st) == ZT_OK &&
+           zt_config_memory_report(c) == 25 &&
+           zt_config_set(c, "memory-report", "off", ZT_SRC_FLAG, &st) == ZT_OK &&
+           zt_config_memory_report(c) == -1 &&
+           zt_config_set(c, "memory-report", "-3", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           zt_config_set(c, "force", NULL, ZT_SRC_FLAG, &st) == ZT_OK && c->force == 1,
+           "--memory-report[=N] (alone = at the end), --force");
     tap_ok(zt_config_set(c, "backend", "CUDA", ZT_SRC_FLAG, &st) == ZT_OK &&
            strcmp(c->backend, "cuda") == 0 &&
            zt_config_set(c, "backend", "rocm", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
@@ -559,9 +610,6 @@ static void test_finalize(void) {
 
     /* not implemented yet: ZT_EUNSUPPORTED with a message saying so */
     static const struct { const char *key, *val, *msg; } refuse[] = {
-        {"bf16.enabled", "true", "bf16.enabled=true is not implemented yet"},
-        {"fp16.enabled", "true", "fp16.enabled=true is not implemented yet"},
-        {"offload", "optimizer", "zero_optimization.offload_optimizer.device=cpu is not implemented yet"},
         {"zero_optimization.offload_param.device", "cpu", "offload_param.device=cpu is not implemented yet"},
         {"backend", "cuda", "ztrain.backend=cuda: this build has no GPU backend yet"},
     };
@@ -573,6 +621,27 @@ static void test_finalize(void) {
                "refused: %s=%s -> ZT_EUNSUPPORTED", refuse[i].key, refuse[i].val);
         zt_config_free(c);
     }
+    /* implemented: bf16, fp16, offload_optimizer=cpu (ZeRO stage >= 1, as in DeepSpeed) */
+    static const char *const accepted[][4] = {
+        {"bf16.enabled", "true", "stage", "0"}, {"fp16.enabled", "true", "stage", "3"},
+        {"offload", "optimizer", "stage", "1"},
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        c = zt_config_new();
+        zt_config_set(c, accepted[i][0], accepted[i][1], ZT_SRC_FLAG, &st);
+        zt_config_set(c, accepted[i][2], accepted[i][3], ZT_SRC_FLAG, &st);
+        rc = zt_config_finalize(c, 2, &st);
+        tap_ok(rc == ZT_OK && c->finalized, "accepted: %s=%s (%s %s)", accepted[i][0],
+               accepted[i][1], accepted[i][2], accepted[i][3]);
+        zt_config_free(c);
+    }
+    c = zt_config_new();
+    zt_config_set(c, "offload", "optimizer", ZT_SRC_FLAG, &st);
+    rc = zt_config_finalize(c, 1, &st);
+    tap_ok(rc == ZT_EINVAL && contains(st.msg, "offload_optimizer.device=cpu needs "
+                                                "zero_optimization.stage >= 1"),
+           "offload_optimizer at stage 0 rejected: %s", st.msg);
+    zt_config_free(c);
     for (int stage = 1; stage <= 3; stage++) {
         char v[8];
         snprintf(v, sizeof v, "%d", stage);
@@ -667,7 +736,7 @@ static void test_output(void) {
     zt_config_free(r);
 
     /* round trip of a finalized default config */
-    zt_config_finalize(c, 1, &st);   /* refused (bf16), c unchanged */
+    zt_config_finalize(c, 1, &st);   /* (only exercises finalize on a loaded config) */
     zt_config *f = zt_config_new();
     rc = zt_config_finalize(f, 3, &st);
     js = zt_config_to_json(f);

@@ -6,38 +6,46 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
+#include "gpt.h"
+#include "shard.h"
 #include "tap.h"
 
-static double loss_of(zt_gpt *m, zt_gpt_acts *a) {
+enum { B = 2, T = 5 };
+static int inputs[B * T], targets[B * T];
+
+static double loss_of(zt_shard *sh, void *a) {
     double s = 0;
     zt_status st;
-    if (zt_gpt_forward(m, a, a->T, 1, &s, &st) != ZT_OK) return NAN;
-    return s / (double)(a->B * a->T);
+    if (zt_shard_forward(sh, a, inputs, targets, B, T, 1, &s, &st) != ZT_OK) return NAN;
+    return s / (double)(B * T);
 }
 
 int main(void) {
     zt_model_config mc = {.n_layer = 2, .n_head = 2, .n_embd = 8, .context = 6, .vocab = 11};
-    const int B = 2, T = 5;
     zt_status st;
-    zt_gpt *m;
+    zt_gpt *gpt;
+    zt_model *m;
+    zt_shard *sh;
     const zt_backend *be = zt_backend_cpu();
     be->set_threads(1);
-    if (zt_gpt_create(&mc, be, ZT_GPT_PARAMS | ZT_GPT_GRADS, &m, &st) != ZT_OK) { tap_ok(0, "create: %s", st.msg); return tap_done(); }
-    zt_gpt_init_params(m, 7);
+    /* the GPT through the unit API, on a one-process stage-0 engine */
+    if (zt_gpt_new(&mc, be, &gpt, &st) != ZT_OK ||
+        zt_model_create(zt_gpt_ops(), gpt, &mc, be, ZT_MODEL_PARAMS | ZT_MODEL_GRADS, &m, &st) != ZT_OK ||
+        zt_shard_create(m, 0, 1, NULL, &sh, &st) != ZT_OK) { tap_ok(0, "create: %s", st.msg); return tap_done(); }
+    zt_shard_init_params(sh, 7);
     /* move away from the symmetric init so LN and bias gradients are generic */
     for (size_t i = 0; i < m->num_params; ++i) m->params[i] += (float)(0.1 * zt_normal(99, i));
-    zt_gpt_acts a;
-    if (zt_gpt_acts_alloc(m, B, T, 1, ZT_MEM_ACTIVATIONS, &a, &st) != ZT_OK) { tap_ok(0, "acts: %s", st.msg); return tap_done(); }
+    void *a;
+    if (zt_gpt_ops()->acts_create(gpt, B, T, 1, ZT_MEM_ACTIVATIONS, &a, &st) != ZT_OK) { tap_ok(0, "acts: %s", st.msg); return tap_done(); }
     for (int i = 0; i < B * T; ++i) {
-        a.inputs[i] = (i * 7 + 3) % mc.vocab;
-        a.targets[i] = (i * 5 + 1) % mc.vocab;
+        inputs[i] = (i * 7 + 3) % mc.vocab;
+        targets[i] = (i * 5 + 1) % mc.vocab;
     }
     tap_ok(m->n_tensors == 4 + 12 * mc.n_layer, "model has %d parameter tensors", m->n_tensors);
 
     be->zero(m->grads, m->num_params * sizeof(float));
-    double L0 = loss_of(m, &a);
-    zt_gpt_backward(m, &a, 1.0f / (float)(B * T), &st);
+    double L0 = loss_of(sh, a);
+    zt_shard_backward(sh, a, 1.0f / (float)(B * T), &st);
     tap_ok(isfinite(L0) && L0 > 0, "loss is finite and positive (%.4f)", L0);
 
     const double eps = 1e-2;
@@ -55,9 +63,9 @@ int main(void) {
         float *save = malloc(sizeof(float) * t->numel);
         memcpy(save, p, sizeof(float) * t->numel);
         for (size_t j = 0; j < t->numel; ++j) p[j] = (float)(save[j] + eps * d[j]);
-        double Lp = loss_of(m, &a);
+        double Lp = loss_of(sh, a);
         for (size_t j = 0; j < t->numel; ++j) p[j] = (float)(save[j] - eps * d[j]);
-        double Lm = loss_of(m, &a);
+        double Lm = loss_of(sh, a);
         memcpy(p, save, sizeof(float) * t->numel);
         double fd = (Lp - Lm) / (2 * eps);
         int ok = fabs(fd - gd) <= 2e-5 + 1e-2 * fabs(gd);
@@ -69,9 +77,9 @@ int main(void) {
         for (int k = 0; k < 3; ++k) {
             size_t j = idx[k];
             p[j] = save[j] + (float)eps;
-            double lp = loss_of(m, &a);
+            double lp = loss_of(sh, a);
             p[j] = save[j] - (float)eps;
-            double lm = loss_of(m, &a);
+            double lm = loss_of(sh, a);
             p[j] = save[j];
             double efd = (lp - lm) / (2 * eps);
             if (fabs(efd - g[j]) > 3e-5 + 3e-2 * fabs(g[j])) {
@@ -85,11 +93,12 @@ int main(void) {
     }
     /* backward accumulates: a second backward doubles the gradients */
     float g0 = m->grads[m->tensors[2].offset];
-    loss_of(m, &a);
-    zt_gpt_backward(m, &a, 1.0f / (float)(B * T), &st);
+    loss_of(sh, a);
+    zt_shard_backward(sh, a, 1.0f / (float)(B * T), &st);
     tap_close(m->grads[m->tensors[2].offset], 2 * g0, 1e-5, 1e-9, "backward accumulates into the gradient block");
 
-    zt_gpt_acts_free(&a);
-    zt_gpt_free(m);
+    zt_gpt_ops()->acts_free(gpt, a);
+    zt_shard_free(sh);
+    zt_model_free(m, 1);
     return tap_done();
 }

@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
         zt_mem_get(&ms);
         tap_ok(ms.cur[ZT_MEM_PARAMS] == 4 * P && ms.cur[ZT_MEM_GRADS] == 4 * P &&
                ms.cur[ZT_MEM_OPTIMIZER] == 8 * P, "stage 0 model states: params 4P, grads 4P, AdamW 8P bytes");
-        tap_ok(ms.cur[ZT_MEM_EVAL] == zt_gpt_acts_bytes(&ctx->cfg->model, 8, 16, 0) &&
+        tap_ok(ms.cur[ZT_MEM_EVAL] == zt_gpt_acts_bytes(&ctx->cfg->model, 8, 16, 0) + 2 * 8 * 16 * sizeof(int) &&
                ms.cur[ZT_MEM_EVAL] < ms.cur[ZT_MEM_ACTIVATIONS],
                "eval activations accounted separately, forward-only (%llu < %llu bytes)",
                (unsigned long long)ms.cur[ZT_MEM_EVAL], (unsigned long long)ms.cur[ZT_MEM_ACTIVATIONS]);
@@ -202,14 +202,15 @@ int main(int argc, char **argv) {
         int seq[3] = {1, 2, 3}, dummy[3] = {0, 0, 0};
         double l0;
         zt_loss(ctx, seq, dummy, 1, 3, &l0, &st);  /* leaves probs in a scratch block: recompute argmax */
-        zt_gpt_acts a;
-        zt_gpt_acts_alloc(ctx->model, 1, 3, 0, ZT_MEM_WORKSPACE, &a, &st);
+        zt_batch_buf a;
+        zt_batch_buf_alloc(ctx, &a, 1, 3, 0, ZT_MEM_WORKSPACE, &st);
         memcpy(a.inputs, seq, sizeof seq);
         double unused;
-        zt_gpt_forward(ctx->model, &a, 3, 0, &unused, &st);
+        zt_shard_forward(ctx->sh, a.acts, a.inputs, NULL, 1, 3, 0, &unused, &st);
+        const float *pr = ctx->model->ops->probs(ctx->model->self, a.acts, 0, 2);
         int arg = 0;
-        for (int v = 1; v < 32; ++v) if (a.probs[2 * 32 + v] > a.probs[2 * 32 + arg]) arg = v;
-        zt_gpt_acts_free(&a);
+        for (int v = 1; v < 32; ++v) if (pr[v] > pr[arg]) arg = v;
+        zt_batch_buf_free(ctx, &a);
         tap_ok(ok && g1[0] == arg, "top-k 1 sampling is greedy (token %d)", g1[0]);
         tap_ok(zt_sample(ctx, prompt, 3, 1, 0.0, 0, 5, g1, &st) == ZT_EINVAL, "temperature 0 rejected");
         zt_ctx_free(ctx2);

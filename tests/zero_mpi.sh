@@ -5,18 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-for n in 1 2 3 4; do
-    mpirun_np "$n" "$ZT_BUILDDIR/tests/test_zero" > "$T/zero$n.tap" 2> "$T/zero$n.err"
-    rc=$?
-    while IFS= read -r line; do
-        case "$line" in
-            "ok "*) ok 0 "${line#ok * - }" ;;
-            "not ok "*) ok 1 "${line#not ok * - }" ;;
-            "#"*) echo "$line" ;;
-        esac
-    done < "$T/zero$n.tap"
-    ok $rc "test_zero under mpirun -np $n exits 0"
-done
+for n in 1 2 3 4; do tap_mpi "$n" "$ZT_BUILDDIR/tests/test_zero"; done
 
 cd "$T" || exit 1
 head -c 120000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt

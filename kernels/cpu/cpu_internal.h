@@ -50,7 +50,7 @@ void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse,
                           int B, int T, int C, int NH);
 
-/* cpu_precision.c: the table's conversion entries */
+/* cpu_precision.c */
 void zt_cpu_to_bf16(uint16_t *out, const float *in, size_t n);
 void zt_cpu_from_bf16(float *out, const uint16_t *in, size_t n);
 void zt_cpu_to_f16(uint16_t *out, const float *in, size_t n);

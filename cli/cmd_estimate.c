@@ -1,0 +1,425 @@
+/* cmd_estimate.c -- `ztrain estimate`: predicted memory per rank, before a
+ * job is submitted (libtrain/memplan.h, docs/memory.md).  Pure arithmetic:
+ * no MPI, no allocation of training state, any model size. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "config.h"
+#include "memplan.h"
+
+static void estimate_usage(void) {
+    printf("usage: ztrain estimate [--config FILE] --world-size N [--ranks-per-node M]\n"
+           "                       [--device cpu|gpu] [--device-memory SIZE] [--json]\n"
+           "                       [--KEY VALUE ...]\n"
+           "\n"
+           "Predicts the peak memory of one rank -- device and host, per category (params,\n"
+           "grads, optimizer, gathered units, activations, comm buffers, workspace, eval) --\n"
+           "for a training run of the configuration on N ranks, and prints a table with one\n"
+           "row per ZeRO stage / offload option next to DeepSpeed's model-state estimator.\n"
+           "Every configuration key is accepted as a flag, as for 'ztrain train' (model\n"
+           "shape, --stage, --shard-group, --precision, --micro-batch, --context,\n"
+           "--act-ckpt, --offload ...).  bf16/fp16 and optimizer offload are planned as\n"
+           "the engine runs them; offload of parameters and the GPU target are\n"
+           "estimate-only settings.\n"
+           "\n"
+           "  --config FILE          DeepSpeed-style JSON configuration (or ZTRAIN_CONFIG)\n"
+           "  --world-size N         ranks (required)\n"
+           "  --ranks-per-node M     ranks sharing one node's host memory (default min(N, 8))\n"
+           "  --device cpu|gpu       target (default: ztrain.backend: cpu, cuda = gpu)\n"
+           "  --device-memory SIZE   memory of one GPU (e.g. 80G): checks the fit on a GPU target\n"
+           "  --memory-limit SIZE    memory one rank may use (ztrain.memory_limit): checks the fit\n"
+           "  --json                 one JSON object; the per-rank total is \"peak_bytes\"\n");
+}
+
+/* ------------------------------------------------------------ options table */
+
+typedef struct row {
+    int stage, offload;            /* offload: 0 none, 1 optimizer, 2 params */
+    int ok;
+    zt_memplan p;
+    double ds_gpu, ds_cpu;
+    int has_ds;
+} row;
+
+static const char *offload_name(int o) { return o == 0 ? "none" : o == 1 ? "optimizer" : "params"; }
+
+static int compute_rows(const zt_config *cfg, const zt_memplan_opts *o, row *rows, int *nrows) {
+    static const int combos[][2] = {{0, 0}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {3, 2}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof combos / sizeof combos[0]; ++i) {
+        row *r = &rows[n++];
+        memset(r, 0, sizeof *r);
+        r->stage = combos[i][0];
+        r->offload = combos[i][1];
+        zt_config *c = zt_config_dup(cfg);
+        zt_status st;
+        char sv[8];
+        snprintf(sv, sizeof sv, "%d", r->stage);
+        r->ok = c && zt_config_set(c, "zero_optimization.stage", sv, ZT_SRC_DERIVED, &st) == ZT_OK &&
+                zt_config_set(c, "offload", offload_name(r->offload), ZT_SRC_DERIVED, &st) == ZT_OK &&
+                zt_memplan_compute(c, o, &r->p, &st) == ZT_OK;
+        zt_config_free(c);
+        if (r->ok)
+            r->has_ds = zt_memplan_deepspeed(r->stage, r->offload, (double)r->p.num_params,
+                                             (double)r->p.largest_tensor, r->p.world,
+                                             r->p.ranks_per_node, &r->ds_gpu, &r->ds_cpu);
+    }
+    *nrows = n;
+    return ZT_OK;
+}
+
+/* Model-state bytes of a plan, per place. */
+static void states_by_place(const zt_memplan *p, uint64_t out[ZT_MP_NPLACES]) {
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl)
+        out[pl] = p->cat[pl][ZT_MEM_PARAMS] + p->cat[pl][ZT_MEM_GRADS] + p->cat[pl][ZT_MEM_OPTIMIZER];
+}
+
+static void fmtb(double b, char *buf, size_t n) {
+    if (b < 0) snprintf(buf, n, "-");
+    else zt_memplan_fmt_bytes(b, buf, n);
+}
+
+/* ------------------------------------------------------------ output */
+
+static const char *precision_name(const zt_config *c) {
+    return c->bf16_enabled ? "bf16" : c->fp16_enabled ? "fp16" : "fp32";
+}
+
+static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
+                       uint64_t limit, const char *limit_what, const char *sug, int nsug,
+                       const char *auto_why) {
+    char a[32], b[32], f[32];
+    const zt_model_config *mc = &c->model;
+    printf("model: GPT, %llu parameters (Psi; %.3g B): %d layers, %d heads, %d wide, context %d, "
+           "vocab %d; largest unit %llu, largest layer %llu\n",
+           (unsigned long long)p->num_params, (double)p->num_params / 1e9, mc->n_layer, mc->n_head,
+           mc->n_embd, mc->context, mc->vocab, (unsigned long long)p->largest_unit,
+           (unsigned long long)p->largest_tensor);
+    printf("run: %d rank%s (%d per node), ZeRO stage %d, shard group %d, %s, micro-batch %d x "
+           "accumulation %d (batch %d), eval batch %d%s, activation checkpointing %s, offload "
+           "optimizer %s / params %s, target %s\n",
+           p->world, p->world > 1 ? "s" : "", p->ranks_per_node, p->stage, p->shard_group,
+           precision_name(c), p->micro_batch, p->grad_accum, c->train_batch_size, p->eval_batch,
+           p->with_eval ? "" : " (no eval data)", c->act_ckpt, c->offload_optimizer, c->offload_param,
+           p->gpu ? "gpu" : "cpu");
+    if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
+
+    double psi = (double)p->num_params, N = p->shard_group;
+    printf("\nmodel states per rank (Psi = %llu, N = %d): what the engine keeps, next to the ZeRO "
+           "paper's formula\n", (unsigned long long)p->num_params, p->shard_group);
+    /* the paper: 2-byte params and grads when mixed; the engine keeps the
+     * gradients in fp32 in every precision */
+    double pb = p->mixed ? 2 : 4;
+    double fp = p->stage < 3 ? pb * psi : pb * psi / N;
+    double fg = p->stage < 2 ? pb * psi : pb * psi / N;
+    double fo = (p->mixed ? 12 : 8) * (p->stage == 0 ? psi : psi / N);
+    const char *tp = p->stage < 3 ? (p->mixed ? "2 Psi" : "4 Psi") : (p->mixed ? "2 Psi/N" : "4 Psi/N");
+    const char *tg = p->stage < 2 ? (p->mixed ? "2 Psi" : "4 Psi") : (p->mixed ? "2 Psi/N" : "4 Psi/N");
+    const char *eg = p->stage < 2 ? "4 Psi" : "4 Psi/N";
+    const char *to = p->stage == 0 ? (p->mixed ? "12 Psi" : "8 Psi") : (p->mixed ? "12 Psi/N" : "8 Psi/N");
+    char off[64] = "";
+    if (p->offloaded[ZT_MEM_OPTIMIZER]) {
+        fmtb((double)p->offloaded[ZT_MEM_OPTIMIZER], a, sizeof a);
+        snprintf(off, sizeof off, "  (offloaded: %s in host memory)", a);
+    }
+    struct { const char *name; uint64_t v; const char *eterm; double fv; const char *term;
+             const char *note; } ms[3] = {
+        {"params", p->params_bytes, tp, fp, tp, p->mixed ? "  (16-bit; no fp32 parameter block)" : ""},
+        {"grads", p->grads_bytes, eg, fg, tg, p->mixed ? "  (fp32: accumulated and reduced in fp32)" : ""},
+        {"optimizer", p->optim_bytes, to, fo, to, off}};
+    for (int i = 0; i < 3; ++i) {
+        fmtb((double)ms[i].v, a, sizeof a);
+        fmtb(ms[i].fv, f, sizeof f);
+        printf("  %-10s %12s   %-10s | ZeRO %-9s = %12s%s\n", ms[i].name, a, ms[i].eterm,
+               ms[i].term, f, ms[i].note);
+    }
+    uint64_t tot = p->params_bytes + p->grads_bytes + p->optim_bytes;
+    fmtb((double)tot, a, sizeof a);
+    fmtb(p->formula_bytes, f, sizeof f);
+    static const char *const ftext[2][4] = {
+        {"16 Psi", "8 Psi + 8 Psi/N", "4 Psi + 12 Psi/N", "16 Psi/N"},
+        {"16 Psi", "4 Psi + 12 Psi/N", "2 Psi + 14 Psi/N", "16 Psi/N"}};
+    static const char *const etext[2][4] = {
+        {"16 Psi", "8 Psi + 8 Psi/N", "4 Psi + 12 Psi/N", "16 Psi/N"},
+        {"18 Psi", "6 Psi + 12 Psi/N", "2 Psi + 16 Psi/N", "18 Psi/N"}};
+    printf("  %-10s %12s   engine %s | ZeRO formula %s = %s (engine %+.3f%%)\n", "total", a,
+           etext[p->mixed][p->stage], ftext[p->mixed][p->stage], f,
+           p->formula_bytes > 0 ? 100.0 * ((double)tot - p->formula_bytes) / p->formula_bytes : 0.0);
+    if (p->mixed)
+        printf("  (the formula counts 2-byte gradients; the engine keeps them in fp32, 2 bytes more "
+               "per gradient element, so that accumulation and reduction never round to 16 bits)\n");
+
+    printf("\npredicted peak per rank, by category (each at its own peak%s):\n",
+           p->offload_optimizer ? "; offloaded: the part of host that is offloaded state" : "");
+    printf("  %-16s %14s %14s%s\n", "category", "device", "host",
+           p->offload_optimizer ? "     offloaded" : "");
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+        fmtb(p->gpu ? (double)p->cat[ZT_MP_DEVICE][t] : -1, a, sizeof a);
+        fmtb((double)p->cat[ZT_MP_HOST][t], b, sizeof b);
+        char o[32] = "";
+        if (p->offload_optimizer) fmtb(p->offloaded[t] ? (double)p->offloaded[t] : -1, o, sizeof o);
+        printf("  %-16s %14s %14s%s%14s\n", zt_mem_tag_name(t), a, b, o[0] ? " " : "", o);
+    }
+    fmtb(p->gpu ? (double)p->peak[ZT_MP_DEVICE] : -1, a, sizeof a);
+    fmtb((double)p->peak[ZT_MP_HOST], b, sizeof b);
+    printf("  %-16s %14s %14s   (peak during %s)\n", "peak", a, b,
+           p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
+    fmtb(p->gpu ? (double)p->end_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
+    fmtb((double)p->end_peak[ZT_MP_HOST], b, sizeof b);
+    printf("  %-16s %14s %14s   (with the end of a CLI run: weights export, sample)\n", "end of run",
+           a, b);
+    fmtb((double)p->peak[ZT_MP_HOST] * p->ranks_per_node, b, sizeof b);
+    printf("  host memory per node (%d rank%s): %s\n", p->ranks_per_node,
+           p->ranks_per_node > 1 ? "s" : "", b);
+    fmtb((double)p->peak_bytes, a, sizeof a);
+    printf("peak_bytes per rank: %llu (%s, %s)\n", (unsigned long long)p->peak_bytes, a,
+           p->gpu ? "device" : "host");
+    if (limit) {
+        fmtb((double)limit, b, sizeof b);
+        if (p->peak_bytes <= limit)
+            printf("fits: %s <= %s (%s)\n", a, b, limit_what);
+        else if (nsug > 0)
+            printf("does not fit: %s > %s (%s); changes that fit: %s\n", a, b, limit_what, sug);
+        else
+            printf("does not fit: %s > %s (%s); no change of stage, micro batch or activation "
+                   "checkpointing fits\n", a, b, limit_what);
+    }
+
+    printf("\noptions (model states per rank, and the total peak per rank with this run's "
+           "activations;\n DeepSpeed's estimator counts model states only: GPU per rank, CPU per node):\n");
+    printf("  %-5s %-9s | %12s %12s | %12s %12s | %13s %13s%s\n", "stage", "offload", "states dev",
+           "states host", "peak dev", "peak host", "DeepSpeed GPU", "DeepSpeed CPU", limit ? " | fits" : "");
+    for (int i = 0; i < nrows; ++i) {
+        const row *r = &rows[i];
+        if (!r->ok) continue;
+        uint64_t sp[ZT_MP_NPLACES];
+        states_by_place(&r->p, sp);
+        char s1[32], s2[32], p1[32], p2[32], d1[32], d2[32];
+        fmtb(r->p.gpu ? (double)sp[ZT_MP_DEVICE] : -1, s1, sizeof s1);
+        fmtb((double)sp[ZT_MP_HOST], s2, sizeof s2);
+        fmtb(r->p.gpu ? (double)r->p.peak[ZT_MP_DEVICE] : -1, p1, sizeof p1);
+        fmtb((double)r->p.peak[ZT_MP_HOST], p2, sizeof p2);
+        fmtb(r->has_ds ? r->ds_gpu : -1, d1, sizeof d1);
+        fmtb(r->has_ds ? r->ds_cpu : -1, d2, sizeof d2);
+        printf("  %-5d %-9s | %12s %12s | %12s %12s | %13s %13s%s\n", r->stage,
+               offload_name(r->offload), s1, s2, p1, p2, d1, d2,
+               limit ? (r->p.peak_bytes <= limit ? " | yes" : " | no") : "");
+    }
+}
+
+static void json_cats(const zt_memplan *p, int pl) {
+    printf("{");
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+        printf("%s\"%s\": %llu", t ? ", " : "", zt_mem_tag_name(t), (unsigned long long)p->cat[pl][t]);
+    printf("}");
+}
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; ++s) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_json(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
+                       uint64_t limit, const char *sug, const char *auto_why) {
+    const zt_model_config *mc = &c->model;
+    printf("{\n  \"model\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"context\": %d, "
+           "\"vocab\": %d, \"num_params\": %llu, \"largest_unit_params\": %llu, "
+           "\"largest_layer_params\": %llu},\n", mc->n_layer, mc->n_head, mc->n_embd, mc->context,
+           mc->vocab, (unsigned long long)p->num_params, (unsigned long long)p->largest_unit,
+           (unsigned long long)p->largest_tensor);
+    printf("  \"run\": {\"world_size\": %d, \"ranks_per_node\": %d, \"shard_group\": %d, "
+           "\"stage\": %d, \"precision\": \"%s\", \"train_batch_size\": %d, \"micro_batch\": %d, "
+           "\"grad_accum\": %d, \"eval_batch\": %d, \"with_eval\": %s, \"with_data\": %s, "
+           "\"activation_checkpointing\": \"%s\", \"offload_optimizer\": \"%s\", "
+           "\"offload_param\": \"%s\", \"target\": \"%s\"},\n",
+           p->world, p->ranks_per_node, p->shard_group, p->stage, precision_name(c),
+           c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
+           p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
+           c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu");
+    printf("  \"model_states\": {\"params_bytes\": %llu, \"grads_bytes\": %llu, "
+           "\"optimizer_bytes\": %llu, \"total_bytes\": %llu, \"formula_bytes\": %.0f, "
+           "\"engine_formula_bytes\": %.0f, \"offloaded_bytes\": %llu},\n",
+           (unsigned long long)p->params_bytes, (unsigned long long)p->grads_bytes,
+           (unsigned long long)p->optim_bytes,
+           (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes,
+           p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER]);
+    printf("  \"device\": {\"peak_bytes\": %llu, \"categories\": ",
+           (unsigned long long)p->peak[ZT_MP_DEVICE]);
+    json_cats(p, ZT_MP_DEVICE);
+    printf("},\n  \"host\": {\"peak_bytes\": %llu, \"per_node_bytes\": %llu, \"categories\": ",
+           (unsigned long long)p->peak[ZT_MP_HOST],
+           (unsigned long long)p->peak[ZT_MP_HOST] * (unsigned long long)p->ranks_per_node);
+    json_cats(p, ZT_MP_HOST);
+    printf(", \"offloaded_categories\": {");
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+        printf("%s\"%s\": %llu", t ? ", " : "", zt_mem_tag_name(t), (unsigned long long)p->offloaded[t]);
+    printf("}");
+    printf("},\n  \"peak_bytes\": %llu,\n  \"peak_phase\": \"%s\",\n", (unsigned long long)p->peak_bytes,
+           p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
+    printf("  \"end_of_run_peak_bytes\": %llu,\n",
+           (unsigned long long)p->end_peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
+    if (auto_why && *auto_why) {
+        printf("  \"auto_micro_batch\": ");
+        json_str(auto_why);
+        printf(",\n");
+    }
+    if (limit) {
+        printf("  \"limit_bytes\": %llu,\n  \"fits\": %s,\n  \"suggestions\": ", (unsigned long long)limit,
+               p->peak_bytes <= limit ? "true" : "false");
+        json_str(sug ? sug : "");
+        printf(",\n");
+    }
+    printf("  \"options\": [");
+    int first = 1;
+    for (int i = 0; i < nrows; ++i) {
+        const row *r = &rows[i];
+        if (!r->ok) continue;
+        uint64_t sp[ZT_MP_NPLACES];
+        states_by_place(&r->p, sp);
+        printf("%s\n    {\"stage\": %d, \"offload\": \"%s\", \"states_device_bytes\": %llu, "
+               "\"states_host_bytes\": %llu, \"peak_device_bytes\": %llu, \"peak_host_bytes\": %llu, "
+               "\"peak_bytes\": %llu", first ? "" : ",", r->stage, offload_name(r->offload),
+               (unsigned long long)sp[ZT_MP_DEVICE], (unsigned long long)sp[ZT_MP_HOST],
+               (unsigned long long)r->p.peak[ZT_MP_DEVICE], (unsigned long long)r->p.peak[ZT_MP_HOST],
+               (unsigned long long)r->p.peak_bytes);
+        if (r->has_ds) {
+            printf(", \"deepspeed_gpu_bytes\": %.0f", r->ds_gpu);
+            if (r->ds_cpu >= 0) printf(", \"deepspeed_cpu_node_bytes\": %.0f", r->ds_cpu);
+        }
+        if (limit) printf(", \"fits\": %s", r->p.peak_bytes <= limit ? "true" : "false");
+        printf("}");
+        first = 0;
+    }
+    printf("\n  ]\n}\n");
+}
+
+/* ------------------------------------------------------------ the command */
+
+static int parse_int_opt(const char *name, const char *v, int lo, int *out, zt_status *st) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || end == v || n < lo || n > 1 << 24) {
+        snprintf(st->msg, sizeof st->msg, "--%s must be an integer >= %d, got '%s'", name, lo, v);
+        st->code = ZT_EINVAL;
+        return ZT_EINVAL;
+    }
+    *out = (int)n;
+    return ZT_OK;
+}
+
+int cmd_estimate(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { estimate_usage(); return ZT_EXIT_OK; }
+    const char *config_path = getenv("ZTRAIN_CONFIG");
+    int world = 0, rpn = 0, json = 0, target = ZT_MP_TARGET_AUTO;
+    unsigned long long devmem = 0;
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    zt_config *cfg = zt_config_new();
+    if (!cfg) { cli_error("out of memory"); return ZT_EXIT_FAIL; }
+    int rc = ZT_OK;
+    for (int i = 1; i < argc && rc == ZT_OK; ++i) {
+        const char *a = argv[i], *v = NULL;
+        int r;
+        if ((r = cli_opt(argc, argv, &i, "config", &v))) { if (r < 0) goto missing; config_path = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "world-size", &v))) {
+            if (r < 0) goto missing;
+            rc = parse_int_opt("world-size", v, 1, &world, &st);
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "ranks-per-node", &v))) {
+            if (r < 0) goto missing;
+            rc = parse_int_opt("ranks-per-node", v, 1, &rpn, &st);
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "device-memory", &v))) {
+            if (r < 0) goto missing;
+            if (zt_parse_size(v, &devmem) != 0 || devmem == 0) {
+                snprintf(st.msg, sizeof st.msg, "--device-memory must be a size such as 80G, got '%s'", v);
+                rc = ZT_EINVAL;
+            }
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "device", &v))) {
+            if (r < 0) goto missing;
+            if (!strcmp(v, "gpu") || !strcmp(v, "cuda")) target = ZT_MP_TARGET_GPU;
+            else if (!strcmp(v, "cpu")) target = ZT_MP_TARGET_CPU;
+            else {
+                snprintf(st.msg, sizeof st.msg, "--device must be cpu or gpu, got '%s'", v);
+                rc = ZT_EINVAL;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        rc = cli_config_flag(cfg, argc, argv, &i, "estimate", &st);
+        if (rc != ZT_OK) break;
+        continue;
+    missing:
+        snprintf(st.msg, sizeof st.msg, "option '%s' needs a value", a);
+        rc = ZT_EINVAL;
+    }
+    if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
+    if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
+    if (rc == ZT_OK && world < 1) {
+        snprintf(st.msg, sizeof st.msg, "--world-size N is required (the number of ranks)");
+        rc = ZT_EINVAL;
+    }
+    if (rc != ZT_OK) {
+        cli_error("%s", st.msg);
+        zt_config_free(cfg);
+        return ZT_EXIT_USAGE;
+    }
+    if (rpn < 1) rpn = world < 8 ? world : 8;
+    if (rpn > world) rpn = world;
+
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, world);
+    o.ranks_per_node = rpn;
+    o.target = target;
+    int gpu = target == ZT_MP_TARGET_AUTO ? !strcmp(cfg->backend, "cuda") : target == ZT_MP_TARGET_GPU;
+    /* the limit a fit is checked against: one GPU's memory on a GPU target,
+     * else ztrain.memory_limit; "auto" micro batch falls back to this host */
+    uint64_t limit = 0;
+    const char *limit_what = "";
+    if (gpu && devmem) { limit = devmem; limit_what = "--device-memory"; }
+    else if (cfg->memory_limit) { limit = cfg->memory_limit; limit_what = "ztrain.memory_limit"; }
+    char why[640] = "";
+    int exit_code = ZT_EXIT_OK;
+    if (cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
+        uint64_t l = limit;
+        const char *lw = limit_what;
+        if (!l && !gpu) l = zt_memplan_limit(cfg, rpn, &lw);
+        rc = zt_memplan_auto_micro(cfg, &o, l, ZT_MEMPLAN_AUTO_MARGIN, why, sizeof why, &st);
+        if (rc != ZT_OK) {
+            cli_error("%s", st.msg);
+            zt_config_free(cfg);
+            return rc == ZT_ENOMEM ? ZT_EXIT_FAIL : ZT_EXIT_USAGE;
+        }
+    }
+    zt_memplan p;
+    rc = zt_config_finalize_plan(cfg, world, &st);
+    if (rc == ZT_OK) rc = zt_memplan_compute(cfg, &o, &p, &st);
+    if (rc != ZT_OK) {
+        cli_error("%s", st.msg);
+        zt_config_free(cfg);
+        return cli_exit_code(rc);
+    }
+    row rows[8];
+    int nrows = 0;
+    compute_rows(cfg, &o, rows, &nrows);
+    char sug[640] = "", first[160];
+    int nsug = 0;
+    if (limit && p.peak_bytes > limit)
+        nsug = zt_memplan_suggest(cfg, &o, &p, limit, sug, sizeof sug, first, sizeof first);
+    if (json) print_json(cfg, &p, rows, nrows, limit, sug, why);
+    else print_text(cfg, &p, rows, nrows, limit, limit_what, sug, nsug, why);
+    fflush(stdout);
+    zt_config_free(cfg);
+    return exit_code;
+}

@@ -1,0 +1,76 @@
+/*
+ * gpt.h -- the built-in GPT-2, a model written against the public unit API
+ * (ztrain.h "models: the unit API").
+ *
+ * Units, in the order forward first uses them: "embeddings" (wte [V, C],
+ * wpe [maxT, C]), "block.0" .. "block.L-1" (12 tensors each, names
+ * "h<l>.ln1.w" ...), "final_norm" (lnf.w, lnf.b).  The LM head is tied to
+ * wte, so forward asks for the embedding unit again after the final norm.
+ */
+#ifndef ZT_GPT_H
+#define ZT_GPT_H
+#include "model.h"
+
+/* Pointers into a unit-shaped buffer, one family per tensor kind. */
+typedef struct zt_gpt_layer {
+    float *ln1w, *ln1b;        /* [C], [C]            */
+    float *qkvw, *qkvb;        /* [3C, C], [3C]       */
+    float *attprojw, *attprojb;/* [C, C], [C]         */
+    float *ln2w, *ln2b;        /* [C], [C]            */
+    float *fcw, *fcb;          /* [4C, C], [4C]       */
+    float *fcprojw, *fcprojb;  /* [C, 4C], [C]        */
+} zt_gpt_layer;
+typedef struct zt_gpt_params {
+    float *wte;                /* [V, C]    token embedding, tied LM head */
+    float *wpe;                /* [maxT, C] position embedding */
+    zt_gpt_layer *h;           /* [L] blocks */
+    float *lnfw, *lnfb;        /* [C], [C]  final LayerNorm */
+} zt_gpt_params;
+
+/* Activations for batches up to [B, T].  A training block keeps every
+ * layer's activations for backward; an eval block (n_slots == 1) reuses one
+ * layer's worth and ping-pongs the residual stream. */
+typedef struct zt_gpt_acts {
+    int B, T, training, n_slots;
+    int ckpt;                  /* activation checkpointing group size, 0 = none */
+    int fB, fT;                /* shape of the last forward */
+    float *block;              /* the one allocation */
+    size_t bytes;
+    const int *inputs, *targets;  /* the last forward's tokens [fB, fT] */
+    int *no_targets;           /* [B, T] of -1: forward without targets */
+    float **res;               /* [L+1 or 2] x [N, C] residual stream (with
+                                  checkpointing, blocks inside a group share
+                                  scratch residuals) */
+    struct zt_layer_acts {
+        float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
+        float *qkv;                          /* [N, 3C] */
+        float *atty, *lse;                   /* [N, C], [B, NH, T] */
+        float *res2;                         /* [N, C] after attention */
+        float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
+        float *fch, *fch_gelu;               /* [N, 4C] x 2 */
+    } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
+    float *scratch;            /* [N, C] projection outputs */
+    float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] */
+    float *probs;              /* [N, V] logits -> probs -> dlogits */
+    float *losses;             /* [N] */
+    /* backward scratch (training only) */
+    float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
+} zt_gpt_acts;
+
+typedef struct zt_gpt zt_gpt;
+
+/* The GPT's operations (self = a zt_gpt from zt_gpt_new). */
+const zt_model_ops *zt_gpt_ops(void);
+int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt_status *st);
+void zt_gpt_free(zt_gpt *g);
+/* Is this model the built-in GPT? */
+int zt_model_is_gpt(const zt_model *m);
+/* Bytes of the activation block for [B, T] (what acts_create allocates). */
+size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training);
+/* The same with activation checkpointing group size ckpt (0 none, 1 blocks,
+ * K every-K: keep the input of every K-th block, recompute groups of K). */
+size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);
+/* Use activation checkpointing in activation blocks created from now on. */
+void zt_gpt_set_checkpointing(zt_gpt *g, int ckpt);
+
+#endif

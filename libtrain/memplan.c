@@ -1,0 +1,852 @@
+/* memplan.c -- the memory planner (see memplan.h and docs/memory.md). */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "memplan.h"
+
+/* ------------------------------------------------------------ helpers */
+
+void zt_memplan_fmt_bytes(double b, char *buf, size_t n) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    while (b >= 1024.0 && i < 5) { b /= 1024.0; i++; }
+    if (i == 0) snprintf(buf, n, "%.0f B", b);
+    else snprintf(buf, n, "%.2f %s", b, u[i]);
+}
+
+static uint64_t r16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
+static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+void zt_memplan_opts_init(zt_memplan_opts *o, int world_size) {
+    memset(o, 0, sizeof *o);
+    o->world_size = world_size;
+    o->ranks_per_node = 0;
+    o->target = ZT_MP_TARGET_AUTO;
+    o->with_data = -1;
+    o->with_eval = -1;
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* Mirrors gpt.c's carve() (every array rounded up to 16 elements) plus the
+ * batch buffer's token arrays (train.c: inputs and targets, [B, T] ints). */
+uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int training,
+                               int ckpt_k, int elem) {
+    uint64_t N = (uint64_t)B * (uint64_t)T, C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab;
+    uint64_t NH = (uint64_t)mc->n_head, L = (uint64_t)mc->n_layer, NC = N * C;
+    uint64_t big = 0, small = 0, nres, slots;   /* elem-sized / 4-byte elements */
+    if (!training) {
+        nres = 2;
+        slots = 1;
+    } else if (ckpt_k <= 0) {
+        nres = L + 1;
+        slots = L;
+    } else {
+        uint64_t k = (uint64_t)ckpt_k < L ? (uint64_t)ckpt_k : L;
+        /* kept: the input of every k-th block and the final residual;
+         * scratch: the k-1 residuals inside the group being recomputed */
+        nres = cdiv(L, k) + 1 + (k - 1);
+        slots = k;
+    }
+    big += nres * r16(NC);
+    big += slots * (r16(NC) /* ln1 */ + r16(3 * NC) /* qkv */ + r16(NC) /* atty */ +
+                    r16(NC) /* res2 */ + r16(NC) /* ln2 */ + 2 * r16(4 * NC) /* fch, gelu */);
+    small += slots * (4 * r16(N) /* ln1/ln2 mean, rstd */ + r16(B * NH * (uint64_t)T) /* lse */);
+    big += r16(NC) /* scratch */ + r16(NC) /* lnf */ + r16(N * V) /* probs */;
+    small += 2 * r16(N) /* lnf mean, rstd */ + r16(N) /* losses */ + r16(N) /* no_targets */;
+    if (training)
+        big += r16(NC) /* dres */ + r16(NC) /* dbuf */ + r16(3 * NC) + 2 * r16(4 * NC);
+    return big * (uint64_t)elem + small * 4 + 2 * N * 4 /* inputs, targets */;
+}
+
+/* ------------------------------------------------------------ formulas */
+
+double zt_memplan_formula(int stage, int mixed, double psi, double n) {
+    if (n < 1) n = 1;
+    if (!mixed) {
+        switch (stage) {
+        case 0: return 16 * psi;
+        case 1: return 8 * psi + 8 * psi / n;
+        case 2: return 4 * psi + 12 * psi / n;
+        default: return 16 * psi / n;
+        }
+    }
+    switch (stage) {
+    case 0: return 16 * psi;
+    case 1: return 4 * psi + 12 * psi / n;
+    case 2: return 2 * psi + 14 * psi / n;
+    default: return 16 * psi / n;
+    }
+}
+
+double zt_memplan_engine_formula(int stage, int mixed, double psi, double n) {
+    if (n < 1) n = 1;
+    if (!mixed) return zt_memplan_formula(stage, 0, psi, n);
+    /* 16-bit parameters (2), fp32 gradients (4), fp32 master + m + v (12) */
+    switch (stage) {
+    case 0: return 18 * psi;
+    case 1: return 6 * psi + 12 * psi / n;
+    case 2: return 2 * psi + 16 * psi / n;
+    default: return 18 * psi / n;
+    }
+}
+
+int zt_memplan_deepspeed(int stage, int offload, double P, double Lp, int world,
+                         int ranks_per_node, double *gpu, double *cpu) {
+    double N = world > 0 ? world : 1, M = ranks_per_node > 0 ? ranks_per_node : 1;
+    *gpu = *cpu = -1;
+    if (stage == 2) {
+        if (offload == 0) *gpu = 2 * P + 18 * P / N;
+        else if (offload == 1) {
+            *gpu = 2 * P;
+            *cpu = P * fmax(4 * M, 16) * 1.5;
+        } else return 0;
+        return 1;
+    }
+    if (stage == 3) {
+        if (offload == 0) *gpu = 4 * Lp + 18 * P / N;
+        else if (offload == 1) *gpu = 4 * Lp + 2 * P / N;
+        else *gpu = 4 * Lp;
+        return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ simulation */
+
+typedef struct sim {
+    uint64_t cur[ZT_MP_NPLACES][ZT_MEM_NTAGS], pk[ZT_MP_NPLACES][ZT_MEM_NTAGS];
+    uint64_t tot[ZT_MP_NPLACES], ptot[ZT_MP_NPLACES];
+    /* what the engine tags ZT_MEM_ON_HOST (offload): mem.c's host_cur/host_peak */
+    uint64_t hcur[ZT_MEM_NTAGS], hpk[ZT_MEM_NTAGS];
+    const char *phase, *pphase[ZT_MP_NPLACES];
+} sim;
+
+/* or'ed into a place: the engine allocates it with ZT_MEM_ON_HOST */
+#define MP_OFFLOADED 0x10
+
+static void s_alloc(sim *s, int place, int tag, uint64_t b) {
+    if (place & MP_OFFLOADED) {
+        place &= ~MP_OFFLOADED;
+        s->hcur[tag] += b;
+        if (s->hcur[tag] > s->hpk[tag]) s->hpk[tag] = s->hcur[tag];
+    }
+    s->cur[place][tag] += b;
+    s->tot[place] += b;
+    if (s->cur[place][tag] > s->pk[place][tag]) s->pk[place][tag] = s->cur[place][tag];
+    if (s->tot[place] > s->ptot[place]) {
+        s->ptot[place] = s->tot[place];
+        s->pphase[place] = s->phase;
+    }
+}
+static void s_free(sim *s, int place, int tag, uint64_t b) {
+    if (place & MP_OFFLOADED) {
+        place &= ~MP_OFFLOADED;
+        s->hcur[tag] -= b;
+    }
+    s->cur[place][tag] -= b;
+    s->tot[place] -= b;
+}
+
+/* The plan's layout: units and this rank's slices. */
+typedef struct layout {
+    const zt_memplan *p;
+    int nu;                 /* units: embeddings, blocks, final norm */
+    uint64_t *n;            /* elements per unit */
+    uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
+    uint64_t max_len;       /* largest owned slice (>= 1) */
+    uint64_t eb;            /* bytes per stored parameter element: 4, or 2 when mixed */
+    int place_params, place_optim, place_dev;
+    /* unit simulation state: shard.c's engine behind the unit API */
+    sim *s;
+    uint64_t *gathered;     /* stage 3: bytes of the unit's gather buffer (storage type), 0 none */
+    char *view, *bucket, *seen;   /* view: mixed, the unit's fp32 compute copy */
+    int pass;
+} layout;
+
+enum { PASS_FWD = 1, PASS_BWD = 2 };
+
+/* shard.c's gather_start: stage 3, a gather buffer in the storage type
+ * unless the unit is gathered, pending, or (mixed) widened already */
+static void u_gather(layout *y, int u) {
+    if (y->gathered[u] || y->view[u]) return;
+    y->gathered[u] = y->n[u] * y->eb;
+    s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
+}
+/* shard.c's release (fp32: stage 3 only; mixed: every stage) */
+static void u_release(layout *y, int u) {
+    if (y->p->stage != 3 && !y->p->mixed) return;
+    if (y->view[u]) {
+        y->view[u] = 0;
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+    }
+    if (y->gathered[u]) {
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
+        y->gathered[u] = 0;
+    }
+}
+static void u_begin(layout *y, int pass) {
+    y->pass = pass;
+    memset(y->seen, 0, (size_t)y->nu);
+}
+static void u_end(layout *y, int release_all) {
+    for (int u = 0; release_all && u < y->nu; ++u) u_release(y, u);
+}
+/* zt_unit_params.  fp32: stage 3 gathers.  Mixed (make_view): an fp32 copy
+ * of the unit widened from the 16-bit storage; at stage 3 from the gathered
+ * 16-bit unit, whose buffer is freed once widened.  At stage 3, on the first
+ * use in a pass, prefetch the next unit in pass order unless it was used. */
+static void u_params(layout *y, int u) {
+    if (!y->p->mixed) {
+        if (y->p->stage < 3) return;
+        u_gather(y, u);
+    } else if (!y->view[u]) {
+        if (y->p->stage == 3) u_gather(y, u);
+        y->view[u] = 1;
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        if (y->p->stage == 3) {
+            s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
+            y->gathered[u] = 0;
+        }
+    }
+    if (y->p->stage < 3 || y->seen[u]) return;
+    y->seen[u] = 1;
+    int nx = y->pass == PASS_FWD ? u + 1 : u - 1;
+    if (nx >= 0 && nx < y->nu && !y->seen[nx]) u_gather(y, nx);
+}
+/* zt_unit_grads: a unit-sized fp32 bucket at stages 2-3 (every precision) */
+static void u_grads(layout *y, int u) {
+    if (y->p->stage < 2 || y->bucket[u]) return;
+    y->bucket[u] = 1;
+    s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
+}
+static void u_grads_done(layout *y, int u) {
+    if (y->p->stage < 2 || !y->bucket[u]) return;
+    y->bucket[u] = 0;
+    s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
+}
+
+/* gpt.c's forward, as unit API calls (zt_shard_forward around it). */
+static void sim_forward(layout *y, int training) {
+    int L = y->nu - 2;
+    u_begin(y, PASS_FWD);
+    u_params(y, 0);
+    for (int l = 0; l < L; ++l) {
+        u_params(y, 1 + l);
+        u_release(y, 1 + l);
+    }
+    u_params(y, L + 1);
+    u_release(y, L + 1);
+    u_params(y, 0);                /* tied LM head */
+    if (!training) u_release(y, 0);
+    u_end(y, !training);
+}
+
+/* gpt.c's backward; with checkpointing group size k, the top block of a
+ * group recomputes the blocks below it first (their parameters only). */
+static void sim_backward(layout *y, int k) {
+    int L = y->nu - 2;
+    if (k > L) k = L;
+    u_begin(y, PASS_BWD);
+    u_params(y, 0);
+    u_grads(y, 0);
+    u_release(y, 0);
+    u_params(y, L + 1);
+    u_grads(y, L + 1);
+    u_release(y, L + 1);
+    u_grads_done(y, L + 1);
+    for (int l = L - 1; l >= 0; --l) {
+        int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
+        if (top)
+            for (int i = (l / k) * k; i < l; ++i) {
+                u_params(y, 1 + i);
+                u_release(y, 1 + i);
+            }
+        u_params(y, 1 + l);
+        u_grads(y, 1 + l);
+        u_release(y, 1 + l);
+        u_grads_done(y, 1 + l);
+    }
+    u_params(y, 0);
+    u_grads(y, 0);
+    u_release(y, 0);
+    u_grads_done(y, 0);
+    u_end(y, 1);
+}
+
+static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan *p) {
+    p->world = o->world_size;
+    p->ranks_per_node = o->ranks_per_node > 0 ? o->ranks_per_node : 1;
+    if (p->ranks_per_node > p->world) p->ranks_per_node = p->world;
+    p->gpu = o->target == ZT_MP_TARGET_AUTO ? strcmp(c->backend, "cuda") == 0
+                                            : o->target == ZT_MP_TARGET_GPU;
+    p->with_data = o->with_data < 0 ? c->data_train[0] != '\0' : o->with_data != 0;
+    p->with_eval = o->with_eval < 0 ? c->data_val[0] != '\0' : o->with_eval != 0;
+    return ZT_OK;
+}
+
+int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
+                       zt_status *st) {
+    memset(out, 0, sizeof *out);
+    if (!cfg_in || !o || o->world_size < 1)
+        return zt_fail(st, ZT_EINVAL, "memory plan: needs a configuration and a world size >= 1");
+    if (cfg_in->micro_batch == ZT_MICRO_BATCH_AUTO)
+        return zt_fail(st, ZT_EINVAL, "memory plan: train_micro_batch_size_per_gpu=\"auto\" "
+                       "must be resolved first");
+    zt_config *c = zt_config_dup(cfg_in);
+    if (!c) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    int rc = zt_config_finalize_plan(c, o->world_size, st);
+    if (rc != ZT_OK) { zt_config_free(c); return rc; }
+
+    zt_memplan *p = out;
+    resolve_opts(c, o, p);
+    const zt_model_config *mc = &c->model;
+    int W = p->world, L = mc->n_layer;
+    int G = c->zero_stage == 0 ? W : (c->shard_group_size > 0 ? c->shard_group_size : W);
+    if (G < 1 || G > W || W % G) {
+        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
+                     "world size %d", c->shard_group_size, W);
+        goto done;
+    }
+    p->shard_group = G;
+    p->stage = c->zero_stage;
+    p->micro_batch = c->micro_batch;
+    p->grad_accum = c->grad_accum;
+    p->eval_batch = c->eval_batch_size;
+    p->context = mc->context;
+    p->ckpt_k = zt_config_act_ckpt_k(c);
+    p->mixed = c->bf16_enabled || c->fp16_enabled;
+    p->offload_optimizer = strcmp(c->offload_optimizer, "none") != 0;
+    p->offload_param = strcmp(c->offload_param, "none") != 0;
+    if (p->offload_param && p->stage != 3) {
+        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.offload_param.device=%s needs "
+                     "zero_optimization.stage=3 (only sharded parameters can be offloaded)",
+                     c->offload_param);
+        goto done;
+    }
+
+    /* layout: model.c's units */
+    uint64_t C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab, T = (uint64_t)mc->context;
+    layout y;
+    memset(&y, 0, sizeof y);
+    y.p = p;
+    y.nu = L + 2;
+    y.n = calloc((size_t)y.nu, sizeof *y.n);
+    y.gathered = calloc((size_t)y.nu, sizeof *y.gathered);
+    y.view = calloc((size_t)y.nu, 1);
+    y.bucket = calloc((size_t)y.nu, 1);
+    y.seen = calloc((size_t)y.nu, 1);
+    if (!y.n || !y.gathered || !y.view || !y.bucket || !y.seen) {
+        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+        goto done;
+    }
+    y.n[0] = V * C + T * C;
+    for (int l = 0; l < L; ++l) y.n[1 + l] = 12 * C * C + 13 * C;
+    y.n[L + 1] = 2 * C;
+    uint64_t g = p->stage == 0 ? 1 : (uint64_t)G;
+    y.max_len = 1;
+    for (int u = 0; u < y.nu; ++u) {
+        p->num_params += y.n[u];
+        if (y.n[u] > p->largest_unit) p->largest_unit = y.n[u];
+        uint64_t S = cdiv(y.n[u], g);   /* group index 0 owns a full slice */
+        y.shard_total += S;
+        if (S > y.max_len) y.max_len = S;
+    }
+    p->largest_tensor = umax(V * C, umax(T * C, 4 * C * C + 4 * C));
+    y.eb = p->mixed ? 2 : 4;
+    y.place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y.place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y.place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
+
+    sim s;
+    memset(&s, 0, sizeof s);
+    y.s = &s;
+    const uint64_t Psi = p->num_params, own = umax(y.shard_total, 1);
+    const int k = p->ckpt_k, B = p->micro_batch, A = p->grad_accum;
+    /* the model computes in fp32 in every precision (precision.h): fp32
+     * activation, eval and sample blocks */
+    const int elem = 4;
+    const uint64_t tok = (T + 1) * 4;   /* one window of uint32 tokens */
+    /* 16-bit gradient reductions (communication_data_type) with more than one rank */
+    const int comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
+    /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
+    const int optim_tag_place = y.place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
+    /* elements whose master weights and moments this rank keeps */
+    const uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
+
+    /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
+     * mixed: never the parameter block) */
+    s.phase = "setup";
+    if (p->stage < 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, Psi * 4);
+    if (p->stage < 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, Psi * 4);
+    /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
+     * owned slices at 3) and fp32 master weights (optimizer category);
+     * 16-bit reduction buffers; the fp32 shards; the reduce-scatter buffer */
+    if (p->mixed) {
+        s_alloc(&s, y.place_params, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+        s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    }
+    if (comm16) {
+        s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
+        if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 2);
+    }
+    if (p->stage == 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, own * 4);
+    if (p->stage >= 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, own * 4);
+    if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 4);
+    /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
+     * through an fp32 buffer of the largest unit */
+    if (p->mixed && p->stage < 3) {
+        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+    }
+    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)T, 1, k, elem);
+    s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
+    /* zt_adamw_init: m and v (fp32) */
+    for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
+    p->grads_bytes = s.cur[ZT_MP_HOST][ZT_MEM_GRADS] + s.cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
+    p->optim_bytes = s.cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s.cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
+    p->formula_bytes = zt_memplan_formula(p->stage, p->mixed, (double)Psi, (double)G);
+    p->engine_formula_bytes = zt_memplan_engine_formula(p->stage, p->mixed, (double)Psi, (double)G);
+
+    /* zt_ctx_open_data: token validation, then the loaders' buffers (host) */
+    uint64_t scan = o->scan_bytes ? o->scan_bytes : ((uint64_t)1 << 16) * 4;
+    if (p->with_data) {
+        s.phase = "opening data";
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
+        /* prefetch slots: 2 * accumulation + 2 micro batches */
+        for (int i = 0; i < 2 * A + 2; ++i)
+            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)B * tok);
+        if (p->with_eval) {
+            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+            s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
+        }
+    }
+    /* zt_train: the eval block, then steps and evaluations */
+    if (p->with_eval) {
+        s.phase = "setup";
+        s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
+                zt_memplan_acts_bytes(mc, p->eval_batch, (int)T, 0, 0, elem));
+    }
+    s.phase = "forward";
+    sim_forward(&y, 1);
+    s.phase = "backward";
+    sim_backward(&y, k);
+    if (p->with_eval) {
+        s.phase = "evaluation";
+        sim_forward(&y, 0);
+    }
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
+        p->peak[pl] = s.ptot[pl];
+        p->peak_phase[pl] = s.pphase[pl] ? s.pphase[pl] : "setup";
+        for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s.pk[pl][t];
+    }
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s.hpk[t];
+    /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
+     * parameters gathered on every rank at stage 3, and at stages 1-2 when
+     * mixed, from the master slices; host), then the sample ([1, T] forward) */
+    s.phase = "weights export";
+    if (p->stage == 3 || (p->mixed && p->stage >= 1)) {
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, Psi * 4);
+        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, Psi * 4);
+    }
+    s.phase = "sample";
+    s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
+    sim_forward(&y, 0);
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->end_peak[pl] = s.ptot[pl];
+    p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
+    free(y.n);
+    free(y.gathered);
+    free(y.view);
+    free(y.bucket);
+    free(y.seen);
+done:
+    zt_config_free(c);
+    return rc;
+}
+
+/* ------------------------------------------------------------ limits */
+
+uint64_t zt_memplan_host_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char **what) {
+    if (cfg->memory_limit) {
+        if (what) *what = "ztrain.memory_limit";
+        return cfg->memory_limit;
+    }
+    if (strcmp(cfg->backend, "cuda") == 0) {
+        /* free device memory: the CUDA backend does not report it yet */
+        if (what) *what = "free device memory (unknown to this build: set ztrain.memory_limit)";
+        return 0;
+    }
+    uint64_t avail = zt_memplan_host_available();
+    if (ranks_per_node < 1) ranks_per_node = 1;
+    if (what) *what = ranks_per_node > 1 ? "available memory / ranks on this node"
+                                         : "available memory";
+    return avail / (uint64_t)ranks_per_node;
+}
+
+/* ------------------------------------------------------------ suggestions */
+
+typedef struct change {
+    char label[160];
+    char flags[160];
+    uint64_t peak;
+} change;
+
+/* Try cfg with one set of keys changed; returns 1 and fills ch when it
+ * computes (whether or not it fits). */
+static int try_change(const zt_config *cfg, const zt_memplan_opts *o, const char *const *kv,
+                      change *ch) {
+    zt_config *c = zt_config_dup(cfg);
+    if (!c) return 0;
+    zt_status st;
+    int ok = 1;
+    for (int i = 0; kv[i] && ok; i += 2)
+        ok = zt_config_set(c, kv[i], kv[i + 1], ZT_SRC_FLAG, &st) == ZT_OK;
+    zt_memplan p;
+    if (ok) ok = zt_memplan_compute(c, o, &p, &st) == ZT_OK;
+    if (ok) ch->peak = p.peak_bytes;
+    zt_config_free(c);
+    return ok;
+}
+
+static int fits(uint64_t peak, uint64_t limit) { return peak <= limit; }
+
+/* Micro-batch candidates below the current one that keep the global batch:
+ * M' divides M, accumulation grows by M / M'.  The largest that fits. */
+static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
+                     uint64_t limit, change *ch) {
+    int M = fin->micro_batch, A = fin->grad_accum;
+    for (int m = M - 1; m >= 1; --m) {
+        if (M % m) continue;
+        char mb[16], ga[16];
+        snprintf(mb, sizeof mb, "%d", m);
+        snprintf(ga, sizeof ga, "%d", A * (M / m));
+        const char *kv[16];
+        int n = 0;
+        for (int i = 0; extra && extra[i] && n < 10; ++i) kv[n++] = extra[i];
+        kv[n++] = "train_micro_batch_size_per_gpu"; kv[n++] = mb;
+        kv[n++] = "gradient_accumulation_steps"; kv[n++] = ga;
+        kv[n] = NULL;
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(ch->label, sizeof ch->label, "micro-batch %d -> %d with accumulation x%d",
+                     M, m, M / m);
+            snprintf(ch->flags, sizeof ch->flags, "--micro-batch %d --grad-accum %d", m, A * (M / m));
+            ch->peak = c.peak;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Eval batch candidates below the current one: E' divides E, and
+ * eval_batches grows by E / E' so the same number of samples is evaluated.
+ * The largest that fits. */
+static int try_eval(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
+                    const char *extra_flags, uint64_t limit, change *ch) {
+    int E = fin->eval_batch_size, nb = fin->eval_batches;
+    for (int e = E - 1; e >= 1; --e) {
+        if (E % e || (long long)nb * (E / e) > INT_MAX) continue;
+        char eb[16], bs[16];
+        snprintf(eb, sizeof eb, "%d", e);
+        snprintf(bs, sizeof bs, "%d", nb * (E / e));
+        const char *kv[20];
+        int n = 0;
+        for (int i = 0; extra && extra[i] && n < 14; ++i) kv[n++] = extra[i];
+        kv[n++] = "ztrain.eval_batch_size"; kv[n++] = eb;
+        kv[n++] = "ztrain.eval_batches"; kv[n++] = bs;
+        kv[n] = NULL;
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
+                     "(the same samples)", E, e, nb * (E / e));
+            snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
+                     extra_flags ? extra_flags : "", extra_flags ? " " : "", e, nb * (E / e));
+            ch->peak = c.peak;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
+                       uint64_t limit, char *buf, size_t n, char *first, size_t nfirst) {
+    if (n) buf[0] = '\0';
+    if (nfirst) first[0] = '\0';
+    zt_config *fin = zt_config_dup(cfg);
+    zt_status st;
+    if (!fin || zt_config_finalize_plan(fin, o->world_size, &st) != ZT_OK) {
+        zt_config_free(fin);
+        return 0;
+    }
+    change list[12];
+    int nl = 0;
+    const int W = o->world_size, stage = fin->zero_stage, k = zt_config_act_ckpt_k(fin);
+    const int G = fin->shard_group_size > 0 ? fin->shard_group_size : W;
+    char sv[8], gv[16];
+    /* cheapest first: stages 1-2 cost no extra communication; a wider shard
+     * group; a smaller micro batch; recomputation (+1 forward); stage 3
+     * (1.5x the communication); offload (GPU target only) */
+    for (int s = stage + 1; s <= 2 && W > 1; ++s) {
+        snprintf(sv, sizeof sv, "%d", s);
+        const char *kv[] = {"zero_optimization.stage", sv, NULL};
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit) && c.peak < cur->peak_bytes) {
+            snprintf(c.label, sizeof c.label, "ZeRO stage %d", s);
+            snprintf(c.flags, sizeof c.flags, "--stage %d", s);
+            list[nl++] = c;
+            break;   /* the cheaper stage that fits is enough */
+        }
+    }
+    if (stage >= 1 && G < W) {
+        snprintf(gv, sizeof gv, "%d", W);
+        const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(c.label, sizeof c.label, "shard over all %d ranks", W);
+            snprintf(c.flags, sizeof c.flags, "--shard-group %d", W);
+            list[nl++] = c;
+        }
+    }
+    change c;
+    memset(&c, 0, sizeof c);
+    if (cur->with_eval && try_eval(fin, o, NULL, NULL, limit, &c)) list[nl++] = c;
+    memset(&c, 0, sizeof c);
+    if (try_micro(fin, o, NULL, limit, &c)) list[nl++] = c;
+    if (k != 1) {
+        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(c.label, sizeof c.label, "enable activation checkpointing");
+            snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks");
+            list[nl++] = c;
+        }
+    }
+    if (stage < 3) {
+        const char *kv[] = {"zero_optimization.stage", "3", NULL};
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(c.label, sizeof c.label, "ZeRO stage 3");
+            snprintf(c.flags, sizeof c.flags, "--stage 3");
+            list[nl++] = c;
+        }
+    }
+    zt_memplan pl;
+    int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
+    if (gpu && !pl.offload_optimizer) {
+        const char *kv[] = {"offload", "optimizer", NULL};
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+            snprintf(c.label, sizeof c.label, "offload the optimizer state to the host");
+            snprintf(c.flags, sizeof c.flags, "--offload optimizer");
+            list[nl++] = c;
+        }
+    }
+    if (nl == 0) {
+        /* combinations, cheapest first */
+        static const char *const combo[][7] = {
+            {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "2", NULL},
+            {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "3", NULL},
+        };
+        for (size_t i = 0; i < sizeof combo / sizeof combo[0] && nl == 0; ++i) {
+            if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
+            memset(&c, 0, sizeof c);
+            if (try_change(fin, o, combo[i], &c) && fits(c.peak, limit)) {
+                snprintf(c.label, sizeof c.label, "activation checkpointing + ZeRO stage %s",
+                         combo[i][3]);
+                snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks --stage %s", combo[i][3]);
+                list[nl++] = c;
+            }
+        }
+        if (nl == 0) {
+            int s = W > 1 ? 3 : stage;
+            snprintf(sv, sizeof sv, "%d", s);
+            const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                                   "zero_optimization.stage", sv, NULL};
+            memset(&c, 0, sizeof c);
+            if (try_micro(fin, o, extra, limit, &c)) {
+                char lab[160], fl[160];
+                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
+                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
+                snprintf(c.label, sizeof c.label, "%s", lab);
+                snprintf(c.flags, sizeof c.flags, "%s", fl);
+                list[nl++] = c;
+            }
+        }
+        if (nl == 0 && cur->with_eval) {
+            /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
+            int s = W > 1 ? 3 : stage, M = fin->micro_batch, A = fin->grad_accum;
+            char mv[16], av[16], fl[96];
+            snprintf(sv, sizeof sv, "%d", s);
+            snprintf(mv, sizeof mv, "%d", 1);
+            snprintf(av, sizeof av, "%d", A * M);
+            snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
+                     A * M);
+            const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                                   "zero_optimization.stage", sv,
+                                   "train_micro_batch_size_per_gpu", mv,
+                                   "gradient_accumulation_steps", av, NULL};
+            memset(&c, 0, sizeof c);
+            if (try_eval(fin, o, extra, fl, limit, &c)) {
+                char lab[160];
+                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
+                         "%d -> 1 + %s", s, M, c.label);
+                snprintf(c.label, sizeof c.label, "%s", lab);
+                list[nl++] = c;
+            }
+        }
+    }
+    size_t j = 0;
+    for (int i = 0; i < nl; ++i) {
+        double pct = cur->peak_bytes
+                         ? 100.0 * ((double)list[i].peak - (double)cur->peak_bytes) / (double)cur->peak_bytes
+                         : 0.0;
+        int w = snprintf(buf + j, n > j ? n - j : 0, "%s%s (%s): %.0f%%", i ? "; " : "",
+                         list[i].label, list[i].flags, pct);
+        if (w > 0) j += (size_t)w;
+        if (j >= n) break;
+    }
+    if (nl && nfirst) snprintf(first, nfirst, "%s", list[0].flags);
+    zt_config_free(fin);
+    return nl;
+}
+
+/* The two largest categories at their peaks, for messages. */
+static void top_categories(const zt_memplan *p, char *buf, size_t n) {
+    int pl = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST, a = -1, b = -1;
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+        if (!p->cat[pl][t]) continue;
+        if (a < 0 || p->cat[pl][t] > p->cat[pl][a]) { b = a; a = t; }
+        else if (b < 0 || p->cat[pl][t] > p->cat[pl][b]) b = t;
+    }
+    char x[32], y[32];
+    buf[0] = '\0';
+    if (a < 0) return;
+    zt_memplan_fmt_bytes((double)p->cat[pl][a], x, sizeof x);
+    if (b < 0) { snprintf(buf, n, "%s %s", zt_mem_tag_name(a), x); return; }
+    zt_memplan_fmt_bytes((double)p->cat[pl][b], y, sizeof y);
+    snprintf(buf, n, "%s %s, %s %s", zt_mem_tag_name(a), x, zt_mem_tag_name(b), y);
+}
+
+int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,
+                     const char *limit_what, zt_memplan *plan, int *forced, zt_status *st) {
+    if (forced) *forced = 0;
+    zt_memplan local;
+    zt_memplan *p = plan ? plan : &local;
+    ZT_TRY(zt_memplan_compute(cfg, o, p, st));
+    if (limit == 0 || fits(p->peak_bytes, limit)) return ZT_OK;
+    if (cfg->force) {
+        if (forced) *forced = 1;
+        return ZT_OK;
+    }
+    char pk[32], lim[32], top[96], sug[640], first[160];
+    zt_memplan_fmt_bytes((double)p->peak_bytes, pk, sizeof pk);
+    zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+    top_categories(p, top, sizeof top);
+    int ns = zt_memplan_suggest(cfg, o, p, limit, sug, sizeof sug, first, sizeof first);
+    const char *where = p->gpu ? "device memory" : "memory";
+    if (ns > 0)
+        return zt_fail(st, ZT_ENOMEM, "predicted peak %s %s per rank (%s; at %s) exceeds the "
+                       "limit %s (%s); changes that fit: %s; or --force to start anyway",
+                       where, pk, top, p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim,
+                       limit_what ? limit_what : "ztrain.memory_limit", sug);
+    return zt_fail(st, ZT_ENOMEM, "predicted peak %s %s per rank (%s; at %s) exceeds the limit "
+                   "%s (%s), and no change of stage, micro batch or activation checkpointing "
+                   "fits; use more ranks or a smaller model, or --force to start anyway",
+                   where, pk, top, p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim,
+                   limit_what ? limit_what : "ztrain.memory_limit");
+}
+
+/* ------------------------------------------------------------ auto micro batch */
+
+int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,
+                          double margin, char *why, size_t nwhy, zt_status *st) {
+    if (nwhy) why[0] = '\0';
+    if (cfg->micro_batch != ZT_MICRO_BATCH_AUTO) return ZT_OK;
+    const int W = o->world_size;
+    long long tbs = cfg->train_batch_size, ga = cfg->grad_accum;
+    if (tbs <= 0)
+        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" needs "
+                       "train_batch_size (the global batch it keeps); set it, or give the micro "
+                       "batch as a number");
+    if (tbs % W)
+        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\": "
+                       "train_batch_size=%lld is not divisible by the world size %d", tbs, W);
+    if (limit == 0)
+        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\": no memory "
+                       "limit is known; set ztrain.memory_limit");
+    long long per = tbs / W;   /* samples per rank per step = micro * accum */
+    double budget = (double)limit * (1.0 - margin);
+    char lim[32], bud[32];
+    zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+    zt_memplan_fmt_bytes(budget, bud, sizeof bud);
+    uint64_t next_peak = 0;
+    long long next_m = 0;
+    for (long long m = per; m >= 1; --m) {
+        if (per % m) continue;
+        if (ga > 0 && m * ga != per) continue;   /* accumulation given: micro is fixed */
+        zt_config *c = zt_config_dup(cfg);
+        if (!c) return zt_fail(st, ZT_ENOMEM, "out of memory (auto micro batch)");
+        c->micro_batch = (int)m;
+        zt_memplan p;
+        int rc = zt_memplan_compute(c, o, &p, st);
+        zt_config_free(c);
+        if (rc != ZT_OK) return zt_fail_prefix(st, "train_micro_batch_size_per_gpu=\"auto\"");
+        if ((double)p.peak_bytes <= budget) {
+            cfg->micro_batch = (int)m;
+            char pk[32], np[32];
+            zt_memplan_fmt_bytes((double)p.peak_bytes, pk, sizeof pk);
+            if (next_m) {
+                zt_memplan_fmt_bytes((double)next_peak, np, sizeof np);
+                snprintf(why, nwhy, "micro batch %lld x accumulation %lld x %d ranks = batch %lld: "
+                         "predicted peak %s per rank fits %s (limit %s less a %.0f%% margin); "
+                         "micro batch %lld would need %s", m, per / m, W, tbs, pk, bud, lim,
+                         margin * 100, next_m, np);
+            } else {
+                snprintf(why, nwhy, "micro batch %lld x accumulation %lld x %d ranks = batch %lld: "
+                         "predicted peak %s per rank fits %s (limit %s less a %.0f%% margin); "
+                         "it is the largest micro batch the batch allows", m, per / m, W, tbs, pk,
+                         bud, lim, margin * 100);
+            }
+            return ZT_OK;
+        }
+        next_peak = p.peak_bytes;
+        next_m = m;
+    }
+    char np[32];
+    zt_memplan_fmt_bytes((double)next_peak, np, sizeof np);
+    if (ga > 0)
+        return zt_fail(st, ZT_ENOMEM, "train_micro_batch_size_per_gpu=\"auto\": "
+                       "train_batch_size=%lld with gradient_accumulation_steps=%lld on %d ranks "
+                       "leaves only micro batch %lld, predicted to need %s per rank, more than %s "
+                       "(limit %s less a %.0f%% margin); leave gradient_accumulation_steps unset "
+                       "or \"auto\" so that accumulation can grow", tbs, ga, W, next_m, np, bud,
+                       lim, margin * 100);
+    return zt_fail(st, ZT_ENOMEM, "train_micro_batch_size_per_gpu=\"auto\": even micro batch 1 "
+                   "is predicted to need %s per rank, more than %s (limit %s less a %.0f%% "
+                   "margin); enable activation checkpointing or a higher ZeRO stage", np, bud,
+                   lim, margin * 100);
+}

@@ -1,0 +1,133 @@
+/*
+ * memplan.h -- the memory planner: predicted bytes per rank, before anything
+ * is allocated.
+ *
+ * zt_memplan_compute is a pure function of a configuration and a world
+ * layout.  It replays, allocation by allocation, what a training run does
+ * with its accounted memory (mem.c's tags): model states as the ZeRO stage
+ * keeps them, the activation block (with activation checkpointing), the data
+ * loaders' token buffers, the eval block, and -- per unit, in the order the
+ * model's forward and backward call the sharding hooks -- gathered units
+ * (stage 3) and gradient buckets (stages 2-3).  The result is the peak of
+ * every category and of the total, per place: host memory, and device memory
+ * on a GPU target.
+ *
+ * On the CPU backend the prediction is exact, in fp32 and in bf16/fp16 with
+ * or without optimizer offload (tests/test_memplan_run, tests/memplan_mpi.sh):
+ * it replays shard.c's mixed-precision allocations too -- 16-bit parameter
+ * storage, fp32 gradients, fp32 master weights beside the AdamW moments
+ * (optimizer category; host memory when offloaded), the fp32 compute copy
+ * of each unit in use (gathered-params), 16-bit reduction buffers when
+ * communication_data_type is 16-bit.  Activations are fp32 in every
+ * precision (the model computes in fp32).  offload_param and the GPU target
+ * are estimate-only (docs/memory.md).
+ */
+#ifndef ZT_MEMPLAN_H
+#define ZT_MEMPLAN_H
+#include <stdint.h>
+#include "config.h"
+#include "internal.h"
+
+enum { ZT_MP_HOST = 0, ZT_MP_DEVICE = 1, ZT_MP_NPLACES = 2 };
+enum { ZT_MP_TARGET_AUTO = -1, ZT_MP_TARGET_CPU = 0, ZT_MP_TARGET_GPU = 1 };
+
+typedef struct zt_memplan_opts {
+    int world_size;      /* ranks (>= 1) */
+    int ranks_per_node;  /* ranks sharing a node's host memory; 0 = min(world, 1) */
+    int target;          /* ZT_MP_TARGET_*; AUTO: from ztrain.backend */
+    int with_data;       /* token loaders (ztrain.data.train); -1 = when it is non-empty */
+    int with_eval;       /* eval block (ztrain.data.val); -1 = when it is non-empty */
+    uint64_t scan_bytes; /* token-validation buffer while opening data; 0 = its maximum */
+} zt_memplan_opts;
+
+/* world_size = w, everything else from the configuration. */
+void zt_memplan_opts_init(zt_memplan_opts *o, int world_size);
+
+typedef struct zt_memplan {
+    /* the run it describes (after finalize) */
+    int world, ranks_per_node, shard_group, stage, micro_batch, grad_accum, eval_batch, context;
+    int ckpt_k;            /* 0 none, 1 blocks, K every-K */
+    int mixed;             /* bf16 / fp16 */
+    int gpu;               /* GPU target: device and host places */
+    int offload_optimizer, offload_param, with_data, with_eval;
+    uint64_t num_params;     /* Psi */
+    uint64_t largest_unit;   /* elements of the largest unit (the embedding, usually) */
+    uint64_t largest_tensor; /* DeepSpeed's "largest layer" (wte, usually) */
+    /* model states on one rank, bytes, wherever they live */
+    uint64_t params_bytes, grads_bytes, optim_bytes;
+    double formula_bytes;    /* the ZeRO paper's formula for the same stage/precision/N */
+    double engine_formula_bytes; /* the same in closed form for what the engine keeps
+                                  * (mixed: fp32 gradients, 18 Psi at stage 0) */
+    /* peak of each category and of the total, per place */
+    uint64_t cat[ZT_MP_NPLACES][ZT_MEM_NTAGS];
+    uint64_t peak[ZT_MP_NPLACES];
+    /* of cat[][]: the peak bytes per category the engine tags as offloaded to
+     * host memory (ZT_MEM_ON_HOST: zt_memory_report's host_peak) */
+    uint64_t offloaded[ZT_MEM_NTAGS];
+    const char *peak_phase[ZT_MP_NPLACES];   /* where the total peaks */
+    /* including the end of a CLI run: weights export (stage 3 gathers the
+     * full parameters on every rank) and the text sample */
+    uint64_t end_peak[ZT_MP_NPLACES];
+    /* the binding per-rank total: device on a GPU target, host otherwise */
+    uint64_t peak_bytes;
+} zt_memplan;
+
+/* Predict.  cfg need not be finalized (a copy is, for o->world_size,
+ * accepting estimate-only settings); "auto" micro batch must be resolved
+ * first (zt_memplan_auto_micro). */
+int zt_memplan_compute(const zt_config *cfg, const zt_memplan_opts *o, zt_memplan *out,
+                       zt_status *st);
+
+/* Bytes of the activation block for [B, T]: training (with checkpointing
+ * group size ckpt_k, 0 = none) or forward-only; elem = 4 (fp32) or 2. */
+uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int training,
+                               int ckpt_k, int elem);
+
+/* ZeRO model-state formula per rank (bytes): fp32 16/8+8/N/4+12/N/16/N Psi,
+ * mixed 16/4+12/N/2+14/N/16/N Psi. */
+double zt_memplan_formula(int stage, int mixed, double psi, double n);
+
+/* What the engine keeps per rank (bytes), in closed form: fp32 as the
+ * formula; mixed 2 Psi 16-bit parameters + 4 Psi fp32 gradients + 12 Psi
+ * master and moments, sharded by stage: 18 / 6+12/N / 2+16/N / 18/N Psi. */
+double zt_memplan_engine_formula(int stage, int mixed, double psi, double n);
+
+/* DeepSpeed's estimator (model states only): GPU bytes per rank and CPU
+ * bytes per node for stage 2/3 and an offload mode (0 none, 1 optimizer,
+ * 2 params+optimizer); returns 0 when DeepSpeed gives no figure. */
+int zt_memplan_deepspeed(int stage, int offload, double psi, double largest, int world,
+                         int ranks_per_node, double *gpu, double *cpu);
+
+/* Memory this host has available now (MemAvailable), 0 if unknown. */
+uint64_t zt_memplan_host_available(void);
+
+/* The per-rank limit in force: ztrain.memory_limit, else (CPU) available
+ * host memory / ranks per node; on the cuda backend 0 (unknown: the
+ * backend does not report free device memory yet).  *what describes it. */
+uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char **what);
+
+/* Pre-flight: ZT_OK when plan fits limit (or cfg->force: then *forced = 1),
+ * else ZT_ENOMEM with one line: the prediction, the limit, and the cheapest
+ * changes that fit, each with its predicted saving. */
+int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,
+                     const char *limit_what, zt_memplan *plan, int *forced, zt_status *st);
+
+/* The changes that would make cfg fit limit, cheapest first, as one text
+ * ("a (--flags): -38%; b (...): -52%").  Returns how many fit; *first gets
+ * the flags of the first one ("" if none). */
+int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
+                       uint64_t limit, char *buf, size_t n, char *first, size_t nfirst);
+
+/* train_micro_batch_size_per_gpu = "auto": the largest micro batch whose
+ * predicted peak is within (1 - margin) * limit, dividing train_batch_size /
+ * world; gradient accumulation keeps train_batch_size.  Writes the choice
+ * into cfg (micro batch, and accumulation when it was derived) and a
+ * sentence saying why into why.  No-op when cfg's micro batch is not auto. */
+#define ZT_MEMPLAN_AUTO_MARGIN 0.10
+int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,
+                          double margin, char *why, size_t nwhy, zt_status *st);
+
+/* "1.50 GiB" */
+void zt_memplan_fmt_bytes(double bytes, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,128 @@
+/* precision.c -- mixed-precision modes, the fp16 loss scaler, helpers.
+ * See precision.h for the semantics. */
+#include <math.h>
+#include <string.h>
+#include "precision.h"
+
+zt_precision zt_precision_of(const zt_config *cfg) {
+    if (cfg->bf16_enabled) return ZT_PREC_BF16;
+    if (cfg->fp16_enabled) return ZT_PREC_FP16;
+    return ZT_PREC_FP32;
+}
+
+const char *zt_precision_name(zt_precision p) {
+    switch (p) {
+    case ZT_PREC_BF16: return "bf16";
+    case ZT_PREC_FP16: return "fp16";
+    default: return "fp32";
+    }
+}
+
+zt_dtype zt_precision_dtype(zt_precision p) {
+    switch (p) {
+    case ZT_PREC_BF16: return ZT_BF16;
+    case ZT_PREC_FP16: return ZT_F16;
+    default: return ZT_F32;
+    }
+}
+
+size_t zt_precision_elem_size(zt_precision p) { return p == ZT_PREC_FP32 ? 4 : 2; }
+
+zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
+    if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
+    if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;
+    return ZT_F32;
+}
+
+/* ------------------------------------------------------------ loss scaler */
+
+void zt_scaler_init(zt_loss_scaler *ls, const zt_config *cfg) {
+    memset(ls, 0, sizeof *ls);
+    ls->enabled = cfg->fp16_enabled != 0;
+    ls->dynamic = ls->enabled && cfg->fp16_loss_scale == 0.0;
+    ls->min_scale = cfg->fp16_min_loss_scale;
+    ls->window = cfg->fp16_loss_scale_window > 0 ? cfg->fp16_loss_scale_window : 1;
+    ls->hysteresis = cfg->fp16_hysteresis > 0 ? cfg->fp16_hysteresis : 1;
+    if (!ls->enabled) ls->s.scale = 1.0;
+    else if (ls->dynamic) ls->s.scale = ldexp(1.0, cfg->fp16_initial_scale_power);
+    else ls->s.scale = cfg->fp16_loss_scale;
+    ls->s.good_steps = 0;
+    ls->s.hysteresis_left = ls->hysteresis;
+}
+
+int zt_scaler_update(zt_loss_scaler *ls, int overflow, long step, int *skip, zt_status *st) {
+    *skip = 0;
+    if (!ls->enabled) return ZT_OK;
+    if (!overflow) {
+        if (!ls->dynamic) return ZT_OK;
+        if (++ls->s.good_steps >= ls->window) {
+            ls->s.scale *= 2.0;
+            ls->s.good_steps = 0;
+            ls->s.hysteresis_left = ls->hysteresis;
+            ls->grows++;
+        }
+        return ZT_OK;
+    }
+    if (ls->dynamic) {
+        if (ls->s.hysteresis_left <= 1) {
+            if (ls->s.scale <= ls->min_scale)
+                return zt_fail(st, ZT_EDATA,
+                               "fp16 loss scale already at minimum (%g = fp16.min_loss_scale) "
+                               "and the gradients of step %ld still overflow: the run diverged "
+                               "or needs a smaller fp16.min_loss_scale, a lower learning rate, "
+                               "or bf16", ls->s.scale, step);
+            double next = ls->s.scale / 2.0;
+            ls->s.scale = next > ls->min_scale ? next : ls->min_scale;
+            ls->shrinks++;
+        } else {
+            ls->s.hysteresis_left--;
+        }
+        ls->s.good_steps = 0;
+    }
+    ls->skipped++;
+    *skip = 1;
+    return ZT_OK;
+}
+
+int zt_scaler_set_state(zt_loss_scaler *ls, const zt_scaler_state *s, zt_status *st) {
+    if (!(isfinite(s->scale) && s->scale > 0.0))
+        return zt_fail(st, ZT_EDATA, "loss-scaler state: scale %g is not a positive finite "
+                       "number", s->scale);
+    if (s->good_steps < 0 || s->hysteresis_left < 1)
+        return zt_fail(st, ZT_EDATA, "loss-scaler state: good_steps %lld / hysteresis_left %d "
+                       "out of range", (long long)s->good_steps, (int)s->hysteresis_left);
+    ls->s = *s;
+    ls->s.reserved = 0;
+    if (!ls->enabled) ls->s.scale = 1.0;
+    return ZT_OK;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+size_t zt_prec_unscale_check(const zt_backend *be, float *g, size_t n, float inv_scale) {
+    if (inv_scale != 1.0f) be->scale(g, n, inv_scale);
+    return be->nonfinite(g, n);
+}
+
+int zt_prec_overflow_any(zt_group *g, size_t local_nonfinite, int *overflow, zt_status *st) {
+    int32_t v = local_nonfinite > 0;
+    if (g && g->size > 1) ZT_TRY(g->ops->allreduce_max(g, &v, 1, ZT_I32, st));
+    *overflow = v != 0;
+    return ZT_OK;
+}
+
+void zt_prec_narrow(const zt_backend *be, zt_precision p, void *dst, const float *src, size_t n) {
+    switch (p) {
+    case ZT_PREC_BF16: be->to_bf16(dst, src, n); break;
+    case ZT_PREC_FP16: be->to_f16(dst, src, n); break;
+    default: be->copy(dst, src, n * sizeof(float)); break;
+    }
+}
+
+void zt_prec_widen(const zt_backend *be, zt_precision p, float *dst, const void *src, size_t n) {
+    switch (p) {
+    case ZT_PREC_BF16: be->from_bf16(dst, src, n); break;
+    case ZT_PREC_FP16: be->from_f16(dst, src, n); break;
+    default: be->copy(dst, src, n * sizeof(float)); break;
+    }
+}

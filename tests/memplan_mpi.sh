@@ -1,0 +1,138 @@
+#!/bin/bash
+# memplan_mpi.sh -- the memory planner against real runs: tests/test_memplan_run
+# at 1 to 4 ranks (grid of stages, shard groups, checkpointing, micro batches;
+# bf16/fp16 grid with 16-bit reductions and optimizer offload; checkpointing
+# equivalence; refusal; auto micro batch), then the CLI:
+# `ztrain train --memory-report` with real data loaders (fp32, bf16, fp16,
+# offload), the pre-flight
+# refusal and its first suggestion, micro batch auto, and `ztrain estimate`.
+. "$(dirname "$0")/lib.sh"
+command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
+command -v python3 > /dev/null || skip_all "no python3"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+for n in 1 2 3 4; do tap_mpi "$n" "$ZT_BUILDDIR/tests/test_memplan_run"; done
+
+cd "$T" || exit 1
+head -c 120000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
+"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+# train TAG NRANKS ARGS...: 3 steps of the tiny config with real loaders
+train() {
+    local tag=$1 n=$2; shift 2
+    mpirun_np "$n" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin \
+        --val c_val.bin --threads 1 --steps 3 --eval-every 0 --sample-tokens 0 --save "w_$tag.bin" \
+        --ckpt-dir "ck_$tag" "$@" > "o_$tag.txt" 2> "e_$tag.txt"
+}
+# within5 TAG: the end-of-training report's prediction is within 5% of the accounted peak
+within5() {
+    python3 - "o_$1.txt" <<'PY'
+import re, sys
+m = re.search(r"memory peak per rank: accounted (\d+) bytes, predicted (\d+) bytes", open(sys.argv[1]).read())
+a, p = int(m.group(1)), int(m.group(2))
+print("# accounted %d, predicted %d (%.3f%%)" % (a, p, 100.0 * (p - a) / a))
+sys.exit(0 if abs(p - a) <= 0.05 * a else 1)
+PY
+}
+for spec in "1 0 none 4" "2 1 blocks 2" "3 2 every-2 5" "4 3 blocks 3" "4 3 none 1 --shard-group 2" \
+            "1 0 none 4 --precision bf16" "2 1 blocks 2 --precision bf16 --offload optimizer" \
+            "3 2 none 2 --precision fp16 --comm-dtype bf16" \
+            "4 3 blocks 1 --shard-group 2 --precision bf16 --comm-dtype bf16 --offload optimizer"; do
+    set -- $spec
+    n=$1 s=$2 k=$3 mb=$4; shift 4
+    tag="r$n$s$k$mb$#"
+    if train "$tag" "$n" --stage "$s" --act-ckpt "$k" --micro-batch "$mb" --eval-batch-size $((2 * mb)) \
+        --n-layer 3 --memory-report "$@" && grep -q "memory report (end of training)" "o_$tag.txt"; then
+        within5 "$tag"
+    else diag "e_$tag.txt"; false; fi
+    ok $? "CLI, $n ranks, stage $s, $k, micro $mb $*: --memory-report prediction within 5% (data loaders, eval)"
+done
+train rep2 1 --memory-report=2 --steps 4
+ok $([ "$(grep -c 'memory report (' o_rep2.txt)" = 2 ] && grep -q 'memory report (step 2)' o_rep2.txt &&
+     grep -q '  eval ' o_rep2.txt; echo $?) "--memory-report=2: a report every 2 steps and at the end, eval included"
+
+# the pre-flight refusal: one error line, suggestions; the first one fits and runs
+peak=$("$ZTRAIN" estimate --config "$ZT_SRCDIR/configs/tiny.json" --world-size 2 --train c_train.bin \
+       --val c_val.bin --micro-batch 8 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_bytes"])')
+limit=$((peak * 3 / 4))
+train refuse 2 --micro-batch 8 --memory-limit "$limit"
+rc=$?
+first=$(sed -n 's/.*changes that fit: [^(]*(\([^)]*\)).*/\1/p' e_refuse.txt)
+ok $([ $rc = 1 ] && [ "$(grep -c '^ztrain: error:' e_refuse.txt)" = 1 ] && grep -q "^ztrain: error: predicted peak" e_refuse.txt &&
+     [ -n "$first" ] && ! grep -q "^step" o_refuse.txt; echo $?) \
+   "refused before training: exit 1, one error line with suggestions (first: $first)"
+grep "^ztrain: error:" e_refuse.txt | sed 's/^/# /'
+# shellcheck disable=SC2086
+train fixed 2 --micro-batch 8 --memory-limit "$limit" $first
+ok $? "the first suggestion applied ($first): it fits and trains"
+train forced 2 --micro-batch 8 --memory-limit "$limit" --force
+ok $([ $? = 0 ] && grep -q "^warning: memory: predicted peak .* starting anyway" e_forced.txt; echo $?) \
+   "--force starts anyway, with a warning"
+
+# micro batch auto under a small limit keeps the global batch
+m4=$("$ZTRAIN" estimate --config "$ZT_SRCDIR/configs/tiny.json" --world-size 2 --train c_train.bin \
+     --val c_val.bin --micro-batch 4 --grad-accum 3 --eval-batch-size 4 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_bytes"])')
+alimit=$(python3 -c "print(int($m4 / 0.9) + 1)")
+train auto 2 --micro-batch auto --grad-accum auto --batch-size 24 --memory-limit "$alimit" --eval-batch-size 4
+ok $([ $? = 0 ] && grep -q "train_micro_batch_size_per_gpu=auto: micro batch 4 x accumulation 3 x 2 ranks = batch 24" o_auto.txt &&
+     grep -q "micro batch 6 would need" o_auto.txt && grep -q "batch: 24 global = 4 micro x 3 accumulation x 2 ranks" o_auto.txt;
+     echo $?) "micro batch auto: 4 x 3 x 2 = 24 under the limit; says why (6 would not fit)"
+grep "auto:" o_auto.txt | sed 's/^/# /'
+
+# ztrain estimate: GPT-2 124M stage 0 fp32 on 1 rank; 8B-shaped on 64 ranks
+"$ZTRAIN" estimate --world-size 1 --n-layer 12 --n-head 12 --n-embd 768 --context 1024 --vocab 50257 \
+    --micro-batch 4 --json > g2.json
+python3 - g2.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+P = j["model"]["num_params"]; s = j["model_states"]
+ok = P == 124439808 and s["params_bytes"] == 4 * P and s["grads_bytes"] == 4 * P and \
+     s["optimizer_bytes"] == 8 * P and s["total_bytes"] == 16 * P == s["formula_bytes"] and \
+     j["peak_bytes"] == j["host"]["peak_bytes"] > 16 * P and len(j["options"]) == 8
+print("# GPT-2 124M: Psi %d, states %d = 16 Psi, peak %d" % (P, s["total_bytes"], j["peak_bytes"]))
+sys.exit(0 if ok else 1)
+PY
+ok $? "estimate GPT-2 124M stage 0 fp32 1 rank: model states = 16 Psi exactly (JSON)"
+ok8=0
+for prec in fp32 bf16; do for s in 0 1 2 3; do
+    "$ZTRAIN" estimate --world-size 64 --ranks-per-node 8 --n-layer 32 --n-head 32 --n-embd 4096 \
+        --context 8192 --vocab 128256 --micro-batch 1 --stage $s --precision $prec --device gpu \
+        --device-memory 80G --json > e8.json || ok8=1
+    python3 - e8.json $s $prec <<'PY' || ok8=1
+import json, sys
+j = json.load(open(sys.argv[1])); s = int(sys.argv[2]); mixed = sys.argv[3] != "fp32"
+P = j["model"]["num_params"]; N = 64.0
+f = ([16*P, 8*P + 8*P/N, 4*P + 12*P/N, 16*P/N] if not mixed else
+     [16*P, 4*P + 12*P/N, 2*P + 14*P/N, 16*P/N])[s]
+# what the engine keeps: fp32 gradients in every precision (2 bytes more per gradient element)
+e = f if not mixed else [18*P, 6*P + 12*P/N, 2*P + 16*P/N, 18*P/N][s]
+ms = j["model_states"]; t = ms["total_bytes"]
+print("# 8B %s stage %d: states %.3f GiB vs engine %.3f GiB, ZeRO formula %.3f GiB, peak %.2f GiB, fits 80G: %s" %
+      (sys.argv[3], s, t / 2**30, e / 2**30, f / 2**30, j["peak_bytes"] / 2**30, j["fits"]))
+sys.exit(0 if abs(t - e) <= 1e-4 * e and abs(ms["formula_bytes"] - f) <= 1 and
+         abs(ms["engine_formula_bytes"] - e) <= 1 and j["peak_bytes"] == j["device"]["peak_bytes"] else 1)
+PY
+done; done
+ok $ok8 "estimate 8B-shaped (32 x 4096, vocab 128256, context 8192) on 64 ranks: model states match the ZeRO formulas in fp32 and the engine's (fp32 gradients) in bf16, stages 0-3"
+# optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
+"$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
+    --device gpu --json > off.json
+python3 - off.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); P = j["model"]["num_params"]; ms = j["model_states"]
+d, h = j["device"]["categories"], j["host"]["categories"]
+ok = (ms["optimizer_bytes"] == h["optimizer"] == ms["offloaded_bytes"] ==
+      j["host"]["offloaded_categories"]["optimizer"] and d["optimizer"] == 0 and
+      abs(ms["optimizer_bytes"] - 12 * P / 8) <= 12 * 8 and d["params"] == 2 * P and
+      d["grads"] == ms["grads_bytes"] and h["params"] == h["grads"] == 0)
+print("# bf16 stage 2, 8 GPUs, offload: optimizer %d bytes on the host (12 Psi/N = %.0f), params %d on the device" %
+      (h["optimizer"], 12 * P / 8, d["params"]))
+sys.exit(0 if ok else 1)
+PY
+ok $? "estimate, GPU target, bf16 + optimizer offload: fp32 master + m + v (12 Psi/N) on the host and reported offloaded; 16-bit params and fp32 grads on the device"
+"$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
+    --device gpu > tbl.txt
+ok $([ $? = 0 ] && grep -q "^options" tbl.txt && grep -Eq "^  3 +params" tbl.txt &&
+     grep -q "DeepSpeed GPU" tbl.txt && grep -q "peak_bytes per rank" tbl.txt; echo $?) \
+   "estimate text: categories, device/host, one row per stage/offload option with DeepSpeed's figures"
+"$ZTRAIN" estimate --n-layer 4 > /dev/null 2> err.txt
+ok $([ $? = 2 ] && grep -q "world-size" err.txt; echo $?) "estimate without --world-size: usage error"
+done_testing

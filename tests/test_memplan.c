@@ -1,0 +1,356 @@
+/*
+ * test_memplan.c -- the memory planner as pure arithmetic (no MPI, no
+ * training; leak-checked):
+ *  - its activation sizes are exactly what the GPT allocates (every
+ *    checkpointing policy, training and eval), and checkpointing shrinks them;
+ *  - model-state rows follow the ZeRO formulas: exactly for GPT-2 124M at
+ *    stage 0 on one rank, within 0.01% for an 8B-shaped GPT on 64 ranks at
+ *    every stage in fp32; in bf16 what the engine keeps (the formulas + the
+ *    fp32 gradients); DeepSpeed's estimator figures;
+ *  - placement on a GPU target (offload -> host: master + moments), the
+ *    offloaded bytes on the CPU target, the pre-flight message and
+ *    its suggestions (the first one fits), "auto" micro batch, limits.
+ * Real runs against the prediction: tests/memplan_mpi.sh.
+ */
+#include <math.h>
+#include <string.h>
+#include "gpt.h"
+#include "memplan.h"
+#include "tap.h"
+#include "testutil.h"
+
+static zt_config *shape(int L, int NH, int C, int T, int V) {
+    zt_config *c = tu_tiny_config(L, NH, C, T, V, 1);
+    return c;
+}
+
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+static void test_acts(void) {
+    int shapes[][5] = {{1, 1, 8, 5, 11}, {2, 2, 32, 16, 64}, {5, 4, 48, 7, 300}, {7, 2, 16, 33, 29}};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
+        zt_model_config mc = {shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]};
+        int ks[] = {0, 1, 2, 3, mc.n_layer, mc.n_layer + 2};
+        for (int B = 1; B <= 3; B += 2)
+            for (size_t j = 0; j < sizeof ks / sizeof ks[0]; ++j)
+                for (int tr = 0; tr <= 1; ++tr) {
+                    uint64_t want = zt_gpt_acts_bytes_ckpt(&mc, B, mc.context, tr, ks[j]) +
+                                    2 * sizeof(int) * (uint64_t)B * (uint64_t)mc.context;
+                    uint64_t got = zt_memplan_acts_bytes(&mc, B, mc.context, tr, ks[j], 4);
+                    if (got != want) {
+                        ok = 0;
+                        tap_diag("L%d C%d B%d k%d training %d: plan %llu, GPT %llu", mc.n_layer,
+                                 mc.n_embd, B, ks[j], tr, (unsigned long long)got,
+                                 (unsigned long long)want);
+                    }
+                }
+    }
+    tap_ok(ok, "activation bytes: planner == GPT's carve + token arrays (policies, B, shapes)");
+
+    zt_model_config g2 = {12, 12, 768, 1024, 50257};
+    uint64_t none = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 0, 4);
+    uint64_t blocks = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 1, 4);
+    uint64_t every3 = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 3, 4);
+    uint64_t every12 = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 12, 4);
+    tap_ok(blocks < every3 && every3 < none && every12 == none && blocks < none / 2,
+           "GPT-2 124M B=8: checkpointing shrinks activations (none %.2f GiB, every-3 %.2f, "
+           "blocks %.2f; every-12 = none)", none / 1073741824.0, every3 / 1073741824.0,
+           blocks / 1073741824.0);
+    tap_ok(zt_memplan_acts_bytes(&g2, 8, 1024, 1, 0, 2) < none * 0.55,
+           "2-byte elements would halve the activation arrays");
+    zt_config *c = shape(3, 2, 32, 16, 64);
+    tu_set(c, "train_micro_batch_size_per_gpu", "4");
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, 1);
+    zt_memplan a, b;
+    zt_status st;
+    int rc = zt_memplan_compute(c, &o, &a, &st);
+    tu_set(c, "precision", "bf16");
+    rc |= zt_memplan_compute(c, &o, &b, &st);
+    tap_ok(rc == ZT_OK && a.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] == b.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] &&
+           a.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] ==
+               zt_memplan_acts_bytes(&c->model, 4, 16, 1, 0, 4),
+           "bf16 plans fp32 activations (the model computes in fp32): %llu bytes",
+           (unsigned long long)b.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS]);
+    zt_config_free(c);
+}
+
+static void test_formulas(void) {
+    zt_status st;
+    /* GPT-2 124M, stage 0, fp32, one rank: 16 Psi exactly */
+    zt_config *c = shape(12, 12, 768, 1024, 50257);
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, 1);
+    zt_memplan p;
+    int rc = zt_memplan_compute(c, &o, &p, &st);
+    if (rc) tap_diag("%s", st.msg);
+    double P = (double)p.num_params;
+    tap_ok(rc == ZT_OK && p.num_params == 124439808ULL, "GPT-2 124M: Psi = %llu",
+           (unsigned long long)p.num_params);
+    tap_ok(p.params_bytes == 4 * p.num_params && p.grads_bytes == 4 * p.num_params &&
+           p.optim_bytes == 8 * p.num_params && p.formula_bytes == 16 * P,
+           "GPT-2 124M stage 0 fp32 1 rank: params 4 Psi, grads 4 Psi, AdamW 8 Psi = 16 Psi exactly");
+    tap_ok(p.peak[ZT_MP_DEVICE] == 0 && p.peak_bytes == p.peak[ZT_MP_HOST] && !p.gpu,
+           "CPU target: everything is host memory");
+    zt_config_free(c);
+
+    /* 8B-shaped GPT (32 x 4096, 32 heads, context 8192, vocab 128256) on 64 ranks */
+    int ok = 1;
+    for (int mixed = 0; mixed <= 1; ++mixed)
+        for (int stage = 0; stage <= 3; ++stage) {
+            c = shape(32, 32, 4096, 8192, 128256);
+            tu_set(c, "zero_optimization.stage", "%d", stage);
+            tu_set(c, "precision", "%s", mixed ? "bf16" : "fp32");
+            zt_memplan_opts_init(&o, 64);
+            o.ranks_per_node = 8;
+            o.target = ZT_MP_TARGET_GPU;
+            rc = zt_memplan_compute(c, &o, &p, &st);
+            double states = (double)(p.params_bytes + p.grads_bytes + p.optim_bytes);
+            double f = zt_memplan_formula(stage, mixed, (double)p.num_params, 64);
+            double e = zt_memplan_engine_formula(stage, mixed, (double)p.num_params, 64);
+            double err = fabs(states - e) / e;
+            /* the engine keeps fp32 gradients: 2 bytes more per gradient element */
+            double gdiff = mixed ? 2.0 * (stage < 2 ? (double)p.num_params
+                                                    : (double)p.num_params / 64) : 0.0;
+            tap_diag("8B %s stage %d: states %.4f GiB, engine formula %.4f GiB (%.5f%%), ZeRO "
+                     "formula %.4f GiB, peak %.2f GiB", mixed ? "bf16" : "fp32", stage,
+                     states / 1073741824.0, e / 1073741824.0, 100 * err, f / 1073741824.0,
+                     p.peak_bytes / 1073741824.0);
+            if (rc != ZT_OK || err > 1e-4 || fabs(p.formula_bytes - f) > 1 ||
+                fabs(p.engine_formula_bytes - e) > 1 || fabs(e - f - gdiff) > 1e-6 * f)
+                ok = 0;
+            zt_config_free(c);
+        }
+    tap_ok(ok, "8B-shaped on 64 ranks: model states within 0.01%% of what the engine keeps "
+           "(fp32: the ZeRO formulas; mixed: the formulas + 2 bytes per fp32 gradient element), "
+           "stages 0-3");
+    tap_ok(zt_memplan_engine_formula(0, 1, 100, 4) == 1800 &&
+           zt_memplan_engine_formula(1, 1, 100, 4) == 900 &&
+           zt_memplan_engine_formula(2, 1, 100, 4) == 600 &&
+           zt_memplan_engine_formula(3, 1, 100, 4) == 450 &&
+           zt_memplan_engine_formula(2, 0, 100, 4) == zt_memplan_formula(2, 0, 100, 4),
+           "engine table, mixed: 18, 6+12/N, 2+16/N, 18/N; fp32 = the formula");
+    tap_ok(zt_memplan_formula(1, 0, 100, 4) == 1000 && zt_memplan_formula(2, 0, 100, 4) == 700 &&
+           zt_memplan_formula(3, 0, 100, 4) == 400 && zt_memplan_formula(1, 1, 100, 4) == 700 &&
+           zt_memplan_formula(2, 1, 100, 4) == 550 && zt_memplan_formula(0, 1, 100, 4) == 1600,
+           "formula table: fp32 8+8/N, 4+12/N, 16/N; mixed 4+12/N, 2+14/N, 16");
+
+    double gpu, cpu;
+    double Pb = 7e9, Lb = 5e8;
+    int ds = zt_memplan_deepspeed(2, 0, Pb, Lb, 64, 8, &gpu, &cpu);
+    ok = ds && gpu == 2 * Pb + 18 * Pb / 64;
+    ds = zt_memplan_deepspeed(2, 1, Pb, Lb, 64, 8, &gpu, &cpu);
+    ok = ok && ds && gpu == 2 * Pb && cpu == Pb * 32 * 1.5;
+    ds = zt_memplan_deepspeed(3, 0, Pb, Lb, 64, 8, &gpu, &cpu);
+    ok = ok && ds && gpu == 4 * Lb + 18 * Pb / 64;
+    ds = zt_memplan_deepspeed(3, 1, Pb, Lb, 64, 8, &gpu, &cpu);
+    ok = ok && ds && gpu == 4 * Lb + 2 * Pb / 64;
+    ds = zt_memplan_deepspeed(3, 2, Pb, Lb, 64, 8, &gpu, &cpu);
+    ok = ok && ds && gpu == 4 * Lb && !zt_memplan_deepspeed(1, 0, Pb, Lb, 64, 8, &gpu, &cpu);
+    tap_ok(ok, "DeepSpeed estimator: ZeRO-2 2P+18P/N, offload 2P / CPU P*max(4N,16)*1.5; "
+           "ZeRO-3 4L+18P/N, 4L+2P/N, 4L");
+}
+
+static void test_placement(void) {
+    zt_status st;
+    zt_memplan_opts o;
+    zt_memplan p;
+    zt_config *c = shape(4, 4, 64, 32, 100);
+    tu_set(c, "zero_optimization.stage", "3");
+    tu_set(c, "precision", "bf16");
+    tu_set(c, "offload", "params");
+    zt_memplan_opts_init(&o, 8);
+    o.target = ZT_MP_TARGET_GPU;
+    int rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_OK && p.gpu && p.cat[ZT_MP_HOST][ZT_MEM_PARAMS] == p.params_bytes &&
+           p.cat[ZT_MP_HOST][ZT_MEM_OPTIMIZER] == p.optim_bytes &&
+           p.cat[ZT_MP_DEVICE][ZT_MEM_PARAMS] == 0 && p.cat[ZT_MP_DEVICE][ZT_MEM_GRADS] == p.grads_bytes &&
+           p.cat[ZT_MP_DEVICE][ZT_MEM_ACTIVATIONS] > 0 && p.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED] > 0 &&
+           p.peak_bytes == p.peak[ZT_MP_DEVICE],
+           "GPU target, offload params: params + optimizer on the host; grads, activations, "
+           "gathered units on the device; peak_bytes = device peak");
+    tu_set(c, "zero_optimization.stage", "2");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_EINVAL && contains(st.msg, "offload_param") && contains(st.msg, "stage=3"),
+           "offload of parameters needs stage 3: %s", st.msg);
+    /* optimizer offload, bf16 stage 2 on 8 GPUs: master + m + v (12 bytes per
+     * owned element) on the host, tagged offloaded; the rest on the device */
+    tu_set(c, "offload", "optimizer");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    uint64_t psi = p.num_params;
+    tap_ok(rc == ZT_OK && p.optim_bytes >= 12 * (psi / 8) && p.optim_bytes <= 12 * (psi / 8 + 8) &&
+           p.cat[ZT_MP_HOST][ZT_MEM_OPTIMIZER] == p.optim_bytes &&
+           p.offloaded[ZT_MEM_OPTIMIZER] == p.optim_bytes && p.cat[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER] == 0 &&
+           p.cat[ZT_MP_DEVICE][ZT_MEM_PARAMS] == 2 * psi && p.cat[ZT_MP_HOST][ZT_MEM_PARAMS] == 0 &&
+           p.cat[ZT_MP_DEVICE][ZT_MEM_GRADS] == p.grads_bytes && p.offloaded[ZT_MEM_PARAMS] == 0,
+           "GPU target, bf16 stage 2, optimizer offload: master + m + v (%llu bytes, 12 per owned "
+           "element) on the host and offloaded; 16-bit params (2 Psi) and fp32 grads on the device",
+           (unsigned long long)p.optim_bytes);
+    /* CPU target: everything is host memory; the offloaded part is the optimizer */
+    o.target = ZT_MP_TARGET_CPU;
+    zt_memplan q;
+    rc = zt_memplan_compute(c, &o, &q, &st);
+    tu_set(c, "offload", "none");
+    zt_memplan r;
+    int rc2 = zt_memplan_compute(c, &o, &r, &st);
+    tap_ok(rc == ZT_OK && rc2 == ZT_OK && q.peak_bytes == r.peak_bytes &&
+           q.offloaded[ZT_MEM_OPTIMIZER] == q.optim_bytes && r.offloaded[ZT_MEM_OPTIMIZER] == 0 &&
+           q.peak[ZT_MP_DEVICE] == 0,
+           "CPU target: optimizer offload moves nothing out of the per-rank total (%llu bytes); "
+           "it is reported as offloaded host memory", (unsigned long long)q.peak_bytes);
+    zt_config_free(c);
+}
+
+/* Stage-3 gathered units and stage-2/3 buckets: the per-unit replay. */
+static void test_transients(void) {
+    zt_status st;
+    zt_memplan_opts o;
+    zt_memplan p;
+    zt_config *c = shape(3, 2, 16, 8, 40);
+    uint64_t C = 16, n0 = 40 * C + 8 * C, nb = 12 * C * C + 13 * C;
+    zt_memplan_opts_init(&o, 1);
+    tu_set(c, "zero_optimization.stage", "3");
+    zt_memplan_opts_init(&o, 2);
+    int rc = zt_memplan_compute(c, &o, &p, &st);
+    /* forward: embedding + current + prefetched block; backward: two
+     * blocks gathered + the embedding's and the block's buckets */
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_GATHERED] == 4 * (n0 + 2 * nb),
+           "stage 3: gathered peak = embedding + 2 blocks (%llu)",
+           (unsigned long long)p.cat[ZT_MP_HOST][ZT_MEM_GATHERED]);
+    uint64_t big = n0 > nb ? n0 : nb, rs = 4 * ((big + 1) / 2);   /* the largest slice */
+    tap_ok(p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs + 4 * (n0 + nb),
+           "stage 3: comm peak = reduce-scatter buffer + embedding bucket + block bucket");
+    tu_set(c, "zero_optimization.stage", "2");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_GATHERED] == 0 &&
+           p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs + 4 * (n0 + nb), "stage 2: no gathers; same buckets");
+    tu_set(c, "zero_optimization.stage", "1");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs, "stage 1: only the reduce-scatter buffer");
+    zt_config_free(c);
+}
+
+static void test_check_and_auto(void) {
+    zt_status st;
+    zt_memplan_opts o;
+    zt_memplan p;
+    zt_config *c = shape(6, 4, 64, 64, 256);
+    tu_set(c, "train_micro_batch_size_per_gpu", "8");
+    zt_memplan_opts_init(&o, 4);
+    int rc = zt_memplan_compute(c, &o, &p, &st);
+    uint64_t peak = p.peak_bytes, limit = peak * 8 / 10;
+    int forced = 0;
+    rc = zt_memplan_check(c, &o, limit, "ztrain.memory_limit", NULL, &forced, &st);
+    tap_ok(rc == ZT_ENOMEM && contains(st.msg, "exceeds the limit") &&
+           contains(st.msg, "changes that fit:") && contains(st.msg, "--force") &&
+           contains(st.msg, "%") && !strchr(st.msg, '\n'),
+           "pre-flight refusal: one line with the prediction, the limit and suggestions");
+    tap_diag("%s", st.msg);
+    char sug[640], first[160];
+    int ns = zt_memplan_suggest(c, &o, &p, limit, sug, sizeof sug, first, sizeof first);
+    /* apply the first suggestion's flags: it must fit */
+    zt_config *d = zt_config_dup(c);
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s", first);
+    int applied = 0;
+    for (char *save = NULL, *k = strtok_r(buf, " ", &save); k; k = strtok_r(NULL, " ", &save)) {
+        char *v = strtok_r(NULL, " ", &save);
+        if (!v || zt_config_set(d, k + 2, v, ZT_SRC_FLAG, &st) != ZT_OK) { applied = -1; break; }
+        applied++;
+    }
+    zt_memplan q;
+    rc = zt_memplan_compute(d, &o, &q, &st);
+    tap_ok(ns >= 1 && applied > 0 && rc == ZT_OK && q.peak_bytes <= limit,
+           "the first suggestion (%s) fits: %llu <= %llu", first, (unsigned long long)q.peak_bytes,
+           (unsigned long long)limit);
+    zt_config_free(d);
+    tu_set(c, "ztrain.force", "true");
+    rc = zt_memplan_check(c, &o, limit, "ztrain.memory_limit", NULL, &forced, &st);
+    tap_ok(rc == ZT_OK && forced == 1, "ztrain.force: the check passes, marked forced");
+    rc = zt_memplan_check(c, &o, peak, "x", NULL, &forced, &st);
+    tap_ok(rc == ZT_OK && forced == 0, "a limit equal to the prediction fits");
+    tu_set(c, "ztrain.force", "false");
+    rc = zt_memplan_check(c, &o, 1000, "x", NULL, &forced, &st);
+    tap_ok(rc == ZT_ENOMEM && contains(st.msg, "no change"), "nothing fits: says so");
+    zt_config_free(c);
+
+    /* an eval batch far larger than the micro batch: the cheapest fix keeps
+     * training as it is and evaluates the same samples in smaller batches */
+    c = shape(6, 4, 64, 64, 256);
+    tu_set(c, "train_micro_batch_size_per_gpu", "2");
+    tu_set(c, "ztrain.data.val", "%s", "val.bin");
+    tu_set(c, "ztrain.eval_batch_size", "32");
+    tu_set(c, "ztrain.eval_batches", "2");
+    zt_memplan_opts o1;
+    zt_memplan_opts_init(&o1, 1);
+    rc = zt_memplan_compute(c, &o1, &p, &st);
+    limit = p.peak_bytes * 9 / 10;
+    ns = zt_memplan_suggest(c, &o1, &p, limit, sug, sizeof sug, first, sizeof first);
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_EVAL] > p.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] &&
+           ns >= 1 && strncmp(first, "--eval-batch-size 16 --eval-batches 4", 38) == 0 &&
+           contains(sug, "eval batch 32 -> 16 with 4 eval batches"),
+           "eval block dominates: first suggestion halves the eval batch, doubling eval batches (%s)",
+           first);
+    zt_config_free(c);
+
+    /* auto micro batch: global batch 64 on 4 ranks = 16 per rank */
+    c = shape(6, 4, 64, 64, 256);
+    tu_set(c, "train_micro_batch_size_per_gpu", "auto");
+    tu_set(c, "train_batch_size", "64");
+    zt_config *m4 = zt_config_dup(c);
+    tu_set(m4, "train_micro_batch_size_per_gpu", "4");
+    zt_memplan_compute(m4, &o, &p, &st);
+    zt_config_free(m4);
+    /* a limit at which micro 4 fits within the margin but 8 does not */
+    uint64_t lim = (uint64_t)((double)p.peak_bytes / (1 - ZT_MEMPLAN_AUTO_MARGIN)) + 1;
+    char why[640];
+    rc = zt_memplan_auto_micro(c, &o, lim, ZT_MEMPLAN_AUTO_MARGIN, why, sizeof why, &st);
+    int got = c->micro_batch;
+    rc |= zt_config_finalize(c, 4, &st);
+    tap_ok(rc == ZT_OK && got == 4 && c->grad_accum == 4 && c->train_batch_size == 64 &&
+           contains(why, "micro batch 8 would need"),
+           "auto: micro 4 x accumulation 4 x 4 ranks keeps batch 64 (%s)", why);
+    zt_config_free(c);
+    c = shape(6, 4, 64, 64, 256);
+    tu_set(c, "train_micro_batch_size_per_gpu", "auto");
+    rc = zt_memplan_auto_micro(c, &o, lim, ZT_MEMPLAN_AUTO_MARGIN, why, sizeof why, &st);
+    tap_ok(rc == ZT_EINVAL && contains(st.msg, "train_batch_size"), "auto without a global batch: %s",
+           st.msg);
+    tu_set(c, "train_batch_size", "64");
+    rc = zt_memplan_auto_micro(c, &o, 1000, ZT_MEMPLAN_AUTO_MARGIN, why, sizeof why, &st);
+    tap_ok(rc == ZT_ENOMEM && contains(st.msg, "even micro batch 1"), "auto when nothing fits: %s",
+           st.msg);
+    zt_config_free(c);
+
+    c = zt_config_new();
+    tu_set(c, "ztrain.memory_limit", "3G");
+    const char *what = NULL;
+    tap_ok(zt_memplan_limit(c, 4, &what) == 3ULL << 30 && contains(what, "memory_limit"),
+           "limit: ztrain.memory_limit when set");
+    tu_set(c, "ztrain.memory_limit", "0");
+    /* available memory moves while other processes run: the limit must sit
+     * between two readings taken around it (give or take 10%) */
+    uint64_t a0 = zt_memplan_host_available();
+    uint64_t lim4 = zt_memplan_limit(c, 4, &what);
+    uint64_t a1 = zt_memplan_host_available();
+    uint64_t lo = (a0 < a1 ? a0 : a1) / 4, hi = (a0 > a1 ? a0 : a1) / 4;
+    lo -= lo / 10;   /* and allow 10% of movement in between */
+    hi += hi / 10;
+    tap_ok(a0 > 0 && lim4 >= lo && lim4 <= hi && contains(what, "available"),
+           "limit: available memory / ranks per node otherwise (%llu in [%llu, %llu])",
+           (unsigned long long)lim4, (unsigned long long)lo, (unsigned long long)hi);
+    tu_set(c, "ztrain.backend", "cuda");
+    tap_ok(zt_memplan_limit(c, 4, &what) == 0 && contains(what, "set ztrain.memory_limit"),
+           "limit on the cuda backend: unknown until the backend reports free memory");
+    zt_config_free(c);
+}
+
+int main(void) {
+    test_acts();
+    test_formulas();
+    test_placement();
+    test_transients();
+    test_check_and_auto();
+    return tap_done();
+}

@@ -1,0 +1,411 @@
+/*
+ * test_memplan_run.c -- the memory planner against real runs, at the world
+ * size it is launched with (tests/memplan_mpi.sh runs it at 1-4 ranks; rank
+ * 0 prints TAP):
+ *  - grid (5 layers): stages 0-3 x every shard group that divides the world
+ *    x activation checkpointing none / blocks / every-2 / every-3 x micro batch 1, 5
+ *    (with accumulation 2), 16, with an eval batch twice the micro batch:
+ *    the pre-flight prediction of the peak is within 5% of the accounted
+ *    peak of two training steps and an evaluation (it is exact today);
+ *  - mixed-precision grid (4 layers): bf16 and fp16 at stages 0-3 x every
+ *    shard group x four variants crossing activation checkpointing
+ *    none / blocks, communication_data_type fp32 / bf16 and optimizer
+ *    offload off / on (stages 1-3): the predicted peak, every category's
+ *    peak and the offloaded (host) peak per category equal the accounted
+ *    ones on the ranks the plan describes (shard-group index 0, which owns
+ *    the largest slices) and bound them on the others; the total is within
+ *    5% everywhere (the largest error is reported);
+ *  - activation checkpointing: losses, gradients and parameters bitwise
+ *    identical to no checkpointing at stages 0 and 3; the accounted
+ *    activation block shrinks as predicted;
+ *  - a configuration that cannot fit is refused before any allocation, with
+ *    suggestions; the first one fits and trains;
+ *  - "auto" micro batch under a small limit: runs, keeps the global batch,
+ *    and the next larger micro batch is predicted not to fit.
+ */
+#include <math.h>
+#include <mpi.h>
+#include "ctx.h"
+#include "tap.h"
+#include "testutil.h"
+
+static int synth_get(void *s, long step, uint64_t first, int count, int T, int *in, int *tg,
+                     zt_status *st) {
+    (void)s;
+    (void)st;
+    for (int i = 0; i < count * T; ++i) {
+        uint64_t h = zt_hash3((uint64_t)step + 7, first + (uint64_t)(i / T), (uint64_t)(i % T));
+        in[i] = (int)(h % 64);
+        tg[i] = (int)((h >> 20) % 64);
+    }
+    return ZT_OK;
+}
+
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+static zt_config *base_config(int L) {
+    zt_config *c = tu_tiny_config(L, 2, 32, 16, 64, 1);
+    tu_set(c, "ztrain.data.val", "%s", "synthetic");   /* the planner counts the eval block */
+    tu_set(c, "ztrain.steps", "2");
+    tu_set(c, "ztrain.eval_every", "0");
+    tu_set(c, "ztrain.eval_batches", "1");
+    tu_set(c, "ztrain.log_every", "1000");
+    return c;
+}
+
+static void attach(zt_ctx *ctx) {
+    zt_status st;
+    zt_data_source src = {NULL, synth_get, NULL}, val = {NULL, synth_get, NULL};
+    zt_ctx_set_data(ctx, src, val, &st);
+}
+
+/* Every rank's verdict, so that rank 0 reports one result for all. */
+static int all_ok(int ok) {
+    int out = ok;
+    MPI_Allreduce(&ok, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return out;
+}
+
+static void test_grid(int N) {
+    static const char *const ckpt[] = {"none", "blocks", "every-2", "every-3"};
+    static const int micro[][2] = {{1, 1}, {5, 2}, {16, 1}};
+    double worst = 0;
+    int runs = 0, bad = 0, failed = 0;
+    char worst_what[160] = "";
+    for (int stage = 0; stage <= 3; ++stage)
+        for (int G = 1; G <= N; ++G) {
+            if (N % G || (stage == 0 && G != N)) continue;
+            for (size_t k = 0; k < 4; ++k)
+                for (size_t m = 0; m < 3; ++m) {
+                    zt_config *c = base_config(5);
+                    tu_set(c, "zero_optimization.stage", "%d", stage);
+                    tu_set(c, "zero_optimization.shard_group_size", "%d", G);
+                    tu_set(c, "activation_checkpointing.policy", "%s", ckpt[k]);
+                    tu_set(c, "train_micro_batch_size_per_gpu", "%d", micro[m][0]);
+                    tu_set(c, "gradient_accumulation_steps", "%d", micro[m][1]);
+                    tu_set(c, "ztrain.eval_batch_size", "%d", 2 * micro[m][0]);
+                    zt_mem_reset_peaks();
+                    zt_ctx *ctx = NULL;
+                    zt_status st;
+                    int rc = zt_ctx_create(c, NULL, &ctx, &st);
+                    if (rc == ZT_OK) {
+                        attach(ctx);
+                        rc = zt_train(ctx, &st);
+                    }
+                    if (rc != ZT_OK) {
+                        if (!failed++) tap_diag("stage %d G %d %s micro %d: %s", stage, G, ckpt[k],
+                                                micro[m][0], st.msg);
+                    } else {
+                        zt_mem_stats ms;
+                        zt_mem_get(&ms);
+                        double err = fabs((double)ctx->plan.peak_bytes - (double)ms.peak_total) /
+                                     (double)ms.peak_total;
+                        runs++;
+                        if (err > 0.05) bad++;
+                        if (err >= worst) {
+                            worst = err;
+                            snprintf(worst_what, sizeof worst_what,
+                                     "stage %d, G %d, %s, micro %d x %d: accounted %llu, predicted %llu",
+                                     stage, G, ckpt[k], micro[m][0], micro[m][1],
+                                     (unsigned long long)ms.peak_total,
+                                     (unsigned long long)ctx->plan.peak_bytes);
+                        }
+                    }
+                    zt_ctx_free(ctx);
+                    zt_config_free(c);
+                }
+        }
+    int ok = all_ok(failed == 0 && bad == 0 && runs > 0);
+    tap_ok(ok, "N=%d grid: %d runs, predicted peak within 5%% of the accounted peak "
+           "(largest error %.3f%%: %s)", N, runs, 100 * worst, worst_what);
+}
+
+/* bf16 / fp16, communication_data_type, optimizer offload.  Per (stage,
+ * shard group), four variants v = 0..3: checkpointing blocks when v is odd,
+ * 16-bit reductions (bf16) when v >= 2, offload when v is 1 or 2 (stages
+ * 1-3; offload needs stage >= 1), fp16 when v + stage is odd (else bf16),
+ * micro batch 3 with accumulation 2 for v = 3 (else 2 x 1). */
+static void test_grid_mixed(int N) {
+    double worst = 0;
+    int runs = 0, bad = 0, failed = 0, inexact = 0, offl = 0;
+    char worst_what[200] = "";
+    for (int stage = 0; stage <= 3; ++stage)
+        for (int G = 1; G <= N; ++G) {
+            if (N % G || (stage == 0 && G != N)) continue;
+            for (int v = 0; v < 4; ++v) {
+                const int ck = v & 1, c16 = v >= 2, off = stage >= 1 && (v == 1 || v == 2);
+                const char *prec = (v + stage) % 2 ? "fp16" : "bf16";
+                const int mb = v == 3 ? 3 : 2, ga = v == 3 ? 2 : 1;
+                zt_config *c = base_config(4);
+                tu_set(c, "precision", "%s", prec);
+                tu_set(c, "zero_optimization.stage", "%d", stage);
+                tu_set(c, "zero_optimization.shard_group_size", "%d", G);
+                tu_set(c, "activation_checkpointing.policy", "%s", ck ? "blocks" : "none");
+                tu_set(c, "communication_data_type", "%s", c16 ? "bf16" : "fp32");
+                tu_set(c, "zero_optimization.offload_optimizer.device", "%s", off ? "cpu" : "none");
+                tu_set(c, "train_micro_batch_size_per_gpu", "%d", mb);
+                tu_set(c, "gradient_accumulation_steps", "%d", ga);
+                tu_set(c, "ztrain.eval_batch_size", "%d", 2 * mb);
+                char what[160];
+                snprintf(what, sizeof what, "%s stage %d G %d %s comm %s offload %s micro %d x %d",
+                         prec, stage, G, ck ? "blocks" : "none", c16 ? "bf16" : "fp32",
+                         off ? "cpu" : "none", mb, ga);
+                zt_mem_reset_peaks();
+                zt_ctx *ctx = NULL;
+                zt_status st;
+                int rc = zt_ctx_create(c, NULL, &ctx, &st);
+                if (rc == ZT_OK) {
+                    attach(ctx);
+                    rc = zt_train(ctx, &st);
+                }
+                if (rc != ZT_OK) {
+                    if (!failed++) tap_diag("%s: %s", what, st.msg);
+                } else {
+                    zt_mem_stats ms;
+                    zt_mem_get(&ms);
+                    const zt_memplan *p = &ctx->plan;
+                    double err = fabs((double)p->peak_bytes - (double)ms.peak_total) /
+                                 (double)ms.peak_total;
+                    runs++;
+                    if (err > 0.05) bad++;
+                    /* the plan is for shard-group index 0, which owns the largest
+                     * slices: exact there, an upper bound on the other ranks */
+                    const int first = stage == 0 || zt_world_rank() % G == 0;
+                    int exact = first ? p->peak_bytes == ms.peak_total
+                                      : p->peak_bytes >= ms.peak_total;
+                    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+                        if (first ? p->cat[ZT_MP_HOST][t] != ms.peak[t] ||
+                                        p->offloaded[t] != ms.host_peak[t]
+                                  : p->cat[ZT_MP_HOST][t] < ms.peak[t] ||
+                                        p->offloaded[t] < ms.host_peak[t]) {
+                            if (exact) tap_diag("%s: %s predicted %llu (offloaded %llu), accounted "
+                                                "%llu (host %llu)", what, zt_mem_tag_name(t),
+                                                (unsigned long long)p->cat[ZT_MP_HOST][t],
+                                                (unsigned long long)p->offloaded[t],
+                                                (unsigned long long)ms.peak[t],
+                                                (unsigned long long)ms.host_peak[t]);
+                            exact = 0;
+                        }
+                    }
+                    if (off && ms.host_peak[ZT_MEM_OPTIMIZER] > 0 &&
+                        ms.host_peak[ZT_MEM_OPTIMIZER] == ms.peak[ZT_MEM_OPTIMIZER])
+                        offl++;
+                    if (!exact) inexact++;
+                    if (err >= worst) {
+                        worst = err;
+                        snprintf(worst_what, sizeof worst_what, "%s: accounted %llu, predicted %llu",
+                                 what, (unsigned long long)ms.peak_total,
+                                 (unsigned long long)p->peak_bytes);
+                    }
+                }
+                zt_ctx_free(ctx);
+                zt_config_free(c);
+            }
+        }
+    int ok = all_ok(failed == 0 && bad == 0 && runs > 0);
+    tap_ok(ok, "N=%d bf16/fp16 grid: %d runs, predicted peak within 5%% of the accounted peak "
+           "(largest error %.3f%%: %s)", N, runs, 100 * worst, worst_what);
+    tap_ok(all_ok(runs > 0 && inexact == 0 && offl > 0),
+           "N=%d bf16/fp16 grid: every category's predicted peak and offloaded (host) peak equal "
+           "the accounted ones on shard-group index 0, bound them elsewhere (%d of %d runs "
+           "differ on rank 0; %d offloaded runs keep the whole optimizer state in host memory)",
+           N, inexact, runs, offl);
+}
+
+/* Gradient / parameter block of this rank after a step. */
+static void state_views(zt_ctx *ctx, const float **g, size_t *ng, const float **p, size_t *np) {
+    zt_shard *sh = ctx->sh;
+    if (sh->stage >= 2) { *g = sh->gshard; *ng = sh->shard_total; }
+    else { *g = ctx->model->grads; *ng = ctx->model->num_params; }
+    if (sh->stage == 3) { *p = sh->pshard; *np = sh->shard_total; }
+    else { *p = ctx->model->params; *np = ctx->model->num_params; }
+}
+
+static void test_checkpointing(int N) {
+    static const char *const ckpt[] = {"none", "blocks", "every-2", "every-3"};
+    for (int stage = 0; stage <= 3; stage += 3) {
+        double loss0[3] = {0}, norm0[3] = {0};
+        float *g0 = NULL, *p0 = NULL;
+        size_t ng0 = 0, np0 = 0;
+        uint64_t acts[4] = {0}, pred[4] = {0};
+        int ok = 1;
+        for (int k = 0; k < 4; ++k) {
+            zt_config *c = base_config(5);
+            tu_set(c, "zero_optimization.stage", "%d", stage);
+            tu_set(c, "activation_checkpointing.policy", "%s", ckpt[k]);
+            tu_set(c, "train_micro_batch_size_per_gpu", "3");
+            zt_mem_reset_peaks();
+            zt_ctx *ctx = NULL;
+            zt_status st;
+            int rc = zt_ctx_create(c, NULL, &ctx, &st);
+            if (rc == ZT_OK) attach(ctx);
+            double loss[3] = {0}, norm[3] = {0};
+            for (int s = 0; s < 3 && rc == ZT_OK; ++s) {
+                zt_metrics m;
+                rc = zt_train_step(ctx, &m, &st);
+                loss[s] = m.loss;
+                norm[s] = m.grad_norm;
+            }
+            if (rc != ZT_OK) {
+                tap_diag("%s: %s", ckpt[k], st.msg);
+                ok = 0;
+            } else {
+                const float *g, *p;
+                size_t ng, np;
+                state_views(ctx, &g, &ng, &p, &np);
+                zt_mem_stats ms;
+                zt_mem_get(&ms);
+                acts[k] = ms.peak[ZT_MEM_ACTIVATIONS];
+                pred[k] = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS];
+                if (k == 0) {
+                    memcpy(loss0, loss, sizeof loss0);
+                    memcpy(norm0, norm, sizeof norm0);
+                    g0 = malloc(ng * sizeof *g0);
+                    p0 = malloc(np * sizeof *p0);
+                    memcpy(g0, g, ng * sizeof *g0);
+                    memcpy(p0, p, np * sizeof *p0);
+                    ng0 = ng;
+                    np0 = np;
+                } else if (memcmp(loss, loss0, sizeof loss) || memcmp(norm, norm0, sizeof norm) ||
+                           ng != ng0 || np != np0 || memcmp(g, g0, ng * sizeof *g) ||
+                           memcmp(p, p0, np * sizeof *p)) {
+                    tap_diag("stage %d %s: losses %.9g %.9g %.9g vs %.9g %.9g %.9g", stage, ckpt[k],
+                             loss[0], loss[1], loss[2], loss0[0], loss0[1], loss0[2]);
+                    ok = 0;
+                }
+            }
+            zt_ctx_free(ctx);
+            zt_config_free(c);
+        }
+        free(g0);
+        free(p0);
+        tap_ok(all_ok(ok), "N=%d stage %d: blocks, every-2, every-3: losses, gradient norms, "
+               "gradients and parameters bitwise equal to no checkpointing (3 steps)", N, stage);
+        tap_ok(all_ok(acts[1] < acts[2] && acts[2] < acts[0] && acts[3] < acts[0] &&
+                      acts[0] == pred[0] && acts[1] == pred[1] && acts[2] == pred[2] &&
+                      acts[3] == pred[3]),
+               "N=%d stage %d: accounted activations none %llu > every-2 %llu > blocks %llu bytes "
+               "(every-3 %llu), each as predicted", N, stage, (unsigned long long)acts[0],
+               (unsigned long long)acts[2], (unsigned long long)acts[1], (unsigned long long)acts[3]);
+    }
+}
+
+static void test_refusal(int N) {
+    zt_config *c = base_config(4);
+    tu_set(c, "train_micro_batch_size_per_gpu", "8");
+    tu_set(c, "ztrain.model.vocab", "512");
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, N);
+    zt_memplan p;
+    zt_status st;
+    zt_memplan_compute(c, &o, &p, &st);
+    uint64_t limit = p.peak_bytes * 3 / 4;
+    tu_set(c, "ztrain.memory_limit", "%llu", (unsigned long long)limit);
+    zt_mem_reset_peaks();
+    zt_ctx *ctx = NULL;
+    int rc = zt_ctx_create(c, NULL, &ctx, &st);
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    const char *fs = strstr(st.msg, "changes that fit: ");
+    char flags[200] = "";
+    if (fs) {
+        const char *o1 = strchr(fs, '('), *o2 = o1 ? strchr(o1, ')') : NULL;
+        if (o1 && o2 && o2 - o1 - 1 < (long)sizeof flags)
+            snprintf(flags, sizeof flags, "%.*s", (int)(o2 - o1 - 1), o1 + 1);
+    }
+    tap_ok(all_ok(rc == ZT_ENOMEM && !ctx && ms.peak_total == 0 && fs && flags[0] &&
+                  contains(st.msg, "--force")),
+           "N=%d: a run predicted to need %llu bytes is refused under a %llu-byte limit before "
+           "anything is allocated (%llu bytes accounted)", N, (unsigned long long)p.peak_bytes,
+           (unsigned long long)limit, (unsigned long long)ms.peak_total);
+    if (zt_world_rank() == 0) tap_diag("%s", st.msg);
+    /* apply the first suggestion */
+    int applied = 0;
+    for (char *save = NULL, *k = strtok_r(flags, " ", &save); k; k = strtok_r(NULL, " ", &save)) {
+        char *v = strtok_r(NULL, " ", &save);
+        if (v && zt_config_set(c, k + 2, v, ZT_SRC_FLAG, &st) == ZT_OK) applied++;
+    }
+    zt_mem_reset_peaks();
+    rc = applied ? zt_ctx_create(c, NULL, &ctx, &st) : ZT_EINVAL;
+    if (rc == ZT_OK) {
+        attach(ctx);
+        rc = zt_train(ctx, &st);
+    }
+    zt_mem_get(&ms);
+    if (rc) tap_diag("%s", st.msg);
+    tap_ok(all_ok(rc == ZT_OK && ms.peak_total <= limit),
+           "N=%d: with the first suggestion applied it trains, peak %llu <= limit %llu", N,
+           (unsigned long long)ms.peak_total, (unsigned long long)limit);
+    zt_ctx_free(ctx);
+    ctx = NULL;
+    /* --force starts anyway */
+    zt_config_free(c);
+    c = base_config(4);
+    tu_set(c, "train_micro_batch_size_per_gpu", "8");
+    tu_set(c, "ztrain.model.vocab", "512");
+    tu_set(c, "ztrain.memory_limit", "%llu", (unsigned long long)limit);
+    tu_set(c, "ztrain.force", "true");
+    rc = zt_ctx_create(c, NULL, &ctx, &st);
+    if (rc == ZT_OK) {
+        attach(ctx);
+        rc = zt_train(ctx, &st);
+    }
+    tap_ok(all_ok(rc == ZT_OK), "N=%d: ztrain.force starts the same run anyway", N);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+}
+
+static void test_auto(int N) {
+    zt_config *c = base_config(4);
+    tu_set(c, "train_batch_size", "%d", 12 * N);
+    tu_set(c, "ztrain.model.vocab", "512");
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, N);
+    zt_memplan p4, p6;
+    zt_status st;
+    zt_config *m = zt_config_dup(c);
+    tu_set(m, "train_micro_batch_size_per_gpu", "4");
+    zt_memplan_compute(m, &o, &p4, &st);
+    tu_set(m, "train_micro_batch_size_per_gpu", "6");
+    zt_memplan_compute(m, &o, &p6, &st);
+    zt_config_free(m);
+    uint64_t limit = (uint64_t)((double)p4.peak_bytes / (1 - ZT_MEMPLAN_AUTO_MARGIN)) + 1;
+    tu_set(c, "ztrain.memory_limit", "%llu", (unsigned long long)limit);
+    tu_set(c, "train_micro_batch_size_per_gpu", "auto");
+    zt_ctx *ctx = NULL;
+    zt_mem_reset_peaks();
+    int rc = zt_ctx_create(c, NULL, &ctx, &st);
+    int mb = rc == ZT_OK ? ctx->cfg->micro_batch : 0, ga = rc == ZT_OK ? ctx->cfg->grad_accum : 0;
+    int tbs = rc == ZT_OK ? ctx->cfg->train_batch_size : 0;
+    if (rc == ZT_OK) {
+        attach(ctx);
+        rc = zt_train(ctx, &st);
+    }
+    if (rc) tap_diag("%s", st.msg);
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    tap_ok(all_ok(rc == ZT_OK && mb == 4 && ga == 3 && tbs == 12 * N && ms.peak_total <= limit &&
+                  (double)p6.peak_bytes > (1 - ZT_MEMPLAN_AUTO_MARGIN) * (double)limit),
+           "N=%d: micro batch auto under a %llu-byte limit picks 4 (x accumulation %d = batch %d, "
+           "kept), trains within it (peak %llu); micro 6 is predicted not to fit (%llu)", N,
+           (unsigned long long)limit, ga, tbs, (unsigned long long)ms.peak_total,
+           (unsigned long long)p6.peak_bytes);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+}
+
+int main(int argc, char **argv) {
+    zt_status st;
+    if (zt_init(&argc, &argv, &st) != ZT_OK) { printf("not ok 1 - init: %s\n", st.msg); return 1; }
+    int N = zt_world_size();
+    if (zt_world_rank() != 0) { FILE *nul = freopen("/dev/null", "w", stdout); (void)nul; }
+    tap_diag("world size %d", N);
+    test_grid(N);
+    test_grid_mixed(N);
+    test_checkpointing(N);
+    test_refusal(N);
+    test_auto(N);
+    int rc = tap_done();
+    zt_finalize();
+    return rc;
+}
