@@ -599,3 +599,16 @@ extern "C" const char *zt_backend_cuda_why(void) { return g_why; }
 extern "C" int zt_cuda_built(void) { return 1; }
 extern "C" void *zt_cuda_compute_stream(void) { return zt_cu.ready ? (void *)zt_cu.stream : NULL; }
 extern "C" int zt_cuda_device(void) { return zt_cu.ready ? zt_cu.device : -1; }
+
+extern "C" int zt_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    size_t f = 0, t = 0;
+    int cur = -1, rc = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cudaSetDevice(device) == cudaSuccess &&
+        cudaMemGetInfo(&f, &t) == cudaSuccess)
+        rc = 0;
+    if (cur >= 0) cudaSetDevice(cur);
+    (void)cudaGetLastError();
+    if (free_bytes) *free_bytes = rc == 0 ? f : 0;
+    if (total_bytes) *total_bytes = rc == 0 ? t : 0;
+    return rc;
+}
