@@ -134,9 +134,10 @@ int zt_group_host_staged(zt_group *mpi_parent, const char *name, const struct zt
  * communicator (every later call on the group fails at once) and returns
  * ZT_ECOMM naming the operation, the group and `where`.
  *
- * Types: F32, F64, I32, I64, U8, BF16, F16.  Unlike the MPI backend, sums
- * of BF16/F16 are supported; NCCL adds them in fp32 per step but rounds
- * partial sums to the 16-bit type between ring steps.
+ * Types: F32, F64, I32, I64, U8, BF16, F16.  Sums of BF16/F16 are NCCL's:
+ * each addition in fp32, rounded back to the 16-bit type (like the MPI
+ * backend's pairwise sums; the order of additions differs).  Max of 16-bit
+ * types is supported too (the MPI backend refuses it).
  */
 int zt_group_nccl(zt_group *mpi_parent, const char *name, int device, zt_group **out,
                   zt_status *st);

@@ -167,6 +167,11 @@ static void test_memory(void) {
     else tap_ok(cur2 == cur0, "free: accounting back to %zu bytes", cur0);
     free(h); free(z); free(hb);
     gpu->set_threads(3);   /* no-op */
+    size_t fr = 0, tot = 0;
+    if (selftest) tap_skip("zt_cuda_device_memory", "self-test");
+    else
+        tap_ok(zt_cuda_device_memory(zt_cuda_device(), &fr, &tot) == 0 && tot > 0 && fr <= tot,
+               "zt_cuda_device_memory: %.1f of %.1f GiB free", fr / 1073741824.0, tot / 1073741824.0);
     no_error("memory");
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
 zt_cuda_state zt_cu = {0, -1, 0, 0, 0, NULL};
@@ -429,64 +430,27 @@ static size_t cuda_nonfinite(const float *x, size_t n) {
 }
 
 /* ------------------------------------------------------------ conversions
- * Bit-exact round to nearest even, like the CPU backend's. */
-
-__device__ __forceinline__ uint16_t d_f32_to_bf16(float f) {
-    const uint32_t x = __float_as_uint(f);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x0040u);
-    return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
-}
-
-__device__ __forceinline__ uint16_t d_f32_to_f16(float f) {
-    const uint32_t u = __float_as_uint(f);
-    const uint32_t sign = (u >> 16) & 0x8000u;
-    const uint32_t x = u & 0x7FFFFFFFu;
-    if (x > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((x >> 13) & 0x3FFu));
-    if (x >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);
-    if (x >= 0x38800000u) {
-        uint32_t r = x - 0x38000000u;
-        r += 0xFFFu + ((r >> 13) & 1u);
-        return (uint16_t)(sign | (r >> 13));
-    }
-    if (x <= 0x33000000u) return (uint16_t)sign;
-    const uint32_t e = x >> 23, m = (x & 0x7FFFFFu) | 0x800000u;
-    const uint32_t s = 126u - e;
-    uint32_t q = m >> s;
-    const uint32_t rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
-    if (rem > half || (rem == half && (q & 1u))) q++;
-    return (uint16_t)(sign | q);
-}
-
-__device__ __forceinline__ float d_f16_to_f32(uint16_t h) {
-    const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-    const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0x1Fu) return __uint_as_float(sign | 0x7F800000u | (m << 13));
-    if (e == 0) {
-        const float v = (float)m * 5.9604644775390625e-8f;
-        return sign ? -v : v;
-    }
-    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
-}
+ * Bit-exact round to nearest even (cuda_convert.h, also tested on the host). */
 
 __global__ void k_to_bf16(uint16_t *out, const float *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        out[i] = d_f32_to_bf16(in[i]);
+        out[i] = zt_cvt_f32_to_bf16(in[i]);
 }
 __global__ void k_from_bf16(float *out, const uint16_t *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __uint_as_float((uint32_t)in[i] << 16);
+        out[i] = zt_cvt_bf16_to_f32(in[i]);
 }
 __global__ void k_to_f16(uint16_t *out, const float *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        out[i] = d_f32_to_f16(in[i]);
+        out[i] = zt_cvt_f32_to_f16(in[i]);
 }
 __global__ void k_from_f16(float *out, const uint16_t *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        out[i] = d_f16_to_f32(in[i]);
+        out[i] = zt_cvt_f16_to_f32(in[i]);
 }
 
 static void cuda_to_bf16(uint16_t *out, const float *in, size_t n) {
@@ -633,3 +597,16 @@ extern "C" const char *zt_backend_cuda_why(void) { return g_why; }
 extern "C" int zt_cuda_built(void) { return 1; }
 extern "C" void *zt_cuda_compute_stream(void) { return zt_cu.ready ? (void *)zt_cu.stream : NULL; }
 extern "C" int zt_cuda_device(void) { return zt_cu.ready ? zt_cu.device : -1; }
+
+extern "C" int zt_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    size_t f = 0, t = 0;
+    int cur = -1, rc = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cudaSetDevice(device) == cudaSuccess &&
+        cudaMemGetInfo(&f, &t) == cudaSuccess)
+        rc = 0;
+    if (cur >= 0) cudaSetDevice(cur);
+    (void)cudaGetLastError();
+    if (free_bytes) *free_bytes = rc == 0 ? f : 0;
+    if (total_bytes) *total_bytes = rc == 0 ? t : 0;
+    return rc;
+}

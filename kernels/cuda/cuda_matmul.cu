@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
 #define ZT_WS_BYTES ((size_t)32 << 20)   /* cuBLAS(Lt) workspace */
@@ -98,10 +99,8 @@ extern "C" void zt_cuda_set_gemm_impl(int use_lt) { g_use_lt = use_lt ? 1 : 0; }
 __global__ void k_round_bf16(__nv_bfloat16_raw *out, const float *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t x = __float_as_uint(in[i]);
         __nv_bfloat16_raw r;
-        if ((x & 0x7FFFFFFFu) > 0x7F800000u) r.x = (unsigned short)((x >> 16) | 0x0040u);
-        else r.x = (unsigned short)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+        r.x = zt_cvt_f32_to_bf16(in[i]);
         out[i] = r;
     }
 }

@@ -21,3 +21,9 @@ void zt_cuda_mem(size_t *cur, size_t *peak) {
 }
 void zt_cuda_mem_reset_peak(void) {}
 void zt_cuda_set_gemm_impl(int use_lt) { (void)use_lt; }
+int zt_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    (void)device;
+    if (free_bytes) *free_bytes = 0;
+    if (total_bytes) *total_bytes = 0;
+    return -1;
+}

@@ -40,6 +40,11 @@ int zt_cuda_device(void);
 void zt_cuda_mem(size_t *cur, size_t *peak);
 void zt_cuda_mem_reset_peak(void);
 
+/* Free and total memory of CUDA device `device` (cudaMemGetInfo; the
+ * current device is kept).  0 on success, -1 without CUDA or on error.
+ * For the memory planner's limit on the cuda backend. */
+int zt_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
+
 /* GEMM implementation (tests, benchmarks): 1 = cuBLASLt with a bias
  * epilogue (default), 0 = cublasGemmEx + a bias kernel. */
 void zt_cuda_set_gemm_impl(int use_lt);
