@@ -34,7 +34,8 @@ if [ -z "${ZT_CONFIGURE_FLAGS+set}" ]; then
     [ -x /usr/local/cuda/bin/nvcc ] && ZT_CONFIGURE_FLAGS="$ZT_CONFIGURE_FLAGS --with-cuda"
 fi
 # reconfigure when the flags changed since the last configure
-have_flags=$( [ -x config.status ] && eval "echo $(./config.status --config 2>/dev/null)" )
+have_flags=
+if [ -x config.status ]; then have_flags=$(eval "echo $(./config.status --config 2>/dev/null)"); fi
 if [ ! -f Makefile ] || [ configure -nt Makefile ] || [ "$have_flags" != "$(echo $ZT_CONFIGURE_FLAGS)" ]; then
     echo "== configure $ZT_CONFIGURE_FLAGS"
     ./configure $ZT_CONFIGURE_FLAGS > config.out 2>&1 || { cat config.out; exit 1; }
