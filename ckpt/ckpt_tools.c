@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "ckpt_internal.h"
+#include "half.h"
 
 /* ================================================================ list */
 
@@ -173,16 +174,32 @@ static int tensor_table(hid_t f, const char *file, const zt_ckpt_info *in, tlist
     return ZT_OK;
 }
 
+/* Open the state file of checkpoint `path`, read its header and tensor
+ * table.  On success *f is open (H5Fclose it) and L->t is allocated (free
+ * it); on failure nothing is left open. */
+static int open_table(const char *path, char *file, size_t n, hid_t *f, zt_ckpt_info *in,
+                      tlist *L, zt_status *st) {
+    ZT_TRY(open_path(path, file, n, st));
+    *f = ck_open_serial(file, st);
+    if (*f < 0) return st->code;
+    int rc = ck_read_header(*f, file, in, 0, st);
+    if (rc == ZT_OK) rc = tensor_table(*f, file, in, L, st);
+    if (rc != ZT_OK) {
+        free(L->t);
+        L->t = NULL;
+        H5Fclose(*f);
+    }
+    return rc;
+}
+
 int zt_ckpt_tensors(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status *st) {
     zt_status_clear(st);
     char file[ZT_PATH_MAX + 64];
-    ZT_TRY(open_path(path, file, sizeof file, st));
-    hid_t f = ck_open_serial(file, st);
-    if (f < 0) return st->code;
+    hid_t f;
     zt_ckpt_info in;
     tlist L = {0};
-    int rc = ck_read_header(f, file, &in, 0, st);
-    if (rc == ZT_OK) rc = tensor_table(f, file, &in, &L, st);
+    int rc = open_table(path, file, sizeof file, &f, &in, &L, st);
+    if (rc != ZT_OK) return rc;
     for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam)
         for (int i = 0; i < L.n && rc == ZT_OK; ++i) {
             char name[160];
@@ -244,15 +261,13 @@ static int read_checksum(hid_t f, const char *file, const char *name, const tinf
 int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status *st) {
     zt_status_clear(st);
     char file[ZT_PATH_MAX + 64];
-    ZT_TRY(open_path(path, file, sizeof file, st));
-    hid_t f = ck_open_serial(file, st);
-    if (f < 0) return st->code;
+    hid_t f;
     zt_ckpt_info in;
     tlist L = {0};
+    int rc = open_table(path, file, sizeof file, &f, &in, &L, st);
+    if (rc != ZT_OK) return rc;
     float *buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
-    int rc = buf ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory");
-    if (rc == ZT_OK) rc = ck_read_header(f, file, &in, 0, st);
-    if (rc == ZT_OK) rc = tensor_table(f, file, &in, &L, st);
+    if (!buf) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     int bad = 0;
     char first_bad[160] = "", first_msg[600] = "";
     for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam)
@@ -327,15 +342,6 @@ static void hf_name(const char *ours, char *out, size_t n, int *transpose) {
     snprintf(out, n, "%s", ours);
 }
 
-static uint16_t to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))   /* NaN: keep it quiet */
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);                              /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
-
 typedef struct sink_ctx {
     FILE *fp;
     int bf16;
@@ -352,7 +358,7 @@ static int write_values(sink_ctx *c, const float *x, uint64_t n) {
     uint16_t tmp[4096];
     for (uint64_t i = 0; i < n; i += 4096) {
         uint64_t k = n - i < 4096 ? n - i : 4096;
-        for (uint64_t j = 0; j < k; ++j) tmp[j] = to_bf16(x[i + j]);
+        for (uint64_t j = 0; j < k; ++j) tmp[j] = zt_f32_to_bf16(x[i + j]);
         if (fwrite(tmp, sizeof(uint16_t), k, c->fp) != k)
             return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->out, strerror(errno));
     }
@@ -374,20 +380,17 @@ static int sink_gather(void *user, const float *x, uint64_t first, uint64_t n) {
 int zt_ckpt_export_safetensors(const char *path, const char *out_file, int bf16, zt_status *st) {
     zt_status_clear(st);
     char file[ZT_PATH_MAX + 64];
-    ZT_TRY(open_path(path, file, sizeof file, st));
-    hid_t f = ck_open_serial(file, st);
-    if (f < 0) return st->code;
+    hid_t f;
     zt_ckpt_info in;
     tlist L = {0};
-    int rc = ck_read_header(f, file, &in, 0, st);
-    if (rc == ZT_OK) rc = tensor_table(f, file, &in, &L, st);
+    int rc = open_table(path, file, sizeof file, &f, &in, &L, st);
+    if (rc != ZT_OK) return rc;
     json_t *hdr = NULL;
     char *hs = NULL;
     FILE *fp = NULL;
     float *buf = NULL, *whole = NULL;
     char tmp[ZT_PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", out_file);
-    if (rc != ZT_OK) goto out;
 
     /* header: names, dtypes, shapes, offsets (data in table order) */
     hdr = json_object();

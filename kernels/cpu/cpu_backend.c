@@ -15,6 +15,7 @@
 
 #include <cblas.h>
 
+#include "adamw_step.h"
 #include "cpu_internal.h"
 
 #ifdef ZT_HAVE_OPENBLAS
@@ -245,16 +246,8 @@ static void cpu_adamw(float *p, const float *grad, float *m, float *v, size_t n,
     /* no `simd`: with the default -fmath-errno, sqrtf keeps a call path
      * that stops vectorization; the loop is memory-bound anyway */
 #pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        const float g = grad[i] * grad_scale;
-        const float mi = b1 * m[i] + ob1 * g;
-        const float vi = b2 * v[i] + ob2 * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        const float mhat = mi / bc1;
-        const float vhat = vi / bc2;
-        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        zt_adamw_step(p, grad, m, v, i, lr, b1, b2, ob1, ob2, eps, wd, bc1, bc2, grad_scale);
 }
 
 /* ------------------------------------------------------------ the table */

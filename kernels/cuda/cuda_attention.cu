@@ -54,6 +54,38 @@ __device__ __forceinline__ float dot_sm(const float *a, const float *b, int hs) 
     return s;
 }
 
+/* The warp's RPW rows of a [32 x 32] weight tile S (row stride PLD) times a
+ * [32 x hs] value tile M (row stride ld), accumulated into acc: lane owns
+ * columns d = lane + 32 k.  Each M value is loaded once for all RPW rows. */
+template <int DPL>
+__device__ __forceinline__ void rows_times_tile(float (&acc)[RPW][DPL], const float *S,
+                                                const float *M, int ld, int hs, int warp,
+                                                int lane) {
+#pragma unroll 2
+    for (int jj = 0; jj < TILE; jj++) {
+        float m[DPL];
+#pragma unroll
+        for (int k = 0; k < DPL; k++) {
+            const int d = lane + 32 * k;
+            m[k] = d < hs ? M[jj * ld + d] : 0.0f;
+        }
+#pragma unroll
+        for (int i = 0; i < RPW; i++) {
+            const float w = S[(warp * RPW + i) * PLD + jj];
+#pragma unroll
+            for (int k = 0; k < DPL; k++) acc[i][k] += w * m[k];
+        }
+    }
+}
+
+template <int DPL>
+__device__ __forceinline__ void zero_rows(float (&acc)[RPW][DPL]) {
+#pragma unroll
+    for (int i = 0; i < RPW; i++)
+#pragma unroll
+        for (int k = 0; k < DPL; k++) acc[i][k] = 0.0f;
+}
+
 /* ------------------------------------------------------------ forward */
 
 template <int DPL>
@@ -85,10 +117,7 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int C, int NH, int hs
         Ls[threadIdx.x] = 0.0f;
     }
     float acc[RPW][DPL];
-#pragma unroll
-    for (int i = 0; i < RPW; i++)
-#pragma unroll
-        for (int k = 0; k < DPL; k++) acc[i][k] = 0.0f;
+    zero_rows<DPL>(acc);
 
     const int last = min(q0 + TILE, T) - 1;   /* last query row of the tile */
     for (int k0 = 0; k0 <= last; k0 += TILE) {
@@ -131,21 +160,7 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int C, int NH, int hs
 #pragma unroll
             for (int k = 0; k < DPL; k++) acc[i][k] *= corr;
         }
-#pragma unroll 2
-        for (int jj = 0; jj < TILE; jj++) {
-            float v[DPL];
-#pragma unroll
-            for (int k = 0; k < DPL; k++) {
-                const int d = lane + 32 * k;
-                v[k] = d < hs ? Vs[jj * ld + d] : 0.0f;
-            }
-#pragma unroll
-            for (int i = 0; i < RPW; i++) {
-                const float p = Ps[(warp * RPW + i) * PLD + jj];
-#pragma unroll
-                for (int k = 0; k < DPL; k++) acc[i][k] += p * v[k];
-            }
-        }
+        rows_times_tile<DPL>(acc, Ps, Vs, ld, hs, warp, lane);
     }
     __syncwarp();
 #pragma unroll
@@ -217,10 +232,7 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
         Dr[threadIdx.x] = t < T ? Dv[li] : 0.0f;
     }
     float acc[RPW][DPL];
-#pragma unroll
-    for (int i = 0; i < RPW; i++)
-#pragma unroll
-        for (int k = 0; k < DPL; k++) acc[i][k] = 0.0f;
+    zero_rows<DPL>(acc);
 
     const int last = min(q0 + TILE, T) - 1;
     for (int k0 = 0; k0 <= last; k0 += TILE) {
@@ -242,21 +254,7 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
         }
         __syncwarp();
         /* dq += dS K for the warp's rows; each k value loaded once */
-#pragma unroll 2
-        for (int jj = 0; jj < TILE; jj++) {
-            float kv[DPL];
-#pragma unroll
-            for (int k = 0; k < DPL; k++) {
-                const int d = lane + 32 * k;
-                kv[k] = d < hs ? Ks[jj * ld + d] : 0.0f;
-            }
-#pragma unroll
-            for (int i = 0; i < RPW; i++) {
-                const float ds = Ss[(warp * RPW + i) * PLD + jj];
-#pragma unroll
-                for (int k = 0; k < DPL; k++) acc[i][k] += ds * kv[k];
-            }
-        }
+        rows_times_tile<DPL>(acc, Ss, Ks, ld, hs, warp, lane);
     }
 #pragma unroll
     for (int i = 0; i < RPW; i++) {

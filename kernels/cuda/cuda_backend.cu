@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adamw_step.h"
 #include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
@@ -296,15 +297,7 @@ __global__ void k_adamw(float *p, const float *grad, float *m, float *v, size_t 
     const float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const float g = grad[i] * grad_scale;
-        const float mi = b1 * m[i] + ob1 * g;
-        const float vi = b2 * v[i] + ob2 * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        const float mhat = mi / bc1;
-        const float vhat = vi / bc2;
-        const float pi = p[i];
-        p[i] = pi - lr * (mhat / (sqrtf(vhat) + eps) + wd * pi);
+        zt_adamw_step(p, grad, m, v, i, lr, b1, b2, ob1, ob2, eps, wd, bc1, bc2, grad_scale);
     }
 }
 
@@ -330,13 +323,16 @@ static unsigned red_blocks(size_t n) {
     return (unsigned)(b ? b : 1);
 }
 
-__global__ void __launch_bounds__(ZT_RED_THREADS) k_sumsq(double *part, const float *x, size_t n) {
+/* sum of x[i] (SQUARE: of x[i]^2) in double, one partial per block over a
+ * fixed partition; the host adds the partials in block order */
+template <bool SQUARE>
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum_d(double *part, const float *x, size_t n) {
     __shared__ double sh[ZT_RED_THREADS / 32];
     double s = 0.0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         const double v = (double)x[i];
-        s += v * v;
+        s += SQUARE ? v * v : v;
     }
     s = zt_warp_sum_d(s);
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -349,13 +345,14 @@ __global__ void __launch_bounds__(ZT_RED_THREADS) k_sumsq(double *part, const fl
     }
 }
 
-static double cuda_sumsq(const float *x, size_t n) {
+template <bool SQUARE>
+static double reduce_d(const float *x, size_t n, const char *what) {
     if (!n) return 0.0;
     const unsigned nb = red_blocks(n);
-    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), "sumsq");
+    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), what);
     if (!part) return 0.0;
-    k_sumsq<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
-    if (!ZT_LAUNCHED("k_sumsq")) return 0.0;
+    k_sum_d<SQUARE><<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
+    if (!ZT_LAUNCHED(SQUARE ? "k_sum_d<sumsq>" : "k_sum_d<sum>")) return 0.0;
     double host[ZT_RED_MAXBLOCKS];
     cuda_to_host(host, part, nb * sizeof(double));
     double s = 0.0;
@@ -363,37 +360,8 @@ static double cuda_sumsq(const float *x, size_t n) {
     return s;
 }
 
-/* sum of x[n] in double: the same fixed partition as k_sumsq */
-__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum(double *part, const float *x, size_t n) {
-    __shared__ double sh[ZT_RED_THREADS / 32];
-    double s = 0.0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        s += (double)x[i];
-    s = zt_warp_sum_d(s);
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    if (lane == 0) sh[wid] = s;
-    __syncthreads();
-    if (wid == 0) {
-        double t = lane < ZT_RED_THREADS / 32 ? sh[lane] : 0.0;
-        t = zt_warp_sum_d(t);
-        if (lane == 0) part[blockIdx.x] = t;
-    }
-}
-
-static double cuda_sum(const float *x, size_t n) {
-    if (!n) return 0.0;
-    const unsigned nb = red_blocks(n);
-    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), "sum");
-    if (!part) return 0.0;
-    k_sum<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
-    if (!ZT_LAUNCHED("k_sum")) return 0.0;
-    double host[ZT_RED_MAXBLOCKS];
-    cuda_to_host(host, part, nb * sizeof(double));
-    double s = 0.0;
-    for (unsigned i = 0; i < nb; i++) s += host[i];
-    return s;
-}
+static double cuda_sumsq(const float *x, size_t n) { return reduce_d<true>(x, n, "sumsq"); }
+static double cuda_sum(const float *x, size_t n) { return reduce_d<false>(x, n, "sum"); }
 
 __global__ void __launch_bounds__(ZT_RED_THREADS) k_nonfinite(unsigned long long *part,
                                                              const float *x, size_t n) {
