@@ -100,6 +100,11 @@ static const keydef keys[] = {
      0, 0, KF_NO_HI, "0", NULL,
      "shard inside groups of this many consecutive ranks, replicate across groups "
      "(hybrid sharding); 0 = the world size"},
+    {"zero_optimization.overlap_comm", "overlap-comm", NULL, NULL, T_BOOL, FLD(overlap_comm),
+     0, 0, 0, "true", NULL,
+     "stages 2-3: start each unit's gradient reduce-scatter as soon as its backward is done and "
+     "let it run while the backward of the next units computes (at most 2 in flight: up to 2 "
+     "more unit-sized gradient buckets live at once); false = reduce each unit before going on"},
     {"zero_optimization.offload_optimizer.device", NULL, NULL, NULL, T_ENUM,
      FLD(offload_optimizer), 0, 0, 0, "none", "none|cpu",
      "where optimizer state lives"},

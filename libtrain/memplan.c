@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "memplan.h"
+#include "shard.h"   /* ZT_RS_INFLIGHT */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -166,6 +167,10 @@ typedef struct layout {
     uint64_t *gathered;     /* stage 3: bytes of the unit's gather buffer (storage type), 0 none */
     char *view, *bucket, *seen;   /* view: mixed, the unit's fp32 compute copy */
     int pass;
+    /* overlap_comm: gradient reduce-scatters in flight (shard.c's pend[]) */
+    uint64_t g;             /* shard group size at stages 2-3 */
+    int overlap, comm16, npend;
+    int pend[ZT_RS_INFLIGHT];
 } layout;
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
@@ -224,8 +229,37 @@ static void u_grads(layout *y, int u) {
     y->bucket[u] = 1;
     s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
+/* overlap_comm: the receive buffer of unit u's reduction (shard.c's
+ * rs_start: this rank's slice, at least 1 element, in grad_comm's type) */
+static uint64_t u_recv_bytes(const layout *y, int u) {
+    return umax(cdiv(y->n[u], y->g), 1) * (y->comm16 ? 2 : 4);
+}
+/* shard.c's rs_finish_oldest */
+static void u_rs_finish_oldest(layout *y) {
+    const int u = y->pend[0];
+    if (y->comm16) {
+        s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 2);
+    } else {
+        y->bucket[u] = 0;
+        s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
+    }
+    s_free(y->s, y->place_dev, ZT_MEM_COMM, u_recv_bytes(y, u));
+    memmove(&y->pend[0], &y->pend[1], (size_t)(y->npend - 1) * sizeof y->pend[0]);
+    y->npend--;
+}
 static void u_grads_done(layout *y, int u) {
     if (y->p->stage < 2 || !y->bucket[u]) return;
+    if (y->overlap) {   /* shard.c's rs_start */
+        if (y->npend == ZT_RS_INFLIGHT) u_rs_finish_oldest(y);
+        if (y->comm16) {
+            s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 2);
+            y->bucket[u] = 0;
+            s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
+        }
+        s_alloc(y->s, y->place_dev, ZT_MEM_COMM, u_recv_bytes(y, u));
+        y->pend[y->npend++] = u;
+        return;
+    }
     y->bucket[u] = 0;
     s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
@@ -275,6 +309,7 @@ static void sim_backward(layout *y, int k) {
     u_grads(y, 0);
     u_release(y, 0);
     u_grads_done(y, 0);
+    while (y->npend > 0) u_rs_finish_oldest(y);   /* zt_shard_backward: rs_finish_all */
     u_end(y, 1);
 }
 
@@ -322,6 +357,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     p->mixed = c->bf16_enabled || c->fp16_enabled;
     p->offload_optimizer = strcmp(c->offload_optimizer, "none") != 0;
     p->offload_param = strcmp(c->offload_param, "none") != 0;
+    p->overlap_comm = c->overlap_comm && p->stage >= 2 && G > 1;
     if (p->offload_param && p->stage != 3) {
         rc = zt_fail(st, ZT_EINVAL, "zero_optimization.offload_param.device=%s needs "
                      "zero_optimization.stage=3 (only sharded parameters can be offloaded)",
@@ -362,6 +398,9 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     y.place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
     y.place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
     y.place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y.g = (uint64_t)G;
+    y.comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
+    y.overlap = p->overlap_comm;
 
     sim s;
     memset(&s, 0, sizeof s);

@@ -50,6 +50,7 @@ typedef struct zt_memplan {
     int mixed;             /* bf16 / fp16 */
     int gpu;               /* GPU target: device and host places */
     int offload_optimizer, offload_param, with_data, with_eval;
+    int overlap_comm;        /* stages 2-3, G > 1: reduce-scatters in flight during backward */
     uint64_t num_params;     /* Psi */
     uint64_t largest_unit;   /* elements of the largest unit (the embedding, usually) */
     uint64_t largest_tensor; /* DeepSpeed's "largest layer" (wte, usually) */

@@ -38,6 +38,7 @@ size_t zt_shard_optim_elems(const zt_shard *sh) {
 /* ------------------------------------------------------------ the unit API */
 
 static const char *unit_name(zt_shard *sh, int u) { return sh->m->units[u].name; }
+static int rs_finish_oldest(zt_shard *sh, zt_status *st);
 
 /* Start gathering unit u's parameters (stage 3) unless present or pending. */
 static int gather_start(zt_shard *sh, int u, zt_status *st) {
@@ -147,6 +148,14 @@ float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
     }
     sh->gopen[u] = 1;
     if (sh->stage < 2) return sh->m->grads + sh->u[u].off;
+    /* asked again after its grads_done while its reduction is in flight:
+     * finish that first (its bucket is being sent), then a fresh bucket */
+    for (int i = 0; i < sh->npend; ++i)
+        if (sh->pend[i].u == u) {
+            for (int k = 0; k <= i; ++k)
+                if (rs_finish_oldest(sh, st) != ZT_OK) return NULL;
+            break;
+        }
     if (!sh->bucket[u]) {
         sh->bucket[u] = zt_mem_alloc(sh->u[u].n * sizeof(float), ZT_MEM_COMM, st);
         if (!sh->bucket[u]) {
@@ -192,6 +201,73 @@ static int allreduce_grads(zt_shard *sh, zt_group *g, float *buf, size_t n, zt_s
     return ZT_OK;
 }
 
+/* overlap_comm: finish the oldest reduce-scatter in flight: wait for it,
+ * add its slice into the owned gradients (widened from 16 bits through
+ * rs_buf), free its buffers.  On a failed wait the entry stays (its buffers
+ * may still be in use; zt_shard_free finishes it). */
+static int rs_finish_oldest(zt_shard *sh, zt_status *st) {
+    zt_rs_pending *p = &sh->pend[0];
+    const int u = p->u;
+    zt_unit_shard *us = &sh->u[u];
+    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    ZT_TRY(sh->dshard->ops->wait(sh->dshard, &p->req, st));
+    float *dst = sh->gshard + us->soff;
+    if (p->send16) {
+        zt_prec_widen(sh->be, prec_of_dtype(sh->gdt), sh->rs_buf, p->recv, us->len);
+        sh->be->add(dst, dst, sh->rs_buf, us->len);
+        zt_mem_free(p->send16);
+    } else {
+        sh->be->add(dst, dst, p->recv, us->len);
+        zt_mem_free(sh->bucket[u]);
+        sh->bucket[u] = NULL;
+    }
+    zt_mem_free(p->recv);
+    memmove(&sh->pend[0], &sh->pend[1], (size_t)(sh->npend - 1) * sizeof sh->pend[0]);
+    sh->npend--;
+    return ZT_OK;
+}
+
+/* Finish every reduce-scatter in flight (the end of a backward pass). */
+static int rs_finish_all(zt_shard *sh, zt_status *st) {
+    while (sh->npend > 0) ZT_TRY(rs_finish_oldest(sh, st));
+    return ZT_OK;
+}
+
+/* overlap_comm: start unit u's gradient reduce-scatter from its bucket
+ * (16-bit grad_comm: narrowed into a send buffer first, and the fp32 bucket
+ * freed); the oldest in flight is finished first when ZT_RS_INFLIGHT are. */
+static int rs_start(zt_shard *sh, int u, zt_status *st) {
+    if (sh->npend == ZT_RS_INFLIGHT) ZT_TRY(rs_finish_oldest(sh, st));
+    zt_unit_shard *us = &sh->u[u];
+    zt_rs_pending *p = &sh->pend[sh->npend];
+    memset(p, 0, sizeof *p);
+    p->u = u;
+    const void *send = sh->bucket[u];
+    if (sh->gdt != ZT_F32) {
+        if (!(p->send16 = zt_mem_alloc(us->n * 2, ZT_MEM_COMM, st)))
+            return zt_fail_prefix(st, "gradient reduction of unit %s", unit_name(sh, u));
+        zt_prec_narrow(sh->be, prec_of_dtype(sh->gdt), p->send16, sh->bucket[u], us->n);
+        zt_mem_free(sh->bucket[u]);
+        sh->bucket[u] = NULL;
+        send = p->send16;
+    }
+    const size_t rlen = us->len ? us->len : 1;
+    if (!(p->recv = zt_mem_alloc(rlen * zt_dtype_size(sh->gdt), ZT_MEM_COMM, st))) {
+        zt_mem_free(p->send16);
+        return zt_fail_prefix(st, "gradient reduction of unit %s", unit_name(sh, u));
+    }
+    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    int rc = sh->dshard->ops->ireduce_scatter_sum(sh->dshard, send, p->recv, us->counts, sh->gdt,
+                                                  &p->req, st);
+    if (rc != ZT_OK) {
+        zt_mem_free(p->send16);
+        zt_mem_free(p->recv);
+        return rc;
+    }
+    sh->npend++;
+    return ZT_OK;
+}
+
 int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
     ZT_TRY(check_unit(U, u, "zt_unit_grads_done", st));
     zt_shard *sh = U;
@@ -200,6 +276,7 @@ int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
                        unit_name(sh, u));
     sh->gopen[u] = 0;
     if (sh->stage < 2) return ZT_OK;
+    if (sh->overlap) return rs_start(sh, u, st);
     zt_unit_shard *us = &sh->u[u];
     ZT_TRY(rs_unit(sh, u, sh->bucket[u], sh->rs_buf, st));
     float *dst = sh->gshard + us->soff;
@@ -238,6 +315,11 @@ int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
     zt_model *m = sh->m;
     begin_pass(sh, ZT_PASS_BWD);
     int rc = m->ops->backward(m->self, sh, acts, dloss, st);
+    if (rc == ZT_OK) rc = rs_finish_all(sh, st);
+    else {
+        zt_status tmp;
+        rs_finish_all(sh, &tmp);
+    }
     for (int u = 0; rc == ZT_OK && u < sh->nu; ++u)
         if (sh->gopen[u])
             rc = zt_fail(st, ZT_EINVAL, "model '%s': backward ended without zt_unit_grads_done "
@@ -295,6 +377,7 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     sh->pes = zt_precision_elem_size(sh->prec);
     sh->pdt = zt_precision_dtype(sh->prec);
     sh->gdt = prec ? prec->grad_comm : ZT_F32;
+    sh->overlap = stage >= 2 && G > 1 && prec && prec->overlap_comm;
     int rc = ZT_OK;
     if (mixed(sh) && m->params) {
         rc = zt_fail(st, ZT_EINTERNAL, "mixed precision: the model must not keep an fp32 "
@@ -388,6 +471,13 @@ fail:
 
 void zt_shard_free(zt_shard *sh) {
     if (!sh) return;
+    for (int i = 0; i < sh->npend; ++i) {   /* after an error: reduce-scatters still in flight */
+        zt_rs_pending *p = &sh->pend[i];
+        zt_status st;
+        if (p->req.active) sh->dshard->ops->wait(sh->dshard, &p->req, &st);
+        zt_mem_free(p->send16);
+        zt_mem_free(p->recv);
+    }
     for (int u = 0; sh->u && u < sh->nu; ++u) {
         free(sh->u[u].counts);
         free(sh->u[u].displs);

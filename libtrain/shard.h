@@ -14,7 +14,14 @@
  *            all-gathered per unit
  *   stage 2  as 1, and gradients sharded: each unit's gradient is
  *            reduce-scattered from a unit-sized bucket as soon as that
- *            unit's backward finishes (no full-model gradient buffer)
+ *            unit's backward finishes (no full-model gradient buffer).
+ *            With overlap_comm (the default) the reduce-scatter is started
+ *            non-blocking and runs while the backward of the next units
+ *            computes; at most ZT_RS_INFLIGHT are in flight (starting one
+ *            more first finishes the oldest: wait, add its slice into the
+ *            owned gradients, free its bucket), and the backward pass
+ *            finishes them all before it returns.  Sums and the order they
+ *            are added in are those of the blocking path: bitwise equal.
  *   stage 3  as 2, and parameters sharded: a unit is all-gathered just
  *            before its forward and again before its backward and freed
  *            after use; the next unit's gather is started non-blocking while
@@ -53,6 +60,8 @@ typedef struct zt_shard_prec {
     int comm;                 /* device backends: collectives on device buffers through
                                * ZT_SHARD_COMM_STAGED (host-staged MPI) or _NCCL */
     int device;               /* NCCL: the CUDA device of this rank */
+    int overlap_comm;         /* stages 2-3: gradient reduce-scatters run while the backward of
+                               * the next units computes (zero_optimization.overlap_comm) */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = 0, ZT_SHARD_COMM_NCCL = 1 };
 
@@ -63,6 +72,18 @@ typedef struct zt_unit_shard {
     size_t soff;       /* offset of the slice in compact shard buffers */
     int *counts, *displs;  /* per shard-group rank, for the collectives */
 } zt_unit_shard;
+
+/* Gradient reduce-scatters in flight at once with overlap_comm. */
+#define ZT_RS_INFLIGHT 2
+
+/* One gradient reduce-scatter in flight (overlap_comm). */
+typedef struct zt_rs_pending {
+    int u;                    /* the unit */
+    zt_request req;
+    void *send16;             /* 16-bit grad_comm: the narrowed bucket [n] (the fp32 bucket is
+                               * freed once narrowed); fp32: NULL, the bucket is sent */
+    void *recv;               /* this rank's reduced slice [len] in grad_comm's type */
+} zt_rs_pending;
 
 typedef struct zt_units zt_shard;
 enum { ZT_PASS_NONE = 0, ZT_PASS_FWD, ZT_PASS_BWD };
@@ -96,6 +117,9 @@ struct zt_units {
     float **bucket;           /* stage >= 2: per unit gradient bucket or NULL */
     unsigned char *seen;      /* per unit: asked for in the current pass */
     unsigned char *gopen;     /* per unit: zt_unit_grads without grads_done yet */
+    int overlap;              /* stages 2-3 with G > 1 and overlap_comm */
+    int npend;                /* reduce-scatters in flight, oldest first in pend[] */
+    zt_rs_pending pend[ZT_RS_INFLIGHT];
     int pass;                 /* ZT_PASS_* */
     long step;                /* for error context */
 

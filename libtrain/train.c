@@ -274,7 +274,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     ctx->own_model_self = own;
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
                               strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
-                              ctx->device};
+                              ctx->device, c->overlap_comm};
     if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
                                  c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
                                  ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;

@@ -219,12 +219,31 @@ static void test_transients(void) {
            "stage 3: gathered peak = embedding + 2 blocks (%llu)",
            (unsigned long long)p.cat[ZT_MP_HOST][ZT_MEM_GATHERED]);
     uint64_t big = n0 > nb ? n0 : nb, rs = 4 * ((big + 1) / 2);   /* the largest slice */
-    tap_ok(p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs + 4 * (n0 + nb),
-           "stage 3: comm peak = reduce-scatter buffer + embedding bucket + block bucket");
+    /* overlap_comm (the default), 3 blocks: when block 0's bucket is
+     * allocated, the reductions of blocks 2 and 1 are in flight (the final
+     * norm's finished when block 1's started), each holding its bucket and
+     * its receive slice ceil(nb/2) */
+    const uint64_t ov = rs + 4 * (n0 + 2 * (nb + (nb + 1) / 2) + nb);
+    tap_ok(p.cat[ZT_MP_HOST][ZT_MEM_COMM] == ov,
+           "stage 3, overlap_comm: comm peak = reduce-scatter buffer + embedding bucket + 2 "
+           "reductions in flight (buckets + slices) + the block bucket (%llu vs %llu)",
+           (unsigned long long)p.cat[ZT_MP_HOST][ZT_MEM_COMM], (unsigned long long)ov);
+    tu_set(c, "zero_optimization.overlap_comm", "false");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs + 4 * (n0 + nb),
+           "stage 3, no overlap: comm peak = reduce-scatter buffer + embedding bucket + block bucket");
     tu_set(c, "zero_optimization.stage", "2");
     rc = zt_memplan_compute(c, &o, &p, &st);
     tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_GATHERED] == 0 &&
            p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs + 4 * (n0 + nb), "stage 2: no gathers; same buckets");
+    tu_set(c, "zero_optimization.overlap_comm", "true");
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_COMM] == ov, "stage 2, overlap_comm: the same "
+           "reductions in flight");
+    zt_memplan_opts_init(&o, 1);
+    rc = zt_memplan_compute(c, &o, &p, &st);
+    tap_ok(rc == ZT_OK && p.overlap_comm == 0, "one rank: nothing to overlap");
+    zt_memplan_opts_init(&o, 2);
     tu_set(c, "zero_optimization.stage", "1");
     rc = zt_memplan_compute(c, &o, &p, &st);
     tap_ok(rc == ZT_OK && p.cat[ZT_MP_HOST][ZT_MEM_COMM] == rs, "stage 1: only the reduce-scatter buffer");
