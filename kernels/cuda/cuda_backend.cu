@@ -181,13 +181,23 @@ extern "C" void zt_cuda_mem_reset_peak(void) {
     pthread_mutex_unlock(&acct_mu);
 }
 
+/* Stream-ordered allocation (cudaMallocAsync / cudaFreeAsync on the compute
+ * stream, from the device's default pool, which keeps freed memory for
+ * reuse): freeing needs no host synchronization, so the engine's per-unit
+ * buffers (gathered units, gradient buckets, reductions in flight) do not
+ * stall the host or the NCCL transfers queued on the communication stream.
+ * Set at init: 0 where the device has no memory pools, or with
+ * ZT_CUDA_ALLOC=legacy (cudaMalloc, and a stream synchronize + cudaFree). */
+static int g_pool;
+
 void *zt_cuda_malloc_acct(size_t bytes, const char *who) {
     void *p = NULL;
     const size_t sz = bytes ? bytes : 256;
-    cudaError_t e = cudaMalloc(&p, sz);
+    cudaError_t e = g_pool ? cudaMallocAsync(&p, sz, zt_cu.stream) : cudaMalloc(&p, sz);
     if (e != cudaSuccess) {
         char what[160];
-        snprintf(what, sizeof what, "cudaMalloc(%zu bytes) for %s", sz, who);
+        snprintf(what, sizeof what, "%s(%zu bytes) for %s", g_pool ? "cudaMallocAsync" : "cudaMalloc",
+                 sz, who);
         zt_cuda_fail(__FILE__, __LINE__, what, cudaGetErrorString(e), hint_for(e));
         (void)cudaGetLastError();
         return NULL;
@@ -198,9 +208,13 @@ void *zt_cuda_malloc_acct(size_t bytes, const char *who) {
 
 void zt_cuda_free_acct(void *p) {
     if (!p) return;
+    acct_del(p);
+    if (g_pool) {   /* ordered after the work already queued on the stream */
+        ZT_CU(cudaFreeAsync(p, zt_cu.stream));
+        return;
+    }
     /* the stream may still be using p */
     ZT_CU(cudaStreamSynchronize(zt_cu.stream));
-    acct_del(p);
     ZT_CU(cudaFree(p));
 }
 
@@ -254,7 +268,7 @@ void *zt_cuda_scratch(size_t bytes, const char *who) {
     if (bytes <= g_scratch_bytes && g_scratch) return g_scratch;
     size_t want = bytes + bytes / 2;
     want = (want + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
-    zt_cuda_free_acct(g_scratch);   /* synchronizes first */
+    zt_cuda_free_acct(g_scratch);   /* after the kernels already queued that use it */
     g_scratch = NULL;
     g_scratch_bytes = 0;
     g_scratch = zt_cuda_malloc_acct(want, who);
@@ -536,6 +550,17 @@ static int cuda_init(void) {
         return -1;
     }
     zt_cu.device = dev;
+    {   /* stream-ordered allocation from the default pool, which keeps what is freed */
+        int pools = 0;
+        const char *a = getenv("ZT_CUDA_ALLOC");
+        cudaMemPool_t pool;
+        uint64_t keep = UINT64_MAX;
+        g_pool = (!a || strcmp(a, "legacy") != 0) &&
+                 cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess &&
+                 pools && cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess &&
+                 cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess;
+        (void)cudaGetLastError();
+    }
     const char *s = getenv("ZT_CUDA_SYNC");
     zt_cu.sync_each = s && *s && strcmp(s, "0") != 0;
     if (!zt_cuda_matmul_init()) {
