@@ -55,6 +55,18 @@ typedef struct zt_backend {
     void (*to_host)(void *host_dst, const void *dev_src, size_t bytes);
     void (*to_device)(void *dev_dst, const void *host_src, size_t bytes);
     void (*zero)(void *p, size_t bytes);
+    /* Asynchronous host <-> device copies (optional: NULL on cpu, where
+     * to_host / to_device are used instead).  Queued in order with the
+     * kernels (cuda: on the compute stream; the copy sees what kernels queued
+     * before it wrote).  They return a handle at once (NULL: the copy has
+     * already completed); copy_wait(handle) returns when that copy, and
+     * everything queued before it, has completed, and releases the handle.
+     * Until then the host must neither read host_dst nor change host_src.
+     * Every handle must be waited on.  cuda: truly overlapped with the host
+     * only for page-locked host memory.                                     */
+    void *(*to_host_async)(void *host_dst, const void *dev_src, size_t bytes);
+    void *(*to_device_async)(void *dev_dst, const void *host_src, size_t bytes);
+    void (*copy_wait)(void *handle);
 
     /* ---- embeddings: token + learned position ----
      * out[N,C] = wte[inp[b,t], :] + wpe[t, :]                               */

@@ -432,9 +432,9 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     const int host_opt = p->gpu && p->offload_optimizer;
     if (p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
     if (p->mixed || host_opt) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
-    if (host_opt) {
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, y.max_len * 4);
-        if (p->mixed) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, y.max_len * 2);
+    if (host_opt) {   /* two staging slices each way (shard.c's update_offloaded) */
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 4);
+        if (p->mixed) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 2);
     }
     if (comm16) {
         s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);

@@ -448,8 +448,8 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
         }
     }
     if (sh->host_opt &&
-        (!(sh->hgrad = zt_mem_alloc(max_len * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)) ||
-         (mixed(sh) && !(sh->h16 = zt_mem_alloc(max_len * 2, ZT_MEM_WORKSPACE | ZT_MEM_HOST, st))))) {
+        (!(sh->hgrad = zt_mem_alloc(2 * max_len * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)) ||
+         (mixed(sh) && !(sh->h16 = zt_mem_alloc(2 * max_len * 2, ZT_MEM_WORKSPACE | ZT_MEM_HOST, st))))) {
         rc = st->code;
         goto fail;
     }
@@ -665,9 +665,9 @@ void zt_shard_poison_grad(zt_shard *sh) {
     }
 }
 
-int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
-    if (!sh->master) return ZT_OK;
-    for (int u = 0; u < sh->nu; ++u) push_slice(sh, u);
+/* Stages 1-2 with G > 1: all-gather the parameter storage (16-bit when
+ * mixed) from the owned slices. */
+static int gather_params(zt_shard *sh, zt_status *st) {
     if (sh->stage >= 1 && sh->stage <= 2 && sh->G > 1) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
@@ -678,6 +678,80 @@ int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
         }
     }
     return ZT_OK;
+}
+
+int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
+    if (!sh->master) return ZT_OK;
+    for (int u = 0; u < sh->nu; ++u) push_slice(sh, u);
+    return gather_params(sh, st);
+}
+
+/* Asynchronous copies where the backend has them (a handle to wait on, or
+ * NULL: done). */
+static void *down_async(zt_shard *sh, void *h, const void *d, size_t bytes) {
+    if (sh->be->to_host_async) return sh->be->to_host_async(h, d, bytes);
+    sh->be->to_host(h, d, bytes);
+    return NULL;
+}
+static void *up_async(zt_shard *sh, void *d, const void *h, size_t bytes) {
+    if (sh->be->to_device_async) return sh->be->to_device_async(d, h, bytes);
+    sh->be->to_device(d, h, bytes);
+    return NULL;
+}
+static void xfer_wait(zt_shard *sh, void **h) {
+    if (*h) sh->be->copy_wait(*h);
+    *h = NULL;
+}
+
+/* The next unit after u with an owned slice, -1 when none. */
+static int next_owned(const zt_shard *sh, int u) {
+    for (++u; u < sh->nu; ++u)
+        if (sh->u[u].len) return u;
+    return -1;
+}
+
+/* Offloaded AdamW (host_opt): per unit, the owned gradient slice comes down
+ * to the host, AdamW updates the host master weights and moments there (the
+ * cpu kernels: OpenMP over the slice), and the updated slice goes back up
+ * into the parameter storage (narrowed to 16 bits on the host when mixed).
+ * The copies are asynchronous where the backend has async copies, with two
+ * host staging slices each way: unit k+1's gradient comes down while AdamW
+ * runs on unit k, and unit k's update goes up while unit k+1's AdamW runs.
+ * The master slice of a unit is not written again before its upload is
+ * waited on (next step), and a staging slice is reused only after the copy
+ * that used it two units earlier completed. */
+static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
+                            zt_status *st) {
+    const zt_backend *cpu = zt_backend_cpu();
+    void *down[2] = {NULL, NULL}, *up[2] = {NULL, NULL};
+    int u = next_owned(sh, -1);
+    if (u >= 0) down[0] = down_async(sh, sh->hgrad, grad_slice(sh, u), sh->u[u].len * sizeof(float));
+    for (int k = 0; u >= 0; ++k) {
+        const int b = k & 1;
+        zt_unit_shard *us = &sh->u[u];
+        const int nx = next_owned(sh, u);
+        if (nx >= 0)
+            down[b ^ 1] = down_async(sh, sh->hgrad + (size_t)(b ^ 1) * sh->max_len,
+                                     grad_slice(sh, nx), sh->u[nx].len * sizeof(float));
+        xfer_wait(sh, &down[b]);
+        float *master = sh->master + us->soff;
+        zt_adamw_range(o, sh->m, cpu, us->off + us->lo, us->off + us->lo + us->len, master,
+                       sh->hgrad + (size_t)b * sh->max_len, o->m + us->soff, o->v + us->soff, lr,
+                       grad_scale);
+        xfer_wait(sh, &up[b]);   /* staging slice b: free again */
+        if (!mixed(sh)) {
+            float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
+            up[b] = up_async(sh, dst, master, us->len * sizeof(float));
+        } else {
+            uint16_t *h16 = sh->h16 + (size_t)b * sh->max_len;
+            zt_prec_narrow(cpu, sh->prec, h16, master, us->len);
+            up[b] = up_async(sh, store_slice(sh, u), h16, us->len * sizeof(uint16_t));
+        }
+        u = nx;
+    }
+    xfer_wait(sh, &up[0]);
+    xfer_wait(sh, &up[1]);
+    return zt_be_check(sh->be, "offloaded optimizer step", st);
 }
 
 int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
@@ -703,20 +777,16 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
                        grad_scale);
         return ZT_OK;
     }
+    if (sh->host_opt) {
+        ZT_TRY(update_offloaded(sh, o, lr, grad_scale, st));
+        return gather_params(sh, st);
+    }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
         if (!us->len) continue;
-        const float *g = grad_slice(sh, u);
-        const zt_backend *obe = sh->be;
-        if (sh->host_opt) {
-            /* offloaded: the gradient slice to the host, AdamW there */
-            sh->be->to_host(sh->hgrad, g, us->len * sizeof(float));
-            g = sh->hgrad;
-            obe = zt_backend_cpu();
-        }
-        zt_adamw_range(o, m, obe, us->off + us->lo, us->off + us->lo + us->len,
-                       zt_shard_param_slice(sh, u), g, o->m + us->soff, o->v + us->soff, lr,
-                       grad_scale);
+        zt_adamw_range(o, m, sh->be, us->off + us->lo, us->off + us->lo + us->len,
+                       zt_shard_param_slice(sh, u), grad_slice(sh, u), o->m + us->soff,
+                       o->v + us->soff, lr, grad_scale);
     }
     if (sh->master) return zt_shard_refresh_params(sh, st);
     if (sh->stage <= 2 && sh->G > 1) {

@@ -168,6 +168,42 @@ int main(void) {
     e = S->error();
     tap_ok(e && strstr(e, "not allocated"), "free of a foreign pointer: reported (%s)", e ? e : "(none)");
 
+    /* ---- asynchronous copies: emulated as late as a device may do them */
+    {
+        float src[8], dst[8], back[8];
+        for (int i = 0; i < 8; ++i) { src[i] = (float)(i + 1); dst[i] = -1.0f; }
+        float *d = S->alloc(sizeof src);
+        S->to_device(d, src, sizeof src);
+        void *h = S->to_host_async(dst, d, sizeof dst);
+        const int stale = h && dst[0] == -1.0f;          /* not written before the wait */
+        S->zero(d, sizeof src);                           /* queued after the copy */
+        S->copy_wait(h);
+        tap_ok(stale && dst[0] == 1.0f && dst[7] == 8.0f && !S->error(),
+               "to_host_async: the host buffer is written at copy_wait, with the data as of "
+               "the call");
+        h = S->to_device_async(d, src, sizeof src);
+        src[0] = 42.0f;                                   /* breaks the rule: changed before the wait */
+        S->copy_wait(h);
+        S->to_host(back, d, sizeof back);
+        tap_ok(back[0] == 42.0f && back[1] == 2.0f && !S->error(),
+               "to_device_async: the host source is read late (a change before the wait is "
+               "uploaded, as a device could)");
+        h = S->to_device_async(d, src, sizeof src);
+        S->zero(d, 4);                                    /* the next entry runs the upload first */
+        src[1] = 99.0f;
+        S->copy_wait(h);
+        S->to_host(back, d, sizeof back);
+        tap_ok(back[0] == 0.0f && back[1] == 2.0f && !S->error(),
+               "to_device_async: uploaded before the next entry of the table, in queue order");
+        S->copy_wait(back);
+        const char *ew = S->error();
+        tap_ok(ew && strstr(ew, "not a pending copy"), "copy_wait of a foreign handle: reported (%s)",
+               ew ? ew : "(none)");
+        S->free(d);
+        tap_ok(C->to_host_async == NULL && C->copy_wait == NULL,
+               "cpu: no async entries (callers use to_host / to_device)");
+    }
+
     S->free(dz); S->free(d_inp); S->free(d_w); S->free(d_b); S->free(d_out);
     S->free(d_logits); S->free(d_loss); S->free(d_tg);
     S->free(dp); S->free(dg); S->free(dm); S->free(dv);

@@ -59,9 +59,13 @@ static void protect_all(int prot) {
         }
 }
 
+static void flush_uploads(void);
 static void enter(void) {
     pthread_mutex_lock(&g_mu);
-    if (g_depth++ == 0) protect_all(PROT_READ | PROT_WRITE);
+    if (g_depth++ == 0) {
+        protect_all(PROT_READ | PROT_WRITE);
+        flush_uploads();
+    }
 }
 static void leave(void) {
     if (--g_depth == 0) protect_all(PROT_NONE);
@@ -193,6 +197,118 @@ static void s_zero(void *p, size_t bytes) {
     enter();
     NEED_DEV("zero", "p", p, bytes);
     if (ok) cpu()->zero(p, bytes);
+    leave();
+}
+
+/* ---- asynchronous copies, emulated as late as a device may do them ----
+ * to_host_async reads the device source at once (its place in the queue)
+ * into a private buffer and writes the host destination only in copy_wait:
+ * a host that reads the destination before waiting sees stale data.
+ * to_device_async reads the host source only when the next entry of the
+ * table runs (which a device would queue after the copy) or in copy_wait:
+ * a host that changes the source before then uploads the changed data.
+ * So results match the cpu backend only if the caller keeps the rules. */
+enum { NXFER = 64 };
+typedef struct xfer {
+    int used, up, pending;    /* up: to_device; pending: not copied yet */
+    void *dst;
+    const void *src;
+    size_t bytes;
+    void *tmp;                /* to_host: the device bytes, read at the call */
+    unsigned long seq;        /* queue order */
+} xfer;
+static xfer g_x[NXFER];
+static unsigned long g_xseq;
+
+/* Uploads still pending, in queue order (lock held, blocks open). */
+static void flush_uploads(void) {
+    for (;;) {
+        xfer *first = NULL;
+        for (int i = 0; i < NXFER; i++)
+            if (g_x[i].used && g_x[i].up && g_x[i].pending && (!first || g_x[i].seq < first->seq))
+                first = &g_x[i];
+        if (!first) return;
+        memcpy(first->dst, first->src, first->bytes);
+        first->pending = 0;
+    }
+}
+
+static xfer *xfer_slot(void) {
+    for (int i = 0; i < NXFER; i++)
+        if (!g_x[i].used) {
+            memset(&g_x[i], 0, sizeof g_x[i]);
+            g_x[i].used = 1;
+            g_x[i].seq = ++g_xseq;
+            return &g_x[i];
+        }
+    return NULL;
+}
+
+static void *s_to_host_async(void *host_dst, const void *dev_src, size_t bytes) {
+    int ok = 1;
+    xfer *x = NULL;
+    enter();
+    NEED_DEV("to_host_async", "src", dev_src, bytes);
+    if (bytes && !in_host(host_dst, bytes)) {
+        set_err("cpu-strict: %s: destination %s%p is device memory (use copy)", "to_host_async",
+                "", host_dst);
+        ok = 0;
+    }
+    if (ok && bytes) {
+        x = xfer_slot();
+        void *tmp = x ? malloc(bytes) : NULL;
+        if (tmp) {
+            memcpy(tmp, dev_src, bytes);
+            x->dst = host_dst;
+            x->bytes = bytes;
+            x->tmp = tmp;
+        } else {   /* no slot or no memory: copy now, nothing to wait for */
+            if (x) x->used = 0;
+            x = NULL;
+            memcpy(host_dst, dev_src, bytes);
+        }
+    }
+    leave();
+    return x;
+}
+
+static void *s_to_device_async(void *dev_dst, const void *host_src, size_t bytes) {
+    int ok = 1;
+    xfer *x = NULL;
+    enter();
+    NEED_DEV("to_device_async", "dst", dev_dst, bytes);
+    if (bytes && !in_host(host_src, bytes)) {
+        set_err("cpu-strict: %s: source %s%p is device memory (use copy)", "to_device_async", "",
+                host_src);
+        ok = 0;
+    }
+    if (ok && bytes) {
+        if ((x = xfer_slot())) {
+            x->up = x->pending = 1;
+            x->dst = dev_dst;
+            x->src = host_src;
+            x->bytes = bytes;
+        } else {
+            memcpy(dev_dst, host_src, bytes);
+        }
+    }
+    leave();
+    return x;
+}
+
+static void s_copy_wait(void *h) {
+    xfer *x = h;
+    if (!x) return;
+    enter();   /* runs the pending uploads, in order */
+    if (x < g_x || x >= g_x + NXFER || !x->used) {
+        set_err("cpu-strict: %s%s: %p is not a pending copy", "copy_wait", "", h);
+    } else {
+        if (!x->up) {
+            memcpy(x->dst, x->tmp, x->bytes);
+            free(x->tmp);
+        }
+        x->used = 0;
+    }
     leave();
 }
 
@@ -476,6 +592,9 @@ static const zt_backend strict_backend = {
     .free = s_free,
     .copy = s_copy,
     .to_host = s_to_host,
+    .to_host_async = s_to_host_async,
+    .to_device_async = s_to_device_async,
+    .copy_wait = s_copy_wait,
     .to_device = s_to_device,
     .zero = s_zero,
     .encoder_fwd = s_encoder_fwd,

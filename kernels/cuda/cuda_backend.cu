@@ -251,6 +251,47 @@ static void cuda_to_device(void *dev_dst, const void *host_src, size_t bytes) {
         ZT_CU(cudaStreamSynchronize(zt_cu.stream));
 }
 
+/* Asynchronous copies: cudaMemcpyAsync on the compute stream, then an event
+ * (from a small free list) recorded after it; copy_wait synchronizes on the
+ * event.  A failure is recorded and the copy done synchronously (NULL). */
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static cudaEvent_t ev_free[64];
+static int ev_nfree;
+
+static void *copy_async(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if (!bytes) return NULL;
+    cudaEvent_t ev = NULL;
+    pthread_mutex_lock(&ev_mu);
+    if (ev_nfree) ev = ev_free[--ev_nfree];
+    pthread_mutex_unlock(&ev_mu);
+    if (!ev && !ZT_CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming))) ev = NULL;
+    if (ZT_CU(cudaMemcpyAsync(dst, src, bytes, kind, zt_cu.stream)) && ev &&
+        ZT_CU(cudaEventRecord(ev, zt_cu.stream)))
+        return (void *)ev;
+    if (ev) cudaEventDestroy(ev);
+    ZT_CU(cudaStreamSynchronize(zt_cu.stream));
+    return NULL;
+}
+
+static void *cuda_to_host_async(void *host_dst, const void *dev_src, size_t bytes) {
+    return copy_async(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost);
+}
+static void *cuda_to_device_async(void *dev_dst, const void *host_src, size_t bytes) {
+    return copy_async(dev_dst, host_src, bytes, cudaMemcpyHostToDevice);
+}
+static void cuda_copy_wait(void *h) {
+    if (!h) return;
+    cudaEvent_t ev = (cudaEvent_t)h;
+    ZT_CU(cudaEventSynchronize(ev));
+    pthread_mutex_lock(&ev_mu);
+    if (ev_nfree < (int)(sizeof ev_free / sizeof ev_free[0])) {
+        ev_free[ev_nfree++] = ev;
+        ev = NULL;
+    }
+    pthread_mutex_unlock(&ev_mu);
+    if (ev) cudaEventDestroy(ev);
+}
+
 static void cuda_zero(void *p, size_t bytes) {
     if (bytes) ZT_CU(cudaMemsetAsync(p, 0, bytes, zt_cu.stream));
 }
@@ -470,6 +511,9 @@ static void fill_table(zt_backend *t) {
     t->free = cuda_free;
     t->copy = cuda_copy;
     t->to_host = cuda_to_host;
+    t->to_host_async = cuda_to_host_async;
+    t->to_device_async = cuda_to_device_async;
+    t->copy_wait = cuda_copy_wait;
     t->to_device = cuda_to_device;
     t->zero = cuda_zero;
     t->encoder_fwd = zt_cuda_encoder_fwd;
