@@ -338,31 +338,42 @@ check)
             python3 - "$tag" "$rc" "$work/est_$tag.json" "$work/train_$tag.out" "$work/smi_$tag" <<'PY' | tee -a "$mem"
 import json, re, sys
 tag, rc, est, out, smi = sys.argv[1:6]
+G = 2**30
 try:
-    e = json.load(open(est)); pred = e["device"]["peak_bytes"]; host = e["host"]["peak_bytes"]
+    e = json.load(open(est)); dev = e["device"]["peak_bytes"]; host = e["host"]["peak_bytes"]
     eor = e.get("end_of_run_peak_bytes", 0)
 except Exception as x:
     print(f"  {tag}: no estimate ({x})"); sys.exit(0)
-print(f"  {tag}: estimate (--device gpu): device peak {pred / 2**30:.3f} GiB, host {host / 2**30:.3f} GiB"
-      f"{f', end of run {eor / 2**30:.3f} GiB' if eor else ''}; train exit {rc}")
-# every "<what> <N> bytes" on the report's peak lines (accounted, predicted,
-# and whatever the memory report adds, e.g. a measured device peak)
+both = dev + host
+print(f"  {tag}: ztrain estimate --device gpu: device peak {dev / G:.3f} GiB + host {host / G:.3f} GiB = "
+      f"{both / G:.3f} GiB{f' (end of run: device {eor / G:.3f} GiB)' if eor else ''}; train exit {rc}")
+def ratio(n, what):
+    ref = dev if "device" in what.lower() else both
+    return f"{n / G:.3f} GiB = {n / ref:.3f} x estimate {'device' if ref == dev else 'device+host'}"
+# every "<what> <N> bytes" on the run's peak lines: the engine's accounted
+# peak (device + host blocks), its own setup prediction, and whatever the
+# memory report adds (e.g. a measured device peak)
 seen = False
+host_peak = 0.0
 for line in open(out):
+    m = re.match(r"\s+[a-z-]+\s+[\d.]+ [KMG]?i?B\s+([\d.]+) ([KMG]?i?B)\s.*\(in host memory: ([\d.]+) MiB\)", line)
+    if m:
+        host_peak += float(m.group(3)) * 2**20
     if "peak" not in line or "bytes" not in line:
         continue
     for what, n in re.findall(r"([A-Za-z][A-Za-z ()_-]*?)\s*[:=]?\s*(\d{4,}) bytes", line):
-        n = int(n); seen = True
-        print(f"  {tag}: {line.split(':')[0].strip()} / {what.strip()}: {n / 2**30:.3f} GiB = "
-              f"{n / pred:.3f} x estimate ({100 * (pred - n) / max(n, 1):+.1f}% predicted vs this)")
+        seen = True
+        print(f"  {tag}: run: {line.split(':')[0].strip()}, {what.strip()}: {ratio(int(n), line.split(':')[0] + what)}")
 if not seen:
     print(f"  {tag}: the run printed no 'peak ... N bytes' line (see memory.txt)")
+if host_peak:
+    print(f"  {tag}: run: of the accounted peaks, in host memory (sum over categories): {host_peak / G:.3f} GiB")
 try:
     mib = [float(v) for v in open(smi).read().split() if re.match(r"^[0-9.]+$", v)]
     if mib:
         n = max(mib) * 2**20
-        print(f"  {tag}: nvidia-smi process peak (context + allocator included): {n / 2**30:.3f} GiB = "
-              f"{n / pred:.3f} x estimate")
+        print(f"  {tag}: nvidia-smi process peak (CUDA context, cuBLAS workspace, allocator slack included): "
+              f"{n / G:.3f} GiB = {n / dev:.3f} x estimate device")
 except OSError:
     pass
 PY
