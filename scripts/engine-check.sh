@@ -192,6 +192,11 @@ same() {
         why="exit: cpu $rc, $backend $rx$( [ $rx = 124 ] && echo " (timed out after ${timeout_s}s)")"
     elif ! grep -q "^backend $backend" "x_$tag.out" && [ "$backend" != cpu ]; then
         why="the run did not report 'backend $backend'"
+    elif [ "$comm" = nccl ] && ! grep -q "collectives on device buffers: NCCL" "x_$tag.out"; then
+        why="--comm-backend nccl, but the run did not report NCCL collectives"
+    elif [ "$comm" = mpi ] && [ "$backend" != cpu ] &&
+         ! grep -q "collectives on device buffers: MPI staged" "x_$tag.out"; then
+        why="--comm-backend mpi, but the run did not report host-staged MPI collectives"
     else
         detail=$(compare "c_$tag.jsonl" "x_$tag.jsonl" "$tol" > "cmp_$tag.txt"; echo $?)
         if [ "$detail" != 0 ]; then why=$(tail -n +2 "cmp_$tag.txt"); fi
