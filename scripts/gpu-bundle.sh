@@ -17,8 +17,9 @@
 #   lib/sys/    the C library of this machine, used only when the GPU machine's
 #               is older (run.sh decides)
 #   ompi/, pmix/  Open MPI's and PMIx's plugins, help files and launcher
-#   gpt2_torch.py, run.sh, README
-# Then, on the GPU machine:  ./run.sh check [OUTDIR]   (all GPU checks)
+#   scripts/engine-check.sh, configs/tiny.json, data/ (200 kB of the corpus)
+#   gpt2_torch.py, gpu_table.py, run.sh, README
+# Then, on the GPU machine:  ./run.sh check [OUTDIR [SECTIONS]]  (all GPU checks)
 #                            ./run.sh bench [STEPS]    (timings vs PyTorch)
 #                            ./run.sh PROGRAM ARGS...  (one program)
 # --tar also writes OUTDIR.tar.xz (about a third of the size: OpenBLAS alone
@@ -72,7 +73,13 @@ for p in $progs; do
     [ -f "$OUT/bin/$b" ] || die "no executable for $p"
 done
 cp -L "$BUILD/.libs/libtrain.so.0" "$OUT/lib/"
-cp "$SRC/bench/gpt2_torch.py" "$OUT/"
+cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/gpu_table.py" "$OUT/"
+# the engine check and the training runs of run.sh: the script, the tiny
+# config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)
+mkdir -p "$OUT/scripts" "$OUT/configs" "$OUT/data"
+cp "$SRC/scripts/engine-check.sh" "$OUT/scripts/"
+cp "$SRC/configs/tiny.json" "$OUT/configs/"
+head -c 200000 "$SRC/data/tinyshakespeare.txt" > "$OUT/data/tinyshakespeare.txt"
 
 echo "== Open MPI and PMIx runtime"
 ompi_root=$(pkg_root libopenmpi3)
@@ -126,8 +133,8 @@ getconf GNU_LIBC_VERSION | awk '{ print $2 }' > "$OUT/lib/sys/GLIBC_VERSION"
 cat > "$OUT/run.sh" <<'RUN'
 #!/bin/bash
 # run.sh -- run ztrain's GPU checks from this bundle (see README).
-#   ./run.sh check [OUTDIR]     all GPU checks, logs in OUTDIR (default: $OUT or ./out)
-#   ./run.sh bench [STEPS]      kernel timings and the GPT-2 step, next to PyTorch
+#   ./run.sh check [OUTDIR [SECTIONS]]  GPU checks, logs in OUTDIR (default: $OUT or ./out)
+#   ./run.sh bench [STEPS]      kernel timings and the GPT-2 step, next to PyTorch ($OUT/bench.txt)
 #   ./run.sh PROGRAM ARGS...    one program of bin/ (or mpirun)
 set -uo pipefail
 B=$(cd "$(dirname "$0")" && pwd)
@@ -169,58 +176,298 @@ if [ -n "$mine" ] && [ "$(printf '%s\n%s\n' "$need" "$mine" | sort -V | head -1)
     own_loader=1
     echo "run.sh: this machine's glibc $mine is older than the bundle's $need: using lib/sys/" >&2
 fi
-run_bin() {  # run_bin PROGRAM ARGS...
-    local p=$1; shift
+# bincmd PROGRAM: CMD=(how to run bin/PROGRAM here), through the bundle's
+# loader when this machine's C library is older
+bincmd() {
+    local p=$1
     [ -x "$B/bin/$p" ] && p="$B/bin/$p"
-    if [ $own_loader = 1 ] && [ "${p#$B/bin/}" != "$p" ]; then
-        "$B"/lib/sys/ld-linux-x86-64.so.2 --library-path "$B/lib/sys:$LD_LIBRARY_PATH" "$p" "$@"
+    if [ $own_loader = 1 ] && [ "${p#"$B"/bin/}" != "$p" ]; then
+        CMD=("$B"/lib/sys/ld-linux-x86-64.so.2 --library-path "$B/lib/sys:$LD_LIBRARY_PATH" "$p")
     else
-        "$p" "$@"
+        CMD=("$p")
     fi
 }
+run_bin() {  # run_bin PROGRAM ARGS...
+    bincmd "$1"; shift
+    "${CMD[@]}" "$@"
+}
+# ztrain as one command (a wrapper script when the loader is needed), for
+# mpirun and compute-sanitizer
+ZT=$B/bin/ztrain
+if [ $own_loader = 1 ]; then
+    mkdir -p "${TMPDIR:-/tmp}/ztrain-bundle-$$"
+    ZT=${TMPDIR:-/tmp}/ztrain-bundle-$$/ztrain
+    printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$B/lib/sys/ld-linux-x86-64.so.2" \
+        "$B/lib/sys:$LD_LIBRARY_PATH" "$B/bin/ztrain" > "$ZT"
+    chmod +x "$ZT"
+fi
+MPIRUN=$B/ompi/bin/mpirun
 
-summary() {  # summary FILE: "N ok, N not ok, N skipped"
-    local ok bad skip
-    ok=$(grep -c '^ok ' "$1"); bad=$(grep -c '^not ok ' "$1"); skip=$(grep -c '# SKIP' "$1")
-    printf '%-28s %4d ok, %3d not ok, %3d skipped\n' "$(basename "$1")" "$ok" "$bad" "$skip"
+# tap FILE LABEL TIMEOUT CMD...: run CMD (bounded), append its output to FILE
+# under a header, print one summary line and its first failures
+tap() {
+    local file=$1 label=$2 lim=$3; shift 3
+    local tmp t0=$SECONDS rc
+    tmp=$(mktemp)
+    timeout -k 10 "$lim" "$@" > "$tmp" 2>&1
+    rc=$?
+    { echo "==== $label: $* (exit $rc, $((SECONDS - t0)) s)"; cat "$tmp"; } >> "$file"
+    printf '%-40s %4d ok, %3d not ok, %3d skipped  (exit %d%s, %d s)\n' "$label" \
+        "$(grep -c '^ok ' "$tmp")" "$(grep -c '^not ok ' "$tmp")" "$(grep -ci '# SKIP' "$tmp")" "$rc" \
+        "$([ $rc = 124 ] && echo ": timed out after ${lim}s")" "$((SECONDS - t0))"
+    grep -E '^not ok|^Bail out|^1\.\.0' "$tmp" | head -5 | sed 's/^/    /'
+    rm -f "$tmp"
+}
+# over_budget NAME: true (and says so) once the check has run longer than
+# ZT_CHECK_BUDGET seconds (default 480), so the rest is skipped, not cut off
+over_budget() {
+    if [ "$SECONDS" -ge "${ZT_CHECK_BUDGET:-480}" ]; then
+        echo "SKIP $1: past the time budget (${ZT_CHECK_BUDGET:-480} s; ZT_CHECK_BUDGET)"
+        return 0
+    fi
+    return 1
+}
+# the tiny corpus, tokenized once (ztrain prep: byte tokens)
+prep_corpus() {
+    [ -f "$work/c_train.bin" ] && return 0
+    head -c 200000 "$B/data/tinyshakespeare.txt" > "$work/corpus.txt"
+    (cd "$work" && "$ZT" prep --input corpus.txt --output c > prep.out 2>&1) ||
+        { echo "ztrain prep failed:"; cat "$work/prep.out"; return 1; }
+}
+# GPT-2 124M: 12 layers, 12 heads, 768 wide, vocab 50304 (padded GPT-2), context
+# 1024, micro-batch 8 (bench_gpu's and gpt2_torch.py's default batch), trained
+# on the byte-tokenized tiny corpus: tokens < 256 of a 50304 vocabulary, which
+# the engine accepts (targets < vocab); the shape, not the text, sets the cost
+read -r -a GPT2 <<< "${ZT_CHECK_MODEL:---n-layer 12 --n-head 12 --n-embd 768 --vocab 50304 --context 1024 --micro-batch 8 --batch-size 8}"
+# peak GPU memory of this machine's compute processes while CMD runs, sampled
+# by nvidia-smi every 100 ms (MiB; includes the CUDA context and allocator slack)
+smi_peak() {  # smi_peak FILE CMD...
+    local f=$1; shift
+    local pid=""
+    if command -v nvidia-smi > /dev/null; then
+        nvidia-smi --query-compute-apps=used_memory --format=csv,noheader,nounits -lms 100 > "$f" 2> /dev/null &
+        pid=$!
+    fi
+    "$@"; local rc=$?
+    [ -n "$pid" ] && { kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; }
+    return $rc
 }
 
 case "${1:-}" in
 check)
+    # run.sh check [OUTDIR] [SECTIONS]: SECTIONS a comma list of tests, engine,
+    # memory, sanitizer (default all).  ZT_CHECK_BACKEND (default cuda) is the
+    # engine's backend under test: cpu-strict runs the same plumbing without
+    # a GPU.  At most 7 files are written to OUTDIR.
     out=${2:-${OUT:-$PWD/out}}
-    mkdir -p "$out"
-    echo "== GPU checks, logs in $out"
-    (nvidia-smi; nvidia-smi -q -d CLOCK,POWER) > "$out/nvidia-smi.txt" 2>&1
+    sections=,${3:-tests,engine,memory,sanitizer},
+    X=${ZT_CHECK_BACKEND:-cuda}
+    mkdir -p "$out" || exit 1
+    out=$(cd "$out" && pwd)
+    work=$(mktemp -d "${TMPDIR:-/tmp}/ztcheck.XXXXXX")
+    trap 'rm -rf "$work" "${TMPDIR:-/tmp}/ztrain-bundle-$$"' EXIT
+    exec > >(tee -a "$out/summary.txt") 2>&1
+    echo "== GPU checks $(date -u +%FT%TZ) on $(uname -n), backend $X; sections ${sections//,/ }; logs in $out"
+    cat "$B/README" | head -2
+    gpu=1
+    if ! nvidia-smi -L > "$work/smi" 2>&1 || ! grep -q '^GPU' "$work/smi"; then
+        gpu=0; echo "no GPU visible: $(head -1 "$work/smi")"
+    fi
+    cat "$work/smi"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv 2> /dev/null
+    needgpu() {  # needgpu WHAT: false (and SKIP) when backend cuda has no GPU
+        [ "$X" != cuda ] || [ $gpu = 1 ] && return 0
+        echo "SKIP $1: no GPU visible"; return 1
+    }
     missing=$(ldd "$B/bin/test_cuda" 2> /dev/null | grep 'not found')
     [ -n "$missing" ] && { echo "run.sh: missing libraries:"; echo "$missing"; }
-    run_bin test_kernels > "$out/test_kernels.tap" 2>&1; summary "$out/test_kernels.tap"
-    run_bin test_cuda > "$out/test_cuda.tap" 2>&1; summary "$out/test_cuda.tap"
-    ZT_CUDA_SYNC=1 run_bin test_cuda > "$out/test_cuda_sync.tap" 2>&1; summary "$out/test_cuda_sync.tap"
-    for n in 1 2; do
-        timeout 600 "$B/ompi/bin/mpirun" -np "$n" --bind-to none "$B/bin/test_comm_gpu" \
-            > "$out/test_comm_gpu_np$n.tap" 2>&1
-        summary "$out/test_comm_gpu_np$n.tap"
-    done
-    san=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer 2> /dev/null)
-    if [ -n "$san" ]; then
-        for tool in memcheck racecheck synccheck initcheck; do
-            ZT_CUDA_TEST_QUICK=1 timeout 1800 "$san" --tool "$tool" --error-exitcode 3 \
-                "$B/bin/test_cuda" > "$out/sanitizer_$tool.txt" 2>&1
-            echo "compute-sanitizer $tool: exit $? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.txt" | tail -1))"
+
+    # ---- 1. the test programs: tests.tap
+    if [[ $sections == *,tests,* ]]; then
+        echo "== tests (tests.tap)"
+        bincmd test_kernels; tap "$out/tests.tap" test_kernels 120 "${CMD[@]}"
+        bincmd test_cuda; tap "$out/tests.tap" test_cuda 240 "${CMD[@]}"
+        bincmd test_cuda; tap "$out/tests.tap" "test_cuda ZT_CUDA_SYNC=1" 240 env ZT_CUDA_SYNC=1 "${CMD[@]}"
+        for n in 1 2; do
+            tap "$out/tests.tap" "test_comm_gpu -np $n" 120 "$MPIRUN" -np "$n" --bind-to none "$B/bin/test_comm_gpu"
         done
-    else
-        echo "compute-sanitizer not found: skipped"
     fi
-    grep -h '^not ok' "$out"/*.tap | head -20
+
+    # ---- 2. the engine on the device vs the cpu backend: engine.tap, engine.log
+    if [[ $sections == *,engine,* ]] && needgpu "engine check"; then
+        echo "== engine check: ztrain train --backend $X vs --backend cpu (engine.tap; runs in engine.log)"
+        ec=(bash "$B/scripts/engine-check.sh" --backend "$X" --ztrain "$ZT" --mpirun "$MPIRUN"
+            --config "$B/configs/tiny.json" --text "$B/data/tinyshakespeare.txt" --log "$out/engine.log")
+        export ZT_ENGINE_THREADS=${ZT_ENGINE_THREADS:-4} ZT_ENGINE_TIMEOUT=${ZT_ENGINE_TIMEOUT:-120}
+        over_budget "engine, 1 rank" ||
+            tap "$out/engine.tap" "engine 1 rank (comm mpi)" 300 "${ec[@]}" --np 1 --comm-backend mpi
+        over_budget "engine, 2 ranks" ||
+            tap "$out/engine.tap" "engine 2 ranks (host-staged)" 300 "${ec[@]}" --np 2 --comm-backend mpi
+        if [ "$X" = cuda ]; then
+            over_budget "engine, nccl" ||
+                tap "$out/engine.tap" "engine 1 rank (comm nccl)" 200 "${ec[@]}" --np 1 --comm-backend nccl \
+                    --cases "s0 s3 bf16s3 resume"
+        fi
+    fi
+
+    # ---- 3. memory: ztrain estimate vs the run's --memory-report (memory.txt)
+    if [[ $sections == *,memory,* ]] && needgpu "memory" && prep_corpus; then
+        echo "== memory: GPT-2 124M shape, bf16, 1 rank: ztrain estimate vs --memory-report (memory.txt)"
+        mem="$out/memory.txt"
+        for v in "s0:--stage 0" "s3:--stage 3" "s3off:--stage 3 --offload optimizer"; do
+            tag=${v%%:*}; read -r -a extra <<< "${v#*:}"
+            over_budget "memory $tag" && continue
+            args=(--config "$B/configs/tiny.json" --train "$work/c_train.bin" --val= "${GPT2[@]}"
+                  --precision bf16 "${extra[@]}")
+            "$ZT" estimate --world-size 1 --device gpu --json "${args[@]}" > "$work/est_$tag.json" 2> "$work/est_$tag.err"
+            "$ZT" estimate --world-size 1 --device gpu "${args[@]}" > "$work/est_$tag.txt" 2>&1
+            t0=$SECONDS
+            smi_peak "$work/smi_$tag" timeout -k 10 240 "$MPIRUN" -np 1 --bind-to none "$ZT" train "${args[@]}" \
+                --backend "$X" --steps 3 --log-every 1 --resume never --sample-tokens 0 --memory-report \
+                --ckpt-dir "$work/ck_$tag" --save "$work/ck_$tag/model.bin" --metrics "$work/m_$tag.jsonl" \
+                > "$work/train_$tag.out" 2>&1
+            rc=$?
+            rm -rf "$work/ck_$tag"
+            {
+                echo "==== $tag: ${extra[*]} (train exit $rc, $((SECONDS - t0)) s)"
+                echo "-- ztrain estimate --world-size 1 --device gpu ${args[*]}"
+                cat "$work/est_$tag.txt" "$work/est_$tag.err"
+                echo "-- ztrain train --backend $X ... --steps 3 --memory-report"
+                grep -vE '^  [a-z_0-9.]+ += ' "$work/train_$tag.out"
+            } >> "$mem"
+            python3 - "$tag" "$rc" "$work/est_$tag.json" "$work/train_$tag.out" "$work/smi_$tag" <<'PY' | tee -a "$mem"
+import json, re, sys
+tag, rc, est, out, smi = sys.argv[1:6]
+G = 2**30
+try:
+    e = json.load(open(est)); dev = e["device"]["peak_bytes"]; host = e["host"]["peak_bytes"]
+    eor = e.get("end_of_run_peak_bytes", 0)
+except Exception as x:
+    print(f"  {tag}: no estimate ({x})"); sys.exit(0)
+both = dev + host
+print(f"  {tag}: ztrain estimate --device gpu: device peak {dev / G:.3f} GiB + host {host / G:.3f} GiB = "
+      f"{both / G:.3f} GiB{f' (end of run: device {eor / G:.3f} GiB)' if eor else ''}; train exit {rc}")
+def ratio(n, what):
+    ref = dev if "device" in what.lower() else both
+    return f"{n / G:.3f} GiB = {n / ref:.3f} x estimate {'device' if ref == dev else 'device+host'}"
+# every "<what> <N> bytes" on the run's peak lines: the engine's accounted
+# peak (device + host blocks), its own setup prediction, and whatever the
+# memory report adds (e.g. a measured device peak)
+seen = False
+host_peak = 0.0
+for line in open(out):
+    m = re.match(r"\s+[a-z-]+\s+[\d.]+ [KMG]?i?B\s+([\d.]+) ([KMG]?i?B)\s.*\(in host memory: ([\d.]+) MiB\)", line)
+    if m:
+        host_peak += float(m.group(3)) * 2**20
+    if "peak" not in line or "bytes" not in line:
+        continue
+    for what, n in re.findall(r"([A-Za-z][A-Za-z ()_-]*?)\s*[:=]?\s*(\d{4,}) bytes", line):
+        seen = True
+        print(f"  {tag}: run: {line.split(':')[0].strip()}, {what.strip()}: {ratio(int(n), line.split(':')[0] + what)}")
+if not seen:
+    print(f"  {tag}: the run printed no 'peak ... N bytes' line (see memory.txt)")
+if host_peak:
+    print(f"  {tag}: run: of the accounted peaks, in host memory (sum over categories): {host_peak / G:.3f} GiB")
+try:
+    mib = [float(v) for v in open(smi).read().split() if re.match(r"^[0-9.]+$", v)]
+    if mib:
+        n = max(mib) * 2**20
+        print(f"  {tag}: nvidia-smi process peak (CUDA context, cuBLAS workspace, allocator slack included): "
+              f"{n / G:.3f} GiB = {n / dev:.3f} x estimate device")
+except OSError:
+    pass
+PY
+        done
+    fi
+
+    # ---- 4. compute-sanitizer: sanitizer.txt
+    if [[ $sections == *,sanitizer,* ]] && needgpu "sanitizer"; then
+        san=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer 2> /dev/null)
+        if [ -z "$san" ] || [ "$X" != cuda ]; then
+            echo "SKIP compute-sanitizer: ${san:+backend $X is not cuda}${san:-not found}"
+        elif prep_corpus; then
+            echo "== compute-sanitizer (sanitizer.txt)"
+            # sanitize NAME TIMEOUT TOOL CMD...
+            sanitize() {
+                local name=$1 lim=$2 tool=$3; shift 3
+                over_budget "$tool $name" && return
+                local t0=$SECONDS f="$work/san.txt"
+                timeout -k 10 "$lim" "$@" > "$f" 2>&1
+                local rc=$?
+                { echo "==== $tool $name (exit $rc, $((SECONDS - t0)) s)"; head -c 4000000 "$f"; } >> "$out/sanitizer.txt"
+                printf '%-40s exit %d%s  %s  (%d s)\n' "$tool $name" "$rc" \
+                    "$([ $rc = 124 ] && echo " (timed out after ${lim}s)")" \
+                    "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -1)" "$((SECONDS - t0))"
+            }
+            so=(--error-exitcode 3 --print-limit 20)
+            tiny=(train --config "$B/configs/tiny.json" --train "$work/c_train.bin" --val "$work/c_val.bin"
+                  --backend cuda --steps 3 --eval-every 3 --eval-batches 1 --log-every 1 --resume never
+                  --sample-tokens 8 --ckpt-dir "$work/ck_san" --save "$work/ck_san/model.bin")
+            # training steps first (the issue's check), then the kernels' test
+            sanitize "ztrain train (tiny, 3 steps, stage 0)" 240 memcheck \
+                "$MPIRUN" -np 1 --bind-to none "$san" --tool memcheck "${so[@]}" "$ZT" "${tiny[@]}" --stage 0
+            sanitize "ztrain train (tiny, 3 steps, stage 3 bf16)" 240 memcheck \
+                "$MPIRUN" -np 1 --bind-to none "$san" --tool memcheck "${so[@]}" "$ZT" "${tiny[@]}" --stage 3 \
+                --precision bf16
+            bincmd test_cuda
+            for tool in memcheck racecheck synccheck initcheck; do
+                sanitize "test_cuda (quick)" 150 "$tool" env ZT_CUDA_TEST_QUICK=1 "$san" --tool "$tool" "${so[@]}" \
+                    "${CMD[@]}"
+            done
+            for tool in racecheck synccheck; do
+                sanitize "ztrain train (tiny, 2 steps)" 150 "$tool" \
+                    "$MPIRUN" -np 1 --bind-to none "$san" --tool "$tool" "${so[@]}" "$ZT" "${tiny[@]}" --steps 2
+            done
+        fi
+    fi
+    echo "== done in $SECONDS s; failures:"
+    grep -h '^not ok' "$out"/*.tap 2> /dev/null | head -20
+    ls -l "$out"
     ;;
 bench)
+    # run.sh bench [STEPS]: bench_gpu (kernels, table step), ztrain train on
+    # GPT-2 124M (bf16, 1 rank; stages ZT_BENCH_STAGES, default "0 3"), and
+    # bench/gpt2_torch.py at the same shape, then one table; all in
+    # $OUT/bench.txt (or ./bench.txt).  ZT_BENCH_SHAPE=L,H,C,V,B,T changes
+    # the shape of all three.
     steps=${2:-10}
-    run_bin bench_gpu --steps "$steps" | tee "${OUT:-.}/bench_gpu.txt"
+    bout=${OUT:-$PWD}; mkdir -p "$bout"; bout=$(cd "$bout" && pwd)
+    work=$(mktemp -d "${TMPDIR:-/tmp}/ztbench.XXXXXX")
+    trap 'rm -rf "$work" "${TMPDIR:-/tmp}/ztrain-bundle-$$"' EXIT
+    exec > >(tee -a "$bout/bench.txt") 2>&1
+    shape=${ZT_BENCH_SHAPE:-12,12,768,50304,8,1024}
+    IFS=, read -r L H C V Bt T <<< "$shape"
+    echo "== bench $(date -u +%FT%TZ) on $(uname -n): shape L,H,C,V,B,T = $shape, $steps steps"
+    head -1 "$B/README"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv 2> /dev/null
+    echo "== bench_gpu (kernels on GPT-2 shapes, then the table step)"
+    bincmd bench_gpu
+    timeout -k 10 420 "${CMD[@]}" --steps "$steps" --shape "$shape" > "$work/bench_gpu.txt" 2>&1
+    echo "bench_gpu: exit $?"; cat "$work/bench_gpu.txt"
+    prep_corpus || exit 1
+    zt=()
+    for s in ${ZT_BENCH_STAGES:-0 3}; do
+        echo "== ztrain train --backend cuda, GPT-2 shape, bf16, stage $s, 1 rank, $((steps + 2)) steps"
+        timeout -k 10 300 "$MPIRUN" -np 1 --bind-to none "$ZT" train --config "$B/configs/tiny.json" \
+            --train "$work/c_train.bin" --val= --n-layer "$L" --n-head "$H" --n-embd "$C" --vocab "$V" \
+            --context "$T" --micro-batch "$Bt" --batch-size "$Bt" --precision bf16 --stage "$s" \
+            --backend cuda --steps $((steps + 2)) --log-every 1 --resume never --sample-tokens 0 \
+            --ckpt-dir "$work/ck" --save "$work/ck/model.bin" --metrics "$work/zt_s$s.jsonl" \
+            > "$work/zt_s$s.out" 2>&1
+        echo "ztrain: exit $?"
+        grep -vE '^  [a-z_0-9.]+ += ' "$work/zt_s$s.out"
+        rm -rf "$work/ck"
+        zt+=(--ztrain "(engine, stage $s, 1 rank):$work/zt_s$s.jsonl:$work/zt_s$s.out")
+    done
+    echo "== PyTorch (gpt2_torch.py)"
     if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
-        python3 "$B/gpt2_torch.py" --steps "$steps" | tee "${OUT:-.}/gpt2_torch.txt"
+        timeout -k 10 420 python3 "$B/gpt2_torch.py" --steps "$steps" --shape "$shape" > "$work/torch.txt" 2>&1
+        echo "gpt2_torch.py: exit $?"; cat "$work/torch.txt"
     else
         echo "PyTorch with CUDA not importable: baseline skipped"
     fi
+    echo "== GPT-2 step, one table (ztrain: median of steps 3..$((steps + 2)); MFU: bench/README.md)"
+    python3 "$B/gpu_table.py" --bench-gpu "$work/bench_gpu.txt" --torch "$work/torch.txt" "${zt[@]}"
     ;;
 "")
     sed -n '2,5p' "$0"; exit 2 ;;
@@ -238,9 +485,19 @@ ztrain GPU bundle, made $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n) from $(git -C
 Needs: x86-64 Linux, the NVIDIA driver, CUDA 13 runtime libraries (cudart, cuBLAS,
 cuBLASLt; NCCL 2.x for the NCCL test, e.g. from PyTorch's pip packages).
 
-  ./run.sh check [OUTDIR]   test_kernels, test_cuda (+ ZT_CUDA_SYNC=1), test_comm_gpu at 1 and 2
-                            ranks, compute-sanitizer memcheck/racecheck/synccheck/initcheck
-  ./run.sh bench [STEPS]    bench_gpu (kernels + GPT-2 step) and bench/gpt2_torch.py
+  ./run.sh check [OUTDIR [SECTIONS]]   SECTIONS: a comma list (default tests,engine,memory,sanitizer)
+      tests      test_kernels, test_cuda (+ ZT_CUDA_SYNC=1), test_comm_gpu at 1 and 2 ranks  -> tests.tap
+      engine     scripts/engine-check.sh: ztrain train --backend cuda vs --backend cpu on configs/tiny.json,
+                 stages 0-3, bf16 + offload at stage 3, save + resume; 1 rank, 2 ranks host-staged,
+                 1 rank NCCL                                                    -> engine.tap, engine.log
+      memory     GPT-2 124M shape, bf16, stages 0 / 3 / 3 + optimizer offload: ztrain estimate vs the
+                 run's --memory-report and nvidia-smi's process peak           -> memory.txt
+      sanitizer  compute-sanitizer memcheck on ztrain train (tiny, 3 steps), memcheck/racecheck/
+                 synccheck/initcheck on the quick test_cuda, racecheck/synccheck on ztrain train
+                                                                                -> sanitizer.txt
+      everything printed also goes to summary.txt; past ZT_CHECK_BUDGET seconds (480) the rest is skipped
+  ./run.sh bench [STEPS]    bench_gpu (kernels + GPT-2 step), ztrain train on GPT-2 124M bf16 (stages 0
+                            and 3) and bench/gpt2_torch.py at the same shape, one table -> \$OUT/bench.txt
   ./run.sh test_cuda        one program (bin/), with the bundle's libraries
 See docs/gpu.md in the source tree.
 EOF
@@ -250,3 +507,4 @@ if [ $tarball = 1 ]; then
     tar -C "$(dirname "$OUT")" -cJf "$OUT.tar.xz" "$(basename "$OUT")"
     du -sh "$OUT.tar.xz" | awk '{ print "== tarball: " $2 " (" $1 ")" }'
 fi
+

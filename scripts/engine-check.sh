@@ -1,0 +1,246 @@
+#!/bin/bash
+# engine-check.sh -- the training engine on backend X against the cpu backend:
+# configs/tiny.json for a few steps, once with --backend X and once with
+# --backend cpu on the same arguments; the per-step losses, gradient norms,
+# validation losses and bytes communicated must agree.  Prints TAP.
+#
+#   scripts/engine-check.sh [--backend X] [--np "1 2"] [--comm-backend C]
+#                           [--rtol R] [--steps N] [--cases LIST]
+#                           [--ztrain PATH] [--mpirun PATH] [--config FILE]
+#                           [--text FILE] [--log FILE] [--workdir DIR]
+#
+# Cases, for each rank count of --np (default "1 2"):
+#   fp32 at ZeRO stages 0, 1, 2, 3                       (cases s0 s1 s2 s3)
+#   bf16 at stage 3                                     (bf16s3)
+#   optimizer offload at stage 3, fp32 and bf16          (offs3 offbf16s3)
+#   save at step N/2 + resume in a new process to N,
+#     stage 3, against the uninterrupted cpu run         (resume)
+# --cases picks some of them (default: all).
+#
+# Tolerance, |x - cpu| <= rtol |cpu| per value (losses and validation losses;
+# gradient norms get 10 rtol): --rtol R, else by backend: bitwise (rtol 0) for
+# cpu and cpu-strict, whose kernels are the cpu kernels; for cuda 1e-4 in fp32
+# (cuBLAS vs OpenBLAS summation order, fp32 attention/LayerNorm reductions:
+# test_cuda's tolerance for 8 training steps) and 2e-3 with bf16 (same rounded
+# GEMM operands on both backends, but an fp32 difference of one ulp can flip a
+# bf16 rounding).  comm_bytes must be equal on any backend.
+#
+# Environment: ZTRAIN (the ztrain binary; default ./ztrain or ztrain in PATH),
+# ZT_MPIRUN (default mpirun), ZT_ENGINE_TIMEOUT (seconds per run, default 300),
+# ZT_ENGINE_THREADS (threads of the cpu reference runs, default 1).
+# The X runs use --comm-backend C (default auto); two ranks sharing one GPU
+# need --comm-backend mpi (host-staged), NCCL wants one GPU per rank.
+# --log FILE appends every run's stdout + stderr to FILE; --workdir DIR keeps
+# the runs' files there (default: a temporary folder, removed at exit).
+set -uo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+
+backend=cpu-strict; nps="1 2"; comm=auto; rtol=""; steps=6; cases=""
+config=$SRC/configs/tiny.json; text=$SRC/data/tinyshakespeare.txt; log=""; workdir=""
+ztrain=${ZTRAIN:-}; mpirun=${ZT_MPIRUN:-mpirun}
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+while [ $# -gt 0 ]; do
+    [ $# -ge 2 ] || usage
+    case "$1" in
+        --backend) backend=$2 ;;
+        --np) nps=$2 ;;
+        --comm-backend) comm=$2 ;;
+        --rtol) rtol=$2 ;;
+        --steps) steps=$2 ;;
+        --cases) cases=$2 ;;
+        --ztrain) ztrain=$2 ;;
+        --mpirun) mpirun=$2 ;;
+        --config) config=$2 ;;
+        --text) text=$2 ;;
+        --log) log=$2 ;;
+        --workdir) workdir=$2 ;;
+        *) usage ;;
+    esac
+    shift 2
+done
+if [ -z "$ztrain" ]; then
+    if [ -x ./ztrain ]; then ztrain=$PWD/ztrain; else ztrain=$(command -v ztrain || echo ztrain); fi
+fi
+timeout_s=${ZT_ENGINE_TIMEOUT:-300}
+export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
+export OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+export ZTRAIN_REQUEUE=false
+unset ZTRAIN_RESUME ZTRAIN_CKPT_DIR ZTRAIN_CKPT_EVERY ZTRAIN_STAGE ZTRAIN_BACKEND ZTRAIN_COMM_BACKEND ZTRAIN_CONFIG
+
+N=0; FAILED=0
+ok() {  # ok STATUS NAME
+    N=$((N + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
+}
+diag() { sed 's/^/# /' "$@"; }
+bail() { echo "Bail out! $*"; exit 1; }
+
+[ -x "$ztrain" ] || command -v "$ztrain" > /dev/null || bail "no ztrain binary ($ztrain): --ztrain PATH or ZTRAIN"
+command -v "$mpirun" > /dev/null || bail "no MPI launcher ($mpirun): --mpirun PATH or ZT_MPIRUN"
+command -v python3 > /dev/null || bail "python3 is needed to compare the metrics"
+[ -f "$config" ] || bail "no config $config"
+[ -f "$text" ] || bail "no training text $text"
+ztrain=$(cd "$(dirname "$ztrain")" 2> /dev/null && echo "$PWD/$(basename "$ztrain")" || echo "$ztrain")
+config=$(cd "$(dirname "$config")" && echo "$PWD/$(basename "$config")")
+[ -n "$log" ] && { touch "$log" && log=$(cd "$(dirname "$log")" && echo "$PWD/$(basename "$log")"); }
+
+if [ -n "$workdir" ]; then
+    mkdir -p "$workdir" || bail "cannot create $workdir"
+    T=$(cd "$workdir" && pwd)
+else
+    T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fi
+cd "$T" || exit 1
+head -c 120000 "$text" > corpus.txt
+"$ztrain" prep --input corpus.txt --output c > prep.out 2>&1 || { diag prep.out; bail "ztrain prep failed"; }
+
+half=$((steps / 2))
+[ "$half" -ge 1 ] || bail "--steps must be >= 2"
+# the same schedule for every run: a global batch of 8, lr schedule over $steps
+COMMON=(--config "$config" --train c_train.bin --val c_val.bin --batch-size 8
+        --scheduler.params.total_num_steps "$steps" --eval-every "$half" --eval-batches 2
+        --log-every 1 --sample-tokens 0)
+
+# zrun TAG BACKEND NP ARGS...: one run, files TAG.{out,jsonl}, checkpoints ck_TAG/
+zrun() {
+    local tag=$1 be=$2 np=$3; shift 3
+    local thr=() cb=()
+    case "$be" in
+        cpu|cpu-strict) thr=(--threads "${ZT_ENGINE_THREADS:-1}") ;;
+    esac
+    [ "$be" = "$backend" ] && cb=(--comm-backend "$comm")
+    timeout "$timeout_s" "$mpirun" --oversubscribe -np "$np" --bind-to none "$ztrain" train "${COMMON[@]}" \
+        --backend "$be" "${thr[@]}" "${cb[@]}" --metrics "$tag.jsonl" --ckpt-dir "ck_$tag" \
+        --save "$tag.bin" "$@" > "$tag.out" 2>&1
+    local rc=$?
+    if [ -n "$log" ]; then
+        { echo "==== $tag: $be, $np rank(s): $*  (exit $rc)"; cat "$tag.out"; } >> "$log"
+    fi
+    return $rc
+}
+
+# compare REF X RTOL: prints the reason and exits 1 when they differ, else
+# prints the largest relative differences
+compare() {
+    python3 - "$@" <<'PY'
+import json, sys
+ref, x, rtol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def recs(path):
+    out = []
+    for line in open(path):
+        r = json.loads(line)
+        if "memory" in r:
+            continue
+        out.append(r)
+    return out
+a, b = recs(ref), recs(x)
+keys = {"loss": rtol, "val_loss": rtol, "grad_norm": 10 * rtol}
+exact = ("step", "comm_bytes", "skipped", "loss_scale")
+worst = {k: 0.0 for k in keys}
+why = []
+if len(a) != len(b):
+    why.append(f"{len(b)} records, cpu has {len(a)}")
+for ra, rb in zip(a, b):
+    for k in exact:
+        if ra.get(k) != rb.get(k):
+            why.append(f"step {ra.get('step')}: {k} {rb.get(k)} != cpu {ra.get(k)}")
+    for k, tol in keys.items():
+        if (k in ra) != (k in rb):
+            why.append(f"step {ra.get('step')}: {k} present in one run only")
+            continue
+        if k not in ra:
+            continue
+        va, vb = float(ra[k]), float(rb[k])
+        d = abs(va - vb) / max(abs(va), 1e-30)
+        worst[k] = max(worst[k], d)
+        if d > tol if tol > 0 else va != vb:
+            why.append(f"step {ra.get('step')}: {k} {vb!r} vs cpu {va!r} (rel {d:.2e} > {tol:g})")
+if not a:
+    why.append("no records")
+print(", ".join(f"max rel {k} {v:.1e}" for k, v in worst.items()))
+for w in why[:6]:
+    print(w)
+sys.exit(1 if why else 0)
+PY
+}
+
+tol_for() {  # tol_for PRECISION
+    if [ -n "$rtol" ]; then echo "$rtol"
+    else case "$backend" in cpu|cpu-strict) echo 0 ;; *) [ "$1" = bf16 ] && echo 2e-3 || echo 1e-4 ;; esac
+    fi
+}
+want() { [ -z "$cases" ] || [[ " $cases " == *" $1 "* ]]; }
+report() {  # report TAG NAME WHY DETAIL
+    local tag=$1 name=$2 why=$3 detail=$4
+    if [ -n "$why" ]; then
+        diag <(echo "$why")
+        [ -f "x_$tag.out" ] && grep -E '^ztrain: |error|[Ff]ailed|[Aa]bort|killed|signal [0-9]' "x_$tag.out" | head -5 | diag /dev/stdin
+    fi
+    ok "$([ -z "$why" ]; echo $?)" "$name${detail:+ # $detail}"
+}
+
+# same TAG NP PRECISION ARGS...: cpu vs X on the same arguments
+same() {
+    local tag=$1 np=$2 prec=$3; shift 3
+    local tol; tol=$(tol_for "$prec")
+    zrun "c_$tag" cpu "$np" --precision "$prec" --steps "$steps" --resume never "$@"; local rc=$?
+    zrun "x_$tag" "$backend" "$np" --precision "$prec" --steps "$steps" --resume never "$@"; local rx=$?
+    local why="" detail=""
+    if [ $rc != 0 ] || [ $rx != 0 ]; then
+        why="exit: cpu $rc, $backend $rx$( [ $rx = 124 ] && echo " (timed out after ${timeout_s}s)")"
+    elif ! grep -q "^backend $backend" "x_$tag.out" && [ "$backend" != cpu ]; then
+        why="the run did not report 'backend $backend'"
+    elif [ "$comm" = nccl ] && ! grep -q "collectives on device buffers: NCCL" "x_$tag.out"; then
+        why="--comm-backend nccl, but the run did not report NCCL collectives"
+    elif [ "$comm" = mpi ] && [ "$backend" != cpu ] &&
+         ! grep -q "collectives on device buffers: MPI staged" "x_$tag.out"; then
+        why="--comm-backend mpi, but the run did not report host-staged MPI collectives"
+    else
+        detail=$(compare "c_$tag.jsonl" "x_$tag.jsonl" "$tol" > "cmp_$tag.txt"; echo $?)
+        if [ "$detail" != 0 ]; then why=$(tail -n +2 "cmp_$tag.txt"); fi
+        detail=$(head -1 "cmp_$tag.txt")
+    fi
+    report "$tag" "$tag: $backend == cpu within rtol $tol ($np rank(s), $prec: $*)" "$why" "$detail"
+}
+
+# resume TAG NP ARGS...: X saves at step steps/2, a new X process resumes to
+# the end; against the uninterrupted cpu run
+resume() {
+    local tag=$1 np=$2; shift 2
+    local tol; tol=$(tol_for fp32)
+    zrun "c_$tag" cpu "$np" --steps "$steps" --resume never --ckpt-every "$half" "$@"; local rc=$?
+    zrun "x_${tag}_a" "$backend" "$np" --steps "$half" --resume never --ckpt-every "$half" \
+        --ckpt-dir "ck_x_$tag" "$@"; local r1=$?
+    zrun "x_$tag" "$backend" "$np" --steps "$steps" --resume auto --ckpt-every "$half" \
+        --ckpt-dir "ck_x_$tag" "$@"; local r2=$?
+    local why="" detail=""
+    if [ "$rc$r1$r2" != 000 ]; then
+        why="exit: cpu $rc, $backend first $r1, resumed $r2"
+    elif ! grep -q "resumed from ck_x_$tag/step-$half at step $half" "x_$tag.out"; then
+        why="the second run did not resume at step $half"
+    else
+        cat "x_${tag}_a.jsonl" "x_$tag.jsonl" > "x_${tag}_both.jsonl"
+        detail=$(compare "c_$tag.jsonl" "x_${tag}_both.jsonl" "$tol" > "cmp_$tag.txt"; echo $?)
+        if [ "$detail" != 0 ]; then why=$(tail -n +2 "cmp_$tag.txt"); fi
+        detail=$(head -1 "cmp_$tag.txt")
+    fi
+    report "$tag" "$tag: $backend save at $half + resume to $steps == uninterrupted cpu ($np rank(s): $*)" \
+        "$why" "$detail"
+}
+
+echo "# engine check: backend $backend (comm $comm) vs cpu; $steps steps of $(basename "$config"); ranks: $nps"
+echo "# ztrain: $ztrain; mpirun: $mpirun"
+for np in $nps; do
+    mb=$((8 / np))
+    for s in 0 1 2 3; do
+        want "s$s" && same "n${np}s$s" "$np" fp32 --stage "$s" --micro-batch "$mb"
+    done
+    want bf16s3 && same "n${np}bf16s3" "$np" bf16 --stage 3 --micro-batch "$mb"
+    want offs3 && same "n${np}offs3" "$np" fp32 --stage 3 --micro-batch "$mb" --offload optimizer
+    want offbf16s3 && same "n${np}offbf16s3" "$np" bf16 --stage 3 --micro-batch "$mb" --offload optimizer
+    want resume && resume "n${np}resume" "$np" --stage 3 --micro-batch "$mb"
+done
+echo "1..$N"
+[ "$FAILED" -eq 0 ]
