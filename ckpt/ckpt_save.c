@@ -129,9 +129,12 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     bad |= ck_attr_put_f64(g, "cos_min_ratio", c->cos_min_ratio);
     bad |= ck_attr_put_str(g, "warmup_type", c->warmup_type);
     bad |= ck_attr_put_i64(g, "step", s->step);
-    bad |= ck_attr_put_f64(g, "next_lr", zt_lr_at(c, s->step));
-    bad |= ck_attr_put_str(g, "note", "the learning rate is a pure function of the step and "
-                                      "these values; no other schedule state exists");
+    bad |= ck_attr_put_i64(g, "updates", s->adam_t);
+    bad |= ck_attr_put_f64(g, "next_lr", zt_lr_at(c, s->adam_t));
+    bad |= ck_attr_put_str(g, "note", "the learning rate is a pure function of the number of "
+                                      "updates applied (/optimizer t; fp16 steps skipped on "
+                                      "overflow do not count, as in DeepSpeed) and these "
+                                      "values; no other schedule state exists");
     H5Gclose(g);
 
     g = H5Gcreate2(f, "loss_scaler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

@@ -428,7 +428,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(zt_scaler_update(&ctx->scaler, overflow, ctx->step + 1, &skipped, st));
     }
     double norm = NAN;
-    double lr = zt_lr_at(c, ctx->step);
+    /* the schedule advances with the updates applied: an fp16 step skipped
+     * on overflow does not move it (DeepSpeed's scheduler does not step) */
+    double lr = zt_lr_at(c, ctx->opt.t);
     if (!skipped) {
         ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
         norm = sqrt(sq);

@@ -109,6 +109,18 @@ print("# skipped steps %s; scales seen %s" % (sk, scales))
 sys.exit(0 if len(a) == 20 and a == b and sk == [3, 4, 12] and len(scales) >= 3 else 1)
 PY
 ok $? "fp16 resume: all 20 records identical (loss, norm, scale, skipped; skipped 3, 4, 12; the scale shrank and grew)"
+python3 - a.jsonl <<'PY'
+import json, sys
+a = [r for r in map(json.loads, open(sys.argv[1])) if "loss" in r]
+lr = {r["step"]: r["lr"] for r in a}
+# a skipped step leaves the schedule where it was: the step after it shows the
+# same learning rate; steps that applied an update move it
+same = [s for s in (3, 4, 12) if lr[s + 1] == lr[s]]
+moved = [s for s in list(range(5, 12)) + list(range(13, 20)) if lr[s + 1] != lr[s]]
+print("# lr at steps 3-7 and 12-14: %s" % [lr[s] for s in (3, 4, 5, 6, 7, 12, 13, 14)])
+sys.exit(0 if same == [3, 4, 12] and len(moved) == 14 else 1)
+PY
+ok $? "fp16: a step skipped on overflow does not advance the learning-rate schedule (as DeepSpeed)"
 "$ZTRAIN" ckpt inspect A/step-20 --tensors --no-config > ia.txt 2>&1
 "$ZTRAIN" ckpt inspect B/step-20 --tensors --no-config > ib.txt 2>&1
 check "fp16 resume: final params, m, v bitwise identical (every tensor checksum)" \
