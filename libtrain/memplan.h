@@ -64,6 +64,10 @@ typedef struct zt_memplan {
     /* of cat[][]: the peak bytes per category the engine tags as offloaded to
      * host memory (ZT_MEM_ON_HOST: zt_memory_report's host_peak) */
     uint64_t offloaded[ZT_MEM_NTAGS];
+    /* pin_memory: of offloaded[], the bytes a backend that can pin (a GPU
+     * target: cuda) page-locks; 0 on a CPU target (zt_memory_report's
+     * pinned_peak when every registration succeeds) */
+    uint64_t pinned_bytes;
     const char *peak_phase[ZT_MP_NPLACES];   /* where the total peaks */
     /* including the end of a CLI run: weights export (stage 3 gathers the
      * full parameters on every rank) and the text sample */
