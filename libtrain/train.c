@@ -550,9 +550,10 @@ static void log_memory(zt_ctx *ctx) {
                host);
     }
     if (ctx->cfg->pin_optimizer || ctx->cfg->pin_param || ms.pinned_peak)
-        zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB  (page-locked host memory; %s backend)", "pinned",
-               ms.pinned_peak / 1048576.0,
-               ctx->be->host_register ? ctx->be->name : "0: pin_memory needs a backend that can pin, this");
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB  (page-locked host memory%s%s%s)", "pinned",
+               ms.pinned_peak / 1048576.0, ctx->be->host_register ? "" : "; the ",
+               ctx->be->host_register ? "" : ctx->be->name,
+               ctx->be->host_register ? "" : " backend cannot pin: pin_memory has no effect");
 }
 
 /* ztrain.memory_report: current / peak / predicted per category (rank 0's
@@ -587,7 +588,7 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         zt_memplan_fmt_bytes((double)ms.pinned_peak, b, sizeof b);
         if (p) zt_memplan_fmt_bytes((double)p->pinned_bytes, c, sizeof c);
         zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s  (page-locked host memory%s)", "pinned", a, b,
-               p ? c : "-", ctx->be->host_register ? "" : "; this backend cannot pin: 0");
+               p ? c : "-", ctx->be->host_register ? "" : "; this backend cannot pin");
     }
     if (p)
         zt_log(ctx, ZT_LOG_INFO, "memory peak per rank: accounted %llu bytes, predicted %llu bytes "
