@@ -46,7 +46,8 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
 
 /* OR'd into a tag: the block is placed in host memory because the
  * configuration offloads it (zero_optimization.offload_optimizer: AdamW state
- * and fp32 master weights).  It counts in its category as always, and also
+ * and fp32 master weights; zero_optimization.offload_param: the stage-3
+ * parameter shards).  It counts in its category as always, and also
  * in that category's host counters, which the memory report shows. */
 #define ZT_MEM_ON_HOST 0x100
 

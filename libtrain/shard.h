@@ -36,6 +36,15 @@
  * accumulates into fp32 buffers; stages 2-3 add each reduced micro-step
  * into the fp32 shard), and are summed across ranks in grad_comm: a 16-bit
  * grad_comm rounds each rank's contribution and each partial sum.
+ *
+ * Offload (zt_shard_prec): offload_optimizer puts the master weights and
+ * AdamW state in host memory; offload_param (stage 3, with it) the owned
+ * parameter shards too -- on a device backend every gather then uploads the
+ * own slice from the host shard into the device gather buffer, AdamW's
+ * result is written into the host shard (fp32: the shard is the master;
+ * mixed: rounded on the host), and nothing else of the parameters stays on
+ * the device between uses.  pin_* page-lock those blocks where the backend
+ * can (mem.c, ZT_MEM_PIN).
  */
 #ifndef ZT_SHARD_H
 #define ZT_SHARD_H
