@@ -66,8 +66,10 @@ PY
 }
 PIN=(--zero_optimization.offload_optimizer.pin_memory true --zero_optimization.offload_param.pin_memory true)
 for be in cpu cpu-strict; do
-    train "offp_$be" 2 --stage 3 --offload params --precision bf16 --memory-report --backend "$be" "${PIN[@]}"
-    ok $([ $? = 0 ] && offp_exact "offp_$be"; echo $?) \
+    if train "offp_$be" 2 --stage 3 --offload params --precision bf16 --memory-report --backend "$be" "${PIN[@]}"; then
+        offp_exact "offp_$be"
+    else diag "e_offp_$be.txt"; false; fi
+    ok $? \
        "CLI $be, 2 ranks, bf16 stage 3 --offload params, pin_memory: params + optimizer offloaded as predicted, 0 bytes pinned"
 done
 
