@@ -29,6 +29,7 @@
  */
 #include <math.h>
 #include <mpi.h>
+#include <unistd.h>
 #include "ctx.h"
 #include "tap.h"
 #include "testutil.h"
@@ -241,7 +242,7 @@ static void owned_params(const zt_ctx *ctx, void **buf, size_t *bytes) {
 static void test_offload_param(int N) {
     static const char *const precs[] = {"fp32", "bf16"};
     static const char *const bes[] = {"cpu", "cpu-strict"};
-    int runs = 0, failed = 0, inexact = 0, notoff = 0, pinned = 0, differ = 0;
+    int runs = 0, failed = 0, inexact = 0, notoff = 0, pinned = 0, differ = 0, wrt = 0;
     for (int pi = 0; pi < 2; ++pi)
         for (int G = 1; G <= N; ++G) {
             if (N % G) continue;
@@ -333,6 +334,27 @@ static void test_offload_param(int N) {
                     zt_memory_report mr;
                     zt_memory(&mr);
                     if (ms.pinned_peak || mr.pinned_peak || p->pinned_bytes) pinned++;
+                    /* weights export + import through the host shards
+                     * (zt_shard_full_params / zt_shard_set_full_params) leave
+                     * them unchanged */
+                    char wpath[96];
+                    int pid = (int)getpid();
+                    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+                    snprintf(wpath, sizeof wpath, "/tmp/zt_offp_weights_%d_%d.bin", pid, N);
+                    void *before = NULL, *after = NULL;
+                    size_t nb = 0, na = 0;
+                    owned_params(ctx, &before, &nb);
+                    int wrc = zt_save_weights(ctx, wpath, &st);
+                    if (wrc == ZT_OK) wrc = zt_load_weights(ctx, wpath, &st);
+                    owned_params(ctx, &after, &na);
+                    if (wrc != ZT_OK || !before || !after || na != nb || memcmp(before, after, nb)) {
+                        if (!wrt++) tap_diag("%s: weights save + load: %s", what,
+                                             wrc != ZT_OK ? st.msg : "shards changed");
+                    }
+                    free(before);
+                    free(after);
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    if (zt_world_rank() == 0) remove(wpath);
                     zt_ctx_free(ctx);
                     zt_config_free(c);
                 }
@@ -352,6 +374,9 @@ static void test_offload_param(int N) {
     tap_ok(all_ok(runs > 0 && differ == 0),
            "N=%d offload_param=cpu: owned parameter shards after two steps bitwise equal to no "
            "offload, on cpu and cpu-strict (%d differ)", N, differ);
+    tap_ok(all_ok(runs > 0 && wrt == 0),
+           "N=%d offload_param=cpu: llm.c weights save + load round-trip the host shards "
+           "(%d runs not)", N, wrt);
 }
 
 /* Gradient / parameter block of this rank after a step. */
