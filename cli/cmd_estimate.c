@@ -19,9 +19,9 @@ static void estimate_usage(void) {
            "row per ZeRO stage / offload option next to DeepSpeed's model-state estimator.\n"
            "Every configuration key is accepted as a flag, as for 'ztrain train' (model\n"
            "shape, --stage, --shard-group, --precision, --micro-batch, --context,\n"
-           "--act-ckpt, --offload ...).  bf16/fp16 and optimizer offload are planned as\n"
-           "the engine runs them; offload of parameters and the GPU target are\n"
-           "estimate-only settings.\n"
+           "--act-ckpt, --offload ...).  bf16/fp16, optimizer offload and parameter\n"
+           "offload (stage 3) are planned as the engine runs them, and so is pin_memory\n"
+           "(page-locked bytes on a GPU target; a CPU backend cannot pin).\n"
            "\n"
            "  --config FILE          DeepSpeed-style JSON configuration (or ZTRAIN_CONFIG)\n"
            "  --world-size N         ranks (required)\n"
@@ -123,9 +123,15 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
         fmtb((double)p->offloaded[ZT_MEM_OPTIMIZER], a, sizeof a);
         snprintf(off, sizeof off, "  (offloaded: %s in host memory)", a);
     }
+    char offp[96] = "";
+    if (p->offloaded[ZT_MEM_PARAMS]) {
+        fmtb((double)p->offloaded[ZT_MEM_PARAMS], a, sizeof a);
+        snprintf(offp, sizeof offp, "  (%soffloaded: %s in host memory)", p->mixed ? "16-bit; " : "", a);
+    }
     struct { const char *name; uint64_t v; const char *eterm; double fv; const char *term;
              const char *note; } ms[3] = {
-        {"params", p->params_bytes, tp, fp, tp, p->mixed ? "  (16-bit; no fp32 parameter block)" : ""},
+        {"params", p->params_bytes, tp, fp, tp,
+         offp[0] ? offp : p->mixed ? "  (16-bit; no fp32 parameter block)" : ""},
         {"grads", p->grads_bytes, eg, fg, tg, p->mixed ? "  (fp32: accumulated and reduced in fp32)" : ""},
         {"optimizer", p->optim_bytes, to, fo, to, off}};
     for (int i = 0; i < 3; ++i) {
@@ -165,6 +171,11 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     fmtb((double)p->peak[ZT_MP_HOST], b, sizeof b);
     printf("  %-16s %14s %14s   (peak during %s)\n", "peak", a, b,
            p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
+    if (c->pin_optimizer || c->pin_param) {
+        fmtb((double)p->pinned_bytes, a, sizeof a);
+        printf("  %-16s %14s %14s   (pin_memory: page-locked host memory%s)\n", "pinned", "", a,
+               p->gpu ? "" : "; none on a CPU target");
+    }
     fmtb(p->gpu ? (double)p->end_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->end_peak[ZT_MP_HOST], b, sizeof b);
     printf("  %-16s %14s %14s   (with the end of a CLI run: weights export, sample)\n", "end of run",
@@ -244,11 +255,13 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu");
     printf("  \"model_states\": {\"params_bytes\": %llu, \"grads_bytes\": %llu, "
            "\"optimizer_bytes\": %llu, \"total_bytes\": %llu, \"formula_bytes\": %.0f, "
-           "\"engine_formula_bytes\": %.0f, \"offloaded_bytes\": %llu},\n",
+           "\"engine_formula_bytes\": %.0f, \"offloaded_bytes\": %llu, "
+           "\"offloaded_params_bytes\": %llu, \"pinned_bytes\": %llu},\n",
            (unsigned long long)p->params_bytes, (unsigned long long)p->grads_bytes,
            (unsigned long long)p->optim_bytes,
            (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes,
-           p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER]);
+           p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER],
+           (unsigned long long)p->offloaded[ZT_MEM_PARAMS], (unsigned long long)p->pinned_bytes);
     printf("  \"device\": {\"peak_bytes\": %llu, \"categories\": ",
            (unsigned long long)p->peak[ZT_MP_DEVICE]);
     json_cats(p, ZT_MP_DEVICE);

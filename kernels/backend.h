@@ -67,6 +67,15 @@ typedef struct zt_backend {
     void *(*to_host_async)(void *host_dst, const void *dev_src, size_t bytes);
     void *(*to_device_async)(void *dev_dst, const void *host_src, size_t bytes);
     void (*copy_wait)(void *handle);
+    /* Optional (NULL: the backend cannot pin; cpu, cpu-strict).  Page-lock
+     * bytes of HOST memory at p (pageable memory the caller allocated) so
+     * to_host / to_device on it move at full speed (cuda: cudaHostRegister).
+     * Returns NULL on success, else a one-line reason (the memory stays
+     * usable, just pageable); a failure here is NOT recorded in error().   */
+    const char *(*host_register)(void *p, size_t bytes);
+    /* Undo host_register on p (before the memory is freed); optional, set
+     * exactly when host_register is.                                        */
+    void (*host_unregister)(void *p);
 
     /* ---- embeddings: token + learned position ----
      * out[N,C] = wte[inp[b,t], :] + wpe[t, :]                               */

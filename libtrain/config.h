@@ -93,6 +93,8 @@ struct zt_config {
     /* ZeRO offload targets (added by config.c's table; enum strings) */
     char offload_optimizer[8];    /* zero_optimization.offload_optimizer.device: none | cpu */
     char offload_param[8];        /* zero_optimization.offload_param.device: none | cpu */
+    int pin_optimizer;            /* zero_optimization.offload_optimizer.pin_memory */
+    int pin_param;                /* zero_optimization.offload_param.pin_memory */
     int shard_group_size;         /* zero_optimization.shard_group_size, 0 = world */
     int overlap_comm;             /* zero_optimization.overlap_comm (stages 2-3) */
     double comm_timeout_s;        /* ztrain.comm_timeout_s, 0 = no limit */

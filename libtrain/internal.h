@@ -46,7 +46,8 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
 
 /* OR'd into a tag: the block is placed in host memory because the
  * configuration offloads it (zero_optimization.offload_optimizer: AdamW state
- * and fp32 master weights).  It counts in its category as always, and also
+ * and fp32 master weights; zero_optimization.offload_param: the stage-3
+ * parameter shards).  It counts in its category as always, and also
  * in that category's host counters, which the memory report shows. */
 #define ZT_MEM_ON_HOST 0x100
 
@@ -55,6 +56,15 @@ int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
  * chunks, loader buffers).  With a device backend it counts in its
  * category's host counters; with the cpu backend nothing changes. */
 #define ZT_MEM_HOST 0x200
+
+/* OR'd into a tag with ZT_MEM_ON_HOST: pin_memory -- page-lock the block
+ * through the device backend's host_register (cuda: cudaHostRegister) so
+ * copies to and from the device run at full speed.  Nothing happens on a
+ * host-memory backend or one without host_register (cpu, cpu-strict): the
+ * block is ordinary pageable memory and counts 0 pinned bytes.  A failed
+ * registration is not an error: the block stays pageable and the first
+ * failure is kept for zt_mem_pin_warning. */
+#define ZT_MEM_PIN 0x400
 
 /* The backend whose alloc() makes the accounted device blocks (process-wide;
  * set by context creation).  A backend with host_memory (cpu) or NULL: every
@@ -80,8 +90,13 @@ typedef struct zt_mem_stats {
     uint64_t cur_total, peak_total;
     /* the part of each category placed in host memory by offloading */
     uint64_t host_cur[ZT_MEM_NTAGS], host_peak[ZT_MEM_NTAGS];
+    /* the part of the host columns that is page-locked (ZT_MEM_PIN, registered) */
+    uint64_t pinned_cur, pinned_peak;
 } zt_mem_stats;
 void zt_mem_get(zt_mem_stats *out);
+/* The first failed pin_memory registration since the last call, as one
+ * line into buf (1), or 0 when none failed.  Each failure is reported once. */
+int zt_mem_pin_warning(char *buf, size_t n);
 void zt_mem_reset_peaks(void);
 
 /* ------------------------------------------------------- deterministic RNG */

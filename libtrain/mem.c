@@ -13,12 +13,20 @@
  * every block is a host block, as before the device split existed.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "backend.h"
 #include "internal.h"
 
-typedef struct mem_hdr { uint64_t bytes; int tag; int magic; } mem_hdr;
+typedef struct mem_hdr {
+    uint64_t bytes;
+    int tag;
+    int magic;
+    const zt_backend *pin_be;   /* page-locked through this backend's host_register, or NULL */
+    uint64_t pin_bytes;         /* the registered span (from the header on) */
+} mem_hdr;
 #define HDR 64
 #define MAGIC 0x5a6d656d
 
@@ -37,6 +45,10 @@ typedef struct dev_ent {
     int tag, used;
 } dev_ent;
 static dev_ent *g_tab;
+/* pin_memory: the first registration failure not yet reported, and the
+ * bytes that stayed pageable */
+static char g_pin_why[320];
+static int g_pin_failed;
 static size_t g_tab_cap, g_tab_n, g_tab_tomb;
 
 static const char *tag_names[ZT_MEM_NTAGS] = {
@@ -54,6 +66,11 @@ void zt_mem_set_backend(const zt_backend *be) {
 }
 
 const zt_backend *zt_mem_device_backend(void) { return g_dev; }
+
+static size_t page_size(void) {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 64 ? (size_t)p : 4096;
+}
 
 static size_t slot_of(uintptr_t key, size_t cap) {
     uint64_t h = zt_mix64((uint64_t)key);
@@ -136,7 +153,7 @@ static void count(int tag, uint64_t bytes, int host_col, int sign) {
 void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     const int on_host = (tag_flags & ZT_MEM_ON_HOST) != 0;
     const int host_only = (tag_flags & ZT_MEM_HOST) != 0;
-    const int tag = tag_flags & ~(ZT_MEM_ON_HOST | ZT_MEM_HOST);
+    const int tag = tag_flags & ~(ZT_MEM_ON_HOST | ZT_MEM_HOST | ZT_MEM_PIN);
     if (tag < 0 || tag >= ZT_MEM_NTAGS) {
         zt_fail(st, ZT_EINTERNAL, "zt_mem_alloc: bad tag %d", tag);
         return NULL;
@@ -163,9 +180,14 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
         }
         return p;
     }
+    /* pin_memory: a whole-page block (no page shared with another block,
+     * which would register it twice) */
+    const int pin = on_host && (tag_flags & ZT_MEM_PIN) && dev && dev->host_register;
+    const size_t page = pin ? page_size() : 64;
     size_t total = HDR + ((bytes + 63) & ~(size_t)63);
+    if (pin) total = (total + page - 1) / page * page;
     void *raw = NULL;
-    if (posix_memalign(&raw, 64, total) != 0 || !raw) {
+    if (posix_memalign(&raw, page, total) != 0 || !raw) {
         zt_fail(st, ZT_ENOMEM, "out of memory allocating %zu bytes of %s",
                 bytes, tag_names[tag]);
         return NULL;
@@ -177,8 +199,22 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     h->bytes = bytes;
     h->tag = tag | (host_col ? ZT_MEM_ON_HOST : 0);
     h->magic = MAGIC;
+    const char *why = pin ? dev->host_register(raw, total) : NULL;
+    if (pin && !why) {
+        h->pin_be = dev;
+        h->pin_bytes = total;
+    }
     pthread_mutex_lock(&g_mu);
     count(tag, bytes, host_col, +1);
+    if (h->pin_be) {
+        g_mem.pinned_cur += bytes;
+        if (g_mem.pinned_cur > g_mem.pinned_peak) g_mem.pinned_peak = g_mem.pinned_cur;
+    } else if (why && !g_pin_failed) {
+        g_pin_failed = 1;
+        snprintf(g_pin_why, sizeof g_pin_why, "pin_memory: could not page-lock %zu bytes of %s "
+                 "in host memory (%s backend: %s); continuing with pageable memory", bytes,
+                 tag_names[tag], dev->name, why);
+    }
     pthread_mutex_unlock(&g_mu);
     return (char *)raw + HDR;
 }
@@ -201,8 +237,10 @@ void zt_mem_free(void *p) {
     if (h->magic == MAGIC && tag >= 0 && tag < ZT_MEM_NTAGS) {
         pthread_mutex_lock(&g_mu);
         count(tag, h->bytes, (h->tag & ZT_MEM_ON_HOST) != 0, -1);
+        if (h->pin_be) g_mem.pinned_cur -= h->bytes;
         pthread_mutex_unlock(&g_mu);
         h->magic = 0;
+        if (h->pin_be) h->pin_be->host_unregister(h);   /* before the memory goes back */
     }
     free(h);
 }
@@ -229,8 +267,20 @@ void zt_mem_get(zt_mem_stats *out) {
     pthread_mutex_unlock(&g_mu);
 }
 
+int zt_mem_pin_warning(char *buf, size_t n) {
+    pthread_mutex_lock(&g_mu);
+    const int have = g_pin_failed == 1;
+    if (have) {
+        if (n) snprintf(buf, n, "%s", g_pin_why);
+        g_pin_failed = 2;   /* reported; later failures stay silent */
+    }
+    pthread_mutex_unlock(&g_mu);
+    return have;
+}
+
 void zt_mem_reset_peaks(void) {
     pthread_mutex_lock(&g_mu);
+    g_mem.pinned_peak = g_mem.pinned_cur;
     for (int i = 0; i < ZT_MEM_NTAGS; ++i) {
         g_mem.peak[i] = g_mem.cur[i];
         g_mem.host_peak[i] = g_mem.host_cur[i];

@@ -415,6 +415,8 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     const int comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
     /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
     const int optim_tag_place = y.place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
+    /* offloaded parameter shards (stage 3): host bytes, tagged ZT_MEM_ON_HOST */
+    const int param_tag_place = y.place_params | (p->offload_param ? MP_OFFLOADED : 0);
     /* elements whose master weights and moments this rank keeps */
     const uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
 
@@ -430,17 +432,22 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * host master weights too, and one owned gradient slice (and, mixed, one
      * 16-bit slice) is staged on the host (shard.c: host_opt) */
     const int host_opt = p->gpu && p->offload_optimizer;
-    if (p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
-    if (p->mixed || host_opt) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    /* a GPU with parameter offload (stage 3, with optimizer offload): the
+     * owned shards are host memory; fp32 needs no separate master weights
+     * (the shard is updated in place) and mixed no 16-bit staging slices */
+    const int host_params = p->gpu && p->offload_param;
+    const int has_master = p->mixed || (host_opt && !host_params);
+    if (p->mixed) s_alloc(&s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    if (has_master) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
     if (host_opt) {   /* two staging slices each way (shard.c's update_offloaded) */
         s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 4);
-        if (p->mixed) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 2);
+        if (p->mixed && !host_params) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 2);
     }
     if (comm16) {
         s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
         if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 2);
     }
-    if (p->stage == 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, own * 4);
+    if (p->stage == 3 && !p->mixed) s_alloc(&s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     if (p->stage >= 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, own * 4);
     if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 4);
     /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
@@ -450,8 +457,10 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
     }
     /* on a GPU the initial values are staged through a host chunk of at
-     * most 1 Mi elements (a transient: no effect on the device peak) */
-    if (p->gpu) {
+     * most 1 Mi elements (a transient: no effect on the device peak); at
+     * stage 3 only when they go to device memory (not to host master
+     * weights or offloaded shards) */
+    if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
         const uint64_t chunk = (uint64_t)1 << 20;
         uint64_t n = p->stage == 3 ? y.max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
@@ -507,6 +516,12 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s.pk[pl][t];
     }
     for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s.hpk[t];
+    /* pin_memory: the offloaded blocks live for the whole run; a GPU target
+     * page-locks those of the pinned kinds (the AdamW state and master
+     * weights / the parameter shards) */
+    if (p->gpu)
+        p->pinned_bytes = (c->pin_optimizer ? s.hpk[ZT_MEM_OPTIMIZER] : 0) +
+                          (c->pin_param ? s.hpk[ZT_MEM_PARAMS] : 0);
     /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
      * parameters gathered on every rank at stage 3, and at stages 1-2 when
      * mixed, from the master slices; host), then the sample ([1, T] forward) */

@@ -13,14 +13,17 @@
  * on a GPU target.
  *
  * On the CPU backend the prediction is exact, in fp32 and in bf16/fp16 with
- * or without optimizer offload (tests/test_memplan_run, tests/memplan_mpi.sh):
+ * or without optimizer offload, and with parameter offload at stage 3
+ * (parameter shards in host memory, marked offloaded) (tests/test_memplan_run,
+ * tests/memplan_mpi.sh):
  * it replays shard.c's mixed-precision allocations too -- 16-bit parameter
  * storage, fp32 gradients, fp32 master weights beside the AdamW moments
  * (optimizer category; host memory when offloaded), the fp32 compute copy
  * of each unit in use (gathered-params), 16-bit reduction buffers when
  * communication_data_type is 16-bit.  Activations are fp32 in every
- * precision (the model computes in fp32).  offload_param and the GPU target
- * are estimate-only (docs/memory.md).
+ * precision (the model computes in fp32).  The GPU target replays the same
+ * allocations with device / host placement; it is not checked against a
+ * GPU run here (docs/memory.md).
  */
 #ifndef ZT_MEMPLAN_H
 #define ZT_MEMPLAN_H
@@ -65,6 +68,10 @@ typedef struct zt_memplan {
     /* of cat[][]: the peak bytes per category the engine tags as offloaded to
      * host memory (ZT_MEM_ON_HOST: zt_memory_report's host_peak) */
     uint64_t offloaded[ZT_MEM_NTAGS];
+    /* pin_memory: of offloaded[], the bytes a backend that can pin (a GPU
+     * target: cuda) page-locks; 0 on a CPU target (zt_memory_report's
+     * pinned_peak when every registration succeeds) */
+    uint64_t pinned_bytes;
     const char *peak_phase[ZT_MP_NPLACES];   /* where the total peaks */
     /* including the end of a CLI run: weights export (stage 3 gathers the
      * full parameters on every rank) and the text sample */

@@ -11,8 +11,10 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
     o->eps = cfg->eps;
     o->wd = cfg->weight_decay;
     /* offload_optimizer=cpu: the moments live in host memory (on a device
-     * backend AdamW then runs on the host: shard.c) */
-    const int tag = ZT_MEM_OPTIMIZER | (strcmp(cfg->offload_optimizer, "none") != 0 ? ZT_MEM_ON_HOST : 0);
+     * backend AdamW then runs on the host: shard.c); pin_memory page-locks them */
+    const int off = strcmp(cfg->offload_optimizer, "none") != 0;
+    const int tag = ZT_MEM_OPTIMIZER | (off ? ZT_MEM_ON_HOST : 0) |
+                    (off && cfg->pin_optimizer ? ZT_MEM_PIN : 0);
     o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
     o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
     if (!o->m || !o->v) {

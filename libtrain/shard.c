@@ -49,7 +49,8 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
     if (!buf) return zt_fail_prefix(st, "gathering unit %s", unit_name(sh, u));
     const void *own = mixed(sh) ? (const void *)(sh->pshard16 + us->soff)
                                 : (const void *)(sh->pshard + us->soff);
-    sh->be->copy(buf + us->lo * es, own, us->len * es);
+    if (sh->host_params) sh->be->to_device(buf + us->lo * es, own, us->len * es);
+    else sh->be->copy(buf + us->lo * es, own, us->len * es);
     sh->gathered[u] = buf;
     zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
     return sh->dshard->ops->iallgather_inplace(sh->dshard, buf, us->counts, us->displs, sh->pdt,
@@ -386,6 +387,16 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     }
     sh->dev = zt_be_device(sh->be);
     sh->host_opt = sh->dev && prec && prec->offload_optimizer;
+    const int offp = prec && prec->offload_param;
+    if (offp && (stage != 3 || !prec->offload_optimizer)) {
+        rc = zt_fail(st, ZT_EINVAL, "offloading parameters needs ZeRO stage 3 and the optimizer "
+                     "state offloaded too (zero_optimization.offload_param.device=cpu with "
+                     "offload_optimizer.device=cpu)");
+        goto fail;
+    }
+    /* on a device backend the owned parameter shards then live in host memory */
+    sh->host_params = sh->dev && offp;
+    const int ptag = ZT_MEM_PARAMS | (offp ? ZT_MEM_ON_HOST | (prec->pin_param ? ZT_MEM_PIN : 0) : 0);
     if (G == W) sh->shard = world;
     else if ((rc = zt_group_split(world, sh->rr, sh->r, "shard", &sh->shard, st)) != ZT_OK) goto fail;
     if (sh->R > 1 && stage > 0 &&
@@ -431,14 +442,16 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     }
     sh->shard_total = soff;
     sh->max_len = max_len;
-    if (mixed(sh) || sh->host_opt) {
+    if (mixed(sh) || (sh->host_opt && !sh->host_params)) {
         /* 16-bit storage, fp32 master weights (compact, like the AdamW state);
          * offloaded on a device backend, fp32 too gets host master weights,
-         * which AdamW updates on the host */
+         * which AdamW updates on the host (unless the parameter shards are
+         * offloaded too: then they are the master weights) */
         const size_t np = m->num_params ? m->num_params : 1;
-        const int mtag = ZT_MEM_OPTIMIZER | (prec->offload_optimizer ? ZT_MEM_ON_HOST : 0);
+        const int mtag = ZT_MEM_OPTIMIZER | (prec->offload_optimizer ? ZT_MEM_ON_HOST : 0) |
+                         (prec->offload_optimizer && prec->pin_optimizer ? ZT_MEM_PIN : 0);
         if (mixed(sh)) {
-            if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ZT_MEM_PARAMS, st);
+            if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ptag, st);
             else sh->p16 = zt_mem_alloc(np * 2, ZT_MEM_PARAMS, st);
             if (!(sh->p16 || sh->pshard16)) { rc = st->code; goto fail; }
         }
@@ -449,7 +462,8 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     }
     if (sh->host_opt &&
         (!(sh->hgrad = zt_mem_alloc(2 * max_len * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)) ||
-         (mixed(sh) && !(sh->h16 = zt_mem_alloc(2 * max_len * 2, ZT_MEM_WORKSPACE | ZT_MEM_HOST, st))))) {
+         (mixed(sh) && !sh->host_params &&
+          !(sh->h16 = zt_mem_alloc(2 * max_len * 2, ZT_MEM_WORKSPACE | ZT_MEM_HOST, st))))) {
         rc = st->code;
         goto fail;
     }
@@ -459,7 +473,7 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
         rc = st->code;
         goto fail;
     }
-    if (stage == 3 && !mixed(sh) && !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_PARAMS, st))) { rc = st->code; goto fail; }
+    if (stage == 3 && !mixed(sh) && !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ptag, st))) { rc = st->code; goto fail; }
     if (stage >= 2 && !(sh->gshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_GRADS, st))) { rc = st->code; goto fail; }
     if (stage >= 1 && !(sh->rs_buf = zt_mem_alloc(max_len * sizeof(float), ZT_MEM_COMM, st))) { rc = st->code; goto fail; }
     *out = sh;
@@ -548,6 +562,10 @@ static void push_slice(zt_shard *sh, int u) {
         sh->be->to_device(dst, src, us->len * sizeof(float));
         return;
     }
+    if (sh->host_params) {   /* the 16-bit shard is host memory too: narrowed in place */
+        zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), src, us->len);
+        return;
+    }
     /* narrowed on the host (the cpu kernels), then moved to the device */
     uint16_t *dst = store_slice(sh, u);
     zt_prec_narrow(zt_backend_cpu(), sh->prec, sh->h16, src, us->len);
@@ -589,7 +607,7 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         zt_unit_shard *us = &sh->u[u];
         float *dst = sh->master ? sh->master + us->soff : sh->pshard + us->soff;
         ZT_TRY(init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, dst,
-                         sh->master ? mdev : 1));
+                         sh->master ? mdev : !sh->host_params));
         if (sh->master) push_slice(sh, u);
     }
     return ZT_OK;
@@ -713,7 +731,8 @@ static int next_owned(const zt_shard *sh, int u) {
 /* Offloaded AdamW (host_opt): per unit, the owned gradient slice comes down
  * to the host, AdamW updates the host master weights and moments there (the
  * cpu kernels: OpenMP over the slice), and the updated slice goes back up
- * into the parameter storage (narrowed to 16 bits on the host when mixed).
+ * into the parameter storage (narrowed to 16 bits on the host when mixed;
+ * with offload_param the storage is host memory and nothing goes up).
  * The copies are asynchronous where the backend has async copies, with two
  * host staging slices each way: unit k+1's gradient comes down while AdamW
  * runs on unit k, and unit k's update goes up while unit k+1's AdamW runs.
@@ -734,12 +753,18 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
             down[b ^ 1] = down_async(sh, sh->hgrad + (size_t)(b ^ 1) * sh->max_len,
                                      grad_slice(sh, nx), sh->u[nx].len * sizeof(float));
         xfer_wait(sh, &down[b]);
-        float *master = sh->master + us->soff;
+        /* the host master weights; with offload_param at fp32 the host
+         * parameter shard itself */
+        float *master = zt_shard_param_slice(sh, u);
         zt_adamw_range(o, sh->m, cpu, us->off + us->lo, us->off + us->lo + us->len, master,
                        sh->hgrad + (size_t)b * sh->max_len, o->m + us->soff, o->v + us->soff, lr,
                        grad_scale);
         xfer_wait(sh, &up[b]);   /* staging slice b: free again */
-        if (!mixed(sh)) {
+        if (sh->host_params) {
+            /* the parameter shard is host memory: nothing goes up (the next
+             * gather uploads it); mixed: narrowed into it in place */
+            if (mixed(sh)) zt_prec_narrow(cpu, sh->prec, store_slice(sh, u), master, us->len);
+        } else if (!mixed(sh)) {
             float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
             up[b] = up_async(sh, dst, master, us->len * sizeof(float));
         } else {
@@ -815,7 +840,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
         zt_xcopy(sh->be, full + us->off + us->lo, 1, zt_shard_param_slice(sh, u),
-                 !sh->master || !sh->host_opt, us->len * sizeof(float));
+                 zt_shard_state_on_device(sh), us->len * sizeof(float));
         if (sh->G > 1) {
             int rc = sh->dshard->ops->allgather_inplace(sh->dshard, full + us->off, us->counts,
                                                         us->displs, ZT_F32, st);
@@ -849,6 +874,7 @@ void zt_shard_set_full_params(zt_shard *sh, const float *full) {
     }
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        sh->be->copy(sh->pshard + us->soff, full + us->off + us->lo, us->len * sizeof(float));
+        zt_xcopy(sh->be, sh->pshard + us->soff, !sh->host_params, full + us->off + us->lo, 1,
+                 us->len * sizeof(float));
     }
 }

@@ -43,6 +43,15 @@
  * accumulates into fp32 buffers; stages 2-3 add each reduced micro-step
  * into the fp32 shard), and are summed across ranks in grad_comm: a 16-bit
  * grad_comm rounds each rank's contribution and each partial sum.
+ *
+ * Offload (zt_shard_prec): offload_optimizer puts the master weights and
+ * AdamW state in host memory; offload_param (stage 3, with it) the owned
+ * parameter shards too -- on a device backend every gather then uploads the
+ * own slice from the host shard into the device gather buffer, AdamW's
+ * result is written into the host shard (fp32: the shard is the master;
+ * mixed: rounded on the host), and nothing else of the parameters stays on
+ * the device between uses.  pin_* page-lock those blocks where the backend
+ * can (mem.c, ZT_MEM_PIN).
  */
 #ifndef ZT_SHARD_H
 #define ZT_SHARD_H
@@ -62,6 +71,10 @@ typedef struct zt_shard_prec {
     int device;               /* NCCL: the CUDA device of this rank */
     int overlap_comm;         /* stages 2-3: gradient reduce-scatters run while the backward of
                                * the next units computes (zero_optimization.overlap_comm) */
+    int offload_param;        /* stage 3 (with offload_optimizer): the owned parameter shards
+                               * in host memory; gathers upload the own slice */
+    int pin_optimizer;        /* pin_memory: page-lock the offloaded master weights (and */
+    int pin_param;            /* AdamW state: optim.c) / the offloaded parameter shards */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = 0, ZT_SHARD_COMM_NCCL = 1 };
 
@@ -100,6 +113,8 @@ struct zt_units {
     int dev;                  /* the backend's memory is not host memory */
     int host_opt;             /* dev and offload_optimizer: master weights and AdamW state in
                                * host memory, AdamW on the host; master exists at fp32 too */
+    int host_params;          /* dev and offload_param (stage 3, implies host_opt): pshard /
+                               * pshard16 in host memory; with fp32 pshard is the master */
     float *hgrad;             /* host_opt: one owned gradient slice on the host [max slice] */
     uint16_t *h16;            /* host_opt, mixed: one narrowed slice on the host [max slice] */
     size_t max_len;           /* largest owned slice */
@@ -109,7 +124,7 @@ struct zt_units {
     zt_unit_shard *u;
     size_t shard_total;       /* elements this rank owns (sum of len) */
     size_t max_unit;
-    float *pshard;            /* stage 3, fp32: owned parameters */
+    float *pshard;            /* stage 3, fp32: owned parameters (host memory: host_params) */
     float *gshard;            /* stage >= 2: owned gradients, accumulated */
     float *rs_buf;            /* reduce-scatter receive buffer [max slice] */
     void **gathered;          /* stage 3: per unit gathered params (storage type) or NULL */
@@ -129,7 +144,7 @@ struct zt_units {
     zt_dtype pdt;             /* their element type */
     zt_dtype gdt;             /* gradient reductions */
     uint16_t *p16;            /* mixed, stages 0-2: the full 16-bit parameter block */
-    uint16_t *pshard16;       /* mixed, stage 3: owned 16-bit parameters */
+    uint16_t *pshard16;       /* mixed, stage 3: owned 16-bit parameters (host: host_params) */
     float *master;            /* mixed (or host_opt): fp32 master weights, laid out like the
                                * AdamW state (unit u's slice at u.soff); host memory when
                                * host_opt, else the backend's */
@@ -197,7 +212,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st);
 void zt_shard_set_full_params(zt_shard *sh, const float *full);
 /* 1 when the owned fp32 values (zt_shard_param_slice) and the AdamW state
  * are in the backend's memory, 0 when in host memory (offloaded on a
- * device backend). */
+ * device backend; with offload_param the fp32 parameter shard itself). */
 int zt_shard_state_on_device(const zt_shard *sh);
 
 #endif

@@ -34,6 +34,8 @@ void zt_memory(zt_memory_report *out) {
     }
     out->current_total = ms.cur_total;
     out->peak_total = ms.peak_total;
+    out->pinned_current = ms.pinned_cur;
+    out->pinned_peak = ms.pinned_peak;
 }
 
 uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
@@ -274,7 +276,8 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     ctx->own_model_self = own;
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
                               strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
-                              ctx->device, c->overlap_comm};
+                              ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
+                              c->pin_optimizer, c->pin_param};
     if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
                                  c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
                                  ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;
@@ -286,6 +289,10 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
                                  ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
     if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
     if ((rc = zt_be_check(ctx->be, "creating the context", st)) != ZT_OK) goto fail;
+    {   /* pin_memory: a failed registration is a warning, the run goes on */
+        char why[400];
+        if (zt_mem_pin_warning(why, sizeof why)) zt_log(ctx, ZT_LOG_WARN, "%s", why);
+    }
     ctx->last_val_loss = NAN;
     *out = ctx;
     return ZT_OK;
@@ -544,6 +551,11 @@ static void log_memory(zt_ctx *ctx) {
         zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB%s", zt_mem_tag_name(t), ms.peak[t] / 1048576.0,
                host);
     }
+    if (ctx->cfg->pin_optimizer || ctx->cfg->pin_param || ms.pinned_peak)
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %10.2f MiB  (page-locked host memory%s%s%s)", "pinned",
+               ms.pinned_peak / 1048576.0, ctx->be->host_register ? "" : "; the ",
+               ctx->be->host_register ? "" : ctx->be->name,
+               ctx->be->host_register ? "" : " backend cannot pin: pin_memory has no effect");
 }
 
 /* ztrain.memory_report: current / peak / predicted per category (rank 0's
@@ -573,6 +585,13 @@ static void memory_report(zt_ctx *ctx, const char *when) {
     zt_memplan_fmt_bytes((double)ms.peak_total, b, sizeof b);
     if (p) zt_memplan_fmt_bytes((double)p->peak_bytes, c, sizeof c);
     zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s", "total", a, b, p ? c : "-");
+    if (ctx->cfg->pin_optimizer || ctx->cfg->pin_param || ms.pinned_peak) {
+        zt_memplan_fmt_bytes((double)ms.pinned_cur, a, sizeof a);
+        zt_memplan_fmt_bytes((double)ms.pinned_peak, b, sizeof b);
+        if (p) zt_memplan_fmt_bytes((double)p->pinned_bytes, c, sizeof c);
+        zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s  (page-locked host memory%s)", "pinned", a, b,
+               p ? c : "-", ctx->be->host_register ? "" : "; this backend cannot pin");
+    }
     if (p)
         zt_log(ctx, ZT_LOG_INFO, "memory peak per rank: accounted %llu bytes, predicted %llu bytes "
                "(%+.2f%%)", (unsigned long long)ms.peak_total, (unsigned long long)p->peak_bytes,
@@ -585,6 +604,8 @@ static void memory_report(zt_ctx *ctx, const char *when) {
                     (unsigned long long)ms.cur[t], (unsigned long long)ms.peak[t]);
         fprintf(ctx->metrics_fp, "\"current_bytes\": %llu, \"peak_bytes\": %llu",
                 (unsigned long long)ms.cur_total, (unsigned long long)ms.peak_total);
+        fprintf(ctx->metrics_fp, ", \"pinned_bytes\": [%llu, %llu]",
+                (unsigned long long)ms.pinned_cur, (unsigned long long)ms.pinned_peak);
         if (p) fprintf(ctx->metrics_fp, ", \"predicted_peak_bytes\": %llu",
                        (unsigned long long)p->peak_bytes);
         fprintf(ctx->metrics_fp, "}}\n");

@@ -220,8 +220,12 @@ typedef struct zt_memory_report {
     uint64_t current[ZT_MEM_CATEGORIES], peak[ZT_MEM_CATEGORIES];
     uint64_t current_total, peak_total;
     /* the part of each category (already counted above) placed in host
-     * memory because it is offloaded (zero_optimization.offload_optimizer) */
+     * memory because it is offloaded (zero_optimization.offload_optimizer,
+     * .offload_param) */
     uint64_t host_current[ZT_MEM_CATEGORIES], host_peak[ZT_MEM_CATEGORIES];
+    /* the part of the offloaded bytes that is page-locked (pin_memory on a
+     * backend that can pin: cuda; always 0 on cpu and cpu-strict) */
+    uint64_t pinned_current, pinned_peak;
 } zt_memory_report;
 void zt_memory(zt_memory_report *out);
 

@@ -67,6 +67,14 @@ CUDA_VISIBLE_DEVICES= ZTRAIN_BACKEND=cuda expect_error "ZTRAIN_BACKEND=cuda with
     "backend cuda requested but" -- train "${base[@]}" --train good_train.bin --val good_val.bin
 expect_error "comm backend nccl needs the cuda backend" 2 "ztrain.comm_backend=nccl needs ztrain.backend=cuda" -- \
     train "${base[@]}" --train good_train.bin --val good_val.bin --comm-backend nccl
+# offload_param: ZeRO stage 3 only, and with offload_optimizer
+expect_error "offload params at stage 2 names the key" 2 \
+    "zero_optimization.offload_param.device=cpu needs zero_optimization.stage=3" -- \
+    train "${base[@]}" --train good_train.bin --val good_val.bin --stage 2 --offload params
+printf '{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}' > offp.json
+expect_error "offload_param without offload_optimizer says to add it" 2 \
+    "needs zero_optimization.offload_optimizer.device=cpu as well" -- \
+    train "${base[@]}" --config offp.json --train good_train.bin --val good_val.bin
 
 # with the bad environment variable passed through env instead of a function prefix
 rm -rf "$T/ck"; ZTRAIN_STAGE=9 "$ZTRAIN" train "${base[@]}" > /dev/null 2> err.txt

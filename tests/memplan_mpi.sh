@@ -4,7 +4,7 @@
 # bf16/fp16 grid with 16-bit reductions and optimizer offload; checkpointing
 # equivalence; refusal; auto micro batch), then the CLI:
 # `ztrain train --memory-report` with real data loaders (fp32, bf16, fp16,
-# offload), the pre-flight
+# optimizer and parameter offload, pin_memory on cpu / cpu-strict), the pre-flight
 # refusal and its first suggestion, micro batch auto, and `ztrain estimate`.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
@@ -35,7 +35,9 @@ PY
 for spec in "1 0 none 4" "2 1 blocks 2" "3 2 every-2 5" "4 3 blocks 3" "4 3 none 1 --shard-group 2" \
             "1 0 none 4 --precision bf16" "2 1 blocks 2 --precision bf16 --offload optimizer" \
             "3 2 none 2 --precision fp16 --comm-dtype bf16" \
-            "4 3 blocks 1 --shard-group 2 --precision bf16 --comm-dtype bf16 --offload optimizer"; do
+            "4 3 blocks 1 --shard-group 2 --precision bf16 --comm-dtype bf16 --offload optimizer" \
+            "2 3 none 2 --offload params" "4 3 blocks 2 --precision bf16 --offload params" \
+            "3 3 none 2 --shard-group 3 --precision fp16 --offload params"; do
     set -- $spec
     n=$1 s=$2 k=$3 mb=$4; shift 4
     tag="r$n$s$k$mb$#"
@@ -45,6 +47,32 @@ for spec in "1 0 none 4" "2 1 blocks 2" "3 2 every-2 5" "4 3 blocks 3" "4 3 none
     else diag "e_$tag.txt"; false; fi
     ok $? "CLI, $n ranks, stage $s, $k, micro $mb $*: --memory-report prediction within 5% (data loaders, eval)"
 done
+# parameter offload on the CLI: the report's params and optimizer rows are
+# wholly offloaded, exactly as predicted (rank 0 owns the largest slices);
+# pin_memory on the cpu and cpu-strict backends pins nothing (predicted 0)
+offp_exact() {
+    python3 - "o_$1.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+rows = {m.group(1): m for m in re.finditer(
+    r"^ *(params|optimizer|pinned) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+)(.*)$", t, re.M)}
+ok = all(k in rows for k in ("params", "optimizer", "pinned"))
+for k in ("params", "optimizer"):
+    ok = ok and rows[k].group(3) == rows[k].group(4) and "host memory" in rows[k].group(5)
+ok = ok and rows["pinned"].group(3) == "0 B" and rows["pinned"].group(4) == "0 B"
+print("# " + " | ".join(rows[k].group(0).strip() for k in rows))
+sys.exit(0 if ok else 1)
+PY
+}
+PIN=(--zero_optimization.offload_optimizer.pin_memory true --zero_optimization.offload_param.pin_memory true)
+for be in cpu cpu-strict; do
+    if train "offp_$be" 2 --stage 3 --offload params --precision bf16 --memory-report --backend "$be" "${PIN[@]}"; then
+        offp_exact "offp_$be"
+    else diag "e_offp_$be.txt"; false; fi
+    ok $? \
+       "CLI $be, 2 ranks, bf16 stage 3 --offload params, pin_memory: params + optimizer offloaded as predicted, 0 bytes pinned"
+done
+
 train rep2 1 --memory-report=2 --steps 4
 ok $([ "$(grep -c 'memory report (' o_rep2.txt)" = 2 ] && grep -q 'memory report (step 2)' o_rep2.txt &&
      grep -q '  eval ' o_rep2.txt; echo $?) "--memory-report=2: a report every 2 steps and at the end, eval included"

@@ -10,7 +10,8 @@
 # file, the final checkpoint's tensors (params, m, v checksums) and the
 # sampled text.  Covered: ZeRO stages 0-3 at 1-2 ranks, hybrid 4 = 2 x 2,
 # gradient accumulation, bf16 and fp16 (with a forced overflow), optimizer
-# offload (AdamW on the host), evaluation, checkpoint save + resume (one
+# offload (AdamW on the host), parameter offload at stage 3 (host shards,
+# bitwise equal to no offload, pin_memory asked for), evaluation, checkpoint save + resume (one
 # reader and parallel restore, and a cpu checkpoint resumed on cpu-strict),
 # llm.c weights save and load (ztrain sample --weights).
 . "$(dirname "$0")/lib.sh"
@@ -96,6 +97,28 @@ same off1 2 --stage 1 --micro-batch 6 --offload optimizer --steps 8 --sample-tok
 same offbf3 2 --stage 3 --micro-batch 6 --offload optimizer --precision bf16 --steps 8 --sample-tokens 0 --ckpt-every 8
 check "offloaded optimizer state is host memory on cpu-strict" \
       grep -qE '^ *optimizer .*\(in host memory: [0-9.]+ MiB\)' s_offbf3.out
+# parameter offload (stage 3, with the optimizer state; pin_memory asked for:
+# cpu-strict cannot pin, so 0 bytes and the run goes): the owned parameter
+# shards in host memory, uploaded into each gather.  cpu vs cpu-strict as
+# above, and both equal to the run WITHOUT offload (fp32: n2s3; bf16: a cpu
+# reference of its own)
+PIN=(--zero_optimization.offload_optimizer.pin_memory true --zero_optimization.offload_param.pin_memory true)
+same offp3 2 --stage 3 --micro-batch 6 --offload params "${PIN[@]}" --steps 8 --sample-tokens 0 --ckpt-every 8
+same offpbf3 2 --stage 3 --micro-batch 6 --offload params --precision bf16 --steps 8 --sample-tokens 0 --ckpt-every 8
+zrun c_bf3 cpu 2 --stage 3 --micro-batch 6 --precision bf16 --steps 8 --sample-tokens 0 --ckpt-every 8
+# as_ref TAG REF: cpu-strict run TAG == cpu run REF (metrics, weights, final tensors)
+as_ref() {
+    tensor_sums "ck_$2/step-8" > "$2.sums" 2>&1
+    tensor_sums "ck_$1/step-8" > "$1.sums" 2>&1
+    cmp -s <(records "$1.jsonl") <(records "$2.jsonl") && cmp -s "$1.bin" "$2.bin" &&
+        [ -s "$2.sums" ] && cmp -s "$1.sums" "$2.sums"
+}
+ok $(as_ref s_offp3 c_n2s3; echo $?) "offp3: cpu-strict with offload_param bitwise equal to cpu stage 3 without offload (fp32)"
+ok $(as_ref s_offpbf3 c_bf3; echo $?) "offpbf3: cpu-strict with offload_param bitwise equal to cpu stage 3 without offload (bf16)"
+check "offloaded parameter shards are host memory on cpu-strict" \
+      grep -qE '^ *params .*\(in host memory: [0-9.]+ MiB\)' s_offpbf3.out
+check "pin_memory on cpu-strict (cannot pin): 0 bytes pinned, said so" \
+      grep -qE '^ *pinned +0\.00 MiB  \(page-locked host memory; the cpu-strict backend cannot pin' s_offp3.out
 
 # ---- checkpoint resume on cpu-strict: 4 steps + save, a new process resumes
 # to 8; the same losses and final tensors as the uninterrupted cpu run
@@ -122,6 +145,8 @@ resume() {
 ZT_TEST_OVERFLOW_STEPS=3 resume s3fp16 fp16s3 2 --stage 3 --micro-batch 6 --precision fp16
 resume s0 n2s0 2 --stage 0 --micro-batch 6
 resume off1 off1 2 --stage 1 --micro-batch 6 --offload optimizer
+resume offp3 n2s3 2 --stage 3 --micro-batch 6 --offload params
+resume offpbf3 bf3 2 --stage 3 --micro-batch 6 --offload params --precision bf16
 resume s1par n2s1 2 --stage 1 --micro-batch 6 --ckpt-restore parallel
 
 # a checkpoint written on the cpu backend, resumed on cpu-strict

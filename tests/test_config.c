@@ -608,22 +608,48 @@ static void test_finalize(void) {
            contains(st.msg, "total_num_steps=10"), "warmup > total steps rejected");
     zt_config_free(c);
 
-    /* not implemented yet: ZT_EUNSUPPORTED with a message saying so */
-    static const struct { const char *key, *val, *msg; } refuse[] = {
-        {"zero_optimization.offload_param.device", "cpu", "offload_param.device=cpu is not implemented yet"},
+    /* offload_param=cpu: ZeRO stage 3 only (as in DeepSpeed), and together
+     * with offload_optimizer=cpu; one clear ZT_EINVAL naming the key */
+    static const struct { const char *stage, *opt, *msg; } refuse[] = {
+        {"2", "cpu", "offload_param.device=cpu needs zero_optimization.stage=3"},
+        {"1", "cpu", "offload_param.device=cpu needs zero_optimization.stage=3"},
+        {"0", "none", "offload_param.device=cpu needs zero_optimization.stage=3"},
+        {"3", "none", "offload_param.device=cpu needs zero_optimization.offload_optimizer.device=cpu"},
     };
     for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++) {
         c = zt_config_new();
-        zt_config_set(c, refuse[i].key, refuse[i].val, ZT_SRC_FLAG, &st);
-        rc = zt_config_finalize(c, 1, &st);
-        tap_ok(rc == ZT_EUNSUPPORTED && contains(st.msg, refuse[i].msg) && !c->finalized,
-               "refused: %s=%s -> ZT_EUNSUPPORTED", refuse[i].key, refuse[i].val);
+        zt_config_set(c, "zero_optimization.offload_param.device", "cpu", ZT_SRC_FLAG, &st);
+        zt_config_set(c, "zero_optimization.offload_optimizer.device", refuse[i].opt, ZT_SRC_FLAG, &st);
+        zt_config_set(c, "stage", refuse[i].stage, ZT_SRC_FLAG, &st);
+        rc = zt_config_finalize(c, 2, &st);
+        tap_ok(rc == ZT_EINVAL && contains(st.msg, refuse[i].msg) && !c->finalized,
+               "refused: offload_param=cpu at stage %s, offload_optimizer=%s: %s", refuse[i].stage,
+               refuse[i].opt, st.msg);
         zt_config_free(c);
     }
+    c = zt_config_new();
+    zt_config_set(c, "offload", "params", ZT_SRC_FLAG, &st);
+    zt_config_set(c, "stage", "2", ZT_SRC_FLAG, &st);
+    rc = zt_config_finalize_plan(c, 2, &st);
+    tap_ok(rc == ZT_EINVAL && contains(st.msg, "zero_optimization.offload_param.device") &&
+           contains(st.msg, "stage=3"), "--offload params at stage 2 refused for estimates too: %s",
+           st.msg);
+    zt_config_free(c);
+    /* pin_memory: booleans, default false */
+    c = zt_config_new();
+    tap_ok(c->pin_optimizer == 0 && c->pin_param == 0 &&
+           zt_config_key_is_bool("zero_optimization.offload_optimizer.pin_memory") == 1 &&
+           zt_config_key_is_bool("zero_optimization.offload_param.pin_memory") == 1,
+           "pin_memory keys: booleans, default false");
+    rc = zt_config_set(c, "zero_optimization.offload_param.pin_memory", "true", ZT_SRC_FLAG, &st);
+    if (rc == ZT_OK)
+        rc = zt_config_set(c, "zero_optimization.offload_optimizer.pin_memory", "true", ZT_SRC_FLAG, &st);
+    tap_ok(rc == ZT_OK && c->pin_optimizer == 1 && c->pin_param == 1, "pin_memory keys set");
+    zt_config_free(c);
     /* implemented: bf16, fp16, offload_optimizer=cpu (ZeRO stage >= 1, as in DeepSpeed) */
     static const char *const accepted[][4] = {
         {"bf16.enabled", "true", "stage", "0"}, {"fp16.enabled", "true", "stage", "3"},
-        {"offload", "optimizer", "stage", "1"},
+        {"offload", "optimizer", "stage", "1"}, {"offload", "params", "stage", "3"},
         /* the cuda backend is checked when a context opens it (needs a device) */
         {"backend", "cuda", "comm-backend", "nccl"}, {"backend", "cpu-strict", "stage", "2"},
         {"ztrain.comm_backend", "mpi", "stage", "3"},

@@ -170,6 +170,41 @@ static void test_placement(void) {
            p.peak_bytes == p.peak[ZT_MP_DEVICE],
            "GPU target, offload params: params + optimizer on the host; grads, activations, "
            "gathered units on the device; peak_bytes = device peak");
+    tap_ok(rc == ZT_OK && p.offloaded[ZT_MEM_PARAMS] == p.params_bytes &&
+           p.offloaded[ZT_MEM_OPTIMIZER] == p.optim_bytes && p.pinned_bytes == 0,
+           "offload params: parameter shards and optimizer state reported offloaded; "
+           "pin_memory off: 0 pinned");
+    /* pin_memory: a GPU target pins the offloaded blocks of the kinds asked for */
+    tu_set(c, "zero_optimization.offload_param.pin_memory", "true");
+    zt_memplan pp;
+    rc = zt_memplan_compute(c, &o, &pp, &st);
+    tu_set(c, "zero_optimization.offload_optimizer.pin_memory", "true");
+    zt_memplan pb;
+    int rcb = zt_memplan_compute(c, &o, &pb, &st);
+    o.target = ZT_MP_TARGET_CPU;
+    zt_memplan pc;
+    int rcc = zt_memplan_compute(c, &o, &pc, &st);
+    o.target = ZT_MP_TARGET_GPU;
+    tap_ok(rc == ZT_OK && rcb == ZT_OK && rcc == ZT_OK && pp.pinned_bytes == p.params_bytes &&
+           pb.pinned_bytes == p.params_bytes + p.optim_bytes && pc.pinned_bytes == 0 &&
+           pb.peak_bytes == p.peak_bytes,
+           "pin_memory: params only %llu, both %llu pinned bytes on a GPU target; 0 on a CPU "
+           "target; the peaks unchanged", (unsigned long long)pp.pinned_bytes,
+           (unsigned long long)pb.pinned_bytes);
+    tu_set(c, "zero_optimization.offload_param.pin_memory", "false");
+    tu_set(c, "zero_optimization.offload_optimizer.pin_memory", "false");
+    /* fp32 with offloaded parameters: the host shard is the master (no
+     * separate fp32 master weights): params 4 Psi/N and optimizer 8 Psi/N */
+    tu_set(c, "precision", "fp32");
+    zt_memplan p4;
+    rc = zt_memplan_compute(c, &o, &p4, &st);
+    tap_ok(rc == ZT_OK && p4.cat[ZT_MP_HOST][ZT_MEM_PARAMS] == p4.params_bytes &&
+           p4.optim_bytes == 2 * p4.params_bytes && p4.offloaded[ZT_MEM_PARAMS] == p4.params_bytes &&
+           p4.cat[ZT_MP_DEVICE][ZT_MEM_PARAMS] == 0,
+           "GPU target, fp32 offload params: 4 Psi/N shard on the host is the master (optimizer "
+           "%llu = 2 x params %llu: m and v only)", (unsigned long long)p4.optim_bytes,
+           (unsigned long long)p4.params_bytes);
+    tu_set(c, "precision", "bf16");
     tu_set(c, "zero_optimization.stage", "2");
     rc = zt_memplan_compute(c, &o, &p, &st);
     tap_ok(rc == ZT_EINVAL && contains(st.msg, "offload_param") && contains(st.msg, "stage=3"),

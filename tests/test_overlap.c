@@ -90,7 +90,8 @@ static int run(zt_group *world, int stage, zt_dtype gdt, int overlap, toy *t, fl
     if (zt_model_create(&toy_ops, t, &mc, zt_backend_cpu(), zt_shard_model_flags(stage), &m, st)
         != ZT_OK)
         return -1;
-    const zt_shard_prec prec = {ZT_PREC_FP32, gdt, 0, ZT_SHARD_COMM_STAGED, 0, overlap};
+    const zt_shard_prec prec = {.prec = ZT_PREC_FP32, .grad_comm = gdt, .comm = ZT_SHARD_COMM_STAGED,
+                                .overlap_comm = overlap};
     if (zt_shard_create_ex(m, stage, world->size, world, &prec, &sh, st) != ZT_OK) {
         zt_model_free(m, 0);
         return -1;

@@ -71,6 +71,23 @@ static void read_staged(void *p) {
     sink = v;
 }
 
+/* a test host_register: records calls; fails when g_reg_fail */
+static int g_reg_calls, g_reg_live, g_unreg_calls, g_reg_fail;
+static void *g_reg_p;
+static size_t g_reg_bytes;
+static const char *rec_register(void *p, size_t bytes) {
+    if (g_reg_fail) return "test: refused";
+    g_reg_calls++;
+    g_reg_live++;
+    g_reg_p = p;
+    g_reg_bytes = bytes;
+    return NULL;
+}
+static void rec_unregister(void *p) {
+    g_unreg_calls++;
+    if (p == g_reg_p) g_reg_live--;
+}
+
 int main(void) {
     S = zt_backend_cpu_strict();
     C = zt_backend_cpu();
@@ -244,6 +261,59 @@ int main(void) {
     tap_ok(all && mz.cur_total == m0.cur_total && mz.cur[ZT_MEM_COMM] == m0.cur[ZT_MEM_COMM] &&
            mz.host_cur[ZT_MEM_ACTIVATIONS] == m0.host_cur[ZT_MEM_ACTIVATIONS] && !S->error(),
            "600 device blocks in and out of the table; every counter back where it was");
+
+    /* ---- pin_memory (ZT_MEM_PIN): cpu-strict has no host_register, so an
+     * offloaded block asked to be pinned stays pageable and counts 0 pinned
+     * bytes, with no warning (nothing failed) */
+    tap_ok(!S->host_register && !S->host_unregister && !C->host_register,
+           "cpu and cpu-strict cannot pin (no host_register)");
+    float *np_ = zt_mem_alloc(300, ZT_MEM_OPTIMIZER | ZT_MEM_ON_HOST | ZT_MEM_PIN, &st);
+    zt_mem_get(&m1);
+    char why[400];
+    tap_ok(np_ && !zt_mem_is_device(np_) && m1.pinned_cur == mz.pinned_cur &&
+           m1.host_cur[ZT_MEM_OPTIMIZER] - mz.host_cur[ZT_MEM_OPTIMIZER] == 300 &&
+           !zt_mem_pin_warning(why, sizeof why),
+           "pin_memory without host_register: host block, 0 bytes pinned, no warning");
+    if (np_) np_[0] = 1.0f;
+    zt_mem_free(np_);
+    /* the bookkeeping of a backend that can pin, with a test table (cpu-strict
+     * plus a host_register that records its calls; the product's backends
+     * never pretend): registered blocks are whole pages, pinned bytes count
+     * while they live, unregistered before free; a failure warns once */
+    zt_backend P = *S;
+    P.host_register = rec_register;
+    P.host_unregister = rec_unregister;
+    zt_mem_set_backend(&P);
+    zt_mem_get(&m0);
+    float *pa = zt_mem_alloc(1000, ZT_MEM_PARAMS | ZT_MEM_ON_HOST | ZT_MEM_PIN, &st);
+    float *pb = zt_mem_alloc(700, ZT_MEM_OPTIMIZER | ZT_MEM_ON_HOST, &st);   /* not asked */
+    zt_mem_get(&m1);
+    const long pg = sysconf(_SC_PAGESIZE);
+    tap_ok(pa && pb && g_reg_calls == 1 && g_reg_live == 1 && g_reg_p && (uintptr_t)g_reg_p % (uintptr_t)pg == 0 &&
+           g_reg_bytes % (size_t)pg == 0 && (char *)pa >= (char *)g_reg_p &&
+           (char *)pa + 1000 <= (char *)g_reg_p + g_reg_bytes &&
+           m1.pinned_cur - m0.pinned_cur == 1000 && m1.pinned_peak >= m1.pinned_cur,
+           "pinned block: one registration of whole pages around it, 1000 bytes pinned");
+    if (pa) pa[249] = 2.0f;   /* host memory */
+    zt_mem_free(pa);
+    zt_mem_free(pb);
+    zt_mem_get(&m1);
+    tap_ok(g_reg_live == 0 && g_unreg_calls == 1 && m1.pinned_cur == m0.pinned_cur,
+           "freed: unregistered once, pinned bytes back");
+    g_reg_fail = 1;
+    pa = zt_mem_alloc(100, ZT_MEM_OPTIMIZER | ZT_MEM_ON_HOST | ZT_MEM_PIN, &st);
+    pb = zt_mem_alloc(100, ZT_MEM_PARAMS | ZT_MEM_ON_HOST | ZT_MEM_PIN, &st);
+    zt_mem_get(&m1);
+    int w1 = zt_mem_pin_warning(why, sizeof why);
+    int w2 = zt_mem_pin_warning(why + 200, 200);
+    tap_ok(pa && pb && m1.pinned_cur == m0.pinned_cur && w1 && !w2 &&
+           strstr(why, "could not page-lock 100 bytes of optimizer") &&
+           strstr(why, "continuing with pageable memory"),
+           "failed registration: blocks usable and unpinned; warned once: %s", why);
+    if (pa && pb) pa[0] = pb[0] = 3.0f;
+    zt_mem_free(pa);
+    zt_mem_free(pb);
+    tap_ok(g_unreg_calls == 1, "an unpinned block is not unregistered");
     zt_mem_set_backend(C);
     float *h2 = zt_mem_alloc(64, ZT_MEM_PARAMS, &st);
     tap_ok(h2 && !zt_mem_is_device(h2), "cpu backend: blocks are host memory again");

@@ -296,6 +296,22 @@ static void cuda_zero(void *p, size_t bytes) {
     if (bytes) ZT_CU(cudaMemsetAsync(p, 0, bytes, zt_cu.stream));
 }
 
+/* pin_memory: page-lock an offloaded host block.  A failure is reported to
+ * the caller (which continues with pageable memory), not through error(). */
+static const char *cuda_host_register(void *p, size_t bytes) {
+    static char why[256];
+    if (!p || !bytes) return NULL;
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+    if (e == cudaSuccess) return NULL;
+    (void)cudaGetLastError();   /* not sticky: clear it */
+    snprintf(why, sizeof why, "cudaHostRegister(%zu bytes): %s", bytes, cudaGetErrorString(e));
+    return why;
+}
+
+static void cuda_host_unregister(void *p) {
+    if (p && cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 static void cuda_set_threads(int n) { (void)n; }
 
 static void cuda_synchronize(void) { ZT_CU(cudaStreamSynchronize(zt_cu.stream)); }
@@ -516,6 +532,8 @@ static void fill_table(zt_backend *t) {
     t->copy_wait = cuda_copy_wait;
     t->to_device = cuda_to_device;
     t->zero = cuda_zero;
+    t->host_register = cuda_host_register;
+    t->host_unregister = cuda_host_unregister;
     t->encoder_fwd = zt_cuda_encoder_fwd;
     t->encoder_bwd = zt_cuda_encoder_bwd;
     t->layernorm_fwd = zt_cuda_layernorm_fwd;
