@@ -167,6 +167,11 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
         if (p->offload_optimizer) fmtb(p->offloaded[t] ? (double)p->offloaded[t] : -1, o, sizeof o);
         printf("  %-16s %14s %14s%s%14s\n", zt_mem_tag_name(t), a, b, o[0] ? " " : "", o);
     }
+    if (p->kernel_ws_bytes) {   /* cuda: cuBLAS workspace + kernel scratch (cuda_workspace.h) */
+        fmtb((double)p->kernel_ws_bytes, a, sizeof a);
+        printf("  %-16s %14s %14s   (cuda backend: cuBLAS workspace + kernel scratch)\n",
+               "kernel-workspace", a, "-");
+    }
     fmtb(p->gpu ? (double)p->peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->peak[ZT_MP_HOST], b, sizeof b);
     printf("  %-16s %14s %14s   (peak during %s)\n", "peak", a, b,
@@ -262,8 +267,8 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes,
            p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER],
            (unsigned long long)p->offloaded[ZT_MEM_PARAMS], (unsigned long long)p->pinned_bytes);
-    printf("  \"device\": {\"peak_bytes\": %llu, \"categories\": ",
-           (unsigned long long)p->peak[ZT_MP_DEVICE]);
+    printf("  \"device\": {\"peak_bytes\": %llu, \"kernel_workspace_bytes\": %llu, \"categories\": ",
+           (unsigned long long)p->peak[ZT_MP_DEVICE], (unsigned long long)p->kernel_ws_bytes);
     json_cats(p, ZT_MP_DEVICE);
     printf("},\n  \"host\": {\"peak_bytes\": %llu, \"per_node_bytes\": %llu, \"categories\": ",
            (unsigned long long)p->peak[ZT_MP_HOST],

@@ -76,6 +76,21 @@ typedef struct zt_backend {
     /* Undo host_register on p (before the memory is freed); optional, set
      * exactly when host_register is.                                        */
     void (*host_unregister)(void *p);
+    /* Device memory (NULL on cpu, whose memory is the host's): free and
+     * total bytes of the backend's device now, and its name for messages
+     * ("cuda device 0 (NVIDIA H100 80GB HBM3)") into name[n] (may be NULL).
+     * 0 on success; -1 when unknown (cpu-strict without an emulated
+     * capacity; a failed query, recorded for error() where it is an error).
+     * cuda: cudaMemGetInfo on the backend's device, so memory other
+     * processes or the CUDA context hold is not free.  cpu-strict with a
+     * capacity (zt_backend_cpu_strict_set_capacity): capacity - live.      */
+    int (*device_memory)(size_t *free_bytes, size_t *total_bytes, char *name, size_t n);
+    /* Bytes of device memory the backend holds now and at most since it
+     * started (NULL on cpu): everything alloc() handed out and not freed,
+     * plus the backend's own buffers (cuda: the cuBLAS workspace and the
+     * kernels' growing scratch, kernels/cuda/cuda_workspace.h; cpu-strict:
+     * none).  The measured side of --memory-report's device peak.          */
+    void (*mem_stats)(size_t *cur, size_t *peak);
 
     /* ---- embeddings: token + learned position ----
      * out[N,C] = wte[inp[b,t], :] + wpe[t, :]                               */
@@ -185,5 +200,13 @@ const zt_backend *zt_backend_cpu(void);
  * protection of every live block): for tiny models in tests.  NULL when
  * the regions cannot be set up (no mmap/mprotect). */
 const zt_backend *zt_backend_cpu_strict(void);
+/* cpu-strict emulates a device of `bytes` capacity ("a small GPU on the
+ * CPU"; ztrain.strict_device_memory): alloc() returns NULL, with error()
+ * saying so, once the live bytes it handed out would exceed it, and
+ * device_memory() reports capacity - live as free.  0 (the default) = no
+ * capacity: alloc() fails only when mmap does and device_memory() reports
+ * "unknown".  Counts requested bytes (not pages).  Set it before the first
+ * alloc(); process-wide, like the backend. */
+void zt_backend_cpu_strict_set_capacity(size_t bytes);
 
 #endif /* ZT_KERNELS_BACKEND_H */

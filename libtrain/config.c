@@ -253,6 +253,11 @@ static const keydef keys[] = {
      "memory one rank may use (bytes; K/M/G/T suffixes are binary: 8G = 8 GiB); the "
      "pre-flight check refuses a run predicted to exceed it; 0 or auto = available memory / "
      "ranks per node (CPU), free device memory (GPU)"},
+    {"ztrain.strict_device_memory", "strict-device-memory", NULL, NULL, T_U64,
+     FLD(strict_device_memory), 0, 0, KF_SIZE, "0", NULL,
+     "backend cpu-strict only: emulate a device of this capacity per rank (bytes; K/M/G/T "
+     "binary): allocations beyond it fail and the pre-flight check sees it as free device "
+     "memory; 0 = none"},
     {"ztrain.force", "force", NULL, NULL, T_BOOL, FLD(force), 0, 0, 0, "false", NULL,
      "start even when the pre-flight check predicts that the run does not fit"},
     {"ztrain.memory_report", "memory-report", NULL, NULL, T_STRING, FLD(memory_report),

@@ -102,6 +102,8 @@ struct zt_config {
     /* memory planner (memplan.h, docs/memory.md) */
     char act_ckpt[16];            /* activation_checkpointing.policy: none | blocks | every-K */
     unsigned long long memory_limit; /* ztrain.memory_limit bytes per rank, 0 = auto */
+    unsigned long long strict_device_memory; /* ztrain.strict_device_memory: cpu-strict's
+                                              * emulated capacity, 0 = none */
     int force;                    /* ztrain.force: start even if predicted not to fit */
     char memory_report[16];       /* ztrain.memory_report: off | end | N */
 };

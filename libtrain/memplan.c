@@ -7,6 +7,8 @@
 #include <string.h>
 #include "memplan.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
+#include "backend.h"
+#include "cuda/cuda_workspace.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -122,6 +124,7 @@ int zt_memplan_deepspeed(int stage, int offload, double P, double Lp, int world,
 typedef struct sim {
     uint64_t cur[ZT_MP_NPLACES][ZT_MEM_NTAGS], pk[ZT_MP_NPLACES][ZT_MEM_NTAGS];
     uint64_t tot[ZT_MP_NPLACES], ptot[ZT_MP_NPLACES];
+    uint64_t all, pall;   /* both places together: mem.c's cur_total / peak_total */
     /* what the engine tags ZT_MEM_ON_HOST (offload): mem.c's host_cur/host_peak */
     uint64_t hcur[ZT_MEM_NTAGS], hpk[ZT_MEM_NTAGS];
     const char *phase, *pphase[ZT_MP_NPLACES];
@@ -138,6 +141,8 @@ static void s_alloc(sim *s, int place, int tag, uint64_t b) {
     }
     s->cur[place][tag] += b;
     s->tot[place] += b;
+    s->all += b;
+    if (s->all > s->pall) s->pall = s->all;
     if (s->cur[place][tag] > s->pk[place][tag]) s->pk[place][tag] = s->cur[place][tag];
     if (s->tot[place] > s->ptot[place]) {
         s->ptot[place] = s->tot[place];
@@ -151,6 +156,7 @@ static void s_free(sim *s, int place, int tag, uint64_t b) {
     }
     s->cur[place][tag] -= b;
     s->tot[place] -= b;
+    s->all -= b;
 }
 
 /* The plan's layout: units and this rank's slices. */
@@ -317,11 +323,48 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
     p->world = o->world_size;
     p->ranks_per_node = o->ranks_per_node > 0 ? o->ranks_per_node : 1;
     if (p->ranks_per_node > p->world) p->ranks_per_node = p->world;
-    p->gpu = o->target == ZT_MP_TARGET_AUTO ? strcmp(c->backend, "cuda") == 0
-                                            : o->target == ZT_MP_TARGET_GPU;
+    /* cpu-strict has device memory too (the engine runs as on a GPU) */
+    p->gpu = o->target == ZT_MP_TARGET_AUTO
+                 ? strcmp(c->backend, "cuda") == 0 || strcmp(c->backend, "cpu-strict") == 0
+                 : o->target == ZT_MP_TARGET_GPU;
     p->with_data = o->with_data < 0 ? c->data_train[0] != '\0' : o->with_data != 0;
     p->with_eval = o->with_eval < 0 ? c->data_val[0] != '\0' : o->with_eval != 0;
     return ZT_OK;
+}
+
+/* The largest scratch request of the CUDA kernels the GPT calls
+ * (cuda_workspace.h; gpt.c's forward and backward, the loss sum, the
+ * optimizer's sumsq / nonfinite): training [B, T] forward + backward, the
+ * eval forward [E, T] (E = 0: none) and the sample's [1, T] forward.  The
+ * engine keeps matmuls in fp32 (no bf16 operand rounding).  psi bounds the
+ * reductions over gradients (their scratch is capped at 1024 blocks). */
+static uint64_t cuda_scratch_request(const zt_model_config *mc, int B, int T, int E, uint64_t psi) {
+    const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T, bf16 = 0;
+    uint64_t w = 0;
+#define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
+    /* forward: only the loss sum needs scratch (fp32 matmuls) */
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 3 * C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 4 * C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, 4 * C, C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
+    WS(zt_cuda_ws_reduce((size_t)N));
+    /* backward */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));        /* LM head, no bias */
+    WS(zt_cuda_ws_layernorm_bwd(N, C));
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
+    WS(zt_cuda_ws_attention_bwd(B, T, NH));
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
+    WS(zt_cuda_ws_encoder_bwd(N, 0));
+    /* optimizer: gradient norm, fp16 overflow check */
+    WS(zt_cuda_ws_reduce((size_t)psi));
+    /* eval and sample forwards */
+    if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
+    WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
+#undef WS
+    return w;
 }
 
 int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
@@ -518,10 +561,11 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s.hpk[t];
     /* pin_memory: the offloaded blocks live for the whole run; a GPU target
      * page-locks those of the pinned kinds (the AdamW state and master
-     * weights / the parameter shards) */
-    if (p->gpu)
+     * weights / the parameter shards); cpu-strict has no host_register */
+    if (p->gpu && strcmp(c->backend, "cpu-strict") != 0)   /* cpu-strict cannot pin */
         p->pinned_bytes = (c->pin_optimizer ? s.hpk[ZT_MEM_OPTIMIZER] : 0) +
                           (c->pin_param ? s.hpk[ZT_MEM_PARAMS] : 0);
+    p->accounted_peak = s.pall;
     /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
      * parameters gathered on every rank at stage 3, and at stages 1-2 when
      * mixed, from the master slices; host), then the sample ([1, T] forward) */
@@ -540,6 +584,17 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
     sim_forward(&y, 0);
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->end_peak[pl] = s.ptot[pl];
+    /* cuda: the backend's own device memory (cuda_workspace.h), held from
+     * the first kernel that needs it to the end: the cuBLAS workspace and
+     * the scratch at its final size (an upper bound before that kernel) */
+    if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
+        p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
+        p->scratch_bytes = zt_cuda_ws_scratch_size(
+            cuda_scratch_request(mc, B, (int)T, p->with_eval ? p->eval_batch : 0, Psi));
+        p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
+        p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+        p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    }
     p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
     free(y.n);
     free(y.gathered);
@@ -569,16 +624,54 @@ uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char *
         if (what) *what = "ztrain.memory_limit";
         return cfg->memory_limit;
     }
-    if (strcmp(cfg->backend, "cuda") == 0) {
-        /* free device memory: the CUDA backend does not report it yet */
-        if (what) *what = "free device memory (unknown to this build: set ztrain.memory_limit)";
-        return 0;
-    }
     uint64_t avail = zt_memplan_host_available();
     if (ranks_per_node < 1) ranks_per_node = 1;
     if (what) *what = ranks_per_node > 1 ? "available memory / ranks on this node"
                                          : "available memory";
     return avail / (uint64_t)ranks_per_node;
+}
+
+uint64_t zt_memplan_device_reserve(const char *backend, uint64_t total) {
+    if (!backend || strcmp(backend, "cuda") != 0) return 0;
+    return ZT_MEMPLAN_CUDA_RESERVE_FIXED + (uint64_t)((double)total * ZT_MEMPLAN_CUDA_RESERVE_FRAC);
+}
+
+uint64_t zt_memplan_device_limit(const zt_config *cfg, const zt_backend *be, int ranks_on_device,
+                                 int ranks_per_node, char *what, size_t n) {
+    if (n) what[0] = '\0';
+    char name[160] = "";
+    size_t fr = 0, tot = 0;
+    const int known = be && be->device_memory &&
+                      be->device_memory(&fr, &tot, name, sizeof name) == 0;
+    if (!name[0]) snprintf(name, sizeof name, "%s device", be ? be->name : "?");
+    if (cfg->memory_limit) {
+        snprintf(what, n, "ztrain.memory_limit, device memory of %s", name);
+        return cfg->memory_limit;
+    }
+    if (!known) {
+        if (be && strcmp(be->name, "cpu-strict") == 0) {
+            /* no emulated capacity: its "device" memory is host memory */
+            const char *hw = NULL;
+            uint64_t l = zt_memplan_limit(cfg, ranks_per_node, &hw);
+            snprintf(what, n, "%s; %s", hw, name);
+            return l;
+        }
+        snprintf(what, n, "free memory of %s: unknown (set ztrain.memory_limit)", name);
+        return 0;
+    }
+    const uint64_t reserve = zt_memplan_device_reserve(be->name, tot);
+    uint64_t l = fr > reserve ? fr - reserve : 0;
+    if (ranks_on_device < 1) ranks_on_device = 1;
+    l /= (uint64_t)ranks_on_device;
+    char fb[32], rb[32];
+    zt_memplan_fmt_bytes((double)fr, fb, sizeof fb);
+    zt_memplan_fmt_bytes((double)reserve, rb, sizeof rb);
+    int w = snprintf(what, n, "free device memory of %s: %s", name, fb);
+    if (w > 0 && (size_t)w < n && reserve)
+        w += snprintf(what + w, n - (size_t)w, " less a %s reserve", rb);
+    if (w > 0 && (size_t)w < n && ranks_on_device > 1)
+        snprintf(what + w, n - (size_t)w, ", / %d ranks sharing the device", ranks_on_device);
+    return l;
 }
 
 /* ------------------------------------------------------------ suggestions */
@@ -587,6 +680,7 @@ typedef struct change {
     char label[160];
     char flags[160];
     uint64_t peak;
+    uint64_t host_peak;   /* GPU target: the host place's peak (o->host_limit) */
 } change;
 
 /* Try cfg with one set of keys changed; returns 1 and fills ch when it
@@ -601,12 +695,20 @@ static int try_change(const zt_config *cfg, const zt_memplan_opts *o, const char
         ok = zt_config_set(c, kv[i], kv[i + 1], ZT_SRC_FLAG, &st) == ZT_OK;
     zt_memplan p;
     if (ok) ok = zt_memplan_compute(c, o, &p, &st) == ZT_OK;
-    if (ok) ch->peak = p.peak_bytes;
+    if (ok) {
+        ch->peak = p.peak_bytes;
+        ch->host_peak = p.gpu && o->host_limit ? p.peak[ZT_MP_HOST] : 0;
+    }
     zt_config_free(c);
     return ok;
 }
 
 static int fits(uint64_t peak, uint64_t limit) { return peak <= limit; }
+/* a change fits when its binding place fits limit and (GPU target with a
+ * host limit) its host place fits the host limit */
+static int fits_ch(const change *c, uint64_t limit, const zt_memplan_opts *o) {
+    return (!limit || fits(c->peak, limit)) && (!o->host_limit || c->host_peak <= o->host_limit);
+}
 
 /* Micro-batch candidates below the current one that keep the global batch:
  * M' divides M, accumulation grows by M / M'.  The largest that fits. */
@@ -626,7 +728,7 @@ static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char 
         kv[n] = NULL;
         change c;
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
             snprintf(ch->label, sizeof ch->label, "micro-batch %d -> %d with accumulation x%d",
                      M, m, M / m);
             snprintf(ch->flags, sizeof ch->flags, "--micro-batch %d --grad-accum %d", m, A * (M / m));
@@ -656,7 +758,7 @@ static int try_eval(const zt_config *fin, const zt_memplan_opts *o, const char *
         kv[n] = NULL;
         change c;
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
             snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
                      "(the same samples)", E, e, nb * (E / e));
             snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
@@ -691,7 +793,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
         const char *kv[] = {"zero_optimization.stage", sv, NULL};
         change c;
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit) && c.peak < cur->peak_bytes) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && c.peak < cur->peak_bytes) {
             snprintf(c.label, sizeof c.label, "ZeRO stage %d", s);
             snprintf(c.flags, sizeof c.flags, "--stage %d", s);
             list[nl++] = c;
@@ -703,7 +805,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
         const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
         change c;
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
             snprintf(c.label, sizeof c.label, "shard over all %d ranks", W);
             snprintf(c.flags, sizeof c.flags, "--shard-group %d", W);
             list[nl++] = c;
@@ -717,7 +819,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     if (k != 1) {
         const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
             snprintf(c.label, sizeof c.label, "enable activation checkpointing");
             snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks");
             list[nl++] = c;
@@ -726,7 +828,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     if (stage < 3) {
         const char *kv[] = {"zero_optimization.stage", "3", NULL};
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
             snprintf(c.label, sizeof c.label, "ZeRO stage 3");
             snprintf(c.flags, sizeof c.flags, "--stage 3");
             list[nl++] = c;
@@ -737,7 +839,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     if (gpu && !pl.offload_optimizer) {
         const char *kv[] = {"offload", "optimizer", NULL};
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits(c.peak, limit)) {
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
             snprintf(c.label, sizeof c.label, "offload the optimizer state to the host");
             snprintf(c.flags, sizeof c.flags, "--offload optimizer");
             list[nl++] = c;
@@ -752,7 +854,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
         for (size_t i = 0; i < sizeof combo / sizeof combo[0] && nl == 0; ++i) {
             if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
             memset(&c, 0, sizeof c);
-            if (try_change(fin, o, combo[i], &c) && fits(c.peak, limit)) {
+            if (try_change(fin, o, combo[i], &c) && fits_ch(&c, limit, o)) {
                 snprintf(c.label, sizeof c.label, "activation checkpointing + ZeRO stage %s",
                          combo[i][3]);
                 snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks --stage %s", combo[i][3]);
@@ -813,8 +915,8 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
 }
 
 /* The two largest categories at their peaks, for messages. */
-static void top_categories(const zt_memplan *p, char *buf, size_t n) {
-    int pl = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST, a = -1, b = -1;
+static void top_categories(const zt_memplan *p, int pl, char *buf, size_t n) {
+    int a = -1, b = -1;
     for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
         if (!p->cat[pl][t]) continue;
         if (a < 0 || p->cat[pl][t] > p->cat[pl][a]) { b = a; a = t; }
@@ -835,27 +937,39 @@ int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t li
     zt_memplan local;
     zt_memplan *p = plan ? plan : &local;
     ZT_TRY(zt_memplan_compute(cfg, o, p, st));
-    if (limit == 0 || fits(p->peak_bytes, limit)) return ZT_OK;
+    /* the binding place (device on a GPU target) against limit; on a GPU
+     * target the host place against o->host_limit too */
+    const int over = limit && !fits(p->peak_bytes, limit);
+    const int host_over = p->gpu && o->host_limit && p->peak[ZT_MP_HOST] > o->host_limit;
+    if (!over && !host_over) return ZT_OK;
     if (cfg->force) {
         if (forced) *forced = 1;
         return ZT_OK;
     }
+    const int pl = over ? (p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST) : ZT_MP_HOST;
+    const uint64_t lim_b = over ? limit : o->host_limit;
+    const char *lw = over ? (limit_what ? limit_what : "ztrain.memory_limit")
+                          : (o->host_limit_what ? o->host_limit_what : "host memory limit");
     char pk[32], lim[32], top[96], sug[640], first[160];
-    zt_memplan_fmt_bytes((double)p->peak_bytes, pk, sizeof pk);
-    zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
-    top_categories(p, top, sizeof top);
+    zt_memplan_fmt_bytes((double)p->peak[pl], pk, sizeof pk);
+    zt_memplan_fmt_bytes((double)lim_b, lim, sizeof lim);
+    top_categories(p, pl, top, sizeof top);
+    if (pl == ZT_MP_DEVICE && p->kernel_ws_bytes) {
+        char kw[32];
+        zt_memplan_fmt_bytes((double)p->kernel_ws_bytes, kw, sizeof kw);
+        size_t l = strlen(top);
+        snprintf(top + l, sizeof top - l, ", kernel workspace %s", kw);
+    }
     int ns = zt_memplan_suggest(cfg, o, p, limit, sug, sizeof sug, first, sizeof first);
-    const char *where = p->gpu ? "device memory" : "memory";
+    const char *where = !p->gpu ? "memory" : over ? "device memory" : "host memory";
     if (ns > 0)
         return zt_fail(st, ZT_ENOMEM, "predicted peak %s %s per rank (%s; at %s) exceeds the "
                        "limit %s (%s); changes that fit: %s; or --force to start anyway",
-                       where, pk, top, p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim,
-                       limit_what ? limit_what : "ztrain.memory_limit", sug);
+                       where, pk, top, p->peak_phase[pl], lim, lw, sug);
     return zt_fail(st, ZT_ENOMEM, "predicted peak %s %s per rank (%s; at %s) exceeds the limit "
                    "%s (%s), and no change of stage, micro batch or activation checkpointing "
                    "fits; use more ranks or a smaller model, or --force to start anyway",
-                   where, pk, top, p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim,
-                   limit_what ? limit_what : "ztrain.memory_limit");
+                   where, pk, top, p->peak_phase[pl], lim, lw);
 }
 
 /* ------------------------------------------------------------ auto micro batch */
@@ -893,7 +1007,9 @@ int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t lim
         int rc = zt_memplan_compute(c, o, &p, st);
         zt_config_free(c);
         if (rc != ZT_OK) return zt_fail_prefix(st, "train_micro_batch_size_per_gpu=\"auto\"");
-        if ((double)p.peak_bytes <= budget) {
+        if ((double)p.peak_bytes <= budget &&
+            (!p.gpu || !o->host_limit ||
+             (double)p.peak[ZT_MP_HOST] <= (double)o->host_limit * (1.0 - margin))) {
             cfg->micro_batch = (int)m;
             char pk[32], np[32];
             zt_memplan_fmt_bytes((double)p.peak_bytes, pk, sizeof pk);

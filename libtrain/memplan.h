@@ -21,9 +21,15 @@
  * (optimizer category; host memory when offloaded), the fp32 compute copy
  * of each unit in use (gathered-params), 16-bit reduction buffers when
  * communication_data_type is 16-bit.  Activations are fp32 in every
- * precision (the model computes in fp32).  The GPU target replays the same
- * allocations with device / host placement; it is not checked against a
- * GPU run here (docs/memory.md).
+ * precision (the model computes in fp32).
+ *
+ * A GPU target (backend cuda, or cpu-strict, which has device memory too)
+ * has a device place and a host place.  On cpu-strict the device peak is
+ * exact (tests/devmem_preflight.sh).  On cuda the device peak also counts
+ * the backend's own memory -- the cuBLAS workspace and the kernels' growing
+ * scratch, sized by kernels/cuda/cuda_workspace.h from the GPT's calls
+ * (kernel_ws_bytes) -- which the engine's accounting does not see; that
+ * has not been checked against a GPU run yet (docs/memory.md).
  */
 #ifndef ZT_MEMPLAN_H
 #define ZT_MEMPLAN_H
@@ -41,6 +47,9 @@ typedef struct zt_memplan_opts {
     int with_data;       /* token loaders (ztrain.data.train); -1 = when it is non-empty */
     int with_eval;       /* eval block (ztrain.data.val); -1 = when it is non-empty */
     uint64_t scan_bytes; /* token-validation buffer while opening data; 0 = its maximum */
+    uint64_t host_limit; /* GPU target: host bytes per rank the host place must fit too
+                          * (zt_memplan_check, _suggest, _auto_micro); 0 = not checked */
+    const char *host_limit_what; /* what host_limit is, for messages */
 } zt_memplan_opts;
 
 /* world_size = w, everything else from the configuration. */
@@ -78,6 +87,15 @@ typedef struct zt_memplan {
     uint64_t end_peak[ZT_MP_NPLACES];
     /* the binding per-rank total: device on a GPU target, host otherwise */
     uint64_t peak_bytes;
+    /* GPU target on cuda: device bytes the backend holds itself, in
+     * peak[ZT_MP_DEVICE] and end_peak[ZT_MP_DEVICE] but in no category:
+     * the cuBLAS workspace and the scratch buffer at its final size (the
+     * largest request of the GPT's kernel calls, cuda_workspace.h).  0 on
+     * the CPU target and on cpu-strict (no buffers of its own). */
+    uint64_t kernel_ws_bytes, scratch_bytes, cublas_ws_bytes;
+    /* the peak of all accounted blocks, both places together (what
+     * zt_memory's peak_total measures; = peak[ZT_MP_HOST] on the CPU target) */
+    uint64_t accounted_peak;
 } zt_memplan;
 
 /* Predict.  cfg need not be finalized (a copy is, for o->world_size,
@@ -109,14 +127,36 @@ int zt_memplan_deepspeed(int stage, int offload, double psi, double largest, int
 /* Memory this host has available now (MemAvailable), 0 if unknown. */
 uint64_t zt_memplan_host_available(void);
 
-/* The per-rank limit in force: ztrain.memory_limit, else (CPU) available
- * host memory / ranks per node; on the cuda backend 0 (unknown: the
- * backend does not report free device memory yet).  *what describes it. */
+/* The per-rank limit in force: ztrain.memory_limit, else available host
+ * memory / ranks per node.  (On a device backend this is the host place's
+ * limit; zt_memplan_device_limit gives the device's.)  *what describes it. */
 uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char **what);
+
+/* What the planner cannot see on a device of `total` bytes: the CUDA
+ * context's later growth, NCCL's communicators and buffers, cuBLAS's
+ * handles, the allocator's rounding.  cuda: 512 MiB + 2% of total; other
+ * backends (cpu-strict's emulated device): 0. */
+#define ZT_MEMPLAN_CUDA_RESERVE_FIXED ((uint64_t)512 << 20)
+#define ZT_MEMPLAN_CUDA_RESERVE_FRAC 0.02
+uint64_t zt_memplan_device_reserve(const char *backend, uint64_t total);
+
+struct zt_backend;
+/* The per-rank device limit on a device backend (be->host_memory == 0):
+ * ztrain.memory_limit when set; else the device's free memory as
+ * be->device_memory reports it, less zt_memplan_device_reserve, divided by
+ * ranks_on_device (ranks sharing one GPU: local ranks / visible devices,
+ * rounded up; 1 when each rank has its own).  cpu-strict without an
+ * emulated capacity: the host limit (its "device" is host memory).  0 when
+ * unknown.  what[n] describes it, naming the device. */
+uint64_t zt_memplan_device_limit(const zt_config *cfg, const struct zt_backend *be,
+                                 int ranks_on_device, int ranks_per_node, char *what, size_t n);
 
 /* Pre-flight: ZT_OK when plan fits limit (or cfg->force: then *forced = 1),
  * else ZT_ENOMEM with one line: the prediction, the limit, and the cheapest
- * changes that fit, each with its predicted saving. */
+ * changes that fit, each with its predicted saving.  On a GPU target the
+ * limit is the device's ("device memory ... of <limit_what>"), and with
+ * o->host_limit the host place must fit that too (a change fits when both
+ * places do). */
 int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,
                      const char *limit_what, zt_memplan *plan, int *forced, zt_status *st);
 

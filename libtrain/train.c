@@ -107,11 +107,26 @@ static int open_backend(zt_ctx *ctx, const zt_config *c, zt_status *st) {
         if (!ctx->be) return st ? st->code : ZT_EUNSUPPORTED;
     } else if (strcmp(c->backend, "cpu-strict") == 0) {
         ctx->be = zt_backend_cpu_strict();
+        if (!ctx->be)
+            return zt_fail(st, ZT_EUNSUPPORTED, "backend cpu-strict cannot set up its memory "
+                           "regions (no mmap/mprotect)");
+        zt_backend_cpu_strict_set_capacity((size_t)c->strict_device_memory);
     } else {
         ctx->be = zt_backend_cpu();
     }
     zt_mem_set_backend(ctx->be);
     return ZT_OK;
+}
+
+/* Ranks sharing this rank's device: 1 when the plugin bound each task to
+ * its own GPU (or on cpu-strict, whose emulated device is per process);
+ * else the node's ranks over its visible devices, rounded up. */
+static int ranks_on_device(const zt_ctx *ctx) {
+    if (ctx->device < 0) return 1;
+    const char *bind = getenv(ZTRAIN_ENV_GPU_BIND);
+    if (bind && (strcmp(bind, "local") == 0 || strncmp(bind, "map:", 4) == 0)) return 1;
+    const int nd = zt_cuda_visible_devices(), nl = zt_rt()->local_size;
+    return nd > 0 && nl > nd ? (nl + nd - 1) / nd : 1;
 }
 
 /* ztrain.comm_backend: how collectives move device buffers.  The same answer
@@ -197,13 +212,36 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     int rc;
     ctx->cfg = zt_config_dup(cfg_in);
     if (!ctx->cfg) { rc = zt_fail(st, ZT_ENOMEM, "out of memory (config)"); goto fail; }
+    /* The backend first (cuda: this rank's device and its CUDA context), so
+     * that the pre-flight check can ask it for free device memory. */
+    if ((rc = open_backend(ctx, ctx->cfg, st)) != ZT_OK) goto fail;
     /* The memory planner (memplan.h) runs before anything is allocated:
      * "auto" micro batch first, then the pre-flight check. */
     zt_memplan_opts mo;
     zt_memplan_opts_init(&mo, zt_rt()->world);
     mo.ranks_per_node = zt_rt()->local_size;
     const char *limit_what = NULL;
-    uint64_t limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, &limit_what);
+    char dev_what[384];
+    uint64_t limit;
+    if (zt_be_device(ctx->be)) {
+        /* device memory (ztrain.memory_limit overrides); the host place
+         * (offloaded optimizer state, staging, loaders) against available
+         * host memory / ranks per node */
+        limit = zt_memplan_device_limit(ctx->cfg, ctx->be, ranks_on_device(ctx), mo.ranks_per_node,
+                                        dev_what, sizeof dev_what);
+        limit_what = dev_what;
+        if ((rc = zt_be_check(ctx->be, "querying free device memory", st)) != ZT_OK) goto fail;
+        const int strict_host = strcmp(ctx->be->name, "cpu-strict") == 0 &&
+                                !ctx->cfg->strict_device_memory && !ctx->cfg->memory_limit;
+        if (!strict_host) {   /* (cpu-strict without a capacity: already the host limit) */
+            mo.host_limit = zt_memplan_host_available() / (uint64_t)(mo.ranks_per_node > 0
+                                                                         ? mo.ranks_per_node : 1);
+            mo.host_limit_what = mo.ranks_per_node > 1 ? "available host memory / ranks on this node"
+                                                       : "available host memory";
+        }
+    } else {
+        limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, &limit_what);
+    }
     char why[640] = "";
     if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
         if (ops) {
@@ -239,7 +277,6 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
                    ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
     }
 
-    if ((rc = open_backend(ctx, c, st)) != ZT_OK) goto fail;
     ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
     ctx->be->set_threads(ctx->threads);
     if ((rc = zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st)) != ZT_OK)
@@ -564,15 +601,18 @@ static void memory_report(zt_ctx *ctx, const char *when) {
     zt_mem_stats ms;
     zt_mem_get(&ms);
     const zt_memplan *p = ctx->have_plan ? &ctx->plan : NULL;
-    int pl = p && p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
     char a[32], b[32], c[32];
     zt_log(ctx, ZT_LOG_INFO, "memory report (%s), per rank: %-16s %12s %12s %12s", when, "category",
            "current", "peak", "predicted");
     for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
-        if (!ms.peak[t] && !(p && p->cat[pl][t])) continue;
+        /* the accounted figures count a category's blocks in both places
+         * (device runs: device and host blocks), so the prediction does too
+         * (exact where a category lives in one place, an upper bound else) */
+        const uint64_t pc = p ? p->cat[ZT_MP_HOST][t] + p->cat[ZT_MP_DEVICE][t] : 0;
+        if (!ms.peak[t] && !pc) continue;
         zt_memplan_fmt_bytes((double)ms.cur[t], a, sizeof a);
         zt_memplan_fmt_bytes((double)ms.peak[t], b, sizeof b);
-        if (p) zt_memplan_fmt_bytes((double)p->cat[pl][t], c, sizeof c);
+        if (p) zt_memplan_fmt_bytes((double)pc, c, sizeof c);
         char host[64] = "";
         if (ms.host_peak[t])
             snprintf(host, sizeof host, zt_be_device(ctx->be) ? "  (in host memory: %.2f MiB)"
@@ -583,7 +623,7 @@ static void memory_report(zt_ctx *ctx, const char *when) {
     }
     zt_memplan_fmt_bytes((double)ms.cur_total, a, sizeof a);
     zt_memplan_fmt_bytes((double)ms.peak_total, b, sizeof b);
-    if (p) zt_memplan_fmt_bytes((double)p->peak_bytes, c, sizeof c);
+    if (p) zt_memplan_fmt_bytes((double)p->accounted_peak, c, sizeof c);
     zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s", "total", a, b, p ? c : "-");
     if (ctx->cfg->pin_optimizer || ctx->cfg->pin_param || ms.pinned_peak) {
         zt_memplan_fmt_bytes((double)ms.pinned_cur, a, sizeof a);
@@ -592,11 +632,32 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         zt_log(ctx, ZT_LOG_INFO, "  %-16s %12s %12s %12s  (page-locked host memory%s)", "pinned", a, b,
                p ? c : "-", ctx->be->host_register ? "" : "; this backend cannot pin");
     }
+    /* accounted blocks, both places (device runs: device and host blocks) */
     if (p)
         zt_log(ctx, ZT_LOG_INFO, "memory peak per rank: accounted %llu bytes, predicted %llu bytes "
-               "(%+.2f%%)", (unsigned long long)ms.peak_total, (unsigned long long)p->peak_bytes,
-               ms.peak_total ? 100.0 * ((double)p->peak_bytes - (double)ms.peak_total) /
+               "(%+.2f%%)", (unsigned long long)ms.peak_total, (unsigned long long)p->accounted_peak,
+               ms.peak_total ? 100.0 * ((double)p->accounted_peak - (double)ms.peak_total) /
                                    (double)ms.peak_total : 0.0);
+    /* device backends: what the backend itself measured (cuda: every
+     * cudaMalloc, its cuBLAS workspace and scratch included) against the
+     * planner's device peak */
+    size_t dcur = 0, dpeak = 0;
+    const int have_dev = zt_be_device(ctx->be) && ctx->be->mem_stats && p && p->gpu;
+    if (have_dev) {
+        ctx->be->mem_stats(&dcur, &dpeak);
+        char name[160] = "";
+        size_t fr, tot;
+        if (ctx->be->device_memory) ctx->be->device_memory(&fr, &tot, name, sizeof name);
+        const double pd = (double)p->peak[ZT_MP_DEVICE];
+        char kw[96] = "";
+        if (p->kernel_ws_bytes)
+            snprintf(kw, sizeof kw, "; of it kernel workspace %llu bytes",
+                     (unsigned long long)p->kernel_ws_bytes);
+        zt_log(ctx, ZT_LOG_INFO, "device memory peak per rank (%s): measured %llu bytes, "
+               "predicted %llu bytes (%+.2f%%%s)", name[0] ? name : ctx->be->name,
+               (unsigned long long)dpeak, (unsigned long long)p->peak[ZT_MP_DEVICE],
+               dpeak ? 100.0 * (pd - (double)dpeak) / (double)dpeak : 0.0, kw);
+    }
     if (ctx->metrics_fp) {
         fprintf(ctx->metrics_fp, "{\"step\": %ld, \"memory\": {", ctx->step);
         for (int t = 0; t < ZT_MEM_NTAGS; ++t)
@@ -607,7 +668,10 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         fprintf(ctx->metrics_fp, ", \"pinned_bytes\": [%llu, %llu]",
                 (unsigned long long)ms.pinned_cur, (unsigned long long)ms.pinned_peak);
         if (p) fprintf(ctx->metrics_fp, ", \"predicted_peak_bytes\": %llu",
-                       (unsigned long long)p->peak_bytes);
+                       (unsigned long long)p->accounted_peak);
+        if (have_dev)
+            fprintf(ctx->metrics_fp, ", \"device_peak_bytes\": %llu, \"predicted_device_peak_bytes\": %llu",
+                    (unsigned long long)dpeak, (unsigned long long)p->peak[ZT_MP_DEVICE]);
         fprintf(ctx->metrics_fp, "}}\n");
         fflush(ctx->metrics_fp);
     }

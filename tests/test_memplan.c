@@ -16,6 +16,8 @@
 #include <string.h>
 #include "gpt.h"
 #include "memplan.h"
+#include "backend.h"
+#include "cuda/cuda_workspace.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -394,10 +396,112 @@ static void test_check_and_auto(void) {
     tap_ok(a0 > 0 && lim4 >= lo && lim4 <= hi && contains(what, "available"),
            "limit: available memory / ranks per node otherwise (%llu in [%llu, %llu])",
            (unsigned long long)lim4, (unsigned long long)lo, (unsigned long long)hi);
-    tu_set(c, "ztrain.backend", "cuda");
-    tap_ok(zt_memplan_limit(c, 4, &what) == 0 && contains(what, "set ztrain.memory_limit"),
-           "limit on the cuda backend: unknown until the backend reports free memory");
     zt_config_free(c);
+}
+
+/* The device limit: cpu-strict emulating a device (free = capacity - live),
+ * ranks sharing a device, ztrain.memory_limit over it, the cuda reserve. */
+static void test_device_limit(void) {
+    const zt_backend *S = zt_backend_cpu_strict();
+    zt_config *c = zt_config_new();
+    tu_set(c, "ztrain.backend", "cpu-strict");
+    char what[384];
+    zt_backend_cpu_strict_set_capacity((size_t)8 << 20);
+    void *blk = S->alloc((size_t)1 << 20);
+    uint64_t l1 = zt_memplan_device_limit(c, S, 1, 1, what, sizeof what);
+    tap_ok(blk && l1 == (7ULL << 20) && contains(what, "free device memory") &&
+           contains(what, "cpu-strict emulated device of 8388608 bytes"),
+           "device limit: cpu-strict capacity 8 MiB less 1 MiB live (%llu; %s)",
+           (unsigned long long)l1, what);
+    tap_ok(zt_memplan_device_limit(c, S, 2, 2, what, sizeof what) == (7ULL << 20) / 2 &&
+           contains(what, "/ 2 ranks sharing the device"),
+           "device limit: divided by the ranks sharing the device (%s)", what);
+    void *big = S->alloc((size_t)8 << 20);
+    const char *err = S->error();
+    tap_ok(!big && contains(err, "out of memory on the emulated device"),
+           "cpu-strict: alloc beyond the capacity fails: %s", err ? err : "(no error)");
+    size_t cur = 0, peak = 0;
+    S->mem_stats(&cur, &peak);
+    tap_ok(cur == ((size_t)1 << 20) && peak >= cur, "cpu-strict mem_stats: %zu live, %zu peak", cur, peak);
+    S->free(blk);
+    tu_set(c, "ztrain.memory_limit", "3G");
+    tap_ok(zt_memplan_device_limit(c, S, 1, 1, what, sizeof what) == 3ULL << 30 &&
+           contains(what, "ztrain.memory_limit, device memory of cpu-strict"),
+           "device limit: ztrain.memory_limit overrides (%s)", what);
+    tu_set(c, "ztrain.memory_limit", "0");
+    zt_backend_cpu_strict_set_capacity(0);
+    uint64_t lh = zt_memplan_device_limit(c, S, 1, 1, what, sizeof what);
+    tap_ok(lh > 0 && contains(what, "available memory") && contains(what, "no emulated capacity"),
+           "device limit: cpu-strict without a capacity falls back to host memory (%s)", what);
+    tap_ok(zt_memplan_device_reserve("cuda", 80ULL << 30) ==
+               ZT_MEMPLAN_CUDA_RESERVE_FIXED + (uint64_t)(80.0 * (1 << 30) * ZT_MEMPLAN_CUDA_RESERVE_FRAC) &&
+           zt_memplan_device_reserve("cpu-strict", 80ULL << 30) == 0,
+           "device reserve: cuda 512 MiB + 2%%, cpu-strict none");
+    zt_config_free(c);
+}
+
+/* The cuda backend's own memory in a GPU plan: the cuBLAS workspace plus the
+ * scratch buffer at its final size, the max of cuda_workspace.h's functions
+ * over the GPT's kernel calls; none on the CPU target or on cpu-strict. */
+static uint64_t gpt_ws_max(int L, int NH, int C, int T, int V, int B, int E, uint64_t psi) {
+    (void)L;
+    const int N = B * T;
+    uint64_t w = 0, x;
+#define MX(e) do { x = (uint64_t)(e); if (x > w) w = x; } while (0)
+    MX(zt_cuda_ws_reduce((size_t)N));                         /* loss sum */
+    MX(zt_cuda_ws_matmul_bwd(0, N, C, V, 1, 1, 0));           /* LM head */
+    MX(zt_cuda_ws_layernorm_bwd(N, C));                       /* lnf, ln2, ln1 */
+    MX(zt_cuda_ws_matmul_bwd(0, N, 4 * C, C, 1, 1, 1));       /* fcproj */
+    MX(zt_cuda_ws_matmul_bwd(0, N, C, 4 * C, 1, 1, 1));       /* fc */
+    MX(zt_cuda_ws_matmul_bwd(0, N, C, C, 1, 1, 1));           /* attproj */
+    MX(zt_cuda_ws_matmul_bwd(0, N, C, 3 * C, 1, 1, 1));       /* qkv */
+    MX(zt_cuda_ws_attention_bwd(B, T, NH));
+    MX(zt_cuda_ws_encoder_bwd(N, 0));
+    MX(zt_cuda_ws_reduce((size_t)psi));                       /* grad norm */
+    if (E) MX(zt_cuda_ws_reduce((size_t)E * T));              /* eval loss sum */
+#undef MX
+    return w;
+}
+
+static void test_kernel_ws(void) {
+    /* shapes where different kernels have the largest request: attention
+     * (many heads), LayerNorm / column-sum partials (wide), the encoder sort
+     * (one head, narrow) */
+    int shapes[][7] = {{2, 16, 64, 128, 50, 8, 4}, {2, 2, 1024, 64, 100, 8, 0},
+                       {1, 1, 8, 256, 30, 16, 2}, {12, 12, 768, 1024, 50257, 4, 8}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
+        int *s = shapes[i];
+        zt_config *c = shape(s[0], s[1], s[2], s[3], s[4]);
+        tu_set(c, "train_micro_batch_size_per_gpu", "%d", s[5]);
+        zt_status st;
+        zt_memplan_opts o;
+        zt_memplan g, k, q;
+        zt_memplan_opts_init(&o, 1);
+        o.with_eval = s[6] > 0;
+        if (s[6]) tu_set(c, "ztrain.eval_batch_size", "%d", s[6]);
+        o.target = ZT_MP_TARGET_GPU;
+        int rc = zt_memplan_compute(c, &o, &g, &st);
+        tu_set(c, "ztrain.backend", "cpu-strict");
+        int rc2 = zt_memplan_compute(c, &o, &k, &st);
+        o.target = ZT_MP_TARGET_CPU;
+        int rc3 = zt_memplan_compute(c, &o, &q, &st);
+        uint64_t want = zt_cuda_ws_scratch_size(
+            gpt_ws_max(s[0], s[1], s[2], s[3], s[4], s[5], s[6], g.num_params));
+        tap_ok(rc == ZT_OK && rc2 == ZT_OK && rc3 == ZT_OK && g.gpu && k.gpu &&
+                   g.scratch_bytes == want && g.cublas_ws_bytes == ZT_CUDA_CUBLAS_WS_BYTES &&
+                   g.kernel_ws_bytes == want + ZT_CUDA_CUBLAS_WS_BYTES &&
+                   g.peak[ZT_MP_DEVICE] == k.peak[ZT_MP_DEVICE] + g.kernel_ws_bytes &&
+                   g.peak_bytes == g.peak[ZT_MP_DEVICE] && k.kernel_ws_bytes == 0 &&
+                   q.kernel_ws_bytes == 0 && q.peak[ZT_MP_DEVICE] == 0,
+               "GPU plan %dx%d heads x%d T=%d V=%d B=%d E=%d: kernel workspace = cuBLAS 32 MiB + "
+               "scratch %llu (the largest kernel request, rounded to MiB); cpu-strict and CPU "
+               "targets: none", s[0], s[1], s[2], s[3], s[4], s[5], s[6], (unsigned long long)want);
+        zt_config_free(c);
+    }
+    /* the scratch rounding: exact MiB multiples, growth to the largest */
+    tap_ok(zt_cuda_ws_scratch_size(1) == (1u << 20) && zt_cuda_ws_scratch_size(1u << 20) == (1u << 20) &&
+           zt_cuda_ws_scratch_size((1u << 20) + 1) == (2u << 20) && zt_cuda_ws_scratch_size(0) == 0,
+           "cuda scratch grows to the request rounded up to 1 MiB");
 }
 
 int main(void) {
@@ -406,5 +510,7 @@ int main(void) {
     test_placement();
     test_transients();
     test_check_and_auto();
+    test_device_limit();
+    test_kernel_ws();
     return tap_done();
 }

@@ -17,6 +17,13 @@
  *     engine reports like a CUDA error.
  * The protection changes are process-wide, so this is for tiny models in
  * tests, one thread calling the table at a time (the engine's usage).
+ *
+ * It can also emulate a device of a given capacity
+ * (zt_backend_cpu_strict_set_capacity; ztrain.strict_device_memory): alloc()
+ * fails once the live bytes would exceed it and device_memory() reports the
+ * rest as free, so the engine's device-memory pre-flight and its
+ * out-of-memory paths run on the CPU.  mem_stats() counts the bytes alloc()
+ * was asked for; this backend has no buffers of its own.
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -41,6 +48,8 @@ static size_t g_page;
 static char g_err[512];
 static int g_have_err;
 static int g_depth;           /* nested enter/leave (not expected, but harmless) */
+static size_t g_live, g_peak; /* requested bytes of the live blocks, and their peak */
+static size_t g_capacity;     /* emulated device capacity, 0 = none */
 
 static const zt_backend *cpu(void) { return zt_backend_cpu(); }
 
@@ -114,6 +123,18 @@ static void *s_alloc(size_t bytes) {
         g_page = pg > 0 ? (size_t)pg : 4096;
     }
     const size_t map = ((bytes ? bytes : 1) + g_page - 1) / g_page * g_page;
+    pthread_mutex_lock(&g_mu);
+    if (g_capacity && (bytes > g_capacity || g_live > g_capacity - bytes)) {
+        if (!g_have_err) {
+            snprintf(g_err, sizeof g_err, "cpu-strict: out of memory on the emulated device: %zu bytes "
+                     "requested, %zu of %zu bytes in use (ztrain.strict_device_memory)", bytes,
+                     g_live, g_capacity);
+            g_have_err = 1;
+        }
+        pthread_mutex_unlock(&g_mu);
+        return NULL;
+    }
+    pthread_mutex_unlock(&g_mu);
     void *p = mmap(NULL, map, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
     pthread_mutex_lock(&g_mu);
@@ -132,6 +153,8 @@ static void *s_alloc(size_t bytes) {
     g_reg[g_n].len = bytes;
     g_reg[g_n].map = map;
     g_n++;
+    g_live += bytes;
+    if (g_live > g_peak) g_peak = g_live;
     /* a block made while others are open (inside an entry) must be open too */
     if (g_depth) mprotect(p, map, PROT_READ | PROT_WRITE);
     pthread_mutex_unlock(&g_mu);
@@ -144,6 +167,7 @@ static void s_free(void *p) {
     for (size_t i = 0; i < g_n; i++)
         if (g_reg[i].base == (uintptr_t)p) {
             munmap(p, g_reg[i].map);
+            g_live -= g_reg[i].len;
             g_reg[i] = g_reg[--g_n];
             if (!g_n) {
                 free(g_reg);
@@ -310,6 +334,32 @@ static void s_copy_wait(void *h) {
         x->used = 0;
     }
     leave();
+}
+
+void zt_backend_cpu_strict_set_capacity(size_t bytes) {
+    pthread_mutex_lock(&g_mu);
+    g_capacity = bytes;
+    pthread_mutex_unlock(&g_mu);
+}
+
+static int s_device_memory(size_t *free_bytes, size_t *total_bytes, char *name, size_t n) {
+    pthread_mutex_lock(&g_mu);
+    const size_t cap = g_capacity, live = g_live;
+    pthread_mutex_unlock(&g_mu);
+    if (free_bytes) *free_bytes = cap > live ? cap - live : 0;
+    if (total_bytes) *total_bytes = cap;
+    if (name && n) {
+        if (cap) snprintf(name, n, "cpu-strict emulated device of %zu bytes", cap);
+        else snprintf(name, n, "cpu-strict device (host memory, no emulated capacity)");
+    }
+    return cap ? 0 : -1;
+}
+
+static void s_mem_stats(size_t *cur, size_t *peak) {
+    pthread_mutex_lock(&g_mu);
+    if (cur) *cur = g_live;
+    if (peak) *peak = g_peak;
+    pthread_mutex_unlock(&g_mu);
 }
 
 /* ------------------------------------------------------------ plumbing */
@@ -597,6 +647,8 @@ static const zt_backend strict_backend = {
     .copy_wait = s_copy_wait,
     .to_device = s_to_device,
     .zero = s_zero,
+    .device_memory = s_device_memory,
+    .mem_stats = s_mem_stats,
     .encoder_fwd = s_encoder_fwd,
     .encoder_bwd = s_encoder_bwd,
     .layernorm_fwd = s_layernorm_fwd,

@@ -463,7 +463,7 @@ void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, con
     if (!check_shape(C, NH, "attention backward")) return;
     const int hs = C / NH;
     const size_t nrow = (size_t)B * NH * T;
-    float *D = (float *)zt_cuda_scratch(nrow * sizeof(float), "attention backward");
+    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_attention_bwd(B, T, NH), "attention backward");
     if (!D) return;
     const size_t threads = nrow * 32;
     k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, C,

@@ -314,6 +314,29 @@ static void cuda_host_unregister(void *p) {
 
 static void cuda_set_threads(int n) { (void)n; }
 
+/* free / total memory of the backend's device (its device is current) */
+static int cuda_device_memory(size_t *free_bytes, size_t *total_bytes, char *name, size_t n) {
+    size_t f = 0, t = 0;
+    const cudaError_t e = cudaMemGetInfo(&f, &t);
+    if (free_bytes) *free_bytes = e == cudaSuccess ? f : 0;
+    if (total_bytes) *total_bytes = e == cudaSuccess ? t : 0;
+    if (name && n) {
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, zt_cu.device) == cudaSuccess)
+            snprintf(name, n, "cuda device %d (%s)", zt_cu.device, prop.name);
+        else
+            snprintf(name, n, "cuda device %d", zt_cu.device);
+    }
+    if (e != cudaSuccess) {
+        zt_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", cudaGetErrorString(e), hint_for(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
+static void cuda_mem_stats(size_t *cur, size_t *peak) { zt_cuda_mem(cur, peak); }
+
 static void cuda_synchronize(void) { ZT_CU(cudaStreamSynchronize(zt_cu.stream)); }
 
 /* ------------------------------------------------------------ scratch */
@@ -323,8 +346,9 @@ static size_t g_scratch_bytes;
 
 void *zt_cuda_scratch(size_t bytes, const char *who) {
     if (bytes <= g_scratch_bytes && g_scratch) return g_scratch;
-    size_t want = bytes + bytes / 2;
-    want = (want + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
+    /* exactly the request rounded up to 1 MiB (cuda_workspace.h): the final
+     * size is then a function of the largest request alone */
+    const size_t want = zt_cuda_ws_scratch_size(bytes);
     zt_cuda_free_acct(g_scratch);   /* after the kernels already queued that use it */
     g_scratch = NULL;
     g_scratch_bytes = 0;
@@ -383,16 +407,12 @@ static void cuda_adamw(float *p, const float *grad, float *m, float *v, size_t n
 
 /* ------------------------------------------------------------ reductions */
 
-#define ZT_RED_THREADS 256
-#define ZT_RED_MAXBLOCKS 1024
+#define ZT_RED_THREADS ZT_CUDA_RED_THREADS
+#define ZT_RED_MAXBLOCKS ZT_CUDA_RED_MAXBLOCKS
 
 /* Blocks for a reduction over n elements: a function of n only, so the
  * partition (and the result) is the same on every run and every device. */
-static unsigned red_blocks(size_t n) {
-    size_t b = (n + (size_t)ZT_RED_THREADS * 16 - 1) / ((size_t)ZT_RED_THREADS * 16);
-    if (b > ZT_RED_MAXBLOCKS) b = ZT_RED_MAXBLOCKS;
-    return (unsigned)(b ? b : 1);
-}
+static unsigned red_blocks(size_t n) { return zt_cuda_ws_red_blocks(n); }
 
 /* sum of x[i] (SQUARE: of x[i]^2) in double, one partial per block over a
  * fixed partition; the host adds the partials in block order */
@@ -420,7 +440,7 @@ template <bool SQUARE>
 static double reduce_d(const float *x, size_t n, const char *what) {
     if (!n) return 0.0;
     const unsigned nb = red_blocks(n);
-    double *part = (double *)zt_cuda_scratch(nb * sizeof(double), what);
+    double *part = (double *)zt_cuda_scratch(zt_cuda_ws_reduce(n), what);
     if (!part) return 0.0;
     k_sum_d<SQUARE><<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
     if (!ZT_LAUNCHED(SQUARE ? "k_sum_d<sumsq>" : "k_sum_d<sum>")) return 0.0;
@@ -457,7 +477,7 @@ static size_t cuda_nonfinite(const float *x, size_t n) {
     if (!n) return 0;
     const unsigned nb = red_blocks(n);
     unsigned long long *part =
-        (unsigned long long *)zt_cuda_scratch(nb * sizeof(unsigned long long), "nonfinite");
+        (unsigned long long *)zt_cuda_scratch(zt_cuda_ws_reduce(n), "nonfinite");
     if (!part) return 0;
     k_nonfinite<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(part, x, n);
     if (!ZT_LAUNCHED("k_nonfinite")) return 0;
@@ -534,6 +554,8 @@ static void fill_table(zt_backend *t) {
     t->zero = cuda_zero;
     t->host_register = cuda_host_register;
     t->host_unregister = cuda_host_unregister;
+    t->device_memory = cuda_device_memory;
+    t->mem_stats = cuda_mem_stats;
     t->encoder_fwd = zt_cuda_encoder_fwd;
     t->encoder_bwd = zt_cuda_encoder_bwd;
     t->layernorm_fwd = zt_cuda_layernorm_fwd;

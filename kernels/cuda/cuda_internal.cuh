@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "zt_cuda.h"
+#include "cuda_workspace.h"
 
 /* ------------------------------------------------------------ state */
 
@@ -50,7 +51,7 @@ bool zt_cuda_launch_ok(const char *file, int line, const char *kernel);
 void *zt_cuda_scratch(size_t bytes, const char *who);
 
 /* Round up to 256 bytes: the offset of the next sub-buffer. */
-static inline size_t zt_al256(size_t b) { return (b + 255) & ~(size_t)255; }
+static inline size_t zt_al256(size_t b) { return zt_cuda_ws_al256(b); }
 
 /* ------------------------------------------------------------ launch shapes */
 

@@ -30,7 +30,7 @@
 #include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
-#define ZT_WS_BYTES ((size_t)32 << 20)   /* cuBLAS(Lt) workspace */
+#define ZT_WS_BYTES ZT_CUDA_CUBLAS_WS_BYTES   /* cuBLAS(Lt) workspace (cuda_workspace.h) */
 
 static cublasHandle_t g_blas;
 static cublasLtHandle_t g_lt;
@@ -240,7 +240,7 @@ static void gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
         /* stored operands: A is (ta ? k : m) x (ta ? m : k) with ld lda */
         const size_t na = (size_t)lda * (size_t)(ta ? m : k);
         const size_t nb = (size_t)ldb * (size_t)(tb ? k : n);
-        char *s = (char *)zt_cuda_scratch(zt_al256(na * 2) + zt_al256(nb * 2), "bf16 matmul operands");
+        char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands");
         if (!s) return;
         __nv_bfloat16_raw *a16 = (__nv_bfloat16_raw *)s;
         __nv_bfloat16_raw *b16 = (__nv_bfloat16_raw *)(s + zt_al256(na * 2));

@@ -85,7 +85,7 @@ void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int 
                                                (int)sizeof(int) * 8, zt_cu.stream)))
         return;
     const size_t nb = zt_al256((size_t)N * sizeof(int));
-    char *s = (char *)zt_cuda_scratch(3 * nb + zt_al256(tmp_bytes), "encoder backward sort");
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_encoder_bwd(N, tmp_bytes), "encoder backward sort");
     if (!s) return;
     int *pos_in = (int *)s, *keys = (int *)(s + nb), *pos = (int *)(s + 2 * nb);
     void *tmp = s + 3 * nb;
@@ -103,17 +103,11 @@ void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int 
 /* ------------------------------------------------------------ column sums */
 
 #define ZT_COL_THREADS 128
-#define ZT_COL_MAXCHUNKS 256
+#define ZT_COL_MAXCHUNKS ZT_CUDA_COL_MAXCHUNKS
 
-/* Row chunks for a reduction over N rows: a function of N only. */
-static int col_chunks(int N, int *rows_per_chunk) {
-    int p = (N + 31) / 32;
-    if (p > ZT_COL_MAXCHUNKS) p = ZT_COL_MAXCHUNKS;
-    if (p < 1) p = 1;
-    const int r = (N + p - 1) / p;
-    *rows_per_chunk = r;
-    return (N + r - 1) / r;
-}
+/* Row chunks for a reduction over N rows: a function of N only
+ * (cuda_workspace.h: the planner sizes the partials with it too). */
+static int col_chunks(int N, int *rows_per_chunk) { return zt_cuda_ws_col_chunks(N, rows_per_chunk); }
 
 /* part[p, c] = sum over rows of chunk p of src[n * ld + c] (double, in order) */
 __global__ void k_colsum_part(double *part, const float *src, int N, int C, size_t ld, int R) {
@@ -145,7 +139,7 @@ void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
     if (N <= 0 || C <= 0) return;
     int R;
     const int P = col_chunks(N, &R);
-    double *part = (double *)zt_cuda_scratch((size_t)P * C * sizeof(double), "column sum");
+    double *part = (double *)zt_cuda_scratch(zt_cuda_ws_colsum(N, C), "column sum");
     if (!part) return;
     const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
     k_colsum_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
@@ -250,7 +244,7 @@ void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
     int R;
     const int P = col_chunks(N, &R);
     const size_t pbytes = zt_al256((size_t)P * C * sizeof(double));
-    char *s = (char *)zt_cuda_scratch(2 * pbytes, "layernorm backward");
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_layernorm_bwd(N, C), "layernorm backward");
     if (!s) return;
     double *pw = (double *)s, *pb = (double *)(s + pbytes);
     const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);

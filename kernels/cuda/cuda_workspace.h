@@ -1,0 +1,125 @@
+/*
+ * cuda_workspace.h -- the CUDA backend's own device memory, per kernel, as a
+ * pure function of the call's shape.  Plain C (static inline), included by
+ * the CUDA kernels (which ask zt_cuda_scratch() for exactly these sizes) and
+ * by the memory planner (libtrain/memplan.c, which predicts the scratch the
+ * GPT's calls need): one source of truth, so the two cannot drift apart.
+ *
+ * What the backend holds besides alloc()'s blocks:
+ *   - the cuBLAS(Lt) workspace, ZT_CUDA_CUBLAS_WS_BYTES, from the backend's
+ *     start to the process end;
+ *   - one growing scratch buffer (zt_cuda_scratch): a kernel entry that needs
+ *     temporary device memory asks for its bytes; when the buffer is smaller
+ *     it is freed and reallocated at zt_cuda_ws_scratch_size(bytes) (the
+ *     request rounded up to 1 MiB).  Since it only grows, and each growth
+ *     rounds the request up the same way, the buffer ends at
+ *     zt_cuda_ws_scratch_size(largest request) whatever the order of the
+ *     calls: the planner's prediction is the max of the functions below over
+ *     the calls a run makes, rounded.
+ *
+ * Shapes follow backend.h (N = B*T rows).  All sizes are bytes.
+ */
+#ifndef ZT_KERNELS_CUDA_WORKSPACE_H
+#define ZT_KERNELS_CUDA_WORKSPACE_H
+
+#include <stddef.h>
+
+#define ZT_CUDA_CUBLAS_WS_BYTES ((size_t)32 << 20)   /* cuBLAS(Lt) workspace */
+#define ZT_CUDA_SCRATCH_ROUND ((size_t)1 << 20)      /* scratch grows in MiB */
+#define ZT_CUDA_RED_THREADS 256                      /* sum / sumsq / nonfinite */
+#define ZT_CUDA_RED_MAXBLOCKS 1024
+#define ZT_CUDA_COL_MAXCHUNKS 256                    /* column sums, LayerNorm dw/db */
+
+/* Round up to 256 bytes: the offset of the next sub-buffer in scratch. */
+static inline size_t zt_cuda_ws_al256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+/* The scratch buffer's size after a request of `bytes` made it grow. */
+static inline size_t zt_cuda_ws_scratch_size(size_t bytes) {
+    return (bytes + ZT_CUDA_SCRATCH_ROUND - 1) & ~(ZT_CUDA_SCRATCH_ROUND - 1);
+}
+
+/* Blocks of the fixed-order reductions over n elements (sum, sumsq,
+ * nonfinite): one double / count per block in scratch. */
+static inline unsigned zt_cuda_ws_red_blocks(size_t n) {
+    size_t b = (n + (size_t)ZT_CUDA_RED_THREADS * 16 - 1) / ((size_t)ZT_CUDA_RED_THREADS * 16);
+    if (b > ZT_CUDA_RED_MAXBLOCKS) b = ZT_CUDA_RED_MAXBLOCKS;
+    if (b < 1) b = 1;
+    return (unsigned)b;
+}
+/* sum, sumsq (doubles) and nonfinite (64-bit counts) over n elements */
+static inline size_t zt_cuda_ws_reduce(size_t n) {
+    return n ? (size_t)zt_cuda_ws_red_blocks(n) * 8 : 0;
+}
+
+/* Row chunks of the fixed-order column sums over N rows; *rows_per_chunk
+ * gets the rows of each chunk. */
+static inline int zt_cuda_ws_col_chunks(int N, int *rows_per_chunk) {
+    int p = (N + 31) / 32;
+    if (p > ZT_CUDA_COL_MAXCHUNKS) p = ZT_CUDA_COL_MAXCHUNKS;
+    if (p < 1) p = 1;
+    const int r = (N + p - 1) / p;
+    if (rows_per_chunk) *rows_per_chunk = r;
+    return (N + r - 1) / r;
+}
+/* column sum of [N, C] (matmul_bwd's dbias): one double per chunk and column */
+static inline size_t zt_cuda_ws_colsum(int N, int C) {
+    if (N <= 0 || C <= 0) return 0;
+    return (size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double);
+}
+/* layernorm_bwd [N, C]: partial dw and db, one double per chunk and column */
+static inline size_t zt_cuda_ws_layernorm_bwd(int N, int C) {
+    if (N <= 0 || C <= 0) return 0;
+    return 2 * zt_cuda_ws_al256((size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double));
+}
+/* attention_bwd [B, T, C] with NH heads: D = rowsum(dout * out), [B, NH, T] floats */
+static inline size_t zt_cuda_ws_attention_bwd(int B, int T, int NH) {
+    if (B <= 0 || T <= 0 || NH <= 0) return 0;
+    return (size_t)B * (size_t)NH * (size_t)T * sizeof(float);
+}
+/* encoder_bwd: CUB's radix sort of N (token, position) int pairs needs
+ * temporary storage the library reports only at run time.  This is an upper
+ * bound of what its one-sweep sort asks for (the alternate key and value
+ * buffers, 4 N bytes each; the look-back array, at most 256 8-byte counters
+ * per tile of >= 1024 items; the per-pass histograms and counters of each
+ * 2^27-item portion; CUB's 256-byte alignment), and the kernel reserves
+ * max(this, what CUB reports), so the prediction holds unless a CUB version
+ * needs more than the bound (then the measured scratch exceeds it). */
+static inline size_t zt_cuda_ws_sort_tmp_bound(int N) {
+    if (N <= 0) return 256;
+    const size_t n = (size_t)N, portions = n / ((size_t)1 << 27) + 1;
+    const size_t tiles = ((n < ((size_t)1 << 28) ? n : ((size_t)1 << 28)) + 1023) / 1024;
+    return zt_cuda_ws_al256(portions * 4 * 256 * 8) + zt_cuda_ws_al256(tiles * 256 * 8) +
+           2 * zt_cuda_ws_al256(n * 4) + zt_cuda_ws_al256(portions * 4 * 8) + 256;
+}
+/* encoder_bwd over N = B*T tokens: positions in, sorted keys, sorted
+ * positions, and the sort's temporary storage (sort_tmp: what CUB asks for,
+ * or 0 for the bound alone) */
+static inline size_t zt_cuda_ws_encoder_bwd(int N, size_t sort_tmp) {
+    if (N <= 0) return 0;
+    const size_t bound = zt_cuda_ws_sort_tmp_bound(N);
+    return 3 * zt_cuda_ws_al256((size_t)N * sizeof(int)) +
+           zt_cuda_ws_al256(sort_tmp > bound ? sort_tmp : bound);
+}
+/* One GEMM in bf16 mode: both stored operands rounded to bf16 (na, nb
+ * elements, as stored with their leading dimensions).  0 in fp32 mode. */
+static inline size_t zt_cuda_ws_gemm(int bf16, size_t na, size_t nb) {
+    return bf16 ? zt_cuda_ws_al256(na * 2) + zt_cuda_ws_al256(nb * 2) : 0;
+}
+/* matmul_fwd out[N,OC] = inp[N,C] w[OC,C]^T: the GEMM's bf16 operands */
+static inline size_t zt_cuda_ws_matmul_fwd(int bf16, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0 || C <= 0) return 0;
+    return zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)C * N);
+}
+/* matmul_bwd: the larger of dinp's and dw's GEMM operands (bf16), and the
+ * dbias column sum (has_dbias) */
+static inline size_t zt_cuda_ws_matmul_bwd(int bf16, int N, int C, int OC, int has_dinp,
+                                           int has_dw, int has_dbias) {
+    if (N <= 0 || OC <= 0) return 0;
+    size_t w = 0, x;
+    if (has_dinp && C > 0 && (x = zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)) > w) w = x;
+    if (has_dw && C > 0 && (x = zt_cuda_ws_gemm(bf16, (size_t)C * N, (size_t)OC * N)) > w) w = x;
+    if (has_dbias && (x = zt_cuda_ws_colsum(N, OC)) > w) w = x;
+    return w;
+}
+
+#endif /* ZT_KERNELS_CUDA_WORKSPACE_H */

@@ -1,0 +1,99 @@
+#!/bin/bash
+# devmem_preflight.sh -- the GPU pre-flight path, on the CPU: cpu-strict
+# emulating a small device (ztrain.strict_device_memory).  The planner's
+# device limit is the emulated device's free memory, so
+#   (a) a run that does not fit is refused before anything is allocated, with
+#       the device-memory message naming the device and the changes that fit,
+#       and the first suggestion runs;
+#   (b) --micro-batch auto under the capacity picks a micro batch that runs;
+#   (c) --force with a capacity too small fails cleanly with an out-of-memory
+#       error (exit 1, no crash);
+#   (d) the memory report's measured device peak (the backend's own count)
+#       equals the planner's predicted device peak byte for byte (cpu-strict
+#       has no kernel workspace), at 1-2 ranks, stages 0-3, bf16 with offload.
+. "$(dirname "$0")/lib.sh"
+command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
+command -v python3 > /dev/null || skip_all "no python3"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+export ZTRAIN_REQUEUE=false
+unset ZTRAIN_RESUME ZTRAIN_CKPT_DIR ZTRAIN_CKPT_EVERY ZTRAIN_STAGE ZTRAIN_BACKEND ZTRAIN_MEMORY_LIMIT \
+      ZTRAIN_STRICT_DEVICE_MEMORY
+head -c 120000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
+"$ZTRAIN" prep --input corpus.txt --output c > /dev/null || { echo "Bail out! ztrain prep failed"; exit 1; }
+COMMON=(--config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin --val c_val.bin --threads 1
+        --backend cpu-strict --steps 3 --eval-every 3 --eval-batches 2 --sample-tokens 0
+        --resume never --log-every 100)
+# zrun TAG NP ARGS...: files TAG.out, TAG.err; returns the exit status
+zrun() {
+    local tag=$1 np=$2; shift 2
+    mpirun_np "$np" "$ZTRAIN" train "${COMMON[@]}" --ckpt-dir "ck_$tag" "$@" > "$tag.out" 2> "$tag.err"
+}
+# dev_peaks FILE: "measured predicted" from the device line of the memory report
+dev_peaks() {
+    sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$1" | head -1
+}
+
+# ---- (d) measured device peak == predicted, no capacity and with a roomy one
+i=0
+for spec in "1 --stage 0 --batch-size 12 --micro-batch 6 --grad-accum 2" \
+            "2 --stage 1 --batch-size 12 --micro-batch 3 --grad-accum 2 --act-ckpt blocks" \
+            "2 --stage 2 --batch-size 12 --micro-batch 6 --grad-accum 1 --strict-device-memory 64M" \
+            "2 --stage 3 --batch-size 12 --micro-batch 6 --grad-accum 1" \
+            "2 --stage 3 --batch-size 12 --micro-batch 3 --grad-accum 2 --precision bf16 --offload optimizer --comm-dtype bf16" \
+            "2 --stage 1 --batch-size 12 --micro-batch 6 --grad-accum 1 --precision fp16 --offload optimizer"; do
+    i=$((i + 1))
+    set -- $spec
+    np=$1; shift
+    zrun "d$i" "$np" --memory-report "$@"; rc=$?
+    read -r meas pred <<< "$(dev_peaks "d$i.out")"
+    [ $rc = 0 ] && [ -n "$meas" ] && [ "$meas" = "$pred" ]; r=$?
+    [ $r = 0 ] || { diag <(echo "exit $rc; measured '$meas' predicted '$pred'"); diag "d$i.err"; grep -i "memory" "d$i.out" | diag /dev/stdin; }
+    ok $r "(d) memory report: cpu-strict measured device peak == predicted ($meas bytes; $np rank(s): $*)"
+done
+
+# the predicted device peak of the config used below (one rank, stage 0,
+# micro batch 6 x 2), from d1: a capacity 12% under it cannot hold it
+read -r _ need <<< "$(dev_peaks d1.out)"
+small=$(( need * 88 / 100 ))
+ARGS=(--stage 0 --batch-size 12 --micro-batch 6 --grad-accum 2)
+
+# ---- (a) refused before anything is allocated, with the device message
+zrun a1 1 "${ARGS[@]}" --strict-device-memory "$small"; rc=$?
+msg=$(grep 'ztrain: error:' a1.err)
+r=1
+if [ $rc = 1 ] && grep -q "predicted peak device memory" <<< "$msg" &&
+   grep -q "cpu-strict emulated device of $small bytes" <<< "$msg" &&
+   grep -q "changes that fit: " <<< "$msg" && grep -q -- "--force" <<< "$msg" &&
+   ! grep -q "^step\|backend cpu-strict;" a1.out && [ ! -d ck_a1 ]; then r=0; fi
+[ $r = 0 ] || { diag <(echo "exit $rc"); diag a1.err; }
+ok $r "(a) a run over the emulated capacity is refused before allocating (exit $rc; device memory, the device, suggestions)"
+first=$(sed -n 's/.*changes that fit: [^;]*(\(--[^)]*\)).*/\1/p' <<< "$msg")
+# shellcheck disable=SC2086
+zrun a2 1 "${ARGS[@]}" --strict-device-memory "$small" $first; rc=$?
+[ $rc = 0 ] && [ -n "$first" ] && grep -q "limit .*cpu-strict emulated device" a2.out; r=$?
+[ $r = 0 ] || { diag <(echo "first suggestion '$first': exit $rc"); diag a2.err; }
+ok $r "(a) applying the first suggestion ($first) runs under the same capacity"
+
+# ---- (b) micro batch auto picks one that runs under the capacity
+zrun b1 1 --stage 0 --batch-size 12 --micro-batch auto --grad-accum auto --strict-device-memory "$small"; rc=$?
+mb=$(sed -n 's/.*train_micro_batch_size_per_gpu=auto: micro batch \([0-9]*\) .*/\1/p' b1.out b1.err | head -1)
+[ $rc = 0 ] && [ -n "$mb" ] && [ "$mb" -ge 1 ] && [ "$mb" -lt 6 ]; r=$?
+[ $r = 0 ] || { diag <(echo "exit $rc, micro batch '$mb'"); diag b1.err; }
+ok $r "(b) --micro-batch auto under an emulated capacity of $small bytes picks micro batch $mb, and it runs"
+
+# ---- (c) --force with a capacity too small: a clean out-of-memory error
+for cap in $(( need / 2 )) 64K; do
+    zrun "c$cap" 1 "${ARGS[@]}" --strict-device-memory "$cap" --force; rc=$?
+    [ $rc = 1 ] && grep -q "starting anyway" "c$cap.out" "c$cap.err" &&
+        grep -q "ztrain: error: .*out of cpu-strict device memory.*out of memory on the emulated device" "c$cap.err"; r=$?
+    [ $r = 0 ] || { diag <(echo "exit $rc"); diag "c$cap.err"; }
+    ok $r "(c) --force with a capacity of $cap bytes fails cleanly with out of memory (exit $rc)"
+done
+
+# ---- the host place is checked too (ztrain.memory_limit binds the device only)
+zrun h1 1 "${ARGS[@]}" --memory-limit 64M; rc=$?
+[ $rc = 0 ] && grep -q "limit 64.00 MiB (ztrain.memory_limit, device memory of cpu-strict" h1.out; r=$?
+[ $r = 0 ] || diag h1.err
+ok $r "ztrain.memory_limit overrides the device limit on cpu-strict"
+done_testing
