@@ -64,6 +64,19 @@ static void attach(zt_ctx *ctx) {
     zt_ctx_set_data(ctx, src, val, &st);
 }
 
+/* A context for c with fresh accounting peaks, trained on the synthetic
+ * data; *ctx is set when it was created (free it either way). */
+static int create_and_train(zt_config *c, zt_ctx **ctx, zt_status *st) {
+    zt_mem_reset_peaks();
+    *ctx = NULL;
+    int rc = zt_ctx_create(c, NULL, ctx, st);
+    if (rc == ZT_OK) {
+        attach(*ctx);
+        rc = zt_train(*ctx, st);
+    }
+    return rc;
+}
+
 /* Every rank's verdict, so that rank 0 reports one result for all. */
 static int all_ok(int ok) {
     int out = ok;
@@ -89,14 +102,9 @@ static void test_grid(int N) {
                     tu_set(c, "train_micro_batch_size_per_gpu", "%d", micro[m][0]);
                     tu_set(c, "gradient_accumulation_steps", "%d", micro[m][1]);
                     tu_set(c, "ztrain.eval_batch_size", "%d", 2 * micro[m][0]);
-                    zt_mem_reset_peaks();
-                    zt_ctx *ctx = NULL;
+                    zt_ctx *ctx;
                     zt_status st;
-                    int rc = zt_ctx_create(c, NULL, &ctx, &st);
-                    if (rc == ZT_OK) {
-                        attach(ctx);
-                        rc = zt_train(ctx, &st);
-                    }
+                    int rc = create_and_train(c, &ctx, &st);
                     if (rc != ZT_OK) {
                         if (!failed++) tap_diag("stage %d G %d %s micro %d: %s", stage, G, ckpt[k],
                                                 micro[m][0], st.msg);
@@ -155,14 +163,9 @@ static void test_grid_mixed(int N) {
                 snprintf(what, sizeof what, "%s stage %d G %d %s comm %s offload %s micro %d x %d",
                          prec, stage, G, ck ? "blocks" : "none", c16 ? "bf16" : "fp32",
                          off ? "cpu" : "none", mb, ga);
-                zt_mem_reset_peaks();
-                zt_ctx *ctx = NULL;
+                zt_ctx *ctx;
                 zt_status st;
-                int rc = zt_ctx_create(c, NULL, &ctx, &st);
-                if (rc == ZT_OK) {
-                    attach(ctx);
-                    rc = zt_train(ctx, &st);
-                }
+                int rc = create_and_train(c, &ctx, &st);
                 if (rc != ZT_OK) {
                     if (!failed++) tap_diag("%s: %s", what, st.msg);
                 } else {
@@ -266,14 +269,9 @@ static void test_offload_param(int N) {
                     char what[160];
                     snprintf(what, sizeof what, "%s %s stage 3 G %d %s offload %s", bes[strict],
                              precs[pi], G, ck ? "blocks" : "none", off ? "params" : "none");
-                    zt_mem_reset_peaks();
-                    zt_ctx *ctx = NULL;
+                    zt_ctx *ctx;
                     zt_status st;
-                    int rc = zt_ctx_create(c, NULL, &ctx, &st);
-                    if (rc == ZT_OK) {
-                        attach(ctx);
-                        rc = zt_train(ctx, &st);
-                    }
+                    int rc = create_and_train(c, &ctx, &st);
                     if (rc != ZT_OK) {
                         if (!failed++) tap_diag("%s: %s", what, st.msg);
                         zt_ctx_free(ctx);
