@@ -341,7 +341,7 @@ int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
     o.pattern = c->data_train;
     o.kind = ZT_DATA_TRAIN;
     o.vocab = c->model.vocab;
-    o.T = c->model.context;
+    o.T = c->seq_len > 0 ? c->seq_len : c->model.context;
     o.seed = c->seed;
     o.micro_batch = c->micro_batch;
     o.grad_accum = c->grad_accum;

@@ -93,10 +93,11 @@ typedef struct zt_backend {
     void (*mem_stats)(size_t *cur, size_t *peak);
 
     /* ---- embeddings: token + learned position ----
-     * out[N,C] = wte[inp[b,t], :] + wpe[t, :]                               */
+     * out[N,C] = wte[inp[b,t], :] + wpe[t, :]; wpe may be NULL (token
+     * embedding only: Llama)                                                */
     void (*encoder_fwd)(float *out, const int *inp, const float *wte,
                         const float *wpe, int B, int T, int C);
-    /* dwte[V,C] (+=), dwpe[maxT,C] (+=) from dout[N,C] */
+    /* dwte[V,C] (+=), dwpe[maxT,C] (+=; may be NULL) from dout[N,C] */
     void (*encoder_bwd)(float *dwte, float *dwpe, const float *dout,
                         const int *inp, int B, int T, int C);
 
@@ -109,6 +110,37 @@ typedef struct zt_backend {
     void (*layernorm_bwd)(float *dinp, float *dw, float *db,
                           const float *dout, const float *inp, const float *w,
                           const float *mean, const float *rstd, int N, int C);
+
+    /* ---- RMSNorm over the last dim (Llama) ----
+     * out[N,C] = inp * rstd * w, rstd[N] = 1 / sqrt(mean(inp^2) + eps),
+     * computed in fp32 (as transformers' LlamaRMSNorm)                      */
+    void (*rmsnorm_fwd)(float *out, float *rstd, const float *inp, const float *w,
+                        float eps, int N, int C);
+    /* dinp[N,C] (+=), dw[C] (+=) from dout[N,C], inp, w, rstd */
+    void (*rmsnorm_bwd)(float *dinp, float *dw, const float *dout, const float *inp,
+                        const float *w, const float *rstd, int N, int C);
+
+    /* ---- rotary position embeddings, in place (Llama, rotate_half) ----
+     * x holds B*T rows of `stride` floats; in each row the first n_heads
+     * heads of hd floats are rotated (q heads then k heads of a qkv row:
+     * n_heads = NH + NKV).  Within a head, element j pairs with j + hd/2
+     * (j < hd/2), the angle is a = (float)t * inv_freq[j] (t = position in
+     * the sequence, row index mod T; inv_freq[hd/2] in the backend's
+     * memory):  x[j] <- x[j] cos a - x[j+hd/2] sin a,
+     *           x[j+hd/2] <- x[j+hd/2] cos a + x[j] sin a.
+     * rope_bwd applies the inverse rotation (angle -a): the gradient.       */
+    void (*rope_fwd)(float *x, const float *inv_freq, int B, int T, int n_heads,
+                     int stride, int hd);
+    void (*rope_bwd)(float *x, const float *inv_freq, int B, int T, int n_heads,
+                     int stride, int hd);
+
+    /* ---- SwiGLU (Llama MLP) ----
+     * gu[N, 2H] holds gate | up per row (H = intermediate size):
+     * out[N,H] = silu(gate) * up,
+     * silu(x) = x / (1 + exp(-x))                                           */
+    void (*swiglu_fwd)(float *out, const float *gu, int N, int H);
+    /* dgu[N, 2H] (overwritten) from dout[N, H] and gu */
+    void (*swiglu_bwd)(float *dgu, const float *dout, const float *gu, int N, int H);
 
     /* ---- linear layer: out[N,OC] = inp[N,C] @ w[OC,C]^T + bias[OC] ----
      * bias may be NULL.                                                     */
@@ -136,6 +168,20 @@ typedef struct zt_backend {
     void (*attention_bwd)(float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse,
                           int B, int T, int C, int NH);
+
+    /* ---- causal grouped-query attention (Llama), memory-efficient ----
+     * qkv[B,T,(NH+2*NKV)*hd] holds, per position, NH q heads, NKV k heads,
+     * NKV v heads of hd floats each; q head h attends with kv head
+     * h / (NH/NKV) (NKV divides NH; NKV = 1: multi-query).  Scores are
+     * q.k / sqrt(hd).  out[B,T,NH*hd]; lse[B,NH,T] as attention_fwd.  No
+     * [T,T] matrix is stored.                                               */
+    void (*gqa_fwd)(float *out, float *lse, const float *qkv,
+                    int B, int T, int NH, int NKV, int hd);
+    /* dqkv[B,T,(NH+2*NKV)*hd] (overwritten) from dout[B,T,NH*hd], qkv,
+     * out, lse; a kv head's gradient sums its q heads in a fixed order      */
+    void (*gqa_bwd)(float *dqkv, const float *dout, const float *qkv,
+                    const float *out, const float *lse,
+                    int B, int T, int NH, int NKV, int hd);
 
     /* ---- GELU, tanh approximation (GPT-2) over n elements ---- */
     void (*gelu_fwd)(float *out, const float *inp, size_t n);

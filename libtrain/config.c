@@ -175,9 +175,55 @@ static const keydef keys[] = {
     {"ztrain.model.n_embd", "n-embd", NULL, NULL, T_INT, FLD(model.n_embd),
      1, 65536, 0, "128", NULL, "embedding width"},
     {"ztrain.model.context", "context", NULL, NULL, T_INT, FLD(model.context),
-     1, 1048576, 0, "128", NULL, "sequence length (tokens per sample)"},
+     1, 1048576, 0, "128", NULL,
+     "the model's maximum positions (GPT-2: rows of the position table; Llama: "
+     "max_position_embeddings); the training length is ztrain.seq_len"},
     {"ztrain.model.vocab", "vocab", NULL, NULL, T_INT, FLD(model.vocab),
      2, 1048576, 0, "256", NULL, "vocabulary size"},
+    {"ztrain.model.arch", "arch", NULL, NULL, T_ENUM, FLD(model.arch),
+     0, 0, 0, "gpt2", "gpt2|llama",
+     "architecture: gpt2 (learned positions, LayerNorm, GELU, tied head) or llama (RMSNorm, "
+     "rotary positions, SwiGLU, grouped-query attention: Llama, Mistral, Qwen2, SmolLM)"},
+    {"ztrain.model.n_kv_head", "n-kv-head", NULL, NULL, T_INT, FLD(model.n_kv_head),
+     0, 4096, 0, "0", NULL,
+     "llama: key/value heads (grouped-query attention; must divide n_head; 1 = multi-query); "
+     "0 = n_head"},
+    {"ztrain.model.head_dim", "head-dim", NULL, NULL, T_INT, FLD(model.head_dim),
+     0, 65536, 0, "0", NULL, "llama: width of one attention head (even); 0 = n_embd / n_head"},
+    {"ztrain.model.intermediate_size", "intermediate-size", NULL, NULL, T_INT,
+     FLD(model.intermediate), 0, 1048576, 0, "0", NULL,
+     "llama: SwiGLU MLP width; 0 = 4 * n_embd"},
+    {"ztrain.model.rms_norm_eps", "rms-norm-eps", NULL, NULL, T_DOUBLE, FLD(model.norm_eps),
+     0, 1, KF_LO_OPEN, "1e-5", NULL, "llama: RMSNorm epsilon"},
+    {"ztrain.model.rope_theta", "rope-theta", NULL, NULL, T_DOUBLE, FLD(model.rope_theta),
+     0, 0, KF_LO_OPEN | KF_NO_HI, "10000", NULL, "llama: rotary embedding base"},
+    {"ztrain.model.rope_scaling", "rope-scaling", NULL, NULL, T_ENUM, FLD(model.rope_scaling),
+     0, 0, 0, "none", "none|llama3",
+     "llama: rotary frequency scaling (llama3: Llama 3.1's wavelength-dependent scaling)"},
+    {"ztrain.model.rope_factor", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_factor),
+     1, 0, KF_NO_HI, "8", NULL, "llama3 rope scaling: factor"},
+    {"ztrain.model.rope_low_freq_factor", NULL, NULL, NULL, T_DOUBLE,
+     FLD(model.rope_low_freq_factor), 0, 0, KF_LO_OPEN | KF_NO_HI, "1", NULL,
+     "llama3 rope scaling: low_freq_factor"},
+    {"ztrain.model.rope_high_freq_factor", NULL, NULL, NULL, T_DOUBLE,
+     FLD(model.rope_high_freq_factor), 0, 0, KF_LO_OPEN | KF_NO_HI, "4", NULL,
+     "llama3 rope scaling: high_freq_factor (> low_freq_factor)"},
+    {"ztrain.model.rope_original_max_positions", NULL, NULL, NULL, T_INT,
+     FLD(model.rope_original_max), 1, 0, KF_NO_HI, "8192", NULL,
+     "llama3 rope scaling: original_max_position_embeddings"},
+    {"ztrain.model.attention_bias", "attention-bias", NULL, NULL, T_BOOL,
+     FLD(model.attention_bias), 0, 0, 0, "false", NULL, "llama: q/k/v projections have biases (Qwen2)"},
+    {"ztrain.model.tie_embeddings", "tie-embeddings", NULL, NULL, T_BOOL,
+     FLD(model.tie_embeddings), 0, 0, 0, "true", NULL,
+     "the LM head is the token embedding (gpt2: always)"},
+
+    {"ztrain.seq_len", "seq-len", NULL, NULL, T_INT, FLD(seq_len),
+     0, 1048576, 0, "0", NULL,
+     "tokens per training and evaluation sample; 0 = ztrain.model.context (at most that)"},
+    {"ztrain.init_from", "init-from", NULL, NULL, T_STRING, FLD(init_from),
+     0, 0, 0, "", NULL,
+     "a Hugging Face model directory (config.json + safetensors): its config.json sets "
+     "ztrain.model.* and its weights start the run; \"\" = random initialization"},
 
     /* ---- data */
     {"ztrain.data.train", "train", NULL, NULL, T_STRING, FLD(data_train),
@@ -1231,7 +1277,7 @@ static int resolve_batch(zt_config *c, int world, zt_status *st) {
 /* Keys whose value zt_config_finalize may compute. */
 static const char *const derived_keys[] = {
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-    "ztrain.eval_batch_size", "scheduler.params.total_num_steps",
+    "ztrain.eval_batch_size", "scheduler.params.total_num_steps", "ztrain.seq_len",
 };
 
 /* Forget values computed by an earlier finalize so it can be redone. */
@@ -1245,6 +1291,58 @@ static void reset_derived(zt_config *c) {
             store_raw(c, i, &v);
         c->src[i] = ZT_SRC_DEFAULT;
     }
+}
+
+int zt_model_arch(const zt_model_config *mc) {
+    return strcmp(mc->arch, "llama") == 0 ? ZT_ARCH_LLAMA : ZT_ARCH_GPT2;
+}
+int zt_model_kv_heads(const zt_model_config *mc) {
+    return mc->n_kv_head > 0 ? mc->n_kv_head : mc->n_head;
+}
+int zt_model_head_dim(const zt_model_config *mc) {
+    return mc->head_dim > 0 ? mc->head_dim : (mc->n_head > 0 ? mc->n_embd / mc->n_head : 0);
+}
+int zt_model_intermediate(const zt_model_config *mc) {
+    return mc->intermediate > 0 ? mc->intermediate : 4 * mc->n_embd;
+}
+
+/* The model shape's cross-key rules. */
+static int check_model(const zt_model_config *m, zt_status *st) {
+    if (zt_model_arch(m) == ZT_ARCH_GPT2) {
+        if (m->n_embd % m->n_head != 0)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d must be divisible by "
+                           "ztrain.model.n_head=%d", m->n_embd, m->n_head);
+        if (!m->tie_embeddings)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.tie_embeddings=false: the gpt2 "
+                           "architecture always ties its LM head to the token embedding");
+        const char *bad = (m->n_kv_head && m->n_kv_head != m->n_head) ? "n_kv_head"
+                        : (m->head_dim && m->head_dim * m->n_head != m->n_embd) ? "head_dim"
+                        : m->intermediate && m->intermediate != 4 * m->n_embd ? "intermediate_size"
+                        : m->attention_bias ? "attention_bias"
+                        : strcmp(m->rope_scaling, "none") ? "rope_scaling" : NULL;
+        if (bad)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a llama setting; the gpt2 "
+                           "architecture has no such choice (set ztrain.model.arch=llama)", bad);
+        return ZT_OK;
+    }
+    int kv = zt_model_kv_heads(m), hd = zt_model_head_dim(m);
+    if (m->n_head % kv != 0)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_kv_head=%d must divide "
+                       "ztrain.model.n_head=%d", kv, m->n_head);
+    if (m->head_dim == 0 && m->n_embd % m->n_head != 0)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d is not divisible by "
+                       "ztrain.model.n_head=%d: give ztrain.model.head_dim", m->n_embd, m->n_head);
+    if (hd < 2 || hd % 2)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.head_dim=%d must be even (rotary embeddings "
+                       "rotate pairs)", hd);
+    if ((double)hd * m->n_head > 1048576.0 || (double)zt_model_intermediate(m) > 1048576.0)
+        return zt_fail(st, ZT_EINVAL, "llama shape too large (n_head * head_dim %d x %d, "
+                       "intermediate %d)", m->n_head, hd, zt_model_intermediate(m));
+    if (!strcmp(m->rope_scaling, "llama3") && !(m->rope_high_freq_factor > m->rope_low_freq_factor))
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.rope_high_freq_factor=%g must exceed "
+                       "ztrain.model.rope_low_freq_factor=%g", m->rope_high_freq_factor,
+                       m->rope_low_freq_factor);
+    return ZT_OK;
 }
 
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
@@ -1271,9 +1369,14 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
                        "zero_optimization.offload_optimizer.device=cpu as well (parameters are "
                        "offloaded together with the optimizer state): add it, or use "
                        "--offload params", c->offload_param);
-    if (c->model.n_embd % c->model.n_head != 0)
-        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d must be divisible by "
-                       "ztrain.model.n_head=%d", c->model.n_embd, c->model.n_head);
+    ZT_TRY(check_model(&c->model, st));
+    if (c->seq_len == 0) {
+        c->seq_len = c->model.context;
+        c->src[key_index("ztrain.seq_len")] = ZT_SRC_DERIVED;
+    }
+    if (c->seq_len > c->model.context)
+        return zt_fail(st, ZT_EINVAL, "ztrain.seq_len=%d exceeds the model's maximum positions "
+                       "ztrain.model.context=%d", c->seq_len, c->model.context);
     ZT_TRY(resolve_batch(c, world, st));
     if (c->eval_batch_size == 0) {
         c->eval_batch_size = c->micro_batch;

@@ -17,10 +17,30 @@
 
 typedef struct zt_model_config {
     int n_layer;   /* ztrain.model.n_layer   >= 1                 */
-    int n_head;    /* ztrain.model.n_head    >= 1, divides n_embd */
-    int n_embd;    /* ztrain.model.n_embd    >= 1                 */
-    int context;   /* ztrain.model.context   >= 1 (max sequence)  */
-    int vocab;     /* ztrain.model.vocab     2..65536             */
+    int n_head;    /* ztrain.model.n_head    >= 1                 */
+    int n_embd;    /* ztrain.model.n_embd    >= 1 (hidden size)   */
+    int context;   /* ztrain.model.context   >= 1: the model's maximum positions
+                    * (GPT-2: rows of the position table; Llama:
+                    * max_position_embeddings).  The training length is
+                    * zt_config.seq_len (<= context).                  */
+    int vocab;     /* ztrain.model.vocab     2..2^20              */
+    /* ---- architecture (ztrain.model.arch) and its Llama-family settings;
+     * GPT-2 ignores them (finalize refuses non-default values for it) */
+    char arch[16];          /* ztrain.model.arch: gpt2 | llama              */
+    int n_kv_head;          /* ztrain.model.n_kv_head: GQA key/value heads, 0 = n_head;
+                             * must divide n_head (1 = multi-query)          */
+    int head_dim;           /* ztrain.model.head_dim, 0 = n_embd / n_head     */
+    int intermediate;       /* ztrain.model.intermediate_size: SwiGLU width, 0 = 4 n_embd */
+    double norm_eps;        /* ztrain.model.rms_norm_eps (RMSNorm), default 1e-5 */
+    double rope_theta;      /* ztrain.model.rope_theta, default 10000       */
+    char rope_scaling[8];   /* ztrain.model.rope_scaling: none | llama3     */
+    double rope_factor;     /* ztrain.model.rope_factor (llama3), default 8 */
+    double rope_low_freq_factor;  /* ztrain.model.rope_low_freq_factor, default 1  */
+    double rope_high_freq_factor; /* ztrain.model.rope_high_freq_factor, default 4 */
+    int rope_original_max;  /* ztrain.model.rope_original_max_positions, default 8192 */
+    int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
+    int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding
+                             * (GPT-2: always true)                          */
 } zt_model_config;
 
 struct zt_config {
@@ -60,6 +80,11 @@ struct zt_config {
     char warmup_type[16];     /* scheduler.params.warmup_type: linear | log */
 
     zt_model_config model;    /* ztrain.model.* */
+
+    int seq_len;              /* ztrain.seq_len: tokens per training/eval sample, 0 = derive
+                               * (= model.context); at most model.context */
+    char init_from[ZT_PATH_MAX]; /* ztrain.init_from: a Hugging Face model directory whose
+                                  * weights start the run ("" = random initialization) */
 
     char data_train[ZT_PATH_MAX]; /* ztrain.data.train (file or glob) */
     char data_val[ZT_PATH_MAX];   /* ztrain.data.val ("" = no eval) */
@@ -130,6 +155,12 @@ int zt_config_key_is_bool(const char *key_or_alias);
 int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st);
 /* activation_checkpointing.policy as a group size: 0 none, 1 blocks, K every-K. */
 int zt_config_act_ckpt_k(const zt_config *cfg);
+/* Model helpers (valid after finalize or on any set config). */
+enum { ZT_ARCH_GPT2 = 0, ZT_ARCH_LLAMA = 1 };
+int zt_model_arch(const zt_model_config *mc);            /* ZT_ARCH_* */
+int zt_model_kv_heads(const zt_model_config *mc);        /* n_kv_head or n_head */
+int zt_model_head_dim(const zt_model_config *mc);        /* head_dim or n_embd / n_head */
+int zt_model_intermediate(const zt_model_config *mc);    /* intermediate or 4 n_embd */
 /* ztrain.memory_report: -1 off, 0 at the end only, N every N steps. */
 int zt_config_memory_report(const zt_config *cfg);
 /* Parse a byte size ("8G", "512MiB", "1.5T", "123", "auto" = 0); -1 if malformed. */

@@ -410,6 +410,9 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
 
     /* layout: model.c's units */
     uint64_t C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab, T = (uint64_t)mc->context;
+    /* training / eval windows are seq_len long; T (the model's positions) sizes
+     * the position table and the sample's window */
+    const uint64_t S = (uint64_t)c->seq_len;
     layout y;
     memset(&y, 0, sizeof y);
     y.p = p;
@@ -453,7 +456,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* the model computes in fp32 in every precision (precision.h): fp32
      * activation, eval and sample blocks */
     const int elem = 4;
-    const uint64_t tok = (T + 1) * 4;   /* one window of uint32 tokens */
+    const uint64_t tok = (S + 1) * 4;   /* one window of uint32 tokens */
     /* 16-bit gradient reductions (communication_data_type) with more than one rank */
     const int comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
     /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
@@ -510,10 +513,10 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
     }
-    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)T, 1, k, elem);
+    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)S, 1, k, elem);
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
     /* on a GPU the data source writes host token arrays (inputs, targets) */
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * T * 4 * 2);
+    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * S * 4 * 2);
     /* zt_adamw_init: m and v (fp32) */
     for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
     p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
@@ -542,8 +545,8 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     if (p->with_eval) {
         s.phase = "setup";
         s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
-                zt_memplan_acts_bytes(mc, p->eval_batch, (int)T, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * T * 4 * 2);
+                zt_memplan_acts_bytes(mc, p->eval_batch, (int)S, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * S * 4 * 2);
     }
     s.phase = "forward";
     sim_forward(&y, 1);
@@ -590,7 +593,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
         p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
         p->scratch_bytes = zt_cuda_ws_scratch_size(
-            cuda_scratch_request(mc, B, (int)T, p->with_eval ? p->eval_batch : 0, Psi));
+            cuda_scratch_request(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi));
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;

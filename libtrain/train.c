@@ -322,7 +322,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
         rc = zt_fail(st, rc, "out of memory initializing the parameters");
         goto fail;
     }
-    if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->model.context, 1,
+    if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1,
                                  ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
     if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
     if ((rc = zt_be_check(ctx->be, "creating the context", st)) != ZT_OK) goto fail;
@@ -426,7 +426,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     const zt_config *c = ctx->cfg;
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
-    int B = c->micro_batch, T = c->model.context, A = c->grad_accum;
+    int B = c->micro_batch, T = c->seq_len, A = c->grad_accum;
     long global_batch = (long)B * A * ctx->nranks;
     float dloss = (float)(1.0 / ((double)global_batch * T));
     /* fp16: the loss (its gradient) is scaled; 1 otherwise */
@@ -520,7 +520,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
     if (ctx->eval_acts.acts) return ZT_OK;
     return zt_batch_buf_alloc(ctx, &ctx->eval_acts, ctx->cfg->eval_batch_size,
-                              ctx->cfg->model.context, 0, ZT_MEM_EVAL, st);
+                              ctx->cfg->seq_len, 0, ZT_MEM_EVAL, st);
 }
 
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
@@ -528,7 +528,7 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     if (!ctx->has_val)
         return zt_fail(st, ZT_EINVAL, "no validation data (ztrain.data.val is empty)");
     ZT_TRY(eval_acts_ready(ctx, st));
-    int EB = ctx->cfg->eval_batch_size, T = ctx->cfg->model.context;
+    int EB = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len;
     double sum = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)EB;

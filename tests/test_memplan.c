@@ -32,7 +32,8 @@ static void test_acts(void) {
     int shapes[][5] = {{1, 1, 8, 5, 11}, {2, 2, 32, 16, 64}, {5, 4, 48, 7, 300}, {7, 2, 16, 33, 29}};
     int ok = 1;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
-        zt_model_config mc = {shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]};
+        zt_model_config mc = {.n_layer = shapes[i][0], .n_head = shapes[i][1], .n_embd = shapes[i][2],
+                              .context = shapes[i][3], .vocab = shapes[i][4]};
         int ks[] = {0, 1, 2, 3, mc.n_layer, mc.n_layer + 2};
         for (int B = 1; B <= 3; B += 2)
             for (size_t j = 0; j < sizeof ks / sizeof ks[0]; ++j)
@@ -50,7 +51,7 @@ static void test_acts(void) {
     }
     tap_ok(ok, "activation bytes: planner == GPT's carve + token arrays (policies, B, shapes)");
 
-    zt_model_config g2 = {12, 12, 768, 1024, 50257};
+    zt_model_config g2 = {.n_layer = 12, .n_head = 12, .n_embd = 768, .context = 1024, .vocab = 50257};
     uint64_t none = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 0, 4);
     uint64_t blocks = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 1, 4);
     uint64_t every3 = zt_memplan_acts_bytes(&g2, 8, 1024, 1, 3, 4);
