@@ -1,0 +1,113 @@
+/*
+ * llama_math.h -- the per-element math of the Llama kernels (RMSNorm,
+ * rotary embeddings, SwiGLU), shared by the CPU backend (C) and the CUDA
+ * backend (device code) so both apply the same operations in the same
+ * order; tests/test_kernels_llama.c exercises it as host code.
+ * backend.h documents the formulas.
+ */
+#ifndef ZT_LLAMA_MATH_H
+#define ZT_LLAMA_MATH_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define ZT_LLAMA_FN static __host__ __device__ __forceinline__
+#else
+#define ZT_LLAMA_FN static inline
+#endif
+
+/* ---- RMSNorm (as transformers' LlamaRMSNorm, fp32) ----
+ * rstd = 1 / sqrt(mean(x^2) + eps) from ss = sum of x^2 over the C channels
+ * (accumulated in double by the caller, in its fixed order).              */
+ZT_LLAMA_FN float zt_rms_rstd(double ss, int C, float eps) {
+    return 1.0f / sqrtf((float)(ss / (double)C) + eps);
+}
+/* out = (x * rstd) * w */
+ZT_LLAMA_FN float zt_rms_out(float x, float rstd, float w) { return (x * rstd) * w; }
+/* The row's backward constant k = rstd^3 * sum_c(w dy x) / C, from
+ * s = sum_c(w_c dy_c x_c) (double, summed by the caller).                 */
+ZT_LLAMA_FN float zt_rms_k(double s, float rstd, int C) {
+    return (float)((double)rstd * rstd * rstd * s / (double)C);
+}
+/* dx = rstd * w * dy - x * k  (y = x rstd w, rstd = (mean x^2 + eps)^-1/2) */
+ZT_LLAMA_FN float zt_rms_dx(float x, float dy, float w, float rstd, float k) {
+    return rstd * (w * dy) - x * k;
+}
+
+/* ---- rotary embeddings (rotate_half: element j pairs with j + hd/2) ----
+ * angle = (float)t * inv_freq[j] in fp32, as transformers computes it.    */
+ZT_LLAMA_FN float zt_rope_angle(int t, float inv_freq) { return (float)t * inv_freq; }
+/* rotate the pair (a, b) = (x[j], x[j+hd/2]) by the angle whose cos, sin
+ * are c, s (backward: the same with -s) */
+ZT_LLAMA_FN void zt_rope_rotate(float *a, float *b, float c, float s) {
+    const float x1 = *a, x2 = *b;
+    *a = x1 * c - x2 * s;
+    *b = x2 * c + x1 * s;
+}
+
+/* ---- exp for SwiGLU ----
+ * Branch-free expf (Cephes polynomial, ~1-2 ulp), the same operations on
+ * CPU and GPU, so that `#pragma omp simd` loops calling it vectorize (glibc's
+ * scalar expf does not without -ffast-math).  x < -87.3 gives +0 and
+ * x > 88.3 gives +inf (the true value overflows past 88.72; silu only
+ * divides by 1 + exp, so the gap (88.3, 88.72] is immaterial); NaN gives
+ * NaN.                                                                    */
+ZT_LLAMA_FN uint32_t zt_llama_f2u(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+ZT_LLAMA_FN float zt_llama_u2f(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+ZT_LLAMA_FN float zt_llama_expf(float x) {
+    /* n = round(x / ln2) via the 1.5 * 2^23 trick: the low bits of t hold
+     * 0x400000 + n.  Outside [-87.3, 88.3] the arithmetic below is garbage
+     * (n out of the exponent's range) and is replaced through integer
+     * masks: no float select or clamp, which GCC would not if-convert
+     * under -ftrapping-math and the loop would stay scalar.              */
+    const float t = x * 1.44269504088896341f + 12582912.0f;
+    const float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    const float z = r * r;
+    float y = 1.9875691500e-4f;
+    y = y * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * z + r + 1.0f;
+    const float s = zt_llama_u2f((zt_llama_f2u(t) - 0x4B400000u + 127u) << 23);   /* 2^n */
+    uint32_t rb = zt_llama_f2u(y * s);
+    rb &= -(uint32_t)!(x < -87.3f);                      /* underflow (and -inf) -> +0 */
+    const uint32_t big = -(uint32_t)(x > 88.3f);         /* overflow (and +inf) -> +inf */
+    rb = (rb & ~big) | (0x7F800000u & big);
+    const uint32_t nan = -(uint32_t)((zt_llama_f2u(x) & 0x7FFFFFFFu) > 0x7F800000u);
+    return zt_llama_u2f(rb | (0x7FC00000u & nan));       /* NaN -> NaN */
+}
+
+/* ---- SwiGLU: out = silu(gate) * up, silu(x) = x / (1 + exp(-x)) ---- */
+ZT_LLAMA_FN float zt_silu(float x) { return x / (1.0f + zt_llama_expf(-x)); }
+ZT_LLAMA_FN float zt_swiglu(float g, float u) { return zt_silu(g) * u; }
+/* gradients of out = silu(g) u: dg = dout u silu'(g), du = dout silu(g),
+ * silu'(g) = sig(g) (1 + g (1 - sig(g))) */
+ZT_LLAMA_FN void zt_swiglu_bwd(float *dg, float *du, float g, float u, float dout) {
+    const float d = 1.0f + zt_llama_expf(-g);
+    const float sig = 1.0f / d, si = g / d;   /* si == zt_silu(g) bitwise */
+    *dg = dout * u * (sig * (1.0f + g * (1.0f - sig)));
+    *du = dout * si;
+}
+
+#endif /* ZT_LLAMA_MATH_H */
