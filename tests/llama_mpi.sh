@@ -15,6 +15,8 @@
 #    untied: 2 ranks stage 2 -> 4 ranks hybrid stage 3): the resumed losses
 #    equal the uninterrupted run's; a changed model setting is refused
 #    naming the key;
+#  - ztrain sample --checkpoint (cpu, cpu-strict, resharded; token ids for a
+#    vocabulary other than bytes);
 #  - scripts/engine-check.sh with the llama config on cpu-strict (bitwise).
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
@@ -178,6 +180,24 @@ rc=$?
 ok $? "a checkpoint with another rope scaling is refused, naming the key"
 "$ZTRAIN" ckpt inspect ck_ur --no-config | grep -q "model        llama: 2 layers, 4 heads (2 kv, head dim 16), 64 wide, intermediate 128, .*llama3 scaling (factor 8, low 1, high 4, original 16).*untied head, q/k/v biases"
 ok $? "ckpt inspect names the architecture and its settings"
+
+# sampling from a checkpoint (any model): the same text on cpu and cpu-strict
+# and from the 3-rank stage-3 checkpoint of the same run; a vocabulary other
+# than bytes prints token ids
+"$ZTRAIN" sample --checkpoint ck_ref --length 24 --prompt "ROMEO:" --seed 3 > s_cpu.txt 2>&1 &&
+    "$ZTRAIN" sample --checkpoint ck_ref/step-12 --length 24 --prompt "ROMEO:" --seed 3 \
+        --backend cpu-strict > s_strict.txt 2>&1 &&
+    "$ZTRAIN" sample --checkpoint ck_n3s3 --length 24 --prompt "ROMEO:" --seed 3 > s_n3s3.txt 2>&1 &&
+    [ "$(head -c 6 s_cpu.txt)" = "ROMEO:" ] && [ "$(wc -c < s_cpu.txt)" = 31 ] &&
+    cmp -s s_cpu.txt s_strict.txt && cmp -s s_cpu.txt s_n3s3.txt
+ok $? "ztrain sample --checkpoint: 24 tokens after the prompt, the same on cpu-strict and from the 3-rank stage-3 checkpoint"
+STEPS=2 run v300 1 --stage 0 --micro-batch 12 --vocab 300 &&
+    "$ZTRAIN" sample --checkpoint ck_v300 --length 16 --prompt "ab" > s_v300.txt 2>&1 &&
+    python3 -c '
+import sys
+t = open(sys.argv[1]).read().split()
+sys.exit(0 if len(t) == 16 and all(0 <= int(x) < 300 for x in t) else 1)' s_v300.txt
+ok $? "vocab 300: ztrain sample prints 16 token ids below 300"
 
 # the engine check on cpu-strict with the llama config: bitwise the cpu runs
 bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np "1 2" --cases "s3 bf16s3 resume" \
