@@ -199,6 +199,21 @@ t = open(sys.argv[1]).read().split()
 sys.exit(0 if len(t) == 16 and all(0 <= int(x) < 300 for x in t) else 1)' s_v300.txt
 ok $? "vocab 300: ztrain sample prints 16 token ids below 300"
 
+# the planner on a device target: cpu-strict's measured device peak equals
+# the prediction (tied, stage 0; untied + biases, stage 3, bf16, checkpointing)
+for v in "d0 1 --stage 0 --micro-batch 12" \
+         "d3 2 --stage 3 --micro-batch 6 --bf16.enabled true --act-ckpt blocks ${UNTIED[*]}"; do
+    set -- $v; tag=$1 n=$2; shift 2
+    STEPS=3 run "$tag" "$n" --backend cpu-strict --memory-report --eval-every 2 "$@" &&
+        python3 - "o_$tag.txt" <<'PY'
+import re, sys
+m = re.findall(r"device memory peak per rank \(.*\): measured (\d+) bytes, predicted (\d+) bytes", open(sys.argv[1]).read())
+print("# measured, predicted: %s" % m)
+sys.exit(0 if m and all(a == b for a, b in m) else 1)
+PY
+    ok $? "cpu-strict, $n rank(s) $*: measured device peak == predicted"
+done
+
 # the engine check on cpu-strict with the llama config: bitwise the cpu runs
 bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np "1 2" --cases "s3 bf16s3 resume" \
     --config "$CFG" --ztrain "$ZTRAIN" --mpirun "$ZT_MPIRUN" > ec.txt 2>&1
