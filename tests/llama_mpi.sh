@@ -88,7 +88,7 @@ PY
     [ "$(grep -c checksum "t_$1.txt")" -gt 20 ] && cmp -s "t_$1.txt" "t_$2.txt"
 }
 
-run ref 1 --stage 0 --micro-batch 12 && grep -q "model: llama, " o_ref.txt
+run ref 1 --stage 0 --micro-batch 12 && grep -q "^model: 90432 parameters (2 layers, 4 heads, 64 wide, context 64, vocab 256), architecture llama: 2 kv heads, head dim 16, intermediate 128, tied head$" o_ref.txt
 ok $? "reference: 1 rank, stage 0, micro-batch 12 (the llama model)"
 python3 - m_ref.jsonl <<'PY'
 import json, sys
