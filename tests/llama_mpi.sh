@@ -2,7 +2,7 @@
 # llama_mpi.sh -- the Llama model (configs/llama-tiny.json: grouped-query
 # attention 4 / 2 heads, SwiGLU, RMSNorm, RoPE, tied head) trained with
 # `ztrain train` on the bundled byte corpus:
-#  - stages 0-3 at 1-4 ranks, hybrid 2 x 2, gradient accumulation: per-step
+#  - stages 0-3 at 1-4 ranks, hybrid 2 x 2, gradient accumulation, offload: per-step
 #    losses within 1e-5 relative and final parameters within 1e-5 of the
 #    1-rank stage-0 run (as zero_mpi.sh for the GPT);
 #  - the untied head with q/k/v biases and llama3 rope scaling: the same at
@@ -112,6 +112,8 @@ for s in 0 3; do
     run "a$s" 2 --stage "$s" --micro-batch 3 --grad-accum 2 && compare ref "a$s"
     ok $? "2 ranks, stage $s, accumulation 2 x micro 3 matches 1 x 12"
 done
+run off 2 --stage 3 --micro-batch 6 --offload params && compare ref off
+ok $? "2 ranks, stage 3, optimizer and parameter offload: losses and parameters match the reference"
 
 # untied head, q/k/v biases, llama3 rope scaling
 run uref 1 --stage 0 --micro-batch 12 "${UNTIED[@]}" && grep -q "untied head, q/k/v biases, llama3" o_uref.txt
