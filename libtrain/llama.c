@@ -178,7 +178,8 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
     const float base = (float)mc->rope_theta;
     const int llama3 = strcmp(mc->rope_scaling, "llama3") == 0;
     /* transformers, all in float32: 1 / base ** (arange(0, hd, 2) / hd);
-     * llama3: wavelen = 2 pi / f (torch: reciprocal(f) * 2 pi) */
+     * llama3: wavelen = 2 pi / f (torch: reciprocal(f) * 2 pi).  Bitwise
+     * transformers' values (tests/llama_hf.sh). */
     const float factor = (float)mc->rope_factor, low = (float)mc->rope_low_freq_factor;
     const float old = (float)mc->rope_original_max;
     const float low_wavelen = (float)((double)mc->rope_original_max / mc->rope_low_freq_factor);

@@ -216,6 +216,20 @@ PY
     ok $? "cpu-strict, $n rank(s) $*: measured device peak == predicted"
 done
 
+# the CLI with real loaders: micro batch "auto" under a 5 MiB limit keeps the
+# batch (micro 6 x accumulation 4), and the end-of-training report's accounted
+# peak equals the prediction
+STEPS=3 run auto 1 --micro-batch auto --grad-accum auto --batch-size 24 --memory-limit 5M \
+    --memory-report --eval-every 2 &&
+    grep -q "micro batch 6 x accumulation 4 x 1 ranks = batch 24" o_auto.txt &&
+    python3 - o_auto.txt <<'PY'
+import re, sys
+m = re.search(r"memory peak per rank: accounted (\d+) bytes, predicted (\d+) bytes", open(sys.argv[1]).read())
+print("# accounted %s, predicted %s" % m.groups())
+sys.exit(0 if m.group(1) == m.group(2) else 1)
+PY
+ok $? "micro batch auto under 5 MiB: 6 x 4 = 24; accounted peak == predicted (data loaders, eval)"
+
 # the engine check on cpu-strict with the llama config: bitwise the cpu runs
 bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np "1 2" --cases "s3 bf16s3 resume" \
     --config "$CFG" --ztrain "$ZTRAIN" --mpirun "$ZT_MPIRUN" > ec.txt 2>&1
