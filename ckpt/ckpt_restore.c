@@ -21,12 +21,6 @@
 #include "ckpt_internal.h"
 #include "devmem.h"
 
-#define CK_TAG 7301
-
-static float *fam_ptr(const zt_owned_range *r, int f) {
-    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
-}
-
 static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, zt_status *st) {
     const zt_model_config *mc = &ctx->model->cfg;
     if (in->n_layer != mc->n_layer || in->n_head != mc->n_head || in->n_embd != mc->n_embd ||
@@ -78,54 +72,6 @@ static int mismatch(zt_status *st, const char *file, int fam, const char *tname,
     return zt_fail(st, ZT_EDATA, "%s: tensor %s: checksum mismatch (stored %016llx, computed "
                    "%016llx): the checkpoint is corrupt", file, name,
                    (unsigned long long)stored, (unsigned long long)got);
-}
-
-/* Owned elements [x, y) of range rg, family f, from host values src (device
- * state: copied to the device). */
-static void put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
-                      uint64_t y, const float *src) {
-    float *dst = fam_ptr(rg, f) + (x - rg->lo);
-    if (s->on_device) s->be->to_device(dst, src, (y - x) * sizeof(float));
-    else memcpy(dst, src, (y - x) * sizeof(float));
-}
-
-/* Send flat elements [a, b) of family f from rank 0's buf to their owners;
- * every rank calls it.  h: device state's host buffer (receives land there
- * first), NULL for host state. */
-static int scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t a,
-                   uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
-                   zt_status *st) {
-    MPI_Comm comm = ck_comm(ctx);
-    if (ctx->rank == 0) {
-        int nreq = 0;
-        for (int r = 1; r < p->nranks; ++r)
-            for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
-                uint64_t x = p->lo[i] > a ? p->lo[i] : a, y = p->hi[i] < b ? p->hi[i] : b;
-                if (x >= y) continue;
-                if (MPI_Isend(buf + (x - a), (int)(y - x), MPI_FLOAT, r, CK_TAG, comm,
-                              &reqs[nreq++]) != MPI_SUCCESS)
-                    return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Isend to rank %d failed", r);
-            }
-        for (int i = 0; i < s->n_ranges; ++i) {
-            const zt_owned_range *rg = &s->ranges[i];
-            uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
-            if (x < y) put_owned(s, rg, f, x, y, buf + (x - a));
-        }
-        if (nreq && MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-            return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Waitall failed");
-        return ZT_OK;
-    }
-    for (int i = 0; i < s->n_ranges; ++i) {
-        const zt_owned_range *rg = &s->ranges[i];
-        uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
-        if (x >= y) continue;
-        /* at most b - a <= CK_CHUNK_ELEMS elements: fits h */
-        if (MPI_Recv(h ? h : fam_ptr(rg, f) + (x - rg->lo), (int)(y - x), MPI_FLOAT, 0, CK_TAG,
-                     comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Recv from rank 0 failed");
-        if (h) put_owned(s, rg, f, x, y, h);
-    }
-    return ZT_OK;
 }
 
 static int bcast_info(zt_ctx *ctx, zt_ckpt_info *in, zt_status *st) {
@@ -189,7 +135,8 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
                 }
                 rc = ck_root_status(ctx, rc, st);
                 if (rc == ZT_OK)
-                    rc = scatter(ctx, s, p, t->offset + a, t->offset + b, buf, fam, reqs, h, st);
+                    rc = ck_scatter(ctx, s, p, t->offset + a, t->offset + b, buf, fam, reqs, h,
+                                    "checkpoint restore", st);
             }
         }
         close_tensor(d);
@@ -260,7 +207,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                                  "owned range (a bug: please report it)", t->name);
                     break;
                 }
-                float *dst = h ? h : fam_ptr(rg, fam) + (a - rg->lo);
+                float *dst = h ? h : ck_fam_ptr(rg, fam) + (a - rg->lo);
                 hsize_t len = b - a;   /* a piece: at most CK_CHUNK_ELEMS */
                 hid_t ms = H5Screate_simple(1, &len, NULL);
                 if (ck_select_flat(fs, t->ndim, dims, a - t->offset, b - t->offset) < 0 ||
@@ -270,7 +217,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                     rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot read tensor %s", file, name);
                 }
                 H5Sclose(ms);
-                if (rc == ZT_OK && h) put_owned(s, rg, fam, a, b, h);
+                if (rc == ZT_OK && h) ck_put_owned(s, rg, fam, a, b, h);
                 if (rc == ZT_OK && s->writer)
                     got[fam * nt + ti] += zt_ckpt_checksum(dst, b - a, a - t->offset);
             }
