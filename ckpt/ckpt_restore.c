@@ -13,10 +13,12 @@
  * so the layout at save time does not matter (resharding).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "ckpt_internal.h"
 #include "devmem.h"
@@ -391,6 +393,33 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
                    how, dir, n, first_err);
 }
 
+/* checkpoint.resume=PATH at a directory without state.h5: fine when it is
+ * empty or holds checkpoint entries (step-*, latest); otherwise ZT_EINVAL
+ * (a Hugging Face model directory: use --init-from). */
+static int check_ckpt_dir(const char *dir, zt_status *st) {
+    DIR *d = opendir(dir);
+    if (!d) return zt_fail(st, ZT_EIO, "checkpoint.resume=%s: cannot list: %s", dir, strerror(errno));
+    struct dirent *e;
+    int other = 0, ours = 0;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!strncmp(e->d_name, "step-", 5) || !strcmp(e->d_name, ZT_CKPT_LATEST)) ours++;
+        else other++;
+    }
+    closedir(d);
+    if (ours || !other) return ZT_OK;
+    char cj[ZT_PATH_MAX + 16];
+    struct stat sb;
+    snprintf(cj, sizeof cj, "%s/config.json", dir);
+    if (stat(cj, &sb) == 0)
+        return zt_fail(st, ZT_EINVAL, "checkpoint.resume=%s: a Hugging Face model directory "
+                       "(config.json), not a ztrain checkpoint: start from its weights with "
+                       "--init-from %s", dir, dir);
+    return zt_fail(st, ZT_EINVAL, "checkpoint.resume=%s: the directory holds no ztrain "
+                   "checkpoint (no step-N, no %s) but is not empty; give a checkpoint or a "
+                   "checkpoint directory", dir, ZT_CKPT_LATEST);
+}
+
 int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     zt_status_clear(st);
     *step_out = -1;
@@ -409,8 +438,13 @@ int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     }
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
     if (ctx->nranks > 1) MPI_Bcast(&kind, 1, MPI_INT, 0, ck_comm(ctx));
-    if (kind == 0)
+    if (kind == 0) {
+        /* a directory: of checkpoints, or empty (a fresh start); anything
+         * else is a mistake worth stopping for, not a silent step 0 */
+        if (ctx->rank == 0) rc = check_ckpt_dir(c->ckpt_resume, st);
+        if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
         return resume_dir(ctx, c->ckpt_resume, mode, 0, "checkpoint.resume=PATH", step_out, st);
+    }
     double t0 = zt_now_s();
     zt_ckpt_info in;
     rc = restore(ctx, c->ckpt_resume, mode, &in, st);
