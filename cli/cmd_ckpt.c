@@ -36,7 +36,7 @@ static void ckpt_usage(FILE *fp) {
 
 /* PATH -> a checkpoint: a file or a step directory as is; a directory of
  * checkpoints -> its newest committed one (*is_dir = 1; -1 if none). */
-static int pick(const char *path, char *out, size_t n, int *is_dir) {
+int cli_ckpt_pick(const char *path, char *out, size_t n, int *is_dir) {
     struct stat sb;
     char probe[4200];
     *is_dir = 0;
@@ -118,7 +118,7 @@ static int do_inspect(int argc, char **argv) {
     if (!path) { cli_error("ckpt inspect: PATH missing (see 'ztrain ckpt --help')"); return ZT_EXIT_USAGE; }
     char p[4096];
     int is_dir;
-    if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_ckpt_info in;
     zt_status st;
     if (zt_ckpt_read_info(p, &in, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
@@ -134,9 +134,23 @@ static int do_inspect(int argc, char **argv) {
     printf("saved        %s by ztrain %s: %d rank%s, ZeRO stage %d, shard group %d\n", when,
            in.ztrain_version, in.world_size, in.world_size == 1 ? "" : "s", in.zero_stage,
            in.shard_group);
-    printf("model        gpt2: %d layers, %d heads, %d wide, context %d, vocab %d; %llu "
-           "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_embd, in.context, in.vocab,
-           (unsigned long long)in.num_params, in.n_tensors);
+    if (!strcmp(in.arch, "llama")) {
+        char rope[160] = "";
+        if (!strcmp(in.rope_scaling, "llama3"))
+            snprintf(rope, sizeof rope, ", llama3 scaling (factor %g, low %g, high %g, original %d)",
+                     in.rope_factor, in.rope_low_freq_factor, in.rope_high_freq_factor,
+                     in.rope_original_max);
+        printf("model        llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
+               "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s; %llu "
+               "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_kv_head, in.head_dim,
+               in.n_embd, in.intermediate, in.context, in.vocab, in.rope_theta, rope, in.norm_eps,
+               in.tie_embeddings ? "tied" : "untied", in.attention_bias ? ", q/k/v biases" : "",
+               (unsigned long long)in.num_params, in.n_tensors);
+    } else {
+        printf("model        %s: %d layers, %d heads, %d wide, context %d, vocab %d; %llu "
+               "parameters in %d tensors\n", in.arch, in.n_layer, in.n_head, in.n_embd, in.context,
+               in.vocab, (unsigned long long)in.num_params, in.n_tensors);
+    }
     printf("master copy  %s\n", in.has_master ? "yes (/master)" : "no (params are the fp32 training values)");
     if (in.scaler_present)
         printf("loss scaler  fp16: scale %g, %ld overflow-free steps, hysteresis left %d\n",
@@ -188,7 +202,7 @@ static int do_verify(int argc, char **argv) {
     const char *path = argv[1];
     char p[4096];
     int is_dir;
-    if (pick(path, p, sizeof p, &is_dir) != 0 && !is_dir) {
+    if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0 && !is_dir) {
         cli_error("%s: no committed checkpoint", path);
         return ZT_EXIT_FAIL;
     }
@@ -251,7 +265,7 @@ static int do_export(int argc, char **argv) {
     else { cli_error("--dtype must be fp32 or bf16, got '%s'", dtype); return ZT_EXIT_USAGE; }
     char p[4096];
     int is_dir;
-    if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_status st;
     if (hf) {
         if (zt_ckpt_export_hf(p, hf, bf16, max_shard, &st) != ZT_OK) {
