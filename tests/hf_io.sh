@@ -39,7 +39,7 @@ val_loss() { sed -n 's/.*"val_loss": \([-0-9.]*\)}.*/\1/p' "$1" | tail -1; }
 bad() {
     local name=$1 code=$2 pat=$3; shift 3
     rm -rf bad.d
-    zrun 1 --steps 1 --ckpt-dir bad.d --resume never "$@"
+    zrun "${BAD_NP:-1}" --steps 1 --ckpt-dir bad.d --resume never "$@"
     local rc=$? n
     n=$(grep -c '^ztrain: error:' run.err)
     ok $([ $rc = "$code" ] && [ "$n" = 1 ] && grep -q "^ztrain: error: .*$pat" run.err &&
@@ -148,6 +148,8 @@ bad "mis-shaped tensor" 1 "x6/model.safetensors: tensor transformer.h.0.attn.c_a
 bad "missing tensor" 1 "x7: tensor transformer.h.1.mlp.c_fc.bias \[128\] missing" --init-from x7
 "$PY" "$FIX" gpt2 x8 && "$PY" "$FIX" mutate x8/model.safetensors add
 bad "unexpected tensor" 1 "x8/model.safetensors: unexpected tensor model.extra_thing.weight \[4\]" --init-from x8
+BAD_NP=2 bad "2 ranks, stage 3: mis-shaped tensor (every rank agrees, no hang)" 1 "x6/model.safetensors: tensor transformer.h.0.attn.c_attn.weight has shape" --init-from x6 --stage 3
+BAD_NP=2 bad "2 ranks, stage 1: truncated file" 1 "x3/model.safetensors: tensor transformer.ln_f.bias" --init-from x3 --stage 1
 bad "a flag disagreeing with config.json" 2 "ztrain.model.n_layer=3 (flag) disagrees with g/config.json: n_layer gives 2" --init-from g --n-layer 3
 mkdir -p x9 && cp g/model.safetensors x9/ && sed 's/"layer_norm_epsilon": 1e-05/"layer_norm_epsilon": 1e-06/' g/config.json > x9/config.json
 bad "GPT-2 layer_norm_epsilon other than 1e-5" 2 "layer_norm_epsilon" --init-from x9
