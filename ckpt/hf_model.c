@@ -526,8 +526,9 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
         if (t->ndim == 1) want[0] = t->numel;
         char ws[64], fs[128];
         if (ck_hf_name(arch, t->name, x->hf, sizeof x->hf, &x->transpose) != 0)
-            return zt_fail(st, ZT_EINTERNAL, "tensor %s has no Hugging Face name (a bug: please "
-                           "report it)", t->name);
+            return zt_fail(st, ZT_EUNSUPPORTED, "tensor %s of model '%s' has no Hugging Face "
+                           "name: only the built-in gpt2 and llama models load Hugging Face weights",
+                           t->name, m->ops && m->ops->name ? m->ops->name : "?");
         if (x->transpose && t->ndim == 2) {
             uint64_t s = want[0];
             want[0] = want[1];

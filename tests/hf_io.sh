@@ -49,6 +49,8 @@ bad() {
 
 # ---------------------------------------------------------------- GPT-2 in
 "$PY" "$FIX" gpt2 g || { echo "Bail out! hf_fixture.py failed"; exit 1; }
+echo '{"version": "1.0", "model": {"type": "BPE"}}' > g/tokenizer.json   # copied by export --hf
+echo '{"bos_token_id": 0}' > g/generation_config.json
 hrun 1 s0 --init-from g
 ok $? "train --init-from a GPT-2 directory (stage 0, 1 rank)"
 L0=$(first_loss s0.m)
@@ -94,6 +96,9 @@ ok $([ $? = 0 ] && [ -f E/config.json ] && [ -f E/model.safetensors ] && [ ! -e 
    "ckpt export --hf: config.json + model.safetensors, no E.tmp left"
 "$PY" "$FIX" compare E g > cmp.out 2>&1
 ok $? "the export holds the same tensors, names and values as the original: $(cat cmp.out)"
+cmp -s g/tokenizer.json E/tokenizer.json && cmp -s g/generation_config.json E/generation_config.json &&
+    [ ! -e E/vocab.json ]
+ok $? "the tokenizer files of ztrain.init_from (g) are copied, only those present"
 grep -q '"lm_head.weight"' E/model.safetensors
 ok $([ $? != 0 ]; echo $?) "tied: no lm_head.weight in the export"
 hrun 1 re --init-from E
@@ -111,6 +116,8 @@ ok $([ $? = 0 ] && awk -v a="$L2" -v b="$L0" 'BEGIN { d = a - b; exit !(d < 0.02
 "$ZTRAIN" ckpt export s0.d/step-1 --hf E > exp.out 2>&1
 ok $([ $? = 2 ] && grep -q 'exists and is not an empty directory' exp.out; echo $?) \
    "export --hf into a non-empty directory: refused, exit 2"
+"$ZTRAIN" ckpt export s0.d/step-1 --hf E4 --max-shard-size lots > exp.out 2>&1
+ok $([ $? = 2 ] && grep -q "max-shard-size must be a size" exp.out && [ ! -e E4 ]; echo $?) "export --max-shard-size lots: exit 2"
 if command -v h5dump > /dev/null; then
     mkdir -p broken && cp s0.d/step-1/state.h5 broken/state.h5
     off=$(h5dump -p -d /params/h1.mlp.fc.w -H broken/state.h5 2>/dev/null | sed -n 's/.*OFFSET \([0-9][0-9]*\).*/\1/p' | head -n 1)
