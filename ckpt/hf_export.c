@@ -58,20 +58,22 @@ static int model_from_json(const char *file, const char *json, zt_config *cfg, z
 
 /* ---------------------------------------------------------------- config.json */
 
-static double g_prec_check[16];
-static int g_nprec;
-static json_t *jreal(double x) {
-    if (g_nprec < 16) g_prec_check[g_nprec++] = x;
-    return json_real(x);
-}
-/* 15 significant digits when they give back every value written, else 17. */
-static int real_precision(void) {
-    for (int i = 0; i < g_nprec; ++i) {
+/* 15 significant digits when they give back every real in j, else 17. */
+static int real_precision(const json_t *j) {
+    if (json_is_real(j)) {
         char b[40];
-        snprintf(b, sizeof b, "%.15g", g_prec_check[i]);
-        if (strtod(b, NULL) != g_prec_check[i]) return 17;
+        snprintf(b, sizeof b, "%.15g", json_real_value(j));
+        return strtod(b, NULL) == json_real_value(j) ? 15 : 17;
     }
-    return 15;
+    int p = 15;
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (json_is_object(j))
+        json_object_foreach((json_t *)j, k, v) if (real_precision(v) > p) p = 17;
+    if (json_is_array(j))
+        json_array_foreach(j, i, v) if (real_precision(v) > p) p = 17;
+    return p;
 }
 
 /* Keys carried over from the original config.json (init_from) when present. */
@@ -84,7 +86,6 @@ static void carry(json_t *out, json_t *orig, const char *const *keys, size_t n) 
 
 static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
     json_t *c = json_object();
-    g_nprec = 0;
     static const char *const tokens[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
     const char *oarch = NULL;
     json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
@@ -99,7 +100,7 @@ static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
         json_object_set_new(c, "n_head", json_integer(mc->n_head));
         json_object_set_new(c, "n_inner", json_null());
         json_object_set_new(c, "activation_function", json_string("gelu_new"));
-        json_object_set_new(c, "layer_norm_epsilon", jreal(1e-5));
+        json_object_set_new(c, "layer_norm_epsilon", json_real(1e-5));
         json_object_set_new(c, "tie_word_embeddings", json_true());
         carry(c, orig, tokens, 3);
     } else {
@@ -118,13 +119,13 @@ static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
         json_object_set_new(c, "head_dim", json_integer(zt_model_head_dim(mc)));
         json_object_set_new(c, "hidden_act", json_string("silu"));
         json_object_set_new(c, "max_position_embeddings", json_integer(mc->context));
-        json_object_set_new(c, "rms_norm_eps", jreal(mc->norm_eps));
-        json_object_set_new(c, "rope_theta", jreal(mc->rope_theta));
+        json_object_set_new(c, "rms_norm_eps", json_real(mc->norm_eps));
+        json_object_set_new(c, "rope_theta", json_real(mc->rope_theta));
         if (!strcmp(mc->rope_scaling, "llama3"))
             json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:o,s:o,s:i}", "rope_type",
-                                "llama3", "factor", jreal(mc->rope_factor), "low_freq_factor",
-                                jreal(mc->rope_low_freq_factor), "high_freq_factor",
-                                jreal(mc->rope_high_freq_factor), "original_max_position_embeddings",
+                                "llama3", "factor", json_real(mc->rope_factor), "low_freq_factor",
+                                json_real(mc->rope_low_freq_factor), "high_freq_factor",
+                                json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
                                 mc->rope_original_max));
         else
             json_object_set_new(c, "rope_scaling", json_null());
@@ -138,7 +139,7 @@ static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
             static const char *const sw[] = {"sliding_window"};
             carry(c, orig, sw, 1);
         }
-        json_object_set_new(c, "attention_dropout", jreal(0.0));
+        json_object_set_new(c, "attention_dropout", json_real(0.0));
         carry(c, orig, tokens, 3);
     }
     json_object_set_new(c, "torch_dtype", json_string(bf16 ? "bfloat16" : "float32"));
@@ -286,7 +287,7 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
     }
     if (rc == ZT_OK) {
         snprintf(p, sizeof p, "%s/config.json", tmpdir);
-        rc = write_json(config, p, real_precision(), st);
+        rc = write_json(config, p, real_precision(config), st);
     }
     static const char *const tok[] = {"tokenizer.json", "tokenizer_config.json",
                                       "special_tokens_map.json", "tokenizer.model", "vocab.json",

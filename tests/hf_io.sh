@@ -113,6 +113,15 @@ hrun 2 re2 --init-from E2 --stage 3
 L2=$(first_loss re2.m)
 ok $([ $? = 0 ] && awk -v a="$L2" -v b="$L0" 'BEGIN { d = a - b; exit !(d < 0.02 && d > -0.02) }'; echo $?) \
    "the sharded BF16 export loads back (2 ranks, stage 3): loss $L2 ~ $L0"
+# device-resident state (cpu-strict emulates a device), bf16 parameters from
+# the fp32 master, parameters offloaded at stage 3: the master holds the
+# file's values exactly, the forward sees them rounded to bf16
+hrun 2 cs --init-from g --backend cpu-strict --precision bf16 --stage 3 --offload params
+rc=$?
+rm -rf csE && "$ZTRAIN" ckpt export cs.d/step-1 --hf csE > exp.out 2>&1 && "$PY" "$FIX" compare csE g > cmp.out 2>&1
+rc2=$?
+ok $([ $rc = 0 ] && [ $rc2 = 0 ] && [ "$(first_loss cs.m)" = "$L2" ]; echo $?) \
+   "cpu-strict, bf16, stage 3 + offload params, 2 ranks: fp32 master == the file ($(cat cmp.out)); loss $(first_loss cs.m) == the BF16 export's $L2"
 "$ZTRAIN" ckpt export s0.d/step-1 --hf E > exp.out 2>&1
 ok $([ $? = 2 ] && grep -q 'exists and is not an empty directory' exp.out; echo $?) \
    "export --hf into a non-empty directory: refused, exit 2"
