@@ -73,6 +73,10 @@ hrun 2 sh3 --init-from g --stage 3 --scheduler.params.total_num_steps 40 > /dev/
 "$PY" "$FIX" compare-llmc sh3.d/model.bin g > cmp.out 2>&1
 ok $? "2 ranks, stage 3: the gathered parameters are the file's: $(cat cmp.out)"
 
+hrun 4 hy --init-from g --stage 3 --zero_optimization.shard_group_size 2
+ok $([ $? = 0 ] && [ "$(first_loss hy.m)" = "$L0" ] && "$PY" "$FIX" compare-llmc hy.d/model.bin g > cmp.out 2>&1; echo $?) \
+   "4 ranks, stage 3 in shard groups of 2 (replicas receive their slices too): loss $(first_loss hy.m), parameters: $(cat cmp.out)"
+
 # original GPT-2 files: names without "transformer.", BF16 / F16, sharded,
 # a tied copy of lm_head.weight, old causal-mask buffers (attn.bias)
 "$PY" "$FIX" gpt2 g16 --dtype BF16 --no-prefix --shards 3 --lm-head
