@@ -2,7 +2,7 @@
 # llama_mpi.sh -- the Llama model (configs/llama-tiny.json: grouped-query
 # attention 4 / 2 heads, SwiGLU, RMSNorm, RoPE, tied head) trained with
 # `ztrain train` on the bundled byte corpus:
-#  - stages 0-3 at 1-4 ranks, hybrid 2 x 2, gradient accumulation: per-step
+#  - stages 0-3 at 1-4 ranks, hybrid 2 x 2, gradient accumulation, offload: per-step
 #    losses within 1e-5 relative and final parameters within 1e-5 of the
 #    1-rank stage-0 run (as zero_mpi.sh for the GPT);
 #  - the untied head with q/k/v biases and llama3 rope scaling: the same at
@@ -88,7 +88,7 @@ PY
     [ "$(grep -c checksum "t_$1.txt")" -gt 20 ] && cmp -s "t_$1.txt" "t_$2.txt"
 }
 
-run ref 1 --stage 0 --micro-batch 12 && grep -q "model: llama, " o_ref.txt
+run ref 1 --stage 0 --micro-batch 12 && grep -q "^model: 90432 parameters (2 layers, 4 heads, 64 wide, context 64, vocab 256), architecture llama: 2 kv heads, head dim 16, intermediate 128, tied head$" o_ref.txt
 ok $? "reference: 1 rank, stage 0, micro-batch 12 (the llama model)"
 python3 - m_ref.jsonl <<'PY'
 import json, sys
@@ -112,6 +112,8 @@ for s in 0 3; do
     run "a$s" 2 --stage "$s" --micro-batch 3 --grad-accum 2 && compare ref "a$s"
     ok $? "2 ranks, stage $s, accumulation 2 x micro 3 matches 1 x 12"
 done
+run off 2 --stage 3 --micro-batch 6 --offload params && compare ref off
+ok $? "2 ranks, stage 3, optimizer and parameter offload: losses and parameters match the reference"
 
 # untied head, q/k/v biases, llama3 rope scaling
 run uref 1 --stage 0 --micro-batch 12 "${UNTIED[@]}" && grep -q "untied head, q/k/v biases, llama3" o_uref.txt
@@ -198,6 +200,21 @@ import sys
 t = open(sys.argv[1]).read().split()
 sys.exit(0 if len(t) == 16 and all(0 <= int(x) < 300 for x in t) else 1)' s_v300.txt
 ok $? "vocab 300: ztrain sample prints 16 token ids below 300"
+
+# the planner on a device target: cpu-strict's measured device peak equals
+# the prediction (tied, stage 0; untied + biases, stage 3, bf16, checkpointing)
+for v in "d0 1 --stage 0 --micro-batch 12" \
+         "d3 2 --stage 3 --micro-batch 6 --bf16.enabled true --act-ckpt blocks ${UNTIED[*]}"; do
+    set -- $v; tag=$1 n=$2; shift 2
+    STEPS=3 run "$tag" "$n" --backend cpu-strict --memory-report --eval-every 2 "$@" &&
+        python3 - "o_$tag.txt" <<'PY'
+import re, sys
+m = re.findall(r"device memory peak per rank \(.*\): measured (\d+) bytes, predicted (\d+) bytes", open(sys.argv[1]).read())
+print("# measured, predicted: %s" % m)
+sys.exit(0 if m and all(a == b for a, b in m) else 1)
+PY
+    ok $? "cpu-strict, $n rank(s) $*: measured device peak == predicted"
+done
 
 # the engine check on cpu-strict with the llama config: bitwise the cpu runs
 bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np "1 2" --cases "s3 bf16s3 resume" \
