@@ -541,9 +541,15 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
             x->t = hf_find(F, x->hf + strlen(pfx), &x->file);
             if (x->t) memmove(x->hf, x->hf + strlen(pfx), strlen(x->hf + strlen(pfx)) + 1);
         }
-        if (!x->t)
-            return zt_fail(st, ZT_EDATA, "%s: tensor %s %s missing (ztrain's %s)", F->dir, x->hf,
+        if (!x->t) {   /* the file, or the index of the shards */
+            char where[ZT_PATH_MAX + 64];
+            if (F->n == 1 && !strcmp(F->shard[0], "model.safetensors"))
+                snprintf(where, sizeof where, "%s", F->f[0].path);
+            else
+                snprintf(where, sizeof where, "%s/model.safetensors.index.json", F->dir);
+            return zt_fail(st, ZT_EDATA, "%s: tensor %s %s missing (ztrain's %s)", where, x->hf,
                            ws, t->name);
+        }
         const zt_st_file *f = &F->f[x->file];
         ZT_TRY(zt_st_check_float(f, x->t, st));
         zt_st_shape_str(x->t->ndim, x->t->shape, fs, sizeof fs);

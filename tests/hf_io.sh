@@ -165,7 +165,7 @@ bad "unreadable dtype I64" 2 "x5/model.safetensors: tensor transformer.wpe.weigh
 "$PY" "$FIX" gpt2 x6 && "$PY" "$FIX" mutate x6/model.safetensors reshape transformer.h.0.attn.c_attn.weight
 bad "mis-shaped tensor" 1 "x6/model.safetensors: tensor transformer.h.0.attn.c_attn.weight has shape \[96, 32\]; the configured model's h0.attn.qkv.w needs \[32, 96\]" --init-from x6
 "$PY" "$FIX" gpt2 x7 && "$PY" "$FIX" mutate x7/model.safetensors drop transformer.h.1.mlp.c_fc.bias
-bad "missing tensor" 1 "x7: tensor transformer.h.1.mlp.c_fc.bias \[128\] missing" --init-from x7
+bad "missing tensor" 1 "x7/model.safetensors: tensor transformer.h.1.mlp.c_fc.bias \[128\] missing" --init-from x7
 "$PY" "$FIX" gpt2 x8 && "$PY" "$FIX" mutate x8/model.safetensors add
 bad "unexpected tensor" 1 "x8/model.safetensors: unexpected tensor model.extra_thing.weight \[4\]" --init-from x8
 BAD_NP=2 bad "2 ranks, stage 3: mis-shaped tensor (every rank agrees, no hang)" 1 "x6/model.safetensors: tensor transformer.h.0.attn.c_attn.weight has shape" --init-from x6 --stage 3
