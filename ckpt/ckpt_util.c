@@ -535,6 +535,60 @@ int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
     return ZT_OK;
 }
 
+#define CK_TAG 7301
+
+float *ck_fam_ptr(const zt_owned_range *r, int f) {
+    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
+}
+
+/* Owned elements [x, y) of range rg, family f, from host values src (device
+ * state: copied to the device). */
+void ck_put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
+                  uint64_t y, const float *src) {
+    float *dst = ck_fam_ptr(rg, f) + (x - rg->lo);
+    if (s->on_device) s->be->to_device(dst, src, (y - x) * sizeof(float));
+    else memcpy(dst, src, (y - x) * sizeof(float));
+}
+
+/* Send flat elements [a, b) of family f from rank 0's buf to their owners;
+ * every rank calls it.  h: device state's host buffer (receives land there
+ * first), NULL for host state. */
+int ck_scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t a,
+               uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
+               const char *what, zt_status *st) {
+    MPI_Comm comm = ck_comm(ctx);
+    if (ctx->rank == 0) {
+        int nreq = 0;
+        for (int r = 1; r < p->nranks; ++r)
+            for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
+                uint64_t x = p->lo[i] > a ? p->lo[i] : a, y = p->hi[i] < b ? p->hi[i] : b;
+                if (x >= y) continue;
+                if (MPI_Isend(buf + (x - a), (int)(y - x), MPI_FLOAT, r, CK_TAG, comm,
+                              &reqs[nreq++]) != MPI_SUCCESS)
+                    return zt_fail(st, ZT_ECOMM, "%s: MPI_Isend to rank %d failed", what, r);
+            }
+        for (int i = 0; i < s->n_ranges; ++i) {
+            const zt_owned_range *rg = &s->ranges[i];
+            uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
+            if (x < y) ck_put_owned(s, rg, f, x, y, buf + (x - a));
+        }
+        if (nreq && MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return zt_fail(st, ZT_ECOMM, "%s: MPI_Waitall failed", what);
+        return ZT_OK;
+    }
+    for (int i = 0; i < s->n_ranges; ++i) {
+        const zt_owned_range *rg = &s->ranges[i];
+        uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
+        if (x >= y) continue;
+        /* at most b - a <= CK_CHUNK_ELEMS elements: fits h */
+        if (MPI_Recv(h ? h : ck_fam_ptr(rg, f) + (x - rg->lo), (int)(y - x), MPI_FLOAT, 0, CK_TAG,
+                     comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return zt_fail(st, ZT_ECOMM, "%s: MPI_Recv from rank 0 failed", what);
+        if (h) ck_put_owned(s, rg, f, x, y, h);
+    }
+    return ZT_OK;
+}
+
 void ck_plan_free(ck_plan *p) {
     free(p->first);
     free(p->count);
