@@ -54,10 +54,11 @@ TEXT = (
 )
 
 
-def write_case(name, tok, config):
+def write_case(name, tok, config, raw=None):
+    """raw: the JSON to write as is (else tok's serialization, which writes merges as pairs)"""
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
-    js = json.loads(tok.to_str())
+    js = raw if raw is not None else json.loads(tok.to_str())
     with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(js, f, ensure_ascii=False, separators=(",", ":"))
     # expected values come from HF loading exactly the file written
@@ -87,7 +88,7 @@ def gpt2():
     js = json.loads(tok.to_str())
     js["model"]["merges"] = [" ".join(m) for m in js["model"]["merges"]]   # the older "a b" form
     write_case("gpt2", Tokenizer.from_str(json.dumps(js)),
-               {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"})
+               {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}, raw=js)
 
 
 def llama3():
