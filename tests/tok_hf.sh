@@ -5,6 +5,7 @@
 # (data/tinyshakespeare.txt, one document) and of 3000 random Unicode documents (JSON Lines: letters of
 # many scripts, marks, digits, emoji, whitespace of every kind, special-token strings), written by
 # `ztrain prep --tokenizer --doc-sep none`, must equal HF's encode(..., add_special_tokens=False) ids.
+# Then 50 variants of the fixtures, one per implemented option (below), on random strings.
 . "$(dirname "$0")/lib.sh"
 PY=${ZT_HF_PYTHON:-}
 if [ -z "$PY" ]; then
@@ -74,6 +75,99 @@ report("3000 random Unicode documents == HF", shard(rbin), want)
 PY
     [ $? -eq 0 ] || true
 done > results.txt
+# Every implemented component, also those the fixtures do not use: variants of the gpt2 / llama2 fixtures
+# (Split with each behaviour, inverted or not, regex and string patterns; ByteLevel add_prefix_space; NFC,
+# NFD, NFKC, NFKD, Replace (regex, empty content), Prepend; Metaspace with each prepend_scheme, split or not,
+# and its decoder; Replace/Strip decoders; no decoder; unk with and without fuse_unk; no unk; added tokens
+# lstrip + normalized), each on 800 random strings: ids with and without special tokens and both decodes,
+# through tests/tok_batch.  Strings on which HF itself panics (its Strip decoder when a token is shorter
+# than what it strips) would not be compared (these variants avoid such tokens).
+RUST_BACKTRACE=0 "$PY" - "$FX" "$ZT_BUILDDIR/tests/tok_batch" <<'PY' >> results.txt 2> variants.err
+import copy, json, random, subprocess, sys
+from tokenizers import Tokenizer
+fx, batch = sys.argv[1], sys.argv[2]
+g = json.load(open(fx + "/gpt2/tokenizer.json", encoding="utf-8"))
+l2 = json.load(open(fx + "/llama2/tokenizer.json", encoding="utf-8"))
+V = {}
+BL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+for beh in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+    for inv in [False, True]:
+        for pat in [{"Regex": r"\s+"}, {"String": " "}, {"Regex": r"\p{N}|[aeiou]"}]:
+            v = copy.deepcopy(g)
+            v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": pat, "behavior": beh, "invert": inv}, BL]}
+            V["Split %s invert=%s %s" % (beh, inv, json.dumps(pat))] = v
+v = copy.deepcopy(g); v["pre_tokenizer"]["add_prefix_space"] = True; V["ByteLevel add_prefix_space"] = v
+v = copy.deepcopy(g); v["pre_tokenizer"] = dict(BL, add_prefix_space=True); V["ByteLevel add_prefix_space, no regex"] = v
+for nf in ["NFC", "NFD", "NFKC", "NFKD"]:
+    v = copy.deepcopy(g); v["normalizer"] = {"type": nf}; V["normalizer " + nf] = v
+v = copy.deepcopy(g)
+v["normalizer"] = {"type": "Sequence", "normalizers": [
+    {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "}, {"type": "Prepend", "prepend": "#"}]}
+V["normalizers Replace(regex) + Prepend"] = v
+v = copy.deepcopy(g); v["normalizer"] = {"type": "Replace", "pattern": {"String": "e"}, "content": ""}
+V["normalizer Replace with empty content"] = v
+for ps in ["always", "never", "first"]:
+    for sp in [True, False]:
+        v = copy.deepcopy(l2); v["normalizer"] = None
+        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ps, "split": sp}
+        v["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ps, "split": sp},
+            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 2, "stop": 0}]}
+        V["Metaspace prepend_scheme=%s split=%s" % (ps, sp)] = v
+v = copy.deepcopy(l2)
+v["decoder"] = {"type": "Sequence", "decoders": [
+    {"type": "Replace", "pattern": {"Regex": "\u2581+"}, "content": "_"}, {"type": "ByteFallback"},
+    {"type": "Strip", "content": "_", "start": 1, "stop": 0}]}
+V["decoders Replace(regex) + ByteFallback + Strip(start)"] = v
+v = copy.deepcopy(g)
+v["decoder"] = {"type": "Sequence", "decoders": [{"type": "Strip", "content": "e", "start": 0, "stop": 1},
+                                                 {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]}
+V["decoders Strip(stop) + ByteLevel"] = v
+v = copy.deepcopy(l2); v["decoder"] = None; V["no decoder"] = v
+v = copy.deepcopy(l2); v["model"]["byte_fallback"] = False; V["unk, fuse_unk"] = v
+v = copy.deepcopy(l2); v["model"]["byte_fallback"] = False; v["model"]["fuse_unk"] = False; V["unk, no fuse_unk"] = v
+v = copy.deepcopy(l2); v["model"]["byte_fallback"] = False; v["model"]["unk_token"] = None; V["no unk (dropped)"] = v
+v = copy.deepcopy(l2)
+for a in v["added_tokens"]:
+    a["lstrip"] = True; a["normalized"] = True
+V["added tokens lstrip + normalized"] = v
+
+random.seed(14)
+pools = [" \t\n\r\u00a0\u3000\u2009", " ", "abcdeioXYZ0123456789", "\u00e9\u00f1\u00fc\u00c5\u00df\u0301\u0308",
+         "\u65e5\u672c\u8a9e\u4e2d\u6587\ud55c\uad6d\uc5b4", "\U0001f642\U0001f44d", ".,;:!?()<>|/\\\"#$",
+         "\u2460\u00b2\u00bd\ufb01\uff21\uff22\uff23\uff11\uff12\uff13", "<s></s><unk>\u2581\u2581"]
+recs = ["".join(random.choice(random.choice(pools)) for _ in range(random.randint(0, 30))) for _ in range(800)]
+with open("variants.bin", "wb") as f:
+    for r in recs:
+        b = r.encode("utf-8"); f.write(b"%d\n" % len(b)); f.write(b)
+for k, (name, js) in enumerate(V.items()):
+    path = "variant%d.json" % k
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(js, f, ensure_ascii=False)
+    tok = Tokenizer.from_file(path)
+    out = subprocess.run([batch, path, "variants.bin"], capture_output=True).stdout.decode("utf-8", "replace").split("\n")
+    bad = skipped = 0
+    first = ""
+    for r, line in zip(recs, out):
+        try:
+            e0 = tok.encode(r, add_special_tokens=False).ids
+            e1 = tok.encode(r, add_special_tokens=True).ids
+            want = "%s|%s|%s|%s|" % (" ".join(map(str, e0)), " ".join(map(str, e1)),
+                                     tok.decode(e1, skip_special_tokens=False).encode().hex(),
+                                     tok.decode(e1, skip_special_tokens=True).encode().hex())
+        except BaseException:
+            skipped += 1
+            continue
+        if want != line:
+            bad += 1
+            first = first or repr(r)
+    print("%s %s: %d random strings == HF (ids, ids with specials, both decodes)%s%s" % (
+          "not ok" if bad or len(out) < len(recs) else "ok", name, len(recs) - skipped,
+          " [%d HF panics skipped]" % skipped if skipped else "",
+          " [%d differ, first %s]" % (bad, first) if bad else ""))
+PY
+
 while read -r line; do
     case "$line" in
         "ok "*) ok 0 "${line#ok }" ;;
@@ -81,5 +175,6 @@ while read -r line; do
         *) echo "# $line" ;;
     esac
 done < results.txt
-check "8 comparisons ran" test "$(grep -c '^ok \|^not ok ' results.txt)" -eq 8
+check "59 comparisons ran" test "$(grep -c '^ok \|^not ok ' results.txt)" -eq 59
+[ "$(grep -c '^ok \|^not ok ' results.txt)" -eq 59 ] || grep -v '^  ' variants.err | head -20 | diag
 done_testing
