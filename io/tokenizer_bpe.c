@@ -292,10 +292,11 @@ int zt_bpe_tokenize(const zt_bpe *b, const char *s, size_t n, int32_t **ids, siz
             return ZT_OK;
         }
     }
-    /* at most 4 symbols per byte (byte fallback of a 4-byte char is 4 symbols for 4 bytes: <= n) */
-    sym sbuf[64]; mrg hbuf[256];
+    /* symbols: at most one per byte.  Heap: it starts with < ns entries and each merge pops one entry and
+     * pushes at most two, other iterations only pop: never more than 2 ns entries. */
+    sym sbuf[64]; mrg hbuf[130];
     sym *sy = n <= 64 ? sbuf : malloc(n * sizeof *sy);
-    mrg *heap = 4 * n <= 256 ? hbuf : malloc(4 * n * sizeof *heap);
+    mrg *heap = 2 * n + 2 <= 130 ? hbuf : malloc((2 * n + 2) * sizeof *heap);
     if (!sy || !heap) {
         if (sy != sbuf) free(sy);
         if (heap != hbuf) free(heap);
