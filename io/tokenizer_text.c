@@ -282,6 +282,10 @@ static rx_tls *rx_get(void) {
     t->js = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
     if (!t->md || !t->mc || !t->js) { rx_tls_free(t); return NULL; }
     pcre2_jit_stack_assign(t->mc, NULL, t->js);
+    /* Oniguruma has no such limits: a 20 MB run of spaces through the Llama-3 pattern needs more than
+     * PCRE2's default 10 million match steps */
+    pcre2_set_match_limit(t->mc, UINT32_MAX);
+    pcre2_set_heap_limit(t->mc, 4u << 20);                  /* KiB: 4 GiB */
     pthread_setspecific(rx_key, t);
     return t;
 }
