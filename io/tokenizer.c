@@ -63,6 +63,22 @@ static int one_char(ld *L, const char *s, const char *where, uint32_t *cp) {
     return ZT_OK;
 }
 
+/* Metaspace's prepend_scheme ("always" | "first" | "never"), or the older add_prefix_space bool */
+static int load_prepend(ld *L, json_t *o, const char *where, int *out) {
+    const char *ps = get_str(o, "prepend_scheme");
+    if (ps) {
+        if (!strcmp(ps, "always")) *out = ZT_PREPEND_ALWAYS;
+        else if (!strcmp(ps, "first")) *out = ZT_PREPEND_FIRST;
+        else if (!strcmp(ps, "never")) *out = ZT_PREPEND_NEVER;
+        else return unsup(L, "Metaspace prepend_scheme", ps);
+        return ZT_OK;
+    }
+    int a = get_bool(L, o, "add_prefix_space", 1, where);
+    if (a < 0) return L->st->code;
+    *out = a ? ZT_PREPEND_ALWAYS : ZT_PREPEND_NEVER;
+    return ZT_OK;
+}
+
 /* ------------------------------------------------------------ normalizers */
 static int load_norm(ld *L, json_t *o, zt_norm *nm) {
     memset(nm, 0, sizeof *nm);
@@ -147,17 +163,7 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
         ZT_TRY(one_char(L, r, "pre_tokenizer Metaspace replacement", &pt->replcp));
         pt->repllen = strlen(r);
         memcpy(pt->repl, r, pt->repllen);
-        const char *ps = get_str(o, "prepend_scheme");
-        if (ps) {
-            if (!strcmp(ps, "always")) pt->prepend = ZT_PREPEND_ALWAYS;
-            else if (!strcmp(ps, "first")) pt->prepend = ZT_PREPEND_FIRST;
-            else if (!strcmp(ps, "never")) pt->prepend = ZT_PREPEND_NEVER;
-            else return unsup(L, "Metaspace prepend_scheme", ps);
-        } else {
-            int a = get_bool(L, o, "add_prefix_space", 1, "pre_tokenizer Metaspace");
-            if (a < 0) return L->st->code;
-            pt->prepend = a ? ZT_PREPEND_ALWAYS : ZT_PREPEND_NEVER;
-        }
+        ZT_TRY(load_prepend(L, o, "pre_tokenizer Metaspace", &pt->prepend));
         if ((pt->split = get_bool(L, o, "split", 1, "pre_tokenizer Metaspace")) < 0) return L->st->code;
         return ZT_OK;
     }
@@ -189,17 +195,7 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
         const char *r = get_str(o, "replacement");
         if (!r) return bad(L, "decoder Metaspace: 'replacement' must be a string");
         ZT_TRY(one_char(L, r, "decoder Metaspace replacement", &d->cp));
-        const char *ps = get_str(o, "prepend_scheme");
-        if (ps) {
-            if (!strcmp(ps, "always")) d->prepend = ZT_PREPEND_ALWAYS;
-            else if (!strcmp(ps, "first")) d->prepend = ZT_PREPEND_FIRST;
-            else if (!strcmp(ps, "never")) d->prepend = ZT_PREPEND_NEVER;
-            else return unsup(L, "Metaspace prepend_scheme", ps);
-        } else {
-            int a = get_bool(L, o, "add_prefix_space", 1, "decoder Metaspace");
-            if (a < 0) return L->st->code;
-            d->prepend = a ? ZT_PREPEND_ALWAYS : ZT_PREPEND_NEVER;
-        }
+        ZT_TRY(load_prepend(L, o, "decoder Metaspace", &d->prepend));
         return ZT_OK;
     }
     if (!strcmp(type, "Strip")) {
@@ -332,7 +328,6 @@ static int load_post(ld *L, json_t *o, zt_tokenizer *t) {
     if (!json_is_array(single) || !json_is_object(sp))
         return bad(L, "post_processor TemplateProcessing needs 'single' (a list) and 'special_tokens'");
     int seen_a = 0;
-    size_t cap = 0;
     for (size_t i = 0; i < json_array_size(single); ++i) {
         json_t *e = json_array_get(single, i), *x;
         if ((x = json_object_get(e, "Sequence"))) {
@@ -356,7 +351,6 @@ static int load_post(ld *L, json_t *o, zt_tokenizer *t) {
             }
         } else return bad(L, "TemplateProcessing: a 'single' piece is neither Sequence nor SpecialToken");
     }
-    (void)cap;
     if (!seen_a) return unsup(L, "TemplateProcessing single template", "without $A");
     t->has_tmpl = 1;
     return ZT_OK;
