@@ -258,6 +258,24 @@ static void check_bad_files(void) {
                      "merge token 'nosuchtoken' is not in the vocabulary", "a merge of an unknown token");
     expect_load_fail(variant(dir, "nomodel", "\"model\":{", "\"modelx\":{", 0), ZT_EDATA, "nomodel.json", "no 'model'",
                      "no model");
+    expect_load_fail(variant(dir, "three", "\"merges\":[\"", "\"merges\":[\"a b c\",\"", 0), ZT_EDATA, "three.json",
+                     "merge 1 ('a b c') is not two tokens separated by one space", "a merge of three tokens");
+    /* a "#version" line before the merges is skipped (ranks count from the line after it), as HF */
+    {
+        zt_status st = {0};
+        zt_tokenizer *t = NULL;
+        char p[1200];
+        size_t tn, ne, ng;
+        snprintf(p, sizeof p, "%s/text.txt", g_fix);
+        char *text = slurp(p, &tn);
+        snprintf(p, sizeof p, "%s/gpt2/ids.txt", g_fix);
+        int32_t *exp = read_ids(p, &ne), *got = NULL;
+        int rc = zt_tok_load(variant(dir, "ver", "\"merges\":[\"", "\"merges\":[\"#version: 0.2\",\"", 0), &t, &st);
+        if (rc == ZT_OK) rc = zt_tok_encode(t, text, tn, 0, &got, &ng, &st);
+        tap_ok(rc == ZT_OK && same_ids(got, ng, exp, ne, "ver"), "a '#version' merges line is skipped (same ids)");
+        free(text); free(exp); free(got);
+        zt_tok_free(t);
+    }
     tu_rmdir(dir);
 }
 
