@@ -6,6 +6,13 @@
 #include "cli.h"
 #include "config.h"
 #include "ztrain_ckpt.h"
+#include "tokenizer.h"
+
+static int zt_fail_cli(zt_status *st, const char *msg) {
+    st->code = ZT_EINVAL;
+    snprintf(st->msg, sizeof st->msg, "%s", msg);
+    return ZT_EINVAL;
+}
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
     char *end;
@@ -47,25 +54,30 @@ static int config_of_checkpoint(const char *path, zt_config *cfg, zt_status *st)
 }
 
 int cmd_sample(int argc, char **argv) {
-    const char *weights = NULL, *ckpt = NULL, *prompt = "\n", *backend = NULL, *v;
+    const char *weights = NULL, *ckpt = NULL, *prompt = NULL, *backend = NULL, *tokenizer = NULL, *v;
     double length = 256, temperature = 0.8, top_k = 0, seed = 1337;
     for (int i = 1; i < argc; ++i) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: ztrain sample (--weights FILE | --checkpoint PATH) [--prompt TEXT]\n"
                    "                     [--length N] [--temperature T] [--top-k K] [--seed S]\n"
-                   "                     [--backend cpu|cuda|cpu-strict]\n"
+                   "                     [--tokenizer PATH] [--backend cpu|cuda|cpu-strict]\n"
                    "Generates N tokens (default 256) after PROMPT from an llm.c fp32 model\n"
                    "file (as written by 'ztrain train'; GPT-2) or from a checkpoint (any\n"
                    "model: a step-N directory, its state.h5, or a checkpoint directory: its\n"
-                   "newest committed one). The prompt's bytes are its token ids. Byte-level\n"
-                   "models (vocab 256) print text; others print the token ids.\n");
+                   "newest committed one).  Without --tokenizer the prompt's bytes are its\n"
+                   "token ids, and byte-level models (vocab 256) print text, others the token\n"
+                   "ids.  With --tokenizer (a tokenizer.json or its directory) the prompt is\n"
+                   "encoded with its special tokens (BOS) and prompt + output are decoded with\n"
+                   "it.  The default prompt is a newline, or with a tokenizer its BOS (else\n"
+                   "EOS) token.\n");
             return ZT_EXIT_OK;
         }
         if ((r = cli_opt(argc, argv, &i, "weights", &v))) { if (r < 0) goto missing; weights = v; }
         else if ((r = cli_opt(argc, argv, &i, "checkpoint", &v))) { if (r < 0) goto missing; ckpt = v; }
         else if ((r = cli_opt(argc, argv, &i, "prompt", &v))) { if (r < 0) goto missing; prompt = v; }
         else if ((r = cli_opt(argc, argv, &i, "backend", &v))) { if (r < 0) goto missing; backend = v; }
+        else if ((r = cli_opt(argc, argv, &i, "tokenizer", &v))) { if (r < 0) goto missing; tokenizer = v; }
         else if ((r = cli_opt(argc, argv, &i, "length", &v))) {
             if (r < 0) goto missing;
             if (parse_num("length", v, 1, 1e6, &length)) return ZT_EXIT_USAGE;
@@ -98,8 +110,10 @@ int cmd_sample(int argc, char **argv) {
     zt_status st;
     zt_config *cfg = NULL;
     zt_ctx *ctx = NULL;
+    zt_tokenizer *tk = NULL;
     int rc = zt_init(&argc, &argv, &st);
-    int *in = NULL, *out = NULL;
+    int *in = NULL, *out = NULL, n = 0, N = (int)length;
+    if (rc == ZT_OK && tokenizer) rc = zt_tok_load(tokenizer, &tk, &st);
     if (rc == ZT_OK && !(cfg = zt_config_new())) rc = ZT_ENOMEM;
     if (rc == ZT_OK) rc = weights ? zt_weights_read_shape(weights, cfg, &st)
                                   : config_of_checkpoint(cpath, cfg, &st);
@@ -119,25 +133,51 @@ int cmd_sample(int argc, char **argv) {
     if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
     if (rc == ZT_OK) rc = weights ? zt_load_weights(ctx, weights, &st)
                                   : zt_ckpt_restore(ctx, cpath, ZT_CKPT_ONE_READER, &st);
-    int n = (int)strlen(prompt), N = (int)length;
-    if (rc == ZT_OK) {
-        in = malloc(sizeof(int) * (size_t)(n ? n : 1));
-        out = malloc(sizeof(int) * (size_t)N);
-        if (!in || !out) rc = ZT_ENOMEM;
-    }
-    if (rc == ZT_OK) {
-        if (n == 0) { in[0] = '\n'; n = 1; }
+    /* the prompt's ids: bytes, or the tokenizer's encoding (with BOS when its template adds one) */
+    if (rc == ZT_OK && tk) {
+        int32_t *ids = NULL;
+        size_t m = 0;
+        if (prompt && *prompt) rc = zt_tok_encode(tk, prompt, strlen(prompt), 1, &ids, &m, &st);
+        if (rc == ZT_OK && m == 0) {
+            free(ids);
+            int start = zt_tok_bos_id(tk) >= 0 ? zt_tok_bos_id(tk) : zt_tok_eos_id(tk);
+            if (start >= 0) { ids = malloc(sizeof *ids); if (ids) { ids[0] = start; m = 1; } }
+            else rc = zt_tok_encode(tk, "\n", 1, 1, &ids, &m, &st);
+        }
+        if (rc == ZT_OK && (!ids || m == 0)) rc = zt_fail_cli(&st, "the prompt encodes to no tokens");
+        if (rc == ZT_OK && !(in = malloc(sizeof(int) * m))) rc = ZT_ENOMEM;
+        for (size_t i = 0; rc == ZT_OK && i < m; ++i) in[i] = ids[i];
+        n = (int)m;
+        free(ids);
+    } else if (rc == ZT_OK) {
+        if (!prompt) prompt = "\n";
+        n = (int)strlen(prompt);
+        if (!(in = malloc(sizeof(int) * (size_t)(n ? n : 1)))) rc = ZT_ENOMEM;
+        else if (n == 0) { in[0] = '\n'; n = 1; }
         else for (int i = 0; i < n; ++i) in[i] = (unsigned char)prompt[i];
-        rc = zt_sample(ctx, in, n, N, temperature, (int)top_k, (uint64_t)seed, out, &st);
     }
+    if (rc == ZT_OK && !(out = malloc(sizeof(int) * (size_t)N))) rc = ZT_ENOMEM;
+    if (rc == ZT_OK) rc = zt_sample(ctx, in, n, N, temperature, (int)top_k, (uint64_t)seed, out, &st);
     if (rc == ZT_OK && zt_world_rank() == 0) {
-        if (zt_ctx_config(ctx)->model.vocab == 256) {   /* bytes: text */
+        if (tk) {
+            /* decode prompt + output together (decoders such as Metaspace depend on the position) */
+            int32_t *all = malloc(sizeof *all * (size_t)(n + N));
+            char *text = NULL;
+            size_t tl = 0;
+            if (!all) rc = ZT_ENOMEM;
+            for (int i = 0; rc == ZT_OK && i < n + N; ++i) all[i] = i < n ? in[i] : out[i - n];
+            if (rc == ZT_OK) rc = zt_tok_decode(tk, all, (size_t)(n + N), 0, &text, &tl, &st);
+            if (rc == ZT_OK) { fwrite(text, 1, tl, stdout); putchar('\n'); }
+            free(text);
+            free(all);
+        } else if (zt_ctx_config(ctx)->model.vocab == 256) {   /* bytes: text */
             fputs(prompt, stdout);
             for (int i = 0; i < N; ++i) putchar(out[i]);
+            putchar('\n');
         } else {
             for (int i = 0; i < N; ++i) printf("%s%d", i ? " " : "", out[i]);
+            putchar('\n');
         }
-        putchar('\n');
     }
     if (rc == ZT_ENOMEM && !st.msg[0]) snprintf(st.msg, sizeof st.msg, "out of memory");
     if (rc != ZT_OK && zt_world_rank() == 0) cli_error("%s", st.msg);
@@ -145,6 +185,7 @@ int cmd_sample(int argc, char **argv) {
     free(out);
     zt_ctx_free(ctx);
     zt_config_free(cfg);
+    zt_tok_free(tk);
     zt_finalize();
     return cli_exit_code(rc);
 }
