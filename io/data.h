@@ -43,6 +43,7 @@ typedef struct zt_dataset {
     uint64_t *first;          /* first[f] = id of file f's first window; first[nfiles] = n */
     uint64_t nsamples;
     int T, vocab;
+    int masked;               /* SFT window files (sft.h): targets carry a loss mask */
 } zt_dataset;
 
 /* Expand pattern (a path, or a glob when it contains * ? or [), open and
@@ -50,8 +51,13 @@ typedef struct zt_dataset {
  * Errors name the file (or the pattern, for an empty glob). */
 int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_status *st);
 void zt_dataset_close(zt_dataset *d);
-/* Read window `sample` (T+1 tokens) into tok.  Thread-safe. */
+/* Read window `sample` (T+1 tokens) into tok.  Thread-safe.  For a masked
+ * dataset every token whose mask byte is 0 (not a counted target) carries
+ * ZT_SFT_NOTARGET (sft.h). */
 int zt_dataset_read(const zt_dataset *d, uint64_t sample, uint32_t *tok, zt_status *st);
+/* Counted targets of window `sample`: its stored count (masked datasets),
+ * T otherwise. */
+int zt_dataset_count(const zt_dataset *d, uint64_t sample, uint32_t *count, zt_status *st);
 
 /* ---------------------------------------------------------------- sampler */
 

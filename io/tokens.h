@@ -35,7 +35,7 @@
 #define ZT_H5_VERSION 1
 #define ZT_H5_DATASET "tokens"
 
-enum { ZT_FMT_BIN = 0, ZT_FMT_H5 = 1 };
+enum { ZT_FMT_BIN = 0, ZT_FMT_H5 = 1, ZT_FMT_SFT = 2 /* sft.h: windows with loss masks */ };
 
 typedef struct zt_token_file {
     char path[1024];
@@ -48,6 +48,8 @@ typedef struct zt_token_file {
     int direct;          /* tokens are contiguous little-endian at data_off */
     uint64_t data_off;   /* byte offset of token 0 in the file */
     int64_t h5file, h5dset; /* HDF5 handles when not direct (else -1) */
+    int window;          /* SFT files: tokens per window record (0 otherwise) */
+    uint64_t rec_bytes;  /* SFT files: bytes per window record */
 } zt_token_file;
 
 /* Open and validate a token file (llm.c shard or HDF5, detected by extension
@@ -61,6 +63,9 @@ void zt_tokens_close(zt_token_file *f);
  * it was opened); the error names the file and byte offset.  Thread-safe. */
 int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
                    uint32_t *out, zt_status *st);
+/* pread exactly n bytes at off (EINTR retried); a short file is ZT_EDATA
+ * naming the path and offset. */
+int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st);
 /* 1 when path names an HDF5 file (extension .h5/.hdf5 or the signature). */
 int zt_tokens_is_h5(const char *path);
 
