@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential autoconf automake libtool pkg-config
       openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
-      libopenblas-dev libjansson-dev python3
+      libopenblas-dev libjansson-dev libpcre2-dev libutf8proc-dev python3
       slurmctld slurmd slurm-client munge libslurm-dev lmod)
 missing=()
 for p in "${PKGS[@]}"; do
