@@ -28,6 +28,7 @@
 #define ZT_IO_SFT_H
 #include <stddef.h>
 #include <stdint.h>
+#include "tokenizer.h"
 #include "tokens.h"
 
 #define ZT_SFT_MAGIC 20261124
@@ -118,6 +119,17 @@ int zt_chat_render(int tmpl, const zt_chat_msg *m, int n, const char *bos, const
 void zt_chat_text_free(zt_chat_text *t);
 
 /* ---------------------------------------------------------------- prep --sft */
+
+/* Render messages with template tmpl (bos / eos: the tokenizer's token
+ * strings, as zt_chat_render), tokenize the rendering as HF's
+ * tokenizer(text, add_special_tokens=False) and mask it (mode ZT_SFT_MASK_*):
+ * a token is 1 when it overlaps a trained span (transformers' assistant-mask
+ * rule: from the token holding the span's first byte to the one holding its
+ * last).  *ids, *mask malloc'd (caller frees); *nspan: assistant messages.
+ * Errors carry no location (the caller names the line). */
+int zt_sft_encode_chat(const zt_tokenizer *t, int tmpl, const char *bos, const char *eos,
+                       const zt_chat_msg *m, int n, int mode, int32_t **ids, uint8_t **mask, size_t *len,
+                       int *nspan, zt_status *st);
 
 typedef struct zt_sft_prep_opts {
     const char *input;        /* JSON Lines */

@@ -160,8 +160,53 @@ def _dummy_tokenizer():
     return Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
 
 
+# Tokenizers for the token-level fixtures: the tokenizer helper's fixtures
+# (tests/fixtures/tok) and, for ChatML, its GPT-2-style one with the two
+# ChatML special tokens added (written to OUT/chatml by this script).
+TOKENIZERS = {"llama3": "tests/fixtures/tok/llama3", "chatml": "tests/data/sft/chatml",
+              "qwen2": "tests/data/sft/chatml", "mistral": "tests/fixtures/tok/llama2"}
+
+
+def make_chatml_tokenizer(out):
+    tj = json.load(open("tests/fixtures/tok/gpt2/tokenizer.json", encoding="utf-8"))
+    n = 1 + max(max(tj["model"]["vocab"].values()), max(a["id"] for a in tj["added_tokens"]))
+    for k, name in enumerate(["<|im_start|>", "<|im_end|>"]):
+        tj["added_tokens"].append({"id": n + k, "content": name, "single_word": False, "lstrip": False,
+                                   "rstrip": False, "normalized": False, "special": True})
+    d = os.path.join(out, "chatml")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"bos_token": None, "eos_token": "<|im_end|>"}, f, indent=1)
+        f.write("\n")
+
+
+def token_case(name, chat):
+    """ids of the official rendering and transformers' assistant mask"""
+    d = TOKENIZERS[name]
+    cfg = json.load(open(os.path.join(d, "tokenizer_config.json")))
+    bos, eos = BOS_EOS[name]
+    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(d, "tokenizer.json"),
+                                  bos_token=cfg.get("bos_token"), eos_token=cfg.get("eos_token"))
+    assert (tok.bos_token if bos else None) == bos or name == "chatml" or name == "qwen2", (name, tok.bos_token)
+    text = tok.apply_chat_template(chat, chat_template=TEMPLATES[name], tokenize=False)
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    out = tok.apply_chat_template(chat, chat_template=MARKED[name], tokenize=True, return_dict=True,
+                                  return_assistant_tokens_mask=True)
+    assert list(out["input_ids"]) == ids, name
+    return {"template": name, "tokenizer": d, "messages": chat, "ids": ids,
+            "mask": list(out["assistant_masks"])}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/sft"
+    make_chatml_tokenizer(out)
+    tcases = [token_case(name, chat) for name in TEMPLATES for chat in CHATS]
+    with open(os.path.join(out, "tokens.json"), "w", encoding="utf-8") as f:
+        f.write('{"generator": "scripts/make_sft_fixtures.py", "cases": [\n')
+        f.write(",\n".join(json.dumps(c, ensure_ascii=False) for c in tcases))
+        f.write("\n]}\n")
     cases = []
     for name in TEMPLATES:
         for chat in CHATS:

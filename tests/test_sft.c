@@ -78,6 +78,56 @@ static void test_renderings(void) {
     tap_ok(zt_chat_template("vicuna") == -1, "unknown template name -> -1");
 }
 
+/* The token ids and assistant masks of tests/data/sft/tokens.json
+ * (transformers' tokenizer(text, add_special_tokens=False) and
+ * return_assistant_tokens_mask) on the tokenizer fixtures. */
+static void test_tokens(void) {
+    const char *src = getenv("ZT_SRCDIR");
+    src = src && *src ? src : ".";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/sft/tokens.json", src);
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!tap_ok(root != NULL, "read %s", path)) { tap_diag("%s", err.text); return; }
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(root, "cases"), i, c) {
+        const char *name = json_string_value(json_object_get(c, "template"));
+        char tpath[1200];
+        snprintf(tpath, sizeof tpath, "%s/%s", src, json_string_value(json_object_get(c, "tokenizer")));
+        zt_tokenizer *tok = NULL;
+        zt_status st;
+        if (!tap_ok(zt_tok_load(tpath, &tok, &st) == ZT_OK, "load %s", tpath)) { tap_diag("%s", st.msg); continue; }
+        json_t *msgs = json_object_get(c, "messages");
+        zt_chat_msg m[16];
+        int n = (int)json_array_size(msgs);
+        for (int k = 0; k < n && k < 16; ++k) {
+            json_t *e = json_array_get(msgs, (size_t)k);
+            m[k].role = zt_chat_role(json_string_value(json_object_get(e, "role")));
+            m[k].content = json_string_value(json_object_get(e, "content"));
+            m[k].len = json_string_length(json_object_get(e, "content"));
+        }
+        int b = zt_tok_bos_id(tok), e = zt_tok_eos_id(tok), nspan;
+        int32_t *ids = NULL;
+        uint8_t *mask = NULL;
+        size_t len = 0;
+        int rc = zt_sft_encode_chat(tok, zt_chat_template(name), b >= 0 ? zt_tok_token_str(tok, b) : NULL,
+                                    e >= 0 ? zt_tok_token_str(tok, e) : NULL, m, n, ZT_SFT_MASK_ASSISTANT, &ids,
+                                    &mask, &len, &nspan, &st);
+        json_t *wid = json_object_get(c, "ids"), *wm = json_object_get(c, "mask");
+        int same_ids = rc == ZT_OK && len == json_array_size(wid), same_mask = same_ids;
+        for (size_t k = 0; same_ids && k < len; ++k) same_ids = ids[k] == json_integer_value(json_array_get(wid, k));
+        for (size_t k = 0; same_mask && k < len; ++k) same_mask = mask[k] == json_integer_value(json_array_get(wm, k));
+        tap_ok(same_ids && same_mask, "template %s, case %zu: token ids%s and assistant mask%s match transformers",
+               name, i, same_ids ? "" : " (DIFFER)", same_mask ? "" : " (DIFFERS)");
+        if (rc != ZT_OK) tap_diag("%s", st.msg);
+        free(ids);
+        free(mask);
+        zt_tok_free(tok);
+    }
+    json_decref(root);
+}
+
 /* ---------------------------------------------------------------- file format */
 
 /* Write an SFT file of nw windows of W tokens: token (w*31 + k*7) % V,
@@ -348,6 +398,7 @@ int main(int argc, char **argv) {
     if (zt_init(&argc, &argv, &st) != ZT_OK) { tap_ok(0, "zt_init: %s", st.msg); return tap_done(); }
     char *dir = tu_tmpdir();
     test_renderings();
+    test_tokens();
     test_format(dir);
     test_loader(dir);
     test_trainer(dir);
