@@ -109,6 +109,18 @@ typedef struct zt_data_stats {
     uint64_t sync_reads;      /* get() calls read synchronously */
     double wait_s;            /* time get() spent waiting for the queue */
 } zt_data_stats;
+/* Loss masks.  1 when src was made by zt_data_open over SFT window files
+ * (sft.h): its get() serves the targets that do not count as -1 and serves
+ * whole windows only; 0 for any other source (every target counts). */
+int zt_data_masked(const zt_data_source *src);
+/* For a masked source: *n = the number of targets >= 0 that get() serves
+ * for samples [first, first+count) of step, from the per-window counts
+ * stored in the files.  The trainer asks for a whole global batch before
+ * the backward (the same answer on every rank, no communication) and
+ * divides the summed loss by it. */
+int zt_data_count_targets(const zt_data_source *src, long step, uint64_t first, int count, uint64_t *n,
+                          zt_status *st);
+
 /* Statistics of a source made by zt_data_open (0 / ZT_EINVAL otherwise). */
 int zt_data_get_stats(const zt_data_source *src, zt_data_stats *out);
 

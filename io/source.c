@@ -238,9 +238,7 @@ static int loader_get(void *state, long step, uint64_t first, int count, int T, 
 /* Counted targets among samples [first, first+count) of step: the stored
  * per-window counts, a 4-byte read each (get() serves masked windows whole,
  * so the counts are those of what it serves). */
-static int loader_count(void *state, long step, uint64_t first, int count, uint64_t *n,
-                        zt_status *st) {
-    loader *L = state;
+static int loader_count(loader *L, long step, uint64_t first, int count, uint64_t *n, zt_status *st) {
     zt_status_clear(st);
     *n = 0;
     for (int i = 0; i < count; ++i) {
@@ -337,8 +335,24 @@ int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
     out->state = L;
     out->get = loader_get;
     out->close = loader_close;
-    if (L->ds->masked) out->count_targets = loader_count;
     return ZT_OK;
+}
+
+static loader *loader_of(const zt_data_source *src) {
+    loader *L = src ? src->state : NULL;
+    return L && src->get == loader_get && L->magic == LOADER_MAGIC ? L : NULL;
+}
+
+int zt_data_masked(const zt_data_source *src) {
+    const loader *L = loader_of(src);
+    return L && L->ds->masked;
+}
+
+int zt_data_count_targets(const zt_data_source *src, long step, uint64_t first, int count, uint64_t *n,
+                          zt_status *st) {
+    loader *L = loader_of(src);
+    if (!L || !L->ds->masked) return zt_fail(st, ZT_EINTERNAL, "zt_data_count_targets: not a masked source");
+    return loader_count(L, step, first, count, n, st);
 }
 
 int zt_data_get_stats(const zt_data_source *src, zt_data_stats *out) {

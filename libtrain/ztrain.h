@@ -158,18 +158,6 @@ typedef struct zt_data_source {
     int (*get)(void *state, long step, uint64_t first, int count, int T,
                int *inputs, int *targets, zt_status *st);
     void (*close)(void *state);
-    /* Optional; NULL: every target counts (the loss is the mean over all
-     * global_batch * T targets, as ever).  A source with a loss mask writes
-     * targets < 0 for the targets that do not count and sets this to give
-     * *n = the number of targets >= 0 among samples [first, first+count) of
-     * `step` (all T of each window counted the same way as get() would):
-     * the trainer calls it for the whole global batch (first 0, count =
-     * train_batch_size; eval: the round's eval_batch_size * ranks samples)
-     * before the backward and divides the summed loss by it, so the loss is
-     * the exact mean over the counted targets whatever the world size, the
-     * micro-batch split and the accumulation. */
-    int (*count_targets)(void *state, long step, uint64_t first, int count, uint64_t *n,
-                         zt_status *st);
 } zt_data_source;
 
 /* ---------------------------------------------------------------- training */
@@ -198,7 +186,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st);
 int zt_train(zt_ctx *ctx, zt_status *st);
 /* Forward-only evaluation on the val source: mean loss over
  * ztrain.eval_batches batches of ztrain.eval_batch_size, averaged over ranks
- * (a source with count_targets: the mean over its counted targets). */
+ * (SFT data with a loss mask: the mean over its counted targets). */
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st);
 /* Mean loss of one explicit batch (B x T inputs/targets), forward only:
  * the mean over the targets >= 0 (targets < 0 are ignored; none >= 0 is
