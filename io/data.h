@@ -47,7 +47,8 @@ typedef struct zt_dataset {
 } zt_dataset;
 
 /* Expand pattern (a path, or a glob when it contains * ? or [), open and
- * validate every file (tokens < vocab), and index the windows of T+1 tokens.
+ * validate every file (tokens < vocab), and index the windows of T+1 tokens
+ * (T = 0: the files as plain token streams, no windows, SFT files refused).
  * Errors name the file (or the pattern, for an empty glob). */
 int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_status *st);
 void zt_dataset_close(zt_dataset *d);

@@ -19,7 +19,7 @@ static int glob_err(const char *epath, int eerrno) {
 int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_status *st) {
     *out = NULL;
     if (!pattern || !*pattern) return zt_fail(st, ZT_EINVAL, "empty data path");
-    if (T < 1) return zt_fail(st, ZT_EINVAL, "sequence length %d < 1", T);
+    if (T < 0) return zt_fail(st, ZT_EINVAL, "sequence length %d < 0", T);
     zt_dataset *d = calloc(1, sizeof *d);
     if (!d) return zt_fail(st, ZT_ENOMEM, "out of memory");
     snprintf(d->pattern, sizeof d->pattern, "%s", pattern);
@@ -65,6 +65,11 @@ int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_
             goto fail;
         }
         d->masked = f->format == ZT_FMT_SFT;
+        if (d->masked && T == 0) {
+            rc = zt_fail(st, ZT_EDATA, "%s: an SFT window file (windows with a loss mask) is not a plain token "
+                         "stream; ztrain prep --tokens-in takes llm.c shards and HDF5 token files", f->path);
+            goto fail;
+        }
         if (d->masked && f->window != T + 1) {
             rc = zt_fail(st, ZT_EDATA, "%s: SFT windows of %d tokens were packed for seq_len %d, but the run "
                          "trains with seq_len %d (train with --seq-len %d, or re-run ztrain prep --sft "
@@ -77,7 +82,7 @@ int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_
             goto fail;
         }
         d->first[i] = n;
-        n += f->ntok / ((uint64_t)T + 1);
+        n += T > 0 ? f->ntok / ((uint64_t)T + 1) : 0;
     }
     d->first[npaths] = n;
     d->nsamples = n;

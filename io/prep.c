@@ -117,7 +117,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
         if (!in.bytes) { fclose(in.fp); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
     } else {
         in.name = o->tokens_in;
-        ZT_TRY(zt_dataset_open(o->tokens_in, 0, 1, &in.ds, st));
+        ZT_TRY(zt_dataset_open(o->tokens_in, 0, 0, &in.ds, st));
         vocab = 0;
         for (int i = 0; i < in.ds->nfiles; ++i) {
             total += in.ds->files[i]->ntok;

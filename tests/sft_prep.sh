@@ -110,4 +110,7 @@ cp c_train.sft bad.sft && printf '\002' | dd of=bad.sft bs=1 seek=$((1024 + 4 + 
     --context 128 --seq-len 128 --threads 1 --steps 3 --sample-tokens 0 > t.out 2> t.err
 check "a corrupted SFT file: exit 1 naming the file" test $? -eq 1 -a -n "$(grep 'bad.sft: ' t.err)"
 diag t.err
+"$ZTRAIN" prep --tokens-in c_train.sft --output x > t.out 2> t.err
+check "prep --tokens-in an SFT file: exit 1, saying it is no plain token stream" \
+    test $? -eq 1 -a -n "$(grep 'c_train.sft: an SFT window file (windows with a loss mask) is not a plain token stream' t.err)"
 done_testing
