@@ -1,5 +1,6 @@
-/* cmd_prep.c -- `ztrain prep`: text -> byte-level token files (llm.c shards
- * or HDF5), optionally split into shards; or re-shard existing token files. */
+/* cmd_prep.c -- `ztrain prep`: text -> token files (llm.c shards or HDF5) with
+ * byte-level tokens or a Hugging Face tokenizer, optionally split into shards;
+ * or re-shard existing token files. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,19 +11,34 @@
 
 static void help(void) {
     printf("usage: ztrain prep (--input TEXT | --tokens-in FILES) --output PREFIX\n"
+           "                   [--tokenizer PATH [--jsonl | --text] [--doc-sep eos|bos|none]\n"
+           "                    [--threads N]]\n"
            "                   [--val-fraction F] [--format bin|hdf5] [--shard-tokens N]\n"
            "                   [--dtype uint16|uint32]\n"
-           "Tokenizes TEXT with byte-level tokens (vocab 256), or reads existing token\n"
-           "files (a path or a quoted glob: llm.c shards and/or HDF5), and writes the\n"
-           "first 1-F of the tokens to PREFIX_train.EXT and the last F (default 0.1 for\n"
-           "text, 0 for --tokens-in) to PREFIX_val.EXT.\n"
-           "  --format bin    llm.c token shards, uint16 (default; EXT = bin)\n"
+           "Tokenizes TEXT with byte-level tokens (vocab 256), or with a Hugging Face\n"
+           "tokenizer.json (--tokenizer), or reads existing token files (a path or a quoted\n"
+           "glob: llm.c shards and/or HDF5), and writes the first 1-F of the tokens to\n"
+           "PREFIX_train.EXT and the last F (default 0.1 for text, 0 for --tokens-in) to\n"
+           "PREFIX_val.EXT.  Missing directories in PREFIX are created.\n"
+           "  --tokenizer PATH  tokenizer.json, or a directory holding it (and optionally\n"
+           "                  tokenizer_config.json naming bos_token/eos_token); TEXT may\n"
+           "                  then be a quoted glob.  Each plain text file is one document;\n"
+           "                  JSON Lines files (*.jsonl, or --jsonl) hold one document per\n"
+           "                  line in its \"text\" string.  --text: plain text whatever the name\n"
+           "  --doc-sep eos   the tokenizer's EOS after each document (default);\n"
+           "                  bos: its BOS before each document; none: no separator\n"
+           "  --threads N     encoding threads (default: OpenMP's, OMP_NUM_THREADS)\n"
+           "  --format bin    llm.c token shards (default; EXT = bin): uint16 (magic\n"
+           "                  20240520) for vocabularies up to 65536, else llm.c's Llama-3\n"
+           "                  layout, uint32 (magic 20240801, version 7)\n"
            "  --format hdf5   HDF5 files with a 1-D dataset /tokens (EXT = h5)\n"
            "  --shard-tokens N  split each part into files of at most N tokens:\n"
            "                  PREFIX_train_000000.EXT, PREFIX_train_000001.EXT, ...\n"
            "                  (train with --train 'PREFIX_train_*.EXT')\n"
-           "  --dtype uint32  HDF5 token width (default uint16; uint32 for vocab > 65536)\n"
-           "Nothing is written unless the whole input was converted.  See docs/data.md.\n"
+           "  --dtype uint32  token width (default: uint16, or uint32 when the vocabulary\n"
+           "                  needs it)\n"
+           "Nothing is written unless the whole input was converted.  See docs/data.md and\n"
+           "docs/tokenizers.md.\n"
            "\n"
            "usage: ztrain prep --sft --input FILE.jsonl --tokenizer PATH --template NAME\n"
            "                   --seq-len N --output PREFIX [--mask assistant|all|last]\n"
@@ -108,23 +124,28 @@ static int prep_sft(const char *input, const char *output, const char *vf, const
     return ZT_EXIT_OK;
 }
 
+
 int cmd_prep(int argc, char **argv) {
     const char *input = NULL, *tokens_in = NULL, *output = NULL, *vf = NULL, *fmt = "bin",
-               *shard = NULL, *dtype = NULL, *v;
-    const char *tokenizer = NULL, *tmpl = NULL, *seq = NULL, *mask = NULL, *pad = NULL;
-    int sft = 0, allow_split = 0, truncate = 0, fmt_given = 0;
+               *shard = NULL, *dtype = NULL, *tokenizer = NULL, *docsep = NULL, *threads = NULL, *v;
+    const char *tmpl = NULL, *seq = NULL, *mask = NULL, *pad = NULL;
+    int jsonl = 0, sft = 0, allow_split = 0, truncate = 0, fmt_given = 0;
     for (int i = 1; i < argc; ++i) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return ZT_EXIT_OK; }
+        if (!strcmp(argv[i], "--jsonl")) { jsonl = 1; continue; }
+        if (!strcmp(argv[i], "--text")) { jsonl = 2; continue; }
         if (!strcmp(argv[i], "--sft")) { sft = 1; continue; }
         if (!strcmp(argv[i], "--allow-split")) { allow_split = 1; continue; }
         if (!strcmp(argv[i], "--truncate")) { truncate = 1; continue; }
         if ((r = cli_opt(argc, argv, &i, "input", &v))) { if (r < 0) goto missing; input = v; }
+        else if ((r = cli_opt(argc, argv, &i, "tokenizer", &v))) { if (r < 0) goto missing; tokenizer = v; }
+        else if ((r = cli_opt(argc, argv, &i, "doc-sep", &v))) { if (r < 0) goto missing; docsep = v; }
+        else if ((r = cli_opt(argc, argv, &i, "threads", &v))) { if (r < 0) goto missing; threads = v; }
         else if ((r = cli_opt(argc, argv, &i, "tokens-in", &v))) { if (r < 0) goto missing; tokens_in = v; }
         else if ((r = cli_opt(argc, argv, &i, "output", &v))) { if (r < 0) goto missing; output = v; }
         else if ((r = cli_opt(argc, argv, &i, "val-fraction", &v))) { if (r < 0) goto missing; vf = v; }
         else if ((r = cli_opt(argc, argv, &i, "format", &v))) { if (r < 0) goto missing; fmt = v; fmt_given = 1; }
-        else if ((r = cli_opt(argc, argv, &i, "tokenizer", &v))) { if (r < 0) goto missing; tokenizer = v; }
         else if ((r = cli_opt(argc, argv, &i, "template", &v))) { if (r < 0) goto missing; tmpl = v; }
         else if ((r = cli_opt(argc, argv, &i, "seq-len", &v))) { if (r < 0) goto missing; seq = v; }
         else if ((r = cli_opt(argc, argv, &i, "mask", &v))) { if (r < 0) goto missing; mask = v; }
@@ -138,16 +159,16 @@ int cmd_prep(int argc, char **argv) {
         return ZT_EXIT_USAGE;
     }
     if (sft) {
-        if (tokens_in || fmt_given || shard || dtype) {
-            cli_error("prep --sft: --tokens-in, --format, --shard-tokens and --dtype do not apply "
-                      "(SFT window files hold uint16 or uint32 tokens as the vocabulary needs)");
+        if (tokens_in || fmt_given || shard || dtype || jsonl || docsep || threads) {
+            cli_error("prep --sft: --tokens-in, --format, --shard-tokens, --dtype, --jsonl, --text, --doc-sep "
+                      "and --threads do not apply (SFT window files hold uint16 or uint32 tokens as the "
+                      "vocabulary needs)");
             return ZT_EXIT_USAGE;
         }
         return prep_sft(input, output, vf, tokenizer, tmpl, seq, mask, allow_split, truncate, pad);
     }
-    if (tokenizer || tmpl || seq || mask || pad || allow_split || truncate) {
-        cli_error("prep: --tokenizer, --template, --seq-len, --mask, --pad-id, --allow-split and "
-                  "--truncate need --sft");
+    if (tmpl || seq || mask || pad || allow_split || truncate) {
+        cli_error("prep: --template, --seq-len, --mask, --pad-id, --allow-split and --truncate need --sft");
         return ZT_EXIT_USAGE;
     }
     if ((!input && !tokens_in) || !output) {
@@ -155,9 +176,31 @@ int cmd_prep(int argc, char **argv) {
         return ZT_EXIT_USAGE;
     }
     if (input && tokens_in) { cli_error("prep: give either --input or --tokens-in, not both"); return ZT_EXIT_USAGE; }
+    if (!tokenizer && (jsonl || docsep || threads)) {
+        cli_error("prep: --jsonl, --text, --doc-sep and --threads need --tokenizer");
+        return ZT_EXIT_USAGE;
+    }
+    if (tokenizer && tokens_in) { cli_error("prep: --tokenizer needs --input (text), not --tokens-in"); return ZT_EXIT_USAGE; }
     zt_prep_opts o;
     memset(&o, 0, sizeof o);
     o.input = input;
+    o.tokenizer = tokenizer;
+    o.jsonl = jsonl;
+    if (docsep) {
+        if (!strcmp(docsep, "eos")) o.doc_sep = ZT_DOCSEP_EOS;
+        else if (!strcmp(docsep, "bos")) o.doc_sep = ZT_DOCSEP_BOS;
+        else if (!strcmp(docsep, "none")) o.doc_sep = ZT_DOCSEP_NONE;
+        else { cli_error("prep: --doc-sep must be eos, bos or none, got '%s'", docsep); return ZT_EXIT_USAGE; }
+    }
+    if (threads) {
+        char *e;
+        long t = strtol(threads, &e, 10);
+        if (*e || e == threads || t < 1 || t > 4096) {
+            cli_error("prep: --threads must be a positive integer, got '%s'", threads);
+            return ZT_EXIT_USAGE;
+        }
+        o.threads = (int)t;
+    }
     o.tokens_in = tokens_in;
     o.prefix = output;
     char *end;
@@ -171,10 +214,6 @@ int cmd_prep(int argc, char **argv) {
         if (!strcmp(dtype, "uint16")) o.elsize = 2;
         else if (!strcmp(dtype, "uint32")) o.elsize = 4;
         else { cli_error("prep: --dtype must be uint16 or uint32, got '%s'", dtype); return ZT_EXIT_USAGE; }
-        if (o.elsize == 4 && o.format == ZT_FMT_BIN) {
-            cli_error("prep: --dtype uint32 needs --format hdf5 (llm.c shards are uint16)");
-            return ZT_EXIT_USAGE;
-        }
     }
     if (shard) {
         errno = 0;
@@ -204,6 +243,9 @@ int cmd_prep(int argc, char **argv) {
         zt_prep_path(p, sizeof p, output, "val", -1, o.format);
         if (r.nval) printf(" and %s (%zu tokens)", p, r.nval);
     }
+    if (tokenizer)
+        printf("; %zu document%s, vocab %d, %s tokens", r.ndocs, r.ndocs == 1 ? "" : "s", r.vocab,
+               r.elsize == 4 ? "uint32" : "uint16");
     printf("\n");
     return ZT_EXIT_OK;
 }

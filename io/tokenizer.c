@@ -641,7 +641,11 @@ int zt_tok_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, int skip_
     for (size_t i = 0; i < n && rc == ZT_OK; ++i) {
         const char *s = zt_tok_token_str(t, ids[i]);
         if (!s) continue;                     /* unknown ids are dropped, as HF does */
-        size_t sl = ids[i] < t->vocab_size && t->id2added[ids[i]] >= 0 ? t->added[t->id2added[ids[i]]].len : strlen(s);
+        size_t sl = strlen(s);
+        if (t->id2added[ids[i]] >= 0) {
+            int a = t->id2added[ids[i]];
+            sl = t->added[a].normalized ? t->norm_len[a] : t->added[a].len;
+        }
         if (skip_special && zt_strmap_get(&t->special, s, sl) >= 0) continue;
         rc = zt_pieces_add(&toks, s, sl, -1, 0, st);
     }
@@ -673,6 +677,10 @@ int zt_tok_token_id(const zt_tokenizer *t, const char *token) {
 
 const char *zt_tok_token_str(const zt_tokenizer *t, int id) {
     if (id < 0 || id >= t->vocab_size) return NULL;
-    if (t->id2added[id] >= 0) return t->added[t->id2added[id]].content;
+    /* added tokens: their normalized form when they are matched after normalization (as HF) */
+    if (t->id2added[id] >= 0) {
+        int a = t->id2added[id];
+        return t->added[a].normalized ? t->norm_content[a] : t->added[a].content;
+    }
     return id < t->bpe.nid ? t->bpe.id2tok[id] : NULL;
 }

@@ -5,6 +5,7 @@
  * Sequence).  Each stage follows the HF tokenizers 0.23 source behaviour for behaviour. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -138,6 +139,95 @@ const char zt_gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 /* ------------------------------------------------------------ patterns */
+/* HF tokenizers compiles Split/Replace regexes with Oniguruma (Ruby syntax, Unicode 16 tables); PCRE2 10.42
+ * has Unicode 14 tables and a \s that also matches U+180E.  Checked over every code point against
+ * tokenizers 0.23: \s differs only by U+180E, \p{L} and \p{N} only by the code points assigned in Unicode
+ * 15 and 16 (listed below).  So \s, \S, \p{L}/\pL, \p{N}/\pN (and \P{L}, \P{N}) are rewritten into classes with
+ * exactly Oniguruma's members; everything else in a pattern is passed to PCRE2 unchanged. */
+static const char ONIG_SPACE[] =
+    "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+static const char ONIG_L_EXTRA[] =
+    "\\x{1C89}-\\x{1C8A}\\x{A7CB}-\\x{A7CD}\\x{A7DA}-\\x{A7DC}\\x{105C0}-\\x{105F3}\\x{10D4A}-\\x{10D65}"
+    "\\x{10D6F}-\\x{10D85}\\x{10EC2}-\\x{10EC4}\\x{1123F}-\\x{11240}\\x{11380}-\\x{11389}\\x{1138B}\\x{1138E}"
+    "\\x{11390}-\\x{113B5}\\x{113B7}\\x{113D1}\\x{113D3}\\x{11BC0}-\\x{11BE0}\\x{11F02}\\x{11F04}-\\x{11F10}"
+    "\\x{11F12}-\\x{11F33}\\x{1342F}\\x{13441}-\\x{13446}\\x{13460}-\\x{143FA}\\x{16100}-\\x{1611D}"
+    "\\x{16D40}-\\x{16D6C}\\x{18CFF}\\x{1B132}\\x{1B155}\\x{1DF25}-\\x{1DF2A}\\x{1E030}-\\x{1E06D}"
+    "\\x{1E4D0}-\\x{1E4EB}\\x{1E5D0}-\\x{1E5ED}\\x{1E5F0}\\x{2B739}\\x{2EBF0}-\\x{2EE5D}\\x{31350}-\\x{323AF}";
+static const char ONIG_N_EXTRA[] =
+    "\\x{10D40}-\\x{10D49}\\x{116D0}-\\x{116E3}\\x{11BF0}-\\x{11BF9}\\x{11F50}-\\x{11F59}\\x{16130}-\\x{16139}"
+    "\\x{16D70}-\\x{16D79}\\x{1CCF0}-\\x{1CCF9}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}\\x{1E5F1}-\\x{1E5FA}";
+
+/* one rewritten class: items (the class body), negated, inside an enclosing class or not */
+static int put_class(zt_sbuf *o, const char *pre, const char *items, int neg, int in_class, const char *what,
+                     const char *esc, zt_status *st) {
+    if (in_class && neg)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex escape %s inside a character class is not supported", what, esc);
+    if (!in_class) ZT_TRY(zt_sbuf_put(o, neg ? "[^" : "[", neg ? 2 : 1, st));
+    ZT_TRY(zt_sbuf_put(o, pre, strlen(pre), st));
+    ZT_TRY(zt_sbuf_put(o, items, strlen(items), st));
+    return in_class ? ZT_OK : zt_sbuf_put(o, "]", 1, st);
+}
+
+static int onig_classes(const char *s, zt_sbuf *o, const char *what, zt_status *st) {
+    int in_class = 0;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < n) {
+            char e = s[i + 1];
+            if (e == 'Q') {                                   /* \Q...\E: literal */
+                const char *q = strstr(s + i + 2, "\\E");
+                size_t end = q ? (size_t)(q - s) + 2 : n;
+                ZT_TRY(zt_sbuf_put(o, s + i, end - i, st));
+                i = end;
+                continue;
+            }
+            if (e == 's' || e == 'S') {
+                ZT_TRY(put_class(o, "", ONIG_SPACE, e == 'S', in_class, what, e == 's' ? "\\s" : "\\S", st));
+                i += 2;
+                continue;
+            }
+            if (e == 'p' || e == 'P') {
+                size_t l = 0; char k = 0;
+                if (i + 2 < n && (s[i + 2] == 'L' || s[i + 2] == 'N')) { k = s[i + 2]; l = 3; }
+                else if (i + 4 < n && s[i + 2] == '{' && (s[i + 3] == 'L' || s[i + 3] == 'N') && s[i + 4] == '}') {
+                    k = s[i + 3]; l = 5;
+                }
+                if (k) {
+                    char esc[8];
+                    snprintf(esc, sizeof esc, "\\%c{%c}", e, k);
+                    ZT_TRY(put_class(o, k == 'L' ? "\\p{L}" : "\\p{N}", k == 'L' ? ONIG_L_EXTRA : ONIG_N_EXTRA, e == 'P',
+                                     in_class, what, esc, st));
+                    i += l;
+                    continue;
+                }
+            }
+            ZT_TRY(zt_sbuf_put(o, s + i, 2, st));
+            i += 2;
+            continue;
+        }
+        if (!in_class && c == '[') {
+            in_class = 1;
+            size_t j = i + 1;
+            if (j < n && s[j] == '^') ++j;
+            if (j < n && s[j] == ']') ++j;                   /* a leading ']' is literal */
+            ZT_TRY(zt_sbuf_put(o, s + i, j - i, st));
+            i = j;
+            continue;
+        }
+        if (in_class && c == '[' && i + 1 < n && s[i + 1] == ':') {   /* [:posix:] */
+            const char *q = strstr(s + i + 2, ":]");
+            size_t end = q ? (size_t)(q - s) + 2 : i + 1;
+            ZT_TRY(zt_sbuf_put(o, s + i, end - i, st));
+            i = end;
+            continue;
+        }
+        if (in_class && c == ']') in_class = 0;
+        ZT_TRY(zt_sbuf_put(o, &c, 1, st));
+        ++i;
+    }
+    return zt_sbuf_put(o, "", 0, st);
+}
 int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what, zt_status *st) {
     memset(r, 0, sizeof *r);
     if (!is_regex) {
@@ -147,8 +237,11 @@ int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what,
         if (!r->lit) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
         return ZT_OK;
     }
+    zt_sbuf pat = {0};
+    ZT_TRY(onig_classes(s, &pat, what, st));
     int err; PCRE2_SIZE off;
-    r->re = pcre2_compile((PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+    r->re = pcre2_compile((PCRE2_SPTR)pat.p, pat.len, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+    zt_sbuf_free(&pat);
     if (!r->re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);

@@ -132,21 +132,23 @@ static int open_bin(const char *path, zt_token_file *f, zt_status *st) {
     ZT_TRY(zt_pread_full(fd, h, sizeof h, 0, path, st));
     for (int i = 0; i < ZT_SHARD_HEADER_INTS; ++i) h[i] = (int32_t)le32toh((uint32_t)h[i]);
     if (h[0] == ZT_SFT_MAGIC) return zt_sft_open_header(path, h, size, f, st);
-    if (h[0] != ZT_SHARD_MAGIC)
-        return zt_fail(st, ZT_EDATA, "%s: bad magic %d at offset 0 (expected %d: not an llm.c token shard)",
-                       path, h[0], ZT_SHARD_MAGIC);
-    if (h[1] != ZT_SHARD_VERSION)
-        return zt_fail(st, ZT_EDATA, "%s: unsupported version %d at offset 4 (expected %d)", path, h[1],
-                       ZT_SHARD_VERSION);
+    int elsize = h[0] == ZT_SHARD_MAGIC ? 2 : h[0] == ZT_SHARD32_MAGIC ? 4 : 0;
+    if (!elsize)
+        return zt_fail(st, ZT_EDATA, "%s: bad magic %d at offset 0 (expected %d or %d: not an llm.c token shard)",
+                       path, h[0], ZT_SHARD_MAGIC, ZT_SHARD32_MAGIC);
+    int version = elsize == 2 ? ZT_SHARD_VERSION : ZT_SHARD32_VERSION;
+    if (h[1] != version)
+        return zt_fail(st, ZT_EDATA, "%s: unsupported version %d at offset 4 (expected %d for magic %d)", path, h[1],
+                       version, h[0]);
     if (h[2] < 0) return zt_fail(st, ZT_EDATA, "%s: negative token count %d at offset 8", path, h[2]);
-    uint64_t want = ZT_SHARD_HEADER_BYTES + 2 * (uint64_t)h[2];
+    uint64_t want = ZT_SHARD_HEADER_BYTES + (uint64_t)elsize * (uint64_t)h[2];
     if (size != want)
         return zt_fail(st, ZT_EDATA, "%s: %s: header says %d tokens (%llu bytes) but the file has %llu bytes (%llu tokens)",
                        path, size < want ? "truncated" : "size mismatch", h[2], (unsigned long long)want,
-                       (unsigned long long)size, (unsigned long long)((size - ZT_SHARD_HEADER_BYTES) / 2));
+                       (unsigned long long)size, (unsigned long long)((size - ZT_SHARD_HEADER_BYTES) / (uint64_t)elsize));
     if (h[2] == 0) return zt_fail(st, ZT_EDATA, "%s: the shard holds no tokens", path);
     f->format = ZT_FMT_BIN;
-    f->elsize = 2;
+    f->elsize = elsize;
     f->ntok = (size_t)h[2];
     f->direct = 1;
     f->data_off = ZT_SHARD_HEADER_BYTES;
@@ -187,7 +189,7 @@ struct zt_tok_writer {
     FILE *fp;                 /* bin */
     int64_t h5f, h5d;         /* HDF5 */
     int open, committed;
-    uint16_t buf[4096];
+    uint32_t buf[4096];
 };
 
 const char *zt_writer_path(const zt_tok_writer *w) { return w->path; }
@@ -196,8 +198,6 @@ int zt_writer_open(const char *path, int format, int elsize, size_t ntok, int vo
                    zt_tok_writer **out, zt_status *st) {
     *out = NULL;
     if (elsize == 0) elsize = 2;
-    if (format == ZT_FMT_BIN && elsize != 2)
-        return zt_fail(st, ZT_EINVAL, "%s: llm.c shards hold uint16 tokens only (use HDF5 for uint32)", path);
     if (elsize != 2 && elsize != 4)
         return zt_fail(st, ZT_EINVAL, "%s: token width must be 2 or 4 bytes, got %d", path, elsize);
     if (format == ZT_FMT_BIN && ntok > 0x7fffffff)
@@ -220,8 +220,8 @@ int zt_writer_open(const char *path, int format, int elsize, size_t ntok, int vo
         else {
             int32_t h[ZT_SHARD_HEADER_INTS];
             memset(h, 0, sizeof h);
-            h[0] = (int32_t)htole32(ZT_SHARD_MAGIC);
-            h[1] = (int32_t)htole32(ZT_SHARD_VERSION);
+            h[0] = (int32_t)htole32(elsize == 2 ? ZT_SHARD_MAGIC : ZT_SHARD32_MAGIC);
+            h[1] = (int32_t)htole32(elsize == 2 ? ZT_SHARD_VERSION : ZT_SHARD32_VERSION);
             h[2] = (int32_t)htole32((uint32_t)ntok);
             if (fwrite(h, sizeof h, 1, w->fp) != 1)
                 rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(errno));
@@ -244,13 +244,18 @@ int zt_writer_put(zt_tok_writer *w, const uint32_t *tok, size_t n, zt_status *st
         if (tok[i] >= lim || (w->vocab > 0 && tok[i] >= (uint32_t)w->vocab))
             return zt_fail(st, ZT_EDATA, "%s: token %u (token %zu of the output) does not fit %s",
                            w->path, tok[i], w->put + i,
-                           tok[i] >= lim ? "16 bits (use HDF5 with uint32)" : "the vocabulary");
+                           tok[i] >= lim ? "16 bits (use uint32 tokens)" : "the vocabulary");
     if (w->format == ZT_FMT_BIN) {
         size_t done = 0;
         while (done < n) {
             size_t m = n - done < 4096 ? n - done : 4096;
-            for (size_t i = 0; i < m; ++i) w->buf[i] = htole16((uint16_t)tok[done + i]);
-            if (fwrite(w->buf, 2, m, w->fp) != m)
+            if (w->elsize == 2) {
+                uint16_t *b16 = (uint16_t *)w->buf;
+                for (size_t i = 0; i < m; ++i) b16[i] = htole16((uint16_t)tok[done + i]);
+            } else {
+                for (size_t i = 0; i < m; ++i) w->buf[i] = htole32(tok[done + i]);
+            }
+            if (fwrite(w->buf, (size_t)w->elsize, m, w->fp) != m)
                 return zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(errno));
             done += m;
         }

@@ -1,12 +1,13 @@
 /*
  * tokens.h -- token files: llm.c-compatible shards and HDF5 token datasets.
  *
- * llm.c shard (".bin", anything that is not HDF5), little-endian:
+ * llm.c shard (".bin", anything that is not HDF5), little-endian, in one of llm.c's two layouts:
  *   a 1024-byte header of 256 int32 --
- *     [0] = 20240520 (magic), [1] = 1 (version), [2] = number of tokens,
- *     [3..255] = 0 --
- *   followed by the tokens as uint16.  The file size must be exactly
- *   1024 + 2 * ntokens.  Any vocabulary up to 65,536 fits.
+ *     [0] = magic, [1] = version, [2] = number of tokens, [3..255] = 0 --
+ *   followed by the tokens:
+ *     GPT-2 layout:   magic 20240520, version 1, tokens uint16 (any vocabulary up to 65,536);
+ *     Llama-3 layout: magic 20240801, version 7, tokens uint32 (larger vocabularies).
+ *   The file size must be exactly 1024 + 2 * ntokens (resp. 4 * ntokens).
  *
  * HDF5 token file (".h5" / ".hdf5", or any file with the HDF5 signature):
  *   dataset "/tokens": 1-D, unsigned 16- or 32-bit integers (uint32 for
@@ -28,6 +29,8 @@
 
 #define ZT_SHARD_MAGIC 20240520
 #define ZT_SHARD_VERSION 1
+#define ZT_SHARD32_MAGIC 20240801   /* llm.c's Llama-3 shards: uint32 tokens */
+#define ZT_SHARD32_VERSION 7
 #define ZT_SHARD_HEADER_INTS 256
 #define ZT_SHARD_HEADER_BYTES (ZT_SHARD_HEADER_INTS * 4)
 
@@ -69,7 +72,7 @@ int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, z
 /* 1 when path names an HDF5 file (extension .h5/.hdf5 or the signature). */
 int zt_tokens_is_h5(const char *path);
 
-/* Write a shard atomically (temp file + fsync + rename). */
+/* Write a (uint16) shard atomically (temp file + fsync + rename). */
 int zt_tokens_write(const char *path, const uint16_t *tok, size_t n, zt_status *st);
 /* Write an HDF5 token file atomically; elsize 2 (uint16) or 4 (uint32);
  * tok holds n tokens as uint32. */
@@ -97,14 +100,29 @@ typedef struct zt_prep_opts {
     const char *prefix;       /* outputs PREFIX_train*, PREFIX_val* */
     double val_fraction;      /* the last fraction of the tokens go to val */
     int format;               /* ZT_FMT_BIN (default) | ZT_FMT_H5 */
-    int elsize;               /* HDF5 token width: 2 or 4 (0 = 2); bin is 2 */
+    int elsize;               /* token width: 2 or 4 (0 = 2, or what the tokenizer needs);
+                                 bin with 4 = llm.c uint32 shards (magic 20240801) */
     size_t shard_tokens;      /* > 0: shards of at most this many tokens,
                                  PREFIX_train_000000.bin, ...; 0 = one file
                                  per split, PREFIX_train.bin */
+    /* With a tokenizer (io/tokenizer.h), input is a file or a glob of files, each
+     * plain text (one document per file) or JSON Lines (one document per line,
+     * its "text" string); tokens are uint16 when the vocabulary fits 65,536, else
+     * uint32 (bin: llm.c's Llama-3 layout).  Without one: bytes, vocab 256. */
+    const char *tokenizer;    /* tokenizer.json or a directory holding it; NULL = bytes */
+    int jsonl;                /* 0 by extension (.jsonl: JSON Lines), 1 JSON Lines, 2 plain text */
+    int doc_sep;              /* ZT_DOCSEP_EOS (default) | _BOS | _NONE */
+    int threads;              /* encoding threads; 0 = OpenMP's default */
 } zt_prep_opts;
+
+/* Document separators with a tokenizer: EOS after each document (default),
+ * BOS before each document, or none. */
+enum { ZT_DOCSEP_EOS = 0, ZT_DOCSEP_BOS = 1, ZT_DOCSEP_NONE = 2 };
 
 typedef struct zt_prep_result {
     size_t ntrain, nval;      /* tokens written */
+    size_t ndocs;             /* documents read (tokenizer input) */
+    int vocab, elsize;        /* vocabulary and token width of the outputs */
     int train_files, val_files;
 } zt_prep_result;
 

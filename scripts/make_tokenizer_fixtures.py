@@ -19,7 +19,7 @@ Fixtures:
   llama2    Metaspace-style BPE with byte_fallback (<0x00>..<0xFF>), normalizers Prepend + Replace,
             decoders Replace/ByteFallback/Fuse/Strip, <unk>/<s>/</s>, TemplateProcessing BOS
   metaspace the llama2 vocabulary behind NFKC + the Metaspace pre-tokenizer (prepend_scheme first) and the
-            Metaspace decoder
+            Metaspace decoder; added tokens with lstrip/rstrip, normalized, and non-special ones
 """
 import json
 import os
@@ -54,10 +54,11 @@ TEXT = (
 )
 
 
-def write_case(name, tok, config):
+def write_case(name, tok, config, raw=None):
+    """raw: the JSON to write as is (else tok's serialization, which writes merges as pairs)"""
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
-    js = json.loads(tok.to_str())
+    js = raw if raw is not None else json.loads(tok.to_str())
     with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(js, f, ensure_ascii=False, separators=(",", ":"))
     # expected values come from HF loading exactly the file written
@@ -87,7 +88,7 @@ def gpt2():
     js = json.loads(tok.to_str())
     js["model"]["merges"] = [" ".join(m) for m in js["model"]["merges"]]   # the older "a b" form
     write_case("gpt2", Tokenizer.from_str(json.dumps(js)),
-               {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"})
+               {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}, raw=js)
 
 
 def llama3():
@@ -162,6 +163,19 @@ def metaspace(js):
     js["decoder"] = {"type": "Sequence", "decoders": [
         {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
         {"type": "ByteFallback"}, {"type": "Fuse"}]}
+    # added-token options: </s> strips the spaces around it, <unk> is matched in the normalized text, and
+    # "Citizen" / "ＡＢＣ" are non-special added tokens matched after NFKC (the second only as "ABC")
+    for a in js["added_tokens"]:
+        if a["content"] == "</s>":
+            a["lstrip"] = a["rstrip"] = True
+        if a["content"] == "<unk>":
+            a["normalized"] = True
+    n = len(js["model"]["vocab"])
+    js["added_tokens"] += [
+        {"id": n, "content": "Citizen", "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": True, "special": False},
+        {"id": n + 1, "content": "\uff21\uff22\uff23", "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": True, "special": False}]
     write_case("metaspace", Tokenizer.from_str(json.dumps(js)), {"bos_token": "<s>", "eos_token": "</s>"})
 
 

@@ -575,12 +575,53 @@ int main(void) {
         po.prefix = prefix2;
         po.val_fraction = 0.1;
         rc = zt_prep(&po, &r, &st);
-        tap_ok(rc == ZT_EIO && strstr(st.msg, "nope/x_train.bin"), "prep into a missing directory: error names the file");
+        snprintf(p2, sizeof p2, "%s/nope/x_train.bin", g_dir);
+        struct stat sb2;
+        tap_ok(rc == ZT_OK && stat(p2, &sb2) == 0, "prep into a missing directory creates it");
+        if (rc) tap_diag("%s", st.msg);
+        /* an output directory that cannot be made: one error naming it, nothing written */
+        snprintf(prefix2, sizeof prefix2, "%s/nope/x_train.bin/y/z", g_dir);
+        rc = zt_prep(&po, &r, &st);
+        tap_ok(rc == ZT_EIO && strstr(st.msg, "x_train.bin: exists and is not a directory"),
+               "prep below a file: error names it (%s)", st.msg);
         memset(&po, 0, sizeof po);
         po.input = p;
         po.prefix = prefix;
         po.shard_tokens = 3000000000ULL;
         tap_ok(zt_prep(&po, &r, &st) == ZT_EINVAL, "a bin shard size above 2^31-1 tokens is refused");
+    }
+
+    /* ------------------------------------------------ llm.c uint32 shards (magic 20240801, version 7) */
+    {
+        char p[600];
+        snprintf(p, sizeof p, "%s/v7.bin", g_dir);
+        uint32_t tok[300];
+        for (int i = 0; i < 300; ++i) tok[i] = 70000u + 1000u * (uint32_t)i;
+        zt_tok_writer *w = NULL;
+        int rc = zt_writer_open(p, ZT_FMT_BIN, 4, 300, 400000, &w, &st);
+        if (rc == ZT_OK) rc = zt_writer_put(w, tok, 300, &st);
+        if (rc == ZT_OK) rc = zt_writer_commit(w, &st);
+        zt_writer_free(w);
+        FILE *fp = fopen(p, "rb");
+        int32_t h[3] = {0, 0, 0};
+        int hok = fp && fread(h, 4, 3, fp) == 3;
+        if (fp) fclose(fp);
+        struct stat sb;
+        tap_ok(rc == ZT_OK && hok && h[0] == 20240801 && h[1] == 7 && h[2] == 300 && stat(p, &sb) == 0 &&
+               sb.st_size == 1024 + 4 * 300, "writer: a uint32 bin shard has llm.c's v7 header and 4-byte tokens");
+        zt_token_file *f = NULL;
+        uint32_t back[300];
+        int ok = zt_tokens_open(p, 400000, &f, &st) == ZT_OK && f->elsize == 4 && f->ntok == 300 &&
+                 zt_tokens_read(f, 0, 300, 400000, back, &st) == ZT_OK && !memcmp(back, tok, sizeof tok);
+        tap_ok(ok, "reader: the v7 shard reads back (tokens above 65535)");
+        zt_tokens_close(f);
+        expect_open_fail(p, 300000, 8, ZT_EDATA, "v7.bin: token 300000 at byte offset 1944 (token 230) is >= vocab 300000",
+                         NULL, "reader: v7 tokens are checked against the vocabulary");
+        /* a truncated v7 shard names the 4-byte layout */
+        if (truncate(p, 1024 + 4 * 299 + 2) == 0)
+            expect_open_fail(p, 400000, 8, ZT_EDATA, "truncated: header says 300 tokens (2224 bytes)", NULL,
+                             "reader: a truncated v7 shard is refused");
+        else tap_ok(0, "truncate failed");
     }
 
     /* ------------------------------------------------ default workers */

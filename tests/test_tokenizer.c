@@ -1,0 +1,274 @@
+/*
+ * test_tokenizer.c -- io/tokenizer.h against Hugging Face tokenizers 0.23, without Python: the fixtures in
+ * tests/fixtures/tok (made by scripts/make_tokenizer_fixtures.py) hold, for each of four tokenizer.json
+ * files (gpt2, llama3, llama2, metaspace), HF's ids for text.txt with and without special tokens and HF's
+ * decoded strings.  Every check is exact.  Then: the lookups (vocab size, BOS/EOS, token <-> id),
+ * concurrent encoding, invalid UTF-8 (refused, documented in tokenizer.h), and bad tokenizer.json files
+ * (malformed, truncated, unsupported parts): one clear error naming the file and the thing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "testutil.h"
+#include "tokenizer.h"
+
+static char g_fix[1024];
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long m = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)m + 1);
+    if (b && fread(b, 1, (size_t)m, f) != (size_t)m) { free(b); b = NULL; }
+    fclose(f);
+    if (b) { b[m] = 0; if (n) *n = (size_t)m; }
+    return b;
+}
+
+static int32_t *read_ids(const char *path, size_t *n) {
+    char *s = slurp(path, NULL);
+    *n = 0;
+    if (!s) return NULL;
+    size_t cap = 1024;
+    int32_t *v = malloc(cap * sizeof *v);
+    char *p = s, *e;
+    for (;;) {
+        long x = strtol(p, &e, 10);
+        if (e == p) break;
+        if (*n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
+        v[(*n)++] = (int32_t)x;
+        p = e;
+    }
+    free(s);
+    return v;
+}
+
+static int same_ids(const int32_t *a, size_t na, const int32_t *b, size_t nb, const char *what) {
+    if (na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a))) return 1;
+    size_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) ++i;
+    tap_diag("%s: %zu vs %zu ids, first difference at %zu (got %d, expected %d)", what, na, nb, i,
+             i < na ? a[i] : -1, i < nb ? b[i] : -1);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the fixtures */
+static void check_fixture(const char *name, int vocab, const char *bos, const char *eos) {
+    char p[1200];
+    zt_status st = {0};
+    zt_tokenizer *t = NULL;
+    snprintf(p, sizeof p, "%s/%s", g_fix, name);             /* a directory: tokenizer.json inside */
+    int rc = zt_tok_load(p, &t, &st);
+    if (!tap_ok(rc == ZT_OK, "%s: loads (%s)", name, rc ? st.msg : "ok")) return;
+    size_t tn;
+    snprintf(p, sizeof p, "%s/text.txt", g_fix);
+    char *text = slurp(p, &tn);
+    for (int sp = 0; sp < 2; ++sp) {
+        size_t ne, ng;
+        snprintf(p, sizeof p, "%s/%s/%s", g_fix, name, sp ? "ids_special.txt" : "ids.txt");
+        int32_t *exp = read_ids(p, &ne), *got = NULL;
+        rc = zt_tok_encode(t, text, tn, sp, &got, &ng, &st);
+        tap_ok(rc == ZT_OK && exp && same_ids(got, ng, exp, ne, name),
+               "%s: encode(text, add_special=%d) == HF's ids (%zu ids)", name, sp, ne);
+        if (sp) {
+            for (int skip = 0; skip < 2; ++skip) {
+                char *dec = NULL; size_t dl = 0, el = 0;
+                snprintf(p, sizeof p, "%s/%s/%s", g_fix, name, skip ? "decoded_skip.txt" : "decoded.txt");
+                char *want = slurp(p, &el);
+                rc = zt_tok_decode(t, got, ng, skip, &dec, &dl, &st);
+                int ok = rc == ZT_OK && want && dl == el && !memcmp(dec, want, el) && dec[dl] == 0;
+                tap_ok(ok, "%s: decode(ids, skip_special=%d) == HF's string (%zu bytes)", name, skip, el);
+                free(dec); free(want);
+            }
+        }
+        free(exp); free(got);
+    }
+    /* lookups */
+    tap_ok(zt_tok_vocab_size(t) == vocab, "%s: vocab size %d (got %d)", name, vocab, zt_tok_vocab_size(t));
+    int b = zt_tok_bos_id(t), e = zt_tok_eos_id(t);
+    tap_ok((bos ? b >= 0 && !strcmp(zt_tok_token_str(t, b), bos) : b == -1) &&
+           (eos ? e >= 0 && !strcmp(zt_tok_token_str(t, e), eos) : e == -1),
+           "%s: BOS %s, EOS %s (ids %d, %d)", name, bos ? bos : "none", eos ? eos : "none", b, e);
+    int rt = 1;
+    int abc = zt_tok_token_id(t, "\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3");   /* "ＡＢＣ" (metaspace only) */
+    if (abc >= 0)
+        tap_ok(zt_tok_token_str(t, abc) && !strcmp(zt_tok_token_str(t, abc), "ABC") && zt_tok_token_id(t, "ABC") == -1,
+               "%s: a normalized added token: token_id(content), token_str = the normalized form (as HF)", name);
+    for (int id = 0; id < zt_tok_vocab_size(t) && rt; ++id) {
+        if (id == abc) continue;
+        const char *s = zt_tok_token_str(t, id);
+        rt = s && zt_tok_token_id(t, s) >= 0;
+        if (!rt) tap_diag("id %d: no token string or no way back", id);
+    }
+    tap_ok(rt && zt_tok_token_str(t, -1) == NULL && zt_tok_token_str(t, zt_tok_vocab_size(t)) == NULL &&
+           zt_tok_token_id(t, "\x01no such token\x02") == -1,
+           "%s: token_str/token_id over the whole vocabulary; -1 and vocab_size have none", name);
+    /* round trip through the tokenizer's own decode: lossless for byte-level */
+    if (!strcmp(name, "gpt2") || !strcmp(name, "llama3")) {
+        int32_t *ids; size_t n; char *dec = NULL; size_t dl = 0;
+        rc = zt_tok_encode(t, text, tn, 0, &ids, &n, &st);
+        if (rc == ZT_OK) rc = zt_tok_decode(t, ids, n, 0, &dec, &dl, &st);
+        tap_ok(rc == ZT_OK && dl == tn && !memcmp(dec, text, tn), "%s: decode(encode(text)) == text", name);
+        free(ids); free(dec);
+    }
+    /* concurrent encodes on one tokenizer agree with the serial one (per-thread caches) */
+    {
+        int32_t *ref; size_t nref;
+        zt_tok_encode(t, text, tn, 1, &ref, &nref, &st);
+        int bad = 0;
+#pragma omp parallel for num_threads(4) reduction(+ : bad)
+        for (int k = 0; k < 16; ++k) {
+            zt_status s2;
+            int32_t *ids; size_t n;
+            /* different prefixes so the threads' caches see different words */
+            size_t len = tn - (size_t)k * (tn / 64);
+            while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80) --len;
+            if (zt_tok_encode(t, text, len, 1, &ids, &n, &s2) != ZT_OK) { bad++; continue; }
+            if (len == tn) bad += !(n == nref && !memcmp(ids, ref, n * sizeof *ids));
+            free(ids);
+        }
+        tap_ok(bad == 0, "%s: 16 concurrent encodes on 4 threads: no error, full-text results identical", name);
+        free(ref);
+    }
+    /* empty text */
+    {
+        int32_t *ids; size_t n0, n1;
+        zt_tok_encode(t, "", 0, 0, &ids, &n0, &st); free(ids);
+        zt_tok_encode(t, "", 0, 1, &ids, &n1, &st); free(ids);
+        tap_ok(n0 == 0 && n1 == (size_t)(!strcmp(name, "llama3") || !strcmp(name, "llama2")),
+               "%s: the empty text encodes to no ids (BOS only with add_special and a template)", name);
+    }
+    free(text);
+    zt_tok_free(t);
+}
+
+/* ------------------------------------------------------------ invalid input */
+static void check_invalid_utf8(void) {
+    char p[1200];
+    zt_status st = {0};
+    zt_tokenizer *t = NULL;
+    snprintf(p, sizeof p, "%s/gpt2/tokenizer.json", g_fix);
+    if (zt_tok_load(p, &t, &st)) { tap_ok(0, "load gpt2: %s", st.msg); return; }
+    static const struct { const char *s; size_t at; const char *what; } bad[] = {
+        {"abc\xff" "def", 3, "a 0xFF byte"},
+        {"caf\xc3", 3, "a truncated 2-byte sequence at the end"},
+        {"x\xed\xa0\x80y", 1, "an encoded surrogate (U+D800)"},
+        {"\xc0\xaf", 0, "an overlong '/'"},
+        {"ok \xf4\x90\x80\x80", 3, "a code point above U+10FFFF"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
+        int32_t *ids = (int32_t *)&st; size_t n = 7;
+        char want[64];
+        snprintf(want, sizeof want, "not valid UTF-8 (byte %zu)", bad[i].at);
+        int rc = zt_tok_encode(t, bad[i].s, strlen(bad[i].s), 0, &ids, &n, &st);
+        tap_ok(rc == ZT_EDATA && strstr(st.msg, want) && ids == NULL && n == 0,
+               "invalid UTF-8 is refused, naming the byte: %s (%s)", bad[i].what, st.msg);
+    }
+    /* decode of ids outside the vocabulary: dropped, as HF does */
+    int32_t ids[] = {zt_tok_token_id(t, "a"), 999999, -5, zt_tok_token_id(t, "b")};
+    char *dec = NULL; size_t dl;
+    int rc = zt_tok_decode(t, ids, 4, 0, &dec, &dl, &st);
+    tap_ok(rc == ZT_OK && !strcmp(dec, "ab"), "decode drops ids outside the vocabulary (as HF)");
+    free(dec);
+    /* byte-level decode of a lone continuation byte: U+FFFD, as HF (from_utf8_lossy) */
+    int32_t half[] = {zt_tok_token_id(t, "\xc3\x83")};  /* byte 0xC3 alone */
+    rc = zt_tok_decode(t, half, 1, 0, &dec, &dl, &st);
+    tap_ok(rc == ZT_OK && !strcmp(dec, "\xef\xbf\xbd"), "decode of an incomplete UTF-8 sequence gives U+FFFD");
+    free(dec);
+    zt_tok_free(t);
+}
+
+/* write a variant of the gpt2 fixture with one substring replaced; returns its path */
+static const char *variant(const char *dir, const char *name, const char *from, const char *to, size_t keep) {
+    static char out[1200];
+    char p[1200];
+    size_t n;
+    snprintf(p, sizeof p, "%s/gpt2/tokenizer.json", g_fix);
+    char *s = slurp(p, &n);
+    snprintf(out, sizeof out, "%s/%s.json", dir, name);
+    FILE *f = fopen(out, "wb");
+    if (!s || !f) { free(s); if (f) fclose(f); return out; }
+    if (from) {
+        char *at = strstr(s, from);
+        if (at) {
+            fwrite(s, 1, (size_t)(at - s), f);
+            fputs(to, f);
+            fputs(at + strlen(from), f);
+        } else fputs("(pattern not found)", f);
+    } else fwrite(s, 1, keep < n ? keep : n, f);
+    fclose(f);
+    free(s);
+    return out;
+}
+
+static void expect_load_fail(const char *path, int code, const char *n1, const char *n2, const char *what) {
+    zt_status st = {0};
+    zt_tokenizer *t = (zt_tokenizer *)&st;
+    int rc = zt_tok_load(path, &t, &st);
+    int ok = code == ZT_OK ? rc == ZT_OK
+                           : rc == code && t == NULL && strstr(st.msg, n1) && (!n2 || strstr(st.msg, n2)) &&
+                             !strchr(st.msg, '\n');
+    if (!ok) tap_diag("rc=%d msg='%s'", rc, st.msg);
+    tap_ok(ok, "%s -> %s", what, rc == ZT_OK ? "loads" : st.msg);
+    if (rc == ZT_OK && t != (zt_tokenizer *)&st) zt_tok_free(t);
+}
+
+static void check_bad_files(void) {
+    char *dir = tu_tmpdir();
+    char p[1200];
+    snprintf(p, sizeof p, "%s/none.json", dir);
+    expect_load_fail(p, ZT_EIO, "none.json", "No such file", "a missing file");
+    expect_load_fail(dir, ZT_EIO, "tokenizer.json", NULL, "a directory without tokenizer.json");
+    expect_load_fail(variant(dir, "trunc", NULL, NULL, 20000), ZT_EDATA, "trunc.json: not valid JSON", NULL,
+                     "a truncated tokenizer.json");
+    expect_load_fail(variant(dir, "empty", NULL, NULL, 0), ZT_EDATA, "empty.json: not valid JSON", NULL,
+                     "an empty tokenizer.json");
+    expect_load_fail(variant(dir, "garbage", "{\"version\"", "[{\"version\"", 0), ZT_EDATA, "garbage.json: not valid JSON",
+                     NULL, "malformed JSON");
+    expect_load_fail(variant(dir, "wp", "\"type\":\"BPE\"", "\"type\":\"WordPiece\"", 0), ZT_EUNSUPPORTED,
+                     "wp.json", "model type 'WordPiece' is not supported", "model WordPiece");
+    expect_load_fail(variant(dir, "uni", "\"type\":\"BPE\"", "\"type\":\"Unigram\"", 0), ZT_EUNSUPPORTED,
+                     "uni.json", "model type 'Unigram'", "model Unigram");
+    expect_load_fail(variant(dir, "lower", "\"normalizer\":null", "\"normalizer\":{\"type\":\"Lowercase\"}", 0),
+                     ZT_EUNSUPPORTED, "lower.json", "normalizer 'Lowercase' is not supported", "normalizer Lowercase");
+    expect_load_fail(variant(dir, "seqn", "\"normalizer\":null",
+                             "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},{\"type\":\"StripAccents\"}]}", 0),
+                     ZT_EUNSUPPORTED, "seqn.json", "normalizer 'StripAccents'", "an unknown normalizer inside a Sequence");
+    expect_load_fail(variant(dir, "ws", "\"pre_tokenizer\":{\"type\":\"ByteLevel\"", "\"pre_tokenizer\":{\"type\":\"Whitespace\"", 0),
+                     ZT_EUNSUPPORTED, "ws.json", "pre_tokenizer 'Whitespace'", "pre-tokenizer Whitespace");
+    expect_load_fail(variant(dir, "dec", "\"decoder\":{\"type\":\"ByteLevel\"", "\"decoder\":{\"type\":\"WordPiece\"", 0),
+                     ZT_EUNSUPPORTED, "dec.json", "decoder 'WordPiece'", "decoder WordPiece");
+    expect_load_fail(variant(dir, "pp", "\"post_processor\":{\"type\":\"ByteLevel\"", "\"post_processor\":{\"type\":\"BertProcessing\"", 0),
+                     ZT_EUNSUPPORTED, "pp.json", "post_processor 'BertProcessing'", "post-processor BertProcessing");
+    expect_load_fail(variant(dir, "drop", "\"dropout\":null", "\"dropout\":0.1", 0), ZT_EUNSUPPORTED, "drop.json",
+                     "dropout", "BPE dropout");
+    expect_load_fail(variant(dir, "sw", "\"single_word\":false", "\"single_word\":true", 0), ZT_EUNSUPPORTED, "sw.json",
+                     "single_word", "an added token with single_word");
+    expect_load_fail(variant(dir, "trunc2", "\"truncation\":null", "\"truncation\":{\"max_length\":8}", 0),
+                     ZT_EUNSUPPORTED, "trunc2.json", "truncation", "truncation settings");
+    expect_load_fail(variant(dir, "rx", "\"use_regex\":true},\"post", "\"use_regex\":true},\"post", 0), ZT_OK, "", NULL,
+                     "(control: an unchanged copy loads)");
+    expect_load_fail(variant(dir, "badre", "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
+                             "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(unclosed\"},\"behavior\":\"Isolated\",\"invert\":false}", 0),
+                     ZT_EUNSUPPORTED, "badre.json", "regex '(unclosed' does not compile", "a regex that does not compile");
+    expect_load_fail(variant(dir, "merge", "\"merges\":[\"", "\"merges\":[\"nosuchtoken x\",\"", 0), ZT_EDATA, "merge.json",
+                     "merge token 'nosuchtoken' is not in the vocabulary", "a merge of an unknown token");
+    expect_load_fail(variant(dir, "nomodel", "\"model\":{", "\"modelx\":{", 0), ZT_EDATA, "nomodel.json", "no 'model'",
+                     "no model");
+    tu_rmdir(dir);
+}
+
+int main(void) {
+    const char *src = getenv("ZT_SRCDIR");
+    snprintf(g_fix, sizeof g_fix, "%s/tests/fixtures/tok", src && *src ? src : ".");
+    check_fixture("gpt2", 1200, "<|endoftext|>", "<|endoftext|>");
+    check_fixture("llama3", 1506, "<|begin_of_text|>", "<|end_of_text|>");
+    check_fixture("llama2", 1256, "<s>", "</s>");
+    check_fixture("metaspace", 1258, "<s>", "</s>");
+    check_invalid_utf8();
+    check_bad_files();
+    return tap_done();
+}
