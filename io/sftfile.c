@@ -226,8 +226,9 @@ int zt_sft_writer_put(zt_sft_writer *w, const uint32_t *tok, const uint8_t *mask
     const size_t W = (size_t)w->window;
     uint32_t count = 0;
     unsigned char *p = w->rec + 4;
+    /* uint32 tokens stay below bit 31, the reader's ZT_SFT_NOTARGET flag */
+    const uint32_t lim = w->elsize == 2 ? 65536u : ZT_SFT_NOTARGET;
     for (size_t k = 0; k < W; ++k) {
-        uint32_t lim = w->elsize == 2 ? 65536u : 0x80000000u;
         if (tok[k] >= lim || (w->vocab > 0 && tok[k] >= (uint32_t)w->vocab))
             return zt_fail(st, ZT_EDATA, "%s: token %u does not fit %s", w->path, tok[k],
                            tok[k] >= lim ? "the token width" : "the vocabulary");
