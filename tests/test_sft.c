@@ -162,6 +162,7 @@ static int V_ = 16;
 static uint32_t tok_basic(int w, int k) { return (uint32_t)((w * 31 + k * 7) % V_); }
 static int mask_half(int w, int k) { return (k + w) % 2; }
 static int mask_all(int w, int k) { (void)w; (void)k; return 1; }
+static int mask_var(int w, int k) { return k % (w + 2) == 0; }   /* counts differ per window */
 
 /* patch bytes at off in path */
 static void patch(const char *path, long off, const void *b, size_t n) {
@@ -387,6 +388,31 @@ static void test_trainer(const char *dir) {
     for (int i = 0; i < B * T; ++i) cnt += tg[i] >= 0;
     tap_ok(rc == ZT_OK && fabs(m.loss - ref) <= 1e-6 * fabs(ref) && cnt < B * T,
            "step loss %.7f = zt_loss over the %d counted of %d targets %.7f", m.loss, cnt, B * T, ref);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+
+    /* evaluation: the mean over the counted targets of all its windows
+     * (2 rounds of 2: windows 0-3 in file order), not per round */
+    write_sft(a, 4, W, V_, mask_var, tok_a);
+    c = sft_config(a, T, B);
+    tu_set(c, "ztrain.data.val", "%s", a);
+    tu_set(c, "ztrain.eval_batch_size", "2");
+    tu_set(c, "ztrain.eval_batches", "2");
+    ctx = NULL;
+    rc = zt_ctx_create(c, NULL, &ctx, &st);
+    if (rc == ZT_OK) rc = zt_ctx_open_data(ctx, &st);
+    double vl = NAN, lr[2] = {NAN, NAN};
+    int cr[2] = {0, 0};
+    for (int r = 0; r < 2 && rc == ZT_OK; ++r) {
+        rc = ctx->val.get(ctx->val.state, -1 - r, 0, B, T, in, tg, &st);
+        if (rc == ZT_OK) rc = zt_loss(ctx, in, tg, B, T, &lr[r], &st);
+        for (int i = 0; i < B * T; ++i) cr[r] += tg[i] >= 0;
+    }
+    if (rc == ZT_OK) rc = zt_evaluate(ctx, &vl, &st);
+    if (rc) printf("# %s\n", st.msg);
+    double want = (lr[0] * cr[0] + lr[1] * cr[1]) / (cr[0] + cr[1]);
+    tap_ok(rc == ZT_OK && cr[0] != cr[1] && fabs(vl - want) <= 1e-6 * fabs(want),
+           "val loss %.7f = the mean over the %d + %d counted targets of its windows %.7f", vl, cr[0], cr[1], want);
     zt_ctx_free(ctx);
     zt_config_free(c);
     unlink(a);
