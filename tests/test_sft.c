@@ -220,6 +220,19 @@ static void test_format(const char *dir) {
     tap_ok(good, "zt_tokens_read across window records");
     zt_tokens_close(f);
 
+    /* a glob of two SFT files: windows in file order */
+    snprintf(q, sizeof q, "%s/b.sft", dir);
+    write_sft(q, 3, W, V_, mask_all, tok_basic);
+    snprintf(cmd, sizeof cmd, "%s/*.sft", dir);
+    rc = zt_dataset_open(cmd, V_, T, &d, &st);
+    good = rc == ZT_OK && d->nfiles == 2 && d->nsamples == (uint64_t)NW + 3;
+    uint32_t t6[16], c6 = 0;
+    good = good && zt_dataset_read(d, NW + 1, t6, &st) == ZT_OK && zt_dataset_count(d, NW + 1, &c6, &st) == ZT_OK &&
+           c6 == (uint32_t)(W - 1) && t6[0] == (tok_basic(1, 0) | ZT_SFT_NOTARGET) && t6[3] == tok_basic(1, 3);
+    tap_ok(good, "a glob of two SFT files: %d + 3 windows, window %d is the second file's window 1", NW, NW + 1);
+    zt_dataset_close(d);
+    unlink(q);
+
     tap_ok(open_err(p, p, 16, "packed for seq_len 8, but the run trains with seq_len 16"),
            "seq_len mismatch names the file and both lengths");
     snprintf(q, sizeof q, "%s/plain.bin", dir);
