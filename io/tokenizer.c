@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -589,36 +590,60 @@ static int split_added(const zt_tokenizer *t, const zt_addset *set, int normaliz
     return ZT_OK;
 }
 
+/* per-thread encode buffers, reused from call to call */
+typedef struct enc_ws { zt_pieces a, b, c; zt_sbuf nb; zt_tokws tw; } enc_ws;
+static pthread_key_t ws_key;
+static void ws_free(void *p) {
+    enc_ws *w = p;
+    if (!w) return;
+    zt_pieces_free(&w->a); zt_pieces_free(&w->b); zt_pieces_free(&w->c);
+    zt_sbuf_free(&w->nb);
+    zt_tokws_free(&w->tw);
+    free(w);
+}
+static void ws_key_make(void) { pthread_key_create(&ws_key, ws_free); }
+static enc_ws *ws_get(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, ws_key_make);
+    enc_ws *w = pthread_getspecific(ws_key);
+    if (!w && (w = calloc(1, sizeof *w))) pthread_setspecific(ws_key, w);
+    return w;
+}
+
 int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
                   zt_status *st) {
     *ids = NULL; *n = 0;
     size_t bad_at = zt_utf8_valid(text, len);
     if (bad_at != len)
         return zt_fail(st, ZT_EDATA, "tokenizer: the text is not valid UTF-8 (byte %zu)", bad_at);
-    zt_pieces a = {0}, b = {0}, c = {0};
-    zt_sbuf nb = {0};
+    enc_ws *w = ws_get();
+    if (!w) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+    zt_pieces *a = &w->a, *b = &w->b, *c = &w->c;
+    zt_sbuf *nb = &w->nb;
+    zt_pieces_reset(a); zt_pieces_reset(b); zt_pieces_reset(c);
+    w->tw.depth = 0;
     size_t cap = 0;
     int rc = ZT_OK;
     if (add_special)
         for (int i = 0; i < t->ntmpl_pre && rc == ZT_OK; ++i) rc = zt_ids_push(ids, n, &cap, t->tmpl_pre[i], st);
     /* 1. added tokens matched on the raw text; 2. normalize the rest, then match the normalized ones */
-    if (rc == ZT_OK) rc = split_added(t, &t->add_raw, 0, text, len, 1, &a, st);
-    for (size_t i = 0; i < a.n && rc == ZT_OK; ++i) {
-        zt_piece *p = &a.p[i];
-        if (p->added >= 0) { rc = zt_pieces_add(&b, a.buf.p + p->off, p->len, p->added, p->orig0, st); continue; }
-        const char *s = a.buf.p + p->off;
+    if (rc == ZT_OK) rc = split_added(t, &t->add_raw, 0, text, len, 1, a, st);
+    for (size_t i = 0; i < a->n && rc == ZT_OK; ++i) {
+        zt_piece *p = &a->p[i];
+        if (p->added >= 0) { rc = zt_pieces_add(b, a->buf.p + p->off, p->len, p->added, p->orig0, st); continue; }
+        const char *s = a->buf.p + p->off;
         size_t sn = p->len;
         int o0 = p->orig0;
         if (t->norm) {
-            rc = zt_norm_apply(t->norm, s, sn, &nb, &o0, st);
+            rc = zt_norm_apply(t->norm, s, sn, nb, &o0, st);
             if (rc) break;
-            s = nb.p ? nb.p : ""; sn = nb.len;
+            s = nb->p ? nb->p : ""; sn = nb->len;
         }
-        rc = split_added(t, &t->add_norm, 1, s, sn, o0, &b, st);
+        rc = split_added(t, &t->add_norm, 1, s, sn, o0, b, st);
     }
     /* 3. pre-tokenize; 4. the model */
-    const zt_pieces *fin = &b;
-    if (rc == ZT_OK && t->pre) { rc = zt_pretok_apply(t->pre, &b, &c, st); fin = &c; }
+    const zt_pieces *fin = b;
+    if (rc == ZT_OK && t->pre) { rc = zt_pretok_apply(t->pre, b, c, &w->tw, st); fin = c; }
     for (size_t i = 0; i < fin->n && rc == ZT_OK; ++i) {
         const zt_piece *p = &fin->p[i];
         if (p->added >= 0) rc = zt_ids_push(ids, n, &cap, p->added, st);
@@ -626,9 +651,13 @@ int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_s
     }
     if (add_special)
         for (int i = 0; i < t->ntmpl_post && rc == ZT_OK; ++i) rc = zt_ids_push(ids, n, &cap, t->tmpl_post[i], st);
-    zt_pieces_free(&a); zt_pieces_free(&b); zt_pieces_free(&c); zt_sbuf_free(&nb);
     if (rc == ZT_OK && !*ids) { *ids = malloc(sizeof **ids); if (!*ids) rc = zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); }
     if (rc) { free(*ids); *ids = NULL; *n = 0; }
+    /* a huge document should not keep its buffers for the rest of the thread's life */
+    if (w->a.buf.cap > ((size_t)64 << 20) || w->c.buf.cap > ((size_t)64 << 20)) {
+        zt_pieces_free(&w->a); zt_pieces_free(&w->b); zt_pieces_free(&w->c);
+        zt_sbuf_free(&w->nb); zt_tokws_free(&w->tw);
+    }
     return rc;
 }
 

@@ -43,9 +43,10 @@ typedef struct zt_regex { pcre2_code *re; int literal; char *lit; size_t litlen;
 /* pattern: the {"String": s} or {"Regex": r} value; what names the owner in errors */
 int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what, zt_status *st);
 void zt_regex_free(zt_regex *r);
-/* All matches in s[n], left to right, non-overlapping (Oniguruma find_iter semantics): (start,end) pairs in
- * *m (malloc'd, 2 * *nm entries). */
-int zt_regex_find(const zt_regex *r, const char *s, size_t n, size_t **m, size_t *nm, zt_status *st);
+/* All matches in s[n], left to right, non-overlapping (Oniguruma find_iter semantics): mm->n (start, end)
+ * pairs in mm->m (2 * mm->n entries; the buffer is the caller's, grown as needed and reused). */
+typedef struct zt_matches { size_t *m; size_t n, cap; } zt_matches;
+int zt_regex_find(const zt_regex *r, const char *s, size_t n, zt_matches *mm, zt_status *st);
 
 /* ------------------------------------------------------------ normalizers / pre-tokenizers / decoders */
 enum { ZT_NORM_SEQ, ZT_NORM_NFC, ZT_NORM_NFKC, ZT_NORM_NFD, ZT_NORM_NFKD, ZT_NORM_PREPEND, ZT_NORM_REPLACE };
@@ -82,8 +83,19 @@ extern const char zt_gpt2_pattern[];
 
 int zt_norm_apply(const zt_norm *nm, const char *s, size_t n, zt_sbuf *out, int *orig0, zt_status *st);
 void zt_norm_free(zt_norm *nm);
+/* Scratch space of the pre-tokenizers, kept per thread between calls (no allocation per document). */
+#define ZT_SEQ_DEPTH 4
+typedef struct zt_tokws {
+    zt_pieces lv[ZT_SEQ_DEPTH][2];       /* Sequence temporaries per nesting level */
+    zt_pieces parts;                     /* ByteLevel: the regex split before the byte mapping */
+    zt_sbuf scratch, tmp;
+    zt_matches mm;
+    size_t (*seg)[3]; size_t segcap;     /* split segments */
+    int depth;
+} zt_tokws;
+void zt_tokws_free(zt_tokws *w);
 /* Pre-tokenize every non-added piece of in into out (added pieces pass through). */
-int zt_pretok_apply(const zt_pretok *pt, const zt_pieces *in, zt_pieces *out, zt_status *st);
+int zt_pretok_apply(const zt_pretok *pt, const zt_pieces *in, zt_pieces *out, zt_tokws *ws, zt_status *st);
 void zt_pretok_free(zt_pretok *pt);
 /* Decode: toks (a list of pieces) -> out string (appended). */
 int zt_decoder_apply(const zt_decoder *d, zt_pieces *toks, zt_status *st);

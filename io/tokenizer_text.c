@@ -286,27 +286,26 @@ static rx_tls *rx_get(void) {
     return t;
 }
 
-static int push_match(size_t **m, size_t *nm, size_t *cap, size_t a, size_t b, zt_status *st) {
-    if (*nm == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
-        size_t *p = realloc(*m, 2 * c * sizeof *p);
+static int push_match(zt_matches *mm, size_t a, size_t b, zt_status *st) {
+    if (mm->n == mm->cap) {
+        size_t c = mm->cap ? 2 * mm->cap : 64;
+        size_t *p = realloc(mm->m, 2 * c * sizeof *p);
         if (!p) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
-        *m = p; *cap = c;
+        mm->m = p; mm->cap = c;
     }
-    (*m)[2 * *nm] = a; (*m)[2 * *nm + 1] = b; ++*nm;
+    mm->m[2 * mm->n] = a; mm->m[2 * mm->n + 1] = b; mm->n++;
     return ZT_OK;
 }
 
-int zt_regex_find(const zt_regex *r, const char *s, size_t n, size_t **m, size_t *nm, zt_status *st) {
-    size_t cap = 0;
-    *m = NULL; *nm = 0;
+int zt_regex_find(const zt_regex *r, const char *s, size_t n, zt_matches *mm, zt_status *st) {
+    mm->n = 0;
     if (r->literal) {
         if (r->litlen == 0) return ZT_OK;
         for (size_t i = 0; i + r->litlen <= n;) {
             const char *p = memmem(s + i, n - i, r->lit, r->litlen);
             if (!p) break;
             size_t a = (size_t)(p - s);
-            if (push_match(m, nm, &cap, a, a + r->litlen, st)) goto fail;
+            ZT_TRY(push_match(mm, a, a + r->litlen, st));
             i = a + r->litlen;
         }
         return ZT_OK;
@@ -320,7 +319,7 @@ int zt_regex_find(const zt_regex *r, const char *s, size_t n, size_t **m, size_t
         if (rc < 0) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            free(*m); *m = NULL; *nm = 0;
+            mm->n = 0;
             return zt_fail(st, ZT_EDATA, "tokenizer: regex match failed: %s", (const char *)msg);
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(t->md);
@@ -331,30 +330,26 @@ int zt_regex_find(const zt_regex *r, const char *s, size_t n, size_t **m, size_t
             pos += (size_t)zt_utf8_dec(s + pos, &cp);
             continue;
         }
-        if (push_match(m, nm, &cap, a, b, st)) goto fail;
+        ZT_TRY(push_match(mm, a, b, st));
         pos = b; last_end = b;
     }
     return ZT_OK;
-fail:
-    free(*m); *m = NULL; *nm = 0;
-    return st ? st->code : ZT_ENOMEM;
 }
 
 /* ------------------------------------------------------------ normalizers */
 static int replace_all(const zt_regex *pat, const char *content, size_t clen, const char *s, size_t n,
                        zt_sbuf *out, int *orig0, zt_status *st) {
-    size_t *m, nm;
-    ZT_TRY(zt_regex_find(pat, s, n, &m, &nm, st));
+    zt_matches mm = {0};
+    int rc = zt_regex_find(pat, s, n, &mm, st);
     size_t prev = 0;
-    int rc = ZT_OK;
-    for (size_t i = 0; i < nm && rc == ZT_OK; ++i) {
-        size_t a = m[2 * i], b = m[2 * i + 1];
+    for (size_t i = 0; i < mm.n && rc == ZT_OK; ++i) {
+        size_t a = mm.m[2 * i], b = mm.m[2 * i + 1];
         if (a == 0 && b > 0 && clen == 0 && orig0) *orig0 = 0;
         rc = zt_sbuf_put(out, s + prev, a - prev, st);
         if (rc == ZT_OK) rc = zt_sbuf_put(out, content, clen, st);
         prev = b;
     }
-    free(m);
+    free(mm.m);
     ZT_TRY(rc);
     return zt_sbuf_put(out, s + prev, n - prev, st);
 }
@@ -405,12 +400,17 @@ void zt_norm_free(zt_norm *nm) {
 
 /* ------------------------------------------------------------ pre-tokenizers */
 /* Split s[n] by the matches m[nm] with HF's SplitDelimiterBehavior; non-empty segments go to out. */
-static int split_by(const char *s, size_t n, const size_t *m, size_t nm, int behavior, int invert, int orig0,
-                    zt_pieces *out, zt_status *st) {
+static int split_by(const char *s, size_t n, const zt_matches *mm, int behavior, int invert, int orig0,
+                    zt_pieces *out, zt_tokws *ws, zt_status *st) {
+    const size_t *m = mm->m, nm = mm->n;
     /* the segments (matches and the gaps between them), as (start, end, is_match) */
     size_t cap = 2 * nm + 2, ns = 0;
-    size_t (*seg)[3] = malloc(cap * sizeof *seg);
-    if (!seg) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+    if (cap > ws->segcap) {
+        size_t (*p)[3] = realloc(ws->seg, cap * sizeof *p);
+        if (!p) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+        ws->seg = p; ws->segcap = cap;
+    }
+    size_t (*seg)[3] = ws->seg;
     size_t prev = 0;
     for (size_t i = 0; i < nm; ++i) {
         if (m[2 * i] != prev) { seg[ns][0] = prev; seg[ns][1] = m[2 * i]; seg[ns][2] = (size_t)invert; ++ns; }
@@ -437,7 +437,7 @@ static int split_by(const char *s, size_t n, const size_t *m, size_t nm, int beh
         /* right to left, then reverse */
         int prevm = 0;
         size_t (*tmp)[2] = malloc(ns * sizeof *tmp);
-        if (!tmp) { free(seg); return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); }
+        if (!tmp) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
         size_t nt = 0;
         for (size_t i = ns; i-- > 0;) {
             int ism = (int)seg[i][2];
@@ -461,7 +461,6 @@ static int split_by(const char *s, size_t n, const size_t *m, size_t nm, int beh
     for (size_t i = 0; i < nk && rc == ZT_OK; ++i)
         if (keep[i][1] > keep[i][0])
             rc = zt_pieces_add(out, s + keep[i][0], keep[i][1] - keep[i][0], -1, orig0 && keep[i][0] == 0, st);
-    free(seg);
     return rc;
 }
 
@@ -476,102 +475,106 @@ static int bytelevel_map(const char *s, size_t n, zt_sbuf *b, zt_status *st) {
     return zt_sbuf_put(b, tmp, k, st);
 }
 
-static int pretok_one(const zt_pretok *pt, const char *s, size_t n, int orig0, zt_pieces *out,
-                      zt_sbuf *scratch, zt_status *st) {
+static int pretok_one(const zt_pretok *pt, const char *s, size_t n, int orig0, zt_pieces *out, zt_tokws *ws,
+                      zt_status *st) {
+    zt_sbuf *scratch = &ws->scratch;
     switch (pt->type) {
-    case ZT_PRE_SPLIT: {
-        size_t *m, nm;
-        ZT_TRY(zt_regex_find(&pt->pat, s, n, &m, &nm, st));
-        int rc = split_by(s, n, m, nm, pt->behavior, pt->invert, orig0, out, st);
-        free(m);
-        return rc;
-    }
+    case ZT_PRE_SPLIT:
+        ZT_TRY(zt_regex_find(&pt->pat, s, n, &ws->mm, st));
+        return split_by(s, n, &ws->mm, pt->behavior, pt->invert, orig0, out, ws, st);
     case ZT_PRE_BYTELEVEL: {
-        scratch->len = 0;
-        if (pt->add_prefix_space && n > 0 && s[0] != ' ') ZT_TRY(zt_sbuf_put(scratch, " ", 1, st));
-        ZT_TRY(zt_sbuf_put(scratch, s, n, st));
-        zt_pieces parts = {0};
-        int rc;
+        /* optional prefix space, the GPT-2 regex split, then every byte -> its printable character */
+        const char *x = s;
+        size_t xn = n;
+        if (pt->add_prefix_space && n > 0 && s[0] != ' ') {
+            scratch->len = 0;
+            ZT_TRY(zt_sbuf_put(scratch, " ", 1, st));
+            ZT_TRY(zt_sbuf_put(scratch, s, n, st));
+            x = scratch->p; xn = scratch->len;
+        }
+        zt_pieces *parts = &ws->parts;
+        zt_pieces_reset(parts);
+        size_t nr = xn ? 1 : 0;
         if (pt->use_regex) {
-            size_t *m, nm;
-            rc = zt_regex_find(&pt->pat, scratch->p, scratch->len, &m, &nm, st);
-            if (rc == ZT_OK) rc = split_by(scratch->p, scratch->len, m, nm, ZT_SPLIT_ISOLATED, 0, orig0, &parts, st);
-            if (rc == ZT_OK) free(m);
-        } else {
-            rc = scratch->len ? zt_pieces_add(&parts, scratch->p, scratch->len, -1, orig0, st) : ZT_OK;
+            ZT_TRY(zt_regex_find(&pt->pat, x, xn, &ws->mm, st));
+            ZT_TRY(split_by(x, xn, &ws->mm, ZT_SPLIT_ISOLATED, 0, orig0, parts, ws, st));
+            nr = parts->n;
         }
-        for (size_t i = 0; i < parts.n && rc == ZT_OK; ++i) {
-            zt_piece *p = &parts.p[i];
-            if (out->n == out->cap) rc = zt_pieces_add(out, "", 0, -1, 0, st), out->n--; /* grow */
-            if (rc) break;
+        for (size_t i = 0; i < nr; ++i) {
+            const char *ps = pt->use_regex ? parts->buf.p + parts->p[i].off : x;
+            size_t pl = pt->use_regex ? parts->p[i].len : xn;
+            int o0 = pt->use_regex ? parts->p[i].orig0 : orig0;
             size_t off = out->buf.len;
-            rc = bytelevel_map(parts.buf.p + p->off, p->len, &out->buf, st);
-            if (rc) break;
-            out->p[out->n].off = off; out->p[out->n].len = out->buf.len - off;
-            out->p[out->n].added = -1; out->p[out->n].orig0 = p->orig0;
-            out->n++;
+            ZT_TRY(zt_pieces_add(out, "", 0, -1, o0, st));
+            ZT_TRY(bytelevel_map(ps, pl, &out->buf, st));
+            out->p[out->n - 1].off = off;
+            out->p[out->n - 1].len = out->buf.len - off;
         }
-        zt_pieces_free(&parts);
-        return rc;
+        return ZT_OK;
     }
     case ZT_PRE_METASPACE: {
-        scratch->len = 0;
-        int starts = 0;
-        /* replace ' ' with the replacement, then prepend per scheme */
-        zt_sbuf t = {0};
-        int rc = ZT_OK;
+        /* ' ' -> the replacement, then prepend per scheme (never to an empty piece) */
+        zt_sbuf *t = &ws->tmp;
+        t->len = 0;
         size_t prev = 0;
-        for (size_t i = 0; i < n && rc == ZT_OK; ++i)
+        for (size_t i = 0; i < n; ++i)
             if (s[i] == ' ') {
-                rc = zt_sbuf_put(&t, s + prev, i - prev, st);
-                if (rc == ZT_OK) rc = zt_sbuf_put(&t, pt->repl, pt->repllen, st);
+                ZT_TRY(zt_sbuf_put(t, s + prev, i - prev, st));
+                ZT_TRY(zt_sbuf_put(t, pt->repl, pt->repllen, st));
                 prev = i + 1;
             }
-        if (rc == ZT_OK) rc = zt_sbuf_put(&t, s + prev, n - prev, st);
-        if (rc) { zt_sbuf_free(&t); return rc; }
-        starts = t.len == 0 || (t.len >= pt->repllen && memcmp(t.p, pt->repl, pt->repllen) == 0);
+        ZT_TRY(zt_sbuf_put(t, s + prev, n - prev, st));
+        int starts = t->len == 0 || (t->len >= pt->repllen && memcmp(t->p, pt->repl, pt->repllen) == 0);
+        scratch->len = 0;
         if ((pt->prepend == ZT_PREPEND_ALWAYS && !starts) || (pt->prepend == ZT_PREPEND_FIRST && !starts && orig0))
-            rc = zt_sbuf_put(scratch, pt->repl, pt->repllen, st);
-        if (rc == ZT_OK) rc = zt_sbuf_put(scratch, t.p, t.len, st);
-        zt_sbuf_free(&t);
-        if (rc) return rc;
+            ZT_TRY(zt_sbuf_put(scratch, pt->repl, pt->repllen, st));
+        ZT_TRY(zt_sbuf_put(scratch, t->p, t->len, st));
         if (!pt->split) return scratch->len ? zt_pieces_add(out, scratch->p, scratch->len, -1, orig0, st) : ZT_OK;
         zt_regex lit = {.literal = 1, .lit = (char *)pt->repl, .litlen = pt->repllen};
-        size_t *m, nm;
-        ZT_TRY(zt_regex_find(&lit, scratch->p, scratch->len, &m, &nm, st));
-        rc = split_by(scratch->p, scratch->len, m, nm, ZT_SPLIT_NEXT, 0, orig0, out, st);
-        free(m);
-        return rc;
+        ZT_TRY(zt_regex_find(&lit, scratch->p, scratch->len, &ws->mm, st));
+        return split_by(scratch->p, scratch->len, &ws->mm, ZT_SPLIT_NEXT, 0, orig0, out, ws, st);
     }
     }
     return zt_fail(st, ZT_EINTERNAL, "tokenizer: bad pre-tokenizer type %d", pt->type);
 }
 
-int zt_pretok_apply(const zt_pretok *pt, const zt_pieces *in, zt_pieces *out, zt_status *st) {
+int zt_pretok_apply(const zt_pretok *pt, const zt_pieces *in, zt_pieces *out, zt_tokws *ws, zt_status *st) {
     zt_pieces_reset(out);
     if (pt->type == ZT_PRE_SEQ) {
-        zt_pieces a = {0}, b = {0};
-        int rc = ZT_OK;
-        for (size_t i = 0; i < in->n && rc == ZT_OK; ++i)
-            rc = zt_pieces_add(&a, in->buf.p + in->p[i].off, in->p[i].len, in->p[i].added, in->p[i].orig0, st);
-        for (int k = 0; k < pt->nsub && rc == ZT_OK; ++k) {
-            rc = zt_pretok_apply(&pt->sub[k], &a, &b, st);
-            zt_pieces t = a; a = b; b = t;
+        /* in -> (level temporaries) -> out: the first step reads in, the last writes out */
+        if (pt->nsub == 0) {
+            for (size_t i = 0; i < in->n; ++i)
+                ZT_TRY(zt_pieces_add(out, in->buf.p + in->p[i].off, in->p[i].len, in->p[i].added, in->p[i].orig0, st));
+            return ZT_OK;
         }
-        for (size_t i = 0; i < a.n && rc == ZT_OK; ++i)
-            rc = zt_pieces_add(out, a.buf.p + a.p[i].off, a.p[i].len, a.p[i].added, a.p[i].orig0, st);
-        zt_pieces_free(&a); zt_pieces_free(&b);
+        zt_pieces local[2] = {{0}, {0}};
+        zt_pieces *tmp = ws->depth < ZT_SEQ_DEPTH ? ws->lv[ws->depth] : local;
+        ws->depth++;
+        const zt_pieces *src = in;
+        int rc = ZT_OK;
+        for (int k = 0; k < pt->nsub && rc == ZT_OK; ++k) {
+            zt_pieces *dst = k == pt->nsub - 1 ? out : &tmp[k & 1];
+            rc = zt_pretok_apply(&pt->sub[k], src, dst, ws, st);
+            src = dst;
+        }
+        ws->depth--;
+        zt_pieces_free(&local[0]); zt_pieces_free(&local[1]);
         return rc;
     }
-    zt_sbuf scratch = {0};
-    int rc = ZT_OK;
-    for (size_t i = 0; i < in->n && rc == ZT_OK; ++i) {
+    for (size_t i = 0; i < in->n; ++i) {
         const zt_piece *p = &in->p[i];
-        if (p->added >= 0) rc = zt_pieces_add(out, in->buf.p + p->off, p->len, p->added, p->orig0, st);
-        else rc = pretok_one(pt, in->buf.p + p->off, p->len, p->orig0, out, &scratch, st);
+        if (p->added >= 0) ZT_TRY(zt_pieces_add(out, in->buf.p + p->off, p->len, p->added, p->orig0, st));
+        else ZT_TRY(pretok_one(pt, in->buf.p + p->off, p->len, p->orig0, out, ws, st));
     }
-    zt_sbuf_free(&scratch);
-    return rc;
+    return ZT_OK;
+}
+
+void zt_tokws_free(zt_tokws *w) {
+    for (int d = 0; d < ZT_SEQ_DEPTH; ++d) { zt_pieces_free(&w->lv[d][0]); zt_pieces_free(&w->lv[d][1]); }
+    zt_pieces_free(&w->parts);
+    zt_sbuf_free(&w->scratch); zt_sbuf_free(&w->tmp);
+    free(w->mm.m); free(w->seg);
+    memset(w, 0, sizeof *w);
 }
 
 void zt_pretok_free(zt_pretok *pt) {
