@@ -217,7 +217,8 @@ def main():
     with open(os.path.join(out, "render.json"), "w", encoding="utf-8") as f:
         json.dump({"generator": "scripts/make_sft_fixtures.py", "cases": cases}, f, ensure_ascii=False, indent=1)
         f.write("\n")
-    print("wrote %d renderings to %s" % (len(cases), os.path.join(out, "render.json")))
+    print("wrote %d renderings to %s and %d token cases to %s" % (len(cases), os.path.join(out, "render.json"),
+                                                                    len(tcases), os.path.join(out, "tokens.json")))
 
 
 if __name__ == "__main__":
