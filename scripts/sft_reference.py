@@ -9,7 +9,7 @@ packed as docs/sft.md describes (no splitting; pad = EOS; the first token of
 a window is never a target; windows without a counted target dropped) and
 the windows, masks and counts must equal the .sft file byte for byte.
 
-    /opt/hfref/bin/python scripts/sft_reference.py FILE.sft CHATS.jsonl TOKENIZER_DIR TEMPLATE SEQ_LEN [all|assistant]
+    /opt/hfref/bin/python scripts/sft_reference.py FILE.sft CHATS.jsonl TOKENIZER_DIR TEMPLATE SEQ_LEN [all|assistant|last]
 """
 import json
 import os
@@ -36,7 +36,14 @@ def examples(path, tok, name, mode):
         out = tok.apply_chat_template(chat, chat_template=MARKED[name], tokenize=True, return_dict=True,
                                       return_assistant_tokens_mask=True)
         assert list(out["input_ids"]) == ids
-        yield ids, list(out["assistant_masks"])
+        mask = list(out["assistant_masks"])
+        if mode == "last":   # the last assistant turn: the last run of ones
+            end = max(i for i, v in enumerate(mask) if v) + 1
+            start = end
+            while start > 0 and mask[start - 1]:
+                start -= 1
+            mask = [1 if start <= i < end else 0 for i in range(len(mask))]
+        yield ids, mask
 
 
 def main():

@@ -4,7 +4,8 @@
 # the committed fixtures are what scripts/make_sft_fixtures.py produces now,
 # and for every template the .sft windows (tokens, masks, counts) of the
 # chats fixture equal transformers' apply_chat_template + tokenizer +
-# assistant-token masks packed as docs/sft.md says (scripts/sft_reference.py).
+# assistant-token masks (all of them, the last turn's, or every token)
+# packed as docs/sft.md says (scripts/sft_reference.py).
 . "$(dirname "$0")/lib.sh"
 PY=${ZT_HFREF_PYTHON:-/opt/hfref/bin/python}
 [ -x "$PY" ] && "$PY" -c "import transformers" 2> /dev/null || skip_all "no transformers ($PY)"
@@ -19,7 +20,7 @@ done
 for t in llama3:tests/fixtures/tok/llama3 chatml:tests/data/sft/chatml qwen2:tests/data/sft/chatml \
          mistral:tests/fixtures/tok/llama2; do
     name=${t%%:*}
-    for m in assistant all; do
+    for m in assistant last all; do
         "$ZTRAIN" prep --sft --input tests/data/sft/chats.jsonl --tokenizer "${t#*:}" --template "$name" \
             --seq-len 128 --mask "$m" --output "$T/$name-$m" > /dev/null 2>&1 &&
             "$PY" scripts/sft_reference.py "$T/$name-${m}_train.sft" tests/data/sft/chats.jsonl "${t#*:}" "$name" 128 "$m"
