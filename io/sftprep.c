@@ -325,6 +325,7 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     if (rc == ZT_OK && pad >= vocab)
         rc = zt_fail(st, ZT_EINVAL, "pad id %d is not below the tokenizer's vocabulary size %d", pad, vocab);
     const int flags = (o->allow_split ? ZT_SFT_FLAG_SPLIT : 0) | (o->truncate ? ZT_SFT_FLAG_TRUNCATE : 0);
+    if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, st);
     const char *split[2] = {"train", "val"};
     char path[2][1200];
     for (int s = 0; s < 2 && rc == ZT_OK; ++s) {

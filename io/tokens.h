@@ -133,6 +133,8 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st);
  * <prefix>_val.bin (the last val_fraction of the bytes). */
 int zt_prep_text(const char *input, const char *prefix, double val_fraction,
                  size_t *ntrain, size_t *nval, zt_status *st);
+/* mkdir -p of the directory part of an output prefix. */
+int zt_prep_make_dirs(const char *prefix, zt_status *st);
 /* Output file name for split ("train"/"val"), shard index (-1 = unsharded). */
 void zt_prep_path(char *buf, size_t n, const char *prefix, const char *split, int shard,
                   int format);

@@ -25,6 +25,8 @@ for t in llama3:tests/fixtures/tok/llama3 chatml:tests/data/sft/chatml qwen2:tes
     check "  ... writes train and val files, 72 + 24 examples" \
         grep -q "wrote $name/c_train.sft (.* windows of 129 tokens, 72 examples) and $name/c_val.sft (.* windows, 24 examples)" "$name.out"
 done
+prep --input "$CH" --tokenizer "$L3" --template llama3 --seq-len 128 --output new/dir/c > nd.out 2>&1
+check "missing directories in PREFIX are created" test -s new/dir/c_train.sft
 # llama3 with --mask all / last: more / fewer counted targets than assistant
 for m in all last assistant; do
     prep --input "$CH" --tokenizer "$L3" --template llama3 --seq-len 128 --output "m_$m" --mask "$m" > "m_$m.out" 2>&1
