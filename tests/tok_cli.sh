@@ -63,11 +63,21 @@ cnt=$(hdr v7_train.bin | cut -d' ' -f3)
 check "  ... 4-byte tokens: size 1024 + 4 x $cnt" test "$(stat -c %s v7_train.bin)" -eq $((1024 + 4 * cnt))
 check "  ... token 70000 is there" grep -qw 70000 <(toks v7_train.bin | tr ' ' '\n')
 check "  ... reported as uint32" grep -q 'vocab 70001, uint32 tokens' p4.out
+"$ZTRAIN" prep --tokenizer big --input big.txt --output h7 --format hdf5 > p5.out 2>&1
+ok $? "prep with a 70001-token vocabulary to HDF5"
+check "  ... a uint32 /tokens dataset" grep -q 'wrote h7_train.h5 (.*vocab 70001, uint32 tokens' p5.out
+"$ZTRAIN" prep --tokenizer big --input big.txt --output u16 --dtype uint16 > /dev/null 2> p6.err
+rc=$?
+u16ok() { [ $rc -eq 2 ] && [ ! -e u16_train.bin ] && grep -q 'a vocabulary of 70001 does not fit uint16' p6.err; }
+check "--dtype uint16 with a 70001-token vocabulary: refused (exit 2), nothing written" u16ok || diag p6.err
 base=(--config "$ZT_SRCDIR/configs/tiny.json" --threads 1 --steps 2 --sample-tokens 0 --eval-every 0
       --eval-batches 1 --log-every 1)
 "$ZTRAIN" train "${base[@]}" --ztrain.model.vocab=70001 --train v7_train.bin --val v7_val.bin --ckpt-dir ck7 \
     --metrics m7.jsonl > t7.out 2> t7.err
 ok $? "the trainer reads v7 shards (vocab 70001)"; [ -s t7.err ] && diag t7.err
+"$ZTRAIN" train "${base[@]}" --ztrain.model.vocab=70001 --train h7_train.h5 --val h7_val.h5 --ckpt-dir ckh \
+    --metrics mh.jsonl > th.out 2> th.err
+ok $? "the trainer reads the uint32 HDF5 files"; [ -s th.err ] && diag th.err
 "$ZTRAIN" train "${base[@]}" --ztrain.model.vocab=60000 --train v7_train.bin --val v7_val.bin --ckpt-dir ck8 \
     > t8.out 2> t8.err
 rc=$?
