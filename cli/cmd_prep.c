@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "sft.h"
 #include "tokens.h"
 
 static void help(void) {
@@ -37,18 +38,106 @@ static void help(void) {
            "  --dtype uint32  token width (default: uint16, or uint32 when the vocabulary\n"
            "                  needs it)\n"
            "Nothing is written unless the whole input was converted.  See docs/data.md and\n"
-           "docs/tokenizers.md.\n");
+           "docs/tokenizers.md.\n"
+           "\n"
+           "usage: ztrain prep --sft --input FILE.jsonl --tokenizer PATH --template NAME\n"
+           "                   --seq-len N --output PREFIX [--mask assistant|all|last]\n"
+           "                   [--allow-split | --truncate] [--val-fraction F] [--pad-id ID]\n"
+           "Instruction / chat data: JSON Lines of {\"messages\": [{\"role\", \"content\"}...]}\n"
+           "(roles system, user, assistant) or {\"prompt\", \"completion\"}, rendered with the\n"
+           "chat template NAME (llama3, chatml, qwen2, mistral), tokenized with PATH (a\n"
+           "tokenizer.json or a directory holding one) and packed into windows of N + 1\n"
+           "tokens with a loss mask: PREFIX_train.sft (and PREFIX_val.sft with the last\n"
+           "F of the examples; default F = 0).  Train with --seq-len N.\n"
+           "  --mask assistant  train on every assistant turn (content + end of turn; default)\n"
+           "  --mask last       only on the last assistant turn\n"
+           "  --mask all        on every token of the example\n"
+           "  --allow-split     let examples cross windows (default: an example starts a new\n"
+           "                    window when it does not fit the current one)\n"
+           "  --truncate        cut an example longer than a window (default: an error)\n"
+           "  --pad-id ID       token that fills window tails (default: the tokenizer's EOS)\n"
+           "See docs/sft.md.\n");
 }
+
+static int prep_sft(const char *input, const char *output, const char *vf, const char *tokenizer,
+                    const char *tmpl, const char *seq, const char *mask, int allow_split, int truncate,
+                    const char *pad) {
+    if (!input || !output || !tokenizer || !tmpl || !seq) {
+        cli_error("prep --sft: --input, --output, --tokenizer, --template and --seq-len are required");
+        return ZT_EXIT_USAGE;
+    }
+    zt_sft_prep_opts o;
+    memset(&o, 0, sizeof o);
+    o.input = input;
+    o.prefix = output;
+    o.tokenizer = tokenizer;
+    o.template_name = tmpl;
+    o.allow_split = allow_split;
+    o.truncate = truncate;
+    o.pad_id = -1;
+    char *end;
+    errno = 0;
+    long n = strtol(seq, &end, 10);
+    if (*end || end == seq || errno || n < 1 || n > 0x7ffffffe) {
+        cli_error("prep: --seq-len must be a positive integer, got '%s'", seq);
+        return ZT_EXIT_USAGE;
+    }
+    o.seq_len = (int)n;
+    if (pad) {
+        errno = 0;
+        n = strtol(pad, &end, 10);
+        if (*end || end == pad || errno || n < 0 || n > 0x7fffffff) {
+            cli_error("prep: --pad-id must be a token id >= 0, got '%s'", pad);
+            return ZT_EXIT_USAGE;
+        }
+        o.pad_id = (int)n;
+    }
+    o.val_fraction = vf ? strtod(vf, &end) : 0.0;
+    if (vf && (*end || end == vf)) { cli_error("prep: --val-fraction '%s' is not a number", vf); return ZT_EXIT_USAGE; }
+    if (!mask || !strcmp(mask, "assistant")) o.mask = ZT_SFT_MASK_ASSISTANT;
+    else if (!strcmp(mask, "all")) o.mask = ZT_SFT_MASK_ALL;
+    else if (!strcmp(mask, "last")) o.mask = ZT_SFT_MASK_LAST;
+    else { cli_error("prep: --mask must be assistant, all or last, got '%s'", mask); return ZT_EXIT_USAGE; }
+    if (allow_split && truncate) { cli_error("prep: --allow-split and --truncate exclude each other"); return ZT_EXIT_USAGE; }
+    zt_status st;
+    zt_sft_prep_result r;
+    if (zt_sft_prep(&o, &r, &st) != ZT_OK) {
+        cli_error("%s", st.msg);
+        return cli_exit_code(st.code);
+    }
+    char p[1200];
+    zt_sft_path(p, sizeof p, output, "train");
+    printf("wrote %s (%llu windows of %d tokens, %llu examples)", p, (unsigned long long)r.train_windows,
+           o.seq_len + 1, (unsigned long long)r.train_examples);
+    if (r.val_windows) {
+        zt_sft_path(p, sizeof p, output, "val");
+        printf(" and %s (%llu windows, %llu examples)", p, (unsigned long long)r.val_windows,
+               (unsigned long long)r.val_examples);
+    }
+    printf("; %llu example tokens, %llu counted targets, %llu pad tokens (id %d)",
+           (unsigned long long)r.tokens, (unsigned long long)r.targets, (unsigned long long)r.pad_tokens,
+           r.pad_id);
+    if (r.truncated) printf(", %llu examples truncated", (unsigned long long)r.truncated);
+    if (r.dropped_windows)
+        printf(", %llu windows without a counted target dropped", (unsigned long long)r.dropped_windows);
+    printf("\n");
+    return ZT_EXIT_OK;
+}
+
 
 int cmd_prep(int argc, char **argv) {
     const char *input = NULL, *tokens_in = NULL, *output = NULL, *vf = NULL, *fmt = "bin",
                *shard = NULL, *dtype = NULL, *tokenizer = NULL, *docsep = NULL, *threads = NULL, *v;
-    int jsonl = 0;
+    const char *tmpl = NULL, *seq = NULL, *mask = NULL, *pad = NULL;
+    int jsonl = 0, sft = 0, allow_split = 0, truncate = 0, fmt_given = 0;
     for (int i = 1; i < argc; ++i) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return ZT_EXIT_OK; }
         if (!strcmp(argv[i], "--jsonl")) { jsonl = 1; continue; }
         if (!strcmp(argv[i], "--text")) { jsonl = 2; continue; }
+        if (!strcmp(argv[i], "--sft")) { sft = 1; continue; }
+        if (!strcmp(argv[i], "--allow-split")) { allow_split = 1; continue; }
+        if (!strcmp(argv[i], "--truncate")) { truncate = 1; continue; }
         if ((r = cli_opt(argc, argv, &i, "input", &v))) { if (r < 0) goto missing; input = v; }
         else if ((r = cli_opt(argc, argv, &i, "tokenizer", &v))) { if (r < 0) goto missing; tokenizer = v; }
         else if ((r = cli_opt(argc, argv, &i, "doc-sep", &v))) { if (r < 0) goto missing; docsep = v; }
@@ -56,13 +145,30 @@ int cmd_prep(int argc, char **argv) {
         else if ((r = cli_opt(argc, argv, &i, "tokens-in", &v))) { if (r < 0) goto missing; tokens_in = v; }
         else if ((r = cli_opt(argc, argv, &i, "output", &v))) { if (r < 0) goto missing; output = v; }
         else if ((r = cli_opt(argc, argv, &i, "val-fraction", &v))) { if (r < 0) goto missing; vf = v; }
-        else if ((r = cli_opt(argc, argv, &i, "format", &v))) { if (r < 0) goto missing; fmt = v; }
+        else if ((r = cli_opt(argc, argv, &i, "format", &v))) { if (r < 0) goto missing; fmt = v; fmt_given = 1; }
+        else if ((r = cli_opt(argc, argv, &i, "template", &v))) { if (r < 0) goto missing; tmpl = v; }
+        else if ((r = cli_opt(argc, argv, &i, "seq-len", &v))) { if (r < 0) goto missing; seq = v; }
+        else if ((r = cli_opt(argc, argv, &i, "mask", &v))) { if (r < 0) goto missing; mask = v; }
+        else if ((r = cli_opt(argc, argv, &i, "pad-id", &v))) { if (r < 0) goto missing; pad = v; }
         else if ((r = cli_opt(argc, argv, &i, "shard-tokens", &v))) { if (r < 0) goto missing; shard = v; }
         else if ((r = cli_opt(argc, argv, &i, "dtype", &v))) { if (r < 0) goto missing; dtype = v; }
         else { cli_error("prep: unknown option '%s'", argv[i]); return ZT_EXIT_USAGE; }
         continue;
     missing:
         cli_error("prep: option '%s' needs a value", argv[i]);
+        return ZT_EXIT_USAGE;
+    }
+    if (sft) {
+        if (tokens_in || fmt_given || shard || dtype || jsonl || docsep || threads) {
+            cli_error("prep --sft: --tokens-in, --format, --shard-tokens, --dtype, --jsonl, --text, --doc-sep "
+                      "and --threads do not apply (SFT window files hold uint16 or uint32 tokens as the "
+                      "vocabulary needs)");
+            return ZT_EXIT_USAGE;
+        }
+        return prep_sft(input, output, vf, tokenizer, tmpl, seq, mask, allow_split, truncate, pad);
+    }
+    if (tmpl || seq || mask || pad || allow_split || truncate) {
+        cli_error("prep: --template, --seq-len, --mask, --pad-id, --allow-split and --truncate need --sft");
         return ZT_EXIT_USAGE;
     }
     if ((!input && !tokens_in) || !output) {

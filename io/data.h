@@ -43,15 +43,22 @@ typedef struct zt_dataset {
     uint64_t *first;          /* first[f] = id of file f's first window; first[nfiles] = n */
     uint64_t nsamples;
     int T, vocab;
+    int masked;               /* SFT window files (sft.h): targets carry a loss mask */
 } zt_dataset;
 
 /* Expand pattern (a path, or a glob when it contains * ? or [), open and
- * validate every file (tokens < vocab), and index the windows of T+1 tokens.
+ * validate every file (tokens < vocab), and index the windows of T+1 tokens
+ * (T = 0: the files as plain token streams, no windows, SFT files refused).
  * Errors name the file (or the pattern, for an empty glob). */
 int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_status *st);
 void zt_dataset_close(zt_dataset *d);
-/* Read window `sample` (T+1 tokens) into tok.  Thread-safe. */
+/* Read window `sample` (T+1 tokens) into tok.  Thread-safe.  For a masked
+ * dataset every token whose mask byte is 0 (not a counted target) carries
+ * ZT_SFT_NOTARGET (sft.h). */
 int zt_dataset_read(const zt_dataset *d, uint64_t sample, uint32_t *tok, zt_status *st);
+/* Counted targets of window `sample`: its stored count (masked datasets),
+ * T otherwise. */
+int zt_dataset_count(const zt_dataset *d, uint64_t sample, uint32_t *count, zt_status *st);
 
 /* ---------------------------------------------------------------- sampler */
 
@@ -103,6 +110,18 @@ typedef struct zt_data_stats {
     uint64_t sync_reads;      /* get() calls read synchronously */
     double wait_s;            /* time get() spent waiting for the queue */
 } zt_data_stats;
+/* Loss masks.  1 when src was made by zt_data_open over SFT window files
+ * (sft.h): its get() serves the targets that do not count as -1 and serves
+ * whole windows only; 0 for any other source (every target counts). */
+int zt_data_masked(const zt_data_source *src);
+/* For a masked source: *n = the number of targets >= 0 that get() serves
+ * for samples [first, first+count) of step, from the per-window counts
+ * stored in the files.  The trainer asks for a whole global batch before
+ * the backward (the same answer on every rank, no communication) and
+ * divides the summed loss by it. */
+int zt_data_count_targets(const zt_data_source *src, long step, uint64_t first, int count, uint64_t *n,
+                          zt_status *st);
+
 /* Statistics of a source made by zt_data_open (0 / ZT_EINVAL otherwise). */
 int zt_data_get_stats(const zt_data_source *src, zt_data_stats *out);
 

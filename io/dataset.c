@@ -6,6 +6,7 @@
 #include <string.h>
 #include "data.h"
 #include "internal.h"
+#include "sft.h"
 
 static int has_glob_chars(const char *p) { return strpbrk(p, "*?[") != NULL; }
 
@@ -18,7 +19,7 @@ static int glob_err(const char *epath, int eerrno) {
 int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_status *st) {
     *out = NULL;
     if (!pattern || !*pattern) return zt_fail(st, ZT_EINVAL, "empty data path");
-    if (T < 1) return zt_fail(st, ZT_EINVAL, "sequence length %d < 1", T);
+    if (T < 0) return zt_fail(st, ZT_EINVAL, "sequence length %d < 0", T);
     zt_dataset *d = calloc(1, sizeof *d);
     if (!d) return zt_fail(st, ZT_ENOMEM, "out of memory");
     snprintf(d->pattern, sizeof d->pattern, "%s", pattern);
@@ -57,13 +58,31 @@ int zt_dataset_open(const char *pattern, int vocab, int T, zt_dataset **out, zt_
         zt_token_file *f;
         if ((rc = zt_tokens_open(paths[i], vocab, &f, st)) != ZT_OK) goto fail;
         d->files[d->nfiles++] = f;
+        if (i > 0 && (f->format == ZT_FMT_SFT) != d->masked) {
+            rc = zt_fail(st, ZT_EDATA, "%s: %s, but %s %s: a dataset cannot mix SFT window files and "
+                         "plain token files", f->path, d->masked ? "a plain token file" : "an SFT window file",
+                         d->files[0]->path, d->masked ? "is an SFT window file" : "is a plain token file");
+            goto fail;
+        }
+        d->masked = f->format == ZT_FMT_SFT;
+        if (d->masked && T == 0) {
+            rc = zt_fail(st, ZT_EDATA, "%s: an SFT window file (windows with a loss mask) is not a plain token "
+                         "stream; ztrain prep --tokens-in takes llm.c shards and HDF5 token files", f->path);
+            goto fail;
+        }
+        if (d->masked && f->window != T + 1) {
+            rc = zt_fail(st, ZT_EDATA, "%s: SFT windows of %d tokens were packed for seq_len %d, but the run "
+                         "trains with seq_len %d (train with --seq-len %d, or re-run ztrain prep --sft "
+                         "--seq-len %d)", f->path, f->window, f->window - 1, T, f->window - 1, T);
+            goto fail;
+        }
         if (f->ntok < (size_t)T + 1) {
             rc = zt_fail(st, ZT_EDATA, "%s: %zu tokens, shorter than one sequence of %d (+1) tokens",
                          f->path, f->ntok, T);
             goto fail;
         }
         d->first[i] = n;
-        n += f->ntok / ((uint64_t)T + 1);
+        n += T > 0 ? f->ntok / ((uint64_t)T + 1) : 0;
     }
     d->first[npaths] = n;
     d->nsamples = n;
@@ -84,17 +103,34 @@ void zt_dataset_close(zt_dataset *d) {
     free(d);
 }
 
-int zt_dataset_read(const zt_dataset *d, uint64_t sample, uint32_t *tok, zt_status *st) {
+/* The file holding window `sample` (last f with first[f] <= sample) and
+ * the window's index in it. */
+static int locate(const zt_dataset *d, uint64_t sample, uint64_t *w, zt_status *st) {
     if (sample >= d->nsamples)
-        return zt_fail(st, ZT_EINTERNAL, "%s: sample %llu out of range (%llu samples)", d->pattern,
-                       (unsigned long long)sample, (unsigned long long)d->nsamples);
-    /* the file holding the window: last f with first[f] <= sample */
+        return -1 - zt_fail(st, ZT_EINTERNAL, "%s: sample %llu out of range (%llu samples)", d->pattern,
+                            (unsigned long long)sample, (unsigned long long)d->nsamples);
     int lo = 0, hi = d->nfiles - 1;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
         if (d->first[mid] <= sample) lo = mid;
         else hi = mid - 1;
     }
-    uint64_t w = sample - d->first[lo];
-    return zt_tokens_read(d->files[lo], w * ((uint64_t)d->T + 1), (size_t)d->T + 1, d->vocab, tok, st);
+    *w = sample - d->first[lo];
+    return lo;
+}
+
+int zt_dataset_read(const zt_dataset *d, uint64_t sample, uint32_t *tok, zt_status *st) {
+    uint64_t w;
+    int f = locate(d, sample, &w, st);
+    if (f < 0) return -1 - f;
+    if (d->masked) return zt_sft_read_window(d->files[f], w, d->vocab, tok, st);
+    return zt_tokens_read(d->files[f], w * ((uint64_t)d->T + 1), (size_t)d->T + 1, d->vocab, tok, st);
+}
+
+int zt_dataset_count(const zt_dataset *d, uint64_t sample, uint32_t *count, zt_status *st) {
+    uint64_t w;
+    int f = locate(d, sample, &w, st);
+    if (f < 0) return -1 - f;
+    if (!d->masked) { *count = (uint32_t)d->T; return ZT_OK; }
+    return zt_sft_window_count(d->files[f], w, count, st);
 }

@@ -268,8 +268,8 @@ static int tokenize_inputs(tok_run *r, zt_status *st) {
     return rc;
 }
 
-/* mkdir -p of the directory part of prefix */
-static int make_dirs(const char *prefix, zt_status *st) {
+/* mkdir -p of the directory part of prefix (tokens.h) */
+int zt_prep_make_dirs(const char *prefix, zt_status *st) {
     char d[1200];
     snprintf(d, sizeof d, "%s", prefix);
     char *sl = strrchr(d, '/');
@@ -330,7 +330,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
                              "beside tokenizer.json, or choose another document separator)", o->tokenizer,
                              o->doc_sep == ZT_DOCSEP_EOS ? "EOS" : "BOS");
         }
-        if (rc == ZT_OK) rc = make_dirs(o->prefix, st);
+        if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, st);
         if (rc == ZT_OK) {
             /* the spool lives beside the outputs, unlinked at once: nothing is left behind */
             char sp[1200];
@@ -368,7 +368,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
         if (!in.bytes) { fclose(in.fp); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
     } else {
         in.name = o->tokens_in;
-        ZT_TRY(zt_dataset_open(o->tokens_in, 0, 1, &in.ds, st));
+        ZT_TRY(zt_dataset_open(o->tokens_in, 0, 0, &in.ds, st));
         vocab = 0;
         for (int i = 0; i < in.ds->nfiles; ++i) {
             total += in.ds->files[i]->ntok;
@@ -376,7 +376,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
             if (in.ds->files[i]->elsize == 4 && !o->elsize) elsize = 4;
         }
     }
-    if (rc == ZT_OK && !o->tokenizer) rc = make_dirs(o->prefix, st);
+    if (rc == ZT_OK && !o->tokenizer) rc = zt_prep_make_dirs(o->prefix, st);
     size_t nv = (size_t)((double)total * o->val_fraction);
     size_t nt = total - nv;
     uint32_t *buf = malloc(CHUNK * sizeof *buf);

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "data.h"
 #include "internal.h"
+#include "sft.h"
 
 /* ---------------------------------------------------------------- sampler */
 
@@ -116,10 +117,19 @@ static int fill(const loader *L, long step, uint64_t first, int count, uint32_t 
     return ZT_OK;
 }
 
-static void unpack(const uint32_t *w, int T, int *in, int *tg) {
+static void unpack(const loader *L, const uint32_t *w, int T, int *in, int *tg) {
+    if (!L->ds->masked) {
+        for (int t = 0; t < T; ++t) {
+            in[t] = (int)w[t];
+            tg[t] = (int)w[t + 1];
+        }
+        return;
+    }
+    /* SFT windows: a token flagged ZT_SFT_NOTARGET is an input like any
+     * other but an ignored target (< 0: no loss, no gradient) */
     for (int t = 0; t < T; ++t) {
-        in[t] = (int)w[t];
-        tg[t] = (int)w[t + 1];
+        in[t] = (int)(w[t] & ~ZT_SFT_NOTARGET);
+        tg[t] = (w[t + 1] & ZT_SFT_NOTARGET) ? -1 : (int)w[t + 1];
     }
 }
 
@@ -127,7 +137,7 @@ static int read_sync(loader *L, long step, uint64_t first, int count, int T, int
                      zt_status *st) {
     for (int i = 0; i < count; ++i) {
         ZT_TRY(zt_dataset_read(L->ds, sample_id(L, step, first + (uint64_t)i), L->one, st));
-        unpack(L->one, T, in + (size_t)i * T, tg + (size_t)i * T);
+        unpack(L, L->one, T, in + (size_t)i * T, tg + (size_t)i * T);
     }
     return ZT_OK;
 }
@@ -179,7 +189,7 @@ static int loader_get(void *state, long step, uint64_t first, int count, int T, 
                       zt_status *st) {
     loader *L = state;
     zt_status_clear(st);
-    if (T < 1 || T > L->T || count < 0)
+    if (T < 1 || T > L->T || count < 0 || (L->ds->masked && T != L->T))
         return zt_fail(st, ZT_EINTERNAL, "%s: request of %d windows of %d tokens from a source built "
                        "for %d", L->ds->pattern, count, T, L->T);
     long long q = L->nworkers > 0 ? batch_index(L, step, first, count) : -1;
@@ -199,7 +209,7 @@ static int loader_get(void *state, long step, uint64_t first, int count, int T, 
             } else {
                 size_t W = (size_t)L->T + 1;
                 for (int i = 0; i < count; ++i)
-                    unpack(s->tok + (size_t)i * W, T, in + (size_t)i * T, tg + (size_t)i * T);
+                    unpack(L, s->tok + (size_t)i * W, T, in + (size_t)i * T, tg + (size_t)i * T);
             }
             pthread_mutex_lock(&L->mu);
             s->state = SLOT_EMPTY;
@@ -223,6 +233,20 @@ static int loader_get(void *state, long step, uint64_t first, int count, int T, 
     }
     L->sync_reads++;
     return read_sync(L, step, first, count, T, in, tg, st);
+}
+
+/* Counted targets among samples [first, first+count) of step: the stored
+ * per-window counts, a 4-byte read each (get() serves masked windows whole,
+ * so the counts are those of what it serves). */
+static int loader_count(loader *L, long step, uint64_t first, int count, uint64_t *n, zt_status *st) {
+    zt_status_clear(st);
+    *n = 0;
+    for (int i = 0; i < count; ++i) {
+        uint32_t c;
+        ZT_TRY(zt_dataset_count(L->ds, sample_id(L, step, first + (uint64_t)i), &c, st));
+        *n += c;
+    }
+    return ZT_OK;
 }
 
 static void loader_close(void *state) {
@@ -312,6 +336,23 @@ int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
     out->get = loader_get;
     out->close = loader_close;
     return ZT_OK;
+}
+
+static loader *loader_of(const zt_data_source *src) {
+    loader *L = src ? src->state : NULL;
+    return L && src->get == loader_get && L->magic == LOADER_MAGIC ? L : NULL;
+}
+
+int zt_data_masked(const zt_data_source *src) {
+    const loader *L = loader_of(src);
+    return L && L->ds->masked;
+}
+
+int zt_data_count_targets(const zt_data_source *src, long step, uint64_t first, int count, uint64_t *n,
+                          zt_status *st) {
+    loader *L = loader_of(src);
+    if (!L || !L->ds->masked) return zt_fail(st, ZT_EINTERNAL, "zt_data_count_targets: not a masked source");
+    return loader_count(L, step, first, count, n, st);
 }
 
 int zt_data_get_stats(const zt_data_source *src, zt_data_stats *out) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "h5tokens.h"
 #include "internal.h"
+#include "sft.h"
 #include "tokens.h"
 
 /* Tokens per chunk of the validation scan: 256 KiB of uint32. */
@@ -27,7 +28,7 @@ int zt_tokens_is_h5(const char *path) {
     return got == 8 && !memcmp(sig, "\211HDF\r\n\032\n", 8);
 }
 
-static int read_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st) {
+int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st) {
     char *p = buf;
     while (n > 0) {
         ssize_t got = pread(fd, p, n, (off_t)off);
@@ -52,20 +53,22 @@ int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
     if (start > f->ntok || n > f->ntok - start)
         return zt_fail(st, ZT_EINTERNAL, "%s: read of tokens [%llu, +%zu) past the end (%zu tokens)",
                        f->path, (unsigned long long)start, n, f->ntok);
-    if (f->direct) {
+    if (f->format == ZT_FMT_SFT) {
+        ZT_TRY(zt_sft_read_tokens(f, start, n, out, st));
+    } else if (f->direct) {
         uint64_t off = f->data_off + start * (uint64_t)f->elsize;
         if (f->elsize == 2) {
             /* read the uint16 tokens into the upper half of out, then widen
              * forward in place (each write lands below the next read) */
             unsigned char *raw = (unsigned char *)out + 2 * n;
-            ZT_TRY(read_full(f->fd, raw, 2 * n, off, f->path, st));
+            ZT_TRY(zt_pread_full(f->fd, raw, 2 * n, off, f->path, st));
             for (size_t i = 0; i < n; ++i) {
                 uint16_t v;
                 memcpy(&v, raw + 2 * i, 2);
                 out[i] = le16toh(v);
             }
         } else {
-            ZT_TRY(read_full(f->fd, out, 4 * n, off, f->path, st));
+            ZT_TRY(zt_pread_full(f->fd, out, 4 * n, off, f->path, st));
             for (size_t i = 0; i < n; ++i) out[i] = le32toh(out[i]);
         }
     } else {
@@ -75,6 +78,13 @@ int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
         for (size_t i = 0; i < n; ++i)
             if (out[i] >= (uint32_t)vocab) {
                 uint64_t idx = start + i;
+                if (f->format == ZT_FMT_SFT) {
+                    uint64_t w = idx / (uint64_t)f->window, k = idx % (uint64_t)f->window;
+                    return zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %llu (window %llu, token %llu) "
+                                   "is >= vocab %d", f->path, out[i],
+                                   (unsigned long long)(f->data_off + w * f->rec_bytes + 4 + k * (uint64_t)f->elsize),
+                                   (unsigned long long)w, (unsigned long long)k, vocab);
+                }
                 if (f->direct)
                     return zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %llu (token %llu) is >= vocab %d",
                                    f->path, out[i], (unsigned long long)(f->data_off + idx * (uint64_t)f->elsize),
@@ -88,13 +98,15 @@ int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
 
 /* Stream every token once through a bounded buffer and check it < vocab. */
 static int validate_tokens(zt_token_file *f, int vocab, zt_status *st) {
-    if (vocab <= 0 || (f->elsize == 2 && vocab >= 65536)) return ZT_OK;
+    /* SFT files: masks and counts are checked whatever the vocabulary */
+    if (f->format != ZT_FMT_SFT && (vocab <= 0 || (f->elsize == 2 && vocab >= 65536))) return ZT_OK;
     size_t chunk = f->ntok < SCAN_CHUNK ? f->ntok : SCAN_CHUNK;
     uint32_t *buf = zt_mem_alloc(chunk * sizeof(uint32_t), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
     if (!buf) return ZT_ENOMEM;
     if (f->direct) posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int rc = ZT_OK;
-    for (size_t pos = 0; pos < f->ntok && rc == ZT_OK; pos += chunk) {
+    if (f->format == ZT_FMT_SFT) rc = zt_sft_validate(f, vocab, buf, chunk * sizeof(uint32_t), st);
+    for (size_t pos = 0; f->format != ZT_FMT_SFT && pos < f->ntok && rc == ZT_OK; pos += chunk) {
         size_t m = f->ntok - pos < chunk ? f->ntok - pos : chunk;
         rc = zt_tokens_read(f, pos, m, vocab, buf, st);
     }
@@ -117,8 +129,9 @@ static int open_bin(const char *path, zt_token_file *f, zt_status *st) {
         return zt_fail(st, ZT_EDATA, "%s: truncated: %llu bytes, shorter than the %d-byte header",
                        path, (unsigned long long)size, ZT_SHARD_HEADER_BYTES);
     int32_t h[ZT_SHARD_HEADER_INTS];
-    ZT_TRY(read_full(fd, h, sizeof h, 0, path, st));
-    for (int i = 0; i < 3; ++i) h[i] = (int32_t)le32toh((uint32_t)h[i]);
+    ZT_TRY(zt_pread_full(fd, h, sizeof h, 0, path, st));
+    for (int i = 0; i < ZT_SHARD_HEADER_INTS; ++i) h[i] = (int32_t)le32toh((uint32_t)h[i]);
+    if (h[0] == ZT_SFT_MAGIC) return zt_sft_open_header(path, h, size, f, st);
     int elsize = h[0] == ZT_SHARD_MAGIC ? 2 : h[0] == ZT_SHARD32_MAGIC ? 4 : 0;
     if (!elsize)
         return zt_fail(st, ZT_EDATA, "%s: bad magic %d at offset 0 (expected %d or %d: not an llm.c token shard)",

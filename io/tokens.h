@@ -38,7 +38,7 @@
 #define ZT_H5_VERSION 1
 #define ZT_H5_DATASET "tokens"
 
-enum { ZT_FMT_BIN = 0, ZT_FMT_H5 = 1 };
+enum { ZT_FMT_BIN = 0, ZT_FMT_H5 = 1, ZT_FMT_SFT = 2 /* sft.h: windows with loss masks */ };
 
 typedef struct zt_token_file {
     char path[1024];
@@ -51,6 +51,8 @@ typedef struct zt_token_file {
     int direct;          /* tokens are contiguous little-endian at data_off */
     uint64_t data_off;   /* byte offset of token 0 in the file */
     int64_t h5file, h5dset; /* HDF5 handles when not direct (else -1) */
+    int window;          /* SFT files: tokens per window record (0 otherwise) */
+    uint64_t rec_bytes;  /* SFT files: bytes per window record */
 } zt_token_file;
 
 /* Open and validate a token file (llm.c shard or HDF5, detected by extension
@@ -64,6 +66,9 @@ void zt_tokens_close(zt_token_file *f);
  * it was opened); the error names the file and byte offset.  Thread-safe. */
 int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
                    uint32_t *out, zt_status *st);
+/* pread exactly n bytes at off (EINTR retried); a short file is ZT_EDATA
+ * naming the path and offset. */
+int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st);
 /* 1 when path names an HDF5 file (extension .h5/.hdf5 or the signature). */
 int zt_tokens_is_h5(const char *path);
 
@@ -128,6 +133,8 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st);
  * <prefix>_val.bin (the last val_fraction of the bytes). */
 int zt_prep_text(const char *input, const char *prefix, double val_fraction,
                  size_t *ntrain, size_t *nval, zt_status *st);
+/* mkdir -p of the directory part of an output prefix. */
+int zt_prep_make_dirs(const char *prefix, zt_status *st);
 /* Output file name for split ("train"/"val"), shard index (-1 = unsharded). */
 void zt_prep_path(char *buf, size_t n, const char *prefix, const char *split, int shard,
                   int format);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
+#include "data.h"
 #include "devmem.h"
 #include "gpu.h"
 #include "runtime.h"
@@ -428,6 +429,21 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
 
 /* ------------------------------------------------------------ training */
 
+/* A masked source (SFT data, io/data.h): *n = its counted targets among
+ * samples [0, count) of step, which must not be 0; else *n is left alone. */
+static int counted_targets(const zt_data_source *src, long step, uint64_t count, double *n,
+                           zt_status *st) {
+    if (!zt_data_masked(src)) return ZT_OK;
+    uint64_t c;
+    ZT_TRY(zt_data_count_targets(src, step, 0, (int)count, &c, st));
+    if (c == 0)
+        return zt_fail(st, ZT_EDATA, "%s %ld: the loss mask leaves no target to train on in its %llu "
+                       "windows", step < 0 ? "evaluation round" : "step",
+                       step < 0 ? -step : step + 1, (unsigned long long)count);
+    *n = (double)c;
+    return ZT_OK;
+}
+
 int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     zt_status_clear(st);
     const zt_config *c = ctx->cfg;
@@ -435,7 +451,12 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     int B = c->micro_batch, T = c->seq_len, A = c->grad_accum;
     long global_batch = (long)B * A * ctx->nranks;
-    float dloss = (float)(1.0 / ((double)global_batch * T));
+    /* the loss is the mean over the global batch's counted targets: all
+     * global_batch * T, or those of the source's loss mask (known before
+     * the backward, the same on every rank) */
+    double ntgt = (double)global_batch * T;
+    ZT_TRY(counted_targets(&ctx->train, ctx->step, (uint64_t)global_batch, &ntgt, st));
+    float dloss = (float)(1.0 / ntgt);
     /* fp16: the loss (its gradient) is scaled; 1 otherwise */
     const float loss_scale = zt_scaler_scale(&ctx->scaler);
     double t0 = zt_now_s();
@@ -463,7 +484,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         zt_group_where(ctx->world, "step %ld, loss", ctx->step + 1);
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
     }
-    double loss = loss_sum / ((double)global_batch * T), sq;
+    double loss = loss_sum / ntgt, sq;
     int skipped = 0;
     if (ctx->scaler.enabled) {
         /* fp16: unscale, then skip the step on every rank if any rank's
@@ -536,8 +557,11 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "no validation data (ztrain.data.val is empty)");
     ZT_TRY(eval_acts_ready(ctx, st));
     int EB = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len;
-    double sum = 0.0;
+    double sum = 0.0, ntgt = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
+        double nr = 0.0;
+        ZT_TRY(counted_targets(&ctx->val, -1 - (long)r, (uint64_t)EB * (uint64_t)ctx->nranks, &nr, st));
+        ntgt += nr;
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)EB;
         ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T,
                             zt_batch_host_inputs(&ctx->eval_acts),
@@ -551,17 +575,22 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
-    *val_loss = sum / ((double)ctx->cfg->eval_batches * EB * ctx->nranks * T);
+    *val_loss = zt_data_masked(&ctx->val) ? sum / ntgt
+                                       : sum / ((double)ctx->cfg->eval_batches * EB * ctx->nranks * T);
     return ZT_OK;
 }
 
 int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
             double *loss, zt_status *st) {
     zt_status_clear(st);
-    for (int i = 0; i < B * T; ++i)
+    long counted = 0;   /* the loss is the mean over the targets >= 0 */
+    for (int i = 0; i < B * T; ++i) {
         if (inputs[i] < 0 || inputs[i] >= ctx->cfg->model.vocab)
             return zt_fail(st, ZT_EINVAL, "token %d at position %d outside vocab %d",
                            inputs[i], i, ctx->cfg->model.vocab);
+        counted += targets[i] >= 0;
+    }
+    if (counted == 0) return zt_fail(st, ZT_EINVAL, "zt_loss: no target >= 0 in the batch");
     zt_batch_buf b;
     ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, T, 0, ZT_MEM_EVAL, st));
     zt_xcopy(ctx->be, b.inputs, 1, inputs, 0, sizeof(int) * (size_t)B * T);
@@ -569,7 +598,7 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
     double ls = 0.0;
     int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, T, 0, &ls, st);
     if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loss", st);
-    *loss = ls / ((double)B * T);
+    *loss = ls / (double)counted;
     zt_batch_buf_free(ctx, &b);
     return rc;
 }

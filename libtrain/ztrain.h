@@ -185,9 +185,12 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st);
 /* Run until ztrain.steps, evaluating every ztrain.eval_every steps. */
 int zt_train(zt_ctx *ctx, zt_status *st);
 /* Forward-only evaluation on the val source: mean loss over
- * ztrain.eval_batches batches of ztrain.eval_batch_size, averaged over ranks. */
+ * ztrain.eval_batches batches of ztrain.eval_batch_size, averaged over ranks
+ * (SFT data with a loss mask: the mean over its counted targets). */
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st);
-/* Mean loss of one explicit batch (B x T inputs/targets), forward only. */
+/* Mean loss of one explicit batch (B x T inputs/targets), forward only:
+ * the mean over the targets >= 0 (targets < 0 are ignored; none >= 0 is
+ * ZT_EINVAL). */
 int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
             double *loss, zt_status *st);
 /* Autoregressive sampling: extends `prompt` by n_new tokens written to out
