@@ -26,7 +26,8 @@ each model NAME it writes
                           same computation in fp32 lands from these values.
 
 The reference values are computed in float64 (arrays rounded to float32 when
-stored); the computation is then repeated in float32 and the largest
+stored; the RoPE tables too, which transformers builds in float32 even in a
+float64 model); the computation is then repeated in float32 and the largest
 deviations are recorded, so the tolerances of the C test are grounded in
 what an fp32 implementation legitimately misses by.  Everything is seeded:
 rerunning reproduces the files bit for bit (same torch version, CPU).
@@ -106,6 +107,41 @@ def randomize(model, seed):
             p.copy_(v.to(p.dtype))
 
 
+def inv_freq64(cfg):
+    """RoPE inverse frequencies in float64, llama3 scaling included (the
+    formula of docs: wavelength 2*pi/f against original_max / low and
+    original_max / high, smooth interpolation between)."""
+    rp = cfg.rope_parameters
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    f = 1.0 / (rp["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    if rp.get("rope_type", "default") == "llama3":
+        old, fac = rp["original_max_position_embeddings"], rp["factor"]
+        lo, hi = rp["low_freq_factor"], rp["high_freq_factor"]
+        wl = 2 * math.pi / f
+        smooth = (old / wl - lo) / (hi - lo)
+        f = torch.where(wl < old / hi, f,
+                        torch.where(wl > old / lo, f / fac, (1 - smooth) * f / fac + smooth * f))
+    return f
+
+
+def rope_in_float64(model):
+    """HF builds the rotary tables in float32 even in a float64 model; make the
+    reference exact by computing them in float64 (after checking that our
+    float64 frequencies agree with HF's float32 ones)."""
+    rot = getattr(getattr(model, "model", None), "rotary_emb", None)
+    if rot is None:
+        return
+    f = inv_freq64(model.config)
+    assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    rot.inv_freq = f
+
+    def forward(x, position_ids):
+        emb = position_ids[..., None].to(torch.float64) * f
+        emb = torch.cat((emb, emb), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+    rot.forward = forward
+
+
 def batch(seed, V):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, V, (B, T + 1), generator=g)
@@ -156,7 +192,9 @@ def build(name, cls, make_config, seed, shard, outdir):
     tok = batch(seed + 7, cfg.vocab_size)
 
     # the reference in float64 from the saved float32 weights, then float32
-    ref = run(cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval(), tok)
+    m64 = cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()
+    rope_in_float64(m64)
+    ref = run(m64, tok)
     f32 = run(cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval(), tok)
 
     def maxabs(a, b):
@@ -203,12 +241,11 @@ def build(name, cls, make_config, seed, shard, outdir):
 
 def describe_rope(model):
     """Show that llama3 scaling changes the frequencies (sanity of the fixture)."""
-    rot = model.model.rotary_emb
     cfg = model.config
     hd = cfg.head_dim
     base = cfg.rope_parameters["rope_theta"]
     plain = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
-    scaled = rot.inv_freq.to(torch.float64)
+    scaled = inv_freq64(cfg)
     print("       rope inv_freq plain  " + " ".join("%.4e" % x for x in plain.tolist()))
     print("       rope inv_freq llama3 " + " ".join("%.4e" % x for x in scaled.tolist()))
 
