@@ -5,6 +5,7 @@
 #include "comm.h"
 #include "config.h"
 #include "gpt.h"
+#include "llama.h"
 #include "memplan.h"
 #include "model.h"
 #include "optim.h"

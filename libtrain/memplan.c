@@ -7,6 +7,7 @@
 #include <string.h>
 #include "memplan.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
+#include "llama.h"
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 
@@ -36,9 +37,14 @@ void zt_memplan_opts_init(zt_memplan_opts *o, int world_size) {
 /* ------------------------------------------------------------ activations */
 
 /* Mirrors gpt.c's carve() (every array rounded up to 16 elements) plus the
- * batch buffer's token arrays (train.c: inputs and targets, [B, T] ints). */
+ * batch buffer's token arrays (train.c: inputs and targets, [B, T] ints).
+ * Llama: llama.c's own carve (its block holds the rotary frequencies too),
+ * always fp32 (elem is the GPT's what-if only). */
 uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int training,
                                int ckpt_k, int elem) {
+    if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
+        return (uint64_t)zt_llama_acts_bytes_ckpt(mc, B, T, training, ckpt_k) +
+               2 * (uint64_t)B * (uint64_t)T * 4 /* inputs, targets */;
     uint64_t N = (uint64_t)B * (uint64_t)T, C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab;
     uint64_t NH = (uint64_t)mc->n_head, L = (uint64_t)mc->n_layer, NC = N * C;
     uint64_t big = 0, small = 0, nres, slots;   /* elem-sized / 4-byte elements */
@@ -173,6 +179,7 @@ typedef struct layout {
     uint64_t *gathered;     /* stage 3: bytes of the unit's gather buffer (storage type), 0 none */
     char *view, *bucket, *seen;   /* view: mixed, the unit's fp32 compute copy */
     int pass;
+    int tied;               /* the LM head is unit 0 (GPT, tied llama) */
     /* overlap_comm: gradient reduce-scatters in flight (shard.c's pend[]) */
     uint64_t g;             /* shard group size at stages 2-3 */
     int overlap, comm16, npend;
@@ -270,31 +277,40 @@ static void u_grads_done(layout *y, int u) {
     s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
 
-/* gpt.c's forward, as unit API calls (zt_shard_forward around it). */
+/* gpt.c's and llama.c's forward, as unit API calls (zt_shard_forward
+ * around it).  Tied head: unit 0 stays from the encoder to the LM head
+ * (and into backward when training); untied (llama): unit 0 is released
+ * after the encoder and the head unit L+1 holds the LM head. */
 static void sim_forward(layout *y, int training) {
     int L = y->nu - 2;
     u_begin(y, PASS_FWD);
     u_params(y, 0);
+    if (!y->tied) u_release(y, 0);
     for (int l = 0; l < L; ++l) {
         u_params(y, 1 + l);
         u_release(y, 1 + l);
     }
     u_params(y, L + 1);
     u_release(y, L + 1);
-    u_params(y, 0);                /* tied LM head */
-    if (!training) u_release(y, 0);
+    if (y->tied) {
+        u_params(y, 0);            /* tied LM head */
+        if (!training) u_release(y, 0);
+    }
     u_end(y, !training);
 }
 
-/* gpt.c's backward; with checkpointing group size k, the top block of a
- * group recomputes the blocks below it first (their parameters only). */
+/* gpt.c's and llama.c's backward; with checkpointing group size k, the top
+ * block of a group recomputes the blocks below it first (their parameters
+ * only). */
 static void sim_backward(layout *y, int k) {
     int L = y->nu - 2;
     if (k > L) k = L;
     u_begin(y, PASS_BWD);
-    u_params(y, 0);
-    u_grads(y, 0);
-    u_release(y, 0);
+    if (y->tied) {
+        u_params(y, 0);
+        u_grads(y, 0);
+        u_release(y, 0);
+    }
     u_params(y, L + 1);
     u_grads(y, L + 1);
     u_release(y, L + 1);
@@ -342,6 +358,26 @@ static uint64_t cuda_scratch_request(const zt_model_config *mc, int B, int T, in
     const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T, bf16 = 0;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
+    if (zt_model_arch(mc) == ZT_ARCH_LLAMA) {   /* llama.c's forward and backward */
+        const int hd = zt_model_head_dim(mc), NKV = zt_model_kv_heads(mc);
+        const int H = zt_model_intermediate(mc), AD = NH * hd, QKV = (NH + 2 * NKV) * hd;
+        WS(zt_cuda_ws_matmul_fwd(bf16, N, C, QKV));
+        WS(zt_cuda_ws_matmul_fwd(bf16, N, AD, C));
+        WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 2 * H));
+        WS(zt_cuda_ws_matmul_fwd(bf16, N, H, C));
+        WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
+        WS(zt_cuda_ws_reduce((size_t)N));
+        WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));       /* LM head */
+        WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
+        WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
+        WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
+        WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, mc->attention_bias != 0));
+        WS(zt_cuda_ws_encoder_bwd(N, 0));
+        WS(zt_cuda_ws_reduce((size_t)psi));
+        if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
+        WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
+        return w;
+    }
     /* forward: only the loss sum needs scratch (fp32 matmuls) */
     WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 3 * C));
     WS(zt_cuda_ws_matmul_fwd(bf16, N, C, C));
@@ -427,9 +463,15 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         goto done;
     }
-    y.n[0] = V * C + T * C;
-    for (int l = 0; l < L; ++l) y.n[1 + l] = 12 * C * C + 13 * C;
-    y.n[L + 1] = 2 * C;
+    const int llama = zt_model_arch(mc) == ZT_ARCH_LLAMA;
+    y.tied = !llama || mc->tie_embeddings;
+    if (llama) {   /* llama.c's units (no position table; GQA, SwiGLU, head) */
+        for (int u = 0; u < y.nu; ++u) y.n[u] = zt_llama_unit_numel(mc, u);
+    } else {
+        y.n[0] = V * C + T * C;
+        for (int l = 0; l < L; ++l) y.n[1 + l] = 12 * C * C + 13 * C;
+        y.n[L + 1] = 2 * C;
+    }
     uint64_t g = p->stage == 0 ? 1 : (uint64_t)G;
     y.max_len = 1;
     for (int u = 0; u < y.nu; ++u) {
@@ -439,7 +481,14 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         y.shard_total += S;
         if (S > y.max_len) y.max_len = S;
     }
-    p->largest_tensor = umax(V * C, umax(T * C, 4 * C * C + 4 * C));
+    if (llama) {   /* embed / lm_head, q, k|v, o, gate|up, down */
+        const uint64_t AD = (uint64_t)mc->n_head * (uint64_t)zt_model_head_dim(mc);
+        const uint64_t KV = (uint64_t)zt_model_kv_heads(mc) * (uint64_t)zt_model_head_dim(mc);
+        const uint64_t H = (uint64_t)zt_model_intermediate(mc);
+        p->largest_tensor = umax(V * C, umax(AD * C, umax(KV * C, H * C)));
+    } else {
+        p->largest_tensor = umax(V * C, umax(T * C, 4 * C * C + 4 * C));
+    }
     y.eb = p->mixed ? 2 : 4;
     y.place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
     y.place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;

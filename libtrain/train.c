@@ -290,7 +290,14 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
                ctx->comm_kind == ZT_SHARD_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
 
     int own = 0;
-    if (!ops) {
+    if (!ops && zt_model_arch(&c->model) == ZT_ARCH_LLAMA) {
+        zt_llama *lm;
+        if ((rc = zt_llama_new(&c->model, ctx->be, &lm, st)) != ZT_OK) goto fail;
+        zt_llama_set_checkpointing(lm, zt_config_act_ckpt_k(c));
+        ops = zt_llama_ops();
+        self = lm;
+        own = 1;
+    } else if (!ops) {
         zt_gpt *g;
         if ((rc = zt_gpt_new(&c->model, ctx->be, &g, st)) != ZT_OK) goto fail;
         zt_gpt_set_checkpointing(g, zt_config_act_ckpt_k(c));
@@ -695,9 +702,20 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     ZT_TRY(metrics_open(ctx, st));
     if (ctx->has_val) ZT_TRY(eval_acts_ready(ctx, st));
     const int report = zt_config_memory_report(c);
-    zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, vocab %d)",
-           ctx->model->num_params, c->model.n_layer, c->model.n_head, c->model.n_embd,
-           c->model.context, c->model.vocab);
+    const char *arch = ctx->model->ops->name ? ctx->model->ops->name : "?";
+    if (zt_model_is_llama(ctx->model))
+        zt_log(ctx, ZT_LOG_INFO, "model: %s, %zu parameters (%d layers, %d heads, %d kv heads, head "
+               "dim %d, %d wide, intermediate %d, context %d, vocab %d, %s head%s%s)", arch,
+               ctx->model->num_params, c->model.n_layer, c->model.n_head,
+               zt_model_kv_heads(&c->model), zt_model_head_dim(&c->model), c->model.n_embd,
+               zt_model_intermediate(&c->model), c->model.context, c->model.vocab,
+               c->model.tie_embeddings ? "tied" : "untied",
+               c->model.attention_bias ? ", q/k/v biases" : "",
+               strcmp(c->model.rope_scaling, "llama3") == 0 ? ", llama3 rope scaling" : "");
+    else
+        zt_log(ctx, ZT_LOG_INFO, "model: %s, %zu parameters (%d layers, %d heads, %d wide, context "
+               "%d, vocab %d)", arch, ctx->model->num_params, c->model.n_layer, c->model.n_head,
+               c->model.n_embd, c->model.context, c->model.vocab);
     zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
            c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
     if (ctx->prec != ZT_PREC_FP32) {

@@ -8,7 +8,14 @@
  * slice of its (b, head), so there are no write races -- and recomputes
  * p = exp(q.k * scale - lse) row by row.
  *
- * qkv[B,T,3C]: q at [.., h*hs], k at [.., C + h*hs], v at [.., 2C + h*hs].
+ * One implementation serves both table entries: grouped-query attention
+ * (gqa_fwd/bwd) with NH q heads and NKV kv heads of hs floats per position,
+ * qkv row R = (NH + 2 NKV) hs: q head h at [.., h*hs], its kv head
+ * kh = h / (NH/NKV) at k [.., (NH + kh)*hs] and v [.., (NH + NKV + kh)*hs].
+ * GPT-2's attention_fwd/bwd is the case NKV = NH, hs = C/NH (R = 3C, k at
+ * C + h*hs, v at 2C + h*hs): the same operations on the same values.
+ * Every result is bitwise independent of the thread count (each output
+ * element is written by one work item, in a fixed order).
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -42,18 +49,22 @@ static inline float dotf(const float *a, const float *b, int n) {
 /* one (b, h, tile of <= ZT_ATT_TQ query rows) */
 ZT_TARGET_CLONES
 static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h, int t0,
-                         int T, int C, int NH, int hs, float scale) {
-    const size_t C3 = 3 * (size_t)C;
+                         int T, int NH, int NKV, int hs, float scale) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hs;   /* qkv row */
+    const size_t C = (size_t)NH * hs;               /* out row */
+    const int kh = h / (NH / NKV);
     float acc[ZT_ATT_TQ * hs];
     float s[ZT_ATT_TQ][ZT_ATT_KB];
     const int nq = T - t0 < ZT_ATT_TQ ? T - t0 : ZT_ATT_TQ;
     const int tend = t0 + nq;               /* keys 0 .. tend-1 */
-    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const float *base = qkv + (size_t)b * T * R + (size_t)h * hs;
+    const float *kbase = qkv + (size_t)b * T * R + (size_t)(NH + kh) * hs;
+    const float *vbase = kbase + (size_t)NKV * hs;
     const float *q[ZT_ATT_TQ];
     float m[ZT_ATT_TQ];
     double l[ZT_ATT_TQ];
     for (int r = 0; r < ZT_ATT_TQ; r++) {
-        q[r] = base + (size_t)(t0 + (r < nq ? r : nq - 1)) * C3;
+        q[r] = base + (size_t)(t0 + (r < nq ? r : nq - 1)) * R;
         m[r] = -INFINITY;
         l[r] = 0.0;
     }
@@ -65,7 +76,7 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
         const int nj = tend - j0 < ZT_ATT_KB ? tend - j0 : ZT_ATT_KB;
         for (int j = 0; j < nj; j++) {
             const int jj = j0 + j;
-            const float *k = base + (size_t)jj * C3 + C;
+            const float *k = kbase + (size_t)jj * R;
             float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
 #pragma omp simd reduction(+ : s0, s1, s2, s3)
             for (int i = 0; i < hs; i++) {
@@ -104,7 +115,7 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
             l[r] += bs;
         }
         for (int j = 0; j < nj; j++) {
-            const float *v = base + (size_t)(j0 + j) * C3 + 2 * (size_t)C;
+            const float *v = vbase + (size_t)(j0 + j) * R;
             const float p0 = s[0][j], p1 = s[1][j], p2 = s[2][j], p3 = s[3][j];
 #pragma omp simd
             for (int i = 0; i < hs; i++) {
@@ -126,10 +137,9 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
     }
 }
 
-void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
-                          int B, int T, int C, int NH) {
-    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
-    const int hs = C / NH;
+void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
+                    int B, int T, int NH, int NKV, int hs) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV) return;
     const float scale = 1.0f / sqrtf((float)hs);
     const long ntile = (T + ZT_ATT_TQ - 1) / ZT_ATT_TQ;
     const long total = (long)B * NH * ntile;
@@ -141,39 +151,46 @@ void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
         const int t0 = (int)(idx % ntile) * ZT_ATT_TQ;
         const int h = (int)((idx / ntile) % NH);
         const int b = (int)(idx / (ntile * NH));
-        att_fwd_tile(out, lse, qkv, b, h, t0, T, C, NH, hs, scale);
+        att_fwd_tile(out, lse, qkv, b, h, t0, T, NH, NKV, hs, scale);
     }
 }
 
+void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
+                          int B, int T, int C, int NH) {
+    if (C <= 0 || NH <= 0) return;
+    zt_cpu_gqa_fwd(out, lse, qkv, B, T, NH, NH, C / NH);
+}
+
 /*
- * Backward.  Work item = one (b, h): it owns dq, dk, dv of that head for
- * every position, so there are no write races.  Query rows go in tiles of
- * ZT_ATT_TQ: for each key j, the 4 scores and the 4 dout.v_j come from one
+ * Backward.  Work item = one (b, kv head): it owns dk, dv of that kv head
+ * and dq of its NH/NKV q heads for every position, so there are no write
+ * races; its q heads are added into dk, dv in increasing order.  Query
+ * rows go in tiles of ZT_ATT_TQ: for each key j, the 4 scores and the 4 dout.v_j come from one
  * pass over k_j / v_j, and dk_j, dv_j are read and written once per tile.
  *   p = exp(q.k * scale - lse),  D_t = dout_t . out_t,
  *   dS = p (dout_t . v_j - D_t),  dq_t += scale dS k_j,
  *   dk_j += scale dS q_t,  dv_j += p dout_t.
  */
-/* one (b, h): dq, dk, dv of that head for every position */
+/* q head h's contribution: its dq (written), and dk, dv of its kv head
+ * kh (+=) */
 ZT_TARGET_CLONES
 static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
-                         const float *out, const float *lse, int b, int h,
-                         int T, int C, int NH, int hs, float scale) {
-    const size_t C3 = 3 * (size_t)C;
+                         const float *out, const float *lse, int b, int h, int kh,
+                         int T, int NH, int NKV, int hs, float scale) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hs;   /* qkv row */
+    const size_t C = (size_t)NH * hs;               /* out row */
     float dqa[ZT_ATT_TQ * hs];
-    const size_t hoff = (size_t)h * hs;
-    const float *base = qkv + (size_t)b * T * C3 + hoff;
-    float *dbase = dqkv + (size_t)b * T * C3 + hoff;
+    const size_t hoff = (size_t)h * hs, koff = (size_t)(NH + kh) * hs;
+    const size_t voff = koff + (size_t)NKV * hs;
+    const float *base = qkv + (size_t)b * T * R + hoff;
+    const float *kbase = qkv + (size_t)b * T * R + koff;
+    const float *vbase = qkv + (size_t)b * T * R + voff;
+    float *dbase = dqkv + (size_t)b * T * R + hoff;
+    float *dkbase = dqkv + (size_t)b * T * R + koff;
+    float *dvbase = dqkv + (size_t)b * T * R + voff;
     const float *obase = out + (size_t)b * T * C + hoff;
     const float *dobase = dout + (size_t)b * T * C + hoff;
     const float *lrow = lse + ((size_t)b * NH + h) * T;
-
-    for (int t = 0; t < T; t++) {
-        float *r = dbase + (size_t)t * C3;
-        memset(r, 0, (size_t)hs * sizeof(float));
-        memset(r + C, 0, (size_t)hs * sizeof(float));
-        memset(r + 2 * (size_t)C, 0, (size_t)hs * sizeof(float));
-    }
 
     for (int t0 = 0; t0 < T; t0 += ZT_ATT_TQ) {
         const int nq = T - t0 < ZT_ATT_TQ ? T - t0 : ZT_ATT_TQ;
@@ -181,7 +198,7 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
         float L[ZT_ATT_TQ], D[ZT_ATT_TQ];
         for (int r = 0; r < ZT_ATT_TQ; r++) {
             const int t = t0 + (r < nq ? r : nq - 1);
-            q[r] = base + (size_t)t * C3;
+            q[r] = base + (size_t)t * R;
             g[r] = dobase + (size_t)t * C;
             L[r] = lrow[t];
             D[r] = dotf(g[r], obase + (size_t)t * C, hs);
@@ -193,10 +210,10 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
 
         const int tend = t0 + nq;
         for (int j = 0; j < tend; j++) {
-            const float *k = base + (size_t)j * C3 + C;
-            const float *v = k + C;
-            float *dk = dbase + (size_t)j * C3 + C;
-            float *dv = dk + C;
+            const float *k = kbase + (size_t)j * R;
+            const float *v = vbase + (size_t)j * R;
+            float *dk = dkbase + (size_t)j * R;
+            float *dv = dvbase + (size_t)j * R;
             float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
             float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
 #pragma omp simd reduction(+ : s0, s1, s2, s3, e0, e1, e2, e3)
@@ -233,7 +250,7 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
             }
         }
         for (int r = 0; r < nq; r++) {
-            float *dqt = dbase + (size_t)(t0 + r) * C3;
+            float *dqt = dbase + (size_t)(t0 + r) * R;
             const float *src = dqa + (size_t)r * hs;
 #pragma omp simd
             for (int i = 0; i < hs; i++) dqt[i] = src[i];
@@ -241,15 +258,37 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
     }
 }
 
+/* one (b, kv head): zero its dk, dv, then add its q heads in order */
+static void att_bwd_kv(float *dqkv, const float *dout, const float *qkv,
+                       const float *out, const float *lse, int b, int kh,
+                       int T, int NH, int NKV, int hs, float scale) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hs;
+    float *dk = dqkv + (size_t)b * T * R + (size_t)(NH + kh) * hs;
+    float *dv = dk + (size_t)NKV * hs;
+    for (int t = 0; t < T; t++) {
+        memset(dk + (size_t)t * R, 0, (size_t)hs * sizeof(float));
+        memset(dv + (size_t)t * R, 0, (size_t)hs * sizeof(float));
+    }
+    const int G = NH / NKV;
+    for (int h = kh * G; h < (kh + 1) * G; h++)
+        att_bwd_head(dqkv, dout, qkv, out, lse, b, h, kh, T, NH, NKV, hs, scale);
+}
+
+void zt_cpu_gqa_bwd(float *dqkv, const float *dout, const float *qkv,
+                    const float *out, const float *lse,
+                    int B, int T, int NH, int NKV, int hs) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV) return;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int BK = B * NKV;
+    const int par = BK > 1 && (long)B * NH * T * (long)T * hs >= 131072;
+#pragma omp parallel for schedule(static) if (par)
+    for (int bk = 0; bk < BK; bk++)
+        att_bwd_kv(dqkv, dout, qkv, out, lse, bk / NKV, bk % NKV, T, NH, NKV, hs, scale);
+}
+
 void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse,
                           int B, int T, int C, int NH) {
-    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
-    const int hs = C / NH;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const int BH = B * NH;
-    const int par = BH > 1 && (long)BH * T * (long)T * hs >= 131072;
-#pragma omp parallel for schedule(static) if (par)
-    for (int bh = 0; bh < BH; bh++)
-        att_bwd_head(dqkv, dout, qkv, out, lse, bh / NH, bh % NH, T, C, NH, hs, scale);
+    if (C <= 0 || NH <= 0) return;
+    zt_cpu_gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NH, C / NH);
 }

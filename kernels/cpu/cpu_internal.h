@@ -49,6 +49,23 @@ void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
 void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse,
                           int B, int T, int C, int NH);
+void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
+                    int B, int T, int NH, int NKV, int hs);
+void zt_cpu_gqa_bwd(float *dqkv, const float *dout, const float *qkv,
+                    const float *out, const float *lse,
+                    int B, int T, int NH, int NKV, int hs);
+
+/* cpu_llama.c */
+void zt_cpu_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w,
+                        float eps, int N, int C);
+void zt_cpu_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
+                        const float *w, const float *rstd, int N, int C);
+void zt_cpu_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                     int hd);
+void zt_cpu_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                     int hd);
+void zt_cpu_swiglu_fwd(float *out, const float *gu, int N, int H);
+void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
 
 /* cpu_precision.c */
 void zt_cpu_to_bf16(uint16_t *out, const float *in, size_t n);

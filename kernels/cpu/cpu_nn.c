@@ -29,9 +29,13 @@ void zt_cpu_encoder_fwd(float *out, const int *inp, const float *wte,
         const int t = n % T;
         float *o = out + (size_t)n * C;
         const float *we = wte + (size_t)inp[n] * C;
-        const float *pe = wpe + (size_t)t * C;
+        if (wpe) {
+            const float *pe = wpe + (size_t)t * C;
 #pragma omp simd
-        for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+            for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+        } else {
+            memcpy(o, we, (size_t)C * sizeof(float));
+        }
     }
 }
 
@@ -55,6 +59,7 @@ void zt_cpu_encoder_bwd(float *dwte, float *dwpe, const float *dout,
         }
     }
     /* dwpe: each position t is owned by one iteration; sum over b in order. */
+    if (!dwpe) return;
 #pragma omp parallel for schedule(static) if (par)
     for (int t = 0; t < T; t++) {
         float *dp = dwpe + (size_t)t * C;

@@ -497,6 +497,104 @@ static void s_attention_bwd(float *dqkv, const float *dout, const float *qkv, co
     leave();
 }
 
+static void s_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps,
+                          int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("rmsnorm_fwd", "out", out, NC);
+    NEED_DEV("rmsnorm_fwd", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("rmsnorm_fwd", "inp", inp, NC);
+    NEED_DEV("rmsnorm_fwd", "w", w, (size_t)C * F);
+    if (ok) cpu()->rmsnorm_fwd(out, rstd, inp, w, eps, N, C);
+    leave();
+}
+
+static void s_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
+                          const float *w, const float *rstd, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("rmsnorm_bwd", "dinp", dinp, NC);
+    NEED_DEV("rmsnorm_bwd", "dw", dw, (size_t)C * F);
+    NEED_DEV("rmsnorm_bwd", "dout", dout, NC);
+    NEED_DEV("rmsnorm_bwd", "inp", inp, NC);
+    NEED_DEV("rmsnorm_bwd", "w", w, (size_t)C * F);
+    NEED_DEV("rmsnorm_bwd", "rstd", rstd, (size_t)N * F);
+    if (ok) cpu()->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
+    leave();
+}
+
+/* rope_fwd / rope_bwd: the rows span (B*T - 1) * stride + n_heads * hd floats */
+static void s_rope(int bwd, float *x, const float *inv_freq, int B, int T, int n_heads,
+                   int stride, int hd) {
+    int ok = 1;
+    const char *who = bwd ? "rope_bwd" : "rope_fwd";
+    const size_t N = (size_t)B * T;
+    const size_t span = N ? ((N - 1) * (size_t)stride + (size_t)n_heads * hd) * F : 0;
+    enter();
+    NEED_DEV(who, "x", x, span);
+    NEED_DEV(who, "inv_freq", inv_freq, (size_t)(hd / 2) * F);
+    if (ok) (bwd ? cpu()->rope_bwd : cpu()->rope_fwd)(x, inv_freq, B, T, n_heads, stride, hd);
+    leave();
+}
+static void s_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                       int hd) {
+    s_rope(0, x, inv_freq, B, T, n_heads, stride, hd);
+}
+static void s_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                       int hd) {
+    s_rope(1, x, inv_freq, B, T, n_heads, stride, hd);
+}
+
+static void s_swiglu_fwd(float *out, const float *gu, int N, int H) {
+    int ok = 1;
+    const size_t NH = (size_t)N * H * F;
+    enter();
+    NEED_DEV("swiglu_fwd", "out", out, NH);
+    NEED_DEV("swiglu_fwd", "gu", gu, 2 * NH);
+    if (ok) cpu()->swiglu_fwd(out, gu, N, H);
+    leave();
+}
+
+static void s_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    int ok = 1;
+    const size_t NH = (size_t)N * H * F;
+    enter();
+    NEED_DEV("swiglu_bwd", "dgu", dgu, 2 * NH);
+    NEED_DEV("swiglu_bwd", "dout", dout, NH);
+    NEED_DEV("swiglu_bwd", "gu", gu, 2 * NH);
+    if (ok) cpu()->swiglu_bwd(dgu, dout, gu, N, H);
+    leave();
+}
+
+static void s_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                      int hd) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("gqa_fwd", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_fwd", "lse", lse, N * NH * F);
+    NEED_DEV("gqa_fwd", "qkv", qkv, N * (NH + 2 * (size_t)NKV) * hd * F);
+    if (ok) cpu()->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
+    leave();
+}
+
+static void s_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                      const float *lse, int B, int T, int NH, int NKV, int hd) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    const size_t R = N * (NH + 2 * (size_t)NKV) * hd * F;
+    enter();
+    NEED_DEV("gqa_bwd", "dqkv", dqkv, R);
+    NEED_DEV("gqa_bwd", "dout", dout, N * NH * hd * F);
+    NEED_DEV("gqa_bwd", "qkv", qkv, R);
+    NEED_DEV("gqa_bwd", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_bwd", "lse", lse, N * NH * F);
+    if (ok) cpu()->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd);
+    leave();
+}
+
 static void s_gelu_fwd(float *out, const float *inp, size_t n) {
     int ok = 1;
     enter();
@@ -658,6 +756,14 @@ static const zt_backend strict_backend = {
     .set_matmul_precision = s_set_matmul_precision,
     .attention_fwd = s_attention_fwd,
     .attention_bwd = s_attention_bwd,
+    .rmsnorm_fwd = s_rmsnorm_fwd,
+    .rmsnorm_bwd = s_rmsnorm_bwd,
+    .rope_fwd = s_rope_fwd,
+    .rope_bwd = s_rope_bwd,
+    .swiglu_fwd = s_swiglu_fwd,
+    .swiglu_bwd = s_swiglu_bwd,
+    .gqa_fwd = s_gqa_fwd,
+    .gqa_bwd = s_gqa_bwd,
     .gelu_fwd = s_gelu_fwd,
     .gelu_bwd = s_gelu_bwd,
     .add = s_add,

@@ -1,0 +1,96 @@
+/*
+ * llama.h -- the built-in Llama-family model (Llama 2/3, Qwen2-style q/k/v
+ * biases), beside the GPT on the same public unit API (ztrain.h "models:
+ * the unit API"): every ZeRO stage, hybrid sharding, accumulation,
+ * activation checkpointing, offload, mixed precision and resharding
+ * restore work for it unchanged.
+ *
+ * Units, in the order forward first uses them (the layout contract shared
+ * with the HF loader / exporter):
+ *   unit 0      "embeddings": "embed.w" [V, C]
+ *   unit 1+l    "block.l":    "h<l>.attn_norm.w" [C], "h<l>.q.w" [NH*hd, C],
+ *                             "h<l>.k.w" [NKV*hd, C], "h<l>.v.w" [NKV*hd, C],
+ *                             (attention_bias: "h<l>.q.b", ".k.b", ".v.b"),
+ *                             "h<l>.o.w" [C, NH*hd], "h<l>.mlp_norm.w" [C],
+ *                             "h<l>.gate.w" [H, C], "h<l>.up.w" [H, C],
+ *                             "h<l>.down.w" [C, H]
+ *   unit L+1    "head":       "norm.w" [C] (+ "lm_head.w" [V, C] untied)
+ * q|k|v are adjacent (one matmul gives the qkv row of QKV = (NH+2NKV)*hd
+ * floats) and so are gate|up (one matmul gives gu[N, 2H]).  Tied: the LM
+ * head uses embed.w, and unit 0 stays gathered from the head's forward to
+ * its backward, as the GPT's.
+ */
+#ifndef ZT_LLAMA_H
+#define ZT_LLAMA_H
+#include "model.h"
+
+/* Pointers into a unit-shaped buffer. */
+typedef struct zt_llama_layer {
+    float *attn_norm;          /* [C]                          */
+    float *qkvw, *qkvb;        /* [QKV, C], [QKV] or NULL      */
+    float *ow;                 /* [C, NH*hd]                   */
+    float *mlp_norm;           /* [C]                          */
+    float *guw;                /* [2H, C]: gate | up           */
+    float *downw;              /* [C, H]                       */
+} zt_llama_layer;
+typedef struct zt_llama_params {
+    float *embed;              /* [V, C] token embedding (tied: also the LM head) */
+    zt_llama_layer *h;         /* [L] blocks */
+    float *norm;               /* [C] final RMSNorm */
+    float *lm_head;            /* [V, C] untied LM head, or NULL */
+} zt_llama_params;
+
+/* Activations for batches up to [B, T] (the GPT's scheme: a training block
+ * keeps every layer's slot, an eval block one slot and two ping-pong
+ * residuals, checkpointing keeps every k-th block's input). */
+typedef struct zt_llama_acts {
+    int B, T, training, n_slots;
+    int ckpt;                  /* activation checkpointing group size, 0 = none */
+    int fB, fT;                /* shape of the last forward */
+    float *block;              /* the one allocation */
+    size_t bytes;
+    const int *inputs, *targets;
+    int *no_targets;           /* [B, T] of -1 */
+    float *inv_freq;           /* [hd/2] rotary frequencies (in the block) */
+    float **res;               /* [L+1 or 2] x [N, C] residual stream */
+    struct zt_llama_layer_acts {
+        float *xn, *rstd1;     /* [N, C], [N] attention RMSNorm */
+        float *qkv;            /* [N, QKV] q and k rotated */
+        float *atty, *lse;     /* [N, NH*hd], [B, NH, T] */
+        float *res2;           /* [N, C] after attention */
+        float *xn2, *rstd2;    /* [N, C], [N] MLP RMSNorm */
+        float *gu;             /* [N, 2H] gate | up */
+        float *h;              /* [N, H] swiglu */
+    } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
+    float *scratch;            /* [N, C] projection outputs */
+    float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm */
+    float *probs;              /* [N, V] logits -> probs -> dlogits */
+    float *losses;             /* [N] */
+    /* backward scratch (training only) */
+    float *dres, *dbuf;        /* [N, C] x 2 */
+    float *datt;               /* [N, NH*hd] */
+    float *dqkv;               /* [N, QKV] */
+    float *dh, *dgu;           /* [N, H], [N, 2H] */
+} zt_llama_acts;
+
+typedef struct zt_llama zt_llama;
+
+const zt_model_ops *zt_llama_ops(void);
+/* mc->arch need not say "llama": the shape helpers (zt_model_kv_heads ...)
+ * give the defaults. */
+int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out, zt_status *st);
+void zt_llama_free(zt_llama *m);
+int zt_model_is_llama(const zt_model *m);
+/* Use activation checkpointing (group size k as zt_gpt_set_checkpointing)
+ * in activation blocks created from now on. */
+void zt_llama_set_checkpointing(zt_llama *m, int k);
+/* Bytes of the activation block acts_create allocates for [B, T] with
+ * checkpointing group size ckpt (the planner's activation bytes). */
+size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);
+/* Elements of the tensors in unit u of the layout (u = 0 .. n_layer + 1). */
+size_t zt_llama_unit_numel(const zt_model_config *mc, int u);
+/* The rotary frequencies inv_freq[hd/2] in fp32 as transformers computes
+ * them (default, then llama3 scaling when mc->rope_scaling is "llama3"). */
+void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq);
+
+#endif

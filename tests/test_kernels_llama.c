@@ -1,0 +1,597 @@
+/*
+ * test_kernels_llama.c -- the Llama kernels of the CPU backend table
+ * (rmsnorm, rope, swiglu, gqa; encoder without position embeddings)
+ * against naive double-precision references written here.
+ *
+ * Forwards: element by element against the reference (rel 1e-5).
+ * Backwards: against the reference's analytic gradient (double) AND
+ * against central finite differences of the double reference forward of
+ * L = sum(out * R), R fixed and random (h = 1e-6).
+ * Also: the shared per-element math (kernels/llama_math.h, what the CUDA
+ * kernels compile) at extreme inputs; rope_bwd(rope_fwd(x)) == x; grouped-
+ * query attention with NKV = NH, NH/2, 1, head_dim 6 and 16, T not a
+ * multiple of the tiles (4 rows, 128 keys), B > 1; gqa with NKV = NH
+ * bitwise equal to GPT-2's attention_fwd/bwd; every kernel bitwise equal at
+ * 1 and 2 threads (the promise of kernels/cpu: results do not depend on the
+ * thread count); cpu-strict bitwise equal to cpu.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "llama_math.h"
+#include "tap.h"
+
+static const zt_backend *be;
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static double rnd(void) { /* uniform in [-1, 1) */
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+static void *xcalloc(size_t n, size_t sz) {
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) { perror("calloc"); exit(99); }
+    return p;
+}
+static float *fvec(size_t n, double scale) {
+    float *p = xcalloc(n, sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = (float)(scale * rnd());
+    return p;
+}
+static float *fdup(const float *x, size_t n) {
+    float *p = xcalloc(n, sizeof(float));
+    memcpy(p, x, n * sizeof(float));
+    return p;
+}
+static double *dvec(size_t n) { return xcalloc(n, sizeof(double)); }
+static double *dcopy(const float *x, size_t n) {
+    double *d = dvec(n);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+/* max over i of |got - ref| / (atol + rtol |ref|) <= 1 */
+static int check_arr(const char *what, const float *got, const double *ref, size_t n,
+                     double rtol, double atol) {
+    double worst = 0.0;
+    size_t wi = 0;
+    int nan = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i]) || isnan(ref[i])) { nan = 1; wi = i; break; }
+        const double e = fabs(got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
+        if (e > worst) { worst = e; wi = i; }
+    }
+    const int ok = !nan && worst <= 1.0;
+    if (!ok)
+        tap_diag("%s: worst at %zu: got %.9g ref %.9g (rtol %g atol %g)", what, wi,
+                 n ? got[wi] : 0.0, n ? ref[wi] : 0.0, rtol, atol);
+    return tap_ok(ok, "%s [worst %.3g of tolerance over %zu]", what, worst, n);
+}
+static int bitwise(const float *a, const float *b, size_t n) {
+    return memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+/* the FD gradient of L(x) = sum(f(x) * R) over x[n] (double, every
+ * element or every `step`-th one; the others are copied from `fill`) */
+typedef double (*loss_fn)(double *x, void *ctx);
+static void fd_grad(double *g, double *x, size_t n, size_t step, const double *fill,
+                    loss_fn L, void *ctx) {
+    const double h = 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        if (i % step) { g[i] = fill[i]; continue; }
+        const double x0 = x[i];
+        x[i] = x0 + h;
+        const double lp = L(x, ctx);
+        x[i] = x0 - h;
+        const double lm = L(x, ctx);
+        x[i] = x0;
+        g[i] = (lp - lm) / (2 * h);
+    }
+}
+
+/* ------------------------------------------------------------ the shared math */
+
+static void test_math(void) {
+    /* silu and its derivative over a range, and at the extremes */
+    const float xs[] = {-1e30f, -200.0f, -88.0f, -20.0f, -3.5f, -1.0f, -1e-3f, 0.0f,
+                        1e-3f,  0.7f,    2.0f,   17.0f,  89.0f, 1e30f};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        const double x = xs[i];
+        const double sig = 1.0 / (1.0 + exp(-x));
+        const double s = x * sig, ds = sig * (1.0 + x * (1.0 - sig));
+        const float u = 0.75f, d = -1.25f;
+        float dg, du;
+        zt_swiglu_bwd(&dg, &du, xs[i], u, d);
+        const float f = zt_swiglu(xs[i], u);
+        bad += !isfinite(f) || fabs(f - s * u) > 1e-6 * fabs(s * u) + 1e-30;
+        bad += !isfinite(dg) || fabs(dg - d * u * ds) > 1e-6 * fabs(d * u * ds) + 1e-30;
+        bad += !isfinite(du) || fabs(du - d * s) > 1e-6 * fabs(d * s) + 1e-30;
+        bad += zt_silu(xs[i]) * u != f;
+        if (bad) { tap_diag("swiglu math at x = %g", x); break; }
+    }
+    tap_ok(bad == 0, "llama_math.h: silu, swiglu and their gradients finite and within 1e-6 "
+                     "from -1e30 to 1e30");
+    /* one rotation then its inverse */
+    float a = 0.3f, b = -1.7f;
+    const float c = cosf(0.9f), s = sinf(0.9f);
+    zt_rope_rotate(&a, &b, c, s);
+    const double ra = 0.3 * cos(0.9) + 1.7 * sin(0.9), rb = -1.7 * cos(0.9) + 0.3 * sin(0.9);
+    const int fwd_ok = fabs(a - ra) < 1e-6 && fabs(b - rb) < 1e-6;
+    zt_rope_rotate(&a, &b, c, -s);
+    tap_ok(fwd_ok && fabs(a - 0.3f) < 1e-6 && fabs(b + 1.7f) < 1e-6,
+           "llama_math.h: rope rotation, and the inverse rotation undoes it");
+    tap_ok(zt_rms_rstd(4.0 * 8, 8, 0.0f) == 0.5f &&
+               fabsf(zt_rms_rstd(0.0, 8, 1e-6f) - 1000.0f) < 1e-3f,
+           "llama_math.h: rmsnorm rstd = 1/sqrt(mean(x^2) + eps)");
+}
+
+/* ------------------------------------------------------------ RMSNorm */
+
+typedef struct { int N, C; double eps; const double *w, *x, *R; int wrt; } rms_ctx;
+
+static void rms_ref(double *out, double *rstd, const double *x, const double *w, double eps,
+                    int N, int C) {
+    for (int n = 0; n < N; n++) {
+        double ss = 0;
+        for (int c = 0; c < C; c++) ss += x[(size_t)n * C + c] * x[(size_t)n * C + c];
+        const double r = 1.0 / sqrt(ss / C + eps);
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = x[(size_t)n * C + c] * r * w[c];
+        if (rstd) rstd[n] = r;
+    }
+}
+static double rms_loss(double *v, void *vc) {
+    rms_ctx *c = vc;
+    const size_t NC = (size_t)c->N * c->C;
+    double *out = dvec(NC);
+    rms_ref(out, NULL, c->wrt ? c->x : v, c->wrt ? v : c->w, c->eps, c->N, c->C);
+    double L = 0;
+    for (size_t i = 0; i < NC; i++) L += out[i] * c->R[i];
+    free(out);
+    return L;
+}
+
+static void test_rmsnorm(int N, int C) {
+    char name[160];
+    const size_t NC = (size_t)N * C;
+    const float eps = 1e-5f;
+    float *x = fvec(NC, 2.0), *w = fvec(C, 1.0), *R = fvec(NC, 1.0);
+    float *out = fvec(NC, 1.0), *rstd = fvec(N, 1.0);
+    double *dx = dcopy(x, NC), *dw = dcopy(w, C), *dR = dcopy(R, NC);
+    double *rout = dvec(NC), *rr = dvec(N);
+    for (int c = 0; c < C; c++) w[c] += 1.0f, dw[c] += 1.0;   /* weights near 1 */
+    rms_ref(rout, rr, dx, dw, eps, N, C);
+    be->rmsnorm_fwd(out, rstd, x, w, eps, N, C);
+    snprintf(name, sizeof name, "rmsnorm_fwd N=%d C=%d: out vs double reference", N, C);
+    check_arr(name, out, rout, NC, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "rmsnorm_fwd N=%d C=%d: rstd", N, C);
+    check_arr(name, rstd, rr, N, 1e-5, 0);
+
+    /* backward: dinp and dw accumulate onto what is there */
+    float *gi = fvec(NC, 1.0), *gw = fvec(C, 1.0);
+    double *gi0 = dcopy(gi, NC), *gw0 = dcopy(gw, C);
+    be->rmsnorm_bwd(gi, gw, R, x, w, rstd, N, C);
+    double *agi = dvec(NC), *agw = dvec(C);
+    for (int n = 0; n < N; n++) {
+        double s = 0;
+        const double r = rr[n];
+        for (int c = 0; c < C; c++) s += dw[c] * dR[(size_t)n * C + c] * dx[(size_t)n * C + c];
+        for (int c = 0; c < C; c++) {
+            const size_t i = (size_t)n * C + c;
+            agi[i] = r * dw[c] * dR[i] - dx[i] * r * r * r * s / C;
+            agw[c] += dx[i] * r * dR[i];
+        }
+    }
+    double *e1 = dvec(NC), *e2 = dvec(C);
+    for (size_t i = 0; i < NC; i++) e1[i] = gi0[i] + agi[i];
+    for (int c = 0; c < C; c++) e2[c] = gw0[c] + agw[c];
+    snprintf(name, sizeof name, "rmsnorm_bwd N=%d C=%d: dinp (+=) vs analytic reference", N, C);
+    check_arr(name, gi, e1, NC, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "rmsnorm_bwd N=%d C=%d: dw (+=) vs analytic reference", N, C);
+    check_arr(name, gw, e2, C, 1e-5, 1e-6);
+    /* finite differences of the reference forward */
+    rms_ctx ctx = {N, C, eps, dw, dx, dR, 0};
+    double *fd = dvec(NC), *fdw = dvec(C);
+    fd_grad(fd, dx, NC, 1, agi, rms_loss, &ctx);
+    ctx.wrt = 1;
+    fd_grad(fdw, dw, C, 1, agw, rms_loss, &ctx);
+    float *k1 = xcalloc(NC, sizeof(float)), *k2 = xcalloc(C, sizeof(float));
+    be->rmsnorm_bwd(k1, k2, R, x, w, rstd, N, C);
+    snprintf(name, sizeof name, "rmsnorm_bwd N=%d C=%d: dinp vs finite differences", N, C);
+    check_arr(name, k1, fd, NC, 1e-4, 1e-5);
+    snprintf(name, sizeof name, "rmsnorm_bwd N=%d C=%d: dw vs finite differences", N, C);
+    check_arr(name, k2, fdw, C, 1e-4, 1e-5);
+    free(x); free(w); free(R); free(out); free(rstd); free(dx); free(dw); free(dR);
+    free(rout); free(rr); free(gi); free(gw); free(gi0); free(gw0); free(agi); free(agw);
+    free(e1); free(e2); free(fd); free(fdw); free(k1); free(k2);
+}
+
+/* ------------------------------------------------------------ RoPE */
+
+static float *inv_freq_of(int hd, double theta) {
+    float *f = xcalloc(hd / 2 > 0 ? hd / 2 : 1, sizeof(float));
+    for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(theta, -2.0 * j / hd);
+    return f;
+}
+/* rotate (sign +1) or rotate back (sign -1) in double, angle (float)t*f */
+static void rope_ref(double *x, const float *f, int B, int T, int nh, int stride, int hd,
+                     double sign) {
+    const int h2 = hd / 2;
+    for (int n = 0; n < B * T; n++)
+        for (int h = 0; h < nh; h++)
+            for (int j = 0; j < h2; j++) {
+                const double a = (double)((float)(n % T) * f[j]);
+                double *p = x + (size_t)n * stride + (size_t)h * hd;
+                const double x1 = p[j], x2 = p[j + h2];
+                p[j] = x1 * cos(a) - x2 * sign * sin(a);
+                p[j + h2] = x2 * cos(a) + x1 * sign * sin(a);
+            }
+}
+
+static void test_rope(int B, int T, int nh, int stride, int hd) {
+    char name[160];
+    const size_t n = (size_t)B * T * stride;
+    float *f = inv_freq_of(hd, 10000.0);
+    float *x = fvec(n, 1.0), *y = fdup(x, n);
+    double *r = dcopy(x, n);
+    be->rope_fwd(y, f, B, T, nh, stride, hd);
+    rope_ref(r, f, B, T, nh, stride, hd, 1.0);
+    snprintf(name, sizeof name, "rope_fwd B=%d T=%d heads=%d stride=%d hd=%d vs double reference",
+             B, T, nh, stride, hd);
+    check_arr(name, y, r, n, 1e-5, 1e-6);
+    /* the rest of each row (v heads of a qkv row) is untouched, bitwise */
+    int untouched = 1;
+    for (size_t i = 0; i < n; i++)
+        if ((int)(i % stride) >= nh * hd && y[i] != x[i]) untouched = 0;
+    tap_ok(untouched, "rope_fwd hd=%d: elements past n_heads*hd in each row unchanged", hd);
+    /* rope_bwd is the gradient: the transpose of the (linear) rotation, so
+     * <rope(x), g> == <x, rope_bwd(g)>, and rope_bwd(rope_fwd(x)) == x */
+    float *g = fvec(n, 1.0), *gb = fdup(g, n);
+    be->rope_bwd(gb, f, B, T, nh, stride, hd);
+    double *rg = dcopy(g, n);
+    rope_ref(rg, f, B, T, nh, stride, hd, -1.0);
+    snprintf(name, sizeof name, "rope_bwd hd=%d: the inverse rotation (double reference)", hd);
+    check_arr(name, gb, rg, n, 1e-5, 1e-6);
+    double l1 = 0, l2 = 0, sc = 0;
+    for (size_t i = 0; i < n; i++) {
+        l1 += (double)y[i] * g[i];
+        l2 += (double)x[i] * gb[i];
+        sc += fabs((double)y[i] * g[i]);
+    }
+    tap_ok(fabs(l1 - l2) <= 1e-6 * sc, "rope_bwd hd=%d: the adjoint of rope_fwd "
+           "(<rope(x),g> = <x,rope_bwd(g)>: %.9g vs %.9g)", hd, l1, l2);
+    be->rope_bwd(y, f, B, T, nh, stride, hd);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)y[i] - x[i]));
+    tap_ok(worst <= 1e-6, "rope_bwd(rope_fwd(x)) == x within 1e-6 (hd=%d, T=%d) [max %.3g]",
+           hd, T, worst);
+    free(f); free(x); free(y); free(r); free(g); free(gb); free(rg);
+}
+
+/* ------------------------------------------------------------ SwiGLU */
+
+typedef struct { int N, H; const double *R; } sw_ctx;
+static double sw_loss(double *gu, void *vc) {
+    sw_ctx *c = vc;
+    double L = 0;
+    for (int n = 0; n < c->N; n++)
+        for (int i = 0; i < c->H; i++) {
+            const double g = gu[(size_t)n * 2 * c->H + i], u = gu[(size_t)n * 2 * c->H + c->H + i];
+            L += g / (1.0 + exp(-g)) * u * c->R[(size_t)n * c->H + i];
+        }
+    return L;
+}
+
+static void test_swiglu(int N, int H) {
+    char name[160];
+    const size_t NH = (size_t)N * H;
+    float *gu = fvec(2 * NH, 4.0), *R = fvec(NH, 1.0), *out = fvec(NH, 1.0);
+    float *dgu = fvec(2 * NH, 1.0);
+    double *dgu_d = dcopy(gu, 2 * NH), *dR = dcopy(R, NH), *ro = dvec(NH), *rg = dvec(2 * NH);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < H; i++) {
+            const size_t gi = (size_t)n * 2 * H + i, ui = gi + H, oi = (size_t)n * H + i;
+            const double g = dgu_d[gi], u = dgu_d[ui], sig = 1.0 / (1.0 + exp(-g));
+            ro[oi] = g * sig * u;
+            rg[gi] = dR[oi] * u * sig * (1.0 + g * (1.0 - sig));
+            rg[ui] = dR[oi] * g * sig;
+        }
+    be->swiglu_fwd(out, gu, N, H);
+    snprintf(name, sizeof name, "swiglu_fwd N=%d H=%d vs double reference", N, H);
+    check_arr(name, out, ro, NH, 1e-5, 1e-6);
+    be->swiglu_bwd(dgu, R, gu, N, H);
+    snprintf(name, sizeof name, "swiglu_bwd N=%d H=%d: dgu (overwritten) vs analytic reference",
+             N, H);
+    check_arr(name, dgu, rg, 2 * NH, 1e-5, 1e-6);
+    sw_ctx ctx = {N, H, dR};
+    double *fd = dvec(2 * NH);
+    fd_grad(fd, dgu_d, 2 * NH, 1, rg, sw_loss, &ctx);
+    snprintf(name, sizeof name, "swiglu_bwd N=%d H=%d: dgu vs finite differences", N, H);
+    check_arr(name, dgu, fd, 2 * NH, 1e-4, 1e-5);
+    free(gu); free(R); free(out); free(dgu); free(dgu_d); free(dR); free(ro); free(rg); free(fd);
+}
+
+/* ------------------------------------------------------------ GQA */
+
+typedef struct { int B, T, NH, NKV, hd; const double *R; } gqa_ctx;
+
+/* naive causal GQA in double: out[B,T,NH*hd], lse[B,NH,T] */
+static void gqa_ref(double *out, double *lse, const double *qkv, int B, int T, int NH, int NKV,
+                    int hd) {
+    const size_t Rw = (size_t)(NH + 2 * NKV) * hd, C = (size_t)NH * hd;
+    const double scale = 1.0 / sqrt((double)hd);
+    double *s = dvec(T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int kh = h / (NH / NKV);
+            for (int t = 0; t < T; t++) {
+                const double *q = qkv + ((size_t)b * T + t) * Rw + (size_t)h * hd;
+                double m = -INFINITY;
+                for (int j = 0; j <= t; j++) {
+                    const double *k = qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + kh) * hd;
+                    double d = 0;
+                    for (int i = 0; i < hd; i++) d += q[i] * k[i];
+                    s[j] = d * scale;
+                    m = fmax(m, s[j]);
+                }
+                double l = 0;
+                for (int j = 0; j <= t; j++) l += exp(s[j] - m);
+                double *o = out + ((size_t)b * T + t) * C + (size_t)h * hd;
+                for (int i = 0; i < hd; i++) o[i] = 0;
+                for (int j = 0; j <= t; j++) {
+                    const double p = exp(s[j] - m) / l;
+                    const double *v =
+                        qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + NKV + kh) * hd;
+                    for (int i = 0; i < hd; i++) o[i] += p * v[i];
+                }
+                if (lse) lse[((size_t)b * NH + h) * T + t] = m + log(l);
+            }
+        }
+    free(s);
+}
+/* its analytic gradient: dqkv (overwritten) from dout */
+static void gqa_ref_bwd(double *dqkv, const double *dout, const double *qkv, int B, int T,
+                        int NH, int NKV, int hd) {
+    const size_t Rw = (size_t)(NH + 2 * NKV) * hd, C = (size_t)NH * hd;
+    const double scale = 1.0 / sqrt((double)hd);
+    memset(dqkv, 0, (size_t)B * T * Rw * sizeof(double));
+    double *p = dvec(T), *dp = dvec(T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int kh = h / (NH / NKV);
+            for (int t = 0; t < T; t++) {
+                const size_t qo = ((size_t)b * T + t) * Rw + (size_t)h * hd;
+                const double *q = qkv + qo, *g = dout + ((size_t)b * T + t) * C + (size_t)h * hd;
+                double m = -INFINITY;
+                for (int j = 0; j <= t; j++) {
+                    const double *k = qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + kh) * hd;
+                    double d = 0;
+                    for (int i = 0; i < hd; i++) d += q[i] * k[i];
+                    p[j] = d * scale;
+                    m = fmax(m, p[j]);
+                }
+                double l = 0;
+                for (int j = 0; j <= t; j++) l += (p[j] = exp(p[j] - m));
+                double sdp = 0;
+                for (int j = 0; j <= t; j++) {
+                    p[j] /= l;
+                    const double *v =
+                        qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + NKV + kh) * hd;
+                    double d = 0;
+                    for (int i = 0; i < hd; i++) d += g[i] * v[i];
+                    dp[j] = d;
+                    sdp += p[j] * d;
+                }
+                for (int j = 0; j <= t; j++) {
+                    const size_t ko = ((size_t)b * T + j) * Rw + (size_t)(NH + kh) * hd;
+                    const size_t vo = ko + (size_t)NKV * hd;
+                    const double ds = p[j] * (dp[j] - sdp) * scale;
+                    for (int i = 0; i < hd; i++) {
+                        dqkv[qo + i] += ds * qkv[ko + i];
+                        dqkv[ko + i] += ds * q[i];
+                        dqkv[vo + i] += p[j] * g[i];
+                    }
+                }
+            }
+        }
+    free(p);
+    free(dp);
+}
+static double gqa_loss(double *qkv, void *vc) {
+    gqa_ctx *c = vc;
+    const size_t n = (size_t)c->B * c->T * c->NH * c->hd;
+    double *out = dvec(n);
+    gqa_ref(out, NULL, qkv, c->B, c->T, c->NH, c->NKV, c->hd);
+    double L = 0;
+    for (size_t i = 0; i < n; i++) L += out[i] * c->R[i];
+    free(out);
+    return L;
+}
+
+static void test_gqa(int B, int T, int NH, int NKV, int hd, size_t fd_step) {
+    char name[200], cfg[96];
+    snprintf(cfg, sizeof cfg, "B=%d T=%d NH=%d NKV=%d hd=%d", B, T, NH, NKV, hd);
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *out = fvec(no, 1.0), *lse = fvec(nl, 1.0);
+    float *R = fvec(no, 1.0), *dqkv = fvec(nq, 1.0);   /* garbage: dqkv is overwritten */
+    double *dq = dcopy(qkv, nq), *dR = dcopy(R, no), *ro = dvec(no), *rl = dvec(nl);
+    double *rg = dvec(nq), *fd = dvec(nq);
+    gqa_ref(ro, rl, dq, B, T, NH, NKV, hd);
+    be->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_fwd %s: out vs double reference", cfg);
+    check_arr(name, out, ro, no, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "gqa_fwd %s: lse", cfg);
+    check_arr(name, lse, rl, nl, 1e-5, 1e-6);
+    be->gqa_bwd(dqkv, R, qkv, out, lse, B, T, NH, NKV, hd);
+    gqa_ref_bwd(rg, dR, dq, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_bwd %s: dqkv vs analytic reference", cfg);
+    check_arr(name, dqkv, rg, nq, 1e-5, 1e-5);
+    gqa_ctx ctx = {B, T, NH, NKV, hd, dR};
+    fd_grad(fd, dq, nq, fd_step, rg, gqa_loss, &ctx);
+    snprintf(name, sizeof name, "gqa_bwd %s: dqkv vs finite differences (every %zu-th)", cfg,
+             fd_step);
+    check_arr(name, dqkv, fd, nq, 1e-4, 1e-5);
+    if (NKV == NH) {
+        /* GPT-2's attention is this case: bitwise the same */
+        const int C = NH * hd;
+        float *o2 = fvec(no, 1.0), *l2 = fvec(nl, 1.0), *d2 = fvec(nq, 1.0);
+        be->attention_fwd(o2, l2, qkv, B, T, C, NH);
+        be->attention_bwd(d2, R, qkv, out, lse, B, T, C, NH);
+        tap_ok(bitwise(o2, out, no) && bitwise(l2, lse, nl) && bitwise(d2, dqkv, nq),
+               "gqa %s with NKV = NH: bitwise attention_fwd/bwd (C=%d)", cfg, C);
+        free(o2); free(l2); free(d2);
+    }
+    free(qkv); free(out); free(lse); free(R); free(dqkv); free(dq); free(dR); free(ro);
+    free(rl); free(rg); free(fd);
+}
+
+/* ------------------------------------------------------------ encoder, no wpe */
+
+static void test_encoder_nowpe(void) {
+    const int B = 2, T = 5, C = 7, V = 11;
+    const int N = B * T;
+    int inp[10] = {3, 0, 10, 3, 5, 7, 7, 1, 3, 9};
+    float *wte = fvec((size_t)V * C, 1.0), *out = fvec((size_t)N * C, 1.0);
+    float *dout = fvec((size_t)N * C, 1.0), *dwte = fvec((size_t)V * C, 1.0);
+    double *e = dvec((size_t)N * C), *ew = dcopy(dwte, (size_t)V * C);
+    be->encoder_fwd(out, inp, wte, NULL, B, T, C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            e[(size_t)n * C + c] = wte[(size_t)inp[n] * C + c];
+            ew[(size_t)inp[n] * C + c] += dout[(size_t)n * C + c];
+        }
+    check_arr("encoder_fwd with wpe NULL: out = wte[inp] exactly", out, e, (size_t)N * C, 0, 0);
+    be->encoder_bwd(dwte, NULL, dout, inp, B, T, C);
+    check_arr("encoder_bwd with dwpe NULL: dwte (+=) summed over rows in order", dwte, ew,
+              (size_t)V * C, 1e-6, 0);
+    free(wte); free(out); free(dout); free(dwte); free(e); free(ew);
+}
+
+/* ------------------------------------------------------------ threads, strict */
+
+/* every kernel on shapes above the parallel thresholds, into outputs
+ * o[0..9] (sizes sz[]) */
+typedef struct {
+    int N, C, B, T, nh, stride, hd, H, NH, NKV, ahd;
+    float *x, *w, *dy, *rope_x, *f, *gu, *dout_h, *qkv, *dout_a;
+} big_case;
+#define NOUT 10
+
+static void big_sizes(const big_case *k, size_t sz[NOUT]) {
+    const size_t NC = (size_t)k->N * k->C, NQ = (size_t)k->B * k->T * (k->NH + 2 * k->NKV) * k->ahd;
+    const size_t NO = (size_t)k->B * k->T * k->NH * k->ahd;
+    sz[0] = NC; sz[1] = k->N; sz[2] = NC; sz[3] = k->C;                    /* rmsnorm */
+    sz[4] = (size_t)k->B * k->T * k->stride;                               /* rope */
+    sz[5] = (size_t)k->N * k->H; sz[6] = 2 * (size_t)k->N * k->H;          /* swiglu */
+    sz[7] = NO; sz[8] = (size_t)k->B * k->NH * k->T; sz[9] = NQ;           /* gqa */
+}
+
+/* run every kernel of `t` on k's inputs (already in t's memory: in[]) */
+static void big_run(const zt_backend *t, const big_case *k, float *const in[9], float *o[NOUT]) {
+    t->rmsnorm_fwd(o[0], o[1], in[0], in[1], 1e-6f, k->N, k->C);
+    t->rmsnorm_bwd(o[2], o[3], in[2], in[0], in[1], o[1], k->N, k->C);
+    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
+    t->rope_bwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
+    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
+    t->swiglu_fwd(o[5], in[5], k->N, k->H);
+    t->swiglu_bwd(o[6], in[6], in[5], k->N, k->H);
+    t->gqa_fwd(o[7], o[8], in[7], k->B, k->T, k->NH, k->NKV, k->ahd);
+    t->gqa_bwd(o[9], in[8], in[7], o[7], o[8], k->B, k->T, k->NH, k->NKV, k->ahd);
+}
+
+static void test_threads_strict(void) {
+    big_case k = {.N = 64, .C = 1032, .B = 2, .T = 66, .nh = 10, .stride = 10 * 64 + 32,
+                  .hd = 64, .H = 1030, .NH = 4, .NKV = 2, .ahd = 16};
+    size_t sz[NOUT];
+    big_sizes(&k, sz);
+    const size_t isz[9] = {sz[0], (size_t)k.C, sz[0], 0, (size_t)k.hd / 2, sz[6], sz[5],
+                           sz[9], sz[7]};
+    float *in[9];
+    for (int i = 0; i < 9; i++) in[i] = fvec(isz[i], i == 7 ? 1.5 : 1.0);
+    float *rope_x = fvec(sz[4], 1.0);
+    free(in[4]);
+    in[4] = inv_freq_of(k.hd, 500000.0);
+    float *o1[NOUT], *o2[NOUT];
+    for (int i = 0; i < NOUT; i++) {
+        o1[i] = fvec(sz[i], 0.0);
+        o2[i] = fvec(sz[i], 0.0);
+    }
+    memcpy(o1[4], rope_x, sz[4] * sizeof(float));
+    memcpy(o2[4], rope_x, sz[4] * sizeof(float));
+    const char *names[NOUT] = {"rmsnorm out", "rmsnorm rstd", "rmsnorm dinp", "rmsnorm dw",
+                               "rope", "swiglu out", "swiglu dgu", "gqa out", "gqa lse",
+                               "gqa dqkv"};
+    be->set_threads(1);
+    big_run(be, &k, in, o1);
+    be->set_threads(2);
+    big_run(be, &k, in, o2);
+    for (int i = 0; i < NOUT; i++)
+        tap_ok(bitwise(o1[i], o2[i], sz[i]), "%s: 1 and 2 threads bitwise equal", names[i]);
+
+    const zt_backend *S = zt_backend_cpu_strict();
+    if (!S) {
+        tap_skip("cpu-strict bitwise equal to cpu", "no cpu-strict backend (mmap/mprotect)");
+    } else {
+        float *din[9], *dout[NOUT];
+        for (int i = 0; i < 9; i++) {
+            din[i] = isz[i] ? S->alloc(isz[i] * sizeof(float)) : NULL;
+            if (isz[i]) S->to_device(din[i], in[i], isz[i] * sizeof(float));
+        }
+        for (int i = 0; i < NOUT; i++) dout[i] = S->alloc(sz[i] * sizeof(float));
+        S->to_device(dout[4], rope_x, sz[4] * sizeof(float));
+        big_run(S, &k, din, dout);
+        const char *err = S->error();
+        int same = err == NULL;
+        if (err) tap_diag("cpu-strict: %s", err);
+        for (int i = 0; i < NOUT; i++) {
+            float *h = fvec(sz[i], 0.0);
+            S->to_host(h, dout[i], sz[i] * sizeof(float));
+            if (!bitwise(h, o2[i], sz[i])) {
+                tap_diag("cpu-strict differs from cpu in %s", names[i]);
+                same = 0;
+            }
+            free(h);
+            S->free(dout[i]);
+        }
+        for (int i = 0; i < 9; i++)
+            if (din[i]) S->free(din[i]);
+        tap_ok(same, "cpu-strict: every Llama kernel bitwise equal to cpu, no error");
+    }
+    for (int i = 0; i < 9; i++) free(in[i]);
+    for (int i = 0; i < NOUT; i++) {
+        free(o1[i]);
+        free(o2[i]);
+    }
+    free(rope_x);
+}
+
+int main(void) {
+    be = zt_backend_cpu();
+    be->set_threads(2);
+    test_math();
+    test_rmsnorm(7, 13);
+    test_rmsnorm(3, 300);
+    test_rope(2, 9, 3, 3 * 6 + 6, 6);     /* q, k heads of a qkv row; hd 6 */
+    test_rope(2, 7, 3, 3 * 16, 16);
+    test_rope(1, 4101, 1, 16, 16);        /* large positions: range reduction */
+    test_swiglu(5, 11);
+    test_gqa(2, 13, 4, 4, 6, 1);
+    test_gqa(2, 13, 4, 2, 6, 1);
+    test_gqa(2, 13, 4, 1, 6, 1);
+    test_gqa(2, 11, 4, 4, 16, 1);
+    test_gqa(2, 11, 4, 2, 16, 1);
+    test_gqa(2, 11, 4, 1, 16, 1);
+    test_gqa(2, 133, 2, 1, 6, 37);        /* T past one 128-key block */
+    test_encoder_nowpe();
+    test_threads_strict();
+    return tap_done();
+}
