@@ -4,6 +4,7 @@
 #include <hdf5.h>
 #include "ctx.h"
 #include "ztrain_ckpt.h"
+#include "safetensors.h"
 
 /* Elements per I/O and transfer piece: bounds the reader's buffer in
  * one-reader restores (16 MiB of fp32) and every single HDF5 read/write. */
@@ -95,6 +96,60 @@ void ck_plan_free(ck_plan *p);
  * non-NULL fills at most cap pairs. */
 int ck_pieces(const ck_plan *p, int r, const zt_tensor_info *t, int writers_only,
               uint64_t (*out)[2], int cap);
+
+/* The buffer of family f (CK_PARAMS, CK_M, CK_V) of an owned range. */
+float *ck_fam_ptr(const zt_owned_range *r, int f);
+/* Owned elements [x, y) of range rg, family f, from host values src (device
+ * state: copied to the device). */
+void ck_put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
+                  uint64_t y, const float *src);
+/* Send flat elements [a, b) (b - a <= CK_CHUNK_ELEMS) of family f from rank
+ * 0's buf to their owners; every rank calls it.  reqs: p->total requests
+ * (rank 0); h: device state's host buffer (receives land there first), NULL
+ * for host state; what: names the operation in errors. */
+int ck_scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t a,
+               uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
+               const char *what, zt_status *st);
+
+/* ---------------------------------------------------------------- tensor table (serial tools) */
+/* One /params dataset of a checkpoint file, in offset order. */
+typedef struct ck_tinfo {
+    char name[128];
+    int ndim;
+    hsize_t dims[2];
+    uint64_t numel, offset;
+} ck_tinfo;
+typedef struct ck_tlist { ck_tinfo *t; int n, cap; } ck_tlist;
+/* Open the state file of checkpoint `path` (step dir or state.h5), read its
+ * header (with the configuration JSON when with_config) and tensor table.
+ * On success *f is open (H5Fclose it), L->t allocated (free it) and
+ * in->config_json owned by the caller (zt_ckpt_info_free); on failure
+ * nothing is left open. */
+int ck_open_table(const char *path, char *file, size_t n, hid_t *f, zt_ckpt_info *in,
+                  int with_config, ck_tlist *L, zt_status *st);
+/* Read /params (or any family's) dataset `name` of shape t in pieces of at
+ * most CK_CHUNK_ELEMS (buf holds that many), compute its checksum into
+ * *sum and hand each piece to sink (may be NULL). */
+typedef int (*ck_piece_fn)(void *user, const float *x, uint64_t first, uint64_t n);
+int ck_read_checksum(hid_t f, const char *file, const char *name, const ck_tinfo *t, float *buf,
+                     uint64_t *sum, ck_piece_fn sink, void *user, zt_status *st);
+/* Read the stored checksum of dataset `name` and compare with sum:
+ * ZT_EDATA naming it when they differ. */
+int ck_check_sum(hid_t f, const char *file, const char *name, uint64_t sum, zt_status *st);
+/* Export /params dataset t through w (transpose: write ours [R, C] as
+ * [C, R], using whole[numel]); the checksum is verified. */
+int ck_export_tensor(hid_t f, const char *file, const ck_tinfo *t, int transpose, float *buf,
+                     float *whole, zt_st_writer *w, zt_status *st);
+/* Its shape in the exported file. */
+void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp);
+
+/* ---------------------------------------------------------------- Hugging Face names */
+/* The Hugging Face name of one of ztrain's tensors for architecture arch
+ * (ZT_ARCH_GPT2: the GPT2LMHeadModel state-dict name, "transformer.h.0.
+ * attn.c_attn.weight"; ZT_ARCH_LLAMA: "model.layers.0.self_attn.q_proj.
+ * weight"); *transpose = 1 where the file stores [in, out] (GPT-2 Conv1D)
+ * and ztrain [out, in].  -1 for a name it does not know. */
+int ck_hf_name(int arch, const char *ours, char *out, size_t n, int *transpose);
 
 /* ---------------------------------------------------------------- test hooks */
 /* ZT_CKPT_CRASH_AT=<phase>[@<step>]: SIGKILL this process at that point

@@ -13,19 +13,15 @@
  * so the layout at save time does not matter (resharding).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "ckpt_internal.h"
 #include "devmem.h"
-
-#define CK_TAG 7301
-
-static float *fam_ptr(const zt_owned_range *r, int f) {
-    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
-}
 
 static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, zt_status *st) {
     const zt_model_config *mc = &ctx->model->cfg;
@@ -36,6 +32,44 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
                        "n_head %d, n_embd %d, context %d, vocab %d)", file, in->n_layer,
                        in->n_head, in->n_embd, in->context, in->vocab, mc->n_layer, mc->n_head,
                        mc->n_embd, mc->context, mc->vocab);
+    /* the architecture and its settings (resolved values; a GPT-2 has only
+     * the architecture to compare: the rest does not apply to it) */
+    const int llama = zt_model_arch(mc) == ZT_ARCH_LLAMA;
+    const char *arch = llama ? "llama" : "gpt2";
+    if (strcmp(in->arch, arch) != 0)
+        return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
+                       "ztrain.model.arch is %s in the checkpoint, %s configured", file, in->arch, arch);
+    if (!llama) goto shape_ok;
+    struct { const char *key; int ck, cf; } iv[] = {
+        {"n_kv_head", in->n_kv_head, zt_model_kv_heads(mc)},
+        {"head_dim", in->head_dim, zt_model_head_dim(mc)},
+        {"intermediate_size", in->intermediate, zt_model_intermediate(mc)},
+        {"attention_bias", in->attention_bias, mc->attention_bias != 0},
+        {"tie_embeddings", in->tie_embeddings, mc->tie_embeddings != 0},
+        {"rope_original_max_positions", in->rope_original_max, mc->rope_original_max},
+    };
+    struct { const char *key; double ck, cf; } dv[] = {
+        {"rms_norm_eps", in->norm_eps, mc->norm_eps},
+        {"rope_theta", in->rope_theta, mc->rope_theta},
+        {"rope_factor", in->rope_factor, mc->rope_factor},
+        {"rope_low_freq_factor", in->rope_low_freq_factor, mc->rope_low_freq_factor},
+        {"rope_high_freq_factor", in->rope_high_freq_factor, mc->rope_high_freq_factor},
+    };
+    if (strcmp(in->rope_scaling, mc->rope_scaling) != 0)
+        return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
+                       "ztrain.model.rope_scaling is %s in the checkpoint, %s configured", file,
+                       in->rope_scaling, mc->rope_scaling);
+    for (size_t k = 0; k < sizeof iv / sizeof iv[0]; ++k)
+        if (iv[k].ck != iv[k].cf)
+            return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
+                           "one: ztrain.model.%s is %d in the checkpoint, %d configured", file,
+                           iv[k].key, iv[k].ck, iv[k].cf);
+    for (size_t k = 0; k < sizeof dv / sizeof dv[0]; ++k)
+        if (dv[k].ck != dv[k].cf)
+            return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
+                           "one: ztrain.model.%s is %.17g in the checkpoint, %.17g configured", file,
+                           dv[k].key, dv[k].ck, dv[k].cf);
+shape_ok:
     if (in->num_params != ctx->model->num_params || in->n_tensors != ctx->model->n_tensors)
         return zt_fail(st, ZT_EDATA, "%s: %llu parameters in %d tensors, expected %zu in %d",
                        file, (unsigned long long)in->num_params, in->n_tensors,
@@ -78,54 +112,6 @@ static int mismatch(zt_status *st, const char *file, int fam, const char *tname,
     return zt_fail(st, ZT_EDATA, "%s: tensor %s: checksum mismatch (stored %016llx, computed "
                    "%016llx): the checkpoint is corrupt", file, name,
                    (unsigned long long)stored, (unsigned long long)got);
-}
-
-/* Owned elements [x, y) of range rg, family f, from host values src (device
- * state: copied to the device). */
-static void put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
-                      uint64_t y, const float *src) {
-    float *dst = fam_ptr(rg, f) + (x - rg->lo);
-    if (s->on_device) s->be->to_device(dst, src, (y - x) * sizeof(float));
-    else memcpy(dst, src, (y - x) * sizeof(float));
-}
-
-/* Send flat elements [a, b) of family f from rank 0's buf to their owners;
- * every rank calls it.  h: device state's host buffer (receives land there
- * first), NULL for host state. */
-static int scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t a,
-                   uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
-                   zt_status *st) {
-    MPI_Comm comm = ck_comm(ctx);
-    if (ctx->rank == 0) {
-        int nreq = 0;
-        for (int r = 1; r < p->nranks; ++r)
-            for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
-                uint64_t x = p->lo[i] > a ? p->lo[i] : a, y = p->hi[i] < b ? p->hi[i] : b;
-                if (x >= y) continue;
-                if (MPI_Isend(buf + (x - a), (int)(y - x), MPI_FLOAT, r, CK_TAG, comm,
-                              &reqs[nreq++]) != MPI_SUCCESS)
-                    return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Isend to rank %d failed", r);
-            }
-        for (int i = 0; i < s->n_ranges; ++i) {
-            const zt_owned_range *rg = &s->ranges[i];
-            uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
-            if (x < y) put_owned(s, rg, f, x, y, buf + (x - a));
-        }
-        if (nreq && MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-            return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Waitall failed");
-        return ZT_OK;
-    }
-    for (int i = 0; i < s->n_ranges; ++i) {
-        const zt_owned_range *rg = &s->ranges[i];
-        uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
-        if (x >= y) continue;
-        /* at most b - a <= CK_CHUNK_ELEMS elements: fits h */
-        if (MPI_Recv(h ? h : fam_ptr(rg, f) + (x - rg->lo), (int)(y - x), MPI_FLOAT, 0, CK_TAG,
-                     comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Recv from rank 0 failed");
-        if (h) put_owned(s, rg, f, x, y, h);
-    }
-    return ZT_OK;
 }
 
 static int bcast_info(zt_ctx *ctx, zt_ckpt_info *in, zt_status *st) {
@@ -189,7 +175,8 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
                 }
                 rc = ck_root_status(ctx, rc, st);
                 if (rc == ZT_OK)
-                    rc = scatter(ctx, s, p, t->offset + a, t->offset + b, buf, fam, reqs, h, st);
+                    rc = ck_scatter(ctx, s, p, t->offset + a, t->offset + b, buf, fam, reqs, h,
+                                    "checkpoint restore", st);
             }
         }
         close_tensor(d);
@@ -260,7 +247,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                                  "owned range (a bug: please report it)", t->name);
                     break;
                 }
-                float *dst = h ? h : fam_ptr(rg, fam) + (a - rg->lo);
+                float *dst = h ? h : ck_fam_ptr(rg, fam) + (a - rg->lo);
                 hsize_t len = b - a;   /* a piece: at most CK_CHUNK_ELEMS */
                 hid_t ms = H5Screate_simple(1, &len, NULL);
                 if (ck_select_flat(fs, t->ndim, dims, a - t->offset, b - t->offset) < 0 ||
@@ -270,7 +257,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                     rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot read tensor %s", file, name);
                 }
                 H5Sclose(ms);
-                if (rc == ZT_OK && h) put_owned(s, rg, fam, a, b, h);
+                if (rc == ZT_OK && h) ck_put_owned(s, rg, fam, a, b, h);
                 if (rc == ZT_OK && s->writer)
                     got[fam * nt + ti] += zt_ckpt_checksum(dst, b - a, a - t->offset);
             }
@@ -444,6 +431,33 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
                    how, dir, n, first_err);
 }
 
+/* checkpoint.resume=PATH at a directory without state.h5: fine when it is
+ * empty or holds checkpoint entries (step-*, latest); otherwise ZT_EINVAL
+ * (a Hugging Face model directory: use --init-from). */
+static int check_ckpt_dir(const char *dir, zt_status *st) {
+    DIR *d = opendir(dir);
+    if (!d) return zt_fail(st, ZT_EIO, "checkpoint.resume=%s: cannot list: %s", dir, strerror(errno));
+    struct dirent *e;
+    int other = 0, ours = 0;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!strncmp(e->d_name, "step-", 5) || !strcmp(e->d_name, ZT_CKPT_LATEST)) ours++;
+        else other++;
+    }
+    closedir(d);
+    if (ours || !other) return ZT_OK;
+    char cj[ZT_PATH_MAX + 16];
+    struct stat sb;
+    snprintf(cj, sizeof cj, "%s/config.json", dir);
+    if (stat(cj, &sb) == 0)
+        return zt_fail(st, ZT_EINVAL, "checkpoint.resume=%s: a Hugging Face model directory "
+                       "(config.json), not a ztrain checkpoint: start from its weights with "
+                       "--init-from %s", dir, dir);
+    return zt_fail(st, ZT_EINVAL, "checkpoint.resume=%s: the directory holds no ztrain "
+                   "checkpoint (no step-N, no %s) but is not empty; give a checkpoint or a "
+                   "checkpoint directory", dir, ZT_CKPT_LATEST);
+}
+
 int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     zt_status_clear(st);
     *step_out = -1;
@@ -462,8 +476,13 @@ int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     }
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
     if (ctx->nranks > 1) MPI_Bcast(&kind, 1, MPI_INT, 0, ck_comm(ctx));
-    if (kind == 0)
+    if (kind == 0) {
+        /* a directory: of checkpoints, or empty (a fresh start); anything
+         * else is a mistake worth stopping for, not a silent step 0 */
+        if (ctx->rank == 0) rc = check_ckpt_dir(c->ckpt_resume, st);
+        if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
         return resume_dir(ctx, c->ckpt_resume, mode, 0, "checkpoint.resume=PATH", step_out, st);
+    }
     double t0 = zt_now_s();
     zt_ckpt_info in;
     rc = restore(ctx, c->ckpt_resume, mode, &in, st);

@@ -109,14 +109,29 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
 
     hid_t g = H5Gcreate2(f, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /model", file);
-    bad |= ck_attr_put_str(g, "architecture", "gpt2");
+    const int llama = zt_model_arch(mc) == ZT_ARCH_LLAMA;
+    bad |= ck_attr_put_str(g, "architecture", llama ? "llama" : "gpt2");
     bad |= ck_attr_put_i64(g, "n_layer", mc->n_layer);
     bad |= ck_attr_put_i64(g, "n_head", mc->n_head);
     bad |= ck_attr_put_i64(g, "n_embd", mc->n_embd);
     bad |= ck_attr_put_i64(g, "context", mc->context);
     bad |= ck_attr_put_i64(g, "vocab", mc->vocab);
     bad |= ck_attr_put_u64(g, "num_params", s->model->num_params);
-    bad |= ck_attr_put_str(g, "tied_lm_head", "wte");
+    bad |= ck_attr_put_str(g, "tied_lm_head", !llama ? "wte" : mc->tie_embeddings ? "embed.w" : "none");
+    /* the architecture's settings, resolved (ck_read_header reads them back;
+     * older checkpoints without them are GPT-2s) */
+    bad |= ck_attr_put_i64(g, "n_kv_head", zt_model_kv_heads(mc));
+    bad |= ck_attr_put_i64(g, "head_dim", zt_model_head_dim(mc));
+    bad |= ck_attr_put_i64(g, "intermediate_size", zt_model_intermediate(mc));
+    bad |= ck_attr_put_f64(g, "rms_norm_eps", mc->norm_eps);
+    bad |= ck_attr_put_f64(g, "rope_theta", mc->rope_theta);
+    bad |= ck_attr_put_str(g, "rope_scaling", mc->rope_scaling);
+    bad |= ck_attr_put_f64(g, "rope_factor", mc->rope_factor);
+    bad |= ck_attr_put_f64(g, "rope_low_freq_factor", mc->rope_low_freq_factor);
+    bad |= ck_attr_put_f64(g, "rope_high_freq_factor", mc->rope_high_freq_factor);
+    bad |= ck_attr_put_i64(g, "rope_original_max_positions", mc->rope_original_max);
+    bad |= ck_attr_put_i64(g, "attention_bias", mc->attention_bias != 0);
+    bad |= ck_attr_put_i64(g, "tie_embeddings", !llama || mc->tie_embeddings);
     H5Gclose(g);
 
     g = H5Gcreate2(f, "scheduler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

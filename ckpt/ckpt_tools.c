@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "ckpt_internal.h"
-#include "half.h"
+#include "safetensors.h"
 
 /* ================================================================ list */
 
@@ -105,26 +105,17 @@ int zt_ckpt_read_info(const char *path, zt_ckpt_info *info, zt_status *st) {
 
 /* ================================================================ tensor table */
 
-typedef struct tinfo {
-    char name[128];
-    int ndim;
-    hsize_t dims[2];
-    uint64_t numel, offset;
-} tinfo;
-
-typedef struct tlist { tinfo *t; int n, cap; } tlist;
-
 static herr_t collect(hid_t g, const char *name, const H5L_info_t *li, void *user) {
     (void)li;
-    tlist *L = user;
+    ck_tlist *L = user;
     if (L->n == L->cap) {
         int nc = L->cap ? 2 * L->cap : 64;
-        tinfo *nt = realloc(L->t, (size_t)nc * sizeof *nt);
+        ck_tinfo *nt = realloc(L->t, (size_t)nc * sizeof *nt);
         if (!nt) return -1;
         L->t = nt;
         L->cap = nc;
     }
-    tinfo *t = &L->t[L->n];
+    ck_tinfo *t = &L->t[L->n];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
@@ -141,13 +132,13 @@ static herr_t collect(hid_t g, const char *name, const H5L_info_t *li, void *use
 }
 
 static int by_offset(const void *a, const void *b) {
-    const tinfo *x = a, *y = b;
+    const ck_tinfo *x = a, *y = b;
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 /* The tensors of /params in offset order, checked against the header and
  * against the optimizer families. */
-static int tensor_table(hid_t f, const char *file, const zt_ckpt_info *in, tlist *L,
+static int tensor_table(hid_t f, const char *file, const zt_ckpt_info *in, ck_tlist *L,
                         zt_status *st) {
     memset(L, 0, sizeof *L);
     hid_t g = H5Gopen2(f, "params", H5P_DEFAULT);
@@ -174,19 +165,19 @@ static int tensor_table(hid_t f, const char *file, const zt_ckpt_info *in, tlist
     return ZT_OK;
 }
 
-/* Open the state file of checkpoint `path`, read its header and tensor
- * table.  On success *f is open (H5Fclose it) and L->t is allocated (free
- * it); on failure nothing is left open. */
-static int open_table(const char *path, char *file, size_t n, hid_t *f, zt_ckpt_info *in,
-                      tlist *L, zt_status *st) {
+int ck_open_table(const char *path, char *file, size_t n, hid_t *f, zt_ckpt_info *in,
+                  int with_config, ck_tlist *L, zt_status *st) {
+    memset(in, 0, sizeof *in);
+    memset(L, 0, sizeof *L);
     ZT_TRY(open_path(path, file, n, st));
     *f = ck_open_serial(file, st);
     if (*f < 0) return st->code;
-    int rc = ck_read_header(*f, file, in, 0, st);
+    int rc = ck_read_header(*f, file, in, with_config, st);
     if (rc == ZT_OK) rc = tensor_table(*f, file, in, L, st);
     if (rc != ZT_OK) {
         free(L->t);
         L->t = NULL;
+        zt_ckpt_info_free(in);
         H5Fclose(*f);
     }
     return rc;
@@ -197,8 +188,8 @@ int zt_ckpt_tensors(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_statu
     char file[ZT_PATH_MAX + 64];
     hid_t f;
     zt_ckpt_info in;
-    tlist L = {0};
-    int rc = open_table(path, file, sizeof file, &f, &in, &L, st);
+    ck_tlist L = {0};
+    int rc = ck_open_table(path, file, sizeof file, &f, &in, 0, &L, st);
     if (rc != ZT_OK) return rc;
     for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam)
         for (int i = 0; i < L.n && rc == ZT_OK; ++i) {
@@ -226,10 +217,8 @@ int zt_ckpt_tensors(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_statu
 
 /* Read dataset `name` (shape of t) in pieces; checksum; optionally hand each
  * piece to sink. */
-typedef int (*piece_fn)(void *user, const float *x, uint64_t first, uint64_t n);
-
-static int read_checksum(hid_t f, const char *file, const char *name, const tinfo *t,
-                         float *buf, uint64_t *sum, piece_fn sink, void *user, zt_status *st) {
+int ck_read_checksum(hid_t f, const char *file, const char *name, const ck_tinfo *t, float *buf,
+                     uint64_t *sum, ck_piece_fn sink, void *user, zt_status *st) {
     *sum = 0;
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     if (d < 0) return ck_h5_fail(st, ZT_EDATA, "%s: tensor %s missing", file, name);
@@ -263,8 +252,8 @@ int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status
     char file[ZT_PATH_MAX + 64];
     hid_t f;
     zt_ckpt_info in;
-    tlist L = {0};
-    int rc = open_table(path, file, sizeof file, &f, &in, &L, st);
+    ck_tlist L = {0};
+    int rc = ck_open_table(path, file, sizeof file, &f, &in, 0, &L, st);
     if (rc != ZT_OK) return rc;
     float *buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
     if (!buf) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
@@ -282,7 +271,7 @@ int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status
             t.shape[1] = L.t[i].dims[1];
             zt_status ts;
             zt_status_clear(&ts);
-            int r = read_checksum(f, file, name, &L.t[i], buf, &t.computed, NULL, NULL, &ts);
+            int r = ck_read_checksum(f, file, name, &L.t[i], buf, &t.computed, NULL, NULL, &ts);
             hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
             int has = d >= 0 && ck_attr_get_u64(d, "checksum", &t.stored) == 0;
             if (d >= 0) H5Dclose(d);
@@ -312,64 +301,76 @@ int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status
 
 /* ================================================================ export */
 
-/* GPT-2 (Hugging Face) name for one of ours; *transpose: stored [in, out]
- * (Conv1D) where ours is [out, in]. */
-static void hf_name(const char *ours, char *out, size_t n, int *transpose) {
+int ck_check_sum(hid_t f, const char *file, const char *name, uint64_t sum, zt_status *st) {
+    uint64_t stored = 0;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    int has = d >= 0 && ck_attr_get_u64(d, "checksum", &stored) == 0;
+    if (d >= 0) H5Dclose(d);
+    H5Eclear2(H5E_DEFAULT);
+    if (has && stored == sum) return ZT_OK;
+    return zt_fail(st, ZT_EDATA, "%s: tensor %s: checksum mismatch (stored %016llx, computed "
+                   "%016llx): the checkpoint is corrupt; nothing exported", file, name,
+                   (unsigned long long)stored, (unsigned long long)sum);
+}
+
+int ck_hf_name(int arch, const char *ours, char *out, size_t n, int *transpose) {
     *transpose = 0;
     int l, used = 0;
-    char rest[96];
-    if (!strcmp(ours, "wte")) { snprintf(out, n, "wte.weight"); return; }
-    if (!strcmp(ours, "wpe")) { snprintf(out, n, "wpe.weight"); return; }
-    if (!strcmp(ours, "lnf.w")) { snprintf(out, n, "ln_f.weight"); return; }
-    if (!strcmp(ours, "lnf.b")) { snprintf(out, n, "ln_f.bias"); return; }
-    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0 &&
-        snprintf(rest, sizeof rest, "%s", ours + used) < (int)sizeof rest) {
-        static const struct { const char *ours, *hf; int tr; } map[] = {
+    const char *rest = NULL;
+    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0) rest = ours + used;
+    if (arch == ZT_ARCH_GPT2) {
+        static const struct { const char *ours, *hf; } top[] = {
+            {"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"lnf.w", "ln_f.weight"},
+            {"lnf.b", "ln_f.bias"}};
+        static const struct { const char *ours, *hf; int tr; } layer[] = {
             {"ln1.w", "ln_1.weight", 0}, {"ln1.b", "ln_1.bias", 0},
             {"attn.qkv.w", "attn.c_attn.weight", 1}, {"attn.qkv.b", "attn.c_attn.bias", 0},
             {"attn.proj.w", "attn.c_proj.weight", 1}, {"attn.proj.b", "attn.c_proj.bias", 0},
             {"ln2.w", "ln_2.weight", 0}, {"ln2.b", "ln_2.bias", 0},
             {"mlp.fc.w", "mlp.c_fc.weight", 1}, {"mlp.fc.b", "mlp.c_fc.bias", 0},
-            {"mlp.proj.w", "mlp.c_proj.weight", 1}, {"mlp.proj.b", "mlp.c_proj.bias", 0},
-        };
-        for (size_t i = 0; i < sizeof map / sizeof map[0]; ++i)
-            if (!strcmp(rest, map[i].ours)) {
-                snprintf(out, n, "h.%d.%s", l, map[i].hf);
-                *transpose = map[i].tr;
-                return;
+            {"mlp.proj.w", "mlp.c_proj.weight", 1}, {"mlp.proj.b", "mlp.c_proj.bias", 0}};
+        for (size_t i = 0; i < sizeof top / sizeof top[0]; ++i)
+            if (!strcmp(ours, top[i].ours)) {
+                snprintf(out, n, "transformer.%s", top[i].hf);
+                return 0;
             }
+        for (size_t i = 0; rest && i < sizeof layer / sizeof layer[0]; ++i)
+            if (!strcmp(rest, layer[i].ours)) {
+                snprintf(out, n, "transformer.h.%d.%s", l, layer[i].hf);
+                *transpose = layer[i].tr;
+                return 0;
+            }
+        return -1;
     }
-    snprintf(out, n, "%s", ours);
+    static const struct { const char *ours, *hf; } top[] = {
+        {"embed.w", "model.embed_tokens.weight"}, {"norm.w", "model.norm.weight"},
+        {"lm_head.w", "lm_head.weight"}};
+    static const struct { const char *ours, *hf; } layer[] = {
+        {"attn_norm.w", "input_layernorm.weight"}, {"q.w", "self_attn.q_proj.weight"},
+        {"k.w", "self_attn.k_proj.weight"}, {"v.w", "self_attn.v_proj.weight"},
+        {"q.b", "self_attn.q_proj.bias"}, {"k.b", "self_attn.k_proj.bias"},
+        {"v.b", "self_attn.v_proj.bias"}, {"o.w", "self_attn.o_proj.weight"},
+        {"mlp_norm.w", "post_attention_layernorm.weight"}, {"gate.w", "mlp.gate_proj.weight"},
+        {"up.w", "mlp.up_proj.weight"}, {"down.w", "mlp.down_proj.weight"}};
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; ++i)
+        if (!strcmp(ours, top[i].ours)) {
+            snprintf(out, n, "%s", top[i].hf);
+            return 0;
+        }
+    for (size_t i = 0; rest && i < sizeof layer / sizeof layer[0]; ++i)
+        if (!strcmp(rest, layer[i].ours)) {
+            snprintf(out, n, "model.layers.%d.%s", l, layer[i].hf);
+            return 0;
+        }
+    return -1;
 }
 
-typedef struct sink_ctx {
-    FILE *fp;
-    int bf16;
-    const char *out;
-    zt_status *st;
-} sink_ctx;
-
-static int write_values(sink_ctx *c, const float *x, uint64_t n) {
-    if (!c->bf16) {
-        if (fwrite(x, sizeof(float), n, c->fp) != n)
-            return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->out, strerror(errno));
-        return ZT_OK;
-    }
-    uint16_t tmp[4096];
-    for (uint64_t i = 0; i < n; i += 4096) {
-        uint64_t k = n - i < 4096 ? n - i : 4096;
-        for (uint64_t j = 0; j < k; ++j) tmp[j] = zt_f32_to_bf16(x[i + j]);
-        if (fwrite(tmp, sizeof(uint16_t), k, c->fp) != k)
-            return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->out, strerror(errno));
-    }
-    return ZT_OK;
-}
-
+typedef struct sink_ctx { zt_st_writer *w; zt_status *st; } sink_ctx;
 static int sink_write(void *user, const float *x, uint64_t first, uint64_t n) {
     (void)first;
-    return write_values(user, x, n);
+    sink_ctx *c = user;
+    return zt_st_write_values(c->w, x, n, c->st);
 }
-
 typedef struct gather_ctx { float *dst; } gather_ctx;
 static int sink_gather(void *user, const float *x, uint64_t first, uint64_t n) {
     gather_ctx *g = user;
@@ -377,117 +378,94 @@ static int sink_gather(void *user, const float *x, uint64_t first, uint64_t n) {
     return ZT_OK;
 }
 
+int ck_export_tensor(hid_t f, const char *file, const ck_tinfo *t, int transpose, float *buf,
+                     float *whole, zt_st_writer *w, zt_status *st) {
+    char name[160];
+    ck_dataset_name(name, sizeof name, CK_PARAMS, t->name);
+    uint64_t sum = 0;
+    sink_ctx sc = {w, st};
+    if (!(t->ndim == 2 && transpose))
+        return ck_read_checksum(f, file, name, t, buf, &sum, sink_write, &sc, st) != ZT_OK
+                   ? st->code : ck_check_sum(f, file, name, sum, st);
+    /* ours [R, C] -> the file's [C, R]: whole tensor, then row c of the
+     * transpose in pieces */
+    gather_ctx g = {whole};
+    ZT_TRY(ck_read_checksum(f, file, name, t, buf, &sum, sink_gather, &g, st));
+    ZT_TRY(ck_check_sum(f, file, name, sum, st));
+    uint64_t R = t->dims[0], C = t->dims[1];
+    for (uint64_t c = 0; c < C; ++c)
+        for (uint64_t r = 0; r < R; r += CK_CHUNK_ELEMS) {
+            uint64_t k = R - r < CK_CHUNK_ELEMS ? R - r : CK_CHUNK_ELEMS;
+            for (uint64_t j = 0; j < k; ++j) buf[j] = whole[(r + j) * C + c];
+            ZT_TRY(zt_st_write_values(w, buf, k, st));
+        }
+    return ZT_OK;
+}
+
+/* The shape a tensor has in the exported file. */
+void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp) {
+    sp->ndim = t->ndim;
+    sp->shape[0] = t->dims[0];
+    sp->shape[1] = t->ndim == 2 ? t->dims[1] : 0;
+    if (t->ndim == 2 && transpose) {
+        sp->shape[0] = t->dims[1];
+        sp->shape[1] = t->dims[0];
+    }
+}
+
 int zt_ckpt_export_safetensors(const char *path, const char *out_file, int bf16, zt_status *st) {
     zt_status_clear(st);
     char file[ZT_PATH_MAX + 64];
     hid_t f;
     zt_ckpt_info in;
-    tlist L = {0};
-    int rc = open_table(path, file, sizeof file, &f, &in, &L, st);
+    ck_tlist L = {0};
+    int rc = ck_open_table(path, file, sizeof file, &f, &in, 0, &L, st);
     if (rc != ZT_OK) return rc;
-    json_t *hdr = NULL;
-    char *hs = NULL;
-    FILE *fp = NULL;
-    float *buf = NULL, *whole = NULL;
-    char tmp[ZT_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out_file);
-
-    /* header: names, dtypes, shapes, offsets (data in table order) */
-    hdr = json_object();
-    json_t *meta = json_object();
-    char v[64];
-    json_object_set_new(meta, "format", json_string("pt"));
-    json_object_set_new(meta, "source", json_string("ztrain"));
-    json_object_set_new(meta, "layout", json_string("gpt2 (Hugging Face names; Conv1D weights "
-                                                    "stored [in, out]); lm_head tied to wte"));
-    snprintf(v, sizeof v, "%ld", in.step);
-    json_object_set_new(meta, "step", json_string(v));
-    struct { const char *k; int v; } mk[] = {{"n_layer", in.n_layer}, {"n_head", in.n_head},
-        {"n_embd", in.n_embd}, {"n_positions", in.context}, {"vocab_size", in.vocab}};
-    for (size_t i = 0; i < sizeof mk / sizeof mk[0]; ++i) {
-        snprintf(v, sizeof v, "%d", mk[i].v);
-        json_object_set_new(meta, mk[i].k, json_string(v));
-    }
-    json_object_set_new(hdr, "__metadata__", meta);
-    uint64_t at = 0, esz = bf16 ? 2 : 4, maxw = 0;
+    zt_st_spec *specs = calloc((size_t)(L.n ? L.n : 1), sizeof *specs);
+    char (*names)[160] = calloc((size_t)(L.n ? L.n : 1), sizeof *names);
+    int *tr = calloc((size_t)(L.n ? L.n : 1), sizeof *tr);
+    float *buf = malloc(CK_CHUNK_ELEMS * sizeof(float)), *whole = NULL;
+    uint64_t maxw = 0;
+    zt_st_writer w;
+    memset(&w, 0, sizeof w);
+    if (!specs || !names || !tr || !buf) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
     for (int i = 0; i < L.n; ++i) {
-        tinfo *t = &L.t[i];
-        char hn[160];
-        int tr;
-        hf_name(t->name, hn, sizeof hn, &tr);
-        json_t *e = json_object(), *shape = json_array(), *offs = json_array();
-        json_object_set_new(e, "dtype", json_string(bf16 ? "BF16" : "F32"));
-        if (t->ndim == 2 && tr) {
-            json_array_append_new(shape, json_integer((json_int_t)t->dims[1]));
-            json_array_append_new(shape, json_integer((json_int_t)t->dims[0]));
-            if (t->numel > maxw) maxw = t->numel;
-        } else {
-            for (int k = 0; k < t->ndim; ++k)
-                json_array_append_new(shape, json_integer((json_int_t)t->dims[k]));
-        }
-        json_object_set_new(e, "shape", shape);
-        json_array_append_new(offs, json_integer((json_int_t)at));
-        json_array_append_new(offs, json_integer((json_int_t)(at + t->numel * esz)));
-        json_object_set_new(e, "data_offsets", offs);
-        json_object_set_new(hdr, hn, e);
-        at += t->numel * esz;
+        /* names as in the original GPT-2 files: without "transformer." */
+        char hn[200];
+        if (ck_hf_name(ZT_ARCH_GPT2, L.t[i].name, hn, sizeof hn, &tr[i]) != 0)
+            snprintf(hn, sizeof hn, "%s", L.t[i].name);
+        const char *pfx = "transformer.";
+        snprintf(names[i], sizeof names[i], "%s",
+                 strncmp(hn, pfx, strlen(pfx)) ? hn : hn + strlen(pfx));
+        specs[i].name = names[i];
+        ck_export_shape(&L.t[i], tr[i], &specs[i]);
+        if (tr[i] && L.t[i].numel > maxw) maxw = L.t[i].numel;
     }
-    hs = json_dumps(hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
-    whole = maxw ? malloc(maxw * sizeof(float)) : NULL;
-    if (!hs || !buf || (maxw && !whole)) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
-    size_t hl = strlen(hs), padded = (hl + 7) / 8 * 8;
-    fp = fopen(tmp, "wb");
-    if (!fp) { rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmp, strerror(errno)); goto out; }
-    uint8_t le[8];
-    for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)padded >> (8 * k));
-    if (fwrite(le, 1, 8, fp) != 8 || fwrite(hs, 1, hl, fp) != hl) rc = ZT_EIO;
-    for (size_t k = hl; k < padded && rc == ZT_OK; ++k)
-        if (fputc(' ', fp) == EOF) rc = ZT_EIO;
-    if (rc != ZT_OK) { rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(errno)); goto out; }
-
-    sink_ctx sc = {fp, bf16, tmp, st};
-    for (int i = 0; i < L.n && rc == ZT_OK; ++i) {
-        tinfo *t = &L.t[i];
-        char name[160], hn[160];
-        int tr;
-        hf_name(t->name, hn, sizeof hn, &tr);
-        ck_dataset_name(name, sizeof name, CK_PARAMS, t->name);
-        uint64_t sum = 0, stored = 0;
-        if (t->ndim == 2 && tr) {
-            gather_ctx g = {whole};
-            rc = read_checksum(f, file, name, t, buf, &sum, sink_gather, &g, st);
-            uint64_t R = t->dims[0], C = t->dims[1];
-            for (uint64_t c = 0; c < C && rc == ZT_OK; ++c) {   /* row c of the [C, R] transpose */
-                for (uint64_t r = 0; r < R; r += CK_CHUNK_ELEMS) {
-                    uint64_t k = R - r < CK_CHUNK_ELEMS ? R - r : CK_CHUNK_ELEMS;
-                    for (uint64_t j = 0; j < k; ++j) buf[j] = whole[(r + j) * C + c];
-                    if ((rc = write_values(&sc, buf, k)) != ZT_OK) break;
-                }
-            }
-        } else {
-            rc = read_checksum(f, file, name, t, buf, &sum, sink_write, &sc, st);
-        }
-        if (rc != ZT_OK) break;
-        hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-        int has = d >= 0 && ck_attr_get_u64(d, "checksum", &stored) == 0;
-        if (d >= 0) H5Dclose(d);
-        if (!has || stored != sum)
-            rc = zt_fail(st, ZT_EDATA, "%s: tensor %s: checksum mismatch (stored %016llx, computed "
-                         "%016llx): the checkpoint is corrupt; nothing exported", file, name,
-                         (unsigned long long)stored, (unsigned long long)sum);
+    if (maxw && !(whole = malloc(maxw * sizeof(float)))) {
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+        goto out;
     }
-    if (rc == ZT_OK && (fflush(fp) != 0 || fsync(fileno(fp)) != 0))
-        rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", tmp, strerror(errno));
-    if (fclose(fp) != 0 && rc == ZT_OK) rc = zt_fail(st, ZT_EIO, "%s: close failed", tmp);
-    fp = NULL;
-    if (rc == ZT_OK && rename(tmp, out_file) != 0)
-        rc = zt_fail(st, ZT_EIO, "%s: rename failed: %s", out_file, strerror(errno));
+    char v[6][32];
+    snprintf(v[0], sizeof v[0], "%ld", in.step);
+    snprintf(v[1], sizeof v[1], "%d", in.n_layer);
+    snprintf(v[2], sizeof v[2], "%d", in.n_head);
+    snprintf(v[3], sizeof v[3], "%d", in.n_embd);
+    snprintf(v[4], sizeof v[4], "%d", in.context);
+    snprintf(v[5], sizeof v[5], "%d", in.vocab);
+    const char *meta[] = {"format", "pt", "source", "ztrain", "layout",
+                          "gpt2 (Hugging Face names; Conv1D weights stored [in, out]); lm_head "
+                          "tied to wte", "step", v[0], "n_layer", v[1], "n_head", v[2],
+                          "n_embd", v[3], "n_positions", v[4], "vocab_size", v[5]};
+    rc = zt_st_write_begin(&w, out_file, specs, L.n, bf16 ? ZT_ST_BF16 : ZT_ST_F32, meta,
+                           (int)(sizeof meta / sizeof meta[0] / 2), st);
+    for (int i = 0; i < L.n && rc == ZT_OK; ++i)
+        rc = ck_export_tensor(f, file, &L.t[i], tr[i], buf, whole, &w, st);
+    if (rc == ZT_OK) rc = zt_st_write_end(&w, st);
 out:
-    if (fp) fclose(fp);
-    if (rc != ZT_OK) unlink(tmp);
-    free(hs);
-    if (hdr) json_decref(hdr);
+    zt_st_write_abort(&w);
+    free(specs);
+    free(names);
+    free(tr);
     free(buf);
     free(whole);
     free(L.t);

@@ -189,6 +189,52 @@ void ck_dataset_name(char *buf, size_t n, int fam, const char *tensor) {
     snprintf(buf, n, "%s/%s", ck_family_group[fam], tensor);
 }
 
+/* /model's architecture attributes; a missing one takes the GPT-2 default
+ * (checkpoints from before the Llama family).  1 when one is malformed. */
+static int read_arch(hid_t g, zt_ckpt_info *in) {
+    snprintf(in->arch, sizeof in->arch, "gpt2");
+    snprintf(in->rope_scaling, sizeof in->rope_scaling, "none");
+    in->n_kv_head = in->n_head;
+    in->head_dim = in->n_head > 0 ? in->n_embd / in->n_head : 0;
+    in->intermediate = 4 * in->n_embd;
+    in->norm_eps = 1e-5;
+    in->rope_theta = 10000;
+    in->rope_factor = 8;
+    in->rope_low_freq_factor = 1;
+    in->rope_high_freq_factor = 4;
+    in->rope_original_max = 8192;
+    in->attention_bias = 0;
+    in->tie_embeddings = 1;
+    struct { const char *name; int *i; } iv[] = {
+        {"n_kv_head", &in->n_kv_head}, {"head_dim", &in->head_dim},
+        {"intermediate_size", &in->intermediate}, {"rope_original_max_positions", &in->rope_original_max},
+        {"attention_bias", &in->attention_bias}, {"tie_embeddings", &in->tie_embeddings},
+    };
+    struct { const char *name; double *d; } dv[] = {
+        {"rms_norm_eps", &in->norm_eps}, {"rope_theta", &in->rope_theta},
+        {"rope_factor", &in->rope_factor}, {"rope_low_freq_factor", &in->rope_low_freq_factor},
+        {"rope_high_freq_factor", &in->rope_high_freq_factor},
+    };
+    struct { const char *name; char *s; size_t n; } sv[] = {
+        {"architecture", in->arch, sizeof in->arch},
+        {"rope_scaling", in->rope_scaling, sizeof in->rope_scaling},
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof iv / sizeof iv[0]; ++k) {
+        int64_t v;
+        if (H5Aexists(g, iv[k].name) <= 0) continue;
+        if (ck_attr_get_i64(g, iv[k].name, &v) != 0) bad = 1;
+        else *iv[k].i = (int)v;
+    }
+    for (size_t k = 0; k < sizeof dv / sizeof dv[0]; ++k)
+        if (H5Aexists(g, dv[k].name) > 0 && ck_attr_get_f64(g, dv[k].name, dv[k].d) != 0) bad = 1;
+    for (size_t k = 0; k < sizeof sv / sizeof sv[0]; ++k)
+        if (H5Aexists(g, sv[k].name) > 0 && ck_attr_get_str(g, sv[k].name, sv[k].s, sv[k].n) != 0)
+            bad = 1;
+    H5Eclear2(H5E_DEFAULT);
+    return bad;
+}
+
 int ck_read_header(hid_t f, const char *file, zt_ckpt_info *in, int with_config, zt_status *st) {
     memset(in, 0, sizeof *in);
     char fmt[64] = "";
@@ -234,6 +280,7 @@ int ck_read_header(hid_t f, const char *file, zt_ckpt_info *in, int with_config,
         else *mv[k].i = (int)v;
     }
     if (!bad && ck_attr_get_u64(g, "num_params", &in->num_params) != 0) bad = 1;
+    if (!bad) bad = read_arch(g, in);
     H5Gclose(g);
     if (bad) return zt_fail(st, ZT_EDATA, "%s: /model attributes incomplete", file);
     if ((g = H5Gopen2(f, "rng", H5P_DEFAULT)) >= 0) {
@@ -485,6 +532,60 @@ int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
     }
     if (len > 0 && MPI_Bcast(*s, (int)len, MPI_CHAR, 0, comm) != MPI_SUCCESS)
         return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    return ZT_OK;
+}
+
+#define CK_TAG 7301
+
+float *ck_fam_ptr(const zt_owned_range *r, int f) {
+    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
+}
+
+/* Owned elements [x, y) of range rg, family f, from host values src (device
+ * state: copied to the device). */
+void ck_put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
+                  uint64_t y, const float *src) {
+    float *dst = ck_fam_ptr(rg, f) + (x - rg->lo);
+    if (s->on_device) s->be->to_device(dst, src, (y - x) * sizeof(float));
+    else memcpy(dst, src, (y - x) * sizeof(float));
+}
+
+/* Send flat elements [a, b) of family f from rank 0's buf to their owners;
+ * every rank calls it.  h: device state's host buffer (receives land there
+ * first), NULL for host state. */
+int ck_scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t a,
+               uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
+               const char *what, zt_status *st) {
+    MPI_Comm comm = ck_comm(ctx);
+    if (ctx->rank == 0) {
+        int nreq = 0;
+        for (int r = 1; r < p->nranks; ++r)
+            for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
+                uint64_t x = p->lo[i] > a ? p->lo[i] : a, y = p->hi[i] < b ? p->hi[i] : b;
+                if (x >= y) continue;
+                if (MPI_Isend(buf + (x - a), (int)(y - x), MPI_FLOAT, r, CK_TAG, comm,
+                              &reqs[nreq++]) != MPI_SUCCESS)
+                    return zt_fail(st, ZT_ECOMM, "%s: MPI_Isend to rank %d failed", what, r);
+            }
+        for (int i = 0; i < s->n_ranges; ++i) {
+            const zt_owned_range *rg = &s->ranges[i];
+            uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
+            if (x < y) ck_put_owned(s, rg, f, x, y, buf + (x - a));
+        }
+        if (nreq && MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return zt_fail(st, ZT_ECOMM, "%s: MPI_Waitall failed", what);
+        return ZT_OK;
+    }
+    for (int i = 0; i < s->n_ranges; ++i) {
+        const zt_owned_range *rg = &s->ranges[i];
+        uint64_t x = rg->lo > a ? rg->lo : a, y = rg->hi < b ? rg->hi : b;
+        if (x >= y) continue;
+        /* at most b - a <= CK_CHUNK_ELEMS elements: fits h */
+        if (MPI_Recv(h ? h : ck_fam_ptr(rg, f) + (x - rg->lo), (int)(y - x), MPI_FLOAT, 0, CK_TAG,
+                     comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return zt_fail(st, ZT_ECOMM, "%s: MPI_Recv from rank 0 failed", what);
+        if (h) ck_put_owned(s, rg, f, x, y, h);
+    }
     return ZT_OK;
 }
 

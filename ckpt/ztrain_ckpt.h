@@ -97,6 +97,18 @@ typedef struct zt_ckpt_info {
     int world_size, zero_stage, shard_group;
     int has_master;
     int n_layer, n_head, n_embd, context, vocab;
+    /* /model architecture and its Llama-family settings, resolved (0 / ""
+     * never: a checkpoint without them, written before they existed, reads
+     * as the GPT-2 defaults: gpt2, n_kv_head = n_head, head_dim = n_embd /
+     * n_head, intermediate 4 n_embd, eps 1e-5, theta 10000, no scaling
+     * (factor 8, low 1, high 4, original 8192), no biases, tied) */
+    char arch[16];
+    int n_kv_head, head_dim, intermediate;
+    double norm_eps, rope_theta;
+    char rope_scaling[8];
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max;
+    int attention_bias, tie_embeddings;
     uint64_t num_params;
     int n_tensors;
     double created_unix;
@@ -140,6 +152,47 @@ int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status
  * (round to nearest even), else F32.  Checksums are verified while reading. */
 int zt_ckpt_export_safetensors(const char *path, const char *out_file, int bf16,
                                zt_status *st);
+
+/* Export a checkpoint as a Hugging Face model directory out_dir: config.json
+ * (from the checkpoint's stored configuration), model.safetensors -- or
+ * shards model-0000K-of-0000N.safetensors of at most max_shard_bytes each
+ * plus model.safetensors.index.json -- with Hugging Face tensor names
+ * (lm_head.weight omitted when tied; GPT-2 Conv1D weights [in, out]), F32
+ * or BF16 (bf16 != 0), and the tokenizer files of the ztrain.init_from
+ * directory when it still exists.  Built in out_dir.tmp and renamed at the
+ * end: on failure nothing is left.  An existing non-empty out_dir is
+ * refused.  Checksums are verified while reading.  docs/huggingface.md. */
+int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16,
+                      uint64_t max_shard_bytes, zt_status *st);
+
+/* ------------------------------------------------------------ Hugging Face models */
+
+/* Read a Hugging Face config.json (dir_or_config_json: a model directory or
+ * the file) into cfg's ztrain.model.* keys (source ZT_SRC_FILE):
+ * LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM (arch llama),
+ * GPT2LMHeadModel (arch gpt2); anything else, and settings ztrain cannot
+ * reproduce (rope types other than default/llama3, hidden_act other than
+ * silu, GPT-2 layer_norm_epsilon other than 1e-5, ...), are refused
+ * (ZT_EUNSUPPORTED) by name.  A model key the caller set (flag, environment
+ * or file) that disagrees is ZT_EINVAL naming both values.  Serial. */
+int zt_hf_read_config(const char *dir_or_config_json, zt_config *cfg, zt_status *st);
+/* Checks that need the finalized configuration: a Mistral/Qwen2
+ * sliding_window smaller than ztrain.seq_len is refused (ZT_EUNSUPPORTED),
+ * since ztrain's attention is full-causal.  Serial. */
+int zt_hf_check_config(const char *dir_or_config_json, const zt_config *cfg, zt_status *st);
+/* The model class named by a config.json ("LlamaForCausalLM", ...) when
+ * supported, else NULL (static string). */
+const char *zt_hf_arch_name(const char *dir_or_config_json);
+/* Load the weights of a Hugging Face model directory (model.safetensors, or
+ * the shards of model.safetensors.index.json; F32, BF16 or F16) into the
+ * context's fp32 master parameters, at any ZeRO stage and world size; AdamW
+ * moments zero, step 0.  Rank 0 reads in bounded pieces and sends each to
+ * its owners.  Every tensor of the model must be present with its shape, and
+ * the files must hold nothing else (except lm_head.weight of a tied model and
+ * known non-parameter buffers): errors name the file, the tensor and both
+ * shapes.  Every structural check happens before any parameter is written;
+ * all ranks return the same status.  Collective. */
+int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st);
 
 /* The per-tensor checksum: the sum modulo 2^64 over elements i (row-major
  * index in the logical tensor) of splitmix64((i << 32) | bits(x[i])), where

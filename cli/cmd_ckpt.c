@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
+#include "config.h"
 #include "ztrain_ckpt.h"
 
 static void ckpt_usage(FILE *fp) {
@@ -22,6 +23,11 @@ static void ckpt_usage(FILE *fp) {
             "  export PATH --output FILE [--dtype fp32|bf16]\n"
             "                              parameters as safetensors with GPT-2 (Hugging Face)\n"
             "                              names (docs/checkpoints.md)\n"
+            "  export PATH --hf OUTDIR [--dtype fp32|bf16] [--max-shard-size SIZE]\n"
+            "                              a Hugging Face model directory: config.json,\n"
+            "                              model.safetensors (or shards of at most SIZE, default\n"
+            "                              5G, + model.safetensors.index.json), the tokenizer\n"
+            "                              files of ztrain.init_from (docs/huggingface.md)\n"
             "\n"
             "PATH is a checkpoint (a step-N directory or its state.h5) or a checkpoint\n"
             "directory (then: its newest committed checkpoint; verify checks all of them).\n"
@@ -128,9 +134,23 @@ static int do_inspect(int argc, char **argv) {
     printf("saved        %s by ztrain %s: %d rank%s, ZeRO stage %d, shard group %d\n", when,
            in.ztrain_version, in.world_size, in.world_size == 1 ? "" : "s", in.zero_stage,
            in.shard_group);
-    printf("model        gpt2: %d layers, %d heads, %d wide, context %d, vocab %d; %llu "
-           "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_embd, in.context, in.vocab,
-           (unsigned long long)in.num_params, in.n_tensors);
+    if (!strcmp(in.arch, "llama")) {
+        char rope[160] = "";
+        if (!strcmp(in.rope_scaling, "llama3"))
+            snprintf(rope, sizeof rope, ", llama3 scaling (factor %g, low %g, high %g, original %d)",
+                     in.rope_factor, in.rope_low_freq_factor, in.rope_high_freq_factor,
+                     in.rope_original_max);
+        printf("model        llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
+               "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s; %llu "
+               "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_kv_head, in.head_dim,
+               in.n_embd, in.intermediate, in.context, in.vocab, in.rope_theta, rope, in.norm_eps,
+               in.tie_embeddings ? "tied" : "untied", in.attention_bias ? ", q/k/v biases" : "",
+               (unsigned long long)in.num_params, in.n_tensors);
+    } else {
+        printf("model        %s: %d layers, %d heads, %d wide, context %d, vocab %d; %llu "
+               "parameters in %d tensors\n", in.arch, in.n_layer, in.n_head, in.n_embd, in.context,
+               in.vocab, (unsigned long long)in.num_params, in.n_tensors);
+    }
     printf("master copy  %s\n", in.has_master ? "yes (/master)" : "no (params are the fp32 training values)");
     if (in.scaler_present)
         printf("loss scaler  fp16: scale %g, %ld overflow-free steps, hysteresis left %d\n",
@@ -204,13 +224,19 @@ static int do_verify(int argc, char **argv) {
 }
 
 static int do_export(int argc, char **argv) {
-    const char *path = NULL, *out = NULL, *dtype = "fp32";
+    const char *path = NULL, *out = NULL, *hf = NULL, *dtype = "fp32", *shard = "5G";
     for (int i = 1; i < argc; ++i) {
         const char *v;
         int r;
         if ((r = cli_opt(argc, argv, &i, "output", &v))) {
             if (r < 0) { cli_error("option '--output' needs a value"); return ZT_EXIT_USAGE; }
             out = v;
+        } else if ((r = cli_opt(argc, argv, &i, "hf", &v))) {
+            if (r < 0) { cli_error("option '--hf' needs a value"); return ZT_EXIT_USAGE; }
+            hf = v;
+        } else if ((r = cli_opt(argc, argv, &i, "max-shard-size", &v))) {
+            if (r < 0) { cli_error("option '--max-shard-size' needs a value"); return ZT_EXIT_USAGE; }
+            shard = v;
         } else if ((r = cli_opt(argc, argv, &i, "dtype", &v))) {
             if (r < 0) { cli_error("option '--dtype' needs a value"); return ZT_EXIT_USAGE; }
             dtype = v;
@@ -224,7 +250,15 @@ static int do_export(int argc, char **argv) {
             return ZT_EXIT_USAGE;
         }
     }
-    if (!path || !out) { cli_error("ckpt export: PATH and --output FILE are required"); return ZT_EXIT_USAGE; }
+    if (!path || !out == !hf) {
+        cli_error("ckpt export: PATH and one of --output FILE or --hf OUTDIR are required");
+        return ZT_EXIT_USAGE;
+    }
+    unsigned long long max_shard = 0;
+    if (zt_parse_size(shard, &max_shard) != 0 || max_shard == 0) {
+        cli_error("--max-shard-size must be a size such as 5G or 500M, got '%s'", shard);
+        return ZT_EXIT_USAGE;
+    }
     int bf16;
     if (!strcmp(dtype, "fp32") || !strcmp(dtype, "f32")) bf16 = 0;
     else if (!strcmp(dtype, "bf16")) bf16 = 1;
@@ -233,6 +267,14 @@ static int do_export(int argc, char **argv) {
     int is_dir;
     if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_status st;
+    if (hf) {
+        if (zt_ckpt_export_hf(p, hf, bf16, max_shard, &st) != ZT_OK) {
+            cli_error("%s", st.msg);
+            return cli_exit_code(st.code);
+        }
+        printf("exported %s to %s (Hugging Face model directory, %s)\n", p, hf, bf16 ? "BF16" : "F32");
+        return ZT_EXIT_OK;
+    }
     if (zt_ckpt_export_safetensors(p, out, bf16, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
     printf("exported %s to %s (safetensors, %s)\n", p, out, bf16 ? "BF16" : "F32");
     return ZT_EXIT_OK;

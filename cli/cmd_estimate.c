@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "config.h"
 #include "memplan.h"
+#include "ztrain_ckpt.h"
 
 static void estimate_usage(void) {
     printf("usage: ztrain estimate [--config FILE] --world-size N [--ranks-per-node M]\n"
@@ -24,6 +25,8 @@ static void estimate_usage(void) {
            "(page-locked bytes on a GPU target; a CPU backend cannot pin).\n"
            "\n"
            "  --config FILE          DeepSpeed-style JSON configuration (or ZTRAIN_CONFIG)\n"
+           "  --model DIR|FILE       the model of a Hugging Face config.json (a model directory\n"
+           "                         or the file; no weights are read): sets ztrain.model.*\n"
            "  --world-size N         ranks (required)\n"
            "  --ranks-per-node M     ranks sharing one node's host memory (default min(N, 8))\n"
            "  --device cpu|gpu       target (default: ztrain.backend: cpu, cuda = gpu)\n"
@@ -88,13 +91,20 @@ static const char *precision_name(const zt_config *c) {
 
 static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
                        uint64_t limit, const char *limit_what, const char *sug, int nsug,
-                       const char *auto_why) {
+                       const char *auto_why, const char *hf_arch) {
     char a[32], b[32], f[32];
     const zt_model_config *mc = &c->model;
-    printf("model: GPT, %llu parameters (Psi; %.3g B): %d layers, %d heads, %d wide, context %d, "
-           "vocab %d; largest unit %llu, largest layer %llu\n",
+    char what[96], llama[160] = "";
+    snprintf(what, sizeof what, "%s%s%s%s", mc->arch, hf_arch ? " (" : "", hf_arch ? hf_arch : "",
+             hf_arch ? ")" : "");
+    if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
+        snprintf(llama, sizeof llama, " (%d key/value), head dim %d, MLP %d%s", zt_model_kv_heads(mc),
+                 zt_model_head_dim(mc), zt_model_intermediate(mc),
+                 mc->tie_embeddings ? ", tied head" : ", untied head");
+    printf("model: %s, %llu parameters (Psi; %.3g B): %d layers, %d heads%s, %d wide, context %d, "
+           "training length %d, vocab %d; largest unit %llu, largest layer %llu\n", what,
            (unsigned long long)p->num_params, (double)p->num_params / 1e9, mc->n_layer, mc->n_head,
-           mc->n_embd, mc->context, mc->vocab, (unsigned long long)p->largest_unit,
+           llama, mc->n_embd, mc->context, c->seq_len, mc->vocab, (unsigned long long)p->largest_unit,
            (unsigned long long)p->largest_tensor);
     printf("run: %d rank%s (%d per node), ZeRO stage %d, shard group %d, %s, micro-batch %d x "
            "accumulation %d (batch %d), eval batch %d%s, activation checkpointing %s, offload "
@@ -244,9 +254,9 @@ static void json_str(const char *s) {
 static void print_json(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
                        uint64_t limit, const char *sug, const char *auto_why) {
     const zt_model_config *mc = &c->model;
-    printf("{\n  \"model\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"context\": %d, "
+    printf("{\n  \"model\": {\"arch\": \"%s\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"context\": %d, "
            "\"vocab\": %d, \"num_params\": %llu, \"largest_unit_params\": %llu, "
-           "\"largest_layer_params\": %llu},\n", mc->n_layer, mc->n_head, mc->n_embd, mc->context,
+           "\"largest_layer_params\": %llu},\n", mc->arch, mc->n_layer, mc->n_head, mc->n_embd, mc->context,
            mc->vocab, (unsigned long long)p->num_params, (unsigned long long)p->largest_unit,
            (unsigned long long)p->largest_tensor);
     printf("  \"run\": {\"world_size\": %d, \"ranks_per_node\": %d, \"shard_group\": %d, "
@@ -334,7 +344,7 @@ static int parse_int_opt(const char *name, const char *v, int lo, int *out, zt_s
 int cmd_estimate(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { estimate_usage(); return ZT_EXIT_OK; }
-    const char *config_path = getenv("ZTRAIN_CONFIG");
+    const char *config_path = getenv("ZTRAIN_CONFIG"), *model = NULL;
     int world = 0, rpn = 0, json = 0, target = ZT_MP_TARGET_AUTO;
     unsigned long long devmem = 0;
     zt_status st;
@@ -346,6 +356,7 @@ int cmd_estimate(int argc, char **argv) {
         const char *a = argv[i], *v = NULL;
         int r;
         if ((r = cli_opt(argc, argv, &i, "config", &v))) { if (r < 0) goto missing; config_path = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "model", &v))) { if (r < 0) goto missing; model = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "world-size", &v))) {
             if (r < 0) goto missing;
             rc = parse_int_opt("world-size", v, 1, &world, &st);
@@ -384,6 +395,11 @@ int cmd_estimate(int argc, char **argv) {
     }
     if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
     if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
+    int hf_err = 0;
+    if (rc == ZT_OK && (model || cfg->init_from[0])) {
+        rc = zt_hf_read_config(model ? model : cfg->init_from, cfg, &st);
+        hf_err = rc != ZT_OK;
+    }
     if (rc == ZT_OK && world < 1) {
         snprintf(st.msg, sizeof st.msg, "--world-size N is required (the number of ranks)");
         rc = ZT_EINVAL;
@@ -391,8 +407,9 @@ int cmd_estimate(int argc, char **argv) {
     if (rc != ZT_OK) {
         cli_error("%s", st.msg);
         zt_config_free(cfg);
-        return ZT_EXIT_USAGE;
+        return hf_err ? cli_exit_code(rc) : ZT_EXIT_USAGE;
     }
+    const char *hf_arch = model || cfg->init_from[0] ? zt_hf_arch_name(model ? model : cfg->init_from) : NULL;
     if (rpn < 1) rpn = world < 8 ? world : 8;
     if (rpn > world) rpn = world;
 
@@ -436,7 +453,7 @@ int cmd_estimate(int argc, char **argv) {
     if (limit && p.peak_bytes > limit)
         nsug = zt_memplan_suggest(cfg, &o, &p, limit, sug, sizeof sug, first, sizeof first);
     if (json) print_json(cfg, &p, rows, nrows, limit, sug, why);
-    else print_text(cfg, &p, rows, nrows, limit, limit_what, sug, nsug, why);
+    else print_text(cfg, &p, rows, nrows, limit, limit_what, sug, nsug, why, hf_arch);
     fflush(stdout);
     zt_config_free(cfg);
     return exit_code;

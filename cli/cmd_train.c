@@ -38,6 +38,9 @@ static void train_usage(void) {
            "The config file may also come from ZTRAIN_CONFIG.\n"
            "\n"
            "  --config FILE          DeepSpeed-style JSON configuration\n"
+           "  --init-from DIR        start from a Hugging Face model directory: its config.json\n"
+           "                         sets ztrain.model.*, its safetensors weights the\n"
+           "                         parameters (a resumed checkpoint wins; docs/huggingface.md)\n"
            "  --save PATH            weights file written at the end\n"
            "                         (default: <checkpoint.dir>/model.bin)\n"
            "  --sample-tokens N      generate N tokens after training (default 256; 0: none)\n"
@@ -93,9 +96,15 @@ int cmd_train(int argc, char **argv) {
     }
     if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
     if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
+    int hf_err = 0;
+    if (rc == ZT_OK && cfg->init_from[0]) {   /* the model comes from its config.json */
+        rc = zt_hf_read_config(cfg->init_from, cfg, &st);
+        hf_err = rc != ZT_OK;
+    }
     if (rc != ZT_OK) {            /* identical on every rank: no agreement needed */
         if (rank == 0) cli_error("%s", st.msg);
-        exit_code = ZT_EXIT_USAGE;   /* anything wrong with the configuration */
+        /* anything wrong with the configuration; an unreadable model directory: 1 */
+        exit_code = hf_err ? cli_exit_code(rc) : ZT_EXIT_USAGE;
         goto cleanup;
     }
 
@@ -109,12 +118,30 @@ int cmd_train(int argc, char **argv) {
         fflush(stdout);
         free(d);
     }
+    const char *init_from = zt_ctx_config(ctx)->init_from;
+    if (init_from[0]) {   /* sliding window vs the training length */
+        rc = zt_hf_check_config(init_from, zt_ctx_config(ctx), &st);
+        if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    }
     if (print_only) goto done;
     rc = zt_ctx_open_data(ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     /* checkpoints: resume per checkpoint.resume, periodic/final/preemption saves */
     rc = zt_ckpt_attach(ctx, &ck, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    if (init_from[0]) {
+        /* a resumed ztrain checkpoint (auto-resume after a preemption) wins */
+        if (zt_ckpt_session_last(ck)[0]) {
+            if (rank == 0)
+                printf("init: resumed from checkpoint %s at step %ld; the Hugging Face weights "
+                       "of %s are not loaded\n", zt_ckpt_session_last(ck), zt_ctx_step(ctx),
+                       init_from);
+        } else {
+            rc = zt_hf_load(ctx, init_from, &st);   /* every rank returns the same status */
+            if (rc != ZT_OK) goto done;
+        }
+        fflush(stdout);
+    }
     rc = zt_train(ctx, &st);
     if (rc == ZT_EPREEMPTED) {      /* every rank agreed, the checkpoint is durable */
         if (rank == 0) {

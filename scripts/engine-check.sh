@@ -15,7 +15,8 @@
 #   optimizer offload at stage 3, fp32 and bf16          (offs3 offbf16s3)
 #   save at step N/2 + resume in a new process to N,
 #     stage 3, against the uninterrupted cpu run         (resume)
-# --cases picks some of them (default: all).
+# --cases picks some of them (default: all).  --config FILE trains another
+# model configuration (configs/llama-tiny.json: the Llama model; tests/llama_mpi.sh).
 #
 # Tolerance, |x - cpu| <= rtol |cpu| per value (losses and validation losses;
 # gradient norms get 10 rtol): --rtol R, else by backend: bitwise (rtol 0) for
@@ -38,7 +39,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 backend=cpu-strict; nps="1 2"; comm=auto; rtol=""; steps=6; cases=""
 config=$SRC/configs/tiny.json; text=$SRC/data/tinyshakespeare.txt; log=""; workdir=""
 ztrain=${ZTRAIN:-}; mpirun=${ZT_MPIRUN:-mpirun}
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case "$1" in
@@ -115,6 +116,12 @@ zrun() {
         --backend "$be" "${thr[@]}" "${cb[@]}" --metrics "$tag.jsonl" --ckpt-dir "ck_$tag" \
         --save "$tag.bin" "$@" > "$tag.out" 2>&1
     local rc=$?
+    # a model llm.c weights files cannot hold (--config with ztrain.model.arch
+    # llama): the run trains and checkpoints, then refuses the --save file only
+    if [ $rc = 1 ] && [ "$(grep -c '^ztrain: error: ' "$tag.out")" = 1 ] &&
+       grep -q '^ztrain: error: .*llm.c model files hold the built-in GPT-2 only' "$tag.out"; then
+        rc=0
+    fi
     if [ -n "$log" ]; then
         { echo "==== $tag: $be, $np rank(s): $*  (exit $rc)"; cat "$tag.out"; } >> "$log"
     fi

@@ -13,6 +13,8 @@
  *   fp32 matmul (K up to 768):                          rtol 1e-5, atol 1e-5 max
  *   attention forward, lse:                             rtol 1e-5, atol 1e-5 max
  *   attention backward:                                 rtol 1e-4, atol 1e-5 max
+ *   Llama: rmsnorm, rope, swiglu (fwd and bwd):         rtol 1e-5, atol 1e-6
+ *     (rmsnorm dw: atol 1e-5 max); gqa as attention
  *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
  *   bf16 matmul vs CPU fp32:                            atol 2e-2 max
  *   sum of squares (double):                            rtol 1e-12
@@ -497,6 +499,122 @@ static void test_attention(int B, int T, int C, int NH) {
     no_error(tag);
 }
 
+/* ------------------------------------------------------------ Llama kernels */
+
+static void test_encoder_nowpe(int B, int T, int C, int V) {
+    const size_t N = (size_t)B * T, no = N * C;
+    int *inp = ivec(N, V);
+    float *wte = fvec((size_t)V * C, 1.0), *out = xmalloc(no * 4), *dout = fvec(no, 1.0);
+    int *dinp = dev(inp, N * sizeof(int));
+    float *dwte = devf(wte, (size_t)V * C), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
+    cpu->encoder_fwd(out, inp, wte, NULL, B, T, C);
+    gpu->encoder_fwd(out_d, dinp, dwte, NULL, B, T, C);
+    cmpd("encoder_fwd with wpe NULL: bitwise", out_d, out, no, 0, 0);
+    cpu->encoder_bwd(wte, NULL, dout, inp, B, T, C);
+    gpu->encoder_bwd(dwte, NULL, dout_d, dinp, B, T, C);
+    cmpd("encoder_bwd with dwpe NULL: dwte bitwise", dwte, wte, (size_t)V * C, 0, 0);
+    free(inp); free(wte); free(out); free(dout);
+    gpu->free(dinp); gpu->free(dwte); gpu->free(dout_d); gpu->free(out_d);
+    no_error("encoder without wpe");
+}
+
+static void test_rmsnorm(int N, int C) {
+    const size_t nn = (size_t)N * C;
+    float *x = fvec(nn, 2.0), *w = fvec(C, 1.0), *dy = fvec(nn, 1.0);
+    float *y = xmalloc(nn * 4), *rstd = xmalloc(N * 4), *dx = fvec(nn, 1.0), *dw = fvec(C, 1.0);
+    float *x_d = devf(x, nn), *w_d = devf(w, C), *dy_d = devf(dy, nn);
+    float *y_d = gpu->alloc(nn * 4), *rstd_d = gpu->alloc(N * 4), *dx_d = devf(dx, nn), *dw_d = devf(dw, C);
+    char name[128];
+    cpu->rmsnorm_fwd(y, rstd, x, w, 1e-5f, N, C);
+    gpu->rmsnorm_fwd(y_d, rstd_d, x_d, w_d, 1e-5f, N, C);
+    snprintf(name, sizeof name, "rmsnorm_fwd out N=%d C=%d", N, C);
+    cmpd(name, y_d, y, nn, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "rmsnorm_fwd rstd N=%d C=%d", N, C);
+    cmpd(name, rstd_d, rstd, N, 1e-5, 1e-6);
+    gpu->to_device(rstd_d, rstd, N * 4);   /* backward from the CPU's rstd */
+    cpu->rmsnorm_bwd(dx, dw, dy, x, w, rstd, N, C);
+    gpu->rmsnorm_bwd(dx_d, dw_d, dy_d, x_d, w_d, rstd_d, N, C);
+    snprintf(name, sizeof name, "rmsnorm_bwd dinp (+=) N=%d C=%d", N, C);
+    cmpd(name, dx_d, dx, nn, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "rmsnorm_bwd dw (+=) N=%d C=%d", N, C);
+    cmpd(name, dw_d, dw, C, 1e-5, 1e-5 * maxabs(dw, C));
+    free(x); free(w); free(dy); free(y); free(rstd); free(dx); free(dw);
+    gpu->free(x_d); gpu->free(w_d); gpu->free(dy_d); gpu->free(y_d); gpu->free(rstd_d);
+    gpu->free(dx_d); gpu->free(dw_d);
+    no_error("rmsnorm");
+}
+
+static void test_rope(int B, int T, int nh, int stride, int hd) {
+    const size_t n = (size_t)B * T * stride;
+    float *f = xmalloc((size_t)(hd / 2) * 4);
+    for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
+    float *x = fvec(n, 1.0), *x_d = devf(x, n), *f_d = devf(f, hd / 2);
+    char name[128];
+    cpu->rope_fwd(x, f, B, T, nh, stride, hd);
+    gpu->rope_fwd(x_d, f_d, B, T, nh, stride, hd);
+    snprintf(name, sizeof name, "rope_fwd B=%d T=%d heads=%d stride=%d hd=%d", B, T, nh, stride, hd);
+    cmpd(name, x_d, x, n, 1e-5, 1e-6);
+    gpu->to_device(x_d, x, n * 4);
+    cpu->rope_bwd(x, f, B, T, nh, stride, hd);
+    gpu->rope_bwd(x_d, f_d, B, T, nh, stride, hd);
+    snprintf(name, sizeof name, "rope_bwd B=%d T=%d heads=%d stride=%d hd=%d", B, T, nh, stride, hd);
+    cmpd(name, x_d, x, n, 1e-5, 1e-6);
+    free(f); free(x);
+    gpu->free(x_d); gpu->free(f_d);
+    no_error("rope");
+}
+
+static void test_swiglu(int N, int H) {
+    const size_t nh = (size_t)N * H;
+    float *gu = fvec(2 * nh, 6.0), *dout = fvec(nh, 1.0), *out = xmalloc(nh * 4), *dgu = xmalloc(2 * nh * 4);
+    float *gu_d = devf(gu, 2 * nh), *dout_d = devf(dout, nh), *out_d = gpu->alloc(nh * 4);
+    float *dgu_d = devf(gu, 2 * nh);   /* garbage: overwritten */
+    char name[128];
+    cpu->swiglu_fwd(out, gu, N, H);
+    gpu->swiglu_fwd(out_d, gu_d, N, H);
+    snprintf(name, sizeof name, "swiglu_fwd N=%d H=%d", N, H);
+    cmpd(name, out_d, out, nh, 1e-5, 1e-6);
+    cpu->swiglu_bwd(dgu, dout, gu, N, H);
+    gpu->swiglu_bwd(dgu_d, dout_d, gu_d, N, H);
+    snprintf(name, sizeof name, "swiglu_bwd dgu (overwritten) N=%d H=%d", N, H);
+    cmpd(name, dgu_d, dgu, 2 * nh, 1e-5, 1e-6);
+    free(gu); free(dout); free(out); free(dgu);
+    gpu->free(gu_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(dgu_d);
+    no_error("swiglu");
+}
+
+static void test_gqa(int B, int T, int NH, int NKV, int hd) {
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = fvec(nq, 7.0);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no);
+    float *out_d = gpu->alloc(no * 4), *lse_d = gpu->alloc(nl * 4), *dqkv_d = devf(dqkv, nq);
+    char tag[96], name[160];
+    snprintf(tag, sizeof tag, "B=%d T=%d NH=%d NKV=%d hd=%d", B, T, NH, NKV, hd);
+    cpu->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
+    gpu->gqa_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_fwd out %s", tag);
+    cmpd(name, out_d, out, no, 1e-5, 1e-5 * maxabs(out, no));
+    snprintf(name, sizeof name, "gqa_fwd lse %s", tag);
+    cmpd(name, lse_d, lse, nl, 1e-5, 1e-5 * maxabs(lse, nl));
+    gpu->to_device(out_d, out, no * 4);
+    gpu->to_device(lse_d, lse, nl * 4);
+    cpu->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd);
+    gpu->gqa_bwd(dqkv_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_bwd dqkv (overwritten) %s", tag);
+    cmpd(name, dqkv_d, dqkv, nq, 1e-4, 1e-5 * maxabs(dqkv, nq));
+    /* twice: bitwise (the kv heads' sums over their q heads in a fixed order) */
+    float *d2 = gpu->alloc(nq * 4);
+    gpu->gqa_bwd(d2, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_bwd twice: bitwise equal %s", tag);
+    same_dev(name, dqkv_d, d2, nq * 4);
+    free(qkv); free(dout); free(out); free(lse); free(dqkv);
+    gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dqkv_d);
+    gpu->free(d2);
+    no_error(tag);
+}
+
 static void test_attention_limits(void) {
     if (selftest) {
         tap_skip("attention_fwd with head size 300 refused", "self-test (the CPU has no limit)");
@@ -692,7 +810,8 @@ int main(void) {
         gpu->matmul_bwd && gpu->set_matmul_precision && gpu->attention_fwd && gpu->attention_bwd &&
         gpu->gelu_fwd && gpu->gelu_bwd && gpu->add && gpu->xent_fwd && gpu->xent_bwd && gpu->adamw &&
         gpu->sumsq && gpu->scale && gpu->to_bf16 && gpu->from_bf16 && gpu->to_f16 && gpu->from_f16 &&
-        gpu->nonfinite && gpu->sum;
+        gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->rope_fwd &&
+        gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -729,6 +848,19 @@ int main(void) {
     test_attention(1, 100, 256, 2);      /* hs 128: > 48 KiB shared memory */
     test_attention(1, 70, 256, 1);       /* hs 256 */
     test_attention_limits();
+    test_encoder_nowpe(2, 37, 13, 5);
+    test_rmsnorm(37, 13);
+    if (full) test_rmsnorm(512, 2048);
+    test_rope(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads of a qkv row (v untouched), hd 6 */
+    test_rope(1, 4101, 12, 12 * 64, 64);
+    test_swiglu(37, 13);
+    if (full) test_swiglu(512, 5632);
+    for (int nkv = 4; nkv >= 1; nkv /= 2) {
+        test_gqa(2, 37, 4, nkv, 6);
+        test_gqa(2, 70, 4, nkv, 16);
+        if (full) test_gqa(2, 300, 8, nkv, 64);
+    }
+    test_gqa(1, 100, 4, 1, 128);         /* > 48 KiB shared memory */
     test_xent(37, 11);
     if (full) test_xent(64, 50257);
     test_training();

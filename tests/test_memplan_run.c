@@ -25,7 +25,10 @@
  *  - a configuration that cannot fit is refused before any allocation, with
  *    suggestions; the first one fits and trains;
  *  - "auto" micro batch under a small limit: runs, keeps the global batch,
- *    and the next larger micro batch is predicted not to fit.
+ *    and the next larger micro batch is predicted not to fit;
+ *  - the Llama model (tied; untied with biases) at stages 0-3 x shard groups
+ *    in fp32 / bf16 / fp16 with checkpointing and offload: exact per
+ *    category on shard-group index 0 (test_llama_grid).
  */
 #include <math.h>
 #include <mpi.h>
@@ -218,6 +221,80 @@ static void test_grid_mixed(int N) {
            "the accounted ones on shard-group index 0, bound them elsewhere (%d of %d runs "
            "differ on rank 0; %d offloaded runs keep the whole optimizer state in host memory)",
            N, inexact, runs, offl);
+}
+
+/* The Llama model (grouped-query attention: 4 heads, 2 kv heads; SwiGLU
+ * width 48; 3 layers), tied head, and untied with q/k/v biases.  Per
+ * (stage, shard group, head), three variants: fp32 without checkpointing,
+ * micro 2; bf16 with checkpointing blocks and bf16 reductions, micro 2;
+ * fp16 every-2 with optimizer offload (stages 1-3), micro 3 x accumulation
+ * 2.  The predicted peak and every category's peak (and offloaded peak)
+ * equal the accounted ones on shard-group index 0 and bound them
+ * elsewhere. */
+static void test_llama_grid(int N) {
+    static const char *const ckv[] = {"none", "blocks", "every-2"};
+    int runs = 0, failed = 0, inexact = 0;
+    char first_bad[220] = "";
+    for (int stage = 0; stage <= 3; ++stage)
+        for (int G = 1; G <= N; ++G) {
+            if (N % G || (stage == 0 && G != N)) continue;
+            for (int tied = 1; tied >= 0; --tied)
+                for (int v = 0; v < 3; ++v) {
+                    const char *prec = v == 0 ? "fp32" : v == 1 ? "bf16" : "fp16";
+                    const int off = v == 2 && stage >= 1, mb = v == 2 ? 3 : 2, ga = v == 2 ? 2 : 1;
+                    zt_config *c = base_config(3);
+                    tu_set(c, "ztrain.model.arch", "llama");
+                    tu_set(c, "ztrain.model.n_head", "4");
+                    tu_set(c, "ztrain.model.n_kv_head", "2");
+                    tu_set(c, "ztrain.model.intermediate_size", "48");
+                    tu_set(c, "ztrain.model.tie_embeddings", "%s", tied ? "true" : "false");
+                    tu_set(c, "ztrain.model.attention_bias", "%s", tied ? "false" : "true");
+                    tu_set(c, "precision", "%s", prec);
+                    tu_set(c, "zero_optimization.stage", "%d", stage);
+                    tu_set(c, "zero_optimization.shard_group_size", "%d", G);
+                    tu_set(c, "activation_checkpointing.policy", "%s", ckv[v]);
+                    tu_set(c, "communication_data_type", "%s", v == 1 ? "bf16" : "fp32");
+                    tu_set(c, "zero_optimization.offload_optimizer.device", "%s", off ? "cpu" : "none");
+                    tu_set(c, "train_micro_batch_size_per_gpu", "%d", mb);
+                    tu_set(c, "gradient_accumulation_steps", "%d", ga);
+                    tu_set(c, "ztrain.eval_batch_size", "%d", 2 * mb);
+                    char what[160];
+                    snprintf(what, sizeof what, "%s stage %d G %d %s %s offload %s micro %d x %d",
+                             tied ? "tied" : "untied+bias", stage, G, prec, ckv[v], off ? "cpu" : "none",
+                             mb, ga);
+                    zt_ctx *ctx;
+                    zt_status st;
+                    int rc = create_and_train(c, &ctx, &st);
+                    if (rc != ZT_OK || !zt_model_is_llama(ctx->model)) {
+                        if (!failed++) tap_diag("%s: %s", what, rc ? st.msg : "not the llama model");
+                    } else {
+                        zt_mem_stats ms;
+                        zt_mem_get(&ms);
+                        const zt_memplan *p = &ctx->plan;
+                        const int first = stage == 0 || zt_world_rank() % G == 0;
+                        int exact = first ? p->peak_bytes == ms.peak_total
+                                          : p->peak_bytes >= ms.peak_total;
+                        for (int t = 0; t < ZT_MEM_NTAGS; ++t)
+                            if (first ? p->cat[ZT_MP_HOST][t] != ms.peak[t] ||
+                                            p->offloaded[t] != ms.host_peak[t]
+                                      : p->cat[ZT_MP_HOST][t] < ms.peak[t] ||
+                                            p->offloaded[t] < ms.host_peak[t])
+                                exact = 0;
+                        runs++;
+                        if (!exact && !inexact++)
+                            snprintf(first_bad, sizeof first_bad, "%s: accounted %llu, predicted %llu",
+                                     what, (unsigned long long)ms.peak_total,
+                                     (unsigned long long)p->peak_bytes);
+                    }
+                    zt_ctx_free(ctx);
+                    zt_config_free(c);
+                }
+        }
+    if (inexact) tap_diag("first inexact: %s", first_bad);
+    tap_ok(all_ok(failed == 0 && runs > 0 && inexact == 0),
+           "N=%d llama grid (tied / untied+bias, fp32 / bf16 / fp16, checkpointing, offload): %d runs, "
+           "the predicted peak and every category's peak equal the accounted ones on shard-group "
+           "index 0 and bound them elsewhere (%d differ)", N, runs, inexact);
 }
 
 /* offload_param=cpu (stage 3, with offload_optimizer), pin_memory on: fp32
@@ -571,6 +648,7 @@ int main(int argc, char **argv) {
     tap_diag("world size %d", N);
     test_grid(N);
     test_grid_mixed(N);
+    test_llama_grid(N);
     test_offload_param(N);
     test_checkpointing(N);
     test_refusal(N);

@@ -4,8 +4,12 @@
  * log-sum-exp per row is kept (lse[B,NH,T]); no [T,T] matrix exists, in
  * memory or in shared memory beyond one 32 x 32 tile.
  *
- * Layout (as the CPU backend): qkv[B,T,3C] holds q | k | v, head h at
- * columns h*hs of each third; out[B,T,C]; hs = C/NH <= 256.
+ * One implementation serves both table entries: grouped-query attention
+ * (gqa_fwd/bwd, layout as the CPU backend): qkv[B,T,R], R = (NH+2 NKV) hs,
+ * holds NH q heads, NKV k heads, NKV v heads; q head h reads kv head
+ * kh = h / (NH/NKV) (k at column (NH+kh) hs, v at (NH+NKV+kh) hs);
+ * out[B,T,NH hs]; hs <= 256.  GPT-2's attention_fwd/bwd is the case
+ * NKV = NH, hs = C/NH (R = 3C, k at C + h hs, v at 2C + h hs).
  *
  * Each kernel uses blocks of 4 warps and 32-row tiles.  A warp owns 8 rows
  * (queries in the forward and dq kernels, keys in the dk/dv kernel); lane l
@@ -13,7 +17,8 @@
  * registers and every sum is taken in a fixed order.
  *
  * Backward is deterministic and atomic-free: one kernel computes dk, dv
- * (a block owns 32 keys and walks the queries that see them), another dq
+ * (a block owns 32 keys of one kv head and walks the queries that see
+ * them, for each of the kv head's q heads in increasing order), another dq
  * (a block owns 32 queries and walks their keys); both recompute
  *   p = exp(q.k * scale - lse),  D_t = dout_t . out_t,
  *   dS = p (dout_t . v_j - D_t) scale,
@@ -37,8 +42,8 @@
  * reading row l (scores: lane = key) hits 32 different banks. */
 __host__ __device__ static inline int tile_ld(int hs) { return (hs & 1) ? hs : hs + 1; }
 
-/* rows [r0, r0+32) of one third of qkv (q: third 0, k: 1, v: 2) for head h
- * into dst[32][ld]; rows >= T are zero */
+/* rows [r0, r0+32) of one head (base: its first row; rows rstride floats
+ * apart) into dst[32][ld]; rows >= T are zero */
 __device__ __forceinline__ void load_tile(float *dst, const float *base, int r0, int T, size_t rstride,
                                           int hs, int ld) {
     for (int idx = threadIdx.x; idx < TILE * hs; idx += NTHR) {
@@ -90,7 +95,7 @@ __device__ __forceinline__ void zero_rows(float (&acc)[RPW][DPL]) {
 
 template <int DPL>
 __global__ void __launch_bounds__(NTHR)
-k_att_fwd(float *out, float *lse, const float *qkv, int T, int C, int NH, int hs, float scale,
+k_att_fwd(float *out, float *lse, const float *qkv, int T, int NH, int NKV, int hs, float scale,
           int ntiles) {
     extern __shared__ float sm[];
     const int ld = tile_ld(hs);
@@ -105,13 +110,15 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int C, int NH, int hs
     /* the longest rows first: the causal triangle's big tiles start early */
     const int qt = ntiles - 1 - (int)(blockIdx.x % ntiles);
     const int bh = (int)(blockIdx.x / ntiles);
-    const int h = bh % NH, b = bh / NH;
+    const int h = bh % NH, b = bh / NH, kh = h / (NH / NKV);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const size_t C3 = 3 * (size_t)C;
-    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
+    const float *base = qkv + (size_t)b * T * R + (size_t)h * hs;
+    const float *kbase = qkv + (size_t)b * T * R + (size_t)(NH + kh) * hs;
+    const float *vbase = kbase + (size_t)NKV * hs;
     const int q0 = qt * TILE;
 
-    load_tile(Qs, base, q0, T, C3, hs, ld);
+    load_tile(Qs, base, q0, T, R, hs, ld);
     if (threadIdx.x < TILE) {
         Ms[threadIdx.x] = -INFINITY;
         Ls[threadIdx.x] = 0.0f;
@@ -122,8 +129,8 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int C, int NH, int hs
     const int last = min(q0 + TILE, T) - 1;   /* last query row of the tile */
     for (int k0 = 0; k0 <= last; k0 += TILE) {
         __syncthreads();   /* Ks/Vs of the previous tile are no longer read */
-        load_tile(Ks, base + C, k0, T, C3, hs, ld);
-        load_tile(Vs, base + 2 * (size_t)C, k0, T, C3, hs, ld);
+        load_tile(Ks, kbase, k0, T, R, hs, ld);
+        load_tile(Vs, vbase, k0, T, R, hs, ld);
         __syncthreads();
         /* scores of the warp's rows: lane = key */
 #pragma unroll
@@ -203,7 +210,7 @@ __global__ void k_att_rowdot(float *D, const float *dout, const float *out, int 
 template <int DPL>
 __global__ void __launch_bounds__(NTHR)
 k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *Dv,
-             int T, int C, int NH, int hs, float scale, int ntiles) {
+             int T, int NH, int NKV, int hs, float scale, int ntiles) {
     extern __shared__ float sm[];
     const int ld = tile_ld(hs);
     float *Qs = sm;                   /* [32][ld] queries */
@@ -216,15 +223,17 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
 
     const int qt = ntiles - 1 - (int)(blockIdx.x % ntiles);
     const int bh = (int)(blockIdx.x / ntiles);
-    const int h = bh % NH, b = bh / NH;
+    const int h = bh % NH, b = bh / NH, kh = h / (NH / NKV);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const size_t C3 = 3 * (size_t)C;
-    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+    const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
+    const float *base = qkv + (size_t)b * T * R + (size_t)h * hs;
+    const float *kbase = qkv + (size_t)b * T * R + (size_t)(NH + kh) * hs;
+    const float *vbase = kbase + (size_t)NKV * hs;
     const float *gbase = dout + (size_t)b * T * C + (size_t)h * hs;
     const int q0 = qt * TILE;
 
-    load_tile(Qs, base, q0, T, C3, hs, ld);
-    load_tile(Gs, gbase, q0, T, (size_t)C, hs, ld);
+    load_tile(Qs, base, q0, T, R, hs, ld);
+    load_tile(Gs, gbase, q0, T, C, hs, ld);
     if (threadIdx.x < TILE) {
         const int t = q0 + threadIdx.x;
         const size_t li = ((size_t)b * NH + h) * T + t;
@@ -237,8 +246,8 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
     const int last = min(q0 + TILE, T) - 1;
     for (int k0 = 0; k0 <= last; k0 += TILE) {
         __syncthreads();
-        load_tile(Ks, base + C, k0, T, C3, hs, ld);
-        load_tile(Vs, base + 2 * (size_t)C, k0, T, C3, hs, ld);
+        load_tile(Ks, kbase, k0, T, R, hs, ld);
+        load_tile(Vs, vbase, k0, T, R, hs, ld);
         __syncthreads();
 #pragma unroll
         for (int i = 0; i < RPW; i++) {
@@ -260,7 +269,7 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
     for (int i = 0; i < RPW; i++) {
         const int r = warp * RPW + i, t = q0 + r;
         if (t >= T) continue;
-        float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+        float *dq = dqkv + ((size_t)b * T + t) * R + (size_t)h * hs;
 #pragma unroll
         for (int k = 0; k < DPL; k++) {
             const int d = lane + 32 * k;
@@ -269,11 +278,12 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
     }
 }
 
-/* dk, dv for the 32 keys of the block */
+/* dk, dv for the 32 keys of the block (of kv head kh): the sum over the
+ * kv head's q heads, in increasing order, of each one's queries in order */
 template <int DPL>
 __global__ void __launch_bounds__(NTHR)
 k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *Dv,
-              int T, int C, int NH, int hs, float scale, int ntiles) {
+              int T, int NH, int NKV, int hs, float scale, int ntiles) {
     extern __shared__ float sm[];
     const int ld = tile_ld(hs);
     float *Ks = sm;                   /* [32][ld] the block's keys */
@@ -287,26 +297,32 @@ k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse
 
     /* key tiles near the start see the most queries: they go first */
     const int kt = (int)(blockIdx.x % ntiles);
-    const int bh = (int)(blockIdx.x / ntiles);
-    const int h = bh % NH, b = bh / NH;
+    const int bk = (int)(blockIdx.x / ntiles);
+    const int kh = bk % NKV, b = bk / NKV, G = NH / NKV;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const size_t C3 = 3 * (size_t)C;
-    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
-    const float *gbase = dout + (size_t)b * T * C + (size_t)h * hs;
+    const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
+    const float *kbase = qkv + (size_t)b * T * R + (size_t)(NH + kh) * hs;
+    const float *vbase = kbase + (size_t)NKV * hs;
     const int k0 = kt * TILE;
 
-    load_tile(Ks, base + C, k0, T, C3, hs, ld);
-    load_tile(Vs, base + 2 * (size_t)C, k0, T, C3, hs, ld);
+    load_tile(Ks, kbase, k0, T, R, hs, ld);
+    load_tile(Vs, vbase, k0, T, R, hs, ld);
     float ak[RPW][DPL], av[RPW][DPL];
 #pragma unroll
     for (int i = 0; i < RPW; i++)
 #pragma unroll
         for (int k = 0; k < DPL; k++) ak[i][k] = av[i][k] = 0.0f;
 
-    for (int q0 = k0; q0 < T; q0 += TILE) {
+    /* (q head, query tile) pairs: the kv head's q heads in increasing
+     * order, each one's query tiles from the diagonal on */
+    const int nqt = (T - k0 + TILE - 1) / TILE;
+    for (int it = 0; it < G * nqt; it++) {
+        const int h = kh * G + it / nqt, q0 = k0 + (it % nqt) * TILE;
+        const float *base = qkv + (size_t)b * T * R + (size_t)h * hs;
+        const float *gbase = dout + (size_t)b * T * C + (size_t)h * hs;
         __syncthreads();   /* previous query tile no longer read */
-        load_tile(Qs, base, q0, T, C3, hs, ld);
-        load_tile(Gs, gbase, q0, T, (size_t)C, hs, ld);
+        load_tile(Qs, base, q0, T, R, hs, ld);
+        load_tile(Gs, gbase, q0, T, C, hs, ld);
         if (threadIdx.x < TILE) {
             const int t = q0 + threadIdx.x;
             const size_t li = ((size_t)b * NH + h) * T + t;
@@ -356,8 +372,8 @@ k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse
     for (int i = 0; i < RPW; i++) {
         const int kk = warp * RPW + i, j = k0 + kk;
         if (j >= T) continue;
-        float *dk = dqkv + ((size_t)b * T + j) * C3 + C + (size_t)h * hs;
-        float *dv = dk + C;
+        float *dk = dqkv + ((size_t)b * T + j) * R + (size_t)(NH + kh) * hs;
+        float *dv = dk + (size_t)NKV * hs;
 #pragma unroll
         for (int k = 0; k < DPL; k++) {
             const int d = lane + 32 * k;
@@ -405,9 +421,82 @@ static bool smem_ok(K kernel, size_t bytes, const char *name) {
     return true;
 }
 
-static bool check_shape(int C, int NH, const char *who) {
-    const int hs = C / NH;
-    if (C % NH != 0 || dims_per_lane(hs) == 0) {
+static bool check_shape(int NH, int NKV, int hs, const char *who) {
+    if (NKV <= 0 || NH % NKV != 0 || dims_per_lane(hs) == 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "NH=%d, NKV=%d, head size %d: NKV must divide NH and the head size "
+                 "be at most 256", NH, NKV, hs);
+        zt_cuda_fail(__FILE__, __LINE__, who, msg, NULL);
+        return false;
+    }
+    return true;
+}
+
+template <int DPL>
+static void att_fwd_launch(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                           int hs) {
+    const int ntiles = (T + TILE - 1) / TILE;
+    const size_t smem = fwd_smem(hs);
+    if (!smem_ok(k_att_fwd<DPL>, smem, "attention forward")) return;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t nblk = (size_t)B * NH * ntiles;
+    k_att_fwd<DPL><<<(unsigned)nblk, NTHR, smem, zt_cu.stream>>>(out, lse, qkv, T, NH, NKV, hs, scale,
+                                                                ntiles);
+    ZT_LAUNCHED("k_att_fwd");
+}
+
+template <int DPL>
+static void att_bwd_launch(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                           const float *D, int B, int T, int NH, int NKV, int hs) {
+    const int ntiles = (T + TILE - 1) / TILE;
+    const size_t s1 = dkv_smem(hs), s2 = dq_smem(hs);
+    if (!smem_ok(k_att_bwd_dkv<DPL>, s1, "attention backward (dk, dv)") ||
+        !smem_ok(k_att_bwd_dq<DPL>, s2, "attention backward (dq)"))
+        return;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const unsigned nkv = (unsigned)((size_t)B * NKV * ntiles), nq = (unsigned)((size_t)B * NH * ntiles);
+    k_att_bwd_dkv<DPL><<<nkv, NTHR, s1, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, scale,
+                                                       ntiles);
+    if (!ZT_LAUNCHED("k_att_bwd_dkv")) return;
+    k_att_bwd_dq<DPL><<<nq, NTHR, s2, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, scale,
+                                                     ntiles);
+    ZT_LAUNCHED("k_att_bwd_dq");
+}
+
+void zt_cuda_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                     int hs) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+    if (!check_shape(NH, NKV, hs, "attention forward")) return;
+    switch (dims_per_lane(hs)) {
+    case 1: att_fwd_launch<1>(out, lse, qkv, B, T, NH, NKV, hs); break;
+    case 2: att_fwd_launch<2>(out, lse, qkv, B, T, NH, NKV, hs); break;
+    case 4: att_fwd_launch<4>(out, lse, qkv, B, T, NH, NKV, hs); break;
+    default: att_fwd_launch<8>(out, lse, qkv, B, T, NH, NKV, hs); break;
+    }
+}
+
+void zt_cuda_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                     const float *lse, int B, int T, int NH, int NKV, int hs) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+    if (!check_shape(NH, NKV, hs, "attention backward")) return;
+    const size_t nrow = (size_t)B * NH * T;
+    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_gqa_bwd(B, T, NH), "attention backward");
+    if (!D) return;
+    const size_t threads = nrow * 32;
+    k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T,
+                                                                                NH * hs, NH, hs);
+    if (!ZT_LAUNCHED("k_att_rowdot")) return;
+    switch (dims_per_lane(hs)) {
+    case 1: att_bwd_launch<1>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
+    case 2: att_bwd_launch<2>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
+    case 4: att_bwd_launch<4>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
+    default: att_bwd_launch<8>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
+    }
+}
+
+/* GPT-2's attention: NKV = NH heads of C/NH */
+static bool gpt_shape(int C, int NH, const char *who) {
+    if (C % NH != 0 || dims_per_lane(C / NH) == 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "C=%d, NH=%d: head size must divide C and be at most 256", C, NH);
         zt_cuda_fail(__FILE__, __LINE__, who, msg, NULL);
@@ -416,63 +505,15 @@ static bool check_shape(int C, int NH, const char *who) {
     return true;
 }
 
-template <int DPL>
-static void att_fwd_launch(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
-    const int hs = C / NH, ntiles = (T + TILE - 1) / TILE;
-    const size_t smem = fwd_smem(hs);
-    if (!smem_ok(k_att_fwd<DPL>, smem, "attention forward")) return;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const size_t nblk = (size_t)B * NH * ntiles;
-    k_att_fwd<DPL><<<(unsigned)nblk, NTHR, smem, zt_cu.stream>>>(out, lse, qkv, T, C, NH, hs, scale,
-                                                                ntiles);
-    ZT_LAUNCHED("k_att_fwd");
-}
-
-template <int DPL>
-static void att_bwd_launch(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                           const float *D, int B, int T, int C, int NH) {
-    const int hs = C / NH, ntiles = (T + TILE - 1) / TILE;
-    const size_t s1 = dkv_smem(hs), s2 = dq_smem(hs);
-    if (!smem_ok(k_att_bwd_dkv<DPL>, s1, "attention backward (dk, dv)") ||
-        !smem_ok(k_att_bwd_dq<DPL>, s2, "attention backward (dq)"))
-        return;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const unsigned nblk = (unsigned)((size_t)B * NH * ntiles);
-    k_att_bwd_dkv<DPL><<<nblk, NTHR, s1, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, C, NH, hs, scale,
-                                                        ntiles);
-    if (!ZT_LAUNCHED("k_att_bwd_dkv")) return;
-    k_att_bwd_dq<DPL><<<nblk, NTHR, s2, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, C, NH, hs, scale,
-                                                       ntiles);
-    ZT_LAUNCHED("k_att_bwd_dq");
-}
-
 void zt_cuda_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
-    if (!check_shape(C, NH, "attention forward")) return;
-    switch (dims_per_lane(C / NH)) {
-    case 1: att_fwd_launch<1>(out, lse, qkv, B, T, C, NH); break;
-    case 2: att_fwd_launch<2>(out, lse, qkv, B, T, C, NH); break;
-    case 4: att_fwd_launch<4>(out, lse, qkv, B, T, C, NH); break;
-    default: att_fwd_launch<8>(out, lse, qkv, B, T, C, NH); break;
-    }
+    if (!gpt_shape(C, NH, "attention forward")) return;
+    zt_cuda_gqa_fwd(out, lse, qkv, B, T, NH, NH, C / NH);
 }
 
 void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                            const float *lse, int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
-    if (!check_shape(C, NH, "attention backward")) return;
-    const int hs = C / NH;
-    const size_t nrow = (size_t)B * NH * T;
-    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_attention_bwd(B, T, NH), "attention backward");
-    if (!D) return;
-    const size_t threads = nrow * 32;
-    k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, C,
-                                                                                NH, hs);
-    if (!ZT_LAUNCHED("k_att_rowdot")) return;
-    switch (dims_per_lane(hs)) {
-    case 1: att_bwd_launch<1>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
-    case 2: att_bwd_launch<2>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
-    case 4: att_bwd_launch<4>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
-    default: att_bwd_launch<8>(dqkv, dout, qkv, lse, D, B, T, C, NH); break;
-    }
+    if (!gpt_shape(C, NH, "attention backward")) return;
+    zt_cuda_gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NH, C / NH);
 }

@@ -565,6 +565,14 @@ static void fill_table(zt_backend *t) {
     t->set_matmul_precision = zt_cuda_set_matmul_precision;
     t->attention_fwd = zt_cuda_attention_fwd;
     t->attention_bwd = zt_cuda_attention_bwd;
+    t->rmsnorm_fwd = zt_cuda_rmsnorm_fwd;
+    t->rmsnorm_bwd = zt_cuda_rmsnorm_bwd;
+    t->rope_fwd = zt_cuda_rope_fwd;
+    t->rope_bwd = zt_cuda_rope_bwd;
+    t->swiglu_fwd = zt_cuda_swiglu_fwd;
+    t->swiglu_bwd = zt_cuda_swiglu_bwd;
+    t->gqa_fwd = zt_cuda_gqa_fwd;
+    t->gqa_bwd = zt_cuda_gqa_bwd;
     t->gelu_fwd = zt_cuda_gelu_fwd;
     t->gelu_bwd = zt_cuda_gelu_bwd;
     t->add = cuda_add;

@@ -125,12 +125,31 @@ void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, fl
 /* dst[c] (+=) sum over n < N of src[n * ld + c], c < C: fixed-order two-pass
  * reduction in double (no atomics). */
 void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld);
+/* dst[c] (+=) sum over p < P of part[p * C + c] (double, in order): the
+ * second pass of the column sums (part from zt_cuda_ws_col_chunks chunks) */
+void zt_cuda_colsum_final(float *dst, const double *part, int P, int C);
+
+/* cuda_llama.cu */
+void zt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps,
+                         int N, int C);
+void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
+                         const float *w, const float *rstd, int N, int C);
+void zt_cuda_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                      int hd);
+void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                      int hd);
+void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H);
+void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
 
 /* cuda_attention.cu */
 void zt_cuda_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
                            int NH);
 void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                            const float *out, const float *lse, int B, int T, int C, int NH);
+void zt_cuda_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                     int hs);
+void zt_cuda_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                     const float *lse, int B, int T, int NH, int NKV, int hs);
 
 /* cuda_matmul.cu */
 bool zt_cuda_matmul_init(void);

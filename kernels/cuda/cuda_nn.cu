@@ -26,7 +26,8 @@ __global__ void k_encoder_fwd(float *out, const int *inp, const float *wte, cons
         const size_t n = i / (size_t)C;
         const int c = (int)(i - n * (size_t)C);
         const int t = (int)(n % (size_t)T);
-        out[i] = wte[(size_t)inp[n] * C + c] + wpe[(size_t)t * C + c];
+        out[i] = wpe ? wte[(size_t)inp[n] * C + c] + wpe[(size_t)t * C + c]
+                     : wte[(size_t)inp[n] * C + c];
     }
 }
 
@@ -74,9 +75,11 @@ void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int 
                          int C) {
     const int N = B * T;
     if (N <= 0 || C <= 0) return;
-    k_encoder_bwd_wpe<<<zt_ew_blocks((size_t)T * C), ZT_EW_THREADS, 0, zt_cu.stream>>>(dwpe, dout, B,
-                                                                                       T, C);
-    if (!ZT_LAUNCHED("k_encoder_bwd_wpe")) return;
+    if (dwpe) {   /* NULL: no position embeddings (Llama) */
+        k_encoder_bwd_wpe<<<zt_ew_blocks((size_t)T * C), ZT_EW_THREADS, 0, zt_cu.stream>>>(dwpe, dout,
+                                                                                           B, T, C);
+        if (!ZT_LAUNCHED("k_encoder_bwd_wpe")) return;
+    }
 
     /* stable sort of (token, position) pairs by token */
     size_t tmp_bytes = 0;
@@ -133,6 +136,13 @@ __global__ void k_colsum_final(float *dst, const double *part, float *dst2, cons
     }
     dst[c] += (float)a;
     if (dst2) dst2[c] += (float)b;
+}
+
+void zt_cuda_colsum_final(float *dst, const double *part, int P, int C) {
+    if (P <= 0 || C <= 0) return;
+    k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
+        dst, part, NULL, NULL, P, C);
+    ZT_LAUNCHED("k_colsum_final");
 }
 
 void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {

@@ -76,6 +76,16 @@ static inline size_t zt_cuda_ws_attention_bwd(int B, int T, int NH) {
     if (B <= 0 || T <= 0 || NH <= 0) return 0;
     return (size_t)B * (size_t)NH * (size_t)T * sizeof(float);
 }
+/* gqa_bwd [B, T, NH q heads]: D = rowsum(dout * out), [B, NH, T] floats
+ * (attention_bwd is its NKV = NH case) */
+static inline size_t zt_cuda_ws_gqa_bwd(int B, int T, int NH) {
+    return zt_cuda_ws_attention_bwd(B, T, NH);
+}
+/* rmsnorm_bwd [N, C]: partial dw, one double per chunk and column */
+static inline size_t zt_cuda_ws_rmsnorm_bwd(int N, int C) {
+    if (N <= 0 || C <= 0) return 0;
+    return (size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double);
+}
 /* encoder_bwd: CUB's radix sort of N (token, position) int pairs needs
  * temporary storage the library reports only at run time.  This is an upper
  * bound of what its one-sweep sort asks for (the alternate key and value

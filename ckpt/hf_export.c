@@ -1,0 +1,332 @@
+/*
+ * hf_export.c -- `ztrain ckpt export PATH --hf OUTDIR`: a checkpoint as a
+ * Hugging Face model directory (zt_ckpt_export_hf, docs/huggingface.md).
+ *
+ * Serial, no model code: the tensors come from the checkpoint's /params
+ * table (checksums verified while reading), the model settings from its
+ * stored configuration JSON (/config), the Hugging Face names from
+ * ck_hf_name.  Everything is written into OUTDIR.tmp, which is renamed to
+ * OUTDIR at the end.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <jansson.h>
+#include "ckpt_internal.h"
+#include "config.h"
+
+/* The model keys of a stored configuration JSON ({"ztrain": {"model":
+ * {...}, "init_from": ...}}) into cfg; absent keys keep their defaults (a
+ * checkpoint written before the llama keys existed is a GPT-2). */
+static int model_from_json(const char *file, const char *json, zt_config *cfg, zt_status *st) {
+    static const char *const keys[] = {
+        "n_layer", "n_head", "n_embd", "context", "vocab", "arch", "n_kv_head", "head_dim",
+        "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_factor",
+        "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_positions",
+        "attention_bias", "tie_embeddings"};
+    json_error_t je;
+    json_t *root = json ? json_loads(json, 0, &je) : NULL;
+    if (!root) return zt_fail(st, ZT_EDATA, "%s: no readable configuration JSON (/config)", file);
+    json_t *zt = json_object_get(root, "ztrain"), *m = json_object_get(zt, "model");
+    int rc = json_is_object(m) ? ZT_OK
+                               : zt_fail(st, ZT_EDATA, "%s: /config has no ztrain.model", file);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && rc == ZT_OK; ++i) {
+        json_t *v = json_object_get(m, keys[i]);
+        char key[96], val[64];
+        snprintf(key, sizeof key, "ztrain.model.%s", keys[i]);
+        if (!v) continue;
+        if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v)) snprintf(val, sizeof val, "%.17g", json_real_value(v));
+        else if (json_is_boolean(v)) snprintf(val, sizeof val, "%s", json_is_true(v) ? "true" : "false");
+        else if (json_is_string(v)) snprintf(val, sizeof val, "%s", json_string_value(v));
+        else continue;
+        rc = zt_config_set(cfg, key, val, ZT_SRC_FILE, st);
+        if (rc != ZT_OK) zt_fail_prefix(st, "%s: /config", file);
+    }
+    json_t *init = json_object_get(zt, "init_from");
+    if (rc == ZT_OK && json_is_string(init))
+        rc = zt_config_set(cfg, "ztrain.init_from", json_string_value(init), ZT_SRC_FILE, st);
+    json_decref(root);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- config.json */
+
+static double g_prec_check[16];
+static int g_nprec;
+static json_t *jreal(double x) {
+    if (g_nprec < 16) g_prec_check[g_nprec++] = x;
+    return json_real(x);
+}
+/* 15 significant digits when they give back every value written, else 17. */
+static int real_precision(void) {
+    for (int i = 0; i < g_nprec; ++i) {
+        char b[40];
+        snprintf(b, sizeof b, "%.15g", g_prec_check[i]);
+        if (strtod(b, NULL) != g_prec_check[i]) return 17;
+    }
+    return 15;
+}
+
+/* Keys carried over from the original config.json (init_from) when present. */
+static void carry(json_t *out, json_t *orig, const char *const *keys, size_t n) {
+    for (size_t i = 0; orig && i < n; ++i) {
+        json_t *v = json_object_get(orig, keys[i]);
+        if (v) json_object_set(out, keys[i], v);
+    }
+}
+
+static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
+    json_t *c = json_object();
+    g_nprec = 0;
+    static const char *const tokens[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
+    const char *oarch = NULL;
+    json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
+    if (json_is_array(oa)) oarch = json_string_value(json_array_get(oa, 0));
+    if (zt_model_arch(mc) == ZT_ARCH_GPT2) {
+        json_object_set_new(c, "architectures", json_pack("[s]", "GPT2LMHeadModel"));
+        json_object_set_new(c, "model_type", json_string("gpt2"));
+        json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
+        json_object_set_new(c, "n_positions", json_integer(mc->context));
+        json_object_set_new(c, "n_embd", json_integer(mc->n_embd));
+        json_object_set_new(c, "n_layer", json_integer(mc->n_layer));
+        json_object_set_new(c, "n_head", json_integer(mc->n_head));
+        json_object_set_new(c, "n_inner", json_null());
+        json_object_set_new(c, "activation_function", json_string("gelu_new"));
+        json_object_set_new(c, "layer_norm_epsilon", jreal(1e-5));
+        json_object_set_new(c, "tie_word_embeddings", json_true());
+        carry(c, orig, tokens, 3);
+    } else {
+        /* q/k/v biases without an o_proj bias: Qwen2; else Mistral when the
+         * original was one (sliding window kept), else Llama */
+        int qwen = mc->attention_bias, mistral = !qwen && oarch && !strcmp(oarch, "MistralForCausalLM");
+        const char *arch = qwen ? "Qwen2ForCausalLM" : mistral ? "MistralForCausalLM" : "LlamaForCausalLM";
+        json_object_set_new(c, "architectures", json_pack("[s]", arch));
+        json_object_set_new(c, "model_type", json_string(qwen ? "qwen2" : mistral ? "mistral" : "llama"));
+        json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
+        json_object_set_new(c, "hidden_size", json_integer(mc->n_embd));
+        json_object_set_new(c, "intermediate_size", json_integer(zt_model_intermediate(mc)));
+        json_object_set_new(c, "num_hidden_layers", json_integer(mc->n_layer));
+        json_object_set_new(c, "num_attention_heads", json_integer(mc->n_head));
+        json_object_set_new(c, "num_key_value_heads", json_integer(zt_model_kv_heads(mc)));
+        json_object_set_new(c, "head_dim", json_integer(zt_model_head_dim(mc)));
+        json_object_set_new(c, "hidden_act", json_string("silu"));
+        json_object_set_new(c, "max_position_embeddings", json_integer(mc->context));
+        json_object_set_new(c, "rms_norm_eps", jreal(mc->norm_eps));
+        json_object_set_new(c, "rope_theta", jreal(mc->rope_theta));
+        if (!strcmp(mc->rope_scaling, "llama3"))
+            json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:o,s:o,s:i}", "rope_type",
+                                "llama3", "factor", jreal(mc->rope_factor), "low_freq_factor",
+                                jreal(mc->rope_low_freq_factor), "high_freq_factor",
+                                jreal(mc->rope_high_freq_factor), "original_max_position_embeddings",
+                                mc->rope_original_max));
+        else
+            json_object_set_new(c, "rope_scaling", json_null());
+        json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
+        if (!qwen && !mistral) {
+            json_object_set_new(c, "attention_bias", json_false());
+            json_object_set_new(c, "mlp_bias", json_false());
+        }
+        if (qwen) json_object_set_new(c, "use_sliding_window", json_false());
+        if (mistral) {
+            static const char *const sw[] = {"sliding_window"};
+            carry(c, orig, sw, 1);
+        }
+        json_object_set_new(c, "attention_dropout", jreal(0.0));
+        carry(c, orig, tokens, 3);
+    }
+    json_object_set_new(c, "torch_dtype", json_string(bf16 ? "bfloat16" : "float32"));
+    json_object_set_new(c, "ztrain_exported", json_true());
+    return c;
+}
+
+/* ---------------------------------------------------------------- files */
+
+static int copy_file(const char *from, const char *to, zt_status *st) {
+    FILE *in = fopen(from, "rb");
+    if (!in) return zt_fail(st, ZT_EIO, "%s: cannot open: %s", from, strerror(errno));
+    FILE *out = fopen(to, "wb");
+    int rc = out ? ZT_OK : zt_fail(st, ZT_EIO, "%s: cannot create: %s", to, strerror(errno));
+    char buf[65536];
+    size_t k;
+    while (rc == ZT_OK && (k = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, k, out) != k) rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", to, strerror(errno));
+    if (rc == ZT_OK && ferror(in)) rc = zt_fail(st, ZT_EIO, "%s: read failed", from);
+    if (out && (fflush(out) != 0 || fsync(fileno(out)) != 0) && rc == ZT_OK)
+        rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", to, strerror(errno));
+    if (out && fclose(out) != 0 && rc == ZT_OK) rc = zt_fail(st, ZT_EIO, "%s: close failed", to);
+    fclose(in);
+    return rc;
+}
+
+static int write_json(json_t *j, const char *path, int prec, zt_status *st) {
+    if (json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(prec)) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return ZT_OK;
+}
+
+static int dir_nonempty(const char *p) {
+    DIR *d = opendir(p);
+    if (!d) return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n > 0;
+}
+
+/* ---------------------------------------------------------------- export */
+
+int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t max_shard_bytes,
+                      zt_status *st) {
+    zt_status_clear(st);
+    char file[ZT_PATH_MAX + 64], tmpdir[ZT_PATH_MAX + 16], p[ZT_PATH_MAX + 128];
+    struct stat sb;
+    if (strlen(out_dir) >= ZT_PATH_MAX)
+        return zt_fail(st, ZT_EINVAL, "%s: output path too long", out_dir);
+    if (stat(out_dir, &sb) == 0 && (!S_ISDIR(sb.st_mode) || dir_nonempty(out_dir)))
+        return zt_fail(st, ZT_EINVAL, "%s: exists and is not an empty directory (nothing "
+                       "overwritten)", out_dir);
+    hid_t f;
+    zt_ckpt_info in;
+    ck_tlist L = {0};
+    ZT_TRY(ck_open_table(path, file, sizeof file, &f, &in, 1, &L, st));
+    int n = L.n, rc = ZT_OK, made = 0, nshards = 0;
+    int dtype = bf16 ? ZT_ST_BF16 : ZT_ST_F32;
+    uint64_t es = bf16 ? 2 : 4, maxw = 0, total = 0;
+    zt_config *cfg = zt_config_new();
+    zt_st_spec *specs = calloc((size_t)(n ? n : 1), sizeof *specs);
+    char (*names)[200] = calloc((size_t)(n ? n : 1), sizeof *names);
+    int *tr = calloc((size_t)(n ? n : 1), sizeof *tr), *shard = calloc((size_t)(n ? n : 1), sizeof *shard);
+    float *buf = malloc(CK_CHUNK_ELEMS * sizeof(float)), *whole = NULL;
+    json_t *config = NULL, *orig = NULL, *index = NULL;
+    zt_st_writer w;
+    memset(&w, 0, sizeof w);
+    if (!cfg || !specs || !names || !tr || !shard || !buf) {
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = model_from_json(file, in.config_json, cfg, st)) != ZT_OK) goto out;
+    const zt_model_config *mc = &cfg->model;
+    int arch = zt_model_arch(mc);
+    /* names, shapes, shards (greedy in table order, each at most the limit
+     * unless one tensor alone is larger) */
+    uint64_t in_shard = 0;
+    for (int i = 0; i < n && rc == ZT_OK; ++i) {
+        if (ck_hf_name(arch, L.t[i].name, names[i], sizeof names[i], &tr[i]) != 0) {
+            rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
+                         "architecture %s", file, L.t[i].name, mc->arch);
+            break;
+        }
+        specs[i].name = names[i];
+        ck_export_shape(&L.t[i], tr[i], &specs[i]);
+        if (tr[i] && L.t[i].numel > maxw) maxw = L.t[i].numel;
+        uint64_t b = L.t[i].numel * es;
+        if (i == 0 || (in_shard > 0 && in_shard + b > max_shard_bytes)) {
+            nshards++;
+            in_shard = 0;
+        }
+        shard[i] = nshards - 1;
+        in_shard += b;
+        total += b;
+    }
+    if (rc != ZT_OK) goto out;
+    if (maxw && !(whole = malloc(maxw * sizeof(float)))) {
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* the original model directory: tokenizer files, config keys */
+    const char *src = cfg->init_from[0] ? cfg->init_from : NULL;
+    if (src) {
+        snprintf(p, sizeof p, "%s/config.json", src);
+        orig = json_load_file(p, 0, NULL);
+    }
+    config = make_config(mc, bf16, orig);
+    if (!config) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
+
+    snprintf(tmpdir, sizeof tmpdir, "%s.tmp", out_dir);
+    if (stat(tmpdir, &sb) == 0) ck_rmtree(tmpdir);   /* a crashed export's leftovers */
+    if (mkdir(tmpdir, 0777) != 0) {
+        rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmpdir, strerror(errno));
+        goto out;
+    }
+    made = 1;
+    if (nshards > 1) {
+        index = json_object();
+        json_t *wm = json_object();
+        json_object_set_new(index, "metadata", json_pack("{s:I}", "total_size", (json_int_t)total));
+        json_object_set_new(index, "weight_map", wm);
+    }
+    const char *meta[] = {"format", "pt"};
+    for (int s = 0, i = 0; s < nshards && rc == ZT_OK; ++s) {
+        int first = i;
+        while (i < n && shard[i] == s) ++i;
+        char name[64];
+        if (nshards == 1) snprintf(name, sizeof name, "model.safetensors");
+        else snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, nshards);
+        snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+        rc = zt_st_write_begin(&w, p, specs + first, i - first, dtype, meta, 1, st);
+        for (int k = first; k < i && rc == ZT_OK; ++k) {
+            rc = ck_export_tensor(f, file, &L.t[k], tr[k], buf, whole, &w, st);
+            if (index) json_object_set_new(json_object_get(index, "weight_map"), names[k], json_string(name));
+        }
+        if (rc == ZT_OK) rc = zt_st_write_end(&w, st);
+        zt_st_write_abort(&w);
+    }
+    if (rc == ZT_OK && index) {
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", tmpdir);
+        rc = write_json(index, p, 17, st);
+    }
+    if (rc == ZT_OK) {
+        snprintf(p, sizeof p, "%s/config.json", tmpdir);
+        rc = write_json(config, p, real_precision(), st);
+    }
+    static const char *const tok[] = {"tokenizer.json", "tokenizer_config.json",
+                                      "special_tokens_map.json", "tokenizer.model", "vocab.json",
+                                      "merges.txt", "generation_config.json"};
+    for (size_t k = 0; src && rc == ZT_OK && k < sizeof tok / sizeof tok[0]; ++k) {
+        char from[ZT_PATH_MAX + 64];
+        snprintf(from, sizeof from, "%s/%s", src, tok[k]);
+        snprintf(p, sizeof p, "%s/%s", tmpdir, tok[k]);
+        if (stat(from, &sb) == 0) rc = copy_file(from, p, st);
+    }
+    if (rc == ZT_OK) rc = ck_fsync_path(tmpdir, 1, st);
+    if (rc == ZT_OK && stat(out_dir, &sb) == 0 && rmdir(out_dir) != 0)
+        rc = zt_fail(st, ZT_EIO, "%s: cannot replace the empty directory: %s", out_dir, strerror(errno));
+    if (rc == ZT_OK && rename(tmpdir, out_dir) != 0)
+        rc = zt_fail(st, ZT_EIO, "%s: rename failed: %s", out_dir, strerror(errno));
+    if (rc == ZT_OK) {
+        char parent[ZT_PATH_MAX + 16];
+        snprintf(parent, sizeof parent, "%s", out_dir);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) *slash = '\0';
+        else snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+        zt_status tmp;
+        ck_fsync_path(parent, 1, &tmp);
+        made = 0;
+    }
+out:
+    zt_st_write_abort(&w);
+    if (made) ck_rmtree(tmpdir);
+    if (config) json_decref(config);
+    if (orig) json_decref(orig);
+    if (index) json_decref(index);
+    zt_config_free(cfg);
+    free(specs);
+    free(names);
+    free(tr);
+    free(shard);
+    free(buf);
+    free(whole);
+    free(L.t);
+    zt_ckpt_info_free(&in);
+    H5Fclose(f);
+    return rc;
+}

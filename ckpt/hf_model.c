@@ -1,0 +1,710 @@
+/*
+ * hf_model.c -- Hugging Face model directories: config.json into the
+ * configuration (zt_hf_read_config, zt_hf_check_config) and the weights
+ * (model.safetensors or sharded model-0000K-of-0000N.safetensors with
+ * model.safetensors.index.json) into a context's fp32 master parameters
+ * (zt_hf_load).  docs/huggingface.md.
+ *
+ * Loading works like a one-reader checkpoint restore (ckpt_restore.c):
+ * rank 0 opens the files alone, validates every header and matches every
+ * tensor against the model before anything is written, then reads each
+ * tensor in pieces of at most CK_CHUNK_ELEMS elements (pread; converted to
+ * fp32) and sends every piece to the ranks owning parts of it
+ * (zt_ctx_owned_state), so no rank holds more than its own shard plus one
+ * piece.  AdamW moments are zeroed and the step counters reset.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <jansson.h>
+#include "ckpt_internal.h"
+#include "devmem.h"
+
+/* ================================================================ config.json */
+
+enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2 };
+static const struct {
+    const char *arch, *model_type;
+    int family;
+} hf_archs[] = {
+    {"LlamaForCausalLM", "llama", HF_LLAMA}, {"MistralForCausalLM", "mistral", HF_MISTRAL},
+    {"Qwen2ForCausalLM", "qwen2", HF_QWEN2}, {"GPT2LMHeadModel", "gpt2", HF_GPT2},
+};
+
+/* transformers 5.23's defaults for keys absent from config.json
+ * (models/<m>/configuration_<m>.py) */
+typedef struct hf_defaults {
+    long vocab, hidden, inter, layers, heads, kv, maxpos;   /* kv -1: = heads */
+    double eps;
+    int tie;
+} hf_defaults;
+static const hf_defaults hf_def[] = {
+    [HF_LLAMA] = {32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0},
+    [HF_MISTRAL] = {32000, 4096, 14336, 32, 32, 8, 131072, 1e-6, 0},
+    [HF_QWEN2] = {151936, 4096, 22016, 32, 32, 32, 32768, 1e-6, 0},
+    [HF_GPT2] = {50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1},
+};
+
+typedef struct hf_cfg {
+    char path[ZT_PATH_MAX + 16];  /* config.json */
+    json_t *root;
+    int family;
+    const char *arch_name;
+    long sliding_window;          /* 0: none */
+    /* the ztrain keys and values it sets, with the config.json field each
+     * comes from */
+    int n;
+    struct { const char *key, *from; char val[64]; } kv[24];
+} hf_cfg;
+
+static void hf_cfg_free(hf_cfg *h) {
+    if (h->root) json_decref(h->root);
+    h->root = NULL;
+}
+
+static void add_kv(hf_cfg *h, const char *key, const char *from, const char *fmt, ...)
+    ZT_PRINTF(4, 5);
+static void add_kv(hf_cfg *h, const char *key, const char *from, const char *fmt, ...) {
+    if (h->n >= (int)(sizeof h->kv / sizeof h->kv[0])) return;   /* table sized for all */
+    h->kv[h->n].key = key;
+    h->kv[h->n].from = from;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->kv[h->n].val, sizeof h->kv[h->n].val, fmt, ap);
+    va_end(ap);
+    h->n++;
+}
+
+/* Typed getters: a missing key or JSON null gives the default. */
+static int get_int(hf_cfg *h, json_t *obj, const char *key, long def, long *out, zt_status *st) {
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) { *out = def; return ZT_OK; }
+    if (json_is_integer(v)) { *out = (long)json_integer_value(v); return ZT_OK; }
+    if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+        fabs(json_real_value(v)) < 1e15) {
+        *out = (long)json_real_value(v);
+        return ZT_OK;
+    }
+    return zt_fail(st, ZT_EDATA, "%s: %s must be an integer", h->path, key);
+}
+static int get_num(hf_cfg *h, json_t *obj, const char *key, double def, double *out,
+                   zt_status *st) {
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) { *out = def; return ZT_OK; }
+    if (json_is_number(v)) { *out = json_number_value(v); return ZT_OK; }
+    return zt_fail(st, ZT_EDATA, "%s: %s must be a number", h->path, key);
+}
+static int get_bool(hf_cfg *h, json_t *obj, const char *key, int def, int *out, zt_status *st) {
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) { *out = def; return ZT_OK; }
+    if (json_is_boolean(v)) { *out = json_is_true(v); return ZT_OK; }
+    return zt_fail(st, ZT_EDATA, "%s: %s must be true or false", h->path, key);
+}
+static int get_str(hf_cfg *h, json_t *obj, const char *key, const char *def, const char **out,
+                   zt_status *st) {
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || json_is_null(v)) { *out = def; return ZT_OK; }
+    if (json_is_string(v)) { *out = json_string_value(v); return ZT_OK; }
+    return zt_fail(st, ZT_EDATA, "%s: %s must be a string", h->path, key);
+}
+/* A positive integer that fits an int (shape fields). */
+static int get_dim(hf_cfg *h, const char *key, long def, long *out, zt_status *st) {
+    ZT_TRY(get_int(h, h->root, key, def, out, st));
+    if (*out < 1 || *out > 1 << 30)
+        return zt_fail(st, ZT_EDATA, "%s: %s=%ld must be a positive integer", h->path, key, *out);
+    return ZT_OK;
+}
+
+/* dir_or_json: a model directory (its config.json) or a .json file. */
+static int hf_open(const char *dir_or_json, hf_cfg *h, zt_status *st) {
+    memset(h, 0, sizeof *h);
+    struct stat sb;
+    if (stat(dir_or_json, &sb) != 0)
+        return zt_fail(st, ZT_EIO, "%s: no such Hugging Face model directory or config.json: %s",
+                       dir_or_json, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) snprintf(h->path, sizeof h->path, "%s/config.json", dir_or_json);
+    else snprintf(h->path, sizeof h->path, "%s", dir_or_json);
+    json_error_t je;
+    h->root = json_load_file(h->path, JSON_REJECT_DUPLICATES, &je);
+    if (!h->root) {
+        if (stat(h->path, &sb) != 0)
+            return zt_fail(st, ZT_EIO, "%s: missing (not a Hugging Face model directory)", h->path);
+        return zt_fail(st, ZT_EDATA, "%s: line %d: %s", h->path, je.line, je.text);
+    }
+    if (!json_is_object(h->root)) {
+        hf_cfg_free(h);
+        return zt_fail(st, ZT_EDATA, "%s: not a JSON object", h->path);
+    }
+    return ZT_OK;
+}
+
+static int hf_family(hf_cfg *h, zt_status *st) {
+    json_t *a = json_object_get(h->root, "architectures");
+    const char *name = NULL, *mt = NULL;
+    if (json_is_array(a) && json_array_size(a) > 0) {
+        if (json_array_size(a) != 1 || !json_is_string(json_array_get(a, 0)))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: architectures must name exactly one model "
+                           "class", h->path);
+        name = json_string_value(json_array_get(a, 0));
+    }
+    ZT_TRY(get_str(h, h->root, "model_type", NULL, &mt, st));
+    for (size_t i = 0; i < sizeof hf_archs / sizeof hf_archs[0]; ++i)
+        if (name ? !strcmp(name, hf_archs[i].arch) : mt && !strcmp(mt, hf_archs[i].model_type)) {
+            h->family = hf_archs[i].family;
+            h->arch_name = hf_archs[i].arch;
+            return ZT_OK;
+        }
+    return zt_fail(st, ZT_EUNSUPPORTED, "%s: architecture %s is not supported (supported: "
+                   "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)",
+                   h->path, name ? name : mt ? mt : "(none: no architectures or model_type)");
+}
+
+/* Rotary settings in either writer's form: transformers 4.x rope_theta +
+ * rope_scaling {rope_type|type, factor, ...}; 5.x rope_parameters
+ * {rope_theta, rope_type, ...}.  rope_scaling wins when both are objects
+ * (as in transformers' convert_rope_params_to_dict). */
+static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
+    json_t *rs = json_object_get(h->root, "rope_scaling"), *rp = json_object_get(h->root, "rope_parameters");
+    json_t *d = json_is_object(rs) ? rs : json_is_object(rp) ? rp : NULL;
+    const char *from = d == rs ? "rope_scaling" : "rope_parameters";
+    if (d) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(d, k, v)
+            if (json_is_object(v))
+                return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s holds per-layer-type rotary "
+                               "parameters (%s); ztrain has one rotary embedding", h->path, from, k);
+    }
+    double theta, prf, prf2;
+    ZT_TRY(get_num(h, h->root, "rope_theta", 10000.0, &theta, st));
+    ZT_TRY(get_num(h, d, "rope_theta", theta, &theta, st));
+    ZT_TRY(get_num(h, h->root, "partial_rotary_factor", 1.0, &prf, st));
+    ZT_TRY(get_num(h, d, "partial_rotary_factor", prf, &prf2, st));
+    if (prf2 != 1.0)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: partial_rotary_factor=%g is not supported "
+                       "(ztrain rotates the whole head)", h->path, prf2);
+    if (!(theta > 0))
+        return zt_fail(st, ZT_EDATA, "%s: rope_theta=%g must be positive", h->path, theta);
+    const char *type = "default";
+    ZT_TRY(get_str(h, d, "type", type, &type, st));
+    ZT_TRY(get_str(h, d, "rope_type", type, &type, st));
+    add_kv(h, "ztrain.model.rope_theta", "rope_theta", "%.17g", theta);
+    if (!strcmp(type, "default")) {
+        add_kv(h, "ztrain.model.rope_scaling", from, "none");
+        return ZT_OK;
+    }
+    if (strcmp(type, "llama3") != 0)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s rope_type '%s' is not supported (default "
+                       "and llama3 are)", h->path, from, type);
+    double fac, lo, hi;
+    long om;
+    const char *need[] = {"factor", "low_freq_factor", "high_freq_factor"};
+    for (int i = 0; i < 3; ++i)
+        if (!json_is_number(json_object_get(d, need[i])))
+            return zt_fail(st, ZT_EDATA, "%s: %s (llama3) needs a number %s", h->path, from,
+                           need[i]);
+    ZT_TRY(get_num(h, d, "factor", 0, &fac, st));
+    ZT_TRY(get_num(h, d, "low_freq_factor", 0, &lo, st));
+    ZT_TRY(get_num(h, d, "high_freq_factor", 0, &hi, st));
+    ZT_TRY(get_int(h, d, "original_max_position_embeddings", maxpos, &om, st));
+    add_kv(h, "ztrain.model.rope_scaling", from, "llama3");
+    add_kv(h, "ztrain.model.rope_factor", "factor", "%.17g", fac);
+    add_kv(h, "ztrain.model.rope_low_freq_factor", "low_freq_factor", "%.17g", lo);
+    add_kv(h, "ztrain.model.rope_high_freq_factor", "high_freq_factor", "%.17g", hi);
+    add_kv(h, "ztrain.model.rope_original_max_positions", "original_max_position_embeddings",
+           "%ld", om);
+    return ZT_OK;
+}
+
+static int hf_llama(hf_cfg *h, zt_status *st) {
+    const hf_defaults *df = &hf_def[h->family];
+    long V, C, H, L, NH, KV, P, hd;
+    double eps;
+    int tie, bias = h->family == HF_QWEN2, mlp_bias;
+    const char *act;
+    ZT_TRY(get_dim(h, "vocab_size", df->vocab, &V, st));
+    ZT_TRY(get_dim(h, "hidden_size", df->hidden, &C, st));
+    ZT_TRY(get_dim(h, "intermediate_size", df->inter, &H, st));
+    ZT_TRY(get_dim(h, "num_hidden_layers", df->layers, &L, st));
+    ZT_TRY(get_dim(h, "num_attention_heads", df->heads, &NH, st));
+    ZT_TRY(get_int(h, h->root, "num_key_value_heads", df->kv, &KV, st));
+    if (KV < 0 || json_is_null(json_object_get(h->root, "num_key_value_heads"))) KV = NH;
+    ZT_TRY(get_dim(h, "max_position_embeddings", df->maxpos, &P, st));
+    ZT_TRY(get_int(h, h->root, "head_dim", C / NH, &hd, st));
+    ZT_TRY(get_num(h, h->root, "rms_norm_eps", df->eps, &eps, st));
+    ZT_TRY(get_bool(h, h->root, "tie_word_embeddings", df->tie, &tie, st));
+    ZT_TRY(get_str(h, h->root, "hidden_act", "silu", &act, st));
+    ZT_TRY(get_bool(h, h->root, "mlp_bias", 0, &mlp_bias, st));
+    if (strcmp(act, "silu") != 0)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: hidden_act '%s' is not supported (the llama "
+                       "family's SwiGLU uses silu)", h->path, act);
+    if (mlp_bias)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: mlp_bias=true is not supported (the MLP has no "
+                       "biases)", h->path);
+    if (h->family == HF_LLAMA) {
+        int ab;
+        ZT_TRY(get_bool(h, h->root, "attention_bias", 0, &ab, st));
+        if (ab)
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: attention_bias=true is not supported for "
+                           "LlamaForCausalLM (it also puts a bias on o_proj; ztrain has q/k/v "
+                           "biases only, as Qwen2)", h->path);
+    }
+    if (KV < 1 || NH % KV != 0)
+        return zt_fail(st, ZT_EDATA, "%s: num_key_value_heads=%ld must divide "
+                       "num_attention_heads=%ld", h->path, KV, NH);
+    if (hd < 1)
+        return zt_fail(st, ZT_EDATA, "%s: head_dim=%ld must be positive", h->path, hd);
+    /* sliding-window attention equals full attention while the training
+     * length stays within the window: zt_hf_check_config */
+    if (h->family == HF_MISTRAL) {
+        ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
+        if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
+    } else if (h->family == HF_QWEN2) {
+        int use;
+        ZT_TRY(get_bool(h, h->root, "use_sliding_window", 0, &use, st));
+        if (use) ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
+        if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
+    }
+    add_kv(h, "ztrain.model.arch", "architectures", "llama");
+    add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
+    add_kv(h, "ztrain.model.n_embd", "hidden_size", "%ld", C);
+    add_kv(h, "ztrain.model.intermediate_size", "intermediate_size", "%ld", H);
+    add_kv(h, "ztrain.model.n_layer", "num_hidden_layers", "%ld", L);
+    add_kv(h, "ztrain.model.n_head", "num_attention_heads", "%ld", NH);
+    add_kv(h, "ztrain.model.n_kv_head", "num_key_value_heads", "%ld", KV);
+    add_kv(h, "ztrain.model.head_dim", "head_dim", "%ld", hd);
+    add_kv(h, "ztrain.model.context", "max_position_embeddings", "%ld", P);
+    add_kv(h, "ztrain.model.rms_norm_eps", "rms_norm_eps", "%.17g", eps);
+    add_kv(h, "ztrain.model.attention_bias", h->family == HF_QWEN2 ? "architectures" :
+           "attention_bias", "%s", bias ? "true" : "false");
+    add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
+    return hf_rope(h, P, st);
+}
+
+static int hf_gpt2(hf_cfg *h, zt_status *st) {
+    const hf_defaults *df = &hf_def[HF_GPT2];
+    long V, C, L, NH, P, inner;
+    double eps;
+    int tie, scale, by_idx, cross;
+    const char *act;
+    ZT_TRY(get_dim(h, "vocab_size", df->vocab, &V, st));
+    ZT_TRY(get_dim(h, "n_embd", df->hidden, &C, st));
+    ZT_TRY(get_dim(h, "n_layer", df->layers, &L, st));
+    ZT_TRY(get_dim(h, "n_head", df->heads, &NH, st));
+    ZT_TRY(get_dim(h, "n_positions", df->maxpos, &P, st));
+    ZT_TRY(get_int(h, h->root, "n_inner", 4 * C, &inner, st));
+    ZT_TRY(get_num(h, h->root, "layer_norm_epsilon", df->eps, &eps, st));
+    ZT_TRY(get_bool(h, h->root, "tie_word_embeddings", 1, &tie, st));
+    ZT_TRY(get_str(h, h->root, "activation_function", "gelu_new", &act, st));
+    ZT_TRY(get_bool(h, h->root, "scale_attn_weights", 1, &scale, st));
+    ZT_TRY(get_bool(h, h->root, "scale_attn_by_inverse_layer_idx", 0, &by_idx, st));
+    ZT_TRY(get_bool(h, h->root, "add_cross_attention", 0, &cross, st));
+    const char *bad = inner != 4 * C ? "n_inner (ztrain's MLP is 4 n_embd wide)"
+                    : fabs(eps - 1e-5) > 1e-12 ? "layer_norm_epsilon (ztrain's LayerNorm uses 1e-5)"
+                    : !tie ? "tie_word_embeddings=false (ztrain's GPT-2 ties its LM head)"
+                    : strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh")
+                        ? "activation_function (ztrain uses the tanh GELU: gelu_new)"
+                    : !scale ? "scale_attn_weights=false"
+                    : by_idx ? "scale_attn_by_inverse_layer_idx=true"
+                    : cross ? "add_cross_attention=true" : NULL;
+    if (bad)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: GPT2LMHeadModel setting not supported: %s",
+                       h->path, bad);
+    add_kv(h, "ztrain.model.arch", "architectures", "gpt2");
+    add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
+    add_kv(h, "ztrain.model.n_embd", "n_embd", "%ld", C);
+    add_kv(h, "ztrain.model.n_layer", "n_layer", "%ld", L);
+    add_kv(h, "ztrain.model.n_head", "n_head", "%ld", NH);
+    add_kv(h, "ztrain.model.context", "n_positions", "%ld", P);
+    add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "true");
+    return ZT_OK;
+}
+
+/* Parse config.json into h (keys to set, sliding window). */
+static int hf_parse(const char *dir_or_json, hf_cfg *h, zt_status *st) {
+    ZT_TRY(hf_open(dir_or_json, h, st));
+    int rc = hf_family(h, st);
+    if (rc == ZT_OK) rc = h->family == HF_GPT2 ? hf_gpt2(h, st) : hf_llama(h, st);
+    if (rc != ZT_OK) hf_cfg_free(h);
+    return rc;
+}
+
+int zt_hf_read_config(const char *dir_or_config_json, zt_config *cfg, zt_status *st) {
+    zt_status_clear(st);
+    hf_cfg h;
+    ZT_TRY(hf_parse(dir_or_config_json, &h, st));
+    /* the canonical text of each value, as zt_config_get shows it */
+    zt_config *want = zt_config_dup(cfg);
+    int rc = want ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory");
+    for (int i = 0; i < h.n && rc == ZT_OK; ++i) {
+        rc = zt_config_set(want, h.kv[i].key, h.kv[i].val, ZT_SRC_DERIVED, st);
+        if (rc != ZT_OK) zt_fail_prefix(st, "%s: %s", h.path, h.kv[i].from);
+    }
+    /* a value the user gave (flag, environment or configuration file) must
+     * agree with config.json: the weights are only meaningful with it */
+    for (int i = 0; i < h.n && rc == ZT_OK; ++i) {
+        int src = zt_config_source(cfg, h.kv[i].key);
+        if (src == ZT_SRC_DEFAULT || src == ZT_SRC_DERIVED) continue;
+        char have[128], need[128];
+        if (zt_config_get(cfg, h.kv[i].key, have, sizeof have, st) != ZT_OK ||
+            zt_config_get(want, h.kv[i].key, need, sizeof need, st) != ZT_OK) {
+            rc = st->code;
+            break;
+        }
+        if (strcmp(have, need) != 0)
+            rc = zt_fail(st, ZT_EINVAL, "%s=%s (%s) disagrees with %s: %s gives %s; drop the "
+                         "setting or use a matching model", h.kv[i].key, have,
+                         zt_source_name(src), h.path, h.kv[i].from, need);
+    }
+    for (int i = 0; i < h.n && rc == ZT_OK; ++i)
+        rc = zt_config_set(cfg, h.kv[i].key, h.kv[i].val, ZT_SRC_FILE, st);
+    zt_config_free(want);
+    hf_cfg_free(&h);
+    return rc;
+}
+
+int zt_hf_check_config(const char *dir_or_config_json, const zt_config *cfg, zt_status *st) {
+    zt_status_clear(st);
+    hf_cfg h;
+    ZT_TRY(hf_parse(dir_or_config_json, &h, st));
+    int rc = ZT_OK, T = cfg->seq_len > 0 ? cfg->seq_len : cfg->model.context;
+    if (h.sliding_window > 0 && h.sliding_window < T)
+        rc = zt_fail(st, ZT_EUNSUPPORTED, "%s: sliding_window=%ld is smaller than the training "
+                     "length ztrain.seq_len=%d; ztrain's attention is full-causal, which equals "
+                     "the window only up to %ld tokens: give --seq-len %ld or less", h.path,
+                     h.sliding_window, T, h.sliding_window, h.sliding_window);
+    hf_cfg_free(&h);
+    return rc;
+}
+
+const char *zt_hf_arch_name(const char *dir_or_config_json) {
+    hf_cfg h;
+    zt_status st;
+    if (hf_open(dir_or_config_json, &h, &st) != ZT_OK) return NULL;
+    const char *name = hf_family(&h, &st) == ZT_OK ? h.arch_name : NULL;
+    hf_cfg_free(&h);
+    return name;
+}
+
+/* ================================================================ weights */
+
+typedef struct hf_files {
+    char dir[ZT_PATH_MAX];
+    int n;
+    zt_st_file *f;
+    char **shard;            /* file names (index) */
+    unsigned char **used;    /* per file, per tensor */
+} hf_files;
+
+static void hf_files_close(hf_files *F) {
+    for (int i = 0; i < F->n; ++i) {
+        zt_st_close(&F->f[i]);
+        if (F->shard) free(F->shard[i]);
+        if (F->used) free(F->used[i]);
+    }
+    free(F->f);
+    free(F->shard);
+    free(F->used);
+    memset(F, 0, sizeof *F);
+}
+
+/* Open dir/name once (*idx: its index in F). */
+static int add_file(hf_files *F, const char *name, int *idx, zt_status *st) {
+    for (int i = 0; i < F->n; ++i)
+        if (!strcmp(F->shard[i], name)) { *idx = i; return ZT_OK; }
+    zt_st_file *nf = realloc(F->f, (size_t)(F->n + 1) * sizeof *nf);
+    if (nf) F->f = nf;
+    char **ns = realloc(F->shard, (size_t)(F->n + 1) * sizeof *ns);
+    if (ns) F->shard = ns;
+    unsigned char **nu = realloc(F->used, (size_t)(F->n + 1) * sizeof *nu);
+    if (nu) F->used = nu;
+    if (!nf || !ns || !nu) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    int i = F->n;
+    memset(&F->f[i], 0, sizeof F->f[i]);
+    F->f[i].fd = -1;
+    F->used[i] = NULL;
+    if (!(F->shard[i] = strdup(name))) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    F->n++;
+    char p[ZT_PATH_MAX + 300];
+    snprintf(p, sizeof p, "%s/%s", F->dir, name);
+    ZT_TRY(zt_st_open(p, &F->f[i], st));
+    if (!(F->used[i] = calloc((size_t)(F->f[i].n ? F->f[i].n : 1), 1)))
+        return zt_fail(st, ZT_ENOMEM, "out of memory");
+    *idx = i;
+    return ZT_OK;
+}
+
+/* Open the model's safetensors file(s): the index and every shard it names,
+ * or model.safetensors. */
+static int hf_files_open(const char *dir, hf_files *F, zt_status *st) {
+    memset(F, 0, sizeof *F);
+    snprintf(F->dir, sizeof F->dir, "%s", dir);
+    char idx[ZT_PATH_MAX + 64];
+    snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+    struct stat sb;
+    if (stat(idx, &sb) != 0) {
+        char one[ZT_PATH_MAX + 64];
+        snprintf(one, sizeof one, "%s/model.safetensors", dir);
+        if (stat(one, &sb) != 0)
+            return zt_fail(st, ZT_EIO, "%s: neither model.safetensors nor "
+                           "model.safetensors.index.json (only safetensors weights are read)", dir);
+        int i;
+        return add_file(F, "model.safetensors", &i, st);
+    }
+    json_error_t je;
+    json_t *root = json_load_file(idx, 0, &je);
+    if (!root) return zt_fail(st, ZT_EDATA, "%s: line %d: %s", idx, je.line, je.text);
+    json_t *wm = json_object_get(root, "weight_map");
+    int rc = ZT_OK;
+    if (!json_is_object(wm)) rc = zt_fail(st, ZT_EDATA, "%s: no weight_map object", idx);
+    const char *name;
+    json_t *v;
+    if (rc == ZT_OK)
+        json_object_foreach(wm, name, v) {
+            const char *shard = json_string_value(v);
+            if (!shard || !*shard || strchr(shard, '/')) {
+                rc = zt_fail(st, ZT_EDATA, "%s: weight_map[%s] is not a file name in the "
+                             "directory", idx, name);
+                break;
+            }
+            int i;
+            if ((rc = add_file(F, shard, &i, st)) != ZT_OK) {
+                zt_fail_prefix(st, "%s maps tensor %s to %s", idx, name, shard);
+                break;
+            }
+            if (!zt_st_find(&F->f[i], name)) {
+                rc = zt_fail(st, ZT_EDATA, "%s: maps tensor %s to %s, which does not hold it",
+                             idx, name, shard);
+                break;
+            }
+        }
+    if (rc == ZT_OK && F->n == 0) rc = zt_fail(st, ZT_EDATA, "%s: weight_map is empty", idx);
+    json_decref(root);
+    return rc;
+}
+
+typedef struct hf_match {
+    int file;                /* index into F->f */
+    const zt_st_tensor *t;
+    int transpose;
+    char hf[200];
+} hf_match;
+
+static const zt_st_tensor *hf_find(hf_files *F, const char *name, int *file) {
+    for (int i = 0; i < F->n; ++i) {
+        const zt_st_tensor *t = zt_st_find(&F->f[i], name);
+        if (t) { *file = i; return t; }
+    }
+    return NULL;
+}
+
+/* File tensors that are not parameters of the model and are skipped:
+ * lm_head.weight of a tied model (a copy of the embedding), GPT-2's causal
+ * mask buffers (h.N.attn.bias / attn.masked_bias in older files) and old
+ * Llama files' rotary inv_freq buffers. */
+static int hf_ignorable(int arch, int tied, const char *name) {
+    size_t n = strlen(name);
+    if (tied && !strcmp(name, "lm_head.weight")) return 1;
+#define ENDS(s) (n >= sizeof(s) - 1 && !strcmp(name + n - (sizeof(s) - 1), s))
+    if (arch == ZT_ARCH_GPT2) return ENDS(".attn.bias") || ENDS(".attn.masked_bias");
+    return ENDS(".rotary_emb.inv_freq");
+#undef ENDS
+}
+
+/* Match every tensor of the model with one in the files (rank 0). */
+static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status *st) {
+    int arch = zt_model_arch(&m->cfg);
+    for (int ti = 0; ti < m->n_tensors; ++ti) {
+        const zt_tensor_info *t = &m->tensors[ti];
+        hf_match *x = &mt[ti];
+        uint64_t want[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
+        if (t->ndim == 1) want[0] = t->numel;
+        char ws[64], fs[128];
+        if (ck_hf_name(arch, t->name, x->hf, sizeof x->hf, &x->transpose) != 0)
+            return zt_fail(st, ZT_EINTERNAL, "tensor %s has no Hugging Face name (a bug: please "
+                           "report it)", t->name);
+        if (x->transpose && t->ndim == 2) {
+            uint64_t s = want[0];
+            want[0] = want[1];
+            want[1] = s;
+        }
+        zt_st_shape_str(t->ndim, want, ws, sizeof ws);
+        x->t = hf_find(F, x->hf, &x->file);
+        const char *pfx = "transformer.";   /* original GPT-2 files omit it */
+        if (!x->t && arch == ZT_ARCH_GPT2 && !strncmp(x->hf, pfx, strlen(pfx))) {
+            x->t = hf_find(F, x->hf + strlen(pfx), &x->file);
+            if (x->t) memmove(x->hf, x->hf + strlen(pfx), strlen(x->hf + strlen(pfx)) + 1);
+        }
+        if (!x->t)
+            return zt_fail(st, ZT_EDATA, "%s: tensor %s %s missing (ztrain's %s)", F->dir, x->hf,
+                           ws, t->name);
+        const zt_st_file *f = &F->f[x->file];
+        ZT_TRY(zt_st_check_float(f, x->t, st));
+        zt_st_shape_str(x->t->ndim, x->t->shape, fs, sizeof fs);
+        if (x->t->ndim != t->ndim || x->t->shape[0] != want[0] ||
+            (t->ndim == 2 && x->t->shape[1] != want[1]))
+            return zt_fail(st, ZT_EDATA, "%s: tensor %s has shape %s; the configured model's %s "
+                           "needs %s", f->path, x->hf, fs, t->name, ws);
+        F->used[x->file][x->t - f->t] = 1;
+    }
+    for (int i = 0; i < F->n; ++i)
+        for (int k = 0; k < F->f[i].n; ++k) {
+            const zt_st_tensor *t = &F->f[i].t[k];
+            if (F->used[i][k] || hf_ignorable(arch, m->cfg.tie_embeddings, t->name)) continue;
+            char fs[128];
+            zt_st_shape_str(t->ndim, t->shape, fs, sizeof fs);
+            return zt_fail(st, ZT_EDATA, "%s: unexpected tensor %s %s: not part of the "
+                           "configured model", F->f[i].path, t->name, fs);
+        }
+    return ZT_OK;
+}
+
+/* Flat elements [a, b) of ours [R, C] from a file tensor stored [C, R]:
+ * per column c one contiguous run of the file's row c. */
+static int read_transposed(const zt_st_file *f, const zt_st_tensor *t, uint64_t R, uint64_t C,
+                           uint64_t a, uint64_t b, float *out, float *tmp, zt_status *st) {
+    for (uint64_t c = 0; c < C; ++c) {
+        uint64_t r0 = a <= c ? 0 : (a - c + C - 1) / C;
+        uint64_t r1 = b - 1 >= c ? (b - 1 - c) / C + 1 : 0;
+        if (r0 >= r1) continue;
+        ZT_TRY(zt_st_read(f, t, c * R + r0, r1 - r0, tmp, st));
+        for (uint64_t r = r0; r < r1; ++r) out[r * C + c - a] = tmp[r - r0];
+    }
+    return ZT_OK;
+}
+
+/* Zero this rank's owned AdamW moments. */
+static void zero_moments(const zt_train_state *s) {
+    for (int i = 0; i < s->n_ranges; ++i) {
+        const zt_owned_range *rg = &s->ranges[i];
+        size_t bytes = (rg->hi - rg->lo) * sizeof(float);
+        if (s->on_device) {
+            s->be->zero(rg->m, bytes);
+            s->be->zero(rg->v, bytes);
+        } else {
+            memset(rg->m, 0, bytes);
+            memset(rg->v, 0, bytes);
+        }
+    }
+}
+
+/* config.json against the context's model (rank 0). */
+static int hf_check_model(zt_ctx *ctx, const char *dir, zt_status *st) {
+    zt_config *c = zt_config_new();
+    if (!c) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    int rc = zt_hf_read_config(dir, c, st);
+    if (rc == ZT_OK) rc = zt_hf_check_config(dir, ctx->cfg, st);
+    const zt_model_config *a = &ctx->cfg->model, *b = &c->model;
+    int llama = zt_model_arch(a) == ZT_ARCH_LLAMA, l3 = llama && !strcmp(a->rope_scaling, "llama3");
+    struct { const char *key; int on; double have, want; } k[] = {
+        {"ztrain.model.n_layer", 1, a->n_layer, b->n_layer},
+        {"ztrain.model.n_head", 1, a->n_head, b->n_head},
+        {"ztrain.model.n_embd", 1, a->n_embd, b->n_embd},
+        {"ztrain.model.context", 1, a->context, b->context},
+        {"ztrain.model.vocab", 1, a->vocab, b->vocab},
+        {"ztrain.model.tie_embeddings", 1, a->tie_embeddings, b->tie_embeddings},
+        {"ztrain.model.n_kv_head", llama, zt_model_kv_heads(a), zt_model_kv_heads(b)},
+        {"ztrain.model.head_dim", llama, zt_model_head_dim(a), zt_model_head_dim(b)},
+        {"ztrain.model.intermediate_size", llama, zt_model_intermediate(a), zt_model_intermediate(b)},
+        {"ztrain.model.rms_norm_eps", llama, a->norm_eps, b->norm_eps},
+        {"ztrain.model.rope_theta", llama, a->rope_theta, b->rope_theta},
+        {"ztrain.model.rope_scaling (1 = llama3)", llama, l3, !strcmp(b->rope_scaling, "llama3")},
+        {"ztrain.model.rope_factor", l3, a->rope_factor, b->rope_factor},
+        {"ztrain.model.rope_low_freq_factor", l3, a->rope_low_freq_factor, b->rope_low_freq_factor},
+        {"ztrain.model.rope_high_freq_factor", l3, a->rope_high_freq_factor, b->rope_high_freq_factor},
+        {"ztrain.model.rope_original_max_positions", l3, a->rope_original_max, b->rope_original_max},
+        {"ztrain.model.attention_bias", llama, a->attention_bias, b->attention_bias}};
+    if (rc == ZT_OK && zt_model_arch(a) != zt_model_arch(b))
+        rc = zt_fail(st, ZT_EINVAL, "%s/config.json describes a %s model; the context's is %s",
+                     dir, b->arch, a->arch);
+    for (size_t i = 0; i < sizeof k / sizeof k[0] && rc == ZT_OK; ++i)
+        if (k[i].on && k[i].have != k[i].want)
+            rc = zt_fail(st, ZT_EINVAL, "%s/config.json: the model it describes has %s=%.17g; the "
+                         "context's model has %.17g (read the configuration with "
+                         "zt_hf_read_config first)", dir, k[i].key, k[i].want, k[i].have);
+    zt_config_free(c);
+    return rc;
+}
+
+int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
+    zt_status_clear(st);
+    const zt_model *m = ctx->model;
+    int root = ctx->rank == 0, rc = ZT_OK, hfail = 0;
+    hf_files F;
+    memset(&F, 0, sizeof F);
+    hf_match *mt = NULL;
+    float *buf = NULL, *tmp = NULL, *h = NULL;
+    MPI_Request *reqs = NULL;
+    ck_plan plan;
+    memset(&plan, 0, sizeof plan);
+    double t0 = zt_now_s();
+    zt_train_state s;
+    rc = zt_ctx_owned_state(ctx, &s, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    rc = ck_plan_build(ctx, &s, &plan, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    if (!root) h = ck_stage_buf(&s, &hfail, st);   /* device state, receivers */
+    if ((rc = ck_agree(ctx, hfail ? st->code : ZT_OK, st)) != ZT_OK) goto out;
+
+    /* rank 0: every check before anything is written */
+    uint64_t maxrows = 1, bytes = 0;
+    if (root) {
+        rc = hf_check_model(ctx, dir, st);
+        if (rc == ZT_OK) rc = hf_files_open(dir, &F, st);
+        if (rc == ZT_OK && !(mt = calloc((size_t)m->n_tensors, sizeof *mt)))
+            rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+        if (rc == ZT_OK) rc = hf_match_all(m, &F, mt, st);
+        for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti) {
+            if (mt[ti].transpose && (uint64_t)m->tensors[ti].shape[0] > maxrows)
+                maxrows = (uint64_t)m->tensors[ti].shape[0];
+            bytes += mt[ti].t->end - mt[ti].t->begin;
+        }
+        if (rc == ZT_OK) {
+            buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
+            tmp = malloc(maxrows * sizeof(float));
+            reqs = malloc((size_t)(plan.total > 0 ? plan.total : 1) * sizeof *reqs);
+            if (!buf || !tmp || !reqs) rc = zt_fail(st, ZT_ENOMEM, "out of memory (load buffer)");
+        }
+    }
+    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
+
+    for (int ti = 0; ti < m->n_tensors && rc == ZT_OK; ++ti) {
+        const zt_tensor_info *t = &m->tensors[ti];
+        for (uint64_t a = 0; a < t->numel && rc == ZT_OK; a += CK_CHUNK_ELEMS) {
+            uint64_t b = t->numel - a > CK_CHUNK_ELEMS ? a + CK_CHUNK_ELEMS : t->numel;
+            if (root) {
+                const zt_st_file *f = &F.f[mt[ti].file];
+                if (mt[ti].transpose && t->ndim == 2)
+                    rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0],
+                                         (uint64_t)t->shape[1], a, b, buf, tmp, st);
+                else
+                    rc = zt_st_read(f, mt[ti].t, a, b - a, buf, st);
+            }
+            if ((rc = ck_root_status(ctx, rc, st)) == ZT_OK)
+                rc = ck_scatter(ctx, &s, &plan, t->offset + a, t->offset + b, buf, CK_PARAMS, reqs,
+                                h, "loading Hugging Face weights", st);
+        }
+    }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    zero_moments(&s);
+    rc = zt_ctx_state_restored(ctx, 0, 0, st);
+    rc = ck_agree(ctx, rc, st);
+    if (rc == ZT_OK)
+        zt_log(ctx, ZT_LOG_INFO, "init: loaded %d tensors (%zu parameters, %.1f MiB) from the "
+               "Hugging Face model %s in %.2f s; AdamW moments zero, step 0", m->n_tensors,
+               m->num_params, (double)bytes / 1048576.0, dir, zt_now_s() - t0);
+out:
+    hf_files_close(&F);
+    free(mt);
+    free(buf);
+    free(tmp);
+    free(reqs);
+    zt_mem_free(h);
+    ck_plan_free(&plan);
+    return rc;
+}

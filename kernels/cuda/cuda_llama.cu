@@ -1,0 +1,165 @@
+/*
+ * cuda_llama.cu -- RMSNorm, rotary position embeddings and SwiGLU on the
+ * GPU (the Llama family; grouped-query attention is in cuda_attention.cu).
+ * The per-element math is kernels/llama_math.h, the same source the CPU
+ * kernels compile.
+ *
+ * Deterministic without float atomics: a row's sums are one warp's, in a
+ * fixed lane order (double); RMSNorm dw is two-pass like LayerNorm's
+ * (fixed row chunks give partial sums in double, added in chunk order).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include "cuda_internal.cuh"
+#include "llama_math.h"
+
+/* ------------------------------------------------------------ RMSNorm */
+
+#define ZT_RMS_THREADS 256   /* one warp per row */
+#define ZT_RMS_COL_THREADS 128
+
+__global__ void __launch_bounds__(ZT_RMS_THREADS)
+k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps, int N, int C) {
+    const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C;
+    float *o = out + (size_t)row * C;
+    double ss = 0.0;
+    for (int c = lane; c < C; c += 32) ss += (double)x[c] * x[c];
+    ss = zt_warp_sum_d(ss);
+    const float r = zt_rms_rstd(ss, C, eps);
+    for (int c = lane; c < C; c += 32) o[c] = zt_rms_out(x[c], r, w[c]);
+    if (lane == 0) rstd[row] = r;
+}
+
+void zt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps,
+                         int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_RMS_THREADS / 32;
+    k_rmsnorm_fwd<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(out, rstd, inp, w, eps,
+                                                                            N, C);
+    ZT_LAUNCHED("k_rmsnorm_fwd");
+}
+
+/* dinp (+=), one warp per row */
+__global__ void __launch_bounds__(ZT_RMS_THREADS)
+k_rmsnorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
+                 const float *rstd, int N, int C) {
+    const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C;
+    const float *d = dout + (size_t)row * C;
+    float *di = dinp + (size_t)row * C;
+    const float r = rstd[row];
+    double s = 0.0;
+    for (int c = lane; c < C; c += 32) s += (double)(w[c] * d[c]) * x[c];
+    s = zt_warp_sum_d(s);
+    const float k = zt_rms_k(s, r, C);
+    for (int c = lane; c < C; c += 32) di[c] += zt_rms_dx(x[c], d[c], w[c], r, k);
+}
+
+/* partial dw over the rows of chunk blockIdx.y (double, in order) */
+__global__ void k_rmsnorm_bwd_part(double *pw, const float *dout, const float *inp,
+                                   const float *rstd, int N, int C, int R) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    if (c >= C) return;
+    const int n0 = p * R, n1 = min(N, n0 + R);
+    double aw = 0.0;
+    for (int n = n0; n < n1; n++)
+        aw += (double)(inp[(size_t)n * C + c] * rstd[n] * dout[(size_t)n * C + c]);
+    pw[(size_t)p * C + c] = aw;
+}
+
+void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
+                         const float *w, const float *rstd, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_RMS_THREADS / 32;
+    k_rmsnorm_bwd_dx<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(dinp, dout, inp, w,
+                                                                               rstd, N, C);
+    if (!ZT_LAUNCHED("k_rmsnorm_bwd_dx")) return;
+    int R;
+    const int P = zt_cuda_ws_col_chunks(N, &R);
+    double *pw = (double *)zt_cuda_scratch(zt_cuda_ws_rmsnorm_bwd(N, C), "rmsnorm backward");
+    if (!pw) return;
+    const dim3 g1((unsigned)((C + ZT_RMS_COL_THREADS - 1) / ZT_RMS_COL_THREADS), (unsigned)P);
+    k_rmsnorm_bwd_part<<<g1, ZT_RMS_COL_THREADS, 0, zt_cu.stream>>>(pw, dout, inp, rstd, N, C, R);
+    if (!ZT_LAUNCHED("k_rmsnorm_bwd_part")) return;
+    zt_cuda_colsum_final(dw, pw, P, C);
+}
+
+/* ------------------------------------------------------------ RoPE */
+
+/* one thread per (row, head, pair j): rotate by +angle (dir 1) or -angle
+ * (dir -1) */
+__global__ void k_rope(float *x, const float *inv_freq, int T, int n_heads, int stride, int h2,
+                       float dir, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int j = (int)(i % (size_t)h2);
+        const size_t nh = i / (size_t)h2;
+        const int h = (int)(nh % (size_t)n_heads);
+        const size_t n = nh / (size_t)n_heads;
+        const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
+        float *x1 = x + n * (size_t)stride + (size_t)h * 2 * h2 + j;
+        zt_rope_rotate(x1, x1 + h2, cosf(a), dir * sinf(a));
+    }
+}
+
+static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int stride, int hd,
+                 float dir) {
+    const int h2 = hd / 2;
+    if (B <= 0 || T <= 0 || n_heads <= 0 || h2 <= 0) return;
+    const size_t total = (size_t)B * T * n_heads * h2;
+    k_rope<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x, inv_freq, T, n_heads, stride,
+                                                                    h2, dir, total);
+    ZT_LAUNCHED("k_rope");
+}
+
+void zt_cuda_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                      int hd) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f);
+}
+
+void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
+                      int hd) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f);
+}
+
+/* ------------------------------------------------------------ SwiGLU */
+
+__global__ void k_swiglu_fwd(float *out, const float *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const float *g = gu + n * 2 * (size_t)H + k;
+        out[i] = zt_swiglu(g[0], g[H]);
+    }
+}
+
+__global__ void k_swiglu_bwd(float *dgu, const float *dout, const float *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        zt_swiglu_bwd(&dgu[o], &dgu[o + H], gu[o], gu[o + H], dout[i]);
+    }
+}
+
+void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_fwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, gu, H, total);
+    ZT_LAUNCHED("k_swiglu_fwd");
+}
+
+void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_bwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu, H, total);
+    ZT_LAUNCHED("k_swiglu_bwd");
+}
