@@ -153,6 +153,31 @@ static void bench_kernels(shape s) {
     report("gelu_bwd [N,4C]", TIME(iters, be->gelu_bwd(z, x, y, N * 4 * C)), 0, 3.0 * N * 4 * C * 4);
     report("add [N,C]", TIME(iters, be->add(z, x, y, N * C)), 0, 3.0 * N * C * 4);
 
+    /* the Llama kernels on the same [N, C] (grouped-query attention with
+     * NKV = NH/4 kv heads when 4 divides NH; SwiGLU with H = 2C so that
+     * gu[N, 2H] fits the [N, 4C] buffers) */
+    {
+        const int hs = C / NH, NKV = NH % 4 ? NH : NH / 4, H = 2 * C, R = (NH + 2 * NKV) * hs;
+        float *f = dalloc((size_t)hs / 2 * 4 + 4);
+        dfill(f, (size_t)hs / 2, 0.5f, 0.5f);
+        report("rmsnorm_fwd", TIME(iters, be->rmsnorm_fwd(z, rstd, x, g, 1e-5f, (int)N, C)), 0,
+               2.0 * N * C * 4);
+        report("rmsnorm_bwd", TIME(iters, be->rmsnorm_bwd(z, dw, y, x, g, rstd, (int)N, C)), 0,
+               4.0 * N * C * 4);
+        snprintf(name, sizeof name, "rope_fwd (q and k heads of [N,%d])", R);
+        report(name, TIME(iters, be->rope_fwd(z, f, B, T, NH + NKV, R, hs)), 0,
+               2.0 * N * (NH + NKV) * hs * 4);
+        snprintf(name, sizeof name, "swiglu_fwd [N,%d]", H);
+        report(name, TIME(iters, be->swiglu_fwd(z, x, (int)N, H)), 0, 3.0 * N * H * 4);
+        snprintf(name, sizeof name, "swiglu_bwd [N,%d]", H);
+        report(name, TIME(iters, be->swiglu_bwd(z, y, x, (int)N, H)), 0, 5.0 * N * H * 4);
+        snprintf(name, sizeof name, "gqa_fwd (NKV=%d)", NKV);
+        report(name, TIME(iters, be->gqa_fwd(z, lse, x, B, T, NH, NKV, hs)), af, 0);
+        snprintf(name, sizeof name, "gqa_bwd (NKV=%d)", NKV);
+        report(name, TIME(iters, be->gqa_bwd(y, x, x, z, lse, B, T, NH, NKV, hs)), 2.5 * af, 0);
+        be->free(f);
+    }
+
     int *tok = dtokens(N, V);
     dfill(logits, N * V, 2.0f, 0.0f);
     report("xent_fwd (in place)", TIME(iters, be->xent_fwd(z, logits, logits, tok, (int)N, V)), 0,
