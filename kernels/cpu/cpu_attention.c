@@ -4,9 +4,11 @@
  *
  * Forward: one query row at a time, online softmax over blocks of keys;
  * keeps only out and the row's log-sum-exp (lse).
- * Backward: parallel over (b, head) -- each thread owns the whole dq/dk/dv
- * slice of its (b, head), so there are no write races -- and recomputes
- * p = exp(q.k * scale - lse) row by row.
+ * Backward: parallel over (b, kv head) -- each thread owns the whole dk/dv
+ * slice of its (b, kv head) and the dq of its q heads, so there are no
+ * write races -- and recomputes p = exp(q.k * scale - lse) row by row.
+ * (Parallelism is B * NKV work items: multi-query attention with B = 1
+ * runs the backward on one thread.)
  *
  * One implementation serves both table entries: grouped-query attention
  * (gqa_fwd/bwd) with NH q heads and NKV kv heads of hs floats per position,
@@ -165,8 +167,9 @@ void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
  * Backward.  Work item = one (b, kv head): it owns dk, dv of that kv head
  * and dq of its NH/NKV q heads for every position, so there are no write
  * races; its q heads are added into dk, dv in increasing order.  Query
- * rows go in tiles of ZT_ATT_TQ: for each key j, the 4 scores and the 4 dout.v_j come from one
- * pass over k_j / v_j, and dk_j, dv_j are read and written once per tile.
+ * rows go in tiles of ZT_ATT_TQ: for each key j, the 4 scores and the 4
+ * dout.v_j come from one pass over k_j / v_j, and dk_j, dv_j are read and
+ * written once per tile.
  *   p = exp(q.k * scale - lse),  D_t = dout_t . out_t,
  *   dS = p (dout_t . v_j - D_t),  dq_t += scale dS k_j,
  *   dk_j += scale dS q_t,  dv_j += p dout_t.
