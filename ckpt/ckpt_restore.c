@@ -48,6 +48,8 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
         {"tie_embeddings", in->tie_embeddings, mc->tie_embeddings != 0},
         {"rope_original_max_positions", in->rope_original_max, mc->rope_original_max},
     };
+    /* (rope_original_max_positions, the last, only matters with llama3) */
+    const size_t niv = sizeof iv / sizeof iv[0] - (strcmp(mc->rope_scaling, "llama3") != 0);
     struct { const char *key; double ck, cf; } dv[] = {
         {"rms_norm_eps", in->norm_eps, mc->norm_eps},
         {"rope_theta", in->rope_theta, mc->rope_theta},
@@ -59,16 +61,26 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
                        "ztrain.model.rope_scaling is %s in the checkpoint, %s configured", file,
                        in->rope_scaling, mc->rope_scaling);
-    for (size_t k = 0; k < sizeof iv / sizeof iv[0]; ++k)
+    for (size_t k = 0; k < niv; ++k)
         if (iv[k].ck != iv[k].cf)
             return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
                            "one: ztrain.model.%s is %d in the checkpoint, %d configured", file,
                            iv[k].key, iv[k].ck, iv[k].cf);
-    for (size_t k = 0; k < sizeof dv / sizeof dv[0]; ++k)
-        if (dv[k].ck != dv[k].cf)
+    /* the llama3 factors only matter with that scaling (the last entries) */
+    const size_t ndv = strcmp(mc->rope_scaling, "llama3") == 0 ? sizeof dv / sizeof dv[0] : 2;
+    for (size_t k = 0; k < ndv; ++k)
+        if (dv[k].ck != dv[k].cf) {
+            char a[32], b[32];
+            snprintf(a, sizeof a, "%g", dv[k].ck);
+            snprintf(b, sizeof b, "%g", dv[k].cf);
+            if (!strcmp(a, b)) {   /* too close for %g: every digit */
+                snprintf(a, sizeof a, "%.17g", dv[k].ck);
+                snprintf(b, sizeof b, "%.17g", dv[k].cf);
+            }
             return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
-                           "one: ztrain.model.%s is %.17g in the checkpoint, %.17g configured", file,
-                           dv[k].key, dv[k].ck, dv[k].cf);
+                           "one: ztrain.model.%s is %s in the checkpoint, %s configured", file,
+                           dv[k].key, a, b);
+        }
 shape_ok:
     if (in->num_params != ctx->model->num_params || in->n_tensors != ctx->model->n_tensors)
         return zt_fail(st, ZT_EDATA, "%s: %llu parameters in %d tensors, expected %zu in %d",

@@ -17,6 +17,10 @@ int cmd_estimate(int argc, char **argv);
 
 /* Print "ztrain: error: <msg>" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* PATH -> a checkpoint (cmd_ckpt.c): a file or a step directory as is; a
+ * directory of checkpoints -> its newest committed one (*is_dir = 1); -1 if
+ * it has none. */
+int cli_ckpt_pick(const char *path, char *out, size_t n, int *is_dir);
 /* Exit code for a zt_code. */
 int cli_exit_code(int code);
 /* Option parsing: is argv[*i] "--name" or "--name=value"?  On a match sets

@@ -36,7 +36,7 @@ static void ckpt_usage(FILE *fp) {
 
 /* PATH -> a checkpoint: a file or a step directory as is; a directory of
  * checkpoints -> its newest committed one (*is_dir = 1; -1 if none). */
-static int pick(const char *path, char *out, size_t n, int *is_dir) {
+int cli_ckpt_pick(const char *path, char *out, size_t n, int *is_dir) {
     struct stat sb;
     char probe[4200];
     *is_dir = 0;
@@ -118,7 +118,7 @@ static int do_inspect(int argc, char **argv) {
     if (!path) { cli_error("ckpt inspect: PATH missing (see 'ztrain ckpt --help')"); return ZT_EXIT_USAGE; }
     char p[4096];
     int is_dir;
-    if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_ckpt_info in;
     zt_status st;
     if (zt_ckpt_read_info(p, &in, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
@@ -202,7 +202,7 @@ static int do_verify(int argc, char **argv) {
     const char *path = argv[1];
     char p[4096];
     int is_dir;
-    if (pick(path, p, sizeof p, &is_dir) != 0 && !is_dir) {
+    if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0 && !is_dir) {
         cli_error("%s: no committed checkpoint", path);
         return ZT_EXIT_FAIL;
     }
@@ -265,7 +265,7 @@ static int do_export(int argc, char **argv) {
     else { cli_error("--dtype must be fp32 or bf16, got '%s'", dtype); return ZT_EXIT_USAGE; }
     char p[4096];
     int is_dir;
-    if (pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
+    if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_status st;
     if (hf) {
         if (zt_ckpt_export_hf(p, hf, bf16, max_shard, &st) != ZT_OK) {

@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
+#include "config.h"
+#include "ztrain_ckpt.h"
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
     char *end;
@@ -15,20 +18,52 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
     return 0;
 }
 
+/* The model configuration saved in a checkpoint (its effective
+ * configuration, through a temporary file). */
+static int config_of_checkpoint(const char *path, zt_config *cfg, zt_status *st) {
+    zt_ckpt_info in;
+    int rc = zt_ckpt_read_info(path, &in, st);
+    if (rc != ZT_OK) return rc;
+    if (!in.config_json) {
+        zt_ckpt_info_free(&in);
+        snprintf(st->msg, sizeof st->msg, "%s: the checkpoint holds no configuration", path);
+        return st->code = ZT_EDATA;
+    }
+    char tmp[] = "/tmp/ztrain-sample-XXXXXX";
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int ok = f && fputs(in.config_json, f) >= 0;
+    if (f) ok = fclose(f) == 0 && ok;
+    else if (fd >= 0) close(fd);
+    zt_ckpt_info_free(&in);
+    if (!ok) {
+        if (fd >= 0) unlink(tmp);
+        snprintf(st->msg, sizeof st->msg, "cannot write a temporary configuration file in /tmp");
+        return st->code = ZT_EIO;
+    }
+    rc = zt_config_load_file(cfg, tmp, st);
+    unlink(tmp);
+    return rc;
+}
+
 int cmd_sample(int argc, char **argv) {
-    const char *weights = NULL, *prompt = "\n", *backend = NULL, *v;
+    const char *weights = NULL, *ckpt = NULL, *prompt = "\n", *backend = NULL, *v;
     double length = 256, temperature = 0.8, top_k = 0, seed = 1337;
     for (int i = 1; i < argc; ++i) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: ztrain sample --weights FILE [--prompt TEXT] [--length N]\n"
-                   "                     [--temperature T] [--top-k K] [--seed S]\n"
+            printf("usage: ztrain sample (--weights FILE | --checkpoint PATH) [--prompt TEXT]\n"
+                   "                     [--length N] [--temperature T] [--top-k K] [--seed S]\n"
                    "                     [--backend cpu|cuda|cpu-strict]\n"
                    "Generates N tokens (default 256) after PROMPT from an llm.c fp32 model\n"
-                   "file (as written by 'ztrain train'). Byte-level models print text.\n");
+                   "file (as written by 'ztrain train'; GPT-2) or from a checkpoint (any\n"
+                   "model: a step-N directory, its state.h5, or a checkpoint directory: its\n"
+                   "newest committed one). The prompt's bytes are its token ids. Byte-level\n"
+                   "models (vocab 256) print text; others print the token ids.\n");
             return ZT_EXIT_OK;
         }
         if ((r = cli_opt(argc, argv, &i, "weights", &v))) { if (r < 0) goto missing; weights = v; }
+        else if ((r = cli_opt(argc, argv, &i, "checkpoint", &v))) { if (r < 0) goto missing; ckpt = v; }
         else if ((r = cli_opt(argc, argv, &i, "prompt", &v))) { if (r < 0) goto missing; prompt = v; }
         else if ((r = cli_opt(argc, argv, &i, "backend", &v))) { if (r < 0) goto missing; backend = v; }
         else if ((r = cli_opt(argc, argv, &i, "length", &v))) {
@@ -49,7 +84,16 @@ int cmd_sample(int argc, char **argv) {
         cli_error("sample: option '%s' needs a value", argv[i]);
         return ZT_EXIT_USAGE;
     }
-    if (!weights) { cli_error("sample: --weights FILE is required"); return ZT_EXIT_USAGE; }
+    if (!weights == !ckpt) {
+        cli_error("sample: give one of --weights FILE and --checkpoint PATH");
+        return ZT_EXIT_USAGE;
+    }
+    char cpath[4200] = "";
+    int is_dir = 0;
+    if (ckpt && cli_ckpt_pick(ckpt, cpath, sizeof cpath, &is_dir) != 0) {
+        cli_error("sample: %s: no committed checkpoint", ckpt);
+        return ZT_EXIT_FAIL;
+    }
 
     zt_status st;
     zt_config *cfg = NULL;
@@ -57,12 +101,24 @@ int cmd_sample(int argc, char **argv) {
     int rc = zt_init(&argc, &argv, &st);
     int *in = NULL, *out = NULL;
     if (rc == ZT_OK && !(cfg = zt_config_new())) rc = ZT_ENOMEM;
-    if (rc == ZT_OK) rc = zt_weights_read_shape(weights, cfg, &st);
+    if (rc == ZT_OK) rc = weights ? zt_weights_read_shape(weights, cfg, &st)
+                                  : config_of_checkpoint(cpath, cfg, &st);
+    /* one sample at a time, no data, the saved run's batch and accumulation gone */
+    static const char *const reset[][2] = {
+        {"train_micro_batch_size_per_gpu", "1"}, {"gradient_accumulation_steps", "1"},
+        {"train_batch_size", "0"}, {"ztrain.data.train", ""}, {"ztrain.data.val", ""},
+        {"zero_optimization.stage", "0"}, {"zero_optimization.shard_group_size", "0"},
+        {"zero_optimization.offload_optimizer.device", "none"},
+        {"zero_optimization.offload_param.device", "none"}, {"ztrain.memory_limit", "0"},
+        {"activation_checkpointing.policy", "none"}};
+    for (size_t k = 0; ckpt && rc == ZT_OK && k < sizeof reset / sizeof reset[0]; ++k)
+        rc = zt_config_set(cfg, reset[k][0], reset[k][1], ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_config_set(cfg, "train_micro_batch_size_per_gpu", "1", ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_config_set(cfg, "ztrain.data.val", "", ZT_SRC_FLAG, &st);
     if (rc == ZT_OK && backend) rc = zt_config_set(cfg, "ztrain.backend", backend, ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
-    if (rc == ZT_OK) rc = zt_load_weights(ctx, weights, &st);
+    if (rc == ZT_OK) rc = weights ? zt_load_weights(ctx, weights, &st)
+                                  : zt_ckpt_restore(ctx, cpath, ZT_CKPT_ONE_READER, &st);
     int n = (int)strlen(prompt), N = (int)length;
     if (rc == ZT_OK) {
         in = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -75,8 +131,12 @@ int cmd_sample(int argc, char **argv) {
         rc = zt_sample(ctx, in, n, N, temperature, (int)top_k, (uint64_t)seed, out, &st);
     }
     if (rc == ZT_OK && zt_world_rank() == 0) {
-        fputs(prompt, stdout);
-        for (int i = 0; i < N; ++i) putchar(out[i] & 0xff);
+        if (zt_ctx_config(ctx)->model.vocab == 256) {   /* bytes: text */
+            fputs(prompt, stdout);
+            for (int i = 0; i < N; ++i) putchar(out[i]);
+        } else {
+            for (int i = 0; i < N; ++i) printf("%s%d", i ? " " : "", out[i]);
+        }
         putchar('\n');
     }
     if (rc == ZT_ENOMEM && !st.msg[0]) snprintf(st.msg, sizeof st.msg, "out of memory");

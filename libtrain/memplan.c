@@ -358,7 +358,8 @@ static uint64_t cuda_scratch_request(const zt_model_config *mc, int B, int T, in
     const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T, bf16 = 0;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
-    if (zt_model_arch(mc) == ZT_ARCH_LLAMA) {   /* llama.c's forward and backward */
+    if (zt_model_arch(mc) == ZT_ARCH_LLAMA) {   /* llama.c's forward and backward (RMSNorm
+                                                  * forward, RoPE and SwiGLU take no scratch) */
         const int hd = zt_model_head_dim(mc), NKV = zt_model_kv_heads(mc);
         const int H = zt_model_intermediate(mc), AD = NH * hd, QKV = (NH + 2 * NKV) * hd;
         WS(zt_cuda_ws_matmul_fwd(bf16, N, C, QKV));
@@ -368,9 +369,11 @@ static uint64_t cuda_scratch_request(const zt_model_config *mc, int B, int T, in
         WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
         WS(zt_cuda_ws_reduce((size_t)N));
         WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));       /* LM head */
+        WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
         WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
         WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
         WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
+        WS(zt_cuda_ws_gqa_bwd(B, T, NH));
         WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, mc->attention_bias != 0));
         WS(zt_cuda_ws_encoder_bwd(N, 0));
         WS(zt_cuda_ws_reduce((size_t)psi));

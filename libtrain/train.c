@@ -702,20 +702,19 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     ZT_TRY(metrics_open(ctx, st));
     if (ctx->has_val) ZT_TRY(eval_acts_ready(ctx, st));
     const int report = zt_config_memory_report(c);
+    /* "model: P parameters (L layers, H heads, C wide, context T, vocab V)"
+     * is parsed by bench/ (zero.sh, gpu_table.py); the architecture follows */
     const char *arch = ctx->model->ops->name ? ctx->model->ops->name : "?";
+    char more[256] = "";
     if (zt_model_is_llama(ctx->model))
-        zt_log(ctx, ZT_LOG_INFO, "model: %s, %zu parameters (%d layers, %d heads, %d kv heads, head "
-               "dim %d, %d wide, intermediate %d, context %d, vocab %d, %s head%s%s)", arch,
-               ctx->model->num_params, c->model.n_layer, c->model.n_head,
-               zt_model_kv_heads(&c->model), zt_model_head_dim(&c->model), c->model.n_embd,
-               zt_model_intermediate(&c->model), c->model.context, c->model.vocab,
-               c->model.tie_embeddings ? "tied" : "untied",
-               c->model.attention_bias ? ", q/k/v biases" : "",
-               strcmp(c->model.rope_scaling, "llama3") == 0 ? ", llama3 rope scaling" : "");
-    else
-        zt_log(ctx, ZT_LOG_INFO, "model: %s, %zu parameters (%d layers, %d heads, %d wide, context "
-               "%d, vocab %d)", arch, ctx->model->num_params, c->model.n_layer, c->model.n_head,
-               c->model.n_embd, c->model.context, c->model.vocab);
+        snprintf(more, sizeof more, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s",
+                 zt_model_kv_heads(&c->model), zt_model_head_dim(&c->model),
+                 zt_model_intermediate(&c->model), c->model.tie_embeddings ? "tied" : "untied",
+                 c->model.attention_bias ? ", q/k/v biases" : "",
+                 strcmp(c->model.rope_scaling, "llama3") == 0 ? ", llama3 rope scaling" : "");
+    zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, "
+           "vocab %d), architecture %s%s", ctx->model->num_params, c->model.n_layer,
+           c->model.n_head, c->model.n_embd, c->model.context, c->model.vocab, arch, more);
     zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
            c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
     if (ctx->prec != ZT_PREC_FP32) {

@@ -118,7 +118,7 @@ zrun() {
     local rc=$?
     # a model llm.c weights files cannot hold (--config with ztrain.model.arch
     # llama): the run trains and checkpoints, then refuses the --save file only
-    if [ $rc = 1 ] && [ "$(grep -c '^ztrain: error: ' "$tag.out")" = 1 ] &&
+    if [ $rc != 0 ] && [ $rc != 124 ] && [ "$(grep -c '^ztrain: error: ' "$tag.out")" = 1 ] &&
        grep -q '^ztrain: error: .*llm.c model files hold the built-in GPT-2 only' "$tag.out"; then
         rc=0
     fi

@@ -3,7 +3,8 @@
  * flat-range hyperslab selection, save/restore round trips (one-reader and
  * parallel), the layout, keep/prune rules, stale .tmp cleanup, resume
  * equivalence through the step hook, preemption by a signal, corruption
- * detection, refusals (keep < 2, SIGUSR1, shape mismatch).
+ * detection, refusals (keep < 2, SIGUSR1, shape mismatch); the architecture
+ * attributes (llama stored and compared naming the key; missing = GPT-2).
  */
 #include <signal.h>
 #include <sys/stat.h>
@@ -121,6 +122,23 @@ typedef struct badlist { int bad; char first[160]; } badlist;
 static void note_bad(void *user, const zt_ckpt_tensor *t) {
     badlist *b = user;
     if (!t->ok && !b->bad++) snprintf(b->first, sizeof b->first, "%s", t->dataset);
+}
+
+/* Delete /model's architecture settings: a checkpoint as written before
+ * the Llama family (architecture kept unless drop_arch). */
+static int drop_arch_attrs(const char *file, int drop_arch) {
+    static const char *const keys[] = {
+        "n_kv_head", "head_dim", "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling",
+        "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor",
+        "rope_original_max_positions", "attention_bias", "tie_embeddings", "architecture"};
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = f >= 0 ? H5Gopen2(f, "model", H5P_DEFAULT) : -1;
+    int ok = g >= 0;
+    for (size_t k = 0; ok && k < sizeof keys / sizeof keys[0] - !drop_arch; ++k)
+        ok = H5Adelete(g, keys[k]) >= 0;
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0) H5Fclose(f);
+    return ok;
 }
 
 int main(int argc, char **argv) {
@@ -405,6 +423,66 @@ int main(int argc, char **argv) {
         zt_config_free(ca);
         zt_config_free(cb);
         zt_config_free(cc);
+    }
+
+    /* ---- the architecture attributes: stored, compared, defaulted ---- */
+    {
+        char d4[600], p[700];
+        snprintf(d4, sizeof d4, "%s/arch", dir);
+        src S = {32, 0};
+        /* llama (multi-query, untied) */
+        zt_config *cl = cfg_for(d4, 2);
+        tu_set(cl, "ztrain.model.arch", "llama");
+        tu_set(cl, "ztrain.model.n_kv_head", "1");
+        tu_set(cl, "ztrain.model.tie_embeddings", "false");
+        zt_ctx *cx = make_ctx(cl, &S);
+        int rc = cx ? zt_train(cx, &st) : ZT_EINTERNAL;
+        if (rc == ZT_OK) rc = zt_ckpt_save(cx, d4, 2, &st);
+        snprintf(p, sizeof p, "%s/step-2/state.h5", d4);
+        zt_ckpt_info in;
+        int rinfo = rc == ZT_OK ? zt_ckpt_read_info(p, &in, &st) : rc;
+        tap_ok(rinfo == ZT_OK && !strcmp(in.arch, "llama") && in.n_kv_head == 1 && in.head_dim == 8 &&
+                   in.intermediate == 64 && in.tie_embeddings == 0 && in.attention_bias == 0 &&
+                   in.norm_eps == 1e-5 && in.rope_theta == 10000 && !strcmp(in.rope_scaling, "none"),
+               "a llama checkpoint stores its architecture and settings (%s)", rinfo ? st.msg : "");
+        if (rinfo == ZT_OK) zt_ckpt_info_free(&in);
+        zt_ctx_free(cx);
+        cx = make_ctx(cl, &S);
+        tap_ok(cx && zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) == ZT_OK,
+               "it restores into the same configuration");
+        zt_ctx_free(cx);
+        tu_set(cl, "ztrain.model.n_kv_head", "2");
+        cx = make_ctx(cl, &S);
+        rc = cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
+        tap_ok(rc == ZT_EINVAL && strstr(st.msg, "ztrain.model.n_kv_head is 1 in the checkpoint, 2 configured"),
+               "another n_kv_head is refused naming the key (%s)", st.msg);
+        zt_ctx_free(cx);
+        tu_set(cl, "ztrain.model.n_kv_head", "1");
+        cx = make_ctx(cl, &S);
+        rc = drop_arch_attrs(p, 1) && cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
+        tap_ok(rc == ZT_EINVAL && strstr(st.msg, "ztrain.model.arch is gpt2 in the checkpoint, llama configured"),
+               "without the attributes a checkpoint is a GPT-2's: the llama model refuses it (%s)", st.msg);
+        zt_ctx_free(cx);
+        zt_config_free(cl);
+        /* a GPT-2 checkpoint written before the attributes existed */
+        snprintf(d4, sizeof d4, "%s/arch-gpt", dir);
+        zt_config *cg = cfg_for(d4, 2);
+        cx = make_ctx(cg, &S);
+        rc = cx ? zt_train(cx, &st) : ZT_EINTERNAL;
+        if (rc == ZT_OK) rc = zt_ckpt_save(cx, d4, 2, &st);
+        zt_ctx_free(cx);
+        snprintf(p, sizeof p, "%s/step-2/state.h5", d4);
+        rinfo = rc == ZT_OK && drop_arch_attrs(p, 0) ? zt_ckpt_read_info(p, &in, &st) : ZT_EINTERNAL;
+        tap_ok(rinfo == ZT_OK && !strcmp(in.arch, "gpt2") && in.n_kv_head == 2 && in.head_dim == 8 &&
+                   in.intermediate == 64 && in.tie_embeddings == 1 && in.rope_original_max == 8192 &&
+                   in.rope_factor == 8 && !strcmp(in.rope_scaling, "none"),
+               "a checkpoint without the settings reads as the GPT-2 defaults");
+        if (rinfo == ZT_OK) zt_ckpt_info_free(&in);
+        cx = make_ctx(cg, &S);
+        tap_ok(cx && zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) == ZT_OK,
+               "and restores into the GPT (%s)", cx ? st.msg : "");
+        zt_ctx_free(cx);
+        zt_config_free(cg);
     }
 
     tu_rmdir(dir);

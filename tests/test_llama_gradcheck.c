@@ -9,7 +9,8 @@
  * (tensor names, shapes, adjacency of q|k|v and gate|up), the rotary
  * frequencies against a double-precision evaluation of the formula, and
  * activation checkpointing (blocks, every-2) giving bitwise the gradients
- * of the run that keeps every activation.
+ * of the run that keeps every activation, and the forward-only (eval) block
+ * giving the training forward's loss.
  */
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +150,13 @@ static void gradcheck(const zt_model_config *mc, const char *what) {
     double L0 = loss_of(b.sh, b.a);
     int rc = zt_shard_backward(b.sh, b.a, 1.0f / (float)(B * T), &st);
     tap_ok(rc == ZT_OK && isfinite(L0) && L0 > 0, "%s: loss is finite and positive (%.4f)", what, L0);
+    {   /* a forward-only block (one slot, ping-pong residuals) computes the same loss */
+        void *ev = NULL;
+        double le = NAN;
+        if (zt_llama_ops()->acts_create(b.lm, B, T, 0, ZT_MEM_EVAL, &ev, &st) == ZT_OK) le = loss_of(b.sh, ev);
+        tap_ok(le == L0, "%s: the eval block's forward gives the training forward's loss bitwise", what);
+        zt_llama_ops()->acts_free(b.lm, ev);
+    }
 
     const double eps = 1e-2;
     int bad = 0;
