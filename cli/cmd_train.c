@@ -159,6 +159,14 @@ int cmd_train(int argc, char **argv) {
     const zt_config *ec = zt_ctx_config(ctx);
     if (save_path) snprintf(path, sizeof path, "%s", save_path);
     else snprintf(path, sizeof path, "%s/model.bin", ec->ckpt_dir);
+    if (!save_path && zt_model_arch(&ec->model) != ZT_ARCH_GPT2) {
+        /* llm.c model files hold GPT-2s only: the final checkpoint has the weights */
+        if (rank == 0)
+            printf("weights: in the final checkpoint %s (no llm.c model file for arch %s; a "
+                   "Hugging Face directory: ztrain ckpt export %s --hf DIR)\n",
+                   zt_ckpt_session_last(ck), ec->model.arch, zt_ckpt_session_last(ck));
+        goto after_save;
+    }
     if (!save_path && rank == 0 && mkdir_p(ec->ckpt_dir) != 0) {
         rc = ZT_EIO;
         snprintf(st.msg, sizeof st.msg, "%s: cannot create directory: %s", ec->ckpt_dir, strerror(errno));
@@ -167,6 +175,7 @@ int cmd_train(int argc, char **argv) {
     rc = zt_save_weights(ctx, path, &st);
     if (rc != ZT_OK) goto done;
     if (rank == 0) printf("saved weights to %s\n", path);
+after_save:
 
     if (sample_tokens > 0) {   /* every rank: at stage 3 sampling gathers parameters */
         int V = ec->model.vocab, n = (int)strlen(prompt);
