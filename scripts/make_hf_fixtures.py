@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""make_hf_fixtures.py -- the tiny Hugging Face models and reference numbers
+that tests/test_hf_golden.c checks ztrain against.
+
+Run once (the output is committed; CI never needs Python):
+
+    /opt/hfref/bin/python scripts/make_hf_fixtures.py [OUTDIR]
+
+OUTDIR defaults to tests/fixtures/hf next to this script's repository.  For
+each model NAME it writes
+
+  NAME/                   save_pretrained output (config.json, safetensors,
+                          generation_config.json); llama is sharded, so the
+                          model.safetensors.index.json path is covered
+  NAME.ref.safetensors    F32 arrays: "logprobs" [B, T, V] (log-softmax of
+                          the logits of the fixed batch) and "grad.<HF name>"
+                          for every parameter (the gradient of the mean
+                          cross-entropy loss, laid out like the HF tensor)
+  NAME.ref.json           the batch ("tokens" [B][T+1]: inputs are [:, :T],
+                          targets [:, 1:]), "loss", "step_losses" (the losses
+                          of 3 torch.optim.AdamW steps on that batch, lr 1e-3,
+                          betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on the
+                          2-D tensors only -- ztrain's ZT_TENSOR_DECAY rule --,
+                          no clipping, constant lr), "loss_after" (loss after
+                          the third update) and "fp32_error": how far the
+                          same computation in fp32 lands from these values.
+
+The reference values are computed in float64 (arrays rounded to float32 when
+stored; the RoPE tables too, which transformers builds in float32 even in a
+float64 model); the computation is then repeated in float32 and the largest
+deviations are recorded, so the tolerances of the C test are grounded in
+what an fp32 implementation legitimately misses by.  Everything is seeded:
+rerunning reproduces the files bit for bit (same torch version, CPU).
+"""
+import json
+import math
+import os
+import shutil
+import sys
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM)
+
+B, T = 2, 16
+STEPS = 3
+ADAMW = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+
+
+def llama_config():
+    # head_dim 8: inv_freq = 1000^(-j/4), wavelengths 2*pi/f = 6.3, 35.3, 199, 1117.
+    # llama3 scaling with original_max 48 (< max_position_embeddings 64): wavelength
+    # < 48/4 = 12 keeps f (j=0), > 48 divides by 8 (j=2, 3), and j=1 lies in the
+    # smooth band -- every branch of the formula changes what the model computes.
+    return LlamaConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 1000.0, "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 48},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def qwen2_config():
+    return Qwen2Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def gpt2_config():
+    return GPT2Config(
+        vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
+        bos_token_id=0, eos_token_id=0, attn_implementation="eager")
+
+
+MODELS = [
+    # name, model class, config, seed, max_shard_size (None = one file)
+    ("llama", LlamaForCausalLM, llama_config, 1001, 40000),
+    ("qwen2", Qwen2ForCausalLM, qwen2_config, 1002, None),
+    ("gpt2", GPT2LMHeadModel, gpt2_config, 1003, None),
+]
+
+
+def randomize(model, seed):
+    """Every parameter random, with a modest scale: norm gains around 1,
+    biases and matrices small, so no gradient is structurally zero and the
+    logits stay O(1)."""
+    g = torch.Generator().manual_seed(seed)
+    # fan-in of each matrix: nn.Linear stores [out, in], GPT-2's Conv1D [in, out]
+    conv1d = {mn + ".weight" for mn, m in model.named_modules() if type(m).__name__ == "Conv1D"}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            z = torch.randn(p.shape, generator=g, dtype=torch.float64)
+            if p.ndim == 1 and ("norm" in name or "ln_" in name) and name.endswith("weight"):
+                v = 1.0 + 0.2 * z            # RMSNorm / LayerNorm gains
+            elif p.ndim == 1:
+                v = 0.1 * z                  # biases (qwen2 q/k/v, gpt2 everywhere)
+            else:                            # matrices and embeddings: z / sqrt(fan-in)
+                v = z / math.sqrt(p.shape[0] if name in conv1d else p.shape[1])
+            p.copy_(v.to(p.dtype))
+
+
+def inv_freq64(cfg):
+    """RoPE inverse frequencies in float64, llama3 scaling included (the
+    formula of docs: wavelength 2*pi/f against original_max / low and
+    original_max / high, smooth interpolation between)."""
+    rp = cfg.rope_parameters
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    f = 1.0 / (rp["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    if rp.get("rope_type", "default") == "llama3":
+        old, fac = rp["original_max_position_embeddings"], rp["factor"]
+        lo, hi = rp["low_freq_factor"], rp["high_freq_factor"]
+        wl = 2 * math.pi / f
+        smooth = (old / wl - lo) / (hi - lo)
+        f = torch.where(wl < old / hi, f,
+                        torch.where(wl > old / lo, f / fac, (1 - smooth) * f / fac + smooth * f))
+    return f
+
+
+def rope_in_float64(model):
+    """HF builds the rotary tables in float32 even in a float64 model; make the
+    reference exact by computing them in float64 (after checking that our
+    float64 frequencies agree with HF's float32 ones)."""
+    rot = getattr(getattr(model, "model", None), "rotary_emb", None)
+    if rot is None:
+        return
+    f = inv_freq64(model.config)
+    assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    rot.inv_freq = f
+
+    def forward(x, position_ids):
+        emb = position_ids[..., None].to(torch.float64) * f
+        emb = torch.cat((emb, emb), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+    rot.forward = forward
+
+
+def batch(seed, V):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, V, (B, T + 1), generator=g)
+
+
+def loss_and_logprobs(model, tok):
+    logits = model(input_ids=tok[:, :T]).logits           # [B, T, V]
+    V = logits.shape[-1]
+    loss = F.cross_entropy(logits.reshape(-1, V), tok[:, 1:].reshape(-1))
+    return loss, torch.log_softmax(logits, dim=-1)
+
+
+def run(model, tok):
+    """Loss, log-probs, gradients, then 3 AdamW steps on the same batch."""
+    model.zero_grad(set_to_none=True)
+    loss, lp = loss_and_logprobs(model, tok)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    out = {"loss": loss.item(), "logprobs": lp.detach().clone(), "grads": grads}
+    decay = [p for p in model.parameters() if p.ndim == 2]
+    nodecay = [p for p in model.parameters() if p.ndim != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": ADAMW["weight_decay"]},
+                             {"params": nodecay, "weight_decay": 0.0}],
+                            lr=ADAMW["lr"], betas=ADAMW["betas"], eps=ADAMW["eps"],
+                            foreach=False)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss, _ = loss_and_logprobs(model, tok)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        out["loss_after"] = loss_and_logprobs(model, tok)[0].item()
+    out["step_losses"] = losses
+    return out
+
+
+def build(name, cls, make_config, seed, shard, outdir):
+    torch.manual_seed(seed)
+    cfg = make_config()
+    model = cls(cfg).to(torch.float32).eval()   # eval: no dropout (pdrop is 0 anyway)
+    randomize(model, seed)
+    d = os.path.join(outdir, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    model.save_pretrained(d, **({"max_shard_size": shard} if shard else {}))
+    tok = batch(seed + 7, cfg.vocab_size)
+
+    # the reference in float64 from the saved float32 weights, then float32
+    m64 = cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()
+    rope_in_float64(m64)
+    ref = run(m64, tok)
+    f32 = run(cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval(), tok)
+
+    def maxabs(a, b):
+        return float((a.to(torch.float64) - b.to(torch.float64)).abs().max())
+    names = [n for n, _ in cls.from_pretrained(d).named_parameters()]
+    gerr = {n: maxabs(ref["grads"][n], f32["grads"][n]) for n in names}
+    grel = {n: gerr[n] / max(float(ref["grads"][n].abs().max()), 1e-30) for n in names}
+    meta = {
+        "model": name,
+        "architecture": cls.__name__,
+        "B": B, "T": T, "vocab": cfg.vocab_size,
+        "tokens": tok.tolist(),
+        "loss": ref["loss"],
+        "step_losses": ref["step_losses"],
+        "loss_after": ref["loss_after"],
+        "optimizer": {"type": "AdamW", "lr": ADAMW["lr"], "betas": list(ADAMW["betas"]),
+                      "eps": ADAMW["eps"], "weight_decay": ADAMW["weight_decay"],
+                      "decay": "2-D tensors only", "clip": 0, "schedule": "constant"},
+        "params": names,
+        "fp32_error": {
+            "loss": abs(ref["loss"] - f32["loss"]),
+            "logprobs_max_abs": maxabs(ref["logprobs"], f32["logprobs"]),
+            "grad_max_abs_rel_to_tensor_max": max(grel.values()),
+            "step_losses_max_abs": max(abs(a - b) for a, b in zip(ref["step_losses"], f32["step_losses"])),
+            "loss_after": abs(ref["loss_after"] - f32["loss_after"]),
+        },
+        "generator": "scripts/make_hf_fixtures.py (torch %s, transformers %s)" % (
+            torch.__version__.split("+")[0], __import__("transformers").__version__),
+    }
+    arrays = {"logprobs": ref["logprobs"].to(torch.float32).contiguous()}
+    for n in names:
+        arrays["grad." + n] = ref["grads"][n].to(torch.float32).contiguous()
+    save_file(arrays, os.path.join(outdir, name + ".ref.safetensors"))
+    with open(os.path.join(outdir, name + ".ref.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    if name == "llama":
+        describe_rope(model)
+    print("%-6s params %6d  loss %.6f  steps %s  after %.6f" % (
+        name, sum(p.numel() for p in model.parameters()), ref["loss"],
+        " ".join("%.6f" % x for x in ref["step_losses"]), ref["loss_after"]))
+    print("       fp32 vs fp64: " + ", ".join("%s %.2e" % kv for kv in meta["fp32_error"].items()))
+
+
+def describe_rope(model):
+    """Show that llama3 scaling changes the frequencies (sanity of the fixture)."""
+    cfg = model.config
+    hd = cfg.head_dim
+    base = cfg.rope_parameters["rope_theta"]
+    plain = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    scaled = inv_freq64(cfg)
+    print("       rope inv_freq plain  " + " ".join("%.4e" % x for x in plain.tolist()))
+    print("       rope inv_freq llama3 " + " ".join("%.4e" % x for x in scaled.tolist()))
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "tests", "fixtures", "hf")
+    os.makedirs(outdir, exist_ok=True)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    for spec in MODELS:
+        build(*spec, outdir)
+
+
+if __name__ == "__main__":
+    main()
