@@ -76,4 +76,18 @@ rel=$(max_rel r.txt p2.txt)
 ok $([ $rc = 0 ] && grep -q "resumed from P/step-$pstep" run.out && [ "$(wc -l < p2.txt)" = $((40 - pstep)) ] &&
      awk -v r="$rel" 'BEGIN { exit !(r != "nan" && r < 1e-5) }'; echo $?) \
    "preempted on 3 ranks, resumed on 2: losses within 1e-5 relative of the reference (max $rel)"
+
+# The Llama-family model (configs/llama-tiny.json: GQA, RMSNorm, rotary, SwiGLU) at ZeRO stage 3: the same
+# preemption protocol, and the resumed run bitwise equal to an uninterrupted one.
+COMMON=("${COMMON[@]/%configs\/tiny.json/configs/llama-tiny.json}" --stage 3)
+zrun 2 --steps 40 --ckpt-dir R --resume never --metrics r.jsonl
+ok $? "llama, stage 3: reference of 40 uninterrupted steps on 2 ranks"
+check "llama: the run is the llama architecture" grep -q "architecture llama" run.out
+tensor_sums R/step-40 > ref.sums
+losses r.jsonl > r.txt
+preempt 2 USR2 1
+diag p.err
+ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$pstep" -lt 40 ] && [ "$(cat P/latest)" = "step-$pstep" ]; echo $?) \
+   "llama, stage 3: SIGUSR2 to rank 1 checkpoints step-${pstep:-?} and exits 3"
+resume_check "llama SIGUSR2"
 done_testing
