@@ -104,7 +104,7 @@ typedef struct loader {
 static uint64_t sample_id(const loader *L, long step, uint64_t idx) {
     if (L->kind == ZT_DATA_EVAL) {
         uint64_t round = (uint64_t)(-1 - step);
-        return (round * (uint64_t)L->EB * (uint64_t)L->world + idx) % L->n;
+        return (round * (uint64_t)L->EB + idx) % L->n;   /* EB: global, any world size */
     }
     return zt_data_train_sample((uint64_t)step * L->gbatch + idx, L->n, L->seed);
 }

@@ -242,7 +242,7 @@ static const keydef keys[] = {
     {"ztrain.eval_every", "eval-every", NULL, NULL, T_INT, FLD(eval_every),
      0, 0, KF_NO_HI, "100", NULL, "evaluate every N steps; 0 = only at the end"},
     {"ztrain.eval_batch_size", "eval-batch-size", NULL, NULL, T_INT, FLD(eval_batch_size),
-     0, 0, KF_NO_HI, "0", NULL, "samples per eval batch per rank; 0 = micro batch"},
+     0, 0, KF_NO_HI, "0", NULL, "samples per eval batch, all ranks together; 0 = micro batch x data-parallel ranks"},
     {"ztrain.eval_batches", "eval-batches", NULL, NULL, T_INT, FLD(eval_batches),
      1, 0, KF_NO_HI, "8", NULL, "batches per evaluation"},
     {"ztrain.log_every", "log-every", NULL, "steps_per_print", T_INT, FLD(log_every),
@@ -1379,7 +1379,8 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
                        "ztrain.model.context=%d", c->seq_len, c->model.context);
     ZT_TRY(resolve_batch(c, world, st));
     if (c->eval_batch_size == 0) {
-        c->eval_batch_size = c->micro_batch;
+        /* the global micro batch: train_batch_size / grad_accum */
+        c->eval_batch_size = c->train_batch_size / c->grad_accum;
         c->src[key_index("ztrain.eval_batch_size")] = ZT_SRC_DERIVED;
     }
     if (c->total_steps == 0) {

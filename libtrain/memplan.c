@@ -433,7 +433,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
-    p->eval_batch = c->eval_batch_size;
+    p->eval_batch = (int)(((long)c->eval_batch_size + W - 1) / W);   /* rows per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;

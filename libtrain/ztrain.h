@@ -185,7 +185,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st);
 /* Run until ztrain.steps, evaluating every ztrain.eval_every steps. */
 int zt_train(zt_ctx *ctx, zt_status *st);
 /* Forward-only evaluation on the val source: mean loss over
- * ztrain.eval_batches batches of ztrain.eval_batch_size, averaged over ranks
+ * ztrain.eval_batches batches of ztrain.eval_batch_size samples each (a global
+ * count, split over the ranks: the same samples at any world size)
  * (SFT data with a loss mask: the mean over its counted targets). */
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st);
 /* Mean loss of one explicit batch (B x T inputs/targets), forward only:

@@ -579,10 +579,10 @@ static void test_finalize(void) {
            zt_config_source(c, "gradient_accumulation_steps") == ZT_SRC_DERIVED &&
            zt_config_source(c, "train_micro_batch_size_per_gpu") == ZT_SRC_FILE,
            "finalize: derived values carry ZT_SRC_DERIVED");
-    tap_ok(c->eval_batch_size == 4 && c->total_steps == 77 &&
+    tap_ok(c->eval_batch_size == 8 && c->total_steps == 77 &&
            zt_config_source(c, "ztrain.eval_batch_size") == ZT_SRC_DERIVED &&
            zt_config_source(c, "scheduler.params.total_num_steps") == ZT_SRC_DERIVED,
-           "finalize: eval_batch_size = micro, total_num_steps = steps (derived)");
+           "finalize: eval_batch_size = micro x world (global), total_num_steps = steps (derived)");
     rc = zt_config_finalize(c, 4, &st);
     tap_ok(rc == ZT_OK && c->train_batch_size == 16 && c->world_size == 4,
            "finalize again recomputes derived values for a new world size");
