@@ -1383,6 +1383,15 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
         c->eval_batch_size = c->train_batch_size / c->grad_accum;
         c->src[key_index("ztrain.eval_batch_size")] = ZT_SRC_DERIVED;
     }
+    /* token positions of one batch are counted in int (B*T) everywhere */
+    if ((long long)c->micro_batch * c->seq_len > INT_MAX)
+        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=%d x ztrain.seq_len=%d = "
+                       "%lld tokens per micro batch exceeds %d", c->micro_batch, c->seq_len,
+                       (long long)c->micro_batch * c->seq_len, INT_MAX);
+    if ((long long)c->eval_batch_size * c->seq_len > INT_MAX)
+        return zt_fail(st, ZT_EINVAL, "ztrain.eval_batch_size=%d x ztrain.seq_len=%d = %lld "
+                       "tokens per evaluation batch exceeds %d", c->eval_batch_size, c->seq_len,
+                       (long long)c->eval_batch_size * c->seq_len, INT_MAX);
     if (c->total_steps == 0) {
         if (c->steps > INT_MAX)
             return zt_fail(st, ZT_EINVAL, "ztrain.steps=%ld is too large for "
