@@ -389,9 +389,38 @@ int zt_ctx_set_data(zt_ctx *ctx, zt_data_source train, zt_data_source val, zt_st
 
 /* ------------------------------------------------------------ metrics */
 
+/* A resumed run continues the metrics file: keep the complete records of
+ * steps <= the resumed step (those past it are from the interrupted run's
+ * lost steps), written to PATH.tmp and renamed over PATH. */
+static int metrics_keep(const char *path, long step, zt_status *st) {
+    FILE *in = fopen(path, "r");
+    if (!in) return ZT_OK;                      /* nothing to continue */
+    char tmp[ZT_PATH_MAX + 8], line[8192];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fclose(in);
+        return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", tmp);
+    }
+    long s;
+    while (fgets(line, sizeof line, in)) {
+        size_t n = strlen(line);
+        if (n == 0 || line[n - 1] != '\n') break;  /* a torn last record */
+        if (sscanf(line, "{\"step\": %ld", &s) == 1 && s <= step) fputs(line, out);
+    }
+    fclose(in);
+    int bad = fflush(out) != 0 || ferror(out);
+    if (fclose(out) != 0 || bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return zt_fail(st, ZT_EIO, "%s: cannot rewrite metrics file", path);
+    }
+    return ZT_OK;
+}
+
 static int metrics_open(zt_ctx *ctx, zt_status *st) {
     if (ctx->metrics_fp || !ctx->cfg->metrics[0] || ctx->rank != 0) return ZT_OK;
-    ctx->metrics_fp = fopen(ctx->cfg->metrics, "w");
+    if (ctx->step > 0) ZT_TRY(metrics_keep(ctx->cfg->metrics, ctx->step, st));
+    ctx->metrics_fp = fopen(ctx->cfg->metrics, ctx->step > 0 ? "a" : "w");
     if (!ctx->metrics_fp)
         return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", ctx->cfg->metrics);
     return ZT_OK;
