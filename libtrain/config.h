@@ -112,6 +112,14 @@ struct zt_config {
 
     /* provenance of every table entry, indexed like the table in config.c */
     unsigned char *src;
+    /* DeepSpeed compatibility, filled by zt_config_load_file, shown by
+     * zt_config_describe: keys accepted with no effect in ztrain, and keys
+     * given as "auto" that keep ztrain's own value (comma-separated) */
+    char ds_noeffect[1024];
+    char ds_auto[1024];
+    int adam_w_mode;          /* optimizer.params.adam_w_mode (Adam: true = AdamW) */
+    double warmup_min_lr;     /* scheduler.params.warmup_min_lr (WarmupLR, WarmupDecayLR) */
+
     int finalized;
     int world_size;           /* set by finalize */
 
