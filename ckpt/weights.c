@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "ctx.h"
 #include "devmem.h"
+#include "half.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_FP32 3
@@ -50,15 +51,25 @@ typedef struct io_ctx {
     const zt_backend *be;
     float *h;                 /* device backends: host staging, else NULL */
     size_t hcap;
-    int bf16;                 /* reading: version 5 file, 2-byte elements */
+    int bf16;                 /* version 5 file: 2-byte elements */
 } io_ctx;
 
-/* bf16 -> fp32: the high half of the float */
-static float bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+/* k fp32 values to the file: as they are, or rounded to bf16 (nearest even) */
+static int write_elems(io_ctx *c, const float *src, size_t k) {
+    if (!c->bf16) {
+        if (fwrite(src, sizeof(float), k, c->fp) == k) return ZT_OK;
+    } else {
+        uint16_t b[BF16_CHUNK];
+        size_t i = 0;
+        while (i < k) {
+            size_t n = k - i < BF16_CHUNK ? k - i : BF16_CHUNK;
+            for (size_t j = 0; j < n; ++j) b[j] = src ? zt_f32_to_bf16(src[i + j]) : 0;
+            if (fwrite(b, sizeof(uint16_t), n, c->fp) != n) break;
+            i += n;
+        }
+        if (i == k) return ZT_OK;
+    }
+    return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
 }
 
 /* k elements of the file into dst[k] (fp32), refusing NaN and Inf */
@@ -72,7 +83,7 @@ static int read_elems(io_ctx *c, const zt_tensor_info *t, float *dst, size_t k, 
             size_t n = k - i < BF16_CHUNK ? k - i : BF16_CHUNK;
             if (fread(b, sizeof(uint16_t), n, c->fp) != n)
                 return zt_fail(c->st, ZT_EDATA, "%s: truncated while reading tensor %s", c->path, t->name);
-            for (size_t j = 0; j < n; ++j) dst[i + j] = bf16_to_f32(b[j]);
+            for (size_t j = 0; j < n; ++j) dst[i + j] = zt_bf16_to_f32(b[j]);
             i += n;
         }
     }
@@ -92,15 +103,13 @@ static int write_tensor(void *u, const zt_tensor_info *t, size_t pad) {
             c->be->to_host(c->h, src, k * sizeof(float));
             src = c->h;
         }
-        if (fwrite(src, sizeof(float), k, c->fp) != k)
-            return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+        ZT_TRY(write_elems(c, src, k));
         a += k;
     }
     static const float zero[256];
     while (pad) {
         size_t k = pad < 256 ? pad : 256;
-        if (fwrite(zero, sizeof(float), k, c->fp) != k)
-            return zt_fail(c->st, ZT_EIO, "%s: write failed: %s", c->path, strerror(errno));
+        ZT_TRY(write_elems(c, zero, k));
         pad -= k;
     }
     return ZT_OK;
@@ -128,6 +137,10 @@ static int need_gpt(const zt_ctx *ctx, const char *path, zt_status *st) {
 }
 
 int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
+    return zt_save_weights_dtype(ctx, path, 0, st);
+}
+
+int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st) {
     zt_status_clear(st);
     ZT_TRY(need_gpt(ctx, path, st));
     float *full = NULL;
@@ -151,11 +164,11 @@ int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
         } else {
             int32_t h[256];
             memset(h, 0, sizeof h);
-            h[0] = LLMC_MAGIC; h[1] = LLMC_FP32; h[2] = m->cfg.context; h[3] = m->cfg.vocab;
+            h[0] = LLMC_MAGIC; h[1] = bf16 ? LLMC_BF16 : LLMC_FP32; h[2] = m->cfg.context; h[3] = m->cfg.vocab;
             h[4] = m->cfg.n_layer; h[5] = m->cfg.n_head; h[6] = m->cfg.n_embd; h[7] = m->cfg.vocab;
             if (fwrite(h, sizeof h, 1, fp) != 1)
                 rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(errno));
-            io_ctx c = {fp, full, tmp, st, ctx->be, hs, hcap, 0};
+            io_ctx c = {fp, full, tmp, st, ctx->be, hs, hcap, bf16 != 0};
             if (rc == ZT_OK) rc = visit_file_order(m, m->cfg.vocab, write_tensor, &c);
             if (rc == ZT_OK && (fflush(fp) != 0 || fsync(fileno(fp)) != 0))
                 rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", tmp, strerror(errno));

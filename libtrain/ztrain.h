@@ -342,9 +342,13 @@ void zt_free(void *p);
 int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
                         const zt_callbacks *cb, zt_ctx **out, zt_status *st);
 
-/* Weights in llm.c's fp32 model-file format (magic 20240326, version 3).
- * Save writes from rank 0; load reads on every rank. Implemented in ckpt/. */
+/* Weights in llm.c's model-file format (magic 20240326, version 3 = fp32,
+ * version 5 = bf16).  Save writes from rank 0 (fp32; _dtype with bf16 != 0:
+ * version 5, rounded to nearest even); load reads either version on every
+ * rank, checks the header against the file size first and refuses NaN/Inf.
+ * Implemented in ckpt/. */
 int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st);
+int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st);
 int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st);
 /* Read only the model shape from a weights file into cfg (as ZT_SRC_FILE). */
 int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st);

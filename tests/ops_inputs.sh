@@ -52,6 +52,28 @@ ok $([ $r16 = 0 ] && [ $r32 = 0 ] && [ -s m16.bin.out ] && cmp -s m16.bin.out m3
    "an llm.c bf16 (version 5) model file samples exactly as the same values in fp32"
 diag m16.bin.err
 
+# writing bf16: the same run saved with --save-dtype bf16 is m.bin rounded
+# to nearest even, version 5, and it samples like the fp32 file of its values
+"$ZTRAIN" train "${C[@]}" --steps 3 --ckpt-dir ck5 --resume never --sample-tokens 0 --save m5.bin \
+    --save-dtype bf16 > /dev/null 2>&1
+ok $? "the same run saved with --save-dtype bf16"
+python3 - <<'PY'
+import struct, sys
+b = open("m.bin", "rb").read(); c = open("m5.bin", "rb").read()
+n = (len(b) - 1024) // 4
+f = struct.unpack("<%dI" % n, b[1024:])
+rne = [((u + 0x7fff + ((u >> 16) & 1)) >> 16) & 0xffff for u in f]
+h = list(struct.unpack("<256i", b[:1024])); h[1] = 5
+want = struct.pack("<256i", *h) + struct.pack("<%dH" % n, *rne)
+open("m5_32.bin", "wb").write(b[:1024] + struct.pack("<%dI" % n, *[x << 16 for x in rne]))
+sys.exit(0 if c == want else 1)
+PY
+ok $? "m5.bin is llm.c version 5: m.bin's weights rounded to nearest even, byte for byte"
+samp m5.bin; r5=$?
+samp m5_32.bin
+ok $([ $r5 = 0 ] && [ -s m5.bin.out ] && cmp -s m5.bin.out m5_32.bin.out; echo $?) \
+   "the written bf16 file reads back as its values (samples equal)"
+
 # huge batches: refused at once, naming the product, without suggesting it
 s=$(date +%s%N)
 "$ZTRAIN" train "${C[@]}" --micro-batch 2147483647 --steps 3 --print-config > mb.out 2> mb.err; rc=$?
