@@ -828,6 +828,10 @@ static int parse_str(const keydef *k, const char *s, kval *out) {
     case T_STRING:
         if (strlen(s) >= k->size) return ZT_EINVAL;
         if ((k->kf & KF_NONEMPTY) && !*s) return ZT_EINVAL;
+        if (k->off == offsetof(struct zt_config, ckpt_resume)) {
+            const char *why;   /* the parser the Slurm plugin uses too */
+            if (ztrain_resume_check(s, &why)) return ZT_EINVAL;
+        }
         out->s = s;
         return ZT_OK;
     default:

@@ -54,4 +54,37 @@
 #define ZTRAIN_DATALOADERS_MIN 1
 #define ZTRAIN_DATALOADERS_MAX 256
 
+/*
+ * The one parser of the shared values that are not plain numbers, used by
+ * the plugin (option callbacks and task_init) and by libtrain (every
+ * configuration source), so both accept and refuse the same things.
+ *
+ * checkpoint.resume: "auto", "never" or a checkpoint path.  The keywords are
+ * exact and lower case; a value equal to one of them but for case or blanks
+ * ("AUTO", "auto ", " never") is refused rather than taken as a path, and so
+ * are an empty value and control characters.  0 when valid, else -1 with
+ * *why set to a static reason.
+ */
+static inline int ztrain_resume_check(const char *v, const char **why) {
+    static const char *const kw[2] = {"auto", "never"};
+    if (!v || !*v) { *why = "empty value"; return -1; }
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) { *why = "control character in path"; return -1; }
+    /* v stripped of blanks, compared without case */
+    const char *b = v, *e = v;
+    while (*b == ' ' || *b == '\t') b++;
+    for (const char *p = b; *p; p++) if (*p != ' ' && *p != '\t') e = p + 1;
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        while (kw[k][n] && b + n < e && (b[n] | 0x20) == kw[k][n]) n++;
+        if (kw[k][n] == '\0' && b + n == e) {
+            if (b == v && *e == '\0' && !__builtin_strcmp(b, kw[k])) return 0;   /* exact */
+            *why = k == 0 ? "did you mean auto? (keywords are lower case, without blanks)"
+                          : "did you mean never? (keywords are lower case, without blanks)";
+            return -1;
+        }
+    }
+    return 0;
+}
+
 #endif /* ZTRAIN_ENV_H */
