@@ -390,6 +390,8 @@ int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
     o.rank = zt_world_rank();
     o.eval_batch = c->eval_batch_size > 0 ? c->eval_batch_size : c->micro_batch;
     o.workers = c->dataloaders > 0 ? c->dataloaders : zt_data_default_workers();
+    if (o.workers > zt_config_site_max_dataloaders())   /* auto within the site limit */
+        o.workers = zt_config_site_max_dataloaders();
     ZT_TRY(zt_data_open(&o, &tr, st));
     if (c->data_val[0]) {
         o.pattern = c->data_val;

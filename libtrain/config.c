@@ -331,7 +331,7 @@ static const keydef keys[] = {
 /* Environment variables that are not configuration keys but are allowed. */
 static const char *const env_informational[] = {
     ZTRAIN_ENV_GPU_BIND, ZTRAIN_ENV_RESTART_COUNT, ZTRAIN_ENV_SLURM_RANK,
-    ZTRAIN_ENV_SLURM_LOCAL, ZTRAIN_ENV_PLUGIN,
+    ZTRAIN_ENV_SLURM_LOCAL, ZTRAIN_ENV_PLUGIN, ZTRAIN_ENV_SITE_LIMITS,
 #ifdef ZTRAIN_ENV_OMP_AUTO
     ZTRAIN_ENV_OMP_AUTO,
 #endif
@@ -1419,8 +1419,37 @@ static int check_model(const zt_model_config *m, zt_status *st) {
     return ZT_OK;
 }
 
+/* The site limits the Slurm plugin stated for this task (ztrain_env.h):
+ * a setting beyond them is refused whatever its source. */
+static int check_site_limits(const zt_config *c, zt_status *st) {
+    const char *v = getenv(ZTRAIN_ENV_SITE_LIMITS), *why = NULL;
+    if (!v) return ZT_OK;
+    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
+    if (ztrain_site_limits_parse(v, &ms, &md, &why))
+        return zt_fail(st, ZT_EINVAL, "%s='%s': %s; refusing to run without the site limits",
+                       ZTRAIN_ENV_SITE_LIMITS, v, why);
+    int is = key_index("zero_optimization.stage"), id = key_index("ztrain.data.dataloaders");
+    if (c->zero_stage > ms)
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.stage=%d (%s) exceeds the site limit "
+                       "max_stage=%d (%s, stated by the ztrain Slurm plugin)", c->zero_stage,
+                       zt_source_name(c->src[is]), ms, ZTRAIN_ENV_SITE_LIMITS);
+    if (c->dataloaders > md)
+        return zt_fail(st, ZT_EINVAL, "ztrain.data.dataloaders=%d (%s) exceeds the site limit "
+                       "max_dataloaders=%d (%s, stated by the ztrain Slurm plugin)", c->dataloaders,
+                       zt_source_name(c->src[id]), md, ZTRAIN_ENV_SITE_LIMITS);
+    return ZT_OK;
+}
+
+int zt_config_site_max_dataloaders(void) {
+    const char *v = getenv(ZTRAIN_ENV_SITE_LIMITS), *why = NULL;
+    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
+    if (v) ztrain_site_limits_parse(v, &ms, &md, &why);
+    return md;
+}
+
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
     reset_derived(c);
+    ZT_TRY(check_site_limits(c, st));
     if (c->micro_batch == ZT_MICRO_BATCH_AUTO)
         return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is chosen against "
                        "the memory limit when training starts (zt_ctx_create) or by 'ztrain "

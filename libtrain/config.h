@@ -177,4 +177,8 @@ int zt_parse_size(const char *s, unsigned long long *out);
  * Caller frees with free(); NULL on allocation failure. */
 char *zt_config_help_text(void);
 
+/* The site limit on data-loader threads (ZTRAIN_SITE_LIMITS, ztrain_env.h),
+ * ZTRAIN_DATALOADERS_MAX when none is stated. */
+int zt_config_site_max_dataloaders(void);
+
 #endif /* ZT_CONFIG_H */

@@ -48,6 +48,13 @@
  * step (srun inside a batch script) recomputes it instead of keeping it. */
 #define ZTRAIN_ENV_OMP_AUTO     "ZTRAIN_OMP_AUTO"
 
+/* The site limits in force for this task, stated by the plugin from
+ * slurmstepd (task_init, after the user's environment, so a user's own
+ * value is replaced): "max_stage=N max_dataloaders=M".  libtrain refuses a
+ * configuration beyond them from any source (file, environment, flag) and
+ * keeps its automatic data-loader count within them. */
+#define ZTRAIN_ENV_SITE_LIMITS  "ZTRAIN_SITE_LIMITS"
+
 /* Allowed values, shared so both sides validate identically. */
 #define ZTRAIN_STAGE_MIN 0
 #define ZTRAIN_STAGE_MAX 3
@@ -83,6 +90,39 @@ static inline int ztrain_resume_check(const char *v, const char **why) {
                           : "did you mean never? (keywords are lower case, without blanks)";
             return -1;
         }
+    }
+    return 0;
+}
+
+/*
+ * Parse a ZTRAIN_SITE_LIMITS statement: space-separated max_stage=N and
+ * max_dataloaders=M (each optional, each at most once, within the ranges
+ * above).  Unset limits are left as given (callers start from the maxima).
+ * 0 when valid, else -1 with *why set.
+ */
+static inline int ztrain_site_limits_parse(const char *v, int *max_stage, int *max_dataloaders,
+                                           const char **why) {
+    static const char *const names[2] = {"max_stage=", "max_dataloaders="};
+    const int lo[2] = {ZTRAIN_STAGE_MIN, ZTRAIN_DATALOADERS_MIN};
+    const int hi[2] = {ZTRAIN_STAGE_MAX, ZTRAIN_DATALOADERS_MAX};
+    int *out[2] = {max_stage, max_dataloaders}, seen[2] = {0, 0};
+    const char *p = v ? v : "";
+    while (*p) {
+        if (*p == ' ') { p++; continue; }
+        int k = -1;
+        for (int i = 0; i < 2 && k < 0; i++)
+            if (!__builtin_strncmp(p, names[i], __builtin_strlen(names[i]))) k = i;
+        if (k < 0) { *why = "unknown item (expected max_stage=N max_dataloaders=M)"; return -1; }
+        if (seen[k]++) { *why = "an item given twice"; return -1; }
+        p += __builtin_strlen(names[k]);
+        long n = 0;
+        int digits = 0;
+        while (*p >= '0' && *p <= '9' && n <= 100000) { n = n * 10 + (*p++ - '0'); digits++; }
+        if (!digits || (*p && *p != ' ') || n < lo[k] || n > hi[k]) {
+            *why = "value not an integer in range";
+            return -1;
+        }
+        *out[k] = (int)n;
     }
     return 0;
 }

@@ -20,4 +20,20 @@ for v in auto never autosave/step-1; do
     "$ZTRAIN" train "${C[@]}" --resume "$v" > o.txt 2> e.txt
     ok $? "--resume '$v' accepted"
 done
+
+# the site limits stated by the Slurm plugin hold for every source
+export ZTRAIN_SITE_LIMITS="max_stage=1 max_dataloaders=4"
+printf '{"zero_optimization": {"stage": 2}}' > s2.json
+for a in "--stage 3" "--config s2.json" "--dataloaders 5"; do
+    # shellcheck disable=SC2086
+    "$ZTRAIN" train "${C[@]}" $a > o.txt 2> e.txt; rc=$?
+    ok $([ $rc = 2 ] && grep -q "exceeds the site limit max_" e.txt; echo $?) "site limits: $a refused (exit $rc: $(cat e.txt))"
+done
+ZTRAIN_STAGE=3 "$ZTRAIN" train "${C[@]}" > o.txt 2> e.txt; rc=$?
+ok $([ $rc = 2 ] && grep -q "(env) exceeds the site limit max_stage=1" e.txt; echo $?) "site limits: ZTRAIN_STAGE=3 refused"
+"$ZTRAIN" train "${C[@]}" --stage 1 --dataloaders 4 > o.txt 2> e.txt
+ok $? "site limits: stage 1 with 4 loaders runs"
+ZTRAIN_SITE_LIMITS="max_stage=9" "$ZTRAIN" train "${C[@]}" > o.txt 2> e.txt; rc=$?
+ok $([ $rc = 2 ] && grep -q "refusing to run without the site limits" e.txt; echo $?) "a malformed statement is refused, not ignored"
+unset ZTRAIN_SITE_LIMITS
 done_testing
