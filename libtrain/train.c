@@ -395,7 +395,9 @@ int zt_ctx_set_data(zt_ctx *ctx, zt_data_source train, zt_data_source val, zt_st
 static int metrics_keep(const char *path, long step, zt_status *st) {
     FILE *in = fopen(path, "r");
     if (!in) return ZT_OK;                      /* nothing to continue */
-    char tmp[ZT_PATH_MAX + 8], line[8192];
+    char tmp[ZT_PATH_MAX + 8], *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *out = fopen(tmp, "w");
     if (!out) {
@@ -403,11 +405,11 @@ static int metrics_keep(const char *path, long step, zt_status *st) {
         return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", tmp);
     }
     long s;
-    while (fgets(line, sizeof line, in)) {
-        size_t n = strlen(line);
-        if (n == 0 || line[n - 1] != '\n') break;  /* a torn last record */
+    while ((n = getline(&line, &cap, in)) > 0) {
+        if (line[n - 1] != '\n') break;           /* a torn last record */
         if (sscanf(line, "{\"step\": %ld", &s) == 1 && s <= step) fputs(line, out);
     }
+    free(line);
     fclose(in);
     int bad = fflush(out) != 0 || ferror(out);
     if (fclose(out) != 0 || bad || rename(tmp, path) != 0) {
