@@ -1091,14 +1091,24 @@ static int ds_compat(zt_config *cfg, const char *file, const char *path, json_t 
             return 1;
         }
     if (!strcmp(path, "zero_optimization.zero_hpz_partition_size")) {
-        /* hpZ (a secondary parameter partition inside a node): 1 = off */
+        /* hpZ (ZeRO++: a secondary parameter partition inside groups of N
+         * ranks, the same results): 1 = off; N > 1 = ztrain's hybrid
+         * sharding over groups of N (zero_optimization.shard_group_size) */
         if (json_is_integer(v) && json_integer_value(v) == 1) {
             note_key(cfg->ds_noeffect, sizeof cfg->ds_noeffect, path);
             return 1;
         }
-        zt_fail(st, ZT_EINVAL, "%s: zero_optimization.zero_hpz_partition_size other than 1 is "
-                "not implemented (ZeRO++ hpZ); ztrain's hybrid sharding is "
-                "zero_optimization.shard_group_size", file);
+        if (json_is_integer(v) && json_integer_value(v) > 1 && json_integer_value(v) < 1048576) {
+            char n[32];
+            snprintf(n, sizeof n, "%lld", (long long)json_integer_value(v));
+            if (zt_config_set(cfg, "zero_optimization.shard_group_size", n, ZT_SRC_FILE, st) != ZT_OK)
+                return -1;
+            note_key(cfg->ds_mapped, sizeof cfg->ds_mapped,
+                     "zero_hpz_partition_size -> zero_optimization.shard_group_size");
+            return 1;
+        }
+        zt_fail(st, ZT_EINVAL, "%s: zero_optimization.zero_hpz_partition_size must be an integer "
+                ">= 1 (1 = off; N = hybrid sharding over groups of N ranks)", file);
         return -1;
     }
     return 0;
@@ -1605,13 +1615,16 @@ int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt
 
 /* The DeepSpeed notes after the table, each listed once. */
 static char *describe_ds(const zt_config *cfg, char *out) {
-    if (!cfg->ds_noeffect[0] && !cfg->ds_auto[0]) return out;
-    size_t n = strlen(out) + strlen(cfg->ds_noeffect) + strlen(cfg->ds_auto) + 160;
+    if (!cfg->ds_noeffect[0] && !cfg->ds_auto[0] && !cfg->ds_mapped[0]) return out;
+    size_t n = strlen(out) + strlen(cfg->ds_noeffect) + strlen(cfg->ds_auto) +
+               strlen(cfg->ds_mapped) + 200;
     char *r = realloc(out, n);
     if (!r) return out;
     size_t j = strlen(r);
     if (cfg->ds_auto[0])
         j += (size_t)snprintf(r + j, n - j, "  \"auto\" (ztrain's own value above): %s\n", cfg->ds_auto);
+    if (cfg->ds_mapped[0])
+        j += (size_t)snprintf(r + j, n - j, "  mapped onto ztrain's knob: %s\n", cfg->ds_mapped);
     if (cfg->ds_noeffect[0])
         snprintf(r + j, n - j, "  no effect in ztrain (accepted for DeepSpeed configs): %s\n",
                  cfg->ds_noeffect);

@@ -117,6 +117,7 @@ struct zt_config {
      * given as "auto" that keep ztrain's own value (comma-separated) */
     char ds_noeffect[1024];
     char ds_auto[1024];
+    char ds_mapped[256];      /* DeepSpeed keys mapped onto a ztrain key */
     int adam_w_mode;          /* optimizer.params.adam_w_mode (Adam: true = AdamW) */
     double warmup_min_lr;     /* scheduler.params.warmup_min_lr (WarmupLR, WarmupDecayLR) */
 

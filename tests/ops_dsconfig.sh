@@ -165,10 +165,11 @@ sed 's/"adam_w_mode": true/"adam_w_mode": false/' ds.json > l2.json
 "$ZTRAIN" train --config l2.json "${M[@]}" --print-config > l2.out 2> l2.err; rc=$?
 ok $([ $rc = 2 ] && grep -q "adam_w_mode=false (L2 regularization) is not implemented" l2.err; echo $?) \
    "Adam with adam_w_mode=false is refused by name (exit $rc)"
-sed 's/"zero_hpz_partition_size": 1/"zero_hpz_partition_size": 8/' ds.json > hpz.json
-"$ZTRAIN" train --config hpz.json "${M[@]}" --print-config > hpz.out 2> hpz.err; rc=$?
-ok $([ $rc = 2 ] && grep -q "zero_hpz_partition_size other than 1 is not implemented" hpz.err; echo $?) \
-   "zero_hpz_partition_size 8 is refused by name, pointing at shard_group_size (exit $rc)"
+sed 's/"zero_hpz_partition_size": 1/"zero_hpz_partition_size": 2/' ds.json > hpz.json
+mpirun_np 4 "$ZTRAIN" train --config hpz.json "${M[@]}" --print-config > hpz.out 2> hpz.err; rc=$?
+ok $([ $rc = 0 ] && grep -q 'zero_optimization.shard_group_size *= 2 *(file)' hpz.out &&
+     grep -q '^  mapped onto ztrain.s knob: zero_hpz_partition_size -> zero_optimization.shard_group_size' hpz.out; echo $?) \
+   "zero_hpz_partition_size 2 on 4 ranks is ztrain's hybrid sharding over groups of 2 (exit $rc)"
 sed 's/"stage": 1,/"stage": 1, "offload_optimizer": {"device": "nvme"},/' ds.json > nvme.json
 "$ZTRAIN" train --config nvme.json "${M[@]}" --print-config > nvme.out 2> nvme.err; rc=$?
 ok $([ $rc = 2 ] && grep -q "offload_optimizer.device" nvme.err; echo $?) "NVMe offload stays refused by name (exit $rc)"
