@@ -443,9 +443,10 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
                    how, dir, n, first_err);
 }
 
-/* checkpoint.resume=PATH at a directory without state.h5: fine when it is
- * empty or holds checkpoint entries (step-*, latest); otherwise ZT_EINVAL
- * (a Hugging Face model directory: use --init-from). */
+/* checkpoint.resume=PATH at a directory without state.h5: fine when it
+ * holds checkpoint entries (step-*, latest); otherwise ZT_EINVAL (an empty
+ * one too: only checkpoint.resume=auto starts fresh; a Hugging Face model
+ * directory: use --init-from). */
 static int check_ckpt_dir(const char *dir, zt_status *st) {
     DIR *d = opendir(dir);
     if (!d) return zt_fail(st, ZT_EIO, "checkpoint.resume=%s: cannot list: %s", dir, strerror(errno));
@@ -457,7 +458,11 @@ static int check_ckpt_dir(const char *dir, zt_status *st) {
         else other++;
     }
     closedir(d);
-    if (ours || !other) return ZT_OK;
+    if (ours) return ZT_OK;
+    if (!other)
+        return zt_fail(st, ZT_EINVAL, "checkpoint.resume=%s: an empty directory holds no "
+                       "checkpoint to resume; to start fresh there use checkpoint.resume=auto with "
+                       "checkpoint.dir=%s", dir, dir);
     char cj[ZT_PATH_MAX + 16];
     struct stat sb;
     snprintf(cj, sizeof cj, "%s/config.json", dir);
@@ -489,8 +494,8 @@ int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
     if (ctx->nranks > 1) MPI_Bcast(&kind, 1, MPI_INT, 0, ck_comm(ctx));
     if (kind == 0) {
-        /* a directory: of checkpoints, or empty (a fresh start); anything
-         * else is a mistake worth stopping for, not a silent step 0 */
+        /* a directory of checkpoints; anything else (empty included) is a
+         * mistake worth stopping for, not a silent step 0 */
         if (ctx->rank == 0) rc = check_ckpt_dir(c->ckpt_resume, st);
         if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
         return resume_dir(ctx, c->ckpt_resume, mode, 0, "checkpoint.resume=PATH", step_out, st);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "h5tokens.h"
 
 const char *const ck_family_group[CK_NFAM] = {"params", "optimizer/m", "optimizer/v"};
 
@@ -147,21 +148,7 @@ int ck_attr_get_str(hid_t o, const char *name, char *buf, size_t n) {
     if (n == 0 || H5Aexists(o, name) <= 0) return -1;
     hid_t a = H5Aopen(o, name, H5P_DEFAULT);
     if (a < 0) return -1;
-    int rc = -1;
-    hid_t ft = H5Aget_type(a);
-    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING && !H5Tis_variable_str(ft)) {
-        size_t sz = H5Tget_size(ft);
-        char *tmp = calloc(1, sz + 1);
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, sz);
-        if (tmp && mt >= 0 && H5Aread(a, mt, tmp) >= 0) {
-            snprintf(buf, n, "%s", tmp);
-            rc = 0;
-        }
-        if (mt >= 0) H5Tclose(mt);
-        free(tmp);
-    }
-    if (ft >= 0) H5Tclose(ft);
+    int rc = zt_h5_attr_text(a, buf, n);
     H5Aclose(a);
     return rc;
 }

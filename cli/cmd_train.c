@@ -43,6 +43,7 @@ static void train_usage(void) {
            "                         parameters (a resumed checkpoint wins; docs/huggingface.md)\n"
            "  --save PATH            weights file written at the end\n"
            "                         (default: <checkpoint.dir>/model.bin)\n"
+           "  --save-dtype fp32|bf16 its llm.c format: version 3 (fp32, default) or 5 (bf16)\n"
            "  --sample-tokens N      generate N tokens after training (default 256; 0: none)\n"
            "  --sample-prompt TEXT   prompt for that sample (default: a newline)\n"
            "  --print-config         print the effective configuration and exit\n"
@@ -55,7 +56,7 @@ static void train_usage(void) {
 int cmd_train(int argc, char **argv) {
     const char *config_path = getenv("ZTRAIN_CONFIG"), *save_path = NULL;
     const char *prompt = "\n";
-    int sample_tokens = 256, print_only = 0;
+    int sample_tokens = 256, print_only = 0, save_bf16 = 0;
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { train_usage(); return ZT_EXIT_OK; }
 
@@ -87,6 +88,15 @@ int cmd_train(int argc, char **argv) {
             continue;
         }
         if (!strcmp(a, "--print-config")) { print_only = 1; continue; }
+        if ((r = cli_opt(argc, argv, &i, "save-dtype", &v))) {
+            if (r < 0) goto missing;
+            if (strcmp(v, "fp32") && strcmp(v, "bf16")) {
+                snprintf(st.msg, sizeof st.msg, "--save-dtype must be fp32 or bf16, got '%s'", v);
+                rc = ZT_EINVAL;
+            }
+            save_bf16 = !strcmp(v, "bf16");
+            continue;
+        }
         rc = cli_config_flag(cfg, argc, argv, &i, "train", &st);
         if (rc != ZT_OK) break;
         continue;
@@ -172,7 +182,7 @@ int cmd_train(int argc, char **argv) {
         snprintf(st.msg, sizeof st.msg, "%s: cannot create directory: %s", ec->ckpt_dir, strerror(errno));
     }
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
-    rc = zt_save_weights(ctx, path, &st);
+    rc = zt_save_weights_dtype(ctx, path, save_bf16, &st);
     if (rc != ZT_OK) goto done;
     if (rank == 0) printf("saved weights to %s\n", path);
 after_save:

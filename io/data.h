@@ -26,7 +26,8 @@
  * (and the global batch) resumes exactly, on any world size.
  *
  * Evaluation (step < 0, round = -1 - step): windows in file order, no
- * shuffle: sample id = (round * eval_batch * world + first + i) mod n_samples.
+ * shuffle: sample id = (round * eval_batch + first + i) mod n_samples, where
+ * eval_batch is the global count (the same samples at any world size).
  */
 #ifndef ZT_IO_DATA_H
 #define ZT_IO_DATA_H
@@ -84,7 +85,7 @@ typedef struct zt_data_opts {
     int micro_batch;          /* B: train requests are B samples */
     int grad_accum;           /* A: micro-steps per step */
     int world, rank;          /* data-parallel world; global batch = B*A*world */
-    int eval_batch;           /* eval: samples per rank per round */
+    int eval_batch;           /* eval: samples per round, all ranks together */
     int workers;              /* prefetch threads; 0 = synchronous reads */
     int depth;                /* prefetch queue in batches; 0 = 2*A + 2 */
 } zt_data_opts;

@@ -104,7 +104,7 @@ typedef struct loader {
 static uint64_t sample_id(const loader *L, long step, uint64_t idx) {
     if (L->kind == ZT_DATA_EVAL) {
         uint64_t round = (uint64_t)(-1 - step);
-        return (round * (uint64_t)L->EB * (uint64_t)L->world + idx) % L->n;
+        return (round * (uint64_t)L->EB + idx) % L->n;   /* EB: global, any world size */
     }
     return zt_data_train_sample((uint64_t)step * L->gbatch + idx, L->n, L->seed);
 }
@@ -390,6 +390,8 @@ int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
     o.rank = zt_world_rank();
     o.eval_batch = c->eval_batch_size > 0 ? c->eval_batch_size : c->micro_batch;
     o.workers = c->dataloaders > 0 ? c->dataloaders : zt_data_default_workers();
+    if (o.workers > zt_config_site_max_dataloaders())   /* auto within the site limit */
+        o.workers = zt_config_site_max_dataloaders();
     ZT_TRY(zt_data_open(&o, &tr, st));
     if (c->data_val[0]) {
         o.pattern = c->data_val;

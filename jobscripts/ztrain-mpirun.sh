@@ -10,6 +10,10 @@
 # GPUs of its machine and libtrain picks one by its node-local MPI rank.
 # Checkpoints go to CKPT_DIR (default ./ztrain-run); run the same command again
 # to resume from the newest checkpoint there (RESUME=auto).
+# Preemption: SIGTERM, SIGINT, SIGHUP or SIGUSR2 sent to this script reach
+# every rank as SIGUSR2 (Open MPI's mpirun forwards SIGUSR2 but turns SIGTERM
+# into an abort: exit 1, SIGKILL after 1 s); ztrain saves a checkpoint and the
+# script exits 3 (docs/production.md).
 #
 # Usage:    ztrain-mpirun.sh CONFIG [extra "ztrain train" flags]
 #           NP=8 HOSTFILE=hosts.txt ztrain-mpirun.sh my.json
@@ -80,4 +84,12 @@ echo "ztrain-mpirun: $NP ranks, config $CONFIG, ZeRO stage ${STAGE:-default}," \
      "OMP_NUM_THREADS=$omp, checkpoints in ${CKPT_DIR:-the default directory}"
 # MPIRUN_ARGS is split on blanks on purpose
 # shellcheck disable=SC2086
-exec "$MPIRUN" -n "$NP" "${launcher[@]}" $MPIRUN_ARGS ztrain train --config "$CONFIG" "$@"
+"$MPIRUN" -n "$NP" "${launcher[@]}" $MPIRUN_ARGS ztrain train --config "$CONFIG" "$@" &
+pid=$!
+trap 'kill -USR2 "$pid" 2>/dev/null || true' TERM INT HUP USR2
+# wait returns early (> 128) when a trapped signal arrives: wait again until
+# mpirun has ended; bash keeps its exit status for the last wait
+while kill -0 "$pid" 2>/dev/null; do wait "$pid" || true; done
+rc=0
+wait "$pid" || rc=$?
+exit "$rc"

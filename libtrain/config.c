@@ -141,8 +141,12 @@ static const keydef keys[] = {
 
     /* ---- optimizer */
     {"optimizer.type", NULL, NULL, NULL, T_ENUM, FLD(optimizer_type),
-     0, 0, 0, "AdamW", "AdamW", "optimizer (case-insensitive)"},
-    {"optimizer.params.lr", "lr", NULL, NULL, T_DOUBLE, FLD(lr),
+     0, 0, 0, "AdamW", "AdamW|Adam",
+     "optimizer (case-insensitive); Adam is DeepSpeed's Adam, AdamW with adam_w_mode=true"},
+    {"optimizer.params.adam_w_mode", NULL, NULL, NULL, T_BOOL, FLD(adam_w_mode),
+     0, 0, 0, "true", NULL,
+     "Adam: decoupled weight decay (AdamW); false (L2 regularization) is not implemented"},
+    {"optimizer.params.lr", "lr", NULL, "scheduler.params.warmup_max_lr", T_DOUBLE, FLD(lr),
      0, 0, KF_LO_OPEN | KF_NO_HI, "3e-4", NULL, "peak learning rate"},
     {"optimizer.params.betas", NULL, NULL, NULL, T_PAIR, offsetof(struct zt_config, beta1),
      2 * sizeof(double), 0, 1, KF_HI_OPEN, "[0.9, 0.95]", NULL,
@@ -154,8 +158,12 @@ static const keydef keys[] = {
 
     /* ---- scheduler */
     {"scheduler.type", NULL, NULL, NULL, T_ENUM, FLD(scheduler_type),
-     0, 0, 0, "WarmupCosineLR", "WarmupCosineLR|none",
-     "learning-rate schedule; none = constant lr"},
+     0, 0, 0, "WarmupCosineLR", "WarmupCosineLR|WarmupLR|WarmupDecayLR|none",
+     "learning-rate schedule: WarmupCosineLR; DeepSpeed's WarmupLR (warmup, then constant) and "
+     "WarmupDecayLR (warmup, then linear decay to warmup_min_lr at total_num_steps); none = "
+     "constant lr. WarmupLR/WarmupDecayLR: warmup_max_lr is optimizer.params.lr"},
+    {"scheduler.params.warmup_min_lr", NULL, NULL, NULL, T_DOUBLE, FLD(warmup_min_lr),
+     0, 0, KF_NO_HI, "0", NULL, "WarmupLR, WarmupDecayLR: learning rate at step 0"},
     {"scheduler.params.warmup_num_steps", "warmup", NULL, NULL, T_INT, FLD(warmup_steps),
      0, 0, KF_NO_HI, "0", NULL, "warmup steps"},
     {"scheduler.params.total_num_steps", NULL, NULL, NULL, T_INT, FLD(total_steps),
@@ -242,7 +250,7 @@ static const keydef keys[] = {
     {"ztrain.eval_every", "eval-every", NULL, NULL, T_INT, FLD(eval_every),
      0, 0, KF_NO_HI, "100", NULL, "evaluate every N steps; 0 = only at the end"},
     {"ztrain.eval_batch_size", "eval-batch-size", NULL, NULL, T_INT, FLD(eval_batch_size),
-     0, 0, KF_NO_HI, "0", NULL, "samples per eval batch per rank; 0 = micro batch"},
+     0, 0, KF_NO_HI, "0", NULL, "samples per eval batch, all ranks together; 0 = micro batch x data-parallel ranks"},
     {"ztrain.eval_batches", "eval-batches", NULL, NULL, T_INT, FLD(eval_batches),
      1, 0, KF_NO_HI, "8", NULL, "batches per evaluation"},
     {"ztrain.log_every", "log-every", NULL, "steps_per_print", T_INT, FLD(log_every),
@@ -323,7 +331,7 @@ static const keydef keys[] = {
 /* Environment variables that are not configuration keys but are allowed. */
 static const char *const env_informational[] = {
     ZTRAIN_ENV_GPU_BIND, ZTRAIN_ENV_RESTART_COUNT, ZTRAIN_ENV_SLURM_RANK,
-    ZTRAIN_ENV_SLURM_LOCAL, ZTRAIN_ENV_PLUGIN,
+    ZTRAIN_ENV_SLURM_LOCAL, ZTRAIN_ENV_PLUGIN, ZTRAIN_ENV_SITE_LIMITS,
 #ifdef ZTRAIN_ENV_OMP_AUTO
     ZTRAIN_ENV_OMP_AUTO,
 #endif
@@ -820,6 +828,10 @@ static int parse_str(const keydef *k, const char *s, kval *out) {
     case T_STRING:
         if (strlen(s) >= k->size) return ZT_EINVAL;
         if ((k->kf & KF_NONEMPTY) && !*s) return ZT_EINVAL;
+        if (k->off == offsetof(struct zt_config, ckpt_resume)) {
+            const char *why;   /* the parser the Slurm plugin uses too */
+            if (ztrain_resume_check(s, &why)) return ZT_EINVAL;
+        }
         out->s = s;
         return ZT_OK;
     default:
@@ -1041,6 +1053,67 @@ static int file_key_index(const char *path) {
     return -1;
 }
 
+/* DeepSpeed keys accepted with no effect in ztrain: bucket sizes (ztrain
+ * communicates one model unit at a time), stage-3 prefetch/persistence/live
+ * parameter limits (whole units are gathered and released), flags ztrain
+ * always behaves as (contiguous gradients, reduce-scatter, partitioned
+ * all-gather), and reporting/saving switches. */
+static const char *const ds_noeffect_keys[] = {
+    "zero_optimization.allgather_partitions", "zero_optimization.allgather_bucket_size",
+    "zero_optimization.reduce_bucket_size", "zero_optimization.reduce_scatter",
+    "zero_optimization.contiguous_gradients", "zero_optimization.round_robin_gradients",
+    "zero_optimization.stage3_prefetch_bucket_size",
+    "zero_optimization.stage3_param_persistence_threshold",
+    "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_max_reuse_distance",
+    "zero_optimization.stage3_gather_16bit_weights_on_model_save",
+    "zero_optimization.stage3_gather_fp16_weights_on_model_save",
+    "zero_optimization.sub_group_size", "zero_optimization.load_from_fp32_weights",
+    "zero_optimization.elastic_checkpoint", "zero_optimization.ignore_unused_parameters",
+    "zero_optimization.memory_efficient_linear", "wall_clock_breakdown",
+    "optimizer.params.torch_adam", "zero_allow_untested_optimizer", "prescale_gradients",
+    "gradient_predivide_factor", "dump_state", "memory_breakdown",
+    "flops_profiler.enabled", "tensorboard.enabled", "wandb.enabled", "csv_monitor.enabled",
+    NULL,
+};
+
+static void note_key(char *list, size_t n, const char *path) {
+    size_t l = strlen(list);
+    if (l + strlen(path) + 3 < n) snprintf(list + l, n - l, "%s%s", l ? ", " : "", path);
+}
+
+/* A DeepSpeed key with no ztrain counterpart: accepted (1), refused (-1 with
+ * st set), or unknown (0). */
+static int ds_compat(zt_config *cfg, const char *file, const char *path, json_t *v,
+                     zt_status *st) {
+    for (int i = 0; ds_noeffect_keys[i]; ++i)
+        if (!strcmp(path, ds_noeffect_keys[i])) {
+            note_key(cfg->ds_noeffect, sizeof cfg->ds_noeffect, path);
+            return 1;
+        }
+    if (!strcmp(path, "zero_optimization.zero_hpz_partition_size")) {
+        /* hpZ (ZeRO++: a secondary parameter partition inside groups of N
+         * ranks, the same results): 1 = off; N > 1 = ztrain's hybrid
+         * sharding over groups of N (zero_optimization.shard_group_size) */
+        if (json_is_integer(v) && json_integer_value(v) == 1) {
+            note_key(cfg->ds_noeffect, sizeof cfg->ds_noeffect, path);
+            return 1;
+        }
+        if (json_is_integer(v) && json_integer_value(v) > 1 && json_integer_value(v) < 1048576) {
+            char n[32];
+            snprintf(n, sizeof n, "%lld", (long long)json_integer_value(v));
+            if (zt_config_set(cfg, "zero_optimization.shard_group_size", n, ZT_SRC_FILE, st) != ZT_OK)
+                return -1;
+            note_key(cfg->ds_mapped, sizeof cfg->ds_mapped,
+                     "zero_hpz_partition_size -> zero_optimization.shard_group_size");
+            return 1;
+        }
+        zt_fail(st, ZT_EINVAL, "%s: zero_optimization.zero_hpz_partition_size must be an integer "
+                ">= 1 (1 = off; N = hybrid sharding over groups of N ranks)", file);
+        return -1;
+    }
+    return 0;
+}
+
 static int walk(zt_config *cfg, const char *file, const char *prefix, json_t *obj,
                 zt_status *st) {
     const char *name;
@@ -1051,7 +1124,18 @@ static int walk(zt_config *cfg, const char *file, const char *prefix, json_t *ob
                           : snprintf(path, sizeof path, "%s", name);
         if (n < 0 || (size_t)n >= sizeof path)
             return zt_fail(st, ZT_EINVAL, "%s: unknown key '%.60s...'", file, path);
+        int dc = ds_compat(cfg, file, path, v, st);
+        if (dc < 0) return st ? st->code : ZT_EINVAL;
+        if (dc > 0) continue;
         int idx = file_key_index(path);
+        if (idx >= 0 && !(keys[idx].kf & (KF_AUTO | KF_SIZE)) && keys[idx].type != T_ENUM &&
+            keys[idx].type != T_STRING && json_is_string(v) &&
+            strcasecmp(json_string_value(v), "auto") == 0) {
+            /* Hugging Face's "auto" for a number or switch: the value ztrain
+             * derives or defaults to (where "auto" is a value, it is one) */
+            note_key(cfg->ds_auto, sizeof cfg->ds_auto, path);
+            continue;
+        }
         if (idx >= 0) {
             const keydef *k = &keys[idx];
             kval kv;
@@ -1345,8 +1429,37 @@ static int check_model(const zt_model_config *m, zt_status *st) {
     return ZT_OK;
 }
 
+/* The site limits the Slurm plugin stated for this task (ztrain_env.h):
+ * a setting beyond them is refused whatever its source. */
+static int check_site_limits(const zt_config *c, zt_status *st) {
+    const char *v = getenv(ZTRAIN_ENV_SITE_LIMITS), *why = NULL;
+    if (!v) return ZT_OK;
+    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
+    if (ztrain_site_limits_parse(v, &ms, &md, &why))
+        return zt_fail(st, ZT_EINVAL, "%s='%s': %s; refusing to run without the site limits",
+                       ZTRAIN_ENV_SITE_LIMITS, v, why);
+    int is = key_index("zero_optimization.stage"), id = key_index("ztrain.data.dataloaders");
+    if (c->zero_stage > ms)
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.stage=%d (%s) exceeds the site limit "
+                       "max_stage=%d (%s, stated by the ztrain Slurm plugin)", c->zero_stage,
+                       zt_source_name(c->src[is]), ms, ZTRAIN_ENV_SITE_LIMITS);
+    if (c->dataloaders > md)
+        return zt_fail(st, ZT_EINVAL, "ztrain.data.dataloaders=%d (%s) exceeds the site limit "
+                       "max_dataloaders=%d (%s, stated by the ztrain Slurm plugin)", c->dataloaders,
+                       zt_source_name(c->src[id]), md, ZTRAIN_ENV_SITE_LIMITS);
+    return ZT_OK;
+}
+
+int zt_config_site_max_dataloaders(void) {
+    const char *v = getenv(ZTRAIN_ENV_SITE_LIMITS), *why = NULL;
+    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
+    if (v) ztrain_site_limits_parse(v, &ms, &md, &why);
+    return md;
+}
+
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
     reset_derived(c);
+    ZT_TRY(check_site_limits(c, st));
     if (c->micro_batch == ZT_MICRO_BATCH_AUTO)
         return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is chosen against "
                        "the memory limit when training starts (zt_ctx_create) or by 'ztrain "
@@ -1369,6 +1482,14 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
                        "zero_optimization.offload_optimizer.device=cpu as well (parameters are "
                        "offloaded together with the optimizer state): add it, or use "
                        "--offload params", c->offload_param);
+    if (!strcmp(c->optimizer_type, "Adam") && !c->adam_w_mode)
+        return zt_fail(st, ZT_EINVAL, "optimizer.type=Adam with optimizer.params.adam_w_mode=false "
+                       "(L2 regularization) is not implemented; adam_w_mode=true is AdamW");
+    if ((!strcmp(c->scheduler_type, "WarmupLR") || !strcmp(c->scheduler_type, "WarmupDecayLR")) &&
+        c->src[key_index("scheduler.params.warmup_type")] == ZT_SRC_DEFAULT) {
+        snprintf(c->warmup_type, sizeof c->warmup_type, "log");   /* DeepSpeed's default */
+        c->src[key_index("scheduler.params.warmup_type")] = ZT_SRC_DERIVED;
+    }
     ZT_TRY(check_model(&c->model, st));
     if (c->seq_len == 0) {
         c->seq_len = c->model.context;
@@ -1379,9 +1500,19 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
                        "ztrain.model.context=%d", c->seq_len, c->model.context);
     ZT_TRY(resolve_batch(c, world, st));
     if (c->eval_batch_size == 0) {
-        c->eval_batch_size = c->micro_batch;
+        /* the global micro batch: train_batch_size / grad_accum */
+        c->eval_batch_size = c->train_batch_size / c->grad_accum;
         c->src[key_index("ztrain.eval_batch_size")] = ZT_SRC_DERIVED;
     }
+    /* token positions of one batch are counted in int (B*T) everywhere */
+    if ((long long)c->micro_batch * c->seq_len > INT_MAX)
+        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=%d x ztrain.seq_len=%d = "
+                       "%lld tokens per micro batch exceeds %d", c->micro_batch, c->seq_len,
+                       (long long)c->micro_batch * c->seq_len, INT_MAX);
+    if ((long long)c->eval_batch_size * c->seq_len > INT_MAX)
+        return zt_fail(st, ZT_EINVAL, "ztrain.eval_batch_size=%d x ztrain.seq_len=%d = %lld "
+                       "tokens per evaluation batch exceeds %d", c->eval_batch_size, c->seq_len,
+                       (long long)c->eval_batch_size * c->seq_len, INT_MAX);
     if (c->total_steps == 0) {
         if (c->steps > INT_MAX)
             return zt_fail(st, ZT_EINVAL, "ztrain.steps=%ld is too large for "
@@ -1482,6 +1613,24 @@ int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt
     return ZT_OK;
 }
 
+/* The DeepSpeed notes after the table, each listed once. */
+static char *describe_ds(const zt_config *cfg, char *out) {
+    if (!cfg->ds_noeffect[0] && !cfg->ds_auto[0] && !cfg->ds_mapped[0]) return out;
+    size_t n = strlen(out) + strlen(cfg->ds_noeffect) + strlen(cfg->ds_auto) +
+               strlen(cfg->ds_mapped) + 200;
+    char *r = realloc(out, n);
+    if (!r) return out;
+    size_t j = strlen(r);
+    if (cfg->ds_auto[0])
+        j += (size_t)snprintf(r + j, n - j, "  \"auto\" (ztrain's own value above): %s\n", cfg->ds_auto);
+    if (cfg->ds_mapped[0])
+        j += (size_t)snprintf(r + j, n - j, "  mapped onto ztrain's knob: %s\n", cfg->ds_mapped);
+    if (cfg->ds_noeffect[0])
+        snprintf(r + j, n - j, "  no effect in ztrain (accepted for DeepSpeed configs): %s\n",
+                 cfg->ds_noeffect);
+    return r;
+}
+
 char *zt_config_describe(const zt_config *cfg) {
     if (!cfg) return NULL;
     size_t kw = 0, vw = 0, total = 1;
@@ -1509,7 +1658,7 @@ char *zt_config_describe(const zt_config *cfg) {
         j += (size_t)w;
     }
     out[j] = '\0';
-    return out;
+    return describe_ds(cfg, out);
 }
 
 /* Minimum "%.*g" precision with which every double of cfg reads back. */

@@ -112,6 +112,15 @@ struct zt_config {
 
     /* provenance of every table entry, indexed like the table in config.c */
     unsigned char *src;
+    /* DeepSpeed compatibility, filled by zt_config_load_file, shown by
+     * zt_config_describe: keys accepted with no effect in ztrain, and keys
+     * given as "auto" that keep ztrain's own value (comma-separated) */
+    char ds_noeffect[1024];
+    char ds_auto[1024];
+    char ds_mapped[256];      /* DeepSpeed keys mapped onto a ztrain key */
+    int adam_w_mode;          /* optimizer.params.adam_w_mode (Adam: true = AdamW) */
+    double warmup_min_lr;     /* scheduler.params.warmup_min_lr (WarmupLR, WarmupDecayLR) */
+
     int finalized;
     int world_size;           /* set by finalize */
 
@@ -168,5 +177,9 @@ int zt_parse_size(const char *s, unsigned long long *out);
 /* Help text for every key: flags, env names, type/range, default, meaning.
  * Caller frees with free(); NULL on allocation failure. */
 char *zt_config_help_text(void);
+
+/* The site limit on data-loader threads (ZTRAIN_SITE_LIMITS, ztrain_env.h),
+ * ZTRAIN_DATALOADERS_MAX when none is stated. */
+int zt_config_site_max_dataloaders(void);
 
 #endif /* ZT_CONFIG_H */

@@ -433,7 +433,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
-    p->eval_batch = c->eval_batch_size;
+    p->eval_batch = (int)(((long)c->eval_batch_size + W - 1) / W);   /* rows per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;
@@ -797,31 +797,44 @@ static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char 
 /* Eval batch candidates below the current one: E' divides E, and
  * eval_batches grows by E / E' so the same number of samples is evaluated.
  * The largest that fits. */
+/* One candidate of try_eval: eval batch e (a divisor of E). */
+static int try_eval_one(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
+                        const char *extra_flags, uint64_t limit, int e, change *ch) {
+    int E = fin->eval_batch_size, nb = fin->eval_batches;
+    if ((long long)nb * (E / e) > INT_MAX) return 0;
+    char eb[16], bs[16];
+    snprintf(eb, sizeof eb, "%d", e);
+    snprintf(bs, sizeof bs, "%d", nb * (E / e));
+    const char *kv[20];
+    int n = 0;
+    for (int i = 0; extra && extra[i] && n < 14; ++i) kv[n++] = extra[i];
+    kv[n++] = "ztrain.eval_batch_size"; kv[n++] = eb;
+    kv[n++] = "ztrain.eval_batches"; kv[n++] = bs;
+    kv[n] = NULL;
+    change c;
+    memset(&c, 0, sizeof c);
+    if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o))) return 0;
+    snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
+             "(the same samples)", E, e, nb * (E / e));
+    snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
+             extra_flags ? extra_flags : "", extra_flags ? " " : "", e, nb * (E / e));
+    ch->peak = c.peak;
+    return 1;
+}
+
+/* Eval batch candidates below the current one: E' divides E, and
+ * eval_batches grows by E / E' so the same number of samples is evaluated.
+ * The largest that fits.  Divisors in decreasing order in O(sqrt(E)):
+ * E/d for d = 2, 3, ... while d*d <= E, then the divisors below sqrt(E). */
 static int try_eval(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
                     const char *extra_flags, uint64_t limit, change *ch) {
-    int E = fin->eval_batch_size, nb = fin->eval_batches;
-    for (int e = E - 1; e >= 1; --e) {
-        if (E % e || (long long)nb * (E / e) > INT_MAX) continue;
-        char eb[16], bs[16];
-        snprintf(eb, sizeof eb, "%d", e);
-        snprintf(bs, sizeof bs, "%d", nb * (E / e));
-        const char *kv[20];
-        int n = 0;
-        for (int i = 0; extra && extra[i] && n < 14; ++i) kv[n++] = extra[i];
-        kv[n++] = "ztrain.eval_batch_size"; kv[n++] = eb;
-        kv[n++] = "ztrain.eval_batches"; kv[n++] = bs;
-        kv[n] = NULL;
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
-                     "(the same samples)", E, e, nb * (E / e));
-            snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
-                     extra_flags ? extra_flags : "", extra_flags ? " " : "", e, nb * (E / e));
-            ch->peak = c.peak;
-            return 1;
-        }
-    }
+    int E = fin->eval_batch_size;
+    long d;
+    for (d = 2; d * d <= E; ++d)
+        if (E % d == 0 && try_eval_one(fin, o, extra, extra_flags, limit, (int)(E / d), ch)) return 1;
+    for (long e = d - 1; e >= 1; --e)
+        if (E % e == 0 && e * e != E && e < E &&
+            try_eval_one(fin, o, extra, extra_flags, limit, (int)e, ch)) return 1;
     return 0;
 }
 

@@ -55,6 +55,23 @@ double zt_lr_at(const zt_config *cfg, long s) {
     if (!strcmp(cfg->scheduler_type, "none")) return base;
     long warm = cfg->warmup_steps;
     long total = cfg->total_steps > 0 ? cfg->total_steps : cfg->steps;
+    if (!strcmp(cfg->scheduler_type, "WarmupLR") || !strcmp(cfg->scheduler_type, "WarmupDecayLR")) {
+        /* DeepSpeed's: min + (max - min) * gamma */
+        double lo = cfg->warmup_min_lr, gamma;
+        if (s < warm) {
+            if (!strcmp(cfg->warmup_type, "log"))
+                gamma = warm > 1 ? log((double)s + 1.0) / log((double)warm) : 1.0;
+            else
+                gamma = (double)s / (double)warm;
+        } else if (!strcmp(cfg->scheduler_type, "WarmupLR")) {
+            gamma = 1.0;
+        } else {
+            double span = (double)(total - warm) > 1.0 ? (double)(total - warm) : 1.0;
+            gamma = (double)(total - s) / span;
+            if (gamma < 0.0) gamma = 0.0;
+        }
+        return lo + (base - lo) * gamma;
+    }
     if (s < warm) {
         double frac;
         if (!strcmp(cfg->warmup_type, "log"))

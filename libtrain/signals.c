@@ -9,8 +9,8 @@ static volatile sig_atomic_t g_received = 0;
 
 static struct {
     int installed;
-    int signo[2];             /* SIGTERM and the configured one (0 = unused) */
-    struct sigaction old[2];
+    int signo[3];             /* SIGTERM, SIGUSR2 and the configured one (0 = unused) */
+    struct sigaction old[3];
 } g_inst;
 
 static void on_signal(int signo) {
@@ -48,7 +48,7 @@ const char *zt_signal_name(int signo) {
 
 void zt_preempt_uninstall(void) {
     if (!g_inst.installed) return;
-    for (int i = 1; i >= 0; --i)
+    for (int i = 2; i >= 0; --i)
         if (g_inst.signo[i]) sigaction(g_inst.signo[i], &g_inst.old[i], NULL);
     memset(&g_inst, 0, sizeof g_inst);
 }
@@ -62,8 +62,12 @@ int zt_preempt_install(int signo, zt_status *st) {
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;      /* I/O and MPI calls continue after the handler */
-    int want[2] = {SIGTERM, signo != SIGTERM ? signo : 0};
-    for (int i = 0; i < 2; ++i) {
+    /* SIGUSR2 always: launchers forward it (Open MPI's mpirun forwards
+     * SIGUSR2 to every rank but turns SIGTERM into an abort), so
+     * jobscripts/ztrain-mpirun.sh converts a SIGTERM/SIGINT/SIGHUP it
+     * receives into SIGUSR2 whatever ztrain.preempt_signal is */
+    int want[3] = {SIGTERM, SIGUSR2, signo != SIGTERM && signo != SIGUSR2 ? signo : 0};
+    for (int i = 0; i < 3; ++i) {
         if (!want[i]) continue;
         if (sigaction(want[i], &sa, &g_inst.old[i]) != 0) {
             zt_preempt_uninstall();

@@ -1,8 +1,9 @@
 /*
  * signals.h -- preemption signals: catch, agree at a step boundary.
  *
- * zt_preempt_install() installs an async-signal-safe handler for SIGTERM and
- * the configured ztrain.preempt_signal (default SIGUSR2).  The handler only
+ * zt_preempt_install() installs an async-signal-safe handler for SIGTERM,
+ * SIGUSR2 (what launchers forward) and the configured ztrain.preempt_signal
+ * (default SIGUSR2).  The handler only
  * records the signal number in a sig_atomic_t flag; nothing else happens in
  * signal context.  At every optimizer-step boundary the checkpoint step hook
  * calls zt_preempt_agree(), an all-reduce (max) of the local flags over the
@@ -22,7 +23,7 @@ int zt_signal_from_name(const char *name, int *signo, zt_status *st);
 /* Name of a signal number ("SIGUSR2"; "signal N" for others). */
 const char *zt_signal_name(int signo);
 
-/* Catch SIGTERM and `signo` (may be SIGTERM itself).  The previous actions
+/* Catch SIGTERM, SIGUSR2 and `signo` (may be either of them).  The previous actions
  * are kept and put back by zt_preempt_uninstall().  Process-wide; a second
  * install without uninstall only updates the set of signals. */
 int zt_preempt_install(int signo, zt_status *st);

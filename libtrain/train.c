@@ -389,9 +389,40 @@ int zt_ctx_set_data(zt_ctx *ctx, zt_data_source train, zt_data_source val, zt_st
 
 /* ------------------------------------------------------------ metrics */
 
+/* A resumed run continues the metrics file: keep the complete records of
+ * steps <= the resumed step (those past it are from the interrupted run's
+ * lost steps), written to PATH.tmp and renamed over PATH. */
+static int metrics_keep(const char *path, long step, zt_status *st) {
+    FILE *in = fopen(path, "r");
+    if (!in) return ZT_OK;                      /* nothing to continue */
+    char tmp[ZT_PATH_MAX + 8], *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fclose(in);
+        return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", tmp);
+    }
+    long s;
+    while ((n = getline(&line, &cap, in)) > 0) {
+        if (line[n - 1] != '\n') break;           /* a torn last record */
+        if (sscanf(line, "{\"step\": %ld", &s) == 1 && s <= step) fputs(line, out);
+    }
+    free(line);
+    fclose(in);
+    int bad = fflush(out) != 0 || ferror(out);
+    if (fclose(out) != 0 || bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return zt_fail(st, ZT_EIO, "%s: cannot rewrite metrics file", path);
+    }
+    return ZT_OK;
+}
+
 static int metrics_open(zt_ctx *ctx, zt_status *st) {
     if (ctx->metrics_fp || !ctx->cfg->metrics[0] || ctx->rank != 0) return ZT_OK;
-    ctx->metrics_fp = fopen(ctx->cfg->metrics, "w");
+    if (ctx->step > 0) ZT_TRY(metrics_keep(ctx->cfg->metrics, ctx->step, st));
+    ctx->metrics_fp = fopen(ctx->cfg->metrics, ctx->step > 0 ? "a" : "w");
     if (!ctx->metrics_fp)
         return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", ctx->cfg->metrics);
     return ZT_OK;
@@ -545,9 +576,18 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     return ZT_OK;
 }
 
+/* Rows of one evaluation batch on this rank: ztrain.eval_batch_size is the
+ * global number of samples per evaluation batch, split over the ranks in
+ * contiguous chunks of ceil(E / nranks) (the last ranks may hold fewer, or
+ * only padding), so the same samples are evaluated at any world size. */
+static int eval_rows(const zt_ctx *ctx) {
+    int E = ctx->cfg->eval_batch_size, n = ctx->nranks;
+    return (int)(((long)E + n - 1) / n);
+}
+
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
     if (ctx->eval_acts.acts) return ZT_OK;
-    return zt_batch_buf_alloc(ctx, &ctx->eval_acts, ctx->cfg->eval_batch_size,
+    return zt_batch_buf_alloc(ctx, &ctx->eval_acts, eval_rows(ctx),
                               ctx->cfg->seq_len, 0, ZT_MEM_EVAL, st);
 }
 
@@ -556,27 +596,31 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     if (!ctx->has_val)
         return zt_fail(st, ZT_EINVAL, "no validation data (ztrain.data.val is empty)");
     ZT_TRY(eval_acts_ready(ctx, st));
-    int EB = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len;
+    int E = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len, R = eval_rows(ctx);
+    /* this rank's samples of every round: [first, first + k) of the E */
+    long first = (long)ctx->rank * R;
+    int k = first >= E ? 0 : (int)(E - first < R ? E - first : R);
     double sum = 0.0, ntgt = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
         double nr = 0.0;
-        ZT_TRY(counted_targets(&ctx->val, -1 - (long)r, (uint64_t)EB * (uint64_t)ctx->nranks, &nr, st));
+        ZT_TRY(counted_targets(&ctx->val, -1 - (long)r, (uint64_t)E, &nr, st));
         ntgt += nr;
-        uint64_t first = (uint64_t)ctx->rank * (uint64_t)EB;
-        ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, first, EB, T,
-                            zt_batch_host_inputs(&ctx->eval_acts),
-                            zt_batch_host_targets(&ctx->eval_acts), st));
-        zt_batch_buf_upload(ctx, &ctx->eval_acts, EB * T, EB * T);
+        int *in = zt_batch_host_inputs(&ctx->eval_acts), *tg = zt_batch_host_targets(&ctx->eval_acts);
+        if (k > 0)
+            ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)first, k, T, in, tg, st));
+        /* padding rows (every rank runs the same forwards): no target */
+        for (long i = (long)k * T; i < (long)R * T; ++i) { in[i] = 0; tg[i] = -1; }
+        zt_batch_buf_upload(ctx, &ctx->eval_acts, R * T, R * T);
         double ls;
         ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
-                                ctx->eval_acts.targets, EB, T, 0, &ls, st));
+                                ctx->eval_acts.targets, R, T, 0, &ls, st));
         sum += ls;
     }
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
     *val_loss = zt_data_masked(&ctx->val) ? sum / ntgt
-                                       : sum / ((double)ctx->cfg->eval_batches * EB * ctx->nranks * T);
+                                       : sum / ((double)ctx->cfg->eval_batches * E * T);
     return ZT_OK;
 }
 

@@ -185,7 +185,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st);
 /* Run until ztrain.steps, evaluating every ztrain.eval_every steps. */
 int zt_train(zt_ctx *ctx, zt_status *st);
 /* Forward-only evaluation on the val source: mean loss over
- * ztrain.eval_batches batches of ztrain.eval_batch_size, averaged over ranks
+ * ztrain.eval_batches batches of ztrain.eval_batch_size samples each (a global
+ * count, split over the ranks: the same samples at any world size)
  * (SFT data with a loss mask: the mean over its counted targets). */
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st);
 /* Mean loss of one explicit batch (B x T inputs/targets), forward only:
@@ -341,9 +342,13 @@ void zt_free(void *p);
 int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
                         const zt_callbacks *cb, zt_ctx **out, zt_status *st);
 
-/* Weights in llm.c's fp32 model-file format (magic 20240326, version 3).
- * Save writes from rank 0; load reads on every rank. Implemented in ckpt/. */
+/* Weights in llm.c's model-file format (magic 20240326, version 3 = fp32,
+ * version 5 = bf16).  Save writes from rank 0 (fp32; _dtype with bf16 != 0:
+ * version 5, rounded to nearest even); load reads either version on every
+ * rank, checks the header against the file size first and refuses NaN/Inf.
+ * Implemented in ckpt/. */
 int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st);
+int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st);
 int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st);
 /* Read only the model shape from a weights file into cfg (as ZT_SRC_FILE). */
 int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st);

@@ -48,10 +48,83 @@
  * step (srun inside a batch script) recomputes it instead of keeping it. */
 #define ZTRAIN_ENV_OMP_AUTO     "ZTRAIN_OMP_AUTO"
 
+/* The site limits in force for this task, stated by the plugin from
+ * slurmstepd (task_init, after the user's environment, so a user's own
+ * value is replaced): "max_stage=N max_dataloaders=M".  libtrain refuses a
+ * configuration beyond them from any source (file, environment, flag) and
+ * keeps its automatic data-loader count within them. */
+#define ZTRAIN_ENV_SITE_LIMITS  "ZTRAIN_SITE_LIMITS"
+
 /* Allowed values, shared so both sides validate identically. */
 #define ZTRAIN_STAGE_MIN 0
 #define ZTRAIN_STAGE_MAX 3
 #define ZTRAIN_DATALOADERS_MIN 1
 #define ZTRAIN_DATALOADERS_MAX 256
+
+/*
+ * The one parser of the shared values that are not plain numbers, used by
+ * the plugin (option callbacks and task_init) and by libtrain (every
+ * configuration source), so both accept and refuse the same things.
+ *
+ * checkpoint.resume: "auto", "never" or a checkpoint path.  The keywords are
+ * exact and lower case; a value equal to one of them but for case or blanks
+ * ("AUTO", "auto ", " never") is refused rather than taken as a path, and so
+ * are an empty value and control characters.  0 when valid, else -1 with
+ * *why set to a static reason.
+ */
+static inline int ztrain_resume_check(const char *v, const char **why) {
+    static const char *const kw[2] = {"auto", "never"};
+    if (!v || !*v) { *why = "empty value"; return -1; }
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) { *why = "control character in path"; return -1; }
+    /* v stripped of blanks, compared without case */
+    const char *b = v, *e = v;
+    while (*b == ' ' || *b == '\t') b++;
+    for (const char *p = b; *p; p++) if (*p != ' ' && *p != '\t') e = p + 1;
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        while (kw[k][n] && b + n < e && (b[n] | 0x20) == kw[k][n]) n++;
+        if (kw[k][n] == '\0' && b + n == e) {
+            if (b == v && *e == '\0' && !__builtin_strcmp(b, kw[k])) return 0;   /* exact */
+            *why = k == 0 ? "did you mean auto? (keywords are lower case, without blanks)"
+                          : "did you mean never? (keywords are lower case, without blanks)";
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Parse a ZTRAIN_SITE_LIMITS statement: space-separated max_stage=N and
+ * max_dataloaders=M (each optional, each at most once, within the ranges
+ * above).  Unset limits are left as given (callers start from the maxima).
+ * 0 when valid, else -1 with *why set.
+ */
+static inline int ztrain_site_limits_parse(const char *v, int *max_stage, int *max_dataloaders,
+                                           const char **why) {
+    static const char *const names[2] = {"max_stage=", "max_dataloaders="};
+    const int lo[2] = {ZTRAIN_STAGE_MIN, ZTRAIN_DATALOADERS_MIN};
+    const int hi[2] = {ZTRAIN_STAGE_MAX, ZTRAIN_DATALOADERS_MAX};
+    int *out[2] = {max_stage, max_dataloaders}, seen[2] = {0, 0};
+    const char *p = v ? v : "";
+    while (*p) {
+        if (*p == ' ') { p++; continue; }
+        int k = -1;
+        for (int i = 0; i < 2 && k < 0; i++)
+            if (!__builtin_strncmp(p, names[i], __builtin_strlen(names[i]))) k = i;
+        if (k < 0) { *why = "unknown item (expected max_stage=N max_dataloaders=M)"; return -1; }
+        if (seen[k]++) { *why = "an item given twice"; return -1; }
+        p += __builtin_strlen(names[k]);
+        long n = 0;
+        int digits = 0;
+        while (*p >= '0' && *p <= '9' && n <= 100000) { n = n * 10 + (*p++ - '0'); digits++; }
+        if (!digits || (*p && *p != ' ') || n < lo[k] || n > hi[k]) {
+            *why = "value not an integer in range";
+            return -1;
+        }
+        *out[k] = (int)n;
+    }
+    return 0;
+}
 
 #endif /* ZTRAIN_ENV_H */

@@ -236,7 +236,7 @@ int zt_opt_check(enum zt_opt_id id, const char *val, const struct zt_site *s,
         return 0;
     }
     case ZT_OPT_RESUME:
-        if (in_list(val, resumes) || path_ok(val, &why_path)) {
+        if (!ztrain_resume_check(val, &why_path) && (in_list(val, resumes) || path_ok(val, &why_path))) {
             if (copy(canon, canonlen, val)) break;
             return 0;
         }
@@ -485,7 +485,13 @@ int zt_gpu_assign(const struct zt_gpu_bind *b, const char *step_gpus,
     if (b->mode == ZT_GPU_MAP) {
         if (b->n <= 0) { seterr(err, errlen, "empty map:LIST"); return -1; }
         int id = b->ids[local_id % (unsigned)b->n];
-        if (ng > 0) {
+        if (ng == 0) {
+            seterr(err, errlen, "gpu-bind %s: this step has no GPUs (neither "
+                   "CUDA_VISIBLE_DEVICES nor SLURM_STEP_GPUS is set; request GPUs with --gpus or "
+                   "--gres=gpu:N)", "map");
+            return -1;
+        }
+        {
             int found = 0;
             for (int i = 0; i < ng && !found; i++) found = same_id(tok[i], id);
             if (!found) {

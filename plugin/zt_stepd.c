@@ -225,6 +225,32 @@ int zt_stepd_task_init(spank_t sp, int ac, char **av) {
     }
     int special = stepid >= ZT_STEP_SPECIAL_MIN;  /* batch script and friends */
 
+    /* Site limits that hold: the user's own exports of the limited keys
+     * (short or generic names) are checked here, and the limits are stated
+     * to the task in ZTRAIN_SITE_LIMITS, set after the user's environment
+     * (a user's own value is replaced), for libtrain to refuse settings
+     * beyond them from any source: file, environment or flag. */
+    {
+        static const struct { const char *var; int opt; } lim[] = {
+            {ZTRAIN_ENV_STAGE, ZT_OPT_STAGE}, {"ZTRAIN_ZERO_OPTIMIZATION_STAGE", ZT_OPT_STAGE},
+            {ZTRAIN_ENV_DATALOADERS, ZT_OPT_DATALOADERS},
+            {"ZTRAIN_DATA_DATALOADERS", ZT_OPT_DATALOADERS},
+        };
+        for (size_t k = 0; k < sizeof lim / sizeof lim[0]; k++) {
+            unsigned long v;
+            int max = lim[k].opt == ZT_OPT_STAGE ? zt_g.site.max_stage : zt_g.site.max_dataloaders;
+            if (st.have[lim[k].opt] || !getenv_buf(sp, lim[k].var, buf, sizeof buf)) continue;
+            if (zt_parse_ulong(buf, 1000000, &v) == 0 && v > (unsigned long)max)
+                task_fail("%s=%s exceeds the site limit %s=%d (plugstack.conf); refusing to start "
+                          "the task", lim[k].var, buf,
+                          lim[k].opt == ZT_OPT_STAGE ? "max_stage" : "max_dataloaders", max);
+        }
+        char lims[96];
+        snprintf(lims, sizeof lims, "max_stage=%d max_dataloaders=%d", zt_g.site.max_stage,
+                 zt_g.site.max_dataloaders);
+        set_env(sp, ZTRAIN_ENV_SITE_LIMITS, lims);
+    }
+
     /* configuration variables: options given or site defaults */
     for (int i = 0; i < ZT_OPT_COUNT; i++) {
         if (i == ZT_OPT_GPU_BIND || !st.have[i]) continue;

@@ -56,7 +56,7 @@ strip() { sed -E 's/"(tokens_per_s|step_ms|data_wait_ms|eta_s|mem_peak_bytes)": 
 check "losses identical with 1 and 4 loader threads" test -s w1.jsonl -a "$(strip w1.jsonl)" = "$(strip w4.jsonl)"
 
 if command -v "$ZT_MPIRUN" > /dev/null; then
-    mpirun_np 2 "$ZTRAIN" train "${base[@]}" --ckpt-dir ck_np2 --metrics m2.jsonl --micro-batch 2 --eval-batch-size 2 \
+    mpirun_np 2 "$ZTRAIN" train "${base[@]}" --ckpt-dir ck_np2 --metrics m2.jsonl --micro-batch 2 --eval-batch-size 4 \
         --train 'sh_train_*.bin' --val h_val.h5 --dataloaders 2 > out2.txt 2> err2.txt
     ok $? "mpirun -np 2: glob of shards, 2 loader threads per rank"
     "$ZTRAIN" train "${base[@]}" --ckpt-dir ck_np1 --metrics m1.jsonl --micro-batch 4 --eval-batch-size 4 \

@@ -180,8 +180,10 @@ bad "--resume at a Hugging Face directory" 2 "checkpoint.resume=g: a Hugging Fac
 mkdir -p notckpt && echo hi > notckpt/readme.txt
 bad "--resume at a non-empty non-checkpoint directory" 2 "checkpoint.resume=notckpt: the directory holds no ztrain checkpoint" --resume notckpt
 mkdir -p emptyd
-zrun 1 --steps 1 --ckpt-dir e.d --resume emptyd
-ok $? "--resume at an empty directory: a fresh start"
+bad "--resume at an empty directory (explicit path: no fresh start)" 2 "checkpoint.resume=emptyd: an empty directory holds no checkpoint to resume" --resume emptyd
+zrun 1 --steps 1 --ckpt-dir emptyd --resume auto
+ok $? "--resume auto at an empty checkpoint directory: a fresh start"
+bad "--resume /etc (explicit path without a checkpoint)" 2 "checkpoint.resume=/etc: the directory holds no ztrain checkpoint" --resume /etc
 
 # ---------------------------------------------------------------- estimate
 "$ZTRAIN" estimate --model g --world-size 2 > est.out 2>&1

@@ -28,7 +28,7 @@ run() {
     local tag=$1 n=$2; shift 2
     mpirun_np "$n" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.sft \
         --val c_val.sft --vocab 1536 --context 64 --seq-len 64 --threads 1 --steps 20 --eval-every 10 \
-        --eval-batch-size $((12 / n)) --eval-batches 1 --sample-tokens 0 --save "w_$tag.bin" \
+        --eval-batch-size 12 --eval-batches 1 --sample-tokens 0 --save "w_$tag.bin" \
         --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" "$@" > "o_$tag.txt" 2>&1
 }
 # compare TAG: per-step and val losses within 1e-5 relative, final parameters within 1e-5

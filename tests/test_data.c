@@ -322,7 +322,7 @@ int main(void) {
     {
         zt_data_opts o = train_opts(pat, T, 3, 1, 2, 1, 0);
         o.kind = ZT_DATA_EVAL;
-        o.eval_batch = 5;
+        o.eval_batch = 10;   /* global: 5 per rank on 2 ranks */
         zt_data_source ds;
         int in[5 * T], tg[5 * T], ok = zt_data_open(&o, &ds, &st) == ZT_OK;
         for (int round = 0; ok && round < 12; ++round) {
@@ -330,7 +330,7 @@ int main(void) {
             for (int i = 0; ok && i < 5; ++i)
                 ok = decode_id(in + i * T) == ((uint64_t)round * 10 + 5 + (uint64_t)i) % n;
         }
-        tap_ok(ok, "eval round r, rank 1: samples (r*EB*world + first + i) mod n, in file order");
+        tap_ok(ok, "eval round r, rank 1 of 2: samples (r*EB + first + i) mod n (EB global), in file order");
         ds.close(ds.state);
     }
 

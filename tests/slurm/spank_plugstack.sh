@@ -48,6 +48,49 @@ err=$(zlast_err)
 check "max_stage=1: --ztrain-stage=2 refused" [ "$rc" -ne 0 -a -z "$out" ]
 like "$err" "above this site's limit (max_stage=1)" "... naming the limit"
 
+# site limits that hold (issue 16, item 1): every bypass refused, naming the
+# limit -- the user's exports by slurmstepd, flags and files by ztrain, told
+# the limits in ZTRAIN_SITE_LIMITS (docs/production.md)
+zt_plugstack optional max_stage=1 max_dataloaders=4
+out=$(ZTRAIN_SITE_LIMITS="max_stage=3" zsrun printenv ZTRAIN_SITE_LIMITS)
+is "$out" "max_stage=1 max_dataloaders=4" "the task is told the site limits (a user's own ZTRAIN_SITE_LIMITS is replaced)"
+for v in "ZTRAIN_STAGE=3" "ZTRAIN_ZERO_OPTIMIZATION_STAGE=2" "ZTRAIN_DATALOADERS=200" "ZTRAIN_DATA_DATALOADERS=5"; do
+    out=$(env "$v" timeout 60 srun echo TASK-RAN 2>"$ZT_ERR"); rc=$?
+    err=$(zlast_err)
+    check "max_stage=1 max_dataloaders=4: $v exported by the user refused" [ "$rc" -ne 0 -a -z "$out" ]
+    like "$err" "exceeds the site limit max_" "... naming the site limit"
+done
+ZTRAIN=$ZT_BUILDDIR/ztrain
+if [ -x "$ZTRAIN" ]; then
+    tmpc=$(mktemp -d "$ZT_CLUSTER/cfg.XXXXXX")
+    printf '{"zero_optimization": {"stage": 3}}' > "$tmpc/s3.json"
+    # a one-rank ztrain in the step: Open MPI without Slurm's PMI cannot be
+    # direct-launched, so the task drops the SLURM_* variables (it keeps the
+    # plugin's ZTRAIN_* ones) and runs as an MPI singleton
+    cat > "$tmpc/solo.sh" <<'SH'
+#!/bin/bash
+for v in ${!SLURM_@} ${!PMI@} ${!PMIX@}; do unset "$v"; done
+exec "$@"
+SH
+    chmod +x "$tmpc/solo.sh"
+    # the srun option (if any) and the ztrain arguments of each bypass
+    for c in "--ztrain-stage=1|--stage 3" "--ztrain-dataloaders=2|--dataloaders 200" \
+             "|--config $tmpc/s3.json" "|--zero_optimization.stage=2"; do
+        o=${c%%|*} a=${c#*|}
+        a="--config $ZT_SRCDIR/configs/tiny.json $a"
+        # shellcheck disable=SC2086
+        out=$(timeout 60 srun $o "$tmpc/solo.sh" "$ZTRAIN" train --print-config $a 2>&1); rc=$?
+        check "srun $o ztrain train ${a#--config $ZT_SRCDIR/configs/tiny.json }: refused (exit $rc)" [ "$rc" -eq 2 ]
+        like "$out" "exceeds the site limit max_" "... naming the site limit"
+    done
+    out=$(timeout 60 srun --ztrain-stage=1 "$tmpc/solo.sh" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --print-config --stage 1 2>&1); rc=$?
+    check "srun --ztrain-stage=1 ztrain train --stage 1: within the limits (exit $rc)" [ "$rc" -eq 0 ]
+    [ "$rc" -eq 0 ] || diag "$out"
+    rm -rf "$tmpc"
+else
+    skip "ztrain under the site limits" "ztrain not built"
+fi
+
 zt_plugstack optional default_gpu_bind=local default_dataloaders=2
 out=$(unset OMP_NUM_THREADS; zsrun -c4 bash -c 'echo $ZTRAIN_GPU_BIND ${CUDA_VISIBLE_DEVICES-unset} $ZTRAIN_DATALOADERS $OMP_NUM_THREADS')
 is "$out" "none unset 2 2" "default_gpu_bind=local does not break a job without GPUs; default_dataloaders feeds OMP_NUM_THREADS"

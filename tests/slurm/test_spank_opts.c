@@ -122,6 +122,10 @@ int main(void) {
     accept(ZT_OPT_RESUME, "/scratch/run1/step_100", "/scratch/run1/step_100");
     refuse(ZT_OPT_RESUME, "", "auto, never or a checkpoint path");
     refuse(ZT_OPT_RESUME, "a\nb", "control character");
+    refuse(ZT_OPT_RESUME, "AUTO", "did you mean auto?");
+    refuse(ZT_OPT_RESUME, "auto ", "did you mean auto?");
+    refuse(ZT_OPT_RESUME, " Never", "did you mean never?");
+    accept(ZT_OPT_RESUME, "autosave/step-1", "autosave/step-1");
     accept(ZT_OPT_CKPT_DIR, "ckpt", "ckpt");
     refuse(ZT_OPT_CKPT_DIR, "", "empty path");
     {
@@ -223,7 +227,7 @@ int main(void) {
     gpu("map:3,1", "0,1,2,3", 0, 2, 0, "3");
     gpu("map:3,1", "0,1,2,3", 1, 2, 0, "1");
     gpu("map:3,1", "0,1,2,3", 2, 4, 0, "3");      /* short list reused cyclically */
-    gpu("map:3,1", "", 1, 2, 0, "1");             /* no step list: ids used as given */
+    gpu("map:3,1", "", 1, 2, -1, "no GPUs");      /* a step without GPUs: refused */
     gpu("map:5", "0,1", 0, 1, -1, "not allocated");
     gpu("map:1", "00,01", 0, 1, 0, "1");
 
