@@ -50,7 +50,24 @@ int ck_attr_get_str(hid_t obj, const char *name, char *buf, size_t n);
 /* Serial read-only open (sec2 driver, no file locking): >= 0 or -1 + st. */
 hid_t ck_open_serial(const char *file, zt_status *st);
 
-/* Read and check the header attributes of an open file. */
+/* Metadata checksums: one line "<hex64> <key>\n" per attribute of every
+ * object ("/@step", "/model@n_layer", "/params/wte@offset", ...) and one for
+ * the /config JSON ("/config"), in HDF5 name order; stored as the string
+ * dataset /meta_checksums (ZT_CKPT_META_DATASET).  ck_meta_lines computes
+ * them from an open file (malloc'ed string; NULL + st on failure; in a
+ * parallel file every rank must call it).  ck_check_meta compares them with
+ * the stored ones: ZT_EDATA naming the first attribute that differs;
+ * *present = 0 (and ZT_OK) when the file has none (older checkpoints). */
+#define ZT_CKPT_META_DATASET "meta_checksums"
+int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank);
+char *ck_meta_lines(hid_t f, const char *file, zt_status *st);
+int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
+/* Write /meta_checksums (collective in a parallel file: every rank passes
+ * the same lines; rank 0's are written). */
+int ck_put_meta_checksums(hid_t f, const char *lines, int rank, const char *file, zt_status *st);
+
+/* Read and check the header attributes of an open file (the metadata
+ * checksums first: a corrupt attribute is ZT_EDATA naming it). */
 int ck_read_header(hid_t f, const char *file, zt_ckpt_info *info, int with_config,
                    zt_status *st);
 
@@ -69,6 +86,9 @@ int ck_rmtree(const char *path);
 int ck_mkdir_p(const char *dir, zt_status *st);
 /* Committed step numbers in dir, newest first (malloc'ed; *n may be 0). */
 int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st);
+/* Rename checkpoint dir/step-N aside to step-N.corrupt-<time> (never
+ * resumed from, never pruned); q receives the new name.  0 or -1. */
+int ck_quarantine(const char *path, char *q, size_t n);
 /* Remove stale step-*.tmp and latest.tmp in dir; returns how many. */
 int ck_clean_stale(const char *dir, char *report, size_t n);
 

@@ -347,6 +347,9 @@ int zt_ckpt_restore(zt_ctx *ctx, const char *path, int mode, zt_status *st) {
 static void log_resumed(zt_ctx *ctx, const char *path, const zt_ckpt_info *in, double dt,
                         int mode) {
     const zt_config *c = ctx->cfg;
+    if (!in->meta_checksums)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s has no metadata checksums (written by an older "
+               "ztrain): its attributes and configuration are not verified", path);
     zt_train_state s;
     zt_status tmp;
     int stage = c->zero_stage, group = ctx->nranks;
@@ -387,7 +390,8 @@ static int bcast_steps(zt_ctx *ctx, long **steps, int *n, int rc, zt_status *st)
 }
 
 /* Newest checkpoint in dir that restores and verifies.  quarantine: rename
- * corrupt ones to step-N.corrupt-<time> (auto mode on checkpoint.dir). */
+ * corrupt and unreadable ones to step-N.corrupt-<time> (auto mode on
+ * checkpoint.dir). */
 static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, const char *how,
                       long *step_out, zt_status *st) {
     long *steps = NULL;
@@ -427,15 +431,15 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
         if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s", st->msg);
         zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is unusable: %s%s", path, st->msg,
                i + 1 < n ? "; falling back to the previous checkpoint" : "");
-        if (quarantine && rc == ZT_EDATA && ctx->rank == 0) {
+        /* quarantine, never delete: a checkpoint that could not be read
+         * (EACCES, EIO, a missing file) is moved aside like a corrupt one,
+         * so that a later save does not replace or prune it */
+        if (quarantine && ctx->rank == 0) {
             char q[ZT_PATH_MAX + 64];
-            snprintf(q, sizeof q, "%s.corrupt-%ld", path, (long)time(NULL));
-            if (rename(path, q) == 0) {
-                zt_status tmp;
-                ck_fsync_path(dir, 1, &tmp);
-                zt_log(ctx, ZT_LOG_WARN, "checkpoint: moved it to %s (kept for inspection; "
-                       "never resumed from)", q);
-            }
+            if (ck_quarantine(path, q, sizeof q) == 0)
+                zt_log(ctx, ZT_LOG_WARN, "checkpoint: moved it to %s (%s; kept for inspection, "
+                       "never resumed from, never pruned)", q,
+                       rc == ZT_EDATA ? "corrupt" : "could not be read");
         }
     }
     free(steps);

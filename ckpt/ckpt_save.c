@@ -90,22 +90,7 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     bad |= ck_attr_put_str(f, "checksum_algorithm", ZT_CKPT_CHECKSUM_ALGORITHM);
 
     /* effective configuration, JSON */
-    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
-    H5Tset_size(t, strlen(json) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t d = H5Dcreate2(f, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (d < 0) bad = 1;
-    else {
-        hid_t dx = H5Pcreate(H5P_DATASET_XFER);
-        H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE);
-        hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
-        if (ctx->rank != 0) { H5Sselect_none(fs); H5Sselect_none(ms); }
-        if (H5Dwrite(d, t, ms, fs, dx, json) < 0) bad = 1;
-        H5Sclose(fs); H5Sclose(ms); H5Pclose(dx);
-        H5Dclose(d);
-    }
-    H5Sclose(sp);
-    H5Tclose(t);
+    if (ck_put_str_dataset(f, "config", json, ctx->rank) < 0) bad = 1;
 
     hid_t g = H5Gcreate2(f, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /model", file);
@@ -339,6 +324,24 @@ static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *s
         long k = steps[i];
         if (k == step) continue;
         if (k < step && kept < keep) { ++kept; continue; }
+        if (k > step) {
+            /* an abandoned timeline: only a checkpoint that reads and
+             * verifies may be deleted; one that does not is quarantined */
+            char path[ZT_PATH_MAX + 32], q[ZT_PATH_MAX + 64];
+            zt_status vst;
+            snprintf(path, sizeof path, "%s/step-%ld", dir, k);
+            if (zt_ckpt_verify(path, NULL, NULL, &vst) != ZT_OK) {
+                if (ck_quarantine(path, q, sizeof q) == 0)
+                    zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld (an abandoned "
+                           "run) but does not verify (%s): moved to %s instead of pruning it",
+                           path, step, vst.msg, q);
+                else
+                    zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld but does not "
+                           "verify (%s) and cannot be moved aside: %s; left in place", path, step,
+                           vst.msg, strerror(errno));
+                continue;
+            }
+        }
         rc = remove_ckpt(dir, k, step, st);
         if (rc == ZT_OK && used + 32 < sizeof removed)
             used += (size_t)snprintf(removed + used, sizeof removed - used, "%sstep-%ld%s",
@@ -439,13 +442,37 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (f < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create checkpoint file", file);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    /* Every phase ends with an agreement, so that no rank enters the next
+     * collective (dataset creation, the flush, the close) alone when
+     * another one failed: the failure-agreement rule (docs/checkpoints.md). */
+    zt_group_where(ctx->world, "checkpoint save: metadata");
     rc = put_meta(ctx, f, &s, json, created, file, st);
-    if (rc == ZT_OK) rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
-    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
+    if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
+        zt_group_where(ctx->world, "checkpoint save: tensors");
+        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
+        if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
+        rc = ck_agree(ctx, rc, st);
+    }
+    if (rc == ZT_OK) {
+        /* the checksums of every attribute and of /config, read back */
+        zt_group_where(ctx->world, "checkpoint save: metadata checksums");
+        char *lines = ck_meta_lines(f, file, st);
+        rc = lines ? ck_put_meta_checksums(f, lines, ctx->rank, file, st) : st->code;
+        free(lines);
+        rc = ck_agree(ctx, rc, st);
+    }
     if (ctx->rank == 0) ck_crash_point("after_data_write", step);
-    if (rc == ZT_OK && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
-        rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
-    if (H5Fclose(f) < 0 && rc == ZT_OK) rc = ck_h5_fail(st, ZT_EIO, "%s: close failed", file);
+    if (rc == ZT_OK) {
+        zt_group_where(ctx->world, "checkpoint save: flush");
+        if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
+        rc = ck_agree(ctx, rc, st);
+    }
+    zt_group_where(ctx->world, "checkpoint save: close");
+    {
+        zt_status cst;
+        int crc = H5Fclose(f) < 0 ? ck_h5_fail(&cst, ZT_EIO, "%s: close failed", file) : ZT_OK;
+        if (rc == ZT_OK && crc != ZT_OK) { rc = crc; *st = cst; }
+    }
     f = -1;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
 
@@ -459,6 +486,9 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     }
 out:
     if (f >= 0) H5Fclose(f);
+    /* an abandoned save leaves nothing behind: the previous committed
+     * checkpoint stays `latest` */
+    if (rc != ZT_OK && ctx->rank == 0) ck_rmtree(tmpd);
     if (fapl >= 0) H5Pclose(fapl);
     free(json);
     free(cs);

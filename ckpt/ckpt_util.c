@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
 
@@ -185,6 +186,201 @@ hid_t ck_open_serial(const char *file, zt_status *st) {
     return f;
 }
 
+/* ================================================================ metadata checksums */
+
+typedef struct meta_walk {
+    char *buf;
+    size_t len, cap;
+    const char *obj;     /* the object being walked ("/", "/model", ...) */
+    int bad;
+} meta_walk;
+
+static uint64_t meta_hash(const char *key, const unsigned char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a over key, NUL, bytes */
+    for (const char *k = key; *k; ++k) h = (h ^ (unsigned char)*k) * 0x100000001b3ull;
+    h *= 0x100000001b3ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    return zt_mix64(h ^ (uint64_t)n);
+}
+
+static void meta_add(meta_walk *w, const char *key, const void *p, size_t n) {
+    size_t need = strlen(key) + 20;
+    if (w->len + need + 1 > w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 4096;
+        while (cap < w->len + need + 1) cap *= 2;
+        char *nb = realloc(w->buf, cap);
+        if (!nb) { w->bad = 1; return; }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    w->len += (size_t)snprintf(w->buf + w->len, w->cap - w->len, "%016llx %s\n",
+                               (unsigned long long)meta_hash(key, p, n), key);
+}
+
+/* The raw (file-type) bytes of attribute or dataset object id. */
+static void *meta_raw(hid_t id, int attr, size_t *n) {
+    hid_t t = attr ? H5Aget_type(id) : H5Dget_type(id);
+    hid_t sp = attr ? H5Aget_space(id) : H5Dget_space(id);
+    void *b = NULL;
+    *n = 0;
+    if (t >= 0 && sp >= 0 && !H5Tis_variable_str(t)) {
+        hssize_t np = H5Sget_simple_extent_npoints(sp);
+        size_t sz = H5Tget_size(t) * (size_t)(np > 0 ? np : 0);
+        b = calloc(1, sz ? sz : 1);
+        if (b && (attr ? H5Aread(id, t, b) : H5Dread(id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, b)) < 0) {
+            free(b);
+            b = NULL;
+        }
+        *n = sz;
+    }
+    if (t >= 0) H5Tclose(t);
+    if (sp >= 0) H5Sclose(sp);
+    return b;
+}
+
+static herr_t meta_attr(hid_t obj, const char *name, const H5A_info_t *ai, void *user) {
+    (void)ai;
+    meta_walk *w = user;
+    char key[512];
+    snprintf(key, sizeof key, "%s@%s", w->obj, name);
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    size_t n = 0;
+    void *b = a >= 0 ? meta_raw(a, 1, &n) : NULL;
+    if (a >= 0) H5Aclose(a);
+    if (!b) { w->bad = 1; return -1; }
+    meta_add(w, key, b, n);
+    free(b);
+    return 0;
+}
+
+static int meta_object(hid_t f, const char *path, meta_walk *w) {
+    hid_t o = H5Oopen(f, path, H5P_DEFAULT);
+    if (o < 0) return -1;
+    char key[512];
+    snprintf(key, sizeof key, "%s%s", path[0] == '/' ? "" : "/", path);
+    w->obj = key;
+    hsize_t idx = 0;
+    if (H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_attr, w) < 0) w->bad = 1;
+    if (!w->bad && H5Iget_type(o) == H5I_DATASET && !strcmp(key, "/config")) {
+        size_t n = 0;
+        void *b = meta_raw(o, 0, &n);   /* the configuration JSON itself */
+        if (!b) w->bad = 1;
+        else meta_add(w, key, b, n);
+        free(b);
+    }
+    H5Oclose(o);
+    return w->bad ? -1 : 0;
+}
+
+static herr_t meta_link(hid_t g, const char *name, const H5L_info_t *li, void *user) {
+    (void)li;
+    if (!strcmp(name, ZT_CKPT_META_DATASET)) return 0;
+    return meta_object(g, name, user) < 0 ? -1 : 0;
+}
+
+char *ck_meta_lines(hid_t f, const char *file, zt_status *st) {
+    meta_walk w = {0};
+    if (meta_object(f, "/", &w) == 0 &&
+        H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, meta_link, &w) < 0)
+        w.bad = 1;
+    if (w.bad || !w.buf) {
+        free(w.buf);
+        ck_h5_fail(st, ZT_EDATA, "%s: cannot read the checkpoint's attributes", file);
+        return NULL;
+    }
+    return w.buf;
+}
+
+/* A scalar string dataset `name` holding s (collective: rank 0 writes). */
+int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank) {
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+    int bad = 0;
+    H5Tset_size(t, strlen(s) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t d = H5Dcreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) bad = 1;
+    else {
+        hid_t dx = H5Pcreate(H5P_DATASET_XFER);
+        H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE);
+        hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+        if (rank != 0) { H5Sselect_none(fs); H5Sselect_none(ms); }
+        if (H5Dwrite(d, t, ms, fs, dx, s) < 0) bad = 1;
+        H5Sclose(fs); H5Sclose(ms); H5Pclose(dx);
+        H5Dclose(d);
+    }
+    H5Sclose(sp);
+    H5Tclose(t);
+    return bad ? -1 : 0;
+}
+
+int ck_put_meta_checksums(hid_t f, const char *lines, int rank, const char *file, zt_status *st) {
+    if (ck_put_str_dataset(f, ZT_CKPT_META_DATASET, lines, rank) < 0)
+        return ck_h5_fail(st, ZT_EIO, "%s: cannot write /%s", file, ZT_CKPT_META_DATASET);
+    return ZT_OK;
+}
+
+/* The line of key in lines ("<hex> <key>\n"), or NULL. */
+static const char *meta_find(const char *lines, const char *key, size_t klen) {
+    for (const char *p = lines; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 17 + klen && p[16] == ' ' && !strncmp(p + 17, key, klen)) return p;
+        if (!e) break;
+        p = e + 1;
+    }
+    return NULL;
+}
+
+int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st) {
+    *present = 0;
+    htri_t ex = H5Lexists(f, ZT_CKPT_META_DATASET, H5P_DEFAULT);
+    if (ex <= 0) { H5Eclear2(H5E_DEFAULT); return ZT_OK; }
+    char *stored = NULL;
+    hid_t d = H5Dopen2(f, ZT_CKPT_META_DATASET, H5P_DEFAULT);
+    size_t n = 0;
+    if (d >= 0) {
+        stored = meta_raw(d, 0, &n);
+        H5Dclose(d);
+    }
+    if (!stored) return ck_h5_fail(st, ZT_EDATA, "%s: cannot read /%s", file, ZT_CKPT_META_DATASET);
+    char *tmp = realloc(stored, n + 1);
+    if (!tmp) { free(stored); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
+    stored = tmp;
+    stored[n] = '\0';
+    char *have = ck_meta_lines(f, file, st);
+    if (!have) { free(stored); return st->code; }
+    int rc = ZT_OK;
+    /* every stored entry must be there and match; every present one stored */
+    for (int pass = 0; pass < 2 && rc == ZT_OK; ++pass) {
+        const char *a = pass ? have : stored, *b = pass ? stored : have;
+        for (const char *p = a; *p && rc == ZT_OK;) {
+            const char *e = strchr(p, '\n');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            const char *key = len > 17 && p[16] == ' ' ? p + 17 : NULL;
+            size_t klen = key ? len - 17 : 0;
+            const char *q = key ? meta_find(b, key, klen) : NULL;
+            if (!key)
+                rc = zt_fail(st, ZT_EDATA, "%s: /%s is malformed: the checkpoint's metadata "
+                             "is corrupt", file, ZT_CKPT_META_DATASET);
+            else if (!q)
+                rc = zt_fail(st, ZT_EDATA, "%s: attribute %.*s: %s: the checkpoint's metadata is "
+                             "corrupt", file, (int)klen, key,
+                             pass ? "not covered by the metadata checksums"
+                                  : "missing (metadata checksum entry without its attribute)");
+            else if (strncmp(p, q, 16) != 0)
+                rc = zt_fail(st, ZT_EDATA, "%s: attribute %.*s: metadata checksum mismatch "
+                             "(stored %.16s, computed %.16s): the checkpoint is corrupt", file,
+                             (int)klen, key, pass ? q : p, pass ? p : q);
+            if (!e) break;
+            p = e + 1;
+        }
+    }
+    free(stored);
+    free(have);
+    if (rc == ZT_OK) *present = 1;
+    return rc;
+}
+
 void ck_dataset_name(char *buf, size_t n, int fam, const char *tensor) {
     snprintf(buf, n, "%s/%s", ck_family_group[fam], tensor);
 }
@@ -237,6 +433,7 @@ static int read_arch(hid_t g, zt_ckpt_info *in) {
 
 int ck_read_header(hid_t f, const char *file, zt_ckpt_info *in, int with_config, zt_status *st) {
     memset(in, 0, sizeof *in);
+    ZT_TRY(ck_check_meta(f, file, &in->meta_checksums, st));
     char fmt[64] = "";
     if (ck_attr_get_str(f, "format", fmt, sizeof fmt) != 0 || strcmp(fmt, ZT_CKPT_FORMAT) != 0)
         return zt_fail(st, ZT_EDATA, "%s: not a ztrain checkpoint (root attribute 'format' is "
@@ -444,6 +641,18 @@ int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st) {
     return ZT_OK;
 }
 
+int ck_quarantine(const char *path, char *q, size_t n) {
+    snprintf(q, n, "%s.corrupt-%ld", path, (long)time(NULL));
+    if (rename(path, q) != 0) return -1;
+    char dir[ZT_PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    if (sl) *sl = '\0';
+    zt_status tmp;
+    ck_fsync_path(sl ? dir : ".", 1, &tmp);
+    return 0;
+}
+
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
@@ -480,12 +689,46 @@ int ck_clean_stale(const char *dir, char *report, size_t n) {
 
 MPI_Comm ck_comm(zt_ctx *ctx) { return ctx->world->comm; }
 
+/* Complete a non-blocking MPI operation of the checkpoint code, bounded by
+ * the world group's timeout (ztrain.comm_timeout_s): a rank that died,
+ * stopped or hangs in another collective becomes ZT_ECOMM naming the phase
+ * (zt_group_where) instead of a hang. */
+static int ck_wait(zt_ctx *ctx, MPI_Request *req, const char *op, zt_status *st) {
+    const zt_group *g = ctx->world;
+    double t0 = zt_now_s();
+    unsigned spins = 0;
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return zt_fail(st, ZT_ECOMM, "checkpoint: %s failed%s%s%s", op,
+                           g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "");
+        if (done) return ZT_OK;
+        if ((++spins & 255) == 0) {
+            struct timespec ts = {0, 200000};   /* 0.2 ms: do not spin a core */
+            nanosleep(&ts, NULL);
+            double el = zt_now_s() - t0;
+            if (g->timeout_s > 0 && el > g->timeout_s)
+                return zt_fail(st, ZT_ECOMM, "checkpoint: %s timed out after %.0f s%s%s%s: a rank "
+                               "died, stopped or hangs (ztrain.comm_timeout_s)", op, el,
+                               g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "");
+        }
+    }
+}
+
+static int ck_bcast(zt_ctx *ctx, void *buf, int n, MPI_Datatype t, int root, zt_status *st) {
+    MPI_Request r;
+    if (MPI_Ibcast(buf, n, t, root, ck_comm(ctx), &r) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Ibcast failed");
+    return ck_wait(ctx, &r, "agreement (broadcast)", st);
+}
+
 int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
     if (ctx->nranks < 2) return rc;
-    MPI_Comm comm = ck_comm(ctx);
     int me = ctx->rank, v = rc != ZT_OK ? me : INT_MAX, low = INT_MAX;
-    if (MPI_Allreduce(&v, &low, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Allreduce) failed");
+    MPI_Request r;
+    if (MPI_Iallreduce(&v, &low, 1, MPI_INT, MPI_MIN, ck_comm(ctx), &r) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Iallreduce) failed");
+    ZT_TRY(ck_wait(ctx, &r, "agreement (all-reduce)", st));
     if (low == INT_MAX) return ZT_OK;
     struct { int code; char msg[sizeof st->msg]; } b;
     memset(&b, 0, sizeof b);
@@ -494,8 +737,7 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
         if (b.code == ZT_OK) b.code = rc;
         if (st) snprintf(b.msg, sizeof b.msg, "%s", st->msg);
     }
-    if (MPI_Bcast(&b, (int)sizeof b, MPI_BYTE, low, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Bcast) failed");
+    ZT_TRY(ck_bcast(ctx, &b, (int)sizeof b, MPI_BYTE, low, st));
     if (me != low) {
         if (low > 0) zt_fail(st, b.code, "rank %d: %s", low, b.msg);
         else zt_fail(st, b.code, "%s", b.msg);
@@ -505,33 +747,27 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
 
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st) {
     if (ctx->nranks < 2) return rc;
-    MPI_Comm comm = ck_comm(ctx);
     int code = ctx->rank == 0 ? rc : 0;
-    if (MPI_Bcast(&code, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    ZT_TRY(ck_bcast(ctx, &code, 1, MPI_INT, 0, st));
     if (code == ZT_OK) return ZT_OK;
     char msg[sizeof st->msg];
     memset(msg, 0, sizeof msg);
     if (ctx->rank == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
-    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    ZT_TRY(ck_bcast(ctx, msg, (int)sizeof msg, MPI_CHAR, 0, st));
     if (ctx->rank != 0) zt_fail(st, code, "%s", msg);
     return code;
 }
 
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
     if (ctx->nranks < 2) return ZT_OK;
-    MPI_Comm comm = ck_comm(ctx);
     long len = ctx->rank == 0 && *s ? (long)strlen(*s) : 0;
-    if (MPI_Bcast(&len, 1, MPI_LONG, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    ZT_TRY(ck_bcast(ctx, &len, 1, MPI_LONG, 0, st));
     if (ctx->rank != 0) {
         free(*s);
         *s = calloc(1, (size_t)len + 1);
         if (!*s) return zt_fail(st, ZT_ENOMEM, "out of memory");
     }
-    if (len > 0 && MPI_Bcast(*s, (int)len, MPI_CHAR, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    if (len > 0) ZT_TRY(ck_bcast(ctx, *s, (int)len, MPI_CHAR, 0, st));
     return ZT_OK;
 }
 

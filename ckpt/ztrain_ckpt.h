@@ -122,6 +122,10 @@ typedef struct zt_ckpt_info {
     int scaler_hysteresis_left;
     char ztrain_version[32];
     char checksum_algorithm[64];
+    /* 1: every attribute and the /config JSON matched /meta_checksums;
+     * 0: a checkpoint written before metadata checksums (accepted, with a
+     * warning from resume and `ztrain ckpt verify`) */
+    int meta_checksums;
     char *config_json;       /* malloc'ed; zt_ckpt_info_free */
 } zt_ckpt_info;
 /* Read the header of a checkpoint (step dir or state.h5). */
