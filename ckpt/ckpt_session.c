@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -159,6 +160,25 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
 
 /* ------------------------------------------------------------ attach */
 
+/* Rank 0, at start: the checkpoint directory exists (created if needed) and
+ * a file can be created in it and removed again, so that an unwritable
+ * directory stops the run before step 1, not at its first (or, with
+ * checkpoint.every = 0, its only) save. */
+static int probe_dir(const char *dir, zt_status *st) {
+    ZT_TRY(ck_mkdir_p(dir, st));
+    char p[ZT_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/.ztrain-probe-%ld.tmp", dir, (long)getpid());
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && write(fd, "probe\n", 6) == 6;
+    int e = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) { ok = 0; e = errno; }
+    if (fd >= 0 && unlink(p) != 0 && ok) { ok = 0; e = errno; }
+    if (!ok)
+        return zt_fail(st, ZT_EIO, "ztrain.checkpoint.dir=%s is not writable (%s: %s); checked "
+                       "at start, before step 1", dir, p, strerror(e));
+    return ZT_OK;
+}
+
 int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
@@ -172,6 +192,8 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     const char *sl = getenv("ZT_CKPT_STEP_SLEEP_MS");
     if (sl && *sl) s->step_sleep_ms = atoi(sl);
 
+    if (ctx->rank == 0) rc = probe_dir(c->ckpt_dir, st);
+    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
     if (ctx->rank == 0) {
         char report[512];
         int n = ck_clean_stale(c->ckpt_dir, report, sizeof report);

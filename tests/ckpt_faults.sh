@@ -79,4 +79,28 @@ for key in /@step /@adam_t /model@n_embd /data@train_batch_size /config; do
          grep -q "resumed from M/step-10 at step 10" run.out && ls -d M/step-20.corrupt-* > /dev/null 2>&1; echo $?) \
        "flipped $key: auto-resume falls back to step-10 and quarantines step-20"
 done
+
+# ---------------------------------------------------------------- output checked at start
+# a read-only checkpoint directory (EROFS on the probe file) stops the run
+# before step 1, even with checkpoint.every = 0 (one save, at the end)
+LD_PRELOAD="$SHIM" ZT_FAULT_PATH=.ztrain-probe ZT_FAULT_OPS=open ZT_FAULT_AT=0 ZT_FAULT_ERRNO=EROFS \
+    zrun 2 --steps 5 --ckpt-every 0 --ckpt-dir W --metrics w.jsonl
+rc=$?
+diag run.err
+ok $([ $rc = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] &&
+     grep -q "^ztrain: error: ztrain.checkpoint.dir=W is not writable (.*Read-only file system); checked at start, before step 1" run.err &&
+     ! grep -q '"step": 1,' w.jsonl 2> /dev/null; echo $?) \
+   "unwritable checkpoint directory: exit 1 with one error before step 1"
+: > notadir
+zrun 1 --steps 5 --ckpt-every 0 --ckpt-dir notadir/ck
+ok $([ $? = 1 ] && grep -q "^ztrain: error: .*notadir/ck.*Not a directory" run.err; echo $?) \
+   "a checkpoint directory that cannot be created: exit 1 with one error"
+# metrics that cannot be written: one warning, training continues
+zrun 1 --steps 5 --ckpt-every 0 --ckpt-dir X --metrics /dev/full
+rc=$?
+diag run.err
+ok $([ $rc = 0 ] && [ "$(grep -c 'metrics' run.err)" = 1 ] &&
+     grep -q "^warning: /dev/full: cannot write the metrics file: No space left on device; .*training continues" run.err &&
+     [ -d X/step-5 ]; echo $?) \
+   "--metrics /dev/full: one warning, the run trains to the end and saves (exit 0)"
 done_testing
