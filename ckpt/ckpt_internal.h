@@ -100,6 +100,15 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st);
 /* Rank 0's status to all ranks; returns its code. */
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st);
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st);
+/* Arm (or re-arm: progress) the watchdog of the checkpoint I/O phase named
+ * by fmt: if no ck_watch or ck_unwatch follows within ztrain.comm_timeout_s,
+ * the process prints one error naming the phase and exits 1 (ckpt_util.c).
+ * No-op with one rank or no timeout. */
+void ck_watch(zt_ctx *ctx, const char *fmt, ...) ZT_PRINTF(2, 3);
+void ck_unwatch(void);
+/* Until ck_unwatch: the watchdog removes path (rank 0: a save's .tmp)
+ * before ending the process. */
+void ck_watch_cleanup(const char *path);
 
 /* All ranks' owned ranges (world order). */
 typedef struct ck_plan {

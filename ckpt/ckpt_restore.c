@@ -162,6 +162,7 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
 
     for (int ti = 0; ti < m->n_tensors; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
+        ck_watch(ctx, "checkpoint restore of %s: tensor %s", file, t->name);
         hid_t d[CK_NFAM] = {-1, -1, -1};
         uint64_t stored[CK_NFAM] = {0}, got[CK_NFAM] = {0};
         uint64_t dims[2] = {t->ndim == 1 ? t->numel : (uint64_t)t->shape[0], (uint64_t)t->shape[1]};
@@ -232,6 +233,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
+        ck_watch(ctx, "checkpoint restore of %s: tensor %s", file, t->name);
         hid_t d[CK_NFAM];
         uint64_t sv[CK_NFAM] = {0};
         uint64_t dims[2] = {t->ndim == 1 ? t->numel : (uint64_t)t->shape[0], (uint64_t)t->shape[1]};
@@ -300,8 +302,20 @@ out:
     return rc;
 }
 
-/* Restore from a checkpoint path; fills *in (on every rank). */
+static int restore_body(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st);
+
+/* Restore from a checkpoint path; fills *in (on every rank).  Bounded by
+ * the watchdog (HDF5's own collectives in a parallel restore). */
 static int restore(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st) {
+    zt_group_where(ctx->world, "checkpoint restore of %s", path);
+    ck_watch(ctx, "checkpoint restore of %s", path);
+    int rc = restore_body(ctx, path, mode, in, st);
+    ck_unwatch();
+    zt_group_where(ctx->world, "%s", "");
+    return rc;
+}
+
+static int restore_body(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st) {
     zt_status_clear(st);
     ck_h5_quiet();
     memset(in, 0, sizeof *in);

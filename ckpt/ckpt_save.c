@@ -67,6 +67,13 @@ static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
     }
 }
 
+/* Enter phase `name` of a save: named in communication errors and bounded
+ * by the watchdog (ck_watch). */
+static void phase(zt_ctx *ctx, const char *name) {
+    zt_group_where(ctx->world, "checkpoint save: %s", name);
+    ck_watch(ctx, "checkpoint save at step %ld: %s", ctx->step, name);
+}
+
 static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *json,
                     double created, const char *file, zt_status *st) {
     const zt_config *c = ctx->cfg;
@@ -226,6 +233,7 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
         for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam) {
             char name[128];
             ck_dataset_name(name, sizeof name, fam, t->name);
+            ck_watch(ctx, "checkpoint save at step %ld: tensors (%s)", ctx->step, name);
             hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
             hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
             if (d < 0) {
@@ -353,31 +361,61 @@ static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *s
     return rc;
 }
 
+/* Undo a rename of tmpd to final whose commit could not be completed:
+ * final goes back to tmpd (removed by the caller), old (when the same step
+ * existed before) back to final. */
+static void uncommit(zt_ctx *ctx, const char *dir, const char *tmpd, const char *final,
+                     const char *old) {
+    zt_status tmp;
+    if (rename(final, tmpd) != 0)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s: cannot undo the commit (%s): it stays, "
+               "complete but not `latest`", final, strerror(errno));
+    else if (old && rename(old, final) != 0)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: cannot move %s back to %s: %s", old, final,
+               strerror(errno));
+    ck_fsync_path(dir, 1, &tmp);
+}
+
 static int commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
                   const char *final, const char *file, zt_status *st) {
     ZT_TRY(ck_fsync_path(file, 0, st));
     ZT_TRY(ck_fsync_path(tmpd, 1, st));
     ck_crash_point("before_rename", step);
     struct stat sb;
-    if (stat(final, &sb) == 0) {
+    char old[ZT_PATH_MAX + 48];
+    int replacing = stat(final, &sb) == 0;
+    if (replacing) {
         /* the same step saved before (e.g. by an earlier run): replace it */
-        char old[ZT_PATH_MAX + 48];
         snprintf(old, sizeof old, "%s.replaced.tmp", final);
         ck_rmtree(old);
         if (rename(final, old) != 0)
             return zt_fail(st, ZT_EIO, "%s: cannot move the old checkpoint aside: %s", final,
                            strerror(errno));
         zt_log(ctx, ZT_LOG_WARN, "checkpoint: replacing an existing %s", final);
-        if (rename(tmpd, final) != 0)
-            return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(errno));
-        ck_rmtree(old);
-    } else if (rename(tmpd, final) != 0) {
-        return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(errno));
     }
-    ZT_TRY(ck_fsync_path(dir, 1, st));
-    ck_crash_point("after_rename_before_latest", step);
-    ZT_TRY(write_latest(dir, step, st));
-    return prune(ctx, dir, step, keep, st);
+    if (rename(tmpd, final) != 0) {
+        int e = errno;
+        if (replacing && rename(old, final) != 0)
+            zt_log(ctx, ZT_LOG_WARN, "checkpoint: cannot move %s back to %s: %s", old, final,
+                   strerror(errno));
+        return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(e));
+    }
+    int rc = ck_fsync_path(dir, 1, st);
+    if (rc == ZT_OK) ck_crash_point("after_rename_before_latest", step);
+    if (rc == ZT_OK) rc = write_latest(dir, step, st);
+    if (rc != ZT_OK) {
+        /* not durable or not `latest`: abandon it, the previous stays */
+        uncommit(ctx, dir, tmpd, final, replacing ? old : NULL);
+        return rc;
+    }
+    if (replacing) ck_rmtree(old);
+    /* committed and `latest`: a failed prune leaves old checkpoints behind,
+     * nothing is lost; a warning, not a failed save */
+    zt_status pst;
+    if (prune(ctx, dir, step, keep, &pst) != ZT_OK)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: step %ld saved, but pruning older checkpoints "
+               "failed: %s", step, pst.msg);
+    return ZT_OK;
 }
 
 int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
@@ -398,9 +436,10 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     snprintf(tmpd, sizeof tmpd, "%s.tmp", final);
     snprintf(file, sizeof file, "%s/%s", tmpd, ZT_CKPT_FILE);
 
+    phase(ctx, "plan");
     ck_plan plan;
     rc = ck_plan_build(ctx, &s, &plan, st);
-    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { ck_unwatch(); return rc; }
 
     uint64_t *cs = calloc((size_t)CK_NFAM * (size_t)nt, sizeof *cs);
     char *json = NULL;
@@ -434,6 +473,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
     if (ctx->nranks > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
 
+    if (ctx->rank == 0) ck_watch_cleanup(tmpd);
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(fapl, ck_comm(ctx), MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(fapl, 1);
@@ -445,17 +485,17 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     /* Every phase ends with an agreement, so that no rank enters the next
      * collective (dataset creation, the flush, the close) alone when
      * another one failed: the failure-agreement rule (docs/checkpoints.md). */
-    zt_group_where(ctx->world, "checkpoint save: metadata");
+    phase(ctx, "metadata");
     rc = put_meta(ctx, f, &s, json, created, file, st);
     if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
-        zt_group_where(ctx->world, "checkpoint save: tensors");
+        phase(ctx, "tensors");
         rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
         if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
         rc = ck_agree(ctx, rc, st);
     }
     if (rc == ZT_OK) {
         /* the checksums of every attribute and of /config, read back */
-        zt_group_where(ctx->world, "checkpoint save: metadata checksums");
+        phase(ctx, "metadata checksums");
         char *lines = ck_meta_lines(f, file, st);
         rc = lines ? ck_put_meta_checksums(f, lines, ctx->rank, file, st) : st->code;
         free(lines);
@@ -463,11 +503,20 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     }
     if (ctx->rank == 0) ck_crash_point("after_data_write", step);
     if (rc == ZT_OK) {
-        zt_group_where(ctx->world, "checkpoint save: flush");
+        phase(ctx, "flush");
         if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
         rc = ck_agree(ctx, rc, st);
     }
-    zt_group_where(ctx->world, "checkpoint save: close");
+    if (rc != ZT_OK) {
+        /* abandoned: the .tmp goes first, for HDF5 may not return from
+         * closing a file whose writes failed on some ranks (the watchdog
+         * then ends the process with this error) */
+        if (ctx->rank == 0) ck_rmtree(tmpd);
+        zt_group_where(ctx->world, "checkpoint save: close");
+        ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
+    } else {
+        phase(ctx, "close");
+    }
     {
         zt_status cst;
         int crc = H5Fclose(f) < 0 ? ck_h5_fail(&cst, ZT_EIO, "%s: close failed", file) : ZT_OK;
@@ -476,6 +525,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     f = -1;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
 
+    phase(ctx, "commit");
     if (ctx->rank == 0) rc = commit(ctx, dir, step, keep, tmpd, final, file, st);
     rc = ck_root_status(ctx, rc, st);
     if (rc == ZT_OK) {
@@ -489,6 +539,8 @@ out:
     /* an abandoned save leaves nothing behind: the previous committed
      * checkpoint stays `latest` */
     if (rc != ZT_OK && ctx->rank == 0) ck_rmtree(tmpd);
+    ck_unwatch();
+    zt_group_where(ctx->world, "%s", "");
     if (fapl >= 0) H5Pclose(fapl);
     free(json);
     free(cs);

@@ -153,9 +153,20 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
         zt_preempt_clear();
     }
     if (last) return save_now(s, ctx, "end of training", st);
-    if (periodic) return save_now(s, ctx, "checkpoint.every", st);
-    if (timed) return save_now(s, ctx, "checkpoint.every_minutes", st);
-    return ZT_OK;
+    if (!periodic && !timed) return ZT_OK;
+    int rc = save_now(s, ctx, periodic ? "checkpoint.every" : "checkpoint.every_minutes", st);
+    /* every rank holds the same status here (the save agrees on it); a
+     * lost rank (ZT_ECOMM) always stops */
+    if (rc != ZT_OK && rc != ZT_ECOMM && !strcmp(c->ckpt_on_failure, "continue")) {
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: the save at step %ld failed and was abandoned on "
+               "every rank: %s; training continues (ztrain.checkpoint.on_failure=continue), the "
+               "next save retries; the newest checkpoint is still %s", step, st->msg,
+               s->last[0] ? s->last : "none");
+        zt_status_clear(st);
+        if (timed) s->last_save_t = zt_now_s();
+        return ZT_OK;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------ attach */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -769,6 +770,89 @@ int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
     }
     if (len > 0) ZT_TRY(ck_bcast(ctx, *s, (int)len, MPI_CHAR, 0, st));
     return ZT_OK;
+}
+
+/* ---------------------------------------------------------------- watchdog
+ * HDF5 and MPI-IO run collectives of their own (metadata-cache sync points,
+ * MPI_File_close) that no timeout covers; after an I/O error on one rank
+ * they can even diverge between ranks.  A thread per process bounds every
+ * armed phase: no ck_watch for ztrain.comm_timeout_s (rank 0; the others 5 s
+ * later, so that one line reports it; mpirun stops them first) and it prints one error naming the
+ * phase and ends the process with _exit(1) -- the one place the library
+ * ends a process: a thread blocked inside an MPI collective cannot be
+ * returned from.  mpirun then stops the other ranks. */
+static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
+static double wd_deadline;          /* 0: disarmed */
+static double wd_timeout;
+static int wd_rank, wd_started;
+static char wd_phase[sizeof(((zt_status *)0)->msg) + 128];
+static char wd_cleanup[ZT_PATH_MAX + 64];   /* rank 0: removed before exiting */
+
+static void *wd_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&wd_mu);
+    for (;;) {
+        if (wd_deadline <= 0) { pthread_cond_wait(&wd_cv, &wd_mu); continue; }
+        double now = zt_now_s();
+        if (now < wd_deadline) {
+            double w = wd_deadline - now;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += (time_t)w;
+            ts.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
+            if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+            pthread_cond_timedwait(&wd_cv, &wd_mu, &ts);
+            continue;
+        }
+        if (wd_cleanup[0]) ck_rmtree(wd_cleanup);   /* an abandoned save's .tmp */
+        char line[sizeof wd_phase + 200];
+        int n = snprintf(line, sizeof line, "ztrain: error: rank %d: %s: no progress for %.0f s: a "
+                         "rank died, stopped or hangs (ztrain.comm_timeout_s); stopping\n", wd_rank,
+                         wd_phase, wd_timeout);
+        if (n > 0) {
+            ssize_t k = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            (void)k;
+        }
+        _exit(1);   /* the CLI's runtime-failure status */
+    }
+    return NULL;
+}
+
+void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
+    double t = ctx->world ? ctx->world->timeout_s : 0;
+    if (ctx->nranks < 2 || t <= 0) return;
+    pthread_mutex_lock(&wd_mu);
+    if (!wd_started) {
+        pthread_attr_t a;
+        pthread_t th;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        wd_started = pthread_create(&th, &a, wd_main, NULL) == 0;
+        pthread_attr_destroy(&a);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(wd_phase, sizeof wd_phase, fmt, ap);
+    va_end(ap);
+    wd_rank = ctx->rank;
+    wd_timeout = t;
+    wd_deadline = zt_now_s() + t + (ctx->rank ? 5.0 : 0.0);
+    pthread_cond_signal(&wd_cv);
+    pthread_mutex_unlock(&wd_mu);
+}
+
+void ck_watch_cleanup(const char *path) {
+    pthread_mutex_lock(&wd_mu);
+    snprintf(wd_cleanup, sizeof wd_cleanup, "%s", path ? path : "");
+    pthread_mutex_unlock(&wd_mu);
+}
+
+void ck_unwatch(void) {
+    pthread_mutex_lock(&wd_mu);
+    wd_deadline = 0;
+    wd_cleanup[0] = '\0';
+    pthread_mutex_unlock(&wd_mu);
 }
 
 #define CK_TAG 7301
