@@ -181,8 +181,9 @@ void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp);
 int ck_hf_name(int arch, const char *ours, char *out, size_t n, int *transpose);
 
 /* ---------------------------------------------------------------- test hooks */
-/* ZT_CKPT_CRASH_AT=<phase>[@<step>]: SIGKILL this process at that point
- * (test-only fault injection; docs/checkpoints.md). */
+/* ZT_CKPT_CRASH_AT=[stop:]<phase>[@<step>]: SIGKILL (stop: SIGSTOP) this
+ * process at that point; ZT_CKPT_CRASH_RANK=R: only on rank R (test-only
+ * fault injection; docs/checkpoints.md). */
 void ck_crash_point(const char *phase, long step);
 
 #endif

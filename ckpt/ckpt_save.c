@@ -194,6 +194,7 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
                        const uint64_t *cs, float *h, const char *file, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
+    ck_crash_point("save_tensors", ctx->step);
     hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

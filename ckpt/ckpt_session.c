@@ -194,6 +194,8 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
     const zt_config *c = ctx->cfg;
+    zt_group_where(ctx->world, "start-up: checkpoint session");
+    ck_crash_point("startup", ctx->step);
     zt_ckpt_session *s = calloc(1, sizeof *s);
     int rc = s ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint session)");
     if (rc == ZT_OK) rc = zt_signal_from_name(c->preempt_signal, &s->signo, st);

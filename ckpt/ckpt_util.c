@@ -819,9 +819,8 @@ static void *wd_main(void *arg) {
     return NULL;
 }
 
-void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
-    double t = ctx->world ? ctx->world->timeout_s : 0;
-    if (ctx->nranks < 2 || t <= 0) return;
+void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase) {
+    if (nranks < 2 || timeout_s <= 0) return;
     pthread_mutex_lock(&wd_mu);
     if (!wd_started) {
         pthread_attr_t a;
@@ -831,15 +830,25 @@ void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
         wd_started = pthread_create(&th, &a, wd_main, NULL) == 0;
         pthread_attr_destroy(&a);
     }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(wd_phase, sizeof wd_phase, fmt, ap);
-    va_end(ap);
-    wd_rank = ctx->rank;
-    wd_timeout = t;
-    wd_deadline = zt_now_s() + t + (ctx->rank ? 5.0 : 0.0);
+    snprintf(wd_phase, sizeof wd_phase, "%s", phase);
+    wd_rank = rank;
+    wd_timeout = timeout_s;
+    wd_deadline = zt_now_s() + timeout_s + (rank ? 5.0 : 0.0);
     pthread_cond_signal(&wd_cv);
     pthread_mutex_unlock(&wd_mu);
+}
+
+void zt_watchdog_disarm(void) { ck_unwatch(); }
+
+void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
+    double t = ctx->world ? ctx->world->timeout_s : 0;
+    if (ctx->nranks < 2 || t <= 0) return;
+    char phase[sizeof wd_phase];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(phase, sizeof phase, fmt, ap);
+    va_end(ap);
+    zt_watchdog_arm(ctx->rank, ctx->nranks, t, phase);
 }
 
 void ck_watch_cleanup(const char *path) {
@@ -1017,8 +1026,11 @@ int ck_pieces(const ck_plan *p, int r, const zt_tensor_info *t, int writers_only
 /* ================================================================ test hooks */
 
 void ck_crash_point(const char *phase, long step) {
-    const char *v = getenv("ZT_CKPT_CRASH_AT");
+    const char *v = getenv("ZT_CKPT_CRASH_AT"), *r = getenv("ZT_CKPT_CRASH_RANK");
     if (!v || !*v) return;
+    if (r && *r && atoi(r) != zt_world_rank()) return;
+    int stop = strncmp(v, "stop:", 5) == 0;
+    if (stop) v += 5;
     size_t n = strlen(phase);
     if (strncmp(v, phase, n) != 0) return;
     if (v[n] == '@') {
@@ -1028,8 +1040,8 @@ void ck_crash_point(const char *phase, long step) {
     } else if (v[n] != '\0') {
         return;
     }
-    fprintf(stderr, "ZT_CKPT_CRASH_AT=%s: killing rank %d (pid %ld) at step %ld\n", v,
-            zt_world_rank(), (long)getpid(), step);
+    fprintf(stderr, "ZT_CKPT_CRASH_AT=%s%s: %s rank %d (pid %ld) at step %ld\n", stop ? "stop:" : "",
+            v, stop ? "stopping" : "killing", zt_world_rank(), (long)getpid(), step);
     fflush(stderr);
-    raise(SIGKILL);
+    raise(stop ? SIGSTOP : SIGKILL);
 }

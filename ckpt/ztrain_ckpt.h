@@ -208,4 +208,15 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
 #ifdef __cplusplus
 }
 #endif
+/* The watchdog (ckpt_util.c) bounds phases whose collectives no timeout
+ * covers: start-up, and HDF5's / MPI-IO's own collectives in checkpoint
+ * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
+ * restarts the clock of `phase`; if neither is called again within
+ * timeout_s seconds (ztrain.comm_timeout_s; 5 s more on ranks > 0, so that
+ * rank 0 reports), the process writes one line "ztrain: error: rank R:
+ * PHASE: no progress for N s: ..." and exits with status 1.  No-op for one
+ * rank or timeout_s <= 0. */
+void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase);
+void zt_watchdog_disarm(void);
+
 #endif /* ZTRAIN_CKPT_H */
