@@ -81,6 +81,16 @@ zrun 2 --steps 21 --ckpt-dir D
 ok $([ $? = 0 ] && grep -q "resumed from D/step-20 at step 20" run.out && [ "$(cat D/latest)" = step-21 ]; echo $?) \
    "after a failed save a rerun resumes from the previous checkpoint and saves"
 
+# one rank: ENOSPC used to print the error and then crash in MPI_Finalize
+rm -rf D; cp -r B D
+LD_PRELOAD="$SHIM" ZT_FAULT_PATH=D/step-21.tmp ZT_FAULT_OPS=write ZT_FAULT_AT=40 ZT_FAULT_ERRNO=ENOSPC \
+    timeout -s KILL 60 "$ZT_MPIRUN" --oversubscribe -np 1 --bind-to none "$ZTRAIN" train "${COMMON[@]}" --micro-batch 12 \
+    --steps 21 --ckpt-dir D > run.out 2> run.err
+rc=$?
+ok $([ $rc = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && [ "$(cat D/latest)" = step-20 ] &&
+     [ ! -e D/step-21.tmp ] && [ ! -e D/step-21 ]; echo $?) \
+   "1 rank, ENOSPC during the save: exit 1 (not a crash), one error, step-20 stays latest (exit $rc)"
+
 # ---------------------------------------------------------------- on_failure=continue
 rm -rf C; cp -r B C
 LD_PRELOAD="$SHIM" ZT_FAULT_PATH=C/step-22.tmp ZT_FAULT_OPS=write ZT_FAULT_AT=3 ZT_FAULT_ERRNO=ENOSPC ZT_FAULT_RANK=1 \
