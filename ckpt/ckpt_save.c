@@ -334,12 +334,17 @@ static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *s
         if (k == step) continue;
         if (k < step && kept < keep) { ++kept; continue; }
         if (k > step) {
-            /* an abandoned timeline: only a checkpoint that reads and
-             * verifies may be deleted; one that does not is quarantined */
+            /* an abandoned timeline: only a checkpoint that reads (its
+             * file opens, its header and metadata checksums verify) may be
+             * deleted; one that does not is quarantined.  (Not every
+             * tensor: that would read the whole checkpoint inside a save.) */
             char path[ZT_PATH_MAX + 32], q[ZT_PATH_MAX + 64];
             zt_status vst;
+            zt_ckpt_info vin;
             snprintf(path, sizeof path, "%s/step-%ld", dir, k);
-            if (zt_ckpt_verify(path, NULL, NULL, &vst) != ZT_OK) {
+            int readable = zt_ckpt_read_info(path, &vin, &vst) == ZT_OK;
+            if (readable) zt_ckpt_info_free(&vin);
+            if (!readable) {
                 if (ck_quarantine(path, q, sizeof q) == 0)
                     zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld (an abandoned "
                            "run) but does not verify (%s): moved to %s instead of pruning it",
