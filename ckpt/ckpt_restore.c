@@ -15,11 +15,13 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "ckpt_internal.h"
 #include "devmem.h"
 
@@ -223,6 +225,15 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
     float *h = ck_stage_buf(s, &hfail, st);   /* device state: reads land here first */
     if (!got || !stored || !mine) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (hfail) rc = st->code;
+    if (rc == ZT_OK) {
+        /* every rank can open the file, agreed before the collective
+         * H5Fopen: a rank whose MPI_File_open fails inside it leaves the
+         * others waiting in HDF5's own collectives */
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) rc = zt_fail(st, ZT_EIO, "%s: cannot open: %s", file, strerror(errno));
+        else close(fd);
+    }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     if (rc == ZT_OK) {
         f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
         if (f < 0) rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot open checkpoint", file);

@@ -115,6 +115,36 @@ for r in 0 1; do
          ls -d D/step-20.corrupt-* > /dev/null 2>&1; echo $?) \
        "parallel restore, EIO on a read of rank $r: the resume falls back to step-10 and quarantines step-20"
 done
+# a bounded sweep: open and read failures at call indices spread over a
+# parallel restore, on rank 0 or rank 1 (alternating), with every errno:
+# each resume ends in time: exit 0 from step-20 (a failure HDF5 or MPI-IO
+# absorbed, e.g. a probing read) or from step-10 with step-20 quarantined,
+# or (a read inside one of HDF5's own collectives) exit 1 through the
+# watchdog with one error naming the restore; step-20 is never deleted
+bad=0 fell=0 n=0 stalled=0
+for k in 1 2 3 10 40 80 120 160 190; do
+    r=$((n % 2)); err=${ERRNOS[$((n % 4))]}; n=$((n + 1))
+    rm -rf D; cp -r B D
+    t0=$SECONDS
+    LD_PRELOAD="$SHIM" ZT_FAULT_PATH=D/step-20/state.h5 ZT_FAULT_OPS=open,read ZT_FAULT_AT=$k ZT_FAULT_ERRNO=$err \
+        ZT_FAULT_RANK=$r timeout -s KILL 60 "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none "$ZTRAIN" train \
+        "${COMMON[@]}" --micro-batch 6 --steps 21 --ckpt-dir D --ckpt-restore parallel \
+        --ztrain.comm_timeout_s=$TIMEOUT > run.out 2> run.err
+    rc=$? el=$((SECONDS - t0))
+    if [ $rc = 0 ] && [ $el -le $BOUND ] && grep -q "resumed from D/step-10 at step 10" run.out &&
+       ls -d D/step-20.corrupt-* > /dev/null 2>&1; then
+        fell=$((fell + 1))
+    elif [ $rc = 1 ] && [ $el -le $BOUND ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] &&
+         grep -q '^ztrain: error: rank .*checkpoint restore of D/step-20' run.err && [ -e D/step-20/state.h5 ]; then
+        stalled=$((stalled + 1))   # HDF5's collectives diverged: the watchdog ended it
+    elif ! { [ $rc = 0 ] && [ $el -le $BOUND ] && grep -q "resumed from D/step-20 at step 20" run.out; }; then
+        bad=$((bad + 1)); echo "# restore, rank $r, call $k, $err: exit $rc after ${el}s; $(ls D | tr '\n' ' ')"
+        grep -E '^ztrain: error|unusable' run.err | head -n 2 | sed 's/^/#   /'
+    fi
+done
+ok $([ $bad = 0 ] && [ $fell -ge 5 ]; echo $?) \
+   "parallel restore, $n injected open/read failures on rank 0 or 1: each ends in time; $fell fall back to step-10 (step-20 quarantined, never deleted), $stalled stop through the watchdog, the rest resume from step-20"
+
 # one-reader restore: rank 0 reads everything
 rm -rf D; cp -r B D
 LD_PRELOAD="$SHIM" ZT_FAULT_PATH=D/step-20/state.h5 ZT_FAULT_OPS=read ZT_FAULT_AT=200 ZT_FAULT_ERRNO=EIO ZT_FAULT_RANK=0 \
