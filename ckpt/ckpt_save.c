@@ -442,7 +442,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     snprintf(tmpd, sizeof tmpd, "%s.tmp", final);
     snprintf(file, sizeof file, "%s/%s", tmpd, ZT_CKPT_FILE);
 
-    phase(ctx, "plan");
+    phase(ctx, "plan and checksums");
     ck_plan plan;
     rc = ck_plan_build(ctx, &s, &plan, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { ck_unwatch(); return rc; }
@@ -475,6 +475,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
         if (rc == ZT_OK && !json) rc = zt_fail(st, ZT_ENOMEM, "out of memory (config JSON)");
         created = (double)time(NULL);
     }
+    phase(ctx, "create the file");
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
     if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
     if (ctx->nranks > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
@@ -541,7 +542,11 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
                step, final, bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9));
     }
 out:
-    if (f >= 0) H5Fclose(f);
+    if (f >= 0) {   /* created here but not on another rank */
+        if (ctx->rank == 0) ck_rmtree(tmpd);
+        ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
+        H5Fclose(f);
+    }
     /* an abandoned save leaves nothing behind: the previous committed
      * checkpoint stays `latest` */
     if (rc != ZT_OK && ctx->rank == 0) ck_rmtree(tmpd);
