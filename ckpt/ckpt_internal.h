@@ -50,7 +50,24 @@ int ck_attr_get_str(hid_t obj, const char *name, char *buf, size_t n);
 /* Serial read-only open (sec2 driver, no file locking): >= 0 or -1 + st. */
 hid_t ck_open_serial(const char *file, zt_status *st);
 
-/* Read and check the header attributes of an open file. */
+/* Metadata checksums: one line "<hex64> <key>\n" per attribute of every
+ * object ("/@step", "/model@n_layer", "/params/wte@offset", ...) and one for
+ * the /config JSON ("/config"), in HDF5 name order; stored as the string
+ * dataset /meta_checksums (ZT_CKPT_META_DATASET).  ck_meta_lines computes
+ * them from an open file (malloc'ed string; NULL + st on failure; in a
+ * parallel file every rank must call it).  ck_check_meta compares them with
+ * the stored ones: ZT_EDATA naming the first attribute that differs;
+ * *present = 0 (and ZT_OK) when the file has none (older checkpoints). */
+#define ZT_CKPT_META_DATASET "meta_checksums"
+int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank);
+char *ck_meta_lines(hid_t f, const char *file, zt_status *st);
+int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
+/* Write /meta_checksums (collective in a parallel file: every rank passes
+ * the same lines; rank 0's are written). */
+int ck_put_meta_checksums(hid_t f, const char *lines, int rank, const char *file, zt_status *st);
+
+/* Read and check the header attributes of an open file (the metadata
+ * checksums first: a corrupt attribute is ZT_EDATA naming it). */
 int ck_read_header(hid_t f, const char *file, zt_ckpt_info *info, int with_config,
                    zt_status *st);
 
@@ -69,6 +86,9 @@ int ck_rmtree(const char *path);
 int ck_mkdir_p(const char *dir, zt_status *st);
 /* Committed step numbers in dir, newest first (malloc'ed; *n may be 0). */
 int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st);
+/* Rename checkpoint dir/step-N aside to step-N.corrupt-<time> (never
+ * resumed from, never pruned); q receives the new name.  0 or -1. */
+int ck_quarantine(const char *path, char *q, size_t n);
 /* Remove stale step-*.tmp and latest.tmp in dir; returns how many. */
 int ck_clean_stale(const char *dir, char *report, size_t n);
 
@@ -80,6 +100,15 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st);
 /* Rank 0's status to all ranks; returns its code. */
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st);
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st);
+/* Arm (or re-arm: progress) the watchdog of the checkpoint I/O phase named
+ * by fmt: if no ck_watch or ck_unwatch follows within ztrain.comm_timeout_s,
+ * the process prints one error naming the phase and exits 1 (ckpt_util.c).
+ * No-op with one rank or no timeout. */
+void ck_watch(zt_ctx *ctx, const char *fmt, ...) ZT_PRINTF(2, 3);
+void ck_unwatch(void);
+/* Until ck_unwatch: the watchdog removes path (rank 0: a save's .tmp)
+ * before ending the process. */
+void ck_watch_cleanup(const char *path);
 
 /* All ranks' owned ranges (world order). */
 typedef struct ck_plan {
@@ -152,8 +181,9 @@ void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp);
 int ck_hf_name(int arch, const char *ours, char *out, size_t n, int *transpose);
 
 /* ---------------------------------------------------------------- test hooks */
-/* ZT_CKPT_CRASH_AT=<phase>[@<step>]: SIGKILL this process at that point
- * (test-only fault injection; docs/checkpoints.md). */
+/* ZT_CKPT_CRASH_AT=[stop:]<phase>[@<step>]: SIGKILL (stop: SIGSTOP) this
+ * process at that point; ZT_CKPT_CRASH_RANK=R: only on rank R (test-only
+ * fault injection; docs/checkpoints.md). */
 void ck_crash_point(const char *phase, long step);
 
 #endif

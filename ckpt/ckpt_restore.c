@@ -15,11 +15,13 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "ckpt_internal.h"
 #include "devmem.h"
 
@@ -162,6 +164,7 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
 
     for (int ti = 0; ti < m->n_tensors; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
+        ck_watch(ctx, "checkpoint restore of %s: tensor %s", file, t->name);
         hid_t d[CK_NFAM] = {-1, -1, -1};
         uint64_t stored[CK_NFAM] = {0}, got[CK_NFAM] = {0};
         uint64_t dims[2] = {t->ndim == 1 ? t->numel : (uint64_t)t->shape[0], (uint64_t)t->shape[1]};
@@ -223,6 +226,15 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
     if (!got || !stored || !mine) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (hfail) rc = st->code;
     if (rc == ZT_OK) {
+        /* every rank can open the file, agreed before the collective
+         * H5Fopen: a rank whose MPI_File_open fails inside it leaves the
+         * others waiting in HDF5's own collectives */
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) rc = zt_fail(st, ZT_EIO, "%s: cannot open: %s", file, strerror(errno));
+        else close(fd);
+    }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    if (rc == ZT_OK) {
         f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
         if (f < 0) rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot open checkpoint", file);
     }
@@ -232,6 +244,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
+        ck_watch(ctx, "checkpoint restore of %s: tensor %s", file, t->name);
         hid_t d[CK_NFAM];
         uint64_t sv[CK_NFAM] = {0};
         uint64_t dims[2] = {t->ndim == 1 ? t->numel : (uint64_t)t->shape[0], (uint64_t)t->shape[1]};
@@ -300,8 +313,20 @@ out:
     return rc;
 }
 
-/* Restore from a checkpoint path; fills *in (on every rank). */
+static int restore_body(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st);
+
+/* Restore from a checkpoint path; fills *in (on every rank).  Bounded by
+ * the watchdog (HDF5's own collectives in a parallel restore). */
 static int restore(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st) {
+    zt_group_where(ctx->world, "checkpoint restore of %s", path);
+    ck_watch(ctx, "checkpoint restore of %s", path);
+    int rc = restore_body(ctx, path, mode, in, st);
+    ck_unwatch();
+    zt_group_where(ctx->world, "%s", "");
+    return rc;
+}
+
+static int restore_body(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st) {
     zt_status_clear(st);
     ck_h5_quiet();
     memset(in, 0, sizeof *in);
@@ -347,6 +372,9 @@ int zt_ckpt_restore(zt_ctx *ctx, const char *path, int mode, zt_status *st) {
 static void log_resumed(zt_ctx *ctx, const char *path, const zt_ckpt_info *in, double dt,
                         int mode) {
     const zt_config *c = ctx->cfg;
+    if (!in->meta_checksums)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s has no metadata checksums (written by an older "
+               "ztrain): its attributes and configuration are not verified", path);
     zt_train_state s;
     zt_status tmp;
     int stage = c->zero_stage, group = ctx->nranks;
@@ -387,7 +415,8 @@ static int bcast_steps(zt_ctx *ctx, long **steps, int *n, int rc, zt_status *st)
 }
 
 /* Newest checkpoint in dir that restores and verifies.  quarantine: rename
- * corrupt ones to step-N.corrupt-<time> (auto mode on checkpoint.dir). */
+ * corrupt and unreadable ones to step-N.corrupt-<time> (auto mode on
+ * checkpoint.dir). */
 static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, const char *how,
                       long *step_out, zt_status *st) {
     long *steps = NULL;
@@ -427,15 +456,15 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
         if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s", st->msg);
         zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is unusable: %s%s", path, st->msg,
                i + 1 < n ? "; falling back to the previous checkpoint" : "");
-        if (quarantine && rc == ZT_EDATA && ctx->rank == 0) {
+        /* quarantine, never delete: a checkpoint that could not be read
+         * (EACCES, EIO, a missing file) is moved aside like a corrupt one,
+         * so that a later save does not replace or prune it */
+        if (quarantine && ctx->rank == 0) {
             char q[ZT_PATH_MAX + 64];
-            snprintf(q, sizeof q, "%s.corrupt-%ld", path, (long)time(NULL));
-            if (rename(path, q) == 0) {
-                zt_status tmp;
-                ck_fsync_path(dir, 1, &tmp);
-                zt_log(ctx, ZT_LOG_WARN, "checkpoint: moved it to %s (kept for inspection; "
-                       "never resumed from)", q);
-            }
+            if (ck_quarantine(path, q, sizeof q) == 0)
+                zt_log(ctx, ZT_LOG_WARN, "checkpoint: moved it to %s (%s; kept for inspection, "
+                       "never resumed from, never pruned)", q,
+                       rc == ZT_EDATA ? "corrupt" : "could not be read");
         }
     }
     free(steps);

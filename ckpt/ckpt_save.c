@@ -67,6 +67,13 @@ static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
     }
 }
 
+/* Enter phase `name` of a save: named in communication errors and bounded
+ * by the watchdog (ck_watch). */
+static void phase(zt_ctx *ctx, const char *name) {
+    zt_group_where(ctx->world, "checkpoint save: %s", name);
+    ck_watch(ctx, "checkpoint save at step %ld: %s", ctx->step, name);
+}
+
 static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *json,
                     double created, const char *file, zt_status *st) {
     const zt_config *c = ctx->cfg;
@@ -90,22 +97,7 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     bad |= ck_attr_put_str(f, "checksum_algorithm", ZT_CKPT_CHECKSUM_ALGORITHM);
 
     /* effective configuration, JSON */
-    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
-    H5Tset_size(t, strlen(json) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t d = H5Dcreate2(f, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (d < 0) bad = 1;
-    else {
-        hid_t dx = H5Pcreate(H5P_DATASET_XFER);
-        H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE);
-        hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
-        if (ctx->rank != 0) { H5Sselect_none(fs); H5Sselect_none(ms); }
-        if (H5Dwrite(d, t, ms, fs, dx, json) < 0) bad = 1;
-        H5Sclose(fs); H5Sclose(ms); H5Pclose(dx);
-        H5Dclose(d);
-    }
-    H5Sclose(sp);
-    H5Tclose(t);
+    if (ck_put_str_dataset(f, "config", json, ctx->rank) < 0) bad = 1;
 
     hid_t g = H5Gcreate2(f, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /model", file);
@@ -202,6 +194,7 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
                        const uint64_t *cs, float *h, const char *file, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
+    ck_crash_point("save_tensors", ctx->step);
     hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -241,6 +234,7 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
         for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam) {
             char name[128];
             ck_dataset_name(name, sizeof name, fam, t->name);
+            ck_watch(ctx, "checkpoint save at step %ld: tensors (%s)", ctx->step, name);
             hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
             hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
             if (d < 0) {
@@ -339,6 +333,29 @@ static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *s
         long k = steps[i];
         if (k == step) continue;
         if (k < step && kept < keep) { ++kept; continue; }
+        if (k > step) {
+            /* an abandoned timeline: only a checkpoint that reads (its
+             * file opens, its header and metadata checksums verify) may be
+             * deleted; one that does not is quarantined.  (Not every
+             * tensor: that would read the whole checkpoint inside a save.) */
+            char path[ZT_PATH_MAX + 32], q[ZT_PATH_MAX + 64];
+            zt_status vst;
+            zt_ckpt_info vin;
+            snprintf(path, sizeof path, "%s/step-%ld", dir, k);
+            int readable = zt_ckpt_read_info(path, &vin, &vst) == ZT_OK;
+            if (readable) zt_ckpt_info_free(&vin);
+            if (!readable) {
+                if (ck_quarantine(path, q, sizeof q) == 0)
+                    zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld (an abandoned "
+                           "run) but does not verify (%s): moved to %s instead of pruning it",
+                           path, step, vst.msg, q);
+                else
+                    zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld but does not "
+                           "verify (%s) and cannot be moved aside: %s; left in place", path, step,
+                           vst.msg, strerror(errno));
+                continue;
+            }
+        }
         rc = remove_ckpt(dir, k, step, st);
         if (rc == ZT_OK && used + 32 < sizeof removed)
             used += (size_t)snprintf(removed + used, sizeof removed - used, "%sstep-%ld%s",
@@ -350,31 +367,61 @@ static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *s
     return rc;
 }
 
+/* Undo a rename of tmpd to final whose commit could not be completed:
+ * final goes back to tmpd (removed by the caller), old (when the same step
+ * existed before) back to final. */
+static void uncommit(zt_ctx *ctx, const char *dir, const char *tmpd, const char *final,
+                     const char *old) {
+    zt_status tmp;
+    if (rename(final, tmpd) != 0)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s: cannot undo the commit (%s): it stays, "
+               "complete but not `latest`", final, strerror(errno));
+    else if (old && rename(old, final) != 0)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: cannot move %s back to %s: %s", old, final,
+               strerror(errno));
+    ck_fsync_path(dir, 1, &tmp);
+}
+
 static int commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
                   const char *final, const char *file, zt_status *st) {
     ZT_TRY(ck_fsync_path(file, 0, st));
     ZT_TRY(ck_fsync_path(tmpd, 1, st));
     ck_crash_point("before_rename", step);
     struct stat sb;
-    if (stat(final, &sb) == 0) {
+    char old[ZT_PATH_MAX + 48];
+    int replacing = stat(final, &sb) == 0;
+    if (replacing) {
         /* the same step saved before (e.g. by an earlier run): replace it */
-        char old[ZT_PATH_MAX + 48];
         snprintf(old, sizeof old, "%s.replaced.tmp", final);
         ck_rmtree(old);
         if (rename(final, old) != 0)
             return zt_fail(st, ZT_EIO, "%s: cannot move the old checkpoint aside: %s", final,
                            strerror(errno));
         zt_log(ctx, ZT_LOG_WARN, "checkpoint: replacing an existing %s", final);
-        if (rename(tmpd, final) != 0)
-            return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(errno));
-        ck_rmtree(old);
-    } else if (rename(tmpd, final) != 0) {
-        return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(errno));
     }
-    ZT_TRY(ck_fsync_path(dir, 1, st));
-    ck_crash_point("after_rename_before_latest", step);
-    ZT_TRY(write_latest(dir, step, st));
-    return prune(ctx, dir, step, keep, st);
+    if (rename(tmpd, final) != 0) {
+        int e = errno;
+        if (replacing && rename(old, final) != 0)
+            zt_log(ctx, ZT_LOG_WARN, "checkpoint: cannot move %s back to %s: %s", old, final,
+                   strerror(errno));
+        return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(e));
+    }
+    int rc = ck_fsync_path(dir, 1, st);
+    if (rc == ZT_OK) ck_crash_point("after_rename_before_latest", step);
+    if (rc == ZT_OK) rc = write_latest(dir, step, st);
+    if (rc != ZT_OK) {
+        /* not durable or not `latest`: abandon it, the previous stays */
+        uncommit(ctx, dir, tmpd, final, replacing ? old : NULL);
+        return rc;
+    }
+    if (replacing) ck_rmtree(old);
+    /* committed and `latest`: a failed prune leaves old checkpoints behind,
+     * nothing is lost; a warning, not a failed save */
+    zt_status pst;
+    if (prune(ctx, dir, step, keep, &pst) != ZT_OK)
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: step %ld saved, but pruning older checkpoints "
+               "failed: %s", step, pst.msg);
+    return ZT_OK;
 }
 
 int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
@@ -395,9 +442,10 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     snprintf(tmpd, sizeof tmpd, "%s.tmp", final);
     snprintf(file, sizeof file, "%s/%s", tmpd, ZT_CKPT_FILE);
 
+    phase(ctx, "plan and checksums");
     ck_plan plan;
     rc = ck_plan_build(ctx, &s, &plan, st);
-    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { ck_unwatch(); return rc; }
 
     uint64_t *cs = calloc((size_t)CK_NFAM * (size_t)nt, sizeof *cs);
     char *json = NULL;
@@ -427,10 +475,12 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
         if (rc == ZT_OK && !json) rc = zt_fail(st, ZT_ENOMEM, "out of memory (config JSON)");
         created = (double)time(NULL);
     }
+    phase(ctx, "create the file");
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
     if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
     if (ctx->nranks > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
 
+    if (ctx->rank == 0) ck_watch_cleanup(tmpd);
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(fapl, ck_comm(ctx), MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(fapl, 1);
@@ -439,16 +489,50 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (f < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create checkpoint file", file);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    /* Every phase ends with an agreement, so that no rank enters the next
+     * collective (dataset creation, the flush, the close) alone when
+     * another one failed: the failure-agreement rule (docs/checkpoints.md). */
+    phase(ctx, "metadata");
     rc = put_meta(ctx, f, &s, json, created, file, st);
-    if (rc == ZT_OK) rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
-    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
+    if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
+        phase(ctx, "tensors");
+        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
+        if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
+        rc = ck_agree(ctx, rc, st);
+    }
+    if (rc == ZT_OK) {
+        /* the checksums of every attribute and of /config, read back */
+        phase(ctx, "metadata checksums");
+        char *lines = ck_meta_lines(f, file, st);
+        rc = lines ? ck_put_meta_checksums(f, lines, ctx->rank, file, st) : st->code;
+        free(lines);
+        rc = ck_agree(ctx, rc, st);
+    }
     if (ctx->rank == 0) ck_crash_point("after_data_write", step);
-    if (rc == ZT_OK && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
-        rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
-    if (H5Fclose(f) < 0 && rc == ZT_OK) rc = ck_h5_fail(st, ZT_EIO, "%s: close failed", file);
+    if (rc == ZT_OK) {
+        phase(ctx, "flush");
+        if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
+        rc = ck_agree(ctx, rc, st);
+    }
+    if (rc != ZT_OK) {
+        /* abandoned: the .tmp goes first, for HDF5 may not return from
+         * closing a file whose writes failed on some ranks (the watchdog
+         * then ends the process with this error) */
+        if (ctx->rank == 0) ck_rmtree(tmpd);
+        zt_group_where(ctx->world, "checkpoint save: close");
+        ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
+    } else {
+        phase(ctx, "close");
+    }
+    {
+        zt_status cst;
+        int crc = H5Fclose(f) < 0 ? ck_h5_fail(&cst, ZT_EIO, "%s: close failed", file) : ZT_OK;
+        if (rc == ZT_OK && crc != ZT_OK) { rc = crc; *st = cst; }
+    }
     f = -1;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
 
+    phase(ctx, "commit");
     if (ctx->rank == 0) rc = commit(ctx, dir, step, keep, tmpd, final, file, st);
     rc = ck_root_status(ctx, rc, st);
     if (rc == ZT_OK) {
@@ -458,7 +542,16 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
                step, final, bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9));
     }
 out:
-    if (f >= 0) H5Fclose(f);
+    if (f >= 0) {   /* created here but not on another rank */
+        if (ctx->rank == 0) ck_rmtree(tmpd);
+        ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
+        H5Fclose(f);
+    }
+    /* an abandoned save leaves nothing behind: the previous committed
+     * checkpoint stays `latest` */
+    if (rc != ZT_OK && ctx->rank == 0) ck_rmtree(tmpd);
+    ck_unwatch();
+    zt_group_where(ctx->world, "%s", "");
     if (fapl >= 0) H5Pclose(fapl);
     free(json);
     free(cs);

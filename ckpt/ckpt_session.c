@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -152,17 +153,49 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
         zt_preempt_clear();
     }
     if (last) return save_now(s, ctx, "end of training", st);
-    if (periodic) return save_now(s, ctx, "checkpoint.every", st);
-    if (timed) return save_now(s, ctx, "checkpoint.every_minutes", st);
-    return ZT_OK;
+    if (!periodic && !timed) return ZT_OK;
+    int rc = save_now(s, ctx, periodic ? "checkpoint.every" : "checkpoint.every_minutes", st);
+    /* every rank holds the same status here (the save agrees on it); a
+     * lost rank (ZT_ECOMM) always stops */
+    if (rc != ZT_OK && rc != ZT_ECOMM && !strcmp(c->ckpt_on_failure, "continue")) {
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: the save at step %ld failed and was abandoned on "
+               "every rank: %s; training continues (ztrain.checkpoint.on_failure=continue), the "
+               "next save retries; the newest checkpoint is still %s", step, st->msg,
+               s->last[0] ? s->last : "none");
+        zt_status_clear(st);
+        if (timed) s->last_save_t = zt_now_s();
+        return ZT_OK;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------ attach */
+
+/* Rank 0, at start: the checkpoint directory exists (created if needed) and
+ * a file can be created in it and removed again, so that an unwritable
+ * directory stops the run before step 1, not at its first (or, with
+ * checkpoint.every = 0, its only) save. */
+static int probe_dir(const char *dir, zt_status *st) {
+    ZT_TRY(ck_mkdir_p(dir, st));
+    char p[ZT_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/.ztrain-probe-%ld.tmp", dir, (long)getpid());
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && write(fd, "probe\n", 6) == 6;
+    int e = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) { ok = 0; e = errno; }
+    if (fd >= 0 && unlink(p) != 0 && ok) { ok = 0; e = errno; }
+    if (!ok)
+        return zt_fail(st, ZT_EIO, "ztrain.checkpoint.dir=%s is not writable (%s: %s); checked "
+                       "at start, before step 1", dir, p, strerror(e));
+    return ZT_OK;
+}
 
 int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
     const zt_config *c = ctx->cfg;
+    zt_group_where(ctx->world, "start-up: checkpoint session");
+    ck_crash_point("startup", ctx->step);
     zt_ckpt_session *s = calloc(1, sizeof *s);
     int rc = s ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint session)");
     if (rc == ZT_OK) rc = zt_signal_from_name(c->preempt_signal, &s->signo, st);
@@ -172,6 +205,8 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     const char *sl = getenv("ZT_CKPT_STEP_SLEEP_MS");
     if (sl && *sl) s->step_sleep_ms = atoi(sl);
 
+    if (ctx->rank == 0) rc = probe_dir(c->ckpt_dir, st);
+    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
     if (ctx->rank == 0) {
         char report[512];
         int n = ck_clean_stale(c->ckpt_dir, report, sizeof report);

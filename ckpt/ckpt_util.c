@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
 #include "h5tokens.h"
@@ -172,6 +174,201 @@ hid_t ck_open_serial(const char *file, zt_status *st) {
     return f;
 }
 
+/* ================================================================ metadata checksums */
+
+typedef struct meta_walk {
+    char *buf;
+    size_t len, cap;
+    const char *obj;     /* the object being walked ("/", "/model", ...) */
+    int bad;
+} meta_walk;
+
+static uint64_t meta_hash(const char *key, const unsigned char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a over key, NUL, bytes */
+    for (const char *k = key; *k; ++k) h = (h ^ (unsigned char)*k) * 0x100000001b3ull;
+    h *= 0x100000001b3ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    return zt_mix64(h ^ (uint64_t)n);
+}
+
+static void meta_add(meta_walk *w, const char *key, const void *p, size_t n) {
+    size_t need = strlen(key) + 20;
+    if (w->len + need + 1 > w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 4096;
+        while (cap < w->len + need + 1) cap *= 2;
+        char *nb = realloc(w->buf, cap);
+        if (!nb) { w->bad = 1; return; }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    w->len += (size_t)snprintf(w->buf + w->len, w->cap - w->len, "%016llx %s\n",
+                               (unsigned long long)meta_hash(key, p, n), key);
+}
+
+/* The raw (file-type) bytes of attribute or dataset object id. */
+static void *meta_raw(hid_t id, int attr, size_t *n) {
+    hid_t t = attr ? H5Aget_type(id) : H5Dget_type(id);
+    hid_t sp = attr ? H5Aget_space(id) : H5Dget_space(id);
+    void *b = NULL;
+    *n = 0;
+    if (t >= 0 && sp >= 0 && !H5Tis_variable_str(t)) {
+        hssize_t np = H5Sget_simple_extent_npoints(sp);
+        size_t sz = H5Tget_size(t) * (size_t)(np > 0 ? np : 0);
+        b = calloc(1, sz ? sz : 1);
+        if (b && (attr ? H5Aread(id, t, b) : H5Dread(id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, b)) < 0) {
+            free(b);
+            b = NULL;
+        }
+        *n = sz;
+    }
+    if (t >= 0) H5Tclose(t);
+    if (sp >= 0) H5Sclose(sp);
+    return b;
+}
+
+static herr_t meta_attr(hid_t obj, const char *name, const H5A_info_t *ai, void *user) {
+    (void)ai;
+    meta_walk *w = user;
+    char key[512];
+    snprintf(key, sizeof key, "%s@%s", w->obj, name);
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    size_t n = 0;
+    void *b = a >= 0 ? meta_raw(a, 1, &n) : NULL;
+    if (a >= 0) H5Aclose(a);
+    if (!b) { w->bad = 1; return -1; }
+    meta_add(w, key, b, n);
+    free(b);
+    return 0;
+}
+
+static int meta_object(hid_t f, const char *path, meta_walk *w) {
+    hid_t o = H5Oopen(f, path, H5P_DEFAULT);
+    if (o < 0) return -1;
+    char key[512];
+    snprintf(key, sizeof key, "%s%s", path[0] == '/' ? "" : "/", path);
+    w->obj = key;
+    hsize_t idx = 0;
+    if (H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_attr, w) < 0) w->bad = 1;
+    if (!w->bad && H5Iget_type(o) == H5I_DATASET && !strcmp(key, "/config")) {
+        size_t n = 0;
+        void *b = meta_raw(o, 0, &n);   /* the configuration JSON itself */
+        if (!b) w->bad = 1;
+        else meta_add(w, key, b, n);
+        free(b);
+    }
+    H5Oclose(o);
+    return w->bad ? -1 : 0;
+}
+
+static herr_t meta_link(hid_t g, const char *name, const H5L_info_t *li, void *user) {
+    (void)li;
+    if (!strcmp(name, ZT_CKPT_META_DATASET)) return 0;
+    return meta_object(g, name, user) < 0 ? -1 : 0;
+}
+
+char *ck_meta_lines(hid_t f, const char *file, zt_status *st) {
+    meta_walk w = {0};
+    if (meta_object(f, "/", &w) == 0 &&
+        H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, meta_link, &w) < 0)
+        w.bad = 1;
+    if (w.bad || !w.buf) {
+        free(w.buf);
+        ck_h5_fail(st, ZT_EDATA, "%s: cannot read the checkpoint's attributes", file);
+        return NULL;
+    }
+    return w.buf;
+}
+
+/* A scalar string dataset `name` holding s (collective: rank 0 writes). */
+int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank) {
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+    int bad = 0;
+    H5Tset_size(t, strlen(s) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t d = H5Dcreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) bad = 1;
+    else {
+        hid_t dx = H5Pcreate(H5P_DATASET_XFER);
+        H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE);
+        hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+        if (rank != 0) { H5Sselect_none(fs); H5Sselect_none(ms); }
+        if (H5Dwrite(d, t, ms, fs, dx, s) < 0) bad = 1;
+        H5Sclose(fs); H5Sclose(ms); H5Pclose(dx);
+        H5Dclose(d);
+    }
+    H5Sclose(sp);
+    H5Tclose(t);
+    return bad ? -1 : 0;
+}
+
+int ck_put_meta_checksums(hid_t f, const char *lines, int rank, const char *file, zt_status *st) {
+    if (ck_put_str_dataset(f, ZT_CKPT_META_DATASET, lines, rank) < 0)
+        return ck_h5_fail(st, ZT_EIO, "%s: cannot write /%s", file, ZT_CKPT_META_DATASET);
+    return ZT_OK;
+}
+
+/* The line of key in lines ("<hex> <key>\n"), or NULL. */
+static const char *meta_find(const char *lines, const char *key, size_t klen) {
+    for (const char *p = lines; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 17 + klen && p[16] == ' ' && !strncmp(p + 17, key, klen)) return p;
+        if (!e) break;
+        p = e + 1;
+    }
+    return NULL;
+}
+
+int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st) {
+    *present = 0;
+    htri_t ex = H5Lexists(f, ZT_CKPT_META_DATASET, H5P_DEFAULT);
+    if (ex <= 0) { H5Eclear2(H5E_DEFAULT); return ZT_OK; }
+    char *stored = NULL;
+    hid_t d = H5Dopen2(f, ZT_CKPT_META_DATASET, H5P_DEFAULT);
+    size_t n = 0;
+    if (d >= 0) {
+        stored = meta_raw(d, 0, &n);
+        H5Dclose(d);
+    }
+    if (!stored) return ck_h5_fail(st, ZT_EDATA, "%s: cannot read /%s", file, ZT_CKPT_META_DATASET);
+    char *tmp = realloc(stored, n + 1);
+    if (!tmp) { free(stored); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
+    stored = tmp;
+    stored[n] = '\0';
+    char *have = ck_meta_lines(f, file, st);
+    if (!have) { free(stored); return st->code; }
+    int rc = ZT_OK;
+    /* every stored entry must be there and match; every present one stored */
+    for (int pass = 0; pass < 2 && rc == ZT_OK; ++pass) {
+        const char *a = pass ? have : stored, *b = pass ? stored : have;
+        for (const char *p = a; *p && rc == ZT_OK;) {
+            const char *e = strchr(p, '\n');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            const char *key = len > 17 && p[16] == ' ' ? p + 17 : NULL;
+            size_t klen = key ? len - 17 : 0;
+            const char *q = key ? meta_find(b, key, klen) : NULL;
+            if (!key)
+                rc = zt_fail(st, ZT_EDATA, "%s: /%s is malformed: the checkpoint's metadata "
+                             "is corrupt", file, ZT_CKPT_META_DATASET);
+            else if (!q)
+                rc = zt_fail(st, ZT_EDATA, "%s: attribute %.*s: %s: the checkpoint's metadata is "
+                             "corrupt", file, (int)klen, key,
+                             pass ? "not covered by the metadata checksums"
+                                  : "missing (metadata checksum entry without its attribute)");
+            else if (strncmp(p, q, 16) != 0)
+                rc = zt_fail(st, ZT_EDATA, "%s: attribute %.*s: metadata checksum mismatch "
+                             "(stored %.16s, computed %.16s): the checkpoint is corrupt", file,
+                             (int)klen, key, pass ? q : p, pass ? p : q);
+            if (!e) break;
+            p = e + 1;
+        }
+    }
+    free(stored);
+    free(have);
+    if (rc == ZT_OK) *present = 1;
+    return rc;
+}
+
 void ck_dataset_name(char *buf, size_t n, int fam, const char *tensor) {
     snprintf(buf, n, "%s/%s", ck_family_group[fam], tensor);
 }
@@ -224,6 +421,7 @@ static int read_arch(hid_t g, zt_ckpt_info *in) {
 
 int ck_read_header(hid_t f, const char *file, zt_ckpt_info *in, int with_config, zt_status *st) {
     memset(in, 0, sizeof *in);
+    ZT_TRY(ck_check_meta(f, file, &in->meta_checksums, st));
     char fmt[64] = "";
     if (ck_attr_get_str(f, "format", fmt, sizeof fmt) != 0 || strcmp(fmt, ZT_CKPT_FORMAT) != 0)
         return zt_fail(st, ZT_EDATA, "%s: not a ztrain checkpoint (root attribute 'format' is "
@@ -431,6 +629,18 @@ int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st) {
     return ZT_OK;
 }
 
+int ck_quarantine(const char *path, char *q, size_t n) {
+    snprintf(q, n, "%s.corrupt-%ld", path, (long)time(NULL));
+    if (rename(path, q) != 0) return -1;
+    char dir[ZT_PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    if (sl) *sl = '\0';
+    zt_status tmp;
+    ck_fsync_path(sl ? dir : ".", 1, &tmp);
+    return 0;
+}
+
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
@@ -467,12 +677,46 @@ int ck_clean_stale(const char *dir, char *report, size_t n) {
 
 MPI_Comm ck_comm(zt_ctx *ctx) { return ctx->world->comm; }
 
+/* Complete a non-blocking MPI operation of the checkpoint code, bounded by
+ * the world group's timeout (ztrain.comm_timeout_s): a rank that died,
+ * stopped or hangs in another collective becomes ZT_ECOMM naming the phase
+ * (zt_group_where) instead of a hang. */
+static int ck_wait(zt_ctx *ctx, MPI_Request *req, const char *op, zt_status *st) {
+    const zt_group *g = ctx->world;
+    double t0 = zt_now_s();
+    unsigned spins = 0;
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return zt_fail(st, ZT_ECOMM, "checkpoint: %s failed%s%s%s", op,
+                           g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "");
+        if (done) return ZT_OK;
+        if ((++spins & 255) == 0) {
+            struct timespec ts = {0, 200000};   /* 0.2 ms: do not spin a core */
+            nanosleep(&ts, NULL);
+            double el = zt_now_s() - t0;
+            if (g->timeout_s > 0 && el > g->timeout_s)
+                return zt_fail(st, ZT_ECOMM, "checkpoint: %s timed out after %.0f s%s%s%s: a rank "
+                               "died, stopped or hangs (ztrain.comm_timeout_s)", op, el,
+                               g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "");
+        }
+    }
+}
+
+static int ck_bcast(zt_ctx *ctx, void *buf, int n, MPI_Datatype t, int root, zt_status *st) {
+    MPI_Request r;
+    if (MPI_Ibcast(buf, n, t, root, ck_comm(ctx), &r) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Ibcast failed");
+    return ck_wait(ctx, &r, "agreement (broadcast)", st);
+}
+
 int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
     if (ctx->nranks < 2) return rc;
-    MPI_Comm comm = ck_comm(ctx);
     int me = ctx->rank, v = rc != ZT_OK ? me : INT_MAX, low = INT_MAX;
-    if (MPI_Allreduce(&v, &low, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Allreduce) failed");
+    MPI_Request r;
+    if (MPI_Iallreduce(&v, &low, 1, MPI_INT, MPI_MIN, ck_comm(ctx), &r) != MPI_SUCCESS)
+        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Iallreduce) failed");
+    ZT_TRY(ck_wait(ctx, &r, "agreement (all-reduce)", st));
     if (low == INT_MAX) return ZT_OK;
     struct { int code; char msg[sizeof st->msg]; } b;
     memset(&b, 0, sizeof b);
@@ -481,8 +725,7 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
         if (b.code == ZT_OK) b.code = rc;
         if (st) snprintf(b.msg, sizeof b.msg, "%s", st->msg);
     }
-    if (MPI_Bcast(&b, (int)sizeof b, MPI_BYTE, low, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Bcast) failed");
+    ZT_TRY(ck_bcast(ctx, &b, (int)sizeof b, MPI_BYTE, low, st));
     if (me != low) {
         if (low > 0) zt_fail(st, b.code, "rank %d: %s", low, b.msg);
         else zt_fail(st, b.code, "%s", b.msg);
@@ -492,34 +735,120 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
 
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st) {
     if (ctx->nranks < 2) return rc;
-    MPI_Comm comm = ck_comm(ctx);
     int code = ctx->rank == 0 ? rc : 0;
-    if (MPI_Bcast(&code, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    ZT_TRY(ck_bcast(ctx, &code, 1, MPI_INT, 0, st));
     if (code == ZT_OK) return ZT_OK;
     char msg[sizeof st->msg];
     memset(msg, 0, sizeof msg);
     if (ctx->rank == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
-    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    ZT_TRY(ck_bcast(ctx, msg, (int)sizeof msg, MPI_CHAR, 0, st));
     if (ctx->rank != 0) zt_fail(st, code, "%s", msg);
     return code;
 }
 
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
     if (ctx->nranks < 2) return ZT_OK;
-    MPI_Comm comm = ck_comm(ctx);
     long len = ctx->rank == 0 && *s ? (long)strlen(*s) : 0;
-    if (MPI_Bcast(&len, 1, MPI_LONG, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    ZT_TRY(ck_bcast(ctx, &len, 1, MPI_LONG, 0, st));
     if (ctx->rank != 0) {
         free(*s);
         *s = calloc(1, (size_t)len + 1);
         if (!*s) return zt_fail(st, ZT_ENOMEM, "out of memory");
     }
-    if (len > 0 && MPI_Bcast(*s, (int)len, MPI_CHAR, 0, comm) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Bcast failed");
+    if (len > 0) ZT_TRY(ck_bcast(ctx, *s, (int)len, MPI_CHAR, 0, st));
     return ZT_OK;
+}
+
+/* ---------------------------------------------------------------- watchdog
+ * HDF5 and MPI-IO run collectives of their own (metadata-cache sync points,
+ * MPI_File_close) that no timeout covers; after an I/O error on one rank
+ * they can even diverge between ranks.  A thread per process bounds every
+ * armed phase: no ck_watch for ztrain.comm_timeout_s (rank 0; the others 5 s
+ * later, so that one line reports it; mpirun stops them first) and it prints one error naming the
+ * phase and ends the process with _exit(1) -- the one place the library
+ * ends a process: a thread blocked inside an MPI collective cannot be
+ * returned from.  mpirun then stops the other ranks. */
+static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
+static double wd_deadline;          /* 0: disarmed */
+static double wd_timeout;
+static int wd_rank, wd_started;
+static char wd_phase[sizeof(((zt_status *)0)->msg) + 128];
+static char wd_cleanup[ZT_PATH_MAX + 64];   /* rank 0: removed before exiting */
+
+static void *wd_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&wd_mu);
+    for (;;) {
+        if (wd_deadline <= 0) { pthread_cond_wait(&wd_cv, &wd_mu); continue; }
+        double now = zt_now_s();
+        if (now < wd_deadline) {
+            double w = wd_deadline - now;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += (time_t)w;
+            ts.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
+            if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+            pthread_cond_timedwait(&wd_cv, &wd_mu, &ts);
+            continue;
+        }
+        if (wd_cleanup[0]) ck_rmtree(wd_cleanup);   /* an abandoned save's .tmp */
+        char line[sizeof wd_phase + 200];
+        int n = snprintf(line, sizeof line, "ztrain: error: rank %d: %s: no progress for %.0f s: a "
+                         "rank died, stopped or hangs (ztrain.comm_timeout_s); stopping\n", wd_rank,
+                         wd_phase, wd_timeout);
+        if (n > 0) {
+            ssize_t k = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            (void)k;
+        }
+        _exit(1);   /* the CLI's runtime-failure status */
+    }
+    return NULL;
+}
+
+void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase) {
+    if (nranks < 2 || timeout_s <= 0) return;
+    pthread_mutex_lock(&wd_mu);
+    if (!wd_started) {
+        pthread_attr_t a;
+        pthread_t th;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        wd_started = pthread_create(&th, &a, wd_main, NULL) == 0;
+        pthread_attr_destroy(&a);
+    }
+    snprintf(wd_phase, sizeof wd_phase, "%s", phase);
+    wd_rank = rank;
+    wd_timeout = timeout_s;
+    wd_deadline = zt_now_s() + timeout_s + (rank ? 5.0 : 0.0);
+    pthread_cond_signal(&wd_cv);
+    pthread_mutex_unlock(&wd_mu);
+}
+
+void zt_watchdog_disarm(void) { ck_unwatch(); }
+
+void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
+    double t = ctx->world ? ctx->world->timeout_s : 0;
+    if (ctx->nranks < 2 || t <= 0) return;
+    char phase[sizeof wd_phase];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(phase, sizeof phase, fmt, ap);
+    va_end(ap);
+    zt_watchdog_arm(ctx->rank, ctx->nranks, t, phase);
+}
+
+void ck_watch_cleanup(const char *path) {
+    pthread_mutex_lock(&wd_mu);
+    snprintf(wd_cleanup, sizeof wd_cleanup, "%s", path ? path : "");
+    pthread_mutex_unlock(&wd_mu);
+}
+
+void ck_unwatch(void) {
+    pthread_mutex_lock(&wd_mu);
+    wd_deadline = 0;
+    wd_cleanup[0] = '\0';
+    pthread_mutex_unlock(&wd_mu);
 }
 
 #define CK_TAG 7301
@@ -684,8 +1013,11 @@ int ck_pieces(const ck_plan *p, int r, const zt_tensor_info *t, int writers_only
 /* ================================================================ test hooks */
 
 void ck_crash_point(const char *phase, long step) {
-    const char *v = getenv("ZT_CKPT_CRASH_AT");
+    const char *v = getenv("ZT_CKPT_CRASH_AT"), *r = getenv("ZT_CKPT_CRASH_RANK");
     if (!v || !*v) return;
+    if (r && *r && atoi(r) != zt_world_rank()) return;
+    int stop = strncmp(v, "stop:", 5) == 0;
+    if (stop) v += 5;
     size_t n = strlen(phase);
     if (strncmp(v, phase, n) != 0) return;
     if (v[n] == '@') {
@@ -695,8 +1027,8 @@ void ck_crash_point(const char *phase, long step) {
     } else if (v[n] != '\0') {
         return;
     }
-    fprintf(stderr, "ZT_CKPT_CRASH_AT=%s: killing rank %d (pid %ld) at step %ld\n", v,
-            zt_world_rank(), (long)getpid(), step);
+    fprintf(stderr, "ZT_CKPT_CRASH_AT=%s%s: %s rank %d (pid %ld) at step %ld\n", stop ? "stop:" : "",
+            v, stop ? "stopping" : "killing", zt_world_rank(), (long)getpid(), step);
     fflush(stderr);
-    raise(SIGKILL);
+    raise(stop ? SIGSTOP : SIGKILL);
 }

@@ -122,6 +122,10 @@ typedef struct zt_ckpt_info {
     int scaler_hysteresis_left;
     char ztrain_version[32];
     char checksum_algorithm[64];
+    /* 1: every attribute and the /config JSON matched /meta_checksums;
+     * 0: a checkpoint written before metadata checksums (accepted, with a
+     * warning from resume and `ztrain ckpt verify`) */
+    int meta_checksums;
     char *config_json;       /* malloc'ed; zt_ckpt_info_free */
 } zt_ckpt_info;
 /* Read the header of a checkpoint (step dir or state.h5). */
@@ -204,4 +208,15 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
 #ifdef __cplusplus
 }
 #endif
+/* The watchdog (ckpt_util.c) bounds phases whose collectives no timeout
+ * covers: start-up, and HDF5's / MPI-IO's own collectives in checkpoint
+ * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
+ * restarts the clock of `phase`; if neither is called again within
+ * timeout_s seconds (ztrain.comm_timeout_s; 5 s more on ranks > 0, so that
+ * rank 0 reports), the process writes one line "ztrain: error: rank R:
+ * PHASE: no progress for N s: ..." and exits with status 1.  No-op for one
+ * rank or timeout_s <= 0. */
+void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase);
+void zt_watchdog_disarm(void);
+
 #endif /* ZTRAIN_CKPT_H */

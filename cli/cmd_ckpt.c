@@ -18,8 +18,9 @@ static void ckpt_usage(FILE *fp) {
             "                              header, saved-by world size / stage, data position,\n"
             "                              effective configuration; --tensors: every dataset\n"
             "                              with its shape and checksum\n"
-            "  verify PATH                 recompute every tensor checksum; names each bad\n"
-            "                              tensor; exit 1 if any does not verify\n"
+            "  verify PATH                 recompute every tensor checksum and the metadata\n"
+            "                              checksums; names each bad tensor or attribute;\n"
+            "                              exit 1 if any does not verify\n"
             "  export PATH --output FILE [--dtype fp32|bf16]\n"
             "                              parameters as safetensors with GPT-2 (Hugging Face)\n"
             "                              names (docs/checkpoints.md)\n"
@@ -185,7 +186,13 @@ static int verify_one(const char *p) {
     zt_status st;
     int rc = zt_ckpt_verify(p, verify_cb, &v, &st);
     if (rc == ZT_OK) {
-        printf("%s: OK (%d tensors verified)\n", p, v.total);
+        zt_ckpt_info in;
+        int meta = zt_ckpt_read_info(p, &in, &st) == ZT_OK && in.meta_checksums;
+        if (st.code == ZT_OK) zt_ckpt_info_free(&in);
+        printf("%s: OK (%d tensors%s verified)\n", p, v.total, meta ? " and the metadata" : "");
+        if (!meta)
+            fprintf(stderr, "ztrain: warning: %s: no metadata checksums (written by an older "
+                    "ztrain): its attributes and configuration are not verified\n", p);
         return 0;
     }
     printf("%s: FAILED (%d of %d tensors do not verify)\n", p, v.bad, v.total);

@@ -118,6 +118,10 @@ int cmd_train(int argc, char **argv) {
         goto cleanup;
     }
 
+    /* start-up runs collectives no timeout covers (context creation, the
+     * agreements below): the watchdog bounds them */
+    zt_watchdog_arm(rank, zt_world_size(), cfg->comm_timeout_s,
+                    "start-up (context, data, checkpoint resume)");
     zt_callbacks cb = {log_cb, NULL, NULL};
     rc = zt_ctx_create(cfg, &cb, &ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
@@ -138,7 +142,11 @@ int cmd_train(int argc, char **argv) {
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     /* checkpoints: resume per checkpoint.resume, periodic/final/preemption saves */
     rc = zt_ckpt_attach(ctx, &ck, &st);
-    if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    /* (a restore disarms the watchdog when it ends) */
+    zt_watchdog_arm(rank, zt_world_size(), cfg->comm_timeout_s, "start-up (after the checkpoint resume)");
+    reporter = cli_first_failed_rank(rc);
+    zt_watchdog_disarm();
+    if (reporter >= 0) goto agreed_fail;
     if (init_from[0]) {
         /* a resumed ztrain checkpoint (auto-resume after a preemption) wins */
         if (zt_ckpt_session_last(ck)[0]) {
@@ -233,6 +241,8 @@ cleanup:
         fflush(NULL);
         MPI_Abort(MPI_COMM_WORLD, exit_code ? exit_code : ZT_EXIT_FAIL);
     }
+    /* freeing the groups and MPI_Finalize are collective too */
+    if (cfg) zt_watchdog_arm(rank, zt_world_size(), cfg->comm_timeout_s, "shutdown");
     zt_ctx_free(ctx);
     zt_config_free(cfg);
     zt_finalize();

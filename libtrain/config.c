@@ -288,6 +288,10 @@ static const keydef keys[] = {
     {"ztrain.checkpoint.restore", "ckpt-restore", NULL, NULL, T_ENUM, FLD(ckpt_restore),
      0, 0, 0, "one-reader", "one-reader|parallel",
      "restore: rank 0 reads and sends each slice (one-reader) or every rank reads its own (parallel)"},
+    {"ztrain.checkpoint.on_failure", "ckpt-on-failure", NULL, NULL, T_ENUM, FLD(ckpt_on_failure),
+     0, 0, 0, "stop", "stop|continue",
+     "a save that fails on any rank is abandoned everywhere (the previous checkpoint stays latest); "
+     "then stop (exit 1) or continue training and retry at the next save, with a warning"},
     {"ztrain.preempt_signal", "preempt-signal", NULL, NULL, T_ENUM, FLD(preempt_signal),
      0, 0, 0, "SIGUSR2", "SIGUSR2|SIGTERM|SIGINT|SIGHUP",
      "signal that makes every rank checkpoint and stop at the next step (SIGTERM always does; "

@@ -42,6 +42,7 @@ struct zt_ctx {
     long step;
     double train_time_s;         /* wall time inside train steps */
     FILE *metrics_fp;            /* rank 0 */
+    int metrics_failed;          /* a write failed (warned once) */
     double last_val_loss;
     zt_owned_range *owned;       /* zt_ctx_owned_state's ranges */
     int n_owned;

@@ -1,4 +1,5 @@
 /* train.c -- context lifecycle, the training step, evaluation, metrics. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -424,8 +425,23 @@ static int metrics_open(zt_ctx *ctx, zt_status *st) {
     if (ctx->step > 0) ZT_TRY(metrics_keep(ctx->cfg->metrics, ctx->step, st));
     ctx->metrics_fp = fopen(ctx->cfg->metrics, ctx->step > 0 ? "a" : "w");
     if (!ctx->metrics_fp)
-        return zt_fail(st, ZT_EIO, "%s: cannot write metrics file", ctx->cfg->metrics);
+        return zt_fail(st, ZT_EIO, "%s: cannot write metrics file: %s", ctx->cfg->metrics,
+                       strerror(errno));
     return ZT_OK;
+}
+
+/* Flush the metrics file; the first failure (a full disk, /dev/full) is
+ * reported once as a warning and training goes on: metrics are not worth
+ * losing a run for. */
+static void metrics_flush(zt_ctx *ctx) {
+    if (fflush(ctx->metrics_fp) == 0 && !ferror(ctx->metrics_fp)) return;
+    int e = errno;
+    clearerr(ctx->metrics_fp);
+    if (ctx->metrics_failed) return;
+    ctx->metrics_failed = 1;
+    zt_log(ctx, ZT_LOG_WARN, "%s: cannot write the metrics file: %s; metrics records are lost "
+           "from step %ld on (training continues; reported once)", ctx->cfg->metrics,
+           strerror(e), ctx->step);
 }
 
 static void json_num(char *buf, size_t n, const char *fmt, double v) {
@@ -453,7 +469,7 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
         } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
-        fflush(ctx->metrics_fp);
+        metrics_flush(ctx);
     }
     if (ctx->cb.metrics) ctx->cb.metrics(ctx->cb.user, m);
 }
@@ -753,7 +769,7 @@ static void memory_report(zt_ctx *ctx, const char *when) {
             fprintf(ctx->metrics_fp, ", \"device_peak_bytes\": %llu, \"predicted_device_peak_bytes\": %llu",
                     (unsigned long long)dpeak, (unsigned long long)p->peak[ZT_MP_DEVICE]);
         fprintf(ctx->metrics_fp, "}}\n");
-        fflush(ctx->metrics_fp);
+        metrics_flush(ctx);
     }
 }
 

@@ -79,7 +79,7 @@ ok $([ $? = 0 ] && grep -q '^checkpoint   D/step-20' i.txt && grep -q '^step    
      grep -q 'train_batch_size 12, next sample 240' i.txt && grep -q '"steps": 20' i.txt; echo $?) \
    "ztrain ckpt inspect DIR: newest checkpoint, step, data position, configuration JSON"
 "$ZTRAIN" ckpt verify "$F" > v.txt 2>&1
-ok $([ $? = 0 ] && grep -q 'OK (84 tensors verified)' v.txt; echo $?) "ztrain ckpt verify FILE: 84 tensors OK"
+ok $([ $? = 0 ] && grep -q 'OK (84 tensors and the metadata verified)' v.txt; echo $?) "ztrain ckpt verify FILE: 84 tensors OK"
 "$ZTRAIN" ckpt inspect D/nothere > /dev/null 2> e.txt
 ok $([ $? = 1 ] && [ "$(wc -l < e.txt)" = 1 ] && grep -q 'nothere' e.txt; echo $?) "a missing checkpoint: exit 1, one line"
 "$ZTRAIN" ckpt frobnicate > /dev/null 2>&1

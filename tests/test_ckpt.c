@@ -125,7 +125,8 @@ static void note_bad(void *user, const zt_ckpt_tensor *t) {
 }
 
 /* Delete /model's architecture settings: a checkpoint as written before
- * the Llama family (architecture kept unless drop_arch). */
+ * the Llama family (architecture kept unless drop_arch), and so before the
+ * metadata checksums (/meta_checksums deleted too). */
 static int drop_arch_attrs(const char *file, int drop_arch) {
     static const char *const keys[] = {
         "n_kv_head", "head_dim", "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling",
@@ -136,6 +137,7 @@ static int drop_arch_attrs(const char *file, int drop_arch) {
     int ok = g >= 0;
     for (size_t k = 0; ok && k < sizeof keys / sizeof keys[0] - !drop_arch; ++k)
         ok = H5Adelete(g, keys[k]) >= 0;
+    if (ok) ok = H5Ldelete(f, "meta_checksums", H5P_DEFAULT) >= 0;
     if (g >= 0) H5Gclose(g);
     if (f >= 0) H5Fclose(f);
     return ok;
@@ -258,8 +260,8 @@ int main(int argc, char **argv) {
     tap_ok(rc == ZT_OK && in.step == 3 && in.adam_t == 3 && in.world_size == 1 && in.n_layer == 2 &&
            in.num_params == zt_ctx_num_params(ctx) && in.format_version == 1 && in.config_json &&
            strstr(in.config_json, "\"steps\": 6") && in.has_master == 0 && in.train_batch_size == 2 &&
-           in.sample_position == 6,
-           "header: step, adam_t, world, model, version, config JSON, data position (%s)", st.msg);
+           in.sample_position == 6 && in.meta_checksums == 1,
+           "header: step, adam_t, world, model, version, config JSON, data position, metadata checksums verified (%s)", st.msg);
     zt_ckpt_info_free(&in);
     int ntens = 0;
     zt_ckpt_tensors(ck, count_tensor, &ntens, &st);
@@ -475,8 +477,9 @@ int main(int argc, char **argv) {
         rinfo = rc == ZT_OK && drop_arch_attrs(p, 0) ? zt_ckpt_read_info(p, &in, &st) : ZT_EINTERNAL;
         tap_ok(rinfo == ZT_OK && !strcmp(in.arch, "gpt2") && in.n_kv_head == 2 && in.head_dim == 8 &&
                    in.intermediate == 64 && in.tie_embeddings == 1 && in.rope_original_max == 8192 &&
-                   in.rope_factor == 8 && !strcmp(in.rope_scaling, "none"),
-               "a checkpoint without the settings reads as the GPT-2 defaults");
+                   in.rope_factor == 8 && !strcmp(in.rope_scaling, "none") && in.meta_checksums == 0,
+               "a checkpoint without the settings reads as the GPT-2 defaults (and without "
+               "metadata checksums: accepted, meta_checksums = 0)");
         if (rinfo == ZT_OK) zt_ckpt_info_free(&in);
         cx = make_ctx(cg, &S);
         tap_ok(cx && zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) == ZT_OK,
