@@ -764,10 +764,10 @@ int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
  * MPI_File_close) that no timeout covers; after an I/O error on one rank
  * they can even diverge between ranks.  A thread per process bounds every
  * armed phase: no ck_watch for ztrain.comm_timeout_s (rank 0; the others 5 s
- * later, so that one line reports it; mpirun stops them first) and it prints one error naming the
- * phase and ends the process with _exit(1) -- the one place the library
- * ends a process: a thread blocked inside an MPI collective cannot be
- * returned from.  mpirun then stops the other ranks. */
+ * later, so that one line reports it; mpirun stops them first) and it hands one error line naming
+ * the phase to the program's handler (zt_watchdog_set_handler; the CLI prints it and exits 1), or
+ * prints it and calls MPI_Abort -- a thread blocked inside an MPI collective cannot be returned
+ * from, so the job must end; the program decides how.  mpirun then stops the other ranks. */
 static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
 static double wd_deadline;          /* 0: disarmed */
@@ -775,6 +775,8 @@ static double wd_timeout;
 static int wd_rank, wd_started;
 static char wd_phase[sizeof(((zt_status *)0)->msg) + 128];
 static char wd_cleanup[ZT_PATH_MAX + 64];   /* rank 0: removed before exiting */
+static void (*wd_handler)(const char *line, void *user);   /* zt_watchdog_set_handler */
+static void *wd_user;
 
 static void *wd_main(void *arg) {
     (void)arg;
@@ -797,13 +799,24 @@ static void *wd_main(void *arg) {
         int n = snprintf(line, sizeof line, "ztrain: error: rank %d: %s: no progress for %.0f s: a "
                          "rank died, stopped or hangs (ztrain.comm_timeout_s); stopping\n", wd_rank,
                          wd_phase, wd_timeout);
-        if (n > 0) {
-            ssize_t k = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        if (n < 0) line[0] = '\0';
+        if (wd_handler) {   /* the program's choice (the CLI: the line, then exit status 1) */
+            wd_handler(line, wd_user);
+        } else {
+            ssize_t k = write(STDERR_FILENO, line, strlen(line));
             (void)k;
         }
-        _exit(1);   /* the CLI's runtime-failure status */
+        /* no handler, or it returned: end the job the MPI way */
+        MPI_Abort(MPI_COMM_WORLD, 1);
     }
     return NULL;
+}
+
+void zt_watchdog_set_handler(void (*fn)(const char *line, void *user), void *user) {
+    pthread_mutex_lock(&wd_mu);
+    wd_handler = fn;
+    wd_user = user;
+    pthread_mutex_unlock(&wd_mu);
 }
 
 void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase) {

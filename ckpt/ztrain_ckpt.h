@@ -213,10 +213,15 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
  * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
  * restarts the clock of `phase`; if neither is called again within
  * timeout_s seconds (ztrain.comm_timeout_s; 5 s more on ranks > 0, so that
- * rank 0 reports), the process writes one line "ztrain: error: rank R:
- * PHASE: no progress for N s: ..." and exits with status 1.  No-op for one
- * rank or timeout_s <= 0. */
+ * rank 0 reports), the watchdog thread builds one line "ztrain: error: rank
+ * R: PHASE: no progress for N s: ..." and hands it to the handler set with
+ * zt_watchdog_set_handler, which should end the process (the ztrain CLI
+ * prints it and exits with status 1); without a handler, or if it returns,
+ * the line goes to stderr and the job ends with MPI_Abort(MPI_COMM_WORLD, 1):
+ * a rank blocked inside a collective cannot be returned from.  No-op for
+ * one rank or timeout_s <= 0. */
 void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase);
 void zt_watchdog_disarm(void);
+void zt_watchdog_set_handler(void (*fn)(const char *line, void *user), void *user);
 
 #endif /* ZTRAIN_CKPT_H */

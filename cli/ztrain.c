@@ -3,8 +3,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "config.h"
+#include "ztrain_ckpt.h"
 
 void cli_error(const char *fmt, ...) {
     char buf[2048];
@@ -69,8 +71,19 @@ static void usage(FILE *fp) {
             "3 preempted (SIGTERM or ztrain.preempt_signal): a checkpoint was saved.\n");
 }
 
+/* The checkpoint watchdog's end of a hung job (zt_watchdog_set_handler): the
+ * one error line, then the runtime-failure status; mpirun stops the other
+ * ranks. */
+static void watchdog_exit(const char *line, void *user) {
+    (void)user;
+    ssize_t k = write(STDERR_FILENO, line, strlen(line));
+    (void)k;
+    _exit(ZT_EXIT_FAIL);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return ZT_EXIT_USAGE; }
+    zt_watchdog_set_handler(watchdog_exit, NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 1, argv + 1);
