@@ -235,6 +235,15 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
     be->add(y, s->res2, a->scratch, (size_t)N * C);
 }
 
+/* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
+static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
+    zt_gpt *g = self;
+    PARAMS(1 + l);
+    block_fwd(g, acts, l);
+    RELEASE(1 + l);
+    return ZT_OK;
+}
+
 static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
                        const int *targets, int B, int T, double *loss_sum, zt_status *st) {
     zt_gpt *g = self;
@@ -251,11 +260,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
 
     PARAMS(0);
     be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, g->p.wte, g->p.wpe, B, T, C);
-    for (int l = 0; l < L; ++l) {
-        PARAMS(1 + l);
-        block_fwd(g, a, l);
-        RELEASE(1 + l);
-    }
+    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(g, U, a, l, st));
     PARAMS(L + 1);
     be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
                       g->p.lnfb, N, C);
@@ -309,13 +314,8 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
         /* checkpointing: at the top block of a group [g0, e), recompute the
          * blocks below it from the kept input res[g0]; the top block is
          * recomputed inside its own window below */
-        int top = zt_acts_ckpt_top(k, L, l);
-        if (top)
-            for (int i = zt_acts_ckpt_first(k, l); i < l; ++i) {
-                PARAMS(1 + i);
-                block_fwd(g, a, i);
-                RELEASE(1 + i);
-            }
+        int top;
+        ZT_TRY(zt_acts_recompute_below(block_fwd_unit, g, U, a, k, L, l, &top, st));
         PARAMS(1 + l);
         GRADS(1 + l);
         if (top) block_fwd(g, a, l);

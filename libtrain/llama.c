@@ -327,6 +327,15 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     be->add(y, s->res2, a->scratch, (size_t)N * C);
 }
 
+/* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
+static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
+    zt_llama *m = self;
+    PARAMS(1 + l);
+    block_fwd(m, acts, l);
+    RELEASE(1 + l);
+    return ZT_OK;
+}
+
 static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
                          const int *targets, int B, int T, double *loss_sum, zt_status *st) {
     zt_llama *m = self;
@@ -344,11 +353,7 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     PARAMS(0);
     be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, m->p.embed, NULL, B, T, C);
     if (!tied) RELEASE(0);   /* tied: kept for the LM head, as the GPT */
-    for (int l = 0; l < L; ++l) {
-        PARAMS(1 + l);
-        block_fwd(m, a, l);
-        RELEASE(1 + l);
-    }
+    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(m, U, a, l, st));
     PARAMS(L + 1);
     be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, L), m->p.norm, (float)m->cfg.norm_eps, N, C);
     if (tied) {
@@ -408,13 +413,8 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     for (int l = L - 1; l >= 0; --l) {
         /* checkpointing (gpt.c's groups): at the top block of a group,
          * recompute the blocks below it from the kept input */
-        int top = zt_acts_ckpt_top(k, L, l);
-        if (top)
-            for (int i = zt_acts_ckpt_first(k, l); i < l; ++i) {
-                PARAMS(1 + i);
-                block_fwd(m, a, i);
-                RELEASE(1 + i);
-            }
+        int top;
+        ZT_TRY(zt_acts_recompute_below(block_fwd_unit, m, U, a, k, L, l, &top, st));
         PARAMS(1 + l);
         GRADS(1 + l);
         if (top) block_fwd(m, a, l);

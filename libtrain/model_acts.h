@@ -78,6 +78,23 @@ static inline int zt_acts_ckpt_top(int k, int L, int l) {
 }
 static inline int zt_acts_ckpt_first(int k, int l) { return (l / k) * k; }
 
+/* A model's forward of block l with the block's unit (1 + l) acquired
+ * before and released after. */
+typedef int (*zt_block_fwd_unit_fn)(void *self, zt_units *U, void *acts, int l, zt_status *st);
+
+/* Backward's first step for block l with checkpointing group size k (0:
+ * none): at the top block of a group, recompute the blocks below it from
+ * the group's kept input.  *top says whether l is a top block (the caller
+ * recomputes the top block itself inside its own window). */
+static inline int zt_acts_recompute_below(zt_block_fwd_unit_fn fwd, void *self, zt_units *U,
+                                          void *acts, int k, int L, int l, int *top,
+                                          zt_status *st) {
+    *top = zt_acts_ckpt_top(k, L, l);
+    if (*top)
+        for (int i = zt_acts_ckpt_first(k, l); i < l; ++i) ZT_TRY(fwd(self, U, acts, i, st));
+    return ZT_OK;
+}
+
 /* In a model function with zt_units *U and zt_status *st in scope: bind
  * unit u's parameters (into M->p) or gradient buffer (into M->g) with the
  * model's bind_unit(M, u, base, view), returning from the caller on
