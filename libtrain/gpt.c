@@ -128,7 +128,7 @@ static size_t carve(const zt_model_config *mc, int B, int T, int training, int c
     size_t N = (size_t)B * T, C = (size_t)mc->n_embd, V = (size_t)mc->vocab;
     size_t NH = (size_t)mc->n_head, L = (size_t)mc->n_layer;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
-    size_t slots = training ? (k ? k : L) : 1;
+    size_t slots = zt_acts_n_slots(training, k, L);
     size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
     float *dummy;
@@ -186,7 +186,7 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
     int L = g->cfg.n_layer;
     a->B = B; a->T = T; a->training = training;
     a->ckpt = (int)zt_acts_ckpt_group(g->ckpt, training, (size_t)L);
-    a->n_slots = training ? (a->ckpt ? a->ckpt : L) : 1;
+    a->n_slots = (int)zt_acts_n_slots(training, (size_t)a->ckpt, (size_t)L);
     a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
     a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
     if (!a->res || !a->layer) { gpt_acts_free(self, a); return zt_fail(st, ZT_ENOMEM, "out of memory"); }

@@ -212,7 +212,7 @@ static size_t carve(const zt_model_config *mc, int B, int T, int training, int c
     size_t N = (size_t)B * T, C = (size_t)sh.C, V = (size_t)sh.V, L = (size_t)sh.L;
     size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.H;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
-    size_t slots = training ? (k ? k : L) : 1;
+    size_t slots = zt_acts_n_slots(training, k, L);
     size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
     float *dummy;
@@ -267,7 +267,7 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     const int L = m->s.L;
     a->B = B; a->T = T; a->training = training;
     a->ckpt = (int)zt_acts_ckpt_group(m->ckpt, training, (size_t)L);
-    a->n_slots = training ? (a->ckpt ? a->ckpt : L) : 1;
+    a->n_slots = (int)zt_acts_n_slots(training, (size_t)a->ckpt, (size_t)L);
     a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
     a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
     float *freq = malloc(sizeof(float) * (size_t)(m->s.hd / 2));

@@ -22,6 +22,12 @@ static inline size_t zt_acts_ckpt_group(int ckpt, int training, size_t L) {
     return (size_t)ckpt < L ? (size_t)ckpt : L;
 }
 
+/* Layer slots of an activation block: one per layer for training (k with
+ * checkpointing group size k), one for eval. */
+static inline size_t zt_acts_n_slots(int training, size_t k, size_t L) {
+    return training ? (k ? k : L) : 1;
+}
+
 /* Carve the residual stream of [NC] arrays at element offset off of the
  * block (base == NULL: sizes only, res untouched); returns the new offset.
  * An eval block ping-pongs res[0] and res[1].  A training block without
