@@ -6,6 +6,7 @@
 #include <string.h>
 #include "devmem.h"
 #include "gpt.h"
+#include "model_acts.h"
 
 /* Per-block tensor family, in layout order (zt_gpt_layer's field order). */
 enum { T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_PROJW, T_PROJB, T_LN2W, T_LN2B,
@@ -119,42 +120,20 @@ static void gpt_destroy(void *self) { zt_gpt_free(self); }
 
 /* ------------------------------------------------------------ activations */
 
-/* Group size of the checkpointing layout for a training block of L layers
- * (0: every layer's activations are kept). */
-static size_t ckpt_group(int ckpt, int training, size_t L) {
-    if (!training || ckpt <= 0) return 0;
-    return (size_t)ckpt < L ? (size_t)ckpt : L;
-}
-
 /* Carve the activation block.  With base == NULL only sizes are computed.
- * Residual stream: a training block without checkpointing keeps all L+1
- * residuals and L layer slots.  With checkpointing group size k it keeps
- * the input of every k-th block and the final residual, k-1 scratch
- * residuals for the group being recomputed, and k slots; res[l] of a
- * block inside a group points at its scratch residual. */
+ * Residual stream: zt_acts_carve_res; a training block keeps L layer
+ * slots, or k with checkpointing group size k. */
 static size_t carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
                     zt_gpt_acts *a, float *base) {
     size_t N = (size_t)B * T, C = (size_t)mc->n_embd, V = (size_t)mc->vocab;
     size_t NH = (size_t)mc->n_head, L = (size_t)mc->n_layer;
-    size_t k = ckpt_group(ckpt, training, L);
-    size_t slots = training ? (k ? k : L) : 1;
+    size_t k = zt_acts_ckpt_group(ckpt, training, L);
+    size_t slots = zt_acts_n_slots(training, k, L);
     size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
     float *dummy;
     (void)dummy;
-    if (!training) {
-        TAKE(a->res[0], N * C);
-        TAKE(a->res[1], N * C);
-    } else {
-        for (size_t l = 0; l <= L; ++l)
-            if (!k || l % k == 0 || l == L) TAKE(a->res[l], N * C);
-        for (size_t j = 0; k && j + 1 < k; ++j) {
-            float *scr = NULL;
-            TAKE(scr, N * C);
-            for (size_t l = 0; base && l < L; ++l)
-                if (l % k == j + 1) a->res[l] = scr;
-        }
-    }
+    off = zt_acts_carve_res(a->res, base, off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_layer_acts *la = base ? &a->layer[s] : NULL;
 #define LTAKE(f, n) do { if (la) { TAKE(la->f, n); } else { TAKE(dummy, n); } } while (0)
@@ -192,11 +171,7 @@ size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training) 
 static void gpt_acts_free(void *self, void *acts) {
     (void)self;
     zt_gpt_acts *a = acts;
-    if (!a) return;
-    zt_mem_free(a->block);
-    free(a->res);
-    free(a->layer);
-    free(a);
+    ZT_ACTS_FREE(a);
 }
 
 static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, void **out,
@@ -210,8 +185,8 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
     if (!a) return zt_fail(st, ZT_ENOMEM, "out of memory");
     int L = g->cfg.n_layer;
     a->B = B; a->T = T; a->training = training;
-    a->ckpt = (int)ckpt_group(g->ckpt, training, (size_t)L);
-    a->n_slots = training ? (a->ckpt ? a->ckpt : L) : 1;
+    a->ckpt = (int)zt_acts_ckpt_group(g->ckpt, training, (size_t)L);
+    a->n_slots = (int)zt_acts_n_slots(training, (size_t)a->ckpt, (size_t)L);
     a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
     a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
     if (!a->res || !a->layer) { gpt_acts_free(self, a); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
@@ -224,31 +199,18 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
     a->bytes = bytes;
     carve(&g->cfg, B, T, training, g->ckpt, a, a->block);
     /* the -1 targets of a forward without targets (device memory: staged) */
-    const size_t N = (size_t)B * T;
-    int ones[256];
-    for (size_t i = 0; i < 256; ++i) ones[i] = -1;
-    for (size_t i = 0; i < N; i += 256)
-        zt_xcopy(g->be, a->no_targets + i, 1, ones, 0, (N - i < 256 ? N - i : 256) * sizeof(int));
+    zt_acts_fill_no_targets(g->be, a->no_targets, (size_t)B * T);
     *out = a;
     return ZT_OK;
 }
 
 /* ------------------------------------------------------------ forward */
 
-static struct zt_layer_acts *slot(zt_gpt_acts *a, int l) {
-    return &a->layer[l % a->n_slots];
-}
-static float *res_at(zt_gpt_acts *a, int l) {
-    return a->training ? a->res[l] : a->res[l & 1];
-}
-
 /* Bind unit u's parameters (PARAMS) or gradient buffer (GRADS) into the
- * views; return from the caller on failure. */
-#define PARAMS(u) do { float *b_ = zt_unit_params(U, (u), st); if (!b_) return st->code; \
-                       bind_unit(g, (u), b_, &g->p); } while (0)
-#define GRADS(u) do { float *b_ = zt_unit_grads(U, (u), st); if (!b_) return st->code; \
-                      bind_unit(g, (u), b_, &g->g); } while (0)
-#define RELEASE(u) ZT_TRY(zt_unit_release(U, (u), st))
+ * views; return from the caller on failure (model_acts.h). */
+#define PARAMS(u) ZT_UNIT_PARAMS(g, u)
+#define GRADS(u) ZT_UNIT_GRADS(g, u)
+#define RELEASE(u) ZT_UNIT_RELEASE(u)
 
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's
  * parameters are bound in g->p).  Backward runs it again to recompute a
@@ -257,8 +219,8 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
     const zt_backend *be = g->be;
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, N = B * T;
     const zt_gpt_layer *w = &g->p.h[l];
-    struct zt_layer_acts *s = slot(a, l);
-    float *x = res_at(a, l), *y = res_at(a, l + 1);
+    struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
     be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
     be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
@@ -271,6 +233,15 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
     be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
     be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
+}
+
+/* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
+static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
+    zt_gpt *g = self;
+    PARAMS(1 + l);
+    block_fwd(g, acts, l);
+    RELEASE(1 + l);
+    return ZT_OK;
 }
 
 static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
@@ -288,14 +259,10 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     a->targets = targets ? targets : a->no_targets;
 
     PARAMS(0);
-    be->encoder_fwd(res_at(a, 0), inputs, g->p.wte, g->p.wpe, B, T, C);
-    for (int l = 0; l < L; ++l) {
-        PARAMS(1 + l);
-        block_fwd(g, a, l);
-        RELEASE(1 + l);
-    }
+    be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, g->p.wte, g->p.wpe, B, T, C);
+    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(g, U, a, l, st));
     PARAMS(L + 1);
-    be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, res_at(a, L), g->p.lnfw,
+    be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
                       g->p.lnfb, N, C);
     RELEASE(L + 1);
     /* tied LM head: logits[N,V] = lnf @ wte^T.  The embedding unit is asked
@@ -347,19 +314,14 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
         /* checkpointing: at the top block of a group [g0, e), recompute the
          * blocks below it from the kept input res[g0]; the top block is
          * recomputed inside its own window below */
-        int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
-        if (top)
-            for (int i = (l / k) * k; i < l; ++i) {
-                PARAMS(1 + i);
-                block_fwd(g, a, i);
-                RELEASE(1 + i);
-            }
+        int top;
+        ZT_TRY(zt_acts_recompute_below(block_fwd_unit, g, U, a, k, L, l, &top, st));
         PARAMS(1 + l);
         GRADS(1 + l);
         if (top) block_fwd(g, a, l);
         const zt_gpt_layer *w = &g->p.h[l];
         zt_gpt_layer *gw = &g->g.h[l];
-        struct zt_layer_acts *s = slot(a, l);
+        struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
         /* MLP: dres flows to res2 unchanged and into the projection */
         be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
                        N, 4 * C, C);

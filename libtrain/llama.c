@@ -6,6 +6,7 @@
 #include <string.h>
 #include "devmem.h"
 #include "llama.h"
+#include "model_acts.h"
 
 /* Per-block tensor family, in layout order.  The three biases exist only
  * with attention_bias. */
@@ -203,13 +204,6 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
 
 /* ------------------------------------------------------------ activations */
 
-/* Group size of the checkpointing layout for a training block of L layers
- * (0: every layer's activations are kept) -- gpt.c's rule. */
-static size_t ckpt_group(int ckpt, int training, size_t L) {
-    if (!training || ckpt <= 0) return 0;
-    return (size_t)ckpt < L ? (size_t)ckpt : L;
-}
-
 /* Carve the activation block (gpt.c's scheme; base == NULL: sizes only).
  * Every array is rounded up to 16 elements. */
 static size_t carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
@@ -217,26 +211,14 @@ static size_t carve(const zt_model_config *mc, int B, int T, int training, int c
     const shape sh = shape_of(mc);
     size_t N = (size_t)B * T, C = (size_t)sh.C, V = (size_t)sh.V, L = (size_t)sh.L;
     size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.H;
-    size_t k = ckpt_group(ckpt, training, L);
-    size_t slots = training ? (k ? k : L) : 1;
+    size_t k = zt_acts_ckpt_group(ckpt, training, L);
+    size_t slots = zt_acts_n_slots(training, k, L);
     size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
     float *dummy;
     (void)dummy;
     TAKE(a->inv_freq, (size_t)sh.hd / 2);
-    if (!training) {
-        TAKE(a->res[0], N * C);
-        TAKE(a->res[1], N * C);
-    } else {
-        for (size_t l = 0; l <= L; ++l)
-            if (!k || l % k == 0 || l == L) TAKE(a->res[l], N * C);
-        for (size_t j = 0; k && j + 1 < k; ++j) {
-            float *scr = NULL;
-            TAKE(scr, N * C);
-            for (size_t l = 0; base && l < L; ++l)
-                if (l % k == j + 1) a->res[l] = scr;
-        }
-    }
+    off = zt_acts_carve_res(a->res, base, off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = base ? &a->layer[s] : NULL;
 #define LTAKE(f, n) do { if (la) { TAKE(la->f, n); } else { TAKE(dummy, n); } } while (0)
@@ -270,11 +252,7 @@ size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int tra
 static void llama_acts_free(void *self, void *acts) {
     (void)self;
     zt_llama_acts *a = acts;
-    if (!a) return;
-    zt_mem_free(a->block);
-    free(a->res);
-    free(a->layer);
-    free(a);
+    ZT_ACTS_FREE(a);
 }
 
 static int llama_acts_create(void *self, int B, int T, int training, int mem_tag, void **out,
@@ -288,8 +266,8 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     if (!a) return zt_fail(st, ZT_ENOMEM, "out of memory");
     const int L = m->s.L;
     a->B = B; a->T = T; a->training = training;
-    a->ckpt = (int)ckpt_group(m->ckpt, training, (size_t)L);
-    a->n_slots = training ? (a->ckpt ? a->ckpt : L) : 1;
+    a->ckpt = (int)zt_acts_ckpt_group(m->ckpt, training, (size_t)L);
+    a->n_slots = (int)zt_acts_n_slots(training, (size_t)a->ckpt, (size_t)L);
     a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
     a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
     float *freq = malloc(sizeof(float) * (size_t)(m->s.hd / 2));
@@ -312,29 +290,17 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     zt_xcopy(m->be, a->inv_freq, 1, freq, 0, sizeof(float) * (size_t)(m->s.hd / 2));
     free(freq);
     /* the -1 targets of a forward without targets */
-    const size_t N = (size_t)B * T;
-    int ones[256];
-    for (size_t i = 0; i < 256; ++i) ones[i] = -1;
-    for (size_t i = 0; i < N; i += 256)
-        zt_xcopy(m->be, a->no_targets + i, 1, ones, 0, (N - i < 256 ? N - i : 256) * sizeof(int));
+    zt_acts_fill_no_targets(m->be, a->no_targets, (size_t)B * T);
     *out = a;
     return ZT_OK;
 }
 
 /* ------------------------------------------------------------ forward */
 
-static struct zt_llama_layer_acts *slot(zt_llama_acts *a, int l) {
-    return &a->layer[l % a->n_slots];
-}
-static float *res_at(zt_llama_acts *a, int l) {
-    return a->training ? a->res[l] : a->res[l & 1];
-}
-
-#define PARAMS(u) do { float *b_ = zt_unit_params(U, (u), st); if (!b_) return st->code; \
-                       bind_unit(m, (u), b_, &m->p); } while (0)
-#define GRADS(u) do { float *b_ = zt_unit_grads(U, (u), st); if (!b_) return st->code; \
-                      bind_unit(m, (u), b_, &m->g); } while (0)
-#define RELEASE(u) ZT_TRY(zt_unit_release(U, (u), st))
+/* Unit binding and release (model_acts.h). */
+#define PARAMS(u) ZT_UNIT_PARAMS(m, u)
+#define GRADS(u) ZT_UNIT_GRADS(m, u)
+#define RELEASE(u) ZT_UNIT_RELEASE(u)
 
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
@@ -344,8 +310,8 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     const int B = a->fB, T = a->fT, N = B * T, C = sh->C, H = sh->H;
     const float eps = (float)m->cfg.norm_eps;
     const zt_llama_layer *w = &m->p.h[l];
-    struct zt_llama_layer_acts *s = slot(a, l);
-    float *x = res_at(a, l), *y = res_at(a, l + 1);
+    struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) */
     be->rmsnorm_fwd(s->xn, s->rstd1, x, w->attn_norm, eps, N, C);
     be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
@@ -359,6 +325,15 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     be->swiglu_fwd(s->h, s->gu, N, H);
     be->matmul_fwd(a->scratch, s->h, w->downw, NULL, N, H, C);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
+}
+
+/* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
+static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
+    zt_llama *m = self;
+    PARAMS(1 + l);
+    block_fwd(m, acts, l);
+    RELEASE(1 + l);
+    return ZT_OK;
 }
 
 static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
@@ -376,15 +351,11 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     a->targets = targets ? targets : a->no_targets;
 
     PARAMS(0);
-    be->encoder_fwd(res_at(a, 0), inputs, m->p.embed, NULL, B, T, C);
+    be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, m->p.embed, NULL, B, T, C);
     if (!tied) RELEASE(0);   /* tied: kept for the LM head, as the GPT */
-    for (int l = 0; l < L; ++l) {
-        PARAMS(1 + l);
-        block_fwd(m, a, l);
-        RELEASE(1 + l);
-    }
+    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(m, U, a, l, st));
     PARAMS(L + 1);
-    be->rmsnorm_fwd(a->lnf, a->lnf_rstd, res_at(a, L), m->p.norm, (float)m->cfg.norm_eps, N, C);
+    be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, L), m->p.norm, (float)m->cfg.norm_eps, N, C);
     if (tied) {
         /* logits[N,V] = lnf @ embed^T; a training pass keeps the embedding
          * unit gathered for the head's backward */
@@ -442,19 +413,14 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     for (int l = L - 1; l >= 0; --l) {
         /* checkpointing (gpt.c's groups): at the top block of a group,
          * recompute the blocks below it from the kept input */
-        int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
-        if (top)
-            for (int i = (l / k) * k; i < l; ++i) {
-                PARAMS(1 + i);
-                block_fwd(m, a, i);
-                RELEASE(1 + i);
-            }
+        int top;
+        ZT_TRY(zt_acts_recompute_below(block_fwd_unit, m, U, a, k, L, l, &top, st));
         PARAMS(1 + l);
         GRADS(1 + l);
         if (top) block_fwd(m, a, l);
         const zt_llama_layer *w = &m->p.h[l];
         zt_llama_layer *gw = &m->g.h[l];
-        struct zt_llama_layer_acts *s = slot(a, l);
+        struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
         /* MLP: dres flows to res2 unchanged and into the down projection */
         be->matmul_bwd(a->dh, gw->downw, NULL, a->dres, s->h, w->downw, N, H, C);
         be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);

@@ -1,0 +1,116 @@
+/*
+ * model_acts.h -- what the built-in models (gpt.c, llama.c) share in their
+ * activation blocks and unit traversal: the checkpointing group rule, the
+ * residual-stream carve, the -1 targets, slot/residual lookup, freeing the
+ * activations and the unit bind/release macros.  Internal to libtrain.
+ *
+ * An activations struct used with these helpers has the fields
+ *   int training, n_slots; void *block; float **res; <slot type> *layer;
+ */
+#ifndef ZT_MODEL_ACTS_H
+#define ZT_MODEL_ACTS_H
+#include <stdlib.h>
+#include "devmem.h"
+
+/* Elements of one array in an activation block: rounded up to 16. */
+#define ZT_ACTS_ROUND(n) (((size_t)(n) + 15) & ~(size_t)15)
+
+/* Group size of the checkpointing layout for a training block of L layers
+ * (0: every layer's activations are kept). */
+static inline size_t zt_acts_ckpt_group(int ckpt, int training, size_t L) {
+    if (!training || ckpt <= 0) return 0;
+    return (size_t)ckpt < L ? (size_t)ckpt : L;
+}
+
+/* Layer slots of an activation block: one per layer for training (k with
+ * checkpointing group size k), one for eval. */
+static inline size_t zt_acts_n_slots(int training, size_t k, size_t L) {
+    return training ? (k ? k : L) : 1;
+}
+
+/* Carve the residual stream of [NC] arrays at element offset off of the
+ * block (base == NULL: sizes only, res untouched); returns the new offset.
+ * An eval block ping-pongs res[0] and res[1].  A training block without
+ * checkpointing keeps all L+1 residuals.  With checkpointing group size k
+ * it keeps the input of every k-th block and the final residual, and k-1
+ * scratch residuals for the group being recomputed; res[l] of a block
+ * inside a group points at its scratch residual. */
+static inline size_t zt_acts_carve_res(float **res, float *base, size_t off, int training,
+                                       size_t L, size_t k, size_t NC) {
+    if (!training) {
+        for (size_t l = 0; l < 2; ++l) {
+            if (base) res[l] = base + off;
+            off += ZT_ACTS_ROUND(NC);
+        }
+        return off;
+    }
+    for (size_t l = 0; l <= L; ++l)
+        if (!k || l % k == 0 || l == L) {
+            if (base) res[l] = base + off;
+            off += ZT_ACTS_ROUND(NC);
+        }
+    for (size_t j = 0; k && j + 1 < k; ++j) {
+        float *scr = base ? base + off : NULL;
+        off += ZT_ACTS_ROUND(NC);
+        for (size_t l = 0; base && l < L; ++l)
+            if (l % k == j + 1) res[l] = scr;
+    }
+    return off;
+}
+
+/* Fill the [N] -1 targets of a forward without targets (device memory:
+ * staged through a host chunk). */
+static inline void zt_acts_fill_no_targets(const zt_backend *be, int *no_targets, size_t N) {
+    int ones[256];
+    for (size_t i = 0; i < 256; ++i) ones[i] = -1;
+    for (size_t i = 0; i < N; i += 256)
+        zt_xcopy(be, no_targets + i, 1, ones, 0, (N - i < 256 ? N - i : 256) * sizeof(int));
+}
+
+/* Free an activations struct a (any of the models'); NULL is a no-op. */
+#define ZT_ACTS_FREE(a) do { if (a) { zt_mem_free((a)->block); free((a)->res); \
+                                      free((a)->layer); free(a); } } while (0)
+
+/* Block l's slot of layer activations, and residual l (an eval block
+ * ping-pongs two). */
+#define ZT_ACTS_SLOT(a, l) (&(a)->layer[(l) % (a)->n_slots])
+#define ZT_ACTS_RES(a, l) ((a)->training ? (a)->res[(l)] : (a)->res[(l) & 1])
+
+/* Checkpointing with group size k > 0: whether block l of L is the top
+ * block of its group (backward recomputes the group from its kept input
+ * there), and the group's first block. */
+static inline int zt_acts_ckpt_top(int k, int L, int l) {
+    return k > 0 && (l == L - 1 || (l + 1) % k == 0);
+}
+static inline int zt_acts_ckpt_first(int k, int l) { return (l / k) * k; }
+
+/* A model's forward of block l with the block's unit (1 + l) acquired
+ * before and released after. */
+typedef int (*zt_block_fwd_unit_fn)(void *self, zt_units *U, void *acts, int l, zt_status *st);
+
+/* Backward's first step for block l with checkpointing group size k (0:
+ * none): at the top block of a group, recompute the blocks below it from
+ * the group's kept input.  *top says whether l is a top block (the caller
+ * recomputes the top block itself inside its own window). */
+static inline int zt_acts_recompute_below(zt_block_fwd_unit_fn fwd, void *self, zt_units *U,
+                                          void *acts, int k, int L, int l, int *top,
+                                          zt_status *st) {
+    *top = zt_acts_ckpt_top(k, L, l);
+    if (*top)
+        for (int i = zt_acts_ckpt_first(k, l); i < l; ++i) ZT_TRY(fwd(self, U, acts, i, st));
+    return ZT_OK;
+}
+
+/* In a model function with zt_units *U and zt_status *st in scope: bind
+ * unit u's parameters (into M->p) or gradient buffer (into M->g) with the
+ * model's bind_unit(M, u, base, view), returning from the caller on
+ * failure; release unit u. */
+#define ZT_UNIT_PARAMS(M, u) do { float *b_ = zt_unit_params(U, (u), st); \
+                                  if (!b_) { return st->code; } \
+                                  bind_unit((M), (u), b_, &(M)->p); } while (0)
+#define ZT_UNIT_GRADS(M, u) do { float *b_ = zt_unit_grads(U, (u), st); \
+                                 if (!b_) { return st->code; } \
+                                 bind_unit((M), (u), b_, &(M)->g); } while (0)
+#define ZT_UNIT_RELEASE(u) ZT_TRY(zt_unit_release(U, (u), st))
+
+#endif
