@@ -27,6 +27,7 @@ static inline float *ck_stage_buf(const zt_train_state *s, int *failed, zt_statu
 /* The three per-tensor families and their HDF5 groups. */
 enum { CK_PARAMS = 0, CK_M = 1, CK_V = 2, CK_NFAM = 3 };
 extern const char *const ck_family_group[CK_NFAM];
+extern const char *const ck_family_what[CK_NFAM];   /* "weights", "AdamW m", "AdamW v" */
 
 /* ---------------------------------------------------------------- HDF5 */
 /* Turn off HDF5's automatic error printing (idempotent). */

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "ck_values.h"
+#include "ck_values.h"
 #include "devmem.h"
 
 static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, zt_status *st) {
@@ -184,6 +186,8 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
                         rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot read tensor %s", file, name);
                     } else {
                         got[fam] += zt_ckpt_checksum(buf, b - a, a);
+                        rc = ck_check_values(buf, b - a, a, fam == CK_V, ck_family_what[fam], file,
+                                             t->name, st);
                     }
                     H5Sclose(ms);
                     H5Sclose(fs);
@@ -282,6 +286,9 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
                     rc = ck_h5_fail(st, ZT_EDATA, "%s: cannot read tensor %s", file, name);
                 }
                 H5Sclose(ms);
+                if (rc == ZT_OK)
+                    rc = ck_check_values(dst, b - a, a - t->offset, fam == CK_V, ck_family_what[fam],
+                                         file, t->name, st);
                 if (rc == ZT_OK && h) ck_put_owned(s, rg, fam, a, b, h);
                 if (rc == ZT_OK && s->writer)
                     got[fam * nt + ti] += zt_ckpt_checksum(dst, b - a, a - t->offset);

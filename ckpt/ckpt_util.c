@@ -18,6 +18,7 @@
 #include "h5tokens.h"
 
 const char *const ck_family_group[CK_NFAM] = {"params", "optimizer/m", "optimizer/v"};
+const char *const ck_family_what[CK_NFAM] = {"weights", "AdamW m", "AdamW v"};
 
 /* ================================================================ checksum */
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "half.h"
+#include "ck_values.h"
 
 /* ================================================================ dtypes */
 
@@ -248,7 +249,7 @@ int zt_st_read(const zt_st_file *f, const zt_st_tensor *t, uint64_t first, uint6
             out[i] = t->dtype == ZT_ST_BF16 ? zt_bf16_to_f32(h) : zt_f16_to_f32(h);
         }
     }
-    return ZT_OK;
+    return ck_check_values(out, n, first, 0, "weights", f->path, t->name, st);
 }
 
 /* ================================================================ writer */

@@ -61,7 +61,8 @@ const zt_st_tensor *zt_st_find(const zt_st_file *f, const char *name);
 /* ZT_OK if t's dtype converts to fp32, else ZT_EUNSUPPORTED naming file,
  * tensor and dtype. */
 int zt_st_check_float(const zt_st_file *f, const zt_st_tensor *t, zt_status *st);
-/* Elements [first, first + n) of t (row-major) as fp32 into out[n]. */
+/* Elements [first, first + n) of t (row-major) as fp32 into out[n]; a NaN or
+ * Inf among them is ZT_EDATA naming the element (in the file's order). */
 int zt_st_read(const zt_st_file *f, const zt_st_tensor *t, uint64_t first, uint64_t n,
                float *out, zt_status *st);
 /* Shape as text, "[3, 4]". */

@@ -19,6 +19,7 @@
 #include "ctx.h"
 #include "devmem.h"
 #include "half.h"
+#include "ck_values.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_FP32 3
@@ -87,11 +88,7 @@ static int read_elems(io_ctx *c, const zt_tensor_info *t, float *dst, size_t k, 
             i += n;
         }
     }
-    for (size_t i = 0; i < k; ++i)
-        if (!isfinite(dst[i]))
-            return zt_fail(c->st, ZT_EDATA, "%s: tensor %s element %zu is %s: refusing non-finite "
-                           "weights", c->path, t->name, at + i, isnan(dst[i]) ? "NaN" : "Inf");
-    return ZT_OK;
+    return ck_check_values(dst, k, at, 0, "weights", c->path, t->name, c->st);
 }
 
 static int write_tensor(void *u, const zt_tensor_info *t, size_t pad) {

@@ -8,6 +8,10 @@
  *                              "/@step" (a root attribute) or "/config" (the
  *                              configuration JSON); the bytes are read and
  *                              written in the file's own type (no conversion)
+ *   ckpt_flip FILE --set DATASET INDEX VALUE
+ *                              write VALUE ("nan", "inf", "-1", ...) into flat
+ *                              element INDEX of the float dataset DATASET
+ *                              ("/params/wte"), leaving its checksum stale
  * Exit 0 when done, 1 on any failure (with a message).
  */
 #include <hdf5.h>
@@ -29,8 +33,36 @@ static void flip(unsigned char *b, size_t n, int is_str) {
     b[len / 2] ^= 0x08;
 }
 
+/* --set: one float element, by flat index, through a point selection */
+static int set_elem(const char *file, const char *dset, const char *idx, const char *val) {
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) return fail("cannot open", file);
+    hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+    if (d < 0) { H5Fclose(f); return fail("no such dataset", dset); }
+    hid_t fs = H5Dget_space(d);
+    hsize_t dims[8], coord[8];
+    int nd = H5Sget_simple_extent_dims(fs, dims, NULL), rc = 0;
+    unsigned long long k = strtoull(idx, NULL, 10);
+    for (int i = nd - 1; i >= 0; --i) { coord[i] = k % dims[i]; k /= dims[i]; }
+    float v = strtof(val, NULL);
+    hsize_t one = 1;
+    hid_t ms = H5Screate_simple(1, &one, NULL);
+    if (nd < 1 || nd > 8 || k || H5Sselect_elements(fs, H5S_SELECT_SET, 1, coord) < 0 ||
+        H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, &v) < 0)
+        rc = fail("cannot write element of", dset);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+    if (H5Fclose(f) < 0 && !rc) rc = fail("cannot close", file);
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) return fail("usage", "ckpt_flip FILE --list | FILE KEY");
+    if (argc == 6 && !strcmp(argv[2], "--set")) {
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+        return set_elem(argv[1], argv[3], argv[4], argv[5]);
+    }
+    if (argc != 3) return fail("usage", "ckpt_flip FILE --list | FILE KEY | FILE --set DATASET INDEX VALUE");
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     const char *file = argv[1], *key = argv[2];
     int list = !strcmp(key, "--list");

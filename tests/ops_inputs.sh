@@ -1,7 +1,8 @@
 #!/bin/bash
 # ops_inputs.sh -- inputs are not trusted too readily (issue 16, item 8):
 # an llm.c model header is checked against the file size before anything is
-# allocated; NaN/Inf weights are refused; huge micro/eval batches are refused
+# allocated; NaN/Inf weights are refused (llm.c files, safetensors,
+# checkpoints); huge micro/eval batches are refused
 # at once with a message naming the product; llm.c bf16 (version 5) model
 # files read back as the same weights as fp32 (item 9).
 . "$(dirname "$0")/lib.sh"
@@ -46,6 +47,45 @@ for x in nan inf; do
     ok $([ $rc = 1 ] && grep -q "element 1000 is \(NaN\|Inf\)" $x.bin.err; echo $?) \
        "$x weights refused on load ($(cat $x.bin.err))"
 done
+# the same refusal on the other load paths: a Hugging Face safetensors file
+# (--init-from) and a checkpoint (--resume; a NaN in the weights, a negative
+# AdamW second moment).  The edit leaves the checksum stale: the value check
+# comes first, so the message names the value, not the checksum.
+"$ZTRAIN" ckpt export ck/step-3 --hf hf > /dev/null 2>&1
+ok $? "the checkpoint exported as a Hugging Face directory"
+python3 - <<'PY'
+import json, os, struct
+b = bytearray(open("hf/model.safetensors", "rb").read())
+n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+e = h["transformer.h.0.mlp.c_fc.weight"]
+o = 8 + n + e["data_offsets"][0] + 4 * 5
+b[o:o + 4] = struct.pack("<f", float("-inf"))
+os.mkdir("hfbad")
+open("hfbad/model.safetensors", "wb").write(b)
+open("hfbad/config.json", "w").write(open("hf/config.json").read())
+PY
+"$ZTRAIN" train "${C[@]}" --steps 4 --ckpt-dir ckh --resume never --init-from hfbad --sample-tokens 0 \
+    > hfbad.out 2> hfbad.err; rc=$?
+ok $([ $rc != 0 ] && grep -q "model.safetensors: tensor transformer.h.0.mlp.c_fc.weight .* element 5 is -Inf" hfbad.err &&
+     [ ! -e ckh/latest ]; echo $?) "-Inf in a safetensors file: --init-from refused, nothing trained ($(tail -n 1 hfbad.err))"
+FLIP=$ZT_BUILDDIR/tests/ckpt_flip
+for c in "params/wpe 7 nan NaN" "optimizer/m/h0.attn.qkv.b 2 inf Inf" "optimizer/v/h0.mlp.fc.w 9 -1e-3 negative"; do
+    set -- $c
+    rm -rf ckx; cp -r ck ckx
+    "$FLIP" ckx/step-3/state.h5 --set "/$1" "$2" "$3" || echo "Bail out! ckpt_flip --set failed"
+    "$ZTRAIN" train "${C[@]}" --steps 5 --ckpt-dir ckx --resume auto --sample-tokens 0 > x.out 2> x.err; rc=$?
+    ok $([ $rc != 0 ] && grep -q "state.h5: tensor ${1##*/} .* element $2 is $4" x.err &&
+         [ "$(cat ckx/latest)" = step-3 ] && [ ! -e ckx/step-5 ]; echo $?) \
+       "checkpoint with $4 in /$1: resume refused, nothing trained ($(tail -n 1 x.err))"
+done
+# the parallel restore (every rank reads its own slices) refuses it too
+rm -rf ckx; cp -r ck ckx
+"$FLIP" ckx/step-3/state.h5 --set /optimizer/v/h0.mlp.fc.w 9 -1e-3 || echo "Bail out! ckpt_flip --set failed"
+mpirun_np 2 "$ZTRAIN" train "${C[@]}" --steps 5 --ckpt-dir ckx --resume ckx/step-3 --ckpt-restore parallel \
+    --sample-tokens 0 > x.out 2> x.err; rc=$?
+ok $([ $rc != 0 ] && grep -q "state.h5: tensor h0.mlp.fc.w .* element 9 is negative" x.err &&
+     [ ! -e ckx/step-5 ]; echo $?) "2 ranks, parallel restore: the negative second moment refused"
+diag x.err
 samp m16.bin; r16=$?
 samp m32.bin; r32=$?
 ok $([ $r16 = 0 ] && [ $r32 = 0 ] && [ -s m16.bin.out ] && cmp -s m16.bin.out m32.bin.out; echo $?) \
