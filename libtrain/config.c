@@ -1433,31 +1433,56 @@ static int check_model(const zt_model_config *m, zt_status *st) {
     return ZT_OK;
 }
 
-/* The site limits the Slurm plugin stated for this task (ztrain_env.h):
- * a setting beyond them is refused whatever its source. */
-static int check_site_limits(const zt_config *c, zt_status *st) {
+/* The site limits in force for this process (ztrain_env.h): the stricter of
+ * the plugin's root-owned statement file for the enclosing Slurm step and
+ * ZTRAIN_SITE_LIMITS; *from names where the binding limits came from.
+ * Unsetting or raising the variable inside the task changes nothing while
+ * the statement file holds the limits. */
+static int site_limits(int *ms, int *md, char *from, size_t n, zt_status *st) {
     const char *v = getenv(ZTRAIN_ENV_SITE_LIMITS), *why = NULL;
+    char path[128];
+    *ms = ZTRAIN_STAGE_MAX;
+    *md = ZTRAIN_DATALOADERS_MAX;
+    snprintf(from, n, "%s", "");
+    int r = ztrain_statement_find(ms, md, path, sizeof path, &why);
+    if (r < 0)
+        return zt_fail(st, ZT_EINVAL, "the ztrain Slurm plugin's site-limit statement %s is %s; "
+                       "refusing to run without the site limits (ask your administrator)", path, why);
+    if (r > 0) snprintf(from, n, "stated by the ztrain Slurm plugin in %s", path);
     if (!v) return ZT_OK;
-    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
-    if (ztrain_site_limits_parse(v, &ms, &md, &why))
+    int es = ZTRAIN_STAGE_MAX, ed = ZTRAIN_DATALOADERS_MAX;
+    if (ztrain_site_limits_parse(v, &es, &ed, &why))
         return zt_fail(st, ZT_EINVAL, "%s='%s': %s; refusing to run without the site limits",
                        ZTRAIN_ENV_SITE_LIMITS, v, why);
+    if (es < *ms || ed < *md || r == 0)
+        snprintf(from, n, "%s, stated by the ztrain Slurm plugin", ZTRAIN_ENV_SITE_LIMITS);
+    if (es < *ms) *ms = es;
+    if (ed < *md) *md = ed;
+    return ZT_OK;
+}
+
+/* A setting beyond the site limits is refused whatever its source. */
+static int check_site_limits(const zt_config *c, zt_status *st) {
+    int ms, md;
+    char from[192];
+    ZT_TRY(site_limits(&ms, &md, from, sizeof from, st));
     int is = key_index("zero_optimization.stage"), id = key_index("ztrain.data.dataloaders");
     if (c->zero_stage > ms)
         return zt_fail(st, ZT_EINVAL, "zero_optimization.stage=%d (%s) exceeds the site limit "
-                       "max_stage=%d (%s, stated by the ztrain Slurm plugin)", c->zero_stage,
-                       zt_source_name(c->src[is]), ms, ZTRAIN_ENV_SITE_LIMITS);
+                       "max_stage=%d (%s)", c->zero_stage, zt_source_name(c->src[is]), ms, from);
     if (c->dataloaders > md)
         return zt_fail(st, ZT_EINVAL, "ztrain.data.dataloaders=%d (%s) exceeds the site limit "
-                       "max_dataloaders=%d (%s, stated by the ztrain Slurm plugin)", c->dataloaders,
-                       zt_source_name(c->src[id]), md, ZTRAIN_ENV_SITE_LIMITS);
+                       "max_dataloaders=%d (%s)", c->dataloaders, zt_source_name(c->src[id]), md,
+                       from);
     return ZT_OK;
 }
 
 int zt_config_site_max_dataloaders(void) {
-    const char *v = getenv(ZTRAIN_ENV_SITE_LIMITS), *why = NULL;
-    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
-    if (v) ztrain_site_limits_parse(v, &ms, &md, &why);
+    int ms, md;
+    char from[192];
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    if (site_limits(&ms, &md, from, sizeof from, &st) != ZT_OK) return ZTRAIN_DATALOADERS_MIN;
     return md;
 }
 

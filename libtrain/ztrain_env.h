@@ -4,7 +4,8 @@
  * One header, included by both the Slurm SPANK plugin (plugin/, which SETS
  * these variables per task) and libtrain (which READS them as the
  * "environment" configuration source, between the JSON file and flags).
- * Plain C, no dependencies: the plugin must not pull in MPI, CUDA or libtrain.
+ * Plain C and POSIX, no other dependencies: the plugin must not pull in MPI,
+ * CUDA or libtrain.
  *
  * Every configuration key also has a generic variable: ZTRAIN_ followed by
  * its JSON path in upper case with '.' replaced by '_' and a leading
@@ -14,6 +15,12 @@
  */
 #ifndef ZTRAIN_ENV_H
 #define ZTRAIN_ENV_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* zero_optimization.stage: 0..3 */
 #define ZTRAIN_ENV_STAGE        "ZTRAIN_STAGE"
@@ -125,6 +132,108 @@ static inline int ztrain_site_limits_parse(const char *v, int *max_stage, int *m
         *out[k] = (int)n;
     }
     return 0;
+}
+
+/*
+ * The site-limit statement file: ZTRAIN_SITE_LIMITS is a copy a user can
+ * unset or overwrite inside the task (`env -u`, a wrapper script), so the
+ * plugin also states the limits where only root can write.  In slurmstepd
+ * (slurm_spank_init, S_CTX_REMOTE, running as root) it writes
+ *     /run/ztrain/stepd-<slurmstepd pid>
+ * (root-owned, mode 0644, in a root-owned 0755 directory) holding two lines,
+ *     start=<slurmstepd's start time, clock ticks since boot (/proc/PID/stat)>
+ *     max_stage=N max_dataloaders=M
+ * and removes it in slurm_spank_exit.  libtrain walks its own ancestors to
+ * the nearest slurmstepd (every task of a step, and every rank mpirun or
+ * orted starts in it, descends from one: Slurm's own process tracking rests
+ * on the same tree or on cgroups the user cannot leave) and applies that
+ * statement whatever the environment says.  A file whose start time is not
+ * that slurmstepd's (left by a crashed step whose pid was reused) or that
+ * is not root-owned and unwritable by others is ignored.
+ */
+#define ZTRAIN_STATEMENT_DIR    "/run/ztrain"
+#define ZTRAIN_STATEMENT_PREFIX "stepd-"
+
+/*
+ * /proc/PID/stat of a process: its parent, its start time and its command
+ * name (comm, as the kernel keeps it: at most 15 bytes).  0 on success,
+ * -1 when the process is gone or the file is malformed.
+ */
+static inline int ztrain_proc_stat(long pid, long *ppid, unsigned long long *start, char *comm,
+                                   size_t n) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return -1;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    /* "pid (comm) state ppid ..." -- comm may hold blanks and ')' */
+    char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
+    if (!lp || !rp || rp < lp || !rp[1]) return -1;
+    size_t cl = (size_t)(rp - lp - 1);
+    if (n) {
+        if (cl >= n) cl = n - 1;
+        memcpy(comm, lp + 1, cl);
+        comm[cl] = '\0';
+    }
+    /* fields after comm: 3 state, 4 ppid, ..., 22 starttime */
+    char state;
+    long pp;
+    unsigned long long st = 0;
+    if (sscanf(rp + 2, "%c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                       "%*d %llu", &state, &pp, &st) != 3)
+        return -1;
+    *ppid = pp;
+    *start = st;
+    return 0;
+}
+
+/*
+ * The statement in force for this process: the one of its nearest
+ * slurmstepd ancestor.  1 with *max_stage / *max_dataloaders lowered to it
+ * and path set to its file; 0 when this process runs under no slurmstepd,
+ * or its slurmstepd stated nothing (no plugin, or a stale or untrusted
+ * file); -1 with *why when the file is there, trusted, but malformed.
+ * Limits are only ever lowered (the stricter of what the caller had and
+ * the statement).
+ */
+static inline int ztrain_statement_find(int *max_stage, int *max_dataloaders, char *path,
+                                        size_t n, const char **why) {
+    long pid = (long)getppid(), pp;
+    unsigned long long start = 0;
+    char comm[32];
+    int depth = 0;
+    for (;; pid = pp) {
+        if (pid <= 1 || ++depth > 128 || ztrain_proc_stat(pid, &pp, &start, comm, sizeof comm))
+            return 0;
+        if (!strcmp(comm, "slurmstepd")) break;
+    }
+    struct stat ds, fs;
+    if (lstat(ZTRAIN_STATEMENT_DIR, &ds) || !S_ISDIR(ds.st_mode) || ds.st_uid != 0 ||
+        (ds.st_mode & 022))
+        return 0;
+    snprintf(path, n, ZTRAIN_STATEMENT_DIR "/" ZTRAIN_STATEMENT_PREFIX "%ld", pid);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[256];
+    ssize_t len = -1;
+    if (!fstat(fd, &fs) && S_ISREG(fs.st_mode) && fs.st_uid == 0 && !(fs.st_mode & 022))
+        len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len < 0) return 0;
+    buf[len] = '\0';
+    unsigned long long said = 0;
+    char *nl = strchr(buf, '\n');
+    if (sscanf(buf, "start=%llu", &said) != 1 || !nl) { *why = "malformed (no start= line)"; return -1; }
+    if (said != start) return 0;   /* another slurmstepd's, left behind */
+    char *end = strchr(nl + 1, '\n');
+    if (end) *end = '\0';
+    int ms = ZTRAIN_STAGE_MAX, md = ZTRAIN_DATALOADERS_MAX;
+    if (ztrain_site_limits_parse(nl + 1, &ms, &md, why)) return -1;
+    if (ms < *max_stage) *max_stage = ms;
+    if (md < *max_dataloaders) *max_dataloaders = md;
+    return 1;
 }
 
 #endif /* ZTRAIN_ENV_H */

@@ -86,6 +86,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
 
 int slurm_spank_exit(spank_t sp, int ac, char **av) {
     (void)sp; (void)ac; (void)av;
+    if (zt_g.ctx == S_CTX_REMOTE) zt_stepd_exit();
     for (int i = 0; i < ZT_OPT_COUNT; i++) {
         free(zt_g.raw[i]);
         zt_g.raw[i] = NULL;

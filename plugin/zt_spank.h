@@ -29,6 +29,8 @@ int zt_client_option(int id, const char *optarg);
 /* slurmstepd side (S_CTX_REMOTE). */
 int zt_stepd_init(spank_t sp, int ac, char **av);
 int zt_stepd_task_init(spank_t sp, int ac, char **av);
+/* slurm_spank_exit in slurmstepd: remove the site-limit statement file. */
+void zt_stepd_exit(void);
 
 /* Register the --ztrain-* options with Slurm (in slurm_spank_init only). */
 int zt_register_options(spank_t sp);

@@ -12,10 +12,13 @@
  */
 #include "zt_spank.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Special step ids (slurm.h): batch script, extern, interactive, pending. */
@@ -75,11 +78,71 @@ static void check_option_env(spank_t sp) {
     }
 }
 
+/*
+ * The site-limit statement file (ztrain_env.h): written as root from
+ * slurmstepd before any task exists, removed in exit.  Its path while it
+ * exists; why it could not be written otherwise (task_init then refuses
+ * tasks when the site set limits: they must hold or nothing runs).
+ */
+static char zt_stmt_path[128];
+static char zt_stmt_err[ZT_ERRLEN];
+static pid_t zt_stmt_pid;          /* the slurmstepd that wrote it */
+
+static int site_has_limits(void) {
+    return zt_g.site.max_stage < ZTRAIN_STAGE_MAX || zt_g.site.max_dataloaders < ZTRAIN_DATALOADERS_MAX;
+}
+
+static void write_statement(void) {
+    char tmp[160], text[160], comm[32];
+    long pid = (long)getpid(), pp;
+    unsigned long long start;
+    struct stat ds;
+    zt_stmt_path[0] = zt_stmt_err[0] = '\0';
+    if (ztrain_proc_stat(pid, &pp, &start, comm, sizeof comm)) {
+        snprintf(zt_stmt_err, sizeof zt_stmt_err, "cannot read /proc/%ld/stat", pid);
+        return;
+    }
+    if (mkdir(ZTRAIN_STATEMENT_DIR, 0755) && errno != EEXIST) {
+        snprintf(zt_stmt_err, sizeof zt_stmt_err, "cannot create " ZTRAIN_STATEMENT_DIR ": %s",
+                 strerror(errno));
+        return;
+    }
+    if (lstat(ZTRAIN_STATEMENT_DIR, &ds) || !S_ISDIR(ds.st_mode) || ds.st_uid != 0 || (ds.st_mode & 022)) {
+        snprintf(zt_stmt_err, sizeof zt_stmt_err, ZTRAIN_STATEMENT_DIR " is not a root-owned "
+                 "directory writable only by root");
+        return;
+    }
+    snprintf(zt_stmt_path, sizeof zt_stmt_path, ZTRAIN_STATEMENT_DIR "/" ZTRAIN_STATEMENT_PREFIX "%ld", pid);
+    snprintf(tmp, sizeof tmp, "%s.tmp", zt_stmt_path);
+    int n = snprintf(text, sizeof text, "start=%llu\nmax_stage=%d max_dataloaders=%d\n", start,
+                     zt_g.site.max_stage, zt_g.site.max_dataloaders);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && fchmod(fd, 0644) == 0 && write(fd, text, (size_t)n) == n;
+    if (fd >= 0 && close(fd)) ok = 0;
+    if (!ok || rename(tmp, zt_stmt_path)) {
+        snprintf(zt_stmt_err, sizeof zt_stmt_err, "cannot write %s: %s", zt_stmt_path, strerror(errno));
+        unlink(tmp);
+        zt_stmt_path[0] = '\0';
+        return;
+    }
+    zt_stmt_pid = getpid();
+}
+
+void zt_stepd_exit(void) {
+    if (zt_stmt_path[0] && getpid() == zt_stmt_pid) unlink(zt_stmt_path);
+    zt_stmt_path[0] = '\0';
+}
+
 int zt_stepd_init(spank_t sp, int ac, char **av) {
     if (zt_site_parse(&zt_g.site, ac, av, zt_g.site_err, sizeof zt_g.site_err))
         slurm_error("%s %s", ZT_TAG, zt_g.site_err);   /* reported in task_init */
     else
         zt_g.site_ok = 1;
+    if (zt_g.site_ok) {
+        write_statement();
+        if (zt_stmt_err[0]) slurm_error("%s site-limit statement: %s", ZT_TAG, zt_stmt_err);
+    }
     /* Options must be registered here too, or slurmstepd drops their values. */
     if (zt_register_options(sp))
         slurm_error("%s option registration failed in slurmstepd", ZT_TAG);
@@ -199,6 +262,10 @@ int zt_stepd_task_init(spank_t sp, int ac, char **av) {
         task_fail("the ztrain plugin is misconfigured on this node (%s); "
                   "ask your administrator", zt_g.site_err);
     }
+    if (zt_stmt_err[0] && site_has_limits())
+        task_fail("the site limits (max_stage=%d max_dataloaders=%d) cannot be stated to the task "
+                  "(%s); refusing to start it; ask your administrator", zt_g.site.max_stage,
+                  zt_g.site.max_dataloaders, zt_stmt_err);
     if (zt_settings_resolve(&st, (const char *const *)zt_g.raw, &zt_g.site, err, sizeof err))
         task_fail("%s (refusing to start the task)", err);
 

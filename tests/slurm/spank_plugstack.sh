@@ -83,6 +83,30 @@ SH
         check "srun $o ztrain train ${a#--config $ZT_SRCDIR/configs/tiny.json }: refused (exit $rc)" [ "$rc" -eq 2 ]
         like "$out" "exceeds the site limit max_" "... naming the site limit"
     done
+    # the task's own copy of the limits removed or raised: the root-owned
+    # statement of its slurmstepd still holds them (ztrain_env.h)
+    for e in "-u ZTRAIN_SITE_LIMITS" "ZTRAIN_SITE_LIMITS=max_stage=3"; do
+        # shellcheck disable=SC2086
+        out=$(timeout 60 srun "$tmpc/solo.sh" env $e "$ZTRAIN" train --print-config \
+              --config "$ZT_SRCDIR/configs/tiny.json" --stage 3 2>&1); rc=$?
+        check "srun env $e ztrain train --stage 3: refused (exit $rc)" [ "$rc" -eq 2 ]
+        like "$out" "exceeds the site limit max_stage=1 (stated by the ztrain Slurm plugin in /run/ztrain/stepd-" \
+             "... naming the site limit and the plugin's statement"
+    done
+    # the same from a job script (the batch step), in a new session
+    job=$(zsbatch /dev/stdin <<EOF2
+#!/bin/bash
+unset ZTRAIN_SITE_LIMITS
+( setsid "$tmpc/solo.sh" "$ZTRAIN" train --print-config --config "$ZT_SRCDIR/configs/tiny.json" \
+  --dataloaders 200 > /dev/null 2> "$tmpc/batch.err"; echo "rc=\$?" >> "$tmpc/batch.err" )
+EOF2
+)
+    like "$(cat "$tmpc/batch.err" 2>/dev/null)" "exceeds the site limit max_dataloaders=4 (stated by the ztrain Slurm plugin in /run/ztrain/stepd-" \
+         "job script: unset ZTRAIN_SITE_LIMITS + setsid ztrain --dataloaders 200 refused naming the limit"
+    like "$(cat "$tmpc/batch.err" 2>/dev/null)" "rc=2" "... exit 2"
+    # the statement lives as long as its step: none of this job's is left
+    left=$(for f in /run/ztrain/stepd-*; do [ -e "$f" ] || continue; p=${f##*-}; kill -0 "$p" 2>/dev/null || echo "$f"; done)
+    is "$left" "" "no statement file outlives its slurmstepd"
     out=$(timeout 60 srun --ztrain-stage=1 "$tmpc/solo.sh" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --print-config --stage 1 2>&1); rc=$?
     check "srun --ztrain-stage=1 ztrain train --stage 1: within the limits (exit $rc)" [ "$rc" -eq 0 ]
     [ "$rc" -eq 0 ] || diag "$out"
