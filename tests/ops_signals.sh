@@ -34,6 +34,22 @@ for s in TERM HUP USR2; do
        "SIG$s to ztrain-mpirun.sh: exit $prc (3 expected), one preempted line, checkpoint step-${pstep:-?}"
     [ "$prc" = 3 ] || diag w.err
 done
+# a bare mpirun: SIGUSR2 (the signal docs/production.md names for it) is
+# forwarded to every rank and mpirun's status is theirs, 3
+rm -rf P m.jsonl
+ZT_CKPT_STEP_SLEEP_MS=60 "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none "$ZTRAIN" train "${COMMON[@]}" --micro-batch 6 --steps 40 \
+    --ckpt-dir P --resume never --metrics m.jsonl > w.out 2> w.err &
+mp=$! n=0
+while [ "$(cat m.jsonl 2>/dev/null | grep -c '"loss"')" -lt 5 ] && [ $n -lt 1500 ] && kill -0 $mp 2>/dev/null; do
+    sleep 0.02; n=$((n + 1))
+done
+kill -USR2 $mp
+wait $mp; prc=$?
+pstep=$(sed -n 's/.*preempted after step \([0-9]*\).*/\1/p' w.err | head -n 1)
+ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$(grep -c 'ztrain: preempted after step' w.err)" = 1 ] &&
+     [ "$(cat P/latest)" = "step-$pstep" ]; echo $?) \
+   "SIGUSR2 to a bare mpirun: exit $prc (3 expected), one preempted line, checkpoint step-${pstep:-?}"
+[ "$prc" = 3 ] || diag w.err
 launch TERM --preempt-signal SIGHUP
 ok $([ "$prc" = 3 ] && [ -n "$pstep" ]; echo $?) \
    "ztrain.preempt_signal=SIGHUP: SIGTERM to the launcher still preempts (SIGUSR2 is always caught), exit $prc"
