@@ -259,18 +259,14 @@ int zt_sft_writer_close(zt_sft_writer *w, uint64_t examples, zt_status *st) {
     w->h[2] = (int32_t)w->windows;
     w->h[7] = examples > 0x7fffffff ? 0x7fffffff : (int32_t)examples;
     int rc = write_header(w, st);
-    int ok = fflush(w->fp) == 0 && fsync(fileno(w->fp)) == 0;
-    int e = errno;
-    if (fclose(w->fp) != 0 && ok) { ok = 0; e = errno; }
-    w->fp = NULL;
-    if (!ok && rc == ZT_OK) rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(e));
-    return rc;
+    zt_status later;   /* the first failure's message is the one kept */
+    int r2 = zt_io_close_synced(&w->fp, w->tmp, rc == ZT_OK ? st : &later);
+    return rc == ZT_OK ? r2 : rc;
 }
 
 int zt_sft_writer_commit(zt_sft_writer *w, zt_status *st) {
     if (!w->closed) return zt_fail(st, ZT_EINTERNAL, "%s: commit before close", w->path);
-    if (rename(w->tmp, w->path) != 0)
-        return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", w->path, strerror(errno));
+    ZT_TRY(zt_io_rename(w->tmp, w->path, st));
     w->committed = 1;
     return ZT_OK;
 }

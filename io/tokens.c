@@ -282,11 +282,9 @@ int zt_writer_close(zt_tok_writer *w, zt_status *st) {
     if (w->put != w->ntok)
         rc = zt_fail(st, ZT_EINTERNAL, "%s: %zu of %zu tokens written", w->path, w->put, w->ntok);
     if (w->format == ZT_FMT_BIN) {
-        int ok = fflush(w->fp) == 0 && fsync(fileno(w->fp)) == 0;
-        int e = errno;
-        if (fclose(w->fp) != 0 && ok) { ok = 0; e = errno; }
-        w->fp = NULL;
-        if (!ok && rc == ZT_OK) rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", w->tmp, strerror(e));
+        zt_status later;   /* the first failure's message is the one kept */
+        int r2 = zt_io_close_synced(&w->fp, w->tmp, rc == ZT_OK ? st : &later);
+        if (rc == ZT_OK) rc = r2;
     } else {
         int r2 = zt_h5_finish(&w->h5f, &w->h5d, w->tmp, st);
         if (rc == ZT_OK) rc = r2;
@@ -295,10 +293,23 @@ int zt_writer_close(zt_tok_writer *w, zt_status *st) {
     return rc;
 }
 
+int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st) {
+    int ok = fflush(*fp) == 0 && fsync(fileno(*fp)) == 0;
+    int e = errno;
+    if (fclose(*fp) != 0 && ok) { ok = 0; e = errno; }
+    *fp = NULL;
+    return ok ? ZT_OK : zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(e));
+}
+
+int zt_io_rename(const char *tmp, const char *path, zt_status *st) {
+    if (rename(tmp, path) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+    return ZT_OK;
+}
+
 int zt_writer_commit(zt_tok_writer *w, zt_status *st) {
     ZT_TRY(zt_writer_close(w, st));
-    if (rename(w->tmp, w->path) != 0)
-        return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", w->path, strerror(errno));
+    ZT_TRY(zt_io_rename(w->tmp, w->path, st));
     w->committed = 1;
     return ZT_OK;
 }

@@ -25,7 +25,14 @@
 #define ZT_IO_TOKENS_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ztrain.h"
+
+/* The commit steps every atomic writer of io/ shares (write PATH.tmp, then
+ * rename): flush, fsync and close *fp (set to NULL), ZT_EIO naming tmp; and
+ * rename tmp to path, ZT_EIO naming path. */
+int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st);
+int zt_io_rename(const char *tmp, const char *path, zt_status *st);
 
 #define ZT_SHARD_MAGIC 20240520
 #define ZT_SHARD_VERSION 1
