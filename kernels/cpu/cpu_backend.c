@@ -27,11 +27,17 @@ void openblas_set_num_threads(int);
 
 /* ------------------------------------------------------------ threads */
 
+/* One threading layer for the whole step: OpenMP.  BLAS runs
+ * single-threaded, called by each OpenMP thread on its share of a GEMM
+ * (gemm_par).  Had OpenBLAS its own pthread pool as well, its threads would
+ * spin after every GEMM on the cores that the next OpenMP region (and the
+ * OpenMP threads spinning after it, on the next GEMM) needs: on two cores
+ * the second thread then added 15-25% instead of ~90%. */
 static void cpu_set_threads(int n) {
     if (n <= 0) return;
     omp_set_num_threads(n);
 #ifdef ZT_HAVE_OPENBLAS
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1);
 #endif
 }
 
@@ -138,6 +144,46 @@ static const float *mm_operand(const float *src, size_t n, float **owned) {
     return d;
 }
 
+/* GEMMs smaller than this (2*M*N*K flops) run as one BLAS call. */
+#define ZT_GEMM_PAR_MIN (1L << 22)
+
+/* C[M,N] = op(A)[M,K] op(B)[K,N] + beta C (row-major; ta: A is stored
+ * [K,M], tb: B is stored [N,K]), split among the OpenMP threads along the
+ * larger of M and N in contiguous pieces (multiples of 16 but the last), one
+ * single-threaded BLAS call per thread.  No split over K: every element is
+ * summed by one call.  The pieces depend only on the shape and the thread
+ * count, so the result is deterministic for a fixed thread count (the
+ * backend's contract); across thread counts BLAS may round differently. */
+static void gemm_par(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+    const enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE TB = tb ? CblasTrans : CblasNoTrans;
+    const int nth = omp_get_max_threads();
+    if (nth <= 1 || 2.0 * M * N * K < (double)ZT_GEMM_PAR_MIN || omp_in_parallel()) {
+        cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const int split_n = N >= M;
+    const int D = split_n ? N : M;
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int per = (D + nt - 1) / nt;
+        per = (per + 15) & ~15;
+        const int d0 = id * per;
+        const int nd = D - d0 < per ? D - d0 : per;
+        if (nd > 0) {
+            if (split_n)   /* columns [d0, d0 + nd) of C and of op(B) */
+                cblas_sgemm(CblasRowMajor, TA, TB, M, nd, K, 1.0f, A, lda,
+                            tb ? B + (size_t)d0 * ldb : B + d0, ldb, beta, C + d0, ldc);
+            else           /* rows [d0, d0 + nd) of C and of op(A) */
+                cblas_sgemm(CblasRowMajor, TA, TB, nd, N, K, 1.0f,
+                            ta ? A + d0 : A + (size_t)d0 * lda, lda, B, ldb, beta,
+                            C + (size_t)d0 * ldc, ldc);
+        }
+    }
+}
+
 static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
                            const float *bias, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
@@ -147,8 +193,8 @@ static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
         float *own_i, *own_w;
         const float *a = mm_operand(inp, (size_t)N * C, &own_i);
         const float *b = mm_operand(w, (size_t)OC * C, &own_w);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C,
-                    1.0f, a, C, b, C, 0.0f, out, OC);
+        /* out[N,OC] = inp[N,C] @ w[OC,C]^T */
+        gemm_par(0, 1, N, OC, C, a, C, b, C, 0.0f, out, OC);
         free(own_i);
         free(own_w);
     }
@@ -175,8 +221,7 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
             /* dinp[N,C] = dout[N,OC] @ w[OC,C] */
             float *own_w;
             const float *b = mm_operand(w, (size_t)OC * C, &own_w);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC,
-                        1.0f, dr, OC, b, C, 0.0f, dinp, C);
+            gemm_par(0, 0, N, C, OC, dr, OC, b, C, 0.0f, dinp, C);
             free(own_w);
         } else {
             memset(dinp, 0, (size_t)N * C * sizeof(float));
@@ -186,8 +231,7 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
         /* dw[OC,C] += dout[N,OC]^T @ inp[N,C] */
         float *own_i;
         const float *a = mm_operand(inp, (size_t)N * C, &own_i);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N,
-                    1.0f, dr, OC, a, C, 1.0f, dw, C);
+        gemm_par(1, 0, OC, C, N, dr, OC, a, C, 1.0f, dw, C);
         free(own_i);
     }
     free(own_d);
