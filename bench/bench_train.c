@@ -2,7 +2,12 @@
  * bench_train.c -- training throughput against an sgemm baseline measured in
  * the same run.
  *
- *   bench_train [--steps N] [--threads N] [--breakdown] [--shape gpt2-124m|default|L,H,C,V,B,T]...
+ *   bench_train [--steps N] [--threads N] [--breakdown]
+ *               [--shape gpt2-124m|default|smollm-4l|L,H,C,V,B,T|llama:L,H,KV,C,I,V,B,T]...
+ *
+ * smollm-4l: the Llama-family shape of bench/llama_cpu.sh (SmolLM-135M cut
+ * to 4 layers: 9 heads / 3 KV heads of 64, hidden 576, SwiGLU 1536, vocab
+ * 49152, tied), B=2, T=128; llama:... gives another (I = intermediate size).
  *
  * For each shape: tokens/s over N timed steps (after one warm-up step) on
  * synthetic tokens, achieved model GFLOP/s with the llm.c estimate of
@@ -30,7 +35,7 @@
 void openblas_set_num_threads(int);
 #endif
 
-typedef struct shape { const char *name; int L, H, C, V, B, T; } shape;
+typedef struct shape { const char *name; int L, H, C, V, B, T, llama, KV, FF; } shape;
 
 static zt_data_source synth(int V);
 static int synth_get(void *s, long step, uint64_t first, int count, int T, int *in, int *tg,
@@ -74,17 +79,24 @@ static double sgemm_gflops(int M, int N, int K, int reps) {
     return 2.0 * M * N * K / sgemm_time(M, N, K, 0, 1, 0.0f, reps) / 1e9;
 }
 
-/* The GEMMs of one GPT-2 training step at the model's shapes (N = B*T):
- * per layer the four linears [N,C]x[C,OC] (qkv 3C, attn proj C, fc 4C,
- * fc proj C from 4C), each as forward NT, dinp NN and dweight TN (+=);
- * the tied LM head [N,C]x[C,V] likewise.  GFLOP/s = FLOPs / summed best
- * times. */
+/* The GEMMs of one training step at the model's shapes (N = B*T): per
+ * layer the linears [N,in]x[in,out] -- GPT-2: qkv (C -> 3C), attn proj,
+ * fc (C -> 4C), fc proj (4C -> C); Llama: qkv (C -> (H + 2 KV) hd), o proj,
+ * gate|up (C -> 2I), down (I -> C) -- each as forward NT, dinp NN and
+ * dweight TN (+=); the tied LM head [N,C]x[C,V] likewise.  GFLOP/s =
+ * FLOPs / summed best times. */
 static double step_sgemm_gflops(const shape *sh, int reps) {
-    int N = sh->B * sh->T, C = sh->C;
-    int lin[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};   /* {in, out} */
+    int N = sh->B * sh->T, C = sh->C, hd = sh->C / sh->H;
+    int lin[5][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, sh->V}};   /* {in, out} */
+    if (sh->llama) {
+        lin[0][1] = (sh->H + 2 * sh->KV) * hd;
+        lin[1][0] = sh->H * hd;
+        lin[2][1] = 2 * sh->FF;
+        lin[3][0] = sh->FF;
+    }
     double flops = 0.0, secs = 0.0;
     for (int k = 0; k < 5; ++k) {
-        int in = k < 4 ? lin[k][0] : C, out = k < 4 ? lin[k][1] : sh->V;
+        int in = lin[k][0], out = lin[k][1];
         double n = k < 4 ? sh->L : 1, f = 2.0 * N * in * out;
         secs += n * (sgemm_time(N, out, in, 0, 1, 0.0f, reps) +    /* out = inp w^T */
                      sgemm_time(N, in, out, 0, 0, 0.0f, reps) +    /* dinp = dout w */
@@ -127,22 +139,33 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--breakdown")) breakdown = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 8) {
             const char *s = argv[++i];
-            shape sh = {s, 0, 0, 0, 0, 0, 0};
-            if (!strcmp(s, "gpt2-124m")) sh = (shape){"gpt2-124m", 12, 12, 768, 50257, 4, 64};
-            else if (!strcmp(s, "default")) sh = (shape){"default", 4, 4, 128, 256, 16, 128};
-            else if (sscanf(s, "%d,%d,%d,%d,%d,%d", &sh.L, &sh.H, &sh.C, &sh.V, &sh.B, &sh.T) != 6) {
+            shape sh = {s, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+            if (!strcmp(s, "gpt2-124m")) sh = (shape){"gpt2-124m", 12, 12, 768, 50257, 4, 64, 0, 0, 0};
+            else if (!strcmp(s, "default")) sh = (shape){"default", 4, 4, 128, 256, 16, 128, 0, 0, 0};
+            else if (!strcmp(s, "smollm-4l"))
+                sh = (shape){"smollm-4l", 4, 9, 576, 49152, 2, 128, 1, 3, 1536};
+            else if (!strncmp(s, "llama:", 6)) {
+                sh.llama = 1;
+                if (sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d", &sh.L, &sh.H, &sh.KV, &sh.C, &sh.FF,
+                           &sh.V, &sh.B, &sh.T) != 8 || sh.H < 1 || sh.KV < 1 || sh.C % sh.H) {
+                    fprintf(stderr, "bench_train: bad --shape '%s'\n", s);
+                    return 2;
+                }
+            } else if (sscanf(s, "%d,%d,%d,%d,%d,%d", &sh.L, &sh.H, &sh.C, &sh.V, &sh.B, &sh.T) != 6 ||
+                       sh.H < 1 || sh.C % sh.H) {
                 fprintf(stderr, "bench_train: bad --shape '%s'\n", s);
                 return 2;
             }
             shapes[nshapes++] = sh;
         } else {
-            fprintf(stderr, "usage: bench_train [--steps N] [--threads N] [--breakdown] [--shape gpt2-124m|default|L,H,C,V,B,T]...\n");
+            fprintf(stderr, "usage: bench_train [--steps N] [--threads N] [--breakdown] [--shape "
+                            "gpt2-124m|default|smollm-4l|L,H,C,V,B,T|llama:L,H,KV,C,I,V,B,T]...\n");
             return 2;
         }
     }
     if (!nshapes) {
-        shapes[nshapes++] = (shape){"gpt2-124m", 12, 12, 768, 50257, 4, 64};
-        shapes[nshapes++] = (shape){"default", 4, 4, 128, 256, 16, 128};
+        shapes[nshapes++] = (shape){"gpt2-124m", 12, 12, 768, 50257, 4, 64, 0, 0, 0};
+        shapes[nshapes++] = (shape){"default", 4, 4, 128, 256, 16, 128, 0, 0, 0};
     }
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) { fprintf(stderr, "%s\n", st.msg); return 1; }
@@ -158,7 +181,8 @@ int main(int argc, char **argv) {
 #ifdef ZT_HAVE_OPENBLAS
         openblas_set_num_threads(threads);
 #endif
-        double g1 = sgemm_gflops(N, 4 * sh.C, sh.C, 5), g2 = sgemm_gflops(N, 3 * sh.C, sh.C, 5);
+        int w1 = sh.llama ? 2 * sh.FF : 4 * sh.C, w2 = sh.llama ? (sh.H + 2 * sh.KV) * (sh.C / sh.H) : 3 * sh.C;
+        double g1 = sgemm_gflops(N, w1, sh.C, 5), g2 = sgemm_gflops(N, w2, sh.C, 5);
         double g3 = sgemm_gflops(N, sh.V < 8192 ? sh.V : 8192, sh.C, 3);
         double base = g1 > g2 ? g1 : g2;
         if (g3 > base) base = g3;
@@ -170,6 +194,12 @@ int main(int argc, char **argv) {
         SET("ztrain.model.n_head", "%d", sh.H);
         SET("ztrain.model.n_embd", "%d", sh.C);
         SET("ztrain.model.vocab", "%d", sh.V);
+        if (sh.llama) {
+            SET("ztrain.model.arch", "%s", "llama");
+            SET("ztrain.model.n_kv_head", "%d", sh.KV);
+            SET("ztrain.model.intermediate_size", "%d", sh.FF);
+            SET("ztrain.model.tie_embeddings", "%s", "true");
+        }
         SET("ztrain.model.context", "%d", sh.T);
         SET("train_micro_batch_size_per_gpu", "%d", sh.B);
         SET("ztrain.threads", "%d", threads);

