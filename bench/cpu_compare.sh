@@ -26,13 +26,18 @@ mkdir -p "$W"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s bench/bench_train
 
-# ---- llm.c, built outside the tree
+# ---- llm.c, built outside the tree (its inputs made with numpy: the first of $NUMPY_PYTHON,
+# python3, /usr/bin/python3, $TORCH_PYTHON that imports it)
+NPY=
+for p in ${NUMPY_PYTHON:-} python3 /usr/bin/python3 "$PY"; do
+    if "$p" -c 'import numpy' 2>/dev/null; then NPY=$p; break; fi
+done
 have_llmc=1
 if [ ! -x "$W/llmc/train_gpt2" ] || \
    [ "$(cat "$W/llmc/.steps" 2>/dev/null)" != "$steps" ]; then
     rm -rf "$W/llmc"; mkdir -p "$W/llmc"
     cp -r "$SRC/bench/llmc/." "$W/llmc/"
-    if ! (cd "$W/llmc" && python3 - "$steps" <<'PY'
+    if [ -z "$NPY" ] || ! (cd "$W/llmc" && "$NPY" - "$steps" <<'PY'
 import os, sys
 import numpy as np
 steps = int(sys.argv[1])
