@@ -2,7 +2,7 @@
  * bench_train.c -- training throughput against an sgemm baseline measured in
  * the same run.
  *
- *   bench_train [--steps N] [--threads N] [--breakdown]
+ *   bench_train [--steps N] [--threads N] [--breakdown] [--stage 0-3]
  *               [--shape gpt2-124m|default|smollm-4l|L,H,C,V,B,T|llama:L,H,KV,C,I,V,B,T]...
  *
  * smollm-4l: the Llama-family shape of bench/llama_cpu.sh (SmolLM-135M cut
@@ -131,12 +131,13 @@ static void print_breakdown(double step_s, int steps) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 5, threads = 0, nshapes = 0, breakdown = 0;
+    int steps = 5, threads = 0, nshapes = 0, breakdown = 0, stage = 0;
     shape shapes[8];
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--breakdown")) breakdown = 1;
+        else if (!strcmp(argv[i], "--stage") && i + 1 < argc) stage = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 8) {
             const char *s = argv[++i];
             shape sh = {s, 0, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -158,7 +159,7 @@ int main(int argc, char **argv) {
             }
             shapes[nshapes++] = sh;
         } else {
-            fprintf(stderr, "usage: bench_train [--steps N] [--threads N] [--breakdown] [--shape "
+            fprintf(stderr, "usage: bench_train [--steps N] [--threads N] [--breakdown] [--stage 0-3] [--shape "
                             "gpt2-124m|default|smollm-4l|L,H,C,V,B,T|llama:L,H,KV,C,I,V,B,T]...\n");
             return 2;
         }
@@ -203,6 +204,7 @@ int main(int argc, char **argv) {
         SET("ztrain.model.context", "%d", sh.T);
         SET("train_micro_batch_size_per_gpu", "%d", sh.B);
         SET("ztrain.threads", "%d", threads);
+        SET("zero_optimization.stage", "%d", stage);
         SET("ztrain.data.val", "%s", "");
 #undef SET
         zt_prof_enable(breakdown);

@@ -18,7 +18,8 @@ static int prof_on;
 static const zt_backend *inner;      /* the wrapped table */
 static zt_backend wrapped;
 static zt_prof_stat stat[ZT_PROF_NFAM];
-static double kernel_s;              /* total kernel time: engine marks subtract it */
+static double acc_s;                 /* time charged so far (kernels and marks): an enclosing
+                                      * mark subtracts it, so nothing is counted twice */
 
 static double now_s(void) {
     struct timespec ts;
@@ -35,7 +36,7 @@ int zt_prof_enabled(void) { return prof_on; }
 
 void zt_prof_reset(void) {
     memset(stat, 0, sizeof stat);
-    kernel_s = 0.0;
+    acc_s = 0.0;
 }
 
 void zt_prof_get(zt_prof_stat *out) { memcpy(out, stat, sizeof stat); }
@@ -52,14 +53,16 @@ void zt_prof_begin(zt_prof_mark *m) {
     m->on = prof_on;
     if (!m->on) return;
     m->t0 = now_s();
-    m->k0 = kernel_s;
+    m->k0 = acc_s;
 }
 
 void zt_prof_end(zt_prof_mark *m, int family) {
     if (!m->on || family < 0 || family >= ZT_PROF_NFAM) return;
-    const double dt = now_s() - m->t0 - (kernel_s - m->k0);
-    stat[family].seconds += dt > 0 ? dt : 0.0;
+    double dt = now_s() - m->t0 - (acc_s - m->k0);
+    if (dt < 0) dt = 0.0;
+    stat[family].seconds += dt;
     stat[family].calls++;
+    acc_s += dt;
 }
 
 /* Kernel timing: on a device backend the queue is drained before and after
@@ -76,7 +79,7 @@ static void k_end(double t0, int f, double flops, double bytes) {
     stat[f].flops += flops;
     stat[f].bytes += bytes;
     stat[f].calls++;
-    kernel_s += dt;
+    acc_s += dt;
 }
 
 #define F4 4.0   /* bytes per float */

@@ -54,8 +54,9 @@ void zt_prof_reset(void);
 void zt_prof_get(zt_prof_stat *out);
 const char *zt_prof_family_name(int f);
 
-/* Engine phases (exclusive of the kernels inside).  A mark holds the start
- * time and the kernel time at the start; nested marks are not supported. */
+/* Engine phases, exclusive of the kernels and of the marks nested inside
+ * (their time is charged once, to the innermost).  A mark holds the start
+ * time and the time charged so far at the start. */
 typedef struct zt_prof_mark { double t0, k0; int on; } zt_prof_mark;
 void zt_prof_begin(zt_prof_mark *m);
 void zt_prof_end(zt_prof_mark *m, int family);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "devmem.h"
+#include "profile.h"
 #include "shard.h"
 
 int zt_shard_model_flags(int stage) {
@@ -115,7 +116,7 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
     return ZT_OK;
 }
 
-float *zt_unit_params(zt_units *U, int u, zt_status *st) {
+static float *zt_unit_params_impl(zt_units *U, int u, zt_status *st) {
     if (check_unit(U, u, "zt_unit_params", st) != ZT_OK) return NULL;
     zt_shard *sh = U;
     if (mixed(sh)) {
@@ -134,12 +135,12 @@ float *zt_unit_params(zt_units *U, int u, zt_status *st) {
     return mixed(sh) ? sh->view[u] : (float *)sh->gathered[u];
 }
 
-int zt_unit_release(zt_units *U, int u, zt_status *st) {
+static int zt_unit_release_impl(zt_units *U, int u, zt_status *st) {
     ZT_TRY(check_unit(U, u, "zt_unit_release", st));
     return U->stage == 3 || mixed(U) ? release(U, u, st) : ZT_OK;
 }
 
-float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
+static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
     if (check_unit(U, u, "zt_unit_grads", st) != ZT_OK) return NULL;
     zt_shard *sh = U;
     if (sh->pass != ZT_PASS_BWD) {
@@ -282,7 +283,7 @@ static int rs_start(zt_shard *sh, int u, zt_status *st) {
     return ZT_OK;
 }
 
-int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
+static int zt_unit_grads_done_impl(zt_units *U, int u, zt_status *st) {
     ZT_TRY(check_unit(U, u, "zt_unit_grads_done", st));
     zt_shard *sh = U;
     if (!sh->gopen[u])
@@ -298,6 +299,41 @@ int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
     zt_mem_free(sh->bucket[u]);
     sh->bucket[u] = NULL;
     return ZT_OK;
+}
+
+/* The unit API as the model sees it: each call is an engine phase of
+ * bench_train --breakdown (ZeRO-3 gathers, the reduce-scatters of stages
+ * 2-3 and their bookkeeping: "comm + engine", exclusive of kernels). */
+float *zt_unit_params(zt_units *U, int u, zt_status *st) {
+    zt_prof_mark pm;
+    zt_prof_begin(&pm);
+    float *r = zt_unit_params_impl(U, u, st);
+    zt_prof_end(&pm, ZT_PROF_COMM);
+    return r;
+}
+
+int zt_unit_release(zt_units *U, int u, zt_status *st) {
+    zt_prof_mark pm;
+    zt_prof_begin(&pm);
+    int rc = zt_unit_release_impl(U, u, st);
+    zt_prof_end(&pm, ZT_PROF_COMM);
+    return rc;
+}
+
+float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
+    zt_prof_mark pm;
+    zt_prof_begin(&pm);
+    float *r = zt_unit_grads_impl(U, u, st);
+    zt_prof_end(&pm, ZT_PROF_COMM);
+    return r;
+}
+
+int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
+    zt_prof_mark pm;
+    zt_prof_begin(&pm);
+    int rc = zt_unit_grads_done_impl(U, u, st);
+    zt_prof_end(&pm, ZT_PROF_COMM);
+    return rc;
 }
 
 int zt_units_count(const zt_units *U) { return U ? U->nu : 0; }

@@ -527,10 +527,15 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         zt_batch_buf_upload(ctx, &ctx->acts, B * T, B * T);
         zt_prof_end(&pm, ZT_PROF_DATA);
         double ls;
+        /* the passes' own engine time (ZeRO waits and bookkeeping, the
+         * model's host code between kernels) is "comm + engine" too */
+        zt_prof_mark pm_pass;
+        zt_prof_begin(&pm_pass);
         ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
                                 &ls, st));
         loss_sum += ls;
         ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss * loss_scale, st));
+        zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
     /* communication and the engine's bookkeeping from here to the end of
      * the step, exclusive of the kernels (bench_train --breakdown) */
