@@ -9,6 +9,7 @@
 #include "data.h"
 #include "devmem.h"
 #include "gpu.h"
+#include "profile.h"
 #include "runtime.h"
 #include "ztrain_env.h"
 
@@ -116,6 +117,8 @@ static int open_backend(zt_ctx *ctx, const zt_config *c, zt_status *st) {
     } else {
         ctx->be = zt_backend_cpu();
     }
+    /* bench_train --breakdown: every kernel timed (kernels/profile.h) */
+    ctx->be = zt_prof_wrap(ctx->be);
     zt_mem_set_backend(ctx->be);
     return ZT_OK;
 }
@@ -516,16 +519,28 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
         double tw = zt_now_s();
+        zt_prof_mark pm;
+        zt_prof_begin(&pm);
         ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T,
                               zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
         wait_s += zt_now_s() - tw;
         zt_batch_buf_upload(ctx, &ctx->acts, B * T, B * T);
+        zt_prof_end(&pm, ZT_PROF_DATA);
         double ls;
+        /* the passes' own engine time (ZeRO waits and bookkeeping, the
+         * model's host code between kernels) is "comm + engine" too */
+        zt_prof_mark pm_pass;
+        zt_prof_begin(&pm_pass);
         ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
                                 &ls, st));
         loss_sum += ls;
         ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss * loss_scale, st));
+        zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
+    /* communication and the engine's bookkeeping from here to the end of
+     * the step, exclusive of the kernels (bench_train --breakdown) */
+    zt_prof_mark pm_comm;
+    zt_prof_begin(&pm_comm);
     ZT_TRY(zt_shard_reduce_grads(sh, st));
     if (ctx->nranks > 1) {
         zt_group_where(ctx->world, "step %ld, loss", ctx->step + 1);
@@ -588,6 +603,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         met.step_ms = tv[0]; met.tokens_per_s = tv[1]; met.eta_s = tv[2];
         met.comm_bytes = (uint64_t)tv[3];
     }
+    zt_prof_end(&pm_comm, ZT_PROF_COMM);
     if (out) *out = met;
     return ZT_OK;
 }

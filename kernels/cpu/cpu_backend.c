@@ -27,11 +27,17 @@ void openblas_set_num_threads(int);
 
 /* ------------------------------------------------------------ threads */
 
+/* One threading layer for the whole step: OpenMP.  BLAS runs
+ * single-threaded, called by each OpenMP thread on its share of a GEMM
+ * (gemm_par).  Had OpenBLAS its own pthread pool as well, its threads would
+ * spin after every GEMM on the cores that the next OpenMP region (and the
+ * OpenMP threads spinning after it, on the next GEMM) needs: on two cores
+ * the second thread then added 15-25% instead of ~90%. */
 static void cpu_set_threads(int n) {
     if (n <= 0) return;
     omp_set_num_threads(n);
 #ifdef ZT_HAVE_OPENBLAS
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1);
 #endif
 }
 
@@ -138,6 +144,46 @@ static const float *mm_operand(const float *src, size_t n, float **owned) {
     return d;
 }
 
+/* GEMMs smaller than this (2*M*N*K flops) run as one BLAS call. */
+#define ZT_GEMM_PAR_MIN (1L << 22)
+
+/* C[M,N] = op(A)[M,K] op(B)[K,N] + beta C (row-major; ta: A is stored
+ * [K,M], tb: B is stored [N,K]), split among the OpenMP threads along the
+ * larger of M and N in contiguous pieces (multiples of 16 but the last), one
+ * single-threaded BLAS call per thread.  No split over K: every element is
+ * summed by one call.  The pieces depend only on the shape and the thread
+ * count, so the result is deterministic for a fixed thread count (the
+ * backend's contract); across thread counts BLAS may round differently. */
+static void gemm_par(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+    const enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE TB = tb ? CblasTrans : CblasNoTrans;
+    const int nth = omp_get_max_threads();
+    if (nth <= 1 || 2.0 * M * N * K < (double)ZT_GEMM_PAR_MIN || omp_in_parallel()) {
+        cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const int split_n = N >= M;
+    const int D = split_n ? N : M;
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int per = (D + nt - 1) / nt;
+        per = (per + 15) & ~15;
+        const int d0 = id * per;
+        const int nd = D - d0 < per ? D - d0 : per;
+        if (nd > 0) {
+            if (split_n)   /* columns [d0, d0 + nd) of C and of op(B) */
+                cblas_sgemm(CblasRowMajor, TA, TB, M, nd, K, 1.0f, A, lda,
+                            tb ? B + (size_t)d0 * ldb : B + d0, ldb, beta, C + d0, ldc);
+            else           /* rows [d0, d0 + nd) of C and of op(A) */
+                cblas_sgemm(CblasRowMajor, TA, TB, nd, N, K, 1.0f,
+                            ta ? A + d0 : A + (size_t)d0 * lda, lda, B, ldb, beta,
+                            C + (size_t)d0 * ldc, ldc);
+        }
+    }
+}
+
 static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
                            const float *bias, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
@@ -147,8 +193,8 @@ static void cpu_matmul_fwd(float *out, const float *inp, const float *w,
         float *own_i, *own_w;
         const float *a = mm_operand(inp, (size_t)N * C, &own_i);
         const float *b = mm_operand(w, (size_t)OC * C, &own_w);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C,
-                    1.0f, a, C, b, C, 0.0f, out, OC);
+        /* out[N,OC] = inp[N,C] @ w[OC,C]^T */
+        gemm_par(0, 1, N, OC, C, a, C, b, C, 0.0f, out, OC);
         free(own_i);
         free(own_w);
     }
@@ -175,8 +221,7 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
             /* dinp[N,C] = dout[N,OC] @ w[OC,C] */
             float *own_w;
             const float *b = mm_operand(w, (size_t)OC * C, &own_w);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC,
-                        1.0f, dr, OC, b, C, 0.0f, dinp, C);
+            gemm_par(0, 0, N, C, OC, dr, OC, b, C, 0.0f, dinp, C);
             free(own_w);
         } else {
             memset(dinp, 0, (size_t)N * C * sizeof(float));
@@ -186,8 +231,7 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
         /* dw[OC,C] += dout[N,OC]^T @ inp[N,C] */
         float *own_i;
         const float *a = mm_operand(inp, (size_t)N * C, &own_i);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N,
-                    1.0f, dr, OC, a, C, 1.0f, dw, C);
+        gemm_par(1, 0, OC, C, N, dr, OC, a, C, 1.0f, dw, C);
         free(own_i);
     }
     free(own_d);
@@ -239,15 +283,77 @@ static double cpu_sumsq(const float *x, size_t n) {
 
 /* ------------------------------------------------------------ AdamW */
 
+/* AdamW, vectorized: with the default -fmath-errno GCC will not vectorize
+ * sqrtf (nor does optimize("no-math-errno") help), so on x86-64 with AVX2
+ * the 8-lane body is written with intrinsics: exactly zt_adamw_step's
+ * operations, in its order, without FMA (target avx2 only), each correctly
+ * rounded per lane, so the results are bitwise those of the scalar loop
+ * (kernels/adamw_step.h: keep the two in step).  Returns the number of
+ * elements done (a multiple of 8); the caller finishes the tail. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(ZT_NO_TARGET_CLONES)
+#include <immintrin.h>
+#define ZT_ADAMW_AVX2 1
+__attribute__((target("avx2")))
+static size_t adamw_avx2(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                         float b1, float b2, float ob1, float ob2, float eps, float wd,
+                         float bc1, float bc2, float grad_scale) {
+    const __m256 vlr = _mm256_set1_ps(lr), vb1 = _mm256_set1_ps(b1), vb2 = _mm256_set1_ps(b2);
+    const __m256 vob1 = _mm256_set1_ps(ob1), vob2 = _mm256_set1_ps(ob2);
+    const __m256 veps = _mm256_set1_ps(eps), vwd = _mm256_set1_ps(wd);
+    const __m256 vbc1 = _mm256_set1_ps(bc1), vbc2 = _mm256_set1_ps(bc2);
+    const __m256 vgs = _mm256_set1_ps(grad_scale);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(grad + i), vgs);
+        const __m256 mi = _mm256_add_ps(_mm256_mul_ps(vb1, _mm256_loadu_ps(m + i)),
+                                        _mm256_mul_ps(vob1, g));
+        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(vb2, _mm256_loadu_ps(v + i)),
+                                        _mm256_mul_ps(_mm256_mul_ps(vob2, g), g));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        const __m256 mhat = _mm256_div_ps(mi, vbc1);
+        const __m256 vhat = _mm256_div_ps(vi, vbc2);
+        const __m256 pi = _mm256_loadu_ps(p + i);
+        const __m256 q = _mm256_div_ps(mhat, _mm256_add_ps(_mm256_sqrt_ps(vhat), veps));
+        const __m256 r = _mm256_add_ps(q, _mm256_mul_ps(vwd, pi));
+        _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, _mm256_mul_ps(vlr, r)));
+    }
+    return i;
+}
+#endif
+
+static void adamw_chunk(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                        float b1, float b2, float ob1, float ob2, float eps, float wd,
+                        float bc1, float bc2, float grad_scale, int avx2) {
+    size_t i0 = 0;
+#ifdef ZT_ADAMW_AVX2
+    if (avx2) i0 = adamw_avx2(p, grad, m, v, n, lr, b1, b2, ob1, ob2, eps, wd, bc1, bc2, grad_scale);
+#else
+    (void)avx2;
+#endif
+    for (size_t i = i0; i < n; i++)
+        zt_adamw_step(p, grad, m, v, i, lr, b1, b2, ob1, ob2, eps, wd, bc1, bc2, grad_scale);
+}
+
+#define ZT_ADAMW_CHUNK 16384
+
 static void cpu_adamw(float *p, const float *grad, float *m, float *v, size_t n,
                       float lr, float b1, float b2, float eps, float wd,
                       float bc1, float bc2, float grad_scale) {
     const float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
-    /* no `simd`: with the default -fmath-errno, sqrtf keeps a call path
-     * that stops vectorization; the loop is memory-bound anyway */
+    const size_t nch = (n + ZT_ADAMW_CHUNK - 1) / ZT_ADAMW_CHUNK;
+#ifdef ZT_ADAMW_AVX2
+    const int avx2 = __builtin_cpu_supports("avx2");
+#else
+    const int avx2 = 0;
+#endif
 #pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        zt_adamw_step(p, grad, m, v, i, lr, b1, b2, ob1, ob2, eps, wd, bc1, bc2, grad_scale);
+    for (size_t k = 0; k < nch; k++) {
+        const size_t i0 = k * ZT_ADAMW_CHUNK;
+        const size_t c = n - i0 < ZT_ADAMW_CHUNK ? n - i0 : ZT_ADAMW_CHUNK;
+        adamw_chunk(p + i0, grad + i0, m + i0, v + i0, c, lr, b1, b2, ob1, ob2, eps, wd,
+                    bc1, bc2, grad_scale, avx2);
+    }
 }
 
 /* ------------------------------------------------------------ the table */

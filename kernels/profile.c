@@ -1,0 +1,332 @@
+/*
+ * profile.c -- the timing wrapper of a backend table (profile.h).
+ *
+ * The wrapper is a copy of the wrapped table whose compute entries time the
+ * wrapped kernel and charge it to its family.  One wrapped backend per
+ * process (the benchmarks build one context at a time).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <string.h>
+#include <time.h>
+
+#include "profile.h"
+
+static int prof_on;
+static const zt_backend *inner;      /* the wrapped table */
+static zt_backend wrapped;
+static zt_prof_stat stat[ZT_PROF_NFAM];
+static double acc_s;                 /* time charged so far (kernels and marks): an enclosing
+                                      * mark subtracts it, so nothing is counted twice */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void zt_prof_enable(int on) {
+    prof_on = on != 0;
+    zt_prof_reset();
+}
+
+int zt_prof_enabled(void) { return prof_on; }
+
+void zt_prof_reset(void) {
+    memset(stat, 0, sizeof stat);
+    acc_s = 0.0;
+}
+
+void zt_prof_get(zt_prof_stat *out) { memcpy(out, stat, sizeof stat); }
+
+const char *zt_prof_family_name(int f) {
+    static const char *names[ZT_PROF_NFAM] = {
+        "matmul fwd", "matmul bwd", "attention fwd", "attention bwd", "layernorm/rmsnorm",
+        "gelu/swiglu/rope", "residual add", "embedding", "softmax+xent", "adamw",
+        "grad norm/scale", "memory (zero/copy/cvt)", "comm + engine", "data"};
+    return f >= 0 && f < ZT_PROF_NFAM ? names[f] : "?";
+}
+
+void zt_prof_begin(zt_prof_mark *m) {
+    m->on = prof_on;
+    if (!m->on) return;
+    m->t0 = now_s();
+    m->k0 = acc_s;
+}
+
+void zt_prof_end(zt_prof_mark *m, int family) {
+    if (!m->on || family < 0 || family >= ZT_PROF_NFAM) return;
+    double dt = now_s() - m->t0 - (acc_s - m->k0);
+    if (dt < 0) dt = 0.0;
+    stat[family].seconds += dt;
+    stat[family].calls++;
+    acc_s += dt;
+}
+
+/* Kernel timing: on a device backend the queue is drained before and after
+ * (the kernel's own time, not its launch). */
+static double k_begin(void) {
+    if (!inner->host_memory) inner->synchronize();
+    return now_s();
+}
+
+static void k_end(double t0, int f, double flops, double bytes) {
+    if (!inner->host_memory) inner->synchronize();
+    const double dt = now_s() - t0;
+    stat[f].seconds += dt;
+    stat[f].flops += flops;
+    stat[f].bytes += bytes;
+    stat[f].calls++;
+    acc_s += dt;
+}
+
+#define F4 4.0   /* bytes per float */
+
+static void p_zero(void *p, size_t bytes) {
+    double t = k_begin();
+    inner->zero(p, bytes);
+    k_end(t, ZT_PROF_MEM, 0, (double)bytes);
+}
+static void p_copy(void *d, const void *s, size_t bytes) {
+    double t = k_begin();
+    inner->copy(d, s, bytes);
+    k_end(t, ZT_PROF_MEM, 0, 2.0 * (double)bytes);
+}
+static void p_to_host(void *d, const void *s, size_t bytes) {
+    double t = k_begin();
+    inner->to_host(d, s, bytes);
+    k_end(t, ZT_PROF_MEM, 0, 2.0 * (double)bytes);
+}
+static void p_to_device(void *d, const void *s, size_t bytes) {
+    double t = k_begin();
+    inner->to_device(d, s, bytes);
+    k_end(t, ZT_PROF_MEM, 0, 2.0 * (double)bytes);
+}
+static void p_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe,
+                          int B, int T, int C) {
+    double t = k_begin();
+    inner->encoder_fwd(out, inp, wte, wpe, B, T, C);
+    k_end(t, ZT_PROF_EMBED, (double)B * T * C, F4 * 3.0 * B * T * C);
+}
+static void p_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp,
+                          int B, int T, int C) {
+    double t = k_begin();
+    inner->encoder_bwd(dwte, dwpe, dout, inp, B, T, C);
+    k_end(t, ZT_PROF_EMBED, 2.0 * B * T * C, F4 * 5.0 * B * T * C);
+}
+static void p_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+                            const float *w, const float *b, int N, int C) {
+    double t = k_begin();
+    inner->layernorm_fwd(out, mean, rstd, inp, w, b, N, C);
+    k_end(t, ZT_PROF_NORM, 8.0 * N * C, F4 * 2.0 * N * C);
+}
+static void p_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, const float *mean,
+                            const float *rstd, int N, int C) {
+    double t = k_begin();
+    inner->layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    k_end(t, ZT_PROF_NORM, 16.0 * N * C, F4 * 4.0 * N * C);
+}
+static void p_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps,
+                          int N, int C) {
+    double t = k_begin();
+    inner->rmsnorm_fwd(out, rstd, inp, w, eps, N, C);
+    k_end(t, ZT_PROF_NORM, 4.0 * N * C, F4 * 2.0 * N * C);
+}
+static void p_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
+                          const float *w, const float *rstd, int N, int C) {
+    double t = k_begin();
+    inner->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
+    k_end(t, ZT_PROF_NORM, 10.0 * N * C, F4 * 4.0 * N * C);
+}
+static void p_rope_fwd(float *x, const float *f, int B, int T, int nh, int stride, int hd) {
+    double t = k_begin();
+    inner->rope_fwd(x, f, B, T, nh, stride, hd);
+    k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, F4 * 2.0 * B * T * nh * hd);
+}
+static void p_rope_bwd(float *x, const float *f, int B, int T, int nh, int stride, int hd) {
+    double t = k_begin();
+    inner->rope_bwd(x, f, B, T, nh, stride, hd);
+    k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, F4 * 2.0 * B * T * nh * hd);
+}
+static void p_swiglu_fwd(float *out, const float *gu, int N, int H) {
+    double t = k_begin();
+    inner->swiglu_fwd(out, gu, N, H);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 3.0 * N * H);
+}
+static void p_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    double t = k_begin();
+    inner->swiglu_bwd(dgu, dout, gu, N, H);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 5.0 * N * H);
+}
+static void p_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
+                         int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_fwd(out, inp, w, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          F4 * ((double)N * C + (double)OC * C + (double)N * OC));
+}
+static void p_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          F4 * ((double)N * OC + (dinp ? (double)OC * C + (double)N * C : 0) +
+                (dw ? 2.0 * OC * C + (double)N * C : 0)));
+}
+/* causal attention: QK^T and PV over the lower triangle (T(T+1)/2 pairs) */
+static double att_flops(int B, int T, int NH, int hd) {
+    return 2.0 * 2.0 * B * NH * hd * (double)T * (T + 1) / 2.0;
+}
+static void p_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
+                            int NH) {
+    double t = k_begin();
+    inner->attention_fwd(out, lse, qkv, B, T, C, NH);
+    k_end(t, ZT_PROF_ATTN_FWD, att_flops(B, T, NH, NH ? C / NH : 0), F4 * 4.0 * B * T * C);
+}
+static void p_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                            const float *lse, int B, int T, int C, int NH) {
+    double t = k_begin();
+    inner->attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    /* recomputed scores, dout.v, dq, dk, dv: 2.5x the forward's products */
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_flops(B, T, NH, NH ? C / NH : 0),
+          F4 * 8.0 * B * T * C);
+}
+static void p_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                      int hd) {
+    double t = k_begin();
+    inner->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
+    k_end(t, ZT_PROF_ATTN_FWD, att_flops(B, T, NH, hd),
+          F4 * ((double)B * T * (NH + 2 * NKV) * hd + (double)B * T * NH * hd));
+}
+static void p_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                      const float *lse, int B, int T, int NH, int NKV, int hd) {
+    double t = k_begin();
+    inner->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd);
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_flops(B, T, NH, hd),
+          F4 * (2.0 * B * T * (NH + 2 * NKV) * hd + 2.0 * B * T * NH * hd));
+}
+static void p_gelu_fwd(float *out, const float *inp, size_t n) {
+    double t = k_begin();
+    inner->gelu_fwd(out, inp, n);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 2.0 * (double)n);
+}
+static void p_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
+    double t = k_begin();
+    inner->gelu_bwd(dinp, inp, dout, n);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 3.0 * (double)n);
+}
+static void p_add(float *out, const float *a, const float *b, size_t n) {
+    double t = k_begin();
+    inner->add(out, a, b, n);
+    k_end(t, ZT_PROF_RESID, (double)n, F4 * 3.0 * (double)n);
+}
+static void p_xent_fwd(float *losses, float *probs, const float *logits, const int *targets,
+                       int N, int V) {
+    double t = k_begin();
+    inner->xent_fwd(losses, probs, logits, targets, N, V);
+    k_end(t, ZT_PROF_XENT, 0, F4 * 2.0 * N * V);
+}
+static void p_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
+                       int N, int V) {
+    double t = k_begin();
+    inner->xent_bwd(dlogits, probs, targets, dloss, N, V);
+    k_end(t, ZT_PROF_XENT, (double)N * V, F4 * 2.0 * N * V);
+}
+static void p_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
+                    float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
+    double t = k_begin();
+    inner->adamw(p, grad, m, v, n, lr, b1, b2, eps, wd, bc1, bc2, gs);
+    k_end(t, ZT_PROF_ADAMW, 16.0 * (double)n, F4 * 7.0 * (double)n);
+}
+static double p_sumsq(const float *x, size_t n) {
+    double t = k_begin();
+    double r = inner->sumsq(x, n);
+    k_end(t, ZT_PROF_GNORM, 2.0 * (double)n, F4 * (double)n);
+    return r;
+}
+static void p_scale(float *x, size_t n, float s) {
+    double t = k_begin();
+    inner->scale(x, n, s);
+    k_end(t, ZT_PROF_GNORM, (double)n, F4 * 2.0 * (double)n);
+}
+static size_t p_nonfinite(const float *x, size_t n) {
+    double t = k_begin();
+    size_t r = inner->nonfinite(x, n);
+    k_end(t, ZT_PROF_GNORM, 0, F4 * (double)n);
+    return r;
+}
+static void p_to_bf16(uint16_t *out, const float *in, size_t n) {
+    double t = k_begin();
+    inner->to_bf16(out, in, n);
+    k_end(t, ZT_PROF_MEM, 0, 6.0 * (double)n);
+}
+static void p_from_bf16(float *out, const uint16_t *in, size_t n) {
+    double t = k_begin();
+    inner->from_bf16(out, in, n);
+    k_end(t, ZT_PROF_MEM, 0, 6.0 * (double)n);
+}
+static void p_to_f16(uint16_t *out, const float *in, size_t n) {
+    double t = k_begin();
+    inner->to_f16(out, in, n);
+    k_end(t, ZT_PROF_MEM, 0, 6.0 * (double)n);
+}
+static void p_from_f16(float *out, const uint16_t *in, size_t n) {
+    double t = k_begin();
+    inner->from_f16(out, in, n);
+    k_end(t, ZT_PROF_MEM, 0, 6.0 * (double)n);
+}
+static double p_sum(const float *x, size_t n) {
+    double t = k_begin();
+    double r = inner->sum(x, n);
+    k_end(t, ZT_PROF_MEM, (double)n, F4 * (double)n);
+    return r;
+}
+
+const zt_backend *zt_prof_wrap(const zt_backend *be) {
+    if (!prof_on || !be) return be;
+    if (be == &wrapped) return be;
+    inner = be;
+    wrapped = *be;   /* names, memory, async copies, precision: as the wrapped */
+    /* an entry the wrapped table lacks stays NULL */
+#define W(f) wrapped.f = be->f ? p_##f : NULL
+    W(zero);
+    W(copy);
+    W(to_host);
+    W(to_device);
+    W(encoder_fwd);
+    W(encoder_bwd);
+    W(layernorm_fwd);
+    W(layernorm_bwd);
+    W(rmsnorm_fwd);
+    W(rmsnorm_bwd);
+    W(rope_fwd);
+    W(rope_bwd);
+    W(swiglu_fwd);
+    W(swiglu_bwd);
+    W(matmul_fwd);
+    W(matmul_bwd);
+    W(attention_fwd);
+    W(attention_bwd);
+    W(gqa_fwd);
+    W(gqa_bwd);
+    W(gelu_fwd);
+    W(gelu_bwd);
+    W(add);
+    W(xent_fwd);
+    W(xent_bwd);
+    W(adamw);
+    W(sumsq);
+    W(scale);
+    W(nonfinite);
+    W(to_bf16);
+    W(from_bf16);
+    W(to_f16);
+    W(from_f16);
+    W(sum);
+#undef W
+    return &wrapped;
+}
