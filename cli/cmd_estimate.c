@@ -27,8 +27,10 @@ static void estimate_usage(void) {
            "  --config FILE          DeepSpeed-style JSON configuration (or ZTRAIN_CONFIG)\n"
            "  --model DIR|FILE       the model of a Hugging Face config.json (a model directory\n"
            "                         or the file; no weights are read): sets ztrain.model.*\n"
-           "  --world-size N         ranks (required)\n"
-           "  --ranks-per-node M     ranks sharing one node's host memory (default min(N, 8))\n"
+           "  --world-size N         ranks (required; in a Slurm job, default SLURM_NTASKS)\n"
+           "  --ranks-per-node M     ranks sharing one node's host memory (default: in a Slurm job\n"
+           "                         the most tasks on one node, from SLURM_NTASKS_PER_NODE or\n"
+           "                         SLURM_TASKS_PER_NODE; else min(N, 8))\n"
            "  --device cpu|gpu       target (default: ztrain.backend: cpu, cuda = gpu)\n"
            "  --device-memory SIZE   memory of one GPU (e.g. 80G): checks the fit on a GPU target\n"
            "  --memory-limit SIZE    memory one rank may use (ztrain.memory_limit): checks the fit\n"
@@ -89,6 +91,55 @@ static const char *precision_name(const zt_config *c) {
     return c->bf16_enabled ? "bf16" : c->fp16_enabled ? "fp16" : "fp32";
 }
 
+/* Where the run's shape came from when not given: Slurm's job or step
+ * (printed under the "run:" line). */
+static char g_shape_from[256];
+
+/* The most tasks any node of the allocation runs: SLURM_NTASKS_PER_NODE
+ * (an integer, when --ntasks-per-node was given) or SLURM_TASKS_PER_NODE
+ * ("2(x3),1": counts with repetitions).  0 if neither parses. */
+static int slurm_ranks_per_node(const char **from) {
+    const char *v = getenv("SLURM_NTASKS_PER_NODE");
+    char *end;
+    if (v && *v) {
+        long n = strtol(v, &end, 10);
+        if (!*end && n > 0 && n < (1L << 24)) { *from = "SLURM_NTASKS_PER_NODE"; return (int)n; }
+    }
+    v = getenv("SLURM_TASKS_PER_NODE");
+    if (!v || !*v) return 0;
+    long most = 0;
+    const char *q = v;
+    while (*q) {
+        long n = strtol(q, &end, 10);
+        if (end == q || n < 1 || n >= (1L << 24)) return 0;
+        q = end;
+        if (*q == '(') {   /* "(xK)" */
+            if (q[1] != 'x') return 0;
+            long k = strtol(q + 2, &end, 10);
+            if (end == q + 2 || k < 1 || *end != ')') return 0;
+            q = end + 1;
+        }
+        if (n > most) most = n;
+        if (*q == ',') ++q;
+        else if (*q) return 0;
+    }
+    *from = "SLURM_TASKS_PER_NODE";
+    return (int)most;
+}
+
+/* Slurm's task count for the job (or step): SLURM_NTASKS, else SLURM_NPROCS. */
+static int slurm_ntasks(const char **from) {
+    const char *names[] = {"SLURM_NTASKS", "SLURM_NPROCS"};
+    for (int i = 0; i < 2; ++i) {
+        const char *v = getenv(names[i]);
+        char *end;
+        if (!v || !*v) continue;
+        long n = strtol(v, &end, 10);
+        if (!*end && n > 0 && n < (1L << 24)) { *from = names[i]; return (int)n; }
+    }
+    return 0;
+}
+
 static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
                        uint64_t limit, const char *limit_what, const char *sug, int nsug,
                        const char *auto_why, const char *hf_arch) {
@@ -113,6 +164,7 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
            precision_name(c), p->micro_batch, p->grad_accum, c->train_batch_size, p->eval_batch,
            p->with_eval ? "" : " (no eval data)", c->act_ckpt, c->offload_optimizer, c->offload_param,
            p->gpu ? "gpu" : "cpu");
+    if (g_shape_from[0]) printf("  (%s)\n", g_shape_from);
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
 
     double psi = (double)p->num_params, N = p->shard_group;
@@ -400,8 +452,20 @@ int cmd_estimate(int argc, char **argv) {
         rc = zt_hf_read_config(model ? model : cfg->init_from, cfg, &st);
         hf_err = rc != ZT_OK;
     }
+    /* Inside a Slurm job or step the shape defaults to Slurm's: its task
+     * count and the most tasks on one node (host memory is per node). */
+    const char *world_from = NULL, *rpn_from = NULL;
+    size_t sl = 0;
+    g_shape_from[0] = '\0';
+    if (rc == ZT_OK && world < 1 && (world = slurm_ntasks(&world_from)) > 0)
+        sl += (size_t)snprintf(g_shape_from + sl, sizeof g_shape_from - sl, "world size %d from %s", world,
+                               world_from);
+    if (rc == ZT_OK && rpn < 1 && (rpn = slurm_ranks_per_node(&rpn_from)) > 0)
+        snprintf(g_shape_from + sl, sizeof g_shape_from - sl, "%s%d ranks per node from %s=%s",
+                 sl ? ", " : "", rpn, rpn_from, getenv(rpn_from));
     if (rc == ZT_OK && world < 1) {
-        snprintf(st.msg, sizeof st.msg, "--world-size N is required (the number of ranks)");
+        snprintf(st.msg, sizeof st.msg, "--world-size N is required (the number of ranks; inside a "
+                 "Slurm job it defaults to SLURM_NTASKS)");
         rc = ZT_EINVAL;
     }
     if (rc != ZT_OK) {

@@ -1,4 +1,5 @@
 /* runtime.c -- MPI initialization and node topology. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,115 @@
 #include "ztrain_env.h"
 
 static zt_runtime g_rt = {0};
+
+/* Every rank's node and short host name, gathered once at zt_init. */
+#define ZT_HOST_MAX 64
+static int *g_node_of;        /* [world] */
+static char *g_hosts;         /* [world][ZT_HOST_MAX] */
+
+/* Gather the node (the MPI shared-memory domain) and host name of every
+ * rank.  Collective; a rank short of memory makes all of them skip it. */
+static void gather_nodes(void) {
+    const int W = g_rt.world;
+    int leader = g_rt.rank;   /* world rank of this node's first rank */
+    MPI_Bcast(&leader, 1, MPI_INT, 0, g_rt.node_comm);
+    char host[ZT_HOST_MAX];
+    memset(host, 0, sizeof host);
+    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+    char *dot = strchr(host, '.');
+    if (dot) *dot = '\0';
+    int *leaders = malloc((size_t)W * sizeof *leaders);
+    g_node_of = malloc((size_t)W * sizeof *g_node_of);
+    g_hosts = malloc((size_t)W * ZT_HOST_MAX);
+    int have = leaders && g_node_of && g_hosts, all = 0;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, g_rt.world_comm);
+    if (all) {
+        MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, g_rt.world_comm);
+        MPI_Allgather(host, ZT_HOST_MAX, MPI_CHAR, g_hosts, ZT_HOST_MAX, MPI_CHAR, g_rt.world_comm);
+        int k = 0;
+        for (int r = 0; r < W; ++r)   /* a leader precedes its node's other ranks */
+            g_node_of[r] = leaders[r] == r ? k++ : g_node_of[leaders[r]];
+        g_rt.n_nodes = k;
+        g_rt.node = g_node_of[g_rt.rank];
+    } else {
+        free(g_node_of); free(g_hosts);
+        g_node_of = NULL; g_hosts = NULL;
+        g_rt.n_nodes = 0;
+        g_rt.node = -1;
+    }
+    free(leaders);
+}
+
+int zt_rt_node_of(int r) {
+    if (!g_rt.initialized || !g_node_of || r < 0 || r >= g_rt.world) return -1;
+    return g_node_of[r];
+}
+
+/* append to buf[*len..n) like snprintf, never past the end */
+static void cat(char *buf, size_t n, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void cat(char *buf, size_t n, size_t *len, const char *fmt, ...) {
+    if (*len >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *len, n - *len, fmt, ap);
+    va_end(ap);
+    if (w > 0) *len = *len + (size_t)w < n ? *len + (size_t)w : n - 1;
+}
+
+void zt_rt_topology(char *buf, size_t n) {
+    if (!n) return;
+    buf[0] = '\0';
+    size_t len = 0;
+    const int W = zt_world_size(), N = g_rt.n_nodes;
+    if (!g_rt.initialized || !g_node_of || N < 1) {
+        cat(buf, n, &len, "%d rank%s, nodes unknown", W, W > 1 ? "s" : "");
+        return;
+    }
+    int lo = W, hi = 0;
+    for (int k = 0; k < N; ++k) {
+        int c = 0;
+        for (int r = 0; r < W; ++r) c += g_node_of[r] == k;
+        if (c < lo) lo = c;
+        if (c > hi) hi = c;
+    }
+    cat(buf, n, &len, "%d rank%s on %d node%s (", W, W > 1 ? "s" : "", N, N > 1 ? "s" : "");
+    if (lo == hi) cat(buf, n, &len, "%d per node)", lo);
+    else cat(buf, n, &len, "%d to %d per node)", lo, hi);
+    const int shown = N <= 8 ? N : 4;
+    int mixed = -1, mixed_first = -1;
+    for (int k = 0; k < N; ++k) {
+        int first = -1;
+        for (int r = 0; r < W; ++r) {
+            if (g_node_of[r] != k) continue;
+            if (first < 0) first = r;
+            else if (strcmp(g_hosts + (size_t)r * ZT_HOST_MAX, g_hosts + (size_t)first * ZT_HOST_MAX) &&
+                     mixed < 0) {
+                mixed = r;
+                mixed_first = first;
+            }
+        }
+        if (k >= shown) continue;
+        cat(buf, n, &len, "%s %s rank%s ", k ? "," : ":", g_hosts + (size_t)first * ZT_HOST_MAX,
+            hi > 1 ? "s" : "");
+        /* the node's ranks as ranges: 0-1,4-5 */
+        int sep = 0;
+        for (int r = first; r < W; ++r) {
+            if (g_node_of[r] != k) continue;
+            int e = r;
+            while (e + 1 < W && g_node_of[e + 1] == k) ++e;
+            if (e > r) cat(buf, n, &len, "%s%d-%d", sep ? "," : "", r, e);
+            else cat(buf, n, &len, "%s%d", sep ? "," : "", r);
+            sep = 1;
+            r = e;
+        }
+    }
+    if (shown < N) cat(buf, n, &len, ", and %d more node%s", N - shown, N - shown > 1 ? "s" : "");
+    if (mixed >= 0)
+        cat(buf, n, &len, "; warning: rank %d reports host %s but shares a node with rank %d on %s",
+            mixed, g_hosts + (size_t)mixed * ZT_HOST_MAX, mixed_first,
+            g_hosts + (size_t)mixed_first * ZT_HOST_MAX);
+}
 
 const zt_runtime *zt_rt(void) { return &g_rt; }
 
@@ -30,6 +140,7 @@ int zt_init(int *argc, char ***argv, zt_status *st) {
                         MPI_INFO_NULL, &g_rt.node_comm);
     MPI_Comm_rank(g_rt.node_comm, &g_rt.local_rank);
     MPI_Comm_size(g_rt.node_comm, &g_rt.local_size);
+    gather_nodes();
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     g_rt.node_cores = nc > 0 ? (int)nc : 1;
     g_rt.initialized = 1;
@@ -38,6 +149,10 @@ int zt_init(int *argc, char ***argv, zt_status *st) {
 
 void zt_finalize(void) {
     if (!g_rt.initialized) return;
+    free(g_node_of);
+    free(g_hosts);
+    g_node_of = NULL;
+    g_hosts = NULL;
     MPI_Comm_free(&g_rt.node_comm);
     MPI_Comm_free(&g_rt.world_comm);
     int fin = 0;

@@ -10,6 +10,8 @@ typedef struct zt_runtime {
     int rank, world;
     int local_rank, local_size;   /* ranks sharing this node */
     int node_cores;               /* online CPUs on this node */
+    int node, n_nodes;            /* this rank's node (0-based, ordered by
+                                     lowest rank) and the number of nodes */
     MPI_Comm world_comm;          /* duplicate of MPI_COMM_WORLD */
     MPI_Comm node_comm;
 } zt_runtime;
@@ -22,5 +24,11 @@ int zt_rt_default_threads(void);
 /* Under Slurm (SLURM_PROCID set), check Slurm's task ids against MPI's.
  * Returns ZT_EINVAL with a message when they disagree. */
 int zt_rt_check_slurm(zt_status *st);
+/* The node (0-based) of world rank R, or -1 before zt_init / out of range. */
+int zt_rt_node_of(int r);
+/* One line about the placement of the ranks, for the log: "4 ranks on 2
+ * nodes (2 per node): zn1 ranks 0-1, zn2 ranks 2-3" (host names as the ranks
+ * see them; a node whose ranks report different host names is flagged). */
+void zt_rt_topology(char *buf, size_t n);
 
 #endif

@@ -274,10 +274,18 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
         if (forced)
             zt_log(ctx, ZT_LOG_WARN, "memory: predicted peak %s per rank exceeds the limit %s (%s); "
                    "starting anyway (ztrain.force)", pk, lim, limit_what);
-        else if (limit)
+        else if (limit) {
+            /* "... / ranks on this node" -> "... / 4 ranks on this node" */
+            char what[512];
+            const char *at = strstr(limit_what, "/ ranks on this node");
+            if (at)
+                snprintf(what, sizeof what, "%.*s/ %d ranks on this node%s", (int)(at - limit_what),
+                         limit_what, mo.ranks_per_node, at + strlen("/ ranks on this node"));
+            else
+                snprintf(what, sizeof what, "%s", limit_what);
             zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
-                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, limit_what);
-        else
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, what);
+        } else
             zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
                    ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
     }
@@ -822,6 +830,28 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
            c->model.n_head, c->model.n_embd, c->model.context, c->model.vocab, arch, more);
     zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
            c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
+    if (ctx->nranks > 1) {
+        char topo[1024];
+        zt_rt_topology(topo, sizeof topo);
+        zt_log(ctx, ZT_LOG_INFO, "topology: %s", topo);
+        int G = c->shard_group_size;
+        if (G > 0 && G < ctx->nranks && zt_rt()->n_nodes > 0) {
+            /* hybrid sharding: is each shard group inside one node? */
+            int inside = 1, whole = 1;
+            for (int g0 = 0; g0 < ctx->nranks; g0 += G) {
+                int nd = zt_rt_node_of(g0), cnt = 0;
+                for (int r = g0; r < g0 + G; ++r) inside &= zt_rt_node_of(r) == nd;
+                for (int r = 0; r < ctx->nranks; ++r) cnt += zt_rt_node_of(r) == nd;
+                whole &= cnt == G;
+            }
+            zt_log(ctx, ZT_LOG_INFO, "hybrid sharding: %d groups of %d ranks, %s", ctx->nranks / G, G,
+                   inside && whole ? "one node each (parameters gathered inside a node, gradients "
+                                     "averaged across nodes)"
+                   : inside ? "each inside one node"
+                            : "spanning nodes (shard traffic crosses nodes every step; a group of "
+                              "the ranks per node keeps it inside a node)");
+        }
+    }
     if (ctx->prec != ZT_PREC_FP32) {
         char scale[96] = "";
         if (ctx->scaler.enabled)

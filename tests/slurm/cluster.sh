@@ -15,6 +15,15 @@
 #   ZT_PLUGSTACK_ARGS key=value arguments for the plugin line in plugstack.conf
 #   ZT_SLURM_CPUS     CPUs the node advertises (default 8; config_overrides
 #                     lets a small machine pretend, nothing is bound)
+#   ZT_SLURM_NODES    nodes (default 1).  With 2 or more, every node is a set
+#                     of Linux namespaces made here: its own network namespace
+#                     (address 10.213.X.1N on a private bridge, the controller
+#                     at 10.213.X.1), its own UTS namespace (host name znN) and
+#                     its own mount namespace (DIR/node bind-mounted from
+#                     DIR/nodes/znN: slurmd's spool, pid and log files;
+#                     DIR/hosts over /etc/hosts).  slurmctld and munged stay in
+#                     the root namespaces; the nodes share the file system
+#                     (the "shared" job directory).  Root only.
 #
 # The daemons run as root with their own SLURM_CONF, their own ports (free
 # ones at or above 16817) and their own munged socket and key, so they do not
@@ -38,6 +47,29 @@ check() {
     done
     [ -x "$SBIN_MUNGED" ] || { echo "munged not installed (apt-get install munge)"; return 1; }
     id munge >/dev/null 2>&1 || { echo "no munge user (apt-get install munge)"; return 1; }
+    if [ "${ZT_SLURM_NODES:-1}" -gt 1 ]; then check_multi || return 1; fi
+    return 0
+}
+
+# The multi-node cluster needs network namespaces, veth pairs and a bridge
+# (root, iproute2, a kernel that allows them here) and unshare(1).
+check_multi() {
+    command -v ip >/dev/null 2>&1 || { echo "ip (iproute2) not installed: no namespace nodes"; return 1; }
+    command -v unshare >/dev/null 2>&1 && command -v nsenter >/dev/null 2>&1 ||
+        { echo "unshare/nsenter (util-linux) not installed"; return 1; }
+    local ns=ztprobe$$ br=ztpb$$
+    ip netns add "$ns" 2>/dev/null || { echo "cannot create a network namespace (ip netns add) here"; return 1; }
+    if ! ip link add "$br" type bridge 2>/dev/null; then
+        ip netns del "$ns"; echo "cannot create a bridge (ip link add type bridge) here"; return 1
+    fi
+    if ! ip link add "${br}v" type veth peer name eth0 netns "$ns" 2>/dev/null; then
+        ip link del "$br"; ip netns del "$ns"; echo "cannot create a veth pair into a namespace here"; return 1
+    fi
+    if ! nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private true 2>/dev/null; then
+        ip link del "${br}v" 2>/dev/null; ip link del "$br"; ip netns del "$ns"
+        echo "cannot unshare UTS and mount namespaces here"; return 1
+    fi
+    ip link del "${br}v" 2>/dev/null; ip link del "$br"; ip netns del "$ns"
     return 0
 }
 
@@ -84,6 +116,60 @@ wait_for() {
 
 pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# A private /24 on a bridge of its own: DIR/net records the names (tag T:
+# bridge ztbT, host ends ztT.N of the veth pairs, namespaces ztTnN) so that
+# stop can remove exactly them.
+net_up() {
+    local dir=$1 nodes=$2 t x i used
+    used=" $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | tr '\n' ' ') "
+    t=$(( $$ % 1000 ))
+    while case "$used" in *" ztb$t "*) true ;; *) false ;; esac; do t=$(( (t + 1) % 1000 )); done
+    used=$(ip -o -4 addr show 2>/dev/null)
+    x=$(( ($$ / 7) % 250 + 1 ))
+    while grep -q "inet 10\.213\.$x\." <<<"$used"; do x=$(( x % 250 + 1 )); done
+    echo "ZT_NET_TAG=$t ZT_NET_SUBNET=10.213.$x ZT_NET_NODES=$nodes" > "$dir/net"
+    ip link add "ztb$t" type bridge || return 1
+    ip addr add "10.213.$x.1/24" dev "ztb$t" || return 1
+    ip link set "ztb$t" up || return 1
+    for i in $(seq "$nodes"); do
+        ip netns add "zt${t}n$i" || return 1
+        ip link add "zt$t.$i" type veth peer name eth0 netns "zt${t}n$i" || return 1
+        ip link set "zt$t.$i" master "ztb$t" up || return 1
+        ip -n "zt${t}n$i" addr add "10.213.$x.$((10 + i))/24" dev eth0 || return 1
+        ip -n "zt${t}n$i" link set lo up || return 1
+        ip -n "zt${t}n$i" link set eth0 up || return 1
+    done
+    return 0
+}
+
+net_down() {
+    local dir=$1 i pids
+    [ -s "$dir/net" ] || return 0
+    local ZT_NET_TAG ZT_NET_SUBNET ZT_NET_NODES
+    eval "$(cat "$dir/net")"
+    for i in $(seq "$ZT_NET_NODES"); do
+        # whatever still runs in the node (a stray task) goes with it
+        pids=$(ip netns pids "zt${ZT_NET_TAG}n$i" 2>/dev/null)
+        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+        ip netns del "zt${ZT_NET_TAG}n$i" 2>/dev/null
+    done
+    ip link del "ztb$ZT_NET_TAG" 2>/dev/null
+    rm -f "$dir/net"
+    return 0
+}
+
+# start slurmd of node I (name znI) inside its namespaces
+node_up() {
+    local dir=$1 i=$2 t=$3
+    mkdir -p "$dir/nodes/zn$i/spool" "$dir/nodes/zn$i/pmix"
+    # nsenter, not "ip netns exec": that one remounts /sys (no cgroup file
+    # system there, and slurmd needs it)
+    nsenter --net="/run/netns/zt${t}n$i" unshare --uts --mount --propagation private -- /bin/bash -c '
+        hostname "$1" && mount --bind "$2" "$3" && mount --bind "$4" /etc/hosts || exit 1
+        exec slurmd' _ "zn$i" "$dir/nodes/zn$i" "$dir/node" "$dir/hosts" \
+        >"$dir/log/slurmd-zn$i.out" 2>&1
+}
+
 start() {
     local dir=$1 why
     why=$(check) || die "$why"
@@ -112,14 +198,32 @@ start() {
     wait_for 10 test -S "$sock" || die "munged socket did not appear"
 
     # ---------------------------------------------------------------- slurm.conf
-    local ports host cpus=${ZT_SLURM_CPUS:-8}
+    local ports host cpus=${ZT_SLURM_CPUS:-8} nodes=${ZT_SLURM_NODES:-1} i
     ports=$(pick_ports) || die "no free ports"
     host=$(hostname -s)
+    local ctl_addr=127.0.0.1 node_lines pidfile="$dir/run/slurmd.pid" spool="$dir/spool/slurmd-%n"
+    local slurmd_log="$dir/log/slurmd.log" node_names=$host
+    node_lines="NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN"
+    if [ "$nodes" -gt 1 ]; then
+        net_up "$dir" "$nodes" || { net_down "$dir"; die "network namespaces: setup failed"; }
+        local ZT_NET_TAG ZT_NET_SUBNET ZT_NET_NODES
+        eval "$(cat "$dir/net")"
+        ctl_addr=$ZT_NET_SUBNET.1
+        pidfile="$dir/node/slurmd.pid" spool="$dir/node/spool" slurmd_log="$dir/node/slurmd.log"
+        mkdir -p "$dir/node"
+        printf '127.0.0.1\tlocalhost\n%s\t%s\n' "$ctl_addr" "$host" > "$dir/hosts"
+        node_lines="" node_names=""
+        for i in $(seq "$nodes"); do
+            node_lines+="NodeName=zn$i NodeAddr=$ZT_NET_SUBNET.$((10 + i)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN"$'\n'
+            node_names+="${node_names:+ }zn$i"
+            printf '%s\tzn%s\n' "$ZT_NET_SUBNET.$((10 + i))" "$i" >> "$dir/hosts"
+        done
+    fi
     set -- $ports
     cat > "$dir/slurm.conf" <<EOF
 # generated by tests/slurm/cluster.sh
 ClusterName=ztrain-test
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$host($ctl_addr)
 SlurmctldPort=$1
 SlurmdPort=$2
 SlurmUser=root
@@ -128,11 +232,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$sock,cred_expire=10
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/slurmd-%n
+SlurmdSpoolDir=$spool
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$pidfile
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$slurmd_log
 SlurmctldDebug=info
 SlurmdDebug=debug
 PlugStackConfig=$dir/plugstack.conf
@@ -153,14 +257,21 @@ KillWait=2
 InactiveLimit=0
 MinJobAge=300
 SlurmdTimeout=60
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN
+$node_lines
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
     printf 'optional %s %s\n' "$plugin" "${ZT_PLUGSTACK_ARGS:-}" > "$dir/plugstack.conf"
+    if [ "$nodes" -gt 1 ]; then
+        # PMIx's per-step client directories (spmix_appdir_<uid>_<step>) are
+        # per node: under /tmp, shared by the namespace nodes, they collide
+        # (node_up makes DIR/nodes/znN/pmix)
+        echo "PMIxCliTmpDirBase=$dir/node/pmix" > "$dir/mpi.conf"
+    fi
     cat > "$dir/env" <<EOF
 export SLURM_CONF='$dir/slurm.conf'
 export ZT_CLUSTER_DIR='$dir'
-export ZT_CLUSTER_NODE='$host'
+export ZT_CLUSTER_NODE='${node_names%% *}'
+export ZT_CLUSTER_NODES='$node_names'
 export ZT_CLUSTER_PLUGIN='$plugin'
 EOF
 
@@ -169,8 +280,17 @@ EOF
     slurmctld -c -i >"$dir/log/slurmctld.out" 2>&1 || die "slurmctld failed: $(tail -n 5 "$dir/log/slurmctld.log" "$dir/log/slurmctld.out" 2>/dev/null)"
     wait_for 20 pid_alive "$dir/run/slurmctld.pid" || die "slurmctld did not start: $(tail -n 5 "$dir/log/slurmctld.log")"
     wait_for 20 scontrol ping || die "slurmctld does not answer: $(tail -n 5 "$dir/log/slurmctld.log")"
-    slurmd >"$dir/log/slurmd.out" 2>&1 || die "slurmd failed: $(tail -n 5 "$dir/log/slurmd.log" "$dir/log/slurmd.out" 2>/dev/null)"
-    wait_for 20 pid_alive "$dir/run/slurmd.pid" || die "slurmd did not start: $(tail -n 5 "$dir/log/slurmd.log")"
+    if [ "$nodes" -gt 1 ]; then
+        for i in $(seq "$nodes"); do
+            node_up "$dir" "$i" "$ZT_NET_TAG" ||
+                die "slurmd on zn$i failed: $(tail -n 5 "$dir/nodes/zn$i/slurmd.log" "$dir/log/slurmd-zn$i.out" 2>/dev/null)"
+            wait_for 20 pid_alive "$dir/nodes/zn$i/slurmd.pid" ||
+                die "slurmd on zn$i did not start: $(tail -n 5 "$dir/nodes/zn$i/slurmd.log")"
+        done
+    else
+        slurmd >"$dir/log/slurmd.out" 2>&1 || die "slurmd failed: $(tail -n 5 "$dir/log/slurmd.log" "$dir/log/slurmd.out" 2>/dev/null)"
+        wait_for 20 pid_alive "$dir/run/slurmd.pid" || die "slurmd did not start: $(tail -n 5 "$dir/log/slurmd.log")"
+    fi
     node_idle() { [ "$(sinfo -h -o %t 2>/dev/null)" = idle ]; }
     wait_for 30 node_idle || die "node not idle: $(sinfo -h -o '%t %E' 2>&1); $(tail -n 5 "$dir/log/slurmd.log")"
     return 0
@@ -199,8 +319,11 @@ stop() {
         done
     fi
     stop_pidfile "$dir/run/slurmd.pid"
+    local f
+    for f in "$dir"/nodes/zn*/slurmd.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
     stop_pidfile "$dir/run/slurmctld.pid"
     stop_pidfile "$dir/munge/munged.pid"
+    net_down "$dir"
     return 0
 }
 
