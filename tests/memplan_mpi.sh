@@ -163,4 +163,25 @@ ok $([ $? = 0 ] && grep -q "^options" tbl.txt && grep -Eq "^  3 +params" tbl.txt
    "estimate text: categories, device/host, one row per stage/offload option with DeepSpeed's figures"
 "$ZTRAIN" estimate --n-layer 4 > /dev/null 2> err.txt
 ok $([ $? = 2 ] && grep -q "world-size" err.txt; echo $?) "estimate without --world-size: usage error"
+# inside a Slurm job the shape defaults to Slurm's (tests/slurm/multinode.sh
+# runs this in real jobs; here the variables as Slurm writes them)
+o=$(SLURM_NTASKS=7 SLURM_TASKS_PER_NODE='2(x3),1' "$ZTRAIN" estimate --n-layer 4 2>&1)
+ok $([ $? = 0 ] && grep -q "^run: 7 ranks (2 per node)" <<<"$o" &&
+     grep -qF "(world size 7 from SLURM_NTASKS, 2 ranks per node from SLURM_TASKS_PER_NODE=2(x3),1)" <<<"$o"; echo $?) \
+   "estimate in a Slurm job: world size from SLURM_NTASKS, ranks per node = the busiest node of SLURM_TASKS_PER_NODE"
+o=$(SLURM_NTASKS=8 SLURM_NTASKS_PER_NODE=4 SLURM_TASKS_PER_NODE='4(x2)' "$ZTRAIN" estimate --n-layer 4 \
+        --world-size 16 2>&1)
+ok $([ $? = 0 ] && grep -q "^run: 16 ranks (4 per node)" <<<"$o" && grep -qF "(4 ranks per node from SLURM_NTASKS_PER_NODE=4)" <<<"$o" &&
+     grep -q "host memory per node (4 ranks)" <<<"$o"; echo $?) \
+   "estimate: --world-size wins over SLURM_NTASKS; SLURM_NTASKS_PER_NODE gives the ranks per node"
+o=$(SLURM_NTASKS=4 SLURM_TASKS_PER_NODE='4(x' "$ZTRAIN" estimate --n-layer 4 2>&1)
+ok $([ $? = 0 ] && grep -q "^run: 4 ranks (4 per node)" <<<"$o" && ! grep -q "ranks per node from" <<<"$o"; echo $?) \
+   "estimate: a malformed SLURM_TASKS_PER_NODE is ignored (default min(N, 8))"
+# the topology line: every rank's node and host name
+train topo 2 --micro-batch 4
+ok $(grep -qF "topology: 2 ranks on 1 node (2 per node): $(hostname -s) ranks 0-1" "o_topo.txt"; echo $?) \
+   "train prints the topology: 2 ranks on this node, by host name"
+train topoh 4 --micro-batch 4 --stage 3 --shard-group 2
+ok $(grep -qF "hybrid sharding: 2 groups of 2 ranks, each inside one node" "o_topoh.txt"; echo $?) \
+   "hybrid sharding on one node: the groups are reported inside the node"
 done_testing
