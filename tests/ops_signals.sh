@@ -33,7 +33,7 @@ for s in TERM HUP USR2; do
     ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$pstep" -lt 400 ] &&
          [ "$(grep -c 'ztrain: preempted after step' w.err)" = 1 ] && [ "$(cat P/latest)" = "step-$pstep" ]; echo $?) \
        "SIG$s to ztrain-mpirun.sh: exit $prc (3 expected), one preempted line, checkpoint step-${pstep:-?}"
-    [ "$prc" = 3 ] || diag "$(cat w.err)"
+    [ "$prc" = 3 ] || diag w.err
 done
 # a bare mpirun: SIGUSR2 (the signal docs/production.md names for it) is
 # forwarded to every rank and mpirun's status is theirs, 3
@@ -50,7 +50,7 @@ pstep=$(sed -n 's/.*preempted after step \([0-9]*\).*/\1/p' w.err | head -n 1)
 ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$(grep -c 'ztrain: preempted after step' w.err)" = 1 ] &&
      [ "$(cat P/latest)" = "step-$pstep" ]; echo $?) \
    "SIGUSR2 to a bare mpirun: exit $prc (3 expected), one preempted line, checkpoint step-${pstep:-?}"
-[ "$prc" = 3 ] || diag "$(cat w.err)"
+[ "$prc" = 3 ] || diag w.err
 launch TERM --preempt-signal SIGHUP
 ok $([ "$prc" = 3 ] && [ -n "$pstep" ]; echo $?) \
    "ztrain.preempt_signal=SIGHUP: SIGTERM to the launcher still preempts (SIGUSR2 is always caught), exit $prc"
