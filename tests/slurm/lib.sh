@@ -109,6 +109,17 @@ zsbatch() {
     timeout 90 sbatch --parsable --wait -o "$ZT_WORK/job-%j.out" "$@" "$script" 2>"$ZT_ERR" | tail -n 1
 }
 job_state() { scontrol -o show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+job_restarts() { scontrol -o show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p'; }
+# wait_job_end JID: wait (at most 180 s) until the job is COMPLETED, FAILED or
+# CANCELLED; sets state and waited (seconds)
+wait_job_end() {
+    waited=0 state=""
+    while [ $waited -lt 180 ]; do
+        state=$(job_state "$1")
+        [ "$state" = COMPLETED ] || [ "$state" = FAILED ] || [ "$state" = CANCELLED ] && break
+        sleep 1; waited=$((waited + 1))
+    done
+}
 
 # Wait (at most 20 s) until the node is idle again; print its state.
 node_state() {

@@ -173,15 +173,10 @@ while [ "$(nlogged p.jsonl)" -lt 6 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1
 ok $([ $n -lt 600 ]; echo $?) "the job is training on both nodes (6 steps logged)"
 scancel --signal=USR2 "$jid"
 ok $? "scancel --signal=USR2 $jid (every task of the job's steps)"
-n=0 state=""
-while [ $n -lt 180 ]; do
-    state=$(job_state "$jid")
-    [ "$state" = COMPLETED ] || [ "$state" = FAILED ] || [ "$state" = CANCELLED ] && break
-    sleep 1; n=$((n + 1))
-done
+wait_job_end "$jid"
 out=$(cat p.out 2>/dev/null)
-restarts=$(scontrol -o show job "$jid" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
-is "$state" COMPLETED "the job ends COMPLETED (after $n s)"
+restarts=$(job_restarts "$jid")
+is "$state" COMPLETED "the job ends COMPLETED (after $waited s)"
 pstep=$(sed -n 's/.*preemption: SIGUSR2 received; all ranks stop after step \([0-9]*\).*/\1/p' <<<"$out" | head -n 1)
 like "$out" "checkpoint: saved step $pstep to $ZT_WORK/ck_p/step-$pstep" \
      "SIGUSR2: all 4 ranks on 2 nodes stopped after step ${pstep:-?}, checkpoint saved"

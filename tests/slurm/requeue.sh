@@ -60,15 +60,10 @@ ok $([ $n -lt 600 ]; echo $?) "the job is training (8 steps logged)"
 scancel --signal=USR2 --batch "$jid"
 ok $? "scancel --signal=USR2 --batch $jid"
 
-n=0 state=""
-while [ $n -lt 180 ]; do
-    state=$(job_state "$jid")
-    [ "$state" = COMPLETED ] || [ "$state" = FAILED ] || [ "$state" = CANCELLED ] && break
-    sleep 1; n=$((n + 1))
-done
+wait_job_end "$jid"
 out=$(cat "job-$jid.out" 2>/dev/null)
-restarts=$(scontrol -o show job "$jid" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
-is "$state" COMPLETED "the job ends COMPLETED (after ${n} s)"
+restarts=$(job_restarts "$jid")
+is "$state" COMPLETED "the job ends COMPLETED (after ${waited} s)"
 pstep=$(sed -n 's/.*preemption: SIGUSR2 received; all ranks stop after step \([0-9]*\).*/\1/p' <<<"$out" | head -n 1)
 like "$out" "checkpoint: saved step $pstep to $ZT_WORK/ck/step-$pstep" \
      "on SIGUSR2 every rank stopped after step ${pstep:-?} and the checkpoint was saved"
