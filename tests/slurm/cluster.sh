@@ -131,6 +131,13 @@ net_up() {
     ip link add "ztb$t" type bridge || return 1
     ip addr add "10.213.$x.1/24" dev "ztb$t" || return 1
     ip link set "ztb$t" up || return 1
+    # bridged frames go through iptables' FORWARD chain where br_netfilter is
+    # loaded (Docker sets its policy to DROP): let the bridge's own through
+    if [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)" = 1 ] &&
+       command -v iptables >/dev/null 2>&1 &&
+       iptables -I FORWARD -i "ztb$t" -o "ztb$t" -j ACCEPT 2>/dev/null; then
+        echo "ZT_NET_IPTABLES=1" >> "$dir/net"
+    fi
     for i in $(seq "$nodes"); do
         ip netns add "zt${t}n$i" || return 1
         ip link add "zt$t.$i" type veth peer name eth0 netns "zt${t}n$i" || return 1
@@ -145,7 +152,7 @@ net_up() {
 net_down() {
     local dir=$1 i pids
     [ -s "$dir/net" ] || return 0
-    local ZT_NET_TAG ZT_NET_SUBNET ZT_NET_NODES
+    local ZT_NET_TAG ZT_NET_SUBNET ZT_NET_NODES ZT_NET_IPTABLES=0
     eval "$(cat "$dir/net")"
     for i in $(seq "$ZT_NET_NODES"); do
         # whatever still runs in the node (a stray task) goes with it
@@ -154,6 +161,7 @@ net_down() {
         ip netns del "zt${ZT_NET_TAG}n$i" 2>/dev/null
     done
     ip link del "ztb$ZT_NET_TAG" 2>/dev/null
+    [ "${ZT_NET_IPTABLES:-0}" = 1 ] && iptables -D FORWARD -i "ztb$ZT_NET_TAG" -o "ztb$ZT_NET_TAG" -j ACCEPT 2>/dev/null
     rm -f "$dir/net"
     return 0
 }
@@ -282,6 +290,10 @@ EOF
     wait_for 20 scontrol ping || die "slurmctld does not answer: $(tail -n 5 "$dir/log/slurmctld.log")"
     if [ "$nodes" -gt 1 ]; then
         for i in $(seq "$nodes"); do
+            # the node must reach slurmctld over the bridge (bash's /dev/tcp)
+            nsenter --net="/run/netns/zt${ZT_NET_TAG}n$i" timeout 5 bash -c "exec 3<>/dev/tcp/$ctl_addr/$1" \
+                2>/dev/null || die "node zn$i cannot reach slurmctld at $ctl_addr:$1 over the bridge" \
+                "(a firewall on bridged traffic? net.bridge.bridge-nf-call-iptables and a FORWARD policy of DROP)"
             node_up "$dir" "$i" "$ZT_NET_TAG" ||
                 die "slurmd on zn$i failed: $(tail -n 5 "$dir/nodes/zn$i/slurmd.log" "$dir/log/slurmd-zn$i.out" 2>/dev/null)"
             wait_for 20 pid_alive "$dir/nodes/zn$i/slurmd.pid" ||
