@@ -66,15 +66,30 @@ same_run() {   # same_run A B: losses and final checkpoint bitwise equal
     [ -n "$(losses "$1.jsonl")" ] && [ "$(losses "$1.jsonl")" = "$(losses "$2.jsonl")" ] &&
         [ -n "$(sums "ck_$1/step-$STEPS")" ] && [ "$(sums "ck_$1/step-$STEPS")" = "$(sums "ck_$2/step-$STEPS")" ]
 }
-close_losses() {   # close_losses A B TOL: every step's loss within TOL relative
-    python3 - "$1.jsonl" "$2.jsonl" "$3" <<'PY'
-import json, sys
+close_run() {   # close_run A B CKA CKB TOL: losses within TOL relative, final parameters within TOL
+    "$ZTRAIN" ckpt export "$3" --output "$3.safetensors" > /dev/null 2>&1 &&
+    "$ZTRAIN" ckpt export "$4" --output "$4.safetensors" > /dev/null 2>&1 || { diag "ckpt export failed"; return 1; }
+    python3 - "$1.jsonl" "$2.jsonl" "$3.safetensors" "$4.safetensors" "$5" <<'PY'
+import json, struct, sys
 def l(p): return {d["step"]: d["loss"] for d in map(json.loads, open(p)) if "loss" in d}
-a, b, tol = l(sys.argv[1]), l(sys.argv[2]), float(sys.argv[3])
-if not a or sorted(a) != sorted(b): print("# steps differ: %s vs %s" % (sorted(a), sorted(b))); sys.exit(1)
+def w(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
+    out = []
+    for k in sorted(h):
+        s, e = h[k]["data_offsets"]
+        out += struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
+    return out
+a, b, tol = l(sys.argv[1]), l(sys.argv[2]), float(sys.argv[5])
+wa, wb = w(sys.argv[3]), w(sys.argv[4])
+if not a or sorted(a) != sorted(b) or not wa or len(wa) != len(wb):
+    print("# steps or tensors differ: %s vs %s, %d vs %d values" % (sorted(a), sorted(b), len(wa), len(wb)))
+    sys.exit(1)
 d = max(abs(a[k] - b[k]) / abs(a[k]) for k in a)
-print("# max relative loss difference %.2e over %d steps" % (d, len(a)))
-sys.exit(0 if d <= tol else 1)
+pd = max(abs(x - y) for x, y in zip(wa, wb))
+print("# max relative loss difference %.2e over %d steps, max parameter difference %.2e over %d values"
+      % (d, len(a), pd, len(wa)))
+sys.exit(0 if d <= tol and pd <= tol else 1)
 PY
 }
 vbytes() { cat "/sys/class/net/zt$ZT_NET_TAG.$1/statistics/rx_bytes"; }   # bytes node $1 sent
@@ -148,7 +163,8 @@ ok $? "fp32, 2 nodes x 2 ranks, hybrid sharding (shard group 2)"
 like "$(cat h2.out)" "hybrid sharding: 2 groups of 2 ranks, one node each" "each shard group is one node"
 mnjob h1 -N 1 --ntasks-per-node=4 --ztrain-stage=3 $FP32 -- --steps $STEPS --shard-group 2
 check "hybrid over 2 nodes: bitwise equal to the same hybrid run on 1 node" same_run h2 h1
-check "hybrid (shard group = node): losses within 1e-5 of full sharding" close_losses h2 f2 1e-5
+check "hybrid (shard group = node): losses and final parameters within 1e-5 of full sharding" \
+      close_run h2 f2 ck_h2 ck_f2 1e-5
 
 # ---------------------------------------------------------------- restore on another node count
 mnjob r2 -N 2 --ntasks-per-node=2 --ztrain-stage=3 $FP32 -- --steps 12 --ckpt-every 12
@@ -159,8 +175,8 @@ out=$(cat r3.out)
 like "$out" "resumed from $ZT_WORK/ck_r2/step-12 at step 12" "3-node job resumed the 2-node checkpoint at step 12"
 like "$out" "topology: 3 ranks on 3 nodes (1 per node): zn1 rank 0, zn2 rank 1, zn3 rank 2" "3-node topology line"
 cat r2.jsonl r3.jsonl > r.jsonl
-check "steps 1-$STEPS across the node-count change: losses within 1e-5 of the uninterrupted 2-node run" \
-      close_losses r f2 1e-5
+check "steps 1-$STEPS across the node-count change: losses and final parameters within 1e-5 of the uninterrupted 2-node run" \
+      close_run r f2 ck_r2 ck_f2 1e-5
 
 # ---------------------------------------------------------------- preemption
 jid=$(ZT_CKPT_STEP_SLEEP_MS=150 sbatch --parsable --requeue --open-mode=append -N 2 --ntasks-per-node=2 \
