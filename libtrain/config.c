@@ -58,6 +58,7 @@ enum ktype {
 #define KF_SIZE      0x40u  /* T_U64: a byte size, "8G", "512M", "auto" = 0 */
 #define KF_ACKPT     0x80u  /* T_STRING: none | blocks | every-K */
 #define KF_REPORT    0x100u /* T_STRING: off | end | N; a flag may omit the value */
+#define KF_NODE      0x200u /* T_INT: "node" accepted (ZT_SHARD_GROUP_NODE) */
 
 typedef struct keydef {
     const char *key;      /* JSON path                                     */
@@ -97,9 +98,9 @@ static const keydef keys[] = {
      ZTRAIN_STAGE_MIN, ZTRAIN_STAGE_MAX, 0, "0", NULL,
      "ZeRO stage: 0 = replicated, 1 = optimizer state, 2 = +gradients, 3 = +parameters"},
     {"zero_optimization.shard_group_size", "shard-group", NULL, NULL, T_INT, FLD(shard_group_size),
-     0, 0, KF_NO_HI, "0", NULL,
+     0, 0, KF_NO_HI | KF_NODE, "0", NULL,
      "shard inside groups of this many consecutive ranks, replicate across groups "
-     "(hybrid sharding); 0 = the world size"},
+     "(hybrid sharding); 0 = the world size; \"node\" = the ranks of one node"},
     {"zero_optimization.overlap_comm", "overlap-comm", NULL, NULL, T_BOOL, FLD(overlap_comm),
      0, 0, 0, "true", NULL,
      "stages 2-3: start each unit's gradient reduce-scatter as soon as its backward is done and "
@@ -570,7 +571,8 @@ static void requirement(const keydef *k, char *buf, size_t n) {
     case T_LONG: {
         long long a, b;
         int_limits(k, &a, &b);
-        if (k->kf & KF_NO_HI) snprintf(buf, n, "must be an integer >= %lld", a);
+        if (k->kf & KF_NO_HI) snprintf(buf, n, "must be an integer >= %lld%s", a,
+                                       (k->kf & KF_NODE) ? " or \"node\"" : "");
         else snprintf(buf, n, "must be an integer in [%lld, %lld]", a, b);
         break;
     }
@@ -800,6 +802,10 @@ int zt_parse_size(const char *s, unsigned long long *out) {
 }
 
 static int parse_str(const keydef *k, const char *s, kval *out) {
+    if ((k->kf & KF_NODE) && strcasecmp(s, "node") == 0) {
+        out->i = ZT_SHARD_GROUP_NODE;
+        return ZT_OK;
+    }
     if ((k->kf & KF_AUTO) && strcasecmp(s, "auto") == 0) {
         out->i = (k->kf & KF_FIT) ? ZT_MICRO_BATCH_AUTO : 0;
         return ZT_OK;
@@ -1583,6 +1589,14 @@ int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st) {
     return finalize_checked(cfg, world_size, 0, st);
 }
 
+int zt_config_shard_group(const zt_config *cfg, int world, int ranks_per_node) {
+    if (cfg->shard_group_size == ZT_SHARD_GROUP_NODE) {
+        int g = ranks_per_node > 0 ? ranks_per_node : 1;
+        return world > 0 && g > world ? world : g;
+    }
+    return cfg->shard_group_size > 0 ? cfg->shard_group_size : world;
+}
+
 int zt_config_act_ckpt_k(const zt_config *cfg) {
     const char *p = cfg->act_ckpt;
     if (strcmp(p, "blocks") == 0) return 1;
@@ -1612,6 +1626,7 @@ static void value_text(const zt_config *c, const keydef *k, char *buf, size_t n)
     switch (k->type) {
     case T_INT:
         if ((k->kf & KF_FIT) && *(const int *)f == ZT_MICRO_BATCH_AUTO) snprintf(buf, n, "\"auto\"");
+        else if ((k->kf & KF_NODE) && *(const int *)f == ZT_SHARD_GROUP_NODE) snprintf(buf, n, "\"node\"");
         else snprintf(buf, n, "%d", *(const int *)f);
         break;
     case T_LONG: snprintf(buf, n, "%ld", *(const long *)f); break;
@@ -1637,6 +1652,8 @@ int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt
         snprintf(buf, n, "%s", (const char *)cfieldp(cfg, &keys[i]));
     else if ((keys[i].kf & KF_FIT) && *(const int *)cfieldp(cfg, &keys[i]) == ZT_MICRO_BATCH_AUTO)
         snprintf(buf, n, "auto");
+    else if ((keys[i].kf & KF_NODE) && *(const int *)cfieldp(cfg, &keys[i]) == ZT_SHARD_GROUP_NODE)
+        snprintf(buf, n, "node");
     else
         value_text(cfg, &keys[i], buf, n);
     return ZT_OK;
@@ -1714,6 +1731,7 @@ static json_t *leaf_json(const zt_config *c, const keydef *k) {
     switch (k->type) {
     case T_INT:
         if ((k->kf & KF_FIT) && *(const int *)f == ZT_MICRO_BATCH_AUTO) return json_string("auto");
+        if ((k->kf & KF_NODE) && *(const int *)f == ZT_SHARD_GROUP_NODE) return json_string("node");
         return json_integer(*(const int *)f);
     case T_LONG: return json_integer(*(const long *)f);
     case T_U64: {

@@ -130,7 +130,8 @@ struct zt_config {
     char offload_param[8];        /* zero_optimization.offload_param.device: none | cpu */
     int pin_optimizer;            /* zero_optimization.offload_optimizer.pin_memory */
     int pin_param;                /* zero_optimization.offload_param.pin_memory */
-    int shard_group_size;         /* zero_optimization.shard_group_size, 0 = world */
+    int shard_group_size;         /* zero_optimization.shard_group_size, 0 = world,
+                                   * ZT_SHARD_GROUP_NODE = the ranks of one node */
     int overlap_comm;             /* zero_optimization.overlap_comm (stages 2-3) */
     double comm_timeout_s;        /* ztrain.comm_timeout_s, 0 = no limit */
 
@@ -146,6 +147,16 @@ struct zt_config {
 /* train_micro_batch_size_per_gpu = "auto" is stored as this value; it is
  * resolved against the memory limit (memplan.h) before finalize. */
 #define ZT_MICRO_BATCH_AUTO (-1)
+
+/* zero_optimization.shard_group_size = "node" is stored as this value: shard
+ * inside each node, replicate across nodes (FSDP's HYBRID_SHARD).  It is
+ * resolved against the ranks per node by zt_config_shard_group. */
+#define ZT_SHARD_GROUP_NODE (-1)
+
+/* The shard group a run of WORLD ranks with RANKS_PER_NODE ranks on each node
+ * uses: the configured size, WORLD for 0, RANKS_PER_NODE (at least 1, at most
+ * WORLD) for "node".  Stage 0 is not special-cased here. */
+int zt_config_shard_group(const zt_config *cfg, int world, int ranks_per_node);
 
 /* Copy (deep) a configuration. Returns NULL on allocation failure. */
 zt_config *zt_config_dup(const zt_config *cfg);

@@ -423,10 +423,14 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     resolve_opts(c, o, p);
     const zt_model_config *mc = &c->model;
     int W = p->world, L = mc->n_layer;
-    int G = c->zero_stage == 0 ? W : (c->shard_group_size > 0 ? c->shard_group_size : W);
+    int G = c->zero_stage == 0 ? W : zt_config_shard_group(c, W, p->ranks_per_node);
     if (G < 1 || G > W || W % G) {
-        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
-                     "world size %d", c->shard_group_size, W);
+        if (c->shard_group_size == ZT_SHARD_GROUP_NODE)
+            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
+                         "node) must divide the world size %d", G, W);
+        else
+            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
+                         "world size %d", c->shard_group_size, W);
         goto done;
     }
     p->shard_group = G;
@@ -851,7 +855,8 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     change list[12];
     int nl = 0;
     const int W = o->world_size, stage = fin->zero_stage, k = zt_config_act_ckpt_k(fin);
-    const int G = fin->shard_group_size > 0 ? fin->shard_group_size : W;
+    const int rpn = o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
+    const int G = zt_config_shard_group(fin, W, rpn);
     char sv[8], gv[16];
     /* cheapest first: stages 1-2 cost no extra communication; a wider shard
      * group; a smaller micro batch; recomputation (+1 forward); stage 3

@@ -52,6 +52,15 @@ int zt_rt_node_of(int r) {
     return g_node_of[r];
 }
 
+int zt_rt_node_block(void) {
+    if (!g_rt.initialized || g_rt.world <= 1) return 1;
+    const int L = g_rt.local_size;
+    if (!g_node_of || L < 1 || g_rt.world % L) return 0;
+    for (int r = 0; r < g_rt.world; ++r)   /* node ids follow the lowest rank */
+        if (g_node_of[r] != r / L) return 0;
+    return L;
+}
+
 /* append to buf[*len..n) like snprintf, never past the end */
 static void cat(char *buf, size_t n, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -30,5 +30,8 @@ int zt_rt_node_of(int r);
  * nodes (2 per node): zn1 ranks 0-1, zn2 ranks 2-3" (host names as the ranks
  * see them; a node whose ranks report different host names is flagged). */
 void zt_rt_topology(char *buf, size_t n);
+/* L if every node runs exactly L ranks and they are consecutive (node k has
+ * ranks kL .. kL+L-1: block placement), else 0.  1 outside MPI. */
+int zt_rt_node_block(void);
 
 #endif

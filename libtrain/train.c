@@ -220,6 +220,15 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     /* The backend first (cuda: this rank's device and its CUDA context), so
      * that the pre-flight check can ask it for free device memory. */
     if ((rc = open_backend(ctx, ctx->cfg, st)) != ZT_OK) goto fail;
+    /* shard_group_size "node": groups of consecutive ranks must be nodes */
+    if (ctx->cfg->shard_group_size == ZT_SHARD_GROUP_NODE && zt_rt_node_block() == 0) {
+        char topo[1024];
+        zt_rt_topology(topo, sizeof topo);
+        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" needs the same number "
+                     "of consecutive ranks on every node (block placement: srun's default "
+                     "distribution, mpirun --map-by slot); here: %s", topo);
+        goto fail;
+    }
     /* The memory planner (memplan.h) runs before anything is allocated:
      * "auto" micro batch first, then the pre-flight check. */
     zt_memplan_opts mo;
@@ -336,7 +345,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
                               ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
                               c->pin_optimizer, c->pin_param};
     if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
-                                 c->shard_group_size > 0 ? c->shard_group_size : ctx->nranks,
+                                 zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size),
                                  ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;
     if ((rc = zt_shard_init_params(ctx->sh, c->seed)) != ZT_OK) {
         rc = zt_fail(st, rc, "out of memory initializing the parameters");
@@ -834,8 +843,8 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         char topo[1024];
         zt_rt_topology(topo, sizeof topo);
         zt_log(ctx, ZT_LOG_INFO, "topology: %s", topo);
-        int G = c->shard_group_size;
-        if (G > 0 && G < ctx->nranks && zt_rt()->n_nodes > 0) {
+        int G = zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size);
+        if (c->zero_stage > 0 && G > 0 && G < ctx->nranks && zt_rt()->n_nodes > 0) {
             /* hybrid sharding: is each shard group inside one node? */
             int inside = 1, whole = 1;
             for (int g0 = 0; g0 < ctx->nranks; g0 += G) {

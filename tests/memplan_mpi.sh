@@ -184,4 +184,28 @@ ok $(grep -qF "topology: 2 ranks on 1 node (2 per node): $(hostname -s) ranks 0-
 train topoh 4 --micro-batch 4 --stage 3 --shard-group 2
 ok $(grep -qF "hybrid sharding: 2 groups of 2 ranks, each inside one node" "o_topoh.txt"; echo $?) \
    "hybrid sharding on one node: the groups are reported inside the node"
+# shard_group_size "node": the ranks of one node (here all 4: full sharding)
+train gnode 4 --micro-batch 4 --stage 3 --shard-group node --metrics m_gnode.jsonl &&
+    train gfull 4 --micro-batch 4 --stage 3 --shard-group 0 --metrics m_gfull.jsonl
+ok $([ $? = 0 ] && grep -q 'shard_group_size *= "node"' o_gnode.txt &&
+     [ "$(sed 's/"tokens_per_s.*//' m_gnode.jsonl)" = "$(sed 's/"tokens_per_s.*//' m_gfull.jsonl)" ] &&
+     cmp -s w_gnode.bin w_gfull.bin; echo $?) \
+   "--shard-group node on a 4-rank node: bitwise the full-sharding run (losses and weights)"
+o=$("$ZTRAIN" estimate --n-layer 4 --world-size 8 --ranks-per-node 4 --stage 3 --shard-group node 2>&1)
+ok $([ $? = 0 ] && grep -q "^run: 8 ranks (4 per node), ZeRO stage 3, shard group 4," <<<"$o"; echo $?) \
+   "estimate --shard-group node: the group is the ranks per node (8 ranks, 4 per node: 4)"
+o=$("$ZTRAIN" estimate --n-layer 4 --world-size 8 --ranks-per-node 3 --stage 3 --shard-group node 2>&1)
+ok $([ $? = 2 ] && grep -qF 'shard_group_size="node" (3 ranks per node) must divide the world size 8' <<<"$o"; echo $?) \
+   "estimate --shard-group node with 3 ranks per node of 8: refused, naming both"
+o=$("$ZTRAIN" estimate --n-layer 4 --world-size 8 --shard-group nodes 2>&1)
+ok $([ $? = 2 ] && grep -qF 'must be an integer >= 0 or "node"' <<<"$o"; echo $?) \
+   "--shard-group nodes: refused, saying what is accepted"
+"$ZTRAIN" ckpt inspect ck_gnode/step-3 > insp.txt 2>&1
+ok $([ $? = 0 ] && grep -q '"shard_group_size": "node"' insp.txt &&
+     grep -q "4 ranks, ZeRO stage 3, shard group 4" insp.txt; echo $?) \
+   "the checkpoint's configuration keeps \"node\"; its layout records the group used (4)"
+echo '{"zero_optimization": {"stage": 3, "shard_group_size": "node"}}' > node.json
+"$ZTRAIN" train --config node.json --train c_train.bin --print-config > pc.txt 2>&1
+ok $(grep -q 'zero_optimization.shard_group_size *= "node" *(file)' pc.txt; echo $?) \
+   "\"shard_group_size\": \"node\" in a JSON file"
 done_testing

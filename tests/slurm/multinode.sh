@@ -165,6 +165,17 @@ mnjob h1 -N 1 --ntasks-per-node=4 --ztrain-stage=3 $FP32 -- --steps $STEPS --sha
 check "hybrid over 2 nodes: bitwise equal to the same hybrid run on 1 node" same_run h2 h1
 check "hybrid (shard group = node): losses and final parameters within 1e-5 of full sharding" \
       close_run h2 f2 ck_h2 ck_f2 1e-5
+mnjob hn -N 2 --ntasks-per-node=2 --ztrain-stage=3 $FP32 -- --steps $STEPS --shard-group node
+like "$(cat hn.out)" "hybrid sharding: 2 groups of 2 ranks, one node each" "--shard-group node on 2 x 2: groups of 2, one node each"
+check "--shard-group node: bitwise equal to --shard-group 2" same_run hn h2
+# cyclic placement: consecutive ranks are not on one node, so "node" cannot
+# be a group of consecutive ranks; refused before training, naming the placement
+mnjob hc -N 2 --ntasks-per-node=2 -m cyclic --ztrain-stage=3 $FP32 -- --steps 2 --shard-group node
+rc=$?
+out=$(cat hc.out)
+ok $([ $rc != 0 ] && grep -qF 'shard_group_size="node" needs the same number of consecutive ranks on every node' <<<"$out" &&
+     grep -qF "zn1 ranks 0,2, zn2 ranks 1,3" <<<"$out"; echo $?) \
+   "cyclic placement (sbatch -m cyclic) with --shard-group node: refused, showing ranks 0,2 on zn1 and 1,3 on zn2"
 
 # ---------------------------------------------------------------- restore on another node count
 mnjob r2 -N 2 --ntasks-per-node=2 --ztrain-stage=3 $FP32 -- --steps 12 --ckpt-every 12
