@@ -35,6 +35,7 @@ preempt() {
 
 # resume_check NAME: resume in P, compare with the reference
 resume_check() {
+    rm -f p2.jsonl   # a metrics file is appended to on resume (records past the step dropped)
     zrun 2 --steps 40 --ckpt-dir P --metrics p2.jsonl
     local rc=$?
     losses p2.jsonl > p2.txt
@@ -69,6 +70,7 @@ ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && grep -q "SIGHUP received" p.out; echo 
 preempt 3 USR2 2
 ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$(cat P/latest)" = "step-$pstep" ]; echo $?) \
    "3 ranks, SIGUSR2 to rank 2: checkpoint step-${pstep:-?}, exit 3"
+rm -f p2.jsonl
 zrun 2 --steps 40 --ckpt-dir P --metrics p2.jsonl
 rc=$?
 losses p2.jsonl > p2.txt
