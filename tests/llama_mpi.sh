@@ -54,25 +54,7 @@ run() {
 # compare REF TAG: per-step losses within 1e-5 relative, final parameters
 # (the checkpoint exported as safetensors) within 1e-5
 compare() {
-    python3 - "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" "w_$2.safetensors" "$STEPS" <<'PY'
-import json, struct, sys
-def losses(p): return [json.loads(l)["loss"] for l in open(p) if '"loss"' in l]
-def weights(p):
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
-    out = []
-    for k in sorted(h):
-        s, e = h[k]["data_offsets"]
-        out += struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
-    return out
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-wa, wb = weights(sys.argv[3]), weights(sys.argv[4])
-assert len(a) == len(b) == int(sys.argv[5]) and len(wa) == len(wb) > 0
-lr = max(abs(x - y) / abs(x) for x, y in zip(a, b))
-pd = max(abs(x - y) for x, y in zip(wa, wb))
-print("# max relative loss difference %.2e, max parameter difference %.2e" % (lr, pd))
-sys.exit(0 if lr <= 1e-5 and pd <= 1e-5 else 1)
-PY
+    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" "w_$2.safetensors" 1e-5 "$STEPS"
 }
 # same A B: per-step losses equal and every tensor of the final checkpoints
 # (parameters, moments, master weights) bitwise equal (stored checksums)

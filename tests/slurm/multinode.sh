@@ -69,28 +69,7 @@ same_run() {   # same_run A B: losses and final checkpoint bitwise equal
 close_run() {   # close_run A B CKA CKB TOL: losses within TOL relative, final parameters within TOL
     "$ZTRAIN" ckpt export "$3" --output "$3.safetensors" > /dev/null 2>&1 &&
     "$ZTRAIN" ckpt export "$4" --output "$4.safetensors" > /dev/null 2>&1 || { diag "ckpt export failed"; return 1; }
-    python3 - "$1.jsonl" "$2.jsonl" "$3.safetensors" "$4.safetensors" "$5" <<'PY'
-import json, struct, sys
-def l(p): return {d["step"]: d["loss"] for d in map(json.loads, open(p)) if "loss" in d}
-def w(p):
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
-    out = []
-    for k in sorted(h):
-        s, e = h[k]["data_offsets"]
-        out += struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])
-    return out
-a, b, tol = l(sys.argv[1]), l(sys.argv[2]), float(sys.argv[5])
-wa, wb = w(sys.argv[3]), w(sys.argv[4])
-if not a or sorted(a) != sorted(b) or not wa or len(wa) != len(wb):
-    print("# steps or tensors differ: %s vs %s, %d vs %d values" % (sorted(a), sorted(b), len(wa), len(wb)))
-    sys.exit(1)
-d = max(abs(a[k] - b[k]) / abs(a[k]) for k in a)
-pd = max(abs(x - y) for x, y in zip(wa, wb))
-print("# max relative loss difference %.2e over %d steps, max parameter difference %.2e over %d values"
-      % (d, len(a), pd, len(wa)))
-sys.exit(0 if d <= tol and pd <= tol else 1)
-PY
+    python3 "$ZT_SRCDIR/tests/run_compare.py" "$1.jsonl" "$2.jsonl" "$3.safetensors" "$4.safetensors" "$5"
 }
 vbytes() { cat "/sys/class/net/zt$ZT_NET_TAG.$1/statistics/rx_bytes"; }   # bytes node $1 sent
 comm_sum() { python3 -c 'import json,sys; print(sum(json.loads(l).get("comm_bytes", 0) for l in open(sys.argv[1]) if "loss" in l))' "$1"; }
