@@ -91,21 +91,24 @@ static const char *precision_name(const zt_config *c) {
     return c->bf16_enabled ? "bf16" : c->fp16_enabled ? "fp16" : "fp32";
 }
 
-/* Where the run's shape came from when not given: Slurm's job or step
- * (printed under the "run:" line). */
-static char g_shape_from[256];
+/* The count in environment variable NAME (a whole positive number below
+ * 2^24), 0 if it is unset or anything else. */
+static int env_count(const char *name) {
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v) return 0;
+    long n = strtol(v, &end, 10);
+    return !*end && n > 0 && n < (1L << 24) ? (int)n : 0;
+}
 
 /* The most tasks any node of the allocation runs: SLURM_NTASKS_PER_NODE
  * (an integer, when --ntasks-per-node was given) or SLURM_TASKS_PER_NODE
  * ("2(x3),1": counts with repetitions).  0 if neither parses. */
 static int slurm_ranks_per_node(const char **from) {
-    const char *v = getenv("SLURM_NTASKS_PER_NODE");
+    int per = env_count("SLURM_NTASKS_PER_NODE");
+    if (per > 0) { *from = "SLURM_NTASKS_PER_NODE"; return per; }
+    const char *v = getenv("SLURM_TASKS_PER_NODE");
     char *end;
-    if (v && *v) {
-        long n = strtol(v, &end, 10);
-        if (!*end && n > 0 && n < (1L << 24)) { *from = "SLURM_NTASKS_PER_NODE"; return (int)n; }
-    }
-    v = getenv("SLURM_TASKS_PER_NODE");
     if (!v || !*v) return 0;
     long most = 0;
     const char *q = v;
@@ -131,18 +134,15 @@ static int slurm_ranks_per_node(const char **from) {
 static int slurm_ntasks(const char **from) {
     const char *names[] = {"SLURM_NTASKS", "SLURM_NPROCS"};
     for (int i = 0; i < 2; ++i) {
-        const char *v = getenv(names[i]);
-        char *end;
-        if (!v || !*v) continue;
-        long n = strtol(v, &end, 10);
-        if (!*end && n > 0 && n < (1L << 24)) { *from = names[i]; return (int)n; }
+        int n = env_count(names[i]);
+        if (n > 0) { *from = names[i]; return n; }
     }
     return 0;
 }
 
 static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
                        uint64_t limit, const char *limit_what, const char *sug, int nsug,
-                       const char *auto_why, const char *hf_arch) {
+                       const char *auto_why, const char *hf_arch, const char *shape_from) {
     char a[32], b[32], f[32];
     const zt_model_config *mc = &c->model;
     char what[96], llama[160] = "";
@@ -164,7 +164,7 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
            precision_name(c), p->micro_batch, p->grad_accum, c->train_batch_size, p->eval_batch,
            p->with_eval ? "" : " (no eval data)", c->act_ckpt, c->offload_optimizer, c->offload_param,
            p->gpu ? "gpu" : "cpu");
-    if (g_shape_from[0]) printf("  (%s)\n", g_shape_from);
+    if (shape_from[0]) printf("  (%s)\n", shape_from);
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
 
     double psi = (double)p->num_params, N = p->shard_group;
@@ -455,13 +455,14 @@ int cmd_estimate(int argc, char **argv) {
     /* Inside a Slurm job or step the shape defaults to Slurm's: its task
      * count and the most tasks on one node (host memory is per node). */
     const char *world_from = NULL, *rpn_from = NULL;
+    /* where the run's shape came from when not given (under the "run:" line) */
+    char shape_from[256] = "";
     size_t sl = 0;
-    g_shape_from[0] = '\0';
     if (rc == ZT_OK && world < 1 && (world = slurm_ntasks(&world_from)) > 0)
-        sl += (size_t)snprintf(g_shape_from + sl, sizeof g_shape_from - sl, "world size %d from %s", world,
+        sl += (size_t)snprintf(shape_from + sl, sizeof shape_from - sl, "world size %d from %s", world,
                                world_from);
     if (rc == ZT_OK && rpn < 1 && (rpn = slurm_ranks_per_node(&rpn_from)) > 0)
-        snprintf(g_shape_from + sl, sizeof g_shape_from - sl, "%s%d ranks per node from %s=%s",
+        snprintf(shape_from + sl, sizeof shape_from - sl, "%s%d ranks per node from %s=%s",
                  sl ? ", " : "", rpn, rpn_from, getenv(rpn_from));
     if (rc == ZT_OK && world < 1) {
         snprintf(st.msg, sizeof st.msg, "--world-size N is required (the number of ranks; inside a "
@@ -492,8 +493,8 @@ int cmd_estimate(int argc, char **argv) {
     int exit_code = ZT_EXIT_OK;
     if (cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
         uint64_t l = limit;
-        const char *lw = limit_what;
-        if (!l && !gpu) l = zt_memplan_limit(cfg, rpn, &lw);
+        char lw[64];
+        if (!l && !gpu) l = zt_memplan_limit(cfg, rpn, lw, sizeof lw);
         rc = zt_memplan_auto_micro(cfg, &o, l, ZT_MEMPLAN_AUTO_MARGIN, why, sizeof why, &st);
         if (rc != ZT_OK) {
             cli_error("%s", st.msg);
@@ -517,7 +518,7 @@ int cmd_estimate(int argc, char **argv) {
     if (limit && p.peak_bytes > limit)
         nsug = zt_memplan_suggest(cfg, &o, &p, limit, sug, sizeof sug, first, sizeof first);
     if (json) print_json(cfg, &p, rows, nrows, limit, sug, why);
-    else print_text(cfg, &p, rows, nrows, limit, limit_what, sug, nsug, why, hf_arch);
+    else print_text(cfg, &p, rows, nrows, limit, limit_what, sug, nsug, why, hf_arch, shape_from);
     fflush(stdout);
     zt_config_free(cfg);
     return exit_code;

@@ -678,15 +678,15 @@ uint64_t zt_memplan_host_available(void) {
     return (uint64_t)kb * 1024;
 }
 
-uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char **what) {
+uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, char *what, size_t n) {
     if (cfg->memory_limit) {
-        if (what) *what = "ztrain.memory_limit";
+        if (n) snprintf(what, n, "ztrain.memory_limit");
         return cfg->memory_limit;
     }
     uint64_t avail = zt_memplan_host_available();
     if (ranks_per_node < 1) ranks_per_node = 1;
-    if (what) *what = ranks_per_node > 1 ? "available memory / ranks on this node"
-                                         : "available memory";
+    if (n && ranks_per_node > 1) snprintf(what, n, "available memory / %d ranks on this node", ranks_per_node);
+    else if (n) snprintf(what, n, "available memory");
     return avail / (uint64_t)ranks_per_node;
 }
 
@@ -710,8 +710,8 @@ uint64_t zt_memplan_device_limit(const zt_config *cfg, const zt_backend *be, int
     if (!known) {
         if (be && strcmp(be->name, "cpu-strict") == 0) {
             /* no emulated capacity: its "device" memory is host memory */
-            const char *hw = NULL;
-            uint64_t l = zt_memplan_limit(cfg, ranks_per_node, &hw);
+            char hw[64];
+            uint64_t l = zt_memplan_limit(cfg, ranks_per_node, hw, sizeof hw);
             snprintf(what, n, "%s; %s", hw, name);
             return l;
         }

@@ -129,8 +129,9 @@ uint64_t zt_memplan_host_available(void);
 
 /* The per-rank limit in force: ztrain.memory_limit, else available host
  * memory / ranks per node.  (On a device backend this is the host place's
- * limit; zt_memplan_device_limit gives the device's.)  *what describes it. */
-uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, const char **what);
+ * limit; zt_memplan_device_limit gives the device's.)  what[0..n) gets
+ * its description: "available memory / 4 ranks on this node". */
+uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, char *what, size_t n);
 
 /* What the planner cannot see on a device of `total` bytes: the CUDA
  * context's later growth, NCCL's communicators and buffers, cuBLAS's

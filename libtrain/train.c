@@ -234,27 +234,29 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     zt_memplan_opts mo;
     zt_memplan_opts_init(&mo, zt_rt()->world);
     mo.ranks_per_node = zt_rt()->local_size;
-    const char *limit_what = NULL;
-    char dev_what[384];
+    char limit_what[384], host_what[64];
     uint64_t limit;
     if (zt_be_device(ctx->be)) {
         /* device memory (ztrain.memory_limit overrides); the host place
          * (offloaded optimizer state, staging, loaders) against available
          * host memory / ranks per node */
         limit = zt_memplan_device_limit(ctx->cfg, ctx->be, ranks_on_device(ctx), mo.ranks_per_node,
-                                        dev_what, sizeof dev_what);
-        limit_what = dev_what;
+                                        limit_what, sizeof limit_what);
         if ((rc = zt_be_check(ctx->be, "querying free device memory", st)) != ZT_OK) goto fail;
         const int strict_host = strcmp(ctx->be->name, "cpu-strict") == 0 &&
                                 !ctx->cfg->strict_device_memory && !ctx->cfg->memory_limit;
         if (!strict_host) {   /* (cpu-strict without a capacity: already the host limit) */
             mo.host_limit = zt_memplan_host_available() / (uint64_t)(mo.ranks_per_node > 0
                                                                          ? mo.ranks_per_node : 1);
-            mo.host_limit_what = mo.ranks_per_node > 1 ? "available host memory / ranks on this node"
-                                                       : "available host memory";
+            if (mo.ranks_per_node > 1)
+                snprintf(host_what, sizeof host_what, "available host memory / %d ranks on this node",
+                         mo.ranks_per_node);
+            else
+                snprintf(host_what, sizeof host_what, "available host memory");
+            mo.host_limit_what = host_what;
         }
     } else {
-        limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, &limit_what);
+        limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, limit_what, sizeof limit_what);
     }
     char why[640] = "";
     if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
@@ -283,18 +285,10 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
         if (forced)
             zt_log(ctx, ZT_LOG_WARN, "memory: predicted peak %s per rank exceeds the limit %s (%s); "
                    "starting anyway (ztrain.force)", pk, lim, limit_what);
-        else if (limit) {
-            /* "... / ranks on this node" -> "... / 4 ranks on this node" */
-            char what[512];
-            const char *at = strstr(limit_what, "/ ranks on this node");
-            if (at)
-                snprintf(what, sizeof what, "%.*s/ %d ranks on this node%s", (int)(at - limit_what),
-                         limit_what, mo.ranks_per_node, at + strlen("/ ranks on this node"));
-            else
-                snprintf(what, sizeof what, "%s", limit_what);
+        else if (limit)
             zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
-                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, what);
-        } else
+                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, limit_what);
+        else
             zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
                    ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
     }

@@ -382,14 +382,14 @@ static void test_check_and_auto(void) {
 
     c = zt_config_new();
     tu_set(c, "ztrain.memory_limit", "3G");
-    const char *what = NULL;
-    tap_ok(zt_memplan_limit(c, 4, &what) == 3ULL << 30 && contains(what, "memory_limit"),
+    char what[64];
+    tap_ok(zt_memplan_limit(c, 4, what, sizeof what) == 3ULL << 30 && contains(what, "memory_limit"),
            "limit: ztrain.memory_limit when set");
     tu_set(c, "ztrain.memory_limit", "0");
     /* available memory moves while other processes run: the limit must sit
      * between two readings taken around it (give or take 10%) */
     uint64_t a0 = zt_memplan_host_available();
-    uint64_t lim4 = zt_memplan_limit(c, 4, &what);
+    uint64_t lim4 = zt_memplan_limit(c, 4, what, sizeof what);
     uint64_t a1 = zt_memplan_host_available();
     uint64_t lo = (a0 < a1 ? a0 : a1) / 4, hi = (a0 > a1 ? a0 : a1) / 4;
     lo -= lo / 10;   /* and allow 10% of movement in between */
