@@ -4,9 +4,9 @@
  * Keys follow DeepSpeed's ds_config.json names where they exist; ztrain's own
  * keys live under "ztrain".  Every key is settable from the JSON file, a
  * ZTRAIN_* environment variable and a `ztrain train` flag; precedence is
- * flag > environment > file > default.  config.c holds the one table that
- * maps key paths, flags, env names, types, ranges and defaults to the fields
- * below, and records the source of every value.
+ * flag > environment > file > default.  config_keys.c holds the one table
+ * that maps key paths, flags, env names, types, ranges and defaults to the
+ * fields below; config_int.h says which config_*.c file does the rest.
  */
 #ifndef ZT_CONFIG_H
 #define ZT_CONFIG_H
@@ -111,7 +111,7 @@ struct zt_config {
     char preempt_signal[16];      /* ztrain.preempt_signal: SIGUSR2 | SIGTERM | SIGINT | SIGHUP */
     char requeue[8];              /* ztrain.requeue: auto | true | false */
 
-    /* provenance of every table entry, indexed like the table in config.c */
+    /* provenance of every table entry, indexed like the table in config_keys.c */
     unsigned char *src;
     /* DeepSpeed compatibility, filled by zt_config_load_file, shown by
      * zt_config_describe: keys accepted with no effect in ztrain, and keys
@@ -125,7 +125,7 @@ struct zt_config {
     int finalized;
     int world_size;           /* set by finalize */
 
-    /* ZeRO offload targets (added by config.c's table; enum strings) */
+    /* ZeRO offload targets (added by config_keys.c's table; enum strings) */
     char offload_optimizer[8];    /* zero_optimization.offload_optimizer.device: none | cpu */
     char offload_param[8];        /* zero_optimization.offload_param.device: none | cpu */
     int pin_optimizer;            /* zero_optimization.offload_optimizer.pin_memory */

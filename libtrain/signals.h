@@ -10,8 +10,8 @@
  * world group, so that every rank sees the same decision at the same step
  * even when the signal reached only some ranks.
  *
- * SIGUSR1 is never used: NCCL uses it.  (config.c refuses it for
- * ztrain.preempt_signal.)
+ * SIGUSR1 is never used: NCCL uses it.  (The key table, config_keys.c,
+ * refuses it for ztrain.preempt_signal.)
  */
 #ifndef ZT_SIGNALS_H
 #define ZT_SIGNALS_H
