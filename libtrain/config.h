@@ -145,7 +145,8 @@ struct zt_config {
 };
 
 /* train_micro_batch_size_per_gpu = "auto" is stored as this value; it is
- * resolved against the memory limit (memplan.h) before finalize. */
+ * resolved against the memory limit (memplan.h) before finalize.  Without a
+ * train_batch_size to keep it means the default, as an absent key does. */
 #define ZT_MICRO_BATCH_AUTO (-1)
 
 /* zero_optimization.shard_group_size = "node" is stored as this value: shard

@@ -230,6 +230,10 @@ int zt_config_site_max_dataloaders(void) {
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
     reset_derived(c);
     ZT_TRY(check_site_limits(c, st));
+    if (c->micro_batch == ZT_MICRO_BATCH_AUTO && c->train_batch_size <= 0)
+        c->micro_batch = 0;   /* "auto" with no train_batch_size to keep (absent, or "auto" as
+                               * well: the Hugging Face examples): nothing to fit, so ztrain's
+                               * own default, exactly as when the key is absent */
     if (c->micro_batch == ZT_MICRO_BATCH_AUTO)
         return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is chosen against "
                        "the memory limit when training starts (zt_ctx_create) or by 'ztrain "

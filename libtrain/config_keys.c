@@ -28,7 +28,8 @@ const keydef zt_cfg_keys[] = {
     {"train_micro_batch_size_per_gpu", "micro-batch", NULL, NULL, T_INT, FLD(micro_batch),
      0, 0, KF_NO_HI | KF_AUTO | KF_FIT, "0", NULL,
      "samples per rank per micro-step; 0 = derive (16 if nothing is given); \"auto\" = the "
-     "largest that fits the memory limit, keeping train_batch_size (see docs/memory.md)"},
+     "largest that fits the memory limit, keeping train_batch_size (see docs/memory.md); "
+     "without train_batch_size, \"auto\" is 0"},
     {"gradient_accumulation_steps", "grad-accum", NULL, NULL, T_INT, FLD(grad_accum),
      0, 0, KF_NO_HI | KF_AUTO, "0", NULL,
      "micro-steps per optimizer step; 0 or \"auto\" = derive"},

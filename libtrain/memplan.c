@@ -1053,10 +1053,9 @@ int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t lim
     if (cfg->micro_batch != ZT_MICRO_BATCH_AUTO) return ZT_OK;
     const int W = o->world_size;
     long long tbs = cfg->train_batch_size, ga = cfg->grad_accum;
-    if (tbs <= 0)
-        return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" needs "
-                       "train_batch_size (the global batch it keeps); set it, or give the micro "
-                       "batch as a number");
+    if (tbs <= 0)   /* no global batch to keep: zt_config_finalize gives ztrain's own
+                     * default, exactly as when the key is absent */
+        return ZT_OK;
     if (tbs % W)
         return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\": "
                        "train_batch_size=%lld is not divisible by the world size %d", tbs, W);

@@ -171,7 +171,10 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
  * predicted peak is within (1 - margin) * limit, dividing train_batch_size /
  * world; gradient accumulation keeps train_batch_size.  Writes the choice
  * into cfg (micro batch, and accumulation when it was derived) and a
- * sentence saying why into why.  No-op when cfg's micro batch is not auto. */
+ * sentence saying why into why.  No-op when cfg's micro batch is not auto,
+ * and when train_batch_size is not given (0 or "auto"): then there is
+ * nothing to keep, and zt_config_finalize gives ztrain's default micro batch
+ * as if the key were absent. */
 #define ZT_MEMPLAN_AUTO_MARGIN 0.10
 int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,
                           double margin, char *why, size_t nwhy, zt_status *st);

@@ -260,7 +260,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     }
     char why[640] = "";
     if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
-        if (ops) {
+        if (ops && ctx->cfg->train_batch_size > 0) {   /* (without one, nothing to plan: the default) */
             rc = zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is planned for "
                          "the built-in GPT only; give a number for model '%s'",
                          ops->name ? ops->name : "?");

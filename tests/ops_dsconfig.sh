@@ -120,8 +120,9 @@ cat > zero3.json <<'JSON'
 JSON
 # the model and data from flags (flags win over the file); everything else
 # from the file
-M=(--n-layer 2 --n-head 2 --n-embd 32 --context 32 --vocab 256 --train c_train.bin --val c_val.bin
-   --threads 1 --sample-tokens 0 --steps 3 --eval-every 0 --eval-batches 1 --micro-batch 3 --resume never)
+M0=(--n-layer 2 --n-head 2 --n-embd 32 --context 32 --vocab 256 --train c_train.bin --val c_val.bin
+    --threads 1 --sample-tokens 0 --steps 3 --eval-every 0 --eval-batches 1 --resume never)
+M=("${M0[@]}" --micro-batch 3)
 for z in zero2 zero3; do
     mpirun_np 2 "$ZTRAIN" train --config $z.json "${M[@]}" --ckpt-dir D$z --metrics $z.jsonl > $z.out 2> $z.err
     rc=$?
@@ -138,6 +139,20 @@ for z in zero2 zero3; do
 done
 grep -q 'zero_optimization.stage *= 3 *(file)' zero3.out && grep -q 'offload_param.device *= "cpu" *(file)' zero3.out
 ok $? "ZeRO-3 example: stage 3 with parameter offload taken from the file"
+# its batch triple, all "auto", needs no --micro-batch: ztrain's defaults, the
+# same effective configuration as with the three keys left out (issue 31)
+grep -v '"train_batch_size"\|"train_micro_batch_size_per_gpu"\|"gradient_accumulation_steps"' \
+    zero3.json > nobatch.json
+for z in zero3 nobatch; do
+    mpirun_np 2 "$ZTRAIN" train --config $z.json "${M0[@]}" --ckpt-dir Dpc --print-config \
+        > $z.pc 2> $z.pc.err
+    echo $? > $z.rc
+done
+ok $([ "$(cat zero3.rc)" = 0 ] && [ "$(cat nobatch.rc)" = 0 ] && cmp -s zero3.pc nobatch.pc &&
+     grep -q '^  train_micro_batch_size_per_gpu *= 16 *(derived)' zero3.pc &&
+     grep -q '^  train_batch_size *= 32 *(derived)' zero3.pc; echo $?) \
+   "ZeRO-3 example without --micro-batch on 2 ranks (exit $(cat zero3.rc)): micro batch 16 x 2 ranks, as with the batch keys absent"
+[ "$(cat zero3.rc)" = 0 ] || diag zero3.pc.err
 
 # DeepSpeed's WarmupLR (log warmup by default) and WarmupDecayLR; Adam
 cat > ds.json <<'JSON'

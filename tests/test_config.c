@@ -250,7 +250,7 @@ static void test_file_errors(void) {
            "bool key given a number");
 
     snprintf(path, sizeof path, "%s", write_json("auto.json",
-             "{\"train_micro_batch_size_per_gpu\": \"auto\"}"));
+             "{\"train_batch_size\": 32, \"train_micro_batch_size_per_gpu\": \"auto\"}"));
     rc = zt_config_load_file(c, path, &st);
     tap_ok(rc == ZT_OK && c->micro_batch == ZT_MICRO_BATCH_AUTO &&
            zt_config_finalize(c, 1, &st) == ZT_EINVAL && contains(st.msg, "memory limit"),
@@ -566,6 +566,43 @@ static void test_batch(void) {
             zt_config_free(c);
         }
     }
+}
+
+/* The Hugging Face DeepSpeed examples give all three batch keys as "auto":
+ * ztrain's own defaults, exactly as when the keys are absent (issue 31). */
+static void test_hf_auto_batch(void) {
+    zt_status st;
+    char path[512];
+    zt_config *a = zt_config_new(), *b = zt_config_new();
+    snprintf(path, sizeof path, "%s", write_json("hf_auto.json",
+             "{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": \"auto\", "
+             "\"gradient_accumulation_steps\": \"auto\", \"ztrain\": {\"steps\": 5}}"));
+    int rc = zt_config_load_file(a, path, &st);
+    snprintf(path, sizeof path, "%s", write_json("hf_absent.json", "{\"ztrain\": {\"steps\": 5}}"));
+    if (rc == ZT_OK) rc = zt_config_load_file(b, path, &st);
+    if (rc == ZT_OK) rc = zt_config_finalize(a, 2, &st);
+    if (rc == ZT_OK) rc = zt_config_finalize(b, 2, &st);
+    if (rc != ZT_OK) tap_diag("%s", st.msg);
+    char *da = zt_config_describe(a), *db = zt_config_describe(b);
+    tap_ok(rc == ZT_OK && a->micro_batch == 16 && a->grad_accum == 1 && a->train_batch_size == 32 &&
+           zt_config_source(a, "train_micro_batch_size_per_gpu") == ZT_SRC_DERIVED &&
+           da && db && streq(da, db),
+           "batch triple all \"auto\" on 2 ranks: 16 x 1 x 2 = 32, derived, the same "
+           "configuration as with the keys absent");
+    free(da);
+    free(db);
+    /* a global batch from a higher source afterwards: "auto" fits the memory again */
+    zt_config_free(a);
+    a = zt_config_new();
+    snprintf(path, sizeof path, "%s", write_json("hf_auto2.json",
+             "{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": \"auto\"}"));
+    rc = zt_config_load_file(a, path, &st);
+    rc |= zt_config_set(a, "batch-size", "24", ZT_SRC_FLAG, &st);
+    tap_ok(rc == ZT_OK && zt_config_finalize(a, 2, &st) == ZT_EINVAL &&
+           contains(st.msg, "memory limit"),
+           "micro batch \"auto\" with train_batch_size from a flag is still fitted to memory");
+    zt_config_free(a);
+    zt_config_free(b);
 }
 
 static void test_finalize(void) {
@@ -886,6 +923,7 @@ int main(void) {
     test_pseudo();
     test_batch();
     test_finalize();
+    test_hf_auto_batch();
     test_output();
     test_real_env();
     test_shipped_configs();
