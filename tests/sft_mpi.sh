@@ -23,48 +23,11 @@ print("# %d windows of %d tokens, %d of %d targets counted" % (n, W, sum(counts)
 sys.exit(0 if n >= 12 and 0 < sum(counts) < n * (W - 1) // 2 else 1)
 PY
 ok $? "the train file masks most targets"
-# run TAG NRANKS ARGS...: 20 steps at a global batch of 12, eval every 10
-run() {
-    local tag=$1 n=$2; shift 2
-    mpirun_np "$n" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.sft \
-        --val c_val.sft --vocab 1536 --context 64 --seq-len 64 --threads 1 --steps 20 --eval-every 10 \
-        --eval-batch-size 12 --eval-batches 1 --sample-tokens 0 --save "w_$tag.bin" \
-        --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" "$@" > "o_$tag.txt" 2>&1
-}
-# compare TAG: per-step and val losses within 1e-5 relative, final parameters within 1e-5
-compare() {
-    python3 - "m_ref.jsonl" "m_$1.jsonl" "w_ref.bin" "w_$1.bin" <<'PY'
-import json, struct, sys
-def losses(p, k): return [json.loads(l)[k] for l in open(p) if '"%s"' % k in l]
-def weights(p):
-    b = open(p, "rb").read(); n = (len(b) - 1024) // 4
-    return struct.unpack("<%df" % n, b[1024:])
-a, b = losses(sys.argv[1], "loss"), losses(sys.argv[2], "loss")
-va, vb = losses(sys.argv[1], "val_loss"), losses(sys.argv[2], "val_loss")
-wa, wb = weights(sys.argv[3]), weights(sys.argv[4])
-assert len(a) == len(b) == 20 and len(va) == len(vb) == 2 and len(wa) == len(wb)
-lr = max(abs(x - y) / abs(x) for x, y in zip(a + va, b + vb))
-pd = max(abs(x - y) for x, y in zip(wa, wb))
-print("# max relative loss difference %.2e (val %s vs %s), max parameter difference %.2e" % (lr, va, vb, pd))
-sys.exit(0 if lr <= 1e-5 and pd <= 1e-5 else 1)
-PY
-}
-run ref 1 --stage 0 --micro-batch 12
-ok $? "reference: 1 rank, stage 0, micro-batch 12"
-for n in 1 2 3 4; do
-    for s in 0 1 2 3; do
-        [ "$n" = 1 ] && [ "$s" = 0 ] && continue
-        if run "n${n}s$s" "$n" --stage "$s" --micro-batch $((12 / n)); then compare "n${n}s$s"; else diag "o_n${n}s$s.txt"; false; fi
-        ok $? "$n ranks, stage $s: masked losses and parameters match the reference"
-    done
-done
-# gradient accumulation: 2 ranks x 2 micro-steps x 3 == 1 rank x 12
-for s in 0 2 3; do
-    if run "a$s" 2 --stage "$s" --micro-batch 3 --grad-accum 2; then compare "a$s"; else diag "o_a$s.txt"; false; fi
-    ok $? "2 ranks, stage $s, accumulation 2 x micro 3 matches 1 x 12"
-done
-if run acc4 1 --stage 0 --micro-batch 3 --grad-accum 4; then compare acc4; else diag o_acc4.txt; false; fi
-ok $? "1 rank: accumulation 4 x micro 3 matches 1 x micro 12"
+. "$ZT_SRCDIR/tests/world_lib.sh"
+RUN_ARGS=(--train c_train.sft --val c_val.sft --vocab 1536 --context 64 --seq-len 64 --eval-every 10
+          --eval-batch-size 12 --eval-batches 1)
+check_stages "masked losses"
+check_accum
 # resume: 10 steps + checkpoint, then a new process resumes and runs to 20;
 # the losses and the weights are those of the uninterrupted run (the LR
 # schedule's length fixed at 20 steps in all three runs)
