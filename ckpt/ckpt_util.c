@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
-#include "h5tokens.h"
+#include "h5util.h"
 
 const char *const ck_family_group[CK_NFAM] = {"params", "optimizer/m", "optimizer/v"};
 const char *const ck_family_what[CK_NFAM] = {"weights", "AdamW m", "AdamW v"};

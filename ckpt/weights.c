@@ -20,6 +20,7 @@
 #include "devmem.h"
 #include "half.h"
 #include "ck_values.h"
+#include "ztrain_ckpt.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_FP32 3

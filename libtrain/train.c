@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
-#include "data.h"
 #include "devmem.h"
 #include "gpu.h"
 #include "profile.h"
@@ -490,13 +489,14 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
 
 /* ------------------------------------------------------------ training */
 
-/* A masked source (SFT data, io/data.h): *n = its counted targets among
- * samples [0, count) of step, which must not be 0; else *n is left alone. */
+/* A masked source (one with count_targets, e.g. SFT data): *n = its counted
+ * targets among samples [0, count) of step, which must not be 0; else *n is
+ * left alone. */
 static int counted_targets(const zt_data_source *src, long step, uint64_t count, double *n,
                            zt_status *st) {
-    if (!zt_data_masked(src)) return ZT_OK;
+    if (!src->count_targets) return ZT_OK;
     uint64_t c;
-    ZT_TRY(zt_data_count_targets(src, step, 0, (int)count, &c, st));
+    ZT_TRY(src->count_targets(src->state, step, 0, (int)count, &c, st));
     if (c == 0)
         return zt_fail(st, ZT_EDATA, "%s %ld: the loss mask leaves no target to train on in its %llu "
                        "windows", step < 0 ? "evaluation round" : "step",
@@ -662,7 +662,7 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
-    *val_loss = zt_data_masked(&ctx->val) ? sum / ntgt
+    *val_loss = ctx->val.count_targets ? sum / ntgt
                                        : sum / ((double)ctx->cfg->eval_batches * E * T);
     return ZT_OK;
 }
