@@ -2,7 +2,7 @@
 #ifndef ZT_CKPT_INTERNAL_H
 #define ZT_CKPT_INTERNAL_H
 #include <hdf5.h>
-#include "ctx.h"
+#include "engine.h"
 #include "ztrain_ckpt.h"
 #include "safetensors.h"
 

@@ -676,14 +676,14 @@ int ck_clean_stale(const char *dir, char *report, size_t n) {
 
 /* ================================================================ MPI */
 
-MPI_Comm ck_comm(zt_ctx *ctx) { return ctx->world->comm; }
+MPI_Comm ck_comm(zt_ctx *ctx) { return zt_ctx_world(ctx)->comm; }
 
 /* Complete a non-blocking MPI operation of the checkpoint code, bounded by
  * the world group's timeout (ztrain.comm_timeout_s): a rank that died,
  * stopped or hangs in another collective becomes ZT_ECOMM naming the phase
  * (zt_group_where) instead of a hang. */
 static int ck_wait(zt_ctx *ctx, MPI_Request *req, const char *op, zt_status *st) {
-    const zt_group *g = ctx->world;
+    const zt_group *g = zt_ctx_world(ctx);
     double t0 = zt_now_s();
     unsigned spins = 0;
     for (;;) {
@@ -712,8 +712,8 @@ static int ck_bcast(zt_ctx *ctx, void *buf, int n, MPI_Datatype t, int root, zt_
 }
 
 int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
-    if (ctx->nranks < 2) return rc;
-    int me = ctx->rank, v = rc != ZT_OK ? me : INT_MAX, low = INT_MAX;
+    if (zt_ctx_nranks(ctx) < 2) return rc;
+    int me = zt_ctx_rank(ctx), v = rc != ZT_OK ? me : INT_MAX, low = INT_MAX;
     MPI_Request r;
     if (MPI_Iallreduce(&v, &low, 1, MPI_INT, MPI_MIN, ck_comm(ctx), &r) != MPI_SUCCESS)
         return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Iallreduce) failed");
@@ -735,23 +735,23 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
 }
 
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st) {
-    if (ctx->nranks < 2) return rc;
-    int code = ctx->rank == 0 ? rc : 0;
+    if (zt_ctx_nranks(ctx) < 2) return rc;
+    int code = zt_ctx_rank(ctx) == 0 ? rc : 0;
     ZT_TRY(ck_bcast(ctx, &code, 1, MPI_INT, 0, st));
     if (code == ZT_OK) return ZT_OK;
     char msg[sizeof st->msg];
     memset(msg, 0, sizeof msg);
-    if (ctx->rank == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
+    if (zt_ctx_rank(ctx) == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
     ZT_TRY(ck_bcast(ctx, msg, (int)sizeof msg, MPI_CHAR, 0, st));
-    if (ctx->rank != 0) zt_fail(st, code, "%s", msg);
+    if (zt_ctx_rank(ctx) != 0) zt_fail(st, code, "%s", msg);
     return code;
 }
 
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
-    if (ctx->nranks < 2) return ZT_OK;
-    long len = ctx->rank == 0 && *s ? (long)strlen(*s) : 0;
+    if (zt_ctx_nranks(ctx) < 2) return ZT_OK;
+    long len = zt_ctx_rank(ctx) == 0 && *s ? (long)strlen(*s) : 0;
     ZT_TRY(ck_bcast(ctx, &len, 1, MPI_LONG, 0, st));
-    if (ctx->rank != 0) {
+    if (zt_ctx_rank(ctx) != 0) {
         free(*s);
         *s = calloc(1, (size_t)len + 1);
         if (!*s) return zt_fail(st, ZT_ENOMEM, "out of memory");
@@ -842,14 +842,14 @@ void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase) 
 void zt_watchdog_disarm(void) { ck_unwatch(); }
 
 void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
-    double t = ctx->world ? ctx->world->timeout_s : 0;
-    if (ctx->nranks < 2 || t <= 0) return;
+    double t = zt_ctx_world(ctx) ? zt_ctx_world(ctx)->timeout_s : 0;
+    if (zt_ctx_nranks(ctx) < 2 || t <= 0) return;
     char phase[sizeof wd_phase];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(phase, sizeof phase, fmt, ap);
     va_end(ap);
-    zt_watchdog_arm(ctx->rank, ctx->nranks, t, phase);
+    zt_watchdog_arm(zt_ctx_rank(ctx), zt_ctx_nranks(ctx), t, phase);
 }
 
 void ck_watch_cleanup(const char *path) {
@@ -887,7 +887,7 @@ int ck_scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t 
                uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
                const char *what, zt_status *st) {
     MPI_Comm comm = ck_comm(ctx);
-    if (ctx->rank == 0) {
+    if (zt_ctx_rank(ctx) == 0) {
         int nreq = 0;
         for (int r = 1; r < p->nranks; ++r)
             for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
@@ -930,7 +930,7 @@ void ck_plan_free(ck_plan *p) {
 
 int ck_plan_build(zt_ctx *ctx, const zt_train_state *s, ck_plan *p, zt_status *st) {
     memset(p, 0, sizeof *p);
-    int W = ctx->nranks;
+    int W = zt_ctx_nranks(ctx);
     p->nranks = W;
     p->first = calloc((size_t)W, sizeof(int));
     p->count = calloc((size_t)W, sizeof(int));

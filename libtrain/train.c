@@ -63,6 +63,14 @@ static uint64_t comm_total(const zt_ctx *ctx) {
 long zt_ctx_step(const zt_ctx *ctx) { return ctx->step; }
 size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
 
+/* engine.h: the context as ckpt/ and io/ see it */
+int zt_ctx_rank(const zt_ctx *ctx) { return ctx->rank; }
+int zt_ctx_nranks(const zt_ctx *ctx) { return ctx->nranks; }
+zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->world; }
+const zt_backend *zt_ctx_backend(const zt_ctx *ctx) { return ctx->be; }
+zt_model *zt_ctx_model(const zt_ctx *ctx) { return ctx->model; }
+zt_shard *zt_ctx_shard(const zt_ctx *ctx) { return ctx->sh; }
+
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
                        zt_status *st) {
     memset(b, 0, sizeof *b);

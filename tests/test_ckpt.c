@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include "ckpt_internal.h"
+#include "ctx.h"
 #include "signals.h"
 #include "tap.h"
 #include "testutil.h"
