@@ -222,7 +222,7 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
 #ifdef __cplusplus
 }
 #endif
-/* The watchdog (ckpt_util.c) bounds phases whose collectives no timeout
+/* The watchdog (ckpt_watchdog.c) bounds phases whose collectives no timeout
  * covers: start-up, and HDF5's / MPI-IO's own collectives in checkpoint
  * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
  * restarts the clock of `phase`; if neither is called again within
