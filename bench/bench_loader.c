@@ -26,6 +26,7 @@
 #include "config.h"
 #include "data.h"
 #include "internal.h"
+#include "ztrain_io.h"
 
 typedef struct wait_acc { double wait_ms, step_ms; int n; } wait_acc;
 

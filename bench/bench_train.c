@@ -51,7 +51,7 @@ static int synth_get(void *s, long step, uint64_t first, int count, int T, int *
 static zt_data_source synth(int V) {
     int *v = malloc(sizeof *v);
     *v = V;
-    zt_data_source d = {v, synth_get, free};
+    zt_data_source d = {v, synth_get, free, NULL};
     return d;
 }
 

@@ -2,7 +2,7 @@
 #ifndef ZT_CKPT_INTERNAL_H
 #define ZT_CKPT_INTERNAL_H
 #include <hdf5.h>
-#include "ctx.h"
+#include "engine.h"
 #include "ztrain_ckpt.h"
 #include "safetensors.h"
 
@@ -95,7 +95,8 @@ int ck_clean_stale(const char *dir, char *report, size_t n);
 
 /* ---------------------------------------------------------------- MPI */
 MPI_Comm ck_comm(zt_ctx *ctx);
-/* Agreement: all ranks end with the status of the lowest failing rank
+/* Agreement (over the world group's collectives, comm.h, bounded by its
+ * timeout): all ranks end with the status of the lowest failing rank
  * (message prefixed "rank N: " when N > 0); returns its code. */
 int ck_agree(zt_ctx *ctx, int rc, zt_status *st);
 /* Rank 0's status to all ranks; returns its code. */
@@ -103,7 +104,7 @@ int ck_root_status(zt_ctx *ctx, int rc, zt_status *st);
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st);
 /* Arm (or re-arm: progress) the watchdog of the checkpoint I/O phase named
  * by fmt: if no ck_watch or ck_unwatch follows within ztrain.comm_timeout_s,
- * the process prints one error naming the phase and exits 1 (ckpt_util.c).
+ * the process prints one error naming the phase and exits 1 (ckpt_watchdog.c).
  * No-op with one rank or no timeout. */
 void ck_watch(zt_ctx *ctx, const char *fmt, ...) ZT_PRINTF(2, 3);
 void ck_unwatch(void);

@@ -28,7 +28,7 @@
 #include "devmem.h"
 
 static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, zt_status *st) {
-    const zt_model_config *mc = &ctx->model->cfg;
+    const zt_model_config *mc = &zt_ctx_model(ctx)->cfg;
     if (in->n_layer != mc->n_layer || in->n_head != mc->n_head || in->n_embd != mc->n_embd ||
         in->context != mc->context || in->vocab != mc->vocab)
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model (n_layer %d, n_head %d, n_embd %d, "
@@ -86,10 +86,10 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
                            dv[k].key, a, b);
         }
 shape_ok:
-    if (in->num_params != ctx->model->num_params || in->n_tensors != ctx->model->n_tensors)
+    if (in->num_params != zt_ctx_model(ctx)->num_params || in->n_tensors != zt_ctx_model(ctx)->n_tensors)
         return zt_fail(st, ZT_EDATA, "%s: %llu parameters in %d tensors, expected %zu in %d",
                        file, (unsigned long long)in->num_params, in->n_tensors,
-                       ctx->model->num_params, ctx->model->n_tensors);
+                       zt_ctx_model(ctx)->num_params, zt_ctx_model(ctx)->n_tensors);
     return ZT_OK;
 }
 
@@ -131,11 +131,11 @@ static int mismatch(zt_status *st, const char *file, int fam, const char *tname,
 }
 
 static int bcast_info(zt_ctx *ctx, zt_ckpt_info *in, zt_status *st) {
-    if (ctx->nranks < 2) return ZT_OK;
+    if (zt_ctx_nranks(ctx) < 2) return ZT_OK;
     char *json = in->config_json;
     in->config_json = NULL;
     int ok = MPI_Bcast(in, (int)sizeof *in, MPI_BYTE, 0, ck_comm(ctx)) == MPI_SUCCESS;
-    if (ctx->rank == 0) in->config_json = json;
+    if (zt_ctx_rank(ctx) == 0) in->config_json = json;
     if (!ok) return zt_fail(st, ZT_ECOMM, "checkpoint restore: MPI_Bcast failed");
     return ZT_OK;
 }
@@ -143,7 +143,7 @@ static int bcast_info(zt_ctx *ctx, zt_ckpt_info *in, zt_status *st) {
 static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_state *s,
                               const ck_plan *p, zt_ckpt_info *in, zt_status *st) {
     const zt_model *m = s->model;
-    int rc = ZT_OK, root = ctx->rank == 0;
+    int rc = ZT_OK, root = zt_ctx_rank(ctx) == 0;
     hid_t f = -1;
     float *buf = NULL;
     MPI_Request *reqs = NULL;
@@ -255,14 +255,14 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
         rc = open_tensor(f, t, file, d, sv, st);
         if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { close_tensor(d); break; }
         for (int k = 0; k < CK_NFAM; ++k) stored[k * nt + ti] = sv[k];
-        int n = ck_pieces(p, ctx->rank, t, 0, NULL, 0);
+        int n = ck_pieces(p, zt_ctx_rank(ctx), t, 0, NULL, 0);
         if (n > cap) {
             void *nm = realloc(mine, (size_t)n * sizeof *mine);
             if (!nm) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
             else { mine = nm; cap = n; }
         }
         if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { close_tensor(d); break; }
-        ck_pieces(p, ctx->rank, t, 0, mine, cap);
+        ck_pieces(p, zt_ctx_rank(ctx), t, 0, mine, cap);
         /* independent reads: each piece is one contiguous byte range */
         for (int fam = 0; fam < CK_NFAM; ++fam) {
             hid_t fs = H5Dget_space(d[fam]);
@@ -299,7 +299,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
         rc = ck_agree(ctx, rc, st);
     }
     if (rc != ZT_OK) goto out;
-    if (ctx->nranks > 1 &&
+    if (zt_ctx_nranks(ctx) > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, got, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
         rc = zt_fail(st, ZT_ECOMM, "checkpoint restore: checksum all-reduce failed");
         goto out;
@@ -325,11 +325,11 @@ static int restore_body(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *i
 /* Restore from a checkpoint path; fills *in (on every rank).  Bounded by
  * the watchdog (HDF5's own collectives in a parallel restore). */
 static int restore(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *in, zt_status *st) {
-    zt_group_where(ctx->world, "checkpoint restore of %s", path);
+    zt_group_where(zt_ctx_world(ctx), "checkpoint restore of %s", path);
     ck_watch(ctx, "checkpoint restore of %s", path);
     int rc = restore_body(ctx, path, mode, in, st);
     ck_unwatch();
-    zt_group_where(ctx->world, "%s", "");
+    zt_group_where(zt_ctx_world(ctx), "%s", "");
     return rc;
 }
 
@@ -339,7 +339,7 @@ static int restore_body(zt_ctx *ctx, const char *path, int mode, zt_ckpt_info *i
     memset(in, 0, sizeof *in);
     char file[ZT_PATH_MAX + 64] = "";
     int rc = ZT_OK;
-    if (ctx->rank == 0 || mode == ZT_CKPT_PARALLEL) {
+    if (zt_ctx_rank(ctx) == 0 || mode == ZT_CKPT_PARALLEL) {
         int kind = ck_resolve(path, file, sizeof file);
         if (kind < 0) rc = zt_fail(st, ZT_EIO, "%s: no such checkpoint", path);
         else if (kind == 0)
@@ -378,23 +378,23 @@ int zt_ckpt_restore(zt_ctx *ctx, const char *path, int mode, zt_status *st) {
 
 static void log_resumed(zt_ctx *ctx, const char *path, const zt_ckpt_info *in, double dt,
                         int mode) {
-    const zt_config *c = ctx->cfg;
+    const zt_config *c = zt_ctx_config(ctx);
     if (!in->meta_checksums)
         zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s has no metadata checksums (written by an older "
                "ztrain): its attributes and configuration are not verified", path);
     zt_train_state s;
     zt_status tmp;
-    int stage = c->zero_stage, group = ctx->nranks;
+    int stage = c->zero_stage, group = zt_ctx_nranks(ctx);
     if (zt_ctx_owned_state(ctx, &s, &tmp) == ZT_OK) { stage = s.stage; group = s.shard_group; }
     double bytes = (double)in->num_params * CK_NFAM * sizeof(float);
     zt_log(ctx, ZT_LOG_INFO, "checkpoint: resumed from %s at step %ld (%s restore, %.1f MiB in "
            "%.2f s, %.2f GB/s; every tensor checksum verified)", path, in->step,
            mode == ZT_CKPT_PARALLEL ? "parallel" : "one-reader", bytes / 1048576.0, dt,
            bytes / 1e9 / (dt > 0 ? dt : 1e-9));
-    if (in->world_size != ctx->nranks || in->zero_stage != stage || in->shard_group != group)
+    if (in->world_size != zt_ctx_nranks(ctx) || in->zero_stage != stage || in->shard_group != group)
         zt_log(ctx, ZT_LOG_INFO, "checkpoint: resharded: saved by %d ranks at ZeRO stage %d "
                "(shard group %d), now %d ranks at stage %d (shard group %d)", in->world_size,
-               in->zero_stage, in->shard_group, ctx->nranks, stage, group);
+               in->zero_stage, in->shard_group, zt_ctx_nranks(ctx), stage, group);
     if (in->seed != c->seed)
         zt_log(ctx, ZT_LOG_WARN, "checkpoint: ztrain.seed is %llu but the checkpoint was trained "
                "with %llu: the data order from here on differs from the original run",
@@ -410,9 +410,9 @@ static void log_resumed(zt_ctx *ctx, const char *path, const zt_ckpt_info *in, d
 
 static int bcast_steps(zt_ctx *ctx, long **steps, int *n, int rc, zt_status *st) {
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
-    if (ctx->nranks < 2) return ZT_OK;
+    if (zt_ctx_nranks(ctx) < 2) return ZT_OK;
     MPI_Bcast(n, 1, MPI_INT, 0, ck_comm(ctx));
-    if (ctx->rank != 0) {
+    if (zt_ctx_rank(ctx) != 0) {
         *steps = calloc((size_t)(*n > 0 ? *n : 1), sizeof **steps);
         if (!*steps) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     }
@@ -428,13 +428,13 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
                       long *step_out, zt_status *st) {
     long *steps = NULL;
     int n = 0, rc = ZT_OK;
-    if (ctx->rank == 0) rc = ck_scan_steps(dir, &steps, &n, st);
+    if (zt_ctx_rank(ctx) == 0) rc = ck_scan_steps(dir, &steps, &n, st);
     if ((rc = bcast_steps(ctx, &steps, &n, rc, st)) != ZT_OK) { free(steps); return rc; }
     if (n == 0) {
         zt_ckpt_entry *e = NULL;
         int k = 0, q = 0;
         zt_status tmp;
-        if (ctx->rank == 0 && zt_ckpt_list(dir, &e, &k, &tmp) == ZT_OK)
+        if (zt_ctx_rank(ctx) == 0 && zt_ckpt_list(dir, &e, &k, &tmp) == ZT_OK)
             for (int i = 0; i < k; ++i) q += e[i].state == 2;
         free(e);
         if (q)
@@ -466,7 +466,7 @@ static int resume_dir(zt_ctx *ctx, const char *dir, int mode, int quarantine, co
         /* quarantine, never delete: a checkpoint that could not be read
          * (EACCES, EIO, a missing file) is moved aside like a corrupt one,
          * so that a later save does not replace or prune it */
-        if (quarantine && ctx->rank == 0) {
+        if (quarantine && zt_ctx_rank(ctx) == 0) {
             char q[ZT_PATH_MAX + 64];
             if (ck_quarantine(path, q, sizeof q) == 0)
                 zt_log(ctx, ZT_LOG_WARN, "checkpoint: moved it to %s (%s; kept for inspection, "
@@ -514,7 +514,7 @@ static int check_ckpt_dir(const char *dir, zt_status *st) {
 int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     zt_status_clear(st);
     *step_out = -1;
-    const zt_config *c = ctx->cfg;
+    const zt_config *c = zt_ctx_config(ctx);
     int mode = strcmp(c->ckpt_restore, "parallel") == 0 ? ZT_CKPT_PARALLEL : ZT_CKPT_ONE_READER;
     if (strcmp(c->ckpt_resume, "never") == 0) return ZT_OK;
     if (strcmp(c->ckpt_resume, "auto") == 0)
@@ -522,17 +522,17 @@ int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st) {
     /* a path: a checkpoint, or a directory of checkpoints */
     char file[ZT_PATH_MAX + 64];
     int kind = 0, rc = ZT_OK;
-    if (ctx->rank == 0) {
+    if (zt_ctx_rank(ctx) == 0) {
         kind = ck_resolve(c->ckpt_resume, file, sizeof file);
         if (kind < 0) rc = zt_fail(st, ZT_EIO, "checkpoint.resume=%s: no such checkpoint or "
                                    "directory", c->ckpt_resume);
     }
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
-    if (ctx->nranks > 1) MPI_Bcast(&kind, 1, MPI_INT, 0, ck_comm(ctx));
+    if (zt_ctx_nranks(ctx) > 1) MPI_Bcast(&kind, 1, MPI_INT, 0, ck_comm(ctx));
     if (kind == 0) {
         /* a directory of checkpoints; anything else (empty included) is a
          * mistake worth stopping for, not a silent step 0 */
-        if (ctx->rank == 0) rc = check_ckpt_dir(c->ckpt_resume, st);
+        if (zt_ctx_rank(ctx) == 0) rc = check_ckpt_dir(c->ckpt_resume, st);
         if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) return rc;
         return resume_dir(ctx, c->ckpt_resume, mode, 0, "checkpoint.resume=PATH", step_out, st);
     }

@@ -70,13 +70,13 @@ static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
 /* Enter phase `name` of a save: named in communication errors and bounded
  * by the watchdog (ck_watch). */
 static void phase(zt_ctx *ctx, const char *name) {
-    zt_group_where(ctx->world, "checkpoint save: %s", name);
-    ck_watch(ctx, "checkpoint save at step %ld: %s", ctx->step, name);
+    zt_group_where(zt_ctx_world(ctx), "checkpoint save: %s", name);
+    ck_watch(ctx, "checkpoint save at step %ld: %s", zt_ctx_step(ctx), name);
 }
 
 static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *json,
                     double created, const char *file, zt_status *st) {
-    const zt_config *c = ctx->cfg;
+    const zt_config *c = zt_ctx_config(ctx);
     const zt_model_config *mc = &s->model->cfg;
     int bad = 0;
     bad |= ck_attr_put_str(f, "format", ZT_CKPT_FORMAT);
@@ -97,7 +97,7 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     bad |= ck_attr_put_str(f, "checksum_algorithm", ZT_CKPT_CHECKSUM_ALGORITHM);
 
     /* effective configuration, JSON */
-    if (ck_put_str_dataset(f, "config", json, ctx->rank) < 0) bad = 1;
+    if (ck_put_str_dataset(f, "config", json, zt_ctx_rank(ctx)) < 0) bad = 1;
 
     hid_t g = H5Gcreate2(f, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /model", file);
@@ -194,7 +194,7 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
                        const uint64_t *cs, float *h, const char *file, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
-    ck_crash_point("save_tensors", ctx->step);
+    ck_crash_point("save_tensors", zt_ctx_step(ctx));
     hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -220,21 +220,21 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
     if (!mine) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
-        int n = ck_pieces(p, ctx->rank, t, 1, NULL, 0);
+        int n = ck_pieces(p, zt_ctx_rank(ctx), t, 1, NULL, 0);
         if (n > cap) {
             void *nm = realloc(mine, (size_t)n * sizeof *mine);
             if (!nm) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); break; }
             mine = nm;
             cap = n;
         }
-        ck_pieces(p, ctx->rank, t, 1, mine, cap);
+        ck_pieces(p, zt_ctx_rank(ctx), t, 1, mine, cap);
         uint64_t dims[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
         if (t->ndim == 1) dims[0] = t->numel;
         hsize_t hd[2] = {dims[0], dims[1]};
         for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam) {
             char name[128];
             ck_dataset_name(name, sizeof name, fam, t->name);
-            ck_watch(ctx, "checkpoint save at step %ld: tensors (%s)", ctx->step, name);
+            ck_watch(ctx, "checkpoint save at step %ld: tensors (%s)", zt_ctx_step(ctx), name);
             hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
             hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
             if (d < 0) {
@@ -457,30 +457,30 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if (hfail) rc = st->code;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     partial_checksums(&s, cs, h);
-    if (ctx->nranks > 1 &&
+    if (zt_ctx_nranks(ctx) > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, cs, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
         rc = zt_fail(st, ZT_ECOMM, "checkpoint: checksum all-reduce failed");
         goto out;
     }
 
     /* rank 0: a fresh step-N.tmp/ (an old one is a crashed attempt) */
-    if (ctx->rank == 0) {
+    if (zt_ctx_rank(ctx) == 0) {
         rc = ck_mkdir_p(dir, st);
         if (rc == ZT_OK) {
             ck_rmtree(tmpd);
             if (mkdir(tmpd, 0777) != 0)
                 rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmpd, strerror(errno));
         }
-        json = zt_config_to_json(ctx->cfg);
+        json = zt_config_to_json(zt_ctx_config(ctx));
         if (rc == ZT_OK && !json) rc = zt_fail(st, ZT_ENOMEM, "out of memory (config JSON)");
         created = (double)time(NULL);
     }
     phase(ctx, "create the file");
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
     if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
-    if (ctx->nranks > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
+    if (zt_ctx_nranks(ctx) > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
 
-    if (ctx->rank == 0) ck_watch_cleanup(tmpd);
+    if (zt_ctx_rank(ctx) == 0) ck_watch_cleanup(tmpd);
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(fapl, ck_comm(ctx), MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(fapl, 1);
@@ -497,18 +497,18 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
         phase(ctx, "tensors");
         rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
-        if (rc == ZT_OK) rc = zt_be_check(ctx->be, "checkpoint", st);
+        if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
         rc = ck_agree(ctx, rc, st);
     }
     if (rc == ZT_OK) {
         /* the checksums of every attribute and of /config, read back */
         phase(ctx, "metadata checksums");
         char *lines = ck_meta_lines(f, file, st);
-        rc = lines ? ck_put_meta_checksums(f, lines, ctx->rank, file, st) : st->code;
+        rc = lines ? ck_put_meta_checksums(f, lines, zt_ctx_rank(ctx), file, st) : st->code;
         free(lines);
         rc = ck_agree(ctx, rc, st);
     }
-    if (ctx->rank == 0) ck_crash_point("after_data_write", step);
+    if (zt_ctx_rank(ctx) == 0) ck_crash_point("after_data_write", step);
     if (rc == ZT_OK) {
         phase(ctx, "flush");
         if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
@@ -518,8 +518,8 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
         /* abandoned: the .tmp goes first, for HDF5 may not return from
          * closing a file whose writes failed on some ranks (the watchdog
          * then ends the process with this error) */
-        if (ctx->rank == 0) ck_rmtree(tmpd);
-        zt_group_where(ctx->world, "checkpoint save: close");
+        if (zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
+        zt_group_where(zt_ctx_world(ctx), "checkpoint save: close");
         ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
     } else {
         phase(ctx, "close");
@@ -533,7 +533,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
 
     phase(ctx, "commit");
-    if (ctx->rank == 0) rc = commit(ctx, dir, step, keep, tmpd, final, file, st);
+    if (zt_ctx_rank(ctx) == 0) rc = commit(ctx, dir, step, keep, tmpd, final, file, st);
     rc = ck_root_status(ctx, rc, st);
     if (rc == ZT_OK) {
         double dt = zt_now_s() - t0;
@@ -543,15 +543,15 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     }
 out:
     if (f >= 0) {   /* created here but not on another rank */
-        if (ctx->rank == 0) ck_rmtree(tmpd);
+        if (zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
         ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
         H5Fclose(f);
     }
     /* an abandoned save leaves nothing behind: the previous committed
      * checkpoint stays `latest` */
-    if (rc != ZT_OK && ctx->rank == 0) ck_rmtree(tmpd);
+    if (rc != ZT_OK && zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
     ck_unwatch();
-    zt_group_where(ctx->world, "%s", "");
+    zt_group_where(zt_ctx_world(ctx), "%s", "");
     if (fapl >= 0) H5Pclose(fapl);
     free(json);
     free(cs);

@@ -67,7 +67,7 @@ static int run_cmd(char *const argv[], char *out, size_t n) {
 
 /* Rank 0, after a preemption checkpoint is durable. */
 static void maybe_requeue(zt_ctx *ctx) {
-    const char *mode = ctx->cfg->requeue;
+    const char *mode = zt_ctx_config(ctx)->requeue;
     const char *job = getenv("SLURM_JOB_ID");
     if (!strcmp(mode, "false")) {
         if (job && *job) zt_log(ctx, ZT_LOG_INFO, "preemption: ztrain.requeue=false: not requeueing job %s", job);
@@ -113,28 +113,28 @@ static void maybe_requeue(zt_ctx *ctx) {
 /* ------------------------------------------------------------ step hook */
 
 static int save_now(zt_ckpt_session *s, zt_ctx *ctx, const char *why, zt_status *st) {
-    const zt_config *c = ctx->cfg;
-    zt_log(ctx, ZT_LOG_INFO, "checkpoint: saving step %ld (%s)", ctx->step, why);
+    const zt_config *c = zt_ctx_config(ctx);
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: saving step %ld (%s)", zt_ctx_step(ctx), why);
     ZT_TRY(zt_ckpt_save(ctx, c->ckpt_dir, c->ckpt_keep, st));
-    s->last_saved_step = ctx->step;
+    s->last_saved_step = zt_ctx_step(ctx);
     s->last_save_t = zt_now_s();
-    snprintf(s->last, sizeof s->last, "%s/step-%ld", c->ckpt_dir, ctx->step);
+    snprintf(s->last, sizeof s->last, "%s/step-%ld", c->ckpt_dir, zt_ctx_step(ctx));
     return ZT_OK;
 }
 
 static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     zt_ckpt_session *s = user;
-    const zt_config *c = ctx->cfg;
+    const zt_config *c = zt_ctx_config(ctx);
     if (s->step_sleep_ms > 0) {
         struct timespec ts = {s->step_sleep_ms / 1000, (long)(s->step_sleep_ms % 1000) * 1000000L};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
     int timed = 0, sig = 0;
-    if (ctx->rank == 0 && c->ckpt_every_minutes > 0 &&
+    if (zt_ctx_rank(ctx) == 0 && c->ckpt_every_minutes > 0 &&
         zt_now_s() - s->last_save_t >= c->ckpt_every_minutes * 60.0)
         timed = 1;
-    ZT_TRY(zt_preempt_agree(ctx->world, &sig, &timed, st));
-    long step = ctx->step;
+    ZT_TRY(zt_preempt_agree(zt_ctx_world(ctx), &sig, &timed, st));
+    long step = zt_ctx_step(ctx);
     int last = step >= c->steps;
     int periodic = c->ckpt_every > 0 && step % c->ckpt_every == 0;
     if (s->last_saved_step == step) return ZT_OK;
@@ -143,7 +143,7 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
                zt_signal_name(sig), step);
         ZT_TRY(save_now(s, ctx, "preemption", st));
         zt_preempt_clear();
-        if (ctx->rank == 0) maybe_requeue(ctx);
+        if (zt_ctx_rank(ctx) == 0) maybe_requeue(ctx);
         return zt_fail(st, ZT_EPREEMPTED, "preempted by %s after step %ld; checkpoint %s saved",
                        zt_signal_name(sig), step, s->last);
     }
@@ -193,9 +193,9 @@ static int probe_dir(const char *dir, zt_status *st) {
 int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
-    const zt_config *c = ctx->cfg;
-    zt_group_where(ctx->world, "start-up: checkpoint session");
-    ck_crash_point("startup", ctx->step);
+    const zt_config *c = zt_ctx_config(ctx);
+    zt_group_where(zt_ctx_world(ctx), "start-up: checkpoint session");
+    ck_crash_point("startup", zt_ctx_step(ctx));
     zt_ckpt_session *s = calloc(1, sizeof *s);
     int rc = s ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint session)");
     if (rc == ZT_OK) rc = zt_signal_from_name(c->preempt_signal, &s->signo, st);
@@ -205,9 +205,9 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     const char *sl = getenv("ZT_CKPT_STEP_SLEEP_MS");
     if (sl && *sl) s->step_sleep_ms = atoi(sl);
 
-    if (ctx->rank == 0) rc = probe_dir(c->ckpt_dir, st);
+    if (zt_ctx_rank(ctx) == 0) rc = probe_dir(c->ckpt_dir, st);
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
-    if (ctx->rank == 0) {
+    if (zt_ctx_rank(ctx) == 0) {
         char report[512];
         int n = ck_clean_stale(c->ckpt_dir, report, sizeof report);
         if (n > 0)

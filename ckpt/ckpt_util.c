@@ -1,4 +1,5 @@
-/* ckpt_util.c -- checkpoint helpers: checksum, HDF5, files, agreement. */
+/* ckpt_util.c -- checkpoint helpers: checksum, HDF5, files, agreement
+ * (the I/O watchdog: ckpt_watchdog.c). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
-#include "h5tokens.h"
+#include "h5util.h"
 
 const char *const ck_family_group[CK_NFAM] = {"params", "optimizer/m", "optimizer/v"};
 const char *const ck_family_what[CK_NFAM] = {"weights", "AdamW m", "AdamW v"};
@@ -676,49 +677,26 @@ int ck_clean_stale(const char *dir, char *report, size_t n) {
 
 /* ================================================================ MPI */
 
-MPI_Comm ck_comm(zt_ctx *ctx) { return ctx->world->comm; }
+MPI_Comm ck_comm(zt_ctx *ctx) { return zt_ctx_world(ctx)->comm; }
 
-/* Complete a non-blocking MPI operation of the checkpoint code, bounded by
- * the world group's timeout (ztrain.comm_timeout_s): a rank that died,
- * stopped or hangs in another collective becomes ZT_ECOMM naming the phase
- * (zt_group_where) instead of a hang. */
-static int ck_wait(zt_ctx *ctx, MPI_Request *req, const char *op, zt_status *st) {
-    const zt_group *g = ctx->world;
-    double t0 = zt_now_s();
-    unsigned spins = 0;
-    for (;;) {
-        int done = 0;
-        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return zt_fail(st, ZT_ECOMM, "checkpoint: %s failed%s%s%s", op,
-                           g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "");
-        if (done) return ZT_OK;
-        if ((++spins & 255) == 0) {
-            struct timespec ts = {0, 200000};   /* 0.2 ms: do not spin a core */
-            nanosleep(&ts, NULL);
-            double el = zt_now_s() - t0;
-            if (g->timeout_s > 0 && el > g->timeout_s)
-                return zt_fail(st, ZT_ECOMM, "checkpoint: %s timed out after %.0f s%s%s%s: a rank "
-                               "died, stopped or hangs (ztrain.comm_timeout_s)", op, el,
-                               g->where[0] ? " (" : "", g->where, g->where[0] ? ")" : "");
-        }
-    }
-}
-
-static int ck_bcast(zt_ctx *ctx, void *buf, int n, MPI_Datatype t, int root, zt_status *st) {
-    MPI_Request r;
-    if (MPI_Ibcast(buf, n, t, root, ck_comm(ctx), &r) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: MPI_Ibcast failed");
-    return ck_wait(ctx, &r, "agreement (broadcast)", st);
+/* The agreements go through the world group's collectives (comm.h), every
+ * wait bounded by its timeout (ztrain.comm_timeout_s): a rank that died,
+ * stopped or hangs in another collective becomes ZT_ECOMM naming the
+ * operation and the phase (zt_group_where) instead of a hang. */
+static int ck_bcast(zt_ctx *ctx, void *buf, size_t n, zt_dtype t, int root, zt_status *st) {
+    zt_group *g = zt_ctx_world(ctx);
+    return g->ops->bcast(g, buf, n, t, root, st);
 }
 
 int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
-    if (ctx->nranks < 2) return rc;
-    int me = ctx->rank, v = rc != ZT_OK ? me : INT_MAX, low = INT_MAX;
-    MPI_Request r;
-    if (MPI_Iallreduce(&v, &low, 1, MPI_INT, MPI_MIN, ck_comm(ctx), &r) != MPI_SUCCESS)
-        return zt_fail(st, ZT_ECOMM, "checkpoint: agreement (MPI_Iallreduce) failed");
-    ZT_TRY(ck_wait(ctx, &r, "agreement (all-reduce)", st));
-    if (low == INT_MAX) return ZT_OK;
+    if (zt_ctx_nranks(ctx) < 2) return rc;
+    zt_group *g = zt_ctx_world(ctx);
+    const int nr = zt_ctx_nranks(ctx), me = zt_ctx_rank(ctx);
+    /* the lowest failed rank as a maximum: nranks - rank where it failed, 0 where not */
+    int32_t v = rc != ZT_OK ? nr - me : 0;
+    ZT_TRY(g->ops->allreduce_max(g, &v, 1, ZT_I32, st));
+    if (v == 0) return ZT_OK;
+    const int low = nr - v;
     struct { int code; char msg[sizeof st->msg]; } b;
     memset(&b, 0, sizeof b);
     if (me == low) {
@@ -726,7 +704,7 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
         if (b.code == ZT_OK) b.code = rc;
         if (st) snprintf(b.msg, sizeof b.msg, "%s", st->msg);
     }
-    ZT_TRY(ck_bcast(ctx, &b, (int)sizeof b, MPI_BYTE, low, st));
+    ZT_TRY(ck_bcast(ctx, &b, sizeof b, ZT_U8, low, st));
     if (me != low) {
         if (low > 0) zt_fail(st, b.code, "rank %d: %s", low, b.msg);
         else zt_fail(st, b.code, "%s", b.msg);
@@ -735,134 +713,29 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
 }
 
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st) {
-    if (ctx->nranks < 2) return rc;
-    int code = ctx->rank == 0 ? rc : 0;
-    ZT_TRY(ck_bcast(ctx, &code, 1, MPI_INT, 0, st));
+    if (zt_ctx_nranks(ctx) < 2) return rc;
+    int32_t code = zt_ctx_rank(ctx) == 0 ? rc : 0;
+    ZT_TRY(ck_bcast(ctx, &code, 1, ZT_I32, 0, st));
     if (code == ZT_OK) return ZT_OK;
     char msg[sizeof st->msg];
     memset(msg, 0, sizeof msg);
-    if (ctx->rank == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
-    ZT_TRY(ck_bcast(ctx, msg, (int)sizeof msg, MPI_CHAR, 0, st));
-    if (ctx->rank != 0) zt_fail(st, code, "%s", msg);
+    if (zt_ctx_rank(ctx) == 0 && st) snprintf(msg, sizeof msg, "%s", st->msg);
+    ZT_TRY(ck_bcast(ctx, msg, sizeof msg, ZT_U8, 0, st));
+    if (zt_ctx_rank(ctx) != 0) zt_fail(st, code, "%s", msg);
     return code;
 }
 
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st) {
-    if (ctx->nranks < 2) return ZT_OK;
-    long len = ctx->rank == 0 && *s ? (long)strlen(*s) : 0;
-    ZT_TRY(ck_bcast(ctx, &len, 1, MPI_LONG, 0, st));
-    if (ctx->rank != 0) {
+    if (zt_ctx_nranks(ctx) < 2) return ZT_OK;
+    int64_t len = zt_ctx_rank(ctx) == 0 && *s ? (int64_t)strlen(*s) : 0;
+    ZT_TRY(ck_bcast(ctx, &len, 1, ZT_I64, 0, st));
+    if (zt_ctx_rank(ctx) != 0) {
         free(*s);
         *s = calloc(1, (size_t)len + 1);
         if (!*s) return zt_fail(st, ZT_ENOMEM, "out of memory");
     }
-    if (len > 0) ZT_TRY(ck_bcast(ctx, *s, (int)len, MPI_CHAR, 0, st));
+    if (len > 0) ZT_TRY(ck_bcast(ctx, *s, (size_t)len, ZT_U8, 0, st));
     return ZT_OK;
-}
-
-/* ---------------------------------------------------------------- watchdog
- * HDF5 and MPI-IO run collectives of their own (metadata-cache sync points,
- * MPI_File_close) that no timeout covers; after an I/O error on one rank
- * they can even diverge between ranks.  A thread per process bounds every
- * armed phase: no ck_watch for ztrain.comm_timeout_s (rank 0; the others 5 s
- * later, so that one line reports it; mpirun stops them first) and it hands one error line naming
- * the phase to the program's handler (zt_watchdog_set_handler; the CLI prints it and exits 1), or
- * prints it and calls MPI_Abort -- a thread blocked inside an MPI collective cannot be returned
- * from, so the job must end; the program decides how.  mpirun then stops the other ranks. */
-static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
-static double wd_deadline;          /* 0: disarmed */
-static double wd_timeout;
-static int wd_rank, wd_started;
-static char wd_phase[sizeof(((zt_status *)0)->msg) + 128];
-static char wd_cleanup[ZT_PATH_MAX + 64];   /* rank 0: removed before exiting */
-static void (*wd_handler)(const char *line, void *user);   /* zt_watchdog_set_handler */
-static void *wd_user;
-
-static void *wd_main(void *arg) {
-    (void)arg;
-    pthread_mutex_lock(&wd_mu);
-    for (;;) {
-        if (wd_deadline <= 0) { pthread_cond_wait(&wd_cv, &wd_mu); continue; }
-        double now = zt_now_s();
-        if (now < wd_deadline) {
-            double w = wd_deadline - now;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += (time_t)w;
-            ts.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
-            if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-            pthread_cond_timedwait(&wd_cv, &wd_mu, &ts);
-            continue;
-        }
-        if (wd_cleanup[0]) ck_rmtree(wd_cleanup);   /* an abandoned save's .tmp */
-        char line[sizeof wd_phase + 200];
-        int n = snprintf(line, sizeof line, "ztrain: error: rank %d: %s: no progress for %.0f s: a "
-                         "rank died, stopped or hangs (ztrain.comm_timeout_s); stopping\n", wd_rank,
-                         wd_phase, wd_timeout);
-        if (n < 0) line[0] = '\0';
-        if (wd_handler) {   /* the program's choice (the CLI: the line, then exit status 1) */
-            wd_handler(line, wd_user);
-        } else {
-            ssize_t k = write(STDERR_FILENO, line, strlen(line));
-            (void)k;
-        }
-        /* no handler, or it returned: end the job the MPI way */
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return NULL;
-}
-
-void zt_watchdog_set_handler(void (*fn)(const char *line, void *user), void *user) {
-    pthread_mutex_lock(&wd_mu);
-    wd_handler = fn;
-    wd_user = user;
-    pthread_mutex_unlock(&wd_mu);
-}
-
-void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase) {
-    if (nranks < 2 || timeout_s <= 0) return;
-    pthread_mutex_lock(&wd_mu);
-    if (!wd_started) {
-        pthread_attr_t a;
-        pthread_t th;
-        pthread_attr_init(&a);
-        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        wd_started = pthread_create(&th, &a, wd_main, NULL) == 0;
-        pthread_attr_destroy(&a);
-    }
-    snprintf(wd_phase, sizeof wd_phase, "%s", phase);
-    wd_rank = rank;
-    wd_timeout = timeout_s;
-    wd_deadline = zt_now_s() + timeout_s + (rank ? 5.0 : 0.0);
-    pthread_cond_signal(&wd_cv);
-    pthread_mutex_unlock(&wd_mu);
-}
-
-void zt_watchdog_disarm(void) { ck_unwatch(); }
-
-void ck_watch(zt_ctx *ctx, const char *fmt, ...) {
-    double t = ctx->world ? ctx->world->timeout_s : 0;
-    if (ctx->nranks < 2 || t <= 0) return;
-    char phase[sizeof wd_phase];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(phase, sizeof phase, fmt, ap);
-    va_end(ap);
-    zt_watchdog_arm(ctx->rank, ctx->nranks, t, phase);
-}
-
-void ck_watch_cleanup(const char *path) {
-    pthread_mutex_lock(&wd_mu);
-    snprintf(wd_cleanup, sizeof wd_cleanup, "%s", path ? path : "");
-    pthread_mutex_unlock(&wd_mu);
-}
-
-void ck_unwatch(void) {
-    pthread_mutex_lock(&wd_mu);
-    wd_deadline = 0;
-    wd_cleanup[0] = '\0';
-    pthread_mutex_unlock(&wd_mu);
 }
 
 #define CK_TAG 7301
@@ -887,7 +760,7 @@ int ck_scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t 
                uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
                const char *what, zt_status *st) {
     MPI_Comm comm = ck_comm(ctx);
-    if (ctx->rank == 0) {
+    if (zt_ctx_rank(ctx) == 0) {
         int nreq = 0;
         for (int r = 1; r < p->nranks; ++r)
             for (int i = p->first[r]; i < p->first[r] + p->count[r]; ++i) {
@@ -930,7 +803,7 @@ void ck_plan_free(ck_plan *p) {
 
 int ck_plan_build(zt_ctx *ctx, const zt_train_state *s, ck_plan *p, zt_status *st) {
     memset(p, 0, sizeof *p);
-    int W = ctx->nranks;
+    int W = zt_ctx_nranks(ctx);
     p->nranks = W;
     p->first = calloc((size_t)W, sizeof(int));
     p->count = calloc((size_t)W, sizeof(int));

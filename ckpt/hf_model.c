@@ -605,8 +605,8 @@ static int hf_check_model(zt_ctx *ctx, const char *dir, zt_status *st) {
     zt_config *c = zt_config_new();
     if (!c) return zt_fail(st, ZT_ENOMEM, "out of memory");
     int rc = zt_hf_read_config(dir, c, st);
-    if (rc == ZT_OK) rc = zt_hf_check_config(dir, ctx->cfg, st);
-    const zt_model_config *a = &ctx->cfg->model, *b = &c->model;
+    if (rc == ZT_OK) rc = zt_hf_check_config(dir, zt_ctx_config(ctx), st);
+    const zt_model_config *a = &zt_ctx_config(ctx)->model, *b = &c->model;
     int llama = zt_model_arch(a) == ZT_ARCH_LLAMA, l3 = llama && !strcmp(a->rope_scaling, "llama3");
     struct { const char *key; int on; double have, want; } k[] = {
         {"ztrain.model.n_layer", 1, a->n_layer, b->n_layer},
@@ -640,8 +640,8 @@ static int hf_check_model(zt_ctx *ctx, const char *dir, zt_status *st) {
 
 int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
     zt_status_clear(st);
-    const zt_model *m = ctx->model;
-    int root = ctx->rank == 0, rc = ZT_OK, hfail = 0;
+    const zt_model *m = zt_ctx_model(ctx);
+    int root = zt_ctx_rank(ctx) == 0, rc = ZT_OK, hfail = 0;
     hf_files F;
     memset(&F, 0, sizeof F);
     hf_match *mt = NULL;

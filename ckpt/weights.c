@@ -16,10 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ctx.h"
+#include "engine.h"
 #include "devmem.h"
 #include "half.h"
 #include "ck_values.h"
+#include "ztrain_ckpt.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_FP32 3
@@ -127,10 +128,10 @@ static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
 }
 
 static int need_gpt(const zt_ctx *ctx, const char *path, zt_status *st) {
-    if (zt_model_is_gpt(ctx->model)) return ZT_OK;
+    if (zt_model_is_gpt(zt_ctx_model(ctx))) return ZT_OK;
     return zt_fail(st, ZT_EUNSUPPORTED, "%s: llm.c model files hold the built-in GPT-2 only; "
                    "model '%s' can be saved in HDF5 checkpoints (ztrain ckpt export)", path,
-                   ctx->model->ops->name ? ctx->model->ops->name : "?");
+                   zt_ctx_model(ctx)->ops->name ? zt_ctx_model(ctx)->ops->name : "?");
 }
 
 int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st) {
@@ -142,17 +143,17 @@ int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st
     ZT_TRY(need_gpt(ctx, path, st));
     float *full = NULL;
     int full_owned = 0;
-    int rc = zt_shard_full_params(ctx->sh, &full, &full_owned, st);   /* collective at stage 3 */
+    int rc = zt_shard_full_params(zt_ctx_shard(ctx), &full, &full_owned, st);   /* collective at stage 3 */
     if (rc != ZT_OK) return rc;
     float *hs = NULL;   /* device backends: host staging */
     size_t hcap = 0;
-    if (ctx->rank == 0 && zt_be_device(ctx->be)) {
-        hcap = ctx->model->num_params < ZT_STAGE_ELEMS ? ctx->model->num_params : ZT_STAGE_ELEMS;
+    if (zt_ctx_rank(ctx) == 0 && zt_be_device(zt_ctx_backend(ctx))) {
+        hcap = zt_ctx_model(ctx)->num_params < ZT_STAGE_ELEMS ? zt_ctx_model(ctx)->num_params : ZT_STAGE_ELEMS;
         hs = zt_mem_alloc((hcap ? hcap : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
         if (!hs) rc = st ? st->code : ZT_ENOMEM;
     }
-    if (ctx->rank == 0 && rc == ZT_OK) {
-        const zt_model *m = ctx->model;
+    if (zt_ctx_rank(ctx) == 0 && rc == ZT_OK) {
+        const zt_model *m = zt_ctx_model(ctx);
         char tmp[1200];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         FILE *fp = fopen(tmp, "wb");
@@ -165,7 +166,7 @@ int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st
             h[4] = m->cfg.n_layer; h[5] = m->cfg.n_head; h[6] = m->cfg.n_embd; h[7] = m->cfg.vocab;
             if (fwrite(h, sizeof h, 1, fp) != 1)
                 rc = zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(errno));
-            io_ctx c = {fp, full, tmp, st, ctx->be, hs, hcap, bf16 != 0};
+            io_ctx c = {fp, full, tmp, st, zt_ctx_backend(ctx), hs, hcap, bf16 != 0};
             if (rc == ZT_OK) rc = visit_file_order(m, m->cfg.vocab, write_tensor, &c);
             if (rc == ZT_OK && (fflush(fp) != 0 || fsync(fileno(fp)) != 0))
                 rc = zt_fail(st, ZT_EIO, "%s: flush failed: %s", tmp, strerror(errno));
@@ -178,13 +179,14 @@ int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st
     }
     if (full_owned) zt_mem_free(full);
     zt_mem_free(hs);
-    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "saving weights", st);
+    if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "saving weights", st);
     /* Everybody learns whether rank 0 succeeded. */
-    if (ctx->nranks > 1) {
+    if (zt_ctx_nranks(ctx) > 1) {
         int32_t v = rc;
         zt_status tmpst;
-        if (ctx->world->ops->bcast(ctx->world, &v, 1, ZT_I32, 0, &tmpst) != ZT_OK) return zt_fail(st, tmpst.code, "%s", tmpst.msg);
-        if (v != ZT_OK && ctx->rank != 0) return zt_fail(st, v, "%s: rank 0 failed to save weights", path);
+        zt_group *w = zt_ctx_world(ctx);
+        if (w->ops->bcast(w, &v, 1, ZT_I32, 0, &tmpst) != ZT_OK) return zt_fail(st, tmpst.code, "%s", tmpst.msg);
+        if (v != ZT_OK && zt_ctx_rank(ctx) != 0) return zt_fail(st, v, "%s: rank 0 failed to save weights", path);
     }
     return rc;
 }
@@ -242,7 +244,7 @@ int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st) {
 int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
     zt_status_clear(st);
     ZT_TRY(need_gpt(ctx, path, st));
-    zt_model *m = ctx->model;
+    zt_model *m = zt_ctx_model(ctx);
     FILE *fp = fopen(path, "rb");
     if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot open weights: %s", path, strerror(errno));
     int32_t h[256];
@@ -257,17 +259,17 @@ int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
         rc = st->code;
     float *hs = NULL;   /* device backends: host staging */
     size_t hcap = m->num_params < ZT_STAGE_ELEMS ? m->num_params : ZT_STAGE_ELEMS;
-    if (rc == ZT_OK && zt_be_device(ctx->be) &&
+    if (rc == ZT_OK && zt_be_device(zt_ctx_backend(ctx)) &&
         !(hs = zt_mem_alloc((hcap ? hcap : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)))
         rc = st->code;
-    io_ctx c = {fp, full, path, st, ctx->be, hs, hcap, h[1] == LLMC_BF16};
+    io_ctx c = {fp, full, path, st, zt_ctx_backend(ctx), hs, hcap, h[1] == LLMC_BF16};
     if (rc == ZT_OK) rc = visit_file_order(m, h[7], read_tensor, &c);
     if (rc == ZT_OK && fgetc(fp) != EOF)
         rc = zt_fail(st, ZT_EDATA, "%s: trailing bytes after the last tensor", path);
     fclose(fp);
     zt_mem_free(hs);
-    if (rc == ZT_OK) zt_shard_set_full_params(ctx->sh, full);
+    if (rc == ZT_OK) zt_shard_set_full_params(zt_ctx_shard(ctx), full);
     if (full != m->params) zt_mem_free(full);
-    if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loading weights", st);
+    if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "loading weights", st);
     return rc;
 }

@@ -32,6 +32,20 @@
 extern "C" {
 #endif
 
+/* ---------------------------------------------------------------- weights files */
+
+/* Weights in llm.c's model-file format (magic 20240326, version 3 = fp32,
+ * version 5 = bf16).  Save writes from rank 0 (fp32; _dtype with bf16 != 0:
+ * version 5, rounded to nearest even); load reads either version on every
+ * rank, checks the header against the file size first and refuses NaN/Inf. */
+int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st);
+int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st);
+int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st);
+/* Read only the model shape from a weights file into cfg (as ZT_SRC_FILE). */
+int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st);
+
+/* ---------------------------------------------------------------- checkpoints */
+
 #define ZT_CKPT_FORMAT "ztrain-checkpoint"
 #define ZT_CKPT_FORMAT_VERSION 1
 #define ZT_CKPT_FILE "state.h5"        /* the file inside step-<N>/ */
@@ -208,7 +222,7 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
 #ifdef __cplusplus
 }
 #endif
-/* The watchdog (ckpt_util.c) bounds phases whose collectives no timeout
+/* The watchdog (ckpt_watchdog.c) bounds phases whose collectives no timeout
  * covers: start-up, and HDF5's / MPI-IO's own collectives in checkpoint
  * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
  * restarts the clock of `phase`; if neither is called again within

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "config.h"
 #include "ztrain_ckpt.h"
+#include "ztrain_io.h"
 
 static void log_cb(void *user, int level, const char *msg) {
     (void)user;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ztrain.h>
+#include <ztrain_io.h>
 
 typedef struct mlp {
     int V, D, H;
@@ -272,7 +273,7 @@ int main(int argc, char **argv) {
     zt_callbacks cb = {on_log, on_metrics, NULL};
     if (zt_ctx_create_model(cfg, &mlp_ops, &model, &cb, &ctx, &st) != ZT_OK) goto fail;
     synth syn = {model.V, 1234};
-    zt_data_source train = {&syn, synth_get, NULL}, none = {0};
+    zt_data_source train = {&syn, synth_get, NULL, NULL}, none = {0};
     if (synthetic ? zt_ctx_set_data(ctx, train, none, &st) : zt_ctx_open_data(ctx, &st)) goto fail;
     if (zt_train(ctx, &st) != ZT_OK) goto fail;
     rc = 0;

@@ -113,7 +113,9 @@ typedef struct zt_data_stats {
 } zt_data_stats;
 /* Loss masks.  1 when src was made by zt_data_open over SFT window files
  * (sft.h): its get() serves the targets that do not count as -1 and serves
- * whole windows only; 0 for any other source (every target counts). */
+ * whole windows only, and its table carries count_targets (ztrain.h), which
+ * is how the trainer sees the mask; 0 for any other source (every target
+ * counts). */
 int zt_data_masked(const zt_data_source *src);
 /* For a masked source: *n = the number of targets >= 0 that get() serves
  * for samples [first, first+count) of step, from the per-window counts

@@ -9,11 +9,6 @@
 /* Open and validate; fills f (format, elsize, ntok, vocab_attr and either
  * fd/direct/data_off or the h5 handles). */
 int zt_h5_open(const char *path, zt_token_file *f, zt_status *st);
-/* The text of the open string attribute `attr` (an hid_t) as h5py and the
- * HDF5 C API write it: variable length (ASCII or UTF-8) or fixed length
- * (NULLTERM, NULLPAD, SPACEPAD; the pad removed).  0, or -1 when it is not a
- * string or cannot be read.  Also used by ckpt/. */
-int zt_h5_attr_text(int64_t attr, char *buf, size_t n);
 /* Close the HDF5 handles of f, if any. */
 void zt_h5_close(zt_token_file *f);
 /* Read n tokens from element start through the HDF5 library (non-direct). */

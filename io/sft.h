@@ -49,8 +49,9 @@ int zt_sft_open_header(const char *path, const int32_t *h, uint64_t size, zt_tok
 /* Stream every record: tokens < vocab (when vocab > 0), mask bytes 0/1,
  * mask[0] = 0, count = sum of the mask.  buf: cap bytes of scratch. */
 int zt_sft_validate(const zt_token_file *f, int vocab, void *buf, size_t cap, zt_status *st);
-/* Tokens [start, start+n) of the concatenated windows (no mask flags). */
-int zt_sft_read_tokens(const zt_token_file *f, uint64_t start, size_t n, uint32_t *out,
+/* Tokens [start, start+n) of the concatenated windows (no mask flags),
+ * each checked < vocab when vocab > 0 (zt_tokens_read of an SFT file). */
+int zt_sft_read_tokens(const zt_token_file *f, uint64_t start, size_t n, int vocab, uint32_t *out,
                        zt_status *st);
 /* Window w: its W tokens, ZT_SFT_NOTARGET set where the mask is 0. */
 int zt_sft_read_window(const zt_token_file *f, uint64_t w, int vocab, uint32_t *tok,

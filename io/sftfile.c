@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "fileio.h"
 #include "sft.h"
 
 /* Mask bytes examined per pread (stack buffer of the window reader). */
@@ -66,8 +67,16 @@ static int read_run(const zt_token_file *f, uint64_t w, uint64_t k, size_t n, ui
     return ZT_OK;
 }
 
-int zt_sft_read_tokens(const zt_token_file *f, uint64_t start, size_t n, uint32_t *out, zt_status *st) {
+int zt_sft_read_tokens(const zt_token_file *f, uint64_t start, size_t n, int vocab, uint32_t *out,
+                       zt_status *st) {
+    if (n == 0) return ZT_OK;
+    if (start > f->ntok || n > f->ntok - start)
+        return zt_fail(st, ZT_EINTERNAL, "%s: read of tokens [%llu, +%zu) past the end (%zu tokens)",
+                       f->path, (unsigned long long)start, n, f->ntok);
     const uint64_t W = (uint64_t)f->window;
+    const uint64_t start0 = start;
+    uint32_t *const out0 = out;
+    const size_t n0 = n;
     while (n > 0) {
         uint64_t w = start / W, k = start % W;
         size_t m = (size_t)(W - k) < n ? (size_t)(W - k) : n;
@@ -75,6 +84,17 @@ int zt_sft_read_tokens(const zt_token_file *f, uint64_t start, size_t n, uint32_
         out += m;
         start += m;
         n -= m;
+    }
+    if (vocab > 0 && !(f->elsize == 2 && vocab >= 65536)) {
+        for (size_t i = 0; i < n0; ++i)
+            if (out0[i] >= (uint32_t)vocab) {
+                uint64_t idx = start0 + i;
+                uint64_t w = idx / (uint64_t)f->window, k = idx % (uint64_t)f->window;
+                return zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %llu (window %llu, token %llu) "
+                               "is >= vocab %d", f->path, out0[i],
+                               (unsigned long long)(f->data_off + w * f->rec_bytes + 4 + k * (uint64_t)f->elsize),
+                               (unsigned long long)w, (unsigned long long)k, vocab);
+            }
     }
     return ZT_OK;
 }
@@ -142,7 +162,7 @@ int zt_sft_validate(const zt_token_file *f, int vocab, void *buf, size_t cap, zt
         if (vocab > 0)
             for (uint64_t k = 0; k < W;) {
                 size_t m = (size_t)(W - k) < ntok_chunk ? (size_t)(W - k) : ntok_chunk;
-                ZT_TRY(zt_tokens_read(f, w * W + k, m, vocab, buf, st));
+                ZT_TRY(zt_sft_read_tokens(f, w * W + k, m, vocab, buf, st));
                 k += m;
             }
     }
@@ -151,7 +171,7 @@ int zt_sft_validate(const zt_token_file *f, int vocab, void *buf, size_t cap, zt
 
 int zt_sft_read_window(const zt_token_file *f, uint64_t w, int vocab, uint32_t *tok, zt_status *st) {
     const uint64_t W = (uint64_t)f->window;
-    ZT_TRY(zt_tokens_read(f, w * W, (size_t)W, vocab, tok, st));
+    ZT_TRY(zt_sft_read_tokens(f, w * W, (size_t)W, vocab, tok, st));
     uint8_t m[MASK_CHUNK];
     uint64_t sum;
     ZT_TRY(read_mask(f, w, m, sizeof m, &sum, tok, st));

@@ -14,6 +14,7 @@
 #include "data.h"
 #include "internal.h"
 #include "sft.h"
+#include "ztrain_io.h"
 
 /* ---------------------------------------------------------------- sampler */
 
@@ -274,6 +275,11 @@ static void loader_close(void *state) {
     free(L);
 }
 
+/* The data-source table's count_targets (masked datasets only). */
+static int loader_count_fn(void *state, long step, uint64_t first, int count, uint64_t *n, zt_status *st) {
+    return loader_count(state, step, first, count, n, st);
+}
+
 int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
     memset(out, 0, sizeof *out);
     int train = o->kind == ZT_DATA_TRAIN;
@@ -335,6 +341,7 @@ int zt_data_open(const zt_data_opts *o, zt_data_source *out, zt_status *st) {
     out->state = L;
     out->get = loader_get;
     out->close = loader_close;
+    out->count_targets = L->ds->masked ? loader_count_fn : NULL;
     return ZT_OK;
 }
 

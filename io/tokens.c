@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "fileio.h"
 #include "h5tokens.h"
 #include "internal.h"
 #include "sft.h"
@@ -28,34 +29,14 @@ int zt_tokens_is_h5(const char *path) {
     return got == 8 && !memcmp(sig, "\211HDF\r\n\032\n", 8);
 }
 
-int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st) {
-    char *p = buf;
-    while (n > 0) {
-        ssize_t got = pread(fd, p, n, (off_t)off);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return zt_fail(st, ZT_EIO, "%s: read error at byte offset %llu: %s", path,
-                           (unsigned long long)off, strerror(errno));
-        }
-        if (got == 0)
-            return zt_fail(st, ZT_EDATA, "%s: truncated: end of file at byte offset %llu "
-                           "(did the file change after it was opened?)", path, (unsigned long long)off);
-        p += got;
-        n -= (size_t)got;
-        off += (uint64_t)got;
-    }
-    return ZT_OK;
-}
-
 int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
                    uint32_t *out, zt_status *st) {
     if (n == 0) return ZT_OK;
     if (start > f->ntok || n > f->ntok - start)
         return zt_fail(st, ZT_EINTERNAL, "%s: read of tokens [%llu, +%zu) past the end (%zu tokens)",
                        f->path, (unsigned long long)start, n, f->ntok);
-    if (f->format == ZT_FMT_SFT) {
-        ZT_TRY(zt_sft_read_tokens(f, start, n, out, st));
-    } else if (f->direct) {
+    if (f->format == ZT_FMT_SFT) return zt_sft_read_tokens(f, start, n, vocab, out, st);
+    if (f->direct) {
         uint64_t off = f->data_off + start * (uint64_t)f->elsize;
         if (f->elsize == 2) {
             /* read the uint16 tokens into the upper half of out, then widen
@@ -78,13 +59,6 @@ int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
         for (size_t i = 0; i < n; ++i)
             if (out[i] >= (uint32_t)vocab) {
                 uint64_t idx = start + i;
-                if (f->format == ZT_FMT_SFT) {
-                    uint64_t w = idx / (uint64_t)f->window, k = idx % (uint64_t)f->window;
-                    return zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %llu (window %llu, token %llu) "
-                                   "is >= vocab %d", f->path, out[i],
-                                   (unsigned long long)(f->data_off + w * f->rec_bytes + 4 + k * (uint64_t)f->elsize),
-                                   (unsigned long long)w, (unsigned long long)k, vocab);
-                }
                 if (f->direct)
                     return zt_fail(st, ZT_EDATA, "%s: token %u at byte offset %llu (token %llu) is >= vocab %d",
                                    f->path, out[i], (unsigned long long)(f->data_off + idx * (uint64_t)f->elsize),
@@ -291,20 +265,6 @@ int zt_writer_close(zt_tok_writer *w, zt_status *st) {
         if (rc == ZT_OK) rc = fsync_path(w->tmp, st);
     }
     return rc;
-}
-
-int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st) {
-    int ok = fflush(*fp) == 0 && fsync(fileno(*fp)) == 0;
-    int e = errno;
-    if (fclose(*fp) != 0 && ok) { ok = 0; e = errno; }
-    *fp = NULL;
-    return ok ? ZT_OK : zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(e));
-}
-
-int zt_io_rename(const char *tmp, const char *path, zt_status *st) {
-    if (rename(tmp, path) != 0)
-        return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
-    return ZT_OK;
 }
 
 int zt_writer_commit(zt_tok_writer *w, zt_status *st) {

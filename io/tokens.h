@@ -26,13 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "fileio.h"
 #include "ztrain.h"
-
-/* The commit steps every atomic writer of io/ shares (write PATH.tmp, then
- * rename): flush, fsync and close *fp (set to NULL), ZT_EIO naming tmp; and
- * rename tmp to path, ZT_EIO naming path. */
-int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st);
-int zt_io_rename(const char *tmp, const char *path, zt_status *st);
 
 #define ZT_SHARD_MAGIC 20240520
 #define ZT_SHARD_VERSION 1
@@ -65,7 +60,9 @@ typedef struct zt_token_file {
 /* Open and validate a token file (llm.c shard or HDF5, detected by extension
  * or signature): header / layout, size, and (when vocab > 0) every token below
  * vocab, checked by streaming the file in bounded chunks (O(1) memory).
- * Errors name the file and the byte offset. */
+ * Errors name the file and the byte offset.  The one dispatch by format:
+ * HDF5 (h5tokens.h), else by the magic of the first header int (llm.c
+ * shards here, SFT window files in sftfile.c). */
 int zt_tokens_open(const char *path, int vocab, zt_token_file **out, zt_status *st);
 void zt_tokens_close(zt_token_file *f);
 /* Read n tokens starting at token index start into out (as uint32).  When
@@ -73,9 +70,6 @@ void zt_tokens_close(zt_token_file *f);
  * it was opened); the error names the file and byte offset.  Thread-safe. */
 int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
                    uint32_t *out, zt_status *st);
-/* pread exactly n bytes at off (EINTR retried); a short file is ZT_EDATA
- * naming the path and offset. */
-int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st);
 /* 1 when path names an HDF5 file (extension .h5/.hdf5 or the signature). */
 int zt_tokens_is_h5(const char *path);
 

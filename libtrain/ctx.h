@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "comm.h"
 #include "config.h"
+#include "engine.h"
 #include "gpt.h"
 #include "llama.h"
 #include "memplan.h"
@@ -67,8 +68,5 @@ void zt_batch_buf_upload(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int cou
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
                        zt_status *st);
 void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b);
-
-/* Log through the callback (printf-style). */
-void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) ZT_PRINTF(3, 4);
 
 #endif

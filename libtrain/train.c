@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
-#include "data.h"
 #include "devmem.h"
 #include "gpu.h"
 #include "profile.h"
@@ -63,6 +62,14 @@ static uint64_t comm_total(const zt_ctx *ctx) {
 }
 long zt_ctx_step(const zt_ctx *ctx) { return ctx->step; }
 size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
+
+/* engine.h: the context as ckpt/ and io/ see it */
+int zt_ctx_rank(const zt_ctx *ctx) { return ctx->rank; }
+int zt_ctx_nranks(const zt_ctx *ctx) { return ctx->nranks; }
+zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->world; }
+const zt_backend *zt_ctx_backend(const zt_ctx *ctx) { return ctx->be; }
+zt_model *zt_ctx_model(const zt_ctx *ctx) { return ctx->model; }
+zt_shard *zt_ctx_shard(const zt_ctx *ctx) { return ctx->sh; }
 
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
                        zt_status *st) {
@@ -203,8 +210,183 @@ static int inject_overflow_at(const zt_ctx *ctx, long step) {
     return 0;
 }
 
-/* Shared by zt_ctx_create (built-in GPT: ops == NULL) and
- * zt_ctx_create_model. */
+/* shard_group_size "node": groups of consecutive ranks must be nodes */
+static int check_topology(const zt_ctx *ctx, zt_status *st) {
+    if (ctx->cfg->shard_group_size == ZT_SHARD_GROUP_NODE && zt_rt_node_block() == 0) {
+        char topo[1024];
+        zt_rt_topology(topo, sizeof topo);
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" needs the same number "
+                       "of consecutive ranks on every node (block placement: srun's default "
+                       "distribution, mpirun --map-by slot); here: %s", topo);
+    }
+    return ZT_OK;
+}
+
+/* The memory planner's inputs (memplan.h): its options and the per-rank
+ * limit with the words that describe it. */
+typedef struct mem_limits {
+    zt_memplan_opts mo;
+    uint64_t limit;
+    char limit_what[384], host_what[64];   /* mo.host_limit_what may point to host_what */
+} mem_limits;
+
+/* The limits the plan is checked against: on a device backend device memory
+ * (ztrain.memory_limit overrides) and, for the host place (offloaded
+ * optimizer state, staging, loaders), available host memory / ranks per
+ * node; else host memory. */
+static int memory_limits(zt_ctx *ctx, mem_limits *ml, zt_status *st) {
+    zt_memplan_opts *mo = &ml->mo;
+    zt_memplan_opts_init(mo, zt_rt()->world);
+    mo->ranks_per_node = zt_rt()->local_size;
+    if (zt_be_device(ctx->be)) {
+        ml->limit = zt_memplan_device_limit(ctx->cfg, ctx->be, ranks_on_device(ctx), mo->ranks_per_node,
+                                            ml->limit_what, sizeof ml->limit_what);
+        ZT_TRY(zt_be_check(ctx->be, "querying free device memory", st));
+        const int strict_host = strcmp(ctx->be->name, "cpu-strict") == 0 &&
+                                !ctx->cfg->strict_device_memory && !ctx->cfg->memory_limit;
+        if (!strict_host) {   /* (cpu-strict without a capacity: already the host limit) */
+            mo->host_limit = zt_memplan_host_available() / (uint64_t)(mo->ranks_per_node > 0
+                                                                          ? mo->ranks_per_node : 1);
+            if (mo->ranks_per_node > 1)
+                snprintf(ml->host_what, sizeof ml->host_what,
+                         "available host memory / %d ranks on this node", mo->ranks_per_node);
+            else
+                snprintf(ml->host_what, sizeof ml->host_what, "available host memory");
+            mo->host_limit_what = ml->host_what;
+        }
+    } else {
+        ml->limit = zt_memplan_limit(ctx->cfg, mo->ranks_per_node, ml->limit_what, sizeof ml->limit_what);
+    }
+    return ZT_OK;
+}
+
+/* The "auto" micro batch (planned for the built-in models only), then the
+ * configuration finalized for the world size and checked against Slurm's. */
+static int finalize_config(zt_ctx *ctx, const zt_model_ops *ops, mem_limits *ml, zt_status *st) {
+    char why[640] = "";
+    if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
+        if (ops && ctx->cfg->train_batch_size > 0)   /* (without one, nothing to plan: the default) */
+            return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is planned for "
+                           "the built-in GPT only; give a number for model '%s'",
+                           ops->name ? ops->name : "?");
+        ZT_TRY(zt_memplan_auto_micro(ctx->cfg, &ml->mo, ml->limit, ZT_MEMPLAN_AUTO_MARGIN, why,
+                                     sizeof why, st));
+    }
+    ZT_TRY(zt_config_finalize(ctx->cfg, zt_rt()->world, st));
+    ZT_TRY(zt_rt_check_slurm(st));
+    if (why[0]) zt_log(ctx, ZT_LOG_INFO, "train_micro_batch_size_per_gpu=auto: %s", why);
+    return ZT_OK;
+}
+
+/* The pre-flight check of the built-in models' predicted peak against the
+ * limit (ztrain.force starts anyway, with a warning). */
+static int preflight(zt_ctx *ctx, const mem_limits *ml, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    const uint64_t limit = ml->limit;
+    int forced = 0;
+    ZT_TRY(zt_memplan_check(c, &ml->mo, limit, ml->limit_what, &ctx->plan, &forced, st));
+    ctx->have_plan = 1;
+    ctx->mem_limit = limit;
+    char pk[32], lim[32];
+    zt_memplan_fmt_bytes((double)ctx->plan.peak_bytes, pk, sizeof pk);
+    zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+    if (forced)
+        zt_log(ctx, ZT_LOG_WARN, "memory: predicted peak %s per rank exceeds the limit %s (%s); "
+               "starting anyway (ztrain.force)", pk, lim, ml->limit_what);
+    else if (limit)
+        zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
+               ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, ml->limit_what);
+    else
+        zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
+               ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], ml->limit_what);
+    return ZT_OK;
+}
+
+/* Threads, the world group and how collectives move device buffers. */
+static int open_world(zt_ctx *ctx, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
+    ctx->be->set_threads(ctx->threads);
+    ZT_TRY(zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st));
+    ctx->rank = ctx->world->rank;
+    ctx->nranks = ctx->world->size;
+    ZT_TRY(choose_comm(ctx, c, st));
+    if (zt_be_device(ctx->be))
+        zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
+               ctx->device >= 0 ? " (device chosen from the local rank)" : "",
+               ctx->comm_kind == ZT_SHARD_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
+    return ZT_OK;
+}
+
+/* The built-in architecture ztrain.model.* names (Llama or GPT-2), with
+ * its activation checkpointing; freed with the context. */
+static int builtin_model(const zt_ctx *ctx, const zt_model_ops **ops, void **self, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    if (zt_model_arch(&c->model) == ZT_ARCH_LLAMA) {
+        zt_llama *lm;
+        ZT_TRY(zt_llama_new(&c->model, ctx->be, &lm, st));
+        zt_llama_set_checkpointing(lm, zt_config_act_ckpt_k(c));
+        *ops = zt_llama_ops();
+        *self = lm;
+    } else {
+        zt_gpt *g;
+        ZT_TRY(zt_gpt_new(&c->model, ctx->be, &g, st));
+        zt_gpt_set_checkpointing(g, zt_config_act_ckpt_k(c));
+        *ops = zt_gpt_ops();
+        *self = g;
+    }
+    return ZT_OK;
+}
+
+/* The model (the built-in one when ops == NULL) laid out for the ZeRO
+ * stage at its parameter storage precision, and the fp16 loss scaler. */
+static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    int own = 0, rc;
+    if (!ops) {
+        ZT_TRY(builtin_model(ctx, &ops, &self, st));
+        own = 1;
+    }
+    ctx->prec = zt_precision_of(c);
+    zt_scaler_init(&ctx->scaler, c);
+    if ((rc = parse_inject_overflow(ctx, st)) != ZT_OK) {
+        if (own) ops->destroy(self);
+        return rc;
+    }
+    if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
+                              zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
+                              &ctx->model, st)) != ZT_OK) {
+        if (own) ops->destroy(self);
+        return rc;
+    }
+    ctx->own_model_self = own;
+    return ZT_OK;
+}
+
+/* The ZeRO engine over the model's units (sharding, offload, overlap),
+ * initialized parameters, the training activations and the optimizer. */
+static int build_engine(zt_ctx *ctx, zt_status *st) {
+    const zt_config *c = ctx->cfg;
+    const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
+                              strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
+                              ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
+                              c->pin_optimizer, c->pin_param};
+    ZT_TRY(zt_shard_create_ex(ctx->model, c->zero_stage,
+                              zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size),
+                              ctx->world, &sp, &ctx->sh, st));
+    int rc = zt_shard_init_params(ctx->sh, c->seed);
+    if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the parameters");
+    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1, ZT_MEM_ACTIVATIONS, st));
+    ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st));
+    ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
+    /* pin_memory: a failed registration is a warning, the run goes on */
+    char why[400];
+    if (zt_mem_pin_warning(why, sizeof why)) zt_log(ctx, ZT_LOG_WARN, "%s", why);
+    return ZT_OK;
+}
+
+/* Shared by zt_ctx_create (built-in model: ops == NULL) and
+ * zt_ctx_create_model: one named step after the other. */
 static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *self,
                       const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
     zt_status_clear(st);
@@ -215,144 +397,23 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     if (!ctx) return zt_fail(st, ZT_ENOMEM, "out of memory (context)");
     if (cb) ctx->cb = *cb;
     int rc;
+    mem_limits ml;
+    memset(&ml, 0, sizeof ml);
     ctx->cfg = zt_config_dup(cfg_in);
     if (!ctx->cfg) { rc = zt_fail(st, ZT_ENOMEM, "out of memory (config)"); goto fail; }
     /* The backend first (cuda: this rank's device and its CUDA context), so
      * that the pre-flight check can ask it for free device memory. */
     if ((rc = open_backend(ctx, ctx->cfg, st)) != ZT_OK) goto fail;
-    /* shard_group_size "node": groups of consecutive ranks must be nodes */
-    if (ctx->cfg->shard_group_size == ZT_SHARD_GROUP_NODE && zt_rt_node_block() == 0) {
-        char topo[1024];
-        zt_rt_topology(topo, sizeof topo);
-        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" needs the same number "
-                     "of consecutive ranks on every node (block placement: srun's default "
-                     "distribution, mpirun --map-by slot); here: %s", topo);
-        goto fail;
-    }
+    if ((rc = check_topology(ctx, st)) != ZT_OK) goto fail;
     /* The memory planner (memplan.h) runs before anything is allocated:
-     * "auto" micro batch first, then the pre-flight check. */
-    zt_memplan_opts mo;
-    zt_memplan_opts_init(&mo, zt_rt()->world);
-    mo.ranks_per_node = zt_rt()->local_size;
-    char limit_what[384], host_what[64];
-    uint64_t limit;
-    if (zt_be_device(ctx->be)) {
-        /* device memory (ztrain.memory_limit overrides); the host place
-         * (offloaded optimizer state, staging, loaders) against available
-         * host memory / ranks per node */
-        limit = zt_memplan_device_limit(ctx->cfg, ctx->be, ranks_on_device(ctx), mo.ranks_per_node,
-                                        limit_what, sizeof limit_what);
-        if ((rc = zt_be_check(ctx->be, "querying free device memory", st)) != ZT_OK) goto fail;
-        const int strict_host = strcmp(ctx->be->name, "cpu-strict") == 0 &&
-                                !ctx->cfg->strict_device_memory && !ctx->cfg->memory_limit;
-        if (!strict_host) {   /* (cpu-strict without a capacity: already the host limit) */
-            mo.host_limit = zt_memplan_host_available() / (uint64_t)(mo.ranks_per_node > 0
-                                                                         ? mo.ranks_per_node : 1);
-            if (mo.ranks_per_node > 1)
-                snprintf(host_what, sizeof host_what, "available host memory / %d ranks on this node",
-                         mo.ranks_per_node);
-            else
-                snprintf(host_what, sizeof host_what, "available host memory");
-            mo.host_limit_what = host_what;
-        }
-    } else {
-        limit = zt_memplan_limit(ctx->cfg, mo.ranks_per_node, limit_what, sizeof limit_what);
-    }
-    char why[640] = "";
-    if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
-        if (ops && ctx->cfg->train_batch_size > 0) {   /* (without one, nothing to plan: the default) */
-            rc = zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is planned for "
-                         "the built-in GPT only; give a number for model '%s'",
-                         ops->name ? ops->name : "?");
-            goto fail;
-        }
-        if ((rc = zt_memplan_auto_micro(ctx->cfg, &mo, limit, ZT_MEMPLAN_AUTO_MARGIN, why,
-                                        sizeof why, st)) != ZT_OK) goto fail;
-    }
-    if ((rc = zt_config_finalize(ctx->cfg, zt_rt()->world, st)) != ZT_OK) goto fail;
-    if ((rc = zt_rt_check_slurm(st)) != ZT_OK) goto fail;
-    const zt_config *c = ctx->cfg;
-    if (why[0]) zt_log(ctx, ZT_LOG_INFO, "train_micro_batch_size_per_gpu=auto: %s", why);
-    if (!ops) {   /* a model of the caller's own: its activations are unknown here */
-        int forced = 0;
-        if ((rc = zt_memplan_check(c, &mo, limit, limit_what, &ctx->plan, &forced, st)) != ZT_OK)
-            goto fail;
-        ctx->have_plan = 1;
-        ctx->mem_limit = limit;
-        char pk[32], lim[32];
-        zt_memplan_fmt_bytes((double)ctx->plan.peak_bytes, pk, sizeof pk);
-        zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
-        if (forced)
-            zt_log(ctx, ZT_LOG_WARN, "memory: predicted peak %s per rank exceeds the limit %s (%s); "
-                   "starting anyway (ztrain.force)", pk, lim, limit_what);
-        else if (limit)
-            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s), limit %s (%s)", pk,
-                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], lim, limit_what);
-        else
-            zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
-                   ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], limit_what);
-    }
-
-    ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
-    ctx->be->set_threads(ctx->threads);
-    if ((rc = zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st)) != ZT_OK)
-        goto fail;
-    ctx->rank = ctx->world->rank;
-    ctx->nranks = ctx->world->size;
-    if ((rc = choose_comm(ctx, c, st)) != ZT_OK) goto fail;
-    if (zt_be_device(ctx->be))
-        zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
-               ctx->device >= 0 ? " (device chosen from the local rank)" : "",
-               ctx->comm_kind == ZT_SHARD_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
-
-    int own = 0;
-    if (!ops && zt_model_arch(&c->model) == ZT_ARCH_LLAMA) {
-        zt_llama *lm;
-        if ((rc = zt_llama_new(&c->model, ctx->be, &lm, st)) != ZT_OK) goto fail;
-        zt_llama_set_checkpointing(lm, zt_config_act_ckpt_k(c));
-        ops = zt_llama_ops();
-        self = lm;
-        own = 1;
-    } else if (!ops) {
-        zt_gpt *g;
-        if ((rc = zt_gpt_new(&c->model, ctx->be, &g, st)) != ZT_OK) goto fail;
-        zt_gpt_set_checkpointing(g, zt_config_act_ckpt_k(c));
-        ops = zt_gpt_ops();
-        self = g;
-        own = 1;
-    }
-    ctx->prec = zt_precision_of(c);
-    zt_scaler_init(&ctx->scaler, c);
-    if ((rc = parse_inject_overflow(ctx, st)) != ZT_OK) {
-        if (own) ops->destroy(self);
-        goto fail;
-    }
-    if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
-                              zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
-                              &ctx->model, st)) != ZT_OK) {
-        if (own) ops->destroy(self);
-        goto fail;
-    }
-    ctx->own_model_self = own;
-    const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
-                              strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
-                              ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
-                              c->pin_optimizer, c->pin_param};
-    if ((rc = zt_shard_create_ex(ctx->model, c->zero_stage,
-                                 zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size),
-                                 ctx->world, &sp, &ctx->sh, st)) != ZT_OK) goto fail;
-    if ((rc = zt_shard_init_params(ctx->sh, c->seed)) != ZT_OK) {
-        rc = zt_fail(st, rc, "out of memory initializing the parameters");
-        goto fail;
-    }
-    if ((rc = zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1,
-                                 ZT_MEM_ACTIVATIONS, st)) != ZT_OK) goto fail;
-    if ((rc = zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st)) != ZT_OK) goto fail;
-    if ((rc = zt_be_check(ctx->be, "creating the context", st)) != ZT_OK) goto fail;
-    {   /* pin_memory: a failed registration is a warning, the run goes on */
-        char why[400];
-        if (zt_mem_pin_warning(why, sizeof why)) zt_log(ctx, ZT_LOG_WARN, "%s", why);
-    }
+     * "auto" micro batch first, then the pre-flight check (built-in models
+     * only: the activations of a model of the caller's own are unknown). */
+    if ((rc = memory_limits(ctx, &ml, st)) != ZT_OK) goto fail;
+    if ((rc = finalize_config(ctx, ops, &ml, st)) != ZT_OK) goto fail;
+    if (!ops && (rc = preflight(ctx, &ml, st)) != ZT_OK) goto fail;
+    if ((rc = open_world(ctx, st)) != ZT_OK) goto fail;
+    if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
+    if ((rc = build_engine(ctx, st)) != ZT_OK) goto fail;
     ctx->last_val_loss = NAN;
     *out = ctx;
     return ZT_OK;
@@ -490,13 +551,14 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
 
 /* ------------------------------------------------------------ training */
 
-/* A masked source (SFT data, io/data.h): *n = its counted targets among
- * samples [0, count) of step, which must not be 0; else *n is left alone. */
+/* A masked source (one with count_targets, e.g. SFT data): *n = its counted
+ * targets among samples [0, count) of step, which must not be 0; else *n is
+ * left alone. */
 static int counted_targets(const zt_data_source *src, long step, uint64_t count, double *n,
                            zt_status *st) {
-    if (!zt_data_masked(src)) return ZT_OK;
+    if (!src->count_targets) return ZT_OK;
     uint64_t c;
-    ZT_TRY(zt_data_count_targets(src, step, 0, (int)count, &c, st));
+    ZT_TRY(src->count_targets(src->state, step, 0, (int)count, &c, st));
     if (c == 0)
         return zt_fail(st, ZT_EDATA, "%s %ld: the loss mask leaves no target to train on in its %llu "
                        "windows", step < 0 ? "evaluation round" : "step",
@@ -662,7 +724,7 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
-    *val_loss = zt_data_masked(&ctx->val) ? sum / ntgt
+    *val_loss = ctx->val.count_targets ? sum / ntgt
                                        : sum / ((double)ctx->cfg->eval_batches * E * T);
     return ZT_OK;
 }

@@ -12,7 +12,7 @@
  *     zt_config_set(cfg, "ztrain.steps", "100", ZT_SRC_FLAG, &st);
  *     zt_ctx *ctx;
  *     zt_ctx_create(cfg, &callbacks, &ctx, &st);     // finalizes cfg
- *     zt_ctx_open_data(ctx, &st);                    // token shards from cfg
+ *     zt_ctx_open_data(ctx, &st);                    // token shards from cfg (ztrain_io.h)
  *     zt_train(ctx, &st);
  *     zt_ctx_free(ctx); zt_config_free(cfg); zt_finalize();
  *
@@ -152,12 +152,20 @@ typedef struct zt_callbacks {
  * (eval uses step = -1 - eval_round).  Each sample is T+1 consecutive tokens;
  * the source writes inputs[i*T..] = tok[0..T-1], targets = tok[1..T].
  * Sample content must be a pure function of (seed, step, index) so runs are
- * reproducible and independent of the world size. */
+ * reproducible and independent of the world size.
+ *
+ * count_targets (NULL: every target counts) is for a source with a loss
+ * mask, whose get() writes -1 for the targets that do not count: *n = the
+ * number of targets >= 0 that get() serves for samples [first, first+count)
+ * of step.  The trainer asks for a whole global batch before the backward
+ * (the same answer on every rank) and divides the summed loss by it. */
 typedef struct zt_data_source {
     void *state;
     int (*get)(void *state, long step, uint64_t first, int count, int T,
                int *inputs, int *targets, zt_status *st);
     void (*close)(void *state);
+    int (*count_targets)(void *state, long step, uint64_t first, int count, uint64_t *n,
+                         zt_status *st);
 } zt_data_source;
 
 /* ---------------------------------------------------------------- training */
@@ -173,12 +181,10 @@ void zt_ctx_free(zt_ctx *ctx);
 /* The finalized configuration the context runs with. */
 const zt_config *zt_ctx_config(const zt_ctx *ctx);
 
-/* Attach data sources (ownership passes to the context; NULL val = no eval). */
+/* Attach data sources (ownership passes to the context; NULL val = no eval).
+ * Token files named by the configuration: zt_ctx_open_data (ztrain_io.h). */
 int zt_ctx_set_data(zt_ctx *ctx, zt_data_source train, zt_data_source val,
                     zt_status *st);
-/* Open ztrain.data.train / ztrain.data.val (llm.c token shards) and attach
- * them.  Implemented in io/. */
-int zt_ctx_open_data(zt_ctx *ctx, zt_status *st);
 
 /* One optimizer step (all micro-steps, communication, update). */
 int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st);
@@ -342,16 +348,7 @@ void zt_free(void *p);
 int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
                         const zt_callbacks *cb, zt_ctx **out, zt_status *st);
 
-/* Weights in llm.c's model-file format (magic 20240326, version 3 = fp32,
- * version 5 = bf16).  Save writes from rank 0 (fp32; _dtype with bf16 != 0:
- * version 5, rounded to nearest even); load reads either version on every
- * rank, checks the header against the file size first and refuses NaN/Inf.
- * Implemented in ckpt/. */
-int zt_save_weights(zt_ctx *ctx, const char *path, zt_status *st);
-int zt_save_weights_dtype(zt_ctx *ctx, const char *path, int bf16, zt_status *st);
-int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st);
-/* Read only the model shape from a weights file into cfg (as ZT_SRC_FILE). */
-int zt_weights_read_shape(const char *path, zt_config *cfg, zt_status *st);
+/* Weights files and checkpoints: ztrain_ckpt.h. */
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include "ckpt_internal.h"
+#include "ctx.h"
 #include "signals.h"
 #include "tap.h"
 #include "testutil.h"
@@ -62,7 +63,7 @@ static zt_ctx *make_ctx(zt_config *c, src *s) {
     zt_status st;
     if (zt_ctx_create(c, NULL, &ctx, &st) != ZT_OK) { printf("# ctx: %s\n", st.msg); return NULL; }
     if (s) {
-        zt_data_source d = {s, src_get, NULL}, none = {0};
+        zt_data_source d = {s, src_get, NULL, NULL}, none = {0};
         zt_ctx_set_data(ctx, d, none, &st);
     }
     return ctx;

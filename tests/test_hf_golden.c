@@ -423,7 +423,7 @@ static void run_fixture(const char *root, const expect *ex) {
 
     /* ---- 3 AdamW steps through zt_train_step on the same batch */
     fixed_batch fb = {B, T, in, tg};
-    zt_data_source src = {&fb, fixed_get, NULL}, none = {0};
+    zt_data_source src = {&fb, fixed_get, NULL, NULL}, none = {0};
     if (!tap_ok(zt_ctx_set_data(ctx, src, none, &st) == ZT_OK, "%s: data source", ex->name)) goto out;
     json_t *sl = json_object_get(meta, "step_losses");
     int sok = 1;

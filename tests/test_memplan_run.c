@@ -34,6 +34,7 @@
 #include <mpi.h>
 #include <unistd.h>
 #include "ctx.h"
+#include "ztrain_ckpt.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -63,7 +64,7 @@ static zt_config *base_config(int L) {
 
 static void attach(zt_ctx *ctx) {
     zt_status st;
-    zt_data_source src = {NULL, synth_get, NULL}, val = {NULL, synth_get, NULL};
+    zt_data_source src = {NULL, synth_get, NULL, NULL}, val = {NULL, synth_get, NULL, NULL};
     zt_ctx_set_data(ctx, src, val, &st);
 }
 

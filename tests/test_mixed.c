@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "ctx.h"
+#include "ztrain_ckpt.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -71,7 +72,7 @@ static zt_ctx *make(const run_opts *o, zt_status *st) {
     if (zt_ctx_create(c, NULL, &ctx, st) != ZT_OK) ctx = NULL;
     zt_config_free(c);
     if (ctx) {
-        zt_data_source src = {NULL, synth_get, NULL}, none = {0};
+        zt_data_source src = {NULL, synth_get, NULL, NULL}, none = {0};
         zt_ctx_set_data(ctx, src, none, st);
     }
     return ctx;

@@ -14,6 +14,8 @@
 #include "sft.h"
 #include "tap.h"
 #include "testutil.h"
+#include "ztrain_ckpt.h"
+#include "ztrain_io.h"
 
 /* ---------------------------------------------------------------- renderings */
 

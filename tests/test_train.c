@@ -5,6 +5,8 @@
  */
 #include <math.h>
 #include "ctx.h"
+#include "ztrain_ckpt.h"
+#include "ztrain_io.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -22,7 +24,7 @@ static int fixed_get(void *s, long step, uint64_t first, int count, int T, int *
     return ZT_OK;
 }
 static zt_data_source fixed_source(fixed_src *f) {
-    zt_data_source d = {f, fixed_get, NULL};
+    zt_data_source d = {f, fixed_get, NULL, NULL};
     return d;
 }
 

@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
         zt_ctx *ctx = NULL;
         int rc = zt_ctx_create(c, NULL, &ctx, &st);
         if (rc != ZT_OK) { tap_ok(0, "stage %d: create: %s", stage, st.msg); zt_config_free(c); continue; }
-        zt_data_source src = {NULL, synth_get, NULL}, none = {0};
+        zt_data_source src = {NULL, synth_get, NULL, NULL}, none = {0};
         zt_ctx_set_data(ctx, src, none, &st);
         zt_metrics m1, m2;
         rc = zt_train_step(ctx, &m1, &st);

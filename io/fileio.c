@@ -1,0 +1,41 @@
+/* fileio.c -- the file primitives io/'s readers and writers share
+ * (fileio.h): full preads, and the commit steps of the atomic writers. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "fileio.h"
+#include "internal.h"
+
+int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, zt_status *st) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t got = pread(fd, p, n, (off_t)off);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return zt_fail(st, ZT_EIO, "%s: read error at byte offset %llu: %s", path,
+                           (unsigned long long)off, strerror(errno));
+        }
+        if (got == 0)
+            return zt_fail(st, ZT_EDATA, "%s: truncated: end of file at byte offset %llu "
+                           "(did the file change after it was opened?)", path, (unsigned long long)off);
+        p += got;
+        n -= (size_t)got;
+        off += (uint64_t)got;
+    }
+    return ZT_OK;
+}
+
+int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st) {
+    int ok = fflush(*fp) == 0 && fsync(fileno(*fp)) == 0;
+    int e = errno;
+    if (fclose(*fp) != 0 && ok) { ok = 0; e = errno; }
+    *fp = NULL;
+    return ok ? ZT_OK : zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(e));
+}
+
+int zt_io_rename(const char *tmp, const char *path, zt_status *st) {
+    if (rename(tmp, path) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+    return ZT_OK;
+}

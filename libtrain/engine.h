@@ -1,0 +1,29 @@
+/* engine.h -- the training context as the rooms above the engine (ckpt/,
+ * io/) see it: accessors, never its layout.  ctx.h (struct zt_ctx) is the
+ * engine's own and stays inside libtrain/. */
+#ifndef ZT_ENGINE_H
+#define ZT_ENGINE_H
+#include "comm.h"
+#include "config.h"
+#include "gpt.h"
+#include "llama.h"
+#include "model.h"
+#include "optim.h"
+#include "shard.h"
+#include "state.h"
+
+/* This rank and the world size of the context's world group. */
+int zt_ctx_rank(const zt_ctx *ctx);
+int zt_ctx_nranks(const zt_ctx *ctx);
+/* The world group (collectives of the checkpoint code, where-messages). */
+zt_group *zt_ctx_world(const zt_ctx *ctx);
+/* The compute backend (ztrain.backend) the context's tensors live on. */
+const zt_backend *zt_ctx_backend(const zt_ctx *ctx);
+/* The model (layout + operations) and the ZeRO engine over its units. */
+zt_model *zt_ctx_model(const zt_ctx *ctx);
+zt_shard *zt_ctx_shard(const zt_ctx *ctx);
+
+/* Log through the context's callback (printf-style). */
+void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) ZT_PRINTF(3, 4);
+
+#endif

@@ -1,0 +1,87 @@
+#!/bin/bash
+# arrows.sh -- the house is one-way: kernels <- libtrain <- {ckpt, io} <- cli;
+# the plugin stands apart and shares only libtrain/ztrain_env.h.
+#
+# Every #include "..." of the tree's sources is resolved the way the build
+# resolves it (the including file's directory, then the flat -I list
+# libtrain kernels io ckpt) to the room that owns the header, and must point
+# to the same room or a floor below:
+#   kernels  -> kernels
+#   libtrain -> libtrain kernels
+#   io       -> io libtrain kernels          (never ckpt)
+#   ckpt     -> ckpt libtrain kernels        (never io)
+#   cli      -> cli io ckpt libtrain kernels
+#   plugin   -> plugin, and libtrain/ztrain_env.h only
+# A room's private headers (libtrain/ctx.h, *_internal.h, *_int.h) stay in
+# their room.  Headers found nowhere in the tree (ztconfig.h, generated)
+# belong to no room.  One TAP check per source file; a failure names file,
+# line, header and the arrow it breaks.
+#
+# The tree checked: $1, else $ZT_ARROWS_TREE, else $ZT_SRCDIR (the source
+# tree under `make check`).
+. "$(dirname "$0")/lib.sh"
+TREE="${1:-${ZT_ARROWS_TREE:-$ZT_SRCDIR}}"
+[ -d "$TREE/libtrain" ] || { echo "1..0 # SKIP no tree at $TREE"; exit 0; }
+cd "$TREE" || exit 1
+
+ROOMS="kernels libtrain io ckpt cli plugin"
+allowed() {  # allowed FROM TO: the arrow FROM -> TO is legal
+    case "$1:$2" in
+    kernels:kernels) return 0 ;;
+    libtrain:libtrain|libtrain:kernels) return 0 ;;
+    io:io|io:libtrain|io:kernels) return 0 ;;
+    ckpt:ckpt|ckpt:libtrain|ckpt:kernels) return 0 ;;
+    cli:cli|cli:io|cli:ckpt|cli:libtrain|cli:kernels) return 0 ;;
+    plugin:plugin) return 0 ;;
+    esac
+    return 1
+}
+room_of() {  # room_of PATH: the top directory
+    echo "${1%%/*}"
+}
+resolve() {  # resolve INCLUDING_FILE HEADER: the tree path of HEADER, or ""
+    local dir; dir=$(dirname "$1")
+    local d
+    for d in "$dir" libtrain kernels io ckpt; do
+        if [ -f "$d/$2" ]; then echo "$d/$2" | sed 's|^\./||'; return; fi
+    done
+    echo ""
+}
+private() {  # private HEADER_PATH: only its own room may include it
+    case "$(basename "$1")" in
+    ctx.h|*_internal.h|*_internal.cuh|*_int.h) return 0 ;;
+    esac
+    return 1
+}
+
+nfiles=0
+for room in $ROOMS; do
+    while IFS= read -r f; do
+        nfiles=$((nfiles + 1))
+        bad=""
+        while IFS=: read -r line hdr; do
+            [ -n "$hdr" ] || continue
+            path=$(resolve "$f" "$hdr")
+            [ -n "$path" ] || continue
+            to=$(room_of "$path")
+            why=""
+            if [ "$room" = plugin ] && [ "$path" = libtrain/ztrain_env.h ]; then
+                :
+            elif ! allowed "$room" "$to"; then
+                why="$room may not include a header of $to"
+            elif [ "$to" != "$room" ] && private "$path"; then
+                why="$path is private to $to"
+            fi
+            [ -z "$why" ] || bad="$bad$f:$line: #include \"$hdr\" ($path): $why"$'\n'
+        done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
+                 sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/')
+        if [ -z "$bad" ]; then
+            ok 0 "$f"
+        else
+            ok 1 "$f includes against the arrows"
+            printf '%s' "$bad" | sed 's/^/# /'
+        fi
+    done < <(find "$room" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+done
+[ "$nfiles" -gt 0 ] || ok 1 "source files found under $TREE"
+done_testing
