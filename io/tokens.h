@@ -120,6 +120,7 @@ typedef struct zt_prep_opts {
     int jsonl;                /* 0 by extension (.jsonl: JSON Lines), 1 JSON Lines, 2 plain text */
     int doc_sep;              /* ZT_DOCSEP_EOS (default) | _BOS | _NONE */
     int threads;              /* encoding threads; 0 = OpenMP's default */
+    zt_progress progress;     /* optional: input bytes tokenized, then tokens written */
 } zt_prep_opts;
 
 /* Document separators with a tokenizer: EOS after each document (default),
