@@ -13,10 +13,12 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* "12.3 MB" or "42 tokens" */
+/* "512.0 kB", "12.3 MB", "1.2 GB" or "42 tokens" */
 static void amount(char *b, size_t n, double v, const char *unit) {
-    if (!strcmp(unit, "B")) snprintf(b, n, "%.1f MB", v / 1e6);
-    else snprintf(b, n, "%.0f %s", v, unit);
+    if (strcmp(unit, "B")) snprintf(b, n, "%.0f %s", v, unit);
+    else if (v < 1e6) snprintf(b, n, "%.1f kB", v / 1e3);
+    else if (v < 1e9) snprintf(b, n, "%.1f MB", v / 1e6);
+    else snprintf(b, n, "%.2f GB", v / 1e9);
 }
 
 static void draw(cli_progress *p, int final) {

@@ -346,6 +346,7 @@ static const char *const env_informational[] = {
     ZTRAIN_ENV_OMP_AUTO,
 #endif
     "ZTRAIN_CONFIG",   /* config-file path read by the CLI */
+    "ZTRAIN_PROGRESS", "ZTRAIN_PROGRESS_INTERVAL",   /* the CLI's progress lines */
 };
 
 /* ================================================================ helpers */
