@@ -294,28 +294,27 @@ static int tokenize_inputs(tok_run *r, zt_status *st) {
 }
 
 /* mkdir -p of the directory part of prefix (tokens.h) */
-int zt_prep_make_dirs(const char *prefix, zt_status *st) {
-    char d[1200];
+int zt_prep_make_dirs(const char *prefix, char *created, size_t n, zt_status *st) {
+    char d[1200], bad[1200];
+    created[0] = '\0';
     snprintf(d, sizeof d, "%s", prefix);
     char *sl = strrchr(d, '/');
     if (!sl || sl == d) return ZT_OK;
     *sl = 0;
-    for (char *p = d + 1; ; ++p) {
-        int end = *p == 0;
-        if (*p == '/' || end) {
-            *p = 0;
-            struct stat sb;
-            if (stat(d, &sb) != 0) {
-                if (mkdir(d, 0777) != 0 && errno != EEXIST)
-                    return zt_fail(st, ZT_EIO, "%s: cannot create the output directory: %s", d, strerror(errno));
-            } else if (!S_ISDIR(sb.st_mode)) {
-                return zt_fail(st, ZT_EIO, "%s: exists and is not a directory", d);
-            }
-            if (end) break;
-            *p = '/';
-        }
-    }
+    if (zt_mkdirs(d, created, n, bad, sizeof bad) != 0)
+        return errno == ENOTDIR ? zt_fail(st, ZT_EIO, "%s: exists and is not a directory", bad)
+                                : zt_fail(st, ZT_EIO, "%s: cannot create the output directory: %s", bad,
+                                          strerror(errno));
     return ZT_OK;
+}
+
+void zt_prep_remove_dirs(const char *prefix, const char *created) {
+    char d[1200];
+    snprintf(d, sizeof d, "%s", prefix);
+    char *sl = strrchr(d, '/');
+    if (!sl || sl == d) return;
+    *sl = 0;
+    zt_rmdirs_created(d, created);
 }
 
 int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
@@ -338,6 +337,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
     in_stream in;
     memset(&in, 0, sizeof in);
     size_t total = 0, ndocs = 0;
+    char made[1200] = "";   /* the directories this prep created */
     int vocab = 256, rc = ZT_OK;
     int elsize = o->elsize ? o->elsize : 2;
     if (o->tokenizer) {
@@ -355,7 +355,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
                              "beside tokenizer.json, or choose another document separator)", o->tokenizer,
                              o->doc_sep == ZT_DOCSEP_EOS ? "EOS" : "BOS");
         }
-        if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, st);
+        if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, made, sizeof made, st);
         if (rc == ZT_OK) {
             /* the spool lives beside the outputs, unlinked at once: nothing is left behind */
             char sp[1200];
@@ -370,7 +370,11 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
             rc = zt_fail(st, ZT_EDATA, "%s: the input gave %zu tokens; need at least 2", o->input, r.ntok);
         if (rc == ZT_OK && fflush(r.spool) != 0) rc = zt_fail(st, ZT_EIO, "token spool: write failed: %s", strerror(errno));
         if (rc == ZT_OK) rewind(r.spool);
-        if (rc != ZT_OK) { if (r.spool) fclose(r.spool); return rc; }
+        if (rc != ZT_OK) {
+            if (r.spool) fclose(r.spool);
+            zt_prep_remove_dirs(o->prefix, made);
+            return rc;
+        }
         in.spool = r.spool;
         in.name = o->input;
         total = r.ntok;
@@ -401,7 +405,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
             if (in.ds->files[i]->elsize == 4 && !o->elsize) elsize = 4;
         }
     }
-    if (rc == ZT_OK && !o->tokenizer) rc = zt_prep_make_dirs(o->prefix, st);
+    if (rc == ZT_OK && !o->tokenizer) rc = zt_prep_make_dirs(o->prefix, made, sizeof made, st);
     size_t nv = (size_t)((double)total * o->val_fraction);
     size_t nt = total - nv;
     uint32_t *buf = malloc(CHUNK * sizeof *buf);
@@ -421,6 +425,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
     if (in.fp) fclose(in.fp);
     if (in.spool) fclose(in.spool);
     zt_dataset_close(in.ds);
+    if (rc != ZT_OK) zt_prep_remove_dirs(o->prefix, made);   /* the writers removed their files */
     if (rc == ZT_OK && res) {
         res->ntrain = nt;
         res->nval = nv;

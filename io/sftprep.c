@@ -326,7 +326,8 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     if (rc == ZT_OK && pad >= vocab)
         rc = zt_fail(st, ZT_EINVAL, "pad id %d is not below the tokenizer's vocabulary size %d", pad, vocab);
     const int flags = (o->allow_split ? ZT_SFT_FLAG_SPLIT : 0) | (o->truncate ? ZT_SFT_FLAG_TRUNCATE : 0);
-    if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, st);
+    char made[1200] = "";   /* the directories this prep created */
+    if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, made, sizeof made, st);
     const char *split[2] = {"train", "val"};
     char path[2][1200];
     for (int s = 0; s < 2 && rc == ZT_OK; ++s) {
@@ -394,5 +395,6 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     free(ps.ex.msg);
     zt_tok_free(ps.tok);
     fclose(fp);
+    if (rc != ZT_OK) zt_prep_remove_dirs(o->prefix, made);   /* the writers removed their files */
     return rc;
 }

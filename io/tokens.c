@@ -1,7 +1,9 @@
 /* tokens.c -- read/write token files (llm.c shards, HDF5 via h5tokens.c)
  * with full validation, never mapping or reading a whole file. */
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +210,7 @@ int zt_writer_open(const char *path, int format, int elsize, size_t ntok, int vo
     if (!w) return zt_fail(st, ZT_ENOMEM, "out of memory");
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
+    zt_io_clean_stale_tmp(path);   /* a killed run's */
     w->format = format;
     w->elsize = elsize;
     w->vocab = vocab;
@@ -299,6 +302,34 @@ int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st) {
     if (fclose(*fp) != 0 && ok) { ok = 0; e = errno; }
     *fp = NULL;
     return ok ? ZT_OK : zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(e));
+}
+
+int zt_io_clean_stale_tmp(const char *path) {
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    const char *base = sl ? sl + 1 : path;
+    if (sl == dir) snprintf(dir, sizeof dir, "/");
+    else if (sl) *sl = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    size_t bn = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, bn) || strncmp(n + bn, ".tmp.", 5)) continue;
+        char *end;
+        long pid = strtol(n + bn + 5, &end, 10);
+        if (*end || end == n + bn + 5 || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive (or not ours to judge) */
+        char p[2300];
+        snprintf(p, sizeof p, "%s/%s", dir, n);
+        if (unlink(p) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 int zt_io_rename(const char *tmp, const char *path, zt_status *st) {

@@ -33,6 +33,12 @@
  * rename tmp to path, ZT_EIO naming path. */
 int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st);
 int zt_io_rename(const char *tmp, const char *path, zt_status *st);
+/* Writers build PATH in PATH.tmp.<pid> and rename it at the end.  Remove
+ * the PATH.tmp.<pid> files whose process is gone (a killed prep's), so
+ * that they do not pile up; a live process's file is kept (pids are of
+ * this host: on a file system shared by several hosts, run one prep of a
+ * prefix at a time).  Returns how many were removed. */
+int zt_io_clean_stale_tmp(const char *path);
 
 #define ZT_SHARD_MAGIC 20240520
 #define ZT_SHARD_VERSION 1
@@ -141,8 +147,12 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st);
  * <prefix>_val.bin (the last val_fraction of the bytes). */
 int zt_prep_text(const char *input, const char *prefix, double val_fraction,
                  size_t *ntrain, size_t *nval, zt_status *st);
-/* mkdir -p of the directory part of an output prefix. */
-int zt_prep_make_dirs(const char *prefix, zt_status *st);
+/* mkdir -p of the directory part of an output prefix; *created (n bytes)
+ * gets the topmost directory it made ("" if none), for
+ * zt_prep_remove_dirs when the prep then fails: a refused prep leaves no
+ * empty directory behind. */
+int zt_prep_make_dirs(const char *prefix, char *created, size_t n, zt_status *st);
+void zt_prep_remove_dirs(const char *prefix, const char *created);
 /* Output file name for split ("train"/"val"), shard index (-1 = unsharded). */
 void zt_prep_path(char *buf, size_t n, const char *prefix, const char *split, int shard,
                   int format);
