@@ -181,7 +181,7 @@ static void detach(zt_ckpt_session *s, int hooked);
 static int probe_dir(const char *dir, char *created, size_t n, zt_status *st) {
     char bad[ZT_PATH_MAX];
     if (zt_mkdirs(dir, created, n, bad, sizeof bad) != 0)
-        return zt_fail(st, ZT_EIO, "%s: cannot create directory: %s", bad, strerror(errno));
+        return zt_fail(st, ZT_EIO, "%s: cannot create directory: %s: %s", dir, bad, strerror(errno));
     char p[ZT_PATH_MAX + 64];
     snprintf(p, sizeof p, "%s/.ztrain-probe-%ld.tmp", dir, (long)getpid());
     int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
