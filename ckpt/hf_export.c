@@ -202,6 +202,7 @@ static int pick_source(const char *file, const zt_config *cfg, int has_fp, zt_hf
     struct stat sb;
     const char *rec = cfg->init_from;
     *src = NULL;
+    if (o->tokenizer_from && !o->tokenizer_from[0]) return ZT_OK;   /* none wanted */
     if (o->tokenizer_from) {
         if (stat(o->tokenizer_from, &sb) != 0 || !S_ISDIR(sb.st_mode))
             return zt_fail(st, ZT_EINVAL, "%s: not a directory (--tokenizer-from)", o->tokenizer_from);
@@ -212,7 +213,7 @@ static int pick_source(const char *file, const zt_config *cfg, int has_fp, zt_hf
     if (stat(rec, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return zt_fail(st, ZT_EDATA, "%s: the run started from %s (ztrain.init_from), which is "
                        "not a directory here: its tokenizer files cannot be copied (name another "
-                       "source with --tokenizer-from DIR)", file, rec);
+                       "source with --tokenizer-from DIR, or export none with --no-tokenizer)", file, rec);
     *src = rec;
     if (!has_fp) {
         snprintf(o->warning, sizeof o->warning, "%s records no fingerprints of its tokenizer "
@@ -226,7 +227,7 @@ static int pick_source(const char *file, const zt_config *cfg, int has_fp, zt_hf
     if (diff[0])
         return zt_fail(st, ZT_EDATA, "%s: the files of %s (ztrain.init_from) are not the ones the "
                        "run started from (%s): not exported with them (name the tokenizer source "
-                       "with --tokenizer-from DIR)", file, rec, diff);
+                       "with --tokenizer-from DIR, or export none with --no-tokenizer)", file, rec, diff);
     return ZT_OK;
 }
 

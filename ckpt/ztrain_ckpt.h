@@ -162,7 +162,7 @@ typedef struct zt_hf_export_opts {
     uint64_t max_shard_bytes;    /* largest shard; 0 = 5 GB */
     /* the directory whose config.json keys (token ids, sliding window) and
      * tokenizer files go into the export; NULL = the run's ztrain.init_from,
-     * checked against the fingerprints recorded at training time */
+     * checked against the fingerprints recorded at training time; "" = none */
     const char *tokenizer_from;
     zt_progress progress;        /* bytes written; optional */
     char warning[512];           /* out: a warning for the caller to show, or "" */

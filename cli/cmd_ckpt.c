@@ -25,13 +25,13 @@ static void ckpt_usage(FILE *fp) {
             "                              parameters as safetensors with GPT-2 (Hugging Face)\n"
             "                              names (docs/checkpoints.md)\n"
             "  export PATH --hf OUTDIR [--dtype fp32|bf16] [--max-shard-size SIZE]\n"
-            "                [--tokenizer-from DIR]\n"
+            "                [--tokenizer-from DIR | --no-tokenizer]\n"
             "                              a Hugging Face model directory: config.json,\n"
             "                              model.safetensors (or shards of at most SIZE, default\n"
             "                              5G, + model.safetensors.index.json), the tokenizer\n"
             "                              files of ztrain.init_from as training recorded them\n"
             "                              (refused when they changed or are gone), or those of\n"
-            "                              DIR (docs/huggingface.md)\n"
+            "                              DIR, or none (docs/huggingface.md)\n"
             "\n"
             "PATH is a checkpoint (a step-N directory or its state.h5) or a checkpoint\n"
             "directory (then: its newest committed checkpoint; verify checks all of them).\n"
@@ -244,6 +244,8 @@ static int do_export(int argc, char **argv) {
         } else if ((r = cli_opt(argc, argv, &i, "hf", &v))) {
             if (r < 0) { cli_error("option '--hf' needs a value"); return ZT_EXIT_USAGE; }
             hf = v;
+        } else if (!strcmp(argv[i], "--no-tokenizer")) {
+            tok = "";
         } else if ((r = cli_opt(argc, argv, &i, "tokenizer-from", &v))) {
             if (r < 0) { cli_error("option '--tokenizer-from' needs a value"); return ZT_EXIT_USAGE; }
             tok = v;
@@ -280,7 +282,7 @@ static int do_export(int argc, char **argv) {
     int is_dir;
     if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_status st;
-    if (tok && !hf) { cli_error("--tokenizer-from goes with --hf"); return ZT_EXIT_USAGE; }
+    if (tok && !hf) { cli_error("--tokenizer-from and --no-tokenizer go with --hf"); return ZT_EXIT_USAGE; }
     if (hf) {
         zt_hf_export_opts o;
         memset(&o, 0, sizeof o);

@@ -58,6 +58,8 @@ mv a/g a/g.moved
 rc=$?
 ok $([ $rc = 1 ] && grep -q "the run started from $T/a/g (ztrain.init_from), which is not a directory here" exp.out &&
      [ ! -e E4 ]; echo $?) "init_from gone: refused, not exported without its tokenizer (got $rc: $(head -c 200 exp.out))"
+"$ZTRAIN" ckpt export a/run/ck --hf E5 --no-tokenizer > exp.out 2>&1
+ok $([ $? = 0 ] && [ -f E5/model.safetensors ] && [ ! -e E5/tokenizer.json ]; echo $?) "--no-tokenizer: exported without tokenizer files"
 mv a/g.moved a/g
 
 # ---------------------------------------------------------------- item 2
