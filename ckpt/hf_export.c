@@ -325,8 +325,9 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
     made = 1;
     {
         FILE *mf = fopen(p, "w");
-        if (!mf || fprintf(mf, "ztrain ckpt export of %s in progress\n", file) < 0 || fclose(mf) != 0) {
-            if (mf) fclose(mf);
+        int bad = !mf || fprintf(mf, "ztrain ckpt export of %s in progress\n", file) < 0;
+        if (mf && fclose(mf) != 0) bad = 1;
+        if (bad) {
             rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", p, strerror(errno));
             goto out;
         }
