@@ -97,6 +97,8 @@ ok $([ $? = 0 ] && grep -q '^ztrain: prep: writing: [0-9]* tokens of 120000 toke
 ok $([ $? = 0 ] && [ ! -s exp.err ]; echo $?) "the default interval (30 s): a short export prints no progress line"
 ZTRAIN_PROGRESS_INTERVAL=0 zrun 1 --steps 2 --ckpt-dir a/run/ck --resume auto --metrics m4 --init-from a/g
 ok $([ $? = 0 ] && grep -q '^ztrain: restore: .*(100%)' run.err; echo $?) "checkpoint restore: progress lines ($(grep restore: run.err | tail -1))"
+ZTRAIN_PROGRESS_INTERVAL=0 "$ZTRAIN" sample --checkpoint a/run/ck --length 2 > s.out 2> s.err
+ok $([ $? = 0 ] && grep -q '^ztrain: restore: .*(100%)' s.err; echo $?) "sample --checkpoint: the restore's progress lines"
 ZTRAIN_PROGRESS_INTERVAL=0 zrun 1 --steps 1 --ckpt-dir ck5 --resume never --init-from b/g
 ok $([ $? = 0 ] && grep -q '^ztrain: init: .*(100%)' run.err; echo $?) "Hugging Face load: progress lines"
 if command -v script > /dev/null; then
