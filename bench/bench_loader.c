@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
     zt_config_set(cfg, "ztrain.steps", sv, ZT_SRC_FLAG, &st);
     if (zt_config_load_env(cfg, &st) != ZT_OK) return die("env", &st);
     wait_acc acc = {0, 0, 0};
-    zt_callbacks cb = {NULL, on_metrics, &acc};
+    zt_callbacks cb = {NULL, on_metrics, &acc, {NULL, NULL}};
     zt_ctx *ctx;
     if (zt_ctx_create(cfg, &cb, &ctx, &st) != ZT_OK) return die("context", &st);
     if (zt_ctx_open_data(ctx, &st) != ZT_OK) return die("data", &st);

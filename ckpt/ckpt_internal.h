@@ -84,6 +84,16 @@ int ck_parse_step(const char *name, long *step);
 int ck_resolve(const char *path, char *file, size_t n);
 int ck_fsync_path(const char *path, int dir, zt_status *st);
 int ck_rmtree(const char *path);
+
+/* hf_source.c: the config.json and tokenizer files of a Hugging Face model
+ * directory that an export copies, and their fingerprints ("NAME=HEX16 ..."
+ * for the files present; FNV-1a 64 mixed with the length). */
+#define CK_HF_SIDE_FILES 8
+extern const char *const ck_hf_side_files[CK_HF_SIDE_FILES];
+int ck_hf_fingerprint(const char *dir, char *out, size_t n, zt_status *st);
+/* "tokenizer.json changed, vocab.json missing" between two fingerprint texts
+ * ("" when equal). */
+void ck_hf_fingerprint_diff(const char *want, const char *have, char *out, size_t n);
 int ck_mkdir_p(const char *dir, zt_status *st);
 /* Committed step numbers in dir, newest first (malloc'ed; *n may be 0). */
 int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st);

@@ -130,6 +130,12 @@ static int mismatch(zt_status *st, const char *file, int fam, const char *tname,
                    (unsigned long long)stored, (unsigned long long)got);
 }
 
+/* rank 0: bytes of the checkpoint read so far (parameters, moments) */
+static void restore_progress(zt_ctx *ctx, uint64_t params_done, uint64_t params, int final) {
+    uint64_t per = CK_NFAM * sizeof(float);
+    zt_progress_report(zt_ctx_progress(ctx), "restore", params_done * per, params * per, "B", final);
+}
+
 static int bcast_info(zt_ctx *ctx, zt_ckpt_info *in, zt_status *st) {
     if (zt_ctx_nranks(ctx) < 2) return ZT_OK;
     char *json = in->config_json;
@@ -204,7 +210,9 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
             for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam)
                 if (got[fam] != stored[fam]) rc = mismatch(st, file, fam, t->name, stored[fam], got[fam]);
         if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
+        if (root) restore_progress(ctx, t->offset + t->numel, m->num_params, 0);
     }
+    if (root) restore_progress(ctx, m->num_params, m->num_params, 1);
 out:
     if (f >= 0) H5Fclose(f);
     free(buf);
@@ -297,6 +305,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
         }
         close_tensor(d);
         rc = ck_agree(ctx, rc, st);
+        if (rc == ZT_OK && zt_ctx_rank(ctx) == 0) restore_progress(ctx, t->offset + t->numel, m->num_params, 0);
     }
     if (rc != ZT_OK) goto out;
     if (zt_ctx_nranks(ctx) > 1 &&
@@ -309,6 +318,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
             if (got[fam * nt + ti] != stored[fam * nt + ti])
                 rc = mismatch(st, file, fam, m->tensors[ti].name, stored[fam * nt + ti],
                               got[fam * nt + ti]);
+    if (rc == ZT_OK && zt_ctx_rank(ctx) == 0) restore_progress(ctx, m->num_params, m->num_params, 1);
 out:
     if (f >= 0) H5Fclose(f);
     H5Pclose(fapl);

@@ -25,6 +25,7 @@ struct zt_ckpt_session {
     long last_saved_step;
     int step_sleep_ms;         /* ZT_CKPT_STEP_SLEEP_MS (test-only) */
     char last[ZT_PATH_MAX + 32];
+    char created[ZT_PATH_MAX];  /* rank 0: the topmost directory attach created, or "" */
 };
 
 const char *zt_ckpt_session_last(const zt_ckpt_session *s) { return s ? s->last : ""; }
@@ -171,12 +172,16 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
 
 /* ------------------------------------------------------------ attach */
 
+static void detach(zt_ckpt_session *s, int hooked);
+
 /* Rank 0, at start: the checkpoint directory exists (created if needed) and
  * a file can be created in it and removed again, so that an unwritable
  * directory stops the run before step 1, not at its first (or, with
  * checkpoint.every = 0, its only) save. */
-static int probe_dir(const char *dir, zt_status *st) {
-    ZT_TRY(ck_mkdir_p(dir, st));
+static int probe_dir(const char *dir, char *created, size_t n, zt_status *st) {
+    char bad[ZT_PATH_MAX];
+    if (zt_mkdirs(dir, created, n, bad, sizeof bad) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot create directory: %s: %s", dir, bad, strerror(errno));
     char p[ZT_PATH_MAX + 64];
     snprintf(p, sizeof p, "%s/.ztrain-probe-%ld.tmp", dir, (long)getpid());
     int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -205,8 +210,8 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     const char *sl = getenv("ZT_CKPT_STEP_SLEEP_MS");
     if (sl && *sl) s->step_sleep_ms = atoi(sl);
 
-    if (zt_ctx_rank(ctx) == 0) rc = probe_dir(c->ckpt_dir, st);
-    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
+    if (zt_ctx_rank(ctx) == 0) rc = probe_dir(c->ckpt_dir, s->created, sizeof s->created, st);
+    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     if (zt_ctx_rank(ctx) == 0) {
         char report[512];
         int n = ck_clean_stale(c->ckpt_dir, report, sizeof report);
@@ -226,7 +231,7 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     }
     long step = -1;
     rc = zt_ckpt_resume(ctx, &step, st);
-    if (rc != ZT_OK) { free(s); return rc; }
+    if (rc != ZT_OK) { detach(s, 0); return rc; }
     if (step >= 0) {
         s->last_saved_step = step;
         snprintf(s->last, sizeof s->last, "%s", c->ckpt_resume);
@@ -237,16 +242,25 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
                    c->steps);
     }
     rc = zt_preempt_install(s->signo, st);
-    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     s->last_save_t = zt_now_s();
     zt_ctx_set_step_hook(ctx, step_hook, s);
     *out = s;
     return ZT_OK;
 }
 
-void zt_ckpt_detach(zt_ckpt_session *s) {
-    if (!s) return;
-    zt_ctx_set_step_hook(s->ctx, NULL, NULL);
-    zt_preempt_uninstall();
+/* The end of a session: the checkpoint directory this run created is
+ * removed again while it is empty (a run refused after the attach -- a bad
+ * --init-from, a failed restore -- leaves no empty checkpoints/ behind). */
+static void detach(zt_ckpt_session *s, int hooked) {
+    if (hooked) {
+        zt_ctx_set_step_hook(s->ctx, NULL, NULL);
+        zt_preempt_uninstall();
+    }
+    zt_rmdirs_created(zt_ctx_config(s->ctx)->ckpt_dir, s->created);
     free(s);
+}
+
+void zt_ckpt_detach(zt_ckpt_session *s) {
+    if (s) detach(s, 1);
 }

@@ -24,7 +24,8 @@
 /* The model keys of a stored configuration JSON ({"ztrain": {"model":
  * {...}, "init_from": ...}}) into cfg; absent keys keep their defaults (a
  * checkpoint written before the llama keys existed is a GPT-2). */
-static int model_from_json(const char *file, const char *json, zt_config *cfg, zt_status *st) {
+static int model_from_json(const char *file, const char *json, zt_config *cfg, int *has_fp,
+                           zt_status *st) {
     static const char *const keys[] = {
         "n_layer", "n_head", "n_embd", "context", "vocab", "arch", "n_kv_head", "head_dim",
         "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_factor",
@@ -52,6 +53,10 @@ static int model_from_json(const char *file, const char *json, zt_config *cfg, z
     json_t *init = json_object_get(zt, "init_from");
     if (rc == ZT_OK && json_is_string(init))
         rc = zt_config_set(cfg, "ztrain.init_from", json_string_value(init), ZT_SRC_FILE, st);
+    json_t *fp = json_object_get(zt, "init_from_files");   /* absent: before ztrain recorded it */
+    *has_fp = json_is_string(fp);
+    if (rc == ZT_OK && *has_fp)
+        rc = zt_config_set(cfg, "ztrain.init_from_files", json_string_value(fp), ZT_SRC_FILE, st);
     json_decref(root);
     return rc;
 }
@@ -149,6 +154,10 @@ static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
 
 /* ---------------------------------------------------------------- files */
 
+/* In OUTDIR.tmp while an export builds it: proof that the directory is an
+ * export's (a later export may remove it), unlinked before the rename. */
+#define EXPORT_MARKER ".ztrain-export-in-progress"
+
 static int copy_file(const char *from, const char *to, zt_status *st) {
     FILE *in = fopen(from, "rb");
     if (!in) return zt_fail(st, ZT_EIO, "%s: cannot open: %s", from, strerror(errno));
@@ -183,11 +192,53 @@ static int dir_nonempty(const char *p) {
     return n > 0;
 }
 
+/* ---------------------------------------------------------------- the source */
+
+/* The directory whose config.json keys and tokenizer files the export takes
+ * (NULL: none): o->tokenizer_from as given; else the run's init_from, whose
+ * files must still be the ones the run started from. */
+static int pick_source(const char *file, const zt_config *cfg, int has_fp, zt_hf_export_opts *o,
+                       const char **src, zt_status *st) {
+    struct stat sb;
+    const char *rec = cfg->init_from;
+    *src = NULL;
+    if (o->tokenizer_from && !o->tokenizer_from[0]) return ZT_OK;   /* none wanted */
+    if (o->tokenizer_from) {
+        if (stat(o->tokenizer_from, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return zt_fail(st, ZT_EINVAL, "%s: not a directory (--tokenizer-from)", o->tokenizer_from);
+        *src = o->tokenizer_from;
+        return ZT_OK;
+    }
+    if (!rec[0]) return ZT_OK;   /* trained from scratch: no tokenizer to copy */
+    if (stat(rec, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return zt_fail(st, ZT_EDATA, "%s: the run started from %s (ztrain.init_from), which is "
+                       "not a directory here: its tokenizer files cannot be copied (name another "
+                       "source with --tokenizer-from DIR, or export none with --no-tokenizer)", file, rec);
+    *src = rec;
+    if (!has_fp) {
+        snprintf(o->warning, sizeof o->warning, "%s records no fingerprints of its tokenizer "
+                 "files (written by an older ztrain): the files of %s%s are copied unchecked",
+                 file, rec, rec[0] == '/' ? "" : " (relative to the current directory)");
+        return ZT_OK;
+    }
+    char now[sizeof cfg->init_from_files], diff[400];
+    ZT_TRY(ck_hf_fingerprint(rec, now, sizeof now, st));
+    ck_hf_fingerprint_diff(cfg->init_from_files, now, diff, sizeof diff);
+    if (diff[0])
+        return zt_fail(st, ZT_EDATA, "%s: the files of %s (ztrain.init_from) are not the ones the "
+                       "run started from (%s): not exported with them (name the tokenizer source "
+                       "with --tokenizer-from DIR, or export none with --no-tokenizer)", file, rec, diff);
+    return ZT_OK;
+}
+
 /* ---------------------------------------------------------------- export */
 
-int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t max_shard_bytes,
+int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *o,
                       zt_status *st) {
     zt_status_clear(st);
+    o->warning[0] = '\0';
+    int bf16 = o->bf16;
+    uint64_t max_shard_bytes = o->max_shard_bytes ? o->max_shard_bytes : 5000000000ull;
     char file[ZT_PATH_MAX + 64], tmpdir[ZT_PATH_MAX + 16], p[ZT_PATH_MAX + 128];
     struct stat sb;
     if (strlen(out_dir) >= ZT_PATH_MAX)
@@ -199,9 +250,9 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
     zt_ckpt_info in;
     ck_tlist L = {0};
     ZT_TRY(ck_open_table(path, file, sizeof file, &f, &in, 1, &L, st));
-    int n = L.n, rc = ZT_OK, made = 0, nshards = 0;
+    int n = L.n, rc = ZT_OK, made = 0, nshards = 0, has_fp = 0;
     int dtype = bf16 ? ZT_ST_BF16 : ZT_ST_F32;
-    uint64_t es = bf16 ? 2 : 4, maxw = 0, total = 0;
+    uint64_t es = bf16 ? 2 : 4, maxw = 0, total = 0, done = 0;
     zt_config *cfg = zt_config_new();
     zt_st_spec *specs = calloc((size_t)(n ? n : 1), sizeof *specs);
     char (*names)[200] = calloc((size_t)(n ? n : 1), sizeof *names);
@@ -214,7 +265,7 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
         rc = zt_fail(st, ZT_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = model_from_json(file, in.config_json, cfg, st)) != ZT_OK) goto out;
+    if ((rc = model_from_json(file, in.config_json, cfg, &has_fp, st)) != ZT_OK) goto out;
     const zt_model_config *mc = &cfg->model;
     int arch = zt_model_arch(mc);
     /* names, shapes, shards (greedy in table order, each at most the limit
@@ -244,7 +295,8 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
         goto out;
     }
     /* the original model directory: tokenizer files, config keys */
-    const char *src = cfg->init_from[0] ? cfg->init_from : NULL;
+    const char *src;
+    if ((rc = pick_source(file, cfg, has_fp, o, &src, st)) != ZT_OK) goto out;
     if (src) {
         snprintf(p, sizeof p, "%s/config.json", src);
         orig = json_load_file(p, 0, NULL);
@@ -252,13 +304,34 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
     config = make_config(mc, bf16, orig);
     if (!config) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
 
+    /* OUTDIR.tmp: a crashed export's leftovers (it holds the marker) are
+     * removed; anything else there is not ours to delete */
     snprintf(tmpdir, sizeof tmpdir, "%s.tmp", out_dir);
-    if (stat(tmpdir, &sb) == 0) ck_rmtree(tmpdir);   /* a crashed export's leftovers */
+    snprintf(p, sizeof p, "%s/%s", tmpdir, EXPORT_MARKER);
+    if (lstat(tmpdir, &sb) == 0) {
+        struct stat mb;
+        if (!S_ISDIR(sb.st_mode) || lstat(p, &mb) != 0 || !S_ISREG(mb.st_mode)) {
+            rc = zt_fail(st, ZT_EINVAL, "%s: exists and is not the leftover of a ztrain export (no "
+                         "%s in it): not removed, nothing exported (remove it or choose another "
+                         "OUTDIR)", tmpdir, EXPORT_MARKER);
+            goto out;
+        }
+        ck_rmtree(tmpdir);
+    }
     if (mkdir(tmpdir, 0777) != 0) {
         rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmpdir, strerror(errno));
         goto out;
     }
     made = 1;
+    {
+        FILE *mf = fopen(p, "w");
+        int bad = !mf || fprintf(mf, "ztrain ckpt export of %s in progress\n", file) < 0;
+        if (mf && fclose(mf) != 0) bad = 1;
+        if (bad) {
+            rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", p, strerror(errno));
+            goto out;
+        }
+    }
     if (nshards > 1) {
         index = json_object();
         json_t *wm = json_object();
@@ -276,6 +349,8 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
         rc = zt_st_write_begin(&w, p, specs + first, i - first, dtype, meta, 1, st);
         for (int k = first; k < i && rc == ZT_OK; ++k) {
             rc = ck_export_tensor(f, file, &L.t[k], tr[k], buf, whole, &w, st);
+            done += L.t[k].numel * es;
+            zt_progress_report(&o->progress, "export", done, total, "B", 0);
             if (index) json_object_set_new(json_object_get(index, "weight_map"), names[k], json_string(name));
         }
         if (rc == ZT_OK) rc = zt_st_write_end(&w, st);
@@ -289,15 +364,16 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
         snprintf(p, sizeof p, "%s/config.json", tmpdir);
         rc = write_json(config, p, real_precision(config), st);
     }
-    static const char *const tok[] = {"tokenizer.json", "tokenizer_config.json",
-                                      "special_tokens_map.json", "tokenizer.model", "vocab.json",
-                                      "merges.txt", "generation_config.json"};
-    for (size_t k = 0; src && rc == ZT_OK && k < sizeof tok / sizeof tok[0]; ++k) {
+    for (int k = 0; src && rc == ZT_OK && k < CK_HF_SIDE_FILES; ++k) {
         char from[ZT_PATH_MAX + 64];
-        snprintf(from, sizeof from, "%s/%s", src, tok[k]);
-        snprintf(p, sizeof p, "%s/%s", tmpdir, tok[k]);
+        if (!strcmp(ck_hf_side_files[k], "config.json")) continue;   /* written above */
+        snprintf(from, sizeof from, "%s/%s", src, ck_hf_side_files[k]);
+        snprintf(p, sizeof p, "%s/%s", tmpdir, ck_hf_side_files[k]);
         if (stat(from, &sb) == 0) rc = copy_file(from, p, st);
     }
+    snprintf(p, sizeof p, "%s/%s", tmpdir, EXPORT_MARKER);
+    if (rc == ZT_OK && unlink(p) != 0)
+        rc = zt_fail(st, ZT_EIO, "%s: cannot remove: %s", p, strerror(errno));
     if (rc == ZT_OK) rc = ck_fsync_path(tmpdir, 1, st);
     if (rc == ZT_OK && stat(out_dir, &sb) == 0 && rmdir(out_dir) != 0)
         rc = zt_fail(st, ZT_EIO, "%s: cannot replace the empty directory: %s", out_dir, strerror(errno));
@@ -312,6 +388,7 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
         zt_status tmp;
         ck_fsync_path(parent, 1, &tmp);
         made = 0;
+        zt_progress_report(&o->progress, "export", done, total, "B", 1);
     }
 out:
     zt_st_write_abort(&w);

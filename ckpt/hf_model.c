@@ -439,23 +439,24 @@ static int add_file(hf_files *F, const char *name, int *idx, zt_status *st) {
     return ZT_OK;
 }
 
-/* Open the model's safetensors file(s): the index and every shard it names,
- * or model.safetensors. */
+/* Open the model's safetensors file(s): model.safetensors when it exists,
+ * else the index and every shard it names -- transformers' order
+ * (from_pretrained takes model.safetensors first), so that a directory
+ * holding both loads the same weights in both. */
 static int hf_files_open(const char *dir, hf_files *F, zt_status *st) {
     memset(F, 0, sizeof *F);
     snprintf(F->dir, sizeof F->dir, "%s", dir);
-    char idx[ZT_PATH_MAX + 64];
+    char idx[ZT_PATH_MAX + 64], one[ZT_PATH_MAX + 64];
     snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+    snprintf(one, sizeof one, "%s/model.safetensors", dir);
     struct stat sb;
-    if (stat(idx, &sb) != 0) {
-        char one[ZT_PATH_MAX + 64];
-        snprintf(one, sizeof one, "%s/model.safetensors", dir);
-        if (stat(one, &sb) != 0)
-            return zt_fail(st, ZT_EIO, "%s: neither model.safetensors nor "
-                           "model.safetensors.index.json (only safetensors weights are read)", dir);
+    if (stat(one, &sb) == 0) {
         int i;
         return add_file(F, "model.safetensors", &i, st);
     }
+    if (stat(idx, &sb) != 0)
+        return zt_fail(st, ZT_EIO, "%s: neither model.safetensors nor "
+                       "model.safetensors.index.json (only safetensors weights are read)", dir);
     json_error_t je;
     json_t *root = json_load_file(idx, 0, &je);
     if (!root) return zt_fail(st, ZT_EDATA, "%s: line %d: %s", idx, je.line, je.text);
@@ -696,6 +697,9 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
                 rc = ck_scatter(ctx, &s, &plan, t->offset + a, t->offset + b, buf, CK_PARAMS, reqs,
                                 h, "loading Hugging Face weights", st);
         }
+        if (root && rc == ZT_OK)   /* fp32 bytes placed so far */
+            zt_progress_report(zt_ctx_progress(ctx), "init", (t->offset + t->numel) * sizeof(float),
+                               m->num_params * sizeof(float), "B", ti + 1 == m->n_tensors);
     }
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     zero_moments(&s);

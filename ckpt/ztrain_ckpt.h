@@ -171,19 +171,44 @@ int zt_ckpt_verify(const char *path, zt_ckpt_tensor_fn fn, void *user, zt_status
 int zt_ckpt_export_safetensors(const char *path, const char *out_file, int bf16,
                                zt_status *st);
 
+typedef struct zt_hf_export_opts {
+    int bf16;                    /* BF16 values (round to nearest even), else F32 */
+    uint64_t max_shard_bytes;    /* largest shard; 0 = 5 GB */
+    /* the directory whose config.json keys (token ids, sliding window) and
+     * tokenizer files go into the export; NULL = the run's ztrain.init_from,
+     * checked against the fingerprints recorded at training time; "" = none */
+    const char *tokenizer_from;
+    zt_progress progress;        /* bytes written; optional */
+    char warning[512];           /* out: a warning for the caller to show, or "" */
+} zt_hf_export_opts;
+
 /* Export a checkpoint as a Hugging Face model directory out_dir: config.json
  * (from the checkpoint's stored configuration), model.safetensors -- or
- * shards model-0000K-of-0000N.safetensors of at most max_shard_bytes each
+ * shards model-0000K-of-0000N.safetensors of at most o->max_shard_bytes each
  * plus model.safetensors.index.json -- with Hugging Face tensor names
  * (lm_head.weight omitted when tied; GPT-2 Conv1D weights [in, out]), F32
- * or BF16 (bf16 != 0), and the tokenizer files of the ztrain.init_from
- * directory when it still exists.  Built in out_dir.tmp and renamed at the
- * end: on failure nothing is left.  An existing non-empty out_dir is
- * refused.  Checksums are verified while reading.  docs/huggingface.md. */
-int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16,
-                      uint64_t max_shard_bytes, zt_status *st);
+ * or BF16, and the config.json keys and tokenizer files of the run's
+ * ztrain.init_from (or o->tokenizer_from).  A checkpoint records init_from as
+ * an absolute path with the fingerprints of those files
+ * (ztrain.init_from_files): when the directory is gone or its files differ,
+ * the export is refused (ZT_EDATA) naming both, unless o->tokenizer_from is
+ * given.  A checkpoint without fingerprints (older ztrain) copies the files
+ * unchecked and says so in o->warning.  Built in out_dir.tmp (which holds a
+ * marker file while it is built: an out_dir.tmp without it is refused, not
+ * removed) and renamed at the end: on failure nothing is left.  An existing
+ * non-empty out_dir is refused.  Checksums are verified while reading.
+ * docs/huggingface.md. */
+int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *o,
+                      zt_status *st);
 
 /* ------------------------------------------------------------ Hugging Face models */
+
+/* Record what a run starts from: ztrain.init_from replaced by its absolute
+ * path (realpath; the source kept) and ztrain.init_from_files set to the
+ * fingerprints of its config.json and tokenizer files (ZT_SRC_DERIVED, ""
+ * without init_from).  An init_from that does not resolve is left as given
+ * (zt_hf_read_config reports it).  Serial; call before zt_hf_read_config. */
+int zt_hf_record_init_from(zt_config *cfg, zt_status *st);
 
 /* Read a Hugging Face config.json (dir_or_config_json: a model directory or
  * the file) into cfg's ztrain.model.* keys (source ZT_SRC_FILE):

@@ -37,4 +37,21 @@ int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *c
 /* Across MPI ranks: returns the lowest rank whose rc != 0, or -1 when all
  * succeeded.  Every rank must call it. */
 int cli_first_failed_rank(int rc);
+
+/* Progress of long work on stderr (cli/progress.c), fed by a library's
+ * zt_progress: on a terminal one line redrawn with \r (done / total, rate,
+ * ETA) at most every 0.2 s from 0.5 s on; otherwise a plain line every 30 s.
+ * ZTRAIN_PROGRESS=0 turns it off; ZTRAIN_PROGRESS_INTERVAL=SECONDS sets the
+ * plain lines' interval and the terminal's first delay (tests use 0). */
+typedef struct cli_progress {
+    const char *label;
+    int tty, off, shown, active;
+    const char *unit;
+    double t0, last, delay, every;
+    uint64_t done, total;
+} cli_progress;
+zt_progress cli_progress_init(cli_progress *p, const char *label);
+/* Work that ended early (an error): a terminal's line is finished with a
+ * newline.  (A final update does that itself.) */
+void cli_progress_end(cli_progress *p);
 #endif

@@ -25,10 +25,13 @@ static void ckpt_usage(FILE *fp) {
             "                              parameters as safetensors with GPT-2 (Hugging Face)\n"
             "                              names (docs/checkpoints.md)\n"
             "  export PATH --hf OUTDIR [--dtype fp32|bf16] [--max-shard-size SIZE]\n"
+            "                [--tokenizer-from DIR | --no-tokenizer]\n"
             "                              a Hugging Face model directory: config.json,\n"
             "                              model.safetensors (or shards of at most SIZE, default\n"
             "                              5G, + model.safetensors.index.json), the tokenizer\n"
-            "                              files of ztrain.init_from (docs/huggingface.md)\n"
+            "                              files of ztrain.init_from as training recorded them\n"
+            "                              (refused when they changed or are gone), or those of\n"
+            "                              DIR, or none (docs/huggingface.md)\n"
             "\n"
             "PATH is a checkpoint (a step-N directory or its state.h5) or a checkpoint\n"
             "directory (then: its newest committed checkpoint; verify checks all of them).\n"
@@ -231,7 +234,7 @@ static int do_verify(int argc, char **argv) {
 }
 
 static int do_export(int argc, char **argv) {
-    const char *path = NULL, *out = NULL, *hf = NULL, *dtype = "fp32", *shard = "5G";
+    const char *path = NULL, *out = NULL, *hf = NULL, *dtype = "fp32", *shard = "5G", *tok = NULL;
     for (int i = 1; i < argc; ++i) {
         const char *v;
         int r;
@@ -241,6 +244,11 @@ static int do_export(int argc, char **argv) {
         } else if ((r = cli_opt(argc, argv, &i, "hf", &v))) {
             if (r < 0) { cli_error("option '--hf' needs a value"); return ZT_EXIT_USAGE; }
             hf = v;
+        } else if (!strcmp(argv[i], "--no-tokenizer")) {
+            tok = "";
+        } else if ((r = cli_opt(argc, argv, &i, "tokenizer-from", &v))) {
+            if (r < 0) { cli_error("option '--tokenizer-from' needs a value"); return ZT_EXIT_USAGE; }
+            tok = v;
         } else if ((r = cli_opt(argc, argv, &i, "max-shard-size", &v))) {
             if (r < 0) { cli_error("option '--max-shard-size' needs a value"); return ZT_EXIT_USAGE; }
             shard = v;
@@ -274,8 +282,19 @@ static int do_export(int argc, char **argv) {
     int is_dir;
     if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_status st;
+    if (tok && !hf) { cli_error("--tokenizer-from and --no-tokenizer go with --hf"); return ZT_EXIT_USAGE; }
     if (hf) {
-        if (zt_ckpt_export_hf(p, hf, bf16, max_shard, &st) != ZT_OK) {
+        zt_hf_export_opts o;
+        memset(&o, 0, sizeof o);
+        o.bf16 = bf16;
+        o.max_shard_bytes = max_shard;
+        o.tokenizer_from = tok;
+        cli_progress pr;
+        o.progress = cli_progress_init(&pr, "export");
+        int rc = zt_ckpt_export_hf(p, hf, &o, &st);
+        cli_progress_end(&pr);
+        if (o.warning[0]) fprintf(stderr, "ztrain: warning: %s\n", o.warning);
+        if (rc != ZT_OK) {
             cli_error("%s", st.msg);
             return cli_exit_code(st.code);
         }

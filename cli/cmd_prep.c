@@ -101,7 +101,11 @@ static int prep_sft(const char *input, const char *output, const char *vf, const
     if (allow_split && truncate) { cli_error("prep: --allow-split and --truncate exclude each other"); return ZT_EXIT_USAGE; }
     zt_status st;
     zt_sft_prep_result r;
-    if (zt_sft_prep(&o, &r, &st) != ZT_OK) {
+    cli_progress pr;
+    o.progress = cli_progress_init(&pr, "prep --sft");
+    int rc = zt_sft_prep(&o, &r, &st);
+    cli_progress_end(&pr);
+    if (rc != ZT_OK) {
         cli_error("%s", st.msg);
         return cli_exit_code(st.code);
     }
@@ -226,7 +230,11 @@ int cmd_prep(int argc, char **argv) {
     }
     zt_status st;
     zt_prep_result r;
-    if (zt_prep(&o, &r, &st) != ZT_OK) {
+    cli_progress pr;
+    o.progress = cli_progress_init(&pr, "prep");
+    int rc = zt_prep(&o, &r, &st);
+    cli_progress_end(&pr);
+    if (rc != ZT_OK) {
         cli_error("%s", st.msg);
         return cli_exit_code(st.code);
     }

@@ -130,9 +130,14 @@ int cmd_sample(int argc, char **argv) {
     if (rc == ZT_OK) rc = zt_config_set(cfg, "train_micro_batch_size_per_gpu", "1", ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_config_set(cfg, "ztrain.data.val", "", ZT_SRC_FLAG, &st);
     if (rc == ZT_OK && backend) rc = zt_config_set(cfg, "ztrain.backend", backend, ZT_SRC_FLAG, &st);
-    if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
+    zt_callbacks cb;   /* no log lines; the restore's progress */
+    cli_progress pr;
+    memset(&cb, 0, sizeof cb);
+    cb.progress = cli_progress_init(&pr, "restore");
+    if (rc == ZT_OK) rc = zt_ctx_create(cfg, &cb, &ctx, &st);
     if (rc == ZT_OK) rc = weights ? zt_load_weights(ctx, weights, &st)
                                   : zt_ckpt_restore(ctx, cpath, ZT_CKPT_ONE_READER, &st);
+    cli_progress_end(&pr);
     /* the prompt's ids: bytes, or the tokenizer's encoding (with BOS when its template adds one) */
     if (rc == ZT_OK && tk) {
         int32_t *ids = NULL;

@@ -68,6 +68,8 @@ int cmd_train(int argc, char **argv) {
     zt_ctx *ctx = NULL;
     zt_ckpt_session *ck = NULL;
     int rc = ZT_OK, exit_code = ZT_EXIT_OK, reporter = 0;
+    cli_progress progress;
+    memset(&progress, 0, sizeof progress);
     if (!cfg) { rc = ZT_ENOMEM; snprintf(st.msg, sizeof st.msg, "out of memory"); goto done; }
 
     /* Flags first (they win whatever the order), then the file, then env. */
@@ -108,6 +110,7 @@ int cmd_train(int argc, char **argv) {
     if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
     if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
     int hf_err = 0;
+    if (rc == ZT_OK) rc = zt_hf_record_init_from(cfg, &st);   /* what export checks */
     if (rc == ZT_OK && cfg->init_from[0]) {   /* the model comes from its config.json */
         rc = zt_hf_read_config(cfg->init_from, cfg, &st);
         hf_err = rc != ZT_OK;
@@ -123,7 +126,8 @@ int cmd_train(int argc, char **argv) {
      * agreements below): the watchdog bounds them */
     zt_watchdog_arm(rank, zt_world_size(), cfg->comm_timeout_s,
                     "start-up (context, data, checkpoint resume)");
-    zt_callbacks cb = {log_cb, NULL, NULL};
+    zt_callbacks cb = {log_cb, NULL, NULL, {NULL, NULL}};
+    if (rank == 0) cb.progress = cli_progress_init(&progress, "load");   /* restore, HF load */
     rc = zt_ctx_create(cfg, &cb, &ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     if (rank == 0) {
@@ -228,6 +232,7 @@ done:
     /* A communication failure is seen differently by each rank and the
      * job is aborted right after: every failing rank reports. */
     if (rc == ZT_ECOMM) reporter = rank;
+    if (rank == 0) cli_progress_end(&progress);
     if (rc != ZT_OK) {
         if (rank == reporter) {
             if (reporter > 0 || (rc == ZT_ECOMM && zt_world_size() > 1)) cli_error("rank %d: %s", rank, st.msg);

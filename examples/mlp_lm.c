@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
     model.V = atoi(val);
     if (zt_config_get(cfg, "ztrain.data.train", val, sizeof val, &st) != ZT_OK) goto fail;
     int synthetic = val[0] == '\0';
-    zt_callbacks cb = {on_log, on_metrics, NULL};
+    zt_callbacks cb = {on_log, on_metrics, NULL, {NULL, NULL}};
     if (zt_ctx_create_model(cfg, &mlp_ops, &model, &cb, &ctx, &st) != ZT_OK) goto fail;
     synth syn = {model.V, 1234};
     zt_data_source train = {&syn, synth_get, NULL, NULL}, none = {0};

@@ -1,6 +1,10 @@
 /* fileio.c -- the file primitives io/'s readers and writers share
- * (fileio.h): full preads, and the commit steps of the atomic writers. */
+ * (fileio.h): full preads, the commit steps of the atomic writers, and the
+ * clean-up of killed writers' temporary files. */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,4 +42,32 @@ int zt_io_rename(const char *tmp, const char *path, zt_status *st) {
     if (rename(tmp, path) != 0)
         return zt_fail(st, ZT_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
     return ZT_OK;
+}
+
+int zt_io_clean_stale_tmp(const char *path) {
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    const char *base = sl ? sl + 1 : path;
+    if (sl == dir) snprintf(dir, sizeof dir, "/");
+    else if (sl) *sl = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    size_t bn = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, bn) || strncmp(n + bn, ".tmp.", 5)) continue;
+        char *end;
+        long pid = strtol(n + bn + 5, &end, 10);
+        if (*end || end == n + bn + 5 || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive (or not ours to judge) */
+        char p[2300];
+        snprintf(p, sizeof p, "%s/%s", dir, n);
+        if (unlink(p) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }

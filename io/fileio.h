@@ -18,4 +18,11 @@ int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, z
 int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st);
 int zt_io_rename(const char *tmp, const char *path, zt_status *st);
 
+/* Writers build PATH in PATH.tmp.<pid> and rename it at the end.  Remove
+ * the PATH.tmp.<pid> files whose process is gone (a killed prep's), so
+ * that they do not pile up; a live process's file is kept (pids are of
+ * this host: on a file system shared by several hosts, run one prep of a
+ * prefix at a time).  Returns how many were removed. */
+int zt_io_clean_stale_tmp(const char *path);
+
 #endif

@@ -21,6 +21,7 @@
 static int omp_default_threads(void) { return omp_get_max_threads(); }
 #else
 static int omp_default_threads(void) { return 1; }
+static int omp_get_thread_num(void) { return 0; }
 #endif
 
 #define CHUNK ((size_t)1 << 18)
@@ -40,6 +41,7 @@ typedef struct in_stream {
     size_t pos;               /* token position within ds->files[file] */
     const char *name;
     unsigned char *bytes;
+    uint64_t written, to_write;   /* tokens (progress) */
 } in_stream;
 
 static int in_next(in_stream *in, uint32_t *buf, size_t want, size_t *got, zt_status *st) {
@@ -90,6 +92,8 @@ static int write_split(in_stream *in, const zt_prep_opts *o, const char *split, 
                 return zt_fail(st, ZT_EIO, "%s: input ended early (did it change while being read?)", in->name);
             ZT_TRY(zt_writer_put(w, buf, got, st));
             k += got;
+            in->written += got;
+            zt_progress_report(&o->progress, "prep: writing", in->written, in->to_write, "tokens", 0);
         }
         ZT_TRY(zt_writer_close(w, st));
         done += n;
@@ -105,6 +109,7 @@ static int write_split(in_stream *in, const zt_prep_opts *o, const char *split, 
 typedef struct doc_batch {
     char **text; size_t *len; long *line; const char **file;
     int n, cap; size_t bytes;
+    uint64_t src;                         /* input file bytes these documents came from */
 } doc_batch;
 
 typedef struct tok_run {
@@ -113,11 +118,12 @@ typedef struct tok_run {
     FILE *spool;
     size_t ntok, ndocs;
     int sep;                              /* the separator id, -1 for none */
+    uint64_t in_total, in_done;           /* input file bytes: all, encoded (progress) */
 } tok_run;
 
 static void batch_clear(doc_batch *b) {
     for (int i = 0; i < b->n; ++i) free(b->text[i]);
-    b->n = 0; b->bytes = 0;
+    b->n = 0; b->bytes = 0; b->src = 0;
 }
 
 static int batch_add(doc_batch *b, char *text, size_t len, const char *file, long line, zt_status *st) {
@@ -151,9 +157,21 @@ static int batch_flush(tok_run *r, doc_batch *b, zt_status *st) {
     if (rc == ZT_OK) {
         const int n = b->n;
         const int nth = r->o->threads > 0 ? r->o->threads : 0;
+        /* progress: the input bytes behind the text encoded so far, told by
+         * the first thread only (the callback is not thread-safe) */
+        const double scale = b->bytes ? (double)b->src / (double)b->bytes : 0;
+        uint64_t enc = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth > 0 ? nth : omp_default_threads())
-        for (int i = 0; i < n; ++i)
+        for (int i = 0; i < n; ++i) {
             rcs[i] = zt_tok_encode(r->tk, b->text[i], b->len[i], 0, &ids[i], &nid[i], NULL);
+            uint64_t e;
+#pragma omp atomic capture
+            e = enc += b->len[i];
+            if (omp_get_thread_num() == 0)
+                zt_progress_report(&r->o->progress, "prep: tokenizing", r->in_done + (uint64_t)((double)e * scale),
+                                   r->in_total, "B", 0);
+        }
+        r->in_done += b->src;
     }
     for (int i = 0; i < b->n && rc == ZT_OK; ++i) {
         if (rcs[i] != ZT_OK) {
@@ -195,6 +213,7 @@ static int read_jsonl(tok_run *r, doc_batch *b, const char *path, zt_status *st)
     int rc = ZT_OK;
     while (rc == ZT_OK && (n = getline(&line, &cap, fp)) >= 0) {
         ++ln;
+        b->src += (uint64_t)n;
         if (is_blank(line, (size_t)n)) continue;
         json_error_t je;
         json_t *j = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, &je);
@@ -232,6 +251,7 @@ static int read_text(tok_run *r, doc_batch *b, const char *path, zt_status *st) 
     fclose(fp);
     if (bad) { free(d); return zt_fail(st, ZT_EIO, "%s: read error (did it change while being read?)", path); }
     d[n] = 0;
+    b->src += n;
     ZT_TRY(batch_add(b, d, n, path, 0, st));
     return b->bytes >= BATCH_BYTES || b->n >= BATCH_DOCS ? batch_flush(r, b, st) : ZT_OK;
 }
@@ -253,6 +273,10 @@ static int tokenize_inputs(tok_run *r, zt_status *st) {
         if (grc != 0) return zt_fail(st, ZT_EIO, "%s: cannot expand the pattern", o->input);
     }
     size_t nf = globbed ? g.gl_pathc : 1;
+    for (size_t i = 0; i < nf; ++i) {
+        struct stat sb;
+        if (stat(globbed ? g.gl_pathv[i] : o->input, &sb) == 0) r->in_total += (uint64_t)sb.st_size;
+    }
     doc_batch b;
     memset(&b, 0, sizeof b);
     int rc = ZT_OK;
@@ -262,6 +286,7 @@ static int tokenize_inputs(tok_run *r, zt_status *st) {
         rc = jl ? read_jsonl(r, &b, path, st) : read_text(r, &b, path, st);
     }
     if (rc == ZT_OK) rc = batch_flush(r, &b, st);
+    if (rc == ZT_OK) zt_progress_report(&o->progress, "prep: tokenizing", r->in_done, r->in_total, "B", 1);
     batch_clear(&b);
     free(b.text); free(b.len); free(b.line); free(b.file);
     if (globbed) globfree(&g);
@@ -269,28 +294,27 @@ static int tokenize_inputs(tok_run *r, zt_status *st) {
 }
 
 /* mkdir -p of the directory part of prefix (tokens.h) */
-int zt_prep_make_dirs(const char *prefix, zt_status *st) {
-    char d[1200];
+int zt_prep_make_dirs(const char *prefix, char *created, size_t n, zt_status *st) {
+    char d[1200], bad[1200];
+    created[0] = '\0';
     snprintf(d, sizeof d, "%s", prefix);
     char *sl = strrchr(d, '/');
     if (!sl || sl == d) return ZT_OK;
     *sl = 0;
-    for (char *p = d + 1; ; ++p) {
-        int end = *p == 0;
-        if (*p == '/' || end) {
-            *p = 0;
-            struct stat sb;
-            if (stat(d, &sb) != 0) {
-                if (mkdir(d, 0777) != 0 && errno != EEXIST)
-                    return zt_fail(st, ZT_EIO, "%s: cannot create the output directory: %s", d, strerror(errno));
-            } else if (!S_ISDIR(sb.st_mode)) {
-                return zt_fail(st, ZT_EIO, "%s: exists and is not a directory", d);
-            }
-            if (end) break;
-            *p = '/';
-        }
-    }
+    if (zt_mkdirs(d, created, n, bad, sizeof bad) != 0)
+        return errno == ENOTDIR ? zt_fail(st, ZT_EIO, "%s: exists and is not a directory", bad)
+                                : zt_fail(st, ZT_EIO, "%s: cannot create the output directory: %s", bad,
+                                          strerror(errno));
     return ZT_OK;
+}
+
+void zt_prep_remove_dirs(const char *prefix, const char *created) {
+    char d[1200];
+    snprintf(d, sizeof d, "%s", prefix);
+    char *sl = strrchr(d, '/');
+    if (!sl || sl == d) return;
+    *sl = 0;
+    zt_rmdirs_created(d, created);
 }
 
 int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
@@ -313,6 +337,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
     in_stream in;
     memset(&in, 0, sizeof in);
     size_t total = 0, ndocs = 0;
+    char made[1200] = "";   /* the directories this prep created */
     int vocab = 256, rc = ZT_OK;
     int elsize = o->elsize ? o->elsize : 2;
     if (o->tokenizer) {
@@ -320,7 +345,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
         ZT_TRY(zt_tok_load(o->tokenizer, &tk, st));
         vocab = zt_tok_vocab_size(tk);
         if (!o->elsize) elsize = vocab > 65536 ? 4 : 2;
-        tok_run r = {o, tk, NULL, 0, 0, -1};
+        tok_run r = {o, tk, NULL, 0, 0, -1, 0, 0};
         if (elsize == 2 && vocab > 65536)
             rc = zt_fail(st, ZT_EINVAL, "%s: a vocabulary of %d does not fit uint16 tokens (use uint32)", o->tokenizer, vocab);
         if (rc == ZT_OK && o->doc_sep != ZT_DOCSEP_NONE) {
@@ -330,7 +355,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
                              "beside tokenizer.json, or choose another document separator)", o->tokenizer,
                              o->doc_sep == ZT_DOCSEP_EOS ? "EOS" : "BOS");
         }
-        if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, st);
+        if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, made, sizeof made, st);
         if (rc == ZT_OK) {
             /* the spool lives beside the outputs, unlinked at once: nothing is left behind */
             char sp[1200];
@@ -345,7 +370,11 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
             rc = zt_fail(st, ZT_EDATA, "%s: the input gave %zu tokens; need at least 2", o->input, r.ntok);
         if (rc == ZT_OK && fflush(r.spool) != 0) rc = zt_fail(st, ZT_EIO, "token spool: write failed: %s", strerror(errno));
         if (rc == ZT_OK) rewind(r.spool);
-        if (rc != ZT_OK) { if (r.spool) fclose(r.spool); return rc; }
+        if (rc != ZT_OK) {
+            if (r.spool) fclose(r.spool);
+            zt_prep_remove_dirs(o->prefix, made);
+            return rc;
+        }
         in.spool = r.spool;
         in.name = o->input;
         total = r.ntok;
@@ -376,7 +405,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
             if (in.ds->files[i]->elsize == 4 && !o->elsize) elsize = 4;
         }
     }
-    if (rc == ZT_OK && !o->tokenizer) rc = zt_prep_make_dirs(o->prefix, st);
+    if (rc == ZT_OK && !o->tokenizer) rc = zt_prep_make_dirs(o->prefix, made, sizeof made, st);
     size_t nv = (size_t)((double)total * o->val_fraction);
     size_t nt = total - nv;
     uint32_t *buf = malloc(CHUNK * sizeof *buf);
@@ -384,8 +413,10 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
     zt_tok_writer **writers = calloc(maxw, sizeof *writers);
     int nw = 0, tf = 0, vf = 0;
     if (rc == ZT_OK && (!buf || !writers)) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    in.to_write = total;
     if (rc == ZT_OK) rc = write_split(&in, o, "train", nt, vocab, elsize, buf, writers, &nw, &tf, st);
     if (rc == ZT_OK && nv > 0) rc = write_split(&in, o, "val", nv, vocab, elsize, buf, writers, &nw, &vf, st);
+    if (rc == ZT_OK) zt_progress_report(&o->progress, "prep: writing", in.written, in.to_write, "tokens", 1);
     for (int i = 0; i < nw && rc == ZT_OK; ++i) rc = zt_writer_commit(writers[i], st);
     for (int i = 0; i < nw; ++i) zt_writer_free(writers[i]);
     free(writers);
@@ -394,6 +425,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
     if (in.fp) fclose(in.fp);
     if (in.spool) fclose(in.spool);
     zt_dataset_close(in.ds);
+    if (rc != ZT_OK) zt_prep_remove_dirs(o->prefix, made);   /* the writers removed their files */
     if (rc == ZT_OK && res) {
         res->ntrain = nt;
         res->nval = nv;

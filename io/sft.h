@@ -143,6 +143,7 @@ typedef struct zt_sft_prep_opts {
     int truncate;             /* cut examples longer than a window (else error) */
     double val_fraction;      /* the last fraction of the examples -> val */
     int pad_id;               /* < 0: the tokenizer's EOS, else 0 */
+    zt_progress progress;     /* optional: input bytes done */
 } zt_sft_prep_opts;
 
 typedef struct zt_sft_prep_result {

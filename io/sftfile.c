@@ -214,6 +214,7 @@ int zt_sft_writer_open(const char *path, int window, int elsize, int vocab, int 
     if (!w) return zt_fail(st, ZT_ENOMEM, "out of memory");
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
+    zt_io_clean_stale_tmp(path);   /* a killed run's */
     w->window = window;
     w->elsize = elsize;
     w->vocab = vocab;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -325,7 +326,8 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     if (rc == ZT_OK && pad >= vocab)
         rc = zt_fail(st, ZT_EINVAL, "pad id %d is not below the tokenizer's vocabulary size %d", pad, vocab);
     const int flags = (o->allow_split ? ZT_SFT_FLAG_SPLIT : 0) | (o->truncate ? ZT_SFT_FLAG_TRUNCATE : 0);
-    if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, st);
+    char made[1200] = "";   /* the directories this prep created */
+    if (rc == ZT_OK) rc = zt_prep_make_dirs(o->prefix, made, sizeof made, st);
     const char *split[2] = {"train", "val"};
     char path[2][1200];
     for (int s = 0; s < 2 && rc == ZT_OK; ++s) {
@@ -343,9 +345,13 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    uint64_t lineno = 0, ex = 0;
+    uint64_t lineno = 0, ex = 0, in_done = 0, in_total = 0;
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0) in_total = (uint64_t)sb.st_size;
     while (rc == ZT_OK && (len = getline(&line, &cap, fp)) >= 0) {
         lineno++;
+        in_done += (uint64_t)len;
+        zt_progress_report(&o->progress, "prep --sft", in_done, in_total, "B", 0);
         if (is_blank(line, (size_t)len)) continue;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         char where[1100];
@@ -354,6 +360,7 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
         ex++;
     }
     if (rc == ZT_OK && ferror(fp)) rc = zt_fail(st, ZT_EIO, "%s: read error", o->input);
+    if (rc == ZT_OK) zt_progress_report(&o->progress, "prep --sft", in_done, in_total, "B", 1);
     if (rc == ZT_OK && ex != total)
         rc = zt_fail(st, ZT_EIO, "%s: the file changed while being read", o->input);
     for (int s = 0; s < 2 && rc == ZT_OK; ++s)
@@ -388,5 +395,6 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     free(ps.ex.msg);
     zt_tok_free(ps.tok);
     fclose(fp);
+    if (rc != ZT_OK) zt_prep_remove_dirs(o->prefix, made);   /* the writers removed their files */
     return rc;
 }

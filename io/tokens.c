@@ -1,7 +1,9 @@
 /* tokens.c -- read/write token files (llm.c shards, HDF5 via h5tokens.c)
  * with full validation, never mapping or reading a whole file. */
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,7 @@ int zt_writer_open(const char *path, int format, int elsize, size_t ntok, int vo
     if (!w) return zt_fail(st, ZT_ENOMEM, "out of memory");
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
+    zt_io_clean_stale_tmp(path);   /* a killed run's */
     w->format = format;
     w->elsize = elsize;
     w->vocab = vocab;

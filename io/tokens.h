@@ -114,6 +114,7 @@ typedef struct zt_prep_opts {
     int jsonl;                /* 0 by extension (.jsonl: JSON Lines), 1 JSON Lines, 2 plain text */
     int doc_sep;              /* ZT_DOCSEP_EOS (default) | _BOS | _NONE */
     int threads;              /* encoding threads; 0 = OpenMP's default */
+    zt_progress progress;     /* optional: input bytes tokenized, then tokens written */
 } zt_prep_opts;
 
 /* Document separators with a tokenizer: EOS after each document (default),
@@ -134,8 +135,12 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st);
  * <prefix>_val.bin (the last val_fraction of the bytes). */
 int zt_prep_text(const char *input, const char *prefix, double val_fraction,
                  size_t *ntrain, size_t *nval, zt_status *st);
-/* mkdir -p of the directory part of an output prefix. */
-int zt_prep_make_dirs(const char *prefix, zt_status *st);
+/* mkdir -p of the directory part of an output prefix; *created (n bytes)
+ * gets the topmost directory it made ("" if none), for
+ * zt_prep_remove_dirs when the prep then fails: a refused prep leaves no
+ * empty directory behind. */
+int zt_prep_make_dirs(const char *prefix, char *created, size_t n, zt_status *st);
+void zt_prep_remove_dirs(const char *prefix, const char *created);
 /* Output file name for split ("train"/"val"), shard index (-1 = unsharded). */
 void zt_prep_path(char *buf, size_t n, const char *prefix, const char *split, int shard,
                   int format);

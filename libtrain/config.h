@@ -85,6 +85,8 @@ struct zt_config {
                                * (= model.context); at most model.context */
     char init_from[ZT_PATH_MAX]; /* ztrain.init_from: a Hugging Face model directory whose
                                   * weights start the run ("" = random initialization) */
+    char init_from_files[512]; /* ztrain.init_from_files: "NAME=HEX16 ..." per file of init_from
+                                * (recorded by zt_hf_record_init_from; read by export) */
 
     char data_train[ZT_PATH_MAX]; /* ztrain.data.train (file or glob) */
     char data_val[ZT_PATH_MAX];   /* ztrain.data.val ("" = no eval) */

@@ -177,6 +177,11 @@ const keydef zt_cfg_keys[] = {
      0, 0, 0, "", NULL,
      "a Hugging Face model directory (config.json + safetensors): its config.json sets "
      "ztrain.model.* and its weights start the run; \"\" = random initialization"},
+    {"ztrain.init_from_files", NULL, NULL, NULL, T_STRING, FLD(init_from_files),
+     0, 0, 0, "", NULL,
+     "recorded by ztrain train, not set by hand (a value given is replaced): the FNV-1a 64 "
+     "fingerprints of the config.json and tokenizer files of ztrain.init_from when the run "
+     "started, which ztrain ckpt export --hf checks before copying them"},
 
     /* ---- data */
     {"ztrain.data.train", "train", NULL, NULL, T_STRING, FLD(data_train),
@@ -285,6 +290,7 @@ static const char *const env_informational[] = {
     ZTRAIN_ENV_OMP_AUTO,
 #endif
     "ZTRAIN_CONFIG",   /* config-file path read by the CLI */
+    "ZTRAIN_PROGRESS", "ZTRAIN_PROGRESS_INTERVAL",   /* the CLI's progress lines */
 };
 
 /* ================================================================ lookups */

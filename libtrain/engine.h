@@ -23,6 +23,9 @@ const zt_backend *zt_ctx_backend(const zt_ctx *ctx);
 zt_model *zt_ctx_model(const zt_ctx *ctx);
 zt_shard *zt_ctx_shard(const zt_ctx *ctx);
 
+/* The caller's progress receiver (zt_callbacks.progress; never NULL). */
+const zt_progress *zt_ctx_progress(const zt_ctx *ctx);
+
 /* Log through the context's callback (printf-style). */
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) ZT_PRINTF(3, 4);
 

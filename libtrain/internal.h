@@ -122,4 +122,14 @@ double zt_normal(uint64_t key, uint64_t counter);
 /* ------------------------------------------------------- timing */
 double zt_now_s(void);
 
+/* mkdir -p DIR that remembers what it made: *created (n bytes) gets the
+ * topmost directory this call created ("" if none), so that a run refused
+ * later can take back exactly what it made (zt_rmdirs_created).  0, or -1
+ * with errno (*bad: the component that failed). */
+int zt_mkdirs(const char *dir, char *created, size_t n, char *bad, size_t nbad);
+/* rmdir DIR and its parents up to and including CREATED (from zt_mkdirs),
+ * stopping at the first that is not empty: nothing someone put there is
+ * removed.  No-op when CREATED is "". */
+void zt_rmdirs_created(const char *dir, const char *created);
+
 #endif /* ZT_INTERNAL_H */

@@ -66,6 +66,7 @@ size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
 /* engine.h: the context as ckpt/ and io/ see it */
 int zt_ctx_rank(const zt_ctx *ctx) { return ctx->rank; }
 int zt_ctx_nranks(const zt_ctx *ctx) { return ctx->nranks; }
+const zt_progress *zt_ctx_progress(const zt_ctx *ctx) { return &ctx->cb.progress; }
 zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->world; }
 const zt_backend *zt_ctx_backend(const zt_ctx *ctx) { return ctx->be; }
 zt_model *zt_ctx_model(const zt_ctx *ctx) { return ctx->model; }

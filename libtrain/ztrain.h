@@ -136,6 +136,25 @@ typedef struct zt_metrics {
                            * (grad_norm is then NaN) */
 } zt_metrics;
 
+/* Progress of long work (prep, export, checkpoint restore, Hugging Face
+ * loads), reported to a caller-supplied function instead of printed: the
+ * library never writes to the terminal itself.  update(user, what, done,
+ * total, unit, final): `done` of `total` units so far (total 0 =
+ * unknown); unit "B" = bytes, else what is counted ("tokens"); final = 1
+ * once at the end.  Called
+ * often (per chunk or tensor): the receiver decides when to show anything
+ * (cli/progress.c).  In collective work only rank 0 reports.  A NULL
+ * update: none. */
+typedef struct zt_progress {
+    void (*update)(void *user, const char *what, uint64_t done, uint64_t total, const char *unit,
+                   int final);
+    void *user;
+} zt_progress;
+static inline void zt_progress_report(const zt_progress *p, const char *what, uint64_t done,
+                                      uint64_t total, const char *unit, int final) {
+    if (p && p->update) p->update(p->user, what, done, total, unit, final);
+}
+
 typedef struct zt_callbacks {
     /* Log lines (no trailing newline).  Called on every rank; the CLI
      * prints rank 0's only.  NULL: discard. */
@@ -143,6 +162,9 @@ typedef struct zt_callbacks {
     /* Metrics, called on every rank with identical values.  NULL: none. */
     void (*metrics)(void *user, const zt_metrics *m);
     void *user;
+    /* Progress of a checkpoint restore and a Hugging Face load (rank 0
+     * only).  Zero: none. */
+    zt_progress progress;
 } zt_callbacks;
 
 /* ---------------------------------------------------------------- data */

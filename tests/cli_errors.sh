@@ -79,4 +79,13 @@ expect_error "offload_param without offload_optimizer says to add it" 2 \
 # with the bad environment variable passed through env instead of a function prefix
 rm -rf "$T/ck"; ZTRAIN_STAGE=9 "$ZTRAIN" train "${base[@]}" > /dev/null 2> err.txt
 check "ZTRAIN_STAGE=9 rejected with the allowed range" grep -q '\[0, 3\]' err.txt
+# `ztrain --help` names the real ways in: prep with a tokenizer, token files
+# and --sft; sample from a checkpoint; estimate from a model directory
+"$ZTRAIN" --help > help.txt
+missing=
+for o in 'prep --input TEXT --output PREFIX \[--tokenizer PATH\]' 'prep --tokens-in' 'prep --sft' \
+         'sample (--weights FILE | --checkpoint PATH) \[--tokenizer PATH\]' 'estimate \[--config FILE\] \[--model DIR\]'; do
+    grep -q "ztrain $o" help.txt || missing="$missing; $o"
+done
+ok $([ -z "$missing" ]; echo $?) "ztrain --help describes prep, sample and estimate's inputs${missing:+ (missing$missing)}"
 done_testing

@@ -148,14 +148,14 @@ fi
 rm -rf ar.d
 zrun 1 --steps 2 --ckpt-dir ar.d --resume auto --init-from g --metrics ar.m
 zrun 1 --steps 3 --ckpt-dir ar.d --resume auto --init-from g --metrics ar.m
-ok $([ $? = 0 ] && grep -q '^init: resumed from checkpoint ar.d/step-2 at step 2; the Hugging Face weights of g are not loaded' run.out &&
+ok $([ $? = 0 ] && grep -q '^init: resumed from checkpoint ar.d/step-2 at step 2; the Hugging Face weights of .*/g are not loaded' run.out &&
      ! grep -q '^init: loaded' run.out; echo $?) "auto-resume wins over --init-from (and says so)"
 
 # ---------------------------------------------------------------- bad inputs
 mkdir -p x1 && cp g/model.safetensors x1/ && sed 's/GPT2LMHeadModel/BertForMaskedLM/' g/config.json > x1/config.json
 bad "unsupported architecture" 2 "x1/config.json: architecture BertForMaskedLM is not supported" --init-from x1
 "$PY" "$FIX" gpt2 x2 --shards 2 && rm x2/model-00002-of-00002.safetensors
-bad "missing shard file" 1 "index.json maps tensor .* to model-00002-of-00002.safetensors: x2/model-00002-of-00002.safetensors: cannot open" --init-from x2
+bad "missing shard file" 1 "index.json maps tensor .* to model-00002-of-00002.safetensors: .*/x2/model-00002-of-00002.safetensors: cannot open" --init-from x2
 "$PY" "$FIX" gpt2 x3 && "$PY" "$FIX" mutate x3/model.safetensors truncate
 bad "truncated safetensors" 1 "x3/model.safetensors: tensor transformer.ln_f.bias: data_offsets .* outside the data region" --init-from x3
 "$PY" "$FIX" gpt2 x4 && "$PY" "$FIX" mutate x4/model.safetensors lie-offsets transformer.h.1.ln_2.bias
@@ -170,7 +170,7 @@ bad "missing tensor" 1 "x7/model.safetensors: tensor transformer.h.1.mlp.c_fc.bi
 bad "unexpected tensor" 1 "x8/model.safetensors: unexpected tensor model.extra_thing.weight \[4\]" --init-from x8
 BAD_NP=2 bad "2 ranks, stage 3: mis-shaped tensor (every rank agrees, no hang)" 1 "x6/model.safetensors: tensor transformer.h.0.attn.c_attn.weight has shape" --init-from x6 --stage 3
 BAD_NP=2 bad "2 ranks, stage 1: truncated file" 1 "x3/model.safetensors: tensor transformer.ln_f.bias" --init-from x3 --stage 1
-bad "a flag disagreeing with config.json" 2 "ztrain.model.n_layer=3 (flag) disagrees with g/config.json: n_layer gives 2" --init-from g --n-layer 3
+bad "a flag disagreeing with config.json" 2 "ztrain.model.n_layer=3 (flag) disagrees with .*/g/config.json: n_layer gives 2" --init-from g --n-layer 3
 mkdir -p x9 && cp g/model.safetensors x9/ && sed 's/"layer_norm_epsilon": 1e-05/"layer_norm_epsilon": 1e-06/' g/config.json > x9/config.json
 bad "GPT-2 layer_norm_epsilon other than 1e-5" 2 "layer_norm_epsilon" --init-from x9
 bad "no such directory" 1 "nope: no such Hugging Face model directory" --init-from nope
