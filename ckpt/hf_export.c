@@ -4,8 +4,8 @@
  *
  * Serial, no model code: the tensors come from the checkpoint's /params
  * table (checksums verified while reading), the model settings from its
- * stored configuration JSON (/config), the Hugging Face names from
- * ck_hf_name.  Everything is written into OUTDIR.tmp, which is renamed to
+ * stored configuration JSON (/config), the Hugging Face names and family
+ * from the architecture's descriptor (arch.h).  Everything is written into OUTDIR.tmp, which is renamed to
  * OUTDIR at the end.
  */
 #define _GNU_SOURCE
@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include "ckpt_internal.h"
 #include "config.h"
+#include "arch.h"
 
 /* The model keys of a stored configuration JSON ({"ztrain": {"model":
  * {...}, "init_from": ...}}) into cfg; absent keys keep their defaults (a
@@ -29,7 +30,7 @@ static int model_from_json(const char *file, const char *json, zt_config *cfg, z
         "n_layer", "n_head", "n_embd", "context", "vocab", "arch", "n_kv_head", "head_dim",
         "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_factor",
         "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_positions",
-        "attention_bias", "tie_embeddings"};
+        "attention_bias", "tie_embeddings", "hf_architecture"};
     json_error_t je;
     json_t *root = json ? json_loads(json, 0, &je) : NULL;
     if (!root) return zt_fail(st, ZT_EDATA, "%s: no readable configuration JSON (/config)", file);
@@ -84,15 +85,13 @@ static void carry(json_t *out, json_t *orig, const char *const *keys, size_t n) 
     }
 }
 
-static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
+/* config.json of the Hugging Face family f (arch.h zt_arch_hf_export). */
+static json_t *make_config(const zt_model_config *mc, const zt_arch_hf *f, int bf16, json_t *orig) {
     json_t *c = json_object();
     static const char *const tokens[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
-    const char *oarch = NULL;
-    json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
-    if (json_is_array(oa)) oarch = json_string_value(json_array_get(oa, 0));
-    if (zt_model_arch(mc) == ZT_ARCH_GPT2) {
-        json_object_set_new(c, "architectures", json_pack("[s]", "GPT2LMHeadModel"));
-        json_object_set_new(c, "model_type", json_string("gpt2"));
+    json_object_set_new(c, "architectures", json_pack("[s]", f->architectures));
+    json_object_set_new(c, "model_type", json_string(f->model_type));
+    if (zt_arch_of(mc)->id == ZT_ARCH_GPT2) {
         json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
         json_object_set_new(c, "n_positions", json_integer(mc->context));
         json_object_set_new(c, "n_embd", json_integer(mc->n_embd));
@@ -104,12 +103,6 @@ static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
         json_object_set_new(c, "tie_word_embeddings", json_true());
         carry(c, orig, tokens, 3);
     } else {
-        /* q/k/v biases without an o_proj bias: Qwen2; else Mistral when the
-         * original was one (sliding window kept), else Llama */
-        int qwen = mc->attention_bias, mistral = !qwen && oarch && !strcmp(oarch, "MistralForCausalLM");
-        const char *arch = qwen ? "Qwen2ForCausalLM" : mistral ? "MistralForCausalLM" : "LlamaForCausalLM";
-        json_object_set_new(c, "architectures", json_pack("[s]", arch));
-        json_object_set_new(c, "model_type", json_string(qwen ? "qwen2" : mistral ? "mistral" : "llama"));
         json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
         json_object_set_new(c, "hidden_size", json_integer(mc->n_embd));
         json_object_set_new(c, "intermediate_size", json_integer(zt_model_intermediate(mc)));
@@ -130,12 +123,12 @@ static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
         else
             json_object_set_new(c, "rope_scaling", json_null());
         json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
-        if (!qwen && !mistral) {
+        if (f->flags & ZT_HF_BIAS_KEYS) {
             json_object_set_new(c, "attention_bias", json_false());
             json_object_set_new(c, "mlp_bias", json_false());
         }
-        if (qwen) json_object_set_new(c, "use_sliding_window", json_false());
-        if (mistral) {
+        if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
+        if (f->flags & ZT_HF_SLIDING) {
             static const char *const sw[] = {"sliding_window"};
             carry(c, orig, sw, 1);
         }
@@ -216,12 +209,12 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
     }
     if ((rc = model_from_json(file, in.config_json, cfg, st)) != ZT_OK) goto out;
     const zt_model_config *mc = &cfg->model;
-    int arch = zt_model_arch(mc);
+    const zt_arch *arch = zt_arch_of(mc);
     /* names, shapes, shards (greedy in table order, each at most the limit
      * unless one tensor alone is larger) */
     uint64_t in_shard = 0;
     for (int i = 0; i < n && rc == ZT_OK; ++i) {
-        if (ck_hf_name(arch, L.t[i].name, names[i], sizeof names[i], &tr[i]) != 0) {
+        if (zt_arch_hf_name(arch, L.t[i].name, names[i], sizeof names[i], &tr[i]) != 0) {
             rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
                          "architecture %s", file, L.t[i].name, mc->arch);
             break;
@@ -249,7 +242,13 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, int bf16, uint64_t 
         snprintf(p, sizeof p, "%s/config.json", src);
         orig = json_load_file(p, 0, NULL);
     }
-    config = make_config(mc, bf16, orig);
+    const char *oarch = NULL;
+    json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
+    if (json_is_array(oa)) oarch = json_string_value(json_array_get(oa, 0));
+    char why[200];
+    const zt_arch_hf *fam = zt_arch_hf_export(mc, oarch, why, sizeof why);
+    if (!fam) { rc = zt_fail(st, ZT_EDATA, "%s: %s", file, why); goto out; }
+    config = make_config(mc, fam, bf16, orig);
     if (!config) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
 
     snprintf(tmpdir, sizeof tmpdir, "%s.tmp", out_dir);
