@@ -26,21 +26,24 @@
  * {...}, "init_from": ...}}) into cfg; absent keys keep their defaults (a
  * checkpoint written before the llama keys existed is a GPT-2). */
 static int model_from_json(const char *file, const char *json, zt_config *cfg, zt_status *st) {
-    static const char *const keys[] = {
-        "n_layer", "n_head", "n_embd", "context", "vocab", "arch", "n_kv_head", "head_dim",
-        "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_factor",
-        "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_positions",
-        "attention_bias", "tie_embeddings", "hf_architecture"};
+    /* the common shape, the architecture and its class, every architecture
+     * setting (arch.h) */
+    static const char *const common[] = {"n_layer", "n_head", "n_embd", "context", "vocab",
+                                         "arch", "hf_architecture"};
+    const size_t nc = sizeof common / sizeof common[0];
+    int ns;
+    const zt_arch_setting *set = zt_arch_settings(&ns);
     json_error_t je;
     json_t *root = json ? json_loads(json, 0, &je) : NULL;
     if (!root) return zt_fail(st, ZT_EDATA, "%s: no readable configuration JSON (/config)", file);
     json_t *zt = json_object_get(root, "ztrain"), *m = json_object_get(zt, "model");
     int rc = json_is_object(m) ? ZT_OK
                                : zt_fail(st, ZT_EDATA, "%s: /config has no ztrain.model", file);
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && rc == ZT_OK; ++i) {
-        json_t *v = json_object_get(m, keys[i]);
+    for (size_t i = 0; i < nc + (size_t)ns && rc == ZT_OK; ++i) {
+        const char *name = i < nc ? common[i] : set[i - nc].key;
+        json_t *v = json_object_get(m, name);
         char key[96], val[64];
-        snprintf(key, sizeof key, "ztrain.model.%s", keys[i]);
+        snprintf(key, sizeof key, "ztrain.model.%s", name);
         if (!v) continue;
         if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(val, sizeof val, "%.17g", json_real_value(v));
@@ -91,50 +94,8 @@ static json_t *make_config(const zt_model_config *mc, const zt_arch_hf *f, int b
     static const char *const tokens[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
     json_object_set_new(c, "architectures", json_pack("[s]", f->architectures));
     json_object_set_new(c, "model_type", json_string(f->model_type));
-    if (zt_arch_of(mc)->id == ZT_ARCH_GPT2) {
-        json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
-        json_object_set_new(c, "n_positions", json_integer(mc->context));
-        json_object_set_new(c, "n_embd", json_integer(mc->n_embd));
-        json_object_set_new(c, "n_layer", json_integer(mc->n_layer));
-        json_object_set_new(c, "n_head", json_integer(mc->n_head));
-        json_object_set_new(c, "n_inner", json_null());
-        json_object_set_new(c, "activation_function", json_string("gelu_new"));
-        json_object_set_new(c, "layer_norm_epsilon", json_real(1e-5));
-        json_object_set_new(c, "tie_word_embeddings", json_true());
-        carry(c, orig, tokens, 3);
-    } else {
-        json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
-        json_object_set_new(c, "hidden_size", json_integer(mc->n_embd));
-        json_object_set_new(c, "intermediate_size", json_integer(zt_model_intermediate(mc)));
-        json_object_set_new(c, "num_hidden_layers", json_integer(mc->n_layer));
-        json_object_set_new(c, "num_attention_heads", json_integer(mc->n_head));
-        json_object_set_new(c, "num_key_value_heads", json_integer(zt_model_kv_heads(mc)));
-        json_object_set_new(c, "head_dim", json_integer(zt_model_head_dim(mc)));
-        json_object_set_new(c, "hidden_act", json_string("silu"));
-        json_object_set_new(c, "max_position_embeddings", json_integer(mc->context));
-        json_object_set_new(c, "rms_norm_eps", json_real(mc->norm_eps));
-        json_object_set_new(c, "rope_theta", json_real(mc->rope_theta));
-        if (!strcmp(mc->rope_scaling, "llama3"))
-            json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:o,s:o,s:i}", "rope_type",
-                                "llama3", "factor", json_real(mc->rope_factor), "low_freq_factor",
-                                json_real(mc->rope_low_freq_factor), "high_freq_factor",
-                                json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
-                                mc->rope_original_max));
-        else
-            json_object_set_new(c, "rope_scaling", json_null());
-        json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
-        if (f->flags & ZT_HF_BIAS_KEYS) {
-            json_object_set_new(c, "attention_bias", json_false());
-            json_object_set_new(c, "mlp_bias", json_false());
-        }
-        if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
-        if (f->flags & ZT_HF_SLIDING) {
-            static const char *const sw[] = {"sliding_window"};
-            carry(c, orig, sw, 1);
-        }
-        json_object_set_new(c, "attention_dropout", json_real(0.0));
-        carry(c, orig, tokens, 3);
-    }
+    zt_arch_of(mc)->hf_config(mc, f, c, orig);   /* the architecture's keys */
+    carry(c, orig, tokens, 3);
     json_object_set_new(c, "torch_dtype", json_string(bf16 ? "bfloat16" : "float32"));
     json_object_set_new(c, "ztrain_exported", json_true());
     return c;

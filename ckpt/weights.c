@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "arch.h"
 #include "ctx.h"
 #include "devmem.h"
 #include "half.h"
@@ -127,7 +128,9 @@ static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
 }
 
 static int need_gpt(const zt_ctx *ctx, const char *path, zt_status *st) {
-    if (zt_model_is_gpt(ctx->model)) return ZT_OK;
+    const zt_arch *a = zt_arch_find(ctx->model->ops->name);   /* the built-in model of one */
+    if (a && a->llmc_file && a->model_ops == ctx->model->ops) return ZT_OK;
+
     return zt_fail(st, ZT_EUNSUPPORTED, "%s: llm.c model files hold the built-in GPT-2 only; "
                    "model '%s' can be saved in HDF5 checkpoints (ztrain ckpt export)", path,
                    ctx->model->ops->name ? ctx->model->ops->name : "?");

@@ -18,6 +18,7 @@
 #include "config.h"
 
 struct zt_backend;
+struct json_t;
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
@@ -111,6 +112,10 @@ typedef struct zt_arch {
     const zt_arch_hf *(*hf_default)(const zt_model_config *mc);
     /* can the family express this configuration? NULL or a reason */
     const char *(*hf_refuse)(const zt_arch_hf *f, const zt_model_config *mc);
+    /* export: config.json's keys of family f after architectures and
+     * model_type (orig: the original config.json, NULL: none) */
+    void (*hf_config)(const zt_model_config *mc, const zt_arch_hf *f, struct json_t *out,
+                      struct json_t *orig);
 } zt_arch;
 
 extern const zt_arch zt_arch_gpt2, zt_arch_llama;

@@ -7,6 +7,7 @@
 #include "devmem.h"
 #include "gpt.h"
 #include "model_acts.h"
+#include <jansson.h>
 #include "arch.h"
 #include "cuda/cuda_workspace.h"
 
@@ -440,6 +441,21 @@ static void gpt_summary(const zt_model_config *mc, int style, char *buf, size_t 
 static const zt_arch_hf gpt_hf[] = {
     {"GPT2LMHeadModel", "gpt2", 0, 50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1},
 };
+/* config.json's GPT-2 keys (after architectures and model_type) */
+static void gpt_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
+    (void)f;
+    (void)orig;
+    json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
+    json_object_set_new(c, "n_positions", json_integer(mc->context));
+    json_object_set_new(c, "n_embd", json_integer(mc->n_embd));
+    json_object_set_new(c, "n_layer", json_integer(mc->n_layer));
+    json_object_set_new(c, "n_head", json_integer(mc->n_head));
+    json_object_set_new(c, "n_inner", json_null());
+    json_object_set_new(c, "activation_function", json_string("gelu_new"));
+    json_object_set_new(c, "layer_norm_epsilon", json_real(1e-5));
+    json_object_set_new(c, "tie_word_embeddings", json_true());
+}
+
 static const char *const gpt_hf_ignore[] = {".attn.bias", ".attn.masked_bias", NULL};
 
 const zt_arch zt_arch_gpt2 = {
@@ -462,4 +478,5 @@ const zt_arch zt_arch_gpt2 = {
     .n_hf = 1,
     .hf_ignore = gpt_hf_ignore,
     .hf_optional_prefix = "transformer.",
+    .hf_config = gpt_hf_config,
 };

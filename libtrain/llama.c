@@ -7,6 +7,7 @@
 #include "devmem.h"
 #include "llama.h"
 #include "model_acts.h"
+#include <jansson.h>
 #include "arch.h"
 #include "cuda/cuda_workspace.h"
 
@@ -563,6 +564,38 @@ static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *m
     return NULL;
 }
 
+/* config.json's keys of family f (after architectures and model_type) */
+static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
+    json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
+    json_object_set_new(c, "hidden_size", json_integer(mc->n_embd));
+    json_object_set_new(c, "intermediate_size", json_integer(zt_model_intermediate(mc)));
+    json_object_set_new(c, "num_hidden_layers", json_integer(mc->n_layer));
+    json_object_set_new(c, "num_attention_heads", json_integer(mc->n_head));
+    json_object_set_new(c, "num_key_value_heads", json_integer(zt_model_kv_heads(mc)));
+    json_object_set_new(c, "head_dim", json_integer(zt_model_head_dim(mc)));
+    json_object_set_new(c, "hidden_act", json_string("silu"));
+    json_object_set_new(c, "max_position_embeddings", json_integer(mc->context));
+    json_object_set_new(c, "rms_norm_eps", json_real(mc->norm_eps));
+    json_object_set_new(c, "rope_theta", json_real(mc->rope_theta));
+    if (!strcmp(mc->rope_scaling, "llama3"))
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:o,s:o,s:i}", "rope_type",
+                            "llama3", "factor", json_real(mc->rope_factor), "low_freq_factor",
+                            json_real(mc->rope_low_freq_factor), "high_freq_factor",
+                            json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
+                            mc->rope_original_max));
+    else
+        json_object_set_new(c, "rope_scaling", json_null());
+    json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
+    if (f->flags & ZT_HF_BIAS_KEYS) {
+        json_object_set_new(c, "attention_bias", json_false());
+        json_object_set_new(c, "mlp_bias", json_false());
+    }
+    if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
+    json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
+    if (sw) json_object_set(c, "sliding_window", sw);   /* the original's window */
+    json_object_set_new(c, "attention_dropout", json_real(0.0));
+}
+
 const zt_arch zt_arch_llama = {
     .name = "llama",
     .id = ZT_ARCH_LLAMA,
@@ -584,4 +617,5 @@ const zt_arch zt_arch_llama = {
     .hf_optional_prefix = NULL,
     .hf_default = llama_hf_default,
     .hf_refuse = llama_hf_refuse,
+    .hf_config = llama_hf_config,
 };
