@@ -186,13 +186,8 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
     zt_gpt_acts *a;
     ZT_ACTS_NEW(a, B, T, training, g->ckpt, g->cfg.n_layer, g->cfg.context, st);
     if (!a->res || !a->layer) { gpt_acts_free(self, a); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
-    size_t bytes = zt_gpt_acts_bytes_ckpt(&g->cfg, B, T, training, g->ckpt);
-    a->block = zt_mem_alloc(bytes, mem_tag, st);
-    if (!a->block) {
-        gpt_acts_free(self, a);
-        return zt_fail_prefix(st, "activations for B=%d T=%d", B, T);
-    }
-    a->bytes = bytes;
+    ZT_ACTS_ALLOC(a, zt_gpt_acts_bytes_ckpt(&g->cfg, B, T, training, g->ckpt), mem_tag,
+                  gpt_acts_free, self, st);
     carve(&g->cfg, B, T, training, g->ckpt, a, a->block);
     /* the -1 targets of a forward without targets (device memory: staged) */
     zt_acts_fill_no_targets(g->be, a->no_targets, (size_t)B * T);
@@ -262,9 +257,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     PARAMS(0);
     be->matmul_fwd(a->probs, a->lnf, g->p.wte, NULL, N, C, V);
     if (!a->training) RELEASE(0);
-    be->xent_fwd(a->losses, a->probs, a->probs, a->targets, N, V);
-    /* the sum of the losses on the device (in index order on the cpu) */
-    *loss_sum = targets ? be->sum(a->losses, (size_t)N) : 0.0;
+    ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
 }
 
@@ -272,7 +265,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
 static const float *gpt_probs(void *self, void *acts, int b, int t) {
     const zt_gpt *g = self;
     const zt_gpt_acts *a = acts;
-    return a->probs + ((size_t)b * a->fT + (size_t)t) * g->cfg.vocab;
+    return ZT_ACTS_PROBS(a, b, t, g->cfg.vocab);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -284,10 +277,7 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, V = g->cfg.vocab;
     int L = g->cfg.n_layer, N = B * T;
     size_t NC = (size_t)N * C;
-    if (!a->training)
-        return zt_fail(st, ZT_EINTERNAL, "backward on forward-only activations");
-
-    be->xent_bwd(a->probs, a->probs, a->targets, dloss, N, V);
+    ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
     /* LM head (tied): dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
     PARAMS(0);
     GRADS(0);

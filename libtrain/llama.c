@@ -249,6 +249,12 @@ static void llama_acts_free(void *self, void *acts) {
     ZT_ACTS_FREE(a);
 }
 
+/* llama_acts_free with the rotary frequencies' host staging buffer */
+static void acts_free_with_freq(float *freq, zt_llama_acts *a) {
+    free(freq);
+    llama_acts_free(NULL, a);
+}
+
 static int llama_acts_create(void *self, int B, int T, int training, int mem_tag, void **out,
                              zt_status *st) {
     const zt_llama *m = self;
@@ -261,14 +267,8 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
         llama_acts_free(self, a);
         return zt_fail(st, ZT_ENOMEM, "out of memory");
     }
-    size_t bytes = zt_llama_acts_bytes_ckpt(&m->cfg, B, T, training, m->ckpt);
-    a->block = zt_mem_alloc(bytes, mem_tag, st);
-    if (!a->block) {
-        free(freq);
-        llama_acts_free(self, a);
-        return zt_fail_prefix(st, "activations for B=%d T=%d", B, T);
-    }
-    a->bytes = bytes;
+    ZT_ACTS_ALLOC(a, zt_llama_acts_bytes_ckpt(&m->cfg, B, T, training, m->ckpt), mem_tag,
+                  acts_free_with_freq, freq, st);
     carve(&m->cfg, B, T, training, m->ckpt, a, a->block);
     /* the rotary frequencies (device memory: staged) */
     zt_llama_inv_freq(&m->cfg, freq);
@@ -347,15 +347,14 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
         be->matmul_fwd(a->probs, a->lnf, m->p.lm_head, NULL, N, C, V);
         RELEASE(L + 1);
     }
-    be->xent_fwd(a->losses, a->probs, a->probs, a->targets, N, V);
-    *loss_sum = targets ? be->sum(a->losses, (size_t)N) : 0.0;
+    ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
 }
 
 static const float *llama_probs(void *self, void *acts, int b, int t) {
     const zt_llama *m = self;
     const zt_llama_acts *a = acts;
-    return a->probs + ((size_t)b * a->fT + (size_t)t) * m->s.V;
+    return ZT_ACTS_PROBS(a, b, t, m->s.V);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -367,10 +366,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     const shape *sh = &m->s;
     const int B = a->fB, T = a->fT, C = sh->C, V = sh->V, L = sh->L, H = sh->H, N = B * T;
     const size_t NC = (size_t)N * C;
-    if (!a->training)
-        return zt_fail(st, ZT_EINTERNAL, "backward on forward-only activations");
-
-    be->xent_bwd(a->probs, a->probs, a->targets, dloss, N, V);
+    ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
     /* LM head: dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w
      * (tied, unit 0) or lm_head.w (unit L+1); then the final RMSNorm */
     if (sh->tied) {

@@ -136,6 +136,38 @@ static inline int zt_acts_forward_begin(int B, int T, int aB, int aT, int *fB, i
     ZT_TRY(zt_acts_forward_begin((B), (T), (a)->B, (a)->T, &(a)->fB, &(a)->fT, &(a)->inputs, \
                                  &(a)->targets, (inputs), (targets), (a)->no_targets, (st)))
 
+/* Allocate the activation block of bytes in category mem_tag; on failure
+ * free a with free_fn(self, a) and return from the caller. */
+#define ZT_ACTS_ALLOC(a, bytes_, mem_tag, free_fn, self, st) do { \
+        (a)->block = zt_mem_alloc((bytes_), (mem_tag), (st)); \
+        if (!(a)->block) { \
+            const int B_ = (a)->B, T_ = (a)->T; \
+            free_fn((self), (a)); \
+            return zt_fail_prefix((st), "activations for B=%d T=%d", B_, T_); \
+        } \
+        (a)->bytes = (bytes_); \
+    } while (0)
+
+/* The models' loss: cross-entropy over the logits in a->probs (which become
+ * the probabilities), *loss_sum the sum of the N losses (on the device, in
+ * index order on the cpu) when there are targets, else 0. */
+#define ZT_ACTS_LOSS(be, a, N, V, has_targets, loss_sum) do { \
+        (be)->xent_fwd((a)->losses, (a)->probs, (a)->probs, (a)->targets, (N), (V)); \
+        *(loss_sum) = (has_targets) ? (be)->sum((a)->losses, (size_t)(N)) : 0.0; \
+    } while (0)
+
+/* The models' backward prologue: training activations only; the logits'
+ * gradient (dloss per position) into a->probs. */
+#define ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st) do { \
+        if (!(a)->training) \
+            return zt_fail((st), ZT_EINTERNAL, "backward on forward-only activations"); \
+        (be)->xent_bwd((a)->probs, (a)->probs, (a)->targets, (dloss), (a)->fB * (a)->fT, (V)); \
+    } while (0)
+
+/* The probabilities of position (b, t) of the last forward: a pointer into
+ * the activations (device memory on a device backend). */
+#define ZT_ACTS_PROBS(a, b, t, V) ((a)->probs + ((size_t)(b) * (a)->fT + (size_t)(t)) * (size_t)(V))
+
 /* A model's forward of block l with the block's unit (1 + l) acquired
  * before and released after. */
 typedef int (*zt_block_fwd_unit_fn)(void *self, zt_units *U, void *acts, int l, zt_status *st);
