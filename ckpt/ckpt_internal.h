@@ -184,13 +184,7 @@ int ck_export_tensor(hid_t f, const char *file, const ck_tinfo *t, int transpose
 /* Its shape in the exported file. */
 void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp);
 
-/* ---------------------------------------------------------------- Hugging Face names */
-/* The Hugging Face name of one of ztrain's tensors for architecture arch
- * (ZT_ARCH_GPT2: the GPT2LMHeadModel state-dict name, "transformer.h.0.
- * attn.c_attn.weight"; ZT_ARCH_LLAMA: "model.layers.0.self_attn.q_proj.
- * weight"); *transpose = 1 where the file stores [in, out] (GPT-2 Conv1D)
- * and ztrain [out, in].  -1 for a name it does not know. */
-int ck_hf_name(int arch, const char *ours, char *out, size_t n, int *transpose);
+/* (Hugging Face tensor names: the architecture's descriptor, arch.h zt_arch_hf_name) */
 
 /* ---------------------------------------------------------------- test hooks */
 /* ZT_CKPT_CRASH_AT=[stop:]<phase>[@<step>]: SIGKILL (stop: SIGSTOP) this

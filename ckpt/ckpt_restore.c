@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "arch.h"
 #include "ck_values.h"
 #include "ck_values.h"
 #include "devmem.h"
@@ -36,56 +37,18 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
                        "n_head %d, n_embd %d, context %d, vocab %d)", file, in->n_layer,
                        in->n_head, in->n_embd, in->context, in->vocab, mc->n_layer, mc->n_head,
                        mc->n_embd, mc->context, mc->vocab);
-    /* the architecture and its settings (resolved values; a GPT-2 has only
-     * the architecture to compare: the rest does not apply to it) */
-    const int llama = zt_model_arch(mc) == ZT_ARCH_LLAMA;
-    const char *arch = llama ? "llama" : "gpt2";
-    if (strcmp(in->arch, arch) != 0)
+    /* the architecture and the settings it reads (resolved values) */
+    const zt_arch *arch = zt_arch_of(mc);
+    if (strcmp(in->model.arch, arch->name) != 0)
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
-                       "ztrain.model.arch is %s in the checkpoint, %s configured", file, in->arch, arch);
-    if (!llama) goto shape_ok;
-    struct { const char *key; int ck, cf; } iv[] = {
-        {"n_kv_head", in->n_kv_head, zt_model_kv_heads(mc)},
-        {"head_dim", in->head_dim, zt_model_head_dim(mc)},
-        {"intermediate_size", in->intermediate, zt_model_intermediate(mc)},
-        {"attention_bias", in->attention_bias, mc->attention_bias != 0},
-        {"tie_embeddings", in->tie_embeddings, mc->tie_embeddings != 0},
-        {"rope_original_max_positions", in->rope_original_max, mc->rope_original_max},
-    };
-    /* (rope_original_max_positions, the last, only matters with llama3) */
-    const size_t niv = sizeof iv / sizeof iv[0] - (strcmp(mc->rope_scaling, "llama3") != 0);
-    struct { const char *key; double ck, cf; } dv[] = {
-        {"rms_norm_eps", in->norm_eps, mc->norm_eps},
-        {"rope_theta", in->rope_theta, mc->rope_theta},
-        {"rope_factor", in->rope_factor, mc->rope_factor},
-        {"rope_low_freq_factor", in->rope_low_freq_factor, mc->rope_low_freq_factor},
-        {"rope_high_freq_factor", in->rope_high_freq_factor, mc->rope_high_freq_factor},
-    };
-    if (strcmp(in->rope_scaling, mc->rope_scaling) != 0)
-        return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
-                       "ztrain.model.rope_scaling is %s in the checkpoint, %s configured", file,
-                       in->rope_scaling, mc->rope_scaling);
-    for (size_t k = 0; k < niv; ++k)
-        if (iv[k].ck != iv[k].cf)
-            return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
-                           "one: ztrain.model.%s is %d in the checkpoint, %d configured", file,
-                           iv[k].key, iv[k].ck, iv[k].cf);
-    /* the llama3 factors only matter with that scaling (the last entries) */
-    const size_t ndv = strcmp(mc->rope_scaling, "llama3") == 0 ? sizeof dv / sizeof dv[0] : 2;
-    for (size_t k = 0; k < ndv; ++k)
-        if (dv[k].ck != dv[k].cf) {
-            char a[32], b[32];
-            snprintf(a, sizeof a, "%g", dv[k].ck);
-            snprintf(b, sizeof b, "%g", dv[k].cf);
-            if (!strcmp(a, b)) {   /* too close for %g: every digit */
-                snprintf(a, sizeof a, "%.17g", dv[k].ck);
-                snprintf(b, sizeof b, "%.17g", dv[k].cf);
-            }
-            return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
-                           "one: ztrain.model.%s is %s in the checkpoint, %s configured", file,
-                           dv[k].key, a, b);
-        }
-shape_ok:
+                       "ztrain.model.arch is %s in the checkpoint, %s configured", file,
+                       in->model.arch, arch->name);
+    char a[32], b[32];
+    const zt_arch_setting *d = zt_arch_diff(arch, mc, &in->model, b, a, sizeof a);
+    if (d)
+        return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
+                       "one: ztrain.model.%s is %s in the checkpoint, %s configured", file, d->key,
+                       a, b);
     if (in->num_params != zt_ctx_model(ctx)->num_params || in->n_tensors != zt_ctx_model(ctx)->n_tensors)
         return zt_fail(st, ZT_EDATA, "%s: %llu parameters in %d tensors, expected %zu in %d",
                        file, (unsigned long long)in->num_params, in->n_tensors,

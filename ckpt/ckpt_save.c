@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "arch.h"
 #include "devmem.h"
 #include "optim.h"
 
@@ -74,118 +75,128 @@ static void phase(zt_ctx *ctx, const char *name) {
     ck_watch(ctx, "checkpoint save at step %ld: %s", zt_ctx_step(ctx), name);
 }
 
+/* One metadata attribute: its name, kind (i64, u64, f64, string) and value. */
+typedef struct ck_meta_attr {
+    const char *name;
+    char kind;                 /* 'i', 'u', 'f', 's' */
+    int64_t i;
+    uint64_t u;
+    double d;
+    const char *s;
+} ck_meta_attr;
+#define A_I(n, v) {(n), 'i', (int64_t)(v), 0, 0, NULL}
+#define A_U(n, v) {(n), 'u', 0, (uint64_t)(v), 0, NULL}
+#define A_F(n, v) {(n), 'f', 0, 0, (double)(v), NULL}
+#define A_S(n, v) {(n), 's', 0, 0, 0, (v)}
+#define NA(t) (sizeof (t) / sizeof (t)[0])
+
+/* Write attributes a[0..n) on obj, in order; nonzero if one failed. */
+static int put_attrs(hid_t obj, const ck_meta_attr *a, size_t n) {
+    int bad = 0;
+    for (size_t k = 0; k < n; ++k)
+        switch (a[k].kind) {
+        case 'i': bad |= ck_attr_put_i64(obj, a[k].name, a[k].i); break;
+        case 'u': bad |= ck_attr_put_u64(obj, a[k].name, a[k].u); break;
+        case 'f': bad |= ck_attr_put_f64(obj, a[k].name, a[k].d); break;
+        default: bad |= ck_attr_put_str(obj, a[k].name, a[k].s); break;
+        }
+    return bad;
+}
+
+/* Group /name with attributes a[0..n); *bad |= a failed write. */
+static int put_group(hid_t f, const char *name, const ck_meta_attr *a, size_t n, int *bad,
+                     const char *file, zt_status *st) {
+    hid_t g = H5Gcreate2(f, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /%s", file, name);
+    *bad |= put_attrs(g, a, n);
+    H5Gclose(g);
+    return ZT_OK;
+}
+
 static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *json,
                     double created, const char *file, zt_status *st) {
     const zt_config *c = zt_ctx_config(ctx);
     const zt_model_config *mc = &s->model->cfg;
     int bad = 0;
-    bad |= ck_attr_put_str(f, "format", ZT_CKPT_FORMAT);
-    bad |= ck_attr_put_i64(f, "format_version", ZT_CKPT_FORMAT_VERSION);
-    bad |= ck_attr_put_i64(f, "step", s->step);
-    bad |= ck_attr_put_i64(f, "adam_t", s->adam_t);
-    bad |= ck_attr_put_i64(f, "world_size", s->world);
-    bad |= ck_attr_put_i64(f, "zero_stage", s->stage);
-    bad |= ck_attr_put_i64(f, "shard_group", s->shard_group);
-    bad |= ck_attr_put_i64(f, "has_master", 0);
-    bad |= ck_attr_put_i64(f, "n_tensors", s->model->n_tensors);
-    bad |= ck_attr_put_u64(f, "num_params", s->model->num_params);
-    bad |= ck_attr_put_f64(f, "created_unix", created);
     char ver[32];
     snprintf(ver, sizeof ver, "%d.%d.%d", ZTRAIN_VERSION_MAJOR, ZTRAIN_VERSION_MINOR,
              ZTRAIN_VERSION_PATCH);
-    bad |= ck_attr_put_str(f, "ztrain_version", ver);
-    bad |= ck_attr_put_str(f, "checksum_algorithm", ZT_CKPT_CHECKSUM_ALGORITHM);
+    const ck_meta_attr root[] = {
+        A_S("format", ZT_CKPT_FORMAT), A_I("format_version", ZT_CKPT_FORMAT_VERSION),
+        A_I("step", s->step), A_I("adam_t", s->adam_t), A_I("world_size", s->world),
+        A_I("zero_stage", s->stage), A_I("shard_group", s->shard_group), A_I("has_master", 0),
+        A_I("n_tensors", s->model->n_tensors), A_U("num_params", s->model->num_params),
+        A_F("created_unix", created), A_S("ztrain_version", ver),
+        A_S("checksum_algorithm", ZT_CKPT_CHECKSUM_ALGORITHM),
+    };
+    bad |= put_attrs(f, root, NA(root));
 
     /* effective configuration, JSON */
     if (ck_put_str_dataset(f, "config", json, zt_ctx_rank(ctx)) < 0) bad = 1;
 
-    hid_t g = H5Gcreate2(f, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /model", file);
-    const int llama = zt_model_arch(mc) == ZT_ARCH_LLAMA;
-    bad |= ck_attr_put_str(g, "architecture", llama ? "llama" : "gpt2");
-    bad |= ck_attr_put_i64(g, "n_layer", mc->n_layer);
-    bad |= ck_attr_put_i64(g, "n_head", mc->n_head);
-    bad |= ck_attr_put_i64(g, "n_embd", mc->n_embd);
-    bad |= ck_attr_put_i64(g, "context", mc->context);
-    bad |= ck_attr_put_i64(g, "vocab", mc->vocab);
-    bad |= ck_attr_put_u64(g, "num_params", s->model->num_params);
-    bad |= ck_attr_put_str(g, "tied_lm_head", !llama ? "wte" : mc->tie_embeddings ? "embed.w" : "none");
-    /* the architecture's settings, resolved (ck_read_header reads them back;
-     * older checkpoints without them are GPT-2s) */
-    bad |= ck_attr_put_i64(g, "n_kv_head", zt_model_kv_heads(mc));
-    bad |= ck_attr_put_i64(g, "head_dim", zt_model_head_dim(mc));
-    bad |= ck_attr_put_i64(g, "intermediate_size", zt_model_intermediate(mc));
-    bad |= ck_attr_put_f64(g, "rms_norm_eps", mc->norm_eps);
-    bad |= ck_attr_put_f64(g, "rope_theta", mc->rope_theta);
-    bad |= ck_attr_put_str(g, "rope_scaling", mc->rope_scaling);
-    bad |= ck_attr_put_f64(g, "rope_factor", mc->rope_factor);
-    bad |= ck_attr_put_f64(g, "rope_low_freq_factor", mc->rope_low_freq_factor);
-    bad |= ck_attr_put_f64(g, "rope_high_freq_factor", mc->rope_high_freq_factor);
-    bad |= ck_attr_put_i64(g, "rope_original_max_positions", mc->rope_original_max);
-    bad |= ck_attr_put_i64(g, "attention_bias", mc->attention_bias != 0);
-    bad |= ck_attr_put_i64(g, "tie_embeddings", !llama || mc->tie_embeddings);
-    H5Gclose(g);
+    /* the model: its shape, architecture and every architecture setting,
+     * resolved (ck_read_header reads them back; older checkpoints without
+     * them are GPT-2s) */
+    const zt_arch *arch = zt_arch_of(mc);
+    int ns;
+    const zt_arch_setting *set = zt_arch_settings(&ns);
+    ck_meta_attr model[48] = {
+        A_S("architecture", arch->name), A_I("n_layer", mc->n_layer), A_I("n_head", mc->n_head),
+        A_I("n_embd", mc->n_embd), A_I("context", mc->context), A_I("vocab", mc->vocab),
+        A_U("num_params", s->model->num_params),
+        A_S("tied_lm_head", zt_arch_tied(arch, mc) ? arch->tensors[0].name : "none"),
+    };
+    size_t nm = 8;
+    for (int k = 0; k < ns && nm < NA(model); ++k, ++nm) {
+        const zt_arch_setting *a = &set[k];
+        if (a->type == ZT_AS_STR) model[nm] = (ck_meta_attr)A_S(a->key, zt_arch_setting_str(a, mc));
+        else if (a->type == ZT_AS_DOUBLE) model[nm] = (ck_meta_attr)A_F(a->key, zt_arch_setting_double(a, mc));
+        else model[nm] = (ck_meta_attr)A_I(a->key, zt_arch_setting_int(a, mc));
+    }
+    ZT_TRY(put_group(f, "model", model, nm, &bad, file, st));
 
-    g = H5Gcreate2(f, "scheduler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /scheduler", file);
-    bad |= ck_attr_put_str(g, "type", c->scheduler_type);
-    bad |= ck_attr_put_f64(g, "lr", c->lr);
-    bad |= ck_attr_put_i64(g, "warmup_num_steps", c->warmup_steps);
-    bad |= ck_attr_put_i64(g, "total_num_steps", c->total_steps);
-    bad |= ck_attr_put_f64(g, "warmup_min_ratio", c->warmup_min_ratio);
-    bad |= ck_attr_put_f64(g, "cos_min_ratio", c->cos_min_ratio);
-    bad |= ck_attr_put_str(g, "warmup_type", c->warmup_type);
-    bad |= ck_attr_put_i64(g, "step", s->step);
-    bad |= ck_attr_put_i64(g, "updates", s->adam_t);
-    bad |= ck_attr_put_f64(g, "next_lr", zt_lr_at(c, s->adam_t));
-    bad |= ck_attr_put_str(g, "note", "the learning rate is a pure function of the number of "
-                                      "updates applied (/optimizer t; fp16 steps skipped on "
-                                      "overflow do not count, as in DeepSpeed) and these "
-                                      "values; no other schedule state exists");
-    H5Gclose(g);
+    const ck_meta_attr sched[] = {
+        A_S("type", c->scheduler_type), A_F("lr", c->lr), A_I("warmup_num_steps", c->warmup_steps),
+        A_I("total_num_steps", c->total_steps), A_F("warmup_min_ratio", c->warmup_min_ratio),
+        A_F("cos_min_ratio", c->cos_min_ratio), A_S("warmup_type", c->warmup_type),
+        A_I("step", s->step), A_I("updates", s->adam_t), A_F("next_lr", zt_lr_at(c, s->adam_t)),
+        A_S("note", "the learning rate is a pure function of the number of updates applied "
+                    "(/optimizer t; fp16 steps skipped on overflow do not count, as in DeepSpeed) "
+                    "and these values; no other schedule state exists"),
+    };
+    ZT_TRY(put_group(f, "scheduler", sched, NA(sched), &bad, file, st));
 
-    g = H5Gcreate2(f, "loss_scaler", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /loss_scaler", file);
-    bad |= ck_attr_put_i64(g, "version", 1);
-    bad |= ck_attr_put_i64(g, "present", s->has_scaler);
-    bad |= ck_attr_put_f64(g, "scale", s->has_scaler ? s->scaler.scale : 0.0);
-    bad |= ck_attr_put_i64(g, "good_steps", s->has_scaler ? s->scaler.good_steps : 0);
-    bad |= ck_attr_put_i64(g, "hysteresis_left", s->has_scaler ? s->scaler.hysteresis_left : 0);
-    bad |= ck_attr_put_str(g, "note", s->has_scaler
-                               ? "fp16 dynamic loss scaling (DeepSpeed semantics): current scale, "
-                                 "overflow-free steps since the last overflow or growth, "
-                                 "overflows left before the scale halves"
-                               : "no loss scaling (not an fp16 run); present = 0");
-    H5Gclose(g);
+    const int sc = s->has_scaler;
+    const ck_meta_attr scaler[] = {
+        A_I("version", 1), A_I("present", sc), A_F("scale", sc ? s->scaler.scale : 0.0),
+        A_I("good_steps", sc ? s->scaler.good_steps : 0),
+        A_I("hysteresis_left", sc ? s->scaler.hysteresis_left : 0),
+        A_S("note", sc ? "fp16 dynamic loss scaling (DeepSpeed semantics): current scale, "
+                         "overflow-free steps since the last overflow or growth, overflows left "
+                         "before the scale halves"
+                       : "no loss scaling (not an fp16 run); present = 0"),
+    };
+    ZT_TRY(put_group(f, "loss_scaler", scaler, NA(scaler), &bad, file, st));
 
-    g = H5Gcreate2(f, "rng", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /rng", file);
-    bad |= ck_attr_put_str(g, "kind", "counter-based");
-    bad |= ck_attr_put_u64(g, "seed", c->seed);
-    bad |= ck_attr_put_str(g, "note", "every random number (initialization, data sampling) is "
-                                      "a pure function of (seed, step, index); no other RNG "
-                                      "state exists");
-    H5Gclose(g);
+    const ck_meta_attr rng[] = {
+        A_S("kind", "counter-based"), A_U("seed", c->seed),
+        A_S("note", "every random number (initialization, data sampling) is a pure function of "
+                    "(seed, step, index); no other RNG state exists"),
+    };
+    ZT_TRY(put_group(f, "rng", rng, NA(rng), &bad, file, st));
 
-    g = H5Gcreate2(f, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /data", file);
-    bad |= ck_attr_put_i64(g, "step", s->step);
-    bad |= ck_attr_put_i64(g, "train_batch_size", c->train_batch_size);
-    bad |= ck_attr_put_u64(g, "sample_position", (uint64_t)s->step * (uint64_t)c->train_batch_size);
-    bad |= ck_attr_put_u64(g, "seed", c->seed);
-    bad |= ck_attr_put_str(g, "train", c->data_train);
-    bad |= ck_attr_put_str(g, "val", c->data_val);
-    H5Gclose(g);
+    const ck_meta_attr data[] = {
+        A_I("step", s->step), A_I("train_batch_size", c->train_batch_size),
+        A_U("sample_position", (uint64_t)s->step * (uint64_t)c->train_batch_size),
+        A_U("seed", c->seed), A_S("train", c->data_train), A_S("val", c->data_val),
+    };
+    ZT_TRY(put_group(f, "data", data, NA(data), &bad, file, st));
 
-    g = H5Gcreate2(f, "optimizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create /optimizer", file);
-    bad |= ck_attr_put_str(g, "type", "AdamW");
-    bad |= ck_attr_put_i64(g, "t", s->adam_t);
-    bad |= ck_attr_put_f64(g, "beta1", c->beta1);
-    bad |= ck_attr_put_f64(g, "beta2", c->beta2);
-    bad |= ck_attr_put_f64(g, "eps", c->eps);
-    bad |= ck_attr_put_f64(g, "weight_decay", c->weight_decay);
-    H5Gclose(g);
+    const ck_meta_attr optim[] = {
+        A_S("type", "AdamW"), A_I("t", s->adam_t), A_F("beta1", c->beta1), A_F("beta2", c->beta2),
+        A_F("eps", c->eps), A_F("weight_decay", c->weight_decay),
+    };
+    ZT_TRY(put_group(f, "optimizer", optim, NA(optim), &bad, file, st));
     if (bad) return ck_h5_fail(st, ZT_EIO, "%s: cannot write checkpoint metadata", file);
     return ZT_OK;
 }

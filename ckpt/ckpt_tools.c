@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "ckpt_internal.h"
+#include "arch.h"
 #include "safetensors.h"
 
 /* ================================================================ list */
@@ -313,58 +314,6 @@ int ck_check_sum(hid_t f, const char *file, const char *name, uint64_t sum, zt_s
                    (unsigned long long)stored, (unsigned long long)sum);
 }
 
-int ck_hf_name(int arch, const char *ours, char *out, size_t n, int *transpose) {
-    *transpose = 0;
-    int l, used = 0;
-    const char *rest = NULL;
-    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0) rest = ours + used;
-    if (arch == ZT_ARCH_GPT2) {
-        static const struct { const char *ours, *hf; } top[] = {
-            {"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"lnf.w", "ln_f.weight"},
-            {"lnf.b", "ln_f.bias"}};
-        static const struct { const char *ours, *hf; int tr; } layer[] = {
-            {"ln1.w", "ln_1.weight", 0}, {"ln1.b", "ln_1.bias", 0},
-            {"attn.qkv.w", "attn.c_attn.weight", 1}, {"attn.qkv.b", "attn.c_attn.bias", 0},
-            {"attn.proj.w", "attn.c_proj.weight", 1}, {"attn.proj.b", "attn.c_proj.bias", 0},
-            {"ln2.w", "ln_2.weight", 0}, {"ln2.b", "ln_2.bias", 0},
-            {"mlp.fc.w", "mlp.c_fc.weight", 1}, {"mlp.fc.b", "mlp.c_fc.bias", 0},
-            {"mlp.proj.w", "mlp.c_proj.weight", 1}, {"mlp.proj.b", "mlp.c_proj.bias", 0}};
-        for (size_t i = 0; i < sizeof top / sizeof top[0]; ++i)
-            if (!strcmp(ours, top[i].ours)) {
-                snprintf(out, n, "transformer.%s", top[i].hf);
-                return 0;
-            }
-        for (size_t i = 0; rest && i < sizeof layer / sizeof layer[0]; ++i)
-            if (!strcmp(rest, layer[i].ours)) {
-                snprintf(out, n, "transformer.h.%d.%s", l, layer[i].hf);
-                *transpose = layer[i].tr;
-                return 0;
-            }
-        return -1;
-    }
-    static const struct { const char *ours, *hf; } top[] = {
-        {"embed.w", "model.embed_tokens.weight"}, {"norm.w", "model.norm.weight"},
-        {"lm_head.w", "lm_head.weight"}};
-    static const struct { const char *ours, *hf; } layer[] = {
-        {"attn_norm.w", "input_layernorm.weight"}, {"q.w", "self_attn.q_proj.weight"},
-        {"k.w", "self_attn.k_proj.weight"}, {"v.w", "self_attn.v_proj.weight"},
-        {"q.b", "self_attn.q_proj.bias"}, {"k.b", "self_attn.k_proj.bias"},
-        {"v.b", "self_attn.v_proj.bias"}, {"o.w", "self_attn.o_proj.weight"},
-        {"mlp_norm.w", "post_attention_layernorm.weight"}, {"gate.w", "mlp.gate_proj.weight"},
-        {"up.w", "mlp.up_proj.weight"}, {"down.w", "mlp.down_proj.weight"}};
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; ++i)
-        if (!strcmp(ours, top[i].ours)) {
-            snprintf(out, n, "%s", top[i].hf);
-            return 0;
-        }
-    for (size_t i = 0; rest && i < sizeof layer / sizeof layer[0]; ++i)
-        if (!strcmp(rest, layer[i].ours)) {
-            snprintf(out, n, "model.layers.%d.%s", l, layer[i].hf);
-            return 0;
-        }
-    return -1;
-}
-
 typedef struct sink_ctx { zt_st_writer *w; zt_status *st; } sink_ctx;
 static int sink_write(void *user, const float *x, uint64_t first, uint64_t n) {
     (void)first;
@@ -432,7 +381,7 @@ int zt_ckpt_export_safetensors(const char *path, const char *out_file, int bf16,
     for (int i = 0; i < L.n; ++i) {
         /* names as in the original GPT-2 files: without "transformer." */
         char hn[200];
-        if (ck_hf_name(ZT_ARCH_GPT2, L.t[i].name, hn, sizeof hn, &tr[i]) != 0)
+        if (zt_arch_hf_name(&zt_arch_gpt2, L.t[i].name, hn, sizeof hn, &tr[i]) != 0)
             snprintf(hn, sizeof hn, "%s", L.t[i].name);
         const char *pfx = "transformer.";
         snprintf(names[i], sizeof names[i], "%s",

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "arch.h"
 #include "h5util.h"
 
 const char *const ck_family_group[CK_NFAM] = {"params", "optimizer/m", "optimizer/v"};
@@ -375,48 +376,36 @@ void ck_dataset_name(char *buf, size_t n, int fam, const char *tensor) {
     snprintf(buf, n, "%s/%s", ck_family_group[fam], tensor);
 }
 
-/* /model's architecture attributes; a missing one takes the GPT-2 default
- * (checkpoints from before the Llama family).  1 when one is malformed. */
+/* /model's architecture attributes (arch.h: every setting), resolved; a
+ * missing one takes the configuration's default (checkpoints from before
+ * the Llama family are GPT-2s).  1 when one is malformed. */
 static int read_arch(hid_t g, zt_ckpt_info *in) {
-    snprintf(in->arch, sizeof in->arch, "gpt2");
-    snprintf(in->rope_scaling, sizeof in->rope_scaling, "none");
-    in->n_kv_head = in->n_head;
-    in->head_dim = in->n_head > 0 ? in->n_embd / in->n_head : 0;
-    in->intermediate = 4 * in->n_embd;
-    in->norm_eps = 1e-5;
-    in->rope_theta = 10000;
-    in->rope_factor = 8;
-    in->rope_low_freq_factor = 1;
-    in->rope_high_freq_factor = 4;
-    in->rope_original_max = 8192;
-    in->attention_bias = 0;
-    in->tie_embeddings = 1;
-    struct { const char *name; int *i; } iv[] = {
-        {"n_kv_head", &in->n_kv_head}, {"head_dim", &in->head_dim},
-        {"intermediate_size", &in->intermediate}, {"rope_original_max_positions", &in->rope_original_max},
-        {"attention_bias", &in->attention_bias}, {"tie_embeddings", &in->tie_embeddings},
-    };
-    struct { const char *name; double *d; } dv[] = {
-        {"rms_norm_eps", &in->norm_eps}, {"rope_theta", &in->rope_theta},
-        {"rope_factor", &in->rope_factor}, {"rope_low_freq_factor", &in->rope_low_freq_factor},
-        {"rope_high_freq_factor", &in->rope_high_freq_factor},
-    };
-    struct { const char *name; char *s; size_t n; } sv[] = {
-        {"architecture", in->arch, sizeof in->arch},
-        {"rope_scaling", in->rope_scaling, sizeof in->rope_scaling},
-    };
-    int bad = 0;
-    for (size_t k = 0; k < sizeof iv / sizeof iv[0]; ++k) {
+    zt_config *d = zt_config_new();
+    if (!d) return 1;
+    zt_model_config *mc = &in->model;
+    *mc = d->model;
+    zt_config_free(d);
+    mc->n_layer = in->n_layer;
+    mc->n_head = in->n_head;
+    mc->n_embd = in->n_embd;
+    mc->context = in->context;
+    mc->vocab = in->vocab;
+    int bad = H5Aexists(g, "architecture") > 0 &&
+              ck_attr_get_str(g, "architecture", mc->arch, sizeof mc->arch) != 0;
+    int ns;
+    const zt_arch_setting *set = zt_arch_settings(&ns);
+    for (int k = 0; k < ns; ++k) {
+        const zt_arch_setting *a = &set[k];
+        void *f = (char *)mc + a->offset;
         int64_t v;
-        if (H5Aexists(g, iv[k].name) <= 0) continue;
-        if (ck_attr_get_i64(g, iv[k].name, &v) != 0) bad = 1;
-        else *iv[k].i = (int)v;
+        if (H5Aexists(g, a->key) <= 0) continue;
+        if (a->type == ZT_AS_STR) bad |= ck_attr_get_str(g, a->key, f, a->size) != 0;
+        else if (a->type == ZT_AS_DOUBLE) bad |= ck_attr_get_f64(g, a->key, f) != 0;
+        else if (ck_attr_get_i64(g, a->key, &v) != 0) bad = 1;
+        else *(int *)f = (int)v;
     }
-    for (size_t k = 0; k < sizeof dv / sizeof dv[0]; ++k)
-        if (H5Aexists(g, dv[k].name) > 0 && ck_attr_get_f64(g, dv[k].name, dv[k].d) != 0) bad = 1;
-    for (size_t k = 0; k < sizeof sv / sizeof sv[0]; ++k)
-        if (H5Aexists(g, sv[k].name) > 0 && ck_attr_get_str(g, sv[k].name, sv[k].s, sv[k].n) != 0)
-            bad = 1;
+    for (int k = 0; k < ns; ++k)   /* 0 = derive: the derived value */
+        if (set[k].resolve) *(int *)(void *)((char *)mc + set[k].offset) = set[k].resolve(mc);
     H5Eclear2(H5E_DEFAULT);
     return bad;
 }

@@ -4,8 +4,8 @@
  *
  * Serial, no model code: the tensors come from the checkpoint's /params
  * table (checksums verified while reading), the model settings from its
- * stored configuration JSON (/config), the Hugging Face names from
- * ck_hf_name.  Everything is written into OUTDIR.tmp, which is renamed to
+ * stored configuration JSON (/config), the Hugging Face names and family
+ * from the architecture's descriptor (arch.h).  Everything is written into OUTDIR.tmp, which is renamed to
  * OUTDIR at the end.
  */
 #define _GNU_SOURCE
@@ -20,27 +20,31 @@
 #include <jansson.h>
 #include "ckpt_internal.h"
 #include "config.h"
+#include "arch.h"
 
 /* The model keys of a stored configuration JSON ({"ztrain": {"model":
  * {...}, "init_from": ...}}) into cfg; absent keys keep their defaults (a
  * checkpoint written before the llama keys existed is a GPT-2). */
 static int model_from_json(const char *file, const char *json, zt_config *cfg, int *has_fp,
                            zt_status *st) {
-    static const char *const keys[] = {
-        "n_layer", "n_head", "n_embd", "context", "vocab", "arch", "n_kv_head", "head_dim",
-        "intermediate_size", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_factor",
-        "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_positions",
-        "attention_bias", "tie_embeddings"};
+    /* the common shape, the architecture and its class, every architecture
+     * setting (arch.h) */
+    static const char *const common[] = {"n_layer", "n_head", "n_embd", "context", "vocab",
+                                         "arch", "hf_architecture"};
+    const size_t nc = sizeof common / sizeof common[0];
+    int ns;
+    const zt_arch_setting *set = zt_arch_settings(&ns);
     json_error_t je;
     json_t *root = json ? json_loads(json, 0, &je) : NULL;
     if (!root) return zt_fail(st, ZT_EDATA, "%s: no readable configuration JSON (/config)", file);
     json_t *zt = json_object_get(root, "ztrain"), *m = json_object_get(zt, "model");
     int rc = json_is_object(m) ? ZT_OK
                                : zt_fail(st, ZT_EDATA, "%s: /config has no ztrain.model", file);
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && rc == ZT_OK; ++i) {
-        json_t *v = json_object_get(m, keys[i]);
+    for (size_t i = 0; i < nc + (size_t)ns && rc == ZT_OK; ++i) {
+        const char *name = i < nc ? common[i] : set[i - nc].key;
+        json_t *v = json_object_get(m, name);
         char key[96], val[64];
-        snprintf(key, sizeof key, "ztrain.model.%s", keys[i]);
+        snprintf(key, sizeof key, "ztrain.model.%s", name);
         if (!v) continue;
         if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(val, sizeof val, "%.17g", json_real_value(v));
@@ -89,64 +93,14 @@ static void carry(json_t *out, json_t *orig, const char *const *keys, size_t n) 
     }
 }
 
-static json_t *make_config(const zt_model_config *mc, int bf16, json_t *orig) {
+/* config.json of the Hugging Face family f (arch.h zt_arch_hf_export). */
+static json_t *make_config(const zt_model_config *mc, const zt_arch_hf *f, int bf16, json_t *orig) {
     json_t *c = json_object();
     static const char *const tokens[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
-    const char *oarch = NULL;
-    json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
-    if (json_is_array(oa)) oarch = json_string_value(json_array_get(oa, 0));
-    if (zt_model_arch(mc) == ZT_ARCH_GPT2) {
-        json_object_set_new(c, "architectures", json_pack("[s]", "GPT2LMHeadModel"));
-        json_object_set_new(c, "model_type", json_string("gpt2"));
-        json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
-        json_object_set_new(c, "n_positions", json_integer(mc->context));
-        json_object_set_new(c, "n_embd", json_integer(mc->n_embd));
-        json_object_set_new(c, "n_layer", json_integer(mc->n_layer));
-        json_object_set_new(c, "n_head", json_integer(mc->n_head));
-        json_object_set_new(c, "n_inner", json_null());
-        json_object_set_new(c, "activation_function", json_string("gelu_new"));
-        json_object_set_new(c, "layer_norm_epsilon", json_real(1e-5));
-        json_object_set_new(c, "tie_word_embeddings", json_true());
-        carry(c, orig, tokens, 3);
-    } else {
-        /* q/k/v biases without an o_proj bias: Qwen2; else Mistral when the
-         * original was one (sliding window kept), else Llama */
-        int qwen = mc->attention_bias, mistral = !qwen && oarch && !strcmp(oarch, "MistralForCausalLM");
-        const char *arch = qwen ? "Qwen2ForCausalLM" : mistral ? "MistralForCausalLM" : "LlamaForCausalLM";
-        json_object_set_new(c, "architectures", json_pack("[s]", arch));
-        json_object_set_new(c, "model_type", json_string(qwen ? "qwen2" : mistral ? "mistral" : "llama"));
-        json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
-        json_object_set_new(c, "hidden_size", json_integer(mc->n_embd));
-        json_object_set_new(c, "intermediate_size", json_integer(zt_model_intermediate(mc)));
-        json_object_set_new(c, "num_hidden_layers", json_integer(mc->n_layer));
-        json_object_set_new(c, "num_attention_heads", json_integer(mc->n_head));
-        json_object_set_new(c, "num_key_value_heads", json_integer(zt_model_kv_heads(mc)));
-        json_object_set_new(c, "head_dim", json_integer(zt_model_head_dim(mc)));
-        json_object_set_new(c, "hidden_act", json_string("silu"));
-        json_object_set_new(c, "max_position_embeddings", json_integer(mc->context));
-        json_object_set_new(c, "rms_norm_eps", json_real(mc->norm_eps));
-        json_object_set_new(c, "rope_theta", json_real(mc->rope_theta));
-        if (!strcmp(mc->rope_scaling, "llama3"))
-            json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:o,s:o,s:i}", "rope_type",
-                                "llama3", "factor", json_real(mc->rope_factor), "low_freq_factor",
-                                json_real(mc->rope_low_freq_factor), "high_freq_factor",
-                                json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
-                                mc->rope_original_max));
-        else
-            json_object_set_new(c, "rope_scaling", json_null());
-        json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
-        if (!qwen && !mistral) {
-            json_object_set_new(c, "attention_bias", json_false());
-            json_object_set_new(c, "mlp_bias", json_false());
-        }
-        if (qwen) json_object_set_new(c, "use_sliding_window", json_false());
-        if (mistral) {
-            static const char *const sw[] = {"sliding_window"};
-            carry(c, orig, sw, 1);
-        }
-        json_object_set_new(c, "attention_dropout", json_real(0.0));
-        carry(c, orig, tokens, 3);
-    }
+    json_object_set_new(c, "architectures", json_pack("[s]", f->architectures));
+    json_object_set_new(c, "model_type", json_string(f->model_type));
+    zt_arch_of(mc)->hf_config(mc, f, c, orig);   /* the architecture's keys */
+    carry(c, orig, tokens, 3);
     json_object_set_new(c, "torch_dtype", json_string(bf16 ? "bfloat16" : "float32"));
     json_object_set_new(c, "ztrain_exported", json_true());
     return c;
@@ -267,12 +221,12 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
     }
     if ((rc = model_from_json(file, in.config_json, cfg, &has_fp, st)) != ZT_OK) goto out;
     const zt_model_config *mc = &cfg->model;
-    int arch = zt_model_arch(mc);
+    const zt_arch *arch = zt_arch_of(mc);
     /* names, shapes, shards (greedy in table order, each at most the limit
      * unless one tensor alone is larger) */
     uint64_t in_shard = 0;
     for (int i = 0; i < n && rc == ZT_OK; ++i) {
-        if (ck_hf_name(arch, L.t[i].name, names[i], sizeof names[i], &tr[i]) != 0) {
+        if (zt_arch_hf_name(arch, L.t[i].name, names[i], sizeof names[i], &tr[i]) != 0) {
             rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
                          "architecture %s", file, L.t[i].name, mc->arch);
             break;
@@ -301,7 +255,13 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
         snprintf(p, sizeof p, "%s/config.json", src);
         orig = json_load_file(p, 0, NULL);
     }
-    config = make_config(mc, bf16, orig);
+    const char *oarch = NULL;
+    json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
+    if (json_is_array(oa)) oarch = json_string_value(json_array_get(oa, 0));
+    char why[200];
+    const zt_arch_hf *fam = zt_arch_hf_export(mc, oarch, why, sizeof why);
+    if (!fam) { rc = zt_fail(st, ZT_EDATA, "%s: %s", file, why); goto out; }
+    config = make_config(mc, fam, bf16, orig);
     if (!config) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
 
     /* OUTDIR.tmp: a crashed export's leftovers (it holds the marker) are

@@ -23,38 +23,16 @@
 #include <sys/stat.h>
 #include <jansson.h>
 #include "ckpt_internal.h"
+#include "arch.h"
 #include "devmem.h"
 
 /* ================================================================ config.json */
 
-enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2 };
-static const struct {
-    const char *arch, *model_type;
-    int family;
-} hf_archs[] = {
-    {"LlamaForCausalLM", "llama", HF_LLAMA}, {"MistralForCausalLM", "mistral", HF_MISTRAL},
-    {"Qwen2ForCausalLM", "qwen2", HF_QWEN2}, {"GPT2LMHeadModel", "gpt2", HF_GPT2},
-};
-
-/* transformers 5.23's defaults for keys absent from config.json
- * (models/<m>/configuration_<m>.py) */
-typedef struct hf_defaults {
-    long vocab, hidden, inter, layers, heads, kv, maxpos;   /* kv -1: = heads */
-    double eps;
-    int tie;
-} hf_defaults;
-static const hf_defaults hf_def[] = {
-    [HF_LLAMA] = {32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0},
-    [HF_MISTRAL] = {32000, 4096, 14336, 32, 32, 8, 131072, 1e-6, 0},
-    [HF_QWEN2] = {151936, 4096, 22016, 32, 32, 32, 32768, 1e-6, 0},
-    [HF_GPT2] = {50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1},
-};
-
 typedef struct hf_cfg {
     char path[ZT_PATH_MAX + 16];  /* config.json */
     json_t *root;
-    int family;
-    const char *arch_name;
+    const zt_arch *arch;          /* the architecture and the family config.json names */
+    const zt_arch_hf *family;
     long sliding_window;          /* 0: none */
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
@@ -153,15 +131,11 @@ static int hf_family(hf_cfg *h, zt_status *st) {
         name = json_string_value(json_array_get(a, 0));
     }
     ZT_TRY(get_str(h, h->root, "model_type", NULL, &mt, st));
-    for (size_t i = 0; i < sizeof hf_archs / sizeof hf_archs[0]; ++i)
-        if (name ? !strcmp(name, hf_archs[i].arch) : mt && !strcmp(mt, hf_archs[i].model_type)) {
-            h->family = hf_archs[i].family;
-            h->arch_name = hf_archs[i].arch;
-            return ZT_OK;
-        }
-    return zt_fail(st, ZT_EUNSUPPORTED, "%s: architecture %s is not supported (supported: "
-                   "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)",
-                   h->path, name ? name : mt ? mt : "(none: no architectures or model_type)");
+    if ((h->family = zt_arch_hf_find(name, mt, &h->arch))) return ZT_OK;
+    char all[256];
+    zt_arch_hf_list(all, sizeof all);
+    return zt_fail(st, ZT_EUNSUPPORTED, "%s: architecture %s is not supported (supported: %s)",
+                   h->path, name ? name : mt ? mt : "(none: no architectures or model_type)", all);
 }
 
 /* Rotary settings in either writer's form: transformers 4.x rope_theta +
@@ -222,10 +196,10 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
 }
 
 static int hf_llama(hf_cfg *h, zt_status *st) {
-    const hf_defaults *df = &hf_def[h->family];
+    const zt_arch_hf *df = h->family;
     long V, C, H, L, NH, KV, P, hd;
     double eps;
-    int tie, bias = h->family == HF_QWEN2, mlp_bias;
+    int tie, bias = (df->flags & ZT_HF_QKV_BIAS) != 0, mlp_bias;
     const char *act;
     ZT_TRY(get_dim(h, "vocab_size", df->vocab, &V, st));
     ZT_TRY(get_dim(h, "hidden_size", df->hidden, &C, st));
@@ -246,7 +220,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     if (mlp_bias)
         return zt_fail(st, ZT_EUNSUPPORTED, "%s: mlp_bias=true is not supported (the MLP has no "
                        "biases)", h->path);
-    if (h->family == HF_LLAMA) {
+    if (df->flags & ZT_HF_BIAS_KEYS) {
         int ab;
         ZT_TRY(get_bool(h, h->root, "attention_bias", 0, &ab, st));
         if (ab)
@@ -261,10 +235,10 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         return zt_fail(st, ZT_EDATA, "%s: head_dim=%ld must be positive", h->path, hd);
     /* sliding-window attention equals full attention while the training
      * length stays within the window: zt_hf_check_config */
-    if (h->family == HF_MISTRAL) {
+    if (df->flags & ZT_HF_SLIDING) {
         ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
         if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
-    } else if (h->family == HF_QWEN2) {
+    } else if (df->flags & ZT_HF_SLIDING_OPT) {
         int use;
         ZT_TRY(get_bool(h, h->root, "use_sliding_window", 0, &use, st));
         if (use) ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
@@ -280,14 +254,14 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     add_kv(h, "ztrain.model.head_dim", "head_dim", "%ld", hd);
     add_kv(h, "ztrain.model.context", "max_position_embeddings", "%ld", P);
     add_kv(h, "ztrain.model.rms_norm_eps", "rms_norm_eps", "%.17g", eps);
-    add_kv(h, "ztrain.model.attention_bias", h->family == HF_QWEN2 ? "architectures" :
-           "attention_bias", "%s", bias ? "true" : "false");
+    add_kv(h, "ztrain.model.attention_bias", bias ? "architectures" : "attention_bias", "%s",
+           bias ? "true" : "false");
     add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
     return hf_rope(h, P, st);
 }
 
 static int hf_gpt2(hf_cfg *h, zt_status *st) {
-    const hf_defaults *df = &hf_def[HF_GPT2];
+    const zt_arch_hf *df = h->family;
     long V, C, L, NH, P, inner;
     double eps;
     int tie, scale, by_idx, cross;
@@ -328,8 +302,13 @@ static int hf_gpt2(hf_cfg *h, zt_status *st) {
 /* Parse config.json into h (keys to set, sliding window). */
 static int hf_parse(const char *dir_or_json, hf_cfg *h, zt_status *st) {
     ZT_TRY(hf_open(dir_or_json, h, st));
+    /* each architecture's reader of its families' config.json */
+    static int (*const read_arch[])(hf_cfg *, zt_status *) = {
+        [ZT_ARCH_GPT2] = hf_gpt2, [ZT_ARCH_LLAMA] = hf_llama};
     int rc = hf_family(h, st);
-    if (rc == ZT_OK) rc = h->family == HF_GPT2 ? hf_gpt2(h, st) : hf_llama(h, st);
+    if (rc == ZT_OK) rc = read_arch[h->arch->id](h, st);
+    if (rc == ZT_OK)   /* the class the model came from (and exports as) */
+        add_kv(h, "ztrain.model.hf_architecture", "architectures", "%s", h->family->architectures);
     if (rc != ZT_OK) hf_cfg_free(h);
     return rc;
 }
@@ -386,7 +365,7 @@ const char *zt_hf_arch_name(const char *dir_or_config_json) {
     hf_cfg h;
     zt_status st;
     if (hf_open(dir_or_config_json, &h, &st) != ZT_OK) return NULL;
-    const char *name = hf_family(&h, &st) == ZT_OK ? h.arch_name : NULL;
+    const char *name = hf_family(&h, &st) == ZT_OK ? h.family->architectures : NULL;
     hf_cfg_free(&h);
     return name;
 }
@@ -504,29 +483,16 @@ static const zt_st_tensor *hf_find(hf_files *F, const char *name, int *file) {
     return NULL;
 }
 
-/* File tensors that are not parameters of the model and are skipped:
- * lm_head.weight of a tied model (a copy of the embedding), GPT-2's causal
- * mask buffers (h.N.attn.bias / attn.masked_bias in older files) and old
- * Llama files' rotary inv_freq buffers. */
-static int hf_ignorable(int arch, int tied, const char *name) {
-    size_t n = strlen(name);
-    if (tied && !strcmp(name, "lm_head.weight")) return 1;
-#define ENDS(s) (n >= sizeof(s) - 1 && !strcmp(name + n - (sizeof(s) - 1), s))
-    if (arch == ZT_ARCH_GPT2) return ENDS(".attn.bias") || ENDS(".attn.masked_bias");
-    return ENDS(".rotary_emb.inv_freq");
-#undef ENDS
-}
-
 /* Match every tensor of the model with one in the files (rank 0). */
 static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status *st) {
-    int arch = zt_model_arch(&m->cfg);
+    const zt_arch *arch = zt_arch_of(&m->cfg);
     for (int ti = 0; ti < m->n_tensors; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
         hf_match *x = &mt[ti];
         uint64_t want[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
         if (t->ndim == 1) want[0] = t->numel;
         char ws[64], fs[128];
-        if (ck_hf_name(arch, t->name, x->hf, sizeof x->hf, &x->transpose) != 0)
+        if (zt_arch_hf_name(arch, t->name, x->hf, sizeof x->hf, &x->transpose) != 0)
             return zt_fail(st, ZT_EUNSUPPORTED, "tensor %s of model '%s' has no Hugging Face "
                            "name: only the built-in gpt2 and llama models load Hugging Face weights",
                            t->name, m->ops && m->ops->name ? m->ops->name : "?");
@@ -537,8 +503,8 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
         }
         zt_st_shape_str(t->ndim, want, ws, sizeof ws);
         x->t = hf_find(F, x->hf, &x->file);
-        const char *pfx = "transformer.";   /* original GPT-2 files omit it */
-        if (!x->t && arch == ZT_ARCH_GPT2 && !strncmp(x->hf, pfx, strlen(pfx))) {
+        const char *pfx = arch->hf_optional_prefix;   /* original GPT-2 files omit it */
+        if (!x->t && pfx && !strncmp(x->hf, pfx, strlen(pfx))) {
             x->t = hf_find(F, x->hf + strlen(pfx), &x->file);
             if (x->t) memmove(x->hf, x->hf + strlen(pfx), strlen(x->hf + strlen(pfx)) + 1);
         }
@@ -563,7 +529,9 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
     for (int i = 0; i < F->n; ++i)
         for (int k = 0; k < F->f[i].n; ++k) {
             const zt_st_tensor *t = &F->f[i].t[k];
-            if (F->used[i][k] || hf_ignorable(arch, m->cfg.tie_embeddings, t->name)) continue;
+            /* no parameters: lm_head.weight of a tied model, GPT-2's causal
+             * mask buffers, old Llama files' rotary inv_freq (arch.h) */
+            if (F->used[i][k] || zt_arch_hf_ignorable(arch, &m->cfg, t->name)) continue;
             char fs[128];
             zt_st_shape_str(t->ndim, t->shape, fs, sizeof fs);
             return zt_fail(st, ZT_EDATA, "%s: unexpected tensor %s %s: not part of the "
@@ -608,33 +576,25 @@ static int hf_check_model(zt_ctx *ctx, const char *dir, zt_status *st) {
     int rc = zt_hf_read_config(dir, c, st);
     if (rc == ZT_OK) rc = zt_hf_check_config(dir, zt_ctx_config(ctx), st);
     const zt_model_config *a = &zt_ctx_config(ctx)->model, *b = &c->model;
-    int llama = zt_model_arch(a) == ZT_ARCH_LLAMA, l3 = llama && !strcmp(a->rope_scaling, "llama3");
-    struct { const char *key; int on; double have, want; } k[] = {
-        {"ztrain.model.n_layer", 1, a->n_layer, b->n_layer},
-        {"ztrain.model.n_head", 1, a->n_head, b->n_head},
-        {"ztrain.model.n_embd", 1, a->n_embd, b->n_embd},
-        {"ztrain.model.context", 1, a->context, b->context},
-        {"ztrain.model.vocab", 1, a->vocab, b->vocab},
-        {"ztrain.model.tie_embeddings", 1, a->tie_embeddings, b->tie_embeddings},
-        {"ztrain.model.n_kv_head", llama, zt_model_kv_heads(a), zt_model_kv_heads(b)},
-        {"ztrain.model.head_dim", llama, zt_model_head_dim(a), zt_model_head_dim(b)},
-        {"ztrain.model.intermediate_size", llama, zt_model_intermediate(a), zt_model_intermediate(b)},
-        {"ztrain.model.rms_norm_eps", llama, a->norm_eps, b->norm_eps},
-        {"ztrain.model.rope_theta", llama, a->rope_theta, b->rope_theta},
-        {"ztrain.model.rope_scaling (1 = llama3)", llama, l3, !strcmp(b->rope_scaling, "llama3")},
-        {"ztrain.model.rope_factor", l3, a->rope_factor, b->rope_factor},
-        {"ztrain.model.rope_low_freq_factor", l3, a->rope_low_freq_factor, b->rope_low_freq_factor},
-        {"ztrain.model.rope_high_freq_factor", l3, a->rope_high_freq_factor, b->rope_high_freq_factor},
-        {"ztrain.model.rope_original_max_positions", l3, a->rope_original_max, b->rope_original_max},
-        {"ztrain.model.attention_bias", llama, a->attention_bias, b->attention_bias}};
+    struct { const char *key; double have, want; } k[] = {
+        {"n_layer", a->n_layer, b->n_layer}, {"n_head", a->n_head, b->n_head},
+        {"n_embd", a->n_embd, b->n_embd}, {"context", a->context, b->context},
+        {"vocab", a->vocab, b->vocab}};
     if (rc == ZT_OK && zt_model_arch(a) != zt_model_arch(b))
         rc = zt_fail(st, ZT_EINVAL, "%s/config.json describes a %s model; the context's is %s",
                      dir, b->arch, a->arch);
     for (size_t i = 0; i < sizeof k / sizeof k[0] && rc == ZT_OK; ++i)
-        if (k[i].on && k[i].have != k[i].want)
-            rc = zt_fail(st, ZT_EINVAL, "%s/config.json: the model it describes has %s=%.17g; the "
-                         "context's model has %.17g (read the configuration with "
-                         "zt_hf_read_config first)", dir, k[i].key, k[i].want, k[i].have);
+        if (k[i].have != k[i].want)
+            rc = zt_fail(st, ZT_EINVAL, "%s/config.json: the model it describes has "
+                         "ztrain.model.%s=%.17g; the context's model has %.17g (read the "
+                         "configuration with zt_hf_read_config first)", dir, k[i].key, k[i].want,
+                         k[i].have);
+    char x[32], y[32];   /* and every setting of the architecture */
+    const zt_arch_setting *d = rc == ZT_OK ? zt_arch_diff(zt_arch_of(a), a, b, x, y, sizeof x) : NULL;
+    if (d)
+        rc = zt_fail(st, ZT_EINVAL, "%s/config.json: the model it describes has ztrain.model.%s=%s; "
+                     "the context's model has %s (read the configuration with zt_hf_read_config "
+                     "first)", dir, d->key, y, x);
     zt_config_free(c);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "arch.h"
 #include "engine.h"
 #include "devmem.h"
 #include "half.h"
@@ -128,7 +129,9 @@ static int read_tensor(void *u, const zt_tensor_info *t, size_t pad) {
 }
 
 static int need_gpt(const zt_ctx *ctx, const char *path, zt_status *st) {
-    if (zt_model_is_gpt(zt_ctx_model(ctx))) return ZT_OK;
+    const zt_arch *a = zt_arch_find(zt_ctx_model(ctx)->ops->name);   /* the built-in model of one */
+    if (a && a->llmc_file && a->model_ops == zt_ctx_model(ctx)->ops) return ZT_OK;
+
     return zt_fail(st, ZT_EUNSUPPORTED, "%s: llm.c model files hold the built-in GPT-2 only; "
                    "model '%s' can be saved in HDF5 checkpoints (ztrain ckpt export)", path,
                    zt_ctx_model(ctx)->ops->name ? zt_ctx_model(ctx)->ops->name : "?");

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ztrain.h"
+#include "config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,18 +112,13 @@ typedef struct zt_ckpt_info {
     int world_size, zero_stage, shard_group;
     int has_master;
     int n_layer, n_head, n_embd, context, vocab;
-    /* /model architecture and its Llama-family settings, resolved (0 / ""
-     * never: a checkpoint without them, written before they existed, reads
-     * as the GPT-2 defaults: gpt2, n_kv_head = n_head, head_dim = n_embd /
-     * n_head, intermediate 4 n_embd, eps 1e-5, theta 10000, no scaling
-     * (factor 8, low 1, high 4, original 8192), no biases, tied) */
-    char arch[16];
-    int n_kv_head, head_dim, intermediate;
-    double norm_eps, rope_theta;
-    char rope_scaling[8];
-    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
-    int rope_original_max;
-    int attention_bias, tie_embeddings;
+    /* /model: the shape above again, the architecture (model.arch) and its
+     * settings (arch.h zt_arch_settings), resolved.  A checkpoint without
+     * them, written before they existed, reads as a GPT-2 with the
+     * configuration's defaults (n_kv_head = n_head, head_dim = n_embd /
+     * n_head, intermediate 4 n_embd, eps 1e-5, theta 10000, no scaling,
+     * no biases, tied). */
+    zt_model_config model;
     uint64_t num_params;
     int n_tensors;
     double created_unix;

@@ -6,6 +6,7 @@
 #include <time.h>
 #include "cli.h"
 #include "config.h"
+#include "arch.h"
 #include "ztrain_ckpt.h"
 
 static void ckpt_usage(FILE *fp) {
@@ -138,23 +139,10 @@ static int do_inspect(int argc, char **argv) {
     printf("saved        %s by ztrain %s: %d rank%s, ZeRO stage %d, shard group %d\n", when,
            in.ztrain_version, in.world_size, in.world_size == 1 ? "" : "s", in.zero_stage,
            in.shard_group);
-    if (!strcmp(in.arch, "llama")) {
-        char rope[160] = "";
-        if (!strcmp(in.rope_scaling, "llama3"))
-            snprintf(rope, sizeof rope, ", llama3 scaling (factor %g, low %g, high %g, original %d)",
-                     in.rope_factor, in.rope_low_freq_factor, in.rope_high_freq_factor,
-                     in.rope_original_max);
-        printf("model        llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
-               "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s; %llu "
-               "parameters in %d tensors\n", in.n_layer, in.n_head, in.n_kv_head, in.head_dim,
-               in.n_embd, in.intermediate, in.context, in.vocab, in.rope_theta, rope, in.norm_eps,
-               in.tie_embeddings ? "tied" : "untied", in.attention_bias ? ", q/k/v biases" : "",
-               (unsigned long long)in.num_params, in.n_tensors);
-    } else {
-        printf("model        %s: %d layers, %d heads, %d wide, context %d, vocab %d; %llu "
-               "parameters in %d tensors\n", in.arch, in.n_layer, in.n_head, in.n_embd, in.context,
-               in.vocab, (unsigned long long)in.num_params, in.n_tensors);
-    }
+    char model[512];
+    zt_arch_of(&in.model)->summary(&in.model, ZT_ARCH_SUM_INSPECT, model, sizeof model);
+    printf("model        %s; %llu parameters in %d tensors\n", model,
+           (unsigned long long)in.num_params, in.n_tensors);
     printf("master copy  %s\n", in.has_master ? "yes (/master)" : "no (params are the fp32 training values)");
     if (in.scaler_present)
         printf("loss scaler  fp16: scale %g, %ld overflow-free steps, hysteresis left %d\n",

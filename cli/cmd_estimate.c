@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cli.h"
 #include "config.h"
+#include "arch.h"
 #include "memplan.h"
 #include "ztrain_ckpt.h"
 
@@ -148,10 +149,7 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     char what[96], llama[160] = "";
     snprintf(what, sizeof what, "%s%s%s%s", mc->arch, hf_arch ? " (" : "", hf_arch ? hf_arch : "",
              hf_arch ? ")" : "");
-    if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
-        snprintf(llama, sizeof llama, " (%d key/value), head dim %d, MLP %d%s", zt_model_kv_heads(mc),
-                 zt_model_head_dim(mc), zt_model_intermediate(mc),
-                 mc->tie_embeddings ? ", tied head" : ", untied head");
+    zt_arch_of(mc)->summary(mc, ZT_ARCH_SUM_ESTIMATE, llama, sizeof llama);
     printf("model: %s, %llu parameters (Psi; %.3g B): %d layers, %d heads%s, %d wide, context %d, "
            "training length %d, vocab %d; largest unit %llu, largest layer %llu\n", what,
            (unsigned long long)p->num_params, (double)p->num_params / 1e9, mc->n_layer, mc->n_head,

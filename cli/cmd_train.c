@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include "cli.h"
 #include "config.h"
+#include "arch.h"
 #include "ztrain_ckpt.h"
 #include "ztrain_io.h"
 
@@ -182,7 +183,7 @@ int cmd_train(int argc, char **argv) {
     const zt_config *ec = zt_ctx_config(ctx);
     if (save_path) snprintf(path, sizeof path, "%s", save_path);
     else snprintf(path, sizeof path, "%s/model.bin", ec->ckpt_dir);
-    if (!save_path && zt_model_arch(&ec->model) != ZT_ARCH_GPT2) {
+    if (!save_path && !zt_arch_of(&ec->model)->llmc_file) {
         /* llm.c model files hold GPT-2s only: the final checkpoint has the weights */
         if (rank == 0)
             printf("weights: in the final checkpoint %s (no llm.c model file for arch %s; a "

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include "bitcast.h"
 
 #ifdef __CUDACC__
 #define ZT_LLAMA_FN static __host__ __device__ __forceinline__
@@ -53,24 +54,6 @@ ZT_LLAMA_FN void zt_rope_rotate(float *a, float *b, float c, float s) {
  * x > 88.3 gives +inf (the true value overflows past 88.72; silu only
  * divides by 1 + exp, so the gap (88.3, 88.72] is immaterial); NaN gives
  * NaN.                                                                    */
-ZT_LLAMA_FN uint32_t zt_llama_f2u(float f) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-#endif
-}
-ZT_LLAMA_FN float zt_llama_u2f(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-#endif
-}
 ZT_LLAMA_FN float zt_llama_expf(float x) {
     /* n = round(x / ln2) via the 1.5 * 2^23 trick: the low bits of t hold
      * 0x400000 + n.  Outside [-87.3, 88.3] the arithmetic below is garbage
@@ -89,13 +72,13 @@ ZT_LLAMA_FN float zt_llama_expf(float x) {
     y = y * r + 1.6666665459e-1f;
     y = y * r + 5.0000001201e-1f;
     y = y * z + r + 1.0f;
-    const float s = zt_llama_u2f((zt_llama_f2u(t) - 0x4B400000u + 127u) << 23);   /* 2^n */
-    uint32_t rb = zt_llama_f2u(y * s);
+    const float s = zt_u2f((zt_f2u(t) - 0x4B400000u + 127u) << 23);   /* 2^n */
+    uint32_t rb = zt_f2u(y * s);
     rb &= -(uint32_t)!(x < -87.3f);                      /* underflow (and -inf) -> +0 */
     const uint32_t big = -(uint32_t)(x > 88.3f);         /* overflow (and +inf) -> +inf */
     rb = (rb & ~big) | (0x7F800000u & big);
-    const uint32_t nan = -(uint32_t)((zt_llama_f2u(x) & 0x7FFFFFFFu) > 0x7F800000u);
-    return zt_llama_u2f(rb | (0x7FC00000u & nan));       /* NaN -> NaN */
+    const uint32_t nan = -(uint32_t)((zt_f2u(x) & 0x7FFFFFFFu) > 0x7F800000u);
+    return zt_u2f(rb | (0x7FC00000u & nan));       /* NaN -> NaN */
 }
 
 /* ---- SwiGLU: out = silu(gate) * up, silu(x) = x / (1 + exp(-x)) ---- */

@@ -41,6 +41,9 @@ typedef struct zt_model_config {
     int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
     int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding
                              * (GPT-2: always true)                          */
+    char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
+                               * model came from and exports as ("" = the architecture's
+                               * default; arch.h zt_arch_hf_export) */
 } zt_model_config;
 
 struct zt_config {
@@ -179,9 +182,10 @@ int zt_config_key_is_bool(const char *key_or_alias);
 int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st);
 /* activation_checkpointing.policy as a group size: 0 none, 1 blocks, K every-K. */
 int zt_config_act_ckpt_k(const zt_config *cfg);
-/* Model helpers (valid after finalize or on any set config). */
+/* Model helpers (valid after finalize or on any set config); the
+ * architecture's descriptor: arch.h zt_arch_of. */
 enum { ZT_ARCH_GPT2 = 0, ZT_ARCH_LLAMA = 1 };
-int zt_model_arch(const zt_model_config *mc);            /* ZT_ARCH_* */
+int zt_model_arch(const zt_model_config *mc);            /* ZT_ARCH_* (arch.c) */
 int zt_model_kv_heads(const zt_model_config *mc);        /* n_kv_head or n_head */
 int zt_model_head_dim(const zt_model_config *mc);        /* head_dim or n_embd / n_head */
 int zt_model_intermediate(const zt_model_config *mc);    /* intermediate or 4 n_embd */

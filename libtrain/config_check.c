@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config_int.h"
+#include "arch.h"
 #include "ztrain_env.h"
 
 /* ================================================================ finalize */
@@ -122,9 +123,6 @@ static void reset_derived(zt_config *c) {
     }
 }
 
-int zt_model_arch(const zt_model_config *mc) {
-    return strcmp(mc->arch, "llama") == 0 ? ZT_ARCH_LLAMA : ZT_ARCH_GPT2;
-}
 int zt_model_kv_heads(const zt_model_config *mc) {
     return mc->n_kv_head > 0 ? mc->n_kv_head : mc->n_head;
 }
@@ -135,43 +133,9 @@ int zt_model_intermediate(const zt_model_config *mc) {
     return mc->intermediate > 0 ? mc->intermediate : 4 * mc->n_embd;
 }
 
-/* The model shape's cross-key rules. */
+/* The model shape's cross-key rules: the architecture's (arch.h). */
 static int check_model(const zt_model_config *m, zt_status *st) {
-    if (zt_model_arch(m) == ZT_ARCH_GPT2) {
-        if (m->n_embd % m->n_head != 0)
-            return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d must be divisible by "
-                           "ztrain.model.n_head=%d", m->n_embd, m->n_head);
-        if (!m->tie_embeddings)
-            return zt_fail(st, ZT_EINVAL, "ztrain.model.tie_embeddings=false: the gpt2 "
-                           "architecture always ties its LM head to the token embedding");
-        const char *bad = (m->n_kv_head && m->n_kv_head != m->n_head) ? "n_kv_head"
-                        : (m->head_dim && m->head_dim * m->n_head != m->n_embd) ? "head_dim"
-                        : m->intermediate && m->intermediate != 4 * m->n_embd ? "intermediate_size"
-                        : m->attention_bias ? "attention_bias"
-                        : strcmp(m->rope_scaling, "none") ? "rope_scaling" : NULL;
-        if (bad)
-            return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a llama setting; the gpt2 "
-                           "architecture has no such choice (set ztrain.model.arch=llama)", bad);
-        return ZT_OK;
-    }
-    int kv = zt_model_kv_heads(m), hd = zt_model_head_dim(m);
-    if (m->n_head % kv != 0)
-        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_kv_head=%d must divide "
-                       "ztrain.model.n_head=%d", kv, m->n_head);
-    if (m->head_dim == 0 && m->n_embd % m->n_head != 0)
-        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d is not divisible by "
-                       "ztrain.model.n_head=%d: give ztrain.model.head_dim", m->n_embd, m->n_head);
-    if (hd < 2 || hd % 2)
-        return zt_fail(st, ZT_EINVAL, "ztrain.model.head_dim=%d must be even (rotary embeddings "
-                       "rotate pairs)", hd);
-    if ((double)hd * m->n_head > 1048576.0 || (double)zt_model_intermediate(m) > 1048576.0)
-        return zt_fail(st, ZT_EINVAL, "llama shape too large (n_head * head_dim %d x %d, "
-                       "intermediate %d)", m->n_head, hd, zt_model_intermediate(m));
-    if (!strcmp(m->rope_scaling, "llama3") && !(m->rope_high_freq_factor > m->rope_low_freq_factor))
-        return zt_fail(st, ZT_EINVAL, "ztrain.model.rope_high_freq_factor=%g must exceed "
-                       "ztrain.model.rope_low_freq_factor=%g", m->rope_high_freq_factor,
-                       m->rope_low_freq_factor);
-    return ZT_OK;
+    return zt_arch_of(m)->check(m, st);
 }
 
 /* The site limits in force for this process (ztrain_env.h): the stricter of

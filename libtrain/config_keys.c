@@ -169,6 +169,10 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.model.tie_embeddings", "tie-embeddings", NULL, NULL, T_BOOL,
      FLD(model.tie_embeddings), 0, 0, 0, "true", NULL,
      "the LM head is the token embedding (gpt2: always)"},
+    {"ztrain.model.hf_architecture", "hf-architecture", NULL, NULL, T_STRING,
+     FLD(model.hf_architecture), 0, 0, 0, "", NULL,
+     "the Hugging Face class the model exports as (set by --init-from); \"\" = the "
+     "architecture's default (llama: Qwen2ForCausalLM with attention_bias, else LlamaForCausalLM)"},
 
     {"ztrain.seq_len", "seq-len", NULL, NULL, T_INT, FLD(seq_len),
      0, 1048576, 0, "0", NULL,

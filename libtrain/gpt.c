@@ -7,20 +7,57 @@
 #include "devmem.h"
 #include "gpt.h"
 #include "model_acts.h"
+#include <jansson.h>
+#include "arch.h"
+#include "cuda/cuda_workspace.h"
 
-/* Per-block tensor family, in layout order (zt_gpt_layer's field order). */
-enum { T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_PROJW, T_PROJB, T_LN2W, T_LN2B,
-       T_FCW, T_FCB, T_FCPW, T_FCPB, T_PER_LAYER };
-static const char *layer_names[T_PER_LAYER] = {
-    "ln1.w", "ln1.b", "attn.qkv.w", "attn.qkv.b", "attn.proj.w", "attn.proj.b",
-    "ln2.w", "ln2.b", "mlp.fc.w", "mlp.fc.b", "mlp.proj.w", "mlp.proj.b"};
+/* The tensor table (arch.h), in layout order: the embedding unit, one
+ * block (zt_gpt_layer's field order), the final norm. */
+enum { E_WTE, E_WPE, T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_PROJW, T_PROJB, T_LN2W, T_LN2B,
+       T_FCW, T_FCB, T_FCPW, T_FCPB, E_LNFW, E_LNFB, GPT_NT };
+#define HB(x) "transformer.h.%d." x
+static const zt_arch_tensor gpt_tensors[GPT_NT] = {
+    {"wte", "transformer.wte.weight", ZT_AT_EMBED, ZT_AT_NORMAL, 0},
+    {"wpe", "transformer.wpe.weight", ZT_AT_EMBED, ZT_AT_NORMAL, 0},
+    {"ln1.w", HB("ln_1.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
+    {"ln1.b", HB("ln_1.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"attn.qkv.w", HB("attn.c_attn.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 1},
+    {"attn.qkv.b", HB("attn.c_attn.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"attn.proj.w", HB("attn.c_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL_RESID, 1},
+    {"attn.proj.b", HB("attn.c_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"ln2.w", HB("ln_2.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
+    {"ln2.b", HB("ln_2.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"mlp.fc.w", HB("mlp.c_fc.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 1},
+    {"mlp.fc.b", HB("mlp.c_fc.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"mlp.proj.w", HB("mlp.c_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL_RESID, 1},
+    {"mlp.proj.b", HB("mlp.c_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"lnf.w", "transformer.ln_f.weight", ZT_AT_HEAD, ZT_AT_ONES, 0},
+    {"lnf.b", "transformer.ln_f.bias", ZT_AT_HEAD, ZT_AT_ZEROS, 0},
+};
+#undef HB
+
+static void gpt_tensor_shape(const zt_model_config *mc, int k, int *rows, int *cols) {
+    const int C = mc->n_embd;
+    int r = C, c = 1;   /* norms and the [C] biases */
+    switch (k) {
+    case E_WTE: r = mc->vocab; c = C; break;
+    case E_WPE: r = mc->context; c = C; break;
+    case T_QKVW: r = 3 * C; c = C; break;
+    case T_QKVB: r = 3 * C; break;
+    case T_PROJW: c = C; break;
+    case T_FCW: r = 4 * C; c = C; break;
+    case T_FCB: r = 4 * C; break;
+    case T_FCPW: c = 4 * C; break;
+    default: break;
+    }
+    *rows = r;
+    *cols = c;
+}
 
 struct zt_gpt {
     zt_model_config cfg;
     const zt_backend *be;
-    size_t off_wte, off_wpe;           /* in the embedding unit */
-    size_t off_layer[T_PER_LAYER];     /* in every block unit (same layout) */
-    size_t off_lnfw, off_lnfb;         /* in the final-norm unit */
+    size_t off[GPT_NT];                /* in its unit (block tensors: in every block unit) */
     zt_gpt_params p, g;                /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
 };
@@ -31,60 +68,21 @@ void zt_gpt_set_checkpointing(zt_gpt *g, int k) { g->ckpt = k > 0 ? k : 0; }
 
 static int gpt_describe(void *self, zt_layout *L, zt_status *st) {
     zt_gpt *g = self;
-    const zt_model_config *mc = &g->cfg;
-    int C = mc->n_embd, nl = mc->n_layer;
-    double std = 0.02, resid = 0.02 / sqrt(2.0 * nl);   /* GPT-2 scaled residual init */
-    ZT_TRY(zt_layout_unit(L, "embeddings", st));
-    ZT_TRY(zt_layout_tensor(L, "wte", mc->vocab, C, ZT_INIT_NORMAL, std, ZT_TENSOR_DECAY, &g->off_wte, st));
-    ZT_TRY(zt_layout_tensor(L, "wpe", mc->context, C, ZT_INIT_NORMAL, std, ZT_TENSOR_DECAY, &g->off_wpe, st));
-    for (int l = 0; l < nl; ++l) {
-        char un[24], tn[40];
-        snprintf(un, sizeof un, "block.%d", l);
-        ZT_TRY(zt_layout_unit(L, un, st));
-        for (int k = 0; k < T_PER_LAYER; ++k) {
-            int rows = C, cols = 1;
-            zt_init_kind init = ZT_INIT_ZEROS;
-            double s = 0.0;
-            unsigned fl = 0;
-            switch (k) {
-            case T_LN1W: case T_LN2W: init = ZT_INIT_ONES; break;
-            case T_QKVW: rows = 3 * C; cols = C; break;
-            case T_QKVB: rows = 3 * C; break;
-            case T_PROJW: cols = C; break;
-            case T_FCW: rows = 4 * C; cols = C; break;
-            case T_FCB: rows = 4 * C; break;
-            case T_FCPW: cols = 4 * C; break;
-            default: break;
-            }
-            if (cols > 1) {   /* weights: normal, decayed; projections scaled */
-                init = ZT_INIT_NORMAL;
-                s = (k == T_PROJW || k == T_FCPW) ? resid : std;
-                fl = ZT_TENSOR_DECAY;
-            }
-            snprintf(tn, sizeof tn, "h%d.%s", l, layer_names[k]);
-            size_t off;
-            ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, fl, &off, st));
-            g->off_layer[k] = off;
-        }
-    }
-    ZT_TRY(zt_layout_unit(L, "final_norm", st));
-    ZT_TRY(zt_layout_tensor(L, "lnf.w", C, 1, ZT_INIT_ONES, 0, 0, &g->off_lnfw, st));
-    ZT_TRY(zt_layout_tensor(L, "lnf.b", C, 1, ZT_INIT_ZEROS, 0, 0, &g->off_lnfb, st));
-    return ZT_OK;
+    return zt_arch_describe(&zt_arch_gpt2, &g->cfg, L, g->off, st);
 }
 
 /* Point the tensors of unit u in a view at a unit-sized buffer. */
 static void bind_unit(const zt_gpt *g, int u, float *base, zt_gpt_params *v) {
     int L = g->cfg.n_layer;
     if (u == 0) {
-        v->wte = base + g->off_wte;
-        v->wpe = base + g->off_wpe;
+        v->wte = base + g->off[E_WTE];
+        v->wpe = base + g->off[E_WPE];
     } else if (u == L + 1) {
-        v->lnfw = base + g->off_lnfw;
-        v->lnfb = base + g->off_lnfb;
+        v->lnfw = base + g->off[E_LNFW];
+        v->lnfb = base + g->off[E_LNFB];
     } else {
-        float **f = (float **)&v->h[u - 1];   /* zt_gpt_layer is T_PER_LAYER pointers */
-        for (int k = 0; k < T_PER_LAYER; ++k) f[k] = base + g->off_layer[k];
+        float **f = (float **)&v->h[u - 1];   /* zt_gpt_layer: the block's pointers in order */
+        for (int k = T_LN1W; k <= T_FCPB; ++k) f[k - T_LN1W] = base + g->off[k];
     }
 }
 
@@ -122,46 +120,53 @@ static void gpt_destroy(void *self) { zt_gpt_free(self); }
 
 /* Carve the activation block.  With base == NULL only sizes are computed.
  * Residual stream: zt_acts_carve_res; a training block keeps L layer
- * slots, or k with checkpointing group size k. */
-static size_t carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
-                    zt_gpt_acts *a, float *base) {
+ * slots, or k with checkpointing group size k.  Returns the carve (bytes:
+ * zt_carve_bytes). */
+static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
+                      zt_gpt_acts *a, float *base) {
     size_t N = (size_t)B * T, C = (size_t)mc->n_embd, V = (size_t)mc->vocab;
     size_t NH = (size_t)mc->n_head, L = (size_t)mc->n_layer;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
-    size_t off = 0;
-#define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
-    float *dummy;
-    (void)dummy;
-    off = zt_acts_carve_res(a->res, base, off, training, L, k, N * C);
+    zt_carve cv = {base, 0, 0};
+#define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
+#define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
+    cv.off = zt_acts_carve_res(a->res, base, 0, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
-        struct zt_layer_acts *la = base ? &a->layer[s] : NULL;
-#define LTAKE(f, n) do { if (la) { TAKE(la->f, n); } else { TAKE(dummy, n); } } while (0)
-        LTAKE(ln1, N * C); LTAKE(ln1_mean, N); LTAKE(ln1_rstd, N);
-        LTAKE(qkv, N * 3 * C); LTAKE(atty, N * C); LTAKE(lse, (size_t)B * NH * T);
-        LTAKE(res2, N * C);
-        LTAKE(ln2, N * C); LTAKE(ln2_mean, N); LTAKE(ln2_rstd, N);
-        LTAKE(fch, N * 4 * C); LTAKE(fch_gelu, N * 4 * C);
-#undef LTAKE
+        struct zt_layer_acts *la = &a->layer[base ? s : 0];
+        TAKE(la->ln1, N * C); TAKES(la->ln1_mean, N); TAKES(la->ln1_rstd, N);
+        TAKE(la->qkv, N * 3 * C); TAKE(la->atty, N * C); TAKES(la->lse, (size_t)B * NH * T);
+        TAKE(la->res2, N * C);
+        TAKE(la->ln2, N * C); TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
+        TAKE(la->fch, N * 4 * C); TAKE(la->fch_gelu, N * 4 * C);
     }
     TAKE(a->scratch, N * C);
-    TAKE(a->lnf, N * C); TAKE(a->lnf_mean, N); TAKE(a->lnf_rstd, N);
-    TAKE(a->probs, N * V); TAKE(a->losses, N);
+    TAKE(a->lnf, N * C); TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
+    TAKE(a->probs, N * V); TAKES(a->losses, N);
     /* int and float are both 4 bytes: the -1 targets share the block */
-    if (base) a->no_targets = (int *)(void *)(base + off);
-    off += (N + 15) & ~(size_t)15;
+    float *nt = zt_carve_take(&cv, N, 1);
+    if (base) a->no_targets = (int *)(void *)nt;
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
     }
 #undef TAKE
-    return off * sizeof(float);
+#undef TAKES
+    return cv;
+}
+
+/* Sizes only: a scratch struct with one slot to carve into. */
+static size_t acts_bytes(const zt_model_config *mc, int B, int T, int training, int ckpt, int elem) {
+    zt_gpt_acts a;
+    struct zt_layer_acts one;
+    memset(&a, 0, sizeof a);
+    a.layer = &one;
+    zt_carve cv = carve(mc, B, T, training, ckpt, &a, NULL);
+    return zt_carve_bytes(&cv, elem);
 }
 
 size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt) {
-    zt_gpt_acts a;
-    memset(&a, 0, sizeof a);
-    return carve(mc, B, T, training, ckpt, &a, NULL);
+    return acts_bytes(mc, B, T, training, ckpt, (int)sizeof(float));
 }
 
 size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training) {
@@ -178,25 +183,11 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
                            zt_status *st) {
     const zt_gpt *g = self;
     *out = NULL;
-    if (B < 1 || T < 1 || T > g->cfg.context)
-        return zt_fail(st, ZT_EINVAL, "batch shape B=%d T=%d invalid (context %d)",
-                       B, T, g->cfg.context);
-    zt_gpt_acts *a = calloc(1, sizeof *a);
-    if (!a) return zt_fail(st, ZT_ENOMEM, "out of memory");
-    int L = g->cfg.n_layer;
-    a->B = B; a->T = T; a->training = training;
-    a->ckpt = (int)zt_acts_ckpt_group(g->ckpt, training, (size_t)L);
-    a->n_slots = (int)zt_acts_n_slots(training, (size_t)a->ckpt, (size_t)L);
-    a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
-    a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
+    zt_gpt_acts *a;
+    ZT_ACTS_NEW(a, B, T, training, g->ckpt, g->cfg.n_layer, g->cfg.context, st);
     if (!a->res || !a->layer) { gpt_acts_free(self, a); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
-    size_t bytes = zt_gpt_acts_bytes_ckpt(&g->cfg, B, T, training, g->ckpt);
-    a->block = zt_mem_alloc(bytes, mem_tag, st);
-    if (!a->block) {
-        gpt_acts_free(self, a);
-        return zt_fail_prefix(st, "activations for B=%d T=%d", B, T);
-    }
-    a->bytes = bytes;
+    ZT_ACTS_ALLOC(a, zt_gpt_acts_bytes_ckpt(&g->cfg, B, T, training, g->ckpt), mem_tag,
+                  gpt_acts_free, self, st);
     carve(&g->cfg, B, T, training, g->ckpt, a, a->block);
     /* the -1 targets of a forward without targets (device memory: staged) */
     zt_acts_fill_no_targets(g->be, a->no_targets, (size_t)B * T);
@@ -250,13 +241,8 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     zt_gpt_acts *a = acts;
     const zt_backend *be = g->be;
     int C = g->cfg.n_embd, V = g->cfg.vocab, L = g->cfg.n_layer;
-    if (B < 1 || B > a->B || T < 1 || T > a->T)
-        return zt_fail(st, ZT_EINVAL, "forward on B=%d T=%d exceeds the activations' %dx%d",
-                       B, T, a->B, a->T);
+    ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
     int N = B * T;
-    a->fB = B; a->fT = T;
-    a->inputs = inputs;
-    a->targets = targets ? targets : a->no_targets;
 
     PARAMS(0);
     be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, g->p.wte, g->p.wpe, B, T, C);
@@ -271,9 +257,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     PARAMS(0);
     be->matmul_fwd(a->probs, a->lnf, g->p.wte, NULL, N, C, V);
     if (!a->training) RELEASE(0);
-    be->xent_fwd(a->losses, a->probs, a->probs, a->targets, N, V);
-    /* the sum of the losses on the device (in index order on the cpu) */
-    *loss_sum = targets ? be->sum(a->losses, (size_t)N) : 0.0;
+    ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
 }
 
@@ -281,7 +265,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
 static const float *gpt_probs(void *self, void *acts, int b, int t) {
     const zt_gpt *g = self;
     const zt_gpt_acts *a = acts;
-    return a->probs + ((size_t)b * a->fT + (size_t)t) * g->cfg.vocab;
+    return ZT_ACTS_PROBS(a, b, t, g->cfg.vocab);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -293,10 +277,7 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, V = g->cfg.vocab;
     int L = g->cfg.n_layer, N = B * T;
     size_t NC = (size_t)N * C;
-    if (!a->training)
-        return zt_fail(st, ZT_EINTERNAL, "backward on forward-only activations");
-
-    be->xent_bwd(a->probs, a->probs, a->targets, dloss, N, V);
+    ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
     /* LM head (tied): dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
     PARAMS(0);
     GRADS(0);
@@ -357,3 +338,135 @@ static const zt_model_ops gpt_ops = {
 
 const zt_model_ops *zt_gpt_ops(void) { return &gpt_ops; }
 int zt_model_is_gpt(const zt_model *m) { return m->ops == &gpt_ops; }
+
+/* ------------------------------------------------------------ descriptor (arch.h) */
+
+/* The GPT-2 has one shape: the Llama family's choices must be absent or
+ * give the same (config.c asks after the keys' own ranges). */
+static int gpt_check(const zt_model_config *m, zt_status *st) {
+    if (m->n_embd % m->n_head != 0)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d must be divisible by "
+                       "ztrain.model.n_head=%d", m->n_embd, m->n_head);
+    if (!m->tie_embeddings)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.tie_embeddings=false: the gpt2 "
+                       "architecture always ties its LM head to the token embedding");
+    const char *bad = (m->n_kv_head && m->n_kv_head != m->n_head) ? "n_kv_head"
+                    : (m->head_dim && m->head_dim * m->n_head != m->n_embd) ? "head_dim"
+                    : m->intermediate && m->intermediate != 4 * m->n_embd ? "intermediate_size"
+                    : m->attention_bias ? "attention_bias"
+                    : strcmp(m->rope_scaling, "none") ? "rope_scaling" : NULL;
+    if (bad)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a llama setting; the gpt2 "
+                       "architecture has no such choice (set ztrain.model.arch=llama)", bad);
+    char why[160];
+    if (!zt_arch_hf_export(m, NULL, why, sizeof why)) return zt_fail(st, ZT_EINVAL, "%s", why);
+    return ZT_OK;
+}
+
+static int gpt_create(const zt_model_config *mc, const zt_backend *be, int ckpt_k,
+                      const zt_model_ops **ops, void **self, zt_status *st) {
+    zt_gpt *g;
+    ZT_TRY(zt_gpt_new(mc, be, &g, st));
+    zt_gpt_set_checkpointing(g, ckpt_k);
+    *ops = &gpt_ops;
+    *self = g;
+    return ZT_OK;
+}
+
+/* DeepSpeed's largest layer: wte, wpe, or the MLP's fc (weight and bias). */
+static uint64_t gpt_largest_layer(const zt_model_config *mc) {
+    const uint64_t C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab, T = (uint64_t)mc->context;
+    uint64_t m = V * C > T * C ? V * C : T * C;
+    return m > 4 * C * C + 4 * C ? m : 4 * C * C + 4 * C;
+}
+
+static uint64_t gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training, int ckpt_k,
+                               int elem) {
+    return acts_bytes(mc, B, T, training, ckpt_k, elem);
+}
+
+/* The largest scratch request of the CUDA kernels gpt_forward and
+ * gpt_backward call (fp32 matmuls: only the loss sum needs scratch in
+ * forward), the optimizer's reductions over psi gradients, the eval [E, T]
+ * and sample [1, T] forwards. */
+static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi) {
+    const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T, bf16 = 0;
+    uint64_t w = 0;
+#define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 3 * C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 4 * C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, 4 * C, C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
+    WS(zt_cuda_ws_reduce((size_t)N));
+    /* backward */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));        /* LM head, no bias */
+    WS(zt_cuda_ws_layernorm_bwd(N, C));
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
+    WS(zt_cuda_ws_attention_bwd(B, T, NH));
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
+    WS(zt_cuda_ws_encoder_bwd(N, 0));
+    /* optimizer: gradient norm, fp16 overflow check */
+    WS(zt_cuda_ws_reduce((size_t)psi));
+    /* eval and sample forwards */
+    if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
+    WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
+#undef WS
+    return w;
+}
+
+/* The GPT-2 has no settings beyond the common shape. */
+static void gpt_summary(const zt_model_config *mc, int style, char *buf, size_t n) {
+    if (style == ZT_ARCH_SUM_INSPECT)
+        snprintf(buf, n, "gpt2: %d layers, %d heads, %d wide, context %d, vocab %d", mc->n_layer,
+                 mc->n_head, mc->n_embd, mc->context, mc->vocab);
+    else
+        buf[0] = '\0';
+}
+
+/* transformers' GPT2Config defaults; the causal-mask buffers of older files
+ * are no parameters; original GPT-2 files omit "transformer." */
+static const zt_arch_hf gpt_hf[] = {
+    {"GPT2LMHeadModel", "gpt2", 0, 50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1},
+};
+/* config.json's GPT-2 keys (after architectures and model_type) */
+static void gpt_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
+    (void)f;
+    (void)orig;
+    json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
+    json_object_set_new(c, "n_positions", json_integer(mc->context));
+    json_object_set_new(c, "n_embd", json_integer(mc->n_embd));
+    json_object_set_new(c, "n_layer", json_integer(mc->n_layer));
+    json_object_set_new(c, "n_head", json_integer(mc->n_head));
+    json_object_set_new(c, "n_inner", json_null());
+    json_object_set_new(c, "activation_function", json_string("gelu_new"));
+    json_object_set_new(c, "layer_norm_epsilon", json_real(1e-5));
+    json_object_set_new(c, "tie_word_embeddings", json_true());
+}
+
+static const char *const gpt_hf_ignore[] = {".attn.bias", ".attn.masked_bias", NULL};
+
+const zt_arch zt_arch_gpt2 = {
+    .name = "gpt2",
+    .id = ZT_ARCH_GPT2,
+    .check = gpt_check,
+    .model_ops = &gpt_ops,
+    .create = gpt_create,
+    .tensors = gpt_tensors,
+    .n_tensors = GPT_NT,
+    .tensor_shape = gpt_tensor_shape,
+    .head_unit = "final_norm",
+    .tied_head = 1,
+    .llmc_file = 1,
+    .largest_layer = gpt_largest_layer,
+    .acts_bytes = gpt_acts_bytes,
+    .kernel_ws = gpt_kernel_ws,
+    .summary = gpt_summary,
+    .hf = gpt_hf,
+    .n_hf = 1,
+    .hf_ignore = gpt_hf_ignore,
+    .hf_optional_prefix = "transformer.",
+    .hf_config = gpt_hf_config,
+};

@@ -7,14 +7,33 @@
 #include "devmem.h"
 #include "llama.h"
 #include "model_acts.h"
+#include <jansson.h>
+#include "arch.h"
+#include "cuda/cuda_workspace.h"
 
-/* Per-block tensor family, in layout order.  The three biases exist only
- * with attention_bias. */
-enum { T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_OW, T_MNORM, T_GATEW, T_UPW, T_DOWNW,
-       T_PER_LAYER };
-static const char *layer_names[T_PER_LAYER] = {
-    "attn_norm.w", "q.w", "k.w", "v.w", "q.b", "k.b", "v.b", "o.w", "mlp_norm.w",
-    "gate.w", "up.w", "down.w"};
+/* The tensor table (arch.h), in layout order.  The three biases exist only
+ * with attention_bias, lm_head.w only untied. */
+enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_OW, T_MNORM, T_GATEW, T_UPW,
+       T_DOWNW, E_NORM, E_LM_HEAD, LLAMA_NT };
+#define HB(x) "model.layers.%d." x
+static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
+    {"embed.w", "model.embed_tokens.weight", ZT_AT_EMBED, ZT_AT_NORMAL, 0},
+    {"attn_norm.w", HB("input_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
+    {"q.w", HB("self_attn.q_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"k.w", HB("self_attn.k_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"v.w", HB("self_attn.v_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"q.b", HB("self_attn.q_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"k.b", HB("self_attn.k_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"v.b", HB("self_attn.v_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"o.w", HB("self_attn.o_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"mlp_norm.w", HB("post_attention_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
+    {"gate.w", HB("mlp.gate_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"up.w", HB("mlp.up_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"down.w", HB("mlp.down_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"norm.w", "model.norm.weight", ZT_AT_HEAD, ZT_AT_ONES, 0},
+    {"lm_head.w", "lm_head.weight", ZT_AT_HEAD, ZT_AT_NORMAL, 0},
+};
+#undef HB
 
 /* The model's shape, derived once from the configuration. */
 typedef struct shape {
@@ -44,9 +63,7 @@ struct zt_llama {
     zt_model_config cfg;
     shape s;
     const zt_backend *be;
-    size_t off_embed;                  /* in the embedding unit */
-    size_t off_layer[T_PER_LAYER];     /* in every block unit (same layout) */
-    size_t off_norm, off_lm_head;      /* in the head unit */
+    size_t off[LLAMA_NT];              /* in its unit (block tensors: in every block unit) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
 };
@@ -55,10 +72,11 @@ void zt_llama_set_checkpointing(zt_llama *m, int k) { m->ckpt = k > 0 ? k : 0; }
 
 /* ------------------------------------------------------------ layout */
 
-/* Rows and columns of block tensor k (rows 0: absent in this shape). */
-static void layer_tensor_shape(const shape *s, int k, int *rows, int *cols) {
+/* Rows and columns of tensor k (rows 0: absent in this shape). */
+static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     int r = s->C, c = 1;
     switch (k) {
+    case E_EMBED: r = s->V; c = s->C; break;
     case T_QW: r = s->AD; c = s->C; break;
     case T_KW: case T_VW: r = s->NKV * s->hd; c = s->C; break;
     case T_QB: r = s->bias ? s->AD : 0; break;
@@ -66,68 +84,38 @@ static void layer_tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
     case T_DOWNW: c = s->H; break;
+    case E_LM_HEAD: r = s->tied ? 0 : s->V; c = s->C; break;
     default: break;   /* the norms: [C] */
     }
     *rows = r;
     *cols = c;
 }
 
+static void llama_tensor_shape(const zt_model_config *mc, int k, int *rows, int *cols) {
+    const shape s = shape_of(mc);
+    tensor_shape(&s, k, rows, cols);
+}
+
 size_t zt_llama_unit_numel(const zt_model_config *mc, int u) {
-    shape s = shape_of(mc);
-    if (u == 0) return (size_t)s.V * s.C;
-    if (u == s.L + 1) return (size_t)s.C + (s.tied ? 0 : (size_t)s.V * s.C);
-    size_t n = 0;
-    for (int k = 0; k < T_PER_LAYER; ++k) {
-        int r, c;
-        layer_tensor_shape(&s, k, &r, &c);
-        n += (size_t)r * (size_t)c;
-    }
-    return n;
+    return (size_t)zt_arch_unit_numel(&zt_arch_llama, mc, u);
 }
 
 static int llama_describe(void *self, zt_layout *Lo, zt_status *st) {
     zt_llama *m = self;
-    const shape *s = &m->s;
-    const double std = 0.02;
-    ZT_TRY(zt_layout_unit(Lo, "embeddings", st));
-    ZT_TRY(zt_layout_tensor(Lo, "embed.w", s->V, s->C, ZT_INIT_NORMAL, std, ZT_TENSOR_DECAY,
-                            &m->off_embed, st));
-    for (int l = 0; l < s->L; ++l) {
-        char un[24], tn[40];
-        snprintf(un, sizeof un, "block.%d", l);
-        ZT_TRY(zt_layout_unit(Lo, un, st));
-        for (int k = 0; k < T_PER_LAYER; ++k) {
-            int rows, cols;
-            layer_tensor_shape(s, k, &rows, &cols);
-            if (!rows) continue;
-            /* matrices: normal, decayed; norms ones; biases zeros */
-            const int mat = cols > 1;
-            const zt_init_kind init = mat ? ZT_INIT_NORMAL
-                                          : (k == T_ANORM || k == T_MNORM) ? ZT_INIT_ONES : ZT_INIT_ZEROS;
-            snprintf(tn, sizeof tn, "h%d.%s", l, layer_names[k]);
-            ZT_TRY(zt_layout_tensor(Lo, tn, rows, cols, init, mat ? std : 0.0,
-                                    mat ? ZT_TENSOR_DECAY : 0, &m->off_layer[k], st));
-        }
-    }
-    ZT_TRY(zt_layout_unit(Lo, "head", st));
-    ZT_TRY(zt_layout_tensor(Lo, "norm.w", s->C, 1, ZT_INIT_ONES, 0, 0, &m->off_norm, st));
-    if (!s->tied)
-        ZT_TRY(zt_layout_tensor(Lo, "lm_head.w", s->V, s->C, ZT_INIT_NORMAL, std, ZT_TENSOR_DECAY,
-                                &m->off_lm_head, st));
-    return ZT_OK;
+    return zt_arch_describe(&zt_arch_llama, &m->cfg, Lo, m->off, st);
 }
 
 /* Point the tensors of unit u in a view at a unit-sized buffer. */
 static void bind_unit(const zt_llama *m, int u, float *base, zt_llama_params *v) {
     const int L = m->s.L;
+    const size_t *o = m->off;
     if (u == 0) {
-        v->embed = base + m->off_embed;
+        v->embed = base + o[E_EMBED];
     } else if (u == L + 1) {
-        v->norm = base + m->off_norm;
-        v->lm_head = m->s.tied ? NULL : base + m->off_lm_head;
+        v->norm = base + o[E_NORM];
+        v->lm_head = m->s.tied ? NULL : base + o[E_LM_HEAD];
     } else {
         zt_llama_layer *h = &v->h[u - 1];
-        const size_t *o = m->off_layer;
         h->attn_norm = base + o[T_ANORM];
         h->qkvw = base + o[T_QW];            /* q.w | k.w | v.w */
         h->qkvb = m->s.bias ? base + o[T_QB] : NULL;   /* q.b | k.b | v.b */
@@ -206,47 +194,53 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
 
 /* Carve the activation block (gpt.c's scheme; base == NULL: sizes only).
  * Every array is rounded up to 16 elements. */
-static size_t carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
-                    zt_llama_acts *a, float *base) {
+static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
+                      zt_llama_acts *a, float *base) {
     const shape sh = shape_of(mc);
     size_t N = (size_t)B * T, C = (size_t)sh.C, V = (size_t)sh.V, L = (size_t)sh.L;
     size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.H;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
-    size_t off = 0;
-#define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += ((size_t)(n) + 15) & ~(size_t)15; } while (0)
-    float *dummy;
-    (void)dummy;
-    TAKE(a->inv_freq, (size_t)sh.hd / 2);
-    off = zt_acts_carve_res(a->res, base, off, training, L, k, N * C);
+    zt_carve cv = {base, 0, 0};
+#define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
+#define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
+    TAKES(a->inv_freq, (size_t)sh.hd / 2);
+    cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
-        struct zt_llama_layer_acts *la = base ? &a->layer[s] : NULL;
-#define LTAKE(f, n) do { if (la) { TAKE(la->f, n); } else { TAKE(dummy, n); } } while (0)
-        LTAKE(xn, N * C); LTAKE(rstd1, N);
-        LTAKE(qkv, N * QKV); LTAKE(atty, N * AD); LTAKE(lse, (size_t)B * sh.NH * T);
-        LTAKE(res2, N * C);
-        LTAKE(xn2, N * C); LTAKE(rstd2, N);
-        LTAKE(gu, N * 2 * H); LTAKE(h, N * H);
-#undef LTAKE
+        struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
+        TAKE(la->xn, N * C); TAKES(la->rstd1, N);
+        TAKE(la->qkv, N * QKV); TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
+        TAKE(la->res2, N * C);
+        TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
+        TAKE(la->gu, N * 2 * H); TAKE(la->h, N * H);
     }
     TAKE(a->scratch, N * C);
-    TAKE(a->lnf, N * C); TAKE(a->lnf_rstd, N);
-    TAKE(a->probs, N * V); TAKE(a->losses, N);
+    TAKE(a->lnf, N * C); TAKES(a->lnf_rstd, N);
+    TAKE(a->probs, N * V); TAKES(a->losses, N);
     /* int and float are both 4 bytes: the -1 targets share the block */
-    if (base) a->no_targets = (int *)(void *)(base + off);
-    off += (N + 15) & ~(size_t)15;
+    float *nt = zt_carve_take(&cv, N, 1);
+    if (base) a->no_targets = (int *)(void *)nt;
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
     }
 #undef TAKE
-    return off * sizeof(float);
+#undef TAKES
+    return cv;
+}
+
+/* Sizes only: a scratch struct with one slot to carve into. */
+static size_t acts_bytes(const zt_model_config *mc, int B, int T, int training, int ckpt, int elem) {
+    zt_llama_acts a;
+    struct zt_llama_layer_acts one;
+    memset(&a, 0, sizeof a);
+    a.layer = &one;
+    zt_carve cv = carve(mc, B, T, training, ckpt, &a, NULL);
+    return zt_carve_bytes(&cv, elem);
 }
 
 size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt) {
-    zt_llama_acts a;
-    memset(&a, 0, sizeof a);
-    return carve(mc, B, T, training, ckpt, &a, NULL);
+    return acts_bytes(mc, B, T, training, ckpt, (int)sizeof(float));
 }
 
 static void llama_acts_free(void *self, void *acts) {
@@ -255,35 +249,26 @@ static void llama_acts_free(void *self, void *acts) {
     ZT_ACTS_FREE(a);
 }
 
+/* llama_acts_free with the rotary frequencies' host staging buffer */
+static void acts_free_with_freq(float *freq, zt_llama_acts *a) {
+    free(freq);
+    llama_acts_free(NULL, a);
+}
+
 static int llama_acts_create(void *self, int B, int T, int training, int mem_tag, void **out,
                              zt_status *st) {
     const zt_llama *m = self;
     *out = NULL;
-    if (B < 1 || T < 1 || T > m->cfg.context)
-        return zt_fail(st, ZT_EINVAL, "batch shape B=%d T=%d invalid (context %d)",
-                       B, T, m->cfg.context);
-    zt_llama_acts *a = calloc(1, sizeof *a);
-    if (!a) return zt_fail(st, ZT_ENOMEM, "out of memory");
-    const int L = m->s.L;
-    a->B = B; a->T = T; a->training = training;
-    a->ckpt = (int)zt_acts_ckpt_group(m->ckpt, training, (size_t)L);
-    a->n_slots = (int)zt_acts_n_slots(training, (size_t)a->ckpt, (size_t)L);
-    a->res = calloc((size_t)(training ? L + 1 : 2), sizeof(float *));
-    a->layer = calloc((size_t)a->n_slots, sizeof *a->layer);
+    zt_llama_acts *a;
+    ZT_ACTS_NEW(a, B, T, training, m->ckpt, m->s.L, m->cfg.context, st);
     float *freq = malloc(sizeof(float) * (size_t)(m->s.hd / 2));
     if (!a->res || !a->layer || !freq) {
         free(freq);
         llama_acts_free(self, a);
         return zt_fail(st, ZT_ENOMEM, "out of memory");
     }
-    size_t bytes = zt_llama_acts_bytes_ckpt(&m->cfg, B, T, training, m->ckpt);
-    a->block = zt_mem_alloc(bytes, mem_tag, st);
-    if (!a->block) {
-        free(freq);
-        llama_acts_free(self, a);
-        return zt_fail_prefix(st, "activations for B=%d T=%d", B, T);
-    }
-    a->bytes = bytes;
+    ZT_ACTS_ALLOC(a, zt_llama_acts_bytes_ckpt(&m->cfg, B, T, training, m->ckpt), mem_tag,
+                  acts_free_with_freq, freq, st);
     carve(&m->cfg, B, T, training, m->ckpt, a, a->block);
     /* the rotary frequencies (device memory: staged) */
     zt_llama_inv_freq(&m->cfg, freq);
@@ -342,13 +327,8 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     zt_llama_acts *a = acts;
     const zt_backend *be = m->be;
     const int C = m->s.C, V = m->s.V, L = m->s.L, tied = m->s.tied;
-    if (B < 1 || B > a->B || T < 1 || T > a->T)
-        return zt_fail(st, ZT_EINVAL, "forward on B=%d T=%d exceeds the activations' %dx%d",
-                       B, T, a->B, a->T);
+    ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
     const int N = B * T;
-    a->fB = B; a->fT = T;
-    a->inputs = inputs;
-    a->targets = targets ? targets : a->no_targets;
 
     PARAMS(0);
     be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, m->p.embed, NULL, B, T, C);
@@ -367,15 +347,14 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
         be->matmul_fwd(a->probs, a->lnf, m->p.lm_head, NULL, N, C, V);
         RELEASE(L + 1);
     }
-    be->xent_fwd(a->losses, a->probs, a->probs, a->targets, N, V);
-    *loss_sum = targets ? be->sum(a->losses, (size_t)N) : 0.0;
+    ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
 }
 
 static const float *llama_probs(void *self, void *acts, int b, int t) {
     const zt_llama *m = self;
     const zt_llama_acts *a = acts;
-    return a->probs + ((size_t)b * a->fT + (size_t)t) * m->s.V;
+    return ZT_ACTS_PROBS(a, b, t, m->s.V);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -387,10 +366,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     const shape *sh = &m->s;
     const int B = a->fB, T = a->fT, C = sh->C, V = sh->V, L = sh->L, H = sh->H, N = B * T;
     const size_t NC = (size_t)N * C;
-    if (!a->training)
-        return zt_fail(st, ZT_EINTERNAL, "backward on forward-only activations");
-
-    be->xent_bwd(a->probs, a->probs, a->targets, dloss, N, V);
+    ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
     /* LM head: dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w
      * (tied, unit 0) or lm_head.w (unit L+1); then the final RMSNorm */
     if (sh->tied) {
@@ -451,3 +427,191 @@ static const zt_model_ops llama_ops = {
 
 const zt_model_ops *zt_llama_ops(void) { return &llama_ops; }
 int zt_model_is_llama(const zt_model *m) { return m->ops == &llama_ops; }
+
+/* ------------------------------------------------------------ descriptor (arch.h) */
+
+static int llama_check(const zt_model_config *m, zt_status *st) {
+    int kv = zt_model_kv_heads(m), hd = zt_model_head_dim(m);
+    if (m->n_head % kv != 0)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_kv_head=%d must divide "
+                       "ztrain.model.n_head=%d", kv, m->n_head);
+    if (m->head_dim == 0 && m->n_embd % m->n_head != 0)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.n_embd=%d is not divisible by "
+                       "ztrain.model.n_head=%d: give ztrain.model.head_dim", m->n_embd, m->n_head);
+    if (hd < 2 || hd % 2)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.head_dim=%d must be even (rotary embeddings "
+                       "rotate pairs)", hd);
+    if ((double)hd * m->n_head > 1048576.0 || (double)zt_model_intermediate(m) > 1048576.0)
+        return zt_fail(st, ZT_EINVAL, "llama shape too large (n_head * head_dim %d x %d, "
+                       "intermediate %d)", m->n_head, hd, zt_model_intermediate(m));
+    if (!strcmp(m->rope_scaling, "llama3") && !(m->rope_high_freq_factor > m->rope_low_freq_factor))
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.rope_high_freq_factor=%g must exceed "
+                       "ztrain.model.rope_low_freq_factor=%g", m->rope_high_freq_factor,
+                       m->rope_low_freq_factor);
+    char why[160];
+    if (!zt_arch_hf_export(m, NULL, why, sizeof why))
+        return zt_fail(st, ZT_EINVAL, "%s", why);
+    return ZT_OK;
+}
+
+static int llama_create(const zt_model_config *mc, const zt_backend *be, int ckpt_k,
+                        const zt_model_ops **ops, void **self, zt_status *st) {
+    zt_llama *m;
+    ZT_TRY(zt_llama_new(mc, be, &m, st));
+    zt_llama_set_checkpointing(m, ckpt_k);
+    *ops = &llama_ops;
+    *self = m;
+    return ZT_OK;
+}
+
+/* DeepSpeed's largest layer: embed / lm_head, q, k|v, o, gate|up, down. */
+static uint64_t llama_largest_layer(const zt_model_config *mc) {
+    const shape s = shape_of(mc);
+    const uint64_t C = (uint64_t)s.C, V = (uint64_t)s.V, AD = (uint64_t)s.AD;
+    const uint64_t KV = (uint64_t)s.NKV * (uint64_t)s.hd, H = (uint64_t)s.H;
+    uint64_t m = V * C;
+    if (AD * C > m) m = AD * C;
+    if (KV * C > m) m = KV * C;
+    if (H * C > m) m = H * C;
+    return m;
+}
+
+static uint64_t llama_acts_bytes(const zt_model_config *mc, int B, int T, int training,
+                                 int ckpt_k, int elem) {
+    return acts_bytes(mc, B, T, training, ckpt_k, elem);
+}
+
+/* The largest scratch request of llama_forward's and llama_backward's CUDA
+ * kernels (RMSNorm forward, RoPE and SwiGLU take none), the optimizer's
+ * reductions, the eval and sample forwards (gpt.c's gpt_kernel_ws). */
+static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi) {
+    const shape s = shape_of(mc);
+    const int C = s.C, NH = s.NH, V = s.V, N = B * T, bf16 = 0, H = s.H, AD = s.AD, QKV = s.QKV;
+    uint64_t w = 0;
+#define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, QKV));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, AD, C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 2 * H));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, H, C));
+    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
+    WS(zt_cuda_ws_reduce((size_t)N));
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));       /* LM head */
+    WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
+    WS(zt_cuda_ws_gqa_bwd(B, T, NH));
+    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
+    WS(zt_cuda_ws_encoder_bwd(N, 0));
+    WS(zt_cuda_ws_reduce((size_t)psi));
+    if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
+    WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
+#undef WS
+    return w;
+}
+
+static void llama_summary(const zt_model_config *mc, int style, char *buf, size_t n) {
+    const int llama3 = !strcmp(mc->rope_scaling, "llama3");
+    const char *tied = mc->tie_embeddings ? "tied" : "untied";
+    if (style == ZT_ARCH_SUM_LOG) {
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s",
+                 zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
+                 mc->attention_bias ? ", q/k/v biases" : "", llama3 ? ", llama3 rope scaling" : "");
+    } else if (style == ZT_ARCH_SUM_ESTIMATE) {
+        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head", zt_model_kv_heads(mc),
+                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied);
+    } else {
+        char rope[160] = "";
+        if (llama3)
+            snprintf(rope, sizeof rope, ", llama3 scaling (factor %g, low %g, high %g, original %d)",
+                     mc->rope_factor, mc->rope_low_freq_factor, mc->rope_high_freq_factor,
+                     mc->rope_original_max);
+        snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
+                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s",
+                 mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
+                 zt_model_intermediate(mc), mc->context, mc->vocab, mc->rope_theta, rope,
+                 mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "");
+    }
+}
+
+/* The Hugging Face families (transformers 5.23's defaults for keys absent
+ * from config.json, models/<m>/configuration_<m>.py).  Llama first: the
+ * default export. */
+static const zt_arch_hf llama_hf[] = {
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0},
+    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
+     32, 8, 131072, 1e-6, 0},
+    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
+     32, 32768, 1e-6, 0},
+};
+static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
+
+/* Without a stored family: q/k/v biases without an o_proj bias are
+ * Qwen2's (Llama's attention_bias biases o_proj too), else Llama. */
+static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
+    return mc->attention_bias ? &llama_hf[2] : &llama_hf[0];
+}
+
+static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
+    if ((f->flags & ZT_HF_QKV_BIAS) && !mc->attention_bias)
+        return "its q/k/v projections have biases; set ztrain.model.attention_bias=true";
+    if (!(f->flags & ZT_HF_QKV_BIAS) && mc->attention_bias)
+        return "it has no q/k/v-only biases (ztrain.model.attention_bias=true is Qwen2's)";
+    return NULL;
+}
+
+/* config.json's keys of family f (after architectures and model_type) */
+static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
+    json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
+    json_object_set_new(c, "hidden_size", json_integer(mc->n_embd));
+    json_object_set_new(c, "intermediate_size", json_integer(zt_model_intermediate(mc)));
+    json_object_set_new(c, "num_hidden_layers", json_integer(mc->n_layer));
+    json_object_set_new(c, "num_attention_heads", json_integer(mc->n_head));
+    json_object_set_new(c, "num_key_value_heads", json_integer(zt_model_kv_heads(mc)));
+    json_object_set_new(c, "head_dim", json_integer(zt_model_head_dim(mc)));
+    json_object_set_new(c, "hidden_act", json_string("silu"));
+    json_object_set_new(c, "max_position_embeddings", json_integer(mc->context));
+    json_object_set_new(c, "rms_norm_eps", json_real(mc->norm_eps));
+    json_object_set_new(c, "rope_theta", json_real(mc->rope_theta));
+    if (!strcmp(mc->rope_scaling, "llama3"))
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:o,s:o,s:i}", "rope_type",
+                            "llama3", "factor", json_real(mc->rope_factor), "low_freq_factor",
+                            json_real(mc->rope_low_freq_factor), "high_freq_factor",
+                            json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
+                            mc->rope_original_max));
+    else
+        json_object_set_new(c, "rope_scaling", json_null());
+    json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
+    if (f->flags & ZT_HF_BIAS_KEYS) {
+        json_object_set_new(c, "attention_bias", json_false());
+        json_object_set_new(c, "mlp_bias", json_false());
+    }
+    if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
+    json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
+    if (sw) json_object_set(c, "sliding_window", sw);   /* the original's window */
+    json_object_set_new(c, "attention_dropout", json_real(0.0));
+}
+
+const zt_arch zt_arch_llama = {
+    .name = "llama",
+    .id = ZT_ARCH_LLAMA,
+    .check = llama_check,
+    .model_ops = &llama_ops,
+    .create = llama_create,
+    .tensors = llama_tensors,
+    .n_tensors = LLAMA_NT,
+    .tensor_shape = llama_tensor_shape,
+    .head_unit = "head",
+    .tied_head = 1,
+    .largest_layer = llama_largest_layer,
+    .acts_bytes = llama_acts_bytes,
+    .kernel_ws = llama_kernel_ws,
+    .summary = llama_summary,
+    .hf = llama_hf,
+    .n_hf = 3,
+    .hf_ignore = llama_hf_ignore,
+    .hf_optional_prefix = NULL,
+    .hf_default = llama_hf_default,
+    .hf_refuse = llama_hf_refuse,
+    .hf_config = llama_hf_config,
+};

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "memplan.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
-#include "llama.h"
+#include "arch.h"
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 
@@ -21,7 +21,6 @@ void zt_memplan_fmt_bytes(double b, char *buf, size_t n) {
     else snprintf(buf, n, "%.2f %s", b, u[i]);
 }
 
-static uint64_t r16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -36,40 +35,13 @@ void zt_memplan_opts_init(zt_memplan_opts *o, int world_size) {
 
 /* ------------------------------------------------------------ activations */
 
-/* Mirrors gpt.c's carve() (every array rounded up to 16 elements) plus the
- * batch buffer's token arrays (train.c: inputs and targets, [B, T] ints).
- * Llama: llama.c's own carve (its block holds the rotary frequencies too),
- * always fp32 (elem is the GPT's what-if only). */
+/* The architecture's activation block (its model's own carve, every array
+ * rounded up to 16 elements; arch.h acts_bytes) plus the batch buffer's
+ * token arrays (train.c: inputs and targets, [B, T] ints). */
 uint64_t zt_memplan_acts_bytes(const zt_model_config *mc, int B, int T, int training,
                                int ckpt_k, int elem) {
-    if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
-        return (uint64_t)zt_llama_acts_bytes_ckpt(mc, B, T, training, ckpt_k) +
-               2 * (uint64_t)B * (uint64_t)T * 4 /* inputs, targets */;
-    uint64_t N = (uint64_t)B * (uint64_t)T, C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab;
-    uint64_t NH = (uint64_t)mc->n_head, L = (uint64_t)mc->n_layer, NC = N * C;
-    uint64_t big = 0, small = 0, nres, slots;   /* elem-sized / 4-byte elements */
-    if (!training) {
-        nres = 2;
-        slots = 1;
-    } else if (ckpt_k <= 0) {
-        nres = L + 1;
-        slots = L;
-    } else {
-        uint64_t k = (uint64_t)ckpt_k < L ? (uint64_t)ckpt_k : L;
-        /* kept: the input of every k-th block and the final residual;
-         * scratch: the k-1 residuals inside the group being recomputed */
-        nres = cdiv(L, k) + 1 + (k - 1);
-        slots = k;
-    }
-    big += nres * r16(NC);
-    big += slots * (r16(NC) /* ln1 */ + r16(3 * NC) /* qkv */ + r16(NC) /* atty */ +
-                    r16(NC) /* res2 */ + r16(NC) /* ln2 */ + 2 * r16(4 * NC) /* fch, gelu */);
-    small += slots * (4 * r16(N) /* ln1/ln2 mean, rstd */ + r16(B * NH * (uint64_t)T) /* lse */);
-    big += r16(NC) /* scratch */ + r16(NC) /* lnf */ + r16(N * V) /* probs */;
-    small += 2 * r16(N) /* lnf mean, rstd */ + r16(N) /* losses */ + r16(N) /* no_targets */;
-    if (training)
-        big += r16(NC) /* dres */ + r16(NC) /* dbuf */ + r16(3 * NC) + 2 * r16(4 * NC);
-    return big * (uint64_t)elem + small * 4 + 2 * N * 4 /* inputs, targets */;
+    return zt_arch_of(mc)->acts_bytes(mc, B, T, training, ckpt_k, elem) +
+           2 * (uint64_t)B * (uint64_t)T * 4 /* inputs, targets */;
 }
 
 /* ------------------------------------------------------------ formulas */
@@ -348,64 +320,6 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
     return ZT_OK;
 }
 
-/* The largest scratch request of the CUDA kernels the GPT calls
- * (cuda_workspace.h; gpt.c's forward and backward, the loss sum, the
- * optimizer's sumsq / nonfinite): training [B, T] forward + backward, the
- * eval forward [E, T] (E = 0: none) and the sample's [1, T] forward.  The
- * engine keeps matmuls in fp32 (no bf16 operand rounding).  psi bounds the
- * reductions over gradients (their scratch is capped at 1024 blocks). */
-static uint64_t cuda_scratch_request(const zt_model_config *mc, int B, int T, int E, uint64_t psi) {
-    const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T, bf16 = 0;
-    uint64_t w = 0;
-#define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
-    if (zt_model_arch(mc) == ZT_ARCH_LLAMA) {   /* llama.c's forward and backward (RMSNorm
-                                                  * forward, RoPE and SwiGLU take no scratch) */
-        const int hd = zt_model_head_dim(mc), NKV = zt_model_kv_heads(mc);
-        const int H = zt_model_intermediate(mc), AD = NH * hd, QKV = (NH + 2 * NKV) * hd;
-        WS(zt_cuda_ws_matmul_fwd(bf16, N, C, QKV));
-        WS(zt_cuda_ws_matmul_fwd(bf16, N, AD, C));
-        WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 2 * H));
-        WS(zt_cuda_ws_matmul_fwd(bf16, N, H, C));
-        WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
-        WS(zt_cuda_ws_reduce((size_t)N));
-        WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));       /* LM head */
-        WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
-        WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
-        WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
-        WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
-        WS(zt_cuda_ws_gqa_bwd(B, T, NH));
-        WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, mc->attention_bias != 0));
-        WS(zt_cuda_ws_encoder_bwd(N, 0));
-        WS(zt_cuda_ws_reduce((size_t)psi));
-        if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-        WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
-        return w;
-    }
-    /* forward: only the loss sum needs scratch (fp32 matmuls) */
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 3 * C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 4 * C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, 4 * C, C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
-    WS(zt_cuda_ws_reduce((size_t)N));
-    /* backward */
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));        /* LM head, no bias */
-    WS(zt_cuda_ws_layernorm_bwd(N, C));
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    WS(zt_cuda_ws_attention_bwd(B, T, NH));
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
-    WS(zt_cuda_ws_encoder_bwd(N, 0));
-    /* optimizer: gradient norm, fp16 overflow check */
-    WS(zt_cuda_ws_reduce((size_t)psi));
-    /* eval and sample forwards */
-    if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
-#undef WS
-    return w;
-}
-
 int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
                        zt_status *st) {
     memset(out, 0, sizeof *out);
@@ -452,7 +366,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     }
 
     /* layout: model.c's units */
-    uint64_t C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab, T = (uint64_t)mc->context;
+    uint64_t T = (uint64_t)mc->context;
     /* training / eval windows are seq_len long; T (the model's positions) sizes
      * the position table and the sample's window */
     const uint64_t S = (uint64_t)c->seq_len;
@@ -470,15 +384,9 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         goto done;
     }
-    const int llama = zt_model_arch(mc) == ZT_ARCH_LLAMA;
-    y.tied = !llama || mc->tie_embeddings;
-    if (llama) {   /* llama.c's units (no position table; GQA, SwiGLU, head) */
-        for (int u = 0; u < y.nu; ++u) y.n[u] = zt_llama_unit_numel(mc, u);
-    } else {
-        y.n[0] = V * C + T * C;
-        for (int l = 0; l < L; ++l) y.n[1 + l] = 12 * C * C + 13 * C;
-        y.n[L + 1] = 2 * C;
-    }
+    const zt_arch *arch = zt_arch_of(mc);   /* the model's units */
+    y.tied = zt_arch_tied(arch, mc);
+    for (int u = 0; u < y.nu; ++u) y.n[u] = zt_arch_unit_numel(arch, mc, u);
     uint64_t g = p->stage == 0 ? 1 : (uint64_t)G;
     y.max_len = 1;
     for (int u = 0; u < y.nu; ++u) {
@@ -488,14 +396,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         y.shard_total += S;
         if (S > y.max_len) y.max_len = S;
     }
-    if (llama) {   /* embed / lm_head, q, k|v, o, gate|up, down */
-        const uint64_t AD = (uint64_t)mc->n_head * (uint64_t)zt_model_head_dim(mc);
-        const uint64_t KV = (uint64_t)zt_model_kv_heads(mc) * (uint64_t)zt_model_head_dim(mc);
-        const uint64_t H = (uint64_t)zt_model_intermediate(mc);
-        p->largest_tensor = umax(V * C, umax(AD * C, umax(KV * C, H * C)));
-    } else {
-        p->largest_tensor = umax(V * C, umax(T * C, 4 * C * C + 4 * C));
-    }
+    p->largest_tensor = arch->largest_layer(mc);
     y.eb = p->mixed ? 2 : 4;
     y.place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
     y.place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
@@ -649,7 +550,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
         p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
         p->scratch_bytes = zt_cuda_ws_scratch_size(
-            cuda_scratch_request(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi));
+            zt_arch_of(mc)->kernel_ws(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi));
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;

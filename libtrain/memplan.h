@@ -27,8 +27,9 @@
  * has a device place and a host place.  On cpu-strict the device peak is
  * exact (tests/devmem_preflight.sh).  On cuda the device peak also counts
  * the backend's own memory -- the cuBLAS workspace and the kernels' growing
- * scratch, sized by kernels/cuda/cuda_workspace.h from the GPT's calls
- * (kernel_ws_bytes) -- which the engine's accounting does not see; that
+ * scratch, sized by kernels/cuda/cuda_workspace.h from the model's calls
+ * (its architecture descriptor's kernel_ws, arch.h) -- which the engine's
+ * accounting does not see; that
  * has not been checked against a GPU run yet (docs/memory.md).
  */
 #ifndef ZT_MEMPLAN_H

@@ -15,6 +15,21 @@
 /* Elements of one array in an activation block: rounded up to 16. */
 #define ZT_ACTS_ROUND(n) (((size_t)(n) + 15) & ~(size_t)15)
 
+/* An activation block being carved (base == NULL: sizes only).  off
+ * counts floats; small counts the 4-byte arrays among them (statistics,
+ * losses, the -1 targets), which stay 4 bytes when the planner asks for an
+ * elem-byte what-if of the large ones (zt_carve_bytes). */
+typedef struct zt_carve { float *base; size_t off, small; } zt_carve;
+static inline float *zt_carve_take(zt_carve *c, size_t n, int small) {
+    float *p = c->base ? c->base + c->off : NULL;
+    c->off += ZT_ACTS_ROUND(n);
+    if (small) c->small += ZT_ACTS_ROUND(n);
+    return p;
+}
+static inline size_t zt_carve_bytes(const zt_carve *c, int elem) {
+    return (c->off - c->small) * (size_t)elem + c->small * sizeof(float);
+}
+
 /* Group size of the checkpointing layout for a training block of L layers
  * (0: every layer's activations are kept). */
 static inline size_t zt_acts_ckpt_group(int ckpt, int training, size_t L) {
@@ -83,6 +98,75 @@ static inline int zt_acts_ckpt_top(int k, int L, int l) {
     return k > 0 && (l == L - 1 || (l + 1) % k == 0);
 }
 static inline int zt_acts_ckpt_first(int k, int l) { return (l / k) * k; }
+
+/* Shared by the models' acts_create: a calloc'ed activations struct a
+ * with B, T, training, ckpt, n_slots, res and layer set for a model of L
+ * layers using checkpointing group size ckpt (0 none) and context maxT;
+ * the caller sizes and allocates the block.  Slot size: sizeof *a->layer. */
+#define ZT_ACTS_NEW(a, B_, T_, training_, ckpt_, L_, maxT, st) do { \
+        if ((B_) < 1 || (T_) < 1 || (T_) > (maxT)) \
+            return zt_fail((st), ZT_EINVAL, "batch shape B=%d T=%d invalid (context %d)", \
+                           (B_), (T_), (maxT)); \
+        (a) = calloc(1, sizeof *(a)); \
+        if (!(a)) return zt_fail((st), ZT_ENOMEM, "out of memory"); \
+        (a)->B = (B_); (a)->T = (T_); (a)->training = (training_); \
+        (a)->ckpt = (int)zt_acts_ckpt_group((ckpt_), (training_), (size_t)(L_)); \
+        (a)->n_slots = (int)zt_acts_n_slots((training_), (size_t)(a)->ckpt, (size_t)(L_)); \
+        (a)->res = calloc((size_t)((training_) ? (L_) + 1 : 2), sizeof(float *)); \
+        (a)->layer = calloc((size_t)(a)->n_slots, sizeof *(a)->layer); \
+    } while (0)
+
+/* The models' forward prologue: a forward of [B, T] within the
+ * activations' shape records the shape and tokens (no targets: the -1
+ * targets). */
+static inline int zt_acts_forward_begin(int B, int T, int aB, int aT, int *fB, int *fT,
+                                        const int **a_inputs, const int **a_targets,
+                                        const int *inputs, const int *targets,
+                                        const int *no_targets, zt_status *st) {
+    if (B < 1 || B > aB || T < 1 || T > aT)
+        return zt_fail(st, ZT_EINVAL, "forward on B=%d T=%d exceeds the activations' %dx%d",
+                       B, T, aB, aT);
+    *fB = B;
+    *fT = T;
+    *a_inputs = inputs;
+    *a_targets = targets ? targets : no_targets;
+    return ZT_OK;
+}
+#define ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st) \
+    ZT_TRY(zt_acts_forward_begin((B), (T), (a)->B, (a)->T, &(a)->fB, &(a)->fT, &(a)->inputs, \
+                                 &(a)->targets, (inputs), (targets), (a)->no_targets, (st)))
+
+/* Allocate the activation block of bytes in category mem_tag; on failure
+ * free a with free_fn(self, a) and return from the caller. */
+#define ZT_ACTS_ALLOC(a, bytes_, mem_tag, free_fn, self, st) do { \
+        (a)->block = zt_mem_alloc((bytes_), (mem_tag), (st)); \
+        if (!(a)->block) { \
+            const int B_ = (a)->B, T_ = (a)->T; \
+            free_fn((self), (a)); \
+            return zt_fail_prefix((st), "activations for B=%d T=%d", B_, T_); \
+        } \
+        (a)->bytes = (bytes_); \
+    } while (0)
+
+/* The models' loss: cross-entropy over the logits in a->probs (which become
+ * the probabilities), *loss_sum the sum of the N losses (on the device, in
+ * index order on the cpu) when there are targets, else 0. */
+#define ZT_ACTS_LOSS(be, a, N, V, has_targets, loss_sum) do { \
+        (be)->xent_fwd((a)->losses, (a)->probs, (a)->probs, (a)->targets, (N), (V)); \
+        *(loss_sum) = (has_targets) ? (be)->sum((a)->losses, (size_t)(N)) : 0.0; \
+    } while (0)
+
+/* The models' backward prologue: training activations only; the logits'
+ * gradient (dloss per position) into a->probs. */
+#define ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st) do { \
+        if (!(a)->training) \
+            return zt_fail((st), ZT_EINTERNAL, "backward on forward-only activations"); \
+        (be)->xent_bwd((a)->probs, (a)->probs, (a)->targets, (dloss), (a)->fB * (a)->fT, (V)); \
+    } while (0)
+
+/* The probabilities of position (b, t) of the last forward: a pointer into
+ * the activations (device memory on a device backend). */
+#define ZT_ACTS_PROBS(a, b, t, V) ((a)->probs + ((size_t)(b) * (a)->fT + (size_t)(t)) * (size_t)(V))
 
 /* A model's forward of block l with the block's unit (1 + l) acquired
  * before and released after. */

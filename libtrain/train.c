@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "arch.h"
 #include "ctx.h"
 #include "devmem.h"
 #include "gpu.h"
@@ -323,20 +324,7 @@ static int open_world(zt_ctx *ctx, zt_status *st) {
  * its activation checkpointing; freed with the context. */
 static int builtin_model(const zt_ctx *ctx, const zt_model_ops **ops, void **self, zt_status *st) {
     const zt_config *c = ctx->cfg;
-    if (zt_model_arch(&c->model) == ZT_ARCH_LLAMA) {
-        zt_llama *lm;
-        ZT_TRY(zt_llama_new(&c->model, ctx->be, &lm, st));
-        zt_llama_set_checkpointing(lm, zt_config_act_ckpt_k(c));
-        *ops = zt_llama_ops();
-        *self = lm;
-    } else {
-        zt_gpt *g;
-        ZT_TRY(zt_gpt_new(&c->model, ctx->be, &g, st));
-        zt_gpt_set_checkpointing(g, zt_config_act_ckpt_k(c));
-        *ops = zt_gpt_ops();
-        *self = g;
-    }
-    return ZT_OK;
+    return zt_arch_of(&c->model)->create(&c->model, ctx->be, zt_config_act_ckpt_k(c), ops, self, st);
 }
 
 /* The model (the built-in one when ops == NULL) laid out for the ZeRO
@@ -885,12 +873,8 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
      * is parsed by bench/ (zero.sh, gpu_table.py); the architecture follows */
     const char *arch = ctx->model->ops->name ? ctx->model->ops->name : "?";
     char more[256] = "";
-    if (zt_model_is_llama(ctx->model))
-        snprintf(more, sizeof more, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s",
-                 zt_model_kv_heads(&c->model), zt_model_head_dim(&c->model),
-                 zt_model_intermediate(&c->model), c->model.tie_embeddings ? "tied" : "untied",
-                 c->model.attention_bias ? ", q/k/v biases" : "",
-                 strcmp(c->model.rope_scaling, "llama3") == 0 ? ", llama3 rope scaling" : "");
+    const zt_arch *a = zt_arch_find(arch);   /* a built-in model: its settings */
+    if (a && a->model_ops == ctx->model->ops) a->summary(&c->model, ZT_ARCH_SUM_LOG, more, sizeof more);
     zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, "
            "vocab %d), architecture %s%s", ctx->model->num_params, c->model.n_layer,
            c->model.n_head, c->model.n_embd, c->model.context, c->model.vocab, arch, more);

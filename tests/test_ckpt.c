@@ -444,9 +444,9 @@ int main(int argc, char **argv) {
         snprintf(p, sizeof p, "%s/step-2/state.h5", d4);
         zt_ckpt_info in;
         int rinfo = rc == ZT_OK ? zt_ckpt_read_info(p, &in, &st) : rc;
-        tap_ok(rinfo == ZT_OK && !strcmp(in.arch, "llama") && in.n_kv_head == 1 && in.head_dim == 8 &&
-                   in.intermediate == 64 && in.tie_embeddings == 0 && in.attention_bias == 0 &&
-                   in.norm_eps == 1e-5 && in.rope_theta == 10000 && !strcmp(in.rope_scaling, "none"),
+        tap_ok(rinfo == ZT_OK && !strcmp(in.model.arch, "llama") && in.model.n_kv_head == 1 && in.model.head_dim == 8 &&
+                   in.model.intermediate == 64 && in.model.tie_embeddings == 0 && in.model.attention_bias == 0 &&
+                   in.model.norm_eps == 1e-5 && in.model.rope_theta == 10000 && !strcmp(in.model.rope_scaling, "none"),
                "a llama checkpoint stores its architecture and settings (%s)", rinfo ? st.msg : "");
         if (rinfo == ZT_OK) zt_ckpt_info_free(&in);
         zt_ctx_free(cx);
@@ -476,9 +476,9 @@ int main(int argc, char **argv) {
         zt_ctx_free(cx);
         snprintf(p, sizeof p, "%s/step-2/state.h5", d4);
         rinfo = rc == ZT_OK && drop_arch_attrs(p, 0) ? zt_ckpt_read_info(p, &in, &st) : ZT_EINTERNAL;
-        tap_ok(rinfo == ZT_OK && !strcmp(in.arch, "gpt2") && in.n_kv_head == 2 && in.head_dim == 8 &&
-                   in.intermediate == 64 && in.tie_embeddings == 1 && in.rope_original_max == 8192 &&
-                   in.rope_factor == 8 && !strcmp(in.rope_scaling, "none") && in.meta_checksums == 0,
+        tap_ok(rinfo == ZT_OK && !strcmp(in.model.arch, "gpt2") && in.model.n_kv_head == 2 && in.model.head_dim == 8 &&
+                   in.model.intermediate == 64 && in.model.tie_embeddings == 1 && in.model.rope_original_max == 8192 &&
+                   in.model.rope_factor == 8 && !strcmp(in.model.rope_scaling, "none") && in.meta_checksums == 0,
                "a checkpoint without the settings reads as the GPT-2 defaults (and without "
                "metadata checksums: accepted, meta_checksums = 0)");
         if (rinfo == ZT_OK) zt_ckpt_info_free(&in);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "bitcast.h"
 
 /*
  * Hot loops are compiled twice where GCC can do it (x86-64, glibc ifunc):
@@ -97,8 +98,6 @@ static inline float zt_expf(float x) {
      * then hold 0x400000 + n */
     const float t = x * 1.44269504088896341f + 12582912.0f;
     const float n = t - 12582912.0f;
-    uint32_t tb;
-    memcpy(&tb, &t, sizeof tb);
     float r = x - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
     const float z = r * r;
@@ -109,15 +108,10 @@ static inline float zt_expf(float x) {
     y = y * r + 1.6666665459e-1f;
     y = y * r + 5.0000001201e-1f;
     y = y * z + r + 1.0f;
-    const uint32_t sb = (tb - 0x4B400000u + 127u) << 23;   /* 2^n */
-    float s;
-    memcpy(&s, &sb, sizeof s);
-    float res = y * s;
-    uint32_t rb;
-    memcpy(&rb, &res, sizeof rb);
+    const float s = zt_u2f((zt_f2u(t) - 0x4B400000u + 127u) << 23);   /* 2^n */
+    uint32_t rb = zt_f2u(y * s);
     rb &= -(uint32_t)!(x < -87.3f);    /* underflow (and -inf) -> +0 */
-    memcpy(&res, &rb, sizeof res);
-    return res;
+    return zt_u2f(rb);
 }
 
 /* tanh from zt_expf on -2|u| <= 0; absolute error ~1e-7 (what GELU needs). */

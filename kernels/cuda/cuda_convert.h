@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include "bitcast.h"
 
 #ifdef __CUDACC__
 #define ZT_CVT static __host__ __device__ __forceinline__
@@ -17,35 +18,16 @@
 #define ZT_CVT static inline
 #endif
 
-ZT_CVT uint32_t zt_cvt_f2u(float f) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-#endif
-}
-ZT_CVT float zt_cvt_u2f(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-#endif
-}
-
 ZT_CVT uint16_t zt_cvt_f32_to_bf16(float f) {
-    const uint32_t x = zt_cvt_f2u(f);
+    const uint32_t x = zt_f2u(f);
     if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x0040u);   /* NaN */
     return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
-ZT_CVT float zt_cvt_bf16_to_f32(uint16_t h) { return zt_cvt_u2f((uint32_t)h << 16); }
+ZT_CVT float zt_cvt_bf16_to_f32(uint16_t h) { return zt_u2f((uint32_t)h << 16); }
 
 ZT_CVT uint16_t zt_cvt_f32_to_f16(float f) {
-    const uint32_t u = zt_cvt_f2u(f);
+    const uint32_t u = zt_f2u(f);
     const uint32_t sign = (u >> 16) & 0x8000u;
     const uint32_t x = u & 0x7FFFFFFFu;
     if (x > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((x >> 13) & 0x3FFu));   /* NaN */
@@ -68,12 +50,12 @@ ZT_CVT uint16_t zt_cvt_f32_to_f16(float f) {
 ZT_CVT float zt_cvt_f16_to_f32(uint16_t h) {
     const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
     const uint32_t e = ((uint32_t)h >> 10) & 0x1Fu, m = (uint32_t)h & 0x3FFu;
-    if (e == 0x1Fu) return zt_cvt_u2f(sign | 0x7F800000u | (m << 13));
+    if (e == 0x1Fu) return zt_u2f(sign | 0x7F800000u | (m << 13));
     if (e == 0) {
         const float v = (float)m * 5.9604644775390625e-8f;   /* m * 2^-24, exact */
         return sign ? -v : v;
     }
-    return zt_cvt_u2f(sign | ((e + 112u) << 23) | (m << 13));
+    return zt_u2f(sign | ((e + 112u) << 23) | (m << 13));
 }
 
 #endif /* ZT_CUDA_CONVERT_H */

@@ -1,0 +1,219 @@
+/* arch.c -- the architecture registry, the setting table and the helpers
+ * that only read descriptors (arch.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "arch.h"
+#include "internal.h"
+
+static const zt_arch *const archs[] = {&zt_arch_llama, &zt_arch_gpt2, NULL};
+
+const zt_arch *const *zt_arch_all(void) { return archs; }
+
+const zt_arch *zt_arch_find(const char *name) {
+    for (int i = 0; name && archs[i]; ++i)
+        if (!strcmp(archs[i]->name, name)) return archs[i];
+    return NULL;
+}
+
+const zt_arch *zt_arch_of(const zt_model_config *mc) {
+    const zt_arch *a = zt_arch_find(mc->arch);
+    return a ? a : &zt_arch_gpt2;
+}
+
+int zt_model_arch(const zt_model_config *mc) { return zt_arch_of(mc)->id; }
+
+/* ------------------------------------------------------------ settings */
+
+static int is_llama3(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "llama3"); }
+
+#define MC(f) offsetof(zt_model_config, f), sizeof(((zt_model_config *)0)->f)
+#define GPT2 (1u << ZT_ARCH_GPT2)
+#define LLAMA (1u << ZT_ARCH_LLAMA)
+static const zt_arch_setting settings[] = {
+    {"n_kv_head", ZT_AS_INT, MC(n_kv_head), zt_model_kv_heads, NULL, LLAMA},
+    {"head_dim", ZT_AS_INT, MC(head_dim), zt_model_head_dim, NULL, LLAMA},
+    {"intermediate_size", ZT_AS_INT, MC(intermediate), zt_model_intermediate, NULL, LLAMA},
+    {"rms_norm_eps", ZT_AS_DOUBLE, MC(norm_eps), NULL, NULL, LLAMA},
+    {"rope_theta", ZT_AS_DOUBLE, MC(rope_theta), NULL, NULL, LLAMA},
+    {"rope_scaling", ZT_AS_STR, MC(rope_scaling), NULL, NULL, LLAMA},
+    {"rope_factor", ZT_AS_DOUBLE, MC(rope_factor), NULL, is_llama3, LLAMA},
+    {"rope_low_freq_factor", ZT_AS_DOUBLE, MC(rope_low_freq_factor), NULL, is_llama3, LLAMA},
+    {"rope_high_freq_factor", ZT_AS_DOUBLE, MC(rope_high_freq_factor), NULL, is_llama3, LLAMA},
+    {"rope_original_max_positions", ZT_AS_INT, MC(rope_original_max), NULL, is_llama3, LLAMA},
+    {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
+    {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
+};
+#undef MC
+
+const zt_arch_setting *zt_arch_settings(int *n) {
+    *n = (int)(sizeof settings / sizeof settings[0]);
+    return settings;
+}
+
+int zt_arch_uses(const zt_arch *a, const zt_arch_setting *s, const zt_model_config *mc) {
+    return (s->archs & (1u << a->id)) && (!s->applies || s->applies(mc));
+}
+
+int zt_arch_setting_int(const zt_arch_setting *s, const zt_model_config *mc) {
+    if (s->resolve) return s->resolve(mc);
+    const int v = *(const int *)(const void *)((const char *)mc + s->offset);
+    return s->type == ZT_AS_BOOL ? v != 0 : v;
+}
+double zt_arch_setting_double(const zt_arch_setting *s, const zt_model_config *mc) {
+    return *(const double *)(const void *)((const char *)mc + s->offset);
+}
+const char *zt_arch_setting_str(const zt_arch_setting *s, const zt_model_config *mc) {
+    return (const char *)mc + s->offset;
+}
+
+const zt_arch_setting *zt_arch_diff(const zt_arch *a, const zt_model_config *x,
+                                    const zt_model_config *y, char *xs, char *ys, size_t n) {
+    for (size_t k = 0; k < sizeof settings / sizeof settings[0]; ++k) {
+        const zt_arch_setting *s = &settings[k];
+        if (!zt_arch_uses(a, s, x)) continue;
+        if (s->type == ZT_AS_STR) {
+            if (!strcmp(zt_arch_setting_str(s, x), zt_arch_setting_str(s, y))) continue;
+            snprintf(xs, n, "%s", zt_arch_setting_str(s, x));
+            snprintf(ys, n, "%s", zt_arch_setting_str(s, y));
+        } else if (s->type == ZT_AS_DOUBLE) {
+            double u = zt_arch_setting_double(s, x), v = zt_arch_setting_double(s, y);
+            if (u == v) continue;
+            snprintf(xs, n, "%g", u);
+            snprintf(ys, n, "%g", v);
+            if (!strcmp(xs, ys)) {   /* too close for %g: every digit */
+                snprintf(xs, n, "%.17g", u);
+                snprintf(ys, n, "%.17g", v);
+            }
+        } else {
+            int u = zt_arch_setting_int(s, x), v = zt_arch_setting_int(s, y);
+            if (u == v) continue;
+            snprintf(xs, n, "%d", u);
+            snprintf(ys, n, "%d", v);
+        }
+        return s;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ tensors */
+
+int zt_arch_tied(const zt_arch *a, const zt_model_config *mc) {
+    return a->tied_head && mc->tie_embeddings;
+}
+
+uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) {
+    const int want = u == 0 ? ZT_AT_EMBED : u == mc->n_layer + 1 ? ZT_AT_HEAD : ZT_AT_BLOCK;
+    uint64_t n = 0;
+    for (int k = 0; k < a->n_tensors; ++k) {
+        if (a->tensors[k].unit != want) continue;
+        int r, c;
+        a->tensor_shape(mc, k, &r, &c);
+        n += (uint64_t)r * (uint64_t)c;
+    }
+    return n;
+}
+
+int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, size_t *off,
+                     zt_status *st) {
+    const double std = 0.02, resid = 0.02 / sqrt(2.0 * mc->n_layer);   /* GPT-2 scaled residual */
+    for (int part = ZT_AT_EMBED; part <= ZT_AT_HEAD; ++part)
+        for (int l = 0; l < (part == ZT_AT_BLOCK ? mc->n_layer : 1); ++l) {
+            char un[24], tn[64];
+            if (part == ZT_AT_BLOCK) snprintf(un, sizeof un, "block.%d", l);
+            ZT_TRY(zt_layout_unit(L, part == ZT_AT_EMBED ? "embeddings"
+                                     : part == ZT_AT_HEAD ? a->head_unit : un, st));
+            for (int k = 0; k < a->n_tensors; ++k) {
+                const zt_arch_tensor *t = &a->tensors[k];
+                int rows, cols;
+                if (t->unit != part) continue;
+                a->tensor_shape(mc, k, &rows, &cols);
+                if (!rows) continue;
+                /* matrices are decayed; norms ones, biases zeros */
+                const zt_init_kind init = t->init == ZT_AT_ONES    ? ZT_INIT_ONES
+                                        : t->init == ZT_AT_ZEROS ? ZT_INIT_ZEROS
+                                                                 : ZT_INIT_NORMAL;
+                const double s = t->init == ZT_AT_NORMAL ? std : t->init == ZT_AT_NORMAL_RESID ? resid : 0;
+                if (part == ZT_AT_BLOCK) snprintf(tn, sizeof tn, "h%d.%s", l, t->name);
+                else snprintf(tn, sizeof tn, "%s", t->name);
+                ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, cols > 1 ? ZT_TENSOR_DECAY : 0,
+                                        &off[k], st));
+            }
+        }
+    return ZT_OK;
+}
+
+int zt_arch_hf_name(const zt_arch *a, const char *ours, char *out, size_t n, int *transpose) {
+    *transpose = 0;
+    int l, used = 0;
+    const char *rest = NULL;
+    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0) rest = ours + used;
+    for (int k = 0; k < a->n_tensors; ++k) {
+        const zt_arch_tensor *t = &a->tensors[k];
+        if (!t->hf) continue;
+        if (t->unit == ZT_AT_BLOCK ? !rest || strcmp(rest, t->name) : strcmp(ours, t->name))
+            continue;
+        if (t->unit == ZT_AT_BLOCK) snprintf(out, n, t->hf, l);
+        else snprintf(out, n, "%s", t->hf);
+        *transpose = t->transpose;
+        return 0;
+    }
+    return -1;
+}
+
+int zt_arch_hf_ignorable(const zt_arch *a, const zt_model_config *mc, const char *name) {
+    size_t n = strlen(name);
+    if (zt_arch_tied(a, mc) && !strcmp(name, "lm_head.weight")) return 1;
+    for (int i = 0; a->hf_ignore && a->hf_ignore[i]; ++i) {
+        size_t k = strlen(a->hf_ignore[i]);
+        if (n >= k && !strcmp(name + n - k, a->hf_ignore[i])) return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ Hugging Face */
+
+const zt_arch_hf *zt_arch_hf_find(const char *architectures, const char *model_type,
+                                  const zt_arch **arch) {
+    for (int i = 0; archs[i]; ++i)
+        for (int j = 0; j < archs[i]->n_hf; ++j) {
+            const zt_arch_hf *f = &archs[i]->hf[j];
+            if (architectures ? !strcmp(architectures, f->architectures)
+                              : model_type && !strcmp(model_type, f->model_type)) {
+                if (arch) *arch = archs[i];
+                return f;
+            }
+        }
+    return NULL;
+}
+
+const zt_arch_hf *zt_arch_hf_export(const zt_model_config *mc, const char *orig, char *why,
+                                    size_t n) {
+    const zt_arch *a = zt_arch_of(mc), *fa = NULL;
+    const char *stored = mc->hf_architecture[0] ? mc->hf_architecture : NULL;
+    const zt_arch_hf *f = stored ? zt_arch_hf_find(stored, NULL, &fa) : NULL;
+    if (stored && (!f || fa != a)) {
+        snprintf(why, n, "ztrain.model.hf_architecture=%s is not a Hugging Face class of the "
+                 "%s architecture", stored, a->name);
+        return NULL;
+    }
+    const char *r = f && a->hf_refuse ? a->hf_refuse(f, mc) : NULL;
+    if (r) {
+        snprintf(why, n, "ztrain.model.hf_architecture=%s: %s", stored, r);
+        return NULL;
+    }
+    if (f) return f;
+    /* none stored (a checkpoint from before the key): the original
+     * directory's class when it can express the model, else the default */
+    f = orig ? zt_arch_hf_find(orig, NULL, &fa) : NULL;
+    if (f && fa == a && !(a->hf_refuse && a->hf_refuse(f, mc))) return f;
+    return a->hf_default ? a->hf_default(mc) : &a->hf[0];
+}
+
+void zt_arch_hf_list(char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; archs[i]; ++i)
+        for (int j = 0; j < archs[i]->n_hf && k < n; ++j)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", archs[i]->hf[j].architectures);
+}

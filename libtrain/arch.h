@@ -1,0 +1,169 @@
+/*
+ * arch.h -- one descriptor per built-in architecture (ztrain.model.arch).
+ *
+ * Everything the rest of the tree needs to know about an architecture is
+ * asked of its descriptor instead of testing the architecture by name: the
+ * configuration's validation, the memory planner (units, activation layout,
+ * CUDA kernel scratch), checkpoints (/model attributes), Hugging Face
+ * config.json in and out, tensor names, and the CLI's summaries.  The
+ * descriptors live beside their models: zt_arch_gpt2 in gpt.c,
+ * zt_arch_llama in llama.c; arch.c holds the registry, the setting table
+ * and the helpers that only read descriptors.  docs/units.md "Adding an
+ * architecture variant" says what a new variant touches.
+ */
+#ifndef ZT_ARCH_H
+#define ZT_ARCH_H
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+
+struct zt_backend;
+struct json_t;
+
+/* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
+ * and the /model attribute of the same name in a checkpoint) */
+enum { ZT_AS_INT, ZT_AS_BOOL, ZT_AS_DOUBLE, ZT_AS_STR };
+typedef struct zt_arch_setting {
+    const char *key;           /* ztrain.model.<key> = checkpoint attribute */
+    int type;                  /* ZT_AS_* */
+    size_t offset, size;       /* the field in zt_model_config (size: ZT_AS_STR) */
+    /* the resolved value of an int setting whose 0 means "derive"
+     * (n_kv_head 0 = n_head), NULL: the field itself */
+    int (*resolve)(const zt_model_config *mc);
+    /* whether the setting matters for this configuration (the llama3
+     * factors only with that scaling), NULL: always */
+    int (*applies)(const zt_model_config *mc);
+    unsigned archs;            /* bit (1 << ZT_ARCH_*) of each architecture that reads it */
+} zt_arch_setting;
+
+/* Every architecture setting, in checkpoint attribute order. */
+const zt_arch_setting *zt_arch_settings(int *n);
+
+/* ---- tensors: one table per architecture, in layout order */
+enum { ZT_AT_EMBED = 0, ZT_AT_BLOCK = 1, ZT_AT_HEAD = 2 };   /* which unit(s) */
+enum { ZT_AT_ONES, ZT_AT_ZEROS, ZT_AT_NORMAL, ZT_AT_NORMAL_RESID };   /* initialization */
+typedef struct zt_arch_tensor {
+    const char *name;          /* ours; a block tensor is "h<l>." + name */
+    const char *hf;            /* Hugging Face name ("%d" = the block), NULL: none */
+    int unit;                  /* ZT_AT_EMBED | ZT_AT_BLOCK | ZT_AT_HEAD */
+    int init;                  /* ZT_AT_*: normal std 0.02, resid 0.02 / sqrt(2 L) */
+    int transpose;             /* Hugging Face stores it [cols, rows] (GPT-2's Conv1D) */
+} zt_arch_tensor;
+
+/* ---- Hugging Face families an architecture reads and writes */
+enum {
+    ZT_HF_QKV_BIAS = 1,        /* q/k/v projections always have biases (Qwen2); the other
+                                * families have none (= ztrain.model.attention_bias) */
+    ZT_HF_BIAS_KEYS = 2,       /* attention_bias / mlp_bias keys, which bias o_proj and the
+                                * MLP too (Llama): read as refusals, written false */
+    ZT_HF_SLIDING = 4,         /* sliding_window (Mistral); exported as the original's */
+    ZT_HF_SLIDING_OPT = 8,     /* sliding_window behind use_sliding_window (Qwen2) */
+};
+typedef struct zt_arch_hf {
+    const char *architectures; /* config.json architectures[0] */
+    const char *model_type;
+    unsigned flags;            /* ZT_HF_* */
+    /* transformers' defaults for keys absent from config.json */
+    long vocab, hidden, inter, layers, heads, kv, maxpos;   /* kv -1: = heads */
+    double eps;
+    int tie;
+} zt_arch_hf;
+
+/* summary styles (zt_arch.summary) */
+enum { ZT_ARCH_SUM_LOG, ZT_ARCH_SUM_ESTIMATE, ZT_ARCH_SUM_INSPECT };
+
+typedef struct zt_arch {
+    const char *name;          /* ztrain.model.arch */
+    int id;                    /* ZT_ARCH_* */
+    /* validation of a configured model (after the keys' own ranges) */
+    int (*check)(const zt_model_config *mc, zt_status *st);
+    const zt_model_ops *model_ops;   /* the built-in model's operations */
+    /* a model of this architecture on backend be, checkpointing group k */
+    int (*create)(const zt_model_config *mc, const struct zt_backend *be, int ckpt_k,
+                  const zt_model_ops **ops, void **self, zt_status *st);
+    /* tensors, and the shape [rows, cols] of entry k (rows 0: absent) */
+    const zt_arch_tensor *tensors;
+    int n_tensors;
+    void (*tensor_shape)(const zt_model_config *mc, int k, int *rows, int *cols);
+    const char *head_unit;     /* the last unit's name ("final_norm", "head") */
+    int tied_head;             /* 1: the LM head may be the embedding (tie_embeddings) */
+    int llmc_file;             /* 1: llm.c's model file holds it (ztrain train's model.bin) */
+    /* DeepSpeed's "largest layer" (elements) */
+    uint64_t (*largest_layer)(const zt_model_config *mc);
+    /* bytes of the activation block for [B, T] (checkpointing group ckpt_k;
+     * elem: the bytes of a large array, 4 = fp32) */
+    uint64_t (*acts_bytes)(const zt_model_config *mc, int B, int T, int training, int ckpt_k,
+                           int elem);
+    /* the largest CUDA scratch request of the model's kernel sequence
+     * (kernels/cuda/cuda_workspace.h) for a [B, T] step, an eval forward
+     * [E, T] (E = 0: none), the sample's [1, T] and reductions over psi
+     * gradients */
+    uint64_t (*kernel_ws)(const zt_model_config *mc, int B, int T, int E, uint64_t psi);
+    /* one-line summaries of the architecture's settings (ZT_ARCH_SUM_*) */
+    void (*summary)(const zt_model_config *mc, int style, char *buf, size_t n);
+    /* Hugging Face: families (the first is the default export), file
+     * tensors that are no parameters (suffixes), a name prefix older
+     * files omit */
+    const zt_arch_hf *hf;
+    int n_hf;
+    const char *const *hf_ignore;
+    const char *hf_optional_prefix;
+    /* the family a model exports as when none is stored (NULL: hf[0]) */
+    const zt_arch_hf *(*hf_default)(const zt_model_config *mc);
+    /* can the family express this configuration? NULL or a reason */
+    const char *(*hf_refuse)(const zt_arch_hf *f, const zt_model_config *mc);
+    /* export: config.json's keys of family f after architectures and
+     * model_type (orig: the original config.json, NULL: none) */
+    void (*hf_config)(const zt_model_config *mc, const zt_arch_hf *f, struct json_t *out,
+                      struct json_t *orig);
+} zt_arch;
+
+extern const zt_arch zt_arch_gpt2, zt_arch_llama;
+
+/* Lookup: by name (NULL if unknown), by configuration (mc->arch; GPT-2
+ * when unset), every descriptor (NULL-terminated). */
+const zt_arch *zt_arch_find(const char *name);
+const zt_arch *zt_arch_of(const zt_model_config *mc);
+const zt_arch *const *zt_arch_all(void);
+
+/* Does architecture a read setting s (and does it apply to mc)? */
+int zt_arch_uses(const zt_arch *a, const zt_arch_setting *s, const zt_model_config *mc);
+/* A setting's resolved value: as an int (int, bool), a double, a string. */
+int zt_arch_setting_int(const zt_arch_setting *s, const zt_model_config *mc);
+double zt_arch_setting_double(const zt_arch_setting *s, const zt_model_config *mc);
+const char *zt_arch_setting_str(const zt_arch_setting *s, const zt_model_config *mc);
+/* The first setting a reads that differs between x and y (resolved; the
+ * applies() of x), with both values as text ("%g", or "%.17g" when "%g"
+ * cannot tell them apart); NULL when none does. */
+const zt_arch_setting *zt_arch_diff(const zt_arch *a, const zt_model_config *x,
+                                    const zt_model_config *y, char *xs, char *ys, size_t n);
+
+/* Elements of unit u (0 embeddings, 1..L blocks, L+1 head). */
+uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u);
+/* Is the LM head the embedding? */
+int zt_arch_tied(const zt_arch *a, const zt_model_config *mc);
+/* Lay out every tensor of the table (units "embeddings", "block.<l>",
+ * a->head_unit), offsets into off[k] per table entry (block entries: the
+ * offset inside every block unit). */
+int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, size_t *off,
+                     zt_status *st);
+/* The Hugging Face name of our tensor (transpose: stored [cols, rows]);
+ * -1 when it has none. */
+int zt_arch_hf_name(const zt_arch *a, const char *ours, char *out, size_t n, int *transpose);
+/* Is a file tensor of an HF model no parameter (skipped when loading)? */
+int zt_arch_hf_ignorable(const zt_arch *a, const zt_model_config *mc, const char *name);
+/* The family config.json names (architectures[0], else model_type): its
+ * architecture and family entry; NULL when none is known. */
+const zt_arch_hf *zt_arch_hf_find(const char *architectures, const char *model_type,
+                                  const zt_arch **arch);
+/* The family a model exports as: mc->hf_architecture when set; else (a
+ * checkpoint from before that key) orig, the original config.json's
+ * architectures[0] (NULL: none), when it can express mc; else the
+ * architecture's default.  NULL (and a reason in why) when the stored
+ * family cannot express mc. */
+const zt_arch_hf *zt_arch_hf_export(const zt_model_config *mc, const char *orig, char *why,
+                                    size_t n);
+/* "LlamaForCausalLM, ..." -- every family, for messages. */
+void zt_arch_hf_list(char *buf, size_t n);
+
+#endif
