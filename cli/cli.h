@@ -37,4 +37,6 @@ int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *c
 /* Across MPI ranks: returns the lowest rank whose rc != 0, or -1 when all
  * succeeded.  Every rank must call it. */
 int cli_first_failed_rank(int rc);
+/* flag set on any rank (1 outside MPI: flag) */
+int cli_any_rank(int flag);
 #endif

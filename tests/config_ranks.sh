@@ -1,0 +1,68 @@
+#!/bin/bash
+# config_ranks.sh -- 2 ranks that read different configurations (a ZTRAIN_*
+# variable set per rank, a per-rank config file, a malformed file on rank 1
+# only): every rank fails at start-up with one error naming the rank and the
+# first differing key with both values (or rank 1's own error), exit 2, no
+# hang (each run is guarded by `timeout`; ztrain.comm_timeout_s stays at its
+# default, 300 s).  Keys that may differ per rank (ztrain.threads) do not
+# stop the run.
+. "$(dirname "$0")/lib.sh"
+command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+unset ZTRAIN_CONFIG ZTRAIN_STEPS ZTRAIN_THREADS ZTRAIN_COMM_TIMEOUT_S
+head -c 20000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
+"$ZTRAIN" prep --input corpus.txt --output c > /dev/null || { echo "Bail out! ztrain prep failed"; exit 1; }
+
+# per-rank.sh CMD...: runs CMD with this rank's settings: ZTRAIN_STEPS=10+rank
+# (PER_RANK_STEPS=1), ZTRAIN_THREADS=1+rank (PER_RANK_THREADS=1), --config
+# ${PER_RANK_CONFIG}<rank>.json (PER_RANK_CONFIG set)
+cat > per-rank.sh << 'EOF'
+#!/bin/bash
+r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
+[ -n "$PER_RANK_STEPS" ] && export ZTRAIN_STEPS=$((10 + r))
+[ -n "$PER_RANK_THREADS" ] && export ZTRAIN_THREADS=$((1 + r))
+exec "$@" ${PER_RANK_CONFIG:+--config "$PER_RANK_CONFIG$r.json"}
+EOF
+chmod +x per-rank.sh
+ARGS=(--train c_train.bin --val c_val.bin --sample-tokens 0 --micro-batch 6 --batch-size 12 --eval-every 0
+      --ckpt-dir ck --resume never)
+
+# run2 ENV...: ztrain train on 2 ranks through per-rank.sh; RC, NERR
+run2() {
+    env "$@" timeout -s KILL 120 "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none ./per-rank.sh \
+        "$ZTRAIN" train "${ARGS[@]}" > run.out 2> run.err
+    RC=$?
+    NERR=$(grep -c '^ztrain: error:' run.err)
+    diag <(grep '^ztrain: error:' run.err)
+}
+
+run2 PER_RANK_STEPS=1 ZTRAIN_CONFIG="$ZT_SRCDIR/configs/tiny.json"
+ok $([ $RC = 2 ] && [ "$NERR" = 1 ] &&
+     grep -qF 'ztrain: error: the ranks read different configurations: ztrain.steps = 11 on rank 1, 10 on rank 0' run.err; echo $?) \
+   "ZTRAIN_STEPS set per rank: exit $RC, one error naming rank 1, ztrain.steps and both values"
+
+cp "$ZT_SRCDIR/configs/tiny.json" cfg0.json
+sed 's/"n_layer": 2/"n_layer": 3/' "$ZT_SRCDIR/configs/tiny.json" > cfg1.json
+run2 PER_RANK_CONFIG=cfg
+ok $([ $RC = 2 ] && [ "$NERR" = 1 ] &&
+     grep -qF 'ztrain: error: the ranks read different configurations: ztrain.model.n_layer = 3 on rank 1, 2 on rank 0' run.err; echo $?) \
+   "a per-rank config file with another model on rank 1: exit $RC, one error naming rank 1, ztrain.model.n_layer and both values"
+
+head -c 200 "$ZT_SRCDIR/configs/tiny.json" > cfg1.json
+run2 PER_RANK_CONFIG=cfg
+ok $([ $RC = 2 ] && [ "$NERR" = 1 ] && grep -q '^ztrain: error: rank 1: cfg1.json:[0-9]*:[0-9]*: ' run.err; echo $?) \
+   "a malformed config file on rank 1 only: exit $RC, one error: rank 1's own parse error"
+
+rm -f cfg1.json
+run2 PER_RANK_CONFIG=cfg
+ok $([ $RC = 2 ] && [ "$NERR" = 1 ] && grep -q '^ztrain: error: rank 1: .*cfg1.json' run.err; echo $?) \
+   "a config file missing on rank 1 only: exit $RC, one error: rank 1's, naming the file"
+
+# threads may differ per rank: the run starts (and stops after printing
+# the configuration)
+ARGS+=(--print-config)
+run2 PER_RANK_THREADS=1 ZTRAIN_CONFIG="$ZT_SRCDIR/configs/tiny.json"
+ok $([ $RC = 0 ] && [ "$NERR" = 0 ] && grep -q 'effective configuration (2 ranks)' run.out; echo $?) \
+   "ztrain.threads set per rank: no error (exit $RC)"
+done_testing
