@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm.h"
+#include "agree.h"
 #include "config.h"
 #include "runtime.h"
 
@@ -69,52 +70,74 @@ static void line_parse(const char *s, size_t n, char stack[][64], int *depth, jl
         if (!strcmp(out->key, per_rank_keys[i])) out->counts = 0;
 }
 
-/* Iterate the counting lines of json: *pos advances; 0 at the end. */
-typedef struct jiter { const char *p; char stack[16][64]; int depth; } jiter;
-static int next_line(jiter *it, jline *l) {
-    while (*it->p) {
-        const char *e = strchr(it->p, '\n');
-        size_t n = e ? (size_t)(e - it->p) : strlen(it->p);
-        line_parse(it->p, n, it->stack, &it->depth, l);
-        it->p += n + (e ? 1 : 0);
-        if (l->counts) return 1;
+/* zt_config_to_json's output as "key = value" lines, less the per-rank
+ * keys (malloc'ed; NULL when out of memory). */
+static char *json_lines(const char *json) {
+    size_t cap = strlen(json) * 2 + 64, used = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    out[0] = '\0';
+    char stack[16][64];
+    int depth = 0;
+    jline l;
+    for (const char *p = json; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        line_parse(p, n, stack, &depth, &l);
+        p += n + (e ? 1 : 0);
+        if (!l.counts) continue;
+        size_t need = strlen(l.key) + strlen(l.value) + 5;
+        if (used + need >= cap) {
+            char *b = realloc(out, cap = 2 * cap + need);
+            if (!b) { free(out); return NULL; }
+            out = b;
+        }
+        used += (size_t)snprintf(out + used, cap - used, "%s = %s\n", l.key, l.value);
     }
-    return 0;
+    return out;
 }
 
-static uint64_t json_hash(const char *json) {
-    uint64_t h = 1469598103934665603ULL;   /* FNV-1a over key=value lines */
-    jiter it = {json, {{0}}, 0};
-    jline l;
-    while (next_line(&it, &l)) {
-        for (const char *c = l.key; *c; ++c) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        h = (h ^ '=') * 1099511628211ULL;
-        for (const char *c = l.value; *c; ++c) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        h = (h ^ '\n') * 1099511628211ULL;
-    }
+static uint64_t text_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h;
 }
 
-/* The first key whose value differs between mine and ref (rank 0's):
- * "key = mine on rank R, ref on rank 0". */
+/* The next line of *p: its key (before " = ") and value; 0 at the end. */
+static int next_kv(const char **p, char *key, size_t kn, char *val, size_t vn) {
+    if (!**p) return 0;
+    const char *e = strchr(*p, '\n');
+    size_t n = e ? (size_t)(e - *p) : strlen(*p);
+    const char *eq = memchr(*p, '=', n);
+    size_t k = eq ? (size_t)(eq - *p) : n;
+    while (k && (*p)[k - 1] == ' ') --k;
+    snprintf(key, kn, "%.*s", (int)k, *p);
+    const char *v = eq ? eq + 1 : *p + n;
+    while (v < *p + n && *v == ' ') ++v;
+    snprintf(val, vn, "%.*s", (int)(*p + n - v), v);
+    *p += n + (e ? 1 : 0);
+    return 1;
+}
+
+/* The first line that differs between mine (rank `rank`) and ref (rank 0). */
 static void first_difference(const char *mine, const char *ref, int rank, char *out, size_t n) {
-    jiter a = {mine, {{0}}, 0}, b = {ref, {{0}}, 0};
-    jline x, y;
+    char k1[256], v1[256], k0[256], v0[256];
     for (;;) {
-        int ha = next_line(&a, &x), hb = next_line(&b, &y);
-        if (!ha && !hb) break;
-        if (!ha) { snprintf(out, n, "%s = %s on rank 0, missing on rank %d", y.key, y.value, rank); return; }
-        if (!hb) { snprintf(out, n, "%s = %s on rank %d, missing on rank 0", x.key, x.value, rank); return; }
-        if (strcmp(x.key, y.key) || strcmp(x.value, y.value)) {
-            if (strcmp(x.key, y.key))
-                snprintf(out, n, "%s = %s on rank %d, %s = %s on rank 0", x.key, x.value, rank,
-                         y.key, y.value);
-            else
-                snprintf(out, n, "%s = %s on rank %d, %s on rank 0", x.key, x.value, rank, y.value);
+        int h1 = next_kv(&mine, k1, sizeof k1, v1, sizeof v1);
+        int h0 = next_kv(&ref, k0, sizeof k0, v0, sizeof v0);
+        if (!h1 && !h0) break;
+        if (!h1) { snprintf(out, n, "%s = %s on rank 0, missing on rank %d", k0, v0, rank); return; }
+        if (!h0) { snprintf(out, n, "%s = %s on rank %d, missing on rank 0", k1, v1, rank); return; }
+        if (strcmp(k1, k0)) {
+            snprintf(out, n, "%s = %s on rank %d, %s = %s on rank 0", k1, v1, rank, k0, v0);
+            return;
+        }
+        if (strcmp(v1, v0)) {
+            snprintf(out, n, "%s = %s on rank %d, %s on rank 0", k1, v1, rank, v0);
             return;
         }
     }
-    snprintf(out, n, "(no key differs: the hashes collide)");
+    snprintf(out, n, "(no line differs: the hashes collide)");
 }
 
 /* The lowest rank with flag set (-1: none), through one max all-reduce. */
@@ -125,8 +148,9 @@ static int lowest(zt_group *g, int flag, zt_status *st, int *low) {
     return ZT_OK;
 }
 
-/* Rank root's status to every rank of g. */
-static int bcast_status(zt_group *g, int root, zt_status *mine, zt_status *st) {
+/* Rank root's status to every rank of g (prefixed "rank R: " when
+ * prefix and root > 0). */
+static int bcast_status(zt_group *g, int root, int prefix, zt_status *mine, zt_status *st) {
     struct { int64_t code; char msg[sizeof mine->msg]; } b;
     memset(&b, 0, sizeof b);
     if (g->rank == root) {
@@ -134,64 +158,53 @@ static int bcast_status(zt_group *g, int root, zt_status *mine, zt_status *st) {
         snprintf(b.msg, sizeof b.msg, "%s", mine->msg);
     }
     ZT_TRY(g->ops->bcast(g, &b, sizeof b, ZT_U8, root, st));
-    if (root > 0) return zt_fail(st, (int)b.code, "rank %d: %s", root, b.msg);
+    if (prefix && root > 0) return zt_fail(st, (int)b.code, "rank %d: %s", root, b.msg);
     return zt_fail(st, (int)b.code, "%s", b.msg);
 }
 
-static int agree(zt_group *g, const zt_config *cfg, int load_rc, zt_status *st) {
+int zt_agree_text(zt_group *g, const char *what, const char *hint, const char *text,
+                  int load_rc, zt_status *st) {
+    if (!g || g->size < 2) return load_rc;
     zt_status mine;
     zt_status_clear(&mine);
     if (load_rc != ZT_OK) {
         mine = *st;
         if (mine.code == ZT_OK) mine.code = load_rc;
     }
-    char *json = load_rc == ZT_OK ? zt_config_to_json(cfg) : NULL;
-    if (load_rc == ZT_OK && !json) zt_fail(&mine, ZT_ENOMEM, "out of memory (configuration JSON)");
-    /* 1. did every rank read its configuration? */
+    /* 1. did every rank read it? */
     int low, rc;
-    if ((rc = lowest(g, mine.code != ZT_OK, st, &low)) != ZT_OK || low >= 0) {
-        if (rc == ZT_OK) rc = bcast_status(g, low, &mine, st);
-        free(json);
-        return rc;
-    }
-    /* 2. the same one? (min == max of the hash: max of h and of ~h) */
-    uint64_t h = json_hash(json);
+    if ((rc = lowest(g, mine.code != ZT_OK, st, &low)) != ZT_OK) return rc;
+    if (low >= 0) return bcast_status(g, low, 1, &mine, st);
+    /* 2. the same? (min == max of the hash: the max of h and of ~h) */
+    uint64_t h = text_hash(text);
     int64_t hv[4] = {(int64_t)(h >> 32), (int64_t)(h & 0xffffffffu), (int64_t)(~h >> 32),
                      (int64_t)(~h & 0xffffffffu)};
-    if ((rc = g->ops->allreduce_max(g, hv, 4, ZT_I64, st)) != ZT_OK) { free(json); return rc; }
+    ZT_TRY(g->ops->allreduce_max(g, hv, 4, ZT_I64, st));
     uint64_t hmax = (uint64_t)hv[0] << 32 | (uint64_t)hv[1];
     uint64_t nmax = (uint64_t)hv[2] << 32 | (uint64_t)hv[3];
-    if (hmax == ~nmax) { free(json); return ZT_OK; }
-    /* 3. they differ: rank 0's JSON to every rank, the lowest differing
-     * rank names the first key that differs */
-    int64_t len = g->rank == 0 ? (int64_t)strlen(json) : 0;
-    char *ref = NULL;
-    if ((rc = g->ops->bcast(g, &len, 1, ZT_I64, 0, st)) == ZT_OK) {
-        ref = g->rank == 0 ? json : calloc(1, (size_t)len + 1);
-        if (!ref) rc = zt_fail(st, ZT_ENOMEM, "out of memory (configuration JSON)");
-    }
-    /* (an allocation failure here cannot be agreed cheaply: it is a comm
-     * error on that rank; the others time out) */
-    if (rc == ZT_OK) rc = g->ops->bcast(g, ref, (size_t)len, ZT_U8, 0, st);
-    int differs = rc == ZT_OK && json_hash(ref) != h;
+    if (hmax == ~nmax) return ZT_OK;
+    /* 3. they differ: rank 0's text to every rank; the lowest rank that
+     * differs names its first differing line */
+    int64_t len = g->rank == 0 ? (int64_t)strlen(text) : 0;
+    ZT_TRY(g->ops->bcast(g, &len, 1, ZT_I64, 0, st));
+    char *ref = g->rank == 0 ? (char *)text : calloc(1, (size_t)len + 1);
+    /* (a rank that cannot hold it compares nothing and differs) */
+    char none = 0;
+    rc = g->ops->bcast(g, ref ? ref : &none, ref ? (size_t)len : 0, ZT_U8, 0, st);
+    int differs = !ref || text_hash(ref) != h;
     if (rc == ZT_OK) rc = lowest(g, differs, st, &low);
     if (rc == ZT_OK) {
-        char d[700] = "";
-        if (g->rank == low) first_difference(json, ref, low, d, sizeof d);
-        zt_fail(&mine, ZT_EINVAL, "the ranks read different configurations: %s (every rank "
-                "must read the same configuration file, ZTRAIN_* environment, flags and "
-                "--init-from config.json)", d);
-        rc = low >= 0 ? bcast_status(g, low, &mine, st)
-                      : zt_fail(st, ZT_EINTERNAL, "configuration hashes differ but no rank differs "
-                                "from rank 0 (a bug: please report it)");
-        /* the message already names the rank */
-        if (low > 0 && !strncmp(st->msg, "rank ", 5)) {
-            char *colon = strstr(st->msg, ": ");
-            if (colon) memmove(st->msg, colon + 2, strlen(colon + 2) + 1);
+        char d[800] = "";
+        if (g->rank == low) {
+            if (ref) first_difference(text, ref, low, d, sizeof d);
+            else snprintf(d, sizeof d, "rank %d: out of memory comparing them", low);
         }
+        zt_fail(&mine, ZT_EINVAL, "%s: %s%s", what, d, hint ? hint : "");
+        rc = low >= 0 ? bcast_status(g, low, 0, &mine, st)
+                      : zt_fail(st, ZT_EINTERNAL, "%s: the hashes differ but no rank differs from "
+                                "rank 0 (a bug: please report it)", what);
     }
-    if (ref != json) free(ref);
-    free(json);
+    if (ref != text) free(ref);
     return rc;
 }
 
@@ -212,7 +225,18 @@ int zt_config_agree(const zt_config *cfg, int load_rc, zt_status *st) {
         return gst.code;
     }
     zt_group_where(g, "start-up: agreeing on the configuration");
-    int rc = agree(g, cfg, load_rc, st);
+    char *lines = NULL;
+    if (load_rc == ZT_OK) {
+        char *json = zt_config_to_json(cfg);
+        lines = json ? json_lines(json) : NULL;
+        free(json);
+        if (!lines) load_rc = zt_fail(st, ZT_ENOMEM, "out of memory (configuration JSON)");
+    }
+    int rc = zt_agree_text(g, "the ranks read different configurations",
+                           " (every rank must read the same configuration file, ZTRAIN_* "
+                           "environment, flags and --init-from config.json)",
+                           lines, load_rc, st);
+    free(lines);
     zt_group_free(g);
     return rc;
 }

@@ -16,12 +16,14 @@ head -c 20000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
 
 # per-rank.sh CMD...: runs CMD with this rank's settings: ZTRAIN_STEPS=10+rank
 # (PER_RANK_STEPS=1), ZTRAIN_THREADS=1+rank (PER_RANK_THREADS=1), --config
-# ${PER_RANK_CONFIG}<rank>.json (PER_RANK_CONFIG set)
+# ${PER_RANK_CONFIG}<rank>.json (PER_RANK_CONFIG set), in directory r<rank>
+# (PER_RANK_DIR=1)
 cat > per-rank.sh << 'EOF'
 #!/bin/bash
 r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
 [ -n "$PER_RANK_STEPS" ] && export ZTRAIN_STEPS=$((10 + r))
 [ -n "$PER_RANK_THREADS" ] && export ZTRAIN_THREADS=$((1 + r))
+[ -n "$PER_RANK_DIR" ] && { cd "r$r" || exit 1; }
 exec "$@" ${PER_RANK_CONFIG:+--config "$PER_RANK_CONFIG$r.json"}
 EOF
 chmod +x per-rank.sh
@@ -58,6 +60,16 @@ rm -f cfg1.json
 run2 PER_RANK_CONFIG=cfg
 ok $([ $RC = 2 ] && [ "$NERR" = 1 ] && grep -q '^ztrain: error: rank 1: .*cfg1.json' run.err; echo $?) \
    "a config file missing on rank 1 only: exit $RC, one error: rank 1's, naming the file"
+
+# the same data path, different files: the data agreement (zt_ctx_open_data)
+mkdir -p r0 r1
+cp c_train.bin c_val.bin r0/
+head -c 20000 "$ZT_SRCDIR/data/tinyshakespeare.txt" | tail -c 12000 > r1/corpus.txt
+(cd r1 && "$ZTRAIN" prep --input corpus.txt --output c > /dev/null)
+run2 PER_RANK_DIR=1 ZTRAIN_CONFIG="$ZT_SRCDIR/configs/tiny.json"
+ok $([ $RC = 2 ] && [ "$NERR" = 1 ] &&
+     grep -Eq '^ztrain: error: the ranks see different data: train.file\[0\] = c_train.bin \([0-9]+ tokens\) on rank 1, c_train.bin \([0-9]+ tokens\) on rank 0' run.err; echo $?) \
+   "different data files behind the same path on rank 1: exit $RC, one error naming rank 1, the file and both token counts"
 
 # threads may differ per rank: the run starts (and stops after printing
 # the configuration)
