@@ -186,7 +186,9 @@ const zt_config *zt_ctx_config(const zt_ctx *ctx);
 int zt_ctx_set_data(zt_ctx *ctx, zt_data_source train, zt_data_source val,
                     zt_status *st);
 /* Open ztrain.data.train / ztrain.data.val (llm.c token shards) and attach
- * them.  Implemented in io/. */
+ * them.  Collective: the ranks agree that each opened the same files (paths,
+ * token counts); a failure or a difference on any rank is every rank's
+ * error, naming that rank.  Implemented in io/. */
 int zt_ctx_open_data(zt_ctx *ctx, zt_status *st);
 
 /* One optimizer step (all micro-steps, communication, update). */
