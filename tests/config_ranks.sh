@@ -1,8 +1,10 @@
 #!/bin/bash
 # config_ranks.sh -- 2 ranks that read different configurations (a ZTRAIN_*
-# variable set per rank, a per-rank config file, a malformed file on rank 1
-# only): every rank fails at start-up with one error naming the rank and the
-# first differing key with both values (or rank 1's own error), exit 2, no
+# variable set per rank, a per-rank config file, a malformed or missing file
+# on rank 1 only, another or a malformed --init-from config.json on rank 1,
+# other data files behind the same path): every rank fails at start-up with
+# one error naming the rank and the first differing key with both values
+# (or rank 1's own error), exit 2 (a malformed config.json: 1, as on one rank), no
 # hang (each run is guarded by `timeout`; ztrain.comm_timeout_s stays at its
 # default, 300 s).  Keys that may differ per rank (ztrain.threads) do not
 # stop the run.
@@ -70,6 +72,22 @@ run2 PER_RANK_DIR=1 ZTRAIN_CONFIG="$ZT_SRCDIR/configs/tiny.json"
 ok $([ $RC = 2 ] && [ "$NERR" = 1 ] &&
      grep -Eq '^ztrain: error: the ranks see different data: train.file\[0\] = c_train.bin \([0-9]+ tokens\) on rank 1, c_train.bin \([0-9]+ tokens\) on rank 0' run.err; echo $?) \
    "different data files behind the same path on rank 1: exit $RC, one error naming rank 1, the file and both token counts"
+
+# --init-from: the config.json each rank reads (the same path, other files)
+rm -rf r0/hf r1/hf
+cp -r "$ZT_SRCDIR/tests/fixtures/hf/gpt2" r0/hf
+cp -r "$ZT_SRCDIR/tests/fixtures/hf/gpt2" r1/hf
+sed -i 's/"n_layer": 2/"n_layer": 3/' r1/hf/config.json
+run2 PER_RANK_DIR=1 ZTRAIN_INIT_FROM=hf
+ok $([ $RC = 2 ] && [ "$NERR" = 1 ] &&
+     grep -qF 'ztrain: error: the ranks read different configurations: ztrain.model.n_layer = 3 on rank 1, 2 on rank 0' run.err; echo $?) \
+   "--init-from: another config.json on rank 1: exit $RC, one error naming rank 1, ztrain.model.n_layer and both values"
+head -c 300 "$ZT_SRCDIR/tests/fixtures/hf/gpt2/config.json" > r1/hf/config.json
+(cd r1 && "$ZTRAIN" train --init-from hf --print-config > /dev/null 2> one.err)
+RC1=$?
+run2 PER_RANK_DIR=1 ZTRAIN_INIT_FROM=hf
+ok $([ $RC = $RC1 ] && [ "$NERR" = 1 ] && grep -q "^ztrain: error: rank 1: $(sed 's/^ztrain: error: //' r1/one.err)\$" run.err; echo $?) \
+   "--init-from: a malformed config.json on rank 1 only: exit $RC (as on one rank), one error: rank 1's own"
 
 # threads may differ per rank: the run starts (and stops after printing
 # the configuration)
