@@ -103,6 +103,20 @@ int ck_quarantine(const char *path, char *q, size_t n);
 /* Remove stale step-*.tmp and latest.tmp in dir; returns how many. */
 int ck_clean_stale(const char *dir, char *report, size_t n);
 
+/* ---------------------------------------------------------------- free space (ckpt_space.c) */
+/* The bytes a checkpoint of m takes on disk (an upper bound: the fp32
+ * params, m and v plus an allowance for the metadata; json_len: the
+ * configuration JSON). */
+uint64_t ck_save_bytes(const zt_model *m, size_t json_len);
+/* ZT_EIO naming dir, its file system's mount point, the bytes free and
+ * the bytes needed when the file system of dir has less than need bytes
+ * free (statvfs f_bavail). */
+int ck_space_check(const char *dir, uint64_t need, long step, zt_status *st);
+/* After a write error: when the file system of dir has less than need
+ * bytes free, append that (mount point, bytes free, bytes needed) to
+ * st->msg. */
+void ck_space_explain(const char *dir, uint64_t need, zt_status *st);
+
 /* ---------------------------------------------------------------- MPI */
 MPI_Comm ck_comm(zt_ctx *ctx);
 /* Agreement (over the world group's collectives, comm.h, bounded by its

@@ -201,19 +201,29 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     return ZT_OK;
 }
 
+/* Two passes, each collective over the tensors in the same order on every
+ * rank: create (write = 0: the datasets with their space allocated and
+ * their attributes; no tensor data) and write (write = 1: the pieces this
+ * rank owns, into the datasets opened again).  The metadata is flushed
+ * between the two, so that a write error of the tensor data (a disk that
+ * fills up) leaves no dirty metadata behind: the abandoned file then closes
+ * on every rank, where flushing metadata onto a full disk fails on some
+ * ranks only and leaves the others in HDF5's collective sync points. */
 static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_plan *p,
-                       const uint64_t *cs, float *h, const char *file, zt_status *st) {
+                       const uint64_t *cs, float *h, const char *file, int write, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
-    ck_crash_point("save_tensors", zt_ctx_step(ctx));
-    hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g1 < 0 || g2 < 0 || g3 < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create groups", file);
-    if (g1 >= 0) H5Gclose(g1);
-    if (g2 >= 0) H5Gclose(g2);
-    if (g3 >= 0) H5Gclose(g3);
-    if (rc) return rc;
+    if (write) ck_crash_point("save_tensors", zt_ctx_step(ctx));
+    if (!write) {
+        hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g1 < 0 || g2 < 0 || g3 < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create groups", file);
+        if (g1 >= 0) H5Gclose(g1);
+        if (g2 >= 0) H5Gclose(g2);
+        if (g3 >= 0) H5Gclose(g3);
+        if (rc) return rc;
+    }
 
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), dx = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
@@ -247,17 +257,21 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
             ck_dataset_name(name, sizeof name, fam, t->name);
             ck_watch(ctx, "checkpoint save at step %ld: tensors (%s)", zt_ctx_step(ctx), name);
             hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
-            hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            hid_t d = write ? H5Dopen2(f, name, H5P_DEFAULT)
+                            : H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
             if (d < 0) {
-                rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create dataset %s", file, name);
+                rc = ck_h5_fail(st, ZT_EIO, "%s: cannot %s dataset %s", file,
+                                write ? "open" : "create", name);
                 H5Sclose(sp);
                 break;
             }
             int bad = 0;
-            bad |= ck_attr_put_u64(d, "checksum", cs[fam * nt + ti]);
-            bad |= ck_attr_put_u64(d, "offset", t->offset);
-            bad |= ck_attr_put_str(d, "unit", m->units[t->unit].name);
-            for (int k = 0; k < n && !bad; ++k) {
+            if (!write) {
+                bad |= ck_attr_put_u64(d, "checksum", cs[fam * nt + ti]);
+                bad |= ck_attr_put_u64(d, "offset", t->offset);
+                bad |= ck_attr_put_str(d, "unit", m->units[t->unit].name);
+            }
+            for (int k = 0; write && k < n && !bad; ++k) {
                 uint64_t a = mine[k][0], b = mine[k][1];
                 const zt_owned_range *rg = range_of(s, a, b);
                 if (!rg) { bad = 2; break; }
@@ -490,6 +504,12 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
     if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
     if (zt_ctx_nranks(ctx) > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
+    /* room for it on the file system (every rank's view, agreed): a full
+     * disk found inside HDF5's collectives cannot always be reported */
+    phase(ctx, "free space");
+    const uint64_t need = ck_save_bytes(m, json ? strlen(json) : 0);
+    rc = ck_space_check(dir, need, step, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
 
     if (zt_ctx_rank(ctx) == 0) ck_watch_cleanup(tmpd);
     fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -506,9 +526,8 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     phase(ctx, "metadata");
     rc = put_meta(ctx, f, &s, json, created, file, st);
     if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
-        phase(ctx, "tensors");
-        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, st);
-        if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
+        phase(ctx, "datasets");
+        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 0, st);
         rc = ck_agree(ctx, rc, st);
     }
     if (rc == ZT_OK) {
@@ -517,6 +536,19 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
         char *lines = ck_meta_lines(f, file, st);
         rc = lines ? ck_put_meta_checksums(f, lines, zt_ctx_rank(ctx), file, st) : st->code;
         free(lines);
+        rc = ck_agree(ctx, rc, st);
+    }
+    if (rc == ZT_OK) {
+        /* all metadata on disk before the tensor data (put_tensors) */
+        phase(ctx, "metadata flush");
+        if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
+            rc = ck_h5_fail(st, ZT_EIO, "%s: metadata flush failed", file);
+        rc = ck_agree(ctx, rc, st);
+    }
+    if (rc == ZT_OK) {
+        phase(ctx, "tensors");
+        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 1, st);
+        if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
         rc = ck_agree(ctx, rc, st);
     }
     if (zt_ctx_rank(ctx) == 0) ck_crash_point("after_data_write", step);
@@ -530,6 +562,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
          * closing a file whose writes failed on some ranks (the watchdog
          * then ends the process with this error) */
         if (zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
+        if (rc == ZT_EIO) ck_space_explain(dir, need, st);
         zt_group_where(zt_ctx_world(ctx), "checkpoint save: close");
         ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
     } else {

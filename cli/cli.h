@@ -54,4 +54,7 @@ zt_progress cli_progress_init(cli_progress *p, const char *label);
 /* Work that ended early (an error): a terminal's line is finished with a
  * newline.  (A final update does that itself.) */
 void cli_progress_end(cli_progress *p);
+
+/* flag set on any rank (1 outside MPI: flag) */
+int cli_any_rank(int flag);
 #endif

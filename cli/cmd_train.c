@@ -116,7 +116,11 @@ int cmd_train(int argc, char **argv) {
         rc = zt_hf_read_config(cfg->init_from, cfg, &st);
         hf_err = rc != ZT_OK;
     }
-    if (rc != ZT_OK) {            /* identical on every rank: no agreement needed */
+    /* each rank read its own: every rank must have read the same one, or
+     * every rank fails with the failing (or differing) rank's error */
+    rc = zt_config_agree(cfg, rc, &st);
+    hf_err = cli_any_rank(hf_err);
+    if (rc != ZT_OK) {            /* agreed: identical on every rank */
         if (rank == 0) cli_error("%s", st.msg);
         /* anything wrong with the configuration; an unreadable model directory: 1 */
         exit_code = hf_err ? cli_exit_code(rc) : ZT_EXIT_USAGE;

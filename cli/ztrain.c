@@ -49,6 +49,15 @@ int cli_first_failed_rank(int rc) {
     return out == 1 << 30 ? -1 : out;
 }
 
+int cli_any_rank(int flag) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) return flag;
+    int v = flag != 0, out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+}
+
 static void usage(FILE *fp) {
     fprintf(fp,
             "usage: ztrain <command> [options]\n"

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "agree.h"
 #include "config.h"
+#include "ctx.h"
 #include "data.h"
 #include "internal.h"
 #include "sft.h"
@@ -378,6 +380,28 @@ int zt_data_get_stats(const zt_data_source *src, zt_data_stats *out) {
 
 /* ---------------------------------------------------------------- context */
 
+/* "train.file[i] = PATH (K tokens)", "train.files = N", "train.samples =
+ * M" lines for the train and val loaders (val may be NULL); malloc'ed,
+ * NULL when out of memory. */
+static char *data_describe(const void *train, const void *val) {
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    if (!f) return NULL;
+    for (int k = 0; k < 2; ++k) {
+        const loader *L = k ? val : train;
+        if (!L) continue;
+        const char *w = k ? "val" : "train";
+        for (int i = 0; i < L->ds->nfiles; ++i)
+            fprintf(f, "%s.file[%d] = %s (%zu tokens)\n", w, i, L->ds->files[i]->path,
+                    L->ds->files[i]->ntok);
+        fprintf(f, "%s.files = %d\n%s.samples = %llu\n", w, L->ds->nfiles, w,
+                (unsigned long long)L->ds->nsamples);
+    }
+    if (fclose(f) != 0) { free(out); return NULL; }
+    return out;
+}
+
 int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
     zt_status_clear(st);
     const zt_config *c = zt_ctx_config(ctx);
@@ -399,13 +423,30 @@ int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
     o.workers = c->dataloaders > 0 ? c->dataloaders : zt_data_default_workers();
     if (o.workers > zt_config_site_max_dataloaders())   /* auto within the site limit */
         o.workers = zt_config_site_max_dataloaders();
-    ZT_TRY(zt_data_open(&o, &tr, st));
-    if (c->data_val[0]) {
+    memset(&tr, 0, sizeof tr);
+    int rc = zt_data_open(&o, &tr, st);
+    if (rc == ZT_OK && c->data_val[0]) {
         o.pattern = c->data_val;
         o.kind = ZT_DATA_EVAL;
         o.workers = 0;
-        int rc = zt_data_open(&o, &va, st);
-        if (rc != ZT_OK) { tr.close(tr.state); return rc; }
+        rc = zt_data_open(&o, &va, st);
+    }
+    /* every rank opened the same files (each expanded the patterns and
+     * read the files itself), or every rank fails */
+    char *desc = NULL;
+    if (rc == ZT_OK) {
+        desc = data_describe(tr.state, va.state);
+        if (!desc) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    }
+    zt_group_where(ctx->world, "start-up: agreeing on the data");
+    rc = zt_agree_text(ctx->world, "the ranks see different data", " (every rank must see the "
+                       "same ztrain.data.train and ztrain.data.val files)", desc, rc, st);
+    zt_group_where(ctx->world, "%s", "");
+    free(desc);
+    if (rc != ZT_OK) {
+        if (tr.state) tr.close(tr.state);
+        if (va.state) va.close(va.state);
+        return rc;
     }
     return zt_ctx_set_data(ctx, tr, va, st);
 }

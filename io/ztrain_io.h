@@ -14,7 +14,10 @@ extern "C" {
 #endif
 
 /* Open ztrain.data.train / ztrain.data.val (token files: llm.c shards,
- * HDF5 token files, SFT window files; docs/data.md) and attach them. */
+ * HDF5 token files, SFT window files; docs/data.md) and attach them.
+ * Collective: the ranks agree that each opened the same files (paths,
+ * token counts); a failure or a difference on any rank is every rank's
+ * error, naming that rank. */
 int zt_ctx_open_data(zt_ctx *ctx, zt_status *st);
 
 #ifdef __cplusplus

@@ -386,6 +386,8 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     if (!ctx) return zt_fail(st, ZT_ENOMEM, "out of memory (context)");
     if (cb) ctx->cb = *cb;
     int rc;
+    /* every rank read the same configuration (before anything uses it) */
+    if ((rc = zt_config_agree(cfg_in, ZT_OK, st)) != ZT_OK) goto fail;
     mem_limits ml;
     memset(&ml, 0, sizeof ml);
     ctx->cfg = zt_config_dup(cfg_in);

@@ -108,6 +108,15 @@ int zt_config_get(const zt_config *cfg, const char *key, char *buf, size_t n, zt
 char *zt_config_describe(const zt_config *cfg);
 /* Effective configuration as a JSON document.  Caller frees with free(). */
 char *zt_config_to_json(const zt_config *cfg);
+/* Every rank must read the same configuration: collective over the world
+ * (after zt_init; bounded by ztrain.comm_timeout_s).  load_rc / st: this
+ * rank's result of reading it (cfg is not looked at when load_rc fails).
+ * Every rank returns the same status: the lowest failing rank's error
+ * ("rank R: ..."), or, when the configurations differ (ztrain.threads,
+ * ztrain.metrics and ztrain.memory_report may), ZT_EINVAL naming the lowest
+ * rank that differs from rank 0, the first differing key and both values.
+ * With one rank: load_rc.  zt_ctx_create calls it first. */
+int zt_config_agree(const zt_config *cfg, int load_rc, zt_status *st);
 
 /* ---------------------------------------------------------------- callbacks */
 

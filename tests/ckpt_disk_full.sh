@@ -1,0 +1,78 @@
+#!/bin/bash
+# ckpt_disk_full.sh -- a real full disk during a 2-rank save (HDF5 over
+# MPI-IO; no fault shim): the checkpoint directory is on a 3 MiB tmpfs
+# filled with ordinary files.  (1) Not enough room for the next checkpoint:
+# the free-space check fails the save before anything is written, naming
+# the directory, its file system and the bytes free and needed.  (2) Room
+# at the check, but the disk fills up while the tensors are written (rank 0
+# is stopped there by ZT_CKPT_CRASH_AT=stop:save_tensors and the disk
+# filled): the write error reaches the save's agreement and the abandoned
+# file closes on every rank.  Both end with exit 1 and one error long before
+# ztrain.comm_timeout_s (left at its default, 300 s: no watchdog line), and
+# step-10 stays `latest` and verifies.  Needs root (mount); skipped otherwise.
+. "$(dirname "$0")/ckpt_lib.sh"
+M="$T/M"
+mkdir -p "$M"
+mount -t tmpfs -o size=3m tmpfs "$M" 2> mount.err ||
+    skip_all "cannot mount a tmpfs ($(head -n 1 mount.err)): needs root"
+trap 'cd /; umount "$M" 2> /dev/null; rm -rf "$T"' EXIT
+unset ZTRAIN_COMM_TIMEOUT_S
+GUARD=120   # timeout guard of each run (the saves end in seconds)
+
+avail() { df -B1 --output=avail "$M" | tail -n 1 | tr -d ' '; }
+# run2 ENV...: 11 steps on 2 ranks from M/ck (saves step-11); RC
+run2() {
+    env "$@" timeout -s KILL $GUARD "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none "$ZTRAIN" train \
+        "${COMMON[@]}" --micro-batch 6 --steps 11 --ckpt-dir M/ck > run.out 2> run.err
+    RC=$?
+    return $RC
+}
+# intact: step-10 is latest and verifies, nothing of step-11 is left
+intact() {
+    [ "$(cat M/ck/latest)" = step-10 ] && [ ! -e M/ck/step-11 ] && [ ! -e M/ck/step-11.tmp ] &&
+        "$ZTRAIN" ckpt verify M/ck/step-10 > /dev/null 2>&1
+}
+
+zrun 2 --steps 10 --ckpt-dir M/ck --resume never
+ok $? "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes left)"
+
+# (1) 300 KB left: step-11 does not fit
+dd if=/dev/zero of=M/fill bs=4096 count=$((($(avail) - 300000) / 4096)) 2> /dev/null
+FREE=$(avail)
+run2
+diag <(grep -v 'pwritev' run.err | head -n 3)
+ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
+     grep -Eq "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+   "disk too full for step-11: exit $RC, one error naming M/ck, its file system and $FREE bytes free vs needed"
+ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
+
+# (2) room at the check; the disk fills while rank 0 is stopped before
+# writing its tensors
+rm -f M/fill
+rm -f run.err
+run2 ZT_CKPT_CRASH_AT=stop:save_tensors@11 ZT_CKPT_CRASH_RANK=0 &
+job=$!
+pid=
+for _ in $(seq 600); do
+    pid=$(sed -n 's/.*stopping rank 0 (pid \([0-9]*\)).*/\1/p' run.err 2> /dev/null)
+    [ -n "$pid" ] && [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && break
+    pid=; sleep 0.1
+done
+dd if=/dev/zero of=M/fill bs=4096 2> /dev/null
+FILLED=$(avail)
+[ -n "$pid" ] && kill -CONT "$pid"
+wait $job
+RC=$?
+diag <(grep -v 'pwritev' run.err | head -n 3)
+ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
+     grep -Eq "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+   "disk filled during the write ($FILLED bytes left): exit $RC, one error naming the write, the file system and bytes free vs needed"
+ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
+
+# room again: a rerun resumes from step-10 and saves step-11
+rm -f M/fill
+zrun 2 --steps 11 --ckpt-dir M/ck
+ok $([ $? = 0 ] && grep -q "resumed from M/ck/step-10 at step 10" run.out && [ "$(cat M/ck/latest)" = step-11 ] &&
+     "$ZTRAIN" ckpt verify M/ck/step-11 > /dev/null 2>&1; echo $?) \
+   "with room again a rerun resumes from step-10 and saves step-11"
+done_testing
