@@ -541,6 +541,7 @@ int zt_tok_load(const char *path, zt_tokenizer **out, zt_status *st) {
     for (int i = 0; i < t->vocab_size; ++i) t->id2added[i] = -1;
     for (int i = 0; i < t->nadded && rc == ZT_OK; ++i) {
         zt_added *x = &t->added[i];
+        if (t->id2added[x->id] >= 0) x->shared = t->added[t->id2added[x->id]].shared = 1;
         t->id2added[x->id] = i;
         if (x->special) rc = zt_strmap_put(&t->special, x->content, x->len, x->id, st);
         if (rc == ZT_OK && x->normalized) {
@@ -655,9 +656,25 @@ static enc_ws *ws_get(void) {
     return w;
 }
 
-int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
-                  zt_status *st) {
+/* A cut: an added token matched on the raw text (not normalized), without lstrip and not starting with white
+ * space (tokenizer.h: zt_tok_encode_cuts). */
+static int is_cut(const zt_added *x) {
+    if (x->normalized || x->lstrip || x->shared || x->len == 0) return 0;
+    uint32_t cp;
+    zt_utf8_dec(x->content, &cp);
+    return !zt_is_white_space(cp);
+}
+
+static _Thread_local uint64_t tok_work;
+uint64_t zt_tok_work(void) { return tok_work; }
+
+static int encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
+                  zt_tok_cut **cuts, size_t *ncuts, zt_status *st) {
     *ids = NULL; *n = 0;
+    tok_work += len;
+    size_t cutcap = 0, ncut = 0, added_seen = 0;
+    size_t *cut_ord = NULL;               /* ordinal of each cut among the added pieces of b */
+    if (cuts) { *cuts = NULL; *ncuts = 0; }
     size_t bad_at = zt_utf8_valid(text, len);
     if (bad_at != len)
         return zt_fail(st, ZT_EDATA, "tokenizer: the text is not valid UTF-8 (byte %zu)", bad_at);
@@ -675,7 +692,26 @@ int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_s
     if (rc == ZT_OK) rc = split_added(t, &t->add_raw, 0, text, len, 1, a, st);
     for (size_t i = 0; i < a->n && rc == ZT_OK; ++i) {
         zt_piece *p = &a->p[i];
-        if (p->added >= 0) { rc = zt_pieces_add(b, a->buf.p + p->off, p->len, p->added, p->orig0, st); continue; }
+        if (p->added >= 0) {
+            /* the raw pieces tile the text: p->off is the byte offset in text */
+            if (cuts && is_cut(&t->added[t->id2added[p->added]])) {
+                if (ncut == cutcap) {
+                    size_t c = cutcap ? 2 * cutcap : 16;
+                    zt_tok_cut *q = realloc(*cuts, c * sizeof *q);
+                    size_t *o = realloc(cut_ord, c * sizeof *o);
+                    if (q) *cuts = q;
+                    if (o) cut_ord = o;
+                    if (!q || !o) { rc = zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); break; }
+                    cutcap = c;
+                }
+                (*cuts)[ncut].off = p->off;
+                (*cuts)[ncut].end = p->off + p->len;
+                cut_ord[ncut++] = added_seen;
+            }
+            added_seen++;
+            rc = zt_pieces_add(b, a->buf.p + p->off, p->len, p->added, p->orig0, st);
+            continue;
+        }
         const char *s = a->buf.p + p->off;
         size_t sn = p->len;
         int o0 = p->orig0;
@@ -684,26 +720,49 @@ int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_s
             if (rc) break;
             s = nb->p ? nb->p : ""; sn = nb->len;
         }
+        size_t before = b->n;
         rc = split_added(t, &t->add_norm, 1, s, sn, o0, b, st);
+        for (size_t k = before; k < b->n; ++k) added_seen += b->p[k].added >= 0;
     }
     /* 3. pre-tokenize; 4. the model */
     const zt_pieces *fin = b;
     if (rc == ZT_OK && t->pre) { rc = zt_pretok_apply(t->pre, b, c, &w->tw, st); fin = c; }
+    size_t ord = 0, next = 0;             /* added pieces pass the pre-tokenizer in order */
     for (size_t i = 0; i < fin->n && rc == ZT_OK; ++i) {
         const zt_piece *p = &fin->p[i];
-        if (p->added >= 0) rc = zt_ids_push(ids, n, &cap, p->added, st);
-        else rc = zt_bpe_tokenize(&t->bpe, fin->buf.p + p->off, p->len, ids, n, &cap, st);
+        if (p->added >= 0) {
+            if (next < ncut && cut_ord[next] == ord) (*cuts)[next++].k = *n;
+            ord++;
+            rc = zt_ids_push(ids, n, &cap, p->added, st);
+        } else rc = zt_bpe_tokenize(&t->bpe, fin->buf.p + p->off, p->len, ids, n, &cap, st);
     }
+    if (rc == ZT_OK && next != ncut)
+        rc = zt_fail(st, ZT_EINTERNAL, "tokenizer: %zu of %zu added-token cuts lost by the pre-tokenizer", ncut - next, ncut);
     if (add_special)
         for (int i = 0; i < t->ntmpl_post && rc == ZT_OK; ++i) rc = zt_ids_push(ids, n, &cap, t->tmpl_post[i], st);
     if (rc == ZT_OK && !*ids) { *ids = malloc(sizeof **ids); if (!*ids) rc = zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); }
     if (rc) { free(*ids); *ids = NULL; *n = 0; }
+    free(cut_ord);
+    if (cuts) {
+        if (rc) { free(*cuts); *cuts = NULL; ncut = 0; }
+        *ncuts = ncut;
+    }
     /* a huge document should not keep its buffers for the rest of the thread's life */
     if (w->a.buf.cap > ((size_t)64 << 20) || w->c.buf.cap > ((size_t)64 << 20)) {
         zt_pieces_free(&w->a); zt_pieces_free(&w->b); zt_pieces_free(&w->c);
         zt_sbuf_free(&w->nb); zt_tokws_free(&w->tw);
     }
     return rc;
+}
+
+int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
+                  zt_status *st) {
+    return encode(t, text, len, add_special, ids, n, NULL, NULL, st);
+}
+
+int zt_tok_encode_cuts(const zt_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
+                       zt_tok_cut **cuts, size_t *ncuts, zt_status *st) {
+    return encode(t, text, len, 0, ids, n, cuts, ncuts, st);
 }
 
 /* ------------------------------------------------------------ decode */

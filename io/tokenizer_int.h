@@ -138,7 +138,8 @@ void zt_bpe_free(zt_bpe *b);
 int zt_ids_push(int32_t **ids, size_t *n, size_t *cap, int32_t v, zt_status *st);
 
 /* ------------------------------------------------------------ the tokenizer */
-typedef struct zt_added { char *content; size_t len; int32_t id; int special, lstrip, rstrip, normalized; } zt_added;
+/* shared: another added token has the same id (only a vocabulary listing one id twice can do that) */
+typedef struct zt_added { char *content; size_t len; int32_t id; int special, lstrip, rstrip, normalized, shared; } zt_added;
 
 /* added tokens by first byte, longest first: one set matched on the raw text, one on normalized pieces */
 typedef struct zt_addset { int32_t *idx[256]; int n[256]; int total; } zt_addset;
