@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* optional, as in libFuzzer: called once before the first input */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static int run_file(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -33,6 +35,11 @@ static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, 
 
 int main(int argc, char **argv) {
     int runs = 0, bad = 0;
+    if (LLVMFuzzerInitialize) {
+        int ac = 1;
+        char **av = argv;
+        LLVMFuzzerInitialize(&ac, &av);
+    }
     for (int i = 1; i < argc; ++i) {
         struct stat sb;
         if (stat(argv[i], &sb) != 0) { printf("# no such file %s\n", argv[i]); bad++; continue; }
