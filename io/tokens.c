@@ -121,6 +121,7 @@ static int reopen(zt_token_file *f, zt_status *st) {
         int fd = zt_open_regular(f->path, "token file", st);
         if (fd < 0) return st->code;
         struct stat sb;
+        memset(&sb, 0, sizeof sb);
         if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != f->fsize) {
             close(fd);
             return zt_fail(st, ZT_EDATA, "%s: the file changed since it was opened (%llu bytes, now %llu)",

@@ -7,7 +7,7 @@
 . "${ZT_SRCDIR:-.}/tests/lib.sh"
 for h in tokenizer safetensors hf_index hf_config sft; do
     # hf_index starts MPI (zt_init), where LeakSanitizer's tracer cannot run (Makefile.am: LEAKCHECK_TESTS)
-    lsan=; [ $h = hf_index ] && lsan="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    lsan=; [ $h = hf_index ] && lsan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
     out=$(ASAN_OPTIONS=${lsan:-$ASAN_OPTIONS} "$ZT_BUILDDIR/tests/fuzz/replay_$h" "$ZT_SRCDIR/tests/fuzz/corpus/$h" 2>&1)
     rc=$?
     runs=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9]*\) inputs replayed.*/\1/p' | tail -n 1)

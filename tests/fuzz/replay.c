@@ -66,5 +66,6 @@ int main(int argc, char **argv) {
     }
     printf("%s 1 - %s: %d inputs replayed%s\n1..1\n", bad || !runs ? "not ok" : "ok", argv[0], runs,
            bad ? " (some unreadable)" : "");
+    fflush(stdout);   /* before the exit handlers (and a sanitizer's exit report) */
     return bad || !runs ? 1 : 0;
 }
