@@ -206,8 +206,12 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     ZT_TRY(get_dim(h, "intermediate_size", df->inter, &H, st));
     ZT_TRY(get_dim(h, "num_hidden_layers", df->layers, &L, st));
     ZT_TRY(get_dim(h, "num_attention_heads", df->heads, &NH, st));
+    /* absent: the family's default (-1 there: as many as the attention heads); null: that many too; a
+     * value written in the file must be a positive divisor of num_attention_heads (checked below) */
     ZT_TRY(get_int(h, h->root, "num_key_value_heads", df->kv, &KV, st));
-    if (KV < 0 || json_is_null(json_object_get(h->root, "num_key_value_heads"))) KV = NH;
+    if (json_is_null(json_object_get(h->root, "num_key_value_heads")) ||
+        (KV < 0 && !json_object_get(h->root, "num_key_value_heads")))
+        KV = NH;
     ZT_TRY(get_dim(h, "max_position_embeddings", df->maxpos, &P, st));
     ZT_TRY(get_int(h, h->root, "head_dim", C / NH, &hd, st));
     ZT_TRY(get_num(h, h->root, "rms_norm_eps", df->eps, &eps, st));
@@ -229,10 +233,12 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
                            "biases only, as Qwen2)", h->path);
     }
     if (KV < 1 || NH % KV != 0)
-        return zt_fail(st, ZT_EDATA, "%s: num_key_value_heads=%ld must divide "
+        return zt_fail(st, ZT_EDATA, "%s: num_key_value_heads=%ld must be a positive integer that divides "
                        "num_attention_heads=%ld", h->path, KV, NH);
-    if (hd < 1)
-        return zt_fail(st, ZT_EDATA, "%s: head_dim=%ld must be positive", h->path, hd);
+    if (hd < 1 || hd > 1 << 30)
+        return zt_fail(st, ZT_EDATA, "%s: head_dim=%ld must be a positive integer", h->path, hd);
+    if (!(eps > 0) || !isfinite(eps))
+        return zt_fail(st, ZT_EDATA, "%s: rms_norm_eps=%g must be positive", h->path, eps);
     /* sliding-window attention equals full attention while the training
      * length stays within the window: zt_hf_check_config */
     if (df->flags & ZT_HF_SLIDING) {

@@ -123,7 +123,12 @@ int zt_dataset_read(const zt_dataset *d, uint64_t sample, uint32_t *tok, zt_stat
     uint64_t w;
     int f = locate(d, sample, &w, st);
     if (f < 0) return -1 - f;
-    if (d->masked) return zt_sft_read_window(d->files[f], w, d->vocab, tok, st);
+    if (d->masked) {
+        ZT_TRY(zt_tokens_acquire(d->files[f], st));
+        int rc = zt_sft_read_window(d->files[f], w, d->vocab, tok, st);
+        zt_tokens_release(d->files[f]);
+        return rc;
+    }
     return zt_tokens_read(d->files[f], w * ((uint64_t)d->T + 1), (size_t)d->T + 1, d->vocab, tok, st);
 }
 
@@ -132,5 +137,8 @@ int zt_dataset_count(const zt_dataset *d, uint64_t sample, uint32_t *count, zt_s
     int f = locate(d, sample, &w, st);
     if (f < 0) return -1 - f;
     if (!d->masked) { *count = (uint32_t)d->T; return ZT_OK; }
-    return zt_sft_window_count(d->files[f], w, count, st);
+    ZT_TRY(zt_tokens_acquire(d->files[f], st));
+    int rc = zt_sft_window_count(d->files[f], w, count, st);
+    zt_tokens_release(d->files[f]);
+    return rc;
 }

@@ -86,6 +86,12 @@ int zt_h5_open(const char *path, zt_token_file *f, zt_status *st) {
     struct stat sb;
     if (stat(path, &sb) != 0)
         return zt_fail(st, ZT_EIO, "%s: cannot open token file: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) {   /* (HDF5 would block opening a FIFO) */
+        int fd = zt_open_regular(path, "token file", st);
+        if (fd >= 0) close(fd);
+        return fd >= 0 ? zt_fail(st, ZT_EIO, "%s: not a regular file", path) : st->code;
+    }
+    f->fsize = (uint64_t)sb.st_size;
     if (sb.st_size == 0) return zt_fail(st, ZT_EDATA, "%s: empty file (expected an HDF5 token file)", path);
     h5guard g;
     h5_enter(&g);
@@ -159,9 +165,9 @@ int zt_h5_open(const char *path, zt_token_file *f, zt_status *st) {
                          (unsigned long long)end, (unsigned long long)sb.st_size);
             goto out;
         }
-        f->fd = open(path, O_RDONLY | O_CLOEXEC);
+        f->fd = zt_open_regular(path, "token file", st);
         if (f->fd < 0) {
-            rc = zt_fail(st, ZT_EIO, "%s: cannot open token file: %s", path, strerror(errno));
+            rc = st->code;
             goto out;
         }
         f->direct = 1;

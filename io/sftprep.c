@@ -143,14 +143,29 @@ static size_t lcp(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
  * text[0, at) share a prefix of k tokens with the full encoding; the token
  * after it holds byte at (when the prefix encodes to exactly k tokens, it
  * starts there).  *straddle: the prefix's own encoding differs from the
- * full one after k tokens (token k holds bytes on both sides of at). */
+ * full one after k tokens (token k holds bytes on both sides of at).
+ *
+ * The prefix is not encoded from byte 0: with the last cut c ending at or
+ * before at (tokenizer.h: zt_tok_encode_cuts), its encoding is ids[0, c.k)
+ * followed by the encoding of text[c.off, at), so only that segment is
+ * encoded and compared.  The chat templates put a special token in every
+ * turn, so a conversation costs time linear in its turns, with the ids and
+ * masks of encoding each whole prefix. */
 static int boundary(const zt_tokenizer *t, const char *text, size_t at, const int32_t *ids, size_t n,
-                    size_t *k, int *straddle, zt_status *st) {
+                    const zt_tok_cut *cuts, size_t ncuts, size_t *k, int *straddle, zt_status *st) {
+    /* the last cut with end <= at (cuts are in text order) */
+    size_t lo = 0, hi = ncuts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cuts[mid].end <= at) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t from = lo ? cuts[lo - 1].off : 0, k0 = lo ? cuts[lo - 1].k : 0;
     int32_t *p = NULL;
     size_t np = 0;
-    ZT_TRY(zt_tok_encode(t, text, at, 0, &p, &np, st));
-    *k = lcp(p, np, ids, n);
-    *straddle = *k < np;
+    ZT_TRY(zt_tok_encode(t, text + from, at - from, 0, &p, &np, st));
+    *k = k0 + lcp(p, np, ids + k0, n - k0);
+    *straddle = *k - k0 < np;
     free(p);
     return ZT_OK;
 }
@@ -159,24 +174,30 @@ static int encode_masked(const zt_tokenizer *t, const zt_chat_text *r, int mode,
                          uint8_t **mask, zt_status *st) {
     *ids = NULL;
     *mask = NULL;
-    ZT_TRY(zt_tok_encode(t, r->text, r->len, 0, ids, n, st));
+    zt_tok_cut *cuts = NULL;
+    size_t ncuts = 0;
+    ZT_TRY(zt_tok_encode_cuts(t, r->text, r->len, ids, n, &cuts, &ncuts, st));
     *mask = calloc(*n ? *n : 1, 1);
-    if (!*mask) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (!*mask) { free(cuts); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
     if (mode == ZT_SFT_MASK_ALL) {
         memset(*mask, 1, *n);
+        free(cuts);
         return ZT_OK;
     }
-    for (int s = mode == ZT_SFT_MASK_LAST ? r->nspan - 1 : 0; s >= 0 && s < r->nspan; ++s) {
+    int rc = ZT_OK;
+    for (int s = mode == ZT_SFT_MASK_LAST ? r->nspan - 1 : 0; rc == ZT_OK && s >= 0 && s < r->nspan; ++s) {
         const zt_chat_span *sp = &r->span[s];
         if (sp->end == sp->begin) continue;
         size_t a, e;
         int sa, se;
-        ZT_TRY(boundary(t, r->text, sp->begin, *ids, *n, &a, &sa, st));
-        ZT_TRY(boundary(t, r->text, sp->end, *ids, *n, &e, &se, st));
+        rc = boundary(t, r->text, sp->begin, *ids, *n, cuts, ncuts, &a, &sa, st);
+        if (rc == ZT_OK) rc = boundary(t, r->text, sp->end, *ids, *n, cuts, ncuts, &e, &se, st);
+        if (rc != ZT_OK) break;
         if (se && e < *n) e++;
         for (size_t k = a; k < e; ++k) (*mask)[k] = 1;
     }
-    return ZT_OK;
+    free(cuts);
+    return rc;
 }
 
 int zt_sft_encode_chat(const zt_tokenizer *t, int tmpl, const char *bos, const char *eos,

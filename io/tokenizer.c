@@ -91,8 +91,8 @@ static int load_norm(ld *L, json_t *o, zt_norm *nm) {
         nm->sub = calloc(json_array_size(a) + 1, sizeof *nm->sub);
         if (!nm->sub) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
         for (size_t i = 0; i < json_array_size(a); ++i) {
+            nm->nsub++;                  /* counted first: a part-built entry is freed with the rest */
             ZT_TRY(load_norm(L, json_array_get(a, i), &nm->sub[i]));
-            nm->nsub++;
         }
         return ZT_OK;
     }
@@ -130,8 +130,8 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
         pt->sub = calloc(json_array_size(a) + 1, sizeof *pt->sub);
         if (!pt->sub) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
         for (size_t i = 0; i < json_array_size(a); ++i) {
+            pt->nsub++;                  /* counted first: a part-built entry is freed with the rest */
             ZT_TRY(load_pre(L, json_array_get(a, i), &pt->sub[i]));
-            pt->nsub++;
         }
         return ZT_OK;
     }
@@ -141,7 +141,9 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
             (pt->use_regex = get_bool(L, o, "use_regex", 1, "pre_tokenizer ByteLevel")) < 0 ||
             get_bool(L, o, "trim_offsets", 1, "pre_tokenizer ByteLevel") < 0)
             return L->st->code;
-        return pt->use_regex ? zt_regex_compile(&pt->pat, zt_gpt2_pattern, 1, "ByteLevel", L->st) : ZT_OK;
+        char w[300];
+        snprintf(w, sizeof w, "%s: pre_tokenizer ByteLevel", L->file);
+        return pt->use_regex ? zt_regex_compile(&pt->pat, zt_gpt2_pattern, 1, w, L->st) : ZT_OK;
     }
     if (!strcmp(type, "Split")) {
         pt->type = ZT_PRE_SPLIT;
@@ -182,8 +184,8 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
         d->sub = calloc(json_array_size(a) + 1, sizeof *d->sub);
         if (!d->sub) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
         for (size_t i = 0; i < json_array_size(a); ++i) {
+            d->nsub++;                  /* counted first: a part-built entry is freed with the rest */
             ZT_TRY(load_dec(L, json_array_get(a, i), &d->sub[i]));
-            d->nsub++;
         }
         return ZT_OK;
     }
@@ -246,6 +248,15 @@ static int load_bpe(ld *L, json_t *m, zt_bpe *b) {
         total += klen + 1;
         if ((size_t)json_integer_value(val) > maxid) maxid = (size_t)json_integer_value(val);
     }
+    /* the id -> token table (and the model's embedding) is as long as the largest id: an id far past the
+     * number of entries is a broken file, not a vocabulary */
+    size_t idcap = 2 * json_object_size(vocab) + ZT_TOK_ID_SLACK;
+    if (maxid >= idcap)
+        json_object_keylen_foreach(vocab, key, klen, val)
+            if ((size_t)json_integer_value(val) >= idcap)
+                return bad(L, "model: vocab entry '%.*s' has id %lld, absurd for a vocabulary of %zu entries "
+                              "(ids up to %zu are accepted)", (int)(klen < 200 ? klen : 200), key,
+                           (long long)json_integer_value(val), json_object_size(vocab), idcap - 1);
     *arena = malloc(total + 1);
     b->nid = json_object_size(vocab) ? (int)maxid + 1 : 0;
     b->id2tok = calloc((size_t)b->nid + 1, sizeof *b->id2tok);
@@ -381,33 +392,62 @@ static int addset_build(zt_tokenizer *t, zt_addset *s, int normalized) {
     return ZT_OK;
 }
 
+/* The ids of added tokens are HF's (tokenizers' TokenizerVisitor + AddedVocabulary::add_tokens), not the 'id'
+ * written beside them (HF only warns when the two differ): a content already added keeps its id (the later
+ * entry's flags replace the earlier ones; special is a set of contents, so it only grows); a content in the
+ * model vocabulary takes the vocabulary's id; anything else takes the next id (the number of vocabulary
+ * entries, or one past the largest added id once that is past them).  Empty contents are ignored. */
 static int load_added(ld *L, json_t *a, zt_tokenizer *t) {
     if (!a || json_is_null(a)) return ZT_OK;
     if (!json_is_array(a)) return bad(L, "'added_tokens' must be a list");
     t->added = calloc(json_array_size(a) + 1, sizeof *t->added);
     if (!t->added) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
-    for (size_t i = 0; i < json_array_size(a); ++i) {
+    zt_strmap seen = {0};                /* content -> index into added[] */
+    int64_t maxid = -1, nvocab = (int64_t)t->bpe.vocab.n;
+    int rc = ZT_OK;
+    for (size_t i = 0; i < json_array_size(a) && rc == ZT_OK; ++i) {
         json_t *e = json_array_get(a, i), *id = json_object_get(e, "id"), *c = json_object_get(e, "content");
         if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX - 1 ||
-            !json_is_string(c))
-            return bad(L, "added_tokens: entry needs an 'id' and a 'content'");
+            !json_is_string(c)) {
+            rc = bad(L, "added_tokens: entry needs an 'id' and a 'content'");
+            break;
+        }
+        zt_added y = {0};
+        int sw = 0;
+        if ((y.special = get_bool(L, e, "special", 0, "added_tokens")) < 0 ||
+            (y.lstrip = get_bool(L, e, "lstrip", 0, "added_tokens")) < 0 ||
+            (y.rstrip = get_bool(L, e, "rstrip", 0, "added_tokens")) < 0 ||
+            (y.normalized = get_bool(L, e, "normalized", 1, "added_tokens")) < 0 ||
+            (sw = get_bool(L, e, "single_word", 0, "added_tokens")) < 0) {
+            rc = L->st->code;
+            break;
+        }
+        if (sw) { rc = unsup(L, "added token setting single_word=true on", json_string_value(c)); break; }
+        size_t len = json_string_length(c);
+        if (len == 0) continue;
+        int32_t k = zt_strmap_get(&seen, json_string_value(c), len);
+        if (k >= 0) {                    /* the same content again: same id, the new flags */
+            zt_added *x = &t->added[k];
+            x->special |= y.special;
+            x->lstrip = y.lstrip; x->rstrip = y.rstrip; x->normalized = y.normalized;
+            continue;
+        }
+        int64_t nid = zt_strmap_get(&t->bpe.vocab, json_string_value(c), len);
+        if (nid < 0) nid = maxid < 0 ? nvocab : maxid >= nvocab || nvocab == 0 ? maxid + 1 : nvocab;
+        if (nid > INT32_MAX - 1) { rc = bad(L, "added_tokens: too many tokens"); break; }
+        if (nid > maxid) maxid = nid;
         zt_added *x = &t->added[t->nadded];
-        x->len = json_string_length(c);
-        x->content = malloc(x->len + 1);
-        if (!x->content) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
-        memcpy(x->content, json_string_value(c), x->len + 1);
-        x->id = (int32_t)json_integer_value(id);
+        *x = y;
+        x->len = len;
+        x->id = (int32_t)nid;
+        x->content = malloc(len + 1);
+        if (!x->content) { rc = zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory"); break; }
+        memcpy(x->content, json_string_value(c), len + 1);
+        rc = zt_strmap_put(&seen, x->content, len, t->nadded, L->st);
         t->nadded++;
-        int sw;
-        if ((x->special = get_bool(L, e, "special", 0, "added_tokens")) < 0 ||
-            (x->lstrip = get_bool(L, e, "lstrip", 0, "added_tokens")) < 0 ||
-            (x->rstrip = get_bool(L, e, "rstrip", 0, "added_tokens")) < 0 ||
-            (x->normalized = get_bool(L, e, "normalized", 1, "added_tokens")) < 0 ||
-            (sw = get_bool(L, e, "single_word", 0, "added_tokens")) < 0)
-            return L->st->code;
-        if (sw) return unsup(L, "added token setting single_word=true on", x->content);
     }
-    return ZT_OK;
+    zt_strmap_free(&seen);
+    return rc;
 }
 
 /* ------------------------------------------------------------ tokenizer_config.json beside the file */
@@ -417,15 +457,26 @@ static int config_token(zt_tokenizer *t, json_t *cfg, const char *key) {
     return s ? zt_tok_token_id(t, s) : -1;
 }
 
-static void load_config(zt_tokenizer *t, const char *dir) {
+/* absent: nothing to read; present but not a JSON object: refused, naming the file and the JSON error (a
+ * silent skip would leave BOS/EOS unknown and blame them later) */
+static int load_config(zt_tokenizer *t, const char *dir, zt_status *st) {
     char p[1200];
     snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
-    json_t *cfg = json_load_file(p, 0, NULL);
-    if (!json_is_object(cfg)) { json_decref(cfg); return; }
+    struct stat sb;
+    if (stat(p, &sb) != 0 && errno == ENOENT) return ZT_OK;
+    json_error_t je;
+    json_t *cfg = json_load_file(p, 0, &je);
+    if (!cfg)
+        return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column, je.text);
+    if (!json_is_object(cfg)) {
+        json_decref(cfg);
+        return zt_fail(st, ZT_EDATA, "%s: the top level is not a JSON object", p);
+    }
     int b = config_token(t, cfg, "bos_token"), e = config_token(t, cfg, "eos_token");
     if (b >= 0) t->bos = b;
     if (e >= 0) t->eos = e;
     json_decref(cfg);
+    return ZT_OK;
 }
 
 /* ------------------------------------------------------------ load */
@@ -490,6 +541,7 @@ int zt_tok_load(const char *path, zt_tokenizer **out, zt_status *st) {
     for (int i = 0; i < t->vocab_size; ++i) t->id2added[i] = -1;
     for (int i = 0; i < t->nadded && rc == ZT_OK; ++i) {
         zt_added *x = &t->added[i];
+        if (t->id2added[x->id] >= 0) x->shared = t->added[t->id2added[x->id]].shared = 1;
         t->id2added[x->id] = i;
         if (x->special) rc = zt_strmap_put(&t->special, x->content, x->len, x->id, st);
         if (rc == ZT_OK && x->normalized) {
@@ -507,7 +559,7 @@ int zt_tok_load(const char *path, zt_tokenizer **out, zt_status *st) {
     }
     if (t->ntmpl_pre == 1) t->bos = t->tmpl_pre[0];
     if (t->ntmpl_post == 1) t->eos = t->tmpl_post[0];
-    load_config(t, dir);
+    rc = load_config(t, dir, st);
 done:
     json_decref(root);
     if (rc) { zt_tok_free(t); return rc; }
@@ -604,9 +656,25 @@ static enc_ws *ws_get(void) {
     return w;
 }
 
-int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
-                  zt_status *st) {
+/* A cut: an added token matched on the raw text (not normalized), without lstrip and not starting with white
+ * space (tokenizer.h: zt_tok_encode_cuts). */
+static int is_cut(const zt_added *x) {
+    if (x->normalized || x->lstrip || x->shared || x->len == 0) return 0;
+    uint32_t cp;
+    zt_utf8_dec(x->content, &cp);
+    return !zt_is_white_space(cp);
+}
+
+static _Thread_local uint64_t tok_work;
+uint64_t zt_tok_work(void) { return tok_work; }
+
+static int encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
+                  zt_tok_cut **cuts, size_t *ncuts, zt_status *st) {
     *ids = NULL; *n = 0;
+    tok_work += len;
+    size_t cutcap = 0, ncut = 0, added_seen = 0;
+    size_t *cut_ord = NULL;               /* ordinal of each cut among the added pieces of b */
+    if (cuts) { *cuts = NULL; *ncuts = 0; }
     size_t bad_at = zt_utf8_valid(text, len);
     if (bad_at != len)
         return zt_fail(st, ZT_EDATA, "tokenizer: the text is not valid UTF-8 (byte %zu)", bad_at);
@@ -624,7 +692,26 @@ int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_s
     if (rc == ZT_OK) rc = split_added(t, &t->add_raw, 0, text, len, 1, a, st);
     for (size_t i = 0; i < a->n && rc == ZT_OK; ++i) {
         zt_piece *p = &a->p[i];
-        if (p->added >= 0) { rc = zt_pieces_add(b, a->buf.p + p->off, p->len, p->added, p->orig0, st); continue; }
+        if (p->added >= 0) {
+            /* the raw pieces tile the text: p->off is the byte offset in text */
+            if (cuts && is_cut(&t->added[t->id2added[p->added]])) {
+                if (ncut == cutcap) {
+                    size_t c = cutcap ? 2 * cutcap : 16;
+                    zt_tok_cut *q = realloc(*cuts, c * sizeof *q);
+                    size_t *o = realloc(cut_ord, c * sizeof *o);
+                    if (q) *cuts = q;
+                    if (o) cut_ord = o;
+                    if (!q || !o) { rc = zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); break; }
+                    cutcap = c;
+                }
+                (*cuts)[ncut].off = p->off;
+                (*cuts)[ncut].end = p->off + p->len;
+                cut_ord[ncut++] = added_seen;
+            }
+            added_seen++;
+            rc = zt_pieces_add(b, a->buf.p + p->off, p->len, p->added, p->orig0, st);
+            continue;
+        }
         const char *s = a->buf.p + p->off;
         size_t sn = p->len;
         int o0 = p->orig0;
@@ -633,26 +720,49 @@ int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_s
             if (rc) break;
             s = nb->p ? nb->p : ""; sn = nb->len;
         }
+        size_t before = b->n;
         rc = split_added(t, &t->add_norm, 1, s, sn, o0, b, st);
+        for (size_t k = before; k < b->n; ++k) added_seen += b->p[k].added >= 0;
     }
     /* 3. pre-tokenize; 4. the model */
     const zt_pieces *fin = b;
     if (rc == ZT_OK && t->pre) { rc = zt_pretok_apply(t->pre, b, c, &w->tw, st); fin = c; }
+    size_t ord = 0, next = 0;             /* added pieces pass the pre-tokenizer in order */
     for (size_t i = 0; i < fin->n && rc == ZT_OK; ++i) {
         const zt_piece *p = &fin->p[i];
-        if (p->added >= 0) rc = zt_ids_push(ids, n, &cap, p->added, st);
-        else rc = zt_bpe_tokenize(&t->bpe, fin->buf.p + p->off, p->len, ids, n, &cap, st);
+        if (p->added >= 0) {
+            if (next < ncut && cut_ord[next] == ord) (*cuts)[next++].k = *n;
+            ord++;
+            rc = zt_ids_push(ids, n, &cap, p->added, st);
+        } else rc = zt_bpe_tokenize(&t->bpe, fin->buf.p + p->off, p->len, ids, n, &cap, st);
     }
+    if (rc == ZT_OK && next != ncut)
+        rc = zt_fail(st, ZT_EINTERNAL, "tokenizer: %zu of %zu added-token cuts lost by the pre-tokenizer", ncut - next, ncut);
     if (add_special)
         for (int i = 0; i < t->ntmpl_post && rc == ZT_OK; ++i) rc = zt_ids_push(ids, n, &cap, t->tmpl_post[i], st);
     if (rc == ZT_OK && !*ids) { *ids = malloc(sizeof **ids); if (!*ids) rc = zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); }
     if (rc) { free(*ids); *ids = NULL; *n = 0; }
+    free(cut_ord);
+    if (cuts) {
+        if (rc) { free(*cuts); *cuts = NULL; ncut = 0; }
+        *ncuts = ncut;
+    }
     /* a huge document should not keep its buffers for the rest of the thread's life */
     if (w->a.buf.cap > ((size_t)64 << 20) || w->c.buf.cap > ((size_t)64 << 20)) {
         zt_pieces_free(&w->a); zt_pieces_free(&w->b); zt_pieces_free(&w->c);
         zt_sbuf_free(&w->nb); zt_tokws_free(&w->tw);
     }
     return rc;
+}
+
+int zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
+                  zt_status *st) {
+    return encode(t, text, len, add_special, ids, n, NULL, NULL, st);
+}
+
+int zt_tok_encode_cuts(const zt_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
+                       zt_tok_cut **cuts, size_t *ncuts, zt_status *st) {
+    return encode(t, text, len, 0, ids, n, cuts, ncuts, st);
 }
 
 /* ------------------------------------------------------------ decode */

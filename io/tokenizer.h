@@ -34,6 +34,18 @@ void zt_tok_free(zt_tokenizer *t);
  * when add_special.  *ids is malloc'd (caller frees).  Thread-safe for concurrent calls on one tokenizer. */
 int  zt_tok_encode(const zt_tokenizer *t, const char *text, size_t len, int add_special,
                    int32_t **ids, size_t *n, zt_status *st);
+/* zt_tok_encode(text, add_special = 0) that also reports its cuts: every added token matched on the raw
+ * text (normalized false), without lstrip, whose content does not start with white space, as the bytes
+ * [off, end) it took (rstrip included) and the index k of its id in *ids.  For any at >= end, the encoding of
+ * text[0, at) is ids[0, k) followed by the encoding of text[off, at) (the added tokens split the text before
+ * any other stage): what makes prefix encodings cost the length of their last segment (io/sftprep.c).
+ * *cuts malloc'd (caller frees; NULL when none), in text order. */
+typedef struct zt_tok_cut { size_t off, end, k; } zt_tok_cut;
+int  zt_tok_encode_cuts(const zt_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
+                        zt_tok_cut **cuts, size_t *ncuts, zt_status *st);
+/* Bytes this thread has passed to the encoder so far (every zt_tok_encode / zt_tok_encode_cuts call): the
+ * work a caller's encoding strategy costs, independent of the machine's speed. */
+uint64_t zt_tok_work(void);
 /* Decode like HF decode(ids, skip_special_tokens=skip_special); *text malloc'd, NUL-terminated. */
 int  zt_tok_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
                    char **text, size_t *len, zt_status *st);

@@ -182,7 +182,8 @@ static void cache_put(tok_cache *c, uint32_t slot, const char *s, size_t n, cons
     cache_ent *e = &c->ent[c->n];
     e->koff = (uint32_t)c->klen; e->klen = (uint32_t)n; e->ioff = (uint32_t)c->nids; e->nid = (uint32_t)nid;
     memcpy(c->keys + c->klen, s, n); c->klen += n;
-    memcpy(c->ids + c->nids, ids, nid * sizeof *ids); c->nids += nid;
+    if (nid) memcpy(c->ids + c->nids, ids, nid * sizeof *ids);
+    c->nids += nid;
     c->slot[slot] = ++c->n;
 }
 
@@ -309,7 +310,8 @@ int zt_bpe_tokenize(const zt_bpe *b, const char *s, size_t n, int32_t **ids, siz
     int rc = ZT_OK;
     for (size_t i = 0; i < ns && rc == ZT_OK; ++i)
         if (sy[i].len) rc = zt_ids_push(ids, nids, cap, sy[i].id, st);
-    if (rc == ZT_OK && c) cache_put(c, slot, s, n, *ids + first, *nids - first);
+    /* (a word can give no id at all: no unk token, no byte fallback; then *ids may still be NULL) */
+    if (rc == ZT_OK && c) cache_put(c, slot, s, n, *nids > first ? *ids + first : NULL, *nids - first);
     if (sy != sbuf) free(sy);
     if (heap != hbuf) free(heap);
     return rc;

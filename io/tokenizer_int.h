@@ -39,13 +39,20 @@ int zt_utf8_lossy(zt_sbuf *b, const char *s, size_t n, zt_status *st);
 int zt_is_white_space(uint32_t cp); /* Unicode White_Space (Rust char::is_whitespace) */
 
 /* ------------------------------------------------------------ patterns (Split, Replace) */
-typedef struct zt_regex { pcre2_code *re; int literal; char *lit; size_t litlen; } zt_regex;
+/* src/what: the pattern as written and its owner ("file: pre_tokenizer Split"), for the errors of a match */
+typedef struct zt_regex { pcre2_code *re; int literal; char *lit; size_t litlen; char *src, *what; } zt_regex;
 /* pattern: the {"String": s} or {"Regex": r} value; what names the owner in errors */
 int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what, zt_status *st);
 void zt_regex_free(zt_regex *r);
 /* All matches in s[n], left to right, non-overlapping (Oniguruma find_iter semantics): mm->n (start, end)
  * pairs in mm->m (2 * mm->n entries; the buffer is the caller's, grown as needed and reused). */
 typedef struct zt_matches { size_t *m; size_t n, cap; } zt_matches;
+/* A match that backtracks without end (a pattern like (\w+\s?)+$) stops at a step limit that grows with the
+ * text (ZT_RX_STEPS + ZT_RX_STEPS_PER_BYTE per byte left, as Oniguruma's retry-limit-in-match stops it in
+ * HF tokenizers) and fails with ZT_EDATA naming the pattern; so does one past the heap/depth limits. */
+#define ZT_RX_STEPS 10000000u
+#define ZT_RX_STEPS_PER_BYTE 64u
+#define ZT_RX_HEAP_KIB (1u << 20)             /* 1 GiB of backtracking memory (interpreter only) */
 int zt_regex_find(const zt_regex *r, const char *s, size_t n, zt_matches *mm, zt_status *st);
 
 /* ------------------------------------------------------------ normalizers / pre-tokenizers / decoders */
@@ -111,6 +118,8 @@ int zt_strmap_put(zt_strmap *m, const char *k, size_t kn, int32_t v, zt_status *
 int32_t zt_strmap_get(const zt_strmap *m, const char *k, size_t kn);                  /* -1 if none */
 void zt_strmap_free(zt_strmap *m);
 
+/* model vocabulary ids must stay below 2 x its entries + this (tables are indexed by id) */
+#define ZT_TOK_ID_SLACK (1 << 20)
 typedef struct zt_bpe {
     zt_strmap vocab;                     /* token -> id */
     char **id2tok; int nid;              /* model id -> token (NULL for holes), strings in arena */
@@ -129,7 +138,8 @@ void zt_bpe_free(zt_bpe *b);
 int zt_ids_push(int32_t **ids, size_t *n, size_t *cap, int32_t v, zt_status *st);
 
 /* ------------------------------------------------------------ the tokenizer */
-typedef struct zt_added { char *content; size_t len; int32_t id; int special, lstrip, rstrip, normalized; } zt_added;
+/* shared: another added token has the same id (only a vocabulary listing one id twice can do that) */
+typedef struct zt_added { char *content; size_t len; int32_t id; int special, lstrip, rstrip, normalized, shared; } zt_added;
 
 /* added tokens by first byte, longest first: one set matched on the raw text, one on normalized pieces */
 typedef struct zt_addset { int32_t *idx[256]; int n[256]; int total; } zt_addset;

@@ -238,7 +238,10 @@ int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what,
         return ZT_OK;
     }
     zt_sbuf pat = {0};
-    ZT_TRY(onig_classes(s, &pat, what, st));
+    int rc = onig_classes(s, &pat, what, st);
+    if (rc) { zt_sbuf_free(&pat); return rc; }
+    r->src = strdup(s); r->what = strdup(what);
+    if (!r->src || !r->what) { zt_sbuf_free(&pat); return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); }
     int err; PCRE2_SIZE off;
     r->re = pcre2_compile((PCRE2_SPTR)pat.p, pat.len, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
     zt_sbuf_free(&pat);
@@ -254,7 +257,7 @@ int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what,
 
 void zt_regex_free(zt_regex *r) {
     if (r->re) pcre2_code_free(r->re);
-    free(r->lit);
+    free(r->lit); free(r->src); free(r->what);
     memset(r, 0, sizeof *r);
 }
 
@@ -282,10 +285,9 @@ static rx_tls *rx_get(void) {
     t->js = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
     if (!t->md || !t->mc || !t->js) { rx_tls_free(t); return NULL; }
     pcre2_jit_stack_assign(t->mc, NULL, t->js);
-    /* Oniguruma has no such limits: a 20 MB run of spaces through the Llama-3 pattern needs more than
-     * PCRE2's default 10 million match steps */
-    pcre2_set_match_limit(t->mc, UINT32_MAX);
-    pcre2_set_heap_limit(t->mc, 4u << 20);                  /* KiB: 4 GiB */
+    /* the step and depth limits are set per match (they grow with the text: a 20 MB run of spaces through
+     * the Llama-3 pattern needs more than PCRE2's default 10 million steps); the heap limit is fixed */
+    pcre2_set_heap_limit(t->mc, ZT_RX_HEAP_KIB);
     pthread_setspecific(rx_key, t);
     return t;
 }
@@ -318,13 +320,20 @@ int zt_regex_find(const zt_regex *r, const char *s, size_t n, zt_matches *mm, zt
     if (!t) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory (regex match data)");
     size_t pos = 0, last_end = (size_t)-1;
     while (pos <= n) {
+        uint64_t lim = (uint64_t)ZT_RX_STEPS + (uint64_t)ZT_RX_STEPS_PER_BYTE * (n - pos);
+        if (lim > UINT32_MAX) lim = UINT32_MAX;
+        pcre2_set_match_limit(t->mc, (uint32_t)lim);
+        pcre2_set_depth_limit(t->mc, (uint32_t)lim);
         int rc = pcre2_match(r->re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, t->md, t->mc);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(rc, msg, sizeof msg);
             mm->n = 0;
-            return zt_fail(st, ZT_EDATA, "tokenizer: regex match failed: %s", (const char *)msg);
+            const char *why = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
+                                  ? " (the pattern backtracks without end on this text)" : "";
+            return zt_fail(st, ZT_EDATA, "%s: regex '%.200s' failed at byte %zu of a %zu-byte piece: %s%s",
+                           r->what ? r->what : "tokenizer", r->src ? r->src : "?", pos, n, (const char *)msg, why);
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(t->md);
         size_t a = ov[0], b = ov[1];

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fileio.h"
@@ -19,11 +21,35 @@
 /* Tokens per chunk of the validation scan: 256 KiB of uint32. */
 #define SCAN_CHUNK ((size_t)1 << 16)
 
+int zt_open_regular(const char *path, const char *what, zt_status *st) {
+    /* O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) { zt_fail(st, ZT_EIO, "%s: cannot open %s: %s", path, what, strerror(errno)); return -1; }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        zt_fail(st, ZT_EIO, "%s: cannot stat: %s", path, strerror(e));
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        zt_fail(st, ZT_EIO, "%s: is %s, not a regular file (a %s must be a regular file)", path,
+                S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                : S_ISSOCK(sb.st_mode) ? "a socket" : "a device", what);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
 int zt_tokens_is_h5(const char *path) {
     size_t n = strlen(path);
     if ((n > 3 && !strcmp(path + n - 3, ".h5")) || (n > 5 && !strcmp(path + n - 5, ".hdf5")))
         return 1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    zt_status ignored = {0};
+    int fd = zt_open_regular(path, "token file", &ignored);
     if (fd < 0) return 0;
     unsigned char sig[8];
     ssize_t got = pread(fd, sig, sizeof sig, 0);
@@ -31,8 +57,114 @@ int zt_tokens_is_h5(const char *path) {
     return got == 8 && !memcmp(sig, "\211HDF\r\n\032\n", 8);
 }
 
+/* ---------------------------------------------------------------- open descriptors (tokens.h) */
+static pthread_mutex_t g_fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static zt_token_file *g_lru_head, *g_lru_tail;   /* open files, most recently used first */
+static int g_nopen;
+
+/* 64, or a quarter of the descriptor limit when that is lower (at least 4); read at each open (the limit
+ * may change while the process runs) */
+int zt_tokens_open_max(void) {
+    struct rlimit rl;
+    rlim_t q = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 4 : 64;
+    return q < 4 ? 4 : q > 64 ? 64 : (int)q;
+}
+static void lru_unlink(zt_token_file *f) {
+    if (!f->listed) return;
+    if (f->lru_prev) f->lru_prev->lru_next = f->lru_next; else g_lru_head = f->lru_next;
+    if (f->lru_next) f->lru_next->lru_prev = f->lru_prev; else g_lru_tail = f->lru_prev;
+    f->lru_prev = f->lru_next = NULL;
+    f->listed = 0;
+    g_nopen--;
+}
+static void lru_push(zt_token_file *f) {
+    f->lru_prev = NULL; f->lru_next = g_lru_head;
+    if (g_lru_head) g_lru_head->lru_prev = f; else g_lru_tail = f;
+    g_lru_head = f;
+    f->listed = 1;
+    g_nopen++;
+}
+/* close least recently used files nobody is reading until there is room for one more */
+static void lru_make_room(void) {
+    zt_token_file *v = g_lru_tail;
+    int max = zt_tokens_open_max();
+    while (g_nopen >= max && v) {
+        zt_token_file *prev = v->lru_prev;
+        if (v->refs == 0) {
+            lru_unlink(v);
+            if (v->fd >= 0) close(v->fd);
+            v->fd = -1;
+            zt_h5_close(v);
+            v->parked = 1;
+        }
+        v = prev;
+    }
+}
+static int reopen(zt_token_file *f, zt_status *st) {
+    if (f->direct) {
+        int fd = zt_open_regular(f->path, "token file", st);
+        if (fd < 0) return st->code;
+        struct stat sb;
+        memset(&sb, 0, sizeof sb);
+        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != f->fsize) {
+            close(fd);
+            return zt_fail(st, ZT_EDATA, "%s: the file changed since it was opened (%llu bytes, now %llu)",
+                           f->path, (unsigned long long)f->fsize, (unsigned long long)sb.st_size);
+        }
+        f->fd = fd;
+        return ZT_OK;
+    }
+    zt_token_file t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.path, sizeof t.path, "%s", f->path);
+    t.fd = -1;
+    t.h5file = t.h5dset = -1;
+    ZT_TRY(zt_h5_open(f->path, &t, st));
+    if (t.direct || t.ntok != f->ntok || t.elsize != f->elsize) {
+        if (t.fd >= 0) close(t.fd);
+        zt_h5_close(&t);
+        return zt_fail(st, ZT_EDATA, "%s: the file changed since it was opened", f->path);
+    }
+    f->h5file = t.h5file;
+    f->h5dset = t.h5dset;
+    return ZT_OK;
+}
+int zt_tokens_acquire(const zt_token_file *cf, zt_status *st) {
+    zt_token_file *f = (zt_token_file *)cf;   /* only the descriptor state changes, under the lock */
+    int rc = ZT_OK;
+    pthread_mutex_lock(&g_fd_lock);
+    if (f->parked) {
+        lru_make_room();
+        rc = reopen(f, st);
+        if (rc == ZT_OK) { f->parked = 0; lru_push(f); }
+    } else if (f->listed && g_lru_head != f) {
+        lru_unlink(f);
+        lru_push(f);
+    }
+    if (rc == ZT_OK) f->refs++;
+    pthread_mutex_unlock(&g_fd_lock);
+    return rc;
+}
+void zt_tokens_release(const zt_token_file *cf) {
+    zt_token_file *f = (zt_token_file *)cf;
+    pthread_mutex_lock(&g_fd_lock);
+    f->refs--;
+    pthread_mutex_unlock(&g_fd_lock);
+}
+
+static int tokens_read_open(const zt_token_file *f, uint64_t start, size_t n, int vocab, uint32_t *out,
+                            zt_status *st);
 int zt_tokens_read(const zt_token_file *f, uint64_t start, size_t n, int vocab,
                    uint32_t *out, zt_status *st) {
+    if (n == 0) return ZT_OK;
+    ZT_TRY(zt_tokens_acquire(f, st));
+    int rc = tokens_read_open(f, start, n, vocab, out, st);
+    zt_tokens_release(f);
+    return rc;
+}
+
+static int tokens_read_open(const zt_token_file *f, uint64_t start, size_t n, int vocab, uint32_t *out,
+                            zt_status *st) {
     if (n == 0) return ZT_OK;
     if (start > f->ntok || n > f->ntok - start)
         return zt_fail(st, ZT_EINTERNAL, "%s: read of tokens [%llu, +%zu) past the end (%zu tokens)",
@@ -84,7 +216,7 @@ static int validate_tokens(zt_token_file *f, int vocab, zt_status *st) {
     if (f->format == ZT_FMT_SFT) rc = zt_sft_validate(f, vocab, buf, chunk * sizeof(uint32_t), st);
     for (size_t pos = 0; f->format != ZT_FMT_SFT && pos < f->ntok && rc == ZT_OK; pos += chunk) {
         size_t m = f->ntok - pos < chunk ? f->ntok - pos : chunk;
-        rc = zt_tokens_read(f, pos, m, vocab, buf, st);
+        rc = tokens_read_open(f, pos, m, vocab, buf, st);
     }
     /* training reads windows at random: no read-ahead */
     if (f->direct) posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
@@ -93,13 +225,13 @@ static int validate_tokens(zt_token_file *f, int vocab, zt_status *st) {
 }
 
 static int open_bin(const char *path, zt_token_file *f, zt_status *st) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot open token file: %s", path, strerror(errno));
+    int fd = zt_open_regular(path, "token file", st);
+    if (fd < 0) return st->code;
     f->fd = fd;
     struct stat sb;
     if (fstat(fd, &sb) != 0) return zt_fail(st, ZT_EIO, "%s: cannot stat: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) return zt_fail(st, ZT_EIO, "%s: is a directory, not a token file", path);
     uint64_t size = (uint64_t)sb.st_size;
+    f->fsize = size;
     if (size == 0) return zt_fail(st, ZT_EDATA, "%s: empty file (expected a token shard)", path);
     if (size < ZT_SHARD_HEADER_BYTES)
         return zt_fail(st, ZT_EDATA, "%s: truncated: %llu bytes, shorter than the %d-byte header",
@@ -145,12 +277,19 @@ int zt_tokens_open(const char *path, int vocab, zt_token_file **out, zt_status *
     int rc = zt_tokens_is_h5(path) ? zt_h5_open(path, f, st) : open_bin(path, f, st);
     if (rc == ZT_OK) rc = validate_tokens(f, vocab, st);
     if (rc != ZT_OK) { zt_tokens_close(f); return rc; }
+    pthread_mutex_lock(&g_fd_lock);
+    lru_make_room();
+    lru_push(f);
+    pthread_mutex_unlock(&g_fd_lock);
     *out = f;
     return ZT_OK;
 }
 
 void zt_tokens_close(zt_token_file *f) {
     if (!f) return;
+    pthread_mutex_lock(&g_fd_lock);
+    lru_unlink(f);
+    pthread_mutex_unlock(&g_fd_lock);
     if (f->fd >= 0) close(f->fd);
     zt_h5_close(f);
     free(f);

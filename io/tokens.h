@@ -55,7 +55,22 @@ typedef struct zt_token_file {
     int64_t h5file, h5dset; /* HDF5 handles when not direct (else -1) */
     int window;          /* SFT files: tokens per window record (0 otherwise) */
     uint64_t rec_bytes;  /* SFT files: bytes per window record */
+    /* descriptors: see zt_tokens_acquire (guarded by a process-wide lock) */
+    uint64_t fsize;      /* the file's size when opened (a reopened file must still have it) */
+    int refs, parked, listed;
+    struct zt_token_file *lru_prev, *lru_next;
 } zt_token_file;
+/* Open path read-only if it is a regular file: a FIFO, device or directory is refused naming the path (the
+ * open never blocks).  Returns the descriptor, or -1 with st set (ZT_EIO). */
+int zt_open_regular(const char *path, const char *what, zt_status *st);
+/* Open token files hold a descriptor only while they are among the most recently used (at most
+ * zt_tokens_open_max() in the process); the others are closed and reopened on their next read, so a glob of
+ * thousands of shards never runs out of descriptors.  zt_tokens_read does this itself; a caller reading
+ * f->fd directly (sft.h window reads) brackets the reads with acquire/release.  A reopened file must still
+ * be a regular file of the same size (else ZT_EDATA naming it). */
+int zt_tokens_acquire(const zt_token_file *f, zt_status *st);
+void zt_tokens_release(const zt_token_file *f);
+int zt_tokens_open_max(void);
 
 /* Open and validate a token file (llm.c shard or HDF5, detected by extension
  * or signature): header / layout, size, and (when vocab > 0) every token below

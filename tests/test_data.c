@@ -11,7 +11,10 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "data.h"
 #include "tap.h"
 #include "testutil.h"
@@ -622,6 +625,60 @@ int main(void) {
             expect_open_fail(p, 400000, 8, ZT_EDATA, "truncated: header says 300 tokens (2224 bytes)", NULL,
                              "reader: a truncated v7 shard is refused");
         else tap_ok(0, "truncate failed");
+    }
+
+    /* ------------------------------------------------ issue 31: a FIFO, thousands of shards */
+    {
+        /* a shard path naming a FIFO: refused by name, never a blocked open (the alarm fails the test) */
+        snprintf(p, sizeof p, "%s/fifo.bin", g_dir);
+        snprintf(p2, sizeof p2, "%s/fifo.h5", g_dir);
+        if (mkfifo(p, 0600) == 0 && mkfifo(p2, 0600) == 0) {
+            alarm(60);
+            expect_open_fail(p, 256, 8, ZT_EIO, "fifo.bin: is a FIFO, not a regular file", NULL,
+                             "a shard path naming a FIFO is refused (no blocking open)");
+            expect_open_fail(p2, 256, 8, ZT_EIO, "fifo.h5: is a FIFO, not a regular file", NULL,
+                             "an .h5 path naming a FIFO is refused (no blocking open)");
+            alarm(0);
+        } else tap_ok(0, "mkfifo failed");
+        unlink(p); unlink(p2);
+        /* 300 shards under a descriptor limit of 64: opened as needed, at most 16 open at once; every window
+         * of every shard reads back (in a child: the limit stays there) */
+        const int NS = 300;
+        char sub[600];
+        snprintf(sub, sizeof sub, "%s/many", g_dir);
+        mkdir(sub, 0755);
+        for (int i = 0; i < NS; ++i) {
+            char name[64];
+            snprintf(name, sizeof name, "many/s%03d.bin", i);
+            write_windows(name, (uint64_t)i * 3, 3, T, 0, 0, 2);
+        }
+        snprintf(pat, sizeof pat, "%s/many/s*.bin", g_dir);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct rlimit rl = {64, 64};
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(3);
+            zt_dataset *d = NULL;
+            if (zt_dataset_open(pat, 65536, T, &d, &st) != ZT_OK) { printf("# %s\n", st.msg); fflush(stdout); _exit(1); }
+            uint32_t w[T + 1], e[T + 1];
+            for (uint64_t k = 0; k < d->nsamples; ++k) {
+                uint64_t s = (k * 7919) % d->nsamples;     /* scattered over the shards */
+                window_tokens(s, T, e);
+                if (zt_dataset_read(d, s, w, &st) != ZT_OK) { printf("# %s\n", st.msg); fflush(stdout); _exit(1); }
+                if (memcmp(w, e, sizeof w)) { printf("# window %llu differs\n", (unsigned long long)s); fflush(stdout); _exit(1); }
+            }
+            int fds = 0;
+            for (int fd = 0; fd < 64; ++fd) fds += fcntl(fd, F_GETFD) != -1;
+            printf("# %llu windows read, %d descriptors open, at most %d shards open\n",
+                   (unsigned long long)d->nsamples, fds, zt_tokens_open_max());
+            fflush(stdout);
+            _exit(d->nsamples == (uint64_t)NS * 3 && zt_tokens_open_max() == 16 && fds <= 16 + 8 ? 0 : 2);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+               "300 shards under a descriptor limit of 64: every window reads back, at most 16 shards open (exit %d)",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
 
     /* ------------------------------------------------ default workers */

@@ -130,7 +130,13 @@ int main(void) {
     refuses("partial rotary", LLAMA(", \"partial_rotary_factor\": 0.5"), ZT_EUNSUPPORTED,
             "partial_rotary_factor=0.5");
     refuses("kv heads not dividing", LLAMA(", \"num_key_value_heads\": 3"), ZT_EDATA,
-            "num_key_value_heads=3 must divide");
+            "num_key_value_heads=3 must be a positive integer that divides");
+    refuses("kv heads -1", LLAMA(", \"num_key_value_heads\": -1"), ZT_EDATA,
+            "num_key_value_heads=-1 must be a positive integer");
+    refuses("kv heads 0", LLAMA(", \"num_key_value_heads\": 0"), ZT_EDATA,
+            "num_key_value_heads=0 must be a positive integer");
+    refuses("head_dim -8", LLAMA(", \"head_dim\": -8"), ZT_EDATA, "head_dim=-8 must be a positive integer");
+    refuses("rms_norm_eps -1e-6", LLAMA(", \"rms_norm_eps\": -1e-6"), ZT_EDATA, "rms_norm_eps=-1e-06 must be positive");
     refuses("GPT-2 epsilon 1e-6", "{\"architectures\": [\"GPT2LMHeadModel\"], \"layer_norm_epsilon\": 1e-6}",
             ZT_EUNSUPPORTED, "layer_norm_epsilon");
     refuses("GPT-2 n_inner", "{\"architectures\": [\"GPT2LMHeadModel\"], \"n_inner\": 100}",

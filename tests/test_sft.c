@@ -130,6 +130,124 @@ static void test_tokens(void) {
     json_decref(root);
 }
 
+/* ---------------------------------------------------------------- masks: linear, unchanged */
+
+/* The masks by definition (what zt_sft_encode_chat did before it kept to the segment after the last special
+ * token): each span boundary's prefix of the rendering encoded from byte 0 and compared with the full ids. */
+static int ref_boundary(const zt_tokenizer *t, const char *text, size_t at, const int32_t *ids, size_t n,
+                        size_t *k, int *straddle, zt_status *st) {
+    int32_t *p = NULL;
+    size_t np = 0, i = 0;
+    int rc = zt_tok_encode(t, text, at, 0, &p, &np, st);
+    while (rc == ZT_OK && i < np && i < n && p[i] == ids[i]) ++i;
+    *k = i;
+    *straddle = i < np;
+    free(p);
+    return rc;
+}
+static int ref_encode(const zt_tokenizer *t, int tmpl, const char *bos, const char *eos, const zt_chat_msg *m,
+                      int n, int mode, int32_t **ids, uint8_t **mask, size_t *len, zt_status *st) {
+    zt_chat_text r;
+    ZT_TRY(zt_chat_render(tmpl, m, n, bos, eos, &r, st));
+    int rc = zt_tok_encode(t, r.text, r.len, 0, ids, len, st);
+    *mask = calloc(*len + 1, 1);
+    if (mode == ZT_SFT_MASK_ALL) memset(*mask, 1, *len);
+    for (int s = mode == ZT_SFT_MASK_ALL ? r.nspan : mode == ZT_SFT_MASK_LAST ? r.nspan - 1 : 0; rc == ZT_OK && s >= 0 && s < r.nspan; ++s) {
+        size_t a, e;
+        int sa, se;
+        if (r.span[s].end == r.span[s].begin) continue;
+        rc = ref_boundary(t, r.text, r.span[s].begin, *ids, *len, &a, &sa, st);
+        if (rc == ZT_OK) rc = ref_boundary(t, r.text, r.span[s].end, *ids, *len, &e, &se, st);
+        if (rc == ZT_OK && se && e < *len) e++;
+        for (size_t k = a; rc == ZT_OK && k < e; ++k) (*mask)[k] = 1;
+    }
+    zt_chat_text_free(&r);
+    return rc;
+}
+
+/* Conversations of tricky contents (white space at the ends, newlines, non-ASCII, the templates' own special
+ * tokens and markers inside the content, empty turns): the masks and ids equal the definition's for every
+ * template and mode; and a conversation of 1600 turns costs the encoder a bounded multiple of its rendering
+ * (each trained span used to re-encode its whole prefix: about 800 renderings' worth). */
+static void test_linear_masks(void) {
+    static const char *pool[] = {
+        "Hello there.", " leading space", "trailing space ", "  both  ", "line one\nline two\n\n", "",
+        "caf\xc3\xa9 \xe2\x80\x94 na\xc3\xafve \xf0\x9f\x99\x82", "<|im_end|> inside", "x<|eot_id|>y", "</s>",
+        "[INST] not a turn [/INST]", "<s> bos in text", "numbers 12345 and 3.14", "\t tab\t", "a",
+        "<|start_header_id|>assistant<|end_header_id|>", "ends with newline\n", "\n starts with newline",
+    };
+    const int np = (int)(sizeof pool / sizeof *pool);
+    const char *src = getenv("ZT_SRCDIR");
+    src = src && *src ? src : ".";
+    static const struct { const char *tmpl, *tok; } cases[] = {
+        {"chatml", "tests/data/sft/chatml"}, {"qwen2", "tests/data/sft/chatml"},
+        {"llama3", "tests/fixtures/tok/llama3"}, {"mistral", "tests/fixtures/tok/llama2"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+        char tpath[1200];
+        snprintf(tpath, sizeof tpath, "%s/%s", src, cases[c].tok);
+        zt_tokenizer *tok = NULL;
+        zt_status st;
+        if (!tap_ok(zt_tok_load(tpath, &tok, &st) == ZT_OK, "load %s", tpath)) { tap_diag("%s", st.msg); continue; }
+        int tmpl = zt_chat_template(cases[c].tmpl), b = zt_tok_bos_id(tok), e = zt_tok_eos_id(tok);
+        const char *bos = b >= 0 ? zt_tok_token_str(tok, b) : NULL, *eos = e >= 0 ? zt_tok_token_str(tok, e) : NULL;
+        int same = 1, convs = 0;
+        uint64_t seed = 12345 + c;
+        zt_chat_msg m[41];
+        for (int it = 0; it < 60 && same; ++it) {
+            int n = 1 + it % 40, sys = tmpl != ZT_TMPL_MISTRAL || it % 3 == 0;
+            for (int k = 0; k < n; ++k) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                const char *txt = pool[(seed >> 33) % (uint64_t)np];
+                m[k].role = k == 0 && sys && it % 2 ? ZT_ROLE_SYSTEM
+                          : (k - (sys && it % 2)) % 2 == 0 ? ZT_ROLE_USER : ZT_ROLE_ASSISTANT;
+                m[k].content = txt;
+                m[k].len = strlen(txt);
+            }
+            for (int mode = ZT_SFT_MASK_ALL; mode <= ZT_SFT_MASK_LAST && same; ++mode) {
+                int32_t *i1 = NULL, *i2 = NULL;
+                uint8_t *m1 = NULL, *m2 = NULL;
+                size_t l1 = 0, l2 = 0;
+                int nspan;
+                int r1 = zt_sft_encode_chat(tok, tmpl, bos, eos, m, n, mode, &i1, &m1, &l1, &nspan, &st);
+                int r2 = ref_encode(tok, tmpl, bos, eos, m, n, mode, &i2, &m2, &l2, &st);
+                same = r1 == r2 && (r1 != ZT_OK || (l1 == l2 && !memcmp(i1, i2, l1 * sizeof *i1) && !memcmp(m1, m2, l1)));
+                if (!same) tap_diag("%s: conversation %d (%d messages), mode %d: rc %d/%d, %zu/%zu ids", cases[c].tmpl,
+                                    it, n, mode, r1, r2, l1, l2);
+                convs += r1 == ZT_OK;
+                free(i1); free(i2); free(m1); free(m2);
+            }
+        }
+        tap_ok(same && convs > 0, "template %s: ids and masks of %d conversations equal those of encoding every "
+               "prefix from byte 0", cases[c].tmpl, convs);
+        /* 1600 turns: the encoder's work stays within 3 renderings */
+        enum { TURNS = 1600 };
+        zt_chat_msg *big = malloc(TURNS * sizeof *big);
+        for (int k = 0; k < TURNS; ++k) {
+            big[k].role = k % 2 ? ZT_ROLE_ASSISTANT : ZT_ROLE_USER;
+            big[k].content = pool[k % 5];
+            big[k].len = strlen(pool[k % 5]);
+        }
+        zt_chat_text r;
+        int32_t *ids = NULL;
+        uint8_t *mask = NULL;
+        size_t len = 0;
+        int nspan = 0, rc = zt_chat_render(tmpl, big, TURNS, bos, eos, &r, &st);
+        uint64_t w0 = zt_tok_work();
+        if (rc == ZT_OK) rc = zt_sft_encode_chat(tok, tmpl, bos, eos, big, TURNS, ZT_SFT_MASK_ASSISTANT, &ids, &mask,
+                                                 &len, &nspan, &st);
+        uint64_t work = zt_tok_work() - w0;
+        tap_ok(rc == ZT_OK && nspan == TURNS / 2 && work <= 3 * (uint64_t)r.len,
+               "template %s: 1600 turns (%zu bytes rendered) cost the encoder %llu bytes (%.2f renderings)",
+               cases[c].tmpl, rc == ZT_OK ? r.len : 0, (unsigned long long)work,
+               rc == ZT_OK && r.len ? (double)work / (double)r.len : 0.0);
+        if (rc != ZT_OK) tap_diag("%s", st.msg);
+        if (r.text) zt_chat_text_free(&r);
+        free(ids); free(mask); free(big);
+        zt_tok_free(tok);
+    }
+}
+
 /* ---------------------------------------------------------------- file format */
 
 /* Write an SFT file of nw windows of W tokens: token (w*31 + k*7) % V,
@@ -440,6 +558,7 @@ int main(int argc, char **argv) {
     char *dir = tu_tmpdir();
     test_renderings();
     test_tokens();
+    test_linear_masks();
     test_format(dir);
     test_loader(dir);
     test_trainer(dir);

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "tap.h"
 #include "testutil.h"
 #include "tokenizer.h"
@@ -279,6 +281,106 @@ static void check_bad_files(void) {
     tu_rmdir(dir);
 }
 
+/* ------------------------------------------------------------ issue 31: inputs that block, explode or leak */
+static zt_tokenizer *load_ok(const char *path, const char *what) {
+    zt_status st = {0};
+    zt_tokenizer *t = NULL;
+    if (zt_tok_load(path, &t, &st)) { tap_ok(0, "%s: load: %s", what, st.msg); return NULL; }
+    return t;
+}
+
+static void check_robustness(void) {
+    char *dir = tu_tmpdir();
+    char p[1400];
+    /* a Split regex that backtracks without end on 200 bytes: the encode returns an error naming the pattern
+     * (HF tokenizers: "retry-limit-in-match over"); the alarm fails the test where the match never ends */
+    zt_tokenizer *t = load_ok(variant(dir, "bt", "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
+                                      "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\\\\w+\\\\s?)+$\"},\"behavior\":\"Isolated\",\"invert\":false}", 0),
+                              "backtracking Split");
+    if (t) {
+        char text[201];
+        memset(text, 'a', 199); text[199] = '!'; text[200] = 0;
+        zt_status st = {0};
+        int32_t *ids = NULL; size_t n = 0;
+        alarm(120);
+        int rc = zt_tok_encode(t, text, 200, 0, &ids, &n, &st);
+        alarm(0);
+        tap_ok(rc == ZT_EDATA && strstr(st.msg, "bt.json: pre_tokenizer Split") && strstr(st.msg, "regex '(\\w+\\s?)+$'") &&
+               strstr(st.msg, "backtracks") && ids == NULL && n == 0,
+               "a regex that backtracks without end stops with an error naming it (%s)", st.msg);
+        free(ids);
+        /* and the same tokenizer still encodes text the pattern handles */
+        rc = zt_tok_encode(t, "ab cd", 5, 0, &ids, &n, &st);
+        tap_ok(rc == ZT_OK && n > 0, "the same tokenizer encodes a short text afterwards");
+        free(ids);
+        zt_tok_free(t);
+    }
+    /* a regex that does not compile inside a normalizer Sequence (and one refused while rewritten): refused,
+     * and nothing leaks (the leak-check pass runs this test under LeakSanitizer) */
+    expect_load_fail(variant(dir, "seqre", "\"normalizer\":null",
+                             "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"x\"},"
+                             "{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"(unclosed\"},\"content\":\"y\"}]}", 0),
+                     ZT_EUNSUPPORTED, "seqre.json", "regex '(unclosed' does not compile",
+                     "a Replace normalizer whose regex does not compile, inside a Sequence");
+    expect_load_fail(variant(dir, "seqcls", "\"normalizer\":null",
+                             "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a[\\\\S]\"},\"content\":\"y\"}]}", 0),
+                     ZT_EUNSUPPORTED, "seqcls.json", "inside a character class",
+                     "a Replace normalizer regex refused while rewritten (\\S in a class)");
+    expect_load_fail(variant(dir, "decre", "\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true}",
+                             "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"(x\"},\"content\":\"y\"}]}", 0),
+                     ZT_EUNSUPPORTED, "decre.json", "does not compile", "a Replace decoder in a Sequence, bad regex");
+    /* an absurd vocabulary id: refused by name, no table of 747 million entries */
+    expect_load_fail(variant(dir, "bigid", "\"!\":1,", "\"!\":747333333,", 0), ZT_EDATA, "bigid.json",
+                     "vocab entry '!' has id 747333333", "a vocabulary id of 747,333,333");
+    /* added tokens take HF's ids: a content already in the vocabulary keeps the vocabulary's id, a new one
+     * the next id (the file's 'id' is only advice, as in tokenizers' TokenizerVisitor), a repeated content
+     * its first id */
+    snprintf(p, sizeof p, "%s/gpt2/tokenizer.json", g_fix);
+    zt_tokenizer *ref = load_ok(p, "gpt2");
+    t = load_ok(variant(dir, "addv", "\"added_tokens\":[",
+                        "\"added_tokens\":[{\"id\":1300,\"content\":\"other\",\"single_word\":false,\"lstrip\":false,"
+                        "\"rstrip\":false,\"normalized\":false,\"special\":false},"
+                        "{\"id\":5000,\"content\":\"qqzz\",\"single_word\":false,\"lstrip\":false,"
+                        "\"rstrip\":false,\"normalized\":false,\"special\":false},"
+                        "{\"id\":7,\"content\":\"<|endoftext|>\",\"single_word\":false,\"lstrip\":false,"
+                        "\"rstrip\":false,\"normalized\":false,\"special\":true},", 0), "added tokens");
+    if (t && ref) {
+        zt_status st = {0};
+        int32_t *ids = NULL; size_t n = 0;
+        int vo = zt_tok_token_id(ref, "other"), eot = zt_tok_token_id(ref, "<|endoftext|>");
+        int rc = zt_tok_encode(t, "otherqqzz<|endoftext|>", 22, 0, &ids, &n, &st);
+        tap_ok(rc == ZT_OK && vo > 0 && n == 3 && ids[0] == vo && ids[1] == 1200 && ids[2] == eot,
+               "added tokens: 'other' (in the vocabulary) -> its vocabulary id %d, a new 'qqzz' -> 1200, a repeated "
+               "'<|endoftext|>' -> its first id %d (got %zu ids: %d %d %d)", vo, eot, n, n > 0 ? ids[0] : -1,
+               n > 1 ? ids[1] : -1, n > 2 ? ids[2] : -1);
+        tap_ok(zt_tok_vocab_size(t) == 1201 && zt_tok_token_id(t, "qqzz") == 1200 && zt_tok_token_str(t, 1300) == NULL &&
+               zt_tok_token_str(t, 5000) == NULL, "added tokens: vocabulary size 1201, the file's ids 1300/5000 unused");
+        free(ids);
+    }
+    zt_tok_free(t); zt_tok_free(ref);
+    /* a malformed tokenizer_config.json beside tokenizer.json: refused, naming it and the JSON error */
+    snprintf(p, sizeof p, "%s/cfg", dir);
+    mkdir(p, 0755);
+    {
+        char q[1500];
+        snprintf(q, sizeof q, "%s/cfg/tokenizer.json", dir);
+        size_t n;
+        char src[1300];
+        snprintf(src, sizeof src, "%s/gpt2/tokenizer.json", g_fix);
+        char *s = slurp(src, &n);
+        FILE *f = fopen(q, "wb");
+        if (f && s) fwrite(s, 1, n, f);
+        if (f) fclose(f);
+        free(s);
+        snprintf(q, sizeof q, "%s/cfg/tokenizer_config.json", dir);
+        f = fopen(q, "w");
+        if (f) { fputs("{\"eos_token\": \"<|endoftext|>\",, }\n", f); fclose(f); }
+    }
+    expect_load_fail(p, ZT_EDATA, "cfg/tokenizer_config.json: not valid JSON", "line 1",
+                     "a malformed tokenizer_config.json");
+    tu_rmdir(dir);
+}
+
 int main(void) {
     const char *src = getenv("ZT_SRCDIR");
     snprintf(g_fix, sizeof g_fix, "%s/tests/fixtures/tok", src && *src ? src : ".");
@@ -288,5 +390,6 @@ int main(void) {
     check_fixture("metaspace", 1258, "<s>", "</s>");
     check_invalid_utf8();
     check_bad_files();
+    check_robustness();
     return tap_done();
 }

@@ -51,8 +51,9 @@ check "  ... $((n - nv)) train + $nv val tokens" test "$(hdr g_train.bin)" = "20
 
 # ---- a vocabulary above 65536: llm.c's Llama-3 shard (magic 20240801, version 7, uint32)
 mkdir big
-sed 's/"added_tokens":\[/"added_tokens":[{"id":70000,"content":"<|big|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},/' \
-    "$FX/gpt2/tokenizer.json" > big/tokenizer.json
+# (an added token's id is HF's: the vocabulary's id of its content, so <|big|> is put in the vocabulary too)
+sed -e 's/"added_tokens":\[/"added_tokens":[{"id":70000,"content":"<|big|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},/' \
+    -e 's/"vocab":{/"vocab":{"<|big|>":70000,/' "$FX/gpt2/tokenizer.json" > big/tokenizer.json
 printf '{"eos_token": "<|big|>"}\n' > big/tokenizer_config.json
 for i in $(seq 1 40); do cat "$FX/text.txt"; printf '<|big|>'; done > big.txt
 "$ZTRAIN" prep --tokenizer big --input big.txt --output v7 --val-fraction 0.1 > p4.out 2>&1

@@ -1,0 +1,37 @@
+#!/bin/sh
+# build.sh SRCDIR OUTDIR 'NAMES' LIB_SOURCES... -- `make fuzz` (tests/fuzz/fuzz.am): compile the library's
+# C sources with $ZT_FUZZ_CC and the fuzzer's coverage instrumentation (-fsanitize=fuzzer-no-link) plus
+# $ZT_FUZZ_CFLAGS (ASan, UBSan), then link OUTDIR/fuzz_NAME for each harness tests/fuzz/fuzz_NAME.c with
+# -fsanitize=fuzzer (libFuzzer's main).  Objects are rebuilt only when their source is newer.
+set -e
+src=$1 out=$2 names=$3
+shift 3
+cc=${ZT_FUZZ_CC:-clang}
+if ! command -v "$cc" >/dev/null 2>&1; then
+    echo "make fuzz: '$cc' not found (install clang: apt-get install clang; or make fuzz FUZZ_CC=...)" >&2
+    exit 2
+fi
+if ! echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' |
+     "$cc" -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
+    echo "make fuzz: '$cc' cannot link -fsanitize=fuzzer (libFuzzer missing); the seed corpus still runs in make check" >&2
+    exit 2
+fi
+flags="$ZT_FUZZ_CFLAGS -fopenmp -std=gnu11 -Wno-unknown-pragmas"
+mkdir -p "$out/obj"
+objs=
+for f in "$@"; do
+    o="$out/obj/$(echo "$f" | tr '/' '_' | sed 's/\.c$/.o/')"
+    s="$src/$f"
+    if [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then
+        echo "  FUZZCC   $f"
+        # shellcheck disable=SC2086
+        "$cc" $flags -fsanitize=fuzzer-no-link $ZT_FUZZ_CPPFLAGS -c "$s" -o "$o"
+    fi
+    objs="$objs $o"
+done
+for n in $names; do
+    echo "  FUZZLD   $out/fuzz_$n"
+    # shellcheck disable=SC2086
+    "$cc" $flags -fsanitize=fuzzer $ZT_FUZZ_CPPFLAGS "$src/tests/fuzz/fuzz_$n.c" $objs $ZT_FUZZ_LIBS -lm \
+        -o "$out/fuzz_$n"
+done
