@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "agree.h"
 #include "config.h"
-#include "ctx.h"
+#include "engine.h"
 #include "data.h"
 #include "internal.h"
 #include "sft.h"
@@ -438,10 +438,10 @@ int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
         desc = data_describe(tr.state, va.state);
         if (!desc) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     }
-    zt_group_where(ctx->world, "start-up: agreeing on the data");
-    rc = zt_agree_text(ctx->world, "the ranks see different data", " (every rank must see the "
+    zt_group_where(zt_ctx_world(ctx), "start-up: agreeing on the data");
+    rc = zt_agree_text(zt_ctx_world(ctx), "the ranks see different data", " (every rank must see the "
                        "same ztrain.data.train and ztrain.data.val files)", desc, rc, st);
-    zt_group_where(ctx->world, "%s", "");
+    zt_group_where(zt_ctx_world(ctx), "%s", "");
     free(desc);
     if (rc != ZT_OK) {
         if (tr.state) tr.close(tr.state);
