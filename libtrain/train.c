@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agree.h"
 #include "arch.h"
 #include "ctx.h"
 #include "devmem.h"
@@ -264,6 +265,27 @@ static int memory_limits(zt_ctx *ctx, mem_limits *ml, zt_status *st) {
 
 /* The "auto" micro batch (planned for the built-in models only), then the
  * configuration finalized for the world size and checked against Slurm's. */
+/* The "auto" micro batch is planned from the memory each rank measures,
+ * which may differ between ranks (other jobs, another node): every rank
+ * takes the smallest plan, and a rank that could not plan gives every rank
+ * its error (instead of the others going on to a hang). */
+static int agree_auto_micro(zt_ctx *ctx, int rc, zt_status *st) {
+    if (zt_rt()->world < 2) return rc;
+    zt_group *g;
+    zt_status gst;
+    if (zt_group_mpi(zt_rt()->world_comm, "world", ctx->cfg->comm_timeout_s, &g, &gst) != ZT_OK) {
+        *st = gst;
+        return gst.code;
+    }
+    zt_group_where(g, "start-up: agreeing on the auto micro batch");
+    rc = zt_agree_text(g, "planning train_micro_batch_size_per_gpu=\"auto\"", NULL, "", rc, st);
+    int64_t neg = -(int64_t)ctx->cfg->micro_batch;   /* max of the negatives: the smallest */
+    if (rc == ZT_OK) rc = g->ops->allreduce_max(g, &neg, 1, ZT_I64, st);
+    if (rc == ZT_OK) ctx->cfg->micro_batch = (int)-neg;
+    zt_group_free(g);
+    return rc;
+}
+
 static int finalize_config(zt_ctx *ctx, const zt_model_ops *ops, mem_limits *ml, zt_status *st) {
     char why[640] = "";
     if (ctx->cfg->micro_batch == ZT_MICRO_BATCH_AUTO) {
@@ -271,8 +293,13 @@ static int finalize_config(zt_ctx *ctx, const zt_model_ops *ops, mem_limits *ml,
             return zt_fail(st, ZT_EINVAL, "train_micro_batch_size_per_gpu=\"auto\" is planned for "
                            "the built-in GPT only; give a number for model '%s'",
                            ops->name ? ops->name : "?");
-        ZT_TRY(zt_memplan_auto_micro(ctx->cfg, &ml->mo, ml->limit, ZT_MEMPLAN_AUTO_MARGIN, why,
-                                     sizeof why, st));
+        int rc = zt_memplan_auto_micro(ctx->cfg, &ml->mo, ml->limit, ZT_MEMPLAN_AUTO_MARGIN, why,
+                                       sizeof why, st);
+        const int mine = ctx->cfg->micro_batch;
+        ZT_TRY(agree_auto_micro(ctx, rc, st));
+        if (ctx->cfg->micro_batch != mine)
+            snprintf(why, sizeof why, "micro batch %d, the smallest plan of any rank (the memory "
+                     "this rank measured would allow %d)", ctx->cfg->micro_batch, mine);
     }
     ZT_TRY(zt_config_finalize(ctx->cfg, zt_rt()->world, st));
     ZT_TRY(zt_rt_check_slurm(st));

@@ -105,6 +105,43 @@ ok $([ $? = 0 ] && grep -q "train_micro_batch_size_per_gpu=auto: micro batch 4 x
      echo $?) "micro batch auto: 4 x 3 x 2 = 24 under the limit; says why (6 would not fit)"
 grep "auto:" o_auto.txt | sed 's/^/# /'
 
+# the ranks plan "auto" from the memory each measures; rank 1 sees less (its own
+# /proc/meminfo in a mount namespace): every rank takes the smallest plan, and a rank
+# that cannot plan at all gives every rank its error (before: a hang or a mismatch)
+if unshare -m true 2> /dev/null; then
+    # rank1_meminfo FILE CMD...: CMD, with FILE as /proc/meminfo on rank 1
+    cat > rank1_meminfo.sh <<'SH'
+#!/bin/bash
+f=$1; shift
+[ "$OMPI_COMM_WORLD_RANK" = 1 ] || exec "$@"
+exec unshare -m bash -c 'mount --bind "$1" /proc/meminfo && shift && exec "$@"' _ "$f" "$@"
+SH
+    # lowmem KB: a 2-rank auto run with MemAvailable KB on rank 1
+    lowmem() {
+        local kb=$1
+        printf 'MemTotal: %s kB\nMemFree: %s kB\nMemAvailable: %s kB\n' "$kb" "$kb" "$kb" > "meminfo_$kb"
+        timeout 120 "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none bash rank1_meminfo.sh "$PWD/meminfo_$kb" \
+            "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" \
+            --train c_train.bin --val c_val.bin --threads 1 --steps 3 --eval-every 0 --sample-tokens 0 \
+            --ckpt-dir "ck_low$kb" --micro-batch auto --grad-accum auto --batch-size 24 --eval-batch-size 4 \
+            > "o_low$kb.txt" 2> "e_low$kb.txt"
+    }
+    kb=$(python3 -c "print(2 * $alimit // 1024 + 1)")   # rank 1: the limit above (/ 2 ranks per node)
+    lowmem "$kb"
+    ok $([ $? = 0 ] && grep -q "auto: micro batch 4, the smallest plan of any rank" "o_low$kb.txt" &&
+         grep -q "batch: 24 global = 4 micro x 3 accumulation x 2 ranks" "o_low$kb.txt"; echo $?) \
+       "micro batch auto with less memory on rank 1: both ranks take its plan (4 x 3 x 2)"
+    grep "auto:" "o_low$kb.txt" | sed 's/^/# /'
+    lowmem 64
+    rc=$?
+    ok $([ $rc = 2 ] || [ $rc = 1 ]; r1=$?; grep -q "^ztrain: error: rank 1: " "e_low64.txt"; echo $((r1 + $?))) \
+       "micro batch auto that rank 1 cannot plan: every rank stops with rank 1's error (exit $rc)"
+    grep "^ztrain: error" e_low64.txt | head -1 | cut -c1-300 | sed 's/^/# /'
+else
+    skip "micro batch auto with per-rank memory" "unshare -m not permitted here"
+    skip "micro batch auto that rank 1 cannot plan" "unshare -m not permitted here"
+fi
+
 # ztrain estimate: GPT-2 124M stage 0 fp32 on 1 rank; 8B-shaped on 64 ranks
 "$ZTRAIN" estimate --world-size 1 --n-layer 12 --n-head 12 --n-embd 768 --context 1024 --vocab 50257 \
     --micro-batch 4 --json > g2.json
