@@ -1,0 +1,23 @@
+#!/bin/sh
+# check.sh PROGRAM -- make check-cudasim: tests/test_cuda (built against the
+# CUDA simulator) with its small shapes.  Prints the TAP stream to
+# PROGRAM.log, then a summary: every failure and every skip with its
+# reason; exits 1 when anything failed or the program did not run its plan.
+prog=${1:?usage: check.sh PROGRAM}
+log=$prog.log
+ZT_CUDA_TEST_QUICK=${ZT_CUDA_TEST_QUICK-1}
+export ZT_CUDA_TEST_QUICK
+start=$(date +%s)
+"$prog" > "$log" 2>&1
+rc=$?
+end=$(date +%s)
+pass=$(grep -c '^ok ' "$log")
+fail=$(grep -c '^not ok ' "$log")
+skip=$(grep -c '^ok .*# SKIP' "$log")
+plan=$(grep -m1 '^1\.\.' "$log")
+echo "check-cudasim: $prog (ZT_CUDA_TEST_QUICK=$ZT_CUDA_TEST_QUICK): plan $plan, $((pass - skip)) passed, $fail failed, $skip skipped, exit $rc, $((end - start)) s; log: $log"
+grep '^not ok ' "$log" | sed 's/^/  FAIL: /'
+grep '^ok .*# SKIP' "$log" | sed 's/^/  SKIP: /'
+grep '^cudasim' "$log" | sort | uniq -c | sed 's/^/  simulator: /' | head -40
+case $plan in "1..0"*|"") echo "check-cudasim: no test ran"; exit 1;; esac
+[ "$rc" -eq 0 ] && [ "$fail" -eq 0 ]
