@@ -8,11 +8,13 @@
  * Tolerances (|gpu - cpu| <= atol + rtol |cpu| elementwise; "max" is the
  * largest |cpu| of the array, used where sums of many products cancel):
  *   elementwise fp32 (add, scale, gelu, adamw, encoder): rtol 1e-5, atol 1e-6
+ *     (gelu_bwd: atol 3e-6, the CPU's tanh approximation)
  *   conversions, nonfinite, encoder backward:          bitwise / exact
  *   LayerNorm, softmax/cross-entropy:                   rtol 1e-5, atol 1e-6
  *   fp32 matmul (K up to 768):                          rtol 1e-5, atol 1e-5 max
  *   attention forward, lse:                             rtol 1e-5, atol 1e-5 max
  *   attention backward:                                 rtol 1e-4, atol 1e-5 max
+ *     (max over all of dqkv)
  *   Llama: rmsnorm, rope, swiglu (fwd and bwd):         rtol 1e-5, atol 1e-6
  *     (rmsnorm dw: atol 1e-5 max); gqa as attention
  *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
@@ -203,7 +205,10 @@ static void test_elementwise(void) {
     cmpd("gelu_fwd", dr, r, n, 1e-5, 1e-6);
     cpu->gelu_bwd(r, a, b, n);
     gpu->gelu_bwd(dr, da, db, n);
-    cmpd("gelu_bwd (dinp overwritten)", dr, r, n, 1e-5, 1e-6);
+    /* atol 3e-6: the CPU's tanh (zt_tanhf) is good to ~1e-7 absolute, and
+     * where dgelu is near 0 that error (times |d g / d tanh| <= 3.9 and
+     * |dout| <= 3) is all of the result */
+    cmpd("gelu_bwd (dinp overwritten)", dr, r, n, 1e-5, 3e-6);
 
     /* sum of squares */
     const double s_cpu = cpu->sumsq(a, n), s_gpu = gpu->sumsq(da, n);
@@ -478,7 +483,10 @@ static void test_attention(int B, int T, int C, int NH) {
     cpu->attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, NH);
     gpu->attention_bwd(dqkv_d, dout_d, qkv_d, out_d, lse_d, B, T, C, NH);
     float *g = host(dqkv_d, nq);
-    /* q, k, v parts separately */
+    /* q, k, v parts separately; atol against the whole gradient's scale
+     * (dq and dk are exactly 0 for T = 1, where the GPU's dS is the
+     * rounding of dout.v - D, two sums in different orders) */
+    const double gmax = maxabs(dqkv, nq);
     float *parts_g[3], *parts_c[3];
     const char *pn[3] = {"dq", "dk", "dv"};
     for (int p = 0; p < 3; p++) {
@@ -489,7 +497,7 @@ static void test_attention(int B, int T, int C, int NH) {
             memcpy(parts_c[p] + r * C, dqkv + r * 3 * C + (size_t)p * C, (size_t)C * 4);
         }
         snprintf(name, sizeof name, "attention_bwd %s (overwritten) %s", pn[p], tag);
-        cmp(name, parts_g[p], parts_c[p], no, 1e-4, 1e-5 * maxabs(parts_c[p], no));
+        cmp(name, parts_g[p], parts_c[p], no, 1e-4, 1e-5 * gmax);
         free(parts_g[p]);
         free(parts_c[p]);
     }

@@ -24,8 +24,12 @@
  * cudaFuncSetAttribute, and at most 227 KiB.  Static shared memory
  * > 48 KiB per block is reported when a block declares it.
  */
+/* switches between CUDA threads use _setjmp/_longjmp across the thread
+ * stacks, which the fortified longjmp refuses */
+#undef _FORTIFY_SOURCE
 #include "cuda_runtime.h"
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +48,12 @@ dim3 blockDim, gridDim;
 
 static const size_t SIM_SMEM_DEFAULT = 48 * 1024;
 static const size_t SIM_SMEM_OPTIN = 227 * 1024;
-static const int SIM_SMS = 132;
+/* SMs reported (ZT_CUDAsim_sms()): few, so that grid-stride kernels, whose
+ * results never depend on the grid, launch fewer threads */
+static int sim_sms(void) {
+    const char *s = getenv("ZT_CUDAsim_sms()");
+    return s && *s && atoi(s) > 0 ? atoi(s) : 4;
+}
 
 static int g_dev;
 static cudaError_t g_last;       /* returned (and cleared) by cudaGetLastError */
@@ -150,7 +159,7 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int dev)
     if (dev < 0 || dev >= sim_ndev()) return set_last(cudaErrorInvalidDevice);
     switch (a) {
     case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
-    case cudaDevAttrMultiProcessorCount: *v = SIM_SMS; break;
+    case cudaDevAttrMultiProcessorCount: *v = sim_sms(); break;
     case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
     case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)SIM_SMEM_OPTIN; break;
@@ -175,7 +184,7 @@ extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
     p->maxGridSize[0] = 0x7fffffff;
     p->maxGridSize[1] = p->maxGridSize[2] = 65535;
     p->major = 9;
-    p->multiProcessorCount = SIM_SMS;
+    p->multiProcessorCount = sim_sms();
     return cudaSuccess;
 }
 
@@ -483,8 +492,10 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *fn, cudaFuncAttribute a,
 enum { T_RUN, T_BAR, T_WARP, T_DONE };
 
 struct sim_thread {
-    ucontext_t ctx;
+    ucontext_t ctx;     /* its first entry */
+    jmp_buf jb;         /* where it waits */
     int state;
+    bool started;
     const char *file;   /* where it waits */
     int line;
     int kind;           /* warp op: -1 syncwarp, else the shuffle kind */
@@ -496,7 +507,9 @@ struct sim_thread {
 static const size_t STACK_BYTES = 256 * 1024;
 static char *g_stacks;                     /* 1024 thread stacks */
 static std::vector<sim_thread> g_thr;
-static ucontext_t g_sched;
+static ucontext_t g_ctx_template;
+static jmp_buf g_sched_jb;
+static bool g_have_template;
 static int g_cur;                          /* the running thread */
 static const std::function<void()> *g_body;
 static const char *g_kname;
@@ -538,12 +551,12 @@ static void block_fail(const std::string &msg) {
 static void trampoline(void) {
     (*g_body)();
     g_thr[g_cur].state = T_DONE;
-    /* returns to g_sched (uc_link) */
+    _longjmp(g_sched_jb, 1);
 }
 
+/* back to the block scheduler until it resumes this thread */
 static void wait_here(void) {
-    const int me = g_cur;
-    swapcontext(&g_thr[me].ctx, &g_sched);
+    if (_setjmp(g_thr[g_cur].jb) == 0) _longjmp(g_sched_jb, 1);
 }
 
 void zt_sim_syncthreads(const char *file, int line) {
@@ -659,14 +672,14 @@ static bool resolve_warps(void) {
 }
 
 static void run_block(void) {
+    if (!g_have_template) {
+        getcontext(&g_ctx_template);
+        g_have_template = true;
+    }
     for (unsigned i = 0; i < g_nthr; i++) {
         sim_thread &t = g_thr[i];
         t.state = T_RUN;
-        getcontext(&t.ctx);
-        t.ctx.uc_stack.ss_sp = g_stacks + (size_t)i * STACK_BYTES;
-        t.ctx.uc_stack.ss_size = STACK_BYTES;
-        t.ctx.uc_link = &g_sched;
-        makecontext(&t.ctx, trampoline, 0);
+        t.started = false;
     }
     g_static.clear();
     g_static_bytes = 0;
@@ -674,9 +687,18 @@ static void run_block(void) {
     for (;;) {
         for (unsigned i = 0; i < g_nthr && !g_block_err; i++) {
             if (g_thr[i].state != T_RUN) continue;
+            sim_thread &t = g_thr[i];
             g_cur = (int)i;
             tid_of(i, &threadIdx.x, &threadIdx.y, &threadIdx.z);
-            swapcontext(&g_sched, &g_thr[i].ctx);
+            if (_setjmp(g_sched_jb) != 0) continue;   /* the thread waits or exited */
+            if (t.started) _longjmp(t.jb, 1);
+            t.started = true;
+            t.ctx = g_ctx_template;
+            t.ctx.uc_stack.ss_sp = g_stacks + (size_t)i * STACK_BYTES;
+            t.ctx.uc_stack.ss_size = STACK_BYTES;
+            t.ctx.uc_link = nullptr;
+            makecontext(&t.ctx, trampoline, 0);
+            setcontext(&t.ctx);
         }
         if (g_block_err) return;
         if (resolve_warps()) continue;
