@@ -542,6 +542,12 @@ static std::string at(const sim_thread &t) {
     return b;
 }
 
+static std::string hex(unsigned m) {
+    char b[16];
+    snprintf(b, sizeof b, "0x%08x", m);
+    return b;
+}
+
 static void block_fail(const std::string &msg) {
     if (!g_block_err)
         zt_sim_async_fail("kernel %s: %s", g_kname, msg.c_str());
@@ -613,8 +619,8 @@ static bool resolve_warps(void) {
             sim_thread &a = g_thr[w0 + l];
             if (a.state != T_WARP) continue;
             if (!(a.mask >> l & 1u)) {
-                block_fail(where(w0 + l) + ": its own lane is not in the mask 0x" +
-                           std::to_string(a.mask) + " of " + at(a));
+                block_fail(where(w0 + l) + ": its own lane is not in the mask " +
+                           hex(a.mask) + " of " + at(a));
                 return false;
             }
             bool ready = true;
@@ -629,7 +635,7 @@ static bool resolve_warps(void) {
                 if (b.state == T_RUN) { ready = false; continue; }
                 if (b.state != T_WARP || b.kind != a.kind || b.line != a.line || strcmp(b.file, a.file) ||
                     b.mask != a.mask) {
-                    block_fail(where(w0 + l) + " " + at(a) + " with mask " + std::to_string(a.mask) +
+                    block_fail(where(w0 + l) + " " + at(a) + " with mask " + hex(a.mask) +
                                ", but lane " + std::to_string(j) + " (" + where(w0 + j) + ") " + at(b));
                     return false;
                 }

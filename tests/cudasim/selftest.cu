@@ -1,0 +1,189 @@
+/*
+ * selftest.cu -- the CUDA simulator checks what it claims (make
+ * check-cudasim runs it before tests/test_cuda): correct kernels give the
+ * right results, and each planted violation is reported.  TAP output.
+ * Built like the backend: launch.pl, then the host C++ compiler.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+static int n_test, n_fail;
+static void ok(bool c, const char *what) {
+    n_test++;
+    if (!c) n_fail++;
+    printf("%sok %d - %s\n", c ? "" : "not ", n_test, what);
+    fflush(stdout);
+}
+
+/* block sum through shared memory and shuffles */
+__global__ void __launch_bounds__(256) k_bsum(float *out, const float *in) {
+    __shared__ float sh[8];
+    float v = in[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0.0f;
+        for (unsigned w = 0; w < blockDim.x / 32; w++) s += sh[w];
+        out[blockIdx.x] = s;
+    }
+}
+
+/* thread 0 returns before the barrier the others wait at */
+__global__ void k_divergent(float *out) {
+    if (threadIdx.x == 0) return;
+    __syncthreads();
+    out[threadIdx.x] = 1.0f;
+}
+
+/* lane 5 skips the shuffle its mask names */
+__global__ void k_bad_shuffle(float *out) {
+    float v = (float)threadIdx.x;
+    if (threadIdx.x != 5) v = __shfl_xor_sync(0xffffffffu, v, 1);
+    out[threadIdx.x] = v;
+}
+
+/* dynamic shared memory, used by every thread */
+__global__ void k_dyn(float *out, int n) {
+    extern __shared__ float dyn[];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) dyn[i] = (float)i;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = dyn[n - 1];
+}
+
+__global__ void k_fill(float *x, float v, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = v;
+}
+
+static bool failed_with(cudaError_t e, const char *word) {
+    return e != cudaSuccess && strstr(cudaGetErrorString(e), word) != NULL;
+}
+
+int main(void) {
+    cudaStream_t s;
+    ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+    float h[512], *d, *o;
+    for (int i = 0; i < 512; i++) h[i] = (float)(i % 7) - 3.0f;
+    cudaMalloc((void **)&d, sizeof h);
+    cudaMalloc((void **)&o, sizeof h);
+    cudaMemcpyAsync(d, h, sizeof h, cudaMemcpyHostToDevice, s);
+
+    /* a correct kernel */
+    k_bsum<<<2, 256, 0, s>>>(o, d);
+    float r[2];
+    cudaMemcpyAsync(r, o, sizeof r, cudaMemcpyDeviceToHost, s);
+    ok(cudaStreamSynchronize(s) == cudaSuccess, "block sum runs");
+    float e0 = 0, e1 = 0;
+    for (int i = 0; i < 256; i++) { e0 += h[i]; e1 += h[256 + i]; }
+    ok(r[0] == e0 && r[1] == e1, "block sum: shuffles and shared memory give the sum");
+
+    /* work runs only when the host synchronizes */
+    float v = -1.0f;
+    k_fill<<<1, 32, 0, s>>>(o, 5.0f, 1);
+    cudaMemcpyAsync(&v, o, 4, cudaMemcpyDeviceToHost, s);
+    ok(v == -1.0f, "no synchronization: the host still sees its old value");
+    cudaStreamSynchronize(s);
+    ok(v == 5.0f, "after cudaStreamSynchronize: the kernel's value");
+
+    /* launch limits */
+    k_bsum<<<1, 512, 0, s>>>(o, d);
+    ok(cudaGetLastError() == cudaErrorLaunchOutOfResources, "512 threads above __launch_bounds__(256): refused");
+    k_fill<<<1, 1025, 0, s>>>(o, 0.0f, 1);
+    ok(cudaGetLastError() == cudaErrorInvalidConfiguration, "1025 threads per block: refused");
+    k_fill<<<dim3(1, 65536), 32, 0, s>>>(o, 0.0f, 1);
+    ok(cudaGetLastError() == cudaErrorInvalidConfiguration, "grid y 65536: refused");
+    k_dyn<<<1, 128, 64 * 1024, s>>>(o, 16384);
+    ok(cudaGetLastError() == cudaErrorInvalidValue, "64 KiB dynamic shared memory without the attribute: refused");
+    ok(cudaFuncSetAttribute(k_dyn, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024) == cudaSuccess,
+       "cudaFuncSetAttribute 64 KiB");
+    k_dyn<<<1, 128, 64 * 1024, s>>>(o, 16384);
+    ok(cudaGetLastError() == cudaSuccess, "64 KiB after the attribute: launched");
+    cudaMemcpyAsync(&v, o, 4, cudaMemcpyDeviceToHost, s);
+    ok(cudaStreamSynchronize(s) == cudaSuccess && v == 16383.0f, "dynamic shared memory holds what the block wrote");
+    ok(cudaFuncSetAttribute(k_dyn, cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024) == cudaErrorInvalidValue,
+       "228 KiB dynamic shared memory: refused");
+    (void)cudaGetLastError();
+
+    /* execution errors: reported at the synchronization */
+    k_divergent<<<1, 64, 0, s>>>(o);
+    cudaError_t e = cudaStreamSynchronize(s);
+    ok(failed_with(e, "divergent __syncthreads") && failed_with(e, "k_divergent") && failed_with(e, "thread (0,0,0)"),
+       "divergent barrier: reported with kernel and thread");
+    printf("# %s\n", cudaGetErrorString(e));
+    k_bad_shuffle<<<1, 32, 0, s>>>(o);
+    e = cudaStreamSynchronize(s);
+    ok(failed_with(e, "k_bad_shuffle") && failed_with(e, "lane 5"), "shuffle without lane 5 of its mask: reported");
+    printf("# %s\n", cudaGetErrorString(e));
+    ok(cudaStreamSynchronize(s) == cudaSuccess, "the error is reported once");
+
+    /* cuBLAS: documented argument checks and column-major semantics */
+    cublasHandle_t hb;
+    cublasCreate(&hb);
+    cublasSetStream(hb, s);
+    const float one = 1.0f, zero = 0.0f;
+    /* A 2x3 (ld 2), B 3x2 (ld 3): C = A B is 2x2 */
+    float ha[6] = {1, 2, 3, 4, 5, 6}, hbm[6] = {1, 0, 2, 0, 1, 1}, hc[4];
+    float *da, *db, *dc;
+    cudaMalloc((void **)&da, sizeof ha);
+    cudaMalloc((void **)&db, sizeof hbm);
+    cudaMalloc((void **)&dc, sizeof hc);
+    cudaMemcpy(da, ha, sizeof ha, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, hbm, sizeof hbm, cudaMemcpyHostToDevice);
+    ok(cublasGemmEx(hb, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &one, da, CUDA_R_32F, 1, db, CUDA_R_32F, 3, &zero, dc,
+                    CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_INVALID_VALUE,
+       "cublasGemmEx lda 1 < m 2: CUBLAS_STATUS_INVALID_VALUE");
+    ok(cublasGemmEx(hb, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &one, da, CUDA_R_32F, 2, db, CUDA_R_32F, 3, &zero, dc,
+                    CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS,
+       "cublasGemmEx 2x3 by 3x2");
+    cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    /* column-major: A = [1 3 5; 2 4 6], B = [1 0; 0 1; 2 1] (columns 1 0 2, 0 1 1) */
+    ok(hc[0] == 11 && hc[1] == 14 && hc[2] == 8 && hc[3] == 10, "GemmEx: column-major product");
+    cublasLtHandle_t lt;
+    cublasLtCreate(&lt);
+    cublasLtMatrixLayout_t la;
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 4, 2, 3);   /* ld 3 < rows 4 */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasLtMatmulHeuristicResult_t res;
+    int nres = 0;
+    ok(cublasLtMatmulAlgoGetHeuristic(lt, op, la, la, la, la, pref, 1, &res, &nres) == CUBLAS_STATUS_INVALID_VALUE,
+       "cuBLASLt layout with ld < rows: CUBLAS_STATUS_INVALID_VALUE");
+    const int64_t wrong = 1;
+    ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &wrong, sizeof wrong) == CUBLAS_STATUS_INVALID_VALUE,
+       "cuBLASLt attribute of the wrong size: CUBLAS_STATUS_INVALID_VALUE");
+
+    /* cub: the two-call protocol */
+    int keys[6] = {3, 1, 3, 0, 1, 3}, vals[6] = {0, 1, 2, 3, 4, 5}, ko[6], vo[6];
+    int *dk, *dv, *dko, *dvo;
+    cudaMalloc((void **)&dk, sizeof keys);
+    cudaMalloc((void **)&dv, sizeof vals);
+    cudaMalloc((void **)&dko, sizeof keys);
+    cudaMalloc((void **)&dvo, sizeof vals);
+    cudaMemcpy(dk, keys, sizeof keys, cudaMemcpyHostToDevice);
+    cudaMemcpy(dv, vals, sizeof vals, cudaMemcpyHostToDevice);
+    size_t tb = 0;
+    cub::DeviceRadixSort::SortPairs(NULL, tb, dk, dko, dv, dvo, 6, 0, 32, s);
+    void *tmp;
+    cudaMalloc(&tmp, tb);
+    size_t small = tb - 1;
+    ok(cub::DeviceRadixSort::SortPairs(tmp, small, dk, dko, dv, dvo, 6, 0, 32, s) == cudaErrorInvalidValue,
+       "cub SortPairs with less temporary storage than it asked for: refused");
+    ok(cub::DeviceRadixSort::SortPairs(tmp, tb, dk, dko, dv, dvo, 6, 0, 32, s) == cudaSuccess, "cub SortPairs");
+    cudaMemcpyAsync(ko, dko, sizeof ko, cudaMemcpyDeviceToHost, s);
+    cudaMemcpyAsync(vo, dvo, sizeof vo, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    ok(ko[0] == 0 && ko[1] == 1 && ko[2] == 1 && ko[5] == 3 && vo[0] == 3 && vo[1] == 1 && vo[2] == 4 &&
+       vo[3] == 0 && vo[4] == 2 && vo[5] == 5, "cub SortPairs: stable by key");
+
+    printf("1..%d\n", n_test);
+    return n_fail ? 1 : 0;
+}
