@@ -1,9 +1,11 @@
 #!/bin/bash
 # test-all.sh -- set up, then run the whole test suite: `make check` (unit,
 # multi-rank MPI, local-Slurm integration, GPU tests that skip without a GPU),
-# the same unit and MPI tests again under AddressSanitizer + UBSan, and
-# `make distcheck`.  Ends with one line: "N passed, N failed, N skipped",
-# counted from every TAP result the test drivers recorded.
+# the same unit and MPI tests again under AddressSanitizer + UBSan, the CUDA
+# backend's own kernels on the CPU simulator (`make check-cudasim` in a
+# --with-cuda-sim build of the dist tree), and `make distcheck`.  Ends with
+# one line: "N passed, N failed, N skipped", counted from every TAP result
+# the test drivers recorded.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
@@ -38,6 +40,18 @@ if [ "${ZT_SKIP_SANITIZERS:-0}" != 1 ]; then
     done
 fi
 
+echo "== CUDA simulator (make check-cudasim: kernels/cuda on the CPU, in build-sim/)"
+sim_ok=0
+if [ "${ZT_SKIP_CUDASIM:-0}" != 1 ]; then
+    rm -rf build-sim
+    make -s distdir distdir=build-sim > /dev/null 2>&1 &&
+    ( cd build-sim &&
+      ./configure --enable-werror --with-cuda-sim > config.out 2>&1 &&
+      make -j"$J" > build.log 2>&1 &&
+      make -j"$J" check-cudasim > check-cudasim.log 2>&1 ) || sim_ok=1
+    grep -E '^check-cudasim|^  (FAIL|SKIP):' build-sim/check-cudasim.log 2> /dev/null || true
+fi
+
 echo "== make distcheck"
 dist_ok=0
 if [ "${ZT_SKIP_DISTCHECK:-0}" != 1 ]; then
@@ -53,6 +67,9 @@ skip=$(count SKIP)
 # the distcheck run and a sanitizer build that failed to build count as one result each
 if [ "${ZT_SKIP_DISTCHECK:-0}" != 1 ]; then
     if [ $dist_ok -eq 0 ]; then pass=$((pass + 1)); echo "distcheck: ok"; else fail=$((fail + 1)); echo "distcheck: FAILED (see distcheck.log)"; tail -30 distcheck.log; fi
+fi
+if [ $sim_ok -ne 0 ] && ! ls build-sim/tests/cudasim/*.trs > /dev/null 2>&1; then
+    fail=$((fail + 1)); echo "CUDA simulator build: FAILED"; tail -30 build-sim/build.log build-sim/config.out build-sim/check-cudasim.log 2>/dev/null
 fi
 if [ $san_ok -ne 0 ] && ! ls build-san/tests/*.trs > /dev/null 2>&1; then
     fail=$((fail + 1)); echo "sanitizer build: FAILED"; tail -30 build-san/build.log build-san/config.out 2>/dev/null

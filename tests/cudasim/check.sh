@@ -19,5 +19,14 @@ echo "check-cudasim: $prog (ZT_CUDA_TEST_QUICK=$ZT_CUDA_TEST_QUICK): plan $plan,
 grep '^not ok ' "$log" | sed 's/^/  FAIL: /'
 grep '^ok .*# SKIP' "$log" | sed 's/^/  SKIP: /'
 grep '^cudasim' "$log" | sort | uniq -c | sed 's/^/  simulator: /' | head -40
+# the results as an automake .trs (one :test-result: per check), so that
+# scripts/test-all.sh counts them with the rest of the suite; a program that
+# did not run its plan or exited non-zero is one more FAIL
+{
+    sed -n -e 's/^ok .*# SKIP.*/:test-result: SKIP/p' -e '/# SKIP/d' -e 's/^ok .*/:test-result: PASS/p' \
+        -e 's/^not ok .*/:test-result: FAIL/p' "$log"
+    case $plan in "1..0"*|"") echo ":test-result: FAIL";; esac
+    [ "$rc" -eq 0 ] || echo ":test-result: FAIL"
+} > "$prog.trs"
 case $plan in "1..0"*|"") echo "check-cudasim: no test ran"; exit 1;; esac
 [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ]
