@@ -1,10 +1,13 @@
 #!/bin/sh
-# check.sh PROGRAM -- make check-cudasim: tests/test_cuda (built against the
-# CUDA simulator) with its small shapes.  Prints the TAP stream to
-# PROGRAM.log, then a summary: every failure and every skip with its
-# reason; exits 1 when anything failed or the program did not run its plan.
-prog=${1:?usage: check.sh PROGRAM}
-log=$prog.log
+# check.sh PROGRAM [SUFFIX] -- make check-cudasim: tests/test_cuda (built
+# against the CUDA simulator) with its small shapes.  Prints the TAP stream
+# to PROGRAM[SUFFIX].log, then a summary: every failure and every skip with
+# its reason; exits 1 when anything failed or the program did not run its
+# plan.  The simulator's settings come from the environment
+# (ZT_CUDASIM_ORDER, ZT_CUDASIM_SEED, ZT_CUDASIM_RACECHECK: README).
+prog=${1:?usage: check.sh PROGRAM [SUFFIX]}
+log=$prog${2-}.log
+trs=$prog${2-}.trs
 ZT_CUDA_TEST_QUICK=${ZT_CUDA_TEST_QUICK-1}
 export ZT_CUDA_TEST_QUICK
 start=$(date +%s)
@@ -15,7 +18,7 @@ pass=$(grep -c '^ok ' "$log")
 fail=$(grep -c '^not ok ' "$log")
 skip=$(grep -c '^ok .*# SKIP' "$log")
 plan=$(grep -m1 '^1\.\.' "$log")
-echo "check-cudasim: $prog (ZT_CUDA_TEST_QUICK=$ZT_CUDA_TEST_QUICK): plan $plan, $((pass - skip)) passed, $fail failed, $skip skipped, exit $rc, $((end - start)) s; log: $log"
+echo "check-cudasim: $prog (ZT_CUDA_TEST_QUICK=$ZT_CUDA_TEST_QUICK, order ${ZT_CUDASIM_ORDER:-forward} seed ${ZT_CUDASIM_SEED:-1}, racecheck ${ZT_CUDASIM_RACECHECK:-0}${ZT_CUDASIM_RACECHECK_ACCESSES:+ up to $ZT_CUDASIM_RACECHECK_ACCESSES accesses per kernel}): plan $plan, $((pass - skip)) passed, $fail failed, $skip skipped, exit $rc, $((end - start)) s; log: $log"
 grep '^not ok ' "$log" | sed 's/^/  FAIL: /'
 grep '^ok .*# SKIP' "$log" | sed 's/^/  SKIP: /'
 grep '^cudasim' "$log" | sort | uniq -c | sed 's/^/  simulator: /' | head -40
@@ -27,6 +30,6 @@ grep '^cudasim' "$log" | sort | uniq -c | sed 's/^/  simulator: /' | head -40
         -e 's/^not ok .*/:test-result: FAIL/p' "$log"
     case $plan in "1..0"*|"") echo ":test-result: FAIL";; esac
     [ "$rc" -eq 0 ] || echo ":test-result: FAIL"
-} > "$prog.trs"
+} > "$trs"
 case $plan in "1..0"*|"") echo "check-cudasim: no test ran"; exit 1;; esac
 [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ]

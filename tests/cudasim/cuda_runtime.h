@@ -189,9 +189,15 @@ inline T zt_sim_shfl_t(const char *file, int line, int kind, unsigned mask, T v,
 #define __shfl_down_sync(...) zt_sim_shfl_t(__FILE__, __LINE__, ZT_SIM_SHFL_DOWN, __VA_ARGS__)
 #define __shfl_up_sync(...) zt_sim_shfl_t(__FILE__, __LINE__, ZT_SIM_SHFL_UP, __VA_ARGS__)
 
-/* shared memory (launch.pl rewrites the declarations to these) */
-void *zt_sim_dyn_shared(void);
-void zt_sim_static_shared(void *p, size_t bytes, const char *file, int line);
+/* shared memory (launch.pl rewrites the declarations to these): every
+ * allocation lives in the block's shared-memory arena between guard zones;
+ * name is the variable's, for the reports */
+void *zt_sim_dyn_shared(const char *name);
+void *zt_sim_static_shared(size_t bytes, size_t align, const char *name, const char *file, int line);
+template <class T, size_t N>
+inline T (&zt_sim_shared_array(const char *name, const char *file, int line))[N] {
+    return *(T(*)[N])zt_sim_static_shared(sizeof(T[N]), alignof(T), name, file, line);
+}
 
 /* atomics: the threads of a launch run one at a time, so a plain
  * read-modify-write between two switch points is atomic */

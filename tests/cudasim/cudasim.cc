@@ -30,6 +30,7 @@
 #include "cuda_runtime.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -514,10 +515,63 @@ static int g_cur;                          /* the running thread */
 static const std::function<void()> *g_body;
 static const char *g_kname;
 static unsigned g_nthr;
-static std::vector<unsigned char> g_dyn;   /* this block's dynamic shared memory */
-static std::vector<std::pair<void *, size_t>> g_static;   /* static shared of this block */
 static size_t g_static_bytes, g_dyn_bytes;
 static bool g_block_err;
+
+/* Shared memory: one arena per simulator, laid out again for every block.
+ * Offset 0 is a guard zone, then the dynamic allocation, then each static
+ * __shared__ array in the order the block's threads first reach its
+ * declaration; every allocation is followed by a guard zone of at least
+ * SH_GUARD bytes.  Guards hold SH_CANARY bytes, allocations start as 0xFF
+ * (NaN).  After every thread switch (a barrier, a warp operation, a thread
+ * exit) the guards are checked: a changed byte is a write out of bounds by
+ * the thread that just ran. */
+static const size_t SH_GUARD = 256;
+static const unsigned char SH_CANARY = 0xCB;
+static const size_t SH_ARENA = 1 << 20;
+static unsigned char *g_arena;
+static size_t g_sh_top;   /* end of the last allocation's guard */
+struct sim_alloc {
+    const char *name, *file;
+    int line;
+    size_t off, bytes;
+};
+static std::vector<sim_alloc> g_allocs;   /* [0]: the dynamic allocation */
+static unsigned char g_canary_ref[SH_GUARD];
+
+/* Race check (ZT_CUDASIM_RACECHECK=1, x86-64 Linux): from the first time a
+ * thread of the block obtains a shared-memory pointer to the block's end,
+ * the arena's pages are PROT_NONE (the guards are then not checked at the
+ * switch points: every access is bounds-checked instead).  Every
+ * access faults; the SIGSEGV handler records it (the fault address and the
+ * page-fault error code's write bit), opens the arena and sets the trap
+ * flag, and the SIGTRAP after that one instruction closes the arena again.
+ * Shadow state per 4-byte word: the last writer and the last two readers,
+ * each with the block barrier epoch and the warp-sync clock of the access.
+ * Two accesses of different threads, one a write, conflict unless a
+ * __syncthreads opened between them, or (same warp) a __syncwarp whose mask
+ * held both. */
+struct sh_acc {
+    uint32_t ep, ws;   /* barrier epoch, warp-sync clock at the access */
+    int32_t tid;       /* -1: none */
+};
+struct sh_word {
+    sh_acc w, r1, r2;
+};
+static bool g_race;                /* ZT_CUDASIM_RACECHECK, for this block */
+static bool g_race_launch;         /* ZT_CUDASIM_RACECHECK, for this launch */
+static unsigned long long g_race_blocks;   /* ZT_CUDASIM_RACECHECK_BLOCKS: 0 = all */
+/* ZT_CUDASIM_RACECHECK_ACCESSES: accesses checked per kernel (by launch
+ * name and dynamic shared size) in the whole run, 0 = all; the running
+ * kernel's count */
+static unsigned long long g_race_max, *g_race_n;
+static std::map<std::string, unsigned long long> g_race_used;
+static sh_word *g_shadow;          /* one per 4 bytes of the arena */
+static uint32_t g_bar_ep;          /* +1 at each block start and each opened barrier */
+static uint32_t g_wsync;           /* +1 at each completed __syncwarp */
+static uint32_t (*g_pair)[32];     /* [thread][lane]: g_wsync of their last common __syncwarp */
+static bool g_closed, g_stepping;
+static std::string sh_describe(size_t p);
 
 static void tid_of(unsigned i, unsigned *x, unsigned *y, unsigned *z) {
     *x = i % blockDim.x;
@@ -593,19 +647,210 @@ uint64_t zt_sim_shfl(const char *file, int line, int kind, unsigned mask, uint64
     return warp_op(file, line, kind, mask, bits, arg, width);
 }
 
-void *zt_sim_dyn_shared(void) { return g_dyn.empty() ? nullptr : g_dyn.data(); }
+/* the arena's laid-out pages (the rest of it is never accessed legally:
+ * a stray access there is a plain SIGSEGV) */
+static size_t g_closed_len;
+static const size_t SH_PAGE = 4096;
+static void sh_close(void) {
+    if (g_race && !g_closed) {
+        g_closed_len = (g_sh_top + SH_PAGE - 1) / SH_PAGE * SH_PAGE;
+        mprotect(g_arena, g_closed_len, PROT_NONE);
+        g_closed = true;
+    }
+}
+static void sh_open(void) {
+    if (g_closed) {
+        mprotect(g_arena, g_closed_len, PROT_READ | PROT_WRITE);
+        g_closed = false;
+    }
+}
+/* one instruction's access at a: its page and the next (an access may
+ * straddle them), for the single step */
+static unsigned char *g_step_page;
+static size_t g_step_len;
 
-void zt_sim_static_shared(void *p, size_t bytes, const char *file, int line) {
-    for (auto &e : g_static)
-        if (e.first == p) return;
-    memset(p, 0xFF, bytes);   /* uninitialized: NaN */
-    g_static.push_back({p, bytes});
+void *zt_sim_dyn_shared(const char *name) {
+    g_allocs[0].name = name;
+    sh_close();
+    return g_arena + g_allocs[0].off;
+}
+
+void *zt_sim_static_shared(size_t bytes, size_t align, const char *name, const char *file, int line) {
+    for (auto &e : g_allocs)
+        if (e.line == line && e.file && !strcmp(e.file, file)) {
+            sh_close();
+            return g_arena + e.off;
+        }
+    sh_open();
     g_static_bytes += bytes;
-    if (g_static_bytes > SIM_SMEM_DEFAULT)
+    if (align < 16) align = 16;
+    const size_t off = (g_sh_top + align - 1) / align * align;
+    if (g_static_bytes > SIM_SMEM_DEFAULT || off + bytes + SH_GUARD > SH_ARENA) {
         block_fail(where(g_cur) + ": " + std::to_string(g_static_bytes) +
                    " bytes of static shared memory (the limit is 48 KiB)");
-    else if (g_static_bytes + g_dyn_bytes > SIM_SMEM_OPTIN)
+        _longjmp(g_sched_jb, 1);   /* the block is over */
+    }
+    if (g_static_bytes + g_dyn_bytes > SIM_SMEM_OPTIN) {
         block_fail(where(g_cur) + ": static + dynamic shared memory above 227 KiB");
+        _longjmp(g_sched_jb, 1);
+    }
+    memset(g_arena + g_sh_top, SH_CANARY, off - g_sh_top);
+    memset(g_arena + off, 0xFF, bytes);   /* uninitialized: NaN */
+    memset(g_arena + off + bytes, SH_CANARY, SH_GUARD);
+    g_sh_top = off + bytes + SH_GUARD;
+    g_allocs.push_back({name, file, line, off, bytes});
+    sh_close();
+    return g_arena + off;
+}
+
+static bool sh_ordered(const sh_acc &a, int b) {
+    if (a.tid < 0 || a.tid == b || a.ep != g_bar_ep) return true;
+    return a.tid / 32 == b / 32 && g_pair[b][a.tid % 32] > a.ws;
+}
+
+static void sh_race(const char *what, int b, size_t off, const sh_acc &a) {
+    block_fail("shared memory race (" + std::string(what) + "): " + where((unsigned)b) +
+               " and " + where((unsigned)a.tid) + " access " + sh_describe(off) +
+               " with no __syncthreads (or __syncwarp of both) between");
+}
+
+/* one access of the running thread at arena offset off */
+static void sh_access(size_t off, bool write) {
+    if (g_block_err) return;
+    ++*g_race_n;
+    if (g_race_max && *g_race_n >= g_race_max) g_race = false;   /* the kernel's budget is spent */
+    const int b = g_cur;
+    bool inside = false;
+    for (const sim_alloc &a : g_allocs)
+        if (off >= a.off && off < a.off + a.bytes) inside = true;
+    if (!inside) {
+        block_fail("shared memory out of bounds: " + where((unsigned)b) + (write ? " writes " : " reads ") +
+                   sh_describe(off));
+        return;
+    }
+    sh_word &w = g_shadow[off / 4];
+    const sh_acc now = {g_bar_ep, g_wsync, b};
+    if (!sh_ordered(w.w, b)) {
+        sh_race(write ? "write after write" : "read after write", b, off, w.w);
+        return;
+    }
+    if (write) {
+        if (!sh_ordered(w.r1, b)) { sh_race("write after read", b, off, w.r1); return; }
+        if (!sh_ordered(w.r2, b)) { sh_race("write after read", b, off, w.r2); return; }
+        w.w = now;
+    } else if (w.r1.tid == b || w.r1.tid < 0 || w.r1.ep != g_bar_ep) {
+        w.r1 = now;
+    } else {
+        w.r2 = now;
+    }
+}
+
+#if defined(__x86_64__) && defined(__linux__)
+static void on_segv(int sig, siginfo_t *si, void *ctx) {
+    ucontext_t *uc = (ucontext_t *)ctx;
+    unsigned char *a = (unsigned char *)si->si_addr;
+    if (!g_closed || g_stepping || a < g_arena || a >= g_arena + g_closed_len) {
+        signal(sig, SIG_DFL);   /* not ours: the fault repeats and kills */
+        return;
+    }
+    const size_t pg = (size_t)(a - g_arena) / SH_PAGE * SH_PAGE;
+    g_step_page = g_arena + pg;
+    g_step_len = g_closed_len - pg < 2 * SH_PAGE ? g_closed_len - pg : 2 * SH_PAGE;
+    mprotect(g_step_page, g_step_len, PROT_READ | PROT_WRITE);
+    sh_access((size_t)(a - g_arena), (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0);
+    uc->uc_mcontext.gregs[REG_EFL] |= 0x100;   /* trap after this instruction */
+    g_stepping = true;
+}
+static void on_trap(int sig, siginfo_t *si, void *ctx) {
+    (void)si;
+    ucontext_t *uc = (ucontext_t *)ctx;
+    if (!g_stepping) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    g_stepping = false;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x100;
+    if (g_race) mprotect(g_step_page, g_step_len, PROT_NONE);
+    else sh_open();   /* the budget is spent: the rest of the launch is not checked */
+}
+#endif
+
+/* how many accesses the race check saw (printed at exit) */
+static void race_summary(void) {
+    unsigned long long n = 0;
+    for (auto &e : g_race_used) n += e.second;
+    size_t k = 0;
+    for (auto &e : g_race_used) k += e.second > 0;
+    fprintf(stderr, "cudasim: race check: %llu shared-memory accesses checked in %zu kernels (by name and "
+            "dynamic shared size)\n", n, k);
+}
+
+/* read at every launch (the selftest switches it) */
+static void race_init(void) {
+    const char *e = getenv("ZT_CUDASIM_RACECHECK"), *nb = getenv("ZT_CUDASIM_RACECHECK_BLOCKS");
+    g_race_launch = e && *e && atoi(e);
+    g_race_blocks = nb && *nb ? strtoull(nb, nullptr, 0) : 0;
+    const char *mx = getenv("ZT_CUDASIM_RACECHECK_ACCESSES");
+    g_race_max = mx && *mx ? strtoull(mx, nullptr, 0) : 0;
+    if (!g_race_launch || g_shadow) return;
+#if defined(__x86_64__) && defined(__linux__)
+    g_shadow = (sh_word *)mmap(nullptr, SH_ARENA / 4 * sizeof(sh_word), PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    g_pair = (uint32_t(*)[32])calloc(1024, sizeof *g_pair);
+    if (g_shadow == (sh_word *)MAP_FAILED || !g_pair) {
+        fprintf(stderr, "cudasim: ZT_CUDASIM_RACECHECK: out of memory\n");
+        exit(2);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_sigaction = on_segv;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sa.sa_sigaction = on_trap;
+    sigaction(SIGTRAP, &sa, nullptr);
+    atexit(race_summary);
+#else
+    fprintf(stderr, "cudasim: ZT_CUDASIM_RACECHECK needs x86-64 Linux\n");
+    exit(2);
+#endif
+}
+
+/* the allocation nearest to arena offset p, and p relative to its start */
+static std::string sh_describe(size_t p) {
+    const sim_alloc *best = &g_allocs[0];
+    size_t bestd = (size_t)-1;
+    for (const sim_alloc &a : g_allocs) {
+        const size_t d = p < a.off ? a.off - p : p >= a.off + a.bytes ? p - (a.off + a.bytes) + 1 : 0;
+        if (d < bestd) { bestd = d; best = &a; }
+    }
+    char b[512];
+    const char *f = best->file ? strrchr(best->file, '/') : nullptr;
+    char decl[300];
+    if (best->file) snprintf(decl, sizeof decl, "__shared__, %s:%d", f ? f + 1 : best->file, best->line);
+    else snprintf(decl, sizeof decl, "extern __shared__, the launch's %zu bytes", best->bytes);
+    snprintf(b, sizeof b, "byte offset %lld of %s (%zu bytes; %s)", (long long)p - (long long)best->off,
+             best->name ? best->name : "the dynamic shared memory", best->bytes, decl);
+    return b;
+}
+
+/* the guards intact?  Otherwise report the thread that just ran (i) */
+static void sh_check_guards(unsigned i) {
+    size_t from = 0;
+    for (size_t k = 0; k <= g_allocs.size(); k++) {
+        const size_t to = k < g_allocs.size() ? g_allocs[k].off : g_sh_top;
+        for (size_t p = from; p < to; p += SH_GUARD) {
+            const size_t n = to - p < SH_GUARD ? to - p : SH_GUARD;
+            if (!memcmp(g_arena + p, g_canary_ref, n)) continue;
+            size_t q = p;
+            while (g_arena[q] == SH_CANARY) q++;
+            block_fail("shared memory out of bounds: " + where(i) + " wrote " + sh_describe(q) +
+                       " (a guard zone; found at its next switch point)");
+            return;
+        }
+        if (k < g_allocs.size()) from = g_allocs[k].off + g_allocs[k].bytes;
+    }
 }
 
 /* Complete the warp operations whose lanes have all arrived; false when
@@ -644,6 +889,13 @@ static bool resolve_warps(void) {
             /* every lane of the mask is here: exchange */
             uint64_t v[32];
             for (unsigned j = 0; j < 32; j++) v[j] = (a.mask >> j & 1u) ? g_thr[w0 + j].val : 0;
+            if (g_race && a.kind < 0) {   /* __syncwarp orders the lanes of its mask */
+                g_wsync++;
+                for (unsigned j = 0; j < nl; j++)
+                    if (a.mask >> j & 1u)
+                        for (unsigned l2 = 0; l2 < 32; l2++)
+                            if (a.mask >> l2 & 1u) g_pair[w0 + j][l2] = g_wsync;
+            }
             for (unsigned j = 0; j < 32; j++) {
                 if (!(a.mask >> j & 1u)) continue;
                 sim_thread &b = g_thr[w0 + j];
@@ -677,6 +929,46 @@ static bool resolve_warps(void) {
     return any;
 }
 
+/* ------------------------------------------------------------ orders
+ * ZT_CUDASIM_ORDER: forward (default), reverse or shuffle (seeded by
+ * ZT_CUDASIM_SEED): the order in which the scheduler resumes the runnable
+ * threads of a block in every round, and the order of the blocks of a
+ * grid.  A result that depends on it is a race. */
+enum { ORD_FORWARD, ORD_REVERSE, ORD_SHUFFLE };
+static int g_order = -1;
+static uint64_t g_rng;
+static std::vector<unsigned> g_tord;
+
+static uint64_t rng_next(void) {   /* xorshift64* */
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return g_rng * 2685821657736338717ull;
+}
+
+static void order_init(void) {
+    if (g_order >= 0) return;
+    const char *o = getenv("ZT_CUDASIM_ORDER"), *sd = getenv("ZT_CUDASIM_SEED");
+    if (!o || !*o || !strcmp(o, "forward")) g_order = ORD_FORWARD;
+    else if (!strcmp(o, "reverse")) g_order = ORD_REVERSE;
+    else if (!strcmp(o, "shuffle")) g_order = ORD_SHUFFLE;
+    else {
+        fprintf(stderr, "cudasim: ZT_CUDASIM_ORDER=%s: not forward, reverse or shuffle\n", o);
+        exit(2);
+    }
+    g_rng = (sd && *sd ? strtoull(sd, nullptr, 0) : 1) * 0x9E3779B97F4A7C15ull + 1;
+}
+
+/* a permutation of 0..n-1 in the chosen order */
+static void order_fill(std::vector<unsigned> &v, unsigned n) {
+    v.resize(n);
+    for (unsigned i = 0; i < n; i++) v[i] = g_order == ORD_REVERSE ? n - 1 - i : i;
+    if (g_order == ORD_SHUFFLE)
+        for (unsigned i = n; i > 1; i--) std::swap(v[i - 1], v[rng_next() % i]);
+}
+
+static void order_threads(void) { order_fill(g_tord, g_nthr); }
+
 static void run_block(void) {
     if (!g_have_template) {
         getcontext(&g_ctx_template);
@@ -687,16 +979,26 @@ static void run_block(void) {
         t.state = T_RUN;
         t.started = false;
     }
-    g_static.clear();
+    g_bar_ep++;
     g_static_bytes = 0;
-    if (!g_dyn.empty()) memset(g_dyn.data(), 0xFF, g_dyn.size());   /* uninitialized: NaN */
+    g_allocs.clear();
+    g_allocs.push_back({nullptr, nullptr, 0, SH_GUARD, g_dyn_bytes});
+    memset(g_arena, SH_CANARY, SH_GUARD);
+    memset(g_arena + SH_GUARD, 0xFF, g_dyn_bytes);   /* uninitialized: NaN */
+    g_sh_top = SH_GUARD + g_dyn_bytes + SH_GUARD;
+    memset(g_arena + SH_GUARD + g_dyn_bytes, SH_CANARY, SH_GUARD);
     for (;;) {
-        for (unsigned i = 0; i < g_nthr && !g_block_err; i++) {
+        order_threads();
+        for (volatile unsigned k = 0; k < g_nthr && !g_block_err; k++) {
+            const unsigned i = g_tord[k];
             if (g_thr[i].state != T_RUN) continue;
             sim_thread &t = g_thr[i];
             g_cur = (int)i;
             tid_of(i, &threadIdx.x, &threadIdx.y, &threadIdx.z);
-            if (_setjmp(g_sched_jb) != 0) continue;   /* the thread waits or exited */
+            if (_setjmp(g_sched_jb) != 0) {   /* the thread waits or exited */
+                if (!g_block_err && !g_closed) sh_check_guards(i);
+                continue;
+            }
             if (t.started) _longjmp(t.jb, 1);
             t.started = true;
             t.ctx = g_ctx_template;
@@ -735,6 +1037,7 @@ static void run_block(void) {
             }
         }
         for (unsigned i = 0; i < g_nthr; i++) g_thr[i].state = T_RUN;
+        g_bar_ep++;   /* the barrier opens */
     }
 }
 
@@ -749,24 +1052,38 @@ static void run_kernel(const char *name, dim3 grid, dim3 block, size_t smem,
             return;
         }
         g_thr.resize(1024);
+        g_arena = (unsigned char *)mmap(nullptr, SH_ARENA, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (g_arena == (unsigned char *)MAP_FAILED) {
+            g_arena = nullptr;
+            zt_sim_async_fail("kernel %s: cannot map the shared-memory arena", name);
+            return;
+        }
+        memset(g_canary_ref, SH_CANARY, sizeof g_canary_ref);
+        order_init();
     }
+    race_init();
+    g_race_n = &g_race_used[std::string(name) + "/" + std::to_string(smem)];
     g_body = &body;
     g_kname = name;
     g_block_err = false;
     gridDim = grid;
     blockDim = block;
     g_nthr = block.x * block.y * block.z;
-    g_dyn.assign(smem, 0);
     g_dyn_bytes = smem;
-    for (unsigned z = 0; z < grid.z && !g_block_err; z++)
-        for (unsigned y = 0; y < grid.y && !g_block_err; y++)
-            for (unsigned x = 0; x < grid.x && !g_block_err; x++) {
-                blockIdx.x = x;
-                blockIdx.y = y;
-                blockIdx.z = z;
-                run_block();
-            }
-    g_dyn.clear();
+    const unsigned long long nb = (unsigned long long)grid.x * grid.y * grid.z;
+    static std::vector<unsigned> bord;
+    const bool permute = g_order != ORD_FORWARD && nb <= (1u << 22);
+    if (permute) order_fill(bord, (unsigned)nb);
+    for (unsigned long long k = 0; k < nb && !g_block_err; k++) {
+        const unsigned long long b = permute ? bord[k] : k;
+        blockIdx.x = (unsigned)(b % grid.x);
+        blockIdx.y = (unsigned)(b / grid.x % grid.y);
+        blockIdx.z = (unsigned)(b / ((unsigned long long)grid.x * grid.y));
+        g_race = g_race_launch && (!g_race_blocks || k < g_race_blocks) && (!g_race_max || *g_race_n < g_race_max);
+        run_block();
+        sh_open();
+    }
     g_body = nullptr;
 }
 

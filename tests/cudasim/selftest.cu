@@ -61,6 +61,38 @@ __global__ void k_fill(float *x, float v, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = v;
 }
 
+/* planted: thread 1 reads what thread 0 wrote, with no barrier between */
+__global__ void k_race(float *out) {
+    __shared__ float sh[64];
+    if (threadIdx.x == 0) sh[0] = 1.0f;
+    if (threadIdx.x == 1) out[0] = sh[0];
+}
+
+/* the same between two lanes of a warp, ordered by __syncwarp: no race */
+__global__ void k_warp_ordered(float *out) {
+    __shared__ float sh[64];
+    if (threadIdx.x == 0) sh[0] = 2.0f;
+    __syncwarp();
+    if (threadIdx.x == 1) out[0] = sh[0];
+}
+
+/* planted: every thread writes its neighbour's word; thread 31 writes one
+ * past the end */
+__global__ void k_oob_write(float *out) {
+    __shared__ float sh[32];
+    sh[threadIdx.x + 1] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = sh[threadIdx.x];
+}
+
+/* planted: off-by-one read of the dynamic shared memory (n words) */
+__global__ void k_oob_read(float *out, int n) {
+    extern __shared__ float dyn[];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) dyn[i] = (float)i;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = dyn[n];
+}
+
 static bool failed_with(cudaError_t e, const char *word) {
     return e != cudaSuccess && strstr(cudaGetErrorString(e), word) != NULL;
 }
@@ -121,6 +153,42 @@ int main(void) {
     ok(failed_with(e, "k_bad_shuffle") && failed_with(e, "lane 5"), "shuffle without lane 5 of its mask: reported");
     printf("# %s\n", cudaGetErrorString(e));
     ok(cudaStreamSynchronize(s) == cudaSuccess, "the error is reported once");
+
+    /* shared-memory bounds: guard zones checked at every switch point */
+    setenv("ZT_CUDASIM_RACECHECK", "0", 1);
+    k_oob_write<<<1, 32, 0, s>>>(o);
+    e = cudaStreamSynchronize(s);
+    ok(failed_with(e, "out of bounds") && failed_with(e, "k_oob_write") && failed_with(e, "thread (31,0,0)") &&
+       failed_with(e, "byte offset 128 of sh"), "shared write one past the end: reported (guard zone)");
+    printf("# %s\n", cudaGetErrorString(e));
+    k_oob_read<<<1, 32, 16 * 4, s>>>(o, 16);
+    ok(cudaStreamSynchronize(s) == cudaSuccess, "without the race check an out-of-bounds read is not seen");
+
+    /* the race check: every shared access checked */
+    setenv("ZT_CUDASIM_RACECHECK", "1", 1);
+    k_race<<<1, 64, 0, s>>>(o);
+    e = cudaStreamSynchronize(s);
+    ok(failed_with(e, "race (read after write)") && failed_with(e, "k_race") && failed_with(e, "thread (1,0,0)") &&
+       failed_with(e, "thread (0,0,0)") && failed_with(e, "byte offset 0 of sh"),
+       "racecheck: a read of another thread's write with no barrier between: reported with both threads");
+    printf("# %s\n", cudaGetErrorString(e));
+    k_warp_ordered<<<1, 32, 0, s>>>(o);
+    cudaMemcpyAsync(&v, o, 4, cudaMemcpyDeviceToHost, s);
+    ok(cudaStreamSynchronize(s) == cudaSuccess && v == 2.0f, "racecheck: the same ordered by __syncwarp: no report");
+    k_oob_read<<<1, 32, 16 * 4, s>>>(o, 16);
+    e = cudaStreamSynchronize(s);
+    ok(failed_with(e, "out of bounds") && failed_with(e, "thread (0,0,0) reads") &&
+       failed_with(e, "byte offset 64 of dyn"), "racecheck: dynamic shared read one past the end: reported");
+    printf("# %s\n", cudaGetErrorString(e));
+    k_oob_write<<<1, 32, 0, s>>>(o);
+    e = cudaStreamSynchronize(s);
+    ok(failed_with(e, "out of bounds") && failed_with(e, "thread (31,0,0) writes") &&
+       failed_with(e, "byte offset 128 of sh"), "racecheck: shared write one past the end: reported at the access");
+    printf("# %s\n", cudaGetErrorString(e));
+    k_bsum<<<2, 256, 0, s>>>(o, d);
+    cudaMemcpyAsync(r, o, sizeof r, cudaMemcpyDeviceToHost, s);
+    ok(cudaStreamSynchronize(s) == cudaSuccess && r[0] == e0 && r[1] == e1, "racecheck: the block sum: no report, same sum");
+    unsetenv("ZT_CUDASIM_RACECHECK");
 
     /* cuBLAS: documented argument checks and column-major semantics */
     cublasHandle_t hb;
