@@ -164,7 +164,8 @@ int main(void) {
     k_oob_read<<<1, 32, 16 * 4, s>>>(o, 16);
     ok(cudaStreamSynchronize(s) == cudaSuccess, "without the race check an out-of-bounds read is not seen");
 
-    /* the race check: every shared access checked */
+    /* the race check: every shared access checked (x86-64 Linux only) */
+#if defined(__x86_64__) && defined(__linux__)
     setenv("ZT_CUDASIM_RACECHECK", "1", 1);
     k_race<<<1, 64, 0, s>>>(o);
     e = cudaStreamSynchronize(s);
@@ -189,6 +190,9 @@ int main(void) {
     cudaMemcpyAsync(r, o, sizeof r, cudaMemcpyDeviceToHost, s);
     ok(cudaStreamSynchronize(s) == cudaSuccess && r[0] == e0 && r[1] == e1, "racecheck: the block sum: no report, same sum");
     unsetenv("ZT_CUDASIM_RACECHECK");
+#else
+    for (int i = 0; i < 5; i++) printf("ok %d - # SKIP the race check needs x86-64 Linux\n", ++n_test);
+#endif
 
     /* cuBLAS: documented argument checks and column-major semantics */
     cublasHandle_t hb;
