@@ -61,7 +61,8 @@ __global__ void k_fill(float *x, float v, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = v;
 }
 
-/* planted: thread 1 reads what thread 0 wrote, with no barrier between */
+/* planted: thread 1 reads what thread 0 writes, with no barrier between
+ * (read after write in forward order, write after read in others) */
 __global__ void k_race(float *out) {
     __shared__ float sh[64];
     if (threadIdx.x == 0) sh[0] = 1.0f;
@@ -169,7 +170,7 @@ int main(void) {
     setenv("ZT_CUDASIM_RACECHECK", "1", 1);
     k_race<<<1, 64, 0, s>>>(o);
     e = cudaStreamSynchronize(s);
-    ok(failed_with(e, "race (read after write)") && failed_with(e, "k_race") && failed_with(e, "thread (1,0,0)") &&
+    ok(failed_with(e, "shared memory race (") && failed_with(e, "k_race") && failed_with(e, "thread (1,0,0)") &&
        failed_with(e, "thread (0,0,0)") && failed_with(e, "byte offset 0 of sh"),
        "racecheck: a read of another thread's write with no barrier between: reported with both threads");
     printf("# %s\n", cudaGetErrorString(e));
