@@ -664,10 +664,12 @@ static void sh_open(void) {
         g_closed = false;
     }
 }
-/* one instruction's access at a: its page and the next (an access may
- * straddle them), for the single step */
-static unsigned char *g_step_page;
-static size_t g_step_len;
+/* the pages one instruction opened for its single step: the page of each
+ * access and the next (an access may straddle them); two for a
+ * shared-to-shared string move */
+static unsigned char *g_step_page[2];
+static size_t g_step_len[2];
+static int g_nstep;
 
 void *zt_sim_dyn_shared(const char *name) {
     g_allocs[0].name = name;
@@ -749,14 +751,15 @@ static void sh_access(size_t off, bool write) {
 static void on_segv(int sig, siginfo_t *si, void *ctx) {
     ucontext_t *uc = (ucontext_t *)ctx;
     unsigned char *a = (unsigned char *)si->si_addr;
-    if (!g_closed || g_stepping || a < g_arena || a >= g_arena + g_closed_len) {
+    if (!g_closed || g_nstep == 2 || a < g_arena || a >= g_arena + g_closed_len) {
         signal(sig, SIG_DFL);   /* not ours: the fault repeats and kills */
         return;
     }
     const size_t pg = (size_t)(a - g_arena) / SH_PAGE * SH_PAGE;
-    g_step_page = g_arena + pg;
-    g_step_len = g_closed_len - pg < 2 * SH_PAGE ? g_closed_len - pg : 2 * SH_PAGE;
-    mprotect(g_step_page, g_step_len, PROT_READ | PROT_WRITE);
+    g_step_page[g_nstep] = g_arena + pg;
+    g_step_len[g_nstep] = g_closed_len - pg < 2 * SH_PAGE ? g_closed_len - pg : 2 * SH_PAGE;
+    mprotect(g_step_page[g_nstep], g_step_len[g_nstep], PROT_READ | PROT_WRITE);
+    g_nstep++;
     sh_access((size_t)(a - g_arena), (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0);
     uc->uc_mcontext.gregs[REG_EFL] |= 0x100;   /* trap after this instruction */
     g_stepping = true;
@@ -771,8 +774,10 @@ static void on_trap(int sig, siginfo_t *si, void *ctx) {
     }
     g_stepping = false;
     uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x100;
-    if (g_race) mprotect(g_step_page, g_step_len, PROT_NONE);
-    else sh_open();   /* the budget is spent: the rest of the launch is not checked */
+    for (int k = 0; k < g_nstep; k++)
+        if (g_race) mprotect(g_step_page[k], g_step_len[k], PROT_NONE);
+    g_nstep = 0;
+    if (!g_race) sh_open();   /* the budget is spent: the rest of the launch is not checked */
 }
 #endif
 
