@@ -23,6 +23,7 @@
 #include <time.h>
 #include "internal.h"
 #include "sft.h"
+#include "sft_ref.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -36,41 +37,6 @@ static const char *const contents[] = {
     "And what evidence does the author give for that claim, beyond the two case studies?",
     "Mostly survey data from 1990 to 2010, plus a comparison of three industries with high entry costs.",
 };
-
-/* The baseline: the same ids and mask by definition, each trained span's boundaries found by encoding the
- * whole prefix of the rendering before them (what io/sftprep.c did before it kept to the segment after the
- * last special token). */
-static int prefix_k(const zt_tokenizer *t, const char *text, size_t at, const int32_t *ids, size_t n, size_t *k,
-                    int *straddle, zt_status *st) {
-    int32_t *p = NULL;
-    size_t np = 0, i = 0;
-    int rc = zt_tok_encode(t, text, at, 0, &p, &np, st);
-    while (rc == ZT_OK && i < np && i < n && p[i] == ids[i]) ++i;
-    *k = i;
-    *straddle = i < np;
-    free(p);
-    return rc;
-}
-static int whole_prefix(const zt_tokenizer *t, int tmpl, const char *bos, const char *eos, const zt_chat_msg *m,
-                        int n, int32_t **ids, uint8_t **mask, size_t *len, int *nspan, zt_status *st) {
-    zt_chat_text r;
-    ZT_TRY(zt_chat_render(tmpl, m, n, bos, eos, &r, st));
-    *nspan = r.nspan;
-    int rc = zt_tok_encode(t, r.text, r.len, 0, ids, len, st);
-    *mask = rc == ZT_OK ? calloc(*len + 1, 1) : NULL;
-    if (rc == ZT_OK && !*mask) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
-    for (int s = 0; rc == ZT_OK && s < r.nspan; ++s) {
-        size_t a, e;
-        int sa, se;
-        if (r.span[s].end == r.span[s].begin) continue;
-        rc = prefix_k(t, r.text, r.span[s].begin, *ids, *len, &a, &sa, st);
-        if (rc == ZT_OK) rc = prefix_k(t, r.text, r.span[s].end, *ids, *len, &e, &se, st);
-        if (rc == ZT_OK && se && e < *len) e++;
-        for (size_t k = a; rc == ZT_OK && k < e; ++k) (*mask)[k] = 1;
-    }
-    zt_chat_text_free(&r);
-    return rc;
-}
 
 /* one conversation of n turns: best-of-rounds ms (after one untimed warm-up call) and the encoder's bytes
  * per rendered byte; baseline: the whole-prefix definition instead, and its result must be identical */
@@ -101,7 +67,8 @@ static int measure(const zt_tokenizer *tok, int tmpl, const char *bos, const cha
         int nspan = 0;
         uint64_t w0 = zt_tok_work();
         double t0 = now_ms();
-        rc = baseline ? whole_prefix(tok, tmpl, bos, eos, m, n, &ids, &mask, &len, &nspan, st)
+        rc = baseline ? zt_sft_ref_encode(tok, tmpl, bos, eos, m, n, ZT_SFT_MASK_ASSISTANT, &ids, &mask,
+                                         &len, &nspan, st)
                       : zt_sft_encode_chat(tok, tmpl, bos, eos, m, n, ZT_SFT_MASK_ASSISTANT, &ids, &mask, &len,
                                            &nspan, st);
         double dt = now_ms() - t0;

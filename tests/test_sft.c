@@ -12,6 +12,7 @@
 #include "ctx.h"
 #include "data.h"
 #include "sft.h"
+#include "sft_ref.h"
 #include "tap.h"
 #include "testutil.h"
 #include "ztrain_ckpt.h"
@@ -130,40 +131,8 @@ static void test_tokens(void) {
     json_decref(root);
 }
 
-/* ---------------------------------------------------------------- masks: linear, unchanged */
-
-/* The masks by definition (what zt_sft_encode_chat did before it kept to the segment after the last special
- * token): each span boundary's prefix of the rendering encoded from byte 0 and compared with the full ids. */
-static int ref_boundary(const zt_tokenizer *t, const char *text, size_t at, const int32_t *ids, size_t n,
-                        size_t *k, int *straddle, zt_status *st) {
-    int32_t *p = NULL;
-    size_t np = 0, i = 0;
-    int rc = zt_tok_encode(t, text, at, 0, &p, &np, st);
-    while (rc == ZT_OK && i < np && i < n && p[i] == ids[i]) ++i;
-    *k = i;
-    *straddle = i < np;
-    free(p);
-    return rc;
-}
-static int ref_encode(const zt_tokenizer *t, int tmpl, const char *bos, const char *eos, const zt_chat_msg *m,
-                      int n, int mode, int32_t **ids, uint8_t **mask, size_t *len, zt_status *st) {
-    zt_chat_text r;
-    ZT_TRY(zt_chat_render(tmpl, m, n, bos, eos, &r, st));
-    int rc = zt_tok_encode(t, r.text, r.len, 0, ids, len, st);
-    *mask = calloc(*len + 1, 1);
-    if (mode == ZT_SFT_MASK_ALL) memset(*mask, 1, *len);
-    for (int s = mode == ZT_SFT_MASK_ALL ? r.nspan : mode == ZT_SFT_MASK_LAST ? r.nspan - 1 : 0; rc == ZT_OK && s >= 0 && s < r.nspan; ++s) {
-        size_t a, e;
-        int sa, se;
-        if (r.span[s].end == r.span[s].begin) continue;
-        rc = ref_boundary(t, r.text, r.span[s].begin, *ids, *len, &a, &sa, st);
-        if (rc == ZT_OK) rc = ref_boundary(t, r.text, r.span[s].end, *ids, *len, &e, &se, st);
-        if (rc == ZT_OK && se && e < *len) e++;
-        for (size_t k = a; rc == ZT_OK && k < e; ++k) (*mask)[k] = 1;
-    }
-    zt_chat_text_free(&r);
-    return rc;
-}
+/* ---------------------------------------------------------------- masks: linear, unchanged
+ * (against the by-definition reference of sft_ref.h) */
 
 /* Conversations of tricky contents (white space at the ends, newlines, non-ASCII, the templates' own special
  * tokens and markers inside the content, empty turns): the masks and ids equal the definition's for every
@@ -210,7 +179,7 @@ static void test_linear_masks(void) {
                 size_t l1 = 0, l2 = 0;
                 int nspan;
                 int r1 = zt_sft_encode_chat(tok, tmpl, bos, eos, m, n, mode, &i1, &m1, &l1, &nspan, &st);
-                int r2 = ref_encode(tok, tmpl, bos, eos, m, n, mode, &i2, &m2, &l2, &st);
+                int r2 = zt_sft_ref_encode(tok, tmpl, bos, eos, m, n, mode, &i2, &m2, &l2, NULL, &st);
                 same = r1 == r2 && (r1 != ZT_OK || (l1 == l2 && !memcmp(i1, i2, l1 * sizeof *i1) && !memcmp(m1, m2, l1)));
                 if (!same) tap_diag("%s: conversation %d (%d messages), mode %d: rc %d/%d, %zu/%zu ids", cases[c].tmpl,
                                     it, n, mode, r1, r2, l1, l2);
