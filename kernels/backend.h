@@ -222,6 +222,23 @@ typedef struct zt_backend {
     /* number of non-finite (inf/nan) values in x[n] */
     size_t (*nonfinite)(const float *x, size_t n);
 
+    /* ---- NF4 dequantization (QLoRA's frozen base; kernels/nf4.h) ----
+     * out[i], i < n: NF4[c_i] * a[i / 64], where c_i is element i's 4-bit
+     * code (codes[i / 2]: the high nibble for even i, the low for odd i)
+     * and a[b] = absmax[b], or, with double quantization (qabsmax !=
+     * NULL; absmax is then ignored),
+     *   a[b] = fp32(fp32(DYN[qabsmax[b]] * absmax2[b / 256]) + offset).
+     * Every operation is one fp32 rounding (no fused multiply-add), so the
+     * result is bitwise bitsandbytes' dequantize_4bit on the same state.
+     * out_bf16 = 1: out is uint16_t bf16 bits (the fp32 value rounded to
+     * nearest even), else float.  codes [ceil(n/2)], absmax / qabsmax
+     * [ceil(n/64)], absmax2 [ceil(n/16384)] in the backend's memory.  A
+     * slice starting at element s, s a multiple of 64 (of 16384 with
+     * double quantization), is the same call with codes + s/2, absmax (or
+     * qabsmax) + s/64, absmax2 + s/16384.  n = 0: nothing.               */
+    void (*nf4_dequant)(void *out, int out_bf16, const uint8_t *codes, const float *absmax,
+                        const uint8_t *qabsmax, const float *absmax2, float offset, size_t n);
+
     /* sum of x[n], accumulated in double (cpu: in index order; cuda: a
      * fixed-order tree), returned to the host (the engine's loss sums) */
     double (*sum)(const float *x, size_t n);

@@ -399,6 +399,7 @@ static const zt_backend cpu_backend = {
     .to_f16 = zt_cpu_to_f16,
     .from_f16 = zt_cpu_from_f16,
     .nonfinite = zt_cpu_nonfinite,
+    .nf4_dequant = zt_cpu_nf4_dequant,
     .sum = cpu_sum,
     .host_memory = 1,
 };

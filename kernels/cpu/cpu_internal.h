@@ -75,6 +75,10 @@ void zt_cpu_to_f16(uint16_t *out, const float *in, size_t n);
 void zt_cpu_from_f16(float *out, const uint16_t *in, size_t n);
 size_t zt_cpu_nonfinite(const float *x, size_t n);
 
+/* cpu_nf4.c */
+void zt_cpu_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const float *absmax,
+                        const uint8_t *qabsmax, const float *absmax2, float offset, size_t n);
+
 /* cpu_backend.c: dst[c] += sum_{n<N} src[n*ld + c] for c < C, summed over n
  * in order (double accumulators), parallel over channel blocks: the result
  * does not depend on the thread count. */

@@ -731,6 +731,25 @@ static size_t s_nonfinite(const float *x, size_t n) {
     return r;
 }
 
+static void s_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const float *absmax,
+                          const uint8_t *qabsmax, const float *absmax2, float offset, size_t n) {
+    int ok = 1;
+    const size_t nb = n / 64 + (n % 64 != 0);
+    enter();
+    if (n) {
+        NEED_DEV("nf4_dequant", "out", out, n * (out_bf16 ? 2 : F));
+        NEED_DEV("nf4_dequant", "codes", codes, n / 2 + (n & 1));
+        if (qabsmax) {
+            NEED_DEV("nf4_dequant", "qabsmax", qabsmax, nb);
+            NEED_DEV("nf4_dequant", "absmax2", absmax2, (nb / 256 + (nb % 256 != 0)) * F);
+        } else {
+            NEED_DEV("nf4_dequant", "absmax", absmax, nb * F);
+        }
+    }
+    if (ok) cpu()->nf4_dequant(out, out_bf16, codes, absmax, qabsmax, absmax2, offset, n);
+    leave();
+}
+
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
     .set_threads = s_set_threads,
@@ -777,6 +796,7 @@ static const zt_backend strict_backend = {
     .to_f16 = s_to_f16,
     .from_f16 = s_from_f16,
     .nonfinite = s_nonfinite,
+    .nf4_dequant = s_nf4_dequant,
     .sum = s_sum,
     .host_memory = 0,
 };

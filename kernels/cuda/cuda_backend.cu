@@ -586,6 +586,7 @@ static void fill_table(zt_backend *t) {
     t->to_f16 = cuda_to_f16;
     t->from_f16 = cuda_from_f16;
     t->nonfinite = cuda_nonfinite;
+    t->nf4_dequant = zt_cuda_nf4_dequant;
     t->sum = cuda_sum;
     t->host_memory = 0;
 }

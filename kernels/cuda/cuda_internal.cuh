@@ -160,6 +160,10 @@ void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC);
 void zt_cuda_set_matmul_precision(int mode);
 
+/* cuda_nf4.cu */
+void zt_cuda_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const float *absmax,
+                         const uint8_t *qabsmax, const float *absmax2, float offset, size_t n);
+
 /* cuda_backend.cu: memory accounting of the backend's own buffers */
 void *zt_cuda_malloc_acct(size_t bytes, const char *who);
 void zt_cuda_free_acct(void *p);

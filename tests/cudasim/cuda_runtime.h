@@ -144,6 +144,7 @@ cudaError_t cudaFuncSetAttribute(const void *fn, cudaFuncAttribute a, int v);
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __constant__
 #define __launch_bounds__(...)
 
 struct dim3 {
@@ -207,6 +208,9 @@ template <class T> inline T atomicMin(T *p, T v) { T o = *p; if (v < o) *p = v; 
 template <class T> inline T atomicExch(T *p, T v) { T o = *p; *p = v; return o; }
 template <class T> inline T atomicCAS(T *p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
 
+/* IEEE fp32 operations rounded once each (the compiler may not fuse them) */
+inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); return u; }
