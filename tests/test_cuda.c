@@ -20,6 +20,8 @@
  *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
  *   bf16 matmul vs CPU fp32:                            atol 2e-2 max
  *   sum of squares (double):                            rtol 1e-12
+ *   NF4 dequantization (fp32, bf16; plain and double-quantized absmax,
+ *     odd sizes, slices):                               bitwise
  *   training (tests/table_gpt.h, 2-layer GPT, 8 AdamW steps): fp32 GPU
  *   losses within 1e-4 relative of the CPU's, gradient norms within 1e-3;
  *   bf16 matmuls within 2e-2.
@@ -35,6 +37,7 @@
 
 #include "backend.h"
 #include "gpu.h"
+#include "nf4.h"
 #include "table_gpt.h"
 #include "tap.h"
 #include "zt_cuda.h"
@@ -268,6 +271,61 @@ static void test_adamw(void) {
         gpu->free(dp); gpu->free(dg); gpu->free(dm); gpu->free(dv);
     }
     no_error("adamw");
+}
+
+/* ------------------------------------------------------------ NF4 */
+
+/* nf4_dequant against the CPU's, bitwise: the codes and absmax from the
+ * host quantizer (kernels/nf4.h), odd n (a padded last byte), a tail
+ * block, several absmax2 blocks, and a slice from a block boundary */
+static void test_nf4(size_t n) {
+    float *w = fvec(n, 0.05);
+    for (size_t i = 0; i < n; i += 97) w[i] *= 8.0f;   /* uneven absmax */
+    for (int dq = 0; dq < 2; dq++) {
+        zt_nf4 q;
+        char err[256] = "";
+        if (zt_nf4_alloc(&q, n, dq) != ZT_NF4_OK ||
+            zt_nf4_quantize(&q, w, ZT_NF4_F32, NULL, err, sizeof err) != ZT_NF4_OK) {
+            tap_ok(0, "nf4 n=%zu: quantize: %s", n, err);
+            zt_nf4_free(&q);
+            continue;
+        }
+        const size_t nb = zt_nf4_blocks(n), nb2 = zt_nf4_blocks2(n), ncb = zt_nf4_code_bytes(n);
+        uint8_t *dc = dev(q.codes, ncb);
+        uint8_t *dqa = dq ? dev(q.qabsmax, nb) : NULL;
+        float *da = dq ? NULL : devf(q.absmax, nb);
+        float *da2 = dq ? devf(q.absmax2, nb2) : NULL;
+        for (int bf = 0; bf < 2; bf++) {
+            const size_t es = bf ? 2 : 4;
+            uint8_t *hc = xmalloc(n * es), *hg = xmalloc(n * es);
+            void *dout = gpu->alloc(n * es);
+            cpu->nf4_dequant(hc, bf, q.codes, q.absmax, q.qabsmax, q.absmax2, q.offset, n);
+            gpu->nf4_dequant(dout, bf, dc, da, dqa, da2, q.offset, n);
+            gpu->to_host(hg, dout, n * es);
+            size_t bad = 0;
+            for (size_t i = 0; i < n * es; i += es) bad += memcmp(hc + i, hg + i, es) != 0;
+            /* the part from block s on, alone (s: 64, or 16384 with double quant) */
+            const size_t s = dq ? 16384 : 64;
+            size_t bad_slice = 0;
+            if (n > s) {
+                gpu->zero(dout, n * es);
+                gpu->nf4_dequant(dout, bf, dc + s / 2, da ? da + s / 64 : NULL, dqa ? dqa + s / 64 : NULL,
+                                 da2 ? da2 + s / 16384 : NULL, q.offset, n - s);
+                gpu->to_host(hg, dout, (n - s) * es);
+                bad_slice = memcmp(hc + s * es, hg, (n - s) * es) != 0;
+            }
+            tap_ok(bad == 0 && bad_slice == 0,
+                   "nf4_dequant n=%zu %s %s: bitwise the CPU's [%zu differ%s]", n,
+                   dq ? "double-quant" : "plain", bf ? "bf16" : "fp32", bad,
+                   bad_slice ? ", slice differs" : "");
+            gpu->free(dout);
+            free(hc); free(hg);
+        }
+        no_error("nf4_dequant");
+        gpu->free(dc); gpu->free(dqa); gpu->free(da); gpu->free(da2);
+        zt_nf4_free(&q);
+    }
+    free(w);
 }
 
 /* ------------------------------------------------------------ conversions */
@@ -819,7 +877,8 @@ int main(void) {
         gpu->gelu_fwd && gpu->gelu_bwd && gpu->add && gpu->xent_fwd && gpu->xent_bwd && gpu->adamw &&
         gpu->sumsq && gpu->scale && gpu->to_bf16 && gpu->from_bf16 && gpu->to_f16 && gpu->from_f16 &&
         gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->rope_fwd &&
-        gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd;
+        gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
+        gpu->nf4_dequant;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -831,6 +890,9 @@ int main(void) {
     test_elementwise();
     test_adamw();
     test_conversions();
+    test_nf4(1);
+    test_nf4(16384 + 64 * 2 + 37);       /* odd, a tail block, two absmax2 blocks */
+    if (full) test_nf4((size_t)4096 * 1024 + 3);
     test_encoder(2, 37, 13, 5, 40);      /* few tokens: long runs of equal tokens */
     if (full) test_encoder(4, 256, 768, 50257, 1024);
     test_layernorm(37, 13);
