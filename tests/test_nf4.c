@@ -63,6 +63,8 @@ static uint32_t take_u32(rd_t *r) {
     return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24 : 0;
 }
 
+/* every case of a known-answer file (version 1: the committed fixture;
+ * version 2 adds torch's SIMD width and each case's torch thread count) */
 static void test_fixture(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!tap_ok(f != NULL, "fixture %s opens", path)) return;
@@ -75,8 +77,9 @@ static void test_fixture(const char *path) {
     rd_t r = {buf, buf + got, 0};
     const char *magic = take(&r, 8);
     const uint32_t ver = take_u32(&r), ncases = take_u32(&r);
-    tap_ok(magic && !memcmp(magic, "ZTNF4KA", 8) && ver == 1 && ncases > 0,
-           "fixture header (version 1, %u cases)", ncases);
+    const uint32_t simd = ver >= 2 ? take_u32(&r) : 8;
+    tap_ok(magic && !memcmp(magic, "ZTNF4KA", 8) && (ver == 1 || ver == 2) && ncases > 0,
+           "fixture header (version %u, %u cases, torch SIMD width %u)", ver, ncases, simd);
     const float *nf4 = take(&r, 16 * 4), *dyn = take(&r, 256 * 4);
     if (r.bad) { tap_ok(0, "fixture tables"); free(buf); return; }
     tap_ok(!memcmp(nf4, zt_nf4_code, sizeof zt_nf4_code),
@@ -89,6 +92,8 @@ static void test_fixture(const char *path) {
         const char *name = take(&r, 32);
         const uint32_t dtype = take_u32(&r), dq = take_u32(&r), rows = take_u32(&r),
                        cols = take_u32(&r), has_deq = take_u32(&r);
+        const uint32_t threads = ver >= 2 ? take_u32(&r) : 1;
+        const zt_nf4_torch torch = {(int)threads, (int)simd};
         const size_t n = (size_t)rows * cols, nb = zt_nf4_blocks(n), nb2 = zt_nf4_blocks2(n);
         const void *w = take(&r, n * (dtype ? 2 : 4));
         const uint8_t *codes = take(&r, zt_nf4_code_bytes(n));
@@ -105,7 +110,7 @@ static void test_fixture(const char *path) {
         zt_nf4 q;
         if (zt_nf4_alloc(&q, n, (int)dq) != ZT_NF4_OK) { tap_ok(0, "%s: alloc", nm); continue; }
         char err[256] = "";
-        const zt_nf4_status st = zt_nf4_quantize(&q, w, dtype ? ZT_NF4_BF16 : ZT_NF4_F32, NULL,
+        const zt_nf4_status st = zt_nf4_quantize(&q, w, dtype ? ZT_NF4_BF16 : ZT_NF4_F32, &torch,
                                                  err, sizeof err);
         int ok = st == ZT_NF4_OK && !memcmp(q.codes, codes, zt_nf4_code_bytes(n));
         if (dq)
@@ -131,7 +136,8 @@ static void test_fixture(const char *path) {
         }
         zt_nf4_free(&q);
     }
-    tap_ok(!r.bad && r.p == r.end, "fixture read to its end (%zu weights compared)", total);
+    tap_ok(!r.bad && r.p == r.end, "fixture read to its end (%u tensors, %zu weights compared)",
+           ncases, total);
     free(buf);
 }
 
@@ -389,7 +395,12 @@ static void test_mean(void) {
     tap_ok(ok, "torch mean of exactly summable values: sum / n in fp32 (1-3 threads, 8 / 16 lanes)");
 }
 
-int main(void) {
+/* test_nf4 [FILE]: with FILE (tests/nf4_bnb.sh), only its known answers */
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        test_fixture(argv[1]);
+        return tap_done();
+    }
     const char *src = getenv("ZT_SRCDIR");
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/fixtures/nf4/known.bin", src && *src ? src : ".");
