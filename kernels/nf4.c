@@ -279,8 +279,16 @@ static inline unsigned nf4_code_of(const float *bound, float v) {
     return c;
 }
 
+/* element i of the weight; memcpy: the caller's array need not be aligned */
 static inline float load_w(const void *w, int dtype, size_t i) {
-    return dtype == ZT_NF4_BF16 ? zt_bf16_to_f32(((const uint16_t *)w)[i]) : ((const float *)w)[i];
+    if (dtype == ZT_NF4_BF16) {
+        uint16_t h;
+        memcpy(&h, (const char *)w + 2 * i, 2);
+        return zt_bf16_to_f32(h);
+    }
+    float f;
+    memcpy(&f, (const char *)w + 4 * i, 4);
+    return f;
 }
 
 /* absmax and codes of one block [s, e); tail: the last, short block */
@@ -318,15 +326,8 @@ zt_nf4_status zt_nf4_quantize(zt_nf4 *q, const void *w, int dtype, const zt_nf4_
 
     /* the first non-finite value, if any */
     size_t bad = n;
-    if (dtype == ZT_NF4_F32) {
-        const uint32_t *u = (const uint32_t *)w;
-        for (size_t i = 0; i < n; i++)
-            if ((u[i] & 0x7f800000u) == 0x7f800000u) { bad = i; break; }
-    } else {
-        const uint16_t *u = (const uint16_t *)w;
-        for (size_t i = 0; i < n; i++)
-            if ((u[i] & 0x7f80u) == 0x7f80u) { bad = i; break; }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(load_w(w, dtype, i))) { bad = i; break; }
     if (bad < n) {
         const float v = load_w(w, dtype, bad);
         return fail(err, errlen, ZT_NF4_ENONFINITE,

@@ -41,7 +41,6 @@ static void *xmalloc(size_t n) {
     if (!p) { perror("calloc"); exit(99); }
     return p;
 }
-static uint32_t fb(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static unsigned code_at(const uint8_t *codes, size_t i) {
     return (codes[i / 2] >> (i % 2 ? 0 : 4)) & 15u;
 }
@@ -54,7 +53,7 @@ typedef struct {
 } rd_t;
 static const void *take(rd_t *r, size_t n) {
     if (r->bad || (size_t)(r->end - r->p) < n) { r->bad = 1; return NULL; }
-    const void *q = r->p;
+    const void *q = r->p;   /* unaligned: read with memcpy / memcmp only */
     r->p += n;
     return q;
 }
@@ -115,7 +114,7 @@ static void test_fixture(const char *path) {
         int ok = st == ZT_NF4_OK && !memcmp(q.codes, codes, zt_nf4_code_bytes(n));
         if (dq)
             ok = ok && !memcmp(q.qabsmax, qabsmax, nb) && !memcmp(q.absmax2, absmax2, nb2 * 4) &&
-                 fb(q.offset) == fb(*offset);
+                 !memcmp(&q.offset, offset, 4);
         else
             ok = ok && !memcmp(q.absmax, absmax, nb * 4);
         tap_ok(ok, "%s: codes and %s bitwise bitsandbytes' (n %zu) %s", nm,
