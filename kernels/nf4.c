@@ -326,8 +326,9 @@ zt_nf4_status zt_nf4_quantize(zt_nf4 *q, const void *w, int dtype, const zt_nf4_
 
     /* the first non-finite value, if any */
     size_t bad = n;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 65536)
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(load_w(w, dtype, i))) { bad = i; break; }
+        if (!isfinite(load_w(w, dtype, i)) && i < bad) bad = i;
     if (bad < n) {
         const float v = load_w(w, dtype, bad);
         return fail(err, errlen, ZT_NF4_ENONFINITE,

@@ -324,6 +324,19 @@ static void test_errors(void) {
         tap_ok(st == ZT_NF4_ENONFINITE && strstr(err, "element 77") && strstr(err, names[k]),
                "fp32 weight with %s: ZT_NF4_ENONFINITE, \"%s\"", names[k], err);
     }
+    /* a large weight (the scan runs in parallel): the first bad index */
+    const size_t nbig = 200000;
+    float *big = xmalloc(nbig * 4);
+    big[180000] = NAN;
+    big[150001] = -INFINITY;
+    zt_nf4 qb;
+    zt_nf4_alloc(&qb, nbig, 1);
+    err[0] = 0;
+    tap_ok(zt_nf4_quantize(&qb, big, ZT_NF4_F32, NULL, err, sizeof err) == ZT_NF4_ENONFINITE &&
+               strstr(err, "element 150001 of 200000 is -Inf"),
+           "200000 weights, -Inf at 150001 and NaN at 180000: the first named, \"%s\"", err);
+    zt_nf4_free(&qb);
+    free(big);
     uint16_t h[100] = {0};
     h[3] = 0x7fc0;
     err[0] = 0;
