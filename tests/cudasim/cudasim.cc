@@ -369,8 +369,12 @@ dev_window::dev_window() {
         dev_protect(PROT_READ | PROT_WRITE);
     }
 }
+static void dev_handler_install(void);
 dev_window::~dev_window() {
-    if (--g_dev_depth == 0) dev_protect(PROT_NONE);
+    if (--g_dev_depth == 0) {
+        dev_protect(PROT_NONE);
+        if (!g_dev_mem.empty()) dev_handler_install();
+    }
 }
 
 /* the allocation holding [p, p + n), or false */
@@ -390,6 +394,32 @@ static bool host_registered(const void *p, size_t n) {
 }
 
 static void dev_on_segv(int sig, siginfo_t *si, void *ctx);
+#if defined(__x86_64__) && defined(__linux__)
+static void on_segv(int sig, siginfo_t *si, void *ctx);
+#endif
+static struct sigaction g_prev_segv;   /* the handler before ours: faults not in device memory */
+
+/* SIGSEGV reports device-memory faults: ours (or the race check's, which
+ * passes them on), installed at the first allocation and again whenever
+ * device work ends, in case a library (MPI) installed its own since; that
+ * one keeps the faults that are not in device memory */
+static void dev_handler_install(void) {
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, nullptr, &cur)) return;
+    if (cur.sa_flags & SA_SIGINFO) {
+        if (cur.sa_sigaction == dev_on_segv) return;
+#if defined(__x86_64__) && defined(__linux__)
+        if (cur.sa_sigaction == on_segv) return;
+#endif
+    }
+    g_prev_segv = cur;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_sigaction = dev_on_segv;
+    sigaction(SIGSEGV, &sa, nullptr);
+}
 static void dev_summary(void) {
     fprintf(stderr, "cudasim: device memory: %llu allocations (at most %zu live), %llu device-work windows, "
             "%llu mprotect calls\n", g_dev_nalloc, g_dev_maxlive, g_dev_nwin, g_dev_nprot);
@@ -411,15 +441,7 @@ static cudaError_t dev_alloc(void **p, size_t bytes) {
     *p = q;
     if (!g_dev_nalloc++) atexit(dev_summary);
     if (g_dev_mem.size() > g_dev_maxlive) g_dev_maxlive = g_dev_mem.size();
-    struct sigaction cur;   /* report host accesses (the race check chains to it too) */
-    if (!sigaction(SIGSEGV, nullptr, &cur) && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_flags = SA_SIGINFO;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_sigaction = dev_on_segv;
-        sigaction(SIGSEGV, &sa, nullptr);
-    }
+    dev_handler_install();
     return cudaSuccess;
 }
 
@@ -852,7 +874,7 @@ static void dev_segv(const void *a) {
 static void dev_on_segv(int sig, siginfo_t *si, void *ctx) {
     (void)ctx;
     dev_segv(si->si_addr);
-    signal(sig, SIG_DFL);   /* not device memory: the fault repeats and kills */
+    sigaction(sig, &g_prev_segv, nullptr);   /* not device memory: the fault repeats, for the previous handler */
 }
 
 #if defined(__x86_64__) && defined(__linux__)

@@ -140,6 +140,26 @@ static void kernel_writes_freed(void *p) {
     cudaStreamSynchronize(s);
 }
 
+/* a library (MPI) installs its own SIGSEGV handler after the first
+ * allocation: device work re-installs the simulator's, which hands every
+ * other fault to that handler */
+static void foreign_segv(int sig) {
+    (void)sig;
+    static const char m[] = "foreign handler\n";
+    if (write(2, m, sizeof m - 1) < 0) _exit(8);
+    abort();
+}
+static void foreign_then_host_reads(void *p) {
+    signal(SIGSEGV, foreign_segv);
+    cudaMemset(p, 0, 4);   /* device work */
+    host_reads(p);
+}
+static void foreign_then_null(void *p) {
+    signal(SIGSEGV, foreign_segv);
+    cudaMemset(p, 0, 4);
+    printf("# read %g\n", (double)*(volatile float *)(uintptr_t)8);
+}
+
 static bool failed_with(cudaError_t e, const char *word) {
     return e != cudaSuccess && strstr(cudaGetErrorString(e), word) != NULL;
 }
@@ -314,6 +334,12 @@ int main(void) {
     printf("# %s\n", rep);
     ok(child_aborts(kernel_writes_freed, dko, "kernel k_fill: block (0,0,0) thread (", "access to freed device memory",
                     rep, sizeof rep), "a kernel writing what cudaFreeAsync freed before it: reported, abort");
+    printf("# %s\n", rep);
+    ok(child_aborts(foreign_then_host_reads, d, "host access to device memory at", "(allocation of 2048 bytes, offset 8)",
+                    rep, sizeof rep), "another SIGSEGV handler installed later: device memory still reported");
+    printf("# %s\n", rep);
+    ok(child_aborts(foreign_then_null, d, "foreign handler", "", rep, sizeof rep),
+       "a fault outside device memory goes to that other handler");
     printf("# %s\n", rep);
     v = 0.0f;
     cudaMemcpy(&v, d + 2, 4, cudaMemcpyDeviceToHost);
