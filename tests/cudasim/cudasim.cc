@@ -851,7 +851,8 @@ static void sh_access(size_t off, bool write) {
 /* A fault at address a: in a device allocation (live or freed) it is
  * reported, with the kernel and thread when a kernel runs, and the process
  * aborts (as a GPU's host process dies of its segfault); anything else
- * returns (the caller restores SIG_DFL: the fault repeats and kills). */
+ * returns (the caller restores the handler before it, or SIG_DFL: the fault
+ * repeats there). */
 static void dev_segv(const void *a) {
     const uintptr_t x = (uintptr_t)a;
     bool freed = false;
