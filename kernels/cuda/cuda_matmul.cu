@@ -198,6 +198,14 @@ static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int ld
         memset(&res, 0, sizeof res);
         int nres = 0;
         cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_lt, op, la, lb, lc, lc, pref, 1, &res, &nres);
+        /* NOT_SUPPORTED (or no result): Lt has no algorithm for this problem and GemmEx does it.
+         * Anything else (INVALID_VALUE: the descriptors disagree) is a bug here: reported, not
+         * hidden behind the fallback, and not cached */
+        if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) {
+            blas_ok(s, __FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic");
+            *err = true;
+            goto out;
+        }
         lt_entry e;
         memset(&e, 0, sizeof e);
         e.key = key;

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 #include <deque>
@@ -191,6 +192,12 @@ extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
 
 /* ------------------------------------------------------------ streams */
 
+/* device memory is open only while stream work runs (see memory below) */
+struct dev_window {
+    dev_window();
+    ~dev_window();
+};
+
 struct CUstream_st {
     std::deque<std::function<void()>> q;
     unsigned flags;
@@ -215,6 +222,8 @@ static bool stream_known(cudaStream_t s) {
 /* run queued work of s, all of it or until *stop */
 static void run_stream(cudaStream_t s, const bool *stop = nullptr) {
     s = S(s);
+    if (s->q.empty()) return;
+    dev_window open;
     while (!s->q.empty() && !(stop && *stop)) {
         std::function<void()> op = std::move(s->q.front());
         s->q.pop_front();
@@ -289,6 +298,7 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e) {
         bool stop = false;
         const uint64_t want = e->recorded;
         cudaStream_t s = e->s;
+        dev_window open;
         while (!s->q.empty() && e->reached < want) {
             std::function<void()> op = std::move(s->q.front());
             s->q.pop_front();
@@ -323,9 +333,49 @@ extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsign
 
 /* ------------------------------------------------------------ memory */
 
+/* Device memory: every allocation (cudaMalloc, cudaMallocAsync, so the
+ * pool's) is a mapping of its own, page-aligned and rounded up to whole
+ * pages, PROT_NONE except while the simulator runs device work (a
+ * dev_window: run_stream, an event synchronize, a blocking copy), so a host
+ * dereference of a device pointer faults as on a GPU; the SIGSEGV handler
+ * reports it (dev_segv) and aborts.  A freed allocation's pages are given
+ * back and its range stays reserved, PROT_NONE, never reused: any later
+ * access, by the host or by a kernel, faults and is reported as freed
+ * (stricter than poisoning it).  Host memory
+ * (registered or not) is the process's own and stays readable. */
 static std::map<uintptr_t, size_t> g_dev_mem;    /* device allocations: start -> bytes */
+static std::map<uintptr_t, size_t> g_dev_freed;  /* freed ones, still reserved: start -> bytes */
 static std::map<uintptr_t, size_t> g_host_reg;   /* registered host ranges */
 static size_t g_dev_used;
+static int g_dev_depth;                          /* dev_window nesting: > 0 while device work runs */
+static unsigned long long g_dev_nalloc, g_dev_nwin, g_dev_nprot;   /* printed at exit */
+static size_t g_dev_maxlive;
+
+static size_t dev_pages(size_t bytes) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (bytes + pg - 1) / pg * pg;
+}
+static void dev_protect(int prot) {
+    g_dev_nprot += g_dev_mem.size();
+    for (auto &a : g_dev_mem)
+        if (mprotect((void *)a.first, dev_pages(a.second), prot)) {
+            perror("cudasim: mprotect of device memory");
+            abort();
+        }
+}
+dev_window::dev_window() {
+    if (g_dev_depth++ == 0) {
+        g_dev_nwin++;
+        dev_protect(PROT_READ | PROT_WRITE);
+    }
+}
+static void dev_handler_install(void);
+dev_window::~dev_window() {
+    if (--g_dev_depth == 0) {
+        dev_protect(PROT_NONE);
+        if (!g_dev_mem.empty()) dev_handler_install();
+    }
+}
 
 /* the allocation holding [p, p + n), or false */
 static bool dev_range(const void *p, size_t n) {
@@ -343,17 +393,55 @@ static bool host_registered(const void *p, size_t n) {
     return a >= it->first && a + n <= it->first + it->second;
 }
 
+static void dev_on_segv(int sig, siginfo_t *si, void *ctx);
+#if defined(__x86_64__) && defined(__linux__)
+static void on_segv(int sig, siginfo_t *si, void *ctx);
+#endif
+static struct sigaction g_prev_segv;   /* the handler before ours: faults not in device memory */
+
+/* SIGSEGV reports device-memory faults: ours (or the race check's, which
+ * passes them on), installed at the first allocation and again whenever
+ * device work ends, in case a library (MPI) installed its own since; that
+ * one keeps the faults that are not in device memory */
+static void dev_handler_install(void) {
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, nullptr, &cur)) return;
+    if (cur.sa_flags & SA_SIGINFO) {
+        if (cur.sa_sigaction == dev_on_segv) return;
+#if defined(__x86_64__) && defined(__linux__)
+        if (cur.sa_sigaction == on_segv) return;
+#endif
+    }
+    g_prev_segv = cur;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_sigaction = dev_on_segv;
+    sigaction(SIGSEGV, &sa, nullptr);
+}
+static void dev_summary(void) {
+    fprintf(stderr, "cudasim: device memory: %llu allocations (at most %zu live), %llu device-work windows, "
+            "%llu mprotect calls\n", g_dev_nalloc, g_dev_maxlive, g_dev_nwin, g_dev_nprot);
+}
+
 static cudaError_t dev_alloc(void **p, size_t bytes) {
     if (!p) return set_last(cudaErrorInvalidValue);
     *p = nullptr;
     const size_t sz = bytes ? bytes : 1;
     if (sz > sim_total_mem() - g_dev_used) return set_last(cudaErrorMemoryAllocation);
-    void *q = aligned_alloc(256, (sz + 255) & ~(size_t)255);
-    if (!q) return set_last(cudaErrorMemoryAllocation);
+    void *q = mmap(nullptr, dev_pages(sz), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (q == MAP_FAILED) return set_last(cudaErrorMemoryAllocation);
     memset(q, 0xA5, sz);   /* device memory is not zeroed */
+    if (!g_dev_depth) mprotect(q, dev_pages(sz), PROT_NONE);
     g_dev_mem[(uintptr_t)q] = sz;
+    g_dev_freed.erase((uintptr_t)q);
     g_dev_used += sz;
     *p = q;
+    if (!g_dev_nalloc++) atexit(dev_summary);
+    if (g_dev_mem.size() > g_dev_maxlive) g_dev_maxlive = g_dev_mem.size();
+    dev_handler_install();
     return cudaSuccess;
 }
 
@@ -361,13 +449,19 @@ static cudaError_t dev_free(void *p, const char *who) {
     if (!p) return cudaSuccess;
     auto it = g_dev_mem.find((uintptr_t)p);
     if (it == g_dev_mem.end()) {
-        zt_sim_async_fail("%s(%p): not a device allocation (double free?)", who, p);
+        zt_sim_async_fail("%s(%p): %s", who, p, g_dev_freed.count((uintptr_t)p) ? "already freed (double free)" :
+                          "not a device allocation");
         return set_last(cudaErrorInvalidValue);
     }
-    memset(p, 0xDB, it->second);   /* poisoned */
+    const size_t len = dev_pages(it->second);
+    /* pages given back, the range kept: every later access faults */
+    if (mmap(p, len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+        perror("cudasim: unmapping freed device memory");
+        abort();
+    }
     g_dev_used -= it->second;
+    g_dev_freed[(uintptr_t)p] = it->second;
     g_dev_mem.erase(it);
-    free(p);
     return cudaSuccess;
 }
 
@@ -382,7 +476,11 @@ extern "C" cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
 }
 extern "C" cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
     if (!stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
-    if (p && !g_dev_mem.count((uintptr_t)p)) return set_last(cudaErrorInvalidValue);
+    if (p && !g_dev_mem.count((uintptr_t)p)) {
+        fprintf(stderr, "cudasim: cudaFreeAsync(%p): %s\n", p,
+                g_dev_freed.count((uintptr_t)p) ? "already freed (double free)" : "not a device allocation");
+        return set_last(cudaErrorInvalidValue);
+    }
     S(s)->q.push_back([p]() { dev_free(p, "cudaFreeAsync"); });
     return cudaSuccess;
 }
@@ -445,7 +543,10 @@ extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemc
     if (!n) return cudaSuccess;
     if (check_copy(dst, src, n, k, "cudaMemcpy") != cudaSuccess) return cudaErrorInvalidValue;
     run_legacy();   /* on the legacy default stream: after the work before it */
-    memmove(dst, src, n);
+    {
+        dev_window open;
+        memmove(dst, src, n);
+    }
     return sync_result();
 }
 
@@ -747,11 +848,42 @@ static void sh_access(size_t off, bool write) {
     }
 }
 
+/* A fault at address a: in a device allocation (live or freed) it is
+ * reported, with the kernel and thread when a kernel runs, and the process
+ * aborts (as a GPU's host process dies of its segfault); anything else
+ * returns (the caller restores the handler before it, or SIG_DFL: the fault
+ * repeats there). */
+static void dev_segv(const void *a) {
+    const uintptr_t x = (uintptr_t)a;
+    bool freed = false;
+    auto it = g_dev_mem.upper_bound(x);
+    if (it == g_dev_mem.begin() || (--it, x >= it->first + dev_pages(it->second))) {
+        freed = true;
+        it = g_dev_freed.upper_bound(x);
+        if (it == g_dev_freed.begin() || (--it, x >= it->first + dev_pages(it->second))) return;
+    }
+    std::string who = "host access to";
+    if (g_dev_depth > 0 && g_body) who = "kernel " + std::string(g_kname) + ": " + where((unsigned)g_cur) + ": access to";
+    else if (g_dev_depth > 0) who = "simulated device work (a copy, memset, cuBLAS or cub): access to";
+    const size_t off = (size_t)(x - it->first);
+    fprintf(stderr, "cudasim: %s %sdevice memory at %p (allocation of %zu bytes, offset %zu%s)\n", who.c_str(),
+            freed ? "freed " : "", a, it->second, off, off >= it->second ? ", past its end" : "");
+    signal(SIGABRT, SIG_DFL);
+    abort();
+}
+
+static void dev_on_segv(int sig, siginfo_t *si, void *ctx) {
+    (void)ctx;
+    dev_segv(si->si_addr);
+    sigaction(sig, &g_prev_segv, nullptr);   /* not device memory: the fault repeats, for the previous handler */
+}
+
 #if defined(__x86_64__) && defined(__linux__)
 static void on_segv(int sig, siginfo_t *si, void *ctx) {
     ucontext_t *uc = (ucontext_t *)ctx;
     unsigned char *a = (unsigned char *)si->si_addr;
     if (!g_closed || g_nstep == 2 || a < g_arena || a >= g_arena + g_closed_len) {
+        dev_segv(a);            /* device memory: reported, abort */
         signal(sig, SIG_DFL);   /* not ours: the fault repeats and kills */
         return;
     }

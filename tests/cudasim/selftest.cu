@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cublasLt.h>
@@ -92,6 +95,69 @@ __global__ void k_oob_read(float *out, int n) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) dyn[i] = (float)i;
     __syncthreads();
     if (threadIdx.x == 0) out[0] = dyn[n];
+}
+
+/* run fn(arg) in a child whose stderr is captured into out; true when the
+ * child died of SIGABRT and its stderr holds want1 and want2 */
+static bool child_aborts(void (*fn)(void *), void *arg, const char *want1, const char *want2, char *out,
+                         size_t outn) {
+    int fd[2];
+    out[0] = 0;
+    if (pipe(fd)) return false;
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        fn(arg);
+        _exit(0);   /* not reached when the access is caught */
+    }
+    close(fd[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < outn && (r = read(fd[0], out + got, outn - 1 - got)) > 0) got += (size_t)r;
+    out[got] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    char *nl = strchr(out, '\n');
+    if (nl) *nl = 0;   /* the report's first line */
+    return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(out, want1) && strstr(out, want2);
+}
+
+static void host_reads(void *p) { printf("# read %g\n", (double)((volatile float *)p)[2]); }
+static void host_reads_freed(void *p) {
+    cudaFree(p);
+    printf("# read %g\n", (double)((volatile float *)p)[0]);
+}
+static void kernel_writes_freed(void *p) {
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cudaFreeAsync(p, s);
+    k_fill<<<1, 32, 0, s>>>((float *)p, 1.0f, 8);   /* after the free in stream order */
+    cudaStreamSynchronize(s);
+}
+
+/* a library (MPI) installs its own SIGSEGV handler after the first
+ * allocation: device work re-installs the simulator's, which hands every
+ * other fault to that handler */
+static void foreign_segv(int sig) {
+    (void)sig;
+    static const char m[] = "foreign handler\n";
+    if (write(2, m, sizeof m - 1) < 0) _exit(8);
+    abort();
+}
+static void foreign_then_host_reads(void *p) {
+    signal(SIGSEGV, foreign_segv);
+    cudaMemset(p, 0, 4);   /* device work */
+    host_reads(p);
+}
+static void foreign_then_null(void *p) {
+    signal(SIGSEGV, foreign_segv);
+    cudaMemset(p, 0, 4);
+    printf("# read %g\n", (double)*(volatile float *)(uintptr_t)8);
 }
 
 static bool failed_with(cudaError_t e, const char *word) {
@@ -256,6 +322,28 @@ int main(void) {
     cudaStreamSynchronize(s);
     ok(ko[0] == 0 && ko[1] == 1 && ko[2] == 1 && ko[5] == 3 && vo[0] == 3 && vo[1] == 1 && vo[2] == 4 &&
        vo[3] == 0 && vo[4] == 2 && vo[5] == 5, "cub SortPairs: stable by key");
+
+    /* host/device discipline: device memory is unreadable from host code */
+    char rep[512];
+    ok(child_aborts(host_reads, d, "host access to device memory at", "(allocation of 2048 bytes, offset 8)", rep,
+                    sizeof rep), "a host read of device memory (after a synchronize): reported, abort");
+    printf("# %s\n", rep);
+    ok(child_aborts(host_reads_freed, o, "host access to freed device memory at",
+                    "(allocation of 2048 bytes, offset 0)", rep, sizeof rep),
+       "a host read of device memory after cudaFree: reported as freed, abort");
+    printf("# %s\n", rep);
+    ok(child_aborts(kernel_writes_freed, dko, "kernel k_fill: block (0,0,0) thread (", "access to freed device memory",
+                    rep, sizeof rep), "a kernel writing what cudaFreeAsync freed before it: reported, abort");
+    printf("# %s\n", rep);
+    ok(child_aborts(foreign_then_host_reads, d, "host access to device memory at", "(allocation of 2048 bytes, offset 8)",
+                    rep, sizeof rep), "another SIGSEGV handler installed later: device memory still reported");
+    printf("# %s\n", rep);
+    ok(child_aborts(foreign_then_null, d, "foreign handler", "", rep, sizeof rep),
+       "a fault outside device memory goes to that other handler");
+    printf("# %s\n", rep);
+    v = 0.0f;
+    cudaMemcpy(&v, d + 2, 4, cudaMemcpyDeviceToHost);
+    ok(v == h[2], "the same memory through cudaMemcpy: the value");
 
     printf("1..%d\n", n_test);
     return n_fail ? 1 : 0;

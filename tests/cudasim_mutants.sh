@@ -1,0 +1,177 @@
+#!/bin/sh
+# tests/cudasim_mutants.sh [BUILDDIR] -- proof that make check-cudasim
+# catches bugs (issue 25; make check-cudasim-mutants, outside make check).
+#
+# BUILDDIR (default .) is a tree configured with --with-cuda-sim.  Its
+# distribution (make distdir) is copied to a temporary tree and configured
+# the same way there; the unmutated copy must pass test_cuda on the
+# simulator; then for every mutant below one known bug is planted
+# into that copy of kernels/cuda (never the real files), the simulated
+# backend is rebuilt and tests/test_cuda runs on the simulator as in
+# check-cudasim: threads and blocks in order first and, only when that
+# passes, shuffled with the race check on.  A run stops at its first
+# failing test.  Every mutant must make it fail.  Each mutant is an exact
+# perl pattern that must match exactly once, so a mutant whose code has
+# changed fails the script instead of silently testing nothing.
+#
+# Prints a table: mutant, file:line, the check that caught it (the first
+# failing test, and the simulator's first report), and PASS (killed) or
+# FAIL (survived).  Exits 0 when every mutant was killed.  Takes 10-20
+# minutes on 2 cores.  ZT_MUTANTS="name ..." runs only those mutants;
+# ZT_MUTANTS_KEEP=1 keeps the temporary tree.
+set -u
+builddir=$(cd "${1:-.}" && pwd) || exit 2
+[ -x "$builddir/config.status" ] || { echo "cudasim_mutants: $builddir is not a configured build tree" >&2; exit 2; }
+grep -q 'with-cuda-sim' "$builddir/config.status" ||
+    { echo "cudasim_mutants: $builddir was not configured --with-cuda-sim" >&2; exit 2; }
+MAKE=${MAKE:-make}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zt-mutants.XXXXXX") || exit 2
+[ "${ZT_MUTANTS_KEEP:-0}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+src=$tmp/src
+bld=$tmp/build
+
+say() { printf '%s\n' "cudasim_mutants: $*"; }
+die() { say "$*" >&2; exit 2; }
+
+# ------------------------------------------------------------ the copy
+say "copying the sources (make distdir) and configuring a simulated build in $tmp"
+(cd "$builddir" && $MAKE distdir distdir="$src") > "$tmp/distdir.log" 2>&1 ||
+    die "make distdir failed (see $tmp/distdir.log)"
+eval "set -- $(cd "$builddir" && ./config.status --config)"
+mkdir -p "$bld"
+(cd "$bld" && "$src/configure" "$@") > "$tmp/configure.log" 2>&1 || die "configure failed (see $tmp/configure.log)"
+cp -R "$src/kernels/cuda" "$tmp/pristine"
+jobs=${ZT_MUTANTS_JOBS:-2}
+(cd "$bld" && $MAKE -j"$jobs" tests/cudasim/test_cuda_sim) > "$tmp/build.log" 2>&1 ||
+    die "the unmutated simulated build failed (see $tmp/build.log)"
+
+# ------------------------------------------------------------ one run
+# run_tests LOG [ENV...]: test_cuda on the simulator until its first
+# failure; 0 when it passed (plan run, exit 0, no failure)
+run_tests() {
+    log=$1
+    shift
+    (cd "$bld" && env ZT_CUDA_TEST_QUICK=1 "$@" sh -c './tests/cudasim/test_cuda_sim 2>&1; echo "# exit status $?"') |
+        awk -v f="$log" '{ print > f } /^not ok / { exit }'
+    grep -q '^not ok ' "$log" && return 1
+    grep -q '^# exit status 0$' "$log" || return 1
+    grep -q '^1\.\.[1-9]' "$log" || return 1
+    return 0
+}
+
+# what caught it: the first failing test and the simulator's first report
+caught_by() {
+    t=$(grep -m1 '^not ok ' "$1" | sed 's/^not ok [0-9]* - //')
+    r=$(grep '^cudasim' "$1" | grep -v 'race check: [0-9]* shared-memory accesses' | head -n 1 | sed 's/^cudasim[^:]*: //')
+    [ -n "$t" ] || t="(no failing test: $(grep -m1 '^# exit status' "$1" | sed 's/^# //'))"
+    printf '%s' "$t"
+    [ -n "$r" ] && printf ' | simulator: %s' "$(printf '%s' "$r" | cut -c1-160)"
+}
+
+# the unmutated copy must pass, or a failure would prove nothing
+say "the unmutated copy (forward order)"
+run_tests "$tmp/run-unmutated.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK=0 ||
+    die "the unmutated copy fails: $(caught_by "$tmp/run-unmutated.log")"
+
+# ------------------------------------------------------------ mutants
+# mutant NAME FILE PATTERN REPLACEMENT: PATTERN (a perl regex; \K marks
+# where the replaced text starts) must match FILE exactly once; the match
+# after \K becomes REPLACEMENT (literal text)
+n_killed=0
+n_total=0
+table=$tmp/table
+: > "$table"
+mutant() {
+    name=$1 file=$2 pat=$3 rep=$4
+    case " ${ZT_MUTANTS:-$name} " in *" $name "*) ;; *) return 0;; esac
+    n_total=$((n_total + 1))
+    rm -rf "$src/kernels/cuda"
+    cp -R "$tmp/pristine" "$src/kernels/cuda"   # fresh copies: make rebuilds what changes
+    line=$(PAT=$pat REP=$rep perl -0777 -e '
+        my $f = $ARGV[0];
+        open(my $h, "<", $f) or die "$f: $!\n";
+        local $/;
+        my $s = <$h>;
+        close $h;
+        my $n = () = $s =~ /$ENV{PAT}/g;
+        if ($n != 1) { print STDERR "pattern matched $n times in $f\n"; exit 3; }
+        $s =~ /$ENV{PAT}/ or exit 3;
+        my ($a, $b) = ($-[0], $+[0]);
+        my $line = 1 + (substr($s, 0, $a) =~ tr/\n//);
+        substr($s, $a, $b - $a) = $ENV{REP};
+        open($h, ">", $f) or die "$f: $!\n";
+        print $h $s;
+        close $h;
+        print "$line\n";' "$src/$file") || die "mutant $name: its pattern does not apply to $file (the code changed?)"
+    rel=${file#kernels/cuda/}
+    say "mutant $name: $rel:$line"
+    (diff -u "$tmp/pristine/$rel" "$src/$file" | sed -n '3,$p' | grep '^[-+]' | sed 's/^/    /') || true
+    if ! (cd "$bld" && $MAKE -j"$jobs" tests/cudasim/test_cuda_sim) > "$tmp/build-$name.log" 2>&1; then
+        die "mutant $name does not compile (see $tmp/build-$name.log): fix the mutant"
+    fi
+    how=
+    if ! run_tests "$tmp/run-$name.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK=0; then
+        how="forward: $(caught_by "$tmp/run-$name.log")"
+    elif ! run_tests "$tmp/run-$name-race.log" ZT_CUDASIM_ORDER=shuffle ZT_CUDASIM_SEED=1 ZT_CUDASIM_RACECHECK=1 \
+            ZT_CUDASIM_RACECHECK_ACCESSES=50000; then
+        how="shuffle+race: $(caught_by "$tmp/run-$name-race.log")"
+    fi
+    if [ -n "$how" ]; then
+        res="PASS (killed)"
+        n_killed=$((n_killed + 1))
+    else
+        res="FAIL (survived)"
+        how="nothing failed"
+    fi
+    say "  $res: $how"
+    printf '| %s | %s:%s | %s | %s |\n' "$name" "$rel" "$line" "$(printf '%s' "$how" | sed 's/|/\\|/g')" "$res" >> "$table"
+}
+
+# a removed __syncthreads(): the attention forward's Q/K/V tiles are read
+# before the other warps finished loading them
+mutant no-syncthreads kernels/cuda/cuda_attention.cu \
+    'load_tile\(Vs, vbase, k0, T, R, hs, ld\);\n\K        __syncthreads\(\);\n(?=        /\* scores of the warp)' ''
+
+# a removed __syncthreads() that only the race check (or an unlucky order)
+# sees: the next key tile overwrites Ks/Vs while other warps still read them
+mutant no-syncthreads-war kernels/cuda/cuda_attention.cu \
+    '\K        __syncthreads\(\);   /\* Ks/Vs of the previous tile are no longer read \*/\n' ''
+
+# a removed __syncthreads() that only a shuffled order or the race check
+# sees: softmax's block sum writes the shared partials while other warps may
+# still read the block max's from the same array
+mutant no-syncthreads-race kernels/cuda/cuda_internal.cuh \
+    'v = zt_warp_sum\(v\);\n\K    __syncthreads\(\);\n(?=    if \(lane == 0\) sh\[wid\] = v;)' ''
+
+# an off-by-one loop bound: layernorm forward leaves its last channel unwritten
+mutant off-by-one kernels/cuda/cuda_nn.cu \
+    'for \(int c = lane; c < \KC(?=; c \+= 32\) o\[c\] = \(x\[c\] - m\) \* r \* w\[c\] \+ b\[c\];)' 'C - 1'
+
+# a wrong shuffle offset: the warp sum every block reduction uses
+mutant shfl-offset kernels/cuda/cuda_internal.cuh \
+    'float zt_warp_sum\(float v\) \{\n#pragma unroll\n    for \(int o = 16; o > 0; o >>= 1\) v \+= __shfl_xor_sync\(0xffffffffu, v, \Ko(?=\);)' 'o >> 1'
+
+# a wrong cuBLASLt layout: B's rows and columns swapped
+mutant lt-layout kernels/cuda/cuda_matmul.cu \
+    'LT\(cublasLtMatrixLayoutCreate\(&lb, ab_t, \Ktb \? n : k, tb \? k : n(?=, ldb\)\);)' 'tb ? k : n, tb ? n : k'
+
+# a wrong cuBLASLt leading dimension: C's one too large
+mutant lt-ld kernels/cuda/cuda_matmul.cu \
+    'LT\(cublasLtMatrixLayoutCreate\(&lc, CUDA_R_32F, m, n, \Kldc(?=\)\);)' 'ldc + 1'
+
+# a missing stream synchronization before the host reads a device-to-host copy
+mutant no-sync kernels/cuda/cuda_backend.cu \
+    'cudaMemcpyAsync\(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost, zt_cu.stream\)\)\K \|\|\n        !ZT_CU\(cudaStreamSynchronize\(zt_cu.stream\)\)(?=\))' ''
+
+# a missing cudaFuncSetAttribute for more than 48 KiB of dynamic shared memory
+mutant no-smem-attr kernels/cuda/cuda_attention.cu \
+    'if \(bytes > 48 \* 1024\)\n        return \KZT_CU\(cudaFuncSetAttribute\(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, \(int\)bytes\)\)(?=;)' 'true'
+
+echo
+echo "| mutant | file:line | caught by | result |"
+echo "|---|---|---|---|"
+cat "$table"
+echo
+say "$n_killed of $n_total mutants killed"
+[ "$n_total" -gt 0 ] && [ "$n_killed" -eq "$n_total" ]
