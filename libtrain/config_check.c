@@ -15,6 +15,7 @@
 
 #include "config_int.h"
 #include "arch.h"
+#include "lora.h"
 #include "ztrain_env.h"
 
 /* ================================================================ finalize */
@@ -191,6 +192,22 @@ int zt_config_site_max_dataloaders(void) {
     return md;
 }
 
+/* LoRA: the targets against the architecture's modules; the other
+ * ztrain.lora.* keys set while the rank is 0 (LoRA off) are refused rather
+ * than ignored. */
+static int check_lora(const zt_config *c, zt_status *st) {
+    if (c->model.lora_r > 0) return zt_lora_check(&c->model, st);
+    static const char *const keys[] = {"ztrain.lora.alpha", "ztrain.lora.dropout",
+                                       "ztrain.lora.targets", "ztrain.lora.rslora"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; ++i) {
+        int k = zt_cfg_key_index(keys[i]);
+        if (k >= 0 && c->src[k] != ZT_SRC_DEFAULT)
+            return zt_fail(st, ZT_EINVAL, "%s is set (%s) but ztrain.lora.r=0 (LoRA off): give "
+                           "ztrain.lora.r >= 1 (--lora-r)", keys[i], zt_source_name(c->src[k]));
+    }
+    return ZT_OK;
+}
+
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
     reset_derived(c);
     ZT_TRY(check_site_limits(c, st));
@@ -229,6 +246,7 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
         c->src[zt_cfg_key_index("scheduler.params.warmup_type")] = ZT_SRC_DERIVED;
     }
     ZT_TRY(check_model(&c->model, st));
+    ZT_TRY(check_lora(c, st));
     if (c->seq_len == 0) {
         c->seq_len = c->model.context;
         c->src[zt_cfg_key_index("ztrain.seq_len")] = ZT_SRC_DERIVED;
