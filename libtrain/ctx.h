@@ -36,6 +36,8 @@ struct zt_ctx {
     zt_shard *sh;                /* the ZeRO engine (the model's zt_units) */
     zt_model *lmodel;            /* LoRA (lora.h): the adapters' layout, NULL: none */
     zt_shard *lsh;               /* ... and their engine, sh's peer (sh is then frozen) */
+    uint64_t *base_fnv;          /* LoRA: the frozen base's per-tensor checksums, NULL: none */
+    uint64_t base_config_fnv;
     zt_batch_buf acts;           /* training [micro_batch, context] */
     zt_batch_buf eval_acts;      /* forward-only [eval_batch_size, context] */
     zt_batch_buf sample_acts;    /* forward-only [1, context] */

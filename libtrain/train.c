@@ -79,6 +79,23 @@ zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->world; }
 const zt_backend *zt_ctx_backend(const zt_ctx *ctx) { return ctx->be; }
 zt_model *zt_ctx_model(const zt_ctx *ctx) { return ctx->model; }
 zt_shard *zt_ctx_shard(const zt_ctx *ctx) { return ctx->sh; }
+zt_model *zt_ctx_lora_model(const zt_ctx *ctx) { return ctx->lmodel; }
+zt_shard *zt_ctx_lora_shard(const zt_ctx *ctx) { return ctx->lsh; }
+
+void zt_ctx_set_base_fingerprint(zt_ctx *ctx, const uint64_t *tensor_fnv, uint64_t config_fnv) {
+    free(ctx->base_fnv);
+    ctx->base_fnv = NULL;
+    if (!tensor_fnv) return;
+    const size_t n = (size_t)ctx->model->n_tensors;
+    if (!(ctx->base_fnv = malloc(n * sizeof *ctx->base_fnv))) return;
+    memcpy(ctx->base_fnv, tensor_fnv, n * sizeof *ctx->base_fnv);
+    ctx->base_config_fnv = config_fnv;
+}
+
+const uint64_t *zt_ctx_base_fingerprint(const zt_ctx *ctx, uint64_t *config_fnv) {
+    if (config_fnv) *config_fnv = ctx->base_config_fnv;
+    return ctx->base_fnv;
+}
 
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
                        zt_status *st) {
@@ -498,6 +515,7 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_model_free(ctx->model, ctx->own_model_self);
     zt_model_free(ctx->lmodel, 1);
     free(ctx->owned);
+    free(ctx->base_fnv);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
     free(ctx);
