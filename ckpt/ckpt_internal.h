@@ -69,6 +69,11 @@ char *ck_get_str_dataset(hid_t f, const char *name);
  * context on restore (a full checkpoint for a LoRA run, adapters for
  * another base or other settings: ZT_EINVAL naming it). */
 char *ck_lora_json(zt_ctx *ctx);
+/* Every tensor of a Hugging Face model directory's safetensors file(s)
+ * (model.safetensors, else the index's shards), file by file. */
+typedef int (*ck_hf_tensor_fn)(void *user, const zt_st_file *f, const zt_st_tensor *t,
+                               zt_status *st);
+int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st);
 int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st);
 int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
 /* Write /meta_checksums (collective in a parallel file: every rank passes

@@ -683,6 +683,16 @@ out:
     return rc;
 }
 
+int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st) {
+    hf_files F;
+    int rc = hf_files_open(dir, &F, st);
+    for (int i = 0; rc == ZT_OK && i < F.n; ++i)
+        for (int k = 0; rc == ZT_OK && k < F.f[i].n; ++k)
+            rc = fn(user, &F.f[i], &F.f[i].t[k], st);
+    hf_files_close(&F);
+    return rc;
+}
+
 int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
     zt_status_clear(st);
     if (zt_ctx_lora_model(ctx)) return hf_load_frozen(ctx, dir, st);
