@@ -12,6 +12,9 @@
  *               the 3 step losses are bitwise equal at stages 0-3
  *   no state    the accounted gradients and AdamW state are the adapters'
  *               alone (4 and 8 bytes per adapter element at stage 0)
+ *   planner     zt_memplan_compute's peak of every accounted category and of
+ *               the total equals what 3 steps allocate (stages 0-3, fp32 and
+ *               bf16, activation checkpointing)
  *   errors      r < 0, targets matching no module, an unknown target
  *               module, other keys with r = 0: zt_config_finalize refuses
  *               with one message naming the key
@@ -19,6 +22,7 @@
 #include <math.h>
 #include "ctx.h"
 #include "lora.h"
+#include "memplan.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -184,6 +188,46 @@ static void train(const char *arch, int stage, int bf16, double *losses) {
     zt_config_free(c);
 }
 
+/* The planner's prediction against the accounted peaks of 3 steps. */
+static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
+    zt_status st;
+    zt_config *c = config(arch, "q_proj,v_proj,down_proj,c_attn,c_fc", stage, bf16);
+    if (!strcmp(arch, "llama")) tu_set(c, "ztrain.lora.targets", "q_proj,v_proj,down_proj");
+    else tu_set(c, "ztrain.lora.targets", "c_attn,c_fc");
+    if (ckpt) tu_set(c, "activation_checkpointing.policy", "blocks");
+    zt_memplan p;
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, 1);
+    int ok = zt_memplan_compute(c, &o, &p, &st) == ZT_OK;
+    if (!ok) tap_diag("plan: %s", st.msg);
+    zt_mem_reset_peaks();
+    zt_ctx *ctx = NULL;
+    ok = ok && zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK;
+    zt_data_source src = {NULL, fixed_get, NULL, NULL}, none = {0};
+    if (ok) zt_ctx_set_data(ctx, src, none, &st);
+    for (int k = 0; ok && k < 3; ++k) {
+        zt_metrics mt;
+        ok = zt_train_step(ctx, &mt, &st) == ZT_OK;
+    }
+    if (!ok) tap_diag("%s", st.msg);
+    zt_memory_report r;
+    zt_memory(&r);
+    int same = ok && p.accounted_peak == r.peak_total;
+    for (int t = 0; ok && t < ZT_MEM_CATEGORIES; ++t)
+        if (p.cat[ZT_MP_HOST][t] != r.peak[t]) {
+            same = 0;
+            tap_diag("%s: predicted %llu, accounted %llu", r.name[t],
+                     (unsigned long long)p.cat[ZT_MP_HOST][t], (unsigned long long)r.peak[t]);
+        }
+    tap_ok(same, "%s stage %d%s%s: the planner's peaks equal the accounted ones (total %llu B, "
+           "predicted %llu B; adapters %llu of %llu parameters)", arch, stage, bf16 ? " bf16" : "",
+           ckpt ? " checkpointing" : "", (unsigned long long)r.peak_total,
+           (unsigned long long)p.accounted_peak, (unsigned long long)p.lora_params,
+           (unsigned long long)p.num_params);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+}
+
 static void refuse(const char *what, const char *key, const char *val, const char *want) {
     zt_config *c = config("llama", "q_proj", 0, 0);
     tu_set(c, "ztrain.lora.targets", "%s", "");
@@ -216,6 +260,11 @@ int main(int argc, char **argv) {
         tap_ok(eq, "%s: the 3 step losses bitwise equal at stages 0-3 (%.7f %.7f %.7f)", arch,
                l[0][0], l[0][1], l[0][2]);
     }
+    for (int s = 0; s < 4; ++s) plan_exact("llama", s, 0, 0);
+    for (int s = 0; s < 4; ++s) plan_exact("llama", s, 1, s == 3);
+    plan_exact("gpt2", 1, 0, 0);
+    plan_exact("llama", 2, 0, 1);
+    plan_exact("gpt2", 3, 1, 1);
     refuse("r < 0", "ztrain.lora.r", "-1", "ztrain.lora.r");
     refuse("a target matching no module", "ztrain.lora.targets", "c_attn", "matches no module");
     refuse("an unknown module among the targets", "ztrain.lora.targets", "q_proj,qq_proj",
