@@ -192,20 +192,22 @@ int zt_config_site_max_dataloaders(void) {
     return md;
 }
 
-/* LoRA: the targets against the architecture's modules; the other
- * ztrain.lora.* keys set while the rank is 0 (LoRA off) are refused rather
- * than ignored. */
+/* LoRA: the targets against the architecture's modules; another ztrain.lora.*
+ * key given a value other than its default while the rank is 0 (LoRA off)
+ * is refused rather than ignored (defaults -- a configuration written out
+ * whole and read back -- are fine). */
 static int check_lora(const zt_config *c, zt_status *st) {
-    if (c->model.lora_r > 0) return zt_lora_check(&c->model, st);
-    static const char *const keys[] = {"ztrain.lora.alpha", "ztrain.lora.dropout",
-                                       "ztrain.lora.targets", "ztrain.lora.rslora"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; ++i) {
-        int k = zt_cfg_key_index(keys[i]);
-        if (k >= 0 && c->src[k] != ZT_SRC_DEFAULT)
-            return zt_fail(st, ZT_EINVAL, "%s is set (%s) but ztrain.lora.r=0 (LoRA off): give "
-                           "ztrain.lora.r >= 1 (--lora-r)", keys[i], zt_source_name(c->src[k]));
-    }
-    return ZT_OK;
+    const zt_model_config *m = &c->model;
+    if (m->lora_r > 0) return zt_lora_check(m, st);
+    const char *key = m->lora_alpha != 8.0     ? "ztrain.lora.alpha"
+                      : m->lora_dropout != 0.0 ? "ztrain.lora.dropout"
+                      : m->lora_targets[0]     ? "ztrain.lora.targets"
+                      : m->lora_rslora         ? "ztrain.lora.rslora"
+                                               : NULL;
+    if (!key) return ZT_OK;
+    int k = zt_cfg_key_index(key);
+    return zt_fail(st, ZT_EINVAL, "%s is set (%s) but ztrain.lora.r=0 (LoRA off): give "
+                   "ztrain.lora.r >= 1 (--lora-r)", key, k >= 0 ? zt_source_name(c->src[k]) : "?");
 }
 
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
