@@ -358,6 +358,8 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
     const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
     const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
+    p->lora_base_bytes = (p->stage == 3 ? own : Psi) * (p->mixed ? 2 : 4);
+    p->lora_adapter_bytes = (p->stage == 3 ? owna : Pa) * (p->mixed ? 2 : 4);
     /* zt_model_create: base (frozen flags), adapters */
     if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
     if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Pa * 4);
@@ -497,6 +499,12 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     memset(&ya, 0, sizeof ya);
     const int lora = mc->lora_r > 0;
     if (lora && (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK) {
+        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
+        goto done;
+    }
+    if (lora && p->offload_param && p->gpu) {
+        rc = zt_fail(st, ZT_EUNSUPPORTED, "LoRA with zero_optimization.offload_param on a device "
+                     "is not implemented yet (the frozen base stays on the device)");
         free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
         goto done;
     }

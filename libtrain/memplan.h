@@ -70,6 +70,8 @@ typedef struct zt_memplan {
      * optim_bytes the adapters' alone */
     int lora_r;
     uint64_t lora_params;
+    uint64_t lora_base_bytes;      /* the frozen base's parameters on one rank */
+    uint64_t lora_adapter_bytes;   /* the adapters' parameters on one rank (16-bit when mixed) */
     uint64_t largest_unit;   /* elements of the largest unit (the embedding, usually) */
     uint64_t largest_tensor; /* DeepSpeed's "largest layer" (wte, usually) */
     /* model states on one rank, bytes, wherever they live */

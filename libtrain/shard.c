@@ -992,6 +992,18 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     return ZT_OK;
 }
 
+void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals) {
+    zt_unit_shard *us = &sh->u[u];
+    if (sh->stage < 3) {
+        if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, vals, us->n);
+        else sh->be->copy(sh->m->params + us->off, vals, us->n * sizeof(float));
+    } else if (mixed(sh)) {
+        zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), vals + us->lo, us->len);
+    } else {
+        sh->be->copy(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));
+    }
+}
+
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
     if (sh->frozen && mixed(sh)) {
         if (sh->stage < 3) zt_prec_narrow(sh->be, sh->prec, sh->p16, full, sh->m->num_params);

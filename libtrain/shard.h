@@ -218,6 +218,10 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st);
  * storage from them) from a full fp32 block in the backend's memory,
  * present on every rank. */
 void zt_shard_set_full_params(zt_shard *sh, const float *full);
+/* A frozen engine (LoRA's base): set unit u's parameters from its fp32
+ * values vals[n] in the backend's memory (this rank keeps its stage's
+ * share, rounded to 16 bits when mixed); no communication. */
+void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals);
 /* 1 when the owned fp32 values (zt_shard_param_slice) and the AdamW state
  * are in the backend's memory, 0 when in host memory (offloaded on a
  * device backend; with offload_param the fp32 parameter shard itself). */
