@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include "ckpt_internal.h"
 #include "arch.h"
+#include "devmem.h"
 #include "lora.h"
 
 char *ck_get_str_dataset(hid_t f, const char *name) {
@@ -494,5 +495,143 @@ int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_st
     free(m.specs);
     free(m.names);
     adapters_free(&a);
+    return rc;
+}
+
+/* ------------------------------------------------------------ import */
+
+static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status *st) {
+    const zt_config *c = zt_ctx_config(ctx);
+    const zt_model_config *mc = &c->model;
+    const zt_model *lm = zt_ctx_lora_model(ctx);
+    const zt_arch *arch = zt_arch_of(mc);
+    char p[ZT_PATH_MAX + 64], tl[200];
+    zt_lora lo;
+    ZT_TRY(zt_lora_plan(mc, &lo, st));
+    zt_lora_target_list(&lo, tl, sizeof tl);
+    snprintf(p, sizeof p, "%s/adapter_config.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(p, 0, &je);
+    if (!j) return zt_fail(st, ZT_EIO, "%s: not readable JSON: %s", p, je.text);
+    int rc = ZT_OK;
+    const char *pt = json_string_value(json_object_get(j, "peft_type"));
+    const int r = (int)json_integer_value(json_object_get(j, "r"));
+    const double alpha = json_number_value(json_object_get(j, "lora_alpha"));
+    const int rs = json_is_true(json_object_get(j, "use_rslora"));
+    /* target_modules: a list, or PEFT's "all-linear" string */
+    char got[256] = "";
+    json_t *tm = json_object_get(j, "target_modules");
+    int same_t = 0;
+    if (json_is_string(tm)) {
+        snprintf(got, sizeof got, "%s", json_string_value(tm));
+        zt_lora_mod all[ZT_LORA_MAX_MODS];
+        int ng;
+        same_t = !strcmp(got, "all-linear") && arch->lora_mods &&
+                 lo.n == arch->lora_mods(mc, all, &ng);   /* every module targeted */
+    } else if (json_is_array(tm)) {
+        size_t k = 0, i;
+        json_t *v;
+        int all = 1;
+        json_array_foreach(tm, i, v) {
+            const char *s = json_string_value(v);
+            k += (size_t)snprintf(got + k, k < sizeof got ? sizeof got - k : 0, "%s%s", i ? "," : "",
+                                  s ? s : "?");
+            /* each listed name is one of ours, and each of ours is listed */
+            char key[64];
+            snprintf(key, sizeof key, ",%s,", s ? s : "");
+            char ours[210];
+            snprintf(ours, sizeof ours, ",%s,", tl);
+            if (!strstr(ours, key)) all = 0;
+        }
+        same_t = all && json_array_size(tm) > 0;
+        char ours[210];
+        snprintf(ours, sizeof ours, "%s", tl);
+        for (char *t = strtok(ours, ","); t && same_t; t = strtok(NULL, ",")) {
+            int hit = 0;
+            json_array_foreach(tm, i, v) hit |= json_string_value(v) && !strcmp(json_string_value(v), t);
+            same_t = hit;
+        }
+    }
+    if (!pt || strcmp(pt, "LORA"))
+        rc = zt_fail(st, ZT_EINVAL, "%s: peft_type is '%s', not LORA", p, pt ? pt : "?");
+    else if (r != mc->lora_r || alpha != mc->lora_alpha || rs != (mc->lora_rslora != 0) || !same_t)
+        rc = zt_fail(st, ZT_EINVAL, "%s: the adapter has r=%d, lora_alpha=%g%s, target_modules %s; "
+                     "the run has ztrain.lora.r=%d, alpha=%g%s, targets %s", p, r, alpha,
+                     rs ? ", use_rslora" : "", got, mc->lora_r, mc->lora_alpha,
+                     mc->lora_rslora ? ", rslora" : "", tl);
+    const char *bm = json_string_value(json_object_get(j, "base_model_name_or_path"));
+    if (rc == ZT_OK && bm && bm[0] && c->init_from[0]) {
+        char a[ZT_PATH_MAX], b[ZT_PATH_MAX];
+        /* a directory here: it must be the run's base (a hub name cannot be checked) */
+        if (realpath(bm, a) && realpath(c->init_from, b) && strcmp(a, b))
+            rc = zt_fail(st, ZT_EINVAL, "%s: a PEFT adapter for the base '%s', not for "
+                         "ztrain.init_from='%s'", dir, bm, c->init_from);
+    }
+    json_decref(j);
+    if (rc != ZT_OK) return rc;
+    zt_st_file f;
+    snprintf(p, sizeof p, "%s/adapter_model.safetensors", dir);
+    ZT_TRY(zt_st_open(p, &f, st));
+    int used = 0;
+    for (int i = 0; rc == ZT_OK && i < lm->n_tensors; ++i) {
+        const zt_tensor_info *t = &lm->tensors[i];
+        int l;
+        char path[128], kind, blk[64], name[256];
+        if (parse_adapter(t->name, &l, path, sizeof path, &kind)) continue;
+        snprintf(blk, sizeof blk, arch->hf_block, l);
+        snprintf(name, sizeof name, "base_model.model.%s%s.lora_%c.weight", blk, path, kind);
+        const zt_st_tensor *x = zt_st_find(&f, name);
+        const uint64_t R = (uint64_t)t->shape[0], C = (uint64_t)t->shape[1];
+        /* ours: A [r, in]; B^T [r, out] (PEFT's B is [out, r]) */
+        const uint64_t w0 = kind == 'B' ? C : R, w1 = kind == 'B' ? R : C;
+        if (!x) {
+            rc = zt_fail(st, ZT_EDATA, "%s: %s missing", p, name);
+            break;
+        }
+        if (x->ndim != 2 || x->shape[0] != w0 || x->shape[1] != w1) {
+            rc = zt_fail(st, ZT_EDATA, "%s: %s is not [%llu, %llu]", p, name,
+                         (unsigned long long)w0, (unsigned long long)w1);
+            break;
+        }
+        used++;
+        float *dst = full + t->offset;
+        if (kind == 'A') {
+            rc = zt_st_read(&f, x, 0, t->numel, dst, st);
+            continue;
+        }
+        float *tmp = malloc(t->numel * sizeof(float));
+        if (!tmp) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); break; }
+        rc = zt_st_read(&f, x, 0, t->numel, tmp, st);
+        for (uint64_t o = 0; rc == ZT_OK && o < C; ++o)
+            for (uint64_t k = 0; k < R; ++k) dst[k * C + o] = tmp[o * R + k];
+        free(tmp);
+    }
+    if (rc == ZT_OK && used != f.n)
+        rc = zt_fail(st, ZT_EDATA, "%s: %d tensors, %d of them adapters of this run's targets "
+                     "(unexpected keys)", p, f.n, used);
+    zt_st_close(&f);
+    return rc;
+}
+
+int zt_lora_load_peft(zt_ctx *ctx, const char *dir, zt_status *st) {
+    zt_status_clear(st);
+    const zt_model *lm = zt_ctx_lora_model(ctx);
+    if (!lm) return zt_fail(st, ZT_EINVAL, "ztrain.lora.from=%s needs ztrain.lora.r >= 1", dir);
+    const zt_backend *be = zt_ctx_backend(ctx);
+    float *full = calloc(lm->num_params ? lm->num_params : 1, sizeof(float)), *dev = NULL;
+    int rc = full ? peft_load_local(ctx, dir, full, st) : zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (rc == ZT_OK && zt_be_device(be)) {
+        if (!(dev = zt_mem_alloc(lm->num_params * sizeof(float), ZT_MEM_WORKSPACE, st))) rc = st->code;
+        else be->to_device(dev, full, lm->num_params * sizeof(float));
+    }
+    if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
+        zt_shard_set_full_params(zt_ctx_lora_shard(ctx), dev ? dev : full);
+        rc = ck_agree(ctx, zt_be_check(be, "loading the PEFT adapter", st), st);
+    }
+    if (rc == ZT_OK)
+        zt_log(ctx, ZT_LOG_INFO, "init: the LoRA adapters (%zu parameters) start from the PEFT "
+               "adapter %s", lm->num_params, dir);
+    zt_mem_free(dev);
+    free(full);
     return rc;
 }

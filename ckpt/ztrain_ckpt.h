@@ -208,6 +208,13 @@ int zt_ckpt_export_peft(const char *path, const char *out_dir, zt_status *st);
  * modules, model.safetensors F32 (bf16: BF16), config.json and the
  * tokenizer files copied.  An existing non-empty out_dir is refused. */
 int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_status *st);
+/* Start a LoRA context's adapters from a PEFT adapter directory
+ * (ztrain.lora.from): adapter_config.json's r, lora_alpha, use_rslora and
+ * target_modules must be the configuration's and its base_model_name_or_path,
+ * when it is a directory here, ztrain.init_from; every adapter tensor must be
+ * in adapter_model.safetensors with its shape and nothing else may be.
+ * Collective (every rank reads the files). */
+int zt_lora_load_peft(zt_ctx *ctx, const char *dir, zt_status *st);
 
 /* ------------------------------------------------------------ Hugging Face models */
 

@@ -156,6 +156,11 @@ int cmd_train(int argc, char **argv) {
         rc = zt_hf_load(ctx, init_from, &st);
         if (rc != ZT_OK) goto done;
     }
+    if (lora && zt_ctx_config(ctx)->model.lora_from[0]) {
+        /* the adapters start from a PEFT adapter (a resumed checkpoint wins) */
+        rc = zt_lora_load_peft(ctx, zt_ctx_config(ctx)->model.lora_from, &st);
+        if (rc != ZT_OK) goto done;
+    }
     rc = zt_ctx_open_data(ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     /* checkpoints: resume per checkpoint.resume, periodic/final/preemption saves */

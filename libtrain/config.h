@@ -52,6 +52,8 @@ typedef struct zt_model_config {
     char lora_targets[160];   /* ztrain.lora.targets: PEFT module names, comma-separated,
                                * "all-linear", "" = PEFT's default for the architecture */
     int lora_rslora;          /* ztrain.lora.rslora */
+    char lora_from[1024];     /* ztrain.lora.from: a PEFT adapter directory the adapters start
+                               * from ("" = A random, B zero) */
 } zt_model_config;
 
 struct zt_config {

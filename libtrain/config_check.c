@@ -203,6 +203,7 @@ static int check_lora(const zt_config *c, zt_status *st) {
                       : m->lora_dropout != 0.0 ? "ztrain.lora.dropout"
                       : m->lora_targets[0]     ? "ztrain.lora.targets"
                       : m->lora_rslora         ? "ztrain.lora.rslora"
+                      : m->lora_from[0]        ? "ztrain.lora.from"
                                                : NULL;
     if (!key) return ZT_OK;
     int k = zt_cfg_key_index(key);

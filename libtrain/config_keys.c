@@ -190,6 +190,11 @@ const keydef zt_cfg_keys[] = {
      "modules that get adapters, PEFT's names (llama: q_proj,k_proj,v_proj,o_proj,gate_proj,"
      "up_proj,down_proj; gpt2: c_attn,c_proj,c_fc) comma-separated, or all-linear; \"\" = "
      "PEFT's default (llama: q_proj,v_proj; gpt2: c_attn)"},
+    {"ztrain.lora.from", "lora-from", NULL, NULL, T_STRING, FLD(model.lora_from),
+     0, 0, 0, "", NULL,
+     "a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) the "
+     "adapters start from, on top of ztrain.init_from; its r, alpha, targets and base must be "
+     "the run's; \"\" = a fresh start (A random, B zero)"},
     {"ztrain.lora.rslora", "lora-rslora", NULL, NULL, T_BOOL, FLD(model.lora_rslora),
      0, 0, 0, "false", NULL, "rank-stabilized LoRA: scale alpha / sqrt(r) (PEFT's use_rslora)"},
 

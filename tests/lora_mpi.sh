@@ -10,7 +10,10 @@
 #    resume at another world size and stage matches within 1e-5;
 #  - a LoRA checkpoint holds only the adapters and their state: its size
 #    against a full fine-tuning checkpoint of the same model;
-#  - a full fine-tuning checkpoint refuses a LoRA resume and back.
+#  - a full fine-tuning checkpoint refuses a LoRA resume and back;
+#  - ztrain ckpt export --peft, then --lora-from that adapter: on a token file
+#    of one window (every step's loss is that window's loss before the step's
+#    update) the new run's first loss is the exporting run's next one.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 command -v python3 > /dev/null || skip_all "no python3"
@@ -86,4 +89,32 @@ ok $? "a full fine-tuning checkpoint refuses a LoRA resume"
 run lf 1 llama-tiny.json --stage 0 --micro-batch 12 --resume auto --ckpt-dir ck_ref
 grep -q "holds LoRA adapters (r=4)" o_lf.txt
 ok $? "a LoRA checkpoint refuses a full fine-tuning resume"
+# --peft out, --lora-from in (one window of 33 byte tokens)
+python3 - one.bin <<'PY'
+import struct, sys
+tok = list(b"Before we proceed any further, hear me")[:33]
+hdr = [20240520, 1, len(tok)] + [0] * 253
+open(sys.argv[1], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
+PY
+one() {  # one TAG STEPS ARGS...: 2 ranks, stage 3, the one window
+    local tag=$1 n=$2; shift 2
+    mpirun_np 2 "$ZTRAIN" train --config "$ZT_SRCDIR/configs/llama-tiny.json" --train one.bin --val '' \
+        --threads 1 --steps "$n" --sample-tokens 0 --micro-batch 1 --grad-accum 1 --stage 3 \
+        --scheduler.type none --clip 0 --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" --resume never \
+        "${LORA[@]}" "$@" > "o_$tag.txt" 2>&1 || { diag "o_$tag.txt" | tail -5; return 1; }
+}
+one e1 4 --ckpt-every 3 && "$ZTRAIN" ckpt export ck_e1/step-3 --peft pe > o_pe.txt 2>&1 &&
+    [ -s pe/adapter_config.json ] && [ -s pe/adapter_model.safetensors ] &&
+    one e2 1 --lora-from pe && grep -q "start from the PEFT adapter pe" o_e2.txt &&
+    python3 - m_e1.jsonl m_e2.jsonl <<'PY'
+import json, sys
+a = [d["loss"] for d in map(json.loads, open(sys.argv[1])) if "loss" in d]
+b = [d["loss"] for d in map(json.loads, open(sys.argv[2])) if "loss" in d]
+print("# step-4 loss %.7f, --lora-from step-1 loss %.7f" % (a[3], b[0]))
+sys.exit(0 if abs(a[3] - b[0]) <= 1e-6 and a[3] != a[0] else 1)
+PY
+ok $? "ckpt export --peft, then --lora-from it: the new run's first loss is the old run's next"
+one e3 1 --lora-from pe --lora-r 8
+grep -q "the adapter has r=4" o_e3.txt
+ok $? "--lora-from an adapter of another rank is refused naming both"
 done_testing
