@@ -105,7 +105,7 @@ one() {  # one TAG STEPS ARGS...: 2 ranks, stage 3, the one window
 }
 one e1 4 --ckpt-every 3 && "$ZTRAIN" ckpt export ck_e1/step-3 --peft pe > o_pe.txt 2>&1 &&
     [ -s pe/adapter_config.json ] && [ -s pe/adapter_model.safetensors ] &&
-    one e2 1 --lora-from pe && grep -q "start from the PEFT adapter pe" o_e2.txt &&
+    one e2 2 --lora-from pe && grep -q "start from the PEFT adapter pe" o_e2.txt &&
     python3 - m_e1.jsonl m_e2.jsonl <<'PY'
 import json, sys
 a = [d["loss"] for d in map(json.loads, open(sys.argv[1])) if "loss" in d]
@@ -114,7 +114,7 @@ print("# step-4 loss %.7f, --lora-from step-1 loss %.7f" % (a[3], b[0]))
 sys.exit(0 if abs(a[3] - b[0]) <= 1e-6 and a[3] != a[0] else 1)
 PY
 ok $? "ckpt export --peft, then --lora-from it: the new run's first loss is the old run's next"
-one e3 1 --lora-from pe --lora-r 8
+one e3 2 --lora-from pe --lora-r 8
 grep -q "the adapter has r=4" o_e3.txt
 ok $? "--lora-from an adapter of another rank is refused naming both"
 done_testing
