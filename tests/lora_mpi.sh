@@ -114,6 +114,8 @@ print("# step-4 loss %.7f, --lora-from step-1 loss %.7f" % (a[3], b[0]))
 sys.exit(0 if abs(a[3] - b[0]) <= 1e-6 and a[3] != a[0] else 1)
 PY
 ok $? "ckpt export --peft, then --lora-from it: the new run's first loss is the old run's next"
+! "$ZTRAIN" ckpt export ck_e1/step-3 --hf hfx > o_hfx.txt 2>&1 && grep -q "a LoRA checkpoint (adapters only): export it with --hf OUTDIR --merge" o_hfx.txt && [ ! -e hfx ]
+ok $? "ckpt export --hf of a LoRA checkpoint without --merge is refused, pointing at --merge and --peft"
 one e3 2 --lora-from pe --lora-r 8
 grep -q "the adapter has r=4" o_e3.txt
 ok $? "--lora-from an adapter of another rank is refused naming both"
