@@ -5,6 +5,7 @@
 #  - ZeRO stages 1-3 at 2-4 ranks, hybrid 2 x 2 and accumulation: per-step
 #    losses within 1e-5 relative and the final adapters within 1e-5 of the
 #    1-rank stage-0 run;
+#  - the cpu-strict backend (device-memory discipline) bitwise equal to cpu;
 #  - a resume: 3 steps + 3 resumed steps give bitwise the losses and the
 #    checkpoint (adapters and AdamW moments) of 6 straight steps, and a
 #    resume at another world size and stage matches within 1e-5;
@@ -66,6 +67,13 @@ ok $? "llama, 2 ranks, stage 2, accumulation 2 x micro 3 matches 1 x 12"
 run gref 1 tiny.json --stage 0 --micro-batch 12 --resume never "${LORA[@]}" &&
     run g3 3 tiny.json --stage 3 --micro-batch 4 --resume never "${LORA[@]}" && compare gref g3
 ok $? "gpt2: 3 ranks, stage 3 match 1 rank, stage 0"
+
+# the device-memory discipline: cpu-strict (every operand must be device memory)
+# gives bitwise the run of the cpu backend (2 ranks, stage 3, bf16)
+run sc 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never "${LORA[@]}" &&
+    run scs 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
+        --backend cpu-strict "${LORA[@]}" && same sc scs
+ok $? "cpu-strict, 2 ranks, stage 3, bf16: losses and checkpoint bitwise those of the cpu backend"
 
 # resume: 3 + 3 steps == 6 steps, bitwise (2 ranks, stage 2)
 run r6 2 llama-tiny.json --stage 2 --micro-batch 6 --resume never "${LORA[@]}" &&
