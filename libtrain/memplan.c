@@ -367,12 +367,14 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     /* the frozen engine and its initialization */
     if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
     else if (p->stage == 3) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
+    const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
     if (p->mixed) {
         const uint64_t t = (p->stage < 3 ? umax(p->largest_unit, 1) : y->max_len) * 4;
-        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, t);
-        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, t);
+        const int pl = p->stage == 3 && fhp ? ZT_MP_HOST : y->place_dev;
+        s_alloc(s, pl, ZT_MEM_WORKSPACE, t);
+        s_free(s, pl, ZT_MEM_WORKSPACE, t);
     }
-    if (p->gpu) {
+    if (p->gpu && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
         const uint64_t chunk = (uint64_t)1 << 20;
         uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
@@ -499,12 +501,6 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     memset(&ya, 0, sizeof ya);
     const int lora = mc->lora_r > 0;
     if (lora && (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK) {
-        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
-        goto done;
-    }
-    if (lora && p->offload_param && p->gpu) {
-        rc = zt_fail(st, ZT_EUNSUPPORTED, "LoRA with zero_optimization.offload_param on a device "
-                     "is not implemented yet (the frozen base stays on the device)");
         free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
         goto done;
     }

@@ -469,11 +469,6 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     sh->dev = zt_be_device(sh->be);
     sh->host_opt = sh->dev && prec && prec->offload_optimizer && !sh->frozen;
     const int offp = prec && prec->offload_param;
-    if (sh->frozen && offp && sh->dev) {
-        rc = zt_fail(st, ZT_EUNSUPPORTED, "LoRA with zero_optimization.offload_param on a device "
-                     "backend is not implemented yet (the frozen base stays on the device)");
-        goto fail;
-    }
     if (offp && (stage != 3 || !prec->offload_optimizer)) {
         rc = zt_fail(st, ZT_EINVAL, "offloading parameters needs ZeRO stage 3 and the optimizer "
                      "state offloaded too (zero_optimization.offload_param.device=cpu with "
@@ -705,15 +700,19 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         zt_mem_free(tmp);
         return rc;
     }
-    if (sh->frozen && mixed(sh)) {   /* stage 3: owned slices, rounded */
-        float *tmp = zt_mem_alloc((sh->max_len ? sh->max_len : 1) * sizeof(float), ZT_MEM_WORKSPACE,
-                                  NULL);
+    if (sh->frozen && mixed(sh)) {   /* stage 3: owned slices, rounded (on the host when the
+                                      * shards are offloaded: host_params) */
+        const int hp = sh->host_params;
+        float *tmp = zt_mem_alloc((sh->max_len ? sh->max_len : 1) * sizeof(float),
+                                  ZT_MEM_WORKSPACE | (hp ? ZT_MEM_HOST : 0), NULL);
         if (!tmp) return ZT_ENOMEM;
         int rc = ZT_OK;
         for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            rc = init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, tmp, 1);
-            if (rc == ZT_OK) zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), tmp, us->len);
+            rc = init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, tmp, !hp);
+            if (rc == ZT_OK)
+                zt_prec_narrow(hp ? zt_backend_cpu() : sh->be, sh->prec, store_slice(sh, u), tmp,
+                               us->len);
         }
         zt_mem_free(tmp);
         return rc;
@@ -952,7 +951,16 @@ static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
             zt_prec_widen(sh->be, sh->prec, full + us->off, sh->p16 + us->off, us->n);
             continue;
         }
-        zt_prec_widen(sh->be, sh->prec, full + us->off + us->lo, store_slice(sh, u), us->len);
+        if (sh->host_params) {   /* widened on the host, then moved */
+            float *h = zt_mem_alloc((us->len ? us->len : 1) * sizeof(float),
+                                    ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
+            if (!h) { zt_mem_free(full); return st->code; }
+            zt_prec_widen(zt_backend_cpu(), sh->prec, h, store_slice(sh, u), us->len);
+            sh->be->to_device(full + us->off + us->lo, h, us->len * sizeof(float));
+            zt_mem_free(h);
+        } else {
+            zt_prec_widen(sh->be, sh->prec, full + us->off + us->lo, store_slice(sh, u), us->len);
+        }
         if (sh->G > 1) {
             int rc = sh->dshard->ops->allgather_inplace(sh->dshard, full + us->off, us->counts,
                                                         us->displs, ZT_F32, st);
@@ -997,6 +1005,17 @@ void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals) {
     if (sh->stage < 3) {
         if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, vals, us->n);
         else sh->be->copy(sh->m->params + us->off, vals, us->n * sizeof(float));
+    } else if (sh->host_params) {   /* the shard is host memory (offload_param) */
+        if (!mixed(sh)) {
+            sh->be->to_host(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));
+            return;
+        }
+        float *h = zt_mem_alloc((us->len ? us->len : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST,
+                                NULL);
+        if (!h) return;
+        sh->be->to_host(h, vals + us->lo, us->len * sizeof(float));
+        zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), h, us->len);
+        zt_mem_free(h);
     } else if (mixed(sh)) {
         zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), vals + us->lo, us->len);
     } else {

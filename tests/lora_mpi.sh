@@ -5,7 +5,8 @@
 #  - ZeRO stages 1-3 at 2-4 ranks, hybrid 2 x 2 and accumulation: per-step
 #    losses within 1e-5 relative and the final adapters within 1e-5 of the
 #    1-rank stage-0 run;
-#  - the cpu-strict backend (device-memory discipline) bitwise equal to cpu;
+#  - the cpu-strict backend (device-memory discipline) bitwise equal to cpu,
+#    with and without parameter offload;
 #  - a resume: 3 steps + 3 resumed steps give bitwise the losses and the
 #    checkpoint (adapters and AdamW moments) of 6 straight steps, and a
 #    resume at another world size and stage matches within 1e-5;
@@ -74,6 +75,11 @@ run sc 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume 
     run scs 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
         --backend cpu-strict "${LORA[@]}" && same sc scs
 ok $? "cpu-strict, 2 ranks, stage 3, bf16: losses and checkpoint bitwise those of the cpu backend"
+run so 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --offload params --resume never \
+    "${LORA[@]}" &&
+    run sos 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --offload params \
+        --resume never --backend cpu-strict "${LORA[@]}" && same so sos && compare sc so
+ok $? "parameter offload (the frozen base's shards in host memory): cpu-strict bitwise cpu, and the run matches the one without"
 
 # resume: 3 + 3 steps == 6 steps, bitwise (2 ranks, stage 2)
 run r6 2 llama-tiny.json --stage 2 --micro-batch 6 --resume never "${LORA[@]}" &&
