@@ -62,6 +62,19 @@ hid_t ck_open_serial(const char *file, zt_status *st);
 #define ZT_CKPT_META_DATASET "meta_checksums"
 int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank);
 char *ck_meta_lines(hid_t f, const char *file, zt_status *st);
+/* A scalar string dataset's text (malloc'ed), NULL when absent. */
+char *ck_get_str_dataset(hid_t f, const char *name);
+/* LoRA (ckpt_lora.c): the /lora dataset's JSON for this context (malloc'ed;
+ * NULL without LoRA), and the check of a checkpoint's /lora against the
+ * context on restore (a full checkpoint for a LoRA run, adapters for
+ * another base or other settings: ZT_EINVAL naming it). */
+char *ck_lora_json(zt_ctx *ctx);
+/* Every tensor of a Hugging Face model directory's safetensors file(s)
+ * (model.safetensors, else the index's shards), file by file. */
+typedef int (*ck_hf_tensor_fn)(void *user, const zt_st_file *f, const zt_st_tensor *t,
+                               zt_status *st);
+int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st);
+int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st);
 int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
 /* Write /meta_checksums (collective in a parallel file: every rank passes
  * the same lines; rank 0's are written). */

@@ -30,6 +30,8 @@
 
 static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, zt_status *st) {
     const zt_model_config *mc = &zt_ctx_model(ctx)->cfg;
+    /* the trained tensors: with LoRA the adapters */
+    const zt_model *tm = zt_ctx_lora_model(ctx) ? zt_ctx_lora_model(ctx) : zt_ctx_model(ctx);
     if (in->n_layer != mc->n_layer || in->n_head != mc->n_head || in->n_embd != mc->n_embd ||
         in->context != mc->context || in->vocab != mc->vocab)
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model (n_layer %d, n_head %d, n_embd %d, "
@@ -49,10 +51,10 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
                        "one: ztrain.model.%s is %s in the checkpoint, %s configured", file, d->key,
                        a, b);
-    if (in->num_params != zt_ctx_model(ctx)->num_params || in->n_tensors != zt_ctx_model(ctx)->n_tensors)
+    if (in->num_params != tm->num_params || in->n_tensors != tm->n_tensors)
         return zt_fail(st, ZT_EDATA, "%s: %llu parameters in %d tensors, expected %zu in %d",
                        file, (unsigned long long)in->num_params, in->n_tensors,
-                       zt_ctx_model(ctx)->num_params, zt_ctx_model(ctx)->n_tensors);
+                       tm->num_params, tm->n_tensors);
     return ZT_OK;
 }
 
@@ -123,6 +125,7 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
         f = ck_open_serial(file, st);
         if (f < 0) rc = st->code;
         if (rc == ZT_OK) rc = ck_read_header(f, file, in, 0, st);
+        if (rc == ZT_OK) rc = ck_lora_check(ctx, f, file, st);
         if (rc == ZT_OK) rc = check_compat(ctx, in, file, st);
         if (rc == ZT_OK) {
             buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
@@ -215,6 +218,7 @@ static int restore_parallel(zt_ctx *ctx, const char *file, const zt_train_state 
     }
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     rc = ck_read_header(f, file, in, 0, st);
+    if (rc == ZT_OK) rc = ck_lora_check(ctx, f, file, st);
     if (rc == ZT_OK) rc = check_compat(ctx, in, file, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {

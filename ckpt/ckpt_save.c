@@ -133,6 +133,12 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
 
     /* effective configuration, JSON */
     if (ck_put_str_dataset(f, "config", json, zt_ctx_rank(ctx)) < 0) bad = 1;
+    /* LoRA: the settings and the frozen base's fingerprint (ckpt_lora.c) */
+    if (zt_ctx_lora_model(ctx)) {
+        char *lj = ck_lora_json(ctx);
+        if (!lj || ck_put_str_dataset(f, "lora", lj, zt_ctx_rank(ctx)) < 0) bad = 1;
+        free(lj);
+    }
 
     /* the model: its shape, architecture and every architecture setting,
      * resolved (ck_read_header reads them back; older checkpoints without

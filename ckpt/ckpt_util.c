@@ -252,7 +252,8 @@ static int meta_object(hid_t f, const char *path, meta_walk *w) {
     w->obj = key;
     hsize_t idx = 0;
     if (H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_attr, w) < 0) w->bad = 1;
-    if (!w->bad && H5Iget_type(o) == H5I_DATASET && !strcmp(key, "/config")) {
+    if (!w->bad && H5Iget_type(o) == H5I_DATASET &&
+        (!strcmp(key, "/config") || !strcmp(key, "/lora"))) {
         size_t n = 0;
         void *b = meta_raw(o, 0, &n);   /* the configuration JSON itself */
         if (!b) w->bad = 1;

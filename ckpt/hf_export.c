@@ -220,6 +220,16 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
         goto out;
     }
     if ((rc = model_from_json(file, in.config_json, cfg, &has_fp, st)) != ZT_OK) goto out;
+    {   /* a LoRA checkpoint holds adapters, not a model (docs/lora.md) */
+        char *lj = ck_get_str_dataset(f, "lora");
+        if (lj) {
+            free(lj);
+            rc = zt_fail(st, ZT_EINVAL, "%s: a LoRA checkpoint (adapters only): export it with "
+                         "--hf OUTDIR --merge (the base with the adapters merged in) or --peft "
+                         "OUTDIR (a PEFT adapter)", file);
+            goto out;
+        }
+    }
     const zt_model_config *mc = &cfg->model;
     const zt_arch *arch = zt_arch_of(mc);
     /* names, shapes, shards (greedy in table order, each at most the limit

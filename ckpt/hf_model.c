@@ -605,8 +605,104 @@ static int hf_check_model(zt_ctx *ctx, const char *dir, zt_status *st) {
     return rc;
 }
 
+/* FNV-1a 64 of n bytes, continuing h. */
+static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* LoRA's frozen base: every rank reads the model unit by unit into an fp32
+ * host buffer of the largest unit, moves it to the backend and hands it to
+ * the frozen engine (zt_shard_set_unit_params: it keeps its stage's share,
+ * rounded to 16 bits when mixed) -- nothing model-sized is allocated -- and
+ * records the base's fingerprint, a checksum of each tensor as loaded and
+ * of config.json, for the checkpoints of the adapters (ckpt_lora.c). */
+static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
+    const zt_model *m = zt_ctx_model(ctx);
+    const zt_backend *be = zt_ctx_backend(ctx);
+    hf_files F;
+    memset(&F, 0, sizeof F);
+    hf_match *mt = NULL;
+    float *unit = NULL, *tmp = NULL, *dev = NULL;
+    uint64_t *fnv = NULL, maxrows = 1, maxu = 1, cfnv = 1469598103934665603ULL;
+    double t0 = zt_now_s();
+    for (int u = 0; u < m->n_units; ++u)
+        if (m->units[u].numel > maxu) maxu = m->units[u].numel;
+    int rc = hf_check_model(ctx, dir, st);
+    if (rc == ZT_OK) rc = hf_files_open(dir, &F, st);
+    if (rc == ZT_OK && (!(mt = calloc((size_t)m->n_tensors, sizeof *mt)) ||
+                        !(fnv = calloc((size_t)m->n_tensors, sizeof *fnv)) ||
+                        !(unit = malloc(maxu * sizeof(float)))))
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory (loading the frozen base)");
+    if (rc == ZT_OK) rc = hf_match_all(m, &F, mt, st);
+    for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti)
+        if (mt[ti].transpose && (uint64_t)m->tensors[ti].shape[0] > maxrows)
+            maxrows = (uint64_t)m->tensors[ti].shape[0];
+    if (rc == ZT_OK && !(tmp = malloc(maxrows * sizeof(float))))
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory (load buffer)");
+    if (rc == ZT_OK && zt_be_device(be) &&
+        !(dev = zt_mem_alloc(maxu * sizeof(float), ZT_MEM_WORKSPACE, st)))
+        rc = st->code;
+    if (rc == ZT_OK) {
+        char path[ZT_PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        FILE *fp = fopen(path, "rb");
+        unsigned char b[4096];
+        size_t k;
+        while (fp && (k = fread(b, 1, sizeof b, fp)) > 0) cfnv = fnv_bytes(cfnv, b, k);
+        if (fp) fclose(fp);
+    }
+    for (int u = 0; rc == ZT_OK && u < m->n_units; ++u) {
+        const zt_unit_info *ui = &m->units[u];
+        for (int ti = ui->first_tensor; rc == ZT_OK && ti < ui->first_tensor + ui->n_tensors; ++ti) {
+            const zt_tensor_info *t = &m->tensors[ti];
+            const zt_st_file *f = &F.f[mt[ti].file];
+            float *dst = unit + (t->offset - ui->offset);
+            if (mt[ti].transpose && t->ndim == 2)
+                rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0], (uint64_t)t->shape[1], 0,
+                                     t->numel, dst, tmp, st);
+            else
+                rc = zt_st_read(f, mt[ti].t, 0, t->numel, dst, st);
+            if (rc == ZT_OK) fnv[ti] = fnv_bytes(1469598103934665603ULL, dst, t->numel * sizeof(float));
+        }
+        if (rc != ZT_OK) break;
+        if (dev) be->to_device(dev, unit, ui->numel * sizeof(float));
+        zt_shard_set_unit_params(zt_ctx_shard(ctx), u, dev ? dev : unit);
+        if (zt_ctx_rank(ctx) == 0)
+            zt_progress_report(zt_ctx_progress(ctx), "init", (ui->offset + ui->numel) * sizeof(float),
+                               m->num_params * sizeof(float), "B", u + 1 == m->n_units);
+    }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    zt_ctx_set_base_fingerprint(ctx, fnv, cfnv);
+    rc = ck_agree(ctx, zt_be_check(be, "loading the frozen base", st), st);
+    if (rc == ZT_OK)
+        zt_log(ctx, ZT_LOG_INFO, "init: loaded the frozen LoRA base (%d tensors, %zu parameters) "
+               "from the Hugging Face model %s in %.2f s", m->n_tensors, m->num_params, dir,
+               zt_now_s() - t0);
+out:
+    hf_files_close(&F);
+    free(mt);
+    free(fnv);
+    free(unit);
+    free(tmp);
+    zt_mem_free(dev);
+    return rc;
+}
+
+int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st) {
+    hf_files F;
+    int rc = hf_files_open(dir, &F, st);
+    for (int i = 0; rc == ZT_OK && i < F.n; ++i)
+        for (int k = 0; rc == ZT_OK && k < F.f[i].n; ++k)
+            rc = fn(user, &F.f[i], &F.f[i].t[k], st);
+    hf_files_close(&F);
+    return rc;
+}
+
 int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
     zt_status_clear(st);
+    if (zt_ctx_lora_model(ctx)) return hf_load_frozen(ctx, dir, st);
     const zt_model *m = zt_ctx_model(ctx);
     int root = zt_ctx_rank(ctx) == 0, rc = ZT_OK, hfail = 0;
     hf_files F;

@@ -197,6 +197,25 @@ typedef struct zt_hf_export_opts {
 int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *o,
                       zt_status *st);
 
+/* LoRA checkpoints (docs/lora.md).  A PEFT adapter directory out_dir:
+ * adapter_config.json and adapter_model.safetensors (F32, PEFT's names
+ * base_model.model.<module>.lora_A.weight [r, in] / lora_B.weight [out, r])
+ * that peft.PeftModel.from_pretrained(base, out_dir) loads. */
+int zt_ckpt_export_peft(const char *path, const char *out_dir, zt_status *st);
+/* A Hugging Face directory of the merged model: every weight of the base
+ * the adapters were trained on (ztrain.init_from, its config.json checked
+ * against the checkpoint's fingerprint) with W + scale * B A in the targeted
+ * modules, model.safetensors F32 (bf16: BF16), config.json and the
+ * tokenizer files copied.  An existing non-empty out_dir is refused. */
+int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_status *st);
+/* Start a LoRA context's adapters from a PEFT adapter directory
+ * (ztrain.lora.from): adapter_config.json's r, lora_alpha, use_rslora and
+ * target_modules must be the configuration's and its base_model_name_or_path,
+ * when it is a directory here, ztrain.init_from; every adapter tensor must be
+ * in adapter_model.safetensors with its shape and nothing else may be.
+ * Collective (every rank reads the files). */
+int zt_lora_load_peft(zt_ctx *ctx, const char *dir, zt_status *st);
+
 /* ------------------------------------------------------------ Hugging Face models */
 
 /* Record what a run starts from: ztrain.init_from replaced by its absolute

@@ -25,6 +25,11 @@ static void ckpt_usage(FILE *fp) {
             "  export PATH --output FILE [--dtype fp32|bf16]\n"
             "                              parameters as safetensors with GPT-2 (Hugging Face)\n"
             "                              names (docs/checkpoints.md)\n"
+            "  export PATH --peft OUTDIR   a LoRA checkpoint's adapters as a PEFT adapter\n"
+            "                              directory (adapter_config.json,\n"
+            "                              adapter_model.safetensors; docs/lora.md)\n"
+            "  export PATH --hf OUTDIR --merge [--dtype fp32|bf16]\n"
+            "                              a LoRA checkpoint merged into its base: W + scale B A\n"
             "  export PATH --hf OUTDIR [--dtype fp32|bf16] [--max-shard-size SIZE]\n"
             "                [--tokenizer-from DIR | --no-tokenizer]\n"
             "                              a Hugging Face model directory: config.json,\n"
@@ -223,10 +228,17 @@ static int do_verify(int argc, char **argv) {
 
 static int do_export(int argc, char **argv) {
     const char *path = NULL, *out = NULL, *hf = NULL, *dtype = "fp32", *shard = "5G", *tok = NULL;
+    const char *peft = NULL;
+    int merge = 0;
     for (int i = 1; i < argc; ++i) {
         const char *v;
         int r;
-        if ((r = cli_opt(argc, argv, &i, "output", &v))) {
+        if (!strcmp(argv[i], "--merge")) {
+            merge = 1;
+        } else if ((r = cli_opt(argc, argv, &i, "peft", &v))) {
+            if (r < 0) { cli_error("option '--peft' needs a value"); return ZT_EXIT_USAGE; }
+            peft = v;
+        } else if ((r = cli_opt(argc, argv, &i, "output", &v))) {
             if (r < 0) { cli_error("option '--output' needs a value"); return ZT_EXIT_USAGE; }
             out = v;
         } else if ((r = cli_opt(argc, argv, &i, "hf", &v))) {
@@ -253,8 +265,13 @@ static int do_export(int argc, char **argv) {
             return ZT_EXIT_USAGE;
         }
     }
-    if (!path || !out == !hf) {
-        cli_error("ckpt export: PATH and one of --output FILE or --hf OUTDIR are required");
+    if (!path || (out != NULL) + (hf != NULL) + (peft != NULL) != 1) {
+        cli_error("ckpt export: PATH and one of --output FILE, --hf OUTDIR or --peft OUTDIR are "
+                  "required");
+        return ZT_EXIT_USAGE;
+    }
+    if (merge && !hf) {
+        cli_error("--merge goes with --hf OUTDIR (the base with the LoRA adapters merged in)");
         return ZT_EXIT_USAGE;
     }
     unsigned long long max_shard = 0;
@@ -271,6 +288,17 @@ static int do_export(int argc, char **argv) {
     if (cli_ckpt_pick(path, p, sizeof p, &is_dir) != 0) { cli_error("%s: no committed checkpoint", path); return ZT_EXIT_FAIL; }
     zt_status st;
     if (tok && !hf) { cli_error("--tokenizer-from and --no-tokenizer go with --hf"); return ZT_EXIT_USAGE; }
+    if (peft || merge) {   /* LoRA checkpoints (docs/lora.md) */
+        int rc = peft ? zt_ckpt_export_peft(p, peft, &st) : zt_ckpt_export_merged(p, hf, bf16, &st);
+        if (rc != ZT_OK) {
+            cli_error("%s", st.msg);
+            return cli_exit_code(st.code);
+        }
+        if (peft) printf("exported %s to %s (PEFT LoRA adapter, F32)\n", p, peft);
+        else printf("exported %s to %s (Hugging Face model directory, LoRA merged, %s)\n", p, hf,
+                    bf16 ? "BF16" : "F32");
+        return ZT_EXIT_OK;
+    }
     if (hf) {
         zt_hf_export_opts o;
         memset(&o, 0, sizeof o);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "lora.h"
 #include "config.h"
 #include "arch.h"
 #include "memplan.h"
@@ -35,7 +36,9 @@ static void estimate_usage(void) {
            "  --device cpu|gpu       target (default: ztrain.backend: cpu, cuda = gpu)\n"
            "  --device-memory SIZE   memory of one GPU (e.g. 80G): checks the fit on a GPU target\n"
            "  --memory-limit SIZE    memory one rank may use (ztrain.memory_limit): checks the fit\n"
-           "  --json                 one JSON object; the per-rank total is \"peak_bytes\"\n");
+           "  --json                 one JSON object; the per-rank total is \"peak_bytes\"\n"
+           "  --lora-r R             LoRA (with --lora-targets, --lora-alpha ...): a frozen base\n"
+           "                         and rank-R adapters; prints the LoRA rows (docs/lora.md)\n");
 }
 
 /* ------------------------------------------------------------ options table */
@@ -166,6 +169,7 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
 
     double psi = (double)p->num_params, N = p->shard_group;
+    if (!p->lora_r) {   /* (LoRA: the rows below instead of the ZeRO formula) */
     printf("\nmodel states per rank (Psi = %llu, N = %d): what the engine keeps, next to the ZeRO "
            "paper's formula\n", (unsigned long long)p->num_params, p->shard_group);
     /* the paper: 2-byte params and grads when mixed; the engine keeps the
@@ -215,7 +219,30 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     if (p->mixed)
         printf("  (the formula counts 2-byte gradients; the engine keeps them in fp32, 2 bytes more "
                "per gradient element, so that accumulation and reduction never round to 16 bits)\n");
+    }
 
+    if (p->lora_r) {   /* LoRA (docs/lora.md): the rows of a frozen base + adapters */
+        char tl[200] = "";
+        zt_lora lo;
+        if (zt_lora_plan(mc, &lo, NULL) == ZT_OK) zt_lora_target_list(&lo, tl, sizeof tl);
+        printf("\nLoRA r=%d, alpha %g%s (scale %g), targets %s: %llu adapter parameters (%.3f%% of "
+               "Psi) on a frozen base\n", p->lora_r, mc->lora_alpha, mc->lora_rslora ? ", rslora" : "",
+               (double)lo.scale, tl, (unsigned long long)p->lora_params,
+               100.0 * (double)p->lora_params / (double)(p->num_params ? p->num_params : 1));
+        fmtb((double)p->lora_base_bytes, a, sizeof a);
+        printf("  %-22s %12s   (%s, %s; no gradients, no optimizer state)\n", "frozen base", a,
+               p->mixed ? "16-bit" : "fp32", p->stage == 3 ? "1/N per rank, gathered per unit"
+                                                          : "replicated on every rank");
+        fmtb((double)p->lora_adapter_bytes, a, sizeof a);
+        printf("  %-22s %12s   (%s)\n", "adapters", a, p->stage == 3 ? "1/N" : "replicated");
+        fmtb((double)p->grads_bytes, a, sizeof a);
+        printf("  %-22s %12s   (fp32, %s)\n", "adapter gradients", a, p->stage >= 2 ? "1/N" : "full");
+        fmtb((double)p->optim_bytes, a, sizeof a);
+        printf("  %-22s %12s   (AdamW moments%s, %s)\n", "adapter optimizer", a,
+               p->mixed ? " + fp32 master" : "", p->stage >= 1 ? "1/N" : "full");
+        fmtb((double)p->cat[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST][ZT_MEM_ACTIVATIONS], a, sizeof a);
+        printf("  %-22s %12s   (with the adapters' matmul scratch)\n", "activations", a);
+    }
     printf("\npredicted peak per rank, by category (each at its own peak%s):\n",
            p->offload_optimizer ? "; offloaded: the part of host that is offloaded state" : "");
     printf("  %-16s %14s %14s%s\n", "category", "device", "host",
@@ -318,6 +345,13 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
            c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu");
+    if (p->lora_r)
+        printf("  \"lora\": {\"r\": %d, \"adapter_params\": %llu, \"frozen_base_bytes\": %llu, "
+               "\"adapter_bytes\": %llu, \"adapter_grads_bytes\": %llu, "
+               "\"adapter_optimizer_bytes\": %llu},\n", p->lora_r,
+               (unsigned long long)p->lora_params, (unsigned long long)p->lora_base_bytes,
+               (unsigned long long)p->lora_adapter_bytes, (unsigned long long)p->grads_bytes,
+               (unsigned long long)p->optim_bytes);
     printf("  \"model_states\": {\"params_bytes\": %llu, \"grads_bytes\": %llu, "
            "\"optimizer_bytes\": %llu, \"total_bytes\": %llu, \"formula_bytes\": %.0f, "
            "\"engine_formula_bytes\": %.0f, \"offloaded_bytes\": %llu, "

@@ -148,6 +148,19 @@ int cmd_train(int argc, char **argv) {
         if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     }
     if (print_only) goto done;
+    const int lora = zt_ctx_config(ctx)->model.lora_r > 0;
+    if (lora && init_from[0]) {
+        /* LoRA: the frozen base comes from ztrain.init_from on a resume too
+         * (a checkpoint holds only the adapters; the restore checks the
+         * base's fingerprint against the one the adapters were trained on) */
+        rc = zt_hf_load(ctx, init_from, &st);
+        if (rc != ZT_OK) goto done;
+    }
+    if (lora && zt_ctx_config(ctx)->model.lora_from[0]) {
+        /* the adapters start from a PEFT adapter (a resumed checkpoint wins) */
+        rc = zt_lora_load_peft(ctx, zt_ctx_config(ctx)->model.lora_from, &st);
+        if (rc != ZT_OK) goto done;
+    }
     rc = zt_ctx_open_data(ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     /* checkpoints: resume per checkpoint.resume, periodic/final/preemption saves */
@@ -157,7 +170,7 @@ int cmd_train(int argc, char **argv) {
     reporter = cli_first_failed_rank(rc);
     zt_watchdog_disarm();
     if (reporter >= 0) goto agreed_fail;
-    if (init_from[0]) {
+    if (init_from[0] && !lora) {
         /* a resumed ztrain checkpoint (auto-resume after a preemption) wins */
         if (zt_ckpt_session_last(ck)[0]) {
             if (rank == 0)
@@ -187,6 +200,14 @@ int cmd_train(int argc, char **argv) {
     const zt_config *ec = zt_ctx_config(ctx);
     if (save_path) snprintf(path, sizeof path, "%s", save_path);
     else snprintf(path, sizeof path, "%s/model.bin", ec->ckpt_dir);
+    if (lora) {
+        /* an llm.c file of the base alone would not be the trained model */
+        if (rank == 0)
+            printf("weights: the LoRA adapters are in the final checkpoint %s (ztrain ckpt export "
+                   "%s --peft DIR: a PEFT adapter; --hf DIR --merge: merged weights)\n",
+                   zt_ckpt_session_last(ck), zt_ckpt_session_last(ck));
+        goto after_save;
+    }
     if (!save_path && !zt_arch_of(&ec->model)->llmc_file) {
         /* llm.c model files hold GPT-2s only: the final checkpoint has the weights */
         if (rank == 0)

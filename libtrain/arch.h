@@ -19,6 +19,7 @@
 
 struct zt_backend;
 struct json_t;
+struct zt_lora_mod;
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
@@ -116,6 +117,12 @@ typedef struct zt_arch {
      * model_type (orig: the original config.json, NULL: none) */
     void (*hf_config)(const zt_model_config *mc, const zt_arch_hf *f, struct json_t *out,
                       struct json_t *orig);
+    /* LoRA (lora.h): every linear layer of a block that can get an adapter,
+     * in layout order (out[ZT_LORA_MAX_MODS]); returns their number and sets
+     * *n_groups, the base matmuls they belong to */
+    int (*lora_mods)(const zt_model_config *mc, struct zt_lora_mod *out, int *n_groups);
+    const char *lora_default;  /* PEFT's default target_modules for the model type */
+    const char *hf_block;      /* a block's Hugging Face prefix ("model.layers.%d.") */
 } zt_arch;
 
 extern const zt_arch zt_arch_gpt2, zt_arch_llama;

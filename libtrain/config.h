@@ -44,6 +44,16 @@ typedef struct zt_model_config {
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
                                * model came from and exports as ("" = the architecture's
                                * default; arch.h zt_arch_hf_export) */
+    /* ---- LoRA (ztrain.lora.*, libtrain/lora.h): kept with the model's shape
+     * because the layout, the activations and the memory plan depend on it */
+    int lora_r;               /* ztrain.lora.r: adapter rank, 0 = off (full fine-tuning) */
+    double lora_alpha;        /* ztrain.lora.alpha: scale alpha / r (alpha / sqrt(r) rslora) */
+    double lora_dropout;      /* ztrain.lora.dropout: on the adapter's input, [0, 1) */
+    char lora_targets[160];   /* ztrain.lora.targets: PEFT module names, comma-separated,
+                               * "all-linear", "" = PEFT's default for the architecture */
+    int lora_rslora;          /* ztrain.lora.rslora */
+    char lora_from[1024];     /* ztrain.lora.from: a PEFT adapter directory the adapters start
+                               * from ("" = A random, B zero) */
 } zt_model_config;
 
 struct zt_config {

@@ -15,6 +15,7 @@
 
 #include "config_int.h"
 #include "arch.h"
+#include "lora.h"
 #include "ztrain_env.h"
 
 /* ================================================================ finalize */
@@ -191,6 +192,25 @@ int zt_config_site_max_dataloaders(void) {
     return md;
 }
 
+/* LoRA: the targets against the architecture's modules; another ztrain.lora.*
+ * key given a value other than its default while the rank is 0 (LoRA off)
+ * is refused rather than ignored (defaults -- a configuration written out
+ * whole and read back -- are fine). */
+static int check_lora(const zt_config *c, zt_status *st) {
+    const zt_model_config *m = &c->model;
+    if (m->lora_r > 0) return zt_lora_check(m, st);
+    const char *key = m->lora_alpha != 8.0     ? "ztrain.lora.alpha"
+                      : m->lora_dropout != 0.0 ? "ztrain.lora.dropout"
+                      : m->lora_targets[0]     ? "ztrain.lora.targets"
+                      : m->lora_rslora         ? "ztrain.lora.rslora"
+                      : m->lora_from[0]        ? "ztrain.lora.from"
+                                               : NULL;
+    if (!key) return ZT_OK;
+    int k = zt_cfg_key_index(key);
+    return zt_fail(st, ZT_EINVAL, "%s is set (%s) but ztrain.lora.r=0 (LoRA off): give "
+                   "ztrain.lora.r >= 1 (--lora-r)", key, k >= 0 ? zt_source_name(c->src[k]) : "?");
+}
+
 static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st) {
     reset_derived(c);
     ZT_TRY(check_site_limits(c, st));
@@ -229,6 +249,7 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
         c->src[zt_cfg_key_index("scheduler.params.warmup_type")] = ZT_SRC_DERIVED;
     }
     ZT_TRY(check_model(&c->model, st));
+    ZT_TRY(check_lora(c, st));
     if (c->seq_len == 0) {
         c->seq_len = c->model.context;
         c->src[zt_cfg_key_index("ztrain.seq_len")] = ZT_SRC_DERIVED;

@@ -174,6 +174,30 @@ const keydef zt_cfg_keys[] = {
      "the Hugging Face class the model exports as (set by --init-from); \"\" = the "
      "architecture's default (llama: Qwen2ForCausalLM with attention_bias, else LlamaForCausalLM)"},
 
+    /* ---- LoRA (docs/lora.md) */
+    {"ztrain.lora.r", "lora-r", NULL, NULL, T_INT, FLD(model.lora_r),
+     0, 65536, 0, "0", NULL,
+     "LoRA adapter rank: train low-rank adapters on a frozen base instead of every weight; "
+     "0 = off (full fine-tuning)"},
+    {"ztrain.lora.alpha", "lora-alpha", NULL, NULL, T_DOUBLE, FLD(model.lora_alpha),
+     0, 0, KF_LO_OPEN | KF_NO_HI, "8", NULL,
+     "LoRA scale numerator: the adapter output is scaled by alpha / r (PEFT's lora_alpha)"},
+    {"ztrain.lora.dropout", "lora-dropout", NULL, NULL, T_DOUBLE, FLD(model.lora_dropout),
+     0, 1, KF_HI_OPEN, "0", NULL, "LoRA dropout on the adapter input (PEFT's lora_dropout); only 0 is implemented yet: a "
+     "value > 0 is refused when training starts"},
+    {"ztrain.lora.targets", "lora-targets", NULL, NULL, T_STRING, FLD(model.lora_targets),
+     0, 0, 0, "", NULL,
+     "modules that get adapters, PEFT's names (llama: q_proj,k_proj,v_proj,o_proj,gate_proj,"
+     "up_proj,down_proj; gpt2: c_attn,c_proj,c_fc) comma-separated, or all-linear; \"\" = "
+     "PEFT's default (llama: q_proj,v_proj; gpt2: c_attn)"},
+    {"ztrain.lora.from", "lora-from", NULL, NULL, T_STRING, FLD(model.lora_from),
+     0, 0, 0, "", NULL,
+     "a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) the "
+     "adapters start from, on top of ztrain.init_from; its r, alpha, targets and base must be "
+     "the run's; \"\" = a fresh start (A random, B zero)"},
+    {"ztrain.lora.rslora", "lora-rslora", NULL, NULL, T_BOOL, FLD(model.lora_rslora),
+     0, 0, 0, "false", NULL, "rank-stabilized LoRA: scale alpha / sqrt(r) (PEFT's use_rslora)"},
+
     {"ztrain.seq_len", "seq-len", NULL, NULL, T_INT, FLD(seq_len),
      0, 1048576, 0, "0", NULL,
      "tokens per training and evaluation sample; 0 = ztrain.model.context (at most that)"},

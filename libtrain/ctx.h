@@ -34,6 +34,10 @@ struct zt_ctx {
     zt_model *model;             /* layout + the model's operations */
     int own_model_self;          /* built-in model: freed with the context */
     zt_shard *sh;                /* the ZeRO engine (the model's zt_units) */
+    zt_model *lmodel;            /* LoRA (lora.h): the adapters' layout, NULL: none */
+    zt_shard *lsh;               /* ... and their engine, sh's peer (sh is then frozen) */
+    uint64_t *base_fnv;          /* LoRA: the frozen base's per-tensor checksums, NULL: none */
+    uint64_t base_config_fnv;
     zt_batch_buf acts;           /* training [micro_batch, context] */
     zt_batch_buf eval_acts;      /* forward-only [eval_batch_size, context] */
     zt_batch_buf sample_acts;    /* forward-only [1, context] */
@@ -57,6 +61,11 @@ struct zt_ctx {
     int have_plan;
     uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
 };
+
+/* The engine whose parameters train: the adapters' with LoRA, else sh;
+ * and its layout. */
+static inline zt_shard *zt_ctx_tsh(const zt_ctx *ctx) { return ctx->lsh ? ctx->lsh : ctx->sh; }
+static inline zt_model *zt_ctx_tmodel(const zt_ctx *ctx) { return ctx->lmodel ? ctx->lmodel : ctx->model; }
 
 /* Host arrays a data source fills for b (the device arrays themselves on a
  * host-memory backend), and moving them to the device after the fill. */

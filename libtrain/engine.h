@@ -22,6 +22,17 @@ const zt_backend *zt_ctx_backend(const zt_ctx *ctx);
 /* The model (layout + operations) and the ZeRO engine over its units. */
 zt_model *zt_ctx_model(const zt_ctx *ctx);
 zt_shard *zt_ctx_shard(const zt_ctx *ctx);
+/* LoRA (lora.h): the adapters' layout and engine -- the trained state a
+ * checkpoint holds (zt_ctx_owned_state) -- NULL without LoRA.  The base
+ * (zt_ctx_model / zt_ctx_shard) is then frozen. */
+zt_model *zt_ctx_lora_model(const zt_ctx *ctx);
+zt_shard *zt_ctx_lora_shard(const zt_ctx *ctx);
+/* The frozen base's fingerprint, recorded by the loader of its weights
+ * (zt_hf_load): one checksum per base tensor (FNV-1a 64 of its fp32 values
+ * as loaded; n = zt_ctx_model's n_tensors) and of the config.json. */
+void zt_ctx_set_base_fingerprint(zt_ctx *ctx, const uint64_t *tensor_fnv, uint64_t config_fnv);
+/* NULL when none was recorded (a random base). */
+const uint64_t *zt_ctx_base_fingerprint(const zt_ctx *ctx, uint64_t *config_fnv);
 
 /* The caller's progress receiver (zt_callbacks.progress; never NULL). */
 const zt_progress *zt_ctx_progress(const zt_ctx *ctx);

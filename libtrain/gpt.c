@@ -60,7 +60,14 @@ struct zt_gpt {
     size_t off[GPT_NT];                /* in its unit (block tensors: in every block unit) */
     zt_gpt_params p, g;                /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
+    int lora;                          /* LoRA adapters on a frozen base (lora.h) */
+    zt_lora lo;
+    const float *ad;                   /* the current block's adapters ... */
+    float *gad;                        /* ... and their gradients (backward) */
 };
+
+/* LoRA's groups: the block's matmuls (lora.h) */
+enum { LG_QKV, LG_PROJ, LG_FC, LG_FCPROJ };
 
 void zt_gpt_set_checkpointing(zt_gpt *g, int k) { g->ckpt = k > 0 ? k : 0; }
 
@@ -97,6 +104,14 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     if (!g) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     g->cfg = *mc;
     g->be = be;
+    if (mc->lora_r > 0) {
+        int rc = zt_lora_plan(mc, &g->lo, st);
+        if (rc != ZT_OK) {
+            free(g);
+            return rc;
+        }
+        g->lora = 1;
+    }
     g->p.h = calloc((size_t)mc->n_layer, sizeof(zt_gpt_layer));
     g->g.h = calloc((size_t)mc->n_layer, sizeof(zt_gpt_layer));
     if (!g->p.h || !g->g.h) {
@@ -150,6 +165,15 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
     }
+    zt_lora lo;
+    if (mc->lora_r > 0 && zt_lora_plan(mc, &lo, NULL) == ZT_OK) {
+        TAKE(a->lora.h, N * lo.max_nr); TAKE(a->lora.d, N * lo.max_w);
+        TAKES(a->lora.bt, lo.max_nr * lo.max_out);
+        if (training) {
+            TAKE(a->lora.dh, N * lo.max_nr); TAKES(a->lora.dbt, lo.max_nr * lo.max_out);
+            TAKES(a->dnorm, 2 * C);
+        }
+    }
 #undef TAKE
 #undef TAKES
     return cv;
@@ -202,6 +226,34 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
 #define PARAMS(u) ZT_UNIT_PARAMS(g, u)
 #define GRADS(u) ZT_UNIT_GRADS(g, u)
 #define RELEASE(u) ZT_UNIT_RELEASE(u)
+/* LoRA: the base is frozen -- its gradient views point nowhere (matmul
+ * weight and bias gradients are skipped, the LayerNorms' go to a discarded
+ * [2C]), and no zt_unit_grads_done; block l's adapters are unit l of the
+ * peer engine (as llama.c) */
+#define GRADS_OR_FROZEN(u) do { if (g->lora) frozen_grads(g, a, (u)); else GRADS(u); } while (0)
+#define GRADS_DONE(u) do { if (!g->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
+#define LORA_PARAMS(l) do { if (g->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
+                                           if (!b_) { return st->code; } g->ad = b_; } } while (0)
+#define LORA_GRADS(l) do { if (g->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
+                                          if (!b_) { return st->code; } g->gad = b_; } } while (0)
+#define LORA_RELEASE(l) do { if (g->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)
+#define LORA_GRADS_DONE(l) do { if (g->lora) ZT_TRY(zt_unit_grads_done(zt_units_peer(U), (l), st)); } while (0)
+
+/* The frozen base's gradient view of unit u. */
+static void frozen_grads(zt_gpt *g, zt_gpt_acts *a, int u) {
+    zt_gpt_params *v = &g->g;
+    if (u == 0) {
+        v->wte = v->wpe = NULL;
+    } else if (u == g->cfg.n_layer + 1) {
+        v->lnfw = a->dnorm;
+        v->lnfb = a->dnorm + g->cfg.n_embd;
+    } else {
+        zt_gpt_layer *h = &v->h[u - 1];
+        memset(h, 0, sizeof *h);
+        h->ln1w = h->ln2w = a->dnorm;
+        h->ln1b = h->ln2b = a->dnorm + g->cfg.n_embd;
+    }
+}
 
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's
  * parameters are bound in g->p).  Backward runs it again to recompute a
@@ -215,14 +267,18 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
     /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
     be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
     be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+    if (g->lora) zt_lora_fwd(be, &g->lo, LG_QKV, g->ad, s->ln1, s->qkv, N, &a->lora);
     be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
     be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
+    if (g->lora) zt_lora_fwd(be, &g->lo, LG_PROJ, g->ad, s->atty, a->scratch, N, &a->lora);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
     be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
     be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
+    if (g->lora) zt_lora_fwd(be, &g->lo, LG_FC, g->ad, s->ln2, s->fch, N, &a->lora);
     be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
     be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
+    if (g->lora) zt_lora_fwd(be, &g->lo, LG_FCPROJ, g->ad, s->fch_gelu, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
 }
 
@@ -230,7 +286,9 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
 static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
     zt_gpt *g = self;
     PARAMS(1 + l);
+    LORA_PARAMS(l);
     block_fwd(g, acts, l);
+    LORA_RELEASE(l);
     RELEASE(1 + l);
     return ZT_OK;
 }
@@ -280,16 +338,16 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
     ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
     /* LM head (tied): dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
     PARAMS(0);
-    GRADS(0);
+    GRADS_OR_FROZEN(0);
     be->matmul_bwd(a->dbuf, g->g.wte, NULL, a->probs, a->lnf, g->p.wte, N, C, V);
     RELEASE(0);
     be->zero(a->dres, NC * sizeof(float));
     PARAMS(L + 1);
-    GRADS(L + 1);
+    GRADS_OR_FROZEN(L + 1);
     be->layernorm_bwd(a->dres, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L], g->p.lnfw,
                       a->lnf_mean, a->lnf_rstd, N, C);
     RELEASE(L + 1);
-    ZT_TRY(zt_unit_grads_done(U, L + 1, st));
+    GRADS_DONE(L + 1);
     const int k = a->ckpt;
     for (int l = L - 1; l >= 0; --l) {
         /* checkpointing: at the top block of a group [g0, e), recompute the
@@ -298,28 +356,40 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
         int top;
         ZT_TRY(zt_acts_recompute_below(block_fwd_unit, g, U, a, k, L, l, &top, st));
         PARAMS(1 + l);
-        GRADS(1 + l);
+        GRADS_OR_FROZEN(1 + l);
+        LORA_PARAMS(l);
+        LORA_GRADS(l);
         if (top) block_fwd(g, a, l);
         const zt_gpt_layer *w = &g->p.h[l];
         zt_gpt_layer *gw = &g->g.h[l];
         struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
         /* MLP: dres flows to res2 unchanged and into the projection */
+        const zt_lora *lo = &g->lo;
+        const zt_lora_scratch *ls = &a->lora;
         be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
                        N, 4 * C, C);
+        if (g->lora)
+            zt_lora_bwd(be, lo, LG_FCPROJ, g->ad, g->gad, s->fch_gelu, a->dres, a->d4a, N, ls);
         be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
         be->matmul_bwd(a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+        if (g->lora) zt_lora_bwd(be, lo, LG_FC, g->ad, g->gad, s->ln2, a->d4b, a->dbuf, N, ls);
         be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                           s->ln2_mean, s->ln2_rstd, N, C);
         /* attention */
         be->matmul_bwd(a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw,
                        N, C, C);
+        if (g->lora) zt_lora_bwd(be, lo, LG_PROJ, g->ad, g->gad, s->atty, a->dres, a->dbuf, N, ls);
         be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
         be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, a->dqkv, s->ln1, w->qkvw, N, C, 3 * C);
+        if (g->lora) zt_lora_bwd(be, lo, LG_QKV, g->ad, g->gad, s->ln1, a->dqkv, a->dbuf, N, ls);
         be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                           s->ln1_mean, s->ln1_rstd, N, C);
+        LORA_RELEASE(l);
+        LORA_GRADS_DONE(l);
         RELEASE(1 + l);
-        ZT_TRY(zt_unit_grads_done(U, 1 + l, st));
+        GRADS_DONE(1 + l);
     }
+    if (g->lora) return ZT_OK;   /* a frozen embedding: nothing more to compute */
     /* embeddings.  The encoder's backward reads no parameters, but the unit
      * is acquired like every unit before its backward (ZeRO-3's second
      * gather of a unit), which keeps the engine's order uniform. */
@@ -374,6 +444,21 @@ static int gpt_create(const zt_model_config *mc, const zt_backend *be, int ckpt_
 }
 
 /* DeepSpeed's largest layer: wte, wpe, or the MLP's fc (weight and bias). */
+/* LoRA's modules (lora.h), PEFT's names: c_proj is both the attention's
+ * and the MLP's output projection. */
+static int gpt_lora_mods(const zt_model_config *mc, zt_lora_mod *o, int *n_groups) {
+    const int C = mc->n_embd;
+    const zt_lora_mod t[] = {
+        {"c_attn", "attn.c_attn", LG_QKV, C, 3 * C, 0},
+        {"c_proj", "attn.c_proj", LG_PROJ, C, C, 0},
+        {"c_fc", "mlp.c_fc", LG_FC, C, 4 * C, 0},
+        {"c_proj", "mlp.c_proj", LG_FCPROJ, 4 * C, C, 0},
+    };
+    for (int i = 0; i < 4; ++i) o[i] = t[i];
+    *n_groups = 4;
+    return 4;
+}
+
 static uint64_t gpt_largest_layer(const zt_model_config *mc) {
     const uint64_t C = (uint64_t)mc->n_embd, V = (uint64_t)mc->vocab, T = (uint64_t)mc->context;
     uint64_t m = V * C > T * C ? V * C : T * C;
@@ -469,4 +554,7 @@ const zt_arch zt_arch_gpt2 = {
     .hf_ignore = gpt_hf_ignore,
     .hf_optional_prefix = "transformer.",
     .hf_config = gpt_hf_config,
+    .lora_mods = gpt_lora_mods,
+    .lora_default = "c_attn",
+    .hf_block = "transformer.h.%d.",
 };

@@ -9,6 +9,7 @@
  */
 #ifndef ZT_GPT_H
 #define ZT_GPT_H
+#include "lora.h"
 #include "model.h"
 
 /* Pointers into a unit-shaped buffer, one family per tensor kind. */
@@ -55,6 +56,9 @@ typedef struct zt_gpt_acts {
     float *losses;             /* [N] */
     /* backward scratch (training only) */
     float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
+    /* LoRA (ztrain.lora.r > 0) */
+    zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
+    float *dnorm;              /* [2C] the frozen LayerNorms' gradients (discarded) */
 } zt_gpt_acts;
 
 typedef struct zt_gpt zt_gpt;

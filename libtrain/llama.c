@@ -35,6 +35,9 @@ static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
 };
 #undef HB
 
+/* LoRA's groups: the block's matmuls (lora.h) */
+enum { LG_QKV, LG_O, LG_GU, LG_DOWN };
+
 /* The model's shape, derived once from the configuration. */
 typedef struct shape {
     int C, L, V, NH, NKV, hd, H;
@@ -66,6 +69,10 @@ struct zt_llama {
     size_t off[LLAMA_NT];              /* in its unit (block tensors: in every block unit) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
+    int lora;                          /* LoRA adapters on a frozen base (lora.h) */
+    zt_lora lo;
+    const float *ad;                   /* the current block's adapters ... */
+    float *gad;                        /* ... and their gradients (backward) */
 };
 
 void zt_llama_set_checkpointing(zt_llama *m, int k) { m->ckpt = k > 0 ? k : 0; }
@@ -141,6 +148,14 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg = *mc;
     m->s = s;
     m->be = be;
+    if (mc->lora_r > 0) {
+        int rc = zt_lora_plan(mc, &m->lo, st);
+        if (rc != ZT_OK) {
+            free(m);
+            return rc;
+        }
+        m->lora = 1;
+    }
     m->p.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     m->g.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     if (!m->p.h || !m->g.h) {
@@ -224,6 +239,15 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
     }
+    zt_lora lo;
+    if (mc->lora_r > 0 && zt_lora_plan(mc, &lo, NULL) == ZT_OK) {
+        TAKE(a->lora.h, N * lo.max_nr); TAKE(a->lora.d, N * lo.max_w);
+        TAKES(a->lora.bt, lo.max_nr * lo.max_out);
+        if (training) {
+            TAKE(a->lora.dh, N * lo.max_nr); TAKES(a->lora.dbt, lo.max_nr * lo.max_out);
+            TAKES(a->dnorm, C);
+        }
+    }
 #undef TAKE
 #undef TAKES
     return cv;
@@ -286,6 +310,32 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
 #define PARAMS(u) ZT_UNIT_PARAMS(m, u)
 #define GRADS(u) ZT_UNIT_GRADS(m, u)
 #define RELEASE(u) ZT_UNIT_RELEASE(u)
+/* LoRA: the base is frozen -- its gradient views point nowhere (matmul
+ * weight gradients are skipped, the norms' go to a discarded [C]), and no
+ * zt_unit_grads_done; block l's adapters are unit l of the peer engine */
+#define GRADS_OR_FROZEN(u) do { if (m->lora) frozen_grads(m, a, (u)); else GRADS(u); } while (0)
+#define GRADS_DONE(u) do { if (!m->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
+#define LORA_PARAMS(l) do { if (m->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
+                                           if (!b_) { return st->code; } m->ad = b_; } } while (0)
+#define LORA_GRADS(l) do { if (m->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
+                                          if (!b_) { return st->code; } m->gad = b_; } } while (0)
+#define LORA_RELEASE(l) do { if (m->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)
+#define LORA_GRADS_DONE(l) do { if (m->lora) ZT_TRY(zt_unit_grads_done(zt_units_peer(U), (l), st)); } while (0)
+
+/* The frozen base's gradient view of unit u. */
+static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
+    zt_llama_params *g = &m->g;
+    if (u == 0) {
+        g->embed = NULL;
+    } else if (u == m->s.L + 1) {
+        g->norm = a->dnorm;
+        g->lm_head = NULL;
+    } else {
+        zt_llama_layer *h = &g->h[u - 1];
+        memset(h, 0, sizeof *h);
+        h->attn_norm = h->mlp_norm = a->dnorm;
+    }
+}
 
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
@@ -300,15 +350,19 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) */
     be->rmsnorm_fwd(s->xn, s->rstd1, x, w->attn_norm, eps, N, C);
     be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
+    if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
     be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
     be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
     be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
+    if (m->lora) zt_lora_fwd(be, &m->lo, LG_O, m->ad, s->atty, a->scratch, N, &a->lora);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) */
     be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, w->mlp_norm, eps, N, C);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
+    if (m->lora) zt_lora_fwd(be, &m->lo, LG_GU, m->ad, s->xn2, s->gu, N, &a->lora);
     be->swiglu_fwd(s->h, s->gu, N, H);
     be->matmul_fwd(a->scratch, s->h, w->downw, NULL, N, H, C);
+    if (m->lora) zt_lora_fwd(be, &m->lo, LG_DOWN, m->ad, s->h, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
 }
 
@@ -316,7 +370,9 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
 static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
     zt_llama *m = self;
     PARAMS(1 + l);
+    LORA_PARAMS(l);
     block_fwd(m, acts, l);
+    LORA_RELEASE(l);
     RELEASE(1 + l);
     return ZT_OK;
 }
@@ -371,20 +427,20 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
      * (tied, unit 0) or lm_head.w (unit L+1); then the final RMSNorm */
     if (sh->tied) {
         PARAMS(0);
-        GRADS(0);
+        GRADS_OR_FROZEN(0);
         be->matmul_bwd(a->dbuf, m->g.embed, NULL, a->probs, a->lnf, m->p.embed, N, C, V);
         RELEASE(0);
         PARAMS(L + 1);
-        GRADS(L + 1);
+        GRADS_OR_FROZEN(L + 1);
     } else {
         PARAMS(L + 1);
-        GRADS(L + 1);
+        GRADS_OR_FROZEN(L + 1);
         be->matmul_bwd(a->dbuf, m->g.lm_head, NULL, a->probs, a->lnf, m->p.lm_head, N, C, V);
     }
     be->zero(a->dres, NC * sizeof(float));
     be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[L], m->p.norm, a->lnf_rstd, N, C);
     RELEASE(L + 1);
-    ZT_TRY(zt_unit_grads_done(U, L + 1, st));
+    GRADS_DONE(L + 1);
     const int k = a->ckpt;
     for (int l = L - 1; l >= 0; --l) {
         /* checkpointing (gpt.c's groups): at the top block of a group,
@@ -392,25 +448,36 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         int top;
         ZT_TRY(zt_acts_recompute_below(block_fwd_unit, m, U, a, k, L, l, &top, st));
         PARAMS(1 + l);
-        GRADS(1 + l);
+        GRADS_OR_FROZEN(1 + l);
+        LORA_PARAMS(l);
+        LORA_GRADS(l);
         if (top) block_fwd(m, a, l);
         const zt_llama_layer *w = &m->p.h[l];
         zt_llama_layer *gw = &m->g.h[l];
         struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
         /* MLP: dres flows to res2 unchanged and into the down projection */
+        const zt_lora *lo = &m->lo;
+        const zt_lora_scratch *ls = &a->lora;
         be->matmul_bwd(a->dh, gw->downw, NULL, a->dres, s->h, w->downw, N, H, C);
+        if (m->lora) zt_lora_bwd(be, lo, LG_DOWN, m->ad, m->gad, s->h, a->dres, a->dh, N, ls);
         be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
         be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+        if (m->lora) zt_lora_bwd(be, lo, LG_GU, m->ad, m->gad, s->xn2, a->dgu, a->dbuf, N, ls);
         be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, w->mlp_norm, s->rstd2, N, C);
         /* attention; the rotation's gradient is the inverse rotation */
         be->matmul_bwd(a->datt, gw->ow, NULL, a->dres, s->atty, w->ow, N, sh->AD, C);
+        if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, a->dres, a->datt, N, ls);
         be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
         be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
         be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, a->dqkv, s->xn, w->qkvw, N, C, sh->QKV);
+        if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, a->dqkv, a->dbuf, N, ls);
         be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], w->attn_norm, s->rstd1, N, C);
+        LORA_RELEASE(l);
+        LORA_GRADS_DONE(l);
         RELEASE(1 + l);
-        ZT_TRY(zt_unit_grads_done(U, 1 + l, st));
+        GRADS_DONE(1 + l);
     }
+    if (m->lora) return ZT_OK;   /* a frozen embedding: nothing more to compute */
     /* embeddings (acquired like every unit before its backward) */
     PARAMS(0);
     GRADS(0);
@@ -462,6 +529,25 @@ static int llama_create(const zt_model_config *mc, const zt_backend *be, int ckp
     *ops = &llama_ops;
     *self = m;
     return ZT_OK;
+}
+
+/* LoRA's modules (lora.h): the four matmuls of a block and their columns. */
+static int llama_lora_mods(const zt_model_config *mc, zt_lora_mod *o, int *n_groups) {
+    const shape s = shape_of(mc);
+    const int KV = s.NKV * s.hd;
+    const zt_lora_mod t[] = {
+        {"q_proj", "self_attn.q_proj", LG_QKV, s.C, s.AD, 0},
+        {"k_proj", "self_attn.k_proj", LG_QKV, s.C, KV, s.AD},
+        {"v_proj", "self_attn.v_proj", LG_QKV, s.C, KV, s.AD + KV},
+        {"o_proj", "self_attn.o_proj", LG_O, s.AD, s.C, 0},
+        {"gate_proj", "mlp.gate_proj", LG_GU, s.C, s.H, 0},
+        {"up_proj", "mlp.up_proj", LG_GU, s.C, s.H, s.H},
+        {"down_proj", "mlp.down_proj", LG_DOWN, s.H, s.C, 0},
+    };
+    const int n = (int)(sizeof t / sizeof t[0]);
+    for (int i = 0; i < n; ++i) o[i] = t[i];
+    *n_groups = 4;
+    return n;
 }
 
 /* DeepSpeed's largest layer: embed / lm_head, q, k|v, o, gate|up, down. */
@@ -614,4 +700,7 @@ const zt_arch zt_arch_llama = {
     .hf_default = llama_hf_default,
     .hf_refuse = llama_hf_refuse,
     .hf_config = llama_hf_config,
+    .lora_mods = llama_lora_mods,
+    .lora_default = "q_proj,v_proj",
+    .hf_block = "model.layers.%d.",
 };

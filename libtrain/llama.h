@@ -22,6 +22,7 @@
  */
 #ifndef ZT_LLAMA_H
 #define ZT_LLAMA_H
+#include "lora.h"
 #include "model.h"
 
 /* Pointers into a unit-shaped buffer. */
@@ -71,6 +72,9 @@ typedef struct zt_llama_acts {
     float *datt;               /* [N, NH*hd] */
     float *dqkv;               /* [N, QKV] */
     float *dh, *dgu;           /* [N, H], [N, 2H] */
+    /* LoRA (ztrain.lora.r > 0) */
+    zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
+    float *dnorm;              /* [C] the frozen norms' weight gradients (discarded) */
 } zt_llama_acts;
 
 typedef struct zt_llama zt_llama;

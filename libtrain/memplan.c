@@ -8,6 +8,7 @@
 #include "memplan.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
+#include "lora.h"
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 
@@ -156,6 +157,11 @@ typedef struct layout {
     uint64_t g;             /* shard group size at stages 2-3 */
     int overlap, comm16, npend;
     int pend[ZT_RS_INFLIGHT];
+    /* LoRA (lora.h): the base is frozen (no gradient buckets, no
+     * reductions, no embedding backward) and peer is the adapters' engine,
+     * one unit per block, asked for right after its block */
+    int frozen;
+    struct layout *peer;
 } layout;
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
@@ -210,7 +216,7 @@ static void u_params(layout *y, int u) {
 }
 /* zt_unit_grads: a unit-sized fp32 bucket at stages 2-3 (every precision) */
 static void u_grads(layout *y, int u) {
-    if (y->p->stage < 2 || y->bucket[u]) return;
+    if (y->frozen || y->p->stage < 2 || y->bucket[u]) return;
     y->bucket[u] = 1;
     s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
@@ -233,7 +239,7 @@ static void u_rs_finish_oldest(layout *y) {
     y->npend--;
 }
 static void u_grads_done(layout *y, int u) {
-    if (y->p->stage < 2 || !y->bucket[u]) return;
+    if (y->frozen || y->p->stage < 2 || !y->bucket[u]) return;
     if (y->overlap) {   /* shard.c's rs_start */
         if (y->npend == ZT_RS_INFLIGHT) u_rs_finish_oldest(y);
         if (y->comm16) {
@@ -255,11 +261,15 @@ static void u_grads_done(layout *y, int u) {
  * after the encoder and the head unit L+1 holds the LM head. */
 static void sim_forward(layout *y, int training) {
     int L = y->nu - 2;
+    layout *a = y->peer;
     u_begin(y, PASS_FWD);
+    if (a) u_begin(a, PASS_FWD);
     u_params(y, 0);
     if (!y->tied) u_release(y, 0);
     for (int l = 0; l < L; ++l) {
         u_params(y, 1 + l);
+        if (a) u_params(a, l);
+        if (a) u_release(a, l);
         u_release(y, 1 + l);
     }
     u_params(y, L + 1);
@@ -269,6 +279,7 @@ static void sim_forward(layout *y, int training) {
         if (!training) u_release(y, 0);
     }
     u_end(y, !training);
+    if (a) u_end(a, !training);
 }
 
 /* gpt.c's and llama.c's backward; with checkpointing group size k, the top
@@ -276,8 +287,10 @@ static void sim_forward(layout *y, int training) {
  * only). */
 static void sim_backward(layout *y, int k) {
     int L = y->nu - 2;
+    layout *a = y->peer;
     if (k > L) k = L;
     u_begin(y, PASS_BWD);
+    if (a) u_begin(a, PASS_BWD);
     if (y->tied) {
         u_params(y, 0);
         u_grads(y, 0);
@@ -292,19 +305,33 @@ static void sim_backward(layout *y, int k) {
         if (top)
             for (int i = (l / k) * k; i < l; ++i) {
                 u_params(y, 1 + i);
+                if (a) u_params(a, i);
+                if (a) u_release(a, i);
                 u_release(y, 1 + i);
             }
         u_params(y, 1 + l);
         u_grads(y, 1 + l);
+        if (a) {
+            u_params(a, l);
+            u_grads(a, l);
+            u_release(a, l);
+            u_grads_done(a, l);
+        }
         u_release(y, 1 + l);
         u_grads_done(y, 1 + l);
     }
-    u_params(y, 0);
-    u_grads(y, 0);
-    u_release(y, 0);
-    u_grads_done(y, 0);
+    if (!y->frozen) {   /* a frozen embedding has no backward */
+        u_params(y, 0);
+        u_grads(y, 0);
+        u_release(y, 0);
+        u_grads_done(y, 0);
+    }
     while (y->npend > 0) u_rs_finish_oldest(y);   /* zt_shard_backward: rs_finish_all */
     u_end(y, 1);
+    if (a) {   /* then the adapters' engine (end_backward of the peer) */
+        while (a->npend > 0) u_rs_finish_oldest(a);
+        u_end(a, 1);
+    }
 }
 
 static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan *p) {
@@ -318,6 +345,70 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
     p->with_data = o->with_data < 0 ? c->data_train[0] != '\0' : o->with_data != 0;
     p->with_eval = o->with_eval < 0 ? c->data_val[0] != '\0' : o->with_eval != 0;
     return ZT_OK;
+}
+
+/* LoRA's model states (zt_ctx_create with ztrain.lora.r > 0, train.c):
+ * the frozen base's model block (fp32 stages 0-2: parameters only), the
+ * adapters' model blocks, the frozen engine (shard.c, frozen: 16-bit storage
+ * when mixed, the fp32 shard at stage 3; nothing else) and its
+ * initialization, then the adapters' engine and initialization exactly as a
+ * trainable model's (the same sequence as below for the base without LoRA). */
+static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_tag_place,
+                       int optim_tag_place, int comm16) {
+    const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
+    const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
+    const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
+    p->lora_base_bytes = (p->stage == 3 ? own : Psi) * (p->mixed ? 2 : 4);
+    p->lora_adapter_bytes = (p->stage == 3 ? owna : Pa) * (p->mixed ? 2 : 4);
+    /* zt_model_create: base (frozen flags), adapters */
+    if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
+    if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Pa * 4);
+    if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Pa * 4);
+    /* the frozen engine and its initialization */
+    if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    else if (p->stage == 3) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
+    const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
+    if (p->mixed) {
+        const uint64_t t = (p->stage < 3 ? umax(p->largest_unit, 1) : y->max_len) * 4;
+        const int pl = p->stage == 3 && fhp ? ZT_MP_HOST : y->place_dev;
+        s_alloc(s, pl, ZT_MEM_WORKSPACE, t);
+        s_free(s, pl, ZT_MEM_WORKSPACE, t);
+    }
+    if (p->gpu && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
+        const uint64_t chunk = (uint64_t)1 << 20;
+        uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
+        if (n > chunk) n = chunk;
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+    }
+    /* the adapters' engine (shard.c's trainable path) */
+    const int host_opt = p->gpu && p->offload_optimizer, host_params = p->gpu && p->offload_param;
+    const int has_master = p->mixed || (host_opt && !host_params);
+    const uint64_t on = p->stage == 0 ? Pa : owna;
+    if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? owna : Pa) * 2);
+    if (has_master) s_alloc(s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    if (host_opt) {
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * ya->max_len * 4);
+        if (p->mixed && !host_params) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * ya->max_len * 2);
+    }
+    if (comm16) {
+        s_alloc(s, y->place_dev, ZT_MEM_COMM, la * 2);
+        if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, ya->max_len * 2);
+    }
+    if (p->stage == 3 && !p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, owna * 4);
+    if (p->stage >= 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, owna * 4);
+    if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, ya->max_len * 4);
+    if (p->mixed && p->stage < 3) {
+        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, la * 4);
+        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, la * 4);
+    }
+    if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
+        const uint64_t chunk = (uint64_t)1 << 20;
+        uint64_t n = p->stage == 3 ? ya->max_len : p->mixed ? la : Pa;
+        if (n > chunk) n = chunk;
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+    }
 }
 
 int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
@@ -404,10 +495,40 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     y.g = (uint64_t)G;
     y.comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
     y.overlap = p->overlap_comm;
+    /* LoRA: the adapters' engine beside the frozen base (lora.h) */
+    zt_lora lo;
+    layout ya;
+    memset(&ya, 0, sizeof ya);
+    const int lora = mc->lora_r > 0;
+    if (lora && (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK) {
+        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
+        goto done;
+    }
+    if (lora) {
+        ya = y;
+        ya.nu = L;
+        ya.n = calloc((size_t)L, sizeof *ya.n);
+        ya.gathered = calloc((size_t)L, sizeof *ya.gathered);
+        ya.view = calloc((size_t)L, 1);
+        ya.bucket = calloc((size_t)L, 1);
+        ya.seen = calloc((size_t)L, 1);
+        ya.shard_total = 0;
+        ya.max_len = 1;
+        for (int u = 0; ya.n && u < L; ++u) {
+            ya.n[u] = lo.unit_numel;
+            ya.shard_total += cdiv(ya.n[u], g);
+            ya.max_len = umax(ya.max_len, cdiv(ya.n[u], g));
+        }
+        y.frozen = 1;
+        y.peer = &ya;
+        p->lora_params = zt_lora_num_params(&lo);
+        p->lora_r = lo.r;
+    }
 
     sim s;
     memset(&s, 0, sizeof s);
     y.s = &s;
+    ya.s = &s;
     const uint64_t Psi = p->num_params, own = umax(y.shard_total, 1);
     const int k = p->ckpt_k, B = p->micro_batch, A = p->grad_accum;
     /* the model computes in fp32 in every precision (precision.h): fp32
@@ -423,9 +544,13 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* elements whose master weights and moments this rank keeps */
     const uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
 
+    s.phase = "setup";
+    if (lora) {
+        lora_setup(&s, p, &y, &ya, param_tag_place, optim_tag_place, comm16);
+        goto after_states;
+    }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
      * mixed: never the parameter block) */
-    s.phase = "setup";
     if (p->stage < 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, Psi * 4);
     if (p->stage < 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, Psi * 4);
     /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
@@ -470,12 +595,14 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
     }
+after_states:;
     uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)S, 1, k, elem);
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
     /* on a GPU the data source writes host token arrays (inputs, targets) */
     if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * S * 4 * 2);
     /* zt_adamw_init: m and v (fp32) */
-    for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    const uint64_t on_t = lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(ya.shard_total, 1)) : on;
+    for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
     p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
     p->grads_bytes = s.cur[ZT_MP_HOST][ZT_MEM_GRADS] + s.cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
     p->optim_bytes = s.cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s.cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
@@ -533,12 +660,13 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* (on a GPU the gathered block is device memory, written out by rank 0
      * through a host chunk of at most 1 Mi elements) */
     const uint64_t wchunk = (Psi < ((uint64_t)1 << 20) ? umax(Psi, 1) : (uint64_t)1 << 20) * 4;
-    if (p->stage == 3 || (p->mixed && p->stage >= 1)) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
-    if (p->gpu) {
+    /* (LoRA: none -- the adapters are in the final checkpoint) */
+    if (!lora && (p->stage == 3 || (p->mixed && p->stage >= 1))) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (p->gpu && !lora) {
         s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
-    if (p->stage == 3 || (p->mixed && p->stage >= 1)) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (!lora && (p->stage == 3 || (p->mixed && p->stage >= 1))) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
     s.phase = "sample";
     s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
     if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
@@ -556,6 +684,11 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
     }
     p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
+    free(ya.n);
+    free(ya.gathered);
+    free(ya.view);
+    free(ya.bucket);
+    free(ya.seen);
     free(y.n);
     free(y.gathered);
     free(y.view);

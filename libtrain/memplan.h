@@ -65,6 +65,13 @@ typedef struct zt_memplan {
     int offload_optimizer, offload_param, with_data, with_eval;
     int overlap_comm;        /* stages 2-3, G > 1: reduce-scatters in flight during backward */
     uint64_t num_params;     /* Psi */
+    /* LoRA (ztrain.lora.r > 0): the adapters' rank and elements; the base
+     * (num_params) is frozen: params_bytes holds both, grads_bytes and
+     * optim_bytes the adapters' alone */
+    int lora_r;
+    uint64_t lora_params;
+    uint64_t lora_base_bytes;      /* the frozen base's parameters on one rank */
+    uint64_t lora_adapter_bytes;   /* the adapters' parameters on one rank (16-bit when mixed) */
     uint64_t largest_unit;   /* elements of the largest unit (the embedding, usually) */
     uint64_t largest_tensor; /* DeepSpeed's "largest layer" (wte, usually) */
     /* model states on one rank, bytes, wherever they live */

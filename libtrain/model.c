@@ -57,7 +57,8 @@ int zt_layout_tensor(zt_layout *L, const char *name, int rows, int cols, zt_init
     ZT_TRY(check_name("tensor", name, sizeof m->tensors[0].name, st));
     if (rows < 1 || cols < 1)
         return zt_fail(st, ZT_EINVAL, "tensor '%s': shape [%d, %d] must be positive", name, rows, cols);
-    if (init < ZT_INIT_ZEROS || init > ZT_INIT_NORMAL || (init == ZT_INIT_NORMAL && !(std >= 0)))
+    if (init < ZT_INIT_ZEROS || init > ZT_INIT_UNIFORM ||
+        ((init == ZT_INIT_NORMAL || init == ZT_INIT_UNIFORM) && !(std >= 0)))
         return zt_fail(st, ZT_EINVAL, "tensor '%s': bad initialization (%d, std %g)", name, (int)init, std);
     if (zt_model_find_tensor(m, name))
         return zt_fail(st, ZT_EINVAL, "tensor name '%s' used twice", name);
@@ -153,7 +154,14 @@ void zt_model_init_range(const zt_model *m, uint64_t seed, size_t lo, size_t hi,
         if (a >= b) continue;
         float *p = dst + (a - lo);
         size_t n = b - a, j0 = a - t->offset;
-        if (t->init != ZT_INIT_NORMAL) {
+        if (t->init == ZT_INIT_UNIFORM) {
+            /* U(-b, b) as b * (2 u - 1), u in [0, 1) */
+            const double s = t->init_std;
+            const uint64_t key = zt_hash3(seed, name_key(t->name), 0x756e6966ULL);
+            #pragma omp parallel for schedule(static)
+            for (size_t j = 0; j < n; ++j)
+                p[j] = (float)(s * (2.0 * zt_u01(zt_hash3(key, j0 + j, 0)) - 1.0));
+        } else if (t->init != ZT_INIT_NORMAL) {
             float v = t->init == ZT_INIT_ONES ? 1.0f : 0.0f;
             for (size_t j = 0; j < n; ++j) p[j] = v;
         } else {

@@ -19,6 +19,12 @@ int zt_shard_model_flags_prec(int stage, zt_precision prec) {
     return prec == ZT_PREC_FP32 ? f : f & ~ZT_MODEL_PARAMS;
 }
 
+int zt_shard_model_flags_frozen(int stage, zt_precision prec) {
+    return zt_shard_model_flags_prec(stage, prec) & ~ZT_MODEL_GRADS;
+}
+
+struct zt_units *zt_units_peer(struct zt_units *U) { return U ? U->peer : NULL; }
+
 static int mixed(const zt_shard *sh) { return sh->prec != ZT_PREC_FP32; }
 
 /* The precision whose 16-bit conversions handle element type t. */
@@ -143,6 +149,11 @@ static int zt_unit_release_impl(zt_units *U, int u, zt_status *st) {
 static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
     if (check_unit(U, u, "zt_unit_grads", st) != ZT_OK) return NULL;
     zt_shard *sh = U;
+    if (sh->frozen) {
+        zt_fail(st, ZT_EINVAL, "zt_unit_grads(unit %s): the parameters are frozen (LoRA's base)",
+                unit_name(sh, u));
+        return NULL;
+    }
     if (sh->pass != ZT_PASS_BWD) {
         zt_fail(st, ZT_EINVAL, "zt_unit_grads(unit %s): gradients exist only in backward",
                 unit_name(sh, u));
@@ -351,20 +362,26 @@ int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *tar
                      int T, int training, double *loss_sum, zt_status *st) {
     zt_model *m = sh->m;
     begin_pass(sh, ZT_PASS_FWD);
+    if (sh->peer) begin_pass(sh->peer, ZT_PASS_FWD);
     int rc = m->ops->forward(m->self, sh, acts, inputs, targets, B, T, loss_sum, st);
     if (!training || rc != ZT_OK) {
         zt_status tmp;
         int r2 = release_all(sh, rc == ZT_OK ? st : &tmp);
         if (rc == ZT_OK) rc = r2;
+        if (sh->peer) {
+            r2 = release_all(sh->peer, rc == ZT_OK ? st : &tmp);
+            if (rc == ZT_OK) rc = r2;
+        }
     }
     sh->pass = ZT_PASS_NONE;
+    if (sh->peer) sh->peer->pass = ZT_PASS_NONE;
     return rc;
 }
 
-int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
+/* The end of a backward pass on one engine: reductions finished, every
+ * gradient unit closed, gathered units released. */
+static int end_backward(zt_shard *sh, int rc, zt_status *st) {
     zt_model *m = sh->m;
-    begin_pass(sh, ZT_PASS_BWD);
-    int rc = m->ops->backward(m->self, sh, acts, dloss, st);
     if (rc == ZT_OK) rc = rs_finish_all(sh, st);
     else {
         zt_status tmp;
@@ -378,6 +395,20 @@ int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
     int r2 = release_all(sh, rc == ZT_OK ? st : &tmp);
     if (rc == ZT_OK) rc = r2;
     sh->pass = ZT_PASS_NONE;
+    return rc;
+}
+
+int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
+    zt_model *m = sh->m;
+    begin_pass(sh, ZT_PASS_BWD);
+    if (sh->peer) begin_pass(sh->peer, ZT_PASS_BWD);
+    int rc = m->ops->backward(m->self, sh, acts, dloss, st);
+    rc = end_backward(sh, rc, st);
+    if (sh->peer) {
+        zt_status tmp;
+        int r2 = end_backward(sh->peer, rc, rc == ZT_OK ? st : &tmp);
+        if (rc == ZT_OK) rc = r2;
+    }
     return rc;
 }
 
@@ -427,7 +458,8 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     sh->pes = zt_precision_elem_size(sh->prec);
     sh->pdt = zt_precision_dtype(sh->prec);
     sh->gdt = prec ? prec->grad_comm : ZT_F32;
-    sh->overlap = stage >= 2 && G > 1 && prec && prec->overlap_comm;
+    sh->frozen = prec && prec->frozen;
+    sh->overlap = stage >= 2 && G > 1 && prec && prec->overlap_comm && !sh->frozen;
     int rc = ZT_OK;
     if (mixed(sh) && m->params) {
         rc = zt_fail(st, ZT_EINTERNAL, "mixed precision: the model must not keep an fp32 "
@@ -435,7 +467,7 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
         goto fail;
     }
     sh->dev = zt_be_device(sh->be);
-    sh->host_opt = sh->dev && prec && prec->offload_optimizer;
+    sh->host_opt = sh->dev && prec && prec->offload_optimizer && !sh->frozen;
     const int offp = prec && prec->offload_param;
     if (offp && (stage != 3 || !prec->offload_optimizer)) {
         rc = zt_fail(st, ZT_EINVAL, "offloading parameters needs ZeRO stage 3 and the optimizer "
@@ -491,6 +523,21 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     }
     sh->shard_total = soff;
     sh->max_len = max_len;
+    if (sh->frozen) {
+        /* parameters only: the 16-bit storage when mixed (no master weights) */
+        if (mixed(sh)) {
+            const size_t np = m->num_params ? m->num_params : 1;
+            if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ptag, st);
+            else sh->p16 = zt_mem_alloc(np * 2, ZT_MEM_PARAMS, st);
+            if (!(sh->p16 || sh->pshard16)) { rc = st->code; goto fail; }
+        } else if (stage == 3 &&
+                   !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ptag, st))) {
+            rc = st->code;
+            goto fail;
+        }
+        *out = sh;
+        return ZT_OK;
+    }
     if (mixed(sh) || (sh->host_opt && !sh->host_params)) {
         /* 16-bit storage, fp32 master weights (compact, like the AdamW state);
          * offloaded on a device backend, fp32 too gets host master weights,
@@ -646,8 +693,26 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
             zt_unit_shard *us = &sh->u[u];
             rc = init_into(sh, seed, us->off, us->off + us->n, tmp, 1);
             if (rc != ZT_OK) break;
-            zt_xcopy(sh->be, sh->master + us->soff, mdev, tmp + us->lo, 1, us->len * sizeof(float));
+            if (sh->master)
+                zt_xcopy(sh->be, sh->master + us->soff, mdev, tmp + us->lo, 1, us->len * sizeof(float));
             zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, tmp, us->n);
+        }
+        zt_mem_free(tmp);
+        return rc;
+    }
+    if (sh->frozen && mixed(sh)) {   /* stage 3: owned slices, rounded (on the host when the
+                                      * shards are offloaded: host_params) */
+        const int hp = sh->host_params;
+        float *tmp = zt_mem_alloc((sh->max_len ? sh->max_len : 1) * sizeof(float),
+                                  ZT_MEM_WORKSPACE | (hp ? ZT_MEM_HOST : 0), NULL);
+        if (!tmp) return ZT_ENOMEM;
+        int rc = ZT_OK;
+        for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
+            zt_unit_shard *us = &sh->u[u];
+            rc = init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, tmp, !hp);
+            if (rc == ZT_OK)
+                zt_prec_narrow(hp ? zt_backend_cpu() : sh->be, sh->prec, store_slice(sh, u), tmp,
+                               us->len);
         }
         zt_mem_free(tmp);
         return rc;
@@ -876,7 +941,41 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
 
 /* ------------------------------------------------------------ export */
 
+/* A frozen mixed base: the 16-bit storage widened (gathered at stage 3). */
+static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
+    float *full = zt_mem_alloc(sh->m->num_params * sizeof(float), ZT_MEM_WORKSPACE, st);
+    if (!full) return zt_fail_prefix(st, "gathering full parameters");
+    for (int u = 0; u < sh->nu; ++u) {
+        zt_unit_shard *us = &sh->u[u];
+        if (sh->stage < 3) {
+            zt_prec_widen(sh->be, sh->prec, full + us->off, sh->p16 + us->off, us->n);
+            continue;
+        }
+        if (sh->host_params) {   /* widened on the host, then moved */
+            float *h = zt_mem_alloc((us->len ? us->len : 1) * sizeof(float),
+                                    ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
+            if (!h) { zt_mem_free(full); return st->code; }
+            zt_prec_widen(zt_backend_cpu(), sh->prec, h, store_slice(sh, u), us->len);
+            sh->be->to_device(full + us->off + us->lo, h, us->len * sizeof(float));
+            zt_mem_free(h);
+        } else {
+            zt_prec_widen(sh->be, sh->prec, full + us->off + us->lo, store_slice(sh, u), us->len);
+        }
+        if (sh->G > 1) {
+            int rc = sh->dshard->ops->allgather_inplace(sh->dshard, full + us->off, us->counts,
+                                                        us->displs, ZT_F32, st);
+            if (rc != ZT_OK) { zt_mem_free(full); return rc; }
+        }
+    }
+    *out = full;
+    return ZT_OK;
+}
+
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
+    if (sh->frozen && mixed(sh)) {
+        *owned = 1;
+        return frozen_full_params(sh, out, st);
+    }
     if (sh->stage == 0 || (sh->stage < 3 && !mixed(sh))) {
         /* stage 0 mixed: the master weights are the full block (on the
          * device: offloading needs stage >= 1) */
@@ -901,7 +1000,38 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     return ZT_OK;
 }
 
+void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals) {
+    zt_unit_shard *us = &sh->u[u];
+    if (sh->stage < 3) {
+        if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, vals, us->n);
+        else sh->be->copy(sh->m->params + us->off, vals, us->n * sizeof(float));
+    } else if (sh->host_params) {   /* the shard is host memory (offload_param) */
+        if (!mixed(sh)) {
+            sh->be->to_host(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));
+            return;
+        }
+        float *h = zt_mem_alloc((us->len ? us->len : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST,
+                                NULL);
+        if (!h) return;
+        sh->be->to_host(h, vals + us->lo, us->len * sizeof(float));
+        zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), h, us->len);
+        zt_mem_free(h);
+    } else if (mixed(sh)) {
+        zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), vals + us->lo, us->len);
+    } else {
+        sh->be->copy(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));
+    }
+}
+
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
+    if (sh->frozen && mixed(sh)) {
+        if (sh->stage < 3) zt_prec_narrow(sh->be, sh->prec, sh->p16, full, sh->m->num_params);
+        else
+            for (int u = 0; u < sh->nu; ++u)
+                zt_prec_narrow(sh->be, sh->prec, store_slice(sh, u), full + sh->u[u].off + sh->u[u].lo,
+                               sh->u[u].len);
+        return;
+    }
     if (sh->master) {
         const int mdev = !sh->host_opt;
         for (int u = 0; u < sh->nu; ++u) {

@@ -75,6 +75,9 @@ typedef struct zt_shard_prec {
                                * in host memory; gathers upload the own slice */
     int pin_optimizer;        /* pin_memory: page-lock the offloaded master weights (and */
     int pin_param;            /* AdamW state: optim.c) / the offloaded parameter shards */
+    int frozen;               /* LoRA's base (lora.h): parameters only -- no gradients, no
+                               * optimizer state or master weights, no gradient communication;
+                               * mixed precision keeps the 16-bit storage alone */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = 0, ZT_SHARD_COMM_NCCL = 1 };
 
@@ -136,6 +139,9 @@ struct zt_units {
     int npend;                /* reduce-scatters in flight, oldest first in pend[] */
     zt_rs_pending pend[ZT_RS_INFLIGHT];
     int pass;                 /* ZT_PASS_* */
+    int frozen;               /* zt_shard_prec.frozen */
+    struct zt_units *peer;    /* a frozen base: the adapters' engine, whose passes open and
+                               * close with this one's (lora.h); NULL: none */
     long step;                /* for error context */
 
     /* precision (fp32: prec == ZT_PREC_FP32 and every pointer below NULL) */
@@ -167,6 +173,8 @@ void zt_shard_free(zt_shard *sh);
  * and for a precision (mixed: never the fp32 parameter block). */
 int zt_shard_model_flags(int stage);
 int zt_shard_model_flags_prec(int stage, zt_precision prec);
+/* ... and for a frozen base (parameters only, fp32 stages 0-2). */
+int zt_shard_model_flags_frozen(int stage, zt_precision prec);
 
 /* Run the model's forward through the engine.  training: a backward on
  * the same acts follows (units the model keeps stay gathered); otherwise
@@ -210,6 +218,10 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st);
  * storage from them) from a full fp32 block in the backend's memory,
  * present on every rank. */
 void zt_shard_set_full_params(zt_shard *sh, const float *full);
+/* A frozen engine (LoRA's base): set unit u's parameters from its fp32
+ * values vals[n] in the backend's memory (this rank keeps its stage's
+ * share, rounded to 16 bits when mixed); no communication. */
+void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals);
 /* 1 when the owned fp32 values (zt_shard_param_slice) and the AdamW state
  * are in the backend's memory, 0 when in host memory (offloaded on a
  * device backend; with offload_param the fp32 parameter shard itself). */

@@ -10,8 +10,10 @@ void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
 }
 
 int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
-    const zt_model *m = ctx->model;
-    const zt_shard *sh = ctx->sh;
+    /* the trained parameters: with LoRA the adapters (the base is reloaded
+     * from ztrain.init_from, not checkpointed) */
+    const zt_model *m = zt_ctx_tmodel(ctx);
+    zt_shard *sh = zt_ctx_tsh(ctx);
     if (!ctx->owned) {
         ctx->owned = calloc((size_t)m->n_units, sizeof *ctx->owned);
         if (!ctx->owned) return zt_fail(st, ZT_ENOMEM, "out of memory (owned state)");
@@ -38,7 +40,7 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
             if (!us->len) continue;
             o->lo = us->off + us->lo;
             o->hi = o->lo + us->len;
-            o->param = zt_shard_param_slice(ctx->sh, u);
+            o->param = zt_shard_param_slice(sh, u);
             o->m = ctx->opt.m + us->soff;
             o->v = ctx->opt.v + us->soff;
         }
@@ -70,8 +72,8 @@ int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st)
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     zt_train_state s;
     ZT_TRY(zt_ctx_owned_state(ctx, &s, st));
-    zt_model *m = ctx->model;
-    zt_shard *sh = ctx->sh;
+    zt_model *m = zt_ctx_tmodel(ctx);
+    zt_shard *sh = zt_ctx_tsh(ctx);
     if (sh->stage == 0 && ctx->nranks > 1) {
         /* every rank restored its owned slice of each unit (the world-wide
          * split of zt_ctx_owned_state): all-gather the slices in place */

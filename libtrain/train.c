@@ -8,6 +8,7 @@
 #include "agree.h"
 #include "arch.h"
 #include "ctx.h"
+#include "lora.h"
 #include "devmem.h"
 #include "gpu.h"
 #include "profile.h"
@@ -42,11 +43,10 @@ void zt_memory(zt_memory_report *out) {
     out->pinned_peak = ms.pinned_peak;
 }
 
-uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
-    if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
-    uint64_t b = ctx->world->bytes[kind];
-    const zt_shard *sh = ctx->sh;
-    if (!sh) return b;
+/* Bytes of one engine's own groups (those that are not the world). */
+static uint64_t shard_comm_bytes(const zt_ctx *ctx, const zt_shard *sh, int kind) {
+    uint64_t b = 0;
+    if (!sh) return 0;
     if (sh->shard && sh->shard != ctx->world) b += sh->shard->bytes[kind];
     if (sh->replica) b += sh->replica->bytes[kind];
     /* device backends: the groups moving device buffers (their own groups,
@@ -55,6 +55,12 @@ uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
     if (sh->dshard && sh->dshard != sh->shard && sh->dshard != sh->dworld) b += sh->dshard->bytes[kind];
     if (sh->dreplica && sh->dreplica != sh->replica) b += sh->dreplica->bytes[kind];
     return b;
+}
+
+uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
+    if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
+    return ctx->world->bytes[kind] + shard_comm_bytes(ctx, ctx->sh, kind) +
+           shard_comm_bytes(ctx, ctx->lsh, kind);
 }
 
 static uint64_t comm_total(const zt_ctx *ctx) {
@@ -73,6 +79,23 @@ zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->world; }
 const zt_backend *zt_ctx_backend(const zt_ctx *ctx) { return ctx->be; }
 zt_model *zt_ctx_model(const zt_ctx *ctx) { return ctx->model; }
 zt_shard *zt_ctx_shard(const zt_ctx *ctx) { return ctx->sh; }
+zt_model *zt_ctx_lora_model(const zt_ctx *ctx) { return ctx->lmodel; }
+zt_shard *zt_ctx_lora_shard(const zt_ctx *ctx) { return ctx->lsh; }
+
+void zt_ctx_set_base_fingerprint(zt_ctx *ctx, const uint64_t *tensor_fnv, uint64_t config_fnv) {
+    free(ctx->base_fnv);
+    ctx->base_fnv = NULL;
+    if (!tensor_fnv) return;
+    const size_t n = (size_t)ctx->model->n_tensors;
+    if (!(ctx->base_fnv = malloc(n * sizeof *ctx->base_fnv))) return;
+    memcpy(ctx->base_fnv, tensor_fnv, n * sizeof *ctx->base_fnv);
+    ctx->base_config_fnv = config_fnv;
+}
+
+const uint64_t *zt_ctx_base_fingerprint(const zt_ctx *ctx, uint64_t *config_fnv) {
+    if (config_fnv) *config_fnv = ctx->base_config_fnv;
+    return ctx->base_fnv;
+}
 
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
                        zt_status *st) {
@@ -369,13 +392,30 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
         if (own) ops->destroy(self);
         return rc;
     }
+    const int lora = c->model.lora_r > 0 && own;
+    if (c->model.lora_r > 0 && !own) {
+        if (own) ops->destroy(self);
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.r=%d: LoRA is built into the llama and "
+                       "gpt2 models, not a model of the caller's own", c->model.lora_r);
+    }
     if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
-                              zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
+                              lora ? zt_shard_model_flags_frozen(c->zero_stage, ctx->prec)
+                                   : zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
                               &ctx->model, st)) != ZT_OK) {
         if (own) ops->destroy(self);
         return rc;
     }
     ctx->own_model_self = own;
+    if (lora) {
+        zt_lora lo;
+        ZT_TRY(zt_lora_plan(&c->model, &lo, st));
+        if (c->model.lora_dropout > 0)
+            return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.dropout=%g: LoRA dropout is not "
+                           "implemented yet; use 0", c->model.lora_dropout);
+        ZT_TRY(zt_lora_model_create(&lo, &c->model, ctx->be,
+                                    zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
+                                    &ctx->lmodel, st));
+    }
     return ZT_OK;
 }
 
@@ -386,14 +426,21 @@ static int build_engine(zt_ctx *ctx, zt_status *st) {
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
                               strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
                               ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
-                              c->pin_optimizer, c->pin_param};
-    ZT_TRY(zt_shard_create_ex(ctx->model, c->zero_stage,
-                              zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size),
-                              ctx->world, &sp, &ctx->sh, st));
+                              c->pin_optimizer, c->pin_param, 0};
+    const int G = zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size);
+    zt_shard_prec bp = sp;
+    bp.frozen = ctx->lmodel != NULL;   /* LoRA: the base is frozen */
+    ZT_TRY(zt_shard_create_ex(ctx->model, c->zero_stage, G, ctx->world, &bp, &ctx->sh, st));
     int rc = zt_shard_init_params(ctx->sh, c->seed);
     if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the parameters");
+    if (ctx->lmodel) {
+        ZT_TRY(zt_shard_create_ex(ctx->lmodel, c->zero_stage, G, ctx->world, &sp, &ctx->lsh, st));
+        ctx->sh->peer = ctx->lsh;
+        if ((rc = zt_shard_init_params(ctx->lsh, c->seed)) != ZT_OK)
+            return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
+    }
     ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1, ZT_MEM_ACTIVATIONS, st));
-    ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(ctx->sh), st));
+    ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
     ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
     /* pin_memory: a failed registration is a warning, the run goes on */
     char why[400];
@@ -464,8 +511,11 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_batch_buf_free(ctx, &ctx->sample_acts);
     zt_adamw_free(&ctx->opt);
     zt_shard_free(ctx->sh);
+    zt_shard_free(ctx->lsh);
     zt_model_free(ctx->model, ctx->own_model_self);
+    zt_model_free(ctx->lmodel, 1);
     free(ctx->owned);
+    free(ctx->base_fnv);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
     free(ctx);
@@ -602,8 +652,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     const float loss_scale = zt_scaler_scale(&ctx->scaler);
     double t0 = zt_now_s();
 
-    zt_shard *sh = ctx->sh;
+    zt_shard *sh = zt_ctx_tsh(ctx);   /* the trained parameters (LoRA: the adapters) */
     sh->step = ctx->step;
+    ctx->sh->step = ctx->step;
     uint64_t comm0 = comm_total(ctx);
     zt_shard_zero_grads(sh);
     double loss_sum = 0.0, wait_s = 0.0;
@@ -622,10 +673,10 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
          * model's host code between kernels) is "comm + engine" too */
         zt_prof_mark pm_pass;
         zt_prof_begin(&pm_pass);
-        ZT_TRY(zt_shard_forward(sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B, T, 1,
-                                &ls, st));
+        ZT_TRY(zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
+                                T, 1, &ls, st));
         loss_sum += ls;
-        ZT_TRY(zt_shard_backward(sh, ctx->acts.acts, dloss * loss_scale, st));
+        ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, dloss * loss_scale, st));
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
     /* communication and the engine's bookkeeping from here to the end of

@@ -319,7 +319,8 @@ typedef struct zt_units zt_units;     /* the engine, as a model sees it */
 typedef enum zt_init {
     ZT_INIT_ZEROS = 0,   /* 0                          */
     ZT_INIT_ONES,        /* 1 (e.g. LayerNorm gains)   */
-    ZT_INIT_NORMAL       /* N(0, std^2)                */
+    ZT_INIT_NORMAL,      /* N(0, std^2)                */
+    ZT_INIT_UNIFORM      /* U(-std, std) (LoRA's A: Kaiming-uniform, a = sqrt(5)) */
 } zt_init_kind;
 #define ZT_TENSOR_DECAY 1u    /* AdamW weight decay applies to this tensor */
 

@@ -1,0 +1,261 @@
+/* lora.c -- LoRA adapters: targets, the adapter model's layout, and the
+ * adapter matmuls beside a base matmul (lora.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "arch.h"
+#include "lora.h"
+#include "model.h"
+
+/* ------------------------------------------------------------ targets */
+
+/* PEFT's rule for a string target: the module's full name equals it or
+ * ends with "." + it.  Our paths are relative to a block, so a target
+ * matches a path that equals it or ends with "." + it. */
+static int target_matches(const char *path, const char *t, size_t tn) {
+    size_t pn = strlen(path);
+    if (pn == tn) return !strncmp(path, t, tn);
+    return pn > tn && path[pn - tn - 1] == '.' && !strncmp(path + pn - tn, t, tn);
+}
+
+int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st) {
+    memset(lo, 0, sizeof *lo);
+    const zt_arch *a = zt_arch_of(mc);
+    if (mc->lora_r < 1)
+        return zt_fail(st, ZT_EINVAL, "ztrain.lora.r=%d: the adapter rank must be >= 1",
+                       mc->lora_r);
+    if (!a->lora_mods)
+        return zt_fail(st, ZT_EUNSUPPORTED, "LoRA is not available for ztrain.model.arch=%s",
+                       a->name);
+    zt_lora_mod all[ZT_LORA_MAX_MODS];
+    int ng = 0;
+    const int na = a->lora_mods(mc, all, &ng);
+    int want[ZT_LORA_MAX_MODS] = {0};
+    const char *spec = mc->lora_targets[0] ? mc->lora_targets : a->lora_default;
+    if (!strcmp(spec, "all-linear")) {
+        for (int i = 0; i < na; ++i) want[i] = 1;
+    } else {
+        for (const char *p = spec; *p;) {
+            const char *e = strchr(p, ',');
+            size_t tn = e ? (size_t)(e - p) : strlen(p);
+            while (tn && p[0] == ' ') { ++p; --tn; }
+            while (tn && p[tn - 1] == ' ') --tn;
+            if (!tn)
+                return zt_fail(st, ZT_EINVAL, "ztrain.lora.targets='%s': an empty module name",
+                               spec);
+            int hit = 0;
+            for (int i = 0; i < na; ++i)
+                if (target_matches(all[i].path, p, tn)) want[i] = hit = 1;
+            if (!hit) {
+                char names[256] = "";
+                size_t k = 0;
+                for (int i = 0; i < na && k < sizeof names; ++i) {
+                    int dup = 0;   /* gpt2's two c_proj */
+                    for (int j = 0; j < i; ++j) dup |= !strcmp(all[j].name, all[i].name);
+                    if (!dup)
+                        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "",
+                                              all[i].name);
+                }
+                return zt_fail(st, ZT_EINVAL, "ztrain.lora.targets: '%.*s' matches no module of "
+                               "a %s block (its linear layers: %s; or all-linear)", (int)tn, p,
+                               a->name, names);
+            }
+            p += tn;
+            while (*p == ' ') ++p;
+            if (*p == ',') ++p;
+        }
+    }
+    lo->r = mc->lora_r;
+    lo->L = mc->n_layer;
+    lo->scale = (float)(mc->lora_rslora ? mc->lora_alpha / sqrt((double)mc->lora_r)
+                                        : mc->lora_alpha / (double)mc->lora_r);
+    lo->n_groups = ng;
+    /* layout: group by group, its A's then its B^T's */
+    size_t off = 0;
+    const size_t r = (size_t)lo->r;
+    for (int g = 0; g < ng; ++g) {
+        zt_lora_group *G = &lo->groups[g];
+        G->first = lo->n;
+        for (int i = 0; i < na; ++i) {
+            if (!want[i] || all[i].group != g) continue;
+            G->in = all[i].in;
+            lo->mods[lo->n++] = all[i];
+            G->n++;
+        }
+        if (!G->n) continue;
+        G->aoff = off;
+        for (int j = 0; j < G->n; ++j) {
+            const zt_lora_mod *m = &lo->mods[G->first + j];
+            G->OUT = m->ooff + m->out > G->OUT ? m->ooff + m->out : G->OUT;
+            off += r * (size_t)m->in;
+        }
+        for (int j = 0; j < G->n; ++j) {
+            lo->boff[G->first + j] = off;
+            off += r * (size_t)lo->mods[G->first + j].out;
+        }
+        /* the group's full output width: the widest module end of all its
+         * modules, targeted or not */
+        for (int i = 0; i < na; ++i)
+            if (all[i].group == g && all[i].ooff + all[i].out > G->OUT) G->OUT = all[i].ooff + all[i].out;
+        const size_t nr = r * (size_t)G->n;
+        if (nr > lo->max_nr) lo->max_nr = nr;
+        if ((size_t)G->OUT > lo->max_out) lo->max_out = (size_t)G->OUT;
+        if ((size_t)G->OUT > lo->max_w) lo->max_w = (size_t)G->OUT;
+        if ((size_t)G->in > lo->max_w) lo->max_w = (size_t)G->in;
+    }
+    lo->unit_numel = off;
+    return ZT_OK;
+}
+
+int zt_lora_check(const zt_model_config *mc, zt_status *st) {
+    zt_lora lo;
+    return zt_lora_plan(mc, &lo, st);
+}
+
+void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < lo->n && k < n; ++i) {
+        int dup = 0;
+        for (int j = 0; j < i; ++j) dup |= !strcmp(lo->mods[j].name, lo->mods[i].name);
+        if (!dup) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", lo->mods[i].name);
+    }
+}
+
+size_t zt_lora_num_params(const zt_lora *lo) { return lo->unit_numel * (size_t)lo->L; }
+
+/* ------------------------------------------------------------ the adapter model */
+
+typedef struct lora_self {
+    zt_lora lo;
+} lora_self;
+
+static int lora_describe(void *self, zt_layout *Lo, zt_status *st) {
+    const zt_lora *lo = &((lora_self *)self)->lo;
+    const int r = lo->r;
+    for (int l = 0; l < lo->L; ++l) {
+        char un[24], tn[64];
+        snprintf(un, sizeof un, "lora.%d", l);
+        ZT_TRY(zt_layout_unit(Lo, un, st));
+        for (int g = 0; g < lo->n_groups; ++g) {
+            const zt_lora_group *G = &lo->groups[g];
+            for (int j = 0; j < G->n; ++j) {   /* A [r, in]: U(-1/sqrt(in), 1/sqrt(in)) */
+                const zt_lora_mod *m = &lo->mods[G->first + j];
+                snprintf(tn, sizeof tn, "h%d.%s.lora_A", l, m->path);
+                ZT_TRY(zt_layout_tensor(Lo, tn, r, m->in, ZT_INIT_UNIFORM, 1.0 / sqrt((double)m->in),
+                                        ZT_TENSOR_DECAY, NULL, st));
+            }
+            for (int j = 0; j < G->n; ++j) {   /* B^T [r, out]: zero */
+                const zt_lora_mod *m = &lo->mods[G->first + j];
+                snprintf(tn, sizeof tn, "h%d.%s.lora_B", l, m->path);
+                ZT_TRY(zt_layout_tensor(Lo, tn, r, m->out, ZT_INIT_ZEROS, 0, ZT_TENSOR_DECAY, NULL,
+                                        st));
+            }
+        }
+    }
+    return ZT_OK;
+}
+
+/* The adapter model is only laid out and trained through its engine: the
+ * base model computes with it, so these are never called. */
+static int lora_acts_create(void *self, int B, int T, int training, int tag, void **acts,
+                            zt_status *st) {
+    (void)self; (void)B; (void)T; (void)training; (void)tag;
+    *acts = NULL;
+    return zt_fail(st, ZT_EINTERNAL, "the LoRA adapter model has no activations of its own");
+}
+static void lora_acts_free(void *self, void *acts) { (void)self; (void)acts; }
+static int lora_forward(void *self, zt_units *U, void *acts, const int *inputs, const int *targets,
+                        int B, int T, double *loss_sum, zt_status *st) {
+    (void)self; (void)U; (void)acts; (void)inputs; (void)targets; (void)B; (void)T; (void)loss_sum;
+    return zt_fail(st, ZT_EINTERNAL, "the LoRA adapter model computes inside its base model");
+}
+static int lora_backward(void *self, zt_units *U, void *acts, float dloss, zt_status *st) {
+    (void)self; (void)U; (void)acts; (void)dloss;
+    return zt_fail(st, ZT_EINTERNAL, "the LoRA adapter model computes inside its base model");
+}
+static void lora_destroy(void *self) { free(self); }
+
+static const zt_model_ops lora_ops = {
+    "lora", lora_describe, lora_acts_create, lora_acts_free, lora_forward, lora_backward, NULL,
+    lora_destroy,
+};
+
+int zt_lora_model_create(const zt_lora *lo, const zt_model_config *mc, const zt_backend *be,
+                         int flags, zt_model **out, zt_status *st) {
+    lora_self *s = calloc(1, sizeof *s);
+    if (!s) return zt_fail(st, ZT_ENOMEM, "out of memory (LoRA adapters)");
+    s->lo = *lo;
+    int rc = zt_model_create(&lora_ops, s, mc, be, flags, out, st);
+    if (rc != ZT_OK) free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------ compute */
+
+/* bt[n r, OUT] = the group's B^T rows at their column offsets (zeros
+ * elsewhere); a group of one module spanning the output is its B^T itself. */
+static const float *group_bt(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
+                             const float *ad, float *bt) {
+    const zt_lora_mod *m0 = &lo->mods[G->first];
+    if (G->n == 1 && m0->ooff == 0 && m0->out == G->OUT) return ad + lo->boff[G->first];
+    const size_t r = (size_t)lo->r, OUT = (size_t)G->OUT;
+    be->zero(bt, (size_t)G->n * r * OUT * sizeof(float));
+    for (int j = 0; j < G->n; ++j) {
+        const zt_lora_mod *m = &lo->mods[G->first + j];
+        const float *b = ad + lo->boff[G->first + j];
+        for (size_t i = 0; i < r; ++i)
+            be->copy(bt + ((size_t)j * r + i) * OUT + (size_t)m->ooff, b + i * (size_t)m->out,
+                     (size_t)m->out * sizeof(float));
+    }
+    return bt;
+}
+
+void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
+                 float *out, int N, const zt_lora_scratch *sc) {
+    const zt_lora_group *G = &lo->groups[g];
+    if (!G->n) return;
+    const int nr = G->n * lo->r;
+    /* h[N, nr] = s * x A^T; d[N, OUT] = h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
+    be->matmul_fwd(sc->h, x, ad + G->aoff, NULL, N, G->in, nr);
+    be->scale(sc->h, (size_t)N * nr, lo->scale);
+    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    be->matmul_bwd(sc->d, NULL, NULL, sc->h, NULL, bt, N, G->OUT, nr);
+    be->add(out, out, sc->d, (size_t)N * G->OUT);
+}
+
+void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                 const float *x, const float *dy, float *dx, int N, const zt_lora_scratch *sc) {
+    const zt_lora_group *G = &lo->groups[g];
+    if (!G->n) return;
+    const int nr = G->n * lo->r, OUT = G->OUT;
+    const size_t r = (size_t)lo->r;
+    /* recompute h = s * x A^T (not kept: [N, nr] per module group and block) */
+    be->matmul_fwd(sc->h, x, ad + G->aoff, NULL, N, G->in, nr);
+    be->scale(sc->h, (size_t)N * nr, lo->scale);
+    /* dB^T[nr, OUT] += h^T dy: straight into the gradient when the group is
+     * one module spanning the output, else through dbt and the rows taken */
+    const zt_lora_mod *m0 = &lo->mods[G->first];
+    if (G->n == 1 && m0->ooff == 0 && m0->out == OUT) {
+        be->matmul_bwd(NULL, gad + lo->boff[G->first], NULL, sc->h, dy, NULL, N, OUT, nr);
+    } else {
+        be->zero(sc->dbt, (size_t)nr * OUT * sizeof(float));
+        be->matmul_bwd(NULL, sc->dbt, NULL, sc->h, dy, NULL, N, OUT, nr);
+        for (int j = 0; j < G->n; ++j) {
+            const zt_lora_mod *m = &lo->mods[G->first + j];
+            float *gb = gad + lo->boff[G->first + j];
+            for (size_t i = 0; i < r; ++i)
+                be->add(gb + i * (size_t)m->out, gb + i * (size_t)m->out,
+                        sc->dbt + ((size_t)j * r + i) * (size_t)OUT + (size_t)m->ooff,
+                        (size_t)m->out);
+        }
+    }
+    /* dh[N, nr] = s * dy B; dA[nr, in] += dh^T x; dx += dh A */
+    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    be->matmul_fwd(sc->dh, dy, bt, NULL, N, OUT, nr);
+    be->scale(sc->dh, (size_t)N * nr, lo->scale);
+    be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
+    be->matmul_bwd(sc->d, NULL, NULL, sc->dh, NULL, ad + G->aoff, N, G->in, nr);
+    be->add(dx, dx, sc->d, (size_t)N * G->in);
+}

@@ -1,0 +1,108 @@
+/*
+ * lora.h -- LoRA adapters on a frozen base (ztrain.lora.*, docs/lora.md).
+ *
+ * A target linear layer y = W x (+ b) becomes, as PEFT's LoRA Linear,
+ *
+ *     y = W x (+ b) + s * B (A (dropout(x))),   s = alpha / r  (alpha / sqrt(r) rslora)
+ *
+ * with A [r, in] initialised U(-1/sqrt(in), 1/sqrt(in)) (PEFT's Kaiming-
+ * uniform, a = sqrt(5)) from ztrain.seed and B [out, r] zero.
+ *
+ * The base model keeps its layout, units and engine; that engine runs
+ * FROZEN (shard.h: no gradients, no optimizer state, no master weights, no
+ * gradient communication; its parameters follow the stage's sharding and
+ * stage-3 per-unit gathering).  The adapters are a second model of their own
+ * ("lora" below): one unit per block, "lora.<l>", with every targeted
+ * module's tensors, trained by a normal engine (sharded like any trainable
+ * parameter at stages 0-3).  The base engine's forward and backward passes
+ * open the adapter engine's pass too (zt_shard.peer), and the model asks
+ * for block l's adapters with zt_unit_params / zt_unit_grads on
+ * zt_units_peer(U).
+ *
+ * The linear layers of an architecture form GROUPS, one base matmul each
+ * (llama: qkv = q|k|v, o, gate|up, down; gpt2: c_attn, attn.c_proj, c_fc,
+ * mlp.c_proj); a module is a column range [ooff, ooff + out) of its group's
+ * output.  In an adapter unit each group's targeted modules are adjacent:
+ * their A's ("h<l>.<path>.lora_A" [r, in], PEFT's lora_A.weight), then
+ * their B's, stored TRANSPOSED ("h<l>.<path>.lora_B" [r, out]; PEFT's
+ * lora_B.weight is [out, r]).  So the A's of a group are one [n r, in]
+ * matrix and h = x A^T is one matmul; the B^T rows of the group are placed
+ * into a zero [n r, OUT] matrix at their column offsets (r contiguous copies
+ * per module) and the group's delta is one matmul too.
+ */
+#ifndef ZT_LORA_H
+#define ZT_LORA_H
+#include <stddef.h>
+#include "backend.h"
+#include "config.h"
+
+#define ZT_LORA_MAX_MODS 8
+#define ZT_LORA_MAX_GROUPS 4
+
+/* One linear layer of a block that can get an adapter. */
+typedef struct zt_lora_mod {
+    const char *name;      /* PEFT's module name ("q_proj", "c_proj") */
+    const char *path;      /* inside a block, as PEFT names it ("self_attn.q_proj") */
+    int group;             /* its matmul */
+    int in, out, ooff;     /* A [r, in]; output columns [ooff, ooff + out) */
+} zt_lora_mod;
+
+/* One base matmul with its targeted modules. */
+typedef struct zt_lora_group {
+    int in, OUT;           /* the matmul's input and output widths */
+    int first, n;          /* its targeted modules: mods[first .. first + n) */
+    size_t aoff;           /* the group's A's [n r, in] in the adapter unit */
+} zt_lora_group;
+
+typedef struct zt_lora {
+    int r;
+    float scale;                       /* alpha / r, alpha / sqrt(r) with rslora */
+    int n;                             /* targeted modules, group by group */
+    zt_lora_mod mods[ZT_LORA_MAX_MODS];
+    size_t boff[ZT_LORA_MAX_MODS];     /* each module's B^T [r, out] in the unit */
+    zt_lora_group groups[ZT_LORA_MAX_GROUPS];   /* indexed by the architecture's group */
+    int n_groups;                      /* the architecture's groups (some may have n = 0) */
+    size_t unit_numel;                 /* elements of one adapter unit */
+    int L;                             /* blocks = adapter units */
+    size_t max_nr, max_out, max_w;     /* largest n r, OUT, max(in, OUT) over targeted groups */
+} zt_lora;
+
+/* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
+ * architecture's modules; unknown names and targets that match no module
+ * are errors. */
+int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st);
+/* Validation only (configuration finalize). */
+int zt_lora_check(const zt_model_config *mc, zt_status *st);
+/* "q_proj,v_proj": the targeted module names as PEFT's target_modules. */
+void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n);
+
+/* The adapter model's operations (describe only) and creation. */
+struct zt_model;
+int zt_lora_model_create(const zt_lora *lo, const zt_model_config *mc, const struct zt_backend *be,
+                         int flags, struct zt_model **out, zt_status *st);
+/* Adapter elements of the whole model. */
+size_t zt_lora_num_params(const zt_lora *lo);
+
+/* Scratch the adapters need in a model's activation block (floats, each to
+ * be rounded by the carver): h [N, max_nr], d [N, max_w], bt [max_nr,
+ * max_out]; training adds dh [N, max_nr], dbt [max_nr, max_out]. */
+typedef struct zt_lora_scratch {
+    float *h, *d, *bt;     /* forward */
+    float *dh, *dbt;       /* backward */
+} zt_lora_scratch;
+
+/* Group g's delta: out[N, OUT] += s * (x A^T) B for the targeted modules
+ * (x [N, in]); ad: the block's adapter unit. */
+void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
+                 float *out, int N, const zt_lora_scratch *sc);
+/* Group g's backward: gradients of its A's and B's added into gad (the
+ * block's adapter gradient unit), and dx[N, in] += the adapters' share of
+ * the input gradient, from dy [N, OUT]. */
+void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                 const float *x, const float *dy, float *dx, int N, const zt_lora_scratch *sc);
+
+/* The adapter engine of a base engine (NULL without LoRA). */
+struct zt_units;
+struct zt_units *zt_units_peer(struct zt_units *U);
+
+#endif

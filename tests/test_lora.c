@@ -1,0 +1,283 @@
+/*
+ * test_lora.c -- LoRA (libtrain/lora.h) without any reference Python: on a
+ * tiny llama (grouped-query, q/k/v biases) and a tiny gpt2, adapters on
+ * every linear layer (all-linear) and on a subset:
+ *
+ *   gradients   the adapters' backward against central finite differences
+ *               of the forward loss (directional derivative of every lora_A
+ *               and lora_B along a random direction), every lora_B set
+ *               non-zero first so that A has a gradient
+ *   frozen      after 3 AdamW steps at ZeRO stages 0-3 (fp32) and stage 3
+ *               bf16, the base is bitwise what it was, the adapters moved;
+ *               the 3 step losses are bitwise equal at stages 0-3
+ *   no state    the accounted gradients and AdamW state are the adapters'
+ *               alone (4 and 8 bytes per adapter element at stage 0)
+ *   planner     zt_memplan_compute's peak of every accounted category and of
+ *               the total equals what 3 steps allocate (stages 0-3, fp32 and
+ *               bf16, activation checkpointing)
+ *   errors      r < 0, targets matching no module, an unknown target
+ *               module, other keys with r = 0: zt_config_finalize refuses
+ *               with one message naming the key
+ */
+#include <math.h>
+#include "ctx.h"
+#include "lora.h"
+#include "memplan.h"
+#include "tap.h"
+#include "testutil.h"
+
+enum { B = 2, T = 6 };
+static int in_tok[B * T], tg_tok[B * T];
+
+static int fixed_get(void *s, long step, uint64_t first, int count, int TT, int *in, int *tg,
+                     zt_status *st) {
+    (void)s; (void)step; (void)TT; (void)st;
+    memcpy(in, in_tok + first * T, sizeof(int) * (size_t)count * T);
+    memcpy(tg, tg_tok + first * T, sizeof(int) * (size_t)count * T);
+    return ZT_OK;
+}
+
+static zt_config *config(const char *arch, const char *targets, int stage, int bf16) {
+    zt_config *c = zt_config_new();
+    tu_set(c, "ztrain.model.arch", "%s", arch);
+    tu_set(c, "ztrain.model.n_layer", "2");
+    tu_set(c, "ztrain.model.n_head", "4");
+    tu_set(c, "ztrain.model.n_embd", "16");
+    tu_set(c, "ztrain.model.context", "%d", T);
+    tu_set(c, "ztrain.model.vocab", "13");
+    if (!strcmp(arch, "llama")) {
+        tu_set(c, "ztrain.model.n_kv_head", "2");
+        tu_set(c, "ztrain.model.intermediate_size", "24");
+        tu_set(c, "ztrain.model.attention_bias", "true");
+    }
+    tu_set(c, "train_micro_batch_size_per_gpu", "%d", B);
+    tu_set(c, "gradient_accumulation_steps", "1");
+    tu_set(c, "zero_optimization.stage", "%d", stage);
+    tu_set(c, "bf16.enabled", "%s", bf16 ? "true" : "false");
+    tu_set(c, "gradient_clipping", "0");
+    tu_set(c, "scheduler.type", "none");
+    tu_set(c, "optimizer.params.lr", "1e-2");
+    tu_set(c, "ztrain.steps", "3");
+    tu_set(c, "ztrain.threads", "1");
+    tu_set(c, "ztrain.data.train", "%s", "");
+    tu_set(c, "ztrain.data.val", "%s", "");
+    tu_set(c, "ztrain.lora.r", "2");
+    tu_set(c, "ztrain.lora.alpha", "3");
+    tu_set(c, "ztrain.lora.targets", "%s", targets);
+    return c;
+}
+
+static double loss_of(zt_ctx *ctx) {
+    double s = NAN;
+    zt_status st;
+    zt_batch_buf *bb = &ctx->acts;
+    if (zt_shard_forward(ctx->sh, bb->acts, bb->inputs, bb->targets, B, T, 1, &s, &st) != ZT_OK)
+        return NAN;
+    return s / (B * T);
+}
+
+/* Finite differences of every adapter tensor at stage 0, fp32. */
+static void gradcheck(const char *arch, const char *targets) {
+    zt_status st;
+    zt_config *c = config(arch, targets, 0, 0);
+    zt_ctx *ctx = NULL;
+    if (!tap_ok(zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK, "%s %s: context", arch, targets)) {
+        tap_diag("%s", st.msg);
+        zt_config_free(c);
+        return;
+    }
+    zt_model *lm = ctx->lmodel;
+    for (int i = 0; i < lm->n_tensors; ++i)
+        if (strstr(lm->tensors[i].name, ".lora_B"))
+            for (size_t j = 0; j < lm->tensors[i].numel; ++j)
+                lm->params[lm->tensors[i].offset + j] = (float)(0.3 * sin(0.9 * (double)j + i));
+    zt_batch_buf *bb = &ctx->acts;
+    memcpy(bb->inputs, in_tok, sizeof in_tok);
+    memcpy(bb->targets, tg_tok, sizeof tg_tok);
+    zt_shard_zero_grads(ctx->lsh);
+    double l0 = loss_of(ctx);
+    int ok = isfinite(l0) && zt_shard_backward(ctx->sh, bb->acts, 1.0f / (B * T), &st) == ZT_OK;
+    double worst = 0;
+    const double eps = 1e-2;
+    for (int i = 0; ok && i < lm->n_tensors; ++i) {
+        const zt_tensor_info *t = &lm->tensors[i];
+        float *p = lm->params + t->offset;
+        const float *g = lm->grads + t->offset;
+        /* a unit direction; the parameters restored from a copy */
+        double an = 0, *dir = malloc(t->numel * sizeof(double)), nrm = 0;
+        float *save = malloc(t->numel * sizeof(float));
+        memcpy(save, p, t->numel * sizeof(float));
+        for (size_t j = 0; j < t->numel; ++j) {
+            dir[j] = sin(2.3 * (double)j + 0.7 * i);
+            nrm += dir[j] * dir[j];
+        }
+        for (size_t j = 0; j < t->numel; ++j) {
+            dir[j] /= sqrt(nrm);
+            an += dir[j] * g[j];
+        }
+        for (size_t j = 0; j < t->numel; ++j) p[j] = (float)(save[j] + eps * dir[j]);
+        double lp = loss_of(ctx);
+        for (size_t j = 0; j < t->numel; ++j) p[j] = (float)(save[j] - eps * dir[j]);
+        double lm2 = loss_of(ctx);
+        memcpy(p, save, t->numel * sizeof(float));
+        const double fd = (lp - lm2) / (2.0 * eps), err = fabs(fd - an);
+        if (!(err <= 2e-5 + 1e-2 * fabs(an))) {
+            ok = 0;
+            tap_diag("%s: %s: backward %.6g, finite differences %.6g", arch, t->name, an, fd);
+        }
+        if (err / fmax(fabs(an), 1e-3) > worst) worst = err / fmax(fabs(an), 1e-3);
+        free(dir);
+        free(save);
+    }
+    tap_ok(ok && lm->n_tensors > 0, "%s %s: gradients of all %d adapter tensors equal finite "
+           "differences (2e-5 + 1e-2 relative, worst %.2e)", arch, targets, lm->n_tensors, worst);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+}
+
+/* 3 steps at a stage: the base unchanged bitwise, the adapters moved; the
+ * step losses into losses[3]; the accounted state checked at stage 0. */
+static void train(const char *arch, int stage, int bf16, double *losses) {
+    zt_status st;
+    zt_config *c = config(arch, "all-linear", stage, bf16);
+    zt_ctx *ctx = NULL;
+    if (!tap_ok(zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK, "%s stage %d%s: context", arch, stage,
+                bf16 ? " bf16" : "")) {
+        tap_diag("%s", st.msg);
+        zt_config_free(c);
+        return;
+    }
+    const size_t nb = ctx->model->num_params, na = ctx->lmodel->num_params;
+    float *before = malloc(nb * sizeof(float)), *abefore = malloc(na * sizeof(float)), *full;
+    int owned;
+    zt_shard_full_params(ctx->sh, &full, &owned, &st);
+    memcpy(before, full, nb * sizeof(float));
+    if (owned) zt_mem_free(full);
+    zt_shard_full_params(ctx->lsh, &full, &owned, &st);
+    memcpy(abefore, full, na * sizeof(float));
+    if (owned) zt_mem_free(full);
+    if (stage == 0 && !bf16) {
+        zt_memory_report r;
+        zt_memory(&r);
+        tap_ok(r.current[ZT_MEM_GRADS] == na * 4 && r.current[ZT_MEM_OPTIMIZER] == na * 8,
+               "%s: accounted gradients %llu B and AdamW state %llu B are the %zu adapter "
+               "elements' alone (the base has %zu)", arch,
+               (unsigned long long)r.current[ZT_MEM_GRADS],
+               (unsigned long long)r.current[ZT_MEM_OPTIMIZER], na, nb);
+    }
+    zt_data_source src = {NULL, fixed_get, NULL, NULL}, none = {0};
+    zt_ctx_set_data(ctx, src, none, &st);
+    int ok = 1;
+    for (int k = 0; k < 3 && ok; ++k) {
+        zt_metrics mt;
+        ok = zt_train_step(ctx, &mt, &st) == ZT_OK;
+        losses[k] = mt.loss;
+    }
+    if (!ok) tap_diag("%s", st.msg);
+    zt_shard_full_params(ctx->sh, &full, &owned, &st);
+    const int same = ok && !memcmp(before, full, nb * sizeof(float));
+    if (owned) zt_mem_free(full);
+    zt_shard_full_params(ctx->lsh, &full, &owned, &st);
+    const int moved = ok && memcmp(abefore, full, na * sizeof(float)) != 0;
+    if (owned) zt_mem_free(full);
+    tap_ok(same && moved, "%s stage %d%s: 3 steps; the %zu base parameters bitwise unchanged, the "
+           "%zu adapter elements moved", arch, stage, bf16 ? " bf16" : "", nb, na);
+    free(before);
+    free(abefore);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+}
+
+/* The planner's prediction against the accounted peaks of 3 steps. */
+static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
+    zt_status st;
+    zt_config *c = config(arch, "q_proj,v_proj,down_proj,c_attn,c_fc", stage, bf16);
+    if (!strcmp(arch, "llama")) tu_set(c, "ztrain.lora.targets", "q_proj,v_proj,down_proj");
+    else tu_set(c, "ztrain.lora.targets", "c_attn,c_fc");
+    if (ckpt) tu_set(c, "activation_checkpointing.policy", "blocks");
+    zt_memplan p;
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, 1);
+    int ok = zt_memplan_compute(c, &o, &p, &st) == ZT_OK;
+    if (!ok) tap_diag("plan: %s", st.msg);
+    zt_mem_reset_peaks();
+    zt_ctx *ctx = NULL;
+    ok = ok && zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK;
+    zt_data_source src = {NULL, fixed_get, NULL, NULL}, none = {0};
+    if (ok) zt_ctx_set_data(ctx, src, none, &st);
+    for (int k = 0; ok && k < 3; ++k) {
+        zt_metrics mt;
+        ok = zt_train_step(ctx, &mt, &st) == ZT_OK;
+    }
+    if (!ok) tap_diag("%s", st.msg);
+    zt_memory_report r;
+    zt_memory(&r);
+    int same = ok && p.accounted_peak == r.peak_total;
+    for (int t = 0; ok && t < ZT_MEM_CATEGORIES; ++t)
+        if (p.cat[ZT_MP_HOST][t] != r.peak[t]) {
+            same = 0;
+            tap_diag("%s: predicted %llu, accounted %llu", r.name[t],
+                     (unsigned long long)p.cat[ZT_MP_HOST][t], (unsigned long long)r.peak[t]);
+        }
+    tap_ok(same, "%s stage %d%s%s: the planner's peaks equal the accounted ones (total %llu B, "
+           "predicted %llu B; adapters %llu of %llu parameters)", arch, stage, bf16 ? " bf16" : "",
+           ckpt ? " checkpointing" : "", (unsigned long long)r.peak_total,
+           (unsigned long long)p.accounted_peak, (unsigned long long)p.lora_params,
+           (unsigned long long)p.num_params);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+}
+
+static void refuse(const char *what, const char *key, const char *val, const char *want) {
+    zt_config *c = config("llama", "q_proj", 0, 0);
+    tu_set(c, "ztrain.lora.targets", "%s", "");
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    int rc = zt_config_set(c, key, val, ZT_SRC_FLAG, &st);
+    if (rc == ZT_OK) rc = zt_config_finalize(c, 1, &st);
+    tap_ok(rc != ZT_OK && strstr(st.msg, want) != NULL, "%s refused: %s", what, st.msg);
+    zt_config_free(c);
+}
+
+int main(int argc, char **argv) {
+    zt_status st;
+    if (zt_init(&argc, &argv, &st) != ZT_OK) { tap_ok(0, "zt_init: %s", st.msg); return tap_done(); }
+    for (int i = 0; i < B * T; ++i) {
+        in_tok[i] = (7 * i + 3) % 13;
+        tg_tok[i] = (5 * i + 1) % 13;
+    }
+    gradcheck("llama", "all-linear");
+    gradcheck("llama", "k_proj,up_proj");
+    gradcheck("gpt2", "all-linear");
+    gradcheck("gpt2", "c_proj");
+    for (int a = 0; a < 2; ++a) {
+        const char *arch = a ? "gpt2" : "llama";
+        double l[4][3], lb[3];
+        for (int s = 0; s < 4; ++s) train(arch, s, 0, l[s]);
+        train(arch, 3, 1, lb);
+        int eq = 1;
+        for (int s = 1; s < 4; ++s) eq &= !memcmp(l[s], l[0], sizeof l[0]);
+        tap_ok(eq, "%s: the 3 step losses bitwise equal at stages 0-3 (%.7f %.7f %.7f)", arch,
+               l[0][0], l[0][1], l[0][2]);
+    }
+    for (int s = 0; s < 4; ++s) plan_exact("llama", s, 0, 0);
+    for (int s = 0; s < 4; ++s) plan_exact("llama", s, 1, s == 3);
+    plan_exact("gpt2", 1, 0, 0);
+    plan_exact("llama", 2, 0, 1);
+    plan_exact("gpt2", 3, 1, 1);
+    refuse("r < 0", "ztrain.lora.r", "-1", "ztrain.lora.r");
+    refuse("a target matching no module", "ztrain.lora.targets", "c_attn", "matches no module");
+    refuse("an unknown module among the targets", "ztrain.lora.targets", "q_proj,qq_proj",
+           "'qq_proj' matches no module");
+    {
+        zt_config *c = config("llama", "q_proj", 0, 0);
+        tu_set(c, "ztrain.lora.r", "0");
+        int rc = zt_config_finalize(c, 1, &st);
+        tap_ok(rc != ZT_OK && strstr(st.msg, "ztrain.lora.alpha is set"),
+               "r = 0 with ztrain.lora.alpha given refused: %s", st.msg);
+        zt_config_free(c);
+    }
+    int rc = tap_done();
+    zt_finalize();
+    return rc;
+}
