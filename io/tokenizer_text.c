@@ -244,7 +244,9 @@ static int group_flags(const char *s, size_t n, size_t i, int cur, int *scoped) 
 static int onig_classes(const char *s, zt_sbuf *o, const char *what, zt_status *st) {
     int depth = 0;                                         /* bracket nesting */
     size_t n = strlen(s);
-    int kw = uc_lookup('e', "w", 1);
+    /* Oniguruma's \w outside brackets also takes U+00B2 U+00B3 U+00B9 U+00BC-U+00BE (Latin-1 No); inside
+     * brackets (\w, \W, \p{Word}, \P{Word}) it is [:word:], without them (probed over all code points) */
+    int kw = uc_lookup('e', "w", 1), kwb = uc_lookup('x', "word", 4);
     int ci[256], nci = 0, caseless = 0;                    /* caseless state per open group */
     for (size_t i = 0; i < n;) {
         char c = s[i];
@@ -270,6 +272,7 @@ static int onig_classes(const char *s, zt_sbuf *o, const char *what, zt_status *
                 char lo = (char)(e | 0x20);
                 int k = uc_lookup('e', &lo, 1);
                 if (k < 0) return zt_fail(st, ZT_EINTERNAL, "%s: no table for \\%c", what, e);
+                if (depth > 0 && k == kw && kwb >= 0) k = kwb;
                 ZT_TRY(put_class(o, k, e != lo, depth > 0, caseless, st));
                 i += 2;
                 continue;
@@ -290,6 +293,7 @@ static int onig_classes(const char *s, zt_sbuf *o, const char *what, zt_status *
                     return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex property \\%c{%.*s} is not supported (ztrain knows "
                                    "Oniguruma's general categories, POSIX-like properties and a set of scripts)",
                                    what, e, (int)(q - (s + i + 3)), s + i + 3);
+                if (depth > 0 && k == kw && kwb >= 0) k = kwb;
                 ZT_TRY(put_class(o, k, neg, depth > 0, caseless, st));
                 i = (size_t)(q - s) + 1;
                 continue;

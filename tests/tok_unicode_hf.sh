@@ -64,6 +64,10 @@ cat > patterns.txt <<'PAT'
 \w
 \W
 [\W\d]
+[\w]
+[\W]
+[\p{Word}]
+[\P{Word}]
 \d
 \D
 \h
