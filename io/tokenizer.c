@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -169,6 +170,46 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
         if ((pt->split = get_bool(L, o, "split", 1, "pre_tokenizer Metaspace")) < 0) return L->st->code;
         return ZT_OK;
     }
+    /* the char-predicate pre-tokenizers; their predicates (Rust's char methods and the unicode_categories
+     * crate in HF) are tables taken from tokenizers itself (io/tokenizer_unicode.c) */
+    const char *hcls = NULL;
+    int beh = ZT_SPLIT_ISOLATED;
+    if (!strcmp(type, "WhitespaceSplit")) { hcls = "whitespace"; beh = ZT_SPLIT_REMOVED; }
+    else if (!strcmp(type, "Digits")) {
+        int ind = get_bool(L, o, "individual_digits", 0, "pre_tokenizer Digits");
+        if (ind < 0) return L->st->code;
+        hcls = "numeric"; beh = ind ? ZT_SPLIT_ISOLATED : ZT_SPLIT_CONTIG;
+    } else if (!strcmp(type, "Punctuation")) {
+        const char *b = get_str(o, "behavior");
+        hcls = "punct";
+        if (!b || !strcmp(b, "Isolated")) beh = ZT_SPLIT_ISOLATED;
+        else if (!strcmp(b, "Removed")) beh = ZT_SPLIT_REMOVED;
+        else if (!strcmp(b, "MergedWithPrevious")) beh = ZT_SPLIT_PREV;
+        else if (!strcmp(b, "MergedWithNext")) beh = ZT_SPLIT_NEXT;
+        else if (!strcmp(b, "Contiguous")) beh = ZT_SPLIT_CONTIG;
+        else return unsup(L, "Punctuation behavior", b);
+    } else if (!strcmp(type, "BertPreTokenizer")) {
+        /* white space removed, then each punctuation character isolated */
+        pt->type = ZT_PRE_SEQ;
+        if (!(pt->sub = calloc(2, sizeof *pt->sub))) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
+        pt->nsub = 2;
+        pt->sub[0].type = pt->sub[1].type = ZT_PRE_PRED;
+        pt->sub[0].cls = zt_uc_find('h', "whitespace"); pt->sub[0].behavior = ZT_SPLIT_REMOVED;
+        pt->sub[1].cls = zt_uc_find('h', "punct"); pt->sub[1].behavior = ZT_SPLIT_ISOLATED;
+        if (pt->sub[0].cls < 0 || pt->sub[1].cls < 0) return zt_fail(L->st, ZT_EINTERNAL, "tokenizer: no predicate tables");
+        return ZT_OK;
+    } else if (!strcmp(type, "Whitespace")) {
+        /* HF: the regex \w+|[^\w\s]+, its matches kept (invert + Removed) */
+        pt->type = ZT_PRE_SPLIT; pt->behavior = ZT_SPLIT_REMOVED; pt->invert = 1;
+        char w[300];
+        snprintf(w, sizeof w, "%s: pre_tokenizer Whitespace", L->file);
+        return zt_regex_compile(&pt->pat, "\\w+|[^\\w\\s]+", 1, w, L->st);
+    }
+    if (hcls) {
+        pt->type = ZT_PRE_PRED; pt->behavior = beh;
+        if ((pt->cls = zt_uc_find('h', hcls)) < 0) return zt_fail(L->st, ZT_EINTERNAL, "tokenizer: no table '%s'", hcls);
+        return ZT_OK;
+    }
     return unsup(L, "pre_tokenizer", type);
 }
 
@@ -218,19 +259,89 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
         if (!d->str) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
         return load_pattern(L, o, "decoder Replace", &d->pat);
     }
+    if (!strcmp(type, "WordPiece")) {
+        d->type = ZT_DEC_WORDPIECE;
+        const char *p = get_str(o, "prefix");
+        if (!p) return bad(L, "decoder WordPiece: 'prefix' must be a string");
+        if ((d->start = get_bool(L, o, "cleanup", 1, "decoder WordPiece")) < 0) return L->st->code;
+        d->str = strdup(p); d->strlen = strlen(p);
+        return d->str ? ZT_OK : zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
+    }
     return unsup(L, "decoder", type);
 }
 
 /* ------------------------------------------------------------ model */
+/* Unigram: "vocab" a list of [piece, score] (the id is the position), "unk_id", "byte_fallback" */
+static int load_unigram(ld *L, json_t *m, zt_bpe *b) {
+    b->model = ZT_MODEL_UNIGRAM;
+    if ((b->byte_fallback = get_bool(L, m, "byte_fallback", 0, "model")) < 0) return L->st->code;
+    json_t *vocab = json_object_get(m, "vocab");
+    if (!json_is_array(vocab) || json_array_size(vocab) == 0) return bad(L, "model Unigram: 'vocab' must be a non-empty list");
+    size_t nv = json_array_size(vocab), total = 0;
+    if (nv > INT32_MAX - 1) return bad(L, "model Unigram: too many pieces");
+    for (size_t i = 0; i < nv; ++i) {
+        json_t *e = json_array_get(vocab, i);
+        if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_string(json_array_get(e, 0)) ||
+            !json_is_number(json_array_get(e, 1)))
+            return bad(L, "model Unigram: vocab entry %zu is not [piece, score]", i);
+        total += json_string_length(json_array_get(e, 0)) + 1;
+    }
+    b->arena = malloc(total + 1);
+    b->nid = (int)nv;
+    b->id2tok = calloc(nv + 1, sizeof *b->id2tok);
+    b->score = malloc(nv * sizeof *b->score);
+    if (!b->arena || !b->id2tok || !b->score) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory (vocab)");
+    size_t off = 0;
+    b->min_score = INFINITY;
+    for (size_t i = 0; i < nv; ++i) {
+        json_t *e = json_array_get(vocab, i), *k = json_array_get(e, 0);
+        size_t kl = json_string_length(k);
+        char *d = b->arena + off;
+        memcpy(d, json_string_value(k), kl); d[kl] = 0; off += kl + 1;
+        ZT_TRY(zt_strmap_put(&b->vocab, d, kl, (int32_t)i, L->st));
+        b->id2tok[i] = d;
+        b->score[i] = json_number_value(json_array_get(e, 1));
+        if (b->score[i] < b->min_score) b->min_score = b->score[i];
+        if (kl > b->maxlen) b->maxlen = kl;
+    }
+    json_t *u = json_object_get(m, "unk_id");
+    b->unk = -1;
+    if (u && !json_is_null(u)) {
+        if (!json_is_integer(u) || json_integer_value(u) < 0 || (size_t)json_integer_value(u) >= nv)
+            return bad(L, "model Unigram: unk_id must be the index of a piece");
+        b->unk = (int32_t)json_integer_value(u);
+    }
+    for (int i = 0; i < 256; ++i) {
+        char t[8];
+        snprintf(t, sizeof t, "<0x%02X>", i);
+        b->bytetok[i] = b->byte_fallback ? zt_strmap_get(&b->vocab, t, 6) : -1;
+    }
+    b->serial = atomic_fetch_add(&tok_serial, 1);
+    return ZT_OK;
+}
+
 static int load_bpe(ld *L, json_t *m, zt_bpe *b) {
     char **arena = &b->arena;
     const char *type = get_str(m, "type");
     if (!type) return bad(L, "model without a 'type'");
-    if (strcmp(type, "BPE")) return unsup(L, "model type", type);
+    if (!strcmp(type, "Unigram")) return load_unigram(L, m, b);
+    int wp = !strcmp(type, "WordPiece");
+    if (strcmp(type, "BPE") && !wp) return unsup(L, "model type", type);
+    if (wp) {
+        b->model = ZT_MODEL_WORDPIECE;
+        const char *pre = get_str(m, "continuing_subword_prefix");
+        json_t *mx = json_object_get(m, "max_input_chars_per_word");
+        if (!pre) return bad(L, "model WordPiece: 'continuing_subword_prefix' must be a string");
+        if (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > INT32_MAX)
+            return bad(L, "model WordPiece: 'max_input_chars_per_word' must be a count");
+        b->wp_maxchars = (int)json_integer_value(mx);
+        b->wp_prefixlen = strlen(pre);
+        if (!(b->wp_prefix = strdup(pre))) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
+    }
     json_t *v = json_object_get(m, "dropout");
     if (v && !json_is_null(v)) return unsup(L, "BPE setting", "dropout (non-null)");
     const char *p = get_str(m, "continuing_subword_prefix");
-    if (p && *p) return unsup(L, "BPE setting", "continuing_subword_prefix");
+    if (p && *p && !wp) return unsup(L, "BPE setting", "continuing_subword_prefix");
     p = get_str(m, "end_of_word_suffix");
     if (p && *p) return unsup(L, "BPE setting", "end_of_word_suffix");
     if ((b->ignore_merges = get_bool(L, m, "ignore_merges", 0, "model")) < 0 ||
@@ -271,6 +382,12 @@ static int load_bpe(ld *L, json_t *m, zt_bpe *b) {
     }
     const char *unk = get_str(m, "unk_token");
     b->unk = -1;
+    if (wp) {                            /* HF fails only when the unk token is needed: so does ztrain */
+        if (!unk) return bad(L, "model WordPiece: 'unk_token' must be a string");
+        b->unk = zt_strmap_get(&b->vocab, unk, strlen(unk));
+        b->serial = atomic_fetch_add(&tok_serial, 1);
+        return ZT_OK;
+    }
     if (unk && (b->unk = zt_strmap_get(&b->vocab, unk, strlen(unk))) < 0)
         return bad(L, "model: unk_token '%s' is not in the vocabulary", unk);
     for (int i = 0; i < 256; ++i) {
@@ -403,7 +520,8 @@ static int load_added(ld *L, json_t *a, zt_tokenizer *t) {
     t->added = calloc(json_array_size(a) + 1, sizeof *t->added);
     if (!t->added) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
     zt_strmap seen = {0};                /* content -> index into added[] */
-    int64_t maxid = -1, nvocab = (int64_t)t->bpe.vocab.n;
+    /* the model's vocabulary size: Unigram counts its list (a piece listed twice too), the others their map */
+    int64_t maxid = -1, nvocab = t->bpe.model == ZT_MODEL_UNIGRAM ? (int64_t)t->bpe.nid : (int64_t)t->bpe.vocab.n;
     int rc = ZT_OK;
     for (size_t i = 0; i < json_array_size(a) && rc == ZT_OK; ++i) {
         json_t *e = json_array_get(a, i), *id = json_object_get(e, "id"), *c = json_object_get(e, "content");
@@ -512,8 +630,11 @@ int zt_tok_load(const char *path, zt_tokenizer **out, zt_status *st) {
     int rc = ZT_OK;
     json_t *v;
     if (!json_is_object(root)) { rc = bad(&L, "the top level is not a JSON object"); goto done; }
-    if ((v = json_object_get(root, "truncation")) && !json_is_null(v)) { rc = unsup(&L, "setting", "truncation (non-null)"); goto done; }
-    if ((v = json_object_get(root, "padding")) && !json_is_null(v)) { rc = unsup(&L, "setting", "padding (non-null)"); goto done; }
+    /* "truncation" and "padding" are accepted and have no effect: prep and SFT encode whole documents and
+     * pack them, they neither cut nor pad (docs/tokenizers.md); HF's encode applies them, so the comparisons
+     * with HF switch them off (no_truncation, no_padding) */
+    if ((v = json_object_get(root, "truncation")) && !json_is_null(v) && !json_is_object(v)) { rc = bad(&L, "'truncation' must be null or an object"); goto done; }
+    if ((v = json_object_get(root, "padding")) && !json_is_null(v) && !json_is_object(v)) { rc = bad(&L, "'padding' must be null or an object"); goto done; }
     if (!json_is_object(v = json_object_get(root, "model"))) { rc = bad(&L, "no 'model' object"); goto done; }
     if ((rc = load_bpe(&L, v, &t->bpe))) goto done;
     if ((v = json_object_get(root, "normalizer")) && !json_is_null(v)) {

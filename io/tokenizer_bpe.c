@@ -277,9 +277,130 @@ static void merge_all(const zt_bpe *b, sym *sy, size_t ns, mrg *heap) {
     }
 }
 
+/* ------------------------------------------------------------ Unigram (HF models/unigram/model.rs) */
+/* Viterbi over byte positions (encode_optimized): every vocabulary piece that starts at a character
+ * boundary scores score + best-so-far (f64, first best kept on ties); a character that starts no
+ * one-character piece gets an unk node scoring min_score - 10.  Backtracking fuses adjacent unk nodes
+ * (fuse_unk is always on for Unigram); then each piece is its id, or (not in the vocabulary: a fused unk
+ * run) its <0xNN> byte tokens with byte_fallback when all exist, else unk_id.  With no unk_id, text that
+ * needs it is an error, as HF's. */
+typedef struct vnode { double score; int32_t id; int64_t from; } vnode;
+static int unigram_tokenize(const zt_bpe *b, const char *s, size_t n, int32_t **ids, size_t *nids, size_t *cap,
+                            zt_status *st) {
+    vnode nb[257];
+    vnode *nd = n + 1 <= 257 ? nb : malloc((n + 1) * sizeof *nd);
+    int32_t pb[256];
+    int32_t *piece = 2 * n <= 256 ? pb : malloc(2 * (n + 1) * sizeof *piece);  /* (start, end) pairs, reversed */
+    if (!nd || !piece) {
+        if (nd != nb) free(nd);
+        if (piece != pb) free(piece);
+        return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+    }
+    for (size_t i = 0; i <= n; ++i) { nd[i].score = 0; nd[i].id = -1; nd[i].from = -1; }
+    int rc = ZT_OK;
+    double unk_score = b->min_score - 10.0;
+    for (size_t at = 0; at < n && rc == ZT_OK;) {
+        double till = nd[at].score;
+        uint32_t cp;
+        size_t mb = (size_t)zt_utf8_dec(s + at, &cp);
+        int single = 0;
+        size_t lim = n - at < b->maxlen ? n - at : b->maxlen;
+        for (size_t l = mb; l <= lim;) {
+            int32_t id = zt_strmap_get(&b->vocab, s + at, l);
+            if (id >= 0) {
+                double c = b->score[id] + till;
+                vnode *t = &nd[at + l];
+                if (t->from < 0 || c > t->score) { t->score = c; t->from = (int64_t)at; t->id = id; }
+                if (l == mb) single = 1;
+            }
+            if (at + l >= n) break;
+            l += (size_t)zt_utf8_dec(s + at + l, &cp);
+        }
+        if (!single) {
+            if (b->unk < 0) {
+                rc = zt_fail(st, ZT_EDATA, "tokenizer: Unigram model without unk_id meets a character it has no "
+                             "piece for (U+%04X)", (unsigned)cp);
+                break;
+            }
+            double c = unk_score + till;
+            vnode *t = &nd[at + mb];
+            if (t->from < 0 || c > t->score) { t->score = c; t->from = (int64_t)at; t->id = b->unk; }
+        }
+        at += mb;
+    }
+    /* backtrack into (start, end) pieces, right to left; adjacent unk nodes fused */
+    size_t np = 0;
+    int prev_unk = 0;
+    for (size_t end = n; end > 0 && rc == ZT_OK;) {
+        size_t from = (size_t)nd[end].from;
+        int is_unk = b->unk >= 0 && nd[end].id == b->unk;
+        if (is_unk && prev_unk) piece[2 * np - 2] = (int32_t)from;
+        else { piece[2 * np] = (int32_t)from; piece[2 * np + 1] = (int32_t)end; ++np; }
+        prev_unk = is_unk;
+        end = from;
+    }
+    for (size_t k = np; k-- > 0 && rc == ZT_OK;) {
+        const char *p = s + piece[2 * k];
+        size_t l = (size_t)(piece[2 * k + 1] - piece[2 * k]);
+        int32_t id = zt_strmap_get(&b->vocab, p, l);
+        if (id >= 0) { rc = zt_ids_push(ids, nids, cap, id, st); continue; }
+        int all = b->byte_fallback;
+        for (size_t j = 0; j < l && all; ++j) all = b->bytetok[(unsigned char)p[j]] >= 0;
+        if (all) {
+            for (size_t j = 0; j < l && rc == ZT_OK; ++j) rc = zt_ids_push(ids, nids, cap, b->bytetok[(unsigned char)p[j]], st);
+            continue;
+        }
+        if (b->unk < 0) rc = zt_fail(st, ZT_EDATA, "tokenizer: Unigram model without unk_id meets an unknown piece");
+        else rc = zt_ids_push(ids, nids, cap, b->unk, st);
+    }
+    if (nd != nb) free(nd);
+    if (piece != pb) free(piece);
+    return rc;
+}
+
+/* ------------------------------------------------------------ WordPiece (HF models/wordpiece/mod.rs) */
+/* Greedy longest match from the left; pieces after the first carry the continuing_subword_prefix; a word
+ * with a part not in the vocabulary, or longer than max_input_chars_per_word characters, is one unk. */
+static int wordpiece_tokenize(const zt_bpe *b, const char *s, size_t n, int32_t **ids, size_t *nids, size_t *cap,
+                              zt_status *st) {
+    size_t nch = 0;
+    for (size_t k = 0; k < n; ++k) nch += ((unsigned char)s[k] & 0xC0) != 0x80;
+    size_t first = *nids;
+    char sbuf[512];
+    char *tmp = b->wp_prefixlen + n <= sizeof sbuf ? sbuf : malloc(b->wp_prefixlen + n);
+    if (!tmp) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+    memcpy(tmp, b->wp_prefix, b->wp_prefixlen);
+    int bad = nch > (size_t)b->wp_maxchars, rc = ZT_OK;
+    for (size_t start = 0; start < n && !bad && rc == ZT_OK;) {
+        size_t end = n;
+        int32_t id = -1;
+        while (start < end) {
+            if (start > 0) {
+                memcpy(tmp + b->wp_prefixlen, s + start, end - start);
+                id = zt_strmap_get(&b->vocab, tmp, b->wp_prefixlen + end - start);
+            } else id = zt_strmap_get(&b->vocab, s, end);
+            if (id >= 0) break;
+            do --end; while (end > start && ((unsigned char)s[end] & 0xC0) == 0x80);
+        }
+        if (id < 0) { bad = 1; break; }
+        rc = zt_ids_push(ids, nids, cap, id, st);
+        start = end;
+    }
+    if (tmp != sbuf) free(tmp);
+    ZT_TRY(rc);
+    if (bad) {
+        *nids = first;
+        if (b->unk < 0) return zt_fail(st, ZT_EDATA, "tokenizer: WordPiece unk_token is not in the vocabulary");
+        return zt_ids_push(ids, nids, cap, b->unk, st);
+    }
+    return ZT_OK;
+}
+
 int zt_bpe_tokenize(const zt_bpe *b, const char *s, size_t n, int32_t **ids, size_t *nids, size_t *cap,
                     zt_status *st) {
     if (n == 0) return ZT_OK;
+    if (b->model == ZT_MODEL_UNIGRAM) return unigram_tokenize(b, s, n, ids, nids, cap, st);
+    if (b->model == ZT_MODEL_WORDPIECE) return wordpiece_tokenize(b, s, n, ids, nids, cap, st);
     if (b->ignore_merges) {
         int32_t id = zt_strmap_get(&b->vocab, s, n);
         if (id >= 0) return zt_ids_push(ids, nids, cap, id, st);
@@ -322,5 +443,6 @@ void zt_bpe_free(zt_bpe *b) {
     free(b->id2tok);                      /* the strings live in the arena */
     free(b->arena);
     free(b->mkey); free(b->mval);
+    free(b->score); free(b->wp_prefix);
     memset(b, 0, sizeof *b);
 }

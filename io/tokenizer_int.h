@@ -38,6 +38,20 @@ int zt_utf8_enc(uint32_t cp, char *out);
 int zt_utf8_lossy(zt_sbuf *b, const char *s, size_t n, zt_status *st);
 int zt_is_white_space(uint32_t cp); /* Unicode White_Space (Rust char::is_whitespace) */
 
+/* ------------------------------------------------------------ Unicode classes (io/tokenizer_unicode.c) */
+/* Oniguruma's (HF tokenizers') character classes as sorted [lo, hi] code-point ranges, generated from
+ * tokenizers itself by scripts/gen_tok_unicode.py.  zt_uc_names maps a spelling to its class: kind 'p' for
+ * \p{NAME} (NAME lower-cased, without ' ', '_', '-'), 'x' for [:NAME:], 'e' for the escapes \w \d \s \h. */
+typedef struct zt_uc_class { const uint32_t *r; int nr; int count; } zt_uc_class;
+typedef struct zt_uc_name { char kind; const char *name; int cls; } zt_uc_name;
+extern const zt_uc_class zt_uc_classes[];
+extern const int zt_uc_nclasses;
+extern const zt_uc_name zt_uc_names[];
+extern const int zt_uc_nnames;
+extern const char zt_uc_source[];
+int zt_uc_has(int cls, uint32_t cp);     /* cp is a member of class cls (binary search) */
+int zt_uc_find(char kind, const char *name); /* the class of a spelling, -1 if none */
+
 /* ------------------------------------------------------------ patterns (Split, Replace) */
 /* src/what: the pattern as written and its owner ("file: pre_tokenizer Split"), for the errors of a match */
 typedef struct zt_regex { pcre2_code *re; int literal; char *lit; size_t litlen; char *src, *what; } zt_regex;
@@ -65,24 +79,25 @@ typedef struct zt_norm {
 } zt_norm;
 
 enum { ZT_SPLIT_REMOVED, ZT_SPLIT_ISOLATED, ZT_SPLIT_PREV, ZT_SPLIT_NEXT, ZT_SPLIT_CONTIG };
-enum { ZT_PRE_SEQ, ZT_PRE_BYTELEVEL, ZT_PRE_SPLIT, ZT_PRE_METASPACE };
+enum { ZT_PRE_SEQ, ZT_PRE_BYTELEVEL, ZT_PRE_SPLIT, ZT_PRE_METASPACE, ZT_PRE_PRED };
 enum { ZT_PREPEND_ALWAYS, ZT_PREPEND_FIRST, ZT_PREPEND_NEVER };
 typedef struct zt_pretok {
     int type;
     struct zt_pretok *sub; int nsub;     /* Sequence */
     int add_prefix_space, use_regex;     /* ByteLevel */
-    zt_regex pat; int behavior, invert;  /* Split (ByteLevel use_regex: the GPT-2 pattern) */
+    zt_regex pat; int behavior, invert;  /* Split (ByteLevel use_regex: the GPT-2 pattern); PRED: behavior */
+    int cls;                             /* PRED: split on each character of this zt_uc_classes entry */
     char repl[8]; size_t repllen; uint32_t replcp; int prepend, split; /* Metaspace */
 } zt_pretok;
 
 enum { ZT_DEC_SEQ, ZT_DEC_BYTELEVEL, ZT_DEC_METASPACE, ZT_DEC_BYTEFALLBACK, ZT_DEC_FUSE, ZT_DEC_STRIP,
-       ZT_DEC_REPLACE };
+       ZT_DEC_REPLACE, ZT_DEC_WORDPIECE };
 typedef struct zt_decoder {
     int type;
     struct zt_decoder *sub; int nsub;    /* Sequence */
     uint32_t cp; int start, stop;        /* Strip: content char and counts; Metaspace: cp = replacement */
     int prepend;                         /* Metaspace */
-    zt_regex pat; char *str; size_t strlen; /* Replace */
+    zt_regex pat; char *str; size_t strlen; /* Replace; WordPiece: str = prefix, start = cleanup */
 } zt_decoder;
 
 /* The GPT-2 pattern of the ByteLevel pre-tokenizer (use_regex true). */
@@ -129,7 +144,11 @@ typedef struct zt_bpe {
     int32_t unk;                         /* -1: none */
     int32_t bytetok[256];                /* <0xNN> ids when byte_fallback, else -1 */
     uint64_t serial;                     /* identifies this model in the per-thread caches */
+    int model;                           /* ZT_MODEL_*: BPE, or Unigram / WordPiece (same vocab tables) */
+    double *score, min_score; size_t maxlen; /* Unigram: score per id, their minimum, longest piece (bytes) */
+    char *wp_prefix; size_t wp_prefixlen; int wp_maxchars; /* WordPiece */
 } zt_bpe;
+enum { ZT_MODEL_BPE, ZT_MODEL_UNIGRAM, ZT_MODEL_WORDPIECE };
 int zt_bpe_merge_put(zt_bpe *b, int32_t a, int32_t c, uint32_t rank, int32_t new_id, zt_status *st);
 /* Tokenize one pre-token s[n]; append ids to *ids (growable: *n, *cap). */
 int zt_bpe_tokenize(const zt_bpe *b, const char *s, size_t n, int32_t **ids, size_t *nids, size_t *cap,

@@ -139,40 +139,126 @@ const char zt_gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 /* ------------------------------------------------------------ patterns */
-/* HF tokenizers compiles Split/Replace regexes with Oniguruma (Ruby syntax, Unicode 16 tables); PCRE2 10.42
- * has Unicode 14 tables and a \s that also matches U+180E.  Checked over every code point against
- * tokenizers 0.23: \s differs only by U+180E, \p{L} and \p{N} only by the code points assigned in Unicode
- * 15 and 16 (listed below).  So \s, \S, \p{L}/\pL, \p{N}/\pN (and \P{L}, \P{N}) are rewritten into classes with
- * exactly Oniguruma's members; everything else in a pattern is passed to PCRE2 unchanged. */
-static const char ONIG_SPACE[] =
-    "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
-static const char ONIG_L_EXTRA[] =
-    "\\x{1C89}-\\x{1C8A}\\x{A7CB}-\\x{A7CD}\\x{A7DA}-\\x{A7DC}\\x{105C0}-\\x{105F3}\\x{10D4A}-\\x{10D65}"
-    "\\x{10D6F}-\\x{10D85}\\x{10EC2}-\\x{10EC4}\\x{1123F}-\\x{11240}\\x{11380}-\\x{11389}\\x{1138B}\\x{1138E}"
-    "\\x{11390}-\\x{113B5}\\x{113B7}\\x{113D1}\\x{113D3}\\x{11BC0}-\\x{11BE0}\\x{11F02}\\x{11F04}-\\x{11F10}"
-    "\\x{11F12}-\\x{11F33}\\x{1342F}\\x{13441}-\\x{13446}\\x{13460}-\\x{143FA}\\x{16100}-\\x{1611D}"
-    "\\x{16D40}-\\x{16D6C}\\x{18CFF}\\x{1B132}\\x{1B155}\\x{1DF25}-\\x{1DF2A}\\x{1E030}-\\x{1E06D}"
-    "\\x{1E4D0}-\\x{1E4EB}\\x{1E5D0}-\\x{1E5ED}\\x{1E5F0}\\x{2B739}\\x{2EBF0}-\\x{2EE5D}\\x{31350}-\\x{323AF}";
-static const char ONIG_N_EXTRA[] =
-    "\\x{10D40}-\\x{10D49}\\x{116D0}-\\x{116E3}\\x{11BF0}-\\x{11BF9}\\x{11F50}-\\x{11F59}\\x{16130}-\\x{16139}"
-    "\\x{16D70}-\\x{16D79}\\x{1CCF0}-\\x{1CCF9}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}\\x{1E5F1}-\\x{1E5FA}";
+/* HF tokenizers compiles Split/Replace regexes with Oniguruma (Ruby syntax) as built into the `tokenizers`
+ * wheel: Unicode 16.0 tables.  PCRE2 10.42 (Debian 12) has Unicode 14.0 tables and other meanings for some
+ * escapes.  So every character class escape is rewritten into explicit code-point ranges with exactly
+ * Oniguruma's members (io/tokenizer_unicode.c, generated from tokenizers itself by
+ * scripts/gen_tok_unicode.py): \p{NAME}, \P{NAME}, \p{^NAME} (Oniguruma's names: general categories,
+ * POSIX-like properties, a set of scripts), \s \S \w \W \d \D, \h \H (hex digits in Ruby syntax), [:NAME:]
+ * and [:^NAME:] in brackets.  Outside brackets a class becomes [...], (?-i:[...]) under (?i) (Oniguruma does
+ * not case-fold a bare property; inside brackets it folds the whole class, as PCRE2 does).  Ruby-syntax differences:
+ * \pL without braces is the literal "pL"; \v is U+000B only; \uHHHH is a code point; \b/\B use the \w
+ * above; a nested [..] inside a class is a union; ^ and $ are line anchors (PCRE2_MULTILINE).
+ * (The (?-i:..) wrapper is written only where the pattern is caseless.)  What would
+ * differ and is not rewritten is refused by name: an unknown property, \X, a negated nested class,
+ * class intersection (&&).  The rest goes to PCRE2 unchanged. */
+int zt_uc_has(int cls, uint32_t cp) {
+    const zt_uc_class *c = &zt_uc_classes[cls];
+    int lo = 0, hi = c->nr - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < c->r[2 * mid]) hi = mid - 1;
+        else if (cp > c->r[2 * mid + 1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+static int uc_lookup(char kind, const char *name, size_t n);
+int zt_uc_find(char kind, const char *name) { return uc_lookup(kind, name, strlen(name)); }
 
-/* one rewritten class: items (the class body), negated, inside an enclosing class or not */
-static int put_class(zt_sbuf *o, const char *pre, const char *items, int neg, int in_class, const char *what,
-                     const char *esc, zt_status *st) {
-    if (in_class && neg)
-        return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex escape %s inside a character class is not supported", what, esc);
-    if (!in_class) ZT_TRY(zt_sbuf_put(o, neg ? "[^" : "[", neg ? 2 : 1, st));
-    ZT_TRY(zt_sbuf_put(o, pre, strlen(pre), st));
-    ZT_TRY(zt_sbuf_put(o, items, strlen(items), st));
-    return in_class ? ZT_OK : zt_sbuf_put(o, "]", 1, st);
+static int uc_lookup(char kind, const char *name, size_t n) {
+    char k[64];
+    size_t m = 0;
+    for (size_t i = 0; i < n; ++i) {
+        char c = name[i];
+        if (c == ' ' || c == '_' || c == '-') continue;
+        if (m + 1 >= sizeof k) return -1;
+        k[m++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    k[m] = 0;
+    for (int i = 0; i < zt_uc_nnames; ++i)
+        if (zt_uc_names[i].kind == kind && strcmp(zt_uc_names[i].name, k) == 0) return zt_uc_names[i].cls;
+    return -1;
+}
+
+static int put_cp(zt_sbuf *o, uint32_t c, zt_status *st) {
+    char b[16];
+    int l = snprintf(b, sizeof b, "\\x{%X}", c);
+    return zt_sbuf_put(o, b, (size_t)l, st);
+}
+static int put_range(zt_sbuf *o, uint32_t lo, uint32_t hi, zt_status *st) {
+    /* PCRE2 in UTF mode refuses surrogate code points: split around them */
+    if (lo <= 0xDFFF && hi >= 0xD800) {
+        if (lo < 0xD800) ZT_TRY(put_range(o, lo, 0xD7FF, st));
+        return hi > 0xDFFF ? put_range(o, 0xE000, hi, st) : ZT_OK;
+    }
+    ZT_TRY(put_cp(o, lo, st));
+    if (hi == lo) return ZT_OK;
+    ZT_TRY(zt_sbuf_put(o, "-", 1, st));
+    return put_cp(o, hi, st);
+}
+/* the members of class k (or its complement) as class items, without brackets */
+static int put_items(zt_sbuf *o, int k, int neg, zt_status *st) {
+    const zt_uc_class *c = &zt_uc_classes[k];
+    if (!neg) {
+        for (int i = 0; i < c->nr; ++i) ZT_TRY(put_range(o, c->r[2 * i], c->r[2 * i + 1], st));
+        return ZT_OK;
+    }
+    uint32_t next = 0;
+    for (int i = 0; i < c->nr; ++i) {
+        if (c->r[2 * i] > next) ZT_TRY(put_range(o, next, c->r[2 * i] - 1, st));
+        next = c->r[2 * i + 1] + 1;
+    }
+    return next <= 0x10FFFF ? put_range(o, next, 0x10FFFF, st) : ZT_OK;
+}
+/* class k as one atom: inside brackets its items, outside [items], or (?-i:[items]) where the pattern is
+ * caseless there (a plain class keeps PCRE2's single-character repeat: a group repeated over a long run
+ * would use stack per character); an empty class never matches */
+static int put_class(zt_sbuf *o, int k, int neg, int in_class, int caseless, zt_status *st) {
+    if (in_class) return put_items(o, k, neg, st);
+    const zt_uc_class *c = &zt_uc_classes[k];
+    if (c->nr == 0) return neg ? zt_sbuf_put(o, "(?s:.)", 6, st) : zt_sbuf_put(o, "(?!)", 4, st);
+    if (caseless) ZT_TRY(zt_sbuf_put(o, "(?-i:", 5, st));
+    ZT_TRY(zt_sbuf_put(o, neg ? "[^" : "[", neg ? 2 : 1, st));
+    ZT_TRY(put_items(o, k, 0, st));
+    ZT_TRY(zt_sbuf_put(o, "]", 1, st));
+    return caseless ? zt_sbuf_put(o, ")", 1, st) : ZT_OK;
+}
+
+/* (?flags) / (?flags:...) at s[i] == '(': the caseless state of what follows; *scoped: a group (':') */
+static int group_flags(const char *s, size_t n, size_t i, int cur, int *scoped) {
+    *scoped = 1;
+    if (i + 1 >= n || s[i + 1] != '?') return cur;
+    int on = 1, v = cur;
+    for (size_t j = i + 2; j < n; ++j) {
+        char f = s[j];
+        if (f == '-') on = 0;
+        else if (f == 'i') v = on;
+        else if (f == ':') return v;
+        else if (f == ')') { *scoped = 0; return v; }
+        else if (!strchr("mxsuUJnimax^", f)) return cur;   /* (?=, (?<, (?#, ...: not a flag group */
+    }
+    return cur;
 }
 
 static int onig_classes(const char *s, zt_sbuf *o, const char *what, zt_status *st) {
-    int in_class = 0;
+    int depth = 0;                                         /* bracket nesting */
     size_t n = strlen(s);
+    /* Oniguruma's \w outside brackets also takes U+00B2 U+00B3 U+00B9 U+00BC-U+00BE (Latin-1 No); inside
+     * brackets (\w, \W, \p{Word}, \P{Word}) it is [:word:], without them (probed over all code points) */
+    int kw = uc_lookup('e', "w", 1), kwb = uc_lookup('x', "word", 4);
+    int ci[256], nci = 0, caseless = 0;                    /* caseless state per open group */
     for (size_t i = 0; i < n;) {
         char c = s[i];
+        if (depth == 0 && c == '(') {
+            int scoped, v = group_flags(s, n, i, caseless, &scoped);
+            if (scoped) {
+                if (nci == (int)(sizeof ci / sizeof ci[0]))
+                    return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex '%.100s...': groups nested too deep", what, s);
+                ci[nci++] = caseless;
+            }
+            caseless = v;
+        } else if (depth == 0 && c == ')' && nci > 0) caseless = ci[--nci];
         if (c == '\\' && i + 1 < n) {
             char e = s[i + 1];
             if (e == 'Q') {                                   /* \Q...\E: literal */
@@ -182,47 +268,99 @@ static int onig_classes(const char *s, zt_sbuf *o, const char *what, zt_status *
                 i = end;
                 continue;
             }
-            if (e == 's' || e == 'S') {
-                ZT_TRY(put_class(o, "", ONIG_SPACE, e == 'S', in_class, what, e == 's' ? "\\s" : "\\S", st));
+            if (strchr("sSwWdDhH", e)) {
+                char lo = (char)(e | 0x20);
+                int k = uc_lookup('e', &lo, 1);
+                if (k < 0) return zt_fail(st, ZT_EINTERNAL, "%s: no table for \\%c", what, e);
+                if (depth > 0 && k == kw && kwb >= 0) k = kwb;
+                ZT_TRY(put_class(o, k, e != lo, depth > 0, caseless, st));
                 i += 2;
                 continue;
             }
             if (e == 'p' || e == 'P') {
-                size_t l = 0; char k = 0;
-                if (i + 2 < n && (s[i + 2] == 'L' || s[i + 2] == 'N')) { k = s[i + 2]; l = 3; }
-                else if (i + 4 < n && s[i + 2] == '{' && (s[i + 3] == 'L' || s[i + 3] == 'N') && s[i + 4] == '}') {
-                    k = s[i + 3]; l = 5;
-                }
-                if (k) {
-                    char esc[8];
-                    snprintf(esc, sizeof esc, "\\%c{%c}", e, k);
-                    ZT_TRY(put_class(o, k == 'L' ? "\\p{L}" : "\\p{N}", k == 'L' ? ONIG_L_EXTRA : ONIG_N_EXTRA, e == 'P',
-                                     in_class, what, esc, st));
-                    i += l;
+                if (i + 2 >= n || s[i + 2] != '{') {         /* Ruby syntax: \pL is the literal "pL" */
+                    ZT_TRY(zt_sbuf_put(o, &e, 1, st));
+                    i += 2;
                     continue;
                 }
+                const char *q = memchr(s + i + 3, '}', n - i - 3);
+                if (!q) return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex '%s': unterminated \\%c{", what, s, e);
+                const char *nm = s + i + 3;
+                int neg = e == 'P';
+                if (*nm == '^') { neg = !neg; ++nm; }
+                int k = uc_lookup('p', nm, (size_t)(q - nm));
+                if (k < 0)
+                    return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex property \\%c{%.*s} is not supported (ztrain knows "
+                                   "Oniguruma's general categories, POSIX-like properties and a set of scripts)",
+                                   what, e, (int)(q - (s + i + 3)), s + i + 3);
+                if (depth > 0 && k == kw && kwb >= 0) k = kwb;
+                ZT_TRY(put_class(o, k, neg, depth > 0, caseless, st));
+                i = (size_t)(q - s) + 1;
+                continue;
             }
+            if (e == 'v') { ZT_TRY(put_cp(o, 0x0B, st)); i += 2; continue; }
+            if (e == 'u' && i + 5 < n + 0 && strspn(s + i + 2, "0123456789abcdefABCDEF") >= 4) {
+                ZT_TRY(put_cp(o, (uint32_t)strtoul((char[]){s[i + 2], s[i + 3], s[i + 4], s[i + 5], 0}, NULL, 16), st));
+                i += 6;
+                continue;
+            }
+            if ((e == 'b' || e == 'B') && depth == 0 && kw >= 0) { /* word boundary with Oniguruma's \w */
+                zt_sbuf w = {0};
+                int rc = zt_sbuf_put(&w, "[", 1, st);
+                if (rc == ZT_OK) rc = put_items(&w, kw, 0, st);
+                if (rc == ZT_OK) rc = zt_sbuf_put(&w, "]", 1, st);
+                const char *f = e == 'b' ? "(?-i:(?<=%s)(?!%s)|(?<!%s)(?=%s))" : "(?-i:(?<=%s)(?=%s)|(?<!%s)(?!%s))";
+                char *x = NULL;
+                if (rc == ZT_OK && asprintf(&x, f, w.p, w.p, w.p, w.p) < 0) rc = zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+                if (rc == ZT_OK) rc = zt_sbuf_put(o, x, strlen(x), st);
+                free(x);
+                zt_sbuf_free(&w);
+                ZT_TRY(rc);
+                i += 2;
+                continue;
+            }
+            if (e == 'X')
+                return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex '%s': \\X (grapheme cluster) is not supported", what, s);
             ZT_TRY(zt_sbuf_put(o, s + i, 2, st));
             i += 2;
             continue;
         }
-        if (!in_class && c == '[') {
-            in_class = 1;
+        if (c == '[' && depth > 0 && i + 1 < n && s[i + 1] == ':') {   /* [:name:] / [:^name:] */
+            const char *q = strstr(s + i + 2, ":]");
+            if (q) {
+                const char *nm = s + i + 2;
+                int neg = *nm == '^';
+                nm += neg;
+                int k = uc_lookup('x', nm, (size_t)(q - nm));
+                if (k < 0)
+                    return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex '%s': POSIX class [:%.*s:] is not supported", what, s,
+                                   (int)(q - (s + i + 2)), s + i + 2);
+                ZT_TRY(put_items(o, k, neg, st));
+                i = (size_t)(q - s) + 2;
+                continue;
+            }
+        }
+        if (c == '[') {
             size_t j = i + 1;
-            if (j < n && s[j] == '^') ++j;
+            int neg = j < n && s[j] == '^';
+            if (depth > 0 && neg)
+                return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex '%s': a negated class inside a class is not supported", what, s);
+            if (neg) ++j;
             if (j < n && s[j] == ']') ++j;                   /* a leading ']' is literal */
-            ZT_TRY(zt_sbuf_put(o, s + i, j - i, st));
+            if (depth == 0) ZT_TRY(zt_sbuf_put(o, s + i, j - i, st));   /* nested: a union, no bracket */
+            else if (j > i + 1) ZT_TRY(zt_sbuf_put(o, "\\]", 2, st));
+            ++depth;
             i = j;
             continue;
         }
-        if (in_class && c == '[' && i + 1 < n && s[i + 1] == ':') {   /* [:posix:] */
-            const char *q = strstr(s + i + 2, ":]");
-            size_t end = q ? (size_t)(q - s) + 2 : i + 1;
-            ZT_TRY(zt_sbuf_put(o, s + i, end - i, st));
-            i = end;
+        if (depth > 0 && c == '&' && i + 1 < n && s[i + 1] == '&')
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: regex '%s': class intersection && is not supported", what, s);
+        if (depth > 0 && c == ']') {
+            --depth;
+            if (depth == 0) ZT_TRY(zt_sbuf_put(o, "]", 1, st));
+            ++i;
             continue;
         }
-        if (in_class && c == ']') in_class = 0;
         ZT_TRY(zt_sbuf_put(o, &c, 1, st));
         ++i;
     }
@@ -243,7 +381,7 @@ int zt_regex_compile(zt_regex *r, const char *s, int is_regex, const char *what,
     r->src = strdup(s); r->what = strdup(what);
     if (!r->src || !r->what) { zt_sbuf_free(&pat); return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory"); }
     int err; PCRE2_SIZE off;
-    r->re = pcre2_compile((PCRE2_SPTR)pat.p, pat.len, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+    r->re = pcre2_compile((PCRE2_SPTR)pat.p, pat.len, PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE, &err, &off, NULL);
     zt_sbuf_free(&pat);
     if (!r->re) {
         PCRE2_UCHAR msg[256];
@@ -495,6 +633,25 @@ static int pretok_one(const zt_pretok *pt, const char *s, size_t n, int orig0, z
     case ZT_PRE_SPLIT:
         ZT_TRY(zt_regex_find(&pt->pat, s, n, &ws->mm, st));
         return split_by(s, n, &ws->mm, pt->behavior, pt->invert, orig0, out, ws, st);
+    case ZT_PRE_PRED: {
+        /* HF split with a char predicate: every matching character is one match */
+        ws->mm.n = 0;
+        for (size_t k = 0; k < n;) {
+            uint32_t cp;
+            size_t l = (size_t)zt_utf8_dec(s + k, &cp);
+            if (zt_uc_has(pt->cls, cp)) {
+                if (ws->mm.n == ws->mm.cap) {
+                    size_t c = ws->mm.cap ? 2 * ws->mm.cap : 64;
+                    size_t *p = realloc(ws->mm.m, 2 * c * sizeof *p);
+                    if (!p) return zt_fail(st, ZT_ENOMEM, "tokenizer: out of memory");
+                    ws->mm.m = p; ws->mm.cap = c;
+                }
+                ws->mm.m[2 * ws->mm.n] = k; ws->mm.m[2 * ws->mm.n + 1] = k + l; ws->mm.n++;
+            }
+            k += l;
+        }
+        return split_by(s, n, &ws->mm, pt->behavior, 0, orig0, out, ws, st);
+    }
     case ZT_PRE_BYTELEVEL: {
         /* optional prefix space, the GPT-2 regex split, then every byte -> its printable character */
         const char *x = s;
@@ -698,6 +855,32 @@ static int dec_one(const zt_decoder *d, const zt_pieces *in, zt_pieces *out, zt_
                 b = q;
             }
             rc = zt_pieces_add(out, s + a, b - a, -1, 0, st);
+        }
+        break;
+    case ZT_DEC_WORDPIECE:
+        /* tokens after the first: the prefix removed once where they start with it, else a space before;
+         * cleanup: HF's cleanup() replacements, in its order */
+        for (size_t i = 0; i < in->n && rc == ZT_OK; ++i) {
+            const char *s = in->buf.p + in->p[i].off;
+            size_t n = in->p[i].len;
+            t.len = 0;
+            if (i > 0 && n >= d->strlen && memcmp(s, d->str, d->strlen) == 0) {
+                /* Rust replacen(prefix, "", 1): the first occurrence, which is at 0 here */
+                rc = zt_sbuf_put(&t, s + d->strlen, n - d->strlen, st);
+            } else {
+                if (i > 0) rc = zt_sbuf_put(&t, " ", 1, st);
+                if (rc == ZT_OK) rc = zt_sbuf_put(&t, s, n, st);
+            }
+            static const char *const cl[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                                {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"},
+                                                {" 've", "'ve"}, {" 're", "'re"}};
+            for (size_t k = 0; d->start && k < sizeof cl / sizeof cl[0] && rc == ZT_OK; ++k) {
+                zt_sbuf u = {0};
+                zt_regex lit = {.literal = 1, .lit = (char *)cl[k][0], .litlen = strlen(cl[k][0])};
+                rc = replace_all(&lit, cl[k][1], strlen(cl[k][1]), t.p ? t.p : "", t.len, &u, NULL, st);
+                if (rc == ZT_OK) { zt_sbuf_free(&t); t = u; } else zt_sbuf_free(&u);
+            }
+            if (rc == ZT_OK) rc = zt_pieces_add(out, t.p ? t.p : "", t.len, -1, 0, st);
         }
         break;
     case ZT_DEC_REPLACE:

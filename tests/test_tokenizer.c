@@ -1,8 +1,10 @@
 /*
  * test_tokenizer.c -- io/tokenizer.h against Hugging Face tokenizers 0.23, without Python: the fixtures in
- * tests/fixtures/tok (made by scripts/make_tokenizer_fixtures.py) hold, for each of four tokenizer.json
- * files (gpt2, llama3, llama2, metaspace), HF's ids for text.txt with and without special tokens and HF's
- * decoded strings.  Every check is exact.  Then: the lookups (vocab size, BOS/EOS, token <-> id),
+ * tests/fixtures/tok (made by scripts/make_tokenizer_fixtures.py and make_tokenizer_fixtures_cov.py) hold,
+ * for each tokenizer.json (gpt2, llama3, llama2, metaspace; deepseek3, classes, digits, punct, unigram,
+ * unigram_unk, wordpiece), HF's ids for text.txt with and without special tokens and HF's decoded strings
+ * (and for the second set HF's ids for unicode.txt: random code points of every plane, new ones included);
+ * byte-level ones must give decode(encode(s)) == s.  Every check is exact.  Then: the lookups (vocab size, BOS/EOS, token <-> id),
  * concurrent encoding, invalid UTF-8 (refused, documented in tokenizer.h), and bad tokenizer.json files
  * (malformed, truncated, unsupported parts): one clear error naming the file and the thing.
  */
@@ -108,14 +110,57 @@ static void check_fixture(const char *name, int vocab, const char *bos, const ch
     tap_ok(rt && zt_tok_token_str(t, -1) == NULL && zt_tok_token_str(t, zt_tok_vocab_size(t)) == NULL &&
            zt_tok_token_id(t, "\x01no such token\x02") == -1,
            "%s: token_str/token_id over the whole vocabulary; -1 and vocab_size have none", name);
-    /* round trip through the tokenizer's own decode: lossless for byte-level */
-    if (!strcmp(name, "gpt2") || !strcmp(name, "llama3")) {
-        int32_t *ids; size_t n; char *dec = NULL; size_t dl = 0;
-        rc = zt_tok_encode(t, text, tn, 0, &ids, &n, &st);
-        if (rc == ZT_OK) rc = zt_tok_decode(t, ids, n, 0, &dec, &dl, &st);
-        tap_ok(rc == ZT_OK && dl == tn && !memcmp(dec, text, tn), "%s: decode(encode(text)) == text", name);
-        free(ids); free(dec);
+    /* issue 30: HF's ids for random Unicode (every plane, code points assigned in Unicode 15.0-16.0) */
+    snprintf(p, sizeof p, "%s/%s/ids_unicode.txt", g_fix, name);
+    size_t une = 0, un = 0;
+    int32_t *uexp = read_ids(p, &une);
+    snprintf(p, sizeof p, "%s/unicode.txt", g_fix);
+    char *utext = slurp(p, &un);
+    if (uexp) {
+        int32_t *got = NULL; size_t ng = 0;
+        rc = zt_tok_encode(t, utext, un, 0, &got, &ng, &st);
+        if (rc) tap_diag("%s", st.msg);
+        tap_ok(rc == ZT_OK && same_ids(got, ng, uexp, une, name), "%s: encode(unicode.txt) == HF's ids (%zu ids)", name, une);
+        free(got);
     }
+    free(uexp);
+    /* round trip through the tokenizer's own decode: lossless for byte-level (nothing dropped), on text.txt,
+     * unicode.txt and 300 random strings of random code points (all planes, new ones included) */
+    if (!strcmp(name, "gpt2") || !strcmp(name, "llama3") || !strcmp(name, "deepseek3") || !strcmp(name, "digits")) {
+        int bad = 0, total = 0;
+        unsigned seed = 30;
+        char rnd[512];
+        for (int k = 0; k < 302; ++k) {
+            const char *x = k == 0 ? text : k == 1 ? utext : rnd;
+            size_t xn = k == 0 ? tn : k == 1 ? un : 0;
+            if (k >= 2) {
+                int m = (int)(rand_r(&seed) % 40);
+                for (int j = 0; j < m; ++j) {
+                    unsigned r = (unsigned)rand_r(&seed), cp;
+                    cp = r % 4 == 0 ? 0x20 + r % 0x60 : r % 4 == 1 ? r % 0x3000 : r % 4 == 2 ? 0x10000 + r % 0x30000 : r % 0x110000;
+                    if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0x1F775;
+                    char u[4]; int l;
+                    if (cp < 0x80) { u[0] = (char)cp; l = 1; }
+                    else if (cp < 0x800) { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3F)); l = 2; }
+                    else if (cp < 0x10000) { u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F)); l = 3; }
+                    else { u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); l = 4; }
+                    memcpy(rnd + xn, u, (size_t)l); xn += (size_t)l;
+                }
+            }
+            int32_t *ids = NULL; size_t n = 0; char *dec = NULL; size_t dl = 0;
+            rc = zt_tok_encode(t, x, xn, 0, &ids, &n, &st);
+            if (rc == ZT_OK) rc = zt_tok_decode(t, ids, n, 0, &dec, &dl, &st);
+            total++;
+            if (rc != ZT_OK || dl != xn || memcmp(dec, x, xn)) {
+                if (!bad) tap_diag("%s: round trip %d differs (%zu -> %zu bytes)", name, k, xn, dl);
+                bad++;
+            }
+            free(ids); free(dec);
+        }
+        tap_ok(bad == 0, "%s: decode(encode(s)) == s for text.txt, unicode.txt and 300 random strings (%d of %d differ)",
+               name, bad, total);
+    }
+    free(utext);
     /* concurrent encodes on one tokenizer agree with the serial one (per-thread caches) */
     {
         int32_t *ref; size_t nref;
@@ -140,7 +185,9 @@ static void check_fixture(const char *name, int vocab, const char *bos, const ch
         int32_t *ids; size_t n0, n1;
         zt_tok_encode(t, "", 0, 0, &ids, &n0, &st); free(ids);
         zt_tok_encode(t, "", 0, 1, &ids, &n1, &st); free(ids);
-        tap_ok(n0 == 0 && n1 == (size_t)(!strcmp(name, "llama3") || !strcmp(name, "llama2")),
+        size_t want1 = !strcmp(name, "llama3") || !strcmp(name, "llama2") || !strcmp(name, "unigram") || !strcmp(name, "punct") ? 1
+                       : !strcmp(name, "wordpiece") ? 2 : 0;
+        tap_ok(n0 == 0 && n1 == want1,
                "%s: the empty text encodes to no ids (BOS only with add_special and a template)", name);
     }
     free(text);
@@ -230,19 +277,29 @@ static void check_bad_files(void) {
                      "an empty tokenizer.json");
     expect_load_fail(variant(dir, "garbage", "{\"version\"", "[{\"version\"", 0), ZT_EDATA, "garbage.json: not valid JSON",
                      NULL, "malformed JSON");
-    expect_load_fail(variant(dir, "wp", "\"type\":\"BPE\"", "\"type\":\"WordPiece\"", 0), ZT_EUNSUPPORTED,
-                     "wp.json", "model type 'WordPiece' is not supported", "model WordPiece");
-    expect_load_fail(variant(dir, "uni", "\"type\":\"BPE\"", "\"type\":\"Unigram\"", 0), ZT_EUNSUPPORTED,
-                     "uni.json", "model type 'Unigram'", "model Unigram");
+    expect_load_fail(variant(dir, "wl", "\"type\":\"BPE\"", "\"type\":\"WordLevel\"", 0), ZT_EUNSUPPORTED,
+                     "wl.json", "model type 'WordLevel' is not supported", "model WordLevel");
+    expect_load_fail(variant(dir, "wp", "\"type\":\"BPE\"", "\"type\":\"WordPiece\"", 0), ZT_EDATA,
+                     "wp.json", "WordPiece: 'continuing_subword_prefix' must be a string", "a WordPiece without its settings");
+    expect_load_fail(variant(dir, "uni", "\"type\":\"BPE\"", "\"type\":\"Unigram\"", 0), ZT_EDATA,
+                     "uni.json", "Unigram: 'vocab' must be a non-empty list", "a Unigram with a BPE vocabulary");
     expect_load_fail(variant(dir, "lower", "\"normalizer\":null", "\"normalizer\":{\"type\":\"Lowercase\"}", 0),
                      ZT_EUNSUPPORTED, "lower.json", "normalizer 'Lowercase' is not supported", "normalizer Lowercase");
     expect_load_fail(variant(dir, "seqn", "\"normalizer\":null",
                              "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},{\"type\":\"StripAccents\"}]}", 0),
                      ZT_EUNSUPPORTED, "seqn.json", "normalizer 'StripAccents'", "an unknown normalizer inside a Sequence");
-    expect_load_fail(variant(dir, "ws", "\"pre_tokenizer\":{\"type\":\"ByteLevel\"", "\"pre_tokenizer\":{\"type\":\"Whitespace\"", 0),
-                     ZT_EUNSUPPORTED, "ws.json", "pre_tokenizer 'Whitespace'", "pre-tokenizer Whitespace");
-    expect_load_fail(variant(dir, "dec", "\"decoder\":{\"type\":\"ByteLevel\"", "\"decoder\":{\"type\":\"WordPiece\"", 0),
-                     ZT_EUNSUPPORTED, "dec.json", "decoder 'WordPiece'", "decoder WordPiece");
+    expect_load_fail(variant(dir, "ws", "\"pre_tokenizer\":{\"type\":\"ByteLevel\"", "\"pre_tokenizer\":{\"type\":\"CharDelimiterSplit\"", 0),
+                     ZT_EUNSUPPORTED, "ws.json", "pre_tokenizer 'CharDelimiterSplit'", "pre-tokenizer CharDelimiterSplit");
+    expect_load_fail(variant(dir, "punb", "\"pre_tokenizer\":{\"type\":\"ByteLevel\"", "\"pre_tokenizer\":{\"type\":\"Punctuation\",\"behavior\":\"Sideways\"", 0),
+                     ZT_EUNSUPPORTED, "punb.json", "Punctuation behavior 'Sideways'", "an unknown Punctuation behavior");
+    expect_load_fail(variant(dir, "dec", "\"decoder\":{\"type\":\"ByteLevel\"", "\"decoder\":{\"type\":\"CTC\"", 0),
+                     ZT_EUNSUPPORTED, "dec.json", "decoder 'CTC'", "decoder CTC");
+    expect_load_fail(variant(dir, "prop", "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
+                             "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\p{Balinese}+\"},\"behavior\":\"Isolated\",\"invert\":false}", 0),
+                     ZT_EUNSUPPORTED, "prop.json", "regex property \\p{Balinese} is not supported", "a property without a table");
+    expect_load_fail(variant(dir, "gx", "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
+                             "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\X\"},\"behavior\":\"Isolated\",\"invert\":false}", 0),
+                     ZT_EUNSUPPORTED, "gx.json", "\\X (grapheme cluster) is not supported", "\\X");
     expect_load_fail(variant(dir, "pp", "\"post_processor\":{\"type\":\"ByteLevel\"", "\"post_processor\":{\"type\":\"BertProcessing\"", 0),
                      ZT_EUNSUPPORTED, "pp.json", "post_processor 'BertProcessing'", "post-processor BertProcessing");
     expect_load_fail(variant(dir, "drop", "\"dropout\":null", "\"dropout\":0.1", 0), ZT_EUNSUPPORTED, "drop.json",
@@ -250,7 +307,9 @@ static void check_bad_files(void) {
     expect_load_fail(variant(dir, "sw", "\"single_word\":false", "\"single_word\":true", 0), ZT_EUNSUPPORTED, "sw.json",
                      "single_word", "an added token with single_word");
     expect_load_fail(variant(dir, "trunc2", "\"truncation\":null", "\"truncation\":{\"max_length\":8}", 0),
-                     ZT_EUNSUPPORTED, "trunc2.json", "truncation", "truncation settings");
+                     ZT_OK, "", NULL, "truncation settings are accepted (no effect on prep)");
+    expect_load_fail(variant(dir, "trunc3", "\"truncation\":null", "\"truncation\":8", 0),
+                     ZT_EDATA, "trunc3.json", "'truncation' must be null or an object", "a truncation that is not an object");
     expect_load_fail(variant(dir, "rx", "\"use_regex\":true},\"post", "\"use_regex\":true},\"post", 0), ZT_OK, "", NULL,
                      "(control: an unchanged copy loads)");
     expect_load_fail(variant(dir, "badre", "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
@@ -323,9 +382,9 @@ static void check_robustness(void) {
                      ZT_EUNSUPPORTED, "seqre.json", "regex '(unclosed' does not compile",
                      "a Replace normalizer whose regex does not compile, inside a Sequence");
     expect_load_fail(variant(dir, "seqcls", "\"normalizer\":null",
-                             "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a[\\\\S]\"},\"content\":\"y\"}]}", 0),
-                     ZT_EUNSUPPORTED, "seqcls.json", "inside a character class",
-                     "a Replace normalizer regex refused while rewritten (\\S in a class)");
+                             "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a[b[^c]]\"},\"content\":\"y\"}]}", 0),
+                     ZT_EUNSUPPORTED, "seqcls.json", "a negated class inside a class is not supported",
+                     "a Replace normalizer regex refused while rewritten (a negated nested class)");
     expect_load_fail(variant(dir, "decre", "\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true}",
                              "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"(x\"},\"content\":\"y\"}]}", 0),
                      ZT_EUNSUPPORTED, "decre.json", "does not compile", "a Replace decoder in a Sequence, bad regex");
@@ -388,6 +447,15 @@ int main(void) {
     check_fixture("llama3", 1506, "<|begin_of_text|>", "<|end_of_text|>");
     check_fixture("llama2", 1256, "<s>", "</s>");
     check_fixture("metaspace", 1258, "<s>", "</s>");
+    /* issue 30: Unicode classes as Oniguruma's, Digits/Punctuation/WhitespaceSplit/BertPreTokenizer, padding and
+     * truncation (accepted, no effect), Unigram, WordPiece (scripts/make_tokenizer_fixtures_cov.py) */
+    check_fixture("deepseek3", 3000, "<|endoftext|>", "<|endoftext|>");
+    check_fixture("classes", 3000, "<|endoftext|>", "<|endoftext|>");
+    check_fixture("digits", 3000, "<|endoftext|>", "<|endoftext|>");
+    check_fixture("punct", 1256, "<s>", "</s>");
+    check_fixture("unigram", 956, "<s>", "</s>");
+    check_fixture("unigram_unk", 700, "<s>", "</s>");
+    check_fixture("wordpiece", 800, "[CLS]", "[SEP]");
     check_invalid_utf8();
     check_bad_files();
     check_robustness();

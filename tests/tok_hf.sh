@@ -28,7 +28,8 @@ pools = [" \t\n\r\x0b\x0c\x85\xa0\u1680\u180e\u2000\u2009\u200a\u200b\u2028\u202
          "\U0001f642\U0001f44d\U0001f3fd\u200d\U0001f468\ufe0f", ".,;:!?()[]{}<>|/\\\"#$%^&*-_=+~`@",
          "\u2460\u00b2\u00bd\ufb01\uff21\uff22\uff23\uff11\uff12\uff13\u2163\u00aa\u00b5\u0660\u0661\u0966\u00bc",
          "\U00031350\U0001e4d0\U00016d70\u1c89\U00011f50",
-         "\x00\x01\x1f\x7f\ud7ff\ue000\U0010ffff\U0001d400"]
+         "\x00\x01\x1f\x7f\ud7ff\ue000\U0010ffff\U0001d400",
+         "\U0002ec81\U0002ebf0\U0001f775<s\u1c89\ua7cb\U000105c0\U00011380\U0001e5d0\U00016d40\U0001ccf0\u0897\U0001fa89"]
 specials = ["<|endoftext|>", "<|begin_of_text|>", "<|eot_id|>", "<s>", "</s>", "<unk>", "Citizen", " </s> "]
 with open("random.jsonl", "w", encoding="utf-8") as f:
     for i in range(3000):
@@ -43,7 +44,8 @@ with open("random.jsonl", "w", encoding="utf-8") as f:
 PY
 ok $? "random documents written"
 
-for name in gpt2 llama3 llama2 metaspace; do
+FIXTURES="gpt2 llama3 llama2 metaspace deepseek3 classes digits punct unigram unigram_unk wordpiece"
+for name in $FIXTURES; do
     "$ZTRAIN" prep --tokenizer "$FX/$name" --input "$ZT_SRCDIR/data/tinyshakespeare.txt" --output c_$name \
         --doc-sep none --val-fraction 0 --threads 2 > /dev/null 2> err.txt || diag err.txt
     "$ZTRAIN" prep --tokenizer "$FX/$name" --input random.jsonl --output r_$name \
@@ -54,6 +56,7 @@ import json, struct, sys
 from tokenizers import Tokenizer
 tj, corpus, cbin, rj, rbin, name = sys.argv[1:]
 tok = Tokenizer.from_file(tj)
+tok.no_padding(); tok.no_truncation()   # ztrain accepts these sections and ignores them (prep packs whole documents)
 
 def shard(path):
     d = open(path, "rb").read()
@@ -133,10 +136,37 @@ for a in v["added_tokens"]:
     a["lstrip"] = True; a["normalized"] = True
 V["added tokens lstrip + normalized"] = v
 
+# issue 30: the char-predicate pre-tokenizers, Unigram and WordPiece
+for beh in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+    v = copy.deepcopy(g)
+    v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Punctuation", "behavior": beh}, BL]}
+    V["Punctuation %s" % beh] = v
+for ind in [True, False]:
+    v = copy.deepcopy(g)
+    v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": ind}, BL]}
+    V["Digits individual_digits=%s" % ind] = v
+for pt in ["WhitespaceSplit", "Whitespace", "BertPreTokenizer"]:
+    v = copy.deepcopy(g)
+    v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": pt}, BL]}
+    V["pre_tokenizer " + pt] = v
+v = copy.deepcopy(g); v["padding"] = {"strategy": "BatchLongest", "direction": "Left", "pad_to_multiple_of": 8, "pad_id": 0,
+                                      "pad_type_id": 0, "pad_token": "<|endoftext|>"}
+v["truncation"] = {"direction": "Left", "max_length": 3, "strategy": "OnlyFirst", "stride": 1}
+V["padding + truncation (ignored)"] = v
+u = json.load(open(fx + "/unigram/tokenizer.json", encoding="utf-8"))
+v = copy.deepcopy(u); V["Unigram byte_fallback"] = v
+v = copy.deepcopy(u); v["model"]["byte_fallback"] = False; V["Unigram unk (fused)"] = v
+v = copy.deepcopy(u); v["pre_tokenizer"] = None; v["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+V["Unigram without pre-tokenizer (whole text, Replace normalizer)"] = v
+w = json.load(open(fx + "/wordpiece/tokenizer.json", encoding="utf-8"))
+V["WordPiece + BertPreTokenizer + WordPiece decoder"] = copy.deepcopy(w)
+v = copy.deepcopy(w); v["decoder"]["cleanup"] = False; v["model"]["max_input_chars_per_word"] = 4; V["WordPiece max 4 chars, no cleanup"] = v
+
 random.seed(14)
 pools = [" \t\n\r\u00a0\u3000\u2009", " ", "abcdeioXYZ0123456789", "\u00e9\u00f1\u00fc\u00c5\u00df\u0301\u0308",
          "\u65e5\u672c\u8a9e\u4e2d\u6587\ud55c\uad6d\uc5b4", "\U0001f642\U0001f44d", ".,;:!?()<>|/\\\"#$",
-         "\u2460\u00b2\u00bd\ufb01\uff21\uff22\uff23\uff11\uff12\uff13", "<s></s><unk>\u2581\u2581"]
+         "\u2460\u00b2\u00bd\ufb01\uff21\uff22\uff23\uff11\uff12\uff13", "<s></s><unk>\u2581\u2581",
+         "\U0002ec81\U0001f775<s\u1c89\U00011f50\u0660\u0967\u2160\u00a7\u00bf\u2e3b\U0001e5ff\ufe30\uff08\u055a"]
 recs = ["".join(random.choice(random.choice(pools)) for _ in range(random.randint(0, 30))) for _ in range(800)]
 with open("variants.bin", "wb") as f:
     for r in recs:
@@ -146,6 +176,7 @@ for k, (name, js) in enumerate(V.items()):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(js, f, ensure_ascii=False)
     tok = Tokenizer.from_file(path)
+    tok.no_padding(); tok.no_truncation()
     out = subprocess.run([batch, path, "variants.bin"], capture_output=True).stdout.decode("utf-8", "replace").split("\n")
     bad = skipped = 0
     first = ""
@@ -175,6 +206,7 @@ while read -r line; do
         *) echo "# $line" ;;
     esac
 done < results.txt
-check "59 comparisons ran" test "$(grep -c '^ok \|^not ok ' results.txt)" -eq 59
-[ "$(grep -c '^ok \|^not ok ' results.txt)" -eq 59 ] || grep -v '^  ' variants.err | head -20 | diag
+NWANT=$((2 * $(echo $FIXTURES | wc -w) + 67))
+check "$NWANT comparisons ran" test "$(grep -c '^ok \|^not ok ' results.txt)" -eq $NWANT
+[ "$(grep -c '^ok \|^not ok ' results.txt)" -eq $NWANT ] || grep -v '^  ' variants.err | head -20 | diag
 done_testing
