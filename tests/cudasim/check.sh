@@ -5,13 +5,19 @@
 # its reason; exits 1 when anything failed or the program did not run its
 # plan.  The simulator's settings come from the environment
 # (ZT_CUDASIM_ORDER, ZT_CUDASIM_SEED, ZT_CUDASIM_RACECHECK: README).
+# A PROGRAM ending in .sh (tests/cudasim/engine.sh) is a bash script run
+# with ZTRAIN_SIM as its argument; its log goes to tests/cudasim/ here.
 prog=${1:?usage: check.sh PROGRAM [SUFFIX]}
-log=$prog${2-}.log
-trs=$prog${2-}.trs
+case $prog in
+    *.sh) run="bash $prog ${ZTRAIN_SIM:-tests/cudasim/ztrain_sim}"; base=tests/cudasim/$(basename "$prog" .sh) ;;
+    *) run=$prog; base=$prog ;;
+esac
+log=$base${2-}.log
+trs=$base${2-}.trs
 ZT_CUDA_TEST_QUICK=${ZT_CUDA_TEST_QUICK-1}
 export ZT_CUDA_TEST_QUICK
 start=$(date +%s)
-"$prog" > "$log" 2>&1
+$run > "$log" 2>&1
 rc=$?
 end=$(date +%s)
 pass=$(grep -c '^ok ' "$log")

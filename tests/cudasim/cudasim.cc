@@ -49,14 +49,15 @@ dim3 blockDim, gridDim;
 
 static const size_t SIM_SMEM_DEFAULT = 48 * 1024;
 static const size_t SIM_SMEM_OPTIN = 227 * 1024;
-/* SMs reported (ZT_CUDAsim_sms()): few, so that grid-stride kernels, whose
+/* SMs reported (ZT_CUDASIM_SMS): few, so that grid-stride kernels, whose
  * results never depend on the grid, launch fewer threads */
 static int sim_sms(void) {
-    const char *s = getenv("ZT_CUDAsim_sms()");
+    const char *s = getenv("ZT_CUDASIM_SMS");
     return s && *s && atoi(s) > 0 ? atoi(s) : 4;
 }
 
 static int g_dev;
+static unsigned long long g_sim_launches;   /* kernels queued, for the device report */
 static cudaError_t g_last;       /* returned (and cleared) by cudaGetLastError */
 static std::string g_async_msg;  /* the first failure of queued work since the last sync */
 static bool g_async_err;
@@ -343,6 +344,8 @@ static bool host_registered(const void *p, size_t n) {
     return a >= it->first && a + n <= it->first + it->second;
 }
 
+static void sim_mem_note(long long delta, bool resident);   /* the device report (end of file) */
+
 static cudaError_t dev_alloc(void **p, size_t bytes) {
     if (!p) return set_last(cudaErrorInvalidValue);
     *p = nullptr;
@@ -353,6 +356,7 @@ static cudaError_t dev_alloc(void **p, size_t bytes) {
     memset(q, 0xA5, sz);   /* device memory is not zeroed */
     g_dev_mem[(uintptr_t)q] = sz;
     g_dev_used += sz;
+    sim_mem_note((long long)sz, true);
     *p = q;
     return cudaSuccess;
 }
@@ -366,6 +370,7 @@ static cudaError_t dev_free(void *p, const char *who) {
     }
     memset(p, 0xDB, it->second);   /* poisoned */
     g_dev_used -= it->second;
+    sim_mem_note(-(long long)it->second, true);
     g_dev_mem.erase(it);
     free(p);
     return cudaSuccess;
@@ -374,6 +379,8 @@ static cudaError_t dev_free(void *p, const char *who) {
 extern "C" cudaError_t cudaMalloc(void **p, size_t bytes) { return dev_alloc(p, bytes); }
 extern "C" cudaError_t cudaFree(void *p) {
     cudaDeviceSynchronize();   /* cudaFree synchronizes the device */
+    auto it = g_dev_mem.find((uintptr_t)p);
+    if (it != g_dev_mem.end()) sim_mem_note(-(long long)it->second, false);
     return dev_free(p, "cudaFree");
 }
 extern "C" cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
@@ -383,6 +390,7 @@ extern "C" cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
 extern "C" cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
     if (!stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
     if (p && !g_dev_mem.count((uintptr_t)p)) return set_last(cudaErrorInvalidValue);
+    if (p) sim_mem_note(-(long long)g_dev_mem[(uintptr_t)p], false);
     S(s)->q.push_back([p]() { dev_free(p, "cudaFreeAsync"); });
     return cudaSuccess;
 }
@@ -1134,9 +1142,62 @@ void zt_sim_launch(const char *name, const void *fn, unsigned bound, dim3 grid, 
         return;
     }
     std::string kname(name);
+    g_sim_launches++;
     S(s)->q.push_back([kname, grid, block, smem, body]() {
         run_kernel(kname.c_str(), grid, block, smem, body);
     });
 }
 
 bool zt_sim_is_device(const void *p, size_t bytes) { return dev_range(p, bytes ? bytes : 1); }
+
+/* ------------------------------------------------------------ device report
+ * What the device held, for the engine check (tests/cudasim/engine.sh):
+ * with ZT_CUDASIM_REPORT set, one line at exit, appended to that file (or
+ * on stderr for "-"):
+ *   cudasim-report: rank R device D peak P resident_peak Q live L allocs A launches K total T
+ * P is the peak of the bytes allocated (cudaMalloc, cudaMallocAsync) and
+ * not yet freed in stream order: cudaFreeAsync counts when it is queued,
+ * as a stream-ordered pool lets the next allocation on that stream reuse
+ * the block (every allocation of the backend is on its compute stream).
+ * Q is the peak of what the simulator held, where a cudaFreeAsync counts
+ * only when the stream runs it (at a synchronization): >= P.  Both are
+ * the requested sizes, without a pool's or an allocator's rounding.  R is
+ * the MPI rank from the launcher's environment (-1 without one). */
+static long long g_mem_live, g_mem_peak, g_mem_res, g_mem_res_peak;
+static unsigned long long g_mem_allocs;
+static bool g_report_armed;
+
+static void sim_report(void) {
+    const char *path = getenv("ZT_CUDASIM_REPORT");
+    if (!path || !*path) return;
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    char line[400];
+    snprintf(line, sizeof line, "cudasim-report: rank %s device %d peak %lld resident_peak %lld live %lld "
+             "allocs %llu launches %llu total %zu\n", r ? r : "-1", g_dev, g_mem_peak, g_mem_res_peak,
+             g_mem_live, g_mem_allocs, g_sim_launches, sim_total_mem());
+    FILE *f = strcmp(path, "-") == 0 ? stderr : fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "cudasim: ZT_CUDASIM_REPORT=%s: cannot open it\n", path);
+        return;
+    }
+    fputs(line, f);
+    if (f != stderr) fclose(f);
+}
+
+/* delta bytes allocated (> 0) or freed; resident: the simulator's own
+ * allocation or release, else a free in stream order */
+static void sim_mem_note(long long delta, bool resident) {
+    if (!g_report_armed) {
+        g_report_armed = true;
+        atexit(sim_report);
+    }
+    if (resident) {
+        g_mem_res += delta;
+        if (g_mem_res > g_mem_res_peak) g_mem_res_peak = g_mem_res;
+        if (delta < 0) return;   /* counted in stream order when it was freed */
+        g_mem_allocs++;
+    }
+    g_mem_live += delta;
+    if (g_mem_live > g_mem_peak) g_mem_peak = g_mem_live;
+}

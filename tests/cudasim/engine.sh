@@ -1,0 +1,129 @@
+#!/bin/bash
+# engine.sh [ZTRAIN_SIM] -- make check-cudasim: the training engine with
+# --backend cuda on the CUDA simulator against --backend cpu.
+#
+# ZTRAIN_SIM (default tests/cudasim/ztrain_sim) is the ztrain CLI linked
+# with the simulated CUDA backend (tests/cudasim/cudasim.am).  The runs are
+# scripts/engine-check.sh's: the same arguments on both backends, a few
+# steps of a tiny model, the per-step losses, gradient norms and
+# validation losses compared, comm_bytes equal, and for GPT-2 the saved
+# weights element by element.  Every cuda run has --memory-report and the
+# simulator's device report (ZT_CUDASIM_REPORT=-: a `cudasim-report:` line
+# per rank at exit, tests/cudasim/README), from which this script checks:
+#   - every rank ran the simulated device (kernels launched on device 0 of
+#     its own process);
+#   - the backend's own count of device bytes (zt_cuda_mem, "measured" in
+#     the memory report at the end of training) equals the memory planner's
+#     device prediction P byte for byte;
+#   - the simulator's peak of device bytes over the whole process S (every
+#     cudaMalloc and cudaMallocAsync, a cudaFreeAsync counted when queued:
+#     stream order) is at least the backend's count (nothing allocated
+#     behind the backend's back is missed by the count either way) and at
+#     most the plan's end-of-run device peak E (training plus what the CLI
+#     does after the report: the weights export, a sample); where E = P,
+#     S equals it.  That is rank 0; on the other ranks S <= E (the plan is
+#     for shard-group index 0, which owns the largest slices).
+#
+# Tolerances (scripts/engine-check.sh; docs/gpu.md): losses and validation
+# losses |cuda - cpu| <= rtol |cpu| with rtol 1e-4 in fp32 and 2e-3 in bf16
+# (gradient norms 10 rtol), as on a GPU: the simulator's kernels and cuBLAS
+# sum in another order than the CPU kernels and OpenBLAS, so results differ
+# by rounding.  The saved weights: |cuda - cpu| <= 2e-5 per element (fp32
+# and bf16: the bf16 runs round the same GEMM operands on both backends and
+# keep fp32 master weights).  The first runs measured at most 1.8e-6 after
+# 4 AdamW steps at lr 1e-3 (weights up to 1 in magnitude), so 2e-5 is a
+# 10x margin that still catches any kernel error bigger than rounding
+# (one step's update is about lr = 1e-3 per weight).
+#
+# The default matrix covers each feature once or more in about a minute of
+# one core: GPT-2 (configs/tiny.json) at 1 rank (stage 0; bf16 stage 1 with
+# activation checkpointing; stage 3 save + resume in a new process) and 2
+# ranks (fp32 stage 2 with activation checkpointing; bf16 stage 3 with
+# optimizer offload), the Llama (configs/llama-tiny.json) at 1 rank (bf16
+# stage 3) and 2 ranks (stage 1 with activation checkpointing); 2 ranks
+# share the simulated device through host-staged MPI.  With
+# CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
+# offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
+# the activation-checkpointing cases.  Prints TAP.
+set -uo pipefail
+SRC=${ZT_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+sim=${1:-tests/cudasim/ztrain_sim}
+mpirun=${ZT_MPIRUN:-mpirun}
+[ -x "$sim" ] || { echo "Bail out! no $sim (make tests/cudasim/ztrain_sim)"; exit 1; }
+sim=$(cd "$(dirname "$sim")" && echo "$PWD/$(basename "$sim")")
+W=$(dirname "$sim")/engine.d
+rm -rf "$W" && mkdir -p "$W" || { echo "Bail out! cannot create $W"; exit 1; }
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ZT_CUDASIM_REPORT=- ZT_CUDASIM_RACECHECK=0
+export ZT_CUDASIM_ORDER=${ZT_CUDASIM_ORDER:-forward}
+unset ZT_CUDASIM_DEVICES ZT_CUDASIM_MEM_MB
+
+N=0; FAILED=0
+ok() {  # ok STATUS NAME
+    N=$((N + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
+}
+PATOL=2e-5
+# group NAME NP CONFIG ARGS...: engine-check.sh in $W/NAME, its TAP renumbered
+group() {
+    local name=$1 np=$2 config=$3; shift 3
+    bash "$SRC/scripts/engine-check.sh" --backend cuda --comm-backend mpi --np "$np" --steps 4 \
+        --config "$SRC/configs/$config" --ztrain "$sim" --mpirun "$mpirun" --param-atol "$PATOL" \
+        --args "--memory-report" --workdir "$W/$name" --log "$W/$name.log" "$@" > "$W/$name.tap" 2>&1
+    local line
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) ok 0 "$name ${line#ok [0-9]* - }" ;;
+            "not ok "*) ok 1 "$name ${line#not ok [0-9]* - }" ;;
+            "Bail out!"*) ok 1 "$name: engine-check.sh: ${line#Bail out! }" ;;
+            "1.."*) ;;
+            *) echo "$line" ;;
+        esac
+    done < "$W/$name.tap"
+}
+
+if [ "${CUDASIM_ENGINE_FULL:-0}" = 1 ]; then
+    CK=(--case "ck fp32 --stage 2 --act-ckpt blocks" --case "ckbf16 bf16 --stage 1 --act-ckpt blocks")
+    group gpt "1 2" tiny.json "${CK[@]}"
+    group llama "1 2" llama-tiny.json "${CK[@]}"
+else
+    group gpt1 1 tiny.json --cases "s0 resume" --case "ckbf16s1 bf16 --stage 1 --act-ckpt blocks"
+    group gpt2 2 tiny.json --cases "offbf16s3" --case "cks2 fp32 --stage 2 --act-ckpt blocks"
+    group llama1 1 llama-tiny.json --cases "bf16s3"
+    group llama2 2 llama-tiny.json --cases none --case "cks1 fp32 --stage 1 --act-ckpt blocks"
+fi
+
+# ---- the simulator's device report against the backend and the planner
+for out in "$W"/*/x_*.out; do
+    [ -f "$out" ] || continue
+    run=$(basename "$(dirname "$out")")/$(basename "$out" .out)
+    np=$(grep -c '^cudasim-report: ' "$out")
+    dline=$(grep '^device memory peak per rank (cuda device 0 ' "$out" | tail -1)
+    read -r meas pred <<< "$(sed -n 's/.*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' <<< "$dline")"
+    end=$(sed -n 's/.*with the end of a CLI run \([0-9]*\) bytes.*/\1/p' <<< "$dline")
+    end=${end:-$pred}
+    why=""
+    if [ "$np" -lt 1 ]; then
+        why="no cudasim-report line: the run did not use the simulated device"
+    elif [ -z "$meas" ]; then
+        why="no device line in the memory report"
+    else
+        [ "$meas" = "$pred" ] || why="$why backend's peak $meas != predicted $pred;"
+        while read -r _ _ rank _ dev _ peak _ _ _ _ _ _ _ launches _ _; do
+            [ "$dev" = 0 ] && [ "$launches" -gt 0 ] || why="$why rank $rank: device $dev, $launches launches;"
+            [ "$peak" -le "$end" ] || why="$why rank $rank: simulator peak $peak > predicted end of run $end;"
+            if [ "$rank" = 0 ]; then
+                p0=$peak
+                [ "$peak" -ge "$meas" ] || why="$why rank 0: simulator peak $peak < backend's $meas;"
+                [ "$end" != "$pred" ] || [ "$peak" = "$pred" ] ||
+                    why="$why rank 0: simulator peak $peak != predicted $pred;"
+            fi
+        done < <(grep '^cudasim-report: ' "$out")
+    fi
+    if [ -n "$why" ]; then
+        grep -E '^cudasim-report: |^device memory peak|^ztrain: error' "$out" | sed 's/^/# /'
+    fi
+    ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end] ($np rank(s))${why:+: $why}"
+    p0=""
+done
+echo "1..$N"
+[ "$FAILED" -eq 0 ]
