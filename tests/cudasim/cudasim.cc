@@ -39,6 +39,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -197,7 +198,11 @@ struct CUstream_st {
     unsigned flags;
 };
 struct CUevent_st {
-    uint64_t recorded = 0, reached = 0;   /* record count, and the last one the stream ran */
+    /* record count, and the last one the stream ran: shared with the
+     * records and waits still queued, which outlive a cudaEventDestroy (as
+     * on a device, where the resources go once the event completes) */
+    uint64_t recorded = 0;
+    std::shared_ptr<uint64_t> reached = std::make_shared<uint64_t>(0);
     cudaStream_t s = nullptr;
 };
 
@@ -280,27 +285,27 @@ extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) 
 extern "C" cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
 extern "C" cudaError_t cudaEventDestroy(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
-    delete e;   /* a record still queued refers to it: see cudaEventRecord */
+    delete e;   /* records and waits still queued keep its shared count (CUevent_st) */
     return cudaSuccess;
 }
 
-static std::map<cudaEvent_t, uint64_t> g_ev_alive;   /* event -> generation, for queued records */
 
 extern "C" cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     if (!e || !stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
     const uint64_t n = ++e->recorded;
     e->s = S(s);
-    S(s)->q.push_back([e, n]() { if (e->reached < n) e->reached = n; });
+    std::shared_ptr<uint64_t> r = e->reached;
+    S(s)->q.push_back([r, n]() { if (*r < n) *r = n; });
     return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
-    if (e->s && e->reached < e->recorded) {
+    if (e->s && *e->reached < e->recorded) {
         bool stop = false;
         const uint64_t want = e->recorded;
         cudaStream_t s = e->s;
-        while (!s->q.empty() && e->reached < want) {
+        while (!s->q.empty() && *e->reached < want) {
             std::function<void()> op = std::move(s->q.front());
             s->q.pop_front();
             op();
@@ -317,7 +322,7 @@ extern "C" cudaError_t cudaEventQuery(cudaEvent_t e) {
      * incomplete event runs the next queued operation of its stream and
      * says not ready, so an event with work before it answers not ready at
      * least once; a failure of that work is the answer instead */
-    if (e->reached >= e->recorded) return cudaSuccess;
+    if (*e->reached >= e->recorded) return cudaSuccess;
     if (e->s && !e->s->q.empty()) {
         std::function<void()> op = std::move(e->s->q.front());
         e->s->q.pop_front();
@@ -330,11 +335,12 @@ extern "C" cudaError_t cudaEventQuery(cudaEvent_t e) {
 
 extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     if (!e || !stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
-    if (!e->s || e->reached >= e->recorded) return cudaSuccess;
+    if (!e->s || *e->reached >= e->recorded) return cudaSuccess;
     const uint64_t want = e->recorded;
     cudaStream_t src = e->s;
-    S(s)->q.push_back([e, want, src]() {
-        while (!src->q.empty() && e->reached < want) {
+    std::shared_ptr<uint64_t> r = e->reached;
+    S(s)->q.push_back([r, want, src]() {
+        while (!src->q.empty() && *r < want) {
             std::function<void()> op = std::move(src->q.front());
             src->q.pop_front();
             op();
