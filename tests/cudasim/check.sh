@@ -6,12 +6,12 @@
 # plan.  The simulator's settings come from the environment
 # (ZT_CUDASIM_ORDER, ZT_CUDASIM_SEED, ZT_CUDASIM_RACECHECK: README).
 # A PROGRAM ending in .sh (tests/cudasim/engine.sh) is a bash script run
-# with ZTRAIN_SIM as its argument; its log goes to tests/cudasim/ here.
+# with CUDASIM_ZTRAIN as its argument; its log goes to tests/cudasim/ here.
 # CUDASIM_NP=n runs it under $ZT_MPIRUN (default mpirun) --oversubscribe
 # with n ranks (rank 0 prints the TAP).
 prog=${1:?usage: check.sh PROGRAM [SUFFIX]}
 case $prog in
-    *.sh) run="bash $prog ${ZTRAIN_SIM:-tests/cudasim/ztrain_sim}"; base=tests/cudasim/$(basename "$prog" .sh) ;;
+    *.sh) run="bash $prog ${CUDASIM_ZTRAIN:-tests/cudasim/ztrain_sim}"; base=tests/cudasim/$(basename "$prog" .sh) ;;
     *) run=$prog; base=$prog ;;
 esac
 log=$base${2-}.log
