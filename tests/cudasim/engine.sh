@@ -45,7 +45,8 @@
 # stage 3) and 2 ranks (stage 1 with activation checkpointing): 2 ranks
 # share the simulated device through host-staged MPI; and GPT-2 at 2 ranks
 # over the simulator's NCCL (ztrain.comm_backend=nccl, a device per rank:
-# fp32 stage 3; bf16 stage 2 with bf16 reductions).  With
+# fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
+# with bf16 reductions).  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
@@ -102,7 +103,8 @@ else
     group gpt2 2 tiny.json --cases "offbf16s3" --case "cks2 fp32 --stage 2 --act-ckpt blocks"
     group llama1 1 llama-tiny.json --cases "bf16s3"
     group llama2 2 llama-tiny.json --cases none --case "cks1 fp32 --stage 1 --act-ckpt blocks"
-    COMM=nccl group nccl 2 tiny.json --cases "s3" --case "c16s2 bf16 --stage 2 --comm-dtype bf16"
+    COMM=nccl group nccl 2 tiny.json --cases none --case "accs3 fp32 --stage 3 --grad-accum 2 --micro-batch 2 --sample-tokens 8" \
+        --case "c16s2 bf16 --stage 2 --comm-dtype bf16"
 fi
 
 # ---- the simulator's device report against the backend and the planner
@@ -144,5 +146,35 @@ for out in "$W"/*/x_*.out; do
     ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end + $slack] ($np rank(s))${why:+: $why}"
     p0=""
 done
+# ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
+# the limit is the free memory plus what the backend already holds (its
+# 32 MiB cuBLAS workspace, which the plan counts), less the reserve (512
+# MiB + 2% of the device); free memory below the reserve refuses the run
+G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
+P=$(sed -n 's/^device memory peak per rank (cuda .*: measured [0-9]* bytes, predicted \([0-9]*\) bytes.*/\1/p' "$G/x_n1s0.out" 2> /dev/null | head -1)
+if [ -n "$P" ] && [ -f "$G/c_train.bin" ]; then
+    # pf TAG MiB: GPT-2 stage 0 as n1s0, 2 steps, on a device of MiB MiB
+    pf() {
+        (cd "$G" && ZT_CUDASIM_MEM_MB=$2 timeout 300 "$sim" train --config "$SRC/configs/tiny.json" \
+            --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 8 --steps 2 --eval-every 2 \
+            --eval-batches 2 --sample-tokens 0 --backend cuda --resume never --ckpt-dir "ck_$1" > "$1.out" 2>&1)
+    }
+    # just fits: 0.98 T - 512 MiB = P + 4 MiB (without the workspace added
+    # back the limit would be 32 MiB lower: refused)
+    T=$(( ( (P >> 20) + 516 ) * 100 / 98 + 1 ))
+    pf pf_fit "$T"; rc=$?
+    grep -q "^memory: predicted peak .*, limit .*plus the backend's own 32.00 MiB (in the plan) less a" "$G/pf_fit.out"
+    r=$?; [ $rc = 0 ] && [ $r = 0 ]; r=$?
+    [ $r = 0 ] || { echo "# exit $rc"; grep -E '^memory:|^ztrain: error' "$G/pf_fit.out" | sed 's/^/# /'; }
+    ok $r "preflight: a device of $T MiB takes the $P-byte plan (the backend's workspace counted once)"
+    pf pf_small 512; rc=$?
+    grep -q "^ztrain: error: predicted peak device memory .* exceeds the limit .* less a .* reserve" "$G/pf_small.out" &&
+        ! grep -q '^step ' "$G/pf_small.out"
+    r=$?; [ $rc = 1 ] && [ $r = 0 ]; r=$?
+    [ $r = 0 ] || { echo "# exit $rc"; grep -E '^memory:|^ztrain: error' "$G/pf_small.out" | sed 's/^/# /'; }
+    ok $r "preflight: a device of 512 MiB, free memory below the reserve, is refused before training (exit $rc)"
+else
+    ok 1 "preflight: no predicted device peak from $G/x_n1s0.out"
+fi
 echo "1..$N"
 [ "$FAILED" -eq 0 ]
