@@ -63,8 +63,6 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error);
-ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
-ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
