@@ -37,10 +37,19 @@ typedef enum {
     ncclNumResults = 8
 } ncclResult_t;
 
-/* the reductions simulated (ncclAvg and user-defined ops are not) */
-typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t;
+/* In C++ (the simulator and its selftest) these enums have int as their
+ * fixed underlying type, so that an invalid value passed on purpose is a
+ * checked argument rather than undefined behaviour. */
+#ifdef __cplusplus
+#define ZT_SIM_NCCL_ENUM enum : int
+#else
+#define ZT_SIM_NCCL_ENUM enum
+#endif
 
-typedef enum {
+/* the reductions simulated (ncclAvg and user-defined ops are not) */
+typedef ZT_SIM_NCCL_ENUM { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t;
+
+typedef ZT_SIM_NCCL_ENUM {
     ncclInt8 = 0, ncclChar = 0,
     ncclUint8 = 1,
     ncclInt32 = 2, ncclInt = 2,
