@@ -341,6 +341,25 @@ int main(int argc, char **argv) {
                 e = gpu->error();
                 check(e == NULL, "nccl: the failure left no CUDA error behind (%s)", e ? e : "none");
             }
+            /* a failed NCCL call (here a host buffer, refused by the
+             * simulator's pointer check) aborts the communicator: peers
+             * whose call succeeded would wait for this rank, and its next
+             * collective must not pair with theirs */
+            zt_group *nc2 = NULL;
+            zt_status s6;
+            zt_status_clear(&s6);
+            if (zt_group_nccl(world, "nccl2", dev, &nc2, &s6) == ZT_OK) {
+                float hh[4] = {1, 2, 3, 4};
+                const int rc6 = nc2->ops->allreduce_sum(nc2, hh, 4, ZT_F32, &s6);
+                check(rc6 == ZT_ECOMM && strstr(s6.msg, "invalid argument") != NULL,
+                      "nccl: a host buffer is refused (%s)", s6.msg);
+                zt_status_clear(&s6);
+                check(nc2->ops->barrier(nc2, &s6) == ZT_ECOMM && strstr(s6.msg, "aborted") != NULL,
+                      "nccl: after a failed NCCL call the communicator is aborted (%s)", s6.msg);
+            } else {
+                check(0, "zt_group_nccl nccl2 (%s)", s6.msg);
+            }
+            zt_group_free(nc2);
 #endif
         }
         zt_group_free(nc);

@@ -225,22 +225,27 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
         }
         usleep(1000);
     }
-    for (int r = 0; r < nranks; r++) {
+    /* what every member sees alike (the same entries): decided after the
+     * communicator exists, since an entry may go only once every member
+     * has read it */
+    char why[512] = "";
+    ncclResult_t bad = ncclSuccess;
+    for (int r = 0; r < nranks && !bad; r++) {
         if (strcmp(m[(size_t)r].host, host) != 0) {
-            leave();
-            return fail(ncclInvalidUsage, "ncclCommInitRank: rank %d is on host %s, not %s: the simulator's "
-                        "NCCL is one node only", r, m[(size_t)r].host, host);
+            bad = ncclInvalidUsage;
+            snprintf(why, sizeof why, "ncclCommInitRank: rank %d is on host %s, not %s: the simulator's NCCL "
+                     "is one node only", r, m[(size_t)r].host, host);
         }
-        for (int q = 0; q < r; q++) {
-            if (m[(size_t)q].dev == m[(size_t)r].dev) {
-                leave();
-                return fail(ncclInvalidUsage, "ncclCommInitRank: duplicate GPU: ranks %d and %d are both on "
-                            "CUDA device %d of %s", q, r, m[(size_t)r].dev, host);
-            }
-            if (m[(size_t)q].world == m[(size_t)r].world) {
+        for (int q = 0; q < r && !bad; q++) {
+            if (m[(size_t)q].world == m[(size_t)r].world) {   /* MPI_Group_incl would be erroneous */
                 leave();
                 return fail(ncclInvalidUsage, "ncclCommInitRank: ranks %d and %d are the same process "
                             "(world rank %d)", q, r, m[(size_t)r].world);
+            }
+            if (m[(size_t)q].dev == m[(size_t)r].dev) {
+                bad = ncclInvalidUsage;
+                snprintf(why, sizeof why, "ncclCommInitRank: duplicate GPU: ranks %d and %d are both on CUDA "
+                         "device %d of %s", q, r, m[(size_t)r].dev, host);
             }
         }
     }
@@ -260,6 +265,10 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
     leave();   /* every member has read every entry: they all entered MPI_Comm_create_group */
     if (rc != MPI_SUCCESS || mc == MPI_COMM_NULL)
         return fail(ncclSystemError, "ncclCommInitRank: MPI_Comm_create_group failed");
+    if (bad) {
+        MPI_Comm_free(&mc);
+        return fail(bad, "%s", why);
+    }
     MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN);
     int mr = -1;
     MPI_Comm_rank(mc, &mr);
@@ -274,17 +283,6 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
     nc->c->size = nranks;
     nc->c->dev = dev;
     *comm = nc;
-    return ncclSuccess;
-}
-
-extern "C" ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
-    if (!comm || !count) return fail(ncclInvalidArgument, "ncclCommCount: NULL argument");
-    *count = comm->c->size;
-    return ncclSuccess;
-}
-extern "C" ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
-    if (!comm || !rank) return fail(ncclInvalidArgument, "ncclCommUserRank: NULL argument");
-    *rank = comm->c->rank;
     return ncclSuccess;
 }
 
@@ -307,12 +305,13 @@ extern "C" ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 }
 
 /* Abort: never waits.  Queued operations are dropped; a member still
- * waiting for this one in an operation fails after its timeout. */
+ * waiting for this one in an operation fails after its timeout.  The MPI
+ * communicator is not freed: a peer's message of an operation that never
+ * completed may still arrive for it, and a freed communicator's context
+ * would be reused by a later one (Open MPI then crashes). */
 extern "C" ncclResult_t ncclCommAbort(ncclComm_t comm) {
     if (!comm) return ncclSuccess;   /* NCCL: aborting NULL is a no-op */
-    std::shared_ptr<sim_comm> c = comm->c;
-    c->gone = true;
-    if (c->mc != MPI_COMM_NULL) MPI_Comm_free(&c->mc);
+    comm->c->gone = true;
     delete comm;
     return ncclSuccess;
 }
@@ -442,11 +441,14 @@ static void reduce(void *dst, const unsigned char *src, int n, size_t count, ncc
 
 /* ------------------------------------------------------------ operations */
 
-enum { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER };
+/* OP_FAILED + kind: a call of that kind that failed its checks */
+enum { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_FAILED = 8 };
 static const char *kind_name(int k) {
     static const char *n[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclReduceScatter",
-                              "ncclAllGather"};
-    return k >= 0 && k < 5 ? n[k] : "?";
+                              "ncclAllGather", "?", "?", "?",
+                              "a failed ncclAllReduce", "a failed ncclBroadcast", "a failed ncclReduce",
+                              "a failed ncclReduceScatter", "a failed ncclAllGather"};
+    return k >= 0 && k < 13 ? n[k] : "?";
 }
 
 struct sim_op {
@@ -500,20 +502,35 @@ static bool wait_req(sim_comm &c, MPI_Request *rq, const char *what) {
 
 static bool mpi_bytes(size_t n) { return n <= (size_t)0x7fffffff; }
 
+/* Everything MPI reads or writes lives here, never in the caller's
+ * buffers: after a timeout the request stays pending (collectives cannot
+ * be cancelled), so this is kept (leaked) rather than freed under it. */
+struct xfer {
+    op_desc me;
+    std::vector<op_desc> all;
+    std::vector<unsigned char> sbuf, rbuf;
+};
+
 static void run_op(const sim_op &o) {
     sim_comm &c = *o.c;
     c.queued--;
     if (c.gone || c.async != ncclSuccess) return;   /* aborted or failed: dropped */
     const char *what = kind_name(o.kind);
     const int P = c.size, R = c.rank;
-    /* 1. every member runs the same operation */
-    op_desc me = {o.kind, (int32_t)o.type, o.red, o.root, (uint64_t)o.count, c.seq++};
-    std::vector<op_desc> all((size_t)P);
+    std::unique_ptr<xfer> x(new xfer);
     MPI_Request rq;
-    MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all.data(), (int)sizeof me, MPI_BYTE, c.mc, &rq);
-    if (!wait_req(c, &rq, what)) return;
+    /* 1. every member runs the same operation (a call that failed its
+     * checks is a placeholder here: its peers learn of it) */
+    x->me = {o.kind, (int32_t)o.type, o.red, o.root, (uint64_t)o.count, c.seq++};
+    x->all.resize((size_t)P);
+    MPI_Iallgather(&x->me, (int)sizeof x->me, MPI_BYTE, x->all.data(), (int)sizeof x->me, MPI_BYTE, c.mc, &rq);
+    if (!wait_req(c, &rq, what)) {
+        x.release();
+        return;
+    }
+    const op_desc &me = x->me;
     for (int q = 0; q < P; q++) {
-        const op_desc &d = all[(size_t)q];
+        const op_desc &d = x->all[(size_t)q];
         if (!memcmp(&d, &me, sizeof d)) continue;
         char b[768];
         snprintf(b, sizeof b, "operation %llu of the communicator differs between ranks: rank %d runs %s of "
@@ -524,6 +541,7 @@ static void run_op(const sim_op &o) {
         async_fail(c, ncclInvalidUsage, b);
         return;
     }
+    if (o.kind >= OP_FAILED) return;   /* every member's call failed alike: nothing to move */
     /* 2. the data */
     const size_t es = type_size(o.type), bytes = o.count * es;
     if (!mpi_bytes(bytes * (size_t)P)) {
@@ -531,37 +549,45 @@ static void run_op(const sim_op &o) {
         return;
     }
     const int nb = (int)bytes;
-    std::vector<unsigned char> tmp;
+    const unsigned char *src = (const unsigned char *)o.send;
     switch (o.kind) {
     case OP_ALLREDUCE:
-        tmp.resize(bytes * (size_t)P);
-        MPI_Iallgather(o.send, nb, MPI_BYTE, tmp.data(), nb, MPI_BYTE, c.mc, &rq);
-        if (!wait_req(c, &rq, what)) return;
-        reduce(o.recv, tmp.data(), P, o.count, o.type, o.red);
+    case OP_ALLGATHER:
+        x->sbuf.assign(src, src + bytes);
+        x->rbuf.resize(bytes * (size_t)P);
+        MPI_Iallgather(x->sbuf.data(), nb, MPI_BYTE, x->rbuf.data(), nb, MPI_BYTE, c.mc, &rq);
         break;
     case OP_BROADCAST:
-        if (R == o.root && o.send != o.recv) memmove(o.recv, o.send, bytes);
-        MPI_Ibcast(o.recv, nb, MPI_BYTE, o.root, c.mc, &rq);
-        if (!wait_req(c, &rq, what)) return;
+        if (R == o.root) x->rbuf.assign(src, src + bytes);
+        else x->rbuf.resize(bytes);
+        MPI_Ibcast(x->rbuf.data(), nb, MPI_BYTE, o.root, c.mc, &rq);
         break;
     case OP_REDUCE:
-        if (R == o.root) tmp.resize(bytes * (size_t)P);
-        MPI_Igather(o.send, nb, MPI_BYTE, tmp.data(), nb, MPI_BYTE, o.root, c.mc, &rq);
-        if (!wait_req(c, &rq, what)) return;
-        if (R == o.root) reduce(o.recv, tmp.data(), P, o.count, o.type, o.red);
+        x->sbuf.assign(src, src + bytes);
+        if (R == o.root) x->rbuf.resize(bytes * (size_t)P);
+        MPI_Igather(x->sbuf.data(), nb, MPI_BYTE, x->rbuf.data(), nb, MPI_BYTE, o.root, c.mc, &rq);
         break;
-    case OP_REDUCE_SCATTER:   /* count is the per-rank count */
-        tmp.resize(bytes * (size_t)P);
-        MPI_Ialltoall(o.send, nb, MPI_BYTE, tmp.data(), nb, MPI_BYTE, c.mc, &rq);
-        if (!wait_req(c, &rq, what)) return;
-        reduce(o.recv, tmp.data(), P, o.count, o.type, o.red);
-        break;
-    case OP_ALLGATHER: {   /* count is the per-rank count; the send part may lie inside recv */
-        std::vector<unsigned char> mine((const unsigned char *)o.send, (const unsigned char *)o.send + bytes);
-        MPI_Iallgather(mine.data(), nb, MPI_BYTE, o.recv, nb, MPI_BYTE, c.mc, &rq);
-        if (!wait_req(c, &rq, what)) return;
+    default:   /* OP_REDUCE_SCATTER: count is the per-rank count */
+        x->sbuf.assign(src, src + bytes * (size_t)P);
+        x->rbuf.resize(bytes * (size_t)P);
+        MPI_Ialltoall(x->sbuf.data(), nb, MPI_BYTE, x->rbuf.data(), nb, MPI_BYTE, c.mc, &rq);
         break;
     }
+    if (!wait_req(c, &rq, what)) {
+        x.release();
+        return;
+    }
+    switch (o.kind) {
+    case OP_ALLREDUCE:
+    case OP_REDUCE_SCATTER:
+        reduce(o.recv, x->rbuf.data(), P, o.count, o.type, o.red);
+        break;
+    case OP_REDUCE:
+        if (R == o.root) reduce(o.recv, x->rbuf.data(), P, o.count, o.type, o.red);
+        break;
+    default:
+        memmove(o.recv, x->rbuf.data(), x->rbuf.size());
+        break;
     }
 }
 
@@ -633,14 +659,31 @@ static void enqueue(const sim_op &o) {
     zt_sim_enqueue(o.stream, [o]() { run_op(o); });
 }
 
+/* A call that fails its checks launches nothing, but a placeholder takes
+ * its place in the communicator's sequence: its peers, whose calls may have
+ * passed, then report it (a GPU would wait for this rank forever), and the
+ * MPI collectives of the members stay in step.  When every member's call
+ * failed alike, the placeholders agree and nothing happens. */
+static void enqueue_failed(sim_op o) {
+    o.kind += OP_FAILED;
+    o.send = nullptr;
+    o.recv = nullptr;
+    enqueue(o);
+}
+
 static ncclResult_t submit(sim_op o, ncclComm_t comm) {
     const ncclResult_t r = check_op(o, comm);
+    if (comm && !comm->c->gone) o.c = comm->c;
     if (r != ncclSuccess) {
-        if (g_group_depth && g_group_err == ncclSuccess) g_group_err = r;
+        if (g_group_depth) {
+            if (g_group_err == ncclSuccess) g_group_err = r;
+            if (o.c) g_group_ops.push_back(o);
+        } else if (o.c && o.c->async == ncclSuccess) {
+            enqueue_failed(o);
+        }
         return r;
     }
     if (o.count == 0) return ncclSuccess;   /* nothing to do: NCCL returns at once */
-    o.c = comm->c;
     if (g_group_depth) g_group_ops.push_back(o);
     else enqueue(o);
     return ncclSuccess;
@@ -658,7 +701,11 @@ extern "C" ncclResult_t ncclGroupEnd(void) {
     ops.swap(g_group_ops);
     const ncclResult_t err = g_group_err;
     g_group_err = ncclSuccess;
-    if (err != ncclSuccess) return err;   /* a call of the group failed: none is launched */
+    if (err != ncclSuccess) {   /* a call of the group failed: none is launched */
+        for (const sim_op &o : ops)
+            if (o.c->async == ncclSuccess) enqueue_failed(o);
+        return err;
+    }
     for (const sim_op &o : ops) enqueue(o);
     return ncclSuccess;
 }

@@ -37,10 +37,19 @@ typedef enum {
     ncclNumResults = 8
 } ncclResult_t;
 
-/* the reductions simulated (ncclAvg and user-defined ops are not) */
-typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t;
+/* In C++ (the simulator and its selftest) these enums have int as their
+ * fixed underlying type, so that an invalid value passed on purpose is a
+ * checked argument rather than undefined behaviour. */
+#ifdef __cplusplus
+#define ZT_SIM_NCCL_ENUM enum : int
+#else
+#define ZT_SIM_NCCL_ENUM enum
+#endif
 
-typedef enum {
+/* the reductions simulated (ncclAvg and user-defined ops are not) */
+typedef ZT_SIM_NCCL_ENUM { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t;
+
+typedef ZT_SIM_NCCL_ENUM {
     ncclInt8 = 0, ncclChar = 0,
     ncclUint8 = 1,
     ncclInt32 = 2, ncclInt = 2,
@@ -63,8 +72,6 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error);
-ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
-ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
