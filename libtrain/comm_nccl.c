@@ -9,8 +9,9 @@
  * wait for their completion event and wait for it on the host, polling the
  * event and ncclCommGetAsyncError, bounded by the group's timeout; the
  * non-blocking ones return the completion event in zt_request.impl and
- * wait() does the same later.  A timeout or an asynchronous error aborts the
- * communicator (ncclCommAbort) and every later call fails at once.
+ * wait() does the same later.  A timeout, an asynchronous error or a failed
+ * NCCL call (whose peers may be waiting for it) aborts the communicator
+ * (ncclCommAbort) and every later call fails at once.
  *
  * Byte accounting is comm.c's: what this rank sends in the ring algorithms
  * (all-reduce 2(N-1)/N x bytes, reduce-scatter and all-gather every chunk
@@ -78,6 +79,15 @@ static void abort_comm(nccl_group *n) {
     n->dead = 1;
     ncclCommAbort(n->nc);
     n->nc = NULL;
+}
+
+/* A failed NCCL call: this rank launched nothing, while its peers' calls
+ * may have succeeded and now wait for it; the next collective here would
+ * pair with theirs.  Abort, as for an asynchronous error. */
+static int call_failed(nccl_group *n, int kind, ncclResult_t r, zt_status *st) {
+    const int rc = fail_nccl(n, kind, r, st);
+    abort_comm(n);
+    return rc;
 }
 
 static int alive(nccl_group *n, int kind, zt_status *st) {
@@ -181,7 +191,7 @@ static int nc_allreduce(zt_group *g, void *buf, size_t n, zt_dtype t, ncclRedOp_
     ZT_TRY(begin(ng, ZT_COMM_ALLREDUCE, st));
     if (n) {
         const ncclResult_t r = ncclAllReduce(buf, buf, n, nt, op, ng->nc, ng->stream);
-        if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_ALLREDUCE, r, st);
+        if (r != ncclSuccess) return call_failed(ng, ZT_COMM_ALLREDUCE, r, st);
     }
     ZT_TRY(end_blocking(ng, ZT_COMM_ALLREDUCE, st));
     g->calls[ZT_COMM_ALLREDUCE]++;
@@ -205,7 +215,7 @@ static int nc_bcast(zt_group *g, void *buf, size_t n, zt_dtype t, int root, zt_s
     ZT_TRY(begin(ng, ZT_COMM_BCAST, st));
     if (n) {
         const ncclResult_t r = ncclBroadcast(buf, buf, n, nt, root, ng->nc, ng->stream);
-        if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_BCAST, r, st);
+        if (r != ncclSuccess) return call_failed(ng, ZT_COMM_BCAST, r, st);
     }
     ZT_TRY(end_blocking(ng, ZT_COMM_BCAST, st));
     g->calls[ZT_COMM_BCAST]++;
@@ -221,7 +231,7 @@ static int nc_barrier(zt_group *g, zt_status *st) {
     ZT_TRY(begin(ng, ZT_COMM_BCAST, st));
     const ncclResult_t r = ncclAllReduce(ng->d_one, ng->d_one, 1, ncclFloat32, ncclMax, ng->nc,
                                          ng->stream);
-    if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_BCAST, r, st);
+    if (r != ncclSuccess) return call_failed(ng, ZT_COMM_BCAST, r, st);
     return end_blocking(ng, ZT_COMM_BCAST, st);
 }
 
@@ -256,7 +266,7 @@ static int enqueue_reduce_scatter(nccl_group *ng, const void *send, void *recv, 
         const ncclResult_t r2 = ncclGroupEnd();
         if (r == ncclSuccess) r = r2;
     }
-    if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_REDUCE_SCATTER, r, st);
+    if (r != ncclSuccess) return call_failed(ng, ZT_COMM_REDUCE_SCATTER, r, st);
     g->calls[ZT_COMM_REDUCE_SCATTER]++;
     if (g->size > 1) g->bytes[ZT_COMM_REDUCE_SCATTER] += others_bytes(g, counts, t);
     return ZT_OK;
@@ -304,7 +314,7 @@ static int enqueue_allgather(nccl_group *ng, void *buf, const int *counts, const
         const ncclResult_t r2 = ncclGroupEnd();
         if (r == ncclSuccess) r = r2;
     }
-    if (r != ncclSuccess) return fail_nccl(ng, ZT_COMM_ALLGATHER, r, st);
+    if (r != ncclSuccess) return call_failed(ng, ZT_COMM_ALLGATHER, r, st);
     g->calls[ZT_COMM_ALLGATHER]++;
     if (g->size > 1) g->bytes[ZT_COMM_ALLGATHER] += others_bytes(g, counts, t);
     return ZT_OK;
@@ -446,11 +456,11 @@ int zt_group_nccl(zt_group *mpi_parent, const char *name, int device, zt_group *
     if (rc == ZT_OK) {
         const ncclResult_t r = ncclCommInitRank(&ng->nc, ng->g.size, msg.id, ng->g.rank);
         if (r != ncclSuccess) {
+            const char *last = ncclGetLastError(NULL);
             ng->nc = NULL;
             rc = zt_fail(st, ZT_ECOMM, "NCCL %s group: ncclCommInitRank (rank %d of %d, device %d) "
                          "failed: %s%s%s", name, ng->g.rank, ng->g.size, device,
-                         ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "",
-                         ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
+                         ncclGetErrorString(r), last && *last ? ": " : "", last && *last ? last : "");
         }
         /* all ranks agree on the outcome (bounded) */
         bad = rc != ZT_OK;

@@ -753,13 +753,26 @@ uint64_t zt_memplan_device_limit(const zt_config *cfg, const zt_backend *be, int
         return 0;
     }
     const uint64_t reserve = zt_memplan_device_reserve(be->name, tot);
-    uint64_t l = fr > reserve ? fr - reserve : 0;
+    /* cuda: what the backend already holds (its cuBLAS workspace, from its
+     * start) is used memory to cudaMemGetInfo but also in the plan (kernel
+     * workspace): counted once, in the plan.  (Ranks sharing the device
+     * add back only their own: conservative.) */
+    size_t held = 0, held_peak = 0;
+    if (strcmp(be->name, "cuda") == 0 && be->mem_stats) be->mem_stats(&held, &held_peak);
+    const uint64_t avail = (uint64_t)fr + held;
+    /* free memory below the reserve: a limit of 1 byte (0 means unknown:
+     * not checked), so the plan is refused with the reason */
+    uint64_t l = avail > reserve ? avail - reserve : 1;
     if (ranks_on_device < 1) ranks_on_device = 1;
     l /= (uint64_t)ranks_on_device;
-    char fb[32], rb[32];
+    if (!l) l = 1;
+    char fb[32], rb[32], hb[32];
     zt_memplan_fmt_bytes((double)fr, fb, sizeof fb);
     zt_memplan_fmt_bytes((double)reserve, rb, sizeof rb);
+    zt_memplan_fmt_bytes((double)held, hb, sizeof hb);
     int w = snprintf(what, n, "free device memory of %s: %s", name, fb);
+    if (w > 0 && (size_t)w < n && held)
+        w += snprintf(what + w, n - (size_t)w, " plus the backend's own %s (in the plan)", hb);
     if (w > 0 && (size_t)w < n && reserve)
         w += snprintf(what + w, n - (size_t)w, " less a %s reserve", rb);
     if (w > 0 && (size_t)w < n && ranks_on_device > 1)

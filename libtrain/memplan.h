@@ -152,11 +152,14 @@ uint64_t zt_memplan_device_reserve(const char *backend, uint64_t total);
 struct zt_backend;
 /* The per-rank device limit on a device backend (be->host_memory == 0):
  * ztrain.memory_limit when set; else the device's free memory as
- * be->device_memory reports it, less zt_memplan_device_reserve, divided by
- * ranks_on_device (ranks sharing one GPU: local ranks / visible devices,
- * rounded up; 1 when each rank has its own).  cpu-strict without an
- * emulated capacity: the host limit (its "device" is host memory).  0 when
- * unknown.  what[n] describes it, naming the device. */
+ * be->device_memory reports it (cuda: plus what the backend already holds,
+ * its cuBLAS workspace, which the plan counts as kernel workspace), less
+ * zt_memplan_device_reserve, divided by ranks_on_device (ranks sharing one
+ * GPU: local ranks / visible devices, rounded up; 1 when each rank has its
+ * own); at least 1 byte (free memory below the reserve: every plan is
+ * refused).  cpu-strict without an emulated capacity: the host limit (its
+ * "device" is host memory).  0 when unknown.  what[n] describes it, naming
+ * the device. */
 uint64_t zt_memplan_device_limit(const zt_config *cfg, const struct zt_backend *be,
                                  int ranks_on_device, int ranks_per_node, char *what, size_t n);
 

@@ -903,10 +903,14 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         size_t fr, tot;
         if (ctx->be->device_memory) ctx->be->device_memory(&fr, &tot, name, sizeof name);
         const double pd = (double)p->peak[ZT_MP_DEVICE];
-        char kw[96] = "";
+        char kw[192] = "";
         if (p->kernel_ws_bytes)
             snprintf(kw, sizeof kw, "; of it kernel workspace %llu bytes",
                      (unsigned long long)p->kernel_ws_bytes);
+        /* what a CLI run may add after the report (weights export, sample) */
+        if (p->end_peak[ZT_MP_DEVICE] > p->peak[ZT_MP_DEVICE])
+            snprintf(kw + strlen(kw), sizeof kw - strlen(kw), "; with the end of a CLI run %llu bytes",
+                     (unsigned long long)p->end_peak[ZT_MP_DEVICE]);
         zt_log(ctx, ZT_LOG_INFO, "device memory peak per rank (%s): measured %llu bytes, "
                "predicted %llu bytes (%+.2f%%%s)", name[0] ? name : ctx->be->name,
                (unsigned long long)dpeak, (unsigned long long)p->peak[ZT_MP_DEVICE],

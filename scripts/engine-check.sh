@@ -8,6 +8,8 @@
 #                           [--rtol R] [--steps N] [--cases LIST]
 #                           [--ztrain PATH] [--mpirun PATH] [--config FILE]
 #                           [--text FILE] [--log FILE] [--workdir DIR]
+#                           [--batch-size B] [--args "ARGS"] [--param-atol A]
+#                           [--case "NAME PRECISION ARGS..."]...
 #
 # Cases, for each rank count of --np (default "1 2"):
 #   fp32 at ZeRO stages 0, 1, 2, 3                       (cases s0 s1 s2 s3)
@@ -17,6 +19,12 @@
 #     stage 3, against the uninterrupted cpu run         (resume)
 # --cases picks some of them (default: all).  --config FILE trains another
 # model configuration (configs/llama-tiny.json: the Llama model; tests/llama_mpi.sh).
+# --case "NAME PRECISION ARGS..." (repeatable) adds a case: cpu vs X with
+# --precision PRECISION and ARGS (e.g. "ck fp32 --stage 2 --act-ckpt blocks"),
+# run for each rank count whatever --cases says (--cases "" + --case runs only
+# the added ones: pass --cases none).  --batch-size B: the global batch
+# (default 8; micro batch B / ranks).  --args "ARGS": more arguments for every
+# run, cpu and X (e.g. --memory-report).
 #
 # Tolerance, |x - cpu| <= rtol |cpu| per value (losses and validation losses;
 # gradient norms get 10 rtol): --rtol R, else by backend: bitwise (rtol 0) for
@@ -25,6 +33,8 @@
 # test_cuda's tolerance for 8 training steps) and 2e-3 with bf16 (same rounded
 # GEMM operands on both backends, but an fp32 difference of one ulp can flip a
 # bf16 rounding).  comm_bytes must be equal on any backend.
+# --param-atol A also compares the weights the two runs save (--save, the
+# llm.c file: GPT-2 only) element by element: |x - cpu| <= A (off by default).
 #
 # Environment: ZTRAIN (the ztrain binary; default ./ztrain or ztrain in PATH),
 # ZT_MPIRUN (default mpirun), ZT_ENGINE_TIMEOUT (seconds per run, default 300),
@@ -39,7 +49,8 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 backend=cpu-strict; nps="1 2"; comm=auto; rtol=""; steps=6; cases=""
 config=$SRC/configs/tiny.json; text=$SRC/data/tinyshakespeare.txt; log=""; workdir=""
 ztrain=${ZTRAIN:-}; mpirun=${ZT_MPIRUN:-mpirun}
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+batch=8; args=(); patol=""; extra=()
+usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case "$1" in
@@ -55,6 +66,10 @@ while [ $# -gt 0 ]; do
         --text) text=$2 ;;
         --log) log=$2 ;;
         --workdir) workdir=$2 ;;
+        --batch-size) batch=$2 ;;
+        --args) read -r -a args <<< "$2" ;;
+        --param-atol) patol=$2 ;;
+        --case) extra+=("$2") ;;
         *) usage ;;
     esac
     shift 2
@@ -100,9 +115,9 @@ head -c 120000 "$text" > corpus.txt
 half=$((steps / 2))
 [ "$half" -ge 1 ] || bail "--steps must be >= 2"
 # the same schedule for every run: a global batch of 8, lr schedule over $steps
-COMMON=(--config "$config" --train c_train.bin --val c_val.bin --batch-size 8
+COMMON=(--config "$config" --train c_train.bin --val c_val.bin --batch-size "$batch"
         --scheduler.params.total_num_steps "$steps" --eval-every "$half" --eval-batches 2
-        --log-every 1 --sample-tokens 0)
+        --log-every 1 --sample-tokens 0 "${args[@]}")
 
 # zrun TAG BACKEND NP ARGS...: one run, files TAG.{out,jsonl}, checkpoints ck_TAG/
 zrun() {
@@ -173,6 +188,26 @@ sys.exit(1 if why else 0)
 PY
 }
 
+# compare_params REF X ATOL: the llm.c weights files (header, then fp32)
+compare_params() {
+    python3 - "$@" <<'PY'
+import array, sys
+a, b, atol = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read(), float(sys.argv[3])
+if len(a) != len(b) or a[:1024] != b[:1024]:
+    print(f"weights: the files differ in size or header ({len(b)} vs cpu {len(a)} bytes)")
+    sys.exit(1)
+fa, fb = array.array("f"), array.array("f")
+fa.frombytes(a[1024:]); fb.frombytes(b[1024:])
+d = [abs(x - y) for x, y in zip(fa, fb)]
+worst = max(range(len(d)), key=d.__getitem__) if d else 0
+m = d[worst] if d else 0.0
+if not m <= atol:
+    print(f"weights: element {worst} of {len(d)}: {fb[worst]!r} vs cpu {fa[worst]!r} (|diff| {m:.2e} > {atol:g})")
+    sys.exit(1)
+print(f"max |weight diff| {m:.1e} over {len(d)}")
+PY
+}
+
 tol_for() {  # tol_for PRECISION
     if [ -n "$rtol" ]; then echo "$rtol"
     else case "$backend" in cpu|cpu-strict) echo 0 ;; *) [ "$1" = bf16 ] && echo 2e-3 || echo 1e-4 ;; esac
@@ -208,8 +243,16 @@ same() {
         detail=$(compare "c_$tag.jsonl" "x_$tag.jsonl" "$tol" > "cmp_$tag.txt"; echo $?)
         if [ "$detail" != 0 ]; then why=$(tail -n +2 "cmp_$tag.txt"); fi
         detail=$(head -1 "cmp_$tag.txt")
+        if [ -z "$why" ] && [ -n "$patol" ] && [ -f "c_$tag.bin" ] && [ -f "x_$tag.bin" ]; then
+            if compare_params "c_$tag.bin" "x_$tag.bin" "$patol" > "cmpw_$tag.txt"; then
+                detail="$detail, $(cat "cmpw_$tag.txt")"
+            else
+                why=$(cat "cmpw_$tag.txt")
+            fi
+        fi
     fi
-    report "$tag" "$tag: $backend == cpu within rtol $tol ($np rank(s), $prec: $*)" "$why" "$detail"
+    report "$tag" "$tag: $backend == cpu within rtol $tol${patol:+, weights atol $patol} ($np rank(s), $prec: $*)" \
+        "$why" "$detail"
 }
 
 # resume TAG NP ARGS...: X saves at step steps/2, a new X process resumes to
@@ -240,7 +283,7 @@ resume() {
 echo "# engine check: backend $backend (comm $comm) vs cpu; $steps steps of $(basename "$config"); ranks: $nps"
 echo "# ztrain: $ztrain; mpirun: $mpirun"
 for np in $nps; do
-    mb=$((8 / np))
+    mb=$((batch / np))
     for s in 0 1 2 3; do
         want "s$s" && same "n${np}s$s" "$np" fp32 --stage "$s" --micro-batch "$mb"
     done
@@ -248,6 +291,10 @@ for np in $nps; do
     want offs3 && same "n${np}offs3" "$np" fp32 --stage 3 --micro-batch "$mb" --offload optimizer
     want offbf16s3 && same "n${np}offbf16s3" "$np" bf16 --stage 3 --micro-batch "$mb" --offload optimizer
     want resume && resume "n${np}resume" "$np" --stage 3 --micro-batch "$mb"
+    for c in "${extra[@]}"; do
+        read -r -a cv <<< "$c"
+        same "n${np}${cv[0]}" "$np" "${cv[1]}" --micro-batch "$mb" "${cv[@]:2}"
+    done
 done
 echo "1..$N"
 [ "$FAILED" -eq 0 ]

@@ -254,18 +254,32 @@ int main(int argc, char **argv) {
     zt_group_free(staged);
     staged = NULL;
 
-    /* the cuda backend */
+    /* the cuda backend on the device of the node-local rank (zt_cuda_open:
+     * local rank modulo the visible devices, so ranks may share one) */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
+    int lrank = 0, lsize = 1;
+    MPI_Comm_rank(node, &lrank);
+    MPI_Comm_size(node, &lsize);
     zt_status_clear(&st);
-    const int dev = zt_cuda_pick_device(0, &st);   /* local rank 0 view: share device 0 */
-    const zt_backend *gpu = dev >= 0 ? zt_backend_cuda() : NULL;
+    int dev = -1;
+    const zt_backend *gpu = zt_cuda_open(lrank, &dev, &st);
     int have_gpu = gpu != NULL, all_gpu = 0;
     MPI_Allreduce(&have_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    /* NCCL needs one GPU per rank: are the devices of a node distinct? */
+    int *ldev = malloc((size_t)lsize * sizeof *ldev), distinct = 1, all_distinct = 0;
+    MPI_Allgather(&dev, 1, MPI_INT, ldev, 1, MPI_INT, node);
+    for (int i = 0; i < lsize; i++)
+        for (int j = 0; j < i; j++) distinct &= ldev[i] != ldev[j];
+    free(ldev);
+    MPI_Comm_free(&node);
+    MPI_Allreduce(&distinct, &all_distinct, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all_gpu) {
         zt_group *ref2 = NULL;
         zt_group_mpi(MPI_COMM_WORLD, "ref2", 60.0, &ref2, &st);
         exercise(ref2, cpu, "mpi (again)");
         check(zt_group_host_staged(world, "staged-gpu", gpu, &staged, &st) == ZT_OK,
-              "zt_group_host_staged (cuda backend, ranks share GPU %d)", dev);
+              "zt_group_host_staged (cuda backend%s)", all_distinct ? "" : ", ranks sharing a GPU");
         exercise(staged, gpu, "staged/cuda");
         check(same_accounting(staged, ref2), "staged/cuda: accounting = the MPI group's");
         bf16_sum(staged, gpu, "staged/cuda");
@@ -278,14 +292,7 @@ int main(int argc, char **argv) {
     }
 
 #ifdef ZT_HAVE_NCCL
-    /* NCCL needs one GPU per rank; here every rank's backend is on device
-     * 0 of its node, so only one rank per node can use it */
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
-    int lsize = 1, max_lsize = 1;
-    MPI_Comm_size(node, &lsize);
-    MPI_Comm_free(&node);
-    MPI_Allreduce(&lsize, &max_lsize, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int nccl_ran = 0;
     if (all_gpu) {
         zt_status s2;
         zt_status_clear(&s2);
@@ -293,7 +300,7 @@ int main(int argc, char **argv) {
         check(zt_group_nccl(world, "nccl", dev + 1000, &bad, &s2) == ZT_EINVAL && bad == NULL,
               "zt_group_nccl on a device that is not the backend's: refused (%s)", s2.msg);
     }
-    if (all_gpu && max_lsize == 1) {
+    if (all_gpu && all_distinct) {
         zt_group *nc = NULL, *ref3 = NULL;
         zt_status_clear(&st);
         const int rc = zt_group_nccl(world, "nccl", dev, &nc, &st);
@@ -313,12 +320,80 @@ int main(int argc, char **argv) {
             const char *e = gpu->error();
             check(e == NULL, "nccl: no CUDA error (%s)", e ? e : "none");
             zt_group_free(ref3);
+            nccl_ran = 1;
+#ifdef ZT_CUDASIM
+            /* the simulator checks that every rank runs the same operation:
+             * mismatched counts fail on every rank, the communicator is
+             * aborted and later calls fail at once (on a GPU this could hang
+             * until the timeout or corrupt memory) */
+            if (g_size > 1) {
+                float hm[6] = {1, 2, 3, 4, 5, 6};
+                float *dm = dput(gpu, hm, sizeof hm);
+                zt_status s5;
+                zt_status_clear(&s5);
+                const int rc5 = nc->ops->allreduce_sum(nc, dm, g_rank == 0 ? 5 : 6, ZT_F32, &s5);
+                check(rc5 == ZT_ECOMM && strstr(s5.msg, "differs between ranks") != NULL,
+                      "nccl: mismatched counts across ranks fail on every rank (%s)", s5.msg);
+                zt_status_clear(&s5);
+                check(nc->ops->barrier(nc, &s5) == ZT_ECOMM && strstr(s5.msg, "aborted") != NULL,
+                      "nccl: after the failure the communicator is aborted (%s)", s5.msg);
+                gpu->free(dm);
+                e = gpu->error();
+                check(e == NULL, "nccl: the failure left no CUDA error behind (%s)", e ? e : "none");
+            }
+            /* a failed NCCL call (here a host buffer, refused by the
+             * simulator's pointer check) aborts the communicator: peers
+             * whose call succeeded would wait for this rank, and its next
+             * collective must not pair with theirs */
+            zt_group *nc2 = NULL;
+            zt_status s6;
+            zt_status_clear(&s6);
+            if (zt_group_nccl(world, "nccl2", dev, &nc2, &s6) == ZT_OK) {
+                float hh[4] = {1, 2, 3, 4};
+                const int rc6 = nc2->ops->allreduce_sum(nc2, hh, 4, ZT_F32, &s6);
+                check(rc6 == ZT_ECOMM && strstr(s6.msg, "invalid argument") != NULL,
+                      "nccl: a host buffer is refused (%s)", s6.msg);
+                zt_status_clear(&s6);
+                check(nc2->ops->barrier(nc2, &s6) == ZT_ECOMM && strstr(s6.msg, "aborted") != NULL,
+                      "nccl: after a failed NCCL call the communicator is aborted (%s)", s6.msg);
+            } else {
+                check(0, "zt_group_nccl nccl2 (%s)", s6.msg);
+            }
+            zt_group_free(nc2);
+#endif
         }
         zt_group_free(nc);
+
+        /* a communicator not every rank joins (as hybrid sharding makes):
+         * the even ranks only */
+        zt_group *half = NULL, *hn = NULL;
+        zt_status_clear(&st);
+        int ok = zt_group_split(world, g_rank % 2, g_rank, "half", &half, &st) == ZT_OK;
+        if (ok && g_rank % 2 == 0) {
+            ok = zt_group_nccl(half, "nccl-even", dev, &hn, &st) == ZT_OK && hn->size == (g_size + 1) / 2;
+            diag_st(&st);
+            float hv[3] = {(float)g_rank, 1.0f, (float)(g_rank * g_rank)};
+            float *dv = dput(gpu, hv, sizeof hv);
+            if (ok) ok = hn->ops->allreduce_sum(hn, dv, 3, ZT_F32, &st) == ZT_OK;
+            dget(gpu, hv, dv, sizeof hv);
+            float want0 = 0, want2 = 0;
+            for (int r = 0; r < g_size; r += 2) want0 += (float)r, want2 += (float)(r * r);
+            ok &= hv[0] == want0 && hv[1] == (float)((g_size + 1) / 2) && hv[2] == want2;
+            gpu->free(dv);
+            zt_group_free(hn);
+        }
+        check(ok, "nccl: a communicator of the even ranks only (the odd ranks do not take part)");
+        zt_group_free(half);
     } else {
-        skip("NCCL group", all_gpu ? "needs one GPU per rank: this test puts every rank of a node on "
-                                     "device 0, so it runs NCCL with one rank per node" : "no CUDA device");
+        skip("NCCL group", all_gpu ? "needs one GPU per rank: ranks of a node share a device here"
+                                   : "no CUDA device");
     }
+#ifdef ZT_CUDASIM
+    /* built against the CUDA simulator: the NCCL group must have run */
+    check(nccl_ran, "the NCCL group ran on the simulator (ZT_CUDASIM_DEVICES >= ranks per node)");
+#else
+    (void)nccl_ran;
+#endif
 #else
     skip("NCCL group", "this build has no NCCL");
 #endif

@@ -5,20 +5,33 @@
 # its reason; exits 1 when anything failed or the program did not run its
 # plan.  The simulator's settings come from the environment
 # (ZT_CUDASIM_ORDER, ZT_CUDASIM_SEED, ZT_CUDASIM_RACECHECK: README).
+# A PROGRAM ending in .sh (tests/cudasim/engine.sh) is a bash script run
+# with CUDASIM_ZTRAIN as its argument; its log goes to tests/cudasim/ here.
+# CUDASIM_NP=n runs it under $ZT_MPIRUN (default mpirun) --oversubscribe
+# with n ranks (rank 0 prints the TAP).
 prog=${1:?usage: check.sh PROGRAM [SUFFIX]}
-log=$prog${2-}.log
-trs=$prog${2-}.trs
+case $prog in
+    *.sh) run="bash $prog ${CUDASIM_ZTRAIN:-tests/cudasim/ztrain_sim}"; base=tests/cudasim/$(basename "$prog" .sh) ;;
+    *) run=$prog; base=$prog ;;
+esac
+log=$base${2-}.log
+trs=$base${2-}.trs
 ZT_CUDA_TEST_QUICK=${ZT_CUDA_TEST_QUICK-1}
 export ZT_CUDA_TEST_QUICK
 start=$(date +%s)
-"$prog" > "$log" 2>&1
+if [ -n "${CUDASIM_NP-}" ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        "${ZT_MPIRUN:-mpirun}" --oversubscribe -np "$CUDASIM_NP" --bind-to none "$prog" > "$log" 2>&1
+else
+    $run > "$log" 2>&1
+fi
 rc=$?
 end=$(date +%s)
 pass=$(grep -c '^ok ' "$log")
 fail=$(grep -c '^not ok ' "$log")
 skip=$(grep -c '^ok .*# SKIP' "$log")
 plan=$(grep -m1 '^1\.\.' "$log")
-echo "check-cudasim: $prog (ZT_CUDA_TEST_QUICK=$ZT_CUDA_TEST_QUICK, order ${ZT_CUDASIM_ORDER:-forward} seed ${ZT_CUDASIM_SEED:-1}, racecheck ${ZT_CUDASIM_RACECHECK:-0}${ZT_CUDASIM_RACECHECK_ACCESSES:+ up to $ZT_CUDASIM_RACECHECK_ACCESSES accesses per kernel}): plan $plan, $((pass - skip)) passed, $fail failed, $skip skipped, exit $rc, $((end - start)) s; log: $log"
+echo "check-cudasim: $prog${CUDASIM_NP:+ at $CUDASIM_NP ranks} (ZT_CUDA_TEST_QUICK=$ZT_CUDA_TEST_QUICK, order ${ZT_CUDASIM_ORDER:-forward} seed ${ZT_CUDASIM_SEED:-1}, racecheck ${ZT_CUDASIM_RACECHECK:-0}${ZT_CUDASIM_RACECHECK_ACCESSES:+ up to $ZT_CUDASIM_RACECHECK_ACCESSES accesses per kernel}): plan $plan, $((pass - skip)) passed, $fail failed, $skip skipped, exit $rc, $((end - start)) s; log: $log"
 grep '^not ok ' "$log" | sed 's/^/  FAIL: /'
 grep '^ok .*# SKIP' "$log" | sed 's/^/  SKIP: /'
 grep '^cudasim' "$log" | sort | uniq -c | sed 's/^/  simulator: /' | head -40

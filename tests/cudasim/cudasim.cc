@@ -40,6 +40,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,14 +51,15 @@ dim3 blockDim, gridDim;
 
 static const size_t SIM_SMEM_DEFAULT = 48 * 1024;
 static const size_t SIM_SMEM_OPTIN = 227 * 1024;
-/* SMs reported (ZT_CUDAsim_sms()): few, so that grid-stride kernels, whose
+/* SMs reported (ZT_CUDASIM_SMS): few, so that grid-stride kernels, whose
  * results never depend on the grid, launch fewer threads */
 static int sim_sms(void) {
-    const char *s = getenv("ZT_CUDAsim_sms()");
+    const char *s = getenv("ZT_CUDASIM_SMS");
     return s && *s && atoi(s) > 0 ? atoi(s) : 4;
 }
 
 static int g_dev;
+static unsigned long long g_sim_launches;   /* kernels queued, for the device report */
 static cudaError_t g_last;       /* returned (and cleared) by cudaGetLastError */
 static std::string g_async_msg;  /* the first failure of queued work since the last sync */
 static bool g_async_err;
@@ -203,7 +205,11 @@ struct CUstream_st {
     unsigned flags;
 };
 struct CUevent_st {
-    uint64_t recorded = 0, reached = 0;   /* record count, and the last one the stream ran */
+    /* record count, and the last one the stream ran: shared with the
+     * records and waits still queued, which outlive a cudaEventDestroy (as
+     * on a device, where the resources go once the event completes) */
+    uint64_t recorded = 0;
+    std::shared_ptr<uint64_t> reached = std::make_shared<uint64_t>(0);
     cudaStream_t s = nullptr;
 };
 
@@ -247,6 +253,16 @@ extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags
     return cudaSuccess;
 }
 extern "C" cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
+/* priorities order nothing here: streams run when the host synchronizes */
+extern "C" cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+    if (least) *least = 0;
+    if (greatest) *greatest = -5;
+    return cudaSuccess;
+}
+extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, int priority) {
+    if (priority > 0 || priority < -5) return set_last(cudaErrorInvalidValue);
+    return cudaStreamCreateWithFlags(s, flags);
+}
 
 extern "C" cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (!s || !stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
@@ -278,28 +294,28 @@ extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) 
 extern "C" cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
 extern "C" cudaError_t cudaEventDestroy(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
-    delete e;   /* a record still queued refers to it: see cudaEventRecord */
+    delete e;   /* records and waits still queued keep its shared count (CUevent_st) */
     return cudaSuccess;
 }
 
-static std::map<cudaEvent_t, uint64_t> g_ev_alive;   /* event -> generation, for queued records */
 
 extern "C" cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     if (!e || !stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
     const uint64_t n = ++e->recorded;
     e->s = S(s);
-    S(s)->q.push_back([e, n]() { if (e->reached < n) e->reached = n; });
+    std::shared_ptr<uint64_t> r = e->reached;
+    S(s)->q.push_back([r, n]() { if (*r < n) *r = n; });
     return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
-    if (e->s && e->reached < e->recorded) {
+    if (e->s && *e->reached < e->recorded) {
         bool stop = false;
         const uint64_t want = e->recorded;
         cudaStream_t s = e->s;
         dev_window open;
-        while (!s->q.empty() && e->reached < want) {
+        while (!s->q.empty() && *e->reached < want) {
             std::function<void()> op = std::move(s->q.front());
             s->q.pop_front();
             op();
@@ -311,18 +327,33 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e) {
 
 extern "C" cudaError_t cudaEventQuery(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
-    /* work runs only when the host synchronizes: an event with work queued
-     * before it is never complete here */
-    return e->reached >= e->recorded ? cudaSuccess : cudaErrorNotReady;
+    /* work runs only when the host synchronizes, and a host that polls an
+     * event waits for it (a GPU progresses meanwhile): each query of an
+     * incomplete event runs the next queued operation of its stream and
+     * says not ready, so an event with work before it answers not ready at
+     * least once; a failure of that work is the answer instead */
+    if (*e->reached >= e->recorded) return cudaSuccess;
+    if (e->s && !e->s->q.empty()) {
+        std::function<void()> op = std::move(e->s->q.front());
+        e->s->q.pop_front();
+        {
+            dev_window open;   /* the operation is device work */
+            op();
+        }
+        const cudaError_t r = sync_result();
+        if (r != cudaSuccess) return r;
+    }
+    return cudaErrorNotReady;
 }
 
 extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     if (!e || !stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
-    if (!e->s || e->reached >= e->recorded) return cudaSuccess;
+    if (!e->s || *e->reached >= e->recorded) return cudaSuccess;
     const uint64_t want = e->recorded;
     cudaStream_t src = e->s;
-    S(s)->q.push_back([e, want, src]() {
-        while (!src->q.empty() && e->reached < want) {
+    std::shared_ptr<uint64_t> r = e->reached;
+    S(s)->q.push_back([r, want, src]() {
+        while (!src->q.empty() && *r < want) {
             std::function<void()> op = std::move(src->q.front());
             src->q.pop_front();
             op();
@@ -424,6 +455,7 @@ static void dev_summary(void) {
     fprintf(stderr, "cudasim: device memory: %llu allocations (at most %zu live), %llu device-work windows, "
             "%llu mprotect calls\n", g_dev_nalloc, g_dev_maxlive, g_dev_nwin, g_dev_nprot);
 }
+static void sim_mem_note(long long delta, bool resident);   /* the device report (end of file) */
 
 static cudaError_t dev_alloc(void **p, size_t bytes) {
     if (!p) return set_last(cudaErrorInvalidValue);
@@ -438,6 +470,7 @@ static cudaError_t dev_alloc(void **p, size_t bytes) {
     g_dev_mem[(uintptr_t)q] = sz;
     g_dev_freed.erase((uintptr_t)q);
     g_dev_used += sz;
+    sim_mem_note((long long)sz, true);
     *p = q;
     if (!g_dev_nalloc++) atexit(dev_summary);
     if (g_dev_mem.size() > g_dev_maxlive) g_dev_maxlive = g_dev_mem.size();
@@ -461,6 +494,7 @@ static cudaError_t dev_free(void *p, const char *who) {
     }
     g_dev_used -= it->second;
     g_dev_freed[(uintptr_t)p] = it->second;
+    sim_mem_note(-(long long)it->second, true);
     g_dev_mem.erase(it);
     return cudaSuccess;
 }
@@ -468,6 +502,8 @@ static cudaError_t dev_free(void *p, const char *who) {
 extern "C" cudaError_t cudaMalloc(void **p, size_t bytes) { return dev_alloc(p, bytes); }
 extern "C" cudaError_t cudaFree(void *p) {
     cudaDeviceSynchronize();   /* cudaFree synchronizes the device */
+    auto it = g_dev_mem.find((uintptr_t)p);
+    if (it != g_dev_mem.end()) sim_mem_note(-(long long)it->second, false);
     return dev_free(p, "cudaFree");
 }
 extern "C" cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
@@ -481,6 +517,7 @@ extern "C" cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
                 g_dev_freed.count((uintptr_t)p) ? "already freed (double free)" : "not a device allocation");
         return set_last(cudaErrorInvalidValue);
     }
+    if (p) sim_mem_note(-(long long)g_dev_mem[(uintptr_t)p], false);
     S(s)->q.push_back([p]() { dev_free(p, "cudaFreeAsync"); });
     return cudaSuccess;
 }
@@ -1266,9 +1303,62 @@ void zt_sim_launch(const char *name, const void *fn, unsigned bound, dim3 grid, 
         return;
     }
     std::string kname(name);
+    g_sim_launches++;
     S(s)->q.push_back([kname, grid, block, smem, body]() {
         run_kernel(kname.c_str(), grid, block, smem, body);
     });
 }
 
 bool zt_sim_is_device(const void *p, size_t bytes) { return dev_range(p, bytes ? bytes : 1); }
+
+/* ------------------------------------------------------------ device report
+ * What the device held, for the engine check (tests/cudasim/engine.sh):
+ * with ZT_CUDASIM_REPORT set, one line at exit, appended to that file (or
+ * on stderr for "-"):
+ *   cudasim-report: rank R device D peak P resident_peak Q live L allocs A launches K total T
+ * P is the peak of the bytes allocated (cudaMalloc, cudaMallocAsync) and
+ * not yet freed in stream order: cudaFreeAsync counts when it is queued,
+ * as a stream-ordered pool lets the next allocation on that stream reuse
+ * the block (every allocation of the backend is on its compute stream).
+ * Q is the peak of what the simulator held, where a cudaFreeAsync counts
+ * only when the stream runs it (at a synchronization): >= P.  Both are
+ * the requested sizes, without a pool's or an allocator's rounding.  R is
+ * the MPI rank from the launcher's environment (-1 without one). */
+static long long g_mem_live, g_mem_peak, g_mem_res, g_mem_res_peak;
+static unsigned long long g_mem_allocs;
+static bool g_report_armed;
+
+static void sim_report(void) {
+    const char *path = getenv("ZT_CUDASIM_REPORT");
+    if (!path || !*path) return;
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    char line[400];
+    snprintf(line, sizeof line, "cudasim-report: rank %s device %d peak %lld resident_peak %lld live %lld "
+             "allocs %llu launches %llu total %zu\n", r ? r : "-1", g_dev, g_mem_peak, g_mem_res_peak,
+             g_mem_live, g_mem_allocs, g_sim_launches, sim_total_mem());
+    FILE *f = strcmp(path, "-") == 0 ? stderr : fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "cudasim: ZT_CUDASIM_REPORT=%s: cannot open it\n", path);
+        return;
+    }
+    fputs(line, f);
+    if (f != stderr) fclose(f);
+}
+
+/* delta bytes allocated (> 0) or freed; resident: the simulator's own
+ * allocation or release, else a free in stream order */
+static void sim_mem_note(long long delta, bool resident) {
+    if (!g_report_armed) {
+        g_report_armed = true;
+        atexit(sim_report);
+    }
+    if (resident) {
+        g_mem_res += delta;
+        if (g_mem_res > g_mem_res_peak) g_mem_res_peak = g_mem_res;
+        if (delta < 0) return;   /* counted in stream order when it was freed */
+        g_mem_allocs++;
+    }
+    g_mem_live += delta;
+    if (g_mem_live > g_mem_peak) g_mem_peak = g_mem_live;
+}

@@ -1,0 +1,180 @@
+#!/bin/bash
+# engine.sh [ZTRAIN] -- make check-cudasim: the training engine with
+# --backend cuda on the CUDA simulator against --backend cpu.
+#
+# ZTRAIN (default tests/cudasim/ztrain_sim) is the ztrain CLI linked
+# with the simulated CUDA backend (tests/cudasim/cudasim.am).  The runs are
+# scripts/engine-check.sh's: the same arguments on both backends, a few
+# steps of a tiny model, the per-step losses, gradient norms and
+# validation losses compared, comm_bytes equal, and for GPT-2 the saved
+# weights element by element.  Every cuda run has --memory-report and the
+# simulator's device report (ZT_CUDASIM_REPORT=-: a `cudasim-report:` line
+# per rank at exit, tests/cudasim/README), from which this script checks:
+#   - every rank ran the simulated device (kernels launched; each rank is a
+#     process with its own simulated device);
+#   - the backend's own count of device bytes (zt_cuda_mem, "measured" in
+#     the memory report at the end of training) equals the memory planner's
+#     device prediction P byte for byte;
+#   - the simulator's peak of device bytes over the whole process S (every
+#     cudaMalloc and cudaMallocAsync, a cudaFreeAsync counted when queued:
+#     stream order) is at least the backend's count (nothing allocated
+#     behind the backend's back is missed by the count either way) and at
+#     most the plan's end-of-run device peak E (training plus what the CLI
+#     does after the report: the weights export, a sample); where E = P,
+#     S equals it.  That is rank 0; on the other ranks S <= E (the plan is
+#     for shard-group index 0, which owns the largest slices).  With NCCL
+#     the bounds get 8 bytes more: the NCCL comm backend's barrier word
+#     (cudaMalloc of 4 bytes per NCCL group, outside the backend's count).
+#
+# Tolerances (scripts/engine-check.sh; docs/gpu.md): losses and validation
+# losses |cuda - cpu| <= rtol |cpu| with rtol 1e-4 in fp32 and 2e-3 in bf16
+# (gradient norms 10 rtol), as on a GPU: the simulator's kernels and cuBLAS
+# sum in another order than the CPU kernels and OpenBLAS, so results differ
+# by rounding.  The saved weights: |cuda - cpu| <= 2e-5 per element (fp32
+# and bf16: the bf16 runs round the same GEMM operands on both backends and
+# keep fp32 master weights).  The first runs measured at most 1.8e-6 after
+# 4 AdamW steps at lr 1e-3 (weights up to 1 in magnitude), so 2e-5 is a
+# 10x margin that still catches any kernel error bigger than rounding
+# (one step's update is about lr = 1e-3 per weight).
+#
+# The default matrix covers each feature once or more in about a minute of
+# one core: GPT-2 (configs/tiny.json) at 1 rank (stage 0; bf16 stage 1 with
+# activation checkpointing; stage 3 save + resume in a new process) and 2
+# ranks (fp32 stage 2 with activation checkpointing; bf16 stage 3 with
+# optimizer offload), the Llama (configs/llama-tiny.json) at 1 rank (bf16
+# stage 3) and 2 ranks (stage 1 with activation checkpointing): 2 ranks
+# share the simulated device through host-staged MPI; and GPT-2 at 2 ranks
+# over the simulator's NCCL (ztrain.comm_backend=nccl, a device per rank:
+# fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
+# with bf16 reductions).  With
+# CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
+# offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
+# the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
+# bf16, bf16 with offload and resume, Llama stage 3 fp32 and bf16.  Prints
+# TAP.
+set -uo pipefail
+SRC=${ZT_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+sim=${1:-tests/cudasim/ztrain_sim}
+mpirun=${ZT_MPIRUN:-mpirun}
+[ -x "$sim" ] || { echo "Bail out! no $sim (make tests/cudasim/ztrain_sim)"; exit 1; }
+sim=$(cd "$(dirname "$sim")" && echo "$PWD/$(basename "$sim")")
+W=$(dirname "$sim")/engine.d
+rm -rf "$W" && mkdir -p "$W" || { echo "Bail out! cannot create $W"; exit 1; }
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ZT_CUDASIM_REPORT=- ZT_CUDASIM_RACECHECK=0
+export ZT_CUDASIM_ORDER=${ZT_CUDASIM_ORDER:-forward}
+unset ZT_CUDASIM_DEVICES ZT_CUDASIM_MEM_MB
+
+N=0; FAILED=0
+ok() {  # ok STATUS NAME
+    N=$((N + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
+}
+PATOL=2e-5
+# group NAME NP CONFIG ARGS...: engine-check.sh in $W/NAME, its TAP renumbered;
+# COMM=nccl: ztrain.comm_backend=nccl, a simulated device per rank
+group() {
+    local name=$1 np=$2 config=$3; shift 3
+    local comm=${COMM:-mpi}
+    [ "$comm" = nccl ] && export ZT_CUDASIM_DEVICES=2 || unset ZT_CUDASIM_DEVICES
+    echo "$comm" > "$W/$name.comm"
+    bash "$SRC/scripts/engine-check.sh" --backend cuda --comm-backend "$comm" --np "$np" --steps 4 \
+        --config "$SRC/configs/$config" --ztrain "$sim" --mpirun "$mpirun" --param-atol "$PATOL" \
+        --args "--memory-report" --workdir "$W/$name" --log "$W/$name.log" "$@" > "$W/$name.tap" 2>&1
+    local line
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) ok 0 "$name ${line#ok [0-9]* - }" ;;
+            "not ok "*) ok 1 "$name ${line#not ok [0-9]* - }" ;;
+            "Bail out!"*) ok 1 "$name: engine-check.sh: ${line#Bail out! }" ;;
+            "1.."*) ;;
+            *) echo "$line" ;;
+        esac
+    done < "$W/$name.tap"
+}
+
+if [ "${CUDASIM_ENGINE_FULL:-0}" = 1 ]; then
+    CK=(--case "ck fp32 --stage 2 --act-ckpt blocks" --case "ckbf16 bf16 --stage 1 --act-ckpt blocks")
+    group gpt "1 2" tiny.json "${CK[@]}"
+    group llama "1 2" llama-tiny.json "${CK[@]}"
+    COMM=nccl group nccl 2 tiny.json --cases "s2 s3 bf16s3 offbf16s3 resume"
+    COMM=nccl group llamanccl 2 llama-tiny.json --cases "s3 bf16s3"
+else
+    group gpt1 1 tiny.json --cases "s0 resume" --case "ckbf16s1 bf16 --stage 1 --act-ckpt blocks"
+    group gpt2 2 tiny.json --cases "offbf16s3" --case "cks2 fp32 --stage 2 --act-ckpt blocks"
+    group llama1 1 llama-tiny.json --cases "bf16s3"
+    group llama2 2 llama-tiny.json --cases none --case "cks1 fp32 --stage 1 --act-ckpt blocks"
+    COMM=nccl group nccl 2 tiny.json --cases none --case "accs3 fp32 --stage 3 --grad-accum 2 --micro-batch 2 --sample-tokens 8" \
+        --case "c16s2 bf16 --stage 2 --comm-dtype bf16"
+fi
+
+# ---- the simulator's device report against the backend and the planner
+for out in "$W"/*/x_*.out; do
+    [ -f "$out" ] || continue
+    run=$(basename "$(dirname "$out")")/$(basename "$out" .out)
+    np=$(grep -c '^cudasim-report: ' "$out")
+    dline=$(grep '^device memory peak per rank (cuda device 0 ' "$out" | tail -1)
+    read -r meas pred <<< "$(sed -n 's/.*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' <<< "$dline")"
+    end=$(sed -n 's/.*with the end of a CLI run \([0-9]*\) bytes.*/\1/p' <<< "$dline")
+    end=${end:-$pred}
+    # device bytes outside the backend: the NCCL comm backend's barrier word
+    # (4 bytes per NCCL group, libtrain/comm_nccl.c; the world and the shard
+    # group: at most 2)
+    slack=0
+    [ "$(cat "$(dirname "$out").comm" 2> /dev/null)" = nccl ] && slack=8
+    why=""
+    if [ "$np" -lt 1 ]; then
+        why="no cudasim-report line: the run did not use the simulated device"
+    elif [ -z "$meas" ]; then
+        why="no device line in the memory report"
+    else
+        [ "$meas" = "$pred" ] || why="$why backend's peak $meas != predicted $pred;"
+        while read -r _ _ rank _ dev _ peak _ _ _ _ _ _ _ launches _ _; do
+            [ "$dev" -ge 0 ] && [ "$launches" -gt 0 ] || why="$why rank $rank: device $dev, $launches launches;"
+            [ "$peak" -le $((end + slack)) ] ||
+                why="$why rank $rank: simulator peak $peak > predicted end of run $end (+ $slack);"
+            if [ "$rank" = 0 ]; then
+                p0=$peak
+                [ "$peak" -ge "$meas" ] || why="$why rank 0: simulator peak $peak < backend's $meas;"
+                [ "$end" != "$pred" ] || [ "$peak" -le $((pred + slack)) ] ||
+                    why="$why rank 0: simulator peak $peak > predicted $pred (+ $slack);"
+            fi
+        done < <(grep '^cudasim-report: ' "$out")
+    fi
+    if [ -n "$why" ]; then
+        grep -E '^cudasim-report: |^device memory peak|^ztrain: error' "$out" | sed 's/^/# /'
+    fi
+    ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end + $slack] ($np rank(s))${why:+: $why}"
+    p0=""
+done
+# ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
+# the limit is the free memory plus what the backend already holds (its
+# 32 MiB cuBLAS workspace, which the plan counts), less the reserve (512
+# MiB + 2% of the device); free memory below the reserve refuses the run
+G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
+P=$(sed -n 's/^device memory peak per rank (cuda .*: measured [0-9]* bytes, predicted \([0-9]*\) bytes.*/\1/p' "$G/x_n1s0.out" 2> /dev/null | head -1)
+if [ -n "$P" ] && [ -f "$G/c_train.bin" ]; then
+    # pf TAG MiB: GPT-2 stage 0 as n1s0, 2 steps, on a device of MiB MiB
+    pf() {
+        (cd "$G" && ZT_CUDASIM_MEM_MB=$2 timeout 300 "$sim" train --config "$SRC/configs/tiny.json" \
+            --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 8 --steps 2 --eval-every 2 \
+            --eval-batches 2 --sample-tokens 0 --backend cuda --resume never --ckpt-dir "ck_$1" > "$1.out" 2>&1)
+    }
+    # just fits: 0.98 T - 512 MiB = P + 4 MiB (without the workspace added
+    # back the limit would be 32 MiB lower: refused)
+    T=$(( ( (P >> 20) + 516 ) * 100 / 98 + 1 ))
+    pf pf_fit "$T"; rc=$?
+    grep -q "^memory: predicted peak .*, limit .*plus the backend's own 32.00 MiB (in the plan) less a" "$G/pf_fit.out"
+    r=$?; [ $rc = 0 ] && [ $r = 0 ]; r=$?
+    [ $r = 0 ] || { echo "# exit $rc"; grep -E '^memory:|^ztrain: error' "$G/pf_fit.out" | sed 's/^/# /'; }
+    ok $r "preflight: a device of $T MiB takes the $P-byte plan (the backend's workspace counted once)"
+    pf pf_small 512; rc=$?
+    grep -q "^ztrain: error: predicted peak device memory .* exceeds the limit .* less a .* reserve" "$G/pf_small.out" &&
+        ! grep -q '^step ' "$G/pf_small.out"
+    r=$?; [ $rc = 1 ] && [ $r = 0 ]; r=$?
+    [ $r = 0 ] || { echo "# exit $rc"; grep -E '^memory:|^ztrain: error' "$G/pf_small.out" | sed 's/^/# /'; }
+    ok $r "preflight: a device of 512 MiB, free memory below the reserve, is refused before training (exit $rc)"
+else
+    ok 1 "preflight: no predicted device peak from $G/x_n1s0.out"
+fi
+echo "1..$N"
+[ "$FAILED" -eq 0 ]
