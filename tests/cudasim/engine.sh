@@ -40,8 +40,8 @@
 # The default matrix covers each feature once or more in about a minute of
 # one core: GPT-2 (configs/tiny.json) at 1 rank (stage 0; bf16 stage 1 with
 # activation checkpointing; stage 3 save + resume in a new process) and 2
-# ranks (fp32 stage 2 with activation checkpointing; bf16 stage 3 with
-# optimizer offload), the Llama (configs/llama-tiny.json) at 1 rank (bf16
+# ranks (fp32 stage 0; fp32 stage 2 with activation checkpointing; bf16
+# stage 3 with optimizer offload), the Llama (configs/llama-tiny.json) at 1 rank (bf16
 # stage 3) and 2 ranks (stage 1 with activation checkpointing): 2 ranks
 # share the simulated device through host-staged MPI; and GPT-2 at 2 ranks
 # over the simulator's NCCL (ztrain.comm_backend=nccl, a device per rank:
@@ -100,7 +100,7 @@ if [ "${CUDASIM_ENGINE_FULL:-0}" = 1 ]; then
     COMM=nccl group llamanccl 2 llama-tiny.json --cases "s3 bf16s3"
 else
     group gpt1 1 tiny.json --cases "s0 resume" --case "ckbf16s1 bf16 --stage 1 --act-ckpt blocks"
-    group gpt2 2 tiny.json --cases "offbf16s3" --case "cks2 fp32 --stage 2 --act-ckpt blocks"
+    group gpt2 2 tiny.json --cases "s0 offbf16s3" --case "cks2 fp32 --stage 2 --act-ckpt blocks"
     group llama1 1 llama-tiny.json --cases "bf16s3"
     group llama2 2 llama-tiny.json --cases none --case "cks1 fp32 --stage 1 --act-ckpt blocks"
     COMM=nccl group nccl 2 tiny.json --cases none --case "accs3 fp32 --stage 3 --grad-accum 2 --micro-batch 2 --sample-tokens 8" \
