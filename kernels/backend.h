@@ -214,6 +214,13 @@ typedef struct zt_backend {
     double (*sumsq)(const float *x, size_t n);
     /* x[n] *= s */
     void (*scale)(float *x, size_t n, float s);
+    /* Inverted dropout of x[rows, C] into y (y may be x): element (i, c)
+     * is kept, times 1 / (1 - p), when the counter-based draw of
+     * (key, (row0 + i) * C + c) is >= p (kernels/dropout.h), else 0.  The
+     * mask is a pure function of key and the global row row0 + i: the same
+     * on every backend, at any split of the rows.  0 <= p < 1.              */
+    void (*dropout)(float *y, const float *x, size_t rows, size_t C, uint64_t key,
+                    uint64_t row0, float p);
     /* ---- precision conversion, round to nearest even (NaN stays NaN) ---- */
     void (*to_bf16)(uint16_t *out, const float *in, size_t n);
     void (*from_bf16)(float *out, const uint16_t *in, size_t n);

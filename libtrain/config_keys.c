@@ -183,8 +183,8 @@ const keydef zt_cfg_keys[] = {
      0, 0, KF_LO_OPEN | KF_NO_HI, "8", NULL,
      "LoRA scale numerator: the adapter output is scaled by alpha / r (PEFT's lora_alpha)"},
     {"ztrain.lora.dropout", "lora-dropout", NULL, NULL, T_DOUBLE, FLD(model.lora_dropout),
-     0, 1, KF_HI_OPEN, "0", NULL, "LoRA dropout on the adapter input (PEFT's lora_dropout); only 0 is implemented yet: a "
-     "value > 0 is refused when training starts"},
+     0, 1, KF_HI_OPEN, "0", NULL, "LoRA dropout on the adapter input (PEFT's lora_dropout): inverted, one mask per "
+     "module, training passes only; the mask is a function of the seed, step, sample, block and module"},
     {"ztrain.lora.targets", "lora-targets", NULL, NULL, T_STRING, FLD(model.lora_targets),
      0, 0, 0, "", NULL,
      "modules that get adapters, PEFT's names (llama: q_proj,k_proj,v_proj,o_proj,gate_proj,"

@@ -232,8 +232,11 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
  * peer engine (as llama.c) */
 #define GRADS_OR_FROZEN(u) do { if (g->lora) frozen_grads(g, a, (u)); else GRADS(u); } while (0)
 #define GRADS_DONE(u) do { if (!g->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
+#define LORA_ACTS ((zt_gpt_acts *)acts)
 #define LORA_PARAMS(l) do { if (g->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
-                                           if (!b_) { return st->code; } g->ad = b_; } } while (0)
+                                           if (!b_) { return st->code; } g->ad = b_;         \
+                                           zt_lora_drop_at(&LORA_ACTS->lora, &g->lo, U, (l),  \
+                                                           LORA_ACTS->fT); } } while (0)
 #define LORA_GRADS(l) do { if (g->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
                                           if (!b_) { return st->code; } g->gad = b_; } } while (0)
 #define LORA_RELEASE(l) do { if (g->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)

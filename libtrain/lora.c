@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "arch.h"
+#include "internal.h"
 #include "lora.h"
 #include "model.h"
 
@@ -67,6 +68,7 @@ int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st) {
         }
     }
     lo->r = mc->lora_r;
+    lo->dropout = (float)mc->lora_dropout;
     lo->L = mc->n_layer;
     lo->scale = (float)(mc->lora_rslora ? mc->lora_alpha / sqrt((double)mc->lora_r)
                                         : mc->lora_alpha / (double)mc->lora_r);
@@ -212,10 +214,84 @@ static const float *group_bt(const zt_backend *be, const zt_lora *lo, const zt_l
     return bt;
 }
 
+/* ------------------------------------------------------------ dropout */
+
+void zt_lora_drop_at(zt_lora_scratch *sc, const zt_lora *lo, const struct zt_units *U, int l,
+                     int T) {
+    long step;
+    uint64_t sample0, seed;
+    sc->drop.on = lo->dropout > 0 && zt_units_drop_pass(U, &step, &sample0, &seed);
+    if (!sc->drop.on) return;
+    sc->drop.key = zt_hash3(seed ^ 0x4c6f5241447270ULL, (uint64_t)step, (uint64_t)l);
+    sc->drop.row0 = sample0 * (uint64_t)T;
+}
+
+uint64_t zt_lora_drop_key(const zt_lora_drop *d, int i) {
+    return zt_hash3(d->key, (uint64_t)i, 0x632be59bd9b4e019ULL);
+}
+
+/* The group's forward with dropout: module by module (each its own mask,
+ * as PEFT's per-module nn.Dropout), d = dropout(x); h = s d A_j^T; out +=
+ * h B_j (B_j: rows [j r, (j+1) r) of the group's B^T). */
+static void fwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
+                     const float *ad, const float *x, float *out, int N, const zt_lora_scratch *sc) {
+    const size_t r = (size_t)lo->r, in = (size_t)G->in, OUT = (size_t)G->OUT;
+    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    for (int j = 0; j < G->n; ++j) {
+        be->dropout(sc->d, x, (size_t)N, in, zt_lora_drop_key(&sc->drop, G->first + j),
+                    sc->drop.row0, lo->dropout);
+        be->matmul_fwd(sc->h, sc->d, ad + G->aoff + (size_t)j * r * in, NULL, N, (int)in, (int)r);
+        be->scale(sc->h, (size_t)N * r, lo->scale);
+        be->matmul_bwd(sc->d, NULL, NULL, sc->h, NULL, bt + (size_t)j * r * OUT, N, (int)OUT,
+                       (int)r);
+        be->add(out, out, sc->d, (size_t)N * OUT);
+    }
+}
+
+/* Its backward, the same masks regenerated: per module, d = dropout(x),
+ * h = s d A_j^T, dB_j^T += h^T dy, dh = s dy B_j, dA_j += dh^T d,
+ * dx += dropout(dh A_j). */
+static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
+                     const float *ad, float *gad, const float *x, const float *dy, float *dx,
+                     int N, const zt_lora_scratch *sc) {
+    const size_t r = (size_t)lo->r, in = (size_t)G->in, OUT = (size_t)G->OUT;
+    const zt_lora_mod *m0 = &lo->mods[G->first];
+    const int single = G->n == 1 && m0->ooff == 0 && m0->out == G->OUT;
+    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    if (!single) be->zero(sc->dbt, (size_t)G->n * r * OUT * sizeof(float));
+    for (int j = 0; j < G->n; ++j) {
+        const uint64_t key = zt_lora_drop_key(&sc->drop, G->first + j);
+        const size_t ao = G->aoff + (size_t)j * r * in;
+        be->dropout(sc->d, x, (size_t)N, in, key, sc->drop.row0, lo->dropout);
+        be->matmul_fwd(sc->h, sc->d, ad + ao, NULL, N, (int)in, (int)r);
+        be->scale(sc->h, (size_t)N * r, lo->scale);
+        float *gbt = single ? gad + lo->boff[G->first] : sc->dbt + (size_t)j * r * OUT;
+        be->matmul_bwd(NULL, gbt, NULL, sc->h, dy, NULL, N, (int)OUT, (int)r);
+        be->matmul_fwd(sc->dh, dy, bt + (size_t)j * r * OUT, NULL, N, (int)OUT, (int)r);
+        be->scale(sc->dh, (size_t)N * r, lo->scale);
+        be->matmul_bwd(NULL, gad + ao, NULL, sc->dh, sc->d, NULL, N, (int)in, (int)r);
+        be->matmul_bwd(sc->d, NULL, NULL, sc->dh, NULL, ad + ao, N, (int)in, (int)r);
+        be->dropout(sc->d, sc->d, (size_t)N, in, key, sc->drop.row0, lo->dropout);
+        be->add(dx, dx, sc->d, (size_t)N * in);
+    }
+    if (single) return;
+    for (int j = 0; j < G->n; ++j) {
+        const zt_lora_mod *m = &lo->mods[G->first + j];
+        float *gb = gad + lo->boff[G->first + j];
+        for (size_t i = 0; i < r; ++i)
+            be->add(gb + i * (size_t)m->out, gb + i * (size_t)m->out,
+                    sc->dbt + ((size_t)j * r + i) * OUT + (size_t)m->ooff, (size_t)m->out);
+    }
+}
+
 void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
                  float *out, int N, const zt_lora_scratch *sc) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
+    if (sc->drop.on) {
+        fwd_drop(be, lo, G, ad, x, out, N, sc);
+        return;
+    }
     const int nr = G->n * lo->r;
     /* h[N, nr] = s * x A^T; d[N, OUT] = h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
     be->matmul_fwd(sc->h, x, ad + G->aoff, NULL, N, G->in, nr);
@@ -229,6 +305,10 @@ void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
                  const float *x, const float *dy, float *dx, int N, const zt_lora_scratch *sc) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
+    if (sc->drop.on) {
+        bwd_drop(be, lo, G, ad, gad, x, dy, dx, N, sc);
+        return;
+    }
     const int nr = G->n * lo->r, OUT = G->OUT;
     const size_t r = (size_t)lo->r;
     /* recompute h = s * x A^T (not kept: [N, nr] per module group and block) */

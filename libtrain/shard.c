@@ -25,6 +25,14 @@ int zt_shard_model_flags_frozen(int stage, zt_precision prec) {
 
 struct zt_units *zt_units_peer(struct zt_units *U) { return U ? U->peer : NULL; }
 
+int zt_units_drop_pass(const struct zt_units *U, long *step, uint64_t *sample0, uint64_t *seed) {
+    if (!U || !U->training) return 0;
+    *step = U->step;
+    *sample0 = U->sample0;
+    *seed = U->seed;
+    return 1;
+}
+
 static int mixed(const zt_shard *sh) { return sh->prec != ZT_PREC_FP32; }
 
 /* The precision whose 16-bit conversions handle element type t. */
@@ -363,6 +371,7 @@ int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *tar
     zt_model *m = sh->m;
     begin_pass(sh, ZT_PASS_FWD);
     if (sh->peer) begin_pass(sh->peer, ZT_PASS_FWD);
+    sh->training = training;
     int rc = m->ops->forward(m->self, sh, acts, inputs, targets, B, T, loss_sum, st);
     if (!training || rc != ZT_OK) {
         zt_status tmp;

@@ -142,7 +142,11 @@ struct zt_units {
     int frozen;               /* zt_shard_prec.frozen */
     struct zt_units *peer;    /* a frozen base: the adapters' engine, whose passes open and
                                * close with this one's (lora.h); NULL: none */
-    long step;                /* for error context */
+    long step;                /* for error context; LoRA dropout's mask */
+    /* LoRA dropout (lora.h, zt_lora_drop_at): set by the train step */
+    int training;             /* the pass is a training one (zt_shard_forward's flag) */
+    uint64_t sample0;         /* global index of the micro batch's first sample in the step */
+    uint64_t seed;            /* ztrain.seed */
 
     /* precision (fp32: prec == ZT_PREC_FP32 and every pointer below NULL) */
     zt_precision prec;

@@ -409,9 +409,6 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
     if (lora) {
         zt_lora lo;
         ZT_TRY(zt_lora_plan(&c->model, &lo, st));
-        if (c->model.lora_dropout > 0)
-            return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.dropout=%g: LoRA dropout is not "
-                           "implemented yet; use 0", c->model.lora_dropout);
         ZT_TRY(zt_lora_model_create(&lo, &c->model, ctx->be,
                                     zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
                                     &ctx->lmodel, st));
@@ -431,6 +428,7 @@ static int build_engine(zt_ctx *ctx, zt_status *st) {
     zt_shard_prec bp = sp;
     bp.frozen = ctx->lmodel != NULL;   /* LoRA: the base is frozen */
     ZT_TRY(zt_shard_create_ex(ctx->model, c->zero_stage, G, ctx->world, &bp, &ctx->sh, st));
+    ctx->sh->seed = (uint64_t)c->seed;   /* LoRA dropout's mask (lora.h) */
     int rc = zt_shard_init_params(ctx->sh, c->seed);
     if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the parameters");
     if (ctx->lmodel) {
@@ -660,6 +658,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
+        ctx->sh->sample0 = first;   /* LoRA dropout's mask (lora.h) */
         double tw = zt_now_s();
         zt_prof_mark pm;
         zt_prof_begin(&pm);

@@ -201,6 +201,24 @@ static void test_elementwise(void) {
     gpu->scale(da, n, -0.37f);
     cmpd("scale", da, r, n, 1e-6, 0);
 
+    /* dropout (LoRA's, kernels/dropout.h): bitwise the CPU's mask and
+     * values; the rows in two calls at their global rows; in place */
+    {
+        const size_t C = 1009, R = n / C, k = 777;
+        gpu->to_device(da, a, n * sizeof(float));
+        cpu->dropout(r, a, R, C, 0x1234567890abcdefull, 41, 0.3f);
+        float *dref = devf(r, R * C);
+        gpu->dropout(dr, da, R, C, 0x1234567890abcdefull, 41, 0.3f);
+        same_dev("dropout p=0.3: bitwise the CPU's", dr, dref, R * C * sizeof(float));
+        gpu->dropout(dr, da, k, C, 0x1234567890abcdefull, 41, 0.3f);
+        gpu->dropout(dr + k * C, da + k * C, R - k, C, 0x1234567890abcdefull, 41 + k, 0.3f);
+        same_dev("dropout: rows split in two calls", dr, dref, R * C * sizeof(float));
+        gpu->to_device(dr, a, n * sizeof(float));
+        gpu->dropout(dr, dr, R, C, 0x1234567890abcdefull, 41, 0.3f);
+        same_dev("dropout: in place", dr, dref, R * C * sizeof(float));
+        gpu->free(dref);
+    }
+
     /* GELU */
     gpu->to_device(da, a, n * sizeof(float));
     cpu->gelu_fwd(r, a, n);

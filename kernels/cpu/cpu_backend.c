@@ -16,6 +16,7 @@
 #include <cblas.h>
 
 #include "adamw_step.h"
+#include "dropout.h"
 #include "cpu_internal.h"
 
 #ifdef ZT_HAVE_OPENBLAS
@@ -250,6 +251,15 @@ static void cpu_scale(float *x, size_t n, float s) {
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
+static void cpu_dropout(float *y, const float *x, size_t rows, size_t C, uint64_t key,
+                        uint64_t row0, float p) {
+    const float s = (float)(1.0 / (1.0 - (double)p));
+    const size_t n = rows * C;
+    const uint64_t c0 = row0 * (uint64_t)C;
+#pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) y[i] = zt_dropout_one(x[i], key, c0 + i, p, s);
+}
+
 /* Sum of squares in double over fixed-size chunks whose partials are added
  * in chunk order: the result does not depend on the thread count. */
 #define ZT_SUMSQ_MAXCHUNKS 1024
@@ -394,6 +404,7 @@ static const zt_backend cpu_backend = {
     .adamw = cpu_adamw,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,
+    .dropout = cpu_dropout,
     .to_bf16 = zt_cpu_to_bf16,
     .from_bf16 = zt_cpu_from_bf16,
     .to_f16 = zt_cpu_to_f16,

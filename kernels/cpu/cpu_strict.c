@@ -688,6 +688,16 @@ static void s_scale(float *x, size_t n, float s) {
     leave();
 }
 
+static void s_dropout(float *y, const float *x, size_t rows, size_t C, uint64_t key,
+                      uint64_t row0, float p) {
+    int ok = 1;
+    enter();
+    NEED_DEV("dropout", "y", y, rows * C * F);
+    NEED_DEV("dropout", "x", x, rows * C * F);
+    if (ok) cpu()->dropout(y, x, rows, C, key, row0, p);
+    leave();
+}
+
 static void s_to_bf16(uint16_t *out, const float *in, size_t n) {
     int ok = 1;
     enter();
@@ -791,6 +801,7 @@ static const zt_backend strict_backend = {
     .adamw = s_adamw,
     .sumsq = s_sumsq,
     .scale = s_scale,
+    .dropout = s_dropout,
     .to_bf16 = s_to_bf16,
     .from_bf16 = s_from_bf16,
     .to_f16 = s_to_f16,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "adamw_step.h"
+#include "dropout.h"
 #include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
@@ -383,6 +384,23 @@ static void cuda_scale(float *x, size_t n, float s) {
     ZT_LAUNCHED("k_scale");
 }
 
+__global__ void k_dropout(float *y, const float *x, size_t n, uint64_t key, uint64_t c0, float p,
+                          float s) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = zt_dropout_one(x[i], key, c0 + i, p, s);
+}
+
+static void cuda_dropout(float *y, const float *x, size_t rows, size_t C, uint64_t key,
+                         uint64_t row0, float p) {
+    const size_t n = rows * C;
+    if (!n) return;
+    const float s = (float)(1.0 / (1.0 - (double)p));
+    k_dropout<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(y, x, n, key,
+                                                                    row0 * (uint64_t)C, p, s);
+    ZT_LAUNCHED("k_dropout");
+}
+
 /* ------------------------------------------------------------ AdamW */
 
 /* The CPU backend's formula, operation for operation. */
@@ -581,6 +599,7 @@ static void fill_table(zt_backend *t) {
     t->adamw = cuda_adamw;
     t->sumsq = cuda_sumsq;
     t->scale = cuda_scale;
+    t->dropout = cuda_dropout;
     t->to_bf16 = cuda_to_bf16;
     t->from_bf16 = cuda_from_bf16;
     t->to_f16 = cuda_to_f16;
