@@ -75,6 +75,8 @@ char *ck_lora_json(zt_ctx *ctx) {
     json_t *j = json_pack("{s:i,s:f,s:f,s:b,s:f,s:s,s:o}", "r", mc->lora_r, "alpha",
                           mc->lora_alpha, "dropout", mc->lora_dropout, "rslora", mc->lora_rslora,
                           "scale", (double)lo.scale, "targets", tl, "base", base);
+    if (j && mc->lora_base[0])   /* QLoRA: how the base was stored (absent: the compute dtype) */
+        json_object_set_new(j, "base_storage", json_string(mc->lora_base));
     char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(j);
     return s;
@@ -120,6 +122,13 @@ int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st) {
                      json_real_value(json_object_get(j, "alpha")), ct ? ct : "?",
                      json_is_true(json_object_get(j, "rslora")) ? ", rslora" : "", mc->lora_r,
                      mc->lora_alpha, tl, mc->lora_rslora ? ", rslora" : "");
+        goto out;
+    }
+    const char *bs = json_string_value(json_object_get(j, "base_storage"));
+    if (strcmp(bs ? bs : "", mc->lora_base)) {
+        rc = zt_fail(st, ZT_EINVAL, "%s: the adapters were trained on a base stored as %s, this run "
+                     "stores it as %s (ztrain.lora.base)", file, bs ? bs : "the compute dtype",
+                     mc->lora_base[0] ? mc->lora_base : "the compute dtype");
         goto out;
     }
     if (!bdir || strcmp(bdir, c->init_from)) {

@@ -91,6 +91,23 @@ STEPS=3 run x3 1 llama-tiny.json --stage 0 --micro-batch 12 --resume never --ckp
     run x3 3 llama-tiny.json --stage 3 --micro-batch 4 --resume auto "${LORA[@]}" && compare ref x3
 ok $? "saved on 1 rank at stage 0, resumed on 3 ranks at stage 3: matches the reference"
 
+# QLoRA (--lora-base nf4): the NF4 codes sharded in 64-blocks at stage 3 over 3
+# ranks match 1 rank at stage 0; a resume is bitwise; another base storage refused
+QL=(--lora-base nf4-dq)
+run qref 1 llama-tiny.json --stage 0 --micro-batch 12 --resume never "${LORA[@]}" "${QL[@]}" &&
+    run q3 3 llama-tiny.json --stage 3 --micro-batch 4 --resume never "${LORA[@]}" "${QL[@]}" &&
+    compare qref q3
+ok $? "QLoRA nf4-dq: 3 ranks, stage 3 (codes sharded) match 1 rank, stage 0"
+run qr6 2 llama-tiny.json --stage 3 --micro-batch 6 --resume never "${LORA[@]}" --lora-base nf4 &&
+    STEPS=3 run qr3 2 llama-tiny.json --stage 3 --micro-batch 6 --resume never --ckpt-every 3 \
+        "${LORA[@]}" --lora-base nf4 &&
+    run qr3 2 llama-tiny.json --stage 3 --micro-batch 6 --resume auto "${LORA[@]}" --lora-base nf4 &&
+    grep -q "^checkpoint: resumed from ck_qr3/step-3" o_qr3.txt && same qr6 qr3
+ok $? "QLoRA nf4, resume at step 3 (2 ranks, stage 3): losses and checkpoint bitwise those of 6 straight steps"
+run qx 1 llama-tiny.json --stage 0 --micro-batch 12 --resume auto --ckpt-dir ck_qr6 "${LORA[@]}"
+grep -q "trained on a base stored as nf4, this run stores it as the compute dtype" o_qx.txt
+ok $? "adapters trained on an nf4 base refuse a resume on a base of the compute dtype"
+
 # the size of a LoRA checkpoint against a full one of the same model
 STEPS=1 run full 1 llama-tiny.json --stage 0 --micro-batch 12 --resume never --ckpt-every 1
 lb=$(stat -c %s ck_ref/step-6/state.h5) fb=$(stat -c %s ck_full/step-1/state.h5)
