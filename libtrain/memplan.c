@@ -546,7 +546,11 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     const int lora = mc->lora_r > 0;
     uint64_t nf4_bytes = 0;
     if (lora && zt_lora_base_kind(mc, NULL) > 0) {   /* QLoRA: shard_nf4.c's layout */
-        if (!(y.qtmp = calloc((size_t)y.nu, sizeof *y.qtmp)))
+        if (p->offload_param)   /* (as zt_nf4s_create) */
+            rc = zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
+                         "offloaded (zero_optimization.offload_param); use offload_param none",
+                         mc->lora_base);
+        else if (!(y.qtmp = calloc((size_t)y.nu, sizeof *y.qtmp)))
             rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         for (int u = 0; y.qtmp && u < y.nu; ++u) {
             uint64_t b;

@@ -83,9 +83,10 @@ static int slices(size_t n, int g, int **c, int **d, size_t unit) {
 
 int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
     zt_model *m = sh->m;
-    if (sh->host_params)
-        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=nf4: the 4-bit base is not "
-                       "offloaded (zero_optimization.offload_param); use offload_param none");
+    if (p->offload_param)
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
+                       "offloaded (zero_optimization.offload_param); use offload_param none",
+                       p->nf4 == 2 ? "nf4-dq" : "nf4");
     struct zt_nf4_store *q = calloc(1, sizeof *q);
     if (!q) return zt_fail(st, ZT_ENOMEM, "out of memory (NF4 base)");
     sh->q = q;
