@@ -13,6 +13,9 @@
 #  - a LoRA checkpoint holds only the adapters and their state: its size
 #    against a full fine-tuning checkpoint of the same model;
 #  - a full fine-tuning checkpoint refuses a LoRA resume and back;
+#  - QLoRA (--lora-base nf4 / nf4-dq): 3 ranks at stage 3 (NF4 codes sharded)
+#    match 1 rank at stage 0, a resume is bitwise, cpu-strict is bitwise cpu,
+#    and a resume on a base stored otherwise is refused;
 #  - ztrain ckpt export --peft, then --lora-from that adapter: on a token file
 #    of one window (every step's loss is that window's loss before the step's
 #    update) the new run's first loss is the exporting run's next one.
@@ -104,6 +107,11 @@ run qr6 2 llama-tiny.json --stage 3 --micro-batch 6 --resume never "${LORA[@]}" 
     run qr3 2 llama-tiny.json --stage 3 --micro-batch 6 --resume auto "${LORA[@]}" --lora-base nf4 &&
     grep -q "^checkpoint: resumed from ck_qr3/step-3" o_qr3.txt && same qr6 qr3
 ok $? "QLoRA nf4, resume at step 3 (2 ranks, stage 3): losses and checkpoint bitwise those of 6 straight steps"
+run qc 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
+    "${LORA[@]}" --lora-base nf4 &&
+    run qcs 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
+        --backend cpu-strict "${LORA[@]}" --lora-base nf4 && same qc qcs
+ok $? "QLoRA nf4 on cpu-strict, 2 ranks, stage 3, bf16: losses and checkpoint bitwise those of the cpu backend"
 run qx 1 llama-tiny.json --stage 0 --micro-batch 12 --resume auto --ckpt-dir ck_qr6 "${LORA[@]}"
 grep -q "trained on a base stored as nf4, this run stores it as the compute dtype" o_qx.txt
 ok $? "adapters trained on an nf4 base refuse a resume on a base of the compute dtype"
