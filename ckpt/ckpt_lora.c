@@ -24,6 +24,8 @@
 #include "ckpt_internal.h"
 #include "arch.h"
 #include "devmem.h"
+#include "nf4.h"
+#include "precision.h"
 #include "lora.h"
 
 char *ck_get_str_dataset(hid_t f, const char *name) {
@@ -75,6 +77,13 @@ char *ck_lora_json(zt_ctx *ctx) {
     json_t *j = json_pack("{s:i,s:f,s:f,s:b,s:f,s:s,s:o}", "r", mc->lora_r, "alpha",
                           mc->lora_alpha, "dropout", mc->lora_dropout, "rslora", mc->lora_rslora,
                           "scale", (double)lo.scale, "targets", tl, "base", base);
+    if (j && mc->lora_base[0]) {   /* QLoRA: how the base was stored (absent: the compute dtype),
+                                    * and the dtype it was rounded to before quantization */
+        json_object_set_new(j, "base_storage", json_string(mc->lora_base));
+        json_object_set_new(j, "base_dtype", json_string(c->bf16_enabled   ? "bf16"
+                                                         : c->fp16_enabled ? "fp16"
+                                                                           : "fp32"));
+    }
     char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(j);
     return s;
@@ -120,6 +129,13 @@ int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st) {
                      json_real_value(json_object_get(j, "alpha")), ct ? ct : "?",
                      json_is_true(json_object_get(j, "rslora")) ? ", rslora" : "", mc->lora_r,
                      mc->lora_alpha, tl, mc->lora_rslora ? ", rslora" : "");
+        goto out;
+    }
+    const char *bs = json_string_value(json_object_get(j, "base_storage"));
+    if (strcmp(bs ? bs : "", mc->lora_base)) {
+        rc = zt_fail(st, ZT_EINVAL, "%s: the adapters were trained on a base stored as %s, this run "
+                     "stores it as %s (ztrain.lora.base)", file, bs ? bs : "the compute dtype",
+                     mc->lora_base[0] ? mc->lora_base : "the compute dtype");
         goto out;
     }
     if (!bdir || strcmp(bdir, c->init_from)) {
@@ -356,7 +372,48 @@ typedef struct merge_ctx {
     int n, cap;
     zt_st_writer *w;           /* NULL: the first pass collects the specs */
     int merged;
+    int nf4;                   /* QLoRA: 1 nf4, 2 nf4-dq: the quantized weights dequantized */
+    zt_precision round;        /* ... after rounding to this dtype (and back to it after) */
 } merge_ctx;
+
+/* QLoRA: x[n] (HF weight `name`) replaced by what the NF4 base computed with:
+ * rounded to the base dtype, quantized, dequantized, rounded again. */
+static int nf4_roundtrip(merge_ctx *m, const char *name, float *x, uint64_t n, zt_status *st) {
+    static const char *const mods[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                       "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+                                       "mlp.down_proj"};
+    int l, used = 0, hit = 0;
+    if (sscanf(name, "model.layers.%d.%n", &l, &used) != 1 || !used) return ZT_OK;
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; ++i) {
+        char w[64];
+        snprintf(w, sizeof w, "%s.weight", mods[i]);
+        hit |= !strcmp(name + used, w);
+    }
+    if (!hit) return ZT_OK;
+    const zt_backend *cpu = zt_backend_cpu();
+    uint16_t *h = m->round != ZT_PREC_FP32 ? malloc(n * 2) : NULL;
+    zt_nf4 q;
+    char err[200];
+    int rc = ZT_OK;
+    if ((m->round != ZT_PREC_FP32 && !h) || zt_nf4_alloc(&q, n, m->nf4 == 2) != ZT_NF4_OK) {
+        free(h);
+        return zt_fail(st, ZT_ENOMEM, "out of memory (%s)", name);
+    }
+    if (h) {
+        zt_prec_narrow(cpu, m->round, h, x, n);
+        zt_prec_widen(cpu, m->round, x, h, n);
+    }
+    if (zt_nf4_quantize(&q, x, ZT_NF4_F32, NULL, err, sizeof err) != ZT_NF4_OK ||
+        zt_nf4_dequantize(&q, x, ZT_NF4_F32, err, sizeof err) != ZT_NF4_OK)
+        rc = zt_fail(st, ZT_EDATA, "%s: NF4: %s", name, err);
+    if (rc == ZT_OK && h) {
+        zt_prec_narrow(cpu, m->round, h, x, n);
+        zt_prec_widen(cpu, m->round, x, h, n);
+    }
+    zt_nf4_free(&q);
+    free(h);
+    return rc;
+}
 
 /* The adapter pair (A [r, in], B^T [r, out]) of HF weight `name`, if any. */
 static int find_pair(const adapters *a, const char *name, const float **A, const float **BT,
@@ -402,6 +459,7 @@ static int merge_tensor(void *user, const zt_st_file *f, const zt_st_tensor *t, 
     float *x = malloc((numel ? numel : 1) * sizeof(float));
     if (!x) return zt_fail(st, ZT_ENOMEM, "out of memory (%s)", t->name);
     int rc = zt_st_read(f, t, 0, numel, x, st);
+    if (rc == ZT_OK && m->nf4 && t->ndim == 2) rc = nf4_roundtrip(m, t->name, x, numel, st);
     const float *A, *BT;
     const ck_tinfo *ta = NULL, *tb = NULL;
     if (rc == ZT_OK && t->ndim == 2 && !find_pair(m->a, t->name, &A, &BT, &ta, &tb)) {
@@ -462,7 +520,14 @@ int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_st
         m.a = &a;
         m.scale = json_real_value(json_object_get(a.lora, "scale"));
         m.gpt2 = !strcmp(a.arch->name, "gpt2");
-        rc = ck_hf_each_tensor(bdir, merge_tensor, &m, st);   /* pass 1: the table */
+        const char *bs = json_string_value(json_object_get(a.lora, "base_storage"));
+        const char *bt = json_string_value(json_object_get(a.lora, "base_dtype"));
+        m.nf4 = !bs ? 0 : !strcmp(bs, "nf4") ? 1 : !strcmp(bs, "nf4-dq") ? 2 : -1;
+        m.round = bt && !strcmp(bt, "bf16") ? ZT_PREC_BF16 : bt && !strcmp(bt, "fp16") ? ZT_PREC_FP16
+                                                                                      : ZT_PREC_FP32;
+        if (m.nf4 < 0)
+            rc = zt_fail(st, ZT_EDATA, "%s: unknown base storage '%s'", a.file, bs);
+        else rc = ck_hf_each_tensor(bdir, merge_tensor, &m, st);   /* pass 1: the table */
     }
     for (int i = 0; rc == ZT_OK && i < m.n; ++i) m.specs[i].name = m.names[i];
     if (rc == ZT_OK) rc = out_dir_ok(out_dir, st);

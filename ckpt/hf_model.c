@@ -668,7 +668,7 @@ static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
         }
         if (rc != ZT_OK) break;
         if (dev) be->to_device(dev, unit, ui->numel * sizeof(float));
-        zt_shard_set_unit_params(zt_ctx_shard(ctx), u, dev ? dev : unit);
+        if ((rc = zt_shard_set_unit_params(zt_ctx_shard(ctx), u, dev ? dev : unit, st)) != ZT_OK) break;
         if (zt_ctx_rank(ctx) == 0)
             zt_progress_report(zt_ctx_progress(ctx), "init", (ui->offset + ui->numel) * sizeof(float),
                                m->num_params * sizeof(float), "B", u + 1 == m->n_units);

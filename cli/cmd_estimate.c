@@ -231,7 +231,11 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
                100.0 * (double)p->lora_params / (double)(p->num_params ? p->num_params : 1));
         fmtb((double)p->lora_base_bytes, a, sizeof a);
         printf("  %-22s %12s   (%s, %s; no gradients, no optimizer state)\n", "frozen base", a,
-               p->mixed ? "16-bit" : "fp32", p->stage == 3 ? "1/N per rank, gathered per unit"
+               mc->lora_base[0] ? (!strcmp(mc->lora_base, "nf4") ? "NF4 linear weights + absmax, the rest "
+                                                  "in the compute dtype"
+                                                : "NF4 linear weights + double-quantized absmax, the rest "
+                                                  "in the compute dtype")
+               : p->mixed ? "16-bit" : "fp32", p->stage == 3 ? "1/N per rank, gathered per unit"
                                                           : "replicated on every rank");
         fmtb((double)p->lora_adapter_bytes, a, sizeof a);
         printf("  %-22s %12s   (%s)\n", "adapters", a, p->stage == 3 ? "1/N" : "replicated");

@@ -54,6 +54,8 @@ typedef struct zt_model_config {
     int lora_rslora;          /* ztrain.lora.rslora */
     char lora_from[1024];     /* ztrain.lora.from: a PEFT adapter directory the adapters start
                                * from ("" = A random, B zero) */
+    char lora_base[16];       /* ztrain.lora.base: the frozen base's storage, "" (the compute
+                               * dtype), "nf4" or "nf4-dq" (QLoRA, lora.h) */
 } zt_model_config;
 
 struct zt_config {

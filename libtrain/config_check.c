@@ -204,6 +204,7 @@ static int check_lora(const zt_config *c, zt_status *st) {
                       : m->lora_targets[0]     ? "ztrain.lora.targets"
                       : m->lora_rslora         ? "ztrain.lora.rslora"
                       : m->lora_from[0]        ? "ztrain.lora.from"
+                      : m->lora_base[0]        ? "ztrain.lora.base"
                                                : NULL;
     if (!key) return ZT_OK;
     int k = zt_cfg_key_index(key);

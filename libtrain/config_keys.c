@@ -195,6 +195,12 @@ const keydef zt_cfg_keys[] = {
      "a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) the "
      "adapters start from, on top of ztrain.init_from; its r, alpha, targets and base must be "
      "the run's; \"\" = a fresh start (A random, B zero)"},
+    {"ztrain.lora.base", "lora-base", NULL, NULL, T_STRING, FLD(model.lora_base),
+     0, 0, 0, "", NULL,
+     "storage of the frozen base's decoder linear weights (llama: q,k,v,o,gate,up,down): \"\" = "
+     "the compute dtype; nf4 = QLoRA's 4-bit NormalFloat codes + an fp32 absmax per 64 "
+     "(bitsandbytes' quantize_4bit), dequantized per unit for the matmuls; nf4-dq = with the "
+     "absmax double-quantized (bitsandbytes' compress_statistics)"},
     {"ztrain.lora.rslora", "lora-rslora", NULL, NULL, T_BOOL, FLD(model.lora_rslora),
      0, 0, 0, "false", NULL, "rank-stabilized LoRA: scale alpha / sqrt(r) (PEFT's use_rslora)"},
 

@@ -112,7 +112,33 @@ int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st) {
 
 int zt_lora_check(const zt_model_config *mc, zt_status *st) {
     zt_lora lo;
-    return zt_lora_plan(mc, &lo, st);
+    ZT_TRY(zt_lora_plan(mc, &lo, st));
+    return zt_lora_base_kind(mc, st) < 0 ? st->code : ZT_OK;
+}
+
+int zt_lora_base_kind(const zt_model_config *mc, zt_status *st) {
+    const char *b = mc->lora_base;
+    const int k = !b[0] ? 0 : !strcmp(b, "nf4") ? 1 : !strcmp(b, "nf4-dq") ? 2 : -1;
+    if (k < 0) {
+        zt_fail(st, ZT_EINVAL, "ztrain.lora.base='%s': one of \"\" (the compute dtype), nf4, nf4-dq", b);
+        return -1;
+    }
+    if (k && strcmp(zt_arch_of(mc)->name, "llama")) {
+        zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: a 4-bit base is implemented for llama-family "
+                "models (q,k,v,o,gate,up,down quantized), not for ztrain.model.arch=%s", b,
+                zt_arch_of(mc)->name);
+        return -1;
+    }
+    return k;
+}
+
+int zt_lora_base_quantized(const zt_model_config *mc, const char *tensor) {
+    static const char *const q[] = {"q.w", "k.w", "v.w", "o.w", "gate.w", "up.w", "down.w"};
+    int l, used = 0;
+    if (zt_lora_base_kind(mc, NULL) <= 0 || sscanf(tensor, "h%d.%n", &l, &used) != 1 || !used) return 0;
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; ++i)
+        if (!strcmp(tensor + used, q[i])) return 1;
+    return 0;
 }
 
 void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n) {

@@ -77,6 +77,12 @@ typedef struct zt_lora {
 int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st);
 /* Validation only (configuration finalize). */
 int zt_lora_check(const zt_model_config *mc, zt_status *st);
+/* ztrain.lora.base (QLoRA, docs/lora.md): 0 the compute dtype, 1 nf4, 2
+ * nf4-dq; -1 with a message for an unknown value or an architecture without
+ * a 4-bit base (llama-family only). */
+int zt_lora_base_kind(const zt_model_config *mc, zt_status *st);
+/* 1: the base tensor (model tensor name, "h3.q.w") is stored as NF4. */
+int zt_lora_base_quantized(const zt_model_config *mc, const char *tensor);
 /* "q_proj,v_proj": the targeted module names as PEFT's target_modules. */
 void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n);
 

@@ -162,6 +162,10 @@ typedef struct layout {
      * one unit per block, asked for right after its block */
     int frozen;
     struct layout *peer;
+    /* QLoRA (shard_nf4.c): per unit the temporaries of its compute copy
+     * (the gathered rest, codes and absmax, the 16-bit rounding buffer);
+     * NULL without an NF4 base */
+    uint64_t *qtmp;
 } layout;
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
@@ -175,7 +179,7 @@ static void u_gather(layout *y, int u) {
 }
 /* shard.c's release (fp32: stage 3 only; mixed: every stage) */
 static void u_release(layout *y, int u) {
-    if (y->p->stage != 3 && !y->p->mixed) return;
+    if (y->p->stage != 3 && !y->p->mixed && !y->qtmp) return;
     if (y->view[u]) {
         y->view[u] = 0;
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
@@ -197,6 +201,14 @@ static void u_end(layout *y, int release_all) {
  * 16-bit unit, whose buffer is freed once widened.  At stage 3, on the first
  * use in a pass, prefetch the next unit in pass order unless it was used. */
 static void u_params(layout *y, int u) {
+    if (y->qtmp) {   /* NF4 base: the compute copy built at once, no prefetch */
+        if (y->view[u]) return;
+        y->view[u] = 1;
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u]);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u]);
+        return;
+    }
     if (!y->p->mixed) {
         if (y->p->stage < 3) return;
         u_gather(y, u);
@@ -347,6 +359,35 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
     return ZT_OK;
 }
 
+/* shard_nf4.c's sizes for unit u of a frozen NF4 base (units: embeddings,
+ * L blocks, head): *store its bytes on a rank (group index 0 at stage 3,
+ * g = the shard group, else g = 1), *tmp the temporaries of its compute copy. */
+static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, uint64_t g, int es,
+                     int dq, int mixed, uint64_t *store, uint64_t *tmp) {
+    const int part = u == 0 ? ZT_AT_EMBED : u <= L ? ZT_AT_BLOCK : ZT_AT_HEAD;
+    uint64_t rest = 0, nb = 0, na2 = 0, maxn = 0;
+    for (int k = 0; k < a->n_tensors; ++k) {
+        int r, c;
+        if (a->tensors[k].unit != part) continue;
+        a->tensor_shape(mc, k, &r, &c);
+        if (!r) continue;
+        const uint64_t n = (uint64_t)r * (uint64_t)c;
+        char nm[64];
+        snprintf(nm, sizeof nm, "h0.%s", a->tensors[k].name);
+        if (part == ZT_AT_BLOCK && zt_lora_base_quantized(mc, nm)) {
+            nb += cdiv(n, 64);
+            na2 += cdiv(cdiv(n, 64), 256);
+            maxn = umax(maxn, n);
+        } else {
+            rest += n;
+        }
+    }
+    const uint64_t rlen = umax(cdiv(rest, g), 1), blen = umax(cdiv(nb, g), 1);
+    *store = rlen * (uint64_t)es + 32 * blen + (dq ? blen + umax(na2, 1) * 4 : blen * 4);
+    *tmp = umax(rest, 1) * (uint64_t)es + 32 * umax(nb, 1) + umax(nb, 1) * (dq ? 1 : 4) +
+           (mixed && maxn ? maxn * 2 : 0);
+}
+
 /* LoRA's model states (zt_ctx_create with ztrain.lora.r > 0, train.c):
  * the frozen base's model block (fp32 stages 0-2: parameters only), the
  * adapters' model blocks, the frozen engine (shard.c, frozen: 16-bit storage
@@ -354,27 +395,30 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
  * initialization, then the adapters' engine and initialization exactly as a
  * trainable model's (the same sequence as below for the base without LoRA). */
 static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_tag_place,
-                       int optim_tag_place, int comm16) {
+                       int optim_tag_place, int comm16, uint64_t nf4_bytes) {
     const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
     const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
     const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
-    p->lora_base_bytes = (p->stage == 3 ? own : Psi) * (p->mixed ? 2 : 4);
+    const int nf4 = y->qtmp != NULL;
+    p->lora_base_bytes = nf4 ? nf4_bytes : (p->stage == 3 ? own : Psi) * (p->mixed ? 2 : 4);
     p->lora_adapter_bytes = (p->stage == 3 ? owna : Pa) * (p->mixed ? 2 : 4);
-    /* zt_model_create: base (frozen flags), adapters */
-    if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
+    /* zt_model_create: base (frozen flags; none with an NF4 base), adapters */
+    if (p->stage < 3 && !p->mixed && !nf4) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
     if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Pa * 4);
     if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Pa * 4);
-    /* the frozen engine and its initialization */
-    if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    /* the frozen engine and its initialization (NF4: the store, quantized
+     * on the host in unaccounted buffers) */
+    if (nf4) s_alloc(s, y->place_params, ZT_MEM_PARAMS, nf4_bytes);
+    else if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
     else if (p->stage == 3) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
-    if (p->mixed) {
+    if (p->mixed && !nf4) {
         const uint64_t t = (p->stage < 3 ? umax(p->largest_unit, 1) : y->max_len) * 4;
         const int pl = p->stage == 3 && fhp ? ZT_MP_HOST : y->place_dev;
         s_alloc(s, pl, ZT_MEM_WORKSPACE, t);
         s_free(s, pl, ZT_MEM_WORKSPACE, t);
     }
-    if (p->gpu && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
+    if (p->gpu && !nf4 && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
         const uint64_t chunk = (uint64_t)1 << 20;
         uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
@@ -500,12 +544,29 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     layout ya;
     memset(&ya, 0, sizeof ya);
     const int lora = mc->lora_r > 0;
-    if (lora && (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK) {
+    uint64_t nf4_bytes = 0;
+    if (lora && zt_lora_base_kind(mc, NULL) > 0) {   /* QLoRA: shard_nf4.c's layout */
+        if (p->offload_param)   /* (as zt_nf4s_create) */
+            rc = zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
+                         "offloaded (zero_optimization.offload_param); use offload_param none",
+                         mc->lora_base);
+        else if (!(y.qtmp = calloc((size_t)y.nu, sizeof *y.qtmp)))
+            rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+        for (int u = 0; y.qtmp && u < y.nu; ++u) {
+            uint64_t b;
+            nf4_unit(arch, mc, u, L, p->stage == 3 ? (uint64_t)G : 1, (int)y.eb,
+                     zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &y.qtmp[u]);
+            nf4_bytes += b;
+        }
+    }
+    if (lora && (rc != ZT_OK || (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK)) {
+        free(y.qtmp);
         free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
         goto done;
     }
     if (lora) {
         ya = y;
+        ya.qtmp = NULL;   /* the adapters are never NF4 */
         ya.nu = L;
         ya.n = calloc((size_t)L, sizeof *ya.n);
         ya.gathered = calloc((size_t)L, sizeof *ya.gathered);
@@ -546,7 +607,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
 
     s.phase = "setup";
     if (lora) {
-        lora_setup(&s, p, &y, &ya, param_tag_place, optim_tag_place, comm16);
+        lora_setup(&s, p, &y, &ya, param_tag_place, optim_tag_place, comm16, nf4_bytes);
         goto after_states;
     }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
@@ -690,6 +751,7 @@ after_states:;
     free(ya.bucket);
     free(ya.seen);
     free(y.n);
+    free(y.qtmp);
     free(y.gathered);
     free(y.view);
     free(y.bucket);

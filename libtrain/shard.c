@@ -92,7 +92,7 @@ static int release(zt_shard *sh, int u, zt_status *st) {
 
 static int release_all(zt_shard *sh, zt_status *st) {
     int rc = ZT_OK;
-    for (int u = 0; (sh->stage == 3 || mixed(sh)) && u < sh->nu; ++u) {
+    for (int u = 0; (sh->stage == 3 || mixed(sh) || sh->q) && u < sh->nu; ++u) {
         int r = release(sh, u, st);
         if (rc == ZT_OK) rc = r;
     }
@@ -133,6 +133,9 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
 static float *zt_unit_params_impl(zt_units *U, int u, zt_status *st) {
     if (check_unit(U, u, "zt_unit_params", st) != ZT_OK) return NULL;
     zt_shard *sh = U;
+    if (sh->q) {   /* a frozen NF4 base: dequantized (gathered at stage 3, no prefetch) */
+        return zt_nf4s_view(sh, u, st) == ZT_OK ? sh->view[u] : NULL;
+    }
     if (mixed(sh)) {
         if (make_view(sh, u, st) != ZT_OK) return NULL;
     } else {
@@ -151,7 +154,7 @@ static float *zt_unit_params_impl(zt_units *U, int u, zt_status *st) {
 
 static int zt_unit_release_impl(zt_units *U, int u, zt_status *st) {
     ZT_TRY(check_unit(U, u, "zt_unit_release", st));
-    return U->stage == 3 || mixed(U) ? release(U, u, st) : ZT_OK;
+    return U->stage == 3 || mixed(U) || U->q ? release(U, u, st) : ZT_OK;
 }
 
 static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
@@ -502,9 +505,10 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     sh->bucket = calloc((size_t)sh->nu, sizeof *sh->bucket);
     sh->seen = calloc((size_t)sh->nu, 1);
     sh->gopen = calloc((size_t)sh->nu, 1);
-    if (mixed(sh)) sh->view = calloc((size_t)sh->nu, sizeof *sh->view);
+    const int nf4 = sh->frozen && prec->nf4;
+    if (mixed(sh) || nf4) sh->view = calloc((size_t)sh->nu, sizeof *sh->view);
     if (!sh->u || !sh->gathered || !sh->req || !sh->bucket || !sh->seen || !sh->gopen ||
-        (mixed(sh) && !sh->view)) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
+        ((mixed(sh) || nf4) && !sh->view)) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
     int g = stage == 0 ? 1 : G, r = stage == 0 ? 0 : sh->r;
     size_t soff = 0, max_len = 1;
     for (int u = 0; u < sh->nu; ++u) {
@@ -532,6 +536,15 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     }
     sh->shard_total = soff;
     sh->max_len = max_len;
+    if (nf4) {   /* QLoRA: the NF4 store alone (shard_nf4.c) */
+        if (m->params) {
+            rc = zt_fail(st, ZT_EINTERNAL, "an NF4 base: the model must not keep a parameter block");
+            goto fail;
+        }
+        if ((rc = zt_nf4s_create(sh, prec, st)) != ZT_OK) goto fail;
+        *out = sh;
+        return ZT_OK;
+    }
     if (sh->frozen) {
         /* parameters only: the 16-bit storage when mixed (no master weights) */
         if (mixed(sh)) {
@@ -608,6 +621,7 @@ void zt_shard_free(zt_shard *sh) {
         if (sh->bucket && sh->bucket[u]) zt_mem_free(sh->bucket[u]);
         if (sh->view && sh->view[u]) zt_mem_free(sh->view[u]);
     }
+    zt_nf4s_free(sh);
     zt_mem_free(sh->pshard);
     zt_mem_free(sh->p16);
     zt_mem_free(sh->pshard16);
@@ -681,6 +695,17 @@ int zt_shard_state_on_device(const zt_shard *sh) { return !sh->host_opt; }
 
 int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
     const int mdev = !sh->host_opt;   /* where the master weights live */
+    if (sh->q) {   /* NF4 base: each unit's values on the host, quantized */
+        float *h = malloc((sh->max_unit ? sh->max_unit : 1) * sizeof(float));
+        if (!h) return ZT_ENOMEM;
+        int rc = ZT_OK;
+        for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
+            zt_model_init_range(sh->m, seed, sh->u[u].off, sh->u[u].off + sh->u[u].n, h);
+            rc = zt_nf4s_set_unit_host(sh, u, h, NULL);
+        }
+        free(h);
+        return rc;
+    }
     if (!mixed(sh) && sh->stage < 3) {
         ZT_TRY(init_into(sh, seed, 0, sh->m->num_params, sh->m->params, 1));
         if (sh->master)   /* fp32, offloaded on a device: host master = owned slices */
@@ -980,7 +1005,27 @@ static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
     return ZT_OK;
 }
 
+/* A frozen NF4 base: every unit's compute copy (collective at stage 3). */
+static int nf4_full_params(zt_shard *sh, float **out, zt_status *st) {
+    float *full = zt_mem_alloc((sh->m->num_params ? sh->m->num_params : 1) * sizeof(float),
+                               ZT_MEM_WORKSPACE, st);
+    if (!full) return zt_fail_prefix(st, "gathering full parameters");
+    for (int u = 0; u < sh->nu; ++u) {
+        int rc = zt_nf4s_view(sh, u, st);
+        if (rc != ZT_OK) { zt_mem_free(full); return rc; }
+        sh->be->copy(full + sh->u[u].off, sh->view[u], sh->u[u].n * sizeof(float));
+        zt_mem_free(sh->view[u]);
+        sh->view[u] = NULL;
+    }
+    *out = full;
+    return ZT_OK;
+}
+
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
+    if (sh->q) {
+        *owned = 1;
+        return nf4_full_params(sh, out, st);
+    }
     if (sh->frozen && mixed(sh)) {
         *owned = 1;
         return frozen_full_params(sh, out, st);
@@ -1009,19 +1054,27 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     return ZT_OK;
 }
 
-void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals) {
+int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
+    if (sh->q) {   /* NF4 base: quantized on the host */
+        float *h = sh->dev ? malloc((us->n ? us->n : 1) * sizeof(float)) : NULL;
+        if (sh->dev && !h) return zt_fail(st, ZT_ENOMEM, "out of memory (NF4 base)");
+        if (h) sh->be->to_host(h, vals, us->n * sizeof(float));
+        int rc = zt_nf4s_set_unit_host(sh, u, h ? h : vals, st);
+        free(h);
+        return rc;
+    }
     if (sh->stage < 3) {
         if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, vals, us->n);
         else sh->be->copy(sh->m->params + us->off, vals, us->n * sizeof(float));
     } else if (sh->host_params) {   /* the shard is host memory (offload_param) */
         if (!mixed(sh)) {
             sh->be->to_host(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));
-            return;
+            return ZT_OK;
         }
         float *h = zt_mem_alloc((us->len ? us->len : 1) * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST,
                                 NULL);
-        if (!h) return;
+        if (!h) return zt_fail(st, ZT_ENOMEM, "out of memory (frozen base)");
         sh->be->to_host(h, vals + us->lo, us->len * sizeof(float));
         zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), h, us->len);
         zt_mem_free(h);
@@ -1030,9 +1083,14 @@ void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals) {
     } else {
         sh->be->copy(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));
     }
+    return ZT_OK;
 }
 
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
+    if (sh->q) {
+        for (int u = 0; u < sh->nu; ++u) zt_shard_set_unit_params(sh, u, full + sh->u[u].off, NULL);
+        return;
+    }
     if (sh->frozen && mixed(sh)) {
         if (sh->stage < 3) zt_prec_narrow(sh->be, sh->prec, sh->p16, full, sh->m->num_params);
         else

@@ -78,6 +78,9 @@ typedef struct zt_shard_prec {
     int frozen;               /* LoRA's base (lora.h): parameters only -- no gradients, no
                                * optimizer state or master weights, no gradient communication;
                                * mixed precision keeps the 16-bit storage alone */
+    int nf4;                  /* frozen only (QLoRA, shard_nf4.c): 1 nf4, 2 nf4-dq: the model
+                               * tensors marked in nf4_tensor are stored as NF4 codes */
+    const unsigned char *nf4_tensor;   /* [m->n_tensors]: 1 = quantized (read at creation) */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = 0, ZT_SHARD_COMM_NCCL = 1 };
 
@@ -147,6 +150,7 @@ struct zt_units {
     int training;             /* the pass is a training one (zt_shard_forward's flag) */
     uint64_t sample0;         /* global index of the micro batch's first sample in the step */
     uint64_t seed;            /* ztrain.seed */
+    struct zt_nf4_store *q;   /* a frozen NF4 base (shard_nf4.c), else NULL */
 
     /* precision (fp32: prec == ZT_PREC_FP32 and every pointer below NULL) */
     zt_precision prec;
@@ -224,11 +228,28 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st);
 void zt_shard_set_full_params(zt_shard *sh, const float *full);
 /* A frozen engine (LoRA's base): set unit u's parameters from its fp32
  * values vals[n] in the backend's memory (this rank keeps its stage's
- * share, rounded to 16 bits when mixed); no communication. */
-void zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals);
+ * share, rounded to 16 bits when mixed; quantized with an NF4 base: a
+ * non-finite weight is an error); no communication. */
+int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *st);
 /* 1 when the owned fp32 values (zt_shard_param_slice) and the AdamW state
  * are in the backend's memory, 0 when in host memory (offloaded on a
  * device backend; with offload_param the fp32 parameter shard itself). */
 int zt_shard_state_on_device(const zt_shard *sh);
+
+/* ---- a frozen NF4 base (QLoRA; shard_nf4.c, docs/lora.md) ----
+ * Each unit is stored as its quantized tensors' NF4 blocks (codes + absmax,
+ * or qabsmax with nf4-dq) and its other elements ("rest", compact, in the
+ * storage precision); at stage 3 both are sharded over the shard group
+ * (the blocks in whole 64-element blocks) and gathered per unit; the unit's
+ * fp32 compute copy is the rest widened plus the tensors dequantized (and
+ * rounded to the storage precision when mixed). */
+int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st);
+void zt_nf4s_free(zt_shard *sh);
+/* unit u's compute copy into sh->view[u] (collective at stage 3) */
+int zt_nf4s_view(zt_shard *sh, int u, zt_status *st);
+/* quantize / store unit u from its fp32 values in host memory */
+int zt_nf4s_set_unit_host(zt_shard *sh, int u, const float *vals, zt_status *st);
+/* bytes this rank stores (codes, absmax, rest) */
+size_t zt_nf4s_bytes(const zt_shard *sh);
 
 #endif

@@ -399,7 +399,8 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
                        "gpt2 models, not a model of the caller's own", c->model.lora_r);
     }
     if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
-                              lora ? zt_shard_model_flags_frozen(c->zero_stage, ctx->prec)
+                              lora ? zt_shard_model_flags_frozen(c->zero_stage, ctx->prec) &
+                                         (zt_lora_base_kind(&c->model, NULL) > 0 ? ~ZT_MODEL_PARAMS : ~0)
                                    : zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
                               &ctx->model, st)) != ZT_OK) {
         if (own) ops->destroy(self);
@@ -423,11 +424,22 @@ static int build_engine(zt_ctx *ctx, zt_status *st) {
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
                               strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
                               ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
-                              c->pin_optimizer, c->pin_param, 0};
+                              c->pin_optimizer, c->pin_param, 0, 0, NULL};
     const int G = zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size);
     zt_shard_prec bp = sp;
     bp.frozen = ctx->lmodel != NULL;   /* LoRA: the base is frozen */
-    ZT_TRY(zt_shard_create_ex(ctx->model, c->zero_stage, G, ctx->world, &bp, &ctx->sh, st));
+    unsigned char *qt = NULL;          /* QLoRA: which base tensors are NF4 */
+    if (bp.frozen && (bp.nf4 = zt_lora_base_kind(&c->model, st)) != 0) {
+        if (bp.nf4 < 0) return st->code;
+        if (!(qt = calloc((size_t)ctx->model->n_tensors, 1)))
+            return zt_fail(st, ZT_ENOMEM, "out of memory");
+        for (int i = 0; i < ctx->model->n_tensors; ++i)
+            qt[i] = (unsigned char)zt_lora_base_quantized(&c->model, ctx->model->tensors[i].name);
+        bp.nf4_tensor = qt;
+    }
+    int rc0 = zt_shard_create_ex(ctx->model, c->zero_stage, G, ctx->world, &bp, &ctx->sh, st);
+    free(qt);
+    ZT_TRY(rc0);
     ctx->sh->seed = (uint64_t)c->seed;   /* LoRA dropout's mask (lora.h) */
     int rc = zt_shard_init_params(ctx->sh, c->seed);
     if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the parameters");

@@ -13,6 +13,9 @@
 #  - a LoRA checkpoint holds only the adapters and their state: its size
 #    against a full fine-tuning checkpoint of the same model;
 #  - a full fine-tuning checkpoint refuses a LoRA resume and back;
+#  - QLoRA (--lora-base nf4 / nf4-dq): 3 ranks at stage 3 (NF4 codes sharded)
+#    match 1 rank at stage 0, a resume is bitwise, cpu-strict is bitwise cpu,
+#    and a resume on a base stored otherwise is refused;
 #  - ztrain ckpt export --peft, then --lora-from that adapter: on a token file
 #    of one window (every step's loss is that window's loss before the step's
 #    update) the new run's first loss is the exporting run's next one.
@@ -90,6 +93,28 @@ ok $? "resume at step 3 (2 ranks, stage 2): losses and checkpoint bitwise those 
 STEPS=3 run x3 1 llama-tiny.json --stage 0 --micro-batch 12 --resume never --ckpt-every 3 "${LORA[@]}" &&
     run x3 3 llama-tiny.json --stage 3 --micro-batch 4 --resume auto "${LORA[@]}" && compare ref x3
 ok $? "saved on 1 rank at stage 0, resumed on 3 ranks at stage 3: matches the reference"
+
+# QLoRA (--lora-base nf4): the NF4 codes sharded in 64-blocks at stage 3 over 3
+# ranks match 1 rank at stage 0; a resume is bitwise; another base storage refused
+QL=(--lora-base nf4-dq)
+run qref 1 llama-tiny.json --stage 0 --micro-batch 12 --resume never "${LORA[@]}" "${QL[@]}" &&
+    run q3 3 llama-tiny.json --stage 3 --micro-batch 4 --resume never "${LORA[@]}" "${QL[@]}" &&
+    compare qref q3
+ok $? "QLoRA nf4-dq: 3 ranks, stage 3 (codes sharded) match 1 rank, stage 0"
+run qr6 2 llama-tiny.json --stage 3 --micro-batch 6 --resume never "${LORA[@]}" --lora-base nf4 &&
+    STEPS=3 run qr3 2 llama-tiny.json --stage 3 --micro-batch 6 --resume never --ckpt-every 3 \
+        "${LORA[@]}" --lora-base nf4 &&
+    run qr3 2 llama-tiny.json --stage 3 --micro-batch 6 --resume auto "${LORA[@]}" --lora-base nf4 &&
+    grep -q "^checkpoint: resumed from ck_qr3/step-3" o_qr3.txt && same qr6 qr3
+ok $? "QLoRA nf4, resume at step 3 (2 ranks, stage 3): losses and checkpoint bitwise those of 6 straight steps"
+run qc 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
+    "${LORA[@]}" --lora-base nf4 &&
+    run qcs 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
+        --backend cpu-strict "${LORA[@]}" --lora-base nf4 && same qc qcs
+ok $? "QLoRA nf4 on cpu-strict, 2 ranks, stage 3, bf16: losses and checkpoint bitwise those of the cpu backend"
+run qx 1 llama-tiny.json --stage 0 --micro-batch 12 --resume auto --ckpt-dir ck_qr6 "${LORA[@]}"
+grep -q "trained on a base stored as nf4, this run stores it as the compute dtype" o_qx.txt
+ok $? "adapters trained on an nf4 base refuse a resume on a base of the compute dtype"
 
 # the size of a LoRA checkpoint against a full one of the same model
 STEPS=1 run full 1 llama-tiny.json --stage 0 --micro-batch 12 --resume never --ckpt-every 1

@@ -10,9 +10,13 @@ adapters (tests/lora_ref.c's JSON) into it, and compares: the loss of the
 fixture batch, the gradient of every lora_A / lora_B (relative to the
 largest entry of that gradient: tolerance 2e-5, test_hf_golden's), the
 losses of 3 torch.optim.AdamW steps and the loss after them (absolute 1e-5).
+With ZT_LORA_BASE=nf4 / nf4-dq the fixture is loaded with transformers'
+BitsAndBytesConfig(load_in_4bit, nf4, double quant for nf4-dq, compute in
+fp32) (QLoRA; ztrain ran with ztrain.lora.base set the same).
 Prints one line per check, "ok" or "not ok"; exits 1 if any failed.
 """
 import json
+import os
 import sys
 
 import torch
@@ -23,7 +27,17 @@ fix, zjson, r, alpha, rslora = sys.argv[1], sys.argv[2], int(sys.argv[3]), float
 Z = json.load(open(zjson))
 meta = json.load(open(fix.rstrip("/") + ".ref.json"))
 torch.manual_seed(0)
-base = AutoModelForCausalLM.from_pretrained(fix, dtype=torch.float32)
+qbase = os.environ.get("ZT_LORA_BASE", "")
+if qbase:   # QLoRA (tests/qlora_bnb.sh): the base quantized by bitsandbytes, compute in fp32
+    from transformers import BitsAndBytesConfig
+    bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                             bnb_4bit_use_double_quant=qbase == "nf4-dq",
+                             bnb_4bit_compute_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(fix, dtype=torch.float32, quantization_config=bnb,
+                                                device_map="cpu")
+    print("# base loaded with %s" % bnb.to_dict())
+else:
+    base = AutoModelForCausalLM.from_pretrained(fix, dtype=torch.float32)
 gpt2 = base.config.model_type == "gpt2"
 prefix = "transformer.h.%d." if gpt2 else "model.layers.%d."
 targets = Z["targets"].split(",")

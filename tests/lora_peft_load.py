@@ -8,8 +8,11 @@ PEFT_DIR) with no unexpected adapter key and no lora_ weight missing
 (set_peft_model_state_dict's load result), and its loss on the window in
 TOKENS_TXT equal to LOSS (ztrain's, 1e-5).  MERGED_DIR (--hf --merge):
 AutoModelForCausalLM loads it with no missing, unexpected or mismatched key,
-and its loss is LOSS too.  Prints ok / not ok lines; exit 1 if any failed.
+and its loss is LOSS too.  With ZT_LORA_BASE=nf4 / nf4-dq the adapter goes on
+the base quantized by bitsandbytes (BitsAndBytesConfig, compute in fp32) and
+the merged model holds the dequantized weights + scale B A.  Prints ok / not ok lines; exit 1 if any failed.
 """
+import os
 import sys
 
 import torch
@@ -36,7 +39,16 @@ def loss_of(m):
     return torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]).double(), y.reshape(-1)).item()
 
 
-base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+qbase = os.environ.get("ZT_LORA_BASE", "")
+if qbase:   # QLoRA (tests/qlora_bnb.sh): the adapter on the base quantized by bitsandbytes
+    from transformers import BitsAndBytesConfig
+    bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                             bnb_4bit_use_double_quant=qbase == "nf4-dq",
+                             bnb_4bit_compute_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, quantization_config=bnb,
+                                                device_map="cpu")
+else:
+    base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
 pm = PeftModel.from_pretrained(base, peft_dir)
 res = set_peft_model_state_dict(pm, load_peft_weights(peft_dir))
 missing = [k for k in res.missing_keys if "lora_" in k]

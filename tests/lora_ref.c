@@ -13,6 +13,7 @@
  * betas 0.9/0.95, eps 1e-8, weight decay 0.1, no clipping, constant lr) and
  * the loss after the third.
  */
+#include <stdlib.h>
 #include <jansson.h>
 #include <math.h>
 #include "ctx.h"
@@ -94,6 +95,8 @@ int main(int argc, char **argv) {
     tu_set(cfg, "ztrain.lora.alpha", "%s", argv[4]);
     tu_set(cfg, "ztrain.lora.targets", "%s", argv[5]);
     tu_set(cfg, "ztrain.lora.rslora", "%s", argv[6]);
+    /* QLoRA (tests/qlora_bnb.sh): the base stored as NF4 */
+    if (getenv("ZT_LORA_BASE")) tu_set(cfg, "ztrain.lora.base", "%s", getenv("ZT_LORA_BASE"));
     zt_ctx *ctx = NULL;
     if (zt_ctx_create(cfg, NULL, &ctx, &st) != ZT_OK) return fail("zt_ctx_create", &st);
     if (zt_hf_load(ctx, argv[1], &st) != ZT_OK) return fail("zt_hf_load", &st);

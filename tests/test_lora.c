@@ -23,6 +23,7 @@
 #include "ctx.h"
 #include "lora.h"
 #include "memplan.h"
+#include "shard.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -188,10 +189,13 @@ static void train(const char *arch, int stage, int bf16, double *losses) {
     zt_config_free(c);
 }
 
-/* The planner's prediction against the accounted peaks of 3 steps. */
+/* The planner's prediction against the accounted peaks of 3 steps (an NF4
+ * base when plan_base is set). */
+static const char *plan_base;
 static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
     zt_status st;
     zt_config *c = config(arch, "q_proj,v_proj,down_proj,c_attn,c_fc", stage, bf16);
+    if (plan_base) tu_set(c, "ztrain.lora.base", "%s", plan_base);
     if (!strcmp(arch, "llama")) tu_set(c, "ztrain.lora.targets", "q_proj,v_proj,down_proj");
     else tu_set(c, "ztrain.lora.targets", "c_attn,c_fc");
     if (ckpt) tu_set(c, "activation_checkpointing.policy", "blocks");
@@ -219,13 +223,116 @@ static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
             tap_diag("%s: predicted %llu, accounted %llu", r.name[t],
                      (unsigned long long)p.cat[ZT_MP_HOST][t], (unsigned long long)r.peak[t]);
         }
-    tap_ok(same, "%s stage %d%s%s: the planner's peaks equal the accounted ones (total %llu B, "
-           "predicted %llu B; adapters %llu of %llu parameters)", arch, stage, bf16 ? " bf16" : "",
+    tap_ok(same, "%s%s%s stage %d%s%s: the planner's peaks equal the accounted ones (total %llu B, "
+           "predicted %llu B; adapters %llu of %llu parameters)", arch, plan_base ? " " : "",
+           plan_base ? plan_base : "", stage, bf16 ? " bf16" : "",
            ckpt ? " checkpointing" : "", (unsigned long long)r.peak_total,
            (unsigned long long)p.accounted_peak, (unsigned long long)p.lora_params,
            (unsigned long long)p.num_params);
     zt_ctx_free(ctx);
     zt_config_free(c);
+}
+
+/* QLoRA: 3 steps on a base stored as NF4 (base = "nf4" / "nf4-dq") or, ref,
+ * on a base of the compute dtype set to deq (the NF4 run's dequantized base).
+ * Step losses into losses[3], the adapters after the steps into *ad (malloc),
+ * the base before the steps into *deq (NF4 run) when deq is not NULL. */
+static int qrun(int stage, int bf16, const char *base, const float *set, double *losses, float **ad,
+                float **deq) {
+    zt_status st;
+    zt_config *c = config("llama", "all-linear", stage, bf16);
+    if (base) tu_set(c, "ztrain.lora.base", "%s", base);
+    zt_ctx *ctx = NULL;
+    if (zt_ctx_create(c, NULL, &ctx, &st) != ZT_OK) {
+        tap_diag("qlora context: %s", st.msg);
+        zt_config_free(c);
+        return 0;
+    }
+    const size_t nb = ctx->model->num_params, na = ctx->lmodel->num_params;
+    if (set) zt_shard_set_full_params(ctx->sh, set);
+    float *full, *before = malloc(nb * sizeof(float));
+    int owned, ok = zt_shard_full_params(ctx->sh, &full, &owned, &st) == ZT_OK;
+    if (ok) memcpy(before, full, nb * sizeof(float));
+    if (ok && owned) zt_mem_free(full);
+    if (ok && base && stage == 0 && !bf16) {   /* codes stored, not the fp32 weights */
+        zt_memory_report r;
+        zt_memory(&r);
+        const size_t qb = zt_nf4s_bytes(ctx->sh);
+        tap_ok(ctx->sh->q && r.current[ZT_MEM_PARAMS] == qb + na * 4 && qb < nb * 4 / 2, "%s stage 0: the base is stored in %zu bytes (accounted parameters %llu B = "
+               "that + the adapters' %zu B; fp32 would be %zu B)", base, qb,
+               (unsigned long long)r.current[ZT_MEM_PARAMS], na * 4, nb * 4);
+    }
+    zt_data_source src = {NULL, fixed_get, NULL, NULL}, none = {0};
+    zt_ctx_set_data(ctx, src, none, &st);
+    for (int k = 0; k < 3 && ok; ++k) {
+        zt_metrics mt;
+        ok = zt_train_step(ctx, &mt, &st) == ZT_OK;
+        losses[k] = mt.loss;
+    }
+    if (!ok) tap_diag("%s", st.msg);
+    ok = ok && zt_shard_full_params(ctx->sh, &full, &owned, &st) == ZT_OK;
+    if (ok) {
+        if (memcmp(before, full, nb * sizeof(float))) {
+            ok = 0;
+            tap_diag("the frozen base changed during training");
+        }
+        if (owned) zt_mem_free(full);
+    }
+    *ad = malloc(na * sizeof(float));
+    ok = ok && zt_shard_full_params(ctx->lsh, &full, &owned, &st) == ZT_OK;
+    if (ok) {
+        memcpy(*ad, full, na * sizeof(float));
+        if (owned) zt_mem_free(full);
+    }
+    if (deq) *deq = before;
+    else free(before);
+    zt_ctx_free(ctx);
+    zt_config_free(c);
+    return ok ? (int)na : 0;
+}
+
+/* An NF4 base equals the dequantized base bitwise: step losses and adapters
+ * at stages 0-3 (fp32 and bf16, nf4 and nf4-dq). */
+static void qlora(const char *base, int bf16) {
+    double l0[3], l[3], lr[3];
+    float *ad0 = NULL, *ad = NULL, *adr = NULL, *deq = NULL, *deq1 = NULL;
+    int na = qrun(0, bf16, base, NULL, l0, &ad0, &deq);
+    int ok = na > 0, stages = ok;
+    for (int s = 1; ok && s < 4; ++s) {
+        stages &= qrun(s, bf16, base, NULL, l, &ad, NULL) == na && !memcmp(l, l0, sizeof l) &&
+                  !memcmp(ad, ad0, (size_t)na * sizeof(float));
+        free(ad);
+        ad = NULL;
+    }
+    tap_ok(stages, "%s%s: the 3 step losses and the adapters bitwise equal at stages 0-3 (%.7f "
+           "%.7f %.7f)", base, bf16 ? " bf16" : "", l0[0], l0[1], l0[2]);
+    /* the reference: the compute-dtype base set to the dequantized values */
+    int same = ok && qrun(0, bf16, NULL, deq, lr, &adr, &deq1) == na && !memcmp(lr, l0, sizeof lr) &&
+               !memcmp(adr, ad0, (size_t)na * sizeof(float));
+    tap_ok(same, "%s%s: equal bitwise to the run on its dequantized base (losses %.7f %.7f %.7f)",
+           base, bf16 ? " bf16" : "", lr[0], lr[1], lr[2]);
+    free(ad0); free(adr); free(deq); free(deq1);
+}
+
+/* The quantization is real: the dequantized base differs from the base. */
+static void qlora_differs(void) {
+    double l[3];
+    float *a1 = NULL, *a2 = NULL, *d1 = NULL, *d2 = NULL;
+    int na = qrun(0, 0, "nf4", NULL, l, &a1, &d1);
+    int nb = na ? qrun(0, 0, NULL, NULL, l, &a2, &d2) : 0;
+    size_t diff = 0, n = 0;
+    zt_status st;
+    zt_config *c = config("llama", "all-linear", 0, 0);
+    zt_ctx *ctx = NULL;
+    if (nb && zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK) {
+        n = ctx->model->num_params;
+        for (size_t i = 0; i < n; ++i) diff += d1[i] != d2[i];
+        zt_ctx_free(ctx);
+    }
+    zt_config_free(c);
+    tap_ok(diff > 0 && diff < n, "nf4: %zu of the %zu base values changed by the quantization "
+           "(the linear weights; norms, biases, embeddings and head kept)", diff, n);
+    free(a1); free(a2); free(d1); free(d2);
 }
 
 static void refuse(const char *what, const char *key, const char *val, const char *want) {
@@ -265,6 +372,34 @@ int main(int argc, char **argv) {
     plan_exact("gpt2", 1, 0, 0);
     plan_exact("llama", 2, 0, 1);
     plan_exact("gpt2", 3, 1, 1);
+    plan_base = "nf4";
+    for (int s = 0; s < 4; ++s) plan_exact("llama", s, s == 2, s == 1);
+    plan_base = "nf4-dq";
+    plan_exact("llama", 3, 1, 1);
+    plan_exact("llama", 0, 0, 0);
+    plan_base = NULL;
+    qlora("nf4", 0);
+    qlora("nf4", 1);
+    qlora("nf4-dq", 0);
+    qlora("nf4-dq", 1);
+    qlora_differs();
+    refuse("an unknown base storage", "ztrain.lora.base", "nf8", "one of");
+    {
+        zt_config *c = config("gpt2", "c_attn", 0, 0);
+        tu_set(c, "ztrain.lora.base", "nf4");
+        int rc = zt_config_finalize(c, 1, &st);
+        tap_ok(rc != ZT_OK && strstr(st.msg, "ztrain.lora.base=nf4") && strstr(st.msg, "gpt2"),
+               "nf4 on gpt2 refused: %s", st.msg);
+        zt_config_free(c);
+        c = config("llama", "", 0, 0);
+        tu_set(c, "ztrain.lora.r", "0");
+        tu_set(c, "ztrain.lora.alpha", "8");
+        tu_set(c, "ztrain.lora.base", "nf4");
+        rc = zt_config_finalize(c, 1, &st);
+        tap_ok(rc != ZT_OK && strstr(st.msg, "ztrain.lora.base is set"),
+               "nf4 without LoRA refused: %s", st.msg);
+        zt_config_free(c);
+    }
     refuse("r < 0", "ztrain.lora.r", "-1", "ztrain.lora.r");
     refuse("a target matching no module", "ztrain.lora.targets", "c_attn", "matches no module");
     refuse("an unknown module among the targets", "ztrain.lora.targets", "q_proj,qq_proj",
