@@ -1,8 +1,9 @@
 #!/bin/bash
 # lora.sh -- LoRA against full fine-tuning on the same shape, in the same run
 # (issue 27, item 7): the median step time and the peak memory per rank of
-# full fine-tuning, LoRA r=16 on all-linear, and the same with
-# --lora-dropout 0.1, each with its ratio to full fine-tuning.
+# full fine-tuning, LoRA r=16 on all-linear, the same with
+# --lora-dropout 0.1, and QLoRA (the same adapters on an NF4 base,
+# --lora-base nf4), each with its ratio to full fine-tuning.
 #
 #   bench/lora.sh [STEPS] [THREADS] [LAYERS] [BATCH] [SEQ] [ROUNDS]   (defaults 3 1 4 2 128 2)
 #
@@ -32,9 +33,10 @@ echo "machine: $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$ZTRAIN" prep --input data/tinyshakespeare.txt --output "$tmp/tok" --val-fraction 0 > /dev/null
 
-modes=(full lora lora_drop)
+modes=(full lora lora_drop qlora)
 declare -A extra=([full]="" [lora]="--lora-r 16 --lora-alpha 32 --lora-targets all-linear"
-                  [lora_drop]="--lora-r 16 --lora-alpha 32 --lora-targets all-linear --lora-dropout 0.1")
+                  [lora_drop]="--lora-r 16 --lora-alpha 32 --lora-targets all-linear --lora-dropout 0.1"
+                  [qlora]="--lora-r 16 --lora-alpha 32 --lora-targets all-linear --lora-base nf4")
 # run MODE ROUND: one training run; writes $tmp/MODE_ROUND.{jsonl,out,rss}
 run() {
     local m=$1 r=$2

@@ -49,6 +49,27 @@ sys.exit(0 if len(a) == 20 and a == b else 1)
 PY
 ok $? "SFT data, 2 ranks, stage 2: 10 steps + checkpoint + resume to 20 == 20 steps (losses, weights bitwise)"
 [ -f o_r2.txt ] && ! grep -q "resumed from" o_r2.txt && diag o_r2.txt
+# LoRA on the masked loss: adapters only (all-linear, r 4), 1 rank stage 0
+# against 2 ranks stage 3 with accumulation 2: the same losses and eval losses
+lora_run() {  # lora_run TAG NP ARGS...
+    local tag=$1 np=$2; shift 2
+    mpirun_np "$np" "$ZTRAIN" train --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.sft --val c_val.sft \
+        --vocab 1536 --context 64 --seq-len 64 --threads 1 --steps 6 --eval-every 3 --eval-batch-size 12 \
+        --eval-batches 1 --sample-tokens 0 --resume never --batch-size 12 --lora-r 4 --lora-alpha 8 \
+        --lora-targets all-linear --metrics "m_$tag.jsonl" "$@" > "o_$tag.txt" 2>&1
+}
+lora_run l1 1 --stage 0 --micro-batch 12 && lora_run l2 2 --stage 3 --micro-batch 3 --grad-accum 2 &&
+    python3 - m_l1.jsonl m_l2.jsonl <<'PY'
+import json, sys
+def vals(p): return [(k, r[k]) for r in map(json.loads, open(p)) for k in ("loss", "val_loss") if k in r]
+a, b = vals(sys.argv[1]), vals(sys.argv[2])
+print("# LoRA SFT: %d values, worst relative difference %.1e" % (len(a), max(
+    [abs(x[1] - y[1]) / abs(x[1]) for x, y in zip(a, b)] or [1])))
+sys.exit(0 if len(a) == len(b) == 8 and all(x[0] == y[0] and abs(x[1] - y[1]) <= 1e-6 * abs(x[1])
+                                            for x, y in zip(a, b)) else 1)
+PY
+ok $? "LoRA on SFT data: 2 ranks, stage 3, accumulation 2 == 1 rank, stage 0 (losses, eval losses)"
+[ -f m_l2.jsonl ] || diag o_l2.txt
 # the masked mean is not the unmasked one: a run on the same windows with
 # every target counted reports different losses
 "$ZTRAIN" prep --sft --input "$ZT_SRCDIR/tests/data/sft/chats.jsonl" --tokenizer "$ZT_SRCDIR/tests/fixtures/tok/llama3" \
