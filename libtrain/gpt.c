@@ -233,14 +233,10 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
 #define GRADS_OR_FROZEN(u) do { if (g->lora) frozen_grads(g, a, (u)); else GRADS(u); } while (0)
 #define GRADS_DONE(u) do { if (!g->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
 #define LORA_ACTS ((zt_gpt_acts *)acts)
-#define LORA_PARAMS(l) do { if (g->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
-                                           if (!b_) { return st->code; } g->ad = b_;         \
-                                           zt_lora_drop_at(&LORA_ACTS->lora, &g->lo, U, (l),  \
-                                                           LORA_ACTS->fT); } } while (0)
-#define LORA_GRADS(l) do { if (g->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
-                                          if (!b_) { return st->code; } g->gad = b_; } } while (0)
-#define LORA_RELEASE(l) do { if (g->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)
-#define LORA_GRADS_DONE(l) do { if (g->lora) ZT_TRY(zt_unit_grads_done(zt_units_peer(U), (l), st)); } while (0)
+#define LORA_PARAMS(l) ZT_LORA_PARAMS(g, LORA_ACTS, l)
+#define LORA_GRADS(l) ZT_LORA_GRADS(g, l)
+#define LORA_RELEASE(l) ZT_LORA_RELEASE(g, l)
+#define LORA_GRADS_DONE(l) ZT_LORA_GRADS_DONE(g, l)
 
 /* The frozen base's gradient view of unit u. */
 static void frozen_grads(zt_gpt *g, zt_gpt_acts *a, int u) {

@@ -316,14 +316,10 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
 #define GRADS_OR_FROZEN(u) do { if (m->lora) frozen_grads(m, a, (u)); else GRADS(u); } while (0)
 #define GRADS_DONE(u) do { if (!m->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
 #define LORA_ACTS ((zt_llama_acts *)acts)
-#define LORA_PARAMS(l) do { if (m->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
-                                           if (!b_) { return st->code; } m->ad = b_;         \
-                                           zt_lora_drop_at(&LORA_ACTS->lora, &m->lo, U, (l),  \
-                                                           LORA_ACTS->fT); } } while (0)
-#define LORA_GRADS(l) do { if (m->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
-                                          if (!b_) { return st->code; } m->gad = b_; } } while (0)
-#define LORA_RELEASE(l) do { if (m->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)
-#define LORA_GRADS_DONE(l) do { if (m->lora) ZT_TRY(zt_unit_grads_done(zt_units_peer(U), (l), st)); } while (0)
+#define LORA_PARAMS(l) ZT_LORA_PARAMS(m, LORA_ACTS, l)
+#define LORA_GRADS(l) ZT_LORA_GRADS(m, l)
+#define LORA_RELEASE(l) ZT_LORA_RELEASE(m, l)
+#define LORA_GRADS_DONE(l) ZT_LORA_GRADS_DONE(m, l)
 
 /* The frozen base's gradient view of unit u. */
 static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {

@@ -196,5 +196,15 @@ static inline int zt_acts_recompute_below(zt_block_fwd_unit_fn fwd, void *self, 
                                  if (!b_) { return st->code; } \
                                  bind_unit((M), (u), b_, &(M)->g); } while (0)
 #define ZT_UNIT_RELEASE(u) ZT_TRY(zt_unit_release(U, (u), st))
+/* LoRA, for a model M with fields lora, lo, ad, gad and acts A with fields
+ * lora, fT: block l's adapters are unit l of the engine's peer (lora.h,
+ * zt_units_peer); no-ops without LoRA; return from the caller on failure */
+#define ZT_LORA_PARAMS(M, A, l) do { if ((M)->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
+                                        if (!b_) { return st->code; } (M)->ad = b_;                      \
+                                        zt_lora_drop_at(&(A)->lora, &(M)->lo, U, (l), (A)->fT); } } while (0)
+#define ZT_LORA_GRADS(M, l) do { if ((M)->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
+                                     if (!b_) { return st->code; } (M)->gad = b_; } } while (0)
+#define ZT_LORA_RELEASE(M, l) do { if ((M)->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)
+#define ZT_LORA_GRADS_DONE(M, l) do { if ((M)->lora) ZT_TRY(zt_unit_grads_done(zt_units_peer(U), (l), st)); } while (0)
 
 #endif
