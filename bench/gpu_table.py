@@ -46,6 +46,9 @@ def parse_torch(path, rows, peaks):
         m = re.search(r"shape L=(\d+) H=(\d+) C=(\d+) V=(\d+) B=(\d+) T=(\d+)", line)
         if m:
             shape = tuple(int(v) for v in m.groups())
+        m = re.search(r"Llama L=(\d+) NH=(\d+) NKV=\d+ C=(\d+) H=\d+ V=(\d+) B=(\d+) T=(\d+)", line)
+        if m:   # llama_gpu_torch.py: attention width NH hd = C
+            shape = tuple(int(v) for v in m.groups())
         m = re.match(r"\s+(fp32|bf16) autocast:\s+([\d.]+) ms/step\s+([\d.]+) tokens/s.*?"
                      r"(?:MFU\s+[\d.]+% of (\d+))?\s+peak mem ([\d.]+) GiB\s+params ([\d.]+)M", line)
         if m:

@@ -98,8 +98,9 @@ typedef struct zt_arch {
     /* the largest CUDA scratch request of the model's kernel sequence
      * (kernels/cuda/cuda_workspace.h) for a [B, T] step, an eval forward
      * [E, T] (E = 0: none), the sample's [1, T] and reductions over psi
-     * gradients */
-    uint64_t (*kernel_ws)(const zt_model_config *mc, int B, int T, int E, uint64_t psi);
+     * gradients; bf16: the matmul precision is ZT_MATMUL_BF16 (operands
+     * rounded into scratch; attention on tensor cores) */
+    uint64_t (*kernel_ws)(const zt_model_config *mc, int B, int T, int E, uint64_t psi, int bf16);
     /* one-line summaries of the architecture's settings (ZT_ARCH_SUM_*) */
     void (*summary)(const zt_model_config *mc, int style, char *buf, size_t n);
     /* Hugging Face: families (the first is the default export), file

@@ -78,6 +78,9 @@ struct zt_config {
     double fp16_min_loss_scale;   /* fp16.min_loss_scale, default 1 */
     char comm_dtype[8];           /* communication_data_type: fp32 | bf16 | fp16 (gradient
                                    * reductions), default fp32 */
+    char matmul_precision[8];     /* ztrain.matmul_precision: auto | fp32 | bf16 (GEMM and
+                                   * attention operands; auto = bf16 with bf16.enabled on
+                                   * cuda, else fp32) */
 
     /* optimizer: type must be "AdamW" */
     char optimizer_type[32];

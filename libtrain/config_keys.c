@@ -78,6 +78,11 @@ const keydef zt_cfg_keys[] = {
      1, 0, KF_NO_HI, "2", NULL, "overflows tolerated before the scale shrinks"},
     {"fp16.min_loss_scale", NULL, NULL, NULL, T_DOUBLE, FLD(fp16_min_loss_scale),
      0, 0, KF_LO_OPEN | KF_NO_HI, "1", NULL, "lower bound of the dynamic loss scale"},
+    {"ztrain.matmul_precision", "matmul-precision", NULL, NULL, T_ENUM, FLD(matmul_precision),
+     0, 0, 0, "auto", "auto|fp32|bf16",
+     "operands of the matmuls and attention products: bf16 rounds them to bfloat16 (fp32 "
+     "accumulation and outputs; on cuda attention runs on tensor cores), fp32 keeps them; auto "
+     "= bf16 when bf16.enabled on the cuda backend, else fp32"},
     {"communication_data_type", "comm-dtype", NULL, NULL, T_ENUM, FLD(comm_dtype),
      0, 0, 0, "fp32", "fp32|bf16|fp16",
      "element type of gradient reductions (all-reduce, reduce-scatter); sums accumulate in "

@@ -473,15 +473,23 @@ static uint64_t gpt_acts_bytes(const zt_model_config *mc, int B, int T, int trai
  * gpt_backward call (fp32 matmuls: only the loss sum needs scratch in
  * forward), the optimizer's reductions over psi gradients, the eval [E, T]
  * and sample [1, T] forwards. */
-static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi) {
-    const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T, bf16 = 0;
+static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
+                              int bf16) {
+    const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 3 * C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 4 * C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, 4 * C, C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
+    /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
+#define FWD(Bf)                                                                  \
+    do {                                                                         \
+        const int Nf = (Bf) * T;                                                 \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 3 * C));                           \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, C));                               \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 4 * C));                           \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, 4 * C, C));                           \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
+        WS(zt_cuda_ws_attention_fwd(bf16, (Bf), T, C, NH));                      \
+    } while (0)
+    FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* backward */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));        /* LM head, no bias */
@@ -489,14 +497,16 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    WS(zt_cuda_ws_attention_bwd(B, T, NH));
+    WS(zt_cuda_ws_attention_bwd(bf16, B, T, C, NH));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     /* optimizer: gradient norm, fp16 overflow check */
     WS(zt_cuda_ws_reduce((size_t)psi));
     /* eval and sample forwards */
     if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
+    if (E > 0) FWD(E);
+    FWD(1);
+#undef FWD
 #undef WS
     return w;
 }

@@ -569,28 +569,38 @@ static uint64_t llama_acts_bytes(const zt_model_config *mc, int B, int T, int tr
 /* The largest scratch request of llama_forward's and llama_backward's CUDA
  * kernels (RMSNorm forward, RoPE and SwiGLU take none), the optimizer's
  * reductions, the eval and sample forwards (gpt.c's gpt_kernel_ws). */
-static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi) {
+static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
+                                int bf16) {
     const shape s = shape_of(mc);
-    const int C = s.C, NH = s.NH, V = s.V, N = B * T, bf16 = 0, H = s.H, AD = s.AD, QKV = s.QKV;
+    const int C = s.C, NH = s.NH, V = s.V, N = B * T, H = s.H, AD = s.AD, QKV = s.QKV;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, QKV));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, AD, C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, 2 * H));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, H, C));
-    WS(zt_cuda_ws_matmul_fwd(bf16, N, C, V));
+    /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
+#define FWD(Bf)                                                                  \
+    do {                                                                         \
+        const int Nf = (Bf) * T;                                                 \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, QKV));                             \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, AD, C));                              \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 2 * H));                           \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
+        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
+        WS(zt_cuda_ws_gqa_fwd(bf16, (Bf), T, NH, s.NKV, s.hd));                  \
+    } while (0)
+    FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));       /* LM head */
     WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
-    WS(zt_cuda_ws_gqa_bwd(B, T, NH));
+    WS(zt_cuda_ws_gqa_bwd(bf16, B, T, NH, s.NKV, s.hd));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
     if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    WS(zt_cuda_ws_matmul_fwd(bf16, T, C, V));
+    if (E > 0) FWD(E);
+    FWD(1);
+#undef FWD
 #undef WS
     return w;
 }

@@ -739,7 +739,8 @@ after_states:;
     if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
         p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
         p->scratch_bytes = zt_cuda_ws_scratch_size(
-            zt_arch_of(mc)->kernel_ws(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi));
+            zt_arch_of(mc)->kernel_ws(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi,
+                                      zt_matmul_bf16_of(c, 1)));
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;

@@ -28,6 +28,12 @@ zt_dtype zt_precision_dtype(zt_precision p) {
 
 size_t zt_precision_elem_size(zt_precision p) { return p == ZT_PREC_FP32 ? 4 : 2; }
 
+int zt_matmul_bf16_of(const zt_config *cfg, int cuda) {
+    if (strcmp(cfg->matmul_precision, "bf16") == 0) return 1;
+    if (strcmp(cfg->matmul_precision, "fp32") == 0) return 0;
+    return cuda && cfg->bf16_enabled;
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

@@ -44,6 +44,10 @@ zt_dtype zt_precision_dtype(zt_precision p);
 size_t zt_precision_elem_size(zt_precision p);
 /* Element type gradients are reduced in (communication_data_type). */
 zt_dtype zt_comm_dtype_of(const zt_config *cfg);
+/* 1 when the matmul and attention operands are rounded to bf16
+ * (ztrain.matmul_precision; auto: bf16.enabled on the cuda backend, cuda
+ * != 0), else 0 (fp32 operands) */
+int zt_matmul_bf16_of(const zt_config *cfg, int cuda);
 
 /* ------------------------------------------------------------ loss scaler */
 

@@ -152,6 +152,8 @@ static int open_backend(zt_ctx *ctx, const zt_config *c, zt_status *st) {
     }
     /* bench_train --breakdown: every kernel timed (kernels/profile.h) */
     ctx->be = zt_prof_wrap(ctx->be);
+    ctx->be->set_matmul_precision(zt_matmul_bf16_of(c, strcmp(c->backend, "cuda") == 0)
+                                      ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
     zt_mem_set_backend(ctx->be);
     return ZT_OK;
 }
@@ -1003,7 +1005,9 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             snprintf(scale, sizeof scale, "; loss scale %g (%s)", ctx->scaler.s.scale,
                      ctx->scaler.dynamic ? "dynamic" : "static");
         zt_log(ctx, ZT_LOG_INFO, "precision: %s parameters, fp32 master weights, AdamW state and "
-               "compute; gradients reduced in %s%s", zt_precision_name(ctx->prec),
+               "activations, %s matmul operands; gradients reduced in %s%s",
+               zt_precision_name(ctx->prec),
+               zt_matmul_bf16_of(c, strcmp(c->backend, "cuda") == 0) ? "bf16" : "fp32",
                c->comm_dtype, scale);
     }
     while (ctx->step < c->steps) {

@@ -127,6 +127,11 @@ zrun() {
         cpu|cpu-strict) thr=(--threads "${ZT_ENGINE_THREADS:-1}") ;;
     esac
     [ "$be" = "$backend" ] && cb=(--comm-backend "$comm")
+    # bf16 runs round matmul and attention operands to bf16 on every backend
+    # (ztrain.matmul_precision; auto would round them on cuda only)
+    local mm=fp32 prev=""
+    for a in "$@"; do [ "$prev" = --precision ] && [ "$a" = bf16 ] && mm=bf16; prev=$a; done
+    cb+=(--matmul-precision "$mm")
     timeout "$timeout_s" "$mpirun" --oversubscribe -np "$np" --bind-to none "$ztrain" train "${COMMON[@]}" \
         --backend "$be" "${thr[@]}" "${cb[@]}" --metrics "$tag.jsonl" --ckpt-dir "ck_$tag" \
         --save "$tag.bin" "$@" > "$tag.out" 2>&1

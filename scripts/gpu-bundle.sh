@@ -73,12 +73,12 @@ for p in $progs; do
     [ -f "$OUT/bin/$b" ] || die "no executable for $p"
 done
 cp -L "$BUILD/.libs/libtrain.so.0" "$OUT/lib/"
-cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/gpu_table.py" "$OUT/"
+cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/gpu_table.py" "$OUT/"
 # the engine check and the training runs of run.sh: the script, the tiny
 # config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)
 mkdir -p "$OUT/scripts" "$OUT/configs" "$OUT/data"
 cp "$SRC/scripts/engine-check.sh" "$OUT/scripts/"
-cp "$SRC/configs/tiny.json" "$OUT/configs/"
+cp "$SRC/configs/tiny.json" "$SRC/configs/llama-tiny.json" "$OUT/configs/"
 head -c 200000 "$SRC/data/tinyshakespeare.txt" > "$OUT/data/tinyshakespeare.txt"
 
 echo "== Open MPI and PMIx runtime"
@@ -468,6 +468,52 @@ bench)
     fi
     echo "== GPT-2 step, one table (ztrain: median of steps 3..$((steps + 2)); MFU: bench/README.md)"
     python3 "$B/gpu_table.py" --bench-gpu "$work/bench_gpu.txt" --torch "$work/torch.txt" "${zt[@]}"
+    ;;
+llama)
+    # run.sh llama [STEPS [SHAPE [STAGES]]]: ztrain train --arch llama (bf16,
+    # 1 rank, at each of STAGES, default "0") and bench/llama_gpu_torch.py
+    # (eager, bf16 autocast) at SHAPE = L,NH,NKV,C,H,V,B,T (default
+    # SmolLM-135M: 30,9,3,576,1536,49152,8,2048), then one table; appended to
+    # $OUT/bench.txt (or ./bench.txt)
+    steps=${2:-10}
+    shape=${3:-30,9,3,576,1536,49152,8,2048}
+    bout=${OUT:-$PWD}; mkdir -p "$bout"; bout=$(cd "$bout" && pwd)
+    work=$(mktemp -d "${TMPDIR:-/tmp}/ztbench.XXXXXX")
+    trap 'rm -rf "$work" "${TMPDIR:-/tmp}/ztrain-bundle-$$"' EXIT
+    exec > >(tee -a "$bout/bench.txt") 2>&1
+    IFS=, read -r L NH NKV C H V Bt T <<< "$shape"
+    echo "== llama $(date -u +%FT%TZ) on $(uname -n): shape L,NH,NKV,C,H,V,B,T = $shape, $steps steps"
+    prep_corpus || exit 1
+    zt=()
+    for s in ${4:-0}; do
+        echo "== ztrain train --backend cuda, Llama shape, bf16, stage $s, 1 rank, $((steps + 2)) steps"
+        timeout -k 10 400 "$MPIRUN" -np 1 --bind-to none "$ZT" train --config "$B/configs/llama-tiny.json" \
+            --train "$work/c_train.bin" --val= --n-layer "$L" --n-head "$NH" --n-kv-head "$NKV" \
+            --n-embd "$C" --intermediate-size "$H" --vocab "$V" --context "$T" --seq-len "$T" \
+            --micro-batch "$Bt" --batch-size "$Bt" --precision bf16 --stage "$s" --backend cuda \
+            --steps $((steps + 2)) --log-every 1 --resume never --sample-tokens 0 --eval-every 0 \
+            --ckpt-dir "$work/ck" --metrics "$work/zl_s$s.jsonl" > "$work/zl_s$s.out" 2>&1
+        echo "ztrain: exit $?"
+        grep -vE '^  [a-z_0-9.]+ += ' "$work/zl_s$s.out" | grep -v '^step ' | head -40
+        grep '^step ' "$work/zl_s$s.out" | tail -3
+        # checkpoint restore speed: one more step from the checkpoint just saved
+        timeout -k 10 300 "$MPIRUN" -np 1 --bind-to none "$ZT" train --config "$B/configs/llama-tiny.json" \
+            --train "$work/c_train.bin" --val= --n-layer "$L" --n-head "$NH" --n-kv-head "$NKV" \
+            --n-embd "$C" --intermediate-size "$H" --vocab "$V" --context "$T" --seq-len "$T" \
+            --micro-batch "$Bt" --batch-size "$Bt" --precision bf16 --stage "$s" --backend cuda \
+            --steps $((steps + 3)) --log-every 1 --resume auto --sample-tokens 0 --eval-every 0 \
+            --ckpt-dir "$work/ck" > "$work/zl_r$s.out" 2>&1
+        echo "ztrain (resume): exit $?"
+        grep -E '^(checkpoint: resumed|ztrain: error)' "$work/zl_r$s.out" | head -5
+        rm -rf "$work/ck"
+        zt+=(--ztrain "(engine, Llama, stage $s, 1 rank):$work/zl_s$s.jsonl:$work/zl_s$s.out")
+    done
+    echo "== PyTorch (llama_gpu_torch.py, eager)"
+    timeout -k 10 400 python3 "$B/llama_gpu_torch.py" --steps "$steps" --shape "$shape" --only bf16 \
+        > "$work/torch.txt" 2>&1
+    echo "llama_gpu_torch.py: exit $?"; cat "$work/torch.txt"
+    echo "== Llama step, one table (ztrain: median of steps 3..$((steps + 2)); MFU: bench/README.md)"
+    python3 "$B/gpu_table.py" --torch "$work/torch.txt" "${zt[@]}"
     ;;
 "")
     sed -n '2,5p' "$0"; exit 2 ;;

@@ -41,6 +41,7 @@
 #include "table_gpt.h"
 #include "tap.h"
 #include "zt_cuda.h"
+#include "cuda_convert.h"
 
 static const zt_backend *cpu, *gpu;
 /* ZT_CUDA_TEST_WITH_CPU=1: the CPU table stands in for the GPU (a check of
@@ -699,6 +700,130 @@ static void test_gqa(int B, int T, int NH, int NKV, int hd) {
     no_error(tag);
 }
 
+/* Attention with bf16 operands as the tensor-core path (bf16 matmul mode)
+ * computes it: q, k, v, dout rounded to bf16; scores and dP in double
+ * (cuBLAS accumulates in fp32), p = bf16(exp(x - lse)), dS = bf16(p (dP - D)
+ * scale); everything else fp32.  Fills out, lse (forward) and dqkv
+ * (backward, from dout and this out). */
+static float bfr(float x) { return zt_cvt_bf16_to_f32(zt_cvt_f32_to_bf16(x)); }
+static void ref_gqa_bf16(float *out, float *lse, float *dqkv, const float *qkv, const float *dout,
+                         int B, int T, int NH, int NKV, int hd) {
+    const int R = (NH + 2 * NKV) * hd, AD = NH * hd, g = NH / NKV;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t nq = (size_t)B * T * R, no = (size_t)B * T * AD;
+    float *q16 = xmalloc(nq * 4), *do16 = xmalloc(no * 4), *x = xmalloc((size_t)T * 4),
+          *p = xmalloc((size_t)T * 4);
+    double *acc = calloc((size_t)hd, sizeof(double));
+    for (size_t i = 0; i < nq; i++) q16[i] = bfr(qkv[i]);
+    for (size_t i = 0; i < no; i++) do16[i] = bfr(dout[i]);
+    memset(dqkv, 0, nq * 4);
+    for (int pass = 0; pass < 2; pass++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                const int kh = h / g;
+                for (int i = 0; i < T; i++) {
+                    const float *Q = q16 + ((size_t)b * T + i) * R + (size_t)h * hd;
+                    float m = -INFINITY;
+                    for (int j = 0; j <= i; j++) {
+                        const float *K = q16 + ((size_t)b * T + j) * R + (size_t)(NH + kh) * hd;
+                        double s = 0.0;
+                        for (int d = 0; d < hd; d++) s += (double)Q[d] * K[d];
+                        x[j] = (float)s * scale;
+                        m = fmaxf(m, x[j]);
+                    }
+                    float *L = lse + ((size_t)b * NH + h) * T + i;
+                    if (pass == 0) {
+                        float sum = 0.0f;
+                        for (int j = 0; j <= i; j++) sum += expf(x[j] - m);
+                        *L = m + logf(sum);
+                    }
+                    for (int j = 0; j <= i; j++) p[j] = bfr(expf(x[j] - *L));
+                    const size_t orow = ((size_t)b * T + i) * AD + (size_t)h * hd;
+                    if (pass == 0) {
+                        memset(acc, 0, (size_t)hd * sizeof(double));
+                        for (int j = 0; j <= i; j++) {
+                            const float *V = q16 + ((size_t)b * T + j) * R + (size_t)(NH + NKV + kh) * hd;
+                            for (int d = 0; d < hd; d++) acc[d] += (double)p[j] * V[d];
+                        }
+                        for (int d = 0; d < hd; d++) out[orow + d] = (float)acc[d];
+                        continue;
+                    }
+                    float D = 0.0f;
+                    for (int d = 0; d < hd; d++) D += dout[orow + d] * out[orow + d];
+                    float *dQ = dqkv + ((size_t)b * T + i) * R + (size_t)h * hd;
+                    for (int j = 0; j <= i; j++) {
+                        const size_t krow = ((size_t)b * T + j) * R;
+                        const float *K = q16 + krow + (size_t)(NH + kh) * hd;
+                        const float *V = q16 + krow + (size_t)(NH + NKV + kh) * hd;
+                        double dp = 0.0;
+                        for (int d = 0; d < hd; d++) dp += (double)do16[orow + d] * V[d];
+                        const float ds = bfr(p[j] * ((float)dp - D) * scale);
+                        float *dK = dqkv + krow + (size_t)(NH + kh) * hd;
+                        float *dV = dqkv + krow + (size_t)(NH + NKV + kh) * hd;
+                        for (int d = 0; d < hd; d++) {
+                            dQ[d] += ds * K[d];
+                            dK[d] += ds * Q[d];
+                            dV[d] += p[j] * do16[orow + d];
+                        }
+                    }
+                }
+            }
+    free(q16); free(do16); free(x); free(p); free(acc);
+}
+
+/* bf16 matmul mode: attention on tensor cores against ref_gqa_bf16, and
+ * within bf16 rounding of the fp32 CPU kernel */
+static void test_gqa_bf16(int B, int T, int NH, int NKV, int hd) {
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
+    float *out32 = xmalloc(no * 4), *lse32 = xmalloc(nl * 4), *dqkv32 = fvec(nq, 7.0);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no);
+    float *out_d = gpu->alloc(no * 4), *lse_d = gpu->alloc(nl * 4), *dqkv_d = devf(dqkv32, nq);
+    char tag[96], name[160];
+    snprintf(tag, sizeof tag, "B=%d T=%d NH=%d NKV=%d hd=%d", B, T, NH, NKV, hd);
+    ref_gqa_bf16(out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd);   /* forward */
+    ref_gqa_bf16(out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd);   /* backward from that out */
+    cpu->gqa_fwd(out32, lse32, qkv, B, T, NH, NKV, hd);
+    cpu->gqa_bwd(dqkv32, dout, qkv, out, lse, B, T, NH, NKV, hd);
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    gpu->gqa_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_fwd bf16 (tensor cores) out %s", tag);
+    cmpd(name, out_d, out, no, 1e-3, 1e-3 * maxabs(out, no));
+    snprintf(name, sizeof name, "gqa_fwd bf16 lse %s", tag);
+    cmpd(name, lse_d, lse, nl, 1e-5, 1e-5 * maxabs(lse, nl));
+    snprintf(name, sizeof name, "gqa_fwd bf16 out within bf16 rounding of fp32 %s", tag);
+    cmpd(name, out_d, out32, no, 3e-2, 3e-2 * maxabs(out32, no));
+    gpu->to_device(out_d, out, no * 4);
+    gpu->to_device(lse_d, lse, nl * 4);
+    gpu->gqa_bwd(dqkv_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_bwd bf16 (tensor cores) dqkv (overwritten) %s", tag);
+    cmpd(name, dqkv_d, dqkv, nq, 2e-3, 2e-3 * maxabs(dqkv, nq));
+    snprintf(name, sizeof name, "gqa_bwd bf16 dqkv within bf16 rounding of fp32 %s", tag);
+    cmpd(name, dqkv_d, dqkv32, nq, 5e-2, 5e-2 * maxabs(dqkv32, nq));
+    float *d2 = gpu->alloc(nq * 4);
+    gpu->gqa_bwd(d2, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "gqa_bwd bf16 twice: bitwise equal %s", tag);
+    same_dev(name, dqkv_d, d2, nq * 4);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    /* the CPU backend in bf16 mode computes the same (cpu_attention.c) */
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->gqa_fwd(out32, lse32, qkv, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "cpu gqa_fwd bf16 out = the tensor-core computation %s", tag);
+    cmp(name, out32, out, no, 1e-3, 1e-3 * maxabs(out, no));
+    snprintf(name, sizeof name, "cpu gqa_fwd bf16 lse %s", tag);
+    cmp(name, lse32, lse, nl, 1e-5, 1e-5 * maxabs(lse, nl));
+    cpu->gqa_bwd(dqkv32, dout, qkv, out, lse, B, T, NH, NKV, hd);
+    snprintf(name, sizeof name, "cpu gqa_bwd bf16 dqkv = the tensor-core computation %s", tag);
+    cmp(name, dqkv32, dqkv, nq, 2e-3, 2e-3 * maxabs(dqkv, nq));
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    free(qkv); free(dout); free(out); free(lse); free(dqkv); free(out32); free(lse32); free(dqkv32);
+    gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dqkv_d);
+    gpu->free(d2);
+    no_error(tag);
+}
+
 static void test_attention_limits(void) {
     if (selftest) {
         tap_skip("attention_fwd with head size 300 refused", "self-test (the CPU has no limit)");
@@ -949,6 +1074,15 @@ int main(void) {
         if (full) test_gqa(2, 300, 8, nkv, 64);
     }
     test_gqa(1, 100, 4, 1, 128);         /* > 48 KiB shared memory */
+    /* bf16 matmul mode: attention on tensor cores */
+    test_gqa_bf16(2, 37, 4, 4, 16);      /* GPT-2 style: NKV = NH */
+    test_gqa_bf16(2, 33, 6, 2, 8);       /* GQA, 3 q heads per kv head */
+    test_gqa_bf16(1, 20, 4, 1, 32);      /* multi-query */
+    if (full) {
+        test_gqa_bf16(2, 256, 12, 12, 64);   /* GPT-2 124M heads */
+        /* 12 kv heads of 3400^2 scores exceed the budget: chunks of 7 and 5 */
+        test_gqa_bf16(1, 3400, 12, 12, 16);
+    }
     test_xent(37, 11);
     if (full) test_xent(64, 50257);
     test_training();

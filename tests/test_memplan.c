@@ -462,7 +462,7 @@ static uint64_t gpt_ws_max(int L, int NH, int C, int T, int V, int B, int E, uin
     MX(zt_cuda_ws_matmul_bwd(0, N, C, 4 * C, 1, 1, 1));       /* fc */
     MX(zt_cuda_ws_matmul_bwd(0, N, C, C, 1, 1, 1));           /* attproj */
     MX(zt_cuda_ws_matmul_bwd(0, N, C, 3 * C, 1, 1, 1));       /* qkv */
-    MX(zt_cuda_ws_attention_bwd(B, T, NH));
+    MX(zt_cuda_ws_attention_bwd(0, B, T, C, NH));
     MX(zt_cuda_ws_encoder_bwd(N, 0));
     MX(zt_cuda_ws_reduce((size_t)psi));                       /* grad norm */
     if (E) MX(zt_cuda_ws_reduce((size_t)E * T));              /* eval loss sum */

@@ -139,9 +139,139 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
     }
 }
 
+
+/*
+ * bf16 matmul mode (set_matmul_precision(ZT_MATMUL_BF16)): attention as the
+ * CUDA backend's tensor-core path computes it (kernels/cuda/cuda_attention.cu),
+ * so the two backends agree up to the order of fp32 sums: q, k, v and dout
+ * rounded to bf16; scores x = (q.k) scale in fp32; lse = m + log(sum exp(x -
+ * m)) over the row (no online rescaling; libm's expf, not zt_expf, like the
+ * GPU's expf); p = bf16(exp(x - lse)); out = sum
+ * p v; backward D = dout . out (fp32), dP = dout.v, dS = bf16(p (dP - D)
+ * scale), dq = sum dS k, dk += dS q, dv += p dout.  Work items as above:
+ * (b, h) rows in the forward, (b, kv head) in the backward.
+ */
+static inline float bfr(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
+    else u += 0x7FFFu + ((u >> 16) & 1u);
+    u &= 0xFFFF0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* a copy of src[n] rounded to bf16, NULL when out of memory (the caller
+ * then computes in fp32) */
+static float *bf16_copy(const float *src, size_t n) {
+    float *d = malloc(n * sizeof(float));
+    if (!d) return NULL;
+#pragma omp parallel for simd schedule(static) if (n >= 131072)
+    for (size_t i = 0; i < n; i++) d[i] = bfr(src[i]);
+    return d;
+}
+
+/* scores x[0..i] of query row i of head h (rounded operands) */
+static void bf16_scores(float *x, const float *q16, size_t R, int b, int h, int kh, int i, int T,
+                        int NH, int hs, float scale) {
+    const float *q = q16 + ((size_t)b * T + i) * R + (size_t)h * hs;
+    const float *kb = q16 + (size_t)b * T * R + (size_t)(NH + kh) * hs;
+    for (int j = 0; j <= i; j++) x[j] = dotf(q, kb + (size_t)j * R, hs) * scale;
+}
+
+static int att_fwd_bf16(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                        int hs) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
+    const size_t per = (size_t)T + (size_t)hs;   /* a work item's scores and accumulator */
+    float *q16 = bf16_copy(qkv, (size_t)B * T * R), *buf = malloc((size_t)B * NH * per * sizeof(float));
+    if (!q16 || !buf) { free(q16); free(buf); return 0; }
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int G = NH / NKV;
+    const int par = (long)B * NH * T * (long)T * hs >= 131072;
+#pragma omp parallel for schedule(static) if (par)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH, kh = h / G;
+        float *x = buf + (size_t)bh * per, *acc = x + T;
+        const float *vb = q16 + (size_t)b * T * R + (size_t)(NH + NKV + kh) * hs;
+        for (int i = 0; i < T; i++) {
+            bf16_scores(x, q16, R, b, h, kh, i, T, NH, hs, scale);
+            float m = -INFINITY;
+            for (int j = 0; j <= i; j++) m = x[j] > m ? x[j] : m;
+            float sum = 0.0f;
+            for (int j = 0; j <= i; j++) sum += expf(x[j] - m);
+            const float l = m + logf(sum);
+            lse[((size_t)b * NH + h) * T + i] = l;
+            for (int d = 0; d < hs; d++) acc[d] = 0.0f;
+            for (int j = 0; j <= i; j++) {
+                const float p = bfr(expf(x[j] - l));
+                const float *v = vb + (size_t)j * R;
+#pragma omp simd
+                for (int d = 0; d < hs; d++) acc[d] += p * v[d];
+            }
+            memcpy(out + ((size_t)b * T + i) * C + (size_t)h * hs, acc, (size_t)hs * sizeof(float));
+        }
+    }
+    free(q16);
+    free(buf);
+    return 1;
+}
+
+static int att_bwd_bf16(float *dqkv, const float *dout, const float *qkv, const float *out,
+                        const float *lse, int B, int T, int NH, int NKV, int hs) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
+    const int G = NH / NKV, BK = B * NKV;
+    const size_t per = (size_t)T + (size_t)hs;   /* a work item's scores and dq */
+    float *q16 = bf16_copy(qkv, (size_t)B * T * R), *do16 = bf16_copy(dout, (size_t)B * T * C);
+    float *buf = malloc((size_t)BK * per * sizeof(float));
+    if (!q16 || !do16 || !buf) { free(q16); free(do16); free(buf); return 0; }
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int par = BK > 1 && (long)B * NH * T * (long)T * hs >= 131072;
+#pragma omp parallel for schedule(static) if (par)
+    for (int bk = 0; bk < BK; bk++) {
+        const int b = bk / NKV, kh = bk % NKV;
+        float *x = buf + (size_t)bk * per, *dq = x + T;
+        const size_t bo = (size_t)b * T * R;
+        const float *kb = q16 + bo + (size_t)(NH + kh) * hs, *vb = kb + (size_t)NKV * hs;
+        float *dkb = dqkv + bo + (size_t)(NH + kh) * hs, *dvb = dkb + (size_t)NKV * hs;
+        for (int t = 0; t < T; t++) {
+            memset(dkb + (size_t)t * R, 0, (size_t)hs * sizeof(float));
+            memset(dvb + (size_t)t * R, 0, (size_t)hs * sizeof(float));
+        }
+        for (int h = kh * G; h < (kh + 1) * G; h++)
+            for (int i = 0; i < T; i++) {
+                const size_t orow = ((size_t)b * T + i) * C + (size_t)h * hs;
+                const float *q = q16 + bo + (size_t)i * R + (size_t)h * hs;
+                const float *g = do16 + orow;
+                const float D = dotf(dout + orow, out + orow, hs);
+                const float L = lse[((size_t)b * NH + h) * T + i];
+                bf16_scores(x, q16, R, b, h, kh, i, T, NH, hs, scale);
+                for (int d = 0; d < hs; d++) dq[d] = 0.0f;
+                for (int j = 0; j <= i; j++) {
+                    const float p = bfr(expf(x[j] - L));
+                    const float *k = kb + (size_t)j * R, *v = vb + (size_t)j * R;
+                    const float ds = bfr(p * (dotf(g, v, hs) - D) * scale);
+                    float *dk = dkb + (size_t)j * R, *dv = dvb + (size_t)j * R;
+#pragma omp simd
+                    for (int d = 0; d < hs; d++) {
+                        dq[d] += ds * k[d];
+                        dk[d] += ds * q[d];
+                        dv[d] += p * g[d];
+                    }
+                }
+                memcpy(dqkv + bo + (size_t)i * R + (size_t)h * hs, dq, (size_t)hs * sizeof(float));
+            }
+    }
+    free(q16);
+    free(do16);
+    free(buf);
+    return 1;
+}
+
 void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
                     int B, int T, int NH, int NKV, int hs) {
     if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV) return;
+    if (zt_cpu_matmul_mode() == ZT_MATMUL_BF16 && att_fwd_bf16(out, lse, qkv, B, T, NH, NKV, hs))
+        return;
     const float scale = 1.0f / sqrtf((float)hs);
     const long ntile = (T + ZT_ATT_TQ - 1) / ZT_ATT_TQ;
     const long total = (long)B * NH * ntile;
@@ -281,6 +411,9 @@ void zt_cpu_gqa_bwd(float *dqkv, const float *dout, const float *qkv,
                     const float *out, const float *lse,
                     int B, int T, int NH, int NKV, int hs) {
     if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV) return;
+    if (zt_cpu_matmul_mode() == ZT_MATMUL_BF16 &&
+        att_bwd_bf16(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs))
+        return;
     const float scale = 1.0f / sqrtf((float)hs);
     const int BK = B * NKV;
     const int par = BK > 1 && (long)B * NH * T * (long)T * hs >= 131072;

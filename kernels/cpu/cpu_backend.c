@@ -117,6 +117,8 @@ static void cpu_set_matmul_precision(int mode) {
     if (mode == ZT_MATMUL_FP32 || mode == ZT_MATMUL_BF16) cpu_mm_mode = mode;
 }
 
+int zt_cpu_matmul_mode(void) { return cpu_mm_mode; }
+
 /* x rounded to bfloat16 (nearest even; NaN stays NaN), as a float */
 static inline float round_bf16(float x) {
     uint32_t u;

@@ -69,6 +69,8 @@ void zt_cpu_swiglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
 
 /* cpu_precision.c */
+/* cpu_backend.c: the matmul precision set last (ZT_MATMUL_FP32 / _BF16) */
+int zt_cpu_matmul_mode(void);
 void zt_cpu_to_bf16(uint16_t *out, const float *in, size_t n);
 void zt_cpu_from_bf16(float *out, const uint16_t *in, size_t n);
 void zt_cpu_to_f16(uint16_t *out, const float *in, size_t n);

@@ -30,6 +30,7 @@
 
 #include <stdio.h>
 
+#include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
 #define TILE 32
@@ -385,6 +386,194 @@ k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse
     }
 }
 
+/* ------------------------------------------------------------ tensor cores
+ *
+ * In bf16 matmul mode (zt_cuda_matmul_mode() == ZT_MATMUL_BF16) attention's
+ * products are cuBLAS bf16 GEMMs with fp32 accumulation, for one sequence b
+ * and kc kv heads at a time (zt_cuda_att_tc_heads: the [kc, T, T] score
+ * buffers stay within ZT_CUDA_ATT_TC_BUDGET; longer sequences use the flash
+ * kernels above).  GQA: for j < g = NH / NKV, kv head kh serves q head
+ * kh g + j, so one strided batch covers kv heads k0 .. k0+n-1 with their
+ * j-th q heads.  A row-major [T, hs] slice of qkv (row stride R) is a
+ * column-major [hs, T] matrix, and with S, P, dP, dS row-major [Tq, Tk]
+ * (column-major [Tk, Tq], ld T):
+ *   S^T  [Tk,Tq] = K Q^T     A = K  op T, B = Q  op N   m=T   n=T  k=hs
+ *   O^T  [hs,Tq] = V^T P^T   A = V  op N, B = P  op N   m=hs  n=T  k=T
+ *   dP^T [Tk,Tq] = V dO^T    A = V  op T, B = dO op N   m=T   n=T  k=hs
+ *   dV^T [hs,Tk] = dO^T P    A = dO op N, B = P  op T   m=hs  n=T  k=T
+ *   dQ^T [hs,Tq] = K^T dS^T  A = K  op N, B = dS op N   m=hs  n=T  k=T
+ *   dK^T [hs,Tk] = Q^T dS    A = Q  op N, B = dS op T   m=hs  n=T  k=T
+ * q, k, v and dout are rounded to bf16 once per call, p and dS as they are
+ * made (as flash attention does); scores, dP, lse, D and the outputs are
+ * fp32.  Scores above the diagonal are computed and ignored (p = dS = 0
+ * there).  dk and dv of a kv head sum its q heads j = 0, 1, ... in order
+ * (beta = 1 after the first), so every result is deterministic.
+ */
+__global__ void k_att_tc_round(uint16_t *out, const float *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = zt_cvt_f32_to_bf16(in[i]);
+}
+
+/* One warp per score row: row i of chunk head kk is S + ((size_t)kk T + i) T.
+ * x = s * scale over keys c <= i.  recompute = 0: l = max + log(sum exp(x -
+ * max)), written to lse; recompute = 1: l read from lse.  Then P[i][c] =
+ * bf16(exp(x - l)) for c <= i, 0 after.  lse of row i, head kk: lse[lbase +
+ * kk lstride + i]. */
+__global__ void k_att_tc_softmax(uint16_t *P, float *lse, const float *S, int T, int nrows,
+                                 float scale, int recompute, size_t lbase, size_t lstride) {
+    const int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= nrows) return;
+    const int kk = row / T, i = row - kk * T;
+    const float *x = S + (size_t)row * T;
+    uint16_t *p = P + (size_t)row * T;
+    float *l_at = lse + lbase + (size_t)kk * lstride + i;
+    float l;
+    if (recompute) {
+        l = *l_at;
+    } else {
+        float m = -INFINITY;
+        for (int c = lane; c <= i; c += 32) m = fmaxf(m, x[c] * scale);
+        m = zt_warp_max(m);
+        float sum = 0.0f;
+        for (int c = lane; c <= i; c += 32) sum += expf(x[c] * scale - m);
+        sum = zt_warp_sum(sum);
+        l = m + logf(sum);
+        if (lane == 0) *l_at = l;
+    }
+    for (int c = lane; c < T; c += 32) p[c] = c <= i ? zt_cvt_f32_to_bf16(expf(x[c] * scale - l)) : 0;
+}
+
+/* dS = p (dP - D_i) scale for keys c <= i, 0 after, in place over P (bf16);
+ * dP fp32 [n, T, T]; D of row i, head kk: D[dbase + kk dstride + i]. */
+__global__ void k_att_tc_ds(uint16_t *P, const float *dP, const float *D, int T, size_t n,
+                            float scale, size_t dbase, size_t dstride) {
+    const size_t TT = (size_t)T * T;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const size_t kk = idx / TT, r = idx - kk * TT;
+        const int i = (int)(r / T), c = (int)(r - (size_t)i * T);
+        float v = 0.0f;
+        if (c <= i) v = zt_cvt_bf16_to_f32(P[idx]) * (dP[idx] - D[dbase + kk * dstride + i]) * scale;
+        P[idx] = zt_cvt_f32_to_bf16(v);
+    }
+}
+
+static void tc_round(uint16_t *out, const float *in, size_t n) {
+    k_att_tc_round<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
+    ZT_LAUNCHED("k_att_tc_round");
+}
+
+static bool tc_softmax(uint16_t *P, float *lse, const float *S, int T, int n, float scale,
+                       int recompute, size_t lbase, size_t lstride) {
+    const int nrows = n * T;
+    k_att_tc_softmax<<<(unsigned)((nrows + 7) / 8), 256, 0, zt_cu.stream>>>(P, lse, S, T, nrows, scale,
+                                                                           recompute, lbase, lstride);
+    return ZT_LAUNCHED("k_att_tc_softmax");
+}
+
+/* the forward on tensor cores; false when this shape takes the flash kernel */
+static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs) {
+    const int kc = zt_cuda_att_tc_heads(T, NKV);
+    if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || kc <= 0) return false;
+    const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
+    const size_t nqkv = (size_t)B * T * R, nsc = (size_t)kc * T * T;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_fwd(1, B, T, NH, NKV, hs),
+                                      "attention forward (tensor cores)");
+    if (!s) return true;
+    uint16_t *q16 = (uint16_t *)s;
+    float *S = (float *)(s + zt_al256(nqkv * 2));
+    uint16_t *P = (uint16_t *)(s + zt_al256(nqkv * 2) + zt_al256(nsc * 4));
+    tc_round(q16, qkv, nqkv);
+    const float scale = 1.0f / sqrtf((float)hs);
+    const long long TT = (long long)T * T;
+    for (int b = 0; b < B; b++) {
+        const uint16_t *base = q16 + (size_t)b * T * R;
+        for (int k0 = 0; k0 < NKV; k0 += kc) {
+            const int n = NKV - k0 < kc ? NKV - k0 : kc;
+            const uint16_t *K = base + (size_t)(NH + k0) * hs, *V = base + (size_t)(NH + NKV + k0) * hs;
+            for (int j = 0; j < g; j++) {
+                const int h0 = k0 * g + j;   /* q head of the batch's first kv head */
+                const uint16_t *Q = base + (size_t)h0 * hs;
+                if (!zt_cuda_gemm_bf16_batched(true, false, T, T, hs, K, R, hs, Q, R, (long long)g * hs,
+                                               S, T, TT, 0.0f, n) ||
+                    !tc_softmax(P, lse, S, T, n, scale, 0, ((size_t)b * NH + h0) * T, (size_t)g * T) ||
+                    !zt_cuda_gemm_bf16_batched(false, false, hs, T, T, V, R, hs, P, T, TT,
+                                               out + (size_t)b * T * AD + (size_t)h0 * hs, AD,
+                                               (long long)g * hs, 0.0f, n))
+                    return true;
+            }
+        }
+    }
+    return true;
+}
+
+/* the backward on tensor cores; false when this shape takes the flash kernels */
+static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                   const float *lse, int B, int T, int NH, int NKV, int hs) {
+    const int kc = zt_cuda_att_tc_heads(T, NKV);
+    if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || kc <= 0) return false;
+    const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
+    const size_t nD = (size_t)B * NH * T, nqkv = (size_t)B * T * R, ndo = (size_t)B * T * AD,
+                 nsc = (size_t)kc * T * T;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_bwd(1, B, T, NH, NKV, hs),
+                                      "attention backward (tensor cores)");
+    if (!s) return true;
+    float *D = (float *)s;
+    s += zt_al256(nD * 4);
+    uint16_t *q16 = (uint16_t *)s;
+    s += zt_al256(nqkv * 2);
+    uint16_t *do16 = (uint16_t *)s;
+    s += zt_al256(ndo * 2);
+    float *S = (float *)s;
+    uint16_t *P = (uint16_t *)(s + zt_al256(nsc * 4));
+    const size_t threads = nD * 32;
+    k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, AD,
+                                                                                NH, hs);
+    if (!ZT_LAUNCHED("k_att_rowdot")) return true;
+    tc_round(q16, qkv, nqkv);
+    tc_round(do16, dout, ndo);
+    const float scale = 1.0f / sqrtf((float)hs);
+    const long long TT = (long long)T * T;
+    for (int b = 0; b < B; b++) {
+        const uint16_t *base = q16 + (size_t)b * T * R;
+        float *dbase = dqkv + (size_t)b * T * R;
+        for (int k0 = 0; k0 < NKV; k0 += kc) {
+            const int n = NKV - k0 < kc ? NKV - k0 : kc;
+            const uint16_t *K = base + (size_t)(NH + k0) * hs, *V = base + (size_t)(NH + NKV + k0) * hs;
+            float *dK = dbase + (size_t)(NH + k0) * hs, *dV = dbase + (size_t)(NH + NKV + k0) * hs;
+            for (int j = 0; j < g; j++) {
+                const int h0 = k0 * g + j;
+                const uint16_t *Q = base + (size_t)h0 * hs;
+                const uint16_t *dO = do16 + (size_t)b * T * AD + (size_t)h0 * hs;
+                float *dQ = dbase + (size_t)h0 * hs;
+                const long long qs = (long long)g * hs;
+                const size_t rbase = ((size_t)b * NH + h0) * T, rstride = (size_t)g * T;
+                const float acc = j > 0 ? 1.0f : 0.0f;
+                if (!zt_cuda_gemm_bf16_batched(true, false, T, T, hs, K, R, hs, Q, R, qs, S, T, TT, 0.0f,
+                                               n) ||
+                    !tc_softmax(P, (float *)lse, S, T, n, scale, 1, rbase, rstride) ||
+                    !zt_cuda_gemm_bf16_batched(true, false, T, T, hs, V, R, hs, dO, AD, qs, S, T, TT,
+                                               0.0f, n) ||
+                    !zt_cuda_gemm_bf16_batched(false, true, hs, T, T, dO, AD, qs, P, T, TT, dV, R, hs,
+                                               acc, n))
+                    return true;
+                const size_t ne = (size_t)n * T * T;
+                k_att_tc_ds<<<zt_ew_blocks(ne), ZT_EW_THREADS, 0, zt_cu.stream>>>(P, S, D, T, ne, scale,
+                                                                                 rbase, rstride);
+                if (!ZT_LAUNCHED("k_att_tc_ds") ||
+                    !zt_cuda_gemm_bf16_batched(false, false, hs, T, T, K, R, hs, P, T, TT, dQ, R, qs,
+                                               0.0f, n) ||
+                    !zt_cuda_gemm_bf16_batched(false, true, hs, T, T, Q, R, qs, P, T, TT, dK, R, hs,
+                                               acc, n))
+                    return true;
+            }
+        }
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------ launch */
 
 static size_t fwd_smem(int hs) {
@@ -467,6 +656,7 @@ void zt_cuda_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int
                      int hs) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
     if (!check_shape(NH, NKV, hs, "attention forward")) return;
+    if (tc_fwd(out, lse, qkv, B, T, NH, NKV, hs)) return;
     switch (dims_per_lane(hs)) {
     case 1: att_fwd_launch<1>(out, lse, qkv, B, T, NH, NKV, hs); break;
     case 2: att_fwd_launch<2>(out, lse, qkv, B, T, NH, NKV, hs); break;
@@ -479,8 +669,9 @@ void zt_cuda_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const flo
                      const float *lse, int B, int T, int NH, int NKV, int hs) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
     if (!check_shape(NH, NKV, hs, "attention backward")) return;
+    if (tc_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs)) return;
     const size_t nrow = (size_t)B * NH * T;
-    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_gqa_bwd(B, T, NH), "attention backward");
+    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_gqa_bwd(0, B, T, NH, NKV, hs), "attention backward");
     if (!D) return;
     const size_t threads = nrow * 32;
     k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T,

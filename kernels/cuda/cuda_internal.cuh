@@ -159,6 +159,14 @@ void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const floa
 void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC);
 void zt_cuda_set_matmul_precision(int mode);
+/* the precision set last (ZT_MATMUL_FP32 or ZT_MATMUL_BF16) */
+int zt_cuda_matmul_mode(void);
+/* batch column-major products C_i[m,n] (ldc) = op(A_i) op(B_i) + beta C_i,
+ * A_i = A + i sA (bf16 elements), B_i = B + i sB (bf16), C_i = C + i sC
+ * (fp32), fp32 accumulation (tensor cores); false after a recorded error */
+bool zt_cuda_gemm_bf16_batched(bool ta, bool tb, int m, int n, int k, const void *A, int lda,
+                               long long sA, const void *B, int ldb, long long sB, float *C,
+                               int ldc, long long sC, float beta, int batch);
 
 /* cuda_nf4.cu */
 void zt_cuda_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const float *absmax,

@@ -92,7 +92,19 @@ void zt_cuda_set_matmul_precision(int mode) {
     if (mode == ZT_MATMUL_FP32 || mode == ZT_MATMUL_BF16) g_mode = mode;
 }
 
+int zt_cuda_matmul_mode(void) { return g_mode; }
+
 extern "C" void zt_cuda_set_gemm_impl(int use_lt) { g_use_lt = use_lt ? 1 : 0; }
+
+bool zt_cuda_gemm_bf16_batched(bool ta, bool tb, int m, int n, int k, const void *A, int lda,
+                               long long sA, const void *B, int ldb, long long sB, float *C,
+                               int ldc, long long sC, float beta, int batch) {
+    const float alpha = 1.0f;
+    return ZT_BLAS(cublasGemmStridedBatchedEx(
+        g_blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
+        CUDA_R_16BF, lda, sA, B, CUDA_R_16BF, ldb, sB, &beta, C, CUDA_R_32F, ldc, sC, batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
 
 /* ------------------------------------------------------------ kernels */
 

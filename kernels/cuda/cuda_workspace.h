@@ -71,15 +71,49 @@ static inline size_t zt_cuda_ws_layernorm_bwd(int N, int C) {
     if (N <= 0 || C <= 0) return 0;
     return 2 * zt_cuda_ws_al256((size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double));
 }
-/* attention_bwd [B, T, C] with NH heads: D = rowsum(dout * out), [B, NH, T] floats */
-static inline size_t zt_cuda_ws_attention_bwd(int B, int T, int NH) {
-    if (B <= 0 || T <= 0 || NH <= 0) return 0;
-    return (size_t)B * (size_t)NH * (size_t)T * sizeof(float);
+/* Attention on tensor cores (bf16 matmul mode, cuda_attention.cu): per
+ * sequence, the scores of kc kv-head columns at a time, [kc, T, T] fp32
+ * scores next to [kc, T, T] bf16 probabilities, within this budget.  kc is
+ * min(NKV, budget / (6 T^2)); 0 (T > 9459) means the flash kernel runs
+ * instead (fp32 in registers, no [T, T] buffer). */
+#define ZT_CUDA_ATT_TC_BUDGET ((size_t)512 << 20)
+static inline int zt_cuda_att_tc_heads(int T, int NKV) {
+    if (T <= 0 || NKV <= 0) return 0;
+    const size_t per = (size_t)T * (size_t)T * 6;
+    size_t kc = ZT_CUDA_ATT_TC_BUDGET / per;
+    if (kc > (size_t)NKV) kc = (size_t)NKV;
+    return (int)kc;
 }
-/* gqa_bwd [B, T, NH q heads]: D = rowsum(dout * out), [B, NH, T] floats
- * (attention_bwd is its NKV = NH case) */
-static inline size_t zt_cuda_ws_gqa_bwd(int B, int T, int NH) {
-    return zt_cuda_ws_attention_bwd(B, T, NH);
+/* the tensor-core path's score buffers (fp32 scores, bf16 probabilities) */
+static inline size_t zt_cuda_ws_att_tc_scores(int T, int kc) {
+    const size_t n = (size_t)kc * (size_t)T * (size_t)T;
+    return zt_cuda_ws_al256(n * 4) + zt_cuda_ws_al256(n * 2);
+}
+/* gqa_fwd [B, T] with NH q heads, NKV kv heads of hs (attention_fwd: NKV =
+ * NH): nothing with fp32 matmuls; in bf16 mode (tensor cores) qkv rounded to
+ * bf16, [B, T, (NH + 2 NKV) hs], and the score buffers */
+static inline size_t zt_cuda_ws_gqa_fwd(int bf16, int B, int T, int NH, int NKV, int hs) {
+    const int kc = bf16 ? zt_cuda_att_tc_heads(T, NKV) : 0;
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || kc <= 0) return 0;
+    return zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
+           zt_cuda_ws_att_tc_scores(T, kc);
+}
+/* gqa_bwd: D = rowsum(dout * out), [B, NH, T] floats; in bf16 mode also qkv
+ * and dout rounded to bf16 and the score buffers */
+static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV, int hs) {
+    if (B <= 0 || T <= 0 || NH <= 0) return 0;
+    const size_t d = (size_t)B * (size_t)NH * (size_t)T * sizeof(float);
+    const int kc = bf16 ? zt_cuda_att_tc_heads(T, NKV) : 0;
+    if (kc <= 0 || hs <= 0) return d;
+    return zt_cuda_ws_al256(d) + zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
+           zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) + zt_cuda_ws_att_tc_scores(T, kc);
+}
+/* GPT-2's attention [B, T, C], NH heads of C / NH (NKV = NH) */
+static inline size_t zt_cuda_ws_attention_fwd(int bf16, int B, int T, int C, int NH) {
+    return NH > 0 ? zt_cuda_ws_gqa_fwd(bf16, B, T, NH, NH, C / NH) : 0;
+}
+static inline size_t zt_cuda_ws_attention_bwd(int bf16, int B, int T, int C, int NH) {
+    return NH > 0 ? zt_cuda_ws_gqa_bwd(bf16, B, T, NH, NH, C / NH) : 0;
 }
 /* rmsnorm_bwd [N, C]: partial dw, one double per chunk and column */
 static inline size_t zt_cuda_ws_rmsnorm_bwd(int N, int C) {

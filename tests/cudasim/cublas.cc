@@ -211,6 +211,26 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, c
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* batch products, operand i at X + i strideX elements (cublasGemmStridedBatchedEx's
+ * documented semantics); each one as cublasGemmEx */
+extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
+    const void *A, cudaDataType_t at, int lda, long long sA, const void *B, cudaDataType_t bt, int ldb,
+    long long sB, const void *beta, void *C, cudaDataType_t ct, int ldc, long long sC, int batch,
+    cublasComputeType_t ctype, cublasGemmAlgo_t algo) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (batch < 0 || sA < 0 || sB < 0 || sC < 0)
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmStridedBatchedEx: batch %d, strides %lld %lld %lld",
+                   batch, sA, sB, sC);
+    for (int i = 0; i < batch; i++) {
+        cublasStatus_t s = cublasGemmEx(h, ta, tb, m, n, k, alpha, (const char *)A + (size_t)i * sA * type_size(at),
+                                        at, lda, (const char *)B + (size_t)i * sB * type_size(bt), bt, ldb, beta,
+                                        (char *)C + (size_t)i * sC * type_size(ct), ct, ldc, ctype, algo);
+        if (s != CUBLAS_STATUS_SUCCESS) return s;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* ------------------------------------------------------------ cuBLASLt */
 
 extern "C" cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {

@@ -42,6 +42,12 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             int k, const void *alpha, const void *A, cudaDataType_t at, int lda,
                             const void *B, cudaDataType_t bt, int ldb, const void *beta, void *C,
                             cudaDataType_t ct, int ldc, cublasComputeType_t ctype, cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                          int n, int k, const void *alpha, const void *A, cudaDataType_t at,
+                                          int lda, long long sA, const void *B, cudaDataType_t bt, int ldb,
+                                          long long sB, const void *beta, void *C, cudaDataType_t ct, int ldc,
+                                          long long sC, int batch, cublasComputeType_t ctype,
+                                          cublasGemmAlgo_t algo);
 #ifdef __cplusplus
 }
 #endif

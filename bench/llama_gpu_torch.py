@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""llama_gpu_torch.py -- the PyTorch baseline for ztrain's Llama step on a GPU.
+
+The model ztrain trains with --arch llama (libtrain/llama.c): RMSNorm
+(eps 1e-5) before attention and MLP, rotary embeddings (theta 10000, the
+rotate-half layout), grouped-query causal attention (SDPA), SwiGLU MLP, a
+final RMSNorm and an LM head tied to the embedding; softmax cross-entropy on
+random tokens, global-norm clipping to 1.0, fused AdamW (lr 3e-4, betas
+0.9/0.95, weight decay 0.1).  Prints, for fp32 (TF32 off) and bf16
+autocast: ms/step, tokens/s, model TFLOP/s, MFU (6 x params + 6 x L x
+(NH hd) x T FLOPs per token, as bench/README.md) and peak GPU memory.
+
+  python3 bench/llama_gpu_torch.py --shape L,NH,NKV,C,H,V,B,T [--steps N]
+                               [--compile] [--only bf16|fp32]
+                               [--peak-tflops F32,BF16]
+SmolLM-135M: 30,9,3,576,1536,49152,B,T.
+"""
+import argparse
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, C, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (y * self.weight).to(x.dtype)
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, C, NH, NKV, H):
+        super().__init__()
+        self.NH, self.NKV, self.hd = NH, NKV, C // NH
+        self.ln1 = RMSNorm(C)
+        self.q = nn.Linear(C, NH * self.hd, bias=False)
+        self.k = nn.Linear(C, NKV * self.hd, bias=False)
+        self.v = nn.Linear(C, NKV * self.hd, bias=False)
+        self.o = nn.Linear(NH * self.hd, C, bias=False)
+        self.ln2 = RMSNorm(C)
+        self.gate = nn.Linear(C, H, bias=False)
+        self.up = nn.Linear(C, H, bias=False)
+        self.down = nn.Linear(H, C, bias=False)
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.shape
+        h = self.ln1(x)
+        q = self.q(h).view(B, T, self.NH, self.hd).transpose(1, 2)
+        k = self.k(h).view(B, T, self.NKV, self.hd).transpose(1, 2)
+        v = self.v(h).view(B, T, self.NKV, self.hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.NKV != self.NH)
+        x = x + self.o(y.transpose(1, 2).reshape(B, T, self.NH * self.hd))
+        h = self.ln2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, L, NH, NKV, C, H, V, T):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.blocks = nn.ModuleList(Block(C, NH, NKV, H) for _ in range(L))
+        self.lnf = RMSNorm(C)
+        hd = C // NH
+        inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+        f = torch.outer(torch.arange(T, dtype=torch.float32), inv)
+        emb = torch.cat((f, f), dim=-1)
+        self.register_buffer("cos", emb.cos()[None, None], persistent=False)
+        self.register_buffer("sin", emb.sin()[None, None], persistent=False)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.uniform_(p, -0.02, 0.02)
+
+    def forward(self, idx, tgt):
+        T = idx.shape[1]
+        x = self.wte(idx)
+        cos, sin = self.cos[:, :, :T], self.sin[:, :, :T]
+        for b in self.blocks:
+            x = b(x, cos, sin)
+        logits = self.lnf(x) @ self.wte.weight.t()   # tied embedding
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.view(-1))
+
+
+def run(shape, steps, bf16, compile_, dev="cuda"):
+    L, NH, NKV, C, H, V, B, T = shape
+    torch.manual_seed(0)
+    cuda = dev == "cuda"
+    model = Llama(L, NH, NKV, C, H, V, T).to(dev)
+    nparams = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+                            weight_decay=0.1, fused=cuda)
+    step_model = torch.compile(model) if compile_ else model
+    idx = torch.randint(0, V, (B, T), device=dev)
+    tgt = torch.randint(0, V, (B, T), device=dev)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    loss_v = None
+    warm = 2 + (3 if compile_ else 0)
+    for i in range(warm + steps):
+        if i == warm:
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
+            loss = step_model(idx, tgt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        loss_v = loss.item()   # read back every step, as ztrain does
+    if cuda:
+        torch.cuda.synchronize()
+    per = (time.perf_counter() - t0) / steps
+    peak = torch.cuda.max_memory_allocated() if cuda else 0
+    del model, opt, step_model
+    if cuda:
+        torch.cuda.empty_cache()
+    return per, nparams, peak, loss_v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="30,9,3,576,1536,49152,8,2048")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--only", choices=["bf16", "fp32"], default=None)
+    ap.add_argument("--peak-tflops", default="")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
+    a = ap.parse_args()
+    shape = [int(v) for v in a.shape.split(",")]
+    L, NH, NKV, C, H, V, B, T = shape
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
+    if a.peak_tflops:
+        p32, p16 = (float(v) for v in a.peak_tflops.split(","))
+    elif "H100" in name and "PCIe" in name:
+        p32, p16 = 51.2, 756.0
+    elif "H100" in name or "H200" in name:
+        p32, p16 = 66.9, 989.4
+    elif "A100" in name:
+        p32, p16 = 19.5, 312.0
+    else:
+        p32 = p16 = 0.0
+    print(f"PyTorch {torch.__version__} on {name}; Llama L={L} NH={NH} NKV={NKV} C={C} H={H} V={V} "
+          f"B={B} T={T}{' (torch.compile)' if a.compile else ''}")
+    modes = [m for m in (False, True) if a.only is None or a.only == ("bf16" if m else "fp32")]
+    for bf16 in modes:
+        try:
+            per, P, peak, loss = run(shape, a.steps, bf16, a.compile, a.device)
+        except torch.cuda.OutOfMemoryError:
+            print(f"  {'bf16' if bf16 else 'fp32'} autocast: out of GPU memory")
+            torch.cuda.empty_cache()
+            continue
+        tok = B * T / per
+        fpt = 6.0 * P + 6.0 * L * C * T
+        pk = p16 if bf16 else p32
+        mfu = f"  MFU {100.0 * fpt * tok * 1e-12 / pk:5.1f}% of {pk:.0f}" if pk > 0 else ""
+        print(f"  {'bf16' if bf16 else 'fp32'} autocast: {per * 1e3:8.1f} ms/step  {tok:9.0f} tokens/s  "
+              f"{fpt * tok * 1e-12:7.1f} TFLOP/s{mfu}  peak mem {peak / 2**30:.2f} GiB  "
+              f"params {P / 1e6:.1f}M  loss {loss:.4f}")
+
+
+if __name__ == "__main__":
+    main()
