@@ -2133,12 +2133,40 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark) {
         const char *k;
         const json_t *e;
         json_object_foreach((json_t *)j, k, e) {
-            uint32_t m = (mark && (!strcmp(k, "content") || !strcmp(k, "reasoning_content"))) ? mark : 0;
-            dset(c, d.d, mkstr(c, k, strlen(k)), from_json(r, e, m));
+            dset(c, d.d, mkstr(c, k, strlen(k)), from_json(r, e, 0));
         }
         return d;
     }
     }
+}
+
+/* A message as transformers hands it to the template: keys whose value is
+ * null dropped, and a reasoning (reasoning_content, thinking or reasoning,
+ * the first present) copied to "thinking" (first) and "reasoning_content"
+ * (chat_template_utils: _normalize_chat_messages, _alias_reasoning_fields).
+ * mark: the content and reasoning strings of an assistant message. */
+static int marked_key(const char *k) {
+    return !strcmp(k, "content") || !strcmp(k, "reasoning_content") || !strcmp(k, "thinking") || !strcmp(k, "reasoning");
+}
+static jv message_value(rctx *r, const json_t *m, uint32_t mark) {
+    jctx *c = &r->c;
+    static const char *const rnames[] = {"reasoning_content", "thinking", "reasoning"};
+    const json_t *reason = NULL;
+    for (int i = 0; i < 3 && !reason; ++i) {
+        const json_t *v = json_object_get(m, rnames[i]);
+        if (v && !json_is_null(v)) reason = v;
+    }
+    jv d = {.t = V_DICT};
+    d.d = mkdict(c);
+    if (reason) dset(c, d.d, mkstr(c, "thinking", 8), from_json(r, reason, mark));
+    const char *k;
+    const json_t *e;
+    json_object_foreach((json_t *)m, k, e) {
+        if (json_is_null(e)) continue;
+        dset(c, d.d, mkstr(c, k, strlen(k)), from_json(r, e, marked_key(k) ? mark : 0));
+    }
+    if (reason) dset(c, d.d, mkstr(c, "reasoning_content", 17), from_json(r, reason, mark));
+    return d;
 }
 
 int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
@@ -2164,9 +2192,10 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
     jlist *ml = mklist(c, (int)nm);
     for (size_t i = 0; i < nm; ++i) {
         const json_t *m = json_array_get(messages, i);
+        if (!json_is_object(m)) jfail(c, ZT_EDATA, "message %zu is not an object", i);
         const json_t *role = json_object_get(m, "role");
         uint32_t mark = json_is_string(role) && !strcmp(json_string_value(role), "assistant") ? (uint32_t)(i + 1) : 0;
-        lpush(c, ml, from_json(r, m, mark));
+        lpush(c, ml, message_value(r, m, mark));
     }
     jv fn = {.t = V_FUNC};
     setvar(r, &glob, "messages", vlist(ml));

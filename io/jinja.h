@@ -12,6 +12,7 @@
 #define ZT_IO_JINJA_H
 #include <jansson.h>
 #include "sft.h"
+#include "tokenizer.h"
 
 typedef struct zt_jinja zt_jinja;
 
@@ -36,5 +37,34 @@ typedef size_t (*zt_jinja_token_at)(const void *ctx, const char *s, size_t n);
  * raise_exception and evaluation errors are ZT_EDATA. */
 int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
                     const void *ctx, zt_chat_text *out, zt_status *st);
+
+/* ---------------------------------------------------------------- the tokenizer's own template */
+
+/* A chat template with its variables: `--template auto` (the tokenizer
+ * directory's template) or `--template FILE.jinja`. */
+typedef struct zt_chat_auto zt_chat_auto;
+/* The template of a tokenizer (path: a directory, or a tokenizer.json whose
+ * directory is read) as transformers loads it: chat_template.jinja, else
+ * tokenizer_config.json's "chat_template" (a string, or a list of
+ * {"name", "template"}: the one named "default").  *out is NULL (ZT_OK)
+ * when there is none.  The variables are the special tokens of
+ * tokenizer_config.json (bos_token, eos_token, unk_token, pad_token,
+ * sep_token, cls_token, mask_token), the names transformers passes. */
+int zt_chat_auto_load(const char *tokenizer_path, zt_chat_auto **out, zt_status *st);
+/* A template file with the tokenizer's variables (as zt_chat_auto_load). */
+int zt_chat_auto_file(const char *template_path, const char *tokenizer_path, zt_chat_auto **out, zt_status *st);
+/* Set (or replace) a string variable, e.g. date_string. */
+int zt_chat_auto_set_var(zt_chat_auto *a, const char *name, const char *value, zt_status *st);
+/* Where the template came from (a file name, for messages). */
+const char *zt_chat_auto_origin(const zt_chat_auto *a);
+void zt_chat_auto_free(zt_chat_auto *a);
+/* Render messages (a JSON array of message objects), tokenize and mask
+ * them as zt_sft_encode_chat does for a built-in template.  *nspan: the
+ * assistant messages that left a span. */
+int zt_sft_encode_auto(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages, int mode,
+                       int32_t **ids, uint8_t **mask, size_t *len, int *nspan, zt_status *st);
+/* The rendering alone (spans against t's added tokens; t may be NULL). */
+int zt_chat_auto_render(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages, zt_chat_text *out,
+                        zt_status *st);
 
 #endif
