@@ -383,6 +383,9 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
                            zt_chat_template_list());
     }
     ps.ex.any_role = ps.autot != NULL;
+    if (!ps.autot && o->template_vars && o->template_vars[0])
+        return zt_fail(st, ZT_EINVAL, "template variables (%s) apply to --template auto or FILE.jinja, not to the "
+                       "built-in template %s", o->template_vars[0], tn);
     for (int v = 0; ps.autot && o->template_vars && o->template_vars[v]; ++v) {
         const char *eq = strchr(o->template_vars[v], '=');
         char name[128];
