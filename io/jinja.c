@@ -1035,7 +1035,6 @@ static void fmt_float(double f, char *buf, size_t n) {
         }
     }
     if (!strchr(buf, 'e') && !strchr(buf, '.')) strncat(buf, ".0", n - strlen(buf) - 1);
-    if ((e = strchr(buf, 'e')) && (e[2] == '0') && e[3]) memmove(e + 2, e + 3, strlen(e + 3) + 1);
 }
 
 static void repr_into(rctx *r, sbuf *b, jv v, int top);
@@ -1863,8 +1862,11 @@ static jv apply_filter(rctx *r, const char *f, jv x, args *a) {
             jstr *s = pystrip(r, x.s, NULL, 3);
             snprintf(buf, sizeof buf, "%.*s", (int)(s->n < 63 ? s->n : 63), s->p);
             char *e;
+            errno = 0;
             long long v = strtoll(buf, &e, 10);
-            return vint(*e || !*buf ? 0 : v);
+            if (!*e && *buf && !errno) return vint(v);
+            double d = strtod(buf, &e);     /* jinja2: int(float(value)) */
+            return vint(!*e && *buf && isfinite(d) && fabs(d) < 9.2e18 ? (long long)d : 0);
         }
         return vint(0);
     }
