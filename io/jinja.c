@@ -276,7 +276,22 @@ static int lineof(const char *src, const char *p) {
     return l;
 }
 
-static int is_ws(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v'; }
+/* Python's \s (str.isspace()): bytes of the white space code point at
+ * s[0, n), 0 when there is none; ws_back: the one ending at s[n - 1] */
+static size_t ws_at(const char *s, size_t n) {
+    if (n == 0) return 0;
+    size_t len;
+    uint32_t c = u8at(s, n, &len);
+    return py_space(c) ? len : 0;
+}
+static size_t ws_back(const char *s, size_t n) {
+    size_t k = n;
+    while (k > 0 && n - k < 4 && ((unsigned char)s[k - 1] & 0xc0) == 0x80) --k;
+    if (k == 0) return 0;
+    --k;
+    size_t len = ws_at(s + k, n - k);
+    return len == n - k ? len : 0;
+}
 
 /* string literal body -> bytes (Python unicode-escape, as jinja2's lexer) */
 static jstr *unescape(jctx *c, const char *p, size_t n) {
@@ -357,13 +372,13 @@ static void lex(lexer *L, const char *src, size_t n) {
         char kind = q ? q[1] : 0;
         char ctrl = q && tp + 2 < n ? src[tp + 2] : 0;
         if (q && ctrl == '-') {
-            while (te > pos && is_ws(src[te - 1])) --te;
+            for (size_t w; te > pos && (w = ws_back(src + pos, te - pos));) te -= w;
         } else if (q && ctrl != '+' && kind != '{') {
             size_t lp = te;
             while (lp > pos && src[lp - 1] != '\n') --lp;
             if (lp > pos || line_starting) {
                 size_t k = lp;
-                while (k < te && is_ws(src[k])) ++k;
+                for (size_t w; k < te && (w = ws_at(src + k, te - k));) k += w;
                 if (k == te) te = lp;
             }
         }
@@ -377,7 +392,7 @@ static void lex(lexer *L, const char *src, size_t n) {
             while (e + 1 < n && !(src[e] == '#' && src[e + 1] == '}')) ++e;
             if (e + 1 >= n) jfail(c, ZT_EDATA, "missing end of comment tag");
             size_t after = e + 2;
-            if (e > p && src[e - 1] == '-') { while (after < n && is_ws(src[after])) ++after; }
+            if (e > p && src[e - 1] == '-') { for (size_t w; after < n && (w = ws_at(src + after, n - after));) after += w; }
             else if (!(e > p && src[e - 1] == '+') && after < n && src[after] == '\n') ++after;
             pos = after;
             line_starting = src[pos - 1] == '\n';
@@ -386,7 +401,7 @@ static void lex(lexer *L, const char *src, size_t n) {
         tpush(L, kind == '{' ? T_VBEGIN : T_BBEGIN, line, src + tp, 2);
         int bal = 0;
         for (;;) {
-            while (p < n && is_ws(src[p])) ++p;
+            for (size_t w; p < n && (w = ws_at(src + p, n - p));) p += w;
             if (p >= n) jfail(c, ZT_EDATA, "unexpected end of template inside a %s tag", kind == '{' ? "{{ }}" : "{% %}");
             const char *s = src + p;
             size_t left = n - p;
@@ -405,7 +420,7 @@ static void lex(lexer *L, const char *src, size_t n) {
                 if (m) {
                     tpush(L, kind == '{' ? T_VEND : T_BEND, line, s, m);
                     p += m;
-                    if (strip) while (p < n && is_ws(src[p])) ++p;
+                    if (strip) for (size_t w; p < n && (w = ws_at(src + p, n - p));) p += w;
                     else if (trim && p < n && src[p] == '\n') ++p;
                     break;
                 }

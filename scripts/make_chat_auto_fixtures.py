@@ -269,6 +269,7 @@ MSGS = [{"role": "system", "content": "  Sys\n"}, {"role": "user", "content": "H
 SNIPPETS = [
     "a\n  {% if true %}\n    b\n  {% endif %}\nc\n",
     "a  {%- if true -%}  b  {%- endif -%}  c",
+    "u\u3000\u00a0{%- if true -%}\u2003\n v {{- ' w ' -}}\u3000x\n\u00a0 {% if true %}y{% endif %}",
     "{# comment #}\n  {#- c2 -#}  x {{- ' y ' -}} z",
     "{%+ if true %}k{% endif %}\n{{ 'v' }}\n",
     "{% for m in messages %}{{ loop.index0 }}{{ loop.index }}{{ loop.first }}{{ loop.last }}{{ loop.length }}"
