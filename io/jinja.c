@@ -507,7 +507,13 @@ typedef struct node {
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FDIV, OP_MOD, OP_POW, OP_CAT, OP_EQ, OP_NE, OP_LT, OP_GT, OP_LE, OP_GE,
        OP_IN, OP_NOTIN };
 
-typedef struct parser { jctx *c; tok *t; int i; } parser;
+typedef struct parser { jctx *c; tok *t; int i, depth; } parser;
+
+/* nesting bound (parenthesis, unary chains, blocks): deeper templates are
+ * refused instead of exhausting the stack (jinja2 hits Python's limit) */
+#define MAX_DEPTH 200
+static void enter(parser *P);
+static void leave(parser *P) { P->depth--; }
 
 static tok *cur(parser *P) { return &P->t[P->i]; }
 static int is_op(parser *P, const char *op) {
@@ -535,6 +541,13 @@ static void expect_op(parser *P, const char *op) {
     if (!is_op(P, op)) jfail(P->c, ZT_EDATA, "expected '%s', found %s", op, tokdesc(P));
     P->i++;
 }
+static void enter(parser *P) {
+    if (++P->depth > MAX_DEPTH) {
+        P->c->line = P->t[P->i].line;
+        jfail(P->c, ZT_EUNSUPPORTED, "nesting deeper than %d levels", MAX_DEPTH);
+    }
+}
+
 static const char *take_name(parser *P) {
     P->c->line = cur(P)->line;
     if (cur(P)->k != T_NAME) jfail(P->c, ZT_EDATA, "expected a name, found %s", tokdesc(P));
@@ -735,6 +748,7 @@ static node *p_filtertest(parser *P, node *n) {
  * filters and tests that follow to the signed value */
 static node *p_unary_(parser *P, int with_filter) {
     node *n;
+    enter(P);
     if (is_op(P, "-") || is_op(P, "+")) {
         n = mknode(P, is_op(P, "-") ? E_NEG : E_POS);
         P->i++;
@@ -742,7 +756,9 @@ static node *p_unary_(parser *P, int with_filter) {
     } else {
         n = p_primary(P);
     }
-    return with_filter ? p_filtertest(P, n) : n;
+    n = with_filter ? p_filtertest(P, n) : n;
+    leave(P);
+    return n;
 }
 static node *p_unary(parser *P) { return p_unary_(P, 1); }
 
@@ -797,7 +813,9 @@ static node *p_not(parser *P) {
     if (is_name(P, "not")) {
         node *n = mknode(P, E_NOT);
         P->i++;
+        enter(P);
         n->a = p_not(P);
+        leave(P);
         return n;
     }
     return p_compare(P);
@@ -825,6 +843,7 @@ static node *p_or(parser *P) {
     return n;
 }
 static node *p_expr(parser *P) {
+    enter(P);
     node *n = p_or(P);
     while (is_name(P, "if")) {
         node *c = mknode(P, E_COND);
@@ -834,6 +853,7 @@ static node *p_expr(parser *P) {
         if (is_name(P, "else")) { P->i++; c->c = p_expr(P); }
         n = c;
     }
+    leave(P);
     return n;
 }
 
@@ -847,12 +867,13 @@ static void end_block(parser *P) {
  * *which: its index (the name token is consumed, its arguments are not) */
 static node *p_body(parser *P, const char *const *ends, int *which) {
     node head = {0}, *tail = &head;
+    enter(P);
     for (;;) {
         tok *t = cur(P);
         P->c->line = t->line;
         node *s = NULL;
         if (t->k == T_EOF) {
-            if (!ends) { *which = -1; return head.next; }
+            if (!ends) { *which = -1; leave(P); return head.next; }
             jfail(P->c, ZT_EDATA, "unexpected end of template (missing {%% %s %%})", ends[0]);
         } else if (t->k == T_DATA) {
             s = mknode(P, S_DATA);
@@ -869,7 +890,7 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
             P->i++;
             P->c->line = cur(P)->line;
             for (int e = 0; ends && ends[e]; ++e)
-                if (is_name(P, ends[e])) { P->i++; *which = e; return head.next; }
+                if (is_name(P, ends[e])) { P->i++; *which = e; leave(P); return head.next; }
             if (is_name(P, "if")) {
                 P->i++;
                 s = mknode(P, S_IF);
@@ -879,7 +900,10 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
                 int w;
                 s->b = p_body(P, e_if, &w);
                 node *last = s;
-                while (w == 1) {    /* elif: a nested if in the else branch */
+                int nelif = 0;
+                while (w == 1) {    /* elif: a nested if in the else branch (nesting when run) */
+                    enter(P);
+                    nelif++;
                     node *el = mknode(P, S_IF);
                     el->a = p_expr(P);
                     end_block(P);
@@ -892,6 +916,7 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
                     static const char *const e_endif[] = {"endif", NULL};
                     last->c = p_body(P, e_endif, &w);
                 }
+                P->depth -= nelif;
                 end_block(P);
             } else if (is_name(P, "for")) {
                 P->i++;

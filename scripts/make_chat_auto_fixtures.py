@@ -269,7 +269,7 @@ MSGS = [{"role": "system", "content": "  Sys\n"}, {"role": "user", "content": "H
 SNIPPETS = [
     "a\n  {% if true %}\n    b\n  {% endif %}\nc\n",
     "a  {%- if true -%}  b  {%- endif -%}  c",
-    "u\u3000\u00a0{%- if true -%}\u2003\n v {{- ' w ' -}}\u3000x\n\u00a0 {% if true %}y{% endif %}",
+    "u\u3000\u00a0{%- if true -%}\u2003\n v {{- ' w ' -}}\u3000x\n\u00a0 {% if true %}y{% endif %}\u00a0{%- endif %}",
     "{# comment #}\n  {#- c2 -#}  x {{- ' y ' -}} z",
     "{%+ if true %}k{% endif %}\n{{ 'v' }}\n",
     "{% for m in messages %}{{ loop.index0 }}{{ loop.index }}{{ loop.first }}{{ loop.last }}{{ loop.length }}"
@@ -338,6 +338,8 @@ def snippet_cases():
                 add_generation_prompt=False)
         except Exception as e:
             case["error"] = "%s: %s" % (type(e).__name__, e)
+        # only the three snippets written to fail may fail (a typo must not turn a check into "both fail")
+        assert ("error" in case) == any(k in src for k in ("raise_exception", "undefined_var.attr", "1 + 'a'")), case
         out.append(case)
     return out
 

@@ -259,6 +259,29 @@ static void test_misc(void) {
     tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "dictsort"), "an unknown filter is refused by name: %s", st.msg);
     rc = render_src("{{ x is upper }}", none, NULL, &out, &st);
     tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "upper"), "an unknown test is refused by name: %s", st.msg);
+    /* nesting is bounded: refused, not a stack overflow */
+    size_t deep = 100000;
+    char *src = malloc(2 * deep + 16);
+    memcpy(src, "{{ ", 3);
+    memset(src + 3, '(', deep);
+    src[3 + deep] = '1';
+    memset(src + 4 + deep, ')', deep);
+    memcpy(src + 4 + 2 * deep, " }}", 4);
+    rc = render_src(src, none, NULL, &out, &st);
+    tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "nesting deeper"), "100000 nested parentheses: %s", st.msg);
+    for (size_t i = 0; i < deep / 10; ++i) memcpy(src + 10 * i, "{% if 1 %}", 10);
+    src[deep] = 0;
+    rc = render_src(src, none, NULL, &out, &st);
+    tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "nesting deeper"), "10000 nested if blocks: %s", st.msg);
+    memcpy(src, "{% if 0 %}", 10);
+    for (size_t i = 1; i < deep / 12; ++i) memcpy(src + 12 * i - 2, "{% elif 0 %}", 12);
+    strcpy(src + 12 * (deep / 12) - 2, "{% endif %}");
+    rc = render_src(src, none, NULL, &out, &st);
+    tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "nesting deeper"), "8332 elif branches: %s", st.msg);
+    free(src);
+    rc = render_src("{{ ((((1)))) }}{% if 1 %}{% if 1 %}{% if 1 %}x{% endif %}{% endif %}{% endif %}", none, NULL, &out, &st);
+    tap_ok(rc == ZT_OK && !strcmp(out.text, "1x"), "a little nesting renders");
+    if (rc == ZT_OK) zt_chat_text_free(&out);
     json_decref(none);
 }
 
