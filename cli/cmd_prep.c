@@ -40,15 +40,22 @@ static void help(void) {
            "Nothing is written unless the whole input was converted.  See docs/data.md and\n"
            "docs/tokenizers.md.\n"
            "\n"
-           "usage: ztrain prep --sft --input FILE.jsonl --tokenizer PATH --template NAME\n"
+           "usage: ztrain prep --sft --input FILE.jsonl --tokenizer PATH [--template NAME]\n"
            "                   --seq-len N --output PREFIX [--mask assistant|all|last]\n"
            "                   [--allow-split | --truncate] [--val-fraction F] [--pad-id ID]\n"
+           "                   [--template-var NAME=VALUE ...]\n"
            "Instruction / chat data: JSON Lines of {\"messages\": [{\"role\", \"content\"}...]}\n"
-           "(roles system, user, assistant) or {\"prompt\", \"completion\"}, rendered with the\n"
-           "chat template NAME (llama3, chatml, qwen2, mistral), tokenized with PATH (a\n"
-           "tokenizer.json or a directory holding one) and packed into windows of N + 1\n"
+           "or {\"prompt\", \"completion\"}, rendered with a chat template, tokenized with PATH\n"
+           "(a tokenizer.json or a directory holding one) and packed into windows of N + 1\n"
            "tokens with a loss mask: PREFIX_train.sft (and PREFIX_val.sft with the last\n"
            "F of the examples; default F = 0).  Train with --seq-len N.\n"
+           "  --template auto   the tokenizer's own chat template (chat_template.jinja or\n"
+           "                    tokenizer_config.json's chat_template; the default), rendered as\n"
+           "                    transformers' apply_chat_template does; any role the template knows\n"
+           "  --template FILE.jinja  a template file, rendered the same way\n"
+           "  --template NAME   a built-in template: llama3, chatml, qwen2 (Qwen2; use auto for\n"
+           "                    Qwen2.5), mistral (roles system, user, assistant)\n"
+           "  --template-var NAME=VALUE  a template variable (auto / FILE), e.g. date_string\n"
            "  --mask assistant  train on every assistant turn (content + end of turn; default)\n"
            "  --mask last       only on the last assistant turn\n"
            "  --mask all        on every token of the example\n"
@@ -60,10 +67,10 @@ static void help(void) {
 }
 
 static int prep_sft(const char *input, const char *output, const char *vf, const char *tokenizer,
-                    const char *tmpl, const char *seq, const char *mask, int allow_split, int truncate,
-                    const char *pad) {
-    if (!input || !output || !tokenizer || !tmpl || !seq) {
-        cli_error("prep --sft: --input, --output, --tokenizer, --template and --seq-len are required");
+                    const char *tmpl, const char *const *tvars, const char *seq, const char *mask, int allow_split,
+                    int truncate, const char *pad) {
+    if (!input || !output || !tokenizer || !seq) {
+        cli_error("prep --sft: --input, --output, --tokenizer and --seq-len are required");
         return ZT_EXIT_USAGE;
     }
     zt_sft_prep_opts o;
@@ -71,7 +78,8 @@ static int prep_sft(const char *input, const char *output, const char *vf, const
     o.input = input;
     o.prefix = output;
     o.tokenizer = tokenizer;
-    o.template_name = tmpl;
+    o.template_name = tmpl;   /* NULL: auto */
+    o.template_vars = tvars;
     o.allow_split = allow_split;
     o.truncate = truncate;
     o.pad_id = -1;
@@ -133,6 +141,8 @@ int cmd_prep(int argc, char **argv) {
     const char *input = NULL, *tokens_in = NULL, *output = NULL, *vf = NULL, *fmt = "bin",
                *shard = NULL, *dtype = NULL, *tokenizer = NULL, *docsep = NULL, *threads = NULL, *v;
     const char *tmpl = NULL, *seq = NULL, *mask = NULL, *pad = NULL;
+    const char *tvars[33] = {NULL};
+    int ntvars = 0;
     int jsonl = 0, sft = 0, allow_split = 0, truncate = 0, fmt_given = 0;
     for (int i = 1; i < argc; ++i) {
         int r;
@@ -151,6 +161,11 @@ int cmd_prep(int argc, char **argv) {
         else if ((r = cli_opt(argc, argv, &i, "val-fraction", &v))) { if (r < 0) goto missing; vf = v; }
         else if ((r = cli_opt(argc, argv, &i, "format", &v))) { if (r < 0) goto missing; fmt = v; fmt_given = 1; }
         else if ((r = cli_opt(argc, argv, &i, "template", &v))) { if (r < 0) goto missing; tmpl = v; }
+        else if ((r = cli_opt(argc, argv, &i, "template-var", &v))) {
+            if (r < 0) goto missing;
+            if (ntvars == 32) { cli_error("prep: at most 32 --template-var"); return ZT_EXIT_USAGE; }
+            tvars[ntvars++] = v;
+        }
         else if ((r = cli_opt(argc, argv, &i, "seq-len", &v))) { if (r < 0) goto missing; seq = v; }
         else if ((r = cli_opt(argc, argv, &i, "mask", &v))) { if (r < 0) goto missing; mask = v; }
         else if ((r = cli_opt(argc, argv, &i, "pad-id", &v))) { if (r < 0) goto missing; pad = v; }
@@ -169,10 +184,11 @@ int cmd_prep(int argc, char **argv) {
                       "vocabulary needs)");
             return ZT_EXIT_USAGE;
         }
-        return prep_sft(input, output, vf, tokenizer, tmpl, seq, mask, allow_split, truncate, pad);
+        return prep_sft(input, output, vf, tokenizer, tmpl, tvars, seq, mask, allow_split, truncate, pad);
     }
-    if (tmpl || seq || mask || pad || allow_split || truncate) {
-        cli_error("prep: --template, --seq-len, --mask, --pad-id, --allow-split and --truncate need --sft");
+    if (tmpl || ntvars || seq || mask || pad || allow_split || truncate) {
+        cli_error("prep: --template, --template-var, --seq-len, --mask, --pad-id, --allow-split and --truncate "
+                  "need --sft");
         return ZT_EXIT_USAGE;
     }
     if ((!input && !tokens_in) || !output) {

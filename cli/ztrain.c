@@ -70,7 +70,7 @@ static void usage(FILE *fp) {
             "           chat data into loss-masked windows (--sft)\n"
             "           ztrain prep --input TEXT --output PREFIX [--tokenizer PATH] [...]\n"
             "           ztrain prep --tokens-in FILES --output PREFIX [--shard-tokens N]\n"
-            "           ztrain prep --sft --input FILE.jsonl --tokenizer PATH --template NAME\n"
+            "           ztrain prep --sft --input FILE.jsonl --tokenizer PATH [--template NAME]\n"
             "                       --seq-len N --output PREFIX\n"
             "  sample   generate text from saved weights or a checkpoint\n"
             "           ztrain sample (--weights FILE | --checkpoint PATH) [--tokenizer PATH]\n"

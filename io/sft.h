@@ -135,7 +135,8 @@ int zt_sft_encode_chat(const zt_tokenizer *t, int tmpl, const char *bos, const c
 typedef struct zt_sft_prep_opts {
     const char *input;        /* JSON Lines */
     const char *tokenizer;    /* tokenizer.json or a directory holding one */
-    const char *template_name;
+    const char *template_name; /* a built-in name, "auto" (also NULL) or a FILE.jinja */
+    const char *const *template_vars; /* NULL-terminated "NAME=VALUE" for auto / file templates (or NULL) */
     const char *prefix;       /* PREFIX_train.sft [, PREFIX_val.sft] */
     int seq_len;              /* windows of seq_len + 1 tokens */
     int mask;                 /* ZT_SFT_MASK_* */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "internal.h"
 #include "sft.h"
+#include "jinja.h"
 
 void zt_sft_path(char *buf, size_t n, const char *prefix, const char *split) {
     snprintf(buf, n, "%s_%s.sft", prefix, split);
@@ -72,6 +73,8 @@ typedef struct example {
     zt_chat_msg *msg;
     int n, cap;
     json_t *root;
+    json_t *msgs;     /* auto templates: the messages as given (owned) */
+    int any_role;     /* auto templates: roles and contents are the template's business */
 } example;
 
 static int add_msg(example *e, int role, json_t *content, const char *where, int idx, zt_status *st) {
@@ -112,6 +115,11 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
                            "\"prompt\" and \"completion\"", where);
         if (!json_is_string(prompt) || !json_is_string(completion))
             return zt_fail(st, ZT_EDATA, "%s: \"prompt\" and \"completion\" must be strings", where);
+        if (e->any_role) {
+            e->msgs = json_pack("[{s:s,s:O},{s:s,s:O}]", "role", "user", "content", prompt, "role", "assistant",
+                                "content", completion);
+            return e->msgs ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory");
+        }
         ZT_TRY(add_msg(e, ZT_ROLE_USER, prompt, where, 0, st));
         return add_msg(e, ZT_ROLE_ASSISTANT, completion, where, 1, st);
     }
@@ -123,12 +131,14 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
         json_t *role = json_is_object(m) ? json_object_get(m, "role") : NULL;
         if (!json_is_string(role))
             return zt_fail(st, ZT_EDATA, "%s: message %zu: expected an object with a string \"role\"", where, i);
+        if (e->any_role) continue;
         int r = zt_chat_role(json_string_value(role));
         if (r < 0)
             return zt_fail(st, ZT_EDATA, "%s: message %zu: unknown role '%s' (expected system, user or "
                            "assistant)", where, i, json_string_value(role));
         ZT_TRY(add_msg(e, r, json_object_get(m, "content"), where, (int)i, st));
     }
+    if (e->any_role) e->msgs = json_incref(msgs);
     return ZT_OK;
 }
 
@@ -220,12 +230,32 @@ int zt_sft_encode_chat(const zt_tokenizer *t, int tmpl, const char *bos, const c
     return rc;
 }
 
+int zt_sft_encode_auto(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages, int mode,
+                       int32_t **ids, uint8_t **mask, size_t *len, int *nspan, zt_status *st) {
+    *ids = NULL;
+    *mask = NULL;
+    *len = 0;
+    zt_chat_text r;
+    ZT_TRY(zt_chat_auto_render(a, t, messages, &r, st));
+    *nspan = r.nspan;
+    int rc = encode_masked(t, &r, mode, ids, len, mask, st);
+    if (rc != ZT_OK) {
+        free(*ids);
+        free(*mask);
+        *ids = NULL;
+        *mask = NULL;
+    }
+    zt_chat_text_free(&r);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- driver */
 
 typedef struct prep_state {
     const zt_sft_prep_opts *o;
     zt_tokenizer *tok;
-    int tmpl;
+    int tmpl;                  /* -1: auto (the tokenizer's template or a file) */
+    zt_chat_auto *autot;
     const char *bos, *eos;
     packer pk[2];              /* train, val */
     example ex;
@@ -247,8 +277,11 @@ static int do_example(prep_state *ps, const char *line, size_t len, const char *
     int nspan = 0;
     int rc = parse_example(line, len, where, &ps->ex, st);
     if (rc == ZT_OK) {
-        rc = zt_sft_encode_chat(ps->tok, ps->tmpl, ps->bos, ps->eos, ps->ex.msg, ps->ex.n, o->mask, &ids, &mask,
-                                &n, &nspan, st);
+        if (ps->autot)
+            rc = zt_sft_encode_auto(ps->tok, ps->autot, ps->ex.msgs, o->mask, &ids, &mask, &n, &nspan, st);
+        else
+            rc = zt_sft_encode_chat(ps->tok, ps->tmpl, ps->bos, ps->eos, ps->ex.msg, ps->ex.n, o->mask, &ids,
+                                    &mask, &n, &nspan, st);
         if (rc != ZT_OK) {
             char msg[sizeof st->msg];
             memcpy(msg, st->msg, sizeof msg);
@@ -275,7 +308,9 @@ static int do_example(prep_state *ps, const char *line, size_t len, const char *
     free(ids);
     free(mask);
     json_decref(ps->ex.root);
+    json_decref(ps->ex.msgs);
     ps->ex.root = NULL;
+    ps->ex.msgs = NULL;
     return rc;
 }
 
@@ -296,6 +331,7 @@ static int count_examples(FILE *fp, const char *path, uint64_t *n, zt_status *st
 
 static int check_tokens(prep_state *ps, zt_status *st) {
     const zt_sft_prep_opts *o = ps->o;
+    if (ps->autot) return ZT_OK;   /* the template writes what it writes, as with transformers */
     const char *const *need = zt_chat_template_tokens(ps->tmpl);
     for (int i = 0; need[i]; ++i)
         if (zt_tok_token_id(ps->tok, need[i]) < 0)
@@ -316,8 +352,8 @@ static int check_tokens(prep_state *ps, zt_status *st) {
 int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *st) {
     zt_status_clear(st);
     if (res) memset(res, 0, sizeof *res);
-    if (!o->input || !o->tokenizer || !o->template_name || !o->prefix || !*o->prefix)
-        return zt_fail(st, ZT_EINVAL, "prep --sft needs an input, a tokenizer, a template and an output prefix");
+    if (!o->input || !o->tokenizer || !o->prefix || !*o->prefix)
+        return zt_fail(st, ZT_EINVAL, "prep --sft needs an input, a tokenizer and an output prefix");
     if (o->seq_len < 1) return zt_fail(st, ZT_EINVAL, "prep --sft: seq_len %d < 1", o->seq_len);
     if (!(o->val_fraction >= 0.0 && o->val_fraction < 1.0))
         return zt_fail(st, ZT_EINVAL, "val fraction must be in [0, 1), got %g", o->val_fraction);
@@ -328,12 +364,45 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     prep_state ps;
     memset(&ps, 0, sizeof ps);
     ps.o = o;
-    ps.tmpl = zt_chat_template(o->template_name);
-    if (ps.tmpl < 0)
-        return zt_fail(st, ZT_EINVAL, "unknown chat template '%s' (known: %s)", o->template_name,
-                       zt_chat_template_list());
+    const char *tn = o->template_name ? o->template_name : "auto";
+    size_t tl = strlen(tn);
+    if (!strcmp(tn, "auto")) {
+        ps.tmpl = -1;
+        ZT_TRY(zt_chat_auto_load(o->tokenizer, &ps.autot, st));
+        if (!ps.autot)
+            return zt_fail(st, ZT_EINVAL, "%s: no chat template (neither chat_template.jinja nor a chat_template in "
+                           "tokenizer_config.json); give --template NAME (%s) or --template FILE.jinja", o->tokenizer,
+                           zt_chat_template_list());
+    } else if (strchr(tn, '/') || (tl > 6 && !strcmp(tn + tl - 6, ".jinja"))) {
+        ps.tmpl = -1;
+        ZT_TRY(zt_chat_auto_file(tn, o->tokenizer, &ps.autot, st));
+    } else {
+        ps.tmpl = zt_chat_template(tn);
+        if (ps.tmpl < 0)
+            return zt_fail(st, ZT_EINVAL, "unknown chat template '%s' (known: auto, %s, or a FILE.jinja)", tn,
+                           zt_chat_template_list());
+    }
+    ps.ex.any_role = ps.autot != NULL;
+    if (!ps.autot && o->template_vars && o->template_vars[0])
+        return zt_fail(st, ZT_EINVAL, "template variables (%s) apply to --template auto or FILE.jinja, not to the "
+                       "built-in template %s", o->template_vars[0], tn);
+    for (int v = 0; ps.autot && o->template_vars && o->template_vars[v]; ++v) {
+        const char *eq = strchr(o->template_vars[v], '=');
+        char name[128];
+        if (!eq || eq == o->template_vars[v] || (size_t)(eq - o->template_vars[v]) >= sizeof name) {
+            zt_chat_auto_free(ps.autot);
+            return zt_fail(st, ZT_EINVAL, "template variable '%s': expected NAME=VALUE", o->template_vars[v]);
+        }
+        memcpy(name, o->template_vars[v], (size_t)(eq - o->template_vars[v]));
+        name[eq - o->template_vars[v]] = 0;
+        int rc = zt_chat_auto_set_var(ps.autot, name, eq + 1, st);
+        if (rc != ZT_OK) { zt_chat_auto_free(ps.autot); return rc; }
+    }
     FILE *fp = fopen(o->input, "rb");
-    if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot open: %s", o->input, strerror(errno));
+    if (!fp) {
+        zt_chat_auto_free(ps.autot);
+        return zt_fail(st, ZT_EIO, "%s: cannot open: %s", o->input, strerror(errno));
+    }
     int rc = zt_tok_load(o->tokenizer, &ps.tok, st);
     if (rc == ZT_OK) rc = check_tokens(&ps, st);
     uint64_t total = 0;
@@ -414,6 +483,7 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
         free(ps.pk[s].mask);
     }
     free(ps.ex.msg);
+    zt_chat_auto_free(ps.autot);
     zt_tok_free(ps.tok);
     fclose(fp);
     if (rc != ZT_OK) zt_prep_remove_dirs(o->prefix, made);   /* the writers removed their files */

@@ -922,6 +922,20 @@ int zt_tok_vocab_size(const zt_tokenizer *t) { return t->vocab_size; }
 int zt_tok_bos_id(const zt_tokenizer *t) { return t->bos; }
 int zt_tok_eos_id(const zt_tokenizer *t) { return t->eos; }
 
+size_t zt_tok_added_at(const zt_tokenizer *t, const char *s, size_t n) {
+    if (n == 0) return 0;
+    const zt_addset *sets[2] = {&t->add_raw, &t->add_norm};
+    size_t best = 0;
+    for (int k = 0; k < 2; ++k) {
+        unsigned char b = (unsigned char)s[0];
+        for (int i = 0; i < sets[k]->n[b]; ++i) {
+            const zt_added *a = &t->added[sets[k]->idx[b][i]];
+            if (a->len <= n && a->len > best && memcmp(a->content, s, a->len) == 0) best = a->len;
+        }
+    }
+    return best;
+}
+
 int zt_tok_token_id(const zt_tokenizer *t, const char *token) {
     size_t n = strlen(token);
     for (int i = 0; i < t->nadded; ++i)

@@ -50,7 +50,9 @@ uint64_t zt_tok_work(void);
 int  zt_tok_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
                    char **text, size_t *len, zt_status *st);
 int  zt_tok_vocab_size(const zt_tokenizer *t);       /* max id + 1, added tokens included */
-int  zt_tok_token_id(const zt_tokenizer *t, const char *token);  /* exact token string -> id, -1 if none */
+int  zt_tok_token_id(const zt_tokenizer *t, const char *token);
+/* Bytes of the longest added token whose content starts s[0, n) (0: none). */
+size_t zt_tok_added_at(const zt_tokenizer *t, const char *s, size_t n);  /* exact token string -> id, -1 if none */
 const char *zt_tok_token_str(const zt_tokenizer *t, int id);     /* id -> token string, NULL if none */
 /* BOS / EOS ids as the file or a tokenizer_config.json beside it defines them (post-processor template,
  * tokenizer_config bos_token/eos_token); -1 when unknown. */

@@ -1,0 +1,83 @@
+#!/bin/bash
+# sft_auto.sh -- `ztrain prep --sft` with the tokenizer's own chat template:
+# --template auto (the default) from chat_template.jinja or
+# tokenizer_config.json, --template FILE.jinja, --template-var, roles the
+# template knows (tool), and the errors: no template, the template's own
+# raise_exception, a construct outside the subset (named).
+. "$(dirname "$0")/lib.sh"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+CH="$ZT_SRCDIR/tests/data/sft/chats.jsonl"
+TP="$ZT_SRCDIR/tests/data/sft/templates"
+prep() { "$ZTRAIN" prep --sft "$@"; }
+tokdir() {  # tokdir DIR [TEMPLATE.jinja]: the auto tokenizer fixture, EOS <|im_end|>
+    mkdir -p "$1" && cp "$ZT_SRCDIR/tests/data/sft/auto/tokenizer.json" "$1/"
+    printf '{"bos_token": null, "eos_token": "<|im_end|>"}\n' > "$1/tokenizer_config.json"
+    [ -z "$2" ] || cp "$2" "$1/chat_template.jinja"
+}
+tokens() { sed -n 's/.*; \([0-9]*\) example tokens.*/\1/p' "$1"; }
+
+tokdir q25 "$TP/qwen2.5.jinja"
+tokdir plain
+prep --input "$CH" --tokenizer q25 --seq-len 256 --output a > a.out 2>&1
+ok $? "no --template: the directory's chat_template.jinja (Qwen2.5)"
+prep --input "$CH" --tokenizer q25 --template auto --seq-len 256 --output b > b.out 2>&1
+ok $? "--template auto"
+prep --input "$CH" --tokenizer plain --template "$TP/qwen2.5.jinja" --seq-len 256 --output c > c.out 2>&1
+ok $? "--template FILE.jinja"
+check "  ... the three write the same windows and masks" cmp -s a_train.sft b_train.sft
+check "  ... (FILE.jinja too)" cmp -s a_train.sft c_train.sft
+prep --input "$CH" --tokenizer plain --template qwen2 --seq-len 256 --output q2 > q2.out 2>&1
+ok $? "--template qwen2 (Qwen2's template) on the same chats"
+diag <<< "example tokens: auto (Qwen2.5) $(tokens a.out), qwen2 $(tokens q2.out)"
+check "  ... Qwen2.5's own template writes its own default system prompt (more tokens than Qwen2's)" \
+    test -n "$(tokens a.out)" -a "$(tokens a.out)" -gt "$(tokens q2.out)"
+
+# tokenizer_config.json's chat_template (a string, and the list form's "default")
+mkdir cfg && cp "$ZT_SRCDIR/tests/data/sft/auto/tokenizer.json" cfg/
+printf '%s\n' '{"eos_token": "<|im_end|>", "chat_template": "{% for m in messages %}{{ '"'"'<|im_start|>'"'"' + m.role + '"'"'\n'"'"' + m.content + '"'"'<|im_end|>\n'"'"' }}{% endfor %}"}' > cfg/tokenizer_config.json
+prep --input "$CH" --tokenizer cfg --seq-len 256 --output d > d.out 2>&1
+ok $? "tokenizer_config.json's chat_template"
+prep --input "$CH" --tokenizer plain --template chatml --seq-len 256 --output e > e.out 2>&1
+check "  ... (ChatML) == --template chatml, windows and masks" cmp -s d_train.sft e_train.sft
+mkdir cfgl && cp cfg/tokenizer.json cfgl/
+sed 's/"chat_template": \(".*"\)}$/"chat_template": [{"name": "tool_use", "template": "x"}, {"name": "default", "template": \1}]}/' \
+    cfg/tokenizer_config.json > cfgl/tokenizer_config.json
+prep --input "$CH" --tokenizer cfgl --seq-len 256 --output f > f.out 2>&1
+ok $? "a list of named templates: the default one"
+check "  ... == the string form" cmp -s d_train.sft f_train.sft
+
+# roles the template knows
+printf '%s\n' '{"messages": [{"role": "user", "content": "weather?"}, {"role": "assistant", "content": "calling"}, {"role": "tool", "content": "sunny"}, {"role": "assistant", "content": "It is sunny."}]}' > tool.jsonl
+prep --input tool.jsonl --tokenizer q25 --seq-len 256 --output t > t.out 2>&1
+ok $? "a tool message with Qwen2.5's template"
+prep --input tool.jsonl --tokenizer plain --template chatml --seq-len 256 --output t2 > t2.out 2> t2.err
+check "  ... which a built-in template refuses" test $? -eq 1
+
+# --template-var
+tokdir l32 "$TP/llama3.2.jinja"
+printf '{"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}\n' > l32/tokenizer_config.json
+prep --input "$CH" --tokenizer l32 --seq-len 256 --output v1 --template-var "date_string=26 Jul 2024" > v1.out 2>&1
+ok $? "--template-var date_string=... (Llama 3.2)"
+prep --input "$CH" --tokenizer l32 --seq-len 256 --output v2 --template-var "date_string=01 Jan 2030" > v2.out 2>&1
+check "  ... another date, other windows" test $? -eq 0 -a -s v2_train.sft -a -n "$(cmp v1_train.sft v2_train.sft)"
+prep --input "$CH" --tokenizer plain --template chatml --template-var x=1 --seq-len 256 --output w > w.out 2> w.err
+check "--template-var with a built-in template: exit 2 (a bad option)" test $? -eq 2
+diag w.err
+
+# errors
+prep --input "$CH" --tokenizer plain --seq-len 256 --output n > n.out 2> n.err
+check "no template in the directory and no --template: exit 2 (a missing option)" test $? -eq 2
+check "  ... saying so" grep -q "no chat template" n.err
+printf '%s\n' '{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]}' > sys.jsonl
+prep --input sys.jsonl --tokenizer plain --template "$TP/gemma2.jinja" --seq-len 256 --output g > g.out 2> g.err
+check "Gemma 2's template on a system message: exit 1" test $? -eq 1
+check "  ... with the line and the template's own message" grep -q "sys.jsonl:1: .*the template raised: System role not supported" g.err
+diag g.err
+printf '{%% macro f() %%}x{%% endmacro %%}{{ f() }}' > macro.jinja
+prep --input "$CH" --tokenizer plain --template ./macro.jinja --seq-len 256 --output m > m.out 2> m.err
+check "a template with a construct outside the subset: exit 1" test $? -ne 0
+check "  ... naming it" grep -q "macro.jinja: chat template line 1: statement '{% macro %}'" m.err
+diag m.err
+check "nothing left behind by the failed runs" test ! -e n_train.sft -a ! -e g_train.sft -a ! -e m_train.sft -a ! -e w_train.sft
+done_testing
