@@ -10,16 +10,18 @@
 #
 #   bench/startup.sh [THREADS] [ROUNDS] [SEQ]      (defaults 2 2 128)
 #
-# ZTRAIN=path runs another build (default ./ztrain); ZTRAIN_BEFORE=path also
+# ZTRAIN=path runs another build (default ./ztrain); ZT_BENCH_BEFORE=path also
 # runs a second build (e.g. one of the commit before) in the same rounds,
 # alternated with the first, so that a machine whose load changes biases
 # neither.  HF_DIR=path reuses a model directory of that shape (else one
 # with random weights is made: one training step, `ztrain ckpt export --hf`).
-# Per run: T = seconds from launching the command (mpirun for 2 ranks) to
-# the first step's log line; read = the load's own time ("init: loaded ...
+# Per run: T start = seconds from launching the command (mpirun for 2
+# ranks) to the training loop's first line ("model: N parameters", printed
+# by both builds just before the first step begins); T first = to the first
+# step's log line (the end of the first step); read = the load's own time ("init: loaded ...
 # in X s" / "checkpoint: resumed ... in X s"); step = the time of the step
 # after the first (ms/step: a step with nothing left over from start-up); ratio = T /
-# (read + step + 1 s): the target is ratio <= 1.  The run is killed after
+# (read + step + 1 s) with T = T first: the target is ratio <= 1.  The run is killed after
 # its second step (no final checkpoint).  The new build's "startup:" line
 # (rank 0's phases) is printed as is.
 set -euo pipefail
@@ -49,13 +51,14 @@ hf=${HF_DIR:-$tmp/hf}
 [ -n "${HF_DIR:-}" ] || "$ZTRAIN" ckpt export "$tmp/ck/step-1" --hf "$hf" > /dev/null
 echo "model directory: $hf ($(du -sm "$hf" | cut -f1) MiB); checkpoint $tmp/ck/step-1"
 
-python3 - "$tmp" "$hf" "$threads" "$rounds" "$ZTRAIN" "${ZTRAIN_BEFORE:-}" "${SHAPE[@]}" -- "${RUN[@]}" <<'PY'
+python3 - "$tmp" "$hf" "$threads" "$rounds" "$ZTRAIN" "${ZT_BENCH_BEFORE:-}" "${SHAPE[@]}" -- "${RUN[@]}" <<'PY'
 import os, re, shutil, signal, statistics, subprocess, sys, time
 tmp, hf, threads, rounds, new, old = sys.argv[1:7]
 threads, rounds = int(threads), int(rounds)
 rest = sys.argv[7:]
 shape, run = rest[:rest.index("--")], rest[rest.index("--") + 1:]
 builds = [("after", new)] + ([("before", old)] if old else [])
+name_of = {b: n for n, b in builds}
 modes = ["init-from", "init-from2", "resume"]
 
 def one(build, mode):
@@ -76,7 +79,7 @@ def one(build, mode):
     t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                          start_new_session=True)
-    first = read = step2 = None
+    first = read = step2 = tstart = None
     su = ""
     out = []
     nstep = 0
@@ -86,6 +89,7 @@ def one(build, mode):
             re.match(r"checkpoint: resumed from .* in ([0-9.]+) s", line)
         if m: read = float(m.group(1))
         if line.startswith("startup:"): su = line.strip()
+        if line.startswith("model: ") and tstart is None: tstart = time.time() - t0
         m = re.match(r"step +(\d+)/\d+ .*\| +([0-9.]+) ms/step", line)
         if m:
             nstep += 1
@@ -97,14 +101,17 @@ def one(build, mode):
     p.wait()
     if first is None or read is None or step2 is None:
         sys.exit("startup.sh: %s %s: no first step / read / second step:\n%s" % (build, mode, "".join(out[-8:])))
-    return first, read, step2, su
+    print("  %-6s %-10s start %6.2fs first step done %6.2fs read %6.2fs step %6.2fs" %
+          (name_of[build], mode, tstart or float("nan"), first, read, step2), flush=True)
+    return first, read, step2, su, tstart
 
 res = {}
 for r in range(rounds):
     for mode in modes:
         for name, b in (builds if r % 2 == 0 else builds[::-1]):
             res.setdefault((name, mode), []).append(one(b, mode))
-print("%-8s %-11s %9s %9s %9s %9s %7s" % ("build", "mode", "T first", "read", "step", "budget", "ratio"))
+print("%-8s %-11s %9s %9s %9s %9s %9s %7s" % ("build", "mode", "T start", "T first", "read", "step",
+                                             "budget", "ratio"))
 for mode in modes:
     for name, _ in builds:
         v = res[(name, mode)]
@@ -112,7 +119,9 @@ for mode in modes:
         rd = statistics.median(x[1] for x in v)
         st = statistics.median(x[2] for x in v)
         ratio = statistics.median(x[0] / (x[1] + x[2] + 1.0) for x in v)
-        print("%-8s %-11s %8.2fs %8.2fs %8.2fs %8.2fs %7.2f" % (name, mode, T, rd, st, rd + st + 1.0, ratio))
+        ts = statistics.median(x[4] for x in v)
+        print("%-8s %-11s %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %7.2f" % (name, mode, ts, T, rd, st,
+                                                                   rd + st + 1.0, ratio))
 for mode in modes:
     su = [x[3] for x in res[("after", mode)] if x[3]]
     if su: print("%s (after, last round): %s" % (mode, su[-1]))
