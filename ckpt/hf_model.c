@@ -764,7 +764,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
                                m->num_params * sizeof(float), "B", ti + 1 == m->n_tensors);
     }
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    zero_moments(&s);
+    if (!zt_ctx_moments_fresh(ctx)) zero_moments(&s);   /* (fresh: zero, untouched) */
     rc = zt_ctx_state_restored(ctx, 0, 0, st);
     rc = ck_agree(ctx, rc, st);
     if (rc == ZT_OK)

@@ -134,7 +134,9 @@ int cmd_sample(int argc, char **argv) {
     cli_progress pr;
     memset(&cb, 0, sizeof cb);
     cb.progress = cli_progress_init(&pr, "restore");
-    if (rc == ZT_OK) rc = zt_ctx_create(cfg, &cb, &ctx, &st);
+    /* the weights or the checkpoint write every parameter: no random
+     * initial values are computed first (ZT_CTX_DEFER_INIT) */
+    if (rc == ZT_OK) rc = zt_ctx_create_ex(cfg, &cb, ZT_CTX_DEFER_INIT, &ctx, &st);
     if (rc == ZT_OK) rc = weights ? zt_load_weights(ctx, weights, &st)
                                   : zt_ckpt_restore(ctx, cpath, ZT_CKPT_ONE_READER, &st);
     cli_progress_end(&pr);

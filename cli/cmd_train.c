@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "config.h"
 #include "arch.h"
@@ -29,6 +31,64 @@ static int mkdir_p(const char *dir) {
         *p = '/';
     }
     return (mkdir(buf, 0777) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds since this process started (the kernel's start time, in clock
+ * ticks since boot: /proc/self/stat field 22), i.e. before main -- the
+ * loading of the shared libraries included; 0 where unknown. */
+static double since_process_start(void) {
+    FILE *fp = fopen("/proc/self/stat", "r");
+    char buf[1024];
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp) fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');   /* after the command name, which may hold spaces */
+    unsigned long long start = 0;
+    /* fields 3.. after ')': state ppid ... starttime is field 22 */
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                            "%*d %*d %llu", &start) != 1)
+        return 0.0;
+    struct timespec ts;
+    const long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return 0.0;
+    double d = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - (double)start / (double)hz;
+    return d > 0.0 && d < 60.0 ? d : 0.0;
+}
+
+/* Start-up phases (seconds, this rank) for the "startup:" line. */
+enum { SU_START, SU_MPI, SU_CONFIG, SU_PLANNING, SU_ALLOCATION, SU_WEIGHTS, SU_DATA, SU_N };
+static const char *const su_name[SU_N] = {"start", "mpi", "config", "planning", "allocation",
+                                          "weights", "data"};
+
+/* "startup: T s to the first step: start .. s, mpi .. s, ..., data .. s;
+ * random init: ..." (rank 0's phases; `weights` says where they came from) */
+static void startup_line(const zt_ctx *ctx, const double *ph, double t_main, const char *from) {
+    zt_startup su;
+    zt_ctx_startup(ctx, &su);
+    double total = ph[SU_START] + (mono_s() - t_main);
+    char line[1024];
+    int n = snprintf(line, sizeof line, "startup: %.2f s to the first step%s:", total,
+                     zt_world_size() > 1 ? " (rank 0)" : "");
+    for (int i = 0; i < SU_N && n > 0 && (size_t)n < sizeof line; ++i)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s %s %.2f s%s", i ? "," : "", su_name[i],
+                      ph[i], i == SU_WEIGHTS ? from : "");
+    if (n > 0 && (size_t)n < sizeof line) {
+        if (su.init_params)
+            snprintf(line + n, sizeof line - (size_t)n, "; random init: %llu of %llu parameters "
+                     "(%.2f s)", (unsigned long long)su.init_params,
+                     (unsigned long long)su.num_params, su.init_s);
+        else
+            snprintf(line + n, sizeof line - (size_t)n, "; random init: none (all %llu "
+                     "parameters loaded)", (unsigned long long)su.num_params);
+    }
+    printf("%s\n", line);
+    fflush(stdout);
 }
 
 static void train_usage(void) {
@@ -62,8 +122,12 @@ int cmd_train(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { train_usage(); return ZT_EXIT_OK; }
 
+    double ph[SU_N] = {0}, t_main = mono_s(), t = t_main;
+    ph[SU_START] = since_process_start();
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
+    ph[SU_MPI] = mono_s() - t;
+    t = mono_s();
     int rank = zt_world_rank();
     zt_config *cfg = zt_config_new();
     zt_ctx *ctx = NULL;
@@ -133,8 +197,20 @@ int cmd_train(int argc, char **argv) {
                     "start-up (context, data, checkpoint resume)");
     zt_callbacks cb = {log_cb, NULL, NULL, {NULL, NULL}};
     if (rank == 0) cb.progress = cli_progress_init(&progress, "load");   /* restore, HF load */
-    rc = zt_ctx_create(cfg, &cb, &ctx, &st);
+    ph[SU_CONFIG] = mono_s() - t;
+    t = mono_s();
+    /* the initial values are owed, not computed: a checkpoint or
+     * --init-from writes the parameters first (zt_ctx_init_pending below) */
+    rc = zt_ctx_create_ex(cfg, &cb, ZT_CTX_DEFER_INIT, &ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    {
+        zt_startup su;
+        zt_ctx_startup(ctx, &su);
+        ph[SU_PLANNING] = su.planning_s;
+        ph[SU_ALLOCATION] = mono_s() - t - su.planning_s - su.init_s;
+        ph[SU_WEIGHTS] = su.init_s;
+    }
+    t = mono_s();
     if (rank == 0) {
         char *d = zt_config_describe(zt_ctx_config(ctx));
         printf("effective configuration (%d rank%s):\n%s", zt_world_size(),
@@ -148,6 +224,9 @@ int cmd_train(int argc, char **argv) {
         if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     }
     if (print_only) goto done;
+    ph[SU_CONFIG] += mono_s() - t;
+    t = mono_s();
+    const char *from = "";
     const int lora = zt_ctx_config(ctx)->model.lora_r > 0;
     if (lora && init_from[0]) {
         /* LoRA: the frozen base comes from ztrain.init_from on a resume too
@@ -161,8 +240,12 @@ int cmd_train(int argc, char **argv) {
         rc = zt_lora_load_peft(ctx, zt_ctx_config(ctx)->model.lora_from, &st);
         if (rc != ZT_OK) goto done;
     }
+    ph[SU_WEIGHTS] += mono_s() - t;
+    t = mono_s();
     rc = zt_ctx_open_data(ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    ph[SU_DATA] = mono_s() - t;
+    t = mono_s();
     /* checkpoints: resume per checkpoint.resume, periodic/final/preemption saves */
     rc = zt_ckpt_attach(ctx, &ck, &st);
     /* (a restore disarms the watchdog when it ends) */
@@ -180,9 +263,17 @@ int cmd_train(int argc, char **argv) {
         } else {
             rc = zt_hf_load(ctx, init_from, &st);   /* every rank returns the same status */
             if (rc != ZT_OK) goto done;
+            from = " (Hugging Face model)";
         }
         fflush(stdout);
     }
+    if (zt_ckpt_session_last(ck)[0]) from = " (checkpoint)";
+    else if (lora && init_from[0]) from = " (Hugging Face base)";
+    /* what no load wrote gets its initial values now (none after a load) */
+    rc = zt_ctx_init_pending(ctx, &st);
+    if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
+    ph[SU_WEIGHTS] += mono_s() - t;
+    if (rank == 0) startup_line(ctx, ph, t_main, from);
     rc = zt_train(ctx, &st);
     if (rc == ZT_EPREEMPTED) {      /* every rank agreed, the checkpoint is durable */
         if (rank == 0) {

@@ -60,6 +60,7 @@ struct zt_ctx {
     zt_memplan plan;             /* the pre-flight prediction (built-in GPT) */
     int have_plan;
     uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
+    zt_startup startup;          /* zt_ctx_startup: where the context's start-up went */
 };
 
 /* The engine whose parameters train: the adapters' with LoRA, else sh;

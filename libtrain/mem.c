@@ -1,9 +1,10 @@
 /* mem.c -- tagged, accounted allocations (current and peak per category).
  *
  * Two kinds of blocks:
- *   host blocks    posix_memalign'd, with a 64-byte header in front holding
- *                  the size and tag (the returned pointer stays 64-byte
- *                  aligned);
+ *   host blocks    calloc'd (zero, and not written when the pages are fresh:
+ *                  untouched until first use), with a 64-byte header in
+ *                  front holding the size and tag (the returned pointer is
+ *                  64-byte aligned);
  *   device blocks  from the device backend's alloc() (zt_mem_set_backend with
  *                  a backend whose host_memory is 0).  Device memory cannot
  *                  carry a header the host could read, so these are recorded
@@ -26,6 +27,7 @@ typedef struct mem_hdr {
     int magic;
     const zt_backend *pin_be;   /* page-locked through this backend's host_register, or NULL */
     uint64_t pin_bytes;         /* the registered span (from the header on) */
+    void *raw;                  /* what calloc returned (the header is aligned within it) */
 } mem_hdr;
 #define HDR 64
 #define MAGIC 0x5a6d656d
@@ -186,20 +188,26 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     const size_t page = pin ? page_size() : 64;
     size_t total = HDR + ((bytes + 63) & ~(size_t)63);
     if (pin) total = (total + page - 1) / page * page;
-    void *raw = NULL;
-    if (posix_memalign(&raw, page, total) != 0 || !raw) {
+    /* calloc, not posix_memalign + memset: a large block comes from fresh
+     * anonymous pages, already zero, that calloc does not write -- nothing
+     * is touched (page-faulted) until the block is first used, so start-up
+     * does not pay for zero-filling buffers (gradients, AdamW moments) that
+     * the first step writes anyway.  Same contents as before: all zero. */
+    char *raw = calloc(1, total + page);
+    if (!raw) {
         zt_fail(st, ZT_ENOMEM, "out of memory allocating %zu bytes of %s",
                 bytes, tag_names[tag]);
         return NULL;
     }
-    memset(raw, 0, total);
-    mem_hdr *h = (mem_hdr *)raw;
+    char *base = (char *)(((uintptr_t)raw + page - 1) & ~(uintptr_t)(page - 1));
+    mem_hdr *h = (mem_hdr *)base;
+    h->raw = raw;
     /* host columns: offloaded blocks always; host blocks of a device run */
     const int host_col = on_host || (host_only && dev);
     h->bytes = bytes;
     h->tag = tag | (host_col ? ZT_MEM_ON_HOST : 0);
     h->magic = MAGIC;
-    const char *why = pin ? dev->host_register(raw, total) : NULL;
+    const char *why = pin ? dev->host_register(base, total) : NULL;
     if (pin && !why) {
         h->pin_be = dev;
         h->pin_bytes = total;
@@ -216,7 +224,7 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
                  tag_names[tag], dev->name, why);
     }
     pthread_mutex_unlock(&g_mu);
-    return (char *)raw + HDR;
+    return base + HDR;
 }
 
 void zt_mem_free(void *p) {
@@ -241,6 +249,8 @@ void zt_mem_free(void *p) {
         pthread_mutex_unlock(&g_mu);
         h->magic = 0;
         if (h->pin_be) h->pin_be->host_unregister(h);   /* before the memory goes back */
+        free(h->raw);
+        return;
     }
     free(h);
 }

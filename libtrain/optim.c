@@ -21,6 +21,7 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
         zt_adamw_free(o);
         return zt_fail_prefix(st, "AdamW state");
     }
+    o->fresh = 1;   /* zt_mem_alloc's blocks are zero (and, on the host, untouched) */
     return ZT_OK;
 }
 
@@ -31,6 +32,7 @@ void zt_adamw_free(zt_adamw *o) {
 }
 
 void zt_adamw_begin(zt_adamw *o) {
+    o->fresh = 0;
     o->t++;
     o->bc1 = (float)(1.0 - pow(o->b1, (double)o->t));
     o->bc2 = (float)(1.0 - pow(o->b2, (double)o->t));

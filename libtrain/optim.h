@@ -10,6 +10,8 @@ typedef struct zt_adamw {
     long t;                 /* updates applied */
     double b1, b2, eps, wd;
     float bc1, bc2;         /* bias corrections of the current update */
+    int fresh;              /* m and v still hold the zeros they were allocated with
+                             * (no update, no restore wrote them) */
 } zt_adamw;
 
 /* Moments for n elements. */

@@ -372,6 +372,9 @@ static void begin_pass(zt_shard *sh, int pass) {
 int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,
                      int T, int training, double *loss_sum, zt_status *st) {
     zt_model *m = sh->m;
+    /* parameters no load wrote get their initial values now (deferred) */
+    if (zt_shard_init_pending(sh) != ZT_OK || zt_shard_init_pending(sh->peer) != ZT_OK)
+        return zt_fail(st, ZT_ENOMEM, "out of memory initializing the parameters");
     begin_pass(sh, ZT_PASS_FWD);
     if (sh->peer) begin_pass(sh->peer, ZT_PASS_FWD);
     sh->training = training;
@@ -412,6 +415,8 @@ static int end_backward(zt_shard *sh, int rc, zt_status *st) {
 
 int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
     zt_model *m = sh->m;
+    sh->grads_zero = 0;
+    if (sh->peer) sh->peer->grads_zero = 0;
     begin_pass(sh, ZT_PASS_BWD);
     if (sh->peer) begin_pass(sh->peer, ZT_PASS_BWD);
     int rc = m->ops->backward(m->self, sh, acts, dloss, st);
@@ -594,6 +599,9 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     if (stage == 3 && !mixed(sh) && !(sh->pshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ptag, st))) { rc = st->code; goto fail; }
     if (stage >= 2 && !(sh->gshard = zt_mem_alloc((soff ? soff : 1) * sizeof(float), ZT_MEM_GRADS, st))) { rc = st->code; goto fail; }
     if (stage >= 1 && !(sh->rs_buf = zt_mem_alloc(max_len * sizeof(float), ZT_MEM_COMM, st))) { rc = st->code; goto fail; }
+    /* host memory comes zeroed (zt_mem_alloc) and untouched: the first
+     * step's zero_grads need not fault it in only to write zeros again */
+    sh->grads_zero = !sh->dev;
     *out = sh;
     return ZT_OK;
 fail:
@@ -622,6 +630,7 @@ void zt_shard_free(zt_shard *sh) {
         if (sh->view && sh->view[u]) zt_mem_free(sh->view[u]);
     }
     zt_nf4s_free(sh);
+    free(sh->init_todo);
     zt_mem_free(sh->pshard);
     zt_mem_free(sh->p16);
     zt_mem_free(sh->pshard16);
@@ -693,13 +702,15 @@ static void push_slice(zt_shard *sh, int u) {
 
 int zt_shard_state_on_device(const zt_shard *sh) { return !sh->host_opt; }
 
-int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
+/* The initial values of the units todo names (NULL: every unit). */
+static int init_units(zt_shard *sh, uint64_t seed, const unsigned char *todo) {
     const int mdev = !sh->host_opt;   /* where the master weights live */
     if (sh->q) {   /* NF4 base: each unit's values on the host, quantized */
         float *h = malloc((sh->max_unit ? sh->max_unit : 1) * sizeof(float));
         if (!h) return ZT_ENOMEM;
         int rc = ZT_OK;
         for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
+            if (todo && !todo[u]) continue;
             zt_model_init_range(sh->m, seed, sh->u[u].off, sh->u[u].off + sh->u[u].n, h);
             rc = zt_nf4s_set_unit_host(sh, u, h, NULL);
         }
@@ -707,9 +718,15 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         return rc;
     }
     if (!mixed(sh) && sh->stage < 3) {
-        ZT_TRY(init_into(sh, seed, 0, sh->m->num_params, sh->m->params, 1));
+        if (!todo) ZT_TRY(init_into(sh, seed, 0, sh->m->num_params, sh->m->params, 1));
+        else
+            for (int u = 0; u < sh->nu; ++u)
+                if (todo[u])
+                    ZT_TRY(init_into(sh, seed, sh->u[u].off, sh->u[u].off + sh->u[u].n,
+                                     sh->m->params + sh->u[u].off, 1));
         if (sh->master)   /* fp32, offloaded on a device: host master = owned slices */
             for (int u = 0; u < sh->nu; ++u) {
+                if (todo && !todo[u]) continue;
                 zt_unit_shard *us = &sh->u[u];
                 zt_xcopy(sh->be, sh->master + us->soff, mdev, sh->m->params + us->off + us->lo, 1,
                          us->len * sizeof(float));
@@ -724,6 +741,7 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         if (!tmp) return ZT_ENOMEM;
         int rc = ZT_OK;
         for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
+            if (todo && !todo[u]) continue;
             zt_unit_shard *us = &sh->u[u];
             rc = init_into(sh, seed, us->off, us->off + us->n, tmp, 1);
             if (rc != ZT_OK) break;
@@ -742,6 +760,7 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         if (!tmp) return ZT_ENOMEM;
         int rc = ZT_OK;
         for (int u = 0; u < sh->nu && rc == ZT_OK; ++u) {
+            if (todo && !todo[u]) continue;
             zt_unit_shard *us = &sh->u[u];
             rc = init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, tmp, !hp);
             if (rc == ZT_OK)
@@ -752,6 +771,7 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
         return rc;
     }
     for (int u = 0; u < sh->nu; ++u) {
+        if (todo && !todo[u]) continue;
         zt_unit_shard *us = &sh->u[u];
         float *dst = sh->master ? sh->master + us->soff : sh->pshard + us->soff;
         ZT_TRY(init_into(sh, seed, us->off + us->lo, us->off + us->lo + us->len, dst,
@@ -761,7 +781,51 @@ int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
     return ZT_OK;
 }
 
+/* The parameters of the units todo names (NULL: all), for init_elems. */
+static uint64_t units_numel(const zt_shard *sh, const unsigned char *todo) {
+    uint64_t n = 0;
+    for (int u = 0; u < sh->nu; ++u)
+        if (!todo || todo[u]) n += sh->u[u].n;
+    return n;
+}
+
+int zt_shard_init_params(zt_shard *sh, uint64_t seed) {
+    free(sh->init_todo);
+    sh->init_todo = NULL;
+    ZT_TRY(init_units(sh, seed, NULL));
+    sh->init_elems += units_numel(sh, NULL);
+    return ZT_OK;
+}
+
+int zt_shard_defer_init(zt_shard *sh, uint64_t seed) {
+    free(sh->init_todo);
+    if (!(sh->init_todo = malloc(sh->nu ? (size_t)sh->nu : 1))) return ZT_ENOMEM;
+    memset(sh->init_todo, 1, sh->nu ? (size_t)sh->nu : 1);
+    sh->init_seed = seed;
+    return ZT_OK;
+}
+
+void zt_shard_params_written(zt_shard *sh, int u) {
+    if (!sh || !sh->init_todo) return;
+    if (u >= 0) {
+        sh->init_todo[u] = 0;
+        return;
+    }
+    free(sh->init_todo);
+    sh->init_todo = NULL;
+}
+
+int zt_shard_init_pending(zt_shard *sh) {
+    if (!sh || !sh->init_todo) return ZT_OK;
+    ZT_TRY(init_units(sh, sh->init_seed, sh->init_todo));
+    sh->init_elems += units_numel(sh, sh->init_todo);
+    free(sh->init_todo);
+    sh->init_todo = NULL;
+    return ZT_OK;
+}
+
 void zt_shard_zero_grads(zt_shard *sh) {
+    if (sh->grads_zero) return;   /* still the allocation's zeros */
     if (sh->m->grads) sh->be->zero(sh->m->grads, sh->m->num_params * sizeof(float));
     if (sh->gshard) sh->be->zero(sh->gshard, sh->shard_total * sizeof(float));
 }
@@ -823,6 +887,7 @@ void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite) {
 }
 
 void zt_shard_poison_grad(zt_shard *sh) {
+    sh->grads_zero = 0;
     for (int u = 0; u < sh->nu; ++u) {
         if (!sh->u[u].len) continue;
         const float inf = INFINITY;
@@ -1022,6 +1087,8 @@ static int nf4_full_params(zt_shard *sh, float **out, zt_status *st) {
 }
 
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
+    if (zt_shard_init_pending(sh) != ZT_OK)
+        return zt_fail(st, ZT_ENOMEM, "out of memory initializing the parameters");
     if (sh->q) {
         *owned = 1;
         return nf4_full_params(sh, out, st);
@@ -1056,6 +1123,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
 
 int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
+    zt_shard_params_written(sh, u);
     if (sh->q) {   /* NF4 base: quantized on the host */
         float *h = sh->dev ? malloc((us->n ? us->n : 1) * sizeof(float)) : NULL;
         if (sh->dev && !h) return zt_fail(st, ZT_ENOMEM, "out of memory (NF4 base)");
@@ -1087,6 +1155,7 @@ int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *
 }
 
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
+    zt_shard_params_written(sh, -1);
     if (sh->q) {
         for (int u = 0; u < sh->nu; ++u) zt_shard_set_unit_params(sh, u, full + sh->u[u].off, NULL);
         return;

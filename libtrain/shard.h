@@ -151,6 +151,13 @@ struct zt_units {
     uint64_t sample0;         /* global index of the micro batch's first sample in the step */
     uint64_t seed;            /* ztrain.seed */
     struct zt_nf4_store *q;   /* a frozen NF4 base (shard_nf4.c), else NULL */
+    /* deferred initialization (zt_shard_defer_init): per unit, 1 while its
+     * random values are still owed (no load wrote it); NULL: none owed */
+    unsigned char *init_todo;
+    uint64_t init_seed;
+    uint64_t init_elems;      /* parameters given their random initial values so far */
+    int grads_zero;           /* the gradient storage still holds the zeros it was
+                               * allocated with (nothing wrote it yet) */
 
     /* precision (fp32: prec == ZT_PREC_FP32 and every pointer below NULL) */
     zt_precision prec;
@@ -195,6 +202,17 @@ int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st);
 /* Initialize parameters (every stage: identical values to a replicated init).
  * Values are computed on the host and staged to a device in bounded chunks. */
 int zt_shard_init_params(zt_shard *sh, uint64_t seed);
+/* The same values, owed instead of written now: a unit that a load writes
+ * first (zt_shard_set_unit_params, zt_shard_set_full_params,
+ * zt_shard_params_written) never gets them; the others get them from
+ * zt_shard_init_pending, which every reader of the parameters here calls
+ * first (forward, export).  A unit's initial values are a pure function of
+ * the seed, so the result is the eager one bit for bit. */
+int zt_shard_defer_init(zt_shard *sh, uint64_t seed);
+/* Unit u (u < 0: every unit) was written by a load: nothing owed for it. */
+void zt_shard_params_written(zt_shard *sh, int u);
+/* Write the initial values still owed (none: nothing happens). */
+int zt_shard_init_pending(zt_shard *sh);
 /* Start a step: zero gradient storage. */
 void zt_shard_zero_grads(zt_shard *sh);
 /* After the last micro-step: finish the gradient reduction. */

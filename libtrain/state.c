@@ -69,6 +69,8 @@ int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st)
     return zt_scaler_set_state(&ctx->scaler, s, st);
 }
 
+int zt_ctx_moments_fresh(const zt_ctx *ctx) { return ctx->opt.fresh; }
+
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     zt_train_state s;
     ZT_TRY(zt_ctx_owned_state(ctx, &s, st));
@@ -117,6 +119,9 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
         }
     }
     ZT_TRY(zt_be_check(ctx->be, "restoring checkpoint", st));
+    /* every parameter and moment this rank keeps was written by the load */
+    zt_shard_params_written(sh, -1);
+    ctx->opt.fresh = 0;
     ctx->step = step;
     ctx->opt.t = adam_t;
     return ZT_OK;

@@ -48,6 +48,10 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st);
  * rebuild the replicated copies (stage 0: everybody gets everything) and set
  * the counters.  Collective. */
 int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st);
+/* 1 while the AdamW moments still hold the zeros they were allocated with
+ * (no update and no restore wrote them): a load starting from zero moments
+ * need not write them (nor fault their pages in). */
+int zt_ctx_moments_fresh(const zt_ctx *ctx);
 /* Restore the fp16 loss scaler's state (same on every rank).  A no-op when
  * this run has no loss scaling; checked (ZT_EDATA on a corrupt state). */
 int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st);

@@ -421,7 +421,7 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
 
 /* The ZeRO engine over the model's units (sharding, offload, overlap),
  * initialized parameters, the training activations and the optimizer. */
-static int build_engine(zt_ctx *ctx, zt_status *st) {
+static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
     const zt_config *c = ctx->cfg;
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
                               strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
@@ -443,14 +443,18 @@ static int build_engine(zt_ctx *ctx, zt_status *st) {
     free(qt);
     ZT_TRY(rc0);
     ctx->sh->seed = (uint64_t)c->seed;   /* LoRA dropout's mask (lora.h) */
-    int rc = zt_shard_init_params(ctx->sh, c->seed);
+    /* ZT_CTX_DEFER_INIT: the initial values are owed until a load wrote
+     * the parameters or something reads them (zt_shard_defer_init) */
+    double t0 = zt_now_s();
+    int rc = defer ? zt_shard_defer_init(ctx->sh, c->seed) : zt_shard_init_params(ctx->sh, c->seed);
     if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the parameters");
     if (ctx->lmodel) {
         ZT_TRY(zt_shard_create_ex(ctx->lmodel, c->zero_stage, G, ctx->world, &sp, &ctx->lsh, st));
         ctx->sh->peer = ctx->lsh;
-        if ((rc = zt_shard_init_params(ctx->lsh, c->seed)) != ZT_OK)
-            return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
+        rc = defer ? zt_shard_defer_init(ctx->lsh, c->seed) : zt_shard_init_params(ctx->lsh, c->seed);
+        if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
     }
+    ctx->startup.init_s += zt_now_s() - t0;
     ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1, ZT_MEM_ACTIVATIONS, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
     ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
@@ -463,7 +467,7 @@ static int build_engine(zt_ctx *ctx, zt_status *st) {
 /* Shared by zt_ctx_create (built-in model: ops == NULL) and
  * zt_ctx_create_model: one named step after the other. */
 static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *self,
-                      const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
+                      const zt_callbacks *cb, unsigned flags, zt_ctx **out, zt_status *st) {
     zt_status_clear(st);
     *out = NULL;
     if (!zt_rt()->initialized)
@@ -485,12 +489,17 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     /* The memory planner (memplan.h) runs before anything is allocated:
      * "auto" micro batch first, then the pre-flight check (built-in models
      * only: the activations of a model of the caller's own are unknown). */
+    double t0 = zt_now_s();
     if ((rc = memory_limits(ctx, &ml, st)) != ZT_OK) goto fail;
     if ((rc = finalize_config(ctx, ops, &ml, st)) != ZT_OK) goto fail;
     if (!ops && (rc = preflight(ctx, &ml, st)) != ZT_OK) goto fail;
+    double t1 = zt_now_s();
+    ctx->startup.planning_s = t1 - t0;
     if ((rc = open_world(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
-    if ((rc = build_engine(ctx, st)) != ZT_OK) goto fail;
+    if ((rc = build_engine(ctx, (flags & ZT_CTX_DEFER_INIT) != 0, st)) != ZT_OK) goto fail;
+    /* (build_engine's initialization counted apart) */
+    ctx->startup.allocation_s = zt_now_s() - t1 - ctx->startup.init_s;
     ctx->last_val_loss = NAN;
     *out = ctx;
     return ZT_OK;
@@ -500,7 +509,29 @@ fail:
 }
 
 int zt_ctx_create(const zt_config *cfg, const zt_callbacks *cb, zt_ctx **out, zt_status *st) {
-    return ctx_create(cfg, NULL, NULL, cb, out, st);
+    return ctx_create(cfg, NULL, NULL, cb, 0, out, st);
+}
+
+int zt_ctx_create_ex(const zt_config *cfg, const zt_callbacks *cb, unsigned flags, zt_ctx **out,
+                     zt_status *st) {
+    return ctx_create(cfg, NULL, NULL, cb, flags, out, st);
+}
+
+int zt_ctx_init_pending(zt_ctx *ctx, zt_status *st) {
+    double t0 = zt_now_s();
+    int owed = (ctx->sh && ctx->sh->init_todo) || (ctx->lsh && ctx->lsh->init_todo);
+    if (zt_shard_init_pending(ctx->sh) != ZT_OK || zt_shard_init_pending(ctx->lsh) != ZT_OK)
+        return zt_fail(st, ZT_ENOMEM, "out of memory initializing the parameters");
+    if (owed) ZT_TRY(zt_be_check(ctx->be, "initializing the parameters", st));
+    ctx->startup.init_s += zt_now_s() - t0;
+    return ZT_OK;
+}
+
+void zt_ctx_startup(const zt_ctx *ctx, zt_startup *out) {
+    *out = ctx->startup;
+    out->init_params = (ctx->sh ? ctx->sh->init_elems : 0) + (ctx->lsh ? ctx->lsh->init_elems : 0);
+    out->num_params = (uint64_t)ctx->model->num_params +
+                      (ctx->lmodel ? (uint64_t)ctx->lmodel->num_params : 0);
 }
 
 int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *self,
@@ -510,7 +541,7 @@ int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *sel
         *out = NULL;
         return zt_fail(st, ZT_EINVAL, "zt_ctx_create_model: ops is NULL");
     }
-    return ctx_create(cfg, ops, self, cb, out, st);
+    return ctx_create(cfg, ops, self, cb, 0, out, st);
 }
 
 void zt_ctx_free(zt_ctx *ctx) {
@@ -963,6 +994,7 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     const zt_config *c = ctx->cfg;
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
+    ZT_TRY(zt_ctx_init_pending(ctx, st));   /* (a save may come before any step) */
     ZT_TRY(metrics_open(ctx, st));
     if (ctx->has_val) ZT_TRY(eval_acts_ready(ctx, st));
     const int report = zt_config_memory_report(c);

@@ -208,6 +208,27 @@ typedef struct zt_ctx zt_ctx;
  * from ztrain.seed (identically on every rank). */
 int zt_ctx_create(const zt_config *cfg, const zt_callbacks *cb, zt_ctx **out,
                   zt_status *st);
+/* zt_ctx_create with flags:
+ *   ZT_CTX_DEFER_INIT  the initial values from ztrain.seed are owed, not
+ *       written: parameters a load writes first (a checkpoint restore,
+ *       zt_hf_load, zt_load_weights, a PEFT adapter) never get them; the
+ *       others get them from zt_ctx_init_pending, which training,
+ *       evaluation, sampling and weight export call first -- the same
+ *       values bit for bit, without computing values a load overwrites. */
+#define ZT_CTX_DEFER_INIT 1u
+int zt_ctx_create_ex(const zt_config *cfg, const zt_callbacks *cb, unsigned flags,
+                     zt_ctx **out, zt_status *st);
+/* Write the initial values still owed (ZT_CTX_DEFER_INIT); none: a no-op. */
+int zt_ctx_init_pending(zt_ctx *ctx, zt_status *st);
+/* Where a context's start-up time went (this rank, seconds). */
+typedef struct zt_startup {
+    double planning_s;      /* memory planning: limits, "auto" micro batch, pre-flight */
+    double allocation_s;    /* groups, model, engine, optimizer and activation buffers */
+    double init_s;          /* random initialization so far (eager, or owed and paid) */
+    uint64_t init_params;   /* parameters given random initial values so far */
+    uint64_t num_params;    /* all parameters (with LoRA: base and adapters) */
+} zt_startup;
+void zt_ctx_startup(const zt_ctx *ctx, zt_startup *out);
 void zt_ctx_free(zt_ctx *ctx);
 /* The finalized configuration the context runs with. */
 const zt_config *zt_ctx_config(const zt_ctx *ctx);
