@@ -13,6 +13,9 @@
 #include "gpu.h"
 #include "profile.h"
 #include "runtime.h"
+#include "seqpar.h"
+#include "gpt.h"
+#include "llama.h"
 #include "ztrain_env.h"
 
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
@@ -59,8 +62,11 @@ static uint64_t shard_comm_bytes(const zt_ctx *ctx, const zt_shard *sh, int kind
 
 uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
     if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
-    return ctx->world->bytes[kind] + shard_comm_bytes(ctx, ctx->sh, kind) +
-           shard_comm_bytes(ctx, ctx->lsh, kind);
+    uint64_t b = ctx->world->bytes[kind] + shard_comm_bytes(ctx, ctx->sh, kind) +
+                 shard_comm_bytes(ctx, ctx->lsh, kind);
+    if (ctx->spg) b += ctx->spg->bytes[kind];   /* sequence parallelism's all-to-alls */
+    if (ctx->dspg && ctx->dspg != ctx->spg) b += ctx->dspg->bytes[kind];
+    return b;
 }
 
 static uint64_t comm_total(const zt_ctx *ctx) {
@@ -362,6 +368,10 @@ static int open_world(zt_ctx *ctx, zt_status *st) {
     ZT_TRY(zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st));
     ctx->rank = ctx->world->rank;
     ctx->nranks = ctx->world->size;
+    ctx->sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
+    ctx->sp_rank = ctx->rank % ctx->sp;
+    ctx->dp = ctx->nranks / ctx->sp;
+    ctx->dp_rank = ctx->rank / ctx->sp;
     ZT_TRY(choose_comm(ctx, c, st));
     if (zt_be_device(ctx->be))
         zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
@@ -417,6 +427,55 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
     return ZT_OK;
 }
 
+/* sequence_parallel_size > 1 (seqpar.h): the group of sp consecutive ranks
+ * (over device buffers: host-staged MPI or NCCL, as the ZeRO groups), handed
+ * to the built-in model. */
+static int open_seqpar(zt_ctx *ctx, zt_status *st) {
+    if (ctx->sp <= 1) return ZT_OK;
+    zt_model *m = ctx->model;
+    if (!zt_model_is_llama(m) && !zt_model_is_gpt(m))
+        return zt_fail(st, ZT_EUNSUPPORTED, "sequence_parallel_size=%d: sequence parallelism is "
+                       "built into the llama and gpt2 models, not a model of the caller's own",
+                       ctx->sp);
+    ZT_TRY(zt_group_split(ctx->world, ctx->dp_rank, ctx->sp_rank, "sequence", &ctx->spg, st));
+    ctx->dspg = ctx->spg;
+    if (zt_be_device(ctx->be)) {
+#ifdef ZT_HAVE_NCCL
+        if (ctx->comm_kind == ZT_SHARD_COMM_NCCL)
+            ZT_TRY(zt_group_nccl(ctx->spg, "sequence", ctx->device, &ctx->dspg, st));
+        else
+#endif
+            ZT_TRY(zt_group_host_staged(ctx->spg, "sequence", ctx->be, &ctx->dspg, st));
+    }
+    const zt_seqpar sp = {ctx->sp, ctx->sp_rank, ctx->dspg};
+    return zt_model_is_llama(m) ? zt_llama_set_seqpar(m->self, &sp, st)
+                                : zt_gpt_set_seqpar(m->self, &sp, st);
+}
+
+/* Sequence parallel: this rank's tokens [sp_rank Tl, (sp_rank+1) Tl) of
+ * the B whole samples in ctx->sp_in / sp_tg into in / tg [B, Tl]. */
+static void sp_slice(const zt_ctx *ctx, int B, int T, int *in, int *tg) {
+    const int Tl = T / ctx->sp;
+    for (int b = 0; b < B; ++b) {
+        const size_t src = (size_t)b * T + (size_t)ctx->sp_rank * Tl, dst = (size_t)b * Tl;
+        memcpy(in + dst, ctx->sp_in + src, sizeof(int) * (size_t)Tl);
+        memcpy(tg + dst, ctx->sp_tg + src, sizeof(int) * (size_t)Tl);
+    }
+}
+
+/* The host buffers of B whole samples of T tokens (sequence parallel). */
+static int sp_buffers(zt_ctx *ctx, size_t n, zt_status *st) {
+    if (n <= ctx->sp_cap) return ZT_OK;
+    zt_mem_free(ctx->sp_in);
+    zt_mem_free(ctx->sp_tg);
+    ctx->sp_cap = 0;
+    ctx->sp_in = zt_mem_alloc(n * sizeof(int), ZT_MEM_ACTIVATIONS | ZT_MEM_HOST, st);
+    ctx->sp_tg = ctx->sp_in ? zt_mem_alloc(n * sizeof(int), ZT_MEM_ACTIVATIONS | ZT_MEM_HOST, st) : NULL;
+    if (!ctx->sp_tg) return st ? st->code : ZT_ENOMEM;
+    ctx->sp_cap = n;
+    return ZT_OK;
+}
+
 /* The ZeRO engine over the model's units (sharding, offload, overlap),
  * initialized parameters, the training activations and the optimizer. */
 static int build_engine(zt_ctx *ctx, zt_status *st) {
@@ -449,7 +508,10 @@ static int build_engine(zt_ctx *ctx, zt_status *st) {
         if ((rc = zt_shard_init_params(ctx->lsh, c->seed)) != ZT_OK)
             return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
     }
-    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1, ZT_MEM_ACTIVATIONS, st));
+    /* sequence parallel: each rank's activations hold seq_len / sp tokens */
+    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len / ctx->sp, 1,
+                              ZT_MEM_ACTIVATIONS, st));
+    if (ctx->sp > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
     ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
     /* pin_memory: a failed registration is a warning, the run goes on */
@@ -488,6 +550,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     if (!ops && (rc = preflight(ctx, &ml, st)) != ZT_OK) goto fail;
     if ((rc = open_world(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
+    if ((rc = open_seqpar(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_engine(ctx, st)) != ZT_OK) goto fail;
     ctx->last_val_loss = NAN;
     *out = ctx;
@@ -526,6 +589,10 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_model_free(ctx->lmodel, 1);
     free(ctx->owned);
     free(ctx->base_fnv);
+    if (ctx->dspg != ctx->spg) zt_group_free(ctx->dspg);
+    zt_group_free(ctx->spg);
+    zt_mem_free(ctx->sp_in);
+    zt_mem_free(ctx->sp_tg);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
     free(ctx);
@@ -651,7 +718,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     int B = c->micro_batch, T = c->seq_len, A = c->grad_accum;
-    long global_batch = (long)B * A * ctx->nranks;
+    /* sequence parallel: the sp ranks of a group share their samples */
+    long global_batch = (long)B * A * ctx->dp;
+    const int Tl = T / ctx->sp;
     /* the loss is the mean over the global batch's counted targets: all
      * global_batch * T, or those of the source's loss mask (known before
      * the backward, the same on every rank) */
@@ -669,15 +738,20 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     zt_shard_zero_grads(sh);
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
-        uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
+        uint64_t first = (uint64_t)ctx->dp_rank * (uint64_t)(B * A) + (uint64_t)micro * B;
         ctx->sh->sample0 = first;   /* LoRA dropout's mask (lora.h) */
         double tw = zt_now_s();
         zt_prof_mark pm;
         zt_prof_begin(&pm);
-        ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T,
-                              zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
+        if (ctx->sp > 1) {
+            ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->sp_in, ctx->sp_tg, st));
+            sp_slice(ctx, B, T, zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts));
+        } else {
+            ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T,
+                                  zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
+        }
         wait_s += zt_now_s() - tw;
-        zt_batch_buf_upload(ctx, &ctx->acts, B * T, B * T);
+        zt_batch_buf_upload(ctx, &ctx->acts, B * Tl, B * Tl);
         zt_prof_end(&pm, ZT_PROF_DATA);
         double ls;
         /* the passes' own engine time (ZeRO waits and bookkeeping, the
@@ -685,7 +759,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         zt_prof_mark pm_pass;
         zt_prof_begin(&pm_pass);
         ZT_TRY(zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
-                                T, 1, &ls, st));
+                                Tl, 1, &ls, st));
         loss_sum += ls;
         ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, dloss * loss_scale, st));
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
@@ -766,14 +840,17 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
  * contiguous chunks of ceil(E / nranks) (the last ranks may hold fewer, or
  * only padding), so the same samples are evaluated at any world size. */
 static int eval_rows(const zt_ctx *ctx) {
-    int E = ctx->cfg->eval_batch_size, n = ctx->nranks;
+    /* (sequence parallel: over the data parallel groups) */
+    int E = ctx->cfg->eval_batch_size, n = ctx->dp;
     return (int)(((long)E + n - 1) / n);
 }
 
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
     if (ctx->eval_acts.acts) return ZT_OK;
+    if (ctx->sp > 1)
+        ZT_TRY(sp_buffers(ctx, (size_t)eval_rows(ctx) * ctx->cfg->seq_len, st));
     return zt_batch_buf_alloc(ctx, &ctx->eval_acts, eval_rows(ctx),
-                              ctx->cfg->seq_len, 0, ZT_MEM_EVAL, st);
+                              ctx->cfg->seq_len / ctx->sp, 0, ZT_MEM_EVAL, st);
 }
 
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
@@ -783,7 +860,8 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(eval_acts_ready(ctx, st));
     int E = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len, R = eval_rows(ctx);
     /* this rank's samples of every round: [first, first + k) of the E */
-    long first = (long)ctx->rank * R;
+    long first = (long)ctx->dp_rank * R;
+    const int Tl = T / ctx->sp;
     int k = first >= E ? 0 : (int)(E - first < R ? E - first : R);
     double sum = 0.0, ntgt = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
@@ -791,14 +869,16 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         ZT_TRY(counted_targets(&ctx->val, -1 - (long)r, (uint64_t)E, &nr, st));
         ntgt += nr;
         int *in = zt_batch_host_inputs(&ctx->eval_acts), *tg = zt_batch_host_targets(&ctx->eval_acts);
+        int *fin = ctx->sp > 1 ? ctx->sp_in : in, *ftg = ctx->sp > 1 ? ctx->sp_tg : tg;
         if (k > 0)
-            ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)first, k, T, in, tg, st));
+            ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)first, k, T, fin, ftg, st));
         /* padding rows (every rank runs the same forwards): no target */
-        for (long i = (long)k * T; i < (long)R * T; ++i) { in[i] = 0; tg[i] = -1; }
-        zt_batch_buf_upload(ctx, &ctx->eval_acts, R * T, R * T);
+        for (long i = (long)k * T; i < (long)R * T; ++i) { fin[i] = 0; ftg[i] = -1; }
+        if (ctx->sp > 1) sp_slice(ctx, R, T, in, tg);
+        zt_batch_buf_upload(ctx, &ctx->eval_acts, R * Tl, R * Tl);
         double ls;
         ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
-                                ctx->eval_acts.targets, R, T, 0, &ls, st));
+                                ctx->eval_acts.targets, R, Tl, 0, &ls, st));
         sum += ls;
     }
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
@@ -820,13 +900,24 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
         counted += targets[i] >= 0;
     }
     if (counted == 0) return zt_fail(st, ZT_EINVAL, "zt_loss: no target >= 0 in the batch");
+    /* sequence parallel: every rank of a group computes its T / sp tokens of
+     * the same batch (a collective over the group), the sums added up */
+    const int sp = ctx->sp;
+    if (sp > 1 && T % sp)
+        return zt_fail(st, ZT_EINVAL, "zt_loss: T=%d is not divisible by sequence_parallel_size=%d",
+                       T, sp);
+    const int Tl = T / sp;
     zt_batch_buf b;
-    ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, T, 0, ZT_MEM_EVAL, st));
-    zt_xcopy(ctx->be, b.inputs, 1, inputs, 0, sizeof(int) * (size_t)B * T);
-    zt_xcopy(ctx->be, b.targets, 1, targets, 0, sizeof(int) * (size_t)B * T);
+    ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, Tl, 0, ZT_MEM_EVAL, st));
+    for (int r = 0; r < B; ++r) {
+        const size_t src = (size_t)r * T + (size_t)ctx->sp_rank * Tl, dst = (size_t)r * Tl;
+        zt_xcopy(ctx->be, b.inputs + dst, 1, inputs + src, 0, sizeof(int) * (size_t)Tl);
+        zt_xcopy(ctx->be, b.targets + dst, 1, targets + src, 0, sizeof(int) * (size_t)Tl);
+    }
     double ls = 0.0;
-    int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, T, 0, &ls, st);
+    int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, Tl, 0, &ls, st);
     if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loss", st);
+    if (rc == ZT_OK && sp > 1) rc = ctx->spg->ops->allreduce_sum(ctx->spg, &ls, 1, ZT_F64, st);
     *loss = ls / (double)counted;
     zt_batch_buf_free(ctx, &b);
     return rc;
