@@ -673,19 +673,22 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
     if (ctx->metrics_fp) {
         if (m->kind == ZT_METRIC_STEP) {
             /* JSON has no NaN: a value that is not finite is written null */
-            char loss[32], norm[32], fp16[96] = "";
+            char loss[32], norm[32], fp16[96] = "", a2a[64] = "";
             json_num(loss, sizeof loss, "%.6f", m->loss);
             json_num(norm, sizeof norm, "%.6f", m->grad_norm);
             if (ctx->scaler.enabled)
                 snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s",
                          m->loss_scale, m->skipped ? "true" : "false");
+            if (ctx->sp > 1)
+                snprintf(a2a, sizeof a2a, ", \"alltoall_bytes\": %llu",
+                         (unsigned long long)m->alltoall_bytes);
             fprintf(ctx->metrics_fp,
                     "{\"step\": %ld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
-                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s}\n",
+                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s%s}\n",
                     m->step, loss, m->lr, norm, m->tokens_per_s, m->step_ms,
                     m->data_wait_ms, (unsigned long long)m->comm_bytes,
-                    (unsigned long long)m->mem_peak_bytes, fp16);
+                    (unsigned long long)m->mem_peak_bytes, fp16, a2a);
         } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
@@ -734,7 +737,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     zt_shard *sh = zt_ctx_tsh(ctx);   /* the trained parameters (LoRA: the adapters) */
     sh->step = ctx->step;
     ctx->sh->step = ctx->step;
-    uint64_t comm0 = comm_total(ctx);
+    uint64_t comm0 = comm_total(ctx), a2a0 = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL);
     zt_shard_zero_grads(sh);
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
@@ -821,14 +824,17 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.mem_peak_bytes = ms.peak_total;
     met.data_wait_ms = wait_s * 1e3;
     met.comm_bytes = comm_total(ctx) - comm0;
+    met.alltoall_bytes = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL) - a2a0;
     met.loss_scale = loss_scale;
     met.skipped = skipped;
     /* Rank 0's timing is the one everybody reports. */
     if (ctx->nranks > 1) {
-        double tv[4] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes};
-        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 4, ZT_F64, 0, st));
+        double tv[5] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes,
+                        (double)met.alltoall_bytes};
+        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 5, ZT_F64, 0, st));
         met.step_ms = tv[0]; met.tokens_per_s = tv[1]; met.eta_s = tv[2];
         met.comm_bytes = (uint64_t)tv[3];
+        met.alltoall_bytes = (uint64_t)tv[4];
     }
     zt_prof_end(&pm_comm, ZT_PROF_COMM);
     if (out) *out = met;
@@ -1064,8 +1070,15 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, "
            "vocab %d), architecture %s%s", ctx->model->num_params, c->model.n_layer,
            c->model.n_head, c->model.n_embd, c->model.context, c->model.vocab, arch, more);
-    zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
-           c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
+    if (ctx->sp > 1)
+        zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d data parallel "
+               "groups; sequence parallel: %d ranks per group share each sample, %d of its %d tokens "
+               "each (all-to-alls around attention); %d threads per rank", c->train_batch_size,
+               c->micro_batch, c->grad_accum, ctx->dp, ctx->sp, c->seq_len / ctx->sp, c->seq_len,
+               ctx->threads);
+    else
+        zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
+               c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
     if (ctx->nranks > 1) {
         char topo[1024];
         zt_rt_topology(topo, sizeof topo);
