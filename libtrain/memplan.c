@@ -486,7 +486,11 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
-    p->eval_batch = (int)(((long)c->eval_batch_size + W - 1) / W);   /* rows per rank */
+    /* sequence parallelism (seqpar.h): groups of SP ranks share each sample,
+     * SP-th of its tokens each; dp = W / SP data parallel groups */
+    const int SP = mc->seq_parallel > 1 ? mc->seq_parallel : 1, DP = W / SP;
+    p->seq_parallel = SP;
+    p->eval_batch = (int)(((long)c->eval_batch_size + DP - 1) / DP);   /* rows per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;
@@ -505,6 +509,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* training / eval windows are seq_len long; T (the model's positions) sizes
      * the position table and the sample's window */
     const uint64_t S = (uint64_t)c->seq_len;
+    const uint64_t Sl = S / (uint64_t)SP;   /* the tokens of a sample on one rank */
     layout y;
     memset(&y, 0, sizeof y);
     y.p = p;
@@ -657,10 +662,13 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
     }
 after_states:;
-    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)S, 1, k, elem);
+    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)Sl, 1, k, elem);
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
     /* on a GPU the data source writes host token arrays (inputs, targets) */
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * S * 4 * 2);
+    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * Sl * 4 * 2);
+    /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
+    uint64_t sp_cap = SP > 1 ? (uint64_t)B * S : 0;
+    if (SP > 1) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
     /* zt_adamw_init: m and v (fp32) */
     const uint64_t on_t = lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(ya.shard_total, 1)) : on;
     for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
@@ -689,9 +697,14 @@ after_states:;
     /* zt_train: the eval block, then steps and evaluations */
     if (p->with_eval) {
         s.phase = "setup";
+        if (SP > 1 && (uint64_t)p->eval_batch * S > sp_cap) {   /* (train.c's sp_buffers grows) */
+            s_free(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
+            sp_cap = (uint64_t)p->eval_batch * S;
+            s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
+        }
         s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
-                zt_memplan_acts_bytes(mc, p->eval_batch, (int)S, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * S * 4 * 2);
+                zt_memplan_acts_bytes(mc, p->eval_batch, (int)Sl, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * Sl * 4 * 2);
     }
     s.phase = "forward";
     sim_forward(&y, 1);
@@ -728,10 +741,13 @@ after_states:;
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
     if (!lora && (p->stage == 3 || (p->mixed && p->stage >= 1))) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
-    s.phase = "sample";
-    s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
-    sim_forward(&y, 0);
+    /* (sequence parallel: the CLI skips its closing sample) */
+    if (SP == 1) {
+        s.phase = "sample";
+        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
+        sim_forward(&y, 0);
+    }
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->end_peak[pl] = s.ptot[pl];
     /* cuda: the backend's own device memory (cuda_workspace.h), held from
      * the first kernel that needs it to the end: the cuBLAS workspace and
@@ -739,7 +755,7 @@ after_states:;
     if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
         p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
         p->scratch_bytes = zt_cuda_ws_scratch_size(
-            zt_arch_of(mc)->kernel_ws(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi));
+            zt_arch_of(mc)->kernel_ws(mc, B, (int)Sl, p->with_eval ? p->eval_batch : 0, Psi));
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;

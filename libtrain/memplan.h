@@ -60,6 +60,7 @@ typedef struct zt_memplan {
     /* the run it describes (after finalize) */
     int world, ranks_per_node, shard_group, stage, micro_batch, grad_accum, eval_batch, context;
     int ckpt_k;            /* 0 none, 1 blocks, K every-K */
+    int seq_parallel;      /* sequence_parallel_size (1: off): activations at seq_len / N */
     int mixed;             /* bf16 / fp16 */
     int gpu;               /* GPU target: device and host places */
     int offload_optimizer, offload_param, with_data, with_eval;
