@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "memplan.h"
+#include "seqpar.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
 #include "lora.h"
@@ -663,6 +664,13 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     }
 after_states:;
     uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)Sl, 1, k, elem);
+    p->logits_bytes = (uint64_t)B * Sl * (uint64_t)mc->vocab * 4;
+    {   /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
+        const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
+        const size_t nkv = (size_t)zt_model_kv_heads(mc);
+        p->alltoall_bytes = (uint64_t)A * zt_sp_alltoall_bytes(SP, B, (int)Sl, L, k ? L : 0,
+                                                               (nh + 2 * nkv) * hd, nh * hd, 4);
+    }
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
     /* on a GPU the data source writes host token arrays (inputs, targets) */
     if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * Sl * 4 * 2);
@@ -926,6 +934,41 @@ static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char 
 /* Eval batch candidates below the current one: E' divides E, and
  * eval_batches grows by E / E' so the same number of samples is evaluated.
  * The largest that fits. */
+/* Sequence parallel sizes above the current one (seqpar.h): N dividing the
+ * world, the training length and the query and key/value heads; the
+ * accumulation grows by N / N_cur so the global batch stays.  The smallest
+ * that fits (the least all-to-all traffic). */
+static int try_sp(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
+                  uint64_t limit, change *ch) {
+    const zt_model_config *mc = &fin->model;
+    const int W = o->world_size, cur = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
+    const int kv = zt_model_kv_heads(mc), A = fin->grad_accum;
+    for (int n = cur + 1; n <= W; ++n) {
+        if (W % n || n % cur || fin->seq_len % n || mc->n_head % n || kv % n) continue;
+        char nv[16], ga[16];
+        snprintf(nv, sizeof nv, "%d", n);
+        snprintf(ga, sizeof ga, "%d", A * (n / cur));
+        const char *kvs[16];
+        int k = 0;
+        for (int i = 0; extra && extra[i] && k < 10; ++i) kvs[k++] = extra[i];
+        kvs[k++] = "sequence_parallel_size"; kvs[k++] = nv;
+        kvs[k++] = "gradient_accumulation_steps"; kvs[k++] = ga;
+        kvs[k] = NULL;
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kvs, &c) && fits_ch(&c, limit, o)) {
+            snprintf(ch->label, sizeof ch->label, "sequence parallel %d (each rank holds %d of the %d "
+                     "tokens; accumulation x%d keeps the batch)", n, fin->seq_len / n, fin->seq_len,
+                     n / cur);
+            snprintf(ch->flags, sizeof ch->flags, "--sp %d --grad-accum %d", n, A * (n / cur));
+            ch->peak = c.peak;
+            ch->host_peak = c.host_peak;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One candidate of try_eval: eval batch e (a divisor of E). */
 static int try_eval_one(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
                         const char *extra_flags, uint64_t limit, int e, change *ch) {
@@ -1032,6 +1075,9 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
             list[nl++] = c;
         }
     }
+    /* sequence parallelism (all-to-alls around every attention) */
+    memset(&c, 0, sizeof c);
+    if (try_sp(fin, o, NULL, limit, &c)) list[nl++] = c;
     zt_memplan pl;
     int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
     if (gpu && !pl.offload_optimizer) {
@@ -1066,6 +1112,16 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
                                    "zero_optimization.stage", sv, NULL};
             memset(&c, 0, sizeof c);
             if (try_micro(fin, o, extra, limit, &c)) {
+                char lab[160], fl[160];
+                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
+                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
+                snprintf(c.label, sizeof c.label, "%s", lab);
+                snprintf(c.flags, sizeof c.flags, "%s", fl);
+                list[nl++] = c;
+            }
+            /* the sequence is what does not fit: split it over ranks */
+            memset(&c, 0, sizeof c);
+            if (nl == 0 && try_sp(fin, o, extra, limit, &c)) {
                 char lab[160], fl[160];
                 snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
                 snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);

@@ -8,7 +8,9 @@
 #    accumulation 2 and activation checkpointing;
 #  - gpt2: N=2 at stage 3, N=4 at stage 0 (with the validation loss);
 #  - the all-to-all bytes per step of every run (the comm layer's accounting,
-#    the metrics' alltoall_bytes) equal the documented formula;
+#    the metrics' alltoall_bytes) equal the documented formula and `ztrain
+#    estimate --json`'s figure; the planner's peak equals the accounted one;
+#  - the estimate for Llama-3.1-8B at 131072 tokens on 8 x 80 GB suggests --sp 8;
 #  - a checkpoint saved at N=2 on 2 ranks restores at N=1 on 3 ranks (stage 3)
 #    and at N=4 on 4 ranks; the resumed runs match the uninterrupted one;
 #  - refusals: key/value heads not divisible by N (naming both), N not
@@ -68,9 +70,19 @@ run l2 2 "${LLAMA[@]}" --sp 2 --micro-batch 4 && compare lref l2 && a2a l2 2 4 3
 ok $? "llama N=2 (2 ranks, stage 0) == 1 rank; all-to-all bytes == formula"
 run l4 4 "${LLAMA[@]}" --sp 4 --micro-batch 4 && compare lref l4 && a2a l4 4 4 32 2 128 64 1 0
 ok $? "llama N=4 (4 ranks, stage 0) == 1 rank; all-to-all bytes == formula"
-run l22 4 "${LLAMA[@]}" --sp 2 --stage 3 --micro-batch 1 --grad-accum 2 --act-ckpt blocks &&
-    compare lref l22 && a2a l22 2 1 32 2 128 64 2 2
+L22=("${LLAMA[@]}" --sp 2 --stage 3 --micro-batch 1 --grad-accum 2 --act-ckpt blocks)
+run l22 4 "${L22[@]}" --memory-report end && compare lref l22 && a2a l22 2 1 32 2 128 64 2 2
 ok $? "llama N=2 x data parallel 2, stage 3, accumulation 2, checkpointing == 1 rank; bytes == formula"
+grep -q "memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)" o_l22.txt &&
+    "$ZTRAIN" estimate --world-size 4 "${L22[@]}" --train c_train.bin --val c_val.bin --batch-size 4 \
+        --json > e_l22.json && python3 - e_l22.json m_l22.jsonl <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))["run"]
+m = [json.loads(l)["alltoall_bytes"] for l in open(sys.argv[2]) if '"loss"' in l]
+print("# estimate: all-to-all %d bytes per step, measured %s" % (e["alltoall_bytes_per_step"], m))
+sys.exit(0 if e["sequence_parallel_size"] == 2 and all(x == e["alltoall_bytes_per_step"] for x in m) else 1)
+PY
+ok $? "N=2 x dp 2: predicted peak == accounted peak; ztrain estimate's all-to-all bytes == measured"
 
 # gpt2: QKV = 3 * 32, AD = 32, 2 layers, seq_len 32 (its context)
 run gref 1 "${GPT[@]}" --micro-batch 4 --eval-every 4
@@ -103,6 +115,19 @@ STEPS=2 run la 2 "${LLAMA[@]}" --sp 2 --micro-batch 4 --sample-tokens 4 &&
 ok $? "save at N=2 (2 ranks), restore at N=1 on 2 ranks, stage 3: losses and parameters match"
 resume r4 4 --sp 4 --stage 2 --micro-batch 4 && compare lref r4
 ok $? "save at N=2 (2 ranks), restore at N=4 on 4 ranks, stage 2: losses and parameters match"
+
+# the documented target (docs/long-context.md): Llama-3.1-8B's shape at 131072 tokens, 8 x 80 GB,
+# bf16, ZeRO-3, activation checkpointing: refused, suggesting sequence parallel 8, which fits
+L8B=(--arch llama --n-layer 32 --n-head 32 --n-kv-head 8 --n-embd 4096 --intermediate-size 14336
+     --vocab 128256 --context 131072 --seq-len 131072 --rope-theta 500000 --rope-scaling llama3
+     --tie-embeddings false --bf16.enabled true --stage 3 --act-ckpt blocks --micro-batch 1)
+"$ZTRAIN" estimate --world-size 8 --device gpu --device-memory 80G "${L8B[@]}" > e_8b.txt 2>&1
+grep -q "^does not fit: .* > 80.00 GiB (--device-memory); changes that fit: sequence parallel 8 .*(--sp 8 --grad-accum 8)" e_8b.txt &&
+    "$ZTRAIN" estimate --world-size 8 --device gpu --device-memory 80G "${L8B[@]}" --sp 8 --grad-accum 8 > e_8b8.txt 2>&1 &&
+    grep -q "^fits: .* <= 80.00 GiB (--device-memory)" e_8b8.txt &&
+    grep -q "^sequence parallel: 8 ranks share each sample (data parallel 1), 16384 of its 131072 tokens per rank" e_8b8.txt
+ok $? "estimate: Llama-3.1-8B at 131072 tokens on 8 x 80 GB does not fit, --sp 8 is suggested and fits"
+grep "^does not fit\|^fits\|^sequence parallel" e_8b.txt e_8b8.txt | sed 's/^/# /'
 
 # refusals
 mpirun_np 4 "$ZTRAIN" train --config "$ZT_SRCDIR/configs/llama-tiny.json" --train c_train.bin \
