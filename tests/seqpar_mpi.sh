@@ -7,6 +7,8 @@
 #    N=4 (4 ranks, stage 0), N=2 x data parallel 2 at stage 3 with gradient
 #    accumulation 2 and activation checkpointing;
 #  - gpt2: N=2 at stage 3, N=4 at stage 0 (with the validation loss);
+#  - losses: LoRA at N=2; masked SFT data at N=2 x dp 2 (training and
+#    validation); bf16 at N=2 within 1e-3;
 #  - the all-to-all bytes per step of every run (the comm layer's accounting,
 #    the metrics' alltoall_bytes) equal the documented formula and `ztrain
 #    estimate --json`'s figure; the planner's peak equals the accounted one;
@@ -97,6 +99,38 @@ print("# val loss %s vs %s" % (v[0], v[1]))
 sys.exit(0 if len(v[0]) == 1 and abs(v[0][0] - v[1][0]) <= 1e-5 * abs(v[0][0]) else 1)
 PY
 ok $? "gpt2 N=4 (4 ranks, stage 0) == 1 rank, the validation loss too"
+
+# losses only: LoRA (frozen base, all-linear adapters) at N=2 stage 3; masked SFT data (the
+# loss's token count spans the group) with the gpt2 at N=2 x dp 2 stage 3, evaluation too
+losses_eq() {  # losses_eq A B TOL: per-step losses (and validation losses) within TOL relative
+    python3 - "m_$1.jsonl" "m_$2.jsonl" "$3" <<'PY'
+import json, sys
+def get(p, k): return [json.loads(l)[k] for l in open(p) if '"%s"' % k in l]
+a, b, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+ok = True
+for k in ("loss", "val_loss"):
+    x, y = get(a, k), get(b, k)
+    d = max([abs(u - v) / abs(u) for u, v in zip(x, y)] or [0])
+    print("# %s: %d values, max relative difference %.2e" % (k, len(x), d))
+    ok = ok and len(x) == len(y) and d <= tol
+ok = ok and len(get(a, "loss")) > 0
+sys.exit(0 if ok else 1)
+PY
+}
+LORA=(--lora-r 4 --lora-targets all-linear)
+run loref 1 "${LLAMA[@]}" "${LORA[@]}" --micro-batch 4 && run lo2 2 "${LLAMA[@]}" "${LORA[@]}" --sp 2 --stage 3 --micro-batch 4 &&
+    losses_eq loref lo2 1e-5
+ok $? "LoRA at N=2 (2 ranks, stage 3): losses == 1 rank"
+"$ZTRAIN" prep --sft --input "$ZT_SRCDIR/tests/data/sft/chats.jsonl" --tokenizer "$ZT_SRCDIR/tests/fixtures/tok/llama3" \
+    --template llama3 --seq-len 64 --allow-split --output s --val-fraction 0.25 > prep.out 2>&1
+SFT=("${GPT[@]}" --train s_train.sft --val s_val.sft --vocab 1536 --context 64 --seq-len 64 --eval-every 4
+     --eval-batch-size 4 --eval-batches 1)
+run sref 1 "${SFT[@]}" --micro-batch 4 && run s22 4 "${SFT[@]}" --sp 2 --stage 3 --micro-batch 2 &&
+    losses_eq sref s22 1e-5
+ok $? "masked SFT data, gpt2 N=2 x dp 2, stage 3: training and validation losses == 1 rank"
+run bref 1 "${LLAMA[@]}" --micro-batch 4 --bf16.enabled true && run b2 2 "${LLAMA[@]}" --sp 2 --stage 3 \
+    --micro-batch 4 --bf16.enabled true && losses_eq bref b2 1e-3
+ok $? "bf16 at N=2 (2 ranks, stage 3): losses within 1e-3 of 1 rank (16-bit rounding of sums in another order)"
 
 # checkpoints: steps 1-2 at N=2 on 2 ranks, steps 3-4 elsewhere
 resume() {  # resume TAG NB ARGS_B...
