@@ -15,6 +15,7 @@
 #  - the estimate for Llama-3.1-8B at 131072 tokens on 8 x 80 GB suggests --sp 8;
 #  - a checkpoint saved at N=2 on 2 ranks restores at N=1 on 3 ranks (stage 3)
 #    and at N=4 on 4 ranks; the resumed runs match the uninterrupted one;
+#  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu;
 #  - refusals: key/value heads not divisible by N (naming both), N not
 #    dividing the ranks, sampling at N > 1.
 . "$(dirname "$0")/lib.sh"
@@ -131,6 +132,14 @@ ok $? "masked SFT data, gpt2 N=2 x dp 2, stage 3: training and validation losses
 run bref 1 "${LLAMA[@]}" --micro-batch 4 --bf16.enabled true && run b2 2 "${LLAMA[@]}" --sp 2 --stage 3 \
     --micro-batch 4 --bf16.enabled true && losses_eq bref b2 1e-3
 ok $? "bf16 at N=2 (2 ranks, stage 3): losses within 1e-3 of 1 rank (16-bit rounding of sums in another order)"
+
+# device-memory discipline: cpu-strict (the host never touches device memory; host-staged
+# all-to-alls) bitwise equal to cpu at N=2, stage 3, checkpointing (scripts/engine-check.sh)
+ZTRAIN="$ZTRAIN" bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np 2 --steps 3 \
+    --config "$ZT_SRCDIR/configs/llama-tiny.json" --cases none \
+    --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" > ec.tap 2>&1 &&
+    grep -q "^ok 1 - n2sp2s3: cpu-strict == cpu within rtol 0" ec.tap
+ok $? "cpu-strict at N=2, stage 3, checkpointing: bitwise equal to cpu"
 
 # checkpoints: steps 1-2 at N=2 on 2 ranks, steps 3-4 elsewhere
 resume() {  # resume TAG NB ARGS_B...
