@@ -2,6 +2,18 @@
 #include "seqpar.h"
 #include "devmem.h"
 
+/* height rows of width floats, strided (be->copy2d, else row by row) */
+static void copy_rows(const zt_backend *be, float *dst, size_t dpitch, const float *src, size_t spitch,
+                      size_t width, size_t height) {
+    const size_t fs = sizeof(float);
+    if (be->copy2d) {
+        be->copy2d(dst, dpitch * fs, src, spitch * fs, width * fs, height);
+        return;
+    }
+    for (size_t r = 0; r < height; ++r)
+        zt_xcopy(be, dst + r * dpitch, 1, src + r * spitch, 1, width * fs);
+}
+
 static size_t slices_width(const zt_sp_slices *sl) {
     size_t w = 0;
     for (int s = 0; s < sl->ns; ++s) w += sl->w[s];
@@ -11,48 +23,42 @@ static size_t slices_width(const zt_sp_slices *sl) {
 int zt_sp_to_heads(const zt_seqpar *sp, const zt_backend *be, float *full, const float *loc,
                    int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st) {
     const int N = sp->n;
-    const size_t rows = (size_t)B * Tl, Wl = slices_width(sl), chunk = rows * Wl, fs = sizeof(float);
+    const size_t rows = (size_t)B * Tl, Wl = slices_width(sl), chunk = rows * Wl;
     /* send[j][r][Wl]: head group j's slices of local row r */
-    for (int j = 0; j < N; ++j)
-        for (size_t r = 0; r < rows; ++r) {
-            size_t c = 0;
-            for (int s = 0; s < sl->ns; ++s) {
-                zt_xcopy(be, send + (size_t)j * chunk + r * Wl + c, 1,
-                         loc + r * sl->row + sl->off[s] + (size_t)j * sl->w[s], 1, sl->w[s] * fs);
-                c += sl->w[s];
-            }
+    for (int j = 0; j < N; ++j) {
+        size_t c = 0;
+        for (int s = 0; s < sl->ns; ++s) {
+            copy_rows(be, send + (size_t)j * chunk + c, Wl, loc + sl->off[s] + (size_t)j * sl->w[s],
+                      sl->row, sl->w[s], rows);
+            c += sl->w[s];
         }
+    }
     ZT_TRY(sp->g->ops->alltoall(sp->g, send, recv, chunk, ZT_F32, st));
     /* recv[i][b][t][Wl] holds rank i's tokens [i Tl, (i+1) Tl) of sample b */
     const size_t T = (size_t)N * Tl, blk = (size_t)Tl * Wl;
     for (int i = 0; i < N; ++i)
-        for (int b = 0; b < B; ++b)
-            zt_xcopy(be, full + ((size_t)b * T + (size_t)i * Tl) * Wl, 1,
-                     recv + (size_t)i * chunk + (size_t)b * blk, 1, blk * fs);
+        copy_rows(be, full + (size_t)i * Tl * Wl, T * Wl, recv + (size_t)i * chunk, blk, blk, (size_t)B);
     return ZT_OK;
 }
 
 int zt_sp_to_tokens(const zt_seqpar *sp, const zt_backend *be, float *loc, const float *full,
                     int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st) {
     const int N = sp->n;
-    const size_t rows = (size_t)B * Tl, Wl = slices_width(sl), chunk = rows * Wl, fs = sizeof(float);
+    const size_t rows = (size_t)B * Tl, Wl = slices_width(sl), chunk = rows * Wl;
     const size_t T = (size_t)N * Tl, blk = (size_t)Tl * Wl;
     /* send[i][b][t][Wl]: rank i's tokens of this head group */
     for (int i = 0; i < N; ++i)
-        for (int b = 0; b < B; ++b)
-            zt_xcopy(be, send + (size_t)i * chunk + (size_t)b * blk, 1,
-                     full + ((size_t)b * T + (size_t)i * Tl) * Wl, 1, blk * fs);
+        copy_rows(be, send + (size_t)i * chunk, blk, full + (size_t)i * Tl * Wl, T * Wl, blk, (size_t)B);
     ZT_TRY(sp->g->ops->alltoall(sp->g, send, recv, chunk, ZT_F32, st));
     /* recv[j][r][Wl]: head group j's slices of local row r */
-    for (int j = 0; j < N; ++j)
-        for (size_t r = 0; r < rows; ++r) {
-            size_t c = 0;
-            for (int s = 0; s < sl->ns; ++s) {
-                zt_xcopy(be, loc + r * sl->row + sl->off[s] + (size_t)j * sl->w[s], 1,
-                         recv + (size_t)j * chunk + r * Wl + c, 1, sl->w[s] * fs);
-                c += sl->w[s];
-            }
+    for (int j = 0; j < N; ++j) {
+        size_t c = 0;
+        for (int s = 0; s < sl->ns; ++s) {
+            copy_rows(be, loc + sl->off[s] + (size_t)j * sl->w[s], sl->row,
+                      recv + (size_t)j * chunk + c, Wl, sl->w[s], rows);
+            c += sl->w[s];
         }
+    }
     return ZT_OK;
 }
 
