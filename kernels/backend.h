@@ -55,12 +55,6 @@ typedef struct zt_backend {
     void (*to_host)(void *host_dst, const void *dev_src, size_t bytes);
     void (*to_device)(void *dev_dst, const void *host_src, size_t bytes);
     void (*zero)(void *p, size_t bytes);
-    /* device <-> device, strided: height rows of width bytes, row r from
-     * src + r spitch to dst + r dpitch (width <= both pitches; the ranges
-     * do not overlap).  Optional (NULL: one copy() per row); cuda:
-     * cudaMemcpy2DAsync, one call where copy() would take height.          */
-    void (*copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                   size_t height);
     /* Asynchronous host <-> device copies (optional: NULL on cpu, where
      * to_host / to_device are used instead).  Queued in order with the
      * kernels (cuda: on the compute stream; the copy sees what kernels queued
@@ -261,6 +255,14 @@ typedef struct zt_backend {
      * kernels and copy / to_host / to_device / zero (cuda, cpu-strict); the
      * engine then stages through host buffers whatever the host must see. */
     int host_memory;
+
+    /* ---- memory, strided (last: added after the table's other entries) ----
+     * device <-> device: height rows of width bytes, row r from src + r
+     * spitch to dst + r dpitch (width <= both pitches; the ranges do not
+     * overlap).  Optional (NULL: one copy() per row); cuda:
+     * cudaMemcpy2DAsync, one call where copy() would take height.          */
+    void (*copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t height);
 } zt_backend;
 
 /* The CPU backend (always built). */
