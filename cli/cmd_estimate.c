@@ -165,6 +165,15 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
            precision_name(c), p->micro_batch, p->grad_accum, c->train_batch_size, p->eval_batch,
            p->with_eval ? "" : " (no eval data)", c->act_ckpt, c->offload_optimizer, c->offload_param,
            p->gpu ? "gpu" : "cpu");
+    if (p->seq_parallel > 1) {
+        char lg[32], aa[32];
+        fmtb((double)p->logits_bytes, lg, sizeof lg);
+        fmtb((double)p->alltoall_bytes, aa, sizeof aa);
+        printf("sequence parallel: %d ranks share each sample (data parallel %d), %d of its %d tokens "
+               "per rank; logits per rank %s (fp32, in activations); all-to-all per step per rank "
+               "%s (docs/long-context.md)\n", p->seq_parallel, p->world / p->seq_parallel,
+               c->seq_len / p->seq_parallel, c->seq_len, lg, aa);
+    }
     if (shape_from[0]) printf("  (%s)\n", shape_from);
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
 
@@ -344,11 +353,13 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            "\"stage\": %d, \"precision\": \"%s\", \"train_batch_size\": %d, \"micro_batch\": %d, "
            "\"grad_accum\": %d, \"eval_batch\": %d, \"with_eval\": %s, \"with_data\": %s, "
            "\"activation_checkpointing\": \"%s\", \"offload_optimizer\": \"%s\", "
-           "\"offload_param\": \"%s\", \"target\": \"%s\"},\n",
+           "\"offload_param\": \"%s\", \"target\": \"%s\", \"sequence_parallel_size\": %d, "
+           "\"logits_bytes\": %llu, \"alltoall_bytes_per_step\": %llu},\n",
            p->world, p->ranks_per_node, p->shard_group, p->stage, precision_name(c),
            c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
-           c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu");
+           c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu", p->seq_parallel,
+           (unsigned long long)p->logits_bytes, (unsigned long long)p->alltoall_bytes);
     if (p->lora_r)
         printf("  \"lora\": {\"r\": %d, \"adapter_params\": %llu, \"frozen_base_bytes\": %llu, "
                "\"adapter_bytes\": %llu, \"adapter_grads_bytes\": %llu, "

@@ -317,6 +317,12 @@ int cmd_train(int argc, char **argv) {
     if (rank == 0) printf("saved weights to %s\n", path);
 after_save:
 
+    if (sample_tokens > 0 && ec->model.seq_parallel > 1) {
+        if (rank == 0)
+            printf("sample: skipped (sequence_parallel_size=%d; sample from the checkpoint: ztrain "
+                   "sample --checkpoint DIR)\n", ec->model.seq_parallel);
+        sample_tokens = 0;
+    }
     if (sample_tokens > 0) {   /* every rank: at stage 3 sampling gathers parameters */
         int V = ec->model.vocab, n = (int)strlen(prompt);
         int *in = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));

@@ -417,8 +417,10 @@ int zt_ctx_open_data(zt_ctx *ctx, zt_status *st) {
     o.seed = c->seed;
     o.micro_batch = c->micro_batch;
     o.grad_accum = c->grad_accum;
-    o.world = zt_world_size();
-    o.rank = zt_world_rank();
+    /* sequence parallel: the sp ranks of a group read the same samples */
+    const int sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
+    o.world = zt_world_size() / sp;
+    o.rank = zt_world_rank() / sp;
     o.eval_batch = c->eval_batch_size > 0 ? c->eval_batch_size : c->micro_batch;
     o.workers = c->dataloaders > 0 ? c->dataloaders : zt_data_default_workers();
     if (o.workers > zt_config_site_max_dataloaders())   /* auto within the site limit */

@@ -255,6 +255,14 @@ typedef struct zt_backend {
      * kernels and copy / to_host / to_device / zero (cuda, cpu-strict); the
      * engine then stages through host buffers whatever the host must see. */
     int host_memory;
+
+    /* ---- memory, strided (last: added after the table's other entries) ----
+     * device <-> device: height rows of width bytes, row r from src + r
+     * spitch to dst + r dpitch (width <= both pitches; the ranges do not
+     * overlap).  Optional (NULL: one copy() per row); cuda:
+     * cudaMemcpy2DAsync, one call where copy() would take height.          */
+    void (*copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t height);
 } zt_backend;
 
 /* The CPU backend (always built). */

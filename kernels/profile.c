@@ -94,6 +94,11 @@ static void p_copy(void *d, const void *s, size_t bytes) {
     inner->copy(d, s, bytes);
     k_end(t, ZT_PROF_MEM, 0, 2.0 * (double)bytes);
 }
+static void p_copy2d(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h) {
+    double t = k_begin();
+    inner->copy2d(d, dp, s, sp, w, h);
+    k_end(t, ZT_PROF_MEM, 0, 2.0 * (double)w * (double)h);
+}
 static void p_to_host(void *d, const void *s, size_t bytes) {
     double t = k_begin();
     inner->to_host(d, s, bytes);
@@ -295,6 +300,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
 #define W(f) wrapped.f = be->f ? p_##f : NULL
     W(zero);
     W(copy);
+    W(copy2d);
     W(to_host);
     W(to_device);
     W(encoder_fwd);

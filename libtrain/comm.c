@@ -6,7 +6,7 @@
  * naming the operation instead of a hang.  Byte accounting counts what this
  * rank sends in the bandwidth-optimal (ring) algorithms: all-reduce
  * 2(N-1)/N x bytes; reduce-scatter and all-gather: every chunk but one's own;
- * broadcast (N-1)/N x bytes.
+ * broadcast (N-1)/N x bytes; all-to-all: every chunk but its own.
  */
 #include <sched.h>
 #include <stdarg.h>
@@ -26,7 +26,8 @@ size_t zt_dtype_size(zt_dtype t) {
 }
 
 const char *zt_comm_kind_name(int kind) {
-    static const char *n[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast"};
+    static const char *n[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast",
+                              "all-to-all"};
     return (kind >= 0 && kind < ZT_COMM_NKINDS) ? n[kind] : "?";
 }
 
@@ -245,10 +246,44 @@ static int mpi_ireduce_scatter_sum(zt_group *g, const void *send, void *recv, co
     return ZT_OK;
 }
 
+/* MPI_Ialltoall over chunks up to CHUNK elements (counts are int): one
+ * exchange per CHUNK-sized slice of every chunk, through derived types
+ * whose extent is the whole chunk. */
+static int mpi_alltoall(zt_group *g, const void *send, void *recv, size_t count, zt_dtype t,
+                        zt_status *st) {
+    const size_t es = zt_dtype_size(t);
+    for (size_t off = 0; off < count; off += CHUNK) {
+        const size_t c = count - off < CHUNK ? count - off : CHUNK;
+        MPI_Datatype blk = mpi_type(t), piece;
+        int rc = MPI_SUCCESS;
+        if (c == count) {
+            piece = blk;
+        } else {
+            MPI_Datatype v;
+            rc = MPI_Type_contiguous((int)c, blk, &v);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Type_create_resized(v, 0, (MPI_Aint)(count * es), &piece);
+            if (rc == MPI_SUCCESS) MPI_Type_free(&v);
+            if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&piece);
+            if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_ALLTOALL);
+        }
+        MPI_Request r;
+        const int n = c == count ? (int)c : 1;
+        rc = MPI_Ialltoall((const char *)send + off * es, n, piece, (char *)recv + off * es, n,
+                           piece, g->comm, &r);
+        if (c != count) MPI_Type_free(&piece);
+        if (rc != MPI_SUCCESS) return mpi_err(g, st, rc, ZT_COMM_ALLTOALL);
+        ZT_TRY(wait_req(g, &r, ZT_COMM_ALLTOALL, st));
+    }
+    g->calls[ZT_COMM_ALLTOALL]++;
+    g->bytes[ZT_COMM_ALLTOALL] += (uint64_t)(g->size - 1) * (uint64_t)count * es;
+    return ZT_OK;
+}
+
 static const zt_comm_ops mpi_ops = {
     "mpi", mpi_allreduce_sum, mpi_allreduce_max, mpi_bcast, mpi_barrier,
     mpi_reduce_scatter_sum, mpi_allgather_inplace, mpi_iallgather_inplace, mpi_wait,
-    mpi_ireduce_scatter_sum, NULL,
+    mpi_ireduce_scatter_sum, NULL, mpi_alltoall,
 };
 
 static int wrap(MPI_Comm c, const char *name, double timeout_s, zt_group **out, zt_status *st) {

@@ -29,6 +29,7 @@ typedef enum zt_comm_kind {
     ZT_COMM_REDUCE_SCATTER,
     ZT_COMM_ALLGATHER,
     ZT_COMM_BCAST,
+    ZT_COMM_ALLTOALL,       /* sequence parallelism's head <-> token exchange */
     ZT_COMM_NKINDS
 } zt_comm_kind;
 const char *zt_comm_kind_name(int kind);
@@ -70,6 +71,12 @@ typedef struct zt_comm_ops {
     /* backend resources of g, released by zt_group_free before the MPI
      * communicator and g itself (NULL: nothing to release) */
     void (*destroy)(zt_group *g);
+    /* all-to-all of equal chunks: send[size][count] -> recv[size][count];
+     * chunk j of send goes to rank j, chunk i of recv came from rank i
+     * (send and recv must not overlap).  Accounted bytes: every chunk but
+     * its own, (size - 1) x count x element size. */
+    int (*alltoall)(zt_group *g, const void *send, void *recv, size_t count, zt_dtype t,
+                    zt_status *st);
 } zt_comm_ops;
 
 struct zt_group {

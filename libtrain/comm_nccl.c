@@ -15,7 +15,7 @@
  *
  * Byte accounting is comm.c's: what this rank sends in the ring algorithms
  * (all-reduce 2(N-1)/N x bytes, reduce-scatter and all-gather every chunk
- * but its own, broadcast (N-1)/N x bytes).
+ * but its own, broadcast (N-1)/N x bytes, all-to-all every chunk but its own).
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -332,6 +332,37 @@ static int nc_iallgather_inplace(zt_group *g, void *buf, const int *counts, cons
     return end_request(NG(g), ZT_COMM_ALLGATHER, r, st);
 }
 
+/* All-to-all: NCCL has none; one ncclSend and one ncclRecv per peer in one
+ * group launch (the chunk to itself is a device copy on the same stream). */
+static int nc_alltoall(zt_group *g, const void *send, void *recv, size_t count, zt_dtype t,
+                       zt_status *st) {
+    nccl_group *ng = NG(g);
+    ncclDataType_t nt;
+    if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_ALLTOALL, t, st);
+    ZT_TRY(begin(ng, ZT_COMM_ALLTOALL, st));
+    const size_t cb = count * zt_dtype_size(t);
+    if (count) {
+        const char *s = send;
+        char *d = recv;
+        const cudaError_t e = cudaMemcpyAsync(d + (size_t)g->rank * cb, s + (size_t)g->rank * cb, cb,
+                                              cudaMemcpyDeviceToDevice, ng->stream);
+        if (e != cudaSuccess) return fail_cuda(ng, ZT_COMM_ALLTOALL, "cudaMemcpyAsync", e, st);
+        ncclResult_t r = ncclGroupStart();
+        for (int i = 0; i < g->size && r == ncclSuccess; i++) {
+            if (i == g->rank) continue;
+            r = ncclSend(s + (size_t)i * cb, count, nt, i, ng->nc, ng->stream);
+            if (r == ncclSuccess) r = ncclRecv(d + (size_t)i * cb, count, nt, i, ng->nc, ng->stream);
+        }
+        const ncclResult_t r2 = ncclGroupEnd();
+        if (r == ncclSuccess) r = r2;
+        if (r != ncclSuccess) return call_failed(ng, ZT_COMM_ALLTOALL, r, st);
+    }
+    ZT_TRY(end_blocking(ng, ZT_COMM_ALLTOALL, st));
+    g->calls[ZT_COMM_ALLTOALL]++;
+    g->bytes[ZT_COMM_ALLTOALL] += (uint64_t)(g->size - 1) * (uint64_t)cb;
+    return ZT_OK;
+}
+
 static int nc_wait(zt_group *g, zt_request *r, zt_status *st) {
     nccl_group *ng = NG(g);
     if (!r->active) return ZT_OK;
@@ -372,7 +403,7 @@ static void nc_destroy(zt_group *g) {
 static const zt_comm_ops nccl_ops = {
     "nccl", nc_allreduce_sum, nc_allreduce_max, nc_bcast, nc_barrier,
     nc_reduce_scatter_sum, nc_allgather_inplace, nc_iallgather_inplace, nc_wait,
-    nc_ireduce_scatter_sum, nc_destroy,
+    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall,
 };
 
 /* ------------------------------------------------------------ creation */

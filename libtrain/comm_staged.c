@@ -260,6 +260,23 @@ static int st_wait(zt_group *g, zt_request *r, zt_status *st) {
     return rc;
 }
 
+static int st_alltoall(zt_group *g, const void *send, void *recv, size_t count, zt_dtype t,
+                       zt_status *st) {
+    staged_group *s = SG(g);
+    const size_t b = (size_t)g->size * count * zt_dtype_size(t);
+    ZT_TRY(ensure(s, 2 * b, st));
+    char *h = s->stage;
+    s->be->to_host(h, send, b);
+    ZT_TRY(copies_ok(s, ZT_COMM_ALLTOALL, st));
+    pre(s);
+    counters c = snap(s);
+    int rc = s->mpi->ops->alltoall(s->mpi, h, h + b, count, t, st);
+    post(s, &c);
+    ZT_TRY(rc);
+    s->be->to_device(recv, h + b, b);
+    return copies_ok(s, ZT_COMM_ALLTOALL, st);
+}
+
 static void st_destroy(zt_group *g) {
     staged_group *s = SG(g);
     zt_group_free(s->mpi);
@@ -271,7 +288,7 @@ static void st_destroy(zt_group *g) {
 static const zt_comm_ops staged_ops = {
     "mpi-host-staged", st_allreduce_sum, st_allreduce_max, st_bcast, st_barrier,
     st_reduce_scatter_sum, st_allgather_inplace, st_iallgather_inplace, st_wait,
-    st_ireduce_scatter_sum, st_destroy,
+    st_ireduce_scatter_sum, st_destroy, st_alltoall,
 };
 
 int zt_group_host_staged(zt_group *mpi_parent, const char *name, const zt_backend *be,

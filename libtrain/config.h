@@ -56,6 +56,9 @@ typedef struct zt_model_config {
                                * from ("" = A random, B zero) */
     char lora_base[16];       /* ztrain.lora.base: the frozen base's storage, "" (the compute
                                * dtype), "nf4" or "nf4-dq" (QLoRA, lora.h) */
+    /* ---- sequence parallelism (libtrain/seqpar.h): kept with the model's
+     * shape because the activations and the memory plan depend on it */
+    int seq_parallel;         /* sequence_parallel_size: ranks sharing each sequence, 1 = off */
 } zt_model_config;
 
 struct zt_config {

@@ -135,6 +135,34 @@ int zt_model_intermediate(const zt_model_config *mc) {
 }
 
 /* The model shape's cross-key rules: the architecture's (arch.h). */
+/* sequence_parallel_size N: groups of N whole ranks, T/N tokens each, heads
+ * split N ways (GQA: the key/value heads too; replicating key/value heads
+ * when there are fewer than N is not implemented) */
+static int check_seqpar(zt_config *c, int world, zt_status *st) {
+    const int N = c->model.seq_parallel;
+    if (N < 1) c->model.seq_parallel = 1;
+    if (N <= 1) return ZT_OK;
+    const zt_model_config *m = &c->model;
+    const int kv = zt_model_kv_heads(m);
+    if (world % N)
+        return zt_fail(st, ZT_EINVAL, "sequence_parallel_size=%d must divide the number of ranks "
+                       "(%d)", N, world);
+    if (c->seq_len % N)
+        return zt_fail(st, ZT_EINVAL, "sequence_parallel_size=%d must divide ztrain.seq_len=%d "
+                       "(each rank holds seq_len / N consecutive tokens)", N, c->seq_len);
+    if (m->n_head % N)
+        return zt_fail(st, ZT_EINVAL, "sequence_parallel_size=%d must divide the %d attention "
+                       "heads (ztrain.model.n_head): attention runs n_head / N heads per rank",
+                       N, m->n_head);
+    if (kv % N)
+        return zt_fail(st, ZT_EINVAL, "sequence_parallel_size=%d must divide the %d key/value "
+                       "heads (ztrain.model.n_kv_head; %d query heads): each rank takes n_kv_head "
+                       "/ N of them; replicating key/value heads over ranks when there are fewer "
+                       "than N is not implemented: use sequence_parallel_size <= %d that divides "
+                       "%d", N, kv, m->n_head, kv, kv);
+    return ZT_OK;
+}
+
 static int check_model(const zt_model_config *m, zt_status *st) {
     return zt_arch_of(m)->check(m, st);
 }
@@ -258,7 +286,9 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
     if (c->seq_len > c->model.context)
         return zt_fail(st, ZT_EINVAL, "ztrain.seq_len=%d exceeds the model's maximum positions "
                        "ztrain.model.context=%d", c->seq_len, c->model.context);
-    ZT_TRY(resolve_batch(c, world, st));
+    ZT_TRY(check_seqpar(c, world, st));
+    /* the batch triple counts data parallel ranks: world / sequence_parallel_size */
+    ZT_TRY(resolve_batch(c, world / c->model.seq_parallel, st));
     if (c->eval_batch_size == 0) {
         /* the global micro batch: train_batch_size / grad_accum */
         c->eval_batch_size = c->train_batch_size / c->grad_accum;

@@ -63,6 +63,12 @@ const keydef zt_cfg_keys[] = {
      FLD(pin_param), 0, 0, 0, "false", NULL,
      "page-lock the offloaded parameter shards (a backend that can pin: cuda)"},
 
+    {"sequence_parallel_size", "sp", NULL, NULL, T_INT, FLD(model.seq_parallel),
+     1, 4096, 0, "1", NULL,
+     "sequence parallelism (DeepSpeed-Ulysses): groups of this many consecutive ranks share "
+     "each sample, each rank holding seq_len / N consecutive tokens; attention exchanges heads "
+     "for tokens with all-to-alls; data parallel degree = ranks / N (docs/long-context.md)"},
+
     /* ---- precision */
     {"bf16.enabled", NULL, NULL, NULL, T_BOOL, FLD(bf16_enabled),
      0, 0, 0, "false", NULL, "bfloat16 mixed precision"},

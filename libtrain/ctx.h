@@ -31,6 +31,12 @@ struct zt_ctx {
     int comm_kind;               /* ZT_SHARD_COMM_*: collectives on device buffers */
     zt_group *world;
     int rank, nranks, threads;
+    /* sequence parallelism (seqpar.h): groups of sp consecutive ranks share
+     * their samples; dp = nranks / sp data parallel groups */
+    int sp, sp_rank, dp, dp_rank;
+    zt_group *spg, *dspg;        /* the group over MPI, and over device buffers (may be spg) */
+    int *sp_in, *sp_tg;          /* host [B, T] whole samples, sliced to this rank's tokens */
+    size_t sp_cap;               /* their capacity in tokens */
     zt_model *model;             /* layout + the model's operations */
     int own_model_self;          /* built-in model: freed with the context */
     zt_shard *sh;                /* the ZeRO engine (the model's zt_units) */

@@ -9,6 +9,7 @@
 #include "model_acts.h"
 #include <jansson.h>
 #include "arch.h"
+#include "seqpar.h"
 #include "cuda/cuda_workspace.h"
 
 /* The tensor table (arch.h), in layout order: the embedding unit, one
@@ -64,7 +65,21 @@ struct zt_gpt {
     zt_lora lo;
     const float *ad;                   /* the current block's adapters ... */
     float *gad;                        /* ... and their gradients (backward) */
+    int spn;                           /* sequence parallel group size (1: off) ... */
+    zt_seqpar sp;                      /* ... and its group */
+    zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
 };
+
+int zt_gpt_set_seqpar(zt_gpt *g, const zt_seqpar *sp, zt_status *st) {
+    if (!sp || sp->n != g->spn || sp->rank < 0 || sp->rank >= sp->n || (sp->n > 1 && !sp->g))
+        return zt_fail(st, ZT_EINTERNAL, "gpt2: sequence parallel group of %d for a model laid "
+                       "out for %d", sp ? sp->n : 0, g->spn);
+    g->sp = *sp;
+    const size_t C = (size_t)g->cfg.n_embd, Cl = C / (size_t)sp->n;
+    g->qkv_sl = (zt_sp_slices){3, 3 * C, {0, C, 2 * C}, {Cl, Cl, Cl}};
+    g->att_sl = (zt_sp_slices){1, C, {0, 0, 0}, {Cl, 0, 0}};
+    return ZT_OK;
+}
 
 /* LoRA's groups: the block's matmuls (lora.h) */
 enum { LG_QKV, LG_PROJ, LG_FC, LG_FCPROJ };
@@ -104,6 +119,13 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     if (!g) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     g->cfg = *mc;
     g->be = be;
+    g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
+    g->sp.n = 1;
+    if (mc->n_head % g->spn) {
+        free(g);
+        return zt_fail(st, ZT_EINVAL, "gpt2: sequence parallel size %d must divide the %d heads",
+                       mc->seq_parallel, mc->n_head);
+    }
     if (mc->lora_r > 0) {
         int rc = zt_lora_plan(mc, &g->lo, st);
         if (rc != ZT_OK) {
@@ -143,6 +165,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     size_t NH = (size_t)mc->n_head, L = (size_t)mc->n_layer;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
+    const int spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     zt_carve cv = {base, 0, 0};
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
@@ -150,12 +173,18 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     for (size_t s = 0; s < slots; ++s) {
         struct zt_layer_acts *la = &a->layer[base ? s : 0];
         TAKE(la->ln1, N * C); TAKES(la->ln1_mean, N); TAKES(la->ln1_rstd, N);
+        /* (sequence parallel: qkv head-sharded [B, N_sp T, 3C/N_sp], atth
+         * [B, N_sp T, C/N_sp], lse [B, NH/N_sp, N_sp T]: the same counts) */
         TAKE(la->qkv, N * 3 * C); TAKE(la->atty, N * C); TAKES(la->lse, (size_t)B * NH * T);
+        if (spn > 1) TAKE(la->atth, N * C);
         TAKE(la->res2, N * C);
         TAKE(la->ln2, N * C); TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
         TAKE(la->fch, N * 4 * C); TAKE(la->fch_gelu, N * 4 * C);
     }
     TAKE(a->scratch, N * C);
+    if (spn > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
+        TAKE(a->sp_send, N * 3 * C); TAKE(a->sp_recv, N * 3 * C); TAKE(a->sp_h, N * 3 * C);
+    }
     TAKE(a->lnf, N * C); TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
     TAKE(a->probs, N * V); TAKES(a->losses, N);
     /* int and float are both 4 bytes: the -1 targets share the block */
@@ -257,7 +286,7 @@ static void frozen_grads(zt_gpt *g, zt_gpt_acts *a, int u) {
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's
  * parameters are bound in g->p).  Backward runs it again to recompute a
  * checkpointed block: same kernels, same inputs, bitwise the same values. */
-static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
+static int block_fwd(zt_gpt *g, zt_gpt_acts *a, int l, zt_status *st) {
     const zt_backend *be = g->be;
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, N = B * T;
     const zt_gpt_layer *w = &g->p.h[l];
@@ -265,9 +294,23 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
     be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
-    be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
-    if (g->lora) zt_lora_fwd(be, &g->lo, LG_QKV, g->ad, s->ln1, s->qkv, N, &a->lora);
-    be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
+    if (g->spn > 1) {
+        /* sequence parallel (seqpar.h): local rows' q|k|v exchanged for all
+         * T positions of NH/N_sp heads, the output exchanged back */
+        const int P = g->spn;
+        be->matmul_fwd(a->sp_h, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+        if (g->lora) zt_lora_fwd(be, &g->lo, LG_QKV, g->ad, s->ln1, a->sp_h, N, &a->lora);
+        zt_group_where(g->sp.g, "block %d attention, forward", l);
+        ZT_TRY(zt_sp_to_heads(&g->sp, be, s->qkv, a->sp_h, B, T, &g->qkv_sl, a->sp_send,
+                              a->sp_recv, st));
+        be->attention_fwd(s->atth, s->lse, s->qkv, B, T * P, C / P, NH / P);
+        ZT_TRY(zt_sp_to_tokens(&g->sp, be, s->atty, s->atth, B, T, &g->att_sl, a->sp_send,
+                               a->sp_recv, st));
+    } else {
+        be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+        if (g->lora) zt_lora_fwd(be, &g->lo, LG_QKV, g->ad, s->ln1, s->qkv, N, &a->lora);
+        be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
+    }
     be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
     if (g->lora) zt_lora_fwd(be, &g->lo, LG_PROJ, g->ad, s->atty, a->scratch, N, &a->lora);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
@@ -279,6 +322,7 @@ static void block_fwd(zt_gpt *g, zt_gpt_acts *a, int l) {
     be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
     if (g->lora) zt_lora_fwd(be, &g->lo, LG_FCPROJ, g->ad, s->fch_gelu, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
+    return ZT_OK;
 }
 
 /* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
@@ -286,7 +330,7 @@ static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status 
     zt_gpt *g = self;
     PARAMS(1 + l);
     LORA_PARAMS(l);
-    block_fwd(g, acts, l);
+    ZT_TRY(block_fwd(g, acts, l, st));
     LORA_RELEASE(l);
     RELEASE(1 + l);
     return ZT_OK;
@@ -302,7 +346,9 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     int N = B * T;
 
     PARAMS(0);
-    be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, g->p.wte, g->p.wpe, B, T, C);
+    /* sequence parallel: this rank's positions start at rank x T */
+    const size_t pos0 = (size_t)g->sp.rank * (size_t)T;
+    be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, g->p.wte, g->p.wpe + pos0 * C, B, T, C);
     for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(g, U, a, l, st));
     PARAMS(L + 1);
     be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
@@ -358,7 +404,7 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
         GRADS_OR_FROZEN(1 + l);
         LORA_PARAMS(l);
         LORA_GRADS(l);
-        if (top) block_fwd(g, a, l);
+        if (top) ZT_TRY(block_fwd(g, a, l, st));
         const zt_gpt_layer *w = &g->p.h[l];
         zt_gpt_layer *gw = &g->g.h[l];
         struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
@@ -378,9 +424,22 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
         be->matmul_bwd(a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw,
                        N, C, C);
         if (g->lora) zt_lora_bwd(be, lo, LG_PROJ, g->ad, g->gad, s->atty, a->dres, a->dbuf, N, ls);
-        be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
-        be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, a->dqkv, s->ln1, w->qkvw, N, C, 3 * C);
-        if (g->lora) zt_lora_bwd(be, lo, LG_QKV, g->ad, g->gad, s->ln1, a->dqkv, a->dbuf, N, ls);
+        float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+        if (g->spn > 1) {
+            /* sequence parallel: the forward's exchanges in reverse */
+            const int P = g->spn;
+            zt_group_where(g->sp.g, "block %d attention, backward", l);
+            ZT_TRY(zt_sp_to_heads(&g->sp, be, a->sp_h, a->dbuf, B, T, &g->att_sl, a->sp_send,
+                                  a->sp_recv, st));
+            be->attention_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, T * P, C / P, NH / P);
+            ZT_TRY(zt_sp_to_tokens(&g->sp, be, a->sp_h, a->dqkv, B, T, &g->qkv_sl, a->sp_send,
+                                   a->sp_recv, st));
+            dq = a->sp_h;
+        } else {
+            be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
+        }
+        be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, w->qkvw, N, C, 3 * C);
+        if (g->lora) zt_lora_bwd(be, lo, LG_QKV, g->ad, g->gad, s->ln1, dq, a->dbuf, N, ls);
         be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                           s->ln1_mean, s->ln1_rstd, N, C);
         LORA_RELEASE(l);
@@ -394,7 +453,8 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
      * gather of a unit), which keeps the engine's order uniform. */
     PARAMS(0);
     GRADS(0);
-    be->encoder_bwd(g->g.wte, g->g.wpe, a->dres, a->inputs, B, T, C);
+    be->encoder_bwd(g->g.wte, g->g.wpe + (size_t)g->sp.rank * (size_t)T * C, a->dres, a->inputs,
+                    B, T, C);
     RELEASE(0);
     ZT_TRY(zt_unit_grads_done(U, 0, st));
     return ZT_OK;
@@ -476,6 +536,8 @@ static uint64_t gpt_acts_bytes(const zt_model_config *mc, int B, int T, int trai
 static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
                               int bf16) {
     const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T;
+    /* sequence parallel: attention over all T * SPN tokens for NH / SPN heads */
+    const int SPN = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
@@ -487,7 +549,7 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 4 * C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, 4 * C, C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
-        WS(zt_cuda_ws_attention_fwd(bf16, (Bf), T, C, NH));                      \
+        WS(zt_cuda_ws_attention_fwd(bf16, (Bf), T * SPN, C / SPN, NH / SPN));    \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
@@ -497,7 +559,7 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    WS(zt_cuda_ws_attention_bwd(bf16, B, T, C, NH));
+    WS(zt_cuda_ws_attention_bwd(bf16, B, T * SPN, C / SPN, NH / SPN));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     /* optimizer: gradient norm, fp16 overflow check */

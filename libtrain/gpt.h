@@ -46,11 +46,14 @@ typedef struct zt_gpt_acts {
         float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
         float *qkv;                          /* [N, 3C] */
         float *atty, *lse;                   /* [N, C], [B, NH, T] */
+        float *atth;                         /* sequence parallel: [B, N_sp T, C/N_sp] (else NULL) */
         float *res2;                         /* [N, C] after attention */
         float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
         float *fch, *fch_gelu;               /* [N, 4C] x 2 */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
+    float *sp_send, *sp_recv;  /* sequence parallel: [N, 3C] all-to-all buffers ... */
+    float *sp_h;               /* ... and [N, 3C] local q|k|v rows (else NULL) */
     float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] */
     float *probs;              /* [N, V] logits -> probs -> dlogits */
     float *losses;             /* [N] */
@@ -76,5 +79,8 @@ size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training);
 size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);
 /* Use activation checkpointing in activation blocks created from now on. */
 void zt_gpt_set_checkpointing(zt_gpt *g, int ckpt);
+/* Sequence parallelism (seqpar.h), as zt_llama_set_seqpar. */
+struct zt_seqpar;
+int zt_gpt_set_seqpar(zt_gpt *g, const struct zt_seqpar *sp, zt_status *st);
 
 #endif

@@ -9,6 +9,7 @@
 #include "model_acts.h"
 #include <jansson.h>
 #include "arch.h"
+#include "seqpar.h"
 #include "cuda/cuda_workspace.h"
 
 /* The tensor table (arch.h), in layout order.  The three biases exist only
@@ -44,6 +45,9 @@ typedef struct shape {
     int QKV;                   /* (NH + 2 NKV) * hd: one qkv row */
     int AD;                    /* NH * hd: attention output width */
     int bias, tied;
+    /* sequence parallelism (seqpar.h): group size, and per rank the query
+     * and key/value heads, the head-sharded qkv row and attention width */
+    int sp, NHl, NKVl, QKVl, ADl;
 } shape;
 
 static shape shape_of(const zt_model_config *mc) {
@@ -59,6 +63,11 @@ static shape shape_of(const zt_model_config *mc) {
     s.AD = s.NH * s.hd;
     s.bias = mc->attention_bias != 0;
     s.tied = mc->tie_embeddings != 0;
+    s.sp = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
+    s.NHl = s.NH / s.sp;
+    s.NKVl = s.NKV / s.sp;
+    s.QKVl = s.QKV / s.sp;
+    s.ADl = s.AD / s.sp;
     return s;
 }
 
@@ -73,7 +82,22 @@ struct zt_llama {
     zt_lora lo;
     const float *ad;                   /* the current block's adapters ... */
     float *gad;                        /* ... and their gradients (backward) */
+    zt_seqpar sp;                      /* sequence parallelism (n = 1: off) */
+    zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
 };
+
+int zt_llama_set_seqpar(zt_llama *m, const zt_seqpar *sp, zt_status *st) {
+    const shape *s = &m->s;
+    if (!sp || sp->n != s->sp || sp->rank < 0 || sp->rank >= sp->n || (sp->n > 1 && !sp->g))
+        return zt_fail(st, ZT_EINTERNAL, "llama: sequence parallel group of %d for a model laid "
+                       "out for %d", sp ? sp->n : 0, s->sp);
+    m->sp = *sp;
+    const size_t hd = (size_t)s->hd, KV = (size_t)s->NKV * hd;
+    m->qkv_sl = (zt_sp_slices){3, (size_t)s->QKV, {0, (size_t)s->AD, (size_t)s->AD + KV},
+                               {(size_t)s->NHl * hd, (size_t)s->NKVl * hd, (size_t)s->NKVl * hd}};
+    m->att_sl = (zt_sp_slices){1, (size_t)s->AD, {0, 0, 0}, {(size_t)s->ADl, 0, 0}};
+    return ZT_OK;
+}
 
 void zt_llama_set_checkpointing(zt_llama *m, int k) { m->ckpt = k > 0 ? k : 0; }
 
@@ -148,6 +172,12 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg = *mc;
     m->s = s;
     m->be = be;
+    m->sp.n = 1;
+    if (s.sp > 1 && (s.NH % s.sp || s.NKV % s.sp)) {
+        free(m);
+        return zt_fail(st, ZT_EINVAL, "llama: sequence parallel size %d must divide the %d query "
+                       "and %d key/value heads", s.sp, s.NH, s.NKV);
+    }
     if (mc->lora_r > 0) {
         int rc = zt_lora_plan(mc, &m->lo, st);
         if (rc != ZT_OK) {
@@ -224,12 +254,19 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
         TAKE(la->xn, N * C); TAKES(la->rstd1, N);
+        /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
+         * same count; atth the head-sharded attention output [B, N_sp T,
+         * AD/N_sp]; lse [B, NH/N_sp, N_sp T]) */
         TAKE(la->qkv, N * QKV); TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
+        if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
         TAKE(la->gu, N * 2 * H); TAKE(la->h, N * H);
     }
     TAKE(a->scratch, N * C);
+    if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
+        TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
+    }
     TAKE(a->lnf, N * C); TAKES(a->lnf_rstd, N);
     TAKE(a->probs, N * V); TAKES(a->losses, N);
     /* int and float are both 4 bytes: the -1 targets share the block */
@@ -338,7 +375,7 @@ static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
 
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
-static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
+static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
     const zt_backend *be = m->be;
     const shape *sh = &m->s;
     const int B = a->fB, T = a->fT, N = B * T, C = sh->C, H = sh->H;
@@ -348,10 +385,25 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) */
     be->rmsnorm_fwd(s->xn, s->rstd1, x, w->attn_norm, eps, N, C);
-    be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
-    if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
-    be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
-    be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
+    if (sh->sp > 1) {
+        /* sequence parallel: the local rows' q|k|v, exchanged for all T
+         * positions of NH/N_sp heads; RoPE at the global positions */
+        const int Tf = T * sh->sp;
+        be->matmul_fwd(a->sp_h, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
+        if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, a->sp_h, N, &a->lora);
+        zt_group_where(m->sp.g, "block %d attention, forward", l);
+        ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
+                              a->sp_recv, st));
+        be->rope_fwd(s->qkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd);
+        be->gqa_fwd(s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, sh->hd);
+        ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
+                               a->sp_recv, st));
+    } else {
+        be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
+        if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
+        be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+        be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
+    }
     be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
     if (m->lora) zt_lora_fwd(be, &m->lo, LG_O, m->ad, s->atty, a->scratch, N, &a->lora);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
@@ -363,6 +415,7 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     be->matmul_fwd(a->scratch, s->h, w->downw, NULL, N, H, C);
     if (m->lora) zt_lora_fwd(be, &m->lo, LG_DOWN, m->ad, s->h, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
+    return ZT_OK;
 }
 
 /* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
@@ -370,7 +423,7 @@ static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status 
     zt_llama *m = self;
     PARAMS(1 + l);
     LORA_PARAMS(l);
-    block_fwd(m, acts, l);
+    ZT_TRY(block_fwd(m, acts, l, st));
     LORA_RELEASE(l);
     RELEASE(1 + l);
     return ZT_OK;
@@ -450,7 +503,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         GRADS_OR_FROZEN(1 + l);
         LORA_PARAMS(l);
         LORA_GRADS(l);
-        if (top) block_fwd(m, a, l);
+        if (top) ZT_TRY(block_fwd(m, a, l, st));
         const zt_llama_layer *w = &m->p.h[l];
         zt_llama_layer *gw = &m->g.h[l];
         struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
@@ -466,10 +519,24 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         /* attention; the rotation's gradient is the inverse rotation */
         be->matmul_bwd(a->datt, gw->ow, NULL, a->dres, s->atty, w->ow, N, sh->AD, C);
         if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, a->dres, a->datt, N, ls);
-        be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
-        be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
-        be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, a->dqkv, s->xn, w->qkvw, N, C, sh->QKV);
-        if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, a->dqkv, a->dbuf, N, ls);
+        float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+        if (sh->sp > 1) {
+            /* sequence parallel: the forward's exchanges in reverse */
+            const int Tf = T * sh->sp;
+            zt_group_where(m->sp.g, "block %d attention, backward", l);
+            ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
+                                  a->sp_recv, st));
+            be->gqa_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl, sh->hd);
+            be->rope_bwd(a->dqkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd);
+            ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
+                                   a->sp_recv, st));
+            dq = a->sp_h;
+        } else {
+            be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
+            be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+        }
+        be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
+        if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, dq, a->dbuf, N, ls);
         be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], w->attn_norm, s->rstd1, N, C);
         LORA_RELEASE(l);
         LORA_GRADS_DONE(l);
@@ -584,7 +651,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 2 * H));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
-        WS(zt_cuda_ws_gqa_fwd(bf16, (Bf), T, NH, s.NKV, s.hd));                  \
+        WS(zt_cuda_ws_gqa_fwd(bf16, (Bf), T * s.sp, s.NHl, s.NKVl, s.hd));       \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
@@ -593,7 +660,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
-    WS(zt_cuda_ws_gqa_bwd(bf16, B, T, NH, s.NKV, s.hd));
+    WS(zt_cuda_ws_gqa_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd));   /* (sequence parallel: all T, NH/N heads) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));

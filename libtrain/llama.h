@@ -58,12 +58,15 @@ typedef struct zt_llama_acts {
         float *xn, *rstd1;     /* [N, C], [N] attention RMSNorm */
         float *qkv;            /* [N, QKV] q and k rotated */
         float *atty, *lse;     /* [N, NH*hd], [B, NH, T] */
+        float *atth;           /* sequence parallel: [B, N_sp T, NH/N_sp hd] (else NULL) */
         float *res2;           /* [N, C] after attention */
         float *xn2, *rstd2;    /* [N, C], [N] MLP RMSNorm */
         float *gu;             /* [N, 2H] gate | up */
         float *h;              /* [N, H] swiglu */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
+    float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
+    float *sp_h;               /* ... and [N, QKV] local q|k|v rows (else NULL) */
     float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm */
     float *probs;              /* [N, V] logits -> probs -> dlogits */
     float *losses;             /* [N] */
@@ -88,6 +91,11 @@ int zt_model_is_llama(const zt_model *m);
 /* Use activation checkpointing (group size k as zt_gpt_set_checkpointing)
  * in activation blocks created from now on. */
 void zt_llama_set_checkpointing(zt_llama *m, int k);
+/* Sequence parallelism (seqpar.h): the group of the model's
+ * ztrain.model.seq_parallel ranks; activations are then created for the
+ * local T / N tokens of each sample. */
+struct zt_seqpar;
+int zt_llama_set_seqpar(zt_llama *m, const struct zt_seqpar *sp, zt_status *st);
 /* Bytes of the activation block acts_create allocates for [B, T] with
  * checkpointing group size ckpt (the planner's activation bytes). */
 size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "memplan.h"
+#include "seqpar.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
 #include "lora.h"
@@ -486,7 +487,11 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
-    p->eval_batch = (int)(((long)c->eval_batch_size + W - 1) / W);   /* rows per rank */
+    /* sequence parallelism (seqpar.h): groups of SP ranks share each sample,
+     * SP-th of its tokens each; dp = W / SP data parallel groups */
+    const int SP = mc->seq_parallel > 1 ? mc->seq_parallel : 1, DP = W / SP;
+    p->seq_parallel = SP;
+    p->eval_batch = (int)(((long)c->eval_batch_size + DP - 1) / DP);   /* rows per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;
@@ -505,6 +510,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* training / eval windows are seq_len long; T (the model's positions) sizes
      * the position table and the sample's window */
     const uint64_t S = (uint64_t)c->seq_len;
+    const uint64_t Sl = S / (uint64_t)SP;   /* the tokens of a sample on one rank */
     layout y;
     memset(&y, 0, sizeof y);
     y.p = p;
@@ -657,10 +663,20 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
     }
 after_states:;
-    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)S, 1, k, elem);
+    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)Sl, 1, k, elem);
+    p->logits_bytes = (uint64_t)B * Sl * (uint64_t)mc->vocab * 4;
+    {   /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
+        const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
+        const size_t nkv = (size_t)zt_model_kv_heads(mc);
+        p->alltoall_bytes = (uint64_t)A * zt_sp_alltoall_bytes(SP, B, (int)Sl, L, k ? L : 0,
+                                                               (nh + 2 * nkv) * hd, nh * hd, 4);
+    }
     s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
     /* on a GPU the data source writes host token arrays (inputs, targets) */
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * S * 4 * 2);
+    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * Sl * 4 * 2);
+    /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
+    uint64_t sp_cap = SP > 1 ? (uint64_t)B * S : 0;
+    if (SP > 1) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
     /* zt_adamw_init: m and v (fp32) */
     const uint64_t on_t = lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(ya.shard_total, 1)) : on;
     for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
@@ -689,9 +705,14 @@ after_states:;
     /* zt_train: the eval block, then steps and evaluations */
     if (p->with_eval) {
         s.phase = "setup";
+        if (SP > 1 && (uint64_t)p->eval_batch * S > sp_cap) {   /* (train.c's sp_buffers grows) */
+            s_free(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
+            sp_cap = (uint64_t)p->eval_batch * S;
+            s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
+        }
         s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
-                zt_memplan_acts_bytes(mc, p->eval_batch, (int)S, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * S * 4 * 2);
+                zt_memplan_acts_bytes(mc, p->eval_batch, (int)Sl, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * Sl * 4 * 2);
     }
     s.phase = "forward";
     sim_forward(&y, 1);
@@ -728,10 +749,13 @@ after_states:;
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
     if (!lora && (p->stage == 3 || (p->mixed && p->stage >= 1))) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
-    s.phase = "sample";
-    s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
-    sim_forward(&y, 0);
+    /* (sequence parallel: the CLI skips its closing sample) */
+    if (SP == 1) {
+        s.phase = "sample";
+        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
+        sim_forward(&y, 0);
+    }
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->end_peak[pl] = s.ptot[pl];
     /* cuda: the backend's own device memory (cuda_workspace.h), held from
      * the first kernel that needs it to the end: the cuBLAS workspace and
@@ -739,7 +763,7 @@ after_states:;
     if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
         p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
         p->scratch_bytes = zt_cuda_ws_scratch_size(
-            zt_arch_of(mc)->kernel_ws(mc, B, (int)S, p->with_eval ? p->eval_batch : 0, Psi,
+            zt_arch_of(mc)->kernel_ws(mc, B, (int)Sl, p->with_eval ? p->eval_batch : 0, Psi,
                                       zt_matmul_bf16_of(c, 1)));
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
@@ -911,6 +935,41 @@ static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char 
 /* Eval batch candidates below the current one: E' divides E, and
  * eval_batches grows by E / E' so the same number of samples is evaluated.
  * The largest that fits. */
+/* Sequence parallel sizes above the current one (seqpar.h): N dividing the
+ * world, the training length and the query and key/value heads; the
+ * accumulation grows by N / N_cur so the global batch stays.  The smallest
+ * that fits (the least all-to-all traffic). */
+static int try_sp(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
+                  uint64_t limit, change *ch) {
+    const zt_model_config *mc = &fin->model;
+    const int W = o->world_size, cur = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
+    const int kv = zt_model_kv_heads(mc), A = fin->grad_accum;
+    for (int n = cur + 1; n <= W; ++n) {
+        if (W % n || n % cur || fin->seq_len % n || mc->n_head % n || kv % n) continue;
+        char nv[16], ga[16];
+        snprintf(nv, sizeof nv, "%d", n);
+        snprintf(ga, sizeof ga, "%d", A * (n / cur));
+        const char *kvs[16];
+        int k = 0;
+        for (int i = 0; extra && extra[i] && k < 10; ++i) kvs[k++] = extra[i];
+        kvs[k++] = "sequence_parallel_size"; kvs[k++] = nv;
+        kvs[k++] = "gradient_accumulation_steps"; kvs[k++] = ga;
+        kvs[k] = NULL;
+        change c;
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kvs, &c) && fits_ch(&c, limit, o)) {
+            snprintf(ch->label, sizeof ch->label, "sequence parallel %d (each rank holds %d of the %d "
+                     "tokens; accumulation x%d keeps the batch)", n, fin->seq_len / n, fin->seq_len,
+                     n / cur);
+            snprintf(ch->flags, sizeof ch->flags, "--sp %d --grad-accum %d", n, A * (n / cur));
+            ch->peak = c.peak;
+            ch->host_peak = c.host_peak;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One candidate of try_eval: eval batch e (a divisor of E). */
 static int try_eval_one(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
                         const char *extra_flags, uint64_t limit, int e, change *ch) {
@@ -1017,6 +1076,9 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
             list[nl++] = c;
         }
     }
+    /* sequence parallelism (all-to-alls around every attention) */
+    memset(&c, 0, sizeof c);
+    if (try_sp(fin, o, NULL, limit, &c)) list[nl++] = c;
     zt_memplan pl;
     int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
     if (gpu && !pl.offload_optimizer) {
@@ -1051,6 +1113,16 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
                                    "zero_optimization.stage", sv, NULL};
             memset(&c, 0, sizeof c);
             if (try_micro(fin, o, extra, limit, &c)) {
+                char lab[160], fl[160];
+                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
+                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
+                snprintf(c.label, sizeof c.label, "%s", lab);
+                snprintf(c.flags, sizeof c.flags, "%s", fl);
+                list[nl++] = c;
+            }
+            /* the sequence is what does not fit: split it over ranks */
+            memset(&c, 0, sizeof c);
+            if (nl == 0 && try_sp(fin, o, extra, limit, &c)) {
                 char lab[160], fl[160];
                 snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
                 snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);

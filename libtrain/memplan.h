@@ -60,6 +60,10 @@ typedef struct zt_memplan {
     /* the run it describes (after finalize) */
     int world, ranks_per_node, shard_group, stage, micro_batch, grad_accum, eval_batch, context;
     int ckpt_k;            /* 0 none, 1 blocks, K every-K */
+    int seq_parallel;      /* sequence_parallel_size (1: off): activations at seq_len / N */
+    uint64_t logits_bytes; /* of the activations: the fp32 logits [micro, seq_len / N, vocab] */
+    uint64_t alltoall_bytes; /* sequence parallel: all-to-all bytes one rank sends per
+                              * training step (seqpar.h zt_sp_alltoall_bytes x accumulation) */
     int mixed;             /* bf16 / fp16 */
     int gpu;               /* GPU target: device and host places */
     int offload_optimizer, offload_param, with_data, with_eval;

@@ -13,6 +13,9 @@
 #include "gpu.h"
 #include "profile.h"
 #include "runtime.h"
+#include "seqpar.h"
+#include "gpt.h"
+#include "llama.h"
 #include "ztrain_env.h"
 
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
@@ -59,8 +62,11 @@ static uint64_t shard_comm_bytes(const zt_ctx *ctx, const zt_shard *sh, int kind
 
 uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
     if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
-    return ctx->world->bytes[kind] + shard_comm_bytes(ctx, ctx->sh, kind) +
-           shard_comm_bytes(ctx, ctx->lsh, kind);
+    uint64_t b = ctx->world->bytes[kind] + shard_comm_bytes(ctx, ctx->sh, kind) +
+                 shard_comm_bytes(ctx, ctx->lsh, kind);
+    if (ctx->spg) b += ctx->spg->bytes[kind];   /* sequence parallelism's all-to-alls */
+    if (ctx->dspg && ctx->dspg != ctx->spg) b += ctx->dspg->bytes[kind];
+    return b;
 }
 
 static uint64_t comm_total(const zt_ctx *ctx) {
@@ -364,6 +370,10 @@ static int open_world(zt_ctx *ctx, zt_status *st) {
     ZT_TRY(zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st));
     ctx->rank = ctx->world->rank;
     ctx->nranks = ctx->world->size;
+    ctx->sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
+    ctx->sp_rank = ctx->rank % ctx->sp;
+    ctx->dp = ctx->nranks / ctx->sp;
+    ctx->dp_rank = ctx->rank / ctx->sp;
     ZT_TRY(choose_comm(ctx, c, st));
     if (zt_be_device(ctx->be))
         zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
@@ -419,6 +429,55 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
     return ZT_OK;
 }
 
+/* sequence_parallel_size > 1 (seqpar.h): the group of sp consecutive ranks
+ * (over device buffers: host-staged MPI or NCCL, as the ZeRO groups), handed
+ * to the built-in model. */
+static int open_seqpar(zt_ctx *ctx, zt_status *st) {
+    if (ctx->sp <= 1) return ZT_OK;
+    zt_model *m = ctx->model;
+    if (!zt_model_is_llama(m) && !zt_model_is_gpt(m))
+        return zt_fail(st, ZT_EUNSUPPORTED, "sequence_parallel_size=%d: sequence parallelism is "
+                       "built into the llama and gpt2 models, not a model of the caller's own",
+                       ctx->sp);
+    ZT_TRY(zt_group_split(ctx->world, ctx->dp_rank, ctx->sp_rank, "sequence", &ctx->spg, st));
+    ctx->dspg = ctx->spg;
+    if (zt_be_device(ctx->be)) {
+#ifdef ZT_HAVE_NCCL
+        if (ctx->comm_kind == ZT_SHARD_COMM_NCCL)
+            ZT_TRY(zt_group_nccl(ctx->spg, "sequence", ctx->device, &ctx->dspg, st));
+        else
+#endif
+            ZT_TRY(zt_group_host_staged(ctx->spg, "sequence", ctx->be, &ctx->dspg, st));
+    }
+    const zt_seqpar sp = {ctx->sp, ctx->sp_rank, ctx->dspg};
+    return zt_model_is_llama(m) ? zt_llama_set_seqpar(m->self, &sp, st)
+                                : zt_gpt_set_seqpar(m->self, &sp, st);
+}
+
+/* Sequence parallel: this rank's tokens [sp_rank Tl, (sp_rank+1) Tl) of
+ * the B whole samples in ctx->sp_in / sp_tg into in / tg [B, Tl]. */
+static void sp_slice(const zt_ctx *ctx, int B, int T, int *in, int *tg) {
+    const int Tl = T / ctx->sp;
+    for (int b = 0; b < B; ++b) {
+        const size_t src = (size_t)b * T + (size_t)ctx->sp_rank * Tl, dst = (size_t)b * Tl;
+        memcpy(in + dst, ctx->sp_in + src, sizeof(int) * (size_t)Tl);
+        memcpy(tg + dst, ctx->sp_tg + src, sizeof(int) * (size_t)Tl);
+    }
+}
+
+/* The host buffers of B whole samples of T tokens (sequence parallel). */
+static int sp_buffers(zt_ctx *ctx, size_t n, zt_status *st) {
+    if (n <= ctx->sp_cap) return ZT_OK;
+    zt_mem_free(ctx->sp_in);
+    zt_mem_free(ctx->sp_tg);
+    ctx->sp_cap = 0;
+    ctx->sp_in = zt_mem_alloc(n * sizeof(int), ZT_MEM_ACTIVATIONS | ZT_MEM_HOST, st);
+    ctx->sp_tg = ctx->sp_in ? zt_mem_alloc(n * sizeof(int), ZT_MEM_ACTIVATIONS | ZT_MEM_HOST, st) : NULL;
+    if (!ctx->sp_tg) return st ? st->code : ZT_ENOMEM;
+    ctx->sp_cap = n;
+    return ZT_OK;
+}
+
 /* The ZeRO engine over the model's units (sharding, offload, overlap),
  * initialized parameters, the training activations and the optimizer. */
 static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
@@ -455,7 +514,10 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
         if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
     }
     ctx->startup.init_s += zt_now_s() - t0;
-    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len, 1, ZT_MEM_ACTIVATIONS, st));
+    /* sequence parallel: each rank's activations hold seq_len / sp tokens */
+    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len / ctx->sp, 1,
+                              ZT_MEM_ACTIVATIONS, st));
+    if (ctx->sp > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
     ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
     /* pin_memory: a failed registration is a warning, the run goes on */
@@ -497,6 +559,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     ctx->startup.planning_s = t1 - t0;
     if ((rc = open_world(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
+    if ((rc = open_seqpar(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_engine(ctx, (flags & ZT_CTX_DEFER_INIT) != 0, st)) != ZT_OK) goto fail;
     /* (build_engine's initialization counted apart) */
     ctx->startup.allocation_s = zt_now_s() - t1 - ctx->startup.init_s;
@@ -559,6 +622,10 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_model_free(ctx->lmodel, 1);
     free(ctx->owned);
     free(ctx->base_fnv);
+    if (ctx->dspg != ctx->spg) zt_group_free(ctx->dspg);
+    zt_group_free(ctx->spg);
+    zt_mem_free(ctx->sp_in);
+    zt_mem_free(ctx->sp_tg);
     zt_group_free(ctx->world);
     zt_config_free(ctx->cfg);
     free(ctx);
@@ -639,19 +706,22 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
     if (ctx->metrics_fp) {
         if (m->kind == ZT_METRIC_STEP) {
             /* JSON has no NaN: a value that is not finite is written null */
-            char loss[32], norm[32], fp16[96] = "";
+            char loss[32], norm[32], fp16[96] = "", a2a[64] = "";
             json_num(loss, sizeof loss, "%.6f", m->loss);
             json_num(norm, sizeof norm, "%.6f", m->grad_norm);
             if (ctx->scaler.enabled)
                 snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s",
                          m->loss_scale, m->skipped ? "true" : "false");
+            if (ctx->sp > 1)
+                snprintf(a2a, sizeof a2a, ", \"alltoall_bytes\": %llu",
+                         (unsigned long long)m->alltoall_bytes);
             fprintf(ctx->metrics_fp,
                     "{\"step\": %ld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
-                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s}\n",
+                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s%s}\n",
                     m->step, loss, m->lr, norm, m->tokens_per_s, m->step_ms,
                     m->data_wait_ms, (unsigned long long)m->comm_bytes,
-                    (unsigned long long)m->mem_peak_bytes, fp16);
+                    (unsigned long long)m->mem_peak_bytes, fp16, a2a);
         } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
@@ -684,7 +754,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     int B = c->micro_batch, T = c->seq_len, A = c->grad_accum;
-    long global_batch = (long)B * A * ctx->nranks;
+    /* sequence parallel: the sp ranks of a group share their samples */
+    long global_batch = (long)B * A * ctx->dp;
+    const int Tl = T / ctx->sp;
     /* the loss is the mean over the global batch's counted targets: all
      * global_batch * T, or those of the source's loss mask (known before
      * the backward, the same on every rank) */
@@ -698,19 +770,24 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     zt_shard *sh = zt_ctx_tsh(ctx);   /* the trained parameters (LoRA: the adapters) */
     sh->step = ctx->step;
     ctx->sh->step = ctx->step;
-    uint64_t comm0 = comm_total(ctx);
+    uint64_t comm0 = comm_total(ctx), a2a0 = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL);
     zt_shard_zero_grads(sh);
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
-        uint64_t first = (uint64_t)ctx->rank * (uint64_t)(B * A) + (uint64_t)micro * B;
+        uint64_t first = (uint64_t)ctx->dp_rank * (uint64_t)(B * A) + (uint64_t)micro * B;
         ctx->sh->sample0 = first;   /* LoRA dropout's mask (lora.h) */
         double tw = zt_now_s();
         zt_prof_mark pm;
         zt_prof_begin(&pm);
-        ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T,
-                              zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
+        if (ctx->sp > 1) {
+            ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->sp_in, ctx->sp_tg, st));
+            sp_slice(ctx, B, T, zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts));
+        } else {
+            ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T,
+                                  zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
+        }
         wait_s += zt_now_s() - tw;
-        zt_batch_buf_upload(ctx, &ctx->acts, B * T, B * T);
+        zt_batch_buf_upload(ctx, &ctx->acts, B * Tl, B * Tl);
         zt_prof_end(&pm, ZT_PROF_DATA);
         double ls;
         /* the passes' own engine time (ZeRO waits and bookkeeping, the
@@ -718,7 +795,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         zt_prof_mark pm_pass;
         zt_prof_begin(&pm_pass);
         ZT_TRY(zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
-                                T, 1, &ls, st));
+                                Tl, 1, &ls, st));
         loss_sum += ls;
         ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, dloss * loss_scale, st));
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
@@ -780,14 +857,17 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.mem_peak_bytes = ms.peak_total;
     met.data_wait_ms = wait_s * 1e3;
     met.comm_bytes = comm_total(ctx) - comm0;
+    met.alltoall_bytes = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL) - a2a0;
     met.loss_scale = loss_scale;
     met.skipped = skipped;
     /* Rank 0's timing is the one everybody reports. */
     if (ctx->nranks > 1) {
-        double tv[4] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes};
-        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 4, ZT_F64, 0, st));
+        double tv[5] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes,
+                        (double)met.alltoall_bytes};
+        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 5, ZT_F64, 0, st));
         met.step_ms = tv[0]; met.tokens_per_s = tv[1]; met.eta_s = tv[2];
         met.comm_bytes = (uint64_t)tv[3];
+        met.alltoall_bytes = (uint64_t)tv[4];
     }
     zt_prof_end(&pm_comm, ZT_PROF_COMM);
     if (out) *out = met;
@@ -799,14 +879,17 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
  * contiguous chunks of ceil(E / nranks) (the last ranks may hold fewer, or
  * only padding), so the same samples are evaluated at any world size. */
 static int eval_rows(const zt_ctx *ctx) {
-    int E = ctx->cfg->eval_batch_size, n = ctx->nranks;
+    /* (sequence parallel: over the data parallel groups) */
+    int E = ctx->cfg->eval_batch_size, n = ctx->dp;
     return (int)(((long)E + n - 1) / n);
 }
 
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
     if (ctx->eval_acts.acts) return ZT_OK;
+    if (ctx->sp > 1)
+        ZT_TRY(sp_buffers(ctx, (size_t)eval_rows(ctx) * ctx->cfg->seq_len, st));
     return zt_batch_buf_alloc(ctx, &ctx->eval_acts, eval_rows(ctx),
-                              ctx->cfg->seq_len, 0, ZT_MEM_EVAL, st);
+                              ctx->cfg->seq_len / ctx->sp, 0, ZT_MEM_EVAL, st);
 }
 
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
@@ -816,7 +899,8 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(eval_acts_ready(ctx, st));
     int E = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len, R = eval_rows(ctx);
     /* this rank's samples of every round: [first, first + k) of the E */
-    long first = (long)ctx->rank * R;
+    long first = (long)ctx->dp_rank * R;
+    const int Tl = T / ctx->sp;
     int k = first >= E ? 0 : (int)(E - first < R ? E - first : R);
     double sum = 0.0, ntgt = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
@@ -824,14 +908,16 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         ZT_TRY(counted_targets(&ctx->val, -1 - (long)r, (uint64_t)E, &nr, st));
         ntgt += nr;
         int *in = zt_batch_host_inputs(&ctx->eval_acts), *tg = zt_batch_host_targets(&ctx->eval_acts);
+        int *fin = ctx->sp > 1 ? ctx->sp_in : in, *ftg = ctx->sp > 1 ? ctx->sp_tg : tg;
         if (k > 0)
-            ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)first, k, T, in, tg, st));
+            ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)first, k, T, fin, ftg, st));
         /* padding rows (every rank runs the same forwards): no target */
-        for (long i = (long)k * T; i < (long)R * T; ++i) { in[i] = 0; tg[i] = -1; }
-        zt_batch_buf_upload(ctx, &ctx->eval_acts, R * T, R * T);
+        for (long i = (long)k * T; i < (long)R * T; ++i) { fin[i] = 0; ftg[i] = -1; }
+        if (ctx->sp > 1) sp_slice(ctx, R, T, in, tg);
+        zt_batch_buf_upload(ctx, &ctx->eval_acts, R * Tl, R * Tl);
         double ls;
         ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
-                                ctx->eval_acts.targets, R, T, 0, &ls, st));
+                                ctx->eval_acts.targets, R, Tl, 0, &ls, st));
         sum += ls;
     }
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
@@ -853,13 +939,24 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
         counted += targets[i] >= 0;
     }
     if (counted == 0) return zt_fail(st, ZT_EINVAL, "zt_loss: no target >= 0 in the batch");
+    /* sequence parallel: every rank of a group computes its T / sp tokens of
+     * the same batch (a collective over the group), the sums added up */
+    const int sp = ctx->sp;
+    if (sp > 1 && T % sp)
+        return zt_fail(st, ZT_EINVAL, "zt_loss: T=%d is not divisible by sequence_parallel_size=%d",
+                       T, sp);
+    const int Tl = T / sp;
     zt_batch_buf b;
-    ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, T, 0, ZT_MEM_EVAL, st));
-    zt_xcopy(ctx->be, b.inputs, 1, inputs, 0, sizeof(int) * (size_t)B * T);
-    zt_xcopy(ctx->be, b.targets, 1, targets, 0, sizeof(int) * (size_t)B * T);
+    ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, Tl, 0, ZT_MEM_EVAL, st));
+    for (int r = 0; r < B; ++r) {
+        const size_t src = (size_t)r * T + (size_t)ctx->sp_rank * Tl, dst = (size_t)r * Tl;
+        zt_xcopy(ctx->be, b.inputs + dst, 1, inputs + src, 0, sizeof(int) * (size_t)Tl);
+        zt_xcopy(ctx->be, b.targets + dst, 1, targets + src, 0, sizeof(int) * (size_t)Tl);
+    }
     double ls = 0.0;
-    int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, T, 0, &ls, st);
+    int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, Tl, 0, &ls, st);
     if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loss", st);
+    if (rc == ZT_OK && sp > 1) rc = ctx->spg->ops->allreduce_sum(ctx->spg, &ls, 1, ZT_F64, st);
     *loss = ls / (double)counted;
     zt_batch_buf_free(ctx, &b);
     return rc;
@@ -1007,8 +1104,15 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, "
            "vocab %d), architecture %s%s", ctx->model->num_params, c->model.n_layer,
            c->model.n_head, c->model.n_embd, c->model.context, c->model.vocab, arch, more);
-    zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
-           c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
+    if (ctx->sp > 1)
+        zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d data parallel "
+               "groups; sequence parallel: %d ranks per group share each sample, %d of its %d tokens "
+               "each (all-to-alls around attention); %d threads per rank", c->train_batch_size,
+               c->micro_batch, c->grad_accum, ctx->dp, ctx->sp, c->seq_len / ctx->sp, c->seq_len,
+               ctx->threads);
+    else
+        zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",
+               c->train_batch_size, c->micro_batch, c->grad_accum, ctx->nranks, ctx->threads);
     if (ctx->nranks > 1) {
         char topo[1024];
         zt_rt_topology(topo, sizeof topo);

@@ -143,6 +143,8 @@ typedef struct zt_metrics {
     double loss_scale;    /* STEP: the loss scale this step's backward used (1 unless fp16) */
     int skipped;          /* STEP: fp16 gradients overflowed: no update was applied
                            * (grad_norm is then NaN) */
+    uint64_t alltoall_bytes; /* STEP: of comm_bytes, those of sequence parallelism's
+                              * all-to-alls (0 without sequence_parallel_size) */
 } zt_metrics;
 
 /* Progress of long work (prep, export, checkpoint restore, Hugging Face

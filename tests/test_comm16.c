@@ -11,7 +11,13 @@
  *    backend's conversions;
  *  - overflow to infinity and NaN propagate (binary16 60000 + 60000 = inf);
  *  - large buffers (MPI pipelines them: the op sees partial lengths);
- *  - bytes accounted at 2 bytes per element.
+ *  - bytes accounted at 2 bytes per element;
+ *  - all-to-all (sequence parallelism's exchange) of fp32 and bf16 chunks,
+ *    through the MPI group and a host-staged group: chunk j of rank i lands
+ *    in chunk i of rank j, bytes accounted as (N-1) x chunk; and seqpar.h's
+ *    token <-> head exchanges of q|k|v-shaped rows: every element lands at
+ *    its (sample, global position, head column) and the inverse restores
+ *    the original.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +25,7 @@
 #include <string.h>
 #include "backend.h"
 #include "comm.h"
+#include "seqpar.h"
 #include "tap.h"
 
 static const zt_backend *be;
@@ -138,6 +145,68 @@ static void test_nonfinite(void) {
            "max of 16-bit floats is refused with a message");
 }
 
+/* all-to-all of count-element chunks on group gr: send[j][k] = code(rank, j, k) */
+static float a2a_code(int from, int to, size_t k) { return (float)(from * 1000 + to * 100 + (int)(k % 97)); }
+static void test_alltoall(zt_group *gr, zt_dtype t, const char *nm, size_t count) {
+    const size_t n = count * (size_t)nranks, es = zt_dtype_size(t);
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    unsigned char *sb = malloc(n * es), *rb = malloc(n * es);
+    for (int j = 0; j < nranks; j++)
+        for (size_t k = 0; k < count; k++) x[(size_t)j * count + k] = a2a_code(rank, j, k);
+    if (t == ZT_F32) memcpy(sb, x, n * es); else narrow(t, (uint16_t *)(void *)sb, x, n);
+    zt_status st;
+    uint64_t b0 = gr->bytes[ZT_COMM_ALLTOALL];
+    int rc = gr->ops->alltoall(gr, sb, rb, count, t, &st);
+    if (rc) printf("# rank %d: %s\n", rank, st.msg);
+    if (t == ZT_F32) memcpy(y, rb, n * es); else widen(t, y, (const uint16_t *)(void *)rb, n);
+    int ok = rc == ZT_OK && gr->bytes[ZT_COMM_ALLTOALL] - b0 == (uint64_t)(nranks - 1) * count * es;
+    for (int i = 0; i < nranks && ok; i++)   /* (bf16: the code as bf16 rounds it) */
+        for (size_t k = 0; k < count && ok; k++) {
+            float want = a2a_code(i, rank, k);
+            if (t == ZT_BF16) { uint16_t h; narrow(t, &h, &want, 1); widen(t, &want, &h, 1); }
+            ok = y[(size_t)i * count + k] == want;
+        }
+    ok = all_ok(ok);
+    tap_ok(ok, "%s all-to-all (%s group), %zu per chunk: chunks exchanged, (N-1) x chunk bytes",
+           nm, gr->ops->name, count);
+    free(x); free(y); free(sb); free(rb);
+}
+
+/* seqpar.h: q|k|v-shaped rows [B, Tl, row] with 3 slices, to heads and back */
+static void test_sp_exchange(zt_group *gr) {
+    const int B = 2, Tl = 3, N = nranks, T = N * Tl;
+    const size_t wq = 4, wk = 2, row = (wq + 2 * wk) * (size_t)N, Wl = wq + 2 * wk;
+    zt_sp_slices sl = {3, row, {0, wq * (size_t)N, (wq + wk) * (size_t)N}, {wq, wk, wk}};
+    zt_seqpar sp = {N, rank, gr};
+    const size_t nl = (size_t)B * Tl * row;
+    float *loc = malloc(nl * sizeof *loc), *back = calloc(nl, sizeof *back);
+    float *full = malloc((size_t)B * T * Wl * sizeof *full);
+    float *snd = malloc(nl * sizeof *snd), *rcv = malloc(nl * sizeof *rcv);
+    /* element (b, global t, column c) = b * 1e6 + t * 1e3 + c */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < Tl; t++)
+            for (size_t c = 0; c < row; c++)
+                loc[((size_t)b * Tl + t) * row + c] = (float)(b * 1000000 + (rank * Tl + t) * 1000 + (int)c);
+    zt_status st;
+    int rc = zt_sp_to_heads(&sp, be, full, loc, B, Tl, &sl, snd, rcv, &st);
+    int ok = rc == ZT_OK;
+    for (int b = 0; b < B && ok; b++)
+        for (int t = 0; t < T && ok; t++) {
+            size_t c = 0;
+            for (int s = 0; s < 3 && ok; s++)
+                for (size_t e = 0; e < sl.w[s] && ok; e++, c++) {
+                    size_t col = sl.off[s] + (size_t)rank * sl.w[s] + e;
+                    ok = full[((size_t)b * T + t) * Wl + c] == (float)(b * 1000000 + t * 1000 + (int)col);
+                }
+        }
+    if (ok) rc = zt_sp_to_tokens(&sp, be, back, full, B, Tl, &sl, snd, rcv, &st);
+    ok = ok && rc == ZT_OK && memcmp(back, loc, nl * sizeof *loc) == 0;
+    if (rc) printf("# rank %d: %s\n", rank, st.msg);
+    ok = all_ok(ok);
+    tap_ok(ok, "sequence parallel exchange (%s group): heads of all %d positions, and back", gr->ops->name, T);
+    free(loc); free(back); free(full); free(snd); free(rcv);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -160,6 +229,16 @@ int main(int argc, char **argv) {
         test_rounding(ZT_F16, "f16");
     }
     test_nonfinite();
+    zt_group *sg = NULL;
+    if (zt_group_host_staged(g, "staged", be, &sg, &st) != ZT_OK) printf("# %s\n", st.msg);
+    zt_group *gs[2] = {g, sg};
+    for (int i = 0; i < 2; i++) {
+        if (!gs[i]) { tap_ok(0, "host-staged group"); continue; }
+        test_alltoall(gs[i], ZT_F32, "fp32", 1000);
+        test_alltoall(gs[i], ZT_BF16, "bf16", 77);
+        test_sp_exchange(gs[i]);
+    }
+    zt_group_free(sg);
     zt_group_free(g);
     int rc = tap_done();
     MPI_Finalize();   /* frees the 16-bit sum ops */

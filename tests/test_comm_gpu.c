@@ -176,6 +176,21 @@ static void exercise(zt_group *g, const zt_backend *be, const char *tag) {
         check(ok, "%s: allgather_inplace F16 (16-bit data movement)", tag);
         be->free(d);
     }
+    /* all-to-all of F32 chunks of 5: chunk j of rank R holds R*100 + j*10 + k */
+    {
+        float hs[80], hr[80];
+        for (int j = 0; j < S; j++)
+            for (int k = 0; k < 5; k++) hs[5 * j + k] = (float)(R * 100 + j * 10 + k), hr[5 * j + k] = -1;
+        float *ds = dput(be, hs, (size_t)5 * S * 4), *dr = dput(be, hr, (size_t)5 * S * 4);
+        ok = g->ops->alltoall(g, ds, dr, 5, ZT_F32, &st) == ZT_OK;
+        diag_st(&st);
+        dget(be, hr, dr, (size_t)5 * S * 4);
+        for (int i = 0; i < S; i++)
+            for (int k = 0; k < 5; k++) ok &= hr[5 * i + k] == (float)(i * 100 + R * 10 + k);
+        check(ok, "%s: alltoall F32 (chunk j of rank i lands in chunk i of rank j)", tag);
+        be->free(ds);
+        be->free(dr);
+    }
     ok = g->ops->barrier(g, &st) == ZT_OK;
     check(ok, "%s: barrier", tag);
 

@@ -164,6 +164,16 @@ static void test_memory(void) {
     for (size_t i = 0; i < n; i++) ok &= (i >= 10 && i < 110) ? hb[i] == 0.0f : hb[i] == h[i];
     tap_ok(ok, "zero: only the given range");
     gpu->copy(b, b, n * sizeof(float));   /* dst == src: nothing */
+    /* copy2d (sequence parallelism's exchanges): 7 rows of 5 floats from
+     * pitch 13 at column 3 to pitch 6 at column 1; the rest untouched */
+    gpu->zero(b, 7 * 6 * sizeof(float));
+    gpu->copy2d(b + 1, 6 * sizeof(float), a + 3, 13 * sizeof(float), 5 * sizeof(float), 7);
+    gpu->copy2d(b, 6 * sizeof(float), a, 13 * sizeof(float), 0, 7);   /* width 0: nothing */
+    gpu->to_host(hb, b, 7 * 6 * sizeof(float));
+    ok = 1;
+    for (int r = 0; r < 7; r++)
+        for (int c = 0; c < 6; c++) ok &= hb[r * 6 + c] == (c >= 1 ? h[r * 13 + 3 + c - 1] : 0.0f);
+    tap_ok(ok, "copy2d: strided rows, nothing else written");
     void *e = gpu->alloc(0);
     tap_ok(e != NULL, "alloc(0) is not NULL");
     gpu->free(e);

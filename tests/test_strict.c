@@ -182,6 +182,12 @@ int main(void) {
     S->copy(d_out, d_inp, sizeof inp + 4);
     e = S->error();
     tap_ok(e && strstr(e, "copy"), "copy past the end of a block: refused (%s)", e ? e : "(none)");
+    S->copy2d(d_out, 2 * sizeof(float), d_inp, 2 * sizeof(float), sizeof(float), sizeof inp / 4);
+    e = S->error();
+    tap_ok(e && strstr(e, "copy2d"), "copy2d whose last row runs past a block: refused (%s)", e ? e : "(none)");
+    S->copy2d(d_out, 2 * sizeof(float), d_inp, 2 * sizeof(float), 2 * sizeof(float), 2);
+    e = S->error();
+    tap_ok(e == NULL, "copy2d inside the blocks: accepted");
     S->free(tmp);
     e = S->error();
     tap_ok(e && strstr(e, "not allocated"), "free of a foreign pointer: reported (%s)", e ? e : "(none)");

@@ -58,6 +58,12 @@ static void cpu_copy(void *dst, const void *src, size_t bytes) {
     if (bytes && dst != src) memcpy(dst, src, bytes);
 }
 
+static void cpu_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                       size_t height) {
+    for (size_t r = 0; r < height && width; ++r)
+        memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+}
+
 static void cpu_zero(void *p, size_t bytes) {
     if (bytes) memset(p, 0, bytes);
 }
@@ -378,6 +384,7 @@ static const zt_backend cpu_backend = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,
+    .copy2d = cpu_copy2d,
     .to_host = cpu_copy,
     .to_device = cpu_copy,
     .zero = cpu_zero,

@@ -181,6 +181,23 @@ static void s_free(void *p) {
     pthread_mutex_unlock(&g_mu);
 }
 
+/* every row inside live device blocks: the extents (height-1) pitch + width */
+static void s_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                     size_t height) {
+    int ok = 1;
+    enter();
+    if (width && height) {
+        if (width > dpitch || width > spitch) {
+            set_err("cpu-strict: %s%s: width exceeds a pitch (rows would overlap) at %p", "copy2d", "", dst);
+            ok = 0;
+        }
+        NEED_DEV("copy2d", "dst", dst, (height - 1) * dpitch + width);
+        NEED_DEV("copy2d", "src", src, (height - 1) * spitch + width);
+        if (ok) cpu()->copy2d(dst, dpitch, src, spitch, width, height);
+    }
+    leave();
+}
+
 static void s_copy(void *dst, const void *src, size_t bytes) {
     int ok = 1;
     enter();
@@ -768,6 +785,7 @@ static const zt_backend strict_backend = {
     .alloc = s_alloc,
     .free = s_free,
     .copy = s_copy,
+    .copy2d = s_copy2d,
     .to_host = s_to_host,
     .to_host_async = s_to_host_async,
     .to_device_async = s_to_device_async,

@@ -238,6 +238,13 @@ static void cuda_copy(void *dst, const void *src, size_t bytes) {
         ZT_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, zt_cu.stream));
 }
 
+static void cuda_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                        size_t height) {
+    if (width && height)
+        ZT_CU(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDeviceToDevice,
+                                zt_cu.stream));
+}
+
 static void cuda_to_host(void *host_dst, const void *dev_src, size_t bytes) {
     if (!bytes) return;
     if (!ZT_CU(cudaMemcpyAsync(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost, zt_cu.stream)) ||
@@ -564,6 +571,7 @@ static void fill_table(zt_backend *t) {
     t->alloc = cuda_alloc;
     t->free = cuda_free;
     t->copy = cuda_copy;
+    t->copy2d = cuda_copy2d;
     t->to_host = cuda_to_host;
     t->to_host_async = cuda_to_host_async;
     t->to_device_async = cuda_to_device_async;

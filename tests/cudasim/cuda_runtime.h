@@ -110,6 +110,8 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t s);
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int dev);
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr a, void *v);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                              size_t height, cudaMemcpyKind kind, cudaStream_t stream);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t s);
 cudaError_t cudaMemset(void *p, int v, size_t bytes);

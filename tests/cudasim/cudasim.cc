@@ -576,6 +576,27 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cud
     return cudaSuccess;
 }
 
+/* device to device only (the subset the backend uses): every row inside
+ * the allocations, width <= both pitches */
+extern "C" cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                         size_t width, size_t height, cudaMemcpyKind k, cudaStream_t s) {
+    if (!stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
+    if (!width || !height) return cudaSuccess;
+    const size_t dn = (height - 1) * dpitch + width, sn = (height - 1) * spitch + width;
+    if (width > dpitch || width > spitch || k != cudaMemcpyDeviceToDevice || !dev_range(dst, dn) ||
+        !dev_range(src, sn)) {
+        fprintf(stderr, "cudasim: cudaMemcpy2DAsync(dst %p pitch %zu, src %p pitch %zu, %zu x %zu bytes, kind "
+                "%d): not device to device within the allocations (or width > a pitch)\n", dst, dpitch,
+                src, spitch, width, height, (int)k);
+        return set_last(cudaErrorInvalidValue);
+    }
+    S(s)->q.push_back([dst, dpitch, src, spitch, width, height]() {
+        for (size_t r = 0; r < height; r++)
+            memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    });
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind k) {
     if (!n) return cudaSuccess;
     if (check_copy(dst, src, n, k, "cudaMemcpy") != cudaSuccess) return cudaErrorInvalidValue;

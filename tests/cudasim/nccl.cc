@@ -30,6 +30,16 @@
  * Groups: between ncclGroupStart and the outermost ncclGroupEnd the calls
  * are checked and kept; ncclGroupEnd queues them in call order, or none
  * when one of them failed its checks (that error is returned).
+ *
+ * Point to point (ncclSend, ncclRecv): checked like the collectives (peer
+ * in 0..n-1, the buffer inside one device allocation); not part of the
+ * collectives' agreed sequence.  Consecutive send/recv calls of a group
+ * (all on one communicator and stream) run as one stream operation that
+ * posts every receive and send (non-blocking MPI, one tag, so a pair's
+ * messages match in call order) and waits for all of them, bounded by the
+ * timeout, so a group's exchanges progress together as NCCL's do; a count
+ * that differs between a send and its receive is an asynchronous
+ * ncclInvalidUsage.  A call outside a group is such an operation alone.
  */
 #include <mpi.h>
 
@@ -442,10 +452,11 @@ static void reduce(void *dst, const unsigned char *src, int n, size_t count, ncc
 /* ------------------------------------------------------------ operations */
 
 /* OP_FAILED + kind: a call of that kind that failed its checks */
-enum { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_FAILED = 8 };
+enum { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_SEND, OP_RECV,
+       OP_FAILED = 8 };
 static const char *kind_name(int k) {
     static const char *n[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclReduceScatter",
-                              "ncclAllGather", "?", "?", "?",
+                              "ncclAllGather", "ncclSend", "ncclRecv", "?",
                               "a failed ncclAllReduce", "a failed ncclBroadcast", "a failed ncclReduce",
                               "a failed ncclReduceScatter", "a failed ncclAllGather"};
     return k >= 0 && k < 13 ? n[k] : "?";
@@ -616,6 +627,8 @@ static ncclResult_t check_op(const sim_op &o, ncclComm_t comm) {
         return fail(ncclInvalidArgument, "%s: invalid reduction op %d", what, o.red);
     if ((o.kind == OP_BROADCAST || o.kind == OP_REDUCE) && (o.root < 0 || o.root >= c.size))
         return fail(ncclInvalidArgument, "%s: root %d outside 0..%d", what, o.root, c.size - 1);
+    if ((o.kind == OP_SEND || o.kind == OP_RECV) && (o.root < 0 || o.root >= c.size))
+        return fail(ncclInvalidArgument, "%s: peer %d outside 0..%d", what, o.root, c.size - 1);
     const size_t P = (size_t)c.size, n = o.count * es, R = (size_t)c.rank;
     /* the bytes each buffer covers on this rank (NCCL reads sendbuff only on
      * the root of a broadcast, writes recvbuff only on the root of a reduce) */
@@ -625,6 +638,8 @@ static ncclResult_t check_op(const sim_op &o, ncclComm_t comm) {
     case OP_REDUCE: if (R != (size_t)o.root) nr = 0; break;
     case OP_REDUCE_SCATTER: ns = n * P; break;
     case OP_ALLGATHER: nr = n * P; break;
+    case OP_SEND: nr = 0; break;
+    case OP_RECV: ns = 0; break;
     }
     if (o.count == 0) return ncclSuccess;
     if (ns && !o.send) return fail(ncclInvalidArgument, "%s: sendbuff is NULL", what);
@@ -659,6 +674,68 @@ static void enqueue(const sim_op &o) {
     zt_sim_enqueue(o.stream, [o]() { run_op(o); });
 }
 
+/* Consecutive send/recv operations run together (see the top): every
+ * receive and send posted, then all waited for. */
+struct p2p_xfer {
+    std::vector<std::vector<unsigned char>> buf;
+    std::vector<MPI_Request> rq;
+    std::vector<uint64_t> cnt;   /* the receives' counts as sent by the peers */
+};
+static const int P2P_TAG = 24680;
+
+static void run_p2p(const std::vector<sim_op> &ops) {
+    sim_comm &c = *ops[0].c;
+    c.queued--;
+    if (c.gone || c.async != ncclSuccess) return;
+    std::unique_ptr<p2p_xfer> x(new p2p_xfer);
+    const size_t n = ops.size();
+    x->buf.resize(n);
+    x->cnt.assign(n, 0);
+    x->rq.assign(2 * n, MPI_REQUEST_NULL);
+    for (size_t i = 0; i < n; i++) {   /* each message: its element count, then the bytes */
+        const sim_op &o = ops[i];
+        const size_t bytes = o.count * type_size(o.type);
+        if (!mpi_bytes(bytes)) {
+            async_fail(c, ncclInternalError, std::string(kind_name(o.kind)) + ": above the simulator's 2 GiB per message");
+            return;
+        }
+        if (o.kind == OP_RECV) {
+            x->buf[i].resize(bytes);
+            MPI_Irecv(&x->cnt[i], 8, MPI_BYTE, o.root, P2P_TAG, c.mc, &x->rq[2 * i]);
+            MPI_Irecv(x->buf[i].data(), (int)bytes, MPI_BYTE, o.root, P2P_TAG + 1, c.mc, &x->rq[2 * i + 1]);
+        } else {
+            const unsigned char *src = (const unsigned char *)o.send;
+            x->buf[i].assign(src, src + bytes);
+            x->cnt[i] = (uint64_t)o.count;
+            MPI_Isend(&x->cnt[i], 8, MPI_BYTE, o.root, P2P_TAG, c.mc, &x->rq[2 * i]);
+            MPI_Isend(x->buf[i].data(), (int)bytes, MPI_BYTE, o.root, P2P_TAG + 1, c.mc, &x->rq[2 * i + 1]);
+        }
+    }
+    for (size_t i = 0; i < 2 * n; i++)
+        if (!wait_req(c, &x->rq[i], kind_name(ops[i / 2].kind))) {
+            x.release();   /* (requests pending: kept) */
+            return;
+        }
+    for (size_t i = 0; i < n; i++) {
+        const sim_op &o = ops[i];
+        if (o.kind != OP_RECV) continue;
+        if (x->cnt[i] != (uint64_t)o.count) {
+            char b[256];
+            snprintf(b, sizeof b, "ncclRecv of %zu elements on rank %d from rank %d matched an ncclSend of %llu",
+                     o.count, c.rank, o.root, (unsigned long long)x->cnt[i]);
+            async_fail(c, ncclInvalidUsage, b);
+            return;
+        }
+        memcpy(o.recv, x->buf[i].data(), x->buf[i].size());
+    }
+}
+
+static void enqueue_p2p(const std::vector<sim_op> &ops) {
+    if (ops.empty()) return;
+    ops[0].c->queued++;
+    zt_sim_enqueue(ops[0].stream, [ops]() { run_p2p(ops); });
+}
+
 /* A call that fails its checks launches nothing, but a placeholder takes
  * its place in the communicator's sequence: its peers, whose calls may have
  * passed, then report it (a GPU would wait for this rank forever), and the
@@ -678,13 +755,14 @@ static ncclResult_t submit(sim_op o, ncclComm_t comm) {
         if (g_group_depth) {
             if (g_group_err == ncclSuccess) g_group_err = r;
             if (o.c) g_group_ops.push_back(o);
-        } else if (o.c && o.c->async == ncclSuccess) {
-            enqueue_failed(o);
+        } else if (o.c && o.c->async == ncclSuccess && o.kind != OP_SEND && o.kind != OP_RECV) {
+            enqueue_failed(o);   /* (point to point: nothing; a peer times out) */
         }
         return r;
     }
     if (o.count == 0) return ncclSuccess;   /* nothing to do: NCCL returns at once */
     if (g_group_depth) g_group_ops.push_back(o);
+    else if (o.kind == OP_SEND || o.kind == OP_RECV) enqueue_p2p(std::vector<sim_op>(1, o));
     else enqueue(o);
     return ncclSuccess;
 }
@@ -702,11 +780,21 @@ extern "C" ncclResult_t ncclGroupEnd(void) {
     const ncclResult_t err = g_group_err;
     g_group_err = ncclSuccess;
     if (err != ncclSuccess) {   /* a call of the group failed: none is launched */
-        for (const sim_op &o : ops)
-            if (o.c->async == ncclSuccess) enqueue_failed(o);
+        for (const sim_op &o : ops)   /* (point to point: nothing; a peer times out) */
+            if (o.c->async == ncclSuccess && o.kind != OP_SEND && o.kind != OP_RECV) enqueue_failed(o);
         return err;
     }
-    for (const sim_op &o : ops) enqueue(o);
+    std::vector<sim_op> p2p;   /* consecutive sends and receives on one communicator and stream */
+    for (const sim_op &o : ops) {
+        const bool pt = o.kind == OP_SEND || o.kind == OP_RECV;
+        if (!p2p.empty() && (!pt || o.c != p2p[0].c || o.stream != p2p[0].stream)) {
+            enqueue_p2p(p2p);
+            p2p.clear();
+        }
+        if (pt) p2p.push_back(o);
+        else enqueue(o);
+    }
+    enqueue_p2p(p2p);
     return ncclSuccess;
 }
 
@@ -730,4 +818,12 @@ extern "C" ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
 extern "C" ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
     return submit({OP_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, 0, 0, stream, nullptr}, comm);
+}
+extern "C" ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream) {
+    return submit({OP_SEND, sendbuff, nullptr, count, datatype, 0, peer, stream, nullptr}, comm);
+}
+extern "C" ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream) {
+    return submit({OP_RECV, nullptr, recvbuff, count, datatype, 0, peer, stream, nullptr}, comm);
 }

@@ -1,0 +1,60 @@
+/*
+ * seqpar.h -- sequence parallelism (DeepSpeed-Ulysses) inside the built-in
+ * models' attention.
+ *
+ * sequence_parallel_size = N: consecutive ranks form groups of N; every rank
+ * of a group holds the same samples and Tl = T/N consecutive tokens of each
+ * (rank r of the group: positions [r Tl, (r+1) Tl)).  Everything outside
+ * attention is per token and runs on the Tl local tokens.  Attention needs
+ * all T tokens: one all-to-all turns the token-sharded q, k, v rows
+ * [B, Tl, (NH + 2 NKV) hd] into head-sharded ones [B, T, (NH + 2 NKV)/N hd]
+ * (rank j: q heads [j NH/N, (j+1) NH/N), k and v heads [j NKV/N, ...)),
+ * attention runs on all T positions for NH/N heads, and a second all-to-all
+ * turns the output [B, T, NH/N hd] back into [B, Tl, NH hd].  The backward
+ * runs the same exchanges in reverse on the gradients.  RoPE (Llama) is
+ * applied after the exchange, on the full sequence, so positions are the
+ * global ones; the GPT's learned positions are read at offset r Tl.
+ *
+ * The parameters are the same on every rank: gradients of a group's ranks
+ * are partial sums over their tokens, and ZeRO's reduction over all ranks
+ * (data parallel degree ranks / N) adds them up, as DeepSpeed does.
+ */
+#ifndef ZT_SEQPAR_H
+#define ZT_SEQPAR_H
+#include "backend.h"
+#include "comm.h"
+
+typedef struct zt_seqpar {
+    int n;            /* group size N (1: off) */
+    int rank;         /* this rank's place in its group, 0 .. N-1 */
+    zt_group *g;      /* the group (device buffers on a device backend); not owned */
+} zt_seqpar;
+
+/* A row of the token-sharded form [.., row] holds ns slices; slice s of
+ * head group j is w[s] elements at off[s] + j w[s].  The head-sharded row
+ * is the concatenation of one head group's slices (Wl = sum of w[s]). */
+typedef struct zt_sp_slices {
+    int ns;
+    size_t row, off[3], w[3];
+} zt_sp_slices;
+
+/* token-sharded loc[B, Tl, row] -> head-sharded full[B, N Tl, Wl] over the
+ * group; send and recv are scratch of B Tl Wl N elements each.  A failed
+ * exchange returns the comm layer's error. */
+int zt_sp_to_heads(const zt_seqpar *sp, const zt_backend *be, float *full, const float *loc,
+                   int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st);
+/* the inverse: head-sharded full[B, N Tl, Wl] -> token-sharded loc[B, Tl,
+ * row] (only the slices' columns of loc are written) */
+int zt_sp_to_tokens(const zt_seqpar *sp, const zt_backend *be, float *loc, const float *full,
+                    int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st);
+
+/* Bytes one rank sends in the all-to-alls of one micro-batch's training
+ * pass at B x Tl local tokens of L layers (forward + backward, each layer
+ * two exchanges each way), element size es, with `recomputed` layers'
+ * forwards run twice (activation checkpointing): per exchange (N-1)/N of
+ * the local rows' bytes.  QKV, AD: the widths of the qkv row and the
+ * attention output ((NH + 2 NKV) hd and NH hd). */
+uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, size_t QKV, size_t AD,
+                              size_t es);
+
+#endif

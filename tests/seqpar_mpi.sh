@@ -1,0 +1,187 @@
+#!/bin/bash
+# seqpar_mpi.sh -- sequence parallelism (DeepSpeed-Ulysses, docs/long-context.md)
+# with `ztrain train --sp N` on the bundled byte corpus, against the 1-rank run
+# of the same global batch (per-step losses within 1e-5 relative, final
+# parameters within 1e-5, fp32):
+#  - llama (8 query / 4 key-value heads, tied head): N=2 (2 ranks, stage 0),
+#    N=4 (4 ranks, stage 0), N=2 x data parallel 2 at stage 3 with gradient
+#    accumulation 2 and activation checkpointing;
+#  - gpt2: N=2 at stage 3, N=4 at stage 0 (with the validation loss);
+#  - losses: LoRA at N=2; masked SFT data at N=2 x dp 2 (training and
+#    validation); bf16 at N=2 within 1e-3;
+#  - the all-to-all bytes per step of every run (the comm layer's accounting,
+#    the metrics' alltoall_bytes) equal the documented formula and `ztrain
+#    estimate --json`'s figure; the planner's peak equals the accounted one;
+#  - the estimate for Llama-3.1-8B at 131072 tokens on 8 x 80 GB suggests --sp 8;
+#  - a checkpoint saved at N=2 on 2 ranks restores at N=1 on 3 ranks (stage 3)
+#    and at N=4 on 4 ranks; the resumed runs match the uninterrupted one;
+#  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu;
+#  - refusals: key/value heads not divisible by N (naming both), N not
+#    dividing the ranks, sampling at N > 1.
+. "$(dirname "$0")/lib.sh"
+command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
+command -v python3 > /dev/null || skip_all "no python3"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+head -c 30000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
+"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+STEPS=4
+LLAMA=(--config "$ZT_SRCDIR/configs/llama-tiny.json" --n-head 8 --n-kv-head 4)
+GPT=(--config "$ZT_SRCDIR/configs/tiny.json" --n-head 4)
+
+# finished TAG RC: trained to the end (llama_mpi.sh: the llm.c weights file
+# holds GPT-2s only, that one refusal after the final checkpoint is accepted)
+finished() {
+    [ "$2" -eq 0 ] && return 0
+    grep -q "^checkpoint: saved step" "o_$1.txt" &&
+        [ "$(grep -c '^ztrain: error: ' "o_$1.txt")" = 1 ] &&
+        grep -q "^ztrain: error: .*llm.c model files hold the built-in GPT-2 only" "o_$1.txt"
+}
+# run TAG NRANKS ARGS...: STEPS steps at a global batch of 4
+run() {
+    local tag=$1 n=$2; shift 2
+    mpirun_np "$n" "$ZTRAIN" train --train c_train.bin --val c_val.bin --threads 1 \
+        --steps "$STEPS" --eval-every 0 --sample-tokens 0 --batch-size 4 \
+        --scheduler.params.total_num_steps 4 --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" \
+        --resume never "$@" > "o_$tag.txt" 2>&1
+    finished "$tag" $? || { diag "o_$tag.txt" | tail -5; return 1; }
+    "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1 || true
+}
+compare() {
+    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
+        "w_$2.safetensors" 1e-5 "$STEPS"
+}
+# a2a TAG N B T L QKV AD A RECOMPUTED: every step's alltoall_bytes equal
+# A (2 L + R) (N - 1) (B T/N QKV/N + B T/N AD/N) 4 (docs/long-context.md)
+a2a() {
+    python3 - "m_$1.jsonl" "${@:2}" <<'PY'
+import json, sys
+p, N, B, T, L, QKV, AD, A, R = sys.argv[1], *map(int, sys.argv[2:])
+Tl = T // N
+want = A * (2 * L + R) * (N - 1) * (B * Tl * QKV // N + B * Tl * AD // N) * 4
+got = [json.loads(l).get("alltoall_bytes") for l in open(p) if '"loss"' in l]
+print("# all-to-all bytes per step and rank: %s, formula %d" % (got[0], want))
+sys.exit(0 if got and all(g == want for g in got) else 1)
+PY
+}
+
+# llama: QKV = (8 + 2*4) * 8 = 128, AD = 64, 2 layers, seq_len 32
+run lref 1 "${LLAMA[@]}" --micro-batch 4
+ok $? "llama reference: 1 rank, stage 0"
+run l2 2 "${LLAMA[@]}" --sp 2 --micro-batch 4 && compare lref l2 && a2a l2 2 4 32 2 128 64 1 0 &&
+    grep -q "sequence parallel: 2 ranks per group share each sample, 16 of its 32 tokens" o_l2.txt
+ok $? "llama N=2 (2 ranks, stage 0) == 1 rank; all-to-all bytes == formula"
+run l4 4 "${LLAMA[@]}" --sp 4 --micro-batch 4 && compare lref l4 && a2a l4 4 4 32 2 128 64 1 0
+ok $? "llama N=4 (4 ranks, stage 0) == 1 rank; all-to-all bytes == formula"
+L22=("${LLAMA[@]}" --sp 2 --stage 3 --micro-batch 1 --grad-accum 2 --act-ckpt blocks)
+run l22 4 "${L22[@]}" --memory-report end && compare lref l22 && a2a l22 2 1 32 2 128 64 2 2
+ok $? "llama N=2 x data parallel 2, stage 3, accumulation 2, checkpointing == 1 rank; bytes == formula"
+grep -q "memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)" o_l22.txt &&
+    "$ZTRAIN" estimate --world-size 4 "${L22[@]}" --train c_train.bin --val c_val.bin --batch-size 4 \
+        --json > e_l22.json && python3 - e_l22.json m_l22.jsonl <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))["run"]
+m = [json.loads(l)["alltoall_bytes"] for l in open(sys.argv[2]) if '"loss"' in l]
+print("# estimate: all-to-all %d bytes per step, measured %s" % (e["alltoall_bytes_per_step"], m))
+sys.exit(0 if e["sequence_parallel_size"] == 2 and all(x == e["alltoall_bytes_per_step"] for x in m) else 1)
+PY
+ok $? "N=2 x dp 2: predicted peak == accounted peak; ztrain estimate's all-to-all bytes == measured"
+
+# gpt2: QKV = 3 * 32, AD = 32, 2 layers, seq_len 32 (its context)
+run gref 1 "${GPT[@]}" --micro-batch 4 --eval-every 4
+ok $? "gpt2 reference: 1 rank, stage 0"
+run g2 2 "${GPT[@]}" --sp 2 --stage 3 --micro-batch 4 && compare gref g2 && a2a g2 2 4 32 2 96 32 1 0
+ok $? "gpt2 N=2 (2 ranks, stage 3) == 1 rank; all-to-all bytes == formula"
+run g4 4 "${GPT[@]}" --sp 4 --micro-batch 4 --eval-every 4 && compare gref g4 &&
+    python3 - m_gref.jsonl m_g4.jsonl <<'PY'
+import json, sys
+v = [[json.loads(l)["val_loss"] for l in open(p) if "val_loss" in l] for p in sys.argv[1:]]
+print("# val loss %s vs %s" % (v[0], v[1]))
+sys.exit(0 if len(v[0]) == 1 and abs(v[0][0] - v[1][0]) <= 1e-5 * abs(v[0][0]) else 1)
+PY
+ok $? "gpt2 N=4 (4 ranks, stage 0) == 1 rank, the validation loss too"
+
+# losses only: LoRA (frozen base, all-linear adapters) at N=2 stage 3; masked SFT data (the
+# loss's token count spans the group) with the gpt2 at N=2 x dp 2 stage 3, evaluation too
+losses_eq() {  # losses_eq A B TOL: per-step losses (and validation losses) within TOL relative
+    python3 - "m_$1.jsonl" "m_$2.jsonl" "$3" <<'PY'
+import json, sys
+def get(p, k): return [json.loads(l)[k] for l in open(p) if '"%s"' % k in l]
+a, b, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+ok = True
+for k in ("loss", "val_loss"):
+    x, y = get(a, k), get(b, k)
+    d = max([abs(u - v) / abs(u) for u, v in zip(x, y)] or [0])
+    print("# %s: %d values, max relative difference %.2e" % (k, len(x), d))
+    ok = ok and len(x) == len(y) and d <= tol
+ok = ok and len(get(a, "loss")) > 0
+sys.exit(0 if ok else 1)
+PY
+}
+LORA=(--lora-r 4 --lora-targets all-linear)
+run loref 1 "${LLAMA[@]}" "${LORA[@]}" --micro-batch 4 && run lo2 2 "${LLAMA[@]}" "${LORA[@]}" --sp 2 --stage 3 --micro-batch 4 &&
+    losses_eq loref lo2 1e-5
+ok $? "LoRA at N=2 (2 ranks, stage 3): losses == 1 rank"
+"$ZTRAIN" prep --sft --input "$ZT_SRCDIR/tests/data/sft/chats.jsonl" --tokenizer "$ZT_SRCDIR/tests/fixtures/tok/llama3" \
+    --template llama3 --seq-len 64 --allow-split --output s --val-fraction 0.25 > prep.out 2>&1
+SFT=("${GPT[@]}" --train s_train.sft --val s_val.sft --vocab 1536 --context 64 --seq-len 64 --eval-every 4
+     --eval-batch-size 4 --eval-batches 1)
+run sref 1 "${SFT[@]}" --micro-batch 4 && run s22 4 "${SFT[@]}" --sp 2 --stage 3 --micro-batch 2 &&
+    losses_eq sref s22 1e-5
+ok $? "masked SFT data, gpt2 N=2 x dp 2, stage 3: training and validation losses == 1 rank"
+run bref 1 "${LLAMA[@]}" --micro-batch 4 --bf16.enabled true && run b2 2 "${LLAMA[@]}" --sp 2 --stage 3 \
+    --micro-batch 4 --bf16.enabled true && losses_eq bref b2 1e-3
+ok $? "bf16 at N=2 (2 ranks, stage 3): losses within 1e-3 of 1 rank (16-bit rounding of sums in another order)"
+
+# device-memory discipline: cpu-strict (the host never touches device memory; host-staged
+# all-to-alls) bitwise equal to cpu at N=2, stage 3, checkpointing (scripts/engine-check.sh)
+ZTRAIN="$ZTRAIN" bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np 2 --steps 3 \
+    --config "$ZT_SRCDIR/configs/llama-tiny.json" --cases none \
+    --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" > ec.tap 2>&1 &&
+    grep -q "^ok 1 - n2sp2s3: cpu-strict == cpu within rtol 0" ec.tap
+ok $? "cpu-strict at N=2, stage 3, checkpointing: bitwise equal to cpu"
+
+# checkpoints: steps 1-2 at N=2 on 2 ranks, steps 3-4 elsewhere
+resume() {  # resume TAG NB ARGS_B...
+    local tag=$1 nb=$2; shift 2
+    mkdir -p "ck_$tag" && cp -r ck_la/step-2 "ck_$tag/" || return 1
+    mpirun_np "$nb" "$ZTRAIN" train "${LLAMA[@]}" --train c_train.bin --val c_val.bin --threads 1 \
+        --steps 4 --eval-every 0 --sample-tokens 0 --batch-size 4 --scheduler.params.total_num_steps 4 \
+        --metrics "m_${tag}_b.jsonl" --ckpt-dir "ck_$tag" --resume auto "$@" > "o_$tag.txt" 2>&1
+    finished "$tag" $? || { diag "o_$tag.txt" | tail -5; return 1; }
+    grep -q "resumed from ck_$tag/step-2 at step 2" "o_$tag.txt" || return 1
+    cat m_la.jsonl "m_${tag}_b.jsonl" > "m_$tag.jsonl"
+    "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
+}
+STEPS=2 run la 2 "${LLAMA[@]}" --sp 2 --micro-batch 4 --sample-tokens 4 &&
+    resume r1 2 --sp 1 --stage 3 --micro-batch 2 && compare lref r1
+ok $? "save at N=2 (2 ranks), restore at N=1 on 2 ranks, stage 3: losses and parameters match"
+resume r4 4 --sp 4 --stage 2 --micro-batch 4 && compare lref r4
+ok $? "save at N=2 (2 ranks), restore at N=4 on 4 ranks, stage 2: losses and parameters match"
+
+# the documented target (docs/long-context.md): Llama-3.1-8B's shape at 131072 tokens, 8 x 80 GB,
+# bf16, ZeRO-3, activation checkpointing: refused, suggesting sequence parallel 8, which fits
+L8B=(--arch llama --n-layer 32 --n-head 32 --n-kv-head 8 --n-embd 4096 --intermediate-size 14336
+     --vocab 128256 --context 131072 --seq-len 131072 --rope-theta 500000 --rope-scaling llama3
+     --tie-embeddings false --bf16.enabled true --stage 3 --act-ckpt blocks --micro-batch 1)
+"$ZTRAIN" estimate --world-size 8 --device gpu --device-memory 80G "${L8B[@]}" > e_8b.txt 2>&1
+grep -q "^does not fit: .* > 80.00 GiB (--device-memory); changes that fit: sequence parallel 8 .*(--sp 8 --grad-accum 8)" e_8b.txt &&
+    "$ZTRAIN" estimate --world-size 8 --device gpu --device-memory 80G "${L8B[@]}" --sp 8 --grad-accum 8 > e_8b8.txt 2>&1 &&
+    grep -q "^fits: .* <= 80.00 GiB (--device-memory)" e_8b8.txt &&
+    grep -q "^sequence parallel: 8 ranks share each sample (data parallel 1), 16384 of its 131072 tokens per rank" e_8b8.txt
+ok $? "estimate: Llama-3.1-8B at 131072 tokens on 8 x 80 GB does not fit, --sp 8 is suggested and fits"
+grep "^does not fit\|^fits\|^sequence parallel" e_8b.txt e_8b8.txt | sed 's/^/# /'
+
+# refusals
+mpirun_np 4 "$ZTRAIN" train --config "$ZT_SRCDIR/configs/llama-tiny.json" --train c_train.bin \
+    --threads 1 --steps 1 --sp 4 --batch-size 4 > o_kv.txt 2>&1
+[ $? != 0 ] && grep -q "sequence_parallel_size=4 must divide the 2 key/value heads (ztrain.model.n_kv_head; 4 query heads)" o_kv.txt
+ok $? "N=4 with 2 key/value heads is refused, naming the heads and N"
+mpirun_np 3 "$ZTRAIN" train "${LLAMA[@]}" --train c_train.bin --threads 1 --steps 1 --sp 2 \
+    --batch-size 3 > o_w.txt 2>&1
+[ $? != 0 ] && grep -q "sequence_parallel_size=2 must divide the number of ranks (3)" o_w.txt
+ok $? "N=2 on 3 ranks is refused"
+"$ZTRAIN" sample --checkpoint ck_la --prompt "To" --length 4 > o_s.txt 2>&1 &&
+    grep -q "sample: skipped (sequence_parallel_size=2; sample from the checkpoint" o_la.txt
+ok $? "train at N=2 skips its closing sample; ztrain sample --checkpoint of an N=2 run samples at N=1"
+done_testing
