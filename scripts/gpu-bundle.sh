@@ -308,6 +308,13 @@ check)
                 tap "$out/engine.tap" "engine 1 rank (comm nccl)" 200 "${ec[@]}" --np 1 --comm-backend nccl \
                     --cases "s0 s3 bf16s3 resume"
         fi
+        # sequence parallelism (--sp 2, Llama): 2 ranks on this GPU, host-staged (NCCL wants a GPU each)
+        over_budget "engine, sequence parallel" ||
+            tap "$out/engine.tap" "engine 2 ranks, llama --sp 2 (host-staged)" 300 bash "$B/scripts/engine-check.sh" \
+                --backend "$X" --ztrain "$ZT" --mpirun "$MPIRUN" --config "$B/configs/llama-tiny.json" \
+                --text "$B/data/tinyshakespeare.txt" --log "$out/engine-sp.log" --np 2 --comm-backend mpi \
+                --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" \
+                --case "sp2bf16 bf16 --stage 3 --sp 2 --micro-batch 8"
     fi
 
     # ---- 3. memory: ztrain estimate vs the run's --memory-report (memory.txt)
