@@ -639,7 +639,7 @@ static uint64_t llama_acts_bytes(const zt_model_config *mc, int B, int T, int tr
 static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
                                 int bf16) {
     const shape s = shape_of(mc);
-    const int C = s.C, NH = s.NH, V = s.V, N = B * T, H = s.H, AD = s.AD, QKV = s.QKV;
+    const int C = s.C, V = s.V, N = B * T, H = s.H, AD = s.AD, QKV = s.QKV;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
