@@ -37,7 +37,7 @@ typedef struct hf_cfg {
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
     int n;
-    struct { const char *key, *from; char val[64]; } kv[24];
+    struct { const char *key, *from; char val[64]; } kv[32];
 } hf_cfg;
 
 static void hf_cfg_free(hf_cfg *h) {
@@ -213,7 +213,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         (KV < 0 && !json_object_get(h->root, "num_key_value_heads")))
         KV = NH;
     ZT_TRY(get_dim(h, "max_position_embeddings", df->maxpos, &P, st));
-    ZT_TRY(get_int(h, h->root, "head_dim", C / NH, &hd, st));
+    ZT_TRY(get_int(h, h->root, "head_dim", df->head_dim > 0 ? df->head_dim : C / NH, &hd, st));
     ZT_TRY(get_num(h, h->root, "rms_norm_eps", df->eps, &eps, st));
     ZT_TRY(get_bool(h, h->root, "tie_word_embeddings", df->tie, &tie, st));
     ZT_TRY(get_str(h, h->root, "hidden_act", "silu", &act, st));
@@ -229,8 +229,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         ZT_TRY(get_bool(h, h->root, "attention_bias", 0, &ab, st));
         if (ab)
             return zt_fail(st, ZT_EUNSUPPORTED, "%s: attention_bias=true is not supported for "
-                           "LlamaForCausalLM (it also puts a bias on o_proj; ztrain has q/k/v "
-                           "biases only, as Qwen2)", h->path);
+                           "%s (it also puts a bias on o_proj; ztrain has q/k/v biases only, as "
+                           "Qwen2)", h->path, df->architectures);
     }
     if (KV < 1 || NH % KV != 0)
         return zt_fail(st, ZT_EDATA, "%s: num_key_value_heads=%ld must be a positive integer that divides "
@@ -262,6 +262,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     add_kv(h, "ztrain.model.rms_norm_eps", "rms_norm_eps", "%.17g", eps);
     add_kv(h, "ztrain.model.attention_bias", bias ? "architectures" : "attention_bias", "%s",
            bias ? "true" : "false");
+    add_kv(h, "ztrain.model.qk_norm", "architectures", "%s",
+           (df->flags & ZT_HF_QK_NORM) ? "true" : "false");
     add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
     return hf_rope(h, P, st);
 }

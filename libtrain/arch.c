@@ -42,6 +42,7 @@ static const zt_arch_setting settings[] = {
     {"rope_high_freq_factor", ZT_AS_DOUBLE, MC(rope_high_freq_factor), NULL, is_llama3, LLAMA},
     {"rope_original_max_positions", ZT_AS_INT, MC(rope_original_max), NULL, is_llama3, LLAMA},
     {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
+    {"qk_norm", ZT_AS_BOOL, MC(qk_norm), NULL, NULL, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
 };
 #undef MC

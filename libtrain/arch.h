@@ -59,6 +59,7 @@ enum {
                                 * MLP too (Llama): read as refusals, written false */
     ZT_HF_SLIDING = 4,         /* sliding_window (Mistral); exported as the original's */
     ZT_HF_SLIDING_OPT = 8,     /* sliding_window behind use_sliding_window (Qwen2) */
+    ZT_HF_QK_NORM = 16,        /* per-head q_norm / k_norm (Qwen3; = ztrain.model.qk_norm) */
 };
 typedef struct zt_arch_hf {
     const char *architectures; /* config.json architectures[0] */
@@ -68,6 +69,7 @@ typedef struct zt_arch_hf {
     long vocab, hidden, inter, layers, heads, kv, maxpos;   /* kv -1: = heads */
     double eps;
     int tie;
+    long head_dim;             /* head_dim absent from config.json (0: hidden / heads) */
 } zt_arch_hf;
 
 /* summary styles (zt_arch.summary) */

@@ -39,6 +39,7 @@ typedef struct zt_model_config {
     double rope_high_freq_factor; /* ztrain.model.rope_high_freq_factor, default 4 */
     int rope_original_max;  /* ztrain.model.rope_original_max_positions, default 8192 */
     int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
+    int qk_norm;            /* ztrain.model.qk_norm: per-head RMSNorm of q and k (Qwen3) */
     int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding
                              * (GPT-2: always true)                          */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the

@@ -166,13 +166,15 @@ const keydef zt_cfg_keys[] = {
      "llama3 rope scaling: original_max_position_embeddings"},
     {"ztrain.model.attention_bias", "attention-bias", NULL, NULL, T_BOOL,
      FLD(model.attention_bias), 0, 0, 0, "false", NULL, "llama: q/k/v projections have biases (Qwen2)"},
+    {"ztrain.model.qk_norm", "qk-norm", NULL, NULL, T_BOOL, FLD(model.qk_norm), 0, 0, 0,
+     "false", NULL, "llama: per-head RMSNorm of the queries and keys before the rotation (Qwen3)"},
     {"ztrain.model.tie_embeddings", "tie-embeddings", NULL, NULL, T_BOOL,
      FLD(model.tie_embeddings), 0, 0, 0, "true", NULL,
      "the LM head is the token embedding (gpt2: always)"},
     {"ztrain.model.hf_architecture", "hf-architecture", NULL, NULL, T_STRING,
      FLD(model.hf_architecture), 0, 0, 0, "", NULL,
      "the Hugging Face class the model exports as (set by --init-from); \"\" = the "
-     "architecture's default (llama: Qwen2ForCausalLM with attention_bias, else LlamaForCausalLM)"},
+     "architecture's default (llama: Qwen3ForCausalLM with qk_norm, Qwen2ForCausalLM with attention_bias, else LlamaForCausalLM)"},
 
     /* ---- LoRA (docs/lora.md) */
     {"ztrain.lora.r", "lora-r", NULL, NULL, T_INT, FLD(model.lora_r),

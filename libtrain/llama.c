@@ -12,8 +12,9 @@
 #include "cuda/cuda_workspace.h"
 
 /* The tensor table (arch.h), in layout order.  The three biases exist only
- * with attention_bias, lm_head.w only untied. */
-enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_OW, T_MNORM, T_GATEW, T_UPW,
+ * with attention_bias, q_norm.w / k_norm.w [hd] with qk_norm, lm_head.w only
+ * untied. */
+enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_QNORM, T_KNORM, T_OW, T_MNORM, T_GATEW, T_UPW,
        T_DOWNW, E_NORM, E_LM_HEAD, LLAMA_NT };
 #define HB(x) "model.layers.%d." x
 static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
@@ -25,6 +26,8 @@ static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"q.b", HB("self_attn.q_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"k.b", HB("self_attn.k_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"v.b", HB("self_attn.v_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"q_norm.w", HB("self_attn.q_norm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
+    {"k_norm.w", HB("self_attn.k_norm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"o.w", HB("self_attn.o_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"mlp_norm.w", HB("post_attention_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"gate.w", HB("mlp.gate_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
@@ -44,6 +47,7 @@ typedef struct shape {
     int QKV;                   /* (NH + 2 NKV) * hd: one qkv row */
     int AD;                    /* NH * hd: attention output width */
     int bias, tied;
+    int qkn;                   /* per-head q/k RMSNorm (Qwen3) */
 } shape;
 
 static shape shape_of(const zt_model_config *mc) {
@@ -59,6 +63,7 @@ static shape shape_of(const zt_model_config *mc) {
     s.AD = s.NH * s.hd;
     s.bias = mc->attention_bias != 0;
     s.tied = mc->tie_embeddings != 0;
+    s.qkn = mc->qk_norm != 0;
     return s;
 }
 
@@ -88,6 +93,7 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_KW: case T_VW: r = s->NKV * s->hd; c = s->C; break;
     case T_QB: r = s->bias ? s->AD : 0; break;
     case T_KB: case T_VB: r = s->bias ? s->NKV * s->hd : 0; break;
+    case T_QNORM: case T_KNORM: r = s->qkn ? s->hd : 0; break;
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
     case T_DOWNW: c = s->H; break;
@@ -126,6 +132,8 @@ static void bind_unit(const zt_llama *m, int u, float *base, zt_llama_params *v)
         h->attn_norm = base + o[T_ANORM];
         h->qkvw = base + o[T_QW];            /* q.w | k.w | v.w */
         h->qkvb = m->s.bias ? base + o[T_QB] : NULL;   /* q.b | k.b | v.b */
+        h->q_norm = m->s.qkn ? base + o[T_QNORM] : NULL;
+        h->k_norm = m->s.qkn ? base + o[T_KNORM] : NULL;
         h->ow = base + o[T_OW];
         h->mlp_norm = base + o[T_MNORM];
         h->guw = base + o[T_GATEW];          /* gate.w | up.w */
@@ -224,7 +232,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
         TAKE(la->xn, N * C); TAKES(la->rstd1, N);
-        TAKE(la->qkv, N * QKV); TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
+        TAKE(la->qkv, N * QKV);
+        if (sh.qkn) {
+            TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
+            TAKES(la->qkrstd, N * (size_t)(sh.NH + sh.NKV));
+        }
+        TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
         TAKE(la->res2, N * C);
         TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
         TAKE(la->gu, N * 2 * H); TAKE(la->h, N * H);
@@ -245,7 +258,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKES(a->lora.bt, lo.max_nr * lo.max_out);
         if (training) {
             TAKE(a->lora.dh, N * lo.max_nr); TAKES(a->lora.dbt, lo.max_nr * lo.max_out);
-            TAKES(a->dnorm, C);
+            TAKES(a->dnorm, C > (size_t)sh.hd ? C : (size_t)sh.hd);
         }
     }
 #undef TAKE
@@ -333,6 +346,7 @@ static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
         zt_llama_layer *h = &g->h[u - 1];
         memset(h, 0, sizeof *h);
         h->attn_norm = h->mlp_norm = a->dnorm;
+        if (m->s.qkn) h->q_norm = h->k_norm = a->dnorm;
     }
 }
 
@@ -350,6 +364,11 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
     be->rmsnorm_fwd(s->xn, s->rstd1, x, w->attn_norm, eps, N, C);
     be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
     if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
+    if (sh->qkn) {   /* Qwen3: q and k heads normalized before the rotation */
+        be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, w->q_norm, eps, N, sh->NH, sh->QKV, sh->hd);
+        be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
+                         s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
+    }
     be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
     be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
     be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
@@ -468,6 +487,12 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, a->dres, a->datt, N, ls);
         be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
         be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+        if (sh->qkn) {
+            be->headnorm_bwd(a->dqkv, gw->q_norm, s->qkraw, w->q_norm, s->qkrstd, N, sh->NH,
+                             sh->QKV, sh->hd);
+            be->headnorm_bwd(a->dqkv + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD, w->k_norm,
+                             s->qkrstd + (size_t)N * sh->NH, N, sh->NKV, sh->QKV, sh->hd);
+        }
         be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, a->dqkv, s->xn, w->qkvw, N, C, sh->QKV);
         if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, a->dqkv, a->dbuf, N, ls);
         be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], w->attn_norm, s->rstd1, N, C);
@@ -586,6 +611,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     WS(zt_cuda_ws_gqa_bwd(B, T, NH));
+    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * NH, s.hd));   /* q_norm (k_norm: fewer rows) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
@@ -599,12 +625,14 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
     const int llama3 = !strcmp(mc->rope_scaling, "llama3");
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
-                 mc->attention_bias ? ", q/k/v biases" : "", llama3 ? ", llama3 rope scaling" : "");
+                 mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
+                 llama3 ? ", llama3 rope scaling" : "");
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
-        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head", zt_model_kv_heads(mc),
-                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied);
+        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s", zt_model_kv_heads(mc),
+                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
+                 mc->qk_norm ? ", q/k norms" : "");
     } else {
         char rope[160] = "";
         if (llama3)
@@ -612,10 +640,11 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
                      mc->rope_factor, mc->rope_low_freq_factor, mc->rope_high_freq_factor,
                      mc->rope_original_max);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
-                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s",
+                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s",
                  mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
                  zt_model_intermediate(mc), mc->context, mc->vocab, mc->rope_theta, rope,
-                 mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "");
+                 mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "",
+                 mc->qk_norm ? ", q/k norms" : "");
     }
 }
 
@@ -623,21 +652,29 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
  * from config.json, models/<m>/configuration_<m>.py).  Llama first: the
  * default export. */
 static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0},
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0},
     {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0},
+     32, 8, 131072, 1e-6, 0, 0},
     {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0},
+     32, 32768, 1e-6, 0, 0},
+    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128},
 };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 
-/* Without a stored family: q/k/v biases without an o_proj bias are
- * Qwen2's (Llama's attention_bias biases o_proj too), else Llama. */
+/* Without a stored family: q/k norms are Qwen3's; q/k/v biases without an
+ * o_proj bias are Qwen2's (Llama's attention_bias biases o_proj too); else
+ * Llama. */
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
+    if (mc->qk_norm) return &llama_hf[3];
     return mc->attention_bias ? &llama_hf[2] : &llama_hf[0];
 }
 
 static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
+    if ((f->flags & ZT_HF_QK_NORM) && !mc->qk_norm)
+        return "it normalizes q and k per head; set ztrain.model.qk_norm=true";
+    if (!(f->flags & ZT_HF_QK_NORM) && mc->qk_norm)
+        return "it has no q/k norms (ztrain.model.qk_norm=true is Qwen3's)";
     if ((f->flags & ZT_HF_QKV_BIAS) && !mc->attention_bias)
         return "its q/k/v projections have biases; set ztrain.model.attention_bias=true";
     if (!(f->flags & ZT_HF_QKV_BIAS) && mc->attention_bias)
@@ -672,6 +709,7 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
         json_object_set_new(c, "mlp_bias", json_false());
     }
     if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
+    if (f->flags & ZT_HF_QK_NORM) json_object_set_new(c, "max_window_layers", json_integer(mc->n_layer));
     json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
     if (sw) json_object_set(c, "sliding_window", sw);   /* the original's window */
     json_object_set_new(c, "attention_dropout", json_real(0.0));
@@ -693,7 +731,7 @@ const zt_arch zt_arch_llama = {
     .kernel_ws = llama_kernel_ws,
     .summary = llama_summary,
     .hf = llama_hf,
-    .n_hf = 3,
+    .n_hf = (int)(sizeof llama_hf / sizeof llama_hf[0]),
     .hf_ignore = llama_hf_ignore,
     .hf_optional_prefix = NULL,
     .hf_default = llama_hf_default,

@@ -4,7 +4,7 @@ that tests/test_hf_golden.c checks ztrain against.
 
 Run once (the output is committed; CI never needs Python):
 
-    /opt/hfref/bin/python scripts/make_hf_fixtures.py [OUTDIR]
+    /opt/hfref/bin/python scripts/make_hf_fixtures.py [OUTDIR [NAME...]]
 
 OUTDIR defaults to tests/fixtures/hf next to this script's repository.  For
 each model NAME it writes
@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM)
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 B, T = 2, 16
 STEPS = 3
@@ -73,6 +73,16 @@ def qwen2_config():
         bos_token_id=1, eos_token_id=2, attn_implementation="eager")
 
 
+def qwen3_config():
+    # per-head q_norm / k_norm; head_dim given (Qwen3's default is 128, not hidden / heads)
+    return Qwen3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -85,6 +95,7 @@ MODELS = [
     ("llama", LlamaForCausalLM, llama_config, 1001, 40000),
     ("qwen2", Qwen2ForCausalLM, qwen2_config, 1002, None),
     ("gpt2", GPT2LMHeadModel, gpt2_config, 1003, None),
+    ("qwen3", Qwen3ForCausalLM, qwen3_config, 1004, None),
 ]
 
 
@@ -256,8 +267,10 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
+    only = sys.argv[2:]   # names to (re)build; none: all
     for spec in MODELS:
-        build(*spec, outdir)
+        if not only or spec[0] in only:
+            build(*spec, outdir)
 
 
 if __name__ == "__main__":

@@ -229,6 +229,18 @@ EOF
 ok $(grep -q '^model: llama (LlamaForCausalLM), 8030261248 parameters' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
    "estimate --model Llama-3-8B config.json: 8030261248 parameters and the table"
 diag < <(grep '^model:' est.out)
+# Qwen3-0.6B's config.json: per-head q/k norms, head_dim 128 != hidden / heads, tied;
+# 596049920 = sum(p.numel()) of transformers' Qwen3ForCausalLM built from it
+cat > q3.json <<'EOF'
+{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "attention_bias": false, "head_dim": 128,
+ "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072, "max_position_embeddings": 40960,
+ "max_window_layers": 28, "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+ "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+ "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936}
+EOF
+"$ZTRAIN" estimate --model q3.json --world-size 2 --seq-len 4096 --micro-batch 1 > est.out 2>&1
+ok $(grep -q '^model: llama (Qwen3ForCausalLM), 596049920 parameters.*q/k norms' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
+   "estimate --model Qwen3-0.6B config.json: 596049920 parameters (transformers' count), q/k norms"
 # config.json forms and refusals (no weights needed)
     for v in "lu --kv 2:untied GQA" "lt --kv 1 --tied:tied multi-query" "lq --kv 2 --arch Qwen2ForCausalLM:Qwen2 (q/k/v biases)" \
              "lm --kv 4 --arch MistralForCausalLM --rope-form 5 --llama3:Mistral, 5.x rope_parameters, llama3"; do

@@ -2,7 +2,8 @@
  * test_hf_golden.c -- ztrain against transformers, on the tiny random models
  * of tests/fixtures/hf (made once by scripts/make_hf_fixtures.py; no Python
  * here).  For each fixture -- llama (GQA, llama3 RoPE scaling, untied,
- * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), gpt2 --:
+ * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), qwen3
+ * (per-head q/k RMSNorm, GQA, tied), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -178,6 +179,7 @@ static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
         {"v.w", "self_attn.v_proj.weight", 0}, {"o.w", "self_attn.o_proj.weight", 0},
         {"q.b", "self_attn.q_proj.bias", 0}, {"k.b", "self_attn.k_proj.bias", 0},
         {"v.b", "self_attn.v_proj.bias", 0},
+        {"q_norm.w", "self_attn.q_norm.weight", 0}, {"k_norm.w", "self_attn.k_norm.weight", 0},
         {"mlp_norm.w", "post_attention_layernorm.weight", 0},
         {"gate.w", "mlp.gate_proj.weight", 0}, {"up.w", "mlp.up_proj.weight", 0},
         {"down.w", "mlp.down_proj.weight", 0},
@@ -242,12 +244,15 @@ typedef struct expect {
     int n_kv_head, attention_bias, tie, context;
     const char *rope_scaling;
     double rope_theta;
+    int qk_norm;
+    double eps;
 } expect;
 
 static const expect fixtures[] = {
-    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0},
-    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0},
-    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0},
+    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0},
+    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5},
+    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6},
+    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -318,7 +323,8 @@ static void run_fixture(const char *root, const expect *ex) {
     if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
         cok &= zt_model_kv_heads(mc) == ex->n_kv_head && zt_model_intermediate(mc) == 64 &&
                !!mc->attention_bias == ex->attention_bias && !strcmp(mc->rope_scaling, ex->rope_scaling) &&
-               mc->rope_theta == ex->rope_theta && mc->norm_eps == (ex->attention_bias ? 1e-6 : 1e-5) &&
+               mc->rope_theta == ex->rope_theta && mc->norm_eps == ex->eps &&
+               !!mc->qk_norm == ex->qk_norm &&
                (strcmp(ex->rope_scaling, "llama3") ||
                 (mc->rope_factor == 8 && mc->rope_low_freq_factor == 1 &&
                  mc->rope_high_freq_factor == 4 && mc->rope_original_max == 48));

@@ -228,6 +228,56 @@ static void test_rmsnorm(int N, int C) {
     free(e1); free(e2); free(fd); free(fdw); free(k1); free(k2);
 }
 
+/* ------------------------------------------------------------ per-head RMSNorm */
+
+/* headnorm over the first nh heads of rows of `stride` floats: each head as
+ * rms_ref of one hd-row; the rest of the row untouched; raw = the input; the
+ * backward in place against the analytic gradient (dw +=) */
+static void test_headnorm(int N, int nh, int stride, int hd) {
+    char name[160];
+    const size_t NS = (size_t)N * stride, R = (size_t)N * nh;
+    const float eps = 1e-6f;
+    float *x = fvec(NS, 2.0), *w = fvec(hd, 1.0), *raw = fvec(R * hd, 1.0), *rstd = fvec(R, 1.0);
+    for (int c = 0; c < hd; c++) w[c] += 1.0f;
+    double *x0 = dcopy(x, NS), *dw = dcopy(w, hd);
+    double *ref = dcopy(x, NS), *rr = dvec(R), *head = dvec(hd), *hout = dvec(hd), *hraw = dvec(R * hd);
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = (size_t)n * stride + (size_t)h * hd, r = (size_t)n * nh + h;
+            for (int c = 0; c < hd; c++) head[c] = hraw[r * hd + c] = x0[o + c];
+            rms_ref(hout, &rr[r], head, dw, eps, 1, hd);
+            for (int c = 0; c < hd; c++) ref[o + c] = hout[c];
+        }
+    be->headnorm_fwd(x, raw, rstd, w, eps, N, nh, stride, hd);
+    snprintf(name, sizeof name, "headnorm_fwd N=%d heads=%d stride=%d hd=%d: x in place vs double "
+             "reference (other columns untouched)", N, nh, stride, hd);
+    check_arr(name, x, ref, NS, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "headnorm_fwd N=%d heads=%d hd=%d: raw keeps the input, rstd", N, nh, hd);
+    check_arr(name, raw, hraw, R * hd, 0, 0);
+    check_arr(name, rstd, rr, R, 1e-5, 0);
+    /* backward, in place: dx holds the output gradient */
+    float *d = fvec(NS, 1.0), *gw = fvec(hd, 1.0);
+    double *d0 = dcopy(d, NS), *gw0 = dcopy(gw, hd), *e = dcopy(d, NS), *ew = dcopy(gw, hd);
+    be->headnorm_bwd(d, gw, raw, w, rstd, N, nh, stride, hd);
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = (size_t)n * stride + (size_t)h * hd, r = (size_t)n * nh + h;
+            double sm = 0;
+            for (int c = 0; c < hd; c++) sm += dw[c] * d0[o + c] * hraw[r * hd + c];
+            for (int c = 0; c < hd; c++) {
+                e[o + c] = rr[r] * dw[c] * d0[o + c] - hraw[r * hd + c] * rr[r] * rr[r] * rr[r] * sm / hd;
+                ew[c] += hraw[r * hd + c] * rr[r] * d0[o + c];
+            }
+        }
+    (void)gw0;
+    snprintf(name, sizeof name, "headnorm_bwd N=%d heads=%d hd=%d: dx in place vs analytic", N, nh, hd);
+    check_arr(name, d, e, NS, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "headnorm_bwd N=%d heads=%d hd=%d: dw (+=) vs analytic", N, nh, hd);
+    check_arr(name, gw, ew, hd, 1e-5, 1e-6);
+    free(x); free(w); free(raw); free(rstd); free(x0); free(dw); free(ref); free(rr); free(head);
+    free(hout); free(hraw); free(d); free(gw); free(d0); free(gw0); free(e); free(ew);
+}
+
 /* ------------------------------------------------------------ RoPE */
 
 static float *inv_freq_of(int hd, double theta) {
@@ -594,6 +644,8 @@ int main(void) {
     test_math();
     test_rmsnorm(7, 13);
     test_rmsnorm(3, 300);
+    test_headnorm(5, 3, 40, 8);      /* 3 heads of a 40-wide row (q heads of a qkv row) */
+    test_headnorm(70, 4, 128, 32);   /* above the parallel threshold */
     test_rope(2, 9, 3, 3 * 6 + 6, 6);     /* q, k heads of a qkv row; hd 6 */
     test_rope(2, 7, 3, 3 * 16, 16);
     test_rope(1, 4101, 1, 16, 16);        /* large positions: range reduction */

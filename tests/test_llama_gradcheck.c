@@ -85,6 +85,7 @@ static void check_layout(const zt_model *m, const zt_model_config *mc, const cha
         WL("attn_norm.w", C, 1); WL("q.w", NH * hd, C); WL("k.w", NKV * hd, C);
         WL("v.w", NKV * hd, C);
         if (mc->attention_bias) { WL("q.b", NH * hd, 1); WL("k.b", NKV * hd, 1); WL("v.b", NKV * hd, 1); }
+        if (mc->qk_norm) { WL("q_norm.w", hd, 1); WL("k_norm.w", hd, 1); }
         WL("o.w", C, NH * hd); WL("mlp_norm.w", C, 1); WL("gate.w", H, C); WL("up.w", H, C);
         WL("down.w", C, H);
 #undef WL
@@ -273,7 +274,13 @@ int main(void) {
     mha.tie_embeddings = 0;
     mha.rope_theta = 500000;
     gradcheck(&mha, "mha+hd6+untied");
+    /* Qwen3: per-head q/k RMSNorm (grouped-query, tied) */
+    zt_model_config qkn = base_config();
+    qkn.n_kv_head = 2;
+    qkn.qk_norm = 1;
+    gradcheck(&qkn, "gqa+qk_norm");
     /* recomputation is bitwise, tied and untied (3 layers: groups 2 + 1) */
+    ckpt_bitwise(&qkn, "qk_norm");
     zt_model_config ck = gqa;
     ck.n_layer = 3;
     ckpt_bitwise(&ck, "tied");
