@@ -172,9 +172,63 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
         add_kv(h, "ztrain.model.rope_scaling", from, "none");
         return ZT_OK;
     }
+    if (!strcmp(type, "linear") || !strcmp(type, "dynamic")) {
+        double fac;
+        if (!json_is_number(json_object_get(d, "factor")))
+            return zt_fail(st, ZT_EDATA, "%s: %s (%s) needs a number factor", h->path, from, type);
+        ZT_TRY(get_num(h, d, "factor", 0, &fac, st));
+        add_kv(h, "ztrain.model.rope_scaling", from, "%s", type);
+        add_kv(h, "ztrain.model.rope_factor", "factor", "%.17g", fac);
+        return ZT_OK;
+    }
+    if (!strcmp(type, "yarn")) {
+        /* transformers' _compute_yarn_parameters: factor null = P / original;
+         * attention_factor null = get_mscale(factor, mscale) /
+         * get_mscale(factor, mscale_all_dim) when both are given, else
+         * get_mscale(factor); beta_fast / beta_slow null or 0 = 32 / 1 */
+        double fac, att, ms, msa, bf, bs;
+        long om;
+        int trunc;
+        if (!json_is_integer(json_object_get(d, "original_max_position_embeddings")) &&
+            !json_is_integer(json_object_get(h->root, "original_max_position_embeddings")))
+            return zt_fail(st, ZT_EDATA, "%s: %s (yarn) needs original_max_position_embeddings",
+                           h->path, from);
+        ZT_TRY(get_int(h, h->root, "original_max_position_embeddings", maxpos, &om, st));
+        ZT_TRY(get_int(h, d, "original_max_position_embeddings", om, &om, st));
+        if (om < 1)
+            return zt_fail(st, ZT_EDATA, "%s: original_max_position_embeddings=%ld must be "
+                           "positive", h->path, om);
+        ZT_TRY(get_num(h, d, "factor", (double)maxpos / (double)om, &fac, st));
+        ZT_TRY(get_num(h, d, "attention_factor", 0, &att, st));
+        ZT_TRY(get_num(h, d, "mscale", 0, &ms, st));
+        ZT_TRY(get_num(h, d, "mscale_all_dim", 0, &msa, st));
+        ZT_TRY(get_num(h, d, "beta_fast", 32, &bf, st));
+        ZT_TRY(get_num(h, d, "beta_slow", 1, &bs, st));
+        ZT_TRY(get_bool(h, d, "truncate", 1, &trunc, st));
+        if (bf == 0) bf = 32;
+        if (bs == 0) bs = 1;
+        if (!(fac >= 1))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s (yarn) factor=%g below 1 is not supported",
+                           h->path, from, fac);
+        if (att <= 0 && ms != 0 && msa != 0) {
+            const double a1 = fac <= 1 ? 1.0 : 0.1 * ms * log(fac) + 1.0;
+            const double a2 = fac <= 1 ? 1.0 : 0.1 * msa * log(fac) + 1.0;
+            att = a1 / a2;
+        }
+        add_kv(h, "ztrain.model.rope_scaling", from, "yarn");
+        add_kv(h, "ztrain.model.rope_factor", "factor", "%.17g", fac);
+        add_kv(h, "ztrain.model.rope_original_max_positions", "original_max_position_embeddings",
+               "%ld", om);
+        add_kv(h, "ztrain.model.rope_attention_factor", "attention_factor", "%.17g",
+               att > 0 ? att : 0.0);
+        add_kv(h, "ztrain.model.rope_beta_fast", "beta_fast", "%.17g", bf);
+        add_kv(h, "ztrain.model.rope_beta_slow", "beta_slow", "%.17g", bs);
+        add_kv(h, "ztrain.model.rope_truncate", "truncate", "%s", trunc ? "true" : "false");
+        return ZT_OK;
+    }
     if (strcmp(type, "llama3") != 0)
-        return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s rope_type '%s' is not supported (default "
-                       "and llama3 are)", h->path, from, type);
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s rope_type '%s' is not supported (default, "
+                       "llama3, linear, dynamic and yarn are)", h->path, from, type);
     double fac, lo, hi;
     long om;
     const char *need[] = {"factor", "low_freq_factor", "high_freq_factor"};

@@ -140,11 +140,14 @@ typedef struct zt_backend {
      * the sequence, row index mod T; inv_freq[hd/2] in the backend's
      * memory):  x[j] <- x[j] cos a - x[j+hd/2] sin a,
      *           x[j+hd/2] <- x[j+hd/2] cos a + x[j] sin a.
-     * rope_bwd applies the inverse rotation (angle -a): the gradient.       */
+     * cos a and sin a are multiplied by `scale` first (transformers'
+     * attention_scaling: 1 but for yarn / longrope).
+     * rope_bwd applies the inverse rotation (angle -a, the same scale): the
+     * gradient.                                                             */
     void (*rope_fwd)(float *x, const float *inv_freq, int B, int T, int n_heads,
-                     int stride, int hd);
+                     int stride, int hd, float scale);
     void (*rope_bwd)(float *x, const float *inv_freq, int B, int T, int n_heads,
-                     int stride, int hd);
+                     int stride, int hd, float scale);
 
     /* ---- SwiGLU (Llama MLP) ----
      * gu[N, 2H] holds gate | up per row (H = intermediate size):

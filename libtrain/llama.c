@@ -71,6 +71,7 @@ struct zt_llama {
     zt_model_config cfg;
     shape s;
     const zt_backend *be;
+    float rope_scale;                  /* cos / sin scale (zt_llama_rope_scale) */
     size_t off[LLAMA_NT];              /* in its unit (block tensors: in every block unit) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
@@ -156,6 +157,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg = *mc;
     m->s = s;
     m->be = be;
+    m->rope_scale = zt_llama_rope_scale(mc);
     if (mc->lora_r > 0) {
         int rc = zt_lora_plan(mc, &m->lo, st);
         if (rc != ZT_OK) {
@@ -185,9 +187,55 @@ static void llama_destroy(void *self) { zt_llama_free(self); }
 
 /* ------------------------------------------------------------ rotary frequencies */
 
+/* transformers' yarn get_mscale */
+static double yarn_mscale(double scale) { return scale <= 1 ? 1.0 : 0.1 * log(scale) + 1.0; }
+
+float zt_llama_rope_scale(const zt_model_config *mc) {
+    if (strcmp(mc->rope_scaling, "yarn") != 0) return 1.0f;
+    return (float)(mc->rope_attention_factor > 0 ? mc->rope_attention_factor
+                                                 : yarn_mscale(mc->rope_factor));
+}
+
+/* yarn (transformers' _compute_yarn_parameters, its fp32 steps in fp32):
+ * the extrapolated (plain) and interpolated (/ factor) frequencies blended
+ * by a linear ramp over the dimensions between the correction range's
+ * bounds (double), which beta_fast / beta_slow rotations over the original
+ * context give. */
+static void yarn_inv_freq(const zt_model_config *mc, int hd, float *inv_freq) {
+    const double base = mc->rope_theta, om = mc->rope_original_max;
+    const double lo_d = hd * log(om / (mc->rope_beta_fast * 2 * 3.141592653589793)) / (2 * log(base));
+    const double hi_d = hd * log(om / (mc->rope_beta_slow * 2 * 3.141592653589793)) / (2 * log(base));
+    double lo = mc->rope_truncate ? floor(lo_d) : lo_d, hi = mc->rope_truncate ? ceil(hi_d) : hi_d;
+    if (lo < 0) lo = 0;
+    if (hi > hd - 1) hi = hd - 1;
+    if (lo == hi) hi += 0.001;
+    const float factor = (float)mc->rope_factor, flo = (float)lo, span = (float)(hi - lo);
+    for (int j = 0; j < hd / 2; ++j) {
+        const float pos = powf((float)base, (float)(2 * j) / (float)hd);
+        const float extra = 1.0f / pos, inter = 1.0f / (factor * pos);
+        float ramp = ((float)j - flo) / span;
+        ramp = ramp < 0 ? 0.0f : ramp > 1 ? 1.0f : ramp;
+        const float ef = 1.0f - ramp;
+        inv_freq[j] = inter * (1.0f - ef) + extra * ef;
+    }
+}
+
 void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
     const int hd = zt_model_head_dim(mc);
-    const float base = (float)mc->rope_theta;
+    if (!strcmp(mc->rope_scaling, "yarn")) {
+        yarn_inv_freq(mc, hd, inv_freq);
+        return;
+    }
+    double base_d = mc->rope_theta;
+    if (!strcmp(mc->rope_scaling, "dynamic")) {
+        /* NTK-aware: base * (factor * L / P - (factor - 1)) ^ (hd / (hd - 2)) at
+         * L = max(sequence length, P), P = max_position_embeddings (= context):
+         * transformers recomputes only past P, and training stays within it */
+        const double f = mc->rope_factor, L = mc->context, P = mc->context;
+        base_d = base_d * pow(f * L / P - (f - 1), (double)hd / (hd - 2));
+    }
+    const float base = (float)base_d;
+    const int linear = !strcmp(mc->rope_scaling, "linear");
     const int llama3 = strcmp(mc->rope_scaling, "llama3") == 0;
     /* transformers, all in float32: 1 / base ** (arange(0, hd, 2) / hd);
      * llama3: wavelen = 2 pi / f (torch: reciprocal(f) * 2 pi).  Bitwise
@@ -209,6 +257,7 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
                 f = (1.0f - smooth) * f / factor + smooth * f;
             }
         }
+        if (linear) f /= (float)mc->rope_factor;
         inv_freq[j] = f;
     }
 }
@@ -369,7 +418,7 @@ static void block_fwd(zt_llama *m, zt_llama_acts *a, int l) {
         be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
                          s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
     }
-    be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+    be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd, m->rope_scale);
     be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
     be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
     if (m->lora) zt_lora_fwd(be, &m->lo, LG_O, m->ad, s->atty, a->scratch, N, &a->lora);
@@ -486,7 +535,8 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         be->matmul_bwd(a->datt, gw->ow, NULL, a->dres, s->atty, w->ow, N, sh->AD, C);
         if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, a->dres, a->datt, N, ls);
         be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
-        be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+        be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                     m->rope_scale);
         if (sh->qkn) {
             be->headnorm_bwd(a->dqkv, gw->q_norm, s->qkraw, w->q_norm, s->qkrstd, N, sh->NH,
                              sh->QKV, sh->hd);
@@ -623,12 +673,13 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
 
 static void llama_summary(const zt_model_config *mc, int style, char *buf, size_t n) {
     const int llama3 = !strcmp(mc->rope_scaling, "llama3");
+    const int scaled = strcmp(mc->rope_scaling, "none") != 0;
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
                  mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
-                 llama3 ? ", llama3 rope scaling" : "");
+                 scaled ? ", rope scaling " : "", scaled ? mc->rope_scaling : "");
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
         snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s", zt_model_kv_heads(mc),
                  zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
@@ -639,6 +690,13 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
             snprintf(rope, sizeof rope, ", llama3 scaling (factor %g, low %g, high %g, original %d)",
                      mc->rope_factor, mc->rope_low_freq_factor, mc->rope_high_freq_factor,
                      mc->rope_original_max);
+        else if (!strcmp(mc->rope_scaling, "yarn"))
+            snprintf(rope, sizeof rope, ", yarn scaling (factor %g, original %d, attention factor %g, "
+                     "beta %g/%g%s)", mc->rope_factor, mc->rope_original_max,
+                     (double)zt_llama_rope_scale(mc), mc->rope_beta_fast, mc->rope_beta_slow,
+                     mc->rope_truncate ? "" : ", not truncated");
+        else if (scaled)
+            snprintf(rope, sizeof rope, ", %s scaling (factor %g)", mc->rope_scaling, mc->rope_factor);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
                  "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s",
                  mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
@@ -701,6 +759,17 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
                             json_real(mc->rope_low_freq_factor), "high_freq_factor",
                             json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
                             mc->rope_original_max));
+    else if (!strcmp(mc->rope_scaling, "yarn"))   /* the attention factor resolved */
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:i,s:o,s:o,s:o,s:b}", "rope_type",
+                            "yarn", "factor", json_real(mc->rope_factor),
+                            "original_max_position_embeddings", mc->rope_original_max,
+                            "attention_factor", json_real(mc->rope_attention_factor > 0
+                                ? mc->rope_attention_factor : yarn_mscale(mc->rope_factor)),
+                            "beta_fast", json_real(mc->rope_beta_fast), "beta_slow",
+                            json_real(mc->rope_beta_slow), "truncate", mc->rope_truncate != 0));
+    else if (strcmp(mc->rope_scaling, "none") != 0)   /* linear, dynamic */
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o}", "rope_type", mc->rope_scaling,
+                                                         "factor", json_real(mc->rope_factor)));
     else
         json_object_set_new(c, "rope_scaling", json_null());
     json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));

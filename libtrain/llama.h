@@ -98,7 +98,10 @@ size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int tra
 /* Elements of the tensors in unit u of the layout (u = 0 .. n_layer + 1). */
 size_t zt_llama_unit_numel(const zt_model_config *mc, int u);
 /* The rotary frequencies inv_freq[hd/2] in fp32 as transformers computes
- * them (default, then llama3 scaling when mc->rope_scaling is "llama3"). */
+ * them for mc->rope_scaling (none = default, llama3, linear, dynamic at a
+ * sequence length within the context, yarn), and the scale of cos and sin
+ * (transformers' attention_scaling: yarn's attention factor, else 1). */
 void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq);
+float zt_llama_rope_scale(const zt_model_config *mc);
 
 #endif

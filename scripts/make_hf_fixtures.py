@@ -83,6 +83,18 @@ def qwen3_config():
         bos_token_id=1, eos_token_id=2, attn_implementation="eager")
 
 
+def rope_config(rope):
+    """Llama with another rope_type (linear, dynamic, yarn): theta 1000, head_dim 8."""
+    def make():
+        return LlamaConfig(
+            vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+            rms_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False,
+            rope_parameters=dict(rope, rope_theta=1000.0),
+            bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    return make
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -96,6 +108,14 @@ MODELS = [
     ("qwen2", Qwen2ForCausalLM, qwen2_config, 1002, None),
     ("gpt2", GPT2LMHeadModel, gpt2_config, 1003, None),
     ("qwen3", Qwen3ForCausalLM, qwen3_config, 1004, None),
+    # linear: every frequency / 2; dynamic: equal to the default within the
+    # context (transformers rescales only past max_position_embeddings);
+    # yarn: with original 48 the correction range is dimensions [0, 2] (j = 0
+    # extrapolated, j = 1 half, j >= 2 interpolated), cos / sin x 1.1386
+    ("rope_linear", LlamaForCausalLM, rope_config({"rope_type": "linear", "factor": 2.0}), 1005, None),
+    ("rope_dynamic", LlamaForCausalLM, rope_config({"rope_type": "dynamic", "factor": 4.0}), 1006, None),
+    ("rope_yarn", LlamaForCausalLM, rope_config({"rope_type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 48}), 1007, None),
 ]
 
 
@@ -142,14 +162,19 @@ def rope_in_float64(model):
     rot = getattr(getattr(model, "model", None), "rotary_emb", None)
     if rot is None:
         return
-    f = inv_freq64(model.config)
-    assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    scale = 1.0
+    if model.config.rope_parameters.get("rope_type", "default") in ("default", "llama3"):
+        f = inv_freq64(model.config)
+        assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    else:   # linear, dynamic, yarn: transformers' own fp32 frequencies and cos/sin scale
+        f = rot.inv_freq.to(torch.float64)
+        scale = float(rot.attention_scaling)
     rot.inv_freq = f
 
     def forward(x, position_ids):
         emb = position_ids[..., None].to(torch.float64) * f
         emb = torch.cat((emb, emb), dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
     rot.forward = forward
 
 

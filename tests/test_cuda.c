@@ -661,13 +661,13 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
     float *x = fvec(n, 1.0), *x_d = devf(x, n), *f_d = devf(f, hd / 2);
     char name[128];
-    cpu->rope_fwd(x, f, B, T, nh, stride, hd);
-    gpu->rope_fwd(x_d, f_d, B, T, nh, stride, hd);
+    cpu->rope_fwd(x, f, B, T, nh, stride, hd, 1.125f);
+    gpu->rope_fwd(x_d, f_d, B, T, nh, stride, hd, 1.125f);
     snprintf(name, sizeof name, "rope_fwd B=%d T=%d heads=%d stride=%d hd=%d", B, T, nh, stride, hd);
     cmpd(name, x_d, x, n, 1e-5, 1e-6);
     gpu->to_device(x_d, x, n * 4);
-    cpu->rope_bwd(x, f, B, T, nh, stride, hd);
-    gpu->rope_bwd(x_d, f_d, B, T, nh, stride, hd);
+    cpu->rope_bwd(x, f, B, T, nh, stride, hd, 1.125f);
+    gpu->rope_bwd(x_d, f_d, B, T, nh, stride, hd, 1.125f);
     snprintf(name, sizeof name, "rope_bwd B=%d T=%d heads=%d stride=%d hd=%d", B, T, nh, stride, hd);
     cmpd(name, x_d, x, n, 1e-5, 1e-6);
     free(f); free(x);

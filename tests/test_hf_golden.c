@@ -3,7 +3,8 @@
  * of tests/fixtures/hf (made once by scripts/make_hf_fixtures.py; no Python
  * here).  For each fixture -- llama (GQA, llama3 RoPE scaling, untied,
  * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), qwen3
- * (per-head q/k RMSNorm, GQA, tied), gpt2 --:
+ * (per-head q/k RMSNorm, GQA, tied), rope_linear / rope_dynamic / rope_yarn
+ * (Llama with those rope types; yarn's cos/sin scale), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -253,6 +254,9 @@ static const expect fixtures[] = {
     {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5},
     {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6},
     {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6},
+    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5},
+    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5},
+    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -327,7 +331,12 @@ static void run_fixture(const char *root, const expect *ex) {
                !!mc->qk_norm == ex->qk_norm &&
                (strcmp(ex->rope_scaling, "llama3") ||
                 (mc->rope_factor == 8 && mc->rope_low_freq_factor == 1 &&
-                 mc->rope_high_freq_factor == 4 && mc->rope_original_max == 48));
+                 mc->rope_high_freq_factor == 4 && mc->rope_original_max == 48)) &&
+               (strcmp(ex->rope_scaling, "linear") || mc->rope_factor == 2) &&
+               (strcmp(ex->rope_scaling, "dynamic") || mc->rope_factor == 4) &&
+               (strcmp(ex->rope_scaling, "yarn") ||
+                (mc->rope_factor == 4 && mc->rope_original_max == 48 && mc->rope_attention_factor == 0 &&
+                 mc->rope_beta_fast == 32 && mc->rope_beta_slow == 1 && mc->rope_truncate));
     tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s",
            ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias, mc->tie_embeddings,
            mc->context, mc->rope_scaling);

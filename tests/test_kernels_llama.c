@@ -306,7 +306,7 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     float *f = inv_freq_of(hd, 10000.0);
     float *x = fvec(n, 1.0), *y = fdup(x, n);
     double *r = dcopy(x, n);
-    be->rope_fwd(y, f, B, T, nh, stride, hd);
+    be->rope_fwd(y, f, B, T, nh, stride, hd, 1.0f);
     rope_ref(r, f, B, T, nh, stride, hd, 1.0);
     snprintf(name, sizeof name, "rope_fwd B=%d T=%d heads=%d stride=%d hd=%d vs double reference",
              B, T, nh, stride, hd);
@@ -319,7 +319,7 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     /* rope_bwd is the gradient: the transpose of the (linear) rotation, so
      * <rope(x), g> == <x, rope_bwd(g)>, and rope_bwd(rope_fwd(x)) == x */
     float *g = fvec(n, 1.0), *gb = fdup(g, n);
-    be->rope_bwd(gb, f, B, T, nh, stride, hd);
+    be->rope_bwd(gb, f, B, T, nh, stride, hd, 1.0f);
     double *rg = dcopy(g, n);
     rope_ref(rg, f, B, T, nh, stride, hd, -1.0);
     snprintf(name, sizeof name, "rope_bwd hd=%d: the inverse rotation (double reference)", hd);
@@ -332,12 +332,28 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     }
     tap_ok(fabs(l1 - l2) <= 1e-6 * sc, "rope_bwd hd=%d: the adjoint of rope_fwd "
            "(<rope(x),g> = <x,rope_bwd(g)>: %.9g vs %.9g)", hd, l1, l2);
-    be->rope_bwd(y, f, B, T, nh, stride, hd);
+    be->rope_bwd(y, f, B, T, nh, stride, hd, 1.0f);
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)y[i] - x[i]));
     tap_ok(worst <= 1e-6, "rope_bwd(rope_fwd(x)) == x within 1e-6 (hd=%d, T=%d) [max %.3g]",
            hd, T, worst);
-    free(f); free(x); free(y); free(r); free(g); free(gb); free(rg);
+    /* yarn's attention factor: cos and sin scaled, forward and backward
+     * (the gradient of s R(a) x is s R(-a) g) */
+    const float s = 1.1386294f;
+    float *ys = fdup(x, n), *gs = fdup(g, n);
+    be->rope_fwd(ys, f, B, T, nh, stride, hd, s);
+    double *rs = dcopy(x, n), *rgs = dcopy(g, n);
+    rope_ref(rs, f, B, T, nh, stride, hd, 1.0);
+    rope_ref(rgs, f, B, T, nh, stride, hd, -1.0);
+    for (size_t i = 0; i < n; i++)
+        if ((int)(i % stride) < nh * hd) rs[i] *= s, rgs[i] *= s;
+    snprintf(name, sizeof name, "rope_fwd hd=%d scale %g: cos and sin scaled (double reference)", hd, s);
+    check_arr(name, ys, rs, n, 1e-5, 1e-6);
+    be->rope_bwd(gs, f, B, T, nh, stride, hd, s);
+    snprintf(name, sizeof name, "rope_bwd hd=%d scale %g: the scaled inverse rotation", hd, s);
+    check_arr(name, gs, rgs, n, 1e-5, 1e-6);
+    free(f); free(x); free(y); free(r); free(g); free(gb); free(rg); free(ys); free(gs); free(rs);
+    free(rgs);
 }
 
 /* ------------------------------------------------------------ SwiGLU */
@@ -563,9 +579,9 @@ static void big_sizes(const big_case *k, size_t sz[NOUT]) {
 static void big_run(const zt_backend *t, const big_case *k, float *const in[9], float *o[NOUT]) {
     t->rmsnorm_fwd(o[0], o[1], in[0], in[1], 1e-6f, k->N, k->C);
     t->rmsnorm_bwd(o[2], o[3], in[2], in[0], in[1], o[1], k->N, k->C);
-    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
-    t->rope_bwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
-    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
+    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd, 1.0f);
+    t->rope_bwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd, 1.0f);
+    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd, 0.75f);
     t->swiglu_fwd(o[5], in[5], k->N, k->H);
     t->swiglu_bwd(o[6], in[6], in[5], k->N, k->H);
     t->gqa_fwd(o[7], o[8], in[7], k->B, k->T, k->NH, k->NKV, k->ahd);

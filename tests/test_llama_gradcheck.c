@@ -40,6 +40,9 @@ static zt_model_config base_config(void) {
     mc.rope_low_freq_factor = 1;
     mc.rope_high_freq_factor = 4;
     mc.rope_original_max = 8192;
+    mc.rope_beta_fast = 32;
+    mc.rope_beta_slow = 1;
+    mc.rope_truncate = 1;
     mc.tie_embeddings = 1;
     return mc;
 }
@@ -127,6 +130,20 @@ static void check_inv_freq(const zt_model_config *mc, const char *what) {
                 x = (1 - s) * x / mc->rope_factor + s * x;
                 smooth++;
             }
+        } else if (!strcmp(mc->rope_scaling, "linear")) {
+            x /= mc->rope_factor;
+            scaled++;
+        } else if (!strcmp(mc->rope_scaling, "yarn")) {   /* the ramp over [lo, hi] */
+            const double b = log(mc->rope_theta), om = mc->rope_original_max, pi2 = 6.283185307179586;
+            double lo = floor(hd * log(om / (mc->rope_beta_fast * pi2)) / (2 * b));
+            double hi = ceil(hd * log(om / (mc->rope_beta_slow * pi2)) / (2 * b));
+            lo = lo < 0 ? 0 : lo;
+            hi = hi > hd - 1 ? hd - 1 : hi;
+            double r = (j - lo) / (hi - lo);
+            r = r < 0 ? 0 : r > 1 ? 1 : r;
+            x = x / mc->rope_factor * r + x * (1 - r);
+            scaled += r == 1;
+            smooth += r > 0 && r < 1;
         }
         if (fabs(f[j] - x) > 1e-6 * x) {
             ok = 0;
@@ -279,6 +296,15 @@ int main(void) {
     qkn.n_kv_head = 2;
     qkn.qk_norm = 1;
     gradcheck(&qkn, "gqa+qk_norm");
+    /* yarn: blended frequencies (hd 16, original 64: the ramp over dimensions 0..3)
+     * and cos / sin scaled by the attention factor 1 + 0.1 ln 4 */
+    zt_model_config yarn = base_config();
+    yarn.head_dim = 16;
+    yarn.n_head = 2;
+    snprintf(yarn.rope_scaling, sizeof yarn.rope_scaling, "yarn");
+    yarn.rope_factor = 4;
+    yarn.rope_original_max = 64;
+    gradcheck(&yarn, "yarn");
     /* recomputation is bitwise, tied and untied (3 layers: groups 2 + 1) */
     ckpt_bitwise(&qkn, "qk_norm");
     zt_model_config ck = gqa;

@@ -139,7 +139,7 @@ void zt_cpu_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
  * hd/2 angles are computed once per row and applied to all its heads. */
 ZT_TARGET_CLONES
 static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                 int hd, float dir) {
+                 int hd, float dir, float scale) {
     const int N = B * T, h2 = hd / 2;
     if (N <= 0 || h2 <= 0 || n_heads <= 0) return;
 #pragma omp parallel for schedule(static) if ((size_t)N * n_heads * hd >= ZT_PAR_MIN)
@@ -148,8 +148,8 @@ static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int
         float cs[h2], sn[h2];
         for (int j = 0; j < h2; j++) {
             const float a = zt_rope_angle(t, inv_freq[j]);
-            cs[j] = cosf(a);
-            sn[j] = dir * sinf(a);
+            cs[j] = cosf(a) * scale;
+            sn[j] = dir * (sinf(a) * scale);
         }
         float *row = x + (size_t)n * stride;
         for (int h = 0; h < n_heads; h++) {
@@ -161,13 +161,13 @@ static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int
 }
 
 void zt_cpu_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                     int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f);
+                     int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f, scale);
 }
 
 void zt_cpu_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                     int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f);
+                     int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f, scale);
 }
 
 /* ------------------------------------------------------------ SwiGLU */

@@ -557,7 +557,7 @@ static void s_headnorm_bwd(float *dx, float *dw, const float *raw, const float *
 
 /* rope_fwd / rope_bwd: the rows span (B*T - 1) * stride + n_heads * hd floats */
 static void s_rope(int bwd, float *x, const float *inv_freq, int B, int T, int n_heads,
-                   int stride, int hd) {
+                   int stride, int hd, float scale) {
     int ok = 1;
     const char *who = bwd ? "rope_bwd" : "rope_fwd";
     const size_t N = (size_t)B * T;
@@ -565,16 +565,16 @@ static void s_rope(int bwd, float *x, const float *inv_freq, int B, int T, int n
     enter();
     NEED_DEV(who, "x", x, span);
     NEED_DEV(who, "inv_freq", inv_freq, (size_t)(hd / 2) * F);
-    if (ok) (bwd ? cpu()->rope_bwd : cpu()->rope_fwd)(x, inv_freq, B, T, n_heads, stride, hd);
+    if (ok) (bwd ? cpu()->rope_bwd : cpu()->rope_fwd)(x, inv_freq, B, T, n_heads, stride, hd, scale);
     leave();
 }
 static void s_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                       int hd) {
-    s_rope(0, x, inv_freq, B, T, n_heads, stride, hd);
+                       int hd, float scale) {
+    s_rope(0, x, inv_freq, B, T, n_heads, stride, hd, scale);
 }
 static void s_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                       int hd) {
-    s_rope(1, x, inv_freq, B, T, n_heads, stride, hd);
+                       int hd, float scale) {
+    s_rope(1, x, inv_freq, B, T, n_heads, stride, hd, scale);
 }
 
 static void s_swiglu_fwd(float *out, const float *gu, int N, int H) {

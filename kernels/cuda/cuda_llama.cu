@@ -179,7 +179,7 @@ void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w
 /* one thread per (row, head, pair j): rotate by +angle (dir 1) or -angle
  * (dir -1) */
 __global__ void k_rope(float *x, const float *inv_freq, int T, int n_heads, int stride, int h2,
-                       float dir, size_t total) {
+                       float dir, float scale, size_t total) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const int j = (int)(i % (size_t)h2);
@@ -188,28 +188,28 @@ __global__ void k_rope(float *x, const float *inv_freq, int T, int n_heads, int 
         const size_t n = nh / (size_t)n_heads;
         const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
         float *x1 = x + n * (size_t)stride + (size_t)h * 2 * h2 + j;
-        zt_rope_rotate(x1, x1 + h2, cosf(a), dir * sinf(a));
+        zt_rope_rotate(x1, x1 + h2, cosf(a) * scale, dir * (sinf(a) * scale));
     }
 }
 
 static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int stride, int hd,
-                 float dir) {
+                 float dir, float scale) {
     const int h2 = hd / 2;
     if (B <= 0 || T <= 0 || n_heads <= 0 || h2 <= 0) return;
     const size_t total = (size_t)B * T * n_heads * h2;
     k_rope<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x, inv_freq, T, n_heads, stride,
-                                                                    h2, dir, total);
+                                                                    h2, dir, scale, total);
     ZT_LAUNCHED("k_rope");
 }
 
 void zt_cuda_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                      int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f);
+                      int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f, scale);
 }
 
 void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                      int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f);
+                      int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f, scale);
 }
 
 /* ------------------------------------------------------------ SwiGLU */
