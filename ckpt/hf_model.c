@@ -296,7 +296,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     /* sliding-window attention equals full attention while the training
      * length stays within the window: zt_hf_check_config */
     if (df->flags & ZT_HF_SLIDING) {
-        ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
+        ZT_TRY(get_int(h, h->root, "sliding_window", (df->flags & ZT_HF_NO_WINDOW) ? 0 : 4096,
+                       &h->sliding_window, st));
         if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
     } else if (df->flags & ZT_HF_SLIDING_OPT) {
         int use;
@@ -534,6 +535,7 @@ typedef struct hf_match {
     int file;                /* index into F->f */
     const zt_st_tensor *t;
     int transpose;
+    uint64_t off;            /* elements before ours in a fused file tensor (Phi-3) */
     char hf[200];
 } hf_match;
 
@@ -548,13 +550,18 @@ static const zt_st_tensor *hf_find(hf_files *F, const char *name, int *file) {
 /* Match every tensor of the model with one in the files (rank 0). */
 static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status *st) {
     const zt_arch *arch = zt_arch_of(&m->cfg);
+    /* the family's names (a fused file tensor holds several of ours) */
+    const zt_arch_hf *fam = m->cfg.hf_architecture[0] ? zt_arch_hf_find(m->cfg.hf_architecture,
+                                                                         NULL, NULL) : NULL;
     for (int ti = 0; ti < m->n_tensors; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
         hf_match *x = &mt[ti];
         uint64_t want[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
         if (t->ndim == 1) want[0] = t->numel;
         char ws[64], fs[128];
-        if (zt_arch_hf_name(arch, t->name, x->hf, sizeof x->hf, &x->transpose) != 0)
+        long row0 = 0, rows = 0;
+        if (zt_arch_hf_part(arch, fam, &m->cfg, t->name, x->hf, sizeof x->hf, &x->transpose, &row0,
+                            &rows) != 0)
             return zt_fail(st, ZT_EUNSUPPORTED, "tensor %s of model '%s' has no Hugging Face "
                            "name: only the built-in gpt2 and llama models load Hugging Face weights",
                            t->name, m->ops && m->ops->name ? m->ops->name : "?");
@@ -562,6 +569,10 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
             uint64_t s = want[0];
             want[0] = want[1];
             want[1] = s;
+        }
+        if (t->ndim == 2 && rows > t->shape[0]) {   /* rows [row0, row0 + ours) of a fused one */
+            want[0] = (uint64_t)rows;
+            x->off = (uint64_t)row0 * (uint64_t)t->shape[1];
         }
         zt_st_shape_str(t->ndim, want, ws, sizeof ws);
         x->t = hf_find(F, x->hf, &x->file);
@@ -719,7 +730,7 @@ static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
                 rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0], (uint64_t)t->shape[1], 0,
                                      t->numel, dst, tmp, st);
             else
-                rc = zt_st_read(f, mt[ti].t, 0, t->numel, dst, st);
+                rc = zt_st_read(f, mt[ti].t, mt[ti].off, t->numel, dst, st);
             if (rc == ZT_OK) fnv[ti] = fnv_bytes(1469598103934665603ULL, dst, t->numel * sizeof(float));
         }
         if (rc != ZT_OK) break;
@@ -788,7 +799,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
         for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti) {
             if (mt[ti].transpose && (uint64_t)m->tensors[ti].shape[0] > maxrows)
                 maxrows = (uint64_t)m->tensors[ti].shape[0];
-            bytes += mt[ti].t->end - mt[ti].t->begin;
+            if (mt[ti].off == 0) bytes += mt[ti].t->end - mt[ti].t->begin;
         }
         if (rc == ZT_OK) {
             buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
@@ -809,7 +820,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
                     rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0],
                                          (uint64_t)t->shape[1], a, b, buf, tmp, st);
                 else
-                    rc = zt_st_read(f, mt[ti].t, a, b - a, buf, st);
+                    rc = zt_st_read(f, mt[ti].t, mt[ti].off + a, b - a, buf, st);
             }
             if ((rc = ck_root_status(ctx, rc, st)) == ZT_OK)
                 rc = ck_scatter(ctx, &s, &plan, t->offset + a, t->offset + b, buf, CK_PARAMS, reqs,

@@ -169,6 +169,40 @@ int zt_arch_hf_name(const zt_arch *a, const char *ours, char *out, size_t n, int
     return -1;
 }
 
+int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config *mc,
+                    const char *ours, char *out, size_t n, int *transpose, long *row0, long *rows) {
+    int l, used = 0, r, c;
+    *row0 = 0;
+    *rows = 0;
+    const char *rest = NULL;
+    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0) rest = ours + used;
+    for (int i = 0; f && f->fuse && rest && f->fuse[i].hf; ++i) {
+        const zt_arch_fuse *fu = &f->fuse[i];
+        int k0 = -1, k1 = -1, me = -1;
+        for (int k = 0; k < a->n_tensors; ++k) {
+            if (!strcmp(a->tensors[k].name, fu->first)) k0 = k;
+            if (!strcmp(a->tensors[k].name, fu->last)) k1 = k;
+            if (!strcmp(a->tensors[k].name, rest)) me = k;
+        }
+        if (k0 < 0 || k1 < k0 || me < k0 || me > k1) continue;
+        for (int k = k0; k <= k1; ++k) {
+            a->tensor_shape(mc, k, &r, &c);
+            if (k < me) *row0 += r;
+            *rows += r;
+        }
+        *transpose = 0;
+        snprintf(out, n, fu->hf, l);
+        return 0;
+    }
+    for (int k = 0; k < a->n_tensors; ++k)
+        if (!strcmp(a->tensors[k].name, rest ? rest : ours) &&
+            (a->tensors[k].unit == ZT_AT_BLOCK) == (rest != NULL)) {
+            a->tensor_shape(mc, k, &r, &c);
+            *rows = r;
+        }
+    return zt_arch_hf_name(a, ours, out, n, transpose);
+}
+
 int zt_arch_hf_ignorable(const zt_arch *a, const zt_model_config *mc, const char *name) {
     size_t n = strlen(name);
     if (zt_arch_tied(a, mc) && !strcmp(name, "lm_head.weight")) return 1;

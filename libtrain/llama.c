@@ -590,8 +590,13 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
                        "ztrain.model.rope_low_freq_factor=%g", m->rope_high_freq_factor,
                        m->rope_low_freq_factor);
     char why[160];
-    if (!zt_arch_hf_export(m, NULL, why, sizeof why))
-        return zt_fail(st, ZT_EINVAL, "%s", why);
+    const zt_arch_hf *fam = zt_arch_hf_export(m, NULL, why, sizeof why);
+    if (!fam) return zt_fail(st, ZT_EINVAL, "%s", why);
+    /* PEFT names Phi-3's adapters after its fused modules (qkv_proj,
+     * gate_up_proj), ours after the split ones */
+    if (m->lora_r > 0 && fam->fuse)
+        return zt_fail(st, ZT_EUNSUPPORTED, "LoRA on %s (fused qkv_proj / gate_up_proj) is not "
+                       "supported: train it in full (ztrain.lora.r=0)", fam->architectures);
     return ZT_OK;
 }
 
@@ -709,14 +714,21 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
 /* The Hugging Face families (transformers 5.23's defaults for keys absent
  * from config.json, models/<m>/configuration_<m>.py).  Llama first: the
  * default export. */
+static const zt_arch_fuse phi3_fuse[] = {
+    {"model.layers.%d.self_attn.qkv_proj.weight", "q.w", "v.w"},
+    {"model.layers.%d.mlp.gate_up_proj.weight", "gate.w", "up.w"},
+    {NULL, NULL, NULL},
+};
 static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0},
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, NULL},
     {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0, 0},
+     32, 8, 131072, 1e-6, 0, 0, NULL},
     {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0, 0},
+     32, 32768, 1e-6, 0, 0, NULL},
     {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
-     22016, 32, 32, 32, 32768, 1e-6, 0, 128},
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128, NULL},
+    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
+     1e-5, 0, 0, phi3_fuse},
 };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 

@@ -42,7 +42,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Phi3Config, Phi3ForCausalLM)
 
 B, T = 2, 16
 STEPS = 3
@@ -95,6 +96,17 @@ def rope_config(rope):
     return make
 
 
+def phi3_config():
+    # fused qkv_proj [(4 + 2 + 2) * 8, 32] and gate_up_proj [2 * 64, 32]; no sliding window;
+    # pad_token_id null (Phi-3's 32000 is outside this vocabulary)
+    return Phi3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        original_max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, sliding_window=None,
+        bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -112,6 +124,7 @@ MODELS = [
     # context (transformers rescales only past max_position_embeddings);
     # yarn: with original 48 the correction range is dimensions [0, 2] (j = 0
     # extrapolated, j = 1 half, j >= 2 interpolated), cos / sin x 1.1386
+    ("phi3", Phi3ForCausalLM, phi3_config, 1008, None),
     ("rope_linear", LlamaForCausalLM, rope_config({"rope_type": "linear", "factor": 2.0}), 1005, None),
     ("rope_dynamic", LlamaForCausalLM, rope_config({"rope_type": "dynamic", "factor": 4.0}), 1006, None),
     ("rope_yarn", LlamaForCausalLM, rope_config({"rope_type": "yarn", "factor": 4.0,

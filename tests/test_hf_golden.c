@@ -3,7 +3,8 @@
  * of tests/fixtures/hf (made once by scripts/make_hf_fixtures.py; no Python
  * here).  For each fixture -- llama (GQA, llama3 RoPE scaling, untied,
  * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), qwen3
- * (per-head q/k RMSNorm, GQA, tied), rope_linear / rope_dynamic / rope_yarn
+ * (per-head q/k RMSNorm, GQA, tied), phi3 (fused qkv_proj / gate_up_proj split
+ * on load), rope_linear / rope_dynamic / rope_yarn
  * (Llama with those rope types; yarn's cos/sin scale), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
@@ -163,6 +164,7 @@ static int st_add_model_dir(st_set *s, const char *dir, int *nfiles) {
  * from the layout contract independently of ckpt/, so a mapping error in
  * the loader cannot cancel out here. */
 static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
+    /* Phi-3's fused tensors: see hf_name_fused */
     static const struct { const char *ours, *hf; int tr; } gpt2[] = {
         {"wte", "transformer.wte.weight", 0}, {"wpe", "transformer.wpe.weight", 0},
         {"lnf.w", "transformer.ln_f.weight", 0}, {"lnf.b", "transformer.ln_f.bias", 0},
@@ -202,6 +204,34 @@ static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
         return 0;
     }
     return -1;
+}
+
+/* Phi-3 (fused): q.w | k.w | v.w are rows of self_attn.qkv_proj.weight,
+ * gate.w | up.w of mlp.gate_up_proj.weight; *row0: where ours starts
+ * (the shapes of the fixtures: 4 q heads and 2 kv heads of 8, MLP 64). */
+static int hf_name_fused(int fused, int arch, const char *ours, char *out, size_t n, int *tr,
+                         long *row0) {
+    static const struct { const char *ours, *hf; long row0; } phi3[] = {
+        {"q.w", "self_attn.qkv_proj.weight", 0}, {"k.w", "self_attn.qkv_proj.weight", 32},
+        {"v.w", "self_attn.qkv_proj.weight", 48}, {"gate.w", "mlp.gate_up_proj.weight", 0},
+        {"up.w", "mlp.gate_up_proj.weight", 64},
+    };
+    *row0 = 0;
+    int l = -1, used = 0;
+    if (fused && sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0)
+        for (size_t i = 0; i < sizeof phi3 / sizeof phi3[0]; ++i)
+            if (!strcmp(ours + used, phi3[i].ours)) {
+                snprintf(out, n, "model.layers.%d.%s", l, phi3[i].hf);
+                *tr = 0;
+                *row0 = phi3[i].row0;
+                return 0;
+            }
+    return hf_name(arch, ours, out, n, tr);
+}
+
+/* How many of our tensors a file tensor holds. */
+static int hf_parts(const char *hf) {
+    return strstr(hf, "qkv_proj") ? 3 : strstr(hf, "gate_up_proj") ? 2 : 1;
 }
 
 /* Our tensor t ([rows, cols] at x) against an HF array y (transposed when tr):
@@ -247,16 +277,18 @@ typedef struct expect {
     double rope_theta;
     int qk_norm;
     double eps;
+    int fused;         /* Phi-3's fused qkv_proj / gate_up_proj */
 } expect;
 
 static const expect fixtures[] = {
-    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0},
-    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5},
-    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6},
-    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6},
-    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5},
-    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5},
-    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5},
+    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0},
+    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0},
+    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0},
+    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0},
+    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1},
+    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0},
+    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0},
+    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -354,21 +386,26 @@ static void run_fixture(const char *root, const expect *ex) {
         const zt_tensor_info *t = &m->tensors[i];
         char hn[160];
         int tr;
-        st_tensor *h = hf_name(zt_model_arch(mc), t->name, hn, sizeof hn, &tr) ? NULL : st_find(&w, hn);
+        long r0;
+        st_tensor *h = hf_name_fused(ex->fused, zt_model_arch(mc), t->name, hn, sizeof hn, &tr, &r0)
+                           ? NULL : st_find(&w, hn);
+        const size_t cols = t->ndim == 2 ? (size_t)t->shape[1] : 1;
         double d, mx;
-        if (!h || h->numel != t->numel) {
+        if (!h || h->numel < t->numel + (size_t)r0 * cols || (hf_parts(hn) == 1 && h->numel != t->numel)) {
             tap_diag("%s: no HF tensor of %zu elements for %s (%s)", ex->name, t->numel, t->name, hn);
             wok = 0;
             continue;
         }
         h->uses++;
         mapped++;
-        compare(t, m->params + t->offset, h->data, tr, &d, &mx);
+        compare(t, m->params + t->offset, h->data + (size_t)r0 * cols, tr, &d, &mx);
         if (d != 0) { tap_diag("%s: %s differs from %s by %.3g", ex->name, t->name, hn, d); wok = 0; }
     }
     for (int i = 0; i < w.n; ++i)
-        if (w.t[i].uses != 1) { tap_diag("%s: %s used %d times", ex->name, w.t[i].name, w.t[i].uses); wok = 0; }
-    tap_ok(wok && mapped == w.n, "%s: every one of the %d HF tensors loaded bit-exactly where the layout says",
+        if (w.t[i].uses != hf_parts(w.t[i].name)) { tap_diag("%s: %s used %d times", ex->name, w.t[i].name, w.t[i].uses); wok = 0; }
+    int nparts = 0;
+    for (int i = 0; i < w.n; ++i) nparts += hf_parts(w.t[i].name);
+    tap_ok(wok && mapped == nparts, "%s: every one of the %d HF tensors loaded bit-exactly where the layout says",
            ex->name, w.n);
 
     /* ---- forward: log-probs and loss */
@@ -417,12 +454,14 @@ static void run_fixture(const char *root, const expect *ex) {
         const zt_tensor_info *t = &m->tensors[i];
         char hn[160], gn[200];
         int tr;
-        if (hf_name(zt_model_arch(mc), t->name, hn, sizeof hn, &tr)) continue;
+        long r0;
+        if (hf_name_fused(ex->fused, zt_model_arch(mc), t->name, hn, sizeof hn, &tr, &r0)) continue;
         snprintf(gn, sizeof gn, "grad.%s", hn);
         const st_tensor *g = st_find(&ref, gn);
+        const size_t cols = t->ndim == 2 ? (size_t)t->shape[1] : 1;
         double d, mx;
-        if (!g || g->numel != t->numel) { gok = 0; tap_diag("%s: no reference %s", ex->name, gn); continue; }
-        compare(t, m->grads + t->offset, g->data, tr, &d, &mx);
+        if (!g || g->numel < t->numel + (size_t)r0 * cols) { gok = 0; tap_diag("%s: no reference %s", ex->name, gn); continue; }
+        compare(t, m->grads + t->offset, g->data + (size_t)r0 * cols, tr, &d, &mx);
         const double rel = d / (mx > 0 ? mx : 1);
         if (!(rel <= TOL_GRAD)) {
             gok = 0;
@@ -432,7 +471,10 @@ static void run_fixture(const char *root, const expect *ex) {
         if (rel > worst) worst = rel;
         ng++;
     }
-    tap_ok(gok && ng == m->n_tensors && (size_t)ng == json_array_size(json_object_get(meta, "params")),
+    int nref = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(meta, "params")); ++i)
+        nref += hf_parts(json_string_value(json_array_get(json_object_get(meta, "params"), i)));
+    tap_ok(gok && ng == m->n_tensors && ng == nref,
            "%s: gradients of all %d parameter tensors (worst %.2e of the tensor's largest entry)",
            ex->name, ng, worst);
 
