@@ -681,10 +681,10 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
     const int scaled = strcmp(mc->rope_scaling, "none") != 0;
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
                  mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
-                 scaled ? ", rope scaling " : "", scaled ? mc->rope_scaling : "");
+                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "");
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
         snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s", zt_model_kv_heads(mc),
                  zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
