@@ -165,7 +165,7 @@ static void bench_kernels(shape s) {
         report("rmsnorm_bwd", TIME(iters, be->rmsnorm_bwd(z, dw, y, x, g, rstd, (int)N, C)), 0,
                4.0 * N * C * 4);
         snprintf(name, sizeof name, "rope_fwd (q and k heads of [N,%d])", R);
-        report(name, TIME(iters, be->rope_fwd(z, f, B, T, NH + NKV, R, hs)), 0,
+        report(name, TIME(iters, be->rope_fwd(z, f, B, T, NH + NKV, R, hs, 1.0f)), 0,
                2.0 * N * (NH + NKV) * hs * 4);
         snprintf(name, sizeof name, "swiglu_fwd [N,%d]", H);
         report(name, TIME(iters, be->swiglu_fwd(z, x, (int)N, H)), 0, 3.0 * N * H * 4);

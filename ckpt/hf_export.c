@@ -209,13 +209,14 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
     uint64_t es = bf16 ? 2 : 4, maxw = 0, total = 0, done = 0;
     zt_config *cfg = zt_config_new();
     zt_st_spec *specs = calloc((size_t)(n ? n : 1), sizeof *specs);
+    zt_st_spec *sspec = calloc((size_t)(n ? n : 1), sizeof *sspec);
     char (*names)[200] = calloc((size_t)(n ? n : 1), sizeof *names);
     int *tr = calloc((size_t)(n ? n : 1), sizeof *tr), *shard = calloc((size_t)(n ? n : 1), sizeof *shard);
     float *buf = malloc(CK_CHUNK_ELEMS * sizeof(float)), *whole = NULL;
     json_t *config = NULL, *orig = NULL, *index = NULL;
     zt_st_writer w;
     memset(&w, 0, sizeof w);
-    if (!cfg || !specs || !names || !tr || !shard || !buf) {
+    if (!cfg || !specs || !sspec || !names || !tr || !shard || !buf) {
         rc = zt_fail(st, ZT_ENOMEM, "out of memory");
         goto out;
     }
@@ -232,32 +233,6 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
     }
     const zt_model_config *mc = &cfg->model;
     const zt_arch *arch = zt_arch_of(mc);
-    /* names, shapes, shards (greedy in table order, each at most the limit
-     * unless one tensor alone is larger) */
-    uint64_t in_shard = 0;
-    for (int i = 0; i < n && rc == ZT_OK; ++i) {
-        if (zt_arch_hf_name(arch, L.t[i].name, names[i], sizeof names[i], &tr[i]) != 0) {
-            rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
-                         "architecture %s", file, L.t[i].name, mc->arch);
-            break;
-        }
-        specs[i].name = names[i];
-        ck_export_shape(&L.t[i], tr[i], &specs[i]);
-        if (tr[i] && L.t[i].numel > maxw) maxw = L.t[i].numel;
-        uint64_t b = L.t[i].numel * es;
-        if (i == 0 || (in_shard > 0 && in_shard + b > max_shard_bytes)) {
-            nshards++;
-            in_shard = 0;
-        }
-        shard[i] = nshards - 1;
-        in_shard += b;
-        total += b;
-    }
-    if (rc != ZT_OK) goto out;
-    if (maxw && !(whole = malloc(maxw * sizeof(float)))) {
-        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
-        goto out;
-    }
     /* the original model directory: tokenizer files, config keys */
     const char *src;
     if ((rc = pick_source(file, cfg, has_fp, o, &src, st)) != ZT_OK) goto out;
@@ -273,6 +248,49 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
     if (!fam) { rc = zt_fail(st, ZT_EDATA, "%s: %s", file, why); goto out; }
     config = make_config(mc, fam, bf16, orig);
     if (!config) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
+    /* names, shapes, shards (greedy in table order, each at most the limit
+     * unless one tensor alone is larger); a fused tensor of the family
+     * (Phi-3's qkv_proj, gate_up_proj) is written whole from its first part:
+     * our parts are adjacent in the table, so their values follow one
+     * another (spec[i].name NULL: a continuation, in its first's shard) */
+    uint64_t in_shard = 0;
+    for (int i = 0; i < n && rc == ZT_OK; ++i) {
+        long row0 = 0, rows = 0;
+        if (zt_arch_hf_part(arch, fam, mc, L.t[i].name, names[i], sizeof names[i], &tr[i], &row0,
+                            &rows) != 0) {
+            rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
+                         "architecture %s", file, L.t[i].name, mc->arch);
+            break;
+        }
+        uint64_t b = L.t[i].numel * es;
+        const int cont = row0 > 0;
+        if (cont && (i == 0 || strcmp(names[i - 1], names[i]) != 0)) {
+            rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s is part of %s but does not follow "
+                         "its other parts", file, L.t[i].name, names[i]);
+            break;
+        }
+        specs[i].name = cont ? NULL : names[i];
+        ck_export_shape(&L.t[i], tr[i], &specs[i]);
+        if (!cont && L.t[i].ndim == 2 && rows > (long)L.t[i].dims[0])
+            specs[i].shape[0] = (uint64_t)rows;   /* the fused tensor */
+        if (tr[i] && L.t[i].numel > maxw) maxw = L.t[i].numel;
+        if (i == 0 || (!cont && in_shard > 0 && in_shard + b > max_shard_bytes)) {
+            nshards++;
+            in_shard = 0;
+        }
+        shard[i] = nshards - 1;
+        in_shard += b;
+        total += b;
+    }
+    if (rc != ZT_OK) goto out;
+    if (maxw && !(whole = malloc(maxw * sizeof(float)))) {
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* the specs of the files: continuations dropped */
+    int nspec = 0;
+    for (int i = 0; i < n; ++i)
+        if (specs[i].name) sspec[nspec++] = specs[i];
 
     /* OUTDIR.tmp: a crashed export's leftovers (it holds the marker) are
      * removed; anything else there is not ours to delete */
@@ -309,19 +327,20 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
         json_object_set_new(index, "weight_map", wm);
     }
     const char *meta[] = {"format", "pt"};
-    for (int s = 0, i = 0; s < nshards && rc == ZT_OK; ++s) {
-        int first = i;
-        while (i < n && shard[i] == s) ++i;
+    for (int s = 0, i = 0, si = 0; s < nshards && rc == ZT_OK; ++s) {
+        int first = i, sfirst = si;
+        while (i < n && shard[i] == s) si += specs[i++].name != NULL;
         char name[64];
         if (nshards == 1) snprintf(name, sizeof name, "model.safetensors");
         else snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, nshards);
         snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-        rc = zt_st_write_begin(&w, p, specs + first, i - first, dtype, meta, 1, st);
+        rc = zt_st_write_begin(&w, p, sspec + sfirst, si - sfirst, dtype, meta, 1, st);
         for (int k = first; k < i && rc == ZT_OK; ++k) {
             rc = ck_export_tensor(f, file, &L.t[k], tr[k], buf, whole, &w, st);
             done += L.t[k].numel * es;
             zt_progress_report(&o->progress, "export", done, total, "B", 0);
-            if (index) json_object_set_new(json_object_get(index, "weight_map"), names[k], json_string(name));
+            if (index && specs[k].name)
+                json_object_set_new(json_object_get(index, "weight_map"), names[k], json_string(name));
         }
         if (rc == ZT_OK) rc = zt_st_write_end(&w, st);
         zt_st_write_abort(&w);
@@ -368,6 +387,7 @@ out:
     if (index) json_decref(index);
     zt_config_free(cfg);
     free(specs);
+    free(sspec);
     free(names);
     free(tr);
     free(shard);

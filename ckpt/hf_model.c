@@ -37,7 +37,7 @@ typedef struct hf_cfg {
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
     int n;
-    struct { const char *key, *from; char val[64]; } kv[24];
+    struct { const char *key, *from; char val[64]; } kv[32];
 } hf_cfg;
 
 static void hf_cfg_free(hf_cfg *h) {
@@ -172,9 +172,63 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
         add_kv(h, "ztrain.model.rope_scaling", from, "none");
         return ZT_OK;
     }
+    if (!strcmp(type, "linear") || !strcmp(type, "dynamic")) {
+        double fac;
+        if (!json_is_number(json_object_get(d, "factor")))
+            return zt_fail(st, ZT_EDATA, "%s: %s (%s) needs a number factor", h->path, from, type);
+        ZT_TRY(get_num(h, d, "factor", 0, &fac, st));
+        add_kv(h, "ztrain.model.rope_scaling", from, "%s", type);
+        add_kv(h, "ztrain.model.rope_factor", "factor", "%.17g", fac);
+        return ZT_OK;
+    }
+    if (!strcmp(type, "yarn")) {
+        /* transformers' _compute_yarn_parameters: factor null = P / original;
+         * attention_factor null = get_mscale(factor, mscale) /
+         * get_mscale(factor, mscale_all_dim) when both are given, else
+         * get_mscale(factor); beta_fast / beta_slow null or 0 = 32 / 1 */
+        double fac, att, ms, msa, bf, bs;
+        long om;
+        int trunc;
+        if (!json_is_integer(json_object_get(d, "original_max_position_embeddings")) &&
+            !json_is_integer(json_object_get(h->root, "original_max_position_embeddings")))
+            return zt_fail(st, ZT_EDATA, "%s: %s (yarn) needs original_max_position_embeddings",
+                           h->path, from);
+        ZT_TRY(get_int(h, h->root, "original_max_position_embeddings", maxpos, &om, st));
+        ZT_TRY(get_int(h, d, "original_max_position_embeddings", om, &om, st));
+        if (om < 1)
+            return zt_fail(st, ZT_EDATA, "%s: original_max_position_embeddings=%ld must be "
+                           "positive", h->path, om);
+        ZT_TRY(get_num(h, d, "factor", (double)maxpos / (double)om, &fac, st));
+        ZT_TRY(get_num(h, d, "attention_factor", 0, &att, st));
+        ZT_TRY(get_num(h, d, "mscale", 0, &ms, st));
+        ZT_TRY(get_num(h, d, "mscale_all_dim", 0, &msa, st));
+        ZT_TRY(get_num(h, d, "beta_fast", 32, &bf, st));
+        ZT_TRY(get_num(h, d, "beta_slow", 1, &bs, st));
+        ZT_TRY(get_bool(h, d, "truncate", 1, &trunc, st));
+        if (bf == 0) bf = 32;
+        if (bs == 0) bs = 1;
+        if (!(fac >= 1))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s (yarn) factor=%g below 1 is not supported",
+                           h->path, from, fac);
+        if (att <= 0 && ms != 0 && msa != 0) {
+            const double a1 = fac <= 1 ? 1.0 : 0.1 * ms * log(fac) + 1.0;
+            const double a2 = fac <= 1 ? 1.0 : 0.1 * msa * log(fac) + 1.0;
+            att = a1 / a2;
+        }
+        add_kv(h, "ztrain.model.rope_scaling", from, "yarn");
+        add_kv(h, "ztrain.model.rope_factor", "factor", "%.17g", fac);
+        add_kv(h, "ztrain.model.rope_original_max_positions", "original_max_position_embeddings",
+               "%ld", om);
+        add_kv(h, "ztrain.model.rope_attention_factor", "attention_factor", "%.17g",
+               att > 0 ? att : 0.0);
+        add_kv(h, "ztrain.model.rope_beta_fast", "beta_fast", "%.17g", bf);
+        add_kv(h, "ztrain.model.rope_beta_slow", "beta_slow", "%.17g", bs);
+        add_kv(h, "ztrain.model.rope_truncate", "truncate", "%s", trunc ? "true" : "false");
+        return ZT_OK;
+    }
     if (strcmp(type, "llama3") != 0)
-        return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s rope_type '%s' is not supported (default "
-                       "and llama3 are)", h->path, from, type);
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s rope_type '%s' is not supported (default, "
+                       "llama3, linear, dynamic and yarn are)", h->path, from, type);
     double fac, lo, hi;
     long om;
     const char *need[] = {"factor", "low_freq_factor", "high_freq_factor"};
@@ -213,7 +267,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         (KV < 0 && !json_object_get(h->root, "num_key_value_heads")))
         KV = NH;
     ZT_TRY(get_dim(h, "max_position_embeddings", df->maxpos, &P, st));
-    ZT_TRY(get_int(h, h->root, "head_dim", C / NH, &hd, st));
+    ZT_TRY(get_int(h, h->root, "head_dim", df->head_dim > 0 ? df->head_dim : C / NH, &hd, st));
     ZT_TRY(get_num(h, h->root, "rms_norm_eps", df->eps, &eps, st));
     ZT_TRY(get_bool(h, h->root, "tie_word_embeddings", df->tie, &tie, st));
     ZT_TRY(get_str(h, h->root, "hidden_act", "silu", &act, st));
@@ -229,8 +283,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         ZT_TRY(get_bool(h, h->root, "attention_bias", 0, &ab, st));
         if (ab)
             return zt_fail(st, ZT_EUNSUPPORTED, "%s: attention_bias=true is not supported for "
-                           "LlamaForCausalLM (it also puts a bias on o_proj; ztrain has q/k/v "
-                           "biases only, as Qwen2)", h->path);
+                           "%s (it also puts a bias on o_proj; ztrain has q/k/v biases only, as "
+                           "Qwen2)", h->path, df->architectures);
     }
     if (KV < 1 || NH % KV != 0)
         return zt_fail(st, ZT_EDATA, "%s: num_key_value_heads=%ld must be a positive integer that divides "
@@ -242,7 +296,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     /* sliding-window attention equals full attention while the training
      * length stays within the window: zt_hf_check_config */
     if (df->flags & ZT_HF_SLIDING) {
-        ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
+        ZT_TRY(get_int(h, h->root, "sliding_window", (df->flags & ZT_HF_NO_WINDOW) ? 0 : 4096,
+                       &h->sliding_window, st));
         if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
     } else if (df->flags & ZT_HF_SLIDING_OPT) {
         int use;
@@ -262,6 +317,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     add_kv(h, "ztrain.model.rms_norm_eps", "rms_norm_eps", "%.17g", eps);
     add_kv(h, "ztrain.model.attention_bias", bias ? "architectures" : "attention_bias", "%s",
            bias ? "true" : "false");
+    add_kv(h, "ztrain.model.qk_norm", "architectures", "%s",
+           (df->flags & ZT_HF_QK_NORM) ? "true" : "false");
     add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
     return hf_rope(h, P, st);
 }
@@ -478,6 +535,7 @@ typedef struct hf_match {
     int file;                /* index into F->f */
     const zt_st_tensor *t;
     int transpose;
+    uint64_t off;            /* elements before ours in a fused file tensor (Phi-3) */
     char hf[200];
 } hf_match;
 
@@ -492,13 +550,18 @@ static const zt_st_tensor *hf_find(hf_files *F, const char *name, int *file) {
 /* Match every tensor of the model with one in the files (rank 0). */
 static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status *st) {
     const zt_arch *arch = zt_arch_of(&m->cfg);
+    /* the family's names (a fused file tensor holds several of ours) */
+    const zt_arch_hf *fam = m->cfg.hf_architecture[0] ? zt_arch_hf_find(m->cfg.hf_architecture,
+                                                                         NULL, NULL) : NULL;
     for (int ti = 0; ti < m->n_tensors; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
         hf_match *x = &mt[ti];
         uint64_t want[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
         if (t->ndim == 1) want[0] = t->numel;
         char ws[64], fs[128];
-        if (zt_arch_hf_name(arch, t->name, x->hf, sizeof x->hf, &x->transpose) != 0)
+        long row0 = 0, rows = 0;
+        if (zt_arch_hf_part(arch, fam, &m->cfg, t->name, x->hf, sizeof x->hf, &x->transpose, &row0,
+                            &rows) != 0)
             return zt_fail(st, ZT_EUNSUPPORTED, "tensor %s of model '%s' has no Hugging Face "
                            "name: only the built-in gpt2 and llama models load Hugging Face weights",
                            t->name, m->ops && m->ops->name ? m->ops->name : "?");
@@ -506,6 +569,10 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
             uint64_t s = want[0];
             want[0] = want[1];
             want[1] = s;
+        }
+        if (t->ndim == 2 && rows > t->shape[0]) {   /* rows [row0, row0 + ours) of a fused one */
+            want[0] = (uint64_t)rows;
+            x->off = (uint64_t)row0 * (uint64_t)t->shape[1];
         }
         zt_st_shape_str(t->ndim, want, ws, sizeof ws);
         x->t = hf_find(F, x->hf, &x->file);
@@ -663,7 +730,7 @@ static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
                 rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0], (uint64_t)t->shape[1], 0,
                                      t->numel, dst, tmp, st);
             else
-                rc = zt_st_read(f, mt[ti].t, 0, t->numel, dst, st);
+                rc = zt_st_read(f, mt[ti].t, mt[ti].off, t->numel, dst, st);
             if (rc == ZT_OK) fnv[ti] = fnv_bytes(1469598103934665603ULL, dst, t->numel * sizeof(float));
         }
         if (rc != ZT_OK) break;
@@ -732,7 +799,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
         for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti) {
             if (mt[ti].transpose && (uint64_t)m->tensors[ti].shape[0] > maxrows)
                 maxrows = (uint64_t)m->tensors[ti].shape[0];
-            bytes += mt[ti].t->end - mt[ti].t->begin;
+            if (mt[ti].off == 0) bytes += mt[ti].t->end - mt[ti].t->begin;
         }
         if (rc == ZT_OK) {
             buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
@@ -753,7 +820,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
                     rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0],
                                          (uint64_t)t->shape[1], a, b, buf, tmp, st);
                 else
-                    rc = zt_st_read(f, mt[ti].t, a, b - a, buf, st);
+                    rc = zt_st_read(f, mt[ti].t, mt[ti].off + a, b - a, buf, st);
             }
             if ((rc = ck_root_status(ctx, rc, st)) == ZT_OK)
                 rc = ck_scatter(ctx, &s, &plan, t->offset + a, t->offset + b, buf, CK_PARAMS, reqs,

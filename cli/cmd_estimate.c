@@ -281,10 +281,22 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
         printf("  %-16s %14s %14s   (pin_memory: page-locked host memory%s)\n", "pinned", "", a,
                p->gpu ? "" : "; none on a CPU target");
     }
+    /* the end of `ztrain train`: what a default run does, then each
+     * optional step's peak on its own */
     fmtb(p->gpu ? (double)p->end_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->end_peak[ZT_MP_HOST], b, sizeof b);
-    printf("  %-16s %14s %14s   (with the end of a CLI run: weights export, sample)\n", "end of run",
-           a, b);
+    printf("  %-16s %14s %14s   (a default `ztrain train` run's end: %s)\n", "end of run", a, b,
+           p->export_default ? "llm.c weights file, then the text sample"
+                             : "the text sample; no weights file, they stay in the checkpoint");
+    fmtb(p->gpu ? (double)p->sample_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
+    fmtb((double)p->sample_peak[ZT_MP_HOST], b, sizeof b);
+    printf("  %-16s %14s %14s   (if the text sample runs: a [1, %d] forward, the default 256 "
+           "tokens; --sample-tokens 0 skips it)\n", "  with sample", a, b, p->sample_window);
+    fmtb(p->gpu ? (double)p->export_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
+    fmtb((double)p->export_peak[ZT_MP_HOST], b, sizeof b);
+    printf("  %-16s %14s %14s   (if an llm.c weights file were written: %s)\n", "  with export", a, b,
+           p->export_default ? "done by default (model.bin)"
+                             : "not done by this run: GPT-2 without LoRA only");
     fmtb((double)p->peak[ZT_MP_HOST] * p->ranks_per_node, b, sizeof b);
     printf("  host memory per node (%d rank%s): %s\n", p->ranks_per_node,
            p->ranks_per_node > 1 ? "s" : "", b);
@@ -391,6 +403,11 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            p->peak_phase[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
     printf("  \"end_of_run_peak_bytes\": %llu,\n",
            (unsigned long long)p->end_peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST]);
+    printf("  \"sample_peak_bytes\": %llu,\n  \"export_peak_bytes\": %llu,\n"
+           "  \"export_by_default\": %s,\n",
+           (unsigned long long)p->sample_peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST],
+           (unsigned long long)p->export_peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST],
+           p->export_default ? "true" : "false");
     if (auto_why && *auto_why) {
         printf("  \"auto_micro_batch\": ");
         json_str(auto_why);

@@ -120,6 +120,18 @@ typedef struct zt_backend {
     void (*rmsnorm_bwd)(float *dinp, float *dw, const float *dout, const float *inp,
                         const float *w, const float *rstd, int N, int C);
 
+    /* ---- per-head RMSNorm, in place (Qwen3's q_norm / k_norm) ----
+     * x holds N rows of `stride` floats; in each row the first n_heads heads
+     * of hd floats are normalized over their hd values with the weight
+     * w[hd] (rmsnorm_fwd's formula per head): raw[(n * n_heads + h) * hd
+     * + c] keeps the input for the backward, rstd[n * n_heads + h].        */
+    void (*headnorm_fwd)(float *x, float *raw, float *rstd, const float *w, float eps,
+                         int N, int n_heads, int stride, int hd);
+    /* in place: dx (same layout as x) holds the output gradient and gets
+     * the input gradient; dw[hd] (+=) summed over every row and head     */
+    void (*headnorm_bwd)(float *dx, float *dw, const float *raw, const float *w,
+                         const float *rstd, int N, int n_heads, int stride, int hd);
+
     /* ---- rotary position embeddings, in place (Llama, rotate_half) ----
      * x holds B*T rows of `stride` floats; in each row the first n_heads
      * heads of hd floats are rotated (q heads then k heads of a qkv row:
@@ -128,11 +140,14 @@ typedef struct zt_backend {
      * the sequence, row index mod T; inv_freq[hd/2] in the backend's
      * memory):  x[j] <- x[j] cos a - x[j+hd/2] sin a,
      *           x[j+hd/2] <- x[j+hd/2] cos a + x[j] sin a.
-     * rope_bwd applies the inverse rotation (angle -a): the gradient.       */
+     * cos a and sin a are multiplied by `scale` first (transformers'
+     * attention_scaling: 1 but for yarn / longrope).
+     * rope_bwd applies the inverse rotation (angle -a, the same scale): the
+     * gradient.                                                             */
     void (*rope_fwd)(float *x, const float *inv_freq, int B, int T, int n_heads,
-                     int stride, int hd);
+                     int stride, int hd, float scale);
     void (*rope_bwd)(float *x, const float *inv_freq, int B, int T, int n_heads,
-                     int stride, int hd);
+                     int stride, int hd, float scale);
 
     /* ---- SwiGLU (Llama MLP) ----
      * gu[N, 2H] holds gate | up per row (H = intermediate size):

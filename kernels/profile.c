@@ -146,15 +146,29 @@ static void p_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float
     inner->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
     k_end(t, ZT_PROF_NORM, 10.0 * N * C, F4 * 4.0 * N * C);
 }
-static void p_rope_fwd(float *x, const float *f, int B, int T, int nh, int stride, int hd) {
+static void p_rope_fwd(float *x, const float *f, int B, int T, int nh, int stride, int hd,
+                       float sc) {
     double t = k_begin();
-    inner->rope_fwd(x, f, B, T, nh, stride, hd);
+    inner->rope_fwd(x, f, B, T, nh, stride, hd, sc);
     k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, F4 * 2.0 * B * T * nh * hd);
 }
-static void p_rope_bwd(float *x, const float *f, int B, int T, int nh, int stride, int hd) {
+static void p_rope_bwd(float *x, const float *f, int B, int T, int nh, int stride, int hd,
+                       float sc) {
     double t = k_begin();
-    inner->rope_bwd(x, f, B, T, nh, stride, hd);
+    inner->rope_bwd(x, f, B, T, nh, stride, hd, sc);
     k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, F4 * 2.0 * B * T * nh * hd);
+}
+static void p_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
+                           int nh, int stride, int hd) {
+    double t = k_begin();
+    inner->headnorm_fwd(x, raw, rstd, w, eps, N, nh, stride, hd);
+    k_end(t, ZT_PROF_NORM, 4.0 * N * nh * hd, F4 * 3.0 * N * nh * hd);
+}
+static void p_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
+                           const float *rstd, int N, int nh, int stride, int hd) {
+    double t = k_begin();
+    inner->headnorm_bwd(dx, dw, raw, w, rstd, N, nh, stride, hd);
+    k_end(t, ZT_PROF_NORM, 8.0 * N * nh * hd, F4 * 4.0 * N * nh * hd);
 }
 static void p_swiglu_fwd(float *out, const float *gu, int N, int H) {
     double t = k_begin();
@@ -311,6 +325,8 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rmsnorm_bwd);
     W(rope_fwd);
     W(rope_bwd);
+    W(headnorm_fwd);
+    W(headnorm_bwd);
     W(swiglu_fwd);
     W(swiglu_bwd);
     W(matmul_fwd);

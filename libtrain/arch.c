@@ -26,6 +26,9 @@ int zt_model_arch(const zt_model_config *mc) { return zt_arch_of(mc)->id; }
 /* ------------------------------------------------------------ settings */
 
 static int is_llama3(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "llama3"); }
+static int is_yarn(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "yarn"); }
+static int has_factor(const zt_model_config *mc) { return strcmp(mc->rope_scaling, "none") != 0; }
+static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc); }
 
 #define MC(f) offsetof(zt_model_config, f), sizeof(((zt_model_config *)0)->f)
 #define GPT2 (1u << ZT_ARCH_GPT2)
@@ -37,11 +40,16 @@ static const zt_arch_setting settings[] = {
     {"rms_norm_eps", ZT_AS_DOUBLE, MC(norm_eps), NULL, NULL, LLAMA},
     {"rope_theta", ZT_AS_DOUBLE, MC(rope_theta), NULL, NULL, LLAMA},
     {"rope_scaling", ZT_AS_STR, MC(rope_scaling), NULL, NULL, LLAMA},
-    {"rope_factor", ZT_AS_DOUBLE, MC(rope_factor), NULL, is_llama3, LLAMA},
+    {"rope_factor", ZT_AS_DOUBLE, MC(rope_factor), NULL, has_factor, LLAMA},
     {"rope_low_freq_factor", ZT_AS_DOUBLE, MC(rope_low_freq_factor), NULL, is_llama3, LLAMA},
     {"rope_high_freq_factor", ZT_AS_DOUBLE, MC(rope_high_freq_factor), NULL, is_llama3, LLAMA},
-    {"rope_original_max_positions", ZT_AS_INT, MC(rope_original_max), NULL, is_llama3, LLAMA},
+    {"rope_original_max_positions", ZT_AS_INT, MC(rope_original_max), NULL, has_original, LLAMA},
+    {"rope_attention_factor", ZT_AS_DOUBLE, MC(rope_attention_factor), NULL, is_yarn, LLAMA},
+    {"rope_beta_fast", ZT_AS_DOUBLE, MC(rope_beta_fast), NULL, is_yarn, LLAMA},
+    {"rope_beta_slow", ZT_AS_DOUBLE, MC(rope_beta_slow), NULL, is_yarn, LLAMA},
+    {"rope_truncate", ZT_AS_BOOL, MC(rope_truncate), NULL, is_yarn, LLAMA},
     {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
+    {"qk_norm", ZT_AS_BOOL, MC(qk_norm), NULL, NULL, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
 };
 #undef MC
@@ -159,6 +167,40 @@ int zt_arch_hf_name(const zt_arch *a, const char *ours, char *out, size_t n, int
         return 0;
     }
     return -1;
+}
+
+int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config *mc,
+                    const char *ours, char *out, size_t n, int *transpose, long *row0, long *rows) {
+    int l, used = 0, r, c;
+    *row0 = 0;
+    *rows = 0;
+    const char *rest = NULL;
+    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0) rest = ours + used;
+    for (int i = 0; f && f->fuse && rest && f->fuse[i].hf; ++i) {
+        const zt_arch_fuse *fu = &f->fuse[i];
+        int k0 = -1, k1 = -1, me = -1;
+        for (int k = 0; k < a->n_tensors; ++k) {
+            if (!strcmp(a->tensors[k].name, fu->first)) k0 = k;
+            if (!strcmp(a->tensors[k].name, fu->last)) k1 = k;
+            if (!strcmp(a->tensors[k].name, rest)) me = k;
+        }
+        if (k0 < 0 || k1 < k0 || me < k0 || me > k1) continue;
+        for (int k = k0; k <= k1; ++k) {
+            a->tensor_shape(mc, k, &r, &c);
+            if (k < me) *row0 += r;
+            *rows += r;
+        }
+        *transpose = 0;
+        snprintf(out, n, fu->hf, l);
+        return 0;
+    }
+    for (int k = 0; k < a->n_tensors; ++k)
+        if (!strcmp(a->tensors[k].name, rest ? rest : ours) &&
+            (a->tensors[k].unit == ZT_AT_BLOCK) == (rest != NULL)) {
+            a->tensor_shape(mc, k, &r, &c);
+            *rows = r;
+        }
+    return zt_arch_hf_name(a, ours, out, n, transpose);
 }
 
 int zt_arch_hf_ignorable(const zt_arch *a, const zt_model_config *mc, const char *name) {

@@ -59,7 +59,16 @@ enum {
                                 * MLP too (Llama): read as refusals, written false */
     ZT_HF_SLIDING = 4,         /* sliding_window (Mistral); exported as the original's */
     ZT_HF_SLIDING_OPT = 8,     /* sliding_window behind use_sliding_window (Qwen2) */
+    ZT_HF_QK_NORM = 16,        /* per-head q_norm / k_norm (Qwen3; = ztrain.model.qk_norm) */
+    ZT_HF_NO_WINDOW = 32,      /* with ZT_HF_SLIDING: an absent sliding_window is none (Phi-3) */
 };
+/* A Hugging Face tensor holding several of our adjacent block tensors, row
+ * after row (Phi-3's qkv_proj = q | k | v, gate_up_proj = gate | up): split
+ * on load, written whole on export. */
+typedef struct zt_arch_fuse {
+    const char *hf;            /* the file tensor, "%d" = the block */
+    const char *first, *last;  /* our block tensors it holds, in table order */
+} zt_arch_fuse;
 typedef struct zt_arch_hf {
     const char *architectures; /* config.json architectures[0] */
     const char *model_type;
@@ -68,6 +77,8 @@ typedef struct zt_arch_hf {
     long vocab, hidden, inter, layers, heads, kv, maxpos;   /* kv -1: = heads */
     double eps;
     int tie;
+    long head_dim;             /* head_dim absent from config.json (0: hidden / heads) */
+    const zt_arch_fuse *fuse;  /* fused file tensors (NULL-terminated by hf), or NULL */
 } zt_arch_hf;
 
 /* summary styles (zt_arch.summary) */
@@ -158,6 +169,11 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
 /* The Hugging Face name of our tensor (transpose: stored [cols, rows]);
  * -1 when it has none. */
 int zt_arch_hf_name(const zt_arch *a, const char *ours, char *out, size_t n, int *transpose);
+/* The same in family f (NULL: the architecture's names), for a tensor f
+ * fuses with others: the fused tensor's name, the row it starts at and the
+ * fused tensor's rows (*row0 0 and *rows = its own otherwise). */
+int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config *mc,
+                    const char *ours, char *out, size_t n, int *transpose, long *row0, long *rows);
 /* Is a file tensor of an HF model no parameter (skipped when loading)? */
 int zt_arch_hf_ignorable(const zt_arch *a, const zt_model_config *mc, const char *name);
 /* The family config.json names (architectures[0], else model_type): its

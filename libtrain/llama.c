@@ -13,8 +13,9 @@
 #include "cuda/cuda_workspace.h"
 
 /* The tensor table (arch.h), in layout order.  The three biases exist only
- * with attention_bias, lm_head.w only untied. */
-enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_OW, T_MNORM, T_GATEW, T_UPW,
+ * with attention_bias, q_norm.w / k_norm.w [hd] with qk_norm, lm_head.w only
+ * untied. */
+enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_QNORM, T_KNORM, T_OW, T_MNORM, T_GATEW, T_UPW,
        T_DOWNW, E_NORM, E_LM_HEAD, LLAMA_NT };
 #define HB(x) "model.layers.%d." x
 static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
@@ -26,6 +27,8 @@ static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"q.b", HB("self_attn.q_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"k.b", HB("self_attn.k_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"v.b", HB("self_attn.v_proj.bias"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
+    {"q_norm.w", HB("self_attn.q_norm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
+    {"k_norm.w", HB("self_attn.k_norm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"o.w", HB("self_attn.o_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"mlp_norm.w", HB("post_attention_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"gate.w", HB("mlp.gate_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
@@ -48,6 +51,7 @@ typedef struct shape {
     /* sequence parallelism (seqpar.h): group size, and per rank the query
      * and key/value heads, the head-sharded qkv row and attention width */
     int sp, NHl, NKVl, QKVl, ADl;
+    int qkn;                   /* per-head q/k RMSNorm (Qwen3) */
 } shape;
 
 static shape shape_of(const zt_model_config *mc) {
@@ -68,6 +72,7 @@ static shape shape_of(const zt_model_config *mc) {
     s.NKVl = s.NKV / s.sp;
     s.QKVl = s.QKV / s.sp;
     s.ADl = s.AD / s.sp;
+    s.qkn = mc->qk_norm != 0;
     return s;
 }
 
@@ -75,6 +80,7 @@ struct zt_llama {
     zt_model_config cfg;
     shape s;
     const zt_backend *be;
+    float rope_scale;                  /* cos / sin scale (zt_llama_rope_scale) */
     size_t off[LLAMA_NT];              /* in its unit (block tensors: in every block unit) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
@@ -112,6 +118,7 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_KW: case T_VW: r = s->NKV * s->hd; c = s->C; break;
     case T_QB: r = s->bias ? s->AD : 0; break;
     case T_KB: case T_VB: r = s->bias ? s->NKV * s->hd : 0; break;
+    case T_QNORM: case T_KNORM: r = s->qkn ? s->hd : 0; break;
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
     case T_DOWNW: c = s->H; break;
@@ -150,6 +157,8 @@ static void bind_unit(const zt_llama *m, int u, float *base, zt_llama_params *v)
         h->attn_norm = base + o[T_ANORM];
         h->qkvw = base + o[T_QW];            /* q.w | k.w | v.w */
         h->qkvb = m->s.bias ? base + o[T_QB] : NULL;   /* q.b | k.b | v.b */
+        h->q_norm = m->s.qkn ? base + o[T_QNORM] : NULL;
+        h->k_norm = m->s.qkn ? base + o[T_KNORM] : NULL;
         h->ow = base + o[T_OW];
         h->mlp_norm = base + o[T_MNORM];
         h->guw = base + o[T_GATEW];          /* gate.w | up.w */
@@ -178,6 +187,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
         return zt_fail(st, ZT_EINVAL, "llama: sequence parallel size %d must divide the %d query "
                        "and %d key/value heads", s.sp, s.NH, s.NKV);
     }
+    m->rope_scale = zt_llama_rope_scale(mc);
     if (mc->lora_r > 0) {
         int rc = zt_lora_plan(mc, &m->lo, st);
         if (rc != ZT_OK) {
@@ -207,9 +217,55 @@ static void llama_destroy(void *self) { zt_llama_free(self); }
 
 /* ------------------------------------------------------------ rotary frequencies */
 
+/* transformers' yarn get_mscale */
+static double yarn_mscale(double scale) { return scale <= 1 ? 1.0 : 0.1 * log(scale) + 1.0; }
+
+float zt_llama_rope_scale(const zt_model_config *mc) {
+    if (strcmp(mc->rope_scaling, "yarn") != 0) return 1.0f;
+    return (float)(mc->rope_attention_factor > 0 ? mc->rope_attention_factor
+                                                 : yarn_mscale(mc->rope_factor));
+}
+
+/* yarn (transformers' _compute_yarn_parameters, its fp32 steps in fp32):
+ * the extrapolated (plain) and interpolated (/ factor) frequencies blended
+ * by a linear ramp over the dimensions between the correction range's
+ * bounds (double), which beta_fast / beta_slow rotations over the original
+ * context give. */
+static void yarn_inv_freq(const zt_model_config *mc, int hd, float *inv_freq) {
+    const double base = mc->rope_theta, om = mc->rope_original_max;
+    const double lo_d = hd * log(om / (mc->rope_beta_fast * 2 * 3.141592653589793)) / (2 * log(base));
+    const double hi_d = hd * log(om / (mc->rope_beta_slow * 2 * 3.141592653589793)) / (2 * log(base));
+    double lo = mc->rope_truncate ? floor(lo_d) : lo_d, hi = mc->rope_truncate ? ceil(hi_d) : hi_d;
+    if (lo < 0) lo = 0;
+    if (hi > hd - 1) hi = hd - 1;
+    if (lo == hi) hi += 0.001;
+    const float factor = (float)mc->rope_factor, flo = (float)lo, span = (float)(hi - lo);
+    for (int j = 0; j < hd / 2; ++j) {
+        const float pos = powf((float)base, (float)(2 * j) / (float)hd);
+        const float extra = 1.0f / pos, inter = 1.0f / (factor * pos);
+        float ramp = ((float)j - flo) / span;
+        ramp = ramp < 0 ? 0.0f : ramp > 1 ? 1.0f : ramp;
+        const float ef = 1.0f - ramp;
+        inv_freq[j] = inter * (1.0f - ef) + extra * ef;
+    }
+}
+
 void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
     const int hd = zt_model_head_dim(mc);
-    const float base = (float)mc->rope_theta;
+    if (!strcmp(mc->rope_scaling, "yarn")) {
+        yarn_inv_freq(mc, hd, inv_freq);
+        return;
+    }
+    double base_d = mc->rope_theta;
+    if (!strcmp(mc->rope_scaling, "dynamic")) {
+        /* NTK-aware: base * (factor * L / P - (factor - 1)) ^ (hd / (hd - 2)) at
+         * L = max(sequence length, P), P = max_position_embeddings (= context):
+         * transformers recomputes only past P, and training stays within it */
+        const double f = mc->rope_factor, L = mc->context, P = mc->context;
+        base_d = base_d * pow(f * L / P - (f - 1), (double)hd / (hd - 2));
+    }
+    const float base = (float)base_d;
+    const int linear = !strcmp(mc->rope_scaling, "linear");
     const int llama3 = strcmp(mc->rope_scaling, "llama3") == 0;
     /* transformers, all in float32: 1 / base ** (arange(0, hd, 2) / hd);
      * llama3: wavelen = 2 pi / f (torch: reciprocal(f) * 2 pi).  Bitwise
@@ -231,6 +287,7 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
                 f = (1.0f - smooth) * f / factor + smooth * f;
             }
         }
+        if (linear) f /= (float)mc->rope_factor;
         inv_freq[j] = f;
     }
 }
@@ -257,7 +314,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
          * same count; atth the head-sharded attention output [B, N_sp T,
          * AD/N_sp]; lse [B, NH/N_sp, N_sp T]) */
-        TAKE(la->qkv, N * QKV); TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
+        TAKE(la->qkv, N * QKV);
+        if (sh.qkn) {
+            TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
+            TAKES(la->qkrstd, N * (size_t)(sh.NH + sh.NKV));
+        }
+        TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
@@ -282,7 +344,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKES(a->lora.bt, lo.max_nr * lo.max_out);
         if (training) {
             TAKE(a->lora.dh, N * lo.max_nr); TAKES(a->lora.dbt, lo.max_nr * lo.max_out);
-            TAKES(a->dnorm, C);
+            TAKES(a->dnorm, C > (size_t)sh.hd ? C : (size_t)sh.hd);
         }
     }
 #undef TAKE
@@ -370,6 +432,7 @@ static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
         zt_llama_layer *h = &g->h[u - 1];
         memset(h, 0, sizeof *h);
         h->attn_norm = h->mlp_norm = a->dnorm;
+        if (m->s.qkn) h->q_norm = h->k_norm = a->dnorm;
     }
 }
 
@@ -386,22 +449,33 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) */
     be->rmsnorm_fwd(s->xn, s->rstd1, x, w->attn_norm, eps, N, C);
     if (sh->sp > 1) {
-        /* sequence parallel: the local rows' q|k|v, exchanged for all T
-         * positions of NH/N_sp heads; RoPE at the global positions */
+        /* sequence parallel: the local rows' q|k|v (Qwen3: q, k heads
+         * normalized, per row and head, before the exchange), exchanged for
+         * all T positions of NH/N_sp heads; RoPE at the global positions */
         const int Tf = T * sh->sp;
         be->matmul_fwd(a->sp_h, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
         if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, a->sp_h, N, &a->lora);
+        if (sh->qkn) {
+            be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, w->q_norm, eps, N, sh->NH, sh->QKV, sh->hd);
+            be->headnorm_fwd(a->sp_h + sh->AD, s->qkraw + (size_t)N * sh->AD,
+                             s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
+        }
         zt_group_where(m->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
                               a->sp_recv, st));
-        be->rope_fwd(s->qkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd);
+        be->rope_fwd(s->qkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd, m->rope_scale);
         be->gqa_fwd(s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, sh->hd);
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
         be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
         if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
-        be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+        if (sh->qkn) {   /* Qwen3: q and k heads normalized before the rotation */
+            be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, w->q_norm, eps, N, sh->NH, sh->QKV, sh->hd);
+            be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
+                             s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
+        }
+        be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd, m->rope_scale);
         be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
     }
     be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
@@ -527,13 +601,20 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
             ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
                                   a->sp_recv, st));
             be->gqa_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl, sh->hd);
-            be->rope_bwd(a->dqkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd);
+            be->rope_bwd(a->dqkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
+                         m->rope_scale);
             ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
                                    a->sp_recv, st));
             dq = a->sp_h;
         } else {
             be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
-            be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd);
+            be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                         m->rope_scale);
+        }
+        if (sh->qkn) {
+            be->headnorm_bwd(dq, gw->q_norm, s->qkraw, w->q_norm, s->qkrstd, N, sh->NH, sh->QKV, sh->hd);
+            be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD, w->k_norm,
+                             s->qkrstd + (size_t)N * sh->NH, N, sh->NKV, sh->QKV, sh->hd);
         }
         be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
         if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, dq, a->dbuf, N, ls);
@@ -582,8 +663,13 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
                        "ztrain.model.rope_low_freq_factor=%g", m->rope_high_freq_factor,
                        m->rope_low_freq_factor);
     char why[160];
-    if (!zt_arch_hf_export(m, NULL, why, sizeof why))
-        return zt_fail(st, ZT_EINVAL, "%s", why);
+    const zt_arch_hf *fam = zt_arch_hf_export(m, NULL, why, sizeof why);
+    if (!fam) return zt_fail(st, ZT_EINVAL, "%s", why);
+    /* PEFT names Phi-3's adapters after its fused modules (qkv_proj,
+     * gate_up_proj), ours after the split ones */
+    if (m->lora_r > 0 && fam->fuse)
+        return zt_fail(st, ZT_EUNSUPPORTED, "LoRA on %s (fused qkv_proj / gate_up_proj) is not "
+                       "supported: train it in full (ztrain.lora.r=0)", fam->architectures);
     return ZT_OK;
 }
 
@@ -661,6 +747,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     WS(zt_cuda_ws_gqa_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd));   /* (sequence parallel: all T, NH/N heads) */
+    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.NH, s.hd));   /* q_norm (k_norm: fewer rows) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
@@ -674,47 +761,73 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
 
 static void llama_summary(const zt_model_config *mc, int style, char *buf, size_t n) {
     const int llama3 = !strcmp(mc->rope_scaling, "llama3");
+    const int scaled = strcmp(mc->rope_scaling, "none") != 0;
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
-                 mc->attention_bias ? ", q/k/v biases" : "", llama3 ? ", llama3 rope scaling" : "");
+                 mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
+                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "");
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
-        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head", zt_model_kv_heads(mc),
-                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied);
+        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s", zt_model_kv_heads(mc),
+                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
+                 mc->qk_norm ? ", q/k norms" : "");
     } else {
         char rope[160] = "";
         if (llama3)
             snprintf(rope, sizeof rope, ", llama3 scaling (factor %g, low %g, high %g, original %d)",
                      mc->rope_factor, mc->rope_low_freq_factor, mc->rope_high_freq_factor,
                      mc->rope_original_max);
+        else if (!strcmp(mc->rope_scaling, "yarn"))
+            snprintf(rope, sizeof rope, ", yarn scaling (factor %g, original %d, attention factor %g, "
+                     "beta %g/%g%s)", mc->rope_factor, mc->rope_original_max,
+                     (double)zt_llama_rope_scale(mc), mc->rope_beta_fast, mc->rope_beta_slow,
+                     mc->rope_truncate ? "" : ", not truncated");
+        else if (scaled)
+            snprintf(rope, sizeof rope, ", %s scaling (factor %g)", mc->rope_scaling, mc->rope_factor);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
-                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s",
+                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s",
                  mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
                  zt_model_intermediate(mc), mc->context, mc->vocab, mc->rope_theta, rope,
-                 mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "");
+                 mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "",
+                 mc->qk_norm ? ", q/k norms" : "");
     }
 }
 
 /* The Hugging Face families (transformers 5.23's defaults for keys absent
  * from config.json, models/<m>/configuration_<m>.py).  Llama first: the
  * default export. */
+static const zt_arch_fuse phi3_fuse[] = {
+    {"model.layers.%d.self_attn.qkv_proj.weight", "q.w", "v.w"},
+    {"model.layers.%d.mlp.gate_up_proj.weight", "gate.w", "up.w"},
+    {NULL, NULL, NULL},
+};
 static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0},
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, NULL},
     {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0},
+     32, 8, 131072, 1e-6, 0, 0, NULL},
     {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0},
+     32, 32768, 1e-6, 0, 0, NULL},
+    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128, NULL},
+    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
+     1e-5, 0, 0, phi3_fuse},
 };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 
-/* Without a stored family: q/k/v biases without an o_proj bias are
- * Qwen2's (Llama's attention_bias biases o_proj too), else Llama. */
+/* Without a stored family: q/k norms are Qwen3's; q/k/v biases without an
+ * o_proj bias are Qwen2's (Llama's attention_bias biases o_proj too); else
+ * Llama. */
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
+    if (mc->qk_norm) return &llama_hf[3];
     return mc->attention_bias ? &llama_hf[2] : &llama_hf[0];
 }
 
 static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
+    if ((f->flags & ZT_HF_QK_NORM) && !mc->qk_norm)
+        return "it normalizes q and k per head; set ztrain.model.qk_norm=true";
+    if (!(f->flags & ZT_HF_QK_NORM) && mc->qk_norm)
+        return "it has no q/k norms (ztrain.model.qk_norm=true is Qwen3's)";
     if ((f->flags & ZT_HF_QKV_BIAS) && !mc->attention_bias)
         return "its q/k/v projections have biases; set ztrain.model.attention_bias=true";
     if (!(f->flags & ZT_HF_QKV_BIAS) && mc->attention_bias)
@@ -741,6 +854,17 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
                             json_real(mc->rope_low_freq_factor), "high_freq_factor",
                             json_real(mc->rope_high_freq_factor), "original_max_position_embeddings",
                             mc->rope_original_max));
+    else if (!strcmp(mc->rope_scaling, "yarn"))   /* the attention factor resolved */
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:i,s:o,s:o,s:o,s:b}", "rope_type",
+                            "yarn", "factor", json_real(mc->rope_factor),
+                            "original_max_position_embeddings", mc->rope_original_max,
+                            "attention_factor", json_real(mc->rope_attention_factor > 0
+                                ? mc->rope_attention_factor : yarn_mscale(mc->rope_factor)),
+                            "beta_fast", json_real(mc->rope_beta_fast), "beta_slow",
+                            json_real(mc->rope_beta_slow), "truncate", mc->rope_truncate != 0));
+    else if (strcmp(mc->rope_scaling, "none") != 0)   /* linear, dynamic */
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o}", "rope_type", mc->rope_scaling,
+                                                         "factor", json_real(mc->rope_factor)));
     else
         json_object_set_new(c, "rope_scaling", json_null());
     json_object_set_new(c, "tie_word_embeddings", json_boolean(mc->tie_embeddings));
@@ -749,6 +873,7 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
         json_object_set_new(c, "mlp_bias", json_false());
     }
     if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
+    if (f->flags & ZT_HF_QK_NORM) json_object_set_new(c, "max_window_layers", json_integer(mc->n_layer));
     json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
     if (sw) json_object_set(c, "sliding_window", sw);   /* the original's window */
     json_object_set_new(c, "attention_dropout", json_real(0.0));
@@ -770,7 +895,7 @@ const zt_arch zt_arch_llama = {
     .kernel_ws = llama_kernel_ws,
     .summary = llama_summary,
     .hf = llama_hf,
-    .n_hf = 3,
+    .n_hf = (int)(sizeof llama_hf / sizeof llama_hf[0]),
     .hf_ignore = llama_hf_ignore,
     .hf_optional_prefix = NULL,
     .hf_default = llama_hf_default,

@@ -11,6 +11,7 @@
  *   unit 1+l    "block.l":    "h<l>.attn_norm.w" [C], "h<l>.q.w" [NH*hd, C],
  *                             "h<l>.k.w" [NKV*hd, C], "h<l>.v.w" [NKV*hd, C],
  *                             (attention_bias: "h<l>.q.b", ".k.b", ".v.b"),
+ *                             (qk_norm: "h<l>.q_norm.w" [hd], "h<l>.k_norm.w" [hd]),
  *                             "h<l>.o.w" [C, NH*hd], "h<l>.mlp_norm.w" [C],
  *                             "h<l>.gate.w" [H, C], "h<l>.up.w" [H, C],
  *                             "h<l>.down.w" [C, H]
@@ -29,6 +30,7 @@
 typedef struct zt_llama_layer {
     float *attn_norm;          /* [C]                          */
     float *qkvw, *qkvb;        /* [QKV, C], [QKV] or NULL      */
+    float *q_norm, *k_norm;    /* [hd] each (qk_norm) or NULL  */
     float *ow;                 /* [C, NH*hd]                   */
     float *mlp_norm;           /* [C]                          */
     float *guw;                /* [2H, C]: gate | up           */
@@ -57,6 +59,8 @@ typedef struct zt_llama_acts {
     struct zt_llama_layer_acts {
         float *xn, *rstd1;     /* [N, C], [N] attention RMSNorm */
         float *qkv;            /* [N, QKV] q and k rotated */
+        float *qkraw, *qkrstd; /* qk_norm: q, k before their norm [N, NH*hd] | [N, NKV*hd];
+                                * rstd [N, NH] | [N, NKV] */
         float *atty, *lse;     /* [N, NH*hd], [B, NH, T] */
         float *atth;           /* sequence parallel: [B, N_sp T, NH/N_sp hd] (else NULL) */
         float *res2;           /* [N, C] after attention */
@@ -102,7 +106,10 @@ size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int tra
 /* Elements of the tensors in unit u of the layout (u = 0 .. n_layer + 1). */
 size_t zt_llama_unit_numel(const zt_model_config *mc, int u);
 /* The rotary frequencies inv_freq[hd/2] in fp32 as transformers computes
- * them (default, then llama3 scaling when mc->rope_scaling is "llama3"). */
+ * them for mc->rope_scaling (none = default, llama3, linear, dynamic at a
+ * sequence length within the context, yarn), and the scale of cos and sin
+ * (transformers' attention_scaling: yarn's attention factor, else 1). */
 void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq);
+float zt_llama_rope_scale(const zt_model_config *mc);
 
 #endif

@@ -24,6 +24,7 @@ void zt_memplan_fmt_bytes(double b, char *buf, size_t n) {
 }
 
 static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 void zt_memplan_opts_init(zt_memplan_opts *o, int world_size) {
@@ -738,25 +739,42 @@ after_states:;
     /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
      * parameters gathered on every rank at stage 3, and at stages 1-2 when
      * mixed, from the master slices; host), then the sample ([1, T] forward) */
+    /* Only an llm.c model file (a GPT-2 without LoRA: zt_save_weights) is
+     * written at the end of `ztrain train`; the other architectures' and
+     * LoRA's weights stay in the final checkpoint.  Each optional step is
+     * simulated from the state after training: export_peak and sample_peak
+     * are the peaks if that step runs, end_peak what a default CLI run
+     * does (the export when it is written, then the sample). */
+    p->export_default = !lora && zt_arch_of(mc)->llmc_file;
+    const sim trained = s;
     s.phase = "weights export";
     /* (on a GPU the gathered block is device memory, written out by rank 0
      * through a host chunk of at most 1 Mi elements) */
     const uint64_t wchunk = (Psi < ((uint64_t)1 << 20) ? umax(Psi, 1) : (uint64_t)1 << 20) * 4;
-    /* (LoRA: none -- the adapters are in the final checkpoint) */
-    if (!lora && (p->stage == 3 || (p->mixed && p->stage >= 1))) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
-    if (p->gpu && !lora) {
+    const int gather = p->stage == 3 || (p->mixed && p->stage >= 1);
+    if (gather) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (p->gpu) {
         s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
         s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
-    if (!lora && (p->stage == 3 || (p->mixed && p->stage >= 1))) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (gather) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->export_peak[pl] = s.ptot[pl];
+    s = trained;
     /* (sequence parallel: the CLI skips its closing sample) */
     if (SP == 1) {
         s.phase = "sample";
-        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)T, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)T * 4 * 2);
+        /* zt_sample's [1, W] block: W the longest window it forwards */
+        const uint64_t SW = umax(umin(o->sample_window > 0 ? (uint64_t)o->sample_window : 256, T), 1);
+        p->sample_window = (int)SW;
+        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)SW, 0, 0, elem));
+        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, SW * 4 * 2);
         sim_forward(&y, 0);
     }
-    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->end_peak[pl] = s.ptot[pl];
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
+        p->sample_peak[pl] = s.ptot[pl];
+        /* the sample runs after the export has freed its block */
+        p->end_peak[pl] = umax(p->sample_peak[pl], p->export_default ? p->export_peak[pl] : 0);
+    }
     /* cuda: the backend's own device memory (cuda_workspace.h), held from
      * the first kernel that needs it to the end: the cuBLAS workspace and
      * the scratch at its final size (an upper bound before that kernel) */
@@ -768,6 +786,8 @@ after_states:;
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+        p->export_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+        p->sample_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
     }
     p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
     free(ya.n);

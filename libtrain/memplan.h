@@ -51,6 +51,9 @@ typedef struct zt_memplan_opts {
     uint64_t host_limit; /* GPU target: host bytes per rank the host place must fit too
                           * (zt_memplan_check, _suggest, _auto_micro); 0 = not checked */
     const char *host_limit_what; /* what host_limit is, for messages */
+    int sample_window;   /* the end-of-run text sample's longest forward (prompt + new
+                          * tokens - 1, capped at the context); 0 = the CLI default, a
+                          * 1-token prompt and 256 new tokens: 256 */
 } zt_memplan_opts;
 
 /* world_size = w, everything else from the configuration. */
@@ -94,9 +97,18 @@ typedef struct zt_memplan {
      * pinned_peak when every registration succeeds) */
     uint64_t pinned_bytes;
     const char *peak_phase[ZT_MP_NPLACES];   /* where the total peaks */
-    /* including the end of a CLI run: weights export (stage 3 gathers the
-     * full parameters on every rank) and the text sample */
+    /* including the end of a default `ztrain train` run: the llm.c weights
+     * file when it is written (export_default), then the text sample */
     uint64_t end_peak[ZT_MP_NPLACES];
+    /* the peak if each optional end step runs after training: the llm.c
+     * weights export (stage 3, and mixed precision at stages 1-2, gather the
+     * full fp32 parameters on every rank) and the text sample (a [1, T]
+     * forward; --sample-tokens 0 skips it) */
+    uint64_t export_peak[ZT_MP_NPLACES], sample_peak[ZT_MP_NPLACES];
+    /* 1: a default run writes the llm.c weights file (a GPT-2 without LoRA);
+     * 0: the weights stay in the final checkpoint (llama, LoRA) */
+    int export_default;
+    int sample_window;   /* the sample's [1, W] activation block (opts sample_window) */
     /* the binding per-rank total: device on a GPU target, host otherwise */
     uint64_t peak_bytes;
     /* GPU target on cuda: device bytes the backend holds itself, in

@@ -58,9 +58,15 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
         return zt_fail(st, ZT_EUNSUPPORTED, "model '%s' does not provide next-token "
                        "probabilities (zt_model_ops.probs): it cannot be sampled",
                        m->ops->name ? m->ops->name : "?");
+    /* activations for the longest window this call forwards (prompt and
+     * new tokens but the last, at most the context), not the whole context:
+     * a 256-token sample of a 128k-context model needs [1, 256] */
+    const long want = (long)n_prompt + n_new - 1 < mc->context ? (long)n_prompt + n_new - 1
+                                                               : mc->context;
+    const int need = want > 1 ? (int)want : 1;
+    if (ctx->sample_acts.acts && ctx->sample_acts.T < need) zt_batch_buf_free(ctx, &ctx->sample_acts);
     if (!ctx->sample_acts.acts)
-        ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->sample_acts, 1, mc->context, 0, ZT_MEM_WORKSPACE,
-                                  st));
+        ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->sample_acts, 1, need, 0, ZT_MEM_WORKSPACE, st));
     int total = n_prompt + n_new;
     int *seq = malloc(sizeof(int) * (size_t)total);
     double *w = malloc(sizeof(double) * (size_t)mc->vocab);

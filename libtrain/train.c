@@ -1048,7 +1048,8 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         if (p->kernel_ws_bytes)
             snprintf(kw, sizeof kw, "; of it kernel workspace %llu bytes",
                      (unsigned long long)p->kernel_ws_bytes);
-        /* what a CLI run may add after the report (weights export, sample) */
+        /* what a default CLI run adds after the report (the llm.c weights
+         * file when it writes one, the sample) */
         if (p->end_peak[ZT_MP_DEVICE] > p->peak[ZT_MP_DEVICE])
             snprintf(kw + strlen(kw), sizeof kw - strlen(kw), "; with the end of a CLI run %llu bytes",
                      (unsigned long long)p->end_peak[ZT_MP_DEVICE]);

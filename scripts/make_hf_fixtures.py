@@ -4,7 +4,7 @@ that tests/test_hf_golden.c checks ztrain against.
 
 Run once (the output is committed; CI never needs Python):
 
-    /opt/hfref/bin/python scripts/make_hf_fixtures.py [OUTDIR]
+    /opt/hfref/bin/python scripts/make_hf_fixtures.py [OUTDIR [NAME...]]
 
 OUTDIR defaults to tests/fixtures/hf next to this script's repository.  For
 each model NAME it writes
@@ -42,7 +42,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM)
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Phi3Config, Phi3ForCausalLM)
 
 B, T = 2, 16
 STEPS = 3
@@ -73,6 +74,39 @@ def qwen2_config():
         bos_token_id=1, eos_token_id=2, attn_implementation="eager")
 
 
+def qwen3_config():
+    # per-head q_norm / k_norm; head_dim given (Qwen3's default is 128, not hidden / heads)
+    return Qwen3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def rope_config(rope):
+    """Llama with another rope_type (linear, dynamic, yarn): theta 1000, head_dim 8."""
+    def make():
+        return LlamaConfig(
+            vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+            rms_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False,
+            rope_parameters=dict(rope, rope_theta=1000.0),
+            bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    return make
+
+
+def phi3_config():
+    # fused qkv_proj [(4 + 2 + 2) * 8, 32] and gate_up_proj [2 * 64, 32]; no sliding window;
+    # pad_token_id null (Phi-3's 32000 is outside this vocabulary)
+    return Phi3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        original_max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, sliding_window=None,
+        bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -85,6 +119,16 @@ MODELS = [
     ("llama", LlamaForCausalLM, llama_config, 1001, 40000),
     ("qwen2", Qwen2ForCausalLM, qwen2_config, 1002, None),
     ("gpt2", GPT2LMHeadModel, gpt2_config, 1003, None),
+    ("qwen3", Qwen3ForCausalLM, qwen3_config, 1004, None),
+    # linear: every frequency / 2; dynamic: equal to the default within the
+    # context (transformers rescales only past max_position_embeddings);
+    # yarn: with original 48 the correction range is dimensions [0, 2] (j = 0
+    # extrapolated, j = 1 half, j >= 2 interpolated), cos / sin x 1.1386
+    ("phi3", Phi3ForCausalLM, phi3_config, 1008, None),
+    ("rope_linear", LlamaForCausalLM, rope_config({"rope_type": "linear", "factor": 2.0}), 1005, None),
+    ("rope_dynamic", LlamaForCausalLM, rope_config({"rope_type": "dynamic", "factor": 4.0}), 1006, None),
+    ("rope_yarn", LlamaForCausalLM, rope_config({"rope_type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 48}), 1007, None),
 ]
 
 
@@ -131,14 +175,19 @@ def rope_in_float64(model):
     rot = getattr(getattr(model, "model", None), "rotary_emb", None)
     if rot is None:
         return
-    f = inv_freq64(model.config)
-    assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    scale = 1.0
+    if model.config.rope_parameters.get("rope_type", "default") in ("default", "llama3"):
+        f = inv_freq64(model.config)
+        assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    else:   # linear, dynamic, yarn: transformers' own fp32 frequencies and cos/sin scale
+        f = rot.inv_freq.to(torch.float64)
+        scale = float(rot.attention_scaling)
     rot.inv_freq = f
 
     def forward(x, position_ids):
         emb = position_ids[..., None].to(torch.float64) * f
         emb = torch.cat((emb, emb), dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
     rot.forward = forward
 
 
@@ -256,8 +305,10 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
+    only = sys.argv[2:]   # names to (re)build; none: all
     for spec in MODELS:
-        build(*spec, outdir)
+        if not only or spec[0] in only:
+            build(*spec, outdir)
 
 
 if __name__ == "__main__":

@@ -193,7 +193,7 @@ ok $([ $? = 0 ] && grep -q '^model: gpt2 (GPT2LMHeadModel), 34688 parameters' es
 ok $([ $? = 2 ] && grep -q 'BertForMaskedLM is not supported' est.out; echo $?) "estimate --model: unsupported architecture, exit 2"
 # config.json refusals by name (no weights read)
 "$PY" "$FIX" llama l5 --rope-form 5 --llama3 --kv 2
-for edit in 's/"silu"/"gelu"/|hidden_act' 's/"rope_type": "llama3"/"rope_type": "yarn"/|yarn'; do
+for edit in 's/"silu"/"gelu"/|hidden_act' 's/"rope_type": "llama3"/"rope_type": "longrope"/|longrope'; do
     mkdir -p l6 && sed "${edit%%|*}" l5/config.json > l6/config.json
     "$ZTRAIN" estimate --model l6 --world-size 1 > est.out 2>&1
     ok $([ $? = 2 ] && grep -q "^ztrain: error: l6/config.json: .*${edit##*|}" est.out; echo $?) \
@@ -229,6 +229,31 @@ EOF
 ok $(grep -q '^model: llama (LlamaForCausalLM), 8030261248 parameters' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
    "estimate --model Llama-3-8B config.json: 8030261248 parameters and the table"
 diag < <(grep '^model:' est.out)
+# Phi-3-mini-4k-instruct's config.json: fused qkv_proj / gate_up_proj (split on load);
+# 3821079552 = transformers' Phi3ForCausalLM built from it
+cat > p3.json <<'EOF'
+{"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "attention_dropout": 0.0, "bos_token_id": 1,
+ "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,
+ "intermediate_size": 8192, "max_position_embeddings": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+ "num_key_value_heads": 32, "original_max_position_embeddings": 4096, "pad_token_id": 32000, "resid_pdrop": 0.0,
+ "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0, "sliding_window": 2047,
+ "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 32064}
+EOF
+"$ZTRAIN" estimate --model p3.json --world-size 2 --seq-len 2048 --micro-batch 1 > est.out 2>&1
+ok $(grep -q '^model: llama (Phi3ForCausalLM), 3821079552 parameters' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
+   "estimate --model Phi-3-mini-4k config.json: 3821079552 parameters (transformers' count)"
+# Qwen3-0.6B's config.json: per-head q/k norms, head_dim 128 != hidden / heads, tied;
+# 596049920 = sum(p.numel()) of transformers' Qwen3ForCausalLM built from it
+cat > q3.json <<'EOF'
+{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "attention_bias": false, "head_dim": 128,
+ "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072, "max_position_embeddings": 40960,
+ "max_window_layers": 28, "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+ "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+ "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936}
+EOF
+"$ZTRAIN" estimate --model q3.json --world-size 2 --seq-len 4096 --micro-batch 1 > est.out 2>&1
+ok $(grep -q '^model: llama (Qwen3ForCausalLM), 596049920 parameters.*q/k norms' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
+   "estimate --model Qwen3-0.6B config.json: 596049920 parameters (transformers' count), q/k norms"
 # config.json forms and refusals (no weights needed)
     for v in "lu --kv 2:untied GQA" "lt --kv 1 --tied:tied multi-query" "lq --kv 2 --arch Qwen2ForCausalLM:Qwen2 (q/k/v biases)" \
              "lm --kv 4 --arch MistralForCausalLM --rope-form 5 --llama3:Mistral, 5.x rope_parameters, llama3"; do

@@ -1,7 +1,9 @@
 #!/bin/bash
 # hf_transformers.sh -- the Hugging Face round trip against transformers itself
 # (optional: needs a Python that imports torch + transformers; SKIPs visibly
-# otherwise).  For each fixture of tests/fixtures/hf (llama, qwen2, gpt2):
+# otherwise).  For each fixture of tests/fixtures/hf (llama, qwen2, gpt2, qwen3, phi3,
+# rope_linear, rope_dynamic, rope_yarn;
+# ZT_HF_FIXTURES picks some):
 #
 #   1. `ztrain train --init-from FIXTURE` 4 steps at 2 ranks, ZeRO stage 3, on
 #      a token file holding one window (so every sample is that window and each
@@ -32,7 +34,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 PYTHONHASHSEED=0
 
-for name in llama qwen2 gpt2; do
+for name in ${ZT_HF_FIXTURES:-llama qwen2 gpt2 qwen3 phi3 rope_linear rope_dynamic rope_yarn}; do
     d="$tmp/$name"
     mkdir -p "$d"
     # one window of T+1 = 17 tokens below the vocabulary: the fixture's own batch row 0

@@ -80,6 +80,9 @@ int main(void) {
                                         "true", "ztrain.model.tie_embeddings", "false", NULL};
     check_layout("gpt2", gpt);
     check_layout("llama (GQA, q/k/v biases, untied)", llama);
+    static const char *const qwen3[] = {"ztrain.model.arch", "llama", "ztrain.model.n_layer", "2",
+                                        "ztrain.model.n_kv_head", "2", "ztrain.model.qk_norm", "true", NULL};
+    check_layout("llama (GQA, q/k norms, tied)", qwen3);
 
     const zt_arch *a = NULL;
     tap_ok(zt_arch_find("llama") == &zt_arch_llama && zt_arch_find("gpt2") == &zt_arch_gpt2 &&
@@ -87,7 +90,7 @@ int main(void) {
     const zt_arch_hf *f = zt_arch_hf_find(NULL, "qwen2", &a);
     tap_ok(f && a == &zt_arch_llama && !strcmp(f->architectures, "Qwen2ForCausalLM") &&
                zt_arch_hf_find("GPT2LMHeadModel", "llama", &a) && a == &zt_arch_gpt2 &&
-               !zt_arch_hf_find("Qwen3ForCausalLM", NULL, NULL),
+               zt_arch_hf_find("Qwen3ForCausalLM", NULL, NULL) && !zt_arch_hf_find("GemmaForCausalLM", NULL, NULL),
            "lookup by Hugging Face class (architectures before model_type)");
 
     char msg[512];
@@ -99,6 +102,17 @@ int main(void) {
                                              "true", "ztrain.model.hf_architecture", "LlamaForCausalLM", NULL};
     tap_ok(finalize(llama_bias, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "Qwen2"),
            "hf_architecture=LlamaForCausalLM with q/k/v biases is refused (%s)", msg);
+    static const char *const qwen3_nonorm[] = {"ztrain.model.arch", "llama", "ztrain.model.hf_architecture",
+                                                "Qwen3ForCausalLM", NULL};
+    tap_ok(finalize(qwen3_nonorm, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "qk_norm=true"),
+           "hf_architecture=Qwen3ForCausalLM without q/k norms is refused (%s)", msg);
+    static const char *const llama_qkn[] = {"ztrain.model.arch", "llama", "ztrain.model.qk_norm", "true",
+                                            "ztrain.model.hf_architecture", "LlamaForCausalLM", NULL};
+    tap_ok(finalize(llama_qkn, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "Qwen3"),
+           "hf_architecture=LlamaForCausalLM with q/k norms is refused (%s)", msg);
+    static const char *const gpt_qkn[] = {"ztrain.model.qk_norm", "true", NULL};
+    tap_ok(finalize(gpt_qkn, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "qk_norm is a llama setting"),
+           "qk_norm on gpt2 is refused (%s)", msg);
     static const char *const gpt_llama[] = {"ztrain.model.hf_architecture", "MistralForCausalLM", NULL};
     tap_ok(finalize(gpt_llama, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "gpt2 architecture"),
            "a class of another architecture is refused (%s)", msg);

@@ -639,19 +639,46 @@ static void test_rmsnorm(int N, int C) {
     no_error("rmsnorm");
 }
 
+static void test_headnorm(int N, int nh, int stride, int hd) {
+    const size_t ns = (size_t)N * stride, R = (size_t)N * nh;
+    float *x = fvec(ns, 2.0), *w = fvec(hd, 1.0), *dy = fvec(ns, 1.0), *dw = fvec(hd, 1.0);
+    float *raw = xmalloc(R * hd * 4), *rstd = xmalloc(R * 4);
+    float *x_d = devf(x, ns), *w_d = devf(w, hd), *dy_d = devf(dy, ns), *dw_d = devf(dw, hd);
+    float *raw_d = gpu->alloc(R * hd * 4), *rstd_d = gpu->alloc(R * 4);
+    char name[128];
+    cpu->headnorm_fwd(x, raw, rstd, w, 1e-6f, N, nh, stride, hd);
+    gpu->headnorm_fwd(x_d, raw_d, rstd_d, w_d, 1e-6f, N, nh, stride, hd);
+    snprintf(name, sizeof name, "headnorm_fwd x N=%d heads=%d stride=%d hd=%d", N, nh, stride, hd);
+    cmpd(name, x_d, x, ns, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "headnorm_fwd raw, rstd N=%d", N);
+    cmpd(name, raw_d, raw, R * hd, 0, 0);
+    cmpd(name, rstd_d, rstd, R, 1e-5, 1e-6);
+    gpu->to_device(rstd_d, rstd, R * 4);   /* backward from the CPU's rstd */
+    cpu->headnorm_bwd(dy, dw, raw, w, rstd, N, nh, stride, hd);
+    gpu->headnorm_bwd(dy_d, dw_d, raw_d, w_d, rstd_d, N, nh, stride, hd);
+    snprintf(name, sizeof name, "headnorm_bwd dx (in place) N=%d heads=%d hd=%d", N, nh, hd);
+    cmpd(name, dy_d, dy, ns, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "headnorm_bwd dw (+=) N=%d heads=%d hd=%d", N, nh, hd);
+    cmpd(name, dw_d, dw, hd, 1e-5, 1e-5 * maxabs(dw, hd));
+    free(x); free(w); free(dy); free(dw); free(raw); free(rstd);
+    gpu->free(x_d); gpu->free(w_d); gpu->free(dy_d); gpu->free(dw_d); gpu->free(raw_d);
+    gpu->free(rstd_d);
+    no_error("headnorm");
+}
+
 static void test_rope(int B, int T, int nh, int stride, int hd) {
     const size_t n = (size_t)B * T * stride;
     float *f = xmalloc((size_t)(hd / 2) * 4);
     for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
     float *x = fvec(n, 1.0), *x_d = devf(x, n), *f_d = devf(f, hd / 2);
     char name[128];
-    cpu->rope_fwd(x, f, B, T, nh, stride, hd);
-    gpu->rope_fwd(x_d, f_d, B, T, nh, stride, hd);
+    cpu->rope_fwd(x, f, B, T, nh, stride, hd, 1.125f);
+    gpu->rope_fwd(x_d, f_d, B, T, nh, stride, hd, 1.125f);
     snprintf(name, sizeof name, "rope_fwd B=%d T=%d heads=%d stride=%d hd=%d", B, T, nh, stride, hd);
     cmpd(name, x_d, x, n, 1e-5, 1e-6);
     gpu->to_device(x_d, x, n * 4);
-    cpu->rope_bwd(x, f, B, T, nh, stride, hd);
-    gpu->rope_bwd(x_d, f_d, B, T, nh, stride, hd);
+    cpu->rope_bwd(x, f, B, T, nh, stride, hd, 1.125f);
+    gpu->rope_bwd(x_d, f_d, B, T, nh, stride, hd, 1.125f);
     snprintf(name, sizeof name, "rope_bwd B=%d T=%d heads=%d stride=%d hd=%d", B, T, nh, stride, hd);
     cmpd(name, x_d, x, n, 1e-5, 1e-6);
     free(f); free(x);
@@ -1029,7 +1056,7 @@ int main(void) {
         gpu->matmul_bwd && gpu->set_matmul_precision && gpu->attention_fwd && gpu->attention_bwd &&
         gpu->gelu_fwd && gpu->gelu_bwd && gpu->add && gpu->xent_fwd && gpu->xent_bwd && gpu->adamw &&
         gpu->sumsq && gpu->scale && gpu->to_bf16 && gpu->from_bf16 && gpu->to_f16 && gpu->from_f16 &&
-        gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->rope_fwd &&
+        gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->headnorm_fwd && gpu->headnorm_bwd && gpu->rope_fwd &&
         gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
         gpu->nf4_dequant;
     tap_ok(all, "every table entry is set");
@@ -1074,6 +1101,8 @@ int main(void) {
     test_encoder_nowpe(2, 37, 13, 5);
     test_rmsnorm(37, 13);
     if (full) test_rmsnorm(512, 2048);
+    test_headnorm(37, 3, 40, 8);
+    if (full) test_headnorm(2048, 16, 3072, 128);
     test_rope(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads of a qkv row (v untouched), hd 6 */
     test_rope(1, 4101, 12, 12 * 64, 64);
     test_swiglu(37, 13);

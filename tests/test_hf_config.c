@@ -118,10 +118,11 @@ int main(void) {
 
     refuses("unknown architecture", "{\"architectures\": [\"BertForMaskedLM\"]}", ZT_EUNSUPPORTED,
             "architecture BertForMaskedLM is not supported");
-    refuses("rope_type yarn", LLAMA(", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}"),
-            ZT_EUNSUPPORTED, "rope_type 'yarn' is not supported");
-    refuses("rope type linear (4.x)", LLAMA(", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}"),
-            ZT_EUNSUPPORTED, "rope_type 'linear'");
+    refuses("rope_type yarn without original_max_position_embeddings",
+            LLAMA(", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}"),
+            ZT_EDATA, "(yarn) needs original_max_position_embeddings");
+    refuses("rope type longrope (4.x)", LLAMA(", \"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2.0}"),
+            ZT_EUNSUPPORTED, "rope_type 'longrope' is not supported");
     refuses("llama3 without factor", LLAMA(", \"rope_scaling\": {\"rope_type\": \"llama3\"}"),
             ZT_EDATA, "needs a number factor");
     refuses("hidden_act gelu", LLAMA(", \"hidden_act\": \"gelu\""), ZT_EUNSUPPORTED, "hidden_act 'gelu'");

@@ -2,7 +2,10 @@
  * test_hf_golden.c -- ztrain against transformers, on the tiny random models
  * of tests/fixtures/hf (made once by scripts/make_hf_fixtures.py; no Python
  * here).  For each fixture -- llama (GQA, llama3 RoPE scaling, untied,
- * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), gpt2 --:
+ * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), qwen3
+ * (per-head q/k RMSNorm, GQA, tied), phi3 (fused qkv_proj / gate_up_proj split
+ * on load), rope_linear / rope_dynamic / rope_yarn
+ * (Llama with those rope types; yarn's cos/sin scale), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -161,6 +164,7 @@ static int st_add_model_dir(st_set *s, const char *dir, int *nfiles) {
  * from the layout contract independently of ckpt/, so a mapping error in
  * the loader cannot cancel out here. */
 static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
+    /* Phi-3's fused tensors: see hf_name_fused */
     static const struct { const char *ours, *hf; int tr; } gpt2[] = {
         {"wte", "transformer.wte.weight", 0}, {"wpe", "transformer.wpe.weight", 0},
         {"lnf.w", "transformer.ln_f.weight", 0}, {"lnf.b", "transformer.ln_f.bias", 0},
@@ -178,6 +182,7 @@ static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
         {"v.w", "self_attn.v_proj.weight", 0}, {"o.w", "self_attn.o_proj.weight", 0},
         {"q.b", "self_attn.q_proj.bias", 0}, {"k.b", "self_attn.k_proj.bias", 0},
         {"v.b", "self_attn.v_proj.bias", 0},
+        {"q_norm.w", "self_attn.q_norm.weight", 0}, {"k_norm.w", "self_attn.k_norm.weight", 0},
         {"mlp_norm.w", "post_attention_layernorm.weight", 0},
         {"gate.w", "mlp.gate_proj.weight", 0}, {"up.w", "mlp.up_proj.weight", 0},
         {"down.w", "mlp.down_proj.weight", 0},
@@ -199,6 +204,34 @@ static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
         return 0;
     }
     return -1;
+}
+
+/* Phi-3 (fused): q.w | k.w | v.w are rows of self_attn.qkv_proj.weight,
+ * gate.w | up.w of mlp.gate_up_proj.weight; *row0: where ours starts
+ * (the shapes of the fixtures: 4 q heads and 2 kv heads of 8, MLP 64). */
+static int hf_name_fused(int fused, int arch, const char *ours, char *out, size_t n, int *tr,
+                         long *row0) {
+    static const struct { const char *ours, *hf; long row0; } phi3[] = {
+        {"q.w", "self_attn.qkv_proj.weight", 0}, {"k.w", "self_attn.qkv_proj.weight", 32},
+        {"v.w", "self_attn.qkv_proj.weight", 48}, {"gate.w", "mlp.gate_up_proj.weight", 0},
+        {"up.w", "mlp.gate_up_proj.weight", 64},
+    };
+    *row0 = 0;
+    int l = -1, used = 0;
+    if (fused && sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0)
+        for (size_t i = 0; i < sizeof phi3 / sizeof phi3[0]; ++i)
+            if (!strcmp(ours + used, phi3[i].ours)) {
+                snprintf(out, n, "model.layers.%d.%s", l, phi3[i].hf);
+                *tr = 0;
+                *row0 = phi3[i].row0;
+                return 0;
+            }
+    return hf_name(arch, ours, out, n, tr);
+}
+
+/* How many of our tensors a file tensor holds. */
+static int hf_parts(const char *hf) {
+    return strstr(hf, "qkv_proj") ? 3 : strstr(hf, "gate_up_proj") ? 2 : 1;
 }
 
 /* Our tensor t ([rows, cols] at x) against an HF array y (transposed when tr):
@@ -242,12 +275,20 @@ typedef struct expect {
     int n_kv_head, attention_bias, tie, context;
     const char *rope_scaling;
     double rope_theta;
+    int qk_norm;
+    double eps;
+    int fused;         /* Phi-3's fused qkv_proj / gate_up_proj */
 } expect;
 
 static const expect fixtures[] = {
-    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0},
-    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0},
-    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0},
+    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0},
+    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0},
+    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0},
+    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0},
+    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1},
+    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0},
+    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0},
+    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -318,10 +359,16 @@ static void run_fixture(const char *root, const expect *ex) {
     if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
         cok &= zt_model_kv_heads(mc) == ex->n_kv_head && zt_model_intermediate(mc) == 64 &&
                !!mc->attention_bias == ex->attention_bias && !strcmp(mc->rope_scaling, ex->rope_scaling) &&
-               mc->rope_theta == ex->rope_theta && mc->norm_eps == (ex->attention_bias ? 1e-6 : 1e-5) &&
+               mc->rope_theta == ex->rope_theta && mc->norm_eps == ex->eps &&
+               !!mc->qk_norm == ex->qk_norm &&
                (strcmp(ex->rope_scaling, "llama3") ||
                 (mc->rope_factor == 8 && mc->rope_low_freq_factor == 1 &&
-                 mc->rope_high_freq_factor == 4 && mc->rope_original_max == 48));
+                 mc->rope_high_freq_factor == 4 && mc->rope_original_max == 48)) &&
+               (strcmp(ex->rope_scaling, "linear") || mc->rope_factor == 2) &&
+               (strcmp(ex->rope_scaling, "dynamic") || mc->rope_factor == 4) &&
+               (strcmp(ex->rope_scaling, "yarn") ||
+                (mc->rope_factor == 4 && mc->rope_original_max == 48 && mc->rope_attention_factor == 0 &&
+                 mc->rope_beta_fast == 32 && mc->rope_beta_slow == 1 && mc->rope_truncate));
     tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s",
            ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias, mc->tie_embeddings,
            mc->context, mc->rope_scaling);
@@ -339,21 +386,26 @@ static void run_fixture(const char *root, const expect *ex) {
         const zt_tensor_info *t = &m->tensors[i];
         char hn[160];
         int tr;
-        st_tensor *h = hf_name(zt_model_arch(mc), t->name, hn, sizeof hn, &tr) ? NULL : st_find(&w, hn);
+        long r0;
+        st_tensor *h = hf_name_fused(ex->fused, zt_model_arch(mc), t->name, hn, sizeof hn, &tr, &r0)
+                           ? NULL : st_find(&w, hn);
+        const size_t cols = t->ndim == 2 ? (size_t)t->shape[1] : 1;
         double d, mx;
-        if (!h || h->numel != t->numel) {
+        if (!h || h->numel < t->numel + (size_t)r0 * cols || (hf_parts(hn) == 1 && h->numel != t->numel)) {
             tap_diag("%s: no HF tensor of %zu elements for %s (%s)", ex->name, t->numel, t->name, hn);
             wok = 0;
             continue;
         }
         h->uses++;
         mapped++;
-        compare(t, m->params + t->offset, h->data, tr, &d, &mx);
+        compare(t, m->params + t->offset, h->data + (size_t)r0 * cols, tr, &d, &mx);
         if (d != 0) { tap_diag("%s: %s differs from %s by %.3g", ex->name, t->name, hn, d); wok = 0; }
     }
     for (int i = 0; i < w.n; ++i)
-        if (w.t[i].uses != 1) { tap_diag("%s: %s used %d times", ex->name, w.t[i].name, w.t[i].uses); wok = 0; }
-    tap_ok(wok && mapped == w.n, "%s: every one of the %d HF tensors loaded bit-exactly where the layout says",
+        if (w.t[i].uses != hf_parts(w.t[i].name)) { tap_diag("%s: %s used %d times", ex->name, w.t[i].name, w.t[i].uses); wok = 0; }
+    int nparts = 0;
+    for (int i = 0; i < w.n; ++i) nparts += hf_parts(w.t[i].name);
+    tap_ok(wok && mapped == nparts, "%s: every one of the %d HF tensors loaded bit-exactly where the layout says",
            ex->name, w.n);
 
     /* ---- forward: log-probs and loss */
@@ -402,12 +454,14 @@ static void run_fixture(const char *root, const expect *ex) {
         const zt_tensor_info *t = &m->tensors[i];
         char hn[160], gn[200];
         int tr;
-        if (hf_name(zt_model_arch(mc), t->name, hn, sizeof hn, &tr)) continue;
+        long r0;
+        if (hf_name_fused(ex->fused, zt_model_arch(mc), t->name, hn, sizeof hn, &tr, &r0)) continue;
         snprintf(gn, sizeof gn, "grad.%s", hn);
         const st_tensor *g = st_find(&ref, gn);
+        const size_t cols = t->ndim == 2 ? (size_t)t->shape[1] : 1;
         double d, mx;
-        if (!g || g->numel != t->numel) { gok = 0; tap_diag("%s: no reference %s", ex->name, gn); continue; }
-        compare(t, m->grads + t->offset, g->data, tr, &d, &mx);
+        if (!g || g->numel < t->numel + (size_t)r0 * cols) { gok = 0; tap_diag("%s: no reference %s", ex->name, gn); continue; }
+        compare(t, m->grads + t->offset, g->data + (size_t)r0 * cols, tr, &d, &mx);
         const double rel = d / (mx > 0 ? mx : 1);
         if (!(rel <= TOL_GRAD)) {
             gok = 0;
@@ -417,7 +471,10 @@ static void run_fixture(const char *root, const expect *ex) {
         if (rel > worst) worst = rel;
         ng++;
     }
-    tap_ok(gok && ng == m->n_tensors && (size_t)ng == json_array_size(json_object_get(meta, "params")),
+    int nref = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(meta, "params")); ++i)
+        nref += hf_parts(json_string_value(json_array_get(json_object_get(meta, "params"), i)));
+    tap_ok(gok && ng == m->n_tensors && ng == nref,
            "%s: gradients of all %d parameter tensors (worst %.2e of the tensor's largest entry)",
            ex->name, ng, worst);
 

@@ -228,6 +228,56 @@ static void test_rmsnorm(int N, int C) {
     free(e1); free(e2); free(fd); free(fdw); free(k1); free(k2);
 }
 
+/* ------------------------------------------------------------ per-head RMSNorm */
+
+/* headnorm over the first nh heads of rows of `stride` floats: each head as
+ * rms_ref of one hd-row; the rest of the row untouched; raw = the input; the
+ * backward in place against the analytic gradient (dw +=) */
+static void test_headnorm(int N, int nh, int stride, int hd) {
+    char name[160];
+    const size_t NS = (size_t)N * stride, R = (size_t)N * nh;
+    const float eps = 1e-6f;
+    float *x = fvec(NS, 2.0), *w = fvec(hd, 1.0), *raw = fvec(R * hd, 1.0), *rstd = fvec(R, 1.0);
+    for (int c = 0; c < hd; c++) w[c] += 1.0f;
+    double *x0 = dcopy(x, NS), *dw = dcopy(w, hd);
+    double *ref = dcopy(x, NS), *rr = dvec(R), *head = dvec(hd), *hout = dvec(hd), *hraw = dvec(R * hd);
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = (size_t)n * stride + (size_t)h * hd, r = (size_t)n * nh + h;
+            for (int c = 0; c < hd; c++) head[c] = hraw[r * hd + c] = x0[o + c];
+            rms_ref(hout, &rr[r], head, dw, eps, 1, hd);
+            for (int c = 0; c < hd; c++) ref[o + c] = hout[c];
+        }
+    be->headnorm_fwd(x, raw, rstd, w, eps, N, nh, stride, hd);
+    snprintf(name, sizeof name, "headnorm_fwd N=%d heads=%d stride=%d hd=%d: x in place vs double "
+             "reference (other columns untouched)", N, nh, stride, hd);
+    check_arr(name, x, ref, NS, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "headnorm_fwd N=%d heads=%d hd=%d: raw keeps the input, rstd", N, nh, hd);
+    check_arr(name, raw, hraw, R * hd, 0, 0);
+    check_arr(name, rstd, rr, R, 1e-5, 0);
+    /* backward, in place: dx holds the output gradient */
+    float *d = fvec(NS, 1.0), *gw = fvec(hd, 1.0);
+    double *d0 = dcopy(d, NS), *gw0 = dcopy(gw, hd), *e = dcopy(d, NS), *ew = dcopy(gw, hd);
+    be->headnorm_bwd(d, gw, raw, w, rstd, N, nh, stride, hd);
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = (size_t)n * stride + (size_t)h * hd, r = (size_t)n * nh + h;
+            double sm = 0;
+            for (int c = 0; c < hd; c++) sm += dw[c] * d0[o + c] * hraw[r * hd + c];
+            for (int c = 0; c < hd; c++) {
+                e[o + c] = rr[r] * dw[c] * d0[o + c] - hraw[r * hd + c] * rr[r] * rr[r] * rr[r] * sm / hd;
+                ew[c] += hraw[r * hd + c] * rr[r] * d0[o + c];
+            }
+        }
+    (void)gw0;
+    snprintf(name, sizeof name, "headnorm_bwd N=%d heads=%d hd=%d: dx in place vs analytic", N, nh, hd);
+    check_arr(name, d, e, NS, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "headnorm_bwd N=%d heads=%d hd=%d: dw (+=) vs analytic", N, nh, hd);
+    check_arr(name, gw, ew, hd, 1e-5, 1e-6);
+    free(x); free(w); free(raw); free(rstd); free(x0); free(dw); free(ref); free(rr); free(head);
+    free(hout); free(hraw); free(d); free(gw); free(d0); free(gw0); free(e); free(ew);
+}
+
 /* ------------------------------------------------------------ RoPE */
 
 static float *inv_freq_of(int hd, double theta) {
@@ -256,7 +306,7 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     float *f = inv_freq_of(hd, 10000.0);
     float *x = fvec(n, 1.0), *y = fdup(x, n);
     double *r = dcopy(x, n);
-    be->rope_fwd(y, f, B, T, nh, stride, hd);
+    be->rope_fwd(y, f, B, T, nh, stride, hd, 1.0f);
     rope_ref(r, f, B, T, nh, stride, hd, 1.0);
     snprintf(name, sizeof name, "rope_fwd B=%d T=%d heads=%d stride=%d hd=%d vs double reference",
              B, T, nh, stride, hd);
@@ -269,7 +319,7 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     /* rope_bwd is the gradient: the transpose of the (linear) rotation, so
      * <rope(x), g> == <x, rope_bwd(g)>, and rope_bwd(rope_fwd(x)) == x */
     float *g = fvec(n, 1.0), *gb = fdup(g, n);
-    be->rope_bwd(gb, f, B, T, nh, stride, hd);
+    be->rope_bwd(gb, f, B, T, nh, stride, hd, 1.0f);
     double *rg = dcopy(g, n);
     rope_ref(rg, f, B, T, nh, stride, hd, -1.0);
     snprintf(name, sizeof name, "rope_bwd hd=%d: the inverse rotation (double reference)", hd);
@@ -282,12 +332,28 @@ static void test_rope(int B, int T, int nh, int stride, int hd) {
     }
     tap_ok(fabs(l1 - l2) <= 1e-6 * sc, "rope_bwd hd=%d: the adjoint of rope_fwd "
            "(<rope(x),g> = <x,rope_bwd(g)>: %.9g vs %.9g)", hd, l1, l2);
-    be->rope_bwd(y, f, B, T, nh, stride, hd);
+    be->rope_bwd(y, f, B, T, nh, stride, hd, 1.0f);
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)y[i] - x[i]));
     tap_ok(worst <= 1e-6, "rope_bwd(rope_fwd(x)) == x within 1e-6 (hd=%d, T=%d) [max %.3g]",
            hd, T, worst);
-    free(f); free(x); free(y); free(r); free(g); free(gb); free(rg);
+    /* yarn's attention factor: cos and sin scaled, forward and backward
+     * (the gradient of s R(a) x is s R(-a) g) */
+    const float s = 1.1386294f;
+    float *ys = fdup(x, n), *gs = fdup(g, n);
+    be->rope_fwd(ys, f, B, T, nh, stride, hd, s);
+    double *rs = dcopy(x, n), *rgs = dcopy(g, n);
+    rope_ref(rs, f, B, T, nh, stride, hd, 1.0);
+    rope_ref(rgs, f, B, T, nh, stride, hd, -1.0);
+    for (size_t i = 0; i < n; i++)
+        if ((int)(i % stride) < nh * hd) rs[i] *= s, rgs[i] *= s;
+    snprintf(name, sizeof name, "rope_fwd hd=%d scale %g: cos and sin scaled (double reference)", hd, s);
+    check_arr(name, ys, rs, n, 1e-5, 1e-6);
+    be->rope_bwd(gs, f, B, T, nh, stride, hd, s);
+    snprintf(name, sizeof name, "rope_bwd hd=%d scale %g: the scaled inverse rotation", hd, s);
+    check_arr(name, gs, rgs, n, 1e-5, 1e-6);
+    free(f); free(x); free(y); free(r); free(g); free(gb); free(rg); free(ys); free(gs); free(rs);
+    free(rgs);
 }
 
 /* ------------------------------------------------------------ SwiGLU */
@@ -513,9 +579,9 @@ static void big_sizes(const big_case *k, size_t sz[NOUT]) {
 static void big_run(const zt_backend *t, const big_case *k, float *const in[9], float *o[NOUT]) {
     t->rmsnorm_fwd(o[0], o[1], in[0], in[1], 1e-6f, k->N, k->C);
     t->rmsnorm_bwd(o[2], o[3], in[2], in[0], in[1], o[1], k->N, k->C);
-    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
-    t->rope_bwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
-    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd);
+    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd, 1.0f);
+    t->rope_bwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd, 1.0f);
+    t->rope_fwd(o[4], in[4], k->B, k->T, k->nh, k->stride, k->hd, 0.75f);
     t->swiglu_fwd(o[5], in[5], k->N, k->H);
     t->swiglu_bwd(o[6], in[6], in[5], k->N, k->H);
     t->gqa_fwd(o[7], o[8], in[7], k->B, k->T, k->NH, k->NKV, k->ahd);
@@ -594,6 +660,8 @@ int main(void) {
     test_math();
     test_rmsnorm(7, 13);
     test_rmsnorm(3, 300);
+    test_headnorm(5, 3, 40, 8);      /* 3 heads of a 40-wide row (q heads of a qkv row) */
+    test_headnorm(70, 4, 128, 32);   /* above the parallel threshold */
     test_rope(2, 9, 3, 3 * 6 + 6, 6);     /* q, k heads of a qkv row; hd 6 */
     test_rope(2, 7, 3, 3 * 16, 16);
     test_rope(1, 4101, 1, 16, 16);        /* large positions: range reduction */

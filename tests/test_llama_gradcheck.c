@@ -40,6 +40,9 @@ static zt_model_config base_config(void) {
     mc.rope_low_freq_factor = 1;
     mc.rope_high_freq_factor = 4;
     mc.rope_original_max = 8192;
+    mc.rope_beta_fast = 32;
+    mc.rope_beta_slow = 1;
+    mc.rope_truncate = 1;
     mc.tie_embeddings = 1;
     return mc;
 }
@@ -85,6 +88,7 @@ static void check_layout(const zt_model *m, const zt_model_config *mc, const cha
         WL("attn_norm.w", C, 1); WL("q.w", NH * hd, C); WL("k.w", NKV * hd, C);
         WL("v.w", NKV * hd, C);
         if (mc->attention_bias) { WL("q.b", NH * hd, 1); WL("k.b", NKV * hd, 1); WL("v.b", NKV * hd, 1); }
+        if (mc->qk_norm) { WL("q_norm.w", hd, 1); WL("k_norm.w", hd, 1); }
         WL("o.w", C, NH * hd); WL("mlp_norm.w", C, 1); WL("gate.w", H, C); WL("up.w", H, C);
         WL("down.w", C, H);
 #undef WL
@@ -126,6 +130,20 @@ static void check_inv_freq(const zt_model_config *mc, const char *what) {
                 x = (1 - s) * x / mc->rope_factor + s * x;
                 smooth++;
             }
+        } else if (!strcmp(mc->rope_scaling, "linear")) {
+            x /= mc->rope_factor;
+            scaled++;
+        } else if (!strcmp(mc->rope_scaling, "yarn")) {   /* the ramp over [lo, hi] */
+            const double b = log(mc->rope_theta), om = mc->rope_original_max, pi2 = 6.283185307179586;
+            double lo = floor(hd * log(om / (mc->rope_beta_fast * pi2)) / (2 * b));
+            double hi = ceil(hd * log(om / (mc->rope_beta_slow * pi2)) / (2 * b));
+            lo = lo < 0 ? 0 : lo;
+            hi = hi > hd - 1 ? hd - 1 : hi;
+            double r = (j - lo) / (hi - lo);
+            r = r < 0 ? 0 : r > 1 ? 1 : r;
+            x = x / mc->rope_factor * r + x * (1 - r);
+            scaled += r == 1;
+            smooth += r > 0 && r < 1;
         }
         if (fabs(f[j] - x) > 1e-6 * x) {
             ok = 0;
@@ -273,7 +291,22 @@ int main(void) {
     mha.tie_embeddings = 0;
     mha.rope_theta = 500000;
     gradcheck(&mha, "mha+hd6+untied");
+    /* Qwen3: per-head q/k RMSNorm (grouped-query, tied) */
+    zt_model_config qkn = base_config();
+    qkn.n_kv_head = 2;
+    qkn.qk_norm = 1;
+    gradcheck(&qkn, "gqa+qk_norm");
+    /* yarn: blended frequencies (hd 16, original 64: the ramp over dimensions 0..3)
+     * and cos / sin scaled by the attention factor 1 + 0.1 ln 4 */
+    zt_model_config yarn = base_config();
+    yarn.head_dim = 16;
+    yarn.n_head = 2;
+    snprintf(yarn.rope_scaling, sizeof yarn.rope_scaling, "yarn");
+    yarn.rope_factor = 4;
+    yarn.rope_original_max = 64;
+    gradcheck(&yarn, "yarn");
     /* recomputation is bitwise, tied and untied (3 layers: groups 2 + 1) */
+    ckpt_bitwise(&qkn, "qk_norm");
     zt_model_config ck = gqa;
     ck.n_layer = 3;
     ckpt_bitwise(&ck, "tied");

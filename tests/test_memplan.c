@@ -511,7 +511,48 @@ static void test_kernel_ws(void) {
            "cuda scratch grows to the request rounded up to 1 MiB");
 }
 
+/* The end of a CLI run: only a GPT-2 without LoRA writes the llm.c weights
+ * file (stage 3 gathers 4 Psi bytes for it); a llama run's end is its
+ * sample alone, [1, min(256, context)] unless opts.sample_window says. */
+static void test_end_of_run(void) {
+    zt_status st;
+    zt_memplan_opts o;
+    zt_memplan g, l, w;
+    zt_config *c = shape(8, 4, 128, 8, 64);   /* 4 Psi above the gathered blocks and activations */
+    tu_set(c, "zero_optimization.stage", "3");
+    zt_memplan_opts_init(&o, 2);
+    int rc = zt_memplan_compute(c, &o, &g, &st);
+    const uint64_t *eg = g.export_peak, *sg = g.sample_peak;
+    tap_ok(rc == ZT_OK && g.export_default && eg[ZT_MP_HOST] > g.peak[ZT_MP_HOST] &&
+           g.end_peak[ZT_MP_HOST] == (eg[ZT_MP_HOST] > sg[ZT_MP_HOST] ? eg[ZT_MP_HOST] : sg[ZT_MP_HOST]),
+           "gpt2 stage 3: the run writes model.bin; end of run = max(export %llu, sample %llu) > peak %llu",
+           (unsigned long long)eg[ZT_MP_HOST], (unsigned long long)sg[ZT_MP_HOST],
+           (unsigned long long)g.peak[ZT_MP_HOST]);
+    tu_set(c, "ztrain.model.arch", "llama");
+    rc = zt_memplan_compute(c, &o, &l, &st);
+    tap_ok(rc == ZT_OK && !l.export_default && l.end_peak[ZT_MP_HOST] == l.sample_peak[ZT_MP_HOST] &&
+           l.export_peak[ZT_MP_HOST] > l.end_peak[ZT_MP_HOST] && l.sample_window == 8,
+           "llama stage 3: no weights file, so the end of run is the sample's peak %llu, not the "
+           "export's %llu; the sample window is the context 8",
+           (unsigned long long)l.end_peak[ZT_MP_HOST], (unsigned long long)l.export_peak[ZT_MP_HOST]);
+    tu_set(c, "ztrain.model.context", "1024");
+    tu_set(c, "ztrain.model.vocab", "8192");   /* the sample's [1, W, V] logits above the training peak */
+    tu_set(c, "ztrain.seq_len", "8");
+    rc = zt_memplan_compute(c, &o, &l, &st);
+    o.sample_window = 1024;
+    rc |= zt_memplan_compute(c, &o, &w, &st);
+    tap_ok(rc == ZT_OK && l.sample_window == 256 && w.sample_window == 1024 &&
+           w.sample_peak[ZT_MP_HOST] - l.sample_peak[ZT_MP_HOST] ==
+               zt_memplan_acts_bytes(&c->model, 1, 1024, 0, 0, 4) -
+               zt_memplan_acts_bytes(&c->model, 1, 256, 0, 0, 4),
+           "context 1024: the default sample forwards [1, 256]; a 1024 window adds the difference "
+           "of the two activation blocks (%llu vs %llu)", (unsigned long long)l.sample_peak[ZT_MP_HOST],
+           (unsigned long long)w.sample_peak[ZT_MP_HOST]);
+    zt_config_free(c);
+}
+
 int main(void) {
+    test_end_of_run();
     test_acts();
     test_formulas();
     test_placement();

@@ -80,6 +80,58 @@ void zt_cpu_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *
     }
 }
 
+/* ------------------------------------------------------------ per-head RMSNorm */
+
+/* One (row, head) at a time, its sum of squares in double in channel
+ * order (the CUDA kernel's order: one thread per head). */
+void zt_cpu_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
+                         int n_heads, int stride, int hd) {
+    if (N <= 0 || n_heads <= 0 || hd <= 0) return;
+#pragma omp parallel for schedule(static) if ((size_t)N * n_heads * hd >= ZT_PAR_MIN)
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < n_heads; h++) {
+            const size_t r = (size_t)n * n_heads + h;
+            float *v = x + (size_t)n * stride + (size_t)h * hd, *k = raw + r * hd;
+            double ss = 0.0;
+            for (int c = 0; c < hd; c++) {
+                k[c] = v[c];
+                ss += (double)v[c] * v[c];
+            }
+            const float q = zt_rms_rstd(ss, hd, eps);
+            for (int c = 0; c < hd; c++) v[c] = zt_rms_out(k[c], q, w[c]);
+            rstd[r] = q;
+        }
+}
+
+/* dw first (it reads the output gradient), rows summed in order per
+ * channel in double; then each head's input gradient in place. */
+void zt_cpu_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
+                         const float *rstd, int N, int n_heads, int stride, int hd) {
+    if (N <= 0 || n_heads <= 0 || hd <= 0) return;
+    const int par = (size_t)N * n_heads * hd >= ZT_PAR_MIN;
+#pragma omp parallel for schedule(static) if (par && hd > 1)
+    for (int c = 0; c < hd; c++) {
+        double aw = 0.0;
+        for (int n = 0; n < N; n++)
+            for (int h = 0; h < n_heads; h++) {
+                const size_t r = (size_t)n * n_heads + h;
+                aw += (double)(raw[r * hd + c] * rstd[r] * dx[(size_t)n * stride + (size_t)h * hd + c]);
+            }
+        dw[c] += (float)aw;
+    }
+#pragma omp parallel for schedule(static) if (par)
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < n_heads; h++) {
+            const size_t r = (size_t)n * n_heads + h;
+            const float *k = raw + r * hd, q = rstd[r];
+            float *d = dx + (size_t)n * stride + (size_t)h * hd;
+            double s = 0.0;
+            for (int c = 0; c < hd; c++) s += (double)(w[c] * d[c]) * k[c];
+            const float kk = zt_rms_k(s, q, hd);
+            for (int c = 0; c < hd; c++) d[c] = zt_rms_dx(k[c], d[c], w[c], q, kk);
+        }
+}
+
 /* ------------------------------------------------------------ RoPE */
 
 /* x[B*T rows of stride]: the first n_heads heads of hd floats in each row
@@ -87,7 +139,7 @@ void zt_cpu_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *
  * hd/2 angles are computed once per row and applied to all its heads. */
 ZT_TARGET_CLONES
 static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                 int hd, float dir) {
+                 int hd, float dir, float scale) {
     const int N = B * T, h2 = hd / 2;
     if (N <= 0 || h2 <= 0 || n_heads <= 0) return;
 #pragma omp parallel for schedule(static) if ((size_t)N * n_heads * hd >= ZT_PAR_MIN)
@@ -96,8 +148,8 @@ static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int
         float cs[h2], sn[h2];
         for (int j = 0; j < h2; j++) {
             const float a = zt_rope_angle(t, inv_freq[j]);
-            cs[j] = cosf(a);
-            sn[j] = dir * sinf(a);
+            cs[j] = cosf(a) * scale;
+            sn[j] = dir * (sinf(a) * scale);
         }
         float *row = x + (size_t)n * stride;
         for (int h = 0; h < n_heads; h++) {
@@ -109,13 +161,13 @@ static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int
 }
 
 void zt_cpu_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                     int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f);
+                     int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f, scale);
 }
 
 void zt_cpu_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                     int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f);
+                     int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f, scale);
 }
 
 /* ------------------------------------------------------------ SwiGLU */

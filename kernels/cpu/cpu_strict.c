@@ -542,9 +542,39 @@ static void s_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float
     leave();
 }
 
+/* headnorm_fwd / headnorm_bwd: rows span (N - 1) * stride + n_heads * hd floats */
+static void s_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
+                           int n_heads, int stride, int hd) {
+    int ok = 1;
+    const size_t R = (size_t)N * n_heads;
+    const size_t span = N > 0 ? ((size_t)(N - 1) * stride + (size_t)n_heads * hd) * F : 0;
+    enter();
+    NEED_DEV("headnorm_fwd", "x", x, span);
+    NEED_DEV("headnorm_fwd", "raw", raw, R * hd * F);
+    NEED_DEV("headnorm_fwd", "rstd", rstd, R * F);
+    NEED_DEV("headnorm_fwd", "w", w, (size_t)hd * F);
+    if (ok) cpu()->headnorm_fwd(x, raw, rstd, w, eps, N, n_heads, stride, hd);
+    leave();
+}
+
+static void s_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
+                           const float *rstd, int N, int n_heads, int stride, int hd) {
+    int ok = 1;
+    const size_t R = (size_t)N * n_heads;
+    const size_t span = N > 0 ? ((size_t)(N - 1) * stride + (size_t)n_heads * hd) * F : 0;
+    enter();
+    NEED_DEV("headnorm_bwd", "dx", dx, span);
+    NEED_DEV("headnorm_bwd", "dw", dw, (size_t)hd * F);
+    NEED_DEV("headnorm_bwd", "raw", raw, R * hd * F);
+    NEED_DEV("headnorm_bwd", "w", w, (size_t)hd * F);
+    NEED_DEV("headnorm_bwd", "rstd", rstd, R * F);
+    if (ok) cpu()->headnorm_bwd(dx, dw, raw, w, rstd, N, n_heads, stride, hd);
+    leave();
+}
+
 /* rope_fwd / rope_bwd: the rows span (B*T - 1) * stride + n_heads * hd floats */
 static void s_rope(int bwd, float *x, const float *inv_freq, int B, int T, int n_heads,
-                   int stride, int hd) {
+                   int stride, int hd, float scale) {
     int ok = 1;
     const char *who = bwd ? "rope_bwd" : "rope_fwd";
     const size_t N = (size_t)B * T;
@@ -552,16 +582,16 @@ static void s_rope(int bwd, float *x, const float *inv_freq, int B, int T, int n
     enter();
     NEED_DEV(who, "x", x, span);
     NEED_DEV(who, "inv_freq", inv_freq, (size_t)(hd / 2) * F);
-    if (ok) (bwd ? cpu()->rope_bwd : cpu()->rope_fwd)(x, inv_freq, B, T, n_heads, stride, hd);
+    if (ok) (bwd ? cpu()->rope_bwd : cpu()->rope_fwd)(x, inv_freq, B, T, n_heads, stride, hd, scale);
     leave();
 }
 static void s_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                       int hd) {
-    s_rope(0, x, inv_freq, B, T, n_heads, stride, hd);
+                       int hd, float scale) {
+    s_rope(0, x, inv_freq, B, T, n_heads, stride, hd, scale);
 }
 static void s_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                       int hd) {
-    s_rope(1, x, inv_freq, B, T, n_heads, stride, hd);
+                       int hd, float scale) {
+    s_rope(1, x, inv_freq, B, T, n_heads, stride, hd, scale);
 }
 
 static void s_swiglu_fwd(float *out, const float *gu, int N, int H) {
@@ -805,6 +835,8 @@ static const zt_backend strict_backend = {
     .attention_bwd = s_attention_bwd,
     .rmsnorm_fwd = s_rmsnorm_fwd,
     .rmsnorm_bwd = s_rmsnorm_bwd,
+    .headnorm_fwd = s_headnorm_fwd,
+    .headnorm_bwd = s_headnorm_bwd,
     .rope_fwd = s_rope_fwd,
     .rope_bwd = s_rope_bwd,
     .swiglu_fwd = s_swiglu_fwd,

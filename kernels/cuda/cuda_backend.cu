@@ -593,6 +593,8 @@ static void fill_table(zt_backend *t) {
     t->attention_bwd = zt_cuda_attention_bwd;
     t->rmsnorm_fwd = zt_cuda_rmsnorm_fwd;
     t->rmsnorm_bwd = zt_cuda_rmsnorm_bwd;
+    t->headnorm_fwd = zt_cuda_headnorm_fwd;
+    t->headnorm_bwd = zt_cuda_headnorm_bwd;
     t->rope_fwd = zt_cuda_rope_fwd;
     t->rope_bwd = zt_cuda_rope_bwd;
     t->swiglu_fwd = zt_cuda_swiglu_fwd;

@@ -134,10 +134,14 @@ void zt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float 
                          int N, int C);
 void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, const float *rstd, int N, int C);
+void zt_cuda_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
+                          int n_heads, int stride, int hd);
+void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
+                          const float *rstd, int N, int n_heads, int stride, int hd);
 void zt_cuda_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                      int hd);
+                      int hd, float scale);
 void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                      int hd);
+                      int hd, float scale);
 void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
 

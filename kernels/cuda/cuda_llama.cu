@@ -92,12 +92,94 @@ void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float 
     zt_cuda_colsum_final(dw, pw, P, C);
 }
 
+/* ------------------------------------------------------------ per-head RMSNorm */
+
+/* one thread per (row, head): its sum of squares in double in channel
+ * order (the CPU's order) */
+__global__ void k_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps,
+                               int n_heads, int stride, int hd, size_t total) {
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < total;
+         r += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = r / (size_t)n_heads, h = r - n * (size_t)n_heads;
+        float *v = x + n * (size_t)stride + h * (size_t)hd, *k = raw + r * (size_t)hd;
+        double ss = 0.0;
+        for (int c = 0; c < hd; c++) {
+            k[c] = v[c];
+            ss += (double)v[c] * v[c];
+        }
+        const float q = zt_rms_rstd(ss, hd, eps);
+        for (int c = 0; c < hd; c++) v[c] = zt_rms_out(k[c], q, w[c]);
+        rstd[r] = q;
+    }
+}
+
+void zt_cuda_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
+                          int n_heads, int stride, int hd) {
+    if (N <= 0 || n_heads <= 0 || hd <= 0) return;
+    const size_t total = (size_t)N * n_heads;
+    k_headnorm_fwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x, raw, rstd, w, eps,
+                                                                            n_heads, stride, hd,
+                                                                            total);
+    ZT_LAUNCHED("k_headnorm_fwd");
+}
+
+/* partial dw over the (row, head) pairs of chunk blockIdx.y (double, in order) */
+__global__ void k_headnorm_bwd_part(double *pw, const float *dx, const float *raw,
+                                    const float *rstd, int R, int n_heads, int stride, int hd,
+                                    int chunk) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    if (c >= hd) return;
+    const int r0 = p * chunk, r1 = min(R, r0 + chunk);
+    double aw = 0.0;
+    for (int r = r0; r < r1; r++) {
+        const size_t n = (size_t)(r / n_heads), h = (size_t)(r % n_heads);
+        aw += (double)(raw[(size_t)r * hd + c] * rstd[r] * dx[n * stride + h * hd + c]);
+    }
+    pw[(size_t)p * hd + c] = aw;
+}
+
+/* the input gradient in place, one thread per (row, head) */
+__global__ void k_headnorm_bwd_dx(float *dx, const float *raw, const float *w, const float *rstd,
+                                  int n_heads, int stride, int hd, size_t total) {
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < total;
+         r += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = r / (size_t)n_heads, h = r - n * (size_t)n_heads;
+        const float *k = raw + r * (size_t)hd, q = rstd[r];
+        float *d = dx + n * (size_t)stride + h * (size_t)hd;
+        double s = 0.0;
+        for (int c = 0; c < hd; c++) s += (double)(w[c] * d[c]) * k[c];
+        const float kk = zt_rms_k(s, q, hd);
+        for (int c = 0; c < hd; c++) d[c] = zt_rms_dx(k[c], d[c], w[c], q, kk);
+    }
+}
+
+void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
+                          const float *rstd, int N, int n_heads, int stride, int hd) {
+    if (N <= 0 || n_heads <= 0 || hd <= 0) return;
+    const int R = N * n_heads;
+    int chunk;
+    const int P = zt_cuda_ws_col_chunks(R, &chunk);
+    double *pw = (double *)zt_cuda_scratch(zt_cuda_ws_rmsnorm_bwd(R, hd), "headnorm backward");
+    if (!pw) return;
+    const dim3 g1((unsigned)((hd + ZT_RMS_COL_THREADS - 1) / ZT_RMS_COL_THREADS), (unsigned)P);
+    k_headnorm_bwd_part<<<g1, ZT_RMS_COL_THREADS, 0, zt_cu.stream>>>(pw, dx, raw, rstd, R, n_heads,
+                                                                     stride, hd, chunk);
+    if (!ZT_LAUNCHED("k_headnorm_bwd_part")) return;
+    zt_cuda_colsum_final(dw, pw, P, hd);
+    const size_t total = (size_t)R;
+    k_headnorm_bwd_dx<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dx, raw, w, rstd,
+                                                                               n_heads, stride, hd,
+                                                                               total);
+    ZT_LAUNCHED("k_headnorm_bwd_dx");
+}
+
 /* ------------------------------------------------------------ RoPE */
 
 /* one thread per (row, head, pair j): rotate by +angle (dir 1) or -angle
  * (dir -1) */
 __global__ void k_rope(float *x, const float *inv_freq, int T, int n_heads, int stride, int h2,
-                       float dir, size_t total) {
+                       float dir, float scale, size_t total) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const int j = (int)(i % (size_t)h2);
@@ -106,28 +188,28 @@ __global__ void k_rope(float *x, const float *inv_freq, int T, int n_heads, int 
         const size_t n = nh / (size_t)n_heads;
         const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
         float *x1 = x + n * (size_t)stride + (size_t)h * 2 * h2 + j;
-        zt_rope_rotate(x1, x1 + h2, cosf(a), dir * sinf(a));
+        zt_rope_rotate(x1, x1 + h2, cosf(a) * scale, dir * (sinf(a) * scale));
     }
 }
 
 static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int stride, int hd,
-                 float dir) {
+                 float dir, float scale) {
     const int h2 = hd / 2;
     if (B <= 0 || T <= 0 || n_heads <= 0 || h2 <= 0) return;
     const size_t total = (size_t)B * T * n_heads * h2;
     k_rope<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x, inv_freq, T, n_heads, stride,
-                                                                    h2, dir, total);
+                                                                    h2, dir, scale, total);
     ZT_LAUNCHED("k_rope");
 }
 
 void zt_cuda_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                      int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f);
+                      int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, 1.0f, scale);
 }
 
 void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
-                      int hd) {
-    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f);
+                      int hd, float scale) {
+    rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f, scale);
 }
 
 /* ------------------------------------------------------------ SwiGLU */
