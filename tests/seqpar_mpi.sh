@@ -129,6 +129,10 @@ SFT=("${GPT[@]}" --train s_train.sft --val s_val.sft --vocab 1536 --context 64 -
 run sref 1 "${SFT[@]}" --micro-batch 4 && run s22 4 "${SFT[@]}" --sp 2 --stage 3 --micro-batch 2 &&
     losses_eq sref s22 1e-5
 ok $? "masked SFT data, gpt2 N=2 x dp 2, stage 3: training and validation losses == 1 rank"
+# Qwen3's per-head q/k RMSNorm (on the local rows, before the exchange)
+run qref 1 "${LLAMA[@]}" --qk-norm true --micro-batch 4 &&
+    run q2 2 "${LLAMA[@]}" --qk-norm true --sp 2 --stage 3 --micro-batch 4 && compare qref q2
+ok $? "Qwen3 q/k norms at N=2 (2 ranks, stage 3): losses and parameters == 1 rank"
 run bref 1 "${LLAMA[@]}" --micro-batch 4 --bf16.enabled true && run b2 2 "${LLAMA[@]}" --sp 2 --stage 3 \
     --micro-batch 4 --bf16.enabled true && losses_eq bref b2 1e-3
 ok $? "bf16 at N=2 (2 ranks, stage 3): losses within 1e-3 of 1 rank (16-bit rounding of sums in another order)"
