@@ -337,6 +337,13 @@ int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed,
 
 double zt_ckpt_async_stalled(const zt_ckpt_async *a) { return a ? a->stalled : 0; }
 
+void zt_ckpt_async_release(zt_ckpt_async *a) {
+    if (!a || a->active) return;
+    zt_mem_free(a->snap);
+    a->snap = NULL;
+    a->snap_elems = 0;
+}
+
 void zt_ckpt_async_free(zt_ckpt_async *a) {
     if (!a) return;
     zt_ckpt_async_abandon(a);

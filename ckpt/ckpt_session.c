@@ -178,6 +178,7 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
         zt_log(ctx, ZT_LOG_INFO, "preemption: %s received; all ranks stop after step %ld",
                zt_signal_name(sig), step);
         ZT_TRY(finish_inflight(s, ctx, 1, st));
+        zt_ckpt_async_release(s->async);
         ZT_TRY(save_now(s, ctx, "preemption", st));
         zt_preempt_clear();
         if (zt_ctx_rank(ctx) == 0) maybe_requeue(ctx);
@@ -191,6 +192,7 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     }
     if (last) {
         ZT_TRY(finish_inflight(s, ctx, 1, st));
+        zt_ckpt_async_release(s->async);   /* (the final save is synchronous) */
         return save_now(s, ctx, "end of training", st);
     }
     if (!periodic && !timed) return ZT_OK;

@@ -87,6 +87,9 @@ int zt_ckpt_async_busy(const zt_ckpt_async *a);
 long zt_ckpt_async_step(const zt_ckpt_async *a);
 double zt_ckpt_async_stalled(const zt_ckpt_async *a);
 void zt_ckpt_async_abandon(zt_ckpt_async *a);
+/* Free the host snapshot (no save in flight; the next save allocates it
+ * again): after the last background save of a run. */
+void zt_ckpt_async_release(zt_ckpt_async *a);
 void zt_ckpt_async_free(zt_ckpt_async *a);
 
 /* Restore from `path`: a step-<N> directory or its state.h5.  Every tensor's
