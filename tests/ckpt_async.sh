@@ -32,17 +32,33 @@ for np in 1 2 3; do
         A=(--steps 5 --ckpt-every 2 --stage $stage --resume never)
         zrun $np "${A[@]}" --ckpt-dir S$np$stage --ckpt-keep 4
         rs=$?
-        zrun $np "${A[@]}" --ckpt-dir A$np$stage --ckpt-keep 4 --ckpt-async true
+        zrun $np "${A[@]}" --ckpt-dir A$np$stage --ckpt-keep 4 --ckpt-async true --memory-report end
         ra=$?
+        # the planner counts the snapshot: predicted peak == accounted peak
+        mem=$(sed -n 's/^memory peak per rank: accounted \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' run.out)
+        [ -n "$mem" ] && [ "${mem% *}" = "${mem#* }" ] || { ra=1; diag <(echo "memory: $mem"); }
         bg=$(grep -c 'writing the tensors in the background' run.out)
         cm=$(grep -c 'checkpoint: saved step [24] .*in the background' run.out)
         good=0
         for s in 2 4 5; do same_ckpt S$np$stage/step-$s A$np$stage/step-$s || { good=1; diag h5diff.out; }; done
         ok $([ $rs = 0 ] && [ $ra = 0 ] && [ $bg = 2 ] && [ $cm = 2 ] && [ $good = 0 ] &&
              [ "$(cat A$np$stage/latest)" = step-5 ] && "$ZTRAIN" ckpt verify A$np$stage > /dev/null; echo $?) \
-           "$np rank(s), stage $stage: steps 2 and 4 saved in the background ($bg started, $cm committed), 5 at the end; equal to the synchronous run's but for the save time and the configuration"
+           "$np rank(s), stage $stage: steps 2 and 4 saved in the background ($bg started, $cm committed), 5 at the end; equal to the synchronous run's but for the save time and the configuration; memory peak as planned"
     done
 done
+# ---------------------------------------------------------------- pre-flight
+# a memory limit between the synchronous and the asynchronous plan: refused,
+# naming synchronous checkpoints among the changes that fit
+est() { "$ZTRAIN" estimate --config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin --val c_val.bin \
+            --batch-size 12 --grad-accum 1 --eval-every 0 --eval-batches 1 --world-size 2 --micro-batch 6 --ckpt-every 2 "$@" --json |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_bytes"])'; }
+ps=$(est --ckpt-async false) pa=$(est --ckpt-async true)
+zrun 2 --steps 3 --ckpt-every 2 --ckpt-dir P --resume never --ckpt-async true --memory-limit $(((ps + pa) / 2))
+rc=$?
+diag <(grep '^ztrain: error' run.err)
+ok $([ $rc = 1 ] && [ "$pa" -gt "$ps" ] && grep -q "^ztrain: error: predicted peak .*synchronous checkpoints (--ckpt-async false)" run.err; echo $?) \
+   "pre-flight: the snapshot ($((pa - ps)) bytes) does not fit the limit: refused, naming synchronous checkpoints"
+
 # ---------------------------------------------------------------- (2) resume from a background checkpoint
 zrun 2 --steps 8 --ckpt-every 4 --ckpt-keep 3 --ckpt-dir B --resume never --ckpt-async true
 ok $? "8 steps on 2 ranks, step-4 saved in the background"
