@@ -36,7 +36,7 @@ for r in $(seq 1 "$rounds"); do
             --vocab 50257 --context 1024 --seq-len "$seq" --batch-size "$np" --micro-batch 1 --grad-accum 1 \
             --train data/tinyshakespeare_train.bin --val "" --eval-every 0 --sample-tokens 0 --log-every 1 \
             --steps "$steps" --ckpt-every "$ev" --ckpt-async "$as" --ckpt-dir "$T/ck" --resume never \
-            --save "" 2>&1 | stamp > "$T/o_${mode}_$r.txt"
+            --save "$T/w.bin" 2>&1 | stamp > "$T/o_${mode}_$r.txt"
         grep -q "saved step $steps" "$T/o_${mode}_$r.txt" || { cat "$T/o_${mode}_$r.txt"; exit 1; }
     done
 done

@@ -4,7 +4,8 @@
 # checkpoints a run with background saves commits are those of the same run
 # saving synchronously: h5diff finds no difference in any dataset or
 # attribute but the save time (/@created_unix), the configuration JSON
-# (checkpoint.async itself) and their metadata checksums.  The background
+# (checkpoint.async itself) and their metadata checksums; the same with the
+# state in device memory (backend cpu-strict).  The background
 # writer is slowed (ZT_CKPT_WRITE_DELAY_MS) so that saves are committed
 # steps later and the next save waits for the one in flight.  (2) A run
 # resumed from a background checkpoint ends bitwise equal to the
@@ -46,6 +47,19 @@ for np in 1 2 3; do
            "$np rank(s), stage $stage: steps 2 and 4 saved in the background ($bg started, $cm committed), 5 at the end; equal to the synchronous run's but for the save time and the configuration; memory peak as planned"
     done
 done
+# state in device memory (cpu-strict: memory the host cannot touch): the
+# snapshot is the backend's device-to-host copy
+A=(--steps 5 --ckpt-every 2 --stage 3 --resume never --backend cpu-strict --ckpt-keep 4)
+zrun 2 "${A[@]}" --ckpt-dir SD
+rs=$?
+zrun 2 "${A[@]}" --ckpt-dir AD --ckpt-async true
+ra=$?
+good=0
+for s in 2 4 5; do same_ckpt SD/step-$s AD/step-$s || { good=1; diag h5diff.out; }; done
+ok $([ $rs = 0 ] && [ $ra = 0 ] && [ "$(grep -c 'writing the tensors in the background' run.out)" = 2 ] &&
+     [ $good = 0 ]; echo $?) \
+   "backend cpu-strict (device state), 2 ranks, stage 3: background checkpoints equal to the synchronous ones"
+
 # ---------------------------------------------------------------- pre-flight
 # a memory limit between the synchronous and the asynchronous plan: refused,
 # naming synchronous checkpoints among the changes that fit
