@@ -6,13 +6,16 @@
 # Three modes run round-robin, ROUNDS times: no periodic save, a synchronous
 # save every EVERY steps, a background save every EVERY steps (the final
 # save is synchronous in all three).  Each output line is stamped as it
-# arrives; the training span runs from the "step 1/" line to the last step's
-# line, so it holds the periodic saves (and, async, every wait for the
-# writer and the background thread's competition for CPU and memory) but
-# neither start-up nor the final save.  Lost per save = (span - span of the
+# arrives; the training span runs from the "step 1/" line to the final
+# save's "saving step N (end of training)" line, so it holds the periodic
+# saves (and, async, every wait for the writer -- the last one included --
+# and the background thread's competition for CPU and memory) but neither
+# start-up nor the final save.  Lost per save = (span - span of the
 # run without saves) / saves, median over rounds; the async runs also report
 # the main thread's own count ("training stopped for X s").
 #   bench/ckpt_async.sh [STEPS] [EVERY] [ROUNDS] [SEQ] [NP]   (build first: make)
+# Environment: ZTRAIN (the binary), BENCH_ARGS (more ztrain flags, e.g.
+# "--backend cuda"), CKPT_BENCH_LOGS (a directory to keep the runs' output in).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-16}
@@ -36,7 +39,8 @@ for r in $(seq 1 "$rounds"); do
             --vocab 50257 --context 1024 --seq-len "$seq" --batch-size "$np" --micro-batch 1 --grad-accum 1 \
             --train data/tinyshakespeare_train.bin --val "" --eval-every 0 --sample-tokens 0 --log-every 1 \
             --steps "$steps" --ckpt-every "$ev" --ckpt-async "$as" --ckpt-dir "$T/ck" --resume never \
-            --save "$T/w.bin" 2>&1 | stamp > "$T/o_${mode}_$r.txt"
+            --save "$T/w.bin" ${BENCH_ARGS:-} 2>&1 | stamp > "$T/o_${mode}_$r.txt"
+        [ -z "${CKPT_BENCH_LOGS:-}" ] || cp "$T/o_${mode}_$r.txt" "$CKPT_BENCH_LOGS/"
         grep -q "saved step $steps" "$T/o_${mode}_$r.txt" || { cat "$T/o_${mode}_$r.txt"; exit 1; }
     done
 done
@@ -49,7 +53,7 @@ def run(mode, r):
     for l in open("%s/o_%s_%d.txt" % (d, mode, r)):
         ts, _, rest = l.partition(" ")
         if rest.startswith("step ") and re.match(r"step +1/", rest): t0 = float(ts)
-        if re.match(r"step +%d/" % steps, rest): t1 = float(ts)
+        if "saving step %d (end of training)" % steps in rest: t1 = float(ts)
         m = re.search(r"saved step (\d+) .* in ([0-9.]+) s", rest)
         if m and int(m.group(1)) < steps: save.append(float(m.group(2)))
         m = re.search(r"training stopped for ([0-9.]+) s", rest)

@@ -2,19 +2,22 @@
  * ckpt_async.c -- asynchronous checkpoint saves (ztrain.checkpoint.async).
  *
  * At a save step the main thread copies this rank's owned state (params, m,
- * v of its ranges: the slices it writes) into a host snapshot, then runs the
- * synchronous save's collective part on the snapshot (ck_save with a):
- * checksums, the free-space check, the file with every attribute, dataset
- * and metadata checksum, flushed and closed.  Training goes on; one
- * background thread per rank writes the tensor data of its pieces with
- * pwrite at the datasets' file addresses (contiguous datasets, space
- * allocated at creation) and fsyncs the file.  The thread makes no MPI and
- * no HDF5 call (HDF5 need not be thread-safe, any MPI thread level works).
- * At each step boundary the main thread asks every rank whether its writer
- * is done (one all-reduce); when all are, rank 0 commits exactly as the
- * synchronous save does (ck_commit: fsync, rename, `latest`, prune).  A
- * writer error on any rank is agreed there and the save abandoned on every
- * rank (rank 0 removes step-N.tmp): the previous checkpoint stays `latest`.
+ * v of its ranges: the slices it writes) into a host snapshot, and training
+ * goes on.  A background thread per rank then (stage 1) sums the snapshot's
+ * checksums.  At the next step boundary where every rank's stage 1 is done,
+ * the main thread runs the synchronous save's collective part on the
+ * snapshot (ck_save with a): the checksums' all-reduce, step-N.tmp, the
+ * free-space check, the file with every attribute, dataset and metadata
+ * checksum, flushed and closed (a few tenths of a second), and the thread
+ * (stage 2) writes the tensor data of this rank's pieces with pwrite at the
+ * datasets' file addresses (contiguous datasets, space allocated at
+ * creation) and fsyncs the file.  The thread makes no MPI and no HDF5 call
+ * (HDF5 need not be thread-safe; MPI_THREAD_FUNNELED is enough).  At each
+ * step boundary the main thread asks every rank whether its thread is done
+ * (one all-reduce); when all are, rank 0 commits exactly as the synchronous
+ * save does (ck_commit: fsync, rename, `latest`, prune).  An error on any
+ * rank is agreed there and the save abandoned on every rank (rank 0 removes
+ * step-N.tmp): the previous checkpoint stays `latest`.
  *
  *   snapshot  [range 0: params | m | v][range 1: ...]   host, accounted
  *   pieces    (file offset, n floats, source in the snapshot)
@@ -49,7 +52,10 @@ struct zt_ckpt_async {
     double t0, stalled;        /* start; seconds the main thread spent in it */
     int delay_ms;              /* ZT_CKPT_WRITE_DELAY_MS (test-only) */
     int rank;
-    /* the writer thread */
+    uint64_t *cs;              /* partial checksums [CK_NFAM][n_tensors] */
+    size_t ncs;
+    int stage;                 /* 1: checksums in the background, 2: tensor data */
+    /* the background thread */
     pthread_t th;
     int th_live;
     pthread_mutex_t mu;
@@ -61,6 +67,7 @@ struct zt_ckpt_async {
 };
 
 const zt_train_state *ck_async_state(const struct zt_ckpt_async *a) { return &a->s; }
+const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a) { return a->cs; }
 
 int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st) {
     if (a->np == a->cap) {
@@ -102,6 +109,36 @@ static int write_all(int fd, const char *p, size_t n, uint64_t off) {
     return 0;
 }
 
+static void tick(void *user) {
+    zt_ckpt_async *a = user;
+    pthread_mutex_lock(&a->mu);
+    a->progress++;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void finish(zt_ckpt_async *a, int rc, const zt_status *st) {
+    pthread_mutex_lock(&a->mu);
+    a->rc = rc;
+    a->wst = *st;
+    a->done = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* stage 1: this rank's partial checksums of the snapshot (serial: the
+ * training threads keep the cores) */
+static void *checksum_main(void *arg) {
+    zt_ckpt_async *a = arg;
+    zt_status st;
+    zt_status_clear(&st);
+    memset(a->cs, 0, a->ncs * sizeof *a->cs);
+    ck_partial_checksums(&a->s, a->cs, NULL, 1, tick, a);
+    finish(a, ZT_OK, &st);
+    return NULL;
+}
+
+/* stage 2: the tensor data */
 static void *writer_main(void *arg) {
     zt_ckpt_async *a = arg;
     zt_status st;
@@ -131,10 +168,7 @@ static void *writer_main(void *arg) {
             rc = zt_fail(&st, ZT_EIO, "%s: cannot write dataset %s (%s)", a->file, name,
                          strerror(errno));
         }
-        pthread_mutex_lock(&a->mu);
-        a->progress++;
-        pthread_cond_broadcast(&a->cv);
-        pthread_mutex_unlock(&a->mu);
+        tick(a);
     }
     if (fd >= 0) {
         if (rc == ZT_OK && fsync(fd) != 0)
@@ -143,12 +177,7 @@ static void *writer_main(void *arg) {
             rc = zt_fail(&st, ZT_EIO, "%s: close failed: %s", a->file, strerror(errno));
     }
     if (rc == ZT_OK && a->rank == 0) ck_crash_point("after_data_write", a->step);
-    pthread_mutex_lock(&a->mu);
-    a->rc = rc;
-    a->wst = st;
-    a->done = 1;
-    pthread_cond_broadcast(&a->cv);
-    pthread_mutex_unlock(&a->mu);
+    finish(a, rc, &st);
     return NULL;
 }
 
@@ -208,6 +237,18 @@ static int take_snapshot(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
 
 /* ---------------------------------------------------------------- begin, poll, abandon */
 
+/* Start the background thread on stage `stage` (1 checksums, 2 tensor data). */
+static int start_stage(zt_ckpt_async *a, int stage, zt_status *st) {
+    a->stage = stage;
+    a->done = a->cancel = 0;
+    a->progress = 0;
+    a->rc = ZT_OK;
+    zt_status_clear(&a->wst);
+    a->th_live = pthread_create(&a->th, NULL, stage == 1 ? checksum_main : writer_main, a) == 0;
+    return a->th_live ? ZT_OK
+                      : zt_fail(st, ZT_ENOMEM, "checkpoint.async: cannot start the background thread");
+}
+
 int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep, zt_status *st) {
     zt_status_clear(st);
     if (a->active)
@@ -215,6 +256,15 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
                        "zt_ckpt_async_poll with wait first)");
     double t0 = zt_now_s();
     int rc = take_snapshot(ctx, a, st);
+    const size_t ncs = (size_t)CK_NFAM * (size_t)a->s.model->n_tensors;
+    if (rc == ZT_OK && ncs != a->ncs) {
+        free(a->cs);
+        a->ncs = 0;
+        if (!(a->cs = calloc(ncs, sizeof *a->cs)))
+            rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint checksums)");
+        else
+            a->ncs = ncs;
+    }
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
     a->np = 0;
     a->step = a->s.step;
@@ -224,26 +274,32 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
     snprintf(a->final, sizeof a->final, "%s/step-%ld", dir, a->step);
     snprintf(a->tmpd, sizeof a->tmpd, "%s.tmp", a->final);
     snprintf(a->file, sizeof a->file, "%s/%s", a->tmpd, ZT_CKPT_FILE);
-    /* every collective of the save, on the snapshot; returns with the file
-     * closed on every rank and this rank's pieces recorded */
-    ZT_TRY(ck_save(ctx, dir, keep, a, st));
     a->need = ck_save_bytes(a->s.model, 0);
-    a->done = a->cancel = 0;
-    a->progress = 0;
-    a->rc = ZT_OK;
-    zt_status_clear(&a->wst);
     a->active = 1;
     a->t0 = t0;
-    rc = pthread_create(&a->th, NULL, writer_main, a) == 0 ? ZT_OK
-         : zt_fail(st, ZT_ENOMEM, "checkpoint.async: cannot start the writer thread");
-    a->th_live = rc == ZT_OK;
+    rc = start_stage(a, 1, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) {
         zt_ckpt_async_abandon(a);
         return rc;
     }
     a->stalled = zt_now_s() - t0;
-    zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld snapshot taken and its file created in %.2f s; "
-           "writing the tensors in the background", a->step, a->stalled);
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld snapshot taken in %.2f s; checksums and tensor "
+           "data in the background", a->step, a->stalled);
+    return ZT_OK;
+}
+
+/* Stage 1 done on every rank: every collective of the save on the main
+ * thread (ck_save on the snapshot: the checksums' all-reduce, step-N.tmp,
+ * the free-space check, the file with its metadata and datasets, closed),
+ * then stage 2. */
+static int create_file(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
+    double t0 = zt_now_s();
+    a->np = 0;
+    ZT_TRY(ck_save(ctx, a->dir, a->keep, a, st));
+    int rc = start_stage(a, 2, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld file created in %.2f s; writing the tensors in "
+           "the background", a->step, zt_now_s() - t0);
     return ZT_OK;
 }
 
@@ -262,11 +318,12 @@ void zt_ckpt_async_abandon(zt_ckpt_async *a) {
     a->active = 0;
 }
 
-int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed, zt_status *st) {
-    zt_status_clear(st);
-    if (committed) *committed = -1;
-    if (!a || !a->active) return ZT_OK;
-    double t0 = zt_now_s();
+/* One step of the save in flight: every rank reports its thread's state;
+ * when all are done, the next stage starts (or the commit).  wait = 1: wait
+ * for this rank's thread first.  *advanced = 1 when the stage ended. */
+static int poll_once(zt_ctx *ctx, zt_ckpt_async *a, int wait, int *advanced, long *committed,
+                     zt_status *st) {
+    *advanced = 0;
     pthread_mutex_lock(&a->mu);
     if (wait) {
         /* bounded by the watchdog while it makes no progress (a writer
@@ -276,8 +333,8 @@ int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed,
             if (a->progress != seen) {
                 seen = a->progress;
                 pthread_mutex_unlock(&a->mu);
-                ck_watch(ctx, "checkpoint save at step %ld: waiting for the background writer",
-                         a->step);
+                ck_watch(ctx, "checkpoint save at step %ld: waiting for the background %s",
+                         a->step, a->stage == 1 ? "checksums" : "writer");
                 pthread_mutex_lock(&a->mu);
                 continue;
             }
@@ -287,34 +344,34 @@ int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed,
     int done = a->done, rc = a->done ? a->rc : ZT_OK;
     if (rc != ZT_OK) *st = a->wst;
     pthread_mutex_unlock(&a->mu);
-    /* every rank: is its writer done, did it fail? */
+    /* every rank: is its thread done, did it fail? */
     int32_t v[2] = {!done, rc != ZT_OK ? zt_ctx_nranks(ctx) - zt_ctx_rank(ctx) : 0};
     if (zt_ctx_nranks(ctx) > 1) {
         zt_group *g = zt_ctx_world(ctx);
-        zt_group_where(g, "checkpoint save at step %ld: background write", a->step);
+        zt_group_where(g, "checkpoint save at step %ld: background %s", a->step,
+                       a->stage == 1 ? "checksums" : "write");
         zt_status cst;
         if (g->ops->allreduce_max(g, v, 2, ZT_I32, &cst) != ZT_OK) {
             zt_ckpt_async_abandon(a);
             *st = cst;
-            ck_unwatch();
             return cst.code;
         }
     }
     if (v[1]) {
-        /* a writer failed: agreed, abandoned on every rank */
+        /* a thread failed: agreed, abandoned on every rank */
         rc = ck_agree(ctx, rc, st);
         zt_ckpt_async_abandon(a);
         if (rc == ZT_EIO) ck_space_explain(a->dir, a->need, st);
-        ck_unwatch();
-        a->stalled += zt_now_s() - t0;
         return rc != ZT_OK ? rc : zt_fail(st, ZT_EIO, "checkpoint: step %ld abandoned", a->step);
     }
-    if (v[0]) {   /* still writing somewhere */
-        ck_unwatch();
-        a->stalled += zt_now_s() - t0;
-        return ZT_OK;
-    }
+    if (v[0]) return ZT_OK;   /* still running somewhere */
     join(a);
+    *advanced = 1;
+    if (a->stage == 1) {
+        rc = create_file(ctx, a, st);
+        if (rc != ZT_OK) zt_ckpt_async_abandon(a);
+        return rc;
+    }
     ck_watch(ctx, "checkpoint save at step %ld: commit", a->step);
     zt_group_where(zt_ctx_world(ctx), "checkpoint save: commit");
     rc = ZT_OK;
@@ -322,16 +379,28 @@ int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed,
     rc = ck_root_status(ctx, rc, st);
     a->active = 0;
     if (rc != ZT_OK && a->rank == 0) ck_rmtree(a->tmpd);
+    if (rc == ZT_OK && committed) *committed = a->step;
+    return rc;
+}
+
+int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed, zt_status *st) {
+    zt_status_clear(st);
+    if (committed) *committed = -1;
+    if (!a || !a->active) return ZT_OK;
+    double t0 = zt_now_s();
+    int rc = ZT_OK, advanced = 1;
+    /* without wait: at most one stage per step; with wait: to the end */
+    for (int k = 0; rc == ZT_OK && a->active && advanced && (wait || k == 0); ++k)
+        rc = poll_once(ctx, a, wait, &advanced, committed, st);
     ck_unwatch();
     zt_group_where(zt_ctx_world(ctx), "%s", "");
     a->stalled += zt_now_s() - t0;
-    if (rc != ZT_OK) return rc;
+    if (rc != ZT_OK || !committed || *committed < 0) return rc;
     double dt = zt_now_s() - a->t0;
     double bytes = (double)a->s.model->num_params * CK_NFAM * sizeof(float);
     zt_log(ctx, ZT_LOG_INFO, "checkpoint: saved step %ld to %s (%.1f MiB in %.2f s, %.2f GB/s; "
            "in the background: training stopped for %.2f s of it)", a->step, a->final,
            bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9), a->stalled);
-    if (committed) *committed = a->step;
     return ZT_OK;
 }
 
@@ -350,6 +419,7 @@ void zt_ckpt_async_free(zt_ckpt_async *a) {
     zt_mem_free(a->snap);
     free(a->ranges);
     free(a->pieces);
+    free(a->cs);
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);
     free(a);

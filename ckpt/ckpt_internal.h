@@ -231,8 +231,15 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
 /* rank 0: fsync, rename, `latest`, prune (docs/checkpoints.md) */
 int ck_commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
               const char *final, const char *file, zt_status *st);
-/* the snapshot's state and the pieces of the save in flight (ckpt_async.c) */
+/* This rank's partial checksums (per family and tensor, added into cs) of
+ * the slices of s it writes; serial = 1: without OpenMP (a background
+ * thread), calling progress(user) after each slice. */
+void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
+                          void (*progress)(void *), void *user);
+/* the snapshot's state, its partial checksums (computed by the background
+ * thread) and the pieces of the save in flight (ckpt_async.c) */
 const zt_train_state *ck_async_state(const struct zt_ckpt_async *a);
+const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a);
 int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st);
 
 /* ---------------------------------------------------------------- test hooks */

@@ -42,6 +42,11 @@ static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint6
 /* Partial checksums of this rank's slices, per family and tensor (device
  * state: read through the host buffer h in pieces). */
 static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
+    ck_partial_checksums(s, cs, h, 0, NULL, NULL);
+}
+
+void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
+                          void (*progress)(void *), void *user) {
     const zt_model *m = s->model;
     int nt = m->n_tensors;
     if (!s->writer) return;
@@ -53,6 +58,18 @@ static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
             uint64_t b = r->hi < ti->offset + ti->numel ? r->hi : ti->offset + ti->numel;
             if (a >= b) continue;
             for (int f = 0; f < CK_NFAM; ++f) {
+                if (!h && serial) {
+                    /* in pieces of at most 4 blocks: zt_ckpt_checksum's
+                     * OpenMP loop stays serial (a background thread) */
+                    const uint64_t P = (uint64_t)4 << 16;
+                    for (uint64_t x = a; x < b; x += P) {
+                        const uint64_t y = b - x > P ? x + P : b;
+                        cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (x - r->lo), y - x,
+                                                           x - ti->offset);
+                    }
+                    if (progress) progress(user);
+                    continue;
+                }
                 if (!h) {
                     cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (a - r->lo), b - a,
                                                        a - ti->offset);
@@ -507,7 +524,8 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
     if (!cs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (hfail) rc = st->code;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    partial_checksums(&s, cs, h);
+    if (a) memcpy(cs, ck_async_checksums(a), (size_t)CK_NFAM * (size_t)nt * sizeof *cs);
+    else partial_checksums(&s, cs, h);
     if (zt_ctx_nranks(ctx) > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, cs, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
         rc = zt_fail(st, ZT_ECOMM, "checkpoint: checksum all-reduce failed");

@@ -69,12 +69,14 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st);
 /* Asynchronous saves (ztrain.checkpoint.async; docs/checkpoints.md): the
  * same file and commit as zt_ckpt_save, but the tensor data is written by a
  * background thread per rank from a host snapshot while training goes on.
- * zt_ckpt_save_async takes the snapshot, creates the file (every collective
- * of the save) and starts the writer; at most one save is in flight (call
- * zt_ckpt_async_poll with wait = 1 first).  zt_ckpt_async_poll, at a step
- * boundary: every rank reports whether its writer is done; when all are,
- * rank 0 commits (*committed = the step) -- with wait = 1 after waiting for
- * this rank's writer.  A writer error on any rank is returned on every rank
+ * zt_ckpt_save_async takes the snapshot and starts the thread (checksums);
+ * at most one save is in flight (call zt_ckpt_async_poll with wait = 1
+ * first).  zt_ckpt_async_poll, at a step boundary: every rank reports
+ * whether its thread is done; when all are, the next stage runs: after the
+ * checksums the file is created (every collective of the save) and the
+ * thread writes the tensors; after those rank 0 commits (*committed = the
+ * step).  With wait = 1 it waits for this rank's thread and goes to the
+ * end.  A writer error on any rank is returned on every rank
  * and the save abandoned (its .tmp removed; the previous checkpoint stays
  * `latest`).  Both collective.  zt_ckpt_async_abandon (local): stop the
  * writer, remove the .tmp (rank 0), never commit.  zt_ckpt_async_stalled:
