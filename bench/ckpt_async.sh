@@ -18,10 +18,10 @@
 # "--backend cuda"), CKPT_BENCH_LOGS (a directory to keep the runs' output in).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${1:-16}
-every=${2:-5}
+steps=${1:-7}
+every=${2:-3}
 rounds=${3:-2}
-seq=${4:-64}
+seq=${4:-16}
 np=${5:-1}
 ZTRAIN=${ZTRAIN:-./ztrain}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
