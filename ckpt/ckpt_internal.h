@@ -213,6 +213,35 @@ void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp);
 
 /* (Hugging Face tensor names: the architecture's descriptor, arch.h zt_arch_hf_name) */
 
+/* ---------------------------------------------------------------- asynchronous saves (ckpt_async.c) */
+/* One piece of a background write: n floats from src to byte offset off of
+ * the checkpoint file (a flat range of a contiguous dataset, whose address
+ * H5Dget_offset gave); fam, tensor name it in errors. */
+typedef struct ck_wpiece {
+    uint64_t off, n;
+    const float *src;
+    int fam, tensor;
+} ck_wpiece;
+struct zt_ckpt_async;
+/* ckpt_save.c: the save (a = NULL: synchronous, zt_ckpt_save).  With a:
+ * the state is a's host snapshot (taken by the caller), the tensor pass
+ * records a->pieces instead of writing, and the save returns after the
+ * file is closed on every rank, before the commit (ck_commit). */
+int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_status *st);
+/* rank 0: fsync, rename, `latest`, prune (docs/checkpoints.md) */
+int ck_commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
+              const char *final, const char *file, zt_status *st);
+/* This rank's partial checksums (per family and tensor, added into cs) of
+ * the slices of s it writes; serial = 1: without OpenMP (a background
+ * thread), calling progress(user) after each slice. */
+void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
+                          void (*progress)(void *), void *user);
+/* the snapshot's state, its partial checksums (computed by the background
+ * thread) and the pieces of the save in flight (ckpt_async.c) */
+const zt_train_state *ck_async_state(const struct zt_ckpt_async *a);
+const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a);
+int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st);
+
 /* ---------------------------------------------------------------- test hooks */
 /* ZT_CKPT_CRASH_AT=[stop:]<phase>[@<step>]: SIGKILL (stop: SIGSTOP) this
  * process at that point; ZT_CKPT_CRASH_RANK=R: only on rank R (test-only

@@ -42,6 +42,11 @@ static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint6
 /* Partial checksums of this rank's slices, per family and tensor (device
  * state: read through the host buffer h in pieces). */
 static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
+    ck_partial_checksums(s, cs, h, 0, NULL, NULL);
+}
+
+void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
+                          void (*progress)(void *), void *user) {
     const zt_model *m = s->model;
     int nt = m->n_tensors;
     if (!s->writer) return;
@@ -53,6 +58,18 @@ static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
             uint64_t b = r->hi < ti->offset + ti->numel ? r->hi : ti->offset + ti->numel;
             if (a >= b) continue;
             for (int f = 0; f < CK_NFAM; ++f) {
+                if (!h && serial) {
+                    /* in pieces of at most 4 blocks: zt_ckpt_checksum's
+                     * OpenMP loop stays serial (a background thread) */
+                    const uint64_t P = (uint64_t)4 << 16;
+                    for (uint64_t x = a; x < b; x += P) {
+                        const uint64_t y = b - x > P ? x + P : b;
+                        cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (x - r->lo), y - x,
+                                                           x - ti->offset);
+                    }
+                    if (progress) progress(user);
+                    continue;
+                }
                 if (!h) {
                     cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (a - r->lo), b - a,
                                                        a - ti->offset);
@@ -216,10 +233,11 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
  * on every rank, where flushing metadata onto a full disk fails on some
  * ranks only and leaves the others in HDF5's collective sync points. */
 static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_plan *p,
-                       const uint64_t *cs, float *h, const char *file, int write, zt_status *st) {
+                       const uint64_t *cs, float *h, const char *file, int write,
+                       struct zt_ckpt_async *ap, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
-    if (write) ck_crash_point("save_tensors", zt_ctx_step(ctx));
+    if (write && !ap) ck_crash_point("save_tensors", zt_ctx_step(ctx));
     if (!write) {
         hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -272,6 +290,11 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
                 break;
             }
             int bad = 0;
+            /* asynchronous save (a): this rank's pieces go to the background
+             * writer at the dataset's file address (contiguous, allocated
+             * at creation: a flat range is one byte range) */
+            haddr_t base = ap && write && n > 0 ? H5Dget_offset(d) : 0;
+            if (ap && write && n > 0 && base == HADDR_UNDEF) bad = 1;
             if (!write) {
                 bad |= ck_attr_put_u64(d, "checksum", cs[fam * nt + ti]);
                 bad |= ck_attr_put_u64(d, "offset", t->offset);
@@ -283,6 +306,12 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
                 if (!rg) { bad = 2; break; }
                 hsize_t len = b - a;
                 const float *src = fam_ptr(rg, fam) + (a - rg->lo);
+                if (ap) {
+                    ck_wpiece wp = {(uint64_t)base + (a - t->offset) * sizeof(float), len, src,
+                                    fam, ti};
+                    if (ck_async_add_piece(ap, &wp, &wst) != ZT_OK) { bad = 3; break; }
+                    continue;
+                }
                 if (h) {   /* a piece is at most CK_CHUNK_ELEMS long */
                     s->be->to_host(h, src, (size_t)len * sizeof(float));
                     src = h;
@@ -297,7 +326,9 @@ static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_p
             H5Sclose(sp);
             /* a local write error must not skip the collective creation of
              * the remaining datasets: note it, agree after the loop */
-            if (bad == 2 && werr == ZT_OK)
+            if (bad == 3 && werr == ZT_OK)
+                werr = wst.code;
+            else if (bad == 2 && werr == ZT_OK)
                 werr = zt_fail(&wst, ZT_EINTERNAL, "checkpoint: a piece of %s is in no owned "
                                "range (a bug: please report it)", t->name);
             else if (bad && werr == ZT_OK)
@@ -413,8 +444,8 @@ static void uncommit(zt_ctx *ctx, const char *dir, const char *tmpd, const char 
     ck_fsync_path(dir, 1, &tmp);
 }
 
-static int commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
-                  const char *final, const char *file, zt_status *st) {
+int ck_commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
+              const char *final, const char *file, zt_status *st) {
     ZT_TRY(ck_fsync_path(file, 0, st));
     ZT_TRY(ck_fsync_path(tmpd, 1, st));
     ck_crash_point("before_rename", step);
@@ -456,6 +487,10 @@ static int commit(zt_ctx *ctx, const char *dir, long step, int keep, const char 
 }
 
 int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
+    return ck_save(ctx, dir, keep, NULL, st);
+}
+
+int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_status *st) {
     zt_status_clear(st);
     ck_h5_quiet();
     if (keep < 2)
@@ -463,7 +498,9 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
                        "(the newest may be the one a crash interrupted)", keep);
     double t0 = zt_now_s();
     zt_train_state s;
-    int rc = zt_ctx_owned_state(ctx, &s, st);
+    int rc = ZT_OK;
+    if (a) s = *ck_async_state(a);   /* the snapshot (host memory) */
+    else rc = zt_ctx_owned_state(ctx, &s, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
     const zt_model *m = s.model;
     int nt = m->n_tensors;
@@ -487,7 +524,8 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     if (!cs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (hfail) rc = st->code;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    partial_checksums(&s, cs, h);
+    if (a) memcpy(cs, ck_async_checksums(a), (size_t)CK_NFAM * (size_t)nt * sizeof *cs);
+    else partial_checksums(&s, cs, h);
     if (zt_ctx_nranks(ctx) > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, cs, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
         rc = zt_fail(st, ZT_ECOMM, "checkpoint: checksum all-reduce failed");
@@ -533,7 +571,7 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     rc = put_meta(ctx, f, &s, json, created, file, st);
     if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
         phase(ctx, "datasets");
-        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 0, st);
+        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 0, a, st);
         rc = ck_agree(ctx, rc, st);
     }
     if (rc == ZT_OK) {
@@ -553,11 +591,11 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     }
     if (rc == ZT_OK) {
         phase(ctx, "tensors");
-        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 1, st);
+        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 1, a, st);
         if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
         rc = ck_agree(ctx, rc, st);
     }
-    if (zt_ctx_rank(ctx) == 0) ck_crash_point("after_data_write", step);
+    if (zt_ctx_rank(ctx) == 0 && !a) ck_crash_point("after_data_write", step);
     if (rc == ZT_OK) {
         phase(ctx, "flush");
         if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
@@ -582,8 +620,9 @@ int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     f = -1;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
 
+    if (a) goto out;   /* the background writer writes the tensors; ck_commit later */
     phase(ctx, "commit");
-    if (zt_ctx_rank(ctx) == 0) rc = commit(ctx, dir, step, keep, tmpd, final, file, st);
+    if (zt_ctx_rank(ctx) == 0) rc = ck_commit(ctx, dir, step, keep, tmpd, final, file, st);
     rc = ck_root_status(ctx, rc, st);
     if (rc == ZT_OK) {
         double dt = zt_now_s() - t0;

@@ -26,6 +26,7 @@ struct zt_ckpt_session {
     int step_sleep_ms;         /* ZT_CKPT_STEP_SLEEP_MS (test-only) */
     char last[ZT_PATH_MAX + 32];
     char created[ZT_PATH_MAX];  /* rank 0: the topmost directory attach created, or "" */
+    zt_ckpt_async *async;      /* ztrain.checkpoint.async: the background saves */
 };
 
 const char *zt_ckpt_session_last(const zt_ckpt_session *s) { return s ? s->last : ""; }
@@ -123,6 +124,39 @@ static int save_now(zt_ckpt_session *s, zt_ctx *ctx, const char *why, zt_status 
     return ZT_OK;
 }
 
+/* A failed periodic or timed save (every rank holds the same status: the
+ * save agrees on it): stop, or with checkpoint.on_failure=continue a warning
+ * and training goes on.  A lost rank (ZT_ECOMM) always stops. */
+static int save_failed(zt_ckpt_session *s, zt_ctx *ctx, long step, int rc, int timed,
+                       zt_status *st) {
+    const zt_config *c = zt_ctx_config(ctx);
+    if (rc != ZT_OK && rc != ZT_ECOMM && !strcmp(c->ckpt_on_failure, "continue")) {
+        zt_log(ctx, ZT_LOG_WARN, "checkpoint: the save at step %ld failed and was abandoned on "
+               "every rank: %s; training continues (ztrain.checkpoint.on_failure=continue), the "
+               "next save retries; the newest checkpoint is still %s", step, st->msg,
+               s->last[0] ? s->last : "none");
+        zt_status_clear(st);
+        if (timed) s->last_save_t = zt_now_s();
+        return ZT_OK;
+    }
+    return rc;
+}
+
+/* The background save in flight (checkpoint.async): committed when every
+ * rank's writer is done; wait = 1: wait for this rank's writer first (the
+ * next save, the final and the preemption save, at most one in flight).  A
+ * writer error is reported here, on every rank, and decided by
+ * checkpoint.on_failure. */
+static int finish_inflight(zt_ckpt_session *s, zt_ctx *ctx, int wait, zt_status *st) {
+    if (!zt_ckpt_async_busy(s->async)) return ZT_OK;
+    const zt_config *c = zt_ctx_config(ctx);
+    long inflight = zt_ckpt_async_step(s->async), done = -1;
+    int rc = zt_ckpt_async_poll(ctx, s->async, wait, &done, st);
+    if (rc != ZT_OK) return save_failed(s, ctx, inflight, rc, 0, st);
+    if (done >= 0) snprintf(s->last, sizeof s->last, "%s/step-%ld", c->ckpt_dir, done);
+    return ZT_OK;
+}
+
 static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     zt_ckpt_session *s = user;
     const zt_config *c = zt_ctx_config(ctx);
@@ -138,10 +172,13 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     long step = zt_ctx_step(ctx);
     int last = step >= c->steps;
     int periodic = c->ckpt_every > 0 && step % c->ckpt_every == 0;
+    ZT_TRY(finish_inflight(s, ctx, 0, st));
     if (s->last_saved_step == step) return ZT_OK;
     if (sig && !last) {
         zt_log(ctx, ZT_LOG_INFO, "preemption: %s received; all ranks stop after step %ld",
                zt_signal_name(sig), step);
+        ZT_TRY(finish_inflight(s, ctx, 1, st));
+        zt_ckpt_async_release(s->async);
         ZT_TRY(save_now(s, ctx, "preemption", st));
         zt_preempt_clear();
         if (zt_ctx_rank(ctx) == 0) maybe_requeue(ctx);
@@ -153,21 +190,27 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
                zt_signal_name(sig));
         zt_preempt_clear();
     }
-    if (last) return save_now(s, ctx, "end of training", st);
-    if (!periodic && !timed) return ZT_OK;
-    int rc = save_now(s, ctx, periodic ? "checkpoint.every" : "checkpoint.every_minutes", st);
-    /* every rank holds the same status here (the save agrees on it); a
-     * lost rank (ZT_ECOMM) always stops */
-    if (rc != ZT_OK && rc != ZT_ECOMM && !strcmp(c->ckpt_on_failure, "continue")) {
-        zt_log(ctx, ZT_LOG_WARN, "checkpoint: the save at step %ld failed and was abandoned on "
-               "every rank: %s; training continues (ztrain.checkpoint.on_failure=continue), the "
-               "next save retries; the newest checkpoint is still %s", step, st->msg,
-               s->last[0] ? s->last : "none");
-        zt_status_clear(st);
-        if (timed) s->last_save_t = zt_now_s();
-        return ZT_OK;
+    if (last) {
+        ZT_TRY(finish_inflight(s, ctx, 1, st));
+        zt_ckpt_async_release(s->async);   /* (the final save is synchronous) */
+        return save_now(s, ctx, "end of training", st);
     }
-    return rc;
+    if (!periodic && !timed) return ZT_OK;
+    const char *why = periodic ? "checkpoint.every" : "checkpoint.every_minutes";
+    int rc;
+    if (s->async) {
+        /* at most one save in flight: the previous one finishes first */
+        ZT_TRY(finish_inflight(s, ctx, 1, st));
+        zt_log(ctx, ZT_LOG_INFO, "checkpoint: saving step %ld (%s, in the background)", step, why);
+        rc = zt_ckpt_save_async(ctx, s->async, c->ckpt_dir, c->ckpt_keep, st);
+        if (rc == ZT_OK) {
+            s->last_saved_step = step;
+            s->last_save_t = zt_now_s();
+        }
+    } else {
+        rc = save_now(s, ctx, why, st);
+    }
+    return rc == ZT_OK ? ZT_OK : save_failed(s, ctx, step, rc, timed, st);
 }
 
 /* ------------------------------------------------------------ attach */
@@ -241,6 +284,9 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
             zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld of %ld: nothing left to train", step,
                    c->steps);
     }
+    if (c->ckpt_async && !(s->async = zt_ckpt_async_new()))
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint.async)");
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     rc = zt_preempt_install(s->signo, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     s->last_save_t = zt_now_s();
@@ -253,6 +299,10 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
  * removed again while it is empty (a run refused after the attach -- a bad
  * --init-from, a failed restore -- leaves no empty checkpoints/ behind). */
 static void detach(zt_ckpt_session *s, int hooked) {
+    /* a save still in flight here (training failed or stopped before the
+     * step hook finished it) is abandoned, never committed: the previous
+     * checkpoint stays `latest` */
+    zt_ckpt_async_free(s->async);
     if (hooked) {
         zt_ctx_set_step_hook(s->ctx, NULL, NULL);
         zt_preempt_uninstall();

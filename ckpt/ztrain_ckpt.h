@@ -66,6 +66,34 @@ typedef enum zt_ckpt_mode {
  * then keep the newest `keep` (>= 2) checkpoints.  Collective. */
 int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st);
 
+/* Asynchronous saves (ztrain.checkpoint.async; docs/checkpoints.md): the
+ * same file and commit as zt_ckpt_save, but the tensor data is written by a
+ * background thread per rank from a host snapshot while training goes on.
+ * zt_ckpt_save_async takes the snapshot and starts the thread (checksums);
+ * at most one save is in flight (call zt_ckpt_async_poll with wait = 1
+ * first).  zt_ckpt_async_poll, at a step boundary: every rank reports
+ * whether its thread is done; when all are, the next stage runs: after the
+ * checksums the file is created (every collective of the save) and the
+ * thread writes the tensors; after those rank 0 commits (*committed = the
+ * step).  With wait = 1 it waits for this rank's thread and goes to the
+ * end.  A writer error on any rank is returned on every rank
+ * and the save abandoned (its .tmp removed; the previous checkpoint stays
+ * `latest`).  Both collective.  zt_ckpt_async_abandon (local): stop the
+ * writer, remove the .tmp (rank 0), never commit.  zt_ckpt_async_stalled:
+ * seconds the calling thread spent in the save in flight or the last one. */
+typedef struct zt_ckpt_async zt_ckpt_async;
+zt_ckpt_async *zt_ckpt_async_new(void);
+int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep, zt_status *st);
+int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed, zt_status *st);
+int zt_ckpt_async_busy(const zt_ckpt_async *a);
+long zt_ckpt_async_step(const zt_ckpt_async *a);
+double zt_ckpt_async_stalled(const zt_ckpt_async *a);
+void zt_ckpt_async_abandon(zt_ckpt_async *a);
+/* Free the host snapshot (no save in flight; the next save allocates it
+ * again): after the last background save of a run. */
+void zt_ckpt_async_release(zt_ckpt_async *a);
+void zt_ckpt_async_free(zt_ckpt_async *a);
+
 /* Restore from `path`: a step-<N> directory or its state.h5.  Every tensor's
  * checksum is verified; a mismatch is ZT_EDATA naming the tensor.  Works
  * whatever world size / stage / shard group wrote it.  Collective. */

@@ -715,6 +715,18 @@ after_states:;
                 zt_memplan_acts_bytes(mc, p->eval_batch, (int)Sl, 0, 0, elem));
         if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * Sl * 4 * 2);
     }
+    /* checkpoint.async: the host snapshot (ckpt_async.c), allocated at the
+     * first periodic save and freed before the final one: the owned slices
+     * of the trained units (rank 0's: the world's split at stage 0, the
+     * shard group's at 1-3), params, m and v in fp32 */
+    if (c->ckpt_async && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0)) {
+        const layout *yt = lora ? &ya : &y;
+        const uint64_t gs = p->stage == 0 ? (uint64_t)W : (uint64_t)G;
+        uint64_t e = 0;
+        for (int u = 0; u < yt->nu; ++u) e += cdiv(yt->n[u], gs);
+        p->ckpt_snapshot_bytes = e * 3 * 4;
+        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+    }
     s.phase = "forward";
     sim_forward(&y, 1);
     s.phase = "backward";
@@ -739,6 +751,7 @@ after_states:;
     /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
      * parameters gathered on every rank at stage 3, and at stages 1-2 when
      * mixed, from the master slices; host), then the sample ([1, T] forward) */
+    if (p->ckpt_snapshot_bytes) s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
     /* Only an llm.c model file (a GPT-2 without LoRA: zt_save_weights) is
      * written at the end of `ztrain train`; the other architectures' and
      * LoRA's weights stay in the final checkpoint.  Each optional step is
@@ -1047,6 +1060,18 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     const int rpn = o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
     const int G = zt_config_shard_group(fin, W, rpn);
     char sv[8], gv[16];
+    /* checkpoint.async's host snapshot: synchronous saves need none (they
+     * stop training while they write, but the steps run as before) */
+    if (cur->ckpt_snapshot_bytes) {
+        const char *kv[] = {"ztrain.checkpoint.async", "false", NULL};
+        change c0;
+        memset(&c0, 0, sizeof c0);
+        if (try_change(fin, o, kv, &c0) && fits_ch(&c0, limit, o)) {
+            snprintf(c0.label, sizeof c0.label, "synchronous checkpoints");
+            snprintf(c0.flags, sizeof c0.flags, "--ckpt-async false");
+            list[nl++] = c0;
+        }
+    }
     /* cheapest first: stages 1-2 cost no extra communication; a wider shard
      * group; a smaller micro batch; recomputation (+1 forward); stage 3
      * (1.5x the communication); offload (GPU target only) */

@@ -117,6 +117,11 @@ typedef struct zt_memplan {
      * largest request of the GPT's kernel calls, cuda_workspace.h).  0 on
      * the CPU target and on cpu-strict (no buffers of its own). */
     uint64_t kernel_ws_bytes, scratch_bytes, cublas_ws_bytes;
+    /* checkpoint.async with periodic or timed saves: the host snapshot of
+     * the state this rank writes (params, m, v of its owned slices; rank 0's,
+     * the largest), held from the first periodic save to the last step
+     * (ckpt/ckpt_async.c); 0 otherwise */
+    uint64_t ckpt_snapshot_bytes;
     /* the peak of all accounted blocks, both places together (what
      * zt_memory's peak_total measures; = peak[ZT_MP_HOST] on the CPU target) */
     uint64_t accounted_peak;

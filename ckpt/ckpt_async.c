@@ -1,0 +1,426 @@
+/*
+ * ckpt_async.c -- asynchronous checkpoint saves (ztrain.checkpoint.async).
+ *
+ * At a save step the main thread copies this rank's owned state (params, m,
+ * v of its ranges: the slices it writes) into a host snapshot, and training
+ * goes on.  A background thread per rank then (stage 1) sums the snapshot's
+ * checksums.  At the next step boundary where every rank's stage 1 is done,
+ * the main thread runs the synchronous save's collective part on the
+ * snapshot (ck_save with a): the checksums' all-reduce, step-N.tmp, the
+ * free-space check, the file with every attribute, dataset and metadata
+ * checksum, flushed and closed (a few tenths of a second), and the thread
+ * (stage 2) writes the tensor data of this rank's pieces with pwrite at the
+ * datasets' file addresses (contiguous datasets, space allocated at
+ * creation) and fsyncs the file.  The thread makes no MPI and no HDF5 call
+ * (HDF5 need not be thread-safe; MPI_THREAD_FUNNELED is enough).  At each
+ * step boundary the main thread asks every rank whether its thread is done
+ * (one all-reduce); when all are, rank 0 commits exactly as the synchronous
+ * save does (ck_commit: fsync, rename, `latest`, prune).  An error on any
+ * rank is agreed there and the save abandoned on every rank (rank 0 removes
+ * step-N.tmp): the previous checkpoint stays `latest`.
+ *
+ *   snapshot  [range 0: params | m | v][range 1: ...]   host, accounted
+ *   pieces    (file offset, n floats, source in the snapshot)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "ckpt_internal.h"
+#include "devmem.h"
+
+struct zt_ckpt_async {
+    /* the snapshot: host memory, kept from save to save */
+    float *snap;
+    size_t snap_elems;
+    zt_owned_range *ranges;
+    int cap_ranges;
+    zt_train_state s;
+    /* the save in flight */
+    int active;
+    long step;
+    int keep;
+    char dir[ZT_PATH_MAX], final[ZT_PATH_MAX + 32], tmpd[ZT_PATH_MAX + 48], file[ZT_PATH_MAX + 64];
+    uint64_t need;             /* ck_save_bytes: for a disk-full explanation */
+    ck_wpiece *pieces;
+    int np, cap;
+    double t0, stalled;        /* start; seconds the main thread spent in it */
+    int delay_ms;              /* ZT_CKPT_WRITE_DELAY_MS (test-only) */
+    int rank;
+    uint64_t *cs;              /* partial checksums [CK_NFAM][n_tensors] */
+    size_t ncs;
+    int stage;                 /* 1: checksums in the background, 2: tensor data */
+    /* the background thread */
+    pthread_t th;
+    int th_live;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, cancel;
+    long progress;             /* pieces written */
+    int rc;
+    zt_status wst;
+};
+
+const zt_train_state *ck_async_state(const struct zt_ckpt_async *a) { return &a->s; }
+const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a) { return a->cs; }
+
+int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st) {
+    if (a->np == a->cap) {
+        int nc = a->cap ? 2 * a->cap : 256;
+        void *n = realloc(a->pieces, (size_t)nc * sizeof *a->pieces);
+        if (!n) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint pieces)");
+        a->pieces = n;
+        a->cap = nc;
+    }
+    a->pieces[a->np++] = *p;
+    return ZT_OK;
+}
+
+zt_ckpt_async *zt_ckpt_async_new(void) {
+    zt_ckpt_async *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    const char *d = getenv("ZT_CKPT_WRITE_DELAY_MS");
+    if (d && *d) a->delay_ms = atoi(d);
+    return a;
+}
+
+int zt_ckpt_async_busy(const zt_ckpt_async *a) { return a && a->active; }
+long zt_ckpt_async_step(const zt_ckpt_async *a) { return a && a->active ? a->step : -1; }
+
+/* ---------------------------------------------------------------- writer thread */
+
+static int write_all(int fd, const char *p, size_t n, uint64_t off) {
+    while (n > 0) {
+        ssize_t k = pwrite(fd, p, n, (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) { errno = EIO; return -1; }
+        p += k;
+        n -= (size_t)k;
+        off += (uint64_t)k;
+    }
+    return 0;
+}
+
+static void tick(void *user) {
+    zt_ckpt_async *a = user;
+    pthread_mutex_lock(&a->mu);
+    a->progress++;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void finish(zt_ckpt_async *a, int rc, const zt_status *st) {
+    pthread_mutex_lock(&a->mu);
+    a->rc = rc;
+    a->wst = *st;
+    a->done = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* stage 1: this rank's partial checksums of the snapshot (serial: the
+ * training threads keep the cores) */
+static void *checksum_main(void *arg) {
+    zt_ckpt_async *a = arg;
+    zt_status st;
+    zt_status_clear(&st);
+    memset(a->cs, 0, a->ncs * sizeof *a->cs);
+    ck_partial_checksums(&a->s, a->cs, NULL, 1, tick, a);
+    finish(a, ZT_OK, &st);
+    return NULL;
+}
+
+/* stage 2: the tensor data */
+static void *writer_main(void *arg) {
+    zt_ckpt_async *a = arg;
+    zt_status st;
+    zt_status_clear(&st);
+    int rc = ZT_OK;
+    ck_crash_point("save_tensors", a->step);
+    int fd = a->np > 0 ? open(a->file, O_WRONLY | O_CLOEXEC) : -1;
+    if (a->np > 0 && fd < 0)
+        rc = zt_fail(&st, ZT_EIO, "%s: cannot open for the tensor data: %s", a->file, strerror(errno));
+    const zt_model *m = a->s.model;
+    for (int i = 0; i < a->np && rc == ZT_OK; ++i) {
+        const ck_wpiece *p = &a->pieces[i];
+        pthread_mutex_lock(&a->mu);
+        int cancel = a->cancel;
+        pthread_mutex_unlock(&a->mu);
+        if (cancel) {
+            rc = zt_fail(&st, ZT_EIO, "abandoned");
+            break;
+        }
+        if (a->delay_ms > 0) {
+            struct timespec ts = {a->delay_ms / 1000, (long)(a->delay_ms % 1000) * 1000000L};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        }
+        if (write_all(fd, (const char *)p->src, p->n * sizeof(float), p->off) != 0) {
+            char name[128];
+            ck_dataset_name(name, sizeof name, p->fam, m->tensors[p->tensor].name);
+            rc = zt_fail(&st, ZT_EIO, "%s: cannot write dataset %s (%s)", a->file, name,
+                         strerror(errno));
+        }
+        tick(a);
+    }
+    if (fd >= 0) {
+        if (rc == ZT_OK && fsync(fd) != 0)
+            rc = zt_fail(&st, ZT_EIO, "%s: fsync failed: %s", a->file, strerror(errno));
+        if (close(fd) != 0 && rc == ZT_OK)
+            rc = zt_fail(&st, ZT_EIO, "%s: close failed: %s", a->file, strerror(errno));
+    }
+    if (rc == ZT_OK && a->rank == 0) ck_crash_point("after_data_write", a->step);
+    finish(a, rc, &st);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- snapshot */
+
+/* Copy this rank's owned state into the snapshot (writers only: the others
+ * write nothing).  ZT_ENOMEM when the snapshot cannot be allocated. */
+static int take_snapshot(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
+    zt_train_state live;
+    ZT_TRY(zt_ctx_owned_state(ctx, &live, st));
+    size_t n = 0;
+    if (live.writer)
+        for (int i = 0; i < live.n_ranges; ++i) n += live.ranges[i].hi - live.ranges[i].lo;
+    if (live.n_ranges > a->cap_ranges) {
+        void *r = realloc(a->ranges, (size_t)live.n_ranges * sizeof *a->ranges);
+        if (!r) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint snapshot)");
+        a->ranges = r;
+        a->cap_ranges = live.n_ranges;
+    }
+    if (n != a->snap_elems) {
+        zt_mem_free(a->snap);
+        a->snap = NULL;
+        a->snap_elems = 0;
+        if (n) {
+            a->snap = zt_mem_alloc(n * CK_NFAM * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
+            if (!a->snap)
+                return zt_fail(st, ZT_ENOMEM, "checkpoint.async: cannot allocate the host "
+                               "snapshot (%.1f MiB): %s; use synchronous checkpoints "
+                               "(--ckpt-async false)", (double)n * CK_NFAM * 4 / 1048576.0, st->msg);
+        }
+        a->snap_elems = n;
+    }
+    float *p = a->snap;
+    for (int i = 0; i < live.n_ranges; ++i) {
+        const zt_owned_range *r = &live.ranges[i];
+        zt_owned_range *o = &a->ranges[i];
+        *o = *r;
+        if (!live.writer) { o->param = o->m = o->v = NULL; continue; }
+        size_t len = r->hi - r->lo;
+        float *dst[CK_NFAM] = {p, p + len, p + 2 * len};
+        for (int f = 0; f < CK_NFAM; ++f) {
+            const float *src = ck_fam_ptr(r, f);
+            if (live.on_device) live.be->to_host(dst[f], src, len * sizeof(float));
+            else memcpy(dst[f], src, len * sizeof(float));
+        }
+        o->param = dst[CK_PARAMS];
+        o->m = dst[CK_M];
+        o->v = dst[CK_V];
+        p += CK_NFAM * len;
+    }
+    if (live.on_device) ZT_TRY(zt_be_check(live.be, "checkpoint snapshot", st));
+    a->s = live;
+    a->s.ranges = a->ranges;
+    a->s.on_device = 0;
+    return ZT_OK;
+}
+
+/* ---------------------------------------------------------------- begin, poll, abandon */
+
+/* Start the background thread on stage `stage` (1 checksums, 2 tensor data). */
+static int start_stage(zt_ckpt_async *a, int stage, zt_status *st) {
+    a->stage = stage;
+    a->done = a->cancel = 0;
+    a->progress = 0;
+    a->rc = ZT_OK;
+    zt_status_clear(&a->wst);
+    a->th_live = pthread_create(&a->th, NULL, stage == 1 ? checksum_main : writer_main, a) == 0;
+    return a->th_live ? ZT_OK
+                      : zt_fail(st, ZT_ENOMEM, "checkpoint.async: cannot start the background thread");
+}
+
+int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep, zt_status *st) {
+    zt_status_clear(st);
+    if (a->active)
+        return zt_fail(st, ZT_EINTERNAL, "checkpoint: a save is still in flight (a bug: "
+                       "zt_ckpt_async_poll with wait first)");
+    double t0 = zt_now_s();
+    int rc = take_snapshot(ctx, a, st);
+    const size_t ncs = (size_t)CK_NFAM * (size_t)a->s.model->n_tensors;
+    if (rc == ZT_OK && ncs != a->ncs) {
+        free(a->cs);
+        a->ncs = 0;
+        if (!(a->cs = calloc(ncs, sizeof *a->cs)))
+            rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint checksums)");
+        else
+            a->ncs = ncs;
+    }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    a->np = 0;
+    a->step = a->s.step;
+    a->keep = keep;
+    a->rank = zt_ctx_rank(ctx);
+    snprintf(a->dir, sizeof a->dir, "%s", dir);
+    snprintf(a->final, sizeof a->final, "%s/step-%ld", dir, a->step);
+    snprintf(a->tmpd, sizeof a->tmpd, "%s.tmp", a->final);
+    snprintf(a->file, sizeof a->file, "%s/%s", a->tmpd, ZT_CKPT_FILE);
+    a->need = ck_save_bytes(a->s.model, 0);
+    a->active = 1;
+    a->t0 = t0;
+    rc = start_stage(a, 1, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) {
+        zt_ckpt_async_abandon(a);
+        return rc;
+    }
+    a->stalled = zt_now_s() - t0;
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld snapshot taken in %.2f s; checksums and tensor "
+           "data in the background", a->step, a->stalled);
+    return ZT_OK;
+}
+
+/* Stage 1 done on every rank: every collective of the save on the main
+ * thread (ck_save on the snapshot: the checksums' all-reduce, step-N.tmp,
+ * the free-space check, the file with its metadata and datasets, closed),
+ * then stage 2. */
+static int create_file(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
+    double t0 = zt_now_s();
+    a->np = 0;
+    ZT_TRY(ck_save(ctx, a->dir, a->keep, a, st));
+    int rc = start_stage(a, 2, st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld file created in %.2f s; writing the tensors in "
+           "the background", a->step, zt_now_s() - t0);
+    return ZT_OK;
+}
+
+static void join(zt_ckpt_async *a) {
+    if (a->th_live) pthread_join(a->th, NULL);
+    a->th_live = 0;
+}
+
+void zt_ckpt_async_abandon(zt_ckpt_async *a) {
+    if (!a || !a->active) return;
+    pthread_mutex_lock(&a->mu);
+    a->cancel = 1;
+    pthread_mutex_unlock(&a->mu);
+    join(a);
+    if (a->rank == 0) ck_rmtree(a->tmpd);
+    a->active = 0;
+}
+
+/* One step of the save in flight: every rank reports its thread's state;
+ * when all are done, the next stage starts (or the commit).  wait = 1: wait
+ * for this rank's thread first.  *advanced = 1 when the stage ended. */
+static int poll_once(zt_ctx *ctx, zt_ckpt_async *a, int wait, int *advanced, long *committed,
+                     zt_status *st) {
+    *advanced = 0;
+    pthread_mutex_lock(&a->mu);
+    if (wait) {
+        /* bounded by the watchdog while it makes no progress (a writer
+         * stuck on a hung file system) */
+        long seen = -1;
+        while (!a->done) {
+            if (a->progress != seen) {
+                seen = a->progress;
+                pthread_mutex_unlock(&a->mu);
+                ck_watch(ctx, "checkpoint save at step %ld: waiting for the background %s",
+                         a->step, a->stage == 1 ? "checksums" : "writer");
+                pthread_mutex_lock(&a->mu);
+                continue;
+            }
+            pthread_cond_wait(&a->cv, &a->mu);
+        }
+    }
+    int done = a->done, rc = a->done ? a->rc : ZT_OK;
+    if (rc != ZT_OK) *st = a->wst;
+    pthread_mutex_unlock(&a->mu);
+    /* every rank: is its thread done, did it fail? */
+    int32_t v[2] = {!done, rc != ZT_OK ? zt_ctx_nranks(ctx) - zt_ctx_rank(ctx) : 0};
+    if (zt_ctx_nranks(ctx) > 1) {
+        zt_group *g = zt_ctx_world(ctx);
+        zt_group_where(g, "checkpoint save at step %ld: background %s", a->step,
+                       a->stage == 1 ? "checksums" : "write");
+        zt_status cst;
+        if (g->ops->allreduce_max(g, v, 2, ZT_I32, &cst) != ZT_OK) {
+            zt_ckpt_async_abandon(a);
+            *st = cst;
+            return cst.code;
+        }
+    }
+    if (v[1]) {
+        /* a thread failed: agreed, abandoned on every rank */
+        rc = ck_agree(ctx, rc, st);
+        zt_ckpt_async_abandon(a);
+        if (rc == ZT_EIO) ck_space_explain(a->dir, a->need, st);
+        return rc != ZT_OK ? rc : zt_fail(st, ZT_EIO, "checkpoint: step %ld abandoned", a->step);
+    }
+    if (v[0]) return ZT_OK;   /* still running somewhere */
+    join(a);
+    *advanced = 1;
+    if (a->stage == 1) {
+        rc = create_file(ctx, a, st);
+        if (rc != ZT_OK) zt_ckpt_async_abandon(a);
+        return rc;
+    }
+    ck_watch(ctx, "checkpoint save at step %ld: commit", a->step);
+    zt_group_where(zt_ctx_world(ctx), "checkpoint save: commit");
+    rc = ZT_OK;
+    if (a->rank == 0) rc = ck_commit(ctx, a->dir, a->step, a->keep, a->tmpd, a->final, a->file, st);
+    rc = ck_root_status(ctx, rc, st);
+    a->active = 0;
+    if (rc != ZT_OK && a->rank == 0) ck_rmtree(a->tmpd);
+    if (rc == ZT_OK && committed) *committed = a->step;
+    return rc;
+}
+
+int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed, zt_status *st) {
+    zt_status_clear(st);
+    if (committed) *committed = -1;
+    if (!a || !a->active) return ZT_OK;
+    double t0 = zt_now_s();
+    int rc = ZT_OK, advanced = 1;
+    /* without wait: at most one stage per step; with wait: to the end */
+    for (int k = 0; rc == ZT_OK && a->active && advanced && (wait || k == 0); ++k)
+        rc = poll_once(ctx, a, wait, &advanced, committed, st);
+    ck_unwatch();
+    zt_group_where(zt_ctx_world(ctx), "%s", "");
+    a->stalled += zt_now_s() - t0;
+    if (rc != ZT_OK || !committed || *committed < 0) return rc;
+    double dt = zt_now_s() - a->t0;
+    double bytes = (double)a->s.model->num_params * CK_NFAM * sizeof(float);
+    zt_log(ctx, ZT_LOG_INFO, "checkpoint: saved step %ld to %s (%.1f MiB in %.2f s, %.2f GB/s; "
+           "in the background: training stopped for %.2f s of it)", a->step, a->final,
+           bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9), a->stalled);
+    return ZT_OK;
+}
+
+double zt_ckpt_async_stalled(const zt_ckpt_async *a) { return a ? a->stalled : 0; }
+
+void zt_ckpt_async_release(zt_ckpt_async *a) {
+    if (!a || a->active) return;
+    zt_mem_free(a->snap);
+    a->snap = NULL;
+    a->snap_elems = 0;
+}
+
+void zt_ckpt_async_free(zt_ckpt_async *a) {
+    if (!a) return;
+    zt_ckpt_async_abandon(a);
+    zt_mem_free(a->snap);
+    free(a->ranges);
+    free(a->pieces);
+    free(a->cs);
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+    free(a);
+}
