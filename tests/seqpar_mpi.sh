@@ -129,6 +129,13 @@ SFT=("${GPT[@]}" --train s_train.sft --val s_val.sft --vocab 1536 --context 64 -
 run sref 1 "${SFT[@]}" --micro-batch 4 && run s22 4 "${SFT[@]}" --sp 2 --stage 3 --micro-batch 2 &&
     losses_eq sref s22 1e-5
 ok $? "masked SFT data, gpt2 N=2 x dp 2, stage 3: training and validation losses == 1 rank"
+# hybrid sharding: 4 ranks, sequence groups of 2, ZeRO-3 shard groups of 2
+run lh 4 "${LLAMA[@]}" --sp 2 --stage 3 --shard-group 2 --micro-batch 2 && compare lref lh
+ok $? "llama N=2 x data parallel 2, stage 3 with shard groups of 2 (hybrid) == 1 rank"
+# fp16 with dynamic loss scaling
+run fref 1 "${LLAMA[@]}" --micro-batch 4 --precision fp16 && run f2 2 "${LLAMA[@]}" --sp 2 --stage 3 \
+    --micro-batch 4 --precision fp16 && losses_eq fref f2 1e-3
+ok $? "fp16 at N=2 (2 ranks, stage 3): losses within 1e-3 of 1 rank"
 # Qwen3's per-head q/k RMSNorm (on the local rows, before the exchange)
 run qref 1 "${LLAMA[@]}" --qk-norm true --micro-batch 4 &&
     run q2 2 "${LLAMA[@]}" --qk-norm true --sp 2 --stage 3 --micro-batch 4 && compare qref q2
