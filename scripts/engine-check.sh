@@ -198,6 +198,9 @@ compare_params() {
     python3 - "$@" <<'PY'
 import array, sys
 a, b, atol = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read(), float(sys.argv[3])
+# optional: a fraction of the elements may exceed atol, none FLIP_MAX (bf16 operands, see same())
+frac = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
+flip_max = float(sys.argv[5]) if len(sys.argv) > 5 else atol
 if len(a) != len(b) or a[:1024] != b[:1024]:
     print(f"weights: the files differ in size or header ({len(b)} vs cpu {len(a)} bytes)")
     sys.exit(1)
@@ -206,10 +209,12 @@ fa.frombytes(a[1024:]); fb.frombytes(b[1024:])
 d = [abs(x - y) for x, y in zip(fa, fb)]
 worst = max(range(len(d)), key=d.__getitem__) if d else 0
 m = d[worst] if d else 0.0
-if not m <= atol:
-    print(f"weights: element {worst} of {len(d)}: {fb[worst]!r} vs cpu {fa[worst]!r} (|diff| {m:.2e} > {atol:g})")
+over = sum(1 for x in d if not x <= atol)
+if not m <= flip_max or over > frac * len(d):
+    print(f"weights: element {worst} of {len(d)}: {fb[worst]!r} vs cpu {fa[worst]!r} (|diff| {m:.2e}; "
+          f"{over} elements > {atol:g}, allowed {int(frac * len(d))}, none > {flip_max:g})")
     sys.exit(1)
-print(f"max |weight diff| {m:.1e} over {len(d)}")
+print(f"max |weight diff| {m:.1e} over {len(d)}" + (f", {over} > {atol:g}" if frac > 0 else ""))
 PY
 }
 
@@ -248,15 +253,25 @@ same() {
         detail=$(compare "c_$tag.jsonl" "x_$tag.jsonl" "$tol" > "cmp_$tag.txt"; echo $?)
         if [ "$detail" != 0 ]; then why=$(tail -n +2 "cmp_$tag.txt"); fi
         detail=$(head -1 "cmp_$tag.txt")
+        # bf16 operands on a device: the backends round some products to bf16
+        # differently (sums in another order), and AdamW turns the sign of a
+        # near-zero gradient into a whole lr-sized step; measured on the
+        # simulator: 99% of the weights within 1e-5, 0.35% beyond 2e-5, none
+        # beyond 1.7e-3.  So: at most 1% beyond the tolerance, none beyond
+        # 2 lr (1e-3 in these configs) per step.
+        local pflip=()
+        if [ "$prec" = bf16 ] && [ "$backend" != cpu ] && [ "$backend" != cpu-strict ]; then
+            pflip=(0.01 "$(python3 -c "print(2e-3 * $steps)")")
+        fi
         if [ -z "$why" ] && [ -n "$patol" ] && [ -f "c_$tag.bin" ] && [ -f "x_$tag.bin" ]; then
-            if compare_params "c_$tag.bin" "x_$tag.bin" "$patol" > "cmpw_$tag.txt"; then
+            if compare_params "c_$tag.bin" "x_$tag.bin" "$patol" "${pflip[@]}" > "cmpw_$tag.txt"; then
                 detail="$detail, $(cat "cmpw_$tag.txt")"
             else
                 why=$(cat "cmpw_$tag.txt")
             fi
         fi
     fi
-    report "$tag" "$tag: $backend == cpu within rtol $tol${patol:+, weights atol $patol} ($np rank(s), $prec: $*)" \
+    report "$tag" "$tag: $backend == cpu within rtol $tol${patol:+, weights atol $patol${pflip:+ (1% may exceed it, none ${pflip[1]})}} ($np rank(s), $prec: $*)" \
         "$why" "$detail"
 }
 
