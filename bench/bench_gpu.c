@@ -142,6 +142,12 @@ static void bench_kernels(shape s) {
     float *lse = dalloc((size_t)B * NH * T * 4);
     report("attention_fwd", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
     report("attention_bwd", TIME(iters, be->attention_bwd(y, x, x, z, lse, B, T, C, NH)), 2.5 * af, 0);
+    /* bf16 matmul mode: attention as cuBLAS bf16 GEMMs (tensor cores) */
+    be->set_matmul_precision(ZT_MATMUL_BF16);
+    report("attention_fwd bf16 (tensor cores)", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
+    report("attention_bwd bf16 (tensor cores)",
+           TIME(iters, be->attention_bwd(y, x, x, z, lse, B, T, C, NH)), 2.5 * af, 0);
+    be->set_matmul_precision(ZT_MATMUL_FP32);
 
     float *mean = dalloc(N * 4), *rstd = dalloc(N * 4), *g = dalloc((size_t)C * 4);
     dfill(g, C, 0.1f, 1.0f);
@@ -175,6 +181,12 @@ static void bench_kernels(shape s) {
         report(name, TIME(iters, be->gqa_fwd(z, lse, x, B, T, NH, NKV, hs)), af, 0);
         snprintf(name, sizeof name, "gqa_bwd (NKV=%d)", NKV);
         report(name, TIME(iters, be->gqa_bwd(y, x, x, z, lse, B, T, NH, NKV, hs)), 2.5 * af, 0);
+        be->set_matmul_precision(ZT_MATMUL_BF16);
+        snprintf(name, sizeof name, "gqa_fwd bf16 (NKV=%d, tensor cores)", NKV);
+        report(name, TIME(iters, be->gqa_fwd(z, lse, x, B, T, NH, NKV, hs)), af, 0);
+        snprintf(name, sizeof name, "gqa_bwd bf16 (NKV=%d, tensor cores)", NKV);
+        report(name, TIME(iters, be->gqa_bwd(y, x, x, z, lse, B, T, NH, NKV, hs)), 2.5 * af, 0);
+        be->set_matmul_precision(ZT_MATMUL_FP32);
         be->free(f);
     }
 
