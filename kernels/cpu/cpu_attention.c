@@ -151,15 +151,6 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
  * scale), dq = sum dS k, dk += dS q, dv += p dout.  Work items as above:
  * (b, h) rows in the forward, (b, kv head) in the backward.
  */
-static inline float bfr(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
-    else u += 0x7FFFu + ((u >> 16) & 1u);
-    u &= 0xFFFF0000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 /* a copy of src[n] rounded to bf16, NULL when out of memory (the caller
  * then computes in fp32) */
@@ -167,7 +158,7 @@ static float *bf16_copy(const float *src, size_t n) {
     float *d = malloc(n * sizeof(float));
     if (!d) return NULL;
 #pragma omp parallel for simd schedule(static) if (n >= 131072)
-    for (size_t i = 0; i < n; i++) d[i] = bfr(src[i]);
+    for (size_t i = 0; i < n; i++) d[i] = zt_cpu_round_bf16(src[i]);
     return d;
 }
 
@@ -203,7 +194,7 @@ static int att_fwd_bf16(float *out, float *lse, const float *qkv, int B, int T, 
             lse[((size_t)b * NH + h) * T + i] = l;
             for (int d = 0; d < hs; d++) acc[d] = 0.0f;
             for (int j = 0; j <= i; j++) {
-                const float p = bfr(expf(x[j] - l));
+                const float p = zt_cpu_round_bf16(expf(x[j] - l));
                 const float *v = vb + (size_t)j * R;
 #pragma omp simd
                 for (int d = 0; d < hs; d++) acc[d] += p * v[d];
@@ -247,9 +238,9 @@ static int att_bwd_bf16(float *dqkv, const float *dout, const float *qkv, const 
                 bf16_scores(x, q16, R, b, h, kh, i, T, NH, hs, scale);
                 for (int d = 0; d < hs; d++) dq[d] = 0.0f;
                 for (int j = 0; j <= i; j++) {
-                    const float p = bfr(expf(x[j] - L));
+                    const float p = zt_cpu_round_bf16(expf(x[j] - L));
                     const float *k = kb + (size_t)j * R, *v = vb + (size_t)j * R;
-                    const float ds = bfr(p * (dotf(g, v, hs) - D) * scale);
+                    const float ds = zt_cpu_round_bf16(p * (dotf(g, v, hs) - D) * scale);
                     float *dk = dkb + (size_t)j * R, *dv = dvb + (size_t)j * R;
 #pragma omp simd
                     for (int d = 0; d < hs; d++) {

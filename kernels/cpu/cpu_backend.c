@@ -125,17 +125,6 @@ static void cpu_set_matmul_precision(int mode) {
 
 int zt_cpu_matmul_mode(void) { return cpu_mm_mode; }
 
-/* x rounded to bfloat16 (nearest even; NaN stays NaN), as a float */
-static inline float round_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
-    else u += 0x7FFFu + ((u >> 16) & 1u);
-    u &= 0xFFFF0000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* In bf16 mode, a copy of src[n] rounded to bf16 (free with free()); in
  * fp32 mode, or when out of memory (recorded), src itself. */
 static const float *mm_operand(const float *src, size_t n, float **owned) {
@@ -148,7 +137,7 @@ static const float *mm_operand(const float *src, size_t n, float **owned) {
         return src;
     }
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
-    for (size_t i = 0; i < n; i++) d[i] = round_bf16(src[i]);
+    for (size_t i = 0; i < n; i++) d[i] = zt_cpu_round_bf16(src[i]);
     *owned = d;
     return d;
 }

@@ -73,6 +73,18 @@ void zt_cpu_swiglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
 
 /* cpu_precision.c */
+/* x rounded to bfloat16 (nearest even; NaN stays NaN), as a float: the
+ * matmul operands and attention's products in bf16 mode */
+static inline float zt_cpu_round_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
+    else u += 0x7FFFu + ((u >> 16) & 1u);
+    u &= 0xFFFF0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 /* cpu_backend.c: the matmul precision set last (ZT_MATMUL_FP32 / _BF16) */
 int zt_cpu_matmul_mode(void);
 void zt_cpu_to_bf16(uint16_t *out, const float *in, size_t n);
