@@ -193,7 +193,7 @@ ok $([ $? = 0 ] && grep -q '^model: gpt2 (GPT2LMHeadModel), 34688 parameters' es
 ok $([ $? = 2 ] && grep -q 'BertForMaskedLM is not supported' est.out; echo $?) "estimate --model: unsupported architecture, exit 2"
 # config.json refusals by name (no weights read)
 "$PY" "$FIX" llama l5 --rope-form 5 --llama3 --kv 2
-for edit in 's/"silu"/"gelu"/|hidden_act' 's/"rope_type": "llama3"/"rope_type": "longrope"/|longrope'; do
+for edit in 's/"silu"/"gelu"/|hidden_act' 's/"rope_type": "llama3"/"rope_type": "proportional"/|proportional'; do
     mkdir -p l6 && sed "${edit%%|*}" l5/config.json > l6/config.json
     "$ZTRAIN" estimate --model l6 --world-size 1 > est.out 2>&1
     ok $([ $? = 2 ] && grep -q "^ztrain: error: l6/config.json: .*${edit##*|}" est.out; echo $?) \

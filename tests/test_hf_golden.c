@@ -4,8 +4,9 @@
  * here).  For each fixture -- llama (GQA, llama3 RoPE scaling, untied,
  * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), qwen3
  * (per-head q/k RMSNorm, GQA, tied), phi3 (fused qkv_proj / gate_up_proj split
- * on load), rope_linear / rope_dynamic / rope_yarn
- * (Llama with those rope types; yarn's cos/sin scale), gpt2 --:
+ * on load), rope_linear / rope_dynamic / rope_yarn / rope_longrope
+ * (Llama with those rope types, yarn's cos/sin scale; longrope a Phi-3 past
+ * its original context, so long_factor and cos/sin x sqrt(2)), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -289,6 +290,7 @@ static const expect fixtures[] = {
     {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0},
     {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0},
     {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0},
+    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -368,7 +370,11 @@ static void run_fixture(const char *root, const expect *ex) {
                (strcmp(ex->rope_scaling, "dynamic") || mc->rope_factor == 4) &&
                (strcmp(ex->rope_scaling, "yarn") ||
                 (mc->rope_factor == 4 && mc->rope_original_max == 48 && mc->rope_attention_factor == 0 &&
-                 mc->rope_beta_fast == 32 && mc->rope_beta_slow == 1 && mc->rope_truncate));
+                 mc->rope_beta_fast == 32 && mc->rope_beta_slow == 1 && mc->rope_truncate)) &&
+               (strcmp(ex->rope_scaling, "longrope") ||
+                (mc->rope_factor == 8 && mc->rope_original_max == 8 && mc->rope_attention_factor == 0 &&
+                 !strcmp(mc->rope_short_factor, "1,1.25,1.5,2") &&
+                 !strcmp(mc->rope_long_factor, "1,2,4.5,8.25")));
     tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s",
            ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias, mc->tie_embeddings,
            mc->context, mc->rope_scaling);
