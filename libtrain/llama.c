@@ -732,10 +732,12 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
         const char *val[2] = {m->rope_short_factor, m->rope_long_factor};
         for (int i = 0; i < 2; ++i) {
             const int k = zt_rope_factors_parse(val[i], 0, NULL);
+            if (k < 0)
+                return zt_fail(st, ZT_EINVAL, "ztrain.model.%s must hold head_dim / 2 = %d positive "
+                               "numbers, comma-separated (longrope); it is malformed", key[i], hd / 2);
             if (k != hd / 2)
                 return zt_fail(st, ZT_EINVAL, "ztrain.model.%s must hold head_dim / 2 = %d positive "
-                               "numbers, comma-separated (longrope); it holds %s", key[i], hd / 2,
-                               k < 0 ? "a malformed list" : k == 0 ? "none" : "another count");
+                               "numbers, comma-separated (longrope); it holds %d", key[i], hd / 2, k);
         }
     }
     char why[160];

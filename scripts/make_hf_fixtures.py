@@ -23,7 +23,11 @@ each model NAME it writes
                           2-D tensors only -- ztrain's ZT_TENSOR_DECAY rule --,
                           no clipping, constant lr), "loss_after" (loss after
                           the third update) and "fp32_error": how far the
-                          same computation in fp32 lands from these values.
+                          same computation in fp32 lands from these values;
+                          longrope fixtures add "rope": transformers' float32
+                          frequencies at original_max_position_embeddings
+                          tokens (short_factor) and at one more (long_factor),
+                          and the cos/sin scale.
 
 The reference values are computed in float64 (arrays rounded to float32 when
 stored; the RoPE tables too, which transformers builds in float32 even in a
@@ -293,6 +297,15 @@ def build(name, cls, make_config, seed, shard, outdir):
         "generator": "scripts/make_hf_fixtures.py (torch %s, transformers %s)" % (
             torch.__version__.split("+")[0], __import__("transformers").__version__),
     }
+    if cfg.rope_parameters.get("rope_type") == "longrope":
+        # transformers' float32 frequencies on both sides of the switch: a
+        # sequence of original tokens takes short_factor, one more long_factor
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        om = cfg.rope_parameters["original_max_position_embeddings"]
+        fs, scale = ROPE_INIT_FUNCTIONS["longrope"](cfg, None, seq_len=om)
+        fl, _ = ROPE_INIT_FUNCTIONS["longrope"](cfg, None, seq_len=om + 1)
+        meta["rope"] = {"original_max_position_embeddings": om, "inv_freq_short": fs.tolist(),
+                        "inv_freq_long": fl.tolist(), "attention_scaling": float(scale)}
     arrays = {"logprobs": ref["logprobs"].to(torch.float32).contiguous()}
     for n in names:
         arrays["grad." + n] = ref["grads"][n].to(torch.float32).contiguous()

@@ -33,6 +33,7 @@
 #include <math.h>
 #include <stdint.h>
 #include "ctx.h"
+#include "llama.h"
 #include "tap.h"
 #include "testutil.h"
 #include "ztrain_ckpt.h"
@@ -378,6 +379,33 @@ static void run_fixture(const char *root, const expect *ex) {
     tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s",
            ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias, mc->tie_embeddings,
            mc->context, mc->rope_scaling);
+
+    /* ---- longrope: transformers' fp32 frequencies, bit for bit, on both
+     * sides of the switch (short_factor at original tokens, long_factor at
+     * one more), and its cos/sin scale */
+    json_t *rope = json_object_get(meta, "rope");
+    if (rope) {
+        const int om = (int)json_integer_value(json_object_get(rope, "original_max_position_embeddings"));
+        const char *set[2] = {"inv_freq_short", "inv_freq_long"};
+        const int hd = zt_model_head_dim(mc);
+        float f[512];
+        int fok = hd / 2 <= 512 && om == mc->rope_original_max;
+        for (int i = 0; i < 2 && fok; ++i) {
+            json_t *a = json_object_get(rope, set[i]);
+            fok &= json_array_size(a) == (size_t)(hd / 2) && zt_llama_rope_long(mc, om + i) == i;
+            zt_llama_inv_freq_at(mc, om + i, f);
+            for (int j = 0; j < hd / 2 && fok; ++j)
+                if (f[j] != (float)json_real_value(json_array_get(a, (size_t)j))) {
+                    tap_diag("%s: %s[%d] %.9g, transformers %.9g", ex->name, set[i], j, (double)f[j],
+                             json_real_value(json_array_get(a, (size_t)j)));
+                    fok = 0;
+                }
+        }
+        const double sc = json_real_value(json_object_get(rope, "attention_scaling"));
+        tap_ok(fok && zt_llama_rope_scale(mc) == (float)sc,
+               "%s: inv_freq at %d tokens (short_factor) and %d (long_factor) bitwise transformers', "
+               "cos/sin scale %.9g", ex->name, om, om + 1, sc);
+    }
 
     /* ---- weights */
     zt_model *m = ctx->model;
