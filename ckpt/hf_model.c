@@ -152,18 +152,23 @@ static int hf_family(hf_cfg *h, zt_status *st) {
 
 /* longrope (transformers' _compute_longrope_parameters with the
  * standardization before it): original_max_position_embeddings at the top
- * of config.json first (Phi-3 keeps it there), then in the rope dictionary;
+ * of config.json first (Phi-3 keeps it there; Phi3Config's default 4096
+ * when absent), then in the rope dictionary;
  * factor null = max_position_embeddings / original; attention_factor null =
  * derived (0 here); short_factor / long_factor: head_dim / 2 numbers each
  * (llama_check counts them). */
 static int hf_longrope(hf_cfg *h, json_t *d, const char *from, long maxpos, zt_status *st) {
     long om;
     double fac, att;
-    if (!json_is_integer(json_object_get(d, "original_max_position_embeddings")) &&
+    /* Phi3Config always has the top-level key (default 4096), which then
+     * replaces the dictionary's */
+    const int phi3 = !strcmp(h->family->model_type, "phi3");
+    if (!phi3 && !json_is_integer(json_object_get(d, "original_max_position_embeddings")) &&
         !json_is_integer(json_object_get(h->root, "original_max_position_embeddings")))
         return zt_fail(st, ZT_EDATA, "%s: %s (longrope) needs original_max_position_embeddings",
                        h->path, from);
-    ZT_TRY(get_int(h, d, "original_max_position_embeddings", maxpos, &om, st));
+    if (phi3) om = 4096;
+    else ZT_TRY(get_int(h, d, "original_max_position_embeddings", maxpos, &om, st));
     ZT_TRY(get_int(h, h->root, "original_max_position_embeddings", om, &om, st));
     if (om < 1)
         return zt_fail(st, ZT_EDATA, "%s: original_max_position_embeddings=%ld must be positive",

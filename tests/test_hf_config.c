@@ -132,6 +132,14 @@ int main(void) {
           "ztrain.model.rope_factor=4.0;ztrain.model.rope_attention_factor=0.0;"
           "ztrain.model.rope_short_factor=1,1,1,1,1,1.1,1.3,1.5;"
           "ztrain.model.rope_long_factor=1.0800000429153442,2,3,4,5,6,7,8");
+    reads("Phi-3 longrope without the top-level original_max_position_embeddings: Phi3Config's "
+          "4096 replaces the dictionary's",
+          "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 96, "
+          "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 300, "
+          "\"max_position_embeddings\": 8192, \"sliding_window\": null, \"rope_scaling\": "
+          "{\"rope_type\": \"longrope\", \"original_max_position_embeddings\": 16, "
+          "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [2, 2, 2, 2, 2, 2, 2, 2]}}",
+          "ztrain.model.rope_original_max_positions=4096;ztrain.model.rope_factor=2.0");
     refuses("rope type longrope (4.x) without its factor lists",
             LLAMA(", \"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2.0, "
                   "\"original_max_position_embeddings\": 16}"),
