@@ -37,7 +37,9 @@ typedef struct hf_cfg {
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
     int n;
-    struct { const char *key, *from; char val[64]; } kv[32];
+    struct { const char *key, *from; char val[64]; const char *text; } kv[32];
+    /* longrope's factor lists (the kv entries' text) */
+    char factors[2][ZT_ROPE_FACTORS_LEN];
 } hf_cfg;
 
 static void hf_cfg_free(hf_cfg *h) {
@@ -55,6 +57,16 @@ static void add_kv(hf_cfg *h, const char *key, const char *from, const char *fmt
     va_start(ap, fmt);
     vsnprintf(h->kv[h->n].val, sizeof h->kv[h->n].val, fmt, ap);
     va_end(ap);
+    h->kv[h->n].text = h->kv[h->n].val;
+    h->n++;
+}
+/* a value longer than the table's: its text stays in h */
+static void add_kv_text(hf_cfg *h, const char *key, const char *from, const char *text) {
+    if (h->n >= (int)(sizeof h->kv / sizeof h->kv[0])) return;
+    h->kv[h->n].key = key;
+    h->kv[h->n].from = from;
+    h->kv[h->n].val[0] = '\0';
+    h->kv[h->n].text = text;
     h->n++;
 }
 
@@ -138,6 +150,70 @@ static int hf_family(hf_cfg *h, zt_status *st) {
                    h->path, name ? name : mt ? mt : "(none: no architectures or model_type)", all);
 }
 
+/* longrope (transformers' _compute_longrope_parameters with the
+ * standardization before it): original_max_position_embeddings at the top
+ * of config.json first (Phi-3 keeps it there; Phi3Config's default 4096
+ * when absent), then in the rope dictionary;
+ * factor null = max_position_embeddings / original; attention_factor null =
+ * derived (0 here); short_factor / long_factor: head_dim / 2 numbers each
+ * (llama_check counts them). */
+static int hf_longrope(hf_cfg *h, json_t *d, const char *from, long maxpos, zt_status *st) {
+    long om;
+    double fac, att;
+    /* Phi3Config always has the top-level key (default 4096), which then
+     * replaces the dictionary's */
+    const int phi3 = !strcmp(h->family->model_type, "phi3");
+    if (!phi3 && !json_is_integer(json_object_get(d, "original_max_position_embeddings")) &&
+        !json_is_integer(json_object_get(h->root, "original_max_position_embeddings")))
+        return zt_fail(st, ZT_EDATA, "%s: %s (longrope) needs original_max_position_embeddings",
+                       h->path, from);
+    if (phi3) om = 4096;
+    else ZT_TRY(get_int(h, d, "original_max_position_embeddings", maxpos, &om, st));
+    ZT_TRY(get_int(h, h->root, "original_max_position_embeddings", om, &om, st));
+    if (om < 1)
+        return zt_fail(st, ZT_EDATA, "%s: original_max_position_embeddings=%ld must be positive",
+                       h->path, om);
+    ZT_TRY(get_num(h, d, "factor", (double)maxpos / (double)om, &fac, st));
+    ZT_TRY(get_num(h, d, "attention_factor", 0, &att, st));
+    if (!(fac > 0))
+        return zt_fail(st, ZT_EDATA, "%s: %s (longrope) factor=%g must be positive", h->path, from, fac);
+    if (att < 0)
+        return zt_fail(st, ZT_EDATA, "%s: %s (longrope) attention_factor=%g must not be negative",
+                       h->path, from, att);
+    const char *name[2] = {"short_factor", "long_factor"};
+    for (int i = 0; i < 2; ++i) {
+        json_t *a = json_object_get(d, name[i]);
+        if (!json_is_array(a) || json_array_size(a) == 0)
+            return zt_fail(st, ZT_EDATA, "%s: %s (longrope) needs %s, a list of numbers", h->path,
+                           from, name[i]);
+        size_t at = 0, k;
+        json_t *v;
+        char *buf = h->factors[i];
+        json_array_foreach(a, k, v) {
+            const double x = json_number_value(v);
+            if (!json_is_number(v) || !(x > 0) || !isfinite(x))
+                return zt_fail(st, ZT_EDATA, "%s: %s (longrope) %s[%zu] must be a positive number",
+                               h->path, from, name[i], k);
+            char num[32];   /* the shortest text that reads back as x */
+            snprintf(num, sizeof num, "%.15g", x);
+            if (strtod(num, NULL) != x) snprintf(num, sizeof num, "%.17g", x);
+            const int w = snprintf(buf + at, ZT_ROPE_FACTORS_LEN - at, "%s%s", k ? "," : "", num);
+            if (w < 0 || (size_t)w >= ZT_ROPE_FACTORS_LEN - at)
+                return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s (longrope) %s is too long (%zu numbers)",
+                               h->path, from, name[i], json_array_size(a));
+            at += (size_t)w;
+        }
+    }
+    add_kv(h, "ztrain.model.rope_scaling", from, "longrope");
+    add_kv(h, "ztrain.model.rope_factor", "factor", "%.17g", fac);
+    add_kv(h, "ztrain.model.rope_original_max_positions", "original_max_position_embeddings",
+           "%ld", om);
+    add_kv(h, "ztrain.model.rope_attention_factor", "attention_factor", "%.17g", att);
+    add_kv_text(h, "ztrain.model.rope_short_factor", "short_factor", h->factors[0]);
+    add_kv_text(h, "ztrain.model.rope_long_factor", "long_factor", h->factors[1]);
+    return ZT_OK;
+}
+
 /* Rotary settings in either writer's form: transformers 4.x rope_theta +
  * rope_scaling {rope_type|type, factor, ...}; 5.x rope_parameters
  * {rope_theta, rope_type, ...}.  rope_scaling wins when both are objects
@@ -167,6 +243,9 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
     const char *type = "default";
     ZT_TRY(get_str(h, d, "type", type, &type, st));
     ZT_TRY(get_str(h, d, "rope_type", type, &type, st));
+    /* transformers' Phi3Config reads rope types su and yarn as longrope */
+    if (!strcmp(h->family->model_type, "phi3") && (!strcmp(type, "su") || !strcmp(type, "yarn")))
+        type = "longrope";
     add_kv(h, "ztrain.model.rope_theta", "rope_theta", "%.17g", theta);
     if (!strcmp(type, "default")) {
         add_kv(h, "ztrain.model.rope_scaling", from, "none");
@@ -226,9 +305,10 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
         add_kv(h, "ztrain.model.rope_truncate", "truncate", "%s", trunc ? "true" : "false");
         return ZT_OK;
     }
+    if (!strcmp(type, "longrope")) return hf_longrope(h, d, from, maxpos, st);
     if (strcmp(type, "llama3") != 0)
         return zt_fail(st, ZT_EUNSUPPORTED, "%s: %s rope_type '%s' is not supported (default, "
-                       "llama3, linear, dynamic and yarn are)", h->path, from, type);
+                       "llama3, linear, dynamic, yarn and longrope are)", h->path, from, type);
     double fac, lo, hi;
     long om;
     const char *need[] = {"factor", "low_freq_factor", "high_freq_factor"};
@@ -384,7 +464,7 @@ int zt_hf_read_config(const char *dir_or_config_json, zt_config *cfg, zt_status 
     zt_config *want = zt_config_dup(cfg);
     int rc = want ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory");
     for (int i = 0; i < h.n && rc == ZT_OK; ++i) {
-        rc = zt_config_set(want, h.kv[i].key, h.kv[i].val, ZT_SRC_DERIVED, st);
+        rc = zt_config_set(want, h.kv[i].key, h.kv[i].text, ZT_SRC_DERIVED, st);
         if (rc != ZT_OK) zt_fail_prefix(st, "%s: %s", h.path, h.kv[i].from);
     }
     /* a value the user gave (flag, environment or configuration file) must
@@ -392,7 +472,7 @@ int zt_hf_read_config(const char *dir_or_config_json, zt_config *cfg, zt_status 
     for (int i = 0; i < h.n && rc == ZT_OK; ++i) {
         int src = zt_config_source(cfg, h.kv[i].key);
         if (src == ZT_SRC_DEFAULT || src == ZT_SRC_DERIVED) continue;
-        char have[128], need[128];
+        char have[ZT_ROPE_FACTORS_LEN], need[ZT_ROPE_FACTORS_LEN];
         if (zt_config_get(cfg, h.kv[i].key, have, sizeof have, st) != ZT_OK ||
             zt_config_get(want, h.kv[i].key, need, sizeof need, st) != ZT_OK) {
             rc = st->code;
@@ -404,7 +484,7 @@ int zt_hf_read_config(const char *dir_or_config_json, zt_config *cfg, zt_status 
                          zt_source_name(src), h.path, h.kv[i].from, need);
     }
     for (int i = 0; i < h.n && rc == ZT_OK; ++i)
-        rc = zt_config_set(cfg, h.kv[i].key, h.kv[i].val, ZT_SRC_FILE, st);
+        rc = zt_config_set(cfg, h.kv[i].key, h.kv[i].text, ZT_SRC_FILE, st);
     zt_config_free(want);
     hf_cfg_free(&h);
     return rc;

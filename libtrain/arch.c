@@ -27,8 +27,10 @@ int zt_model_arch(const zt_model_config *mc) { return zt_arch_of(mc)->id; }
 
 static int is_llama3(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "llama3"); }
 static int is_yarn(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "yarn"); }
+static int is_longrope(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "longrope"); }
+static int has_attention_factor(const zt_model_config *mc) { return is_yarn(mc) || is_longrope(mc); }
 static int has_factor(const zt_model_config *mc) { return strcmp(mc->rope_scaling, "none") != 0; }
-static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc); }
+static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc) || is_longrope(mc); }
 
 #define MC(f) offsetof(zt_model_config, f), sizeof(((zt_model_config *)0)->f)
 #define GPT2 (1u << ZT_ARCH_GPT2)
@@ -44,10 +46,12 @@ static const zt_arch_setting settings[] = {
     {"rope_low_freq_factor", ZT_AS_DOUBLE, MC(rope_low_freq_factor), NULL, is_llama3, LLAMA},
     {"rope_high_freq_factor", ZT_AS_DOUBLE, MC(rope_high_freq_factor), NULL, is_llama3, LLAMA},
     {"rope_original_max_positions", ZT_AS_INT, MC(rope_original_max), NULL, has_original, LLAMA},
-    {"rope_attention_factor", ZT_AS_DOUBLE, MC(rope_attention_factor), NULL, is_yarn, LLAMA},
+    {"rope_attention_factor", ZT_AS_DOUBLE, MC(rope_attention_factor), NULL, has_attention_factor, LLAMA},
     {"rope_beta_fast", ZT_AS_DOUBLE, MC(rope_beta_fast), NULL, is_yarn, LLAMA},
     {"rope_beta_slow", ZT_AS_DOUBLE, MC(rope_beta_slow), NULL, is_yarn, LLAMA},
     {"rope_truncate", ZT_AS_BOOL, MC(rope_truncate), NULL, is_yarn, LLAMA},
+    {"rope_short_factor", ZT_AS_STR, MC(rope_short_factor), NULL, is_longrope, LLAMA},
+    {"rope_long_factor", ZT_AS_STR, MC(rope_long_factor), NULL, is_longrope, LLAMA},
     {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
     {"qk_norm", ZT_AS_BOOL, MC(qk_norm), NULL, NULL, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},

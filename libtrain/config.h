@@ -14,6 +14,9 @@
 #include "ztrain.h"
 
 #define ZT_PATH_MAX 1024
+/* room for one of longrope's factor lists (head_dim / 2 comma-separated
+ * numbers: 128 of up to 30 characters) */
+#define ZT_ROPE_FACTORS_LEN 4096
 
 typedef struct zt_model_config {
     int n_layer;   /* ztrain.model.n_layer   >= 1                 */
@@ -33,15 +36,23 @@ typedef struct zt_model_config {
     int intermediate;       /* ztrain.model.intermediate_size: SwiGLU width, 0 = 4 n_embd */
     double norm_eps;        /* ztrain.model.rms_norm_eps (RMSNorm), default 1e-5 */
     double rope_theta;      /* ztrain.model.rope_theta, default 10000       */
-    char rope_scaling[16];  /* ztrain.model.rope_scaling: none | llama3 | linear | dynamic | yarn */
-    double rope_factor;     /* ztrain.model.rope_factor (llama3, linear, dynamic, yarn), default 8 */
+    char rope_scaling[16];  /* ztrain.model.rope_scaling: none | llama3 | linear | dynamic | yarn
+                             * | longrope */
+    double rope_factor;     /* ztrain.model.rope_factor (llama3, linear, dynamic, yarn, longrope),
+                             * default 8 */
     double rope_low_freq_factor;  /* ztrain.model.rope_low_freq_factor, default 1  */
     double rope_high_freq_factor; /* ztrain.model.rope_high_freq_factor, default 4 */
-    int rope_original_max;  /* ztrain.model.rope_original_max_positions (llama3, yarn), default 8192 */
-    double rope_attention_factor; /* ztrain.model.rope_attention_factor (yarn): cos/sin scale,
-                                   * 0 = 0.1 ln(factor) + 1 (transformers' get_mscale) */
+    int rope_original_max;  /* ztrain.model.rope_original_max_positions (llama3, yarn, longrope),
+                             * default 8192 */
+    double rope_attention_factor; /* ztrain.model.rope_attention_factor (yarn, longrope): cos/sin
+                                   * scale, 0 = yarn: 0.1 ln(factor) + 1 (transformers' get_mscale);
+                                   * longrope: sqrt(1 + ln(factor) / ln(original)) */
     double rope_beta_fast, rope_beta_slow; /* ztrain.model.rope_beta_fast / _slow (yarn), 32 / 1 */
     int rope_truncate;      /* ztrain.model.rope_truncate (yarn): round the correction range */
+    /* ztrain.model.rope_short_factor / _long_factor (longrope): head_dim / 2
+     * comma-separated numbers that divide the frequencies, short_factor while
+     * the sequence stays within rope_original_max, long_factor past it */
+    char rope_short_factor[ZT_ROPE_FACTORS_LEN], rope_long_factor[ZT_ROPE_FACTORS_LEN];
     int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
     int qk_norm;            /* ztrain.model.qk_norm: per-head RMSNorm of q and k (Qwen3) */
     int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding

@@ -162,12 +162,13 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.model.rope_theta", "rope-theta", NULL, NULL, T_DOUBLE, FLD(model.rope_theta),
      0, 0, KF_LO_OPEN | KF_NO_HI, "10000", NULL, "llama: rotary embedding base"},
     {"ztrain.model.rope_scaling", "rope-scaling", NULL, NULL, T_ENUM, FLD(model.rope_scaling),
-     0, 0, 0, "none", "none|llama3|linear|dynamic|yarn",
+     0, 0, 0, "none", "none|llama3|linear|dynamic|yarn|longrope",
      "llama: rotary frequency scaling, as transformers' rope_type (llama3: Llama 3.1's "
      "wavelength-dependent scaling; linear: frequencies / factor; dynamic: NTK-aware, which "
-     "equals none while the training length stays within the context; yarn)"},
+     "equals none while the training length stays within the context; yarn; longrope: Phi-3's "
+     "per-dimension short/long factors)"},
     {"ztrain.model.rope_factor", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_factor),
-     1, 0, KF_NO_HI, "8", NULL, "llama3, linear, dynamic and yarn rope scaling: factor"},
+     1, 0, KF_NO_HI, "8", NULL, "llama3, linear, dynamic, yarn and longrope rope scaling: factor"},
     {"ztrain.model.rope_low_freq_factor", NULL, NULL, NULL, T_DOUBLE,
      FLD(model.rope_low_freq_factor), 0, 0, KF_LO_OPEN | KF_NO_HI, "1", NULL,
      "llama3 rope scaling: low_freq_factor"},
@@ -176,16 +177,23 @@ const keydef zt_cfg_keys[] = {
      "llama3 rope scaling: high_freq_factor (> low_freq_factor)"},
     {"ztrain.model.rope_original_max_positions", NULL, NULL, NULL, T_INT,
      FLD(model.rope_original_max), 1, 0, KF_NO_HI, "8192", NULL,
-     "llama3 and yarn rope scaling: original_max_position_embeddings"},
+     "llama3, yarn and longrope rope scaling: original_max_position_embeddings"},
     {"ztrain.model.rope_attention_factor", NULL, NULL, NULL, T_DOUBLE,
      FLD(model.rope_attention_factor), 0, 0, KF_NO_HI, "0", NULL,
-     "yarn rope scaling: attention_factor (cos and sin scaled by it); 0 = 0.1 ln(factor) + 1"},
+     "yarn and longrope rope scaling: attention_factor (cos and sin scaled by it); 0 = yarn: "
+     "0.1 ln(factor) + 1, longrope: sqrt(1 + ln(factor) / ln(original)) (1 at factor <= 1)"},
     {"ztrain.model.rope_beta_fast", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_beta_fast),
      0, 0, KF_LO_OPEN | KF_NO_HI, "32", NULL, "yarn rope scaling: beta_fast"},
     {"ztrain.model.rope_beta_slow", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_beta_slow),
      0, 0, KF_LO_OPEN | KF_NO_HI, "1", NULL, "yarn rope scaling: beta_slow"},
     {"ztrain.model.rope_truncate", NULL, NULL, NULL, T_BOOL, FLD(model.rope_truncate), 0, 0, 0,
      "true", NULL, "yarn rope scaling: truncate (round the correction range to whole dimensions)"},
+    {"ztrain.model.rope_short_factor", NULL, NULL, NULL, T_STRING, FLD(model.rope_short_factor),
+     0, 0, 0, "", NULL, "longrope rope scaling: short_factor, head_dim / 2 comma-separated numbers "
+     "(used while the sequence length <= original_max_position_embeddings)"},
+    {"ztrain.model.rope_long_factor", NULL, NULL, NULL, T_STRING, FLD(model.rope_long_factor),
+     0, 0, 0, "", NULL, "longrope rope scaling: long_factor, head_dim / 2 comma-separated numbers "
+     "(used past original_max_position_embeddings)"},
     {"ztrain.model.attention_bias", "attention-bias", NULL, NULL, T_BOOL,
      FLD(model.attention_bias), 0, 0, 0, "false", NULL, "llama: q/k/v projections have biases (Qwen2)"},
     {"ztrain.model.qk_norm", "qk-norm", NULL, NULL, T_BOOL, FLD(model.qk_norm), 0, 0, 0,

@@ -1,5 +1,6 @@
 /* llama.c -- the built-in Llama-family model on the public unit API:
  * layout, activations, forward, backward (layout and data flow: llama.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,10 +221,46 @@ static void llama_destroy(void *self) { zt_llama_free(self); }
 /* transformers' yarn get_mscale */
 static double yarn_mscale(double scale) { return scale <= 1 ? 1.0 : 0.1 * log(scale) + 1.0; }
 
+/* transformers' _compute_longrope_parameters default attention factor */
+static double longrope_mscale(double factor, int original) {
+    return factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)original));
+}
+
+static int is_longrope(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "longrope"); }
+
 float zt_llama_rope_scale(const zt_model_config *mc) {
+    if (mc->rope_attention_factor > 0 && (is_longrope(mc) || !strcmp(mc->rope_scaling, "yarn")))
+        return (float)mc->rope_attention_factor;
+    if (is_longrope(mc)) return (float)longrope_mscale(mc->rope_factor, mc->rope_original_max);
     if (strcmp(mc->rope_scaling, "yarn") != 0) return 1.0f;
-    return (float)(mc->rope_attention_factor > 0 ? mc->rope_attention_factor
-                                                 : yarn_mscale(mc->rope_factor));
+    return (float)yarn_mscale(mc->rope_factor);
+}
+
+int zt_rope_factors_parse(const char *s, int n, float *out) {
+    int k = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        const double v = strtod(p, &end);
+        if (end == p || errno || !(v > 0) || !isfinite(v) || !isfinite((float)v) || (float)v <= 0)
+            return -1;
+        if (k < n && out) out[k] = (float)v;
+        ++k;
+        p = end;
+        while (*p == ' ') ++p;
+        if (*p == ',') {
+            ++p;
+            if (!*p) return -1;
+        } else if (*p) {
+            return -1;
+        }
+    }
+    return k;
+}
+
+int zt_llama_rope_long(const zt_model_config *mc, int T) {
+    return is_longrope(mc) && T > mc->rope_original_max;
 }
 
 /* yarn (transformers' _compute_yarn_parameters, its fp32 steps in fp32):
@@ -250,8 +287,21 @@ static void yarn_inv_freq(const zt_model_config *mc, int hd, float *inv_freq) {
     }
 }
 
-void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
+void zt_llama_inv_freq_at(const zt_model_config *mc, int T, float *inv_freq) {
     const int hd = zt_model_head_dim(mc);
+    if (is_longrope(mc)) {
+        /* transformers, in float32: 1 / (ext * base ** (arange(0, hd, 2) / hd))
+         * with ext = long_factor past original_max_position_embeddings, else
+         * short_factor (llama_check: hd / 2 positive numbers each) */
+        const float base = (float)mc->rope_theta;
+        float *ext = inv_freq;   /* the factors, then divided in place */
+        if (zt_rope_factors_parse(zt_llama_rope_long(mc, T) ? mc->rope_long_factor
+                                                            : mc->rope_short_factor, hd / 2, ext) != hd / 2)
+            for (int j = 0; j < hd / 2; ++j) ext[j] = 1.0f;   /* unreachable after llama_check */
+        for (int j = 0; j < hd / 2; ++j)
+            inv_freq[j] = 1.0f / (ext[j] * powf(base, (float)(2 * j) / (float)hd));
+        return;
+    }
     if (!strcmp(mc->rope_scaling, "yarn")) {
         yarn_inv_freq(mc, hd, inv_freq);
         return;
@@ -292,6 +342,10 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
     }
 }
 
+void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
+    zt_llama_inv_freq_at(mc, 1, inv_freq);
+}
+
 /* ------------------------------------------------------------ activations */
 
 /* Carve the activation block (gpt.c's scheme; base == NULL: sizes only).
@@ -306,7 +360,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     zt_carve cv = {base, 0, 0};
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
-    TAKES(a->inv_freq, (size_t)sh.hd / 2);
+    /* longrope: the short frequencies, then the long ones */
+    TAKES(a->inv_freq, (size_t)sh.hd / 2 * (is_longrope(mc) ? 2 : 1));
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
@@ -384,7 +439,8 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     *out = NULL;
     zt_llama_acts *a;
     ZT_ACTS_NEW(a, B, T, training, m->ckpt, m->s.L, m->cfg.context, st);
-    float *freq = malloc(sizeof(float) * (size_t)(m->s.hd / 2));
+    const size_t nf = (size_t)(m->s.hd / 2) * (is_longrope(&m->cfg) ? 2 : 1);
+    float *freq = malloc(sizeof(float) * nf);
     if (!a->res || !a->layer || !freq) {
         free(freq);
         llama_acts_free(self, a);
@@ -395,7 +451,9 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     carve(&m->cfg, B, T, training, m->ckpt, a, a->block);
     /* the rotary frequencies (device memory: staged) */
     zt_llama_inv_freq(&m->cfg, freq);
-    zt_xcopy(m->be, a->inv_freq, 1, freq, 0, sizeof(float) * (size_t)(m->s.hd / 2));
+    if (is_longrope(&m->cfg))
+        zt_llama_inv_freq_at(&m->cfg, m->cfg.rope_original_max + 1, freq + m->s.hd / 2);
+    zt_xcopy(m->be, a->inv_freq, 1, freq, 0, sizeof(float) * nf);
     free(freq);
     /* the -1 targets of a forward without targets */
     zt_acts_fill_no_targets(m->be, a->no_targets, (size_t)B * T);
@@ -438,6 +496,13 @@ static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
 
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
+/* The rotary frequencies of a sequence of T tokens (all of them, across the
+ * sequence-parallel ranks): longrope's long set past the original context,
+ * as transformers picks by max(position_ids) + 1 */
+static const float *rope_freq(const zt_llama *m, const zt_llama_acts *a, int T) {
+    return a->inv_freq + (zt_llama_rope_long(&m->cfg, T) ? m->s.hd / 2 : 0);
+}
+
 static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
     const zt_backend *be = m->be;
     const shape *sh = &m->s;
@@ -463,7 +528,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
         zt_group_where(m->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
                               a->sp_recv, st));
-        be->rope_fwd(s->qkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd, m->rope_scale);
+        be->rope_fwd(s->qkv, rope_freq(m, a, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd, m->rope_scale);
         be->gqa_fwd(s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, sh->hd);
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
@@ -475,7 +540,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
             be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
         }
-        be->rope_fwd(s->qkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd, m->rope_scale);
+        be->rope_fwd(s->qkv, rope_freq(m, a, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd, m->rope_scale);
         be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
     }
     be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
@@ -601,14 +666,14 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
             ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
                                   a->sp_recv, st));
             be->gqa_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl, sh->hd);
-            be->rope_bwd(a->dqkv, a->inv_freq, B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
+            be->rope_bwd(a->dqkv, rope_freq(m, a, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                          m->rope_scale);
             ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
                                    a->sp_recv, st));
             dq = a->sp_h;
         } else {
             be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
-            be->rope_bwd(a->dqkv, a->inv_freq, B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+            be->rope_bwd(a->dqkv, rope_freq(m, a, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                          m->rope_scale);
         }
         if (sh->qkn) {
@@ -662,6 +727,19 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "ztrain.model.rope_high_freq_factor=%g must exceed "
                        "ztrain.model.rope_low_freq_factor=%g", m->rope_high_freq_factor,
                        m->rope_low_freq_factor);
+    if (is_longrope(m)) {
+        const char *key[2] = {"rope_short_factor", "rope_long_factor"};
+        const char *val[2] = {m->rope_short_factor, m->rope_long_factor};
+        for (int i = 0; i < 2; ++i) {
+            const int k = zt_rope_factors_parse(val[i], 0, NULL);
+            if (k < 0)
+                return zt_fail(st, ZT_EINVAL, "ztrain.model.%s must hold head_dim / 2 = %d positive "
+                               "numbers, comma-separated (longrope); it is malformed", key[i], hd / 2);
+            if (k != hd / 2)
+                return zt_fail(st, ZT_EINVAL, "ztrain.model.%s must hold head_dim / 2 = %d positive "
+                               "numbers, comma-separated (longrope); it holds %d", key[i], hd / 2, k);
+        }
+    }
     char why[160];
     const zt_arch_hf *fam = zt_arch_hf_export(m, NULL, why, sizeof why);
     if (!fam) return zt_fail(st, ZT_EINVAL, "%s", why);
@@ -783,6 +861,9 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
                      "beta %g/%g%s)", mc->rope_factor, mc->rope_original_max,
                      (double)zt_llama_rope_scale(mc), mc->rope_beta_fast, mc->rope_beta_slow,
                      mc->rope_truncate ? "" : ", not truncated");
+        else if (is_longrope(mc))
+            snprintf(rope, sizeof rope, ", longrope scaling (factor %g, original %d, attention factor "
+                     "%g)", mc->rope_factor, mc->rope_original_max, (double)zt_llama_rope_scale(mc));
         else if (scaled)
             snprintf(rope, sizeof rope, ", %s scaling (factor %g)", mc->rope_scaling, mc->rope_factor);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
@@ -835,6 +916,20 @@ static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *m
     return NULL;
 }
 
+/* a longrope factor list as a JSON array (its numbers as written) */
+static json_t *factor_array(const char *s) {
+    json_t *a = json_array();
+    for (const char *p = s; a && *p;) {
+        char *end;
+        const double v = strtod(p, &end);
+        if (end == p) break;   /* llama_check parsed it */
+        json_array_append_new(a, json_real(v));
+        p = end;
+        while (*p == ' ' || *p == ',') ++p;
+    }
+    return a;
+}
+
 /* config.json's keys of family f (after architectures and model_type) */
 static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
     json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
@@ -862,7 +957,17 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
                                 ? mc->rope_attention_factor : yarn_mscale(mc->rope_factor)),
                             "beta_fast", json_real(mc->rope_beta_fast), "beta_slow",
                             json_real(mc->rope_beta_slow), "truncate", mc->rope_truncate != 0));
-    else if (strcmp(mc->rope_scaling, "none") != 0)   /* linear, dynamic */
+    else if (is_longrope(mc)) {   /* the attention factor resolved; the original context also
+                                   * at the top, where Phi-3 reads it first */
+        json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o,s:i,s:o,s:o,s:o}", "rope_type",
+                            "longrope", "factor", json_real(mc->rope_factor),
+                            "original_max_position_embeddings", mc->rope_original_max,
+                            "attention_factor", json_real(mc->rope_attention_factor > 0 ? mc->rope_attention_factor
+                                : longrope_mscale(mc->rope_factor, mc->rope_original_max)),
+                            "short_factor", factor_array(mc->rope_short_factor),
+                            "long_factor", factor_array(mc->rope_long_factor)));
+        json_object_set_new(c, "original_max_position_embeddings", json_integer(mc->rope_original_max));
+    } else if (strcmp(mc->rope_scaling, "none") != 0)   /* linear, dynamic */
         json_object_set_new(c, "rope_scaling", json_pack("{s:s,s:o}", "rope_type", mc->rope_scaling,
                                                          "factor", json_real(mc->rope_factor)));
     else

@@ -107,9 +107,18 @@ size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int tra
 size_t zt_llama_unit_numel(const zt_model_config *mc, int u);
 /* The rotary frequencies inv_freq[hd/2] in fp32 as transformers computes
  * them for mc->rope_scaling (none = default, llama3, linear, dynamic at a
- * sequence length within the context, yarn), and the scale of cos and sin
- * (transformers' attention_scaling: yarn's attention factor, else 1). */
+ * sequence length within the context, yarn, longrope within the original
+ * context), and the scale of cos and sin (transformers' attention_scaling:
+ * yarn's and longrope's attention factor, else 1). */
 void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq);
+/* ... for a sequence of T tokens: longrope uses long_factor when T >
+ * rope_original_max (zt_llama_rope_long), short_factor otherwise; the
+ * other types do not depend on T */
+void zt_llama_inv_freq_at(const zt_model_config *mc, int T, float *inv_freq);
+int zt_llama_rope_long(const zt_model_config *mc, int T);
 float zt_llama_rope_scale(const zt_model_config *mc);
+/* Parse a longrope factor list (comma-separated positive numbers): the count
+ * (out[0 .. min(count, n)) filled as float), -1 on a malformed list. */
+int zt_rope_factors_parse(const char *s, int n, float *out);
 
 #endif

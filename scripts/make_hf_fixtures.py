@@ -23,7 +23,11 @@ each model NAME it writes
                           2-D tensors only -- ztrain's ZT_TENSOR_DECAY rule --,
                           no clipping, constant lr), "loss_after" (loss after
                           the third update) and "fp32_error": how far the
-                          same computation in fp32 lands from these values.
+                          same computation in fp32 lands from these values;
+                          longrope fixtures add "rope": transformers' float32
+                          frequencies at original_max_position_embeddings
+                          tokens (short_factor) and at one more (long_factor),
+                          and the cos/sin scale.
 
 The reference values are computed in float64 (arrays rounded to float32 when
 stored; the RoPE tables too, which transformers builds in float32 even in a
@@ -107,6 +111,19 @@ def phi3_config():
         bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
 
 
+def longrope_config():
+    # Phi-3 128k's longrope at head_dim 8: original context 8 < T = 16, so the
+    # training batch takes long_factor; factor 64 / 8 = 8, cos / sin x sqrt(2)
+    return Phi3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        original_max_position_embeddings=8, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 1000.0,
+                         "short_factor": [1.0, 1.25, 1.5, 2.0], "long_factor": [1.0, 2.0, 4.5, 8.25]},
+        sliding_window=None, bos_token_id=1, eos_token_id=2, pad_token_id=None,
+        attn_implementation="eager")
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -129,6 +146,7 @@ MODELS = [
     ("rope_dynamic", LlamaForCausalLM, rope_config({"rope_type": "dynamic", "factor": 4.0}), 1006, None),
     ("rope_yarn", LlamaForCausalLM, rope_config({"rope_type": "yarn", "factor": 4.0,
                                                   "original_max_position_embeddings": 48}), 1007, None),
+    ("rope_longrope", Phi3ForCausalLM, longrope_config, 1009, None),
 ]
 
 
@@ -179,6 +197,12 @@ def rope_in_float64(model):
     if model.config.rope_parameters.get("rope_type", "default") in ("default", "llama3"):
         f = inv_freq64(model.config)
         assert torch.allclose(f, rot.inv_freq.to(torch.float64), rtol=1e-6, atol=0), (f, rot.inv_freq)
+    elif model.config.rope_parameters["rope_type"] == "longrope":
+        # the set the forward picks for T tokens (long past the original context)
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        f32, scale = ROPE_INIT_FUNCTIONS["longrope"](model.config, None, seq_len=T)
+        f = f32.to(torch.float64)
+        scale = float(scale)
     else:   # linear, dynamic, yarn: transformers' own fp32 frequencies and cos/sin scale
         f = rot.inv_freq.to(torch.float64)
         scale = float(rot.attention_scaling)
@@ -273,6 +297,15 @@ def build(name, cls, make_config, seed, shard, outdir):
         "generator": "scripts/make_hf_fixtures.py (torch %s, transformers %s)" % (
             torch.__version__.split("+")[0], __import__("transformers").__version__),
     }
+    if cfg.rope_parameters.get("rope_type") == "longrope":
+        # transformers' float32 frequencies on both sides of the switch: a
+        # sequence of original tokens takes short_factor, one more long_factor
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        om = cfg.rope_parameters["original_max_position_embeddings"]
+        fs, scale = ROPE_INIT_FUNCTIONS["longrope"](cfg, None, seq_len=om)
+        fl, _ = ROPE_INIT_FUNCTIONS["longrope"](cfg, None, seq_len=om + 1)
+        meta["rope"] = {"original_max_position_embeddings": om, "inv_freq_short": fs.tolist(),
+                        "inv_freq_long": fl.tolist(), "attention_scaling": float(scale)}
     arrays = {"logprobs": ref["logprobs"].to(torch.float32).contiguous()}
     for n in names:
         arrays["grad." + n] = ref["grads"][n].to(torch.float32).contiguous()

@@ -193,12 +193,34 @@ ok $([ $? = 0 ] && grep -q '^model: gpt2 (GPT2LMHeadModel), 34688 parameters' es
 ok $([ $? = 2 ] && grep -q 'BertForMaskedLM is not supported' est.out; echo $?) "estimate --model: unsupported architecture, exit 2"
 # config.json refusals by name (no weights read)
 "$PY" "$FIX" llama l5 --rope-form 5 --llama3 --kv 2
-for edit in 's/"silu"/"gelu"/|hidden_act' 's/"rope_type": "llama3"/"rope_type": "longrope"/|longrope'; do
+for edit in 's/"silu"/"gelu"/|hidden_act' 's/"rope_type": "llama3"/"rope_type": "proportional"/|proportional'; do
     mkdir -p l6 && sed "${edit%%|*}" l5/config.json > l6/config.json
     "$ZTRAIN" estimate --model l6 --world-size 1 > est.out 2>&1
     ok $([ $? = 2 ] && grep -q "^ztrain: error: l6/config.json: .*${edit##*|}" est.out; echo $?) \
        "config.json with ${edit##*|}: refused by name, exit 2 ($(head -1 est.out | cut -c1-150))"
 done
+
+# longrope: a Phi-3-mini-128k-shaped config.json (48 factors each; synthetic values)
+mkdir -p lr lr2
+"$PY" - lr/config.json lr2/config.json <<'EOF'
+import json, sys
+c = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072,
+     "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32,
+     "num_key_value_heads": 32, "vocab_size": 32064, "max_position_embeddings": 131072,
+     "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+     "sliding_window": 262144, "tie_word_embeddings": False,
+     "rope_scaling": {"type": "longrope", "short_factor": [1 + 0.02 * i for i in range(48)],
+                      "long_factor": [1 + 0.5 * i for i in range(48)]}}
+json.dump(c, open(sys.argv[1], "w"))
+c["rope_scaling"]["long_factor"].pop()
+json.dump(c, open(sys.argv[2], "w"))
+EOF
+"$ZTRAIN" estimate --model lr/config.json --world-size 8 --seq-len 8192 > est.out 2>&1
+ok $([ $? = 0 ] && grep -q '^model: llama (Phi3ForCausalLM), 3821079552 parameters' est.out; echo $?) \
+   "estimate --model: Phi-3-mini-128k-shaped longrope config.json, 3821079552 parameters"
+"$ZTRAIN" estimate --model lr2/config.json --world-size 1 > est.out 2>&1
+ok $([ $? = 2 ] && grep -q 'rope_long_factor must hold head_dim / 2 = 48 .*it holds 47' est.out; echo $?) \
+   "estimate --model: longrope long_factor of 47 numbers at head_dim 96 refused, exit 2"
 
 # ---------------------------------------------------------------- transformers (optional)
 if "$HFPY" -c "import torch, transformers" 2> /dev/null; then

@@ -7,6 +7,7 @@
 #    N=4 (4 ranks, stage 0), N=2 x data parallel 2 at stage 3 with gradient
 #    accumulation 2 and activation checkpointing;
 #  - gpt2: N=2 at stage 3, N=4 at stage 0 (with the validation loss);
+#  - llama with longrope RoPE past its original context at N=2;
 #  - losses: LoRA at N=2; masked SFT data at N=2 x dp 2 (training and
 #    validation); bf16 at N=2 within 1e-3;
 #  - the all-to-all bytes per step of every run (the comm layer's accounting,
@@ -122,6 +123,14 @@ LORA=(--lora-r 4 --lora-targets all-linear)
 run loref 1 "${LLAMA[@]}" "${LORA[@]}" --micro-batch 4 && run lo2 2 "${LLAMA[@]}" "${LORA[@]}" --sp 2 --stage 3 --micro-batch 4 &&
     losses_eq loref lo2 1e-5
 ok $? "LoRA at N=2 (2 ranks, stage 3): losses == 1 rank"
+# longrope past the original context (16 of 32 tokens): each rank rotates all
+# 32 positions with long_factor, chosen by the global length, not its 16 rows
+LONGROPE=(--rope-scaling longrope --ztrain.model.rope_original_max_positions 16
+          --ztrain.model.rope_factor 4 --ztrain.model.rope_short_factor 1,1.25,1.5,2
+          --ztrain.model.rope_long_factor 1,2,4.5,8.25)
+run lrref 1 "${LLAMA[@]}" "${LONGROPE[@]}" --micro-batch 4 &&
+    run lr2 2 "${LLAMA[@]}" "${LONGROPE[@]}" --sp 2 --micro-batch 4 && compare lrref lr2
+ok $? "longrope past the original context at N=2 (2 ranks, stage 0) == 1 rank"
 "$ZTRAIN" prep --sft --input "$ZT_SRCDIR/tests/data/sft/chats.jsonl" --tokenizer "$ZT_SRCDIR/tests/fixtures/tok/llama3" \
     --template llama3 --seq-len 64 --allow-split --output s --val-fraction 0.25 > prep.out 2>&1
 SFT=("${GPT[@]}" --train s_train.sft --val s_val.sft --vocab 1536 --context 64 --seq-len 64 --eval-every 4

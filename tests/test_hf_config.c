@@ -121,8 +121,35 @@ int main(void) {
     refuses("rope_type yarn without original_max_position_embeddings",
             LLAMA(", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}"),
             ZT_EDATA, "(yarn) needs original_max_position_embeddings");
-    refuses("rope type longrope (4.x)", LLAMA(", \"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2.0}"),
-            ZT_EUNSUPPORTED, "rope_type 'longrope' is not supported");
+    reads("Phi-3 rope type su = longrope; original_max_position_embeddings at the top wins",
+          "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 96, "
+          "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 300, "
+          "\"max_position_embeddings\": 128, \"original_max_position_embeddings\": 32, "
+          "\"sliding_window\": null, \"rope_scaling\": {\"type\": \"su\", "
+          "\"original_max_position_embeddings\": 16, \"short_factor\": [1, 1, 1, 1, 1, 1.1, 1.3, 1.5], "
+          "\"long_factor\": [1.0800000429153442, 2, 3, 4, 5, 6, 7, 8]}}",
+          "ztrain.model.rope_scaling=longrope;ztrain.model.rope_original_max_positions=32;"
+          "ztrain.model.rope_factor=4.0;ztrain.model.rope_attention_factor=0.0;"
+          "ztrain.model.rope_short_factor=1,1,1,1,1,1.1,1.3,1.5;"
+          "ztrain.model.rope_long_factor=1.0800000429153442,2,3,4,5,6,7,8");
+    reads("Phi-3 longrope without the top-level original_max_position_embeddings: Phi3Config's "
+          "4096 replaces the dictionary's",
+          "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 96, "
+          "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 300, "
+          "\"max_position_embeddings\": 8192, \"sliding_window\": null, \"rope_scaling\": "
+          "{\"rope_type\": \"longrope\", \"original_max_position_embeddings\": 16, "
+          "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [2, 2, 2, 2, 2, 2, 2, 2]}}",
+          "ztrain.model.rope_original_max_positions=4096;ztrain.model.rope_factor=2.0");
+    refuses("rope type longrope (4.x) without its factor lists",
+            LLAMA(", \"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2.0, "
+                  "\"original_max_position_embeddings\": 16}"),
+            ZT_EDATA, "(longrope) needs short_factor");
+    refuses("rope type longrope without original_max_position_embeddings",
+            LLAMA(", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1], "
+                  "\"long_factor\": [2]}"),
+            ZT_EDATA, "(longrope) needs original_max_position_embeddings");
+    refuses("rope type proportional", LLAMA(", \"rope_scaling\": {\"rope_type\": \"proportional\"}"),
+            ZT_EUNSUPPORTED, "rope_type 'proportional' is not supported");
     refuses("llama3 without factor", LLAMA(", \"rope_scaling\": {\"rope_type\": \"llama3\"}"),
             ZT_EDATA, "needs a number factor");
     refuses("hidden_act gelu", LLAMA(", \"hidden_act\": \"gelu\""), ZT_EUNSUPPORTED, "hidden_act 'gelu'");

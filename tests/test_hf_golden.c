@@ -4,8 +4,9 @@
  * here).  For each fixture -- llama (GQA, llama3 RoPE scaling, untied,
  * sharded safetensors), qwen2 (q/k/v biases, multi-query, tied), qwen3
  * (per-head q/k RMSNorm, GQA, tied), phi3 (fused qkv_proj / gate_up_proj split
- * on load), rope_linear / rope_dynamic / rope_yarn
- * (Llama with those rope types; yarn's cos/sin scale), gpt2 --:
+ * on load), rope_linear / rope_dynamic / rope_yarn / rope_longrope
+ * (Llama with those rope types, yarn's cos/sin scale; longrope a Phi-3 past
+ * its original context, so long_factor and cos/sin x sqrt(2)), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -32,6 +33,7 @@
 #include <math.h>
 #include <stdint.h>
 #include "ctx.h"
+#include "llama.h"
 #include "tap.h"
 #include "testutil.h"
 #include "ztrain_ckpt.h"
@@ -289,6 +291,7 @@ static const expect fixtures[] = {
     {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0},
     {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0},
     {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0},
+    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -368,10 +371,41 @@ static void run_fixture(const char *root, const expect *ex) {
                (strcmp(ex->rope_scaling, "dynamic") || mc->rope_factor == 4) &&
                (strcmp(ex->rope_scaling, "yarn") ||
                 (mc->rope_factor == 4 && mc->rope_original_max == 48 && mc->rope_attention_factor == 0 &&
-                 mc->rope_beta_fast == 32 && mc->rope_beta_slow == 1 && mc->rope_truncate));
+                 mc->rope_beta_fast == 32 && mc->rope_beta_slow == 1 && mc->rope_truncate)) &&
+               (strcmp(ex->rope_scaling, "longrope") ||
+                (mc->rope_factor == 8 && mc->rope_original_max == 8 && mc->rope_attention_factor == 0 &&
+                 !strcmp(mc->rope_short_factor, "1,1.25,1.5,2") &&
+                 !strcmp(mc->rope_long_factor, "1,2,4.5,8.25")));
     tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s",
            ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias, mc->tie_embeddings,
            mc->context, mc->rope_scaling);
+
+    /* ---- longrope: transformers' fp32 frequencies, bit for bit, on both
+     * sides of the switch (short_factor at original tokens, long_factor at
+     * one more), and its cos/sin scale */
+    json_t *rope = json_object_get(meta, "rope");
+    if (rope) {
+        const int om = (int)json_integer_value(json_object_get(rope, "original_max_position_embeddings"));
+        const char *set[2] = {"inv_freq_short", "inv_freq_long"};
+        const int hd = zt_model_head_dim(mc);
+        float f[512];
+        int fok = hd / 2 <= 512 && om == mc->rope_original_max;
+        for (int i = 0; i < 2 && fok; ++i) {
+            json_t *a = json_object_get(rope, set[i]);
+            fok &= json_array_size(a) == (size_t)(hd / 2) && zt_llama_rope_long(mc, om + i) == i;
+            zt_llama_inv_freq_at(mc, om + i, f);
+            for (int j = 0; j < hd / 2 && fok; ++j)
+                if (f[j] != (float)json_real_value(json_array_get(a, (size_t)j))) {
+                    tap_diag("%s: %s[%d] %.9g, transformers %.9g", ex->name, set[i], j, (double)f[j],
+                             json_real_value(json_array_get(a, (size_t)j)));
+                    fok = 0;
+                }
+        }
+        const double sc = json_real_value(json_object_get(rope, "attention_scaling"));
+        tap_ok(fok && zt_llama_rope_scale(mc) == (float)sc,
+               "%s: inv_freq at %d tokens (short_factor) and %d (long_factor) bitwise transformers', "
+               "cos/sin scale %.9g", ex->name, om, om + 1, sc);
+    }
 
     /* ---- weights */
     zt_model *m = ctx->model;
