@@ -90,6 +90,28 @@ def run(shape, steps, bf16, compile_):
     return per, nparams, torch.cuda.max_memory_allocated(), loss_v
 
 
+def device_peaks(name, override=""):
+    """Dense (fp32, bf16) TFLOP/s of the GPU named name; override "F32,BF16" wins; 0 unknown."""
+    if override:
+        return tuple(float(v) for v in override.split(","))
+    if "H100" in name and "PCIe" in name:
+        return 51.2, 756.0
+    if "H100" in name or "H200" in name:
+        return 66.9, 989.4
+    if "A100" in name:
+        return 19.5, 312.0
+    return 0.0, 0.0
+
+
+def report(bf16, per, P, peak, loss, tokens, fpt, pk):
+    """One result line (bench/gpu_table.py parses it): tokens per step, fpt FLOPs per token."""
+    tok = tokens / per
+    mfu = f"  MFU {100.0 * fpt * tok * 1e-12 / pk:5.1f}% of {pk:.0f}" if pk > 0 else ""
+    print(f"  {'bf16' if bf16 else 'fp32'} autocast: {per * 1e3:8.1f} ms/step  {tok:9.0f} tokens/s  "
+          f"{fpt * tok * 1e-12:7.1f} TFLOP/s{mfu}  peak mem {peak / 2**30:.2f} GiB  "
+          f"params {P / 1e6:.1f}M  loss {loss:.4f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="12,12,768,50304,8,1024")
@@ -102,27 +124,12 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     name = torch.cuda.get_device_name()
-    if a.peak_tflops:
-        p32, p16 = (float(v) for v in a.peak_tflops.split(","))
-    elif "H100" in name and "PCIe" in name:
-        p32, p16 = 51.2, 756.0
-    elif "H100" in name or "H200" in name:
-        p32, p16 = 66.9, 989.4
-    elif "A100" in name:
-        p32, p16 = 19.5, 312.0
-    else:
-        p32 = p16 = 0.0
+    p32, p16 = device_peaks(name, a.peak_tflops)
     print(f"PyTorch {torch.__version__} on {name}; shape L={L} H={H} C={C} V={V} B={B} T={T}"
           f"{' (torch.compile)' if a.compile else ''}")
     for bf16 in (False, True):
         per, P, peak, loss = run(shape, a.steps, bf16, a.compile)
-        tok = B * T / per
-        fpt = 6.0 * P + 6.0 * L * C * T
-        pk = p16 if bf16 else p32
-        mfu = f"  MFU {100.0 * fpt * tok * 1e-12 / pk:5.1f}% of {pk:.0f}" if pk > 0 else ""
-        print(f"  {'bf16' if bf16 else 'fp32'} autocast: {per * 1e3:8.1f} ms/step  {tok:9.0f} tokens/s  "
-              f"{fpt * tok * 1e-12:7.1f} TFLOP/s{mfu}  peak mem {peak / 2**30:.2f} GiB  "
-              f"params {P / 1e6:.1f}M  loss {loss:.4f}")
+        report(bf16, per, P, peak, loss, B * T, 6.0 * P + 6.0 * L * C * T, p16 if bf16 else p32)
 
 
 if __name__ == "__main__":

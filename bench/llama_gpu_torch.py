@@ -22,6 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gpt2_torch import device_peaks, report   # the same peaks and result line as the GPT-2 baseline
+
 
 class RMSNorm(nn.Module):
     def __init__(self, C, eps=1e-5):
@@ -145,16 +147,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
-    if a.peak_tflops:
-        p32, p16 = (float(v) for v in a.peak_tflops.split(","))
-    elif "H100" in name and "PCIe" in name:
-        p32, p16 = 51.2, 756.0
-    elif "H100" in name or "H200" in name:
-        p32, p16 = 66.9, 989.4
-    elif "A100" in name:
-        p32, p16 = 19.5, 312.0
-    else:
-        p32 = p16 = 0.0
+    p32, p16 = device_peaks(name, a.peak_tflops)
     print(f"PyTorch {torch.__version__} on {name}; Llama L={L} NH={NH} NKV={NKV} C={C} H={H} V={V} "
           f"B={B} T={T}{' (torch.compile)' if a.compile else ''}")
     modes = [m for m in (False, True) if a.only is None or a.only == ("bf16" if m else "fp32")]
@@ -165,13 +158,7 @@ def main():
             print(f"  {'bf16' if bf16 else 'fp32'} autocast: out of GPU memory")
             torch.cuda.empty_cache()
             continue
-        tok = B * T / per
-        fpt = 6.0 * P + 6.0 * L * C * T
-        pk = p16 if bf16 else p32
-        mfu = f"  MFU {100.0 * fpt * tok * 1e-12 / pk:5.1f}% of {pk:.0f}" if pk > 0 else ""
-        print(f"  {'bf16' if bf16 else 'fp32'} autocast: {per * 1e3:8.1f} ms/step  {tok:9.0f} tokens/s  "
-              f"{fpt * tok * 1e-12:7.1f} TFLOP/s{mfu}  peak mem {peak / 2**30:.2f} GiB  "
-              f"params {P / 1e6:.1f}M  loss {loss:.4f}")
+        report(bf16, per, P, peak, loss, B * T, 6.0 * P + 6.0 * L * C * T, p16 if bf16 else p32)
 
 
 if __name__ == "__main__":
