@@ -31,6 +31,13 @@ typedef enum zt_matmul_precision {
     ZT_MATMUL_BF16 = 1    /* operands rounded to bf16, fp32 accumulation */
 } zt_matmul_precision;
 
+/* Options of gqa_ext_fwd / gqa_ext_bwd (Gemma 2/3 attention). */
+typedef struct zt_attn_opts {
+    float scale;      /* score scale (gqa_fwd: 1 / sqrt(hd); Gemma: query_pre_attn_scalar^-0.5) */
+    float softcap;    /* attention logit soft-cap, 0: none */
+    int window;       /* sliding window (keys u > t - window), 0: none */
+} zt_attn_opts;
+
 typedef struct zt_backend {
     const char *name;
 
@@ -197,6 +204,37 @@ typedef struct zt_backend {
     void (*gqa_bwd)(float *dqkv, const float *dout, const float *qkv,
                     const float *out, const float *lse,
                     int B, int T, int NH, int NKV, int hd);
+
+    /* ---- causal grouped-query attention with options (Gemma 2/3) ----
+     * As gqa_fwd / gqa_bwd (same layouts, lse, determinism), with the
+     * score of query t and key u <= t
+     *   x = (q.k) * o->scale,  then, with o->softcap > 0,
+     *   x <- softcap * tanh(x / softcap)          (attention soft-capping)
+     * and, with o->window > 0, only keys u > t - window are attended
+     * (transformers' sliding window: q_idx - kv_idx < window; window >= T
+     * is full causal attention).  The backward multiplies dS by
+     * 1 - tanh(x / softcap)^2 before the scale.  In bf16 matmul mode the
+     * rounding points are gqa_fwd's (operands and p, dS rounded; scores,
+     * the cap and the softmax in fp32).  With scale = 1/sqrt(hd),
+     * softcap 0 and window 0 the result is gqa_fwd's / gqa_bwd's bitwise. */
+    void (*gqa_ext_fwd)(float *out, float *lse, const float *qkv,
+                        int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o);
+    void (*gqa_ext_bwd)(float *dqkv, const float *dout, const float *qkv,
+                        const float *out, const float *lse,
+                        int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o);
+
+    /* ---- GeGLU, tanh approximation (Gemma MLP) ----
+     * gu[N, 2H] holds gate | up per row: out[N,H] = gelu(gate) * up with
+     * gelu the tanh approximation of gelu_fwd.  geglu_bwd: dgu[N, 2H]
+     * (overwritten) from dout[N, H] and gu.                                 */
+    void (*geglu_fwd)(float *out, const float *gu, int N, int H);
+    void (*geglu_bwd)(float *dgu, const float *dout, const float *gu, int N, int H);
+
+    /* ---- logit soft-capping (Gemma 2 final logits), n elements ----
+     * y = cap * tanh(x / cap) (y may alias x); softcap_bwd: dx = dy *
+     * (1 - (y / cap)^2) from the forward's output y (dx may alias dy).      */
+    void (*softcap_fwd)(float *y, const float *x, size_t n, float cap);
+    void (*softcap_bwd)(float *dx, const float *dy, const float *y, size_t n, float cap);
 
     /* ---- GELU, tanh approximation (GPT-2) over n elements ---- */
     void (*gelu_fwd)(float *out, const float *inp, size_t n);
