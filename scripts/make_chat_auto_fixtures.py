@@ -43,6 +43,9 @@ TEMPLATES = {
     "deepseek-r1-distill-qwen": ("deepseek-r1-distill-qwen.jinja", "<｜begin▁of▁sentence｜>",
                                  "<｜end▁of▁sentence｜>", {}),
     "gemma2": ("gemma2.jinja", "<bos>", "<eos>", {}),
+    "gemma3": ("gemma3.jinja", "<bos>", "<eos>", {}),
+    "deepseek-v3": ("deepseek-v3.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", {}),
+    "mistral-v0.3": ("mistral-v0.3.jinja", "<s>", "</s>", {}),
 }
 SPECIAL = ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|im_start|>",
            "<|im_end|>", "<s>", "</s>", "[INST]", "[/INST]", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",
