@@ -55,6 +55,14 @@ zt_progress cli_progress_init(cli_progress *p, const char *label);
  * newline.  (A final update does that itself.) */
 void cli_progress_end(cli_progress *p);
 
+/* The fatal-signal report (cli/crash.c): after MPI_Init, a SIGSEGV, SIGBUS,
+ * SIGFPE or SIGILL prints "ztrain: fatal: rank R: SIGSEGV at address A,
+ * instruction P (object+off: symbol+off)" -- for an instruction in no
+ * loaded object (a NULL function pointer) also the call site -- and a
+ * backtrace, then takes the default action.  Returns 1 when installed (0:
+ * a sanitizer build, or ZTRAIN_CRASH_REPORT=0). */
+int cli_crash_report_install(int rank);
+
 /* flag set on any rank (1 outside MPI: flag) */
 int cli_any_rank(int flag);
 #endif

@@ -129,6 +129,7 @@ int cmd_train(int argc, char **argv) {
     ph[SU_MPI] = mono_s() - t;
     t = mono_s();
     int rank = zt_world_rank();
+    cli_crash_report_install(rank);
     zt_config *cfg = zt_config_new();
     zt_ctx *ctx = NULL;
     zt_ckpt_session *ck = NULL;
