@@ -1119,8 +1119,10 @@ static void gemma_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
     const shape s = shape_of(mc);
     json_object_del(c, "hidden_act");
     json_object_set_new(c, "hidden_activation", json_string("gelu_pytorch_tanh"));
+    /* an int in Gemma2Config / Gemma3TextConfig (strict types) */
+    const double qs = mc->query_pre_attn_scalar > 0 ? mc->query_pre_attn_scalar : s.hd;
     json_object_set_new(c, "query_pre_attn_scalar",
-                        json_real(mc->query_pre_attn_scalar > 0 ? mc->query_pre_attn_scalar : s.hd));
+                        qs == floor(qs) && qs < 1e15 ? json_integer((json_int_t)qs) : json_real(qs));
     json_object_set_new(c, "attn_logit_softcapping", num_or_null(mc->attn_softcap));
     json_object_set_new(c, "final_logit_softcapping", num_or_null(mc->final_softcap));
     json_object_set_new(c, "sliding_window", mc->sliding_window > 0 ? json_integer(mc->sliding_window)
