@@ -1003,15 +1003,25 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
     const int llama3 = !strcmp(mc->rope_scaling, "llama3");
     const int scaled = strcmp(mc->rope_scaling, "none") != 0;
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
+    char gem[160] = "";   /* Gemma's blocks, window and soft-caps */
+    if (mc->gemma) {
+        int k = snprintf(gem, sizeof gem, ", Gemma %d blocks", mc->gemma);
+        if (mc->sliding_window > 0 && k > 0 && (size_t)k < sizeof gem)
+            k += snprintf(gem + k, sizeof gem - (size_t)k, ", window %d (full every %d layers)",
+                          mc->sliding_window, mc->sliding_pattern);
+        if ((mc->attn_softcap > 0 || mc->final_softcap > 0) && k > 0 && (size_t)k < sizeof gem)
+            snprintf(gem + k, sizeof gem - (size_t)k, ", soft-caps %g / %g", mc->attn_softcap,
+                     mc->final_softcap);
+    }
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
                  mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
-                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "");
+                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "", gem);
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
-        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s", zt_model_kv_heads(mc),
+        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s%s", zt_model_kv_heads(mc),
                  zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
-                 mc->qk_norm ? ", q/k norms" : "");
+                 mc->qk_norm ? ", q/k norms" : "", gem);
     } else {
         char rope[160] = "";
         if (llama3)
@@ -1029,11 +1039,11 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
         else if (scaled)
             snprintf(rope, sizeof rope, ", %s scaling (factor %g)", mc->rope_scaling, mc->rope_factor);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
-                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s",
+                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s%s",
                  mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
                  zt_model_intermediate(mc), mc->context, mc->vocab, mc->rope_theta, rope,
                  mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "",
-                 mc->qk_norm ? ", q/k norms" : "");
+                 mc->qk_norm ? ", q/k norms" : "", gem);
     }
 }
 
