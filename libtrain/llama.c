@@ -66,10 +66,12 @@ typedef struct shape {
     int window, pattern, local_rope;
 } shape;
 
-/* Does block l attend through the sliding window? */
-static int layer_slides(const shape *s, int l) {
-    return s->window > 0 && !(s->pattern > 0 && (l + 1) % s->pattern == 0);
+/* Is block l a sliding layer (transformers' "sliding_attention": Gemma 3's
+ * local rotary embedding), and does it attend through a window? */
+static int layer_sliding_type(const shape *s, int l) {
+    return !(s->pattern > 0 && (l + 1) % s->pattern == 0);
 }
+static int layer_slides(const shape *s, int l) { return s->window > 0 && layer_sliding_type(s, l); }
 
 static shape shape_of(const zt_model_config *mc) {
     shape s;
@@ -570,10 +572,10 @@ static const float *rope_freq(const zt_llama *m, const zt_llama_acts *a, int T) 
 
 /* ... of block l: Gemma 3's sliding layers have their own (unscaled) */
 static const float *layer_freq(const zt_llama *m, const zt_llama_acts *a, int l, int T) {
-    return m->s.local_rope && layer_slides(&m->s, l) ? a->inv_freq_local : rope_freq(m, a, T);
+    return m->s.local_rope && layer_sliding_type(&m->s, l) ? a->inv_freq_local : rope_freq(m, a, T);
 }
 static float layer_rope_scale(const zt_llama *m, int l) {
-    return m->s.local_rope && layer_slides(&m->s, l) ? 1.0f : m->rope_scale;
+    return m->s.local_rope && layer_sliding_type(&m->s, l) ? 1.0f : m->rope_scale;
 }
 
 /* The weight a norm applies: w, or Gemma's 1 + w (fp32, as transformers'
@@ -1139,8 +1141,8 @@ static void gemma_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
                                                                     : json_null());
     json_t *lt = json_array();
     for (int l = 0; l < mc->n_layer; ++l)
-        json_array_append_new(lt, json_string(s.pattern > 0 && (l + 1) % s.pattern == 0
-                                                  ? "full_attention" : "sliding_attention"));
+        json_array_append_new(lt, json_string(layer_sliding_type(&s, l) ? "sliding_attention"
+                                                                    : "full_attention"));
     json_object_set_new(c, "layer_types", lt);
     json_object_set_new(c, "attention_bias", json_false());
     if (f->flags & ZT_HF_GEMMA3) {
