@@ -3,6 +3,8 @@
 # code; tests/hf_transformers.sh does the transformers side).  On the
 # committed fixtures tests/fixtures/hf/gemma2 (soft-caps, window 5 < T) and
 # gemma3 (q/k norms, local rotary base, layers 0-1 sliding):
+#   - the run on cpu-strict (engine memory the host cannot touch) gives the
+#     cpu run's losses;
 #   - `ztrain ckpt inspect` shows the Gemma settings read back from the
 #     checkpoint's /model attributes (ztrain.model.gemma, soft-caps, window,
 #     pattern, rope_local_theta);
@@ -44,6 +46,13 @@ for spec in "gemma2:Gemma 2 blocks, window 5 (full every 2 layers), soft-caps 2 
     want=${spec#*:}
     run "$FIX/$name" "$name" 3
     ok $? "$name: 3 steps from the fixture, checkpoints at steps 1-3"
+    # cpu-strict: no host access to engine memory, no host pointer to a kernel
+    run "$FIX/$name" "$name.s" 3 --backend cpu-strict
+    rc=$?
+    ok $([ $rc = 0 ] && grep -q "backend cpu-strict" "$name.s.out" &&
+         cmp -s <(grep -o '"loss": *[0-9.e+-]*' "$name.m") <(grep -o '"loss": *[0-9.e+-]*' "$name.s.m"); echo $?) \
+       "$name: on cpu-strict, the same 3 losses (exit $rc)"
+    [ $rc = 0 ] || diag "$name.s.out"
     "$ZTRAIN" ckpt inspect "$name/step-2" > "$name.inspect" 2>&1
     ok $(grep -q "^model .*$want" "$name.inspect"; echo $?) \
        "$name: ckpt inspect reads the Gemma settings back: $want"
