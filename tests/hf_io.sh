@@ -276,6 +276,32 @@ EOF
 "$ZTRAIN" estimate --model q3.json --world-size 2 --seq-len 4096 --micro-batch 1 > est.out 2>&1
 ok $(grep -q '^model: llama (Qwen3ForCausalLM), 596049920 parameters.*q/k norms' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
    "estimate --model Qwen3-0.6B config.json: 596049920 parameters (transformers' count), q/k norms"
+# gemma-2-2b's and gemma-3-1b-pt's config.json: Gemma blocks, head_dim 256, tied;
+# 2614341888 and 999885952 = sum(p.numel()) of transformers' Gemma2ForCausalLM /
+# Gemma3ForCausalLM built from them
+cat > g2.json <<'EOF'
+{"architectures": ["Gemma2ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "attn_logit_softcapping": 50.0,
+ "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": 1, "final_logit_softcapping": 30.0, "head_dim": 256,
+ "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304, "initializer_range": 0.02,
+ "intermediate_size": 9216, "max_position_embeddings": 8192, "model_type": "gemma2", "num_attention_heads": 8,
+ "num_hidden_layers": 26, "num_key_value_heads": 4, "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+ "rope_theta": 10000.0, "sliding_window": 4096, "torch_dtype": "float32", "use_cache": true, "vocab_size": 256000}
+EOF
+"$ZTRAIN" estimate --model g2.json --world-size 2 --seq-len 4096 --micro-batch 1 > est.out 2>&1
+ok $(grep -q '^model: llama (Gemma2ForCausalLM), 2614341888 parameters.*Gemma 2 blocks, window 4096 (full every 2 layers), soft-caps 50 / 30' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
+   "estimate --model gemma-2-2b config.json: 2614341888 parameters (transformers' count)"
+cat > g3.json <<'EOF'
+{"architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "attn_logit_softcapping": null,
+ "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": 1, "final_logit_softcapping": null, "head_dim": 256,
+ "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02, "intermediate_size": 6912,
+ "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4, "num_hidden_layers": 26,
+ "num_key_value_heads": 1, "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+ "rope_local_base_freq": 10000, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512,
+ "sliding_window_pattern": 6, "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 262144}
+EOF
+"$ZTRAIN" estimate --model g3.json --world-size 2 --seq-len 4096 --micro-batch 1 > est.out 2>&1
+ok $(grep -q '^model: llama (Gemma3ForCausalLM), 999885952 parameters.*q/k norms, Gemma 3 blocks, window 512 (full every 6 layers)' est.out && grep -q '^peak_bytes per rank' est.out; echo $?) \
+   "estimate --model gemma-3-1b-pt config.json: 999885952 parameters (transformers' count), window 512, every 6th layer full"
 # config.json forms and refusals (no weights needed)
     for v in "lu --kv 2:untied GQA" "lt --kv 1 --tied:tied multi-query" "lq --kv 2 --arch Qwen2ForCausalLM:Qwen2 (q/k/v biases)" \
              "lm --kv 4 --arch MistralForCausalLM --rope-form 5 --llama3:Mistral, 5.x rope_parameters, llama3"; do

@@ -1,7 +1,7 @@
 #!/bin/bash
 # lora_peft.sh -- LoRA against PEFT itself (optional: needs a Python that
 # imports torch + transformers + peft; SKIPs visibly otherwise).  For the
-# llama, qwen2 and gpt2 fixtures of tests/fixtures/hf and a few LoRA
+# llama, qwen2, gpt2, gemma2 and gemma3 fixtures of tests/fixtures/hf and a few LoRA
 # settings (all-linear, PEFT's default targets with rslora, GPT-2's shared
 # c_proj name), tests/lora_ref writes ztrain's adapters (every lora_B set
 # non-zero), loss, adapter gradients and 3 AdamW steps; tests/lora_peft.py
@@ -50,8 +50,10 @@ llama 4 8 all-linear false
 qwen2 8 16 q_proj,v_proj true
 gpt2 4 8 c_attn,c_proj false
 gpt2 2 4 all-linear false
+gemma2 4 8 all-linear false
+gemma3 8 16 q_proj,v_proj true
 LIST
-for fx in llama qwen2 gpt2; do
+for fx in llama qwen2 gpt2 gemma3; do
     d="$tmp/x$fx"
     mkdir -p "$d"
     "$ZT_HF_PYTHON" - "$FIX/$fx.ref.json" "$d/one.bin" "$d/tokens.txt" <<'PY'

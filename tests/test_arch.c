@@ -48,9 +48,13 @@ static void check_layout(const char *what, const char *const *kv) {
     tap_ok(units_ok, "%s: %d units, each of the size the tensor table gives", what, m->n_units);
     int named = 1;
     char (*hf)[128] = calloc((size_t)m->n_tensors, sizeof *hf);
+    char why[160];
+    const zt_arch_hf *fam = zt_arch_hf_export(mc, NULL, why, sizeof why);   /* its export's names */
     for (int t = 0; hf && named && t < m->n_tensors; ++t) {
         int tr;
-        named = zt_arch_hf_name(a, m->tensors[t].name, hf[t], sizeof hf[t], &tr) == 0;
+        long r0, rows;
+        named = zt_arch_hf_part(a, fam, mc, m->tensors[t].name, hf[t], sizeof hf[t], &tr, &r0,
+                                &rows) == 0;
         for (int u = 0; named && u < t; ++u) named = strcmp(hf[u], hf[t]) != 0;
         if (!named) tap_diag("tensor %s: no or a repeated Hugging Face name", m->tensors[t].name);
     }
@@ -83,6 +87,15 @@ int main(void) {
     static const char *const qwen3[] = {"ztrain.model.arch", "llama", "ztrain.model.n_layer", "2",
                                         "ztrain.model.n_kv_head", "2", "ztrain.model.qk_norm", "true", NULL};
     check_layout("llama (GQA, q/k norms, tied)", qwen3);
+    static const char *const gemma2[] = {"ztrain.model.arch", "llama", "ztrain.model.n_layer", "2",
+                                         "ztrain.model.gemma", "2", "ztrain.model.sliding_window", "4",
+                                         "ztrain.model.sliding_pattern", "2", NULL};
+    check_layout("llama (Gemma 2: post norms, Gemma's names)", gemma2);
+    static const char *const gemma3[] = {"ztrain.model.arch", "llama", "ztrain.model.n_layer", "3",
+                                         "ztrain.model.gemma", "3", "ztrain.model.qk_norm", "true",
+                                         "ztrain.model.rope_local_theta", "10000",
+                                         "ztrain.model.tie_embeddings", "false", NULL};
+    check_layout("llama (Gemma 3: q/k norms, post norms, untied)", gemma3);
 
     const zt_arch *a = NULL;
     tap_ok(zt_arch_find("llama") == &zt_arch_llama && zt_arch_find("gpt2") == &zt_arch_gpt2 &&
@@ -90,7 +103,8 @@ int main(void) {
     const zt_arch_hf *f = zt_arch_hf_find(NULL, "qwen2", &a);
     tap_ok(f && a == &zt_arch_llama && !strcmp(f->architectures, "Qwen2ForCausalLM") &&
                zt_arch_hf_find("GPT2LMHeadModel", "llama", &a) && a == &zt_arch_gpt2 &&
-               zt_arch_hf_find("Qwen3ForCausalLM", NULL, NULL) && !zt_arch_hf_find("GemmaForCausalLM", NULL, NULL),
+               zt_arch_hf_find("Qwen3ForCausalLM", NULL, NULL) && !zt_arch_hf_find("GemmaForCausalLM", NULL, NULL) &&
+               zt_arch_hf_find(NULL, "gemma3_text", &a) && a == &zt_arch_llama,
            "lookup by Hugging Face class (architectures before model_type)");
 
     char msg[512];
@@ -113,6 +127,25 @@ int main(void) {
     static const char *const gpt_qkn[] = {"ztrain.model.qk_norm", "true", NULL};
     tap_ok(finalize(gpt_qkn, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "qk_norm is a llama setting"),
            "qk_norm on gpt2 is refused (%s)", msg);
+    static const char *const no_gemma[] = {"ztrain.model.arch", "llama", "ztrain.model.attn_softcap",
+                                           "50", NULL};
+    tap_ok(finalize(no_gemma, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "attn_softcap is a Gemma setting"),
+           "a Gemma setting without ztrain.model.gemma is refused (%s)", msg);
+    static const char *const gemma2_q3[] = {"ztrain.model.arch", "llama", "ztrain.model.gemma", "2",
+                                            "ztrain.model.hf_architecture", "Gemma3ForCausalLM", NULL};
+    tap_ok(finalize(gemma2_q3, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "gemma=3"),
+           "hf_architecture=Gemma3ForCausalLM for a Gemma 2 model is refused (%s)", msg);
+    static const char *const llama_gemma[] = {"ztrain.model.arch", "llama", "ztrain.model.gemma", "3",
+                                              "ztrain.model.qk_norm", "true", "ztrain.model.hf_architecture",
+                                              "Qwen3ForCausalLM", NULL};
+    tap_ok(finalize(llama_gemma, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "no Gemma blocks"),
+           "hf_architecture=Qwen3ForCausalLM for a Gemma 3 model is refused (%s)", msg);
+    static const char *const gemma_bad[] = {"ztrain.model.arch", "llama", "ztrain.model.gemma", "1", NULL};
+    tap_ok(finalize(gemma_bad, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "0, 2 or 3"),
+           "ztrain.model.gemma=1 is refused (%s)", msg);
+    static const char *const gpt_gemma[] = {"ztrain.model.gemma", "2", NULL};
+    tap_ok(finalize(gpt_gemma, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "gemma is a llama setting"),
+           "gemma on gpt2 is refused (%s)", msg);
     static const char *const gpt_llama[] = {"ztrain.model.hf_architecture", "MistralForCausalLM", NULL};
     tap_ok(finalize(gpt_llama, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "gpt2 architecture"),
            "a class of another architecture is refused (%s)", msg);

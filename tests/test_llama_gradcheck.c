@@ -10,7 +10,10 @@
  * frequencies against a double-precision evaluation of the formula, and
  * activation checkpointing (blocks, every-2) giving bitwise the gradients
  * of the run that keeps every activation, and the forward-only (eval) block
- * giving the training forward's loss.
+ * giving the training forward's loss.  Gemma 2 / 3 blocks ((1 + w) norms,
+ * post norms, GeGLU, embedding scale, soft-caps, windows 2 and 3 < T with
+ * full layers between, the sliding layers' own rotary base) the same way;
+ * a backend without the Gemma kernels refused with a status.
  */
 #include <math.h>
 #include <stdio.h>
@@ -89,8 +92,11 @@ static void check_layout(const zt_model *m, const zt_model_config *mc, const cha
         WL("v.w", NKV * hd, C);
         if (mc->attention_bias) { WL("q.b", NH * hd, 1); WL("k.b", NKV * hd, 1); WL("v.b", NKV * hd, 1); }
         if (mc->qk_norm) { WL("q_norm.w", hd, 1); WL("k_norm.w", hd, 1); }
-        WL("o.w", C, NH * hd); WL("mlp_norm.w", C, 1); WL("gate.w", H, C); WL("up.w", H, C);
+        WL("o.w", C, NH * hd);
+        if (mc->gemma) WL("post_attn_norm.w", C, 1);
+        WL("mlp_norm.w", C, 1); WL("gate.w", H, C); WL("up.w", H, C);
         WL("down.w", C, H);
+        if (mc->gemma) WL("post_mlp_norm.w", C, 1);
 #undef WL
     }
     W("norm.w", C, 1);
@@ -153,6 +159,10 @@ static void check_inv_freq(const zt_model_config *mc, const char *what) {
     tap_ok(ok, "%s: rotary frequencies (%d scaled, %d smoothed)", what, scaled, smooth);
 }
 
+/* the finite-difference step (Gemma's post norms and soft-caps bend more:
+ * a smaller one there) */
+static double fd_eps = 1e-2;
+
 static void gradcheck(const zt_model_config *mc, const char *what) {
     zt_status st;
     built b;
@@ -176,7 +186,7 @@ static void gradcheck(const zt_model_config *mc, const char *what) {
         zt_llama_ops()->acts_free(b.lm, ev);
     }
 
-    const double eps = 1e-2;
+    const double eps = fd_eps;
     int bad = 0;
     for (int ti = 0; ti < m->n_tensors; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
@@ -305,7 +315,50 @@ int main(void) {
     yarn.rope_factor = 4;
     yarn.rope_original_max = 64;
     gradcheck(&yarn, "yarn");
+    /* Gemma 2: soft-caps that bend (1.5 on scores, 2 on logits), window 3 <
+     * T on layers 0 and 2, layer 1 full; query_pre_attn_scalar 3; tied */
+    zt_model_config g2 = base_config();
+    g2.n_layer = 3;
+    g2.n_kv_head = 2;
+    g2.intermediate = 24;
+    g2.gemma = 2;
+    g2.query_pre_attn_scalar = 3;
+    g2.attn_softcap = 1.5;
+    g2.final_softcap = 2;
+    g2.sliding_window = 3;
+    g2.sliding_pattern = 2;
+    fd_eps = 2e-3;
+    gradcheck(&g2, "gemma2");
+    /* Gemma 3: q/k norms, multi-query, window 2 on layers 0-1, layer 2 full
+     * with linear rope scaling, the sliding layers at rotary base 100; untied */
+    zt_model_config g3 = base_config();
+    g3.n_layer = 3;
+    g3.n_head = 2;
+    g3.n_kv_head = 1;
+    g3.head_dim = 8;
+    g3.qk_norm = 1;
+    g3.gemma = 3;
+    g3.sliding_window = 2;
+    g3.sliding_pattern = 3;
+    g3.rope_local_theta = 100;
+    snprintf(g3.rope_scaling, sizeof g3.rope_scaling, "linear");
+    g3.rope_factor = 2;
+    g3.tie_embeddings = 0;
+    gradcheck(&g3, "gemma3");
+    fd_eps = 1e-2;
+    {   /* a backend without the Gemma kernels: refused with a status */
+        zt_backend nog = *zt_backend_cpu();
+        nog.gqa_ext_fwd = NULL;
+        zt_llama *lm = NULL;
+        zt_status st;
+        const int rc = zt_llama_new(&g3, &nog, &lm, &st);
+        tap_ok(rc == ZT_EUNSUPPORTED && !lm && strstr(st.msg, "Gemma kernels"),
+               "gemma on a backend lacking gqa_ext: refused (%s)", rc ? st.msg : "accepted");
+        zt_llama_free(lm);
+    }
     /* recomputation is bitwise, tied and untied (3 layers: groups 2 + 1) */
+    ckpt_bitwise(&g2, "gemma2");
+    ckpt_bitwise(&g3, "gemma3");
     ckpt_bitwise(&qkn, "qk_norm");
     zt_model_config ck = gqa;
     ck.n_layer = 3;

@@ -101,7 +101,8 @@ int main(void) {
            S->attention_bwd && S->gelu_fwd && S->gelu_bwd && S->add && S->xent_fwd &&
            S->xent_bwd && S->adamw && S->sumsq && S->scale && S->to_bf16 && S->from_bf16 &&
            S->to_f16 && S->from_f16 && S->nonfinite && S->sum && S->error && S->synchronize &&
-           S->nf4_dequant && C->nf4_dequant &&
+           S->nf4_dequant && C->nf4_dequant && S->gqa_ext_fwd && S->gqa_ext_bwd && S->geglu_fwd &&
+           S->geglu_bwd && S->softcap_fwd && S->softcap_bwd &&
            C->sum, "every table entry is set (and the cpu backend has sum)");
     while (S->error()) {}
 
