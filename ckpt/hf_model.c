@@ -37,7 +37,7 @@ typedef struct hf_cfg {
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
     int n;
-    struct { const char *key, *from; char val[64]; const char *text; } kv[32];
+    struct { const char *key, *from; char val[64]; const char *text; } kv[40];
     /* longrope's factor lists (the kv entries' text) */
     char factors[2][ZT_ROPE_FACTORS_LEN];
 } hf_cfg;
@@ -220,6 +220,31 @@ static int hf_longrope(hf_cfg *h, json_t *d, const char *from, long maxpos, zt_s
  * (as in transformers' convert_rope_params_to_dict). */
 static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
     json_t *rs = json_object_get(h->root, "rope_scaling"), *rp = json_object_get(h->root, "rope_parameters");
+    const int g3 = (h->family->flags & ZT_HF_GEMMA3) != 0;
+    if (g3) {
+        /* Gemma 3: the sliding layers' default rotary embedding at
+         * rope_local_base_freq (transformers 5: rope_parameters
+         * {"sliding_attention": {...}, "full_attention": {...}}); the full
+         * layers' rope_theta (default 1e6) and scaling as the other families' */
+        double local;
+        const char *lt = "default";
+        ZT_TRY(get_num(h, h->root, "rope_local_base_freq", 10000.0, &local, st));
+        json_t *sl = json_is_object(rp) ? json_object_get(rp, "sliding_attention") : NULL;
+        json_t *fu = json_is_object(rp) ? json_object_get(rp, "full_attention") : NULL;
+        if (json_is_object(sl) || json_is_object(fu)) {
+            ZT_TRY(get_num(h, sl, "rope_theta", local, &local, st));
+            ZT_TRY(get_str(h, sl, "rope_type", lt, &lt, st));
+            rp = json_is_object(fu) ? fu : NULL;
+        }
+        if (strcmp(lt, "default") != 0)
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: rope_parameters.sliding_attention rope_type '%s' "
+                           "is not supported (the sliding layers' rotary embedding is the default "
+                           "one)", h->path, lt);
+        if (!(local > 0))
+            return zt_fail(st, ZT_EDATA, "%s: the sliding layers' rope_theta=%g must be positive",
+                           h->path, local);
+        add_kv(h, "ztrain.model.rope_local_theta", "rope_local_base_freq", "%.17g", local);
+    }
     json_t *d = json_is_object(rs) ? rs : json_is_object(rp) ? rp : NULL;
     const char *from = d == rs ? "rope_scaling" : "rope_parameters";
     if (d) {
@@ -231,7 +256,7 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
                                "parameters (%s); ztrain has one rotary embedding", h->path, from, k);
     }
     double theta, prf, prf2;
-    ZT_TRY(get_num(h, h->root, "rope_theta", 10000.0, &theta, st));
+    ZT_TRY(get_num(h, h->root, "rope_theta", g3 ? 1e6 : 10000.0, &theta, st));
     ZT_TRY(get_num(h, d, "rope_theta", theta, &theta, st));
     ZT_TRY(get_num(h, h->root, "partial_rotary_factor", 1.0, &prf, st));
     ZT_TRY(get_num(h, d, "partial_rotary_factor", prf, &prf2, st));
@@ -329,6 +354,74 @@ static int hf_rope(hf_cfg *h, long maxpos, zt_status *st) {
     return ZT_OK;
 }
 
+/* Gemma 2 / 3 (transformers' Gemma2Config / Gemma3TextConfig): the tanh
+ * GeGLU, query_pre_attn_scalar, the soft-caps (null: none), the sliding
+ * window (null: none) and which layers slide: layer_types, which must be a
+ * pattern "full every P-th layer" (P from its first full layer; none: all
+ * slide), else Gemma 2's every other layer, Gemma 3's sliding_window_pattern
+ * (default 6). */
+static int hf_gemma(hf_cfg *h, int gem, zt_status *st) {
+    const char *act;
+    double qs, ac, fc;
+    long win, P;
+    int bidir, ab;
+    ZT_TRY(get_str(h, h->root, "hidden_activation", "gelu_pytorch_tanh", &act, st));
+    if (strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: hidden_activation '%s' is not supported (Gemma's "
+                       "GeGLU uses the tanh GELU, gelu_pytorch_tanh)", h->path, act);
+    ZT_TRY(get_num(h, h->root, "query_pre_attn_scalar", 256, &qs, st));
+    ZT_TRY(get_num(h, h->root, "attn_logit_softcapping", gem == 2 ? 50.0 : 0.0, &ac, st));
+    if (json_is_null(json_object_get(h->root, "attn_logit_softcapping"))) ac = 0;
+    ZT_TRY(get_num(h, h->root, "final_logit_softcapping", gem == 2 ? 30.0 : 0.0, &fc, st));
+    if (json_is_null(json_object_get(h->root, "final_logit_softcapping"))) fc = 0;
+    ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &win, st));
+    if (json_is_null(json_object_get(h->root, "sliding_window"))) win = 0;
+    ZT_TRY(get_bool(h, h->root, "use_bidirectional_attention", 0, &bidir, st));
+    ZT_TRY(get_bool(h, h->root, "attention_bias", 0, &ab, st));
+    if (bidir)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: use_bidirectional_attention=true is not supported "
+                       "(ztrain's attention is causal)", h->path);
+    if (ab)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: attention_bias=true is not supported for %s",
+                       h->path, h->family->architectures);
+    if (!(qs > 0) || ac < 0 || fc < 0 || win < 0 || win > 1 << 30)
+        return zt_fail(st, ZT_EDATA, "%s: query_pre_attn_scalar=%g must be positive, the soft-caps "
+                       "(%g, %g) and sliding_window=%ld not negative", h->path, qs, ac, fc, win);
+    if (gem == 2) P = 2;
+    else ZT_TRY(get_int(h, h->root, "sliding_window_pattern", 6, &P, st));
+    json_t *lt = json_object_get(h->root, "layer_types");
+    if (json_is_array(lt)) {
+        size_t n = json_array_size(lt), i;
+        P = 0;
+        for (i = 0; i < n; ++i) {
+            const char *t = json_string_value(json_array_get(lt, i));
+            if (!t || (strcmp(t, "full_attention") && strcmp(t, "sliding_attention")))
+                return zt_fail(st, ZT_EDATA, "%s: layer_types[%zu] must be \"full_attention\" or "
+                               "\"sliding_attention\"", h->path, i);
+            if (!P && !strcmp(t, "full_attention")) P = (long)i + 1;
+        }
+        for (i = 0; i < n; ++i) {
+            const int full = !strcmp(json_string_value(json_array_get(lt, i)), "full_attention");
+            if (full != (P > 0 && (long)(i + 1) % P == 0))
+                return zt_fail(st, ZT_EUNSUPPORTED, "%s: layer_types is not a repeating pattern "
+                               "(a full-attention layer every P-th, the others sliding): layer %zu "
+                               "breaks it", h->path, i);
+        }
+    } else if (lt && !json_is_null(lt)) {
+        return zt_fail(st, ZT_EDATA, "%s: layer_types must be a list", h->path);
+    }
+    if (P < 0 || P > 1 << 30)
+        return zt_fail(st, ZT_EDATA, "%s: sliding_window_pattern=%ld must not be negative", h->path, P);
+    add_kv(h, "ztrain.model.gemma", "architectures", "%d", gem);
+    add_kv(h, "ztrain.model.query_pre_attn_scalar", "query_pre_attn_scalar", "%.17g", qs);
+    add_kv(h, "ztrain.model.attn_softcap", "attn_logit_softcapping", "%.17g", ac);
+    add_kv(h, "ztrain.model.final_softcap", "final_logit_softcapping", "%.17g", fc);
+    add_kv(h, "ztrain.model.sliding_window", "sliding_window", "%ld", win);
+    add_kv(h, "ztrain.model.sliding_pattern", json_is_array(lt) ? "layer_types" : "sliding_window_pattern",
+           "%ld", P);
+    return ZT_OK;
+}
+
 static int hf_llama(hf_cfg *h, zt_status *st) {
     const zt_arch_hf *df = h->family;
     long V, C, H, L, NH, KV, P, hd;
@@ -350,11 +443,16 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     ZT_TRY(get_int(h, h->root, "head_dim", df->head_dim > 0 ? df->head_dim : C / NH, &hd, st));
     ZT_TRY(get_num(h, h->root, "rms_norm_eps", df->eps, &eps, st));
     ZT_TRY(get_bool(h, h->root, "tie_word_embeddings", df->tie, &tie, st));
-    ZT_TRY(get_str(h, h->root, "hidden_act", "silu", &act, st));
+    const int gem = (df->flags & ZT_HF_GEMMA2) ? 2 : (df->flags & ZT_HF_GEMMA3) ? 3 : 0;
     ZT_TRY(get_bool(h, h->root, "mlp_bias", 0, &mlp_bias, st));
-    if (strcmp(act, "silu") != 0)
-        return zt_fail(st, ZT_EUNSUPPORTED, "%s: hidden_act '%s' is not supported (the llama "
-                       "family's SwiGLU uses silu)", h->path, act);
+    if (gem) {
+        ZT_TRY(hf_gemma(h, gem, st));
+    } else {
+        ZT_TRY(get_str(h, h->root, "hidden_act", "silu", &act, st));
+        if (strcmp(act, "silu") != 0)
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: hidden_act '%s' is not supported (the llama "
+                           "family's SwiGLU uses silu)", h->path, act);
+    }
     if (mlp_bias)
         return zt_fail(st, ZT_EUNSUPPORTED, "%s: mlp_bias=true is not supported (the MLP has no "
                        "biases)", h->path);

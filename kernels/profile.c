@@ -228,6 +228,48 @@ static void p_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_flops(B, T, NH, hd),
           F4 * (2.0 * B * T * (NH + 2 * NKV) * hd + 2.0 * B * T * NH * hd));
 }
+/* windowed attention: the pairs within the window */
+static double att_ext_flops(int B, int T, int NH, int hd, const zt_attn_opts *o) {
+    const int w = o && o->window > 0 && o->window < T ? o->window : T;
+    /* rows t < w see t + 1 keys, the others w */
+    const double pairs = (double)w * (w + 1) / 2.0 + (double)(T - w) * w;
+    return 2.0 * 2.0 * B * NH * hd * pairs;
+}
+static void p_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH,
+                          int NKV, int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    inner->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_FWD, att_ext_flops(B, T, NH, hd, o),
+          F4 * ((double)B * T * (NH + 2 * NKV) * hd + (double)B * T * NH * hd));
+}
+static void p_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                          const float *lse, int B, int T, int NH, int NKV, int hd,
+                          const zt_attn_opts *o) {
+    double t = k_begin();
+    inner->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
+          F4 * (2.0 * B * T * (NH + 2 * NKV) * hd + 2.0 * B * T * NH * hd));
+}
+static void p_geglu_fwd(float *out, const float *gu, int N, int H) {
+    double t = k_begin();
+    inner->geglu_fwd(out, gu, N, H);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 3.0 * N * H);
+}
+static void p_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    double t = k_begin();
+    inner->geglu_bwd(dgu, dout, gu, N, H);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 5.0 * N * H);
+}
+static void p_softcap_fwd(float *y, const float *x, size_t n, float cap) {
+    double t = k_begin();
+    inner->softcap_fwd(y, x, n, cap);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 2.0 * (double)n);
+}
+static void p_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap) {
+    double t = k_begin();
+    inner->softcap_bwd(dx, dy, y, n, cap);
+    k_end(t, ZT_PROF_ACT, 0, F4 * 3.0 * (double)n);
+}
 static void p_gelu_fwd(float *out, const float *inp, size_t n) {
     double t = k_begin();
     inner->gelu_fwd(out, inp, n);
@@ -335,6 +377,12 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(attention_bwd);
     W(gqa_fwd);
     W(gqa_bwd);
+    W(gqa_ext_fwd);
+    W(gqa_ext_bwd);
+    W(geglu_fwd);
+    W(geglu_bwd);
+    W(softcap_fwd);
+    W(softcap_bwd);
     W(gelu_fwd);
     W(gelu_bwd);
     W(add);

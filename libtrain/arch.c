@@ -30,6 +30,7 @@ static int is_yarn(const zt_model_config *mc) { return !strcmp(mc->rope_scaling,
 static int is_longrope(const zt_model_config *mc) { return !strcmp(mc->rope_scaling, "longrope"); }
 static int has_attention_factor(const zt_model_config *mc) { return is_yarn(mc) || is_longrope(mc); }
 static int has_factor(const zt_model_config *mc) { return strcmp(mc->rope_scaling, "none") != 0; }
+static int is_gemma(const zt_model_config *mc) { return mc->gemma != 0; }
 static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc) || is_longrope(mc); }
 
 #define MC(f) offsetof(zt_model_config, f), sizeof(((zt_model_config *)0)->f)
@@ -54,6 +55,13 @@ static const zt_arch_setting settings[] = {
     {"rope_long_factor", ZT_AS_STR, MC(rope_long_factor), NULL, is_longrope, LLAMA},
     {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
     {"qk_norm", ZT_AS_BOOL, MC(qk_norm), NULL, NULL, LLAMA},
+    {"gemma", ZT_AS_INT, MC(gemma), NULL, NULL, LLAMA},
+    {"query_pre_attn_scalar", ZT_AS_DOUBLE, MC(query_pre_attn_scalar), NULL, is_gemma, LLAMA},
+    {"attn_softcap", ZT_AS_DOUBLE, MC(attn_softcap), NULL, is_gemma, LLAMA},
+    {"final_softcap", ZT_AS_DOUBLE, MC(final_softcap), NULL, is_gemma, LLAMA},
+    {"sliding_window", ZT_AS_INT, MC(sliding_window), NULL, is_gemma, LLAMA},
+    {"sliding_pattern", ZT_AS_INT, MC(sliding_pattern), NULL, is_gemma, LLAMA},
+    {"rope_local_theta", ZT_AS_DOUBLE, MC(rope_local_theta), NULL, is_gemma, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
 };
 #undef MC
@@ -142,10 +150,11 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
                 a->tensor_shape(mc, k, &rows, &cols);
                 if (!rows) continue;
                 /* matrices are decayed; norms ones, biases zeros */
-                const zt_init_kind init = t->init == ZT_AT_ONES    ? ZT_INIT_ONES
-                                        : t->init == ZT_AT_ZEROS ? ZT_INIT_ZEROS
-                                                                 : ZT_INIT_NORMAL;
-                const double s = t->init == ZT_AT_NORMAL ? std : t->init == ZT_AT_NORMAL_RESID ? resid : 0;
+                const int ti = a->tensor_init ? a->tensor_init(mc, k) : t->init;
+                const zt_init_kind init = ti == ZT_AT_ONES    ? ZT_INIT_ONES
+                                        : ti == ZT_AT_ZEROS ? ZT_INIT_ZEROS
+                                                            : ZT_INIT_NORMAL;
+                const double s = ti == ZT_AT_NORMAL ? std : ti == ZT_AT_NORMAL_RESID ? resid : 0;
                 if (part == ZT_AT_BLOCK) snprintf(tn, sizeof tn, "h%d.%s", l, t->name);
                 else snprintf(tn, sizeof tn, "%s", t->name);
                 ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, cols > 1 ? ZT_TENSOR_DECAY : 0,
@@ -198,6 +207,17 @@ int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config
         snprintf(out, n, fu->hf, l);
         return 0;
     }
+    for (int i = 0; f && f->rename && rest && f->rename[i].ours; ++i)
+        if (!strcmp(f->rename[i].ours, rest)) {
+            for (int k = 0; k < a->n_tensors; ++k)
+                if (!strcmp(a->tensors[k].name, rest)) {
+                    a->tensor_shape(mc, k, &r, &c);
+                    *rows = r;
+                }
+            *transpose = 0;
+            snprintf(out, n, f->rename[i].hf, l);
+            return 0;
+        }
     for (int k = 0; k < a->n_tensors; ++k)
         if (!strcmp(a->tensors[k].name, rest ? rest : ours) &&
             (a->tensors[k].unit == ZT_AT_BLOCK) == (rest != NULL)) {

@@ -61,7 +61,14 @@ enum {
     ZT_HF_SLIDING_OPT = 8,     /* sliding_window behind use_sliding_window (Qwen2) */
     ZT_HF_QK_NORM = 16,        /* per-head q_norm / k_norm (Qwen3; = ztrain.model.qk_norm) */
     ZT_HF_NO_WINDOW = 32,      /* with ZT_HF_SLIDING: an absent sliding_window is none (Phi-3) */
+    ZT_HF_GEMMA2 = 64,         /* Gemma 2 (= ztrain.model.gemma 2): its keys, soft-caps, windows */
+    ZT_HF_GEMMA3 = 128,        /* Gemma 3 text (= ztrain.model.gemma 3): q/k norms, local rope */
 };
+/* A family's own Hugging Face name of one of our block tensors (Gemma's
+ * pre-MLP norm is pre_feedforward_layernorm, Llama's post_attention_layernorm). */
+typedef struct zt_arch_rename {
+    const char *ours, *hf;     /* a block tensor; "%d" = the block */
+} zt_arch_rename;
 /* A Hugging Face tensor holding several of our adjacent block tensors, row
  * after row (Phi-3's qkv_proj = q | k | v, gate_up_proj = gate | up): split
  * on load, written whole on export. */
@@ -79,6 +86,7 @@ typedef struct zt_arch_hf {
     int tie;
     long head_dim;             /* head_dim absent from config.json (0: hidden / heads) */
     const zt_arch_fuse *fuse;  /* fused file tensors (NULL-terminated by hf), or NULL */
+    const zt_arch_rename *rename;   /* the family's own names (NULL-terminated), or NULL */
 } zt_arch_hf;
 
 /* summary styles (zt_arch.summary) */
@@ -97,6 +105,8 @@ typedef struct zt_arch {
     const zt_arch_tensor *tensors;
     int n_tensors;
     void (*tensor_shape)(const zt_model_config *mc, int k, int *rows, int *cols);
+    /* entry k's initialization (ZT_AT_*) in this configuration, NULL: the table's */
+    int (*tensor_init)(const zt_model_config *mc, int k);
     const char *head_unit;     /* the last unit's name ("final_norm", "head") */
     int tied_head;             /* 1: the LM head may be the embedding (tie_embeddings) */
     int llmc_file;             /* 1: llm.c's model file holds it (ztrain train's model.bin) */

@@ -55,6 +55,19 @@ typedef struct zt_model_config {
     char rope_short_factor[ZT_ROPE_FACTORS_LEN], rope_long_factor[ZT_ROPE_FACTORS_LEN];
     int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
     int qk_norm;            /* ztrain.model.qk_norm: per-head RMSNorm of q and k (Qwen3) */
+    /* ---- Gemma 2 / 3 (ztrain.model.gemma != 0): RMSNorm weights applied as
+     * (1 + w), a norm after attention and after the MLP besides the two
+     * before them, GeGLU (tanh GELU) MLP, embeddings scaled by sqrt(n_embd) */
+    int gemma;              /* ztrain.model.gemma: 0 (not Gemma), 2 or 3 */
+    double query_pre_attn_scalar; /* ztrain.model.query_pre_attn_scalar: attention scale
+                                   * scalar^-0.5, 0 = head_dim */
+    double attn_softcap;    /* ztrain.model.attn_softcap: attention logit soft-cap, 0 = none */
+    double final_softcap;   /* ztrain.model.final_softcap: final logit soft-cap, 0 = none */
+    int sliding_window;     /* ztrain.model.sliding_window: keys within the window, 0 = none */
+    int sliding_pattern;    /* ztrain.model.sliding_pattern: P > 0: layer l is full attention
+                             * when (l + 1) % P == 0, the others slide; 0: every layer slides */
+    double rope_local_theta; /* ztrain.model.rope_local_theta: rotary base of the sliding
+                              * layers (no scaling), 0 = as the full layers (Gemma 3: 10000) */
     int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding
                              * (GPT-2: always true)                          */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the

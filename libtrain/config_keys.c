@@ -198,6 +198,26 @@ const keydef zt_cfg_keys[] = {
      FLD(model.attention_bias), 0, 0, 0, "false", NULL, "llama: q/k/v projections have biases (Qwen2)"},
     {"ztrain.model.qk_norm", "qk-norm", NULL, NULL, T_BOOL, FLD(model.qk_norm), 0, 0, 0,
      "false", NULL, "llama: per-head RMSNorm of the queries and keys before the rotation (Qwen3)"},
+    {"ztrain.model.gemma", "gemma", NULL, NULL, T_INT, FLD(model.gemma), 0, 3, 0, "0", NULL,
+     "llama: Gemma 2 or 3 blocks (2 | 3; 0 = none): RMSNorm weights applied as 1 + w, norms "
+     "after attention and after the MLP too, GeGLU MLP (tanh GELU), embeddings scaled by "
+     "sqrt(n_embd)"},
+    {"ztrain.model.query_pre_attn_scalar", NULL, NULL, NULL, T_DOUBLE,
+     FLD(model.query_pre_attn_scalar), 0, 0, KF_NO_HI, "0", NULL,
+     "gemma: attention scores scaled by query_pre_attn_scalar^-0.5; 0 = head_dim"},
+    {"ztrain.model.attn_softcap", NULL, NULL, NULL, T_DOUBLE, FLD(model.attn_softcap), 0, 0,
+     KF_NO_HI, "0", NULL, "gemma: attention logit soft-capping cap * tanh(x / cap); 0 = none"},
+    {"ztrain.model.final_softcap", NULL, NULL, NULL, T_DOUBLE, FLD(model.final_softcap), 0, 0,
+     KF_NO_HI, "0", NULL, "gemma: final logit soft-capping cap * tanh(x / cap); 0 = none"},
+    {"ztrain.model.sliding_window", NULL, NULL, NULL, T_INT, FLD(model.sliding_window), 0, 0,
+     KF_NO_HI, "0", NULL, "gemma: sliding-window attention width of the sliding layers "
+     "(query t sees keys t - window < u <= t); 0 = none"},
+    {"ztrain.model.sliding_pattern", NULL, NULL, NULL, T_INT, FLD(model.sliding_pattern), 0, 0,
+     KF_NO_HI, "0", NULL, "gemma: with P > 0, layer l (from 0) is full attention when (l + 1) % P "
+     "== 0 and the others slide (Gemma 2: 2, Gemma 3: 6); 0 = every layer slides"},
+    {"ztrain.model.rope_local_theta", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_local_theta),
+     0, 0, KF_NO_HI, "0", NULL, "gemma: rotary base of the sliding layers, without rope "
+     "scaling (Gemma 3's rope_local_base_freq); 0 = the full layers' rotary embedding"},
     {"ztrain.model.tie_embeddings", "tie-embeddings", NULL, NULL, T_BOOL,
      FLD(model.tie_embeddings), 0, 0, 0, "true", NULL,
      "the LM head is the token embedding (gpt2: always)"},

@@ -484,6 +484,7 @@ static int gpt_check(const zt_model_config *m, zt_status *st) {
                     : m->intermediate && m->intermediate != 4 * m->n_embd ? "intermediate_size"
                     : m->attention_bias ? "attention_bias"
                     : m->qk_norm ? "qk_norm"
+                    : m->gemma ? "gemma"
                     : strcmp(m->rope_scaling, "none") ? "rope_scaling" : NULL;
     if (bad)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a llama setting; the gpt2 "
@@ -586,7 +587,7 @@ static void gpt_summary(const zt_model_config *mc, int style, char *buf, size_t 
 /* transformers' GPT2Config defaults; the causal-mask buffers of older files
  * are no parameters; original GPT-2 files omit "transformer." */
 static const zt_arch_hf gpt_hf[] = {
-    {"GPT2LMHeadModel", "gpt2", 0, 50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1, 0, NULL},
+    {"GPT2LMHeadModel", "gpt2", 0, 50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1, 0, NULL, NULL},
 };
 /* config.json's GPT-2 keys (after architectures and model_type) */
 static void gpt_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {

@@ -14,10 +14,13 @@
 #include "cuda/cuda_workspace.h"
 
 /* The tensor table (arch.h), in layout order.  The three biases exist only
- * with attention_bias, q_norm.w / k_norm.w [hd] with qk_norm, lm_head.w only
- * untied. */
-enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_QNORM, T_KNORM, T_OW, T_MNORM, T_GATEW, T_UPW,
-       T_DOWNW, E_NORM, E_LM_HEAD, LLAMA_NT };
+ * with attention_bias, q_norm.w / k_norm.w [hd] with qk_norm, the norms
+ * after attention and after the MLP [C] with gemma (their Hugging Face
+ * names: post_attention_layernorm, post_feedforward_layernorm; Gemma's
+ * pre-MLP norm mlp_norm.w is pre_feedforward_layernorm, gemma_rename),
+ * lm_head.w only untied. */
+enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_QNORM, T_KNORM, T_OW, T_PANORM, T_MNORM,
+       T_GATEW, T_UPW, T_DOWNW, T_PMNORM, E_NORM, E_LM_HEAD, LLAMA_NT };
 #define HB(x) "model.layers.%d." x
 static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"embed.w", "model.embed_tokens.weight", ZT_AT_EMBED, ZT_AT_NORMAL, 0},
@@ -31,10 +34,12 @@ static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"q_norm.w", HB("self_attn.q_norm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"k_norm.w", HB("self_attn.k_norm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"o.w", HB("self_attn.o_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"post_attn_norm.w", HB("post_attention_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"mlp_norm.w", HB("post_attention_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ONES, 0},
     {"gate.w", HB("mlp.gate_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"up.w", HB("mlp.up_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"down.w", HB("mlp.down_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"post_mlp_norm.w", HB("post_feedforward_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"norm.w", "model.norm.weight", ZT_AT_HEAD, ZT_AT_ONES, 0},
     {"lm_head.w", "lm_head.weight", ZT_AT_HEAD, ZT_AT_NORMAL, 0},
 };
@@ -53,7 +58,18 @@ typedef struct shape {
      * and key/value heads, the head-sharded qkv row and attention width */
     int sp, NHl, NKVl, QKVl, ADl;
     int qkn;                   /* per-head q/k RMSNorm (Qwen3) */
+    /* Gemma 2/3: (1 + w) norms, post-attention / post-MLP norms, GeGLU,
+     * embedding scale; attention scale, soft-caps, sliding window and
+     * pattern, the sliding layers' own rotary frequencies */
+    int gemma;
+    float escale, ascale, acap, fcap;
+    int window, pattern, local_rope;
 } shape;
+
+/* Does block l attend through the sliding window? */
+static int layer_slides(const shape *s, int l) {
+    return s->window > 0 && !(s->pattern > 0 && (l + 1) % s->pattern == 0);
+}
 
 static shape shape_of(const zt_model_config *mc) {
     shape s;
@@ -74,6 +90,17 @@ static shape shape_of(const zt_model_config *mc) {
     s.QKVl = s.QKV / s.sp;
     s.ADl = s.AD / s.sp;
     s.qkn = mc->qk_norm != 0;
+    s.gemma = mc->gemma != 0;
+    /* transformers: the normalizer sqrt(hidden) in the hidden dtype (fp32),
+     * the scale query_pre_attn_scalar ** -0.5 as an fp32 factor */
+    s.escale = s.gemma ? (float)sqrt((double)s.C) : 1.0f;
+    s.ascale = s.gemma && mc->query_pre_attn_scalar > 0 ? (float)pow(mc->query_pre_attn_scalar, -0.5)
+                                                        : 1.0f / sqrtf((float)s.hd);
+    s.acap = s.gemma ? (float)mc->attn_softcap : 0.0f;
+    s.fcap = s.gemma ? (float)mc->final_softcap : 0.0f;
+    s.window = s.gemma ? mc->sliding_window : 0;
+    s.pattern = mc->sliding_pattern;
+    s.local_rope = s.gemma && mc->rope_local_theta > 0;
     return s;
 }
 
@@ -120,6 +147,7 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_QB: r = s->bias ? s->AD : 0; break;
     case T_KB: case T_VB: r = s->bias ? s->NKV * s->hd : 0; break;
     case T_QNORM: case T_KNORM: r = s->qkn ? s->hd : 0; break;
+    case T_PANORM: case T_PMNORM: r = s->gemma ? s->C : 0; break;
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
     case T_DOWNW: c = s->H; break;
@@ -128,6 +156,12 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     }
     *rows = r;
     *cols = c;
+}
+
+/* Gemma applies its norms as 1 + w: they start at 0 (transformers' init) */
+static int llama_tensor_init(const zt_model_config *mc, int k) {
+    if (mc->gemma && llama_tensors[k].init == ZT_AT_ONES) return ZT_AT_ZEROS;
+    return llama_tensors[k].init;
 }
 
 static void llama_tensor_shape(const zt_model_config *mc, int k, int *rows, int *cols) {
@@ -161,9 +195,11 @@ static void bind_unit(const zt_llama *m, int u, float *base, zt_llama_params *v)
         h->q_norm = m->s.qkn ? base + o[T_QNORM] : NULL;
         h->k_norm = m->s.qkn ? base + o[T_KNORM] : NULL;
         h->ow = base + o[T_OW];
+        h->post_attn_norm = m->s.gemma ? base + o[T_PANORM] : NULL;
         h->mlp_norm = base + o[T_MNORM];
         h->guw = base + o[T_GATEW];          /* gate.w | up.w */
         h->downw = base + o[T_DOWNW];
+        h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
     }
 }
 
@@ -177,6 +213,11 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
                        "head_dim %d, n_embd %d, intermediate %d, context %d, vocab %d, "
                        "rms_norm_eps %g, rope_theta %g)", s.L, s.NH, s.NKV, s.hd, s.C, s.H,
                        mc->context, s.V, mc->norm_eps, mc->rope_theta);
+    if (s.gemma && be &&
+        (!be->gqa_ext_fwd || !be->gqa_ext_bwd || !be->geglu_fwd || !be->geglu_bwd ||
+         (s.fcap > 0 && (!be->softcap_fwd || !be->softcap_bwd))))
+        return zt_fail(st, ZT_EUNSUPPORTED, "llama: the %s backend lacks the Gemma kernels "
+                       "(gqa_ext, geglu, softcap)", be->name ? be->name : "?");
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     m->cfg = *mc;
@@ -362,6 +403,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
     /* longrope: the short frequencies, then the long ones */
     TAKES(a->inv_freq, (size_t)sh.hd / 2 * (is_longrope(mc) ? 2 : 1));
+    if (sh.local_rope) TAKES(a->inv_freq_local, (size_t)sh.hd / 2);
+    const size_t CW = C > (size_t)sh.hd ? C : (size_t)sh.hd;
+    if (sh.gemma) { TAKES(a->w1, CW); TAKES(a->ones, CW); }
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
@@ -379,6 +423,10 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(la->res2, N * C);
         TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
         TAKE(la->gu, N * 2 * H); TAKE(la->h, N * H);
+        if (sh.gemma) {
+            TAKE(la->ao, N * C); TAKES(la->rstd3, N);
+            TAKE(la->mo, N * C); TAKES(la->rstd4, N);
+        }
     }
     TAKE(a->scratch, N * C);
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
@@ -386,6 +434,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     }
     TAKE(a->lnf, N * C); TAKES(a->lnf_rstd, N);
     TAKE(a->probs, N * V); TAKES(a->losses, N);
+    if (training && sh.fcap > 0) TAKE(a->capped, N * V);
     /* int and float are both 4 bytes: the -1 targets share the block */
     float *nt = zt_carve_take(&cv, N, 1);
     if (base) a->no_targets = (int *)(void *)nt;
@@ -440,7 +489,9 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     zt_llama_acts *a;
     ZT_ACTS_NEW(a, B, T, training, m->ckpt, m->s.L, m->cfg.context, st);
     const size_t nf = (size_t)(m->s.hd / 2) * (is_longrope(&m->cfg) ? 2 : 1);
-    float *freq = malloc(sizeof(float) * nf);
+    const size_t CW = m->s.C > m->s.hd ? (size_t)m->s.C : (size_t)m->s.hd;
+    /* the staging buffer also holds the local frequencies and the ones */
+    float *freq = malloc(sizeof(float) * (nf + CW));
     if (!a->res || !a->layer || !freq) {
         free(freq);
         llama_acts_free(self, a);
@@ -454,6 +505,19 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
     if (is_longrope(&m->cfg))
         zt_llama_inv_freq_at(&m->cfg, m->cfg.rope_original_max + 1, freq + m->s.hd / 2);
     zt_xcopy(m->be, a->inv_freq, 1, freq, 0, sizeof(float) * nf);
+    if (m->s.local_rope) {
+        /* Gemma 3's sliding layers: the default rotary embedding at
+         * rope_local_theta (transformers' rope_parameters["sliding_attention"]) */
+        zt_model_config lc = m->cfg;
+        lc.rope_theta = m->cfg.rope_local_theta;
+        snprintf(lc.rope_scaling, sizeof lc.rope_scaling, "none");
+        zt_llama_inv_freq(&lc, freq);
+        zt_xcopy(m->be, a->inv_freq_local, 1, freq, 0, sizeof(float) * (size_t)(m->s.hd / 2));
+    }
+    if (m->s.gemma) {
+        for (size_t i = 0; i < CW; ++i) freq[i] = 1.0f;
+        zt_xcopy(m->be, a->ones, 1, freq, 0, sizeof(float) * CW);
+    }
     free(freq);
     /* the -1 targets of a forward without targets */
     zt_acts_fill_no_targets(m->be, a->no_targets, (size_t)B * T);
@@ -491,6 +555,7 @@ static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
         memset(h, 0, sizeof *h);
         h->attn_norm = h->mlp_norm = a->dnorm;
         if (m->s.qkn) h->q_norm = h->k_norm = a->dnorm;
+        if (m->s.gemma) h->post_attn_norm = h->post_mlp_norm = a->dnorm;
     }
 }
 
@@ -503,6 +568,45 @@ static const float *rope_freq(const zt_llama *m, const zt_llama_acts *a, int T) 
     return a->inv_freq + (zt_llama_rope_long(&m->cfg, T) ? m->s.hd / 2 : 0);
 }
 
+/* ... of block l: Gemma 3's sliding layers have their own (unscaled) */
+static const float *layer_freq(const zt_llama *m, const zt_llama_acts *a, int l, int T) {
+    return m->s.local_rope && layer_slides(&m->s, l) ? a->inv_freq_local : rope_freq(m, a, T);
+}
+static float layer_rope_scale(const zt_llama *m, int l) {
+    return m->s.local_rope && layer_slides(&m->s, l) ? 1.0f : m->rope_scale;
+}
+
+/* The weight a norm applies: w, or Gemma's 1 + w (fp32, as transformers'
+ * (1.0 + weight.float())) built in a->w1 */
+static const float *norm_w(const zt_llama *m, const zt_llama_acts *a, const float *w, int n) {
+    if (!m->s.gemma) return w;
+    m->be->add(a->w1, a->ones, w, (size_t)n);
+    return a->w1;
+}
+
+/* Block l's attention: Llama's gqa, Gemma's with its scale, soft-cap and
+ * (sliding layers) window */
+static void attn_fwd(const zt_llama *m, int l, float *out, float *lse, const float *qkv, int B,
+                     int T, int NH, int NKV) {
+    const shape *s = &m->s;
+    if (!s->gemma) {
+        m->be->gqa_fwd(out, lse, qkv, B, T, NH, NKV, s->hd);
+        return;
+    }
+    const zt_attn_opts o = {s->ascale, s->acap, layer_slides(s, l) ? s->window : 0};
+    m->be->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, s->hd, &o);
+}
+static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, const float *qkv,
+                     const float *out, const float *lse, int B, int T, int NH, int NKV) {
+    const shape *s = &m->s;
+    if (!s->gemma) {
+        m->be->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd);
+        return;
+    }
+    const zt_attn_opts o = {s->ascale, s->acap, layer_slides(s, l) ? s->window : 0};
+    m->be->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd, &o);
+}
+
 static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
     const zt_backend *be = m->be;
     const shape *sh = &m->s;
@@ -511,8 +615,9 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
     const zt_llama_layer *w = &m->p.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
-    /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) */
-    be->rmsnorm_fwd(s->xn, s->rstd1, x, w->attn_norm, eps, N, C);
+    /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) (gemma: the o
+     * projection's output ao normalized before the residual add) */
+    be->rmsnorm_fwd(s->xn, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
     if (sh->sp > 1) {
         /* sequence parallel: the local rows' q|k|v (Qwen3: q, k heads
          * normalized, per row and head, before the exchange), exchanged for
@@ -521,38 +626,52 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
         be->matmul_fwd(a->sp_h, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
         if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, a->sp_h, N, &a->lora);
         if (sh->qkn) {
-            be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, w->q_norm, eps, N, sh->NH, sh->QKV, sh->hd);
+            be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
+                             sh->NH, sh->QKV, sh->hd);
             be->headnorm_fwd(a->sp_h + sh->AD, s->qkraw + (size_t)N * sh->AD,
-                             s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
+                             s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
+                             sh->NKV, sh->QKV, sh->hd);
         }
         zt_group_where(m->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
                               a->sp_recv, st));
-        be->rope_fwd(s->qkv, rope_freq(m, a, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd, m->rope_scale);
-        be->gqa_fwd(s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, sh->hd);
+        be->rope_fwd(s->qkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
+                     layer_rope_scale(m, l));
+        attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl);
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
         be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
         if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
-        if (sh->qkn) {   /* Qwen3: q and k heads normalized before the rotation */
-            be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, w->q_norm, eps, N, sh->NH, sh->QKV, sh->hd);
+        if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
+            be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
+                             sh->NH, sh->QKV, sh->hd);
             be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
-                             s->qkrstd + (size_t)N * sh->NH, w->k_norm, eps, N, sh->NKV, sh->QKV, sh->hd);
+                             s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
+                             sh->NKV, sh->QKV, sh->hd);
         }
-        be->rope_fwd(s->qkv, rope_freq(m, a, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd, m->rope_scale);
-        be->gqa_fwd(s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, sh->hd);
+        be->rope_fwd(s->qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                     layer_rope_scale(m, l));
+        attn_fwd(m, l, s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV);
     }
-    be->matmul_fwd(a->scratch, s->atty, w->ow, NULL, N, sh->AD, C);
-    if (m->lora) zt_lora_fwd(be, &m->lo, LG_O, m->ad, s->atty, a->scratch, N, &a->lora);
+    float *ao = sh->gemma ? s->ao : a->scratch;
+    be->matmul_fwd(ao, s->atty, w->ow, NULL, N, sh->AD, C);
+    if (m->lora) zt_lora_fwd(be, &m->lo, LG_O, m->ad, s->atty, ao, N, &a->lora);
+    if (sh->gemma)
+        be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
-    /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) */
-    be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, w->mlp_norm, eps, N, C);
+    /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
+     * and the down projection's output mo normalized before the add) */
+    be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, norm_w(m, a, w->mlp_norm, C), eps, N, C);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
     if (m->lora) zt_lora_fwd(be, &m->lo, LG_GU, m->ad, s->xn2, s->gu, N, &a->lora);
-    be->swiglu_fwd(s->h, s->gu, N, H);
-    be->matmul_fwd(a->scratch, s->h, w->downw, NULL, N, H, C);
-    if (m->lora) zt_lora_fwd(be, &m->lo, LG_DOWN, m->ad, s->h, a->scratch, N, &a->lora);
+    if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
+    else be->swiglu_fwd(s->h, s->gu, N, H);
+    float *mo = sh->gemma ? s->mo : a->scratch;
+    be->matmul_fwd(mo, s->h, w->downw, NULL, N, H, C);
+    if (m->lora) zt_lora_fwd(be, &m->lo, LG_DOWN, m->ad, s->h, mo, N, &a->lora);
+    if (sh->gemma)
+        be->rmsnorm_fwd(a->scratch, s->rstd4, mo, norm_w(m, a, w->post_mlp_norm, C), eps, N, C);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
 }
@@ -579,10 +698,12 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
 
     PARAMS(0);
     be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, m->p.embed, NULL, B, T, C);
+    if (m->s.gemma) be->scale(ZT_ACTS_RES(a, 0), (size_t)N * C, m->s.escale);   /* * sqrt(C) */
     if (!tied) RELEASE(0);   /* tied: kept for the LM head, as the GPT */
     for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(m, U, a, l, st));
     PARAMS(L + 1);
-    be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, L), m->p.norm, (float)m->cfg.norm_eps, N, C);
+    be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, L), norm_w(m, a, m->p.norm, C),
+                    (float)m->cfg.norm_eps, N, C);
     if (tied) {
         /* logits[N,V] = lnf @ embed^T; a training pass keeps the embedding
          * unit gathered for the head's backward */
@@ -593,6 +714,10 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     } else {
         be->matmul_fwd(a->probs, a->lnf, m->p.lm_head, NULL, N, C, V);
         RELEASE(L + 1);
+    }
+    if (m->s.fcap > 0) {   /* Gemma 2: logits = cap tanh(logits / cap), kept for the backward */
+        be->softcap_fwd(a->probs, a->probs, (size_t)N * V, m->s.fcap);
+        if (a->training) be->copy(a->capped, a->probs, (size_t)N * V * sizeof(float));
     }
     ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
@@ -614,6 +739,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     const int B = a->fB, T = a->fT, C = sh->C, V = sh->V, L = sh->L, H = sh->H, N = B * T;
     const size_t NC = (size_t)N * C;
     ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
+    if (sh->fcap > 0) be->softcap_bwd(a->probs, a->probs, a->capped, (size_t)N * V, sh->fcap);
     /* LM head: dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w
      * (tied, unit 0) or lm_head.w (unit L+1); then the final RMSNorm */
     if (sh->tied) {
@@ -629,7 +755,8 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         be->matmul_bwd(a->dbuf, m->g.lm_head, NULL, a->probs, a->lnf, m->p.lm_head, N, C, V);
     }
     be->zero(a->dres, NC * sizeof(float));
-    be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[L], m->p.norm, a->lnf_rstd, N, C);
+    be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[L], norm_w(m, a, m->p.norm, C), a->lnf_rstd,
+                    N, C);
     RELEASE(L + 1);
     GRADS_DONE(L + 1);
     const int k = a->ckpt;
@@ -649,15 +776,33 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         /* MLP: dres flows to res2 unchanged and into the down projection */
         const zt_lora *lo = &m->lo;
         const zt_lora_scratch *ls = &a->lora;
-        be->matmul_bwd(a->dh, gw->downw, NULL, a->dres, s->h, w->downw, N, H, C);
-        if (m->lora) zt_lora_bwd(be, lo, LG_DOWN, m->ad, m->gad, s->h, a->dres, a->dh, N, ls);
-        be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+        /* (gemma: through the post-MLP norm first, into scratch) */
+        const float *dmo = a->dres;
+        if (sh->gemma) {
+            be->zero(a->scratch, NC * sizeof(float));
+            be->rmsnorm_bwd(a->scratch, gw->post_mlp_norm, a->dres, s->mo,
+                            norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
+            dmo = a->scratch;
+        }
+        be->matmul_bwd(a->dh, gw->downw, NULL, dmo, s->h, w->downw, N, H, C);
+        if (m->lora) zt_lora_bwd(be, lo, LG_DOWN, m->ad, m->gad, s->h, dmo, a->dh, N, ls);
+        if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, s->gu, N, H);
+        else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
         be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
         if (m->lora) zt_lora_bwd(be, lo, LG_GU, m->ad, m->gad, s->xn2, a->dgu, a->dbuf, N, ls);
-        be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, w->mlp_norm, s->rstd2, N, C);
-        /* attention; the rotation's gradient is the inverse rotation */
-        be->matmul_bwd(a->datt, gw->ow, NULL, a->dres, s->atty, w->ow, N, sh->AD, C);
-        if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, a->dres, a->datt, N, ls);
+        be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
+                        s->rstd2, N, C);
+        /* attention; the rotation's gradient is the inverse rotation (gemma:
+         * through the post-attention norm first) */
+        const float *dao = a->dres;
+        if (sh->gemma) {
+            be->zero(a->scratch, NC * sizeof(float));
+            be->rmsnorm_bwd(a->scratch, gw->post_attn_norm, a->dres, s->ao,
+                            norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
+            dao = a->scratch;
+        }
+        be->matmul_bwd(a->datt, gw->ow, NULL, dao, s->atty, w->ow, N, sh->AD, C);
+        if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, dao, a->datt, N, ls);
         float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
         if (sh->sp > 1) {
             /* sequence parallel: the forward's exchanges in reverse */
@@ -665,25 +810,28 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
             zt_group_where(m->sp.g, "block %d attention, backward", l);
             ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
                                   a->sp_recv, st));
-            be->gqa_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl, sh->hd);
-            be->rope_bwd(a->dqkv, rope_freq(m, a, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
-                         m->rope_scale);
+            attn_bwd(m, l, a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
+            be->rope_bwd(a->dqkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
+                         layer_rope_scale(m, l));
             ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
                                    a->sp_recv, st));
             dq = a->sp_h;
         } else {
-            be->gqa_bwd(a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV, sh->hd);
-            be->rope_bwd(a->dqkv, rope_freq(m, a, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
-                         m->rope_scale);
+            attn_bwd(m, l, a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV);
+            be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                         layer_rope_scale(m, l));
         }
         if (sh->qkn) {
-            be->headnorm_bwd(dq, gw->q_norm, s->qkraw, w->q_norm, s->qkrstd, N, sh->NH, sh->QKV, sh->hd);
-            be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD, w->k_norm,
-                             s->qkrstd + (size_t)N * sh->NH, N, sh->NKV, sh->QKV, sh->hd);
+            be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
+                             sh->NH, sh->QKV, sh->hd);
+            be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD,
+                             norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
+                             sh->NKV, sh->QKV, sh->hd);
         }
         be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
         if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, dq, a->dbuf, N, ls);
-        be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], w->attn_norm, s->rstd1, N, C);
+        be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], norm_w(m, a, w->attn_norm, C),
+                        s->rstd1, N, C);
         LORA_RELEASE(l);
         LORA_GRADS_DONE(l);
         RELEASE(1 + l);
@@ -693,6 +841,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     /* embeddings (acquired like every unit before its backward) */
     PARAMS(0);
     GRADS(0);
+    if (sh->gemma) be->scale(a->dres, NC, sh->escale);   /* the embedding's scale */
     be->encoder_bwd(m->g.embed, NULL, a->dres, a->inputs, B, T, C);
     RELEASE(0);
     ZT_TRY(zt_unit_grads_done(U, 0, st));
@@ -739,6 +888,19 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
                 return zt_fail(st, ZT_EINVAL, "ztrain.model.%s must hold head_dim / 2 = %d positive "
                                "numbers, comma-separated (longrope); it holds %d", key[i], hd / 2, k);
         }
+    }
+    if (m->gemma != 0 && m->gemma != 2 && m->gemma != 3)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.gemma=%d must be 0, 2 or 3", m->gemma);
+    if (!m->gemma) {
+        const char *g = m->query_pre_attn_scalar != 0 ? "query_pre_attn_scalar"
+                      : m->attn_softcap != 0 ? "attn_softcap"
+                      : m->final_softcap != 0 ? "final_softcap"
+                      : m->sliding_window != 0 ? "sliding_window"
+                      : m->sliding_pattern != 0 ? "sliding_pattern"
+                      : m->rope_local_theta != 0 ? "rope_local_theta" : NULL;
+        if (g)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a Gemma setting: set "
+                           "ztrain.model.gemma=2 or 3", g);
     }
     char why[160];
     const zt_arch_hf *fam = zt_arch_hf_export(m, NULL, why, sizeof why);
@@ -883,28 +1045,47 @@ static const zt_arch_fuse phi3_fuse[] = {
     {"model.layers.%d.mlp.gate_up_proj.weight", "gate.w", "up.w"},
     {NULL, NULL, NULL},
 };
-static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, NULL},
-    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0, 0, NULL},
-    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0, 0, NULL},
-    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
-     22016, 32, 32, 32, 32768, 1e-6, 0, 128, NULL},
-    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
-     1e-5, 0, 0, phi3_fuse},
+static const zt_arch_rename gemma_rename[] = {
+    {"mlp_norm.w", "model.layers.%d.pre_feedforward_layernorm.weight"},
+    {NULL, NULL},
 };
+static const zt_arch_hf llama_hf[] = {
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, NULL, NULL},
+    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
+     32, 8, 131072, 1e-6, 0, 0, NULL, NULL},
+    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
+     32, 32768, 1e-6, 0, 0, NULL, NULL},
+    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128, NULL, NULL},
+    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
+     1e-5, 0, 0, phi3_fuse, NULL},
+    {"Gemma2ForCausalLM", "gemma2", ZT_HF_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 8192, 1e-6, 1, 256,
+     NULL, gemma_rename},
+    {"Gemma3ForCausalLM", "gemma3_text", ZT_HF_GEMMA3 | ZT_HF_QK_NORM, 262208, 2304, 9216, 26, 8, 4,
+     131072, 1e-6, 1, 256, NULL, gemma_rename},
+};
+enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3 };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 
 /* Without a stored family: q/k norms are Qwen3's; q/k/v biases without an
  * o_proj bias are Qwen2's (Llama's attention_bias biases o_proj too); else
  * Llama. */
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
-    if (mc->qk_norm) return &llama_hf[3];
-    return mc->attention_bias ? &llama_hf[2] : &llama_hf[0];
+    if (mc->gemma) return &llama_hf[mc->gemma == 2 ? HF_GEMMA2 : HF_GEMMA3];
+    if (mc->qk_norm) return &llama_hf[HF_QWEN3];
+    return mc->attention_bias ? &llama_hf[HF_QWEN2] : &llama_hf[HF_LLAMA];
 }
 
 static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
+    const int fg = (f->flags & ZT_HF_GEMMA2) ? 2 : (f->flags & ZT_HF_GEMMA3) ? 3 : 0;
+    if (fg != mc->gemma)
+        return fg == 2   ? "it is Gemma 2; set ztrain.model.gemma=2"
+             : fg == 3   ? "it is Gemma 3; set ztrain.model.gemma=3"
+                         : "it has no Gemma blocks (ztrain.model.gemma is set)";
+    if (fg == 2 && mc->rope_local_theta > 0 && mc->rope_local_theta != mc->rope_theta)
+        return "its sliding layers share the rotary embedding (ztrain.model.rope_local_theta is "
+               "Gemma 3's)";
+    if (fg && mc->attention_bias) return "it has no q/k/v biases";
     if ((f->flags & ZT_HF_QK_NORM) && !mc->qk_norm)
         return "it normalizes q and k per head; set ztrain.model.qk_norm=true";
     if (!(f->flags & ZT_HF_QK_NORM) && mc->qk_norm)
@@ -928,6 +1109,42 @@ static json_t *factor_array(const char *s) {
         while (*p == ' ' || *p == ',') ++p;
     }
     return a;
+}
+
+/* A number, or null for 0 (Gemma's soft-caps and window). */
+static json_t *num_or_null(double v) { return v != 0 ? json_real(v) : json_null(); }
+
+/* Gemma 2 / 3's own keys over llama_hf_config's */
+static void gemma_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c) {
+    const shape s = shape_of(mc);
+    json_object_del(c, "hidden_act");
+    json_object_set_new(c, "hidden_activation", json_string("gelu_pytorch_tanh"));
+    /* an int in Gemma2Config / Gemma3TextConfig (strict types) */
+    const double qs = mc->query_pre_attn_scalar > 0 ? mc->query_pre_attn_scalar : s.hd;
+    json_object_set_new(c, "query_pre_attn_scalar",
+                        qs == floor(qs) && qs < 1e15 ? json_integer((json_int_t)qs) : json_real(qs));
+    json_object_set_new(c, "attn_logit_softcapping", num_or_null(mc->attn_softcap));
+    json_object_set_new(c, "final_logit_softcapping", num_or_null(mc->final_softcap));
+    json_object_set_new(c, "sliding_window", mc->sliding_window > 0 ? json_integer(mc->sliding_window)
+                                                                    : json_null());
+    json_t *lt = json_array();
+    for (int l = 0; l < mc->n_layer; ++l)
+        json_array_append_new(lt, json_string(s.pattern > 0 && (l + 1) % s.pattern == 0
+                                                  ? "full_attention" : "sliding_attention"));
+    json_object_set_new(c, "layer_types", lt);
+    json_object_set_new(c, "attention_bias", json_false());
+    if (f->flags & ZT_HF_GEMMA3) {
+        /* transformers 5's per-layer-type rotary parameters: the full layers'
+         * (rope_theta, rope_scaling), the sliding layers' default at the local base */
+        json_t *rs = json_object_get(c, "rope_scaling");
+        json_t *full = json_is_object(rs) ? json_deep_copy(rs) : json_pack("{s:s}", "rope_type", "default");
+        json_object_set_new(full, "rope_theta", json_real(mc->rope_theta));
+        json_object_set_new(c, "rope_parameters", json_pack("{s:o,s:{s:s,s:o}}", "full_attention", full,
+                            "sliding_attention", "rope_type", "default", "rope_theta",
+                            json_real(mc->rope_local_theta > 0 ? mc->rope_local_theta : mc->rope_theta)));
+        json_object_del(c, "rope_scaling");
+        json_object_del(c, "rope_theta");
+    }
 }
 
 /* config.json's keys of family f (after architectures and model_type) */
@@ -982,6 +1199,7 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
     json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
     if (sw) json_object_set(c, "sliding_window", sw);   /* the original's window */
     json_object_set_new(c, "attention_dropout", json_real(0.0));
+    if (mc->gemma) gemma_hf_config(mc, f, c);
 }
 
 const zt_arch zt_arch_llama = {
@@ -993,6 +1211,7 @@ const zt_arch zt_arch_llama = {
     .tensors = llama_tensors,
     .n_tensors = LLAMA_NT,
     .tensor_shape = llama_tensor_shape,
+    .tensor_init = llama_tensor_init,
     .head_unit = "head",
     .tied_head = 1,
     .largest_layer = llama_largest_layer,

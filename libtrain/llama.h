@@ -12,9 +12,10 @@
  *                             "h<l>.k.w" [NKV*hd, C], "h<l>.v.w" [NKV*hd, C],
  *                             (attention_bias: "h<l>.q.b", ".k.b", ".v.b"),
  *                             (qk_norm: "h<l>.q_norm.w" [hd], "h<l>.k_norm.w" [hd]),
- *                             "h<l>.o.w" [C, NH*hd], "h<l>.mlp_norm.w" [C],
+ *                             "h<l>.o.w" [C, NH*hd], (gemma: "h<l>.post_attn_norm.w" [C]),
+ *                             "h<l>.mlp_norm.w" [C],
  *                             "h<l>.gate.w" [H, C], "h<l>.up.w" [H, C],
- *                             "h<l>.down.w" [C, H]
+ *                             "h<l>.down.w" [C, H], (gemma: "h<l>.post_mlp_norm.w" [C])
  *   unit L+1    "head":       "norm.w" [C] (+ "lm_head.w" [V, C] untied)
  * q|k|v are adjacent (one matmul gives the qkv row of QKV = (NH+2NKV)*hd
  * floats) and so are gate|up (one matmul gives gu[N, 2H]).  Tied: the LM
@@ -32,9 +33,11 @@ typedef struct zt_llama_layer {
     float *qkvw, *qkvb;        /* [QKV, C], [QKV] or NULL      */
     float *q_norm, *k_norm;    /* [hd] each (qk_norm) or NULL  */
     float *ow;                 /* [C, NH*hd]                   */
+    float *post_attn_norm;     /* [C] (gemma) or NULL          */
     float *mlp_norm;           /* [C]                          */
     float *guw;                /* [2H, C]: gate | up           */
     float *downw;              /* [C, H]                       */
+    float *post_mlp_norm;      /* [C] (gemma) or NULL          */
 } zt_llama_layer;
 typedef struct zt_llama_params {
     float *embed;              /* [V, C] token embedding (tied: also the LM head) */
@@ -55,6 +58,10 @@ typedef struct zt_llama_acts {
     const int *inputs, *targets;
     int *no_targets;           /* [B, T] of -1 */
     float *inv_freq;           /* [hd/2] rotary frequencies (in the block) */
+    float *inv_freq_local;     /* [hd/2] the sliding layers' (gemma rope_local_theta) or NULL */
+    float *w1;                 /* gemma: [max(C, hd)] a norm's 1 + w */
+    float *ones;               /* gemma: [max(C, hd)] of 1 */
+    float *capped;             /* gemma final_softcap, training: [N, V] the capped logits */
     float **res;               /* [L+1 or 2] x [N, C] residual stream */
     struct zt_llama_layer_acts {
         float *xn, *rstd1;     /* [N, C], [N] attention RMSNorm */
@@ -66,7 +73,11 @@ typedef struct zt_llama_acts {
         float *res2;           /* [N, C] after attention */
         float *xn2, *rstd2;    /* [N, C], [N] MLP RMSNorm */
         float *gu;             /* [N, 2H] gate | up */
-        float *h;              /* [N, H] swiglu */
+        float *h;              /* [N, H] swiglu (gemma: geglu) */
+        /* gemma: the attention block's output before its post norm, the
+         * MLP's before its post norm, and their rstd */
+        float *ao, *rstd3;     /* [N, C], [N] */
+        float *mo, *rstd4;     /* [N, C], [N] */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */

@@ -47,7 +47,8 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-                          Phi3Config, Phi3ForCausalLM)
+                          Phi3Config, Phi3ForCausalLM, Gemma2Config, Gemma2ForCausalLM,
+                          Gemma3TextConfig, Gemma3ForCausalLM)
 
 B, T = 2, 16
 STEPS = 3
@@ -124,6 +125,34 @@ def longrope_config():
         attn_implementation="eager")
 
 
+def gemma2_config():
+    # head_dim 16 (4 heads: attention width 64 against hidden 32); query_pre_attn_scalar
+    # 24 (not head_dim); soft-caps 2 and 3, small enough to bend O(1) scores and logits;
+    # layer 0 slides with window 5 < T = 16, layer 1 is full; tied.  pad_token_id null (as
+    # phi3): nn.Embedding(padding_idx) would keep token 0's row out of the gradient
+    return Gemma2Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=True, query_pre_attn_scalar=24,
+        attn_logit_softcapping=2.0, final_logit_softcapping=3.0, sliding_window=5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
+
+
+def gemma3_config():
+    # q/k norms; 3 layers, sliding, sliding, full (pattern 3), window 5; the sliding
+    # layers' rotary base 100, the full layer's 10000 with linear scaling 2; MQA;
+    # query_pre_attn_scalar 16 = head_dim; untied
+    return Gemma3TextConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, query_pre_attn_scalar=16,
+        sliding_window=5, layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}},
+        bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -147,6 +176,8 @@ MODELS = [
     ("rope_yarn", LlamaForCausalLM, rope_config({"rope_type": "yarn", "factor": 4.0,
                                                   "original_max_position_embeddings": 48}), 1007, None),
     ("rope_longrope", Phi3ForCausalLM, longrope_config, 1009, None),
+    ("gemma2", Gemma2ForCausalLM, gemma2_config, 1010, None),
+    ("gemma3", Gemma3ForCausalLM, gemma3_config, 1011, None),
 ]
 
 
@@ -157,11 +188,12 @@ def randomize(model, seed):
     g = torch.Generator().manual_seed(seed)
     # fan-in of each matrix: nn.Linear stores [out, in], GPT-2's Conv1D [in, out]
     conv1d = {mn + ".weight" for mn, m in model.named_modules() if type(m).__name__ == "Conv1D"}
+    gemma = model.config.model_type.startswith("gemma")   # norms apply 1 + w
     with torch.no_grad():
         for name, p in model.named_parameters():
             z = torch.randn(p.shape, generator=g, dtype=torch.float64)
             if p.ndim == 1 and ("norm" in name or "ln_" in name) and name.endswith("weight"):
-                v = 1.0 + 0.2 * z            # RMSNorm / LayerNorm gains
+                v = (0.0 if gemma else 1.0) + 0.2 * z   # RMSNorm / LayerNorm gains
             elif p.ndim == 1:
                 v = 0.1 * z                  # biases (qwen2 q/k/v, gpt2 everywhere)
             else:                            # matrices and embeddings: z / sqrt(fan-in)
@@ -192,6 +224,26 @@ def rope_in_float64(model):
     float64 frequencies agree with HF's float32 ones)."""
     rot = getattr(getattr(model, "model", None), "rotary_emb", None)
     if rot is None:
+        return
+    if hasattr(rot, "layer_types"):   # Gemma 3: one table per layer type
+        hd = model.config.head_dim
+        fs = {}
+        for lt in rot.layer_types:
+            rp = model.config.rope_parameters[lt]
+            f = 1.0 / (rp["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+            if rp.get("rope_type", "default") == "linear":
+                f = f / rp["factor"]
+            else:
+                assert rp.get("rope_type", "default") == "default", rp
+            got = getattr(rot, lt + "_inv_freq").to(torch.float64)
+            assert torch.allclose(f, got, rtol=1e-6, atol=0), (lt, f, got)
+            fs[lt] = f
+
+        def forward_lt(x, position_ids, layer_type):
+            emb = position_ids[..., None].to(torch.float64) * fs[layer_type]
+            emb = torch.cat((emb, emb), dim=-1)
+            return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        rot.forward = forward_lt
         return
     scale = 1.0
     if model.config.rope_parameters.get("rope_type", "default") in ("default", "llama3"):

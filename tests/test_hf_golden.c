@@ -165,6 +165,8 @@ static int st_add_model_dir(st_set *s, const char *dir, int *nfiles) {
  * (GPT-2's Conv1D keeps [in, out]; nn.Linear [out, in] like us).  Written
  * from the layout contract independently of ckpt/, so a mapping error in
  * the loader cannot cancel out here. */
+static int g_gemma;   /* the fixture is a Gemma: its names of the MLP norms */
+
 static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
     /* Phi-3's fused tensors: see hf_name_fused */
     static const struct { const char *ours, *hf; int tr; } gpt2[] = {
@@ -188,6 +190,10 @@ static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
         {"mlp_norm.w", "post_attention_layernorm.weight", 0},
         {"gate.w", "mlp.gate_proj.weight", 0}, {"up.w", "mlp.up_proj.weight", 0},
         {"down.w", "mlp.down_proj.weight", 0},
+    }, gemma[] = {
+        {"mlp_norm.w", "pre_feedforward_layernorm.weight", 0},
+        {"post_attn_norm.w", "post_attention_layernorm.weight", 0},
+        {"post_mlp_norm.w", "post_feedforward_layernorm.weight", 0},
     };
     const int is_gpt = arch == ZT_ARCH_GPT2;
     const size_t nmap = is_gpt ? sizeof gpt2 / sizeof gpt2[0] : sizeof llama / sizeof llama[0];
@@ -196,6 +202,12 @@ static int hf_name(int arch, const char *ours, char *out, size_t n, int *tr) {
     const char *rest = ours;
     if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used > 0) rest = ours + used;
     else l = -1;
+    for (size_t i = 0; g_gemma && !is_gpt && l >= 0 && i < sizeof gemma / sizeof gemma[0]; ++i)
+        if (!strcmp(rest, gemma[i].ours)) {
+            *tr = 0;
+            snprintf(out, n, "%s.%d.%s", layers, l, gemma[i].hf);
+            return 0;
+        }
     for (size_t i = 0; i < nmap; ++i) {
         const char *o = is_gpt ? gpt2[i].ours : llama[i].ours;
         const char *h = is_gpt ? gpt2[i].hf : llama[i].hf;
@@ -280,23 +292,34 @@ typedef struct expect {
     int qk_norm;
     double eps;
     int fused;         /* Phi-3's fused qkv_proj / gate_up_proj */
+    /* Gemma: gemma 2 | 3, layers, head_dim, query_pre_attn_scalar, the
+     * soft-caps, window, pattern, the sliding layers' rotary base */
+    int gemma, layers, hd;
+    double qpas, acap, fcap;
+    int window, pattern;
+    double local;
 } expect;
 
 static const expect fixtures[] = {
-    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0},
-    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0},
-    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0},
-    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0},
-    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1},
-    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0},
-    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0},
-    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0},
-    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1},
+    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* Gemma 2: soft-caps 2 / 3, window 5 < T on layer 0; Gemma 3: q/k
+     * norms, layers 0-1 slide (rotary base 100), layer 2 full (linear 2) */
+    {"gemma2", "llama", 2, 0, 1, 64, "none", 10000.0, 0, 1e-6, 0, 2, 2, 16, 24, 2, 3, 5, 2, 0},
+    {"gemma3", "llama", 1, 0, 0, 64, "linear", 10000.0, 1, 1e-6, 0, 3, 3, 16, 16, 0, 0, 5, 3, 100},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
     char dir[768], path[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, ex->name);
+    g_gemma = ex->gemma;
     zt_status st;
     st_set ref = {0}, w = {0};
     zt_config *cfg = NULL;
@@ -357,8 +380,13 @@ static void run_fixture(const char *root, const expect *ex) {
     if (!tap_ok(zt_hf_check_config(dir, c, &st) == ZT_OK, "%s: zt_hf_check_config", ex->name))
         tap_diag("%s", st.msg);
     int cok = !strcmp(mc->arch, ex->arch) && mc->vocab == V && mc->context == ex->context &&
-              mc->n_layer == 2 && mc->n_embd == 32 && mc->n_head == 4 &&
-              zt_model_head_dim(mc) == 8 && !!mc->tie_embeddings == ex->tie;
+              mc->n_layer == (ex->layers ? ex->layers : 2) && mc->n_embd == 32 && mc->n_head == 4 &&
+              zt_model_head_dim(mc) == (ex->hd ? ex->hd : 8) && !!mc->tie_embeddings == ex->tie &&
+              mc->gemma == ex->gemma;
+    if (ex->gemma)
+        cok &= mc->query_pre_attn_scalar == ex->qpas && mc->attn_softcap == ex->acap &&
+               mc->final_softcap == ex->fcap && mc->sliding_window == ex->window &&
+               mc->sliding_pattern == ex->pattern && mc->rope_local_theta == ex->local;
     if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
         cok &= zt_model_kv_heads(mc) == ex->n_kv_head && zt_model_intermediate(mc) == 64 &&
                !!mc->attention_bias == ex->attention_bias && !strcmp(mc->rope_scaling, ex->rope_scaling) &&

@@ -14,6 +14,10 @@
  * bitwise equal to GPT-2's attention_fwd/bwd; every kernel bitwise equal at
  * 1 and 2 threads (the promise of kernels/cpu: results do not depend on the
  * thread count); cpu-strict bitwise equal to cpu.
+ * The Gemma entries: gqa_ext (scale, soft-cap, sliding window shorter than
+ * T; GQA and MQA; fp32 and bf16 matmul mode; default options bitwise
+ * gqa_fwd/bwd), geglu (tanh GELU), softcap, against double references and
+ * finite differences, thread-count and cpu-strict bitwise.
  */
 #include <math.h>
 #include <stdint.h>
@@ -401,32 +405,41 @@ static void test_swiglu(int N, int H) {
 
 /* ------------------------------------------------------------ GQA */
 
-typedef struct { int B, T, NH, NKV, hd; const double *R; } gqa_ctx;
+typedef struct { int B, T, NH, NKV, hd; const double *R; double scale, cap; int win; } gqa_ctx;
 
-/* naive causal GQA in double: out[B,T,NH*hd], lse[B,NH,T] */
+/* the options of gqa_ext (scale, soft-cap, window); gqa_fwd's: 1/sqrt(hd), 0, 0 */
+typedef struct { double scale, cap; int win; } ref_opts;
+static ref_opts plain_opts(int hd) { return (ref_opts){1.0 / sqrt((double)hd), 0.0, 0}; }
+static int ref_first(int t, int win) { return win > 0 && t - win + 1 > 0 ? t - win + 1 : 0; }
+
+/* naive causal GQA in double: out[B,T,NH*hd], lse[B,NH,T]; score
+ * x = (q.k) scale, then cap tanh(x / cap) with cap > 0, keys j > t - win
+ * with win > 0 */
 static void gqa_ref(double *out, double *lse, const double *qkv, int B, int T, int NH, int NKV,
-                    int hd) {
+                    int hd, ref_opts ro) {
     const size_t Rw = (size_t)(NH + 2 * NKV) * hd, C = (size_t)NH * hd;
-    const double scale = 1.0 / sqrt((double)hd);
+    const double scale = ro.scale;
     double *s = dvec(T);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int kh = h / (NH / NKV);
             for (int t = 0; t < T; t++) {
                 const double *q = qkv + ((size_t)b * T + t) * Rw + (size_t)h * hd;
+                const int j0 = ref_first(t, ro.win);
                 double m = -INFINITY;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     const double *k = qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + kh) * hd;
                     double d = 0;
                     for (int i = 0; i < hd; i++) d += q[i] * k[i];
                     s[j] = d * scale;
+                    if (ro.cap > 0) s[j] = ro.cap * tanh(s[j] / ro.cap);
                     m = fmax(m, s[j]);
                 }
                 double l = 0;
-                for (int j = 0; j <= t; j++) l += exp(s[j] - m);
+                for (int j = j0; j <= t; j++) l += exp(s[j] - m);
                 double *o = out + ((size_t)b * T + t) * C + (size_t)h * hd;
                 for (int i = 0; i < hd; i++) o[i] = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     const double p = exp(s[j] - m) / l;
                     const double *v =
                         qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + NKV + kh) * hd;
@@ -439,9 +452,10 @@ static void gqa_ref(double *out, double *lse, const double *qkv, int B, int T, i
 }
 /* its analytic gradient: dqkv (overwritten) from dout */
 static void gqa_ref_bwd(double *dqkv, const double *dout, const double *qkv, int B, int T,
-                        int NH, int NKV, int hd) {
+                        int NH, int NKV, int hd, ref_opts ro) {
     const size_t Rw = (size_t)(NH + 2 * NKV) * hd, C = (size_t)NH * hd;
-    const double scale = 1.0 / sqrt((double)hd);
+    const double scale = ro.scale;
+    double *dc = dvec(T);   /* d(capped score) / d(scaled score) */
     memset(dqkv, 0, (size_t)B * T * Rw * sizeof(double));
     double *p = dvec(T), *dp = dvec(T);
     for (int b = 0; b < B; b++)
@@ -450,18 +464,25 @@ static void gqa_ref_bwd(double *dqkv, const double *dout, const double *qkv, int
             for (int t = 0; t < T; t++) {
                 const size_t qo = ((size_t)b * T + t) * Rw + (size_t)h * hd;
                 const double *q = qkv + qo, *g = dout + ((size_t)b * T + t) * C + (size_t)h * hd;
+                const int j0 = ref_first(t, ro.win);
                 double m = -INFINITY;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     const double *k = qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + kh) * hd;
                     double d = 0;
                     for (int i = 0; i < hd; i++) d += q[i] * k[i];
                     p[j] = d * scale;
+                    dc[j] = 1.0;
+                    if (ro.cap > 0) {
+                        const double th = tanh(p[j] / ro.cap);
+                        p[j] = ro.cap * th;
+                        dc[j] = 1.0 - th * th;
+                    }
                     m = fmax(m, p[j]);
                 }
                 double l = 0;
-                for (int j = 0; j <= t; j++) l += (p[j] = exp(p[j] - m));
+                for (int j = j0; j <= t; j++) l += (p[j] = exp(p[j] - m));
                 double sdp = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     p[j] /= l;
                     const double *v =
                         qkv + ((size_t)b * T + j) * Rw + (size_t)(NH + NKV + kh) * hd;
@@ -470,10 +491,10 @@ static void gqa_ref_bwd(double *dqkv, const double *dout, const double *qkv, int
                     dp[j] = d;
                     sdp += p[j] * d;
                 }
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     const size_t ko = ((size_t)b * T + j) * Rw + (size_t)(NH + kh) * hd;
                     const size_t vo = ko + (size_t)NKV * hd;
-                    const double ds = p[j] * (dp[j] - sdp) * scale;
+                    const double ds = p[j] * (dp[j] - sdp) * dc[j] * scale;
                     for (int i = 0; i < hd; i++) {
                         dqkv[qo + i] += ds * qkv[ko + i];
                         dqkv[ko + i] += ds * q[i];
@@ -484,12 +505,14 @@ static void gqa_ref_bwd(double *dqkv, const double *dout, const double *qkv, int
         }
     free(p);
     free(dp);
+    free(dc);
 }
 static double gqa_loss(double *qkv, void *vc) {
     gqa_ctx *c = vc;
     const size_t n = (size_t)c->B * c->T * c->NH * c->hd;
     double *out = dvec(n);
-    gqa_ref(out, NULL, qkv, c->B, c->T, c->NH, c->NKV, c->hd);
+    gqa_ref(out, NULL, qkv, c->B, c->T, c->NH, c->NKV, c->hd,
+            (ref_opts){c->scale, c->cap, c->win});
     double L = 0;
     for (size_t i = 0; i < n; i++) L += out[i] * c->R[i];
     free(out);
@@ -505,17 +528,17 @@ static void test_gqa(int B, int T, int NH, int NKV, int hd, size_t fd_step) {
     float *R = fvec(no, 1.0), *dqkv = fvec(nq, 1.0);   /* garbage: dqkv is overwritten */
     double *dq = dcopy(qkv, nq), *dR = dcopy(R, no), *ro = dvec(no), *rl = dvec(nl);
     double *rg = dvec(nq), *fd = dvec(nq);
-    gqa_ref(ro, rl, dq, B, T, NH, NKV, hd);
+    gqa_ref(ro, rl, dq, B, T, NH, NKV, hd, plain_opts(hd));
     be->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
     snprintf(name, sizeof name, "gqa_fwd %s: out vs double reference", cfg);
     check_arr(name, out, ro, no, 1e-5, 1e-6);
     snprintf(name, sizeof name, "gqa_fwd %s: lse", cfg);
     check_arr(name, lse, rl, nl, 1e-5, 1e-6);
     be->gqa_bwd(dqkv, R, qkv, out, lse, B, T, NH, NKV, hd);
-    gqa_ref_bwd(rg, dR, dq, B, T, NH, NKV, hd);
+    gqa_ref_bwd(rg, dR, dq, B, T, NH, NKV, hd, plain_opts(hd));
     snprintf(name, sizeof name, "gqa_bwd %s: dqkv vs analytic reference", cfg);
     check_arr(name, dqkv, rg, nq, 1e-5, 1e-5);
-    gqa_ctx ctx = {B, T, NH, NKV, hd, dR};
+    gqa_ctx ctx = {B, T, NH, NKV, hd, dR, 1.0 / sqrt((double)hd), 0.0, 0};
     fd_grad(fd, dq, nq, fd_step, rg, gqa_loss, &ctx);
     snprintf(name, sizeof name, "gqa_bwd %s: dqkv vs finite differences (every %zu-th)", cfg,
              fd_step);
@@ -532,6 +555,211 @@ static void test_gqa(int B, int T, int NH, int NKV, int hd, size_t fd_step) {
     }
     free(qkv); free(out); free(lse); free(R); free(dqkv); free(dq); free(dR); free(ro);
     free(rl); free(rg); free(fd);
+}
+
+/* ------------------------------------------------------------ GQA with options (Gemma) */
+
+/* gqa_ext_fwd/bwd with scale, soft-cap, window against the double
+ * reference and finite differences; masked keys do not matter (exactly);
+ * in bf16 matmul mode against the reference at bf16 tolerance, and the
+ * default options bitwise gqa_fwd/bwd in both modes. */
+static void test_gqa_ext(int B, int T, int NH, int NKV, int hd, float scale, float cap, int win,
+                         size_t fd_step) {
+    char name[240], cfg[160];
+    snprintf(cfg, sizeof cfg, "B=%d T=%d NH=%d NKV=%d hd=%d scale=%g cap=%g window=%d", B, T,
+             NH, NKV, hd, scale, cap, win);
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    const zt_attn_opts o = {scale, cap, win};
+    const ref_opts rop = {(double)scale, (double)cap, win};
+    float *qkv = fvec(nq, 3.0), *out = fvec(no, 1.0), *lse = fvec(nl, 1.0);
+    float *R = fvec(no, 1.0), *dqkv = fvec(nq, 1.0);
+    double *dq = dcopy(qkv, nq), *dR = dcopy(R, no), *ro = dvec(no), *rl = dvec(nl);
+    double *rg = dvec(nq), *fd = dvec(nq);
+    gqa_ref(ro, rl, dq, B, T, NH, NKV, hd, rop);
+    be->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "gqa_ext_fwd %s: out vs double reference", cfg);
+    check_arr(name, out, ro, no, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "gqa_ext_fwd %s: lse", cfg);
+    check_arr(name, lse, rl, nl, 1e-5, 1e-6);
+    be->gqa_ext_bwd(dqkv, R, qkv, out, lse, B, T, NH, NKV, hd, &o);
+    gqa_ref_bwd(rg, dR, dq, B, T, NH, NKV, hd, rop);
+    snprintf(name, sizeof name, "gqa_ext_bwd %s: dqkv vs analytic reference", cfg);
+    check_arr(name, dqkv, rg, nq, 1e-5, 1e-5);
+    gqa_ctx ctx = {B, T, NH, NKV, hd, dR, (double)scale, (double)cap, win};
+    fd_grad(fd, dq, nq, fd_step, rg, gqa_loss, &ctx);
+    snprintf(name, sizeof name, "gqa_ext_bwd %s: dqkv vs finite differences (every %zu-th)",
+             cfg, fd_step);
+    check_arr(name, dqkv, fd, nq, 1e-4, 1e-5);
+
+    if (win > 0 && win < T) {
+        /* the key and value of position 0 are outside the window of the
+         * last row: changing them leaves that row's output bitwise */
+        float *q2 = fdup(qkv, nq), *o2 = fvec(no, 1.0), *l2 = fvec(nl, 1.0);
+        const size_t Rw = (size_t)(NH + 2 * NKV) * hd, C = (size_t)NH * hd;
+        for (size_t i = (size_t)NH * hd; i < Rw; i++) q2[i] += 1.0f;
+        be->gqa_ext_fwd(o2, l2, q2, B, T, NH, NKV, hd, &o);
+        const size_t last = (size_t)(T - 1) * C;
+        tap_ok(bitwise(o2 + last, out + last, C) && !bitwise(o2 + C * (size_t)(win - 1),
+                                                             out + C * (size_t)(win - 1), C),
+               "gqa_ext_fwd %s: key 0 outside the last row's window is ignored (row win-1 "
+               "sees it)", cfg);
+        free(q2); free(o2); free(l2);
+    }
+
+    /* bf16 matmul mode: operands, p and dS rounded to bf16 */
+    be->set_matmul_precision(ZT_MATMUL_BF16);
+    float *ob = fvec(no, 1.0), *lb = fvec(nl, 1.0), *db = fvec(nq, 1.0);
+    be->gqa_ext_fwd(ob, lb, qkv, B, T, NH, NKV, hd, &o);
+    be->gqa_ext_bwd(db, R, qkv, ob, lb, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "gqa_ext_fwd bf16 mode %s: out vs double reference", cfg);
+    check_arr(name, ob, ro, no, 3e-2, 3e-2);
+    snprintf(name, sizeof name, "gqa_ext_fwd bf16 mode %s: lse", cfg);
+    check_arr(name, lb, rl, nl, 2e-2, 2e-2);
+    snprintf(name, sizeof name, "gqa_ext_bwd bf16 mode %s: dqkv vs analytic reference", cfg);
+    check_arr(name, db, rg, nq, 5e-2, 5e-2);
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+
+    /* the default options: gqa_fwd/bwd bitwise, fp32 and bf16 modes; a
+     * window >= T is no window */
+    const zt_attn_opts d0 = {1.0f / sqrtf((float)hd), 0.0f, 0}, dT = {d0.scale, 0.0f, T};
+    for (int mode = 0; mode < 2; mode++) {
+        be->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        float *o1 = fvec(no, 1.0), *l1 = fvec(nl, 1.0), *g1 = fvec(nq, 1.0);
+        float *o2 = fvec(no, 1.0), *l2 = fvec(nl, 1.0), *g2 = fvec(nq, 1.0);
+        float *o3 = fvec(no, 1.0), *l3 = fvec(nl, 1.0), *g3 = fvec(nq, 1.0);
+        be->gqa_fwd(o1, l1, qkv, B, T, NH, NKV, hd);
+        be->gqa_bwd(g1, R, qkv, o1, l1, B, T, NH, NKV, hd);
+        be->gqa_ext_fwd(o2, l2, qkv, B, T, NH, NKV, hd, &d0);
+        be->gqa_ext_bwd(g2, R, qkv, o2, l2, B, T, NH, NKV, hd, &d0);
+        be->gqa_ext_fwd(o3, l3, qkv, B, T, NH, NKV, hd, &dT);
+        be->gqa_ext_bwd(g3, R, qkv, o3, l3, B, T, NH, NKV, hd, &dT);
+        tap_ok(bitwise(o1, o2, no) && bitwise(l1, l2, nl) && bitwise(g1, g2, nq) &&
+                   bitwise(o1, o3, no) && bitwise(l1, l3, nl) && bitwise(g1, g3, nq),
+               "gqa_ext B=%d T=%d NH=%d NKV=%d hd=%d, default options (and window T), %s "
+               "mode: bitwise gqa_fwd/bwd", B, T, NH, NKV, hd, mode ? "bf16" : "fp32");
+        free(o1); free(l1); free(g1); free(o2); free(l2); free(g2); free(o3); free(l3);
+        free(g3);
+    }
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    free(ob); free(lb); free(db);
+    free(qkv); free(out); free(lse); free(R); free(dqkv); free(dq); free(dR); free(ro);
+    free(rl); free(rg); free(fd);
+}
+
+/* ------------------------------------------------------------ GeGLU, soft-cap */
+
+static double gelu_tanh_d(double x) {
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+typedef struct { int N, H; const double *R; } gg_ctx;
+static double gg_loss(double *gu, void *vc) {
+    gg_ctx *c = vc;
+    double L = 0;
+    for (int n = 0; n < c->N; n++)
+        for (int i = 0; i < c->H; i++) {
+            const double g = gu[(size_t)n * 2 * c->H + i], u = gu[(size_t)n * 2 * c->H + c->H + i];
+            L += gelu_tanh_d(g) * u * c->R[(size_t)n * c->H + i];
+        }
+    return L;
+}
+
+static void test_geglu(int N, int H) {
+    char name[160];
+    const size_t NH = (size_t)N * H;
+    float *gu = fvec(2 * NH, 4.0), *R = fvec(NH, 1.0), *out = fvec(NH, 1.0);
+    float *dgu = fvec(2 * NH, 1.0);
+    double *dgu_d = dcopy(gu, 2 * NH), *dR = dcopy(R, NH), *ro = dvec(NH), *fd = dvec(2 * NH);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < H; i++)
+            ro[(size_t)n * H + i] =
+                gelu_tanh_d(dgu_d[(size_t)n * 2 * H + i]) * dgu_d[(size_t)n * 2 * H + H + i];
+    be->geglu_fwd(out, gu, N, H);
+    snprintf(name, sizeof name, "geglu_fwd N=%d H=%d vs double reference (tanh GELU)", N, H);
+    check_arr(name, out, ro, NH, 1e-5, 1e-6);
+    be->geglu_bwd(dgu, R, gu, N, H);
+    gg_ctx ctx = {N, H, dR};
+    fd_grad(fd, dgu_d, 2 * NH, 1, NULL, gg_loss, &ctx);
+    snprintf(name, sizeof name, "geglu_bwd N=%d H=%d: dgu (overwritten) vs finite differences",
+             N, H);
+    check_arr(name, dgu, fd, 2 * NH, 1e-4, 1e-5);
+    free(gu); free(R); free(out); free(dgu); free(dgu_d); free(dR); free(ro); free(fd);
+}
+
+static void test_softcap(size_t n, float cap) {
+    char name[160];
+    float *x = fvec(n, 4.0 * cap), *y = fvec(n, 1.0), *dy = fvec(n, 1.0), *dx = fvec(n, 1.0);
+    double *ry = dvec(n), *rd = dvec(n);
+    for (size_t i = 0; i < n; i++) {
+        const double t = tanh((double)x[i] / cap);
+        ry[i] = cap * t;
+        rd[i] = dy[i] * (1.0 - t * t);
+    }
+    be->softcap_fwd(y, x, n, cap);
+    snprintf(name, sizeof name, "softcap_fwd n=%zu cap=%g vs double reference", n, cap);
+    check_arr(name, y, ry, n, 2e-6, 1e-7);
+    be->softcap_bwd(dx, dy, y, n, cap);
+    snprintf(name, sizeof name, "softcap_bwd n=%zu cap=%g vs the derivative 1 - tanh^2", n, cap);
+    check_arr(name, dx, rd, n, 1e-5, 1e-6);
+    /* in place: y aliasing x, dx aliasing dy */
+    float *x2 = fdup(x, n), *d2 = fdup(dy, n);
+    be->softcap_fwd(x2, x2, n, cap);
+    be->softcap_bwd(d2, d2, x2, n, cap);
+    tap_ok(bitwise(x2, y, n) && bitwise(d2, dx, n), "softcap n=%zu in place: bitwise", n);
+    free(x); free(y); free(dy); free(dx); free(ry); free(rd); free(x2); free(d2);
+}
+
+/* the Gemma kernels above the parallel thresholds: 1 and 2 threads, and
+ * cpu-strict, bitwise equal */
+static void test_ext_threads_strict(void) {
+    const int B = 2, T = 70, NH = 4, NKV = 2, hd = 16, N = 64, H = 1030;
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T, ng = (size_t)N * H, ns = 40000;
+    const zt_attn_opts o = {0.3f, 5.0f, 9};
+    enum { NI = 5, NO = 7 };
+    const size_t isz[NI] = {nq, no, 2 * ng, ng, ns};
+    const size_t osz[NO] = {no, nl, nq, ng, 2 * ng, ns, ns};
+    const char *names[NO] = {"gqa_ext out", "gqa_ext lse", "gqa_ext dqkv", "geglu out",
+                             "geglu dgu", "softcap y", "softcap dx"};
+    float *in[NI], *r[3][NO];
+    for (int i = 0; i < NI; i++) in[i] = fvec(isz[i], i == 0 ? 3.0 : i == 4 ? 20.0 : 1.0);
+    const zt_backend *S = zt_backend_cpu_strict();
+    for (int run = 0; run < 3; run++) {
+        const zt_backend *t = run < 2 ? be : S;
+        if (!t) { for (int i = 0; i < NO; i++) r[run][i] = NULL; continue; }
+        be->set_threads(run == 0 ? 1 : 2);
+        float *di[NI], *dout[NO];
+        for (int i = 0; i < NI; i++) {
+            di[i] = t->alloc(isz[i] * sizeof(float));
+            t->to_device(di[i], in[i], isz[i] * sizeof(float));
+        }
+        for (int i = 0; i < NO; i++) dout[i] = t->alloc(osz[i] * sizeof(float));
+        t->gqa_ext_fwd(dout[0], dout[1], di[0], B, T, NH, NKV, hd, &o);
+        t->gqa_ext_bwd(dout[2], di[1], di[0], dout[0], dout[1], B, T, NH, NKV, hd, &o);
+        t->geglu_fwd(dout[3], di[2], N, H);
+        t->geglu_bwd(dout[4], di[3], di[2], N, H);
+        t->softcap_fwd(dout[5], di[4], ns, 30.0f);
+        t->softcap_bwd(dout[6], di[4], dout[5], ns, 30.0f);
+        if (t->error && t->error()) tap_diag("%s: %s", t->name, t->error());
+        tap_ok(!(t->error && t->error()), "%s: the Gemma kernels run without error", t->name);
+        for (int i = 0; i < NO; i++) {
+            r[run][i] = fvec(osz[i], 0.0);
+            t->to_host(r[run][i], dout[i], osz[i] * sizeof(float));
+            t->free(dout[i]);
+        }
+        for (int i = 0; i < NI; i++) t->free(di[i]);
+    }
+    for (int i = 0; i < NO; i++)
+        tap_ok(bitwise(r[0][i], r[1][i], osz[i]), "%s: 1 and 2 threads bitwise equal", names[i]);
+    if (!S)
+        tap_skip("cpu-strict Gemma kernels bitwise equal to cpu", "no cpu-strict backend");
+    else
+        for (int i = 0; i < NO; i++)
+            tap_ok(bitwise(r[2][i], r[1][i], osz[i]), "cpu-strict %s bitwise equal to cpu",
+                   names[i]);
+    for (int run = 0; run < 3; run++)
+        for (int i = 0; i < NO; i++) free(r[run][i]);
+    for (int i = 0; i < NI; i++) free(in[i]);
 }
 
 /* ------------------------------------------------------------ encoder, no wpe */
@@ -673,6 +901,17 @@ int main(void) {
     test_gqa(2, 11, 4, 2, 16, 1);
     test_gqa(2, 11, 4, 1, 16, 1);
     test_gqa(2, 133, 2, 1, 6, 37);        /* T past one 128-key block */
+    /* Gemma: query_pre_attn_scalar scale, soft-cap 50 (Gemma 2's) and a
+     * small one that bites, windows shorter than T, GQA and MQA */
+    test_gqa_ext(2, 13, 4, 2, 6, 0.25f, 0.0f, 5, 1);
+    test_gqa_ext(2, 13, 4, 4, 6, 0.5f, 2.0f, 0, 1);
+    test_gqa_ext(2, 13, 4, 1, 16, 0.25f, 1.5f, 4, 1);
+    test_gqa_ext(1, 11, 2, 2, 16, 0.25f, 50.0f, 1, 1);   /* window 1: each row sees itself */
+    test_gqa_ext(1, 140, 2, 1, 6, 0.4f, 3.0f, 131, 37);  /* past one 128-key block */
+    test_geglu(5, 11);
+    test_softcap(1000, 30.0f);
+    test_softcap(77, 50.0f);
+    test_ext_threads_strict();
     test_encoder_nowpe();
     test_threads_strict();
     return tap_done();

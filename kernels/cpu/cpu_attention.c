@@ -18,6 +18,13 @@
  * C + h*hs, v at 2C + h*hs): the same operations on the same values.
  * Every result is bitwise independent of the thread count (each output
  * element is written by one work item, in a fixed order).
+ *
+ * gqa_ext_fwd/bwd (Gemma 2/3) run the same code with their options: the
+ * score scale, the attention soft-cap x <- cap tanh(x / cap) and the
+ * sliding window (keys u > t - window).  gqa_fwd/bwd are the case scale =
+ * 1/sqrt(hs), cap 0, window 0, which takes the same operations as before
+ * the options existed (the capped and windowed forms are separate
+ * branches, so no expression of the plain path changes).
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -32,6 +39,14 @@
 
 #define ZT_ATT_KB 128   /* keys per online-softmax block (a multiple of ZT_ATT_TQ) */
 #define ZT_ATT_TQ 4     /* query rows processed together (each key is loaded once per tile) */
+
+/* score of a key after the scale: the soft-cap (cap > 0) */
+static inline float cap_score(float x, float cap) { return cap * tanhf(x / cap); }
+
+/* first key of query row t: t - window + 1 (window > 0), else 0 */
+static inline int first_key(int t, int window) {
+    return window > 0 && t - window + 1 > 0 ? t - window + 1 : 0;
+}
 
 static inline float dotf(const float *a, const float *b, int n) {
     float s = 0.0f;
@@ -51,7 +66,7 @@ static inline float dotf(const float *a, const float *b, int n) {
 /* one (b, h, tile of <= ZT_ATT_TQ query rows) */
 ZT_TARGET_CLONES
 static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h, int t0,
-                         int T, int NH, int NKV, int hs, float scale) {
+                         int T, int NH, int NKV, int hs, float scale, float cap, int win) {
     const size_t R = (size_t)(NH + 2 * NKV) * hs;   /* qkv row */
     const size_t C = (size_t)NH * hs;               /* out row */
     const int kh = h / (NH / NKV);
@@ -65,16 +80,22 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
     const float *q[ZT_ATT_TQ];
     float m[ZT_ATT_TQ];
     double l[ZT_ATT_TQ];
+    int lo[ZT_ATT_TQ];   /* first key of each row (a padding row: the last row's) */
     for (int r = 0; r < ZT_ATT_TQ; r++) {
         q[r] = base + (size_t)(t0 + (r < nq ? r : nq - 1)) * R;
+        lo[r] = first_key(t0 + (r < nq ? r : nq - 1), win);
         m[r] = -INFINITY;
         l[r] = 0.0;
     }
+    const int lo0 = lo[0], lo1 = lo[1], lo2 = lo[2], lo3 = lo[3];
     const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
     for (int i = 0; i < ZT_ATT_TQ * hs; i++) acc[i] = 0.0f;
     float *a0 = acc, *a1 = acc + hs, *a2 = acc + 2 * hs, *a3 = acc + 3 * hs;
 
-    for (int j0 = 0; j0 < tend; j0 += ZT_ATT_KB) {
+    /* the first block starts at row 0's first key: it holds every row's
+     * first key (rows are < ZT_ATT_KB apart), so no row's first block is
+     * all masked */
+    for (int j0 = lo0; j0 < tend; j0 += ZT_ATT_KB) {
         const int nj = tend - j0 < ZT_ATT_KB ? tend - j0 : ZT_ATT_KB;
         for (int j = 0; j < nj; j++) {
             const int jj = j0 + j;
@@ -88,10 +109,21 @@ static void att_fwd_tile(float *out, float *lse, const float *qkv, int b, int h,
                 s2 += q2[i] * kv;
                 s3 += q3[i] * kv;
             }
-            s[0][j] = jj <= t0 ? s0 * scale : -INFINITY;
-            s[1][j] = jj <= t0 + 1 ? s1 * scale : -INFINITY;
-            s[2][j] = jj <= t0 + 2 ? s2 * scale : -INFINITY;
-            s[3][j] = jj <= t0 + 3 ? s3 * scale : -INFINITY;
+            if (cap > 0.0f) {
+                s0 = cap_score(s0 * scale, cap);
+                s1 = cap_score(s1 * scale, cap);
+                s2 = cap_score(s2 * scale, cap);
+                s3 = cap_score(s3 * scale, cap);
+                s[0][j] = jj <= t0 && jj >= lo0 ? s0 : -INFINITY;
+                s[1][j] = jj <= t0 + 1 && jj >= lo1 ? s1 : -INFINITY;
+                s[2][j] = jj <= t0 + 2 && jj >= lo2 ? s2 : -INFINITY;
+                s[3][j] = jj <= t0 + 3 && jj >= lo3 ? s3 : -INFINITY;
+            } else {
+                s[0][j] = jj <= t0 && jj >= lo0 ? s0 * scale : -INFINITY;
+                s[1][j] = jj <= t0 + 1 && jj >= lo1 ? s1 * scale : -INFINITY;
+                s[2][j] = jj <= t0 + 2 && jj >= lo2 ? s2 * scale : -INFINITY;
+                s[3][j] = jj <= t0 + 3 && jj >= lo3 ? s3 * scale : -INFINITY;
+            }
         }
         for (int r = 0; r < ZT_ATT_TQ; r++) {
             float *sr = s[r];
@@ -162,21 +194,21 @@ static float *bf16_copy(const float *src, size_t n) {
     return d;
 }
 
-/* scores x[0..i] of query row i of head h (rounded operands) */
-static void bf16_scores(float *x, const float *q16, size_t R, int b, int h, int kh, int i, int T,
-                        int NH, int hs, float scale) {
+/* scores x[lo..i] of query row i of head h (rounded operands), before the
+ * soft-cap */
+static void bf16_scores(float *x, const float *q16, size_t R, int b, int h, int kh, int i, int lo,
+                        int T, int NH, int hs, float scale) {
     const float *q = q16 + ((size_t)b * T + i) * R + (size_t)h * hs;
     const float *kb = q16 + (size_t)b * T * R + (size_t)(NH + kh) * hs;
-    for (int j = 0; j <= i; j++) x[j] = dotf(q, kb + (size_t)j * R, hs) * scale;
+    for (int j = lo; j <= i; j++) x[j] = dotf(q, kb + (size_t)j * R, hs) * scale;
 }
 
 static int att_fwd_bf16(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
-                        int hs) {
+                        int hs, float scale, float cap, int win) {
     const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
     const size_t per = (size_t)T + (size_t)hs;   /* a work item's scores and accumulator */
     float *q16 = bf16_copy(qkv, (size_t)B * T * R), *buf = malloc((size_t)B * NH * per * sizeof(float));
     if (!q16 || !buf) { free(q16); free(buf); return 0; }
-    const float scale = 1.0f / sqrtf((float)hs);
     const int G = NH / NKV;
     const int par = (long)B * NH * T * (long)T * hs >= 131072;
 #pragma omp parallel for schedule(static) if (par)
@@ -185,15 +217,18 @@ static int att_fwd_bf16(float *out, float *lse, const float *qkv, int B, int T, 
         float *x = buf + (size_t)bh * per, *acc = x + T;
         const float *vb = q16 + (size_t)b * T * R + (size_t)(NH + NKV + kh) * hs;
         for (int i = 0; i < T; i++) {
-            bf16_scores(x, q16, R, b, h, kh, i, T, NH, hs, scale);
+            const int lo = first_key(i, win);
+            bf16_scores(x, q16, R, b, h, kh, i, lo, T, NH, hs, scale);
+            if (cap > 0.0f)
+                for (int j = lo; j <= i; j++) x[j] = cap_score(x[j], cap);
             float m = -INFINITY;
-            for (int j = 0; j <= i; j++) m = x[j] > m ? x[j] : m;
+            for (int j = lo; j <= i; j++) m = x[j] > m ? x[j] : m;
             float sum = 0.0f;
-            for (int j = 0; j <= i; j++) sum += expf(x[j] - m);
+            for (int j = lo; j <= i; j++) sum += expf(x[j] - m);
             const float l = m + logf(sum);
             lse[((size_t)b * NH + h) * T + i] = l;
             for (int d = 0; d < hs; d++) acc[d] = 0.0f;
-            for (int j = 0; j <= i; j++) {
+            for (int j = lo; j <= i; j++) {
                 const float p = zt_cpu_round_bf16(expf(x[j] - l));
                 const float *v = vb + (size_t)j * R;
 #pragma omp simd
@@ -208,14 +243,14 @@ static int att_fwd_bf16(float *out, float *lse, const float *qkv, int B, int T, 
 }
 
 static int att_bwd_bf16(float *dqkv, const float *dout, const float *qkv, const float *out,
-                        const float *lse, int B, int T, int NH, int NKV, int hs) {
+                        const float *lse, int B, int T, int NH, int NKV, int hs, float scale,
+                        float cap, int win) {
     const size_t R = (size_t)(NH + 2 * NKV) * hs, C = (size_t)NH * hs;
     const int G = NH / NKV, BK = B * NKV;
     const size_t per = (size_t)T + (size_t)hs;   /* a work item's scores and dq */
     float *q16 = bf16_copy(qkv, (size_t)B * T * R), *do16 = bf16_copy(dout, (size_t)B * T * C);
     float *buf = malloc((size_t)BK * per * sizeof(float));
     if (!q16 || !do16 || !buf) { free(q16); free(do16); free(buf); return 0; }
-    const float scale = 1.0f / sqrtf((float)hs);
     const int par = BK > 1 && (long)B * NH * T * (long)T * hs >= 131072;
 #pragma omp parallel for schedule(static) if (par)
     for (int bk = 0; bk < BK; bk++) {
@@ -235,12 +270,20 @@ static int att_bwd_bf16(float *dqkv, const float *dout, const float *qkv, const 
                 const float *g = do16 + orow;
                 const float D = dotf(dout + orow, out + orow, hs);
                 const float L = lse[((size_t)b * NH + h) * T + i];
-                bf16_scores(x, q16, R, b, h, kh, i, T, NH, hs, scale);
+                const int lo = first_key(i, win);
+                bf16_scores(x, q16, R, b, h, kh, i, lo, T, NH, hs, scale);
                 for (int d = 0; d < hs; d++) dq[d] = 0.0f;
-                for (int j = 0; j <= i; j++) {
-                    const float p = zt_cpu_round_bf16(expf(x[j] - L));
+                for (int j = lo; j <= i; j++) {
                     const float *k = kb + (size_t)j * R, *v = vb + (size_t)j * R;
-                    const float ds = zt_cpu_round_bf16(p * (dotf(g, v, hs) - D) * scale);
+                    float p, ds;
+                    if (cap > 0.0f) {
+                        const float th = tanhf(x[j] / cap);
+                        p = zt_cpu_round_bf16(expf(cap * th - L));
+                        ds = zt_cpu_round_bf16(p * (dotf(g, v, hs) - D) * (1.0f - th * th) * scale);
+                    } else {
+                        p = zt_cpu_round_bf16(expf(x[j] - L));
+                        ds = zt_cpu_round_bf16(p * (dotf(g, v, hs) - D) * scale);
+                    }
                     float *dk = dkb + (size_t)j * R, *dv = dvb + (size_t)j * R;
 #pragma omp simd
                     for (int d = 0; d < hs; d++) {
@@ -258,12 +301,14 @@ static int att_bwd_bf16(float *dqkv, const float *dout, const float *qkv, const 
     return 1;
 }
 
-void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
-                    int B, int T, int NH, int NKV, int hs) {
-    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV) return;
-    if (zt_cpu_matmul_mode() == ZT_MATMUL_BF16 && att_fwd_bf16(out, lse, qkv, B, T, NH, NKV, hs))
+void zt_cpu_gqa_ext_fwd(float *out, float *lse, const float *qkv,
+                        int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV || !o) return;
+    const float scale = o->scale, cap = o->softcap;
+    const int win = o->window > 0 && o->window < T ? o->window : 0;
+    if (zt_cpu_matmul_mode() == ZT_MATMUL_BF16 &&
+        att_fwd_bf16(out, lse, qkv, B, T, NH, NKV, hs, scale, cap, win))
         return;
-    const float scale = 1.0f / sqrtf((float)hs);
     const long ntile = (T + ZT_ATT_TQ - 1) / ZT_ATT_TQ;
     const long total = (long)B * NH * ntile;
     const int par = (long)B * NH * T * (long)T * hs >= 131072;
@@ -274,8 +319,15 @@ void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
         const int t0 = (int)(idx % ntile) * ZT_ATT_TQ;
         const int h = (int)((idx / ntile) % NH);
         const int b = (int)(idx / (ntile * NH));
-        att_fwd_tile(out, lse, qkv, b, h, t0, T, NH, NKV, hs, scale);
+        att_fwd_tile(out, lse, qkv, b, h, t0, T, NH, NKV, hs, scale, cap, win);
     }
+}
+
+void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
+                    int B, int T, int NH, int NKV, int hs) {
+    if (hs <= 0) return;
+    const zt_attn_opts o = {1.0f / sqrtf((float)hs), 0.0f, 0};
+    zt_cpu_gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hs, &o);
 }
 
 void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
@@ -300,7 +352,7 @@ void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
 ZT_TARGET_CLONES
 static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
                          const float *out, const float *lse, int b, int h, int kh,
-                         int T, int NH, int NKV, int hs, float scale) {
+                         int T, int NH, int NKV, int hs, float scale, float cap, int win) {
     const size_t R = (size_t)(NH + 2 * NKV) * hs;   /* qkv row */
     const size_t C = (size_t)NH * hs;               /* out row */
     float dqa[ZT_ATT_TQ * hs];
@@ -320,8 +372,10 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
         const int nq = T - t0 < ZT_ATT_TQ ? T - t0 : ZT_ATT_TQ;
         const float *q[ZT_ATT_TQ], *g[ZT_ATT_TQ];
         float L[ZT_ATT_TQ], D[ZT_ATT_TQ];
+        int lo[ZT_ATT_TQ];
         for (int r = 0; r < ZT_ATT_TQ; r++) {
             const int t = t0 + (r < nq ? r : nq - 1);
+            lo[r] = first_key(t, win);
             q[r] = base + (size_t)t * R;
             g[r] = dobase + (size_t)t * C;
             L[r] = lrow[t];
@@ -333,7 +387,7 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
         float *dq0 = dqa, *dq1 = dqa + hs, *dq2 = dqa + 2 * hs, *dq3 = dqa + 3 * hs;
 
         const int tend = t0 + nq;
-        for (int j = 0; j < tend; j++) {
+        for (int j = lo[0]; j < tend; j++) {
             const float *k = kbase + (size_t)j * R;
             const float *v = vbase + (size_t)j * R;
             float *dk = dkbase + (size_t)j * R;
@@ -355,11 +409,20 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
             const float sv[ZT_ATT_TQ] = {s0, s1, s2, s3};
             const float ev[ZT_ATT_TQ] = {e0, e1, e2, e3};
             float p[ZT_ATT_TQ], ds[ZT_ATT_TQ];
-            for (int r = 0; r < ZT_ATT_TQ; r++) {
-                /* causal mask, and padding rows of a short tile */
-                p[r] = (r < nq && j <= t0 + r) ? zt_expf(sv[r] * scale - L[r]) : 0.0f;
-                ds[r] = p[r] * (ev[r] - D[r]) * scale;
-            }
+            if (cap > 0.0f)
+                for (int r = 0; r < ZT_ATT_TQ; r++) {
+                    /* dS through the cap: times 1 - tanh^2 */
+                    const float th = tanhf(sv[r] * scale / cap);
+                    p[r] = (r < nq && j <= t0 + r && j >= lo[r]) ? zt_expf(cap * th - L[r]) : 0.0f;
+                    ds[r] = p[r] * (ev[r] - D[r]) * (1.0f - th * th) * scale;
+                }
+            else
+                for (int r = 0; r < ZT_ATT_TQ; r++) {
+                    /* causal mask (and window), and padding rows of a short tile */
+                    p[r] = (r < nq && j <= t0 + r && j >= lo[r]) ? zt_expf(sv[r] * scale - L[r])
+                                                                 : 0.0f;
+                    ds[r] = p[r] * (ev[r] - D[r]) * scale;
+                }
             const float p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
             const float d0 = ds[0], d1 = ds[1], d2 = ds[2], d3 = ds[3];
 #pragma omp simd
@@ -385,7 +448,7 @@ static void att_bwd_head(float *dqkv, const float *dout, const float *qkv,
 /* one (b, kv head): zero its dk, dv, then add its q heads in order */
 static void att_bwd_kv(float *dqkv, const float *dout, const float *qkv,
                        const float *out, const float *lse, int b, int kh,
-                       int T, int NH, int NKV, int hs, float scale) {
+                       int T, int NH, int NKV, int hs, float scale, float cap, int win) {
     const size_t R = (size_t)(NH + 2 * NKV) * hs;
     float *dk = dqkv + (size_t)b * T * R + (size_t)(NH + kh) * hs;
     float *dv = dk + (size_t)NKV * hs;
@@ -395,22 +458,32 @@ static void att_bwd_kv(float *dqkv, const float *dout, const float *qkv,
     }
     const int G = NH / NKV;
     for (int h = kh * G; h < (kh + 1) * G; h++)
-        att_bwd_head(dqkv, dout, qkv, out, lse, b, h, kh, T, NH, NKV, hs, scale);
+        att_bwd_head(dqkv, dout, qkv, out, lse, b, h, kh, T, NH, NKV, hs, scale, cap, win);
+}
+
+void zt_cpu_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv,
+                        const float *out, const float *lse,
+                        int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV || !o) return;
+    const float scale = o->scale, cap = o->softcap;
+    const int win = o->window > 0 && o->window < T ? o->window : 0;
+    if (zt_cpu_matmul_mode() == ZT_MATMUL_BF16 &&
+        att_bwd_bf16(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs, scale, cap, win))
+        return;
+    const int BK = B * NKV;
+    const int par = BK > 1 && (long)B * NH * T * (long)T * hs >= 131072;
+#pragma omp parallel for schedule(static) if (par)
+    for (int bk = 0; bk < BK; bk++)
+        att_bwd_kv(dqkv, dout, qkv, out, lse, bk / NKV, bk % NKV, T, NH, NKV, hs, scale, cap,
+                   win);
 }
 
 void zt_cpu_gqa_bwd(float *dqkv, const float *dout, const float *qkv,
                     const float *out, const float *lse,
                     int B, int T, int NH, int NKV, int hs) {
-    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || NH % NKV) return;
-    if (zt_cpu_matmul_mode() == ZT_MATMUL_BF16 &&
-        att_bwd_bf16(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs))
-        return;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const int BK = B * NKV;
-    const int par = BK > 1 && (long)B * NH * T * (long)T * hs >= 131072;
-#pragma omp parallel for schedule(static) if (par)
-    for (int bk = 0; bk < BK; bk++)
-        att_bwd_kv(dqkv, dout, qkv, out, lse, bk / NKV, bk % NKV, T, NH, NKV, hs, scale);
+    if (hs <= 0) return;
+    const zt_attn_opts o = {1.0f / sqrtf((float)hs), 0.0f, 0};
+    zt_cpu_gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs, &o);
 }
 
 void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,

@@ -55,6 +55,11 @@ void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
 void zt_cpu_gqa_bwd(float *dqkv, const float *dout, const float *qkv,
                     const float *out, const float *lse,
                     int B, int T, int NH, int NKV, int hs);
+void zt_cpu_gqa_ext_fwd(float *out, float *lse, const float *qkv,
+                        int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
+void zt_cpu_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv,
+                        const float *out, const float *lse,
+                        int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
 
 /* cpu_llama.c */
 void zt_cpu_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w,
@@ -71,6 +76,10 @@ void zt_cpu_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
                          const float *rstd, int N, int n_heads, int stride, int hd);
 void zt_cpu_swiglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
+void zt_cpu_geglu_fwd(float *out, const float *gu, int N, int H);
+void zt_cpu_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
+void zt_cpu_softcap_fwd(float *y, const float *x, size_t n, float cap);
+void zt_cpu_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap);
 
 /* cpu_precision.c */
 /* x rounded to bfloat16 (nearest even; NaN stays NaN), as a float: the

@@ -196,3 +196,69 @@ void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, in
         for (int i = 0; i < H; i++) zt_swiglu_bwd(&dg[i], &du[i], g[i], u[i], d[i]);
     }
 }
+
+/* ------------------------------------------------------------ GeGLU (Gemma) */
+
+/* out = gelu(g) u with the tanh GELU of gelu_fwd (cpu_nn.c): the same
+ * constants and operations, zt_tanhf */
+#define ZT_GEGLU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define ZT_GEGLU_A 0.044715f
+
+ZT_TARGET_CLONES
+void zt_cpu_geglu_fwd(float *out, const float *gu, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+#pragma omp parallel for schedule(static) if ((size_t)N * H >= ZT_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const float *g = gu + (size_t)n * 2 * H, *u = g + H;
+        float *o = out + (size_t)n * H;
+#pragma omp simd
+        for (int i = 0; i < H; i++) {
+            const float x = g[i];
+            const float a = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+            o[i] = (0.5f * x * (1.0f + zt_tanhf(a))) * u[i];
+        }
+    }
+}
+
+/* dg = dout u gelu'(g), du = dout gelu(g) */
+ZT_TARGET_CLONES
+void zt_cpu_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+#pragma omp parallel for schedule(static) if ((size_t)N * H >= ZT_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const float *g = gu + (size_t)n * 2 * H, *u = g + H;
+        const float *d = dout + (size_t)n * H;
+        float *dg = dgu + (size_t)n * 2 * H, *du = dg + H;
+#pragma omp simd
+        for (int i = 0; i < H; i++) {
+            const float x = g[i];
+            const float a = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+            const float th = zt_tanhf(a);
+            const float sech2 = 1.0f - th * th;
+            const float da = ZT_GEGLU_K * (1.0f + 3.0f * ZT_GEGLU_A * x * x);
+            const float gd = 0.5f * (1.0f + th) + 0.5f * x * sech2 * da;
+            const float ge = 0.5f * x * (1.0f + th);
+            const float dd = d[i];
+            dg[i] = dd * u[i] * gd;
+            du[i] = dd * ge;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ logit soft-capping */
+
+/* y = cap tanh(x / cap) with libm's tanhf (accurate near 0, where the
+ * logits mostly are); elementwise, so y may alias x */
+void zt_cpu_softcap_fwd(float *y, const float *x, size_t n, float cap) {
+#pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) y[i] = cap * tanhf(x[i] / cap);
+}
+
+/* dx = dy (1 - (y / cap)^2); dx may alias dy */
+void zt_cpu_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap) {
+#pragma omp parallel for schedule(static) if (n >= ZT_PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        const float t = y[i] / cap;
+        dx[i] = dy[i] * (1.0f - t * t);
+    }
+}

@@ -642,6 +642,86 @@ static void s_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     leave();
 }
 
+/* the options are a host struct read by the host side of the call */
+#define NEED_OPTS(who, o)                                                                \
+    do {                                                                                 \
+        if (!(o) || !in_host((o), sizeof *(o))) {                                        \
+            set_err("cpu-strict: %s: %s=%p is not a host zt_attn_opts", who, "opts",      \
+                    (const void *)(o));                                                  \
+            ok = 0;                                                                      \
+        }                                                                                \
+    } while (0)
+
+static void s_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH,
+                          int NKV, int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("gqa_ext_fwd", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_fwd", "lse", lse, N * NH * F);
+    NEED_DEV("gqa_ext_fwd", "qkv", qkv, N * (NH + 2 * (size_t)NKV) * hd * F);
+    NEED_OPTS("gqa_ext_fwd", o);
+    if (ok) cpu()->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hd, o);
+    leave();
+}
+
+static void s_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                          const float *lse, int B, int T, int NH, int NKV, int hd,
+                          const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    const size_t R = N * (NH + 2 * (size_t)NKV) * hd * F;
+    enter();
+    NEED_DEV("gqa_ext_bwd", "dqkv", dqkv, R);
+    NEED_DEV("gqa_ext_bwd", "dout", dout, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd", "qkv", qkv, R);
+    NEED_DEV("gqa_ext_bwd", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd", "lse", lse, N * NH * F);
+    NEED_OPTS("gqa_ext_bwd", o);
+    if (ok) cpu()->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd, o);
+    leave();
+}
+
+static void s_geglu_fwd(float *out, const float *gu, int N, int H) {
+    int ok = 1;
+    const size_t NH = (size_t)N * H * F;
+    enter();
+    NEED_DEV("geglu_fwd", "out", out, NH);
+    NEED_DEV("geglu_fwd", "gu", gu, 2 * NH);
+    if (ok) cpu()->geglu_fwd(out, gu, N, H);
+    leave();
+}
+
+static void s_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    int ok = 1;
+    const size_t NH = (size_t)N * H * F;
+    enter();
+    NEED_DEV("geglu_bwd", "dgu", dgu, 2 * NH);
+    NEED_DEV("geglu_bwd", "dout", dout, NH);
+    NEED_DEV("geglu_bwd", "gu", gu, 2 * NH);
+    if (ok) cpu()->geglu_bwd(dgu, dout, gu, N, H);
+    leave();
+}
+
+static void s_softcap_fwd(float *y, const float *x, size_t n, float cap) {
+    int ok = 1;
+    enter();
+    NEED_DEV("softcap_fwd", "y", y, n * F);
+    NEED_DEV("softcap_fwd", "x", x, n * F);
+    if (ok) cpu()->softcap_fwd(y, x, n, cap);
+    leave();
+}
+
+static void s_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap) {
+    int ok = 1;
+    enter();
+    NEED_DEV("softcap_bwd", "dx", dx, n * F);
+    NEED_DEV("softcap_bwd", "dy", dy, n * F);
+    NEED_DEV("softcap_bwd", "y", y, n * F);
+    if (ok) cpu()->softcap_bwd(dx, dy, y, n, cap);
+    leave();
+}
+
 static void s_gelu_fwd(float *out, const float *inp, size_t n) {
     int ok = 1;
     enter();
@@ -843,6 +923,12 @@ static const zt_backend strict_backend = {
     .swiglu_bwd = s_swiglu_bwd,
     .gqa_fwd = s_gqa_fwd,
     .gqa_bwd = s_gqa_bwd,
+    .gqa_ext_fwd = s_gqa_ext_fwd,
+    .gqa_ext_bwd = s_gqa_ext_bwd,
+    .geglu_fwd = s_geglu_fwd,
+    .geglu_bwd = s_geglu_bwd,
+    .softcap_fwd = s_softcap_fwd,
+    .softcap_bwd = s_softcap_bwd,
     .gelu_fwd = s_gelu_fwd,
     .gelu_bwd = s_gelu_bwd,
     .add = s_add,
