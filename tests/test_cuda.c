@@ -17,7 +17,8 @@
  *     (max over all of dqkv)
  *   Llama: rmsnorm, rope, swiglu (fwd and bwd):         rtol 1e-5, atol 1e-6
  *   Gemma: geglu, softcap against double references:   rtol 1e-5, atol 1e-6
- *     (geglu_bwd atol 5e-6: tanhf); gqa_ext against a double reference as
+ *     (geglu_bwd atol 5e-6: tanhf; against the CPU's geglu atol 3e-6 fwd,
+ *     2e-5 bwd: its zt_tanhf); gqa_ext against a double reference as
  *     gqa (fp32) and gqa_bf16 (bf16 mode); gqa = gqa_ext defaults: bitwise
  *     (rmsnorm dw: atol 1e-5 max); gqa as attention
  *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
@@ -905,10 +906,12 @@ static void test_geglu(int N, int H) {
         float *o2 = xmalloc(nh * 4), *d2 = fvec(2 * nh, 3.0);
         cpu->geglu_fwd(o2, gu, N, H);
         cpu->geglu_bwd(d2, dout, gu, N, H);
+        /* the CPU's tanh (zt_tanhf) is good to ~1e-7 absolute: times |x up| / 2
+         * <= 12.5 in the forward, |dout up| (0.5 + |x| dtanh/dx) <= 90 in dgate */
         snprintf(name, sizeof name, "geglu_fwd = the CPU's N=%d H=%d", N, H);
-        cmpd(name, out_d, o2, nh, 1e-5, 1e-6);
+        cmpd(name, out_d, o2, nh, 1e-5, 3e-6);
         snprintf(name, sizeof name, "geglu_bwd = the CPU's N=%d H=%d", N, H);
-        cmpd(name, dgu_d, d2, 2 * nh, 1e-5, 5e-6);
+        cmpd(name, dgu_d, d2, 2 * nh, 1e-5, 2e-5);
         free(o2); free(d2);
     } else {
         tap_skip("geglu = the CPU's", "the CPU table has no geglu_fwd/bwd");
