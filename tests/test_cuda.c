@@ -16,6 +16,10 @@
  *   attention backward:                                 rtol 1e-4, atol 1e-5 max
  *     (max over all of dqkv)
  *   Llama: rmsnorm, rope, swiglu (fwd and bwd):         rtol 1e-5, atol 1e-6
+ *   Gemma: geglu, softcap against double references:   rtol 1e-5, atol 1e-6
+ *     (geglu_bwd atol 5e-6: tanhf; against the CPU's geglu atol 3e-6 fwd,
+ *     2e-5 bwd: its zt_tanhf); gqa_ext against a double reference as
+ *     gqa (fp32) and gqa_bf16 (bf16 mode); gqa = gqa_ext defaults: bitwise
  *     (rmsnorm dw: atol 1e-5 max); gqa as attention
  *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
  *   bf16 matmul vs CPU fp32:                            atol 2e-2 max
@@ -861,6 +865,298 @@ static void test_gqa_bf16(int B, int T, int NH, int NKV, int hd) {
     no_error(tag);
 }
 
+/* ------------------------------------------------------------ Gemma kernels */
+
+/* GeGLU and logit soft-capping against double references (and the CPU's
+ * entries when it has them) */
+static double ref_gelu(double x, double *dgelu) {
+    const double k = 0.7978845608028654, a = 0.044715;
+    const double th = tanh(k * (x + a * x * x * x));
+    *dgelu = 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * a * x * x);
+    return 0.5 * x * (1.0 + th);
+}
+
+static void test_geglu(int N, int H) {
+    if (!gpu->geglu_fwd || !gpu->geglu_bwd) {
+        tap_skip("geglu", "the table has no geglu_fwd/bwd");
+        return;
+    }
+    const size_t nh = (size_t)N * H;
+    float *gu = fvec(2 * nh, 5.0), *dout = fvec(nh, 1.0), *out = xmalloc(nh * 4), *dgu = xmalloc(2 * nh * 4);
+    float *gu_d = devf(gu, 2 * nh), *dout_d = devf(dout, nh), *out_d = gpu->alloc(nh * 4);
+    float *dgu_d = devf(gu, 2 * nh);   /* garbage: overwritten */
+    char name[128];
+    for (size_t n = 0; n < (size_t)N; n++)
+        for (size_t k = 0; k < (size_t)H; k++) {
+            const size_t o = n * 2 * H + k;
+            double dg;
+            const double g = ref_gelu(gu[o], &dg);
+            out[n * H + k] = (float)(g * gu[o + H]);
+            dgu[o] = (float)((double)dout[n * H + k] * gu[o + H] * dg);
+            dgu[o + H] = (float)((double)dout[n * H + k] * g);
+        }
+    gpu->geglu_fwd(out_d, gu_d, N, H);
+    snprintf(name, sizeof name, "geglu_fwd = gelu_tanh(gate) * up (double reference) N=%d H=%d", N, H);
+    cmpd(name, out_d, out, nh, 1e-5, 1e-6);
+    gpu->geglu_bwd(dgu_d, dout_d, gu_d, N, H);
+    /* atol: tanhf's error times |d dgelu / d tanh| <= 3.9 times |dout up| <= 5 */
+    snprintf(name, sizeof name, "geglu_bwd dgu (overwritten, double reference) N=%d H=%d", N, H);
+    cmpd(name, dgu_d, dgu, 2 * nh, 1e-5, 5e-6);
+    if (cpu->geglu_fwd && cpu->geglu_bwd) {
+        float *o2 = xmalloc(nh * 4), *d2 = fvec(2 * nh, 3.0);
+        cpu->geglu_fwd(o2, gu, N, H);
+        cpu->geglu_bwd(d2, dout, gu, N, H);
+        /* the CPU's tanh (zt_tanhf) is good to ~1e-7 absolute: times |x up| / 2
+         * <= 12.5 in the forward, |dout up| (0.5 + |x| dtanh/dx) <= 90 in dgate */
+        snprintf(name, sizeof name, "geglu_fwd = the CPU's N=%d H=%d", N, H);
+        cmpd(name, out_d, o2, nh, 1e-5, 3e-6);
+        snprintf(name, sizeof name, "geglu_bwd = the CPU's N=%d H=%d", N, H);
+        cmpd(name, dgu_d, d2, 2 * nh, 1e-5, 2e-5);
+        free(o2); free(d2);
+    } else {
+        tap_skip("geglu = the CPU's", "the CPU table has no geglu_fwd/bwd");
+    }
+    free(gu); free(dout); free(out); free(dgu);
+    gpu->free(gu_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(dgu_d);
+    no_error("geglu");
+}
+
+static void test_softcap(size_t n, float cap) {
+    if (!gpu->softcap_fwd || !gpu->softcap_bwd) {
+        tap_skip("softcap", "the table has no softcap_fwd/bwd");
+        return;
+    }
+    float *x = fvec(n, 3.0 * cap), *dy = fvec(n, 1.0), *y = xmalloc(n * 4), *dx = xmalloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        y[i] = (float)(cap * tanh((double)x[i] / cap));
+        const double th = (double)y[i] / cap;   /* from the float y, as the entry */
+        dx[i] = (float)(dy[i] * (1.0 - th * th));
+    }
+    float *x_d = devf(x, n), *dy_d = devf(dy, n), *y_d = gpu->alloc(n * 4), *dx_d = devf(x, n);
+    char name[128];
+    gpu->softcap_fwd(y_d, x_d, n, cap);
+    snprintf(name, sizeof name, "softcap_fwd y = cap tanh(x / cap) n=%zu cap=%g", n, (double)cap);
+    cmpd(name, y_d, y, n, 1e-5, 1e-6 * cap);
+    gpu->to_device(y_d, y, n * 4);   /* the backward from the reference's y */
+    gpu->softcap_bwd(dx_d, dy_d, y_d, n, cap);
+    snprintf(name, sizeof name, "softcap_bwd dx = dy (1 - (y / cap)^2) n=%zu cap=%g", n, (double)cap);
+    cmpd(name, dx_d, dx, n, 1e-5, 1e-6);
+    /* in place: y = x, dx = dy */
+    gpu->softcap_fwd(x_d, x_d, n, cap);
+    snprintf(name, sizeof name, "softcap_fwd in place (y == x) n=%zu", n);
+    cmpd(name, x_d, y, n, 1e-5, 1e-6 * cap);
+    gpu->softcap_bwd(dy_d, dy_d, y_d, n, cap);
+    snprintf(name, sizeof name, "softcap_bwd in place (dx == dy) n=%zu", n);
+    cmpd(name, dy_d, dx, n, 1e-5, 1e-6);
+    if (cpu->softcap_fwd && cpu->softcap_bwd) {
+        float *y2 = xmalloc(n * 4), *dx2 = xmalloc(n * 4);
+        cpu->softcap_fwd(y2, x, n, cap);
+        cpu->softcap_bwd(dx2, dy, y, n, cap);
+        snprintf(name, sizeof name, "softcap_fwd = the CPU's n=%zu", n);
+        cmpd(name, y_d, y2, n, 1e-5, 1e-6 * cap);
+        snprintf(name, sizeof name, "softcap_bwd = the CPU's n=%zu", n);
+        cmpd(name, dx_d, dx2, n, 1e-5, 1e-6);
+        free(y2); free(dx2);
+    } else {
+        tap_skip("softcap = the CPU's", "the CPU table has no softcap_fwd/bwd");
+    }
+    free(x); free(dy); free(y); free(dx);
+    gpu->free(x_d); gpu->free(dy_d); gpu->free(y_d); gpu->free(dx_d);
+    no_error("softcap");
+}
+
+/* Naive causal GQA with options (backend.h's gqa_ext_*), in double: query
+ * t attends keys u with t - window < u <= t (window 0: all u <= t), score
+ * x = (q.k) scale, then with cap > 0 x <- cap tanh(x / cap); softmax; the
+ * backward's dS = p (dP - D) (1 - tanh^2) scale.  bf16 = 1: the rounding
+ * points of bf16 matmul mode on top (q, k, v, dout rounded to bf16 for the
+ * products, p and dS rounded to bf16 as they are made; D from the fp32
+ * dout).  pass 0 fills out, lse; pass 1 dqkv, from dout and the given out
+ * and lse. */
+static void ref_gqa_ext(int pass, float *out, float *lse, float *dqkv, const float *qkv,
+                        const float *dout, int B, int T, int NH, int NKV, int hd,
+                        const zt_attn_opts *o, int bf16) {
+    const int R = (NH + 2 * NKV) * hd, AD = NH * hd, g = NH / NKV;
+    const size_t nq = (size_t)B * T * R, no = (size_t)B * T * AD;
+    float *q16 = xmalloc(nq * 4), *do16 = xmalloc(no * 4);
+    double *x = xmalloc((size_t)T * 8), *f = xmalloc((size_t)T * 8), *p = xmalloc((size_t)T * 8);
+    double *acc = xmalloc((size_t)hd * 8), *dacc = xmalloc(nq * 8);
+    for (size_t i = 0; i < nq; i++) q16[i] = bf16 ? bfr(qkv[i]) : qkv[i];
+    for (size_t i = 0; i < no; i++) do16[i] = bf16 ? bfr(dout[i]) : dout[i];
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int kh = h / g;
+            for (int t = 0; t < T; t++) {
+                const int lo = o->window > 0 && t - o->window + 1 > 0 ? t - o->window + 1 : 0;
+                const size_t qrow = ((size_t)b * T + t) * R, orow = ((size_t)b * T + t) * AD + (size_t)h * hd;
+                const float *Q = q16 + qrow + (size_t)h * hd;
+                double m = -INFINITY;
+                for (int u = lo; u <= t; u++) {
+                    const float *K = q16 + ((size_t)b * T + u) * R + (size_t)(NH + kh) * hd;
+                    double s = 0.0;
+                    for (int d = 0; d < hd; d++) s += (double)Q[d] * K[d];
+                    x[u] = s * o->scale;
+                    f[u] = 1.0;
+                    if (o->softcap > 0.0f) {
+                        const double th = tanh(x[u] / o->softcap);
+                        x[u] = o->softcap * th;
+                        f[u] = 1.0 - th * th;
+                    }
+                    m = fmax(m, x[u]);
+                }
+                float *L = lse + ((size_t)b * NH + h) * T + t;
+                if (pass == 0) {
+                    double sum = 0.0;
+                    for (int u = lo; u <= t; u++) sum += exp(x[u] - m);
+                    *L = (float)(m + log(sum));
+                }
+                for (int u = lo; u <= t; u++) {
+                    p[u] = exp(x[u] - (double)*L);
+                    if (bf16) p[u] = bfr((float)p[u]);
+                }
+                if (pass == 0) {
+                    memset(acc, 0, (size_t)hd * 8);
+                    for (int u = lo; u <= t; u++) {
+                        const float *V = q16 + ((size_t)b * T + u) * R + (size_t)(NH + NKV + kh) * hd;
+                        for (int d = 0; d < hd; d++) acc[d] += p[u] * V[d];
+                    }
+                    for (int d = 0; d < hd; d++) out[orow + d] = (float)acc[d];
+                    continue;
+                }
+                double D = 0.0;
+                for (int d = 0; d < hd; d++) D += (double)dout[orow + d] * out[orow + d];
+                for (int u = lo; u <= t; u++) {
+                    const size_t krow = ((size_t)b * T + u) * R;
+                    const float *K = q16 + krow + (size_t)(NH + kh) * hd;
+                    const float *V = q16 + krow + (size_t)(NH + NKV + kh) * hd;
+                    double dp = 0.0;
+                    for (int d = 0; d < hd; d++) dp += (double)do16[orow + d] * V[d];
+                    double ds = p[u] * (dp - D) * f[u] * o->scale;
+                    if (bf16) ds = bfr((float)ds);
+                    for (int d = 0; d < hd; d++) {
+                        dacc[qrow + (size_t)h * hd + d] += ds * K[d];
+                        dacc[krow + (size_t)(NH + kh) * hd + d] += ds * Q[d];
+                        dacc[krow + (size_t)(NH + NKV + kh) * hd + d] += p[u] * do16[orow + d];
+                    }
+                }
+            }
+        }
+    if (pass == 1)
+        for (size_t i = 0; i < nq; i++) dqkv[i] = (float)dacc[i];
+    free(q16); free(do16); free(x); free(f); free(p); free(acc); free(dacc);
+}
+
+/* gqa_ext_fwd/bwd against ref_gqa_ext, in fp32 or bf16 matmul mode (bf16:
+ * the tensor-core path), and the CPU's entries in the same mode when the
+ * CPU has them; the backward twice bitwise */
+static void test_gqa_ext(int B, int T, int NH, int NKV, int hd, float scale, float cap, int window,
+                         int mode) {
+    char tag[160], name[256];
+    snprintf(tag, sizeof tag, "%s B=%d T=%d NH=%d NKV=%d hd=%d scale=%g softcap=%g window=%d",
+             mode == ZT_MATMUL_BF16 ? "bf16" : "fp32", B, T, NH, NKV, hd, (double)scale, (double)cap,
+             window);
+    if (!gpu->gqa_ext_fwd || !gpu->gqa_ext_bwd) {
+        tap_skip(tag, "the table has no gqa_ext_fwd/bwd");
+        return;
+    }
+    const zt_attn_opts o = {scale, cap, window};
+    const int bf = mode == ZT_MATMUL_BF16;
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no);
+    float *out_d = gpu->alloc(no * 4), *lse_d = gpu->alloc(nl * 4), *junk = fvec(nq, 7.0);
+    float *dq_d = devf(junk, nq);   /* garbage: overwritten */
+    free(junk);
+    const double fo = bf ? 1e-3 : 1e-5, bo = bf ? 2e-3 : 1e-4, ba = bf ? 2e-3 : 1e-5;
+    ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, bf);
+    ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, bf);
+    gpu->set_matmul_precision(mode);
+    gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "gqa_ext_fwd out = double reference %s", tag);
+    cmpd(name, out_d, out, no, fo, fo * maxabs(out, no));
+    snprintf(name, sizeof name, "gqa_ext_fwd lse %s", tag);
+    cmpd(name, lse_d, lse, nl, 1e-5, 1e-5 * maxabs(lse, nl));
+    gpu->to_device(out_d, out, no * 4);
+    gpu->to_device(lse_d, lse, nl * 4);
+    gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "gqa_ext_bwd dqkv (overwritten) = double reference %s", tag);
+    cmpd(name, dq_d, dqkv, nq, bo, ba * maxabs(dqkv, nq));
+    float *d2 = gpu->alloc(nq * 4);
+    gpu->gqa_ext_bwd(d2, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "gqa_ext_bwd twice: bitwise equal %s", tag);
+    same_dev(name, dq_d, d2, nq * 4);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    if (cpu->gqa_ext_fwd && cpu->gqa_ext_bwd) {
+        float *o2 = xmalloc(no * 4), *l2 = xmalloc(nl * 4), *g2 = fvec(nq, 7.0);
+        cpu->set_matmul_precision(mode);
+        cpu->gqa_ext_fwd(o2, l2, qkv, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_bwd(g2, dout, qkv, out, lse, B, T, NH, NKV, hd, &o);
+        cpu->set_matmul_precision(ZT_MATMUL_FP32);
+        snprintf(name, sizeof name, "cpu gqa_ext_fwd out = double reference %s", tag);
+        cmp(name, o2, out, no, fo, fo * maxabs(out, no));
+        snprintf(name, sizeof name, "cpu gqa_ext_fwd lse %s", tag);
+        cmp(name, l2, lse, nl, 1e-5, 1e-5 * maxabs(lse, nl));
+        snprintf(name, sizeof name, "cpu gqa_ext_bwd dqkv = double reference %s", tag);
+        cmp(name, g2, dqkv, nq, bo, ba * maxabs(dqkv, nq));
+        free(o2); free(l2); free(g2);
+    } else {
+        snprintf(name, sizeof name, "cpu gqa_ext_fwd/bwd %s", tag);
+        tap_skip(name, "the CPU table has no gqa_ext_fwd/bwd");
+    }
+    free(qkv); free(dout); free(out); free(lse); free(dqkv);
+    gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+    gpu->free(d2);
+    no_error(tag);
+}
+
+/* gqa_fwd/bwd = gqa_ext_* with scale 1/sqrt(hd), no cap, no window,
+ * bitwise; a window >= T is no window, bitwise (with and without a cap) */
+static void test_gqa_ext_defaults(int B, int T, int NH, int NKV, int hd, int mode) {
+    char tag[128], name[256];
+    snprintf(tag, sizeof tag, "%s B=%d T=%d NH=%d NKV=%d hd=%d", mode == ZT_MATMUL_BF16 ? "bf16" : "fp32",
+             B, T, NH, NKV, hd);
+    if (!gpu->gqa_ext_fwd || !gpu->gqa_ext_bwd) {
+        tap_skip(tag, "the table has no gqa_ext_fwd/bwd");
+        return;
+    }
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no);
+    float *o1 = gpu->alloc(no * 4), *l1 = gpu->alloc(nl * 4), *d1 = gpu->alloc(nq * 4);
+    float *o2 = gpu->alloc(no * 4), *l2 = gpu->alloc(nl * 4), *d2 = gpu->alloc(nq * 4);
+    gpu->set_matmul_precision(mode);
+    for (int c = 0; c < 3; c++) {
+        /* c = 0: gqa_* against the defaults; 1, 2: windows T and T + 5
+         * against none, capped (2) or not (1) */
+        const float cap = c == 2 ? 3.0f : 0.0f;
+        const zt_attn_opts none = {1.0f / sqrtf((float)hd), cap, 0};
+        const zt_attn_opts w = {none.scale, cap, c == 1 ? T : T + 5};
+        const char *what = c == 0 ? "gqa_* = gqa_ext_* with the default options"
+                           : c == 1 ? "gqa_ext_* window T = no window"
+                                    : "gqa_ext_* softcap 3, window T+5 = no window";
+        if (c == 0) gpu->gqa_fwd(o1, l1, qkv_d, B, T, NH, NKV, hd);
+        else gpu->gqa_ext_fwd(o1, l1, qkv_d, B, T, NH, NKV, hd, &none);
+        gpu->gqa_ext_fwd(o2, l2, qkv_d, B, T, NH, NKV, hd, c == 0 ? &none : &w);
+        snprintf(name, sizeof name, "%s: out, lse bitwise %s", what, tag);
+        float *ho1 = host(o1, no), *ho2 = host(o2, no), *hl1 = host(l1, nl), *hl2 = host(l2, nl);
+        tap_ok(memcmp(ho1, ho2, no * 4) == 0 && memcmp(hl1, hl2, nl * 4) == 0, "%s", name);
+        free(ho1); free(ho2); free(hl1); free(hl2);
+        if (c == 0) gpu->gqa_bwd(d1, dout_d, qkv_d, o1, l1, B, T, NH, NKV, hd);
+        else gpu->gqa_ext_bwd(d1, dout_d, qkv_d, o1, l1, B, T, NH, NKV, hd, &none);
+        gpu->gqa_ext_bwd(d2, dout_d, qkv_d, o1, l1, B, T, NH, NKV, hd, c == 0 ? &none : &w);
+        snprintf(name, sizeof name, "%s: dqkv bitwise %s", what, tag);
+        same_dev(name, d1, d2, nq * 4);
+    }
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    free(qkv); free(dout);
+    gpu->free(qkv_d); gpu->free(dout_d); gpu->free(o1); gpu->free(l1); gpu->free(d1);
+    gpu->free(o2); gpu->free(l2); gpu->free(d2);
+    no_error(tag);
+}
+
 static void test_attention_limits(void) {
     if (selftest) {
         tap_skip("attention_fwd with head size 300 refused", "self-test (the CPU has no limit)");
@@ -1058,7 +1354,8 @@ int main(void) {
         gpu->sumsq && gpu->scale && gpu->to_bf16 && gpu->from_bf16 && gpu->to_f16 && gpu->from_f16 &&
         gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->headnorm_fwd && gpu->headnorm_bwd && gpu->rope_fwd &&
         gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
-        gpu->nf4_dequant;
+        gpu->nf4_dequant && gpu->gqa_ext_fwd && gpu->gqa_ext_bwd && gpu->geglu_fwd &&
+        gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -1122,6 +1419,21 @@ int main(void) {
         /* 12 kv heads of 3400^2 scores exceed the budget: chunks of 7 and 5 */
         test_gqa_bf16(1, 3400, 12, 12, 16);
     }
+    /* Gemma: attention with options (scale, soft-cap, sliding window),
+     * GeGLU, logit soft-capping */
+    for (int mode = ZT_MATMUL_FP32; mode <= ZT_MATMUL_BF16; mode++) {
+        test_gqa_ext_defaults(2, 70, 4, 2, 16, mode);
+        test_gqa_ext(2, 70, 4, 2, 16, 0.3f, 0.0f, 20, mode);   /* window < a tile: tiles skipped */
+        test_gqa_ext(1, 70, 4, 1, 8, 1.0f, 2.0f, 40, mode);    /* MQA, capped, window > a tile */
+        test_gqa_ext(1, 37, 2, 2, 33, 0.25f, 1.5f, 0, mode);   /* cap alone, hs 33 */
+        test_gqa_ext(2, 37, 6, 2, 16, 0.25f, 5.0f, 37, mode);  /* window = T */
+        test_gqa_ext(1, 40, 2, 1, 8, 0.5f, 0.0f, 1, mode);     /* window 1: each query itself */
+        if (full) test_gqa_ext(1, 300, 8, 4, 64, 0.125f, 50.0f, 128, mode);
+    }
+    test_geglu(37, 13);
+    if (full) test_geglu(512, 4096);
+    test_softcap(100003, 30.0f);
+    test_softcap(7, 0.5f);
     test_xent(37, 11);
     if (full) test_xent(64, 50257);
     test_training();

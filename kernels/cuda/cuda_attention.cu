@@ -23,6 +23,15 @@
  *   p = exp(q.k * scale - lse),  D_t = dout_t . out_t,
  *   dS = p (dout_t . v_j - D_t) scale,
  *   dq_t += dS k_j,  dk_j += dS q_t,  dv_j += p dout_t.
+ *
+ * Options (gqa_ext_fwd/bwd, zt_attn_opts; gqa_fwd/bwd are the defaults
+ * scale = 1/sqrt(hs), cap 0, window 0, through the same code): the score
+ * x = q.k * scale is soft-capped, x <- cap tanh(x / cap), and dS gets the
+ * factor 1 - tanh(x / cap)^2 before the scale; with a sliding window only
+ * keys j > t - window are attended, and the kernels skip the key tiles (the
+ * query tiles in dk/dv) entirely outside it.  Without options every
+ * operation is the one of the plain kernels, so the results are bitwise
+ * the same.
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -52,6 +61,28 @@ __device__ __forceinline__ void load_tile(float *dst, const float *base, int r0,
         const int t = r0 + r;
         dst[r * ld + d] = t < T ? base[(size_t)t * rstride + d] : 0.0f;
     }
+}
+
+/* key j is attended by query t: causal, and within the window (0: none) */
+__device__ __forceinline__ bool att_sees(int t, int j, int window) {
+    return j <= t && (window <= 0 || j > t - window);
+}
+
+/* the (capped) score of x = q.k * scale; *f gets d capped / d x (1 uncapped) */
+__device__ __forceinline__ float att_cap(float x, float cap, float *f) {
+    if (cap > 0.0f) {
+        const float th = tanhf(x / cap);
+        *f = 1.0f - th * th;
+        return cap * th;
+    }
+    *f = 1.0f;
+    return x;
+}
+
+/* first key tile of the query tile at q0: the tile of key q0 - window + 1 */
+__host__ __device__ static inline int att_key_start(int q0, int window) {
+    const int j = window > 0 ? q0 - window + 1 : 0;
+    return j > 0 ? j / TILE * TILE : 0;
 }
 
 __device__ __forceinline__ float dot_sm(const float *a, const float *b, int hs) {
@@ -97,7 +128,7 @@ __device__ __forceinline__ void zero_rows(float (&acc)[RPW][DPL]) {
 template <int DPL>
 __global__ void __launch_bounds__(NTHR)
 k_att_fwd(float *out, float *lse, const float *qkv, int T, int NH, int NKV, int hs, float scale,
-          int ntiles) {
+          float cap, int window, int ntiles) {
     extern __shared__ float sm[];
     const int ld = tile_ld(hs);
     float *Qs = sm;                  /* [32][ld] */
@@ -128,7 +159,7 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int NH, int NKV, int 
     zero_rows<DPL>(acc);
 
     const int last = min(q0 + TILE, T) - 1;   /* last query row of the tile */
-    for (int k0 = 0; k0 <= last; k0 += TILE) {
+    for (int k0 = att_key_start(q0, window); k0 <= last; k0 += TILE) {
         __syncthreads();   /* Ks/Vs of the previous tile are no longer read */
         load_tile(Ks, kbase, k0, T, R, hs, ld);
         load_tile(Vs, vbase, k0, T, R, hs, ld);
@@ -137,8 +168,9 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int NH, int NKV, int 
 #pragma unroll
         for (int i = 0; i < RPW; i++) {
             const int r = warp * RPW + i, t = q0 + r, j = k0 + lane;
-            float s = -INFINITY;
-            if (t < T && j <= t) s = dot_sm(Qs + r * ld, Ks + lane * ld, hs) * scale;
+            float s = -INFINITY, f;
+            if (t < T && att_sees(t, j, window))
+                s = att_cap(dot_sm(Qs + r * ld, Ks + lane * ld, hs) * scale, cap, &f);
             const float mt = zt_warp_max(s);
             const float mold = Ms[r];
             const float mnew = fmaxf(mold, mt);
@@ -211,7 +243,7 @@ __global__ void k_att_rowdot(float *D, const float *dout, const float *out, int 
 template <int DPL>
 __global__ void __launch_bounds__(NTHR)
 k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *Dv,
-             int T, int NH, int NKV, int hs, float scale, int ntiles) {
+             int T, int NH, int NKV, int hs, float scale, float cap, int window, int ntiles) {
     extern __shared__ float sm[];
     const int ld = tile_ld(hs);
     float *Qs = sm;                   /* [32][ld] queries */
@@ -245,7 +277,7 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
     zero_rows<DPL>(acc);
 
     const int last = min(q0 + TILE, T) - 1;
-    for (int k0 = 0; k0 <= last; k0 += TILE) {
+    for (int k0 = att_key_start(q0, window); k0 <= last; k0 += TILE) {
         __syncthreads();
         load_tile(Ks, kbase, k0, T, R, hs, ld);
         load_tile(Vs, vbase, k0, T, R, hs, ld);
@@ -254,11 +286,12 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
         for (int i = 0; i < RPW; i++) {
             const int r = warp * RPW + i, t = q0 + r, j = k0 + lane;
             float ds = 0.0f;
-            if (t < T && j <= t) {
+            if (t < T && att_sees(t, j, window)) {
                 const float s = dot_sm(Qs + r * ld, Ks + lane * ld, hs);
                 const float e = dot_sm(Gs + r * ld, Vs + lane * ld, hs);
-                const float p = expf(s * scale - Lr[r]);
-                ds = p * (e - Dr[r]) * scale;
+                float f;
+                const float p = expf(att_cap(s * scale, cap, &f) - Lr[r]);
+                ds = p * (e - Dr[r]) * f * scale;
             }
             Ss[r * PLD + lane] = ds;
         }
@@ -284,7 +317,7 @@ k_att_bwd_dq(float *dqkv, const float *dout, const float *qkv, const float *lse,
 template <int DPL>
 __global__ void __launch_bounds__(NTHR)
 k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *Dv,
-              int T, int NH, int NKV, int hs, float scale, int ntiles) {
+              int T, int NH, int NKV, int hs, float scale, float cap, int window, int ntiles) {
     extern __shared__ float sm[];
     const int ld = tile_ld(hs);
     float *Ks = sm;                   /* [32][ld] the block's keys */
@@ -315,8 +348,10 @@ k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse
         for (int k = 0; k < DPL; k++) ak[i][k] = av[i][k] = 0.0f;
 
     /* (q head, query tile) pairs: the kv head's q heads in increasing
-     * order, each one's query tiles from the diagonal on */
-    const int nqt = (T - k0 + TILE - 1) / TILE;
+     * order, each one's query tiles from the diagonal on, up to the last
+     * query whose window holds the tile's last key (k0 + 31 + window - 1) */
+    const int qend = window > 0 && window - 1 < T - k0 - TILE ? k0 + TILE + window - 1 : T;
+    const int nqt = (qend - k0 + TILE - 1) / TILE;
     for (int it = 0; it < G * nqt; it++) {
         const int h = kh * G + it / nqt, q0 = k0 + (it % nqt) * TILE;
         const float *base = qkv + (size_t)b * T * R + (size_t)h * hs;
@@ -336,11 +371,12 @@ k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse
         for (int i = 0; i < RPW; i++) {
             const int r = warp * RPW + i, t = q0 + r, j = k0 + lane;
             float p = 0.0f, ds = 0.0f;
-            if (t < T && j <= t) {
+            if (t < T && att_sees(t, j, window)) {
                 const float s = dot_sm(Qs + r * ld, Ks + lane * ld, hs);
                 const float e = dot_sm(Gs + r * ld, Vs + lane * ld, hs);
-                p = expf(s * scale - Lr[r]);
-                ds = p * (e - Dr[r]) * scale;
+                float f;
+                p = expf(att_cap(s * scale, cap, &f) - Lr[r]);
+                ds = p * (e - Dr[r]) * f * scale;
             }
             Ps[r * PLD + lane] = p;
             Ss[r * PLD + lane] = ds;
@@ -405,8 +441,11 @@ k_att_bwd_dkv(float *dqkv, const float *dout, const float *qkv, const float *lse
  *   dK^T [hs,Tk] = Q^T dS    A = Q  op N, B = dS op T   m=hs  n=T  k=T
  * q, k, v and dout are rounded to bf16 once per call, p and dS as they are
  * made (as flash attention does); scores, dP, lse, D and the outputs are
- * fp32.  Scores above the diagonal are computed and ignored (p = dS = 0
- * there).  dk and dv of a kv head sum its q heads j = 0, 1, ... in order
+ * fp32.  Scores above the diagonal (and outside a sliding window) are
+ * computed and ignored (p = dS = 0 there).  With a soft-cap the softmax
+ * caps the fp32 scores; the backward's softmax pass also writes the cap's
+ * derivative 1 - tanh^2 ([kc, T, T] fp32, F), which the dS kernel
+ * multiplies in.  dk and dv of a kv head sum its q heads j = 0, 1, ... in order
  * (beta = 1 after the first), so every result is deterministic.
  */
 __global__ void k_att_tc_round(uint16_t *out, const float *in, size_t n) {
@@ -416,46 +455,60 @@ __global__ void k_att_tc_round(uint16_t *out, const float *in, size_t n) {
 }
 
 /* One warp per score row: row i of chunk head kk is S + ((size_t)kk T + i) T.
- * x = s * scale over keys c <= i.  recompute = 0: l = max + log(sum exp(x -
+ * x = s * scale, capped (cap > 0), over keys c0 <= c <= i (c0 = i - window
+ * + 1 with a window, else 0).  recompute = 0: l = max + log(sum exp(x -
  * max)), written to lse; recompute = 1: l read from lse.  Then P[i][c] =
- * bf16(exp(x - l)) for c <= i, 0 after.  lse of row i, head kk: lse[lbase +
- * kk lstride + i]. */
-__global__ void k_att_tc_softmax(uint16_t *P, float *lse, const float *S, int T, int nrows,
-                                 float scale, int recompute, size_t lbase, size_t lstride) {
+ * bf16(exp(x - l)) for those keys, 0 for the others, and (F not NULL, the
+ * backward of a capped softmax) F[i][c] = 1 - tanh(s scale / cap)^2 there,
+ * 0 elsewhere.  lse of row i, head kk: lse[lbase + kk lstride + i]. */
+__global__ void k_att_tc_softmax(uint16_t *P, float *F, float *lse, const float *S, int T, int nrows,
+                                 float scale, float cap, int window, int recompute, size_t lbase,
+                                 size_t lstride) {
     const int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= nrows) return;
     const int kk = row / T, i = row - kk * T;
+    const int c0 = window > 0 && i - window + 1 > 0 ? i - window + 1 : 0;
     const float *x = S + (size_t)row * T;
     uint16_t *p = P + (size_t)row * T;
     float *l_at = lse + lbase + (size_t)kk * lstride + i;
-    float l;
+    float l, f;
     if (recompute) {
         l = *l_at;
     } else {
         float m = -INFINITY;
-        for (int c = lane; c <= i; c += 32) m = fmaxf(m, x[c] * scale);
+        for (int c = c0 + lane; c <= i; c += 32) m = fmaxf(m, att_cap(x[c] * scale, cap, &f));
         m = zt_warp_max(m);
         float sum = 0.0f;
-        for (int c = lane; c <= i; c += 32) sum += expf(x[c] * scale - m);
+        for (int c = c0 + lane; c <= i; c += 32) sum += expf(att_cap(x[c] * scale, cap, &f) - m);
         sum = zt_warp_sum(sum);
         l = m + logf(sum);
         if (lane == 0) *l_at = l;
     }
-    for (int c = lane; c < T; c += 32) p[c] = c <= i ? zt_cvt_f32_to_bf16(expf(x[c] * scale - l)) : 0;
+    float *fr = F ? F + (size_t)row * T : NULL;
+    for (int c = lane; c < T; c += 32) {
+        uint16_t pv = 0;
+        f = 0.0f;
+        if (c0 <= c && c <= i) pv = zt_cvt_f32_to_bf16(expf(att_cap(x[c] * scale, cap, &f) - l));
+        p[c] = pv;
+        if (fr) fr[c] = f;
+    }
 }
 
-/* dS = p (dP - D_i) scale for keys c <= i, 0 after, in place over P (bf16);
- * dP fp32 [n, T, T]; D of row i, head kk: D[dbase + kk dstride + i]. */
-__global__ void k_att_tc_ds(uint16_t *P, const float *dP, const float *D, int T, size_t n,
-                            float scale, size_t dbase, size_t dstride) {
+/* dS = p (dP - D_i) F scale for keys c0 <= c <= i (F: 1 when NULL), 0 for
+ * the others, in place over P (bf16); dP fp32 [n, T, T]; D of row i, head
+ * kk: D[dbase + kk dstride + i]. */
+__global__ void k_att_tc_ds(uint16_t *P, const float *dP, const float *F, const float *D, int T,
+                            size_t n, float scale, int window, size_t dbase, size_t dstride) {
     const size_t TT = (size_t)T * T;
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
          idx += (size_t)gridDim.x * blockDim.x) {
         const size_t kk = idx / TT, r = idx - kk * TT;
         const int i = (int)(r / T), c = (int)(r - (size_t)i * T);
         float v = 0.0f;
-        if (c <= i) v = zt_cvt_bf16_to_f32(P[idx]) * (dP[idx] - D[dbase + kk * dstride + i]) * scale;
+        if (att_sees(i, c, window))
+            v = zt_cvt_bf16_to_f32(P[idx]) * (dP[idx] - D[dbase + kk * dstride + i]) *
+                (F ? F[idx] : 1.0f) * scale;
         P[idx] = zt_cvt_f32_to_bf16(v);
     }
 }
@@ -465,28 +518,28 @@ static void tc_round(uint16_t *out, const float *in, size_t n) {
     ZT_LAUNCHED("k_att_tc_round");
 }
 
-static bool tc_softmax(uint16_t *P, float *lse, const float *S, int T, int n, float scale,
-                       int recompute, size_t lbase, size_t lstride) {
+static bool tc_softmax(uint16_t *P, float *F, float *lse, const float *S, int T, int n,
+                       const zt_attn_opts *o, int recompute, size_t lbase, size_t lstride) {
     const int nrows = n * T;
-    k_att_tc_softmax<<<(unsigned)((nrows + 7) / 8), 256, 0, zt_cu.stream>>>(P, lse, S, T, nrows, scale,
-                                                                           recompute, lbase, lstride);
+    k_att_tc_softmax<<<(unsigned)((nrows + 7) / 8), 256, 0, zt_cu.stream>>>(
+        P, F, lse, S, T, nrows, o->scale, o->softcap, o->window, recompute, lbase, lstride);
     return ZT_LAUNCHED("k_att_tc_softmax");
 }
 
 /* the forward on tensor cores; false when this shape takes the flash kernel */
-static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs) {
-    const int kc = zt_cuda_att_tc_heads(T, NKV);
+static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
+                   const zt_attn_opts *o) {
+    const int kc = zt_cuda_att_tc_heads_ext(T, NKV, o->softcap > 0.0f);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || kc <= 0) return false;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nqkv = (size_t)B * T * R, nsc = (size_t)kc * T * T;
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_fwd(1, B, T, NH, NKV, hs),
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_fwd(1, B, T, NH, NKV, hs, o->softcap),
                                       "attention forward (tensor cores)");
     if (!s) return true;
     uint16_t *q16 = (uint16_t *)s;
     float *S = (float *)(s + zt_al256(nqkv * 2));
     uint16_t *P = (uint16_t *)(s + zt_al256(nqkv * 2) + zt_al256(nsc * 4));
     tc_round(q16, qkv, nqkv);
-    const float scale = 1.0f / sqrtf((float)hs);
     const long long TT = (long long)T * T;
     for (int b = 0; b < B; b++) {
         const uint16_t *base = q16 + (size_t)b * T * R;
@@ -498,7 +551,7 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
                 const uint16_t *Q = base + (size_t)h0 * hs;
                 if (!zt_cuda_gemm_bf16_batched(true, false, T, T, hs, K, R, hs, Q, R, (long long)g * hs,
                                                S, T, TT, 0.0f, n) ||
-                    !tc_softmax(P, lse, S, T, n, scale, 0, ((size_t)b * NH + h0) * T, (size_t)g * T) ||
+                    !tc_softmax(P, NULL, lse, S, T, n, o, 0, ((size_t)b * NH + h0) * T, (size_t)g * T) ||
                     !zt_cuda_gemm_bf16_batched(false, false, hs, T, T, V, R, hs, P, T, TT,
                                                out + (size_t)b * T * AD + (size_t)h0 * hs, AD,
                                                (long long)g * hs, 0.0f, n))
@@ -511,13 +564,14 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
 
 /* the backward on tensor cores; false when this shape takes the flash kernels */
 static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                   const float *lse, int B, int T, int NH, int NKV, int hs) {
-    const int kc = zt_cuda_att_tc_heads(T, NKV);
+                   const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    const int capped = o->softcap > 0.0f;
+    const int kc = zt_cuda_att_tc_heads_ext(T, NKV, capped);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || kc <= 0) return false;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nD = (size_t)B * NH * T, nqkv = (size_t)B * T * R, ndo = (size_t)B * T * AD,
                  nsc = (size_t)kc * T * T;
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_bwd(1, B, T, NH, NKV, hs),
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_bwd(1, B, T, NH, NKV, hs, o->softcap),
                                       "attention backward (tensor cores)");
     if (!s) return true;
     float *D = (float *)s;
@@ -528,13 +582,13 @@ static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float
     s += zt_al256(ndo * 2);
     float *S = (float *)s;
     uint16_t *P = (uint16_t *)(s + zt_al256(nsc * 4));
+    float *F = capped ? (float *)(s + zt_al256(nsc * 4) + zt_al256(nsc * 2)) : NULL;
     const size_t threads = nD * 32;
     k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, AD,
                                                                                 NH, hs);
     if (!ZT_LAUNCHED("k_att_rowdot")) return true;
     tc_round(q16, qkv, nqkv);
     tc_round(do16, dout, ndo);
-    const float scale = 1.0f / sqrtf((float)hs);
     const long long TT = (long long)T * T;
     for (int b = 0; b < B; b++) {
         const uint16_t *base = q16 + (size_t)b * T * R;
@@ -553,15 +607,15 @@ static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float
                 const float acc = j > 0 ? 1.0f : 0.0f;
                 if (!zt_cuda_gemm_bf16_batched(true, false, T, T, hs, K, R, hs, Q, R, qs, S, T, TT, 0.0f,
                                                n) ||
-                    !tc_softmax(P, (float *)lse, S, T, n, scale, 1, rbase, rstride) ||
+                    !tc_softmax(P, F, (float *)lse, S, T, n, o, 1, rbase, rstride) ||
                     !zt_cuda_gemm_bf16_batched(true, false, T, T, hs, V, R, hs, dO, AD, qs, S, T, TT,
                                                0.0f, n) ||
                     !zt_cuda_gemm_bf16_batched(false, true, hs, T, T, dO, AD, qs, P, T, TT, dV, R, hs,
                                                acc, n))
                     return true;
                 const size_t ne = (size_t)n * T * T;
-                k_att_tc_ds<<<zt_ew_blocks(ne), ZT_EW_THREADS, 0, zt_cu.stream>>>(P, S, D, T, ne, scale,
-                                                                                 rbase, rstride);
+                k_att_tc_ds<<<zt_ew_blocks(ne), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+                    P, S, F, D, T, ne, o->scale, o->window, rbase, rstride);
                 if (!ZT_LAUNCHED("k_att_tc_ds") ||
                     !zt_cuda_gemm_bf16_batched(false, false, hs, T, T, K, R, hs, P, T, TT, dQ, R, qs,
                                                0.0f, n) ||
@@ -623,66 +677,94 @@ static bool check_shape(int NH, int NKV, int hs, const char *who) {
 
 template <int DPL>
 static void att_fwd_launch(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
-                           int hs) {
+                           int hs, const zt_attn_opts *o) {
     const int ntiles = (T + TILE - 1) / TILE;
     const size_t smem = fwd_smem(hs);
     if (!smem_ok(k_att_fwd<DPL>, smem, "attention forward")) return;
-    const float scale = 1.0f / sqrtf((float)hs);
     const size_t nblk = (size_t)B * NH * ntiles;
-    k_att_fwd<DPL><<<(unsigned)nblk, NTHR, smem, zt_cu.stream>>>(out, lse, qkv, T, NH, NKV, hs, scale,
-                                                                ntiles);
+    k_att_fwd<DPL><<<(unsigned)nblk, NTHR, smem, zt_cu.stream>>>(out, lse, qkv, T, NH, NKV, hs, o->scale,
+                                                                o->softcap, o->window, ntiles);
     ZT_LAUNCHED("k_att_fwd");
 }
 
 template <int DPL>
 static void att_bwd_launch(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                           const float *D, int B, int T, int NH, int NKV, int hs) {
+                           const float *D, int B, int T, int NH, int NKV, int hs,
+                           const zt_attn_opts *o) {
     const int ntiles = (T + TILE - 1) / TILE;
     const size_t s1 = dkv_smem(hs), s2 = dq_smem(hs);
     if (!smem_ok(k_att_bwd_dkv<DPL>, s1, "attention backward (dk, dv)") ||
         !smem_ok(k_att_bwd_dq<DPL>, s2, "attention backward (dq)"))
         return;
-    const float scale = 1.0f / sqrtf((float)hs);
     const unsigned nkv = (unsigned)((size_t)B * NKV * ntiles), nq = (unsigned)((size_t)B * NH * ntiles);
-    k_att_bwd_dkv<DPL><<<nkv, NTHR, s1, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, scale,
-                                                       ntiles);
+    k_att_bwd_dkv<DPL><<<nkv, NTHR, s1, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, o->scale,
+                                                       o->softcap, o->window, ntiles);
     if (!ZT_LAUNCHED("k_att_bwd_dkv")) return;
-    k_att_bwd_dq<DPL><<<nq, NTHR, s2, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, scale,
-                                                     ntiles);
+    k_att_bwd_dq<DPL><<<nq, NTHR, s2, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, o->scale,
+                                                     o->softcap, o->window, ntiles);
     ZT_LAUNCHED("k_att_bwd_dq");
 }
 
-void zt_cuda_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
-                     int hs) {
+/* gqa_fwd / gqa_bwd's options: scale 1/sqrt(hs), no cap, no window */
+static zt_attn_opts default_opts(int hs) {
+    zt_attn_opts o;
+    o.scale = 1.0f / sqrtf((float)hs);
+    o.softcap = 0.0f;
+    o.window = 0;
+    return o;
+}
+
+void zt_cuda_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                         int hs, const zt_attn_opts *o) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
     if (!check_shape(NH, NKV, hs, "attention forward")) return;
-    if (tc_fwd(out, lse, qkv, B, T, NH, NKV, hs)) return;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    if (tc_fwd(out, lse, qkv, B, T, NH, NKV, hs, o)) return;
     switch (dims_per_lane(hs)) {
-    case 1: att_fwd_launch<1>(out, lse, qkv, B, T, NH, NKV, hs); break;
-    case 2: att_fwd_launch<2>(out, lse, qkv, B, T, NH, NKV, hs); break;
-    case 4: att_fwd_launch<4>(out, lse, qkv, B, T, NH, NKV, hs); break;
-    default: att_fwd_launch<8>(out, lse, qkv, B, T, NH, NKV, hs); break;
+    case 1: att_fwd_launch<1>(out, lse, qkv, B, T, NH, NKV, hs, o); break;
+    case 2: att_fwd_launch<2>(out, lse, qkv, B, T, NH, NKV, hs, o); break;
+    case 4: att_fwd_launch<4>(out, lse, qkv, B, T, NH, NKV, hs, o); break;
+    default: att_fwd_launch<8>(out, lse, qkv, B, T, NH, NKV, hs, o); break;
     }
 }
 
-void zt_cuda_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                     const float *lse, int B, int T, int NH, int NKV, int hs) {
+void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                         const float *lse, int B, int T, int NH, int NKV, int hs,
+                         const zt_attn_opts *o) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
     if (!check_shape(NH, NKV, hs, "attention backward")) return;
-    if (tc_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs)) return;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    if (tc_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs, o)) return;
     const size_t nrow = (size_t)B * NH * T;
-    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_gqa_bwd(0, B, T, NH, NKV, hs), "attention backward");
+    float *D = (float *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_bwd(0, B, T, NH, NKV, hs, o->softcap),
+                                        "attention backward");
     if (!D) return;
     const size_t threads = nrow * 32;
     k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T,
                                                                                 NH * hs, NH, hs);
     if (!ZT_LAUNCHED("k_att_rowdot")) return;
     switch (dims_per_lane(hs)) {
-    case 1: att_bwd_launch<1>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
-    case 2: att_bwd_launch<2>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
-    case 4: att_bwd_launch<4>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
-    default: att_bwd_launch<8>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs); break;
+    case 1: att_bwd_launch<1>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs, o); break;
+    case 2: att_bwd_launch<2>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs, o); break;
+    case 4: att_bwd_launch<4>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs, o); break;
+    default: att_bwd_launch<8>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs, o); break;
     }
+}
+
+void zt_cuda_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                     int hs) {
+    if (hs <= 0) return;
+    const zt_attn_opts o = default_opts(hs);
+    zt_cuda_gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hs, &o);
+}
+
+void zt_cuda_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                     const float *lse, int B, int T, int NH, int NKV, int hs) {
+    if (hs <= 0) return;
+    const zt_attn_opts o = default_opts(hs);
+    zt_cuda_gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs, &o);
 }
 
 /* GPT-2's attention: NKV = NH heads of C/NH */

@@ -601,6 +601,12 @@ static void fill_table(zt_backend *t) {
     t->swiglu_bwd = zt_cuda_swiglu_bwd;
     t->gqa_fwd = zt_cuda_gqa_fwd;
     t->gqa_bwd = zt_cuda_gqa_bwd;
+    t->gqa_ext_fwd = zt_cuda_gqa_ext_fwd;
+    t->gqa_ext_bwd = zt_cuda_gqa_ext_bwd;
+    t->geglu_fwd = zt_cuda_geglu_fwd;
+    t->geglu_bwd = zt_cuda_geglu_bwd;
+    t->softcap_fwd = zt_cuda_softcap_fwd;
+    t->softcap_bwd = zt_cuda_softcap_bwd;
     t->gelu_fwd = zt_cuda_gelu_fwd;
     t->gelu_bwd = zt_cuda_gelu_bwd;
     t->add = cuda_add;

@@ -144,6 +144,10 @@ void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads
                       int hd, float scale);
 void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
+void zt_cuda_geglu_fwd(float *out, const float *gu, int N, int H);
+void zt_cuda_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
+void zt_cuda_softcap_fwd(float *y, const float *x, size_t n, float cap);
+void zt_cuda_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap);
 
 /* cuda_attention.cu */
 void zt_cuda_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
@@ -154,6 +158,11 @@ void zt_cuda_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int
                      int hs);
 void zt_cuda_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                      const float *lse, int B, int T, int NH, int NKV, int hs);
+void zt_cuda_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                         int hs, const zt_attn_opts *o);
+void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                         const float *lse, int B, int T, int NH, int NKV, int hs,
+                         const zt_attn_opts *o);
 
 /* cuda_matmul.cu */
 bool zt_cuda_matmul_init(void);

@@ -1,8 +1,9 @@
 /*
  * cuda_llama.cu -- RMSNorm, rotary position embeddings and SwiGLU on the
- * GPU (the Llama family; grouped-query attention is in cuda_attention.cu).
- * The per-element math is kernels/llama_math.h, the same source the CPU
- * kernels compile.
+ * GPU (the Llama family; grouped-query attention is in cuda_attention.cu),
+ * and Gemma's GeGLU and logit soft-capping.  The per-element math of the
+ * Llama kernels is kernels/llama_math.h, the same source the CPU kernels
+ * compile; GeGLU's gelu is gelu_fwd's (cuda_nn.cu) formula.
  *
  * Deterministic without float atomics: a row's sums are one warp's, in a
  * fixed lane order (double); RMSNorm dw is two-pass like LayerNorm's
@@ -244,4 +245,83 @@ void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, i
     const size_t total = (size_t)N * H;
     k_swiglu_bwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu, H, total);
     ZT_LAUNCHED("k_swiglu_bwd");
+}
+
+/* ------------------------------------------------------------ GeGLU (Gemma)
+ * gelu, tanh approximation: gelu(g) = 0.5 g (1 + tanh(u)),
+ * u = sqrt(2/pi) (g + 0.044715 g^3);
+ * gelu'(g) = 0.5 (1 + tanh u) + 0.5 g (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 g^2) */
+
+#define ZT_GEGLU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define ZT_GEGLU_A 0.044715f
+
+__global__ void k_geglu_fwd(float *out, const float *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const float *g = gu + n * 2 * (size_t)H + k;
+        const float x = g[0];
+        const float u = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+        out[i] = 0.5f * x * (1.0f + tanhf(u)) * g[H];
+    }
+}
+
+__global__ void k_geglu_bwd(float *dgu, const float *dout, const float *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        const float x = gu[o], up = gu[o + H], d = dout[i];
+        const float u = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+        const float th = tanhf(u);
+        const float gelu = 0.5f * x * (1.0f + th);
+        const float du = ZT_GEGLU_K * (1.0f + 3.0f * ZT_GEGLU_A * x * x);
+        const float dgelu = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+        dgu[o] = d * up * dgelu;
+        dgu[o + H] = d * gelu;
+    }
+}
+
+void zt_cuda_geglu_fwd(float *out, const float *gu, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_fwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, gu, H, total);
+    ZT_LAUNCHED("k_geglu_fwd");
+}
+
+void zt_cuda_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_bwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu, H, total);
+    ZT_LAUNCHED("k_geglu_bwd");
+}
+
+/* ------------------------------------------------------------ logit soft-capping (Gemma 2)
+ * y = cap tanh(x / cap); dx = dy (1 - (y / cap)^2).  Elementwise, so y may
+ * alias x and dx dy. */
+
+__global__ void k_softcap_fwd(float *y, const float *x, size_t n, float cap) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = cap * tanhf(x[i] / cap);
+}
+
+__global__ void k_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float th = y[i] / cap;
+        dx[i] = dy[i] * (1.0f - th * th);
+    }
+}
+
+void zt_cuda_softcap_fwd(float *y, const float *x, size_t n, float cap) {
+    if (!n) return;
+    k_softcap_fwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(y, x, n, cap);
+    ZT_LAUNCHED("k_softcap_fwd");
+}
+
+void zt_cuda_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap) {
+    if (!n) return;
+    k_softcap_bwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(dx, dy, y, n, cap);
+    ZT_LAUNCHED("k_softcap_bwd");
 }

@@ -75,38 +75,55 @@ static inline size_t zt_cuda_ws_layernorm_bwd(int N, int C) {
  * sequence, the scores of kc kv-head columns at a time, [kc, T, T] fp32
  * scores next to [kc, T, T] bf16 probabilities, within this budget.  kc is
  * min(NKV, budget / (6 T^2)); 0 (T > 9459) means the flash kernel runs
- * instead (fp32 in registers, no [T, T] buffer). */
+ * instead (fp32 in registers, no [T, T] buffer).  With attention
+ * soft-capping (gqa_ext_*, softcap > 0) the backward also keeps the cap's
+ * derivative, another [kc, T, T] fp32: kc is min(NKV, budget / (10 T^2)),
+ * 0 for T > 7327, for the forward too (both passes take the same path). */
 #define ZT_CUDA_ATT_TC_BUDGET ((size_t)512 << 20)
-static inline int zt_cuda_att_tc_heads(int T, int NKV) {
+static inline int zt_cuda_att_tc_heads_ext(int T, int NKV, int capped) {
     if (T <= 0 || NKV <= 0) return 0;
-    const size_t per = (size_t)T * (size_t)T * 6;
+    const size_t per = (size_t)T * (size_t)T * (capped ? 10 : 6);
     size_t kc = ZT_CUDA_ATT_TC_BUDGET / per;
     if (kc > (size_t)NKV) kc = (size_t)NKV;
     return (int)kc;
 }
+static inline int zt_cuda_att_tc_heads(int T, int NKV) { return zt_cuda_att_tc_heads_ext(T, NKV, 0); }
 /* the tensor-core path's score buffers (fp32 scores, bf16 probabilities) */
 static inline size_t zt_cuda_ws_att_tc_scores(int T, int kc) {
     const size_t n = (size_t)kc * (size_t)T * (size_t)T;
     return zt_cuda_ws_al256(n * 4) + zt_cuda_ws_al256(n * 2);
 }
-/* gqa_fwd [B, T] with NH q heads, NKV kv heads of hs (attention_fwd: NKV =
- * NH): nothing with fp32 matmuls; in bf16 mode (tensor cores) qkv rounded to
- * bf16, [B, T, (NH + 2 NKV) hs], and the score buffers */
-static inline size_t zt_cuda_ws_gqa_fwd(int bf16, int B, int T, int NH, int NKV, int hs) {
-    const int kc = bf16 ? zt_cuda_att_tc_heads(T, NKV) : 0;
+/* gqa_ext_fwd [B, T] with NH q heads, NKV kv heads of hs and the options'
+ * softcap (gqa_fwd: 0): nothing with fp32 matmuls; in bf16 mode (tensor
+ * cores) qkv rounded to bf16, [B, T, (NH + 2 NKV) hs], and the score
+ * buffers.  The sliding window and the scale change nothing. */
+static inline size_t zt_cuda_ws_gqa_ext_fwd(int bf16, int B, int T, int NH, int NKV, int hs,
+                                            float softcap) {
+    const int kc = bf16 ? zt_cuda_att_tc_heads_ext(T, NKV, softcap > 0.0f) : 0;
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || kc <= 0) return 0;
     return zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
            zt_cuda_ws_att_tc_scores(T, kc);
 }
-/* gqa_bwd: D = rowsum(dout * out), [B, NH, T] floats; in bf16 mode also qkv
- * and dout rounded to bf16 and the score buffers */
-static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV, int hs) {
+/* gqa_ext_bwd: D = rowsum(dout * out), [B, NH, T] floats; in bf16 mode also
+ * qkv and dout rounded to bf16, the score buffers and, with softcap > 0,
+ * the cap's derivative [kc, T, T] fp32 */
+static inline size_t zt_cuda_ws_gqa_ext_bwd(int bf16, int B, int T, int NH, int NKV, int hs,
+                                            float softcap) {
     if (B <= 0 || T <= 0 || NH <= 0) return 0;
     const size_t d = (size_t)B * (size_t)NH * (size_t)T * sizeof(float);
-    const int kc = bf16 ? zt_cuda_att_tc_heads(T, NKV) : 0;
+    const int capped = softcap > 0.0f;
+    const int kc = bf16 ? zt_cuda_att_tc_heads_ext(T, NKV, capped) : 0;
     if (kc <= 0 || hs <= 0) return d;
     return zt_cuda_ws_al256(d) + zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
-           zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) + zt_cuda_ws_att_tc_scores(T, kc);
+           zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) + zt_cuda_ws_att_tc_scores(T, kc) +
+           (capped ? zt_cuda_ws_al256((size_t)kc * (size_t)T * (size_t)T * 4) : 0);
+}
+/* gqa_fwd / gqa_bwd: the options' defaults (no cap) */
+static inline size_t zt_cuda_ws_gqa_fwd(int bf16, int B, int T, int NH, int NKV, int hs) {
+    return zt_cuda_ws_gqa_ext_fwd(bf16, B, T, NH, NKV, hs, 0.0f);
+}
+static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV, int hs) {
+    return zt_cuda_ws_gqa_ext_bwd(bf16, B, T, NH, NKV, hs, 0.0f);
 }
 /* GPT-2's attention [B, T, C], NH heads of C / NH (NKV = NH) */
 static inline size_t zt_cuda_ws_attention_fwd(int bf16, int B, int T, int C, int NH) {
