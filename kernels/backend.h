@@ -216,7 +216,8 @@ typedef struct zt_backend {
      * 1 - tanh(x / softcap)^2 before the scale.  In bf16 matmul mode the
      * rounding points are gqa_fwd's (operands and p, dS rounded; scores,
      * the cap and the softmax in fp32).  With scale = 1/sqrt(hd),
-     * softcap 0 and window 0 the result is gqa_fwd's / gqa_bwd's bitwise. */
+     * softcap 0 and window 0 the result is gqa_fwd's / gqa_bwd's bitwise.
+     * o is required (callers pass the defaults explicitly, never NULL).   */
     void (*gqa_ext_fwd)(float *out, float *lse, const float *qkv,
                         int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o);
     void (*gqa_ext_bwd)(float *dqkv, const float *dout, const float *qkv,

@@ -979,7 +979,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 2 * H));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
-        WS(zt_cuda_ws_gqa_fwd(bf16, (Bf), T * s.sp, s.NHl, s.NKVl, s.hd));       \
+        WS(zt_cuda_ws_gqa_ext_fwd(bf16, (Bf), T * s.sp, s.NHl, s.NKVl, s.hd, s.acap)); \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
@@ -988,7 +988,8 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
-    WS(zt_cuda_ws_gqa_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd));   /* (sequence parallel: all T, NH/N heads) */
+    /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
+    WS(zt_cuda_ws_gqa_ext_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd, s.acap));
     if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.NH, s.hd));   /* q_norm (k_norm: fewer rows) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));

@@ -49,7 +49,8 @@
 # share the simulated device through host-staged MPI; and GPT-2 at 2 ranks
 # over the simulator's NCCL (ztrain.comm_backend=nccl, a device per rank:
 # fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
-# with bf16 reductions).  With
+# with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
+# (fp32 stage 0, bf16 stage 3).  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
@@ -109,6 +110,9 @@ else
     COMM=nccl group nccl 2 tiny.json --cases none --case "accs3 fp32 --stage 3 --grad-accum 2 --micro-batch 2 --sample-tokens 8" \
         --case "c16s2 bf16 --stage 2 --comm-dtype bf16"
 fi
+# Gemma 2 (configs/gemma2-tiny.json: attention and final soft-caps, window 8 < seq 32 on every
+# other layer, GeGLU, (1 + w) norms): gqa_ext, geglu and softcap on the device against the CPU
+group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case "g2bf16s3 bf16 --stage 3"
 # sequence parallelism (docs/long-context.md): the all-to-alls through NCCL's send/recv
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
 
