@@ -93,6 +93,8 @@ void zt_mem_free(void *p);
 void zt_mem_prefault_begin(void);
 void zt_mem_prefault_start(void);
 void zt_mem_prefault_stop(void);
+/* Wait until the thread has gone through every queued block (tests). */
+void zt_mem_prefault_wait(void);
 typedef struct zt_mem_stats {
     uint64_t cur[ZT_MEM_NTAGS];
     uint64_t peak[ZT_MEM_NTAGS];

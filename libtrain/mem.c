@@ -280,6 +280,14 @@ void zt_mem_prefault_start(void) {
     pthread_mutex_unlock(&g_pf_mu);
 }
 
+void zt_mem_prefault_wait(void) {
+    pthread_mutex_lock(&g_pf_mu);
+    const int join = g_pf_joinable;
+    g_pf_joinable = 0;
+    pthread_mutex_unlock(&g_pf_mu);
+    if (join) pthread_join(g_pf_thread, NULL);
+}
+
 void zt_mem_prefault_stop(void) {
     g_pf_collect = 0;
     pthread_mutex_lock(&g_pf_mu);
