@@ -558,14 +558,15 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     double t1 = zt_now_s();
     ctx->startup.planning_s = t1 - t0;
     if ((rc = open_world(ctx, st)) != ZT_OK) goto fail;
-    /* the buffers the first step writes are populated in the background
-     * while the caller reads the weights and opens the data (mem.c) */
-    zt_mem_prefault_begin();
-    ctx->prefaulting = 1;
+    /* ZT_CTX_PREFAULT: the buffers the first step writes are populated in
+     * the background while the caller reads the weights and opens the data
+     * (mem.c) */
+    ctx->prefaulting = (flags & ZT_CTX_PREFAULT) != 0;
+    if (ctx->prefaulting) zt_mem_prefault_begin();
     if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
     if ((rc = open_seqpar(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_engine(ctx, (flags & ZT_CTX_DEFER_INIT) != 0, st)) != ZT_OK) goto fail;
-    zt_mem_prefault_start();
+    if (ctx->prefaulting) zt_mem_prefault_start();
     /* (build_engine's initialization counted apart) */
     ctx->startup.allocation_s = zt_now_s() - t1 - ctx->startup.init_s;
     ctx->last_val_loss = NAN;
