@@ -172,7 +172,7 @@ static void count(int tag, uint64_t bytes, int host_col, int sign) {
 typedef struct pf_blk {
     char *p;
     size_t n, done;
-    int rank;                    /* order: the block the first step writes last first */
+    int rank;                    /* order (pf_rank): lowest first */
 } pf_blk;
 #define PF_MIN ((size_t)256 << 10)   /* smaller blocks: not worth a queue entry */
 #define PF_CHUNK ((size_t)2 << 20)
@@ -185,16 +185,15 @@ static _Thread_local int g_pf_collect;   /* between _begin and _start on this th
 
 static char *base_of(mem_hdr *h) { return (char *)h + HDR; }
 
-/* The order the thread takes them: a step writes the activations
- * (forward), then the gradients (backward), then the moments (AdamW); the
- * thread starts from the end, so that a first step that begins before it
- * finished meets populated pages last, not a page the thread is on. */
+/* The order the thread takes them: first what nothing before the first
+ * step writes (gradients, activations, communication buffers), the AdamW
+ * moments last (a checkpoint restore writes them itself). */
 static int pf_rank(int tag) {
     switch (tag) {
-    case ZT_MEM_OPTIMIZER: return 0;
-    case ZT_MEM_GRADS: return 1;
+    case ZT_MEM_GRADS: return 0;
+    case ZT_MEM_ACTIVATIONS: return 1;
     case ZT_MEM_COMM: return 2;
-    case ZT_MEM_ACTIVATIONS: return 3;
+    case ZT_MEM_OPTIMIZER: return 3;
     default: return -1;          /* params (the load writes them), workspace, eval */
     }
 }
