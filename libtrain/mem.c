@@ -167,8 +167,9 @@ static void count(int tag, uint64_t bytes, int host_col, int sign) {
 /* ------------------------------------------------------------ pre-faulting */
 
 /* The queue (g_pf_mu): blocks not yet populated, each with the bytes done.
- * The thread holds g_pf_mu while it populates one chunk, so a free of a
- * queued block waits at most one chunk and never frees pages in use. */
+ * The thread populates one chunk at a time without the lock; g_pf_busy
+ * names the block it is in, and a free of that block waits (g_pf_cv) for
+ * the chunk, so no page is freed while the thread works on it. */
 typedef struct pf_blk {
     char *p;
     size_t n, done;
@@ -181,6 +182,8 @@ static pf_blk *g_pf;
 static int g_pf_n, g_pf_cap;
 static int g_pf_running, g_pf_joinable, g_pf_stop;
 static pthread_t g_pf_thread;
+static pthread_cond_t g_pf_cv = PTHREAD_COND_INITIALIZER;
+static char *g_pf_busy;
 static _Thread_local int g_pf_collect;   /* between _begin and _start on this thread */
 
 static char *base_of(mem_hdr *h) { return (char *)h + HDR; }
@@ -219,10 +222,13 @@ static int pf_queue(char *p, size_t n, int tag) {
 
 static void pf_remove(int i) { g_pf[i] = g_pf[--g_pf_n]; }
 
+/* A block leaves the queue (its free); waits while the thread populates a
+ * chunk of it. */
 static void pf_forget(char *p) {
     pthread_mutex_lock(&g_pf_mu);
     for (int i = 0; i < g_pf_n; ++i)
         if (g_pf[i].p == p) { pf_remove(i); break; }
+    while (g_pf_busy == p) pthread_cond_wait(&g_pf_cv, &g_pf_mu);
     pthread_mutex_unlock(&g_pf_mu);
 }
 
@@ -240,11 +246,14 @@ static void *pf_main(void *arg) {
         /* whole pages: the block's first page is shared with its header */
         char *pa = (char *)((uintptr_t)a & ~(uintptr_t)(page - 1));
         e->done = (size_t)(z - e->p);
-        if (madvise(pa, (size_t)(z - pa), MADV_POPULATE_WRITE) != 0) {
-            g_pf_n = 0;          /* not supported here (EINVAL), out of memory: the step faults them */
-            break;
-        }
+        g_pf_busy = e->p;        /* its free waits for this chunk */
         if (e->done >= e->n) pf_remove(b);
+        pthread_mutex_unlock(&g_pf_mu);
+        const int r = madvise(pa, (size_t)(z - pa), MADV_POPULATE_WRITE);
+        pthread_mutex_lock(&g_pf_mu);
+        g_pf_busy = NULL;
+        pthread_cond_broadcast(&g_pf_cv);
+        if (r != 0) g_pf_n = 0;  /* not supported here (EINVAL), out of memory: the step faults them */
     }
     g_pf_running = 0;
     pthread_mutex_unlock(&g_pf_mu);
