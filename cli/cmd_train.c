@@ -201,8 +201,9 @@ int cmd_train(int argc, char **argv) {
     ph[SU_CONFIG] = mono_s() - t;
     t = mono_s();
     /* the initial values are owed, not computed: a checkpoint or
-     * --init-from writes the parameters first (zt_ctx_init_pending below) */
-    rc = zt_ctx_create_ex(cfg, &cb, ZT_CTX_DEFER_INIT, &ctx, &st);
+     * --init-from writes the parameters first (zt_ctx_init_pending below);
+     * the first step's buffers are populated meanwhile (ZT_CTX_PREFAULT) */
+    rc = zt_ctx_create_ex(cfg, &cb, ZT_CTX_DEFER_INIT | ZT_CTX_PREFAULT, &ctx, &st);
     if ((reporter = cli_first_failed_rank(rc)) >= 0) goto agreed_fail;
     {
         zt_startup su;

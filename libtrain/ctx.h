@@ -67,6 +67,7 @@ struct zt_ctx {
     int have_plan;
     uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
     zt_startup startup;          /* zt_ctx_startup: where the context's start-up went */
+    int prefaulting;             /* its blocks may be queued for pre-faulting (mem.c) */
 };
 
 /* The engine whose parameters train: the adapters' with LoRA, else sh;

@@ -84,6 +84,17 @@ const char *zt_mem_tag_name(int tag);
 void *zt_mem_alloc(size_t bytes, int tag, zt_status *st);
 /* Free an accounted allocation (NULL is fine). */
 void zt_mem_free(void *p);
+/* Pre-faulting (mem.c): the host blocks of gradients, optimizer state,
+ * activations and communication buffers (256 KiB and more) this thread
+ * allocates after _begin are populated by a background thread from _start
+ * on (madvise MADV_POPULATE_WRITE: contents unchanged, safe while the blocks
+ * are used); _stop ends it (after its current 2 MiB chunk) and drops what is
+ * left.  Only time changes, never contents. */
+void zt_mem_prefault_begin(void);
+void zt_mem_prefault_start(void);
+void zt_mem_prefault_stop(void);
+/* Wait until the thread has gone through every queued block (tests). */
+void zt_mem_prefault_wait(void);
 typedef struct zt_mem_stats {
     uint64_t cur[ZT_MEM_NTAGS];
     uint64_t peak[ZT_MEM_NTAGS];

@@ -14,12 +14,23 @@
  * every block is a host block, as before the device split existed.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "backend.h"
 #include "internal.h"
+
+/* Linux 5.14's madvise advice (older headers lack the name; older kernels
+ * answer EINVAL and nothing is pre-faulted) */
+#if !defined(MADV_POPULATE_WRITE) && defined(__linux__)
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE (-1)
+#endif
 
 typedef struct mem_hdr {
     uint64_t bytes;
@@ -28,6 +39,7 @@ typedef struct mem_hdr {
     const zt_backend *pin_be;   /* page-locked through this backend's host_register, or NULL */
     uint64_t pin_bytes;         /* the registered span (from the header on) */
     void *raw;                  /* what calloc returned (the header is aligned within it) */
+    int prefault;               /* queued for the pre-fault thread (may still be) */
 } mem_hdr;
 #define HDR 64
 #define MAGIC 0x5a6d656d
@@ -152,6 +164,149 @@ static void count(int tag, uint64_t bytes, int host_col, int sign) {
     }
 }
 
+/* ------------------------------------------------------------ pre-faulting */
+
+/* The queue (g_pf_mu): blocks not yet populated, each with the bytes done.
+ * The thread populates one chunk at a time without the lock; g_pf_busy
+ * names the block it is in, and a free of that block waits (g_pf_cv) for
+ * the chunk, so no page is freed while the thread works on it. */
+typedef struct pf_blk {
+    char *p;
+    size_t n, done;
+    int rank;                    /* order (pf_rank): lowest first */
+} pf_blk;
+#define PF_MIN ((size_t)256 << 10)   /* smaller blocks: not worth a queue entry */
+#define PF_CHUNK ((size_t)2 << 20)
+static pthread_mutex_t g_pf_mu = PTHREAD_MUTEX_INITIALIZER;
+static pf_blk *g_pf;
+static int g_pf_n, g_pf_cap;
+static int g_pf_running, g_pf_joinable, g_pf_stop;
+static pthread_t g_pf_thread;
+static pthread_cond_t g_pf_cv = PTHREAD_COND_INITIALIZER;
+static char *g_pf_busy;
+static _Thread_local int g_pf_collect;   /* between _begin and _start on this thread */
+
+static char *base_of(mem_hdr *h) { return (char *)h + HDR; }
+
+/* The order the thread takes them: first what nothing before the first
+ * step writes (gradients, activations, communication buffers), the AdamW
+ * moments last (a checkpoint restore writes them itself). */
+static int pf_rank(int tag) {
+    switch (tag) {
+    case ZT_MEM_GRADS: return 0;
+    case ZT_MEM_ACTIVATIONS: return 1;
+    case ZT_MEM_COMM: return 2;
+    case ZT_MEM_OPTIMIZER: return 3;
+    default: return -1;          /* params (the load writes them), workspace, eval */
+    }
+}
+
+/* Queue a fresh host block of `tag` (this thread collecting); 1 if queued. */
+static int pf_queue(char *p, size_t n, int tag) {
+    const int rank = pf_rank(tag);
+    if (!g_pf_collect || rank < 0 || n < PF_MIN || MADV_POPULATE_WRITE < 0) return 0;
+    pthread_mutex_lock(&g_pf_mu);
+    int ok = g_pf_n < g_pf_cap;
+    if (!ok) {
+        int cap = g_pf_cap ? 2 * g_pf_cap : 64;
+        pf_blk *t = realloc(g_pf, (size_t)cap * sizeof *t);
+        if ((ok = t != NULL)) {
+            g_pf = t;
+            g_pf_cap = cap;
+        }
+    }
+    if (ok) g_pf[g_pf_n++] = (pf_blk){p, n, 0, rank};
+    pthread_mutex_unlock(&g_pf_mu);
+    return ok;
+}
+
+static void pf_remove(int i) { g_pf[i] = g_pf[--g_pf_n]; }
+
+/* A block leaves the queue (its free); waits while the thread populates a
+ * chunk of it. */
+static void pf_forget(char *p) {
+    pthread_mutex_lock(&g_pf_mu);
+    for (int i = 0; i < g_pf_n; ++i)
+        if (g_pf[i].p == p) { pf_remove(i); break; }
+    while (g_pf_busy == p) pthread_cond_wait(&g_pf_cv, &g_pf_mu);
+    pthread_mutex_unlock(&g_pf_mu);
+}
+
+static void *pf_main(void *arg) {
+    (void)arg;
+    const size_t page = page_size();
+    pthread_mutex_lock(&g_pf_mu);
+    while (!g_pf_stop && g_pf_n > 0) {
+        int b = 0;
+        for (int i = 1; i < g_pf_n; ++i)
+            if (g_pf[i].rank < g_pf[b].rank) b = i;
+        pf_blk *e = &g_pf[b];
+        char *a = e->p + e->done, *z = e->p + e->n;
+        if (z - a > (ptrdiff_t)PF_CHUNK) z = a + PF_CHUNK;
+        /* whole pages: the block's first page is shared with its header */
+        char *pa = (char *)((uintptr_t)a & ~(uintptr_t)(page - 1));
+        e->done = (size_t)(z - e->p);
+        g_pf_busy = e->p;        /* its free waits for this chunk */
+        if (e->done >= e->n) pf_remove(b);
+        pthread_mutex_unlock(&g_pf_mu);
+        const int r = madvise(pa, (size_t)(z - pa), MADV_POPULATE_WRITE);
+        pthread_mutex_lock(&g_pf_mu);
+        g_pf_busy = NULL;
+        pthread_cond_broadcast(&g_pf_cv);
+        if (r != 0) g_pf_n = 0;  /* not supported here (EINVAL), out of memory: the step faults them */
+    }
+    g_pf_running = 0;
+    pthread_mutex_unlock(&g_pf_mu);
+    return NULL;
+}
+
+void zt_mem_prefault_begin(void) { g_pf_collect = 1; }
+
+void zt_mem_prefault_start(void) {
+    g_pf_collect = 0;
+    pthread_mutex_lock(&g_pf_mu);
+    const int start = g_pf_n > 0 && !g_pf_running;
+    const int join = start && g_pf_joinable;   /* an earlier thread, ended */
+    if (start) {
+        g_pf_running = 1;
+        g_pf_joinable = 0;
+        g_pf_stop = 0;
+    }
+    pthread_mutex_unlock(&g_pf_mu);
+    if (join) pthread_join(g_pf_thread, NULL);
+    if (!start) return;
+    pthread_t t;
+    const int ok = pthread_create(&t, NULL, pf_main, NULL) == 0;
+    pthread_mutex_lock(&g_pf_mu);
+    if (ok) {
+        g_pf_thread = t;
+        g_pf_joinable = 1;
+    } else {
+        g_pf_running = 0;
+        g_pf_n = 0;
+    }
+    pthread_mutex_unlock(&g_pf_mu);
+}
+
+void zt_mem_prefault_wait(void) {
+    pthread_mutex_lock(&g_pf_mu);
+    const int join = g_pf_joinable;
+    g_pf_joinable = 0;
+    pthread_mutex_unlock(&g_pf_mu);
+    if (join) pthread_join(g_pf_thread, NULL);
+}
+
+void zt_mem_prefault_stop(void) {
+    g_pf_collect = 0;
+    pthread_mutex_lock(&g_pf_mu);
+    g_pf_stop = 1;               /* the thread ends after its chunk */
+    g_pf_n = 0;
+    const int join = g_pf_joinable;
+    g_pf_joinable = 0;
+    pthread_mutex_unlock(&g_pf_mu);
+    if (join) pthread_join(g_pf_thread, NULL);
+}
+
 void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     const int on_host = (tag_flags & ZT_MEM_ON_HOST) != 0;
     const int host_only = (tag_flags & ZT_MEM_HOST) != 0;
@@ -212,6 +367,7 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
         h->pin_be = dev;
         h->pin_bytes = total;
     }
+    if (!h->pin_be) h->prefault = pf_queue(base + HDR, bytes, tag);
     pthread_mutex_lock(&g_mu);
     count(tag, bytes, host_col, +1);
     if (h->pin_be) {
@@ -248,6 +404,7 @@ void zt_mem_free(void *p) {
         if (h->pin_be) g_mem.pinned_cur -= h->bytes;
         pthread_mutex_unlock(&g_mu);
         h->magic = 0;
+        if (h->prefault) pf_forget(base_of(h));   /* waits for a chunk in progress */
         if (h->pin_be) h->pin_be->host_unregister(h);   /* before the memory goes back */
         free(h->raw);
         return;

@@ -558,9 +558,15 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     double t1 = zt_now_s();
     ctx->startup.planning_s = t1 - t0;
     if ((rc = open_world(ctx, st)) != ZT_OK) goto fail;
+    /* ZT_CTX_PREFAULT: the buffers the first step writes are populated in
+     * the background while the caller reads the weights and opens the data
+     * (mem.c) */
+    ctx->prefaulting = (flags & ZT_CTX_PREFAULT) != 0;
+    if (ctx->prefaulting) zt_mem_prefault_begin();
     if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
     if ((rc = open_seqpar(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_engine(ctx, (flags & ZT_CTX_DEFER_INIT) != 0, st)) != ZT_OK) goto fail;
+    if (ctx->prefaulting) zt_mem_prefault_start();
     /* (build_engine's initialization counted apart) */
     ctx->startup.allocation_s = zt_now_s() - t1 - ctx->startup.init_s;
     ctx->last_val_loss = NAN;
@@ -609,6 +615,7 @@ int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *sel
 
 void zt_ctx_free(zt_ctx *ctx) {
     if (!ctx) return;
+    if (ctx->prefaulting) zt_mem_prefault_stop();
     if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
     if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
     if (ctx->metrics_fp) fclose(ctx->metrics_fp);
@@ -763,6 +770,12 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     double ntgt = (double)global_batch * T;
     ZT_TRY(counted_targets(&ctx->train, ctx->step, (uint64_t)global_batch, &ntgt, st));
     float dloss = (float)(1.0 / ntgt);
+    /* the steps' threads, not the pre-fault thread, get the cores from now
+     * on: what it did not populate yet the step faults itself */
+    if (ctx->prefaulting) {
+        zt_mem_prefault_stop();
+        ctx->prefaulting = 0;
+    }
     /* fp16: the loss (its gradient) is scaled; 1 otherwise */
     const float loss_scale = zt_scaler_scale(&ctx->scaler);
     double t0 = zt_now_s();

@@ -218,6 +218,13 @@ int zt_ctx_create(const zt_config *cfg, const zt_callbacks *cb, zt_ctx **out,
  *       evaluation, sampling and weight export call first -- the same
  *       values bit for bit, without computing values a load overwrites. */
 #define ZT_CTX_DEFER_INIT 1u
+/*   ZT_CTX_PREFAULT  a background thread populates the fresh host buffers
+ *       the first training step writes (gradients, AdamW moments,
+ *       communication buffers, activations) while the caller loads weights
+ *       and opens data; the first zt_train_step stops it.  Only time
+ *       changes, not values; memory the run would touch at its first step
+ *       is touched earlier (a context that never trains: do not ask). */
+#define ZT_CTX_PREFAULT 2u
 int zt_ctx_create_ex(const zt_config *cfg, const zt_callbacks *cb, unsigned flags,
                      zt_ctx **out, zt_status *st);
 /* Write the initial values still owed (ZT_CTX_DEFER_INIT); none: a no-op. */
