@@ -326,7 +326,19 @@ ok $(grep -q '^model: llama (Gemma3ForCausalLM), 999885952 parameters.*q/k norms
     done
     "$PY" "$FIX" llama lw --kv 2 --arch MistralForCausalLM --positions 64
     sed -i 's/"sliding_window": 64/"sliding_window": 16/' lw/config.json
-    bad "Mistral sliding_window < seq_len" 2 "sliding_window=16 is smaller than the training length ztrain.seq_len=64" --init-from lw
+    hrun 1 lw1 --init-from lw
+    rc=$?
+    ok $([ $rc = 0 ] && [ -n "$(first_loss lw1.m)" ] &&
+         grep -q "window 16 (layers 0 and later)" run.out; echo $?) \
+       "Mistral sliding_window=16 < seq_len 64 trains through the window (exit $rc, loss $(first_loss lw1.m))"
+    "$PY" "$FIX" llama qw --kv 2 --arch Qwen2ForCausalLM --positions 64
+    "$PY" - qw/config.json <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(use_sliding_window=True, sliding_window=16, layer_types=["sliding_attention", "full_attention"])
+json.dump(c, open(sys.argv[1], "w"))
+PYEOF
+    bad "Qwen2 layer_types with a full layer after a sliding one" 2 "layer_types has a full-attention layer 1 after the sliding layer 0" --init-from qw
 else
     TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - llama family # SKIP this build has no llama model (libtrain/llama.c)"
 fi
