@@ -1246,12 +1246,17 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
         if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
         if (f->flags & ZT_HF_QK_NORM) json_object_set_new(c, "max_window_layers", json_integer(mc->n_layer));
     }
-    /* Mistral, Phi-3: the original's window (its null or absence too), else ours */
-    json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
-    if (sw && !(mc->sliding_window > 0 && json_integer_value(sw) != mc->sliding_window))
-        json_object_set(c, "sliding_window", sw);
-    else if ((f->flags & ZT_HF_SLIDING) && mc->sliding_window > 0)
-        json_object_set_new(c, "sliding_window", json_integer(mc->sliding_window));
+    if (f->flags & ZT_HF_SLIDING) {
+        /* Mistral, Phi-3: the original's window (its null or absence too), else ours (none:
+         * null, not Mistral's default 4096) */
+        json_t *sw = orig ? json_object_get(orig, "sliding_window") : NULL;
+        const int dflt = (f->flags & ZT_HF_NO_WINDOW) ? 0 : 4096;   /* the class's, when absent */
+        if (sw && !(mc->sliding_window > 0 && json_integer_value(sw) != mc->sliding_window))
+            json_object_set(c, "sliding_window", sw);
+        else if (!(orig && !sw && mc->sliding_window == dflt))   /* absent in the original too */
+            json_object_set_new(c, "sliding_window", mc->sliding_window > 0
+                                ? json_integer(mc->sliding_window) : json_null());
+    }
     json_object_set_new(c, "attention_dropout", json_real(0.0));
     if (mc->gemma) gemma_hf_config(mc, f, c);
 }
