@@ -33,7 +33,6 @@ typedef struct hf_cfg {
     json_t *root;
     const zt_arch *arch;          /* the architecture and the family config.json names */
     const zt_arch_hf *family;
-    long sliding_window;          /* 0: none */
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
     int n;
@@ -422,6 +421,65 @@ static int hf_gemma(hf_cfg *h, int gem, zt_status *st) {
     return ZT_OK;
 }
 
+/* Mistral, Phi-3 (ZT_HF_SLIDING): every layer slides when sliding_window
+ * is set (Mistral's default 4096, Phi-3's none); Qwen2/3 (ZT_HF_SLIDING_OPT):
+ * the window only with use_sliding_window, on the layers layer_types calls
+ * "sliding_attention", by default those from max_window_layers (28) on.  A
+ * sliding layer's query t sees keys t - window < u <= t (transformers'
+ * sliding_window_overlay), ztrain.model.sliding_window from
+ * ztrain.model.sliding_from on. */
+static int hf_window(hf_cfg *h, long L, zt_status *st) {
+    const zt_arch_hf *df = h->family;
+    const int opt = (df->flags & ZT_HF_SLIDING_OPT) != 0;
+    long win = 0, from = 0;
+    int use = 1;
+    if (opt) ZT_TRY(get_bool(h, h->root, "use_sliding_window", 0, &use, st));
+    if (use) ZT_TRY(get_int(h, h->root, "sliding_window", (df->flags & ZT_HF_NO_WINDOW) ? 0 : 4096,
+                            &win, st));
+    if (json_is_null(json_object_get(h->root, "sliding_window"))) win = 0;
+    else if (use && json_object_get(h->root, "sliding_window") && (win < 1 || win > 1 << 30))
+        return zt_fail(st, ZT_EDATA, "%s: sliding_window=%ld must be a positive integer (or null: "
+                       "none)", h->path, win);
+    if (opt) {
+        json_t *lt = json_object_get(h->root, "layer_types");
+        ZT_TRY(get_int(h, h->root, "max_window_layers", 28, &from, st));
+        if (from < 0 || from > 1 << 30)
+            return zt_fail(st, ZT_EDATA, "%s: max_window_layers=%ld must not be negative", h->path,
+                           from);
+        if (json_is_array(lt)) {   /* written out: it wins over max_window_layers */
+            const size_t n = json_array_size(lt);
+            if ((long)n != L)
+                return zt_fail(st, ZT_EDATA, "%s: layer_types has %zu entries for %ld layers",
+                               h->path, n, L);
+            from = L;
+            for (size_t i = 0; i < n; ++i) {
+                const char *t = json_string_value(json_array_get(lt, i));
+                if (!t || (strcmp(t, "full_attention") && strcmp(t, "sliding_attention")))
+                    return zt_fail(st, ZT_EDATA, "%s: layer_types[%zu] must be \"full_attention\" "
+                                   "or \"sliding_attention\"", h->path, i);
+                const int sl = !strcmp(t, "sliding_attention");
+                if (sl && from == L) from = (long)i;
+                if (!sl && from < L)
+                    return zt_fail(st, ZT_EUNSUPPORTED, "%s: layer_types has a full-attention layer "
+                                   "%zu after the sliding layer %ld: ztrain slides the layers from "
+                                   "one on (max_window_layers)", h->path, i, from);
+            }
+            if (from < L && win == 0)
+                return zt_fail(st, ZT_EUNSUPPORTED, "%s: layer_types has sliding layers but there "
+                               "is no window (use_sliding_window=false or sliding_window=null)",
+                               h->path);
+        } else if (lt && !json_is_null(lt)) {
+            return zt_fail(st, ZT_EDATA, "%s: layer_types must be a list", h->path);
+        }
+    }
+    if (win > 0) {
+        add_kv(h, "ztrain.model.sliding_window", "sliding_window", "%ld", win);
+        add_kv(h, "ztrain.model.sliding_from", opt ? "max_window_layers" : "sliding_window", "%ld",
+               from);
+    }
+    return ZT_OK;
+}
+
 static int hf_llama(hf_cfg *h, zt_status *st) {
     const zt_arch_hf *df = h->family;
     long V, C, H, L, NH, KV, P, hd;
@@ -471,18 +529,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         return zt_fail(st, ZT_EDATA, "%s: head_dim=%ld must be a positive integer", h->path, hd);
     if (!(eps > 0) || !isfinite(eps))
         return zt_fail(st, ZT_EDATA, "%s: rms_norm_eps=%g must be positive", h->path, eps);
-    /* sliding-window attention equals full attention while the training
-     * length stays within the window: zt_hf_check_config */
-    if (df->flags & ZT_HF_SLIDING) {
-        ZT_TRY(get_int(h, h->root, "sliding_window", (df->flags & ZT_HF_NO_WINDOW) ? 0 : 4096,
-                       &h->sliding_window, st));
-        if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
-    } else if (df->flags & ZT_HF_SLIDING_OPT) {
-        int use;
-        ZT_TRY(get_bool(h, h->root, "use_sliding_window", 0, &use, st));
-        if (use) ZT_TRY(get_int(h, h->root, "sliding_window", 4096, &h->sliding_window, st));
-        if (json_is_null(json_object_get(h->root, "sliding_window"))) h->sliding_window = 0;
-    }
+    if (df->flags & (ZT_HF_SLIDING | ZT_HF_SLIDING_OPT)) ZT_TRY(hf_window(h, L, st));
     add_kv(h, "ztrain.model.arch", "architectures", "llama");
     add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
     add_kv(h, "ztrain.model.n_embd", "hidden_size", "%ld", C);
@@ -592,14 +639,9 @@ int zt_hf_check_config(const char *dir_or_config_json, const zt_config *cfg, zt_
     zt_status_clear(st);
     hf_cfg h;
     ZT_TRY(hf_parse(dir_or_config_json, &h, st));
-    int rc = ZT_OK, T = cfg->seq_len > 0 ? cfg->seq_len : cfg->model.context;
-    if (h.sliding_window > 0 && h.sliding_window < T)
-        rc = zt_fail(st, ZT_EUNSUPPORTED, "%s: sliding_window=%ld is smaller than the training "
-                     "length ztrain.seq_len=%d; ztrain's attention is full-causal, which equals "
-                     "the window only up to %ld tokens: give --seq-len %ld or less", h.path,
-                     h.sliding_window, T, h.sliding_window, h.sliding_window);
+    (void)cfg;   /* the windows are the model's (zt_hf_read_config): any training length */
     hf_cfg_free(&h);
-    return rc;
+    return ZT_OK;
 }
 
 const char *zt_hf_arch_name(const char *dir_or_config_json) {

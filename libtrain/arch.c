@@ -31,6 +31,8 @@ static int is_longrope(const zt_model_config *mc) { return !strcmp(mc->rope_scal
 static int has_attention_factor(const zt_model_config *mc) { return is_yarn(mc) || is_longrope(mc); }
 static int has_factor(const zt_model_config *mc) { return strcmp(mc->rope_scaling, "none") != 0; }
 static int is_gemma(const zt_model_config *mc) { return mc->gemma != 0; }
+/* a window (any llama; older checkpoints without one store 0) */
+static int has_window(const zt_model_config *mc) { return mc->gemma != 0 || mc->sliding_window != 0; }
 static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc) || is_longrope(mc); }
 
 #define MC(f) offsetof(zt_model_config, f), sizeof(((zt_model_config *)0)->f)
@@ -59,8 +61,9 @@ static const zt_arch_setting settings[] = {
     {"query_pre_attn_scalar", ZT_AS_DOUBLE, MC(query_pre_attn_scalar), NULL, is_gemma, LLAMA},
     {"attn_softcap", ZT_AS_DOUBLE, MC(attn_softcap), NULL, is_gemma, LLAMA},
     {"final_softcap", ZT_AS_DOUBLE, MC(final_softcap), NULL, is_gemma, LLAMA},
-    {"sliding_window", ZT_AS_INT, MC(sliding_window), NULL, is_gemma, LLAMA},
-    {"sliding_pattern", ZT_AS_INT, MC(sliding_pattern), NULL, is_gemma, LLAMA},
+    {"sliding_window", ZT_AS_INT, MC(sliding_window), NULL, has_window, LLAMA},
+    {"sliding_pattern", ZT_AS_INT, MC(sliding_pattern), NULL, has_window, LLAMA},
+    {"sliding_from", ZT_AS_INT, MC(sliding_from), NULL, has_window, LLAMA},
     {"rope_local_theta", ZT_AS_DOUBLE, MC(rope_local_theta), NULL, is_gemma, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
 };

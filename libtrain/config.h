@@ -66,6 +66,8 @@ typedef struct zt_model_config {
     int sliding_window;     /* ztrain.model.sliding_window: keys within the window, 0 = none */
     int sliding_pattern;    /* ztrain.model.sliding_pattern: P > 0: layer l is full attention
                              * when (l + 1) % P == 0, the others slide; 0: every layer slides */
+    int sliding_from;       /* ztrain.model.sliding_from: layers l < it are full attention
+                             * (Qwen2/3's max_window_layers); 0: from the first layer */
     double rope_local_theta; /* ztrain.model.rope_local_theta: rotary base of the sliding
                               * layers (no scaling), 0 = as the full layers (Gemma 3: 10000) */
     int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding

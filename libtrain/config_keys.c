@@ -210,11 +210,14 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.model.final_softcap", NULL, NULL, NULL, T_DOUBLE, FLD(model.final_softcap), 0, 0,
      KF_NO_HI, "0", NULL, "gemma: final logit soft-capping cap * tanh(x / cap); 0 = none"},
     {"ztrain.model.sliding_window", NULL, NULL, NULL, T_INT, FLD(model.sliding_window), 0, 0,
-     KF_NO_HI, "0", NULL, "gemma: sliding-window attention width of the sliding layers "
-     "(query t sees keys t - window < u <= t); 0 = none"},
+     KF_NO_HI, "0", NULL, "llama: sliding-window attention width of the sliding layers "
+     "(query t sees keys t - window < u <= t; Gemma 2/3, Mistral, Phi-3, Qwen2/3); 0 = none"},
     {"ztrain.model.sliding_pattern", NULL, NULL, NULL, T_INT, FLD(model.sliding_pattern), 0, 0,
      KF_NO_HI, "0", NULL, "gemma: with P > 0, layer l (from 0) is full attention when (l + 1) % P "
      "== 0 and the others slide (Gemma 2: 2, Gemma 3: 6); 0 = every layer slides"},
+    {"ztrain.model.sliding_from", NULL, NULL, NULL, T_INT, FLD(model.sliding_from), 0, 0,
+     KF_NO_HI, "0", NULL, "llama: with a window, layers l < it are full attention and the "
+     "later ones slide (Qwen2/3's max_window_layers); 0 = from the first layer"},
     {"ztrain.model.rope_local_theta", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_local_theta),
      0, 0, KF_NO_HI, "0", NULL, "gemma: rotary base of the sliding layers, without rope "
      "scaling (Gemma 3's rope_local_base_freq); 0 = the full layers' rotary embedding"},

@@ -63,13 +63,13 @@ typedef struct shape {
      * pattern, the sliding layers' own rotary frequencies */
     int gemma;
     float escale, ascale, acap, fcap;
-    int window, pattern, local_rope;
+    int window, pattern, from, local_rope;
 } shape;
 
 /* Is block l a sliding layer (transformers' "sliding_attention": Gemma 3's
  * local rotary embedding), and does it attend through a window? */
 static int layer_sliding_type(const shape *s, int l) {
-    return !(s->pattern > 0 && (l + 1) % s->pattern == 0);
+    return l >= s->from && !(s->pattern > 0 && (l + 1) % s->pattern == 0);
 }
 static int layer_slides(const shape *s, int l) { return s->window > 0 && layer_sliding_type(s, l); }
 
@@ -100,8 +100,9 @@ static shape shape_of(const zt_model_config *mc) {
                                                         : 1.0f / sqrtf((float)s.hd);
     s.acap = s.gemma ? (float)mc->attn_softcap : 0.0f;
     s.fcap = s.gemma ? (float)mc->final_softcap : 0.0f;
-    s.window = s.gemma ? mc->sliding_window : 0;
+    s.window = mc->sliding_window;   /* Gemma; Mistral, Phi-3, Qwen2/3 */
     s.pattern = mc->sliding_pattern;
+    s.from = mc->sliding_from;
     s.local_rope = s.gemma && mc->rope_local_theta > 0;
     return s;
 }
@@ -586,26 +587,41 @@ static const float *norm_w(const zt_llama *m, const zt_llama_acts *a, const floa
     return a->w1;
 }
 
-/* Block l's attention: Llama's gqa, Gemma's with its scale, soft-cap and
- * (sliding layers) window */
-static void attn_fwd(const zt_llama *m, int l, float *out, float *lse, const float *qkv, int B,
-                     int T, int NH, int NKV) {
+/* Block l's attention over T tokens: Llama's gqa, Gemma's with its scale,
+ * soft-cap and (sliding layers) window; the other families' sliding layers
+ * (Mistral, Phi-3, Qwen2/3) through gqa_ext with the plain scale when the
+ * window is shorter than T (keys u > t - window: at window >= T every key
+ * u <= t, the plain gqa's result). 0, or a window gqa_ext does not have. */
+static int attn_window(const zt_llama *m, int l, int T) {
     const shape *s = &m->s;
-    if (!s->gemma) {
+    const int w = layer_slides(s, l) ? s->window : 0;
+    return s->gemma || w < T ? w : 0;
+}
+static int attn_fwd(const zt_llama *m, int l, float *out, float *lse, const float *qkv, int B,
+                    int T, int NH, int NKV, zt_status *st) {
+    const shape *s = &m->s;
+    const int w = attn_window(m, l, T);
+    if (!s->gemma && !w) {
         m->be->gqa_fwd(out, lse, qkv, B, T, NH, NKV, s->hd);
-        return;
+        return ZT_OK;
     }
-    const zt_attn_opts o = {s->ascale, s->acap, layer_slides(s, l) ? s->window : 0};
+    if (!m->be->gqa_ext_fwd || !m->be->gqa_ext_bwd)
+        return zt_fail(st, ZT_EUNSUPPORTED, "llama: the %s backend lacks sliding-window attention "
+                       "(gqa_ext) for layer %d's window %d < %d tokens", m->be->name ? m->be->name
+                       : "?", l, w, T);
+    const zt_attn_opts o = {s->ascale, s->acap, w};
     m->be->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, s->hd, &o);
+    return ZT_OK;
 }
 static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, const float *qkv,
                      const float *out, const float *lse, int B, int T, int NH, int NKV) {
     const shape *s = &m->s;
-    if (!s->gemma) {
+    const int w = attn_window(m, l, T);
+    if (!s->gemma && !w) {
         m->be->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd);
         return;
     }
-    const zt_attn_opts o = {s->ascale, s->acap, layer_slides(s, l) ? s->window : 0};
+    const zt_attn_opts o = {s->ascale, s->acap, w};   /* the forward checked gqa_ext */
     m->be->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd, &o);
 }
 
@@ -639,7 +655,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
                               a->sp_recv, st));
         be->rope_fwd(s->qkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                      layer_rope_scale(m, l));
-        attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl);
+        ZT_TRY(attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, st));
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
@@ -654,7 +670,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
         }
         be->rope_fwd(s->qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
-        attn_fwd(m, l, s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV);
+        ZT_TRY(attn_fwd(m, l, s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, st));
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
     be->matmul_fwd(ao, s->atty, w->ow, NULL, N, sh->AD, C);
@@ -897,13 +913,15 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
         const char *g = m->query_pre_attn_scalar != 0 ? "query_pre_attn_scalar"
                       : m->attn_softcap != 0 ? "attn_softcap"
                       : m->final_softcap != 0 ? "final_softcap"
-                      : m->sliding_window != 0 ? "sliding_window"
-                      : m->sliding_pattern != 0 ? "sliding_pattern"
                       : m->rope_local_theta != 0 ? "rope_local_theta" : NULL;
         if (g)
             return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a Gemma setting: set "
                            "ztrain.model.gemma=2 or 3", g);
     }
+    if (m->sliding_window < 0 || m->sliding_pattern < 0 || m->sliding_from < 0)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.sliding_window=%d, sliding_pattern=%d and "
+                       "sliding_from=%d must not be negative", m->sliding_window, m->sliding_pattern,
+                       m->sliding_from);
     char why[160];
     const zt_arch_hf *fam = zt_arch_hf_export(m, NULL, why, sizeof why);
     if (!fam) return zt_fail(st, ZT_EINVAL, "%s", why);
@@ -1015,6 +1033,9 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
         if ((mc->attn_softcap > 0 || mc->final_softcap > 0) && k > 0 && (size_t)k < sizeof gem)
             snprintf(gem + k, sizeof gem - (size_t)k, ", soft-caps %g / %g", mc->attn_softcap,
                      mc->final_softcap);
+    } else if (mc->sliding_window > 0) {   /* Mistral, Phi-3, Qwen2/3 */
+        snprintf(gem, sizeof gem, ", window %d (layers %d and later)", mc->sliding_window,
+                 mc->sliding_from);
     }
     if (style == ZT_ARCH_SUM_LOG) {
         snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s%s",
@@ -1086,7 +1107,8 @@ static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
     if (mc->gemma) return &llama_hf[mc->gemma == 2 ? HF_GEMMA2 : HF_GEMMA3];
     if (mc->qk_norm) return &llama_hf[HF_QWEN3];
-    return mc->attention_bias ? &llama_hf[HF_QWEN2] : &llama_hf[HF_LLAMA];
+    if (mc->attention_bias) return &llama_hf[HF_QWEN2];
+    return mc->sliding_window > 0 ? &llama_hf[HF_MISTRAL] : &llama_hf[HF_LLAMA];
 }
 
 static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
@@ -1107,6 +1129,16 @@ static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *m
         return "its q/k/v projections have biases; set ztrain.model.attention_bias=true";
     if (!(f->flags & ZT_HF_QKV_BIAS) && mc->attention_bias)
         return "it has no q/k/v-only biases (ztrain.model.attention_bias=true is Qwen2's)";
+    /* which layers slide: Gemma's pattern, Qwen2/3's from max_window_layers on, Mistral's and
+     * Phi-3's all; Llama has no window */
+    const int slides = mc->sliding_window > 0;
+    if (!fg && !(f->flags & (ZT_HF_SLIDING | ZT_HF_SLIDING_OPT)) && slides)
+        return "it has no sliding window (ztrain.model.sliding_window is set)";
+    if (!fg && mc->sliding_pattern != 0)
+        return "its layers are not a Gemma pattern (ztrain.model.sliding_pattern is Gemma's)";
+    if (!(f->flags & ZT_HF_SLIDING_OPT) && mc->sliding_from != 0)
+        return "its sliding layers start at the first one (ztrain.model.sliding_from is Qwen2/3's "
+               "max_window_layers)";
     return NULL;
 }
 
@@ -1207,10 +1239,25 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
         json_object_set_new(c, "attention_bias", json_false());
         json_object_set_new(c, "mlp_bias", json_false());
     }
-    if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
-    if (f->flags & ZT_HF_QK_NORM) json_object_set_new(c, "max_window_layers", json_integer(mc->n_layer));
-    json_t *sw = orig && (f->flags & ZT_HF_SLIDING) ? json_object_get(orig, "sliding_window") : NULL;
-    if (sw) json_object_set(c, "sliding_window", sw);   /* the original's window */
+    if ((f->flags & ZT_HF_SLIDING_OPT) && mc->sliding_window > 0) {   /* layers from max_window_layers on */
+        json_object_set_new(c, "use_sliding_window", json_true());
+        json_object_set_new(c, "sliding_window", json_integer(mc->sliding_window));
+        json_object_set_new(c, "max_window_layers", json_integer(mc->sliding_from));
+    } else {
+        if (f->flags & ZT_HF_SLIDING_OPT) json_object_set_new(c, "use_sliding_window", json_false());
+        if (f->flags & ZT_HF_QK_NORM) json_object_set_new(c, "max_window_layers", json_integer(mc->n_layer));
+    }
+    if (f->flags & ZT_HF_SLIDING) {
+        /* Mistral, Phi-3: the original's window (its null or absence too), else ours (none:
+         * null, not Mistral's default 4096) */
+        json_t *sw = orig ? json_object_get(orig, "sliding_window") : NULL;
+        const int dflt = (f->flags & ZT_HF_NO_WINDOW) ? 0 : 4096;   /* the class's, when absent */
+        if (sw && !(mc->sliding_window > 0 && json_integer_value(sw) != mc->sliding_window))
+            json_object_set(c, "sliding_window", sw);
+        else if (!(orig && !sw && mc->sliding_window == dflt))   /* absent in the original too */
+            json_object_set_new(c, "sliding_window", mc->sliding_window > 0
+                                ? json_integer(mc->sliding_window) : json_null());
+    }
     json_object_set_new(c, "attention_dropout", json_real(0.0));
     if (mc->gemma) gemma_hf_config(mc, f, c);
 }

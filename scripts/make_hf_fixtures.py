@@ -48,7 +48,8 @@ from safetensors.torch import save_file
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Gemma2Config, Gemma2ForCausalLM,
-                          Gemma3TextConfig, Gemma3ForCausalLM)
+                          Gemma3TextConfig, Gemma3ForCausalLM, MistralConfig,
+                          MistralForCausalLM)
 
 B, T = 2, 16
 STEPS = 3
@@ -75,6 +76,28 @@ def qwen2_config():
         vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=64,
         rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def mistral_config():
+    # sliding_window 5 < T = 16 on every layer (keys t - 5 < u <= t); GQA; untied
+    return MistralConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def qwen2_swa_config():
+    # use_sliding_window with max_window_layers 1 of 2: layer 0 full, layer 1
+    # slides with window 4 < T = 16 (transformers' layer_types)
+    return Qwen2Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=True,
+        sliding_window=4, max_window_layers=1,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         bos_token_id=1, eos_token_id=2, attn_implementation="eager")
 
@@ -178,6 +201,8 @@ MODELS = [
     ("rope_longrope", Phi3ForCausalLM, longrope_config, 1009, None),
     ("gemma2", Gemma2ForCausalLM, gemma2_config, 1010, None),
     ("gemma3", Gemma3ForCausalLM, gemma3_config, 1011, None),
+    ("mistral", MistralForCausalLM, mistral_config, 1012, None),
+    ("qwen2_swa", Qwen2ForCausalLM, qwen2_swa_config, 1013, None),
 ]
 
 

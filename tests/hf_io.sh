@@ -326,7 +326,44 @@ ok $(grep -q '^model: llama (Gemma3ForCausalLM), 999885952 parameters.*q/k norms
     done
     "$PY" "$FIX" llama lw --kv 2 --arch MistralForCausalLM --positions 64
     sed -i 's/"sliding_window": 64/"sliding_window": 16/' lw/config.json
-    bad "Mistral sliding_window < seq_len" 2 "sliding_window=16 is smaller than the training length ztrain.seq_len=64" --init-from lw
+    hrun 1 lw1 --init-from lw
+    rc=$?
+    ok $([ $rc = 0 ] && [ -n "$(first_loss lw1.m)" ] &&
+         grep -q "window 16 (layers 0 and later)" run.out; echo $?) \
+       "Mistral sliding_window=16 < seq_len 64 trains through the window (exit $rc, loss $(first_loss lw1.m))"
+    # Qwen2 with its window on layer 1 of 2 (max_window_layers 1); both exported
+    # with their windows, which transformers applies to the same loss
+    "$PY" "$FIX" llama qs --kv 2 --arch Qwen2ForCausalLM --positions 64
+    sed -i 's/"use_sliding_window": false/"use_sliding_window": true, "sliding_window": 16, "max_window_layers": 1/' qs/config.json
+    hrun 1 qs1 --init-from qs
+    rc=$?
+    ok $([ $rc = 0 ] && grep -q "window 16 (layers 1 and later)" run.out; echo $?) \
+       "Qwen2 use_sliding_window=true, window 16 from layer 1 trains (exit $rc, loss $(first_loss qs1.m))"
+    for w in lw qs; do
+        rm -rf ${w}E
+        "$ZTRAIN" ckpt export ${w}1.d/step-1 --hf ${w}E > exp.out 2>&1
+        "$PY" - ${w}E/config.json $w <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+want = {"sliding_window": 16} if sys.argv[2] == "lw" else \
+       {"use_sliding_window": True, "sliding_window": 16, "max_window_layers": 1}
+sys.exit(any(c.get(k) != v for k, v in want.items()))
+PYEOF
+        ok $? "$w: export --hf writes the window ($(grep -o '"[a-z_]*window[a-z_]*": [a-z0-9]*' ${w}E/config.json | tr '\n' ' '))"
+        if "$HFPY" -c "import torch, transformers" 2> /dev/null; then
+            ref=$("$HFPY" "$ZT_SRCDIR/tests/hf_ref.py" ${w}E c_val.bin 4 64 2> ref.err)
+            ok $([ $? = 0 ] && awk -v a="$ref" -v b="$(val_loss ${w}1.m)" 'BEGIN { d = a - b; exit !(d <= 5e-6 && d >= -5e-6) }'; echo $?) \
+               "$w: transformers applies the exported window: loss $ref vs ztrain $(val_loss ${w}1.m)"
+        fi
+    done
+    "$PY" "$FIX" llama qw --kv 2 --arch Qwen2ForCausalLM --positions 64
+    "$PY" - qw/config.json <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(use_sliding_window=True, sliding_window=16, layer_types=["sliding_attention", "full_attention"])
+json.dump(c, open(sys.argv[1], "w"))
+PYEOF
+    bad "Qwen2 layer_types with a full layer after a sliding one" 2 "layer_types has a full-attention layer 1 after the sliding layer 0" --init-from qw
 else
     TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - llama family # SKIP this build has no llama model (libtrain/llama.c)"
 fi

@@ -2,7 +2,8 @@
 # hf_transformers.sh -- the Hugging Face round trip against transformers itself
 # (optional: needs a Python that imports torch + transformers; SKIPs visibly
 # otherwise).  For each fixture of tests/fixtures/hf (llama, qwen2, gpt2, qwen3, phi3,
-# rope_linear, rope_dynamic, rope_yarn, rope_longrope, gemma2, gemma3;
+# rope_linear, rope_dynamic, rope_yarn, rope_longrope, gemma2, gemma3, mistral,
+# qwen2_swa;
 # ZT_HF_FIXTURES picks some):
 #
 #   1. `ztrain train --init-from FIXTURE` 4 steps at 2 ranks, ZeRO stage 3, on
@@ -34,7 +35,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 PYTHONHASHSEED=0
 
-for name in ${ZT_HF_FIXTURES:-llama qwen2 gpt2 qwen3 phi3 rope_linear rope_dynamic rope_yarn rope_longrope gemma2 gemma3}; do
+for name in ${ZT_HF_FIXTURES:-llama qwen2 gpt2 qwen3 phi3 rope_linear rope_dynamic rope_yarn rope_longrope gemma2 gemma3 mistral qwen2_swa}; do
     d="$tmp/$name"
     mkdir -p "$d"
     # one window of T+1 = 17 tokens below the vocabulary: the fixture's own batch row 0

@@ -6,8 +6,9 @@
  * per-architecture defaults for absent keys (Llama, Mistral, Qwen2, GPT-2);
  * Qwen2's q/k/v biases; refusals by name (architecture, rope type, hidden_act,
  * Llama attention_bias / mlp_bias, partial rotary, GPT-2 epsilon / n_inner);
- * a flag that disagrees names both values; a sliding window below the
- * training length is refused after finalize.
+ * a flag that disagrees names both values; sliding windows as transformers
+ * applies them (Mistral, Phi-3: every layer; Qwen2: from max_window_layers
+ * on, or as layer_types says) at any training length, the others refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,11 +206,37 @@ int main(void) {
         rc = zt_hf_read_config(dir, c, &st);
         if (rc == ZT_OK) rc = zt_config_finalize(c, 1, &st);
         if (rc == ZT_OK) rc = zt_hf_check_config(dir, c, &st);
-        if (T == 16) tap_ok(rc == ZT_OK, "sliding_window 16, seq_len 16: accepted (%s)", rc ? st.msg : "ok");
-        else tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "sliding_window=16 is smaller than the "
-                    "training length ztrain.seq_len=17"), "seq_len 17: refused (%s)", st.msg);
+        tap_ok(rc == ZT_OK && has(c, "ztrain.model.sliding_window=16;ztrain.model.sliding_from=0"),
+               "Mistral sliding_window 16, seq_len %d: accepted, every layer slides (%s)", T,
+               rc ? st.msg : "ok");
         zt_config_free(c);
     }
+    /* Qwen2: only with use_sliding_window, from max_window_layers on (or layer_types) */
+#define QW(extra) "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 32, " \
+    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"num_hidden_layers\": 3, " \
+    "\"intermediate_size\": 48, \"vocab_size\": 256, \"max_position_embeddings\": 64" extra "}"
+    reads("Qwen2 use_sliding_window, max_window_layers 1", QW(", \"use_sliding_window\": true, "
+          "\"sliding_window\": 8, \"max_window_layers\": 1"),
+          "ztrain.model.sliding_window=8;ztrain.model.sliding_from=1");
+    reads("Qwen2 use_sliding_window without max_window_layers: 28", QW(", \"use_sliding_window\": true, "
+          "\"sliding_window\": 8"), "ztrain.model.sliding_window=8;ztrain.model.sliding_from=28");
+    reads("Qwen2 without use_sliding_window: no window", QW(", \"sliding_window\": 8, "
+          "\"max_window_layers\": 1"), "ztrain.model.sliding_window=0;ztrain.model.sliding_from=0");
+    reads("Qwen2 layer_types full, sliding, sliding", QW(", \"use_sliding_window\": true, "
+          "\"sliding_window\": 8, \"max_window_layers\": 0, \"layer_types\": [\"full_attention\", "
+          "\"sliding_attention\", \"sliding_attention\"]"),
+          "ztrain.model.sliding_window=8;ztrain.model.sliding_from=1");
+    refuses("Qwen2 layer_types with a full layer after a sliding one", QW(", \"use_sliding_window\": "
+            "true, \"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]"),
+            ZT_EUNSUPPORTED, "full-attention layer 2 after the sliding layer 1");
+    refuses("Qwen2 sliding layer_types without a window", QW(", \"layer_types\": [\"full_attention\", "
+            "\"sliding_attention\", \"sliding_attention\"]"), ZT_EUNSUPPORTED,
+            "layer_types has sliding layers but there is no window");
+    refuses("Qwen2 layer_types of another length", QW(", \"use_sliding_window\": true, "
+            "\"layer_types\": [\"full_attention\"]"), ZT_EDATA, "layer_types has 1 entries for 3 layers");
+    refuses("Mistral sliding_window 0", "{\"architectures\": [\"MistralForCausalLM\"], "
+            "\"sliding_window\": 0}", ZT_EDATA, "sliding_window=0 must be a positive integer");
+#undef QW
     unlink(path);
     rmdir(dir);
     return tap_done();

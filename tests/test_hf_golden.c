@@ -6,7 +6,9 @@
  * (per-head q/k RMSNorm, GQA, tied), phi3 (fused qkv_proj / gate_up_proj split
  * on load), rope_linear / rope_dynamic / rope_yarn / rope_longrope
  * (Llama with those rope types, yarn's cos/sin scale; longrope a Phi-3 past
- * its original context, so long_factor and cos/sin x sqrt(2)), gpt2 --:
+ * its original context, so long_factor and cos/sin x sqrt(2)), gemma2 / gemma3,
+ * mistral (sliding window 5 < T on every layer), qwen2_swa (use_sliding_window:
+ * layer 1 of 2 slides, window 4), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -293,27 +295,33 @@ typedef struct expect {
     double eps;
     int fused;         /* Phi-3's fused qkv_proj / gate_up_proj */
     /* Gemma: gemma 2 | 3, layers, head_dim, query_pre_attn_scalar, the
-     * soft-caps, window, pattern, the sliding layers' rotary base */
+     * soft-caps, window, pattern, the sliding layers' rotary base; any:
+     * the first sliding layer (Qwen2/3's max_window_layers) */
     int gemma, layers, hd;
     double qpas, acap, fcap;
     int window, pattern;
     double local;
+    int from;
 } expect;
 
 static const expect fixtures[] = {
-    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     /* Gemma 2: soft-caps 2 / 3, window 5 < T on layer 0; Gemma 3: q/k
      * norms, layers 0-1 slide (rotary base 100), layer 2 full (linear 2) */
-    {"gemma2", "llama", 2, 0, 1, 64, "none", 10000.0, 0, 1e-6, 0, 2, 2, 16, 24, 2, 3, 5, 2, 0},
-    {"gemma3", "llama", 1, 0, 0, 64, "linear", 10000.0, 1, 1e-6, 0, 3, 3, 16, 16, 0, 0, 5, 3, 100},
+    {"gemma2", "llama", 2, 0, 1, 64, "none", 10000.0, 0, 1e-6, 0, 2, 2, 16, 24, 2, 3, 5, 2, 0, 0},
+    {"gemma3", "llama", 1, 0, 0, 64, "linear", 10000.0, 1, 1e-6, 0, 3, 3, 16, 16, 0, 0, 5, 3, 100, 0},
+    /* Mistral: every layer slides, window 5 < T; Qwen2 with use_sliding_window:
+     * layer 0 full, layer 1 slides with window 4 (max_window_layers 1) */
+    {"mistral", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0},
+    {"qwen2_swa", "llama", 2, 1, 0, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -385,8 +393,9 @@ static void run_fixture(const char *root, const expect *ex) {
               mc->gemma == ex->gemma;
     if (ex->gemma)
         cok &= mc->query_pre_attn_scalar == ex->qpas && mc->attn_softcap == ex->acap &&
-               mc->final_softcap == ex->fcap && mc->sliding_window == ex->window &&
-               mc->sliding_pattern == ex->pattern && mc->rope_local_theta == ex->local;
+               mc->final_softcap == ex->fcap && mc->rope_local_theta == ex->local;
+    cok &= mc->sliding_window == ex->window && mc->sliding_pattern == ex->pattern &&
+           mc->sliding_from == ex->from;
     if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
         cok &= zt_model_kv_heads(mc) == ex->n_kv_head && zt_model_intermediate(mc) == 64 &&
                !!mc->attention_bias == ex->attention_bias && !strcmp(mc->rope_scaling, ex->rope_scaling) &&

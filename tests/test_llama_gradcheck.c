@@ -346,6 +346,18 @@ int main(void) {
     g3.tie_embeddings = 0;
     gradcheck(&g3, "gemma3");
     fd_eps = 1e-2;
+    /* Mistral: window 3 < T on every layer; Qwen2: q/k/v biases, window 2
+     * from layer 1 of 3 (max_window_layers 1) */
+    zt_model_config mis = base_config();
+    mis.n_kv_head = 2;
+    mis.sliding_window = 3;
+    gradcheck(&mis, "mistral window");
+    zt_model_config qsw = base_config();
+    qsw.n_layer = 3;
+    qsw.attention_bias = 1;
+    qsw.sliding_window = 2;
+    qsw.sliding_from = 1;
+    gradcheck(&qsw, "qwen2 window from layer 1");
     {   /* a backend without the Gemma kernels: refused with a status */
         zt_backend nog = *zt_backend_cpu();
         nog.gqa_ext_fwd = NULL;
@@ -360,6 +372,7 @@ int main(void) {
     ckpt_bitwise(&g2, "gemma2");
     ckpt_bitwise(&g3, "gemma3");
     ckpt_bitwise(&qkn, "qk_norm");
+    ckpt_bitwise(&qsw, "qwen2 window");
     zt_model_config ck = gqa;
     ck.n_layer = 3;
     ckpt_bitwise(&ck, "tied");
