@@ -45,8 +45,18 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
                        "ztrain.model.arch is %s in the checkpoint, %s configured", file,
                        in->model.arch, arch->name);
+    /* a checkpoint from before sliding windows existed was trained with full
+     * attention: a configured window no shorter than the training length
+     * computes the same (Mistral's config.json always has one) */
+    zt_model_config cm = in->model;
+    const int T = zt_ctx_config(ctx)->seq_len;
+    if (in->model_no_window && !mc->gemma && (mc->sliding_window == 0 || mc->sliding_window >= T)) {
+        cm.sliding_window = mc->sliding_window;
+        cm.sliding_pattern = mc->sliding_pattern;
+        cm.sliding_from = mc->sliding_from;
+    }
     char a[32], b[32];
-    const zt_arch_setting *d = zt_arch_diff(arch, mc, &in->model, b, a, sizeof a);
+    const zt_arch_setting *d = zt_arch_diff(arch, mc, &cm, b, a, sizeof a);
     if (d)
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured "
                        "one: ztrain.model.%s is %s in the checkpoint, %s configured", file, d->key,

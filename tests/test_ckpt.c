@@ -461,6 +461,23 @@ int main(int argc, char **argv) {
                "another n_kv_head is refused naming the key (%s)", st.msg);
         zt_ctx_free(cx);
         tu_set(cl, "ztrain.model.n_kv_head", "1");
+        /* a checkpoint from before sliding windows: a configured window no
+         * shorter than the training length (Mistral's 4096) restores; a
+         * shorter one (which computes otherwise) is refused.  A model without
+         * a window writes no sliding_window attribute either. */
+        tu_set(cl, "ztrain.model.sliding_window", "4096");
+        cx = make_ctx(cl, &S);
+        rc = cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
+        tap_ok(rc == ZT_OK, "a checkpoint without a window restores with a configured window >= the training length (%s)",
+               rc ? st.msg : "");
+        zt_ctx_free(cx);
+        tu_set(cl, "ztrain.model.sliding_window", "3");
+        cx = make_ctx(cl, &S);
+        rc = cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
+        tap_ok(rc == ZT_EINVAL && strstr(st.msg, "ztrain.model.sliding_window is 0 in the checkpoint, 3 configured"),
+               "... and is refused with a window shorter than the training length (%s)", st.msg);
+        zt_ctx_free(cx);
+        tu_set(cl, "ztrain.model.sliding_window", "0");
         cx = make_ctx(cl, &S);
         rc = drop_arch_attrs(p, 1) && cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
         tap_ok(rc == ZT_EINVAL && strstr(st.msg, "ztrain.model.arch is gpt2 in the checkpoint, llama configured"),
