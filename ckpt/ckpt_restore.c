@@ -45,12 +45,14 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
         return zt_fail(st, ZT_EINVAL, "%s: the checkpoint's model differs from the configured one: "
                        "ztrain.model.arch is %s in the checkpoint, %s configured", file,
                        in->model.arch, arch->name);
-    /* a checkpoint from before sliding windows existed was trained with full
-     * attention: a configured window no shorter than the training length
-     * computes the same (Mistral's config.json always has one) */
+    /* outside Gemma, no window (0; checkpoints from before windows existed
+     * read as 0) and a window no shorter than the training length compute
+     * the same full attention (Mistral's config.json always has 4096) */
     zt_model_config cm = in->model;
     const int T = zt_ctx_config(ctx)->seq_len;
-    if (in->model_no_window && !mc->gemma && (mc->sliding_window == 0 || mc->sliding_window >= T)) {
+    const int wc = cm.sliding_window >= T ? 0 : cm.sliding_window;
+    const int wm = mc->sliding_window >= T ? 0 : mc->sliding_window;
+    if (!mc->gemma && !cm.gemma && wc == 0 && wm == 0) {
         cm.sliding_window = mc->sliding_window;
         cm.sliding_pattern = mc->sliding_pattern;
         cm.sliding_from = mc->sliding_from;

@@ -405,7 +405,6 @@ static int read_arch(hid_t g, zt_ckpt_info *in) {
         else if (ck_attr_get_i64(g, a->key, &v) != 0) bad = 1;
         else *(int *)f = (int)v;
     }
-    in->model_no_window = H5Aexists(g, "sliding_window") <= 0;
     for (int k = 0; k < ns; ++k)   /* 0 = derive: the derived value */
         if (set[k].resolve) *(int *)(void *)((char *)mc + set[k].offset) = set[k].resolve(mc);
     H5Eclear2(H5E_DEFAULT);

@@ -147,10 +147,6 @@ typedef struct zt_ckpt_info {
      * n_head, intermediate 4 n_embd, eps 1e-5, theta 10000, no scaling,
      * no biases, tied). */
     zt_model_config model;
-    /* 1: /model has no sliding_window attribute (written before sliding
-     * windows existed: its model attended fully, as a window no shorter
-     * than the training length does) */
-    int model_no_window;
     uint64_t num_params;
     int n_tensors;
     double created_unix;

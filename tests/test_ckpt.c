@@ -461,10 +461,10 @@ int main(int argc, char **argv) {
                "another n_kv_head is refused naming the key (%s)", st.msg);
         zt_ctx_free(cx);
         tu_set(cl, "ztrain.model.n_kv_head", "1");
-        /* a checkpoint from before sliding windows: a configured window no
-         * shorter than the training length (Mistral's 4096) restores; a
-         * shorter one (which computes otherwise) is refused.  A model without
-         * a window writes no sliding_window attribute either. */
+        /* a checkpoint without a window (or from before windows existed):
+         * a configured window no shorter than the training length
+         * (Mistral's 4096) computes the same and restores; a shorter one
+         * (which computes otherwise) is refused */
         tu_set(cl, "ztrain.model.sliding_window", "4096");
         cx = make_ctx(cl, &S);
         rc = cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
