@@ -120,6 +120,9 @@ void zt_ckpt_detach(zt_ckpt_session *s);
 /* Directory of the newest checkpoint this session saved or resumed from
  * ("" if none). */
 const char *zt_ckpt_session_last(const zt_ckpt_session *s);
+/* The step of the background save in flight (checkpoint.async), -1 if none:
+ * zt_ckpt_detach abandons it, never committed. */
+long zt_ckpt_session_inflight(const zt_ckpt_session *s);
 
 /* ------------------------------------------------------------ tools (serial) */
 
