@@ -162,6 +162,72 @@ static double thread_cpu_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The tensor data bypasses the page cache where the file system allows
+ * (O_DIRECT): a buffered write of a 1.4 GiB checkpoint costs the writer
+ * 1.5-2 s of kernel CPU per GiB on the development VM (page allocation,
+ * copy, dirty accounting, writeback), a direct one almost none.  Direct
+ * writes need the buffer, the file offset and the length aligned
+ * (CK_DIO_ALIGN: 4096, a multiple of every logical block size Linux has):
+ * each piece's whole aligned blocks go through an aligned bounce buffer
+ * (one user-space copy), its unaligned head and tail (shared with the
+ * neighbouring dataset or rank) through the buffered descriptor.  Where
+ * O_DIRECT is refused (EINVAL: tmpfs, some network file systems) every
+ * write is buffered.  ZT_CKPT_DIRECT_IO=0 turns it off.  The file is
+ * fsync'ed through the buffered descriptor as before (it covers both). */
+#define CK_DIO_ALIGN ((uint64_t)4096)
+#define CK_DIO_BOUNCE ((size_t)8 << 20)
+
+typedef struct ck_dio {
+    int fd;            /* O_DIRECT descriptor, -1 when not used */
+    char *bounce;      /* CK_DIO_BOUNCE bytes, CK_DIO_ALIGN-aligned */
+} ck_dio;
+
+static void dio_open(ck_dio *d, const char *file) {
+    d->fd = -1;
+    d->bounce = NULL;
+    const char *e = getenv("ZT_CKPT_DIRECT_IO");
+    if (e && *e && !strcmp(e, "0")) return;
+    void *b = NULL;
+    if (posix_memalign(&b, (size_t)CK_DIO_ALIGN, CK_DIO_BOUNCE) != 0) return;
+    d->fd = open(file, O_WRONLY | O_CLOEXEC | O_DIRECT);
+    if (d->fd < 0) { free(b); return; }
+    d->bounce = b;
+}
+
+static void dio_close(ck_dio *d) {
+    if (d->fd >= 0) close(d->fd);
+    free(d->bounce);
+    d->fd = -1;
+    d->bounce = NULL;
+}
+
+/* n bytes of p at file offset off: direct where aligned, else buffered (fd) */
+static int write_piece(int fd, ck_dio *d, const char *p, size_t n, uint64_t off) {
+    const uint64_t a0 = (off + CK_DIO_ALIGN - 1) & ~(CK_DIO_ALIGN - 1);
+    const uint64_t a1 = (off + n) & ~(CK_DIO_ALIGN - 1);
+    if (d->fd < 0 || a1 <= a0) return write_all(fd, p, n, off);
+    if (write_all(fd, p, (size_t)(a0 - off), off) != 0) return -1;   /* head */
+    uint64_t o = a0;
+    while (o < a1) {
+        const size_t k = a1 - o < CK_DIO_BOUNCE ? (size_t)(a1 - o) : CK_DIO_BOUNCE;
+        memcpy(d->bounce, p + (o - off), k);
+        ssize_t w;
+        do w = pwrite(d->fd, d->bounce, k, (off_t)o); while (w < 0 && errno == EINTR);
+        if (w < 0 && errno == EINVAL && o == a0) {
+            /* direct I/O refused here: buffered from now on */
+            dio_close(d);
+            return write_all(fd, p + (a0 - off), (size_t)(off + n - a0), a0);
+        }
+        if (w < 0) return -1;
+        if ((size_t)w < k) {
+            /* a short direct write: the rest of this block buffered */
+            if (write_all(fd, d->bounce + w, k - (size_t)w, o + (uint64_t)w) != 0) return -1;
+        }
+        o += k;
+    }
+    return write_all(fd, p + (a1 - off), (size_t)(off + n - a1), a1);   /* tail */
+}
+
 static void tick(void *user) {
     zt_ckpt_async *a = user;
     pthread_mutex_lock(&a->mu);
@@ -205,6 +271,8 @@ static void *writer_main(void *arg) {
     int fd = a->np > 0 ? open(a->file, O_WRONLY | O_CLOEXEC) : -1;
     if (a->np > 0 && fd < 0)
         rc = zt_fail(&st, ZT_EIO, "%s: cannot open for the tensor data: %s", a->file, strerror(errno));
+    ck_dio dio = {-1, NULL};
+    if (fd >= 0) dio_open(&dio, a->file);
     const zt_model *m = a->s.model;
     for (int i = 0; i < a->np && rc == ZT_OK; ++i) {
         const ck_wpiece *p = &a->pieces[i];
@@ -219,7 +287,7 @@ static void *writer_main(void *arg) {
             struct timespec ts = {a->delay_ms / 1000, (long)(a->delay_ms % 1000) * 1000000L};
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         }
-        if (write_all(fd, (const char *)p->src, p->n * sizeof(float), p->off) != 0) {
+        if (write_piece(fd, &dio, (const char *)p->src, p->n * sizeof(float), p->off) != 0) {
             char name[128];
             ck_dataset_name(name, sizeof name, p->fam, m->tensors[p->tensor].name);
             rc = zt_fail(&st, ZT_EIO, "%s: cannot write dataset %s (%s)", a->file, name,
@@ -227,6 +295,7 @@ static void *writer_main(void *arg) {
         }
         tick(a);
     }
+    dio_close(&dio);
     if (fd >= 0) {
         if (rc == ZT_OK && fsync(fd) != 0)
             rc = zt_fail(&st, ZT_EIO, "%s: fsync failed: %s", a->file, strerror(errno));
