@@ -303,6 +303,17 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     if (use_async && !(s->async = zt_ckpt_async_new()))
         rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint.async)");
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
+    /* the snapshot now, its pages touched: not at the first save */
+    if (s->async) {
+        rc = zt_ckpt_async_prepare(ctx, s->async, st);
+        if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) {
+            zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s; periodic checkpoints are synchronous", st->msg);
+            zt_ckpt_async_free(s->async);
+            s->async = NULL;
+            zt_status_clear(st);
+            rc = ZT_OK;
+        }
+    }
     rc = zt_preempt_install(s->signo, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     s->last_save_t = zt_now_s();
