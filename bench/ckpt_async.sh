@@ -12,7 +12,8 @@
 # and the background thread's competition for CPU and memory) but neither
 # start-up nor the final save.  Lost per save = (span - span of the
 # run without saves) / saves, median over rounds; the async runs also report
-# the main thread's own count ("training stopped for X s").
+# the main thread's own count ("training stopped for X s") and the
+# background thread's CPU time per save (checksums, tensor data).
 #   bench/ckpt_async.sh [STEPS] [EVERY] [ROUNDS] [SEQ] [NP]   (build first: make)
 # Environment: ZTRAIN (the binary), BENCH_ARGS (more ztrain flags, e.g.
 # "--backend cuda"), CKPT_BENCH_LOGS (a directory to keep the runs' output in).
@@ -49,7 +50,7 @@ import re, statistics, sys
 d, steps, every, rounds, seq, np = sys.argv[1], *map(int, sys.argv[2:])
 nsaves = (steps - 1) // every
 def run(mode, r):
-    t0 = t1 = None; stall = 0.0; save = []
+    t0 = t1 = None; stall = 0.0; save = []; cpu = []
     for l in open("%s/o_%s_%d.txt" % (d, mode, r)):
         ts, _, rest = l.partition(" ")
         if rest.startswith("step ") and re.match(r"step +1/", rest): t0 = float(ts)
@@ -58,7 +59,9 @@ def run(mode, r):
         if m and int(m.group(1)) < steps: save.append(float(m.group(2)))
         m = re.search(r"training stopped for ([0-9.]+) s", rest)
         if m: stall += float(m.group(1))
-    return t1 - t0, save, stall
+        m = re.search(r"background thread used ([0-9.]+) s of CPU: checksums ([0-9.]+) s, tensor data ([0-9.]+) s", rest)
+        if m: cpu.append(tuple(map(float, m.groups())))
+    return t1 - t0, save, stall, cpu
 span = {m: [run(m, r) for r in range(1, rounds + 1)] for m in ("none", "sync", "async")}
 print("GPT-2 124M shape, %d rank(s), seq %d, micro batch 1, %d steps, a save every %d steps (%d saves), %d rounds"
       % (np, seq, steps, every, nsaves, rounds))
@@ -70,6 +73,10 @@ lost = {m: statistics.median([(span[m][r][0] - span["none"][r][0]) / nsaves for 
 ssave = statistics.median([x for r in range(rounds) for x in span["sync"][r][1]])
 astall = statistics.median([span["async"][r][2] / nsaves for r in range(rounds)])
 print("synchronous save (its own log): %.2f s median" % ssave)
+cpu = [c for r in range(rounds) for c in span["async"][r][3]]
+if cpu:
+    print("async background thread (rank 0), CPU per save: %.2f s median (checksums %.2f s, tensor data %.2f s)"
+          % tuple(statistics.median([c[k] for c in cpu]) for k in range(3)))
 print("lost per save: sync %.2f s, async %.2f s = %.0f%% of sync (async main thread's own count: %.2f s per save = %.0f%%)"
       % (lost["sync"], lost["async"], 100 * lost["async"] / lost["sync"], astall, 100 * astall / lost["sync"]))
 PY

@@ -30,6 +30,7 @@ struct zt_ckpt_session {
 };
 
 const char *zt_ckpt_session_last(const zt_ckpt_session *s) { return s ? s->last : ""; }
+long zt_ckpt_session_inflight(const zt_ckpt_session *s) { return s ? zt_ckpt_async_step(s->async) : -1; }
 
 /* ------------------------------------------------------------ Slurm requeue */
 
@@ -284,9 +285,35 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
             zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld of %ld: nothing left to train", step,
                    c->steps);
     }
-    if (c->ckpt_async && !(s->async = zt_ckpt_async_new()))
+    /* checkpoint.async: every rank the same (the pre-flight check may have
+     * fallen back to synchronous saves on a rank whose limit the snapshot
+     * does not fit: then every rank saves synchronously) */
+    int use_async = c->ckpt_async && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0);
+    if (zt_ctx_nranks(ctx) > 1 && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0)) {
+        zt_group *g = zt_ctx_world(ctx);
+        int32_t sync = !use_async;
+        zt_group_where(g, "start-up: checkpoint session (checkpoint.async)");
+        rc = g->ops->allreduce_max(g, &sync, 1, ZT_I32, st);
+        if (rc != ZT_OK) { detach(s, 0); return rc; }
+        if (sync && use_async)
+            zt_log(ctx, ZT_LOG_WARN, "checkpoint: synchronous checkpoints: another rank's "
+                   "host snapshot does not fit its memory limit");
+        use_async = !sync;
+    }
+    if (use_async && !(s->async = zt_ckpt_async_new()))
         rc = zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint.async)");
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
+    /* the snapshot now, its pages touched: not at the first save */
+    if (s->async) {
+        rc = zt_ckpt_async_prepare(ctx, s->async, st);
+        if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) {
+            zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s; periodic checkpoints are synchronous", st->msg);
+            zt_ckpt_async_free(s->async);
+            s->async = NULL;
+            zt_status_clear(st);
+            rc = ZT_OK;
+        }
+    }
     rc = zt_preempt_install(s->signo, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     s->last_save_t = zt_now_s();

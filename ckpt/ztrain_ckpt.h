@@ -89,6 +89,9 @@ int zt_ckpt_async_busy(const zt_ckpt_async *a);
 long zt_ckpt_async_step(const zt_ckpt_async *a);
 double zt_ckpt_async_stalled(const zt_ckpt_async *a);
 void zt_ckpt_async_abandon(zt_ckpt_async *a);
+/* Allocate the host snapshot and touch its pages now (zt_ckpt_attach, before
+ * step 1) rather than at the first save.  Local. */
+int zt_ckpt_async_prepare(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st);
 /* Free the host snapshot (no save in flight; the next save allocates it
  * again): after the last background save of a run. */
 void zt_ckpt_async_release(zt_ckpt_async *a);
@@ -120,6 +123,9 @@ void zt_ckpt_detach(zt_ckpt_session *s);
 /* Directory of the newest checkpoint this session saved or resumed from
  * ("" if none). */
 const char *zt_ckpt_session_last(const zt_ckpt_session *s);
+/* The step of the background save in flight (checkpoint.async), -1 if none:
+ * zt_ckpt_detach abandons it, never committed. */
+long zt_ckpt_session_inflight(const zt_ckpt_session *s);
 
 /* ------------------------------------------------------------ tools (serial) */
 

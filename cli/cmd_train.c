@@ -287,7 +287,18 @@ int cmd_train(int argc, char **argv) {
         exit_code = ZT_EXIT_PREEMPTED;
         goto cleanup;
     }
-    if (rc != ZT_OK) goto done;
+    if (rc != ZT_OK) {
+        /* training failed with a background save in flight (a rank stopped
+         * or died inside its writer shows as a training collective's
+         * timeout): say so; zt_ckpt_detach abandons it */
+        long inflight = zt_ckpt_session_inflight(ck);
+        size_t l = strlen(st.msg);
+        if (inflight >= 0 && l + 1 < sizeof st.msg)
+            snprintf(st.msg + l, sizeof st.msg - l, "; the background checkpoint save of step %ld "
+                     "in flight is abandoned (the newest checkpoint is still %s)", inflight,
+                     zt_ckpt_session_last(ck)[0] ? zt_ckpt_session_last(ck) : "none");
+        goto done;
+    }
 
     char path[ZT_PATH_MAX + 16];
     const zt_config *ec = zt_ctx_config(ctx);

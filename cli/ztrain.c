@@ -135,6 +135,15 @@ int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *c
     memcpy(key, a + 2, kl);
     key[kl] = '\0';
     int isbool = zt_config_key_is_bool(key);
+    /* --no-FLAG: a boolean flag set to false (e.g. --no-ckpt-async) */
+    if (isbool < 0 && !strncmp(key, "no-", 3) && zt_config_key_is_bool(key + 3) == 1) {
+        if (eq) {
+            snprintf(st->msg, sizeof st->msg, "option '--%s' takes no value (use --%s=VALUE)", key,
+                     key + 3);
+            return st->code = ZT_EINVAL;
+        }
+        return zt_config_set(cfg, key + 3, "false", ZT_SRC_FLAG, st);
+    }
     if (isbool < 0) {
         snprintf(st->msg, sizeof st->msg, "unknown option '--%s' (see 'ztrain %s --help' and "
                  "docs/config.md)", key, cmd);

@@ -332,10 +332,11 @@ const keydef zt_cfg_keys[] = {
      "a save that fails on any rank is abandoned everywhere (the previous checkpoint stays latest); "
      "then stop (exit 1) or continue training and retry at the next save, with a warning"},
     {"ztrain.checkpoint.async", "ckpt-async", NULL, NULL, T_BOOL, FLD(ckpt_async), 0, 0, 0,
-     "false", NULL,
+     "true", NULL,
      "periodic and timed saves: snapshot the state to host memory, keep training, write the "
      "checkpoint in a background thread (same file and commit; the final and preemption saves "
-     "stay synchronous)"},
+     "stay synchronous); false = synchronous saves.  Left at the default, a snapshot that "
+     "does not fit the memory limit falls back to synchronous saves"},
     {"ztrain.preempt_signal", "preempt-signal", NULL, NULL, T_ENUM, FLD(preempt_signal),
      0, 0, 0, "SIGUSR2", "SIGUSR2|SIGTERM|SIGINT|SIGHUP",
      "signal that makes every rank checkpoint and stop at the next step (SIGTERM always does; "

@@ -344,7 +344,37 @@ static int preflight(zt_ctx *ctx, const mem_limits *ml, zt_status *st) {
     const zt_config *c = ctx->cfg;
     const uint64_t limit = ml->limit;
     int forced = 0;
-    ZT_TRY(zt_memplan_check(c, &ml->mo, limit, ml->limit_what, &ctx->plan, &forced, st));
+    int rc = zt_memplan_check(c, &ml->mo, limit, ml->limit_what, &ctx->plan, &forced, st);
+    /* checkpoint.async left at its default (true): a host snapshot that does
+     * not fit falls back to synchronous checkpoints (set explicitly, the
+     * check refuses and names them); every rank agrees in zt_ckpt_attach */
+    if ((rc == ZT_ENOMEM || forced) && c->ckpt_async && ctx->plan.ckpt_snapshot_bytes &&
+        zt_config_source(c, "ztrain.checkpoint.async") == ZT_SRC_DEFAULT) {
+        const uint64_t with = ctx->plan.peak_bytes, snap = ctx->plan.ckpt_snapshot_bytes;
+        zt_status sst;
+        int sforced = 0;
+        ctx->cfg->ckpt_async = 0;
+        if (zt_memplan_check(c, &ml->mo, limit, ml->limit_what, &ctx->plan, &sforced, &sst) == ZT_OK &&
+            !sforced) {
+            char pw[32], ps[32], lim[32];
+            zt_memplan_fmt_bytes((double)with, pw, sizeof pw);
+            zt_memplan_fmt_bytes((double)snap, ps, sizeof ps);
+            zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+            zt_log(ctx, ZT_LOG_WARN, "memory: the checkpoint.async host snapshot (%s per rank) does "
+                   "not fit the limit %s (%s; predicted peak %s with it): falling back to "
+                   "synchronous checkpoints (checkpoint.async=false, --ckpt-async false)", ps, lim,
+                   ml->limit_what, pw);
+            rc = ZT_OK;
+            forced = 0;
+            zt_status_clear(st);
+        } else {
+            /* it does not fit either way: the check of the configuration as given */
+            ctx->cfg->ckpt_async = 1;
+            forced = 0;
+            rc = zt_memplan_check(c, &ml->mo, limit, ml->limit_what, &ctx->plan, &forced, st);
+        }
+    }
+    if (rc != ZT_OK) return rc;
     ctx->have_plan = 1;
     ctx->mem_limit = limit;
     char pk[32], lim[32];

@@ -1,8 +1,8 @@
 #!/bin/bash
 # ckpt_async.sh -- asynchronous checkpoints (ztrain.checkpoint.async,
-# docs/checkpoints.md).  (1) At ZeRO stages 0-3 on 1, 2 and 3 ranks, the
-# checkpoints a run with background saves commits are those of the same run
-# saving synchronously: h5diff finds no difference in any dataset or
+# docs/checkpoints.md; on by default).  (1) At ZeRO stages 0-3 on 1, 2 and 3
+# ranks, the checkpoints a run with background saves commits are those of
+# the same run saving synchronously (--ckpt-async false): h5diff finds no difference in any dataset or
 # attribute but the save time (/@created_unix), the configuration JSON
 # (checkpoint.async itself) and their metadata checksums; the same with the
 # state in device memory (backend cpu-strict).  The background
@@ -31,7 +31,7 @@ for np in 1 2 3; do
     for stage in 0 1 2 3; do
         why=$(stage_ok $stage) || { skip "stage $stage on $np ranks" "$why"; continue; }
         A=(--steps 5 --ckpt-every 2 --stage $stage --resume never)
-        zrun $np "${A[@]}" --ckpt-dir S$np$stage --ckpt-keep 4
+        zrun $np "${A[@]}" --ckpt-dir S$np$stage --ckpt-keep 4 --ckpt-async false
         rs=$?
         zrun $np "${A[@]}" --ckpt-dir A$np$stage --ckpt-keep 4 --ckpt-async true --memory-report end
         ra=$?
@@ -50,7 +50,7 @@ done
 # state in device memory (cpu-strict: memory the host cannot touch): the
 # snapshot is the backend's device-to-host copy
 A=(--steps 5 --ckpt-every 2 --stage 3 --resume never --backend cpu-strict --ckpt-keep 4)
-zrun 2 "${A[@]}" --ckpt-dir SD
+zrun 2 "${A[@]}" --ckpt-dir SD --ckpt-async false
 rs=$?
 zrun 2 "${A[@]}" --ckpt-dir AD --ckpt-async true
 ra=$?
@@ -59,6 +59,20 @@ for s in 2 4 5; do same_ckpt SD/step-$s AD/step-$s || { good=1; diag h5diff.out;
 ok $([ $rs = 0 ] && [ $ra = 0 ] && [ "$(grep -c 'writing the tensors in the background' run.out)" = 2 ] &&
      [ $good = 0 ]; echo $?) \
    "backend cpu-strict (device state), 2 ranks, stage 3: background checkpoints equal to the synchronous ones"
+
+# the tensor data written through the page cache (ZT_CKPT_DIRECT_IO=0; by
+# default the writer uses O_DIRECT for each piece's aligned blocks where
+# the file system allows, as /tmp here): the same checkpoints
+if [ -d S21 ]; then
+    ZT_CKPT_DIRECT_IO=0 zrun 2 --steps 5 --ckpt-every 2 --stage 1 --resume never --ckpt-dir AB --ckpt-keep 4 --ckpt-async true
+    ra=$?
+    good=0
+    for s in 2 4 5; do same_ckpt S21/step-$s AB/step-$s || { good=1; diag h5diff.out; }; done
+    ok $([ $ra = 0 ] && [ "$(grep -c 'writing the tensors in the background' run.out)" = 2 ] && [ $good = 0 ]; echo $?) \
+       "2 ranks, stage 1, buffered writes (ZT_CKPT_DIRECT_IO=0): background checkpoints equal to the synchronous ones"
+else
+    skip "2 ranks, stage 1, buffered writes (ZT_CKPT_DIRECT_IO=0)" "stage 1 not run"
+fi
 
 # ---------------------------------------------------------------- pre-flight
 # a memory limit between the synchronous and the asynchronous plan: refused,
@@ -71,7 +85,18 @@ zrun 2 --steps 3 --ckpt-every 2 --ckpt-dir P --resume never --ckpt-async true --
 rc=$?
 diag <(grep '^ztrain: error' run.err)
 ok $([ $rc = 1 ] && [ "$pa" -gt "$ps" ] && grep -q "^ztrain: error: predicted peak .*synchronous checkpoints (--ckpt-async false)" run.err; echo $?) \
-   "pre-flight: the snapshot ($((pa - ps)) bytes) does not fit the limit: refused, naming synchronous checkpoints"
+   "pre-flight: the snapshot ($((pa - ps)) bytes) does not fit the limit and checkpoint.async=true was asked for: refused, naming synchronous checkpoints"
+# checkpoint.async left at its default (true): the same limit falls back to
+# synchronous saves, with one warning naming them, and the run goes on
+pd=$(est)
+zrun 2 --steps 3 --ckpt-every 2 --ckpt-dir P --resume never --memory-limit $(((ps + pa) / 2))
+rc=$?
+diag <(grep -E '^(ztrain: error|warning)' run.err)
+ok $([ $rc = 0 ] && [ "$pd" = "$pa" ] && [ "$(grep -c 'falling back to synchronous checkpoints' run.err)" = 1 ] &&
+     grep -q "^warning: memory: the checkpoint.async host snapshot (.* per rank) does not fit the limit .*: falling back to synchronous checkpoints (checkpoint.async=false, --ckpt-async false)" run.err &&
+     ! grep -q 'in the background' run.out && grep -q 'saved step 2 ' run.out &&
+     "$ZTRAIN" ckpt verify P/step-2 > /dev/null; echo $?) \
+   "pre-flight, checkpoint.async at its default: the snapshot does not fit, one warning, synchronous saves (step-2 saved, verifies)"
 
 # ---------------------------------------------------------------- (2) resume from a background checkpoint
 zrun 2 --steps 8 --ckpt-every 4 --ckpt-keep 3 --ckpt-dir B --resume never --ckpt-async true

@@ -3,8 +3,10 @@
 # configured ztrain.preempt_signal) sent to ONE rank of an mpirun job makes
 # every rank stop at the same step boundary after a checkpoint; the program
 # exits 3 (documented); a resumed run finishes with the same final loss and
-# bitwise the same state as an uninterrupted run.  Steps are slowed with
-# the test-only ZT_CKPT_STEP_SLEEP_MS so the signal lands mid-run.
+# bitwise the same state as an uninterrupted run, also with periodic saves
+# in flight in the background (checkpoint.async) when the signal lands.
+# Steps are slowed with the test-only ZT_CKPT_STEP_SLEEP_MS so the signal
+# lands mid-run.
 . "$(dirname "$0")/ckpt_lib.sh"
 
 zrun 2 --steps 40 --ckpt-dir R --resume never --metrics r.jsonl
@@ -47,20 +49,27 @@ resume_check() {
     check "$1: final state bitwise equal to the uninterrupted run" cmp -s p.sums ref.sums
 }
 
-preempt 2 USR2 1
+# periodic saves every 3 steps, written in the background (checkpoint.async,
+# the default) and slowed (ZT_CKPT_WRITE_DELAY_MS) so that one is in flight
+# when the signal lands: it is committed before the preemption checkpoint;
+# the synchronous path: the SIGTERM case
+export ZT_CKPT_WRITE_DELAY_MS=5
+preempt 2 USR2 1 --ckpt-every 3
 diag p.err
 ok $([ "$prc" = 3 ]; echo $?) "SIGUSR2 to rank 1 only: mpirun exits 3 (ztrain's preemption exit code)"
 ok $([ -n "$pstep" ] && [ "$pstep" -lt 40 ] && [ "$(grep -c 'ztrain: preempted after step' p.err)" = 1 ] &&
      grep -q "preemption: SIGUSR2 received; all ranks stop after step $pstep" p.out; echo $?) \
    "all ranks agreed on step ${pstep:-?}; one line on stderr says so"
-"$ZTRAIN" ckpt verify P/step-$pstep > /dev/null 2>&1
-ok $? "the preemption checkpoint step-$pstep is committed and verifies"
+"$ZTRAIN" ckpt verify P > /dev/null 2>&1
+ok $([ $? = 0 ] && [ "$(cat P/latest)" = step-$pstep ] && [ -z "$(ls P | grep '\.tmp$')" ] &&
+     grep -q 'saving step 3 (checkpoint.every, in the background)' p.out; echo $?) \
+   "the preemption checkpoint step-$pstep is committed, latest and verifies, as do the background saves before it; no .tmp left"
 check "the metrics stop at that step" test "$(grep -c '"loss"' p1.jsonl)" = "$pstep"
 resume_check "SIGUSR2"
 
-preempt 2 TERM 0
+preempt 2 TERM 0 --ckpt-every 3 --ckpt-async false
 ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && grep -q "SIGTERM received" p.out; echo $?) \
-   "SIGTERM to rank 0 (always caught): checkpoint at step ${pstep:-?}, exit 3"
+   "SIGTERM to rank 0 (always caught), synchronous periodic saves: checkpoint at step ${pstep:-?}, exit 3"
 resume_check "SIGTERM"
 
 preempt 2 HUP 1 --preempt-signal SIGHUP
@@ -87,9 +96,10 @@ ok $? "llama, stage 3: reference of 40 uninterrupted steps on 2 ranks"
 check "llama: the run is the llama architecture" grep -q "architecture llama" run.out
 tensor_sums R/step-40 > ref.sums
 losses r.jsonl > r.txt
-preempt 2 USR2 1
+preempt 2 USR2 1 --ckpt-every 3
 diag p.err
-ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$pstep" -lt 40 ] && [ "$(cat P/latest)" = "step-$pstep" ]; echo $?) \
-   "llama, stage 3: SIGUSR2 to rank 1 checkpoints step-${pstep:-?} and exits 3"
+ok $([ "$prc" = 3 ] && [ -n "$pstep" ] && [ "$pstep" -lt 40 ] && [ "$(cat P/latest)" = "step-$pstep" ] &&
+     "$ZTRAIN" ckpt verify P > /dev/null 2>&1; echo $?) \
+   "llama, stage 3, background saves every 3 steps: SIGUSR2 to rank 1 checkpoints step-${pstep:-?} and exits 3"
 resume_check "llama SIGUSR2"
 done_testing
