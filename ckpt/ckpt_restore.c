@@ -57,6 +57,10 @@ static int check_compat(zt_ctx *ctx, const zt_ckpt_info *in, const char *file, z
         cm.sliding_pattern = mc->sliding_pattern;
         cm.sliding_from = mc->sliding_from;
     }
+    /* the padding row only decides which rows the embedding lookup's
+     * backward adds to: the weights are the same model, and the configured
+     * one trains on (checkpoints from before it existed read as -1) */
+    cm.pad_token_id = mc->pad_token_id;
     char a[32], b[32];
     const zt_arch_setting *d = zt_arch_diff(arch, mc, &cm, b, a, sizeof a);
     if (d)

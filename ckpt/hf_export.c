@@ -101,6 +101,11 @@ static json_t *make_config(const zt_model_config *mc, const zt_arch_hf *f, int b
     json_object_set_new(c, "model_type", json_string(f->model_type));
     zt_arch_of(mc)->hf_config(mc, f, c, orig);   /* the architecture's keys */
     carry(c, orig, tokens, 3);
+    /* the llama family's padding row (nn.Embedding padding_idx), as trained:
+     * null when none (an absent key would mean Phi-3's or Gemma's default) */
+    if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
+        json_object_set_new(c, "pad_token_id", mc->pad_token_id >= 0
+                                                   ? json_integer(mc->pad_token_id) : json_null());
     json_object_set_new(c, "torch_dtype", json_string(bf16 ? "bfloat16" : "float32"));
     json_object_set_new(c, "ztrain_exported", json_true());
     return c;

@@ -36,7 +36,7 @@ typedef struct hf_cfg {
     /* the ztrain keys and values it sets, with the config.json field each
      * comes from */
     int n;
-    struct { const char *key, *from; char val[64]; const char *text; } kv[40];
+    struct { const char *key, *from; char val[64]; const char *text; } kv[48];
     /* longrope's factor lists (the kv entries' text) */
     char factors[2][ZT_ROPE_FACTORS_LEN];
 } hf_cfg;
@@ -529,6 +529,22 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         return zt_fail(st, ZT_EDATA, "%s: head_dim=%ld must be a positive integer", h->path, hd);
     if (!(eps > 0) || !isfinite(eps))
         return zt_fail(st, ZT_EDATA, "%s: rms_norm_eps=%g must be positive", h->path, eps);
+    /* pad_token_id: nn.Embedding's padding_idx (no lookup gradient on that
+     * row).  null: none; absent: the class's default (Phi-3 32000, Gemma 0),
+     * none when outside this vocabulary; negative: counted from the end, as
+     * torch does; a value written in the file outside [-V, V) is refused
+     * (torch cannot build that embedding either) */
+    long pad;
+    json_t *pj = json_object_get(h->root, "pad_token_id");
+    if (!pj) pad = df->pad >= 0 && df->pad < V ? df->pad : -1;
+    else if (json_is_null(pj)) pad = -1;
+    else {
+        ZT_TRY(get_int(h, h->root, "pad_token_id", -1, &pad, st));
+        if (pad < -V || pad >= V)
+            return zt_fail(st, ZT_EDATA, "%s: pad_token_id=%ld is outside the vocabulary "
+                           "(vocab_size=%ld; null = no padding token)", h->path, pad, V);
+        if (pad < 0) pad += V;
+    }
     if (df->flags & (ZT_HF_SLIDING | ZT_HF_SLIDING_OPT)) ZT_TRY(hf_window(h, L, st));
     add_kv(h, "ztrain.model.arch", "architectures", "llama");
     add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
@@ -545,6 +561,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
     add_kv(h, "ztrain.model.qk_norm", "architectures", "%s",
            (df->flags & ZT_HF_QK_NORM) ? "true" : "false");
     add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
+    add_kv(h, "ztrain.model.pad_token_id", "pad_token_id", "%ld", pad);
     return hf_rope(h, P, st);
 }
 

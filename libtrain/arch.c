@@ -66,6 +66,7 @@ static const zt_arch_setting settings[] = {
     {"sliding_from", ZT_AS_INT, MC(sliding_from), NULL, has_window, LLAMA},
     {"rope_local_theta", ZT_AS_DOUBLE, MC(rope_local_theta), NULL, is_gemma, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
+    {"pad_token_id", ZT_AS_INT, MC(pad_token_id), NULL, NULL, LLAMA},
 };
 #undef MC
 

@@ -85,6 +85,7 @@ typedef struct zt_arch_hf {
     double eps;
     int tie;
     long head_dim;             /* head_dim absent from config.json (0: hidden / heads) */
+    long pad;                  /* pad_token_id absent from config.json (-1: None) */
     const zt_arch_fuse *fuse;  /* fused file tensors (NULL-terminated by hf), or NULL */
     const zt_arch_rename *rename;   /* the family's own names (NULL-terminated), or NULL */
 } zt_arch_hf;

@@ -72,6 +72,9 @@ typedef struct zt_model_config {
                               * layers (no scaling), 0 = as the full layers (Gemma 3: 10000) */
     int tie_embeddings;     /* ztrain.model.tie_embeddings: LM head = token embedding
                              * (GPT-2: always true)                          */
+    int pad_token_id;       /* ztrain.model.pad_token_id (llama): the embedding lookup adds
+                             * no gradient to this row (transformers' nn.Embedding
+                             * padding_idx; a tied LM head's gradient still flows); -1 = none */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
                                * model came from and exports as ("" = the architecture's
                                * default; arch.h zt_arch_hf_export) */

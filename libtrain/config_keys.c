@@ -221,6 +221,11 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.model.rope_local_theta", NULL, NULL, NULL, T_DOUBLE, FLD(model.rope_local_theta),
      0, 0, KF_NO_HI, "0", NULL, "gemma: rotary base of the sliding layers, without rope "
      "scaling (Gemma 3's rope_local_base_freq); 0 = the full layers' rotary embedding"},
+    {"ztrain.model.pad_token_id", NULL, NULL, NULL, T_INT, FLD(model.pad_token_id), -1, 0,
+     KF_NO_HI, "-1", NULL, "llama: the padding token (transformers' nn.Embedding padding_idx, "
+     "from config.json's pad_token_id): positions whose input is this token add nothing to the "
+     "embedding lookup's gradient (a tied LM head's gradient on the row still flows); must be "
+     "below ztrain.model.vocab; -1 = none"},
     {"ztrain.model.tie_embeddings", "tie-embeddings", NULL, NULL, T_BOOL,
      FLD(model.tie_embeddings), 0, 0, 0, "true", NULL,
      "the LM head is the token embedding (gpt2: always)"},

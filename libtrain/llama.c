@@ -860,7 +860,15 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     PARAMS(0);
     GRADS(0);
     if (sh->gemma) be->scale(a->dres, NC, sh->escale);   /* the embedding's scale */
+    /* the padding row (transformers' nn.Embedding padding_idx): the lookup
+     * adds nothing to it, so it keeps what it held before the lookup (a tied
+     * LM head's gradient, earlier micro-steps): saved to scratch (free by
+     * now), put back after.  Bitwise the other rows' sums are unchanged. */
+    const int pad = m->cfg.pad_token_id;
+    float *prow = pad >= 0 ? m->g.embed + (size_t)pad * C : NULL;
+    if (prow) be->copy(a->scratch, prow, (size_t)C * sizeof(float));
     be->encoder_bwd(m->g.embed, NULL, a->dres, a->inputs, B, T, C);
+    if (prow) be->copy(prow, a->scratch, (size_t)C * sizeof(float));
     RELEASE(0);
     ZT_TRY(zt_unit_grads_done(U, 0, st));
     return ZT_OK;
@@ -887,6 +895,9 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
     if (hd < 2 || hd % 2)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.head_dim=%d must be even (rotary embeddings "
                        "rotate pairs)", hd);
+    if (m->pad_token_id < -1 || m->pad_token_id >= m->vocab)
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.pad_token_id=%d must be below "
+                       "ztrain.model.vocab=%d (-1 = none)", m->pad_token_id, m->vocab);
     if ((double)hd * m->n_head > 1048576.0 || (double)zt_model_intermediate(m) > 1048576.0)
         return zt_fail(st, ZT_EINVAL, "llama shape too large (n_head * head_dim %d x %d, "
                        "intermediate %d)", m->n_head, hd, zt_model_intermediate(m));
@@ -1084,19 +1095,19 @@ static const zt_arch_rename gemma_rename[] = {
     {NULL, NULL},
 };
 static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, NULL, NULL},
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, -1, NULL, NULL},
     {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0, 0, NULL, NULL},
+     32, 8, 131072, 1e-6, 0, 0, -1, NULL, NULL},
     {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0, 0, NULL, NULL},
+     32, 32768, 1e-6, 0, 0, -1, NULL, NULL},
     {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
-     22016, 32, 32, 32, 32768, 1e-6, 0, 128, NULL, NULL},
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128, -1, NULL, NULL},
     {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
-     1e-5, 0, 0, phi3_fuse, NULL},
+     1e-5, 0, 0, 32000, phi3_fuse, NULL},
     {"Gemma2ForCausalLM", "gemma2", ZT_HF_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 8192, 1e-6, 1, 256,
-     NULL, gemma_rename},
+     0, NULL, gemma_rename},
     {"Gemma3ForCausalLM", "gemma3_text", ZT_HF_GEMMA3 | ZT_HF_QK_NORM, 262208, 2304, 9216, 26, 8, 4,
-     131072, 1e-6, 1, 256, NULL, gemma_rename},
+     131072, 1e-6, 1, 256, 0, NULL, gemma_rename},
 };
 enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3 };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};

@@ -148,6 +148,19 @@ def longrope_config():
         attn_implementation="eager")
 
 
+def pad_config():
+    # Qwen2, tied, with pad_token_id 5: token 5 is an input at positions 6 and 9 of
+    # sequence 0 and 13 of sequence 1 (seed 1014's batch), so nn.Embedding(padding_idx)
+    # keeps those positions out of the lookup's gradient while the tied LM head's
+    # gradient on row 5 (a target there) still flows
+    return Qwen2Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, pad_token_id=5, attn_implementation="eager")
+
+
 def gemma2_config():
     # head_dim 16 (4 heads: attention width 64 against hidden 32); query_pre_attn_scalar
     # 24 (not head_dim); soft-caps 2 and 3, small enough to bend O(1) scores and logits;
@@ -203,6 +216,7 @@ MODELS = [
     ("gemma3", Gemma3ForCausalLM, gemma3_config, 1011, None),
     ("mistral", MistralForCausalLM, mistral_config, 1012, None),
     ("qwen2_swa", Qwen2ForCausalLM, qwen2_swa_config, 1013, None),
+    ("pad", Qwen2ForCausalLM, pad_config, 1014, None),
 ]
 
 
@@ -340,6 +354,8 @@ def build(name, cls, make_config, seed, shard, outdir):
         shutil.rmtree(d)
     model.save_pretrained(d, **({"max_shard_size": shard} if shard else {}))
     tok = batch(seed + 7, cfg.vocab_size)
+    if cfg.pad_token_id is not None:   # the padding token must be an input, past position 0
+        assert (tok[:, 1:T] == cfg.pad_token_id).any(), (name, cfg.pad_token_id)
 
     # the reference in float64 from the saved float32 weights, then float32
     m64 = cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()

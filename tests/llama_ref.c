@@ -26,6 +26,7 @@ static void base(zt_model_config *mc, int hd, double theta, const char *scaling)
     mc->rope_low_freq_factor = 1;
     mc->rope_high_freq_factor = 4;
     mc->rope_original_max = 16;   /* forward: short enough that llama3 scales */
+    mc->pad_token_id = -1;        /* none (0 would be token 0) */
 }
 
 static int inv_freq(int argc, char **argv) {

@@ -8,7 +8,8 @@
  * (Llama with those rope types, yarn's cos/sin scale; longrope a Phi-3 past
  * its original context, so long_factor and cos/sin x sqrt(2)), gemma2 / gemma3,
  * mistral (sliding window 5 < T on every layer), qwen2_swa (use_sliding_window:
- * layer 1 of 2 slides, window 4), gpt2 --:
+ * layer 1 of 2 slides, window 4), pad (Qwen2, tied, pad_token_id 5 among
+ * the inputs: no lookup gradient on that row), gpt2 --:
  *
  *   config     zt_hf_read_config maps config.json onto ztrain.model.*
  *   load       zt_hf_load puts every HF tensor, bit for bit, where the layout
@@ -302,26 +303,31 @@ typedef struct expect {
     int window, pattern;
     double local;
     int from;
+    int pad;           /* pad_token_id (-1: none): its row gets no lookup gradient */
 } expect;
 
 static const expect fixtures[] = {
-    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"gpt2", "gpt2", 0, 0, 1, 32, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"llama", "llama", 2, 0, 0, 64, "llama3", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"qwen2", "llama", 1, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"qwen3", "llama", 2, 0, 1, 64, "none", 10000.0, 1, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"phi3", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"rope_linear", "llama", 2, 0, 1, 64, "linear", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"rope_dynamic", "llama", 2, 0, 1, 64, "dynamic", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"rope_yarn", "llama", 2, 0, 1, 64, "yarn", 1000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"rope_longrope", "llama", 2, 0, 0, 64, "longrope", 1000.0, 0, 1e-5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
     /* Gemma 2: soft-caps 2 / 3, window 5 < T on layer 0; Gemma 3: q/k
      * norms, layers 0-1 slide (rotary base 100), layer 2 full (linear 2) */
-    {"gemma2", "llama", 2, 0, 1, 64, "none", 10000.0, 0, 1e-6, 0, 2, 2, 16, 24, 2, 3, 5, 2, 0, 0},
-    {"gemma3", "llama", 1, 0, 0, 64, "linear", 10000.0, 1, 1e-6, 0, 3, 3, 16, 16, 0, 0, 5, 3, 100, 0},
+    {"gemma2", "llama", 2, 0, 1, 64, "none", 10000.0, 0, 1e-6, 0, 2, 2, 16, 24, 2, 3, 5, 2, 0, 0, -1},
+    {"gemma3", "llama", 1, 0, 0, 64, "linear", 10000.0, 1, 1e-6, 0, 3, 3, 16, 16, 0, 0, 5, 3, 100, 0, -1},
     /* Mistral: every layer slides, window 5 < T; Qwen2 with use_sliding_window:
      * layer 0 full, layer 1 slides with window 4 (max_window_layers 1) */
-    {"mistral", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0},
-    {"qwen2_swa", "llama", 2, 1, 0, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1},
+    {"mistral", "llama", 2, 0, 0, 64, "none", 10000.0, 0, 1e-5, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, -1},
+    {"qwen2_swa", "llama", 2, 1, 0, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1, -1},
+    /* Qwen2, tied, pad_token_id 5, an input mid-sequence: transformers'
+     * nn.Embedding(padding_idx) adds no lookup gradient to row 5 (the tied
+     * head's still flows) */
+    {"pad", "llama", 2, 1, 1, 64, "none", 10000.0, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
 };
 
 static void run_fixture(const char *root, const expect *ex) {
@@ -396,6 +402,7 @@ static void run_fixture(const char *root, const expect *ex) {
                mc->final_softcap == ex->fcap && mc->rope_local_theta == ex->local;
     cok &= mc->sliding_window == ex->window && mc->sliding_pattern == ex->pattern &&
            mc->sliding_from == ex->from;
+    if (zt_model_arch(mc) == ZT_ARCH_LLAMA) cok &= mc->pad_token_id == ex->pad;
     if (zt_model_arch(mc) == ZT_ARCH_LLAMA)
         cok &= zt_model_kv_heads(mc) == ex->n_kv_head && zt_model_intermediate(mc) == 64 &&
                !!mc->attention_bias == ex->attention_bias && !strcmp(mc->rope_scaling, ex->rope_scaling) &&
@@ -413,9 +420,9 @@ static void run_fixture(const char *root, const expect *ex) {
                 (mc->rope_factor == 8 && mc->rope_original_max == 8 && mc->rope_attention_factor == 0 &&
                  !strcmp(mc->rope_short_factor, "1,1.25,1.5,2") &&
                  !strcmp(mc->rope_long_factor, "1,2,4.5,8.25")));
-    tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s",
-           ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias, mc->tie_embeddings,
-           mc->context, mc->rope_scaling);
+    tap_ok(cok, "%s: config.json -> arch %s, kv heads %d, bias %d, tied %d, context %d, rope %s, "
+           "pad %d", ex->name, mc->arch, zt_model_kv_heads(mc), mc->attention_bias,
+           mc->tie_embeddings, mc->context, mc->rope_scaling, mc->pad_token_id);
 
     /* ---- longrope: transformers' fp32 frequencies, bit for bit, on both
      * sides of the switch (short_factor at original tokens, long_factor at

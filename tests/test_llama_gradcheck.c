@@ -34,7 +34,8 @@ static double loss_of(zt_shard *sh, void *a) {
 }
 
 static zt_model_config base_config(void) {
-    zt_model_config mc = {.n_layer = 2, .n_head = 4, .n_embd = 16, .context = 6, .vocab = 11};
+    zt_model_config mc = {.n_layer = 2, .n_head = 4, .n_embd = 16, .context = 6, .vocab = 11,
+                          .pad_token_id = -1};
     snprintf(mc.arch, sizeof mc.arch, "llama");
     snprintf(mc.rope_scaling, sizeof mc.rope_scaling, "none");
     mc.norm_eps = 1e-5;
