@@ -485,6 +485,7 @@ static int gpt_check(const zt_model_config *m, zt_status *st) {
                     : m->attention_bias ? "attention_bias"
                     : m->qk_norm ? "qk_norm"
                     : m->gemma ? "gemma"
+                    : m->pad_token_id != -1 ? "pad_token_id"
                     : strcmp(m->rope_scaling, "none") ? "rope_scaling" : NULL;
     if (bad)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.%s is a llama setting; the gpt2 "

@@ -325,7 +325,7 @@ ok $(grep -q '^model: llama (Gemma3ForCausalLM), 999885952 parameters.*q/k norms
         fi
     done
     "$PY" "$FIX" llama lw --kv 2 --arch MistralForCausalLM --positions 64
-    sed -i 's/"sliding_window": 64/"sliding_window": 16/' lw/config.json
+    sed -i 's/"sliding_window": 64/"sliding_window": 16, "pad_token_id": 3/' lw/config.json
     hrun 1 lw1 --init-from lw
     rc=$?
     ok $([ $rc = 0 ] && [ -n "$(first_loss lw1.m)" ] &&
@@ -345,11 +345,11 @@ ok $(grep -q '^model: llama (Gemma3ForCausalLM), 999885952 parameters.*q/k norms
         "$PY" - ${w}E/config.json $w <<'PYEOF'
 import json, sys
 c = json.load(open(sys.argv[1]))
-want = {"sliding_window": 16} if sys.argv[2] == "lw" else \
-       {"use_sliding_window": True, "sliding_window": 16, "max_window_layers": 1}
-sys.exit(any(c.get(k) != v for k, v in want.items()))
+want = {"sliding_window": 16, "pad_token_id": 3} if sys.argv[2] == "lw" else \
+       {"use_sliding_window": True, "sliding_window": 16, "max_window_layers": 1, "pad_token_id": None}
+sys.exit(any(k not in c or c[k] != v for k, v in want.items()))
 PYEOF
-        ok $? "$w: export --hf writes the window ($(grep -o '"[a-z_]*window[a-z_]*": [a-z0-9]*' ${w}E/config.json | tr '\n' ' '))"
+        ok $? "$w: export --hf writes the window and pad_token_id ($(grep -o '"[a-z_]*window[a-z_]*": [a-z0-9]*\|"pad_token_id": [a-z0-9]*' ${w}E/config.json | tr '\n' ' '))"
         if "$HFPY" -c "import torch, transformers" 2> /dev/null; then
             ref=$("$HFPY" "$ZT_SRCDIR/tests/hf_ref.py" ${w}E c_val.bin 4 64 2> ref.err)
             ok $([ $? = 0 ] && awk -v a="$ref" -v b="$(val_loss ${w}1.m)" 'BEGIN { d = a - b; exit !(d <= 5e-6 && d >= -5e-6) }'; echo $?) \

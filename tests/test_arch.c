@@ -146,6 +146,13 @@ int main(void) {
     static const char *const gpt_gemma[] = {"ztrain.model.gemma", "2", NULL};
     tap_ok(finalize(gpt_gemma, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "gemma is a llama setting"),
            "gemma on gpt2 is refused (%s)", msg);
+    static const char *const pad_big[] = {"ztrain.model.arch", "llama", "ztrain.model.vocab", "50",
+                                          "ztrain.model.pad_token_id", "50", NULL};
+    tap_ok(finalize(pad_big, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "pad_token_id=50 must be below"),
+           "pad_token_id outside the vocabulary is refused (%s)", msg);
+    static const char *const gpt_pad[] = {"ztrain.model.pad_token_id", "3", NULL};
+    tap_ok(finalize(gpt_pad, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "pad_token_id is a llama setting"),
+           "pad_token_id on gpt2 is refused (%s)", msg);
     static const char *const gpt_llama[] = {"ztrain.model.hf_architecture", "MistralForCausalLM", NULL};
     tap_ok(finalize(gpt_llama, msg, sizeof msg) == ZT_EINVAL && strstr(msg, "gpt2 architecture"),
            "a class of another architecture is refused (%s)", msg);

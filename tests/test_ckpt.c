@@ -154,6 +154,17 @@ static int drop_arch_attrs(const char *file, int drop_arch) {
     return ok;
 }
 
+/* Delete one /model attribute: a checkpoint as written before the key
+ * existed (/meta_checksums deleted too, as drop_arch_attrs). */
+static int drop_attr(const char *file, const char *key) {
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = f >= 0 ? H5Gopen2(f, "model", H5P_DEFAULT) : -1;
+    int ok = g >= 0 && H5Adelete(g, key) >= 0 && H5Ldelete(f, "meta_checksums", H5P_DEFAULT) >= 0;
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0) H5Fclose(f);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) { tap_ok(0, "zt_init: %s", st.msg); return tap_done(); }
@@ -518,6 +529,32 @@ int main(int argc, char **argv) {
         rc = drop_arch_attrs(p, 1) && cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
         tap_ok(rc == ZT_EINVAL && strstr(st.msg, "ztrain.model.arch is gpt2 in the checkpoint, llama configured"),
                "without the attributes a checkpoint is a GPT-2's: the llama model refuses it (%s)", st.msg);
+        zt_ctx_free(cx);
+        zt_config_free(cl);
+        /* the padding row (pad_token_id): stored; another one, or none in a
+         * checkpoint from before the key (which reads as -1), restores: it
+         * changes no weight, the configured one trains on */
+        snprintf(d4, sizeof d4, "%s/arch-pad", dir);
+        cl = cfg_for(d4, 2);
+        tu_set(cl, "ztrain.model.arch", "llama");
+        tu_set(cl, "ztrain.model.pad_token_id", "3");
+        cx = make_ctx(cl, &S);
+        rc = cx ? zt_train(cx, &st) : ZT_EINTERNAL;
+        if (rc == ZT_OK) rc = zt_ckpt_save(cx, d4, 2, &st);
+        zt_ctx_free(cx);
+        snprintf(p, sizeof p, "%s/step-2/state.h5", d4);
+        rinfo = rc == ZT_OK ? zt_ckpt_read_info(p, &in, &st) : rc;
+        tap_ok(rinfo == ZT_OK && in.model.pad_token_id == 3, "a llama checkpoint stores pad_token_id (%d%s%s)",
+               rinfo == ZT_OK ? in.model.pad_token_id : -2, rinfo ? ": " : "", rinfo ? st.msg : "");
+        if (rinfo == ZT_OK) zt_ckpt_info_free(&in);
+        rinfo = drop_attr(p, "pad_token_id") ? zt_ckpt_read_info(p, &in, &st) : ZT_EINTERNAL;
+        tap_ok(rinfo == ZT_OK && in.model.pad_token_id == -1,
+               "without the attribute (a checkpoint from before it) pad_token_id reads as -1 (%d)",
+               rinfo == ZT_OK ? in.model.pad_token_id : -2);
+        if (rinfo == ZT_OK) zt_ckpt_info_free(&in);
+        cx = make_ctx(cl, &S);
+        rc = cx ? zt_ckpt_restore(cx, p, ZT_CKPT_ONE_READER, &st) : ZT_EINTERNAL;
+        tap_ok(rc == ZT_OK, "... and restores into a configuration with pad_token_id 3 (%s)", rc ? st.msg : "");
         zt_ctx_free(cx);
         zt_config_free(cl);
         /* a GPT-2 checkpoint written before the attributes existed */

@@ -117,6 +117,24 @@ int main(void) {
           "ztrain.model.arch=gpt2;ztrain.model.n_embd=48;ztrain.model.n_layer=3;"
           "ztrain.model.context=40;ztrain.model.vocab=500;ztrain.model.tie_embeddings=true");
 
+    /* pad_token_id (nn.Embedding padding_idx): null none, absent the class default
+     * (none for Llama; Phi-3 32000, none outside the vocabulary), negative from the end */
+    reads("pad_token_id absent (Llama: none)", LLAMA(""), "ztrain.model.pad_token_id=-1");
+    reads("pad_token_id 7", LLAMA(", \"pad_token_id\": 7"), "ztrain.model.pad_token_id=7");
+    reads("pad_token_id null", LLAMA(", \"pad_token_id\": null"), "ztrain.model.pad_token_id=-1");
+    reads("pad_token_id -1 counts from the end (torch)", LLAMA(", \"pad_token_id\": -1"),
+          "ztrain.model.pad_token_id=299");
+    refuses("pad_token_id outside the vocabulary", LLAMA(", \"pad_token_id\": 300"), ZT_EDATA,
+            "pad_token_id=300 is outside the vocabulary (vocab_size=300");
+    reads("Phi-3 without pad_token_id: Phi3Config's 32000",
+          "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 96, "
+          "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"sliding_window\": null}",
+          "ztrain.model.vocab=32064;ztrain.model.pad_token_id=32000");
+    reads("Phi-3 without pad_token_id, 32000 outside its vocabulary: none",
+          "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 64, \"intermediate_size\": 96, "
+          "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 300, "
+          "\"sliding_window\": null}", "ztrain.model.pad_token_id=-1");
+
     refuses("unknown architecture", "{\"architectures\": [\"BertForMaskedLM\"]}", ZT_EUNSUPPORTED,
             "architecture BertForMaskedLM is not supported");
     refuses("rope_type yarn without original_max_position_embeddings",
