@@ -74,7 +74,9 @@ typedef struct zt_model_config {
                              * (GPT-2: always true)                          */
     int pad_token_id;       /* ztrain.model.pad_token_id (llama): the embedding lookup adds
                              * no gradient to this row (transformers' nn.Embedding
-                             * padding_idx; a tied LM head's gradient still flows); -1 = none */
+                             * padding_idx; a tied LM head's gradient still flows); -1 = none
+                             * (zt_config_new's default; a config built by hand, zero-
+                             * initialized, must set -1: 0 is token 0) */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
                                * model came from and exports as ("" = the architecture's
                                * default; arch.h zt_arch_hf_export) */
