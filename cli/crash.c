@@ -29,6 +29,7 @@
 #define ZT_CRASH_ASAN 1
 #endif
 
+#ifndef ZT_CRASH_ASAN
 static int g_rank = -1;
 static char g_altstack[64 * 1024];
 
@@ -134,6 +135,8 @@ static void on_fatal(int sig, siginfo_t *si, void *ucv) {
     /* SA_RESETHAND restored the default action: re-raise it */
     raise(sig);
 }
+
+#endif /* ZT_CRASH_ASAN */
 
 int cli_crash_report_install(int rank) {
 #ifdef ZT_CRASH_ASAN
