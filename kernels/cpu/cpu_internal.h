@@ -50,6 +50,10 @@ void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,
 void zt_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse,
                           int B, int T, int C, int NH);
+/* the tanh GELU (gelu_fwd, geglu_fwd): 0.5 x (1 + tanh(K (x + A x^3))) */
+#define ZT_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define ZT_GELU_A 0.044715f
+
 void zt_cpu_gqa_fwd(float *out, float *lse, const float *qkv,
                     int B, int T, int NH, int NKV, int hs);
 void zt_cpu_gqa_bwd(float *dqkv, const float *dout, const float *qkv,

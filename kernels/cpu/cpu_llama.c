@@ -200,9 +200,7 @@ void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, in
 /* ------------------------------------------------------------ GeGLU (Gemma) */
 
 /* out = gelu(g) u with the tanh GELU of gelu_fwd (cpu_nn.c): the same
- * constants and operations, zt_tanhf */
-#define ZT_GEGLU_K 0.7978845608028654f /* sqrt(2/pi) */
-#define ZT_GEGLU_A 0.044715f
+ * constants (cpu_internal.h) and operations, zt_tanhf */
 
 ZT_TARGET_CLONES
 void zt_cpu_geglu_fwd(float *out, const float *gu, int N, int H) {
@@ -214,7 +212,7 @@ void zt_cpu_geglu_fwd(float *out, const float *gu, int N, int H) {
 #pragma omp simd
         for (int i = 0; i < H; i++) {
             const float x = g[i];
-            const float a = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+            const float a = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
             o[i] = (0.5f * x * (1.0f + zt_tanhf(a))) * u[i];
         }
     }
@@ -232,10 +230,10 @@ void zt_cpu_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int
 #pragma omp simd
         for (int i = 0; i < H; i++) {
             const float x = g[i];
-            const float a = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+            const float a = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
             const float th = zt_tanhf(a);
             const float sech2 = 1.0f - th * th;
-            const float da = ZT_GEGLU_K * (1.0f + 3.0f * ZT_GEGLU_A * x * x);
+            const float da = ZT_GELU_K * (1.0f + 3.0f * ZT_GELU_A * x * x);
             const float gd = 0.5f * (1.0f + th) + 0.5f * x * sech2 * da;
             const float ge = 0.5f * x * (1.0f + th);
             const float dd = d[i];

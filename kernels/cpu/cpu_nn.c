@@ -157,8 +157,6 @@ void zt_cpu_layernorm_bwd(float *dinp, float *dw, float *db,
 
 /* ------------------------------------------------------------ GELU */
 
-#define ZT_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-#define ZT_GELU_A 0.044715f
 
 #define ZT_GELU_CHUNK 16384
 
