@@ -553,6 +553,15 @@ static int poll_once(zt_ctx *ctx, zt_ckpt_async *a, int wait, int *advanced, lon
     }
     ck_watch(ctx, "checkpoint save at step %ld: commit", a->step);
     zt_group_where(zt_ctx_world(ctx), "checkpoint save: commit");
+    /* Every rank confirms once more that it is here to commit.  The
+     * all-reduce above may have completed on a rank that was stopped while
+     * the others waited in it, gave up (timeout) and left: their part had
+     * been sent.  Rank 0 must not commit for ranks that have left: this
+     * second round needs them all alive after the first. */
+    if ((rc = ck_agree(ctx, ZT_OK, st)) != ZT_OK) {
+        zt_ckpt_async_abandon(a);
+        return rc;
+    }
     rc = ZT_OK;
     if (a->rank == 0) rc = ck_commit(ctx, a->dir, a->step, a->keep, a->tmpd, a->final, a->file, st);
     rc = ck_root_status(ctx, rc, st);

@@ -29,6 +29,39 @@ static char wd_cleanup[ZT_PATH_MAX + 64];   /* rank 0: removed before exiting */
 static void (*wd_handler)(const char *line, void *user);   /* zt_watchdog_set_handler */
 static void *wd_user;
 
+static int wd_fired;                /* the line has been handed over: the process is ending */
+
+/* End the job for the armed phase (called with wd_mu held, by the watchdog
+ * thread or by a thread re-arming an overdue deadline); does not return.
+ * Only the first caller reports; a second one waits for the first's exit. */
+static void wd_fire(void) {
+    if (wd_fired) {
+        pthread_mutex_unlock(&wd_mu);
+        for (;;) pause();
+    }
+    wd_fired = 1;
+    char cleanup[sizeof wd_cleanup];
+    snprintf(cleanup, sizeof cleanup, "%s", wd_cleanup);
+    char line[sizeof wd_phase + 200];
+    int n = snprintf(line, sizeof line, "ztrain: error: rank %d: %s: no progress for %.0f s: a "
+                     "rank died, stopped or hangs (ztrain.comm_timeout_s); stopping\n", wd_rank,
+                     wd_phase, wd_timeout);
+    if (n < 0) line[0] = '\0';
+    void (*handler)(const char *, void *) = wd_handler;
+    void *user = wd_user;
+    pthread_mutex_unlock(&wd_mu);
+    if (cleanup[0]) ck_rmtree(cleanup);   /* an abandoned save's .tmp */
+    if (handler) {   /* the program's choice (the CLI: the line, then exit status 1) */
+        handler(line, user);
+    } else {
+        ssize_t k = write(STDERR_FILENO, line, strlen(line));
+        (void)k;
+    }
+    /* no handler, or it returned: end the job the MPI way */
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    for (;;) pause();
+}
+
 static void *wd_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&wd_mu);
@@ -45,20 +78,7 @@ static void *wd_main(void *arg) {
             pthread_cond_timedwait(&wd_cv, &wd_mu, &ts);
             continue;
         }
-        if (wd_cleanup[0]) ck_rmtree(wd_cleanup);   /* an abandoned save's .tmp */
-        char line[sizeof wd_phase + 200];
-        int n = snprintf(line, sizeof line, "ztrain: error: rank %d: %s: no progress for %.0f s: a "
-                         "rank died, stopped or hangs (ztrain.comm_timeout_s); stopping\n", wd_rank,
-                         wd_phase, wd_timeout);
-        if (n < 0) line[0] = '\0';
-        if (wd_handler) {   /* the program's choice (the CLI: the line, then exit status 1) */
-            wd_handler(line, wd_user);
-        } else {
-            ssize_t k = write(STDERR_FILENO, line, strlen(line));
-            (void)k;
-        }
-        /* no handler, or it returned: end the job the MPI way */
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        wd_fire();
     }
     return NULL;
 }
@@ -81,6 +101,13 @@ void zt_watchdog_arm(int rank, int nranks, double timeout_s, const char *phase) 
         wd_started = pthread_create(&th, &a, wd_main, NULL) == 0;
         pthread_attr_destroy(&a);
     }
+    /* An armed phase past its deadline is not re-armed: the process was
+     * stopped or starved for longer than the timeout (SIGSTOP, a frozen
+     * node) and the other ranks have given up on it; if it went on, a
+     * collective they entered before leaving could still complete here (the
+     * data were sent) and, say, commit a save they abandoned.  It ends now,
+     * on this thread, whoever gets here first. */
+    if (wd_fired || (wd_deadline > 0 && zt_now_s() >= wd_deadline)) wd_fire();
     snprintf(wd_phase, sizeof wd_phase, "%s", phase);
     wd_rank = rank;
     wd_timeout = timeout_s;
@@ -110,6 +137,8 @@ void ck_watch_cleanup(const char *path) {
 
 void ck_unwatch(void) {
     pthread_mutex_lock(&wd_mu);
+    /* (the phase ended, but after its deadline: as in zt_watchdog_arm) */
+    if (wd_fired || (wd_deadline > 0 && zt_now_s() >= wd_deadline)) wd_fire();
     wd_deadline = 0;
     wd_cleanup[0] = '\0';
     pthread_mutex_unlock(&wd_mu);

@@ -8,6 +8,8 @@
  */
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "ckpt_internal.h"
 #include "ctx.h"
 #include "signals.h"
@@ -165,8 +167,69 @@ static int drop_attr(const char *file, const char *key) {
     return ok;
 }
 
+/* ------------------------------------------------------------ watchdog */
+
+static void wd_test_exit(const char *line, void *user) {
+    ssize_t k = write(*(int *)user, line, strlen(line));
+    (void)k;
+    _exit(42);
+}
+
+/* A child arms the watchdog (1 s) for "phase A", stops itself (SIGSTOP) and
+ * is continued by the parent after 1.6 s; it then calls `after` (1: re-arm
+ * for "phase B", 2: disarm, 0: nothing, and no stop at all), waits 0.3 s
+ * and exits 0.  Returns the child's exit status (42: the watchdog's handler
+ * ran) and its line in line[]. */
+static int wd_child(int after, char *line, size_t n) {
+    int fds[2];
+    line[0] = '\0';
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(fds[0]);
+        zt_watchdog_set_handler(wd_test_exit, &fds[1]);
+        zt_watchdog_arm(0, 2, 1.0, "phase A");
+        if (after) kill(getpid(), SIGSTOP);
+        else usleep(500000);
+        if (after == 1) zt_watchdog_arm(0, 2, 1.0, "phase B");
+        if (after == 2) zt_watchdog_disarm();
+        usleep(300000);
+        zt_watchdog_disarm();
+        _exit(0);
+    }
+    close(fds[1]);
+    int ws = 0;
+    if (after) {
+        if (waitpid(pid, &ws, WUNTRACED) != pid || !WIFSTOPPED(ws)) { kill(pid, SIGKILL); waitpid(pid, &ws, 0); close(fds[0]); return -1; }
+        usleep(1600000);
+        kill(pid, SIGCONT);
+    }
+    waitpid(pid, &ws, 0);
+    ssize_t k = read(fds[0], line, n - 1);
+    line[k > 0 ? k : 0] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    close(fds[0]);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
 int main(int argc, char **argv) {
     zt_status st;
+    /* ---- the watchdog: a process stopped past an armed deadline ends at
+     * its next arm or disarm, never re-armed (before MPI: the children
+     * fork) ---- */
+    {
+        char line[512];
+        int rc = wd_child(0, line, sizeof line);
+        tap_ok(rc == 0 && !line[0], "watchdog: re-armed and disarmed in time: no report (exit %d)", rc);
+        rc = wd_child(1, line, sizeof line);
+        tap_ok(rc == 42 && strstr(line, "rank 0: phase A: no progress for 1 s"),
+               "watchdog: stopped 1.6 s past a 1 s deadline, then re-armed: the phase is reported, "
+               "not re-armed (exit %d: %s)", rc, line);
+        rc = wd_child(2, line, sizeof line);
+        tap_ok(rc == 42 && strstr(line, "rank 0: phase A: no progress for 1 s"),
+               "watchdog: stopped past the deadline, then disarmed: reported (exit %d: %s)", rc, line);
+    }
     if (zt_init(&argc, &argv, &st) != ZT_OK) { tap_ok(0, "zt_init: %s", st.msg); return tap_done(); }
     char *dir0 = tu_tmpdir();
     char dir[512], ck[600];
