@@ -10,11 +10,12 @@
  * engine calls the fence (zt_ctx_set_state_fence -> zt_ckpt_async_fence),
  * where the training threads copy what the thread has not yet and wait for
  * its last piece.  Device state is copied at the save step, as before.
- * The thread then sums the snapshot's checksums.  At the next step boundary where every rank's stage 1 is done,
- * the main thread runs the synchronous save's collective part on the
- * snapshot (ck_save with a): the checksums' all-reduce, step-N.tmp, the
- * free-space check, the file with every attribute, dataset and metadata
- * checksum, flushed and closed (a few tenths of a second), and the thread
+ * The thread then sums the snapshot's checksums.  At the next step
+ * boundary where every rank's stage 1 is done, the main thread runs the
+ * synchronous save's collective part on the snapshot (ck_save with a): the
+ * checksums' all-reduce, step-N.tmp, the free-space check, the file with
+ * every attribute, dataset and metadata checksum, flushed and closed (a few
+ * tenths of a second), and the thread
  * (stage 2) writes the tensor data of this rank's pieces with pwrite at the
  * datasets' file addresses (contiguous datasets, space allocated at
  * creation) and fsyncs the file.  The thread makes no MPI and no HDF5 call
