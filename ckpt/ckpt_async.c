@@ -1,14 +1,21 @@
 /*
  * ckpt_async.c -- asynchronous checkpoint saves (ztrain.checkpoint.async).
  *
- * At a save step the main thread copies this rank's owned state (params, m,
- * v of its ranges: the slices it writes) into a host snapshot, and training
- * goes on.  A background thread per rank then (stage 1) sums the snapshot's
- * checksums.  At the next step boundary where every rank's stage 1 is done,
- * the main thread runs the synchronous save's collective part on the
- * snapshot (ck_save with a): the checksums' all-reduce, step-N.tmp, the
- * free-space check, the file with every attribute, dataset and metadata
- * checksum, flushed and closed (a few tenths of a second), and the thread
+ * At a save step the main thread records the step's small state (step,
+ * AdamW step, loss scaler, the ranges this rank owns) and lists the copy of
+ * its owned tensors (params, m, v of its ranges: the slices it writes) into
+ * a host snapshot, and training goes on.  A background thread per rank
+ * (stage 1) copies them while the next step's forward and backward run
+ * (they only read them); before the next optimizer update writes them, the
+ * engine calls the fence (zt_ctx_set_state_fence -> zt_ckpt_async_fence),
+ * where the training threads copy what the thread has not yet and wait for
+ * its last piece.  Device state is copied at the save step, as before.
+ * The thread then sums the snapshot's checksums.  At the next step
+ * boundary where every rank's stage 1 is done, the main thread runs the
+ * synchronous save's collective part on the snapshot (ck_save with a): the
+ * checksums' all-reduce, step-N.tmp, the free-space check, the file with
+ * every attribute, dataset and metadata checksum, flushed and closed (a few
+ * tenths of a second), and the thread
  * (stage 2) writes the tensor data of this rank's pieces with pwrite at the
  * datasets' file addresses (contiguous datasets, space allocated at
  * creation) and fsyncs the file.  The thread makes no MPI and no HDF5 call
@@ -27,6 +34,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +45,13 @@
 #include "ckpt_internal.h"
 #include "devmem.h"
 
+/* one piece of the deferred snapshot copy: n floats of the live state */
+typedef struct ck_cpiece {
+    float *dst;
+    const float *src;
+    size_t n;
+} ck_cpiece;
+
 struct zt_ckpt_async {
     /* the snapshot: host memory, kept from save to save */
     float *snap;
@@ -44,6 +59,14 @@ struct zt_ckpt_async {
     zt_owned_range *ranges;
     int cap_ranges;
     zt_train_state s;
+    /* the deferred copy (host state): pieces claimed by the background
+     * thread, or by the training threads at the fence, one at a time */
+    ck_cpiece *cp;
+    int ncp, cap_cp;
+    atomic_int cnext;          /* the next piece to claim */
+    int cdone;                 /* pieces copied (mu) */
+    int copying;               /* main thread: the copy may not be done; fence first */
+    double fence_s;            /* seconds the main thread spent in the fence */
     /* the save in flight */
     int active;
     long step;
@@ -54,6 +77,8 @@ struct zt_ckpt_async {
     int np, cap;
     double t0, stalled;        /* start; seconds the main thread spent in it */
     int delay_ms;              /* ZT_CKPT_WRITE_DELAY_MS (test-only) */
+    int copy_delay_ms;         /* ZT_CKPT_COPY_DELAY_MS (test-only): the thread starts
+                                * the snapshot's copy that much later */
     int rank;
     uint64_t *cs;              /* partial checksums [CK_NFAM][n_tensors] */
     size_t ncs;
@@ -71,7 +96,8 @@ struct zt_ckpt_async {
      * value restored while the main thread waits for it */
     pid_t tid;                 /* the thread's kernel id; 0 before it started */
     int base_nice, boosted;
-    double cpu[3];             /* CPU seconds of the thread: [1] checksums, [2] write */
+    double cpu[3];             /* CPU seconds of the thread: [0] copy, [1] copy + checksums,
+                                * [2] write */
 };
 
 const zt_train_state *ck_async_state(const struct zt_ckpt_async *a) { return &a->s; }
@@ -96,6 +122,8 @@ zt_ckpt_async *zt_ckpt_async_new(void) {
     pthread_cond_init(&a->cv, NULL);
     const char *d = getenv("ZT_CKPT_WRITE_DELAY_MS");
     if (d && *d) a->delay_ms = atoi(d);
+    d = getenv("ZT_CKPT_COPY_DELAY_MS");
+    if (d && *d) a->copy_delay_ms = atoi(d);
     return a;
 }
 
@@ -130,18 +158,25 @@ static int writer_nice(void) {
 }
 
 /* In the thread, first: every signal blocked (the main thread takes the
- * preemption signal; no EINTR in the writes), its kernel id published,
- * niced. */
+ * preemption signal; no EINTR in the writes), its kernel id published. */
 static void thread_enter(zt_ckpt_async *a) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pid_t tid = (pid_t)syscall(SYS_gettid);
-    int nice = a->base_nice + writer_nice();
-    if (nice > 19) nice = 19;
-    if (nice > a->base_nice) setpriority(PRIO_PROCESS, (id_t)tid, nice);
     pthread_mutex_lock(&a->mu);
     a->tid = tid;
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* ... then niced, unless the main thread already waits for it (the copy of
+ * the snapshot runs at the thread's own priority: the next optimizer update
+ * waits for it). */
+static void thread_nice(zt_ckpt_async *a) {
+    int nice = a->base_nice + writer_nice();
+    if (nice > 19) nice = 19;
+    pthread_mutex_lock(&a->mu);
+    if (!a->boosted && nice > a->base_nice) setpriority(PRIO_PROCESS, (id_t)a->tid, nice);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -247,11 +282,62 @@ static void finish(zt_ckpt_async *a, int rc, const zt_status *st) {
     pthread_mutex_unlock(&a->mu);
 }
 
-/* stage 1: this rank's partial checksums of the snapshot (serial: the
+/* ---------------------------------------------------------------- deferred copy */
+
+/* Copy unclaimed pieces of the live state into the snapshot until none is
+ * left; the number copied. */
+static int copy_claim(zt_ckpt_async *a) {
+    int k = 0, i;
+    while ((i = atomic_fetch_add(&a->cnext, 1)) < a->ncp) {
+        memcpy(a->cp[i].dst, a->cp[i].src, a->cp[i].n * sizeof(float));
+        k++;
+    }
+    return k;
+}
+
+/* k more pieces copied; then wait until every piece is (the other side may
+ * still be inside one). */
+static void copy_finish(zt_ckpt_async *a, int k) {
+    pthread_mutex_lock(&a->mu);
+    a->cdone += k;
+    if (a->cdone >= a->ncp) pthread_cond_broadcast(&a->cv);
+    while (a->cdone < a->ncp) pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* Main thread, before anything writes the owned state (the optimizer
+ * update, a restore, the end of training; libtrain calls it through
+ * zt_ctx_set_state_fence): the pieces the background thread has not
+ * claimed yet are copied on the training threads, then the thread's own
+ * piece is waited for. */
+void zt_ckpt_async_fence(zt_ckpt_async *a) {
+    if (!a || !a->copying) return;
+    double t0 = zt_now_s();
+    int k = 0;
+#pragma omp parallel reduction(+ : k)
+    k += copy_claim(a);
+    copy_finish(a, k);
+    a->copying = 0;
+    double dt = zt_now_s() - t0;
+    a->fence_s += dt;
+    a->stalled += dt;
+}
+
+/* stage 1: the rest of the snapshot's copy (at the thread's own priority),
+ * then this rank's partial checksums of the snapshot (serial, niced: the
  * training threads keep the cores) */
 static void *checksum_main(void *arg) {
     zt_ckpt_async *a = arg;
     thread_enter(a);
+    if (a->ncp > 0) {
+        if (a->copy_delay_ms > 0) {
+            struct timespec ts = {a->copy_delay_ms / 1000, (long)(a->copy_delay_ms % 1000) * 1000000L};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        }
+        copy_finish(a, copy_claim(a));
+        a->cpu[0] = thread_cpu_s();
+    }
+    thread_nice(a);
     zt_status st;
     zt_status_clear(&st);
     memset(a->cs, 0, a->ncs * sizeof *a->cs);
@@ -264,6 +350,7 @@ static void *checksum_main(void *arg) {
 static void *writer_main(void *arg) {
     zt_ckpt_async *a = arg;
     thread_enter(a);
+    thread_nice(a);
     zt_status st;
     zt_status_clear(&st);
     int rc = ZT_OK;
@@ -309,18 +396,6 @@ static void *writer_main(void *arg) {
 
 /* ---------------------------------------------------------------- snapshot */
 
-/* dst[0..n) = src[0..n) on the training threads (idle while the main
- * thread takes the snapshot): 4 MiB pieces */
-static void copy_par(float *dst, const float *src, size_t n) {
-    const size_t C = (size_t)1 << 20;
-    const long nc = (long)((n + C - 1) / C);
-#pragma omp parallel for schedule(static) if (nc > 1)
-    for (long c = 0; c < nc; ++c) {
-        const size_t a = (size_t)c * C, e = a + C < n ? a + C : n;
-        memcpy(dst + a, src + a, (e - a) * sizeof(float));
-    }
-}
-
 /* The snapshot buffer for n owned elements (params, m, v), its pages
  * touched on the training threads (a first touch of 1.4 GiB costs seconds
  * of page faults: at attach, before step 1, not at the first save). */
@@ -357,8 +432,27 @@ int zt_ckpt_async_prepare(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
     return snap_alloc(a, n, st);
 }
 
-/* Copy this rank's owned state into the snapshot (writers only: the others
- * write nothing).  ZT_ENOMEM when the snapshot cannot be allocated. */
+/* One piece (at most 4 MiB) of the deferred copy. */
+static int add_cpiece(zt_ckpt_async *a, float *dst, const float *src, size_t n, zt_status *st) {
+    const size_t C = (size_t)1 << 20;
+    for (size_t o = 0; o < n; o += C) {
+        if (a->ncp == a->cap_cp) {
+            int nc = a->cap_cp ? 2 * a->cap_cp : 512;
+            void *p = realloc(a->cp, (size_t)nc * sizeof *a->cp);
+            if (!p) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint snapshot)");
+            a->cp = p;
+            a->cap_cp = nc;
+        }
+        a->cp[a->ncp++] = (ck_cpiece){dst + o, src + o, n - o < C ? n - o : C};
+    }
+    return ZT_OK;
+}
+
+/* This rank's owned state into the snapshot (writers only: the others
+ * write nothing).  Device state is copied now; host state is only listed
+ * in pieces (a->cp), copied by the background thread while the next step's
+ * forward and backward run (they only read it) and finished by the fence
+ * before the update.  ZT_ENOMEM when the snapshot cannot be allocated. */
 static int take_snapshot(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
     zt_train_state live;
     ZT_TRY(zt_ctx_owned_state(ctx, &live, st));
@@ -372,6 +466,9 @@ static int take_snapshot(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
         a->cap_ranges = live.n_ranges;
     }
     ZT_TRY(snap_alloc(a, n, st));
+    a->ncp = 0;
+    atomic_store(&a->cnext, 0);
+    a->cdone = 0;
     float *p = a->snap;
     for (int i = 0; i < live.n_ranges; ++i) {
         const zt_owned_range *r = &live.ranges[i];
@@ -383,7 +480,7 @@ static int take_snapshot(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
         for (int f = 0; f < CK_NFAM; ++f) {
             const float *src = ck_fam_ptr(r, f);
             if (live.on_device) live.be->to_host(dst[f], src, len * sizeof(float));
-            else copy_par(dst[f], src, len);
+            else ZT_TRY(add_cpiece(a, dst[f], src, len, st));
         }
         o->param = dst[CK_PARAMS];
         o->m = dst[CK_M];
@@ -412,7 +509,9 @@ static int start_stage(zt_ckpt_async *a, int stage, zt_status *st) {
     int bn = getpriority(PRIO_PROCESS, 0);   /* this (the main) thread's nice value */
     a->base_nice = errno ? 0 : bn;
     zt_status_clear(&a->wst);
+    a->copying = stage == 1 && a->ncp > 0;
     a->th_live = pthread_create(&a->th, NULL, stage == 1 ? checksum_main : writer_main, a) == 0;
+    if (!a->th_live) a->copying = 0;
     return a->th_live ? ZT_OK
                       : zt_fail(st, ZT_ENOMEM, "checkpoint.async: cannot start the background thread");
 }
@@ -433,8 +532,11 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
         else
             a->ncs = ncs;
     }
+    if (rc != ZT_OK) a->ncp = 0;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
     a->np = 0;
+    a->fence_s = 0;
+    a->cpu[0] = 0;
     a->step = a->s.step;
     a->keep = keep;
     a->rank = zt_ctx_rank(ctx);
@@ -451,8 +553,14 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
         return rc;
     }
     a->stalled = zt_now_s() - t0;
-    zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld snapshot taken in %.2f s; checksums and tensor "
-           "data in the background", a->step, a->stalled);
+    if (a->copying)
+        zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld state recorded in %.2f s; the snapshot's copy "
+               "(%.1f MiB, before the next optimizer update), checksums and tensor data in the "
+               "background", a->step, a->stalled,
+               (double)a->snap_elems * CK_NFAM * sizeof(float) / 1048576.0);
+    else
+        zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld snapshot taken in %.2f s; checksums and "
+               "tensor data in the background", a->step, a->stalled);
     return ZT_OK;
 }
 
@@ -471,9 +579,12 @@ static int create_file(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
     return ZT_OK;
 }
 
+/* (a stage 1 thread copies every piece the fence did not: joined, the copy
+ * is done) */
 static void join(zt_ckpt_async *a) {
     if (a->th_live) pthread_join(a->th, NULL);
     a->th_live = 0;
+    a->copying = 0;
 }
 
 void zt_ckpt_async_abandon(zt_ckpt_async *a) {
@@ -588,9 +699,10 @@ int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed,
     double bytes = (double)a->s.model->num_params * CK_NFAM * sizeof(float);
     zt_log(ctx, ZT_LOG_INFO, "checkpoint: saved step %ld to %s (%.1f MiB in %.2f s, %.2f GB/s; "
            "in the background: training stopped for %.2f s of it; the background thread used "
-           "%.2f s of CPU: checksums %.2f s, tensor data %.2f s)", a->step, a->final,
+           "%.2f s of CPU: checksums %.2f s, tensor data %.2f s; snapshot copy %.2f s of CPU in "
+           "the background, %.2f s at the update's fence)", a->step, a->final,
            bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9), a->stalled,
-           a->cpu[1] + a->cpu[2], a->cpu[1], a->cpu[2]);
+           a->cpu[1] + a->cpu[2], a->cpu[1] - a->cpu[0], a->cpu[2], a->cpu[0], a->fence_s);
     return ZT_OK;
 }
 
@@ -609,6 +721,7 @@ void zt_ckpt_async_free(zt_ckpt_async *a) {
     zt_mem_free(a->snap);
     free(a->ranges);
     free(a->pieces);
+    free(a->cp);
     free(a->cs);
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);

@@ -214,6 +214,8 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     return rc == ZT_OK ? ZT_OK : save_failed(s, ctx, step, rc, timed, st);
 }
 
+static void state_fence(void *user) { zt_ckpt_async_fence(user); }
+
 /* ------------------------------------------------------------ attach */
 
 static void detach(zt_ckpt_session *s, int hooked);
@@ -318,6 +320,8 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     s->last_save_t = zt_now_s();
     zt_ctx_set_step_hook(ctx, step_hook, s);
+    /* a background save's copy of the owned state runs into the next step */
+    if (s->async) zt_ctx_set_state_fence(ctx, state_fence, s->async);
     *out = s;
     return ZT_OK;
 }
@@ -328,7 +332,9 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
 static void detach(zt_ckpt_session *s, int hooked) {
     /* a save still in flight here (training failed or stopped before the
      * step hook finished it) is abandoned, never committed: the previous
-     * checkpoint stays `latest` */
+     * checkpoint stays `latest` (its thread finishes the snapshot's copy
+     * first) */
+    if (hooked) zt_ctx_set_state_fence(s->ctx, NULL, NULL);
     zt_ckpt_async_free(s->async);
     if (hooked) {
         zt_ctx_set_step_hook(s->ctx, NULL, NULL);

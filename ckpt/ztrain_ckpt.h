@@ -89,6 +89,11 @@ int zt_ckpt_async_busy(const zt_ckpt_async *a);
 long zt_ckpt_async_step(const zt_ckpt_async *a);
 double zt_ckpt_async_stalled(const zt_ckpt_async *a);
 void zt_ckpt_async_abandon(zt_ckpt_async *a);
+/* Host state: zt_ckpt_save_async only lists the copy of the owned tensors;
+ * the background thread copies them while training goes on.  The fence
+ * (local) returns once the copy is complete; call it before anything writes
+ * the owned state (zt_ckpt_attach registers it with zt_ctx_set_state_fence). */
+void zt_ckpt_async_fence(zt_ckpt_async *a);
 /* Allocate the host snapshot and touch its pages now (zt_ckpt_attach, before
  * step 1) rather than at the first save.  Local. */
 int zt_ckpt_async_prepare(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st);

@@ -59,6 +59,8 @@ struct zt_ctx {
     int n_owned;
     zt_step_hook hook;
     void *hook_user;
+    zt_state_fence fence;        /* zt_ctx_set_state_fence: before the owned state is written */
+    void *fence_user;
     zt_precision prec;           /* parameter storage precision */
     zt_loss_scaler scaler;       /* fp16 loss scaling (disabled otherwise) */
     long inject_overflow[16];    /* test hook ZT_TEST_OVERFLOW_STEPS: steps (1-based) */
@@ -74,6 +76,11 @@ struct zt_ctx {
  * and its layout. */
 static inline zt_shard *zt_ctx_tsh(const zt_ctx *ctx) { return ctx->lsh ? ctx->lsh : ctx->sh; }
 static inline zt_model *zt_ctx_tmodel(const zt_ctx *ctx) { return ctx->lmodel ? ctx->lmodel : ctx->model; }
+
+/* Wait until no checkpoint reads the owned state any more (state.h). */
+static inline void zt_ctx_fence(zt_ctx *ctx) {
+    if (ctx->fence) ctx->fence(ctx->fence_user);
+}
 
 /* Host arrays a data source fills for b (the device arrays themselves on a
  * host-memory backend), and moving them to the device after the fill. */

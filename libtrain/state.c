@@ -9,7 +9,14 @@ void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user) {
     ctx->hook_user = user;
 }
 
+void zt_ctx_set_state_fence(zt_ctx *ctx, zt_state_fence fn, void *user) {
+    ctx->fence = fn;
+    ctx->fence_user = user;
+}
+
 int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
+    /* the caller may write through the ranges (a restore, a load) */
+    zt_ctx_fence(ctx);
     /* the trained parameters: with LoRA the adapters (the base is reloaded
      * from ztrain.init_from, not checkpointed) */
     const zt_model *m = zt_ctx_tmodel(ctx);

@@ -62,4 +62,15 @@ int zt_ctx_scaler_restored(zt_ctx *ctx, const zt_scaler_state *s, zt_status *st)
 typedef int (*zt_step_hook)(void *user, zt_ctx *ctx, zt_status *st);
 void zt_ctx_set_step_hook(zt_ctx *ctx, zt_step_hook fn, void *user);
 
+/* A fence on the owned state: a checkpoint may keep reading the ranges of
+ * zt_ctx_owned_state (params, m, v) after its call returned (an asynchronous
+ * save copies them in the background while the next step's forward and
+ * backward run, which only read them).  The context calls fn before
+ * anything writes them again: the optimizer update, zt_ctx_owned_state
+ * itself (a restore or a load writes through its ranges), the end of
+ * zt_train, zt_ctx_free.  fn returns when nothing reads them any more.
+ * NULL: none. */
+typedef void (*zt_state_fence)(void *user);
+void zt_ctx_set_state_fence(zt_ctx *ctx, zt_state_fence fn, void *user);
+
 #endif

@@ -645,6 +645,7 @@ int zt_ctx_create_model(const zt_config *cfg, const zt_model_ops *ops, void *sel
 
 void zt_ctx_free(zt_ctx *ctx) {
     if (!ctx) return;
+    zt_ctx_fence(ctx);   /* nothing reads the state being freed */
     if (ctx->prefaulting) zt_mem_prefault_stop();
     if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
     if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
@@ -877,6 +878,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         if (!isfinite(norm) || !isfinite(loss))
             return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
                            "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+        /* a background checkpoint may still be copying the owned state */
+        zt_ctx_fence(ctx);
         ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
     }
     ZT_TRY(zt_be_check(ctx->be, "training step", st));
@@ -1241,5 +1244,6 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     if (report >= 0) memory_report(ctx, "end of training");
     else log_memory(ctx);
     log_comm(ctx);
+    zt_ctx_fence(ctx);   /* the caller may write the state now */
     return ZT_OK;
 }

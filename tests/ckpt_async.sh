@@ -74,6 +74,27 @@ else
     skip "2 ranks, stage 1, buffered writes (ZT_CKPT_DIRECT_IO=0)" "stage 1 not run"
 fi
 
+# the snapshot's copy deferred into the next step (host state): the
+# background thread starts it 300 ms late (ZT_CKPT_COPY_DELAY_MS, test-only),
+# so the next optimizer update comes first and only the fence before it
+# (the training threads copy what is left, libtrain's state fence) keeps the
+# checkpoint that of the save step.  A save every step, 2 micro-batches per
+# step (several forward/backward passes between the save and the update).
+for cfg in "1 0" "2 1" "2 3"; do
+    read -r np stage <<< "$cfg"
+    why=$(stage_ok $stage) || { skip "deferred copy, stage $stage on $np ranks" "$why"; continue; }
+    A=(--steps 4 --ckpt-every 1 --ckpt-keep 5 --stage $stage --resume never --grad-accum 2 --micro-batch $((6 / np)))
+    zrun $np "${A[@]}" --ckpt-dir FS$np$stage --ckpt-async false
+    rs=$?
+    ZT_CKPT_COPY_DELAY_MS=300 zrun $np "${A[@]}" --ckpt-dir FA$np$stage --ckpt-async true
+    ra=$?
+    dc=$(grep -c "state recorded in .* the snapshot's copy" run.out)
+    good=0
+    for s in 1 2 3 4; do same_ckpt FS$np$stage/step-$s FA$np$stage/step-$s || { good=1; diag h5diff.out; }; done
+    ok $([ $rs = 0 ] && [ $ra = 0 ] && [ "$dc" = 3 ] && [ $good = 0 ]; echo $?) \
+       "$np rank(s), stage $stage, a save every step, grad-accum 2, the background copy delayed past the next update ($dc deferred): the fence keeps the checkpoints equal to the synchronous ones"
+done
+
 # ---------------------------------------------------------------- pre-flight
 # a memory limit between the synchronous and the asynchronous plan: refused,
 # naming synchronous checkpoints among the changes that fit
