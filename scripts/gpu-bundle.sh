@@ -78,7 +78,7 @@ cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/gpu_ta
 # config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)
 mkdir -p "$OUT/scripts" "$OUT/configs" "$OUT/data"
 cp "$SRC/scripts/engine-check.sh" "$OUT/scripts/"
-cp "$SRC/configs/tiny.json" "$SRC/configs/llama-tiny.json" "$OUT/configs/"
+cp "$SRC/configs/tiny.json" "$SRC/configs/llama-tiny.json" "$SRC/configs/gemma2-tiny.json" "$OUT/configs/"
 head -c 200000 "$SRC/data/tinyshakespeare.txt" > "$OUT/data/tinyshakespeare.txt"
 
 echo "== Open MPI and PMIx runtime"
@@ -315,6 +315,15 @@ check)
                 --text "$B/data/tinyshakespeare.txt" --log "$out/engine-sp.log" --np 2 --comm-backend mpi \
                 --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" \
                 --case "sp2bf16 bf16 --stage 3 --sp 2 --micro-batch 8"
+        # the other architectures at 1 rank: Llama (GQA, RoPE, SwiGLU) and Gemma 2 (soft-capping,
+        # sliding-window layers, scaled embeddings); cases fp32 stage 0, bf16 stage 3, resume
+        for a in llama gemma2; do
+            over_budget "engine, $a" ||
+                tap "$out/engine.tap" "engine 1 rank, $a (comm mpi)" 200 bash "$B/scripts/engine-check.sh" \
+                    --backend "$X" --ztrain "$ZT" --mpirun "$MPIRUN" --config "$B/configs/$a-tiny.json" \
+                    --text "$B/data/tinyshakespeare.txt" --log "$out/engine.log" --np 1 --comm-backend mpi \
+                    --cases "s0 bf16s3 resume"
+        done
     fi
 
     # ---- 3. memory: ztrain estimate vs the run's --memory-report (memory.txt)
@@ -424,6 +433,16 @@ PY
             for tool in racecheck synccheck; do
                 sanitize "ztrain train (tiny, 2 steps)" 150 "$tool" \
                     "$MPIRUN" -np 1 --bind-to none "$san" --tool "$tool" "${so[@]}" "$ZT" "${tiny[@]}" --steps 2
+            done
+            # Llama and Gemma 2 (their attention and RoPE kernels), bf16, stage 3
+            arch=(train --train "$work/c_train.bin" --val "$work/c_val.bin" --backend cuda --eval-every 2
+                  --eval-batches 1 --log-every 1 --resume never --sample-tokens 8 --ckpt-dir "$work/ck_san")
+            for a in llama gemma2; do
+                for tool in memcheck racecheck; do
+                    sanitize "ztrain train ($a tiny, 2 steps, bf16 stage 3)" 150 "$tool" \
+                        "$MPIRUN" -np 1 --bind-to none "$san" --tool "$tool" "${so[@]}" "$ZT" "${arch[@]}" \
+                        --config "$B/configs/$a-tiny.json" --steps 2 --stage 3 --precision bf16
+                done
             done
         fi
     fi
