@@ -287,7 +287,10 @@ check)
         echo "== tests (tests.tap)"
         bincmd test_kernels; tap "$out/tests.tap" test_kernels 120 "${CMD[@]}"
         bincmd test_cuda; tap "$out/tests.tap" test_cuda 240 "${CMD[@]}"
-        bincmd test_cuda; tap "$out/tests.tap" "test_cuda ZT_CUDA_SYNC=1" 240 env ZT_CUDA_SYNC=1 "${CMD[@]}"
+        # the same with a synchronization after every kernel (errors at the launch that made them);
+        # ZT_CHECK_NOSYNC=1 leaves it out
+        [ "${ZT_CHECK_NOSYNC:-0}" = 1 ] ||
+            { bincmd test_cuda; tap "$out/tests.tap" "test_cuda ZT_CUDA_SYNC=1" 240 env ZT_CUDA_SYNC=1 "${CMD[@]}"; }
         for n in 1 2; do
             tap "$out/tests.tap" "test_comm_gpu -np $n" 120 "$MPIRUN" -np "$n" --bind-to none "$B/bin/test_comm_gpu"
         done
@@ -426,7 +429,7 @@ PY
                 "$MPIRUN" -np 1 --bind-to none "$san" --tool memcheck "${so[@]}" "$ZT" "${tiny[@]}" --stage 3 \
                 --precision bf16
             bincmd test_cuda
-            for tool in memcheck racecheck synccheck initcheck; do
+            for tool in memcheck synccheck initcheck; do
                 sanitize "test_cuda (quick)" 150 "$tool" env ZT_CUDA_TEST_QUICK=1 "$san" --tool "$tool" "${so[@]}" \
                     "${CMD[@]}"
             done
@@ -444,6 +447,17 @@ PY
                         --config "$B/configs/$a-tiny.json" --steps 2 --stage 3 --precision bf16
                 done
             done
+            # racecheck of every kernel test last: the slowest (about 150 s on an H200), given what
+            # is left of the budget
+            left=$(( ${ZT_CHECK_BUDGET:-480} - SECONDS ))
+            [ $left -gt 150 ] && left=150
+            if [ $left -ge 30 ]; then
+                bincmd test_cuda
+                sanitize "test_cuda (quick)" "$left" racecheck env ZT_CUDA_TEST_QUICK=1 "$san" --tool racecheck \
+                    "${so[@]}" "${CMD[@]}"
+            else
+                echo "SKIP racecheck test_cuda (quick): past the time budget (${ZT_CHECK_BUDGET:-480} s; ZT_CHECK_BUDGET)"
+            fi
         fi
     fi
     echo "== done in $SECONDS s; failures:"
