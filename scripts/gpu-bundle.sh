@@ -72,6 +72,13 @@ for p in $progs; do
     done
     [ -f "$OUT/bin/$b" ] || die "no executable for $p"
 done
+# tests/gpu/initcheck_probe.cu (not built by make): cuBLAS's writes as
+# compute-sanitizer initcheck sees them (docs/gpu.md)
+nvcc=$(grep -o '^NVCC = .*' "$BUILD/Makefile" | sed 's/^NVCC = //')
+[ -x "$nvcc" ] || nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+"$nvcc" -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+    -o "$OUT/bin/initcheck_probe" "$SRC/tests/gpu/initcheck_probe.cu" -lcublas ||
+    die "nvcc could not build tests/gpu/initcheck_probe.cu"
 cp -L "$BUILD/.libs/libtrain.so.0" "$OUT/lib/"
 cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/gpu_table.py" "$OUT/"
 # the engine check and the training runs of run.sh: the script, the tiny
@@ -555,6 +562,26 @@ llama)
     echo "== Llama step, one table (ztrain: median of steps 3..$((steps + 2)); MFU: bench/README.md)"
     python3 "$B/gpu_table.py" --torch "$work/torch.txt" "${zt[@]}"
     ;;
+probe)
+    # run.sh probe: tests/gpu/initcheck_probe.cu plainly (does cuBLAS write
+    # every output?), then under compute-sanitizer initcheck (does the tool
+    # see those writes?)
+    san=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer 2> /dev/null)
+    bincmd initcheck_probe
+    echo "== initcheck_probe"; "${CMD[@]}"; prc=$?; echo "initcheck_probe: exit $prc"
+    if [ -n "$san" ]; then
+        echo "== compute-sanitizer --tool initcheck initcheck_probe (which kernels it reports, how often)"
+        "$san" --tool initcheck --print-limit 100000 --show-backtrace no "${CMD[@]}" > "${TMPDIR:-/tmp}/probe.$$" 2>&1
+        echo "compute-sanitizer: exit $?"
+        # the reports of each shape come before its line (its k_count ran first)
+        awk '/Uninitialized/ { u++ } /^T=/ { print $0 "  [initcheck: " u + 0 " reports]"; u = 0 }
+             /every output|FAIL|ERROR SUMMARY/' "${TMPDIR:-/tmp}/probe.$$"
+        grep -E '^=========     at ' "${TMPDIR:-/tmp}/probe.$$" | sed 's/+0x[0-9a-f]*//' | sort | uniq -c
+        rm -f "${TMPDIR:-/tmp}/probe.$$"
+    else
+        echo "SKIP compute-sanitizer: not found"
+    fi
+    exit $prc ;;
 "")
     sed -n '2,5p' "$0"; exit 2 ;;
 mpirun)

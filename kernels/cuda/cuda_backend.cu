@@ -361,8 +361,24 @@ void *zt_cuda_scratch(size_t bytes, const char *who) {
     g_scratch = NULL;
     g_scratch_bytes = 0;
     g_scratch = zt_cuda_malloc_acct(want, who);
+    /* zero-filled like alloc(): kernels write their part of the scratch
+     * before reading it, but some parts are written only by cuBLAS (the
+     * tensor-core attention's scores), and compute-sanitizer initcheck does
+     * not see cuBLAS's writes at 16-byte-aligned shapes (tests/gpu/
+     * initcheck_probe.cu, docs/gpu.md): without this every such read is an
+     * "uninitialized" report.  Once per growth, so a few times a run. */
+    if (g_scratch && !ZT_CU(cudaMemsetAsync(g_scratch, 0, want, zt_cu.stream))) {
+        zt_cuda_free_acct(g_scratch);
+        g_scratch = NULL;
+    }
     if (g_scratch) g_scratch_bytes = want;
     return g_scratch;
+}
+
+extern "C" void *zt_cuda_scratch_for_test(size_t bytes, size_t *have) {
+    void *p = zt_cuda_scratch(bytes, "test");
+    if (have) *have = p ? g_scratch_bytes : 0;
+    return p;
 }
 
 /* ------------------------------------------------------------ elementwise */

@@ -49,6 +49,11 @@ int zt_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
  * epilogue (default), 0 = cublasGemmEx + a bias kernel. */
 void zt_cuda_set_gemm_impl(int use_lt);
 
+/* The kernels' device scratch (tests): at least `bytes`, valid until the
+ * next request, its size in *have (may be NULL); a grown scratch is all
+ * zeros.  NULL (*have 0) on failure or without CUDA. */
+void *zt_cuda_scratch_for_test(size_t bytes, size_t *have);
+
 #ifdef __cplusplus
 }
 #endif
