@@ -34,7 +34,11 @@ static void estimate_usage(void) {
            "                         the most tasks on one node, from SLURM_NTASKS_PER_NODE or\n"
            "                         SLURM_TASKS_PER_NODE; else min(N, 8))\n"
            "  --device cpu|gpu       target (default: ztrain.backend: cpu, cuda = gpu)\n"
-           "  --device-memory SIZE   memory of one GPU (e.g. 80G): checks the fit on a GPU target\n"
+           "  --device-memory SIZE   memory of one GPU (e.g. 80G): checks the fit on a GPU target,\n"
+           "                         against SIZE less the CUDA context and the run's reserve\n"
+           "                         (512 MiB + 2%%), as the run's own check sees the device\n"
+           "  --cuda-context SIZE    the CUDA context and libraries of one process (default\n"
+           "                         1.25G, measured on H100/H200 with CUDA 13: docs/gpu.md)\n"
            "  --memory-limit SIZE    memory one rank may use (ztrain.memory_limit): checks the fit\n"
            "  --json                 one JSON object; the per-rank total is \"peak_bytes\"\n"
            "  --lora-r R             LoRA (with --lora-targets, --lora-alpha ...): a frozen base\n"
@@ -145,7 +149,7 @@ static int slurm_ntasks(const char **from) {
 }
 
 static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
-                       uint64_t limit, const char *limit_what, const char *sug, int nsug,
+                       uint64_t cuda_ctx, uint64_t limit, const char *limit_what, const char *sug, int nsug,
                        const char *auto_why, const char *hf_arch, const char *shape_from) {
     char a[32], b[32], f[32];
     const zt_model_config *mc = &c->model;
@@ -303,6 +307,12 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     fmtb((double)p->peak_bytes, a, sizeof a);
     printf("peak_bytes per rank: %llu (%s, %s)\n", (unsigned long long)p->peak_bytes, a,
            p->gpu ? "device" : "host");
+    if (p->gpu) {
+        fmtb((double)(p->peak_bytes + cuda_ctx), b, sizeof b);
+        fmtb((double)cuda_ctx, f, sizeof f);
+        printf("per GPU process (what nvidia-smi shows): about %s with the CUDA context and libraries "
+               "(%s; --cuda-context)\n", b, f);
+    }
     if (limit) {
         fmtb((double)limit, b, sizeof b);
         if (p->peak_bytes <= limit)
@@ -354,7 +364,7 @@ static void json_str(const char *s) {
 }
 
 static void print_json(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
-                       uint64_t limit, const char *sug, const char *auto_why) {
+                       uint64_t cuda_ctx, uint64_t limit, const char *sug, const char *auto_why) {
     const zt_model_config *mc = &c->model;
     printf("{\n  \"model\": {\"arch\": \"%s\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"context\": %d, "
            "\"vocab\": %d, \"num_params\": %llu, \"largest_unit_params\": %llu, "
@@ -413,6 +423,9 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
         json_str(auto_why);
         printf(",\n");
     }
+    if (p->gpu)
+        printf("  \"cuda_context_bytes\": %llu,\n  \"process_peak_bytes\": %llu,\n",
+               (unsigned long long)cuda_ctx, (unsigned long long)(p->peak_bytes + cuda_ctx));
     if (limit) {
         printf("  \"limit_bytes\": %llu,\n  \"fits\": %s,\n  \"suggestions\": ", (unsigned long long)limit,
                p->peak_bytes <= limit ? "true" : "false");
@@ -463,6 +476,7 @@ int cmd_estimate(int argc, char **argv) {
     const char *config_path = getenv("ZTRAIN_CONFIG"), *model = NULL;
     int world = 0, rpn = 0, json = 0, target = ZT_MP_TARGET_AUTO;
     unsigned long long devmem = 0;
+    unsigned long long cuda_ctx = ZT_MEMPLAN_CUDA_CONTEXT;
     zt_status st;
     memset(&st, 0, sizeof st);
     zt_config *cfg = zt_config_new();
@@ -487,6 +501,14 @@ int cmd_estimate(int argc, char **argv) {
             if (r < 0) goto missing;
             if (zt_parse_size(v, &devmem) != 0 || devmem == 0) {
                 snprintf(st.msg, sizeof st.msg, "--device-memory must be a size such as 80G, got '%s'", v);
+                rc = ZT_EINVAL;
+            }
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "cuda-context", &v))) {
+            if (r < 0) goto missing;
+            if (zt_parse_size(v, &cuda_ctx) != 0) {
+                snprintf(st.msg, sizeof st.msg, "--cuda-context must be a size such as 1G, got '%s'", v);
                 rc = ZT_EINVAL;
             }
             continue;
@@ -551,7 +573,20 @@ int cmd_estimate(int argc, char **argv) {
      * else ztrain.memory_limit; "auto" micro batch falls back to this host */
     uint64_t limit = 0;
     const char *limit_what = "";
-    if (gpu && devmem) { limit = devmem; limit_what = "--device-memory"; }
+    char limit_buf[200];
+    if (gpu && devmem) {
+        /* the run's check: free memory (the device less the CUDA context)
+         * less the reserve (zt_memplan_device_limit) */
+        const uint64_t reserve = zt_memplan_device_reserve("cuda", devmem);
+        limit = devmem > reserve + cuda_ctx ? devmem - reserve - cuda_ctx : 1;
+        char d[32], c[32], r[32];
+        fmtb((double)devmem, d, sizeof d);
+        fmtb((double)cuda_ctx, c, sizeof c);
+        fmtb((double)reserve, r, sizeof r);
+        snprintf(limit_buf, sizeof limit_buf,
+                 "--device-memory %s less the CUDA context %s and the run's reserve %s", d, c, r);
+        limit_what = limit_buf;
+    }
     else if (cfg->memory_limit) { limit = cfg->memory_limit; limit_what = "ztrain.memory_limit"; }
     char why[640] = "";
     int exit_code = ZT_EXIT_OK;
@@ -581,8 +616,8 @@ int cmd_estimate(int argc, char **argv) {
     int nsug = 0;
     if (limit && p.peak_bytes > limit)
         nsug = zt_memplan_suggest(cfg, &o, &p, limit, sug, sizeof sug, first, sizeof first);
-    if (json) print_json(cfg, &p, rows, nrows, limit, sug, why);
-    else print_text(cfg, &p, rows, nrows, limit, limit_what, sug, nsug, why, hf_arch, shape_from);
+    if (json) print_json(cfg, &p, rows, nrows, cuda_ctx, limit, sug, why);
+    else print_text(cfg, &p, rows, nrows, cuda_ctx, limit, limit_what, sug, nsug, why, hf_arch, shape_from);
     fflush(stdout);
     zt_config_free(cfg);
     return exit_code;

@@ -169,6 +169,16 @@ uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, char *what, 
 #define ZT_MEMPLAN_CUDA_RESERVE_FIXED ((uint64_t)512 << 20)
 #define ZT_MEMPLAN_CUDA_RESERVE_FRAC 0.02
 uint64_t zt_memplan_device_reserve(const char *backend, uint64_t total);
+/* What a CUDA process holds beyond the engine's own allocations (the CUDA
+ * context, kernel images, cuBLAS's and NCCL's handles, the allocator pool's
+ * rounding), at its peak: nvidia-smi's process peak less the engine's
+ * measured device peak was 1.15-1.29 GiB in nine runs on an H100 and an
+ * H200 (GPT-2 124M, bf16, stages 0 and 3 and offload; CUDA 13.0, driver
+ * 580; docs/gpu.md), and the free memory at the run's check was 1.05-1.18
+ * GiB below the device's total.  A run sees it as memory that
+ * is not free; `ztrain estimate --device-memory` takes it off the device's
+ * size (--cuda-context sets another figure). */
+#define ZT_MEMPLAN_CUDA_CONTEXT ((uint64_t)1280 << 20)
 
 struct zt_backend;
 /* The per-rank device limit on a device backend (be->host_memory == 0):

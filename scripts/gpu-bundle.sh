@@ -398,8 +398,11 @@ try:
     mib = [float(v) for v in open(smi).read().split() if re.match(r"^[0-9.]+$", v)]
     if mib:
         n = max(mib) * 2**20
+        proc = e.get("process_peak_bytes", 0)
         print(f"  {tag}: nvidia-smi process peak (CUDA context, cuBLAS workspace, allocator slack included): "
-              f"{n / G:.3f} GiB = {n / dev:.3f} x estimate device")
+              f"{n / G:.3f} GiB = {n / dev:.3f} x estimate device"
+              + (f", {n / proc:.3f} x estimate per process ({proc / G:.3f} GiB, with the CUDA context)"
+                 if proc else ""))
 except OSError:
     pass
 PY
@@ -602,15 +605,21 @@ cuBLASLt; NCCL 2.x for the NCCL test, e.g. from PyTorch's pip packages).
       tests      test_kernels, test_cuda (+ ZT_CUDA_SYNC=1), test_comm_gpu at 1 and 2 ranks  -> tests.tap
       engine     scripts/engine-check.sh: ztrain train --backend cuda vs --backend cpu on configs/tiny.json,
                  stages 0-3, bf16 + offload at stage 3, save + resume; 1 rank, 2 ranks host-staged,
-                 1 rank NCCL                                                    -> engine.tap, engine.log
+                 1 rank NCCL; Llama --sp 2 on 2 ranks; Llama and Gemma 2 at 1 rank
+                                                                  -> engine.tap, engine.log, engine-sp.log
       memory     GPT-2 124M shape, bf16, stages 0 / 3 / 3 + optimizer offload: ztrain estimate vs the
                  run's --memory-report and nvidia-smi's process peak           -> memory.txt
       sanitizer  compute-sanitizer memcheck on ztrain train (tiny, 3 steps), memcheck/racecheck/
                  synccheck/initcheck on the quick test_cuda, racecheck/synccheck on ztrain train
                                                                                 -> sanitizer.txt
-      everything printed also goes to summary.txt; past ZT_CHECK_BUDGET seconds (480) the rest is skipped
+      everything printed also goes to summary.txt; past ZT_CHECK_BUDGET seconds (480) the rest is skipped;
+      ZT_CHECK_NOSYNC=1 leaves out the second test_cuda run (ZT_CUDA_SYNC=1)
   ./run.sh bench [STEPS]    bench_gpu (kernels + GPT-2 step), ztrain train on GPT-2 124M bf16 (stages 0
                             and 3) and bench/gpt2_torch.py at the same shape, one table -> \$OUT/bench.txt
+  ./run.sh llama [STEPS [SHAPE [STAGES]]]  the same for a Llama shape (default SmolLM-135M) against
+                            bench/llama_gpu_torch.py, and one resume for the restore speed
+  ./run.sh probe            tests/gpu/initcheck_probe.cu: does cuBLAS write every output, and does
+                            compute-sanitizer initcheck see those writes
   ./run.sh test_cuda        one program (bin/), with the bundle's libraries
 See docs/gpu.md in the source tree.
 EOF

@@ -177,6 +177,35 @@ sys.exit(0 if abs(t - e) <= 1e-4 * e and abs(ms["formula_bytes"] - f) <= 1 and
 PY
 done; done
 ok $ok8 "estimate 8B-shaped (32 x 4096, vocab 128256, context 8192) on 64 ranks: model states match the ZeRO formulas in fp32 and the engine's (fp32 gradients) in bf16, stages 0-3"
+# --device-memory: the fit is checked as the run checks it, against the device less the CUDA
+# context (--cuda-context, default 1.25 GiB) and the run's reserve (512 MiB + 2% of the device);
+# the process's figure (nvidia-smi) is the peak plus the context
+okd=0
+for ctx in "" 0 3G; do
+    "$ZTRAIN" estimate --world-size 1 --n-layer 4 --n-embd 128 --device gpu --device-memory 16G \
+        ${ctx:+--cuda-context $ctx} --json > dm.json || okd=1
+    "$ZTRAIN" estimate --world-size 1 --n-layer 4 --n-embd 128 --device gpu --device-memory 16G \
+        ${ctx:+--cuda-context $ctx} > dm.txt || okd=1
+    python3 - dm.json dm.txt "${ctx:-default}" <<'PY' || okd=1
+import json, re, sys
+j = json.load(open(sys.argv[1])); txt = open(sys.argv[2]).read(); ctx = sys.argv[3]
+G, M = 2**30, 2**20
+c = {"default": 1280 * M, "0": 0, "3G": 3 * G}[ctx]
+dev = 16 * G
+want = dev - (512 * M + int(dev * 0.02)) - c
+ok = (j["limit_bytes"] == want and j["cuda_context_bytes"] == c and
+      j["process_peak_bytes"] == j["peak_bytes"] + c and j["fits"] == (j["peak_bytes"] <= want))
+m = re.search(r"^fits: .* <= ([0-9.]+) GiB \(--device-memory 16.00 GiB less the CUDA context .* and the run's reserve 839.68 MiB\)$",
+              txt, re.M)
+ok = ok and m is not None and abs(float(m.group(1)) - want / G) < 0.006
+print("# --cuda-context %s: limit %.3f GiB (want %.3f), process peak %.3f GiB" %
+      (ctx, j["limit_bytes"] / G, want / G, j["process_peak_bytes"] / G))
+sys.exit(0 if ok else 1)
+PY
+done
+"$ZTRAIN" estimate --world-size 1 --device gpu --device-memory 16G --cuda-context 2X > dm.txt 2>&1
+[ $? = 2 ] && grep -q "^ztrain: error: --cuda-context must be a size such as 1G, got '2X'" dm.txt || okd=1
+ok $okd "estimate --device-memory 16G: limit = 16 GiB - CUDA context (default 1.25 GiB, --cuda-context 0, 3G) - 839.68 MiB reserve (512 MiB + 2%); process peak = peak + context; a bad --cuda-context is refused"
 # optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
     --device gpu --json > off.json
