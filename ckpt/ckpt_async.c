@@ -103,14 +103,21 @@ struct zt_ckpt_async {
 const zt_train_state *ck_async_state(const struct zt_ckpt_async *a) { return &a->s; }
 const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a) { return a->cs; }
 
+/* arr (*cap elements of elem bytes, n of them used) with room for one more:
+ * arr itself, or arr grown to twice its capacity (first when it has none);
+ * NULL (arr untouched) when it cannot grow. */
+static void *room_for_one(void *arr, int *cap, int n, size_t elem, int first) {
+    if (n < *cap) return arr;
+    const int nc = *cap ? 2 * *cap : first;
+    void *p = realloc(arr, (size_t)nc * elem);
+    if (p) *cap = nc;
+    return p;
+}
+
 int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st) {
-    if (a->np == a->cap) {
-        int nc = a->cap ? 2 * a->cap : 256;
-        void *n = realloc(a->pieces, (size_t)nc * sizeof *a->pieces);
-        if (!n) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint pieces)");
-        a->pieces = n;
-        a->cap = nc;
-    }
+    ck_wpiece *r = room_for_one(a->pieces, &a->cap, a->np, sizeof *a->pieces, 256);
+    if (!r) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint pieces)");
+    a->pieces = r;
     a->pieces[a->np++] = *p;
     return ZT_OK;
 }
@@ -432,17 +439,14 @@ int zt_ckpt_async_prepare(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
     return snap_alloc(a, n, st);
 }
 
-/* One piece (at most 4 MiB) of the deferred copy. */
+/* The deferred copy of n floats, src to dst, listed in pieces of at most
+ * 4 MiB (a->cp). */
 static int add_cpiece(zt_ckpt_async *a, float *dst, const float *src, size_t n, zt_status *st) {
     const size_t C = (size_t)1 << 20;
     for (size_t o = 0; o < n; o += C) {
-        if (a->ncp == a->cap_cp) {
-            int nc = a->cap_cp ? 2 * a->cap_cp : 512;
-            void *p = realloc(a->cp, (size_t)nc * sizeof *a->cp);
-            if (!p) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint snapshot)");
-            a->cp = p;
-            a->cap_cp = nc;
-        }
+        ck_cpiece *r = room_for_one(a->cp, &a->cap_cp, a->ncp, sizeof *a->cp, 512);
+        if (!r) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint snapshot)");
+        a->cp = r;
         a->cp[a->ncp++] = (ck_cpiece){dst + o, src + o, n - o < C ? n - o : C};
     }
     return ZT_OK;

@@ -289,13 +289,20 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
      * optional step's peak on its own */
     fmtb(p->gpu ? (double)p->end_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->end_peak[ZT_MP_HOST], b, sizeof b);
+    /* sequence parallel: the CLI skips its closing text sample (no window planned) */
+    const int sampled = p->sample_window > 0;
     printf("  %-16s %14s %14s   (a default `ztrain train` run's end: %s)\n", "end of run", a, b,
-           p->export_default ? "llm.c weights file, then the text sample"
-                             : "the text sample; no weights file, they stay in the checkpoint");
+           p->export_default ? (sampled ? "llm.c weights file, then the text sample" : "llm.c weights file")
+           : sampled ? "the text sample; no weights file, they stay in the checkpoint"
+                     : "no weights file, they stay in the checkpoint; no text sample under sequence parallelism");
     fmtb(p->gpu ? (double)p->sample_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->sample_peak[ZT_MP_HOST], b, sizeof b);
-    printf("  %-16s %14s %14s   (if the text sample runs: a [1, %d] forward, the default 256 "
-           "tokens; --sample-tokens 0 skips it)\n", "  with sample", a, b, p->sample_window);
+    if (sampled)
+        printf("  %-16s %14s %14s   (if the text sample runs: a [1, %d] forward, the default 256 "
+               "tokens; --sample-tokens 0 skips it)\n", "  with sample", a, b, p->sample_window);
+    else
+        printf("  %-16s %14s %14s   (no text sample: a sequence-parallel run skips it)\n", "  with sample", a,
+               b);
     fmtb(p->gpu ? (double)p->export_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->export_peak[ZT_MP_HOST], b, sizeof b);
     printf("  %-16s %14s %14s   (if an llm.c weights file were written: %s)\n", "  with export", a, b,

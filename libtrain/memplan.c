@@ -1199,6 +1199,19 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
             }
         }
     }
+    /* the parameters on the host (stage 3 with parameter offload: every unit
+     * crosses to the device each step, the dearest change), offered only
+     * when nothing above fits: a LoRA run's frozen base, say, that one GPU
+     * cannot hold next to its activations */
+    if (nl == 0 && gpu && !pl.offload_param) {
+        const char *kv[] = {"zero_optimization.stage", "3", "offload", "params", NULL};
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
+            snprintf(c.label, sizeof c.label, "ZeRO stage 3 with the parameters offloaded to the host");
+            snprintf(c.flags, sizeof c.flags, "%s--offload params", stage == 3 ? "" : "--stage 3 ");
+            list[nl++] = c;
+        }
+    }
     size_t j = 0;
     for (int i = 0; i < nl; ++i) {
         double pct = cur->peak_bytes

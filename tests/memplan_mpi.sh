@@ -206,6 +206,24 @@ done
 "$ZTRAIN" estimate --world-size 1 --device gpu --device-memory 16G --cuda-context 2X > dm.txt 2>&1
 [ $? = 2 ] && grep -q "^ztrain: error: --cuda-context must be a size such as 1G, got '2X'" dm.txt || okd=1
 ok $okd "estimate --device-memory 16G: limit = 16 GiB - CUDA context (default 1.25 GiB, --cuda-context 0, 3G) - 839.68 MiB reserve (512 MiB + 2%); process peak = peak + context; a bad --cuda-context is refused"
+# a LoRA run whose frozen base does not fit one GPU next to its activations, where no change of
+# stage, micro batch or checkpointing fits: the parameters offloaded to the host are suggested
+# (offered only then), and with them it fits
+cat > l8b.json <<'EOF'
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+ "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+ "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": false,
+ "rope_theta": 500000.0, "torch_dtype": "bfloat16"}
+EOF
+LORA8=(--model l8b.json --world-size 1 --device gpu --device-memory 24G --bf16.enabled true --micro-batch 1
+       --seq-len 2048 --act-ckpt blocks --lora-r 16 --lora-alpha 32 --lora-targets all-linear)
+"$ZTRAIN" estimate "${LORA8[@]}" > lo1.txt 2>&1
+"$ZTRAIN" estimate "${LORA8[@]}" --stage 3 --offload params > lo2.txt 2>&1
+ok $(grep -q "^does not fit: .*; changes that fit: ZeRO stage 3 with the parameters offloaded to the host (--stage 3 --offload params): -[0-9]*%$" lo1.txt &&
+     grep -q "^fits: " lo2.txt; echo $?) \
+   "estimate: Llama-3-8B LoRA on one 24 GB GPU: only parameter offload fits, and it is suggested; with it, fits"
+grep -h "^does not fit\|^fits" lo1.txt lo2.txt | sed 's/^/# /'
 # optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
     --device gpu --json > off.json
