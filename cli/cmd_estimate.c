@@ -291,10 +291,11 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     fmtb((double)p->end_peak[ZT_MP_HOST], b, sizeof b);
     /* sequence parallel: the CLI skips its closing text sample (no window planned) */
     const int sampled = p->sample_window > 0;
-    printf("  %-16s %14s %14s   (a default `ztrain train` run's end: %s)\n", "end of run", a, b,
-           p->export_default ? (sampled ? "llm.c weights file, then the text sample" : "llm.c weights file")
-           : sampled ? "the text sample; no weights file, they stay in the checkpoint"
-                     : "no weights file, they stay in the checkpoint; no text sample under sequence parallelism");
+    const char *end_what;
+    if (p->export_default) end_what = sampled ? "llm.c weights file, then the text sample" : "llm.c weights file";
+    else if (sampled) end_what = "the text sample; no weights file, they stay in the checkpoint";
+    else end_what = "no weights file, they stay in the checkpoint; no text sample under sequence parallelism";
+    printf("  %-16s %14s %14s   (a default `ztrain train` run's end: %s)\n", "end of run", a, b, end_what);
     fmtb(p->gpu ? (double)p->sample_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->sample_peak[ZT_MP_HOST], b, sizeof b);
     if (sampled)
@@ -585,7 +586,7 @@ int cmd_estimate(int argc, char **argv) {
         /* the run's check: free memory (the device less the CUDA context)
          * less the reserve (zt_memplan_device_limit) */
         const uint64_t reserve = zt_memplan_device_reserve("cuda", devmem);
-        limit = devmem > reserve + cuda_ctx ? devmem - reserve - cuda_ctx : 1;
+        limit = zt_memplan_device_usable("cuda", devmem > cuda_ctx ? devmem - cuda_ctx : 0, devmem);
         char d[32], c[32], r[32];
         fmtb((double)devmem, d, sizeof d);
         fmtb((double)cuda_ctx, c, sizeof c);

@@ -849,6 +849,13 @@ uint64_t zt_memplan_device_reserve(const char *backend, uint64_t total) {
     return ZT_MEMPLAN_CUDA_RESERVE_FIXED + (uint64_t)((double)total * ZT_MEMPLAN_CUDA_RESERVE_FRAC);
 }
 
+uint64_t zt_memplan_device_usable(const char *backend, uint64_t avail, uint64_t total) {
+    const uint64_t reserve = zt_memplan_device_reserve(backend, total);
+    /* below the reserve: 1 byte (0 would mean unknown: not checked), so the
+     * plan is refused with the reason */
+    return avail > reserve ? avail - reserve : 1;
+}
+
 uint64_t zt_memplan_device_limit(const zt_config *cfg, const zt_backend *be, int ranks_on_device,
                                  int ranks_per_node, char *what, size_t n) {
     if (n) what[0] = '\0';
@@ -879,10 +886,7 @@ uint64_t zt_memplan_device_limit(const zt_config *cfg, const zt_backend *be, int
      * add back only their own: conservative.) */
     size_t held = 0, held_peak = 0;
     if (strcmp(be->name, "cuda") == 0 && be->mem_stats) be->mem_stats(&held, &held_peak);
-    const uint64_t avail = (uint64_t)fr + held;
-    /* free memory below the reserve: a limit of 1 byte (0 means unknown:
-     * not checked), so the plan is refused with the reason */
-    uint64_t l = avail > reserve ? avail - reserve : 1;
+    uint64_t l = zt_memplan_device_usable(be->name, (uint64_t)fr + held, tot);
     if (ranks_on_device < 1) ranks_on_device = 1;
     l /= (uint64_t)ranks_on_device;
     if (!l) l = 1;

@@ -169,6 +169,11 @@ uint64_t zt_memplan_limit(const zt_config *cfg, int ranks_per_node, char *what, 
 #define ZT_MEMPLAN_CUDA_RESERVE_FIXED ((uint64_t)512 << 20)
 #define ZT_MEMPLAN_CUDA_RESERVE_FRAC 0.02
 uint64_t zt_memplan_device_reserve(const char *backend, uint64_t total);
+/* What a run may plan on a device of `total` bytes of which `avail` are
+ * free to it: avail less the reserve; 1 (refused, never 0 = unknown) when
+ * the reserve takes it all.  The pre-flight check's and `ztrain estimate
+ * --device-memory`'s limit. */
+uint64_t zt_memplan_device_usable(const char *backend, uint64_t avail, uint64_t total);
 /* What a CUDA process holds beyond the engine's own allocations (the CUDA
  * context, kernel images, cuBLAS's and NCCL's handles, the allocator pool's
  * rounding), at its peak: nvidia-smi's process peak less the engine's
