@@ -1429,14 +1429,20 @@ int main(void) {
         if (full) test_gqa(2, 300, 8, nkv, 64);
     }
     test_gqa(1, 100, 4, 1, 128);         /* > 48 KiB shared memory */
-    /* bf16 matmul mode: attention on tensor cores */
+    /* bf16 matmul mode: attention on tensor cores; head sizes <= 128 take
+     * the flash kernels (cuda_attention_tc.cu, padded to 16, 32, 64, 128),
+     * larger ones cuBLAS over a score buffer */
     test_gqa_bf16(2, 37, 4, 4, 16);      /* GPT-2 style: NKV = NH */
-    test_gqa_bf16(2, 33, 6, 2, 8);       /* GQA, 3 q heads per kv head */
+    test_gqa_bf16(2, 33, 6, 2, 8);       /* GQA, 3 q heads per kv head; hs 8 padded to 16 */
     test_gqa_bf16(1, 20, 4, 1, 32);      /* multi-query */
+    test_gqa_bf16(1, 70, 4, 2, 64);      /* two tiles of 64, the last one partial */
+    test_gqa_bf16(1, 100, 2, 1, 128);    /* hs 128: backward tiles of 32 */
+    test_gqa_bf16(1, 20, 2, 1, 136);     /* hs > 128: cuBLAS */
     if (full) {
         test_gqa_bf16(2, 256, 12, 12, 64);   /* GPT-2 124M heads */
-        /* 12 kv heads of 3400^2 scores exceed the budget: chunks of 7 and 5 */
-        test_gqa_bf16(1, 3400, 12, 12, 16);
+        test_gqa_bf16(1, 1100, 4, 2, 72);    /* hs 72 padded to 128, 18 tiles */
+        /* cuBLAS: 8 kv heads of 3400^2 scores exceed the budget: chunks of 7 and 1 */
+        test_gqa_bf16(1, 3400, 8, 8, 136);
     }
     /* Gemma: attention with options (scale, soft-cap, sliding window),
      * GeGLU, logit soft-capping */
@@ -1446,6 +1452,7 @@ int main(void) {
         test_gqa_ext(1, 70, 4, 1, 8, 1.0f, 2.0f, 40, mode);    /* MQA, capped, window > a tile */
         test_gqa_ext(1, 37, 2, 2, 33, 0.25f, 1.5f, 0, mode);   /* cap alone, hs 33 */
         test_gqa_ext(2, 37, 6, 2, 16, 0.25f, 5.0f, 37, mode);  /* window = T */
+        test_gqa_ext(1, 37, 2, 1, 136, 0.25f, 1.5f, 20, mode); /* bf16: cuBLAS, capped */
         test_gqa_ext(1, 40, 2, 1, 8, 0.5f, 0.0f, 1, mode);     /* window 1: each query itself */
         if (full) test_gqa_ext(1, 300, 8, 4, 64, 0.125f, 50.0f, 128, mode);
     }

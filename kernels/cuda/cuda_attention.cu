@@ -63,22 +63,6 @@ __device__ __forceinline__ void load_tile(float *dst, const float *base, int r0,
     }
 }
 
-/* key j is attended by query t: causal, and within the window (0: none) */
-__device__ __forceinline__ bool att_sees(int t, int j, int window) {
-    return j <= t && (window <= 0 || j > t - window);
-}
-
-/* the (capped) score of x = q.k * scale; *f gets d capped / d x (1 uncapped) */
-__device__ __forceinline__ float att_cap(float x, float cap, float *f) {
-    if (cap > 0.0f) {
-        const float th = tanhf(x / cap);
-        *f = 1.0f - th * th;
-        return cap * th;
-    }
-    *f = 1.0f;
-    return x;
-}
-
 /* first key tile of the query tile at q0: the tile of key q0 - window + 1 */
 __host__ __device__ static inline int att_key_start(int q0, int window) {
     const int j = window > 0 ? q0 - window + 1 : 0;
@@ -529,17 +513,22 @@ static bool tc_softmax(uint16_t *P, float *F, float *lse, const float *S, int T,
 /* the forward on tensor cores; false when this shape takes the flash kernel */
 static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                    const zt_attn_opts *o) {
-    const int kc = zt_cuda_att_tc_heads_ext(T, NKV, o->softcap > 0.0f);
-    if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || kc <= 0) return false;
+    const int flash = zt_cuda_att_flash_tc(hs);
+    const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, o->softcap > 0.0f);
+    if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nqkv = (size_t)B * T * R, nsc = (size_t)kc * T * T;
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_fwd(1, B, T, NH, NKV, hs, o->softcap),
                                       "attention forward (tensor cores)");
     if (!s) return true;
     uint16_t *q16 = (uint16_t *)s;
+    tc_round(q16, qkv, nqkv);
+    if (flash) {
+        zt_cuda_flash_tc_fwd(out, lse, q16, B, T, NH, NKV, hs, o);
+        return true;
+    }
     float *S = (float *)(s + zt_al256(nqkv * 2));
     uint16_t *P = (uint16_t *)(s + zt_al256(nqkv * 2) + zt_al256(nsc * 4));
-    tc_round(q16, qkv, nqkv);
     const long long TT = (long long)T * T;
     for (int b = 0; b < B; b++) {
         const uint16_t *base = q16 + (size_t)b * T * R;
@@ -565,9 +554,9 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
 /* the backward on tensor cores; false when this shape takes the flash kernels */
 static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                    const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
-    const int capped = o->softcap > 0.0f;
-    const int kc = zt_cuda_att_tc_heads_ext(T, NKV, capped);
-    if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || kc <= 0) return false;
+    const int capped = o->softcap > 0.0f, flash = zt_cuda_att_flash_tc(hs);
+    const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, capped);
+    if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nD = (size_t)B * NH * T, nqkv = (size_t)B * T * R, ndo = (size_t)B * T * AD,
                  nsc = (size_t)kc * T * T;
@@ -589,6 +578,10 @@ static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float
     if (!ZT_LAUNCHED("k_att_rowdot")) return true;
     tc_round(q16, qkv, nqkv);
     tc_round(do16, dout, ndo);
+    if (flash) {
+        zt_cuda_flash_tc_bwd(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o);
+        return true;
+    }
     const long long TT = (long long)T * T;
     for (int b = 0; b < B; b++) {
         const uint16_t *base = q16 + (size_t)b * T * R;

@@ -103,6 +103,22 @@ __device__ __forceinline__ float zt_block_max(float v, float *sh) {
     return zt_warp_max(lane < nw ? sh[lane] : -INFINITY);
 }
 
+/* attention: key j is attended by query t (causal, and within the window;
+ * 0: none) */
+__device__ __forceinline__ bool att_sees(int t, int j, int window) {
+    return j <= t && (window <= 0 || j > t - window);
+}
+/* the (capped) score of x = q.k * scale; *f gets d capped / d x (1 uncapped) */
+__device__ __forceinline__ float att_cap(float x, float cap, float *f) {
+    if (cap > 0.0f) {
+        const float th = tanhf(x / cap);
+        *f = 1.0f - th * th;
+        return cap * th;
+    }
+    *f = 1.0f;
+    return x;
+}
+
 /* ------------------------------------------------------------ entry points
  * (C++ linkage, internal to the backend) */
 
@@ -163,6 +179,16 @@ void zt_cuda_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T,
 void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                          const float *lse, int B, int T, int NH, int NKV, int hs,
                          const zt_attn_opts *o);
+
+/* cuda_attention_tc.cu: flash attention on tensor cores for head sizes up
+ * to 128 (the padded head size HSP, 0 above), from bf16 copies of qkv
+ * (q16 [B, T, (NH + 2 NKV) hs]) and dout (do16 [B, T, NH hs]); D =
+ * rowsum(dout * out) [B, NH, T]; dqkv overwritten */
+int zt_cuda_flash_tc_hsp(int hs);
+void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV,
+                          int hs, const zt_attn_opts *o);
+void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
+                          const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
 
 /* cuda_matmul.cu */
 bool zt_cuda_matmul_init(void);

@@ -158,6 +158,11 @@ struct dim3 {
 struct uint3 {
     unsigned x, y, z;
 };
+/* 16 bytes, 16-byte aligned, as CUDA's (vector loads and stores) */
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 /* the running CUDA thread's coordinates (set by the block scheduler before
  * it resumes a thread) */
 extern uint3 threadIdx, blockIdx;

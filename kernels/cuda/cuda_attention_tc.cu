@@ -1,0 +1,584 @@
+/*
+ * cuda_attention_tc.cu -- flash attention on tensor cores: the bf16 matmul
+ * mode's attention for head sizes up to 128 (larger ones take the cuBLAS
+ * path in cuda_attention.cu).  No [T, T] buffer: scores, probabilities and
+ * their gradients live in registers, one 16-row slice per warp.
+ *
+ * Inputs are bf16 copies made by the caller (cuda_attention.cu):
+ *   q16 [B, T, R], R = (NH + 2 NKV) hs: q heads, k heads, v heads as qkv;
+ *   do16 [B, T, NH hs]; lse, D [B, NH, T] fp32 (D = rowsum(dout * out)).
+ * Outputs are fp32: out [B, T, NH hs], lse; dqkv [B, T, R] (overwritten).
+ *
+ * The values are those of the cuBLAS path and of the CPU backend in bf16
+ * mode (precision.md), not an online-softmax variant of them:
+ *   x = cap(q.k scale), p = bf16(exp(x - lse)),
+ *   out = sum p v, dS = bf16(p (dP - D) f scale) with dP = dout . v in fp32
+ *   and f the cap's derivative (1 without a cap),
+ *   dq = sum dS k, dk = sum dS q, dv = sum p dout.
+ * So the forward makes two passes over the keys: the first finds lse
+ * (running max and sum), the second makes p from it and sums p v.
+ *
+ * Blocks of 4 warps.  Forward and dq: a block owns 64 queries of one
+ * (sequence, q head), a warp 16 of them, and walks the key tiles that they
+ * see.  dk/dv: a block owns 64 keys of one (sequence, kv head), a warp 16,
+ * and walks the query tiles that see them, for each q head of the group in
+ * increasing order.  Every sum is taken in a fixed order: no atomics, the
+ * results are bitwise reproducible.
+ *
+ * Shapes: head dimensions are padded with zeros to HSP = 16, 32, 64 or 128
+ * in shared memory (the padding adds nothing to a dot product; padded
+ * output columns are not stored).  Key / query tiles of 64 (32 in the
+ * backward at HSP 128, for registers).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <math.h>
+#include <stdio.h>
+
+#include "cuda_convert.h"
+#include "cuda_internal.cuh"
+
+#define FT_WARPS 4
+#define FT_THR (FT_WARPS * 32)
+#define FT_ROWS 64   /* a block's queries (forward, dq) or keys (dk/dv): 16 per warp */
+/* the backward's inner tile (queries in dk/dv, keys in dq): 32 at HSP 128 for registers */
+#define FT_BWD_TILE(HSP) ((HSP) > 64 ? 32 : 64)
+
+/* ------------------------------------------------------------ the warp's product */
+
+/*
+ * D = A B + C for A 16 x 16 (bf16), B 16 x 8 (bf16), C, D 16 x 8 (fp32):
+ * PTX mma.sync.m16n8k16.row.col.  Lane = 4 g + t holds
+ *   a[0] = A[g][2t, 2t+1]     a[1] = A[g+8][2t, 2t+1]
+ *   a[2] = A[g][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]
+ *   b[0] = B[2t, 2t+1][g]     b[1] = B[2t+8, 2t+9][g]
+ *   c[0], c[1] = C[g][2t, 2t+1]   c[2], c[3] = C[g+8][2t, 2t+1]
+ * (two bf16 per 32-bit register, the lower index in the low half).  Before
+ * sm_80, and in the CPU simulator (tests/cudasim), the same product is
+ * formed from the lanes' registers through shuffles, in fp32.
+ */
+__device__ __forceinline__ float ft_lo(uint32_t v) { return zt_cvt_bf16_to_f32((uint16_t)(v & 0xFFFFu)); }
+__device__ __forceinline__ float ft_hi(uint32_t v) { return zt_cvt_bf16_to_f32((uint16_t)(v >> 16)); }
+
+__device__ __forceinline__ void ft_mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float A[2][16], Bm[2][16];   /* rows g, g+8 of A; columns 2t, 2t+1 of B */
+    for (int tt = 0; tt < 4; tt++)
+        for (int r = 0; r < 4; r++) {
+            const uint32_t v = __shfl_sync(0xffffffffu, a[r], g * 4 + tt);
+            const int k = tt * 2 + (r >> 1) * 8;
+            A[r & 1][k] = ft_lo(v);
+            A[r & 1][k + 1] = ft_hi(v);
+        }
+    for (int nn = 0; nn < 2; nn++)
+        for (int tt = 0; tt < 4; tt++)
+            for (int r = 0; r < 2; r++) {
+                const uint32_t v = __shfl_sync(0xffffffffu, b[r], (2 * t + nn) * 4 + tt);
+                const int k = tt * 2 + r * 8;
+                Bm[nn][k] = ft_lo(v);
+                Bm[nn][k + 1] = ft_hi(v);
+            }
+    for (int row = 0; row < 2; row++)
+        for (int nn = 0; nn < 2; nn++) {
+            float s = c[row * 2 + nn];
+            for (int k = 0; k < 16; k++) s += A[row][k] * Bm[nn][k];
+            c[row * 2 + nn] = s;
+        }
+#endif
+}
+
+/* two bf16 at an even element offset: one 32-bit shared-memory load */
+__device__ __forceinline__ uint32_t ft_ld32(const uint16_t *p) { return *(const uint32_t *)p; }
+/* two floats as bf16 (round to nearest even, as cuda_convert.h) in one register */
+__device__ __forceinline__ uint32_t ft_pack(float lo, float hi) {
+    return (uint32_t)zt_cvt_f32_to_bf16(lo) | (uint32_t)zt_cvt_f32_to_bf16(hi) << 16;
+}
+/* A fragment: rows r0..r0+15, columns k0..k0+15 of a row-major bf16 tile (row stride ld) */
+__device__ __forceinline__ void ft_lda(uint32_t a[4], const uint16_t *s, int ld, int r0, int k0) {
+    const int lane = threadIdx.x & 31;
+    const uint16_t *p = s + (r0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+    a[0] = ft_ld32(p);
+    a[1] = ft_ld32(p + 8 * ld);
+    a[2] = ft_ld32(p + 8);
+    a[3] = ft_ld32(p + 8 * ld + 8);
+}
+/* B fragment of B[k][n] = s[n][k]: columns n0..n0+7, k0..k0+15 (s row-major, stride ld) */
+__device__ __forceinline__ void ft_ldb(uint32_t b[2], const uint16_t *s, int ld, int n0, int k0) {
+    const int lane = threadIdx.x & 31;
+    const uint16_t *p = s + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
+    b[0] = ft_ld32(p);
+    b[1] = ft_ld32(p + 8);
+}
+/* The A fragments of a 16 x N product held as N/8 accumulator tiles (the
+ * C layout above): k16 step kk takes tiles 2kk and 2kk+1, rounded to bf16.
+ * This is how p and dS go from one product into the next. */
+template <int N>
+__device__ __forceinline__ void ft_c2a(uint32_t a[N / 16][4], const float c[N / 8][4]) {
+#pragma unroll
+    for (int kk = 0; kk < N / 16; kk++) {
+        a[kk][0] = ft_pack(c[2 * kk][0], c[2 * kk][1]);
+        a[kk][1] = ft_pack(c[2 * kk][2], c[2 * kk][3]);
+        a[kk][2] = ft_pack(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+        a[kk][3] = ft_pack(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+    }
+}
+
+/* ------------------------------------------------------------ tiles */
+
+/* Rows r0..r0+n-1 (n even) of one head (src: its row 0, rows rstride
+ * apart, hs values each) into shared memory as bf16 [n][HSP]: row-major
+ * into s (stride ld) and/or transposed into st ([HSP][n], stride ldt).
+ * Rows >= T and columns >= hs are 0.  A thread takes two rows of 8 columns
+ * (16-byte loads when hs is a multiple of 8: rows then start 16-byte
+ * aligned) or of 2 columns, so that every shared-memory store is a whole
+ * 32-bit word (or 16 bytes) of its own, in both layouts. */
+__device__ __forceinline__ uint32_t ft_pair(uint16_t lo, uint16_t hi) {
+    return (uint32_t)lo | (uint32_t)hi << 16;
+}
+template <int HSP>
+__device__ void ft_load(uint16_t *s, int ld, uint16_t *st, int ldt, const uint16_t *src,
+                        size_t rstride, int r0, int n, int T, int hs) {
+    if ((hs & 7) == 0) {
+        for (int idx = threadIdx.x; idx < n / 2 * (HSP / 8); idx += FT_THR) {
+            const int r = idx / (HSP / 8) * 2, c = (idx % (HSP / 8)) * 8;
+            uint4 v[2];
+            for (int k = 0; k < 2; k++) {
+                v[k] = make_uint4(0u, 0u, 0u, 0u);
+                if (r0 + r + k < T && c < hs) v[k] = *(const uint4 *)(src + (size_t)(r0 + r + k) * rstride + c);
+                if (s) *(uint4 *)(s + (r + k) * ld + c) = v[k];
+            }
+            if (st) {
+                const uint32_t w0[4] = {v[0].x, v[0].y, v[0].z, v[0].w}, w1[4] = {v[1].x, v[1].y, v[1].z, v[1].w};
+                for (int e = 0; e < 8; e++) {
+                    const int sh = (e & 1) * 16;
+                    *(uint32_t *)(st + (c + e) * ldt + r) =
+                        ft_pair((uint16_t)(w0[e >> 1] >> sh), (uint16_t)(w1[e >> 1] >> sh));
+                }
+            }
+        }
+        return;
+    }
+    for (int idx = threadIdx.x; idx < n / 2 * (HSP / 2); idx += FT_THR) {
+        const int r = idx / (HSP / 2) * 2, c = (idx % (HSP / 2)) * 2;
+        uint16_t v[2][2];
+        for (int k = 0; k < 2; k++)
+            for (int e = 0; e < 2; e++)
+                v[k][e] = r0 + r + k < T && c + e < hs ? src[(size_t)(r0 + r + k) * rstride + c + e] : (uint16_t)0;
+        if (s)
+            for (int k = 0; k < 2; k++) *(uint32_t *)(s + (r + k) * ld + c) = ft_pair(v[k][0], v[k][1]);
+        if (st)
+            for (int e = 0; e < 2; e++) *(uint32_t *)(st + (c + e) * ldt + r) = ft_pair(v[0][e], v[1][e]);
+    }
+}
+
+/* the capped, scaled score and its cap factor f (1 without a cap) */
+__device__ __forceinline__ float ft_x(float s, float scale, float cap, float *f) {
+    return att_cap(s * scale, cap, f);
+}
+
+/* ------------------------------------------------------------ forward */
+
+/* grid (query tiles, NH, B), last tiles first (they walk the most keys) */
+template <int HSP>
+__global__ void __launch_bounds__(FT_THR)
+k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, int hs, float scale,
+         float cap, int window) {
+    constexpr int LD = HSP + 8, LDT = FT_ROWS + 8;
+    extern __shared__ uint4 ft_smem[];
+    uint16_t *Qs = (uint16_t *)ft_smem, *Ks = Qs + FT_ROWS * LD, *Vt = Ks + FT_ROWS * LD;
+    const int q0 = (gridDim.x - 1 - blockIdx.x) * FT_ROWS, h = blockIdx.y, b = blockIdx.z;
+    const int kh = h / (NH / NKV), R = (NH + 2 * NKV) * hs;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
+    const int i0 = q0 + warp * 16 + (lane >> 2);   /* this lane's rows: i0, i0 + 8 */
+    const uint16_t *base = q16 + (size_t)b * T * R;
+    const uint16_t *Kg = base + (size_t)(NH + kh) * hs, *Vg = base + (size_t)(NH + NKV + kh) * hs;
+
+    ft_load<HSP>(Qs, LD, NULL, 0, base + (size_t)h * hs, R, q0, FT_ROWS, T, hs);
+    __syncthreads();
+    uint32_t qf[HSP / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HSP / 16; kk++) ft_lda(qf[kk], Qs, LD, warp * 16, kk * 16);
+
+    const int kend = min(T, q0 + FT_ROWS);
+    const int kstart = window > 0 && q0 - window + 1 > 0 ? (q0 - window + 1) / FT_ROWS * FT_ROWS : 0;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, L[2];
+    float o[HSP / 8][4];
+#pragma unroll
+    for (int n = 0; n < HSP / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k0 = kstart; k0 < kend; k0 += FT_ROWS) {
+            __syncthreads();   /* the previous tile is read */
+            ft_load<HSP>(Ks, LD, NULL, 0, Kg, R, k0, FT_ROWS, T, hs);
+            if (pass) ft_load<HSP>(NULL, 0, Vt, LDT, Vg, R, k0, FT_ROWS, T, hs);
+            __syncthreads();
+            float s[FT_ROWS / 8][4];
+#pragma unroll
+            for (int n = 0; n < FT_ROWS / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < HSP / 16; kk++)
+#pragma unroll
+                for (int n = 0; n < FT_ROWS / 8; n++) {
+                    uint32_t bf[2];
+                    ft_ldb(bf, Ks, LD, n * 8, kk * 16);
+                    ft_mma(s[n], qf[kk], bf);
+                }
+            /* x (or -inf where the key is not seen) */
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int n = 0; n < FT_ROWS / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = i0 + (e >> 1) * 8, j = k0 + n * 8 + 2 * t + (e & 1);
+                    float f;
+                    const float x = ft_x(s[n][e], scale, cap, &f);
+                    s[n][e] = j < T && att_sees(i, j, window) ? x : -INFINITY;
+                    mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+                }
+            if (pass == 0) {
+                for (int r = 0; r < 2; r++) {
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    const float mn = fmaxf(m[r], mx[r]);
+                    if (mn == -INFINITY) continue;   /* nothing seen yet */
+                    l[r] *= expf(m[r] - mn);
+                    m[r] = mn;
+                }
+#pragma unroll
+                for (int n = 0; n < FT_ROWS / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        if (s[n][e] != -INFINITY) l[e >> 1] += expf(s[n][e] - m[e >> 1]);
+                continue;
+            }
+            /* p = bf16(exp(x - lse)), then o += p v */
+#pragma unroll
+            for (int n = 0; n < FT_ROWS / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) s[n][e] = expf(s[n][e] - L[e >> 1]);
+            uint32_t pf[FT_ROWS / 16][4];
+            ft_c2a<FT_ROWS>(pf, s);
+#pragma unroll
+            for (int n = 0; n < HSP / 8; n++)
+#pragma unroll
+                for (int kk = 0; kk < FT_ROWS / 16; kk++) {
+                    uint32_t bf[2];
+                    ft_ldb(bf, Vt, LDT, n * 8, kk * 16);
+                    ft_mma(o[n], pf[kk], bf);
+                }
+        }
+        if (pass == 0)
+            for (int r = 0; r < 2; r++) {
+                l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+                l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+                L[r] = m[r] + logf(l[r]);
+            }
+    }
+    const int AD = NH * hs;
+    for (int r = 0; r < 2; r++) {
+        const int i = i0 + r * 8;
+        if (i >= T) continue;
+        if (t == 0) lse[((size_t)b * NH + h) * T + i] = L[r];
+        float *orow = out + ((size_t)b * T + i) * AD + (size_t)h * hs;
+#pragma unroll
+        for (int n = 0; n < HSP / 8; n++)
+            for (int e = 0; e < 2; e++) {
+                const int d = n * 8 + 2 * t + e;
+                if (d < hs) orow[d] = o[n][r * 2 + e];
+            }
+    }
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* p and dS of one accumulator element: key j, query i; s the raw score,
+ * dp = dout_i . v_j, L = lse_i, D = D_i.  Both 0 where i does not see j. */
+__device__ __forceinline__ void ft_pds(float *p, float *ds, float s, float dp, int i, int j, int T,
+                                       float L, float D, float scale, float cap, int window) {
+    if (i >= T || j >= T || !att_sees(i, j, window)) {
+        *p = *ds = 0.0f;
+        return;
+    }
+    float f;
+    const float x = ft_x(s, scale, cap, &f);
+    const float pv = zt_cvt_bf16_to_f32(zt_cvt_f32_to_bf16(expf(x - L)));
+    *p = pv;
+    *ds = pv * (dp - D) * f * scale;
+}
+
+/* dk, dv: grid (key tiles, NKV, B); BQ queries per step */
+template <int HSP>
+__global__ void __launch_bounds__(FT_THR)
+k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse, const float *D,
+             int T, int NH, int NKV, int hs, float scale, float cap, int window) {
+    constexpr int BQ = FT_BWD_TILE(HSP), LD = HSP + 8, LDQ = BQ + 8;
+    extern __shared__ uint4 ft_smem[];
+    uint16_t *Ks = (uint16_t *)ft_smem, *Vs = Ks + FT_ROWS * LD, *Qs = Vs + FT_ROWS * LD;
+    uint16_t *Qt = Qs + BQ * LD, *dOs = Qt + HSP * LDQ, *dOt = dOs + BQ * LD;
+    float *Ls = (float *)(dOt + HSP * LDQ), *Ds = Ls + BQ;
+    const int k0 = (gridDim.x - 1 - blockIdx.x) * FT_ROWS, kh = blockIdx.y, b = blockIdx.z;
+    const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
+    const int j0 = k0 + warp * 16 + (lane >> 2);   /* this lane's keys: j0, j0 + 8 */
+    const uint16_t *base = q16 + (size_t)b * T * R;
+
+    ft_load<HSP>(Ks, LD, NULL, 0, base + (size_t)(NH + kh) * hs, R, k0, FT_ROWS, T, hs);
+    ft_load<HSP>(Vs, LD, NULL, 0, base + (size_t)(NH + NKV + kh) * hs, R, k0, FT_ROWS, T, hs);
+    float dk[HSP / 8][4], dv[HSP / 8][4];
+#pragma unroll
+    for (int n = 0; n < HSP / 8; n++)
+        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+    /* queries that see keys k0..k0+63: k0 <= i <= k0 + 63 + window - 1 */
+    const int qend = window > 0 ? min(T, k0 + FT_ROWS - 1 + window) : T;
+    for (int jh = 0; jh < g; jh++) {
+        const int h = kh * g + jh;
+        const float *Lg = lse + ((size_t)b * NH + h) * T, *Dg = D + ((size_t)b * NH + h) * T;
+        for (int q0 = k0; q0 < qend; q0 += BQ) {
+            __syncthreads();   /* the previous query tile is read */
+            ft_load<HSP>(Qs, LD, Qt, LDQ, base + (size_t)h * hs, R, q0, BQ, T, hs);
+            ft_load<HSP>(dOs, LD, dOt, LDQ, do16 + (size_t)b * T * AD + (size_t)h * hs, AD, q0, BQ, T,
+                         hs);
+            for (int r = threadIdx.x; r < BQ; r += FT_THR) {
+                Ls[r] = q0 + r < T ? Lg[q0 + r] : 0.0f;
+                Ds[r] = q0 + r < T ? Dg[q0 + r] : 0.0f;
+            }
+            __syncthreads();
+            /* S^T = K Q^T and dP^T = V dO^T for the warp's 16 keys */
+            float s[BQ / 8][4], dp[BQ / 8][4];
+#pragma unroll
+            for (int n = 0; n < BQ / 8; n++)
+                for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < HSP / 16; kk++) {
+                uint32_t ka[4], va[4];
+                ft_lda(ka, Ks, LD, warp * 16, kk * 16);
+                ft_lda(va, Vs, LD, warp * 16, kk * 16);
+#pragma unroll
+                for (int n = 0; n < BQ / 8; n++) {
+                    uint32_t bf[2];
+                    ft_ldb(bf, Qs, LD, n * 8, kk * 16);
+                    ft_mma(s[n], ka, bf);
+                    ft_ldb(bf, dOs, LD, n * 8, kk * 16);
+                    ft_mma(dp[n], va, bf);
+                }
+            }
+#pragma unroll
+            for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int c = n * 8 + 2 * t + (e & 1), j = j0 + (e >> 1) * 8;
+                    ft_pds(&s[n][e], &dp[n][e], s[n][e], dp[n][e], q0 + c, j, T, Ls[c], Ds[c], scale,
+                           cap, window);
+                }
+            /* dv += P^T dO, dk += dS^T Q (k = the tile's queries) */
+            uint32_t pa[BQ / 16][4], da[BQ / 16][4];
+            ft_c2a<BQ>(pa, s);
+            ft_c2a<BQ>(da, dp);
+#pragma unroll
+            for (int n = 0; n < HSP / 8; n++)
+#pragma unroll
+                for (int kk = 0; kk < BQ / 16; kk++) {
+                    uint32_t bf[2];
+                    ft_ldb(bf, dOt, LDQ, n * 8, kk * 16);
+                    ft_mma(dv[n], pa[kk], bf);
+                    ft_ldb(bf, Qt, LDQ, n * 8, kk * 16);
+                    ft_mma(dk[n], da[kk], bf);
+                }
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        const int j = j0 + r * 8;
+        if (j >= T) continue;
+        float *row = dqkv + ((size_t)b * T + j) * R;
+        float *dkr = row + (size_t)(NH + kh) * hs, *dvr = row + (size_t)(NH + NKV + kh) * hs;
+#pragma unroll
+        for (int n = 0; n < HSP / 8; n++)
+            for (int e = 0; e < 2; e++) {
+                const int d = n * 8 + 2 * t + e;
+                if (d < hs) {
+                    dkr[d] = dk[n][r * 2 + e];
+                    dvr[d] = dv[n][r * 2 + e];
+                }
+            }
+    }
+}
+
+/* dq: grid (query tiles, NH, B); BK keys per step */
+template <int HSP>
+__global__ void __launch_bounds__(FT_THR)
+k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse, const float *D,
+            int T, int NH, int NKV, int hs, float scale, float cap, int window) {
+    constexpr int BK = FT_BWD_TILE(HSP), LD = HSP + 8, LDK = BK + 8;
+    extern __shared__ uint4 ft_smem[];
+    uint16_t *Qs = (uint16_t *)ft_smem, *dOs = Qs + FT_ROWS * LD, *Ks = dOs + FT_ROWS * LD;
+    uint16_t *Kt = Ks + BK * LD, *Vs = Kt + HSP * LDK;
+    const int q0 = (gridDim.x - 1 - blockIdx.x) * FT_ROWS, h = blockIdx.y, b = blockIdx.z;
+    const int kh = h / (NH / NKV), R = (NH + 2 * NKV) * hs, AD = NH * hs;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
+    const int i0 = q0 + warp * 16 + (lane >> 2);
+    const uint16_t *base = q16 + (size_t)b * T * R;
+    const uint16_t *Kg = base + (size_t)(NH + kh) * hs, *Vg = base + (size_t)(NH + NKV + kh) * hs;
+    const size_t lrow = ((size_t)b * NH + h) * T;
+    float Lr[2], Dr[2];
+    for (int r = 0; r < 2; r++) {
+        const int i = i0 + r * 8;
+        Lr[r] = i < T ? lse[lrow + i] : 0.0f;
+        Dr[r] = i < T ? D[lrow + i] : 0.0f;
+    }
+    ft_load<HSP>(Qs, LD, NULL, 0, base + (size_t)h * hs, R, q0, FT_ROWS, T, hs);
+    ft_load<HSP>(dOs, LD, NULL, 0, do16 + (size_t)b * T * AD + (size_t)h * hs, AD, q0, FT_ROWS, T, hs);
+    float dq[HSP / 8][4];
+#pragma unroll
+    for (int n = 0; n < HSP / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+    const int kend = min(T, q0 + FT_ROWS);
+    const int kstart = window > 0 && q0 - window + 1 > 0 ? (q0 - window + 1) / BK * BK : 0;
+    for (int k0 = kstart; k0 < kend; k0 += BK) {
+        __syncthreads();
+        ft_load<HSP>(Ks, LD, Kt, LDK, Kg, R, k0, BK, T, hs);
+        ft_load<HSP>(Vs, LD, NULL, 0, Vg, R, k0, BK, T, hs);
+        __syncthreads();
+        float s[BK / 8][4], dp[BK / 8][4];
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+            for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < HSP / 16; kk++) {
+            uint32_t qa[4], oa[4];
+            ft_lda(qa, Qs, LD, warp * 16, kk * 16);
+            ft_lda(oa, dOs, LD, warp * 16, kk * 16);
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++) {
+                uint32_t bf[2];
+                ft_ldb(bf, Ks, LD, n * 8, kk * 16);
+                ft_mma(s[n], qa, bf);
+                ft_ldb(bf, Vs, LD, n * 8, kk * 16);
+                ft_mma(dp[n], oa, bf);
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = e >> 1, j = k0 + n * 8 + 2 * t + (e & 1);
+                ft_pds(&s[n][e], &dp[n][e], s[n][e], dp[n][e], i0 + r * 8, j, T, Lr[r], Dr[r], scale,
+                       cap, window);
+            }
+        uint32_t da[BK / 16][4];
+        ft_c2a<BK>(da, dp);
+#pragma unroll
+        for (int n = 0; n < HSP / 8; n++)
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) {
+                uint32_t bf[2];
+                ft_ldb(bf, Kt, LDK, n * 8, kk * 16);
+                ft_mma(dq[n], da[kk], bf);
+            }
+    }
+    for (int r = 0; r < 2; r++) {
+        const int i = i0 + r * 8;
+        if (i >= T) continue;
+        float *dqr = dqkv + ((size_t)b * T + i) * R + (size_t)h * hs;
+#pragma unroll
+        for (int n = 0; n < HSP / 8; n++)
+            for (int e = 0; e < 2; e++) {
+                const int d = n * 8 + 2 * t + e;
+                if (d < hs) dqr[d] = dq[n][r * 2 + e];
+            }
+    }
+}
+
+/* ------------------------------------------------------------ launch */
+
+int zt_cuda_flash_tc_hsp(int hs) {
+    if (hs <= 0) return 0;
+    if (hs <= 16) return 16;
+    if (hs <= 32) return 32;
+    if (hs <= 64) return 64;
+    if (hs <= 128) return 128;
+    return 0;
+}
+
+/* shared memory (bytes) of each kernel at HSP */
+static size_t fwd_bytes(int HSP) { return ((size_t)2 * FT_ROWS * (HSP + 8) + (size_t)HSP * (FT_ROWS + 8)) * 2; }
+static size_t dkv_bytes(int HSP) {
+    const size_t bq = (size_t)FT_BWD_TILE(HSP);
+    return ((size_t)2 * FT_ROWS * (HSP + 8) + 2 * bq * (HSP + 8) + 2 * (size_t)HSP * (bq + 8)) * 2 +
+           2 * bq * sizeof(float);
+}
+static size_t dq_bytes(int HSP) {
+    const size_t bk = (size_t)FT_BWD_TILE(HSP);
+    return ((size_t)2 * FT_ROWS * (HSP + 8) + 2 * bk * (HSP + 8) + (size_t)HSP * (bk + 8)) * 2;
+}
+
+template <typename K>
+static bool ft_smem_ok(K kernel, size_t bytes, const char *name) {
+    if (bytes > (size_t)zt_cu.smem_optin) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "needs %zu bytes of shared memory per block, the GPU has %d", bytes,
+                 zt_cu.smem_optin);
+        zt_cuda_fail(__FILE__, __LINE__, name, msg, NULL);
+        return false;
+    }
+    if (bytes > 48 * 1024)
+        return ZT_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    return true;
+}
+
+template <int HSP>
+static void ft_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV, int hs,
+                   const zt_attn_opts *o) {
+    const size_t sm = fwd_bytes(HSP);
+    if (!ft_smem_ok(k_ft_fwd<HSP>, sm, "attention forward (flash, tensor cores)")) return;
+    const dim3 grid((unsigned)((T + FT_ROWS - 1) / FT_ROWS), (unsigned)NH, (unsigned)B);
+    k_ft_fwd<HSP><<<grid, FT_THR, sm, zt_cu.stream>>>(out, lse, q16, T, NH, NKV, hs, o->scale, o->softcap,
+                                                      o->window);
+    ZT_LAUNCHED("k_ft_fwd");
+}
+
+template <int HSP>
+static void ft_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
+                   const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    const size_t s1 = dkv_bytes(HSP), s2 = dq_bytes(HSP);
+    if (!ft_smem_ok(k_ft_bwd_dkv<HSP>, s1, "attention backward (flash, tensor cores, dk, dv)") ||
+        !ft_smem_ok(k_ft_bwd_dq<HSP>, s2, "attention backward (flash, tensor cores, dq)"))
+        return;
+    const unsigned nt = (unsigned)((T + FT_ROWS - 1) / FT_ROWS);
+    k_ft_bwd_dkv<HSP><<<dim3(nt, (unsigned)NKV, (unsigned)B), FT_THR, s1, zt_cu.stream>>>(
+        dqkv, q16, do16, lse, D, T, NH, NKV, hs, o->scale, o->softcap, o->window);
+    if (!ZT_LAUNCHED("k_ft_bwd_dkv")) return;
+    k_ft_bwd_dq<HSP><<<dim3(nt, (unsigned)NH, (unsigned)B), FT_THR, s2, zt_cu.stream>>>(
+        dqkv, q16, do16, lse, D, T, NH, NKV, hs, o->scale, o->softcap, o->window);
+    ZT_LAUNCHED("k_ft_bwd_dq");
+}
+
+void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV,
+                          int hs, const zt_attn_opts *o) {
+    switch (zt_cuda_flash_tc_hsp(hs)) {
+    case 16: ft_fwd<16>(out, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 32: ft_fwd<32>(out, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 64: ft_fwd<64>(out, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 128: ft_fwd<128>(out, lse, q16, B, T, NH, NKV, hs, o); break;
+    default: zt_cuda_fail(__FILE__, __LINE__, "attention forward (flash, tensor cores)",
+                          "head size above 128", NULL);
+    }
+}
+
+void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
+                          const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    switch (zt_cuda_flash_tc_hsp(hs)) {
+    case 16: ft_bwd<16>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;
+    case 32: ft_bwd<32>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;
+    case 64: ft_bwd<64>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;
+    case 128: ft_bwd<128>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;
+    default: zt_cuda_fail(__FILE__, __LINE__, "attention backward (flash, tensor cores)",
+                          "head size above 128", NULL);
+    }
+}
