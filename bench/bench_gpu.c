@@ -142,11 +142,17 @@ static void bench_kernels(shape s) {
     float *lse = dalloc((size_t)B * NH * T * 4);
     report("attention_fwd", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
     report("attention_bwd", TIME(iters, be->attention_bwd(y, x, x, z, lse, B, T, C, NH)), 2.5 * af, 0);
-    /* bf16 matmul mode: attention as cuBLAS bf16 GEMMs (tensor cores) */
+    /* bf16 matmul mode: attention on tensor cores (flash kernels at head sizes <= 128) */
     be->set_matmul_precision(ZT_MATMUL_BF16);
     report("attention_fwd bf16 (tensor cores)", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
     report("attention_bwd bf16 (tensor cores)",
            TIME(iters, be->attention_bwd(y, x, x, z, lse, B, T, C, NH)), 2.5 * af, 0);
+    /* the same on the cuBLAS path (score buffers; what head sizes > 128 run) */
+    zt_cuda_att_flash_for_test(0);
+    report("attention_fwd bf16 (cuBLAS path)", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
+    report("attention_bwd bf16 (cuBLAS path)",
+           TIME(iters, be->attention_bwd(y, x, x, z, lse, B, T, C, NH)), 2.5 * af, 0);
+    zt_cuda_att_flash_for_test(1);
     be->set_matmul_precision(ZT_MATMUL_FP32);
 
     float *mean = dalloc(N * 4), *rstd = dalloc(N * 4), *g = dalloc((size_t)C * 4);

@@ -511,14 +511,18 @@ static bool tc_softmax(uint16_t *P, float *F, float *lse, const float *S, int T,
 }
 
 /* the forward on tensor cores; false when this shape takes the flash kernel */
+/* 0: the cuBLAS path at every head size (zt_cuda_att_flash_for_test) */
+static int flash_on = 1;
+void zt_cuda_att_flash_for_test(int on) { flash_on = on != 0; }
+
 static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                    const zt_attn_opts *o) {
-    const int flash = zt_cuda_att_flash_tc(hs);
+    const int flash = flash_on && zt_cuda_att_flash_tc(hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, o->softcap > 0.0f);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nqkv = (size_t)B * T * R, nsc = (size_t)kc * T * T;
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_fwd(1, B, T, NH, NKV, hs, o->softcap),
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_path_fwd(1, flash, B, T, NH, NKV, hs, o->softcap),
                                       "attention forward (tensor cores)");
     if (!s) return true;
     uint16_t *q16 = (uint16_t *)s;
@@ -554,13 +558,13 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
 /* the backward on tensor cores; false when this shape takes the flash kernels */
 static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                    const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
-    const int capped = o->softcap > 0.0f, flash = zt_cuda_att_flash_tc(hs);
+    const int capped = o->softcap > 0.0f, flash = flash_on && zt_cuda_att_flash_tc(hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, capped);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nD = (size_t)B * NH * T, nqkv = (size_t)B * T * R, ndo = (size_t)B * T * AD,
                  nsc = (size_t)kc * T * T;
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_bwd(1, B, T, NH, NKV, hs, o->softcap),
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_path_bwd(1, flash, B, T, NH, NKV, hs, o->softcap),
                                       "attention backward (tensor cores)");
     if (!s) return true;
     float *D = (float *)s;

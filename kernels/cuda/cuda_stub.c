@@ -21,6 +21,7 @@ void zt_cuda_mem(size_t *cur, size_t *peak) {
 }
 void zt_cuda_mem_reset_peak(void) {}
 void zt_cuda_set_gemm_impl(int use_lt) { (void)use_lt; }
+void zt_cuda_att_flash_for_test(int on) { (void)on; }
 void *zt_cuda_scratch_for_test(size_t bytes, size_t *have) {
     (void)bytes;
     if (have) *have = 0;

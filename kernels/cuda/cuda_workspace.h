@@ -98,34 +98,43 @@ static inline size_t zt_cuda_ws_att_tc_scores(int T, int kc) {
 static inline int zt_cuda_att_flash_tc(int hs) { return hs > 0 && hs <= 128; }
 /* gqa_ext_fwd [B, T] with NH q heads, NKV kv heads of hs and the options'
  * softcap (gqa_fwd: 0): nothing with fp32 matmuls; in bf16 mode qkv rounded
- * to bf16, [B, T, (NH + 2 NKV) hs], and (head sizes above 128: cuBLAS) the
- * score buffers.  The sliding window and the scale change nothing. */
-static inline size_t zt_cuda_ws_gqa_ext_fwd(int bf16, int B, int T, int NH, int NKV, int hs,
-                                            float softcap) {
+ * to bf16, [B, T, (NH + 2 NKV) hs], and, on the cuBLAS path (flash = 0:
+ * head sizes above 128), the score buffers.  The sliding window and the
+ * scale change nothing. */
+static inline size_t zt_cuda_ws_gqa_path_fwd(int bf16, int flash, int B, int T, int NH, int NKV, int hs,
+                                             float softcap) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !bf16) return 0;
     const size_t q16 = zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2);
-    if (zt_cuda_att_flash_tc(hs)) return q16;
+    if (flash) return q16;
     const int kc = zt_cuda_att_tc_heads_ext(T, NKV, softcap > 0.0f);
     if (kc <= 0) return 0;
     return q16 + zt_cuda_ws_att_tc_scores(T, kc);
 }
-/* gqa_ext_bwd: D = rowsum(dout * out), [B, NH, T] floats; in bf16 mode also
- * qkv and dout rounded to bf16 and (head sizes above 128: cuBLAS) the score
- * buffers and, with softcap > 0, the cap's derivative [kc, T, T] fp32 */
-static inline size_t zt_cuda_ws_gqa_ext_bwd(int bf16, int B, int T, int NH, int NKV, int hs,
+static inline size_t zt_cuda_ws_gqa_ext_fwd(int bf16, int B, int T, int NH, int NKV, int hs,
                                             float softcap) {
+    return zt_cuda_ws_gqa_path_fwd(bf16, zt_cuda_att_flash_tc(hs), B, T, NH, NKV, hs, softcap);
+}
+/* gqa_ext_bwd: D = rowsum(dout * out), [B, NH, T] floats; in bf16 mode also
+ * qkv and dout rounded to bf16 and, on the cuBLAS path, the score buffers
+ * and, with softcap > 0, the cap's derivative [kc, T, T] fp32 */
+static inline size_t zt_cuda_ws_gqa_path_bwd(int bf16, int flash, int B, int T, int NH, int NKV, int hs,
+                                             float softcap) {
     if (B <= 0 || T <= 0 || NH <= 0) return 0;
     const size_t d = (size_t)B * (size_t)NH * (size_t)T * sizeof(float);
     if (!bf16 || hs <= 0) return d;
     const size_t bufs = zt_cuda_ws_al256(d) +
                         zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
                         zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2);
-    if (zt_cuda_att_flash_tc(hs)) return bufs;
+    if (flash) return bufs;
     const int capped = softcap > 0.0f;
     const int kc = zt_cuda_att_tc_heads_ext(T, NKV, capped);
     if (kc <= 0) return d;
     return bufs + zt_cuda_ws_att_tc_scores(T, kc) +
            (capped ? zt_cuda_ws_al256((size_t)kc * (size_t)T * (size_t)T * 4) : 0);
+}
+static inline size_t zt_cuda_ws_gqa_ext_bwd(int bf16, int B, int T, int NH, int NKV, int hs,
+                                            float softcap) {
+    return zt_cuda_ws_gqa_path_bwd(bf16, zt_cuda_att_flash_tc(hs), B, T, NH, NKV, hs, softcap);
 }
 /* gqa_fwd / gqa_bwd: the options' defaults (no cap) */
 static inline size_t zt_cuda_ws_gqa_fwd(int bf16, int B, int T, int NH, int NKV, int hs) {

@@ -53,6 +53,10 @@ void zt_cuda_set_gemm_impl(int use_lt);
  * next request, its size in *have (may be NULL); a grown scratch is all
  * zeros.  NULL (*have 0) on failure or without CUDA. */
 void *zt_cuda_scratch_for_test(size_t bytes, size_t *have);
+/* Attention in bf16 mode (tests, bench): on = 1 (the default) runs the
+ * flash kernels on tensor cores at head sizes <= 128, 0 the cuBLAS path at
+ * every head size (the same values).  Nothing without CUDA. */
+void zt_cuda_att_flash_for_test(int on);
 
 #ifdef __cplusplus
 }
