@@ -28,7 +28,10 @@
  * Shapes: head dimensions are padded with zeros to HSP = 16, 32, 64 or 128
  * in shared memory (the padding adds nothing to a dot product; padded
  * output columns are not stored).  Key / query tiles of 64 (32 in the
- * backward at HSP 128, for registers).
+ * backward at HSP 128, for registers).  Tiles stay row-major in shared
+ * memory; ldmatrix (.trans where a product needs the transpose) makes the
+ * fragments.  Scores are masked only in the tiles that cross the diagonal,
+ * T or the window.
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -95,27 +98,64 @@ __device__ __forceinline__ void ft_mma(float c[4], const uint32_t a[4], const ui
 #endif
 }
 
-/* two bf16 at an even element offset: one 32-bit shared-memory load */
-__device__ __forceinline__ uint32_t ft_ld32(const uint16_t *p) { return *(const uint32_t *)p; }
 /* two floats as bf16 (round to nearest even, as cuda_convert.h) in one register */
 __device__ __forceinline__ uint32_t ft_pack(float lo, float hi) {
     return (uint32_t)zt_cvt_f32_to_bf16(lo) | (uint32_t)zt_cvt_f32_to_bf16(hi) << 16;
 }
-/* A fragment: rows r0..r0+15, columns k0..k0+15 of a row-major bf16 tile (row stride ld) */
+/*
+ * ldmatrix: four 8 x 8 bf16 matrices from shared memory.  This lane gives
+ * the address of row (lane & 7) of matrix (lane >> 3) (16-byte aligned).
+ * Lane 4g + t receives, of matrix j, in r[j]: the pair (row g, columns 2t,
+ * 2t+1) (ft_ldsm4), or with .trans the pair (rows 2t, 2t+1, column g)
+ * (ft_ldsm4t).  Emulated through shuffles as ft_mma is.
+ */
+__device__ __forceinline__ void ft_ldsm4(uint32_t r[4], const uint16_t *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#else
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < 4; j++) {
+        const uint16_t *p =
+            (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + g);
+        r[j] = (uint32_t)p[2 * t] | (uint32_t)p[2 * t + 1] << 16;
+    }
+#endif
+}
+__device__ __forceinline__ void ft_ldsm4t(uint32_t r[4], const uint16_t *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#else
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < 4; j++) {
+        const uint16_t *p0 =
+            (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + 2 * t);
+        const uint16_t *p1 =
+            (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + 2 * t + 1);
+        r[j] = (uint32_t)p0[g] | (uint32_t)p1[g] << 16;
+    }
+#endif
+}
+/* A fragment: rows r0..r0+15, columns k0..k0+15 of row-major s (stride ld) */
 __device__ __forceinline__ void ft_lda(uint32_t a[4], const uint16_t *s, int ld, int r0, int k0) {
     const int lane = threadIdx.x & 31;
-    const uint16_t *p = s + (r0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
-    a[0] = ft_ld32(p);
-    a[1] = ft_ld32(p + 8 * ld);
-    a[2] = ft_ld32(p + 8);
-    a[3] = ft_ld32(p + 8 * ld + 8);
+    ft_ldsm4(a, s + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + k0 + (lane >> 4) * 8);
 }
-/* B fragment of B[k][n] = s[n][k]: columns n0..n0+7, k0..k0+15 (s row-major, stride ld) */
-__device__ __forceinline__ void ft_ldb(uint32_t b[2], const uint16_t *s, int ld, int n0, int k0) {
+/* B fragments of the n8 tiles at n0 and n0 + 8 (b[0..1], b[2..3]), k
+ * k0..k0+15, for B[k][n] = s[n][k] (s row-major [n][k], stride ld) */
+__device__ __forceinline__ void ft_ldb2(uint32_t b[4], const uint16_t *s, int ld, int n0, int k0) {
     const int lane = threadIdx.x & 31;
-    const uint16_t *p = s + (n0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
-    b[0] = ft_ld32(p);
-    b[1] = ft_ld32(p + 8);
+    ft_ldsm4(b, s + (n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8);
+}
+/* the same for B[k][n] = s[k][n] (s row-major [k][n]): transposed loads */
+__device__ __forceinline__ void ft_ldb2t(uint32_t b[4], const uint16_t *s, int ld, int k0, int n0) {
+    const int lane = threadIdx.x & 31;
+    ft_ldsm4t(b, s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8);
 }
 /* The A fragments of a 16 x N product held as N/8 accumulator tiles (the
  * C layout above): k16 step kk takes tiles 2kk and 2kk+1, rounded to bf16.
@@ -134,48 +174,29 @@ __device__ __forceinline__ void ft_c2a(uint32_t a[N / 16][4], const float c[N / 
 /* ------------------------------------------------------------ tiles */
 
 /* Rows r0..r0+n-1 (n even) of one head (src: its row 0, rows rstride
- * apart, hs values each) into shared memory as bf16 [n][HSP]: row-major
- * into s (stride ld) and/or transposed into st ([HSP][n], stride ldt).
- * Rows >= T and columns >= hs are 0.  A thread takes two rows of 8 columns
- * (16-byte loads when hs is a multiple of 8: rows then start 16-byte
- * aligned) or of 2 columns, so that every shared-memory store is a whole
- * 32-bit word (or 16 bytes) of its own, in both layouts. */
-__device__ __forceinline__ uint32_t ft_pair(uint16_t lo, uint16_t hi) {
-    return (uint32_t)lo | (uint32_t)hi << 16;
-}
+ * apart, hs values each) into shared memory as bf16 [n][HSP], row-major
+ * (stride ld).  Rows >= T and columns >= hs are 0.  16-byte loads and
+ * stores when hs is a multiple of 8 (rows then start 16-byte aligned),
+ * else two columns a thread, so that every shared-memory store is a whole
+ * 32-bit word of its own. */
 template <int HSP>
-__device__ void ft_load(uint16_t *s, int ld, uint16_t *st, int ldt, const uint16_t *src,
-                        size_t rstride, int r0, int n, int T, int hs) {
+__device__ void ft_load(uint16_t *s, int ld, const uint16_t *src, size_t rstride, int r0, int n, int T,
+                        int hs) {
     if ((hs & 7) == 0) {
-        for (int idx = threadIdx.x; idx < n / 2 * (HSP / 8); idx += FT_THR) {
-            const int r = idx / (HSP / 8) * 2, c = (idx % (HSP / 8)) * 8;
-            uint4 v[2];
-            for (int k = 0; k < 2; k++) {
-                v[k] = make_uint4(0u, 0u, 0u, 0u);
-                if (r0 + r + k < T && c < hs) v[k] = *(const uint4 *)(src + (size_t)(r0 + r + k) * rstride + c);
-                if (s) *(uint4 *)(s + (r + k) * ld + c) = v[k];
-            }
-            if (st) {
-                const uint32_t w0[4] = {v[0].x, v[0].y, v[0].z, v[0].w}, w1[4] = {v[1].x, v[1].y, v[1].z, v[1].w};
-                for (int e = 0; e < 8; e++) {
-                    const int sh = (e & 1) * 16;
-                    *(uint32_t *)(st + (c + e) * ldt + r) =
-                        ft_pair((uint16_t)(w0[e >> 1] >> sh), (uint16_t)(w1[e >> 1] >> sh));
-                }
-            }
+        for (int idx = threadIdx.x; idx < n * (HSP / 8); idx += FT_THR) {
+            const int r = idx / (HSP / 8), c = (idx % (HSP / 8)) * 8;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (r0 + r < T && c < hs) v = *(const uint4 *)(src + (size_t)(r0 + r) * rstride + c);
+            *(uint4 *)(s + r * ld + c) = v;
         }
         return;
     }
-    for (int idx = threadIdx.x; idx < n / 2 * (HSP / 2); idx += FT_THR) {
-        const int r = idx / (HSP / 2) * 2, c = (idx % (HSP / 2)) * 2;
-        uint16_t v[2][2];
-        for (int k = 0; k < 2; k++)
-            for (int e = 0; e < 2; e++)
-                v[k][e] = r0 + r + k < T && c + e < hs ? src[(size_t)(r0 + r + k) * rstride + c + e] : (uint16_t)0;
-        if (s)
-            for (int k = 0; k < 2; k++) *(uint32_t *)(s + (r + k) * ld + c) = ft_pair(v[k][0], v[k][1]);
-        if (st)
-            for (int e = 0; e < 2; e++) *(uint32_t *)(st + (c + e) * ldt + r) = ft_pair(v[0][e], v[1][e]);
+    for (int idx = threadIdx.x; idx < n * (HSP / 2); idx += FT_THR) {
+        const int r = idx / (HSP / 2), c = (idx % (HSP / 2)) * 2;
+        const uint16_t *p = src + (size_t)(r0 + r) * rstride;
+        const bool in = r0 + r < T;
+        const uint16_t v0 = in && c < hs ? p[c] : (uint16_t)0, v1 = in && c + 1 < hs ? p[c + 1] : (uint16_t)0;
+        *(uint32_t *)(s + r * ld + c) = (uint32_t)v0 | (uint32_t)v1 << 16;
     }
 }
 
@@ -186,22 +207,24 @@ __device__ __forceinline__ float ft_x(float s, float scale, float cap, float *f)
 
 /* ------------------------------------------------------------ forward */
 
-/* grid (query tiles, NH, B), last tiles first (they walk the most keys) */
+/* grid (query tiles, NH, B), last tiles first (they walk the most keys).
+ * Shared memory: Q, K, V tiles [64][HSP + 8] (the padding keeps ldmatrix's
+ * eight rows in different banks). */
 template <int HSP>
 __global__ void __launch_bounds__(FT_THR)
 k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, int hs, float scale,
          float cap, int window) {
-    constexpr int LD = HSP + 8, LDT = FT_ROWS + 8;
+    constexpr int LD = HSP + 8;
     extern __shared__ uint4 ft_smem[];
-    uint16_t *Qs = (uint16_t *)ft_smem, *Ks = Qs + FT_ROWS * LD, *Vt = Ks + FT_ROWS * LD;
+    uint16_t *Qs = (uint16_t *)ft_smem, *Ks = Qs + FT_ROWS * LD, *Vs = Ks + FT_ROWS * LD;
     const int q0 = (gridDim.x - 1 - blockIdx.x) * FT_ROWS, h = blockIdx.y, b = blockIdx.z;
     const int kh = h / (NH / NKV), R = (NH + 2 * NKV) * hs;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
-    const int i0 = q0 + warp * 16 + (lane >> 2);   /* this lane's rows: i0, i0 + 8 */
+    const int qw = q0 + warp * 16, i0 = qw + (lane >> 2);   /* this lane's rows: i0, i0 + 8 */
     const uint16_t *base = q16 + (size_t)b * T * R;
     const uint16_t *Kg = base + (size_t)(NH + kh) * hs, *Vg = base + (size_t)(NH + NKV + kh) * hs;
 
-    ft_load<HSP>(Qs, LD, NULL, 0, base + (size_t)h * hs, R, q0, FT_ROWS, T, hs);
+    ft_load<HSP>(Qs, LD, base + (size_t)h * hs, R, q0, FT_ROWS, T, hs);
     __syncthreads();
     uint32_t qf[HSP / 16][4];
 #pragma unroll
@@ -217,8 +240,8 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
     for (int pass = 0; pass < 2; pass++) {
         for (int k0 = kstart; k0 < kend; k0 += FT_ROWS) {
             __syncthreads();   /* the previous tile is read */
-            ft_load<HSP>(Ks, LD, NULL, 0, Kg, R, k0, FT_ROWS, T, hs);
-            if (pass) ft_load<HSP>(NULL, 0, Vt, LDT, Vg, R, k0, FT_ROWS, T, hs);
+            ft_load<HSP>(Ks, LD, Kg, R, k0, FT_ROWS, T, hs);
+            if (pass) ft_load<HSP>(Vs, LD, Vg, R, k0, FT_ROWS, T, hs);
             __syncthreads();
             float s[FT_ROWS / 8][4];
 #pragma unroll
@@ -226,12 +249,17 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
 #pragma unroll
             for (int kk = 0; kk < HSP / 16; kk++)
 #pragma unroll
-                for (int n = 0; n < FT_ROWS / 8; n++) {
-                    uint32_t bf[2];
-                    ft_ldb(bf, Ks, LD, n * 8, kk * 16);
+                for (int n = 0; n < FT_ROWS / 8; n += 2) {
+                    uint32_t bf[4];
+                    ft_ldb2(bf, Ks, LD, n * 8, kk * 16);
                     ft_mma(s[n], qf[kk], bf);
+                    ft_mma(s[n + 1], qf[kk], bf + 2);
                 }
-            /* x (or -inf where the key is not seen) */
+            /* x, or -inf where the key is not seen; the warp's tile needs no
+             * check when every key is below its first query, below T and
+             * within the window of its last query */
+            const bool all = k0 + FT_ROWS - 1 <= qw && k0 + FT_ROWS <= T &&
+                             (window <= 0 || k0 > qw + 15 - window);
             float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int n = 0; n < FT_ROWS / 8; n++)
@@ -240,7 +268,7 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
                     const int i = i0 + (e >> 1) * 8, j = k0 + n * 8 + 2 * t + (e & 1);
                     float f;
                     const float x = ft_x(s[n][e], scale, cap, &f);
-                    s[n][e] = j < T && att_sees(i, j, window) ? x : -INFINITY;
+                    s[n][e] = all || (j < T && att_sees(i, j, window)) ? x : -INFINITY;
                     mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
                 }
             if (pass == 0) {
@@ -267,12 +295,13 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
             uint32_t pf[FT_ROWS / 16][4];
             ft_c2a<FT_ROWS>(pf, s);
 #pragma unroll
-            for (int n = 0; n < HSP / 8; n++)
+            for (int kk = 0; kk < FT_ROWS / 16; kk++)
 #pragma unroll
-                for (int kk = 0; kk < FT_ROWS / 16; kk++) {
-                    uint32_t bf[2];
-                    ft_ldb(bf, Vt, LDT, n * 8, kk * 16);
+                for (int n = 0; n < HSP / 8; n += 2) {
+                    uint32_t bf[4];
+                    ft_ldb2t(bf, Vs, LD, kk * 16, n * 8);
                     ft_mma(o[n], pf[kk], bf);
+                    ft_mma(o[n + 1], pf[kk], bf + 2);
                 }
         }
         if (pass == 0)
@@ -300,10 +329,11 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
 /* ------------------------------------------------------------ backward */
 
 /* p and dS of one accumulator element: key j, query i; s the raw score,
- * dp = dout_i . v_j, L = lse_i, D = D_i.  Both 0 where i does not see j. */
+ * dp = dout_i . v_j, L = lse_i, D = D_i.  Both 0 where i does not see j
+ * (all: the caller knows that every pair of the tile is seen). */
 __device__ __forceinline__ void ft_pds(float *p, float *ds, float s, float dp, int i, int j, int T,
-                                       float L, float D, float scale, float cap, int window) {
-    if (i >= T || j >= T || !att_sees(i, j, window)) {
+                                       float L, float D, float scale, float cap, int window, bool all) {
+    if (!all && (i >= T || j >= T || !att_sees(i, j, window))) {
         *p = *ds = 0.0f;
         return;
     }
@@ -314,24 +344,25 @@ __device__ __forceinline__ void ft_pds(float *p, float *ds, float s, float dp, i
     *ds = pv * (dp - D) * f * scale;
 }
 
-/* dk, dv: grid (key tiles, NKV, B); BQ queries per step */
+/* dk, dv: grid (key tiles, NKV, B); BQ queries per step.  Shared memory:
+ * K, V [64][HSP + 8], Q, dO [BQ][HSP + 8], lse and D of the BQ queries. */
 template <int HSP>
 __global__ void __launch_bounds__(FT_THR)
 k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse, const float *D,
              int T, int NH, int NKV, int hs, float scale, float cap, int window) {
-    constexpr int BQ = FT_BWD_TILE(HSP), LD = HSP + 8, LDQ = BQ + 8;
+    constexpr int BQ = FT_BWD_TILE(HSP), LD = HSP + 8;
     extern __shared__ uint4 ft_smem[];
     uint16_t *Ks = (uint16_t *)ft_smem, *Vs = Ks + FT_ROWS * LD, *Qs = Vs + FT_ROWS * LD;
-    uint16_t *Qt = Qs + BQ * LD, *dOs = Qt + HSP * LDQ, *dOt = dOs + BQ * LD;
-    float *Ls = (float *)(dOt + HSP * LDQ), *Ds = Ls + BQ;
+    uint16_t *dOs = Qs + BQ * LD;
+    float *Ls = (float *)(dOs + BQ * LD), *Ds = Ls + BQ;
     const int k0 = (gridDim.x - 1 - blockIdx.x) * FT_ROWS, kh = blockIdx.y, b = blockIdx.z;
     const int g = NH / NKV, R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
-    const int j0 = k0 + warp * 16 + (lane >> 2);   /* this lane's keys: j0, j0 + 8 */
+    const int jw = k0 + warp * 16, j0 = jw + (lane >> 2);   /* this lane's keys: j0, j0 + 8 */
     const uint16_t *base = q16 + (size_t)b * T * R;
 
-    ft_load<HSP>(Ks, LD, NULL, 0, base + (size_t)(NH + kh) * hs, R, k0, FT_ROWS, T, hs);
-    ft_load<HSP>(Vs, LD, NULL, 0, base + (size_t)(NH + NKV + kh) * hs, R, k0, FT_ROWS, T, hs);
+    ft_load<HSP>(Ks, LD, base + (size_t)(NH + kh) * hs, R, k0, FT_ROWS, T, hs);
+    ft_load<HSP>(Vs, LD, base + (size_t)(NH + NKV + kh) * hs, R, k0, FT_ROWS, T, hs);
     float dk[HSP / 8][4], dv[HSP / 8][4];
 #pragma unroll
     for (int n = 0; n < HSP / 8; n++)
@@ -343,9 +374,8 @@ k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float
         const float *Lg = lse + ((size_t)b * NH + h) * T, *Dg = D + ((size_t)b * NH + h) * T;
         for (int q0 = k0; q0 < qend; q0 += BQ) {
             __syncthreads();   /* the previous query tile is read */
-            ft_load<HSP>(Qs, LD, Qt, LDQ, base + (size_t)h * hs, R, q0, BQ, T, hs);
-            ft_load<HSP>(dOs, LD, dOt, LDQ, do16 + (size_t)b * T * AD + (size_t)h * hs, AD, q0, BQ, T,
-                         hs);
+            ft_load<HSP>(Qs, LD, base + (size_t)h * hs, R, q0, BQ, T, hs);
+            ft_load<HSP>(dOs, LD, do16 + (size_t)b * T * AD + (size_t)h * hs, AD, q0, BQ, T, hs);
             for (int r = threadIdx.x; r < BQ; r += FT_THR) {
                 Ls[r] = q0 + r < T ? Lg[q0 + r] : 0.0f;
                 Ds[r] = q0 + r < T ? Dg[q0 + r] : 0.0f;
@@ -362,35 +392,42 @@ k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float
                 ft_lda(ka, Ks, LD, warp * 16, kk * 16);
                 ft_lda(va, Vs, LD, warp * 16, kk * 16);
 #pragma unroll
-                for (int n = 0; n < BQ / 8; n++) {
-                    uint32_t bf[2];
-                    ft_ldb(bf, Qs, LD, n * 8, kk * 16);
+                for (int n = 0; n < BQ / 8; n += 2) {
+                    uint32_t bf[4];
+                    ft_ldb2(bf, Qs, LD, n * 8, kk * 16);
                     ft_mma(s[n], ka, bf);
-                    ft_ldb(bf, dOs, LD, n * 8, kk * 16);
+                    ft_mma(s[n + 1], ka, bf + 2);
+                    ft_ldb2(bf, dOs, LD, n * 8, kk * 16);
                     ft_mma(dp[n], va, bf);
+                    ft_mma(dp[n + 1], va, bf + 2);
                 }
             }
+            /* every query of the tile below T, at or after the warp's last
+             * key, and within the window of its first key */
+            const bool all = q0 + BQ <= T && q0 >= jw + 15 && (window <= 0 || jw > q0 + BQ - 1 - window);
 #pragma unroll
             for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int c = n * 8 + 2 * t + (e & 1), j = j0 + (e >> 1) * 8;
                     ft_pds(&s[n][e], &dp[n][e], s[n][e], dp[n][e], q0 + c, j, T, Ls[c], Ds[c], scale,
-                           cap, window);
+                           cap, window, all);
                 }
             /* dv += P^T dO, dk += dS^T Q (k = the tile's queries) */
             uint32_t pa[BQ / 16][4], da[BQ / 16][4];
             ft_c2a<BQ>(pa, s);
             ft_c2a<BQ>(da, dp);
 #pragma unroll
-            for (int n = 0; n < HSP / 8; n++)
+            for (int kk = 0; kk < BQ / 16; kk++)
 #pragma unroll
-                for (int kk = 0; kk < BQ / 16; kk++) {
-                    uint32_t bf[2];
-                    ft_ldb(bf, dOt, LDQ, n * 8, kk * 16);
+                for (int n = 0; n < HSP / 8; n += 2) {
+                    uint32_t bf[4];
+                    ft_ldb2t(bf, dOs, LD, kk * 16, n * 8);
                     ft_mma(dv[n], pa[kk], bf);
-                    ft_ldb(bf, Qt, LDQ, n * 8, kk * 16);
+                    ft_mma(dv[n + 1], pa[kk], bf + 2);
+                    ft_ldb2t(bf, Qs, LD, kk * 16, n * 8);
                     ft_mma(dk[n], da[kk], bf);
+                    ft_mma(dk[n + 1], da[kk], bf + 2);
                 }
         }
     }
@@ -411,19 +448,20 @@ k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float
     }
 }
 
-/* dq: grid (query tiles, NH, B); BK keys per step */
+/* dq: grid (query tiles, NH, B); BK keys per step.  Shared memory: Q, dO
+ * [64][HSP + 8], K, V [BK][HSP + 8]. */
 template <int HSP>
 __global__ void __launch_bounds__(FT_THR)
 k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse, const float *D,
             int T, int NH, int NKV, int hs, float scale, float cap, int window) {
-    constexpr int BK = FT_BWD_TILE(HSP), LD = HSP + 8, LDK = BK + 8;
+    constexpr int BK = FT_BWD_TILE(HSP), LD = HSP + 8;
     extern __shared__ uint4 ft_smem[];
     uint16_t *Qs = (uint16_t *)ft_smem, *dOs = Qs + FT_ROWS * LD, *Ks = dOs + FT_ROWS * LD;
-    uint16_t *Kt = Ks + BK * LD, *Vs = Kt + HSP * LDK;
+    uint16_t *Vs = Ks + BK * LD;
     const int q0 = (gridDim.x - 1 - blockIdx.x) * FT_ROWS, h = blockIdx.y, b = blockIdx.z;
     const int kh = h / (NH / NKV), R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
-    const int i0 = q0 + warp * 16 + (lane >> 2);
+    const int iw = q0 + warp * 16, i0 = iw + (lane >> 2);
     const uint16_t *base = q16 + (size_t)b * T * R;
     const uint16_t *Kg = base + (size_t)(NH + kh) * hs, *Vg = base + (size_t)(NH + NKV + kh) * hs;
     const size_t lrow = ((size_t)b * NH + h) * T;
@@ -433,8 +471,8 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
         Lr[r] = i < T ? lse[lrow + i] : 0.0f;
         Dr[r] = i < T ? D[lrow + i] : 0.0f;
     }
-    ft_load<HSP>(Qs, LD, NULL, 0, base + (size_t)h * hs, R, q0, FT_ROWS, T, hs);
-    ft_load<HSP>(dOs, LD, NULL, 0, do16 + (size_t)b * T * AD + (size_t)h * hs, AD, q0, FT_ROWS, T, hs);
+    ft_load<HSP>(Qs, LD, base + (size_t)h * hs, R, q0, FT_ROWS, T, hs);
+    ft_load<HSP>(dOs, LD, do16 + (size_t)b * T * AD + (size_t)h * hs, AD, q0, FT_ROWS, T, hs);
     float dq[HSP / 8][4];
 #pragma unroll
     for (int n = 0; n < HSP / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
@@ -442,8 +480,8 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
     const int kstart = window > 0 && q0 - window + 1 > 0 ? (q0 - window + 1) / BK * BK : 0;
     for (int k0 = kstart; k0 < kend; k0 += BK) {
         __syncthreads();
-        ft_load<HSP>(Ks, LD, Kt, LDK, Kg, R, k0, BK, T, hs);
-        ft_load<HSP>(Vs, LD, NULL, 0, Vg, R, k0, BK, T, hs);
+        ft_load<HSP>(Ks, LD, Kg, R, k0, BK, T, hs);
+        ft_load<HSP>(Vs, LD, Vg, R, k0, BK, T, hs);
         __syncthreads();
         float s[BK / 8][4], dp[BK / 8][4];
 #pragma unroll
@@ -455,31 +493,37 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
             ft_lda(qa, Qs, LD, warp * 16, kk * 16);
             ft_lda(oa, dOs, LD, warp * 16, kk * 16);
 #pragma unroll
-            for (int n = 0; n < BK / 8; n++) {
-                uint32_t bf[2];
-                ft_ldb(bf, Ks, LD, n * 8, kk * 16);
+            for (int n = 0; n < BK / 8; n += 2) {
+                uint32_t bf[4];
+                ft_ldb2(bf, Ks, LD, n * 8, kk * 16);
                 ft_mma(s[n], qa, bf);
-                ft_ldb(bf, Vs, LD, n * 8, kk * 16);
+                ft_mma(s[n + 1], qa, bf + 2);
+                ft_ldb2(bf, Vs, LD, n * 8, kk * 16);
                 ft_mma(dp[n], oa, bf);
+                ft_mma(dp[n + 1], oa, bf + 2);
             }
         }
+        /* every key of the tile below T, at or before the warp's first
+         * query, and within the window of its last query */
+        const bool all = k0 + BK <= T && k0 + BK - 1 <= iw && (window <= 0 || k0 > iw + 15 - window);
 #pragma unroll
         for (int n = 0; n < BK / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int r = e >> 1, j = k0 + n * 8 + 2 * t + (e & 1);
                 ft_pds(&s[n][e], &dp[n][e], s[n][e], dp[n][e], i0 + r * 8, j, T, Lr[r], Dr[r], scale,
-                       cap, window);
+                       cap, window, all);
             }
         uint32_t da[BK / 16][4];
         ft_c2a<BK>(da, dp);
 #pragma unroll
-        for (int n = 0; n < HSP / 8; n++)
+        for (int kk = 0; kk < BK / 16; kk++)
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) {
-                uint32_t bf[2];
-                ft_ldb(bf, Kt, LDK, n * 8, kk * 16);
+            for (int n = 0; n < HSP / 8; n += 2) {
+                uint32_t bf[4];
+                ft_ldb2t(bf, Ks, LD, kk * 16, n * 8);
                 ft_mma(dq[n], da[kk], bf);
+                ft_mma(dq[n + 1], da[kk], bf + 2);
             }
     }
     for (int r = 0; r < 2; r++) {
@@ -507,15 +551,14 @@ int zt_cuda_flash_tc_hsp(int hs) {
 }
 
 /* shared memory (bytes) of each kernel at HSP */
-static size_t fwd_bytes(int HSP) { return ((size_t)2 * FT_ROWS * (HSP + 8) + (size_t)HSP * (FT_ROWS + 8)) * 2; }
+static size_t fwd_bytes(int HSP) { return (size_t)3 * FT_ROWS * (HSP + 8) * 2; }
 static size_t dkv_bytes(int HSP) {
     const size_t bq = (size_t)FT_BWD_TILE(HSP);
-    return ((size_t)2 * FT_ROWS * (HSP + 8) + 2 * bq * (HSP + 8) + 2 * (size_t)HSP * (bq + 8)) * 2 +
-           2 * bq * sizeof(float);
+    return ((size_t)2 * FT_ROWS + 2 * bq) * (HSP + 8) * 2 + 2 * bq * sizeof(float);
 }
 static size_t dq_bytes(int HSP) {
     const size_t bk = (size_t)FT_BWD_TILE(HSP);
-    return ((size_t)2 * FT_ROWS * (HSP + 8) + 2 * bk * (HSP + 8) + (size_t)HSP * (bk + 8)) * 2;
+    return ((size_t)2 * FT_ROWS + 2 * bk) * (HSP + 8) * 2;
 }
 
 template <typename K>
