@@ -165,7 +165,7 @@ mutant no-sync kernels/cuda/cuda_backend.cu \
     'cudaMemcpyAsync\(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost, zt_cu.stream\)\)\K \|\|\n        !ZT_CU\(cudaStreamSynchronize\(zt_cu.stream\)\)(?=\))' ''
 
 # a missing cudaFuncSetAttribute for more than 48 KiB of dynamic shared memory
-mutant no-smem-attr kernels/cuda/cuda_attention.cu \
+mutant no-smem-attr kernels/cuda/cuda_internal.cuh \
     'if \(bytes > 48 \* 1024\)\n        return \KZT_CU\(cudaFuncSetAttribute\(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, \(int\)bytes\)\)(?=;)' 'true'
 
 echo

@@ -470,6 +470,34 @@ static uint64_t gpt_ws_max(int L, int NH, int C, int T, int V, int B, int E, uin
     return w;
 }
 
+/* bf16 attention's workspace follows the kernel path: head sizes <= 128
+ * (flash on tensor cores) hold only the bf16 copies, larger ones (cuBLAS)
+ * also the [kc, T, T] scores (and with a cap the cap's derivative) */
+static void test_attention_ws_paths(void) {
+    const int B = 2, T = 1024, NH = 8, NKV = 2;
+    for (int hs = 64; hs <= 136; hs += 8) {
+        const int flash = hs <= 128;
+        for (int capped = 0; capped <= 1; capped++) {
+            const float cap = capped ? 30.0f : 0.0f;
+            const size_t f = zt_cuda_ws_gqa_ext_fwd(1, B, T, NH, NKV, hs, cap),
+                         bw = zt_cuda_ws_gqa_ext_bwd(1, B, T, NH, NKV, hs, cap);
+            const size_t q16 = zt_cuda_ws_al256((size_t)B * T * (NH + 2 * NKV) * hs * 2),
+                         d = zt_cuda_ws_al256((size_t)B * NH * T * 4),
+                         do16 = zt_cuda_ws_al256((size_t)B * T * NH * hs * 2);
+            const int kc = zt_cuda_att_tc_heads_ext(T, NKV, capped);
+            const size_t sc = zt_cuda_ws_att_tc_scores(T, kc),
+                         fc = capped ? zt_cuda_ws_al256((size_t)kc * T * T * 4) : 0;
+            tap_ok(f == (flash ? q16 : q16 + sc) && bw == (flash ? d + q16 + do16 : d + q16 + do16 + sc + fc) &&
+                       zt_cuda_att_flash_tc(hs) == flash,
+                   "bf16 attention workspace, head size %d%s: %s (forward %zu, backward %zu bytes)", hs,
+                   capped ? ", soft-capped" : "", flash ? "flash, no scores" : "cuBLAS, with the scores", f, bw);
+        }
+    }
+    tap_ok(zt_cuda_ws_gqa_ext_fwd(0, B, T, NH, NKV, 64, 0.0f) == 0 &&
+               zt_cuda_ws_gqa_ext_bwd(0, B, T, NH, NKV, 64, 0.0f) == (size_t)B * NH * T * 4,
+           "fp32 attention workspace: D alone in the backward");
+}
+
 static void test_kernel_ws(void) {
     /* shapes where different kernels have the largest request: attention
      * (many heads), LayerNorm / column-sum partials (wide), the encoder sort
@@ -560,5 +588,6 @@ int main(void) {
     test_check_and_auto();
     test_device_limit();
     test_kernel_ws();
+    test_attention_ws_paths();
     return tap_done();
 }

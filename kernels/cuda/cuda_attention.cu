@@ -646,21 +646,6 @@ static int dims_per_lane(int hs) {
     return 0;
 }
 
-/* Allow a kernel more than 48 KiB of dynamic shared memory when needed. */
-template <typename K>
-static bool smem_ok(K kernel, size_t bytes, const char *name) {
-    if (bytes > (size_t)zt_cu.smem_optin) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "needs %zu bytes of shared memory per block, the GPU has %d", bytes,
-                 zt_cu.smem_optin);
-        zt_cuda_fail(__FILE__, __LINE__, name, msg, "head size too large for this GPU");
-        return false;
-    }
-    if (bytes > 48 * 1024)
-        return ZT_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    return true;
-}
-
 static bool check_shape(int NH, int NKV, int hs, const char *who) {
     if (NKV <= 0 || NH % NKV != 0 || dims_per_lane(hs) == 0) {
         char msg[160];
@@ -677,7 +662,7 @@ static void att_fwd_launch(float *out, float *lse, const float *qkv, int B, int 
                            int hs, const zt_attn_opts *o) {
     const int ntiles = (T + TILE - 1) / TILE;
     const size_t smem = fwd_smem(hs);
-    if (!smem_ok(k_att_fwd<DPL>, smem, "attention forward")) return;
+    if (!zt_cuda_smem_ok(k_att_fwd<DPL>, smem, "attention forward")) return;
     const size_t nblk = (size_t)B * NH * ntiles;
     k_att_fwd<DPL><<<(unsigned)nblk, NTHR, smem, zt_cu.stream>>>(out, lse, qkv, T, NH, NKV, hs, o->scale,
                                                                 o->softcap, o->window, ntiles);
@@ -690,8 +675,8 @@ static void att_bwd_launch(float *dqkv, const float *dout, const float *qkv, con
                            const zt_attn_opts *o) {
     const int ntiles = (T + TILE - 1) / TILE;
     const size_t s1 = dkv_smem(hs), s2 = dq_smem(hs);
-    if (!smem_ok(k_att_bwd_dkv<DPL>, s1, "attention backward (dk, dv)") ||
-        !smem_ok(k_att_bwd_dq<DPL>, s2, "attention backward (dq)"))
+    if (!zt_cuda_smem_ok(k_att_bwd_dkv<DPL>, s1, "attention backward (dk, dv)") ||
+        !zt_cuda_smem_ok(k_att_bwd_dq<DPL>, s2, "attention backward (dq)"))
         return;
     const unsigned nkv = (unsigned)((size_t)B * NKV * ntiles), nq = (unsigned)((size_t)B * NH * ntiles);
     k_att_bwd_dkv<DPL><<<nkv, NTHR, s1, zt_cu.stream>>>(dqkv, dout, qkv, lse, D, T, NH, NKV, hs, o->scale,

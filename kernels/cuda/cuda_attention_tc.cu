@@ -171,6 +171,33 @@ __device__ __forceinline__ void ft_c2a(uint32_t a[N / 16][4], const float c[N / 
     }
 }
 
+/* acc [16][HSP] (HSP/8 accumulator tiles) += A B: A [16][N] in fragments
+ * (a, from ft_c2a), B [N][HSP] a row-major bf16 tile (stride ld) */
+template <int N, int HSP>
+__device__ __forceinline__ void ft_acc(float acc[HSP / 8][4], const uint32_t a[N / 16][4], const uint16_t *B,
+                                       int ld) {
+#pragma unroll
+    for (int kk = 0; kk < N / 16; kk++)
+#pragma unroll
+        for (int n = 0; n < HSP / 8; n += 2) {
+            uint32_t bf[4];
+            ft_ldb2t(bf, B, ld, kk * 16, n * 8);
+            ft_mma(acc[n], a[kk], bf);
+            ft_mma(acc[n + 1], a[kk], bf + 2);
+        }
+}
+/* this lane's part of row g + 8r (r = 0, 1) of acc [16][HSP] into row[0..hs) (fp32) */
+template <int HSP>
+__device__ __forceinline__ void ft_store_row(float *row, const float acc[HSP / 8][4], int r, int hs) {
+    const int t = threadIdx.x & 3;
+#pragma unroll
+    for (int n = 0; n < HSP / 8; n++)
+        for (int e = 0; e < 2; e++) {
+            const int d = n * 8 + 2 * t + e;
+            if (d < hs) row[d] = acc[n][r * 2 + e];
+        }
+}
+
 /* ------------------------------------------------------------ tiles */
 
 /* Rows r0..r0+n-1 (n even) of one head (src: its row 0, rows rstride
@@ -294,15 +321,7 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
                 for (int e = 0; e < 4; e++) s[n][e] = expf(s[n][e] - L[e >> 1]);
             uint32_t pf[FT_ROWS / 16][4];
             ft_c2a<FT_ROWS>(pf, s);
-#pragma unroll
-            for (int kk = 0; kk < FT_ROWS / 16; kk++)
-#pragma unroll
-                for (int n = 0; n < HSP / 8; n += 2) {
-                    uint32_t bf[4];
-                    ft_ldb2t(bf, Vs, LD, kk * 16, n * 8);
-                    ft_mma(o[n], pf[kk], bf);
-                    ft_mma(o[n + 1], pf[kk], bf + 2);
-                }
+            ft_acc<FT_ROWS, HSP>(o, pf, Vs, LD);
         }
         if (pass == 0)
             for (int r = 0; r < 2; r++) {
@@ -316,13 +335,7 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
         const int i = i0 + r * 8;
         if (i >= T) continue;
         if (t == 0) lse[((size_t)b * NH + h) * T + i] = L[r];
-        float *orow = out + ((size_t)b * T + i) * AD + (size_t)h * hs;
-#pragma unroll
-        for (int n = 0; n < HSP / 8; n++)
-            for (int e = 0; e < 2; e++) {
-                const int d = n * 8 + 2 * t + e;
-                if (d < hs) orow[d] = o[n][r * 2 + e];
-            }
+        ft_store_row<HSP>(out + ((size_t)b * T + i) * AD + (size_t)h * hs, o, r, hs);
     }
 }
 
@@ -342,6 +355,35 @@ __device__ __forceinline__ void ft_pds(float *p, float *ds, float s, float dp, i
     const float pv = zt_cvt_bf16_to_f32(zt_cvt_f32_to_bf16(expf(x - L)));
     *p = pv;
     *ds = pv * (dp - D) * f * scale;
+}
+
+/* The backward's two score-shaped products for the warp's 16 rows r0..:
+ * s = A1 B1^T and dp = A2 B2^T over HSP, [16][N] each; A1, A2 [.][HSP]
+ * and B1, B2 [N][HSP] row-major bf16 tiles (stride ld).  dk/dv: S^T = K Q^T
+ * and dP^T = V dO^T; dq: S = Q K^T and dP = dO V^T. */
+template <int HSP, int N>
+__device__ __forceinline__ void ft_two_products(float s[N / 8][4], float dp[N / 8][4], const uint16_t *A1,
+                                                const uint16_t *B1, const uint16_t *A2, const uint16_t *B2,
+                                                int ld, int r0) {
+#pragma unroll
+    for (int n = 0; n < N / 8; n++)
+        for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < HSP / 16; kk++) {
+        uint32_t a1[4], a2[4];
+        ft_lda(a1, A1, ld, r0, kk * 16);
+        ft_lda(a2, A2, ld, r0, kk * 16);
+#pragma unroll
+        for (int n = 0; n < N / 8; n += 2) {
+            uint32_t bf[4];
+            ft_ldb2(bf, B1, ld, n * 8, kk * 16);
+            ft_mma(s[n], a1, bf);
+            ft_mma(s[n + 1], a1, bf + 2);
+            ft_ldb2(bf, B2, ld, n * 8, kk * 16);
+            ft_mma(dp[n], a2, bf);
+            ft_mma(dp[n + 1], a2, bf + 2);
+        }
+    }
 }
 
 /* dk, dv: grid (key tiles, NKV, B); BQ queries per step.  Shared memory:
@@ -383,25 +425,7 @@ k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float
             __syncthreads();
             /* S^T = K Q^T and dP^T = V dO^T for the warp's 16 keys */
             float s[BQ / 8][4], dp[BQ / 8][4];
-#pragma unroll
-            for (int n = 0; n < BQ / 8; n++)
-                for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < HSP / 16; kk++) {
-                uint32_t ka[4], va[4];
-                ft_lda(ka, Ks, LD, warp * 16, kk * 16);
-                ft_lda(va, Vs, LD, warp * 16, kk * 16);
-#pragma unroll
-                for (int n = 0; n < BQ / 8; n += 2) {
-                    uint32_t bf[4];
-                    ft_ldb2(bf, Qs, LD, n * 8, kk * 16);
-                    ft_mma(s[n], ka, bf);
-                    ft_mma(s[n + 1], ka, bf + 2);
-                    ft_ldb2(bf, dOs, LD, n * 8, kk * 16);
-                    ft_mma(dp[n], va, bf);
-                    ft_mma(dp[n + 1], va, bf + 2);
-                }
-            }
+            ft_two_products<HSP, BQ>(s, dp, Ks, Qs, Vs, dOs, LD, warp * 16);
             /* every query of the tile below T, at or after the warp's last
              * key, and within the window of its first key */
             const bool all = q0 + BQ <= T && q0 >= jw + 15 && (window <= 0 || jw > q0 + BQ - 1 - window);
@@ -417,34 +441,16 @@ k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float
             uint32_t pa[BQ / 16][4], da[BQ / 16][4];
             ft_c2a<BQ>(pa, s);
             ft_c2a<BQ>(da, dp);
-#pragma unroll
-            for (int kk = 0; kk < BQ / 16; kk++)
-#pragma unroll
-                for (int n = 0; n < HSP / 8; n += 2) {
-                    uint32_t bf[4];
-                    ft_ldb2t(bf, dOs, LD, kk * 16, n * 8);
-                    ft_mma(dv[n], pa[kk], bf);
-                    ft_mma(dv[n + 1], pa[kk], bf + 2);
-                    ft_ldb2t(bf, Qs, LD, kk * 16, n * 8);
-                    ft_mma(dk[n], da[kk], bf);
-                    ft_mma(dk[n + 1], da[kk], bf + 2);
-                }
+            ft_acc<BQ, HSP>(dv, pa, dOs, LD);
+            ft_acc<BQ, HSP>(dk, da, Qs, LD);
         }
     }
     for (int r = 0; r < 2; r++) {
         const int j = j0 + r * 8;
         if (j >= T) continue;
         float *row = dqkv + ((size_t)b * T + j) * R;
-        float *dkr = row + (size_t)(NH + kh) * hs, *dvr = row + (size_t)(NH + NKV + kh) * hs;
-#pragma unroll
-        for (int n = 0; n < HSP / 8; n++)
-            for (int e = 0; e < 2; e++) {
-                const int d = n * 8 + 2 * t + e;
-                if (d < hs) {
-                    dkr[d] = dk[n][r * 2 + e];
-                    dvr[d] = dv[n][r * 2 + e];
-                }
-            }
+        ft_store_row<HSP>(row + (size_t)(NH + kh) * hs, dk, r, hs);
+        ft_store_row<HSP>(row + (size_t)(NH + NKV + kh) * hs, dv, r, hs);
     }
 }
 
@@ -484,25 +490,7 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
         ft_load<HSP>(Vs, LD, Vg, R, k0, BK, T, hs);
         __syncthreads();
         float s[BK / 8][4], dp[BK / 8][4];
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-            for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < HSP / 16; kk++) {
-            uint32_t qa[4], oa[4];
-            ft_lda(qa, Qs, LD, warp * 16, kk * 16);
-            ft_lda(oa, dOs, LD, warp * 16, kk * 16);
-#pragma unroll
-            for (int n = 0; n < BK / 8; n += 2) {
-                uint32_t bf[4];
-                ft_ldb2(bf, Ks, LD, n * 8, kk * 16);
-                ft_mma(s[n], qa, bf);
-                ft_mma(s[n + 1], qa, bf + 2);
-                ft_ldb2(bf, Vs, LD, n * 8, kk * 16);
-                ft_mma(dp[n], oa, bf);
-                ft_mma(dp[n + 1], oa, bf + 2);
-            }
-        }
+        ft_two_products<HSP, BK>(s, dp, Qs, Ks, dOs, Vs, LD, warp * 16);
         /* every key of the tile below T, at or before the warp's first
          * query, and within the window of its last query */
         const bool all = k0 + BK <= T && k0 + BK - 1 <= iw && (window <= 0 || k0 > iw + 15 - window);
@@ -516,26 +504,12 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
             }
         uint32_t da[BK / 16][4];
         ft_c2a<BK>(da, dp);
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-            for (int n = 0; n < HSP / 8; n += 2) {
-                uint32_t bf[4];
-                ft_ldb2t(bf, Ks, LD, kk * 16, n * 8);
-                ft_mma(dq[n], da[kk], bf);
-                ft_mma(dq[n + 1], da[kk], bf + 2);
-            }
+        ft_acc<BK, HSP>(dq, da, Ks, LD);
     }
     for (int r = 0; r < 2; r++) {
         const int i = i0 + r * 8;
         if (i >= T) continue;
-        float *dqr = dqkv + ((size_t)b * T + i) * R + (size_t)h * hs;
-#pragma unroll
-        for (int n = 0; n < HSP / 8; n++)
-            for (int e = 0; e < 2; e++) {
-                const int d = n * 8 + 2 * t + e;
-                if (d < hs) dqr[d] = dq[n][r * 2 + e];
-            }
+        ft_store_row<HSP>(dqkv + ((size_t)b * T + i) * R + (size_t)h * hs, dq, r, hs);
     }
 }
 
@@ -561,25 +535,11 @@ static size_t dq_bytes(int HSP) {
     return ((size_t)2 * FT_ROWS + 2 * bk) * (HSP + 8) * 2;
 }
 
-template <typename K>
-static bool ft_smem_ok(K kernel, size_t bytes, const char *name) {
-    if (bytes > (size_t)zt_cu.smem_optin) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "needs %zu bytes of shared memory per block, the GPU has %d", bytes,
-                 zt_cu.smem_optin);
-        zt_cuda_fail(__FILE__, __LINE__, name, msg, NULL);
-        return false;
-    }
-    if (bytes > 48 * 1024)
-        return ZT_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    return true;
-}
-
 template <int HSP>
 static void ft_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV, int hs,
                    const zt_attn_opts *o) {
     const size_t sm = fwd_bytes(HSP);
-    if (!ft_smem_ok(k_ft_fwd<HSP>, sm, "attention forward (flash, tensor cores)")) return;
+    if (!zt_cuda_smem_ok(k_ft_fwd<HSP>, sm, "attention forward (flash, tensor cores)")) return;
     const dim3 grid((unsigned)((T + FT_ROWS - 1) / FT_ROWS), (unsigned)NH, (unsigned)B);
     k_ft_fwd<HSP><<<grid, FT_THR, sm, zt_cu.stream>>>(out, lse, q16, T, NH, NKV, hs, o->scale, o->softcap,
                                                       o->window);
@@ -590,8 +550,8 @@ template <int HSP>
 static void ft_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
                    const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
     const size_t s1 = dkv_bytes(HSP), s2 = dq_bytes(HSP);
-    if (!ft_smem_ok(k_ft_bwd_dkv<HSP>, s1, "attention backward (flash, tensor cores, dk, dv)") ||
-        !ft_smem_ok(k_ft_bwd_dq<HSP>, s2, "attention backward (flash, tensor cores, dq)"))
+    if (!zt_cuda_smem_ok(k_ft_bwd_dkv<HSP>, s1, "attention backward (flash, tensor cores, dk, dv)") ||
+        !zt_cuda_smem_ok(k_ft_bwd_dq<HSP>, s2, "attention backward (flash, tensor cores, dq)"))
         return;
     const unsigned nt = (unsigned)((T + FT_ROWS - 1) / FT_ROWS);
     k_ft_bwd_dkv<HSP><<<dim3(nt, (unsigned)NKV, (unsigned)B), FT_THR, s1, zt_cu.stream>>>(

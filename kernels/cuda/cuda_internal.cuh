@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zt_cuda.h"
 #include "cuda_workspace.h"
@@ -64,6 +65,22 @@ static inline unsigned zt_ew_blocks(size_t n) {
     const size_t cap = (size_t)(zt_cu.num_sms > 0 ? zt_cu.num_sms : 80) * 16;
     if (b > cap) b = cap;
     return (unsigned)(b ? b : 1);
+}
+
+/* Allow a kernel `bytes` of dynamic shared memory (the opt-in above 48 KiB);
+ * false (recorded, naming `name`) when the GPU has less. */
+template <typename K>
+static bool zt_cuda_smem_ok(K kernel, size_t bytes, const char *name) {
+    if (bytes > (size_t)zt_cu.smem_optin) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "needs %zu bytes of shared memory per block, the GPU has %d", bytes,
+                 zt_cu.smem_optin);
+        zt_cuda_fail(__FILE__, __LINE__, name, msg, "head size too large for this GPU");
+        return false;
+    }
+    if (bytes > 48 * 1024)
+        return ZT_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    return true;
 }
 
 /* ------------------------------------------------------------ device helpers */
