@@ -510,11 +510,12 @@ static bool tc_softmax(uint16_t *P, float *F, float *lse, const float *S, int T,
     return ZT_LAUNCHED("k_att_tc_softmax");
 }
 
-/* the forward on tensor cores; false when this shape takes the flash kernel */
 /* 0: the cuBLAS path at every head size (zt_cuda_att_flash_for_test) */
 static int flash_on = 1;
 void zt_cuda_att_flash_for_test(int on) { flash_on = on != 0; }
 
+/* the forward on tensor cores (flash kernels at head sizes <= 128, else
+ * cuBLAS); false when this shape takes the fp32 flash kernel */
 static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                    const zt_attn_opts *o) {
     const int flash = flash_on && zt_cuda_att_flash_tc(hs);
@@ -555,7 +556,8 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
     return true;
 }
 
-/* the backward on tensor cores; false when this shape takes the flash kernels */
+/* the backward on tensor cores (flash kernels or cuBLAS as the forward);
+ * false when this shape takes the fp32 flash kernels */
 static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                    const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
     const int capped = o->softcap > 0.0f, flash = flash_on && zt_cuda_att_flash_tc(hs);

@@ -38,7 +38,6 @@
 #endif
 
 #include <math.h>
-#include <stdio.h>
 
 #include "cuda_convert.h"
 #include "cuda_internal.cuh"
@@ -106,56 +105,49 @@ __device__ __forceinline__ uint32_t ft_pack(float lo, float hi) {
  * ldmatrix: four 8 x 8 bf16 matrices from shared memory.  This lane gives
  * the address of row (lane & 7) of matrix (lane >> 3) (16-byte aligned).
  * Lane 4g + t receives, of matrix j, in r[j]: the pair (row g, columns 2t,
- * 2t+1) (ft_ldsm4), or with .trans the pair (rows 2t, 2t+1, column g)
- * (ft_ldsm4t).  Emulated through shuffles as ft_mma is.
+ * 2t+1), or with trans (.trans) the pair (rows 2t, 2t+1, column g).
+ * Emulated through shuffles as ft_mma is.
  */
-__device__ __forceinline__ void ft_ldsm4(uint32_t r[4], const uint16_t *row) {
+__device__ __forceinline__ void ft_ldsm4(uint32_t r[4], const uint16_t *row, bool trans) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned a = (unsigned)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
 #else
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     for (int j = 0; j < 4; j++) {
-        const uint16_t *p =
-            (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + g);
-        r[j] = (uint32_t)p[2 * t] | (uint32_t)p[2 * t + 1] << 16;
-    }
-#endif
-}
-__device__ __forceinline__ void ft_ldsm4t(uint32_t r[4], const uint16_t *row) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-#else
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    for (int j = 0; j < 4; j++) {
-        const uint16_t *p0 =
-            (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + 2 * t);
-        const uint16_t *p1 =
-            (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + 2 * t + 1);
-        r[j] = (uint32_t)p0[g] | (uint32_t)p1[g] << 16;
+        uint32_t v[2];
+        for (int e = 0; e < 2; e++) {   /* element (rr, cc) of matrix j */
+            const int rr = trans ? 2 * t + e : g, cc = trans ? g : 2 * t + e;
+            const uint16_t *p =
+                (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)row, j * 8 + rr);
+            v[e] = p[cc];
+        }
+        r[j] = v[0] | v[1] << 16;
     }
 #endif
 }
 /* A fragment: rows r0..r0+15, columns k0..k0+15 of row-major s (stride ld) */
 __device__ __forceinline__ void ft_lda(uint32_t a[4], const uint16_t *s, int ld, int r0, int k0) {
     const int lane = threadIdx.x & 31;
-    ft_ldsm4(a, s + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + k0 + (lane >> 4) * 8);
+    ft_ldsm4(a, s + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + k0 + (lane >> 4) * 8, false);
 }
 /* B fragments of the n8 tiles at n0 and n0 + 8 (b[0..1], b[2..3]), k
  * k0..k0+15, for B[k][n] = s[n][k] (s row-major [n][k], stride ld) */
 __device__ __forceinline__ void ft_ldb2(uint32_t b[4], const uint16_t *s, int ld, int n0, int k0) {
     const int lane = threadIdx.x & 31;
-    ft_ldsm4(b, s + (n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8);
+    ft_ldsm4(b, s + (n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8, false);
 }
 /* the same for B[k][n] = s[k][n] (s row-major [k][n]): transposed loads */
 __device__ __forceinline__ void ft_ldb2t(uint32_t b[4], const uint16_t *s, int ld, int k0, int n0) {
     const int lane = threadIdx.x & 31;
-    ft_ldsm4t(b, s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8);
+    ft_ldsm4(b, s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8, true);
 }
 /* The A fragments of a 16 x N product held as N/8 accumulator tiles (the
  * C layout above): k16 step kk takes tiles 2kk and 2kk+1, rounded to bf16.
@@ -171,17 +163,19 @@ __device__ __forceinline__ void ft_c2a(uint32_t a[N / 16][4], const float c[N / 
     }
 }
 
-/* acc [16][HSP] (HSP/8 accumulator tiles) += A B: A [16][N] in fragments
- * (a, from ft_c2a), B [N][HSP] a row-major bf16 tile (stride ld) */
-template <int N, int HSP>
-__device__ __forceinline__ void ft_acc(float acc[HSP / 8][4], const uint32_t a[N / 16][4], const uint16_t *B,
+/* acc [16][NN] (NN/8 accumulator tiles) += A B over k = 0..K-1: A [16][K]
+ * in fragments (a: registers, e.g. from ft_c2a), B a row-major bf16 tile
+ * (stride ld) holding B [K][NN] (TRANS: loaded with .trans) or B^T [NN][K] */
+template <int K, int NN, bool TRANS>
+__device__ __forceinline__ void ft_acc(float acc[NN / 8][4], const uint32_t a[K / 16][4], const uint16_t *B,
                                        int ld) {
 #pragma unroll
-    for (int kk = 0; kk < N / 16; kk++)
+    for (int kk = 0; kk < K / 16; kk++)
 #pragma unroll
-        for (int n = 0; n < HSP / 8; n += 2) {
+        for (int n = 0; n < NN / 8; n += 2) {
             uint32_t bf[4];
-            ft_ldb2t(bf, B, ld, kk * 16, n * 8);
+            if (TRANS) ft_ldb2t(bf, B, ld, kk * 16, n * 8);
+            else ft_ldb2(bf, B, ld, n * 8, kk * 16);
             ft_mma(acc[n], a[kk], bf);
             ft_mma(acc[n + 1], a[kk], bf + 2);
         }
@@ -227,11 +221,6 @@ __device__ void ft_load(uint16_t *s, int ld, const uint16_t *src, size_t rstride
     }
 }
 
-/* the capped, scaled score and its cap factor f (1 without a cap) */
-__device__ __forceinline__ float ft_x(float s, float scale, float cap, float *f) {
-    return att_cap(s * scale, cap, f);
-}
-
 /* ------------------------------------------------------------ forward */
 
 /* grid (query tiles, NH, B), last tiles first (they walk the most keys).
@@ -273,15 +262,7 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
             float s[FT_ROWS / 8][4];
 #pragma unroll
             for (int n = 0; n < FT_ROWS / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < HSP / 16; kk++)
-#pragma unroll
-                for (int n = 0; n < FT_ROWS / 8; n += 2) {
-                    uint32_t bf[4];
-                    ft_ldb2(bf, Ks, LD, n * 8, kk * 16);
-                    ft_mma(s[n], qf[kk], bf);
-                    ft_mma(s[n + 1], qf[kk], bf + 2);
-                }
+            ft_acc<HSP, FT_ROWS, false>(s, qf, Ks, LD);   /* S = Q K^T */
             /* x, or -inf where the key is not seen; the warp's tile needs no
              * check when every key is below its first query, below T and
              * within the window of its last query */
@@ -294,7 +275,7 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
                 for (int e = 0; e < 4; e++) {
                     const int i = i0 + (e >> 1) * 8, j = k0 + n * 8 + 2 * t + (e & 1);
                     float f;
-                    const float x = ft_x(s[n][e], scale, cap, &f);
+                    const float x = att_cap(s[n][e] * scale, cap, &f);
                     s[n][e] = all || (j < T && att_sees(i, j, window)) ? x : -INFINITY;
                     mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
                 }
@@ -321,7 +302,7 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
                 for (int e = 0; e < 4; e++) s[n][e] = expf(s[n][e] - L[e >> 1]);
             uint32_t pf[FT_ROWS / 16][4];
             ft_c2a<FT_ROWS>(pf, s);
-            ft_acc<FT_ROWS, HSP>(o, pf, Vs, LD);
+            ft_acc<FT_ROWS, HSP, true>(o, pf, Vs, LD);
         }
         if (pass == 0)
             for (int r = 0; r < 2; r++) {
@@ -351,7 +332,7 @@ __device__ __forceinline__ void ft_pds(float *p, float *ds, float s, float dp, i
         return;
     }
     float f;
-    const float x = ft_x(s, scale, cap, &f);
+    const float x = att_cap(s * scale, cap, &f);
     const float pv = zt_cvt_bf16_to_f32(zt_cvt_f32_to_bf16(expf(x - L)));
     *p = pv;
     *ds = pv * (dp - D) * f * scale;
@@ -441,8 +422,8 @@ k_ft_bwd_dkv(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float
             uint32_t pa[BQ / 16][4], da[BQ / 16][4];
             ft_c2a<BQ>(pa, s);
             ft_c2a<BQ>(da, dp);
-            ft_acc<BQ, HSP>(dv, pa, dOs, LD);
-            ft_acc<BQ, HSP>(dk, da, Qs, LD);
+            ft_acc<BQ, HSP, true>(dv, pa, dOs, LD);
+            ft_acc<BQ, HSP, true>(dk, da, Qs, LD);
         }
     }
     for (int r = 0; r < 2; r++) {
@@ -504,7 +485,7 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
             }
         uint32_t da[BK / 16][4];
         ft_c2a<BK>(da, dp);
-        ft_acc<BK, HSP>(dq, da, Ks, LD);
+        ft_acc<BK, HSP, true>(dq, da, Ks, LD);
     }
     for (int r = 0; r < 2; r++) {
         const int i = i0 + r * 8;
@@ -514,15 +495,6 @@ k_ft_bwd_dq(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float 
 }
 
 /* ------------------------------------------------------------ launch */
-
-int zt_cuda_flash_tc_hsp(int hs) {
-    if (hs <= 0) return 0;
-    if (hs <= 16) return 16;
-    if (hs <= 32) return 32;
-    if (hs <= 64) return 64;
-    if (hs <= 128) return 128;
-    return 0;
-}
 
 /* shared memory (bytes) of each kernel at HSP */
 static size_t fwd_bytes(int HSP) { return (size_t)3 * FT_ROWS * (HSP + 8) * 2; }
@@ -564,7 +536,7 @@ static void ft_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const
 
 void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV,
                           int hs, const zt_attn_opts *o) {
-    switch (zt_cuda_flash_tc_hsp(hs)) {
+    switch (zt_cuda_att_flash_hsp(hs)) {
     case 16: ft_fwd<16>(out, lse, q16, B, T, NH, NKV, hs, o); break;
     case 32: ft_fwd<32>(out, lse, q16, B, T, NH, NKV, hs, o); break;
     case 64: ft_fwd<64>(out, lse, q16, B, T, NH, NKV, hs, o); break;
@@ -576,7 +548,7 @@ void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, in
 
 void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
                           const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
-    switch (zt_cuda_flash_tc_hsp(hs)) {
+    switch (zt_cuda_att_flash_hsp(hs)) {
     case 16: ft_bwd<16>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;
     case 32: ft_bwd<32>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;
     case 64: ft_bwd<64>(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o); break;

@@ -198,10 +198,9 @@ void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const
                          const zt_attn_opts *o);
 
 /* cuda_attention_tc.cu: flash attention on tensor cores for head sizes up
- * to 128 (the padded head size HSP, 0 above), from bf16 copies of qkv
- * (q16 [B, T, (NH + 2 NKV) hs]) and dout (do16 [B, T, NH hs]); D =
- * rowsum(dout * out) [B, NH, T]; dqkv overwritten */
-int zt_cuda_flash_tc_hsp(int hs);
+ * to 128 (zt_cuda_att_flash_hsp), from bf16 copies of qkv (q16 [B, T,
+ * (NH + 2 NKV) hs]) and dout (do16 [B, T, NH hs]); D = rowsum(dout * out)
+ * [B, NH, T]; dqkv overwritten */
 void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV,
                           int hs, const zt_attn_opts *o);
 void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,

@@ -94,8 +94,13 @@ static inline size_t zt_cuda_ws_att_tc_scores(int T, int kc) {
     return zt_cuda_ws_al256(n * 4) + zt_cuda_ws_al256(n * 2);
 }
 /* Head sizes up to 128 take the flash kernels on tensor cores
- * (cuda_attention_tc.cu) in bf16 mode: no score buffers. */
-static inline int zt_cuda_att_flash_tc(int hs) { return hs > 0 && hs <= 128; }
+ * (cuda_attention_tc.cu) in bf16 mode, no score buffers: the head size
+ * padded to 16, 32, 64 or 128 in their shared memory, 0 above 128. */
+static inline int zt_cuda_att_flash_hsp(int hs) {
+    if (hs <= 0 || hs > 128) return 0;
+    return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
+}
+static inline int zt_cuda_att_flash_tc(int hs) { return zt_cuda_att_flash_hsp(hs) != 0; }
 /* gqa_ext_fwd [B, T] with NH q heads, NKV kv heads of hs and the options'
  * softcap (gqa_fwd: 0): nothing with fp32 matmuls; in bf16 mode qkv rounded
  * to bf16, [B, T, (NH + 2 NKV) hs], and, on the cuBLAS path (flash = 0:
