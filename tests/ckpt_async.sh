@@ -119,6 +119,24 @@ ok $([ $rc = 0 ] && [ "$pd" = "$pa" ] && [ "$(grep -c 'falling back to synchrono
      "$ZTRAIN" ckpt verify P/step-2 > /dev/null; echo $?) \
    "pre-flight, checkpoint.async at its default: the snapshot does not fit, one warning, synchronous saves (step-2 saved, verifies)"
 
+# ---------------------------------------------------------------- saves faster than the disk
+# the writer slowed (30 ms a piece) so that each periodic save waits for the
+# previous one's write: one warning, naming the wait and an interval that
+# would hide it; the final save's wait for the last write is not warned of
+ZT_CKPT_WRITE_DELAY_MS=30 zrun 2 --steps 7 --ckpt-every 2 --ckpt-dir W --resume never --ckpt-async true
+rc=$?
+diag <(grep '^warning' run.err)
+ok $([ $rc = 0 ] && [ "$(grep -c '^warning' run.err)" = 1 ] &&
+     grep -q '^warning: checkpoint: the save at step 4 waited [0-9.]* s for the background save of step 2 to reach the disk ([0-9.]* s after it started): saves 2 steps ([0-9.]* s) apart come faster than the disk takes them, and each one loses such a wait; checkpoint.every >= [0-9]* (--ckpt-every) would hide the writes (said once)$' run.err &&
+     grep -q 'saved step 6 .*in the background' run.out; echo $?) \
+   "saves every 2 steps, each write slowed past the next save: one warning at step 4, naming the wait and a --ckpt-every that would hide it"
+ZT_CKPT_WRITE_DELAY_MS=30 zrun 2 --steps 3 --ckpt-every 2 --ckpt-dir W2 --resume never --ckpt-async true
+rc=$?
+diag <(grep '^warning' run.err)
+ok $([ $rc = 0 ] && ! grep -q '^warning' run.err && grep -q 'saved step 2 .*in the background' run.out &&
+     grep -q 'saved step 3 ' run.out; echo $?) \
+   "the final save waiting for the last background write: no warning"
+
 # ---------------------------------------------------------------- (2) resume from a background checkpoint
 zrun 2 --steps 8 --ckpt-every 4 --ckpt-keep 3 --ckpt-dir B --resume never --ckpt-async true
 ok $? "8 steps on 2 ranks, step-4 saved in the background"
