@@ -177,7 +177,8 @@ static void warn_wait(zt_ckpt_session *s, zt_ctx *ctx, long step, int timed, dou
     const long steps = step - s->async_step;
     char hint[160];
     if (timed)
-        snprintf(hint, sizeof hint, "checkpoint.every_minutes >= %.1f", took * 1.25 / 60.0);
+        snprintf(hint, sizeof hint, "checkpoint.every_minutes >= %.1f (--ckpt-every-minutes)",
+                 ceil(took * 1.25 / 6.0) / 10.0);
     else
         snprintf(hint, sizeof hint, "checkpoint.every >= %ld (--ckpt-every)",
                  (long)ceil((double)steps * took / apart * 1.25));

@@ -168,6 +168,22 @@ mutant no-sync kernels/cuda/cuda_backend.cu \
 mutant no-smem-attr kernels/cuda/cuda_internal.cuh \
     'if \(bytes > 48 \* 1024\)\n        return \KZT_CU\(cudaFuncSetAttribute\(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, \(int\)bytes\)\)(?=;)' 'true'
 
+# the flash kernels on tensor cores (bf16 attention, cuda_attention_tc.cu):
+# a removed __syncthreads() before the next key tile overwrites Ks/Vs
+# (only the race check or an unlucky order sees it)
+mutant flash-no-syncthreads-war kernels/cuda/cuda_attention_tc.cu \
+    '\K            __syncthreads\(\);   /\* the previous tile is read \*/\n' ''
+
+# the forward's "no mask needed" test against the warp's last query instead
+# of its first: the diagonal tile's last warp sees keys after its queries
+mutant flash-mask-edge kernels/cuda/cuda_attention_tc.cu \
+    'const bool all = k0 \+ FT_ROWS - 1 <= \Kqw(?= && k0 \+ FT_ROWS <= T)' 'qw + 15'
+
+# dq's __syncthreads() before a key tile is loaded, removed: the tile is
+# overwritten while other warps still multiply with the previous one
+mutant flash-dq-no-sync kernels/cuda/cuda_attention_tc.cu \
+    'for \(int k0 = kstart; k0 < kend; k0 \+= BK\) \{\n\K        __syncthreads\(\);\n' ''
+
 echo
 echo "| mutant | file:line | caught by | result |"
 echo "|---|---|---|---|"
