@@ -28,8 +28,7 @@ struct zt_ckpt_session {
     char last[ZT_PATH_MAX + 32];
     char created[ZT_PATH_MAX];  /* rank 0: the topmost directory attach created, or "" */
     zt_ckpt_async *async;      /* ztrain.checkpoint.async: the background saves */
-    long async_step;           /* the step of the last background save started */
-    double async_t;            /* zt_now_s() when it started */
+    double async_t;            /* zt_now_s() when the last background save started */
     int warned_wait;           /* the "saves come faster than the disk" warning was given */
 };
 
@@ -163,18 +162,18 @@ static int finish_inflight(zt_ckpt_session *s, zt_ctx *ctx, int wait, zt_status 
 }
 
 /* A periodic or timed background save that had to wait for the previous
- * one's write: the saves come faster than the disk takes them, and every
- * save loses such a wait.  Said once per run (rank 0 prints), with the
- * interval that would hide the writes: the steps (or minutes) between saves
- * scaled by how long the previous write took, plus a quarter.  prev_t: when
- * the previous background save started; t: when this save step began its
- * wait; waited: how long the wait took. */
-static void warn_wait(zt_ckpt_session *s, zt_ctx *ctx, long step, int timed, double prev_t, double t,
+ * one's write (of step prev, started at s->async_t): the saves come faster
+ * than the disk takes them, and every save loses such a wait.  Said once per
+ * run (rank 0 prints), with the interval that would hide the writes: the
+ * steps (or minutes) between saves scaled by how long the previous write
+ * took, plus a quarter.  t: when this save step began its wait; waited: how
+ * long the wait took. */
+static void warn_wait(zt_ckpt_session *s, zt_ctx *ctx, long step, long prev, int timed, double t,
                       double waited) {
-    if (s->warned_wait || waited < 0.5 || t <= prev_t) return;
+    if (s->warned_wait || waited < 0.5 || t <= s->async_t) return;
     s->warned_wait = 1;
-    const double apart = t - prev_t, took = apart + waited;
-    const long steps = step - s->async_step;
+    const double apart = t - s->async_t, took = apart + waited;
+    const long steps = step - prev;
     char hint[160];
     if (timed)
         snprintf(hint, sizeof hint, "checkpoint.every_minutes >= %.1f (--ckpt-every-minutes)",
@@ -186,7 +185,7 @@ static void warn_wait(zt_ckpt_session *s, zt_ctx *ctx, long step, int timed, dou
            "save of step %ld to reach the disk (%.1f s after it started): saves %ld steps "
            "(%.2f s) apart come faster than the disk takes them, and each one loses such a "
            "wait; %s would hide the writes (said once)",
-           step, waited, s->async_step, took, steps, apart, hint);
+           step, waited, prev, took, steps, apart, hint);
 }
 
 static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
@@ -232,17 +231,16 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     int rc;
     if (s->async) {
         /* at most one save in flight: the previous one finishes first */
-        const int busy = zt_ckpt_async_busy(s->async);
+        const long prev = zt_ckpt_async_step(s->async);   /* -1: none in flight */
         const double tw = zt_now_s();
         ZT_TRY(finish_inflight(s, ctx, 1, st));
-        if (busy) warn_wait(s, ctx, step, !periodic, s->async_t, tw, zt_now_s() - tw);
+        if (prev >= 0) warn_wait(s, ctx, step, prev, !periodic, tw, zt_now_s() - tw);
         zt_log(ctx, ZT_LOG_INFO, "checkpoint: saving step %ld (%s, in the background)", step, why);
         const double t0 = zt_now_s();
         rc = zt_ckpt_save_async(ctx, s->async, c->ckpt_dir, c->ckpt_keep, st);
         if (rc == ZT_OK) {
             s->last_saved_step = step;
             s->last_save_t = zt_now_s();
-            s->async_step = step;
             s->async_t = t0;
         }
     } else {
