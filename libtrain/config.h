@@ -152,7 +152,7 @@ struct zt_config {
     long steps;               /* ztrain.steps >= 1 */
     unsigned long long seed;  /* ztrain.seed */
     int eval_every;           /* ztrain.eval_every, 0 = only at the end */
-    int eval_batch_size;      /* ztrain.eval_batch_size, 0 = micro_batch */
+    int eval_batch_size;      /* ztrain.eval_batch_size, 0 = train_batch_size */
     int eval_batches;         /* ztrain.eval_batches, batches per eval */
     int log_every;            /* ztrain.log_every >= 1 */
     char metrics[ZT_PATH_MAX];/* ztrain.metrics: JSONL path, "" = none */
@@ -237,6 +237,11 @@ int zt_config_key_is_bool(const char *key_or_alias);
 int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st);
 /* activation_checkpointing.policy as a group size: 0 none, 1 blocks, K every-K. */
 int zt_config_act_ckpt_k(const zt_config *cfg);
+/* Rows of one evaluation forward on a rank of dp data parallel groups (after
+ * finalize): the rank's share of ztrain.eval_batch_size, ceil(E / dp); the
+ * derived default (E = train_batch_size) in forwards of at most
+ * train_micro_batch_size_per_gpu rows, as much memory as a micro batch. */
+int zt_config_eval_rows(const zt_config *cfg, int dp);
 /* Model helpers (valid after finalize or on any set config); the
  * architecture's descriptor: arch.h zt_arch_of. */
 enum { ZT_ARCH_GPT2 = 0, ZT_ARCH_LLAMA = 1 };

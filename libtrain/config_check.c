@@ -290,8 +290,9 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
     /* the batch triple counts data parallel ranks: world / sequence_parallel_size */
     ZT_TRY(resolve_batch(c, world / c->model.seq_parallel, st));
     if (c->eval_batch_size == 0) {
-        /* the global micro batch: train_batch_size / grad_accum */
-        c->eval_batch_size = c->train_batch_size / c->grad_accum;
+        /* the global batch: the same samples at any world size and micro batch
+         * (evaluated in forwards of at most micro_batch rows: zt_config_eval_rows) */
+        c->eval_batch_size = c->train_batch_size;
         c->src[zt_cfg_key_index("ztrain.eval_batch_size")] = ZT_SRC_DERIVED;
     }
     /* token positions of one batch are counted in int (B*T) everywhere */
@@ -360,6 +361,14 @@ int zt_config_act_ckpt_k(const zt_config *cfg) {
         return k >= 1 ? (int)k : 1;
     }
     return 0;
+}
+
+int zt_config_eval_rows(const zt_config *cfg, int dp) {
+    long n = dp > 0 ? dp : 1;
+    long share = ((long)cfg->eval_batch_size + n - 1) / n;
+    int derived = cfg->src[zt_cfg_key_index("ztrain.eval_batch_size")] == ZT_SRC_DERIVED;
+    if (derived && cfg->micro_batch > 0 && share > cfg->micro_batch) share = cfg->micro_batch;
+    return share > 0 ? (int)share : 1;
 }
 
 int zt_config_memory_report(const zt_config *cfg) {

@@ -294,7 +294,7 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.eval_every", "eval-every", NULL, NULL, T_INT, FLD(eval_every),
      0, 0, KF_NO_HI, "100", NULL, "evaluate every N steps; 0 = only at the end"},
     {"ztrain.eval_batch_size", "eval-batch-size", NULL, NULL, T_INT, FLD(eval_batch_size),
-     0, 0, KF_NO_HI, "0", NULL, "samples per eval batch, all ranks together; 0 = micro batch x data-parallel ranks"},
+     0, 0, KF_NO_HI, "0", NULL, "samples per eval batch, all ranks together; 0 = train_batch_size"},
     {"ztrain.eval_batches", "eval-batches", NULL, NULL, T_INT, FLD(eval_batches),
      1, 0, KF_NO_HI, "8", NULL, "batches per evaluation"},
     {"ztrain.log_every", "log-every", NULL, "steps_per_print", T_INT, FLD(log_every),

@@ -492,7 +492,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * SP-th of its tokens each; dp = W / SP data parallel groups */
     const int SP = mc->seq_parallel > 1 ? mc->seq_parallel : 1, DP = W / SP;
     p->seq_parallel = SP;
-    p->eval_batch = (int)(((long)c->eval_batch_size + DP - 1) / DP);   /* rows per rank */
+    p->eval_batch = zt_config_eval_rows(c, DP);   /* rows of an eval forward per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;

@@ -920,14 +920,15 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     return ZT_OK;
 }
 
-/* Rows of one evaluation batch on this rank: ztrain.eval_batch_size is the
- * global number of samples per evaluation batch, split over the ranks in
- * contiguous chunks of ceil(E / nranks) (the last ranks may hold fewer, or
- * only padding), so the same samples are evaluated at any world size. */
+/* ztrain.eval_batch_size is the global number of samples per evaluation
+ * batch, split over the ranks in contiguous shares of ceil(E / nranks) (the
+ * last ranks may hold fewer, or only padding), so the same samples are
+ * evaluated at any world size.  A share is run in forwards of eval_rows
+ * rows (zt_config_eval_rows: the share, or the micro batch for the derived
+ * default), every rank the same forwards. */
 static int eval_rows(const zt_ctx *ctx) {
     /* (sequence parallel: over the data parallel groups) */
-    int E = ctx->cfg->eval_batch_size, n = ctx->dp;
-    return (int)(((long)E + n - 1) / n);
+    return zt_config_eval_rows(ctx->cfg, ctx->dp);
 }
 
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
@@ -945,26 +946,31 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(eval_acts_ready(ctx, st));
     int E = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len, R = eval_rows(ctx);
     /* this rank's samples of every round: [first, first + k) of the E */
-    long first = (long)ctx->dp_rank * R;
+    const long share = ((long)E + ctx->dp - 1) / ctx->dp;
+    long first = (long)ctx->dp_rank * share;
     const int Tl = T / ctx->sp;
-    int k = first >= E ? 0 : (int)(E - first < R ? E - first : R);
+    long k = first >= E ? 0 : (E - first < share ? E - first : share);
     double sum = 0.0, ntgt = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
         double nr = 0.0;
         ZT_TRY(counted_targets(&ctx->val, -1 - (long)r, (uint64_t)E, &nr, st));
         ntgt += nr;
-        int *in = zt_batch_host_inputs(&ctx->eval_acts), *tg = zt_batch_host_targets(&ctx->eval_acts);
-        int *fin = ctx->sp > 1 ? ctx->sp_in : in, *ftg = ctx->sp > 1 ? ctx->sp_tg : tg;
-        if (k > 0)
-            ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)first, k, T, fin, ftg, st));
-        /* padding rows (every rank runs the same forwards): no target */
-        for (long i = (long)k * T; i < (long)R * T; ++i) { fin[i] = 0; ftg[i] = -1; }
-        if (ctx->sp > 1) sp_slice(ctx, R, T, in, tg);
-        zt_batch_buf_upload(ctx, &ctx->eval_acts, R * Tl, R * Tl);
-        double ls;
-        ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
-                                ctx->eval_acts.targets, R, Tl, 0, &ls, st));
-        sum += ls;
+        for (long c0 = 0; c0 < share; c0 += R) {
+            int *in = zt_batch_host_inputs(&ctx->eval_acts), *tg = zt_batch_host_targets(&ctx->eval_acts);
+            int *fin = ctx->sp > 1 ? ctx->sp_in : in, *ftg = ctx->sp > 1 ? ctx->sp_tg : tg;
+            int kc = k - c0 <= 0 ? 0 : k - c0 < R ? (int)(k - c0) : R;
+            if (kc > 0)
+                ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)(first + c0), kc, T, fin, ftg,
+                                    st));
+            /* padding rows (every rank runs the same forwards): no target */
+            for (long i = (long)kc * T; i < (long)R * T; ++i) { fin[i] = 0; ftg[i] = -1; }
+            if (ctx->sp > 1) sp_slice(ctx, R, T, in, tg);
+            zt_batch_buf_upload(ctx, &ctx->eval_acts, R * Tl, R * Tl);
+            double ls;
+            ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
+                                    ctx->eval_acts.targets, R, Tl, 0, &ls, st));
+            sum += ls;
+        }
     }
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)

@@ -620,6 +620,21 @@ static void test_finalize(void) {
            zt_config_source(c, "ztrain.eval_batch_size") == ZT_SRC_DERIVED &&
            zt_config_source(c, "scheduler.params.total_num_steps") == ZT_SRC_DERIVED,
            "finalize: eval_batch_size = micro x world (global), total_num_steps = steps (derived)");
+    {   /* issue 45 item 7: the default eval batch is the global batch, in forwards of a micro batch */
+        zt_config *e = zt_config_new();
+        zt_config_set(e, "train_batch_size", "24", ZT_SRC_FILE, &st);
+        zt_config_set(e, "micro-batch", "4", ZT_SRC_FILE, &st);
+        int erc = zt_config_finalize(e, 2, &st);
+        tap_ok(erc == ZT_OK && e->grad_accum == 3 && e->eval_batch_size == 24 &&
+               zt_config_source(e, "ztrain.eval_batch_size") == ZT_SRC_DERIVED && zt_config_eval_rows(e, 2) == 4,
+               "finalize: default eval_batch_size = train_batch_size (24 at accumulation 3), run in forwards of "
+               "the micro batch (4 of a share of 12)");
+        zt_config_set(e, "eval-batch-size", "7", ZT_SRC_FLAG, &st);
+        erc = zt_config_finalize(e, 2, &st);
+        tap_ok(erc == ZT_OK && e->eval_batch_size == 7 && zt_config_eval_rows(e, 2) == 4 &&
+               zt_config_eval_rows(e, 1) == 7, "a set eval_batch_size runs its whole share: ceil(7 / 2) = 4, 7");
+        zt_config_free(e);
+    }
     rc = zt_config_finalize(c, 4, &st);
     tap_ok(rc == ZT_OK && c->train_batch_size == 16 && c->world_size == 4,
            "finalize again recomputes derived values for a new world size");
