@@ -127,10 +127,11 @@ zt_ckpt_async *zt_ckpt_async_new(void) {
     if (!a) return NULL;
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
-    const char *d = getenv("ZT_CKPT_WRITE_DELAY_MS");
-    if (d && *d) a->delay_ms = atoi(d);
-    d = getenv("ZT_CKPT_COPY_DELAY_MS");
-    if (d && *d) a->copy_delay_ms = atoi(d);
+    long d;   /* (ck_env_check refused a value out of range when the session opened) */
+    zt_env_int("ZT_CKPT_WRITE_DELAY_MS", 0, CK_ENV_MS_MAX, 0, &d, NULL);
+    a->delay_ms = (int)d;
+    zt_env_int("ZT_CKPT_COPY_DELAY_MS", 0, CK_ENV_MS_MAX, 0, &d, NULL);
+    a->copy_delay_ms = (int)d;
     return a;
 }
 
@@ -159,9 +160,9 @@ static int write_all(int fd, const char *p, size_t n, uint64_t off) {
 #define CK_WRITER_NICE 19
 
 static int writer_nice(void) {
-    const char *e = getenv("ZT_CKPT_WRITER_NICE");
-    int n = e && *e ? atoi(e) : CK_WRITER_NICE;
-    return n < 0 ? 0 : n > 19 ? 19 : n;
+    long n;
+    zt_env_int("ZT_CKPT_WRITER_NICE", 0, 19, CK_WRITER_NICE, &n, NULL);   /* (ck_env_check) */
+    return (int)n;
 }
 
 /* In the thread, first: every signal blocked (the main thread takes the
@@ -227,8 +228,9 @@ typedef struct ck_dio {
 static void dio_open(ck_dio *d, const char *file) {
     d->fd = -1;
     d->bounce = NULL;
-    const char *e = getenv("ZT_CKPT_DIRECT_IO");
-    if (e && *e && !strcmp(e, "0")) return;
+    int on;
+    zt_env_bool("ZT_CKPT_DIRECT_IO", 1, &on, NULL);   /* (ck_env_check) */
+    if (!on) return;
     void *b = NULL;
     if (posix_memalign(&b, (size_t)CK_DIO_ALIGN, CK_DIO_BOUNCE) != 0) return;
     d->fd = open(file, O_WRONLY | O_CLOEXEC | O_DIRECT);

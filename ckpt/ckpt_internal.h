@@ -247,5 +247,12 @@ int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *s
  * process at that point; ZT_CKPT_CRASH_RANK=R: only on rank R (test-only
  * fault injection; docs/checkpoints.md). */
 void ck_crash_point(const char *phase, long step);
+/* The test hooks' variables (ZT_CKPT_CRASH_AT, ZT_CKPT_CRASH_RANK below
+ * world, ZT_CKPT_WRITE_DELAY_MS, ZT_CKPT_COPY_DELAY_MS,
+ * ZT_CKPT_STEP_SLEEP_MS, ZT_CKPT_WRITER_NICE, ZT_CKPT_DIRECT_IO), checked
+ * once when a session opens: a value that is not of its kind is ZT_EINVAL
+ * naming the variable, its value and what it takes (zt_env_int). */
+int ck_env_check(int world, zt_status *st);
+#define CK_ENV_MS_MAX 3600000L   /* the delays and sleeps: at most an hour */
 
 #endif

@@ -284,12 +284,14 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     ck_crash_point("startup", zt_ctx_step(ctx));
     zt_ckpt_session *s = calloc(1, sizeof *s);
     int rc = s ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint session)");
+    if (rc == ZT_OK) rc = ck_env_check(zt_world_size(), st);
     if (rc == ZT_OK) rc = zt_signal_from_name(c->preempt_signal, &s->signo, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { free(s); return rc; }
     s->ctx = ctx;
     s->last_saved_step = -1;
-    const char *sl = getenv("ZT_CKPT_STEP_SLEEP_MS");
-    if (sl && *sl) s->step_sleep_ms = atoi(sl);
+    long sl;
+    zt_env_int("ZT_CKPT_STEP_SLEEP_MS", 0, CK_ENV_MS_MAX, 0, &sl, NULL);   /* checked above */
+    s->step_sleep_ms = (int)sl;
 
     if (zt_ctx_rank(ctx) == 0) rc = probe_dir(c->ckpt_dir, s->created, sizeof s->created, st);
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }

@@ -54,6 +54,12 @@ zt_progress cli_progress_init(cli_progress *p, const char *label);
 /* Work that ended early (an error): a terminal's line is finished with a
  * newline.  (A final update does that itself.) */
 void cli_progress_end(cli_progress *p);
+#define CLI_PROGRESS_INTERVAL_MAX 1e6   /* seconds */
+/* The CLI's own variables, checked before a command runs: ZTRAIN_PROGRESS
+ * and ZTRAIN_CRASH_REPORT (booleans: 1/0, true/false, yes/no, on/off) and
+ * ZTRAIN_PROGRESS_INTERVAL (seconds, 0 to 1e6).  ZT_EINVAL naming the
+ * variable, its value and what it takes (zt_env_bool, zt_env_double). */
+int cli_env_check(zt_status *st);
 
 /* The fatal-signal report (cli/crash.c): after MPI_Init, a SIGSEGV, SIGBUS,
  * SIGFPE or SIGILL prints "ztrain: fatal: rank R: SIGSEGV at address A,

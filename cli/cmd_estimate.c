@@ -1,6 +1,7 @@
 /* cmd_estimate.c -- `ztrain estimate`: predicted memory per rank, before a
  * job is submitted (libtrain/memplan.h, docs/memory.md).  Pure arithmetic:
  * no MPI, no allocation of training state, any model size. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,53 +100,55 @@ static const char *precision_name(const zt_config *c) {
     return c->bf16_enabled ? "bf16" : c->fp16_enabled ? "fp16" : "fp32";
 }
 
-/* The count in environment variable NAME (a whole positive number below
- * 2^24), 0 if it is unset or anything else. */
-static int env_count(const char *name) {
-    const char *v = getenv(name);
-    char *end;
-    if (!v || !*v) return 0;
-    long n = strtol(v, &end, 10);
-    return !*end && n > 0 && n < (1L << 24) ? (int)n : 0;
-}
+#define SLURM_COUNT_MAX ((1L << 24) - 1)
 
 /* The most tasks any node of the allocation runs: SLURM_NTASKS_PER_NODE
  * (an integer, when --ntasks-per-node was given) or SLURM_TASKS_PER_NODE
- * ("2(x3),1": counts with repetitions).  0 if neither parses. */
-static int slurm_ranks_per_node(const char **from) {
-    int per = env_count("SLURM_NTASKS_PER_NODE");
-    if (per > 0) { *from = "SLURM_NTASKS_PER_NODE"; return per; }
+ * ("2(x3),1": counts with repetitions); 0 if neither is set, ZT_EINVAL
+ * naming the variable for a value of neither form. */
+static int slurm_ranks_per_node(const char **from, int *out, zt_status *st) {
+    long per;
+    *out = 0;
+    ZT_TRY(zt_env_int("SLURM_NTASKS_PER_NODE", 1, SLURM_COUNT_MAX, 0, &per, st));
+    if (per > 0) { *from = "SLURM_NTASKS_PER_NODE"; *out = (int)per; return ZT_OK; }
     const char *v = getenv("SLURM_TASKS_PER_NODE");
     char *end;
-    if (!v || !*v) return 0;
+    if (!v || !*v) return ZT_OK;
     long most = 0;
     const char *q = v;
     while (*q) {
         long n = strtol(q, &end, 10);
-        if (end == q || n < 1 || n >= (1L << 24)) return 0;
+        if (end == q || !isdigit((unsigned char)*q) || n < 1 || n > SLURM_COUNT_MAX) goto bad;
         q = end;
         if (*q == '(') {   /* "(xK)" */
-            if (q[1] != 'x') return 0;
+            if (q[1] != 'x' || !isdigit((unsigned char)q[2])) goto bad;
             long k = strtol(q + 2, &end, 10);
-            if (end == q + 2 || k < 1 || *end != ')') return 0;
+            if (end == q + 2 || k < 1 || *end != ')') goto bad;
             q = end + 1;
         }
         if (n > most) most = n;
-        if (*q == ',') ++q;
-        else if (*q) return 0;
+        if (*q == ',' && q[1]) ++q;
+        else if (*q) goto bad;
     }
     *from = "SLURM_TASKS_PER_NODE";
-    return (int)most;
+    *out = (int)most;
+    return ZT_OK;
+bad:
+    return zt_fail(st, ZT_EINVAL, "SLURM_TASKS_PER_NODE='%s': expected task counts per node such as 2(x3),1 "
+                   "(each from 1 to %ld)", v, SLURM_COUNT_MAX);
 }
 
-/* Slurm's task count for the job (or step): SLURM_NTASKS, else SLURM_NPROCS. */
-static int slurm_ntasks(const char **from) {
+/* Slurm's task count for the job (or step): SLURM_NTASKS, else SLURM_NPROCS
+ * (0: neither set). */
+static int slurm_ntasks(const char **from, int *out, zt_status *st) {
     const char *names[] = {"SLURM_NTASKS", "SLURM_NPROCS"};
+    *out = 0;
     for (int i = 0; i < 2; ++i) {
-        int n = env_count(names[i]);
-        if (n > 0) { *from = names[i]; return n; }
+        long n;
+        ZT_TRY(zt_env_int(names[i], 1, SLURM_COUNT_MAX, 0, &n, st));
+        if (n > 0) { *from = names[i]; *out = (int)n; return ZT_OK; }
     }
-    return 0;
+    return ZT_OK;
 }
 
 static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
@@ -552,10 +555,12 @@ int cmd_estimate(int argc, char **argv) {
     /* where the run's shape came from when not given (under the "run:" line) */
     char shape_from[256] = "";
     size_t sl = 0;
-    if (rc == ZT_OK && world < 1 && (world = slurm_ntasks(&world_from)) > 0)
+    if (rc == ZT_OK && world < 1) rc = slurm_ntasks(&world_from, &world, &st);
+    if (rc == ZT_OK && world_from)
         sl += (size_t)snprintf(shape_from + sl, sizeof shape_from - sl, "world size %d from %s", world,
                                world_from);
-    if (rc == ZT_OK && rpn < 1 && (rpn = slurm_ranks_per_node(&rpn_from)) > 0)
+    if (rc == ZT_OK && rpn < 1) rc = slurm_ranks_per_node(&rpn_from, &rpn, &st);
+    if (rc == ZT_OK && rpn_from)
         snprintf(shape_from + sl, sizeof shape_from - sl, "%s%d ranks per node from %s=%s",
                  sl ? ", " : "", rpn, rpn_from, getenv(rpn_from));
     if (rc == ZT_OK && world < 1) {

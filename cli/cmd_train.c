@@ -175,6 +175,7 @@ int cmd_train(int argc, char **argv) {
     }
     if (rc == ZT_OK && config_path) rc = zt_config_load_file(cfg, config_path, &st);
     if (rc == ZT_OK) rc = zt_config_load_env(cfg, &st);
+    if (rc == ZT_OK) rc = cli_env_check(&st);
     int hf_err = 0;
     if (rc == ZT_OK) rc = zt_hf_record_init_from(cfg, &st);   /* what export checks */
     if (rc == ZT_OK && cfg->init_from[0]) {   /* the model comes from its config.json */

@@ -143,8 +143,9 @@ int cli_crash_report_install(int rank) {
     (void)rank;
     return 0;
 #else
-    const char *e = getenv("ZTRAIN_CRASH_REPORT");
-    if (e && !strcmp(e, "0")) return 0;
+    int on;
+    zt_env_bool("ZTRAIN_CRASH_REPORT", 1, &on, NULL);   /* (cli_env_check) */
+    if (!on) return 0;
     g_rank = rank;
     /* load libgcc's unwinder now, not inside the handler */
     void *warm[2];

@@ -73,15 +73,11 @@ zt_progress cli_progress_init(cli_progress *p, const char *label) {
     memset(p, 0, sizeof *p);
     p->label = label;
     p->tty = isatty(fileno(stderr));
-    const char *e = getenv("ZTRAIN_PROGRESS");
-    p->off = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "false"));
-    const char *iv = getenv("ZTRAIN_PROGRESS_INTERVAL");
-    double v = -1;
-    if (iv && *iv) {
-        char *end;
-        v = strtod(iv, &end);
-        if (*end || v < 0) v = -1;
-    }
+    int on;
+    double v;   /* (cli_env_check refused a value of neither kind) */
+    zt_env_bool("ZTRAIN_PROGRESS", 1, &on, NULL);
+    zt_env_double("ZTRAIN_PROGRESS_INTERVAL", 0, CLI_PROGRESS_INTERVAL_MAX, -1, &v, NULL);
+    p->off = !on;
     p->delay = v >= 0 ? v : p->tty ? 0.5 : 30;
     p->every = p->tty ? (v >= 0 && v < 0.2 ? v : 0.2) : (v >= 0 ? v : 30);
     zt_progress z = {update, p};
@@ -94,4 +90,13 @@ void cli_progress_end(cli_progress *p) {
         fflush(stderr);
     }
     p->shown = 0;
+}
+
+int cli_env_check(zt_status *st) {
+    int b;
+    double v;
+    int rc = zt_env_bool("ZTRAIN_PROGRESS", 1, &b, st);
+    if (rc == ZT_OK) rc = zt_env_double("ZTRAIN_PROGRESS_INTERVAL", 0, CLI_PROGRESS_INTERVAL_MAX, -1, &v, st);
+    if (rc == ZT_OK) rc = zt_env_bool("ZTRAIN_CRASH_REPORT", 1, &b, st);
+    return rc;
 }

@@ -104,6 +104,14 @@ int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return ZT_EXIT_USAGE; }
     zt_watchdog_set_handler(watchdog_exit, NULL);
     const char *cmd = argv[1];
+    /* (train checks them after MPI starts: rank 0 says it once) */
+    if (!strcmp(cmd, "prep") || !strcmp(cmd, "sample") || !strcmp(cmd, "ckpt") || !strcmp(cmd, "estimate")) {
+        zt_status st;
+        if (cli_env_check(&st) != ZT_OK) {
+            cli_error("%s", st.msg);
+            return ZT_EXIT_USAGE;
+        }
+    }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 1, argv + 1);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 1, argv + 1);

@@ -391,6 +391,7 @@ static const char *const env_informational[] = {
 #endif
     "ZTRAIN_CONFIG",   /* config-file path read by the CLI */
     "ZTRAIN_PROGRESS", "ZTRAIN_PROGRESS_INTERVAL",   /* the CLI's progress lines */
+    "ZTRAIN_CRASH_REPORT",   /* the CLI's fatal-signal report */
 };
 
 /* ================================================================ lookups */

@@ -31,8 +31,7 @@ int zt_cuda_pick_device(int local_rank, zt_status *st) {
         (void)cudaGetLastError();
         return -1;
     }
-    const char *bind = getenv(ZTRAIN_ENV_GPU_BIND);
-    if (bind && (strcmp(bind, "local") == 0 || strncmp(bind, "map:", 4) == 0)) return 0;
+    if (zt_rt_gpu_bound()) return 0;
     return local_rank % n;
 }
 

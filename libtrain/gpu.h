@@ -22,6 +22,11 @@
  */
 int zt_cuda_pick_device(int local_rank, zt_status *st);
 
+/* 1 when the Slurm plugin bound each task to its own GPUs:
+ * ZTRAIN_GPU_BIND=local or map:LIST (runtime.c; none, unset: 0; any other
+ * value is refused by zt_rt_check_slurm). */
+int zt_rt_gpu_bound(void);
+
 /*
  * The CUDA backend on this rank's device: zt_cuda_pick_device, make the
  * device current, zt_backend_cuda().  *device receives the ordinal.  NULL

@@ -1,9 +1,15 @@
 /* runtime.c -- MPI initialization and node topology. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+#include "gpu.h"
 #include "runtime.h"
 #include "ztrain_env.h"
 
@@ -180,32 +186,107 @@ int zt_rt_default_threads(void) {
     return per > 0 ? per : 1;
 }
 
-static int env_int(const char *name, int *out) {
+/* ---------------------------------------------------------------- environment */
+
+static const char *env_value(const char *name) {
     const char *v = getenv(name);
-    if (!v || !*v) return 0;
+    return v && *v ? v : NULL;
+}
+
+int zt_env_int(const char *name, long min, long max, long def, long *out, zt_status *st) {
+    *out = def;
+    const char *v = env_value(name);
+    if (!v) return ZT_OK;
     char *end;
+    errno = 0;
     long x = strtol(v, &end, 10);
-    if (*end) return 0;
+    if (end == v || *end || errno || isspace((unsigned char)v[0]) || x < min || x > max)
+        return zt_fail(st, ZT_EINVAL, "%s='%s': expected an integer from %ld to %ld", name, v, min, max);
+    *out = x;
+    return ZT_OK;
+}
+
+int zt_env_double(const char *name, double min, double max, double def, double *out, zt_status *st) {
+    *out = def;
+    const char *v = env_value(name);
+    if (!v) return ZT_OK;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || isspace((unsigned char)v[0]) || !isfinite(x) || !(x >= min && x <= max))
+        return zt_fail(st, ZT_EINVAL, "%s='%s': expected a number from %g to %g", name, v, min, max);
+    *out = x;
+    return ZT_OK;
+}
+
+int zt_env_bool(const char *name, int def, int *out, zt_status *st) {
+    *out = def;
+    const char *v = env_value(name);
+    if (!v) return ZT_OK;
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
+    for (int i = 0; i < 4; ++i) {
+        if (!strcasecmp(v, yes[i])) { *out = 1; return ZT_OK; }
+        if (!strcasecmp(v, no[i])) { *out = 0; return ZT_OK; }
+    }
+    return zt_fail(st, ZT_EINVAL, "%s='%s': expected 1 or 0 (true/false, yes/no, on/off)", name, v);
+}
+
+int zt_env_choice(const char *name, const char *const *choices, int def, int *out, zt_status *st) {
+    *out = def;
+    const char *v = env_value(name);
+    if (!v) return ZT_OK;
+    char list[256] = "";
+    size_t n = 0;
+    for (int i = 0; choices[i]; ++i) {
+        size_t len = strlen(choices[i]);
+        int prefix = len > 0 && choices[i][len - 1] == '*';
+        if (prefix ? !strncmp(v, choices[i], len - 1) && v[len - 1] : !strcmp(v, choices[i])) {
+            *out = i;
+            return ZT_OK;
+        }
+        if (n < sizeof list)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%.*s%s", i ? ", " : "", (int)(len - (size_t)prefix),
+                                  choices[i], prefix ? "..." : "");
+    }
+    return zt_fail(st, ZT_EINVAL, "%s='%s': expected one of %s", name, v, list);
+}
+
+static const char *const gpu_bind_modes[] = {"none", "local", "map:*", NULL};
+
+int zt_rt_gpu_bound(void) {
+    int mode;
+    zt_env_choice(ZTRAIN_ENV_GPU_BIND, gpu_bind_modes, 0, &mode, NULL);
+    return mode > 0;
+}
+
+/* A Slurm task id: unset is 0 (not under Slurm), garbage an error. */
+static int env_id(const char *name, long max, int *have, int *out, zt_status *st) {
+    long x;
+    ZT_TRY(zt_env_int(name, 0, max, -1, &x, st));
+    *have = x >= 0;
     *out = (int)x;
-    return 1;
+    return ZT_OK;
 }
 
 int zt_rt_check_slurm(zt_status *st) {
-    int procid, localid;
+    int procid, localid, ntasks, have, mode;
+    ZT_TRY(zt_env_choice(ZTRAIN_ENV_GPU_BIND, gpu_bind_modes, 0, &mode, st));
     /* The plugin's copies win (they are what Slurm said for this task). */
-    if (!env_int(ZTRAIN_ENV_SLURM_RANK, &procid) && !env_int("SLURM_PROCID", &procid))
-        return ZT_OK;
+    ZT_TRY(env_id(ZTRAIN_ENV_SLURM_RANK, INT_MAX, &have, &procid, st));
+    if (!have) ZT_TRY(env_id("SLURM_PROCID", INT_MAX, &have, &procid, st));
+    if (!have) return ZT_OK;
     /* Launched by mpirun inside an allocation: SLURM_PROCID belongs to the
      * batch step, not to us.  Only srun-launched tasks have SLURM_STEP_ID
      * matching and one task per MPI rank. */
-    int ntasks;
-    if (!env_int("SLURM_STEP_NUM_TASKS", &ntasks) || ntasks != g_rt.world) return ZT_OK;
+    ZT_TRY(env_id("SLURM_STEP_NUM_TASKS", INT_MAX, &have, &ntasks, st));
+    if (!have || ntasks != g_rt.world) return ZT_OK;
     if (procid != g_rt.rank)
         return zt_fail(st, ZT_EINVAL,
                        "Slurm task %d is MPI rank %d: the launcher and MPI disagree "
                        "(srun --mpi=pmix or pmi2 needed?)", procid, g_rt.rank);
-    if ((env_int(ZTRAIN_ENV_SLURM_LOCAL, &localid) || env_int("SLURM_LOCALID", &localid)) &&
-        localid != g_rt.local_rank)
+    ZT_TRY(env_id(ZTRAIN_ENV_SLURM_LOCAL, INT_MAX, &have, &localid, st));
+    if (!have) ZT_TRY(env_id("SLURM_LOCALID", INT_MAX, &have, &localid, st));
+    if (have && localid != g_rt.local_rank)
         return zt_fail(st, ZT_EINVAL,
                        "Slurm local task id %d but MPI local rank %d on this node",
                        localid, g_rt.local_rank);

@@ -22,7 +22,8 @@ const zt_runtime *zt_rt(void);
  * by the ranks on the node (at least 1). */
 int zt_rt_default_threads(void);
 /* Under Slurm (SLURM_PROCID set), check Slurm's task ids against MPI's.
- * Returns ZT_EINVAL with a message when they disagree. */
+ * Returns ZT_EINVAL with a message when they disagree, or when one of them
+ * or ZTRAIN_GPU_BIND is not a value of its kind (zt_env_int / _choice). */
 int zt_rt_check_slurm(zt_status *st);
 /* The node (0-based) of world rank R, or -1 before zt_init / out of range. */
 int zt_rt_node_of(int r);

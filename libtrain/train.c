@@ -169,8 +169,7 @@ static int open_backend(zt_ctx *ctx, const zt_config *c, zt_status *st) {
  * else the node's ranks over its visible devices, rounded up. */
 static int ranks_on_device(const zt_ctx *ctx) {
     if (ctx->device < 0) return 1;
-    const char *bind = getenv(ZTRAIN_ENV_GPU_BIND);
-    if (bind && (strcmp(bind, "local") == 0 || strncmp(bind, "map:", 4) == 0)) return 1;
+    if (zt_rt_gpu_bound()) return 1;
     const int nd = zt_cuda_visible_devices(), nl = zt_rt()->local_size;
     return nd > 0 && nl > nd ? (nl + nd - 1) / nd : 1;
 }
@@ -195,8 +194,7 @@ static int choose_comm(zt_ctx *ctx, const zt_config *c, zt_status *st) {
     if (!cuda || strcmp(cb, "mpi") == 0) return ZT_OK;
     /* one rank per GPU: bound by the plugin (each task sees its own GPUs),
      * or no more ranks on this node than visible devices */
-    const char *bind = getenv(ZTRAIN_ENV_GPU_BIND);
-    const int bound = bind && (strcmp(bind, "local") == 0 || strncmp(bind, "map:", 4) == 0);
+    const int bound = zt_rt_gpu_bound();
     int32_t own = bound || zt_rt()->local_size <= zt_cuda_visible_devices();
     if (ctx->nranks > 1) {
         zt_group_where(ctx->world, "choosing the communication backend");
@@ -230,7 +228,7 @@ static int parse_inject_overflow(zt_ctx *ctx, zt_status *st) {
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p || v < 1 || ctx->n_inject_overflow == cap || (*end && *end != ','))
-            return zt_fail(st, ZT_EINVAL, "ZT_TEST_OVERFLOW_STEPS=%s: expected up to %d "
+            return zt_fail(st, ZT_EINVAL, "ZT_TEST_OVERFLOW_STEPS='%s': expected up to %d "
                            "comma-separated step numbers >= 1", e, cap);
         ctx->inject_overflow[ctx->n_inject_overflow++] = v;
         p = *end ? end + 1 : end;

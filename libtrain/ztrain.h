@@ -166,6 +166,21 @@ static inline void zt_progress_report(const zt_progress *p, const char *what, ui
     if (p && p->update) p->update(p->user, what, done, total, unit, final);
 }
 
+/* Environment variables read as settings (the variables of the tests'
+ * hooks, the CLI's progress and crash report, the Slurm plugin's and
+ * Slurm's own; the ZTRAIN_<KEY> configuration variables are
+ * zt_config_load_env's): one reader, as strict as a configuration key.
+ * Unset or empty: *out = def and ZT_OK.  Anything else must be the whole
+ * value -- an integer (base 10) or a number (no NaN, no infinity) in [min,
+ * max], a boolean 1/0, true/false, yes/no, on/off (any case), or one of
+ * `choices` (NULL-terminated; an entry ending in '*' is a prefix: "map:*");
+ * else *out = def and ZT_EINVAL: "NAME='VALUE': expected an integer from
+ * MIN to MAX" (st may be NULL: a value checked before). */
+int zt_env_int(const char *name, long min, long max, long def, long *out, zt_status *st);
+int zt_env_double(const char *name, double min, double max, double def, double *out, zt_status *st);
+int zt_env_bool(const char *name, int def, int *out, zt_status *st);
+int zt_env_choice(const char *name, const char *const *choices, int def, int *out, zt_status *st);
+
 typedef struct zt_callbacks {
     /* Log lines (no trailing newline).  Called on every rank; the CLI
      * prints rank 0's only.  NULL: discard. */
