@@ -577,7 +577,8 @@ static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status 
     snprintf(p, sizeof p, "%s/adapter_config.json", dir);
     json_error_t je;
     json_t *j = json_load_file(p, 0, &je);
-    if (!j) return zt_fail(st, ZT_EIO, "%s: not readable JSON: %s", p, je.text);
+    char why[200];
+    if (!j) return zt_fail(st, ZT_EIO, "%s: not readable JSON: %s", p, zt_json_error_text(je.text, why, sizeof why));
     int rc = ZT_OK;
     const char *pt = json_string_value(json_object_get(j, "peft_type"));
     const int r = (int)json_integer_value(json_object_get(j, "r"));

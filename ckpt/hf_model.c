@@ -119,11 +119,12 @@ static int hf_open(const char *dir_or_json, hf_cfg *h, zt_status *st) {
     if (S_ISDIR(sb.st_mode)) snprintf(h->path, sizeof h->path, "%s/config.json", dir_or_json);
     else snprintf(h->path, sizeof h->path, "%s", dir_or_json);
     json_error_t je;
+    char why[200];
     h->root = json_load_file(h->path, JSON_REJECT_DUPLICATES, &je);
     if (!h->root) {
         if (stat(h->path, &sb) != 0)
             return zt_fail(st, ZT_EIO, "%s: missing (not a Hugging Face model directory)", h->path);
-        return zt_fail(st, ZT_EDATA, "%s: line %d: %s", h->path, je.line, je.text);
+        return zt_fail(st, ZT_EDATA, "%s: line %d: %s", h->path, je.line, zt_json_error_text(je.text, why, sizeof why));
     }
     if (!json_is_object(h->root)) {
         hf_cfg_free(h);
@@ -738,7 +739,8 @@ static int hf_files_open(const char *dir, hf_files *F, zt_status *st) {
                        "model.safetensors.index.json (only safetensors weights are read)", dir);
     json_error_t je;
     json_t *root = json_load_file(idx, 0, &je);
-    if (!root) return zt_fail(st, ZT_EDATA, "%s: line %d: %s", idx, je.line, je.text);
+    char why[200];
+    if (!root) return zt_fail(st, ZT_EDATA, "%s: line %d: %s", idx, je.line, zt_json_error_text(je.text, why, sizeof why));
     json_t *wm = json_object_get(root, "weight_map");
     int rc = ZT_OK;
     if (!json_is_object(wm)) rc = zt_fail(st, ZT_EDATA, "%s: no weight_map object", idx);

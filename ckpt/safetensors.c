@@ -105,7 +105,10 @@ static int parse_entry(const zt_st_file *f, const char *name, json_t *e, zt_st_t
 static int parse_header(zt_st_file *f, const char *text, size_t len, zt_status *st) {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) return zt_fail(st, ZT_EDATA, "%s: header is not valid JSON: %s", f->path, je.text);
+    char why[200];
+    if (!root)
+        return zt_fail(st, ZT_EDATA, "%s: header is not valid JSON: %s", f->path,
+                       zt_json_error_text(je.text, why, sizeof why));
     int rc = ZT_OK;
     if (!json_is_object(root)) rc = zt_fail(st, ZT_EDATA, "%s: header is not a JSON object", f->path);
     size_t cap = json_is_object(root) ? json_object_size(root) : 0;

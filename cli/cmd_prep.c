@@ -12,7 +12,7 @@
 static void help(void) {
     printf("usage: ztrain prep (--input TEXT | --tokens-in FILES) --output PREFIX\n"
            "                   [--tokenizer PATH [--jsonl | --text] [--doc-sep eos|bos|none]\n"
-           "                    [--threads N]]\n"
+           "                    [--threads N] [--max-line-bytes N]]\n"
            "                   [--val-fraction F] [--format bin|hdf5] [--shard-tokens N]\n"
            "                   [--dtype uint16|uint32]\n"
            "Tokenizes TEXT with byte-level tokens (vocab 256), or with a Hugging Face\n"
@@ -28,6 +28,8 @@ static void help(void) {
            "  --doc-sep eos   the tokenizer's EOS after each document (default);\n"
            "                  bos: its BOS before each document; none: no separator\n"
            "  --threads N     encoding threads (default: OpenMP's, OMP_NUM_THREADS)\n"
+           "  --max-line-bytes N  the longest JSON Lines line, in bytes (default 67108864,\n"
+           "                  64 MiB): a longer line is an error naming it\n"
            "  --format bin    llm.c token shards (default; EXT = bin): uint16 (magic\n"
            "                  20240520) for vocabularies up to 65536, else llm.c's Llama-3\n"
            "                  layout, uint32 (magic 20240801, version 7)\n"
@@ -43,7 +45,7 @@ static void help(void) {
            "usage: ztrain prep --sft --input FILE.jsonl --tokenizer PATH [--template NAME]\n"
            "                   --seq-len N --output PREFIX [--mask assistant|all|last]\n"
            "                   [--allow-split | --truncate] [--val-fraction F] [--pad-id ID]\n"
-           "                   [--template-var NAME=VALUE ...]\n"
+           "                   [--template-var NAME=VALUE ...] [--max-line-bytes N]\n"
            "Instruction / chat data: JSON Lines of {\"messages\": [{\"role\", \"content\"}...]}\n"
            "or {\"prompt\", \"completion\"}, rendered with a chat template, tokenized with PATH\n"
            "(a tokenizer.json or a directory holding one) and packed into windows of N + 1\n"
@@ -63,12 +65,28 @@ static void help(void) {
            "                    window when it does not fit the current one)\n"
            "  --truncate        cut an example longer than a window (default: an error)\n"
            "  --pad-id ID       token that fills window tails (default: the tokenizer's EOS)\n"
+           "  --max-line-bytes N  the longest line, in bytes (default 67108864, 64 MiB)\n"
            "See docs/sft.md.\n");
+}
+
+/* --max-line-bytes: 1 to 2^40 bytes; 0 when not given (the default). */
+static int max_line_bytes(const char *v, size_t *out) {
+    *out = 0;
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || end == v || errno || v[0] == '-' || n < 1 || n > (1ULL << 40)) {
+        cli_error("prep: --max-line-bytes must be a number of bytes from 1 to 1099511627776, got '%s'", v);
+        return -1;
+    }
+    *out = (size_t)n;
+    return 0;
 }
 
 static int prep_sft(const char *input, const char *output, const char *vf, const char *tokenizer,
                     const char *tmpl, const char *const *tvars, const char *seq, const char *mask, int allow_split,
-                    int truncate, const char *pad) {
+                    int truncate, const char *pad, const char *maxline) {
     if (!input || !output || !tokenizer || !seq) {
         cli_error("prep --sft: --input, --output, --tokenizer and --seq-len are required");
         return ZT_EXIT_USAGE;
@@ -83,6 +101,7 @@ static int prep_sft(const char *input, const char *output, const char *vf, const
     o.allow_split = allow_split;
     o.truncate = truncate;
     o.pad_id = -1;
+    if (max_line_bytes(maxline, &o.max_line_bytes)) return ZT_EXIT_USAGE;
     char *end;
     errno = 0;
     long n = strtol(seq, &end, 10);
@@ -140,7 +159,7 @@ static int prep_sft(const char *input, const char *output, const char *vf, const
 int cmd_prep(int argc, char **argv) {
     const char *input = NULL, *tokens_in = NULL, *output = NULL, *vf = NULL, *fmt = "bin",
                *shard = NULL, *dtype = NULL, *tokenizer = NULL, *docsep = NULL, *threads = NULL, *v;
-    const char *tmpl = NULL, *seq = NULL, *mask = NULL, *pad = NULL;
+    const char *tmpl = NULL, *seq = NULL, *mask = NULL, *pad = NULL, *maxline = NULL;
     const char *tvars[33] = {NULL};
     int ntvars = 0;
     int jsonl = 0, sft = 0, allow_split = 0, truncate = 0, fmt_given = 0;
@@ -171,6 +190,7 @@ int cmd_prep(int argc, char **argv) {
         else if ((r = cli_opt(argc, argv, &i, "pad-id", &v))) { if (r < 0) goto missing; pad = v; }
         else if ((r = cli_opt(argc, argv, &i, "shard-tokens", &v))) { if (r < 0) goto missing; shard = v; }
         else if ((r = cli_opt(argc, argv, &i, "dtype", &v))) { if (r < 0) goto missing; dtype = v; }
+        else if ((r = cli_opt(argc, argv, &i, "max-line-bytes", &v))) { if (r < 0) goto missing; maxline = v; }
         else { cli_error("prep: unknown option '%s'", argv[i]); return ZT_EXIT_USAGE; }
         continue;
     missing:
@@ -184,7 +204,7 @@ int cmd_prep(int argc, char **argv) {
                       "vocabulary needs)");
             return ZT_EXIT_USAGE;
         }
-        return prep_sft(input, output, vf, tokenizer, tmpl, tvars, seq, mask, allow_split, truncate, pad);
+        return prep_sft(input, output, vf, tokenizer, tmpl, tvars, seq, mask, allow_split, truncate, pad, maxline);
     }
     if (tmpl || ntvars || seq || mask || pad || allow_split || truncate) {
         cli_error("prep: --template, --template-var, --seq-len, --mask, --pad-id, --allow-split and --truncate "
@@ -196,8 +216,8 @@ int cmd_prep(int argc, char **argv) {
         return ZT_EXIT_USAGE;
     }
     if (input && tokens_in) { cli_error("prep: give either --input or --tokens-in, not both"); return ZT_EXIT_USAGE; }
-    if (!tokenizer && (jsonl || docsep || threads)) {
-        cli_error("prep: --jsonl, --text, --doc-sep and --threads need --tokenizer");
+    if (!tokenizer && (jsonl || docsep || threads || maxline)) {
+        cli_error("prep: --jsonl, --text, --doc-sep, --threads and --max-line-bytes need --tokenizer");
         return ZT_EXIT_USAGE;
     }
     if (tokenizer && tokens_in) { cli_error("prep: --tokenizer needs --input (text), not --tokens-in"); return ZT_EXIT_USAGE; }
@@ -206,6 +226,7 @@ int cmd_prep(int argc, char **argv) {
     o.input = input;
     o.tokenizer = tokenizer;
     o.jsonl = jsonl;
+    if (max_line_bytes(maxline, &o.max_line_bytes)) return ZT_EXIT_USAGE;
     if (docsep) {
         if (!strcmp(docsep, "eos")) o.doc_sep = ZT_DOCSEP_EOS;
         else if (!strcmp(docsep, "bos")) o.doc_sep = ZT_DOCSEP_BOS;

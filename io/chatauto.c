@@ -54,7 +54,10 @@ static int load_config(const char *dir, json_t **cfg, zt_status *st) {
     if (stat(p, &sb) != 0) return ZT_OK;
     json_error_t je;
     *cfg = json_load_file(p, JSON_ALLOW_NUL, &je);
-    if (!*cfg) return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column, je.text);
+    char why[200];
+    if (!*cfg)
+        return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column,
+                       zt_json_error_text(je.text, why, sizeof why));
     if (!json_is_object(*cfg)) {
         json_decref(*cfg);
         *cfg = NULL;

@@ -71,3 +71,50 @@ int zt_io_clean_stale_tmp(const char *path) {
     closedir(d);
     return removed;
 }
+
+/* ---------------------------------------------------------------- JSON Lines */
+
+void zt_lines_init(zt_lines *r, FILE *fp, const char *path, size_t max) {
+    memset(r, 0, sizeof *r);
+    r->fp = fp;
+    r->path = path;
+    r->max = max ? max : ZT_MAX_LINE_BYTES_DEFAULT;
+}
+
+int zt_lines_next(zt_lines *r, size_t *len, zt_status *st) {
+    size_t n = 0;
+    int c = 0;
+    *len = 0;
+    while ((c = getc_unlocked(r->fp)) != EOF) {
+        if (n + 2 > r->cap) {   /* room for c and the NUL */
+            size_t cap = r->cap ? 2 * r->cap : 4096;
+            if (cap > r->max + 2) cap = r->max + 2;
+            if (cap < n + 2) cap = n + 2;
+            char *b = realloc(r->buf, cap);
+            if (!b) return zt_fail(st, ZT_ENOMEM, "%s: out of memory for a line of %zu bytes", r->path, n + 1);
+            r->buf = b;
+            r->cap = cap;
+        }
+        r->buf[n++] = (char)c;
+        if (c == '\n') break;
+        if (n > r->max) {
+            r->bytes += n;
+            return zt_fail(st, ZT_EDATA, "%s:%llu: the line is longer than %zu bytes (the limit of a JSON Lines "
+                           "record; --max-line-bytes N raises it)", r->path,
+                           (unsigned long long)(r->lineno + 1), r->max);
+        }
+    }
+    if (c == EOF && ferror(r->fp)) return zt_fail(st, ZT_EIO, "%s: read error: %s", r->path, strerror(errno));
+    if (n == 0) return ZT_OK;
+    r->buf[n] = '\0';
+    r->lineno++;
+    r->bytes += n;
+    *len = n;
+    return ZT_OK;
+}
+
+void zt_lines_free(zt_lines *r) {
+    free(r->buf);
+    r->buf = NULL;
+    r->cap = 0;
+}

@@ -25,4 +25,27 @@ int zt_io_rename(const char *tmp, const char *path, zt_status *st);
  * prefix at a time).  Returns how many were removed. */
 int zt_io_clean_stale_tmp(const char *path);
 
+/* JSON Lines, one bounded line at a time (prep, prep --sft).  The default
+ * bound of one line: 64 MiB; a longer line is refused after reading max + 1
+ * of its bytes, never held whole. */
+#define ZT_MAX_LINE_BYTES_DEFAULT ((size_t)64 << 20)
+typedef struct zt_lines {
+    FILE *fp;
+    const char *path;
+    size_t max;               /* bytes of a line, its newline not counted */
+    char *buf;                /* the current line, NUL-terminated (its newline kept) */
+    size_t cap;
+    uint64_t lineno;          /* of the current line, 1-based */
+    uint64_t bytes;           /* bytes read so far, newlines included */
+} zt_lines;
+/* Start reading fp (the caller's, left open; r->buf freed by
+ * zt_lines_free); max 0: ZT_MAX_LINE_BYTES_DEFAULT. */
+void zt_lines_init(zt_lines *r, FILE *fp, const char *path, size_t max);
+/* The next line into r->buf (*len bytes, with its newline if any): ZT_OK
+ * with *len 0 at the end of the file; ZT_EDATA "PATH:LINE: the line is
+ * longer than MAX bytes (the limit of a JSON Lines record; --max-line-bytes
+ * raises it)"; ZT_EIO on a read error; ZT_ENOMEM. */
+int zt_lines_next(zt_lines *r, size_t *len, zt_status *st);
+void zt_lines_free(zt_lines *r);
+
 #endif

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "data.h"
+#include "fileio.h"
 #include "internal.h"
 #include "tokenizer.h"
 #include "tokens.h"
@@ -119,7 +120,18 @@ typedef struct tok_run {
     size_t ntok, ndocs;
     int sep;                              /* the separator id, -1 for none */
     uint64_t in_total, in_done;           /* input file bytes: all, encoded (progress) */
+    uint64_t lines, docs;                 /* JSON Lines lines read, documents read (progress) */
 } tok_run;
+
+/* The progress label with the counts so far: "prep: tokenizing (12 lines,
+ * 10 documents, 5120 tokens)" (the lines of JSON Lines input only). */
+static const char *tok_label(const tok_run *r, uint64_t tokens, char *buf, size_t n) {
+    char l[48] = "";
+    if (r->lines) snprintf(l, sizeof l, "%llu line%s, ", (unsigned long long)r->lines, r->lines == 1 ? "" : "s");
+    snprintf(buf, n, "prep: tokenizing (%s%llu document%s, %llu token%s)", l, (unsigned long long)r->docs,
+             r->docs == 1 ? "" : "s", (unsigned long long)tokens, tokens == 1 ? "" : "s");
+    return buf;
+}
 
 static void batch_clear(doc_batch *b) {
     for (int i = 0; i < b->n; ++i) free(b->text[i]);
@@ -160,16 +172,20 @@ static int batch_flush(tok_run *r, doc_batch *b, zt_status *st) {
         /* progress: the input bytes behind the text encoded so far, told by
          * the first thread only (the callback is not thread-safe) */
         const double scale = b->bytes ? (double)b->src / (double)b->bytes : 0;
-        uint64_t enc = 0;
+        uint64_t enc = 0, ntok = r->ntok;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth > 0 ? nth : omp_default_threads())
         for (int i = 0; i < n; ++i) {
             rcs[i] = zt_tok_encode(r->tk, b->text[i], b->len[i], 0, &ids[i], &nid[i], NULL);
-            uint64_t e;
+            uint64_t e, k, add = nid[i] + (r->sep >= 0);
 #pragma omp atomic capture
             e = enc += b->len[i];
-            if (omp_get_thread_num() == 0)
-                zt_progress_report(&r->o->progress, "prep: tokenizing", r->in_done + (uint64_t)((double)e * scale),
-                                   r->in_total, "B", 0);
+#pragma omp atomic capture
+            k = ntok += add;
+            if (omp_get_thread_num() == 0) {
+                char label[160];
+                zt_progress_report(&r->o->progress, tok_label(r, k, label, sizeof label),
+                                   r->in_done + (uint64_t)((double)e * scale), r->in_total, "B", 0);
+            }
         }
         r->in_done += b->src;
     }
@@ -195,6 +211,11 @@ static int batch_flush(tok_run *r, doc_batch *b, zt_status *st) {
     for (int i = 0; ids && i < b->n; ++i) free(ids[i]);
     free(ids); free(nid); free(rcs);
     batch_clear(b);
+    if (rc == ZT_OK) {   /* the batch written (whichever threads encoded it) */
+        char label[160];
+        zt_progress_report(&r->o->progress, tok_label(r, r->ntok, label, sizeof label), r->in_done, r->in_total,
+                           "B", 0);
+    }
     return rc;
 }
 
@@ -207,33 +228,40 @@ static int is_blank(const char *s, size_t n) {
 static int read_jsonl(tok_run *r, doc_batch *b, const char *path, zt_status *st) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL; size_t cap = 0;
-    ssize_t n;
-    long ln = 0;
-    int rc = ZT_OK;
-    while (rc == ZT_OK && (n = getline(&line, &cap, fp)) >= 0) {
-        ++ln;
+    zt_lines lr;
+    zt_lines_init(&lr, fp, path, r->o->max_line_bytes);
+    size_t n;
+    int rc;
+    while ((rc = zt_lines_next(&lr, &n, st)) == ZT_OK && n > 0) {
+        const char *line = lr.buf;
+        const unsigned long long ln = (unsigned long long)lr.lineno;
+        r->lines++;
         b->src += (uint64_t)n;
-        if (is_blank(line, (size_t)n)) continue;
+        if (is_blank(line, n)) continue;
         json_error_t je;
-        json_t *j = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, &je);
+        json_t *j = json_loadb(line, n, JSON_ALLOW_NUL, &je);
         json_t *t = json_is_object(j) ? json_object_get(j, "text") : NULL;
-        if (!j) rc = zt_fail(st, ZT_EDATA, "%s:%ld: not valid JSON (column %d: %s)", path, ln, je.column, je.text);
-        else if (!json_is_string(t)) rc = zt_fail(st, ZT_EDATA, "%s:%ld: no \"text\" string in this JSON line", path, ln);
-        else {
+        if (!j) {
+            char why[200];
+            rc = zt_fail(st, ZT_EDATA, "%s:%llu: not valid JSON (column %d: %s)", path, ln, je.column,
+                         zt_json_error_text(je.text, why, sizeof why));
+        } else if (!json_is_string(t)) {
+            rc = zt_fail(st, ZT_EDATA, "%s:%llu: no \"text\" string in this JSON line", path, ln);
+        } else {
             size_t len = json_string_length(t);
             char *d = malloc(len + 1);
             if (!d) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
             else {
                 memcpy(d, json_string_value(t), len + 1);
-                rc = batch_add(b, d, len, path, ln, st);
+                rc = batch_add(b, d, len, path, (long)ln, st);
+                if (rc == ZT_OK) r->docs++;
             }
         }
         json_decref(j);
         if (rc == ZT_OK && (b->bytes >= BATCH_BYTES || b->n >= BATCH_DOCS)) rc = batch_flush(r, b, st);
+        if (rc != ZT_OK) break;
     }
-    if (rc == ZT_OK && ferror(fp)) rc = zt_fail(st, ZT_EIO, "%s: read error", path);
-    free(line);
+    zt_lines_free(&lr);
     fclose(fp);
     return rc;
 }
@@ -253,6 +281,7 @@ static int read_text(tok_run *r, doc_batch *b, const char *path, zt_status *st) 
     d[n] = 0;
     b->src += n;
     ZT_TRY(batch_add(b, d, n, path, 0, st));
+    r->docs++;
     return b->bytes >= BATCH_BYTES || b->n >= BATCH_DOCS ? batch_flush(r, b, st) : ZT_OK;
 }
 
@@ -286,7 +315,9 @@ static int tokenize_inputs(tok_run *r, zt_status *st) {
         rc = jl ? read_jsonl(r, &b, path, st) : read_text(r, &b, path, st);
     }
     if (rc == ZT_OK) rc = batch_flush(r, &b, st);
-    if (rc == ZT_OK) zt_progress_report(&o->progress, "prep: tokenizing", r->in_done, r->in_total, "B", 1);
+    char label[160];
+    if (rc == ZT_OK)
+        zt_progress_report(&o->progress, tok_label(r, r->ntok, label, sizeof label), r->in_done, r->in_total, "B", 1);
     batch_clear(&b);
     free(b.text); free(b.len); free(b.line); free(b.file);
     if (globbed) globfree(&g);
@@ -345,7 +376,7 @@ int zt_prep(const zt_prep_opts *o, zt_prep_result *res, zt_status *st) {
         ZT_TRY(zt_tok_load(o->tokenizer, &tk, st));
         vocab = zt_tok_vocab_size(tk);
         if (!o->elsize) elsize = vocab > 65536 ? 4 : 2;
-        tok_run r = {o, tk, NULL, 0, 0, -1, 0, 0};
+        tok_run r = {o, tk, NULL, 0, 0, -1, 0, 0, 0, 0};
         if (elsize == 2 && vocab > 65536)
             rc = zt_fail(st, ZT_EINVAL, "%s: a vocabulary of %d does not fit uint16 tokens (use uint32)", o->tokenizer, vocab);
         if (rc == ZT_OK && o->doc_sep != ZT_DOCSEP_NONE) {

@@ -144,7 +144,9 @@ typedef struct zt_sft_prep_opts {
     int truncate;             /* cut examples longer than a window (else error) */
     double val_fraction;      /* the last fraction of the examples -> val */
     int pad_id;               /* < 0: the tokenizer's EOS, else 0 */
-    zt_progress progress;     /* optional: input bytes done */
+    size_t max_line_bytes;    /* the longest line; 0 = 64 MiB (fileio.h) */
+    zt_progress progress;     /* optional: input bytes counted, then done (with the lines,
+                                 examples and tokens so far) */
 } zt_sft_prep_opts;
 
 typedef struct zt_sft_prep_result {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fileio.h"
 #include "internal.h"
 #include "sft.h"
 #include "jinja.h"
@@ -100,7 +101,10 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
     e->n = 0;
     json_error_t err;
     e->root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
-    if (!e->root) return zt_fail(st, ZT_EDATA, "%s: malformed JSON: %s (column %d)", where, err.text, err.column);
+    char why[200];
+    if (!e->root)
+        return zt_fail(st, ZT_EDATA, "%s: malformed JSON: %s (column %d)", where,
+                       zt_json_error_text(err.text, why, sizeof why), err.column);
     if (!json_is_object(e->root))
         return zt_fail(st, ZT_EDATA, "%s: expected a JSON object with \"messages\" or \"prompt\" and "
                        "\"completion\"", where);
@@ -314,19 +318,29 @@ static int do_example(prep_state *ps, const char *line, size_t len, const char *
     return rc;
 }
 
-/* Examples (non-blank lines) in the file: the val split needs the count. */
-static int count_examples(FILE *fp, const char *path, uint64_t *n, zt_status *st) {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
+/* Examples (non-blank lines) in the file: the val split needs the count.
+ * Lines longer than the limit are refused here, before any work. */
+static int count_examples(FILE *fp, const zt_sft_prep_opts *o, uint64_t in_total, uint64_t *n,
+                          zt_status *st) {
+    zt_lines lr;
+    zt_lines_init(&lr, fp, o->input, o->max_line_bytes);
+    size_t len;
+    int rc;
     *n = 0;
-    while ((len = getline(&line, &cap, fp)) >= 0)
-        if (!is_blank(line, (size_t)len)) (*n)++;
-    int bad = ferror(fp);
-    free(line);
-    if (bad) return zt_fail(st, ZT_EIO, "%s: read error", path);
-    rewind(fp);
-    return ZT_OK;
+    while ((rc = zt_lines_next(&lr, &len, st)) == ZT_OK && len > 0) {
+        if (!is_blank(lr.buf, len)) (*n)++;
+        char label[96];
+        snprintf(label, sizeof label, "prep --sft: counting (%llu lines)", (unsigned long long)lr.lineno);
+        zt_progress_report(&o->progress, label, lr.bytes, in_total, "B", 0);
+    }
+    if (rc == ZT_OK) {
+        char label[96];
+        snprintf(label, sizeof label, "prep --sft: counting (%llu lines)", (unsigned long long)lr.lineno);
+        zt_progress_report(&o->progress, label, lr.bytes, in_total, "B", 1);
+    }
+    zt_lines_free(&lr);
+    if (rc == ZT_OK) rewind(fp);
+    return rc;
 }
 
 static int check_tokens(prep_state *ps, zt_status *st) {
@@ -405,8 +419,10 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
     }
     int rc = zt_tok_load(o->tokenizer, &ps.tok, st);
     if (rc == ZT_OK) rc = check_tokens(&ps, st);
-    uint64_t total = 0;
-    if (rc == ZT_OK) rc = count_examples(fp, o->input, &total, st);
+    uint64_t total = 0, in_total = 0;
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0) in_total = (uint64_t)sb.st_size;
+    if (rc == ZT_OK) rc = count_examples(fp, o, in_total, &total, st);
     if (rc == ZT_OK && total == 0) rc = zt_fail(st, ZT_EDATA, "%s: no examples (the file is empty)", o->input);
     uint64_t nval = (uint64_t)((double)total * o->val_fraction);
     const int W = o->seq_len + 1;
@@ -432,25 +448,27 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
         zt_sft_path(path[s], sizeof path[s], o->prefix, split[s]);
         rc = zt_sft_writer_open(path[s], W, elsize, vocab, pad, o->mask, flags, &p->w, st);
     }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    uint64_t lineno = 0, ex = 0, in_done = 0, in_total = 0;
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) == 0) in_total = (uint64_t)sb.st_size;
-    while (rc == ZT_OK && (len = getline(&line, &cap, fp)) >= 0) {
-        lineno++;
-        in_done += (uint64_t)len;
-        zt_progress_report(&o->progress, "prep --sft", in_done, in_total, "B", 0);
-        if (is_blank(line, (size_t)len)) continue;
+    zt_lines lr;
+    zt_lines_init(&lr, fp, o->input, o->max_line_bytes);
+    size_t len;
+    uint64_t ex = 0;
+    char label[160];
+    while (rc == ZT_OK && (rc = zt_lines_next(&lr, &len, st)) == ZT_OK && len > 0) {
+        snprintf(label, sizeof label, "prep --sft (%llu lines, %llu examples, %llu tokens)",
+                 (unsigned long long)lr.lineno, (unsigned long long)ex, (unsigned long long)ps.tokens);
+        zt_progress_report(&o->progress, label, lr.bytes, in_total, "B", 0);
+        const char *line = lr.buf;
+        if (is_blank(line, len)) continue;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         char where[1100];
-        snprintf(where, sizeof where, "%s:%llu", o->input, (unsigned long long)lineno);
-        rc = do_example(&ps, line, (size_t)len, where, &ps.pk[ex >= total - nval], st);
+        snprintf(where, sizeof where, "%s:%llu", o->input, (unsigned long long)lr.lineno);
+        rc = do_example(&ps, line, len, where, &ps.pk[ex >= total - nval], st);
         ex++;
     }
-    if (rc == ZT_OK && ferror(fp)) rc = zt_fail(st, ZT_EIO, "%s: read error", o->input);
-    if (rc == ZT_OK) zt_progress_report(&o->progress, "prep --sft", in_done, in_total, "B", 1);
+    snprintf(label, sizeof label, "prep --sft (%llu lines, %llu examples, %llu tokens)",
+             (unsigned long long)lr.lineno, (unsigned long long)ex, (unsigned long long)ps.tokens);
+    if (rc == ZT_OK) zt_progress_report(&o->progress, label, lr.bytes, in_total, "B", 1);
+    zt_lines_free(&lr);
     if (rc == ZT_OK && ex != total)
         rc = zt_fail(st, ZT_EIO, "%s: the file changed while being read", o->input);
     for (int s = 0; s < 2 && rc == ZT_OK; ++s)
@@ -476,7 +494,6 @@ int zt_sft_prep(const zt_sft_prep_opts *o, zt_sft_prep_result *res, zt_status *s
         res->pad_id = pad;
         res->elsize = elsize;
     }
-    free(line);
     for (int s = 0; s < 2; ++s) {
         zt_sft_writer_free(ps.pk[s].w);
         free(ps.pk[s].tok);

@@ -583,9 +583,11 @@ static int load_config(zt_tokenizer *t, const char *dir, zt_status *st) {
     struct stat sb;
     if (stat(p, &sb) != 0 && errno == ENOENT) return ZT_OK;
     json_error_t je;
+    char why[200];
     json_t *cfg = json_load_file(p, 0, &je);
     if (!cfg)
-        return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column, je.text);
+        return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column,
+                       zt_json_error_text(je.text, why, sizeof why));
     if (!json_is_object(cfg)) {
         json_decref(cfg);
         return zt_fail(st, ZT_EDATA, "%s: the top level is not a JSON object", p);
@@ -619,10 +621,12 @@ int zt_tok_load(const char *path, zt_tokenizer **out, zt_status *st) {
     FILE *fp = fopen(t->path, "rb");
     if (!fp) { int e = errno; zt_fail(st, ZT_EIO, "%s: %s", t->path, strerror(e)); free(t); return ZT_EIO; }
     json_error_t je;
+    char why[200];
     json_t *root = json_loadf(fp, JSON_ALLOW_NUL, &je);
     fclose(fp);
     if (!root) {
-        zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", t->path, je.line, je.column, je.text);
+        zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", t->path, je.line, je.column,
+                zt_json_error_text(je.text, why, sizeof why));
         free(t);
         return ZT_EDATA;
     }

@@ -129,7 +129,9 @@ typedef struct zt_prep_opts {
     int jsonl;                /* 0 by extension (.jsonl: JSON Lines), 1 JSON Lines, 2 plain text */
     int doc_sep;              /* ZT_DOCSEP_EOS (default) | _BOS | _NONE */
     int threads;              /* encoding threads; 0 = OpenMP's default */
-    zt_progress progress;     /* optional: input bytes tokenized, then tokens written */
+    size_t max_line_bytes;    /* the longest JSON Lines line; 0 = 64 MiB (fileio.h) */
+    zt_progress progress;     /* optional: input bytes tokenized (with the lines, documents and
+                                 tokens so far), then tokens written */
 } zt_prep_opts;
 
 /* Document separators with a tokenizer: EOS after each document (default),

@@ -241,12 +241,14 @@ int zt_config_load_file(zt_config *cfg, const char *path, zt_status *st) {
     if (!f)
         return zt_fail(st, ZT_EIO, "cannot open config file '%s': %s", path, strerror(errno));
     json_error_t err;
+    char why[200];
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
     int rerr = ferror(f);
     fclose(f);
     if (!root) {
         if (rerr) return zt_fail(st, ZT_EIO, "cannot read config file '%s'", path);
-        return zt_fail(st, ZT_EINVAL, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+        return zt_fail(st, ZT_EINVAL, "%s:%d:%d: %s", path, err.line, err.column,
+                       zt_json_error_text(err.text, why, sizeof why));
     }
     if (!json_is_object(root)) {
         json_decref(root);

@@ -24,6 +24,12 @@ void zt_status_clear(zt_status *st);
 /* Prefix an existing message: "<prefix>: <old message>". */
 int zt_fail_prefix(zt_status *st, const char *fmt, ...) ZT_PRINTF(2, 3);
 
+/* A JSON parser's (jansson's) error text in the user's words: a message
+ * naming one of its flags is reworded ("\\u0000 is not allowed without
+ * JSON_ALLOW_NUL" -> "a NUL character (\\u0000) in a string is not
+ * allowed"); others are returned as they are.  Returns buf or text. */
+const char *zt_json_error_text(const char *text, char *buf, size_t n);
+
 /* Internal-invariant check: a failed check is a bug, reported with file:line
  * and returned as ZT_EINTERNAL (never abort). */
 #define ZT_CHECK(cond, st)                                                    \

@@ -65,3 +65,19 @@ void zt_rmdirs_created(const char *dir, const char *created) {
         *sl = '\0';
     }
 }
+
+const char *zt_json_error_text(const char *text, char *buf, size_t n) {
+    static const char nul[] = "\\u0000 is not allowed without JSON_ALLOW_NUL";
+    if (!strncmp(text, nul, sizeof nul - 1)) {
+        snprintf(buf, n, "a NUL character (\\u0000) in a string is not allowed%s", text + sizeof nul - 1);
+        return buf;
+    }
+    const char *flag = strstr(text, "JSON_");
+    if (flag) {   /* another flag name (none in jansson 2.14): the words before it */
+        size_t k = (size_t)(flag - text);
+        while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '(')) --k;
+        snprintf(buf, n, "%.*s", (int)k, text);
+        return buf;
+    }
+    return text;
+}

@@ -80,6 +80,42 @@ bad "both forms" "has both" '{"messages": [], "prompt": "a", "completion": "b"}'
 bad "empty messages" "\"messages\" must be a non-empty list" '{"messages": []}'
 bad "no assistant turn" "no assistant message: nothing to train on with --mask assistant" \
     '{"messages": [{"role": "user", "content": "x"}]}'
+# issue 45 item 6e: a NUL in a string, in plain words (no parser flag)
+bad "a NUL character" 'malformed JSON: a NUL character (\\u0000) in a string is not allowed near .* (column' \
+    "$good" '{"prompt": "a\u0000b", "completion": "c"}'
+printf '%s\n' '{"prompt": "a\u0000b", "completion": "c"}' > in.jsonl
+prep --input in.jsonl --tokenizer "$L3" --template llama3 --seq-len 128 --output b > b.out 2> b.err
+check "  ... the message names no JSON parser flag" test -s b.err -a -z "$(grep JSON_ b.err)"
+rm -f ./*
+# issue 45 item 6a: a line longer than --max-line-bytes (default 64 MiB) is refused by number
+long="{\"prompt\": \"$(head -c 3000 /dev/zero | tr '\0' a)\", \"completion\": \"b\"}"
+printf '%s\n' "$good" "$good" "$long" "$good" > in.jsonl
+prep --input in.jsonl --tokenizer "$L3" --template llama3 --seq-len 4096 --output b --max-line-bytes 2000 > b.out 2> b.err
+ok $([ $? = 1 ] && [ "$(cat b.err)" = "ztrain: error: in.jsonl:3: the line is longer than 2000 bytes (the limit of a JSON Lines record; --max-line-bytes N raises it)" ] &&
+     [ ! -e b_train.sft ]; echo $?) "a line over --max-line-bytes: exit 1, one line naming file:line and the limit, no output"
+diag b.err
+prep --input in.jsonl --tokenizer "$L3" --template llama3 --seq-len 4096 --output b --max-line-bytes 3100 > b.out 2> b.err
+ok $? "  ... the same file with --max-line-bytes 3100 (the line is $(sed -n 3p in.jsonl | wc -c) bytes with its newline)"
+prep --input in.jsonl --tokenizer "$L3" --template llama3 --seq-len 4096 --output b --max-line-bytes 0 > b.out 2> b.err
+check "--max-line-bytes 0: usage error" test $? -eq 2 -a -n "$(grep -F -- "--max-line-bytes must be a number of bytes from 1" b.err)"
+rm -f ./*
+# the input is read one line at a time: an endless line stops at the limit + 1 bytes
+# (head ends once prep stops reading; reading the line whole would take 200 MB)
+head -c 200000000 /dev/zero | tr '\0' a | prep --input /dev/stdin --tokenizer "$L3" --template llama3 --seq-len 64 \
+    --output b --max-line-bytes 1000 > b.out 2> b.err
+check "a 200 MB line on a pipe: refused at line 1" grep -qx "ztrain: error: /dev/stdin:1: the line is longer than 1000 bytes .*" b.err
+rm -f ./*
+# issue 45 item 6b: progress lines with the lines, examples and tokens so far (ZTRAIN_PROGRESS_INTERVAL=0:
+# at every update)
+ZTRAIN_PROGRESS_INTERVAL=0 prep --input "$CH" --tokenizer "$L3" --template llama3 --seq-len 128 --output p \
+    > p.out 2> p.err
+nl=$(wc -l < "$CH") nex=$(grep -c . "$CH")
+ntok=$(sed -n 's/.*; \([0-9]*\) example tokens.*/\1/p' p.out)
+check "prep --sft progress: counting the lines, then lines, examples and tokens ($nl lines, $nex examples, $ntok tokens)" \
+    grep -q "^ztrain: prep --sft: counting ($nl lines): .* (100%), .*, [0-9.]* s\$" p.err -a \
+    -n "$(grep "^ztrain: prep --sft ($nl lines, $nex examples, $ntok tokens): .* (100%), .*/s, [0-9.]* s\$" p.err)"
+tail -n 1 p.err | diag
+rm -f ./*
 printf '%s\n' '{"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": "y"}]}' > in.jsonl
 prep --input in.jsonl --tokenizer "$ZT_SRCDIR/tests/fixtures/tok/llama2" --template mistral --seq-len 64 --output b 2> b.err
 check "mistral: roles that do not alternate -> exit 1" test $? -eq 1

@@ -134,5 +134,34 @@ expect_error "a missing tokenizer: exit 1, named" 1 "nothere.json" e9 -- \
     prep --tokenizer nothere.json --input "$FX/text.txt" --output e9
 expect_error "a glob matching nothing" 1 "no file matches" e10 -- \
     prep --tokenizer "$FX/gpt2" --input 'none/*.txt' --output e10
+# issue 45 item 6a: a JSON Lines line longer than --max-line-bytes (default 64 MiB): named, nothing written
+{ cat docs.jsonl; printf '{"text": "%s"}\n' "$(head -c 3000 /dev/zero | tr '\0' a)"; } > long.jsonl
+expect_error "a line over --max-line-bytes: exit 1, names file:line and the limit" 1 \
+    "long.jsonl:4: the line is longer than 1000 bytes (the limit of a JSON Lines record; --max-line-bytes N raises it)" \
+    e11 -- prep --tokenizer "$FX/gpt2" --input long.jsonl --output e11 --max-line-bytes 1000
+"$ZTRAIN" prep --tokenizer "$FX/gpt2" --input long.jsonl --output e12 --max-line-bytes 3100 > out.txt 2> err.txt
+ok $? "  ... accepted with --max-line-bytes 3100"
+rm -f e12_*
+expect_error "--max-line-bytes without --tokenizer: usage error" 2 "need --tokenizer" e13 -- \
+    prep --input docs.jsonl --output e13 --max-line-bytes 10
+expect_error "--max-line-bytes x: usage error" 2 "--max-line-bytes must be a number of bytes from 1 to 1099511627776, got 'x'" \
+    e14 -- prep --tokenizer "$FX/gpt2" --input docs.jsonl --output e14 --max-line-bytes x
+# read one line at a time: an endless line on a pipe stops at the limit + 1 bytes
+head -c 200000000 /dev/zero | tr '\0' a | "$ZTRAIN" prep --tokenizer "$FX/gpt2" --input /dev/stdin --jsonl \
+    --output e15 --max-line-bytes 1000 > out.txt 2> err.txt
+check "a 200 MB line on a pipe: refused at line 1" grep -qx "ztrain: error: /dev/stdin:1: the line is longer than 1000 bytes .*" err.txt
+# issue 45 item 6e: a NUL in tokenizer_config.json, in plain words (no parser flag)
+mkdir nulcfg && cp "$FX/gpt2/tokenizer.json" nulcfg/ && printf '{"eos_token": "a\\u0000b"}\n' > nulcfg/tokenizer_config.json
+expect_error "a NUL in tokenizer_config.json: a plain message" 1 \
+    'tokenizer_config.json: not valid JSON (line 1, column 24: a NUL character (\u0000) in a string is not allowed near' \
+    e16 -- prep --tokenizer nulcfg --input "$FX/text.txt" --output e16
+check "  ... naming no JSON parser flag" test -z "$(grep JSON_ err.txt)"
+# issue 45 item 6b: progress with the lines, documents and tokens so far (ZTRAIN_PROGRESS_INTERVAL=0: every update)
+ZTRAIN_PROGRESS_INTERVAL=0 "$ZTRAIN" prep --tokenizer "$FX/llama2" --input docs.jsonl --output pg --val-fraction 0 \
+    --threads 2 > pg.out 2> pg.err
+n=$(sed -n 's/^wrote pg_train.bin (\([0-9]*\) tokens).*/\1/p' pg.out)
+check "prep progress: 3 lines, 2 documents and the $n tokens written, at 100%" \
+    grep -q "^ztrain: prep: tokenizing (3 lines, 2 documents, $n tokens): 1.3 kB of 1.3 kB (100%), .*/s, [0-9.]* s\$" pg.err
+grep tokenizing pg.err | tail -n 1 | diag
 check "no spool or temporary file left anywhere" noleft ./*.spool.* ./*.tmp.* out/a/*.tmp.*
 done_testing
