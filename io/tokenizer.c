@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,12 +32,47 @@ static int unsup(ld *L, const char *what, const char *name) {
     return zt_fail(L->st, ZT_EUNSUPPORTED, "%s: %s '%s' is not supported (docs/tokenizers.md lists what is)",
                    L->file, what, name);
 }
-/* optional bool member (default dflt); -1 with the error set when it is not a bool */
-static int get_bool(ld *L, json_t *o, const char *key, int dflt, const char *where) {
+/* Fields as Hugging Face tokenizers' serde reads them: a plain field must be there (B_REQ), a field with a
+ * serde default may be missing, and only an Option field may be null (B_NULL); a value of the wrong type is
+ * refused.  A bool member: its value, dflt when missing (or null with B_NULL); -1 with the error set. */
+enum { B_OPT = 0, B_REQ = 1, B_NULL = 2 };
+static int field_bool(ld *L, json_t *o, const char *key, int dflt, int how, const char *where) {
     json_t *v = json_object_get(o, key);
-    if (!v || json_is_null(v)) return dflt;
+    if (!v && (how & B_REQ)) { bad(L, "%s: missing field '%s' (true or false)", where, key); return -1; }
+    if (!v || (json_is_null(v) && (how & B_NULL))) return dflt;
     if (!json_is_boolean(v)) { bad(L, "%s: '%s' must be true or false", where, key); return -1; }
     return json_is_true(v);
+}
+/* an Option<bool> member (missing or null: dflt) */
+static int get_bool(ld *L, json_t *o, const char *key, int dflt, const char *where) {
+    return field_bool(L, o, key, dflt, B_NULL, where);
+}
+/* A string member that may be missing (or null with B_NULL): ZT_OK with *out NULL; another type is refused. */
+static int opt_str(ld *L, json_t *o, const char *key, int how, const char *where, const char **out) {
+    json_t *v = json_object_get(o, key);
+    *out = NULL;
+    if (!v || (json_is_null(v) && (how & B_NULL))) return ZT_OK;
+    if (!json_is_string(v)) return bad(L, "%s: '%s' must be a string", where, key);
+    *out = json_string_value(v);
+    return ZT_OK;
+}
+/* ByteLevel (pre-tokenizer, decoder, post-processor: one struct in HF): add_prefix_space and trim_offsets
+ * required, use_regex defaulting to true */
+static int load_bytelevel(ld *L, json_t *o, const char *where, int *add_prefix_space, int *use_regex) {
+    int a = field_bool(L, o, "add_prefix_space", 1, B_REQ, where), u = a < 0 ? -1 : field_bool(L, o, "use_regex", 1, B_OPT, where);
+    if (a < 0 || u < 0 || field_bool(L, o, "trim_offsets", 1, B_REQ, where) < 0) return L->st->code;
+    if (add_prefix_space) *add_prefix_space = a;
+    if (use_regex) *use_regex = u;
+    return ZT_OK;
+}
+/* A count (usize in HF): any integer >= 0, held as an int (a larger one does what INT_MAX does: no word,
+ * no strip reaches it) */
+static int get_count(ld *L, json_t *o, const char *key, const char *where, int *out) {
+    json_t *v = json_object_get(o, key);
+    if (!v) return bad(L, "%s: missing field '%s' (a count)", where, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return bad(L, "%s: '%s' must be a count (an integer >= 0)", where, key);
+    *out = json_integer_value(v) > INT_MAX ? INT_MAX : (int)json_integer_value(v);
+    return ZT_OK;
 }
 static const char *get_str(json_t *o, const char *key) {
     json_t *v = json_object_get(o, key);
@@ -66,7 +102,9 @@ static int one_char(ld *L, const char *s, const char *where, uint32_t *cp) {
 
 /* Metaspace's prepend_scheme ("always" | "first" | "never"), or the older add_prefix_space bool */
 static int load_prepend(ld *L, json_t *o, const char *where, int *out) {
-    const char *ps = get_str(o, "prepend_scheme");
+    const char *ps;
+    ZT_TRY(opt_str(L, o, "prepend_scheme", B_OPT, where, &ps));
+    if (field_bool(L, o, "split", 1, B_NULL, where) < 0) return L->st->code;
     if (ps) {
         if (!strcmp(ps, "always")) *out = ZT_PREPEND_ALWAYS;
         else if (!strcmp(ps, "first")) *out = ZT_PREPEND_FIRST;
@@ -138,10 +176,7 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
     }
     if (!strcmp(type, "ByteLevel")) {
         pt->type = ZT_PRE_BYTELEVEL;
-        if ((pt->add_prefix_space = get_bool(L, o, "add_prefix_space", 1, "pre_tokenizer ByteLevel")) < 0 ||
-            (pt->use_regex = get_bool(L, o, "use_regex", 1, "pre_tokenizer ByteLevel")) < 0 ||
-            get_bool(L, o, "trim_offsets", 1, "pre_tokenizer ByteLevel") < 0)
-            return L->st->code;
+        ZT_TRY(load_bytelevel(L, o, "pre_tokenizer ByteLevel", &pt->add_prefix_space, &pt->use_regex));
         char w[300];
         snprintf(w, sizeof w, "%s: pre_tokenizer ByteLevel", L->file);
         return pt->use_regex ? zt_regex_compile(&pt->pat, zt_gpt2_pattern, 1, w, L->st) : ZT_OK;
@@ -156,7 +191,7 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
         else if (!strcmp(b, "MergedWithNext")) pt->behavior = ZT_SPLIT_NEXT;
         else if (!strcmp(b, "Contiguous")) pt->behavior = ZT_SPLIT_CONTIG;
         else return unsup(L, "Split behavior", b);
-        if ((pt->invert = get_bool(L, o, "invert", 0, "pre_tokenizer Split")) < 0) return L->st->code;
+        if ((pt->invert = field_bool(L, o, "invert", 0, B_REQ, "pre_tokenizer Split")) < 0) return L->st->code;
         return load_pattern(L, o, "pre_tokenizer Split", &pt->pat);
     }
     if (!strcmp(type, "Metaspace")) {
@@ -176,11 +211,12 @@ static int load_pre(ld *L, json_t *o, zt_pretok *pt) {
     int beh = ZT_SPLIT_ISOLATED;
     if (!strcmp(type, "WhitespaceSplit")) { hcls = "whitespace"; beh = ZT_SPLIT_REMOVED; }
     else if (!strcmp(type, "Digits")) {
-        int ind = get_bool(L, o, "individual_digits", 0, "pre_tokenizer Digits");
+        int ind = field_bool(L, o, "individual_digits", 0, B_REQ, "pre_tokenizer Digits");
         if (ind < 0) return L->st->code;
         hcls = "numeric"; beh = ind ? ZT_SPLIT_ISOLATED : ZT_SPLIT_CONTIG;
     } else if (!strcmp(type, "Punctuation")) {
-        const char *b = get_str(o, "behavior");
+        const char *b;
+        ZT_TRY(opt_str(L, o, "behavior", B_OPT, "pre_tokenizer Punctuation", &b));
         hcls = "punct";
         if (!b || !strcmp(b, "Isolated")) beh = ZT_SPLIT_ISOLATED;
         else if (!strcmp(b, "Removed")) beh = ZT_SPLIT_REMOVED;
@@ -230,7 +266,7 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
         }
         return ZT_OK;
     }
-    if (!strcmp(type, "ByteLevel")) { d->type = ZT_DEC_BYTELEVEL; return ZT_OK; }
+    if (!strcmp(type, "ByteLevel")) { d->type = ZT_DEC_BYTELEVEL; return load_bytelevel(L, o, "decoder ByteLevel", NULL, NULL); }
     if (!strcmp(type, "ByteFallback")) { d->type = ZT_DEC_BYTEFALLBACK; return ZT_OK; }
     if (!strcmp(type, "Fuse")) { d->type = ZT_DEC_FUSE; return ZT_OK; }
     if (!strcmp(type, "Metaspace")) {
@@ -244,12 +280,10 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
     if (!strcmp(type, "Strip")) {
         d->type = ZT_DEC_STRIP;
         const char *c = get_str(o, "content");
-        json_t *a = json_object_get(o, "start"), *b = json_object_get(o, "stop");
-        if (!c || !json_is_integer(a) || !json_is_integer(b) || json_integer_value(a) < 0 || json_integer_value(b) < 0)
-            return bad(L, "decoder Strip needs 'content' (a character), 'start' and 'stop' (counts)");
+        if (!c) return bad(L, "decoder Strip needs 'content' (a character), 'start' and 'stop' (counts)");
         ZT_TRY(one_char(L, c, "decoder Strip content", &d->cp));
-        d->start = (int)json_integer_value(a); d->stop = (int)json_integer_value(b);
-        return ZT_OK;
+        ZT_TRY(get_count(L, o, "start", "decoder Strip", &d->start));
+        return get_count(L, o, "stop", "decoder Strip", &d->stop);
     }
     if (!strcmp(type, "Replace")) {
         d->type = ZT_DEC_REPLACE;
@@ -263,7 +297,7 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
         d->type = ZT_DEC_WORDPIECE;
         const char *p = get_str(o, "prefix");
         if (!p) return bad(L, "decoder WordPiece: 'prefix' must be a string");
-        if ((d->start = get_bool(L, o, "cleanup", 1, "decoder WordPiece")) < 0) return L->st->code;
+        if ((d->start = field_bool(L, o, "cleanup", 1, B_REQ, "decoder WordPiece")) < 0) return L->st->code;
         d->str = strdup(p); d->strlen = strlen(p);
         return d->str ? ZT_OK : zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
     }
@@ -274,7 +308,7 @@ static int load_dec(ld *L, json_t *o, zt_decoder *d) {
 /* Unigram: "vocab" a list of [piece, score] (the id is the position), "unk_id", "byte_fallback" */
 static int load_unigram(ld *L, json_t *m, zt_bpe *b) {
     b->model = ZT_MODEL_UNIGRAM;
-    if ((b->byte_fallback = get_bool(L, m, "byte_fallback", 0, "model")) < 0) return L->st->code;
+    if ((b->byte_fallback = field_bool(L, m, "byte_fallback", 0, B_OPT, "model Unigram")) < 0) return L->st->code;
     json_t *vocab = json_object_get(m, "vocab");
     if (!json_is_array(vocab) || json_array_size(vocab) == 0) return bad(L, "model Unigram: 'vocab' must be a non-empty list");
     size_t nv = json_array_size(vocab), total = 0;
@@ -332,18 +366,20 @@ static int load_bpe(ld *L, json_t *m, zt_bpe *b) {
         const char *pre = get_str(m, "continuing_subword_prefix");
         json_t *mx = json_object_get(m, "max_input_chars_per_word");
         if (!pre) return bad(L, "model WordPiece: 'continuing_subword_prefix' must be a string");
-        if (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > INT32_MAX)
-            return bad(L, "model WordPiece: 'max_input_chars_per_word' must be a count");
-        b->wp_maxchars = (int)json_integer_value(mx);
+        (void)mx;
+        ZT_TRY(get_count(L, m, "max_input_chars_per_word", "model WordPiece", &b->wp_maxchars));
         b->wp_prefixlen = strlen(pre);
         if (!(b->wp_prefix = strdup(pre))) return zt_fail(L->st, ZT_ENOMEM, "tokenizer: out of memory");
     }
     json_t *v = json_object_get(m, "dropout");
+    if (v && !json_is_null(v) && !json_is_number(v)) return bad(L, "model: 'dropout' must be a number or null");
     if (v && !json_is_null(v)) return unsup(L, "BPE setting", "dropout (non-null)");
-    const char *p = get_str(m, "continuing_subword_prefix");
+    const char *p;
+    ZT_TRY(opt_str(L, m, "continuing_subword_prefix", B_NULL, "model", &p));
     if (p && *p && !wp) return unsup(L, "BPE setting", "continuing_subword_prefix");
-    p = get_str(m, "end_of_word_suffix");
+    ZT_TRY(opt_str(L, m, "end_of_word_suffix", B_NULL, "model", &p));
     if (p && *p) return unsup(L, "BPE setting", "end_of_word_suffix");
+    ZT_TRY(opt_str(L, m, "unk_token", B_NULL, "model", &p));
     if ((b->ignore_merges = get_bool(L, m, "ignore_merges", 0, "model")) < 0 ||
         (b->byte_fallback = get_bool(L, m, "byte_fallback", 0, "model")) < 0 ||
         (b->fuse_unk = get_bool(L, m, "fuse_unk", 0, "model")) < 0)
@@ -443,7 +479,7 @@ static int load_bpe(ld *L, json_t *m, zt_bpe *b) {
 static int load_post(ld *L, json_t *o, zt_tokenizer *t) {
     const char *type = get_str(o, "type");
     if (!type) return bad(L, "post_processor without a 'type'");
-    if (!strcmp(type, "ByteLevel")) return ZT_OK;   /* offsets only: nothing to do for ids */
+    if (!strcmp(type, "ByteLevel")) return load_bytelevel(L, o, "post_processor ByteLevel", NULL, NULL);   /* offsets only */
     if (!strcmp(type, "Sequence")) {
         json_t *a = json_object_get(o, "processors");
         if (!json_is_array(a)) return bad(L, "post_processor Sequence: 'processors' must be a list");
@@ -453,8 +489,8 @@ static int load_post(ld *L, json_t *o, zt_tokenizer *t) {
     if (strcmp(type, "TemplateProcessing")) return unsup(L, "post_processor", type);
     if (t->has_tmpl) return unsup(L, "post_processor", "two TemplateProcessing in one Sequence");
     json_t *single = json_object_get(o, "single"), *sp = json_object_get(o, "special_tokens");
-    if (!json_is_array(single) || !json_is_object(sp))
-        return bad(L, "post_processor TemplateProcessing needs 'single' (a list) and 'special_tokens'");
+    if (!json_is_array(single) || !json_is_object(sp) || !json_is_array(json_object_get(o, "pair")))
+        return bad(L, "post_processor TemplateProcessing needs 'single' and 'pair' (lists) and 'special_tokens'");
     int seen_a = 0;
     for (size_t i = 0; i < json_array_size(single); ++i) {
         json_t *e = json_array_get(single, i), *x;
@@ -525,18 +561,19 @@ static int load_added(ld *L, json_t *a, zt_tokenizer *t) {
     int rc = ZT_OK;
     for (size_t i = 0; i < json_array_size(a) && rc == ZT_OK; ++i) {
         json_t *e = json_array_get(a, i), *id = json_object_get(e, "id"), *c = json_object_get(e, "content");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX - 1 ||
+        /* (the id written is checked, not used: HF's ids are computed, see above) */
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > UINT32_MAX ||
             !json_is_string(c)) {
-            rc = bad(L, "added_tokens: entry needs an 'id' and a 'content'");
+            rc = bad(L, "added_tokens: entry needs an 'id' (an integer from 0 to 4294967295) and a 'content'");
             break;
         }
         zt_added y = {0};
         int sw = 0;
-        if ((y.special = get_bool(L, e, "special", 0, "added_tokens")) < 0 ||
-            (y.lstrip = get_bool(L, e, "lstrip", 0, "added_tokens")) < 0 ||
-            (y.rstrip = get_bool(L, e, "rstrip", 0, "added_tokens")) < 0 ||
-            (y.normalized = get_bool(L, e, "normalized", 1, "added_tokens")) < 0 ||
-            (sw = get_bool(L, e, "single_word", 0, "added_tokens")) < 0) {
+        if ((y.special = field_bool(L, e, "special", 0, B_REQ, "added_tokens")) < 0 ||
+            (y.lstrip = field_bool(L, e, "lstrip", 0, B_REQ, "added_tokens")) < 0 ||
+            (y.rstrip = field_bool(L, e, "rstrip", 0, B_REQ, "added_tokens")) < 0 ||
+            (y.normalized = field_bool(L, e, "normalized", 1, B_REQ, "added_tokens")) < 0 ||
+            (sw = field_bool(L, e, "single_word", 0, B_REQ, "added_tokens")) < 0) {
             rc = L->st->code;
             break;
         }

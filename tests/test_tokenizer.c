@@ -230,12 +230,13 @@ static void check_invalid_utf8(void) {
     zt_tok_free(t);
 }
 
-/* write a variant of the gpt2 fixture with one substring replaced; returns its path */
-static const char *variant(const char *dir, const char *name, const char *from, const char *to, size_t keep) {
+/* write a variant of fixture base's tokenizer.json with one substring replaced; returns its path */
+static const char *variant_of(const char *base, const char *dir, const char *name, const char *from, const char *to,
+                              size_t keep) {
     static char out[1200];
     char p[1200];
     size_t n;
-    snprintf(p, sizeof p, "%s/gpt2/tokenizer.json", g_fix);
+    snprintf(p, sizeof p, "%s/%s/tokenizer.json", g_fix, base);
     char *s = slurp(p, &n);
     snprintf(out, sizeof out, "%s/%s.json", dir, name);
     FILE *f = fopen(out, "wb");
@@ -251,6 +252,11 @@ static const char *variant(const char *dir, const char *name, const char *from, 
     fclose(f);
     free(s);
     return out;
+}
+
+/* a variant of the gpt2 fixture */
+static const char *variant(const char *dir, const char *name, const char *from, const char *to, size_t keep) {
+    return variant_of("gpt2", dir, name, from, to, keep);
 }
 
 static void expect_load_fail(const char *path, int code, const char *n1, const char *n2, const char *what) {
@@ -337,6 +343,112 @@ static void check_bad_files(void) {
         free(text); free(exp); free(got);
         zt_tok_free(t);
     }
+    tu_rmdir(dir);
+}
+
+/* ------------------------------------------------------------ issue 45 item 6c: HF's field rules */
+/* encode the fixture text with tokenizer file a and b: the same ids (and both load) */
+static int same_encoding(const char *a, const char *b, const char *what) {
+    char p[1200];
+    size_t tn, na = 0, nb = 0;
+    snprintf(p, sizeof p, "%s/text.txt", g_fix);
+    char *text = slurp(p, &tn);
+    zt_status st = {0};
+    zt_tokenizer *ta = NULL, *tb = NULL;
+    int32_t *ia = NULL, *ib = NULL;
+    int rc = zt_tok_load(a, &ta, &st);
+    if (rc == ZT_OK) rc = zt_tok_load(b, &tb, &st);
+    if (rc == ZT_OK) rc = zt_tok_encode(ta, text, tn, 1, &ia, &na, &st);
+    if (rc == ZT_OK) rc = zt_tok_encode(tb, text, tn, 1, &ib, &nb, &st);
+    if (rc != ZT_OK) tap_diag("%s: %s", what, st.msg);
+    int ok = rc == ZT_OK && na > 0 && same_ids(ia, na, ib, nb, what);
+    free(text); free(ia); free(ib);
+    zt_tok_free(ta); zt_tok_free(tb);
+    return ok;
+}
+
+/* the decoding of the fixture text's ids with tokenizer file a and b: the same string */
+static int same_decoding(const char *a, const char *b, const char *what) {
+    char p[1200];
+    size_t tn, n = 0, la = 0, lb = 0;
+    snprintf(p, sizeof p, "%s/text.txt", g_fix);
+    char *text = slurp(p, &tn), *da = NULL, *db = NULL;
+    zt_status st = {0};
+    zt_tokenizer *ta = NULL, *tb = NULL;
+    int32_t *ids = NULL;
+    int rc = zt_tok_load(a, &ta, &st);
+    if (rc == ZT_OK) rc = zt_tok_load(b, &tb, &st);
+    if (rc == ZT_OK) rc = zt_tok_encode(ta, text, tn, 0, &ids, &n, &st);
+    if (rc == ZT_OK) rc = zt_tok_decode(ta, ids, n, 0, &da, &la, &st);
+    if (rc == ZT_OK) rc = zt_tok_decode(tb, ids, n, 0, &db, &lb, &st);
+    if (rc != ZT_OK) tap_diag("%s: %s", what, st.msg);
+    int ok = rc == ZT_OK && la == lb && !memcmp(da, db, la);
+    free(text); free(ids); free(da); free(db);
+    zt_tok_free(ta); zt_tok_free(tb);
+    return ok;
+}
+
+/* What Hugging Face tokenizers (0.23, serde) refuses, ztrain refuses, and what it accepts, ztrain accepts:
+ * a plain field must be there and not null, a field with a default may be missing, an Option may be null,
+ * counts are any integer >= 0, ids any u32 (scripts/tok_fields_probe.py compares the two on every field). */
+static void check_hf_fields(void) {
+    char *dir = tu_tmpdir();
+    char keep[1200];
+#define BL_PRE "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}"
+#define BL_DEC "\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true}"
+#define BL_POST "\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":false,\"use_regex\":true}"
+    /* refused, as HF refuses them (ztrain took a default) */
+    expect_load_fail(variant_of("digits", dir, "dg", "{\"type\":\"Digits\",\"individual_digits\":true}", "{\"type\":\"Digits\"}", 0),
+                     ZT_EDATA, "dg.json", "pre_tokenizer Digits: missing field 'individual_digits' (true or false)",
+                     "Digits without individual_digits (HF: missing field)");
+    expect_load_fail(variant(dir, "blp", BL_PRE, "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"trim_offsets\":true}", 0), ZT_EDATA,
+                     "blp.json", "pre_tokenizer ByteLevel: missing field 'add_prefix_space'",
+                     "pre-tokenizer ByteLevel without add_prefix_space");
+    expect_load_fail(variant(dir, "blt", BL_PRE, "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":null}", 0),
+                     ZT_EDATA, "blt.json", "pre_tokenizer ByteLevel: 'trim_offsets' must be true or false",
+                     "pre-tokenizer ByteLevel with trim_offsets null");
+    expect_load_fail(variant(dir, "bld", BL_DEC, "\"decoder\":{\"type\":\"ByteLevel\"}", 0), ZT_EDATA, "bld.json",
+                     "decoder ByteLevel: missing field 'add_prefix_space'", "decoder ByteLevel without its fields");
+    expect_load_fail(variant(dir, "blq", BL_POST, "\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":false,\"use_regex\":null}", 0),
+                     ZT_EDATA, "blq.json", "post_processor ByteLevel: 'use_regex' must be true or false",
+                     "post-processor ByteLevel with use_regex null");
+    expect_load_fail(variant(dir, "spi", BL_PRE, "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s+\"},\"behavior\":\"Isolated\"}", 0),
+                     ZT_EDATA, "spi.json", "pre_tokenizer Split: missing field 'invert'", "Split without invert");
+    expect_load_fail(variant_of("metaspace", dir, "msp", "\"prepend_scheme\":\"first\"", "\"prepend_scheme\":null", 0), ZT_EDATA,
+                     "msp.json", "pre_tokenizer Metaspace: 'prepend_scheme' must be a string", "Metaspace prepend_scheme null");
+    expect_load_fail(variant_of("punct", dir, "pun", "\"behavior\":\"MergedWithNext\"", "\"behavior\":1", 0), ZT_EDATA,
+                     "pun.json", "pre_tokenizer Punctuation: 'behavior' must be a string", "Punctuation behavior 1");
+    expect_load_fail(variant_of("wordpiece", dir, "wpd", "\"prefix\":\"##\",\"cleanup\":true", "\"prefix\":\"##\"", 0), ZT_EDATA,
+                     "wpd.json", "decoder WordPiece: missing field 'cleanup'", "decoder WordPiece without cleanup");
+    expect_load_fail(variant_of("wordpiece", dir, "tpp", "\"pair\":", "\"pairs\":", 0), ZT_EDATA, "tpp.json",
+                     "TemplateProcessing needs 'single' and 'pair' (lists)", "TemplateProcessing without pair");
+    expect_load_fail(variant(dir, "unk5", "\"unk_token\":null", "\"unk_token\":5", 0), ZT_EDATA, "unk5.json",
+                     "model: 'unk_token' must be a string", "BPE unk_token 5");
+    expect_load_fail(variant_of("unigram", dir, "ubf", "\"byte_fallback\":true", "\"byte_fallback\":null", 0), ZT_EDATA,
+                     "ubf.json", "model Unigram: 'byte_fallback' must be true or false", "Unigram byte_fallback null");
+    expect_load_fail(variant(dir, "ats", ",\"special\":true}", "}", 0), ZT_EDATA, "ats.json",
+                     "added_tokens: missing field 'special'", "an added token without special");
+    expect_load_fail(variant(dir, "atl", "\"lstrip\":false", "\"lstrip\":null", 0), ZT_EDATA, "atl.json",
+                     "added_tokens: 'lstrip' must be true or false", "an added token with lstrip null");
+    /* accepted, as HF accepts them (ztrain refused them or cut them to an int) */
+    snprintf(keep, sizeof keep, "%s", variant_of("wordpiece", dir, "wpm", "\"max_input_chars_per_word\":12",
+                                                 "\"max_input_chars_per_word\":1000000", 0));
+    tap_ok(same_encoding(keep, variant_of("wordpiece", dir, "wpx", "\"max_input_chars_per_word\":12",
+                                          "\"max_input_chars_per_word\":4611686018427387904", 0), "wpx"),
+           "WordPiece max_input_chars_per_word 2^62 (a usize in HF) loads and encodes as 1000000 does");
+    snprintf(keep, sizeof keep, "%s", variant(dir, "aid0", "\"dropout\":null", "\"dropout\":null", 0));
+    tap_ok(same_encoding(keep, variant(dir, "aid", "{\"id\":0,\"content\":\"<|endoftext|>\"", "{\"id\":4294967295,\"content\":\"<|endoftext|>\"", 0), "aid"),
+           "an added token's written id 4294967295 (a u32 in HF, not used) loads, the same ids");
+    expect_load_fail(variant(dir, "aidx", "{\"id\":0,\"content\":\"<|endoftext|>\"", "{\"id\":4294967296,\"content\":\"<|endoftext|>\"", 0),
+                     ZT_EDATA, "aidx.json", "an 'id' (an integer from 0 to 4294967295)", "  ... 4294967296 does not");
+    snprintf(keep, sizeof keep, "%s", variant_of("llama2", dir, "stm", "\"start\":1,", "\"start\":1000000,", 0));
+    tap_ok(same_decoding(keep, variant_of("llama2", dir, "stx", "\"start\":1,", "\"start\":4611686018427387904,", 0), "stx"),
+           "decoder Strip start 2^62 (a usize in HF) strips as 1000000 does (it was cut to 0)");
+    expect_load_fail(variant_of("llama2", dir, "stn", "\"start\":1,", "\"start\":-1,", 0), ZT_EDATA, "stn.json",
+                     "decoder Strip: 'start' must be a count (an integer >= 0)", "  ... a negative start does not");
+#undef BL_PRE
+#undef BL_DEC
+#undef BL_POST
     tu_rmdir(dir);
 }
 
@@ -458,6 +570,7 @@ int main(void) {
     check_fixture("wordpiece", 800, "[CLS]", "[SEP]");
     check_invalid_utf8();
     check_bad_files();
+    check_hf_fields();
     check_robustness();
     return tap_done();
 }

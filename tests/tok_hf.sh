@@ -209,4 +209,9 @@ done < results.txt
 NWANT=$((2 * $(echo $FIXTURES | wc -w) + 67))
 check "$NWANT comparisons ran" test "$(grep -c '^ok \|^not ok ' results.txt)" -eq $NWANT
 [ "$(grep -c '^ok \|^not ok ' results.txt)" -eq $NWANT ] || grep -v '^  ' variants.err | head -20 | diag
+# issue 45 item 6c: every field of every component, missing, null, out of range, of the wrong type:
+# ztrain accepts exactly what HF accepts (but for the differences the script names)
+"$PY" "$ZT_SRCDIR/scripts/tok_fields_probe.py" "$ZTRAIN" > fields.txt 2>&1
+ok $? "tokenizer.json fields: $(tail -n 1 fields.txt)"
+grep '^differ' fields.txt | head -20 | diag
 done_testing
