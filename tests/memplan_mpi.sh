@@ -258,9 +258,10 @@ o=$(SLURM_NTASKS=8 SLURM_NTASKS_PER_NODE=4 SLURM_TASKS_PER_NODE='4(x2)' "$ZTRAIN
 ok $([ $? = 0 ] && grep -q "^run: 16 ranks (4 per node)" <<<"$o" && grep -qF "(4 ranks per node from SLURM_NTASKS_PER_NODE=4)" <<<"$o" &&
      grep -q "host memory per node (4 ranks)" <<<"$o"; echo $?) \
    "estimate: --world-size wins over SLURM_NTASKS; SLURM_NTASKS_PER_NODE gives the ranks per node"
+# (issue 45 item 6d: a malformed value is refused like a bad key, no longer ignored)
 o=$(SLURM_NTASKS=4 SLURM_TASKS_PER_NODE='4(x' "$ZTRAIN" estimate --n-layer 4 2>&1)
-ok $([ $? = 0 ] && grep -q "^run: 4 ranks (4 per node)" <<<"$o" && ! grep -q "ranks per node from" <<<"$o"; echo $?) \
-   "estimate: a malformed SLURM_TASKS_PER_NODE is ignored (default min(N, 8))"
+ok $([ $? = 2 ] && [ "$o" = "ztrain: error: SLURM_TASKS_PER_NODE='4(x': expected task counts per node such as 2(x3),1 (each from 1 to 16777215)" ]; echo $?) \
+   "estimate: a malformed SLURM_TASKS_PER_NODE is refused, one line naming it ($o)"
 # the topology line: every rank's node and host name
 train topo 2 --micro-batch 4
 ok $(grep -qF "topology: 2 ranks on 1 node (2 per node): $(hostname -s) ranks 0-1" "o_topo.txt"; echo $?) \
