@@ -74,7 +74,20 @@ char *ck_lora_json(zt_ctx *ctx);
 typedef int (*ck_hf_tensor_fn)(void *user, const zt_st_file *f, const zt_st_tensor *t,
                                zt_status *st);
 int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st);
+/* A frozen LoRA base's fingerprint as zt_hf_load records it (hf_model.c):
+ * FNV-1a 64 of dir/config.json's bytes, and of each tensor of m as loaded
+ * from dir (fp32, the same reads) into fnv[m->n_tensors].  Both the resume
+ * (ck_lora_check) and `ckpt export --hf --merge` compare it with the
+ * checkpoint's /lora base. */
+struct zt_model;
+int ck_hf_base_config_fnv(const char *dir, uint64_t *config_fnv, zt_status *st);
+int ck_hf_base_fingerprint(const struct zt_model *m, const char *dir, uint64_t *fnv, zt_status *st);
 int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st);
+/* peft_config.c: a PEFT adapter's adapter_config.json (j, read from file)
+ * against the run's LoRA settings mc: ZT_EINVAL naming every key it cannot
+ * apply as PEFT does, and every setting that differs. */
+struct json_t;
+int ck_peft_config_check(const zt_model_config *mc, struct json_t *j, const char *file, zt_status *st);
 int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
 /* Write /meta_checksums (collective in a parallel file: every rank passes
  * the same lines; rank 0's are written). */

@@ -12,7 +12,9 @@
  * (tensors: FNV-1a 64 of each base tensor's fp32 values as loaded; absent
  * for a random base, which the seed names).  A resume reloads the base from
  * ztrain.init_from first, and ck_lora_check refuses a checkpoint whose base
- * is another one, naming it.
+ * is another one, naming it; `ckpt export --hf --merge` checks the base
+ * directory with the same comparison (base_config_same, base_tensors_same)
+ * of the fingerprint computed as the load computes it (hf_model.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -89,6 +91,37 @@ char *ck_lora_json(zt_ctx *ctx) {
     return s;
 }
 
+/* The base's fingerprint now (ck_hf_base_config_fnv, ck_hf_base_fingerprint
+ * or the one zt_hf_load recorded) against the one the adapters were trained
+ * on (b: /lora's "base"); file: the checkpoint.  The resume and `ckpt export
+ * --hf --merge` both check with these. */
+static int base_config_same(const char *file, json_t *b, uint64_t cf, zt_status *st) {
+    char h[17];
+    hex64(h, cf);
+    const char *bdir = json_string_value(json_object_get(b, "init_from"));
+    const char *scf = json_string_value(json_object_get(b, "config_fnv"));
+    if (!scf || strcmp(scf, h))
+        return zt_fail(st, ZT_EINVAL, "%s: the base '%s' has changed since the adapters were "
+                       "trained: its config.json differs", file, bdir ? bdir : "");
+    return ZT_OK;
+}
+
+static int base_tensors_same(const char *file, json_t *b, const zt_model *m, const uint64_t *fnv,
+                             zt_status *st) {
+    char h[17];
+    const char *bdir = json_string_value(json_object_get(b, "init_from"));
+    json_t *tens = json_object_get(b, "tensors");
+    for (int i = 0; i < m->n_tensors; ++i) {
+        const char *v = json_string_value(json_object_get(tens, m->tensors[i].name));
+        hex64(h, fnv[i]);
+        if (!v || strcmp(v, h))
+            return zt_fail(st, ZT_EINVAL, "%s: the base '%s' has changed since the adapters were "
+                           "trained: tensor %s differs (checksum %s, then %s)", file,
+                           bdir ? bdir : "", m->tensors[i].name, h, v ? v : "none");
+    }
+    return ZT_OK;
+}
+
 int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st) {
     const zt_config *c = zt_ctx_config(ctx);
     const zt_model_config *mc = &c->model;
@@ -159,25 +192,8 @@ int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st) {
                      "before the restore)", file, bdir);
         goto out;
     }
-    char h[17];
-    hex64(h, cf);
-    const char *scf = json_string_value(json_object_get(b, "config_fnv"));
-    if (!scf || strcmp(scf, h)) {
-        rc = zt_fail(st, ZT_EINVAL, "%s: the base '%s' has changed since the adapters were "
-                     "trained: its config.json differs", file, bdir);
-        goto out;
-    }
-    const zt_model *m = zt_ctx_model(ctx);
-    for (int i = 0; i < m->n_tensors; ++i) {
-        const char *v = json_string_value(json_object_get(tens, m->tensors[i].name));
-        hex64(h, fnv[i]);
-        if (!v || strcmp(v, h)) {
-            rc = zt_fail(st, ZT_EINVAL, "%s: the base '%s' has changed since the adapters were "
-                         "trained: tensor %s differs (checksum %s, then %s)", file, bdir,
-                         m->tensors[i].name, h, v ? v : "none");
-            goto out;
-        }
-    }
+    if ((rc = base_config_same(file, b, cf, st)) == ZT_OK)
+        rc = base_tensors_same(file, b, zt_ctx_model(ctx), fnv, st);
 out:
     json_decref(j);
     return rc;
@@ -334,14 +350,26 @@ int zt_ckpt_export_peft(const char *path, const char *out_dir, zt_status *st) {
     if (rc == ZT_OK) rc = zt_st_write_end(&w, st);
     zt_st_write_abort(&w);
     if (rc == ZT_OK) {
-        /* target_modules: the module names PEFT matches (suffixes) */
-        const char *tl = json_string_value(json_object_get(a.lora, "targets"));
+        /* target_modules: the modules the checkpoint holds adapters of, as
+         * entries PEFT selects exactly them with (a name, or a path where
+         * another module has the name: GPT-2's c_proj) */
+        zt_lora_mod all[ZT_LORA_MAX_MODS];
+        int ng = 0, want[ZT_LORA_MAX_MODS] = {0};
+        const int na = a.arch->lora_mods(&a.in.model, all, &ng);
+        for (int i = 0; i < n; ++i) {
+            int l;
+            char p[128], kind;
+            if (parse_adapter(a.L.t[i].name, &l, p, sizeof p, &kind)) continue;
+            for (int k = 0; k < na; ++k) want[k] |= !strcmp(all[k].path, p);
+        }
         char buf[256];
-        snprintf(buf, sizeof buf, "%s", tl ? tl : "");
+        zt_lora_label_list(all, na, want, buf, sizeof buf);
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
             json_array_append_new(mods, json_string(tok));
         json_t *b = json_object_get(a.lora, "base");
         const char *bdir = json_string_value(json_object_get(b, "init_from"));
+        /* what was trained: plain LoRA on those modules of every block, one
+         * rank and alpha; the keys of what it is not, with PEFT's off values */
         json_t *cfg = json_pack(
             "{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:s,s:b,s:b,s:b,s:s,s:n,s:s}", "peft_type", "LORA",
             "task_type", "CAUSAL_LM", "r", (int)json_integer_value(json_object_get(a.lora, "r")),
@@ -350,6 +378,13 @@ int zt_ckpt_export_peft(const char *path, const char *out_dir, zt_status *st) {
             "target_modules", mods, "bias", "none", "fan_in_fan_out",
             !strcmp(a.arch->name, "gpt2"), "inference_mode", 1, "init_lora_weights", 1,
             "base_model_name_or_path", bdir ? bdir : "", "modules_to_save", "revision", "main");
+        json_t *off = json_pack("{s:b,s:b,s:n,s:n,s:n,s:{},s:{},s:n,s:n,s:n,s:n,s:{}}", "use_dora", 0,
+                                "lora_bias", 0, "layers_to_transform", "layers_pattern",
+                                "exclude_modules", "rank_pattern", "alpha_pattern", "megatron_config",
+                                "layer_replication", "trainable_token_indices", "target_parameters",
+                                "loftq_config");
+        if (cfg && off) json_object_update(cfg, off);
+        json_decref(off);
         snprintf(fp, sizeof fp, "%s/adapter_config.json", out_dir);
         rc = cfg ? write_json_file(cfg, fp, st) : zt_fail(st, ZT_ENOMEM, "out of memory");
         json_decref(cfg);
@@ -485,6 +520,35 @@ static int merge_tensor(void *user, const zt_st_file *f, const zt_st_tensor *t, 
     return rc;
 }
 
+/* The base's tensors as loaded against the checkpoint's fingerprint of
+ * them (after its config.json was found unchanged): the model its
+ * config.json describes, as the training run read it (zt_hf_read_config),
+ * laid out without values; its tensors read as zt_hf_load reads them. */
+static int base_unchanged(const adapters *a, json_t *b, zt_status *st) {
+    if (!json_is_object(json_object_get(b, "tensors")))
+        return zt_fail(st, ZT_EDATA, "%s: /lora holds no fingerprint of the base's tensors",
+                       a->file);
+    const char *bdir = json_string_value(json_object_get(b, "init_from"));
+    const zt_model_ops *ops = NULL;
+    void *self = NULL;
+    zt_model *m = NULL;
+    uint64_t *fnv = NULL;
+    zt_config *c = zt_config_new();
+    int rc = c ? zt_hf_read_config(bdir, c, st) : zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (rc == ZT_OK) rc = zt_config_finalize_plan(c, 1, st);
+    if (rc == ZT_OK) rc = zt_arch_of(&c->model)->create(&c->model, zt_backend_cpu(), 0, &ops, &self, st);
+    if (rc == ZT_OK && (rc = zt_model_create(ops, self, &c->model, zt_backend_cpu(), 0, &m, st)) != ZT_OK)
+        ops->destroy(self);
+    if (rc == ZT_OK && !(fnv = calloc((size_t)m->n_tensors, sizeof *fnv)))
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (rc == ZT_OK) rc = ck_hf_base_fingerprint(m, bdir, fnv, st);
+    if (rc == ZT_OK) rc = base_tensors_same(a->file, b, m, fnv, st);
+    free(fnv);
+    if (m) zt_model_free(m, 1);
+    zt_config_free(c);
+    return rc;
+}
+
 int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_status *st) {
     zt_status_clear(st);
     adapters a;
@@ -499,23 +563,12 @@ int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_st
         rc = zt_fail(st, ZT_EINVAL, "%s: the adapters were trained on a random base (no "
                      "ztrain.init_from): there is no Hugging Face base to merge into", a.file);
     char p[ZT_PATH_MAX + 64];
-    if (rc == ZT_OK) {   /* the base's config.json as when the adapters were trained */
-        snprintf(p, sizeof p, "%s/config.json", bdir);
-        FILE *fp = fopen(p, "rb");
-        uint64_t h = 1469598103934665603ULL;
-        unsigned char buf[4096];
-        size_t k;
-        while (fp && (k = fread(buf, 1, sizeof buf, fp)) > 0)
-            for (size_t i = 0; i < k; ++i) h = (h ^ buf[i]) * 1099511628211ULL;
-        char hx[17];
-        hex64(hx, h);
-        const char *want = json_string_value(json_object_get(b, "config_fnv"));
-        if (!fp) rc = zt_fail(st, ZT_EIO, "%s: cannot read the base: %s", p, strerror(errno));
-        else if (!want || strcmp(want, hx))
-            rc = zt_fail(st, ZT_EDATA, "%s: the base '%s' has changed since the adapters were "
-                         "trained (its config.json differs)", a.file, bdir);
-        if (fp) fclose(fp);
-    }
+    /* the base as when the adapters were trained: the fingerprint a resume
+     * checks (config.json, then every tensor as loaded) */
+    uint64_t cf = 0;
+    if (rc == ZT_OK) rc = ck_hf_base_config_fnv(bdir, &cf, st);
+    if (rc == ZT_OK) rc = base_config_same(a.file, b, cf, st);
+    if (rc == ZT_OK) rc = base_unchanged(&a, b, st);
     if (rc == ZT_OK) {
         m.a = &a;
         m.scale = json_real_value(json_object_get(a.lora, "scale"));
@@ -570,61 +623,14 @@ static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status 
     const zt_model_config *mc = &c->model;
     const zt_model *lm = zt_ctx_lora_model(ctx);
     const zt_arch *arch = zt_arch_of(mc);
-    char p[ZT_PATH_MAX + 64], tl[200];
-    zt_lora lo;
-    ZT_TRY(zt_lora_plan(mc, &lo, st));
-    zt_lora_target_list(&lo, tl, sizeof tl);
+    char p[ZT_PATH_MAX + 64];
     snprintf(p, sizeof p, "%s/adapter_config.json", dir);
     json_error_t je;
     json_t *j = json_load_file(p, 0, &je);
     char why[200];
     if (!j) return zt_fail(st, ZT_EIO, "%s: not readable JSON: %s", p, zt_json_error_text(je.text, why, sizeof why));
-    int rc = ZT_OK;
-    const char *pt = json_string_value(json_object_get(j, "peft_type"));
-    const int r = (int)json_integer_value(json_object_get(j, "r"));
-    const double alpha = json_number_value(json_object_get(j, "lora_alpha"));
-    const int rs = json_is_true(json_object_get(j, "use_rslora"));
-    /* target_modules: a list, or PEFT's "all-linear" string */
-    char got[256] = "";
-    json_t *tm = json_object_get(j, "target_modules");
-    int same_t = 0;
-    if (json_is_string(tm)) {
-        snprintf(got, sizeof got, "%s", json_string_value(tm));
-        zt_lora_mod all[ZT_LORA_MAX_MODS];
-        int ng;
-        same_t = !strcmp(got, "all-linear") && arch->lora_mods &&
-                 lo.n == arch->lora_mods(mc, all, &ng);   /* every module targeted */
-    } else if (json_is_array(tm)) {
-        size_t k = 0, i;
-        json_t *v;
-        int all = 1;
-        json_array_foreach(tm, i, v) {
-            const char *s = json_string_value(v);
-            k += (size_t)snprintf(got + k, k < sizeof got ? sizeof got - k : 0, "%s%s", i ? "," : "",
-                                  s ? s : "?");
-            /* each listed name is one of ours, and each of ours is listed */
-            char key[64];
-            snprintf(key, sizeof key, ",%s,", s ? s : "");
-            char ours[210];
-            snprintf(ours, sizeof ours, ",%s,", tl);
-            if (!strstr(ours, key)) all = 0;
-        }
-        same_t = all && json_array_size(tm) > 0;
-        char ours[210];
-        snprintf(ours, sizeof ours, "%s", tl);
-        for (char *t = strtok(ours, ","); t && same_t; t = strtok(NULL, ",")) {
-            int hit = 0;
-            json_array_foreach(tm, i, v) hit |= json_string_value(v) && !strcmp(json_string_value(v), t);
-            same_t = hit;
-        }
-    }
-    if (!pt || strcmp(pt, "LORA"))
-        rc = zt_fail(st, ZT_EINVAL, "%s: peft_type is '%s', not LORA", p, pt ? pt : "?");
-    else if (r != mc->lora_r || alpha != mc->lora_alpha || rs != (mc->lora_rslora != 0) || !same_t)
-        rc = zt_fail(st, ZT_EINVAL, "%s: the adapter has r=%d, lora_alpha=%g%s, target_modules %s; "
-                     "the run has ztrain.lora.r=%d, alpha=%g%s, targets %s", p, r, alpha,
-                     rs ? ", use_rslora" : "", got, mc->lora_r, mc->lora_alpha,
-                     mc->lora_rslora ? ", rslora" : "", tl);
+    int rc = json_is_object(j) ? ck_peft_config_check(mc, j, p, st)
+                               : zt_fail(st, ZT_EDATA, "%s: not a JSON object", p);
     const char *bm = json_string_value(json_object_get(j, "base_model_name_or_path"));
     if (rc == ZT_OK && bm && bm[0] && c->init_from[0]) {
         char a[ZT_PATH_MAX], b[ZT_PATH_MAX];
@@ -639,6 +645,8 @@ static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status 
     snprintf(p, sizeof p, "%s/adapter_model.safetensors", dir);
     ZT_TRY(zt_st_open(p, &f, st));
     int used = 0;
+    unsigned char *seen = calloc((size_t)(f.n ? f.n : 1), 1);
+    if (!seen) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     for (int i = 0; rc == ZT_OK && i < lm->n_tensors; ++i) {
         const zt_tensor_info *t = &lm->tensors[i];
         int l;
@@ -660,6 +668,7 @@ static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status 
             break;
         }
         used++;
+        seen[x - f.t] = 1;
         float *dst = full + t->offset;
         if (kind == 'A') {
             rc = zt_st_read(&f, x, 0, t->numel, dst, st);
@@ -672,9 +681,11 @@ static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status 
             for (uint64_t k = 0; k < R; ++k) dst[k * C + o] = tmp[o * R + k];
         free(tmp);
     }
-    if (rc == ZT_OK && used != f.n)
-        rc = zt_fail(st, ZT_EDATA, "%s: %d tensors, %d of them adapters of this run's targets "
-                     "(unexpected keys)", p, f.n, used);
+    for (int i = 0; rc == ZT_OK && used != f.n && i < f.n; ++i)
+        if (!seen[i])
+            rc = zt_fail(st, ZT_EDATA, "%s: %d tensors, %d of them adapters of this run's targets; "
+                         "%s is not one (unexpected keys)", p, f.n, used, f.t[i].name);
+    free(seen);
     zt_st_close(&f);
     return rc;
 }

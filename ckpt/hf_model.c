@@ -912,10 +912,73 @@ static int hf_check_model(zt_ctx *ctx, const char *dir, zt_status *st) {
 }
 
 /* FNV-1a 64 of n bytes, continuing h. */
+#define FNV_BASIS 1469598103934665603ULL
 static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
     return h;
+}
+
+/* Elements [a, b) of tensor t as a load reads them (mt: its match; tmp:
+ * t's rows when transposed) into out. */
+static int hf_read_range(const hf_files *F, const hf_match *mt, const zt_tensor_info *t, uint64_t a,
+                         uint64_t b, float *out, float *tmp, zt_status *st) {
+    const zt_st_file *f = &F->f[mt->file];
+    if (mt->transpose && t->ndim == 2)
+        return read_transposed(f, mt->t, (uint64_t)t->shape[0], (uint64_t)t->shape[1], a, b, out,
+                               tmp, st);
+    return zt_st_read(f, mt->t, mt->off + a, b - a, out, st);
+}
+
+/* The base fingerprint's config part: FNV-1a 64 of dir/config.json's bytes. */
+static int hf_config_fnv(const char *dir, uint64_t *h, zt_status *st) {
+    char path[ZT_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return zt_fail(st, ZT_EIO, "%s: cannot read: %s", path, strerror(errno));
+    unsigned char b[4096];
+    size_t k;
+    *h = FNV_BASIS;
+    while ((k = fread(b, 1, sizeof b, fp)) > 0) *h = fnv_bytes(*h, b, k);
+    const int bad = ferror(fp);
+    fclose(fp);
+    return bad ? zt_fail(st, ZT_EIO, "%s: read error", path) : ZT_OK;
+}
+
+int ck_hf_base_config_fnv(const char *dir, uint64_t *config_fnv, zt_status *st) {
+    return hf_config_fnv(dir, config_fnv, st);
+}
+
+int ck_hf_base_fingerprint(const zt_model *m, const char *dir, uint64_t *fnv, zt_status *st) {
+    hf_files F;
+    memset(&F, 0, sizeof F);
+    hf_match *mt = calloc((size_t)m->n_tensors, sizeof *mt);
+    enum { CHUNK = 1 << 20 };
+    float *buf = malloc(CHUNK * sizeof(float)), *tmp = NULL;
+    uint64_t maxrows = 1;
+    int rc = mt && buf ? hf_files_open(dir, &F, st) : zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (rc == ZT_OK) rc = hf_match_all(m, &F, mt, st);
+    for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti)
+        if (mt[ti].transpose && (uint64_t)m->tensors[ti].shape[0] > maxrows)
+            maxrows = (uint64_t)m->tensors[ti].shape[0];
+    if (rc == ZT_OK && !(tmp = malloc(maxrows * sizeof(float))))
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    /* FNV-1a runs over the bytes in order: chunk by chunk is the whole */
+    for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti) {
+        const zt_tensor_info *t = &m->tensors[ti];
+        uint64_t h = FNV_BASIS;
+        for (uint64_t a = 0; rc == ZT_OK && a < t->numel; a += CHUNK) {
+            const uint64_t b = a + CHUNK < t->numel ? a + CHUNK : t->numel;
+            rc = hf_read_range(&F, &mt[ti], t, a, b, buf, tmp, st);
+            if (rc == ZT_OK) h = fnv_bytes(h, buf, (b - a) * sizeof(float));
+        }
+        fnv[ti] = h;
+    }
+    hf_files_close(&F);
+    free(mt);
+    free(buf);
+    free(tmp);
+    return rc;
 }
 
 /* LoRA's frozen base: every rank reads the model unit by unit into an fp32
@@ -931,7 +994,7 @@ static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
     memset(&F, 0, sizeof F);
     hf_match *mt = NULL;
     float *unit = NULL, *tmp = NULL, *dev = NULL;
-    uint64_t *fnv = NULL, maxrows = 1, maxu = 1, cfnv = 1469598103934665603ULL;
+    uint64_t *fnv = NULL, maxrows = 1, maxu = 1, cfnv = FNV_BASIS;
     double t0 = zt_now_s();
     for (int u = 0; u < m->n_units; ++u)
         if (m->units[u].numel > maxu) maxu = m->units[u].numel;
@@ -950,27 +1013,14 @@ static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
     if (rc == ZT_OK && zt_be_device(be) &&
         !(dev = zt_mem_alloc(maxu * sizeof(float), ZT_MEM_WORKSPACE, st)))
         rc = st->code;
-    if (rc == ZT_OK) {
-        char path[ZT_PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        FILE *fp = fopen(path, "rb");
-        unsigned char b[4096];
-        size_t k;
-        while (fp && (k = fread(b, 1, sizeof b, fp)) > 0) cfnv = fnv_bytes(cfnv, b, k);
-        if (fp) fclose(fp);
-    }
+    if (rc == ZT_OK) rc = hf_config_fnv(dir, &cfnv, st);
     for (int u = 0; rc == ZT_OK && u < m->n_units; ++u) {
         const zt_unit_info *ui = &m->units[u];
         for (int ti = ui->first_tensor; rc == ZT_OK && ti < ui->first_tensor + ui->n_tensors; ++ti) {
             const zt_tensor_info *t = &m->tensors[ti];
-            const zt_st_file *f = &F.f[mt[ti].file];
             float *dst = unit + (t->offset - ui->offset);
-            if (mt[ti].transpose && t->ndim == 2)
-                rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0], (uint64_t)t->shape[1], 0,
-                                     t->numel, dst, tmp, st);
-            else
-                rc = zt_st_read(f, mt[ti].t, mt[ti].off, t->numel, dst, st);
-            if (rc == ZT_OK) fnv[ti] = fnv_bytes(1469598103934665603ULL, dst, t->numel * sizeof(float));
+            rc = hf_read_range(&F, &mt[ti], t, 0, t->numel, dst, tmp, st);
+            if (rc == ZT_OK) fnv[ti] = fnv_bytes(FNV_BASIS, dst, t->numel * sizeof(float));
         }
         if (rc != ZT_OK) break;
         if (dev) be->to_device(dev, unit, ui->numel * sizeof(float));

@@ -242,16 +242,21 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
  * that peft.PeftModel.from_pretrained(base, out_dir) loads. */
 int zt_ckpt_export_peft(const char *path, const char *out_dir, zt_status *st);
 /* A Hugging Face directory of the merged model: every weight of the base
- * the adapters were trained on (ztrain.init_from, its config.json checked
- * against the checkpoint's fingerprint) with W + scale * B A in the targeted
+ * the adapters were trained on (ztrain.init_from; its config.json and every
+ * tensor as loaded checked against the checkpoint's fingerprint, as a resume
+ * checks them, ZT_EINVAL naming the first that differs) with W + scale * B A in the targeted
  * modules, model.safetensors F32 (bf16: BF16), config.json and the
  * tokenizer files copied.  An existing non-empty out_dir is refused. */
 int zt_ckpt_export_merged(const char *path, const char *out_dir, int bf16, zt_status *st);
 /* Start a LoRA context's adapters from a PEFT adapter directory
- * (ztrain.lora.from): adapter_config.json's r, lora_alpha, use_rslora and
- * target_modules must be the configuration's and its base_model_name_or_path,
- * when it is a directory here, ztrain.init_from; every adapter tensor must be
- * in adapter_model.safetensors with its shape and nothing else may be.
+ * (ztrain.lora.from): adapter_config.json's r, lora_alpha, use_rslora,
+ * lora_dropout and the modules its target_modules, exclude_modules,
+ * layers_to_transform and layers_pattern select (PEFT's rule) must be the
+ * configuration's, every other key of PEFT's LoraConfig off or inert
+ * (docs/lora.md: the rest is refused, every key by name in one message),
+ * and its base_model_name_or_path, when it is a directory here,
+ * ztrain.init_from; every adapter tensor must be in
+ * adapter_model.safetensors with its shape and nothing else may be.
  * Collective (every rank reads the files). */
 int zt_lora_load_peft(zt_ctx *ctx, const char *dir, zt_status *st);
 

@@ -107,6 +107,7 @@ int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st) {
         if ((size_t)G->in > lo->max_w) lo->max_w = (size_t)G->in;
     }
     lo->unit_numel = off;
+    zt_lora_label_list(all, na, want, lo->targets, sizeof lo->targets);
     return ZT_OK;
 }
 
@@ -141,15 +142,23 @@ int zt_lora_base_quantized(const zt_model_config *mc, const char *tensor) {
     return 0;
 }
 
-void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n) {
+void zt_lora_label_list(const zt_lora_mod *all, int na, const int *want, char *buf, size_t n) {
     size_t k = 0;
     buf[0] = '\0';
-    for (int i = 0; i < lo->n && k < n; ++i) {
-        int dup = 0;
-        for (int j = 0; j < i; ++j) dup |= !strcmp(lo->mods[j].name, lo->mods[i].name);
-        if (!dup) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", lo->mods[i].name);
+    for (int i = 0; i < na && k < n; ++i) {
+        if (!want[i]) continue;
+        int dup = 0, whole = 1;   /* every module of this name targeted: the name */
+        for (int j = 0; j < na; ++j)
+            if (j != i && !strcmp(all[j].name, all[i].name)) {
+                whole &= want[j] != 0;
+                dup |= j < i && want[j];
+            }
+        if (whole && dup) continue;
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", whole ? all[i].name : all[i].path);
     }
 }
+
+void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n) { snprintf(buf, n, "%s", lo->targets); }
 
 size_t zt_lora_num_params(const zt_lora *lo) { return lo->unit_numel * (size_t)lo->L; }
 

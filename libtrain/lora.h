@@ -69,6 +69,7 @@ typedef struct zt_lora {
     size_t unit_numel;                 /* elements of one adapter unit */
     int L;                             /* blocks = adapter units */
     size_t max_nr, max_out, max_w;     /* largest n r, OUT, max(in, OUT) over targeted groups */
+    char targets[256];                 /* zt_lora_target_list */
 } zt_lora;
 
 /* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
@@ -83,8 +84,13 @@ int zt_lora_check(const zt_model_config *mc, zt_status *st);
 int zt_lora_base_kind(const zt_model_config *mc, zt_status *st);
 /* 1: the base tensor (model tensor name, "h3.q.w") is stored as NF4. */
 int zt_lora_base_quantized(const zt_model_config *mc, const char *tensor);
-/* "q_proj,v_proj": the targeted module names as PEFT's target_modules. */
+/* "q_proj,v_proj": the targeted modules as PEFT's target_modules entries
+ * that select exactly them: a module's name, or its path ("mlp.c_proj")
+ * when a module it does not target shares the name (GPT-2's c_proj). */
 void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n);
+/* The same list for the modules all[i] with want[i] set (all: the
+ * architecture's lora_mods, na of them). */
+void zt_lora_label_list(const zt_lora_mod *all, int na, const int *want, char *buf, size_t n);
 
 /* The adapter model's operations (describe only) and creation. */
 struct zt_model;

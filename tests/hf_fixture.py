@@ -9,7 +9,7 @@ torch / safetensors / numpy).
                 --vocab 256] [--tied] [--arch LlamaForCausalLM|MistralForCausalLM|
                 Qwen2ForCausalLM] [--rope-form 4|5] [--llama3] [--dtype ..] [--shards N]
   hf_fixture.py mutate FILE MODE [TENSOR]   MODE: truncate | lie-offsets | dtype-i64 |
-                reshape | drop | add
+                reshape | drop | add | nudge (element 0 + 0.25)
   hf_fixture.py compare-llmc MODEL.BIN HFDIR   llm.c fp32 weights == the HF GPT-2 weights
   hf_fixture.py compare HFDIR_A HFDIR_B [--tol T]   same tensors, values within T
 """
@@ -234,6 +234,10 @@ def mutate(path, mode, tensor=None):
             else [e["shape"][0] // 2, 2 * math.prod(e["shape"][1:])]
     elif mode == "drop":
         del hdr[name]
+    elif mode == "nudge":   # element 0 of the tensor + 0.25, nothing else changed
+        b, n = e["data_offsets"][0], ESIZE[e["dtype"]]
+        v = decode(data[b:b + n], e["dtype"], 1)[0] + 0.25
+        data = data[:b] + encode([v], e["dtype"]) + data[b + n:]
     elif mode == "add":
         b = encode([0.5] * 4, "F32")
         hdr["model.extra_thing.weight"] = {"dtype": "F32", "shape": [4],

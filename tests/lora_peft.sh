@@ -16,6 +16,9 @@
 # missing lora_ key and the merged directory loads in transformers with none
 # missing, and both give the loss ztrain logged at step 4 (1e-5)
 # (tests/lora_peft_load.py).
+# Then --lora-from's adapter_config.json variants (tests/lora_peft_keys.py):
+# PEFT loads each one ztrain accepts into exactly ztrain's adapters, and each
+# refused selection, pattern or setting into something else.
 #
 # ZT_HF_PYTHON picks the Python (default /opt/hfref/bin/python if present, else python3).
 . "$(dirname "$0")/lib.sh"
@@ -49,6 +52,7 @@ done <<'LIST'
 llama 4 8 all-linear false
 qwen2 8 16 q_proj,v_proj true
 gpt2 4 8 c_attn,c_proj false
+gpt2 4 8 c_attn,mlp.c_proj false
 gpt2 2 4 all-linear false
 gemma2 4 8 all-linear false
 gemma3 8 16 q_proj,v_proj true
@@ -81,4 +85,25 @@ PY
     ok $rc "$fx: the PEFT adapter and the merged model load and give ztrain's step-4 loss"
     [ $rc -eq 0 ] || diag "$d/load.out"
 done
+# --lora-from's adapter_config.json keys (tests/lora_peft_keys.py, whose
+# verdicts tests/lora_adapters.sh checks): PEFT loads each variant ztrain
+# accepts into exactly the run's adapters (modules, r, scaling, dropout, no
+# DoRA, no lora_B bias, nothing else trainable) and each refused selection,
+# pattern or setting into something else, or refuses it
+d="$tmp/keys"
+mkdir -p "$d"
+"$ZTRAIN" train --init-from "$FIX/llama" --seq-len 16 --train_micro_batch_size_per_gpu 1 --steps 1 \
+    --lora-r 4 --lora-alpha 8 --train "$tmp/xllama/one.bin" --val "" --ckpt-dir "$d/ck" --ckpt-every 1 \
+    --sample-tokens 0 --threads 1 > "$d/train.out" 2>&1 &&
+    "$ZTRAIN" ckpt export "$d/ck/step-1" --peft "$d/pe" > "$d/export.out" 2>&1 &&
+    "$ZT_HF_PYTHON" "$ZT_SRCDIR/tests/lora_peft_keys.py" make "$d/pe" "$d/v"
+rc=$?
+ok $rc "llama: a LoRA run (q_proj, v_proj) exported --peft, its adapter_config.json variants"
+if [ $rc -eq 0 ]; then
+    "$ZT_HF_PYTHON" "$ZT_SRCDIR/tests/lora_peft_keys.py" peft "$FIX/llama" "$d/v" > "$d/keys.out" 2>&1
+    rc=$?
+    grep -E '^(not ok|#) ' "$d/keys.out" | diag
+    ok $rc "adapter_config.json keys: PEFT loads what ztrain accepts as ztrain's run, what it refuses otherwise ($(grep -c '^ok' "$d/keys.out") variants)"
+    [ $rc -eq 0 ] || tail -5 "$d/keys.out" | diag
+fi
 done_testing
