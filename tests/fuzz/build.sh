@@ -3,9 +3,13 @@
 # C sources with $ZT_FUZZ_CC and the fuzzer's coverage instrumentation (-fsanitize=fuzzer-no-link) plus
 # $ZT_FUZZ_CFLAGS (ASan, UBSan), then link OUTDIR/fuzz_NAME for each harness tests/fuzz/fuzz_NAME.c with
 # -fsanitize=fuzzer (libFuzzer's main).  Objects are rebuilt only when their source is newer.
+# The harnesses get the absolute path of SRCDIR as ZT_FUZZ_SRCDIR (fuzz.h: their fixtures), passed here as
+# one argument of its own: $ZT_FUZZ_CPPFLAGS is split on blanks but its quotes are not removed, so a
+# define written there keeps its quote characters in the C string.
 set -e
 src=$1 out=$2 names=$3
 shift 3
+srcabs=$(cd "$src" && pwd)
 cc=${ZT_FUZZ_CC:-clang}
 if ! command -v "$cc" >/dev/null 2>&1; then
     echo "make fuzz: '$cc' not found (install clang: apt-get install clang; or make fuzz FUZZ_CC=...)" >&2
@@ -32,6 +36,7 @@ done
 for n in $names; do
     echo "  FUZZLD   $out/fuzz_$n"
     # shellcheck disable=SC2086
-    "$cc" $flags -fsanitize=fuzzer $ZT_FUZZ_CPPFLAGS "$src/tests/fuzz/fuzz_$n.c" $objs $ZT_FUZZ_LIBS -lm \
+    "$cc" $flags -fsanitize=fuzzer $ZT_FUZZ_CPPFLAGS "-DZT_FUZZ_SRCDIR=\"$srcabs\"" "$src/tests/fuzz/fuzz_$n.c" \
+        $objs $ZT_FUZZ_LIBS -lm \
         -o "$out/fuzz_$n"
 done

@@ -50,12 +50,22 @@ FZ_UNUSED static const char *fz_write(const char *name, const uint8_t *data, siz
     if (fclose(f) != 0) { perror(p); abort(); }
     return p;
 }
-/* The source tree (fixtures): $ZT_SRCDIR, else the build's ZT_FUZZ_SRCDIR. */
+/* The source tree (fixtures): $ZT_SRCDIR, else the build's ZT_FUZZ_SRCDIR, else ".".  A tree without
+ * tests/fuzz/fuzz.h is an error (abort): a harness whose fixtures are missing would test nothing. */
 FZ_UNUSED static const char *fz_srcdir(void) {
+    static const char *dir;
+    if (dir) return dir;
     const char *s = getenv("ZT_SRCDIR");
 #ifdef ZT_FUZZ_SRCDIR
     if (!s || !*s) s = ZT_FUZZ_SRCDIR;
 #endif
-    return s && *s ? s : ".";
+    if (!s || !*s) s = ".";
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%s/tests/fuzz/fuzz.h", s);
+    if (access(probe, R_OK) != 0) {
+        fprintf(stderr, "fuzz: no ztrain source tree at '%s' (the fixtures): set ZT_SRCDIR\n", s);
+        abort();
+    }
+    return dir = s;
 }
 #endif

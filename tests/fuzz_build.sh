@@ -1,0 +1,42 @@
+#!/bin/bash
+# fuzz_build.sh -- `make fuzz` compiles the source tree's path into the harnesses as the C string the
+# fixtures are read from (ZT_FUZZ_SRCDIR, tests/fuzz/fuzz.h), so that fuzz-build/fuzz_NAME CRASHFILE
+# reproduces a crash as docs/fuzzing.md says.  make fuzz runs here with a stand-in compiler (FUZZ_CC) that
+# records the -DZT_FUZZ_SRCDIR=... argument each harness gets, into a scratch FUZZ_DIR; each recorded
+# define is then compiled for real into a program that prints the string: it must be $ZT_SRCDIR, not
+# "$ZT_SRCDIR" with its quotes (the define written inside ZT_FUZZ_CPPFLAGS, before the fix).
+. "${ZT_SRCDIR:-.}/tests/lib.sh"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cat > "$T/cc" <<'CC'
+#!/bin/sh
+# stand-in compiler: record the ZT_FUZZ_SRCDIR define, create the -o output (an empty file)
+prev=
+for a in "$@"; do
+    case $a in -DZT_FUZZ_SRCDIR=*) printf '%s\n' "$a" >> "$ZT_FUZZ_DEFS" ;; esac
+    [ "$prev" = -o ] && [ "$a" != /dev/null ] && : > "$a"
+    prev=$a
+done
+exit 0
+CC
+chmod +x "$T/cc"
+export ZT_FUZZ_DEFS="$T/defs"
+: > "$ZT_FUZZ_DEFS"
+(cd "$ZT_BUILDDIR" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s fuzz FUZZ_CC="$T/cc" \
+    FUZZ_DIR="$T/fb") > "$T/log" 2>&1
+ok $? "make fuzz FUZZ_CC=(a stand-in) FUZZ_DIR=(scratch) runs"
+diag "$T/log" | tail -n 5
+names=$(cd "$ZT_SRCDIR/tests/fuzz" && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//' | sort | tr '\n' ' ' | sed 's/ $//')
+built=$(cd "$T/fb" 2>/dev/null && ls fuzz_* 2>/dev/null | sed 's/^fuzz_//' | sort | tr '\n' ' ' | sed 's/ $//')
+ok $([ "$names" = "$built" ]; echo $?) "every harness of tests/fuzz is linked (${built:-none})"
+ndefs=$(wc -l < "$ZT_FUZZ_DEFS")
+ok $([ "$ndefs" -ge 1 ]; echo $?) "$ndefs harness link lines pass ZT_FUZZ_SRCDIR"
+want=$(cd "$ZT_SRCDIR" && pwd)
+bad=0
+while IFS= read -r def; do
+    printf '#include <stdio.h>\nint main(void) { puts(ZT_FUZZ_SRCDIR); return 0; }\n' |
+        ${CC:-cc} -x c - "$def" -o "$T/probe" 2> "$T/err" || { bad=$((bad + 1)); diag "$T/err"; continue; }
+    got=$("$T/probe")
+    [ "$got" = "$want" ] || { bad=$((bad + 1)); echo "# $def -> [$got], want [$want]"; }
+done < <(sort -u "$ZT_FUZZ_DEFS")
+ok $([ "$ndefs" -ge 1 ] && [ $bad -eq 0 ]; echo $?) "the harnesses' ZT_FUZZ_SRCDIR is the string $want"
+done_testing
