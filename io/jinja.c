@@ -883,9 +883,16 @@ static void addarg(parser *P, node *n, node *a, const char *kw) {
 static node *p_expr(parser *P);
 static node *p_or(parser *P);
 
+/* an expression of literals only (jinja2's optimizer may fold it); bounded by the parse limits */
 static int literal(const node *n) {
-    if (n->k == E_CONST) return 1;
-    if (n->k != E_LIST && n->k != E_TUPLE && n->k != E_DICT) return 0;
+    switch (n->k) {
+    case E_CONST: return 1;
+    case E_LIST: case E_TUPLE: case E_DICT: case E_BIN: case E_NEG: case E_POS: case E_NOT: case E_AND: case E_OR:
+    case E_COND: case E_CMP: case E_CAT: case E_FILTER: case E_TEST: case E_ITEM: case E_SLICE: break;
+    default: return 0;
+    }
+    const node *ch[4] = {n->a, n->b, n->c, n->d};
+    for (int i = 0; i < 4; ++i) if (ch[i] && !literal(ch[i])) return 0;
     for (int i = 0; i < n->nv; ++i) if (!literal(n->v[i])) return 0;
     return 1;
 }
@@ -1825,6 +1832,11 @@ static int veq_item(rctx *r, jv a, jv b, int depth) {
     return veq(r, a, b, depth);
 }
 
+/* item i (0 <= i < n) of a range: in range, but i * step may not be: computed modulo 2^64 */
+static long long range_at(const jrange *g, long long i) {
+    return (long long)((unsigned long long)g->start + (unsigned long long)i * (unsigned long long)g->step);
+}
+
 static int range_eq(const jrange *a, const jrange *b) {
     if (a->n != b->n) return 0;
     if (a->n == 0) return 1;
@@ -1980,7 +1992,7 @@ static jlist *items_of(rctx *r, jv v, const char *what) {
     case V_RANGE: {
         jlist *l = mklist(c, (int)v.rg->n);
         tick(c, 1 + v.rg->n / 16);
-        for (long long i = 0; i < v.rg->n; ++i) lpush(c, l, vint(v.rg->start + i * v.rg->step));
+        for (long long i = 0; i < v.rg->n; ++i) lpush(c, l, vint(range_at(v.rg, i)));
         return l;
     }
     case V_LOOP: jfail(c, ZT_EUNSUPPORTED, "%s: iterating a loop object", what);
@@ -2075,10 +2087,10 @@ static jv do_slice(rctx *r, jv x, jv vs, jv ve, jv vt, int folded) {
         const jrange *g = x.rg;
         if (!slice_bounds(r, vs, ve, vt, g->n, &b, &e, &st, &k)) bad_slice(r);
         jrange *o = aalloc(c, sizeof *o);
-        long long t1, t2;
+        long long t1, t2, st0 = vt.t == V_NONE ? 1 : ival(vt);   /* the step itself, not clamped */
         if (__builtin_mul_overflow(b, g->step, &t1) || __builtin_add_overflow(g->start, t1, &o->start) ||
             __builtin_mul_overflow(e, g->step, &t2) || __builtin_add_overflow(g->start, t2, &o->stop) ||
-            __builtin_mul_overflow(st, g->step, &o->step))
+            __builtin_mul_overflow(st0, g->step, &o->step))
             jfail(c, ZT_EUNSUPPORTED, "a slice of a range with bounds out of range " INT64_NOTE);
         o->n = k;
         jv v = {.t = V_RANGE};
@@ -2213,7 +2225,7 @@ static jv getitem(rctx *r, jv x, jv k) {
         if (i < 0) i += n;
         if (i < 0 || i >= n) return vundefh(afmt(c, "%s object has no element %lld", pyname(x), ival(k)));
         if (x.t == V_LIST) return x.l->v[i];
-        if (x.t == V_RANGE) return vint(x.rg->start + i * x.rg->step);
+        if (x.t == V_RANGE) return vint(range_at(x.rg, i));
         size_t b = u8off(c, x.s, (size_t)i), len;
         u8at(x.s->p + b, x.s->n - b, &len);
         return vstr(substr(c, x.s, b, b + len));
@@ -2823,6 +2835,7 @@ static jv getpath(rctx *r, jv x, jstr *path, const char *what);
 
 static jv do_select(rctx *r, jv seq, args *a, int attr, int keep, const char *what) {
     jctx *c = &r->c;
+    if (!truthy(seq)) return vgen(mklist(c, 0), "generator");   /* jinja2: `if value:` first */
     jlist *l = items_of(r, seq, what);
     jlist *o = mklist(c, 4);
     int base = attr ? 1 : 0;
@@ -3098,6 +3111,7 @@ static jv apply_filter(rctx *r, const char *f, int unknown, jv x, args *a) {
     if (!strcmp(f, "selectattr")) return do_select(r, x, a, 1, 1, f);
     if (!strcmp(f, "rejectattr")) return do_select(r, x, a, 1, 0, f);
     if (!strcmp(f, "map")) {
+        if (!truthy(x)) return vgen(mklist(c, 0), "generator");   /* jinja2: `if value:` first */
         jlist *l = items_of(r, x, "map");
         int has;
         jv at = arg(a, 99, "attribute", &has);
@@ -3388,7 +3402,7 @@ static void assign(rctx *r, scope *sc, node *n, jv v) {
 }
 
 static jv loop_item(const jloop *lp, int i) {
-    return lp->rg ? vint(lp->rg->start + (long long)i * lp->rg->step) : lp->items->v[i];
+    return lp->rg ? vint(range_at(lp->rg, i)) : lp->items->v[i];
 }
 
 static jv loop_attr(rctx *r, jloop *lp, const char *name, int *found) {
@@ -3443,6 +3457,7 @@ static void exec_for(rctx *r, node *s, scope *sc) {
     jv loop = {.t = V_LOOP};
     loop.lp = lp;
     scope is = {sc, mkdict(c)};   /* one scope, emptied for each iteration */
+    int completed = 0;            /* an iteration reached the end of the body (jinja2's else test) */
     for (int i = 0; i < n; ++i) {
         c->line = s->line;
         tick(c, 1);
@@ -3451,10 +3466,13 @@ static void exec_for(rctx *r, node *s, scope *sc) {
         setvar(r, &is, "loop", loop);
         assign(r, &is, s, loop_item(lp, i));
         exec_body(r, s->b, &is);
+        if (!r->cont && !r->brk) completed = 1;
         r->cont = 0;
-        if (r->brk) { r->brk = 0; return; }
+        if (r->brk) { r->brk = 0; break; }
     }
-    if (n == 0 && s->c) {
+    /* jinja2 runs the else block unless an iteration got to the end of the body: when the loop had
+     * no items, or each iteration ended in break or continue */
+    if (!completed && s->c) {
         scope es = {sc, mkdict(c)};
         exec_body(r, s->c, &es);
     }

@@ -141,7 +141,7 @@ CASES = [
     ("{{ range(0, 200001, 2) }}", "error", "MAX_RANGE (100000)"),
     ("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}", "same"),
     ("{{ range(-9223372036854775807, 9223372036854775807, 9223372036854775807)|list }}", "same"),
-    ("{{ range(True)|list }}", "same"),
+    ("{{ range(True)|list }} {{ range(10)[::-9223372036854775807 - 1] }} {{ range(3)[::-1][1] }}", "same"),
     ("{{ range(0, 5, 0) }}", "error", "must not be zero"),
     ("{{ range() }}", "error", "range expected at least 1 argument"),
     # tuples, dict views, iterators
@@ -154,6 +154,8 @@ CASES = [
     ("{% set g = [1, 2, 3]|select %}{{ g|first }}{{ g|list }}", "refuse", EUNSUPPORTED, "a generator used a second time"),
     ("{{ [1, 2]|select|tojson }}", "error", "not JSON serializable"),
     ("{{ [1, 2]|reverse|list }} {{ (1, 2)|reverse|join }} {{ 'ab'|reverse }} {{ [1, 2]|select|first }}", "same"),
+    ("{{ 0|select|list }} {{ none|map('nosuch')|list }} {{ x|selectattr(1)|list }}", "same"),
+    ("{{ 5|select('odd')|list }}", "error", "'int' object is not iterable"),
     ("{{ [1] + (2,) }}", "error", "unsupported operand"),
     ("{{ 'ab' * True }} {{ [1] * 3 }} {{ (1, 2) * 2 }} {{ 'ab' * -1 }}", "same"),
     ("{{ 'a' * 10**10 }}", "refuse", EDATA, "a string passed the limit of"),
@@ -163,6 +165,10 @@ CASES = [
     ("{% for x in [1] %}{% else %}{% break %}{% endfor %}", "error", "'break' outside a for loop"),
     ("{% for x in [1] %}{% generation %}{% break %}{% endgeneration %}{% endfor %}", "error", "'break' outside"),
     ("{% for x in [1, 2, 3] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}.", "same"),
+    # for ... else: jinja2 runs the else block unless an iteration reached the end of the body
+    ("{% for i in [1] %}{% break %}{% else %}E{% endfor %}|{% for i in [1, 2] %}{% continue %}{% else %}E{% endfor %}"
+     "|{% for i in [1, 2] %}{% if i == 2 %}{% break %}{% endif %}{% else %}E{% endfor %}|{% for i in [] %}{% else %}E"
+     "{% endfor %}|{% for i in [1, 2] if i > 5 %}{% else %}E{% endfor %}", "same"),
     # filters and methods
     ("{{ \"foo's bar\"|title }} {{ \"foo's bar\".title() }} {{ 'a1b c-d(e[f{g<h\\ti'|title }}", "same"),
     ("{{ 'hello world'|capitalize }} {{ 'HeLLo'|lower }} {{ 'HeLLo'.upper() }}", "same"),

@@ -128,11 +128,13 @@ static void test_depth(void) {
     free(want);
 
     /* expressions: chains and nesting refused past the parse limits, not a stack overflow */
-    t = cat3("{{ 1", rep("+1", 60000), " }}");
+    char *ch = rep("+1", 60000);
+    t = cat3("{{ 1", ch, " }}");
     snprintf(buf, sizeof buf, "an expression deeper than %d levels", ZT_JINJA_MAX_EXPR);
     fails(t, ZT_EDATA, buf, "60000 chained +1");
     free(t);
-    char *ch = rep("+1", ZT_JINJA_MAX_EXPR - 1);
+    free(ch);
+    ch = rep("+1", ZT_JINJA_MAX_EXPR - 1);
     t = cat3("{{ 1", ch, " }}");
     snprintf(buf, sizeof buf, "%d", ZT_JINJA_MAX_EXPR);
     renders(t, buf, "a chain of +1 at the expression limit renders");
