@@ -316,13 +316,17 @@ static size_t u8valid(const unsigned char *s, size_t n) {
 /* code points of s (cached).  The engine's strings are valid UTF-8 (the
  * template is checked, JSON and the escapes are): a code point is a byte
  * that is not a continuation byte. */
-static size_t u8count(jctx *c, jstr *s) {
-    if (s->ncp1) return s->ncp1 - 1;
-    scan(c, s->n);
+static void u8cache(jstr *s) {
     size_t k = 0;
     for (size_t i = 0; i < s->n; ++i) k += ((unsigned char)s->p[i] & 0xc0) != 0x80;
     s->ncp1 = k + 1;
-    return k;
+}
+static size_t u8count(jctx *c, jstr *s) {
+    if (!s->ncp1) {
+        scan(c, s->n);
+        u8cache(s);
+    }
+    return s->ncp1 - 1;
 }
 /* byte offset of code point i of s (0 <= i <= count), walking from the nearer end */
 static size_t u8off(jctx *c, jstr *s, size_t i) {
@@ -938,6 +942,7 @@ static node *p_primary(parser *P) {
             P->i++;
         }
         n->cst = vstr(sb_str(P->c, &b));
+        u8cache(n->cst.s);   /* counted now: a rendering never writes to the template (it may be shared) */
     } else if (t->k == T_INT) {
         n = mknode(P, E_CONST);
         n->cst = vint(t->i);
@@ -1270,6 +1275,7 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
         } else if (t->k == T_DATA) {
             s = mknode(P, S_DATA);
             s->cst = vstr(mkstr(P->c, t->p, t->n));
+            u8cache(s->cst.s);
             P->i++;
         } else if (t->k == T_VBEGIN) {
             P->i++;
