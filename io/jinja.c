@@ -797,7 +797,33 @@ static int in_names(const char *const *names, const char *s) {
 /* nest: expression nesting; blocks, loops: statement nesting; inloop:
  * break/continue allowed; soft: inside an if or an inline if (a filter or
  * test jinja2 lacks fails there only when reached) */
-typedef struct parser { jctx *c; tok *t; int i, nest, blocks, loops, inloop, soft; } parser;
+/* a filter or test name jinja2 lacks, outside an if: an error once the expression is complete
+ * and not inside an inline if (which jinja2 compiles as a whole in a soft frame) */
+typedef struct pending { int line, test; const char *name; } pending;
+typedef struct parser {
+    jctx *c;
+    tok *t;
+    int i, nest, blocks, loops, inloop, soft;
+    pending *pend;
+    int npend, cappend;
+} parser;
+
+static void pend_add(parser *P, int line, int test, const char *name) {
+    if (P->npend == P->cappend) {
+        int cap = P->cappend ? P->cappend * 2 : 8;
+        pending *np = aalloc(P->c, (size_t)cap * sizeof *np);
+        if (P->npend) memcpy(np, P->pend, (size_t)P->npend * sizeof *np);
+        P->pend = np;
+        P->cappend = cap;
+    }
+    P->pend[P->npend++] = (pending){line, test, name};
+}
+/* a statement's expressions are complete */
+static void pend_flush(parser *P) {
+    if (!P->npend) return;
+    P->c->line = P->pend[0].line;
+    jfail(P->c, ZT_EDATA, "no %s named '%s'", P->pend[0].test ? "test" : "filter", P->pend[0].name);
+}
 
 static tok *cur(parser *P) { return &P->t[P->i]; }
 static int is_op(parser *P, const char *op) {
@@ -1062,7 +1088,7 @@ static node *p_filtertest(parser *P, node *n) {
             if (is_op(P, ".")) jfail(P->c, ZT_EUNSUPPORTED, "dotted filter name '%s.'", nm);
             f->name = nm;
             if (!in_names(jinja_filters, nm)) {
-                if (!P->soft) jfail(P->c, ZT_EDATA, "no filter named '%s'", nm);
+                if (!P->soft) pend_add(P, f->line, 0, nm);
                 f->op = 1;
             }
             if (is_op(P, "(")) { P->i++; p_args(P, f); }
@@ -1077,7 +1103,7 @@ static node *p_filtertest(parser *P, node *n) {
             if (is_op(P, ".")) jfail(P->c, ZT_EUNSUPPORTED, "dotted test name '%s.'", t->name);
             t->op = neg;
             if (!in_names(jinja_tests, t->name)) {
-                if (!P->soft) jfail(P->c, ZT_EDATA, "no test named '%s'", t->name);
+                if (!P->soft) pend_add(P, t->line, 1, t->name);
                 t->op |= 2;
             }
             if (is_op(P, "(")) { P->i++; p_args(P, t); }
@@ -1215,8 +1241,10 @@ static node *p_or(parser *P) {
 }
 static node *p_expr(parser *P) {
     enter(P);
+    int npend = P->npend;
     node *n = p_or(P);
     if (is_name(P, "if")) {
+        P->npend = npend;   /* an inline if is soft as a whole, its value too */
         P->soft++;
         while (is_name(P, "if")) {
             node *c = mknode(P, E_COND);
@@ -1281,6 +1309,7 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
             P->i++;
             s = mknode(P, S_OUT);
             s->a = p_tuple(P, p_expr);
+            pend_flush(P);
             P->c->line = cur(P)->line;
             if (cur(P)->k != T_VEND) jfail(P->c, ZT_EDATA, "expected '}}', found %s", tokdesc(P));
             P->i++;
@@ -1333,6 +1362,7 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
                 int soft = P->soft, inloop = P->inloop;
                 P->soft = 0;                 /* the filter and the body: the loop's own frame */
                 if (is_name(P, "if")) { P->i++; s->d = p_expr(P); }
+                pend_flush(P);
                 if (is_name(P, "recursive")) jfail(P->c, ZT_EUNSUPPORTED, "recursive for loops");
                 end_block(P);
                 static const char *const e_for[] = {"endfor", "else", NULL};
@@ -1366,6 +1396,7 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
                 if (!is_op(P, "=")) jfail(P->c, ZT_EUNSUPPORTED, "block set ({%% set %s %%}...{%% endset %%})", nm);
                 P->i++;
                 s->a = p_tuple(P, p_expr);
+                pend_flush(P);
                 end_block(P);
             } else if (is_name(P, "break") || is_name(P, "continue")) {
                 int brk = is_name(P, "break");
