@@ -161,5 +161,7 @@ static size_t added_at(const void *ctx, const char *s, size_t n) { return zt_tok
 
 int zt_chat_auto_render(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages, zt_chat_text *out,
                         zt_status *st) {
-    return zt_jinja_render(a->j, messages, a->vars, t ? added_at : NULL, t, out, st);
+    int rc = zt_jinja_render(a->j, messages, a->vars, t ? added_at : NULL, t, out, st);
+    if (rc != ZT_OK) zt_fail_prefix(st, "%s", a->origin);   /* the template's errors name it */
+    return rc;
 }

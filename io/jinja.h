@@ -16,6 +16,20 @@
 
 typedef struct zt_jinja zt_jinja;
 
+/* Budgets (docs/sft.md): a template beyond one of them is refused with a
+ * ZT_EDATA error naming the limit and the line ("ztrain's template budget").
+ * Real chat templates stay far below each. */
+#define ZT_JINJA_MAX_OUTPUT ((size_t)64 << 20)  /* bytes of the rendering, and of any one string */
+#define ZT_JINJA_MAX_MEMORY ((size_t)1 << 30)   /* bytes one parse or one rendering allocates */
+#define ZT_JINJA_MAX_STEPS 10000000LL           /* evaluation steps of one rendering */
+#define ZT_JINJA_MAX_VDEPTH 512                 /* nesting of a value printed, compared or serialized */
+#define ZT_JINJA_MAX_BLOCKS 64                  /* nested if / for / generation blocks */
+#define ZT_JINJA_MAX_LOOPS 16                   /* nested for loops */
+#define ZT_JINJA_MAX_ELIF 1000                  /* elif branches of one if */
+#define ZT_JINJA_MAX_NEST 32                    /* nested parentheses, brackets, calls, signs, not */
+#define ZT_JINJA_MAX_EXPR 128                   /* depth of one expression (chained operators, filters, attributes) */
+#define ZT_JINJA_MAX_RANGE 100000               /* range() items: jinja2's sandbox MAX_RANGE */
+
 /* Parse a template (UTF-8, n bytes).  Errors: ZT_EUNSUPPORTED naming the
  * construct, ZT_EDATA for a syntax error, each with the template line. */
 int zt_jinja_parse(const char *src, size_t n, zt_jinja **out, zt_status *st);

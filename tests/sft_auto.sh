@@ -3,7 +3,8 @@
 # --template auto (the default) from chat_template.jinja or
 # tokenizer_config.json, --template FILE.jinja, --template-var, roles the
 # template knows (tool), and the errors: no template, the template's own
-# raise_exception, a construct outside the subset (named).
+# raise_exception (naming the template file), a template that is not UTF-8,
+# a construct outside the subset (named).
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
@@ -73,11 +74,19 @@ printf '%s\n' '{"messages": [{"role": "system", "content": "s"}, {"role": "user"
 prep --input sys.jsonl --tokenizer plain --template "$TP/gemma2.jinja" --seq-len 256 --output g > g.out 2> g.err
 check "Gemma 2's template on a system message: exit 1" test $? -eq 1
 check "  ... with the line and the template's own message" grep -q "sys.jsonl:1: .*the template raised: System role not supported" g.err
+check "  ... naming the template file" grep -q "sys.jsonl:1: $TP/gemma2.jinja: chat template line [0-9]*: the template raised" g.err
 diag g.err
+printf 'ok \377 {{ messages|length }}' > bad.jinja
+prep --input "$CH" --tokenizer plain --template ./bad.jinja --seq-len 256 --output u > u.out 2> u.err
+check "a template that is not UTF-8: exit 1" test $? -eq 1
+check "  ... blamed on the template (its file and line), not on a data line" \
+    grep -q "^.*bad.jinja: chat template line 1: the template is not valid UTF-8 (byte 0xff at offset 3)" u.err
+check "  ... (no data line named)" sh -c "! grep -q 'chats.jsonl' u.err"
+diag u.err
 printf '{%% macro f() %%}x{%% endmacro %%}{{ f() }}' > macro.jinja
 prep --input "$CH" --tokenizer plain --template ./macro.jinja --seq-len 256 --output m > m.out 2> m.err
 check "a template with a construct outside the subset: exit 1" test $? -ne 0
 check "  ... naming it" grep -q "macro.jinja: chat template line 1: statement '{% macro %}'" m.err
 diag m.err
-check "nothing left behind by the failed runs" test ! -e n_train.sft -a ! -e g_train.sft -a ! -e m_train.sft -a ! -e w_train.sft
+check "nothing left behind by the failed runs" test ! -e n_train.sft -a ! -e g_train.sft -a ! -e m_train.sft -a ! -e w_train.sft -a ! -e u_train.sft
 done_testing
