@@ -2,7 +2,7 @@
  * ztrain_ckpt.h -- distributed HDF5 checkpoints (public API of libtrain).
  *
  * A checkpoint is a directory <checkpoint.dir>/step-<N>/ holding one HDF5
- * file, state.h5, written collectively by every rank through MPI-IO.  Every
+ * file, state.h5: rank 0 writes its metadata, every rank its own slices.  Every
  * tensor is stored at its full logical shape, so a checkpoint does not depend
  * on the world size, ZeRO stage or shard group it was written with and can be
  * restored onto any other.  The layout, the checksum and the commit protocol
@@ -302,8 +302,8 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
 }
 #endif
 /* The watchdog (ckpt_watchdog.c) bounds phases whose collectives no timeout
- * covers: start-up, and HDF5's / MPI-IO's own collectives in checkpoint
- * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
+ * covers: start-up, checkpoint saves and HDF5's / MPI-IO's own collectives in
+ * restores (which arm it themselves).  zt_watchdog_arm starts or
  * restarts the clock of `phase`; if neither is called again within
  * timeout_s seconds (ztrain.comm_timeout_s; 5 s more on ranks > 0, so that
  * rank 0 reports), the watchdog thread builds one line "ztrain: error: rank
