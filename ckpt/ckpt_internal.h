@@ -118,6 +118,22 @@ int ck_quarantine(const char *path, char *q, size_t n);
 /* Remove stale step-*.tmp and latest.tmp in dir; returns how many. */
 int ck_clean_stale(const char *dir, char *report, size_t n);
 
+/* ---------------------------------------------------------------- one run per directory (ckpt_lock.c) */
+/* Rank 0 of a training run: take <dir>/.ztrain.lock as mode
+ * (ztrain.checkpoint.lock) says -- "on": an fcntl write lock held until
+ * ck_lock_release, refused (ZT_EIO, one line naming the holder and what to
+ * do) while another run holds it (an earlier instance of this Slurm job is
+ * waited for up to wait_s seconds first); "break": take it over anyway
+ * (a warning); "off": no lock (*out = NULL).  A lock file left by a run
+ * that ended without releasing it is taken over (logged).  Local (rank 0).
+ * docs/checkpoints.md, "One job per directory". */
+#define CK_LOCK_FILE ".ztrain.lock"
+typedef struct ck_lock ck_lock;
+int ck_lock_take(zt_ctx *ctx, const char *dir, const char *mode, double wait_s, ck_lock **out,
+                 zt_status *st);
+/* Remove the lock file (while it is still this run's) and drop the lock. */
+void ck_lock_release(ck_lock *l);
+
 /* ---------------------------------------------------------------- free space (ckpt_space.c) */
 /* The bytes a checkpoint of m takes on disk (an upper bound: the fp32
  * params, m and v plus an allowance for the metadata; json_len: the

@@ -116,7 +116,9 @@ int zt_ckpt_restore(zt_ctx *ctx, const char *path, int mode, zt_status *st);
 int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st);
 
 typedef struct zt_ckpt_session zt_ckpt_session;
-/* Everything `ztrain train` needs: removes stale step-*.tmp in
+/* Everything `ztrain train` needs: takes checkpoint.dir's lock (rank 0, for
+ * the session's life: a second run on the directory is refused, naming the
+ * first; ztrain.checkpoint.lock), removes stale step-*.tmp in
  * checkpoint.dir, resumes, catches SIGTERM and ztrain.preempt_signal, and
  * registers the step hook that saves every checkpoint.every steps and/or
  * checkpoint.every_minutes, at the last step, and on a preemption signal
@@ -177,6 +179,15 @@ typedef struct zt_ckpt_info {
     int meta_checksums;
     char *config_json;       /* malloc'ed; zt_ckpt_info_free */
 } zt_ckpt_info;
+/* The run named by checkpoint directory dir's lock file (<dir>/.ztrain.lock,
+ * held by zt_ckpt_attach's rank 0 for the run's life): out = "host H, pid
+ * P, Slurm job J, started T"; returns 0 (none: out untouched), 1 (its lock
+ * is held: that run is running), 2 (not locked: it ended without removing
+ * the file; the next run takes it over) or 3 (the file system does not
+ * support locks: cannot tell).  Read-only: takes no lock.
+ * docs/checkpoints.md, "One job per directory". */
+int zt_ckpt_lock_holder(const char *dir, char *out, size_t n);
+
 /* Read the header of a checkpoint (step dir or state.h5). */
 int zt_ckpt_read_info(const char *path, zt_ckpt_info *info, zt_status *st);
 void zt_ckpt_info_free(zt_ckpt_info *info);
