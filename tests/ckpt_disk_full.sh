@@ -6,10 +6,14 @@
 # the directory, its file system and the bytes free and needed.  (2) Room
 # at the check, but the disk fills up while the tensors are written (rank 0
 # is stopped there by ZT_CKPT_CRASH_AT=stop:save_tensors and the disk
-# filled): the write error reaches the save's agreement and the abandoned
-# file closes on every rank.  Both end with exit 1 and one error long before
-# ztrain.comm_timeout_s (left at its default, 300 s: no watchdog line), and
-# step-10 stays `latest` and verifies.  Needs root (mount); skipped otherwise.
+# filled): the write error reaches the save's agreement and the save is
+# abandoned on every rank.  (3) The same with the disk filled while rank 0
+# is stopped before it writes the file's metadata
+# (ZT_CKPT_CRASH_AT=stop:save_metadata; a full disk there used to hang every
+# rank until comm_timeout_s).  Each ends with exit 1 and one error long
+# before ztrain.comm_timeout_s (left at its default, 300 s: no watchdog
+# line), and step-10 stays `latest` and verifies.  Needs root (mount);
+# skipped otherwise.
 . "$(dirname "$0")/ckpt_lib.sh"
 M="$T/M"
 mkdir -p "$M"
@@ -38,7 +42,8 @@ ok $? "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes
 
 # (1) 300 KB left: step-11 does not fit
 dd if=/dev/zero of=M/fill bs=4096 count=$((($(avail) - 300000) / 4096)) 2> /dev/null
-FREE=$(avail)
+# (the run's lock file, checkpoint.dir/.ztrain.lock, takes one block before the check)
+FREE=$(($(avail) - $(stat -f -c %S "$M")))
 run2
 diag <(grep -v 'pwritev' run.err | head -n 3)
 ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
