@@ -158,14 +158,16 @@ static void describe(const ck_holder *h, char *out, size_t n) {
     snprintf(out, n, "host %s, pid %ld, %s%s", h->host, h->pid, job, when);
 }
 
-/* Is the holder on this host (same boot)?  1 yes, 0 no, -1 cannot tell. */
+/* Where the holder ran: 0 another host, 1 this host and boot, 2 this host
+ * before a reboot (its process is gone).  (No boot id on either side: this
+ * host, as far as can be told.) */
 static int same_host(const ck_holder *h) {
     char host[256] = "", boot[64];
     gethostname(host, sizeof host - 1);
     if (strcmp(host, h->host) != 0) return 0;
     read_line_file("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
-    if (h->boot[0] && boot[0]) return strcmp(boot, h->boot) == 0 ? 1 : 0;
-    return -1;
+    if (h->boot[0] && boot[0] && strcmp(boot, h->boot) != 0) return 2;
+    return 1;
 }
 
 /* A holder on this host: is its process still the one that wrote the file? */
@@ -304,7 +306,7 @@ int ck_lock_take(zt_ctx *ctx, const char *dir, const char *mode, double wait_s, 
         if (h.valid) {
             const int here = same_host(&h);
             const int alive = here == 1 && holder_alive(&h);
-            if (here == 1 && !alive) {
+            if (here != 0 && !alive) {
                 zt_log(ctx, ZT_LOG_INFO, "checkpoint: took over %s from a run that ended without "
                        "releasing it (%s; its process is gone; %s)", l->path, who, why);
             } else if (!brk) {
