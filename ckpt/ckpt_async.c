@@ -12,9 +12,9 @@
  * its last piece.  Device state is copied at the save step, as before.
  * The thread then sums the snapshot's checksums.  At the next step
  * boundary where every rank's stage 1 is done, the main thread runs the
- * synchronous save's collective part on the snapshot (ck_save with a): the
+ * synchronous save's agreed phases on the snapshot (ck_save with a): the
  * checksums' all-reduce, step-N.tmp, the free-space check, the file with
- * every attribute, dataset and metadata checksum, flushed and closed (a few
+ * every attribute, dataset and metadata checksum written by rank 0 (a few
  * tenths of a second), and the thread
  * (stage 2) writes the tensor data of this rank's pieces with pwrite at the
  * datasets' file addresses (contiguous datasets, space allocated at
@@ -140,18 +140,6 @@ long zt_ckpt_async_step(const zt_ckpt_async *a) { return a && a->active ? a->ste
 
 /* ---------------------------------------------------------------- writer thread */
 
-static int write_all(int fd, const char *p, size_t n, uint64_t off) {
-    while (n > 0) {
-        ssize_t k = pwrite(fd, p, n, (off_t)off);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return -1;
-        if (k == 0) { errno = EIO; return -1; }
-        p += k;
-        n -= (size_t)k;
-        off += (uint64_t)k;
-    }
-    return 0;
-}
 
 /* The background thread's niceness while training runs: the training
  * threads keep the cores and the thread takes what they leave (idle cores,
@@ -249,8 +237,8 @@ static void dio_close(ck_dio *d) {
 static int write_piece(int fd, ck_dio *d, const char *p, size_t n, uint64_t off) {
     const uint64_t a0 = (off + CK_DIO_ALIGN - 1) & ~(CK_DIO_ALIGN - 1);
     const uint64_t a1 = (off + n) & ~(CK_DIO_ALIGN - 1);
-    if (d->fd < 0 || a1 <= a0) return write_all(fd, p, n, off);
-    if (write_all(fd, p, (size_t)(a0 - off), off) != 0) return -1;   /* head */
+    if (d->fd < 0 || a1 <= a0) return ck_write_all(fd, p, n, off);
+    if (ck_write_all(fd, p, (size_t)(a0 - off), off) != 0) return -1;   /* head */
     uint64_t o = a0;
     while (o < a1) {
         const size_t k = a1 - o < CK_DIO_BOUNCE ? (size_t)(a1 - o) : CK_DIO_BOUNCE;
@@ -260,16 +248,16 @@ static int write_piece(int fd, ck_dio *d, const char *p, size_t n, uint64_t off)
         if (w < 0 && errno == EINVAL && o == a0) {
             /* direct I/O refused here: buffered from now on */
             dio_close(d);
-            return write_all(fd, p + (a0 - off), (size_t)(off + n - a0), a0);
+            return ck_write_all(fd, p + (a0 - off), (size_t)(off + n - a0), a0);
         }
         if (w < 0) return -1;
         if ((size_t)w < k) {
             /* a short direct write: the rest of this block buffered */
-            if (write_all(fd, d->bounce + w, k - (size_t)w, o + (uint64_t)w) != 0) return -1;
+            if (ck_write_all(fd, d->bounce + w, k - (size_t)w, o + (uint64_t)w) != 0) return -1;
         }
         o += k;
     }
-    return write_all(fd, p + (a1 - off), (size_t)(off + n - a1), a1);   /* tail */
+    return ck_write_all(fd, p + (a1 - off), (size_t)(off + n - a1), a1);   /* tail */
 }
 
 static void tick(void *user) {
@@ -570,10 +558,10 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
     return ZT_OK;
 }
 
-/* Stage 1 done on every rank: every collective of the save on the main
+/* Stage 1 done on every rank: every agreed phase of the save on the main
  * thread (ck_save on the snapshot: the checksums' all-reduce, step-N.tmp,
- * the free-space check, the file with its metadata and datasets, closed),
- * then stage 2. */
+ * the free-space check, the file with its metadata and datasets, written by
+ * rank 0), then stage 2. */
 static int create_file(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
     double t0 = zt_now_s();
     a->np = 0;

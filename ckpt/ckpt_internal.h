@@ -60,7 +60,7 @@ hid_t ck_open_serial(const char *file, zt_status *st);
  * the stored ones: ZT_EDATA naming the first attribute that differs;
  * *present = 0 (and ZT_OK) when the file has none (older checkpoints). */
 #define ZT_CKPT_META_DATASET "meta_checksums"
-int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank);
+int ck_put_str_dataset(hid_t f, const char *name, const char *s);
 char *ck_meta_lines(hid_t f, const char *file, zt_status *st);
 /* A scalar string dataset's text (malloc'ed), NULL when absent. */
 char *ck_get_str_dataset(hid_t f, const char *name);
@@ -89,9 +89,8 @@ int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st);
 struct json_t;
 int ck_peft_config_check(const zt_model_config *mc, struct json_t *j, const char *file, zt_status *st);
 int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
-/* Write /meta_checksums (collective in a parallel file: every rank passes
- * the same lines; rank 0's are written). */
-int ck_put_meta_checksums(hid_t f, const char *lines, int rank, const char *file, zt_status *st);
+/* Write /meta_checksums (a save's rank 0, serially). */
+int ck_put_meta_checksums(hid_t f, const char *lines, const char *file, zt_status *st);
 
 /* Read and check the header attributes of an open file (the metadata
  * checksums first: a corrupt attribute is ZT_EDATA naming it). */
@@ -109,6 +108,9 @@ int ck_parse_step(const char *name, long *step);
  * state.h5 (a directory of checkpoints), -1 if it does not exist. */
 int ck_resolve(const char *path, char *file, size_t n);
 int ck_fsync_path(const char *path, int dir, zt_status *st);
+/* pwrite all n bytes of buf at file offset off (EINTR and short writes
+ * retried): 0, or -1 with errno. */
+int ck_write_all(int fd, const void *buf, size_t n, uint64_t off);
 int ck_rmtree(const char *path);
 
 /* hf_source.c: the config.json and tokenizer files of a Hugging Face model
@@ -128,6 +130,22 @@ int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st);
 int ck_quarantine(const char *path, char *q, size_t n);
 /* Remove stale step-*.tmp and latest.tmp in dir; returns how many. */
 int ck_clean_stale(const char *dir, char *report, size_t n);
+
+/* ---------------------------------------------------------------- one run per directory (ckpt_lock.c) */
+/* Rank 0 of a training run: take <dir>/.ztrain.lock as mode
+ * (ztrain.checkpoint.lock) says -- "on": an fcntl write lock held until
+ * ck_lock_release, refused (ZT_EIO, one line naming the holder and what to
+ * do) while another run holds it (an earlier instance of this Slurm job is
+ * waited for up to wait_s seconds first); "break": take it over anyway
+ * (a warning); "off": no lock (*out = NULL).  A lock file left by a run
+ * that ended without releasing it is taken over (logged).  Local (rank 0).
+ * docs/checkpoints.md, "One job per directory". */
+#define CK_LOCK_FILE ".ztrain.lock"
+typedef struct ck_lock ck_lock;
+int ck_lock_take(zt_ctx *ctx, const char *dir, const char *mode, double wait_s, ck_lock **out,
+                 zt_status *st);
+/* Remove the lock file (while it is still this run's) and drop the lock. */
+void ck_lock_release(ck_lock *l);
 
 /* ---------------------------------------------------------------- free space (ckpt_space.c) */
 /* The bytes a checkpoint of m takes on disk (an upper bound: the fp32
@@ -152,6 +170,8 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st);
 /* Rank 0's status to all ranks; returns its code. */
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st);
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st);
+/* n bytes of rank 0's buf to every rank (bounded like the agreement). */
+int ck_bcast_buf(zt_ctx *ctx, void *buf, size_t n, zt_status *st);
 /* Arm (or re-arm: progress) the watchdog of the checkpoint I/O phase named
  * by fmt: if no ck_watch or ck_unwatch follows within ztrain.comm_timeout_s,
  * the process prints one error naming the phase and exits 1 (ckpt_watchdog.c).

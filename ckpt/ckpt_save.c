@@ -1,13 +1,19 @@
 /*
- * ckpt_save.c -- write a checkpoint collectively and commit it.
+ * ckpt_save.c -- write a checkpoint and commit it (every rank calls it).
  *
- * Every rank writes the slices it owns (zt_ctx_owned_state) of every tensor
- * into one shared HDF5 file through MPI-IO, as hyperslabs of the tensor's
- * full logical shape.  Checksums are computed per tensor over the logical
- * tensor: each writer sums its slices (zt_ckpt_checksum), one all-reduce adds
- * the partial sums.  The commit (rank 0) is described in docs/checkpoints.md:
+ * Rank 0 writes the file's metadata alone (create_file: attributes,
+ * /config, every dataset with its space allocated, the metadata checksums);
+ * then every rank writes the slices it owns (zt_ctx_owned_state) of every
+ * tensor with pwrite at the datasets' file addresses (contiguous, full
+ * logical shape: a flat range is one byte range) and fsyncs them.  No HDF5
+ * or MPI-IO collective is involved, so an I/O error on any rank in any
+ * phase ends the phase's agreement and the save on every rank within
+ * seconds (docs/checkpoints.md, "Failure model").  Checksums are computed
+ * per tensor over the logical tensor: each writer sums its slices
+ * (zt_ckpt_checksum), one all-reduce adds the partial sums.  The commit
+ * (rank 0) is described in docs/checkpoints.md:
  *
- *   step-N.tmp/state.h5  written, H5Fflush (MPI_File_sync), closed
+ *   step-N.tmp/state.h5  metadata (rank 0), tensor data (every writer), fsync'ed by each
  *   fsync(state.h5), fsync(step-N.tmp)
  *   rename step-N.tmp -> step-N, fsync(dir)          <- the commit point
  *   latest.tmp = "step-N\n", fsync, rename -> latest, fsync(dir)
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,11 +156,11 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
     bad |= put_attrs(f, root, NA(root));
 
     /* effective configuration, JSON */
-    if (ck_put_str_dataset(f, "config", json, zt_ctx_rank(ctx)) < 0) bad = 1;
+    if (ck_put_str_dataset(f, "config", json) < 0) bad = 1;
     /* LoRA: the settings and the frozen base's fingerprint (ckpt_lora.c) */
     if (zt_ctx_lora_model(ctx)) {
         char *lj = ck_lora_json(ctx);
-        if (!lj || ck_put_str_dataset(f, "lora", lj, zt_ctx_rank(ctx)) < 0) bad = 1;
+        if (!lj || ck_put_str_dataset(f, "lora", lj) < 0) bad = 1;
         free(lj);
     }
 
@@ -220,128 +227,252 @@ static int put_meta(zt_ctx *ctx, hid_t f, const zt_train_state *s, const char *j
         A_F("eps", c->eps), A_F("weight_decay", c->weight_decay),
     };
     ZT_TRY(put_group(f, "optimizer", optim, NA(optim), &bad, file, st));
-    if (bad) return ck_h5_fail(st, ZT_EIO, "%s: cannot write checkpoint metadata", file);
+    if (bad) return ck_h5_fail(st, ZT_EIO, "%s: cannot write the checkpoint metadata (attributes, "
+                               "/config)", file);
     return ZT_OK;
 }
 
-/* Two passes, each collective over the tensors in the same order on every
- * rank: create (write = 0: the datasets with their space allocated and
- * their attributes; no tensor data) and write (write = 1: the pieces this
- * rank owns, into the datasets opened again).  The metadata is flushed
- * between the two, so that a write error of the tensor data (a disk that
- * fills up) leaves no dirty metadata behind: the abandoned file then closes
- * on every rank, where flushing metadata onto a full disk fails on some
- * ranks only and leaves the others in HDF5's collective sync points. */
-static int put_tensors(zt_ctx *ctx, hid_t f, const zt_train_state *s, const ck_plan *p,
-                       const uint64_t *cs, float *h, const char *file, int write,
-                       struct zt_ckpt_async *ap, zt_status *st) {
+/* Rank 0, serially: the groups and every tensor dataset with its space
+ * allocated (contiguous layout, no fill value: nothing of the tensor data is
+ * written here) and its attributes; offs[fam * nt + t] receives each
+ * dataset's file address (H5Dget_offset), where the ranks write its data. */
+static int create_datasets(hid_t f, const zt_train_state *s, const uint64_t *cs, const char *file,
+                           uint64_t *offs, zt_status *st) {
     const zt_model *m = s->model;
     int nt = m->n_tensors, rc = ZT_OK;
-    if (write && !ap) ck_crash_point("save_tensors", zt_ctx_step(ctx));
-    if (!write) {
-        hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        if (g1 < 0 || g2 < 0 || g3 < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create groups", file);
-        if (g1 >= 0) H5Gclose(g1);
-        if (g2 >= 0) H5Gclose(g2);
-        if (g3 >= 0) H5Gclose(g3);
-        if (rc) return rc;
-    }
-
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), dx = H5Pcreate(H5P_DATASET_XFER);
+    hid_t g1 = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g2 = H5Gcreate2(f, "optimizer/m", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g3 = H5Gcreate2(f, "optimizer/v", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g1 < 0 || g2 < 0 || g3 < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create groups", file);
+    if (g1 >= 0) H5Gclose(g1);
+    if (g2 >= 0) H5Gclose(g2);
+    if (g3 >= 0) H5Gclose(g3);
+    if (rc) return rc;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
-    /* Each piece is one contiguous byte range of the file (a flat range of
-     * a row-major contiguous dataset), at most CK_CHUNK_ELEMS long: plain
-     * independent MPI-IO writes, no two-phase collective buffering (which
-     * only copies the data once more).  Dataset creation, attributes and
-     * metadata stay collective. */
-    H5Pset_dxpl_mpio(dx, H5FD_MPIO_INDEPENDENT);
-    int cap = 64, werr = ZT_OK;
-    zt_status wst;
-    zt_status_clear(&wst);
-    uint64_t (*mine)[2] = malloc((size_t)cap * sizeof *mine);
-    if (!mine) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    H5Pset_layout(dcpl, H5D_CONTIGUOUS);
     for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {
         const zt_tensor_info *t = &m->tensors[ti];
-        int n = ck_pieces(p, zt_ctx_rank(ctx), t, 1, NULL, 0);
+        hsize_t hd[2] = {(hsize_t)t->shape[0], (hsize_t)t->shape[1]};
+        if (t->ndim == 1) hd[0] = t->numel;
+        for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam) {
+            char name[128];
+            ck_dataset_name(name, sizeof name, fam, t->name);
+            hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
+            hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            H5Sclose(sp);
+            if (d < 0) {
+                rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create dataset %s", file, name);
+                break;
+            }
+            int bad = ck_attr_put_u64(d, "checksum", cs[fam * nt + ti]);
+            bad |= ck_attr_put_u64(d, "offset", t->offset);
+            bad |= ck_attr_put_str(d, "unit", m->units[t->unit].name);
+            haddr_t base = H5Dget_offset(d);
+            H5Dclose(d);
+            if (bad)
+                rc = ck_h5_fail(st, ZT_EIO, "%s: cannot write the attributes of dataset %s", file,
+                                name);
+            else if (base == HADDR_UNDEF)
+                rc = ck_h5_fail(st, ZT_EIO, "%s: dataset %s has no file address", file, name);
+            else
+                offs[fam * nt + ti] = (uint64_t)base;
+        }
+    }
+    H5Pclose(dcpl);
+    return rc;
+}
+
+/* An abandoned file (a write failed): HDF5's descriptor of it is moved onto
+ * an anonymous memory file before H5Fclose, so that the close's writes of
+ * the dirty metadata succeed.  HDF5 1.10 cannot close a file whose metadata
+ * it could not write: once a flush failed every later one fails too ("slist
+ * already enabled?"), and the failed H5Fclose leaves a dangling handle that
+ * crashes the process when HDF5 shuts down. */
+static void divert(hid_t f) {
+    int *fdp = NULL;
+    if (H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fdp) < 0 || !fdp || *fdp < 0) return;
+    int mfd = memfd_create("ztrain-abandoned-checkpoint", MFD_CLOEXEC);
+    if (mfd < 0) return;
+    if (dup2(mfd, *fdp) < 0) { /* the close then fails as before */ }
+    close(mfd);
+}
+
+/* The file HDF5 wrote into the memory file mfd, copied to file: its data
+ * extents only (SEEK_DATA/SEEK_HOLE: the metadata; the datasets' space is
+ * a hole there and stays one), then the file's full size. */
+static int copy_image(int mfd, const char *file, zt_status *st) {
+    const off_t size = lseek(mfd, 0, SEEK_END);
+    if (size < 0) return zt_fail(st, ZT_EIO, "%s: metadata image: %s", file, strerror(errno));
+    int out = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot create checkpoint file: %s", file, strerror(errno));
+    const size_t B = (size_t)1 << 20;
+    char *buf = malloc(B);
+    int rc = buf ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory");
+    off_t pos = 0;
+    while (rc == ZT_OK && pos < size) {
+        off_t d = lseek(mfd, pos, SEEK_DATA);
+        if (d < 0 && errno == ENXIO) break;   /* only a hole left */
+        off_t e = d < 0 ? -1 : lseek(mfd, d, SEEK_HOLE);
+        if (d < 0 || e < 0) {
+            rc = zt_fail(st, ZT_EIO, "%s: metadata image: %s", file, strerror(errno));
+            break;
+        }
+        for (off_t o = d; o < e && rc == ZT_OK; o += (off_t)B) {
+            const size_t k = (size_t)(e - o) < B ? (size_t)(e - o) : B;
+            ssize_t r;
+            do r = pread(mfd, buf, k, o); while (r < 0 && errno == EINTR);
+            if (r != (ssize_t)k)
+                rc = zt_fail(st, ZT_EIO, "%s: metadata image: %s", file,
+                             r < 0 ? strerror(errno) : "short read");
+            else if (ck_write_all(out, buf, k, (uint64_t)o) != 0)
+                rc = zt_fail(st, ZT_EIO, "%s: cannot write the checkpoint metadata (%s)", file,
+                             strerror(errno));
+        }
+        pos = e;
+    }
+    free(buf);
+    if (rc == ZT_OK && ftruncate(out, size) != 0)
+        rc = zt_fail(st, ZT_EIO, "%s: cannot extend to %lld bytes: %s", file, (long long)size,
+                     strerror(errno));
+    if (close(out) != 0 && rc == ZT_OK)
+        rc = zt_fail(st, ZT_EIO, "%s: cannot write the checkpoint metadata (close: %s)", file,
+                     strerror(errno));
+    return rc;
+}
+
+/* Rank 0, serially: the whole file but the tensor data -- attributes,
+ * /config, the datasets with their space allocated, the metadata checksums.
+ * HDF5 (sec2 driver, no MPI-IO) builds it in a memory file (tmpfs,
+ * /dev/shm; sparse: only the metadata takes memory), where no write
+ * fails, and this rank then
+ * copies its metadata into `file` with plain writes.  So a full disk (or
+ * EIO) at the metadata is an error of ours, returned at once; HDF5 never
+ * meets a failed write, which it handles badly (see divert), and no other
+ * rank is inside an HDF5 or MPI-IO collective that the failure would leave
+ * waiting (docs/checkpoints.md, "Failure model").  Without /dev/shm (nor
+ * $TMPDIR, /tmp) HDF5 writes `file` directly.  The caller sends the status to every rank. */
+static int create_file(zt_ctx *ctx, const zt_train_state *s, const char *json, double created,
+                       const uint64_t *cs, const char *file, uint64_t *offs, zt_status *st) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return ck_h5_fail(st, ZT_EINTERNAL, "%s: H5Pcreate failed", file);
+    H5Pset_fapl_sec2(fapl);
+#if H5_VERSION_GE(1, 10, 7)
+    H5Pset_file_locking(fapl, 0, 1);   /* a file no one else opens */
+#endif
+    /* datasets of 1 MiB or more start at a multiple of 1 MiB (stripes) */
+    H5Pset_alignment(fapl, (hsize_t)1 << 20, (hsize_t)1 << 20);
+    /* no sieve buffer: the string datasets' data is written inside
+     * H5Dwrite, whose status then says whether it was (HDF5 1.10 loses the
+     * error of a sieve buffer written out later) */
+    H5Pset_sieve_buf_size(fapl, 0);
+    /* the memory file: a tmpfs file (/dev/shm; else $TMPDIR or /tmp, local
+     * and sparse too), unlinked as soon as HDF5 has it open.  (HDF5 needs
+     * a real path: it resolves symbolic links, so /proc/self/fd/N of a
+     * memfd does not work.) */
+    const char *tmpdirs[3] = {"/dev/shm", getenv("TMPDIR"), "/tmp"};
+    char mpath[ZT_PATH_MAX];
+    int mfd = -1;
+    hid_t f = -1;
+    for (int i = 0; i < 3 && f < 0; ++i) {
+        if (!tmpdirs[i] || !*tmpdirs[i]) continue;
+        if (snprintf(mpath, sizeof mpath, "%s/ztrain-checkpoint-XXXXXX", tmpdirs[i]) >=
+            (int)sizeof mpath)
+            continue;
+        if ((mfd = mkostemp(mpath, O_CLOEXEC)) < 0) continue;
+        f = H5Fcreate(mpath, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        unlink(mpath);
+        if (f < 0) { H5Eclear2(H5E_DEFAULT); close(mfd); mfd = -1; }
+    }
+    if (f < 0) f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (f < 0) return ck_h5_fail(st, ZT_EIO, "%s: cannot create checkpoint file", file);
+    int rc = put_meta(ctx, f, s, json, created, file, st);
+    if (rc == ZT_OK) rc = create_datasets(f, s, cs, file, offs, st);
+    if (rc == ZT_OK) {
+        /* the checksums of every attribute and of /config, read back */
+        char *lines = ck_meta_lines(f, file, st);
+        rc = lines ? ck_put_meta_checksums(f, lines, file, st) : st->code;
+        free(lines);
+    }
+    if (rc == ZT_OK && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
+        rc = ck_h5_fail(st, ZT_EIO, "%s: cannot write the checkpoint metadata", file);
+    if (rc != ZT_OK) divert(f);
+    if (H5Fclose(f) < 0 && rc == ZT_OK)
+        rc = ck_h5_fail(st, ZT_EIO, "%s: cannot write the checkpoint metadata (close)", file);
+    ck_crash_point("save_metadata", s->step);
+    if (mfd >= 0) {
+        if (rc == ZT_OK) rc = copy_image(mfd, file, st);
+        close(mfd);
+    }
+    return rc;
+}
+
+/* Every rank: the tensor data of the pieces it owns (writers only), written
+ * with pwrite at the datasets' file addresses offs (contiguous datasets, a
+ * flat range is one byte range) through *fd (opened here when the rank has
+ * pieces; -1 otherwise).  No collective inside: the first error stops this
+ * rank's writes, and the caller's agreement reports it on every rank.  With
+ * ap (asynchronous save) the pieces are recorded for the background writer
+ * instead. */
+static int write_tensors(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p,
+                         const uint64_t *offs, float *h, const char *file,
+                         struct zt_ckpt_async *ap, int *fd, zt_status *st) {
+    const zt_model *m = s->model;
+    const int nt = m->n_tensors, rank = zt_ctx_rank(ctx);
+    int rc = ZT_OK, cap = 64;
+    if (!ap) ck_crash_point("save_tensors", zt_ctx_step(ctx));
+    uint64_t (*mine)[2] = malloc((size_t)cap * sizeof *mine);
+    if (!mine) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    for (int ti = 0; ti < nt && rc == ZT_OK; ++ti) {
+        const zt_tensor_info *t = &m->tensors[ti];
+        int n = ck_pieces(p, rank, t, 1, NULL, 0);
+        if (n == 0) continue;
         if (n > cap) {
             void *nm = realloc(mine, (size_t)n * sizeof *mine);
             if (!nm) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); break; }
             mine = nm;
             cap = n;
         }
-        ck_pieces(p, zt_ctx_rank(ctx), t, 1, mine, cap);
-        uint64_t dims[2] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1]};
-        if (t->ndim == 1) dims[0] = t->numel;
-        hsize_t hd[2] = {dims[0], dims[1]};
+        ck_pieces(p, rank, t, 1, mine, cap);
+        if (!ap && *fd < 0 && (*fd = open(file, O_WRONLY | O_CLOEXEC)) < 0) {
+            rc = zt_fail(st, ZT_EIO, "%s: cannot open for the tensor data: %s", file,
+                         strerror(errno));
+            break;
+        }
         for (int fam = 0; fam < CK_NFAM && rc == ZT_OK; ++fam) {
             char name[128];
             ck_dataset_name(name, sizeof name, fam, t->name);
             ck_watch(ctx, "checkpoint save at step %ld: tensors (%s)", zt_ctx_step(ctx), name);
-            hid_t sp = H5Screate_simple(t->ndim, hd, NULL);
-            hid_t d = write ? H5Dopen2(f, name, H5P_DEFAULT)
-                            : H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-            if (d < 0) {
-                rc = ck_h5_fail(st, ZT_EIO, "%s: cannot %s dataset %s", file,
-                                write ? "open" : "create", name);
-                H5Sclose(sp);
-                break;
-            }
-            int bad = 0;
-            /* asynchronous save (a): this rank's pieces go to the background
-             * writer at the dataset's file address (contiguous, allocated
-             * at creation: a flat range is one byte range) */
-            haddr_t base = ap && write && n > 0 ? H5Dget_offset(d) : 0;
-            if (ap && write && n > 0 && base == HADDR_UNDEF) bad = 1;
-            if (!write) {
-                bad |= ck_attr_put_u64(d, "checksum", cs[fam * nt + ti]);
-                bad |= ck_attr_put_u64(d, "offset", t->offset);
-                bad |= ck_attr_put_str(d, "unit", m->units[t->unit].name);
-            }
-            for (int k = 0; write && k < n && !bad; ++k) {
+            const uint64_t base = offs[fam * nt + ti];
+            for (int k = 0; k < n && rc == ZT_OK; ++k) {
                 uint64_t a = mine[k][0], b = mine[k][1];
                 const zt_owned_range *rg = range_of(s, a, b);
-                if (!rg) { bad = 2; break; }
-                hsize_t len = b - a;
+                if (!rg) {
+                    rc = zt_fail(st, ZT_EINTERNAL, "checkpoint: a piece of %s is in no owned "
+                                 "range (a bug: please report it)", t->name);
+                    break;
+                }
                 const float *src = fam_ptr(rg, fam) + (a - rg->lo);
+                const uint64_t off = base + (a - t->offset) * sizeof(float);
                 if (ap) {
-                    ck_wpiece wp = {(uint64_t)base + (a - t->offset) * sizeof(float), len, src,
-                                    fam, ti};
-                    if (ck_async_add_piece(ap, &wp, &wst) != ZT_OK) { bad = 3; break; }
+                    ck_wpiece wp = {off, b - a, src, fam, ti};
+                    rc = ck_async_add_piece(ap, &wp, st);
                     continue;
                 }
                 if (h) {   /* a piece is at most CK_CHUNK_ELEMS long */
-                    s->be->to_host(h, src, (size_t)len * sizeof(float));
+                    s->be->to_host(h, src, (size_t)(b - a) * sizeof(float));
                     src = h;
                 }
-                hid_t ms = H5Screate_simple(1, &len, NULL);
-                if (ck_select_flat(sp, t->ndim, dims, a - t->offset, b - t->offset) < 0 ||
-                    H5Dwrite(d, H5T_NATIVE_FLOAT, ms, sp, dx, src) < 0)
-                    bad = 1;
-                H5Sclose(ms);
+                if (ck_write_all(*fd, src, (size_t)(b - a) * sizeof(float), off) != 0)
+                    rc = zt_fail(st, ZT_EIO, "%s: cannot write dataset %s (%s)", file, name,
+                                 strerror(errno));
             }
-            H5Dclose(d);
-            H5Sclose(sp);
-            /* a local write error must not skip the collective creation of
-             * the remaining datasets: note it, agree after the loop */
-            if (bad == 3 && werr == ZT_OK)
-                werr = wst.code;
-            else if (bad == 2 && werr == ZT_OK)
-                werr = zt_fail(&wst, ZT_EINTERNAL, "checkpoint: a piece of %s is in no owned "
-                               "range (a bug: please report it)", t->name);
-            else if (bad && werr == ZT_OK)
-                werr = ck_h5_fail(&wst, ZT_EIO, "%s: cannot write dataset %s", file, name);
         }
     }
-    if (rc == ZT_OK && werr != ZT_OK) {
-        rc = werr;
-        if (st) *st = wst;
-    }
     free(mine);
-    H5Pclose(dcpl);
-    H5Pclose(dx);
     return rc;
 }
 
@@ -505,6 +636,7 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
     const zt_model *m = s.model;
     int nt = m->n_tensors;
     long step = s.step;
+    const int rank = zt_ctx_rank(ctx);
     char final[ZT_PATH_MAX + 32], tmpd[ZT_PATH_MAX + 48], file[ZT_PATH_MAX + 64];
     snprintf(final, sizeof final, "%s/step-%ld", dir, step);
     snprintf(tmpd, sizeof tmpd, "%s.tmp", final);
@@ -516,12 +648,13 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) { ck_unwatch(); return rc; }
 
     uint64_t *cs = calloc((size_t)CK_NFAM * (size_t)nt, sizeof *cs);
+    uint64_t *offs = calloc((size_t)CK_NFAM * (size_t)nt, sizeof *offs);
     char *json = NULL;
-    double created = 0;
-    hid_t fapl = -1, f = -1;
-    int hfail = 0;
+    int hfail = 0, fd = -1, explain = 0;
+    uint64_t need = 0;
+    int64_t jlen = 0;
     float *h = ck_stage_buf(&s, &hfail, st);   /* device state: host staging */
-    if (!cs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (!cs || !offs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (hfail) rc = st->code;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     if (a) memcpy(cs, ck_async_checksums(a), (size_t)CK_NFAM * (size_t)nt * sizeof *cs);
@@ -533,7 +666,7 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
     }
 
     /* rank 0: a fresh step-N.tmp/ (an old one is a crashed attempt) */
-    if (zt_ctx_rank(ctx) == 0) {
+    if (rank == 0) {
         rc = ck_mkdir_p(dir, st);
         if (rc == ZT_OK) {
             ck_rmtree(tmpd);
@@ -542,87 +675,55 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
         }
         json = zt_config_to_json(zt_ctx_config(ctx));
         if (rc == ZT_OK && !json) rc = zt_fail(st, ZT_ENOMEM, "out of memory (config JSON)");
-        created = (double)time(NULL);
     }
-    phase(ctx, "create the file");
+    phase(ctx, "step directory");
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
-    if ((rc = ck_bcast_str(ctx, &json, st)) != ZT_OK) goto out;
-    if (zt_ctx_nranks(ctx) > 1) MPI_Bcast(&created, 1, MPI_DOUBLE, 0, ck_comm(ctx));
-    /* room for it on the file system (every rank's view, agreed): a full
-     * disk found inside HDF5's collectives cannot always be reported */
+    jlen = json ? (int64_t)strlen(json) : 0;
+    if ((rc = ck_bcast_buf(ctx, &jlen, sizeof jlen, st)) != ZT_OK) goto out;
+    /* room for it on the file system (every rank's view, agreed) */
     phase(ctx, "free space");
-    const uint64_t need = ck_save_bytes(m, json ? strlen(json) : 0);
+    need = ck_save_bytes(m, (size_t)jlen);
     rc = ck_space_check(dir, need, step, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    explain = 1;   /* from here an I/O error on a disk short of room says so */
 
-    if (zt_ctx_rank(ctx) == 0) ck_watch_cleanup(tmpd);
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_fapl_mpio(fapl, ck_comm(ctx), MPI_INFO_NULL);
-    H5Pset_all_coll_metadata_ops(fapl, 1);
-    H5Pset_coll_metadata_write(fapl, 1);
-    H5Pset_alignment(fapl, (hsize_t)1 << 20, (hsize_t)1 << 20);
-    f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (f < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: cannot create checkpoint file", file);
-    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    /* Every phase ends with an agreement, so that no rank enters the next
-     * collective (dataset creation, the flush, the close) alone when
-     * another one failed: the failure-agreement rule (docs/checkpoints.md). */
-    phase(ctx, "metadata");
-    rc = put_meta(ctx, f, &s, json, created, file, st);
-    if ((rc = ck_agree(ctx, rc, st)) == ZT_OK) {
-        phase(ctx, "datasets");
-        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 0, a, st);
-        rc = ck_agree(ctx, rc, st);
-    }
-    if (rc == ZT_OK) {
-        /* the checksums of every attribute and of /config, read back */
-        phase(ctx, "metadata checksums");
-        char *lines = ck_meta_lines(f, file, st);
-        rc = lines ? ck_put_meta_checksums(f, lines, zt_ctx_rank(ctx), file, st) : st->code;
-        free(lines);
-        rc = ck_agree(ctx, rc, st);
-    }
-    if (rc == ZT_OK) {
-        /* all metadata on disk before the tensor data (put_tensors) */
-        phase(ctx, "metadata flush");
-        if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0)
-            rc = ck_h5_fail(st, ZT_EIO, "%s: metadata flush failed", file);
-        rc = ck_agree(ctx, rc, st);
-    }
-    if (rc == ZT_OK) {
-        phase(ctx, "tensors");
-        rc = put_tensors(ctx, f, &s, &plan, cs, h, file, 1, a, st);
-        if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
-        rc = ck_agree(ctx, rc, st);
-    }
-    if (zt_ctx_rank(ctx) == 0 && !a) ck_crash_point("after_data_write", step);
-    if (rc == ZT_OK) {
-        phase(ctx, "flush");
-        if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = ck_h5_fail(st, ZT_EIO, "%s: flush failed", file);
-        rc = ck_agree(ctx, rc, st);
-    }
-    if (rc != ZT_OK) {
-        /* abandoned: the .tmp goes first, for HDF5 may not return from
-         * closing a file whose writes failed on some ranks (the watchdog
-         * then ends the process with this error) */
-        if (zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
-        if (rc == ZT_EIO) ck_space_explain(dir, need, st);
-        zt_group_where(zt_ctx_world(ctx), "checkpoint save: close");
-        ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
-    } else {
-        phase(ctx, "close");
-    }
-    {
-        zt_status cst;
-        int crc = H5Fclose(f) < 0 ? ck_h5_fail(&cst, ZT_EIO, "%s: close failed", file) : ZT_OK;
-        if (rc == ZT_OK && crc != ZT_OK) { rc = crc; *st = cst; }
-    }
-    f = -1;
-    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+    if (rank == 0) ck_watch_cleanup(tmpd);
+    /* Rank 0 writes the whole file but the tensor data, alone: every HDF5
+     * call of a save is serial on rank 0, so an I/O error inside one (a
+     * disk that fills while the metadata is written) never leaves another
+     * rank inside an HDF5 or MPI-IO collective (the way a full disk used to
+     * hang every rank until comm_timeout_s).  Every phase below ends with
+     * an agreement, so no rank starts the next one when any rank failed
+     * (docs/checkpoints.md, "Failure model"). */
+    phase(ctx, "create the file (metadata)");
+    if (rank == 0) rc = create_file(ctx, &s, json, (double)time(NULL), cs, file, offs, st);
+    if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) goto out;
+    if ((rc = ck_bcast_buf(ctx, offs, (size_t)CK_NFAM * (size_t)nt * sizeof *offs, st)) != ZT_OK)
+        goto out;
 
+    phase(ctx, "tensors");
+    rc = write_tensors(ctx, &s, &plan, offs, h, file, a, &fd, st);
+    if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
     if (a) goto out;   /* the background writer writes the tensors; ck_commit later */
+    if (rank == 0) ck_crash_point("after_data_write", step);
+
+    /* every rank's data durable (each rank fsyncs what it wrote: on a
+     * network file system a client flushes only its own writes) */
+    phase(ctx, "flush");
+    if (fd >= 0) {
+        if (fsync(fd) != 0) rc = zt_fail(st, ZT_EIO, "%s: fsync failed: %s", file, strerror(errno));
+        if (close(fd) != 0 && rc == ZT_OK)
+            rc = zt_fail(st, ZT_EIO, "%s: close failed: %s", file, strerror(errno));
+        fd = -1;
+    }
+    if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
+
+    /* (the commit's failures are not about the room the data needs: the
+     * data is written) */
+    explain = 0;
     phase(ctx, "commit");
-    if (zt_ctx_rank(ctx) == 0) rc = ck_commit(ctx, dir, step, keep, tmpd, final, file, st);
+    if (rank == 0) rc = ck_commit(ctx, dir, step, keep, tmpd, final, file, st);
     rc = ck_root_status(ctx, rc, st);
     if (rc == ZT_OK) {
         double dt = zt_now_s() - t0;
@@ -631,19 +732,18 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
                step, final, bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9));
     }
 out:
-    if (f >= 0) {   /* created here but not on another rank */
-        if (zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
-        ck_watch(ctx, "%s (checkpoint save at step %ld abandoned; closing its file)", st->msg, step);
-        H5Fclose(f);
-    }
+    if (fd >= 0) close(fd);
     /* an abandoned save leaves nothing behind: the previous committed
      * checkpoint stays `latest` */
-    if (rc != ZT_OK && zt_ctx_rank(ctx) == 0) ck_rmtree(tmpd);
+    if (rc != ZT_OK) {
+        if (rank == 0) ck_rmtree(tmpd);
+        if (rc == ZT_EIO && explain) ck_space_explain(dir, need, st);
+    }
     ck_unwatch();
     zt_group_where(zt_ctx_world(ctx), "%s", "");
-    if (fapl >= 0) H5Pclose(fapl);
     free(json);
     free(cs);
+    free(offs);
     zt_mem_free(h);
     ck_plan_free(&plan);
     return rc;

@@ -28,6 +28,7 @@ struct zt_ckpt_session {
     char last[ZT_PATH_MAX + 32];
     char created[ZT_PATH_MAX];  /* rank 0: the topmost directory attach created, or "" */
     zt_ckpt_async *async;      /* ztrain.checkpoint.async: the background saves */
+    ck_lock *lock;             /* rank 0: checkpoint.dir/.ztrain.lock (ztrain.checkpoint.lock) */
     double async_t;            /* zt_now_s() when the last background save started */
     int warned_wait;           /* the "saves come faster than the disk" warning was given */
 };
@@ -293,7 +294,15 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
     zt_env_int("ZT_CKPT_STEP_SLEEP_MS", 0, CK_ENV_MS_MAX, 0, &sl, NULL);   /* checked above */
     s->step_sleep_ms = (int)sl;
 
+    /* one run per directory: rank 0 holds its lock from here, before
+     * anything in it changes (stale .tmp, resume, quarantine), to the end
+     * (an earlier instance of this Slurm job still ending is waited for a
+     * while: less than the other ranks' wait in the agreement allows) */
     if (zt_ctx_rank(ctx) == 0) rc = probe_dir(c->ckpt_dir, s->created, sizeof s->created, st);
+    if (zt_ctx_rank(ctx) == 0 && rc == ZT_OK) {
+        double wait_s = c->comm_timeout_s > 0 && c->comm_timeout_s / 3 < 60 ? c->comm_timeout_s / 3 : 60;
+        rc = ck_lock_take(ctx, c->ckpt_dir, c->ckpt_lock, wait_s, &s->lock, st);
+    }
     if ((rc = ck_root_status(ctx, rc, st)) != ZT_OK) { detach(s, 0); return rc; }
     if (zt_ctx_rank(ctx) == 0) {
         char report[512];
@@ -377,6 +386,7 @@ static void detach(zt_ckpt_session *s, int hooked) {
         zt_ctx_set_step_hook(s->ctx, NULL, NULL);
         zt_preempt_uninstall();
     }
+    ck_lock_release(s->lock);   /* (after the last save: the directory is free) */
     zt_rmdirs_created(zt_ctx_config(s->ctx)->ckpt_dir, s->created);
     free(s);
 }

@@ -1,12 +1,11 @@
 /*
  * ckpt_space.c -- free space for a checkpoint, checked before it is written.
  *
- * A full disk found by MPI-IO in the middle of a collective HDF5 write
- * leaves the ranks' HDF5 states diverged (docs/checkpoints.md, "Failure
- * model"); so every save first compares the free space of the checkpoint
- * directory's file system (statvfs, on every rank, agreed) with the size
- * the checkpoint will take, and fails before creating its file when it
- * does not fit.
+ * Every save first compares the free space of the checkpoint directory's
+ * file system (statvfs, on every rank, agreed) with the size the checkpoint
+ * will take, and fails before creating its file when it does not fit; a
+ * disk that fills later is a write error of the phase it happens in
+ * (docs/checkpoints.md, "Failure model"), explained with the free space.
  */
 #define _GNU_SOURCE
 #include <errno.h>

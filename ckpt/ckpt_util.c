@@ -151,6 +151,17 @@ int ck_h5_fail(zt_status *st, int code, const char *fmt, ...) {
     va_end(ap);
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_desc, h5);
     H5Eclear2(H5E_DEFAULT);
+    /* the sec2 driver's "file write failed: time = ..., filename = ...,
+     * errno = 28, error message = 'No space left on device', buf = ...":
+     * its first words and the system's message */
+    const char *em = strstr(h5, "error message = '"), *colon = strchr(h5, ':');
+    if (em && colon && colon < em) {
+        char sys[128];
+        em += strlen("error message = '");
+        size_t k = strcspn(em, "'");
+        snprintf(sys, sizeof sys, "%.*s", (int)(k < sizeof sys ? k : sizeof sys - 1), em);
+        snprintf(h5 + (colon - h5), sizeof h5 - (size_t)(colon - h5), ": %s", sys);
+    }
     if (h5[0]) return zt_fail(st, code, "%s (HDF5: %s)", msg, h5);
     return zt_fail(st, code, "%s", msg);
 }
@@ -362,8 +373,8 @@ char *ck_meta_lines(hid_t f, const char *file, zt_status *st) {
     return w.buf;
 }
 
-/* A scalar string dataset `name` holding s (collective: rank 0 writes). */
-int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank) {
+/* A scalar string dataset `name` holding s (serial: a save's rank 0). */
+int ck_put_str_dataset(hid_t f, const char *name, const char *s) {
     hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
     int bad = 0;
     H5Tset_size(t, strlen(s) + 1);
@@ -371,12 +382,7 @@ int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank) {
     hid_t d = H5Dcreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (d < 0) bad = 1;
     else {
-        hid_t dx = H5Pcreate(H5P_DATASET_XFER);
-        H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE);
-        hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
-        if (rank != 0) { H5Sselect_none(fs); H5Sselect_none(ms); }
-        if (H5Dwrite(d, t, ms, fs, dx, s) < 0) bad = 1;
-        H5Sclose(fs); H5Sclose(ms); H5Pclose(dx);
+        if (H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) < 0) bad = 1;
         H5Dclose(d);
     }
     H5Sclose(sp);
@@ -384,8 +390,8 @@ int ck_put_str_dataset(hid_t f, const char *name, const char *s, int rank) {
     return bad ? -1 : 0;
 }
 
-int ck_put_meta_checksums(hid_t f, const char *lines, int rank, const char *file, zt_status *st) {
-    if (ck_put_str_dataset(f, ZT_CKPT_META_DATASET, lines, rank) < 0)
+int ck_put_meta_checksums(hid_t f, const char *lines, const char *file, zt_status *st) {
+    if (ck_put_str_dataset(f, ZT_CKPT_META_DATASET, lines) < 0)
         return ck_h5_fail(st, ZT_EIO, "%s: cannot write /%s", file, ZT_CKPT_META_DATASET);
     return ZT_OK;
 }
@@ -620,6 +626,20 @@ int ck_resolve(const char *path, char *file, size_t n) {
     return 0;
 }
 
+int ck_write_all(int fd, const void *buf, size_t n, uint64_t off) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t k = pwrite(fd, p, n, (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) { errno = EIO; return -1; }
+        p += k;
+        n -= (size_t)k;
+        off += (uint64_t)k;
+    }
+    return 0;
+}
+
 int ck_fsync_path(const char *path, int dir, zt_status *st) {
     int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
     if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot open for fsync: %s", path, strerror(errno));
@@ -779,6 +799,11 @@ int ck_agree(zt_ctx *ctx, int rc, zt_status *st) {
         else zt_fail(st, b.code, "%s", b.msg);
     }
     return b.code;
+}
+
+int ck_bcast_buf(zt_ctx *ctx, void *buf, size_t n, zt_status *st) {
+    if (zt_ctx_nranks(ctx) < 2) return ZT_OK;
+    return ck_bcast(ctx, buf, n, ZT_U8, 0, st);
 }
 
 int ck_root_status(zt_ctx *ctx, int rc, zt_status *st) {
@@ -969,8 +994,8 @@ int ck_pieces(const ck_plan *p, int r, const zt_tensor_info *t, int writers_only
 /* ================================================================ test hooks */
 
 /* The phases of ck_crash_point's calls. */
-static const char *const crash_phases[] = {"startup", "save_tensors", "after_data_write", "before_rename",
-                                           "after_rename_before_latest", "during_prune", NULL};
+static const char *const crash_phases[] = {"startup", "save_tensors", "save_metadata", "after_data_write",
+                                           "before_rename", "after_rename_before_latest", "during_prune", NULL};
 
 /* ZT_CKPT_CRASH_AT's parts: stop, the phase's index, the step (-1: any). */
 static int crash_at(const char *v, int *stop, int *phase, long *step) {
@@ -993,10 +1018,15 @@ int ck_env_check(int world, zt_status *st) {
     const char *v = getenv("ZT_CKPT_CRASH_AT");
     int stop, phase;
     long x;
-    if (v && *v && crash_at(v, &stop, &phase, &x) != 0)
+    if (v && *v && crash_at(v, &stop, &phase, &x) != 0) {
+        char list[256];
+        size_t k = 0;
+        for (int i = 0; crash_phases[i]; i++)
+            k += (size_t)snprintf(list + k, k < sizeof list ? sizeof list - k : 0, "%s%s", i ? ", " : "",
+                                  crash_phases[i]);
         return zt_fail(st, ZT_EINVAL, "ZT_CKPT_CRASH_AT='%s': expected [stop:]PHASE[@STEP] with PHASE one of "
-                       "startup, save_tensors, after_data_write, before_rename, after_rename_before_latest, "
-                       "during_prune and STEP an integer >= 0", v);
+                       "%s and STEP an integer >= 0", v, list);
+    }
     ZT_TRY(zt_env_int("ZT_CKPT_CRASH_RANK", 0, world - 1, 0, &x, st));
     ZT_TRY(zt_env_int("ZT_CKPT_WRITE_DELAY_MS", 0, CK_ENV_MS_MAX, 0, &x, st));
     ZT_TRY(zt_env_int("ZT_CKPT_COPY_DELAY_MS", 0, CK_ENV_MS_MAX, 0, &x, st));

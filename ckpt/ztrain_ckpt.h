@@ -2,7 +2,7 @@
  * ztrain_ckpt.h -- distributed HDF5 checkpoints (public API of libtrain).
  *
  * A checkpoint is a directory <checkpoint.dir>/step-<N>/ holding one HDF5
- * file, state.h5, written collectively by every rank through MPI-IO.  Every
+ * file, state.h5: rank 0 writes its metadata, every rank its own slices.  Every
  * tensor is stored at its full logical shape, so a checkpoint does not depend
  * on the world size, ZeRO stage or shard group it was written with and can be
  * restored onto any other.  The layout, the checksum and the commit protocol
@@ -116,7 +116,9 @@ int zt_ckpt_restore(zt_ctx *ctx, const char *path, int mode, zt_status *st);
 int zt_ckpt_resume(zt_ctx *ctx, long *step_out, zt_status *st);
 
 typedef struct zt_ckpt_session zt_ckpt_session;
-/* Everything `ztrain train` needs: removes stale step-*.tmp in
+/* Everything `ztrain train` needs: takes checkpoint.dir's lock (rank 0, for
+ * the session's life: a second run on the directory is refused, naming the
+ * first; ztrain.checkpoint.lock), removes stale step-*.tmp in
  * checkpoint.dir, resumes, catches SIGTERM and ztrain.preempt_signal, and
  * registers the step hook that saves every checkpoint.every steps and/or
  * checkpoint.every_minutes, at the last step, and on a preemption signal
@@ -177,6 +179,15 @@ typedef struct zt_ckpt_info {
     int meta_checksums;
     char *config_json;       /* malloc'ed; zt_ckpt_info_free */
 } zt_ckpt_info;
+/* The run named by checkpoint directory dir's lock file (<dir>/.ztrain.lock,
+ * held by zt_ckpt_attach's rank 0 for the run's life): out = "host H, pid
+ * P, Slurm job J, started T"; returns 0 (none: out untouched), 1 (its lock
+ * is held: that run is running), 2 (not locked: it ended without removing
+ * the file; the next run takes it over) or 3 (the file system does not
+ * support locks: cannot tell).  Read-only: takes no lock.
+ * docs/checkpoints.md, "One job per directory". */
+int zt_ckpt_lock_holder(const char *dir, char *out, size_t n);
+
 /* Read the header of a checkpoint (step dir or state.h5). */
 int zt_ckpt_read_info(const char *path, zt_ckpt_info *info, zt_status *st);
 void zt_ckpt_info_free(zt_ckpt_info *info);
@@ -307,8 +318,8 @@ uint64_t zt_ckpt_checksum(const float *x, size_t n, uint64_t first);
 }
 #endif
 /* The watchdog (ckpt_watchdog.c) bounds phases whose collectives no timeout
- * covers: start-up, and HDF5's / MPI-IO's own collectives in checkpoint
- * saves and restores (which arm it themselves).  zt_watchdog_arm starts or
+ * covers: start-up, checkpoint saves and HDF5's / MPI-IO's own collectives in
+ * restores (which arm it themselves).  zt_watchdog_arm starts or
  * restarts the clock of `phase`; if neither is called again within
  * timeout_s seconds (ztrain.comm_timeout_s; 5 s more on ranks > 0, so that
  * rank 0 reports), the watchdog thread builds one line "ztrain: error: rank

@@ -14,7 +14,8 @@ static void ckpt_usage(FILE *fp) {
             "usage: ztrain ckpt <command> [options]\n"
             "\n"
             "  list [DIR]                  checkpoints in DIR (default: $ZTRAIN_CKPT_DIR or\n"
-            "                              ./checkpoints), newest first, * = latest\n"
+            "                              ./checkpoints), newest first, * = latest; the run\n"
+            "                              using DIR, if any\n"
             "  inspect PATH [--tensors] [--no-config]\n"
             "                              header, saved-by world size / stage, data position,\n"
             "                              effective configuration; --tensors: every dataset\n"
@@ -81,6 +82,15 @@ static int do_list(int argc, char **argv) {
     zt_status st;
     if (zt_ckpt_list(dir, &e, &n, &st) != ZT_OK) { cli_error("%s", st.msg); return ZT_EXIT_FAIL; }
     printf("%s: %d entr%s\n", dir, n, n == 1 ? "y" : "ies");
+    char who[1024];
+    int held = zt_ckpt_lock_holder(dir, who, sizeof who);
+    if (held == 1) printf("  in use by a run: %s (it holds %s/.ztrain.lock)\n", who, dir);
+    else if (held == 2)
+        printf("  %s/.ztrain.lock names a run that ended without removing it: %s (the next run "
+               "takes it over)\n", dir, who);
+    else if (held == 3)
+        printf("  %s/.ztrain.lock names a run: %s (this file system does not support locks: "
+               "whether it is still running cannot be checked)\n", dir, who);
     for (int i = 0; i < n; ++i) {
         char when[64] = "";
         zt_ckpt_info in;

@@ -167,6 +167,7 @@ struct zt_config {
     double ckpt_every_minutes;    /* ztrain.checkpoint.every_minutes, 0 = off */
     char ckpt_restore[16];        /* ztrain.checkpoint.restore: one-reader | parallel */
     char ckpt_on_failure[16];     /* ztrain.checkpoint.on_failure: stop | continue */
+    char ckpt_lock[16];           /* ztrain.checkpoint.lock: on | break | off */
     int ckpt_async;               /* ztrain.checkpoint.async: periodic/timed saves written in the background */
     char preempt_signal[16];      /* ztrain.preempt_signal: SIGUSR2 | SIGTERM | SIGINT | SIGHUP */
     char requeue[8];              /* ztrain.requeue: auto | true | false */

@@ -336,6 +336,12 @@ const keydef zt_cfg_keys[] = {
      0, 0, 0, "stop", "stop|continue",
      "a save that fails on any rank is abandoned everywhere (the previous checkpoint stays latest); "
      "then stop (exit 1) or continue training and retry at the next save, with a warning"},
+    {"ztrain.checkpoint.lock", "ckpt-lock", NULL, NULL, T_ENUM, FLD(ckpt_lock),
+     0, 0, 0, "on", "on|break|off",
+     "one run per checkpoint.dir: rank 0 holds a lock on checkpoint.dir/.ztrain.lock for the "
+     "run's life and a second run on the directory is refused naming the first; break = take "
+     "the directory over from a run that holds it (one run, when that run is gone but its "
+     "lock stays); off = no lock"},
     {"ztrain.checkpoint.async", "ckpt-async", NULL, NULL, T_BOOL, FLD(ckpt_async), 0, 0, 0,
      "true", NULL,
      "periodic and timed saves: snapshot the state to host memory, keep training, write the "

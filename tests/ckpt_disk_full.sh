@@ -1,15 +1,19 @@
 #!/bin/bash
-# ckpt_disk_full.sh -- a real full disk during a 2-rank save (HDF5 over
-# MPI-IO; no fault shim): the checkpoint directory is on a 3 MiB tmpfs
+# ckpt_disk_full.sh -- a real full disk during a 2-rank save (no fault
+# shim): the checkpoint directory is on a 3 MiB tmpfs
 # filled with ordinary files.  (1) Not enough room for the next checkpoint:
 # the free-space check fails the save before anything is written, naming
 # the directory, its file system and the bytes free and needed.  (2) Room
 # at the check, but the disk fills up while the tensors are written (rank 0
 # is stopped there by ZT_CKPT_CRASH_AT=stop:save_tensors and the disk
-# filled): the write error reaches the save's agreement and the abandoned
-# file closes on every rank.  Both end with exit 1 and one error long before
-# ztrain.comm_timeout_s (left at its default, 300 s: no watchdog line), and
-# step-10 stays `latest` and verifies.  Needs root (mount); skipped otherwise.
+# filled): the write error reaches the save's agreement and the save is
+# abandoned on every rank.  (3) The same with the disk filled while rank 0
+# is stopped before it writes the file's metadata
+# (ZT_CKPT_CRASH_AT=stop:save_metadata; a full disk there used to hang every
+# rank until comm_timeout_s).  Each ends with exit 1 and one error long
+# before ztrain.comm_timeout_s (left at its default, 300 s: no watchdog
+# line), and step-10 stays `latest` and verifies.  Needs root (mount);
+# skipped otherwise.
 . "$(dirname "$0")/ckpt_lib.sh"
 M="$T/M"
 mkdir -p "$M"
@@ -38,7 +42,8 @@ ok $? "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes
 
 # (1) 300 KB left: step-11 does not fit
 dd if=/dev/zero of=M/fill bs=4096 count=$((($(avail) - 300000) / 4096)) 2> /dev/null
-FREE=$(avail)
+# (the run's lock file, checkpoint.dir/.ztrain.lock, takes one block before the check)
+FREE=$(($(avail) - $(stat -f -c %S "$M")))
 run2
 diag <(grep -v 'pwritev' run.err | head -n 3)
 ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
@@ -67,6 +72,29 @@ diag <(grep -v 'pwritev' run.err | head -n 3)
 ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
      grep -Eq "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
    "disk filled during the write ($FILLED bytes left): exit $RC, one error naming the write, the file system and bytes free vs needed"
+ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
+
+# (3) room at the check; the disk fills while rank 0 is stopped before
+# writing the file's metadata
+rm -f M/fill
+rm -f run.err
+run2 ZT_CKPT_CRASH_AT=stop:save_metadata@11 ZT_CKPT_CRASH_RANK=0 &
+job=$!
+pid=
+for _ in $(seq 600); do
+    pid=$(sed -n 's/.*stopping rank 0 (pid \([0-9]*\)).*/\1/p' run.err 2> /dev/null)
+    [ -n "$pid" ] && [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && break
+    pid=; sleep 0.1
+done
+dd if=/dev/zero of=M/fill bs=4096 2> /dev/null
+FILLED=$(avail)
+[ -n "$pid" ] && kill -CONT "$pid"
+wait $job
+RC=$?
+diag <(grep -v 'pwritev' run.err | head -n 3)
+ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
+     grep -Eq "^ztrain: error: M/ck/step-11.tmp/state.h5: cannot write the checkpoint metadata \(No space left on device\) \(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+   "disk filled before the metadata is written ($FILLED bytes left): exit $RC, one error naming the metadata, the file system and bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 
 # room again: a rerun resumes from step-10 and saves step-11

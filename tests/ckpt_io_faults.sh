@@ -74,7 +74,7 @@ for k in $KS; do
 done
 [ -n "$stopped" ] && echo "# the loop stopped after ${BUDGET}s (ZT_FAULT_BUDGET_S) with $cases cases run"
 ok $([ $bad = 0 ] && [ $fired -ge 12 ]; echo $?) \
-   "$fired injected save failures (and $absorbed absorbed by MPI-IO: the save succeeded and verifies) (both ranks, rank 0 only, rank 1 only; ENOSPC, EIO, EACCES, EROFS): each ends within ${BOUND}s, exit 1, one error, step-20 stays latest and verifies, no step-21 left"
+   "$fired injected save failures (and $absorbed absorbed by a retry: the save succeeded and verifies) (both ranks, rank 0 only, rank 1 only; ENOSPC, EIO, EACCES, EROFS): each ends within ${BOUND}s, exit 1, one error, step-20 stays latest and verifies, no step-21 left"
 grep '^ztrain: error' run.err | head -n 1 | sed 's/^/# last case: /'
 # the last failed case's directory: a rerun resumes from step-20
 zrun 2 --steps 21 --ckpt-dir D
@@ -99,7 +99,7 @@ ok $([ $rc = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && [ "$(cat D
 W1=$(awk '$1 == 1 && $2 == "write"' flog.ref | wc -l)
 # step 22 is a periodic save: written in the background (checkpoint.async,
 # the default: the fault hits the background writer's pwrite) and again
-# synchronously (--ckpt-async false: HDF5's MPI-IO write)
+# synchronously (--ckpt-async false: the writes of the save step itself)
 for mode in background synchronous; do
     flags=()
     [ $mode = synchronous ] && flags=(--ckpt-async false)

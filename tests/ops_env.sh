@@ -41,8 +41,8 @@ refused ZTRAIN_PROGRESS_INTERVAL=5s "ZTRAIN_PROGRESS_INTERVAL='5s': expected a n
     "${RUN[@]}" --print-config
 ok $([ ! -e p_train.bin ]; echo $?) "nothing was written by a refused prep"
 # the checkpoint session's test hooks
-refused ZT_CKPT_CRASH_AT=nosuch "ZT_CKPT_CRASH_AT='nosuch': expected [stop:]PHASE[@STEP] with PHASE one of startup, save_tensors, after_data_write, before_rename, after_rename_before_latest, during_prune and STEP an integer >= 0" "${RUN[@]}"
-refused ZT_CKPT_CRASH_AT=startup@2x "ZT_CKPT_CRASH_AT='startup@2x': expected [stop:]PHASE[@STEP] with PHASE one of startup, save_tensors, after_data_write, before_rename, after_rename_before_latest, during_prune and STEP an integer >= 0" "${RUN[@]}"
+refused ZT_CKPT_CRASH_AT=nosuch "ZT_CKPT_CRASH_AT='nosuch': expected [stop:]PHASE[@STEP] with PHASE one of startup, save_tensors, save_metadata, after_data_write, before_rename, after_rename_before_latest, during_prune and STEP an integer >= 0" "${RUN[@]}"
+refused ZT_CKPT_CRASH_AT=startup@2x "ZT_CKPT_CRASH_AT='startup@2x': expected [stop:]PHASE[@STEP] with PHASE one of startup, save_tensors, save_metadata, after_data_write, before_rename, after_rename_before_latest, during_prune and STEP an integer >= 0" "${RUN[@]}"
 refused ZT_CKPT_CRASH_RANK=1 "ZT_CKPT_CRASH_RANK='1': $I0 0" "${RUN[@]}"
 refused ZT_CKPT_WRITER_NICE=20 "ZT_CKPT_WRITER_NICE='20': $I0 19" "${RUN[@]}"
 refused ZT_CKPT_WRITE_DELAY_MS=1s "ZT_CKPT_WRITE_DELAY_MS='1s': $MS" "${RUN[@]}"
