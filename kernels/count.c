@@ -881,14 +881,14 @@ static void c_xent_fwd(float *losses, float *probs, const float *logits, const i
     rec(K_XENT_FWD, 5 * nv, (g_whatif & ZT_COUNT_WHATIF_FUSED_XENT ? 2 : 4) * nv * F + rows);
 }
 
-/* k_xent_bwd: reads probs N V f and targets N 4, writes N V f; N V FLOPs.
+/* k_xent_bwd: reads probs N V f and targets N 4 (if any), writes N V f; N V FLOPs.
  * What-if FUSED_XENT: nothing (done in the forward). */
 static void c_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss, int N,
                        int V) {
     call(ZT_CE_xent_bwd);
     if (g_inner) g_inner->xent_bwd(dlogits, probs, targets, dloss, N, V);
     if (N <= 0 || V <= 0 || (g_whatif & ZT_COUNT_WHATIF_FUSED_XENT)) return;
-    rec(K_XENT_BWD, D(N) * V, 2 * D(N) * V * F + D(N) * 4);
+    rec(K_XENT_BWD, D(N) * V, 2 * D(N) * V * F + (targets ? D(N) * 4 : 0));
 }
 
 /* ------------------------------------------------------------ optimizer, reductions */
