@@ -72,6 +72,9 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         printf("shape %s: gpt2 L=%d H=%d C=%d V=%d, B=%d T=%d", sh->name, sh->L, sh->NH, sh->C, sh->V, sh->B,
                sh->T);
     printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
+    if (o->stage > 0)
+        printf("  collectives as ztrain.comm_backend=mpi (host-staged: to_host, MPI, to_device, even on one "
+               "rank); NCCL, which the recorded runs used, is not modeled\n");
     if (o->whatif)
         printf("  WHAT-IF%s%s: a model of planned changes, not of today's backend\n",
                o->whatif & ZT_COUNT_WHATIF_BF16_OPERANDS ? " bf16-operands" : "",

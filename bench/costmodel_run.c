@@ -103,6 +103,9 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
     SET("zero_optimization.stage", "%d", o->stage);
     SET("gradient_clipping", "%s", "1.0");
     SET("ztrain.backend", "%s", "cuda");
+    /* collectives through host memory (the stand-in has no NCCL): at stage 0
+     * on one rank there are none */
+    SET("ztrain.comm_backend", "%s", "mpi");
     SET("bf16.enabled", "%s", o->fp32 ? "false" : "true");
     SET("ztrain.threads", "%d", o->threads > 0 ? o->threads : 1);
     SET("ztrain.data.val", "%s", "");

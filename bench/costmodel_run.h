@@ -38,7 +38,7 @@ typedef struct cm_counts {
 } cm_counts;
 
 /* The engine (built like bench_train: synthetic tokens, 1 rank,
- * ztrain.backend=cuda) on `be` (zt_backend_count() or count_over(...)) as
+ * ztrain.backend=cuda, ztrain.comm_backend=mpi) on `be` (zt_backend_count() or count_over(...)) as
  * the stand-in: one step, then the counts of a second one. */
 int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be, cm_counts *out,
                   zt_status *st);
