@@ -1,0 +1,257 @@
+/*
+ * costmodel.c -- a GPU training step predicted without a GPU.
+ *
+ *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
+ *                   [--what-if bf16-operands,fused-xent] [--kernels N]
+ *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
+ *   bench/costmodel --rows BENCH.txt [--calib FILE]
+ *
+ * The engine runs one step on the counting backend (kernels/count.h), as
+ * `ztrain train --backend cuda --precision bf16` would on one GPU; the
+ * roofline of costmodel.h, calibrated on a recorded bench_gpu table, turns
+ * the counts into a time: the step, by kernel class and by kernel.  Shapes:
+ * gpt2 (GPT-2 124M, B=8, T=1024), smollm (SmolLM-135M, B=8, T=2048),
+ * llama3.2-1b, llama3.2-3b, llama3.1-8b (B=4, T=2048), or
+ * gpt2:L,H,C,V,B,T / llama:L,NH,NKV,C,I,V,B,T[,untied].  Where the
+ * calibration's source recorded the engine step of the shape, it prints
+ * the measurement and the ratio.
+ *
+ * --calibrate fits the classes on a bench.txt's kernel rows (costmodel.h);
+ * --rows prints those rows measured against predicted.  --what-if models
+ * planned changes (count.h): the output is then a model of code that does
+ * not exist yet, not a measurement of anything.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel_run.h"
+
+#ifndef CM_DEFAULT_CALIB
+#define CM_DEFAULT_CALIB "bench/costmodel_h100.txt"
+#endif
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
+            "llama:L,NH,NKV,C,I,V,B,T[,untied]]... [--calib FILE] [--stage N] [--fp32]\n"
+            "                 [--what-if bf16-operands,fused-xent] [--kernels N]\n"
+            "       costmodel --calibrate BENCH.txt\n"
+            "       costmodel --rows BENCH.txt [--calib FILE]\n");
+}
+
+typedef struct agg { const char *name; int cls; long launches; double flops, bytes, s; } agg;
+
+static int by_time(const void *a, const void *b) {
+    const double x = ((const agg *)a)->s, y = ((const agg *)b)->s;
+    return x < y ? 1 : x > y ? -1 : strcmp(((const agg *)a)->name, ((const agg *)b)->name);
+}
+
+static void rate(char *buf, size_t n, int cls, double flops, double bytes, double s) {
+    if (s <= 0) snprintf(buf, n, "-");
+    else if (cm_compute_class(cls)) snprintf(buf, n, "%7.1f TFLOP/s", flops / s * 1e-12);
+    else snprintf(buf, n, "%7.1f GB/s", bytes / s * 1e-9);
+}
+
+static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o, int top) {
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    cm_counts cn;
+    if (cm_count_step(sh, o, zt_backend_count(), &cn, &st) != ZT_OK) {
+        fprintf(stderr, "costmodel: shape %s: %s\n", sh->name, st.msg);
+        return 1;
+    }
+    double pc[ZT_CC_N];
+    const double step = cm_step_s(cal, cn.k, cn.nk, &cn.tot, pc);
+    char key[96];
+    cm_shape_key(sh, key, sizeof key);
+    if (sh->llama)
+        printf("shape %s: llama L=%d NH=%d NKV=%d C=%d I=%d V=%d %s, B=%d T=%d", sh->name, sh->L, sh->NH,
+               sh->NKV, sh->C, sh->I, sh->V, sh->untied ? "untied" : "tied", sh->B, sh->T);
+    else
+        printf("shape %s: gpt2 L=%d H=%d C=%d V=%d, B=%d T=%d", sh->name, sh->L, sh->NH, sh->C, sh->V, sh->B,
+               sh->T);
+    printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
+    if (o->stage > 0)
+        printf("  collectives as ztrain.comm_backend=mpi (host-staged: to_host, MPI, to_device, even on one "
+               "rank); NCCL, which the recorded runs used, is not modeled\n");
+    if (o->whatif)
+        printf("  WHAT-IF%s%s: a model of planned changes, not of today's backend\n",
+               o->whatif & ZT_COUNT_WHATIF_BF16_OPERANDS ? " bf16-operands" : "",
+               o->whatif & ZT_COUNT_WHATIF_FUSED_XENT ? " fused-xent" : "");
+    const double tokens = (double)sh->B * sh->T;
+    const double mflops = 6.0 * cn.params + 6.0 * sh->L * (double)sh->C * sh->T;   /* bench/README.md */
+    printf("  predicted step %.1f ms (%.0f tokens/s, MFU %.1f%% of %.0f TFLOP/s); %ld launches, %ld host "
+           "syncs, %ld transfers (%.2f MB); %.1f TFLOP, %.1f GB moved\n",
+           step * 1e3, tokens / step, 100.0 * mflops * tokens / step / (cal->peak_bf16 * 1e12),
+           cal->peak_bf16, cn.tot.launches, cn.tot.syncs, cn.tot.transfers, cn.tot.host_bytes / 1e6,
+           cn.tot.flops / 1e12, cn.tot.bytes / 1e9);
+    for (int i = 0; i < cal->nmeasured; i++)
+        if (!strcmp(cal->measured[i].what, sh->llama ? "llama" : "gpt2") &&
+            !strcmp(cal->measured[i].shape, key) && o->stage == 0 && !o->fp32 && !o->whatif)
+            printf("  measured %.1f ms (engine step recorded in %s): predicted / measured %.3f\n",
+                   cal->measured[i].ms, cal->source, step * 1e3 / cal->measured[i].ms);
+    printf("  %-10s %9s %6s %9s %9s %9s %16s\n", "class", "ms", "%", "launches", "GFLOP", "GB", "achieved");
+    double cf[ZT_CC_N] = {0}, cb[ZT_CC_N] = {0};
+    long cl[ZT_CC_N] = {0};
+    for (size_t i = 0; i < cn.nk; i++) {
+        cf[cn.k[i].cls] += cn.k[i].flops * cn.k[i].launches;
+        cb[cn.k[i].cls] += cn.k[i].bytes * cn.k[i].launches;
+        cl[cn.k[i].cls] += cn.k[i].launches;
+    }
+    for (int c = 0; c < ZT_CC_N; c++) {
+        if (!cl[c]) continue;
+        char r[32];
+        rate(r, sizeof r, c, cf[c], cb[c], pc[c]);
+        printf("  %-10s %9.3f %5.1f%% %9ld %9.1f %9.2f %16s\n", zt_count_class_name(c), pc[c] * 1e3,
+               100 * pc[c] / step, cl[c], cf[c] / 1e9, cb[c] / 1e9, c == ZT_CC_HOST ? "(bus)" : r);
+    }
+    const double sy = (double)cn.tot.syncs * cal->sync_us * 1e-6;
+    printf("  %-10s %9.3f %5.1f%% %9ld\n", "host syncs", sy * 1e3, 100 * sy / step, cn.tot.syncs);
+    /* by kernel name */
+    agg *a = calloc(cn.nk ? cn.nk : 1, sizeof *a);
+    size_t na = 0;
+    for (size_t i = 0; a && i < cn.nk; i++) {
+        size_t j = 0;
+        while (j < na && strcmp(a[j].name, cn.k[i].name)) j++;
+        if (j == na) a[na++] = (agg){cn.k[i].name, cn.k[i].cls, 0, 0, 0, 0};
+        a[j].launches += cn.k[i].launches;
+        a[j].flops += cn.k[i].flops * cn.k[i].launches;
+        a[j].bytes += cn.k[i].bytes * cn.k[i].launches;
+        a[j].s += cm_kernel_s(cal, cn.k[i].cls, cn.k[i].flops, cn.k[i].bytes) * cn.k[i].launches;
+    }
+    if (a) {
+        qsort(a, na, sizeof *a, by_time);
+        printf("  %-38s %-10s %9s %6s %8s %9s %9s %16s\n", "kernel", "class", "ms", "%", "launches", "GFLOP",
+               "GB", "achieved");
+        for (size_t j = 0; j < na && (top <= 0 || (int)j < top); j++) {
+            char r[32];
+            rate(r, sizeof r, a[j].cls, a[j].flops, a[j].bytes, a[j].s);
+            printf("  %-38s %-10s %9.3f %5.1f%% %8ld %9.1f %9.2f %16s\n", a[j].name,
+                   zt_count_class_name(a[j].cls), a[j].s * 1e3, 100 * a[j].s / step, a[j].launches,
+                   a[j].flops / 1e9, a[j].bytes / 1e9, a[j].cls == ZT_CC_HOST ? "(bus)" : r);
+        }
+        if (top > 0 && (int)na > top) printf("  (%zu more kernels; --kernels 0 lists all)\n", na - (size_t)top);
+    }
+    free(a);
+    cm_counts_free(&cn);
+    return 0;
+}
+
+static int rows(const cm_calib *cal, const char *path) {
+    cm_table t;
+    char err[512];
+    if (cm_table_read(path, &t, err, sizeof err)) {
+        fprintf(stderr, "costmodel: %s\n", err);
+        return 1;
+    }
+    printf("rows of %s against %s (%s)\n", path, cal->source, cal->device);
+    printf("  %-44s %9s %9s %7s  %s\n", "row", "measured", "model", "ratio", "classes");
+    for (int i = 0; i < t.nrows; i++) {
+        cm_row *r = &t.rows[i];
+        if (!r->nk) {
+            printf("  %-44s %9.3f %9s %7s  (not replayed: bench_gpu prints no such row now)\n", r->name, r->ms,
+                   "-", "-");
+            continue;
+        }
+        const double p = 1e3 * cm_step_s(cal, r->k, r->nk, &r->tot, NULL);
+        char cls[128] = "";
+        for (size_t j = 0; j < r->nk; j++) {
+            const char *n = zt_count_class_name(r->k[j].cls);
+            if (!strstr(cls, n) && strlen(cls) + strlen(n) + 2 < sizeof cls) {
+                if (cls[0]) strcat(cls, " ");
+                strcat(cls, n);
+            }
+        }
+        printf("  %-44s %9.3f %9.3f %7.3f  %s\n", r->name, r->ms, p, p / r->ms, cls);
+    }
+    cm_table_free(&t);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *calib = CM_DEFAULT_CALIB, *calibrate = NULL, *rows_of = NULL;
+    cm_shape shapes[16];
+    int nshapes = 0, top = 25;
+    cm_run_opts o = {0, 0, 0, 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--shape") && v) {
+            if (nshapes == 16 || cm_shape_parse(v, &shapes[nshapes])) {
+                fprintf(stderr, "costmodel: bad --shape '%s'\n", v);
+                usage();
+                return 2;
+            }
+            nshapes++;
+            i++;
+        } else if (!strcmp(a, "--calib") && v) {
+            calib = v;
+            i++;
+        } else if (!strcmp(a, "--calibrate") && v) {
+            calibrate = v;
+            i++;
+        } else if (!strcmp(a, "--rows") && v) {
+            rows_of = v;
+            i++;
+        } else if (!strcmp(a, "--stage") && v) {
+            o.stage = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--kernels") && v) {
+            top = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--fp32")) {
+            o.fp32 = 1;
+        } else if (!strcmp(a, "--what-if") && v) {
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                if (!strcmp(t, "bf16-operands")) o.whatif |= ZT_COUNT_WHATIF_BF16_OPERANDS;
+                else if (!strcmp(t, "fused-xent")) o.whatif |= ZT_COUNT_WHATIF_FUSED_XENT;
+                else {
+                    fprintf(stderr, "costmodel: --what-if: unknown '%s' (bf16-operands, fused-xent)\n", t);
+                    return 2;
+                }
+            }
+            i++;
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    char err[512];
+    if (calibrate) {
+        cm_table t;
+        if (cm_table_read(calibrate, &t, err, sizeof err)) {
+            fprintf(stderr, "costmodel: %s\n", err);
+            return 1;
+        }
+        cm_calib c;
+        cm_defaults(&c);
+        cm_fit(&c, &t, calibrate);
+        cm_write(stdout, &c);
+        cm_table_free(&t);
+        return 0;
+    }
+    cm_calib cal;
+    if (cm_load(calib, &cal, err, sizeof err)) {
+        fprintf(stderr, "costmodel: %s\n", err);
+        return 1;
+    }
+    if (rows_of) return rows(&cal, rows_of);
+    zt_status st;
+    if (zt_init(&argc, &argv, &st) != ZT_OK) {
+        fprintf(stderr, "costmodel: %s\n", st.msg);
+        return 1;
+    }
+    if (!nshapes) {
+        cm_shape_parse("gpt2", &shapes[nshapes++]);
+        cm_shape_parse("smollm", &shapes[nshapes++]);
+    }
+    zt_count_set_device_bytes((size_t)1 << 50);   /* plan any shape: the model is of the kernels */
+    printf("cost model %s: fitted on %s (%s), %d kernel rows, rms log error %.3f\n", calib, cal.source,
+           cal.device, cal.nrows, cal.rms_log_err);
+    int rc = 0;
+    for (int i = 0; i < nshapes && !rc; i++) rc = report(&cal, &shapes[i], &o, top);
+    zt_finalize();
+    return rc;
+}

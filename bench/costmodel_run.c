@@ -1,0 +1,154 @@
+/*
+ * costmodel_run.c -- one training step of the engine through the counting
+ * backend (costmodel.h: cm_count_step), configured as the recorded GPU
+ * runs are: ztrain.backend=cuda, bf16 (bf16 parameters, fp32 master
+ * weights, bf16 matmuls), gradient clipping, 1 rank.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel_run.h"
+
+int cm_shape_parse(const char *s, cm_shape *out) {
+    static const cm_shape builtin[] = {
+        {"gpt2", 0, 12, 12, 12, 768, 0, 50304, 8, 1024, 0},
+        {"smollm", 1, 30, 9, 3, 576, 1536, 49152, 8, 2048, 0},
+        {"llama3.2-1b", 1, 16, 32, 8, 2048, 8192, 128256, 4, 2048, 0},
+        {"llama3.2-3b", 1, 28, 24, 8, 3072, 8192, 128256, 4, 2048, 0},
+        {"llama3.1-8b", 1, 32, 32, 8, 4096, 14336, 128256, 4, 2048, 1},
+    };
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (!strcmp(s, builtin[i].name)) {
+            *out = builtin[i];
+            return 0;
+        }
+    cm_shape sh;
+    memset(&sh, 0, sizeof sh);
+    char tail[16] = "";
+    if (!strncmp(s, "gpt2:", 5)) {
+        if (sscanf(s + 5, "%d,%d,%d,%d,%d,%d", &sh.L, &sh.NH, &sh.C, &sh.V, &sh.B, &sh.T) != 6) return -1;
+        sh.NKV = sh.NH;
+    } else if (!strncmp(s, "llama:", 6)) {
+        sh.llama = 1;
+        const int k = sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d,%15s", &sh.L, &sh.NH, &sh.NKV, &sh.C, &sh.I,
+                             &sh.V, &sh.B, &sh.T, tail);
+        if (k < 8 || (k == 9 && strcmp(tail, "untied"))) return -1;
+        sh.untied = k == 9;
+    } else {
+        return -1;
+    }
+    if (sh.L < 1 || sh.NH < 1 || sh.NKV < 1 || sh.C < 1 || sh.V < 1 || sh.B < 1 || sh.T < 1 ||
+        sh.C % sh.NH || sh.NH % sh.NKV || (sh.llama && sh.I < 1))
+        return -1;
+    snprintf(sh.name, sizeof sh.name, "%s", s);
+    *out = sh;
+    return 0;
+}
+
+void cm_shape_key(const cm_shape *s, char *buf, size_t n) {
+    if (s->llama) snprintf(buf, n, "%d,%d,%d,%d,%d,%d,%d,%d", s->L, s->NH, s->NKV, s->C, s->I, s->V, s->B, s->T);
+    else snprintf(buf, n, "%d,%d,%d,%d,%d,%d", s->L, s->NH, s->C, s->V, s->B, s->T);
+}
+
+static int oom(zt_status *st) {
+    st->code = ZT_ENOMEM;
+    snprintf(st->msg, sizeof st->msg, "out of memory");
+    return ZT_ENOMEM;
+}
+
+/* synthetic tokens (the counts do not depend on them) */
+static int synth_get(void *st_, long step, uint64_t first, int count, int T, int *in, int *tg,
+                     zt_status *st) {
+    const int V = *(int *)st_;
+    (void)st;
+    for (int i = 0; i < count * T; ++i) {
+        uint64_t h = ((uint64_t)step * 0x9E3779B97F4A7C15ull) ^ (first + (uint64_t)i) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+        h *= 0x94D049BB133111EBull;
+        h ^= h >> 29;
+        in[i] = (int)(h % (uint64_t)V);
+        tg[i] = (int)((h >> 24) % (uint64_t)V);
+    }
+    return ZT_OK;
+}
+
+int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be, cm_counts *out,
+                  zt_status *st) {
+    memset(out, 0, sizeof *out);
+    zt_config *c = zt_config_new();
+    if (!c) return oom(st);
+    char v[64];
+    int rc = ZT_OK;
+#define SET(k, fmt, x)                                                          \
+    do {                                                                        \
+        snprintf(v, sizeof v, fmt, x);                                          \
+        if (rc == ZT_OK) rc = zt_config_set(c, k, v, ZT_SRC_FLAG, st);          \
+    } while (0)
+    SET("ztrain.model.n_layer", "%d", s->L);
+    SET("ztrain.model.n_head", "%d", s->NH);
+    SET("ztrain.model.n_embd", "%d", s->C);
+    SET("ztrain.model.vocab", "%d", s->V);
+    if (s->llama) {
+        SET("ztrain.model.arch", "%s", "llama");
+        SET("ztrain.model.n_kv_head", "%d", s->NKV);
+        SET("ztrain.model.intermediate_size", "%d", s->I);
+        SET("ztrain.model.tie_embeddings", "%s", s->untied ? "false" : "true");
+    }
+    SET("ztrain.model.context", "%d", s->T);
+    SET("ztrain.seq_len", "%d", s->T);
+    SET("train_micro_batch_size_per_gpu", "%d", s->B);
+    SET("train_batch_size", "%d", s->B);
+    SET("zero_optimization.stage", "%d", o->stage);
+    SET("gradient_clipping", "%s", "1.0");
+    SET("ztrain.backend", "%s", "cuda");
+    /* collectives through host memory (the stand-in has no NCCL): at stage 0
+     * on one rank there are none */
+    SET("ztrain.comm_backend", "%s", "mpi");
+    SET("bf16.enabled", "%s", o->fp32 ? "false" : "true");
+    SET("ztrain.threads", "%d", o->threads > 0 ? o->threads : 1);
+    SET("ztrain.data.val", "%s", "");
+#undef SET
+    zt_ctx *ctx = NULL;
+    int *V = NULL;
+    if (rc == ZT_OK) {
+        zt_count_set_whatif(o->whatif);
+        zt_backend_set_stand_in(be);
+        rc = zt_ctx_create(c, NULL, &ctx, st);
+        zt_backend_set_stand_in(NULL);
+    }
+    if (rc == ZT_OK && !(V = malloc(sizeof *V))) rc = oom(st);
+    if (rc == ZT_OK) {
+        *V = s->V;
+        zt_data_source d = {V, synth_get, free, NULL}, none = {0};
+        rc = zt_ctx_set_data(ctx, d, none, st);
+        if (rc != ZT_OK) free(V);
+    }
+    zt_metrics m;
+    for (int step = 0; rc == ZT_OK && step < 2; step++) {
+        if (step == 1) zt_count_reset();   /* the second step: nothing left of the start */
+        rc = zt_train_step(ctx, &m, st);
+    }
+    if (rc == ZT_OK) {
+        const zt_count_kernel *k;
+        out->nk = zt_count_kernels(&k);
+        out->k = malloc((out->nk ? out->nk : 1) * sizeof *out->k);
+        if (!out->k) rc = oom(st);
+        else memcpy(out->k, k, out->nk * sizeof *k);
+        zt_count_totals_get(&out->tot);
+        out->params = (double)zt_ctx_num_params(ctx);
+        size_t cur = 0;
+        be->mem_stats(&cur, &out->peak_bytes);
+    }
+    zt_count_set_whatif(0);
+    if (ctx) zt_ctx_free(ctx);
+    zt_config_free(c);
+    zt_count_reset();
+    return rc;
+}
+
+void cm_counts_free(cm_counts *c) {
+    free(c->k);
+    memset(c, 0, sizeof *c);
+}

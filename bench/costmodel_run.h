@@ -1,0 +1,47 @@
+/*
+ * costmodel_run.h -- a training step of the engine through the counting
+ * backend (bench/costmodel_run.c; needs libtrain).
+ */
+#ifndef ZT_BENCH_COSTMODEL_RUN_H
+#define ZT_BENCH_COSTMODEL_RUN_H
+
+#include "costmodel.h"
+#include "ztrain.h"
+
+/* A model shape: GPT-2 (NKV = NH) or Llama (GQA, SwiGLU of I, tied
+ * embeddings unless untied); micro batch B, sequence T. */
+typedef struct cm_shape {
+    char name[64];
+    int llama, L, NH, NKV, C, I, V, B, T, untied;
+} cm_shape;
+
+/* Built-in names (gpt2, smollm, llama3.2-1b, llama3.2-3b, llama3.1-8b),
+ * gpt2:L,H,C,V,B,T or llama:L,NH,NKV,C,I,V,B,T[,untied]; 0 or -1. */
+int cm_shape_parse(const char *s, cm_shape *out);
+/* The shape as the recorded tables write it (gpt2: L,H,C,V,B,T; llama:
+ * L,NH,NKV,C,I,V,B,T). */
+void cm_shape_key(const cm_shape *s, char *buf, size_t n);
+
+typedef struct cm_run_opts {
+    int stage;          /* zero_optimization.stage */
+    int fp32;           /* fp32 parameters and matmuls instead of bf16 */
+    unsigned whatif;    /* ZT_COUNT_WHATIF_* */
+    int threads;        /* host threads of the engine (<= 0: 1) */
+} cm_run_opts;
+
+typedef struct cm_counts {
+    zt_count_kernel *k;  /* the step's distinct launches */
+    size_t nk;
+    zt_count_totals tot;
+    double params;
+    size_t peak_bytes;   /* device memory the engine held at most (count's alloc) */
+} cm_counts;
+
+/* The engine (built like bench_train: synthetic tokens, 1 rank,
+ * ztrain.backend=cuda, ztrain.comm_backend=mpi) on `be` (zt_backend_count() or count_over(...)) as
+ * the stand-in: one step, then the counts of a second one. */
+int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be, cm_counts *out,
+                  zt_status *st);
+void cm_counts_free(cm_counts *c);
+
+#endif /* ZT_BENCH_COSTMODEL_RUN_H */

@@ -1,0 +1,1060 @@
+/*
+ * count.c -- the counting backend (count.h): what the CUDA backend would
+ * launch for each table call, with FLOPs and global-memory bytes.
+ *
+ * Each entry mirrors its CUDA implementation (kernels/cuda/, its .cu files): the same
+ * kernels in the same order, under the same conditions (empty shapes, the
+ * matmul precision, which attention path).  Per kernel, the formula of its
+ * counts is in the comment above the entry.  Notation: N = B*T rows, f = 4
+ * bytes (fp32), h = 2 (bf16), P and R the row chunks of the column sums
+ * (zt_cuda_ws_col_chunks: P = min(256, ceil(N/32)) chunks of R rows).
+ *
+ * Bytes are each operand read or written once, as the kernel addresses it
+ * (what a perfect cache would leave of its traffic), with two exceptions
+ * where the kernel's re-reads do not fit on chip: k_xent_fwd reads each
+ * row of V logits three times (max, sum, then the probabilities), and
+ * k_layernorm_bwd_part / k_rmsnorm_bwd_part read the per-row statistics
+ * once per column block.  GEMMs count their operands once (cuBLAS's tile
+ * re-reads hit L2).  FLOPs: multiply-adds as 2; elementwise kernels count
+ * their arithmetic per element (exp, tanh, sqrt: 1 each), which the cost
+ * model does not use (they are memory-bound).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "count.h"
+#include "cuda/cuda_workspace.h"
+
+/* ------------------------------------------------------------ kernels */
+
+enum {
+    K_ROUND_BF16, K_GEMM_BF16, K_GEMM_F32, K_MEMSET, K_ADD_BIAS, K_COLSUM_PART, K_COLSUM_FINAL,
+    K_ENCODER_FWD, K_ENCODER_BWD_WPE, K_IOTA, K_SORT_HIST, K_SORT_SCAN, K_SORT_PASS,
+    K_ENCODER_BWD_WTE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX, K_LAYERNORM_BWD_PART, K_RMSNORM_FWD,
+    K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
+    K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
+    K_GELU_FWD, K_GELU_BWD, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_ADAMW, K_SUM,
+    K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
+    K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
+    K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_N
+};
+
+static const struct { const char *name; int cls; } KT[K_N] = {
+    [K_ROUND_BF16] = {"k_round_bf16", ZT_CC_CONVERT},
+    [K_GEMM_BF16] = {"cublasLt gemm bf16", ZT_CC_GEMM_BF16},
+    [K_GEMM_F32] = {"cublasLt gemm fp32", ZT_CC_GEMM_FP32},
+    [K_MEMSET] = {"cudaMemsetAsync", ZT_CC_COPY},
+    [K_ADD_BIAS] = {"k_add_bias", ZT_CC_STREAM},
+    [K_COLSUM_PART] = {"k_colsum_part", ZT_CC_COLSUM},
+    [K_COLSUM_FINAL] = {"k_colsum_final", ZT_CC_COLSUM},
+    [K_ENCODER_FWD] = {"k_encoder_fwd", ZT_CC_STREAM},
+    [K_ENCODER_BWD_WPE] = {"k_encoder_bwd_wpe", ZT_CC_STREAM},
+    [K_IOTA] = {"k_iota", ZT_CC_STREAM},
+    [K_SORT_HIST] = {"cub radix sort: histogram", ZT_CC_SCATTER},
+    [K_SORT_SCAN] = {"cub radix sort: scan", ZT_CC_SCATTER},
+    [K_SORT_PASS] = {"cub radix sort: onesweep pass", ZT_CC_SCATTER},
+    [K_ENCODER_BWD_WTE] = {"k_encoder_bwd_wte", ZT_CC_SCATTER},
+    [K_LAYERNORM_FWD] = {"k_layernorm_fwd", ZT_CC_ROWNORM},
+    [K_LAYERNORM_BWD_DX] = {"k_layernorm_bwd_dx", ZT_CC_ROWNORM},
+    [K_LAYERNORM_BWD_PART] = {"k_layernorm_bwd_part", ZT_CC_COLSUM},
+    [K_RMSNORM_FWD] = {"k_rmsnorm_fwd", ZT_CC_ROWNORM},
+    [K_RMSNORM_BWD_DX] = {"k_rmsnorm_bwd_dx", ZT_CC_ROWNORM},
+    [K_RMSNORM_BWD_PART] = {"k_rmsnorm_bwd_part", ZT_CC_COLSUM},
+    [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
+    [K_HEADNORM_BWD_PART] = {"k_headnorm_bwd_part", ZT_CC_COLSUM},
+    [K_HEADNORM_BWD_DX] = {"k_headnorm_bwd_dx", ZT_CC_ROWNORM},
+    [K_ROPE] = {"k_rope", ZT_CC_STREAM},
+    [K_SWIGLU_FWD] = {"k_swiglu_fwd", ZT_CC_STREAM},
+    [K_SWIGLU_BWD] = {"k_swiglu_bwd", ZT_CC_STREAM},
+    [K_GEGLU_FWD] = {"k_geglu_fwd", ZT_CC_STREAM},
+    [K_GEGLU_BWD] = {"k_geglu_bwd", ZT_CC_STREAM},
+    [K_SOFTCAP_FWD] = {"k_softcap_fwd", ZT_CC_STREAM},
+    [K_SOFTCAP_BWD] = {"k_softcap_bwd", ZT_CC_STREAM},
+    [K_GELU_FWD] = {"k_gelu_fwd", ZT_CC_STREAM},
+    [K_GELU_BWD] = {"k_gelu_bwd", ZT_CC_STREAM},
+    [K_ADD] = {"k_add", ZT_CC_STREAM},
+    [K_SCALE] = {"k_scale", ZT_CC_STREAM},
+    [K_DROPOUT] = {"k_dropout", ZT_CC_STREAM},
+    [K_XENT_FWD] = {"k_xent_fwd", ZT_CC_SOFTMAX},
+    [K_XENT_BWD] = {"k_xent_bwd", ZT_CC_STREAM},
+    [K_ADAMW] = {"k_adamw", ZT_CC_OPTIM},
+    [K_SUM] = {"k_sum_d<sum>", ZT_CC_REDUCE},
+    [K_SUMSQ] = {"k_sum_d<sumsq>", ZT_CC_REDUCE},
+    [K_NONFINITE] = {"k_nonfinite", ZT_CC_REDUCE},
+    [K_TO_BF16] = {"k_to_bf16", ZT_CC_CONVERT},
+    [K_FROM_BF16] = {"k_from_bf16", ZT_CC_CONVERT},
+    [K_TO_F16] = {"k_to_f16", ZT_CC_CONVERT},
+    [K_FROM_F16] = {"k_from_f16", ZT_CC_CONVERT},
+    [K_NF4] = {"k_nf4_dequant", ZT_CC_STREAM},
+    [K_ATT_TC_ROUND] = {"k_att_tc_round", ZT_CC_CONVERT},
+    [K_FT_FWD] = {"k_ft_fwd", ZT_CC_FLASH_FWD},
+    [K_FT_BWD_DKV] = {"k_ft_bwd_dkv", ZT_CC_FLASH_BWD},
+    [K_FT_BWD_DQ] = {"k_ft_bwd_dq", ZT_CC_FLASH_BWD},
+    [K_ATT_ROWDOT] = {"k_att_rowdot", ZT_CC_ROWNORM},
+    [K_ATT_FWD] = {"k_att_fwd", ZT_CC_ATT32_FWD},
+    [K_ATT_BWD_DKV] = {"k_att_bwd_dkv", ZT_CC_ATT32_BWD},
+    [K_ATT_BWD_DQ] = {"k_att_bwd_dq", ZT_CC_ATT32_BWD},
+    [K_ATT_GEMM] = {"cublas gemm bf16 batched (attention)", ZT_CC_ATT_GEMM},
+    [K_ATT_TC_SOFTMAX] = {"k_att_tc_softmax", ZT_CC_STREAM},
+    [K_ATT_TC_DS] = {"k_att_tc_ds", ZT_CC_STREAM},
+    [K_MEMCPY] = {"cudaMemcpyAsync D2D", ZT_CC_COPY},
+    [K_MEMCPY2D] = {"cudaMemcpy2DAsync D2D", ZT_CC_COPY},
+    [K_H2D] = {"cudaMemcpyAsync H2D", ZT_CC_HOST},
+    [K_D2H] = {"cudaMemcpyAsync D2H", ZT_CC_HOST},
+};
+
+static const char *const CLASS_NAMES[ZT_CC_N] = {
+    "gemm_bf16", "gemm_fp32", "att_gemm", "flash_fwd", "flash_bwd", "att32_fwd", "att32_bwd",
+    "stream", "convert", "rownorm", "colsum", "softmax", "reduce", "optim", "scatter", "copy", "host"};
+
+const char *zt_count_class_name(int cls) { return cls >= 0 && cls < ZT_CC_N ? CLASS_NAMES[cls] : "?"; }
+
+#define ZT_COUNT_ENTRY_NAME(e) #e,
+static const char *const ENTRY_NAMES[ZT_CE_N] = {ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_NAME)};
+#undef ZT_COUNT_ENTRY_NAME
+
+const char *zt_count_entry_name(int e) { return e >= 0 && e < ZT_CE_N ? ENTRY_NAMES[e] : "?"; }
+
+/* ------------------------------------------------------------ the tallies */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static zt_count_kernel *g_k;          /* distinct launches, first-seen order */
+static size_t g_nk, g_capk;
+static int32_t *g_idx;                /* open addressing over g_k: index + 1, 0 = empty */
+static size_t g_capidx;
+static zt_count_totals g_tot;
+static int g_mode = ZT_MATMUL_FP32;
+static unsigned g_whatif;
+static int g_flash = 1;
+static const zt_backend *g_inner;
+static size_t g_dev_total = (size_t)80 << 30;
+static size_t g_live, g_peak;         /* bytes alloc() handed out (live, at most) */
+
+static uint64_t khash(const char *name, double f, double b) {
+    uint64_t x = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull, u;
+    memcpy(&u, &f, sizeof u);
+    x ^= u + 0x632BE59BD9B4E019ull + (x << 6) + (x >> 2);
+    memcpy(&u, &b, sizeof u);
+    x ^= u + 0x8CB92BA72F3D8DD7ull + (x << 6) + (x >> 2);
+    return x ^ (x >> 31);
+}
+
+static int grow_index(void) {
+    const size_t cap = g_capidx ? 2 * g_capidx : 1024;
+    int32_t *t = calloc(cap, sizeof *t);
+    if (!t) return 0;
+    for (size_t i = 0; i < g_nk; i++) {
+        size_t h = (size_t)khash(g_k[i].name, g_k[i].flops, g_k[i].bytes) & (cap - 1);
+        while (t[h]) h = (h + 1) & (cap - 1);
+        t[h] = (int32_t)(i + 1);
+    }
+    free(g_idx);
+    g_idx = t;
+    g_capidx = cap;
+    return 1;
+}
+
+/* one launch of kernel k (n times) */
+static void rec_n(int k, double flops, double bytes, long n) {
+    if (n <= 0) return;
+    pthread_mutex_lock(&g_mu);
+    if ((g_nk + 1) * 2 > g_capidx && !grow_index()) goto out;
+    const uint64_t hv = khash(KT[k].name, flops, bytes);
+    size_t h = (size_t)hv & (g_capidx - 1);
+    for (;;) {
+        const int32_t i = g_idx[h];
+        if (!i) break;
+        zt_count_kernel *e = &g_k[i - 1];
+        if (e->name == KT[k].name && e->flops == flops && e->bytes == bytes) {
+            e->launches += n;
+            goto totals;
+        }
+        h = (h + 1) & (g_capidx - 1);
+    }
+    if (g_nk == g_capk) {
+        const size_t cap = g_capk ? 2 * g_capk : 256;
+        zt_count_kernel *nk = realloc(g_k, cap * sizeof *nk);
+        if (!nk) goto out;
+        g_k = nk;
+        g_capk = cap;
+    }
+    g_k[g_nk] = (zt_count_kernel){KT[k].name, KT[k].cls, flops, bytes, n};
+    g_idx[h] = (int32_t)++g_nk;
+totals:
+    if (KT[k].cls == ZT_CC_HOST) {
+        g_tot.transfers += n;
+        g_tot.host_bytes += (double)n * bytes;
+    } else {
+        g_tot.launches += n;
+        g_tot.flops += (double)n * flops;
+        g_tot.bytes += (double)n * bytes;
+    }
+out:
+    pthread_mutex_unlock(&g_mu);
+}
+static void rec(int k, double flops, double bytes) { rec_n(k, flops, bytes, 1); }
+
+static void call(int e) {
+    pthread_mutex_lock(&g_mu);
+    g_tot.calls[e]++;
+    pthread_mutex_unlock(&g_mu);
+}
+static void sync1(void) {
+    pthread_mutex_lock(&g_mu);
+    g_tot.syncs++;
+    pthread_mutex_unlock(&g_mu);
+}
+
+void zt_count_reset(void) {
+    pthread_mutex_lock(&g_mu);
+    g_nk = 0;
+    if (g_idx) memset(g_idx, 0, g_capidx * sizeof *g_idx);
+    memset(&g_tot, 0, sizeof g_tot);
+    g_peak = g_live;
+    pthread_mutex_unlock(&g_mu);
+}
+
+void zt_count_totals_get(zt_count_totals *t) {
+    pthread_mutex_lock(&g_mu);
+    *t = g_tot;
+    pthread_mutex_unlock(&g_mu);
+}
+
+size_t zt_count_kernels(const zt_count_kernel **out) {
+    *out = g_k;
+    return g_nk;
+}
+
+void zt_count_set_whatif(unsigned flags) { g_whatif = flags; }
+void zt_count_set_flash(int on) { g_flash = on != 0; }
+void zt_count_set_device_bytes(size_t total) { g_dev_total = total; }
+
+static const zt_backend *g_stand_in;
+void zt_backend_set_stand_in(const zt_backend *be) { g_stand_in = be; }
+const zt_backend *zt_backend_stand_in(void) { return g_stand_in; }
+
+#define D(x) ((double)(x))
+static const double F = 4.0, H = 2.0;
+
+/* ------------------------------------------------------------ memory
+ * Without an inner table alloc() maps address space only (PROT_NONE,
+ * MAP_NORESERVE: nothing committed); a registry keeps the sizes.        */
+
+typedef struct blk { uintptr_t p; size_t n; } blk;
+static blk *g_blk;
+static size_t g_nblk, g_capblk;
+
+static void *c_alloc(size_t bytes) {
+    call(ZT_CE_alloc);
+    /* cuda_alloc: cudaMallocAsync + a memset of the block */
+    rec(K_MEMSET, 0, D(bytes ? bytes : 256));
+    void *p;
+    if (g_inner) {
+        p = g_inner->alloc(bytes);
+    } else {
+        const size_t len = bytes ? bytes : 1;
+        p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+    }
+    if (!p) return NULL;
+    pthread_mutex_lock(&g_mu);
+    if (g_nblk == g_capblk) {
+        const size_t cap = g_capblk ? 2 * g_capblk : 256;
+        blk *nb = realloc(g_blk, cap * sizeof *nb);
+        if (!nb) {
+            pthread_mutex_unlock(&g_mu);
+            if (g_inner) g_inner->free(p);
+            else munmap(p, bytes ? bytes : 1);
+            return NULL;
+        }
+        g_blk = nb;
+        g_capblk = cap;
+    }
+    g_blk[g_nblk++] = (blk){(uintptr_t)p, bytes};
+    g_live += bytes;
+    if (g_live > g_peak) g_peak = g_live;
+    pthread_mutex_unlock(&g_mu);
+    return p;
+}
+
+static void c_free(void *p) {
+    call(ZT_CE_free);
+    if (!p) return;
+    size_t n = 0;
+    int found = 0;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = g_nblk; i-- > 0;)
+        if (g_blk[i].p == (uintptr_t)p) {
+            n = g_blk[i].n;
+            g_blk[i] = g_blk[--g_nblk];
+            found = 1;
+            break;
+        }
+    if (found) g_live -= n;
+    if (!g_nblk) {
+        free(g_blk);
+        g_blk = NULL;
+        g_capblk = 0;
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (g_inner) g_inner->free(p);
+    else if (found) munmap(p, n ? n : 1);
+}
+
+static const char *c_error(void) { return g_inner ? g_inner->error() : NULL; }
+static void c_set_threads(int n) {
+    if (g_inner) g_inner->set_threads(n);
+}
+static void c_synchronize(void) {
+    call(ZT_CE_synchronize);
+    sync1();
+    if (g_inner) g_inner->synchronize();
+}
+
+/* cudaMemcpyAsync D2D: bytes read + bytes written */
+static void c_copy(void *dst, const void *src, size_t bytes) {
+    call(ZT_CE_copy);
+    if (bytes && dst != src) rec(K_MEMCPY, 0, 2 * D(bytes));
+    if (g_inner) g_inner->copy(dst, src, bytes);
+}
+/* cudaMemcpy2DAsync: 2 width height */
+static void c_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                     size_t height) {
+    call(ZT_CE_copy2d);
+    if (width && height) rec(K_MEMCPY2D, 0, 2 * D(width) * D(height));
+    if (g_inner) {
+        if (g_inner->copy2d) g_inner->copy2d(dst, dpitch, src, spitch, width, height);
+        else
+            for (size_t r = 0; r < height; r++)
+                g_inner->copy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    }
+}
+/* D2H of bytes, then cudaStreamSynchronize */
+static void c_to_host(void *host_dst, const void *dev_src, size_t bytes) {
+    call(ZT_CE_to_host);
+    if (!bytes) return;
+    rec(K_D2H, 0, D(bytes));
+    sync1();
+    if (g_inner) g_inner->to_host(host_dst, dev_src, bytes);
+    else memset(host_dst, 0, bytes);
+}
+/* H2D of bytes, then cudaStreamSynchronize (cuda_to_device is synchronous) */
+static void c_to_device(void *dev_dst, const void *host_src, size_t bytes) {
+    call(ZT_CE_to_device);
+    if (!bytes) return;
+    rec(K_H2D, 0, D(bytes));
+    sync1();
+    if (g_inner) g_inner->to_device(dev_dst, host_src, bytes);
+}
+/* cudaMemsetAsync: bytes written */
+static void c_zero(void *p, size_t bytes) {
+    call(ZT_CE_zero);
+    if (bytes) rec(K_MEMSET, 0, D(bytes));
+    if (g_inner) g_inner->zero(p, bytes);
+}
+/* asynchronous copies: the transfer now, the host's wait in copy_wait */
+static char g_handle;
+static void *c_to_host_async(void *host_dst, const void *dev_src, size_t bytes) {
+    call(ZT_CE_to_host_async);
+    if (!bytes) return NULL;
+    rec(K_D2H, 0, D(bytes));
+    if (g_inner) return g_inner->to_host_async(host_dst, dev_src, bytes);
+    memset(host_dst, 0, bytes);
+    return &g_handle;
+}
+static void *c_to_device_async(void *dev_dst, const void *host_src, size_t bytes) {
+    call(ZT_CE_to_device_async);
+    if (!bytes) return NULL;
+    rec(K_H2D, 0, D(bytes));
+    if (g_inner) return g_inner->to_device_async(dev_dst, host_src, bytes);
+    return &g_handle;
+}
+static void c_copy_wait(void *h) {
+    call(ZT_CE_copy_wait);
+    if (!h) return;
+    sync1();
+    if (g_inner) g_inner->copy_wait(h);
+}
+
+static int c_device_memory(size_t *free_bytes, size_t *total_bytes, char *name, size_t n) {
+    if (name && n) snprintf(name, n, "count device (no compute: counts the CUDA backend's launches)");
+    pthread_mutex_lock(&g_mu);
+    const size_t live = g_live;
+    pthread_mutex_unlock(&g_mu);
+    if (total_bytes) *total_bytes = g_dev_total;
+    if (free_bytes) *free_bytes = g_dev_total > live ? g_dev_total - live : 0;
+    return 0;
+}
+static void c_mem_stats(size_t *cur, size_t *peak) {
+    pthread_mutex_lock(&g_mu);
+    if (cur) *cur = g_live;
+    if (peak) *peak = g_peak;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* ------------------------------------------------------------ the linear layer */
+
+/* gemm() of cuda_matmul.cu: column-major C[m,n] = op(A) op(B) (+ beta C)
+ * (+ bias[m]).  bf16 mode: k_round_bf16 of each stored operand first
+ * (na = lda (ta ? m : k), nb = ldb (tb ? k : n) elements; f read + h
+ * written each).  The GEMM: 2 m n k FLOPs; bytes m k e + k n e (e = h in
+ * bf16 mode, f in fp32) + m n f written (and read with beta = 1) + m f of
+ * bias.  A bias not 16-byte aligned leaves cuBLASLt's epilogue for
+ * cublasGemmEx + k_add_bias (reads C and bias, writes C). */
+static void gemm(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
+                 const float *bias) {
+    const int bf16 = g_mode == ZT_MATMUL_BF16;
+    const int epi = bias && ((uintptr_t)bias & 15) == 0;
+    if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
+        const double na = D(lda) * D(ta ? m : k), nb = D(ldb) * D(tb ? k : n);
+        rec(K_ROUND_BF16, 0, na * (F + H));
+        rec(K_ROUND_BF16, 0, nb * (F + H));
+    }
+    const double e = bf16 ? H : F;
+    rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(m) * D(n) * D(k),
+        (D(m) * D(k) + D(k) * D(n)) * e + D(m) * D(n) * F * (beta1 ? 2 : 1) + (epi ? D(m) * F : 0));
+    if (bias && !epi) rec(K_ADD_BIAS, D(m) * D(n), 2 * D(m) * D(n) * F + D(m) * F);
+}
+
+/* zt_cuda_colsum_acc: dst[C] += column sums of src[N, C]:
+ * k_colsum_part N C FLOPs, N C f read, P C 8 written;
+ * k_colsum_final P C FLOPs, P C 8 read, C f read and written. */
+static void colsum(long N, long C) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks((int)N, NULL);
+    rec(K_COLSUM_PART, D(N) * D(C), D(N) * D(C) * F + P * D(C) * 8);
+    rec(K_COLSUM_FINAL, P * D(C), P * D(C) * 8 + 2 * D(C) * F);
+}
+
+static void c_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
+                         int C, int OC) {
+    call(ZT_CE_matmul_fwd);
+    if (g_inner) g_inner->matmul_fwd(out, inp, w, bias, N, C, OC);
+    if (N <= 0 || OC <= 0) return;
+    if (C <= 0) {   /* memset of out, k_add_bias */
+        rec(K_MEMSET, 0, D(N) * D(OC) * F);
+        if (bias) rec(K_ADD_BIAS, D(N) * D(OC), 2 * D(N) * D(OC) * F + D(OC) * F);
+        return;
+    }
+    gemm(1, 0, OC, N, C, C, C, 0, bias);
+}
+
+/* dinp: gemm(N, N, m=C, n=N, k=OC), beta 0; dw (+=): gemm(N, T, m=C,
+ * n=OC, k=N), beta 1; dbias: the column sum of dout.  (In bf16 mode dout is
+ * rounded once for each GEMM.) */
+static void c_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                         const float *w, int N, int C, int OC) {
+    call(ZT_CE_matmul_bwd);
+    if (g_inner) g_inner->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+    if (N <= 0) return;
+    if (dinp && C > 0) {
+        if (OC > 0) gemm(0, 0, C, N, OC, C, OC, 0, NULL);
+        else rec(K_MEMSET, 0, D(N) * D(C) * F);
+    }
+    if (OC <= 0) return;
+    if (dw && C > 0) gemm(0, 1, C, OC, N, C, OC, 1, NULL);
+    if (dbias) colsum(N, OC);
+}
+
+static void c_set_matmul_precision(int mode) {
+    call(ZT_CE_set_matmul_precision);
+    if (mode == ZT_MATMUL_FP32 || mode == ZT_MATMUL_BF16) g_mode = mode;
+    if (g_inner) g_inner->set_matmul_precision(mode);
+}
+
+/* ------------------------------------------------------------ attention
+ * Causal attention over [B, T] with NH q heads and NKV kv heads of hs,
+ * R = (NH + 2 NKV) hs floats per row of qkv, AD = NH hs of out.  The
+ * kernels compute whole tiles (masked pairs too): the FLOPs below count
+ * the (query, key) pairs of the tiles they compute.                      */
+
+/* keys of query tile [q0, q0 + rows): tiles of `kt` keys from the window's
+ * first tile up to the tile's last query (tensor-core kernels: keys below
+ * min(T, q0 + rows)) */
+static double key_tiles(long q0, long rows, long T, long window, long kt) {
+    const long kend = q0 + rows < T ? q0 + rows : T;
+    const long j = window > 0 ? q0 - window + 1 : 0;
+    const long ks = j > 0 ? j / kt * kt : 0;
+    return kend > ks ? D((kend - ks + kt - 1) / kt) : 0;
+}
+
+/* Flash kernels on tensor cores (cuda_attention_tc.cu), head dims padded
+ * to HSP.  k_ft_fwd: per (b, q head, 64-query tile) two passes over the
+ * key tiles: S = Q K^T (2 HSP per pair), then S again and P V (4 HSP):
+ * 6 HSP per pair; bytes: q16 B T R h, out B T AD f, lse B NH T f. */
+static void ft_fwd(long B, long T, long NH, long NKV, long hs, long window) {
+    const long HSP = zt_cuda_att_flash_hsp((int)hs), R = (NH + 2 * NKV) * hs;
+    double pairs = 0;
+    for (long q0 = 0; q0 < T; q0 += 64) pairs += 64.0 * 64.0 * key_tiles(q0, 64, T, window, 64);
+    rec(K_FT_FWD, D(B) * D(NH) * pairs * 6 * D(HSP),
+        D(B) * D(T) * D(R) * H + D(B) * D(T) * D(NH) * D(hs) * F + D(B) * D(NH) * D(T) * F);
+}
+
+/* k_ft_bwd_dkv: per (b, kv head, 64-key tile), for each of its g q heads,
+ * the query tiles of BQ (64; 32 at HSP 128) from the key tile to T (or the
+ * window's end): S^T, dP^T, dV += P^T dO, dK += dS^T Q: 8 HSP per pair.
+ * k_ft_bwd_dq: per (b, q head, 64-query tile) the key tiles of BK (= BQ):
+ * S, dP, dQ += dS K: 6 HSP per pair.  Bytes: q16 B T R h, do16 B T AD h,
+ * lse and D 2 B NH T f read; dk, dv (B T 2 NKV hs f), dq (B T AD f)
+ * written. */
+static void ft_bwd(long B, long T, long NH, long NKV, long hs, long window) {
+    const long HSP = zt_cuda_att_flash_hsp((int)hs), R = (NH + 2 * NKV) * hs, AD = NH * hs;
+    const long BQ = HSP > 64 ? 32 : 64, g = NH / NKV;
+    double pkv = 0, pq = 0;
+    for (long k0 = 0; k0 < T; k0 += 64) {
+        const long qe = window > 0 ? (k0 + 63 + window < T ? k0 + 63 + window : T) : T;
+        pkv += 64.0 * D(BQ) * D((qe - k0 + BQ - 1) / BQ);
+    }
+    for (long q0 = 0; q0 < T; q0 += 64) pq += 64.0 * D(BQ) * key_tiles(q0, 64, T, window, BQ);
+    const double in = D(B) * D(T) * D(R) * H + D(B) * D(T) * D(AD) * H + 2 * D(B) * D(NH) * D(T) * F;
+    rec(K_FT_BWD_DKV, D(B) * D(NKV) * D(g) * pkv * 8 * D(HSP), in + D(B) * D(T) * 2 * D(NKV) * D(hs) * F);
+    rec(K_FT_BWD_DQ, D(B) * D(NH) * pq * 6 * D(HSP), in + D(B) * D(T) * D(AD) * F);
+}
+
+/* fp32 flash kernels (cuda_attention.cu), tiles of 32, online softmax.
+ * k_att_fwd: per (b, q head, query tile) its key tiles: S and P V, 4 hs
+ * per pair; bytes qkv B T R f, out B T AD f, lse B NH T f. */
+static void att32_fwd(long B, long T, long NH, long NKV, long hs, long window) {
+    const long R = (NH + 2 * NKV) * hs;
+    double pairs = 0;
+    for (long q0 = 0; q0 < T; q0 += 32) pairs += 32.0 * 32.0 * key_tiles(q0, 32, T, window, 32);
+    rec(K_ATT_FWD, D(B) * D(NH) * pairs * 4 * D(hs),
+        D(B) * D(T) * D(R) * F + D(B) * D(T) * D(NH) * D(hs) * F + D(B) * D(NH) * D(T) * F);
+}
+
+/* k_att_bwd_dkv: per (b, kv head, key tile), g q heads times the query
+ * tiles that see it: 8 hs per pair; k_att_bwd_dq: 6 hs per pair.  Bytes:
+ * qkv B T R f, dout B T AD f, lse and D 2 B NH T f read; dk, dv or dq
+ * written. */
+static void att32_bwd(long B, long T, long NH, long NKV, long hs, long window) {
+    const long R = (NH + 2 * NKV) * hs, AD = NH * hs, g = NH / NKV;
+    double pkv = 0, pq = 0;
+    for (long k0 = 0; k0 < T; k0 += 32) {
+        const long qe = window > 0 && window - 1 < T - k0 - 32 ? k0 + 32 + window - 1 : T;
+        pkv += 32.0 * 32.0 * D((qe - k0 + 31) / 32);
+    }
+    for (long q0 = 0; q0 < T; q0 += 32) pq += 32.0 * 32.0 * key_tiles(q0, 32, T, window, 32);
+    const double in = D(B) * D(T) * D(R) * F + D(B) * D(T) * D(AD) * F + 2 * D(B) * D(NH) * D(T) * F;
+    rec(K_ATT_BWD_DKV, D(B) * D(NKV) * D(g) * pkv * 8 * D(hs), in + D(B) * D(T) * 2 * D(NKV) * D(hs) * F);
+    rec(K_ATT_BWD_DQ, D(B) * D(NH) * pq * 6 * D(hs), in + D(B) * D(T) * D(AD) * F);
+}
+
+/* k_att_rowdot: D[b, h, t] = dout . out over the head: 2 B T AD FLOPs;
+ * reads dout and out (2 B T AD f), writes B NH T f */
+static void rowdot(long B, long T, long NH, long hs) {
+    const double n = D(B) * D(T) * D(NH) * D(hs);
+    rec(K_ATT_ROWDOT, 2 * n, 2 * n * F + D(B) * D(NH) * D(T) * F);
+}
+
+/* k_att_tc_round of n floats: f read, h written */
+static void tc_round(double n) { rec(K_ATT_TC_ROUND, 0, n * (F + H)); }
+
+/* One batched bf16 GEMM of the cuBLAS path: `batch` products of
+ * [m, k] x [k, n]: 2 m n k batch FLOPs; bf16 operands, fp32 output (read
+ * too when accumulating). */
+static void att_gemm(long m, long n, long k, long batch, int acc) {
+    rec(K_ATT_GEMM, 2 * D(m) * D(n) * D(k) * D(batch),
+        D(batch) * ((D(m) * D(k) + D(k) * D(n)) * H + D(m) * D(n) * F * (acc ? 2 : 1)));
+}
+
+/* The cuBLAS path (tc_fwd / tc_bwd without flash): per sequence, per chunk
+ * of kc kv heads (n = the chunk's heads), per q head j of the group, the
+ * full [T, T] scores of n heads: forward S = K^T Q, k_att_tc_softmax
+ * (reads S n T T f, writes P n T T h and lse; 5 FLOPs per score), out =
+ * V P; backward S, softmax again (and the cap's derivative F, n T T f, with
+ * a cap), dP = V^T dO, dV (+=) = dO P^T, k_att_tc_ds (reads P, dP, F,
+ * writes dS in P: 4 FLOPs per score), dQ = K dS, dK (+=) = Q dS^T. */
+static void cublas_att(int bwd, long B, long T, long NH, long NKV, long hs, int capped, int kc) {
+    const long g = NH / NKV;
+    for (long b = 0; b < B; b++)
+        for (long k0 = 0; k0 < NKV; k0 += kc) {
+            const long n = NKV - k0 < kc ? NKV - k0 : kc;
+            const double tt = D(n) * D(T) * D(T);
+            for (long j = 0; j < g; j++) {
+                att_gemm(T, T, hs, n, 0);
+                rec(K_ATT_TC_SOFTMAX, 5 * tt, tt * (F + H + (bwd && capped ? F : 0)) + D(n) * D(T) * F);
+                if (!bwd) {
+                    att_gemm(hs, T, T, n, 0);
+                    continue;
+                }
+                att_gemm(T, T, hs, n, 0);
+                att_gemm(hs, T, T, n, j > 0);
+                rec(K_ATT_TC_DS, 4 * tt, tt * (H + F + (capped ? F : 0) + H) + 2 * D(n) * D(T) * F);
+                att_gemm(hs, T, T, n, 0);
+                att_gemm(hs, T, T, n, j > 0);
+            }
+        }
+}
+
+static int att_shape_ok(long NH, long NKV, long hs) {
+    return NKV > 0 && NH % NKV == 0 && hs > 0 && hs <= 256;
+}
+
+/* zt_cuda_gqa_ext_fwd: bf16 mode at head sizes <= 128: k_att_tc_round of
+ * qkv (B T R) and k_ft_fwd; bf16 mode above 128 (while T allows score
+ * chunks): the cuBLAS path; otherwise the fp32 flash kernel. */
+static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
+    const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
+    const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
+    if (g_mode == ZT_MATMUL_BF16 && (flash || kc > 0)) {
+        tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
+        if (flash) ft_fwd(B, T, NH, NKV, hs, window);
+        else cublas_att(0, B, T, NH, NKV, hs, softcap > 0.0f, kc);
+        return;
+    }
+    att32_fwd(B, T, NH, NKV, hs, window);
+}
+
+/* zt_cuda_gqa_ext_bwd: k_att_rowdot; bf16 mode (paths as the forward):
+ * k_att_tc_round of qkv and of dout, then the flash kernels or the cuBLAS
+ * path; otherwise the fp32 flash kernels. */
+static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
+    const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
+    const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
+    rowdot(B, T, NH, hs);
+    if (g_mode == ZT_MATMUL_BF16 && (flash || kc > 0)) {
+        tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
+        tc_round(D(B) * D(T) * D(NH * hs));
+        if (flash) ft_bwd(B, T, NH, NKV, hs, window);
+        else cublas_att(1, B, T, NH, NKV, hs, softcap > 0.0f, kc);
+        return;
+    }
+    att32_bwd(B, T, NH, NKV, hs, window);
+}
+
+static void c_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
+    call(ZT_CE_attention_fwd);
+    if (g_inner) g_inner->attention_fwd(out, lse, qkv, B, T, C, NH);
+    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH) return;
+    gqa_fwd_counts(B, T, NH, NH, C / NH, 0.0f, 0);
+}
+static void c_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                            const float *lse, int B, int T, int C, int NH) {
+    call(ZT_CE_attention_bwd);
+    if (g_inner) g_inner->attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH) return;
+    gqa_bwd_counts(B, T, NH, NH, C / NH, 0.0f, 0);
+}
+static void c_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hd) {
+    call(ZT_CE_gqa_fwd);
+    if (g_inner) g_inner->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
+    gqa_fwd_counts(B, T, NH, NKV, hd, 0.0f, 0);
+}
+static void c_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                      const float *lse, int B, int T, int NH, int NKV, int hd) {
+    call(ZT_CE_gqa_bwd);
+    if (g_inner) g_inner->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd);
+    gqa_bwd_counts(B, T, NH, NKV, hd, 0.0f, 0);
+}
+static void c_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
+                          int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_fwd);
+    if (g_inner) g_inner->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hd, o);
+    gqa_fwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0);
+}
+static void c_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                          const float *lse, int B, int T, int NH, int NKV, int hd,
+                          const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd);
+    if (g_inner) g_inner->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd, o);
+    gqa_bwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0);
+}
+
+/* ------------------------------------------------------------ embeddings */
+
+/* k_encoder_fwd: per element wte (+ wpe): N C FLOPs with wpe; reads inp
+ * N 4, wte rows N C f (and wpe N C f), writes N C f */
+static void c_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe, int B,
+                          int T, int C) {
+    call(ZT_CE_encoder_fwd);
+    if (g_inner) g_inner->encoder_fwd(out, inp, wte, wpe, B, T, C);
+    if (B <= 0 || T <= 0 || C <= 0) return;
+    const double N = D(B) * D(T);
+    rec(K_ENCODER_FWD, wpe ? N * C : 0, N * 4 + N * C * F * (wpe ? 3 : 2));
+}
+
+/* dwpe (if any): k_encoder_bwd_wpe, N C FLOPs, reads dout N C f, dwpe T C f
+ * read and written.  dwte: k_iota (writes N 4); CUB's radix sort of N
+ * (token, position) int pairs: a histogram pass (reads the keys, N 4), a
+ * scan, and 4 onesweep passes of 8 bits (each reads and writes keys and
+ * values, 16 N); k_encoder_bwd_wte: adds each row of dout (N C FLOPs, N C f)
+ * into its token's row of dwte (read and written: at most N distinct
+ * tokens, counted as N: 2 N C f) after reading the sorted keys and
+ * positions (8 N). */
+static void c_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T,
+                          int C) {
+    call(ZT_CE_encoder_bwd);
+    if (g_inner) g_inner->encoder_bwd(dwte, dwpe, dout, inp, B, T, C);
+    const double N = D(B) * D(T);
+    if (N <= 0 || C <= 0) return;
+    if (dwpe) rec(K_ENCODER_BWD_WPE, N * C, N * C * F + 2 * D(T) * C * F);
+    rec(K_IOTA, 0, N * 4);
+    rec(K_SORT_HIST, 0, N * 4);
+    rec(K_SORT_SCAN, 0, 4 * 256 * 4 * 2);
+    rec_n(K_SORT_PASS, 0, 16 * N, 4);
+    rec(K_ENCODER_BWD_WTE, N * C, N * C * F + 2 * N * C * F + 8 * N);
+}
+
+/* ------------------------------------------------------------ norms */
+
+/* k_layernorm_fwd (a warp per row; the row's re-reads stay on chip):
+ * 8 N C FLOPs; reads inp N C f and w, b 2 C f; writes out N C f, mean and
+ * rstd 2 N f */
+static void c_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                            const float *b, int N, int C) {
+    call(ZT_CE_layernorm_fwd);
+    if (g_inner) g_inner->layernorm_fwd(out, mean, rstd, inp, w, b, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_LAYERNORM_FWD, 8 * D(N) * C, 2 * D(N) * C * F + 2 * D(C) * F + 2 * D(N) * F);
+}
+
+/* k_layernorm_bwd_dx: 12 N C FLOPs; reads inp, dout, dinp (3 N C f), w C f,
+ * mean and rstd 2 N f; writes dinp N C f.
+ * k_layernorm_bwd_part (ceil(C/128) x P blocks): 5 N C FLOPs; reads inp
+ * and dout 2 N C f, mean and rstd once per column block
+ * (ceil(C/128) 2 N f); writes 2 P C 8.
+ * k_colsum_final (both arrays): 2 P C FLOPs; reads 2 P C 8, dw and db read
+ * and written 4 C f. */
+static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, int N, int C) {
+    call(ZT_CE_layernorm_bwd);
+    if (g_inner) g_inner->layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + D(C) * F + 2 * D(N) * F);
+    rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
+    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+}
+
+/* k_rmsnorm_fwd: 4 N C FLOPs; reads inp N C f, w C f; writes out N C f,
+ * rstd N f */
+static void c_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps, int N,
+                          int C) {
+    call(ZT_CE_rmsnorm_fwd);
+    if (g_inner) g_inner->rmsnorm_fwd(out, rstd, inp, w, eps, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_RMSNORM_FWD, 4 * D(N) * C, 2 * D(N) * C * F + D(C) * F + D(N) * F);
+}
+
+/* k_rmsnorm_bwd_dx: 8 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f,
+ * rstd N f; writes dinp N C f.  k_rmsnorm_bwd_part: 3 N C FLOPs; reads inp
+ * and dout 2 N C f, rstd once per column block (ceil(C/128) N f); writes
+ * P C 8.  k_colsum_final: P C FLOPs; reads P C 8, dw read and written
+ * 2 C f. */
+static void c_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                          const float *rstd, int N, int C) {
+    call(ZT_CE_rmsnorm_bwd);
+    if (g_inner) g_inner->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + D(C) * F + D(N) * F);
+    rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
+    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+}
+
+/* Per-head RMSNorm over R = N n_heads heads of hd.  k_headnorm_fwd:
+ * 4 R hd FLOPs; reads x R hd f, w hd f; writes raw and x 2 R hd f, rstd R f.
+ * Backward: k_headnorm_bwd_part (3 R hd FLOPs; reads raw and dx 2 R hd f,
+ * rstd ceil(hd/128) R f; writes P' hd 8, P' the chunks of R rows),
+ * k_colsum_final (P' hd; reads P' hd 8, dw 2 hd f), k_headnorm_bwd_dx
+ * (8 R hd FLOPs; reads raw, dx 2 R hd f, rstd R f, w; writes dx R hd f). */
+static void c_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
+                           int n_heads, int stride, int hd) {
+    call(ZT_CE_headnorm_fwd);
+    if (g_inner) g_inner->headnorm_fwd(x, raw, rstd, w, eps, N, n_heads, stride, hd);
+    if (N <= 0 || n_heads <= 0 || hd <= 0) return;
+    const double R = D(N) * n_heads;
+    rec(K_HEADNORM_FWD, 4 * R * hd, 3 * R * hd * F + D(hd) * F + R * F);
+}
+static void c_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w, const float *rstd,
+                           int N, int n_heads, int stride, int hd) {
+    call(ZT_CE_headnorm_bwd);
+    if (g_inner) g_inner->headnorm_bwd(dx, dw, raw, w, rstd, N, n_heads, stride, hd);
+    if (N <= 0 || n_heads <= 0 || hd <= 0) return;
+    const double R = D(N) * n_heads, P = zt_cuda_ws_col_chunks(N * n_heads, NULL);
+    rec(K_HEADNORM_BWD_PART, 3 * R * hd, 2 * R * hd * F + D((hd + 127) / 128) * R * F + P * hd * 8);
+    rec(K_COLSUM_FINAL, P * hd, P * hd * 8 + 2 * D(hd) * F);
+    rec(K_HEADNORM_BWD_DX, 8 * R * hd, 3 * R * hd * F + R * F + D(hd) * F);
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* k_rope: B T n_heads hd/2 pairs rotated in place: 6 FLOPs and 4 f (2 read,
+ * 2 written) per pair, inv_freq hd/2 f */
+static void rope_counts(int B, int T, int n_heads, int hd) {
+    const long h2 = hd / 2;
+    if (B <= 0 || T <= 0 || n_heads <= 0 || h2 <= 0) return;
+    const double pairs = D(B) * T * n_heads * h2;
+    rec(K_ROPE, 6 * pairs, pairs * 4 * F + D(h2) * F);
+}
+static void c_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride, int hd,
+                       float scale) {
+    call(ZT_CE_rope_fwd);
+    if (g_inner) g_inner->rope_fwd(x, inv_freq, B, T, n_heads, stride, hd, scale);
+    rope_counts(B, T, n_heads, hd);
+}
+static void c_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride, int hd,
+                       float scale) {
+    call(ZT_CE_rope_bwd);
+    if (g_inner) g_inner->rope_bwd(x, inv_freq, B, T, n_heads, stride, hd, scale);
+    rope_counts(B, T, n_heads, hd);
+}
+
+/* k_swiglu_fwd / k_geglu_fwd over N H: reads gu 2 N H f, writes N H f
+ * (swiglu 5, geglu 10 FLOPs each); _bwd: reads gu 2 N H f and dout N H f,
+ * writes dgu 2 N H f (swiglu 10, geglu 18 FLOPs each) */
+static void c_swiglu_fwd(float *out, const float *gu, int N, int H_) {
+    call(ZT_CE_swiglu_fwd);
+    if (g_inner) g_inner->swiglu_fwd(out, gu, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_FWD, 5 * D(N) * H_, 3 * D(N) * H_ * F);
+}
+static void c_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H_) {
+    call(ZT_CE_swiglu_bwd);
+    if (g_inner) g_inner->swiglu_bwd(dgu, dout, gu, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_BWD, 10 * D(N) * H_, 5 * D(N) * H_ * F);
+}
+static void c_geglu_fwd(float *out, const float *gu, int N, int H_) {
+    call(ZT_CE_geglu_fwd);
+    if (g_inner) g_inner->geglu_fwd(out, gu, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_FWD, 10 * D(N) * H_, 3 * D(N) * H_ * F);
+}
+static void c_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H_) {
+    call(ZT_CE_geglu_bwd);
+    if (g_inner) g_inner->geglu_bwd(dgu, dout, gu, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_BWD, 18 * D(N) * H_, 5 * D(N) * H_ * F);
+}
+
+/* k_softcap_fwd: 3 FLOPs, 2 f per element; _bwd: 4 FLOPs, 3 f */
+static void c_softcap_fwd(float *y, const float *x, size_t n, float cap) {
+    call(ZT_CE_softcap_fwd);
+    if (g_inner) g_inner->softcap_fwd(y, x, n, cap);
+    if (n) rec(K_SOFTCAP_FWD, 3 * D(n), 2 * D(n) * F);
+}
+static void c_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap) {
+    call(ZT_CE_softcap_bwd);
+    if (g_inner) g_inner->softcap_bwd(dx, dy, y, n, cap);
+    if (n) rec(K_SOFTCAP_BWD, 4 * D(n), 3 * D(n) * F);
+}
+
+/* k_gelu_fwd: 9 FLOPs, 2 f per element; k_gelu_bwd: 15 FLOPs, 3 f */
+static void c_gelu_fwd(float *out, const float *inp, size_t n) {
+    call(ZT_CE_gelu_fwd);
+    if (g_inner) g_inner->gelu_fwd(out, inp, n);
+    if (n) rec(K_GELU_FWD, 9 * D(n), 2 * D(n) * F);
+}
+static void c_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
+    call(ZT_CE_gelu_bwd);
+    if (g_inner) g_inner->gelu_bwd(dinp, inp, dout, n);
+    if (n) rec(K_GELU_BWD, 15 * D(n), 3 * D(n) * F);
+}
+
+/* k_add: 1 FLOP, 3 f per element */
+static void c_add(float *out, const float *a, const float *b, size_t n) {
+    call(ZT_CE_add);
+    if (g_inner) g_inner->add(out, a, b, n);
+    if (n) rec(K_ADD, D(n), 3 * D(n) * F);
+}
+
+/* ------------------------------------------------------------ cross-entropy */
+
+/* k_xent_fwd, a block per row: the row of V logits read three times (max,
+ * sum of exp, probabilities: 3 N V f) and the probabilities written
+ * (N V f); targets N 4 and the logit of the target N f read, losses N f
+ * written; 5 N V FLOPs.  What-if FUSED_XENT: one read of the logits and the
+ * gradient written (2 N V f). */
+static void c_xent_fwd(float *losses, float *probs, const float *logits, const int *targets, int N,
+                       int V) {
+    call(ZT_CE_xent_fwd);
+    if (g_inner) g_inner->xent_fwd(losses, probs, logits, targets, N, V);
+    if (N <= 0 || V <= 0) return;
+    const double nv = D(N) * V, rows = D(N) * ((targets ? 8 : 0) + (losses ? F : 0));
+    rec(K_XENT_FWD, 5 * nv, (g_whatif & ZT_COUNT_WHATIF_FUSED_XENT ? 2 : 4) * nv * F + rows);
+}
+
+/* k_xent_bwd: reads probs N V f and targets N 4 (if any), writes N V f; N V FLOPs.
+ * What-if FUSED_XENT: nothing (done in the forward). */
+static void c_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss, int N,
+                       int V) {
+    call(ZT_CE_xent_bwd);
+    if (g_inner) g_inner->xent_bwd(dlogits, probs, targets, dloss, N, V);
+    if (N <= 0 || V <= 0 || (g_whatif & ZT_COUNT_WHATIF_FUSED_XENT)) return;
+    rec(K_XENT_BWD, D(N) * V, 2 * D(N) * V * F + (targets ? D(N) * 4 : 0));
+}
+
+/* ------------------------------------------------------------ optimizer, reductions */
+
+/* k_adamw: reads p, grad, m, v and writes p, m, v: 7 f per element;
+ * 14 FLOPs */
+static void c_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr, float b1,
+                    float b2, float eps, float wd, float bc1, float bc2, float grad_scale) {
+    call(ZT_CE_adamw);
+    if (g_inner) g_inner->adamw(p, grad, m, v, n, lr, b1, b2, eps, wd, bc1, bc2, grad_scale);
+    if (n) rec(K_ADAMW, 14 * D(n), 7 * D(n) * F);
+}
+
+/* reduce_d / cuda_nonfinite: the kernel reads n f and writes one partial
+ * per block (nb 8), the host copies the partials back (D2H, a sync) */
+static void reduce_counts(int k, double flops_per, size_t n) {
+    if (!n) return;
+    const double nb = zt_cuda_ws_red_blocks(n);
+    rec(k, flops_per * D(n), D(n) * F + nb * 8);
+    rec(K_D2H, 0, nb * 8);
+    sync1();
+}
+static double c_sumsq(const float *x, size_t n) {
+    call(ZT_CE_sumsq);
+    reduce_counts(K_SUMSQ, 2, n);
+    return g_inner ? g_inner->sumsq(x, n) : 0.0;
+}
+static double c_sum(const float *x, size_t n) {
+    call(ZT_CE_sum);
+    reduce_counts(K_SUM, 1, n);
+    return g_inner ? g_inner->sum(x, n) : 0.0;
+}
+static size_t c_nonfinite(const float *x, size_t n) {
+    call(ZT_CE_nonfinite);
+    reduce_counts(K_NONFINITE, 1, n);
+    return g_inner ? g_inner->nonfinite(x, n) : 0;
+}
+
+/* k_scale: 1 FLOP, 2 f per element; k_dropout: 3 FLOPs (the draw not
+ * counted), 2 f */
+static void c_scale(float *x, size_t n, float s) {
+    call(ZT_CE_scale);
+    if (g_inner) g_inner->scale(x, n, s);
+    if (n) rec(K_SCALE, D(n), 2 * D(n) * F);
+}
+static void c_dropout(float *y, const float *x, size_t rows, size_t C, uint64_t key, uint64_t row0,
+                      float p) {
+    call(ZT_CE_dropout);
+    if (g_inner) g_inner->dropout(y, x, rows, C, key, row0, p);
+    if (rows && C) rec(K_DROPOUT, 3 * D(rows) * D(C), 2 * D(rows) * D(C) * F);
+}
+
+/* conversions: f + h bytes per element */
+static void c_to_bf16(uint16_t *out, const float *in, size_t n) {
+    call(ZT_CE_to_bf16);
+    if (g_inner) g_inner->to_bf16(out, in, n);
+    if (n) rec(K_TO_BF16, 0, D(n) * (F + H));
+}
+static void c_from_bf16(float *out, const uint16_t *in, size_t n) {
+    call(ZT_CE_from_bf16);
+    if (g_inner) g_inner->from_bf16(out, in, n);
+    if (n) rec(K_FROM_BF16, 0, D(n) * (F + H));
+}
+static void c_to_f16(uint16_t *out, const float *in, size_t n) {
+    call(ZT_CE_to_f16);
+    if (g_inner) g_inner->to_f16(out, in, n);
+    if (n) rec(K_TO_F16, 0, D(n) * (F + H));
+}
+static void c_from_f16(float *out, const uint16_t *in, size_t n) {
+    call(ZT_CE_from_f16);
+    if (g_inner) g_inner->from_f16(out, in, n);
+    if (n) rec(K_FROM_F16, 0, D(n) * (F + H));
+}
+
+/* k_nf4_dequant: reads the codes ceil(n/2) and the block scales (absmax
+ * ceil(n/64) f, or qabsmax ceil(n/64) + absmax2 ceil(n/16384) f), writes
+ * n f (or n h); 2 FLOPs per element (3 with double quantization) */
+static void c_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const float *absmax,
+                          const uint8_t *qabsmax, const float *absmax2, float offset, size_t n) {
+    call(ZT_CE_nf4_dequant);
+    if (g_inner) g_inner->nf4_dequant(out, out_bf16, codes, absmax, qabsmax, absmax2, offset, n);
+    if (!n) return;
+    const double nb = D((n + 63) / 64);
+    const double sc = qabsmax ? nb + D((n + 16383) / 16384) * F : nb * F;
+    rec(K_NF4, D(n) * (qabsmax ? 3 : 2), D((n + 1) / 2) + sc + D(n) * (out_bf16 ? H : F));
+}
+
+/* ------------------------------------------------------------ the tables */
+
+static zt_backend g_count, g_over;
+
+static void fill(zt_backend *t, const char *name, int host_memory, const zt_backend *inner) {
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->set_threads = c_set_threads;
+    t->error = c_error;
+    t->synchronize = c_synchronize;
+    t->alloc = c_alloc;
+    t->free = c_free;
+    t->copy = c_copy;
+    t->copy2d = c_copy2d;
+    t->to_host = c_to_host;
+    t->to_device = c_to_device;
+    if (!inner || inner->to_host_async) {
+        t->to_host_async = c_to_host_async;
+        t->to_device_async = c_to_device_async;
+        t->copy_wait = c_copy_wait;
+    }
+    t->zero = c_zero;
+    t->device_memory = c_device_memory;
+    t->mem_stats = c_mem_stats;
+    t->encoder_fwd = c_encoder_fwd;
+    t->encoder_bwd = c_encoder_bwd;
+    t->layernorm_fwd = c_layernorm_fwd;
+    t->layernorm_bwd = c_layernorm_bwd;
+    t->rmsnorm_fwd = c_rmsnorm_fwd;
+    t->rmsnorm_bwd = c_rmsnorm_bwd;
+    t->headnorm_fwd = c_headnorm_fwd;
+    t->headnorm_bwd = c_headnorm_bwd;
+    t->rope_fwd = c_rope_fwd;
+    t->rope_bwd = c_rope_bwd;
+    t->swiglu_fwd = c_swiglu_fwd;
+    t->swiglu_bwd = c_swiglu_bwd;
+    t->matmul_fwd = c_matmul_fwd;
+    t->matmul_bwd = c_matmul_bwd;
+    t->set_matmul_precision = c_set_matmul_precision;
+    t->attention_fwd = c_attention_fwd;
+    t->attention_bwd = c_attention_bwd;
+    t->gqa_fwd = c_gqa_fwd;
+    t->gqa_bwd = c_gqa_bwd;
+    t->gqa_ext_fwd = c_gqa_ext_fwd;
+    t->gqa_ext_bwd = c_gqa_ext_bwd;
+    t->geglu_fwd = c_geglu_fwd;
+    t->geglu_bwd = c_geglu_bwd;
+    t->softcap_fwd = c_softcap_fwd;
+    t->softcap_bwd = c_softcap_bwd;
+    t->gelu_fwd = c_gelu_fwd;
+    t->gelu_bwd = c_gelu_bwd;
+    t->add = c_add;
+    t->xent_fwd = c_xent_fwd;
+    t->xent_bwd = c_xent_bwd;
+    t->adamw = c_adamw;
+    t->sumsq = c_sumsq;
+    t->scale = c_scale;
+    t->dropout = c_dropout;
+    t->to_bf16 = c_to_bf16;
+    t->from_bf16 = c_from_bf16;
+    t->to_f16 = c_to_f16;
+    t->from_f16 = c_from_f16;
+    t->nonfinite = c_nonfinite;
+    t->nf4_dequant = c_nf4_dequant;
+    t->sum = c_sum;
+    t->host_memory = host_memory;
+}
+
+const zt_backend *zt_backend_count(void) {
+    g_inner = NULL;
+    fill(&g_count, "count", 0, NULL);
+    return &g_count;
+}
+
+int zt_count_bare(const zt_backend *be) { return be == &g_count && !g_inner; }
+
+const zt_backend *zt_backend_count_over(const zt_backend *inner) {
+    if (!inner) return zt_backend_count();
+    g_inner = inner;
+    fill(&g_over, "count", inner->host_memory, inner);
+    return &g_over;
+}

@@ -1,0 +1,127 @@
+/*
+ * count.h -- "count", a backend table that computes nothing and counts what
+ * the CUDA backend (kernels/cuda/) would launch for each call: every kernel
+ * or library call it would queue, with its floating-point operations and
+ * the global-memory bytes it reads and writes, and the host
+ * synchronizations and host <-> device transfers.  bench/costmodel turns
+ * the counts of a training step into a predicted GPU step time
+ * (bench/costmodel_h100.txt: a roofline per kernel class, calibrated on a
+ * recorded bench_gpu table); tests/test_count.c checks the formulas.
+ *
+ * Not a backend for training: ztrain.backend does not name it.  A program
+ * that wants the engine on it sets it as the stand-in (below) before
+ * zt_ctx_create and configures ztrain.backend=cuda, so the engine plans and
+ * behaves as on a GPU (device memory, bf16 matmuls by default) while every
+ * compute call lands here.
+ *
+ * Memory: alloc() reserves address space only (PROT_NONE, not committed),
+ * so a full-shape model "fits" on any host; host_memory is 0, so the engine
+ * never touches it.  to_host writes zeros; sum / sumsq return 0 and
+ * nonfinite 0 (every loss is 0).  zt_backend_count_over(inner) counts the
+ * same way and also runs `inner` (its memory, its results): the tests
+ * compare the two.
+ *
+ * Counting is process-wide (one engine at a time, as bench_train's
+ * profile.h) and thread-safe.
+ */
+#ifndef ZT_KERNELS_COUNT_H
+#define ZT_KERNELS_COUNT_H
+
+#include <stddef.h>
+#include "backend.h"
+
+/* Kernel classes: the cost model gives each its own efficiency. */
+typedef enum zt_count_class {
+    ZT_CC_GEMM_BF16 = 0,  /* cuBLAS(Lt) GEMM, bf16 operands, fp32 accumulate and output */
+    ZT_CC_GEMM_FP32,      /* cuBLAS(Lt) GEMM, fp32 (no TF32) */
+    ZT_CC_ATT_GEMM,       /* batched bf16 GEMMs of the cuBLAS attention path (head size > 128) */
+    ZT_CC_FLASH_FWD,      /* flash attention forward on tensor cores (k_ft_fwd) */
+    ZT_CC_FLASH_BWD,      /* flash attention backward on tensor cores (k_ft_bwd_dkv, _dq) */
+    ZT_CC_ATT32_FWD,      /* fp32 flash attention forward (k_att_fwd) */
+    ZT_CC_ATT32_BWD,      /* fp32 flash attention backward (k_att_bwd_dkv, _dq) */
+    ZT_CC_STREAM,         /* elementwise, grid-stride: add, gelu, swiglu, rope, scale, ... */
+    ZT_CC_CONVERT,        /* fp32 <-> bf16 / fp16 (k_round_bf16 before every bf16 GEMM) */
+    ZT_CC_ROWNORM,        /* a warp per row: layernorm / rmsnorm fwd and dx, attention's rowdot */
+    ZT_CC_COLSUM,         /* column partial sums over row chunks and their final sums (dw, dbias) */
+    ZT_CC_SOFTMAX,        /* a block per row over the vocabulary (k_xent_fwd), attention softmax */
+    ZT_CC_REDUCE,         /* sum / sumsq / nonfinite: a reduction read back by the host */
+    ZT_CC_OPTIM,          /* AdamW */
+    ZT_CC_SCATTER,        /* embedding backward: radix sort of the tokens, per-token row sums */
+    ZT_CC_COPY,           /* device memcpy / memset */
+    ZT_CC_HOST,           /* host <-> device transfers (bytes over the bus) */
+    ZT_CC_N
+} zt_count_class;
+
+/* One distinct launch: a kernel (or library call) with the same counts
+ * each time; `launches` times since the last reset. */
+typedef struct zt_count_kernel {
+    const char *name;     /* the CUDA kernel or library call, e.g. "k_round_bf16" */
+    int cls;              /* zt_count_class */
+    double flops;         /* per launch */
+    double bytes;         /* per launch: global memory read + written (ZT_CC_HOST: over the bus) */
+    long launches;
+} zt_count_kernel;
+
+/* The table's entries, in the order of backend.h (tallies of calls). */
+#define ZT_COUNT_ENTRIES(X)                                                                  \
+    X(synchronize) X(alloc) X(free) X(copy) X(to_host) X(to_device) X(zero)                  \
+    X(to_host_async) X(to_device_async) X(copy_wait) X(encoder_fwd) X(encoder_bwd)          \
+    X(layernorm_fwd) X(layernorm_bwd) X(rmsnorm_fwd) X(rmsnorm_bwd) X(headnorm_fwd)         \
+    X(headnorm_bwd) X(rope_fwd) X(rope_bwd) X(swiglu_fwd) X(swiglu_bwd) X(matmul_fwd)       \
+    X(matmul_bwd) X(set_matmul_precision) X(attention_fwd) X(attention_bwd) X(gqa_fwd)      \
+    X(gqa_bwd) X(gqa_ext_fwd) X(gqa_ext_bwd) X(geglu_fwd) X(geglu_bwd) X(softcap_fwd)       \
+    X(softcap_bwd) X(gelu_fwd) X(gelu_bwd) X(add) X(xent_fwd) X(xent_bwd) X(adamw)          \
+    X(sumsq) X(scale) X(dropout) X(to_bf16) X(from_bf16) X(to_f16) X(from_f16)              \
+    X(nonfinite) X(nf4_dequant) X(sum) X(copy2d)
+#define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
+typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
+#undef ZT_COUNT_ENTRY_ENUM
+
+typedef struct zt_count_totals {
+    long launches;        /* kernels and library calls queued on the device (transfers not included) */
+    long syncs;           /* host waits for the device: synchronize, to_host, to_device (the CUDA
+                           * backend's is synchronous), sum / sumsq / nonfinite, copy_wait */
+    long transfers;       /* host <-> device copies */
+    double flops, bytes;  /* over the launches */
+    double host_bytes;    /* over the transfers */
+    long calls[ZT_CE_N];  /* calls of each table entry */
+} zt_count_totals;
+
+/* The counting table (no compute), and one that counts and runs `inner`. */
+const zt_backend *zt_backend_count(void);
+const zt_backend *zt_backend_count_over(const zt_backend *inner);
+
+/* 1 when be is zt_backend_count()'s table (no compute, no values: the
+ * engine may skip computing what it would only upload). */
+int zt_count_bare(const zt_backend *be);
+
+/* Forget everything counted so far. */
+void zt_count_reset(void);
+void zt_count_totals_get(zt_count_totals *t);
+/* The distinct launches since the reset, in first-seen order (valid until
+ * the next call of the table or reset); returns how many. */
+size_t zt_count_kernels(const zt_count_kernel **out);
+const char *zt_count_class_name(int cls);
+const char *zt_count_entry_name(int entry);
+
+/* What-ifs (a model of planned changes, not of the backend of today):
+ * BF16_OPERANDS: GEMM operands arrive in bf16 (no k_round_bf16 launches);
+ * FUSED_XENT: softmax + cross-entropy forward and backward in one pass over
+ * the logits (xent_fwd reads the logits once and writes the gradient;
+ * xent_bwd launches nothing). */
+#define ZT_COUNT_WHATIF_BF16_OPERANDS 1u
+#define ZT_COUNT_WHATIF_FUSED_XENT 2u
+void zt_count_set_whatif(unsigned flags);
+/* 0: the cuBLAS attention path at every head size, as
+ * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */
+void zt_count_set_flash(int on);
+/* Device memory the count table reports (device_memory); default 80 GiB. */
+void zt_count_set_device_bytes(size_t total);
+
+/* The stand-in: when set (not NULL), the engine opens this table instead of
+ * the one ztrain.backend names (libtrain/train.c), keeping everything else
+ * of the configuration.  For bench/costmodel and the tests. */
+void zt_backend_set_stand_in(const zt_backend *be);
+const zt_backend *zt_backend_stand_in(void);
+
+#endif /* ZT_KERNELS_COUNT_H */

@@ -1,0 +1,48 @@
+#!/bin/bash
+# costmodel_cli.sh -- bench/costmodel as a user runs it (the model itself:
+# tests/test_count.c): a step of a small shape by class and by kernel, a
+# what-if marked as such, the rows of a recorded table against the model,
+# a calibration written and read back, and one clear line for a bad shape
+# or a missing calibration file.
+. "$(dirname "$0")/lib.sh"
+CM="$ZT_BUILDDIR/bench/costmodel"
+[ -x "$CM" ] || skip_all "no $CM (make bench/costmodel)"
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+TABLE="$ZT_SRCDIR/docs/gpu-runs/2026-11-26-h100-flash/ldmatrix/bench.txt"
+CAL="$ZT_SRCDIR/bench/costmodel_h100.txt"
+
+"$CM" --calib "$CAL" --shape gpt2:2,2,32,64,2,16 --shape llama:2,4,2,32,48,64,2,16 --kernels 0 > "$W/out" 2> "$W/err"
+ok $? "costmodel on a tiny GPT-2 and a tiny Llama: exit 0"
+check "a predicted step for each shape" [ "$(grep -c '^  predicted step ' "$W/out")" = 2 ]
+check "the class table and the kernel list" grep -q '^  gemm_bf16 ' "$W/out"
+check "bf16 GEMMs and their operand rounding listed" \
+    bash -c "grep -q '^  cublasLt gemm bf16 ' '$W/out' && grep -q '^  k_round_bf16 ' '$W/out'"
+check "no recorded step for shapes the table did not run" bash -c "! grep -q '^  measured' '$W/out'"
+[ -s "$W/err" ] && diag "$W/err"
+
+"$CM" --calib "$CAL" --shape gpt2:2,2,32,64,2,16 --what-if bf16-operands,fused-xent > "$W/wi" 2>&1
+ok $? "--what-if bf16-operands,fused-xent: exit 0"
+check "a what-if says it is a model of planned changes" grep -q 'WHAT-IF bf16-operands fused-xent: a model' "$W/wi"
+check "what-if bf16-operands: no k_round_bf16" bash -c "! grep -q 'k_round_bf16' '$W/wi'"
+
+"$CM" --calib "$CAL" --rows "$TABLE" > "$W/rows" 2>&1
+ok $? "--rows: exit 0"
+check "--rows: each of the table's 49 rows with the model's time" \
+    [ "$(grep -cE '^  .* [0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}  ' "$W/rows")" = 49 ]
+
+"$CM" --calibrate "$TABLE" > "$W/cal.txt" 2> "$W/err"
+ok $? "--calibrate: exit 0"
+check "--calibrate: a line for each class but the bus" [ "$(grep -c '^class ' "$W/cal.txt")" = 16 ]
+check "--calibrate: the table's engine steps kept for comparison" \
+    grep -q '^measured llama 30,9,3,576,1536,49152,8,2048 175.2$' "$W/cal.txt"
+"$CM" --calib "$W/cal.txt" --shape gpt2:2,2,32,64,2,16 > /dev/null 2>&1
+ok $? "the written calibration reads back"
+
+"$CM" --shape bogus > /dev/null 2> "$W/bad"
+rc=$?
+check "a bad --shape: exit 2 and the shape named" bash -c "[ $rc = 2 ] && grep -q \"bad --shape 'bogus'\" '$W/bad'"
+"$CM" --calib "$W/none.txt" > /dev/null 2> "$W/bad"
+rc=$?
+check "a missing calibration file: exit 1, one line naming it" \
+    bash -c "[ $rc = 1 ] && [ \$(wc -l < '$W/bad') = 1 ] && grep -q 'cannot open calibration file $W/none.txt' '$W/bad'"
+done_testing
