@@ -13,7 +13,7 @@
 #  - the all-to-all bytes per step of every run (the comm layer's accounting,
 #    the metrics' alltoall_bytes) equal the documented formula and `ztrain
 #    estimate --json`'s figure; the planner's peak equals the accounted one;
-#  - the estimate for Llama-3.1-8B at 131072 tokens on 8 x 80 GB suggests --sp 8;
+#  - the estimate for Llama-3.1-8B at 131072 tokens on 8 x 80 GB suggests --sp 4 (and --sp 8 fits too);
 #  - a checkpoint saved at N=2 on 2 ranks restores at N=1 on 3 ranks (stage 3)
 #    and at N=4 on 4 ranks; the resumed runs match the uninterrupted one;
 #  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu;
