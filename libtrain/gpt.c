@@ -354,10 +354,10 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
                       g->p.lnfb, N, C);
     RELEASE(L + 1);
-    /* tied LM head, loss (classifier.h): logits = lnf @ wte^T, chunk by
-     * chunk.  The embedding unit is asked
-     * for again (at ZeRO-3 it was released after the encoder unless the
-     * engine kept it); a training pass keeps it for the head's backward. */
+    /* tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
+     * wte^T.  The embedding unit is asked for again (at ZeRO-3 it was
+     * released after the encoder unless the engine kept it); a training
+     * pass keeps it for the head's backward. */
     PARAMS(0);
     zt_classifier_forward(be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
                           targets != NULL, loss_sum);
