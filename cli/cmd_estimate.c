@@ -181,6 +181,16 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
                "%s (docs/long-context.md)\n", p->seq_parallel, p->world / p->seq_parallel,
                c->seq_len / p->seq_parallel, c->seq_len, lg, aa);
     }
+    {   /* the LM head's chunk (docs/memory.md, "The LM head in chunks") */
+        char lg[32], fl[32];
+        fmtb((double)p->logits_bytes, lg, sizeof lg);
+        fmtb((double)p->full_logits_bytes, fl, sizeof fl);
+        const long rows = (long)p->micro_batch * (c->seq_len / p->seq_parallel);
+        printf("LM head: the %ld rows of a micro batch in %ld chunk%s of %ld, %s of fp32 logits per "
+               "rank (in activations; all rows at once: %s; ztrain.classifier_chunk_rows)\n", rows,
+               (rows + p->chunk_rows - 1) / p->chunk_rows, rows > p->chunk_rows ? "s" : "",
+               p->chunk_rows, lg, fl);
+    }
     if (shape_from[0]) printf("  (%s)\n", shape_from);
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
 
@@ -387,12 +397,14 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            "\"grad_accum\": %d, \"eval_batch\": %d, \"with_eval\": %s, \"with_data\": %s, "
            "\"activation_checkpointing\": \"%s\", \"offload_optimizer\": \"%s\", "
            "\"offload_param\": \"%s\", \"target\": \"%s\", \"sequence_parallel_size\": %d, "
-           "\"logits_bytes\": %llu, \"alltoall_bytes_per_step\": %llu},\n",
+           "\"logits_bytes\": %llu, \"full_logits_bytes\": %llu, \"classifier_chunk_rows\": %ld, "
+           "\"alltoall_bytes_per_step\": %llu},\n",
            p->world, p->ranks_per_node, p->shard_group, p->stage, precision_name(c),
            c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
            c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu", p->seq_parallel,
-           (unsigned long long)p->logits_bytes, (unsigned long long)p->alltoall_bytes);
+           (unsigned long long)p->logits_bytes, (unsigned long long)p->full_logits_bytes,
+           p->chunk_rows, (unsigned long long)p->alltoall_bytes);
     if (p->lora_r)
         printf("  \"lora\": {\"r\": %d, \"adapter_params\": %llu, \"frozen_base_bytes\": %llu, "
                "\"adapter_bytes\": %llu, \"adapter_grads_bytes\": %llu, "

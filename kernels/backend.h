@@ -317,6 +317,17 @@ typedef struct zt_backend {
      * cudaMemcpy2DAsync, one call where copy() would take height.          */
     void (*copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                    size_t height);
+
+    /* ---- softmax + cross-entropy and its gradient in one call (last: added
+     * after the table's other entries; the chunked LM head,
+     * libtrain/classifier.h) ----
+     * In place on logits[N,V]: losses[N] (may be NULL) as xent_fwd gives
+     * them, and each row overwritten with its gradient (softmax -
+     * onehot(target)) * dloss as xent_bwd gives it (targets < 0 or >= V:
+     * loss 0, gradient 0; targets may be NULL: none).  Bitwise xent_fwd
+     * followed by xent_bwd on the same memory, in one pass over the rows.  */
+    void (*xent_fused)(float *losses, float *logits, const int *targets, float dloss, int N,
+                       int V);
 } zt_backend;
 
 /* The CPU backend (always built). */

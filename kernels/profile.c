@@ -297,6 +297,12 @@ static void p_xent_bwd(float *dlogits, const float *probs, const int *targets, f
     inner->xent_bwd(dlogits, probs, targets, dloss, N, V);
     k_end(t, ZT_PROF_XENT, (double)N * V, F4 * 2.0 * N * V);
 }
+static void p_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
+                         int V) {
+    double t = k_begin();
+    inner->xent_fused(losses, logits, targets, dloss, N, V);
+    k_end(t, ZT_PROF_XENT, (double)N * V, F4 * 2.0 * N * V);
+}
 static void p_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
                     float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
     double t = k_begin();
@@ -388,6 +394,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(add);
     W(xent_fwd);
     W(xent_bwd);
+    W(xent_fused);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -362,6 +362,11 @@ const keydef zt_cfg_keys[] = {
      NULL, T_STRING, FLD(act_ckpt), 0, 0, KF_ACKPT, "none", NULL,
      "keep only block inputs and recompute blocks in backward: none | blocks | every-K "
      "(keep the input of every K-th block, recompute groups of K blocks)"},
+    {"ztrain.classifier_chunk_rows", "classifier-chunk-rows", NULL, NULL, T_INT,
+     FLD(model.classifier_rows), 0, 0, KF_NO_HI, "0", NULL,
+     "rows of each chunk of the LM head + loss (logits, loss and their gradient chunk by "
+     "chunk; never all positions' logits at once); 0 = auto (chunks of at most 256 MiB of "
+     "fp32 logits); a value >= micro-batch x seq_len: one chunk"},
     {"ztrain.memory_limit", "memory-limit", NULL, NULL, T_U64,
      FLD(memory_limit), 0, 0, KF_SIZE, "0", NULL,
      "memory one rank may use (bytes; K/M/G/T suffixes are binary: 8G = 8 GiB); the "

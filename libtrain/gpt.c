@@ -161,7 +161,7 @@ static void gpt_destroy(void *self) { zt_gpt_free(self); }
  * zt_carve_bytes). */
 static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
                       zt_gpt_acts *a, float *base) {
-    size_t N = (size_t)B * T, C = (size_t)mc->n_embd, V = (size_t)mc->vocab;
+    size_t N = (size_t)B * T, C = (size_t)mc->n_embd;
     size_t NH = (size_t)mc->n_head, L = (size_t)mc->n_layer;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
@@ -186,7 +186,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->sp_send, N * 3 * C); TAKE(a->sp_recv, N * 3 * C); TAKE(a->sp_h, N * 3 * C);
     }
     TAKE(a->lnf, N * C); TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
-    TAKE(a->probs, N * V); TAKES(a->losses, N);
+    zt_classifier_carve(&cv, &a->cls, mc, N, training, 0);
     /* int and float are both 4 bytes: the -1 targets share the block */
     float *nt = zt_carve_take(&cv, N, 1);
     if (base) a->no_targets = (int *)(void *)nt;
@@ -354,13 +354,14 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
     be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
                       g->p.lnfb, N, C);
     RELEASE(L + 1);
-    /* tied LM head: logits[N,V] = lnf @ wte^T.  The embedding unit is asked
-     * for again (at ZeRO-3 it was released after the encoder unless the
-     * engine kept it); a training pass keeps it for the head's backward. */
+    /* tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
+     * wte^T.  The embedding unit is asked for again (at ZeRO-3 it was
+     * released after the encoder unless the engine kept it); a training
+     * pass keeps it for the head's backward. */
     PARAMS(0);
-    be->matmul_fwd(a->probs, a->lnf, g->p.wte, NULL, N, C, V);
+    zt_classifier_forward(be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
+                          targets != NULL, loss_sum);
     if (!a->training) RELEASE(0);
-    ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
 }
 
@@ -368,7 +369,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
 static const float *gpt_probs(void *self, void *acts, int b, int t) {
     const zt_gpt *g = self;
     const zt_gpt_acts *a = acts;
-    return ZT_ACTS_PROBS(a, b, t, g->cfg.vocab);
+    return zt_classifier_probs(&a->cls, (long)b * a->fT + t, g->cfg.vocab);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -380,11 +381,12 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, V = g->cfg.vocab;
     int L = g->cfg.n_layer, N = B * T;
     size_t NC = (size_t)N * C;
-    ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
-    /* LM head (tied): dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
+    ZT_ACTS_BACKWARD_BEGIN(a, st);
+    /* LM head (tied), chunk by chunk: dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
     PARAMS(0);
     GRADS_OR_FROZEN(0);
-    be->matmul_bwd(a->dbuf, g->g.wte, NULL, a->probs, a->lnf, g->p.wte, N, C, V);
+    zt_classifier_backward(be, &a->cls, a->dbuf, g->g.wte, a->lnf, g->p.wte, a->targets, dloss, N,
+                           C, V, 0.0f);
     RELEASE(0);
     be->zero(a->dres, NC * sizeof(float));
     PARAMS(L + 1);
@@ -551,13 +553,13 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, C));                               \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 4 * C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, 4 * C, C));                           \
-        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
+        WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
         WS(zt_cuda_ws_attention_fwd(bf16, (Bf), T * SPN, C / SPN, NH / SPN));    \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* backward */
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));        /* LM head, no bias */
+    WS(zt_cuda_ws_matmul_bwd(bf16, (int)zt_classifier_rows(mc, N), C, V, 1, 1, 0));   /* LM head chunk */
     WS(zt_cuda_ws_layernorm_bwd(N, C));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */

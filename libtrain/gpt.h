@@ -9,6 +9,7 @@
  */
 #ifndef ZT_GPT_H
 #define ZT_GPT_H
+#include "classifier.h"
 #include "lora.h"
 #include "model.h"
 
@@ -55,8 +56,7 @@ typedef struct zt_gpt_acts {
     float *sp_send, *sp_recv;  /* sequence parallel: [N, 3C] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, 3C] local q|k|v rows (else NULL) */
     float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] */
-    float *probs;              /* [N, V] logits -> probs -> dlogits */
-    float *losses;             /* [N] */
+    zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (classifier.h) */
     /* backward scratch (training only) */
     float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
     /* LoRA (ztrain.lora.r > 0) */

@@ -397,7 +397,7 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
 static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
                       zt_llama_acts *a, float *base) {
     const shape sh = shape_of(mc);
-    size_t N = (size_t)B * T, C = (size_t)sh.C, V = (size_t)sh.V, L = (size_t)sh.L;
+    size_t N = (size_t)B * T, C = (size_t)sh.C, L = (size_t)sh.L;
     size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.H;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
@@ -436,8 +436,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
     }
     TAKE(a->lnf, N * C); TAKES(a->lnf_rstd, N);
-    TAKE(a->probs, N * V); TAKES(a->losses, N);
-    if (training && sh.fcap > 0) TAKE(a->capped, N * V);
+    zt_classifier_carve(&cv, &a->cls, mc, N, training, sh.fcap > 0);
     /* int and float are both 4 bytes: the -1 targets share the block */
     float *nt = zt_carve_take(&cv, N, 1);
     if (base) a->no_targets = (int *)(void *)nt;
@@ -722,29 +721,29 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     PARAMS(L + 1);
     be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, L), norm_w(m, a, m->p.norm, C),
                     (float)m->cfg.norm_eps, N, C);
+    /* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T
+     * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied: a training pass
+     * keeps the embedding unit gathered for the head's backward, as the GPT)
+     * or lm_head.w */
+    const float cap = m->s.fcap;
     if (tied) {
-        /* logits[N,V] = lnf @ embed^T; a training pass keeps the embedding
-         * unit gathered for the head's backward */
         RELEASE(L + 1);
         PARAMS(0);
-        be->matmul_fwd(a->probs, a->lnf, m->p.embed, NULL, N, C, V);
+        zt_classifier_forward(be, &a->cls, a->lnf, m->p.embed, a->targets, N, C, V, cap,
+                              targets != NULL, loss_sum);
         if (!a->training) RELEASE(0);
     } else {
-        be->matmul_fwd(a->probs, a->lnf, m->p.lm_head, NULL, N, C, V);
+        zt_classifier_forward(be, &a->cls, a->lnf, m->p.lm_head, a->targets, N, C, V, cap,
+                              targets != NULL, loss_sum);
         RELEASE(L + 1);
     }
-    if (m->s.fcap > 0) {   /* Gemma 2: logits = cap tanh(logits / cap), kept for the backward */
-        be->softcap_fwd(a->probs, a->probs, (size_t)N * V, m->s.fcap);
-        if (a->training) be->copy(a->capped, a->probs, (size_t)N * V * sizeof(float));
-    }
-    ZT_ACTS_LOSS(be, a, N, V, targets != NULL, loss_sum);
     return ZT_OK;
 }
 
 static const float *llama_probs(void *self, void *acts, int b, int t) {
     const zt_llama *m = self;
     const zt_llama_acts *a = acts;
-    return ZT_ACTS_PROBS(a, b, t, m->s.V);
+    return zt_classifier_probs(&a->cls, (long)b * a->fT + t, m->s.V);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -756,21 +755,23 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     const shape *sh = &m->s;
     const int B = a->fB, T = a->fT, C = sh->C, V = sh->V, L = sh->L, H = sh->H, N = B * T;
     const size_t NC = (size_t)N * C;
-    ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st);
-    if (sh->fcap > 0) be->softcap_bwd(a->probs, a->probs, a->capped, (size_t)N * V, sh->fcap);
-    /* LM head: dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w
-     * (tied, unit 0) or lm_head.w (unit L+1); then the final RMSNorm */
+    ZT_ACTS_BACKWARD_BEGIN(a, st);
+    /* LM head, chunk by chunk (classifier.h; Gemma 2: through the soft-cap):
+     * dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w (tied, unit 0)
+     * or lm_head.w (unit L+1); then the final RMSNorm */
     if (sh->tied) {
         PARAMS(0);
         GRADS_OR_FROZEN(0);
-        be->matmul_bwd(a->dbuf, m->g.embed, NULL, a->probs, a->lnf, m->p.embed, N, C, V);
+        zt_classifier_backward(be, &a->cls, a->dbuf, m->g.embed, a->lnf, m->p.embed, a->targets,
+                               dloss, N, C, V, sh->fcap);
         RELEASE(0);
         PARAMS(L + 1);
         GRADS_OR_FROZEN(L + 1);
     } else {
         PARAMS(L + 1);
         GRADS_OR_FROZEN(L + 1);
-        be->matmul_bwd(a->dbuf, m->g.lm_head, NULL, a->probs, a->lnf, m->p.lm_head, N, C, V);
+        zt_classifier_backward(be, &a->cls, a->dbuf, m->g.lm_head, a->lnf, m->p.lm_head, a->targets,
+                               dloss, N, C, V, sh->fcap);
     }
     be->zero(a->dres, NC * sizeof(float));
     be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[L], norm_w(m, a, m->p.norm, C), a->lnf_rstd,
@@ -1007,12 +1008,12 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, AD, C));                              \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 2 * H));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
-        WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, V));                               \
+        WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
         WS(zt_cuda_ws_gqa_ext_fwd(bf16, (Bf), T * s.sp, s.NHl, s.NKVl, s.hd, s.acap)); \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
-    WS(zt_cuda_ws_matmul_bwd(bf16, N, C, V, 1, 1, 0));       /* LM head */
+    WS(zt_cuda_ws_matmul_bwd(bf16, (int)zt_classifier_rows(mc, N), C, V, 1, 1, 0));   /* LM head chunk */
     WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */

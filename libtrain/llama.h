@@ -24,6 +24,7 @@
  */
 #ifndef ZT_LLAMA_H
 #define ZT_LLAMA_H
+#include "classifier.h"
 #include "lora.h"
 #include "model.h"
 
@@ -61,7 +62,6 @@ typedef struct zt_llama_acts {
     float *inv_freq_local;     /* [hd/2] the sliding layers' (gemma rope_local_theta) or NULL */
     float *w1;                 /* gemma: [max(C, hd)] a norm's 1 + w */
     float *ones;               /* gemma: [max(C, hd)] of 1 */
-    float *capped;             /* gemma final_softcap, training: [N, V] the capped logits */
     float **res;               /* [L+1 or 2] x [N, C] residual stream */
     struct zt_llama_layer_acts {
         float *xn, *rstd1;     /* [N, C], [N] attention RMSNorm */
@@ -83,8 +83,9 @@ typedef struct zt_llama_acts {
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, QKV] local q|k|v rows (else NULL) */
     float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm */
-    float *probs;              /* [N, V] logits -> probs -> dlogits */
-    float *losses;             /* [N] */
+    zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (and
+                                * gemma final_softcap, training: of capped logits;
+                                * classifier.h) */
     /* backward scratch (training only) */
     float *dres, *dbuf;        /* [N, C] x 2 */
     float *datt;               /* [N, NH*hd] */

@@ -9,6 +9,7 @@
 #include "seqpar.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
+#include "classifier.h"
 #include "lora.h"
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
@@ -665,7 +666,13 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     }
 after_states:;
     uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)Sl, 1, k, elem);
-    p->logits_bytes = (uint64_t)B * Sl * (uint64_t)mc->vocab * 4;
+    {   /* the LM head's chunk (classifier.h), and what [N, V] would be */
+        const int capped = mc->gemma && mc->final_softcap > 0;
+        const long Nl = (long)B * (long)Sl;
+        p->chunk_rows = zt_classifier_rows(mc, Nl);
+        p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
+        p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * 4 * (capped ? 2 : 1);
+    }
     {   /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
         const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
         const size_t nkv = (size_t)zt_model_kv_heads(mc);

@@ -64,7 +64,13 @@ typedef struct zt_memplan {
     int world, ranks_per_node, shard_group, stage, micro_batch, grad_accum, eval_batch, context;
     int ckpt_k;            /* 0 none, 1 blocks, K every-K */
     int seq_parallel;      /* sequence_parallel_size (1: off): activations at seq_len / N */
-    uint64_t logits_bytes; /* of the activations: the fp32 logits [micro, seq_len / N, vocab] */
+    /* of the training activations: the LM head's chunk buffers (classifier.h:
+     * [R, vocab] fp32 logits, twice with a final soft-cap) for the micro
+     * batch's micro x seq_len / N rows, which it runs in chunks of chunk_rows
+     * (zt_classifier_rows); full_logits_bytes: what one [micro x seq_len / N,
+     * vocab] array (twice with a soft-cap) would be */
+    uint64_t logits_bytes, full_logits_bytes;
+    long chunk_rows;
     uint64_t alltoall_bytes; /* sequence parallel: all-to-all bytes one rank sends per
                               * training step (seqpar.h zt_sp_alltoall_bytes x accumulation) */
     int mixed;             /* bf16 / fp16 */

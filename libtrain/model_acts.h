@@ -148,25 +148,11 @@ static inline int zt_acts_forward_begin(int B, int T, int aB, int aT, int *fB, i
         (a)->bytes = (bytes_); \
     } while (0)
 
-/* The models' loss: cross-entropy over the logits in a->probs (which become
- * the probabilities), *loss_sum the sum of the N losses (on the device, in
- * index order on the cpu) when there are targets, else 0. */
-#define ZT_ACTS_LOSS(be, a, N, V, has_targets, loss_sum) do { \
-        (be)->xent_fwd((a)->losses, (a)->probs, (a)->probs, (a)->targets, (N), (V)); \
-        *(loss_sum) = (has_targets) ? (be)->sum((a)->losses, (size_t)(N)) : 0.0; \
-    } while (0)
-
-/* The models' backward prologue: training activations only; the logits'
- * gradient (dloss per position) into a->probs. */
-#define ZT_ACTS_BACKWARD_BEGIN(be, a, dloss, V, st) do { \
+/* The models' backward prologue: training activations only. */
+#define ZT_ACTS_BACKWARD_BEGIN(a, st) do { \
         if (!(a)->training) \
             return zt_fail((st), ZT_EINTERNAL, "backward on forward-only activations"); \
-        (be)->xent_bwd((a)->probs, (a)->probs, (a)->targets, (dloss), (a)->fB * (a)->fT, (V)); \
     } while (0)
-
-/* The probabilities of position (b, t) of the last forward: a pointer into
- * the activations (device memory on a device backend). */
-#define ZT_ACTS_PROBS(a, b, t, V) ((a)->probs + ((size_t)(b) * (a)->fT + (size_t)(t)) * (size_t)(V))
 
 /* A model's forward of block l with the block's unit (1 + l) acquired
  * before and released after. */

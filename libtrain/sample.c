@@ -86,6 +86,9 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
         double unused;
         int rc = zt_shard_forward(ctx->sh, a->acts, a->inputs, NULL, 1, T, 0, &unused, st);
         const float *p = rc == ZT_OK ? m->ops->probs(m->self, a->acts, 0, T - 1) : NULL;
+        if (rc == ZT_OK && !p)
+            rc = zt_fail(st, ZT_EINTERNAL, "model '%s' kept no next-token probabilities for the "
+                         "last position of its forward", m->ops->name ? m->ops->name : "?");
         if (rc == ZT_OK && dev) {
             ctx->be->to_host(hp, p, sizeof(float) * (size_t)mc->vocab);
             p = hp;

@@ -395,7 +395,10 @@ typedef struct zt_model_ops {
      * each position's loss in the objective. */
     int (*backward)(void *self, zt_units *U, void *acts, float dloss, zt_status *st);
     /* Optional (sampling): next-token distribution [vocab] at row b,
-     * position t after a forward. */
+     * position t after a forward; NULL for a position whose distribution
+     * the model did not keep (the built-in models keep the last chunk of
+     * ztrain.classifier_chunk_rows positions, so always the last position
+     * of the last row, which sampling asks for). */
     const float *(*probs)(void *self, void *acts, int b, int t);
     /* Optional: free self when the context is freed. */
     void (*destroy)(void *self);

@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
     tu_set(cfg, "ztrain.seq_len", "%d", T);
     tu_set(cfg, "ztrain.threads", "1");
     tu_set(cfg, "ztrain.backend", "cpu");
+    tu_set(cfg, "ztrain.classifier_chunk_rows", "%d", T);   /* one chunk: every position's probabilities */
     tu_set(cfg, "ztrain.data.train", "%s", "");
     tu_set(cfg, "ztrain.data.val", "%s", "");
     if (zt_ctx_create(cfg, NULL, &ctx, &st) != ZT_OK) { rc = fail("context", &st); goto out; }
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
     printf("loss %.9g\n", ls / T);
     for (int t = 0; t < T; ++t) {
         const float *p = m->ops->probs(m->self, bb->acts, 0, t);
+        if (!p) { rc = fail("the model kept no probabilities for a position", NULL); goto out; }
         for (int v = 0; v < m->cfg.vocab; ++v) printf(v ? " %.9g" : "%.9g", log((double)p[v]));
         printf("\n");
     }

@@ -11,6 +11,8 @@
  *     (gelu_bwd: atol 3e-6, the CPU's tanh approximation)
  *   conversions, nonfinite, encoder backward:          bitwise / exact
  *   LayerNorm, softmax/cross-entropy:                   rtol 1e-5, atol 1e-6
+ *   xent_fused (in place): gradient vs CPU rtol 1e-5, atol 1e-9; bitwise
+ *     the GPU's own xent_fwd + xent_bwd
  *   fp32 matmul (K up to 768):                          rtol 1e-5, atol 1e-5 max
  *   attention forward, lse:                             rtol 1e-5, atol 1e-5 max
  *   attention backward:                                 rtol 1e-4, atol 1e-5 max
@@ -1250,6 +1252,41 @@ static void test_xent(int N, int V) {
     no_error(tag);
 }
 
+/* xent_fused (the chunked LM head) against the CPU's, and bitwise the
+ * GPU's own xent_fwd + xent_bwd in place */
+static void test_xent_fused(int N, int V) {
+    const size_t nv = (size_t)N * V;
+    float *logits = fvec(nv, 4.0), *fc = fdup(logits, nv), *lc = xmalloc(N * 4);
+    int *tg = ivec(N, V);
+    tg[0] = -1;
+    if (N > 3) tg[3] = V;   /* out of range: ignored */
+    int *tg_d = dev(tg, N * sizeof(int));
+    float *a_d = devf(logits, nv), *b_d = devf(logits, nv), *la_d = gpu->alloc(N * 4),
+          *lb_d = gpu->alloc(N * 4);
+    char tag[64], name[160];
+    snprintf(tag, sizeof tag, "N=%d V=%d", N, V);
+    const float dloss = 0.37f / (float)N;
+    cpu->xent_fused(lc, fc, tg, dloss, N, V);
+    gpu->xent_fused(la_d, a_d, tg_d, dloss, N, V);
+    snprintf(name, sizeof name, "xent_fused gradient in place %s", tag);
+    cmpd(name, a_d, fc, nv, 1e-5, 1e-9);
+    snprintf(name, sizeof name, "xent_fused losses (targets < 0 or >= V give 0) %s", tag);
+    cmpd(name, la_d, lc, N, 1e-5, 1e-6);
+    gpu->xent_fwd(lb_d, b_d, b_d, tg_d, N, V);
+    gpu->xent_bwd(b_d, b_d, tg_d, dloss, N, V);
+    snprintf(name, sizeof name, "xent_fused: bitwise the GPU's xent_fwd + xent_bwd %s", tag);
+    same_dev(name, a_d, b_d, nv * 4);
+    snprintf(name, sizeof name, "xent_fused: losses bitwise xent_fwd's %s", tag);
+    same_dev(name, la_d, lb_d, N * 4);
+    gpu->to_device(b_d, logits, nv * 4);
+    gpu->xent_fused(NULL, b_d, tg_d, dloss, N, V);   /* losses may be NULL */
+    snprintf(name, sizeof name, "xent_fused without losses: the same gradient %s", tag);
+    same_dev(name, a_d, b_d, nv * 4);
+    free(logits); free(fc); free(lc); free(tg);
+    gpu->free(tg_d); gpu->free(a_d); gpu->free(b_d); gpu->free(la_d); gpu->free(lb_d);
+    no_error(tag);
+}
+
 /* ------------------------------------------------------------ training */
 
 static void test_training(void) {
@@ -1382,7 +1419,7 @@ int main(void) {
         gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->headnorm_fwd && gpu->headnorm_bwd && gpu->rope_fwd &&
         gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
         gpu->nf4_dequant && gpu->gqa_ext_fwd && gpu->gqa_ext_bwd && gpu->geglu_fwd &&
-        gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd;
+        gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -1475,6 +1512,9 @@ int main(void) {
     test_softcap(7, 0.5f);
     test_xent(37, 11);
     if (full) test_xent(64, 50257);
+    test_xent_fused(37, 11);
+    test_xent_fused(5, 1500);            /* a row over several of a block's passes */
+    if (full) test_xent_fused(64, 50257);
     test_training();
     if (full) test_determinism();
     return tap_done();

@@ -732,8 +732,60 @@ static void test_xent(void) {
     be->xent_bwd(buf, buf, tg, dloss, N, V);
     check_same("xent_bwd with dlogits == probs: same dlogits", buf, dlogits, nv * sizeof(float));
 
+    /* xent_fused (the chunked LM head): in place, losses and the gradient;
+     * against the double reference, and bitwise xent_fwd + xent_bwd; a
+     * target >= V is ignored like one < 0; losses may be NULL */
+    float *fu = fdup(logits, nv), *l3 = fvec(N, 1.0);
+    be->xent_fused(l3, fu, tg, dloss, N, V);
+    check_arr("xent_fused losses vs reference (target < 0 -> 0)", l3, rl, N, FWD_RTOL, FWD_ATOL);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < V; j++)
+            an[(size_t)i * V + j] = tg[i] < 0 ? 0.0 : (rp[(size_t)i * V + j] - (j == tg[i])) * dloss;
+    check_arr("xent_fused gradient vs analytic (softmax - onehot) * dloss", fu, an, nv, REF_RTOL,
+              REF_ATOL);
+    check_same("xent_fused: gradient bitwise xent_fwd + xent_bwd", fu, dlogits, nv * sizeof(float));
+    check_same("xent_fused: losses bitwise xent_fwd's", l3, losses, N * sizeof(float));
+    int tg2[N];
+    memcpy(tg2, tg, sizeof tg2);
+    tg2[5] = V;   /* out of range: ignored */
+    memcpy(fu, logits, nv * sizeof(float));
+    be->xent_fused(NULL, fu, tg2, dloss, N, V);
+    zero = 1;
+    for (int j = 0; j < V; j++) zero &= fu[5 * V + j] == 0.0f;
+    tap_ok(zero && !memcmp(fu, dlogits, 5 * V * sizeof(float)),
+           "xent_fused without losses; a target >= V gives a zero row, the others unchanged");
+    free(fu); free(l3);
+
     free(logits); free(probs); free(losses); free(rl); free(rp); free(dl); free(dlogits);
     free(an); free(buf); free(l2);
+}
+
+/* xent_fused on rows long enough for the threads (N V >= the parallel
+ * threshold): bitwise xent_fwd + xent_bwd at 1 and 2 threads, and the same
+ * at both thread counts (rows are independent) */
+static void test_xent_fused_large(void) {
+    enum { NL = 37, VL = 1000 };
+    const size_t nv = (size_t)NL * VL;
+    int tg[NL];
+    for (int i = 0; i < NL; i++) tg[i] = i % 5 == 3 ? -1 : (int)((rnd() + 1.0) * 0.5 * VL) % VL;
+    float *logits = fvec(nv, 6.0), *a = fdup(logits, nv), *b1 = fdup(logits, nv);
+    float *la = fzeros(NL), *lb = fzeros(NL);
+    const float dloss = 1.0f / 3000.0f;
+    int ok = 1;
+    for (int th = 1; th <= 2; th++) {
+        be->set_threads(th);
+        memcpy(a, logits, nv * sizeof(float));
+        be->xent_fwd(la, a, a, tg, NL, VL);
+        be->xent_bwd(a, a, tg, dloss, NL, VL);
+        float *f = fdup(logits, nv);
+        be->xent_fused(lb, f, tg, dloss, NL, VL);
+        ok &= !memcmp(a, f, nv * sizeof(float)) && !memcmp(la, lb, NL * sizeof(float));
+        if (th == 1) memcpy(b1, f, nv * sizeof(float));
+        else ok &= !memcmp(b1, f, nv * sizeof(float));
+        free(f);
+    }
+    tap_ok(ok, "xent_fused [37, 1000]: bitwise xent_fwd + xent_bwd at 1 and 2 threads, the same at both");
+    free(logits); free(a); free(b1); free(la); free(lb);
 }
 
 /* ------------------------------------------------------------ AdamW */
@@ -1028,7 +1080,7 @@ int main(void) {
           be->zero && be->encoder_fwd && be->encoder_bwd && be->layernorm_fwd &&
           be->layernorm_bwd && be->matmul_fwd && be->matmul_bwd && be->attention_fwd &&
           be->attention_bwd && be->gelu_fwd && be->gelu_bwd && be->add && be->xent_fwd &&
-          be->xent_bwd && be->adamw && be->sumsq && be->scale && be->error && be->synchronize &&
+          be->xent_bwd && be->xent_fused && be->adamw && be->sumsq && be->scale && be->error && be->synchronize &&
           be->set_matmul_precision && be->to_bf16 && be->from_bf16 && be->to_f16 && be->from_f16 &&
           be->nonfinite;
     tap_ok(all, "every table entry is set");
@@ -1045,6 +1097,7 @@ int main(void) {
     test_attention_long();
     test_gelu();
     test_xent();
+    test_xent_fused_large();
     test_adamw();
     test_matmul_bf16();
     test_precision();

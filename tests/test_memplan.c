@@ -539,6 +539,63 @@ static void test_kernel_ws(void) {
            "cuda scratch grows to the request rounded up to 1 MiB");
 }
 
+/* The LM head in chunks (classifier.h): a Llama-3-8B-shaped model at
+ * T = 8192 holds one chunk of 523 rows of fp32 logits (256 MiB), not
+ * [8192, 128256] (3.91 GiB), in its training and eval blocks; the plan's
+ * activation and eval categories shrink by exactly the difference, the
+ * kernel workspace (bf16: the GEMM operands' copies) with the chunk too,
+ * and logits_bytes reports the chunk.  Gemma 2 (final soft-cap) holds two
+ * chunks in training (the capped logits). */
+static void test_classifier_chunk(void) {
+    zt_config *c = shape(32, 32, 4096, 8192, 128256);
+    tu_set(c, "ztrain.model.arch", "llama");
+    tu_set(c, "ztrain.model.n_kv_head", "8");
+    tu_set(c, "ztrain.model.intermediate_size", "14336");
+    tu_set(c, "ztrain.model.tie_embeddings", "false");
+    tu_set(c, "ztrain.data.val", "%s", "synthetic");
+    tu_set(c, "ztrain.eval_batch_size", "1");
+    tu_set(c, "precision", "bf16");
+    zt_memplan_opts o;
+    zt_memplan a, w;
+    zt_status st;
+    zt_memplan_opts_init(&o, 1);
+    o.target = ZT_MP_TARGET_GPU;
+    int rc = zt_memplan_compute(c, &o, &a, &st);
+    tu_set(c, "ztrain.classifier_chunk_rows", "8192");   /* one chunk: the [N, V] head */
+    rc |= zt_memplan_compute(c, &o, &w, &st);
+    zt_model_config one = c->model;
+    tu_set(c, "ztrain.classifier_chunk_rows", "0");
+    const zt_model_config *mc = &c->model;
+    const uint64_t NV = 8192ull * 128256, RV = 523ull * 128256;   /* multiples of 16 */
+    const uint64_t d = (NV - RV) * 4;
+    const uint64_t tr = zt_memplan_acts_bytes(&one, 1, 8192, 1, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 1, 0, 4);
+    const uint64_t ev = zt_memplan_acts_bytes(&one, 1, 8192, 0, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 0, 0, 4);
+    const uint64_t *ca = a.cat[ZT_MP_DEVICE], *cw = w.cat[ZT_MP_DEVICE];
+    tap_ok(rc == ZT_OK && tr == d && ev == d && cw[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == d &&
+               cw[ZT_MEM_EVAL] - ca[ZT_MEM_EVAL] == d && a.logits_bytes == RV * 4 &&
+               a.full_logits_bytes == NV * 4 && a.chunk_rows == 512 && w.logits_bytes == NV * 4 &&
+               w.chunk_rows == 8192 && a.kernel_ws_bytes < w.kernel_ws_bytes &&
+               w.peak_bytes - a.peak_bytes >= 2 * d,
+           "Llama-3-8B shape, T 8192, bf16, GPU: the activations and the eval block hold 523 rows of "
+           "logits (%llu bytes) instead of 8192 (%llu): %llu bytes less each, as the planner "
+           "counts; chunks of 512; kernel workspace %llu instead of %llu; peak %llu instead of %llu",
+           (unsigned long long)(RV * 4), (unsigned long long)(NV * 4), (unsigned long long)d,
+           (unsigned long long)a.kernel_ws_bytes, (unsigned long long)w.kernel_ws_bytes,
+           (unsigned long long)a.peak_bytes, (unsigned long long)w.peak_bytes);
+    /* Gemma 2's final soft-cap: the capped logits' chunk too (training only) */
+    tu_set(c, "ztrain.model.gemma", "2");
+    tu_set(c, "ztrain.model.final_softcap", "30");
+    one = c->model;
+    one.classifier_rows = 8192;
+    const uint64_t gtr = zt_memplan_acts_bytes(&one, 1, 8192, 1, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 1, 0, 4);
+    const uint64_t gev = zt_memplan_acts_bytes(&one, 1, 8192, 0, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 0, 0, 4);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    tap_ok(rc == ZT_OK && gtr == 2 * d && gev == d && a.logits_bytes == 2 * RV * 4 &&
+               a.full_logits_bytes == 2 * NV * 4,
+           "final soft-cap: training holds two chunks (logits, capped logits), eval one");
+    zt_config_free(c);
+}
+
 /* The end of a CLI run: only a GPT-2 without LoRA writes the llm.c weights
  * file (stage 3 gathers 4 Psi bytes for it); a llama run's end is its
  * sample alone, [1, min(256, context)] unless opts.sample_window says. */
@@ -589,5 +646,6 @@ int main(void) {
     test_device_limit();
     test_kernel_ws();
     test_attention_ws_paths();
+    test_classifier_chunk();
     return tap_done();
 }

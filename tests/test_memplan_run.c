@@ -26,9 +26,10 @@
  *    suggestions; the first one fits and trains;
  *  - "auto" micro batch under a small limit: runs, keeps the global batch,
  *    and the next larger micro batch is predicted not to fit;
- *  - the Llama model (tied; untied with biases) at stages 0-3 x shard groups
- *    in fp32 / bf16 / fp16 with checkpointing and offload: exact per
- *    category on shard-group index 0 (test_llama_grid).
+ *  - the Llama model (tied; untied with biases and the LM head in chunks of
+ *    7 rows) at stages 0-3 x shard groups in fp32 / bf16 / fp16 with
+ *    checkpointing and offload: exact per category on shard-group index 0
+ *    (test_llama_grid).
  */
 #include <math.h>
 #include <mpi.h>
@@ -259,10 +260,12 @@ static void test_llama_grid(int N) {
                     tu_set(c, "train_micro_batch_size_per_gpu", "%d", mb);
                     tu_set(c, "gradient_accumulation_steps", "%d", ga);
                     tu_set(c, "ztrain.eval_batch_size", "%d", 2 * mb);
+                    /* untied: the LM head in chunks of 7 rows (classifier.h) */
+                    tu_set(c, "ztrain.classifier_chunk_rows", "%d", tied ? 0 : 7);
                     char what[160];
                     snprintf(what, sizeof what, "%s stage %d G %d %s %s offload %s micro %d x %d",
-                             tied ? "tied" : "untied+bias", stage, G, prec, ckv[v], off ? "cpu" : "none",
-                             mb, ga);
+                             tied ? "tied" : "untied+bias+head chunks of 7", stage, G, prec, ckv[v],
+                             off ? "cpu" : "none", mb, ga);
                     zt_ctx *ctx;
                     zt_status st;
                     int rc = create_and_train(c, &ctx, &st);
@@ -293,7 +296,7 @@ static void test_llama_grid(int N) {
         }
     if (inexact) tap_diag("first inexact: %s", first_bad);
     tap_ok(all_ok(failed == 0 && runs > 0 && inexact == 0),
-           "N=%d llama grid (tied / untied+bias, fp32 / bf16 / fp16, checkpointing, offload): %d runs, "
+           "N=%d llama grid (tied / untied+bias+head chunks, fp32 / bf16 / fp16, checkpointing, offload): %d runs, "
            "the predicted peak and every category's peak equal the accounted ones on shard-group "
            "index 0 and bound them elsewhere (%d differ)", N, runs, inexact);
 }

@@ -102,7 +102,7 @@ int main(void) {
            S->xent_bwd && S->adamw && S->sumsq && S->scale && S->to_bf16 && S->from_bf16 &&
            S->to_f16 && S->from_f16 && S->nonfinite && S->sum && S->error && S->synchronize &&
            S->nf4_dequant && C->nf4_dequant && S->gqa_ext_fwd && S->gqa_ext_bwd && S->geglu_fwd &&
-           S->geglu_bwd && S->softcap_fwd && S->softcap_bwd &&
+           S->geglu_bwd && S->softcap_fwd && S->softcap_bwd && S->xent_fused && C->xent_fused &&
            C->sum, "every table entry is set (and the cpu backend has sum)");
     while (S->error()) {}
 
@@ -143,6 +143,19 @@ int main(void) {
     tap_ok(!memcmp(loss_c, loss_s, sizeof loss_c) && sum_c == sum_s && sum_c == seq && !S->error(),
            "xent_fwd and sum: bitwise; sum is the sequential double sum");
 
+    {   /* xent_fused in place: bitwise the cpu backend's */
+        float fc[N * V], fs[N * V], lc[N], ls[N];
+        memcpy(fc, logits, sizeof fc);
+        C->xent_fused(lc, fc, tg, 0.25f, N, V);
+        float *d_f = dput(logits, sizeof logits), *d_l = S->alloc(sizeof ls);
+        S->xent_fused(d_l, d_f, d_tg, 0.25f, N, V);
+        S->to_host(fs, d_f, sizeof fs);
+        S->to_host(ls, d_l, sizeof ls);
+        tap_ok(!memcmp(fc, fs, sizeof fc) && !memcmp(lc, ls, sizeof lc) && !S->error(),
+               "xent_fused: bitwise the cpu result");
+        S->free(d_f);
+        S->free(d_l);
+    }
     float p[32], g[32], m[32], v[32];
     fill(p, 32, 5); fill(g, 32, 6); fill(m, 32, 7); fill(v, 32, 8);
     for (int i = 0; i < 32; i++) v[i] = v[i] * v[i];

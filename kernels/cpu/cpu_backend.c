@@ -407,6 +407,7 @@ static const zt_backend cpu_backend = {
     .add = cpu_add,
     .xent_fwd = zt_cpu_xent_fwd,
     .xent_bwd = zt_cpu_xent_bwd,
+    .xent_fused = zt_cpu_xent_fused,
     .adamw = cpu_adamw,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,

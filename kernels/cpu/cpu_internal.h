@@ -43,6 +43,8 @@ void zt_cpu_xent_fwd(float *losses, float *probs, const float *logits,
                      const int *targets, int N, int V);
 void zt_cpu_xent_bwd(float *dlogits, const float *probs, const int *targets,
                      float dloss, int N, int V);
+void zt_cpu_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
+                       int V);
 
 /* cpu_attention.c */
 void zt_cpu_attention_fwd(float *out, float *lse, const float *qkv,

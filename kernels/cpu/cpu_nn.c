@@ -239,20 +239,36 @@ void zt_cpu_xent_fwd(float *losses, float *probs, const float *logits,
     }
 }
 
+/* one row of xent_bwd; d may be the same memory as p */
+static void xent_bwd_row(float *d, const float *p, int tgt, float dloss, int V) {
+    if (tgt < 0 || tgt >= V) {
+        memset(d, 0, (size_t)V * sizeof(float));
+        return;
+    }
+    const float pt = p[tgt];  /* read before d (maybe p) is written */
+#pragma omp simd
+    for (int j = 0; j < V; j++) d[j] = p[j] * dloss;
+    d[tgt] = (pt - 1.0f) * dloss;
+}
+
 void zt_cpu_xent_bwd(float *dlogits, const float *probs, const int *targets,
                      float dloss, int N, int V) {
 #pragma omp parallel for schedule(static) if ((size_t)N * V >= ZT_PAR_MIN)
+    for (int n = 0; n < N; n++)
+        xent_bwd_row(dlogits + (size_t)n * V, probs + (size_t)n * V, targets ? targets[n] : -1,
+                     dloss, V);
+}
+
+/* xent_fwd then xent_bwd, row by row in place (the row stays in cache
+ * between the two): the same row functions, so bitwise their result */
+void zt_cpu_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
+                       int V) {
+#pragma omp parallel for schedule(static) if ((size_t)N * V >= ZT_PAR_MIN)
     for (int n = 0; n < N; n++) {
-        const float *p = probs + (size_t)n * V;
-        float *d = dlogits + (size_t)n * V;  /* may be the same memory as p */
+        float *x = logits + (size_t)n * V;
         const int tgt = targets ? targets[n] : -1;
-        if (tgt < 0 || tgt >= V) {
-            memset(d, 0, (size_t)V * sizeof(float));
-            continue;
-        }
-        const float pt = p[tgt];  /* read before d (maybe p) is written */
-#pragma omp simd
-        for (int j = 0; j < V; j++) d[j] = p[j] * dloss;
-        d[tgt] = (pt - 1.0f) * dloss;
+        const float loss = xent_row(x, x, tgt, V);
+        if (losses) losses[n] = loss;
+        xent_bwd_row(x, x, tgt, dloss, V);
     }
 }

@@ -774,6 +774,17 @@ static void s_xent_bwd(float *dlogits, const float *probs, const int *targets, f
     leave();
 }
 
+static void s_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
+                         int V) {
+    int ok = 1;
+    enter();
+    NEED_DEV("xent_fused", "losses", losses, (size_t)N * F);
+    NEED_DEV("xent_fused", "logits", logits, (size_t)N * V * F);
+    NEED_DEV("xent_fused", "targets", targets, (size_t)N * sizeof(int));
+    if (ok) cpu()->xent_fused(losses, logits, targets, dloss, N, V);
+    leave();
+}
+
 static void s_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
                     float b1, float b2, float eps, float wd, float bc1, float bc2,
                     float grad_scale) {
@@ -934,6 +945,7 @@ static const zt_backend strict_backend = {
     .add = s_add,
     .xent_fwd = s_xent_fwd,
     .xent_bwd = s_xent_bwd,
+    .xent_fused = s_xent_fused,
     .adamw = s_adamw,
     .sumsq = s_sumsq,
     .scale = s_scale,

@@ -628,6 +628,7 @@ static void fill_table(zt_backend *t) {
     t->add = cuda_add;
     t->xent_fwd = zt_cuda_xent_fwd;
     t->xent_bwd = zt_cuda_xent_bwd;
+    t->xent_fused = zt_cuda_xent_fused;
     t->adamw = cuda_adamw;
     t->sumsq = cuda_sumsq;
     t->scale = cuda_scale;

@@ -155,6 +155,8 @@ void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const in
                       int N, int V);
 void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
                       int N, int V);
+void zt_cuda_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
+                        int V);
 /* dst[c] (+=) sum over n < N of src[n * ld + c], c < C: fixed-order two-pass
  * reduction in double (no atomics). */
 void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld);

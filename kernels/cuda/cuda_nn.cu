@@ -348,6 +348,34 @@ __global__ void k_xent_bwd(float *dlogits, const float *probs, const int *target
     }
 }
 
+/* k_xent_fwd then k_xent_bwd on one row in place: the same reductions in the
+ * same order (so the same max, sum and probabilities, bitwise), then each
+ * thread overwrites the elements it read with their gradient (no element is
+ * read by another thread after the reductions' barriers). */
+__global__ void __launch_bounds__(ZT_XENT_THREADS)
+k_xent_fused(float *losses, float *logits, const int *targets, float dloss, int V) {
+    __shared__ float sh[32];
+    const int n = blockIdx.x;
+    float *x = logits + (size_t)n * V;
+    const int tgt = targets ? targets[n] : -1;
+    const bool valid = tgt >= 0 && tgt < V;
+    const float xt = valid ? x[tgt] : 0.0f;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
+    mx = zt_block_max(mx, sh);
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(x[j] - mx);
+    s = zt_block_sum(s, sh);
+    const float inv = 1.0f / s;
+    if (threadIdx.x == 0 && losses) losses[n] = valid ? logf(s) - (xt - mx) : 0.0f;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        /* __fmul_rn: p rounded as k_xent_fwd stores it (nvcc would otherwise
+         * fuse the product into p - 1) */
+        const float pj = __fmul_rn(expf(x[j] - mx), inv);
+        x[j] = valid ? (j == tgt ? pj - 1.0f : pj) * dloss : 0.0f;
+    }
+}
+
 void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const int *targets, int N,
                       int V) {
     if (N <= 0 || V <= 0) return;
@@ -360,4 +388,10 @@ void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, fl
     if (N <= 0 || V <= 0) return;
     k_xent_bwd<<<N, 256, 0, zt_cu.stream>>>(dlogits, probs, targets, dloss, V);
     ZT_LAUNCHED("k_xent_bwd");
+}
+
+void zt_cuda_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N, int V) {
+    if (N <= 0 || V <= 0) return;
+    k_xent_fused<<<N, ZT_XENT_THREADS, 0, zt_cu.stream>>>(losses, logits, targets, dloss, V);
+    ZT_LAUNCHED("k_xent_fused");
 }

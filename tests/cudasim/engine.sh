@@ -50,7 +50,8 @@
 # over the simulator's NCCL (ztrain.comm_backend=nccl, a device per rank:
 # fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
 # with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
-# (fp32 stage 0, bf16 stage 3).  With
+# (fp32 stage 0, bf16 stage 3); the LM head in chunks (ztrain.classifier_chunk_rows:
+# Llama bf16 stage 3, Gemma 2 fp32 stage 0).  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
@@ -105,14 +106,16 @@ if [ "${CUDASIM_ENGINE_FULL:-0}" = 1 ]; then
 else
     group gpt1 1 tiny.json --cases "s0 resume" --case "ckbf16s1 bf16 --stage 1 --act-ckpt blocks"
     group gpt2 2 tiny.json --cases "s0 offbf16s3" --case "cks2 fp32 --stage 2 --act-ckpt blocks"
-    group llama1 1 llama-tiny.json --cases "bf16s3"
+    group llama1 1 llama-tiny.json --cases "bf16s3" --case "chbf16s3 bf16 --stage 3 --classifier-chunk-rows 9"
     group llama2 2 llama-tiny.json --cases none --case "cks1 fp32 --stage 1 --act-ckpt blocks"
     COMM=nccl group nccl 2 tiny.json --cases none --case "accs3 fp32 --stage 3 --grad-accum 2 --micro-batch 2 --sample-tokens 8" \
         --case "c16s2 bf16 --stage 2 --comm-dtype bf16"
 fi
 # Gemma 2 (configs/gemma2-tiny.json: attention and final soft-caps, window 8 < seq 32 on every
 # other layer, GeGLU, (1 + w) norms): gqa_ext, geglu and softcap on the device against the CPU
-group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case "g2bf16s3 bf16 --stage 3"
+# (and its LM head in chunks of 7 rows: the soft-cap and xent_fused inside the chunk loop)
+group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case "g2bf16s3 bf16 --stage 3" \
+    --case "g2ch fp32 --stage 0 --classifier-chunk-rows 7"
 # sequence parallelism (docs/long-context.md): the all-to-alls through NCCL's send/recv
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
 

@@ -1,0 +1,105 @@
+/* classifier.c -- the LM head, loss and logit gradient in chunks of rows
+ * (classifier.h). */
+#include "classifier.h"
+
+long zt_classifier_max_rows(const zt_model_config *mc) {
+    if (mc->classifier_rows > 0) return mc->classifier_rows;
+    const size_t row = (size_t)(mc->vocab > 0 ? mc->vocab : 1) * sizeof(float);
+    const size_t r = ZT_CLASSIFIER_AUTO_BYTES / row;
+    return r > 0 ? (long)r : 1;
+}
+
+/* ceil(N / rmax) chunks of equal rows, the last one the rest */
+static long rows_for(long rmax, long N) {
+    if (N < 1) return 1;
+    const long nch = (N + rmax - 1) / rmax;
+    return (N + nch - 1) / nch;
+}
+
+long zt_classifier_rows(const zt_model_config *mc, long N) {
+    return rows_for(zt_classifier_max_rows(mc), N);
+}
+
+long zt_classifier_buffer_rows(const zt_model_config *mc, long N) {
+    const long rmax = zt_classifier_max_rows(mc);
+    return N < rmax ? N : rmax;
+}
+
+size_t zt_classifier_chunk_bytes(const zt_model_config *mc, long N, int training, int capped) {
+    const size_t one = ZT_ACTS_ROUND((size_t)zt_classifier_buffer_rows(mc, N) * (size_t)mc->vocab);
+    return one * (training && capped ? 2 : 1) * sizeof(float);
+}
+
+void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *mc, size_t N,
+                         int training, int capped) {
+    const size_t RV = (size_t)zt_classifier_buffer_rows(mc, (long)N) * (size_t)mc->vocab;
+    float *p = zt_carve_take(cv, RV, 0);
+    if (cv->base) c->logits = p;
+    p = zt_carve_take(cv, N, 1);
+    if (cv->base) c->losses = p;
+    if (training && capped) {
+        p = zt_carve_take(cv, RV, 0);
+        if (cv->base) c->capped = p;
+    }
+    c->rmax = zt_classifier_max_rows(mc);
+}
+
+/* chunk k of a pass over N rows in chunks of R: first row, rows */
+static long chunk_rows(long N, long R, long k, long *r0) {
+    *r0 = k * R;
+    return N - *r0 < R ? N - *r0 : R;
+}
+
+/* logits of rows [r0, r0 + n): x w^T, soft-capped (the capped logits kept
+ * when there is a buffer for them) */
+static void chunk_logits(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
+                         long r0, long n, int C, int V, float cap) {
+    be->matmul_fwd(c->logits, x + (size_t)r0 * C, w, NULL, (int)n, C, V);
+    if (cap > 0) {
+        be->softcap_fwd(c->logits, c->logits, (size_t)n * V, cap);
+        if (c->capped) be->copy(c->capped, c->logits, (size_t)n * V * sizeof(float));
+    }
+}
+
+void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
+                           const int *targets, int N, int C, int V, float cap, int has_targets,
+                           double *loss_sum) {
+    const long R = rows_for(c->rmax, N);
+    const long nch = (N + R - 1) / R;
+    long r0 = 0, n = 0;
+    for (long k = 0; k < nch; ++k) {
+        n = chunk_rows(N, R, k, &r0);
+        chunk_logits(be, c, x, w, r0, n, C, V, cap);
+        be->xent_fwd(c->losses + r0, c->logits, c->logits, targets + r0, (int)n, V);
+    }
+    c->p0 = r0;
+    c->pn = n;
+    *loss_sum = has_targets ? be->sum(c->losses, (size_t)N) : 0.0;
+}
+
+void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
+                            const float *x, const float *w, const int *targets, float dloss,
+                            int N, int C, int V, float cap) {
+    const long R = rows_for(c->rmax, N);
+    const long nch = (N + R - 1) / R;
+    for (long k = nch - 1; k >= 0; --k) {
+        long r0;
+        const long n = chunk_rows(N, R, k, &r0);
+        if (k == nch - 1 && c->pn == n && c->p0 == r0) {
+            /* the forward's last chunk: its probabilities (and capped
+             * logits) are still in the buffers */
+            be->xent_bwd(c->logits, c->logits, targets + r0, dloss, (int)n, V);
+        } else {
+            chunk_logits(be, c, x, w, r0, n, C, V, cap);
+            be->xent_fused(NULL, c->logits, targets + r0, dloss, (int)n, V);
+        }
+        if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
+        be->matmul_bwd(dx + (size_t)r0 * C, dw, NULL, c->logits, x + (size_t)r0 * C, w, (int)n, C, V);
+    }
+    c->pn = 0;
+}
+
+const float *zt_classifier_probs(const zt_classifier *c, long row, int V) {
+    if (row < c->p0 || row >= c->p0 + c->pn) return NULL;
+    return c->logits + (size_t)(row - c->p0) * (size_t)V;
+}

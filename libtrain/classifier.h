@@ -1,0 +1,89 @@
+/*
+ * classifier.h -- the LM head, its loss and its logits' gradient in chunks of
+ * rows, for both built-in models (gpt.c, llama.c).  Internal to libtrain.
+ *
+ * The head's input x[N, C] (the final norm's output) and weight w[V, C] give
+ * logits x w^T, [N, V]; no [N, V] array is ever held.  The activations keep
+ * one chunk of R rows of fp32 logits (and, for a training pass with a final
+ * logit soft-cap, the chunk's capped logits) and the N losses:
+ *
+ *   forward   chunk by chunk: logits = x w^T (matmul_fwd), cap tanh(logits /
+ *             cap) (softcap_fwd, Gemma 2), probabilities and losses in place
+ *             (xent_fwd).  The last chunk's probabilities stay in the buffer
+ *             (zt_classifier_probs: sampling reads the last position).
+ *   backward  chunk by chunk, last first: the last chunk's probabilities are
+ *             still there (xent_bwd); every other chunk is recomputed
+ *             (matmul_fwd, softcap_fwd, then xent_fused: probabilities and
+ *             their gradient in one call), then softcap_bwd, and matmul_bwd
+ *             gives the chunk's rows of dx and adds its share to dw.
+ *
+ * Every row's logits, probabilities, loss and gradient are computed by the
+ * same kernels on the same inputs as an unchunked head (xent_fused is bitwise
+ * xent_fwd + xent_bwd); what changes with the chunking is the order in which
+ * dw sums the rows (chunk by chunk, last chunk first) and, on cuda, the GEMM
+ * shapes.  A pass whose rows fit in one chunk computes exactly what one
+ * [N, V] head did, with no recomputation.  The price of R < N is one more
+ * head GEMM over the rows outside the last chunk, in backward.
+ *
+ * Chunk rows: ztrain.classifier_chunk_rows (zt_model_config.classifier_rows),
+ * 0 = auto: as many rows as ZT_CLASSIFIER_AUTO_BYTES of fp32 logits hold
+ * (at least 1).  A forward of N rows runs ceil(N / max) chunks of equal size
+ * (the last one smaller when they do not divide N); the activations hold
+ * min(N, max) rows.
+ */
+#ifndef ZT_CLASSIFIER_H
+#define ZT_CLASSIFIER_H
+#include <stddef.h>
+#include "backend.h"
+#include "config.h"
+#include "model_acts.h"
+
+/* auto chunk: at most this many bytes of fp32 logits */
+#define ZT_CLASSIFIER_AUTO_BYTES ((size_t)256 << 20)
+
+typedef struct zt_classifier {
+    float *logits;    /* [R, V]: a chunk's logits -> probabilities -> gradient */
+    float *capped;    /* [R, V]: the chunk's capped logits (soft-cap, training), else NULL */
+    float *losses;    /* [N] */
+    long rmax;        /* most rows per chunk (zt_classifier_max_rows) */
+    /* after a forward: rows [p0, p0 + pn) of it have their probabilities in
+     * logits (pn = 0: none, e.g. after a backward) */
+    long p0, pn;
+} zt_classifier;
+
+/* Most rows of one chunk: ztrain.classifier_chunk_rows, or for 0 as many as
+ * ZT_CLASSIFIER_AUTO_BYTES of fp32 logits hold; at least 1. */
+long zt_classifier_max_rows(const zt_model_config *mc);
+/* Rows of the chunks of a forward of N rows: ceil(N / max) chunks of this
+ * many rows, the last one the rest. */
+long zt_classifier_rows(const zt_model_config *mc, long N);
+/* Rows the activations of N rows hold: min(N, max). */
+long zt_classifier_buffer_rows(const zt_model_config *mc, long N);
+/* Bytes of the chunk buffers of N rows (the logits, and the capped logits
+ * of a training pass with a final soft-cap), without the losses. */
+size_t zt_classifier_chunk_bytes(const zt_model_config *mc, long N, int training, int capped);
+
+/* Carve the classifier's arrays of an N-row activation block (cv->base NULL:
+ * sizes only): losses [N] (small), logits [R, V], and for training with
+ * capped the capped logits [R, V].  Sets c->rmax either way. */
+void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *mc, size_t N,
+                         int training, int capped);
+
+/* The head's forward over N rows of x[N, C] with w[V, C] (cap > 0: final
+ * soft-cap; the capped logits kept when c->capped): c->losses[N], and
+ * *loss_sum the sum of the losses (backend sum) when has_targets, else 0. */
+void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
+                           const int *targets, int N, int C, int V, float cap, int has_targets,
+                           double *loss_sum);
+/* The head's backward after zt_classifier_forward of the same N rows:
+ * dx[N, C] (overwritten), dw[V, C] (+=; NULL: skipped, a frozen head), each
+ * position's loss weighted by dloss.  Training activations (with the capped
+ * buffer when cap > 0). */
+void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
+                            const float *x, const float *w, const int *targets, float dloss,
+                            int N, int C, int V, float cap);
+/* The probabilities [V] of row `row` of the last forward, NULL when its chunk
+ * was not the last one (or a backward ran since). */
+const float *zt_classifier_probs(const zt_classifier *c, long row, int V);
+
+#endif
