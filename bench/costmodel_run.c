@@ -109,6 +109,7 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
     SET("bf16.enabled", "%s", o->fp32 ? "false" : "true");
     SET("ztrain.threads", "%d", o->threads > 0 ? o->threads : 1);
     SET("ztrain.data.val", "%s", "");
+    SET("ztrain.classifier_chunk_rows", "%d", o->head_rows > 0 ? o->head_rows : 0);
 #undef SET
     zt_ctx *ctx = NULL;
     int *V = NULL;

@@ -27,6 +27,8 @@ typedef struct cm_run_opts {
     int fp32;           /* fp32 parameters and matmuls instead of bf16 */
     unsigned whatif;    /* ZT_COUNT_WHATIF_* */
     int threads;        /* host threads of the engine (<= 0: 1) */
+    int head_rows;      /* ztrain.classifier_chunk_rows (0: ztrain's default; B*T: the head in one
+                         * chunk, as every recorded run before the chunked LM head) */
 } cm_run_opts;
 
 typedef struct cm_counts {

@@ -41,7 +41,7 @@ enum {
     K_ENCODER_BWD_WTE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX, K_LAYERNORM_BWD_PART, K_RMSNORM_FWD,
     K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
     K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
-    K_GELU_FWD, K_GELU_BWD, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_ADAMW, K_SUM,
+    K_GELU_FWD, K_GELU_BWD, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_N
@@ -85,6 +85,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_DROPOUT] = {"k_dropout", ZT_CC_STREAM},
     [K_XENT_FWD] = {"k_xent_fwd", ZT_CC_SOFTMAX},
     [K_XENT_BWD] = {"k_xent_bwd", ZT_CC_STREAM},
+    [K_XENT_FUSED] = {"k_xent_fused", ZT_CC_SOFTMAX},
     [K_ADAMW] = {"k_adamw", ZT_CC_OPTIM},
     [K_SUM] = {"k_sum_d<sum>", ZT_CC_REDUCE},
     [K_SUMSQ] = {"k_sum_d<sumsq>", ZT_CC_REDUCE},
@@ -891,6 +892,18 @@ static void c_xent_bwd(float *dlogits, const float *probs, const int *targets, f
     rec(K_XENT_BWD, D(N) * V, 2 * D(N) * V * F + (targets ? D(N) * 4 : 0));
 }
 
+/* k_xent_fused (the chunked LM head), a block per row in place: k_xent_fwd's
+ * three reads of the row's V logits (3 N V f) and the gradient written over
+ * them (N V f); targets N 4 and the target's logit N f read, losses N f
+ * written (if any); k_xent_fwd's 5 N V FLOPs and k_xent_bwd's N V. */
+static void c_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N, int V) {
+    call(ZT_CE_xent_fused);
+    if (g_inner) g_inner->xent_fused(losses, logits, targets, dloss, N, V);
+    if (N <= 0 || V <= 0) return;
+    const double nv = D(N) * V, rows = D(N) * ((targets ? 8 : 0) + (losses ? F : 0));
+    rec(K_XENT_FUSED, 6 * nv, 4 * nv * F + rows);
+}
+
 /* ------------------------------------------------------------ optimizer, reductions */
 
 /* k_adamw: reads p, grad, m, v and writes p, m, v: 7 f per element;
@@ -1030,6 +1043,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->add = c_add;
     t->xent_fwd = c_xent_fwd;
     t->xent_bwd = c_xent_bwd;
+    t->xent_fused = c_xent_fused;
     t->adamw = c_adamw;
     t->sumsq = c_sumsq;
     t->scale = c_scale;

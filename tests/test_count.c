@@ -159,6 +159,8 @@ static void formulas(void) {
     zt_count_reset();
     K->xent_bwd(y, y, FAKE(int, 7), 1.0f, 3, 10);
     check_kernel("xent_bwd", "k_xent_bwd", 1, 30, 2 * 30.0 * 4 + 3 * 4.0);
+    K->xent_fused(x, y, FAKE(int, 7), 1.0f, 3, 10);
+    check_kernel("xent_fused", "k_xent_fused", 1, 6 * 30.0, 4 * 30.0 * 4 + 3 * (8 + 4.0));
     zt_count_set_whatif(ZT_COUNT_WHATIF_FUSED_XENT);
     zt_count_reset();
     K->xent_fwd(x, y, y, FAKE(int, 7), 3, 10);
@@ -257,7 +259,7 @@ static void engine(void) {
             tap_ok(0, "%s: shape parses", what);
             continue;
         }
-        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1};
+        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0};
         cm_counts a, b;
         zt_status st;
         memset(&st, 0, sizeof st);
@@ -357,20 +359,36 @@ static void model(void) {
     cm_shape g, s;
     cm_shape_parse("gpt2", &g);
     cm_shape_parse("smollm", &s);
-    const cm_run_opts o = {0, 0, 0, 2};
+    /* as the recorded runs computed them: the LM head in one chunk */
+    const cm_run_opts og = {0, 0, 0, 2, g.B * g.T}, os = {0, 0, 0, 2, s.B * s.T};
     cm_counts cg, cs;
     zt_status st;
     memset(&st, 0, sizeof st);
-    const int r1 = cm_count_step(&g, &o, zt_backend_count(), &cg, &st);
+    const int r1 = cm_count_step(&g, &og, zt_backend_count(), &cg, &st);
     if (r1) tap_diag("gpt2: %s", st.msg);
-    const int r2 = r1 ? r1 : cm_count_step(&s, &o, zt_backend_count(), &cs, &st);
+    const int r2 = r1 ? r1 : cm_count_step(&s, &os, zt_backend_count(), &cs, &st);
     if (!r1 && r2) tap_diag("smollm: %s", st.msg);
     if (tap_ok(!r1 && !r2, "the GPT-2 and SmolLM steps counted on the counting backend")) {
         /* the GEMMs of a GPT-2 step: 12 layers of 4 forward + 8 backward, the head's 3 */
         tap_ok(launches_of_k(cg.k, cg.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                    launches_of_k(cg.k, cg.nk, "k_round_bf16") == 2 * (12 * 12 + 3) &&
                    launches_of_k(cg.k, cg.nk, "k_ft_fwd") == 12,
-               "GPT-2 step: 147 bf16 GEMMs, 294 roundings, 12 flash forwards");
+               "GPT-2 step, the head in one chunk: 147 bf16 GEMMs, 294 roundings, 12 flash forwards");
+        /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304) over 8192 rows, 7
+         * chunks of 1171 or 1170; each chunk but the last recomputes its logits in the backward */
+        cm_counts cd;
+        const cm_run_opts od = {0, 0, 0, 2, 0};
+        if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
+                   "the GPT-2 step counted with the default chunked head")) {
+            tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 4 * 7 - 1 &&
+                       launches_of_k(cd.k, cd.nk, "k_xent_fused") == 6 &&
+                       launches_of_k(cd.k, cd.nk, "k_xent_fwd") == 7,
+                   "GPT-2 step, default head: %ld bf16 GEMMs (144 + 3 per chunk + 6 recomputed), %ld fused "
+                   "xent, %ld xent forwards",
+                   launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16"), launches_of_k(cd.k, cd.nk, "k_xent_fused"),
+                   launches_of_k(cd.k, cd.nk, "k_xent_fwd"));
+            cm_counts_free(&cd);
+        }
         predict(&cal, &t, "7856b57 table (committed calibration)", &cg, &cs);
         cm_table t3;
         if (tap_ok(cm_table_read(src("docs/gpu-runs/2026-11-26-h100-flash/bench.txt", p, sizeof p), &t3, err,
