@@ -12,10 +12,11 @@
  * its last piece.  Device state is copied at the save step, as before.
  * The thread then sums the snapshot's checksums.  At the next step
  * boundary where every rank's stage 1 is done, the main thread runs the
- * synchronous save's agreed phases on the snapshot (ck_save with a): the
- * checksums' all-reduce, step-N.tmp, the free-space check, the file with
- * every attribute, dataset and metadata checksum written by rank 0 (a few
- * tenths of a second), and the thread
+ * synchronous save's agreed phases on the snapshot (ck_save with a
+ * ck_deferred, ckpt_save.c: the save lists the pieces, this file writes
+ * them): the checksums' all-reduce, step-N.tmp, the free-space check, the
+ * file with every attribute, dataset and metadata checksum written by rank
+ * 0 (a few tenths of a second), and the thread
  * (stage 2) writes the tensor data of this rank's pieces with pwrite at the
  * datasets' file addresses (contiguous datasets, space allocated at
  * creation) and fsyncs the file.  The thread makes no MPI and no HDF5 call
@@ -73,8 +74,7 @@ struct zt_ckpt_async {
     int keep;
     char dir[ZT_PATH_MAX], final[ZT_PATH_MAX + 32], tmpd[ZT_PATH_MAX + 48], file[ZT_PATH_MAX + 64];
     uint64_t need;             /* ck_save_bytes: for a disk-full explanation */
-    ck_wpiece *pieces;
-    int np, cap;
+    ck_wpieces pieces;         /* the tensor data's pieces, listed by ck_save */
     double t0, stalled;        /* start; seconds the main thread spent in it */
     int delay_ms;              /* ZT_CKPT_WRITE_DELAY_MS (test-only) */
     int copy_delay_ms;         /* ZT_CKPT_COPY_DELAY_MS (test-only): the thread starts
@@ -100,9 +100,6 @@ struct zt_ckpt_async {
                                 * [2] write */
 };
 
-const zt_train_state *ck_async_state(const struct zt_ckpt_async *a) { return &a->s; }
-const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a) { return a->cs; }
-
 /* arr (*cap elements of elem bytes, n of them used) with room for one more:
  * arr itself, or arr grown to twice its capacity (first when it has none);
  * NULL (arr untouched) when it cannot grow. */
@@ -112,14 +109,6 @@ static void *room_for_one(void *arr, int *cap, int n, size_t elem, int first) {
     void *p = realloc(arr, (size_t)nc * elem);
     if (p) *cap = nc;
     return p;
-}
-
-int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st) {
-    ck_wpiece *r = room_for_one(a->pieces, &a->cap, a->np, sizeof *a->pieces, 256);
-    if (!r) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint pieces)");
-    a->pieces = r;
-    a->pieces[a->np++] = *p;
-    return ZT_OK;
 }
 
 zt_ckpt_async *zt_ckpt_async_new(void) {
@@ -352,14 +341,14 @@ static void *writer_main(void *arg) {
     zt_status_clear(&st);
     int rc = ZT_OK;
     ck_crash_point("save_tensors", a->step);
-    int fd = a->np > 0 ? open(a->file, O_WRONLY | O_CLOEXEC) : -1;
-    if (a->np > 0 && fd < 0)
+    int fd = a->pieces.n > 0 ? open(a->file, O_WRONLY | O_CLOEXEC) : -1;
+    if (a->pieces.n > 0 && fd < 0)
         rc = zt_fail(&st, ZT_EIO, "%s: cannot open for the tensor data: %s", a->file, strerror(errno));
     ck_dio dio = {-1, NULL};
     if (fd >= 0) dio_open(&dio, a->file);
     const zt_model *m = a->s.model;
-    for (int i = 0; i < a->np && rc == ZT_OK; ++i) {
-        const ck_wpiece *p = &a->pieces[i];
+    for (int i = 0; i < a->pieces.n && rc == ZT_OK; ++i) {
+        const ck_wpiece *p = &a->pieces.p[i];
         pthread_mutex_lock(&a->mu);
         int cancel = a->cancel;
         pthread_mutex_unlock(&a->mu);
@@ -528,7 +517,7 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
     }
     if (rc != ZT_OK) a->ncp = 0;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
-    a->np = 0;
+    a->pieces.n = 0;
     a->fence_s = 0;
     a->cpu[0] = 0;
     a->step = a->s.step;
@@ -564,8 +553,9 @@ int zt_ckpt_save_async(zt_ctx *ctx, zt_ckpt_async *a, const char *dir, int keep,
  * rank 0), then stage 2. */
 static int create_file(zt_ctx *ctx, zt_ckpt_async *a, zt_status *st) {
     double t0 = zt_now_s();
-    a->np = 0;
-    ZT_TRY(ck_save(ctx, a->dir, a->keep, a, st));
+    a->pieces.n = 0;
+    const ck_deferred d = {&a->s, a->cs, &a->pieces};
+    ZT_TRY(ck_save(ctx, a->dir, a->keep, &d, st));
     int rc = start_stage(a, 2, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
     zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld file created in %.2f s; writing the tensors in "
@@ -714,7 +704,7 @@ void zt_ckpt_async_free(zt_ckpt_async *a) {
     zt_ckpt_async_abandon(a);
     zt_mem_free(a->snap);
     free(a->ranges);
-    free(a->pieces);
+    free(a->pieces.p);
     free(a->cp);
     free(a->cs);
     pthread_mutex_destroy(&a->mu);

@@ -24,12 +24,28 @@ static inline float *ck_stage_buf(const zt_train_state *s, int *failed, zt_statu
     return h;
 }
 
-/* The three per-tensor families and their HDF5 groups. */
+/* The three per-tensor families: params, AdamW m and v. */
 enum { CK_PARAMS = 0, CK_M = 1, CK_V = 2, CK_NFAM = 3 };
-extern const char *const ck_family_group[CK_NFAM];
-extern const char *const ck_family_what[CK_NFAM];   /* "weights", "AdamW m", "AdamW v" */
 
-/* ---------------------------------------------------------------- HDF5 */
+/* The buffer of family f (CK_PARAMS, CK_M, CK_V) of an owned range. */
+static inline float *ck_fam_ptr(const zt_owned_range *r, int f) {
+    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
+}
+
+/* ---------------------------------------------------------------- checksums (ckpt_checksum.c) */
+/* zt_ckpt_checksum (ztrain_ckpt.h) is the tensor checksum.  This rank's
+ * partial checksums (per family and tensor, added into cs) of the slices of
+ * s it writes (device state: read through the host buffer h in pieces);
+ * serial = 1: without OpenMP (a background thread), calling progress(user)
+ * after each slice. */
+void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
+                          void (*progress)(void *), void *user);
+
+/* ---------------------------------------------------------------- HDF5: attributes, metadata checksums, the header (ckpt_hdf5.c) */
+/* The families' HDF5 groups ("params", "optimizer/m", "optimizer/v") and
+ * their names in messages ("weights", "AdamW m", "AdamW v"). */
+extern const char *const ck_family_group[CK_NFAM];
+extern const char *const ck_family_what[CK_NFAM];
 /* Turn off HDF5's automatic error printing (idempotent). */
 void ck_h5_quiet(void);
 /* zt_fail with " (HDF5: <innermost message>)" appended; clears the stack. */
@@ -64,30 +80,6 @@ int ck_put_str_dataset(hid_t f, const char *name, const char *s);
 char *ck_meta_lines(hid_t f, const char *file, zt_status *st);
 /* A scalar string dataset's text (malloc'ed), NULL when absent. */
 char *ck_get_str_dataset(hid_t f, const char *name);
-/* LoRA (ckpt_lora.c): the /lora dataset's JSON for this context (malloc'ed;
- * NULL without LoRA), and the check of a checkpoint's /lora against the
- * context on restore (a full checkpoint for a LoRA run, adapters for
- * another base or other settings: ZT_EINVAL naming it). */
-char *ck_lora_json(zt_ctx *ctx);
-/* Every tensor of a Hugging Face model directory's safetensors file(s)
- * (model.safetensors, else the index's shards), file by file. */
-typedef int (*ck_hf_tensor_fn)(void *user, const zt_st_file *f, const zt_st_tensor *t,
-                               zt_status *st);
-int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st);
-/* A frozen LoRA base's fingerprint as zt_hf_load records it (hf_model.c):
- * FNV-1a 64 of dir/config.json's bytes, and of each tensor of m as loaded
- * from dir (fp32, the same reads) into fnv[m->n_tensors].  Both the resume
- * (ck_lora_check) and `ckpt export --hf --merge` compare it with the
- * checkpoint's /lora base. */
-struct zt_model;
-int ck_hf_base_config_fnv(const char *dir, uint64_t *config_fnv, zt_status *st);
-int ck_hf_base_fingerprint(const struct zt_model *m, const char *dir, uint64_t *fnv, zt_status *st);
-int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st);
-/* peft_config.c: a PEFT adapter's adapter_config.json (j, read from file)
- * against the run's LoRA settings mc: ZT_EINVAL naming every key it cannot
- * apply as PEFT does, and every setting that differs. */
-struct json_t;
-int ck_peft_config_check(const zt_model_config *mc, struct json_t *j, const char *file, zt_status *st);
 int ck_check_meta(hid_t f, const char *file, int *present, zt_status *st);
 /* Write /meta_checksums (a save's rank 0, serially). */
 int ck_put_meta_checksums(hid_t f, const char *lines, const char *file, zt_status *st);
@@ -100,7 +92,7 @@ int ck_read_header(hid_t f, const char *file, zt_ckpt_info *info, int with_confi
 /* Dataset name of family f for tensor name: "params/wte" etc. */
 void ck_dataset_name(char *buf, size_t n, int fam, const char *tensor);
 
-/* ---------------------------------------------------------------- files */
+/* ---------------------------------------------------------------- directories and durability (ckpt_files.c) */
 /* "<dir>/step-<N>" -> N; only exact committed names match. */
 int ck_parse_step(const char *name, long *step);
 /* Resolve a checkpoint path (step dir or file) to its state.h5 path.
@@ -112,16 +104,6 @@ int ck_fsync_path(const char *path, int dir, zt_status *st);
  * retried): 0, or -1 with errno. */
 int ck_write_all(int fd, const void *buf, size_t n, uint64_t off);
 int ck_rmtree(const char *path);
-
-/* hf_source.c: the config.json and tokenizer files of a Hugging Face model
- * directory that an export copies, and their fingerprints ("NAME=HEX16 ..."
- * for the files present; FNV-1a 64 mixed with the length). */
-#define CK_HF_SIDE_FILES 8
-extern const char *const ck_hf_side_files[CK_HF_SIDE_FILES];
-int ck_hf_fingerprint(const char *dir, char *out, size_t n, zt_status *st);
-/* "tokenizer.json changed, vocab.json missing" between two fingerprint texts
- * ("" when equal). */
-void ck_hf_fingerprint_diff(const char *want, const char *have, char *out, size_t n);
 int ck_mkdir_p(const char *dir, zt_status *st);
 /* Committed step numbers in dir, newest first (malloc'ed; *n may be 0). */
 int ck_scan_steps(const char *dir, long **steps, int *n, zt_status *st);
@@ -161,7 +143,7 @@ int ck_space_check(const char *dir, uint64_t need, long step, zt_status *st);
  * st->msg. */
 void ck_space_explain(const char *dir, uint64_t need, zt_status *st);
 
-/* ---------------------------------------------------------------- MPI */
+/* ---------------------------------------------------------------- cross-rank agreement (ckpt_agree.c) */
 MPI_Comm ck_comm(zt_ctx *ctx);
 /* Agreement (over the world group's collectives, comm.h, bounded by its
  * timeout): all ranks end with the status of the lowest failing rank
@@ -172,6 +154,8 @@ int ck_root_status(zt_ctx *ctx, int rc, zt_status *st);
 int ck_bcast_str(zt_ctx *ctx, char **s, zt_status *st);
 /* n bytes of rank 0's buf to every rank (bounded like the agreement). */
 int ck_bcast_buf(zt_ctx *ctx, void *buf, size_t n, zt_status *st);
+
+/* ---------------------------------------------------------------- the I/O watchdog (ckpt_watchdog.c) */
 /* Arm (or re-arm: progress) the watchdog of the checkpoint I/O phase named
  * by fmt: if no ck_watch or ck_unwatch follows within ztrain.comm_timeout_s,
  * the process prints one error naming the phase and exits 1 (ckpt_watchdog.c).
@@ -182,6 +166,7 @@ void ck_unwatch(void);
  * before ending the process. */
 void ck_watch_cleanup(const char *path);
 
+/* ---------------------------------------------------------------- owned ranges and their pieces (ckpt_plan.c) */
 /* All ranks' owned ranges (world order). */
 typedef struct ck_plan {
     int nranks;
@@ -198,8 +183,6 @@ void ck_plan_free(ck_plan *p);
 int ck_pieces(const ck_plan *p, int r, const zt_tensor_info *t, int writers_only,
               uint64_t (*out)[2], int cap);
 
-/* The buffer of family f (CK_PARAMS, CK_M, CK_V) of an owned range. */
-float *ck_fam_ptr(const zt_owned_range *r, int f);
 /* Owned elements [x, y) of range rg, family f, from host values src (device
  * state: copied to the device). */
 void ck_put_owned(const zt_train_state *s, const zt_owned_range *rg, int f, uint64_t x,
@@ -212,7 +195,7 @@ int ck_scatter(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p, uint64_t 
                uint64_t b, const float *buf, int f, MPI_Request *reqs, float *h,
                const char *what, zt_status *st);
 
-/* ---------------------------------------------------------------- tensor table (serial tools) */
+/* ---------------------------------------------------------------- tensor table (serial tools, ckpt_tools.c) */
 /* One /params dataset of a checkpoint file, in offset order. */
 typedef struct ck_tinfo {
     char name[128];
@@ -246,8 +229,43 @@ void ck_export_shape(const ck_tinfo *t, int transpose, zt_st_spec *sp);
 
 /* (Hugging Face tensor names: the architecture's descriptor, arch.h zt_arch_hf_name) */
 
-/* ---------------------------------------------------------------- asynchronous saves (ckpt_async.c) */
-/* One piece of a background write: n floats from src to byte offset off of
+/* ---------------------------------------------------------------- Hugging Face sources, LoRA, PEFT (hf_model.c, hf_source.c, ckpt_lora.c, peft_config.c) */
+/* LoRA (ckpt_lora.c): the /lora dataset's JSON for this context (malloc'ed;
+ * NULL without LoRA), and the check of a checkpoint's /lora against the
+ * context on restore (a full checkpoint for a LoRA run, adapters for
+ * another base or other settings: ZT_EINVAL naming it). */
+char *ck_lora_json(zt_ctx *ctx);
+/* Every tensor of a Hugging Face model directory's safetensors file(s)
+ * (model.safetensors, else the index's shards), file by file. */
+typedef int (*ck_hf_tensor_fn)(void *user, const zt_st_file *f, const zt_st_tensor *t,
+                               zt_status *st);
+int ck_hf_each_tensor(const char *dir, ck_hf_tensor_fn fn, void *user, zt_status *st);
+/* A frozen LoRA base's fingerprint as zt_hf_load records it (hf_model.c):
+ * FNV-1a 64 of dir/config.json's bytes, and of each tensor of m as loaded
+ * from dir (fp32, the same reads) into fnv[m->n_tensors].  Both the resume
+ * (ck_lora_check) and `ckpt export --hf --merge` compare it with the
+ * checkpoint's /lora base. */
+struct zt_model;
+int ck_hf_base_config_fnv(const char *dir, uint64_t *config_fnv, zt_status *st);
+int ck_hf_base_fingerprint(const struct zt_model *m, const char *dir, uint64_t *fnv, zt_status *st);
+int ck_lora_check(zt_ctx *ctx, hid_t f, const char *file, zt_status *st);
+/* peft_config.c: a PEFT adapter's adapter_config.json (j, read from file)
+ * against the run's LoRA settings mc: ZT_EINVAL naming every key it cannot
+ * apply as PEFT does, and every setting that differs. */
+struct json_t;
+int ck_peft_config_check(const zt_model_config *mc, struct json_t *j, const char *file, zt_status *st);
+/* hf_source.c: the config.json and tokenizer files of a Hugging Face model
+ * directory that an export copies, and their fingerprints ("NAME=HEX16 ..."
+ * for the files present; FNV-1a 64 mixed with the length). */
+#define CK_HF_SIDE_FILES 8
+extern const char *const ck_hf_side_files[CK_HF_SIDE_FILES];
+int ck_hf_fingerprint(const char *dir, char *out, size_t n, zt_status *st);
+/* "tokenizer.json changed, vocab.json missing" between two fingerprint texts
+ * ("" when equal). */
+void ck_hf_fingerprint_diff(const char *want, const char *have, char *out, size_t n);
+
+/* ---------------------------------------------------------------- the save (ckpt_save.c) and its commit (ckpt_commit.c) */
+/* One piece of the tensor data: n floats from src to byte offset off of
  * the checkpoint file (a flat range of a contiguous dataset, whose address
  * H5Dget_offset gave); fam, tensor name it in errors. */
 typedef struct ck_wpiece {
@@ -255,27 +273,27 @@ typedef struct ck_wpiece {
     const float *src;
     int fam, tensor;
 } ck_wpiece;
-struct zt_ckpt_async;
-/* ckpt_save.c: the save (a = NULL: synchronous, zt_ckpt_save).  With a:
- * the state is a's host snapshot (taken by the caller), the tensor pass
- * records a->pieces instead of writing, and the save returns after the
- * file is closed on every rank, before the commit (ck_commit). */
-int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_status *st);
+typedef struct ck_wpieces { ck_wpiece *p; int n, cap; } ck_wpieces;
+/* A deferred save (a background save, ckpt_async.c, on its snapshot): the
+ * state is the host snapshot the caller took, with its partial checksums
+ * ([CK_NFAM][n_tensors], ck_partial_checksums); the tensor pass lists its
+ * pieces into *pieces (appended; the caller frees pieces->p) instead of
+ * writing them, and the save returns after the file's metadata is written
+ * on every rank, before the flush and the commit (ck_commit).  The save
+ * knows nothing else of its caller: the background save calls the save,
+ * never the other way. */
+typedef struct ck_deferred {
+    const zt_train_state *state;
+    const uint64_t *checksums;
+    ck_wpieces *pieces;
+} ck_deferred;
+/* The save of every rank (d = NULL: synchronous, zt_ckpt_save). */
+int ck_save(zt_ctx *ctx, const char *dir, int keep, const ck_deferred *d, zt_status *st);
 /* rank 0: fsync, rename, `latest`, prune (docs/checkpoints.md) */
 int ck_commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
               const char *final, const char *file, zt_status *st);
-/* This rank's partial checksums (per family and tensor, added into cs) of
- * the slices of s it writes; serial = 1: without OpenMP (a background
- * thread), calling progress(user) after each slice. */
-void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
-                          void (*progress)(void *), void *user);
-/* the snapshot's state, its partial checksums (computed by the background
- * thread) and the pieces of the save in flight (ckpt_async.c) */
-const zt_train_state *ck_async_state(const struct zt_ckpt_async *a);
-const uint64_t *ck_async_checksums(const struct zt_ckpt_async *a);
-int ck_async_add_piece(struct zt_ckpt_async *a, const ck_wpiece *p, zt_status *st);
 
-/* ---------------------------------------------------------------- test hooks */
+/* ---------------------------------------------------------------- test hooks (ckpt_hooks.c) */
 /* ZT_CKPT_CRASH_AT=[stop:]<phase>[@<step>]: SIGKILL (stop: SIGSTOP) this
  * process at that point; ZT_CKPT_CRASH_RANK=R: only on rank R (test-only
  * fault injection; docs/checkpoints.md). */

@@ -30,29 +30,6 @@
 #include "precision.h"
 #include "lora.h"
 
-char *ck_get_str_dataset(hid_t f, const char *name) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return NULL;
-    }
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return NULL;
-    hid_t t = H5Dget_type(d);
-    size_t sz = t >= 0 ? H5Tget_size(t) : 0;
-    char *s = calloc(1, sz + 1);
-    hid_t mt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(mt, sz ? sz : 1);
-    if (s && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) < 0) {
-        free(s);
-        s = NULL;
-    }
-    H5Tclose(mt);
-    if (t >= 0) H5Tclose(t);
-    H5Dclose(d);
-    H5Eclear2(H5E_DEFAULT);
-    return s;
-}
-
 static void hex64(char *b, uint64_t v) { snprintf(b, 17, "%016llx", (unsigned long long)v); }
 
 char *ck_lora_json(zt_ctx *ctx) {

@@ -10,15 +10,16 @@
  * phase ends the phase's agreement and the save on every rank within
  * seconds (docs/checkpoints.md, "Failure model").  Checksums are computed
  * per tensor over the logical tensor: each writer sums its slices
- * (zt_ckpt_checksum), one all-reduce adds the partial sums.  The commit
- * (rank 0) is described in docs/checkpoints.md:
+ * (zt_ckpt_checksum), one all-reduce adds the partial sums.  Then rank 0
+ * commits (ck_commit, ckpt_commit.c):
  *
  *   step-N.tmp/state.h5  metadata (rank 0), tensor data (every writer), fsync'ed by each
- *   fsync(state.h5), fsync(step-N.tmp)
- *   rename step-N.tmp -> step-N, fsync(dir)          <- the commit point
- *   latest.tmp = "step-N\n", fsync, rename -> latest, fsync(dir)
- *   prune: older than the newest `keep`, and any newer than N (an abandoned
- *          timeline), each renamed to step-K.del.tmp, fsync(dir), removed
+ *   commit: fsync, rename step-N.tmp -> step-N, `latest`, prune
+ *
+ * A background save (ckpt_async.c) runs the same phases on its snapshot
+ * through a ck_deferred (ckpt_internal.h): the save takes the snapshot and
+ * its checksums from there and lists the tensor data's pieces into it for
+ * the background writer; this file calls nothing of the background save's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,10 +36,6 @@
 #include "devmem.h"
 #include "optim.h"
 
-static float *fam_ptr(const zt_owned_range *r, int f) {
-    return f == CK_PARAMS ? r->param : f == CK_M ? r->m : r->v;
-}
-
 /* This rank's range holding flat elements [a, b). */
 static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint64_t b) {
     for (int i = 0; i < s->n_ranges; ++i)
@@ -50,46 +47,6 @@ static const zt_owned_range *range_of(const zt_train_state *s, uint64_t a, uint6
  * state: read through the host buffer h in pieces). */
 static void partial_checksums(const zt_train_state *s, uint64_t *cs, float *h) {
     ck_partial_checksums(s, cs, h, 0, NULL, NULL);
-}
-
-void ck_partial_checksums(const zt_train_state *s, uint64_t *cs, float *h, int serial,
-                          void (*progress)(void *), void *user) {
-    const zt_model *m = s->model;
-    int nt = m->n_tensors;
-    if (!s->writer) return;
-    for (int i = 0; i < s->n_ranges; ++i) {
-        const zt_owned_range *r = &s->ranges[i];
-        for (int t = 0; t < nt; ++t) {
-            const zt_tensor_info *ti = &m->tensors[t];
-            uint64_t a = r->lo > ti->offset ? r->lo : ti->offset;
-            uint64_t b = r->hi < ti->offset + ti->numel ? r->hi : ti->offset + ti->numel;
-            if (a >= b) continue;
-            for (int f = 0; f < CK_NFAM; ++f) {
-                if (!h && serial) {
-                    /* in pieces of at most 4 blocks: zt_ckpt_checksum's
-                     * OpenMP loop stays serial (a background thread) */
-                    const uint64_t P = (uint64_t)4 << 16;
-                    for (uint64_t x = a; x < b; x += P) {
-                        const uint64_t y = b - x > P ? x + P : b;
-                        cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (x - r->lo), y - x,
-                                                           x - ti->offset);
-                    }
-                    if (progress) progress(user);
-                    continue;
-                }
-                if (!h) {
-                    cs[f * nt + t] += zt_ckpt_checksum(fam_ptr(r, f) + (a - r->lo), b - a,
-                                                       a - ti->offset);
-                    continue;
-                }
-                for (uint64_t x = a; x < b; x += CK_CHUNK_ELEMS) {
-                    const uint64_t y = b - x > CK_CHUNK_ELEMS ? x + CK_CHUNK_ELEMS : b;
-                    s->be->to_host(h, fam_ptr(r, f) + (x - r->lo), (y - x) * sizeof(float));
-                    cs[f * nt + t] += zt_ckpt_checksum(h, y - x, x - ti->offset);
-                }
-            }
-        }
-    }
 }
 
 /* Enter phase `name` of a save: named in communication errors and bounded
@@ -410,16 +367,29 @@ static int create_file(zt_ctx *ctx, const zt_train_state *s, const char *json, d
     return rc;
 }
 
+/* One more piece in a deferred save's list (grown to 256, then doubled). */
+static int add_piece(ck_wpieces *l, const ck_wpiece *p, zt_status *st) {
+    if (l->n == l->cap) {
+        const int nc = l->cap ? 2 * l->cap : 256;
+        ck_wpiece *r = realloc(l->p, (size_t)nc * sizeof *r);
+        if (!r) return zt_fail(st, ZT_ENOMEM, "out of memory (checkpoint pieces)");
+        l->p = r;
+        l->cap = nc;
+    }
+    l->p[l->n++] = *p;
+    return ZT_OK;
+}
+
 /* Every rank: the tensor data of the pieces it owns (writers only), written
  * with pwrite at the datasets' file addresses offs (contiguous datasets, a
  * flat range is one byte range) through *fd (opened here when the rank has
  * pieces; -1 otherwise).  No collective inside: the first error stops this
  * rank's writes, and the caller's agreement reports it on every rank.  With
- * ap (asynchronous save) the pieces are recorded for the background writer
- * instead. */
+ * ap (a deferred save's list) the pieces are recorded there for the
+ * background writer instead. */
 static int write_tensors(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p,
                          const uint64_t *offs, float *h, const char *file,
-                         struct zt_ckpt_async *ap, int *fd, zt_status *st) {
+                         ck_wpieces *ap, int *fd, zt_status *st) {
     const zt_model *m = s->model;
     const int nt = m->n_tensors, rank = zt_ctx_rank(ctx);
     int rc = ZT_OK, cap = 64;
@@ -455,11 +425,11 @@ static int write_tensors(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p,
                                  "range (a bug: please report it)", t->name);
                     break;
                 }
-                const float *src = fam_ptr(rg, fam) + (a - rg->lo);
+                const float *src = ck_fam_ptr(rg, fam) + (a - rg->lo);
                 const uint64_t off = base + (a - t->offset) * sizeof(float);
                 if (ap) {
                     ck_wpiece wp = {off, b - a, src, fam, ti};
-                    rc = ck_async_add_piece(ap, &wp, st);
+                    rc = add_piece(ap, &wp, st);
                     continue;
                 }
                 if (h) {   /* a piece is at most CK_CHUNK_ELEMS long */
@@ -476,152 +446,11 @@ static int write_tensors(zt_ctx *ctx, const zt_train_state *s, const ck_plan *p,
     return rc;
 }
 
-/* Write `latest` atomically: temp file, fsync, rename, fsync the directory. */
-static int write_latest(const char *dir, long step, zt_status *st) {
-    char tmp[ZT_PATH_MAX + 32], dst[ZT_PATH_MAX + 32], body[64];
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, ZT_CKPT_LATEST);
-    snprintf(dst, sizeof dst, "%s/%s", dir, ZT_CKPT_LATEST);
-    int n = snprintf(body, sizeof body, "step-%ld\n", step);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    int ok = write(fd, body, (size_t)n) == n && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0) ok = 0;
-    if (!ok) {
-        unlink(tmp);
-        return zt_fail(st, ZT_EIO, "%s: write failed: %s", tmp, strerror(e));
-    }
-    if (rename(tmp, dst) != 0) {
-        e = errno;
-        unlink(tmp);
-        return zt_fail(st, ZT_EIO, "%s: rename failed: %s", dst, strerror(e));
-    }
-    return ck_fsync_path(dir, 1, st);
-}
-
-/* Remove one committed checkpoint: rename it out of the committed namespace
- * first (one atomic step), then delete its files. */
-static int remove_ckpt(const char *dir, long step, long saving, zt_status *st) {
-    char from[ZT_PATH_MAX + 32], to[ZT_PATH_MAX + 48];
-    snprintf(from, sizeof from, "%s/step-%ld", dir, step);
-    snprintf(to, sizeof to, "%s/step-%ld.del.tmp", dir, step);
-    ck_rmtree(to);
-    if (rename(from, to) != 0)
-        return zt_fail(st, ZT_EIO, "%s: cannot rename for removal: %s", from, strerror(errno));
-    ZT_TRY(ck_fsync_path(dir, 1, st));
-    ck_crash_point("during_prune", saving);
-    if (ck_rmtree(to) != 0)
-        return zt_fail(st, ZT_EIO, "%s: cannot remove: %s", to, strerror(errno));
-    return ZT_OK;
-}
-
-static int prune(zt_ctx *ctx, const char *dir, long step, int keep, zt_status *st) {
-    long *steps;
-    int n;
-    ZT_TRY(ck_scan_steps(dir, &steps, &n, st));
-    int kept = 1, rc = ZT_OK;   /* the one just committed */
-    char removed[512] = "";
-    size_t used = 0;
-    for (int i = 0; i < n && rc == ZT_OK; ++i) {
-        long k = steps[i];
-        if (k == step) continue;
-        if (k < step && kept < keep) { ++kept; continue; }
-        if (k > step) {
-            /* an abandoned timeline: only a checkpoint that reads (its
-             * file opens, its header and metadata checksums verify) may be
-             * deleted; one that does not is quarantined.  (Not every
-             * tensor: that would read the whole checkpoint inside a save.) */
-            char path[ZT_PATH_MAX + 32], q[ZT_PATH_MAX + 64];
-            zt_status vst;
-            zt_ckpt_info vin;
-            snprintf(path, sizeof path, "%s/step-%ld", dir, k);
-            int readable = zt_ckpt_read_info(path, &vin, &vst) == ZT_OK;
-            if (readable) zt_ckpt_info_free(&vin);
-            if (!readable) {
-                if (ck_quarantine(path, q, sizeof q) == 0)
-                    zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld (an abandoned "
-                           "run) but does not verify (%s): moved to %s instead of pruning it",
-                           path, step, vst.msg, q);
-                else
-                    zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s is newer than step %ld but does not "
-                           "verify (%s) and cannot be moved aside: %s; left in place", path, step,
-                           vst.msg, strerror(errno));
-                continue;
-            }
-        }
-        rc = remove_ckpt(dir, k, step, st);
-        if (rc == ZT_OK && used + 32 < sizeof removed)
-            used += (size_t)snprintf(removed + used, sizeof removed - used, "%sstep-%ld%s",
-                                     used ? ", " : "", k, k > step ? " (newer: abandoned run)" : "");
-    }
-    free(steps);
-    if (removed[0])
-        zt_log(ctx, ZT_LOG_INFO, "checkpoint: pruned %s (keeping %d)", removed, keep);
-    return rc;
-}
-
-/* Undo a rename of tmpd to final whose commit could not be completed:
- * final goes back to tmpd (removed by the caller), old (when the same step
- * existed before) back to final. */
-static void uncommit(zt_ctx *ctx, const char *dir, const char *tmpd, const char *final,
-                     const char *old) {
-    zt_status tmp;
-    if (rename(final, tmpd) != 0)
-        zt_log(ctx, ZT_LOG_WARN, "checkpoint: %s: cannot undo the commit (%s): it stays, "
-               "complete but not `latest`", final, strerror(errno));
-    else if (old && rename(old, final) != 0)
-        zt_log(ctx, ZT_LOG_WARN, "checkpoint: cannot move %s back to %s: %s", old, final,
-               strerror(errno));
-    ck_fsync_path(dir, 1, &tmp);
-}
-
-int ck_commit(zt_ctx *ctx, const char *dir, long step, int keep, const char *tmpd,
-              const char *final, const char *file, zt_status *st) {
-    ZT_TRY(ck_fsync_path(file, 0, st));
-    ZT_TRY(ck_fsync_path(tmpd, 1, st));
-    ck_crash_point("before_rename", step);
-    struct stat sb;
-    char old[ZT_PATH_MAX + 48];
-    int replacing = stat(final, &sb) == 0;
-    if (replacing) {
-        /* the same step saved before (e.g. by an earlier run): replace it */
-        snprintf(old, sizeof old, "%s.replaced.tmp", final);
-        ck_rmtree(old);
-        if (rename(final, old) != 0)
-            return zt_fail(st, ZT_EIO, "%s: cannot move the old checkpoint aside: %s", final,
-                           strerror(errno));
-        zt_log(ctx, ZT_LOG_WARN, "checkpoint: replacing an existing %s", final);
-    }
-    if (rename(tmpd, final) != 0) {
-        int e = errno;
-        if (replacing && rename(old, final) != 0)
-            zt_log(ctx, ZT_LOG_WARN, "checkpoint: cannot move %s back to %s: %s", old, final,
-                   strerror(errno));
-        return zt_fail(st, ZT_EIO, "%s: rename to %s failed: %s", tmpd, final, strerror(e));
-    }
-    int rc = ck_fsync_path(dir, 1, st);
-    if (rc == ZT_OK) ck_crash_point("after_rename_before_latest", step);
-    if (rc == ZT_OK) rc = write_latest(dir, step, st);
-    if (rc != ZT_OK) {
-        /* not durable or not `latest`: abandon it, the previous stays */
-        uncommit(ctx, dir, tmpd, final, replacing ? old : NULL);
-        return rc;
-    }
-    if (replacing) ck_rmtree(old);
-    /* committed and `latest`: a failed prune leaves old checkpoints behind,
-     * nothing is lost; a warning, not a failed save */
-    zt_status pst;
-    if (prune(ctx, dir, step, keep, &pst) != ZT_OK)
-        zt_log(ctx, ZT_LOG_WARN, "checkpoint: step %ld saved, but pruning older checkpoints "
-               "failed: %s", step, pst.msg);
-    return ZT_OK;
-}
-
 int zt_ckpt_save(zt_ctx *ctx, const char *dir, int keep, zt_status *st) {
     return ck_save(ctx, dir, keep, NULL, st);
 }
 
-int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_status *st) {
+int ck_save(zt_ctx *ctx, const char *dir, int keep, const ck_deferred *d, zt_status *st) {
     zt_status_clear(st);
     ck_h5_quiet();
     if (keep < 2)
@@ -630,7 +459,7 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
     double t0 = zt_now_s();
     zt_train_state s;
     int rc = ZT_OK;
-    if (a) s = *ck_async_state(a);   /* the snapshot (host memory) */
+    if (d) s = *d->state;   /* the snapshot (host memory) */
     else rc = zt_ctx_owned_state(ctx, &s, st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) return rc;
     const zt_model *m = s.model;
@@ -657,7 +486,7 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
     if (!cs || !offs) rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (hfail) rc = st->code;
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    if (a) memcpy(cs, ck_async_checksums(a), (size_t)CK_NFAM * (size_t)nt * sizeof *cs);
+    if (d) memcpy(cs, d->checksums, (size_t)CK_NFAM * (size_t)nt * sizeof *cs);
     else partial_checksums(&s, cs, h);
     if (zt_ctx_nranks(ctx) > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, cs, CK_NFAM * nt, MPI_UINT64_T, MPI_SUM, ck_comm(ctx)) != MPI_SUCCESS) {
@@ -702,10 +531,10 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, struct zt_ckpt_async *a, zt_
         goto out;
 
     phase(ctx, "tensors");
-    rc = write_tensors(ctx, &s, &plan, offs, h, file, a, &fd, st);
+    rc = write_tensors(ctx, &s, &plan, offs, h, file, d ? d->pieces : NULL, &fd, st);
     if (rc == ZT_OK) rc = zt_be_check(zt_ctx_backend(ctx), "checkpoint", st);
     if ((rc = ck_agree(ctx, rc, st)) != ZT_OK) goto out;
-    if (a) goto out;   /* the background writer writes the tensors; ck_commit later */
+    if (d) goto out;   /* the background writer writes the tensors; ck_commit later */
     if (rank == 0) ck_crash_point("after_data_write", step);
 
     /* every rank's data durable (each rank fsyncs what it wrote: on a

@@ -1,23 +1,22 @@
 /*
  * ckpt_session.c -- checkpoints during training: resume at start, the step
- * hook (periodic, timed, final and preemption saves), Slurm requeue.
+ * hook (periodic, timed, final and preemption saves).  After a preemption
+ * save rank 0 asks the runtime to requeue the Slurm job (zt_rt_requeue,
+ * libtrain/runtime.c: the scheduler's side lives there).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "ckpt_internal.h"
+#include "runtime.h"
 #include "signals.h"
-
-extern char **environ;
 
 struct zt_ckpt_session {
     zt_ctx *ctx;
@@ -35,87 +34,6 @@ struct zt_ckpt_session {
 
 const char *zt_ckpt_session_last(const zt_ckpt_session *s) { return s ? s->last : ""; }
 long zt_ckpt_session_inflight(const zt_ckpt_session *s) { return s ? zt_ckpt_async_step(s->async) : -1; }
-
-/* ------------------------------------------------------------ Slurm requeue */
-
-/* Run argv; stdout into out (if given).  Returns the exit status, -1 if it
- * could not run. */
-static int run_cmd(char *const argv[], char *out, size_t n) {
-    int fds[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (out) {
-        if (pipe(fds) != 0) { posix_spawn_file_actions_destroy(&fa); return -1; }
-        posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-        posix_spawn_file_actions_addclose(&fa, fds[0]);
-        posix_spawn_file_actions_addclose(&fa, fds[1]);
-    }
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (out) {
-        close(fds[1]);
-        size_t used = 0;
-        if (rc == 0) {
-            ssize_t k;
-            while ((k = read(fds[0], out + used, n - 1 - used)) > 0 && used + 1 < n) used += (size_t)k;
-            char sink[512];
-            while ((k = read(fds[0], sink, sizeof sink)) > 0) {}
-        }
-        out[used] = '\0';
-        close(fds[0]);
-    }
-    if (rc != 0) return -1;
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-/* Rank 0, after a preemption checkpoint is durable. */
-static void maybe_requeue(zt_ctx *ctx) {
-    const char *mode = zt_ctx_config(ctx)->requeue;
-    const char *job = getenv("SLURM_JOB_ID");
-    if (!strcmp(mode, "false")) {
-        if (job && *job) zt_log(ctx, ZT_LOG_INFO, "preemption: ztrain.requeue=false: not requeueing job %s", job);
-        return;
-    }
-    if (!job || !*job) {
-        if (!strcmp(mode, "true"))
-            zt_log(ctx, ZT_LOG_WARN, "preemption: ztrain.requeue=true but not running under Slurm "
-                   "(SLURM_JOB_ID unset): nothing to requeue");
-        return;
-    }
-    char ref[128];
-    const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID");
-    if (aj && *aj && at && *at) snprintf(ref, sizeof ref, "%s_%s", aj, at);
-    else snprintf(ref, sizeof ref, "%s", job);
-    if (!strcmp(mode, "auto")) {
-        /* requeue only a job Slurm allows to requeue (sbatch --requeue, or
-         * JobRequeue=1 in slurm.conf): "Requeue=1" in its record */
-        char out[16384];
-        char *show[] = {"scontrol", "show", "job", "-o", ref, NULL};
-        int rc = run_cmd(show, out, sizeof out);
-        if (rc != 0) {
-            zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol show job %s' failed (%s); not requeueing",
-                   ref, rc < 0 ? "scontrol not found" : "non-zero exit");
-            return;
-        }
-        if (!strstr(out, "Requeue=1")) {
-            zt_log(ctx, ZT_LOG_INFO, "preemption: job %s is not requeueable (submit it with sbatch "
-                   "--requeue, or set ztrain.requeue=true); not requeueing", ref);
-            return;
-        }
-    }
-    char *rq[] = {"scontrol", "requeue", ref, NULL};
-    int rc = run_cmd(rq, NULL, 0);
-    if (rc == 0)
-        zt_log(ctx, ZT_LOG_INFO, "preemption: requeued Slurm job %s; it resumes from the newest "
-               "checkpoint", ref);
-    else
-        zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol requeue %s' failed (exit %d); the "
-               "checkpoint is saved, requeue the job by hand", ref, rc);
-}
 
 /* ------------------------------------------------------------ step hook */
 
@@ -213,7 +131,7 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
         zt_ckpt_async_release(s->async);
         ZT_TRY(save_now(s, ctx, "preemption", st));
         zt_preempt_clear();
-        if (zt_ctx_rank(ctx) == 0) maybe_requeue(ctx);
+        if (zt_ctx_rank(ctx) == 0) zt_rt_requeue(ctx);
         return zt_fail(st, ZT_EPREEMPTED, "preempted by %s after step %ld; checkpoint %s saved",
                        zt_signal_name(sig), step, s->last);
     }

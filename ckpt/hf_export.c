@@ -192,214 +192,280 @@ static int pick_source(const char *file, const zt_config *cfg, int has_fp, zt_hf
 
 /* ---------------------------------------------------------------- export */
 
-int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *o,
-                      zt_status *st) {
-    zt_status_clear(st);
-    o->warning[0] = '\0';
-    int bf16 = o->bf16;
-    uint64_t max_shard_bytes = o->max_shard_bytes ? o->max_shard_bytes : 5000000000ull;
-    char file[ZT_PATH_MAX + 64], tmpdir[ZT_PATH_MAX + 16], p[ZT_PATH_MAX + 128];
+/* One export, from the checkpoint's table to OUTDIR: what its steps share. */
+typedef struct hf_export {
+    const char *out_dir;
+    zt_hf_export_opts *o;
+    /* the checkpoint: its file, header, /params table, stored configuration */
+    char file[ZT_PATH_MAX + 64];
+    hid_t f;
+    zt_ckpt_info in;
+    ck_tlist L;
+    zt_config *cfg;
+    int has_fp;                /* /config records the init_from files' fingerprints */
+    /* the model directory it came from (NULL: none), its config.json, the
+     * Hugging Face family, the exported config.json */
+    const char *src;
+    json_t *orig, *config;
+    const zt_arch_hf *fam;
+    /* the tensors: Hugging Face names, shapes, transposes, shards */
+    int n, nshards, nspec, dtype;
+    uint64_t es, max_shard_bytes, maxw, total, done;
+    zt_st_spec *specs, *sspec; /* per table tensor; per exported tensor */
+    char (*names)[200];
+    int *tr, *shard;
+    float *buf, *whole;        /* a read piece; a whole tensor to transpose */
+    /* OUTDIR.tmp while it is built */
+    char tmpdir[ZT_PATH_MAX + 16];
+    int made;
+    json_t *index;             /* model.safetensors.index.json (shards only) */
+    zt_st_writer w;
+} hf_export;
+
+/* OUTDIR is new, or an empty directory (nothing is overwritten). */
+static int check_out_dir(const char *out_dir, zt_status *st) {
     struct stat sb;
     if (strlen(out_dir) >= ZT_PATH_MAX)
         return zt_fail(st, ZT_EINVAL, "%s: output path too long", out_dir);
     if (stat(out_dir, &sb) == 0 && (!S_ISDIR(sb.st_mode) || dir_nonempty(out_dir)))
         return zt_fail(st, ZT_EINVAL, "%s: exists and is not an empty directory (nothing "
                        "overwritten)", out_dir);
-    hid_t f;
-    zt_ckpt_info in;
-    ck_tlist L = {0};
-    ZT_TRY(ck_open_table(path, file, sizeof file, &f, &in, 1, &L, st));
-    int n = L.n, rc = ZT_OK, made = 0, nshards = 0, has_fp = 0;
-    int dtype = bf16 ? ZT_ST_BF16 : ZT_ST_F32;
-    uint64_t es = bf16 ? 2 : 4, maxw = 0, total = 0, done = 0;
-    zt_config *cfg = zt_config_new();
-    zt_st_spec *specs = calloc((size_t)(n ? n : 1), sizeof *specs);
-    zt_st_spec *sspec = calloc((size_t)(n ? n : 1), sizeof *sspec);
-    char (*names)[200] = calloc((size_t)(n ? n : 1), sizeof *names);
-    int *tr = calloc((size_t)(n ? n : 1), sizeof *tr), *shard = calloc((size_t)(n ? n : 1), sizeof *shard);
-    float *buf = malloc(CK_CHUNK_ELEMS * sizeof(float)), *whole = NULL;
-    json_t *config = NULL, *orig = NULL, *index = NULL;
-    zt_st_writer w;
-    memset(&w, 0, sizeof w);
-    if (!cfg || !specs || !sspec || !names || !tr || !shard || !buf) {
-        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
-        goto out;
+    return ZT_OK;
+}
+
+/* The checkpoint's model settings from its /config; a LoRA checkpoint holds
+ * adapters, not a model (docs/lora.md), and is refused. */
+static int read_model(hf_export *e, zt_status *st) {
+    ZT_TRY(model_from_json(e->file, e->in.config_json, e->cfg, &e->has_fp, st));
+    char *lj = ck_get_str_dataset(e->f, "lora");
+    if (lj) {
+        free(lj);
+        return zt_fail(st, ZT_EINVAL, "%s: a LoRA checkpoint (adapters only): export it with "
+                       "--hf OUTDIR --merge (the base with the adapters merged in) or --peft "
+                       "OUTDIR (a PEFT adapter)", e->file);
     }
-    if ((rc = model_from_json(file, in.config_json, cfg, &has_fp, st)) != ZT_OK) goto out;
-    {   /* a LoRA checkpoint holds adapters, not a model (docs/lora.md) */
-        char *lj = ck_get_str_dataset(f, "lora");
-        if (lj) {
-            free(lj);
-            rc = zt_fail(st, ZT_EINVAL, "%s: a LoRA checkpoint (adapters only): export it with "
-                         "--hf OUTDIR --merge (the base with the adapters merged in) or --peft "
-                         "OUTDIR (a PEFT adapter)", file);
-            goto out;
-        }
-    }
-    const zt_model_config *mc = &cfg->model;
-    const zt_arch *arch = zt_arch_of(mc);
-    /* the original model directory: tokenizer files, config keys */
-    const char *src;
-    if ((rc = pick_source(file, cfg, has_fp, o, &src, st)) != ZT_OK) goto out;
-    if (src) {
-        snprintf(p, sizeof p, "%s/config.json", src);
-        orig = json_load_file(p, 0, NULL);
+    return ZT_OK;
+}
+
+/* The original model directory (tokenizer files, config keys), the Hugging
+ * Face family to export as, and the config.json to write. */
+static int make_family(hf_export *e, zt_status *st) {
+    const zt_model_config *mc = &e->cfg->model;
+    ZT_TRY(pick_source(e->file, e->cfg, e->has_fp, e->o, &e->src, st));
+    if (e->src) {
+        char p[ZT_PATH_MAX + 128];
+        snprintf(p, sizeof p, "%s/config.json", e->src);
+        e->orig = json_load_file(p, 0, NULL);
     }
     const char *oarch = NULL;
-    json_t *oa = orig ? json_object_get(orig, "architectures") : NULL;
+    json_t *oa = e->orig ? json_object_get(e->orig, "architectures") : NULL;
     if (json_is_array(oa)) oarch = json_string_value(json_array_get(oa, 0));
     char why[200];
-    const zt_arch_hf *fam = zt_arch_hf_export(mc, oarch, why, sizeof why);
-    if (!fam) { rc = zt_fail(st, ZT_EDATA, "%s: %s", file, why); goto out; }
-    config = make_config(mc, fam, bf16, orig);
-    if (!config) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto out; }
-    /* names, shapes, shards (greedy in table order, each at most the limit
-     * unless one tensor alone is larger); a fused tensor of the family
-     * (Phi-3's qkv_proj, gate_up_proj) is written whole from its first part:
-     * our parts are adjacent in the table, so their values follow one
-     * another (spec[i].name NULL: a continuation, in its first's shard) */
+    e->fam = zt_arch_hf_export(mc, oarch, why, sizeof why);
+    if (!e->fam) return zt_fail(st, ZT_EDATA, "%s: %s", e->file, why);
+    e->config = make_config(mc, e->fam, e->o->bf16, e->orig);
+    if (!e->config) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    return ZT_OK;
+}
+
+/* Names, shapes, shards (greedy in table order, each at most the limit
+ * unless one tensor alone is larger); a fused tensor of the family (Phi-3's
+ * qkv_proj, gate_up_proj) is written whole from its first part: our parts
+ * are adjacent in the table, so their values follow one another
+ * (specs[i].name NULL: a continuation, in its first's shard). */
+static int plan_tensors(hf_export *e, zt_status *st) {
+    const zt_model_config *mc = &e->cfg->model;
+    const zt_arch *arch = zt_arch_of(mc);
+    const ck_tinfo *t = e->L.t;
     uint64_t in_shard = 0;
-    for (int i = 0; i < n && rc == ZT_OK; ++i) {
+    for (int i = 0; i < e->n; ++i) {
         long row0 = 0, rows = 0;
-        if (zt_arch_hf_part(arch, fam, mc, L.t[i].name, names[i], sizeof names[i], &tr[i], &row0,
-                            &rows) != 0) {
-            rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
-                         "architecture %s", file, L.t[i].name, mc->arch);
-            break;
-        }
-        uint64_t b = L.t[i].numel * es;
+        if (zt_arch_hf_part(arch, e->fam, mc, t[i].name, e->names[i], sizeof e->names[i],
+                            &e->tr[i], &row0, &rows) != 0)
+            return zt_fail(st, ZT_EDATA, "%s: tensor params/%s has no Hugging Face name for "
+                           "architecture %s", e->file, t[i].name, mc->arch);
+        uint64_t b = t[i].numel * e->es;
         const int cont = row0 > 0;
-        if (cont && (i == 0 || strcmp(names[i - 1], names[i]) != 0)) {
-            rc = zt_fail(st, ZT_EDATA, "%s: tensor params/%s is part of %s but does not follow "
-                         "its other parts", file, L.t[i].name, names[i]);
-            break;
-        }
-        specs[i].name = cont ? NULL : names[i];
-        ck_export_shape(&L.t[i], tr[i], &specs[i]);
-        if (!cont && L.t[i].ndim == 2 && rows > (long)L.t[i].dims[0])
-            specs[i].shape[0] = (uint64_t)rows;   /* the fused tensor */
-        if (tr[i] && L.t[i].numel > maxw) maxw = L.t[i].numel;
-        if (i == 0 || (!cont && in_shard > 0 && in_shard + b > max_shard_bytes)) {
-            nshards++;
+        if (cont && (i == 0 || strcmp(e->names[i - 1], e->names[i]) != 0))
+            return zt_fail(st, ZT_EDATA, "%s: tensor params/%s is part of %s but does not follow "
+                           "its other parts", e->file, t[i].name, e->names[i]);
+        e->specs[i].name = cont ? NULL : e->names[i];
+        ck_export_shape(&t[i], e->tr[i], &e->specs[i]);
+        if (!cont && t[i].ndim == 2 && rows > (long)t[i].dims[0])
+            e->specs[i].shape[0] = (uint64_t)rows;   /* the fused tensor */
+        if (e->tr[i] && t[i].numel > e->maxw) e->maxw = t[i].numel;
+        if (i == 0 || (!cont && in_shard > 0 && in_shard + b > e->max_shard_bytes)) {
+            e->nshards++;
             in_shard = 0;
         }
-        shard[i] = nshards - 1;
+        e->shard[i] = e->nshards - 1;
         in_shard += b;
-        total += b;
+        e->total += b;
     }
-    if (rc != ZT_OK) goto out;
-    if (maxw && !(whole = malloc(maxw * sizeof(float)))) {
-        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
-        goto out;
-    }
+    if (e->maxw && !(e->whole = malloc(e->maxw * sizeof(float))))
+        return zt_fail(st, ZT_ENOMEM, "out of memory");
     /* the specs of the files: continuations dropped */
-    int nspec = 0;
-    for (int i = 0; i < n; ++i)
-        if (specs[i].name) sspec[nspec++] = specs[i];
+    for (int i = 0; i < e->n; ++i)
+        if (e->specs[i].name) e->sspec[e->nspec++] = e->specs[i];
+    return ZT_OK;
+}
 
-    /* OUTDIR.tmp: a crashed export's leftovers (it holds the marker) are
-     * removed; anything else there is not ours to delete */
-    snprintf(tmpdir, sizeof tmpdir, "%s.tmp", out_dir);
-    snprintf(p, sizeof p, "%s/%s", tmpdir, EXPORT_MARKER);
-    if (lstat(tmpdir, &sb) == 0) {
+/* A fresh OUTDIR.tmp holding the marker: a crashed export's leftovers (it
+ * holds the marker) are removed; anything else there is not ours to
+ * delete. */
+static int make_tmpdir(hf_export *e, zt_status *st) {
+    char p[ZT_PATH_MAX + 128];
+    struct stat sb;
+    snprintf(e->tmpdir, sizeof e->tmpdir, "%s.tmp", e->out_dir);
+    snprintf(p, sizeof p, "%s/%s", e->tmpdir, EXPORT_MARKER);
+    if (lstat(e->tmpdir, &sb) == 0) {
         struct stat mb;
-        if (!S_ISDIR(sb.st_mode) || lstat(p, &mb) != 0 || !S_ISREG(mb.st_mode)) {
-            rc = zt_fail(st, ZT_EINVAL, "%s: exists and is not the leftover of a ztrain export (no "
-                         "%s in it): not removed, nothing exported (remove it or choose another "
-                         "OUTDIR)", tmpdir, EXPORT_MARKER);
-            goto out;
-        }
-        ck_rmtree(tmpdir);
+        if (!S_ISDIR(sb.st_mode) || lstat(p, &mb) != 0 || !S_ISREG(mb.st_mode))
+            return zt_fail(st, ZT_EINVAL, "%s: exists and is not the leftover of a ztrain export (no "
+                           "%s in it): not removed, nothing exported (remove it or choose another "
+                           "OUTDIR)", e->tmpdir, EXPORT_MARKER);
+        ck_rmtree(e->tmpdir);
     }
-    if (mkdir(tmpdir, 0777) != 0) {
-        rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", tmpdir, strerror(errno));
-        goto out;
-    }
-    made = 1;
-    {
-        FILE *mf = fopen(p, "w");
-        int bad = !mf || fprintf(mf, "ztrain ckpt export of %s in progress\n", file) < 0;
-        if (mf && fclose(mf) != 0) bad = 1;
-        if (bad) {
-            rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", p, strerror(errno));
-            goto out;
-        }
-    }
-    if (nshards > 1) {
-        index = json_object();
+    if (mkdir(e->tmpdir, 0777) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot create: %s", e->tmpdir, strerror(errno));
+    e->made = 1;
+    FILE *mf = fopen(p, "w");
+    int bad = !mf || fprintf(mf, "ztrain ckpt export of %s in progress\n", e->file) < 0;
+    if (mf && fclose(mf) != 0) bad = 1;
+    if (bad) return zt_fail(st, ZT_EIO, "%s: cannot create: %s", p, strerror(errno));
+    return ZT_OK;
+}
+
+/* The safetensors file(s), shard by shard, each tensor read (checksum
+ * verified) and written in table order; the shards' index is filled in. */
+static int write_shards(hf_export *e, zt_status *st) {
+    if (e->nshards > 1) {
+        e->index = json_object();
         json_t *wm = json_object();
-        json_object_set_new(index, "metadata", json_pack("{s:I}", "total_size", (json_int_t)total));
-        json_object_set_new(index, "weight_map", wm);
+        json_object_set_new(e->index, "metadata", json_pack("{s:I}", "total_size", (json_int_t)e->total));
+        json_object_set_new(e->index, "weight_map", wm);
     }
     const char *meta[] = {"format", "pt"};
-    for (int s = 0, i = 0, si = 0; s < nshards && rc == ZT_OK; ++s) {
+    int rc = ZT_OK;
+    for (int s = 0, i = 0, si = 0; s < e->nshards && rc == ZT_OK; ++s) {
         int first = i, sfirst = si;
-        while (i < n && shard[i] == s) si += specs[i++].name != NULL;
-        char name[64];
-        if (nshards == 1) snprintf(name, sizeof name, "model.safetensors");
-        else snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, nshards);
-        snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-        rc = zt_st_write_begin(&w, p, sspec + sfirst, si - sfirst, dtype, meta, 1, st);
+        while (i < e->n && e->shard[i] == s) si += e->specs[i++].name != NULL;
+        char name[64], p[ZT_PATH_MAX + 128];
+        if (e->nshards == 1) snprintf(name, sizeof name, "model.safetensors");
+        else snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, e->nshards);
+        snprintf(p, sizeof p, "%s/%s", e->tmpdir, name);
+        rc = zt_st_write_begin(&e->w, p, e->sspec + sfirst, si - sfirst, e->dtype, meta, 1, st);
         for (int k = first; k < i && rc == ZT_OK; ++k) {
-            rc = ck_export_tensor(f, file, &L.t[k], tr[k], buf, whole, &w, st);
-            done += L.t[k].numel * es;
-            zt_progress_report(&o->progress, "export", done, total, "B", 0);
-            if (index && specs[k].name)
-                json_object_set_new(json_object_get(index, "weight_map"), names[k], json_string(name));
+            rc = ck_export_tensor(e->f, e->file, &e->L.t[k], e->tr[k], e->buf, e->whole, &e->w, st);
+            e->done += e->L.t[k].numel * e->es;
+            zt_progress_report(&e->o->progress, "export", e->done, e->total, "B", 0);
+            if (e->index && e->specs[k].name)
+                json_object_set_new(json_object_get(e->index, "weight_map"), e->names[k],
+                                    json_string(name));
         }
-        if (rc == ZT_OK) rc = zt_st_write_end(&w, st);
-        zt_st_write_abort(&w);
+        if (rc == ZT_OK) rc = zt_st_write_end(&e->w, st);
+        zt_st_write_abort(&e->w);
     }
-    if (rc == ZT_OK && index) {
-        snprintf(p, sizeof p, "%s/model.safetensors.index.json", tmpdir);
-        rc = write_json(index, p, 17, st);
+    return rc;
+}
+
+/* The shards' index, config.json, and the source's tokenizer files. */
+static int write_side_files(hf_export *e, zt_status *st) {
+    char p[ZT_PATH_MAX + 128];
+    struct stat sb;
+    if (e->index) {
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", e->tmpdir);
+        ZT_TRY(write_json(e->index, p, 17, st));
     }
-    if (rc == ZT_OK) {
-        snprintf(p, sizeof p, "%s/config.json", tmpdir);
-        rc = write_json(config, p, real_precision(config), st);
-    }
-    for (int k = 0; src && rc == ZT_OK && k < CK_HF_SIDE_FILES; ++k) {
+    snprintf(p, sizeof p, "%s/config.json", e->tmpdir);
+    ZT_TRY(write_json(e->config, p, real_precision(e->config), st));
+    for (int k = 0; e->src && k < CK_HF_SIDE_FILES; ++k) {
         char from[ZT_PATH_MAX + 64];
         if (!strcmp(ck_hf_side_files[k], "config.json")) continue;   /* written above */
-        snprintf(from, sizeof from, "%s/%s", src, ck_hf_side_files[k]);
-        snprintf(p, sizeof p, "%s/%s", tmpdir, ck_hf_side_files[k]);
-        if (stat(from, &sb) == 0) rc = copy_file(from, p, st);
+        snprintf(from, sizeof from, "%s/%s", e->src, ck_hf_side_files[k]);
+        snprintf(p, sizeof p, "%s/%s", e->tmpdir, ck_hf_side_files[k]);
+        if (stat(from, &sb) == 0) ZT_TRY(copy_file(from, p, st));
     }
-    snprintf(p, sizeof p, "%s/%s", tmpdir, EXPORT_MARKER);
-    if (rc == ZT_OK && unlink(p) != 0)
-        rc = zt_fail(st, ZT_EIO, "%s: cannot remove: %s", p, strerror(errno));
-    if (rc == ZT_OK) rc = ck_fsync_path(tmpdir, 1, st);
-    if (rc == ZT_OK && stat(out_dir, &sb) == 0 && rmdir(out_dir) != 0)
-        rc = zt_fail(st, ZT_EIO, "%s: cannot replace the empty directory: %s", out_dir, strerror(errno));
-    if (rc == ZT_OK && rename(tmpdir, out_dir) != 0)
-        rc = zt_fail(st, ZT_EIO, "%s: rename failed: %s", out_dir, strerror(errno));
-    if (rc == ZT_OK) {
-        char parent[ZT_PATH_MAX + 16];
-        snprintf(parent, sizeof parent, "%s", out_dir);
-        char *slash = strrchr(parent, '/');
-        if (slash && slash != parent) *slash = '\0';
-        else snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
-        zt_status tmp;
-        ck_fsync_path(parent, 1, &tmp);
-        made = 0;
-        zt_progress_report(&o->progress, "export", done, total, "B", 1);
-    }
-out:
-    zt_st_write_abort(&w);
-    if (made) ck_rmtree(tmpdir);
-    if (config) json_decref(config);
-    if (orig) json_decref(orig);
-    if (index) json_decref(index);
-    zt_config_free(cfg);
-    free(specs);
-    free(sspec);
-    free(names);
-    free(tr);
-    free(shard);
-    free(buf);
-    free(whole);
-    free(L.t);
-    zt_ckpt_info_free(&in);
-    H5Fclose(f);
+    return ZT_OK;
+}
+
+/* OUTDIR.tmp becomes OUTDIR: the marker removed, the directory synced, an
+ * empty OUTDIR replaced, renamed, the parent synced. */
+static int commit(hf_export *e, zt_status *st) {
+    char p[ZT_PATH_MAX + 128];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", e->tmpdir, EXPORT_MARKER);
+    if (unlink(p) != 0) return zt_fail(st, ZT_EIO, "%s: cannot remove: %s", p, strerror(errno));
+    ZT_TRY(ck_fsync_path(e->tmpdir, 1, st));
+    if (stat(e->out_dir, &sb) == 0 && rmdir(e->out_dir) != 0)
+        return zt_fail(st, ZT_EIO, "%s: cannot replace the empty directory: %s", e->out_dir,
+                       strerror(errno));
+    if (rename(e->tmpdir, e->out_dir) != 0)
+        return zt_fail(st, ZT_EIO, "%s: rename failed: %s", e->out_dir, strerror(errno));
+    char parent[ZT_PATH_MAX + 16];
+    snprintf(parent, sizeof parent, "%s", e->out_dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) *slash = '\0';
+    else snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+    zt_status tmp;
+    ck_fsync_path(parent, 1, &tmp);
+    e->made = 0;
+    zt_progress_report(&e->o->progress, "export", e->done, e->total, "B", 1);
+    return ZT_OK;
+}
+
+/* Whatever the export holds; an unfinished OUTDIR.tmp is removed. */
+static void export_free(hf_export *e) {
+    zt_st_write_abort(&e->w);
+    if (e->made) ck_rmtree(e->tmpdir);
+    if (e->config) json_decref(e->config);
+    if (e->orig) json_decref(e->orig);
+    if (e->index) json_decref(e->index);
+    zt_config_free(e->cfg);
+    free(e->specs);
+    free(e->sspec);
+    free(e->names);
+    free(e->tr);
+    free(e->shard);
+    free(e->buf);
+    free(e->whole);
+    free(e->L.t);
+    zt_ckpt_info_free(&e->in);
+    H5Fclose(e->f);
+}
+
+int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *o,
+                      zt_status *st) {
+    zt_status_clear(st);
+    o->warning[0] = '\0';
+    ZT_TRY(check_out_dir(out_dir, st));
+    hf_export e;
+    memset(&e, 0, sizeof e);
+    e.out_dir = out_dir;
+    e.o = o;
+    ZT_TRY(ck_open_table(path, e.file, sizeof e.file, &e.f, &e.in, 1, &e.L, st));
+    const size_t n1 = (size_t)(e.L.n ? e.L.n : 1);
+    e.n = e.L.n;
+    e.dtype = o->bf16 ? ZT_ST_BF16 : ZT_ST_F32;
+    e.es = o->bf16 ? 2 : 4;
+    e.max_shard_bytes = o->max_shard_bytes ? o->max_shard_bytes : 5000000000ull;
+    e.cfg = zt_config_new();
+    e.specs = calloc(n1, sizeof *e.specs);
+    e.sspec = calloc(n1, sizeof *e.sspec);
+    e.names = calloc(n1, sizeof *e.names);
+    e.tr = calloc(n1, sizeof *e.tr);
+    e.shard = calloc(n1, sizeof *e.shard);
+    e.buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
+    int rc = ZT_OK;
+    if (!e.cfg || !e.specs || !e.sspec || !e.names || !e.tr || !e.shard || !e.buf)
+        rc = zt_fail(st, ZT_ENOMEM, "out of memory");
+    if (rc == ZT_OK) rc = read_model(&e, st);
+    if (rc == ZT_OK) rc = make_family(&e, st);
+    if (rc == ZT_OK) rc = plan_tensors(&e, st);
+    if (rc == ZT_OK) rc = make_tmpdir(&e, st);
+    if (rc == ZT_OK) rc = write_shards(&e, st);
+    if (rc == ZT_OK) rc = write_side_files(&e, st);
+    if (rc == ZT_OK) rc = commit(&e, st);
+    export_free(&e);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* runtime.c -- MPI initialization and node topology. */
+/* runtime.c -- MPI initialization, node topology, the environment, Slurm
+ * (its task ids; the requeue after a preemption checkpoint). */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -8,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include "engine.h"
 #include "gpu.h"
 #include "runtime.h"
 #include "ztrain_env.h"
@@ -291,4 +295,86 @@ int zt_rt_check_slurm(zt_status *st) {
                        "Slurm local task id %d but MPI local rank %d on this node",
                        localid, g_rt.local_rank);
     return ZT_OK;
+}
+
+/* ---------------------------------------------------------------- Slurm requeue */
+
+extern char **environ;
+
+/* Run argv; stdout into out (if given).  Returns the exit status, -1 if it
+ * could not run. */
+static int run_cmd(char *const argv[], char *out, size_t n) {
+    int fds[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (out) {
+        if (pipe(fds) != 0) { posix_spawn_file_actions_destroy(&fa); return -1; }
+        posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+        posix_spawn_file_actions_addclose(&fa, fds[0]);
+        posix_spawn_file_actions_addclose(&fa, fds[1]);
+    }
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (out) {
+        close(fds[1]);
+        size_t used = 0;
+        if (rc == 0) {
+            ssize_t k;
+            while ((k = read(fds[0], out + used, n - 1 - used)) > 0 && used + 1 < n) used += (size_t)k;
+            char sink[512];
+            while ((k = read(fds[0], sink, sizeof sink)) > 0) {}
+        }
+        out[used] = '\0';
+        close(fds[0]);
+    }
+    if (rc != 0) return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void zt_rt_requeue(const zt_ctx *ctx) {
+    const char *mode = zt_ctx_config(ctx)->requeue;
+    const char *job = getenv("SLURM_JOB_ID");
+    if (!strcmp(mode, "false")) {
+        if (job && *job) zt_log(ctx, ZT_LOG_INFO, "preemption: ztrain.requeue=false: not requeueing job %s", job);
+        return;
+    }
+    if (!job || !*job) {
+        if (!strcmp(mode, "true"))
+            zt_log(ctx, ZT_LOG_WARN, "preemption: ztrain.requeue=true but not running under Slurm "
+                   "(SLURM_JOB_ID unset): nothing to requeue");
+        return;
+    }
+    char ref[128];
+    const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID");
+    if (aj && *aj && at && *at) snprintf(ref, sizeof ref, "%s_%s", aj, at);
+    else snprintf(ref, sizeof ref, "%s", job);
+    if (!strcmp(mode, "auto")) {
+        /* requeue only a job Slurm allows to requeue (sbatch --requeue, or
+         * JobRequeue=1 in slurm.conf): "Requeue=1" in its record */
+        char out[16384];
+        char *show[] = {"scontrol", "show", "job", "-o", ref, NULL};
+        int rc = run_cmd(show, out, sizeof out);
+        if (rc != 0) {
+            zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol show job %s' failed (%s); not requeueing",
+                   ref, rc < 0 ? "scontrol not found" : "non-zero exit");
+            return;
+        }
+        if (!strstr(out, "Requeue=1")) {
+            zt_log(ctx, ZT_LOG_INFO, "preemption: job %s is not requeueable (submit it with sbatch "
+                   "--requeue, or set ztrain.requeue=true); not requeueing", ref);
+            return;
+        }
+    }
+    char *rq[] = {"scontrol", "requeue", ref, NULL};
+    int rc = run_cmd(rq, NULL, 0);
+    if (rc == 0)
+        zt_log(ctx, ZT_LOG_INFO, "preemption: requeued Slurm job %s; it resumes from the newest "
+               "checkpoint", ref);
+    else
+        zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol requeue %s' failed (exit %d); the "
+               "checkpoint is saved, requeue the job by hand", ref, rc);
 }

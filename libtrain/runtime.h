@@ -25,6 +25,12 @@ int zt_rt_default_threads(void);
  * Returns ZT_EINVAL with a message when they disagree, or when one of them
  * or ZTRAIN_GPU_BIND is not a value of its kind (zt_env_int / _choice). */
 int zt_rt_check_slurm(zt_status *st);
+/* Rank 0, after a preemption checkpoint is durable: requeue the Slurm job
+ * (`scontrol requeue <job>`; an array task as <array job id>_<task id>) as
+ * ztrain.requeue says -- auto: only when `scontrol show job` says Requeue=1;
+ * true: whenever SLURM_JOB_ID is set; false: never.  One log line says what
+ * was done (docs/checkpoints.md "Preemption"); nothing fails. */
+void zt_rt_requeue(const zt_ctx *ctx);
 /* The node (0-based) of world rank R, or -1 before zt_init / out of range. */
 int zt_rt_node_of(int r);
 /* One line about the placement of the ranks, for the log: "4 ranks on 2

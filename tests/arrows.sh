@@ -17,6 +17,15 @@
 # belong to no room.  One TAP check per source file; a failure names file,
 # line, header and the arrow it breaks.
 #
+# Two rules of the checkpoint room, by name (calls, not includes):
+#   - nothing in ckpt/ starts a process (posix_spawn, fork, exec*, system,
+#     popen): the scheduler's side (the Slurm requeue) is the runtime's,
+#     libtrain/runtime.c;
+#   - the save goes one way: the background save (ckpt/ckpt_async.c) calls
+#     the save (ckpt_save.c, ckpt_commit.c), which names nothing that
+#     ckpt_async.c defines (a deferred save is described by the save's own
+#     ck_deferred).
+#
 # The tree checked: $1, else $ZT_ARROWS_TREE, else $ZT_SRCDIR (the source
 # tree under `make check`).
 . "$(dirname "$0")/lib.sh"
@@ -84,4 +93,21 @@ for room in $ROOMS; do
     done < <(find "$room" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 done
 [ "$nfiles" -gt 0 ] || ok 1 "source files found under $TREE"
+
+spawns=$(grep -nE '(^|[^A-Za-z0-9_])(posix_spawnp?|fork|vfork|exec[lv]p?e?|system|popen)\(' \
+         ckpt/*.c ckpt/*.h)
+ok "$([ -z "$spawns" ]; echo $?)" "nothing in ckpt/ starts a process"
+[ -z "$spawns" ] || printf '%s\n' "$spawns" | sed 's/^/# /'
+
+# the names ckpt_async.c defines at file scope (not static), and its struct
+async_names=$(grep -E '^[a-z][a-z0-9_ *]*[ *][a-z_][a-z0-9_]*\(' ckpt/ckpt_async.c | grep -v '^static' |
+              sed -E 's/^[a-z][a-z0-9_ *]*[ *]([a-z_][a-z0-9_]*)\(.*/\1/' | sort -u)
+if [ -z "$async_names" ]; then
+    ok 1 "ckpt/ckpt_async.c defines functions"
+else
+    back=$(grep -snwE "zt_ckpt_async|$(echo $async_names | tr ' ' '|')" ckpt/ckpt_save.c ckpt/ckpt_commit.c)
+    ok "$([ -z "$back" ]; echo $?)" \
+       "the save (ckpt_save.c, ckpt_commit.c) names nothing of the background save's (ckpt_async.c: $(echo $async_names | wc -w) names)"
+    [ -z "$back" ] || printf '%s\n' "$back" | sed 's/^/# /'
+fi
 done_testing
