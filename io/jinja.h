@@ -19,9 +19,17 @@ typedef struct zt_jinja zt_jinja;
 /* Budgets (docs/sft.md): a template beyond one of them is refused with a
  * ZT_EDATA error naming the limit and the line ("ztrain's template budget").
  * Real chat templates stay far below each. */
+/* (the three sizes may be lowered at build time, as `make fuzz` does, so that
+ * a fuzzer reaches them in milliseconds: docs/fuzzing.md) */
+#ifndef ZT_JINJA_MAX_OUTPUT
 #define ZT_JINJA_MAX_OUTPUT ((size_t)64 << 20)  /* bytes of the rendering, and of any one string */
+#endif
+#ifndef ZT_JINJA_MAX_MEMORY
 #define ZT_JINJA_MAX_MEMORY ((size_t)1 << 30)   /* bytes one parse or one rendering allocates */
+#endif
+#ifndef ZT_JINJA_MAX_STEPS
 #define ZT_JINJA_MAX_STEPS 10000000LL           /* evaluation steps of one rendering */
+#endif
 #define ZT_JINJA_MAX_VDEPTH 512                 /* nesting of a value printed, compared or serialized */
 #define ZT_JINJA_MAX_BLOCKS 64                  /* nested if / for / generation blocks */
 #define ZT_JINJA_MAX_LOOPS 16                   /* nested for loops */

@@ -15,13 +15,16 @@ prev=
 for a in "$@"; do
     case $a in -DZT_FUZZ_SRCDIR=*) printf '%s\n' "$a" >> "$ZT_FUZZ_DEFS" ;; esac
     case $a in *.lo) printf '%s\n' "$a" >> "$ZT_FUZZ_DEFS.lo" ;; esac
+    # a dependency list naming a scratch header, as the compiler's -MMD -MF would
+    [ "$prev" = -MF ] && printf 'x.o: %s \\\n %s\n' "$ZT_FUZZ_HDR" "$ZT_FUZZ_HDR" > "$a"
     [ "$prev" = -o ] && [ "$a" != /dev/null ] && : > "$a"
     prev=$a
 done
 exit 0
 CC
 chmod +x "$T/cc"
-export ZT_FUZZ_DEFS="$T/defs"
+export ZT_FUZZ_DEFS="$T/defs" ZT_FUZZ_HDR="$T/scratch.h"
+: > "$ZT_FUZZ_HDR"
 : > "$ZT_FUZZ_DEFS"
 : > "$ZT_FUZZ_DEFS.lo"
 (cd "$ZT_BUILDDIR" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s fuzz FUZZ_CC="$T/cc" \
@@ -42,6 +45,16 @@ while IFS= read -r def; do
     [ "$got" = "$want" ] || { bad=$((bad + 1)); echo "# $def -> [$got], want [$want]"; }
 done < <(sort -u "$ZT_FUZZ_DEFS")
 ok $([ "$ndefs" -ge 1 ] && [ $bad -eq 0 ]; echo $?) "the harnesses' ZT_FUZZ_SRCDIR is the string $want"
+# objects are rebuilt when a header they include changed, and only then
+cnt() { grep -c 'FUZZCC' "$1"; }
+(cd "$ZT_BUILDDIR" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s fuzz FUZZ_CC="$T/cc" \
+    FUZZ_DIR="$T/fb") > "$T/log2" 2>&1
+sleep 1; touch "$ZT_FUZZ_HDR"
+(cd "$ZT_BUILDDIR" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s fuzz FUZZ_CC="$T/cc" \
+    FUZZ_DIR="$T/fb") > "$T/log3" 2>&1
+n1=$(cnt "$T/log") n2=$(cnt "$T/log2") n3=$(cnt "$T/log3")
+ok $([ "$n1" -gt 0 ] && [ "$n2" -eq 0 ] && [ "$n3" -eq "$n1" ]; echo $?) \
+   "make fuzz again compiles nothing ($n2 of $n1), and everything after a header they include changed ($n3)"
 # a --with-cuda tree: libtrain's nvcc objects (.lo) are not clang's to link; the stub backend stands in
 nlo=$(sort -u "$ZT_FUZZ_DEFS.lo" | wc -l)
 ok $([ "$nlo" -eq 0 ]; echo $?) "no libtool object (nvcc's CUDA objects) on a fuzz link line ($nlo)"
