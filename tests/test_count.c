@@ -224,14 +224,14 @@ static void formulas(void) {
         check_kernel("sum_to of nothing, sumsq_to of no range", "k_finish_ranges", 1, 0, 8);
         tap_ok(tot().launches == 1, "sum_to of nothing launches nothing; sumsq_to of no range: the finish");
     }
-    /* adamw_multi: one k_adamw_multi per run of at most 128 contiguous
+    /* adamw_multi: one k_adamw_multi per run of at most 160 contiguous
      * segments: 7 f + the 16-bit copy h per element, the gate's 32 bytes */
     {
         enum { NS = 200 };
         static zt_adamw_seg seg[NS];
         size_t k = 0;
         for (int i = 0; i < NS; i++) {
-            if (i == 150) k += 3;   /* a gap: a new run */
+            if (i == 170) k += 3;   /* a gap: a new run */
             seg[i] = (zt_adamw_seg){k, 10, (size_t)i, i % 2 ? 0.1f : 0.0f};
             k += 10;
         }
@@ -239,7 +239,7 @@ static void formulas(void) {
         const zt_adamw_hyper hy = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.5f, 0.5f, 1.0f, gate, 1.0};
         zt_count_reset();
         K->adamw_multi(x, y, w, b, FAKE(uint16_t, 10), ZT_ADAMW_H_BF16, ZT_ADAMW_H_LOGICAL, seg, NS, &hy);
-        /* runs of 128, 22 and 50 segments */
+        /* runs of 160, 10 and 30 segments */
         check_kernel("adamw_multi, 200 segments, a gap", "k_adamw_multi", 3, 14 * 2000.0,
                      (7 * 4 + 2) * 2000.0 + 3 * 32);
         const zt_adamw_hyper hn = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.5f, 0.5f, 1.0f, NULL, 0.0};

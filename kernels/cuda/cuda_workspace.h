@@ -57,7 +57,7 @@ static inline size_t zt_cuda_ws_reduce(size_t n) {
  * partials), then added by a finishing kernel; adamw_multi: one launch per
  * run of at most ZT_CUDA_ADAMW_SEGS contiguous segments (kernel argument). */
 #define ZT_CUDA_RED_RANGES 128
-#define ZT_CUDA_ADAMW_SEGS 128
+#define ZT_CUDA_ADAMW_SEGS 160
 /* the partials of one launch of ranges: a double / count per block of each
  * range; the scratch request of a call is the largest launch's */
 static inline size_t zt_cuda_ws_reduce_ranges(const size_t *n, int nr) {
