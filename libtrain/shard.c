@@ -893,17 +893,6 @@ float *zt_shard_param_slice(zt_shard *sh, int u) {
     return sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
 }
 
-void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite) {
-    size_t nf = 0;
-    if (sh->stage == 0) {
-        nf = zt_prec_unscale_check(sh->be, sh->m->grads, sh->m->num_params, inv_scale);
-    } else {
-        for (int u = 0; u < sh->nu; ++u)
-            nf += zt_prec_unscale_check(sh->be, grad_slice(sh, u), sh->u[u].len, inv_scale);
-    }
-    *nonfinite = nf;
-}
-
 void zt_shard_poison_grad(zt_shard *sh) {
     sh->grads_zero = 0;
     for (int u = 0; u < sh->nu; ++u) {
@@ -1010,21 +999,6 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
     return zt_be_check(sh->be, "offloaded optimizer step", st);
 }
 
-int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
-    if (sh->stage == 0) {
-        *out = sh->be->sumsq(sh->m->grads, sh->m->num_params);
-        return ZT_OK;
-    }
-    double s = 0.0;
-    for (int u = 0; u < sh->nu; ++u) s += sh->be->sumsq(grad_slice(sh, u), sh->u[u].len);
-    if (sh->G > 1) {   /* a host scalar: the host group */
-        zt_group_where(sh->shard, "step %ld, gradient norm", sh->step + 1);
-        ZT_TRY(sh->shard->ops->allreduce_sum(sh->shard, &s, 1, ZT_F64, st));
-    }
-    *out = s;
-    return ZT_OK;
-}
-
 int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st) {
     if (sh->stage > 0 && sh->G > 1) {   /* a host scalar: the host group */
         zt_group_where(sh->shard, "step %ld, gradient norm", sh->step + 1);
@@ -1033,7 +1007,7 @@ int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st) {
     return ZT_OK;
 }
 
-/* The owned gradient ranges (zt_shard_grad_sumsq's): stage 0 the full
+/* The owned gradient ranges (the norm's and fp16's check): stage 0 the full
  * block, else the owned slice of every unit. */
 static int grad_ranges(zt_shard *sh, zt_status *st) {
     if (!sh->rx) {

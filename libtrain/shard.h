@@ -225,22 +225,19 @@ int zt_shard_init_pending(zt_shard *sh);
 void zt_shard_zero_grads(zt_shard *sh);
 /* After the last micro-step: finish the gradient reduction. */
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st);
-/* Multiply the gradients this rank owns by inv_scale (fp16 unscaling;
- * skipped when 1) and count the non-finite ones among them. */
-void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite);
 /* Test hook: make this rank's first owned gradient +inf (forced overflow). */
 void zt_shard_poison_grad(zt_shard *sh);
-/* Global gradient norm squared (over shards; identical on every rank). */
-int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st);
-/* The same without host reads: fp16's unscaling (inv_scale != 1) of the
- * owned gradients and their non-finite count into *nonfinite, and this
- * rank's sum of squares into *sumsq (backend memory, sumsq_to /
- * nonfinite_to: the values zt_shard_unscale_check and zt_shard_grad_sumsq
- * compute before their collectives).  nonfinite NULL: no unscaling. */
+/* The step's gradient scalars without host reads (backend memory): fp16's
+ * unscaling of the owned gradients (g *= inv_scale, skipped when 1) and
+ * their non-finite count into *nonfinite (nonfinite_to; NULL: neither),
+ * and this rank's sum of their squares into *sumsq (sumsq_to: stage 0 the
+ * full block, else every unit's owned slice, added in unit order).  The
+ * global norm squared is that summed over the shard group
+ * (zt_shard_sumsq_reduce; the same on every rank). */
 int zt_shard_grad_scalars(zt_shard *sh, float inv_scale, uint64_t *nonfinite, double *sumsq,
                           zt_status *st);
-/* The rest of zt_shard_grad_sumsq: *sq (this rank's sum) summed over the
- * shard group (a host all-reduce at stages 1-3 with G > 1). */
+/* *sq (this rank's sum of squares, read back) summed over the shard group
+ * (a host all-reduce at stages 1-3 with G > 1). */
 int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st);
 /* AdamW on this rank's slices, then re-assemble parameters (stages 1-2). */
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st);
