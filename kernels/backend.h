@@ -17,7 +17,8 @@
  * memory for cpu, from alloc() for cuda).  On cuda, kernels are queued in
  * call order on the backend's one compute stream and return before they
  * finish; to_host/to_device return when the host buffer may be used, and
- * sumsq/nonfinite return their result to the host.
+ * sumsq/nonfinite return their result to the host (sum_to / sumsq_to /
+ * nonfinite_to leave theirs in the backend's memory and do not wait).
  */
 #ifndef ZT_KERNELS_BACKEND_H
 #define ZT_KERNELS_BACKEND_H
