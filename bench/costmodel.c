@@ -74,8 +74,7 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
                sh->T);
     printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
     if (o->stage > 0)
-        printf("  collectives as ztrain.comm_backend=mpi (host-staged: to_host, MPI, to_device, even on one "
-               "rank); NCCL, which the recorded runs used, is not modeled\n");
+        printf("  one rank: a shard group of one rank runs no collective (no gather, no reduce-scatter)\n");
     if (o->whatif)
         printf("  WHAT-IF%s%s: a model of planned changes, not of today's backend\n",
                o->whatif & ZT_COUNT_WHATIF_BF16_OPERANDS ? " bf16-operands" : "",

@@ -28,4 +28,14 @@ ZT_ADAMW_FN void zt_adamw_step(float *p, const float *grad, float *m, float *v, 
     p[i] = pi - lr * (mhat / (sqrtf(vhat) + eps) + wd * pi);
 }
 
+/* Global-norm clipping: the factor of the gradients for global norm
+ * `norm` and threshold max_norm (<= 0: none), in double -- 1 unless norm >
+ * max_norm, then max_norm / (norm + 1e-6).  Shared by libtrain's
+ * zt_clip_scale (host) and adamw_multi's gate (device code), so both
+ * compute the same double (IEEE sqrt, addition and division). */
+ZT_ADAMW_FN double zt_adamw_clip(double norm, double max_norm) {
+    if (max_norm <= 0.0 || !(norm > max_norm)) return 1.0;
+    return max_norm / (norm + 1e-6);
+}
+
 #endif

@@ -17,7 +17,8 @@
  * memory for cpu, from alloc() for cuda).  On cuda, kernels are queued in
  * call order on the backend's one compute stream and return before they
  * finish; to_host/to_device return when the host buffer may be used, and
- * sumsq/nonfinite return their result to the host.
+ * sumsq/nonfinite return their result to the host (sum_to / sumsq_to /
+ * nonfinite_to leave theirs in the backend's memory and do not wait).
  */
 #ifndef ZT_KERNELS_BACKEND_H
 #define ZT_KERNELS_BACKEND_H
@@ -37,6 +38,43 @@ typedef struct zt_attn_opts {
     float softcap;    /* attention logit soft-cap, 0: none */
     int window;       /* sliding window (keys u > t - window), 0: none */
 } zt_attn_opts;
+
+/* The scalars of one optimizer step, in the backend's memory (the engine
+ * keeps one, libtrain/optim.h): written by sum_to / sumsq_to /
+ * nonfinite_to, read by adamw_multi's gate and, once per step, by the host.
+ * 32 bytes. */
+typedef struct zt_step_scalars {
+    double loss_sum;      /* the step's loss sum (sum_to over its micro-steps) */
+    double sumsq;         /* the global gradient sum of squares (sumsq_to) */
+    uint64_t nonfinite;   /* non-finite gradients counted (nonfinite_to; fp16) */
+    uint64_t reserved;    /* 0 */
+} zt_step_scalars;
+
+/* One segment of adamw_multi: the n elements [start, start + n) of the
+ * call's compact index space (where m and v live); an array flagged
+ * "logical" in the call is addressed at index + shift instead.  wd: the
+ * segment's weight decay (0: none). */
+typedef struct zt_adamw_seg {
+    size_t start, n;
+    size_t shift;
+    float wd;
+} zt_adamw_seg;
+/* adamw_multi: which arrays are addressed at index + shift */
+enum { ZT_ADAMW_P_LOGICAL = 1, ZT_ADAMW_G_LOGICAL = 2, ZT_ADAMW_H_LOGICAL = 4 };
+/* adamw_multi: the 16-bit copy written beside p (0: none) */
+enum { ZT_ADAMW_H_NONE = 0, ZT_ADAMW_H_BF16 = 1, ZT_ADAMW_H_F16 = 2 };
+/* adamw_multi's hyperparameters (host memory). */
+typedef struct zt_adamw_hyper {
+    float lr, b1, b2, eps, bc1, bc2;
+    float grad_scale;                /* with gate NULL: the factor of every gradient */
+    /* NULL, or the step's scalars in the backend's memory: then nothing is
+     * written when gate->nonfinite > 0 or gate->loss_sum or gate->sumsq is
+     * not finite (the step is skipped), and grad_scale is instead
+     * (float)zt_adamw_clip(sqrt(gate->sumsq), max_norm) (adamw_step.h:
+     * global-norm clipping computed where the norm is, in double) */
+    const zt_step_scalars *gate;
+    double max_norm;                 /* with gate: the clipping threshold (<= 0: none) */
+} zt_adamw_hyper;
 
 typedef struct zt_backend {
     const char *name;
@@ -328,6 +366,34 @@ typedef struct zt_backend {
      * followed by xent_bwd on the same memory, in one pass over the rows.  */
     void (*xent_fused)(float *losses, float *logits, const int *targets, float dloss, int N,
                        int V);
+
+    /* ---- the optimizer step without host reads (last: added after the
+     * table's other entries; libtrain/train.c's step) ----
+     * Results land in the backend's memory; nothing returns to the host and
+     * nothing waits (cuda: queued, no synchronization).
+     *
+     * sum_to: *dst += sum(x[n]), the sum exactly as `sum` computes it (the
+     * same double value, then one double addition).                       */
+    void (*sum_to)(double *dst, const float *x, size_t n);
+    /* *dst = s_0 + s_1 + ... + s_{nr-1} in double, left to right from 0.0,
+     * s_r = sumsq(x[r], n[r]) exactly as `sumsq` computes it (x[] and n[]
+     * host arrays of nr ranges; the ranges in the backend's memory; n[r] = 0
+     * contributes 0).  nonfinite_to: *dst = the number of non-finite values
+     * over the ranges.                                                      */
+    void (*sumsq_to)(double *dst, const float *const *x, const size_t *n, int nr);
+    void (*nonfinite_to)(uint64_t *dst, const float *const *x, const size_t *n, int nr);
+    /* Multi-tensor AdamW: every element k of every segment, in any order,
+     * exactly as adamw(p + kp, grad + kg, m + k, v + k, 1, lr, b1, b2, eps,
+     * seg.wd, bc1, bc2, grad_scale) with kp = k + shift when `logical` has
+     * ZT_ADAMW_P_LOGICAL, else k (kg likewise with _G_); then, with hprec,
+     * p16[kh] = p[kp] rounded to bf16 / fp16 as to_bf16 / to_f16 round
+     * (kh with _H_).  Segments in increasing start order (seg[i+1].start >=
+     * seg[i].start + seg[i].n); h->gate as zt_adamw_hyper says.  cuda: one
+     * launch per run of up to ZT_CUDA_ADAMW_SEGS contiguous segments
+     * (kernels/cuda/cuda_workspace.h).                                     */
+    void (*adamw_multi)(float *p, const float *grad, float *m, float *v, uint16_t *p16, int hprec,
+                        unsigned logical, const zt_adamw_seg *seg, int nseg,
+                        const zt_adamw_hyper *h);
 } zt_backend;
 
 /* The CPU backend (always built). */

@@ -44,7 +44,8 @@ enum {
     K_GELU_FWD, K_GELU_BWD, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
-    K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_N
+    K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
+    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -110,6 +111,11 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_MEMCPY2D] = {"cudaMemcpy2DAsync D2D", ZT_CC_COPY},
     [K_H2D] = {"cudaMemcpyAsync H2D", ZT_CC_HOST},
     [K_D2H] = {"cudaMemcpyAsync D2H", ZT_CC_HOST},
+    [K_ADAMW_MULTI] = {"k_adamw_multi", ZT_CC_OPTIM},
+    [K_SUM_RANGES] = {"k_sum_ranges<sum>", ZT_CC_REDUCE},
+    [K_SUMSQ_RANGES] = {"k_sum_ranges<sumsq>", ZT_CC_REDUCE},
+    [K_NONFINITE_RANGES] = {"k_nonfinite_ranges", ZT_CC_REDUCE},
+    [K_FINISH_RANGES] = {"k_finish_ranges", ZT_CC_REDUCE},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -208,9 +214,16 @@ static void call(int e) {
     g_tot.calls[e]++;
     pthread_mutex_unlock(&g_mu);
 }
+/* The asynchronous copies (to_host_async / to_device_async) get sequence
+ * numbers; a host synchronization completes everything queued before it,
+ * so it sets the watermark to the last number handed out.  copy_wait on a
+ * copy at or below the watermark finds it complete (cudaEventSynchronize
+ * on an event that has already happened returns at once): no sync. */
+static uint64_t g_seq, g_wm;
 static void sync1(void) {
     pthread_mutex_lock(&g_mu);
     g_tot.syncs++;
+    g_wm = g_seq;
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -361,27 +374,64 @@ static void c_zero(void *p, size_t bytes) {
     if (bytes) rec(K_MEMSET, 0, D(bytes));
     if (g_inner) g_inner->zero(p, bytes);
 }
-/* asynchronous copies: the transfer now, the host's wait in copy_wait */
-static char g_handle;
+/* asynchronous copies: the transfer now, the host's wait in copy_wait
+ * (a sync unless a later sync already covered the copy).  The handles in
+ * flight and their sequence numbers (without an inner table the handle is
+ * a distinct fake address, never dereferenced). */
+typedef struct pend { void *h; uint64_t seq; } pend;
+static pend *g_pend;
+static size_t g_npend, g_cappend;
+static void *track(void *h) {
+    pthread_mutex_lock(&g_mu);
+    const uint64_t seq = ++g_seq;
+    if (!h) h = (void *)(uintptr_t)(seq * 16);
+    if (g_npend == g_cappend) {
+        const size_t cap = g_cappend ? 2 * g_cappend : 16;
+        pend *np = realloc(g_pend, cap * sizeof *np);
+        if (np) {
+            g_pend = np;
+            g_cappend = cap;
+        }
+    }
+    if (g_npend < g_cappend) g_pend[g_npend++] = (pend){h, seq};
+    pthread_mutex_unlock(&g_mu);
+    return h;
+}
 static void *c_to_host_async(void *host_dst, const void *dev_src, size_t bytes) {
     call(ZT_CE_to_host_async);
     if (!bytes) return NULL;
     rec(K_D2H, 0, D(bytes));
-    if (g_inner) return g_inner->to_host_async(host_dst, dev_src, bytes);
+    if (g_inner) {
+        void *h = g_inner->to_host_async(host_dst, dev_src, bytes);
+        return h ? track(h) : NULL;
+    }
     memset(host_dst, 0, bytes);
-    return &g_handle;
+    return track(NULL);
 }
 static void *c_to_device_async(void *dev_dst, const void *host_src, size_t bytes) {
     call(ZT_CE_to_device_async);
     if (!bytes) return NULL;
     rec(K_H2D, 0, D(bytes));
-    if (g_inner) return g_inner->to_device_async(dev_dst, host_src, bytes);
-    return &g_handle;
+    if (g_inner) {
+        void *h = g_inner->to_device_async(dev_dst, host_src, bytes);
+        return h ? track(h) : NULL;
+    }
+    return track(NULL);
 }
 static void c_copy_wait(void *h) {
     call(ZT_CE_copy_wait);
     if (!h) return;
-    sync1();
+    uint64_t seq = UINT64_MAX;   /* unknown: a sync */
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = g_npend; i-- > 0;)
+        if (g_pend[i].h == h) {
+            seq = g_pend[i].seq;
+            g_pend[i] = g_pend[--g_npend];
+            break;
+        }
+    const int covered = seq <= g_wm;
+    pthread_mutex_unlock(&g_mu);
+    if (!covered) sync1();
     if (g_inner) g_inner->copy_wait(h);
 }
 
@@ -940,6 +990,77 @@ static size_t c_nonfinite(const float *x, size_t n) {
     return g_inner ? g_inner->nonfinite(x, n) : 0;
 }
 
+/* The reductions into device memory (cuda_backend.cu's reduce_ranges):
+ * the non-empty ranges in launches of at most ZT_CUDA_RED_RANGES; per
+ * launch the partials kernel (sum, nonfinite: n FLOPs, sumsq 2 n; reads
+ * n f, writes nb 8 per range, nb = zt_cuda_ws_red_blocks(n)) and
+ * k_finish_ranges (NB + nr FLOPs over the launch's NB partials: reads
+ * NB 8, writes 8, and reads 8 when it adds to *dst: every launch of sum_to,
+ * the later launches of sumsq_to / nonfinite_to); no range at all: the
+ * finish alone.  No transfer, no sync. */
+static void ranges_counts(int k, double flops_per, const size_t *n, int nr, int acc) {
+    double fl = 0, by = 0, nb = 0;
+    int m = 0, launched = 0;
+    for (int r = 0; r <= nr; r++) {
+        const int last = r == nr;
+        if (!last && !n[r]) continue;
+        if ((last && (m > 0 || !launched)) || (!last && m == ZT_CUDA_RED_RANGES)) {
+            if (m > 0) rec(k, fl, by + nb * 8);
+            rec(K_FINISH_RANGES, nb + m, nb * 8 + 8 + (acc || launched ? 8 : 0));
+            launched = 1;
+            fl = by = nb = 0;
+            m = 0;
+        }
+        if (last) break;
+        const double b = zt_cuda_ws_red_blocks(n[r]);
+        fl += flops_per * D(n[r]);
+        by += D(n[r]) * F;
+        nb += b;
+        m++;
+    }
+}
+static void c_sum_to(double *dst, const float *x, size_t n) {
+    call(ZT_CE_sum_to);
+    if (n) ranges_counts(K_SUM_RANGES, 1, &n, 1, 1);
+    if (g_inner) g_inner->sum_to(dst, x, n);
+}
+static void c_sumsq_to(double *dst, const float *const *x, const size_t *n, int nr) {
+    call(ZT_CE_sumsq_to);
+    ranges_counts(K_SUMSQ_RANGES, 2, n, nr, 0);
+    if (g_inner) g_inner->sumsq_to(dst, x, n, nr);
+}
+static void c_nonfinite_to(uint64_t *dst, const float *const *x, const size_t *n, int nr) {
+    call(ZT_CE_nonfinite_to);
+    ranges_counts(K_NONFINITE_RANGES, 1, n, nr, 0);
+    if (g_inner) g_inner->nonfinite_to(dst, x, n, nr);
+}
+
+/* k_adamw_multi, one launch per run of at most ZT_CUDA_ADAMW_SEGS
+ * contiguous non-empty segments (cuda_adamw_multi's rule): k_adamw's 14
+ * FLOPs and 7 f per element, the 16-bit copy h written (with hprec), the
+ * gate's 32 bytes read */
+static void c_adamw_multi(float *p, const float *grad, float *m, float *v, uint16_t *p16, int hprec,
+                          unsigned logical, const zt_adamw_seg *seg, int nseg, const zt_adamw_hyper *h) {
+    call(ZT_CE_adamw_multi);
+    const double per = 7 * F + (hprec && p16 ? H : 0), gate = h->gate ? 32 : 0;
+    int i = 0;
+    while (i < nseg) {
+        if (!seg[i].n) { i++; continue; }
+        int ns = 0;
+        size_t start = seg[i].start, end = start;
+        while (i < nseg && ns < ZT_CUDA_ADAMW_SEGS && (!seg[i].n || seg[i].start == end)) {
+            if (seg[i].n) {
+                ns++;
+                end = seg[i].start + seg[i].n;
+            }
+            i++;
+        }
+        const double n = D(end - start);
+        rec(K_ADAMW_MULTI, 14 * n, per * n + gate);
+    }
+    if (g_inner) g_inner->adamw_multi(p, grad, m, v, p16, hprec, logical, seg, nseg, h);
+}
+
 /* k_scale: 1 FLOP, 2 f per element; k_dropout: 3 FLOPs (the draw not
  * counted), 2 f */
 static void c_scale(float *x, size_t n, float s) {
@@ -1056,6 +1177,10 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->nf4_dequant = c_nf4_dequant;
     t->sum = c_sum;
     t->host_memory = host_memory;
+    t->sum_to = c_sum_to;
+    t->sumsq_to = c_sumsq_to;
+    t->nonfinite_to = c_nonfinite_to;
+    t->adamw_multi = c_adamw_multi;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -72,7 +72,8 @@ typedef struct zt_count_kernel {
     X(gqa_bwd) X(gqa_ext_fwd) X(gqa_ext_bwd) X(geglu_fwd) X(geglu_bwd) X(softcap_fwd)       \
     X(softcap_bwd) X(gelu_fwd) X(gelu_bwd) X(add) X(xent_fwd) X(xent_bwd) X(adamw)          \
     X(sumsq) X(scale) X(dropout) X(to_bf16) X(from_bf16) X(to_f16) X(from_f16)              \
-    X(nonfinite) X(nf4_dequant) X(sum) X(copy2d) X(xent_fused)
+    X(nonfinite) X(nf4_dequant) X(sum) X(copy2d) X(xent_fused) X(sum_to)       \
+    X(sumsq_to) X(nonfinite_to) X(adamw_multi)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM
@@ -80,7 +81,8 @@ typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt
 typedef struct zt_count_totals {
     long launches;        /* kernels and library calls queued on the device (transfers not included) */
     long syncs;           /* host waits for the device: synchronize, to_host, to_device (the CUDA
-                           * backend's is synchronous), sum / sumsq / nonfinite, copy_wait */
+                           * backend's is synchronous), sum / sumsq / nonfinite, copy_wait of a
+                           * copy no later sync covered (count.c) */
     long transfers;       /* host <-> device copies */
     double flops, bytes;  /* over the launches */
     double host_bytes;    /* over the transfers */

@@ -63,7 +63,7 @@ static void chunk_logits(const zt_backend *be, zt_classifier *c, const float *x,
 
 void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
                            const int *targets, int N, int C, int V, float cap, int has_targets,
-                           double *loss_sum) {
+                           double *loss_sum, double *loss_dev) {
     const long R = rows_for(c->rmax, N);
     const long nch = (N + R - 1) / R;
     long r0 = 0, n = 0;
@@ -74,7 +74,9 @@ void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *
     }
     c->p0 = r0;
     c->pn = n;
-    *loss_sum = has_targets ? be->sum(c->losses, (size_t)N) : 0.0;
+    *loss_sum = 0.0;
+    if (has_targets && loss_dev) be->sum_to(loss_dev, c->losses, (size_t)N);
+    else if (has_targets) *loss_sum = be->sum(c->losses, (size_t)N);
 }
 
 void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, float *dw,

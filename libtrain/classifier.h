@@ -71,10 +71,19 @@ void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *
 
 /* The head's forward over N rows of x[N, C] with w[V, C] (cap > 0: final
  * soft-cap; the capped logits kept when c->capped): c->losses[N], and
- * *loss_sum the sum of the losses (backend sum) when has_targets, else 0. */
+ * *loss_sum the sum of the losses (backend sum) when has_targets, else 0;
+ * with loss_dev (the engine's device accumulator, zt_units_loss_acc) the
+ * sum is added there instead (backend sum_to: no host read) and *loss_sum
+ * is 0. */
 void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
                            const int *targets, int N, int C, int V, float cap, int has_targets,
-                           double *loss_sum);
+                           double *loss_sum, double *loss_dev);
+/* The engine's accumulator of a training step's loss sum in the backend's
+ * memory, for the forward pass of U now running (shard.c): a built-in
+ * model adds its loss sum there (zt_classifier_forward's loss_dev) and
+ * reports 0 in *loss_sum; NULL outside a training step's forward (eval,
+ * zt_loss, sampling: the sum comes back to the host as before). */
+double *zt_units_loss_acc(zt_units *U);
 /* The head's backward after zt_classifier_forward of the same N rows:
  * dx[N, C] (overwritten), dw[V, C] (+=; NULL: skipped, a frozen head), each
  * position's loss weighted by dloss.  Training activations (with the capped

@@ -20,6 +20,8 @@ typedef struct zt_batch_buf {
     int *inputs, *targets;       /* [B, T] each, in the backend's memory */
     int *h_inputs, *h_targets;   /* device backends: the host arrays the data source
                                   * writes (copied to inputs/targets); NULL on the cpu */
+    void *up[2];                 /* their asynchronous uploads in flight (the training
+                                  * step's), NULL: none; zt_batch_buf_wait */
     int B, T;
 } zt_batch_buf;
 
@@ -87,6 +89,13 @@ static inline void zt_ctx_fence(zt_ctx *ctx) {
 static inline int *zt_batch_host_inputs(zt_batch_buf *b) { return b->h_inputs ? b->h_inputs : b->inputs; }
 static inline int *zt_batch_host_targets(zt_batch_buf *b) { return b->h_targets ? b->h_targets : b->targets; }
 void zt_batch_buf_upload(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int count_targets);
+/* The same with asynchronous copies where the backend has them (the host
+ * arrays must not be written until zt_batch_buf_wait; a training step
+ * waits before its data source writes them again, by when the step's one
+ * synchronization has usually covered the copies). */
+void zt_batch_buf_upload_async(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int count_targets);
+/* Wait for the uploads in flight from b's host arrays (none: nothing). */
+void zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b);
 
 /* Allocate / free a batch buffer through the model's acts_create. */
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,

@@ -360,7 +360,7 @@ static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
      * pass keeps it for the head's backward. */
     PARAMS(0);
     zt_classifier_forward(be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
-                          targets != NULL, loss_sum);
+                          targets != NULL, loss_sum, zt_units_loss_acc(U));
     if (!a->training) RELEASE(0);
     return ZT_OK;
 }

@@ -730,11 +730,11 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
         RELEASE(L + 1);
         PARAMS(0);
         zt_classifier_forward(be, &a->cls, a->lnf, m->p.embed, a->targets, N, C, V, cap,
-                              targets != NULL, loss_sum);
+                              targets != NULL, loss_sum, zt_units_loss_acc(U));
         if (!a->training) RELEASE(0);
     } else {
         zt_classifier_forward(be, &a->cls, a->lnf, m->p.lm_head, a->targets, N, C, V, cap,
-                              targets != NULL, loss_sum);
+                              targets != NULL, loss_sum, zt_units_loss_acc(U));
         RELEASE(L + 1);
     }
     return ZT_OK;

@@ -688,6 +688,8 @@ after_states:;
     /* zt_adamw_init: m and v (fp32) */
     const uint64_t on_t = lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(ya.shard_total, 1)) : on;
     for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
+    /* ... and the step's scalars (backend memory, optim.h) */
+    s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
     p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
     p->grads_bytes = s.cur[ZT_MP_HOST][ZT_MEM_GRADS] + s.cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
     p->optim_bytes = s.cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s.cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
@@ -800,9 +802,21 @@ after_states:;
      * the scratch at its final size (an upper bound before that kernel) */
     if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
         p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
-        p->scratch_bytes = zt_cuda_ws_scratch_size(
-            zt_arch_of(mc)->kernel_ws(mc, B, (int)Sl, p->with_eval ? p->eval_batch : 0, Psi,
-                                      zt_matmul_bf16_of(c, 1)));
+        uint64_t ws = zt_arch_of(mc)->kernel_ws(mc, B, (int)Sl, p->with_eval ? p->eval_batch : 0, Psi,
+                                                zt_matmul_bf16_of(c, 1));
+        /* the gradient norm over the trained engine's owned ranges at stages
+         * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
+         * kernel_ws) */
+        const layout *yt = lora ? &ya : &y;
+        if (p->stage > 0) {
+            size_t *rn = malloc((size_t)(yt->nu > 0 ? yt->nu : 1) * sizeof *rn);
+            if (rn) {
+                for (int u = 0; u < yt->nu; ++u) rn[u] = (size_t)cdiv(yt->n[u], (uint64_t)G);
+                ws = umax(ws, zt_cuda_ws_reduce_ranges(rn, yt->nu));
+                free(rn);
+            }
+        }
+        p->scratch_bytes = zt_cuda_ws_scratch_size(ws);
         p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
         p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
         p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;

@@ -1,6 +1,7 @@
 /* optim.c -- AdamW, WarmupCosineLR schedule, global-norm clipping. */
 #include <math.h>
 #include <string.h>
+#include "adamw_step.h"
 #include "optim.h"
 
 int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
@@ -17,7 +18,10 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
                     (off && cfg->pin_optimizer ? ZT_MEM_PIN : 0);
     o->m = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
     o->v = zt_mem_alloc((n ? n : 1) * sizeof(float), tag, st);
-    if (!o->m || !o->v) {
+    /* the step's scalars: written by kernels of the model's backend
+     * (device memory on a device backend, also when the state is offloaded) */
+    if (o->m && o->v) o->scal = zt_mem_alloc(sizeof *o->scal, ZT_MEM_WORKSPACE, st);
+    if (!o->m || !o->v || !o->scal) {
         zt_adamw_free(o);
         return zt_fail_prefix(st, "AdamW state");
     }
@@ -28,7 +32,9 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
 void zt_adamw_free(zt_adamw *o) {
     zt_mem_free(o->m);
     zt_mem_free(o->v);
+    zt_mem_free(o->scal);
     o->m = o->v = NULL;
+    o->scal = NULL;
 }
 
 void zt_adamw_begin(zt_adamw *o) {
@@ -89,7 +95,4 @@ double zt_lr_at(const zt_config *cfg, long s) {
     return base * (cfg->cos_min_ratio + (1.0 - cfg->cos_min_ratio) * cosf_);
 }
 
-double zt_clip_scale(double grad_norm, double max_norm) {
-    if (max_norm <= 0.0 || !(grad_norm > max_norm)) return 1.0;
-    return max_norm / (grad_norm + 1e-6);
-}
+double zt_clip_scale(double grad_norm, double max_norm) { return zt_adamw_clip(grad_norm, max_norm); }

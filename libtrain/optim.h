@@ -12,9 +12,13 @@ typedef struct zt_adamw {
     float bc1, bc2;         /* bias corrections of the current update */
     int fresh;              /* m and v still hold the zeros they were allocated with
                              * (no update, no restore wrote them) */
+    zt_step_scalars *scal;  /* the step's scalars (loss sum, gradient sum of squares,
+                             * non-finite count) in the model backend's memory: what
+                             * the step reads back once, and the update's gate */
 } zt_adamw;
 
-/* Moments for n elements. */
+/* Moments for n elements (and the step's scalars, 32 bytes of the
+ * backend's memory, ZT_MEM_WORKSPACE). */
 int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st);
 void zt_adamw_free(zt_adamw *o);
 /* Start an update (once per optimizer step, before zt_adamw_range). */
@@ -28,7 +32,9 @@ void zt_adamw_range(zt_adamw *o, const zt_model *m, const zt_backend *be, size_t
 
 /* Learning rate for 0-based step s (the step about to be taken). */
 double zt_lr_at(const zt_config *cfg, long s);
-/* Clip factor for a global gradient norm (1 when no clipping needed). */
+/* Clip factor for a global gradient norm (1 when no clipping needed):
+ * zt_adamw_clip (kernels/adamw_step.h), which adamw_multi's gate computes
+ * on the device. */
 double zt_clip_scale(double grad_norm, double max_norm);
 
 #endif

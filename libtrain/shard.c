@@ -68,6 +68,7 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
     if (sh->host_params) sh->be->to_device(buf + us->lo * es, own, us->len * es);
     else sh->be->copy(buf + us->lo * es, own, us->len * es);
     sh->gathered[u] = buf;
+    if (sh->G == 1) return ZT_OK;   /* a one-rank group: the own slice is the unit */
     zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
     return sh->dshard->ops->iallgather_inplace(sh->dshard, buf, us->counts, us->displs, sh->pdt,
                                                &sh->req[u], st);
@@ -75,6 +76,7 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
 
 static int gather_finish(zt_shard *sh, int u, zt_status *st) {
     ZT_TRY(gather_start(sh, u, st));
+    if (!sh->req[u].active) return ZT_OK;
     zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
     return sh->dshard->ops->wait(sh->dshard, &sh->req[u], st);
 }
@@ -196,13 +198,13 @@ static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
 static int rs_unit(zt_shard *sh, int u, const float *g, float *out, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
     zt_group *gr = sh->dshard;
-    zt_group_where(gr, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    if (sh->gdt == ZT_F32)
-        return gr->ops->reduce_scatter_sum(gr, g, out, us->counts, ZT_F32, st);
-    if (sh->G == 1) {   /* nothing to sum: no rounding */
+    if (sh->G == 1) {   /* nothing to sum (no collective, no rounding) */
         sh->be->copy(out, g + us->lo, us->len * sizeof(float));
         return ZT_OK;
     }
+    zt_group_where(gr, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    if (sh->gdt == ZT_F32)
+        return gr->ops->reduce_scatter_sum(gr, g, out, us->counts, ZT_F32, st);
     const zt_precision p = prec_of_dtype(sh->gdt);
     zt_prec_narrow(sh->be, p, sh->g16, g, us->n);
     ZT_TRY(gr->ops->reduce_scatter_sum(gr, sh->g16, sh->rs16, us->counts, sh->gdt, st));
@@ -316,9 +318,13 @@ static int zt_unit_grads_done_impl(zt_units *U, int u, zt_status *st) {
     if (sh->stage < 2) return ZT_OK;
     if (sh->overlap) return rs_start(sh, u, st);
     zt_unit_shard *us = &sh->u[u];
-    ZT_TRY(rs_unit(sh, u, sh->bucket[u], sh->rs_buf, st));
     float *dst = sh->gshard + us->soff;
-    sh->be->add(dst, dst, sh->rs_buf, us->len);   /* dst += this micro-step's slice */
+    if (sh->G == 1) {   /* a one-rank group: the bucket is the reduced slice */
+        sh->be->add(dst, dst, sh->bucket[u] + us->lo, us->len);
+    } else {
+        ZT_TRY(rs_unit(sh, u, sh->bucket[u], sh->rs_buf, st));
+        sh->be->add(dst, dst, sh->rs_buf, us->len);   /* dst += this micro-step's slice */
+    }
     zt_mem_free(sh->bucket[u]);
     sh->bucket[u] = NULL;
     return ZT_OK;
@@ -357,6 +363,12 @@ int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
     int rc = zt_unit_grads_done_impl(U, u, st);
     zt_prof_end(&pm, ZT_PROF_COMM);
     return rc;
+}
+
+double *zt_units_loss_acc(zt_units *U) {
+    if (!U || U->pass != ZT_PASS_FWD || !U->training || !U->loss_acc) return NULL;
+    U->loss_taken++;
+    return U->loss_acc;
 }
 
 int zt_units_count(const zt_units *U) { return U ? U->nu : 0; }
@@ -643,6 +655,9 @@ void zt_shard_free(zt_shard *sh) {
     zt_mem_free(sh->rs_buf);
     zt_mem_free(sh->hgrad);
     zt_mem_free(sh->h16);
+    free(sh->rx);
+    free(sh->rn);
+    free(sh->seg);
     if (sh->dreplica && sh->dreplica != sh->replica) zt_group_free(sh->dreplica);
     if (sh->dshard && sh->dshard != sh->shard && sh->dshard != sh->dworld) zt_group_free(sh->dshard);
     if (sh->dworld && sh->dworld != sh->world) zt_group_free(sh->dworld);
@@ -878,17 +893,6 @@ float *zt_shard_param_slice(zt_shard *sh, int u) {
     return sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
 }
 
-void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite) {
-    size_t nf = 0;
-    if (sh->stage == 0) {
-        nf = zt_prec_unscale_check(sh->be, sh->m->grads, sh->m->num_params, inv_scale);
-    } else {
-        for (int u = 0; u < sh->nu; ++u)
-            nf += zt_prec_unscale_check(sh->be, grad_slice(sh, u), sh->u[u].len, inv_scale);
-    }
-    *nonfinite = nf;
-}
-
 void zt_shard_poison_grad(zt_shard *sh) {
     sh->grads_zero = 0;
     for (int u = 0; u < sh->nu; ++u) {
@@ -995,18 +999,129 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
     return zt_be_check(sh->be, "offloaded optimizer step", st);
 }
 
-int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st) {
+int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st) {
+    if (sh->stage > 0 && sh->G > 1) {   /* a host scalar: the host group */
+        zt_group_where(sh->shard, "step %ld, gradient norm", sh->step + 1);
+        ZT_TRY(sh->shard->ops->allreduce_sum(sh->shard, sq, 1, ZT_F64, st));
+    }
+    return ZT_OK;
+}
+
+/* The owned gradient ranges (the norm's and fp16's check): stage 0 the full
+ * block, else the owned slice of every unit. */
+static int grad_ranges(zt_shard *sh, zt_status *st) {
+    if (!sh->rx) {
+        const size_t k = sh->nu > 0 ? (size_t)sh->nu : 1;
+        sh->rx = malloc(k * sizeof *sh->rx);
+        sh->rn = malloc(k * sizeof *sh->rn);
+        if (!sh->rx || !sh->rn) return zt_fail(st, ZT_ENOMEM, "out of memory (gradient ranges)");
+    }
+    sh->nr = 0;
     if (sh->stage == 0) {
-        *out = sh->be->sumsq(sh->m->grads, sh->m->num_params);
+        sh->rx[0] = sh->m->grads;
+        sh->rn[0] = sh->m->num_params;
+        sh->nr = 1;
         return ZT_OK;
     }
-    double s = 0.0;
-    for (int u = 0; u < sh->nu; ++u) s += sh->be->sumsq(grad_slice(sh, u), sh->u[u].len);
-    if (sh->G > 1) {   /* a host scalar: the host group */
-        zt_group_where(sh->shard, "step %ld, gradient norm", sh->step + 1);
-        ZT_TRY(sh->shard->ops->allreduce_sum(sh->shard, &s, 1, ZT_F64, st));
+    for (int u = 0; u < sh->nu; ++u) {
+        sh->rx[sh->nr] = grad_slice(sh, u);
+        sh->rn[sh->nr++] = sh->u[u].len;
     }
-    *out = s;
+    return ZT_OK;
+}
+
+int zt_shard_grad_scalars(zt_shard *sh, float inv_scale, uint64_t *nonfinite, double *sumsq,
+                          zt_status *st) {
+    ZT_TRY(grad_ranges(sh, st));
+    if (nonfinite) {
+        if (inv_scale != 1.0f)
+            for (int r = 0; r < sh->nr; ++r)
+                if (sh->rn[r]) sh->be->scale((float *)sh->rx[r], sh->rn[r], inv_scale);
+        sh->be->nonfinite_to(nonfinite, sh->rx, sh->rn, sh->nr);
+    }
+    sh->be->sumsq_to(sumsq, sh->rx, sh->rn, sh->nr);
+    return ZT_OK;
+}
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* adamw_multi's segments: every owned element in the compact order of the
+ * optimizer state, cut where a tensor or a unit slice ends, adjacent
+ * pieces with the same weight decay and shift merged; *logical: the
+ * arrays addressed in the logical layout (shift = the slice's logical
+ * offset - its compact offset). */
+static int build_segs(zt_shard *sh, float wd, int *nseg, zt_status *st) {
+    const zt_model *m = sh->m;
+    if (!sh->seg && !(sh->seg = malloc(((size_t)m->n_tensors + (size_t)sh->nu + 1) * sizeof *sh->seg)))
+        return zt_fail(st, ZT_ENOMEM, "out of memory (optimizer segments)");
+    int ns = 0;
+    for (int u = 0; u < sh->nu; ++u) {
+        const zt_unit_shard *us = &sh->u[u];
+        if (!us->len) continue;
+        const size_t a0 = us->off + us->lo, a1 = a0 + us->len, shift = a0 - us->soff;
+        for (int i = 0; i < m->n_tensors; ++i) {
+            const zt_tensor_info *t = &m->tensors[i];
+            const size_t a = t->offset > a0 ? t->offset : a0;
+            const size_t b = t->offset + t->numel < a1 ? t->offset + t->numel : a1;
+            if (a >= b) continue;
+            const float w = t->decay ? wd : 0.0f;
+            zt_adamw_seg *p = ns ? &sh->seg[ns - 1] : NULL;
+            if (p && p->shift == shift && same_bits(p->wd, w) && p->start + p->n == a - shift) {
+                p->n += b - a;
+                continue;
+            }
+            if (ns == m->n_tensors + sh->nu + 1)   /* (not reached: at most a piece per tensor and cut) */
+                return zt_fail(st, ZT_EINTERNAL, "optimizer segments: more pieces than expected");
+            sh->seg[ns++] = (zt_adamw_seg){a - shift, b - a, shift, w};
+        }
+    }
+    *nseg = ns;
+    return ZT_OK;
+}
+
+int zt_shard_update_ex(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
+                       const zt_step_scalars *gate, double max_norm, zt_status *st) {
+    zt_model *m = sh->m;
+    if (sh->host_opt) {
+        if (gate) return zt_fail(st, ZT_EINTERNAL, "offloaded optimizer state: no device gate");
+        return zt_shard_update(sh, o, lr, grad_scale, st);
+    }
+    int ns = 0;
+    ZT_TRY(build_segs(sh, (float)o->wd, &ns, st));
+    zt_adamw_begin(o);
+    /* the arrays: m and v compact; p the master weights (mixed) or the
+     * stage 3 shard (compact) or the full block (logical); gradients the
+     * shard (stages 2-3, compact) or the full block; the 16-bit storage the
+     * stage 3 shard or the full block */
+    unsigned logical = 0;
+    float *p;
+    if (sh->master) p = sh->master;
+    else if (sh->stage == 3) p = sh->pshard;
+    else {
+        p = m->params;
+        logical |= ZT_ADAMW_P_LOGICAL;
+    }
+    const float *g = sh->stage >= 2 ? sh->gshard : m->grads;
+    if (sh->stage < 2) logical |= ZT_ADAMW_G_LOGICAL;
+    uint16_t *h = NULL;
+    int hprec = ZT_ADAMW_H_NONE;
+    if (mixed(sh)) {
+        h = sh->stage == 3 ? sh->pshard16 : sh->p16;
+        if (sh->stage < 3) logical |= ZT_ADAMW_H_LOGICAL;
+        hprec = sh->prec == ZT_PREC_BF16 ? ZT_ADAMW_H_BF16 : ZT_ADAMW_H_F16;
+    }
+    const zt_adamw_hyper hy = {(float)lr, (float)o->b1, (float)o->b2, (float)o->eps, o->bc1, o->bc2,
+                               (float)grad_scale, gate, max_norm};
+    sh->be->adamw_multi(p, g, o->m, o->v, h, hprec, logical, sh->seg, ns, &hy);
+    if (mixed(sh)) return gather_params(sh, st);
+    if (sh->stage >= 1 && sh->stage <= 2 && sh->G > 1) {
+        for (int u = 0; u < sh->nu; ++u) {
+            zt_unit_shard *us = &sh->u[u];
+            zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
+            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, m->params + us->off, us->counts,
+                                                      us->displs, ZT_F32, st));
+        }
+    }
     return ZT_OK;
 }
 

@@ -172,6 +172,14 @@ struct zt_units {
     float **view;             /* mixed: per unit fp32 compute copy or NULL */
     uint16_t *g16;            /* 16-bit gradient reductions: send buffer [max_unit] */
     uint16_t *rs16;           /* ... and reduce-scatter receive buffer [max slice] */
+
+    /* the step without host reads (train.c) */
+    double *loss_acc;         /* a training step's loss accumulator (backend memory), or NULL */
+    int loss_taken;           /* forwards that added their loss there (zt_units_loss_acc) */
+    const float **rx;         /* the owned gradient ranges [nu]: stage 0 the full block, */
+    size_t *rn;               /* else the owned slices (zt_shard_grad_ranges) */
+    int nr;
+    zt_adamw_seg *seg;        /* adamw_multi's segments [n_tensors + nu] (zt_shard_update_ex) */
 };
 
 /* Build the plan and allocate shard buffers.  The model must have been
@@ -217,15 +225,30 @@ int zt_shard_init_pending(zt_shard *sh);
 void zt_shard_zero_grads(zt_shard *sh);
 /* After the last micro-step: finish the gradient reduction. */
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st);
-/* Multiply the gradients this rank owns by inv_scale (fp16 unscaling;
- * skipped when 1) and count the non-finite ones among them. */
-void zt_shard_unscale_check(zt_shard *sh, float inv_scale, size_t *nonfinite);
 /* Test hook: make this rank's first owned gradient +inf (forced overflow). */
 void zt_shard_poison_grad(zt_shard *sh);
-/* Global gradient norm squared (over shards; identical on every rank). */
-int zt_shard_grad_sumsq(zt_shard *sh, double *out, zt_status *st);
+/* The step's gradient scalars without host reads (backend memory): fp16's
+ * unscaling of the owned gradients (g *= inv_scale, skipped when 1) and
+ * their non-finite count into *nonfinite (nonfinite_to; NULL: neither),
+ * and this rank's sum of their squares into *sumsq (sumsq_to: stage 0 the
+ * full block, else every unit's owned slice, added in unit order).  The
+ * global norm squared is that summed over the shard group
+ * (zt_shard_sumsq_reduce; the same on every rank). */
+int zt_shard_grad_scalars(zt_shard *sh, float inv_scale, uint64_t *nonfinite, double *sumsq,
+                          zt_status *st);
+/* *sq (this rank's sum of squares, read back) summed over the shard group
+ * (a host all-reduce at stages 1-3 with G > 1). */
+int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st);
 /* AdamW on this rank's slices, then re-assemble parameters (stages 1-2). */
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st);
+/* zt_shard_update with the multi-tensor adamw_multi (one launch for the
+ * owned elements, the 16-bit storage written in the same pass) and, with
+ * gate (the step's scalars in backend memory; not with offloaded state),
+ * the clipping factor of max_norm and the decision to skip computed on the
+ * device (backend.h, zt_adamw_hyper).  Offloaded state: AdamW on the host
+ * as zt_shard_update, gate must be NULL.  zt_adamw_begin is called here. */
+int zt_shard_update_ex(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
+                       const zt_step_scalars *gate, double max_norm, zt_status *st);
 /* The fp32 values this rank updates for unit u (master weights when mixed,
  * else the parameters themselves), unit u's slice. */
 float *zt_shard_param_slice(zt_shard *sh, int u);

@@ -127,6 +127,7 @@ int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training,
 }
 
 void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b) {
+    zt_batch_buf_wait(ctx, b);
     if (b->acts && ctx->model) ctx->model->ops->acts_free(ctx->model->self, b->acts);
     zt_mem_free(b->inputs);
     zt_mem_free(b->targets);
@@ -139,6 +140,25 @@ void zt_batch_buf_upload(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int cou
     if (!b->h_inputs) return;
     ctx->be->to_device(b->inputs, b->h_inputs, (size_t)count_inputs * sizeof(int));
     ctx->be->to_device(b->targets, b->h_targets, (size_t)count_targets * sizeof(int));
+}
+
+void zt_batch_buf_upload_async(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int count_targets) {
+    if (!b->h_inputs) return;
+    if (!ctx->be->to_device_async) {
+        zt_batch_buf_upload(ctx, b, count_inputs, count_targets);
+        return;
+    }
+    zt_batch_buf_wait(ctx, b);
+    b->up[0] = ctx->be->to_device_async(b->inputs, b->h_inputs, (size_t)count_inputs * sizeof(int));
+    b->up[1] = ctx->be->to_device_async(b->targets, b->h_targets, (size_t)count_targets * sizeof(int));
+}
+
+void zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b) {
+    for (int i = 0; i < 2; ++i)
+        if (b->up[i]) {
+            ctx->be->copy_wait(b->up[i]);
+            b->up[i] = NULL;
+        }
 }
 
 /* ztrain.backend: the compute table (cuda: this rank's device), which also
@@ -819,6 +839,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     ctx->sh->step = ctx->step;
     uint64_t comm0 = comm_total(ctx), a2a0 = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL);
     zt_shard_zero_grads(sh);
+    /* the step's scalars (loss sum, gradient sum of squares, fp16's
+     * non-finite count) are computed into backend memory and read back
+     * once, below */
+    zt_adamw *o = &ctx->opt;
+    ctx->be->zero(o->scal, sizeof *o->scal);
+    ctx->sh->loss_acc = &o->scal->loss_sum;   /* the forward engine (LoRA: the base) */
+    int dev_loss = 1;   /* every forward added its loss there (built-in models) */
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)ctx->dp_rank * (uint64_t)(B * A) + (uint64_t)micro * B;
@@ -826,6 +853,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         double tw = zt_now_s();
         zt_prof_mark pm;
         zt_prof_begin(&pm);
+        zt_batch_buf_wait(ctx, &ctx->acts);   /* the last upload from the host arrays */
         if (ctx->sp > 1) {
             ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->sp_in, ctx->sp_tg, st));
             sp_slice(ctx, B, T, zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts));
@@ -834,57 +862,95 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
                                   zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts), st));
         }
         wait_s += zt_now_s() - tw;
-        zt_batch_buf_upload(ctx, &ctx->acts, B * Tl, B * Tl);
+        zt_batch_buf_upload_async(ctx, &ctx->acts, B * Tl, B * Tl);
         zt_prof_end(&pm, ZT_PROF_DATA);
         double ls;
         /* the passes' own engine time (ZeRO waits and bookkeeping, the
          * model's host code between kernels) is "comm + engine" too */
         zt_prof_mark pm_pass;
         zt_prof_begin(&pm_pass);
-        ZT_TRY(zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
-                                Tl, 1, &ls, st));
+        const int taken = ctx->sh->loss_taken;
+        int rc = zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
+                                  Tl, 1, &ls, st);
+        if (rc != ZT_OK) {
+            ctx->sh->loss_acc = NULL;
+            return rc;
+        }
+        if (ctx->sh->loss_taken == taken) dev_loss = 0;
         loss_sum += ls;
         ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, dloss * loss_scale, st));
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
+    ctx->sh->loss_acc = NULL;
     /* communication and the engine's bookkeeping from here to the end of
      * the step, exclusive of the kernels (bench_train --breakdown) */
     zt_prof_mark pm_comm;
     zt_prof_begin(&pm_comm);
     ZT_TRY(zt_shard_reduce_grads(sh, st));
-    if (ctx->nranks > 1) {
+    /* fp16: unscale; the non-finite gradients and the sum of squares, into
+     * the scalars */
+    if (ctx->scaler.enabled && inject_overflow_at(ctx, ctx->step + 1) && ctx->rank == ctx->nranks - 1)
+        zt_shard_poison_grad(sh);
+    ZT_TRY(zt_shard_grad_scalars(sh, 1.0f / loss_scale, ctx->scaler.enabled ? &o->scal->nonfinite : NULL,
+                                 &o->scal->sumsq, st));
+    /* the schedule advances with the updates applied: an fp16 step skipped
+     * on overflow does not move it (DeepSpeed's scheduler does not step) */
+    double lr = zt_lr_at(c, o->t);
+    /* One rank with the state on the device and the whole loss there: the
+     * update is queued before the host reads anything, gated on the device
+     * by the scalars (skipped on an fp16 overflow or a non-finite loss or
+     * norm, clipped by the norm), and the scalars are read once, after it.
+     * Otherwise (collectives need the host's values first: the loss, the
+     * overflow flag and the norm are all-reduced on the host; offloaded
+     * state; a model that returns its loss to the host) they are read once
+     * before the update. */
+    const int gated = ctx->nranks == 1 && dev_loss && zt_shard_state_on_device(sh);
+    const zt_adamw before = *o;   /* the counters zt_adamw_begin moves */
+    if (gated) {
+        /* a background checkpoint may still be copying the owned state */
+        zt_ctx_fence(ctx);
+        ZT_TRY(zt_shard_update_ex(sh, o, lr, 1.0, o->scal, c->grad_clip, st));
+    }
+    zt_step_scalars hs;
+    ctx->be->to_host(&hs, o->scal, sizeof hs);   /* the step's one read */
+    loss_sum += hs.loss_sum;   /* (one of the two parts is 0) */
+    if (!gated && ctx->nranks > 1) {
         zt_group_where(ctx->world, "step %ld, loss", ctx->step + 1);
         ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
     }
-    double loss = loss_sum / ntgt, sq;
-    int skipped = 0;
+    double loss = loss_sum / ntgt;
+    int skipped = 0, rc = ZT_OK;
     if (ctx->scaler.enabled) {
-        /* fp16: unscale, then skip the step on every rank if any rank's
-         * gradients (or the loss) overflowed; the scaler adapts */
-        if (inject_overflow_at(ctx, ctx->step + 1) && ctx->rank == ctx->nranks - 1)
-            zt_shard_poison_grad(sh);
-        size_t nonfinite;
-        zt_shard_unscale_check(sh, 1.0f / loss_scale, &nonfinite);
+        /* fp16: skip the step on every rank if any rank's gradients (or
+         * the loss) overflowed; the scaler adapts */
+        size_t nonfinite = (size_t)hs.nonfinite;
         if (!isfinite(loss)) nonfinite++;
         int overflow;
         zt_group_where(ctx->world, "step %ld, overflow check", ctx->step + 1);
-        ZT_TRY(zt_prec_overflow_any(ctx->world, nonfinite, &overflow, st));
-        ZT_TRY(zt_scaler_update(&ctx->scaler, overflow, ctx->step + 1, &skipped, st));
+        rc = zt_prec_overflow_any(ctx->world, nonfinite, &overflow, st);
+        if (rc == ZT_OK) rc = zt_scaler_update(&ctx->scaler, overflow, ctx->step + 1, &skipped, st);
     }
     double norm = NAN;
-    /* the schedule advances with the updates applied: an fp16 step skipped
-     * on overflow does not move it (DeepSpeed's scheduler does not step) */
-    double lr = zt_lr_at(c, ctx->opt.t);
-    if (!skipped) {
-        ZT_TRY(zt_shard_grad_sumsq(sh, &sq, st));
+    if (rc == ZT_OK && !skipped) {
+        double sq = hs.sumsq;
+        if (!gated) rc = zt_shard_sumsq_reduce(sh, &sq, st);
         norm = sqrt(sq);
-        if (!isfinite(norm) || !isfinite(loss))
-            return zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
-                           "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
-        /* a background checkpoint may still be copying the owned state */
-        zt_ctx_fence(ctx);
-        ZT_TRY(zt_shard_update(sh, &ctx->opt, lr, zt_clip_scale(norm, c->grad_clip), st));
+        if (rc == ZT_OK && (!isfinite(norm) || !isfinite(loss)))
+            rc = zt_fail(st, ZT_EDATA, "step %ld: loss %g / gradient norm %g is not finite "
+                         "(learning rate %g too high?)", ctx->step + 1, loss, norm, c->lr);
+        if (rc == ZT_OK && !gated) {
+            zt_ctx_fence(ctx);
+            rc = zt_shard_update_ex(sh, o, lr, zt_clip_scale(norm, c->grad_clip), NULL, 0.0, st);
+        }
     }
+    if (gated && (rc != ZT_OK || skipped)) {
+        /* the gate skipped the update on the device: no step was applied */
+        o->t = before.t;
+        o->bc1 = before.bc1;
+        o->bc2 = before.bc2;
+        o->fresh = before.fresh;
+    }
+    if (rc != ZT_OK) return rc;
     ZT_TRY(zt_be_check(ctx->be, "training step", st));
     ctx->step++;
 

@@ -5,12 +5,17 @@
  *     formulas of the CUDA kernels (exact integers): GEMMs in both
  *     precisions (the k_round_bf16 launches, dbias, the bias epilogue),
  *     flash attention's tiles, cross-entropy, AdamW, reductions and their
- *     syncs, transfers, the embedding backward, the what-ifs;
+ *     syncs, transfers, the embedding backward, the what-ifs, the step's
+ *     reductions into device memory and the multi-tensor AdamW (launches
+ *     per run of ranges / segments), copy_wait covered by a later sync;
  *   - a tiny GPT-2 and a tiny Llama step of the engine (bf16 and fp32,
  *     stages 0 and 3) make the same calls, launches, FLOPs, bytes, syncs
  *     and transfers on the counting table as on the cpu-strict backend
  *     (which computes) seen through the same counter: zeros and a loss of
- *     0 do not change what the engine runs;
+ *     0 do not change what the engine runs; each step makes one optimizer
+ *     launch, at most one host synchronization at stages 0 and 1 (one rank),
+ *     and moves only the token arrays and the step's scalars over the bus
+ *     (no collective at one rank, stage 3 included);
  *   - the committed calibration (bench/costmodel_h100.txt) is what
  *     `bench/costmodel --calibrate` makes of its source table; the fit does
  *     not read the engine steps of the table;
@@ -185,6 +190,81 @@ static void formulas(void) {
     tap_ok(K->sumsq(x, 5000) == 0.0 && K->sum(x, 10) == 0.0 && K->nonfinite(x, 10) == 0,
            "sum / sumsq / nonfinite return 0");
 
+    /* the step's reductions into device memory (sum_to, sumsq_to,
+     * nonfinite_to): per launch of at most 128 non-empty ranges the
+     * partials kernel and k_finish_ranges; no transfer, no sync */
+    {
+        enum { NR = 300 };
+        static const float *xs[NR];
+        static size_t ns[NR];
+        double sn = 0, snb = 0;
+        for (int r = 0; r < NR; r++) {
+            xs[r] = x;
+            ns[r] = r == 5 ? 0 : 5000 + (size_t)r;   /* 2 blocks of 4096 each */
+            sn += (double)ns[r];
+            snb += ns[r] ? 2 : 0;
+        }
+        zt_count_reset();
+        K->sumsq_to(FAKE(double, 8), xs, ns, NR);
+        /* 299 non-empty ranges: launches of 128, 128 and 43; the last two finishes add to *dst */
+        check_kernel("sumsq_to, 300 ranges", "k_sum_ranges<sumsq>", 3, 2 * sn, sn * 4 + snb * 8);
+        check_kernel("sumsq_to, 300 ranges", "k_finish_ranges", 3, snb + 299, snb * 8 + 3 * 8 + 2 * 8);
+        tap_ok(tot().launches == 6 && tot().syncs == 0 && tot().transfers == 0,
+               "sumsq_to: 6 launches, no transfer, no sync");
+        zt_count_reset();
+        K->nonfinite_to(FAKE(uint64_t, 8), xs, ns, NR);
+        check_kernel("nonfinite_to, 300 ranges", "k_nonfinite_ranges", 3, sn, sn * 4 + snb * 8);
+        zt_count_reset();
+        K->sum_to(FAKE(double, 8), x, 5000);
+        check_kernel("sum_to", "k_sum_ranges<sum>", 1, 5000, 5000 * 4 + 2 * 8);
+        check_kernel("sum_to", "k_finish_ranges", 1, 2 + 1, 2 * 8 + 8 + 8);
+        zt_count_reset();
+        K->sum_to(FAKE(double, 8), x, 0);
+        K->sumsq_to(FAKE(double, 8), xs, ns, 0);
+        check_kernel("sum_to of nothing, sumsq_to of no range", "k_finish_ranges", 1, 0, 8);
+        tap_ok(tot().launches == 1, "sum_to of nothing launches nothing; sumsq_to of no range: the finish");
+    }
+    /* adamw_multi: one k_adamw_multi per run of at most 160 contiguous
+     * segments: 7 f + the 16-bit copy h per element, the gate's 32 bytes */
+    {
+        enum { NS = 200 };
+        static zt_adamw_seg seg[NS];
+        size_t k = 0;
+        for (int i = 0; i < NS; i++) {
+            if (i == 170) k += 3;   /* a gap: a new run */
+            seg[i] = (zt_adamw_seg){k, 10, (size_t)i, i % 2 ? 0.1f : 0.0f};
+            k += 10;
+        }
+        zt_step_scalars *gate = FAKE(zt_step_scalars, 9);
+        const zt_adamw_hyper hy = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.5f, 0.5f, 1.0f, gate, 1.0};
+        zt_count_reset();
+        K->adamw_multi(x, y, w, b, FAKE(uint16_t, 10), ZT_ADAMW_H_BF16, ZT_ADAMW_H_LOGICAL, seg, NS, &hy);
+        /* runs of 160, 10 and 30 segments */
+        check_kernel("adamw_multi, 200 segments, a gap", "k_adamw_multi", 3, 14 * 2000.0,
+                     (7 * 4 + 2) * 2000.0 + 3 * 32);
+        const zt_adamw_hyper hn = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.5f, 0.5f, 1.0f, NULL, 0.0};
+        zt_count_reset();
+        K->adamw_multi(x, y, w, b, NULL, ZT_ADAMW_H_NONE, 0, seg, 100, &hn);
+        check_kernel("adamw_multi fp32, 100 segments, no gate", "k_adamw_multi", 1, 14 * 1000.0,
+                     7 * 4 * 1000.0);
+        tap_ok(tot().syncs == 0 && tot().transfers == 0, "adamw_multi: no transfer, no sync");
+    }
+    /* copy_wait: a sync unless a later sync already covered the copy */
+    {
+        char hb[64];
+        memset(hb, 0, sizeof hb);
+        zt_count_reset();
+        void *h1 = K->to_device_async(x, hb, 64);
+        void *h2 = K->to_host_async(hb, y, 64);
+        K->copy_wait(h2);   /* waits: everything queued before it is done too */
+        K->copy_wait(h1);   /* already complete */
+        void *h3 = K->to_device_async(x, hb, 64);
+        K->copy_wait(h3);
+        const zt_count_totals t = tot();
+        tap_ok(h1 && h2 && h3 && h1 != h3 && t.syncs == 2 && t.calls[ZT_CE_copy_wait] == 3 && t.transfers == 3,
+               "copy_wait: 3 waits, 2 syncs (the wait on a copy a later sync covered is none)");
+    }
+
     /* memory: transfers sync (the CUDA backend's to_device is synchronous) */
     zt_count_reset();
     char host[64];
@@ -247,9 +327,10 @@ static int same_counts(const cm_counts *a, const cm_counts *b, const char *what)
 
 static void engine(void) {
     static const struct { const char *shape; int stage, fp32; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, 0}, {"gpt2:2,2,32,64,2,16", 3, 0}, {"gpt2:2,2,32,64,2,16", 0, 1},
-        {"llama:2,4,2,32,48,64,2,16", 0, 0}, {"llama:2,4,2,32,48,64,2,16", 3, 0},
-        {"llama:2,4,2,32,48,64,2,16,untied", 0, 0}};
+        {"gpt2:2,2,32,64,2,16", 0, 0}, {"gpt2:2,2,32,64,2,16", 1, 0}, {"gpt2:2,2,32,64,2,16", 2, 0},
+        {"gpt2:2,2,32,64,2,16", 3, 0}, {"gpt2:2,2,32,64,2,16", 0, 1}, {"gpt2:2,2,32,64,2,16", 1, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, 0}, {"llama:2,4,2,32,48,64,2,16", 1, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 0, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
         char what[128];
@@ -270,6 +351,21 @@ static void engine(void) {
         if (tap_ok(!ra && !rb, "%s: a step on count and on cpu-strict", what)) {
             same_counts(&a, &b, what);
             cm_counts_free(&b);
+            /* one optimizer launch; at one rank at most one host sync a
+             * step at stages 0 and 1 (the step's scalars read once), and
+             * no collective at any stage */
+            const long opt = launches_of_k(a.k, a.nk, "k_adamw_multi"),
+                       old = launches_of_k(a.k, a.nk, "k_adamw");
+            tap_ok(opt == 1 && old == 0, "%s: one optimizer launch (k_adamw_multi x%ld, k_adamw x%ld)", what,
+                   opt, old);
+            if (cases[i].stage <= 1)
+                tap_ok(a.tot.syncs <= 1, "%s: at most one host synchronization a step (%ld)", what,
+                       a.tot.syncs);
+            else
+                tap_diag("%s: %ld host synchronizations a step", what, a.tot.syncs);
+            tap_ok(a.tot.calls[ZT_CE_to_host] == 1 && a.tot.transfers == 3,
+                   "%s: the bus carries the two token arrays and the step's scalars (%ld transfers)", what,
+                   a.tot.transfers);
         }
         if (!ra) cm_counts_free(&a);
     }
@@ -374,6 +470,10 @@ static void model(void) {
                    launches_of_k(cg.k, cg.nk, "k_round_bf16") == 2 * (12 * 12 + 3) &&
                    launches_of_k(cg.k, cg.nk, "k_ft_fwd") == 12,
                "GPT-2 step, the head in one chunk: 147 bf16 GEMMs, 294 roundings, 12 flash forwards");
+        tap_ok(cg.tot.syncs <= 1 && cs.tot.syncs <= 1 && launches_of_k(cg.k, cg.nk, "k_adamw_multi") == 1 &&
+                   launches_of_k(cs.k, cs.nk, "k_adamw_multi") == 1,
+               "GPT-2 and SmolLM steps (stage 0): one optimizer launch, %ld and %ld host syncs, %ld and %ld "
+               "launches", cg.tot.syncs, cs.tot.syncs, cg.tot.launches, cs.tot.launches);
         /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304) over 8192 rows, 7
          * chunks of 1171 or 1170; each chunk but the last recomputes its logits in the backward */
         cm_counts cd;

@@ -26,6 +26,9 @@
  *   bf16 matmul vs CPU bf16 mode:                       rtol 1e-4, atol 1e-4 max
  *   bf16 matmul vs CPU fp32:                            atol 2e-2 max
  *   sum of squares (double):                            rtol 1e-12
+ *   the step without host reads (tests/step_entries.h): sum_to, sumsq_to,
+ *     nonfinite_to, adamw_multi bitwise the GPU's own sum, sumsq,
+ *     nonfinite, adamw + to_bf16 / to_f16
  *   NF4 dequantization (fp32, bf16; plain and double-quantized absmax,
  *     odd sizes, slices):                               bitwise
  *   training (tests/table_gpt.h, 2-layer GPT, 8 AdamW steps): fp32 GPU
@@ -44,6 +47,7 @@
 #include "backend.h"
 #include "gpu.h"
 #include "nf4.h"
+#include "step_entries.h"
 #include "table_gpt.h"
 #include "tap.h"
 #include "zt_cuda.h"
@@ -1419,7 +1423,8 @@ int main(void) {
         gpu->nonfinite && gpu->sum && gpu->rmsnorm_fwd && gpu->rmsnorm_bwd && gpu->headnorm_fwd && gpu->headnorm_bwd && gpu->rope_fwd &&
         gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
         gpu->nf4_dequant && gpu->gqa_ext_fwd && gpu->gqa_ext_bwd && gpu->geglu_fwd &&
-        gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused;
+        gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused && gpu->sum_to &&
+        gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -1430,6 +1435,8 @@ int main(void) {
     test_memory();
     test_elementwise();
     test_adamw();
+    check_step_entries(gpu, selftest ? "cpu (self-test)" : "cuda");
+    no_error("the step's entries");
     test_conversions();
     test_nf4(1);
     test_nf4(16384 + 64 * 2 + 37);       /* odd, a tail block, two absmax2 blocks */

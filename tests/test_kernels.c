@@ -11,7 +11,8 @@
  *     accurate to ~1e-9), compared tightly;
  *   - "vs FD(kernel)": FD of the kernel's own float forward (h = 1e-2),
  *     compared with a float-sized tolerance (rel 2e-2, abs 1e-3).
- * Plus accumulate/overwrite semantics, aliasing, AdamW, memory helpers,
+ * Plus accumulate/overwrite semantics, aliasing, AdamW, the step's entries
+ * bitwise the entries they replace (tests/step_entries.h), memory helpers,
  * determinism (bitwise for a fixed thread count) and 1 vs 2 threads.
  * Uses only zt_backend_cpu() and its table.
  */
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "step_entries.h"
 #include "tap.h"
 
 static const zt_backend *be;
@@ -1099,6 +1101,7 @@ int main(void) {
     test_xent();
     test_xent_fused_large();
     test_adamw();
+    check_step_entries(be, "cpu");
     test_matmul_bf16();
     test_precision();
     test_determinism();

@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "step_entries.h"
 #include "tap.h"
 
 static const zt_backend *S, *C;
@@ -341,5 +342,8 @@ int main(void) {
     h2[0] = 1.0f;
     zt_mem_free(h2);
     zt_mem_set_backend(NULL);
+    /* the step's entries on device memory: bitwise the entries they replace */
+    check_step_entries(S, "cpu-strict");
+    tap_ok(S->error() == NULL, "the step's entries: no misuse reported");
     return tap_done();
 }

@@ -363,6 +363,50 @@ static void cpu_adamw(float *p, const float *grad, float *m, float *v, size_t n,
     }
 }
 
+/* ------------------------------------------------------------ the step without host reads */
+
+static void cpu_sum_to(double *dst, const float *x, size_t n) { *dst += cpu_sum(x, n); }
+
+static void cpu_sumsq_to(double *dst, const float *const *x, const size_t *n, int nr) {
+    double s = 0.0;
+    for (int r = 0; r < nr; r++)
+        if (n[r]) s += cpu_sumsq(x[r], n[r]);
+    *dst = s;
+}
+
+static void cpu_nonfinite_to(uint64_t *dst, const float *const *x, const size_t *n, int nr) {
+    uint64_t c = 0;
+    for (int r = 0; r < nr; r++)
+        if (n[r]) c += (uint64_t)zt_cpu_nonfinite(x[r], n[r]);
+    *dst = c;
+}
+
+/* Per segment: cpu_adamw on its elements, then its 16-bit copy rounded as
+ * to_bf16 / to_f16 round it: what adamw per tensor and a narrowing pass
+ * compute, element for element. */
+static void cpu_adamw_multi(float *p, const float *grad, float *m, float *v, uint16_t *p16,
+                            int hprec, unsigned logical, const zt_adamw_seg *seg, int nseg,
+                            const zt_adamw_hyper *h) {
+    float gs = h->grad_scale;
+    if (h->gate) {
+        const zt_step_scalars sc = *h->gate;
+        if (sc.nonfinite || !isfinite(sc.loss_sum) || !isfinite(sc.sumsq)) return;
+        gs = (float)zt_adamw_clip(sqrt(sc.sumsq), h->max_norm);
+    }
+    for (int i = 0; i < nseg; i++) {
+        const size_t k = seg[i].start, n = seg[i].n;
+        if (!n) continue;
+        float *pp = p + k + (logical & ZT_ADAMW_P_LOGICAL ? seg[i].shift : 0);
+        const float *gg = grad + k + (logical & ZT_ADAMW_G_LOGICAL ? seg[i].shift : 0);
+        cpu_adamw(pp, gg, m + k, v + k, n, h->lr, h->b1, h->b2, h->eps, seg[i].wd, h->bc1, h->bc2,
+                  gs);
+        if (!hprec || !p16) continue;
+        uint16_t *hh = p16 + k + (logical & ZT_ADAMW_H_LOGICAL ? seg[i].shift : 0);
+        if (hprec == ZT_ADAMW_H_BF16) zt_cpu_to_bf16(hh, pp, n);
+        else zt_cpu_to_f16(hh, pp, n);
+    }
+}
+
 /* ------------------------------------------------------------ the table */
 
 static const zt_backend cpu_backend = {
@@ -420,6 +464,10 @@ static const zt_backend cpu_backend = {
     .nf4_dequant = zt_cpu_nf4_dequant,
     .sum = cpu_sum,
     .host_memory = 1,
+    .sum_to = cpu_sum_to,
+    .sumsq_to = cpu_sumsq_to,
+    .nonfinite_to = cpu_nonfinite_to,
+    .adamw_multi = cpu_adamw_multi,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -898,6 +898,55 @@ static void s_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const f
     leave();
 }
 
+/* the step without host reads: the range tables, segments and
+ * hyperparameters are host memory, everything they point at device memory */
+static void s_sum_to(double *dst, const float *x, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("sum_to", "dst", dst, sizeof *dst);
+    NEED_DEV("sum_to", "x", x, n * F);
+    if (ok) cpu()->sum_to(dst, x, n);
+    leave();
+}
+
+static void s_sumsq_to(double *dst, const float *const *x, const size_t *n, int nr) {
+    int ok = 1;
+    enter();
+    NEED_DEV("sumsq_to", "dst", dst, sizeof *dst);
+    for (int r = 0; r < nr; r++) NEED_DEV("sumsq_to", "x[r]", x[r], n[r] * F);
+    if (ok) cpu()->sumsq_to(dst, x, n, nr);
+    leave();
+}
+
+static void s_nonfinite_to(uint64_t *dst, const float *const *x, const size_t *n, int nr) {
+    int ok = 1;
+    enter();
+    NEED_DEV("nonfinite_to", "dst", dst, sizeof *dst);
+    for (int r = 0; r < nr; r++) NEED_DEV("nonfinite_to", "x[r]", x[r], n[r] * F);
+    if (ok) cpu()->nonfinite_to(dst, x, n, nr);
+    leave();
+}
+
+static void s_adamw_multi(float *p, const float *grad, float *m, float *v, uint16_t *p16, int hprec,
+                          unsigned logical, const zt_adamw_seg *seg, int nseg,
+                          const zt_adamw_hyper *h) {
+    int ok = 1;
+    enter();
+    for (int i = 0; i < nseg; i++) {
+        const size_t k = seg[i].start, n = seg[i].n, sh = seg[i].shift;
+        if (!n) continue;
+        NEED_DEV("adamw_multi", "p", p + k + (logical & ZT_ADAMW_P_LOGICAL ? sh : 0), n * F);
+        NEED_DEV("adamw_multi", "grad", grad + k + (logical & ZT_ADAMW_G_LOGICAL ? sh : 0), n * F);
+        NEED_DEV("adamw_multi", "m", m + k, n * F);
+        NEED_DEV("adamw_multi", "v", v + k, n * F);
+        if (hprec && p16)
+            NEED_DEV("adamw_multi", "p16", p16 + k + (logical & ZT_ADAMW_H_LOGICAL ? sh : 0), n * 2);
+    }
+    NEED_DEV("adamw_multi", "gate", h->gate, sizeof *h->gate);
+    if (ok) cpu()->adamw_multi(p, grad, m, v, p16, hprec, logical, seg, nseg, h);
+    leave();
+}
+
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
     .set_threads = s_set_threads,
@@ -958,6 +1007,10 @@ static const zt_backend strict_backend = {
     .nf4_dequant = s_nf4_dequant,
     .sum = s_sum,
     .host_memory = 0,
+    .sum_to = s_sum_to,
+    .sumsq_to = s_sumsq_to,
+    .nonfinite_to = s_nonfinite_to,
+    .adamw_multi = s_adamw_multi,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -446,6 +446,84 @@ static void cuda_adamw(float *p, const float *grad, float *m, float *v, size_t n
     ZT_LAUNCHED("k_adamw");
 }
 
+/* Multi-tensor AdamW (adamw_multi): one launch per run of up to
+ * ZT_CUDA_ADAMW_SEGS contiguous segments, whose table is a kernel argument;
+ * each element gets zt_adamw_step exactly as k_adamw gives it, and its
+ * 16-bit copy k_to_bf16's / k_to_f16's rounding. */
+struct zt_adamw_tab {
+    unsigned long long start[ZT_CUDA_ADAMW_SEGS + 1];   /* start[ns]: the run's end */
+    unsigned long long shift[ZT_CUDA_ADAMW_SEGS];
+    float wd[ZT_CUDA_ADAMW_SEGS];
+    int ns;
+};
+static_assert(sizeof(zt_adamw_tab) + 256 <= 4096, "kernel arguments within 4 KiB");
+
+__global__ void k_adamw_multi(zt_adamw_tab t, float *p, const float *grad, float *m, float *v,
+                              uint16_t *h, int hprec, unsigned logical, float lr, float b1,
+                              float b2, float eps, float bc1, float bc2, float grad_scale,
+                              const zt_step_scalars *gate, double max_norm) {
+    float gs = grad_scale;
+    if (gate) {   /* the step's scalars: skipped, or the clip factor of its norm */
+        const double ls = gate->loss_sum, sq = gate->sumsq;
+        if (gate->nonfinite || !isfinite(ls) || !isfinite(sq)) return;
+        gs = (float)zt_adamw_clip(sqrt(sq), max_norm);
+    }
+    const float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
+    const size_t lo = t.start[0], hi = t.start[t.ns];
+    int s = 0;
+    for (size_t k = lo + blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < hi;
+         k += (size_t)gridDim.x * blockDim.x) {
+        if (k < t.start[s] || k >= t.start[s + 1]) {   /* the last segment starting at or before k */
+            int a = 0, b = t.ns - 1;
+            while (a < b) {
+                const int mid = (a + b + 1) / 2;
+                if (t.start[mid] <= k) a = mid;
+                else b = mid - 1;
+            }
+            s = a;
+        }
+        const size_t sh = (size_t)t.shift[s];
+        float *pp = p + (logical & ZT_ADAMW_P_LOGICAL ? sh : 0);
+        const float *gg = grad + (logical & ZT_ADAMW_G_LOGICAL ? sh : 0);
+        zt_adamw_step(pp, gg, m, v, k, lr, b1, b2, ob1, ob2, eps, t.wd[s], bc1, bc2, gs);
+        if (h) {
+            const float x = pp[k];
+            h[k + (logical & ZT_ADAMW_H_LOGICAL ? sh : 0)] =
+                hprec == ZT_ADAMW_H_BF16 ? zt_cvt_f32_to_bf16(x) : zt_cvt_f32_to_f16(x);
+        }
+    }
+}
+
+static void cuda_adamw_multi(float *p, const float *grad, float *m, float *v, uint16_t *p16,
+                             int hprec, unsigned logical, const zt_adamw_seg *seg, int nseg,
+                             const zt_adamw_hyper *hy) {
+    uint16_t *h = hprec && p16 ? p16 : NULL;
+    zt_adamw_tab t;
+    int i = 0;
+    while (i < nseg) {
+        if (!seg[i].n) { i++; continue; }
+        /* a run: contiguous segments, at most ZT_CUDA_ADAMW_SEGS */
+        t.ns = 0;
+        size_t end = seg[i].start;
+        while (i < nseg && t.ns < ZT_CUDA_ADAMW_SEGS && (!seg[i].n || seg[i].start == end)) {
+            if (seg[i].n) {
+                t.start[t.ns] = seg[i].start;
+                t.shift[t.ns] = seg[i].shift;
+                t.wd[t.ns] = seg[i].wd;
+                t.ns++;
+                end = seg[i].start + seg[i].n;
+            }
+            i++;
+        }
+        t.start[t.ns] = end;
+        const size_t n = end - (size_t)t.start[0];
+        k_adamw_multi<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+            t, p, grad, m, v, h, hprec, logical, hy->lr, hy->b1, hy->b2, hy->eps, hy->bc1, hy->bc2,
+            hy->grad_scale, hy->gate, hy->max_norm);
+        if (!ZT_LAUNCHED("k_adamw_multi")) return;
+    }
+}
+
 /* ------------------------------------------------------------ reductions */
 
 #define ZT_RED_THREADS ZT_CUDA_RED_THREADS
@@ -455,14 +533,17 @@ static void cuda_adamw(float *p, const float *grad, float *m, float *v, size_t n
  * partition (and the result) is the same on every run and every device. */
 static unsigned red_blocks(size_t n) { return zt_cuda_ws_red_blocks(n); }
 
-/* sum of x[i] (SQUARE: of x[i]^2) in double, one partial per block over a
- * fixed partition; the host adds the partials in block order */
+/* One block's partial of the fixed-order sum of x[i] (SQUARE: of x[i]^2)
+ * in double over x[n] split into nb blocks: block b's threads take
+ * elements b*T + t, stepping by nb*T, each in index order, then the warps'
+ * shuffle trees and the warps in order.  The partial is valid in thread 0.
+ * sh: ZT_RED_THREADS / 32 doubles of shared memory.  sum, sumsq, sum_to
+ * and sumsq_to all reduce through it, so their partials are the same. */
 template <bool SQUARE>
-__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum_d(double *part, const float *x, size_t n) {
-    __shared__ double sh[ZT_RED_THREADS / 32];
+__device__ __forceinline__ double block_sum_d(const float *x, size_t n, unsigned b, unsigned nb,
+                                              double *sh) {
     double s = 0.0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = b * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)nb * blockDim.x) {
         const double v = (double)x[i];
         s += SQUARE ? v * v : v;
     }
@@ -470,11 +551,39 @@ __global__ void __launch_bounds__(ZT_RED_THREADS) k_sum_d(double *part, const fl
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     if (lane == 0) sh[wid] = s;
     __syncthreads();
+    double t = 0.0;
     if (wid == 0) {
-        double t = lane < ZT_RED_THREADS / 32 ? sh[lane] : 0.0;
+        t = lane < ZT_RED_THREADS / 32 ? sh[lane] : 0.0;
         t = zt_warp_sum_d(t);
-        if (lane == 0) part[blockIdx.x] = t;
     }
+    return t;
+}
+
+/* the non-finite values among those a block takes (block_sum_d's
+ * partition); valid in thread 0; sh: ZT_RED_THREADS / 32 counts */
+__device__ __forceinline__ unsigned long long block_nonfinite(const float *x, size_t n, unsigned b,
+                                                              unsigned nb, unsigned long long *sh) {
+    unsigned long long c = 0;
+    for (size_t i = b * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)nb * blockDim.x)
+        c += (__float_as_uint(x[i]) & 0x7F800000u) == 0x7F800000u;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) sh[wid] = c;
+    __syncthreads();
+    unsigned long long t = 0;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < ZT_RED_THREADS / 32; w++) t += sh[w];
+    return t;
+}
+
+/* one partial per block over a fixed partition; the host adds the
+ * partials in block order */
+template <bool SQUARE>
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum_d(double *part, const float *x, size_t n) {
+    __shared__ double sh[ZT_RED_THREADS / 32];
+    const double t = block_sum_d<SQUARE>(x, n, blockIdx.x, gridDim.x, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = t;
 }
 
 template <bool SQUARE>
@@ -498,20 +607,8 @@ static double cuda_sum(const float *x, size_t n) { return reduce_d<false>(x, n, 
 __global__ void __launch_bounds__(ZT_RED_THREADS) k_nonfinite(unsigned long long *part,
                                                              const float *x, size_t n) {
     __shared__ unsigned long long sh[ZT_RED_THREADS / 32];
-    unsigned long long c = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        c += (__float_as_uint(x[i]) & 0x7F800000u) == 0x7F800000u;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    if (lane == 0) sh[wid] = c;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned long long t = 0;
-        for (int w = 0; w < ZT_RED_THREADS / 32; w++) t += sh[w];
-        part[blockIdx.x] = t;
-    }
+    const unsigned long long t = block_nonfinite(x, n, blockIdx.x, gridDim.x, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = t;
 }
 
 static size_t cuda_nonfinite(const float *x, size_t n) {
@@ -527,6 +624,132 @@ static size_t cuda_nonfinite(const float *x, size_t n) {
     size_t c = 0;
     for (unsigned i = 0; i < nb; i++) c += (size_t)host[i];
     return c;
+}
+
+/* ------------------------------------------------------------ reductions into device memory
+ * sum_to, sumsq_to, nonfinite_to: the same partials as sum / sumsq /
+ * nonfinite (block_sum_d, block_nonfinite over each range's own
+ * red_blocks(n) blocks), up to ZT_CUDA_RED_RANGES ranges per launch (their
+ * table is a kernel argument), then k_finish_ranges adds each range's
+ * partials in block order and the ranges in order into *dst, where the
+ * host did the same additions after a copy and a synchronization. */
+
+struct zt_red_tab {
+    const float *x[ZT_CUDA_RED_RANGES];
+    unsigned long long n[ZT_CUDA_RED_RANGES];
+    unsigned b0[ZT_CUDA_RED_RANGES + 1];   /* first block of each range; b0[nr]: the grid */
+    int nr;
+};
+static_assert(sizeof(zt_red_tab) + 64 <= 4096, "kernel arguments within 4 KiB");
+
+/* the range of block B: the last r with b0[r] <= B */
+__device__ __forceinline__ int range_of(const zt_red_tab &t, unsigned B) {
+    int lo = 0, hi = t.nr - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (t.b0[mid] <= B) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+template <bool SQUARE>
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_sum_ranges(zt_red_tab t, double *part) {
+    __shared__ double sh[ZT_RED_THREADS / 32];
+    const int r = range_of(t, blockIdx.x);
+    const double s = block_sum_d<SQUARE>(t.x[r], (size_t)t.n[r], blockIdx.x - t.b0[r],
+                                         t.b0[r + 1] - t.b0[r], sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+
+__global__ void __launch_bounds__(ZT_RED_THREADS) k_nonfinite_ranges(zt_red_tab t,
+                                                                    unsigned long long *part) {
+    __shared__ unsigned long long sh[ZT_RED_THREADS / 32];
+    const int r = range_of(t, blockIdx.x);
+    const unsigned long long c = block_nonfinite(t.x[r], (size_t)t.n[r], blockIdx.x - t.b0[r],
+                                                 t.b0[r + 1] - t.b0[r], sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = c;
+}
+
+/* *dst = (acc ? *dst : 0) + s_0 + s_1 + ..., s_r = range r's partials
+ * added in block order (a thread per range), the ranges added in order */
+template <typename T>
+__global__ void __launch_bounds__(ZT_CUDA_RED_RANGES) k_finish_ranges(zt_red_tab t, const T *part,
+                                                                     T *dst, int acc) {
+    __shared__ T sh[ZT_CUDA_RED_RANGES];
+    for (int r = threadIdx.x; r < t.nr; r += blockDim.x) {
+        T s = 0;
+        for (unsigned i = t.b0[r]; i < t.b0[r + 1]; i++) s += part[i];
+        sh[r] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T total = acc ? *dst : (T)0;
+        for (int r = 0; r < t.nr; r++) total += sh[r];
+        *dst = total;
+    }
+}
+
+enum { RED_SUM, RED_SUMSQ, RED_NONFINITE };
+
+/* one launch of the ranges in t (t.nr may be 0: the finish alone) */
+template <typename T>
+static bool ranges_launch(int kind, zt_red_tab &t, unsigned nb, T *dst, int acc) {
+    T *part = NULL;
+    t.b0[t.nr] = nb;
+    if (t.nr > 0) {
+        part = (T *)zt_cuda_scratch((size_t)nb * 8, "reduction");
+        if (!part) return false;
+        if (kind == RED_NONFINITE) {
+            k_nonfinite_ranges<<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(t, (unsigned long long *)part);
+            if (!ZT_LAUNCHED("k_nonfinite_ranges")) return false;
+        } else if (kind == RED_SUMSQ) {
+            k_sum_ranges<true><<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(t, (double *)part);
+            if (!ZT_LAUNCHED("k_sum_ranges<sumsq>")) return false;
+        } else {
+            k_sum_ranges<false><<<nb, ZT_RED_THREADS, 0, zt_cu.stream>>>(t, (double *)part);
+            if (!ZT_LAUNCHED("k_sum_ranges<sum>")) return false;
+        }
+    }
+    k_finish_ranges<T><<<1, ZT_CUDA_RED_RANGES, 0, zt_cu.stream>>>(t, part, dst, acc);
+    return ZT_LAUNCHED("k_finish_ranges");
+}
+
+/* the non-empty ranges in launches of ZT_CUDA_RED_RANGES; acc: the first
+ * launch adds to *dst (the later ones always do) */
+template <typename T>
+static void reduce_ranges(int kind, T *dst, const float *const *x, const size_t *n, int nr, int acc) {
+    zt_red_tab t;
+    t.nr = 0;
+    unsigned nb = 0;
+    bool launched = false;
+    for (int r = 0; r < nr; r++) {
+        if (!n[r]) continue;
+        if (t.nr == ZT_CUDA_RED_RANGES) {
+            if (!ranges_launch<T>(kind, t, nb, dst, acc || launched)) return;
+            launched = true;
+            t.nr = 0;
+            nb = 0;
+        }
+        t.x[t.nr] = x[r];
+        t.n[t.nr] = n[r];
+        t.b0[t.nr] = nb;
+        nb += red_blocks(n[r]);
+        t.nr++;
+    }
+    if (t.nr > 0 || !launched) ranges_launch<T>(kind, t, nb, dst, acc || launched);
+}
+
+static void cuda_sum_to(double *dst, const float *x, size_t n) {
+    if (!n) return;
+    reduce_ranges<double>(RED_SUM, dst, &x, &n, 1, 1);
+}
+static void cuda_sumsq_to(double *dst, const float *const *x, const size_t *n, int nr) {
+    reduce_ranges<double>(RED_SUMSQ, dst, x, n, nr, 0);
+}
+static void cuda_nonfinite_to(uint64_t *dst, const float *const *x, const size_t *n, int nr) {
+    static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "64-bit counts");
+    reduce_ranges<unsigned long long>(RED_NONFINITE, (unsigned long long *)dst, x, n, nr, 0);
 }
 
 /* ------------------------------------------------------------ conversions
@@ -641,6 +864,10 @@ static void fill_table(zt_backend *t) {
     t->nf4_dequant = zt_cuda_nf4_dequant;
     t->sum = cuda_sum;
     t->host_memory = 0;
+    t->sum_to = cuda_sum_to;
+    t->sumsq_to = cuda_sumsq_to;
+    t->nonfinite_to = cuda_nonfinite_to;
+    t->adamw_multi = cuda_adamw_multi;
 }
 
 __global__ void k_probe(int *x) {

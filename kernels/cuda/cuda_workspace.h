@@ -51,6 +51,31 @@ static inline size_t zt_cuda_ws_reduce(size_t n) {
     return n ? (size_t)zt_cuda_ws_red_blocks(n) * 8 : 0;
 }
 
+/* sumsq_to / nonfinite_to / sum_to: the non-empty ranges go in launches of
+ * at most ZT_CUDA_RED_RANGES (their table is a kernel argument), each range
+ * reduced as sum / sumsq / nonfinite reduce it (zt_cuda_ws_red_blocks(n)
+ * partials), then added by a finishing kernel; adamw_multi: one launch per
+ * run of at most ZT_CUDA_ADAMW_SEGS contiguous segments (kernel argument). */
+#define ZT_CUDA_RED_RANGES 128
+#define ZT_CUDA_ADAMW_SEGS 160
+/* the partials of one launch of ranges: a double / count per block of each
+ * range; the scratch request of a call is the largest launch's */
+static inline size_t zt_cuda_ws_reduce_ranges(const size_t *n, int nr) {
+    size_t best = 0, cur = 0;
+    int k = 0;
+    for (int r = 0; r < nr; r++) {
+        if (!n[r]) continue;
+        if (k == ZT_CUDA_RED_RANGES) {
+            if (cur > best) best = cur;
+            cur = 0;
+            k = 0;
+        }
+        cur += (size_t)zt_cuda_ws_red_blocks(n[r]) * 8;
+        k++;
+    }
+    return cur > best ? cur : best;
+}
+
 /* Row chunks of the fixed-order column sums over N rows; *rows_per_chunk
  * gets the rows of each chunk. */
 static inline int zt_cuda_ws_col_chunks(int N, int *rows_per_chunk) {
