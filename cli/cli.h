@@ -15,9 +15,11 @@ int cmd_sample(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 
+/* ---- the helpers the subcommands share (cli_util.c) */
+
 /* Print "ztrain: error: <msg>" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* PATH -> a checkpoint (cmd_ckpt.c): a file or a step directory as is; a
+/* PATH -> a checkpoint: a file or a step directory as is; a
  * directory of checkpoints -> its newest committed one (*is_dir = 1); -1 if
  * it has none. */
 int cli_ckpt_pick(const char *path, char *out, size_t n, int *is_dir);
@@ -37,6 +39,8 @@ int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *c
 /* Across MPI ranks: returns the lowest rank whose rc != 0, or -1 when all
  * succeeded.  Every rank must call it. */
 int cli_first_failed_rank(int rc);
+/* flag set on any rank (1 outside MPI: flag) */
+int cli_any_rank(int flag);
 
 /* Progress of long work on stderr (cli/progress.c), fed by a library's
  * zt_progress: on a terminal one line redrawn with \r (done / total, rate,
@@ -69,6 +73,4 @@ int cli_env_check(zt_status *st);
  * a sanitizer build, or ZTRAIN_CRASH_REPORT=0). */
 int cli_crash_report_install(int rank);
 
-/* flag set on any rank (1 outside MPI: flag) */
-int cli_any_rank(int flag);
 #endif

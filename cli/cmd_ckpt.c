@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
 #include "config.h"
@@ -43,29 +42,6 @@ static void ckpt_usage(FILE *fp) {
             "PATH is a checkpoint (a step-N directory or its state.h5) or a checkpoint\n"
             "directory (then: its newest committed checkpoint; verify checks all of them).\n"
             "Exit codes: 0 success, 1 failure (corrupt or unreadable checkpoint), 2 usage.\n");
-}
-
-/* PATH -> a checkpoint: a file or a step directory as is; a directory of
- * checkpoints -> its newest committed one (*is_dir = 1; -1 if none). */
-int cli_ckpt_pick(const char *path, char *out, size_t n, int *is_dir) {
-    struct stat sb;
-    char probe[4200];
-    *is_dir = 0;
-    snprintf(out, n, "%s", path);
-    snprintf(probe, sizeof probe, "%s/%s", path, ZT_CKPT_FILE);
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(probe, &sb) == 0) return 0;
-    const char *base = strrchr(path, '/');
-    base = base && base[1] ? base + 1 : path;
-    if (!strncmp(base, "step-", 5)) return 0;     /* a step directory missing its file */
-    *is_dir = 1;
-    zt_ckpt_entry *e = NULL;
-    int k = 0, found = 0;
-    zt_status st;
-    if (zt_ckpt_list(path, &e, &k, &st) != ZT_OK) return -1;
-    for (int i = 0; i < k && !found; ++i)
-        if (e[i].state == 0) { snprintf(out, n, "%s/%s", path, e[i].name); found = 1; }
-    free(e);
-    return found ? 0 : -1;
 }
 
 static const char *state_name(int s) {

@@ -151,10 +151,12 @@ static int slurm_ntasks(const char **from, int *out, zt_status *st) {
     return ZT_OK;
 }
 
-static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
-                       uint64_t cuda_ctx, uint64_t limit, const char *limit_what, const char *sug, int nsug,
-                       const char *auto_why, const char *hf_arch, const char *shape_from) {
-    char a[32], b[32], f[32];
+/* ---- the text report, one section after the other (print_text) */
+
+/* The model, the run's shape, sequence parallelism, the LM head's chunks; where the shape came from and
+ * the automatic micro batch. */
+static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_why, const char *hf_arch,
+                      const char *shape_from) {
     const zt_model_config *mc = &c->model;
     char what[96], llama[160] = "";
     snprintf(what, sizeof what, "%s%s%s%s", mc->arch, hf_arch ? " (" : "", hf_arch ? hf_arch : "",
@@ -193,9 +195,12 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     }
     if (shape_from[0]) printf("  (%s)\n", shape_from);
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);
+}
 
+/* The model states per rank next to the ZeRO paper's formula (a run without LoRA). */
+static void print_model_states(const zt_memplan *p) {
+    char a[32], f[32];
     double psi = (double)p->num_params, N = p->shard_group;
-    if (!p->lora_r) {   /* (LoRA: the rows below instead of the ZeRO formula) */
     printf("\nmodel states per rank (Psi = %llu, N = %d): what the engine keeps, next to the ZeRO "
            "paper's formula\n", (unsigned long long)p->num_params, p->shard_group);
     /* the paper: 2-byte params and grads when mixed; the engine keeps the
@@ -245,34 +250,42 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     if (p->mixed)
         printf("  (the formula counts 2-byte gradients; the engine keeps them in fp32, 2 bytes more "
                "per gradient element, so that accumulation and reduction never round to 16 bits)\n");
-    }
+}
 
-    if (p->lora_r) {   /* LoRA (docs/lora.md): the rows of a frozen base + adapters */
-        char tl[200] = "";
-        zt_lora lo;
-        if (zt_lora_plan(mc, &lo, NULL) == ZT_OK) zt_lora_target_list(&lo, tl, sizeof tl);
-        printf("\nLoRA r=%d, alpha %g%s (scale %g), targets %s: %llu adapter parameters (%.3f%% of "
-               "Psi) on a frozen base\n", p->lora_r, mc->lora_alpha, mc->lora_rslora ? ", rslora" : "",
-               (double)lo.scale, tl, (unsigned long long)p->lora_params,
-               100.0 * (double)p->lora_params / (double)(p->num_params ? p->num_params : 1));
-        fmtb((double)p->lora_base_bytes, a, sizeof a);
-        printf("  %-22s %12s   (%s, %s; no gradients, no optimizer state)\n", "frozen base", a,
-               mc->lora_base[0] ? (!strcmp(mc->lora_base, "nf4") ? "NF4 linear weights + absmax, the rest "
-                                                  "in the compute dtype"
-                                                : "NF4 linear weights + double-quantized absmax, the rest "
-                                                  "in the compute dtype")
-               : p->mixed ? "16-bit" : "fp32", p->stage == 3 ? "1/N per rank, gathered per unit"
-                                                          : "replicated on every rank");
-        fmtb((double)p->lora_adapter_bytes, a, sizeof a);
-        printf("  %-22s %12s   (%s)\n", "adapters", a, p->stage == 3 ? "1/N" : "replicated");
-        fmtb((double)p->grads_bytes, a, sizeof a);
-        printf("  %-22s %12s   (fp32, %s)\n", "adapter gradients", a, p->stage >= 2 ? "1/N" : "full");
-        fmtb((double)p->optim_bytes, a, sizeof a);
-        printf("  %-22s %12s   (AdamW moments%s, %s)\n", "adapter optimizer", a,
-               p->mixed ? " + fp32 master" : "", p->stage >= 1 ? "1/N" : "full");
-        fmtb((double)p->cat[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST][ZT_MEM_ACTIVATIONS], a, sizeof a);
-        printf("  %-22s %12s   (with the adapters' matmul scratch)\n", "activations", a);
-    }
+/* LoRA (docs/lora.md): the rows of a frozen base + adapters, in place of the ZeRO formula. */
+static void print_lora(const zt_config *c, const zt_memplan *p) {
+    const zt_model_config *mc = &c->model;
+    char a[32];
+    char tl[200] = "";
+    zt_lora lo;
+    if (zt_lora_plan(mc, &lo, NULL) == ZT_OK) zt_lora_target_list(&lo, tl, sizeof tl);
+    printf("\nLoRA r=%d, alpha %g%s (scale %g), targets %s: %llu adapter parameters (%.3f%% of "
+           "Psi) on a frozen base\n", p->lora_r, mc->lora_alpha, mc->lora_rslora ? ", rslora" : "",
+           (double)lo.scale, tl, (unsigned long long)p->lora_params,
+           100.0 * (double)p->lora_params / (double)(p->num_params ? p->num_params : 1));
+    fmtb((double)p->lora_base_bytes, a, sizeof a);
+    printf("  %-22s %12s   (%s, %s; no gradients, no optimizer state)\n", "frozen base", a,
+           mc->lora_base[0] ? (!strcmp(mc->lora_base, "nf4") ? "NF4 linear weights + absmax, the rest "
+                                              "in the compute dtype"
+                                            : "NF4 linear weights + double-quantized absmax, the rest "
+                                              "in the compute dtype")
+           : p->mixed ? "16-bit" : "fp32", p->stage == 3 ? "1/N per rank, gathered per unit"
+                                                      : "replicated on every rank");
+    fmtb((double)p->lora_adapter_bytes, a, sizeof a);
+    printf("  %-22s %12s   (%s)\n", "adapters", a, p->stage == 3 ? "1/N" : "replicated");
+    fmtb((double)p->grads_bytes, a, sizeof a);
+    printf("  %-22s %12s   (fp32, %s)\n", "adapter gradients", a, p->stage >= 2 ? "1/N" : "full");
+    fmtb((double)p->optim_bytes, a, sizeof a);
+    printf("  %-22s %12s   (AdamW moments%s, %s)\n", "adapter optimizer", a,
+           p->mixed ? " + fp32 master" : "", p->stage >= 1 ? "1/N" : "full");
+    fmtb((double)p->cat[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST][ZT_MEM_ACTIVATIONS], a, sizeof a);
+    printf("  %-22s %12s   (with the adapters' matmul scratch)\n", "activations", a);
+}
+
+/* The predicted peak per rank by category (device, host, offloaded), the kernels' workspace, the peak
+ * and its phase, the pinned bytes. */
+static void print_categories(const zt_config *c, const zt_memplan *p) {
+    char a[32], b[32];
     printf("\npredicted peak per rank, by category (each at its own peak%s):\n",
            p->offload_optimizer ? "; offloaded: the part of host that is offloaded state" : "");
     printf("  %-16s %14s %14s%s\n", "category", "device", "host",
@@ -298,8 +311,11 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
         printf("  %-16s %14s %14s   (pin_memory: page-locked host memory%s)\n", "pinned", "", a,
                p->gpu ? "" : "; none on a CPU target");
     }
-    /* the end of `ztrain train`: what a default run does, then each
-     * optional step's peak on its own */
+}
+
+/* The end of `ztrain train`: what a default run does, then each optional step's peak on its own. */
+static void print_run_end(const zt_memplan *p) {
+    char a[32], b[32];
     fmtb(p->gpu ? (double)p->end_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->end_peak[ZT_MP_HOST], b, sizeof b);
     /* sequence parallel: the CLI skips its closing text sample (no window planned) */
@@ -322,6 +338,13 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
     printf("  %-16s %14s %14s   (if an llm.c weights file were written: %s)\n", "  with export", a, b,
            p->export_default ? "done by default (model.bin)"
                              : "not done by this run: GPT-2 without LoRA only");
+}
+
+/* The peak per node and per rank, per GPU process with the CUDA context, and whether it fits the
+ * limit (with the changes that would). */
+static void print_peak(const zt_memplan *p, uint64_t cuda_ctx, uint64_t limit, const char *limit_what,
+                       const char *sug, int nsug) {
+    char a[32], b[32], f[32];
     fmtb((double)p->peak[ZT_MP_HOST] * p->ranks_per_node, b, sizeof b);
     printf("  host memory per node (%d rank%s): %s\n", p->ranks_per_node,
            p->ranks_per_node > 1 ? "s" : "", b);
@@ -344,7 +367,11 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
             printf("does not fit: %s > %s (%s); no change of stage, micro batch or activation "
                    "checkpointing fits\n", a, b, limit_what);
     }
+}
 
+/* One row per ZeRO stage / offload option: model states and peak per rank, DeepSpeed's estimator, the
+ * fit. */
+static void print_options(const row *rows, int nrows, uint64_t limit) {
     printf("\noptions (model states per rank, and the total peak per rank with this run's "
            "activations;\n DeepSpeed's estimator counts model states only: GPU per rank, CPU per node):\n");
     printf("  %-5s %-9s | %12s %12s | %12s %12s | %13s %13s%s\n", "stage", "offload", "states dev",
@@ -365,6 +392,18 @@ static void print_text(const zt_config *c, const zt_memplan *p, const row *rows,
                offload_name(r->offload), s1, s2, p1, p2, d1, d2,
                limit ? (r->p.peak_bytes <= limit ? " | yes" : " | no") : "");
     }
+}
+
+static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
+                       uint64_t cuda_ctx, uint64_t limit, const char *limit_what, const char *sug, int nsug,
+                       const char *auto_why, const char *hf_arch, const char *shape_from) {
+    print_run(c, p, auto_why, hf_arch, shape_from);
+    if (p->lora_r) print_lora(c, p);
+    else print_model_states(p);
+    print_categories(c, p);
+    print_run_end(p);
+    print_peak(p, cuda_ctx, limit, limit_what, sug, nsug);
+    print_options(rows, nrows, limit);
 }
 
 static void json_cats(const zt_memplan *p, int pl) {

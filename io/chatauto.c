@@ -1,6 +1,6 @@
 /* chatauto.c -- the tokenizer's own chat template (`--template auto`) and
  * template files: loading as transformers does, the template variables, and
- * rendering through io/jinja.c (jinja.h, docs/sft.md). */
+ * rendering through io/jinja/ (jinja.h, docs/sft.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

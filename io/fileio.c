@@ -44,6 +44,14 @@ int zt_io_rename(const char *tmp, const char *path, zt_status *st) {
     return ZT_OK;
 }
 
+int zt_io_writer_names(const char *path, char *out, size_t nout, char *tmp, size_t ntmp, zt_status *st) {
+    if (strlen(path) >= nout) return zt_fail(st, ZT_EINVAL, "%.200s...: path too long", path);
+    snprintf(out, nout, "%s", path);
+    snprintf(tmp, ntmp, "%s.tmp.%d", path, (int)getpid());
+    zt_io_clean_stale_tmp(path);   /* a killed run's */
+    return ZT_OK;
+}
+
 int zt_io_clean_stale_tmp(const char *path) {
     char dir[1100];
     snprintf(dir, sizeof dir, "%s", path);

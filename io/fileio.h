@@ -18,6 +18,12 @@ int zt_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, z
 int zt_io_close_synced(FILE **fp, const char *tmp, zt_status *st);
 int zt_io_rename(const char *tmp, const char *path, zt_status *st);
 
+/* The set-up every atomic writer of io/ shares: PATH into out (ZT_EINVAL
+ * "PATH...: path too long" when it does not fit nout bytes), PATH.tmp.<pid>,
+ * the file it is written as until the rename, into tmp, and the killed
+ * runs' PATH.tmp.* removed (zt_io_clean_stale_tmp). */
+int zt_io_writer_names(const char *path, char *out, size_t nout, char *tmp, size_t ntmp, zt_status *st);
+
 /* Writers build PATH in PATH.tmp.<pid> and rename it at the end.  Remove
  * the PATH.tmp.<pid> files whose process is gone (a killed prep's), so
  * that they do not pile up; a live process's file is kept (pids are of

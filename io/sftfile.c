@@ -209,12 +209,10 @@ int zt_sft_writer_open(const char *path, int window, int elsize, int vocab, int 
     if (window < 2) return zt_fail(st, ZT_EINVAL, "%s: window of %d tokens (need at least 2)", path, window);
     if (elsize != 2 && elsize != 4)
         return zt_fail(st, ZT_EINVAL, "%s: token width must be 2 or 4 bytes, got %d", path, elsize);
-    if (strlen(path) >= 1024) return zt_fail(st, ZT_EINVAL, "%.200s...: path too long", path);
     zt_sft_writer *w = calloc(1, sizeof *w);
     if (!w) return zt_fail(st, ZT_ENOMEM, "out of memory");
-    snprintf(w->path, sizeof w->path, "%s", path);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
-    zt_io_clean_stale_tmp(path);   /* a killed run's */
+    int rc = zt_io_writer_names(path, w->path, sizeof w->path, w->tmp, sizeof w->tmp, st);
+    if (rc != ZT_OK) { free(w); return rc; }
     w->window = window;
     w->elsize = elsize;
     w->vocab = vocab;
@@ -230,11 +228,11 @@ int zt_sft_writer_open(const char *path, int window, int elsize, int vocab, int 
     if (!w->rec) { free(w); return zt_fail(st, ZT_ENOMEM, "out of memory"); }
     w->fp = fopen(w->tmp, "wb");
     if (!w->fp) {
-        int rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+        rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
         zt_sft_writer_free(w);
         return rc;
     }
-    int rc = write_header(w, st);
+    rc = write_header(w, st);
     if (rc != ZT_OK) { zt_sft_writer_free(w); return rc; }
     *out = w;
     return ZT_OK;

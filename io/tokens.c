@@ -318,18 +318,15 @@ int zt_writer_open(const char *path, int format, int elsize, size_t ntok, int vo
     if (format == ZT_FMT_BIN && ntok > 0x7fffffff)
         return zt_fail(st, ZT_EINVAL, "%s: %zu tokens exceed one llm.c shard's limit of 2147483647 "
                        "(split into shards or use HDF5)", path, ntok);
-    if (strlen(path) >= 1024) return zt_fail(st, ZT_EINVAL, "%.200s...: path too long", path);
     zt_tok_writer *w = calloc(1, sizeof *w);
     if (!w) return zt_fail(st, ZT_ENOMEM, "out of memory");
-    snprintf(w->path, sizeof w->path, "%s", path);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
-    zt_io_clean_stale_tmp(path);   /* a killed run's */
+    int rc = zt_io_writer_names(path, w->path, sizeof w->path, w->tmp, sizeof w->tmp, st);
+    if (rc != ZT_OK) { free(w); return rc; }
     w->format = format;
     w->elsize = elsize;
     w->vocab = vocab;
     w->ntok = ntok;
     w->h5f = w->h5d = -1;
-    int rc = ZT_OK;
     if (format == ZT_FMT_BIN) {
         w->fp = fopen(w->tmp, "wb");
         if (!w->fp) rc = zt_fail(st, ZT_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));

@@ -1,8 +1,7 @@
 /*
  * bitcast.h -- a float's bits as uint32_t and back, the same source as host
- * C and as CUDA device code (used by the expf of llama_math.h and of
- * cpu/cpu_internal.h, and by cuda/cuda_convert.h's fp32 <-> bf16 / fp16
- * conversions).
+ * C and as CUDA device code (used by expf.h and llama_math.h's expf, and by
+ * cuda/cuda_convert.h's fp32 <-> bf16 / fp16 conversions).
  */
 #ifndef ZT_BITCAST_H
 #define ZT_BITCAST_H

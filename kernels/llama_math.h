@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "bitcast.h"
+#include "expf.h"
 
 #ifdef __CUDACC__
 #define ZT_LLAMA_FN static __host__ __device__ __forceinline__
@@ -48,33 +49,14 @@ ZT_LLAMA_FN void zt_rope_rotate(float *a, float *b, float c, float s) {
 }
 
 /* ---- exp for SwiGLU ----
- * Branch-free expf (Cephes polynomial, ~1-2 ulp), the same operations on
- * CPU and GPU, so that `#pragma omp simd` loops calling it vectorize (glibc's
- * scalar expf does not without -ffast-math).  x < -87.3 gives +0 and
- * x > 88.3 gives +inf (the true value overflows past 88.72; silu only
- * divides by 1 + exp, so the gap (88.3, 88.72] is immaterial); NaN gives
- * NaN.                                                                    */
+ * expf.h's polynomial, the same operations on CPU and GPU; x < -87.3 gives
+ * +0 and x > 88.3 gives +inf (the true value overflows past 88.72; silu
+ * only divides by 1 + exp, so the gap (88.3, 88.72] is immaterial); NaN
+ * gives NaN.  The overflow and NaN cases are set through integer masks: no
+ * float select or clamp, which GCC would not if-convert under
+ * -ftrapping-math and the loop would stay scalar.                         */
 ZT_LLAMA_FN float zt_llama_expf(float x) {
-    /* n = round(x / ln2) via the 1.5 * 2^23 trick: the low bits of t hold
-     * 0x400000 + n.  Outside [-87.3, 88.3] the arithmetic below is garbage
-     * (n out of the exponent's range) and is replaced through integer
-     * masks: no float select or clamp, which GCC would not if-convert
-     * under -ftrapping-math and the loop would stay scalar.              */
-    const float t = x * 1.44269504088896341f + 12582912.0f;
-    const float n = t - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    const float z = r * r;
-    float y = 1.9875691500e-4f;
-    y = y * r + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * z + r + 1.0f;
-    const float s = zt_u2f((zt_f2u(t) - 0x4B400000u + 127u) << 23);   /* 2^n */
-    uint32_t rb = zt_f2u(y * s);
-    rb &= -(uint32_t)!(x < -87.3f);                      /* underflow (and -inf) -> +0 */
+    uint32_t rb = zt_expf_bits(x);                       /* underflow (and -inf) -> +0 */
     const uint32_t big = -(uint32_t)(x > 88.3f);         /* overflow (and +inf) -> +inf */
     rb = (rb & ~big) | (0x7F800000u & big);
     const uint32_t nan = -(uint32_t)((zt_f2u(x) & 0x7FFFFFFFu) > 0x7F800000u);

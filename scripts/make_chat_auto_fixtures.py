@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make_chat_auto_fixtures.py -- expected renderings, ids and masks of real
-chat templates for `--template auto` (io/jinja.c, tests/test_chat_auto).
+chat templates for `--template auto` (io/jinja/, tests/test_chat_auto).
 
 For each template in tests/data/sft/templates (verbatim copies of the
 models' chat templates) and 30 generated conversations, records:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_jinja_cases.py -- small templates for io/jinja.c (tests/test_jinja) with
+"""make_jinja_cases.py -- small templates for io/jinja/ (tests/test_jinja) with
 what transformers' chat-template environment does with them.
 
 transformers renders chat templates with jinja2's ImmutableSandboxedEnvironment

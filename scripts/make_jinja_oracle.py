@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make_jinja_oracle.py -- jinja2's own test-suite templates rendered in transformers' chat-template
-environment: the oracle of io/jinja.c (tests/test_jinja_oracle, issue 45).
+environment: the oracle of io/jinja/ (tests/test_jinja_oracle, issue 45).
 
 What it extracts (Python's ast, from tests/test_*.py of the jinja2 sdist):
   - every string-literal first argument of a call X.from_string(...) or Template(...) (also a name bound

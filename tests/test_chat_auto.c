@@ -1,5 +1,5 @@
 /* test_chat_auto.c -- `--template auto`: the models' own chat templates
- * rendered by io/jinja.c against transformers' apply_chat_template
+ * rendered by io/jinja/ against transformers' apply_chat_template
  * (tests/data/sft/auto.json, written by scripts/make_chat_auto_fixtures.py):
  * the text, the trained spans, the token ids and the masks of 30
  * conversations per template; small templates covering the subset's

@@ -1,4 +1,4 @@
-/* test_jinja.c -- io/jinja.c as a sandbox for untrusted chat templates:
+/* test_jinja.c -- io/jinja/ as a sandbox for untrusted chat templates:
  * renders exactly as transformers' environment (jinja2 3.1's
  * ImmutableSandboxedEnvironment) or refuses with one clear error; never a
  * read past a value, a wrapped integer, a signal, a stack overflow, a hang

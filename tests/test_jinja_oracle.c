@@ -1,4 +1,4 @@
-/* test_jinja_oracle.c -- io/jinja.c against jinja2's own test-suite templates as transformers' chat-template
+/* test_jinja_oracle.c -- io/jinja/ against jinja2's own test-suite templates as transformers' chat-template
  * environment renders them (tests/data/jinja/oracle.json, written by scripts/make_jinja_oracle.py; issue 45).
  * Each entry is parsed and rendered with the fixture's messages and variables (plus the entry's own) and
  * classified:

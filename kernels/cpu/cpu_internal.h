@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "bitcast.h"
+#include "expf.h"   /* zt_expf */
 
 /*
  * Hot loops are compiled twice where GCC can do it (x86-64, glibc ifunc):
@@ -120,36 +120,6 @@ void zt_cpu_colsum_acc(float *dst, const float *src, int N, int C, size_t ld);
 /* Block size (in channels) for channel-partitioned reductions: a multiple
  * of 16 floats, small enough that every thread gets a block. */
 int zt_cpu_channel_block(int C, int max_block);
-
-/*
- * Vectorizable expf (Cephes polynomial, ~1-2 ulp) for x <= 88: every
- * caller passes x <= 0 (softmax: x - max; tanh: -2|u|), up to rounding.
- * Branch-free (the result is masked with integer ops rather than selected)
- * so that `#pragma omp simd` loops calling it vectorize: with the default
- * -ftrapping-math GCC will not if-convert speculated float ops, and
- * glibc's vector expf is only used under -ffast-math.
- * x < -87.3 (and -inf) gives 0; NaN gives NaN.
- */
-static inline float zt_expf(float x) {
-    /* n = round(x / ln2) via the 1.5 * 2^23 trick; the low bits of t
-     * then hold 0x400000 + n */
-    const float t = x * 1.44269504088896341f + 12582912.0f;
-    const float n = t - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    const float z = r * r;
-    float y = 1.9875691500e-4f;
-    y = y * r + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * z + r + 1.0f;
-    const float s = zt_u2f((zt_f2u(t) - 0x4B400000u + 127u) << 23);   /* 2^n */
-    uint32_t rb = zt_f2u(y * s);
-    rb &= -(uint32_t)!(x < -87.3f);    /* underflow (and -inf) -> +0 */
-    return zt_u2f(rb);
-}
 
 /* tanh from zt_expf on -2|u| <= 0; absolute error ~1e-7 (what GELU needs). */
 static inline float zt_tanhf(float u) {

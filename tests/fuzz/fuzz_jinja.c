@@ -1,4 +1,4 @@
-/* fuzz_jinja.c -- the chat-template engine (io/jinja.c): the input after its first byte is a template,
+/* fuzz_jinja.c -- the chat-template engine (io/jinja/): the input after its first byte is a template,
  * parsed (zt_jinja_parse) and, when it parses, rendered (zt_jinja_render) with one of four fixed
  * conversations and variable sets picked by the first byte: a plain system/user/assistant chat with
  * bos/eos tokens; tool calls, reasoning, a content list and a tools list; no message at all; and values of

@@ -1,0 +1,429 @@
+/* eval.c -- the chat-template engine's evaluator (jinja_int.h): names, expressions, statements,
+ * the messages as transformers hands them to a template; zt_jinja_render (jinja.h). */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "jinja_int.h"
+
+static jv eval(rctx *r, node *n, scope *sc);
+
+static jv lookup(rctx *r, scope *sc, const char *name) {
+    size_t n = strlen(name);
+    for (; sc; sc = sc->up) {
+        int i = zj_dfind(sc->vars, name, n);
+        if (i >= 0 && sc->vars->v[i].t != V_UNSET) return sc->vars->v[i];
+    }
+    if (!strcmp(name, "cycler") || !strcmp(name, "joiner") || !strcmp(name, "lipsum"))
+        zj_jfail(&r->c, ZT_EUNSUPPORTED, "function '%s'", name);
+    return vundefh(zj_afmt(&r->c, "'%.200s' is undefined", name));
+}
+
+static void eval_args(rctx *r, node *n, scope *sc, args *a) {
+    a->n = 0;
+    if (n->nv > 8) zj_jfail(&r->c, ZT_EUNSUPPORTED, "calls with more than 8 arguments");
+    for (int i = 0; i < n->nv; ++i) {
+        a->v[a->n] = eval(r, n->v[i], sc);
+        a->kw[a->n++] = n->kw[i];
+    }
+}
+
+static jv eval(rctx *r, node *n, scope *sc) {
+    jctx *c = &r->c;
+    c->line = n->line;
+    zj_tick(c, 1);
+    switch (n->k) {
+    case E_CONST: return n->cst;
+    case E_NAME: return lookup(r, sc, n->name);
+    case E_ATTR: {
+        jv x = eval(r, n->a, sc);
+        c->line = n->line;
+        return zj_getattr_(r, x, n->name);
+    }
+    case E_ITEM: {
+        jv x = eval(r, n->a, sc), k = eval(r, n->b, sc);
+        c->line = n->line;
+        return zj_getitem(r, x, k);
+    }
+    case E_SLICE: {
+        jv x = eval(r, n->a, sc);
+        jv b = n->b ? eval(r, n->b, sc) : vnone(), e = n->c ? eval(r, n->c, sc) : vnone(),
+           s = n->d ? eval(r, n->d, sc) : vnone();
+        c->line = n->line;
+        return zj_do_slice(r, x, b, e, s, n->op);
+    }
+    case E_CALL: {
+        jv f;
+        if (n->a->k == E_ATTR) {
+            jv x = eval(r, n->a->a, sc);
+            c->line = n->line;
+            f = zj_getattr_(r, x, n->a->name);
+        } else {
+            f = eval(r, n->a, sc);
+        }
+        args a;
+        eval_args(r, n, sc, &a);
+        c->line = n->line;
+        return zj_call_value(r, f, &a);
+    }
+    case E_FILTER: {
+        jv x = eval(r, n->a, sc);
+        args a;
+        eval_args(r, n, sc, &a);
+        c->line = n->line;
+        return zj_apply_filter(r, n->name, n->op & 1, x, &a);
+    }
+    case E_TEST: {
+        jv x = eval(r, n->a, sc);
+        args a;
+        eval_args(r, n, sc, &a);
+        c->line = n->line;
+        int t = zj_apply_test(r, n->name, (n->op & 2) != 0, x, &a);
+        return vbool((n->op & 1) ? !t : t);
+    }
+    case E_BIN: {
+        jv a = eval(r, n->a, sc), b = eval(r, n->b, sc);
+        c->line = n->line;
+        return zj_arith(r, n->op, a, b);
+    }
+    case E_CMP: {
+        jv a = eval(r, n->a, sc);
+        for (int i = 0; i < n->nv; ++i) {
+            jv b = eval(r, n->v[i], sc);
+            c->line = n->line;
+            if (!zj_compare(r, n->ops[i], a, b)) return vbool(0);
+            a = b;
+        }
+        return vbool(1);
+    }
+    case E_CAT: {   /* str() of each */
+        sbuf b = {0};
+        for (int i = 0; i < n->nv; ++i) {
+            jv v = eval(r, n->v[i], sc);
+            c->line = n->line;
+            zj_sb_put(c, &b, zj_to_str(r, v));
+        }
+        return vstr(zj_sb_str(c, &b));
+    }
+    case E_NOT: return vbool(!zj_truthy(eval(r, n->a, sc)));
+    case E_NEG: case E_POS: {
+        jv x = eval(r, n->a, sc);
+        c->line = n->line;
+        if (x.t == V_INT) return n->k == E_NEG ? vint(zj_ineg(r, x.i)) : x;
+        if (x.t == V_FLOAT) { if (n->k == E_NEG) x.f = -x.f; return x; }
+        if (x.t == V_BOOL) return vint(n->k == E_NEG ? -x.b : x.b);
+        if (x.t == V_UNDEF) zj_undef_fail(r, x, n->k == E_NEG ? "unary -" : "unary +");
+        zj_jfail(c, ZT_EDATA, "bad operand type for unary %c: '%s'", n->k == E_NEG ? '-' : '+', zj_pyname(x));
+    }
+    case E_AND: { jv a = eval(r, n->a, sc); return zj_truthy(a) ? eval(r, n->b, sc) : a; }
+    case E_OR: { jv a = eval(r, n->a, sc); return zj_truthy(a) ? a : eval(r, n->b, sc); }
+    case E_COND:
+        if (zj_truthy(eval(r, n->b, sc))) return eval(r, n->a, sc);
+        return n->c ? eval(r, n->c, sc) : vundefh("the inline if-expression evaluated to false and no else section was defined");
+    case E_LIST: case E_TUPLE: {
+        jlist *l = zj_mklist(c, n->nv);
+        for (int i = 0; i < n->nv; ++i) zj_lpush(c, l, eval(r, n->v[i], sc));
+        return vlistk(l, n->k == E_TUPLE ? K_TUPLE : K_LIST);
+    }
+    case E_DICT: {
+        jv d = {.t = V_DICT};
+        d.d = zj_mkdict(c);
+        for (int i = 0; i + 1 < n->nv; i += 2) {
+            jv k = eval(r, n->v[i], sc);
+            jv v = eval(r, n->v[i + 1], sc);
+            c->line = n->line;
+            if (k.t != V_STR) {
+                if (k.t == V_UNDEF) zj_undef_fail(r, k, "a dict key");
+                zj_jfail(c, ZT_EUNSUPPORTED, "dict literal with a %s key", zj_tname(k.t));
+            }
+            zj_dset(c, d.d, k.s, v);
+        }
+        return d;
+    }
+    default: zj_jfail(c, ZT_EINTERNAL, "bad expression node %d", n->k);
+    }
+}
+
+/* ---- statements */
+
+static void emit(rctx *r, jstr *s) { zj_sb_put(&r->c, &r->out, s); }
+
+static void setvar(rctx *r, scope *sc, const char *name, jv v) {
+    size_t n = strlen(name);
+    int i = zj_dfind(sc->vars, name, n);
+    if (i >= 0) sc->vars->v[i] = v;   /* no new key (a loop's scope is reused) */
+    else zj_dset(&r->c, sc->vars, zj_mkstr(&r->c, name, n), v);
+}
+/* a loop iteration's scope, emptied: its names unset (lookup passes them by) */
+static void unset_all(jdict *d) {
+    for (int i = 0; i < d->n; ++i) d->v[i].t = V_UNSET;
+}
+
+static void assign(rctx *r, scope *sc, node *n, jv v) {
+    if (!n->name2) { setvar(r, sc, n->name, v); return; }
+    jlist *l = zj_items_of(r, v, "unpacking");
+    if (l->n != 2)
+        zj_jfail(&r->c, ZT_EDATA, "%s values to unpack (expected 2, got %d)", l->n > 2 ? "too many" : "not enough", l->n);
+    setvar(r, sc, n->name, l->v[0]);
+    setvar(r, sc, n->name2, l->v[1]);
+}
+
+static void exec_body(rctx *r, node *s, scope *sc);
+
+static void exec_for(rctx *r, node *s, scope *sc) {
+    jctx *c = &r->c;
+    jv it = eval(r, s->a, sc);
+    c->line = s->line;
+    /* a range is walked, not made into a list (unless filtered) */
+    const jrange *rg = it.t == V_RANGE && !s->d ? it.rg : NULL;
+    jlist *l = rg ? NULL : zj_items_of(r, it, "for");
+    /* the loop filter runs first (loop.length counts the kept items) */
+    jlist *items = l;
+    if (s->d) {
+        items = zj_mklist(c, l->n);
+        scope fs = {sc, zj_mkdict(c)};
+        for (int i = 0; i < l->n; ++i) {
+            zj_tick(c, 1);
+            unset_all(fs.vars);
+            assign(r, &fs, s, l->v[i]);
+            if (zj_truthy(eval(r, s->d, &fs))) zj_lpush(c, items, l->v[i]);
+        }
+    }
+    int n = rg ? (int)rg->n : items->n;
+    jloop *lp = zj_aalloc(c, sizeof *lp);
+    lp->items = items;
+    lp->rg = rg;
+    lp->n = n;
+    jv loop = {.t = V_LOOP};
+    loop.lp = lp;
+    scope is = {sc, zj_mkdict(c)};   /* one scope, emptied for each iteration */
+    int completed = 0;            /* an iteration reached the end of the body (jinja2's else test) */
+    for (int i = 0; i < n; ++i) {
+        c->line = s->line;
+        zj_tick(c, 1);
+        unset_all(is.vars);
+        lp->i = i;
+        setvar(r, &is, "loop", loop);
+        assign(r, &is, s, zj_loop_item(lp, i));
+        exec_body(r, s->b, &is);
+        if (!r->cont && !r->brk) completed = 1;
+        r->cont = 0;
+        if (r->brk) { r->brk = 0; break; }
+    }
+    /* jinja2 runs the else block unless an iteration got to the end of the body: when the loop had
+     * no items, or each iteration ended in break or continue */
+    if (!completed && s->c) {
+        scope es = {sc, zj_mkdict(c)};
+        exec_body(r, s->c, &es);
+    }
+}
+
+static void exec_body(rctx *r, node *s, scope *sc) {
+    jctx *c = &r->c;
+    for (; s && !r->brk && !r->cont; s = s->next) {
+        c->line = s->line;
+        zj_tick(c, 1);
+        switch (s->k) {
+        case S_DATA: emit(r, s->cst.s); break;
+        case S_OUT: {
+            jv v = eval(r, s->a, sc);
+            c->line = s->line;
+            emit(r, zj_to_str(r, v));
+            break;
+        }
+        case S_IF: {   /* if, its elifs (->d), the last one's else (->c) */
+            node *x = s;
+            for (;;) {
+                c->line = x->line;
+                if (zj_truthy(eval(r, x->a, sc))) { exec_body(r, x->b, sc); break; }
+                if (!x->d) { exec_body(r, x->c, sc); break; }
+                x = x->d;
+            }
+            break;
+        }
+        case S_FOR: exec_for(r, s, sc); break;
+        case S_SET: {
+            jv v = eval(r, s->a, sc);
+            c->line = s->line;
+            assign(r, sc, s, v);
+            break;
+        }
+        case S_SETATTR: {
+            jv ns = lookup(r, sc, s->name);
+            c->line = s->line;
+            if (ns.t != V_NS)
+                zj_jfail(c, ZT_EDATA, "set %s.%s: cannot assign attribute on non-namespace object (a %s)", s->name, s->name2,
+                         zj_tname(ns.t));
+            if (s->name2[0] == '_')
+                zj_jfail(c, ZT_EDATA, "chat templates cannot store underscore-prefixed attributes on a namespace, "
+                         "but got '%s' (transformers' SecurityError)", s->name2);
+            jv v = eval(r, s->a, sc);
+            c->line = s->line;
+            zj_dset(c, ns.d, zj_mkstr(c, s->name2, strlen(s->name2)), v);
+            break;
+        }
+        case S_BREAK: r->brk = 1; break;
+        case S_CONTINUE: r->cont = 1; break;
+        case S_GEN: {   /* a call block: its own scope */
+            scope gs = {sc, zj_mkdict(c)};
+            exec_body(r, s->b, &gs);
+            break;
+        }
+        default: zj_jfail(c, ZT_EINTERNAL, "bad statement node %d", s->k);
+        }
+    }
+}
+
+static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
+    jctx *c = &r->c;
+    if (depth > 4096) zj_jfail(c, ZT_EDATA, "a message nested deeper than 4096 levels");
+    switch (json_typeof(j)) {
+    case JSON_NULL: return vnone();
+    case JSON_TRUE: return vbool(1);
+    case JSON_FALSE: return vbool(0);
+    case JSON_INTEGER: return vint((long long)json_integer_value(j));
+    case JSON_REAL: return vfloat(json_real_value(j));
+    case JSON_STRING: {
+        jstr *s = zj_mkstr(c, json_string_value(j), json_string_length(j));
+        if (mark) {
+            s->mk = zj_aalloc(c, (s->n ? s->n : 1) * sizeof(uint32_t));
+            for (size_t i = 0; i < s->n; ++i) s->mk[i] = mark;
+            if (!s->n) s->mk = NULL;
+            s->tail = s->n ? 0 : mark;
+        }
+        return vstr(s);
+    }
+    case JSON_ARRAY: {
+        if (json_array_size(j) > (size_t)INT_MAX / 2) zj_jfail(c, ZT_EDATA, "a message list too long");
+        jlist *l = zj_mklist(c, (int)json_array_size(j));
+        size_t i;
+        const json_t *e;
+        json_array_foreach((json_t *)j, i, e) zj_lpush(c, l, from_json(r, e, 0, depth + 1));
+        return vlist(l);
+    }
+    default: {
+        jv d = {.t = V_DICT};
+        d.d = zj_mkdict(c);
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)j, k, e) {
+            zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, 0, depth + 1));
+        }
+        return d;
+    }
+    }
+}
+
+/* A message as transformers hands it to the template: keys whose value is
+ * null dropped, and a reasoning (reasoning_content, thinking or reasoning,
+ * the first present) copied to "thinking" (first) and "reasoning_content"
+ * (chat_template_utils: _normalize_chat_messages, _alias_reasoning_fields).
+ * mark: the content and reasoning strings of an assistant message. */
+static int marked_key(const char *k) {
+    return !strcmp(k, "content") || !strcmp(k, "reasoning_content") || !strcmp(k, "thinking") || !strcmp(k, "reasoning");
+}
+static jv message_value(rctx *r, const json_t *m, uint32_t mark) {
+    jctx *c = &r->c;
+    static const char *const rnames[] = {"reasoning_content", "thinking", "reasoning"};
+    const json_t *reason = NULL;
+    for (int i = 0; i < 3 && !reason; ++i) {
+        const json_t *v = json_object_get(m, rnames[i]);
+        if (v && !json_is_null(v)) reason = v;
+    }
+    jv d = {.t = V_DICT};
+    d.d = zj_mkdict(c);
+    if (reason) zj_dset(c, d.d, zj_mkstr(c, "thinking", 8), from_json(r, reason, mark, 1));
+    const char *k;
+    const json_t *e;
+    json_object_foreach((json_t *)m, k, e) {
+        if (json_is_null(e)) continue;
+        zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, marked_key(k) ? mark : 0, 1));
+    }
+    if (reason) zj_dset(c, d.d, zj_mkstr(c, "reasoning_content", 17), from_json(r, reason, mark, 1));
+    return d;
+}
+
+int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
+                    const void *tctx, zt_chat_text *out, zt_status *st) {
+    memset(out, 0, sizeof *out);
+    arena ar = {0};
+    rctx *r = calloc(1, sizeof *r);
+    if (!r) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    r->c.ar = &ar;
+    r->c.st = st;
+    r->c.line = 0;
+    r->out.out = 1;
+    if (setjmp(r->c.jb)) {
+        zj_arena_free(&ar);
+        free(r);
+        zt_chat_text_free(out);
+        return st && st->code ? st->code : ZT_EDATA;
+    }
+    jctx *c = &r->c;
+    if (!json_is_array(messages)) zj_jfail(c, ZT_EINVAL, "messages must be a list");
+    size_t nm = json_array_size(messages);
+    if (nm >= 0xffff) zj_jfail(c, ZT_EUNSUPPORTED, "conversations of %zu messages (at most 65534)", nm);
+    scope glob = {NULL, zj_mkdict(c)};
+    jlist *ml = zj_mklist(c, (int)nm);
+    for (size_t i = 0; i < nm; ++i) {
+        const json_t *m = json_array_get(messages, i);
+        if (!json_is_object(m)) zj_jfail(c, ZT_EDATA, "message %zu is not an object", i);
+        const json_t *role = json_object_get(m, "role");
+        uint32_t mark = json_is_string(role) && !strcmp(json_string_value(role), "assistant") ? (uint32_t)(i + 1) : 0;
+        zj_lpush(c, ml, message_value(r, m, mark));
+    }
+    jv fn = {.t = V_FUNC};
+    setvar(r, &glob, "messages", vlist(ml));
+    setvar(r, &glob, "add_generation_prompt", vbool(0));
+    setvar(r, &glob, "tools", vnone());
+    setvar(r, &glob, "documents", vnone());
+    fn.fn = F_RAISE; setvar(r, &glob, "raise_exception", fn);
+    fn.fn = F_STRFTIME; setvar(r, &glob, "strftime_now", fn);
+    fn.fn = F_NAMESPACE; setvar(r, &glob, "namespace", fn);
+    fn.fn = F_DICT; setvar(r, &glob, "dict", fn);
+    fn.fn = F_RANGE; setvar(r, &glob, "range", fn);
+    if (vars) {
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)vars, k, e) setvar(r, &glob, k, from_json(r, e, 0, 1));
+    }
+    scope top = {&glob, zj_mkdict(c)};
+    exec_body(r, j->root, &top);
+    /* the text */
+    sbuf *o = &r->out;
+    out->text = malloc(o->n + 1);
+    if (!out->text) zj_jfail(c, ZT_ENOMEM, "out of memory");
+    memcpy(out->text, o->p ? o->p : "", o->n);
+    out->text[o->n] = 0;
+    out->len = out->cap = o->n;
+    /* the spans: per assistant message, its first to last traced byte */
+    size_t *lo = calloc(nm + 1, sizeof *lo), *hi = calloc(nm + 1, sizeof *hi);
+    if (!lo || !hi) { free(lo); free(hi); zj_jfail(c, ZT_ENOMEM, "out of memory"); }
+    for (size_t i = 0; i <= nm; ++i) lo[i] = (size_t)-1;
+    for (size_t i = 0; o->marked && o->mk && i < o->n; ++i) {
+        uint32_t m = o->mk[i] & 0xffff, a = o->mk[i] >> 16;
+        if (m && m <= nm) { if (lo[m] == (size_t)-1) lo[m] = i; hi[m] = i + 1; }
+        if (a && a <= nm) { if (lo[a] == (size_t)-1 || i < lo[a]) lo[a] = i; if (i > hi[a]) hi[a] = i; }
+    }
+    if (o->tail && o->tail <= nm) { if (lo[o->tail] == (size_t)-1) lo[o->tail] = o->n; hi[o->tail] = o->n; }
+    int nspan = 0;
+    for (size_t i = 1; i <= nm; ++i) nspan += lo[i] != (size_t)-1;
+    out->span = calloc((size_t)(nspan ? nspan : 1), sizeof *out->span);
+    if (!out->span) { free(lo); free(hi); zj_jfail(c, ZT_ENOMEM, "out of memory"); }
+    for (size_t i = 1; i <= nm; ++i) {
+        if (lo[i] == (size_t)-1) continue;
+        size_t e = hi[i];
+        if (token_at && e < o->n) e += token_at(tctx, o->p + e, o->n - e);
+        out->span[out->nspan].begin = lo[i];
+        out->span[out->nspan].end = e;
+        out->span[out->nspan].turn = (int)(i - 1);
+        out->nspan++;
+    }
+    out->capspan = nspan;
+    free(lo);
+    free(hi);
+    zj_arena_free(&ar);
+    free(r);
+    return ZT_OK;
+}
