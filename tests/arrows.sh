@@ -1,16 +1,17 @@
 #!/bin/bash
-# arrows.sh -- the house is one-way: kernels <- libtrain <- {ckpt, io} <- cli;
+# arrows.sh -- the house is one-way: kernels <- libtrain <- {ckpt, io} <- run <- cli;
 # the plugin stands apart and shares only libtrain/ztrain_env.h.
 #
 # Every #include "..." of the tree's sources is resolved the way the build
 # resolves it (the including file's directory, then the flat -I list
-# libtrain kernels io ckpt) to the room that owns the header, and must point
+# libtrain kernels io ckpt run) to the room that owns the header, and must point
 # to the same room or a floor below:
 #   kernels  -> kernels
 #   libtrain -> libtrain kernels
 #   io       -> io libtrain kernels          (never ckpt)
 #   ckpt     -> ckpt libtrain kernels        (never io)
-#   cli      -> cli io ckpt libtrain kernels
+#   run      -> run io ckpt libtrain kernels (the whole run: ztrain_run.h)
+#   cli      -> cli run io ckpt libtrain kernels
 #   plugin   -> plugin, and libtrain/ztrain_env.h only
 # A room's private headers (libtrain/ctx.h, *_internal.h, *_int.h) stay in
 # their room.  Headers found nowhere in the tree (ztconfig.h, generated)
@@ -33,14 +34,15 @@ TREE="${1:-${ZT_ARROWS_TREE:-$ZT_SRCDIR}}"
 [ -d "$TREE/libtrain" ] || { echo "1..0 # SKIP no tree at $TREE"; exit 0; }
 cd "$TREE" || exit 1
 
-ROOMS="kernels libtrain io ckpt cli plugin"
+ROOMS="kernels libtrain io ckpt run cli plugin"
 allowed() {  # allowed FROM TO: the arrow FROM -> TO is legal
     case "$1:$2" in
     kernels:kernels) return 0 ;;
     libtrain:libtrain|libtrain:kernels) return 0 ;;
     io:io|io:libtrain|io:kernels) return 0 ;;
     ckpt:ckpt|ckpt:libtrain|ckpt:kernels) return 0 ;;
-    cli:cli|cli:io|cli:ckpt|cli:libtrain|cli:kernels) return 0 ;;
+    run:run|run:io|run:ckpt|run:libtrain|run:kernels) return 0 ;;
+    cli:cli|cli:run|cli:io|cli:ckpt|cli:libtrain|cli:kernels) return 0 ;;
     plugin:plugin) return 0 ;;
     esac
     return 1
@@ -51,7 +53,7 @@ room_of() {  # room_of PATH: the top directory
 resolve() {  # resolve INCLUDING_FILE HEADER: the tree path of HEADER, or ""
     local dir; dir=$(dirname "$1")
     local d
-    for d in "$dir" libtrain kernels io ckpt; do
+    for d in "$dir" libtrain kernels io ckpt run; do
         if [ -f "$d/$2" ]; then echo "$d/$2" | sed 's|^\./||'; return; fi
     done
     echo ""
