@@ -332,37 +332,42 @@ static int zt_unit_grads_done_impl(zt_units *U, int u, zt_status *st) {
 
 /* The unit API as the model sees it: each call is an engine phase of
  * bench_train --breakdown (ZeRO-3 gathers, the reduce-scatters of stages
- * 2-3 and their bookkeeping: "comm + engine", exclusive of kernels). */
-float *zt_unit_params(zt_units *U, int u, zt_status *st) {
+ * 2-3 and their bookkeeping: "comm + engine", exclusive of kernels), timed
+ * here, in one place. */
+typedef enum { UNIT_PARAMS, UNIT_RELEASE, UNIT_GRADS, UNIT_GRADS_DONE } unit_call;
+
+static int unit_call_timed(zt_units *U, int u, unit_call call, float **out, zt_status *st) {
     zt_prof_mark pm;
     zt_prof_begin(&pm);
-    float *r = zt_unit_params_impl(U, u, st);
+    int rc = ZT_OK;
+    switch (call) {
+    case UNIT_PARAMS: *out = zt_unit_params_impl(U, u, st); break;
+    case UNIT_RELEASE: rc = zt_unit_release_impl(U, u, st); break;
+    case UNIT_GRADS: *out = zt_unit_grads_impl(U, u, st); break;
+    case UNIT_GRADS_DONE: rc = zt_unit_grads_done_impl(U, u, st); break;
+    }
     zt_prof_end(&pm, ZT_PROF_COMM);
+    return rc;
+}
+
+float *zt_unit_params(zt_units *U, int u, zt_status *st) {
+    float *r = NULL;
+    unit_call_timed(U, u, UNIT_PARAMS, &r, st);
     return r;
 }
 
 int zt_unit_release(zt_units *U, int u, zt_status *st) {
-    zt_prof_mark pm;
-    zt_prof_begin(&pm);
-    int rc = zt_unit_release_impl(U, u, st);
-    zt_prof_end(&pm, ZT_PROF_COMM);
-    return rc;
+    return unit_call_timed(U, u, UNIT_RELEASE, NULL, st);
 }
 
 float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
-    zt_prof_mark pm;
-    zt_prof_begin(&pm);
-    float *r = zt_unit_grads_impl(U, u, st);
-    zt_prof_end(&pm, ZT_PROF_COMM);
+    float *r = NULL;
+    unit_call_timed(U, u, UNIT_GRADS, &r, st);
     return r;
 }
 
 int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
-    zt_prof_mark pm;
-    zt_prof_begin(&pm);
-    int rc = zt_unit_grads_done_impl(U, u, st);
-    zt_prof_end(&pm, ZT_PROF_COMM);
-    return rc;
+    return unit_call_timed(U, u, UNIT_GRADS_DONE, NULL, st);
 }
 
 double *zt_units_loss_acc(zt_units *U) {
