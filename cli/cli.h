@@ -36,11 +36,6 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
  * subcommand for the help hint. */
 int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *cmd,
                     zt_status *st);
-/* Across MPI ranks: returns the lowest rank whose rc != 0, or -1 when all
- * succeeded.  Every rank must call it. */
-int cli_first_failed_rank(int rc);
-/* flag set on any rank (1 outside MPI: flag) */
-int cli_any_rank(int flag);
 
 /* Progress of long work on stderr (cli/progress.c), fed by a library's
  * zt_progress: on a terminal one line redrawn with \r (done / total, rate,

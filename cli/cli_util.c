@@ -1,7 +1,5 @@
 /* cli_util.c -- the helpers the subcommands of cli/ share (cli.h): the error line and exit codes,
- * option parsing, a configuration key given as a flag, agreement across MPI ranks, and the checkpoint
- * a PATH names. */
-#include <mpi.h>
+ * option parsing, a configuration key given as a flag, and the checkpoint a PATH names. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,24 +39,6 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
     if (*i + 1 >= argc) return -1;
     *val = argv[++*i];
     return 1;
-}
-
-int cli_first_failed_rank(int rc) {
-    int init = 0;
-    MPI_Initialized(&init);
-    if (!init) return rc ? 0 : -1;
-    int me = zt_world_rank(), v = rc ? me : 1 << 30, out = v;
-    MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return out == 1 << 30 ? -1 : out;
-}
-
-int cli_any_rank(int flag) {
-    int init = 0;
-    MPI_Initialized(&init);
-    if (!init) return flag;
-    int v = flag != 0, out = v;
-    MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return out;
 }
 
 int cli_config_flag(zt_config *cfg, int argc, char **argv, int *i, const char *cmd,
