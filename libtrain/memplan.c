@@ -349,10 +349,30 @@ static void sim_backward(layout *y, int k) {
     }
 }
 
+/* ranks sharing one node's host memory: o->ranks_per_node, at most the world, 1 when unset */
+static int opts_ranks_per_node(const zt_memplan_opts *o) {
+    const int W = o->world_size;
+    return o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
+}
+
+/* The run's axis sizes, the one place the planner derives them: the world,
+ * the shard group (the world at stage 0; zero_optimization.shard_group_size
+ * otherwise, "node" = ranks_per_node; not checked here), the sequence
+ * parallel size and the data parallel degree world / sp. */
+typedef struct mp_axes {
+    int world, shard_group, sp, dp;
+} mp_axes;
+
+static void plan_axes(const zt_config *c, int world, int ranks_per_node, mp_axes *ax) {
+    ax->world = world;
+    ax->shard_group = c->zero_stage == 0 ? world : zt_config_shard_group(c, world, ranks_per_node);
+    ax->sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
+    ax->dp = world / ax->sp;
+}
+
 static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan *p) {
     p->world = o->world_size;
-    p->ranks_per_node = o->ranks_per_node > 0 ? o->ranks_per_node : 1;
-    if (p->ranks_per_node > p->world) p->ranks_per_node = p->world;
+    p->ranks_per_node = opts_ranks_per_node(o);
     /* cpu-strict has device memory too (the engine runs as on a GPU) */
     p->gpu = o->target == ZT_MP_TARGET_AUTO
                  ? strcmp(c->backend, "cuda") == 0 || strcmp(c->backend, "cpu-strict") == 0
@@ -458,170 +478,196 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     }
 }
 
-int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
-                       zt_status *st) {
-    memset(out, 0, sizeof *out);
-    if (!cfg_in || !o || o->world_size < 1)
-        return zt_fail(st, ZT_EINVAL, "memory plan: needs a configuration and a world size >= 1");
-    if (cfg_in->micro_batch == ZT_MICRO_BATCH_AUTO)
-        return zt_fail(st, ZT_EINVAL, "memory plan: train_micro_batch_size_per_gpu=\"auto\" "
-                       "must be resolved first");
-    zt_config *c = zt_config_dup(cfg_in);
-    if (!c) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
-    int rc = zt_config_finalize_plan(c, o->world_size, st);
-    if (rc != ZT_OK) { zt_config_free(c); return rc; }
+/* One plan in the making: the finalized configuration, the axes, the
+ * layouts and the simulated allocations, shared by the steps below. */
+typedef struct planner {
+    zt_config *c;                 /* the finalized copy of the configuration */
+    const zt_memplan_opts *o;
+    zt_memplan *p;
+    const zt_model_config *mc;
+    const zt_arch *arch;          /* the model's units */
+    mp_axes ax;
+    int L;                        /* blocks */
+    uint64_t T, S, Sl;            /* the model's positions; the window; a sample's tokens on one rank */
+    uint64_t g;                   /* the slices' divisor: 1 at stage 0, else the shard group */
+    layout y, ya;                 /* the model's units; LoRA: the adapters' (one per block) */
+    int lora;
+    zt_lora lo;
+    uint64_t nf4_bytes;           /* QLoRA: the frozen NF4 store on a rank */
+    sim s;
+    int comm16;                   /* 16-bit gradient reductions with more than one rank */
+    int optim_tag_place, param_tag_place;   /* offloaded: host bytes tagged ZT_MEM_ON_HOST */
+    uint64_t on;                  /* elements whose master weights and moments this rank keeps */
+    uint64_t sp_cap;              /* sequence parallel: samples' tokens of the host arrays */
+} planner;
 
-    zt_memplan *p = out;
-    resolve_opts(c, o, p);
-    const zt_model_config *mc = &c->model;
-    int W = p->world, L = mc->n_layer;
-    int G = c->zero_stage == 0 ? W : zt_config_shard_group(c, W, p->ranks_per_node);
-    if (G < 1 || G > W || W % G) {
-        if (c->shard_group_size == ZT_SHARD_GROUP_NODE)
-            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
-                         "node) must divide the world size %d", G, W);
-        else
-            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
-                         "world size %d", c->shard_group_size, W);
-        goto done;
-    }
-    p->shard_group = G;
+/* the model computes in fp32 in every precision (precision.h): fp32
+ * activation, eval and sample blocks */
+enum { PLAN_ELEM = 4 };
+
+static void layout_free(layout *y) {
+    free(y->n);
+    free(y->qtmp);
+    free(y->gathered);
+    free(y->view);
+    free(y->bucket);
+    free(y->seen);
+}
+
+/* The shard group must divide the world. */
+static int check_axes(const planner *q, zt_status *st) {
+    const int W = q->ax.world, G = q->ax.shard_group;
+    if (G >= 1 && G <= W && W % G == 0) return ZT_OK;
+    if (q->c->shard_group_size == ZT_SHARD_GROUP_NODE)
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
+                       "node) must divide the world size %d", G, W);
+    return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
+                   "world size %d", q->c->shard_group_size, W);
+}
+
+/* The run's shape in the plan: stage, batch, sequence parallel, eval rows,
+ * checkpointing, precision, offload (parameter offload needs stage 3), overlap. */
+static int plan_run(planner *q, zt_status *st) {
+    const zt_config *c = q->c;
+    const zt_model_config *mc = q->mc;
+    zt_memplan *p = q->p;
+    p->shard_group = q->ax.shard_group;
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
     /* sequence parallelism (seqpar.h): groups of SP ranks share each sample,
      * SP-th of its tokens each; dp = W / SP data parallel groups */
-    const int SP = mc->seq_parallel > 1 ? mc->seq_parallel : 1, DP = W / SP;
-    p->seq_parallel = SP;
-    p->eval_batch = zt_config_eval_rows(c, DP);   /* rows of an eval forward per rank */
+    p->seq_parallel = q->ax.sp;
+    p->eval_batch = zt_config_eval_rows(c, q->ax.dp);   /* rows of an eval forward per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;
     p->offload_optimizer = strcmp(c->offload_optimizer, "none") != 0;
     p->offload_param = strcmp(c->offload_param, "none") != 0;
-    p->overlap_comm = c->overlap_comm && p->stage >= 2 && G > 1;
-    if (p->offload_param && p->stage != 3) {
-        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.offload_param.device=%s needs "
-                     "zero_optimization.stage=3 (only sharded parameters can be offloaded)",
-                     c->offload_param);
-        goto done;
-    }
+    p->overlap_comm = c->overlap_comm && p->stage >= 2 && q->ax.shard_group > 1;
+    if (p->offload_param && p->stage != 3)
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.offload_param.device=%s needs "
+                       "zero_optimization.stage=3 (only sharded parameters can be offloaded)",
+                       c->offload_param);
+    return ZT_OK;
+}
 
-    /* layout: model.c's units */
-    uint64_t T = (uint64_t)mc->context;
-    /* training / eval windows are seq_len long; T (the model's positions) sizes
-     * the position table and the sample's window */
-    const uint64_t S = (uint64_t)c->seq_len;
-    const uint64_t Sl = S / (uint64_t)SP;   /* the tokens of a sample on one rank */
-    layout y;
-    memset(&y, 0, sizeof y);
-    y.p = p;
-    y.nu = L + 2;
-    y.n = calloc((size_t)y.nu, sizeof *y.n);
-    y.gathered = calloc((size_t)y.nu, sizeof *y.gathered);
-    y.view = calloc((size_t)y.nu, 1);
-    y.bucket = calloc((size_t)y.nu, 1);
-    y.seen = calloc((size_t)y.nu, 1);
-    if (!y.n || !y.gathered || !y.view || !y.bucket || !y.seen) {
-        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
-        rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
-        goto done;
+/* model.c's units (embeddings, L blocks, head): their elements, the
+ * parameter count, the largest unit and tensor, and this rank's slices
+ * (group index 0 owns a full slice of each); where each kind lives. */
+static int plan_units(planner *q, zt_status *st) {
+    zt_memplan *p = q->p;
+    const zt_model_config *mc = q->mc;
+    layout *y = &q->y;
+    y->p = p;
+    y->nu = q->L + 2;
+    y->n = calloc((size_t)y->nu, sizeof *y->n);
+    y->gathered = calloc((size_t)y->nu, sizeof *y->gathered);
+    y->view = calloc((size_t)y->nu, 1);
+    y->bucket = calloc((size_t)y->nu, 1);
+    y->seen = calloc((size_t)y->nu, 1);
+    if (!y->n || !y->gathered || !y->view || !y->bucket || !y->seen)
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    y->tied = zt_arch_tied(q->arch, mc);
+    for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
+    y->max_len = 1;
+    for (int u = 0; u < y->nu; ++u) {
+        p->num_params += y->n[u];
+        if (y->n[u] > p->largest_unit) p->largest_unit = y->n[u];
+        const uint64_t len = cdiv(y->n[u], q->g);
+        y->shard_total += len;
+        if (len > y->max_len) y->max_len = len;
     }
-    const zt_arch *arch = zt_arch_of(mc);   /* the model's units */
-    y.tied = zt_arch_tied(arch, mc);
-    for (int u = 0; u < y.nu; ++u) y.n[u] = zt_arch_unit_numel(arch, mc, u);
-    uint64_t g = p->stage == 0 ? 1 : (uint64_t)G;
-    y.max_len = 1;
-    for (int u = 0; u < y.nu; ++u) {
-        p->num_params += y.n[u];
-        if (y.n[u] > p->largest_unit) p->largest_unit = y.n[u];
-        uint64_t S = cdiv(y.n[u], g);   /* group index 0 owns a full slice */
-        y.shard_total += S;
-        if (S > y.max_len) y.max_len = S;
-    }
-    p->largest_tensor = arch->largest_layer(mc);
-    y.eb = p->mixed ? 2 : 4;
-    y.place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
-    y.place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
-    y.place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
-    y.g = (uint64_t)G;
-    y.comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
-    y.overlap = p->overlap_comm;
-    /* LoRA: the adapters' engine beside the frozen base (lora.h) */
-    zt_lora lo;
-    layout ya;
-    memset(&ya, 0, sizeof ya);
-    const int lora = mc->lora_r > 0;
-    uint64_t nf4_bytes = 0;
-    if (lora && zt_lora_base_kind(mc, NULL) > 0) {   /* QLoRA: shard_nf4.c's layout */
-        if (p->offload_param)   /* (as zt_nf4s_create) */
-            rc = zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
-                         "offloaded (zero_optimization.offload_param); use offload_param none",
-                         mc->lora_base);
-        else if (!(y.qtmp = calloc((size_t)y.nu, sizeof *y.qtmp)))
-            rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
-        for (int u = 0; y.qtmp && u < y.nu; ++u) {
-            uint64_t b;
-            nf4_unit(arch, mc, u, L, p->stage == 3 ? (uint64_t)G : 1, (int)y.eb,
-                     zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &y.qtmp[u]);
-            nf4_bytes += b;
-        }
-    }
-    if (lora && (rc != ZT_OK || (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK)) {
-        free(y.qtmp);
-        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
-        goto done;
-    }
-    if (lora) {
-        ya = y;
-        ya.qtmp = NULL;   /* the adapters are never NF4 */
-        ya.nu = L;
-        ya.n = calloc((size_t)L, sizeof *ya.n);
-        ya.gathered = calloc((size_t)L, sizeof *ya.gathered);
-        ya.view = calloc((size_t)L, 1);
-        ya.bucket = calloc((size_t)L, 1);
-        ya.seen = calloc((size_t)L, 1);
-        ya.shard_total = 0;
-        ya.max_len = 1;
-        for (int u = 0; ya.n && u < L; ++u) {
-            ya.n[u] = lo.unit_numel;
-            ya.shard_total += cdiv(ya.n[u], g);
-            ya.max_len = umax(ya.max_len, cdiv(ya.n[u], g));
-        }
-        y.frozen = 1;
-        y.peer = &ya;
-        p->lora_params = zt_lora_num_params(&lo);
-        p->lora_r = lo.r;
-    }
+    p->largest_tensor = q->arch->largest_layer(mc);
+    y->eb = p->mixed ? 2 : 4;
+    y->place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y->place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y->place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y->g = (uint64_t)q->ax.shard_group;
+    y->comm16 = strcmp(q->c->comm_dtype, "fp32") != 0 && q->ax.world > 1;
+    y->overlap = p->overlap_comm;
+    return ZT_OK;
+}
 
-    sim s;
-    memset(&s, 0, sizeof s);
-    y.s = &s;
-    ya.s = &s;
-    const uint64_t Psi = p->num_params, own = umax(y.shard_total, 1);
-    const int k = p->ckpt_k, B = p->micro_batch, A = p->grad_accum;
-    /* the model computes in fp32 in every precision (precision.h): fp32
-     * activation, eval and sample blocks */
-    const int elem = 4;
-    const uint64_t tok = (S + 1) * 4;   /* one window of uint32 tokens */
+/* QLoRA (ztrain.lora.base nf4 / nf4-dq): shard_nf4.c's layout, the NF4
+ * store on a rank (q->nf4_bytes) and each unit's compute temporaries. */
+static int plan_qlora(planner *q, zt_status *st) {
+    zt_memplan *p = q->p;
+    const zt_model_config *mc = q->mc;
+    if (p->offload_param)   /* (as zt_nf4s_create) */
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
+                       "offloaded (zero_optimization.offload_param); use offload_param none",
+                       mc->lora_base);
+    if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)))
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    for (int u = 0; u < q->y.nu; ++u) {
+        uint64_t b;
+        nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,
+                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u]);
+        q->nf4_bytes += b;
+    }
+    return ZT_OK;
+}
+
+/* LoRA (lora.h): the adapters' engine beside the frozen base, one unit of
+ * lo.unit_numel elements per block, sliced as the base's units are. */
+static int plan_adapters(planner *q, zt_status *st) {
+    ZT_TRY(zt_lora_plan(q->mc, &q->lo, st));
+    const int L = q->L;
+    layout *ya = &q->ya;
+    *ya = q->y;
+    ya->qtmp = NULL;   /* the adapters are never NF4 */
+    ya->nu = L;
+    ya->n = calloc((size_t)L, sizeof *ya->n);
+    ya->gathered = calloc((size_t)L, sizeof *ya->gathered);
+    ya->view = calloc((size_t)L, 1);
+    ya->bucket = calloc((size_t)L, 1);
+    ya->seen = calloc((size_t)L, 1);
+    ya->shard_total = 0;
+    ya->max_len = 1;
+    for (int u = 0; ya->n && u < L; ++u) {
+        ya->n[u] = q->lo.unit_numel;
+        ya->shard_total += cdiv(ya->n[u], q->g);
+        ya->max_len = umax(ya->max_len, cdiv(ya->n[u], q->g));
+    }
+    q->y.frozen = 1;
+    q->y.peer = ya;
+    q->p->lora_params = zt_lora_num_params(&q->lo);
+    q->p->lora_r = q->lo.r;
+    return ZT_OK;
+}
+
+/* Model states at set-up (zt_ctx_create), by stage: the fp32 parameter and
+ * gradient blocks the stage keeps, the 16-bit storage and fp32 master
+ * weights (optimizer category) when mixed or offloaded, the offload staging
+ * slices, the 16-bit reduction buffers, the fp32 shards and the
+ * reduce-scatter buffer, then the initialization's transients.  LoRA: the
+ * frozen base's and the adapters' (lora_setup). */
+static void plan_states(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const layout *y = &q->y;
+    const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
     /* 16-bit gradient reductions (communication_data_type) with more than one rank */
-    const int comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
+    q->comm16 = strcmp(q->c->comm_dtype, "fp32") != 0 && q->ax.world > 1;
     /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
-    const int optim_tag_place = y.place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
+    q->optim_tag_place = y->place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
     /* offloaded parameter shards (stage 3): host bytes, tagged ZT_MEM_ON_HOST */
-    const int param_tag_place = y.place_params | (p->offload_param ? MP_OFFLOADED : 0);
-    /* elements whose master weights and moments this rank keeps */
-    const uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
+    q->param_tag_place = y->place_params | (p->offload_param ? MP_OFFLOADED : 0);
+    q->on = p->stage == 0 ? umax(Psi, 1) : own;
+    const int comm16 = q->comm16, optim_tag_place = q->optim_tag_place,
+              param_tag_place = q->param_tag_place;
+    const uint64_t on = q->on;
 
-    s.phase = "setup";
-    if (lora) {
-        lora_setup(&s, p, &y, &ya, param_tag_place, optim_tag_place, comm16, nf4_bytes);
-        goto after_states;
+    s->phase = "setup";
+    if (q->lora) {
+        lora_setup(s, p, &q->y, &q->ya, param_tag_place, optim_tag_place, comm16, q->nf4_bytes);
+        return;
     }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
      * mixed: never the parameter block) */
-    if (p->stage < 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, Psi * 4);
-    if (p->stage < 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, Psi * 4);
+    if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
+    if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Psi * 4);
     /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
      * owned slices at 3) and fp32 master weights (optimizer category);
      * 16-bit reduction buffers; the fp32 shards; the reduce-scatter buffer */
@@ -634,24 +680,24 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * (the shard is updated in place) and mixed no 16-bit staging slices */
     const int host_params = p->gpu && p->offload_param;
     const int has_master = p->mixed || (host_opt && !host_params);
-    if (p->mixed) s_alloc(&s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
-    if (has_master) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    if (has_master) s_alloc(s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
     if (host_opt) {   /* two staging slices each way (shard.c's update_offloaded) */
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 4);
-        if (p->mixed && !host_params) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 2);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y->max_len * 4);
+        if (p->mixed && !host_params) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y->max_len * 2);
     }
     if (comm16) {
-        s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
-        if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 2);
+        s_alloc(s, y->place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
+        if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, y->max_len * 2);
     }
-    if (p->stage == 3 && !p->mixed) s_alloc(&s, param_tag_place, ZT_MEM_PARAMS, own * 4);
-    if (p->stage >= 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, own * 4);
-    if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 4);
+    if (p->stage == 3 && !p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
+    if (p->stage >= 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, own * 4);
+    if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, y->max_len * 4);
     /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
      * through an fp32 buffer of the largest unit */
     if (p->mixed && p->stage < 3) {
-        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
-        s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
     }
     /* on a GPU the initial values are staged through a host chunk of at
      * most 1 Mi elements (a transient: no effect on the device peak); at
@@ -659,184 +705,296 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * weights or offloaded shards) */
     if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
         const uint64_t chunk = (uint64_t)1 << 20;
-        uint64_t n = p->stage == 3 ? y.max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
+        uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
     }
-after_states:;
-    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)Sl, 1, k, elem);
-    {   /* the LM head's chunk (classifier.h), and what [N, V] would be */
-        const int capped = mc->gemma && mc->final_softcap > 0;
-        const long Nl = (long)B * (long)Sl;
-        p->chunk_rows = zt_classifier_rows(mc, Nl);
-        p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
-        p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * 4 * (capped ? 2 : 1);
-    }
-    {   /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
-        const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
-        const size_t nkv = (size_t)zt_model_kv_heads(mc);
-        p->alltoall_bytes = (uint64_t)A * zt_sp_alltoall_bytes(SP, B, (int)Sl, L, k ? L : 0,
-                                                               (nh + 2 * nkv) * hd, nh * hd, 4);
-    }
-    s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
-    /* on a GPU the data source writes host token arrays (inputs, targets) */
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * Sl * 4 * 2);
-    /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
-    uint64_t sp_cap = SP > 1 ? (uint64_t)B * S : 0;
-    if (SP > 1) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
-    /* zt_adamw_init: m and v (fp32) */
-    const uint64_t on_t = lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(ya.shard_total, 1)) : on;
-    for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
-    /* ... and the step's scalars (backend memory, optim.h) */
-    s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
-    p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
-    p->grads_bytes = s.cur[ZT_MP_HOST][ZT_MEM_GRADS] + s.cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
-    p->optim_bytes = s.cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s.cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
-    p->formula_bytes = zt_memplan_formula(p->stage, p->mixed, (double)Psi, (double)G);
-    p->engine_formula_bytes = zt_memplan_engine_formula(p->stage, p->mixed, (double)Psi, (double)G);
+}
 
-    /* zt_ctx_open_data: token validation, then the loaders' buffers (host) */
-    uint64_t scan = o->scan_bytes ? o->scan_bytes : ((uint64_t)1 << 16) * 4;
-    if (p->with_data) {
-        s.phase = "opening data";
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
-        /* prefetch slots: 2 * accumulation + 2 micro batches */
-        for (int i = 0; i < 2 * A + 2; ++i)
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)B * tok);
-        if (p->with_eval) {
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-            s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
-        }
-    }
-    /* zt_train: the eval block, then steps and evaluations */
+/* The LM head's chunk (classifier.h): rows per chunk, the chunk's logits,
+ * and what all rows' [N, V] logits would be (x2 with a softcap). */
+static void plan_classifier(planner *q) {
+    const zt_model_config *mc = q->mc;
+    zt_memplan *p = q->p;
+    const int capped = mc->gemma && mc->final_softcap > 0;
+    const long Nl = (long)p->micro_batch * (long)q->Sl;
+    p->chunk_rows = zt_classifier_rows(mc, Nl);
+    p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
+    p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * 4 * (capped ? 2 : 1);
+}
+
+/* Sequence parallel communication: the all-to-alls' bytes per step around
+ * every attention (forward, backward, and the recomputed forwards). */
+static void plan_seqpar_comm(planner *q) {
+    const zt_model_config *mc = q->mc;
+    zt_memplan *p = q->p;
+    /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
+    const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
+    const size_t nkv = (size_t)zt_model_kv_heads(mc);
+    p->alltoall_bytes = (uint64_t)p->grad_accum *
+                        zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L,
+                                             p->ckpt_k ? q->L : 0, (nh + 2 * nkv) * hd, nh * hd, 4);
+}
+
+/* Activations of one micro batch (by checkpointing mode: zt_memplan_acts_bytes
+ * with ckpt_k), the host token arrays on a GPU, and sequence parallel's host
+ * arrays of the whole samples. */
+static void plan_activations(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const int B = p->micro_batch;
+    const uint64_t acts = zt_memplan_acts_bytes(q->mc, B, (int)q->Sl, 1, p->ckpt_k, PLAN_ELEM);
+    s_alloc(s, q->y.place_dev, ZT_MEM_ACTIVATIONS, acts);
+    /* on a GPU the data source writes host token arrays (inputs, targets) */
+    if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * q->Sl * 4 * 2);
+    /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
+    q->sp_cap = q->ax.sp > 1 ? (uint64_t)B * q->S : 0;
+    if (q->ax.sp > 1) s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
+}
+
+/* zt_adamw_init: the moments m and v (fp32) of the trained elements this
+ * rank updates (LoRA: the adapters'), and the step's scalars (backend
+ * memory, optim.h). */
+static void plan_moments(planner *q) {
+    zt_memplan *p = q->p;
+    const uint64_t on_t = q->lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(q->ya.shard_total, 1))
+                                  : q->on;
+    for (int i = 0; i < 2; ++i) s_alloc(&q->s, q->optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
+    s_alloc(&q->s, q->y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
+}
+
+/* The model states' totals (both places) next to the ZeRO paper's formula
+ * and the engine's. */
+static void plan_state_totals(planner *q) {
+    zt_memplan *p = q->p;
+    const sim *s = &q->s;
+    p->params_bytes = s->cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s->cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
+    p->grads_bytes = s->cur[ZT_MP_HOST][ZT_MEM_GRADS] + s->cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
+    p->optim_bytes = s->cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s->cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
+    const double Psi = (double)p->num_params, G = (double)q->ax.shard_group;
+    p->formula_bytes = zt_memplan_formula(p->stage, p->mixed, Psi, G);
+    p->engine_formula_bytes = zt_memplan_engine_formula(p->stage, p->mixed, Psi, G);
+}
+
+/* zt_ctx_open_data (host): the token validation's scan buffer, a window of
+ * tokens, and the loaders' prefetch slots (2 x accumulation + 2 micro
+ * batches); with eval data its scan and window too. */
+static void plan_data(planner *q) {
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    if (!p->with_data) return;
+    const uint64_t scan = q->o->scan_bytes ? q->o->scan_bytes : ((uint64_t)1 << 16) * 4;
+    const uint64_t tok = (q->S + 1) * 4;   /* one window of uint32 tokens */
+    s->phase = "opening data";
+    s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+    s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+    s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
+    /* prefetch slots: 2 * accumulation + 2 micro batches */
+    for (int i = 0; i < 2 * p->grad_accum + 2; ++i)
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)p->micro_batch * tok);
     if (p->with_eval) {
-        s.phase = "setup";
-        if (SP > 1 && (uint64_t)p->eval_batch * S > sp_cap) {   /* (train.c's sp_buffers grows) */
-            s_free(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
-            sp_cap = (uint64_t)p->eval_batch * S;
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
-        }
-        s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
-                zt_memplan_acts_bytes(mc, p->eval_batch, (int)Sl, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * Sl * 4 * 2);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
     }
-    /* checkpoint.async: the host snapshot (ckpt_async.c), allocated at the
-     * first periodic save and freed before the final one: the owned slices
-     * of the trained units (rank 0's: the world's split at stage 0, the
-     * shard group's at 1-3), params, m and v in fp32 */
-    if (c->ckpt_async && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0)) {
-        const layout *yt = lora ? &ya : &y;
-        const uint64_t gs = p->stage == 0 ? (uint64_t)W : (uint64_t)G;
-        uint64_t e = 0;
-        for (int u = 0; u < yt->nu; ++u) e += cdiv(yt->n[u], gs);
-        p->ckpt_snapshot_bytes = e * 3 * 4;
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+}
+
+/* zt_train's eval block: the eval forward's activations (eval_batch rows),
+ * its host token arrays on a GPU, sequence parallel's arrays grown to it. */
+static void plan_eval(planner *q) {
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    if (!p->with_eval) return;
+    s->phase = "setup";
+    if (q->ax.sp > 1 && (uint64_t)p->eval_batch * q->S > q->sp_cap) {   /* (train.c's sp_buffers grows) */
+        s_free(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
+        q->sp_cap = (uint64_t)p->eval_batch * q->S;
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
     }
-    s.phase = "forward";
-    sim_forward(&y, 1);
-    s.phase = "backward";
-    sim_backward(&y, k);
+    s_alloc(s, q->y.place_dev, ZT_MEM_EVAL,
+            zt_memplan_acts_bytes(q->mc, p->eval_batch, (int)q->Sl, 0, 0, PLAN_ELEM));
+    if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * q->Sl * 4 * 2);
+}
+
+/* checkpoint.async: the host snapshot (ckpt_async.c), allocated at the
+ * first periodic save and freed before the final one: the owned slices
+ * of the trained units (rank 0's: the world's split at stage 0, the
+ * shard group's at 1-3), params, m and v in fp32 */
+static void plan_ckpt_snapshot(planner *q) {
+    const zt_config *c = q->c;
+    zt_memplan *p = q->p;
+    if (!(c->ckpt_async && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0))) return;
+    const layout *yt = q->lora ? &q->ya : &q->y;
+    const uint64_t gs = p->stage == 0 ? (uint64_t)q->ax.world : (uint64_t)q->ax.shard_group;
+    uint64_t e = 0;
+    for (int u = 0; u < yt->nu; ++u) e += cdiv(yt->n[u], gs);
+    p->ckpt_snapshot_bytes = e * 3 * 4;
+    s_alloc(&q->s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+}
+
+/* The training step (forward, backward: gathered units, gradient buckets,
+ * reduce-scatters in flight) and an evaluation forward; the peaks per place
+ * and category, the offloaded and pinned bytes. */
+static void plan_step(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    s->phase = "forward";
+    sim_forward(&q->y, 1);
+    s->phase = "backward";
+    sim_backward(&q->y, p->ckpt_k);
     if (p->with_eval) {
-        s.phase = "evaluation";
-        sim_forward(&y, 0);
+        s->phase = "evaluation";
+        sim_forward(&q->y, 0);
     }
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
-        p->peak[pl] = s.ptot[pl];
-        p->peak_phase[pl] = s.pphase[pl] ? s.pphase[pl] : "setup";
-        for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s.pk[pl][t];
+        p->peak[pl] = s->ptot[pl];
+        p->peak_phase[pl] = s->pphase[pl] ? s->pphase[pl] : "setup";
+        for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s->pk[pl][t];
     }
-    for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s.hpk[t];
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s->hpk[t];
     /* pin_memory: the offloaded blocks live for the whole run; a GPU target
      * page-locks those of the pinned kinds (the AdamW state and master
      * weights / the parameter shards); cpu-strict has no host_register */
-    if (p->gpu && strcmp(c->backend, "cpu-strict") != 0)   /* cpu-strict cannot pin */
-        p->pinned_bytes = (c->pin_optimizer ? s.hpk[ZT_MEM_OPTIMIZER] : 0) +
-                          (c->pin_param ? s.hpk[ZT_MEM_PARAMS] : 0);
-    p->accounted_peak = s.pall;
-    /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
-     * parameters gathered on every rank at stage 3, and at stages 1-2 when
-     * mixed, from the master slices; host), then the sample ([1, T] forward) */
-    if (p->ckpt_snapshot_bytes) s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
-    /* Only an llm.c model file (a GPT-2 without LoRA: zt_save_weights) is
-     * written at the end of `ztrain train`; the other architectures' and
-     * LoRA's weights stay in the final checkpoint.  Each optional step is
-     * simulated from the state after training: export_peak and sample_peak
-     * are the peaks if that step runs, end_peak what a default CLI run
-     * does (the export when it is written, then the sample). */
-    p->export_default = !lora && zt_arch_of(mc)->llmc_file;
-    const sim trained = s;
-    s.phase = "weights export";
+    if (p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)   /* cpu-strict cannot pin */
+        p->pinned_bytes = (q->c->pin_optimizer ? s->hpk[ZT_MEM_OPTIMIZER] : 0) +
+                          (q->c->pin_param ? s->hpk[ZT_MEM_PARAMS] : 0);
+    p->accounted_peak = s->pall;
+}
+
+/* The CLI's end of run, from the state after training: the weights export
+ * (zt_shard_full_params: full fp32 parameters gathered on every rank at
+ * stage 3, and at stages 1-2 when mixed, from the master slices; host),
+ * then the sample ([1, T] forward).  Only an llm.c model file (a GPT-2
+ * without LoRA: zt_save_weights) is written at the end of `ztrain train`;
+ * the other architectures' and LoRA's weights stay in the final checkpoint.
+ * Each optional step is simulated from the state after training:
+ * export_peak and sample_peak are the peaks if that step runs, end_peak
+ * what a default CLI run does (the export when it is written, then the
+ * sample). */
+static void plan_end_of_run(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const uint64_t Psi = p->num_params;
+    if (p->ckpt_snapshot_bytes) s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+    p->export_default = !q->lora && q->arch->llmc_file;
+    const sim trained = *s;
+    s->phase = "weights export";
     /* (on a GPU the gathered block is device memory, written out by rank 0
      * through a host chunk of at most 1 Mi elements) */
     const uint64_t wchunk = (Psi < ((uint64_t)1 << 20) ? umax(Psi, 1) : (uint64_t)1 << 20) * 4;
     const int gather = p->stage == 3 || (p->mixed && p->stage >= 1);
-    if (gather) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (gather) s_alloc(s, q->y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
     if (p->gpu) {
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
-    if (gather) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
-    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->export_peak[pl] = s.ptot[pl];
-    s = trained;
+    if (gather) s_free(s, q->y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->export_peak[pl] = s->ptot[pl];
+    *s = trained;
     /* (sequence parallel: the CLI skips its closing sample) */
-    if (SP == 1) {
-        s.phase = "sample";
+    if (q->ax.sp == 1) {
+        s->phase = "sample";
         /* zt_sample's [1, W] block: W the longest window it forwards */
-        const uint64_t SW = umax(umin(o->sample_window > 0 ? (uint64_t)o->sample_window : 256, T), 1);
+        const int sw = q->o->sample_window;
+        const uint64_t SW = umax(umin(sw > 0 ? (uint64_t)sw : 256, q->T), 1);
         p->sample_window = (int)SW;
-        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)SW, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, SW * 4 * 2);
-        sim_forward(&y, 0);
+        s_alloc(s, q->y.place_dev, ZT_MEM_WORKSPACE,
+                zt_memplan_acts_bytes(q->mc, 1, (int)SW, 0, 0, PLAN_ELEM));
+        if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, SW * 4 * 2);
+        sim_forward(&q->y, 0);
     }
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
-        p->sample_peak[pl] = s.ptot[pl];
+        p->sample_peak[pl] = s->ptot[pl];
         /* the sample runs after the export has freed its block */
         p->end_peak[pl] = umax(p->sample_peak[pl], p->export_default ? p->export_peak[pl] : 0);
     }
-    /* cuda: the backend's own device memory (cuda_workspace.h), held from
-     * the first kernel that needs it to the end: the cuBLAS workspace and
-     * the scratch at its final size (an upper bound before that kernel) */
-    if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
-        p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
-        uint64_t ws = zt_arch_of(mc)->kernel_ws(mc, B, (int)Sl, p->with_eval ? p->eval_batch : 0, Psi,
-                                                zt_matmul_bf16_of(c, 1));
-        /* the gradient norm over the trained engine's owned ranges at stages
-         * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
-         * kernel_ws) */
-        const layout *yt = lora ? &ya : &y;
-        if (p->stage > 0) {
-            size_t *rn = malloc((size_t)(yt->nu > 0 ? yt->nu : 1) * sizeof *rn);
-            if (rn) {
-                for (int u = 0; u < yt->nu; ++u) rn[u] = (size_t)cdiv(yt->n[u], (uint64_t)G);
-                ws = umax(ws, zt_cuda_ws_reduce_ranges(rn, yt->nu));
-                free(rn);
-            }
+}
+
+/* cuda: the backend's own device memory (cuda_workspace.h), held from
+ * the first kernel that needs it to the end: the cuBLAS workspace and
+ * the scratch at its final size (an upper bound before that kernel),
+ * added to every device peak. */
+static void plan_kernel_ws(planner *q) {
+    zt_memplan *p = q->p;
+    if (!(p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)) return;
+    p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
+    uint64_t ws = q->arch->kernel_ws(q->mc, p->micro_batch, (int)q->Sl,
+                                     p->with_eval ? p->eval_batch : 0, p->num_params,
+                                     zt_matmul_bf16_of(q->c, 1));
+    /* the gradient norm over the trained engine's owned ranges at stages
+     * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
+     * kernel_ws) */
+    const layout *yt = q->lora ? &q->ya : &q->y;
+    if (p->stage > 0) {
+        size_t *rn = malloc((size_t)(yt->nu > 0 ? yt->nu : 1) * sizeof *rn);
+        if (rn) {
+            for (int u = 0; u < yt->nu; ++u) rn[u] = (size_t)cdiv(yt->n[u], (uint64_t)q->ax.shard_group);
+            ws = umax(ws, zt_cuda_ws_reduce_ranges(rn, yt->nu));
+            free(rn);
         }
-        p->scratch_bytes = zt_cuda_ws_scratch_size(ws);
-        p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
-        p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
-        p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
-        p->export_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
-        p->sample_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
     }
-    p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
-    free(ya.n);
-    free(ya.gathered);
-    free(ya.view);
-    free(ya.bucket);
-    free(ya.seen);
-    free(y.n);
-    free(y.qtmp);
-    free(y.gathered);
-    free(y.view);
-    free(y.bucket);
-    free(y.seen);
-done:
-    zt_config_free(c);
+    p->scratch_bytes = zt_cuda_ws_scratch_size(ws);
+    p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
+    p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    p->export_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    p->sample_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+}
+
+int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
+                       zt_status *st) {
+    memset(out, 0, sizeof *out);
+    if (!cfg_in || !o || o->world_size < 1)
+        return zt_fail(st, ZT_EINVAL, "memory plan: needs a configuration and a world size >= 1");
+    if (cfg_in->micro_batch == ZT_MICRO_BATCH_AUTO)
+        return zt_fail(st, ZT_EINVAL, "memory plan: train_micro_batch_size_per_gpu=\"auto\" "
+                       "must be resolved first");
+    planner q;
+    memset(&q, 0, sizeof q);
+    q.c = zt_config_dup(cfg_in);
+    if (!q.c) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    int rc = zt_config_finalize_plan(q.c, o->world_size, st);
+    if (rc != ZT_OK) { zt_config_free(q.c); return rc; }
+    q.o = o;
+    q.p = out;
+    q.mc = &q.c->model;
+    q.arch = zt_arch_of(q.mc);
+    q.L = q.mc->n_layer;
+    resolve_opts(q.c, o, out);
+    plan_axes(q.c, out->world, out->ranks_per_node, &q.ax);
+    /* training / eval windows are seq_len long; T (the model's positions)
+     * sizes the position table and the sample's window */
+    q.T = (uint64_t)q.mc->context;
+    q.S = (uint64_t)q.c->seq_len;
+    q.Sl = q.S / (uint64_t)q.ax.sp;
+    q.g = q.c->zero_stage == 0 ? 1 : (uint64_t)q.ax.shard_group;
+    q.lora = q.mc->lora_r > 0;
+    q.y.s = &q.s;
+    rc = check_axes(&q, st);
+    if (rc == ZT_OK) rc = plan_run(&q, st);
+    if (rc == ZT_OK) rc = plan_units(&q, st);
+    if (rc == ZT_OK && q.lora && zt_lora_base_kind(q.mc, NULL) > 0) rc = plan_qlora(&q, st);
+    if (rc == ZT_OK && q.lora) rc = plan_adapters(&q, st);
+    if (rc == ZT_OK) {
+        q.ya.s = &q.s;
+        plan_states(&q);
+        plan_classifier(&q);
+        plan_seqpar_comm(&q);
+        plan_activations(&q);
+        plan_moments(&q);
+        plan_state_totals(&q);
+        plan_data(&q);
+        plan_eval(&q);
+        plan_ckpt_snapshot(&q);
+        plan_step(&q);
+        plan_end_of_run(&q);
+        plan_kernel_ws(&q);
+        out->peak_bytes = out->peak[out->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
+    }
+    layout_free(&q.ya);
+    layout_free(&q.y);
+    zt_config_free(q.c);
     return rc;
 }
 
