@@ -1119,112 +1119,165 @@ static int fits_ch(const change *c, uint64_t limit, const zt_memplan_opts *o) {
     return (!limit || fits(c->peak, limit)) && (!o->host_limit || c->host_peak <= o->host_limit);
 }
 
-/* Micro-batch candidates below the current one that keep the global batch:
- * M' divides M, accumulation grows by M / M'.  The largest that fits. */
-static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                     uint64_t limit, change *ch) {
-    int M = fin->micro_batch, A = fin->grad_accum;
-    for (int m = M - 1; m >= 1; --m) {
-        if (M % m) continue;
-        char mb[16], ga[16];
-        snprintf(mb, sizeof mb, "%d", m);
-        snprintf(ga, sizeof ga, "%d", A * (M / m));
-        const char *kv[16];
+/* the most divisors an int has (2095133040 has 1600) */
+#define MP_MAX_CANDIDATES 1600
+
+/* The divisors of N below N, largest first, in O(sqrt(N)): N/d for d = 2,
+ * 3, ... while d*d <= N, then the divisors below sqrt(N). */
+static int divisors_below(int N, int *v, int nmax) {
+    int nv = 0;
+    long d;
+    for (d = 2; d * d <= N; ++d)
+        if (N % d == 0 && nv < nmax) v[nv++] = (int)(N / d);
+    for (long e = d - 1; e >= 1; --e)
+        if (N % e == 0 && e * e != N && e < N && nv < nmax) v[nv++] = (int)e;
+    return nv;
+}
+
+/* One search for the advice: a key whose smaller (or larger) values might
+ * fit, tried in order until one does, with a second key that keeps the
+ * samples (the accumulation, or the number of eval batches). */
+typedef struct search {
+    const char *key, *flag;            /* the key searched, and its flag */
+    const char *with_key, *with_flag;  /* the key that keeps the samples */
+    /* the candidates in the order tried (at most nmax), from the finalized configuration */
+    int (*candidates)(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax);
+    long long (*with)(const zt_config *fin, const zt_memplan_opts *o, int v);   /* with_key's value */
+    void (*label)(const zt_config *fin, const zt_memplan_opts *o, int v, long long w, char *buf,
+                  size_t n);
+} search;
+
+/* Micro batch: M' dividing M, the largest first; the accumulation grows
+ * by M / M' so the global batch stays. */
+static int micro_candidates(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax) {
+    (void)o;
+    return divisors_below(fin->micro_batch, v, nmax);
+}
+static long long micro_with(const zt_config *fin, const zt_memplan_opts *o, int m) {
+    (void)o;
+    return (long long)fin->grad_accum * (fin->micro_batch / m);
+}
+static void micro_label(const zt_config *fin, const zt_memplan_opts *o, int m, long long w, char *buf,
+                        size_t n) {
+    (void)o; (void)w;
+    snprintf(buf, n, "micro-batch %d -> %d with accumulation x%d", fin->micro_batch, m,
+             fin->micro_batch / m);
+}
+static const search SEARCH_MICRO = {"train_micro_batch_size_per_gpu", "--micro-batch",
+                                    "gradient_accumulation_steps", "--grad-accum",
+                                    micro_candidates, micro_with, micro_label};
+
+/* Sequence parallel (seqpar.h): sizes above the current one dividing the
+ * world, the training length and the query and key/value heads, the
+ * smallest first (the least all-to-all traffic); the accumulation grows by
+ * N / N_cur so the global batch stays. */
+static int sp_cur(const zt_config *fin) {
+    return fin->model.seq_parallel > 1 ? fin->model.seq_parallel : 1;
+}
+static int sp_candidates(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax) {
+    const zt_model_config *mc = &fin->model;
+    const int W = o->world_size, cur = sp_cur(fin), kv = zt_model_kv_heads(mc);
+    int nv = 0;
+    for (int n = cur + 1; n <= W && nv < nmax; ++n)
+        if (!(W % n || n % cur || fin->seq_len % n || mc->n_head % n || kv % n)) v[nv++] = n;
+    return nv;
+}
+static long long sp_with(const zt_config *fin, const zt_memplan_opts *o, int n) {
+    (void)o;
+    return (long long)fin->grad_accum * (n / sp_cur(fin));
+}
+static void sp_label(const zt_config *fin, const zt_memplan_opts *o, int n, long long w, char *buf,
+                     size_t len) {
+    (void)o; (void)w;
+    snprintf(buf, len, "sequence parallel %d (each rank holds %d of the %d tokens; accumulation x%d "
+             "keeps the batch)", n, fin->seq_len / n, fin->seq_len, n / sp_cur(fin));
+}
+static const search SEARCH_SP = {"sequence_parallel_size", "--sp",
+                                 "gradient_accumulation_steps", "--grad-accum",
+                                 sp_candidates, sp_with, sp_label};
+
+/* Eval batch: E' dividing E, the largest first; eval_batches grows by
+ * E / E' so the same samples are evaluated. */
+static int eval_candidates(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax) {
+    (void)o;
+    return divisors_below(fin->eval_batch_size, v, nmax);
+}
+static long long eval_with(const zt_config *fin, const zt_memplan_opts *o, int e) {
+    (void)o;
+    return (long long)fin->eval_batches * (fin->eval_batch_size / e);
+}
+static void eval_label(const zt_config *fin, const zt_memplan_opts *o, int e, long long w, char *buf,
+                       size_t n) {
+    (void)o;
+    snprintf(buf, n, "eval batch %d -> %d with %lld eval batches (the same samples)",
+             fin->eval_batch_size, e, w);
+}
+static const search SEARCH_EVAL = {"ztrain.eval_batch_size", "--eval-batch-size",
+                                   "ztrain.eval_batches", "--eval-batches",
+                                   eval_candidates, eval_with, eval_label};
+
+/* The first candidate of sk that fits limit, on top of the keys extra (at
+ * most 14 entries); its flags after extra_flags.  Returns 1 and fills ch
+ * (label, flags, peaks) when one fits. */
+static int search_fit(const zt_config *fin, const zt_memplan_opts *o, const search *sk,
+                      const char *const *extra, const char *extra_flags, uint64_t limit, change *ch) {
+    int v[MP_MAX_CANDIDATES];
+    const int nv = sk->candidates(fin, o, v, MP_MAX_CANDIDATES);
+    for (int i = 0; i < nv; ++i) {
+        const long long w = sk->with(fin, o, v[i]);
+        if (w > INT_MAX) continue;
+        char a[16], b[24];
+        snprintf(a, sizeof a, "%d", v[i]);
+        snprintf(b, sizeof b, "%lld", w);
+        const char *kv[20];
         int n = 0;
-        for (int i = 0; extra && extra[i] && n < 10; ++i) kv[n++] = extra[i];
-        kv[n++] = "train_micro_batch_size_per_gpu"; kv[n++] = mb;
-        kv[n++] = "gradient_accumulation_steps"; kv[n++] = ga;
+        for (int j = 0; extra && extra[j] && n < 14; ++j) kv[n++] = extra[j];
+        kv[n++] = sk->key; kv[n++] = a;
+        kv[n++] = sk->with_key; kv[n++] = b;
         kv[n] = NULL;
         change c;
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(ch->label, sizeof ch->label, "micro-batch %d -> %d with accumulation x%d",
-                     M, m, M / m);
-            snprintf(ch->flags, sizeof ch->flags, "--micro-batch %d --grad-accum %d", m, A * (M / m));
-            ch->peak = c.peak;
-            return 1;
-        }
+        if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o))) continue;
+        sk->label(fin, o, v[i], w, ch->label, sizeof ch->label);
+        snprintf(ch->flags, sizeof ch->flags, "%s%s%s %d %s %lld", extra_flags ? extra_flags : "",
+                 extra_flags ? " " : "", sk->flag, v[i], sk->with_flag, w);
+        ch->peak = c.peak;
+        ch->host_peak = c.host_peak;
+        return 1;
     }
     return 0;
 }
 
-/* Eval batch candidates below the current one: E' divides E, and
- * eval_batches grows by E / E' so the same number of samples is evaluated.
- * The largest that fits. */
-/* Sequence parallel sizes above the current one (seqpar.h): N dividing the
- * world, the training length and the query and key/value heads; the
- * accumulation grows by N / N_cur so the global batch stays.  The smallest
- * that fits (the least all-to-all traffic). */
-static int try_sp(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                  uint64_t limit, change *ch) {
-    const zt_model_config *mc = &fin->model;
-    const int W = o->world_size, cur = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
-    const int kv = zt_model_kv_heads(mc), A = fin->grad_accum;
-    for (int n = cur + 1; n <= W; ++n) {
-        if (W % n || n % cur || fin->seq_len % n || mc->n_head % n || kv % n) continue;
-        char nv[16], ga[16];
-        snprintf(nv, sizeof nv, "%d", n);
-        snprintf(ga, sizeof ga, "%d", A * (n / cur));
-        const char *kvs[16];
-        int k = 0;
-        for (int i = 0; extra && extra[i] && k < 10; ++i) kvs[k++] = extra[i];
-        kvs[k++] = "sequence_parallel_size"; kvs[k++] = nv;
-        kvs[k++] = "gradient_accumulation_steps"; kvs[k++] = ga;
-        kvs[k] = NULL;
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kvs, &c) && fits_ch(&c, limit, o)) {
-            snprintf(ch->label, sizeof ch->label, "sequence parallel %d (each rank holds %d of the %d "
-                     "tokens; accumulation x%d keeps the batch)", n, fin->seq_len / n, fin->seq_len,
-                     n / cur);
-            snprintf(ch->flags, sizeof ch->flags, "--sp %d --grad-accum %d", n, A * (n / cur));
-            ch->peak = c.peak;
-            ch->host_peak = c.host_peak;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* One candidate of try_eval: eval batch e (a divisor of E). */
-static int try_eval_one(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                        const char *extra_flags, uint64_t limit, int e, change *ch) {
-    int E = fin->eval_batch_size, nb = fin->eval_batches;
-    if ((long long)nb * (E / e) > INT_MAX) return 0;
-    char eb[16], bs[16];
-    snprintf(eb, sizeof eb, "%d", e);
-    snprintf(bs, sizeof bs, "%d", nb * (E / e));
-    const char *kv[20];
-    int n = 0;
-    for (int i = 0; extra && extra[i] && n < 14; ++i) kv[n++] = extra[i];
-    kv[n++] = "ztrain.eval_batch_size"; kv[n++] = eb;
-    kv[n++] = "ztrain.eval_batches"; kv[n++] = bs;
-    kv[n] = NULL;
+/* One change of keys kv: when it computes, fits limit and (below not NULL)
+ * brings the peak under *below, it is added to list[*nl] with label and
+ * flags.  Returns 1 when added. */
+static int offer(const zt_config *fin, const zt_memplan_opts *o, const char *const *kv,
+                 uint64_t limit, const uint64_t *below, const char *label, const char *flags,
+                 change *list, int *nl) {
     change c;
     memset(&c, 0, sizeof c);
-    if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o))) return 0;
-    snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
-             "(the same samples)", E, e, nb * (E / e));
-    snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
-             extra_flags ? extra_flags : "", extra_flags ? " " : "", e, nb * (E / e));
-    ch->peak = c.peak;
+    if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && (!below || c.peak < *below)))
+        return 0;
+    snprintf(c.label, sizeof c.label, "%s", label);
+    snprintf(c.flags, sizeof c.flags, "%s", flags);
+    list[(*nl)++] = c;
     return 1;
 }
 
-/* Eval batch candidates below the current one: E' divides E, and
- * eval_batches grows by E / E' so the same number of samples is evaluated.
- * The largest that fits.  Divisors in decreasing order in O(sqrt(E)):
- * E/d for d = 2, 3, ... while d*d <= E, then the divisors below sqrt(E). */
-static int try_eval(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                    const char *extra_flags, uint64_t limit, change *ch) {
-    int E = fin->eval_batch_size;
-    long d;
-    for (d = 2; d * d <= E; ++d)
-        if (E % d == 0 && try_eval_one(fin, o, extra, extra_flags, limit, (int)(E / d), ch)) return 1;
-    for (long e = d - 1; e >= 1; --e)
-        if (E % e == 0 && e * e != E && e < E &&
-            try_eval_one(fin, o, extra, extra_flags, limit, (int)e, ch)) return 1;
-    return 0;
+/* A search on top of checkpointing and stage s: its row is labelled
+ * "activation checkpointing + ZeRO stage s + <the search's label>". */
+static int offer_combined(const zt_config *fin, const zt_memplan_opts *o, const search *sk,
+                          const char *const *extra, int s, uint64_t limit, change *list, int *nl) {
+    change c;
+    memset(&c, 0, sizeof c);
+    if (!search_fit(fin, o, sk, extra, NULL, limit, &c)) return 0;
+    char lab[160], fl[160];
+    snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
+    snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
+    snprintf(c.label, sizeof c.label, "%s", lab);
+    snprintf(c.flags, sizeof c.flags, "%s", fl);
+    list[(*nl)++] = c;
+    return 1;
 }
 
 int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
@@ -1239,84 +1292,56 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     }
     change list[12];
     int nl = 0;
-    const int W = o->world_size, stage = fin->zero_stage, k = zt_config_act_ckpt_k(fin);
-    const int rpn = o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
-    const int G = zt_config_shard_group(fin, W, rpn);
-    char sv[8], gv[16];
+    mp_axes ax;
+    plan_axes(fin, o->world_size, opts_ranks_per_node(o), &ax);
+    const int W = ax.world, G = ax.shard_group, stage = fin->zero_stage, k = zt_config_act_ckpt_k(fin);
+    char sv[8], gv[16], lab[160], fl[160];
     /* checkpoint.async's host snapshot: synchronous saves need none (they
      * stop training while they write, but the steps run as before) */
     if (cur->ckpt_snapshot_bytes) {
         const char *kv[] = {"ztrain.checkpoint.async", "false", NULL};
-        change c0;
-        memset(&c0, 0, sizeof c0);
-        if (try_change(fin, o, kv, &c0) && fits_ch(&c0, limit, o)) {
-            snprintf(c0.label, sizeof c0.label, "synchronous checkpoints");
-            snprintf(c0.flags, sizeof c0.flags, "--ckpt-async false");
-            list[nl++] = c0;
-        }
+        offer(fin, o, kv, limit, NULL, "synchronous checkpoints", "--ckpt-async false", list, &nl);
     }
     /* cheapest first: stages 1-2 cost no extra communication; a wider shard
      * group; a smaller micro batch; recomputation (+1 forward); stage 3
      * (1.5x the communication); offload (GPU target only) */
     for (int s = stage + 1; s <= 2 && W > 1; ++s) {
         snprintf(sv, sizeof sv, "%d", s);
+        snprintf(lab, sizeof lab, "ZeRO stage %d", s);
+        snprintf(fl, sizeof fl, "--stage %d", s);
         const char *kv[] = {"zero_optimization.stage", sv, NULL};
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && c.peak < cur->peak_bytes) {
-            snprintf(c.label, sizeof c.label, "ZeRO stage %d", s);
-            snprintf(c.flags, sizeof c.flags, "--stage %d", s);
-            list[nl++] = c;
+        if (offer(fin, o, kv, limit, &cur->peak_bytes, lab, fl, list, &nl))
             break;   /* the cheaper stage that fits is enough */
-        }
     }
     if (stage >= 1 && G < W) {
         snprintf(gv, sizeof gv, "%d", W);
+        snprintf(lab, sizeof lab, "shard over all %d ranks", W);
+        snprintf(fl, sizeof fl, "--shard-group %d", W);
         const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "shard over all %d ranks", W);
-            snprintf(c.flags, sizeof c.flags, "--shard-group %d", W);
-            list[nl++] = c;
-        }
+        offer(fin, o, kv, limit, NULL, lab, fl, list, &nl);
     }
     change c;
     memset(&c, 0, sizeof c);
-    if (cur->with_eval && try_eval(fin, o, NULL, NULL, limit, &c)) list[nl++] = c;
+    if (cur->with_eval && search_fit(fin, o, &SEARCH_EVAL, NULL, NULL, limit, &c)) list[nl++] = c;
     memset(&c, 0, sizeof c);
-    if (try_micro(fin, o, NULL, limit, &c)) list[nl++] = c;
+    if (search_fit(fin, o, &SEARCH_MICRO, NULL, NULL, limit, &c)) list[nl++] = c;
     if (k != 1) {
         const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "enable activation checkpointing");
-            snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks");
-            list[nl++] = c;
-        }
+        offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, &nl);
     }
     if (stage < 3) {
         const char *kv[] = {"zero_optimization.stage", "3", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "ZeRO stage 3");
-            snprintf(c.flags, sizeof c.flags, "--stage 3");
-            list[nl++] = c;
-        }
+        offer(fin, o, kv, limit, NULL, "ZeRO stage 3", "--stage 3", list, &nl);
     }
     /* sequence parallelism (all-to-alls around every attention) */
     memset(&c, 0, sizeof c);
-    if (try_sp(fin, o, NULL, limit, &c)) list[nl++] = c;
+    if (search_fit(fin, o, &SEARCH_SP, NULL, NULL, limit, &c)) list[nl++] = c;
     zt_memplan pl;
     int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
     if (gpu && !pl.offload_optimizer) {
         const char *kv[] = {"offload", "optimizer", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "offload the optimizer state to the host");
-            snprintf(c.flags, sizeof c.flags, "--offload optimizer");
-            list[nl++] = c;
-        }
+        offer(fin, o, kv, limit, NULL, "offload the optimizer state to the host", "--offload optimizer",
+              list, &nl);
     }
     if (nl == 0) {
         /* combinations, cheapest first */
@@ -1326,55 +1351,34 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
         };
         for (size_t i = 0; i < sizeof combo / sizeof combo[0] && nl == 0; ++i) {
             if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
-            memset(&c, 0, sizeof c);
-            if (try_change(fin, o, combo[i], &c) && fits_ch(&c, limit, o)) {
-                snprintf(c.label, sizeof c.label, "activation checkpointing + ZeRO stage %s",
-                         combo[i][3]);
-                snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks --stage %s", combo[i][3]);
-                list[nl++] = c;
-            }
+            snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %s", combo[i][3]);
+            snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %s", combo[i][3]);
+            offer(fin, o, combo[i], limit, NULL, lab, fl, list, &nl);
         }
         if (nl == 0) {
             int s = W > 1 ? 3 : stage;
             snprintf(sv, sizeof sv, "%d", s);
             const char *extra[] = {"activation_checkpointing.policy", "blocks",
                                    "zero_optimization.stage", sv, NULL};
-            memset(&c, 0, sizeof c);
-            if (try_micro(fin, o, extra, limit, &c)) {
-                char lab[160], fl[160];
-                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
-                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
-                snprintf(c.label, sizeof c.label, "%s", lab);
-                snprintf(c.flags, sizeof c.flags, "%s", fl);
-                list[nl++] = c;
-            }
+            offer_combined(fin, o, &SEARCH_MICRO, extra, s, limit, list, &nl);
             /* the sequence is what does not fit: split it over ranks */
-            memset(&c, 0, sizeof c);
-            if (nl == 0 && try_sp(fin, o, extra, limit, &c)) {
-                char lab[160], fl[160];
-                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
-                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
-                snprintf(c.label, sizeof c.label, "%s", lab);
-                snprintf(c.flags, sizeof c.flags, "%s", fl);
-                list[nl++] = c;
-            }
+            if (nl == 0) offer_combined(fin, o, &SEARCH_SP, extra, s, limit, list, &nl);
         }
         if (nl == 0 && cur->with_eval) {
             /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
             int s = W > 1 ? 3 : stage, M = fin->micro_batch, A = fin->grad_accum;
-            char mv[16], av[16], fl[96];
+            char mv[16], av[16], efl[96];
             snprintf(sv, sizeof sv, "%d", s);
             snprintf(mv, sizeof mv, "%d", 1);
             snprintf(av, sizeof av, "%d", A * M);
-            snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
+            snprintf(efl, sizeof efl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
                      A * M);
             const char *extra[] = {"activation_checkpointing.policy", "blocks",
                                    "zero_optimization.stage", sv,
                                    "train_micro_batch_size_per_gpu", mv,
                                    "gradient_accumulation_steps", av, NULL};
             memset(&c, 0, sizeof c);
-            if (try_eval(fin, o, extra, fl, limit, &c)) {
-                char lab[160];
+            if (search_fit(fin, o, &SEARCH_EVAL, extra, efl, limit, &c)) {
                 snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
                          "%d -> 1 + %s", s, M, c.label);
                 snprintf(c.label, sizeof c.label, "%s", lab);
@@ -1388,12 +1392,9 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
      * cannot hold next to its activations */
     if (nl == 0 && gpu && !pl.offload_param) {
         const char *kv[] = {"zero_optimization.stage", "3", "offload", "params", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "ZeRO stage 3 with the parameters offloaded to the host");
-            snprintf(c.flags, sizeof c.flags, "%s--offload params", stage == 3 ? "" : "--stage 3 ");
-            list[nl++] = c;
-        }
+        snprintf(fl, sizeof fl, "%s--offload params", stage == 3 ? "" : "--stage 3 ");
+        offer(fin, o, kv, limit, NULL, "ZeRO stage 3 with the parameters offloaded to the host", fl,
+              list, &nl);
     }
     size_t j = 0;
     for (int i = 0; i < nl; ++i) {
