@@ -1280,6 +1280,110 @@ static int offer_combined(const zt_config *fin, const zt_memplan_opts *o, const 
     return 1;
 }
 
+/* The single changes, cheapest first: synchronous checkpoints (when the
+ * plan holds a snapshot); stages 1-2 (no extra communication); a wider
+ * shard group; a smaller eval batch; a smaller micro batch; recomputation
+ * (+1 forward); stage 3 (1.5x the communication); sequence parallelism;
+ * optimizer offload (GPU target, offload_opt). */
+static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, const zt_memplan *cur,
+                            uint64_t limit, const mp_axes *ax, int offload_opt, change *list,
+                            int *nl) {
+    const int W = ax->world, G = ax->shard_group, stage = fin->zero_stage;
+    char sv[8], gv[16], lab[160], fl[160];
+    /* checkpoint.async's host snapshot: synchronous saves need none (they
+     * stop training while they write, but the steps run as before) */
+    if (cur->ckpt_snapshot_bytes) {
+        const char *kv[] = {"ztrain.checkpoint.async", "false", NULL};
+        offer(fin, o, kv, limit, NULL, "synchronous checkpoints", "--ckpt-async false", list, nl);
+    }
+    for (int s = stage + 1; s <= 2 && W > 1; ++s) {
+        snprintf(sv, sizeof sv, "%d", s);
+        snprintf(lab, sizeof lab, "ZeRO stage %d", s);
+        snprintf(fl, sizeof fl, "--stage %d", s);
+        const char *kv[] = {"zero_optimization.stage", sv, NULL};
+        if (offer(fin, o, kv, limit, &cur->peak_bytes, lab, fl, list, nl))
+            break;   /* the cheaper stage that fits is enough */
+    }
+    if (stage >= 1 && G < W) {
+        snprintf(gv, sizeof gv, "%d", W);
+        snprintf(lab, sizeof lab, "shard over all %d ranks", W);
+        snprintf(fl, sizeof fl, "--shard-group %d", W);
+        const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
+        offer(fin, o, kv, limit, NULL, lab, fl, list, nl);
+    }
+    change c;
+    memset(&c, 0, sizeof c);
+    if (cur->with_eval && search_fit(fin, o, &SEARCH_EVAL, NULL, NULL, limit, &c)) list[(*nl)++] = c;
+    memset(&c, 0, sizeof c);
+    if (search_fit(fin, o, &SEARCH_MICRO, NULL, NULL, limit, &c)) list[(*nl)++] = c;
+    if (zt_config_act_ckpt_k(fin) != 1) {
+        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
+        offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, nl);
+    }
+    if (stage < 3) {
+        const char *kv[] = {"zero_optimization.stage", "3", NULL};
+        offer(fin, o, kv, limit, NULL, "ZeRO stage 3", "--stage 3", list, nl);
+    }
+    /* sequence parallelism (all-to-alls around every attention) */
+    memset(&c, 0, sizeof c);
+    if (search_fit(fin, o, &SEARCH_SP, NULL, NULL, limit, &c)) list[(*nl)++] = c;
+    if (offload_opt) {
+        const char *kv[] = {"offload", "optimizer", NULL};
+        offer(fin, o, kv, limit, NULL, "offload the optimizer state to the host", "--offload optimizer",
+              list, nl);
+    }
+}
+
+/* Combinations, cheapest first, when no single change fits: checkpointing
+ * with stage 2 or 3; checkpointing and stage 3 (one rank: the stage) with a
+ * smaller micro batch, or else with sequence parallelism; then also micro
+ * batch 1 with a smaller eval batch. */
+static void suggest_combined(const zt_config *fin, const zt_memplan_opts *o, const zt_memplan *cur,
+                             uint64_t limit, const mp_axes *ax, change *list, int *nl) {
+    const int W = ax->world, stage = fin->zero_stage;
+    char sv[8], lab[160], fl[160];
+    static const char *const combo[][7] = {
+        {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "2", NULL},
+        {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "3", NULL},
+    };
+    for (size_t i = 0; i < sizeof combo / sizeof combo[0] && *nl == 0; ++i) {
+        if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
+        snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %s", combo[i][3]);
+        snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %s", combo[i][3]);
+        offer(fin, o, combo[i], limit, NULL, lab, fl, list, nl);
+    }
+    const int s = W > 1 ? 3 : stage;
+    snprintf(sv, sizeof sv, "%d", s);
+    if (*nl == 0) {
+        const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                               "zero_optimization.stage", sv, NULL};
+        offer_combined(fin, o, &SEARCH_MICRO, extra, s, limit, list, nl);
+        /* the sequence is what does not fit: split it over ranks */
+        if (*nl == 0) offer_combined(fin, o, &SEARCH_SP, extra, s, limit, list, nl);
+    }
+    if (*nl == 0 && cur->with_eval) {
+        /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
+        const int M = fin->micro_batch, A = fin->grad_accum;
+        char mv[16], av[16], efl[96];
+        snprintf(mv, sizeof mv, "%d", 1);
+        snprintf(av, sizeof av, "%d", A * M);
+        snprintf(efl, sizeof efl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
+                 A * M);
+        const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                               "zero_optimization.stage", sv,
+                               "train_micro_batch_size_per_gpu", mv,
+                               "gradient_accumulation_steps", av, NULL};
+        change c;
+        memset(&c, 0, sizeof c);
+        if (search_fit(fin, o, &SEARCH_EVAL, extra, efl, limit, &c)) {
+            snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
+                     "%d -> 1 + %s", s, M, c.label);
+            snprintf(c.label, sizeof c.label, "%s", lab);
+            list[(*nl)++] = c;
+        }
+    }
+}
+
 int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
                        uint64_t limit, char *buf, size_t n, char *first, size_t nfirst) {
     if (n) buf[0] = '\0';
@@ -1294,105 +1398,18 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     int nl = 0;
     mp_axes ax;
     plan_axes(fin, o->world_size, opts_ranks_per_node(o), &ax);
-    const int W = ax.world, G = ax.shard_group, stage = fin->zero_stage, k = zt_config_act_ckpt_k(fin);
-    char sv[8], gv[16], lab[160], fl[160];
-    /* checkpoint.async's host snapshot: synchronous saves need none (they
-     * stop training while they write, but the steps run as before) */
-    if (cur->ckpt_snapshot_bytes) {
-        const char *kv[] = {"ztrain.checkpoint.async", "false", NULL};
-        offer(fin, o, kv, limit, NULL, "synchronous checkpoints", "--ckpt-async false", list, &nl);
-    }
-    /* cheapest first: stages 1-2 cost no extra communication; a wider shard
-     * group; a smaller micro batch; recomputation (+1 forward); stage 3
-     * (1.5x the communication); offload (GPU target only) */
-    for (int s = stage + 1; s <= 2 && W > 1; ++s) {
-        snprintf(sv, sizeof sv, "%d", s);
-        snprintf(lab, sizeof lab, "ZeRO stage %d", s);
-        snprintf(fl, sizeof fl, "--stage %d", s);
-        const char *kv[] = {"zero_optimization.stage", sv, NULL};
-        if (offer(fin, o, kv, limit, &cur->peak_bytes, lab, fl, list, &nl))
-            break;   /* the cheaper stage that fits is enough */
-    }
-    if (stage >= 1 && G < W) {
-        snprintf(gv, sizeof gv, "%d", W);
-        snprintf(lab, sizeof lab, "shard over all %d ranks", W);
-        snprintf(fl, sizeof fl, "--shard-group %d", W);
-        const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
-        offer(fin, o, kv, limit, NULL, lab, fl, list, &nl);
-    }
-    change c;
-    memset(&c, 0, sizeof c);
-    if (cur->with_eval && search_fit(fin, o, &SEARCH_EVAL, NULL, NULL, limit, &c)) list[nl++] = c;
-    memset(&c, 0, sizeof c);
-    if (search_fit(fin, o, &SEARCH_MICRO, NULL, NULL, limit, &c)) list[nl++] = c;
-    if (k != 1) {
-        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
-        offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, &nl);
-    }
-    if (stage < 3) {
-        const char *kv[] = {"zero_optimization.stage", "3", NULL};
-        offer(fin, o, kv, limit, NULL, "ZeRO stage 3", "--stage 3", list, &nl);
-    }
-    /* sequence parallelism (all-to-alls around every attention) */
-    memset(&c, 0, sizeof c);
-    if (search_fit(fin, o, &SEARCH_SP, NULL, NULL, limit, &c)) list[nl++] = c;
     zt_memplan pl;
-    int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
-    if (gpu && !pl.offload_optimizer) {
-        const char *kv[] = {"offload", "optimizer", NULL};
-        offer(fin, o, kv, limit, NULL, "offload the optimizer state to the host", "--offload optimizer",
-              list, &nl);
-    }
-    if (nl == 0) {
-        /* combinations, cheapest first */
-        static const char *const combo[][7] = {
-            {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "2", NULL},
-            {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "3", NULL},
-        };
-        for (size_t i = 0; i < sizeof combo / sizeof combo[0] && nl == 0; ++i) {
-            if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
-            snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %s", combo[i][3]);
-            snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %s", combo[i][3]);
-            offer(fin, o, combo[i], limit, NULL, lab, fl, list, &nl);
-        }
-        if (nl == 0) {
-            int s = W > 1 ? 3 : stage;
-            snprintf(sv, sizeof sv, "%d", s);
-            const char *extra[] = {"activation_checkpointing.policy", "blocks",
-                                   "zero_optimization.stage", sv, NULL};
-            offer_combined(fin, o, &SEARCH_MICRO, extra, s, limit, list, &nl);
-            /* the sequence is what does not fit: split it over ranks */
-            if (nl == 0) offer_combined(fin, o, &SEARCH_SP, extra, s, limit, list, &nl);
-        }
-        if (nl == 0 && cur->with_eval) {
-            /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
-            int s = W > 1 ? 3 : stage, M = fin->micro_batch, A = fin->grad_accum;
-            char mv[16], av[16], efl[96];
-            snprintf(sv, sizeof sv, "%d", s);
-            snprintf(mv, sizeof mv, "%d", 1);
-            snprintf(av, sizeof av, "%d", A * M);
-            snprintf(efl, sizeof efl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
-                     A * M);
-            const char *extra[] = {"activation_checkpointing.policy", "blocks",
-                                   "zero_optimization.stage", sv,
-                                   "train_micro_batch_size_per_gpu", mv,
-                                   "gradient_accumulation_steps", av, NULL};
-            memset(&c, 0, sizeof c);
-            if (search_fit(fin, o, &SEARCH_EVAL, extra, efl, limit, &c)) {
-                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
-                         "%d -> 1 + %s", s, M, c.label);
-                snprintf(c.label, sizeof c.label, "%s", lab);
-                list[nl++] = c;
-            }
-        }
-    }
+    const int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
+    suggest_singles(fin, o, cur, limit, &ax, gpu && !pl.offload_optimizer, list, &nl);
+    if (nl == 0) suggest_combined(fin, o, cur, limit, &ax, list, &nl);
     /* the parameters on the host (stage 3 with parameter offload: every unit
      * crosses to the device each step, the dearest change), offered only
      * when nothing above fits: a LoRA run's frozen base, say, that one GPU
      * cannot hold next to its activations */
     if (nl == 0 && gpu && !pl.offload_param) {
         const char *kv[] = {"zero_optimization.stage", "3", "offload", "params", NULL};
-        snprintf(fl, sizeof fl, "%s--offload params", stage == 3 ? "" : "--stage 3 ");
+        char fl[160];
+        snprintf(fl, sizeof fl, "%s--offload params", fin->zero_stage == 3 ? "" : "--stage 3 ");
         offer(fin, o, kv, limit, NULL, "ZeRO stage 3 with the parameters offloaded to the host", fl,
               list, &nl);
     }
