@@ -349,10 +349,30 @@ static void sim_backward(layout *y, int k) {
     }
 }
 
+/* ranks sharing one node's host memory: o->ranks_per_node, at most the world, 1 when unset */
+static int opts_ranks_per_node(const zt_memplan_opts *o) {
+    const int W = o->world_size;
+    return o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
+}
+
+/* The run's axis sizes, the one place the planner derives them: the world,
+ * the shard group (the world at stage 0; zero_optimization.shard_group_size
+ * otherwise, "node" = ranks_per_node; not checked here), the sequence
+ * parallel size and the data parallel degree world / sp. */
+typedef struct mp_axes {
+    int world, shard_group, sp, dp;
+} mp_axes;
+
+static void plan_axes(const zt_config *c, int world, int ranks_per_node, mp_axes *ax) {
+    ax->world = world;
+    ax->shard_group = c->zero_stage == 0 ? world : zt_config_shard_group(c, world, ranks_per_node);
+    ax->sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
+    ax->dp = world / ax->sp;
+}
+
 static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan *p) {
     p->world = o->world_size;
-    p->ranks_per_node = o->ranks_per_node > 0 ? o->ranks_per_node : 1;
-    if (p->ranks_per_node > p->world) p->ranks_per_node = p->world;
+    p->ranks_per_node = opts_ranks_per_node(o);
     /* cpu-strict has device memory too (the engine runs as on a GPU) */
     p->gpu = o->target == ZT_MP_TARGET_AUTO
                  ? strcmp(c->backend, "cuda") == 0 || strcmp(c->backend, "cpu-strict") == 0
@@ -458,170 +478,196 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     }
 }
 
-int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
-                       zt_status *st) {
-    memset(out, 0, sizeof *out);
-    if (!cfg_in || !o || o->world_size < 1)
-        return zt_fail(st, ZT_EINVAL, "memory plan: needs a configuration and a world size >= 1");
-    if (cfg_in->micro_batch == ZT_MICRO_BATCH_AUTO)
-        return zt_fail(st, ZT_EINVAL, "memory plan: train_micro_batch_size_per_gpu=\"auto\" "
-                       "must be resolved first");
-    zt_config *c = zt_config_dup(cfg_in);
-    if (!c) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
-    int rc = zt_config_finalize_plan(c, o->world_size, st);
-    if (rc != ZT_OK) { zt_config_free(c); return rc; }
+/* One plan in the making: the finalized configuration, the axes, the
+ * layouts and the simulated allocations, shared by the steps below. */
+typedef struct planner {
+    zt_config *c;                 /* the finalized copy of the configuration */
+    const zt_memplan_opts *o;
+    zt_memplan *p;
+    const zt_model_config *mc;
+    const zt_arch *arch;          /* the model's units */
+    mp_axes ax;
+    int L;                        /* blocks */
+    uint64_t T, S, Sl;            /* the model's positions; the window; a sample's tokens on one rank */
+    uint64_t g;                   /* the slices' divisor: 1 at stage 0, else the shard group */
+    layout y, ya;                 /* the model's units; LoRA: the adapters' (one per block) */
+    int lora;
+    zt_lora lo;
+    uint64_t nf4_bytes;           /* QLoRA: the frozen NF4 store on a rank */
+    sim s;
+    int comm16;                   /* 16-bit gradient reductions with more than one rank */
+    int optim_tag_place, param_tag_place;   /* offloaded: host bytes tagged ZT_MEM_ON_HOST */
+    uint64_t on;                  /* elements whose master weights and moments this rank keeps */
+    uint64_t sp_cap;              /* sequence parallel: samples' tokens of the host arrays */
+} planner;
 
-    zt_memplan *p = out;
-    resolve_opts(c, o, p);
-    const zt_model_config *mc = &c->model;
-    int W = p->world, L = mc->n_layer;
-    int G = c->zero_stage == 0 ? W : zt_config_shard_group(c, W, p->ranks_per_node);
-    if (G < 1 || G > W || W % G) {
-        if (c->shard_group_size == ZT_SHARD_GROUP_NODE)
-            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
-                         "node) must divide the world size %d", G, W);
-        else
-            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
-                         "world size %d", c->shard_group_size, W);
-        goto done;
-    }
-    p->shard_group = G;
+/* the model computes in fp32 in every precision (precision.h): fp32
+ * activation, eval and sample blocks */
+enum { PLAN_ELEM = 4 };
+
+static void layout_free(layout *y) {
+    free(y->n);
+    free(y->qtmp);
+    free(y->gathered);
+    free(y->view);
+    free(y->bucket);
+    free(y->seen);
+}
+
+/* The shard group must divide the world. */
+static int check_axes(const planner *q, zt_status *st) {
+    const int W = q->ax.world, G = q->ax.shard_group;
+    if (G >= 1 && G <= W && W % G == 0) return ZT_OK;
+    if (q->c->shard_group_size == ZT_SHARD_GROUP_NODE)
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
+                       "node) must divide the world size %d", G, W);
+    return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
+                   "world size %d", q->c->shard_group_size, W);
+}
+
+/* The run's shape in the plan: stage, batch, sequence parallel, eval rows,
+ * checkpointing, precision, offload (parameter offload needs stage 3), overlap. */
+static int plan_run(planner *q, zt_status *st) {
+    const zt_config *c = q->c;
+    const zt_model_config *mc = q->mc;
+    zt_memplan *p = q->p;
+    p->shard_group = q->ax.shard_group;
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
     /* sequence parallelism (seqpar.h): groups of SP ranks share each sample,
      * SP-th of its tokens each; dp = W / SP data parallel groups */
-    const int SP = mc->seq_parallel > 1 ? mc->seq_parallel : 1, DP = W / SP;
-    p->seq_parallel = SP;
-    p->eval_batch = zt_config_eval_rows(c, DP);   /* rows of an eval forward per rank */
+    p->seq_parallel = q->ax.sp;
+    p->eval_batch = zt_config_eval_rows(c, q->ax.dp);   /* rows of an eval forward per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);
     p->mixed = c->bf16_enabled || c->fp16_enabled;
     p->offload_optimizer = strcmp(c->offload_optimizer, "none") != 0;
     p->offload_param = strcmp(c->offload_param, "none") != 0;
-    p->overlap_comm = c->overlap_comm && p->stage >= 2 && G > 1;
-    if (p->offload_param && p->stage != 3) {
-        rc = zt_fail(st, ZT_EINVAL, "zero_optimization.offload_param.device=%s needs "
-                     "zero_optimization.stage=3 (only sharded parameters can be offloaded)",
-                     c->offload_param);
-        goto done;
-    }
+    p->overlap_comm = c->overlap_comm && p->stage >= 2 && q->ax.shard_group > 1;
+    if (p->offload_param && p->stage != 3)
+        return zt_fail(st, ZT_EINVAL, "zero_optimization.offload_param.device=%s needs "
+                       "zero_optimization.stage=3 (only sharded parameters can be offloaded)",
+                       c->offload_param);
+    return ZT_OK;
+}
 
-    /* layout: model.c's units */
-    uint64_t T = (uint64_t)mc->context;
-    /* training / eval windows are seq_len long; T (the model's positions) sizes
-     * the position table and the sample's window */
-    const uint64_t S = (uint64_t)c->seq_len;
-    const uint64_t Sl = S / (uint64_t)SP;   /* the tokens of a sample on one rank */
-    layout y;
-    memset(&y, 0, sizeof y);
-    y.p = p;
-    y.nu = L + 2;
-    y.n = calloc((size_t)y.nu, sizeof *y.n);
-    y.gathered = calloc((size_t)y.nu, sizeof *y.gathered);
-    y.view = calloc((size_t)y.nu, 1);
-    y.bucket = calloc((size_t)y.nu, 1);
-    y.seen = calloc((size_t)y.nu, 1);
-    if (!y.n || !y.gathered || !y.view || !y.bucket || !y.seen) {
-        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
-        rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
-        goto done;
+/* model.c's units (embeddings, L blocks, head): their elements, the
+ * parameter count, the largest unit and tensor, and this rank's slices
+ * (group index 0 owns a full slice of each); where each kind lives. */
+static int plan_units(planner *q, zt_status *st) {
+    zt_memplan *p = q->p;
+    const zt_model_config *mc = q->mc;
+    layout *y = &q->y;
+    y->p = p;
+    y->nu = q->L + 2;
+    y->n = calloc((size_t)y->nu, sizeof *y->n);
+    y->gathered = calloc((size_t)y->nu, sizeof *y->gathered);
+    y->view = calloc((size_t)y->nu, 1);
+    y->bucket = calloc((size_t)y->nu, 1);
+    y->seen = calloc((size_t)y->nu, 1);
+    if (!y->n || !y->gathered || !y->view || !y->bucket || !y->seen)
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    y->tied = zt_arch_tied(q->arch, mc);
+    for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
+    y->max_len = 1;
+    for (int u = 0; u < y->nu; ++u) {
+        p->num_params += y->n[u];
+        if (y->n[u] > p->largest_unit) p->largest_unit = y->n[u];
+        const uint64_t len = cdiv(y->n[u], q->g);
+        y->shard_total += len;
+        if (len > y->max_len) y->max_len = len;
     }
-    const zt_arch *arch = zt_arch_of(mc);   /* the model's units */
-    y.tied = zt_arch_tied(arch, mc);
-    for (int u = 0; u < y.nu; ++u) y.n[u] = zt_arch_unit_numel(arch, mc, u);
-    uint64_t g = p->stage == 0 ? 1 : (uint64_t)G;
-    y.max_len = 1;
-    for (int u = 0; u < y.nu; ++u) {
-        p->num_params += y.n[u];
-        if (y.n[u] > p->largest_unit) p->largest_unit = y.n[u];
-        uint64_t S = cdiv(y.n[u], g);   /* group index 0 owns a full slice */
-        y.shard_total += S;
-        if (S > y.max_len) y.max_len = S;
-    }
-    p->largest_tensor = arch->largest_layer(mc);
-    y.eb = p->mixed ? 2 : 4;
-    y.place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
-    y.place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
-    y.place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
-    y.g = (uint64_t)G;
-    y.comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
-    y.overlap = p->overlap_comm;
-    /* LoRA: the adapters' engine beside the frozen base (lora.h) */
-    zt_lora lo;
-    layout ya;
-    memset(&ya, 0, sizeof ya);
-    const int lora = mc->lora_r > 0;
-    uint64_t nf4_bytes = 0;
-    if (lora && zt_lora_base_kind(mc, NULL) > 0) {   /* QLoRA: shard_nf4.c's layout */
-        if (p->offload_param)   /* (as zt_nf4s_create) */
-            rc = zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
-                         "offloaded (zero_optimization.offload_param); use offload_param none",
-                         mc->lora_base);
-        else if (!(y.qtmp = calloc((size_t)y.nu, sizeof *y.qtmp)))
-            rc = zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
-        for (int u = 0; y.qtmp && u < y.nu; ++u) {
-            uint64_t b;
-            nf4_unit(arch, mc, u, L, p->stage == 3 ? (uint64_t)G : 1, (int)y.eb,
-                     zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &y.qtmp[u]);
-            nf4_bytes += b;
-        }
-    }
-    if (lora && (rc != ZT_OK || (rc = zt_lora_plan(mc, &lo, st)) != ZT_OK)) {
-        free(y.qtmp);
-        free(y.n); free(y.gathered); free(y.view); free(y.bucket); free(y.seen);
-        goto done;
-    }
-    if (lora) {
-        ya = y;
-        ya.qtmp = NULL;   /* the adapters are never NF4 */
-        ya.nu = L;
-        ya.n = calloc((size_t)L, sizeof *ya.n);
-        ya.gathered = calloc((size_t)L, sizeof *ya.gathered);
-        ya.view = calloc((size_t)L, 1);
-        ya.bucket = calloc((size_t)L, 1);
-        ya.seen = calloc((size_t)L, 1);
-        ya.shard_total = 0;
-        ya.max_len = 1;
-        for (int u = 0; ya.n && u < L; ++u) {
-            ya.n[u] = lo.unit_numel;
-            ya.shard_total += cdiv(ya.n[u], g);
-            ya.max_len = umax(ya.max_len, cdiv(ya.n[u], g));
-        }
-        y.frozen = 1;
-        y.peer = &ya;
-        p->lora_params = zt_lora_num_params(&lo);
-        p->lora_r = lo.r;
-    }
+    p->largest_tensor = q->arch->largest_layer(mc);
+    y->eb = p->mixed ? 2 : 4;
+    y->place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y->place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y->place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
+    y->g = (uint64_t)q->ax.shard_group;
+    y->comm16 = strcmp(q->c->comm_dtype, "fp32") != 0 && q->ax.world > 1;
+    y->overlap = p->overlap_comm;
+    return ZT_OK;
+}
 
-    sim s;
-    memset(&s, 0, sizeof s);
-    y.s = &s;
-    ya.s = &s;
-    const uint64_t Psi = p->num_params, own = umax(y.shard_total, 1);
-    const int k = p->ckpt_k, B = p->micro_batch, A = p->grad_accum;
-    /* the model computes in fp32 in every precision (precision.h): fp32
-     * activation, eval and sample blocks */
-    const int elem = 4;
-    const uint64_t tok = (S + 1) * 4;   /* one window of uint32 tokens */
+/* QLoRA (ztrain.lora.base nf4 / nf4-dq): shard_nf4.c's layout, the NF4
+ * store on a rank (q->nf4_bytes) and each unit's compute temporaries. */
+static int plan_qlora(planner *q, zt_status *st) {
+    zt_memplan *p = q->p;
+    const zt_model_config *mc = q->mc;
+    if (p->offload_param)   /* (as zt_nf4s_create) */
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
+                       "offloaded (zero_optimization.offload_param); use offload_param none",
+                       mc->lora_base);
+    if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)))
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    for (int u = 0; u < q->y.nu; ++u) {
+        uint64_t b;
+        nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,
+                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u]);
+        q->nf4_bytes += b;
+    }
+    return ZT_OK;
+}
+
+/* LoRA (lora.h): the adapters' engine beside the frozen base, one unit of
+ * lo.unit_numel elements per block, sliced as the base's units are. */
+static int plan_adapters(planner *q, zt_status *st) {
+    ZT_TRY(zt_lora_plan(q->mc, &q->lo, st));
+    const int L = q->L;
+    layout *ya = &q->ya;
+    *ya = q->y;
+    ya->qtmp = NULL;   /* the adapters are never NF4 */
+    ya->nu = L;
+    ya->n = calloc((size_t)L, sizeof *ya->n);
+    ya->gathered = calloc((size_t)L, sizeof *ya->gathered);
+    ya->view = calloc((size_t)L, 1);
+    ya->bucket = calloc((size_t)L, 1);
+    ya->seen = calloc((size_t)L, 1);
+    ya->shard_total = 0;
+    ya->max_len = 1;
+    for (int u = 0; ya->n && u < L; ++u) {
+        ya->n[u] = q->lo.unit_numel;
+        ya->shard_total += cdiv(ya->n[u], q->g);
+        ya->max_len = umax(ya->max_len, cdiv(ya->n[u], q->g));
+    }
+    q->y.frozen = 1;
+    q->y.peer = ya;
+    q->p->lora_params = zt_lora_num_params(&q->lo);
+    q->p->lora_r = q->lo.r;
+    return ZT_OK;
+}
+
+/* Model states at set-up (zt_ctx_create), by stage: the fp32 parameter and
+ * gradient blocks the stage keeps, the 16-bit storage and fp32 master
+ * weights (optimizer category) when mixed or offloaded, the offload staging
+ * slices, the 16-bit reduction buffers, the fp32 shards and the
+ * reduce-scatter buffer, then the initialization's transients.  LoRA: the
+ * frozen base's and the adapters' (lora_setup). */
+static void plan_states(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const layout *y = &q->y;
+    const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
     /* 16-bit gradient reductions (communication_data_type) with more than one rank */
-    const int comm16 = strcmp(c->comm_dtype, "fp32") != 0 && W > 1;
+    q->comm16 = strcmp(q->c->comm_dtype, "fp32") != 0 && q->ax.world > 1;
     /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
-    const int optim_tag_place = y.place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
+    q->optim_tag_place = y->place_optim | (p->offload_optimizer ? MP_OFFLOADED : 0);
     /* offloaded parameter shards (stage 3): host bytes, tagged ZT_MEM_ON_HOST */
-    const int param_tag_place = y.place_params | (p->offload_param ? MP_OFFLOADED : 0);
-    /* elements whose master weights and moments this rank keeps */
-    const uint64_t on = p->stage == 0 ? umax(Psi, 1) : own;
+    q->param_tag_place = y->place_params | (p->offload_param ? MP_OFFLOADED : 0);
+    q->on = p->stage == 0 ? umax(Psi, 1) : own;
+    const int comm16 = q->comm16, optim_tag_place = q->optim_tag_place,
+              param_tag_place = q->param_tag_place;
+    const uint64_t on = q->on;
 
-    s.phase = "setup";
-    if (lora) {
-        lora_setup(&s, p, &y, &ya, param_tag_place, optim_tag_place, comm16, nf4_bytes);
-        goto after_states;
+    s->phase = "setup";
+    if (q->lora) {
+        lora_setup(s, p, &q->y, &q->ya, param_tag_place, optim_tag_place, comm16, q->nf4_bytes);
+        return;
     }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
      * mixed: never the parameter block) */
-    if (p->stage < 3 && !p->mixed) s_alloc(&s, y.place_params, ZT_MEM_PARAMS, Psi * 4);
-    if (p->stage < 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, Psi * 4);
+    if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
+    if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Psi * 4);
     /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
      * owned slices at 3) and fp32 master weights (optimizer category);
      * 16-bit reduction buffers; the fp32 shards; the reduce-scatter buffer */
@@ -634,24 +680,24 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * (the shard is updated in place) and mixed no 16-bit staging slices */
     const int host_params = p->gpu && p->offload_param;
     const int has_master = p->mixed || (host_opt && !host_params);
-    if (p->mixed) s_alloc(&s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
-    if (has_master) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
+    if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    if (has_master) s_alloc(s, optim_tag_place, ZT_MEM_OPTIMIZER, on * 4);
     if (host_opt) {   /* two staging slices each way (shard.c's update_offloaded) */
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 4);
-        if (p->mixed && !host_params) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y.max_len * 2);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y->max_len * 4);
+        if (p->mixed && !host_params) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y->max_len * 2);
     }
     if (comm16) {
-        s_alloc(&s, y.place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
-        if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 2);
+        s_alloc(s, y->place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
+        if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, y->max_len * 2);
     }
-    if (p->stage == 3 && !p->mixed) s_alloc(&s, param_tag_place, ZT_MEM_PARAMS, own * 4);
-    if (p->stage >= 2) s_alloc(&s, y.place_dev, ZT_MEM_GRADS, own * 4);
-    if (p->stage >= 1) s_alloc(&s, y.place_dev, ZT_MEM_COMM, y.max_len * 4);
+    if (p->stage == 3 && !p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
+    if (p->stage >= 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, own * 4);
+    if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, y->max_len * 4);
     /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
      * through an fp32 buffer of the largest unit */
     if (p->mixed && p->stage < 3) {
-        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
-        s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
     }
     /* on a GPU the initial values are staged through a host chunk of at
      * most 1 Mi elements (a transient: no effect on the device peak); at
@@ -659,184 +705,296 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
      * weights or offloaded shards) */
     if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
         const uint64_t chunk = (uint64_t)1 << 20;
-        uint64_t n = p->stage == 3 ? y.max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
+        uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
     }
-after_states:;
-    uint64_t acts = zt_memplan_acts_bytes(mc, B, (int)Sl, 1, k, elem);
-    {   /* the LM head's chunk (classifier.h), and what [N, V] would be */
-        const int capped = mc->gemma && mc->final_softcap > 0;
-        const long Nl = (long)B * (long)Sl;
-        p->chunk_rows = zt_classifier_rows(mc, Nl);
-        p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
-        p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * 4 * (capped ? 2 : 1);
-    }
-    {   /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
-        const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
-        const size_t nkv = (size_t)zt_model_kv_heads(mc);
-        p->alltoall_bytes = (uint64_t)A * zt_sp_alltoall_bytes(SP, B, (int)Sl, L, k ? L : 0,
-                                                               (nh + 2 * nkv) * hd, nh * hd, 4);
-    }
-    s_alloc(&s, y.place_dev, ZT_MEM_ACTIVATIONS, acts);
-    /* on a GPU the data source writes host token arrays (inputs, targets) */
-    if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * Sl * 4 * 2);
-    /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
-    uint64_t sp_cap = SP > 1 ? (uint64_t)B * S : 0;
-    if (SP > 1) s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
-    /* zt_adamw_init: m and v (fp32) */
-    const uint64_t on_t = lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(ya.shard_total, 1)) : on;
-    for (int i = 0; i < 2; ++i) s_alloc(&s, optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
-    /* ... and the step's scalars (backend memory, optim.h) */
-    s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
-    p->params_bytes = s.cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s.cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
-    p->grads_bytes = s.cur[ZT_MP_HOST][ZT_MEM_GRADS] + s.cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
-    p->optim_bytes = s.cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s.cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
-    p->formula_bytes = zt_memplan_formula(p->stage, p->mixed, (double)Psi, (double)G);
-    p->engine_formula_bytes = zt_memplan_engine_formula(p->stage, p->mixed, (double)Psi, (double)G);
+}
 
-    /* zt_ctx_open_data: token validation, then the loaders' buffers (host) */
-    uint64_t scan = o->scan_bytes ? o->scan_bytes : ((uint64_t)1 << 16) * 4;
-    if (p->with_data) {
-        s.phase = "opening data";
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
-        /* prefetch slots: 2 * accumulation + 2 micro batches */
-        for (int i = 0; i < 2 * A + 2; ++i)
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)B * tok);
-        if (p->with_eval) {
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-            s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
-        }
-    }
-    /* zt_train: the eval block, then steps and evaluations */
+/* The LM head's chunk (classifier.h): rows per chunk, the chunk's logits,
+ * and what all rows' [N, V] logits would be (x2 with a softcap). */
+static void plan_classifier(planner *q) {
+    const zt_model_config *mc = q->mc;
+    zt_memplan *p = q->p;
+    const int capped = mc->gemma && mc->final_softcap > 0;
+    const long Nl = (long)p->micro_batch * (long)q->Sl;
+    p->chunk_rows = zt_classifier_rows(mc, Nl);
+    p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
+    p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * 4 * (capped ? 2 : 1);
+}
+
+/* Sequence parallel communication: the all-to-alls' bytes per step around
+ * every attention (forward, backward, and the recomputed forwards). */
+static void plan_seqpar_comm(planner *q) {
+    const zt_model_config *mc = q->mc;
+    zt_memplan *p = q->p;
+    /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
+    const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
+    const size_t nkv = (size_t)zt_model_kv_heads(mc);
+    p->alltoall_bytes = (uint64_t)p->grad_accum *
+                        zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L,
+                                             p->ckpt_k ? q->L : 0, (nh + 2 * nkv) * hd, nh * hd, 4);
+}
+
+/* Activations of one micro batch (by checkpointing mode: zt_memplan_acts_bytes
+ * with ckpt_k), the host token arrays on a GPU, and sequence parallel's host
+ * arrays of the whole samples. */
+static void plan_activations(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const int B = p->micro_batch;
+    const uint64_t acts = zt_memplan_acts_bytes(q->mc, B, (int)q->Sl, 1, p->ckpt_k, PLAN_ELEM);
+    s_alloc(s, q->y.place_dev, ZT_MEM_ACTIVATIONS, acts);
+    /* on a GPU the data source writes host token arrays (inputs, targets) */
+    if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * q->Sl * 4 * 2);
+    /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
+    q->sp_cap = q->ax.sp > 1 ? (uint64_t)B * q->S : 0;
+    if (q->ax.sp > 1) s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
+}
+
+/* zt_adamw_init: the moments m and v (fp32) of the trained elements this
+ * rank updates (LoRA: the adapters'), and the step's scalars (backend
+ * memory, optim.h). */
+static void plan_moments(planner *q) {
+    zt_memplan *p = q->p;
+    const uint64_t on_t = q->lora ? (p->stage == 0 ? umax(p->lora_params, 1) : umax(q->ya.shard_total, 1))
+                                  : q->on;
+    for (int i = 0; i < 2; ++i) s_alloc(&q->s, q->optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
+    s_alloc(&q->s, q->y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
+}
+
+/* The model states' totals (both places) next to the ZeRO paper's formula
+ * and the engine's. */
+static void plan_state_totals(planner *q) {
+    zt_memplan *p = q->p;
+    const sim *s = &q->s;
+    p->params_bytes = s->cur[ZT_MP_HOST][ZT_MEM_PARAMS] + s->cur[ZT_MP_DEVICE][ZT_MEM_PARAMS];
+    p->grads_bytes = s->cur[ZT_MP_HOST][ZT_MEM_GRADS] + s->cur[ZT_MP_DEVICE][ZT_MEM_GRADS];
+    p->optim_bytes = s->cur[ZT_MP_HOST][ZT_MEM_OPTIMIZER] + s->cur[ZT_MP_DEVICE][ZT_MEM_OPTIMIZER];
+    const double Psi = (double)p->num_params, G = (double)q->ax.shard_group;
+    p->formula_bytes = zt_memplan_formula(p->stage, p->mixed, Psi, G);
+    p->engine_formula_bytes = zt_memplan_engine_formula(p->stage, p->mixed, Psi, G);
+}
+
+/* zt_ctx_open_data (host): the token validation's scan buffer, a window of
+ * tokens, and the loaders' prefetch slots (2 x accumulation + 2 micro
+ * batches); with eval data its scan and window too. */
+static void plan_data(planner *q) {
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    if (!p->with_data) return;
+    const uint64_t scan = q->o->scan_bytes ? q->o->scan_bytes : ((uint64_t)1 << 16) * 4;
+    const uint64_t tok = (q->S + 1) * 4;   /* one window of uint32 tokens */
+    s->phase = "opening data";
+    s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+    s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+    s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
+    /* prefetch slots: 2 * accumulation + 2 micro batches */
+    for (int i = 0; i < 2 * p->grad_accum + 2; ++i)
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, (uint64_t)p->micro_batch * tok);
     if (p->with_eval) {
-        s.phase = "setup";
-        if (SP > 1 && (uint64_t)p->eval_batch * S > sp_cap) {   /* (train.c's sp_buffers grows) */
-            s_free(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
-            sp_cap = (uint64_t)p->eval_batch * S;
-            s_alloc(&s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, sp_cap * 4 * 2);
-        }
-        s_alloc(&s, y.place_dev, ZT_MEM_EVAL,
-                zt_memplan_acts_bytes(mc, p->eval_batch, (int)Sl, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * Sl * 4 * 2);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, scan);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, tok);
     }
-    /* checkpoint.async: the host snapshot (ckpt_async.c), allocated at the
-     * first periodic save and freed before the final one: the owned slices
-     * of the trained units (rank 0's: the world's split at stage 0, the
-     * shard group's at 1-3), params, m and v in fp32 */
-    if (c->ckpt_async && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0)) {
-        const layout *yt = lora ? &ya : &y;
-        const uint64_t gs = p->stage == 0 ? (uint64_t)W : (uint64_t)G;
-        uint64_t e = 0;
-        for (int u = 0; u < yt->nu; ++u) e += cdiv(yt->n[u], gs);
-        p->ckpt_snapshot_bytes = e * 3 * 4;
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+}
+
+/* zt_train's eval block: the eval forward's activations (eval_batch rows),
+ * its host token arrays on a GPU, sequence parallel's arrays grown to it. */
+static void plan_eval(planner *q) {
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    if (!p->with_eval) return;
+    s->phase = "setup";
+    if (q->ax.sp > 1 && (uint64_t)p->eval_batch * q->S > q->sp_cap) {   /* (train.c's sp_buffers grows) */
+        s_free(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
+        q->sp_cap = (uint64_t)p->eval_batch * q->S;
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
     }
-    s.phase = "forward";
-    sim_forward(&y, 1);
-    s.phase = "backward";
-    sim_backward(&y, k);
+    s_alloc(s, q->y.place_dev, ZT_MEM_EVAL,
+            zt_memplan_acts_bytes(q->mc, p->eval_batch, (int)q->Sl, 0, 0, PLAN_ELEM));
+    if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * q->Sl * 4 * 2);
+}
+
+/* checkpoint.async: the host snapshot (ckpt_async.c), allocated at the
+ * first periodic save and freed before the final one: the owned slices
+ * of the trained units (rank 0's: the world's split at stage 0, the
+ * shard group's at 1-3), params, m and v in fp32 */
+static void plan_ckpt_snapshot(planner *q) {
+    const zt_config *c = q->c;
+    zt_memplan *p = q->p;
+    if (!(c->ckpt_async && (c->ckpt_every > 0 || c->ckpt_every_minutes > 0))) return;
+    const layout *yt = q->lora ? &q->ya : &q->y;
+    const uint64_t gs = p->stage == 0 ? (uint64_t)q->ax.world : (uint64_t)q->ax.shard_group;
+    uint64_t e = 0;
+    for (int u = 0; u < yt->nu; ++u) e += cdiv(yt->n[u], gs);
+    p->ckpt_snapshot_bytes = e * 3 * 4;
+    s_alloc(&q->s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+}
+
+/* The training step (forward, backward: gathered units, gradient buckets,
+ * reduce-scatters in flight) and an evaluation forward; the peaks per place
+ * and category, the offloaded and pinned bytes. */
+static void plan_step(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    s->phase = "forward";
+    sim_forward(&q->y, 1);
+    s->phase = "backward";
+    sim_backward(&q->y, p->ckpt_k);
     if (p->with_eval) {
-        s.phase = "evaluation";
-        sim_forward(&y, 0);
+        s->phase = "evaluation";
+        sim_forward(&q->y, 0);
     }
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
-        p->peak[pl] = s.ptot[pl];
-        p->peak_phase[pl] = s.pphase[pl] ? s.pphase[pl] : "setup";
-        for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s.pk[pl][t];
+        p->peak[pl] = s->ptot[pl];
+        p->peak_phase[pl] = s->pphase[pl] ? s->pphase[pl] : "setup";
+        for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->cat[pl][t] = s->pk[pl][t];
     }
-    for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s.hpk[t];
+    for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s->hpk[t];
     /* pin_memory: the offloaded blocks live for the whole run; a GPU target
      * page-locks those of the pinned kinds (the AdamW state and master
      * weights / the parameter shards); cpu-strict has no host_register */
-    if (p->gpu && strcmp(c->backend, "cpu-strict") != 0)   /* cpu-strict cannot pin */
-        p->pinned_bytes = (c->pin_optimizer ? s.hpk[ZT_MEM_OPTIMIZER] : 0) +
-                          (c->pin_param ? s.hpk[ZT_MEM_PARAMS] : 0);
-    p->accounted_peak = s.pall;
-    /* the CLI's end of run: weights export (zt_shard_full_params: full fp32
-     * parameters gathered on every rank at stage 3, and at stages 1-2 when
-     * mixed, from the master slices; host), then the sample ([1, T] forward) */
-    if (p->ckpt_snapshot_bytes) s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
-    /* Only an llm.c model file (a GPT-2 without LoRA: zt_save_weights) is
-     * written at the end of `ztrain train`; the other architectures' and
-     * LoRA's weights stay in the final checkpoint.  Each optional step is
-     * simulated from the state after training: export_peak and sample_peak
-     * are the peaks if that step runs, end_peak what a default CLI run
-     * does (the export when it is written, then the sample). */
-    p->export_default = !lora && zt_arch_of(mc)->llmc_file;
-    const sim trained = s;
-    s.phase = "weights export";
+    if (p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)   /* cpu-strict cannot pin */
+        p->pinned_bytes = (q->c->pin_optimizer ? s->hpk[ZT_MEM_OPTIMIZER] : 0) +
+                          (q->c->pin_param ? s->hpk[ZT_MEM_PARAMS] : 0);
+    p->accounted_peak = s->pall;
+}
+
+/* The CLI's end of run, from the state after training: the weights export
+ * (zt_shard_full_params: full fp32 parameters gathered on every rank at
+ * stage 3, and at stages 1-2 when mixed, from the master slices; host),
+ * then the sample ([1, T] forward).  Only an llm.c model file (a GPT-2
+ * without LoRA: zt_save_weights) is written at the end of `ztrain train`;
+ * the other architectures' and LoRA's weights stay in the final checkpoint.
+ * Each optional step is simulated from the state after training:
+ * export_peak and sample_peak are the peaks if that step runs, end_peak
+ * what a default CLI run does (the export when it is written, then the
+ * sample). */
+static void plan_end_of_run(planner *q) {
+    zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const uint64_t Psi = p->num_params;
+    if (p->ckpt_snapshot_bytes) s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+    p->export_default = !q->lora && q->arch->llmc_file;
+    const sim trained = *s;
+    s->phase = "weights export";
     /* (on a GPU the gathered block is device memory, written out by rank 0
      * through a host chunk of at most 1 Mi elements) */
     const uint64_t wchunk = (Psi < ((uint64_t)1 << 20) ? umax(Psi, 1) : (uint64_t)1 << 20) * 4;
     const int gather = p->stage == 3 || (p->mixed && p->stage >= 1);
-    if (gather) s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    if (gather) s_alloc(s, q->y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
     if (p->gpu) {
-        s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
-        s_free(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
     }
-    if (gather) s_free(&s, y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
-    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->export_peak[pl] = s.ptot[pl];
-    s = trained;
+    if (gather) s_free(s, q->y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
+    for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->export_peak[pl] = s->ptot[pl];
+    *s = trained;
     /* (sequence parallel: the CLI skips its closing sample) */
-    if (SP == 1) {
-        s.phase = "sample";
+    if (q->ax.sp == 1) {
+        s->phase = "sample";
         /* zt_sample's [1, W] block: W the longest window it forwards */
-        const uint64_t SW = umax(umin(o->sample_window > 0 ? (uint64_t)o->sample_window : 256, T), 1);
+        const int sw = q->o->sample_window;
+        const uint64_t SW = umax(umin(sw > 0 ? (uint64_t)sw : 256, q->T), 1);
         p->sample_window = (int)SW;
-        s_alloc(&s, y.place_dev, ZT_MEM_WORKSPACE, zt_memplan_acts_bytes(mc, 1, (int)SW, 0, 0, elem));
-        if (p->gpu) s_alloc(&s, ZT_MP_HOST, ZT_MEM_WORKSPACE, SW * 4 * 2);
-        sim_forward(&y, 0);
+        s_alloc(s, q->y.place_dev, ZT_MEM_WORKSPACE,
+                zt_memplan_acts_bytes(q->mc, 1, (int)SW, 0, 0, PLAN_ELEM));
+        if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, SW * 4 * 2);
+        sim_forward(&q->y, 0);
     }
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
-        p->sample_peak[pl] = s.ptot[pl];
+        p->sample_peak[pl] = s->ptot[pl];
         /* the sample runs after the export has freed its block */
         p->end_peak[pl] = umax(p->sample_peak[pl], p->export_default ? p->export_peak[pl] : 0);
     }
-    /* cuda: the backend's own device memory (cuda_workspace.h), held from
-     * the first kernel that needs it to the end: the cuBLAS workspace and
-     * the scratch at its final size (an upper bound before that kernel) */
-    if (p->gpu && strcmp(c->backend, "cpu-strict") != 0) {
-        p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
-        uint64_t ws = zt_arch_of(mc)->kernel_ws(mc, B, (int)Sl, p->with_eval ? p->eval_batch : 0, Psi,
-                                                zt_matmul_bf16_of(c, 1));
-        /* the gradient norm over the trained engine's owned ranges at stages
-         * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
-         * kernel_ws) */
-        const layout *yt = lora ? &ya : &y;
-        if (p->stage > 0) {
-            size_t *rn = malloc((size_t)(yt->nu > 0 ? yt->nu : 1) * sizeof *rn);
-            if (rn) {
-                for (int u = 0; u < yt->nu; ++u) rn[u] = (size_t)cdiv(yt->n[u], (uint64_t)G);
-                ws = umax(ws, zt_cuda_ws_reduce_ranges(rn, yt->nu));
-                free(rn);
-            }
+}
+
+/* cuda: the backend's own device memory (cuda_workspace.h), held from
+ * the first kernel that needs it to the end: the cuBLAS workspace and
+ * the scratch at its final size (an upper bound before that kernel),
+ * added to every device peak. */
+static void plan_kernel_ws(planner *q) {
+    zt_memplan *p = q->p;
+    if (!(p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)) return;
+    p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
+    uint64_t ws = q->arch->kernel_ws(q->mc, p->micro_batch, (int)q->Sl,
+                                     p->with_eval ? p->eval_batch : 0, p->num_params,
+                                     zt_matmul_bf16_of(q->c, 1));
+    /* the gradient norm over the trained engine's owned ranges at stages
+     * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
+     * kernel_ws) */
+    const layout *yt = q->lora ? &q->ya : &q->y;
+    if (p->stage > 0) {
+        size_t *rn = malloc((size_t)(yt->nu > 0 ? yt->nu : 1) * sizeof *rn);
+        if (rn) {
+            for (int u = 0; u < yt->nu; ++u) rn[u] = (size_t)cdiv(yt->n[u], (uint64_t)q->ax.shard_group);
+            ws = umax(ws, zt_cuda_ws_reduce_ranges(rn, yt->nu));
+            free(rn);
         }
-        p->scratch_bytes = zt_cuda_ws_scratch_size(ws);
-        p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
-        p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
-        p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
-        p->export_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
-        p->sample_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
     }
-    p->peak_bytes = p->peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
-    free(ya.n);
-    free(ya.gathered);
-    free(ya.view);
-    free(ya.bucket);
-    free(ya.seen);
-    free(y.n);
-    free(y.qtmp);
-    free(y.gathered);
-    free(y.view);
-    free(y.bucket);
-    free(y.seen);
-done:
-    zt_config_free(c);
+    p->scratch_bytes = zt_cuda_ws_scratch_size(ws);
+    p->kernel_ws_bytes = p->cublas_ws_bytes + p->scratch_bytes;
+    p->peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    p->export_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    p->sample_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+}
+
+int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
+                       zt_status *st) {
+    memset(out, 0, sizeof *out);
+    if (!cfg_in || !o || o->world_size < 1)
+        return zt_fail(st, ZT_EINVAL, "memory plan: needs a configuration and a world size >= 1");
+    if (cfg_in->micro_batch == ZT_MICRO_BATCH_AUTO)
+        return zt_fail(st, ZT_EINVAL, "memory plan: train_micro_batch_size_per_gpu=\"auto\" "
+                       "must be resolved first");
+    planner q;
+    memset(&q, 0, sizeof q);
+    q.c = zt_config_dup(cfg_in);
+    if (!q.c) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    int rc = zt_config_finalize_plan(q.c, o->world_size, st);
+    if (rc != ZT_OK) { zt_config_free(q.c); return rc; }
+    q.o = o;
+    q.p = out;
+    q.mc = &q.c->model;
+    q.arch = zt_arch_of(q.mc);
+    q.L = q.mc->n_layer;
+    resolve_opts(q.c, o, out);
+    plan_axes(q.c, out->world, out->ranks_per_node, &q.ax);
+    /* training / eval windows are seq_len long; T (the model's positions)
+     * sizes the position table and the sample's window */
+    q.T = (uint64_t)q.mc->context;
+    q.S = (uint64_t)q.c->seq_len;
+    q.Sl = q.S / (uint64_t)q.ax.sp;
+    q.g = q.c->zero_stage == 0 ? 1 : (uint64_t)q.ax.shard_group;
+    q.lora = q.mc->lora_r > 0;
+    q.y.s = &q.s;
+    rc = check_axes(&q, st);
+    if (rc == ZT_OK) rc = plan_run(&q, st);
+    if (rc == ZT_OK) rc = plan_units(&q, st);
+    if (rc == ZT_OK && q.lora && zt_lora_base_kind(q.mc, NULL) > 0) rc = plan_qlora(&q, st);
+    if (rc == ZT_OK && q.lora) rc = plan_adapters(&q, st);
+    if (rc == ZT_OK) {
+        q.ya.s = &q.s;
+        plan_states(&q);
+        plan_classifier(&q);
+        plan_seqpar_comm(&q);
+        plan_activations(&q);
+        plan_moments(&q);
+        plan_state_totals(&q);
+        plan_data(&q);
+        plan_eval(&q);
+        plan_ckpt_snapshot(&q);
+        plan_step(&q);
+        plan_end_of_run(&q);
+        plan_kernel_ws(&q);
+        out->peak_bytes = out->peak[out->gpu ? ZT_MP_DEVICE : ZT_MP_HOST];
+    }
+    layout_free(&q.ya);
+    layout_free(&q.y);
+    zt_config_free(q.c);
     return rc;
 }
 
@@ -961,112 +1119,269 @@ static int fits_ch(const change *c, uint64_t limit, const zt_memplan_opts *o) {
     return (!limit || fits(c->peak, limit)) && (!o->host_limit || c->host_peak <= o->host_limit);
 }
 
-/* Micro-batch candidates below the current one that keep the global batch:
- * M' divides M, accumulation grows by M / M'.  The largest that fits. */
-static int try_micro(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                     uint64_t limit, change *ch) {
-    int M = fin->micro_batch, A = fin->grad_accum;
-    for (int m = M - 1; m >= 1; --m) {
-        if (M % m) continue;
-        char mb[16], ga[16];
-        snprintf(mb, sizeof mb, "%d", m);
-        snprintf(ga, sizeof ga, "%d", A * (M / m));
-        const char *kv[16];
+/* the most divisors an int has (2095133040 has 1600) */
+#define MP_MAX_CANDIDATES 1600
+
+/* The divisors of N below N, largest first, in O(sqrt(N)): N/d for d = 2,
+ * 3, ... while d*d <= N, then the divisors below sqrt(N). */
+static int divisors_below(int N, int *v, int nmax) {
+    int nv = 0;
+    long d;
+    for (d = 2; d * d <= N; ++d)
+        if (N % d == 0 && nv < nmax) v[nv++] = (int)(N / d);
+    for (long e = d - 1; e >= 1; --e)
+        if (N % e == 0 && e * e != N && e < N && nv < nmax) v[nv++] = (int)e;
+    return nv;
+}
+
+/* One search for the advice: a key whose smaller (or larger) values might
+ * fit, tried in order until one does, with a second key that keeps the
+ * samples (the accumulation, or the number of eval batches). */
+typedef struct search {
+    const char *key, *flag;            /* the key searched, and its flag */
+    const char *with_key, *with_flag;  /* the key that keeps the samples */
+    /* the candidates in the order tried (at most nmax), from the finalized configuration */
+    int (*candidates)(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax);
+    long long (*with)(const zt_config *fin, const zt_memplan_opts *o, int v);   /* with_key's value */
+    void (*label)(const zt_config *fin, const zt_memplan_opts *o, int v, long long w, char *buf,
+                  size_t n);
+} search;
+
+/* Micro batch: M' dividing M, the largest first; the accumulation grows
+ * by M / M' so the global batch stays. */
+static int micro_candidates(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax) {
+    (void)o;
+    return divisors_below(fin->micro_batch, v, nmax);
+}
+static long long micro_with(const zt_config *fin, const zt_memplan_opts *o, int m) {
+    (void)o;
+    return (long long)fin->grad_accum * (fin->micro_batch / m);
+}
+static void micro_label(const zt_config *fin, const zt_memplan_opts *o, int m, long long w, char *buf,
+                        size_t n) {
+    (void)o; (void)w;
+    snprintf(buf, n, "micro-batch %d -> %d with accumulation x%d", fin->micro_batch, m,
+             fin->micro_batch / m);
+}
+static const search SEARCH_MICRO = {"train_micro_batch_size_per_gpu", "--micro-batch",
+                                    "gradient_accumulation_steps", "--grad-accum",
+                                    micro_candidates, micro_with, micro_label};
+
+/* Sequence parallel (seqpar.h): sizes above the current one dividing the
+ * world, the training length and the query and key/value heads, the
+ * smallest first (the least all-to-all traffic); the accumulation grows by
+ * N / N_cur so the global batch stays. */
+static int sp_cur(const zt_config *fin) {
+    return fin->model.seq_parallel > 1 ? fin->model.seq_parallel : 1;
+}
+static int sp_candidates(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax) {
+    const zt_model_config *mc = &fin->model;
+    const int W = o->world_size, cur = sp_cur(fin), kv = zt_model_kv_heads(mc);
+    int nv = 0;
+    for (int n = cur + 1; n <= W && nv < nmax; ++n)
+        if (!(W % n || n % cur || fin->seq_len % n || mc->n_head % n || kv % n)) v[nv++] = n;
+    return nv;
+}
+static long long sp_with(const zt_config *fin, const zt_memplan_opts *o, int n) {
+    (void)o;
+    return (long long)fin->grad_accum * (n / sp_cur(fin));
+}
+static void sp_label(const zt_config *fin, const zt_memplan_opts *o, int n, long long w, char *buf,
+                     size_t len) {
+    (void)o; (void)w;
+    snprintf(buf, len, "sequence parallel %d (each rank holds %d of the %d tokens; accumulation x%d "
+             "keeps the batch)", n, fin->seq_len / n, fin->seq_len, n / sp_cur(fin));
+}
+static const search SEARCH_SP = {"sequence_parallel_size", "--sp",
+                                 "gradient_accumulation_steps", "--grad-accum",
+                                 sp_candidates, sp_with, sp_label};
+
+/* Eval batch: E' dividing E, the largest first; eval_batches grows by
+ * E / E' so the same samples are evaluated. */
+static int eval_candidates(const zt_config *fin, const zt_memplan_opts *o, int *v, int nmax) {
+    (void)o;
+    return divisors_below(fin->eval_batch_size, v, nmax);
+}
+static long long eval_with(const zt_config *fin, const zt_memplan_opts *o, int e) {
+    (void)o;
+    return (long long)fin->eval_batches * (fin->eval_batch_size / e);
+}
+static void eval_label(const zt_config *fin, const zt_memplan_opts *o, int e, long long w, char *buf,
+                       size_t n) {
+    (void)o;
+    snprintf(buf, n, "eval batch %d -> %d with %lld eval batches (the same samples)",
+             fin->eval_batch_size, e, w);
+}
+static const search SEARCH_EVAL = {"ztrain.eval_batch_size", "--eval-batch-size",
+                                   "ztrain.eval_batches", "--eval-batches",
+                                   eval_candidates, eval_with, eval_label};
+
+/* The first candidate of sk that fits limit, on top of the keys extra (at
+ * most 14 entries); its flags after extra_flags.  Returns 1 and fills ch
+ * (label, flags, peaks) when one fits. */
+static int search_fit(const zt_config *fin, const zt_memplan_opts *o, const search *sk,
+                      const char *const *extra, const char *extra_flags, uint64_t limit, change *ch) {
+    int v[MP_MAX_CANDIDATES];
+    const int nv = sk->candidates(fin, o, v, MP_MAX_CANDIDATES);
+    for (int i = 0; i < nv; ++i) {
+        const long long w = sk->with(fin, o, v[i]);
+        if (w > INT_MAX) continue;
+        char a[16], b[24];
+        snprintf(a, sizeof a, "%d", v[i]);
+        snprintf(b, sizeof b, "%lld", w);
+        const char *kv[20];
         int n = 0;
-        for (int i = 0; extra && extra[i] && n < 10; ++i) kv[n++] = extra[i];
-        kv[n++] = "train_micro_batch_size_per_gpu"; kv[n++] = mb;
-        kv[n++] = "gradient_accumulation_steps"; kv[n++] = ga;
+        for (int j = 0; extra && extra[j] && n < 14; ++j) kv[n++] = extra[j];
+        kv[n++] = sk->key; kv[n++] = a;
+        kv[n++] = sk->with_key; kv[n++] = b;
         kv[n] = NULL;
         change c;
         memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(ch->label, sizeof ch->label, "micro-batch %d -> %d with accumulation x%d",
-                     M, m, M / m);
-            snprintf(ch->flags, sizeof ch->flags, "--micro-batch %d --grad-accum %d", m, A * (M / m));
-            ch->peak = c.peak;
-            return 1;
-        }
+        if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o))) continue;
+        sk->label(fin, o, v[i], w, ch->label, sizeof ch->label);
+        snprintf(ch->flags, sizeof ch->flags, "%s%s%s %d %s %lld", extra_flags ? extra_flags : "",
+                 extra_flags ? " " : "", sk->flag, v[i], sk->with_flag, w);
+        ch->peak = c.peak;
+        ch->host_peak = c.host_peak;
+        return 1;
     }
     return 0;
 }
 
-/* Eval batch candidates below the current one: E' divides E, and
- * eval_batches grows by E / E' so the same number of samples is evaluated.
- * The largest that fits. */
-/* Sequence parallel sizes above the current one (seqpar.h): N dividing the
- * world, the training length and the query and key/value heads; the
- * accumulation grows by N / N_cur so the global batch stays.  The smallest
- * that fits (the least all-to-all traffic). */
-static int try_sp(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                  uint64_t limit, change *ch) {
-    const zt_model_config *mc = &fin->model;
-    const int W = o->world_size, cur = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
-    const int kv = zt_model_kv_heads(mc), A = fin->grad_accum;
-    for (int n = cur + 1; n <= W; ++n) {
-        if (W % n || n % cur || fin->seq_len % n || mc->n_head % n || kv % n) continue;
-        char nv[16], ga[16];
-        snprintf(nv, sizeof nv, "%d", n);
-        snprintf(ga, sizeof ga, "%d", A * (n / cur));
-        const char *kvs[16];
-        int k = 0;
-        for (int i = 0; extra && extra[i] && k < 10; ++i) kvs[k++] = extra[i];
-        kvs[k++] = "sequence_parallel_size"; kvs[k++] = nv;
-        kvs[k++] = "gradient_accumulation_steps"; kvs[k++] = ga;
-        kvs[k] = NULL;
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kvs, &c) && fits_ch(&c, limit, o)) {
-            snprintf(ch->label, sizeof ch->label, "sequence parallel %d (each rank holds %d of the %d "
-                     "tokens; accumulation x%d keeps the batch)", n, fin->seq_len / n, fin->seq_len,
-                     n / cur);
-            snprintf(ch->flags, sizeof ch->flags, "--sp %d --grad-accum %d", n, A * (n / cur));
-            ch->peak = c.peak;
-            ch->host_peak = c.host_peak;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* One candidate of try_eval: eval batch e (a divisor of E). */
-static int try_eval_one(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                        const char *extra_flags, uint64_t limit, int e, change *ch) {
-    int E = fin->eval_batch_size, nb = fin->eval_batches;
-    if ((long long)nb * (E / e) > INT_MAX) return 0;
-    char eb[16], bs[16];
-    snprintf(eb, sizeof eb, "%d", e);
-    snprintf(bs, sizeof bs, "%d", nb * (E / e));
-    const char *kv[20];
-    int n = 0;
-    for (int i = 0; extra && extra[i] && n < 14; ++i) kv[n++] = extra[i];
-    kv[n++] = "ztrain.eval_batch_size"; kv[n++] = eb;
-    kv[n++] = "ztrain.eval_batches"; kv[n++] = bs;
-    kv[n] = NULL;
+/* One change of keys kv: when it computes, fits limit and (below not NULL)
+ * brings the peak under *below, it is added to list[*nl] with label and
+ * flags.  Returns 1 when added. */
+static int offer(const zt_config *fin, const zt_memplan_opts *o, const char *const *kv,
+                 uint64_t limit, const uint64_t *below, const char *label, const char *flags,
+                 change *list, int *nl) {
     change c;
     memset(&c, 0, sizeof c);
-    if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o))) return 0;
-    snprintf(ch->label, sizeof ch->label, "eval batch %d -> %d with %d eval batches "
-             "(the same samples)", E, e, nb * (E / e));
-    snprintf(ch->flags, sizeof ch->flags, "%s%s--eval-batch-size %d --eval-batches %d",
-             extra_flags ? extra_flags : "", extra_flags ? " " : "", e, nb * (E / e));
-    ch->peak = c.peak;
+    if (!(try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && (!below || c.peak < *below)))
+        return 0;
+    snprintf(c.label, sizeof c.label, "%s", label);
+    snprintf(c.flags, sizeof c.flags, "%s", flags);
+    list[(*nl)++] = c;
     return 1;
 }
 
-/* Eval batch candidates below the current one: E' divides E, and
- * eval_batches grows by E / E' so the same number of samples is evaluated.
- * The largest that fits.  Divisors in decreasing order in O(sqrt(E)):
- * E/d for d = 2, 3, ... while d*d <= E, then the divisors below sqrt(E). */
-static int try_eval(const zt_config *fin, const zt_memplan_opts *o, const char *const *extra,
-                    const char *extra_flags, uint64_t limit, change *ch) {
-    int E = fin->eval_batch_size;
-    long d;
-    for (d = 2; d * d <= E; ++d)
-        if (E % d == 0 && try_eval_one(fin, o, extra, extra_flags, limit, (int)(E / d), ch)) return 1;
-    for (long e = d - 1; e >= 1; --e)
-        if (E % e == 0 && e * e != E && e < E &&
-            try_eval_one(fin, o, extra, extra_flags, limit, (int)e, ch)) return 1;
-    return 0;
+/* A search on top of checkpointing and stage s: its row is labelled
+ * "activation checkpointing + ZeRO stage s + <the search's label>". */
+static int offer_combined(const zt_config *fin, const zt_memplan_opts *o, const search *sk,
+                          const char *const *extra, int s, uint64_t limit, change *list, int *nl) {
+    change c;
+    memset(&c, 0, sizeof c);
+    if (!search_fit(fin, o, sk, extra, NULL, limit, &c)) return 0;
+    char lab[160], fl[160];
+    snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
+    snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
+    snprintf(c.label, sizeof c.label, "%s", lab);
+    snprintf(c.flags, sizeof c.flags, "%s", fl);
+    list[(*nl)++] = c;
+    return 1;
+}
+
+/* The single changes, cheapest first: synchronous checkpoints (when the
+ * plan holds a snapshot); stages 1-2 (no extra communication); a wider
+ * shard group; a smaller eval batch; a smaller micro batch; recomputation
+ * (+1 forward); stage 3 (1.5x the communication); sequence parallelism;
+ * optimizer offload (GPU target, offload_opt). */
+static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, const zt_memplan *cur,
+                            uint64_t limit, const mp_axes *ax, int offload_opt, change *list,
+                            int *nl) {
+    const int W = ax->world, G = ax->shard_group, stage = fin->zero_stage;
+    char sv[8], gv[16], lab[160], fl[160];
+    /* checkpoint.async's host snapshot: synchronous saves need none (they
+     * stop training while they write, but the steps run as before) */
+    if (cur->ckpt_snapshot_bytes) {
+        const char *kv[] = {"ztrain.checkpoint.async", "false", NULL};
+        offer(fin, o, kv, limit, NULL, "synchronous checkpoints", "--ckpt-async false", list, nl);
+    }
+    for (int s = stage + 1; s <= 2 && W > 1; ++s) {
+        snprintf(sv, sizeof sv, "%d", s);
+        snprintf(lab, sizeof lab, "ZeRO stage %d", s);
+        snprintf(fl, sizeof fl, "--stage %d", s);
+        const char *kv[] = {"zero_optimization.stage", sv, NULL};
+        if (offer(fin, o, kv, limit, &cur->peak_bytes, lab, fl, list, nl))
+            break;   /* the cheaper stage that fits is enough */
+    }
+    if (stage >= 1 && G < W) {
+        snprintf(gv, sizeof gv, "%d", W);
+        snprintf(lab, sizeof lab, "shard over all %d ranks", W);
+        snprintf(fl, sizeof fl, "--shard-group %d", W);
+        const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
+        offer(fin, o, kv, limit, NULL, lab, fl, list, nl);
+    }
+    change c;
+    memset(&c, 0, sizeof c);
+    if (cur->with_eval && search_fit(fin, o, &SEARCH_EVAL, NULL, NULL, limit, &c)) list[(*nl)++] = c;
+    memset(&c, 0, sizeof c);
+    if (search_fit(fin, o, &SEARCH_MICRO, NULL, NULL, limit, &c)) list[(*nl)++] = c;
+    if (zt_config_act_ckpt_k(fin) != 1) {
+        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
+        offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, nl);
+    }
+    if (stage < 3) {
+        const char *kv[] = {"zero_optimization.stage", "3", NULL};
+        offer(fin, o, kv, limit, NULL, "ZeRO stage 3", "--stage 3", list, nl);
+    }
+    /* sequence parallelism (all-to-alls around every attention) */
+    memset(&c, 0, sizeof c);
+    if (search_fit(fin, o, &SEARCH_SP, NULL, NULL, limit, &c)) list[(*nl)++] = c;
+    if (offload_opt) {
+        const char *kv[] = {"offload", "optimizer", NULL};
+        offer(fin, o, kv, limit, NULL, "offload the optimizer state to the host", "--offload optimizer",
+              list, nl);
+    }
+}
+
+/* Combinations, cheapest first, when no single change fits: checkpointing
+ * with stage 2 or 3; checkpointing and stage 3 (one rank: the stage) with a
+ * smaller micro batch, or else with sequence parallelism; then also micro
+ * batch 1 with a smaller eval batch. */
+static void suggest_combined(const zt_config *fin, const zt_memplan_opts *o, const zt_memplan *cur,
+                             uint64_t limit, const mp_axes *ax, change *list, int *nl) {
+    const int W = ax->world, stage = fin->zero_stage;
+    char sv[8], lab[160], fl[160];
+    static const char *const combo[][7] = {
+        {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "2", NULL},
+        {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "3", NULL},
+    };
+    for (size_t i = 0; i < sizeof combo / sizeof combo[0] && *nl == 0; ++i) {
+        if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
+        snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %s", combo[i][3]);
+        snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %s", combo[i][3]);
+        offer(fin, o, combo[i], limit, NULL, lab, fl, list, nl);
+    }
+    const int s = W > 1 ? 3 : stage;
+    snprintf(sv, sizeof sv, "%d", s);
+    if (*nl == 0) {
+        const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                               "zero_optimization.stage", sv, NULL};
+        offer_combined(fin, o, &SEARCH_MICRO, extra, s, limit, list, nl);
+        /* the sequence is what does not fit: split it over ranks */
+        if (*nl == 0) offer_combined(fin, o, &SEARCH_SP, extra, s, limit, list, nl);
+    }
+    if (*nl == 0 && cur->with_eval) {
+        /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
+        const int M = fin->micro_batch, A = fin->grad_accum;
+        char mv[16], av[16], efl[96];
+        snprintf(mv, sizeof mv, "%d", 1);
+        snprintf(av, sizeof av, "%d", A * M);
+        snprintf(efl, sizeof efl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
+                 A * M);
+        const char *extra[] = {"activation_checkpointing.policy", "blocks",
+                               "zero_optimization.stage", sv,
+                               "train_micro_batch_size_per_gpu", mv,
+                               "gradient_accumulation_steps", av, NULL};
+        change c;
+        memset(&c, 0, sizeof c);
+        if (search_fit(fin, o, &SEARCH_EVAL, extra, efl, limit, &c)) {
+            snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
+                     "%d -> 1 + %s", s, M, c.label);
+            snprintf(c.label, sizeof c.label, "%s", lab);
+            list[(*nl)++] = c;
+        }
+    }
 }
 
 int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
@@ -1081,161 +1396,22 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     }
     change list[12];
     int nl = 0;
-    const int W = o->world_size, stage = fin->zero_stage, k = zt_config_act_ckpt_k(fin);
-    const int rpn = o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
-    const int G = zt_config_shard_group(fin, W, rpn);
-    char sv[8], gv[16];
-    /* checkpoint.async's host snapshot: synchronous saves need none (they
-     * stop training while they write, but the steps run as before) */
-    if (cur->ckpt_snapshot_bytes) {
-        const char *kv[] = {"ztrain.checkpoint.async", "false", NULL};
-        change c0;
-        memset(&c0, 0, sizeof c0);
-        if (try_change(fin, o, kv, &c0) && fits_ch(&c0, limit, o)) {
-            snprintf(c0.label, sizeof c0.label, "synchronous checkpoints");
-            snprintf(c0.flags, sizeof c0.flags, "--ckpt-async false");
-            list[nl++] = c0;
-        }
-    }
-    /* cheapest first: stages 1-2 cost no extra communication; a wider shard
-     * group; a smaller micro batch; recomputation (+1 forward); stage 3
-     * (1.5x the communication); offload (GPU target only) */
-    for (int s = stage + 1; s <= 2 && W > 1; ++s) {
-        snprintf(sv, sizeof sv, "%d", s);
-        const char *kv[] = {"zero_optimization.stage", sv, NULL};
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && c.peak < cur->peak_bytes) {
-            snprintf(c.label, sizeof c.label, "ZeRO stage %d", s);
-            snprintf(c.flags, sizeof c.flags, "--stage %d", s);
-            list[nl++] = c;
-            break;   /* the cheaper stage that fits is enough */
-        }
-    }
-    if (stage >= 1 && G < W) {
-        snprintf(gv, sizeof gv, "%d", W);
-        const char *kv[] = {"zero_optimization.shard_group_size", gv, NULL};
-        change c;
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "shard over all %d ranks", W);
-            snprintf(c.flags, sizeof c.flags, "--shard-group %d", W);
-            list[nl++] = c;
-        }
-    }
-    change c;
-    memset(&c, 0, sizeof c);
-    if (cur->with_eval && try_eval(fin, o, NULL, NULL, limit, &c)) list[nl++] = c;
-    memset(&c, 0, sizeof c);
-    if (try_micro(fin, o, NULL, limit, &c)) list[nl++] = c;
-    if (k != 1) {
-        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "enable activation checkpointing");
-            snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks");
-            list[nl++] = c;
-        }
-    }
-    if (stage < 3) {
-        const char *kv[] = {"zero_optimization.stage", "3", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "ZeRO stage 3");
-            snprintf(c.flags, sizeof c.flags, "--stage 3");
-            list[nl++] = c;
-        }
-    }
-    /* sequence parallelism (all-to-alls around every attention) */
-    memset(&c, 0, sizeof c);
-    if (try_sp(fin, o, NULL, limit, &c)) list[nl++] = c;
+    mp_axes ax;
+    plan_axes(fin, o->world_size, opts_ranks_per_node(o), &ax);
     zt_memplan pl;
-    int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
-    if (gpu && !pl.offload_optimizer) {
-        const char *kv[] = {"offload", "optimizer", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "offload the optimizer state to the host");
-            snprintf(c.flags, sizeof c.flags, "--offload optimizer");
-            list[nl++] = c;
-        }
-    }
-    if (nl == 0) {
-        /* combinations, cheapest first */
-        static const char *const combo[][7] = {
-            {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "2", NULL},
-            {"activation_checkpointing.policy", "blocks", "zero_optimization.stage", "3", NULL},
-        };
-        for (size_t i = 0; i < sizeof combo / sizeof combo[0] && nl == 0; ++i) {
-            if (atoi(combo[i][3]) < stage || (W == 1 && atoi(combo[i][3]) > 0)) continue;
-            memset(&c, 0, sizeof c);
-            if (try_change(fin, o, combo[i], &c) && fits_ch(&c, limit, o)) {
-                snprintf(c.label, sizeof c.label, "activation checkpointing + ZeRO stage %s",
-                         combo[i][3]);
-                snprintf(c.flags, sizeof c.flags, "--act-ckpt blocks --stage %s", combo[i][3]);
-                list[nl++] = c;
-            }
-        }
-        if (nl == 0) {
-            int s = W > 1 ? 3 : stage;
-            snprintf(sv, sizeof sv, "%d", s);
-            const char *extra[] = {"activation_checkpointing.policy", "blocks",
-                                   "zero_optimization.stage", sv, NULL};
-            memset(&c, 0, sizeof c);
-            if (try_micro(fin, o, extra, limit, &c)) {
-                char lab[160], fl[160];
-                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
-                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
-                snprintf(c.label, sizeof c.label, "%s", lab);
-                snprintf(c.flags, sizeof c.flags, "%s", fl);
-                list[nl++] = c;
-            }
-            /* the sequence is what does not fit: split it over ranks */
-            memset(&c, 0, sizeof c);
-            if (nl == 0 && try_sp(fin, o, extra, limit, &c)) {
-                char lab[160], fl[160];
-                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + %s", s, c.label);
-                snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d %s", s, c.flags);
-                snprintf(c.label, sizeof c.label, "%s", lab);
-                snprintf(c.flags, sizeof c.flags, "%s", fl);
-                list[nl++] = c;
-            }
-        }
-        if (nl == 0 && cur->with_eval) {
-            /* everything: checkpointing, stage 3, micro batch 1, a smaller eval batch */
-            int s = W > 1 ? 3 : stage, M = fin->micro_batch, A = fin->grad_accum;
-            char mv[16], av[16], fl[96];
-            snprintf(sv, sizeof sv, "%d", s);
-            snprintf(mv, sizeof mv, "%d", 1);
-            snprintf(av, sizeof av, "%d", A * M);
-            snprintf(fl, sizeof fl, "--act-ckpt blocks --stage %d --micro-batch 1 --grad-accum %d", s,
-                     A * M);
-            const char *extra[] = {"activation_checkpointing.policy", "blocks",
-                                   "zero_optimization.stage", sv,
-                                   "train_micro_batch_size_per_gpu", mv,
-                                   "gradient_accumulation_steps", av, NULL};
-            memset(&c, 0, sizeof c);
-            if (try_eval(fin, o, extra, fl, limit, &c)) {
-                char lab[160];
-                snprintf(lab, sizeof lab, "activation checkpointing + ZeRO stage %d + micro-batch "
-                         "%d -> 1 + %s", s, M, c.label);
-                snprintf(c.label, sizeof c.label, "%s", lab);
-                list[nl++] = c;
-            }
-        }
-    }
+    const int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
+    suggest_singles(fin, o, cur, limit, &ax, gpu && !pl.offload_optimizer, list, &nl);
+    if (nl == 0) suggest_combined(fin, o, cur, limit, &ax, list, &nl);
     /* the parameters on the host (stage 3 with parameter offload: every unit
      * crosses to the device each step, the dearest change), offered only
      * when nothing above fits: a LoRA run's frozen base, say, that one GPU
      * cannot hold next to its activations */
     if (nl == 0 && gpu && !pl.offload_param) {
         const char *kv[] = {"zero_optimization.stage", "3", "offload", "params", NULL};
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, kv, &c) && fits_ch(&c, limit, o)) {
-            snprintf(c.label, sizeof c.label, "ZeRO stage 3 with the parameters offloaded to the host");
-            snprintf(c.flags, sizeof c.flags, "%s--offload params", stage == 3 ? "" : "--stage 3 ");
-            list[nl++] = c;
-        }
+        char fl[160];
+        snprintf(fl, sizeof fl, "%s--offload params", fin->zero_stage == 3 ? "" : "--stage 3 ");
+        offer(fin, o, kv, limit, NULL, "ZeRO stage 3 with the parameters offloaded to the host", fl,
+              list, &nl);
     }
     size_t j = 0;
     for (int i = 0; i < nl; ++i) {
