@@ -475,23 +475,16 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     resolve_opts(c, o, p);
     const zt_model_config *mc = &c->model;
     int W = p->world, L = mc->n_layer;
-    int G = c->zero_stage == 0 ? W : zt_config_shard_group(c, W, p->ranks_per_node);
-    if (G < 1 || G > W || W % G) {
-        if (c->shard_group_size == ZT_SHARD_GROUP_NODE)
-            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
-                         "node) must divide the world size %d", G, W);
-        else
-            rc = zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
-                         "world size %d", c->shard_group_size, W);
-        goto done;
-    }
+    zt_mesh_shape ms;   /* the mesh's axis sizes (mesh.h), for rank 0 */
+    if ((rc = zt_mesh_shape_of(c, W, 0, p->ranks_per_node, &ms, st)) != ZT_OK) goto done;
+    int G = ms.size[ZT_AX_SHARD];
     p->shard_group = G;
     p->stage = c->zero_stage;
     p->micro_batch = c->micro_batch;
     p->grad_accum = c->grad_accum;
     /* sequence parallelism (seqpar.h): groups of SP ranks share each sample,
      * SP-th of its tokens each; dp = W / SP data parallel groups */
-    const int SP = mc->seq_parallel > 1 ? mc->seq_parallel : 1, DP = W / SP;
+    const int SP = ms.size[ZT_AX_SP], DP = ms.size[ZT_AX_DP];
     p->seq_parallel = SP;
     p->eval_batch = zt_config_eval_rows(c, DP);   /* rows of an eval forward per rank */
     p->context = mc->context;
