@@ -21,6 +21,12 @@ const zt_arch *zt_arch_of(const zt_model_config *mc) {
     return a ? a : &zt_arch_gpt2;
 }
 
+const zt_arch *zt_arch_of_ops(const zt_model_ops *ops) {
+    for (int i = 0; ops && archs[i]; ++i)
+        if (archs[i]->model_ops == ops) return archs[i];
+    return NULL;
+}
+
 int zt_model_arch(const zt_model_config *mc) { return zt_arch_of(mc)->id; }
 
 /* ------------------------------------------------------------ settings */

@@ -20,6 +20,7 @@
 struct zt_backend;
 struct json_t;
 struct zt_lora_mod;
+struct zt_mesh;
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
@@ -102,6 +103,10 @@ typedef struct zt_arch {
     /* a model of this architecture on backend be, checkpointing group k */
     int (*create)(const zt_model_config *mc, const struct zt_backend *be, int ckpt_k,
                   const zt_model_ops **ops, void **self, zt_status *st);
+    /* the rank layout (mesh.h), once, before the engine: the model takes the
+     * groups of the parallelisms it implements (sequence parallelism through
+     * seqpar.h's zt_seqpar_of); NULL: none (a mesh of one rank per axis) */
+    int (*set_mesh)(void *self, const struct zt_mesh *mesh, zt_status *st);
     /* tensors, and the shape [rows, cols] of entry k (rows 0: absent) */
     const zt_arch_tensor *tensors;
     int n_tensors;
@@ -155,6 +160,9 @@ extern const zt_arch zt_arch_gpt2, zt_arch_llama;
 const zt_arch *zt_arch_find(const char *name);
 const zt_arch *zt_arch_of(const zt_model_config *mc);
 const zt_arch *const *zt_arch_all(void);
+/* The architecture whose built-in model has these operations, NULL: a
+ * model of the caller's own. */
+const zt_arch *zt_arch_of_ops(const zt_model_ops *ops);
 
 /* Does architecture a read setting s (and does it apply to mc)? */
 int zt_arch_uses(const zt_arch *a, const zt_arch_setting *s, const zt_model_config *mc);

@@ -18,6 +18,7 @@
 #include "comm.h"
 #include "agree.h"
 #include "config.h"
+#include "mesh.h"
 #include "runtime.h"
 
 /* Keys that may differ per rank: they change nothing the ranks compute
@@ -220,7 +221,7 @@ int zt_config_agree(const zt_config *cfg, int load_rc, zt_status *st) {
     }
     zt_group *g;
     zt_status gst;
-    if (zt_group_mpi(rt->world_comm, "world", timeout, &g, &gst) != ZT_OK) {
+    if (zt_mesh_world_group(timeout, &g, &gst) != ZT_OK) {
         *st = gst;
         return gst.code;
     }

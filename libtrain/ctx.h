@@ -5,9 +5,8 @@
 #include "comm.h"
 #include "config.h"
 #include "engine.h"
-#include "gpt.h"
-#include "llama.h"
 #include "memplan.h"
+#include "mesh.h"
 #include "model.h"
 #include "optim.h"
 #include "shard.h"
@@ -30,13 +29,11 @@ struct zt_ctx {
     zt_callbacks cb;
     const zt_backend *be;        /* ztrain.backend */
     int device;                  /* cuda: this rank's device ordinal, else -1 */
-    int comm_kind;               /* ZT_SHARD_COMM_*: collectives on device buffers */
-    zt_group *world;
+    /* the rank layout (mesh.h): axis sizes, this rank's coordinates, the
+     * world and the axes' groups (sequence parallelism: sp consecutive ranks
+     * share their samples; dp = nranks / sp data parallel groups) */
+    zt_mesh *mesh;
     int rank, nranks, threads;
-    /* sequence parallelism (seqpar.h): groups of sp consecutive ranks share
-     * their samples; dp = nranks / sp data parallel groups */
-    int sp, sp_rank, dp, dp_rank;
-    zt_group *spg, *dspg;        /* the group over MPI, and over device buffers (may be spg) */
     int *sp_in, *sp_tg;          /* host [B, T] whole samples, sliced to this rank's tokens */
     size_t sp_cap;               /* their capacity in tokens */
     zt_model *model;             /* layout + the model's operations */

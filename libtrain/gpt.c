@@ -70,7 +70,12 @@ struct zt_gpt {
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
 };
 
-int zt_gpt_set_seqpar(zt_gpt *g, const zt_seqpar *sp, zt_status *st) {
+/* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
+static int gpt_set_mesh(void *self, const zt_mesh *mesh, zt_status *st) {
+    zt_gpt *g = self;
+    zt_seqpar spv;
+    zt_seqpar_of(mesh, &spv);
+    const zt_seqpar *sp = &spv;
     if (!sp || sp->n != g->spn || sp->rank < 0 || sp->rank >= sp->n || (sp->n > 1 && !sp->g))
         return zt_fail(st, ZT_EINTERNAL, "gpt2: sequence parallel group of %d for a model laid "
                        "out for %d", sp ? sp->n : 0, g->spn);
@@ -615,6 +620,7 @@ const zt_arch zt_arch_gpt2 = {
     .check = gpt_check,
     .model_ops = &gpt_ops,
     .create = gpt_create,
+    .set_mesh = gpt_set_mesh,
     .tensors = gpt_tensors,
     .n_tensors = GPT_NT,
     .tensor_shape = gpt_tensor_shape,

@@ -79,8 +79,5 @@ size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training);
 size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);
 /* Use activation checkpointing in activation blocks created from now on. */
 void zt_gpt_set_checkpointing(zt_gpt *g, int ckpt);
-/* Sequence parallelism (seqpar.h), as zt_llama_set_seqpar. */
-struct zt_seqpar;
-int zt_gpt_set_seqpar(zt_gpt *g, const struct zt_seqpar *sp, zt_status *st);
 
 #endif

@@ -123,7 +123,12 @@ struct zt_llama {
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
 };
 
-int zt_llama_set_seqpar(zt_llama *m, const zt_seqpar *sp, zt_status *st) {
+/* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
+static int llama_set_mesh(void *self, const zt_mesh *mesh, zt_status *st) {
+    zt_llama *m = self;
+    zt_seqpar spv;
+    zt_seqpar_of(mesh, &spv);
+    const zt_seqpar *sp = &spv;
     const shape *s = &m->s;
     if (!sp || sp->n != s->sp || sp->rank < 0 || sp->rank >= sp->n || (sp->n > 1 && !sp->g))
         return zt_fail(st, ZT_EINTERNAL, "llama: sequence parallel group of %d for a model laid "
@@ -1280,6 +1285,7 @@ const zt_arch zt_arch_llama = {
     .check = llama_check,
     .model_ops = &llama_ops,
     .create = llama_create,
+    .set_mesh = llama_set_mesh,
     .tensors = llama_tensors,
     .n_tensors = LLAMA_NT,
     .tensor_shape = llama_tensor_shape,

@@ -107,11 +107,6 @@ int zt_model_is_llama(const zt_model *m);
 /* Use activation checkpointing (group size k as zt_gpt_set_checkpointing)
  * in activation blocks created from now on. */
 void zt_llama_set_checkpointing(zt_llama *m, int k);
-/* Sequence parallelism (seqpar.h): the group of the model's
- * ztrain.model.seq_parallel ranks; activations are then created for the
- * local T / N tokens of each sample. */
-struct zt_seqpar;
-int zt_llama_set_seqpar(zt_llama *m, const struct zt_seqpar *sp, zt_status *st);
 /* Bytes of the activation block acts_create allocates for [B, T] with
  * checkpointing group size ckpt (the planner's activation bytes). */
 size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "memplan.h"
+#include "mesh.h"
 #include "seqpar.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
@@ -355,19 +356,23 @@ static int opts_ranks_per_node(const zt_memplan_opts *o) {
     return o->ranks_per_node > 0 ? (o->ranks_per_node < W ? o->ranks_per_node : W) : 1;
 }
 
-/* The run's axis sizes, the one place the planner derives them: the world,
- * the shard group (the world at stage 0; zero_optimization.shard_group_size
- * otherwise, "node" = ranks_per_node; not checked here), the sequence
- * parallel size and the data parallel degree world / sp. */
+/* The run's axis sizes, from the mesh's shape function (mesh.h: the same
+ * sizes the engine's groups get, and its refusal of a shard group that does
+ * not divide the world): the world, the shard group (the world at stage 0),
+ * the sequence parallel size and the data parallel degree world / sp. */
 typedef struct mp_axes {
     int world, shard_group, sp, dp;
 } mp_axes;
 
-static void plan_axes(const zt_config *c, int world, int ranks_per_node, mp_axes *ax) {
+static int plan_axes(const zt_config *c, int world, int ranks_per_node, mp_axes *ax,
+                     zt_status *st) {
+    zt_mesh_shape ms;
+    const int rc = zt_mesh_shape_of(c, world, 0, ranks_per_node, &ms, st);
     ax->world = world;
-    ax->shard_group = c->zero_stage == 0 ? world : zt_config_shard_group(c, world, ranks_per_node);
-    ax->sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
-    ax->dp = world / ax->sp;
+    ax->shard_group = rc == ZT_OK ? ms.size[ZT_AX_SHARD] : world;
+    ax->sp = rc == ZT_OK ? ms.size[ZT_AX_SP] : 1;
+    ax->dp = rc == ZT_OK ? ms.size[ZT_AX_DP] : world;
+    return rc;
 }
 
 static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan *p) {
@@ -512,17 +517,6 @@ static void layout_free(layout *y) {
     free(y->view);
     free(y->bucket);
     free(y->seen);
-}
-
-/* The shard group must divide the world. */
-static int check_axes(const planner *q, zt_status *st) {
-    const int W = q->ax.world, G = q->ax.shard_group;
-    if (G >= 1 && G <= W && W % G == 0) return ZT_OK;
-    if (q->c->shard_group_size == ZT_SHARD_GROUP_NODE)
-        return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" (%d ranks per "
-                       "node) must divide the world size %d", G, W);
-    return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
-                   "world size %d", q->c->shard_group_size, W);
 }
 
 /* The run's shape in the plan: stage, batch, sequence parallel, eval rows,
@@ -962,7 +956,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     q.arch = zt_arch_of(q.mc);
     q.L = q.mc->n_layer;
     resolve_opts(q.c, o, out);
-    plan_axes(q.c, out->world, out->ranks_per_node, &q.ax);
+    rc = plan_axes(q.c, out->world, out->ranks_per_node, &q.ax, st);
     /* training / eval windows are seq_len long; T (the model's positions)
      * sizes the position table and the sample's window */
     q.T = (uint64_t)q.mc->context;
@@ -971,7 +965,6 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     q.g = q.c->zero_stage == 0 ? 1 : (uint64_t)q.ax.shard_group;
     q.lora = q.mc->lora_r > 0;
     q.y.s = &q.s;
-    rc = check_axes(&q, st);
     if (rc == ZT_OK) rc = plan_run(&q, st);
     if (rc == ZT_OK) rc = plan_units(&q, st);
     if (rc == ZT_OK && q.lora && zt_lora_base_kind(q.mc, NULL) > 0) rc = plan_qlora(&q, st);
@@ -1397,7 +1390,7 @@ int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_
     change list[12];
     int nl = 0;
     mp_axes ax;
-    plan_axes(fin, o->world_size, opts_ranks_per_node(o), &ax);
+    plan_axes(fin, o->world_size, opts_ranks_per_node(o), &ax, &st);   /* checked by compute */
     zt_memplan pl;
     const int gpu = zt_memplan_compute(fin, o, &pl, &st) == ZT_OK && pl.gpu;
     suggest_singles(fin, o, cur, limit, &ax, gpu && !pl.offload_optimizer, list, &nl);

@@ -1,6 +1,23 @@
 /* seqpar.c -- the all-to-all exchanges of sequence parallelism (seqpar.h). */
+#include <string.h>
 #include "seqpar.h"
 #include "devmem.h"
+
+void zt_seqpar_of(const zt_mesh *mesh, zt_seqpar *out) {
+    out->n = zt_mesh_size(mesh, ZT_AX_SP);
+    out->rank = zt_mesh_coord(mesh, ZT_AX_SP);
+    out->g = out->n > 1 ? mesh->dg[ZT_AX_SP] : NULL;
+}
+
+void zt_sp_slice_tokens(const zt_seqpar *sp, int B, int T, const int *in_full, const int *tg_full,
+                        int *in, int *tg) {
+    const int Tl = T / sp->n;
+    for (int b = 0; b < B; ++b) {
+        const size_t src = (size_t)b * T + (size_t)sp->rank * Tl, dst = (size_t)b * Tl;
+        memcpy(in + dst, in_full + src, sizeof(int) * (size_t)Tl);
+        memcpy(tg + dst, tg_full + src, sizeof(int) * (size_t)Tl);
+    }
+}
 
 /* height rows of width floats, strided (be->copy2d, else row by row) */
 static void copy_rows(const zt_backend *be, float *dst, size_t dpitch, const float *src, size_t spitch,

@@ -23,12 +23,24 @@
 #define ZT_SEQPAR_H
 #include "backend.h"
 #include "comm.h"
+#include "mesh.h"
 
 typedef struct zt_seqpar {
     int n;            /* group size N (1: off) */
     int rank;         /* this rank's place in its group, 0 .. N-1 */
     zt_group *g;      /* the group (device buffers on a device backend); not owned */
 } zt_seqpar;
+
+/* The mesh's sequence axis (mesh.h): its size, this rank's place and the
+ * group over device buffers (n = 1, g = NULL without sequence parallelism).
+ * The models' set_mesh hooks (arch.h) take it from here. */
+void zt_seqpar_of(const zt_mesh *mesh, zt_seqpar *out);
+
+/* Sequence parallel inputs: this rank's tokens [rank Tl, (rank+1) Tl) of B
+ * whole samples of T tokens, in_full / tg_full [B, T] -> in / tg [B, T/N]
+ * (host arrays). */
+void zt_sp_slice_tokens(const zt_seqpar *sp, int B, int T, const int *in_full, const int *tg_full,
+                        int *in, int *tg);
 
 /* A row of the token-sharded form [.., row] holds ns slices; slice s of
  * head group j is w[s] elements at off[s] + j w[s].  The head-sharded row

@@ -449,22 +449,6 @@ int zt_shard_backward(zt_shard *sh, void *acts, float dloss, zt_status *st) {
 
 /* ------------------------------------------------------------ lifecycle */
 
-/* The group for device buffers over the ranks of mpi (NULL stays NULL): mpi
- * itself on a host-memory backend, else host-staged MPI or NCCL. */
-static int dev_group(zt_shard *sh, const zt_shard_prec *prec, zt_group *mpi, const char *name,
-                     zt_group **out, zt_status *st) {
-    *out = mpi;
-    if (!mpi || !sh->dev) return ZT_OK;
-#ifdef ZT_HAVE_NCCL
-    if (prec && prec->comm == ZT_SHARD_COMM_NCCL)
-        return zt_group_nccl(mpi, name, prec->device, out, st);
-#endif
-    if (prec && prec->comm != ZT_SHARD_COMM_STAGED)
-        return zt_fail(st, ZT_EUNSUPPORTED, "NCCL communication requested but this build has no "
-                       "NCCL (configure --with-cuda with NCCL installed)");
-    return zt_group_host_staged(mpi, name, sh->be, out, st);
-}
-
 int zt_shard_create(zt_model *m, int stage, int G, zt_group *world, zt_shard **out, zt_status *st) {
     return zt_shard_create_ex(m, stage, G, world, NULL, out, st);
 }
@@ -474,20 +458,35 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     *out = NULL;
     if (!world && stage != 0)
         return zt_fail(st, ZT_EINVAL, "ZeRO stage %d needs a communication group", stage);
-    int W = world ? world->size : 1;
-    if (stage == 0) G = W;
-    if (G < 1 || G > W || W % G)
-        return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the world size %d", G, W);
+    zt_mesh *mesh;
+    ZT_TRY(zt_mesh_over(world, stage, G, m->be, prec ? prec->comm : ZT_SHARD_COMM_STAGED,
+                        prec ? prec->device : -1, &mesh, st));
+    int rc = zt_shard_create_on(m, stage, mesh, ZT_AX_SHARD, ZT_AX_REPLICA, prec, out, st);
+    if (rc != ZT_OK) zt_mesh_free(mesh);
+    else (*out)->own_mesh = mesh;
+    return rc;
+}
+
+int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_axis,
+                       int replica_axis, const zt_shard_prec *prec, zt_shard **out, zt_status *st) {
+    *out = NULL;
+    zt_group *world = mesh->world;
+    if (!world && stage != 0)
+        return zt_fail(st, ZT_EINVAL, "ZeRO stage %d needs a communication group", stage);
+    const int G = zt_mesh_size(mesh, shard_axis), R = zt_mesh_size(mesh, replica_axis);
+    if (stage == 0 && R != 1)
+        return zt_fail(st, ZT_EINTERNAL, "ZeRO stage 0 over %d replicas", R);
     zt_shard *sh = calloc(1, sizeof *sh);
     if (!sh) return zt_fail(st, ZT_ENOMEM, "out of memory (shard plan)");
     sh->stage = stage;
     sh->m = m;
     sh->be = m->be;
+    sh->mesh = mesh;
     sh->world = world;
     sh->G = G;
-    sh->R = W / G;
-    sh->r = world ? world->rank % G : 0;
-    sh->rr = world ? world->rank / G : 0;
+    sh->R = R;
+    sh->r = zt_mesh_coord(mesh, shard_axis);
+    sh->rr = zt_mesh_coord(mesh, replica_axis);
     sh->nu = m->n_units;
     sh->prec = prec ? prec->prec : ZT_PREC_FP32;
     sh->pes = zt_precision_elem_size(sh->prec);
@@ -513,15 +512,12 @@ int zt_shard_create_ex(zt_model *m, int stage, int G, zt_group *world, const zt_
     /* on a device backend the owned parameter shards then live in host memory */
     sh->host_params = sh->dev && offp;
     const int ptag = ZT_MEM_PARAMS | (offp ? ZT_MEM_ON_HOST | (prec->pin_param ? ZT_MEM_PIN : 0) : 0);
-    if (G == W) sh->shard = world;
-    else if ((rc = zt_group_split(world, sh->rr, sh->r, "shard", &sh->shard, st)) != ZT_OK) goto fail;
-    if (sh->R > 1 && stage > 0 &&
-        (rc = zt_group_split(world, sh->r, sh->rr, "replica", &sh->replica, st)) != ZT_OK) goto fail;
-    /* groups for device buffers (the host groups themselves on the cpu) */
-    if ((rc = dev_group(sh, prec, world, "world", &sh->dworld, st)) != ZT_OK) goto fail;
-    if (sh->shard == world) sh->dshard = sh->dworld;
-    else if ((rc = dev_group(sh, prec, sh->shard, "shard", &sh->dshard, st)) != ZT_OK) goto fail;
-    if ((rc = dev_group(sh, prec, sh->replica, "replica", &sh->dreplica, st)) != ZT_OK) goto fail;
+    /* the mesh's groups (mesh.h), and their twins for device buffers */
+    sh->shard = mesh->g[shard_axis];
+    sh->replica = R > 1 ? mesh->g[replica_axis] : NULL;
+    sh->dworld = mesh->dworld;
+    sh->dshard = mesh->dg[shard_axis];
+    sh->dreplica = R > 1 ? mesh->dg[replica_axis] : NULL;
     sh->u = calloc((size_t)sh->nu, sizeof *sh->u);
     sh->gathered = calloc((size_t)sh->nu, sizeof *sh->gathered);
     sh->req = calloc((size_t)sh->nu, sizeof *sh->req);
@@ -663,11 +659,7 @@ void zt_shard_free(zt_shard *sh) {
     free(sh->rx);
     free(sh->rn);
     free(sh->seg);
-    if (sh->dreplica && sh->dreplica != sh->replica) zt_group_free(sh->dreplica);
-    if (sh->dshard && sh->dshard != sh->shard && sh->dshard != sh->dworld) zt_group_free(sh->dshard);
-    if (sh->dworld && sh->dworld != sh->world) zt_group_free(sh->dworld);
-    if (sh->shard && sh->shard != sh->world) zt_group_free(sh->shard);
-    zt_group_free(sh->replica);
+    zt_mesh_free(sh->own_mesh);   /* (the groups are the mesh's) */
     free(sh->u);
     free(sh->gathered);
     free(sh->req);

@@ -56,6 +56,7 @@
 #ifndef ZT_SHARD_H
 #define ZT_SHARD_H
 #include "comm.h"
+#include "mesh.h"
 #include "model.h"
 #include "optim.h"
 #include "precision.h"
@@ -82,7 +83,7 @@ typedef struct zt_shard_prec {
                                * tensors marked in nf4_tensor are stored as NF4 codes */
     const unsigned char *nf4_tensor;   /* [m->n_tensors]: 1 = quantized (read at creation) */
 } zt_shard_prec;
-enum { ZT_SHARD_COMM_STAGED = 0, ZT_SHARD_COMM_NCCL = 1 };
+enum { ZT_SHARD_COMM_STAGED = ZT_MESH_COMM_STAGED, ZT_SHARD_COMM_NCCL = ZT_MESH_COMM_NCCL };
 
 typedef struct zt_unit_shard {
     size_t n;          /* unit elements */
@@ -111,7 +112,11 @@ struct zt_units {
     int stage;
     int G, r;                 /* shard group size and index in it */
     int R, rr;                /* replica groups and index in them */
-    zt_group *world, *shard, *replica;  /* shard == world when G == W; replica NULL when R == 1 */
+    /* the mesh's groups (mesh.h; the engine borrows them): shard == world
+     * when G == W; replica NULL when R == 1 */
+    const zt_mesh *mesh;
+    zt_mesh *own_mesh;        /* zt_shard_create_ex's own mesh over its world, else NULL */
+    zt_group *world, *shard, *replica;
     /* The same groups for collectives on device buffers: on a device backend
      * host-staged MPI or NCCL groups over the same ranks, otherwise the
      * groups above.  Scalars on the host (norms, flags) use the groups above. */
@@ -182,10 +187,18 @@ struct zt_units {
     zt_adamw_seg *seg;        /* adamw_multi's segments [n_tensors + nu] (zt_shard_update_ex) */
 };
 
-/* Build the plan and allocate shard buffers.  The model must have been
- * created with the blocks the stage keeps (zt_shard_model_flags_prec).
- * world may be NULL: one process, no communication (stage 0 only).
- * prec NULL: fp32. */
+/* Build the plan and allocate shard buffers over the mesh's axes: the
+ * parameters are sharded over shard_axis's group and replicated over
+ * replica_axis's (ZT_AX_SHARD and ZT_AX_REPLICA: hybrid sharding); the
+ * engine borrows the mesh's groups (it must outlive the engine).  The model
+ * must have been created with the blocks the stage keeps
+ * (zt_shard_model_flags_prec).  prec NULL: fp32 (its comm and device are
+ * the mesh's). */
+int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_axis,
+                       int replica_axis, const zt_shard_prec *prec, zt_shard **out, zt_status *st);
+/* The same over a world group of the caller's, with shard groups of
+ * shard_group ranks (a mesh of its own, zt_mesh_over).  world may be NULL:
+ * one process, no communication (stage 0 only). */
 int zt_shard_create_ex(zt_model *m, int stage, int shard_group, zt_group *world,
                        const zt_shard_prec *prec, zt_shard **out, zt_status *st);
 /* zt_shard_create_ex in fp32. */

@@ -15,8 +15,6 @@
 #include "profile.h"
 #include "runtime.h"
 #include "seqpar.h"
-#include "gpt.h"
-#include "llama.h"
 #include "ztrain_env.h"
 
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
@@ -47,27 +45,10 @@ void zt_memory(zt_memory_report *out) {
     out->pinned_peak = ms.pinned_peak;
 }
 
-/* Bytes of one engine's own groups (those that are not the world). */
-static uint64_t shard_comm_bytes(const zt_ctx *ctx, const zt_shard *sh, int kind) {
-    uint64_t b = 0;
-    if (!sh) return 0;
-    if (sh->shard && sh->shard != ctx->world) b += sh->shard->bytes[kind];
-    if (sh->replica) b += sh->replica->bytes[kind];
-    /* device backends: the groups moving device buffers (their own groups,
-     * counting like MPI) */
-    if (sh->dworld && sh->dworld != sh->world) b += sh->dworld->bytes[kind];
-    if (sh->dshard && sh->dshard != sh->shard && sh->dshard != sh->dworld) b += sh->dshard->bytes[kind];
-    if (sh->dreplica && sh->dreplica != sh->replica) b += sh->dreplica->bytes[kind];
-    return b;
-}
-
 uint64_t zt_ctx_comm_bytes(const zt_ctx *ctx, int kind) {
-    if (kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
-    uint64_t b = ctx->world->bytes[kind] + shard_comm_bytes(ctx, ctx->sh, kind) +
-                 shard_comm_bytes(ctx, ctx->lsh, kind);
-    if (ctx->spg) b += ctx->spg->bytes[kind];   /* sequence parallelism's all-to-alls */
-    if (ctx->dspg && ctx->dspg != ctx->spg) b += ctx->dspg->bytes[kind];
-    return b;
+    /* every group of the mesh once: the world, the engines' shard and
+     * replica groups, sequence parallelism's, and their device twins */
+    return zt_mesh_comm_bytes(ctx->mesh, kind);
 }
 
 static uint64_t comm_total(const zt_ctx *ctx) {
@@ -82,7 +63,7 @@ size_t zt_ctx_num_params(const zt_ctx *ctx) { return ctx->model->num_params; }
 int zt_ctx_rank(const zt_ctx *ctx) { return ctx->rank; }
 int zt_ctx_nranks(const zt_ctx *ctx) { return ctx->nranks; }
 const zt_progress *zt_ctx_progress(const zt_ctx *ctx) { return &ctx->cb.progress; }
-zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->world; }
+zt_group *zt_ctx_world(const zt_ctx *ctx) { return ctx->mesh->world; }
 const zt_backend *zt_ctx_backend(const zt_ctx *ctx) { return ctx->be; }
 zt_model *zt_ctx_model(const zt_ctx *ctx) { return ctx->model; }
 zt_shard *zt_ctx_shard(const zt_ctx *ctx) { return ctx->sh; }
@@ -189,57 +170,6 @@ static int open_backend(zt_ctx *ctx, const zt_config *c, zt_status *st) {
     return ZT_OK;
 }
 
-/* Ranks sharing this rank's device: 1 when the plugin bound each task to
- * its own GPU (or on cpu-strict, whose emulated device is per process);
- * else the node's ranks over its visible devices, rounded up. */
-static int ranks_on_device(const zt_ctx *ctx) {
-    if (ctx->device < 0) return 1;
-    if (zt_rt_gpu_bound()) return 1;
-    const int nd = zt_cuda_visible_devices(), nl = zt_rt()->local_size;
-    return nd > 0 && nl > nd ? (nl + nd - 1) / nd : 1;
-}
-
-/* ztrain.comm_backend: how collectives move device buffers.  The same answer
- * on every rank (agreed over the world). */
-static int choose_comm(zt_ctx *ctx, const zt_config *c, zt_status *st) {
-    ctx->comm_kind = ZT_SHARD_COMM_STAGED;
-    const char *cb = c->comm_backend;
-    const int cuda = ctx->device >= 0;
-#ifdef ZT_HAVE_NCCL
-    const int built = 1;
-#else
-    const int built = 0;
-#endif
-    if (strcmp(cb, "nccl") == 0 && !cuda)
-        return zt_fail(st, ZT_EINVAL, "ztrain.comm_backend=nccl needs ztrain.backend=cuda "
-                       "(backend is %s)", c->backend);
-    if (strcmp(cb, "nccl") == 0 && !built)
-        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.comm_backend=nccl: this build has no NCCL "
-                       "(configure --with-cuda with NCCL installed); use mpi");
-    if (!cuda || strcmp(cb, "mpi") == 0) return ZT_OK;
-    /* one rank per GPU: bound by the plugin (each task sees its own GPUs),
-     * or no more ranks on this node than visible devices */
-    const int bound = zt_rt_gpu_bound();
-    int32_t own = bound || zt_rt()->local_size <= zt_cuda_visible_devices();
-    if (ctx->nranks > 1) {
-        zt_group_where(ctx->world, "choosing the communication backend");
-        int32_t any_shared = !own;
-        ZT_TRY(ctx->world->ops->allreduce_max(ctx->world, &any_shared, 1, ZT_I32, st));
-        own = !any_shared;
-    }
-    if (strcmp(cb, "nccl") == 0) {
-        if (!own)
-            return zt_fail(st, ZT_EINVAL, "ztrain.comm_backend=nccl needs one GPU per rank, but "
-                           "%d ranks on a node share %d visible GPU(s); use "
-                           "ztrain.comm_backend=mpi", zt_rt()->local_size,
-                           zt_cuda_visible_devices());
-        ctx->comm_kind = ZT_SHARD_COMM_NCCL;
-    } else if (built && own) {   /* auto */
-        ctx->comm_kind = ZT_SHARD_COMM_NCCL;
-    }
-    return ZT_OK;
-}
-
 /* Test hook: ZT_TEST_OVERFLOW_STEPS="5,6" makes the gradients of those
  * (1-based) steps overflow on the last rank (fp16 loss-scaler tests; the
  * variable is outside the ZTRAIN_ namespace on purpose). */
@@ -267,18 +197,6 @@ static int inject_overflow_at(const zt_ctx *ctx, long step) {
     return 0;
 }
 
-/* shard_group_size "node": groups of consecutive ranks must be nodes */
-static int check_topology(const zt_ctx *ctx, zt_status *st) {
-    if (ctx->cfg->shard_group_size == ZT_SHARD_GROUP_NODE && zt_rt_node_block() == 0) {
-        char topo[1024];
-        zt_rt_topology(topo, sizeof topo);
-        return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=\"node\" needs the same number "
-                       "of consecutive ranks on every node (block placement: srun's default "
-                       "distribution, mpirun --map-by slot); here: %s", topo);
-    }
-    return ZT_OK;
-}
-
 /* The memory planner's inputs (memplan.h): its options and the per-rank
  * limit with the words that describe it. */
 typedef struct mem_limits {
@@ -296,7 +214,7 @@ static int memory_limits(zt_ctx *ctx, mem_limits *ml, zt_status *st) {
     zt_memplan_opts_init(mo, zt_rt()->world);
     mo->ranks_per_node = zt_rt()->local_size;
     if (zt_be_device(ctx->be)) {
-        ml->limit = zt_memplan_device_limit(ctx->cfg, ctx->be, ranks_on_device(ctx), mo->ranks_per_node,
+        ml->limit = zt_memplan_device_limit(ctx->cfg, ctx->be, zt_mesh_ranks_on_device(ctx->device), mo->ranks_per_node,
                                             ml->limit_what, sizeof ml->limit_what);
         ZT_TRY(zt_be_check(ctx->be, "querying free device memory", st));
         const int strict_host = strcmp(ctx->be->name, "cpu-strict") == 0 &&
@@ -327,7 +245,7 @@ static int agree_auto_micro(zt_ctx *ctx, int rc, zt_status *st) {
     if (zt_rt()->world < 2) return rc;
     zt_group *g;
     zt_status gst;
-    if (zt_group_mpi(zt_rt()->world_comm, "world", ctx->cfg->comm_timeout_s, &g, &gst) != ZT_OK) {
+    if (zt_mesh_world_group(ctx->cfg->comm_timeout_s, &g, &gst) != ZT_OK) {
         *st = gst;
         return gst.code;
     }
@@ -415,23 +333,19 @@ static int preflight(zt_ctx *ctx, const mem_limits *ml, zt_status *st) {
     return ZT_OK;
 }
 
-/* Threads, the world group and how collectives move device buffers. */
+/* Threads and the mesh: the world, how collectives move device buffers,
+ * and the axes' groups (mesh.h). */
 static int open_world(zt_ctx *ctx, zt_status *st) {
     const zt_config *c = ctx->cfg;
     ctx->threads = c->threads > 0 ? c->threads : zt_rt_default_threads();
     ctx->be->set_threads(ctx->threads);
-    ZT_TRY(zt_group_mpi(zt_rt()->world_comm, "world", c->comm_timeout_s, &ctx->world, st));
-    ctx->rank = ctx->world->rank;
-    ctx->nranks = ctx->world->size;
-    ctx->sp = c->model.seq_parallel > 1 ? c->model.seq_parallel : 1;
-    ctx->sp_rank = ctx->rank % ctx->sp;
-    ctx->dp = ctx->nranks / ctx->sp;
-    ctx->dp_rank = ctx->rank / ctx->sp;
-    ZT_TRY(choose_comm(ctx, c, st));
+    ZT_TRY(zt_mesh_create(c, ctx->be, ctx->device, &ctx->mesh, st));
+    ctx->rank = ctx->mesh->world->rank;
+    ctx->nranks = ctx->mesh->world->size;
     if (zt_be_device(ctx->be))
         zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
                ctx->device >= 0 ? " (device chosen from the local rank)" : "",
-               ctx->comm_kind == ZT_SHARD_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
+               ctx->mesh->comm_kind == ZT_MESH_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
     return ZT_OK;
 }
 
@@ -482,40 +396,24 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
     return ZT_OK;
 }
 
-/* sequence_parallel_size > 1 (seqpar.h): the group of sp consecutive ranks
- * (over device buffers: host-staged MPI or NCCL, as the ZeRO groups), handed
- * to the built-in model. */
-static int open_seqpar(zt_ctx *ctx, zt_status *st) {
-    if (ctx->sp <= 1) return ZT_OK;
+/* The rank layout handed to the built-in model (its set_mesh hook, arch.h):
+ * sequence_parallel_size > 1 (seqpar.h) needs one. */
+static int apply_mesh(zt_ctx *ctx, zt_status *st) {
     zt_model *m = ctx->model;
-    if (!zt_model_is_llama(m) && !zt_model_is_gpt(m))
+    const zt_arch *a = zt_arch_of_ops(m->ops);
+    const int sp = zt_mesh_size(ctx->mesh, ZT_AX_SP);
+    if (sp > 1 && (!a || !a->set_mesh))
         return zt_fail(st, ZT_EUNSUPPORTED, "sequence_parallel_size=%d: sequence parallelism is "
-                       "built into the llama and gpt2 models, not a model of the caller's own",
-                       ctx->sp);
-    ZT_TRY(zt_group_split(ctx->world, ctx->dp_rank, ctx->sp_rank, "sequence", &ctx->spg, st));
-    ctx->dspg = ctx->spg;
-    if (zt_be_device(ctx->be)) {
-#ifdef ZT_HAVE_NCCL
-        if (ctx->comm_kind == ZT_SHARD_COMM_NCCL)
-            ZT_TRY(zt_group_nccl(ctx->spg, "sequence", ctx->device, &ctx->dspg, st));
-        else
-#endif
-            ZT_TRY(zt_group_host_staged(ctx->spg, "sequence", ctx->be, &ctx->dspg, st));
-    }
-    const zt_seqpar sp = {ctx->sp, ctx->sp_rank, ctx->dspg};
-    return zt_model_is_llama(m) ? zt_llama_set_seqpar(m->self, &sp, st)
-                                : zt_gpt_set_seqpar(m->self, &sp, st);
+                       "built into the llama and gpt2 models, not a model of the caller's own", sp);
+    return a && a->set_mesh ? a->set_mesh(m->self, ctx->mesh, st) : ZT_OK;
 }
 
-/* Sequence parallel: this rank's tokens [sp_rank Tl, (sp_rank+1) Tl) of
- * the B whole samples in ctx->sp_in / sp_tg into in / tg [B, Tl]. */
+/* Sequence parallel: this rank's tokens of the B whole samples in
+ * ctx->sp_in / sp_tg into in / tg [B, Tl] (seqpar.h). */
 static void sp_slice(const zt_ctx *ctx, int B, int T, int *in, int *tg) {
-    const int Tl = T / ctx->sp;
-    for (int b = 0; b < B; ++b) {
-        const size_t src = (size_t)b * T + (size_t)ctx->sp_rank * Tl, dst = (size_t)b * Tl;
-        memcpy(in + dst, ctx->sp_in + src, sizeof(int) * (size_t)Tl);
-        memcpy(tg + dst, ctx->sp_tg + src, sizeof(int) * (size_t)Tl);
-    }
+    zt_seqpar sp;
+    zt_seqpar_of(ctx->mesh, &sp);
+    zt_sp_slice_tokens(&sp, B, T, ctx->sp_in, ctx->sp_tg, in, tg);
 }
 
 /* The host buffers of B whole samples of T tokens (sequence parallel). */
@@ -536,10 +434,9 @@ static int sp_buffers(zt_ctx *ctx, size_t n, zt_status *st) {
 static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
     const zt_config *c = ctx->cfg;
     const zt_shard_prec sp = {ctx->prec, zt_comm_dtype_of(c),
-                              strcmp(c->offload_optimizer, "none") != 0, ctx->comm_kind,
+                              strcmp(c->offload_optimizer, "none") != 0, ctx->mesh->comm_kind,
                               ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
                               c->pin_optimizer, c->pin_param, 0, 0, NULL};
-    const int G = zt_config_shard_group(c, ctx->nranks, zt_rt()->local_size);
     zt_shard_prec bp = sp;
     bp.frozen = ctx->lmodel != NULL;   /* LoRA: the base is frozen */
     unsigned char *qt = NULL;          /* QLoRA: which base tensors are NF4 */
@@ -551,7 +448,8 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
             qt[i] = (unsigned char)zt_lora_base_quantized(&c->model, ctx->model->tensors[i].name);
         bp.nf4_tensor = qt;
     }
-    int rc0 = zt_shard_create_ex(ctx->model, c->zero_stage, G, ctx->world, &bp, &ctx->sh, st);
+    int rc0 = zt_shard_create_on(ctx->model, c->zero_stage, ctx->mesh, ZT_AX_SHARD, ZT_AX_REPLICA, &bp,
+                                 &ctx->sh, st);
     free(qt);
     ZT_TRY(rc0);
     ctx->sh->seed = (uint64_t)c->seed;   /* LoRA dropout's mask (lora.h) */
@@ -561,16 +459,17 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
     int rc = defer ? zt_shard_defer_init(ctx->sh, c->seed) : zt_shard_init_params(ctx->sh, c->seed);
     if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the parameters");
     if (ctx->lmodel) {
-        ZT_TRY(zt_shard_create_ex(ctx->lmodel, c->zero_stage, G, ctx->world, &sp, &ctx->lsh, st));
+        ZT_TRY(zt_shard_create_on(ctx->lmodel, c->zero_stage, ctx->mesh, ZT_AX_SHARD, ZT_AX_REPLICA, &sp,
+                                  &ctx->lsh, st));
         ctx->sh->peer = ctx->lsh;
         rc = defer ? zt_shard_defer_init(ctx->lsh, c->seed) : zt_shard_init_params(ctx->lsh, c->seed);
         if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
     }
     ctx->startup.init_s += zt_now_s() - t0;
     /* sequence parallel: each rank's activations hold seq_len / sp tokens */
-    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len / ctx->sp, 1,
+    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len / zt_mesh_size(ctx->mesh, ZT_AX_SP), 1,
                               ZT_MEM_ACTIVATIONS, st));
-    if (ctx->sp > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
+    if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
     ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
     /* pin_memory: a failed registration is a warning, the run goes on */
@@ -600,7 +499,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     /* The backend first (cuda: this rank's device and its CUDA context), so
      * that the pre-flight check can ask it for free device memory. */
     if ((rc = open_backend(ctx, ctx->cfg, st)) != ZT_OK) goto fail;
-    if ((rc = check_topology(ctx, st)) != ZT_OK) goto fail;
+    if ((rc = zt_mesh_check_topology(ctx->cfg, st)) != ZT_OK) goto fail;
     /* The memory planner (memplan.h) runs before anything is allocated:
      * "auto" micro batch first, then the pre-flight check (built-in models
      * only: the activations of a model of the caller's own are unknown). */
@@ -617,7 +516,7 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
     ctx->prefaulting = (flags & ZT_CTX_PREFAULT) != 0;
     if (ctx->prefaulting) zt_mem_prefault_begin();
     if ((rc = build_model(ctx, ops, self, st)) != ZT_OK) goto fail;
-    if ((rc = open_seqpar(ctx, st)) != ZT_OK) goto fail;
+    if ((rc = apply_mesh(ctx, st)) != ZT_OK) goto fail;
     if ((rc = build_engine(ctx, (flags & ZT_CTX_DEFER_INIT) != 0, st)) != ZT_OK) goto fail;
     if (ctx->prefaulting) zt_mem_prefault_start();
     /* (build_engine's initialization counted apart) */
@@ -683,11 +582,9 @@ void zt_ctx_free(zt_ctx *ctx) {
     zt_model_free(ctx->lmodel, 1);
     free(ctx->owned);
     free(ctx->base_fnv);
-    if (ctx->dspg != ctx->spg) zt_group_free(ctx->dspg);
-    zt_group_free(ctx->spg);
     zt_mem_free(ctx->sp_in);
     zt_mem_free(ctx->sp_tg);
-    zt_group_free(ctx->world);
+    zt_mesh_free(ctx->mesh);   /* (after the engines, which borrow its groups) */
     zt_config_free(ctx->cfg);
     free(ctx);
 }
@@ -773,7 +670,7 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
             if (ctx->scaler.enabled)
                 snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s",
                          m->loss_scale, m->skipped ? "true" : "false");
-            if (ctx->sp > 1)
+            if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
                 snprintf(a2a, sizeof a2a, ", \"alltoall_bytes\": %llu",
                          (unsigned long long)m->alltoall_bytes);
             fprintf(ctx->metrics_fp,
@@ -816,8 +713,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
     int B = c->micro_batch, T = c->seq_len, A = c->grad_accum;
     /* sequence parallel: the sp ranks of a group share their samples */
-    long global_batch = (long)B * A * ctx->dp;
-    const int Tl = T / ctx->sp;
+    long global_batch = (long)B * A * zt_mesh_size(ctx->mesh, ZT_AX_DP);
+    const int Tl = T / zt_mesh_size(ctx->mesh, ZT_AX_SP);
     /* the loss is the mean over the global batch's counted targets: all
      * global_batch * T, or those of the source's loss mask (known before
      * the backward, the same on every rank) */
@@ -848,13 +745,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     int dev_loss = 1;   /* every forward added its loss there (built-in models) */
     double loss_sum = 0.0, wait_s = 0.0;
     for (int micro = 0; micro < A; ++micro) {
-        uint64_t first = (uint64_t)ctx->dp_rank * (uint64_t)(B * A) + (uint64_t)micro * B;
+        uint64_t first = (uint64_t)zt_mesh_coord(ctx->mesh, ZT_AX_DP) * (uint64_t)(B * A) + (uint64_t)micro * B;
         ctx->sh->sample0 = first;   /* LoRA dropout's mask (lora.h) */
         double tw = zt_now_s();
         zt_prof_mark pm;
         zt_prof_begin(&pm);
         zt_batch_buf_wait(ctx, &ctx->acts);   /* the last upload from the host arrays */
-        if (ctx->sp > 1) {
+        if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) {
             ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->sp_in, ctx->sp_tg, st));
             sp_slice(ctx, B, T, zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts));
         } else {
@@ -915,8 +812,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     ctx->be->to_host(&hs, o->scal, sizeof hs);   /* the step's one read */
     loss_sum += hs.loss_sum;   /* (one of the two parts is 0) */
     if (!gated && ctx->nranks > 1) {
-        zt_group_where(ctx->world, "step %ld, loss", ctx->step + 1);
-        ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &loss_sum, 1, ZT_F64, st));
+        zt_group_where(ctx->mesh->world, "step %ld, loss", ctx->step + 1);
+        ZT_TRY(ctx->mesh->world->ops->allreduce_sum(ctx->mesh->world, &loss_sum, 1, ZT_F64, st));
     }
     double loss = loss_sum / ntgt;
     int skipped = 0, rc = ZT_OK;
@@ -926,8 +823,8 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         size_t nonfinite = (size_t)hs.nonfinite;
         if (!isfinite(loss)) nonfinite++;
         int overflow;
-        zt_group_where(ctx->world, "step %ld, overflow check", ctx->step + 1);
-        rc = zt_prec_overflow_any(ctx->world, nonfinite, &overflow, st);
+        zt_group_where(ctx->mesh->world, "step %ld, overflow check", ctx->step + 1);
+        rc = zt_prec_overflow_any(ctx->mesh->world, nonfinite, &overflow, st);
         if (rc == ZT_OK) rc = zt_scaler_update(&ctx->scaler, overflow, ctx->step + 1, &skipped, st);
     }
     double norm = NAN;
@@ -979,7 +876,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     if (ctx->nranks > 1) {
         double tv[5] = {met.step_ms, met.tokens_per_s, met.eta_s, (double)met.comm_bytes,
                         (double)met.alltoall_bytes};
-        ZT_TRY(ctx->world->ops->bcast(ctx->world, tv, 5, ZT_F64, 0, st));
+        ZT_TRY(ctx->mesh->world->ops->bcast(ctx->mesh->world, tv, 5, ZT_F64, 0, st));
         met.step_ms = tv[0]; met.tokens_per_s = tv[1]; met.eta_s = tv[2];
         met.comm_bytes = (uint64_t)tv[3];
         met.alltoall_bytes = (uint64_t)tv[4];
@@ -997,15 +894,15 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
  * default), every rank the same forwards. */
 static int eval_rows(const zt_ctx *ctx) {
     /* (sequence parallel: over the data parallel groups) */
-    return zt_config_eval_rows(ctx->cfg, ctx->dp);
+    return zt_config_eval_rows(ctx->cfg, zt_mesh_size(ctx->mesh, ZT_AX_DP));
 }
 
 static int eval_acts_ready(zt_ctx *ctx, zt_status *st) {
     if (ctx->eval_acts.acts) return ZT_OK;
-    if (ctx->sp > 1)
+    if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
         ZT_TRY(sp_buffers(ctx, (size_t)eval_rows(ctx) * ctx->cfg->seq_len, st));
     return zt_batch_buf_alloc(ctx, &ctx->eval_acts, eval_rows(ctx),
-                              ctx->cfg->seq_len / ctx->sp, 0, ZT_MEM_EVAL, st);
+                              ctx->cfg->seq_len / zt_mesh_size(ctx->mesh, ZT_AX_SP), 0, ZT_MEM_EVAL, st);
 }
 
 int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
@@ -1015,9 +912,9 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     ZT_TRY(eval_acts_ready(ctx, st));
     int E = ctx->cfg->eval_batch_size, T = ctx->cfg->seq_len, R = eval_rows(ctx);
     /* this rank's samples of every round: [first, first + k) of the E */
-    const long share = ((long)E + ctx->dp - 1) / ctx->dp;
-    long first = (long)ctx->dp_rank * share;
-    const int Tl = T / ctx->sp;
+    const long share = ((long)E + zt_mesh_size(ctx->mesh, ZT_AX_DP) - 1) / zt_mesh_size(ctx->mesh, ZT_AX_DP);
+    long first = (long)zt_mesh_coord(ctx->mesh, ZT_AX_DP) * share;
+    const int Tl = T / zt_mesh_size(ctx->mesh, ZT_AX_SP);
     long k = first >= E ? 0 : (E - first < share ? E - first : share);
     double sum = 0.0, ntgt = 0.0;
     for (int r = 0; r < ctx->cfg->eval_batches; ++r) {
@@ -1026,14 +923,14 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
         ntgt += nr;
         for (long c0 = 0; c0 < share; c0 += R) {
             int *in = zt_batch_host_inputs(&ctx->eval_acts), *tg = zt_batch_host_targets(&ctx->eval_acts);
-            int *fin = ctx->sp > 1 ? ctx->sp_in : in, *ftg = ctx->sp > 1 ? ctx->sp_tg : tg;
+            int *fin = zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1 ? ctx->sp_in : in, *ftg = zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1 ? ctx->sp_tg : tg;
             int kc = k - c0 <= 0 ? 0 : k - c0 < R ? (int)(k - c0) : R;
             if (kc > 0)
                 ZT_TRY(ctx->val.get(ctx->val.state, -1 - (long)r, (uint64_t)(first + c0), kc, T, fin, ftg,
                                     st));
             /* padding rows (every rank runs the same forwards): no target */
             for (long i = (long)kc * T; i < (long)R * T; ++i) { fin[i] = 0; ftg[i] = -1; }
-            if (ctx->sp > 1) sp_slice(ctx, R, T, in, tg);
+            if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) sp_slice(ctx, R, T, in, tg);
             zt_batch_buf_upload(ctx, &ctx->eval_acts, R * Tl, R * Tl);
             double ls;
             ZT_TRY(zt_shard_forward(ctx->sh, ctx->eval_acts.acts, ctx->eval_acts.inputs,
@@ -1043,7 +940,7 @@ int zt_evaluate(zt_ctx *ctx, double *val_loss, zt_status *st) {
     }
     ZT_TRY(zt_be_check(ctx->be, "evaluation", st));
     if (ctx->nranks > 1)
-        ZT_TRY(ctx->world->ops->allreduce_sum(ctx->world, &sum, 1, ZT_F64, st));
+        ZT_TRY(ctx->mesh->world->ops->allreduce_sum(ctx->mesh->world, &sum, 1, ZT_F64, st));
     *val_loss = ctx->val.count_targets ? sum / ntgt
                                        : sum / ((double)ctx->cfg->eval_batches * E * T);
     return ZT_OK;
@@ -1062,7 +959,7 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
     if (counted == 0) return zt_fail(st, ZT_EINVAL, "zt_loss: no target >= 0 in the batch");
     /* sequence parallel: every rank of a group computes its T / sp tokens of
      * the same batch (a collective over the group), the sums added up */
-    const int sp = ctx->sp;
+    const int sp = zt_mesh_size(ctx->mesh, ZT_AX_SP);
     if (sp > 1 && T % sp)
         return zt_fail(st, ZT_EINVAL, "zt_loss: T=%d is not divisible by sequence_parallel_size=%d",
                        T, sp);
@@ -1070,14 +967,15 @@ int zt_loss(zt_ctx *ctx, const int *inputs, const int *targets, int B, int T,
     zt_batch_buf b;
     ZT_TRY(zt_batch_buf_alloc(ctx, &b, B, Tl, 0, ZT_MEM_EVAL, st));
     for (int r = 0; r < B; ++r) {
-        const size_t src = (size_t)r * T + (size_t)ctx->sp_rank * Tl, dst = (size_t)r * Tl;
+        const size_t src = (size_t)r * T + (size_t)zt_mesh_coord(ctx->mesh, ZT_AX_SP) * Tl, dst = (size_t)r * Tl;
         zt_xcopy(ctx->be, b.inputs + dst, 1, inputs + src, 0, sizeof(int) * (size_t)Tl);
         zt_xcopy(ctx->be, b.targets + dst, 1, targets + src, 0, sizeof(int) * (size_t)Tl);
     }
     double ls = 0.0;
     int rc = zt_shard_forward(ctx->sh, b.acts, b.inputs, b.targets, B, Tl, 0, &ls, st);
     if (rc == ZT_OK) rc = zt_be_check(ctx->be, "loss", st);
-    if (rc == ZT_OK && sp > 1) rc = ctx->spg->ops->allreduce_sum(ctx->spg, &ls, 1, ZT_F64, st);
+    zt_group *spg = ctx->mesh->g[ZT_AX_SP];
+    if (rc == ZT_OK && sp > 1) rc = spg->ops->allreduce_sum(spg, &ls, 1, ZT_F64, st);
     *loss = ls / (double)counted;
     zt_batch_buf_free(ctx, &b);
     return rc;
@@ -1226,11 +1124,11 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     zt_log(ctx, ZT_LOG_INFO, "model: %zu parameters (%d layers, %d heads, %d wide, context %d, "
            "vocab %d), architecture %s%s", ctx->model->num_params, c->model.n_layer,
            c->model.n_head, c->model.n_embd, c->model.context, c->model.vocab, arch, more);
-    if (ctx->sp > 1)
+    if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
         zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d data parallel "
                "groups; sequence parallel: %d ranks per group share each sample, %d of its %d tokens "
                "each (all-to-alls around attention); %d threads per rank", c->train_batch_size,
-               c->micro_batch, c->grad_accum, ctx->dp, ctx->sp, c->seq_len / ctx->sp, c->seq_len,
+               c->micro_batch, c->grad_accum, zt_mesh_size(ctx->mesh, ZT_AX_DP), zt_mesh_size(ctx->mesh, ZT_AX_SP), c->seq_len / zt_mesh_size(ctx->mesh, ZT_AX_SP), c->seq_len,
                ctx->threads);
     else
         zt_log(ctx, ZT_LOG_INFO, "batch: %d global = %d micro x %d accumulation x %d ranks; %d threads per rank",

@@ -27,6 +27,15 @@
 #     ckpt_async.c defines (a deferred save is described by the save's own
 #     ck_deferred).
 #
+# Two rules of the rank layout (libtrain/mesh.h), by name:
+#   - libtrain/train.c (and its context, ctx.h) includes no built-in model's
+#     header (the header of a file that defines a zt_arch descriptor: gpt.h,
+#     llama.h, ...): models are reached through their descriptors (arch.h);
+#   - only libtrain/mesh.c asks the comm backends for groups: no other file
+#     of libtrain/, ckpt/ or io/ calls a function of libtrain/comm*.h that
+#     hands out a new zt_group (zt_group_mpi, _split, _nccl, _host_staged);
+#     the backends themselves (libtrain/comm*.c) implement them.
+#
 # The tree checked: $1, else $ZT_ARROWS_TREE, else $ZT_SRCDIR (the source
 # tree under `make check`).
 . "$(dirname "$0")/lib.sh"
@@ -111,5 +120,31 @@ else
     ok "$([ -z "$back" ]; echo $?)" \
        "the save (ckpt_save.c, ckpt_commit.c) names nothing of the background save's (ckpt_async.c: $(echo $async_names | wc -w) names)"
     [ -z "$back" ] || printf '%s\n' "$back" | sed 's/^/# /'
+fi
+# the built-in models' headers: those of the files defining a descriptor
+model_hdrs=$(grep -lE '^const zt_arch zt_arch_[a-z0-9_]+ *=' libtrain/*.c | sed 's|^libtrain/||; s|\.c$|.h|' |
+             sort -u)
+if [ -z "$model_hdrs" ]; then
+    ok 1 "libtrain/ defines the built-in models' descriptors (zt_arch)"
+else
+    inc=$(grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"($(echo $model_hdrs | tr ' ' '|' |
+          sed 's/\./\\./g'))\"" libtrain/train.c libtrain/ctx.h)
+    ok "$([ -z "$inc" ]; echo $?)" \
+       "libtrain/train.c and ctx.h include no model header ($(echo $model_hdrs))"
+    [ -z "$inc" ] || printf '%s\n' "$inc" | sed 's/^/# /'
+fi
+
+# the comm backends' group-building functions: those handing out a zt_group **
+group_fns=$(cat libtrain/comm*.h | tr '\n' ' ' |
+            grep -oE 'zt_group_[a-z0-9_]+\([^)]*zt_group \*\*[^)]*\)' | sed 's/(.*//' | sort -u)
+if [ -z "$group_fns" ]; then
+    ok 1 "libtrain/comm*.h declares the group-building functions"
+else
+    calls=$(find libtrain ckpt io -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) \
+                 ! -name 'comm*' ! -path libtrain/mesh.c | sort |
+            xargs grep -nE "(^|[^A-Za-z0-9_])($(echo $group_fns | tr ' ' '|'))[[:space:]]*\(")
+    ok "$([ -z "$calls" ]; echo $?)" \
+       "only libtrain/mesh.c builds communicator groups ($(echo $group_fns))"
+    [ -z "$calls" ] || printf '%s\n' "$calls" | sed 's/^/# /'
 fi
 done_testing
