@@ -7,6 +7,7 @@
 #include "devmem.h"
 #include "gpt.h"
 #include "model_acts.h"
+#include "model_skel.h"
 #include <jansson.h>
 #include "arch.h"
 #include "seqpar.h"
@@ -56,15 +57,12 @@ static void gpt_tensor_shape(const zt_model_config *mc, int k, int *rows, int *c
 }
 
 struct zt_gpt {
+    zt_skel sk;                        /* the unit skeleton, LoRA's adapters (model_skel.h) */
     zt_model_config cfg;
     const zt_backend *be;
     size_t off[GPT_NT];                /* in its unit (block tensors: in every block unit) */
     zt_gpt_params p, g;                /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
-    int lora;                          /* LoRA adapters on a frozen base (lora.h) */
-    zt_lora lo;
-    const float *ad;                   /* the current block's adapters ... */
-    float *gad;                        /* ... and their gradients (backward) */
     int spn;                           /* sequence parallel group size (1: off) ... */
     zt_seqpar sp;                      /* ... and its group */
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
@@ -73,14 +71,8 @@ struct zt_gpt {
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
 static int gpt_set_mesh(void *self, const zt_mesh *mesh, zt_status *st) {
     zt_gpt *g = self;
-    zt_seqpar spv;
-    zt_seqpar_of(mesh, &spv);
-    const zt_seqpar *sp = &spv;
-    if (!sp || sp->n != g->spn || sp->rank < 0 || sp->rank >= sp->n || (sp->n > 1 && !sp->g))
-        return zt_fail(st, ZT_EINTERNAL, "gpt2: sequence parallel group of %d for a model laid "
-                       "out for %d", sp ? sp->n : 0, g->spn);
-    g->sp = *sp;
-    const size_t C = (size_t)g->cfg.n_embd, Cl = C / (size_t)sp->n;
+    ZT_TRY(zt_skel_seqpar(mesh, g->spn, "gpt2", &g->sp, st));
+    const size_t C = (size_t)g->cfg.n_embd, Cl = C / (size_t)g->sp.n;
     g->qkv_sl = (zt_sp_slices){3, 3 * C, {0, C, 2 * C}, {Cl, Cl, Cl}};
     g->att_sl = (zt_sp_slices){1, C, {0, 0, 0}, {Cl, 0, 0}};
     return ZT_OK;
@@ -98,8 +90,11 @@ static int gpt_describe(void *self, zt_layout *L, zt_status *st) {
     return zt_arch_describe(&zt_arch_gpt2, &g->cfg, L, g->off, st);
 }
 
-/* Point the tensors of unit u in a view at a unit-sized buffer. */
-static void bind_unit(const zt_gpt *g, int u, float *base, zt_gpt_params *v) {
+/* Point the tensors of unit u in a view (grads: the gradients') at a
+ * unit-sized buffer (zt_skel_ops.bind). */
+static void bind_unit(void *self, int u, float *base, int grads) {
+    zt_gpt *g = self;
+    zt_gpt_params *v = grads ? &g->g : &g->p;
     int L = g->cfg.n_layer;
     if (u == 0) {
         v->wte = base + g->off[E_WTE];
@@ -112,6 +107,8 @@ static void bind_unit(const zt_gpt *g, int u, float *base, zt_gpt_params *v) {
         for (int k = T_LN1W; k <= T_FCPB; ++k) f[k - T_LN1W] = base + g->off[k];
     }
 }
+
+static const zt_skel_ops gpt_skel;
 
 int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt_status *st) {
     *out = NULL;
@@ -131,13 +128,10 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
         return zt_fail(st, ZT_EINVAL, "gpt2: sequence parallel size %d must divide the %d heads",
                        mc->seq_parallel, mc->n_head);
     }
-    if (mc->lora_r > 0) {
-        int rc = zt_lora_plan(mc, &g->lo, st);
-        if (rc != ZT_OK) {
-            free(g);
-            return rc;
-        }
-        g->lora = 1;
+    int rc = zt_skel_init(&g->sk, &gpt_skel, g, mc, be, 1, st);
+    if (rc != ZT_OK) {
+        free(g);
+        return rc;
     }
     g->p.h = calloc((size_t)mc->n_layer, sizeof(zt_gpt_layer));
     g->g.h = calloc((size_t)mc->n_layer, sizeof(zt_gpt_layer));
@@ -199,15 +193,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
     }
-    zt_lora lo;
-    if (mc->lora_r > 0 && zt_lora_plan(mc, &lo, NULL) == ZT_OK) {
-        TAKE(a->lora.h, N * lo.max_nr); TAKE(a->lora.d, N * lo.max_w);
-        TAKES(a->lora.bt, lo.max_nr * lo.max_out);
-        if (training) {
-            TAKE(a->lora.dh, N * lo.max_nr); TAKES(a->lora.dbt, lo.max_nr * lo.max_out);
-            TAKES(a->dnorm, 2 * C);
-        }
-    }
+    zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
 #undef TAKE
 #undef TAKES
     return cv;
@@ -255,25 +241,12 @@ static int gpt_acts_create(void *self, int B, int T, int training, int mem_tag, 
 
 /* ------------------------------------------------------------ forward */
 
-/* Bind unit u's parameters (PARAMS) or gradient buffer (GRADS) into the
- * views; return from the caller on failure (model_acts.h). */
-#define PARAMS(u) ZT_UNIT_PARAMS(g, u)
-#define GRADS(u) ZT_UNIT_GRADS(g, u)
-#define RELEASE(u) ZT_UNIT_RELEASE(u)
-/* LoRA: the base is frozen -- its gradient views point nowhere (matmul
- * weight and bias gradients are skipped, the LayerNorms' go to a discarded
- * [2C]), and no zt_unit_grads_done; block l's adapters are unit l of the
- * peer engine (as llama.c) */
-#define GRADS_OR_FROZEN(u) do { if (g->lora) frozen_grads(g, a, (u)); else GRADS(u); } while (0)
-#define GRADS_DONE(u) do { if (!g->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
-#define LORA_ACTS ((zt_gpt_acts *)acts)
-#define LORA_PARAMS(l) ZT_LORA_PARAMS(g, LORA_ACTS, l)
-#define LORA_GRADS(l) ZT_LORA_GRADS(g, l)
-#define LORA_RELEASE(l) ZT_LORA_RELEASE(g, l)
-#define LORA_GRADS_DONE(l) ZT_LORA_GRADS_DONE(g, l)
-
-/* The frozen base's gradient view of unit u. */
-static void frozen_grads(zt_gpt *g, zt_gpt_acts *a, int u) {
+/* The frozen base's gradient view of unit u (LoRA; zt_skel_ops.frozen):
+ * matmul weight and bias gradients are skipped, the LayerNorms' go to a
+ * discarded [2C]. */
+static void frozen_grads(void *self, void *acts, int u) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
     zt_gpt_params *v = &g->g;
     if (u == 0) {
         v->wte = v->wpe = NULL;
@@ -288,11 +261,24 @@ static void frozen_grads(zt_gpt *g, zt_gpt_acts *a, int u) {
     }
 }
 
+/* Token and position embeddings into res[0]; sequence parallel: this
+ * rank's positions start at rank x T. */
+static void embed_fwd(void *self, void *acts) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
+    const int B = a->fB, T = a->fT, C = g->cfg.n_embd;
+    const size_t pos0 = (size_t)g->sp.rank * (size_t)T;
+    g->be->encoder_fwd(ZT_ACTS_RES(a, 0), a->inputs, g->p.wte, g->p.wpe + pos0 * C, B, T, C);
+}
+
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's
  * parameters are bound in g->p).  Backward runs it again to recompute a
  * checkpointed block: same kernels, same inputs, bitwise the same values. */
-static int block_fwd(zt_gpt *g, zt_gpt_acts *a, int l, zt_status *st) {
+static int block_fwd(void *self, void *acts, int l, zt_status *st) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
     const zt_backend *be = g->be;
+    const zt_skel *sk = &g->sk;
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, N = B * T;
     const zt_gpt_layer *w = &g->p.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
@@ -304,7 +290,7 @@ static int block_fwd(zt_gpt *g, zt_gpt_acts *a, int l, zt_status *st) {
          * T positions of NH/N_sp heads, the output exchanged back */
         const int P = g->spn;
         be->matmul_fwd(a->sp_h, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
-        if (g->lora) zt_lora_fwd(be, &g->lo, LG_QKV, g->ad, s->ln1, a->sp_h, N, &a->lora);
+        zt_skel_lora_fwd(sk, LG_QKV, s->ln1, a->sp_h, N, &a->lora);
         zt_group_where(g->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&g->sp, be, s->qkv, a->sp_h, B, T, &g->qkv_sl, a->sp_send,
                               a->sp_recv, st));
@@ -313,61 +299,48 @@ static int block_fwd(zt_gpt *g, zt_gpt_acts *a, int l, zt_status *st) {
                                a->sp_recv, st));
     } else {
         be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
-        if (g->lora) zt_lora_fwd(be, &g->lo, LG_QKV, g->ad, s->ln1, s->qkv, N, &a->lora);
+        zt_skel_lora_fwd(sk, LG_QKV, s->ln1, s->qkv, N, &a->lora);
         be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
     }
     be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
-    if (g->lora) zt_lora_fwd(be, &g->lo, LG_PROJ, g->ad, s->atty, a->scratch, N, &a->lora);
+    zt_skel_lora_fwd(sk, LG_PROJ, s->atty, a->scratch, N, &a->lora);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
     be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
     be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
-    if (g->lora) zt_lora_fwd(be, &g->lo, LG_FC, g->ad, s->ln2, s->fch, N, &a->lora);
+    zt_skel_lora_fwd(sk, LG_FC, s->ln2, s->fch, N, &a->lora);
     be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
     be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
-    if (g->lora) zt_lora_fwd(be, &g->lo, LG_FCPROJ, g->ad, s->fch_gelu, a->scratch, N, &a->lora);
+    zt_skel_lora_fwd(sk, LG_FCPROJ, s->fch_gelu, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
 }
 
-/* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
-static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
+/* Final LayerNorm: lnf = ln_f(res[L]). */
+static void norm_fwd(void *self, void *acts) {
     zt_gpt *g = self;
-    PARAMS(1 + l);
-    LORA_PARAMS(l);
-    ZT_TRY(block_fwd(g, acts, l, st));
-    LORA_RELEASE(l);
-    RELEASE(1 + l);
-    return ZT_OK;
+    zt_gpt_acts *a = acts;
+    const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
+    g->be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
+                         g->p.lnfb, N, C);
+}
+
+/* Tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
+ * wte^T. */
+static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
+    const int N = a->fB * a->fT, C = g->cfg.n_embd, V = g->cfg.vocab;
+    zt_classifier_forward(g->be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
+                          has_targets, loss_sum, loss_acc);
 }
 
 static int gpt_forward(void *self, zt_units *U, void *acts, const int *inputs,
                        const int *targets, int B, int T, double *loss_sum, zt_status *st) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
-    const zt_backend *be = g->be;
-    int C = g->cfg.n_embd, V = g->cfg.vocab, L = g->cfg.n_layer;
     ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
-    int N = B * T;
-
-    PARAMS(0);
-    /* sequence parallel: this rank's positions start at rank x T */
-    const size_t pos0 = (size_t)g->sp.rank * (size_t)T;
-    be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, g->p.wte, g->p.wpe + pos0 * C, B, T, C);
-    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(g, U, a, l, st));
-    PARAMS(L + 1);
-    be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
-                      g->p.lnfb, N, C);
-    RELEASE(L + 1);
-    /* tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
-     * wte^T.  The embedding unit is asked for again (at ZeRO-3 it was
-     * released after the encoder unless the engine kept it); a training
-     * pass keeps it for the head's backward. */
-    PARAMS(0);
-    zt_classifier_forward(be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
-                          targets != NULL, loss_sum, zt_units_loss_acc(U));
-    if (!a->training) RELEASE(0);
-    return ZT_OK;
+    return zt_skel_forward(&g->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
 }
 
 /* A pointer into the activations: device memory on a device backend. */
@@ -379,93 +352,92 @@ static const float *gpt_probs(void *self, void *acts, int b, int t) {
 
 /* ------------------------------------------------------------ backward */
 
-static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_status *st) {
+/* LM head (tied), chunk by chunk: dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
+static void head_bwd(void *self, void *acts, float dloss) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
+    const int N = a->fB * a->fT, C = g->cfg.n_embd, V = g->cfg.vocab;
+    zt_classifier_backward(g->be, &a->cls, a->dbuf, g->g.wte, a->lnf, g->p.wte, a->targets, dloss, N,
+                           C, V, 0.0f);
+}
+
+/* Final LayerNorm: dres = ln_f'(dlnf) */
+static void norm_bwd(void *self, void *acts) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
+    const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
+    g->be->zero(a->dres, (size_t)N * C * sizeof(float));
+    g->be->layernorm_bwd(a->dres, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L], g->p.lnfw,
+                         a->lnf_mean, a->lnf_rstd, N, C);
+}
+
+/* Block l's backward: dres of res[l+1] in, dres of res[l] out (its
+ * activations forward's or recomputed). */
+static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const zt_backend *be = g->be;
-    int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, V = g->cfg.vocab;
-    int L = g->cfg.n_layer, N = B * T;
-    size_t NC = (size_t)N * C;
-    ZT_ACTS_BACKWARD_BEGIN(a, st);
-    /* LM head (tied), chunk by chunk: dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf */
-    PARAMS(0);
-    GRADS_OR_FROZEN(0);
-    zt_classifier_backward(be, &a->cls, a->dbuf, g->g.wte, a->lnf, g->p.wte, a->targets, dloss, N,
-                           C, V, 0.0f);
-    RELEASE(0);
-    be->zero(a->dres, NC * sizeof(float));
-    PARAMS(L + 1);
-    GRADS_OR_FROZEN(L + 1);
-    be->layernorm_bwd(a->dres, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L], g->p.lnfw,
-                      a->lnf_mean, a->lnf_rstd, N, C);
-    RELEASE(L + 1);
-    GRADS_DONE(L + 1);
-    const int k = a->ckpt;
-    for (int l = L - 1; l >= 0; --l) {
-        /* checkpointing: at the top block of a group [g0, e), recompute the
-         * blocks below it from the kept input res[g0]; the top block is
-         * recomputed inside its own window below */
-        int top;
-        ZT_TRY(zt_acts_recompute_below(block_fwd_unit, g, U, a, k, L, l, &top, st));
-        PARAMS(1 + l);
-        GRADS_OR_FROZEN(1 + l);
-        LORA_PARAMS(l);
-        LORA_GRADS(l);
-        if (top) ZT_TRY(block_fwd(g, a, l, st));
-        const zt_gpt_layer *w = &g->p.h[l];
-        zt_gpt_layer *gw = &g->g.h[l];
-        struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
-        /* MLP: dres flows to res2 unchanged and into the projection */
-        const zt_lora *lo = &g->lo;
-        const zt_lora_scratch *ls = &a->lora;
-        be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
-                       N, 4 * C, C);
-        if (g->lora)
-            zt_lora_bwd(be, lo, LG_FCPROJ, g->ad, g->gad, s->fch_gelu, a->dres, a->d4a, N, ls);
-        be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
-        be->matmul_bwd(a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
-        if (g->lora) zt_lora_bwd(be, lo, LG_FC, g->ad, g->gad, s->ln2, a->d4b, a->dbuf, N, ls);
-        be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
-                          s->ln2_mean, s->ln2_rstd, N, C);
-        /* attention */
-        be->matmul_bwd(a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw,
-                       N, C, C);
-        if (g->lora) zt_lora_bwd(be, lo, LG_PROJ, g->ad, g->gad, s->atty, a->dres, a->dbuf, N, ls);
-        float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
-        if (g->spn > 1) {
-            /* sequence parallel: the forward's exchanges in reverse */
-            const int P = g->spn;
-            zt_group_where(g->sp.g, "block %d attention, backward", l);
-            ZT_TRY(zt_sp_to_heads(&g->sp, be, a->sp_h, a->dbuf, B, T, &g->att_sl, a->sp_send,
-                                  a->sp_recv, st));
-            be->attention_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, T * P, C / P, NH / P);
-            ZT_TRY(zt_sp_to_tokens(&g->sp, be, a->sp_h, a->dqkv, B, T, &g->qkv_sl, a->sp_send,
-                                   a->sp_recv, st));
-            dq = a->sp_h;
-        } else {
-            be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
-        }
-        be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, w->qkvw, N, C, 3 * C);
-        if (g->lora) zt_lora_bwd(be, lo, LG_QKV, g->ad, g->gad, s->ln1, dq, a->dbuf, N, ls);
-        be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
-                          s->ln1_mean, s->ln1_rstd, N, C);
-        LORA_RELEASE(l);
-        LORA_GRADS_DONE(l);
-        RELEASE(1 + l);
-        GRADS_DONE(1 + l);
+    const zt_skel *sk = &g->sk;
+    int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, N = B * T;
+    const zt_gpt_layer *w = &g->p.h[l];
+    zt_gpt_layer *gw = &g->g.h[l];
+    struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    const zt_lora_scratch *ls = &a->lora;
+    /* MLP: dres flows to res2 unchanged and into the projection */
+    be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
+                   N, 4 * C, C);
+    zt_skel_lora_bwd(sk, LG_FCPROJ, s->fch_gelu, a->dres, a->d4a, N, ls);
+    be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
+    be->matmul_bwd(a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+    zt_skel_lora_bwd(sk, LG_FC, s->ln2, a->d4b, a->dbuf, N, ls);
+    be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
+                      s->ln2_mean, s->ln2_rstd, N, C);
+    /* attention */
+    be->matmul_bwd(a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw,
+                   N, C, C);
+    zt_skel_lora_bwd(sk, LG_PROJ, s->atty, a->dres, a->dbuf, N, ls);
+    float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+    if (g->spn > 1) {
+        /* sequence parallel: the forward's exchanges in reverse */
+        const int P = g->spn;
+        zt_group_where(g->sp.g, "block %d attention, backward", l);
+        ZT_TRY(zt_sp_to_heads(&g->sp, be, a->sp_h, a->dbuf, B, T, &g->att_sl, a->sp_send,
+                              a->sp_recv, st));
+        be->attention_bwd(a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, T * P, C / P, NH / P);
+        ZT_TRY(zt_sp_to_tokens(&g->sp, be, a->sp_h, a->dqkv, B, T, &g->qkv_sl, a->sp_send,
+                               a->sp_recv, st));
+        dq = a->sp_h;
+    } else {
+        be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
     }
-    if (g->lora) return ZT_OK;   /* a frozen embedding: nothing more to compute */
-    /* embeddings.  The encoder's backward reads no parameters, but the unit
-     * is acquired like every unit before its backward (ZeRO-3's second
-     * gather of a unit), which keeps the engine's order uniform. */
-    PARAMS(0);
-    GRADS(0);
-    be->encoder_bwd(g->g.wte, g->g.wpe + (size_t)g->sp.rank * (size_t)T * C, a->dres, a->inputs,
-                    B, T, C);
-    RELEASE(0);
-    ZT_TRY(zt_unit_grads_done(U, 0, st));
+    be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, w->qkvw, N, C, 3 * C);
+    zt_skel_lora_bwd(sk, LG_QKV, s->ln1, dq, a->dbuf, N, ls);
+    be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
+                      s->ln1_mean, s->ln1_rstd, N, C);
     return ZT_OK;
 }
+
+/* Embeddings: dwte, dwpe (this rank's positions) += dres (the encoder's
+ * backward reads no parameters). */
+static void embed_bwd(void *self, void *acts) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
+    const int B = a->fB, T = a->fT, C = g->cfg.n_embd;
+    g->be->encoder_bwd(g->g.wte, g->g.wpe + (size_t)g->sp.rank * (size_t)T * C, a->dres, a->inputs,
+                       B, T, C);
+}
+
+static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_status *st) {
+    zt_gpt *g = self;
+    zt_gpt_acts *a = acts;
+    ZT_ACTS_BACKWARD_BEGIN(a, st);
+    return zt_skel_backward(&g->sk, U, ZT_SKEL_ACTS(a), dloss, st);
+}
+
+static const zt_skel_ops gpt_skel = {
+    bind_unit, frozen_grads, embed_fwd, block_fwd, norm_fwd, head_fwd,
+    head_bwd, norm_bwd, block_bwd, embed_bwd,
+};
 
 static const zt_model_ops gpt_ops = {
     "gpt2", gpt_describe, gpt_acts_create, gpt_acts_free, gpt_forward, gpt_backward,

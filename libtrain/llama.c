@@ -8,6 +8,7 @@
 #include "devmem.h"
 #include "llama.h"
 #include "model_acts.h"
+#include "model_skel.h"
 #include <jansson.h>
 #include "arch.h"
 #include "seqpar.h"
@@ -108,6 +109,7 @@ static shape shape_of(const zt_model_config *mc) {
 }
 
 struct zt_llama {
+    zt_skel sk;                        /* the unit skeleton, LoRA's adapters (model_skel.h) */
     zt_model_config cfg;
     shape s;
     const zt_backend *be;
@@ -115,10 +117,6 @@ struct zt_llama {
     size_t off[LLAMA_NT];              /* in its unit (block tensors: in every block unit) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
-    int lora;                          /* LoRA adapters on a frozen base (lora.h) */
-    zt_lora lo;
-    const float *ad;                   /* the current block's adapters ... */
-    float *gad;                        /* ... and their gradients (backward) */
     zt_seqpar sp;                      /* sequence parallelism (n = 1: off) */
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
 };
@@ -126,14 +124,8 @@ struct zt_llama {
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
 static int llama_set_mesh(void *self, const zt_mesh *mesh, zt_status *st) {
     zt_llama *m = self;
-    zt_seqpar spv;
-    zt_seqpar_of(mesh, &spv);
-    const zt_seqpar *sp = &spv;
     const shape *s = &m->s;
-    if (!sp || sp->n != s->sp || sp->rank < 0 || sp->rank >= sp->n || (sp->n > 1 && !sp->g))
-        return zt_fail(st, ZT_EINTERNAL, "llama: sequence parallel group of %d for a model laid "
-                       "out for %d", sp ? sp->n : 0, s->sp);
-    m->sp = *sp;
+    ZT_TRY(zt_skel_seqpar(mesh, s->sp, "llama", &m->sp, st));
     const size_t hd = (size_t)s->hd, KV = (size_t)s->NKV * hd;
     m->qkv_sl = (zt_sp_slices){3, (size_t)s->QKV, {0, (size_t)s->AD, (size_t)s->AD + KV},
                                {(size_t)s->NHl * hd, (size_t)s->NKVl * hd, (size_t)s->NKVl * hd}};
@@ -186,8 +178,11 @@ static int llama_describe(void *self, zt_layout *Lo, zt_status *st) {
     return zt_arch_describe(&zt_arch_llama, &m->cfg, Lo, m->off, st);
 }
 
-/* Point the tensors of unit u in a view at a unit-sized buffer. */
-static void bind_unit(const zt_llama *m, int u, float *base, zt_llama_params *v) {
+/* Point the tensors of unit u in a view (grads: the gradients') at a
+ * unit-sized buffer (zt_skel_ops.bind). */
+static void bind_unit(void *self, int u, float *base, int grads) {
+    zt_llama *m = self;
+    zt_llama_params *v = grads ? &m->g : &m->p;
     const int L = m->s.L;
     const size_t *o = m->off;
     if (u == 0) {
@@ -210,6 +205,8 @@ static void bind_unit(const zt_llama *m, int u, float *base, zt_llama_params *v)
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
     }
 }
+
+static const zt_skel_ops llama_skel;
 
 int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out, zt_status *st) {
     *out = NULL;
@@ -238,13 +235,10 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
                        "and %d key/value heads", s.sp, s.NH, s.NKV);
     }
     m->rope_scale = zt_llama_rope_scale(mc);
-    if (mc->lora_r > 0) {
-        int rc = zt_lora_plan(mc, &m->lo, st);
-        if (rc != ZT_OK) {
-            free(m);
-            return rc;
-        }
-        m->lora = 1;
+    int rc = zt_skel_init(&m->sk, &llama_skel, m, mc, be, s.tied, st);
+    if (rc != ZT_OK) {
+        free(m);
+        return rc;
     }
     m->p.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     m->g.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
@@ -449,15 +443,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
     }
-    zt_lora lo;
-    if (mc->lora_r > 0 && zt_lora_plan(mc, &lo, NULL) == ZT_OK) {
-        TAKE(a->lora.h, N * lo.max_nr); TAKE(a->lora.d, N * lo.max_w);
-        TAKES(a->lora.bt, lo.max_nr * lo.max_out);
-        if (training) {
-            TAKE(a->lora.dh, N * lo.max_nr); TAKES(a->lora.dbt, lo.max_nr * lo.max_out);
-            TAKES(a->dnorm, C > (size_t)sh.hd ? C : (size_t)sh.hd);
-        }
-    }
+    zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, CW);
 #undef TAKE
 #undef TAKES
     return cv;
@@ -534,23 +520,11 @@ static int llama_acts_create(void *self, int B, int T, int training, int mem_tag
 
 /* ------------------------------------------------------------ forward */
 
-/* Unit binding and release (model_acts.h). */
-#define PARAMS(u) ZT_UNIT_PARAMS(m, u)
-#define GRADS(u) ZT_UNIT_GRADS(m, u)
-#define RELEASE(u) ZT_UNIT_RELEASE(u)
-/* LoRA: the base is frozen -- its gradient views point nowhere (matmul
- * weight gradients are skipped, the norms' go to a discarded [C]), and no
- * zt_unit_grads_done; block l's adapters are unit l of the peer engine */
-#define GRADS_OR_FROZEN(u) do { if (m->lora) frozen_grads(m, a, (u)); else GRADS(u); } while (0)
-#define GRADS_DONE(u) do { if (!m->lora) ZT_TRY(zt_unit_grads_done(U, (u), st)); } while (0)
-#define LORA_ACTS ((zt_llama_acts *)acts)
-#define LORA_PARAMS(l) ZT_LORA_PARAMS(m, LORA_ACTS, l)
-#define LORA_GRADS(l) ZT_LORA_GRADS(m, l)
-#define LORA_RELEASE(l) ZT_LORA_RELEASE(m, l)
-#define LORA_GRADS_DONE(l) ZT_LORA_GRADS_DONE(m, l)
-
-/* The frozen base's gradient view of unit u. */
-static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
+/* The frozen base's gradient view of unit u (LoRA; zt_skel_ops.frozen):
+ * matmul weight gradients are skipped, the norms' go to a discarded [C]. */
+static void frozen_grads(void *self, void *acts, int u) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
     zt_llama_params *g = &m->g;
     if (u == 0) {
         g->embed = NULL;
@@ -566,8 +540,15 @@ static void frozen_grads(zt_llama *m, zt_llama_acts *a, int u) {
     }
 }
 
-/* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
- * again to recompute a checkpointed block (bitwise the same values). */
+/* Token embeddings into res[0] (gemma: * sqrt(C)). */
+static void embed_fwd(void *self, void *acts) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    const int B = a->fB, T = a->fT, C = m->s.C;
+    m->be->encoder_fwd(ZT_ACTS_RES(a, 0), a->inputs, m->p.embed, NULL, B, T, C);
+    if (m->s.gemma) m->be->scale(ZT_ACTS_RES(a, 0), (size_t)B * T * C, m->s.escale);
+}
+
 /* The rotary frequencies of a sequence of T tokens (all of them, across the
  * sequence-parallel ranks): longrope's long set past the original context,
  * as transformers picks by max(position_ids) + 1 */
@@ -629,7 +610,12 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
     m->be->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd, &o);
 }
 
-static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
+/* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
+ * again to recompute a checkpointed block (bitwise the same values). */
+static int block_fwd(void *self, void *acts, int l, zt_status *st) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    const zt_skel *sk = &m->sk;
     const zt_backend *be = m->be;
     const shape *sh = &m->s;
     const int B = a->fB, T = a->fT, N = B * T, C = sh->C, H = sh->H;
@@ -646,7 +632,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
          * all T positions of NH/N_sp heads; RoPE at the global positions */
         const int Tf = T * sh->sp;
         be->matmul_fwd(a->sp_h, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
-        if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, a->sp_h, N, &a->lora);
+        zt_skel_lora_fwd(sk, LG_QKV, s->xn, a->sp_h, N, &a->lora);
         if (sh->qkn) {
             be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->NH, sh->QKV, sh->hd);
@@ -664,7 +650,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
                                a->sp_recv, st));
     } else {
         be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
-        if (m->lora) zt_lora_fwd(be, &m->lo, LG_QKV, m->ad, s->xn, s->qkv, N, &a->lora);
+        zt_skel_lora_fwd(sk, LG_QKV, s->xn, s->qkv, N, &a->lora);
         if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->NH, sh->QKV, sh->hd);
@@ -678,7 +664,7 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
     be->matmul_fwd(ao, s->atty, w->ow, NULL, N, sh->AD, C);
-    if (m->lora) zt_lora_fwd(be, &m->lo, LG_O, m->ad, s->atty, ao, N, &a->lora);
+    zt_skel_lora_fwd(sk, LG_O, s->atty, ao, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
     be->add(s->res2, x, a->scratch, (size_t)N * C);
@@ -686,63 +672,43 @@ static int block_fwd(zt_llama *m, zt_llama_acts *a, int l, zt_status *st) {
      * and the down projection's output mo normalized before the add) */
     be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, norm_w(m, a, w->mlp_norm, C), eps, N, C);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
-    if (m->lora) zt_lora_fwd(be, &m->lo, LG_GU, m->ad, s->xn2, s->gu, N, &a->lora);
+    zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
     if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
     else be->swiglu_fwd(s->h, s->gu, N, H);
     float *mo = sh->gemma ? s->mo : a->scratch;
     be->matmul_fwd(mo, s->h, w->downw, NULL, N, H, C);
-    if (m->lora) zt_lora_fwd(be, &m->lo, LG_DOWN, m->ad, s->h, mo, N, &a->lora);
+    zt_skel_lora_fwd(sk, LG_DOWN, s->h, mo, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd4, mo, norm_w(m, a, w->post_mlp_norm, C), eps, N, C);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
 }
 
-/* block_fwd with the block's unit acquired and released (zt_block_fwd_unit_fn). */
-static int block_fwd_unit(void *self, zt_units *U, void *acts, int l, zt_status *st) {
+/* Final RMSNorm: lnf = rmsnorm(res[L]). */
+static void norm_fwd(void *self, void *acts) {
     zt_llama *m = self;
-    PARAMS(1 + l);
-    LORA_PARAMS(l);
-    ZT_TRY(block_fwd(m, acts, l, st));
-    LORA_RELEASE(l);
-    RELEASE(1 + l);
-    return ZT_OK;
+    zt_llama_acts *a = acts;
+    const int N = a->fB * a->fT, C = m->s.C;
+    m->be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, m->s.L), norm_w(m, a, m->p.norm, C),
+                       (float)m->cfg.norm_eps, N, C);
+}
+
+/* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T
+ * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied) or lm_head.w */
+static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
+    zt_classifier_forward(m->be, &a->cls, a->lnf, m->s.tied ? m->p.embed : m->p.lm_head, a->targets,
+                          N, C, V, m->s.fcap, has_targets, loss_sum, loss_acc);
 }
 
 static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
                          const int *targets, int B, int T, double *loss_sum, zt_status *st) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
-    const zt_backend *be = m->be;
-    const int C = m->s.C, V = m->s.V, L = m->s.L, tied = m->s.tied;
     ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
-    const int N = B * T;
-
-    PARAMS(0);
-    be->encoder_fwd(ZT_ACTS_RES(a, 0), inputs, m->p.embed, NULL, B, T, C);
-    if (m->s.gemma) be->scale(ZT_ACTS_RES(a, 0), (size_t)N * C, m->s.escale);   /* * sqrt(C) */
-    if (!tied) RELEASE(0);   /* tied: kept for the LM head, as the GPT */
-    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(m, U, a, l, st));
-    PARAMS(L + 1);
-    be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, L), norm_w(m, a, m->p.norm, C),
-                    (float)m->cfg.norm_eps, N, C);
-    /* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T
-     * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied: a training pass
-     * keeps the embedding unit gathered for the head's backward, as the GPT)
-     * or lm_head.w */
-    const float cap = m->s.fcap;
-    if (tied) {
-        RELEASE(L + 1);
-        PARAMS(0);
-        zt_classifier_forward(be, &a->cls, a->lnf, m->p.embed, a->targets, N, C, V, cap,
-                              targets != NULL, loss_sum, zt_units_loss_acc(U));
-        if (!a->training) RELEASE(0);
-    } else {
-        zt_classifier_forward(be, &a->cls, a->lnf, m->p.lm_head, a->targets, N, C, V, cap,
-                              targets != NULL, loss_sum, zt_units_loss_acc(U));
-        RELEASE(L + 1);
-    }
-    return ZT_OK;
+    return zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
 }
 
 static const float *llama_probs(void *self, void *acts, int b, int t) {
@@ -753,118 +719,113 @@ static const float *llama_probs(void *self, void *acts, int b, int t) {
 
 /* ------------------------------------------------------------ backward */
 
-static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_status *st) {
+/* LM head, chunk by chunk (classifier.h; Gemma 2: through the soft-cap):
+ * dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w (tied, unit 0)
+ * or lm_head.w (unit L+1) */
+static void head_bwd(void *self, void *acts, float dloss) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
+    if (m->s.tied)
+        zt_classifier_backward(m->be, &a->cls, a->dbuf, m->g.embed, a->lnf, m->p.embed, a->targets,
+                               dloss, N, C, V, m->s.fcap);
+    else
+        zt_classifier_backward(m->be, &a->cls, a->dbuf, m->g.lm_head, a->lnf, m->p.lm_head, a->targets,
+                               dloss, N, C, V, m->s.fcap);
+}
+
+/* Final RMSNorm: dres = rmsnorm'(dlnf) */
+static void norm_bwd(void *self, void *acts) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    const int N = a->fB * a->fT, C = m->s.C;
+    m->be->zero(a->dres, (size_t)N * C * sizeof(float));
+    m->be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[m->s.L], norm_w(m, a, m->p.norm, C),
+                       a->lnf_rstd, N, C);
+}
+
+/* Block l's backward: dres of res[l+1] in, dres of res[l] out (its
+ * activations forward's or recomputed). */
+static int block_bwd(void *self, void *acts, int l, zt_status *st) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    const zt_backend *be = m->be;
+    const zt_skel *sk = &m->sk;
+    const shape *sh = &m->s;
+    const int B = a->fB, T = a->fT, C = sh->C, H = sh->H, N = B * T;
+    const size_t NC = (size_t)N * C;
+    const zt_llama_layer *w = &m->p.h[l];
+    zt_llama_layer *gw = &m->g.h[l];
+    struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    const zt_lora_scratch *ls = &a->lora;
+    /* MLP: dres flows to res2 unchanged and into the down projection */
+    /* (gemma: through the post-MLP norm first, into scratch) */
+    const float *dmo = a->dres;
+    if (sh->gemma) {
+        be->zero(a->scratch, NC * sizeof(float));
+        be->rmsnorm_bwd(a->scratch, gw->post_mlp_norm, a->dres, s->mo,
+                        norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
+        dmo = a->scratch;
+    }
+    be->matmul_bwd(a->dh, gw->downw, NULL, dmo, s->h, w->downw, N, H, C);
+    zt_skel_lora_bwd(sk, LG_DOWN, s->h, dmo, a->dh, N, ls);
+    if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+    zt_skel_lora_bwd(sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, ls);
+    be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
+                    s->rstd2, N, C);
+    /* attention; the rotation's gradient is the inverse rotation (gemma:
+     * through the post-attention norm first) */
+    const float *dao = a->dres;
+    if (sh->gemma) {
+        be->zero(a->scratch, NC * sizeof(float));
+        be->rmsnorm_bwd(a->scratch, gw->post_attn_norm, a->dres, s->ao,
+                        norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
+        dao = a->scratch;
+    }
+    be->matmul_bwd(a->datt, gw->ow, NULL, dao, s->atty, w->ow, N, sh->AD, C);
+    zt_skel_lora_bwd(sk, LG_O, s->atty, dao, a->datt, N, ls);
+    float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+    if (sh->sp > 1) {
+        /* sequence parallel: the forward's exchanges in reverse */
+        const int Tf = T * sh->sp;
+        zt_group_where(m->sp.g, "block %d attention, backward", l);
+        ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
+                              a->sp_recv, st));
+        attn_bwd(m, l, a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
+        be->rope_bwd(a->dqkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
+                     layer_rope_scale(m, l));
+        ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
+                               a->sp_recv, st));
+        dq = a->sp_h;
+    } else {
+        attn_bwd(m, l, a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV);
+        be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                     layer_rope_scale(m, l));
+    }
+    if (sh->qkn) {
+        be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
+                         sh->NH, sh->QKV, sh->hd);
+        be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD,
+                         norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
+                         sh->NKV, sh->QKV, sh->hd);
+    }
+    be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
+    zt_skel_lora_bwd(sk, LG_QKV, s->xn, dq, a->dbuf, N, ls);
+    be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], norm_w(m, a, w->attn_norm, C),
+                    s->rstd1, N, C);
+    return ZT_OK;
+}
+
+/* Token embeddings: dembed += dres (gemma: scaled), the padding row kept. */
+static void embed_bwd(void *self, void *acts) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const zt_backend *be = m->be;
     const shape *sh = &m->s;
-    const int B = a->fB, T = a->fT, C = sh->C, V = sh->V, L = sh->L, H = sh->H, N = B * T;
-    const size_t NC = (size_t)N * C;
-    ZT_ACTS_BACKWARD_BEGIN(a, st);
-    /* LM head, chunk by chunk (classifier.h; Gemma 2: through the soft-cap):
-     * dlnf = dlogits @ W ; dW += dlogits^T @ lnf, W = embed.w (tied, unit 0)
-     * or lm_head.w (unit L+1); then the final RMSNorm */
-    if (sh->tied) {
-        PARAMS(0);
-        GRADS_OR_FROZEN(0);
-        zt_classifier_backward(be, &a->cls, a->dbuf, m->g.embed, a->lnf, m->p.embed, a->targets,
-                               dloss, N, C, V, sh->fcap);
-        RELEASE(0);
-        PARAMS(L + 1);
-        GRADS_OR_FROZEN(L + 1);
-    } else {
-        PARAMS(L + 1);
-        GRADS_OR_FROZEN(L + 1);
-        zt_classifier_backward(be, &a->cls, a->dbuf, m->g.lm_head, a->lnf, m->p.lm_head, a->targets,
-                               dloss, N, C, V, sh->fcap);
-    }
-    be->zero(a->dres, NC * sizeof(float));
-    be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[L], norm_w(m, a, m->p.norm, C), a->lnf_rstd,
-                    N, C);
-    RELEASE(L + 1);
-    GRADS_DONE(L + 1);
-    const int k = a->ckpt;
-    for (int l = L - 1; l >= 0; --l) {
-        /* checkpointing (gpt.c's groups): at the top block of a group,
-         * recompute the blocks below it from the kept input */
-        int top;
-        ZT_TRY(zt_acts_recompute_below(block_fwd_unit, m, U, a, k, L, l, &top, st));
-        PARAMS(1 + l);
-        GRADS_OR_FROZEN(1 + l);
-        LORA_PARAMS(l);
-        LORA_GRADS(l);
-        if (top) ZT_TRY(block_fwd(m, a, l, st));
-        const zt_llama_layer *w = &m->p.h[l];
-        zt_llama_layer *gw = &m->g.h[l];
-        struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
-        /* MLP: dres flows to res2 unchanged and into the down projection */
-        const zt_lora *lo = &m->lo;
-        const zt_lora_scratch *ls = &a->lora;
-        /* (gemma: through the post-MLP norm first, into scratch) */
-        const float *dmo = a->dres;
-        if (sh->gemma) {
-            be->zero(a->scratch, NC * sizeof(float));
-            be->rmsnorm_bwd(a->scratch, gw->post_mlp_norm, a->dres, s->mo,
-                            norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
-            dmo = a->scratch;
-        }
-        be->matmul_bwd(a->dh, gw->downw, NULL, dmo, s->h, w->downw, N, H, C);
-        if (m->lora) zt_lora_bwd(be, lo, LG_DOWN, m->ad, m->gad, s->h, dmo, a->dh, N, ls);
-        if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, s->gu, N, H);
-        else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
-        be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
-        if (m->lora) zt_lora_bwd(be, lo, LG_GU, m->ad, m->gad, s->xn2, a->dgu, a->dbuf, N, ls);
-        be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
-                        s->rstd2, N, C);
-        /* attention; the rotation's gradient is the inverse rotation (gemma:
-         * through the post-attention norm first) */
-        const float *dao = a->dres;
-        if (sh->gemma) {
-            be->zero(a->scratch, NC * sizeof(float));
-            be->rmsnorm_bwd(a->scratch, gw->post_attn_norm, a->dres, s->ao,
-                            norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
-            dao = a->scratch;
-        }
-        be->matmul_bwd(a->datt, gw->ow, NULL, dao, s->atty, w->ow, N, sh->AD, C);
-        if (m->lora) zt_lora_bwd(be, lo, LG_O, m->ad, m->gad, s->atty, dao, a->datt, N, ls);
-        float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
-        if (sh->sp > 1) {
-            /* sequence parallel: the forward's exchanges in reverse */
-            const int Tf = T * sh->sp;
-            zt_group_where(m->sp.g, "block %d attention, backward", l);
-            ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
-                                  a->sp_recv, st));
-            attn_bwd(m, l, a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
-            be->rope_bwd(a->dqkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
-                         layer_rope_scale(m, l));
-            ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
-                                   a->sp_recv, st));
-            dq = a->sp_h;
-        } else {
-            attn_bwd(m, l, a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV);
-            be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
-                         layer_rope_scale(m, l));
-        }
-        if (sh->qkn) {
-            be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
-                             sh->NH, sh->QKV, sh->hd);
-            be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD,
-                             norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
-                             sh->NKV, sh->QKV, sh->hd);
-        }
-        be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
-        if (m->lora) zt_lora_bwd(be, lo, LG_QKV, m->ad, m->gad, s->xn, dq, a->dbuf, N, ls);
-        be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], norm_w(m, a, w->attn_norm, C),
-                        s->rstd1, N, C);
-        LORA_RELEASE(l);
-        LORA_GRADS_DONE(l);
-        RELEASE(1 + l);
-        GRADS_DONE(1 + l);
-    }
-    if (m->lora) return ZT_OK;   /* a frozen embedding: nothing more to compute */
-    /* embeddings (acquired like every unit before its backward) */
-    PARAMS(0);
-    GRADS(0);
+    const int B = a->fB, T = a->fT, C = sh->C;
+    const size_t NC = (size_t)B * T * C;
     if (sh->gemma) be->scale(a->dres, NC, sh->escale);   /* the embedding's scale */
     /* the padding row (transformers' nn.Embedding padding_idx): the lookup
      * adds nothing to it, so it keeps what it held before the lookup (a tied
@@ -875,10 +836,19 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     if (prow) be->copy(a->scratch, prow, (size_t)C * sizeof(float));
     be->encoder_bwd(m->g.embed, NULL, a->dres, a->inputs, B, T, C);
     if (prow) be->copy(prow, a->scratch, (size_t)C * sizeof(float));
-    RELEASE(0);
-    ZT_TRY(zt_unit_grads_done(U, 0, st));
-    return ZT_OK;
 }
+
+static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_status *st) {
+    zt_llama *m = self;
+    zt_llama_acts *a = acts;
+    ZT_ACTS_BACKWARD_BEGIN(a, st);
+    return zt_skel_backward(&m->sk, U, ZT_SKEL_ACTS(a), dloss, st);
+}
+
+static const zt_skel_ops llama_skel = {
+    bind_unit, frozen_grads, embed_fwd, block_fwd, norm_fwd, head_fwd,
+    head_bwd, norm_bwd, block_bwd, embed_bwd,
+};
 
 static const zt_model_ops llama_ops = {
     "llama", llama_describe, llama_acts_create, llama_acts_free, llama_forward, llama_backward,

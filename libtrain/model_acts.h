@@ -2,7 +2,8 @@
  * model_acts.h -- what the built-in models (gpt.c, llama.c) share in their
  * activation blocks and unit traversal: the checkpointing group rule, the
  * residual-stream carve, the -1 targets, slot/residual lookup, freeing the
- * activations and the unit bind/release macros.  Internal to libtrain.
+ * activations.  The unit traversal itself: model_skel.h.  Internal to
+ * libtrain.
  *
  * An activations struct used with these helpers has the fields
  *   int training, n_slots; void *block; float **res; <slot type> *layer;
@@ -11,6 +12,7 @@
 #define ZT_MODEL_ACTS_H
 #include <stdlib.h>
 #include "devmem.h"
+#include "lora.h"
 
 /* Elements of one array in an activation block: rounded up to 16. */
 #define ZT_ACTS_ROUND(n) (((size_t)(n) + 15) & ~(size_t)15)
@@ -28,6 +30,23 @@ static inline float *zt_carve_take(zt_carve *c, size_t n, int small) {
 }
 static inline size_t zt_carve_bytes(const zt_carve *c, int elem) {
     return (c->off - c->small) * (size_t)elem + c->small * sizeof(float);
+}
+
+/* The LoRA scratch (ztrain.lora.r > 0; lora.h) of the block being carved:
+ * the adapter matmuls', and in a training block their gradients' and
+ * ndnorm floats for the frozen norms' discarded gradients (*dnorm). */
+static inline void zt_carve_lora(zt_carve *c, zt_lora_scratch *ls, float **dnorm,
+                                 const zt_model_config *mc, size_t N, int training,
+                                 size_t ndnorm) {
+    zt_lora lo;
+    if (mc->lora_r <= 0 || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return;
+    float *h = zt_carve_take(c, N * lo.max_nr, 0), *d = zt_carve_take(c, N * lo.max_w, 0);
+    float *bt = zt_carve_take(c, lo.max_nr * lo.max_out, 1);
+    if (c->base) { ls->h = h; ls->d = d; ls->bt = bt; }
+    if (!training) return;
+    float *dh = zt_carve_take(c, N * lo.max_nr, 0), *dbt = zt_carve_take(c, lo.max_nr * lo.max_out, 1);
+    float *dn = zt_carve_take(c, ndnorm, 1);
+    if (c->base) { ls->dh = dh; ls->dbt = dbt; *dnorm = dn; }
 }
 
 /* Group size of the checkpointing layout for a training block of L layers
@@ -153,44 +172,5 @@ static inline int zt_acts_forward_begin(int B, int T, int aB, int aT, int *fB, i
         if (!(a)->training) \
             return zt_fail((st), ZT_EINTERNAL, "backward on forward-only activations"); \
     } while (0)
-
-/* A model's forward of block l with the block's unit (1 + l) acquired
- * before and released after. */
-typedef int (*zt_block_fwd_unit_fn)(void *self, zt_units *U, void *acts, int l, zt_status *st);
-
-/* Backward's first step for block l with checkpointing group size k (0:
- * none): at the top block of a group, recompute the blocks below it from
- * the group's kept input.  *top says whether l is a top block (the caller
- * recomputes the top block itself inside its own window). */
-static inline int zt_acts_recompute_below(zt_block_fwd_unit_fn fwd, void *self, zt_units *U,
-                                          void *acts, int k, int L, int l, int *top,
-                                          zt_status *st) {
-    *top = zt_acts_ckpt_top(k, L, l);
-    if (*top)
-        for (int i = zt_acts_ckpt_first(k, l); i < l; ++i) ZT_TRY(fwd(self, U, acts, i, st));
-    return ZT_OK;
-}
-
-/* In a model function with zt_units *U and zt_status *st in scope: bind
- * unit u's parameters (into M->p) or gradient buffer (into M->g) with the
- * model's bind_unit(M, u, base, view), returning from the caller on
- * failure; release unit u. */
-#define ZT_UNIT_PARAMS(M, u) do { float *b_ = zt_unit_params(U, (u), st); \
-                                  if (!b_) { return st->code; } \
-                                  bind_unit((M), (u), b_, &(M)->p); } while (0)
-#define ZT_UNIT_GRADS(M, u) do { float *b_ = zt_unit_grads(U, (u), st); \
-                                 if (!b_) { return st->code; } \
-                                 bind_unit((M), (u), b_, &(M)->g); } while (0)
-#define ZT_UNIT_RELEASE(u) ZT_TRY(zt_unit_release(U, (u), st))
-/* LoRA, for a model M with fields lora, lo, ad, gad and acts A with fields
- * lora, fT: block l's adapters are unit l of the engine's peer (lora.h,
- * zt_units_peer); no-ops without LoRA; return from the caller on failure */
-#define ZT_LORA_PARAMS(M, A, l) do { if ((M)->lora) { float *b_ = zt_unit_params(zt_units_peer(U), (l), st); \
-                                        if (!b_) { return st->code; } (M)->ad = b_;                      \
-                                        zt_lora_drop_at(&(A)->lora, &(M)->lo, U, (l), (A)->fT); } } while (0)
-#define ZT_LORA_GRADS(M, l) do { if ((M)->lora) { float *b_ = zt_unit_grads(zt_units_peer(U), (l), st); \
-                                     if (!b_) { return st->code; } (M)->gad = b_; } } while (0)
-#define ZT_LORA_RELEASE(M, l) do { if ((M)->lora) ZT_TRY(zt_unit_release(zt_units_peer(U), (l), st)); } while (0)
-#define ZT_LORA_GRADS_DONE(M, l) do { if ((M)->lora) ZT_TRY(zt_unit_grads_done(zt_units_peer(U), (l), st)); } while (0)
 
 #endif

@@ -1,0 +1,175 @@
+/* model_skel.c -- the unit skeleton of the built-in models (model_skel.h). */
+#include "model_skel.h"
+#include "classifier.h"
+#include "model_acts.h"
+
+int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model_config *mc,
+                 const zt_backend *be, int tied, zt_status *st) {
+    sk->ops = ops;
+    sk->self = self;
+    sk->be = be;
+    sk->L = mc->n_layer;
+    sk->tied = tied != 0;
+    sk->lora = 0;
+    if (mc->lora_r > 0) {
+        ZT_TRY(zt_lora_plan(mc, &sk->lo, st));
+        sk->lora = 1;
+    }
+    return ZT_OK;
+}
+
+int zt_skel_seqpar(const zt_mesh *mesh, int n, const char *name, zt_seqpar *out, zt_status *st) {
+    zt_seqpar sp;
+    zt_seqpar_of(mesh, &sp);
+    if (sp.n != n || sp.rank < 0 || sp.rank >= sp.n || (sp.n > 1 && !sp.g))
+        return zt_fail(st, ZT_EINTERNAL, "%s: sequence parallel group of %d for a model laid "
+                       "out for %d", name, sp.n, n);
+    *out = sp;
+    return ZT_OK;
+}
+
+/* ------------------------------------------------------------ units */
+
+/* Bind unit u's parameters, or its gradient buffer (the engine's), into
+ * the model's views. */
+static int params(zt_skel *sk, zt_units *U, int u, zt_status *st) {
+    float *b = zt_unit_params(U, u, st);
+    if (!b) return st->code;
+    sk->ops->bind(sk->self, u, b, 0);
+    return ZT_OK;
+}
+static int grads(zt_skel *sk, zt_units *U, int u, zt_status *st) {
+    float *b = zt_unit_grads(U, u, st);
+    if (!b) return st->code;
+    sk->ops->bind(sk->self, u, b, 1);
+    return ZT_OK;
+}
+/* LoRA: the base is frozen -- its gradient view points nowhere (the
+ * model's frozen hook) and no zt_unit_grads_done */
+static int grads_or_frozen(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int u,
+                           zt_status *st) {
+    if (!sk->lora) return grads(sk, U, u, st);
+    sk->ops->frozen(sk->self, sa->acts, u);
+    return ZT_OK;
+}
+static int grads_done(const zt_skel *sk, zt_units *U, int u, zt_status *st) {
+    return sk->lora ? ZT_OK : zt_unit_grads_done(U, u, st);
+}
+
+/* Block l's adapters are unit l of the peer engine (lora.h,
+ * zt_units_peer); no-ops without LoRA.  Acquiring them also draws the
+ * block's dropout. */
+static int lora_params(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int l, zt_status *st) {
+    if (!sk->lora) return ZT_OK;
+    float *b = zt_unit_params(zt_units_peer(U), l, st);
+    if (!b) return st->code;
+    sk->ad = b;
+    zt_lora_drop_at(sa->lora, &sk->lo, U, l, sa->fT);
+    return ZT_OK;
+}
+static int lora_grads(zt_skel *sk, zt_units *U, int l, zt_status *st) {
+    if (!sk->lora) return ZT_OK;
+    float *b = zt_unit_grads(zt_units_peer(U), l, st);
+    if (!b) return st->code;
+    sk->gad = b;
+    return ZT_OK;
+}
+static int lora_release(const zt_skel *sk, zt_units *U, int l, zt_status *st) {
+    return sk->lora ? zt_unit_release(zt_units_peer(U), l, st) : ZT_OK;
+}
+static int lora_grads_done(const zt_skel *sk, zt_units *U, int l, zt_status *st) {
+    return sk->lora ? zt_unit_grads_done(zt_units_peer(U), l, st) : ZT_OK;
+}
+
+/* Block l's forward with its unit (1 + l) and adapters acquired before and
+ * released after. */
+static int block_fwd_unit(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int l,
+                          zt_status *st) {
+    ZT_TRY(params(sk, U, 1 + l, st));
+    ZT_TRY(lora_params(sk, U, sa, l, st));
+    ZT_TRY(sk->ops->block_fwd(sk->self, sa->acts, l, st));
+    ZT_TRY(lora_release(sk, U, l, st));
+    return zt_unit_release(U, 1 + l, st);
+}
+
+/* ------------------------------------------------------------ forward */
+
+int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_targets,
+                    double *loss_sum, zt_status *st) {
+    const zt_skel_ops *o = sk->ops;
+    void *self = sk->self, *a = sa->acts;
+    const int L = sk->L;
+    ZT_TRY(params(sk, U, 0, st));
+    o->embed_fwd(self, a);
+    if (!sk->tied) ZT_TRY(zt_unit_release(U, 0, st));   /* tied: kept for the LM head */
+    for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(sk, U, sa, l, st));
+    ZT_TRY(params(sk, U, L + 1, st));
+    o->norm_fwd(self, a);
+    if (sk->tied) {
+        /* the embedding unit is asked for again (at ZeRO-3 it was released
+         * after the lookup unless the engine kept it); a training pass keeps
+         * it for the head's backward */
+        ZT_TRY(zt_unit_release(U, L + 1, st));
+        ZT_TRY(params(sk, U, 0, st));
+        o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U));
+        if (!sa->training) ZT_TRY(zt_unit_release(U, 0, st));
+    } else {
+        o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U));
+        ZT_TRY(zt_unit_release(U, L + 1, st));
+    }
+    return ZT_OK;
+}
+
+/* ------------------------------------------------------------ backward */
+
+int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dloss,
+                     zt_status *st) {
+    const zt_skel_ops *o = sk->ops;
+    void *self = sk->self, *a = sa->acts;
+    const int L = sk->L, k = sa->ckpt;
+    /* the LM head: its weight's unit (tied: the embedding's, released
+     * before the final norm's is bound) */
+    if (sk->tied) {
+        ZT_TRY(params(sk, U, 0, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, 0, st));
+        o->head_bwd(self, a, dloss);
+        ZT_TRY(zt_unit_release(U, 0, st));
+        ZT_TRY(params(sk, U, L + 1, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, L + 1, st));
+    } else {
+        ZT_TRY(params(sk, U, L + 1, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, L + 1, st));
+        o->head_bwd(self, a, dloss);
+    }
+    o->norm_bwd(self, a);
+    ZT_TRY(zt_unit_release(U, L + 1, st));
+    ZT_TRY(grads_done(sk, U, L + 1, st));
+    for (int l = L - 1; l >= 0; --l) {
+        /* checkpointing with group size k: at the top block of a group,
+         * recompute the blocks below it from the group's kept input; the
+         * top block is recomputed inside its own window below */
+        const int top = zt_acts_ckpt_top(k, L, l);
+        if (top)
+            for (int i = zt_acts_ckpt_first(k, l); i < l; ++i)
+                ZT_TRY(block_fwd_unit(sk, U, sa, i, st));
+        ZT_TRY(params(sk, U, 1 + l, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, 1 + l, st));
+        ZT_TRY(lora_params(sk, U, sa, l, st));
+        ZT_TRY(lora_grads(sk, U, l, st));
+        if (top) ZT_TRY(o->block_fwd(self, a, l, st));
+        ZT_TRY(o->block_bwd(self, a, l, st));
+        ZT_TRY(lora_release(sk, U, l, st));
+        ZT_TRY(lora_grads_done(sk, U, l, st));
+        ZT_TRY(zt_unit_release(U, 1 + l, st));
+        ZT_TRY(grads_done(sk, U, 1 + l, st));
+    }
+    if (sk->lora) return ZT_OK;   /* a frozen embedding: nothing more to compute */
+    /* the embedding.  Its backward may read no parameters, but the unit is
+     * acquired like every unit before its backward (ZeRO-3's second gather
+     * of a unit), which keeps the engine's order uniform. */
+    ZT_TRY(params(sk, U, 0, st));
+    ZT_TRY(grads(sk, U, 0, st));
+    o->embed_bwd(self, a);
+    ZT_TRY(zt_unit_release(U, 0, st));
+    return zt_unit_grads_done(U, 0, st);
+}

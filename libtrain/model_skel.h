@@ -1,0 +1,92 @@
+/*
+ * model_skel.h -- the unit skeleton the built-in models (gpt.c, llama.c)
+ * share around their math: when each unit (0 the embedding, 1 + l block l,
+ * L + 1 the final norm / head) is acquired, bound, released and its
+ * gradients handed back; the loops over the blocks with activation
+ * checkpointing (recompute); the LoRA adapters' units (the peer engine,
+ * lora.h); the order of embedding, blocks, final norm and LM head in
+ * forward and backward.  A model embeds a zt_skel and gives its math as
+ * hooks (zt_skel_ops) that run on bound views.  Internal to libtrain.
+ */
+#ifndef ZT_MODEL_SKEL_H
+#define ZT_MODEL_SKEL_H
+#include "lora.h"
+#include "model.h"
+#include "seqpar.h"
+
+/* A model's math, each step on the views the skeleton bound (self: the
+ * model, acts: its activations). */
+typedef struct zt_skel_ops {
+    /* point unit u's tensors in the parameter view (grads 0) or the
+     * gradient view (grads 1) at a unit-sized buffer */
+    void (*bind)(void *self, int u, float *base, int grads);
+    /* LoRA: the frozen base's gradient view of unit u (its matmul
+     * gradients skipped, its norms' into a discarded buffer) */
+    void (*frozen)(void *self, void *acts, int u);
+    /* forward: the embedding into residual 0; block l from residual l into
+     * its slot and residual l + 1 (backward runs it again to recompute a
+     * checkpointed block: bitwise the same values); the final norm; the LM
+     * head and loss (has_targets, loss_sum, the engine's loss_acc) */
+    void (*embed_fwd)(void *self, void *acts);
+    int (*block_fwd)(void *self, void *acts, int l, zt_status *st);
+    void (*norm_fwd)(void *self, void *acts);
+    void (*head_fwd)(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc);
+    /* backward, in reverse: the LM head (scaled by dloss), the final norm
+     * (into a zeroed dres), block l, the embedding */
+    void (*head_bwd)(void *self, void *acts, float dloss);
+    void (*norm_bwd)(void *self, void *acts);
+    int (*block_bwd)(void *self, void *acts, int l, zt_status *st);
+    void (*embed_bwd)(void *self, void *acts);
+} zt_skel_ops;
+
+/* The skeleton's part of a model (zt_skel_init). */
+typedef struct zt_skel {
+    const zt_skel_ops *ops;
+    void *self;                        /* the model the hooks get */
+    const zt_backend *be;
+    int L;                             /* blocks */
+    int tied;                          /* LM head = the embedding (unit 0); else in unit L + 1 */
+    int lora;                          /* LoRA adapters on a frozen base (lora.h) */
+    zt_lora lo;
+    const float *ad;                   /* the current block's adapters ... */
+    float *gad;                        /* ... and their gradients (backward) */
+} zt_skel;
+
+/* What the skeleton reads of a model's activations (fields every model's
+ * acts struct has): ZT_SKEL_ACTS(a) after the forward's prologue. */
+typedef struct zt_skel_acts {
+    void *acts;
+    int training, ckpt, fT;
+    zt_lora_scratch *lora;
+} zt_skel_acts;
+#define ZT_SKEL_ACTS(a) (&(zt_skel_acts){(a), (a)->training, (a)->ckpt, (a)->fT, &(a)->lora})
+
+/* Set sk up for model self of configuration mc (plans LoRA with
+ * ztrain.lora.r > 0: its failure returned). */
+int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model_config *mc,
+                 const zt_backend *be, int tied, zt_status *st);
+
+/* set_mesh (arch.h): the mesh's sequence parallel group into *out, which
+ * must be the n the model was laid out for (name: the model's, for the
+ * message). */
+int zt_skel_seqpar(const zt_mesh *mesh, int n, const char *name, zt_seqpar *out, zt_status *st);
+
+/* The model ops' forward (after ZT_ACTS_FORWARD_BEGIN) and backward (after
+ * ZT_ACTS_BACKWARD_BEGIN). */
+int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_targets,
+                    double *loss_sum, zt_status *st);
+int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dloss,
+                     zt_status *st);
+
+/* The block's LoRA delta of group grp (lora.h) on the current block's
+ * adapters; no-ops without LoRA. */
+static inline void zt_skel_lora_fwd(const zt_skel *sk, int grp, const float *x, float *y, int N,
+                                    const zt_lora_scratch *ls) {
+    if (sk->lora) zt_lora_fwd(sk->be, &sk->lo, grp, sk->ad, x, y, N, ls);
+}
+static inline void zt_skel_lora_bwd(const zt_skel *sk, int grp, const float *x, const float *dy,
+                                    float *dx, int N, const zt_lora_scratch *ls) {
+    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, dy, dx, N, ls);
+}
+
+#endif
