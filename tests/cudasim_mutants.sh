@@ -148,6 +148,15 @@ mutant no-syncthreads-race kernels/cuda/cuda_internal.cuh \
 mutant off-by-one kernels/cuda/cuda_nn.cu \
     'for \(int c = lane; c < \KC(?=; c \+= 32\) o\[c\] = \(x\[c\] - m\) \* r \* w\[c\] \+ b\[c\];)' 'C - 1'
 
+# multi-tensor AdamW (adamw_multi): the segment search puts each segment's
+# first element in the segment before it (its weight decay, its offset)
+mutant adamw-multi-seg kernels/cuda/cuda_backend.cu \
+    'if \(t\.start\[mid\] \K<=(?= k\) a = mid;)' '<'
+
+# multi-tensor AdamW: a step whose gradients are not finite is applied anyway
+mutant adamw-multi-gate kernels/cuda/cuda_backend.cu \
+    'if \(gate->nonfinite \|\| !isfinite\(ls\) \|\| !isfinite\(sq\)\) \Kreturn;' '{ }'
+
 # a wrong shuffle offset: the warp sum every block reduction uses
 mutant shfl-offset kernels/cuda/cuda_internal.cuh \
     'float zt_warp_sum\(float v\) \{\n#pragma unroll\n    for \(int o = 16; o > 0; o >>= 1\) v \+= __shfl_xor_sync\(0xffffffffu, v, \Ko(?=\);)' 'o >> 1'
