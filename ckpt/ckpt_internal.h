@@ -142,6 +142,8 @@ int ck_space_check(const char *dir, uint64_t need, long step, zt_status *st);
  * bytes free, append that (mount point, bytes free, bytes needed) to
  * st->msg. */
 void ck_space_explain(const char *dir, uint64_t need, zt_status *st);
+/* rank 0, at start-up: warn when the next checkpoint cannot fit */
+void ck_space_preflight(zt_ctx *ctx, const char *dir);
 
 /* ---------------------------------------------------------------- cross-rank agreement (ckpt_agree.c) */
 MPI_Comm ck_comm(zt_ctx *ctx);

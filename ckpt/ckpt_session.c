@@ -251,6 +251,7 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
             zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld of %ld: nothing left to train", step,
                    c->steps);
     }
+    if (step < c->steps) ck_space_preflight(ctx, c->ckpt_dir);
     /* checkpoint.async: every rank the same (the pre-flight check may have
      * fallen back to synchronous saves on a rank whose limit the snapshot
      * does not fit: then every rank saves synchronously) */

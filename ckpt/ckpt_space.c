@@ -86,3 +86,25 @@ int ck_space_check(const char *dir, uint64_t need, long step, zt_status *st) {
                    "was written", step, dir, mp, (unsigned long long)avail, b,
                    (unsigned long long)need, a);
 }
+
+/* At start-up, before step 1 (rank 0): a warning when the checkpoint
+ * directory's file system cannot hold even the next checkpoint of this run,
+ * which would otherwise fail only at its save -- for the final save, after
+ * the whole run (a 3B model's 36 GiB checkpoint next to the one it resumed
+ * from, on a 64 GiB disk).  A warning, not a refusal: space can be freed
+ * while the run trains, and each save checks again. */
+void ck_space_preflight(zt_ctx *ctx, const char *dir) {
+    const zt_model *m = zt_ctx_lora_model(ctx) ? zt_ctx_lora_model(ctx) : zt_ctx_model(ctx);
+    struct statvfs v;
+    if (!m || zt_ctx_rank(ctx) != 0 || statvfs(dir, &v) != 0) return;
+    uint64_t need = ck_save_bytes(m, 0), avail = free_bytes(&v);
+    if (avail >= need) return;
+    char mp[PATH_MAX], a[32], b[32];
+    mount_point(dir, mp, sizeof mp);
+    human(a, sizeof a, need);
+    human(b, sizeof b, avail);
+    zt_log(ctx, ZT_LOG_WARN, "checkpoint: no space for the next checkpoint in %s: the file system "
+           "mounted at %s has %llu bytes free (%s), a checkpoint of this run needs %llu bytes (%s); "
+           "its save will fail unless space is freed (checked at start, before step 1)", dir, mp,
+           (unsigned long long)avail, b, (unsigned long long)need, a);
+}

@@ -546,7 +546,11 @@ llama)
         echo "ztrain: exit $?"
         grep -vE '^  [a-z_0-9.]+ += ' "$work/zl_s$s.out" | grep -v '^step ' | head -40
         grep '^step ' "$work/zl_s$s.out" | tail -3
-        # checkpoint restore speed: one more step from the checkpoint just saved
+        # checkpoint restore speed: one more step from the checkpoint just saved.
+        # Its final save needs a second checkpoint's room beside the first:
+        # on a 64 GiB disk the 3B shape's 36 GiB do not fit twice (the cause
+        # of the resume's exit 1 on 2026-11-26; the run now warns at start)
+        echo "checkpoint dir: $(du -sh "$work/ck" 2> /dev/null | cut -f1) used, $(df -h --output=avail "$work" | tail -n 1 | tr -d ' ') free"
         timeout -k 10 300 "$MPIRUN" -np 1 --bind-to none "$ZT" train --config "$B/configs/llama-tiny.json" \
             --train "$work/c_train.bin" --val= --n-layer "$L" --n-head "$NH" --n-kv-head "$NKV" \
             --n-embd "$C" --intermediate-size "$H" --vocab "$V" --context "$T" --seq-len "$T" \
@@ -554,7 +558,7 @@ llama)
             --steps $((steps + 3)) --log-every 1 --resume auto --sample-tokens 0 --eval-every 0 \
             --ckpt-dir "$work/ck" > "$work/zl_r$s.out" 2>&1
         echo "ztrain (resume): exit $?"
-        grep -E '^(checkpoint: resumed|ztrain: error)' "$work/zl_r$s.out" | head -5
+        grep -E '^(checkpoint: resumed|ztrain: error|warning: )' "$work/zl_r$s.out" | head -5
         rm -rf "$work/ck"
         zt+=(--ztrain "(engine, Llama, stage $s, 1 rank):$work/zl_s$s.jsonl:$work/zl_s$s.out")
     done

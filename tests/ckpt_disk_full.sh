@@ -10,7 +10,8 @@
 # abandoned on every rank.  (3) The same with the disk filled while rank 0
 # is stopped before it writes the file's metadata
 # (ZT_CKPT_CRASH_AT=stop:save_metadata; a full disk there used to hang every
-# rank until comm_timeout_s).  Each ends with exit 1 and one error long
+# rank until comm_timeout_s).  Case (1) is also warned at start-up, before
+# step 1 (ck_space_preflight), once.  Each ends with exit 1 and one error long
 # before ztrain.comm_timeout_s (left at its default, 300 s: no watchdog
 # line), and step-10 stays `latest` and verifies.  Needs root (mount);
 # skipped otherwise.
@@ -38,7 +39,8 @@ intact() {
 }
 
 zrun 2 --steps 10 --ckpt-dir M/ck --resume never
-ok $? "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes left)"
+ok $([ $? = 0 ] && ! grep -q 'no space for the next checkpoint' run.err; echo $?) \
+   "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes left), no start-up space warning"
 
 # (1) 300 KB left: step-11 does not fit
 dd if=/dev/zero of=M/fill bs=4096 count=$((($(avail) - 300000) / 4096)) 2> /dev/null
@@ -49,6 +51,9 @@ diag <(grep -v 'pwritev' run.err | head -n 3)
 ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
      grep -Eq "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
    "disk too full for step-11: exit $RC, one error naming M/ck, its file system and $FREE bytes free vs needed"
+ok $(grep -Eq "warning: checkpoint: no space for the next checkpoint in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), a checkpoint of this run needs [0-9]+ bytes .*checked at start, before step 1" run.err &&
+     [ "$(grep -c 'no space for the next checkpoint' run.err)" = 1 ]; echo $?) \
+   "the start-up check warned once, before step 1, with the same $FREE bytes free"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 
 # (2) room at the check; the disk fills while rank 0 is stopped before
