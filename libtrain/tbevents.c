@@ -85,6 +85,24 @@ size_t zt_tb_event(uint8_t *buf, size_t cap, double wall_time, long step, const 
     return n;
 }
 
+size_t zt_tb_event_start(uint8_t *buf, size_t cap, double wall_time, long step) {
+    if (cap < 32) return 0;
+    size_t n = 0;
+    uint64_t u;
+    buf[n++] = 0x09;
+    memcpy(&u, &wall_time, 8);
+    n += put_le(buf + n, u, 8);
+    if (step) {
+        buf[n++] = 0x10;
+        n += put_varint(buf + n, (uint64_t)(int64_t)step);
+    }
+    buf[n++] = 0x3a;   /* Event.session_log: field 7, length-delimited */
+    buf[n++] = 2;
+    buf[n++] = 0x08;   /* SessionLog.status: field 1, varint; START = 1 */
+    buf[n++] = 1;
+    return n;
+}
+
 /* One TFRecord: length, masked CRC of the length, data, masked CRC of it. */
 static int put_record(zt_tb *tb, const uint8_t *data, size_t n) {
     uint8_t head[12], tail[4];
@@ -144,6 +162,12 @@ int zt_tb_scalar(zt_tb *tb, const char *tag, long step, double value, double wal
     size_t n = zt_tb_event(buf, sizeof buf, wall_time, step, tag, (float)value);
     if (!n) return -1;
     return put_record(tb, buf, n);
+}
+
+int zt_tb_start(zt_tb *tb, long step, double wall_time) {
+    if (!tb->fp) return -1;
+    uint8_t buf[32];
+    return put_record(tb, buf, zt_tb_event_start(buf, sizeof buf, wall_time, step));
 }
 
 int zt_tb_flush(zt_tb *tb) {

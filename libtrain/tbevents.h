@@ -22,6 +22,11 @@ uint32_t zt_crc32c_mask(uint32_t crc);
 size_t zt_tb_event(uint8_t *buf, size_t cap, double wall_time, long step, const char *tag,
                    float value);
 
+/* A SessionLog START event at STEP (Event.session_log{status START}): what
+ * TensorBoard's reader takes for a restart, dropping the events of steps >=
+ * STEP that came before it (an interrupted run's steps past its checkpoint). */
+size_t zt_tb_event_start(uint8_t *buf, size_t cap, double wall_time, long step);
+
 typedef struct zt_tb {
     FILE *fp;
     char path[4096 + 96];
@@ -35,6 +40,8 @@ int zt_tb_open_file(zt_tb *tb, const char *path, double wall_time, zt_status *st
 int zt_tb_open_dir(zt_tb *tb, const char *dir, double wall_time, zt_status *st);
 /* One scalar; returns 0, or -1 when the write failed (tb->failed is set). */
 int zt_tb_scalar(zt_tb *tb, const char *tag, long step, double value, double wall_time);
+/* The restart marker (zt_tb_event_start); 0 or -1 as zt_tb_scalar. */
+int zt_tb_start(zt_tb *tb, long step, double wall_time);
 int zt_tb_flush(zt_tb *tb);
 int zt_tb_close(zt_tb *tb);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tb_fixture.py -- writes tests/fixtures/tb/scalars.tfevents with TensorBoard's
-own protobuf classes and record writer (the reference for libtrain/tbevents.c;
+own protobuf classes and record writer, then a SessionLog START at step 9 (the reference for libtrain/tbevents.c;
 test_tbevents writes the same events and compares bytes).  Needs the
 `tensorboard` package (the reference venv: /opt/hfref/bin/python).  The events
 (tag, step, value, wall time) are the table TB_CASES in tests/test_tbevents.c.
@@ -22,6 +22,9 @@ def main(out):
         for tag, step, v, wall in CASES:
             s = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=v)])
             w.write(event_pb2.Event(wall_time=wall, step=step, summary=s).SerializeToString())
+        # a restart marker (a resumed run's first event after the file version)
+        w.write(event_pb2.Event(wall_time=1700000006.5, step=9,
+                                session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)).SerializeToString())
         w.flush()
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
  * CRC-32C known answers (RFC 3720 B.4), and the bytes of an events file with
  * fixed wall times equal to tests/fixtures/tb/scalars.tfevents, written by
  * TensorBoard's own protobuf classes and record writer (tests/tb_fixture.py,
- * whose CASES are TB_CASES here).
+ * whose CASES are TB_CASES here, then a SessionLog START at step 9).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +50,8 @@ int main(void) {
     int bad = 0;
     for (size_t i = 0; i < sizeof TB_CASES / sizeof *TB_CASES; ++i)
         bad |= zt_tb_scalar(&tb, TB_CASES[i].tag, TB_CASES[i].step, TB_CASES[i].v, TB_CASES[i].wall);
-    tap_ok(!bad && zt_tb_close(&tb) == 0, "7 scalars written and closed");
+    bad |= zt_tb_start(&tb, 9, 1700000006.5);
+    tap_ok(!bad && zt_tb_close(&tb) == 0, "7 scalars and a restart marker written and closed");
     const char *src = getenv("ZT_SRCDIR");
     char ref[4096];
     snprintf(ref, sizeof ref, "%s/tests/fixtures/tb/scalars.tfevents", src ? src : ".");
