@@ -48,6 +48,10 @@ static const struct command {
      "predict peak memory per rank (device and host, per category)\n"
      "           ztrain estimate [--config FILE] [--model DIR] --world-size N [--json]\n"
      "                           [--KEY VALUE ...]\n"},
+    {"report", cmd_report, 1,
+     "draw training runs' metrics files as one HTML page (loss, val loss, lr,\n"
+     "           grad norm, tokens/s, memory; runs overlaid, configurations side by side)\n"
+     "           ztrain report RUN.jsonl [RUN2.jsonl ...] -o REPORT.html\n"},
     {"version", cmd_version, 0, "print the version\n"},
     {"--version", cmd_version, 0, NULL},
     {"help", cmd_help, 0, NULL},

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "agree.h"
 #include "arch.h"
@@ -681,6 +682,29 @@ void zt_ctx_scalar(zt_ctx *ctx, const char *tag, long step, double value) {
     if (ctx) tb_scalar(ctx, tag, step, value);
 }
 
+/* The run's configuration next to a metrics file that is a regular file
+ * (RUN.jsonl -> RUN.config.json, else PATH.config.json), for `ztrain report`;
+ * a failure is a warning. */
+static void metrics_config(zt_ctx *ctx) {
+    struct stat sb;
+    if (fstat(fileno(ctx->metrics_fp), &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    char path[ZT_PATH_MAX + 16];
+    const char *m = ctx->cfg->metrics;
+    size_t n = strlen(m);
+    if (n > 6 && !strcmp(m + n - 6, ".jsonl"))
+        snprintf(path, sizeof path, "%.*s.config.json", (int)(n - 6), m);
+    else
+        snprintf(path, sizeof path, "%s.config.json", m);
+    char *js = zt_config_to_json(ctx->cfg);
+    FILE *f = js ? fopen(path, "w") : NULL;
+    int ok = f && fputs(js, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = 0;
+    free(js);
+    if (!ok)
+        zt_log(ctx, ZT_LOG_WARN, "%s: cannot write the run's configuration next to the metrics "
+               "file (training continues)", path);
+}
+
 static int metrics_open(zt_ctx *ctx, zt_status *st) {
     ZT_TRY(tb_open(ctx, st));
     if (ctx->metrics_fp || !ctx->cfg->metrics[0] || ctx->rank != 0) return ZT_OK;
@@ -689,6 +713,7 @@ static int metrics_open(zt_ctx *ctx, zt_status *st) {
     if (!ctx->metrics_fp)
         return zt_fail(st, ZT_EIO, "%s: cannot write metrics file: %s", ctx->cfg->metrics,
                        strerror(errno));
+    metrics_config(ctx);
     return ZT_OK;
 }
 
