@@ -195,7 +195,13 @@ static void chart(FILE *f, const char *title, const run *runs, int nr, const int
     double x0, dx, y0, dy;
     int kx, ky;
     svg_ticks(xlo, xhi, 8, &x0, &dx, &kx);
-    svg_ticks(ylo, yhi, 5, &y0, &dy, &ky);
+    if (bytes) {   /* ticks at round numbers of a binary unit */
+        double u = 1;
+        while (u * 1024 <= fmax(fabs(ylo), fabs(yhi))) u *= 1024;
+        svg_ticks(ylo / u, yhi / u, 5, &y0, &dy, &ky);
+        y0 *= u, dy *= u;
+    } else
+        svg_ticks(ylo, yhi, 5, &y0, &dy, &ky);
     if (x0 < 0 && xlo >= 0) x0 = 0;
     const double x1 = x0 + kx * dx, y1 = y0 + ky * dy;
     fprintf(f, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n", CW, CH, CW, CH);
