@@ -47,6 +47,7 @@ static const struct command {
     {"estimate", cmd_estimate, 1,
      "predict peak memory per rank (device and host, per category)\n"
      "           ztrain estimate [--config FILE] [--model DIR] --world-size N [--json]\n"
+     "                           [--plot FILE.svg]\n"
      "                           [--KEY VALUE ...]\n"},
     {"report", cmd_report, 1,
      "draw training runs' metrics files as one HTML page (loss, val loss, lr,\n"
