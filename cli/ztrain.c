@@ -39,8 +39,9 @@ static const struct command {
      "                       --seq-len N --output PREFIX\n"},
     {"sample", cmd_sample, 1,
      "generate text from saved weights or a checkpoint\n"
+     "           (any checkpoint; LoRA/QLoRA: with the base it records)\n"
      "           ztrain sample (--weights FILE | --checkpoint PATH) [--tokenizer PATH]\n"
-     "                         [--prompt TEXT] [--length N]\n"},
+     "                         [--prompt TEXT | --chat TEXT] [--length N]\n"},
     {"ckpt", cmd_ckpt, 1,
      "list, inspect, verify or export checkpoints\n"
      "           ztrain ckpt list|inspect|verify|export ... (ztrain ckpt --help)\n"},
