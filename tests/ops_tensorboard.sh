@@ -1,14 +1,15 @@
 #!/bin/bash
 # ops_tensorboard.sh -- TensorBoard event files (issue 46, item 1): --tensorboard
-# DIR writes one events file per run (rank 0), flushed at each log interval (a
-# run killed at step 12 has steps 1..12), continued by a new file after a
-# resume.  With the reference Python stack ($ZT_HFREF_PYTHON or
+# DIR writes one events file per run (rank 0) with every step's scalars, the
+# evaluations' and each checkpoint save's; flushed at each log interval (with
+# --log-every 1, a run killed by SIGKILL has every step its metrics file has);
+# continued by a new file after a resume; an unusable directory is one error.  With the reference Python stack ($ZT_HFREF_PYTHON or
 # /opt/hfref/bin/python with the `tensorboard` package), TensorBoard's own
 # reader reads every scalar back equal to the --metrics record of its step,
 # and reads the resumed run's directory as one run equal to an uninterrupted
 # run's (the new file's SessionLog START at step 9 drops the first file's
-# steps from 9 on); without it those checks SKIP (the bytes are checked without Python
-# by tests/test_tbevents).
+# steps from 9 on); without it that check SKIPs (the bytes are checked
+# without Python by tests/test_tbevents).
 . "$(dirname "$0")/ckpt_lib.sh"
 PY=${ZT_HFREF_PYTHON:-/opt/hfref/bin/python}
 

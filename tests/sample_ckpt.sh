@@ -25,7 +25,7 @@ PY
 cp -r "$FIX/llama" base
 # the trainer's closing sample: its token line
 trained() { sed -n '/^---- sample/{n;n;p;}' "$1" | sed 's/ *$//'; }
-tr() {   # tr OUT ARGS...: 2 steps of the one window, checkpoint at step 2
+lora_run() {   # lora_run OUT ARGS...: 2 steps of the one window, checkpoint at step 2
     local out=$1; shift
     "$ZTRAIN" train --init-from base --seq-len 16 --train_micro_batch_size_per_gpu 1 --steps 2 --lr 1e-2 \
         --clip 0 --scheduler.type none --train one.bin --val "" --sample-tokens 8 --threads 1 --ckpt-every 2 \
@@ -34,7 +34,7 @@ tr() {   # tr OUT ARGS...: 2 steps of the one window, checkpoint at step 2
 for kind in lora:"--lora-r 4 --lora-alpha 8" qlora:"--lora-r 4 --lora-alpha 8 --lora-base nf4"; do
     k=${kind%%:*}
     # shellcheck disable=SC2086
-    tr "t_$k.txt" --ckpt-dir "ck_$k" ${kind#*:}
+    lora_run "t_$k.txt" --ckpt-dir "ck_$k" ${kind#*:}
     ok $? "$k: 2 steps on the llama fixture, checkpoint ck_$k/step-2"
     "$ZTRAIN" sample --checkpoint "ck_$k" --length 8 > "s_$k.txt" 2> "s_$k.err"
     ok $([ $? = 0 ] && [ -n "$(trained "t_$k.txt")" ] && [ "$(cat "s_$k.txt")" = "$(trained "t_$k.txt")" ]; echo $?) \
