@@ -687,6 +687,8 @@ int zt_ckpt_async_poll(zt_ctx *ctx, zt_ckpt_async *a, int wait, long *committed,
            "the background, %.2f s at the update's fence)", a->step, a->final,
            bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9), a->stalled,
            a->cpu[1] + a->cpu[2], a->cpu[1] - a->cpu[0], a->cpu[2], a->cpu[0], a->fence_s);
+    zt_ctx_scalar(ctx, "checkpoint/save_s", a->step, dt);
+    zt_ctx_scalar(ctx, "checkpoint/stall_s", a->step, a->stalled);
     return ZT_OK;
 }
 

@@ -559,6 +559,9 @@ int ck_save(zt_ctx *ctx, const char *dir, int keep, const ck_deferred *d, zt_sta
         double bytes = (double)m->num_params * CK_NFAM * sizeof(float);
         zt_log(ctx, ZT_LOG_INFO, "checkpoint: saved step %ld to %s (%.1f MiB in %.2f s, %.2f GB/s)",
                step, final, bytes / 1048576.0, dt, bytes / 1e9 / (dt > 0 ? dt : 1e-9));
+        /* a save in the step: training waits for all of it */
+        zt_ctx_scalar(ctx, "checkpoint/save_s", step, dt);
+        zt_ctx_scalar(ctx, "checkpoint/stall_s", step, dt);
     }
 out:
     if (fd >= 0) close(fd);

@@ -14,6 +14,7 @@ int cmd_prep(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* ---- the helpers the subcommands share (cli_util.c) */
 

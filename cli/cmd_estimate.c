@@ -2,10 +2,13 @@
  * job is submitted (libtrain/memplan.h, docs/memory.md).  Pure arithmetic:
  * no MPI, no allocation of training state, any model size. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include "cli.h"
+#include "svg.h"
 #include "lora.h"
 #include "config.h"
 #include "arch.h"
@@ -42,6 +45,8 @@ static void estimate_usage(void) {
            "                         1.25G, measured on H100/H200 with CUDA 13: docs/gpu.md)\n"
            "  --memory-limit SIZE    memory one rank may use (ztrain.memory_limit): checks the fit\n"
            "  --json                 one JSON object; the per-rank total is \"peak_bytes\"\n"
+           "  --plot FILE.svg        also draw the predicted peak per category as stacked bars:\n"
+           "                         this configuration and every option row, the limit as a line\n"
            "  --lora-r R             LoRA (with --lora-targets, --lora-alpha ...): a frozen base\n"
            "                         and rank-R adapters; prints the LoRA rows (docs/lora.md)\n");
 }
@@ -512,10 +517,131 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
             if (r->ds_cpu >= 0) printf(", \"deepspeed_cpu_node_bytes\": %.0f", r->ds_cpu);
         }
         if (limit) printf(", \"fits\": %s", r->p.peak_bytes <= limit ? "true" : "false");
+        printf(", \"kernel_workspace_bytes\": %llu, \"categories\": ",   /* (the target's: device on
+                                                                      * a GPU, else host) */
+               (unsigned long long)r->p.kernel_ws_bytes);
+        json_cats(&r->p, r->p.gpu ? ZT_MP_DEVICE : ZT_MP_HOST);
         printf("}");
         first = 0;
     }
     printf("\n  ]\n}\n");
+}
+
+/* ------------------------------------------------------------ --plot */
+
+/* One stacked bar per plan (this configuration, then each option row): the
+ * predicted bytes per category on the target (device on a GPU, else host;
+ * each category at its own peak, as the table prints them, with the cuda
+ * kernels' workspace on a device), a tick at the plan's peak, and the limit
+ * as a dashed line.  Every bar segment, peak tick and the limit carry
+ * data-bytes; the plot area its mapping (cli/svg.h). */
+static int write_plot(const char *path, const zt_memplan *p, const row *rows, int nrows, uint64_t limit,
+                      const char *limit_what, zt_status *st) {
+    const zt_memplan *plans[9];
+    char names[9][2][32];
+    int nb = 0;
+    plans[nb] = p;
+    snprintf(names[nb][0], sizeof names[0][0], "this run");
+    snprintf(names[nb++][1], sizeof names[0][1], "(stage %d)", p->stage);
+    for (int i = 0; i < nrows && nb < 9; ++i)
+        if (rows[i].ok) {
+            plans[nb] = &rows[i].p;
+            snprintf(names[nb][0], sizeof names[0][0], "stage %d", rows[i].stage);
+            snprintf(names[nb++][1], sizeof names[0][1], "%s",
+                     rows[i].offload == 0 ? "no offload" : rows[i].offload == 1 ? "optimizer offload"
+                                                                                  : "param offload");
+        }
+    const int pl = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    enum { NSEG = ZT_MEM_NTAGS + 1 };
+    double top = (double)limit;
+    for (int b = 0; b < nb; ++b) {
+        double sum = p->gpu ? (double)plans[b]->kernel_ws_bytes : 0;
+        for (int t = 0; t < ZT_MEM_NTAGS; ++t) sum += (double)plans[b]->cat[pl][t];
+        top = fmax(top, fmax(sum, (double)plans[b]->peak[pl]));
+    }
+    double u = 1, y0, dy;
+    int ky;
+    while (u * 1024 <= top) u *= 1024;
+    svg_ticks(0, top / u, 6, &y0, &dy, &ky);
+    const double ymax = (y0 + ky * dy) * u;
+    const int X = 96, Y = 40, BW = 96, W = nb * BW, H = 340, LW = 260, LX = X + W + 80;
+    const int width = X + W + LW, height = Y + H + 80;
+    FILE *f = fopen(path, "w");
+    if (!f) return zt_fail(st, ZT_EIO, "%s: cannot write the plot: %s", path, strerror(errno));
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n", width, height, width, height);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
+    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"14\">predicted peak per rank by category (%s memory, "
+               "each category at its own peak)</text>\n", X, p->gpu ? "device" : "host");
+    for (int t = 0; t <= ky; ++t) {
+        double v = (y0 + t * dy) * u, y = Y + H - v / ymax * H;
+        char lb[48];
+        svg_label(v, 1, lb, sizeof lb);
+        fprintf(f, "<line x1=\"%d\" y1=\"%.3f\" x2=\"%d\" y2=\"%.3f\" stroke=\"#e3e3e3\"/>"
+                   "<text x=\"%d\" y=\"%.3f\" text-anchor=\"end\">%s</text>\n", X, y, X + W, y, X - 6, y + 4, lb);
+    }
+    fprintf(f, "<g class=\"plot\" data-x=\"%d\" data-y=\"%d\" data-w=\"%d\" data-h=\"%d\" data-ymin=\"0\" "
+               "data-ymax=\"%.17g\">\n", X, Y, W, H, ymax);
+    static const char *const seg_color[NSEG] = {"#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c",
+                                                "#98df8a", "#9467bd", "#c5b0d5", "#8c564b"};
+    for (int b = 0; b < nb; ++b) {
+        const zt_memplan *q = plans[b];
+        double base = 0;
+        const int x = X + b * BW + 14, bw = BW - 28;
+        for (int t = 0; t < NSEG; ++t) {
+            const uint64_t v = t < ZT_MEM_NTAGS ? q->cat[pl][t] : p->gpu ? q->kernel_ws_bytes : 0;
+            if (!v) continue;
+            const double h = (double)v / ymax * H, y = Y + H - (base + (double)v) / ymax * H;
+            fprintf(f, "<rect class=\"seg\" data-bar=\"%d\" data-cat=\"%s\" data-bytes=\"%llu\" x=\"%d\" "
+                       "y=\"%.3f\" width=\"%d\" height=\"%.3f\" fill=\"%s\"><title>%s: %s %llu bytes</title></rect>\n",
+                    b, t < ZT_MEM_NTAGS ? zt_mem_tag_name(t) : "kernel-workspace", (unsigned long long)v, x, y,
+                    bw, h, seg_color[t % NSEG], names[b][0], t < ZT_MEM_NTAGS ? zt_mem_tag_name(t) : "kernel-workspace",
+                    (unsigned long long)v);
+            base += (double)v;
+        }
+        const double py = Y + H - (double)q->peak[pl] / ymax * H;
+        fprintf(f, "<line class=\"peak\" data-bar=\"%d\" data-bytes=\"%llu\" x1=\"%d\" y1=\"%.3f\" x2=\"%d\" "
+                   "y2=\"%.3f\" stroke=\"#000\" stroke-width=\"2\"/>\n", b, (unsigned long long)q->peak[pl],
+                x - 6, py, x + bw + 6, py);
+        for (int k = 0; k < 2; ++k) {
+            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\"%s>", x + bw / 2, Y + H + 16 + 13 * k,
+                    b == 0 ? " font-weight=\"bold\"" : "");
+            svg_text(f, names[b][k]);
+            fprintf(f, "</text>\n");
+        }
+    }
+    if (limit) {
+        const double ly = Y + H - (double)limit / ymax * H;
+        char lb[48];
+        svg_label((double)limit, 1, lb, sizeof lb);
+        fprintf(f, "<line class=\"limit\" data-bytes=\"%llu\" x1=\"%d\" y1=\"%.3f\" x2=\"%d\" y2=\"%.3f\" "
+                   "stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
+                (unsigned long long)limit, X, ly, X + W, ly);
+        fprintf(f, "<text x=\"%d\" y=\"%.3f\" fill=\"#d62728\">limit %s</text>\n", X + W + 4, ly + 4, lb);
+    }
+    fprintf(f, "</g>\n");
+    int ly = Y;
+    for (int t = NSEG - 1; t >= 0; --t) {
+        if (t == ZT_MEM_NTAGS && !p->gpu) continue;
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
+                LX, ly, seg_color[t], LX + 18, ly + 10,
+                t < ZT_MEM_NTAGS ? zt_mem_tag_name(t) : "kernel-workspace");
+        ly += 18;
+    }
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\" stroke-width=\"2\"/>"
+               "<text x=\"%d\" y=\"%d\">peak (the plan's)</text>\n", LX, ly + 6, LX + 12, ly + 6,
+            LX + 18, ly + 10);
+    fprintf(f, "<text x=\"%d\" y=\"%d\">", X, Y + H + 56);
+    if (limit) {
+        fprintf(f, "dashed: the limit (");
+        svg_text(f, limit_what);
+        fprintf(f, ")");
+    } else
+        fprintf(f, "no limit given (--device-memory on a GPU target, or --memory-limit)");
+    fprintf(f, "</text>\n</svg>\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return zt_fail(st, ZT_EIO, "%s: cannot write the plot", path);
+    return ZT_OK;
 }
 
 /* ------------------------------------------------------------ the command */
@@ -535,7 +661,7 @@ static int parse_int_opt(const char *name, const char *v, int lo, int *out, zt_s
 int cmd_estimate(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { estimate_usage(); return ZT_EXIT_OK; }
-    const char *config_path = getenv("ZTRAIN_CONFIG"), *model = NULL;
+    const char *config_path = getenv("ZTRAIN_CONFIG"), *model = NULL, *plot = NULL;
     int world = 0, rpn = 0, json = 0, target = ZT_MP_TARGET_AUTO;
     unsigned long long devmem = 0;
     unsigned long long cuda_ctx = ZT_MEMPLAN_CUDA_CONTEXT;
@@ -549,6 +675,7 @@ int cmd_estimate(int argc, char **argv) {
         int r;
         if ((r = cli_opt(argc, argv, &i, "config", &v))) { if (r < 0) goto missing; config_path = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "model", &v))) { if (r < 0) goto missing; model = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "plot", &v))) { if (r < 0) goto missing; plot = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "world-size", &v))) {
             if (r < 0) goto missing;
             rc = parse_int_opt("world-size", v, 1, &world, &st);
@@ -683,6 +810,10 @@ int cmd_estimate(int argc, char **argv) {
     if (json) print_json(cfg, &p, rows, nrows, cuda_ctx, limit, sug, why);
     else print_text(cfg, &p, rows, nrows, cuda_ctx, limit, limit_what, sug, nsug, why, hf_arch, shape_from);
     fflush(stdout);
+    if (plot && write_plot(plot, &p, rows, nrows, limit, limit_what, &st) != ZT_OK) {
+        cli_error("%s", st.msg);
+        exit_code = ZT_EXIT_FAIL;
+    }
     zt_config_free(cfg);
     return exit_code;
 }

@@ -2,10 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
 #include "config.h"
 #include "ztrain_ckpt.h"
+#include "jinja.h"
 #include "tokenizer.h"
 
 static int zt_fail_cli(zt_status *st, const char *msg) {
@@ -53,13 +55,40 @@ static int config_of_checkpoint(const char *path, zt_config *cfg, zt_status *st)
     return rc;
 }
 
+/* --chat TEXT: a conversation of one user message rendered through the
+ * tokenizer's own chat template with add_generation_prompt, as transformers'
+ * apply_chat_template(messages, add_generation_prompt=True) does, and its ids
+ * (the template writes any BOS itself: no special tokens are added). */
+static int chat_ids(const zt_tokenizer *tk, const char *tok_path, const char *text, int32_t **ids,
+                    size_t *m, zt_status *st) {
+    zt_chat_auto *a = NULL;
+    int rc = zt_chat_auto_load(tok_path, &a, st);
+    if (rc == ZT_OK && !a) {
+        snprintf(st->msg, sizeof st->msg, "sample --chat: %s has no chat template (chat_template.jinja "
+                 "or tokenizer_config.json's chat_template)", tok_path);
+        return st->code = ZT_EINVAL;
+    }
+    if (rc == ZT_OK) rc = zt_chat_auto_set_bool(a, "add_generation_prompt", 1, st);
+    json_t *msgs = json_pack("[{s:s, s:s}]", "role", "user", "content", text);
+    zt_chat_text t;
+    memset(&t, 0, sizeof t);
+    if (rc == ZT_OK && !msgs) rc = zt_fail_cli(st, "sample --chat: the text must be UTF-8");
+    if (rc == ZT_OK) rc = zt_chat_auto_render(a, tk, msgs, &t, st);
+    if (rc == ZT_OK) rc = zt_tok_encode(tk, t.text, t.len, 0, ids, m, st);
+    zt_chat_text_free(&t);
+    json_decref(msgs);
+    zt_chat_auto_free(a);
+    return rc;
+}
+
 int cmd_sample(int argc, char **argv) {
     const char *weights = NULL, *ckpt = NULL, *prompt = NULL, *backend = NULL, *tokenizer = NULL, *v;
+    const char *chat = NULL;
     double length = 256, temperature = 0.8, top_k = 0, seed = 1337;
     for (int i = 1; i < argc; ++i) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: ztrain sample (--weights FILE | --checkpoint PATH) [--prompt TEXT]\n"
+            printf("usage: ztrain sample (--weights FILE | --checkpoint PATH) [--prompt TEXT | --chat TEXT]\n"
                    "                     [--length N] [--temperature T] [--top-k K] [--seed S]\n"
                    "                     [--tokenizer PATH] [--backend cpu|cuda|cpu-strict]\n"
                    "Generates N tokens (default 256) after PROMPT from an llm.c fp32 model\n"
@@ -70,12 +99,17 @@ int cmd_sample(int argc, char **argv) {
                    "ids.  With --tokenizer (a tokenizer.json or its directory) the prompt is\n"
                    "encoded with its special tokens (BOS) and prompt + output are decoded with\n"
                    "it.  The default prompt is a newline, or with a tokenizer its BOS (else\n"
-                   "EOS) token.\n");
+                   "EOS) token.  Every checkpoint the trainer writes samples: a LoRA or QLoRA\n"
+                   "checkpoint loads the base model it records (ztrain.init_from) and applies its\n"
+                   "adapters.  --chat TEXT: the prompt is a conversation of one user message,\n"
+                   "rendered with add_generation_prompt through the chat template of the\n"
+                   "tokenizer (--tokenizer, else the checkpoint's ztrain.init_from directory).\n");
             return ZT_EXIT_OK;
         }
         if ((r = cli_opt(argc, argv, &i, "weights", &v))) { if (r < 0) goto missing; weights = v; }
         else if ((r = cli_opt(argc, argv, &i, "checkpoint", &v))) { if (r < 0) goto missing; ckpt = v; }
         else if ((r = cli_opt(argc, argv, &i, "prompt", &v))) { if (r < 0) goto missing; prompt = v; }
+        else if ((r = cli_opt(argc, argv, &i, "chat", &v))) { if (r < 0) goto missing; chat = v; }
         else if ((r = cli_opt(argc, argv, &i, "backend", &v))) { if (r < 0) goto missing; backend = v; }
         else if ((r = cli_opt(argc, argv, &i, "tokenizer", &v))) { if (r < 0) goto missing; tokenizer = v; }
         else if ((r = cli_opt(argc, argv, &i, "length", &v))) {
@@ -100,6 +134,10 @@ int cmd_sample(int argc, char **argv) {
         cli_error("sample: give one of --weights FILE and --checkpoint PATH");
         return ZT_EXIT_USAGE;
     }
+    if (chat && prompt) {
+        cli_error("sample: give one of --prompt TEXT and --chat TEXT");
+        return ZT_EXIT_USAGE;
+    }
     char cpath[4200] = "";
     int is_dir = 0;
     if (ckpt && cli_ckpt_pick(ckpt, cpath, sizeof cpath, &is_dir) != 0) {
@@ -113,10 +151,20 @@ int cmd_sample(int argc, char **argv) {
     zt_tokenizer *tk = NULL;
     int rc = zt_init(&argc, &argv, &st);
     int *in = NULL, *out = NULL, n = 0, N = (int)length;
-    if (rc == ZT_OK && tokenizer) rc = zt_tok_load(tokenizer, &tk, &st);
     if (rc == ZT_OK && !(cfg = zt_config_new())) rc = ZT_ENOMEM;
     if (rc == ZT_OK) rc = weights ? zt_weights_read_shape(weights, cfg, &st)
                                   : config_of_checkpoint(cpath, cfg, &st);
+    /* --chat without --tokenizer: the run's model directory's tokenizer */
+    char tokdir[sizeof cfg->init_from + 32];
+    struct stat sb;
+    if (rc == ZT_OK && chat && !tokenizer && cfg->init_from[0]) {
+        snprintf(tokdir, sizeof tokdir, "%s/tokenizer.json", cfg->init_from);
+        if (stat(tokdir, &sb) == 0) tokenizer = strcpy(tokdir, cfg->init_from);
+    }
+    if (rc == ZT_OK && chat && !tokenizer)
+        rc = zt_fail_cli(&st, "sample --chat needs a tokenizer with a chat template: --tokenizer PATH "
+                              "(the checkpoint's ztrain.init_from has no tokenizer.json)");
+    if (rc == ZT_OK && tokenizer) rc = zt_tok_load(tokenizer, &tk, &st);
     /* one sample at a time, no data, the saved run's batch and accumulation gone */
     static const char *const reset[][2] = {
         {"train_micro_batch_size_per_gpu", "1"}, {"gradient_accumulation_steps", "1"},
@@ -137,6 +185,11 @@ int cmd_sample(int argc, char **argv) {
     /* the weights or the checkpoint write every parameter: no random
      * initial values are computed first (ZT_CTX_DEFER_INIT) */
     if (rc == ZT_OK) rc = zt_ctx_create_ex(cfg, &cb, ZT_CTX_DEFER_INIT, &ctx, &st);
+    /* LoRA / QLoRA: the checkpoint holds the adapters; the frozen base comes
+     * from the model directory it records, as on a resume (run/run.c) */
+    const zt_config *ec = ctx ? zt_ctx_config(ctx) : NULL;
+    if (rc == ZT_OK && ckpt && ec->model.lora_r > 0 && ec->init_from[0])
+        rc = zt_hf_load(ctx, ec->init_from, &st);
     if (rc == ZT_OK) rc = weights ? zt_load_weights(ctx, weights, &st)
                                   : zt_ckpt_restore(ctx, cpath, ZT_CKPT_ONE_READER, &st);
     cli_progress_end(&pr);
@@ -144,7 +197,8 @@ int cmd_sample(int argc, char **argv) {
     if (rc == ZT_OK && tk) {
         int32_t *ids = NULL;
         size_t m = 0;
-        if (prompt && *prompt) rc = zt_tok_encode(tk, prompt, strlen(prompt), 1, &ids, &m, &st);
+        if (chat) rc = chat_ids(tk, tokenizer, chat, &ids, &m, &st);
+        else if (prompt && *prompt) rc = zt_tok_encode(tk, prompt, strlen(prompt), 1, &ids, &m, &st);
         if (rc == ZT_OK && m == 0) {
             free(ids);
             int start = zt_tok_bos_id(tk) >= 0 ? zt_tok_bos_id(tk) : zt_tok_eos_id(tk);

@@ -39,15 +39,21 @@ static const struct command {
      "                       --seq-len N --output PREFIX\n"},
     {"sample", cmd_sample, 1,
      "generate text from saved weights or a checkpoint\n"
+     "           (any checkpoint; LoRA/QLoRA: with the base it records)\n"
      "           ztrain sample (--weights FILE | --checkpoint PATH) [--tokenizer PATH]\n"
-     "                         [--prompt TEXT] [--length N]\n"},
+     "                         [--prompt TEXT | --chat TEXT] [--length N]\n"},
     {"ckpt", cmd_ckpt, 1,
      "list, inspect, verify or export checkpoints\n"
      "           ztrain ckpt list|inspect|verify|export ... (ztrain ckpt --help)\n"},
     {"estimate", cmd_estimate, 1,
      "predict peak memory per rank (device and host, per category)\n"
      "           ztrain estimate [--config FILE] [--model DIR] --world-size N [--json]\n"
+     "                           [--plot FILE.svg]\n"
      "                           [--KEY VALUE ...]\n"},
+    {"report", cmd_report, 1,
+     "draw training runs' metrics files as one HTML page (loss, val loss, lr,\n"
+     "           grad norm, tokens/s, memory; runs overlaid, configurations side by side)\n"
+     "           ztrain report RUN.jsonl [RUN2.jsonl ...] -o REPORT.html\n"},
     {"version", cmd_version, 0, "print the version\n"},
     {"--version", cmd_version, 0, NULL},
     {"help", cmd_help, 0, NULL},

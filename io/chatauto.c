@@ -148,6 +148,12 @@ int zt_chat_auto_set_var(zt_chat_auto *a, const char *name, const char *value, z
     return ZT_OK;
 }
 
+int zt_chat_auto_set_bool(zt_chat_auto *a, const char *name, int value, zt_status *st) {
+    if (json_object_set_new(a->vars, name, json_boolean(value)) != 0)
+        return zt_fail(st, ZT_ENOMEM, "out of memory");
+    return ZT_OK;
+}
+
 const char *zt_chat_auto_origin(const zt_chat_auto *a) { return a->origin; }
 
 void zt_chat_auto_free(zt_chat_auto *a) {

@@ -77,6 +77,9 @@ int zt_chat_auto_load(const char *tokenizer_path, zt_chat_auto **out, zt_status 
 int zt_chat_auto_file(const char *template_path, const char *tokenizer_path, zt_chat_auto **out, zt_status *st);
 /* Set (or replace) a string variable, e.g. date_string. */
 int zt_chat_auto_set_var(zt_chat_auto *a, const char *name, const char *value, zt_status *st);
+/* Set (or replace) a boolean variable, e.g. add_generation_prompt (a
+ * variable set here wins over the renderer's own false). */
+int zt_chat_auto_set_bool(zt_chat_auto *a, const char *name, int value, zt_status *st);
 /* Where the template came from (a file name, for messages). */
 const char *zt_chat_auto_origin(const zt_chat_auto *a);
 void zt_chat_auto_free(zt_chat_auto *a);

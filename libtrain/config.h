@@ -159,6 +159,7 @@ struct zt_config {
     int eval_batches;         /* ztrain.eval_batches, batches per eval */
     int log_every;            /* ztrain.log_every >= 1 */
     char metrics[ZT_PATH_MAX];/* ztrain.metrics: JSONL path, "" = none */
+    char tensorboard_dir[ZT_PATH_MAX]; /* ztrain.tensorboard.dir: event files, "" = none */
     int threads;              /* ztrain.threads: OpenMP threads per rank, 0 = auto */
     char backend[16];         /* ztrain.backend: cpu | cuda | cpu-strict (debugging) */
     char comm_backend[8];     /* ztrain.comm_backend: auto | mpi | nccl (device buffers) */

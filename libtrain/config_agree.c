@@ -24,7 +24,7 @@
 /* Keys that may differ per rank: they change nothing the ranks compute
  * together. */
 static const char *const per_rank_keys[] = {"ztrain.threads", "ztrain.metrics",
-                                            "ztrain.memory_report"};
+                                            "ztrain.tensorboard.dir", "ztrain.memory_report"};
 
 /* One line of zt_config_to_json's output (JSON_INDENT: one key per line):
  * its full key ("optimizer.params.lr"), its value text, and whether it

@@ -301,6 +301,8 @@ const keydef zt_cfg_keys[] = {
      1, 0, KF_NO_HI, "10", NULL, "log every N steps (DeepSpeed: steps_per_print)"},
     {"ztrain.metrics", "metrics", NULL, NULL, T_STRING, FLD(metrics),
      0, 0, 0, "", NULL, "JSONL metrics file written by rank 0; \"\" = none"},
+    {"ztrain.tensorboard.dir", "tensorboard", NULL, NULL, T_STRING, FLD(tensorboard_dir),
+     0, 0, 0, "", NULL, "TensorBoard event files written there by rank 0; \"\" = none"},
     {"ztrain.threads", "threads", NULL, NULL, T_INT, FLD(threads),
      0, 1024, 0, "0", NULL, "OpenMP threads per rank; 0 = auto"},
     {"ztrain.comm_timeout_s", "comm-timeout", NULL, NULL, T_DOUBLE, FLD(comm_timeout_s),

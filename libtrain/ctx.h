@@ -11,6 +11,7 @@
 #include "optim.h"
 #include "shard.h"
 #include "state.h"
+#include "tbevents.h"
 
 /* A model's activation state for one batch shape plus the token arrays the
  * data source fills (tagged like the activations). */
@@ -53,6 +54,8 @@ struct zt_ctx {
     double train_time_s;         /* wall time inside train steps */
     FILE *metrics_fp;            /* rank 0 */
     int metrics_failed;          /* a write failed (warned once) */
+    zt_tb tb;                    /* ztrain.tensorboard.dir's events file (rank 0; tb.fp) */
+    int tb_warned;               /* a write to it failed (warned once) */
     double last_val_loss;
     zt_owned_range *owned;       /* zt_ctx_owned_state's ranges */
     int n_owned;

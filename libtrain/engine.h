@@ -34,6 +34,10 @@ void zt_ctx_set_base_fingerprint(zt_ctx *ctx, const uint64_t *tensor_fnv, uint64
 /* NULL when none was recorded (a random base). */
 const uint64_t *zt_ctx_base_fingerprint(const zt_ctx *ctx, uint64_t *config_fnv);
 
+/* One scalar for the run's watchers (ztrain.tensorboard.dir, rank 0; a no-op
+ * elsewhere or without it): TAG ("checkpoint/save_s") at STEP. */
+void zt_ctx_scalar(zt_ctx *ctx, const char *tag, long step, double value);
+
 /* The caller's progress receiver (zt_callbacks.progress; never NULL). */
 const zt_progress *zt_ctx_progress(const zt_ctx *ctx);
 

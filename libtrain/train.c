@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include "agree.h"
 #include "arch.h"
 #include "count.h"
@@ -572,6 +574,7 @@ void zt_ctx_free(zt_ctx *ctx) {
     if (ctx->has_train && ctx->train.close) ctx->train.close(ctx->train.state);
     if (ctx->has_val && ctx->val.close) ctx->val.close(ctx->val.state);
     if (ctx->metrics_fp) fclose(ctx->metrics_fp);
+    zt_tb_close(&ctx->tb);
     zt_batch_buf_free(ctx, &ctx->acts);
     zt_batch_buf_free(ctx, &ctx->eval_acts);
     zt_batch_buf_free(ctx, &ctx->sample_acts);
@@ -631,13 +634,86 @@ static int metrics_keep(const char *path, long step, zt_status *st) {
     return ZT_OK;
 }
 
+/* The wall time an event records (seconds since the epoch). */
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ztrain.tensorboard.dir: a new events file per zt_train.  A resumed run's
+ * file starts with a SessionLog START at the step after its checkpoint's:
+ * TensorBoard reads the directory's files as one run and drops what an
+ * earlier file has of the steps from there on (the interrupted run's lost
+ * steps). */
+static int tb_open(zt_ctx *ctx, zt_status *st) {
+    if (ctx->tb.fp || !ctx->cfg->tensorboard_dir[0] || ctx->rank != 0) return ZT_OK;
+    ZT_TRY(zt_tb_open_dir(&ctx->tb, ctx->cfg->tensorboard_dir, wall_now(), st));
+    /* resumed: the restart marker at the first step to come */
+    if (ctx->step > 0 && (zt_tb_start(&ctx->tb, ctx->step + 1, wall_now()) != 0 ||
+                          zt_tb_flush(&ctx->tb) != 0)) {
+        zt_tb_close(&ctx->tb);
+        return zt_fail(st, ZT_EIO, "%s: cannot write the TensorBoard events file", ctx->tb.path);
+    }
+    return ZT_OK;
+}
+
+/* A failed write (a full disk) is a warning, once, as for the metrics file. */
+static void tb_check(zt_ctx *ctx) {
+    if (!ctx->tb.failed || ctx->tb_warned) return;
+    ctx->tb_warned = 1;
+    zt_log(ctx, ZT_LOG_WARN, "%s: cannot write the TensorBoard events file; events are lost from "
+           "step %ld on (training continues; reported once)", ctx->tb.path, ctx->step);
+}
+
+static void tb_scalar(zt_ctx *ctx, const char *tag, long step, double v) {
+    if (!ctx->tb.fp || !isfinite(v)) return;
+    zt_tb_scalar(&ctx->tb, tag, step, v, wall_now());
+    tb_check(ctx);
+}
+
+static void tb_flush(zt_ctx *ctx) {
+    if (!ctx->tb.fp) return;
+    zt_tb_flush(&ctx->tb);
+    tb_check(ctx);
+}
+
+void zt_ctx_scalar(zt_ctx *ctx, const char *tag, long step, double value) {
+    if (ctx) tb_scalar(ctx, tag, step, value);
+}
+
+/* The run's configuration next to a metrics file that is a regular file
+ * (RUN.jsonl -> RUN.config.json, else PATH.config.json), for `ztrain report`;
+ * a failure is a warning. */
+static void metrics_config(zt_ctx *ctx) {
+    struct stat sb;
+    if (fstat(fileno(ctx->metrics_fp), &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    char path[ZT_PATH_MAX + 16];
+    const char *m = ctx->cfg->metrics;
+    size_t n = strlen(m);
+    if (n > 6 && !strcmp(m + n - 6, ".jsonl"))
+        snprintf(path, sizeof path, "%.*s.config.json", (int)(n - 6), m);
+    else
+        snprintf(path, sizeof path, "%s.config.json", m);
+    char *js = zt_config_to_json(ctx->cfg);
+    FILE *f = js ? fopen(path, "w") : NULL;
+    int ok = f && fputs(js, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = 0;
+    free(js);
+    if (!ok)
+        zt_log(ctx, ZT_LOG_WARN, "%s: cannot write the run's configuration next to the metrics "
+               "file (training continues)", path);
+}
+
 static int metrics_open(zt_ctx *ctx, zt_status *st) {
+    ZT_TRY(tb_open(ctx, st));
     if (ctx->metrics_fp || !ctx->cfg->metrics[0] || ctx->rank != 0) return ZT_OK;
     if (ctx->step > 0) ZT_TRY(metrics_keep(ctx->cfg->metrics, ctx->step, st));
     ctx->metrics_fp = fopen(ctx->cfg->metrics, ctx->step > 0 ? "a" : "w");
     if (!ctx->metrics_fp)
         return zt_fail(st, ZT_EIO, "%s: cannot write metrics file: %s", ctx->cfg->metrics,
                        strerror(errno));
+    metrics_config(ctx);
     return ZT_OK;
 }
 
@@ -661,6 +737,22 @@ static void json_num(char *buf, size_t n, const char *fmt, double v) {
 }
 
 static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
+    if (ctx->tb.fp) {
+        if (m->kind == ZT_METRIC_STEP) {
+            tb_scalar(ctx, "train/loss", m->step, m->loss);
+            tb_scalar(ctx, "train/lr", m->step, m->lr);
+            tb_scalar(ctx, "train/grad_norm", m->step, m->grad_norm);
+            if (ctx->scaler.enabled) tb_scalar(ctx, "train/loss_scale", m->step, m->loss_scale);
+            tb_scalar(ctx, "perf/tokens_per_s", m->step, m->tokens_per_s);
+            tb_scalar(ctx, "perf/step_ms", m->step, m->step_ms);
+            tb_scalar(ctx, "perf/data_wait_ms", m->step, m->data_wait_ms);
+            tb_scalar(ctx, "comm/bytes", m->step, (double)m->comm_bytes);
+            if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
+                tb_scalar(ctx, "comm/alltoall_bytes", m->step, (double)m->alltoall_bytes);
+            tb_scalar(ctx, "memory/peak_bytes", m->step, (double)m->mem_peak_bytes);
+        } else
+            tb_scalar(ctx, "eval/val_loss", m->step, m->val_loss);
+    }
     if (ctx->metrics_fp) {
         if (m->kind == ZT_METRIC_STEP) {
             /* JSON has no NaN: a value that is not finite is written null */
@@ -1094,6 +1186,17 @@ static void memory_report(zt_ctx *ctx, const char *when) {
         fprintf(ctx->metrics_fp, "}}\n");
         metrics_flush(ctx);
     }
+    if (ctx->tb.fp) {
+        tb_scalar(ctx, "memory/report_current_bytes", ctx->step, (double)ms.cur_total);
+        tb_scalar(ctx, "memory/report_peak_bytes", ctx->step, (double)ms.peak_total);
+        if (p) tb_scalar(ctx, "memory/predicted_peak_bytes", ctx->step, (double)p->accounted_peak);
+        if (have_dev) {
+            tb_scalar(ctx, "memory/device_peak_bytes", ctx->step, (double)dpeak);
+            tb_scalar(ctx, "memory/predicted_device_peak_bytes", ctx->step,
+                      (double)p->peak[ZT_MP_DEVICE]);
+        }
+        tb_flush(ctx);
+    }
 }
 
 static void log_comm(zt_ctx *ctx) {
@@ -1171,6 +1274,7 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         ZT_TRY(zt_train_step(ctx, &met, st));
         metrics_emit(ctx, &met);
         if (ctx->step % c->log_every == 0 || ctx->step == c->steps || ctx->step == 1) {
+            tb_flush(ctx);   /* TensorBoard sees the run at each log line */
             char eta[32];
             fmt_duration(met.eta_s, eta, sizeof eta);
             char scale[64] = "";
@@ -1193,6 +1297,7 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             em.steps_total = c->steps;
             em.val_loss = vl;
             metrics_emit(ctx, &em);
+            tb_flush(ctx);
             zt_log(ctx, ZT_LOG_INFO, "eval  %5ld/%ld | val loss %.4f", ctx->step, c->steps, vl);
         }
         if (ctx->hook) {
@@ -1217,6 +1322,7 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     if (report >= 0) memory_report(ctx, "end of training");
     else log_memory(ctx);
     log_comm(ctx);
+    tb_flush(ctx);
     zt_ctx_fence(ctx);   /* the caller may write the state now */
     return ZT_OK;
 }
