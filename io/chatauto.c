@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include "internal.h"
 #include "jinja.h"
+#include "json_py.h"
 
 struct zt_chat_auto {
     zt_jinja *j;
@@ -53,7 +54,7 @@ static int load_config(const char *dir, json_t **cfg, zt_status *st) {
     struct stat sb;
     if (stat(p, &sb) != 0) return ZT_OK;
     json_error_t je;
-    *cfg = json_load_file(p, JSON_ALLOW_NUL, &je);
+    *cfg = zt_json_load_file_py(p, JSON_ALLOW_NUL, &je);
     char why[200];
     if (!*cfg)
         return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column,

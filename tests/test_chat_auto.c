@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
+#include <unistd.h>
 #include "jinja.h"
+#include "json_py.h"
 #include "sft.h"
 #include "tap.h"
 #include "tokenizer.h"
@@ -285,6 +288,70 @@ static void test_misc(void) {
     json_decref(none);
 }
 
+
+/* issue 44: JSON as Python writes it (json_py.h): integers beyond 64 bits, NaN, Infinity */
+static void test_pyjson(const char *tokdir) {
+    static const char txt[] = "[1000000000000000019884624838656, -9223372036854775808, 9223372036854775807, "
+                              "9223372036854775808, NaN, Infinity, -Infinity, \"NaN 1e999 \\\" 99999999999999999999\", "
+                              "1e400, 1.5e3, -1e30, {\"k\": -Infinity}]";
+    json_error_t je;
+    json_t *j = zt_json_loadb_py(txt, strlen(txt), 0, &je);
+    tap_ok(j && json_array_size(j) == 12, "Python's JSON numbers are read (%s)", j ? "ok" : je.text);
+    if (j) {
+        tap_ok(json_is_real(json_array_get(j, 0)) && json_real_value(json_array_get(j, 0)) == 1e30,
+               "int(1e30) reads as the real 1e30");
+        tap_ok(json_integer_value(json_array_get(j, 1)) == INT64_MIN && json_integer_value(json_array_get(j, 2)) == INT64_MAX,
+               "the 64-bit extremes stay integers");
+        tap_ok(json_is_real(json_array_get(j, 3)) && json_real_value(json_array_get(j, 3)) == 9223372036854775808.0,
+               "2**63 reads as a real");
+        tap_ok(json_is_null(json_array_get(j, 4)) && json_is_null(json_array_get(j, 5)) && json_is_null(json_array_get(j, 6)),
+               "NaN, Infinity, -Infinity read as null");
+        tap_ok(!strcmp(json_string_value(json_array_get(j, 7)), "NaN 1e999 \" 99999999999999999999"),
+               "strings are left as they are");
+        tap_ok(json_is_null(json_array_get(j, 8)) && json_real_value(json_array_get(j, 9)) == 1500.0 &&
+               json_real_value(json_array_get(j, 10)) == -1e30 && json_is_null(json_object_get(json_array_get(j, 11), "k")),
+               "1e400 reads as null; other reals as they are");
+        json_decref(j);
+    }
+    static const char bad[] = "{\"a\": 1,\n \"b\": NaNx}";
+    j = zt_json_loadb_py(bad, strlen(bad), 0, &je);
+    tap_ok(!j && je.line == 2, "an invalid token is still refused, on its line (%d: %s)", je.line, je.text);
+    if (j) json_decref(j);
+    /* a tokenizer directory whose tokenizer_config.json Python wrote with such numbers */
+    char dir[] = "/tmp/zt_pyjson_XXXXXX", p[1200], q[1200];
+    if (!mkdtemp(dir)) { tap_ok(0, "mkdtemp"); return; }
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    snprintf(q, sizeof q, "%s/tokenizer.json", tokdir);
+    tap_ok(symlink(q, p) == 0, "link %s", q);
+    snprintf(q, sizeof q, "%s/tokenizer_config.json", dir);
+    FILE *f = fopen(q, "w");
+    if (f) {
+        fputs("{\"model_max_length\": 1000000000000000019884624838656, \"clean_up\": NaN, \"t\": Infinity,\n"
+              " \"eos_token\": \"<|im_end|>\", \"chat_template\": \"{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}\"}\n", f);
+        fclose(f);
+    }
+    zt_tokenizer *tok = NULL;
+    zt_status st;
+    int rc = zt_tok_load(dir, &tok, &st);
+    tap_ok(rc == ZT_OK, "a tokenizer_config.json with model_max_length int(1e30), NaN, Infinity loads (%s)", st.msg);
+    zt_chat_auto *a = NULL;
+    rc = zt_chat_auto_load(dir, &a, &st);
+    tap_ok(rc == ZT_OK && a, "its chat template loads (%s)", st.msg);
+    if (a) {
+        json_t *m = json_loads("[{\"role\": \"user\", \"content\": \"hi\"}]", 0, NULL);
+        zt_chat_text out;
+        rc = zt_chat_auto_render(a, tok, m, &out, &st);
+        tap_ok(rc == ZT_OK && !strcmp(out.text, "hi<|im_end|>"), "and renders (%s)", rc == ZT_OK ? out.text : st.msg);
+        if (rc == ZT_OK) zt_chat_text_free(&out);
+        json_decref(m);
+        zt_chat_auto_free(a);
+    }
+    if (tok) zt_tok_free(tok);
+    unlink(q);
+    unlink(p);
+    rmdir(dir);
+}
+
 int main(void) {
     const char *s = getenv("ZT_SRCDIR");
     snprintf(srcdir, sizeof srcdir, "%s", s && *s ? s : ".");
@@ -299,6 +366,7 @@ int main(void) {
     if (tap_ok(zt_tok_load(tokdir, &tok, &st) == ZT_OK, "load the tokenizer fixture %s", tokdir)) {
         test_templates(root, tok, tokdir);
         test_builtins(tok, tokdir);
+        test_pyjson(tokdir);
         zt_tok_free(tok);
     }
     test_misc();
