@@ -352,6 +352,37 @@ static void test_pyjson(const char *tokdir) {
     rmdir(dir);
 }
 
+/* issue 44: contents as lists of typed parts render and train as string contents */
+static void test_list_contents(void) {
+    static const char tpl[] = "{% for m in messages %}<{{ m.role }}>{% if m.content is string %}{{ m.content }}"
+                              "{% else %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}|{% endfor %}";
+    json_t *s = json_loads("[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"ab\"},"
+                           " {\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"assistant\", \"content\": \"cd\"}]", 0, NULL);
+    json_t *l = json_loads("[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"hi\"}]},"
+                           " {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]},"
+                           " {\"role\": \"user\", \"content\": \"q\"},"
+                           " {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"cd\"}]}]", 0, NULL);
+    zt_chat_text a, b;
+    zt_status st;
+    int ra = render_src(tpl, s, NULL, &a, &st), rb = render_src(tpl, l, NULL, &b, &st);
+    int same = ra == ZT_OK && rb == ZT_OK && !strcmp(a.text, b.text) && a.nspan == 2 && b.nspan == 2;
+    for (int i = 0; same && i < 2; ++i)
+        same = a.span[i].begin == b.span[i].begin && a.span[i].end == b.span[i].end && a.span[i].turn == b.span[i].turn;
+    tap_ok(same, "list contents render and trace as string contents (%s, %d spans)", rb == ZT_OK ? b.text : st.msg,
+           rb == ZT_OK ? b.nspan : -1);
+    if (ra == ZT_OK) zt_chat_text_free(&a);
+    if (rb == ZT_OK) zt_chat_text_free(&b);
+    json_t *img = json_loads("[{\"role\": \"user\", \"content\": [{\"type\": \"image\", \"url\": \"x.png\"}, "
+                             "{\"type\": \"text\", \"text\": \"what?\"}]}]", 0, NULL);
+    int rc = render_src(tpl, img, NULL, &a, &st);
+    tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "'image'") && strstr(st.msg, "message 0"),
+           "an image part is refused by name: %s", st.msg);
+    if (rc == ZT_OK) zt_chat_text_free(&a);
+    json_decref(s);
+    json_decref(l);
+    json_decref(img);
+}
+
 int main(void) {
     const char *s = getenv("ZT_SRCDIR");
     snprintf(srcdir, sizeof srcdir, "%s", s && *s ? s : ".");
@@ -370,6 +401,7 @@ int main(void) {
         zt_tok_free(tok);
     }
     test_misc();
+    test_list_contents();
     json_decref(root);
     return tap_done();
 }

@@ -323,7 +323,35 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
 static int marked_key(const char *k) {
     return !strcmp(k, "content") || !strcmp(k, "reasoning_content") || !strcmp(k, "thinking") || !strcmp(k, "reasoning");
 }
-static jv message_value(rctx *r, const json_t *m, uint32_t mark) {
+/* a content given as a list of typed parts ([{"type": "text", "text": ...}]): the text of each part
+ * traced as a string content is; a part of another type (image, audio, ...) is refused by name */
+static jv content_value(rctx *r, const json_t *v, uint32_t mark, size_t im) {
+    jctx *c = &r->c;
+    if (!json_is_array(v)) return from_json(r, v, mark, 1);
+    jlist *l = zj_mklist(c, (int)json_array_size(v));
+    size_t i;
+    const json_t *p;
+    json_array_foreach((json_t *)v, i, p) {
+        const json_t *ty = json_object_get(p, "type");
+        if (!json_is_object(p) || !json_is_string(ty))
+            zj_jfail(c, ZT_EDATA, "message %zu: content part %zu is not an object with a string \"type\"", im, i);
+        if (strcmp(json_string_value(ty), "text") != 0)
+            zj_jfail(c, ZT_EUNSUPPORTED, "message %zu: content part %zu of type '%.60s' (only \"text\" parts are "
+                     "rendered)", im, i, json_string_value(ty));
+        if (!json_is_string(json_object_get(p, "text")))
+            zj_jfail(c, ZT_EDATA, "message %zu: content part %zu (type text) has no string \"text\"", im, i);
+        jv d = {.t = V_DICT};
+        d.d = zj_mkdict(c);
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)p, k, e)
+            zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, strcmp(k, "text") ? 0 : mark, 2));
+        zj_lpush(c, l, d);
+    }
+    return vlist(l);
+}
+
+static jv message_value(rctx *r, const json_t *m, uint32_t mark, size_t im) {
     jctx *c = &r->c;
     static const char *const rnames[] = {"reasoning_content", "thinking", "reasoning"};
     const json_t *reason = NULL;
@@ -338,7 +366,8 @@ static jv message_value(rctx *r, const json_t *m, uint32_t mark) {
     const json_t *e;
     json_object_foreach((json_t *)m, k, e) {
         if (json_is_null(e)) continue;
-        zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, marked_key(k) ? mark : 0, 1));
+        jv v = !strcmp(k, "content") ? content_value(r, e, mark, im) : from_json(r, e, marked_key(k) ? mark : 0, 1);
+        zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), v);
     }
     if (reason) zj_dset(c, d.d, zj_mkstr(c, "reasoning_content", 17), from_json(r, reason, mark, 1));
     return d;
@@ -371,7 +400,7 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
         if (!json_is_object(m)) zj_jfail(c, ZT_EDATA, "message %zu is not an object", i);
         const json_t *role = json_object_get(m, "role");
         uint32_t mark = json_is_string(role) && !strcmp(json_string_value(role), "assistant") ? (uint32_t)(i + 1) : 0;
-        zj_lpush(c, ml, message_value(r, m, mark));
+        zj_lpush(c, ml, message_value(r, m, mark, i));
     }
     jv fn = {.t = V_FUNC};
     setvar(r, &glob, "messages", vlist(ml));

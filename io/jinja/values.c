@@ -16,7 +16,8 @@ void zj_jfail(jctx *c, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    zt_fail(c->st, code, "chat template line %d: %s", c->line, msg);
+    if (c->line > 0) zt_fail(c->st, code, "chat template line %d: %s", c->line, msg);
+    else zt_fail(c->st, code, "%s", msg);   /* the messages, before the template runs */
     longjmp(c->jb, 1);
 }
 
