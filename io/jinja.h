@@ -37,6 +37,7 @@ typedef struct zt_jinja zt_jinja;
 #define ZT_JINJA_MAX_NEST 32                    /* nested parentheses, brackets, calls, signs, not */
 #define ZT_JINJA_MAX_EXPR 128                   /* depth of one expression (chained operators, filters, attributes) */
 #define ZT_JINJA_MAX_RANGE 100000               /* range() items: jinja2's sandbox MAX_RANGE */
+#define ZT_JINJA_MAX_CALLS 16                   /* nested macro calls (a macro calling itself included) */
 
 /* Parse a template (UTF-8, n bytes).  Errors: ZT_EUNSUPPORTED naming the
  * construct, ZT_EDATA for a syntax error, each with the template line. */

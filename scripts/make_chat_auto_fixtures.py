@@ -317,15 +317,15 @@ SNIPPETS = [
     "{{ undefined_var.attr }}",
     "{{ 1 + 'a' }}",
     "{{ 'x' | wordcount }}",
-    "{% macro f() %}m{% endmacro %}{{ f() }}",
-    "{% set x %}block{% endset %}{{ x }}",
+    "{% filter upper %}m{% endfilter %}",
+    "{% for x in [1] recursive %}{{ x }}{% endfor %}",
     "{{ 'É'.upper() }}",
 ]
 
 
 # Snippets outside the subset: ztrain must refuse them, naming the construct.
-UNSUPPORTED = {"{{ 'x' | wordcount }}": "wordcount", "{% macro f() %}m{% endmacro %}{{ f() }}": "macro",
-               "{% set x %}block{% endset %}{{ x }}": "block set", "{{ 'É'.upper() }}": "non-ASCII"}
+UNSUPPORTED = {"{{ 'x' | wordcount }}": "wordcount", "{% filter upper %}m{% endfilter %}": "filter",
+               "{% for x in [1] recursive %}{{ x }}{% endfor %}": "recursive", "{{ 'É'.upper() }}": "non-ASCII"}
 
 
 def snippet_cases():

@@ -21,6 +21,16 @@
 
 static char srcdir[512];
 
+typedef struct { char *p; size_t n; } sbuf_t;
+static void sb_cat(sbuf_t *b, const char *s) {
+    size_t k = strlen(s);
+    char *np = b->p || !b->n ? realloc(b->p, b->n + k + 1) : NULL;
+    if (!np) { free(b->p); b->p = NULL; b->n = 1; return; }
+    memcpy(np + b->n, s, k + 1);
+    b->p = np;
+    b->n += k;
+}
+
 static const char *path_of(char *buf, size_t n, const char *rel) {
     snprintf(buf, n, "%s/%s", srcdir, rel);
     return buf;
@@ -284,6 +294,21 @@ static void test_misc(void) {
     free(src);
     rc = render_src("{{ ((((1)))) }}{% if 1 %}{% if 1 %}{% if 1 %}x{% endif %}{% endif %}{% endif %}", none, NULL, &out, &st);
     tap_ok(rc == ZT_OK && !strcmp(out.text, "1x"), "a little nesting renders");
+    {   /* issue 44: macro calls nested to their limit, each at the block and expression limits */
+        sbuf_t b = {0};
+        sb_cat(&b, "{% macro f(n) %}");
+        for (int i = 0; i < 63; ++i) sb_cat(&b, "{% if true %}");
+        sb_cat(&b, "{{ (f(n + 1)");
+        for (int i = 0; i < 120; ++i) sb_cat(&b, "|trim");
+        sb_cat(&b, ") }}");
+        for (int i = 0; i < 63; ++i) sb_cat(&b, "{% endif %}");
+        sb_cat(&b, "{% endmacro %}{{ f(0) }}");
+        int r2 = b.p ? render_src(b.p, none, NULL, &out, &st) : ZT_ENOMEM;
+        tap_ok(r2 == ZT_EDATA && strstr(st.msg, "macro calls nested deeper than 16 levels"),
+               "a macro recursing at the block and expression limits stops at the call limit: %s", st.msg);
+        if (r2 == ZT_OK) zt_chat_text_free(&out);
+        free(b.p);
+    }
     if (rc == ZT_OK) zt_chat_text_free(&out);
     json_decref(none);
 }

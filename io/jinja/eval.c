@@ -8,6 +8,7 @@
 #include "jinja_int.h"
 
 static jv eval(rctx *r, node *n, scope *sc);
+static jv call_macro(rctx *r, const jmacro *m, args *a, jv caller);
 
 static jv lookup(rctx *r, scope *sc, const char *name) {
     size_t n = strlen(name);
@@ -65,6 +66,7 @@ static jv eval(rctx *r, node *n, scope *sc) {
         args a;
         eval_args(r, n, sc, &a);
         c->line = n->line;
+        if (f.t == V_MACRO) return call_macro(r, f.mc, &a, (jv){.t = V_UNSET});
         return zj_call_value(r, f, &a);
     }
     case E_FILTER: {
@@ -171,6 +173,92 @@ static void assign(rctx *r, scope *sc, node *n, jv v) {
 
 static void exec_body(rctx *r, node *s, scope *sc);
 
+/* the output of a body in scope sc, as a string (a macro's value, a block set's) */
+static jstr *render_to_str(rctx *r, node *body, scope *sc) {
+    sbuf saved = r->out;
+    int brk = r->brk, cont = r->cont;
+    memset(&r->out, 0, sizeof r->out);
+    exec_body(r, body, sc);
+    jstr *s = zj_sb_str(&r->c, &r->out);
+    r->out = saved;
+    r->brk = brk;
+    r->cont = cont;
+    return s;
+}
+
+/* a macro keeps the scope it was defined in: the chain copied to the arena (the scopes themselves live
+ * on the C stack of the statements that made them; their variables are shared) */
+static scope *keep_scope(rctx *r, scope *sc) {
+    if (!sc) return NULL;
+    scope *k = zj_aalloc(&r->c, sizeof *k);
+    k->vars = sc->vars;
+    k->up = keep_scope(r, sc->up);
+    return k;
+}
+static jv macro_value(rctx *r, node *def, scope *sc) {
+    jmacro *m = zj_aalloc(&r->c, sizeof *m);
+    m->def = def;
+    m->sc = keep_scope(r, sc);
+    jv v = {.t = V_MACRO};
+    v.mc = m;
+    return v;
+}
+
+/* a call of macro m as jinja2's Macro.__call__: positional arguments, then keywords, then the defaults
+ * (evaluated in the macro's scope, after the arguments before them); the extra ones go to varargs /
+ * kwargs when the body uses them, else are errors; caller: the call block's (V_UNSET: none) */
+static jv call_macro(rctx *r, const jmacro *m, args *a, jv caller) {
+    jctx *c = &r->c;
+    const node *d = m->def;
+    int line = c->line;
+    if (r->calls >= ZT_JINJA_MAX_CALLS)
+        zj_jfail(c, ZT_EDATA, "macro calls nested deeper than %d levels " BUDGET, ZT_JINJA_MAX_CALLS);
+    zj_tick(c, 1);
+    scope ms = {m->sc, zj_mkdict(c)};
+    jlist *va = zj_mklist(c, 0);
+    jv kwd = {.t = V_DICT};
+    kwd.d = zj_mkdict(c);
+    int np = d->nv, npos = 0;
+    char *given = zj_aalloc(c, (size_t)np + 1);
+    memset(given, 0, (size_t)np + 1);
+    for (int i = 0; i < a->n; ++i) {
+        if (!a->kw[i]) {
+            if (npos < np) { setvar(r, &ms, d->kw[npos], a->v[i]); given[npos] = 1; }
+            else if (d->op & MF_VARARGS) zj_lpush(c, va, a->v[i]);
+            else zj_jfail(c, ZT_EDATA, "macro '%s' takes not more than %d argument(s)", d->name, np);
+            npos++;
+            continue;
+        }
+        int k = -1;
+        for (int p = 0; p < np; ++p) if (!strcmp(d->kw[p], a->kw[i])) k = p;
+        if (k >= 0) {
+            if (given[k]) zj_jfail(c, ZT_EDATA, "macro '%s' got multiple values for argument '%s'", d->name, a->kw[i]);
+            setvar(r, &ms, d->kw[k], a->v[i]);
+            given[k] = 1;
+        } else if (!strcmp(a->kw[i], "caller") && (d->op & MF_CALLER)) {
+            caller = a->v[i];
+        } else if (d->op & MF_KWARGS) {
+            zj_dset(c, kwd.d, zj_mkstr(c, a->kw[i], strlen(a->kw[i])), a->v[i]);
+        } else {
+            zj_jfail(c, ZT_EDATA, "macro '%s' takes no keyword argument '%s'", d->name, a->kw[i]);
+        }
+    }
+    r->calls++;
+    for (int p = 0; p < np; ++p) {
+        if (given[p]) continue;
+        jv v = d->v[p] ? eval(r, d->v[p], &ms)
+                       : vundefh(zj_afmt(c, "'%.200s' is undefined", d->kw[p]));
+        setvar(r, &ms, d->kw[p], v);
+    }
+    if (d->op & MF_VARARGS) setvar(r, &ms, "varargs", vlistk(va, K_TUPLE));
+    if (d->op & MF_KWARGS) setvar(r, &ms, "kwargs", kwd);
+    if (d->op & MF_CALLER) setvar(r, &ms, "caller", caller.t == V_UNSET ? vundefh("No caller defined") : caller);
+    jstr *s = render_to_str(r, d->b, &ms);
+    r->calls--;
+    c->line = line;
+    return vstr(s);
+}
+
 static void exec_for(rctx *r, node *s, scope *sc) {
     jctx *c = &r->c;
     jv it = eval(r, s->a, sc);
@@ -265,6 +353,34 @@ static void exec_body(rctx *r, node *s, scope *sc) {
         }
         case S_BREAK: r->brk = 1; break;
         case S_CONTINUE: r->cont = 1; break;
+        case S_MACRO: setvar(r, sc, s->name, macro_value(r, s, sc)); break;
+        case S_CALLBLK: {   /* the call, with caller= the block as a macro */
+            node *call = s->a;
+            jv f;
+            if (call->a->k == E_ATTR) {
+                jv x = eval(r, call->a->a, sc);
+                c->line = s->line;
+                f = zj_getattr_(r, x, call->a->name);
+            } else {
+                f = eval(r, call->a, sc);
+            }
+            args a;
+            eval_args(r, call, sc, &a);
+            c->line = s->line;
+            if (f.t != V_MACRO) {
+                if (f.t == V_UNDEF) zj_undef_fail(r, f, "a call");
+                zj_jfail(c, ZT_EUNSUPPORTED, "{%% call %%} of a %s (only macros take a caller)", zj_tname(f.t));
+            }
+            emit(r, call_macro(r, f.mc, &a, macro_value(r, s->c, sc)).s);
+            break;
+        }
+        case S_SETBLK: {
+            scope bs = {sc, zj_mkdict(c)};
+            jstr *v = render_to_str(r, s->b, &bs);
+            c->line = s->line;
+            setvar(r, sc, s->name, vstr(v));
+            break;
+        }
         case S_GEN: {   /* a call block: its own scope */
             scope gs = {sc, zj_mkdict(c)};
             exec_body(r, s->b, &gs);

@@ -249,7 +249,7 @@ static void repr_into(rctx *r, sbuf *b, jv v, int depth) {
         char buf[64];
         snprintf(buf, sizeof buf, "<LoopContext %d/%d>", v.lp->i + 1, v.lp->n);
         zj_sb_cstr(c, b, buf);
-    } else if (v.t == V_FUNC || v.t == V_METHOD) {
+    } else if (v.t == V_FUNC || v.t == V_METHOD || v.t == V_MACRO) {
         unprintable(r, v);
     } else {
         jstr *s = zj_to_str(r, v);
@@ -409,6 +409,7 @@ int zj_veq(rctx *r, jv a, jv b, int depth) {
         return 1;
     case V_RANGE: return range_eq(a.rg, b.rg);
     case V_FUNC: return a.fn == b.fn;
+    case V_MACRO: return a.mc == b.mc;
     case V_NS: return a.d == b.d;
     case V_LOOP: return a.lp == b.lp;
     default: zj_jfail(&r->c, ZT_EUNSUPPORTED, "comparing %ss", zj_tname(a.t));
