@@ -89,5 +89,12 @@ int zt_sft_encode_auto(const zt_tokenizer *t, const zt_chat_auto *a, const json_
 /* The rendering alone (spans against t's added tokens; t may be NULL). */
 int zt_chat_auto_render(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages, zt_chat_text *out,
                         zt_status *st);
+/* The same with an example's "tools" and "documents" (NULL: none), the template variables
+ * apply_chat_template(messages, tools=..., documents=...) sets. */
+int zt_chat_auto_render_tools(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages,
+                              const json_t *tools, const json_t *documents, zt_chat_text *out, zt_status *st);
+int zt_sft_encode_auto_tools(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages,
+                             const json_t *tools, const json_t *documents, int mode, int32_t **ids, uint8_t **mask,
+                             size_t *len, int *nspan, zt_status *st);
 
 #endif

@@ -113,6 +113,16 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
     if (msgs && (prompt || completion))
         return zt_fail(st, ZT_EDATA, "%s: has both \"messages\" and \"prompt\"/\"completion\" (give one form)",
                        where);
+    /* an example's tools and documents: the template's variables of the same names */
+    static const char *const lists[] = {"tools", "documents"};
+    for (int k = 0; k < 2; ++k) {
+        json_t *v = json_object_get(e->root, lists[k]);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_array(v)) return zt_fail(st, ZT_EDATA, "%s: \"%s\" must be a list", where, lists[k]);
+        if (!e->any_role)
+            return zt_fail(st, ZT_EDATA, "%s: \"%s\" needs the model's own chat template (--template auto or a "
+                           ".jinja file); the built-in templates have no %s", where, lists[k], lists[k]);
+    }
     if (!msgs) {
         if (!prompt || !completion)
             return zt_fail(st, ZT_EDATA, "%s: expected \"messages\" (a list of {\"role\", \"content\"}) or "
@@ -236,11 +246,17 @@ int zt_sft_encode_chat(const zt_tokenizer *t, int tmpl, const char *bos, const c
 
 int zt_sft_encode_auto(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages, int mode,
                        int32_t **ids, uint8_t **mask, size_t *len, int *nspan, zt_status *st) {
+    return zt_sft_encode_auto_tools(t, a, messages, NULL, NULL, mode, ids, mask, len, nspan, st);
+}
+
+int zt_sft_encode_auto_tools(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages,
+                             const json_t *tools, const json_t *documents, int mode, int32_t **ids, uint8_t **mask,
+                             size_t *len, int *nspan, zt_status *st) {
     *ids = NULL;
     *mask = NULL;
     *len = 0;
     zt_chat_text r;
-    ZT_TRY(zt_chat_auto_render(a, t, messages, &r, st));
+    ZT_TRY(zt_chat_auto_render_tools(a, t, messages, tools, documents, &r, st));
     *nspan = r.nspan;
     int rc = encode_masked(t, &r, mode, ids, len, mask, st);
     if (rc != ZT_OK) {
@@ -282,7 +298,9 @@ static int do_example(prep_state *ps, const char *line, size_t len, const char *
     int rc = parse_example(line, len, where, &ps->ex, st);
     if (rc == ZT_OK) {
         if (ps->autot)
-            rc = zt_sft_encode_auto(ps->tok, ps->autot, ps->ex.msgs, o->mask, &ids, &mask, &n, &nspan, st);
+            rc = zt_sft_encode_auto_tools(ps->tok, ps->autot, ps->ex.msgs, json_object_get(ps->ex.root, "tools"),
+                                          json_object_get(ps->ex.root, "documents"), o->mask, &ids, &mask, &n,
+                                          &nspan, st);
         else
             rc = zt_sft_encode_chat(ps->tok, ps->tmpl, ps->bos, ps->eos, ps->ex.msg, ps->ex.n, o->mask, &ids,
                                     &mask, &n, &nspan, st);

@@ -224,7 +224,7 @@ CASES = [
     ("{%- macro f(x) -%}\n  <{{ x }}>\n{%- endmacro -%}\n{{ f('a') ~ f('b') }}{{ f('c')|length }}{{ f is callable }}",
      "same"),
     ("{% macro f(a) %}{{ a }}{{ b }}{% endmacro %}{% set b = 'B' %}{{ f() }}|{{ f(a=none) }}", "same"),
-    ("{% macro f(a) %}{{ a + 1 }}{% endmacro %}{{ f() }}", "error", "'a' is undefined"),
+    ("{% macro f(a) %}{{ a + 1 }}{% endmacro %}{{ f() }}", "error", "parameter 'a' was not provided"),
     ("{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}", "error", "takes not more than 1 argument"),
     ("{% macro f(a) %}{{ a }}{% endmacro %}{{ f(b=1) }}", "error", "takes no keyword argument 'b'"),
     ("{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, a=2) }}", "error", "multiple values for argument 'a'"),

@@ -247,7 +247,7 @@ static jv call_macro(rctx *r, const jmacro *m, args *a, jv caller) {
     for (int p = 0; p < np; ++p) {
         if (given[p]) continue;
         jv v = d->v[p] ? eval(r, d->v[p], &ms)
-                       : vundefh(zj_afmt(c, "'%.200s' is undefined", d->kw[p]));
+                       : vundefh(zj_afmt(c, "parameter '%.200s' was not provided", d->kw[p]));
         setvar(r, &ms, d->kw[p], v);
     }
     if (d->op & MF_VARARGS) setvar(r, &ms, "varargs", vlistk(va, K_TUPLE));
@@ -391,7 +391,21 @@ static void exec_body(rctx *r, node *s, scope *sc) {
     }
 }
 
-static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
+/* mark: of the strings (deep: also those inside lists and dicts, and the keys) */
+static jv from_json_(rctx *r, const json_t *j, uint32_t mark, int depth, int deep);
+static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) { return from_json_(r, j, mark, depth, 0); }
+static jstr *marked_str(rctx *r, const char *p, size_t n, uint32_t mark) {
+    jctx *c = &r->c;
+    jstr *s = zj_mkstr(c, p, n);
+    if (mark) {
+        s->mk = zj_aalloc(c, (s->n ? s->n : 1) * sizeof(uint32_t));
+        for (size_t i = 0; i < s->n; ++i) s->mk[i] = mark;
+        if (!s->n) s->mk = NULL;
+        s->tail = s->n ? 0 : mark;
+    }
+    return s;
+}
+static jv from_json_(rctx *r, const json_t *j, uint32_t mark, int depth, int deep) {
     jctx *c = &r->c;
     if (depth > 4096) zj_jfail(c, ZT_EDATA, "a message nested deeper than 4096 levels");
     switch (json_typeof(j)) {
@@ -400,22 +414,13 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
     case JSON_FALSE: return vbool(0);
     case JSON_INTEGER: return vint((long long)json_integer_value(j));
     case JSON_REAL: return vfloat(json_real_value(j));
-    case JSON_STRING: {
-        jstr *s = zj_mkstr(c, json_string_value(j), json_string_length(j));
-        if (mark) {
-            s->mk = zj_aalloc(c, (s->n ? s->n : 1) * sizeof(uint32_t));
-            for (size_t i = 0; i < s->n; ++i) s->mk[i] = mark;
-            if (!s->n) s->mk = NULL;
-            s->tail = s->n ? 0 : mark;
-        }
-        return vstr(s);
-    }
+    case JSON_STRING: return vstr(marked_str(r, json_string_value(j), json_string_length(j), mark));
     case JSON_ARRAY: {
         if (json_array_size(j) > (size_t)INT_MAX / 2) zj_jfail(c, ZT_EDATA, "a message list too long");
         jlist *l = zj_mklist(c, (int)json_array_size(j));
         size_t i;
         const json_t *e;
-        json_array_foreach((json_t *)j, i, e) zj_lpush(c, l, from_json(r, e, 0, depth + 1));
+        json_array_foreach((json_t *)j, i, e) zj_lpush(c, l, from_json_(r, e, deep ? mark : 0, depth + 1, deep));
         return vlist(l);
     }
     default: {
@@ -424,7 +429,7 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
         const char *k;
         const json_t *e;
         json_object_foreach((json_t *)j, k, e) {
-            zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, 0, depth + 1));
+            zj_dset(c, d.d, marked_str(r, k, strlen(k), deep ? mark : 0), from_json_(r, e, deep ? mark : 0, depth + 1, deep));
         }
         return d;
     }
@@ -452,7 +457,7 @@ static jv content_value(rctx *r, const json_t *v, uint32_t mark, size_t im) {
         if (!json_is_object(p) || !json_is_string(ty))
             zj_jfail(c, ZT_EDATA, "message %zu: content part %zu is not an object with a string \"type\"", im, i);
         if (strcmp(json_string_value(ty), "text") != 0)
-            zj_jfail(c, ZT_EUNSUPPORTED, "message %zu: content part %zu of type '%.60s' (only \"text\" parts are "
+            zj_jfail(c, ZT_EDATA, "message %zu: content part %zu of type '%.60s' (only \"text\" parts are "
                      "rendered)", im, i, json_string_value(ty));
         if (!json_is_string(json_object_get(p, "text")))
             zj_jfail(c, ZT_EDATA, "message %zu: content part %zu (type text) has no string \"text\"", im, i);
@@ -482,7 +487,9 @@ static jv message_value(rctx *r, const json_t *m, uint32_t mark, size_t im) {
     const json_t *e;
     json_object_foreach((json_t *)m, k, e) {
         if (json_is_null(e)) continue;
-        jv v = !strcmp(k, "content") ? content_value(r, e, mark, im) : from_json(r, e, marked_key(k) ? mark : 0, 1);
+        jv v = !strcmp(k, "content")      ? content_value(r, e, mark, im)
+               : !strcmp(k, "tool_calls") ? from_json_(r, e, mark, 1, 1)   /* every string, keys too */
+                                          : from_json(r, e, marked_key(k) ? mark : 0, 1);
         zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), v);
     }
     if (reason) zj_dset(c, d.d, zj_mkstr(c, "reasoning_content", 17), from_json(r, reason, mark, 1));
@@ -556,10 +563,24 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
     for (size_t i = 1; i <= nm; ++i) nspan += lo[i] != (size_t)-1;
     out->span = calloc((size_t)(nspan ? nspan : 1), sizeof *out->span);
     if (!out->span) { free(lo); free(hi); zj_jfail(c, ZT_ENOMEM, "out of memory"); }
+    /* the eos_token ends the turn of an assistant message with tool calls (the template's markup
+     * after the calls, e.g. "}\n</tool_call>", is trained up to it) */
+    const json_t *eosv = vars ? json_object_get(vars, "eos_token") : NULL;
+    const char *eos = json_is_string(eosv) ? json_string_value(eosv) : NULL;
+    size_t neos = eos ? json_string_length(eosv) : 0;
     for (size_t i = 1; i <= nm; ++i) {
         if (lo[i] == (size_t)-1) continue;
         size_t e = hi[i];
-        if (token_at && e < o->n) e += token_at(tctx, o->p + e, o->n - e);
+        const json_t *m = json_array_get(messages, i - 1), *tc = json_object_get(m, "tool_calls");
+        size_t stop = o->n;   /* the next traced message's first byte */
+        for (size_t k = i + 1; k <= nm; ++k)
+            if (lo[k] != (size_t)-1 && lo[k] >= e && lo[k] < stop) stop = lo[k];
+        const char *at = NULL;
+        if (neos && json_is_array(tc) && json_array_size(tc) > 0 && e <= stop)
+            for (size_t q = e; q + neos <= stop && !at; ++q)
+                if (!memcmp(o->p + q, eos, neos)) at = o->p + q;
+        if (at) e = (size_t)(at - o->p) + neos;
+        else if (token_at && e < o->n) e += token_at(tctx, o->p + e, o->n - e);
         out->span[out->nspan].begin = lo[i];
         out->span[out->nspan].end = e;
         out->span[out->nspan].turn = (int)(i - 1);

@@ -719,10 +719,7 @@ static jv filter_tojson(rctx *r, jv x, args *a) {
     }
     sbuf b = {0};
     zj_json_into(r, &b, x, &o, 0);
-    jstr *s = zj_sb_str(c, &b);
-    s->mk = NULL;
-    s->tail = 0;
-    return vstr(s);
+    return vstr(zj_sb_str(c, &b));   /* traced strings stay traced (an escape as its character) */
 }
 
 jv zj_apply_filter(rctx *r, const char *f, int unknown, jv x, args *a) {

@@ -565,6 +565,9 @@ static void p_params(parser *P, node *m) {
             dflt = 1;
         } else if (dflt) {
             zj_jfail(P->c, ZT_EDATA, "parameter without a default ('%s') after one with a default", nm);
+        } else if (!strcmp(nm, "caller")) {
+            zj_jfail(P->c, ZT_EDATA, "When defining macros or call blocks the special \"caller\" argument must be "
+                     "omitted or be given a default.");
         }
         addarg(P, m, d, nm);
         if (!is_op(P, ",")) break;
