@@ -95,6 +95,39 @@ static int add_msg(example *e, int role, json_t *content, const char *where, int
     return ZT_OK;
 }
 
+/* A content given as a list of typed parts, for a built-in template: the texts of its "text" parts
+ * joined, put in place of the list (so that e->root owns it); another part type is refused by name. */
+static int join_parts(json_t *m, const char *where, size_t idx, zt_status *st) {
+    json_t *c = json_object_get(m, "content"), *p;
+    if (!json_is_array(c)) return ZT_OK;
+    size_t n = 0, i;
+    json_array_foreach(c, i, p) {
+        json_t *ty = json_object_get(p, "type"), *tx = json_object_get(p, "text");
+        if (!json_is_string(ty))
+            return zt_fail(st, ZT_EDATA, "%s: message %zu: content part %zu is not an object with a string \"type\"",
+                           where, idx, i);
+        if (strcmp(json_string_value(ty), "text") != 0)
+            return zt_fail(st, ZT_EDATA, "%s: message %zu: content part %zu of type '%.60s' (only \"text\" parts are "
+                           "rendered)", where, idx, i, json_string_value(ty));
+        if (!json_is_string(tx))
+            return zt_fail(st, ZT_EDATA, "%s: message %zu: content part %zu (type text) has no string \"text\"",
+                           where, idx, i);
+        n += json_string_length(tx);
+    }
+    char *s = malloc(n + 1);
+    if (!s) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    n = 0;
+    json_array_foreach(c, i, p) {
+        json_t *tx = json_object_get(p, "text");
+        memcpy(s + n, json_string_value(tx), json_string_length(tx));
+        n += json_string_length(tx);
+    }
+    json_t *j = json_stringn_nocheck(s, n);
+    free(s);
+    if (!j || json_object_set_new(m, "content", j) != 0) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    return ZT_OK;
+}
+
 /* One JSON line -> the messages of e (pointing into e->root).  where:
  * "FILE:LINE". */
 static int parse_example(const char *line, size_t len, const char *where, example *e, zt_status *st) {
@@ -150,6 +183,7 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
         if (r < 0)
             return zt_fail(st, ZT_EDATA, "%s: message %zu: unknown role '%s' (expected system, user or "
                            "assistant)", where, i, json_string_value(role));
+        ZT_TRY(join_parts(m, where, i, st));
         ZT_TRY(add_msg(e, r, json_object_get(m, "content"), where, (int)i, st));
     }
     if (e->any_role) e->msgs = json_incref(msgs);

@@ -84,10 +84,17 @@ prep --input l1.jsonl --tokenizer glm --seq-len 256 --output ll > ll.out 2> ll.e
 ok $? "list contents with GLM-4.6's template (a macro reads them) and --mask assistant"
 diag ll.err
 check "  ... the same windows and masks as the string contents" cmp -s ls_train.sft ll_train.sft
+prep --input s1.jsonl --tokenizer plain --template chatml --seq-len 256 --output bs > bs.out 2>&1
+prep --input l1.jsonl --tokenizer plain --template chatml --seq-len 256 --output bl > bl.out 2> bl.err
+ok $? "list contents with a built-in template (chatml)"
+check "  ... the same windows and masks as the string contents" cmp -s bs_train.sft bl_train.sft
 printf '%s\n' '{"messages": [{"role": "user", "content": [{"type": "image", "url": "x.png"}]}, {"role": "assistant", "content": "a cat"}]}' > img.jsonl
 prep --input img.jsonl --tokenizer glm --seq-len 256 --output im > im.out 2> im.err
 check "  ... an image part: exit 1 naming it" test $? -eq 1 -a -n "$(grep "img.jsonl:1: .*content part 0 of type 'image'" im.err)"
 diag im.err
+prep --input img.jsonl --tokenizer plain --template chatml --seq-len 256 --output imb > imb.out 2> imb.err
+check "  ... (with a built-in template too)" test $? -eq 1 -a -n "$(grep "img.jsonl:1: message 0: content part 0 of type 'image'" imb.err)"
+diag imb.err
 
 # --template-var
 tokdir l32 "$TP/llama3.2.jinja"
