@@ -3,7 +3,10 @@
 chat templates for `--template auto` (io/jinja/, tests/test_chat_auto).
 
 For each template in tests/data/sft/templates (verbatim copies of the
-models' chat templates) and 30 generated conversations, records:
+models' chat templates; sources in its README.md) and 30 generated
+conversations -- plus N_TOOL_CHATS function-calling ones, with `tools`,
+assistant `tool_calls` and `tool` results, for each template of
+TOOL_TEMPLATES (issue 44) -- records:
   - the text transformers' apply_chat_template renders (tokenize=False,
     add_generation_prompt=False), or the error it raises;
   - the bytes each assistant message trains on, by ztrain's rule
