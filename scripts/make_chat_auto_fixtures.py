@@ -11,8 +11,9 @@ TOOL_TEMPLATES (issue 44) -- records:
     add_generation_prompt=False), or the error it raises;
   - the bytes each assistant message trains on, by ztrain's rule
     (docs/sft.md): from the first to the last rendered character that came
-    from the message's content / reasoning, plus the added token right
-    after it.  The characters are traced here by rendering the same
+    from the message's content / reasoning / tool calls, plus the added
+    token right after it (a message with tool calls: through the first
+    eos_token after it).  The characters are traced here by rendering the same
     compiled template with str subclasses that carry per-character marks
     (an independent implementation of the rule), checked to render exactly
     transformers' text;

@@ -2,7 +2,8 @@
  * rendered by io/jinja/ against transformers' apply_chat_template
  * (tests/data/sft/auto.json, written by scripts/make_chat_auto_fixtures.py):
  * the text, the trained spans, the token ids and the masks of 30
- * conversations per template; small templates covering the subset's
+ * conversations per template (and 12 function-calling ones per template
+ * with a tools branch, issue 44); small templates covering the subset's
  * semantics, its errors and the constructs it refuses; and the built-in
  * templates' Jinja sources rendered by the engine == the built-in C
  * renderers (text and spans). */
