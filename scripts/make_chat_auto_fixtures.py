@@ -51,9 +51,10 @@ TEMPLATES = {
     "deepseek-v3": ("deepseek-v3.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", {}),
     "mistral-v0.3": ("mistral-v0.3.jinja", "<s>", "</s>", {}),
     "glm-4.6": ("glm-4.6.jinja", None, "<|endoftext|>", {}),
+    "hermes": ("hermes.jinja", "<|begin_of_text|>", "<|im_end|>", {}),
 }
 # templates with a tools branch: N_TOOL_CHATS more conversations each, with tools, tool calls and results
-TOOL_TEMPLATES = ["llama3.1", "llama3.2", "qwen2.5", "qwen3", "mistral-nemo", "mistral-v0.3", "glm-4.6"]
+TOOL_TEMPLATES = ["llama3.1", "llama3.2", "qwen2.5", "qwen3", "mistral-nemo", "mistral-v0.3", "glm-4.6", "hermes"]
 N_TOOL_CHATS = 12
 SPECIAL = ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|im_start|>",
            "<|im_end|>", "<s>", "</s>", "[INST]", "[/INST]", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",
