@@ -9,12 +9,14 @@
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
-/* a token that jansson refuses, at s[0, n): its replacement (NULL: keep), *len its length */
+/* a token that jansson refuses, at s[0, n): its replacement (NULL: keep; QUOTE: the token itself in
+ * quotes), *len its length */
+static const char QUOTE[] = "\"";
 static const char *rewrite(const char *s, size_t n, size_t *len) {
     static const char *const consts[] = {"-Infinity", "Infinity", "NaN"};
     for (int k = 0; k < 3; ++k) {
         size_t m = strlen(consts[k]);
-        if (n >= m && !memcmp(s, consts[k], m)) { *len = m; return "null"; }
+        if (n >= m && !memcmp(s, consts[k], m)) { *len = m; return QUOTE; }
     }
     size_t i = 0;
     if (s[i] == '-') ++i;
@@ -52,7 +54,7 @@ static const char *rewrite(const char *s, size_t n, size_t *len) {
     double v = strtod(num, NULL);
     int over = errno == ERANGE && isinf(v);
     free(num);
-    if (over) return "null";
+    if (over) return isint ? QUOTE : v < 0 ? "\"-Infinity\"" : "\"Infinity\"";
     return isint ? ".0" : NULL;   /* ".0": appended (the integer read as a real) */
 }
 
@@ -74,12 +76,16 @@ json_t *zt_json_loadb_py(const char *buf, size_t n, size_t flags, json_error_t *
         const char *rep = rewrite(buf + i, n - i, &len);
         if (!len) len = 1;
         if (rep) {
-            size_t keep = rep[0] == '.' ? len : 0, rl = strlen(rep);
-            char *no = realloc(out, on + (i - done) + keep + rl + 1);
+            /* ".0" appended; QUOTE: the token between quotes; else the token replaced */
+            size_t keep = rep[0] == '.' || rep == QUOTE ? len : 0, rl = strlen(rep);
+            char *no = realloc(out, on + (i - done) + keep + 2 * rl + 1);
             if (!no) { free(out); out = NULL; break; }
             out = no;
-            memcpy(out + on, buf + done, i - done + keep);
-            on += i - done + keep;
+            memcpy(out + on, buf + done, i - done);
+            on += i - done;
+            if (rep == QUOTE) out[on++] = '"';
+            memcpy(out + on, buf + i, keep);
+            on += keep;
             memcpy(out + on, rep, rl);
             on += rl;
             done = i + len;

@@ -10,9 +10,11 @@
  *   - an integer outside 64 bits becomes the real nearest to it (what
  *     Python's float(x) gives; e.g. model_max_length int(1e30) reads as
  *     1e30, "no limit");
- *   - an integer or real beyond the range of a double, NaN, Infinity and
- *     -Infinity become null (a value no reader of ztrain's uses; a reader
- *     that needs the key finds a null and names it).
+ *   - NaN, Infinity and -Infinity, and a real beyond the range of a double
+ *     (Python: inf), become the strings "NaN", "Infinity", "-Infinity"; an
+ *     integer beyond the range of a double becomes the string of its digits:
+ *     a key ztrain reads as a number refuses such a value, naming the key
+ *     (never a silent default), and a key it does not use ignores it.
  * Everything else (and the line numbers of jansson's errors) is unchanged. */
 #ifndef ZT_JSON_PY_H
 #define ZT_JSON_PY_H
