@@ -74,6 +74,16 @@ prep --input fcbi.jsonl --tokenizer plain --template chatml --seq-len 256 --outp
 check "  ... \"tools\" with a built-in template: exit 1 naming it" test $? -eq 1 -a -n "$(grep '"tools" needs the model' fbi.err)"
 diag fbi.err
 
+# ... and its documents
+printf '%s\n' '{% for d in documents %}{{ d.title }}: {{ d.text }}|{% endfor %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}' > docs.jinja
+printf '%s\n' '{"documents": [{"title": "A", "text": "alpha"}, {"title": "B", "text": "beta"}], "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}' > doc1.jsonl
+printf '%s\n' '{"documents": [], "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}' > doc0.jsonl
+prep --input doc1.jsonl --tokenizer plain --template ./docs.jinja --seq-len 256 --output dc1 > dc1.out 2> dc1.err
+ok $? "an example's documents reach the template"
+diag dc1.err
+prep --input doc0.jsonl --tokenizer plain --template ./docs.jinja --seq-len 256 --output dc0 > dc0.out 2>&1
+check "  ... (more tokens than with no documents)" test -n "$(tokens dc1.out)" -a "$(tokens dc1.out)" -gt "$(tokens dc0.out)"
+
 # issue 44: contents as lists of typed parts train as string contents; other parts are refused
 printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]}' > s1.jsonl
 printf '%s\n' '{"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": " there"}]}]}' > l1.jsonl
