@@ -51,11 +51,13 @@ typedef size_t (*zt_jinja_token_at)(const void *ctx, const char *s, size_t n);
 /* Render with add_generation_prompt false.  messages: a JSON array of
  * message objects (every key is visible to the template); vars: a JSON
  * object of further variables (bos_token, eos_token, date_string, ...;
- * NULL for none).  The strings "content" and "reasoning_content" of the
- * messages whose role is "assistant" are tracked through the rendering: the
- * span of such a message i runs from the first rendered byte that came from
- * them to the last one, plus the added token right after it (token_at; NULL:
- * none); out->span has one span per assistant message that left a trace
+ * NULL for none).  The strings "content" (also the "text" of its typed
+ * parts) and "reasoning_content" of the messages whose role is "assistant",
+ * and every string of their "tool_calls", are tracked through the rendering:
+ * the span of such a message i runs from the first rendered byte that came
+ * from them to the last one, plus the added token right after it (token_at;
+ * NULL: none) -- for a message with tool calls, through the first eos_token
+ * (vars) after it when one comes before the next traced message; out->span has one span per assistant message that left a trace
  * (an empty content leaves its position), in message order.  The template's
  * raise_exception and evaluation errors are ZT_EDATA. */
 int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
