@@ -29,6 +29,7 @@
 #include "nf4.h"
 #include "precision.h"
 #include "lora.h"
+#include "json_py.h"
 
 static void hex64(char *b, uint64_t v) { snprintf(b, 17, "%016llx", (unsigned long long)v); }
 
@@ -603,7 +604,7 @@ static int peft_load_local(zt_ctx *ctx, const char *dir, float *full, zt_status 
     char p[ZT_PATH_MAX + 64];
     snprintf(p, sizeof p, "%s/adapter_config.json", dir);
     json_error_t je;
-    json_t *j = json_load_file(p, 0, &je);
+    json_t *j = zt_json_load_file_py(p, 0, &je);
     char why[200];
     if (!j) return zt_fail(st, ZT_EIO, "%s: not readable JSON: %s", p, zt_json_error_text(je.text, why, sizeof why));
     int rc = json_is_object(j) ? ck_peft_config_check(mc, j, p, st)

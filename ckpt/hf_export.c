@@ -21,6 +21,7 @@
 #include "ckpt_internal.h"
 #include "config.h"
 #include "arch.h"
+#include "json_py.h"
 
 /* The model keys of a stored configuration JSON ({"ztrain": {"model":
  * {...}, "init_from": ...}}) into cfg; absent keys keep their defaults (a
@@ -255,7 +256,7 @@ static int make_family(hf_export *e, zt_status *st) {
     if (e->src) {
         char p[ZT_PATH_MAX + 128];
         snprintf(p, sizeof p, "%s/config.json", e->src);
-        e->orig = json_load_file(p, 0, NULL);
+        e->orig = zt_json_load_file_py(p, 0, NULL);
     }
     const char *oarch = NULL;
     json_t *oa = e->orig ? json_object_get(e->orig, "architectures") : NULL;

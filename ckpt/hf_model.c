@@ -25,6 +25,7 @@
 #include "ckpt_internal.h"
 #include "arch.h"
 #include "devmem.h"
+#include "json_py.h"
 
 /* ================================================================ config.json */
 
@@ -120,7 +121,7 @@ static int hf_open(const char *dir_or_json, hf_cfg *h, zt_status *st) {
     else snprintf(h->path, sizeof h->path, "%s", dir_or_json);
     json_error_t je;
     char why[200];
-    h->root = json_load_file(h->path, JSON_REJECT_DUPLICATES, &je);
+    h->root = zt_json_load_file_py(h->path, JSON_REJECT_DUPLICATES, &je);
     if (!h->root) {
         if (stat(h->path, &sb) != 0)
             return zt_fail(st, ZT_EIO, "%s: missing (not a Hugging Face model directory)", h->path);
@@ -738,7 +739,7 @@ static int hf_files_open(const char *dir, hf_files *F, zt_status *st) {
         return zt_fail(st, ZT_EIO, "%s: neither model.safetensors nor "
                        "model.safetensors.index.json (only safetensors weights are read)", dir);
     json_error_t je;
-    json_t *root = json_load_file(idx, 0, &je);
+    json_t *root = zt_json_load_file_py(idx, 0, &je);
     char why[200];
     if (!root) return zt_fail(st, ZT_EDATA, "%s: line %d: %s", idx, je.line, zt_json_error_text(je.text, why, sizeof why));
     json_t *wm = json_object_get(root, "weight_map");

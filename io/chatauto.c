@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include "internal.h"
 #include "jinja.h"
+#include "json_py.h"
 
 struct zt_chat_auto {
     zt_jinja *j;
@@ -53,7 +54,7 @@ static int load_config(const char *dir, json_t **cfg, zt_status *st) {
     struct stat sb;
     if (stat(p, &sb) != 0) return ZT_OK;
     json_error_t je;
-    *cfg = json_load_file(p, JSON_ALLOW_NUL, &je);
+    *cfg = zt_json_load_file_py(p, JSON_ALLOW_NUL, &je);
     char why[200];
     if (!*cfg)
         return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column,
@@ -167,7 +168,23 @@ static size_t added_at(const void *ctx, const char *s, size_t n) { return zt_tok
 
 int zt_chat_auto_render(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages, zt_chat_text *out,
                         zt_status *st) {
-    int rc = zt_jinja_render(a->j, messages, a->vars, t ? added_at : NULL, t, out, st);
+    return zt_chat_auto_render_tools(a, t, messages, NULL, NULL, out, st);
+}
+
+int zt_chat_auto_render_tools(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages,
+                              const json_t *tools, const json_t *documents, zt_chat_text *out, zt_status *st) {
+    json_t *vars = a->vars;
+    if (tools || documents) {   /* the template's variables and these two (a shallow copy) */
+        vars = json_copy(a->vars);
+        if (!vars || (tools && json_object_set(vars, "tools", (json_t *)tools)) ||
+            (documents && json_object_set(vars, "documents", (json_t *)documents))) {
+            json_decref(vars);
+            memset(out, 0, sizeof *out);
+            return zt_fail(st, ZT_ENOMEM, "out of memory");
+        }
+    }
+    int rc = zt_jinja_render(a->j, messages, vars, t ? added_at : NULL, t, out, st);
+    if (vars != a->vars) json_decref(vars);
     if (rc != ZT_OK) zt_fail_prefix(st, "%s", a->origin);   /* the template's errors name it */
     return rc;
 }

@@ -37,6 +37,7 @@ typedef struct zt_jinja zt_jinja;
 #define ZT_JINJA_MAX_NEST 32                    /* nested parentheses, brackets, calls, signs, not */
 #define ZT_JINJA_MAX_EXPR 128                   /* depth of one expression (chained operators, filters, attributes) */
 #define ZT_JINJA_MAX_RANGE 100000               /* range() items: jinja2's sandbox MAX_RANGE */
+#define ZT_JINJA_MAX_CALLS 16                   /* nested macro calls (a macro calling itself included) */
 
 /* Parse a template (UTF-8, n bytes).  Errors: ZT_EUNSUPPORTED naming the
  * construct, ZT_EDATA for a syntax error, each with the template line. */
@@ -50,11 +51,13 @@ typedef size_t (*zt_jinja_token_at)(const void *ctx, const char *s, size_t n);
 /* Render with add_generation_prompt false.  messages: a JSON array of
  * message objects (every key is visible to the template); vars: a JSON
  * object of further variables (bos_token, eos_token, date_string, ...;
- * NULL for none).  The strings "content" and "reasoning_content" of the
- * messages whose role is "assistant" are tracked through the rendering: the
- * span of such a message i runs from the first rendered byte that came from
- * them to the last one, plus the added token right after it (token_at; NULL:
- * none); out->span has one span per assistant message that left a trace
+ * NULL for none).  The strings "content" (also the "text" of its typed
+ * parts) and "reasoning_content" of the messages whose role is "assistant",
+ * and every string of their "tool_calls", are tracked through the rendering:
+ * the span of such a message i runs from the first rendered byte that came
+ * from them to the last one, plus the added token right after it (token_at;
+ * NULL: none) -- for a message with tool calls, through the first eos_token
+ * (vars) after it when one comes before the next traced message; out->span has one span per assistant message that left a trace
  * (an empty content leaves its position), in message order.  The template's
  * raise_exception and evaluation errors are ZT_EDATA. */
 int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
@@ -91,5 +94,12 @@ int zt_sft_encode_auto(const zt_tokenizer *t, const zt_chat_auto *a, const json_
 /* The rendering alone (spans against t's added tokens; t may be NULL). */
 int zt_chat_auto_render(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages, zt_chat_text *out,
                         zt_status *st);
+/* The same with an example's "tools" and "documents" (NULL: none), the template variables
+ * apply_chat_template(messages, tools=..., documents=...) sets. */
+int zt_chat_auto_render_tools(const zt_chat_auto *a, const zt_tokenizer *t, const json_t *messages,
+                              const json_t *tools, const json_t *documents, zt_chat_text *out, zt_status *st);
+int zt_sft_encode_auto_tools(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages,
+                             const json_t *tools, const json_t *documents, int mode, int32_t **ids, uint8_t **mask,
+                             size_t *len, int *nspan, zt_status *st);
 
 #endif

@@ -95,6 +95,39 @@ static int add_msg(example *e, int role, json_t *content, const char *where, int
     return ZT_OK;
 }
 
+/* A content given as a list of typed parts, for a built-in template: the texts of its "text" parts
+ * joined, put in place of the list (so that e->root owns it); another part type is refused by name. */
+static int join_parts(json_t *m, const char *where, size_t idx, zt_status *st) {
+    json_t *c = json_object_get(m, "content"), *p;
+    if (!json_is_array(c)) return ZT_OK;
+    size_t n = 0, i;
+    json_array_foreach(c, i, p) {
+        json_t *ty = json_object_get(p, "type"), *tx = json_object_get(p, "text");
+        if (!json_is_string(ty))
+            return zt_fail(st, ZT_EDATA, "%s: message %zu: content part %zu is not an object with a string \"type\"",
+                           where, idx, i);
+        if (strcmp(json_string_value(ty), "text") != 0)
+            return zt_fail(st, ZT_EDATA, "%s: message %zu: content part %zu of type '%.60s' (only \"text\" parts are "
+                           "rendered)", where, idx, i, json_string_value(ty));
+        if (!json_is_string(tx))
+            return zt_fail(st, ZT_EDATA, "%s: message %zu: content part %zu (type text) has no string \"text\"",
+                           where, idx, i);
+        n += json_string_length(tx);
+    }
+    char *s = malloc(n + 1);
+    if (!s) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    n = 0;
+    json_array_foreach(c, i, p) {
+        json_t *tx = json_object_get(p, "text");
+        memcpy(s + n, json_string_value(tx), json_string_length(tx));
+        n += json_string_length(tx);
+    }
+    json_t *j = json_stringn_nocheck(s, n);
+    free(s);
+    if (!j || json_object_set_new(m, "content", j) != 0) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    return ZT_OK;
+}
+
 /* One JSON line -> the messages of e (pointing into e->root).  where:
  * "FILE:LINE". */
 static int parse_example(const char *line, size_t len, const char *where, example *e, zt_status *st) {
@@ -113,6 +146,16 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
     if (msgs && (prompt || completion))
         return zt_fail(st, ZT_EDATA, "%s: has both \"messages\" and \"prompt\"/\"completion\" (give one form)",
                        where);
+    /* an example's tools and documents: the template's variables of the same names */
+    static const char *const lists[] = {"tools", "documents"};
+    for (int k = 0; k < 2; ++k) {
+        json_t *v = json_object_get(e->root, lists[k]);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_array(v)) return zt_fail(st, ZT_EDATA, "%s: \"%s\" must be a list", where, lists[k]);
+        if (!e->any_role)
+            return zt_fail(st, ZT_EDATA, "%s: \"%s\" needs the model's own chat template (--template auto or a "
+                           ".jinja file); the built-in templates have no %s", where, lists[k], lists[k]);
+    }
     if (!msgs) {
         if (!prompt || !completion)
             return zt_fail(st, ZT_EDATA, "%s: expected \"messages\" (a list of {\"role\", \"content\"}) or "
@@ -140,6 +183,7 @@ static int parse_example(const char *line, size_t len, const char *where, exampl
         if (r < 0)
             return zt_fail(st, ZT_EDATA, "%s: message %zu: unknown role '%s' (expected system, user or "
                            "assistant)", where, i, json_string_value(role));
+        ZT_TRY(join_parts(m, where, i, st));
         ZT_TRY(add_msg(e, r, json_object_get(m, "content"), where, (int)i, st));
     }
     if (e->any_role) e->msgs = json_incref(msgs);
@@ -236,11 +280,17 @@ int zt_sft_encode_chat(const zt_tokenizer *t, int tmpl, const char *bos, const c
 
 int zt_sft_encode_auto(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages, int mode,
                        int32_t **ids, uint8_t **mask, size_t *len, int *nspan, zt_status *st) {
+    return zt_sft_encode_auto_tools(t, a, messages, NULL, NULL, mode, ids, mask, len, nspan, st);
+}
+
+int zt_sft_encode_auto_tools(const zt_tokenizer *t, const zt_chat_auto *a, const json_t *messages,
+                             const json_t *tools, const json_t *documents, int mode, int32_t **ids, uint8_t **mask,
+                             size_t *len, int *nspan, zt_status *st) {
     *ids = NULL;
     *mask = NULL;
     *len = 0;
     zt_chat_text r;
-    ZT_TRY(zt_chat_auto_render(a, t, messages, &r, st));
+    ZT_TRY(zt_chat_auto_render_tools(a, t, messages, tools, documents, &r, st));
     *nspan = r.nspan;
     int rc = encode_masked(t, &r, mode, ids, len, mask, st);
     if (rc != ZT_OK) {
@@ -282,7 +332,9 @@ static int do_example(prep_state *ps, const char *line, size_t len, const char *
     int rc = parse_example(line, len, where, &ps->ex, st);
     if (rc == ZT_OK) {
         if (ps->autot)
-            rc = zt_sft_encode_auto(ps->tok, ps->autot, ps->ex.msgs, o->mask, &ids, &mask, &n, &nspan, st);
+            rc = zt_sft_encode_auto_tools(ps->tok, ps->autot, ps->ex.msgs, json_object_get(ps->ex.root, "tools"),
+                                          json_object_get(ps->ex.root, "documents"), o->mask, &ids, &mask, &n,
+                                          &nspan, st);
         else
             rc = zt_sft_encode_chat(ps->tok, ps->tmpl, ps->bos, ps->eos, ps->ex.msg, ps->ex.n, o->mask, &ids,
                                     &mask, &n, &nspan, st);

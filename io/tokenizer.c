@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "tokenizer_int.h"
+#include "json_py.h"
 
 static _Atomic uint64_t tok_serial = 1;
 
@@ -621,7 +622,7 @@ static int load_config(zt_tokenizer *t, const char *dir, zt_status *st) {
     if (stat(p, &sb) != 0 && errno == ENOENT) return ZT_OK;
     json_error_t je;
     char why[200];
-    json_t *cfg = json_load_file(p, 0, &je);
+    json_t *cfg = zt_json_load_file_py(p, 0, &je);
     if (!cfg)
         return zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", p, je.line, je.column,
                        zt_json_error_text(je.text, why, sizeof why));
@@ -659,8 +660,8 @@ int zt_tok_load(const char *path, zt_tokenizer **out, zt_status *st) {
     if (!fp) { int e = errno; zt_fail(st, ZT_EIO, "%s: %s", t->path, strerror(e)); free(t); return ZT_EIO; }
     json_error_t je;
     char why[200];
-    json_t *root = json_loadf(fp, JSON_ALLOW_NUL, &je);
     fclose(fp);
+    json_t *root = zt_json_load_file_py(t->path, JSON_ALLOW_NUL, &je);
     if (!root) {
         zt_fail(st, ZT_EDATA, "%s: not valid JSON (line %d, column %d: %s)", t->path, je.line, je.column,
                 zt_json_error_text(je.text, why, sizeof why));

@@ -3,13 +3,17 @@
 chat templates for `--template auto` (io/jinja/, tests/test_chat_auto).
 
 For each template in tests/data/sft/templates (verbatim copies of the
-models' chat templates) and 30 generated conversations, records:
+models' chat templates; sources in its README.md) and 30 generated
+conversations -- plus N_TOOL_CHATS function-calling ones, with `tools`,
+assistant `tool_calls` and `tool` results, for each template of
+TOOL_TEMPLATES (issue 44) -- records:
   - the text transformers' apply_chat_template renders (tokenize=False,
     add_generation_prompt=False), or the error it raises;
   - the bytes each assistant message trains on, by ztrain's rule
     (docs/sft.md): from the first to the last rendered character that came
-    from the message's content / reasoning, plus the added token right
-    after it.  The characters are traced here by rendering the same
+    from the message's content / reasoning / tool calls, plus the added
+    token right after it (a message with tool calls: through the first
+    eos_token after it).  The characters are traced here by rendering the same
     compiled template with str subclasses that carry per-character marks
     (an independent implementation of the rule), checked to render exactly
     transformers' text;
@@ -46,11 +50,22 @@ TEMPLATES = {
     "gemma3": ("gemma3.jinja", "<bos>", "<eos>", {}),
     "deepseek-v3": ("deepseek-v3.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", {}),
     "mistral-v0.3": ("mistral-v0.3.jinja", "<s>", "</s>", {}),
+    "glm-4.6": ("glm-4.6.jinja", None, "<|endoftext|>", {}),
+    "hermes": ("hermes.jinja", "<|begin_of_text|>", "<|im_end|>", {}),
 }
+# templates with a tools branch: N_TOOL_CHATS more conversations each, with tools, tool calls and results
+TOOL_TEMPLATES = ["llama3.1", "llama3.2", "qwen2.5", "qwen3", "mistral-nemo", "mistral-v0.3", "glm-4.6", "hermes"]
+N_TOOL_CHATS = 12
 SPECIAL = ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|im_start|>",
            "<|im_end|>", "<s>", "</s>", "[INST]", "[/INST]", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",
            "<｜User｜>", "<｜Assistant｜>", "<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"]
 ADDED = ["<think>", "</think>"]   # added, not special (as in Qwen3 / DeepSeek)
+# issue 44: GLM's and the tool-calling tokens, after the others (the ids above stay)
+EXTRA_SPECIAL = ["[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>",
+                 "<|eom_id|>", "<|python_tag|>", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                 "[TOOL_RESULTS]", "[/TOOL_RESULTS]"]
+EXTRA_ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
+               "<arg_value>", "</arg_value>"]
 
 N_CHATS = 30
 
@@ -175,13 +190,78 @@ def mconcat(pieces):
     return out
 
 
+def has_marks(x):
+    if isinstance(x, M):
+        return any(x.mk) or any(x.an) or bool(x.tail)
+    if isinstance(x, dict):
+        return any(has_marks(k) or has_marks(v) for k, v in x.items())
+    if isinstance(x, (list, tuple)):
+        return any(has_marks(v) for v in x)
+    return False
+
+
+def mdumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    """transformers' tojson (json.dumps) whose output keeps the marks of the traced strings in x: each
+    escape carries the mark of the character it stands for"""
+    if not has_marks(x):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    if isinstance(indent, int):
+        indent = " " * indent
+    isep, ksep = separators if separators is not None else ((", ", ": ") if indent is None else (",", ": "))
+
+    def s(v):
+        if not isinstance(v, M):
+            return json.dumps(v, ensure_ascii=ensure_ascii)
+        out = M('"')
+        if not len(v) and v.tail:
+            out = out + M("", tail=v.tail)
+        for i, ch in enumerate(str.__str__(v)):
+            e = json.dumps(ch, ensure_ascii=ensure_ascii)[1:-1]
+            out = out + M(e, [v.mk[i]] * len(e), [v.an[i]] + [0] * (len(e) - 1))
+        return out + '"'
+
+    def enc(v, level):
+        if isinstance(v, str):
+            return s(v)
+        if isinstance(v, dict) or isinstance(v, (list, tuple)):
+            isd = isinstance(v, dict)
+            items = list(v.items()) if isd else list(v)
+            if isd and sort_keys:
+                items.sort(key=lambda kv: str.__str__(kv[0]))
+            if not items:
+                return "{}" if isd else "[]"
+            parts = [(s(k) + ksep + enc(w, level + 1)) if isd else enc(it, level + 1)
+                     for it in items for (k, w) in ([it] if isd else [(None, None)])]
+            o, c = ("{", "}") if isd else ("[", "]")
+            if indent is None:
+                return mconcat([o] + [p if j == 0 else isep + p for j, p in enumerate(parts)] + [c])
+            nl = "\n" + indent * (level + 1)
+            return mconcat([o] + [nl + p if j == 0 else isep + nl + p for j, p in enumerate(parts)]
+                           + ["\n" + indent * level, c])
+        return json.dumps(v, ensure_ascii=ensure_ascii)
+
+    return enc(x, 0)
+
+
+def mark_deep(x, i):
+    """every string of x (keys too) traced to message i"""
+    if isinstance(x, str):
+        return M(x, [i] * len(x), None, 0 if x else i)
+    if isinstance(x, dict):
+        return {mark_deep(k, i): mark_deep(v, i) for k, v in x.items()}
+    if isinstance(x, list):
+        return [mark_deep(v, i) for v in x]
+    return x
+
+
 def compile_marked(template):
     env_t = ctu._cached_compile_jinja_template(template)
     env_t.environment.concat = mconcat
+    env_t.environment.filters["tojson"] = mdumps
     return env_t
 
 
-def traced_spans(template, chat, bos, eos, extra, added):
+def traced_spans(template, chat, bos, eos, extra, added, tools=None):
     """(text, [[begin_char, end_char, message], ...]) by the marking rule"""
     chat = [{k: v for k, v in m.items() if v is not None} for m in chat]
     chat = ctu._alias_reasoning_fields(chat)
@@ -193,6 +273,10 @@ def traced_spans(template, chat, bos, eos, extra, added):
                 if isinstance(m.get(k), str):
                     v = m[k]
                     m[k] = M(v, [i + 1] * len(v), None, 0 if v else i + 1)
+            if isinstance(m.get("content"), list):   # typed parts: their texts
+                m["content"] = [dict(p, text=mark_deep(p["text"], i + 1)) for p in m["content"]]
+            if "tool_calls" in m:
+                m["tool_calls"] = mark_deep(m["tool_calls"], i + 1)
         marked.append(m)
     t = compile_marked(template)
     kw = dict(extra)
@@ -200,7 +284,7 @@ def traced_spans(template, chat, bos, eos, extra, added):
         kw["bos_token"] = bos
     if eos is not None:
         kw["eos_token"] = eos
-    out = t.render(messages=marked, tools=None, documents=None, add_generation_prompt=False, **kw)
+    out = t.render(messages=marked, tools=tools, documents=None, add_generation_prompt=False, **kw)
     text = str.__str__(out)
     lo, hi = {}, {}
     for i in range(len(text)):
@@ -215,6 +299,12 @@ def traced_spans(template, chat, bos, eos, extra, added):
     spans = []
     for m in sorted(lo):
         e = hi[m]
+        # a message with tool calls: up to the end of the first eos_token before the next traced message
+        stop = min([lo[k] for k in lo if k > m and lo[k] >= e] + [len(text)])
+        at = text.find(eos, e, stop) if eos and chat[m - 1].get("tool_calls") else -1
+        if at >= 0 and at + len(eos) <= stop:
+            spans.append([lo[m], at + len(eos), m - 1])
+            continue
         best = 0
         for a in added:
             if text.startswith(a, e) and len(a) > best:
@@ -262,6 +352,53 @@ def gen_chats(name, rng):
                     {"role": "user", "content": "u"}]
         chats.append(msgs)
     return chats
+
+
+TOOLS = [{"type": "function", "function": {
+              "name": "get_weather", "description": "Current weather of a city.",
+              "parameters": {"type": "object", "properties": {
+                  "city": {"type": "string", "description": "City name, e.g. Paris"},
+                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+         {"type": "function", "function": {
+             "name": "add", "description": "Add two integers.",
+             "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                            "required": ["a", "b"]}}}]
+CALLS = [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "São Paulo", "unit": "celsius"}),
+         ("add", {"a": 2, "b": 40}), ("get_weather", {"city": "Zürich \"old town\"\n", "unit": "fahrenheit"})]
+RESULTS = ['{"temp": 21}', "42", "sunny, 25 °C", "error: unknown city"]
+
+
+def gen_tool_chats(name, rng):
+    """conversations with tools: a user question, an assistant message with tool calls (content empty,
+    absent or text), the tool results, the answer; sometimes a second round"""
+    single = name.startswith("llama")      # Llama 3.x: one call per message
+    out = []
+    for k in range(N_TOOL_CHATS):
+        tools = TOOLS if k % 3 else TOOLS[:1]
+        msgs = []
+        if rng.random() < 0.3:
+            msgs.append({"role": "system", "content": rng.choice(TEXTS[:12])})
+        for r in range(1 + (rng.random() < 0.3)):
+            msgs.append({"role": "user", "content": rng.choice(TEXTS[:8] + ["Weather in Paris?", "2 + 40?"])})
+            ncalls = 1 if single else 1 + rng.randrange(2)
+            calls = []
+            for c in range(ncalls):
+                fn, args = rng.choice(CALLS if tools is TOOLS else CALLS[:2] + CALLS[3:])
+                calls.append({"id": "call%05d" % (100 * k + 10 * r + c), "type": "function",
+                              "function": {"name": fn, "arguments": dict(args)}})
+            a = {"role": "assistant", "tool_calls": calls}
+            pick = rng.random()
+            if pick < 0.4:
+                a["content"] = ""
+            elif pick < 0.7:
+                a["content"] = rng.choice(["Let me check.", "I'll call a tool.\n"])
+            msgs.append(a)
+            for c in calls:
+                msgs.append({"role": "tool", "tool_call_id": c["id"], "name": c["function"]["name"],
+                             "content": rng.choice(RESULTS)})
+            msgs.append({"role": "assistant", "content": rng.choice(TEXTS[:8] + ["It is 21 degrees."])})
+        out.append((msgs, tools))
+    return out
 
 
 # Small templates covering the subset's semantics (whitespace control, scoping,
@@ -317,15 +454,15 @@ SNIPPETS = [
     "{{ undefined_var.attr }}",
     "{{ 1 + 'a' }}",
     "{{ 'x' | wordcount }}",
-    "{% macro f() %}m{% endmacro %}{{ f() }}",
-    "{% set x %}block{% endset %}{{ x }}",
+    "{% filter upper %}m{% endfilter %}",
+    "{% for x in [1] recursive %}{{ x }}{% endfor %}",
     "{{ 'É'.upper() }}",
 ]
 
 
 # Snippets outside the subset: ztrain must refuse them, naming the construct.
-UNSUPPORTED = {"{{ 'x' | wordcount }}": "wordcount", "{% macro f() %}m{% endmacro %}{{ f() }}": "macro",
-               "{% set x %}block{% endset %}{{ x }}": "block set", "{{ 'É'.upper() }}": "non-ASCII"}
+UNSUPPORTED = {"{{ 'x' | wordcount }}": "wordcount", "{% filter upper %}m{% endfilter %}": "filter",
+               "{% for x in [1] recursive %}{{ x }}{% endfor %}": "recursive", "{{ 'É'.upper() }}": "non-ASCII"}
 
 
 def snippet_cases():
@@ -359,9 +496,10 @@ def byte_off(text):
 def make_tokenizer(out):
     tj = json.load(open("tests/fixtures/tok/gpt2/tokenizer.json", encoding="utf-8"))
     n = 1 + max(max(tj["model"]["vocab"].values()), max(a["id"] for a in tj["added_tokens"]))
-    for k, name in enumerate(SPECIAL + ADDED):
+    for k, name in enumerate(SPECIAL + ADDED + EXTRA_SPECIAL + EXTRA_ADDED):
         tj["added_tokens"].append({"id": n + k, "content": name, "single_word": False, "lstrip": False,
-                                   "rstrip": False, "normalized": False, "special": name in SPECIAL})
+                                   "rstrip": False, "normalized": False,
+                                   "special": name in SPECIAL or name in EXTRA_SPECIAL})
     d = os.path.join(out, "auto")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
@@ -374,22 +512,27 @@ def main():
     tdir = "tests/data/sft/templates"
     d = make_tokenizer(out)
     tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(d, "tokenizer.json"))
-    added = SPECIAL + ADDED
+    added = SPECIAL + ADDED + EXTRA_SPECIAL + EXTRA_ADDED
     rng = random.Random(30)
     cases = []
     for name, (fn, bos, eos, extra) in TEMPLATES.items():
         template = open(os.path.join(tdir, fn), encoding="utf-8").read()
         tok.bos_token, tok.eos_token = bos, eos
-        for chat in gen_chats(name, rng):
+        chats = [(c, None) for c in gen_chats(name, rng)]
+        if name in TOOL_TEMPLATES:
+            chats += gen_tool_chats(name, random.Random("tools-" + name))
+        for chat, tools in chats:
             case = {"template": name, "messages": chat}
+            if tools is not None:
+                case["tools"] = tools
             try:
-                text = tok.apply_chat_template(chat, chat_template=template, tokenize=False,
+                text = tok.apply_chat_template(chat, chat_template=template, tokenize=False, tools=tools,
                                                add_generation_prompt=False, **extra)
             except Exception as e:   # the template's raise_exception
                 case["error"] = str(e)
                 cases.append(case)
                 continue
-            ttext, spans = traced_spans(template, chat, bos, eos, extra, added)
+            ttext, spans = traced_spans(template, chat, bos, eos, extra, added, tools)
             assert ttext == text, (name, chat, ttext, text)
             enc = tok(text, add_special_tokens=False)
             ids = enc["input_ids"]
@@ -398,13 +541,19 @@ def main():
                 if b <= a:
                     continue
                 s, e = enc.char_to_token(a), enc.char_to_token(b - 1)
+                # a last character split over several tokens (an emoji at the end of a GLM turn): all of
+                # them (transformers' char_to_token names the first one only)
+                while e + 1 < len(ids) and enc.token_to_chars(e + 1) is not None and enc.token_to_chars(e + 1).start < b:
+                    e += 1
                 for i in range(s, e + 1):
                     mask[i] = 1
             off = byte_off(text)
             case.update({"text": text, "spans": [[off[a], off[b], m] for a, b, m in spans], "ids": ids,
                          "mask": mask})
             cases.append(case)
-    templates = {n: {"file": v[0], "bos": v[1], "eos": v[2], "vars": v[3]} for n, v in TEMPLATES.items()}
+    templates = {n: {"file": v[0], "bos": v[1], "eos": v[2], "vars": v[3],
+                     "conversations": N_CHATS + (N_TOOL_CHATS if n in TOOL_TEMPLATES else 0),
+                     "with_tools": N_TOOL_CHATS if n in TOOL_TEMPLATES else 0} for n, v in TEMPLATES.items()}
     body = ('{"generator": %s,\n "templates": %s,\n "snippet_messages": %s,\n "snippets": [\n%s\n],\n'
             ' "cases": [\n%s\n]}\n') % (
         json.dumps("scripts/make_chat_auto_fixtures.py"), json.dumps(templates, ensure_ascii=False),

@@ -218,6 +218,35 @@ CASES = [
     ("{% if true %}{{ x|nosuch }}{% endif %}", "error", "no filter named 'nosuch'"),
     ("{% if false %}{{ x|wordcount }}{% endif %}ok", "same"),
     ("{{ x|wordcount }}", "refuse", EUNSUPPORTED, "filter 'wordcount'"),
+    # macros, call blocks, block set (issue 44: Qwen 3.5, GLM-4.5V, GLM-4.7, MiniMax, gpt-oss use them)
+    ("{% macro f(a, b=2, c='x' ~ a) %}[{{ a }}|{{ b }}|{{ c }}]{% endmacro %}{{ f(1) }}{{ f(1, 3) }}{{ f(c=5, a=0) }}",
+     "same"),
+    ("{%- macro f(x) -%}\n  <{{ x }}>\n{%- endmacro -%}\n{{ f('a') ~ f('b') }}{{ f('c')|length }}{{ f is callable }}",
+     "same"),
+    ("{% macro f(a) %}{{ a }}{{ b }}{% endmacro %}{% set b = 'B' %}{{ f() }}|{{ f(a=none) }}", "same"),
+    ("{% macro f(a) %}{{ a + 1 }}{% endmacro %}{{ f() }}", "error", "parameter 'a' was not provided"),
+    ("{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}", "error", "takes not more than 1 argument"),
+    ("{% macro f(a) %}{{ a }}{% endmacro %}{{ f(b=1) }}", "error", "takes no keyword argument 'b'"),
+    ("{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, a=2) }}", "error", "multiple values for argument 'a'"),
+    ("{% macro f() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, k=3) }}{{ f() }}", "same"),
+    ("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}", "same"),
+    ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "refuse", EDATA,
+     "macro calls nested deeper than 16 levels (ztrain's template budget)"),
+    ("{% macro w(t) %}<{{ t }}>{{ caller() }}</{{ t }}>{% endmacro %}{% call w('b') %}in{{ 1 + 1 }}{% endcall %}", "same"),
+    ("{% macro l(xs) %}{% for x in xs %}{{ caller(x, loop.index) }}{% endfor %}{% endmacro %}"
+     "{% call(x, i) l(['a', 'b']) %}{{ i }}={{ x }};{% endcall %}", "same"),
+    ("{% macro w() %}{{ caller() }}{% endmacro %}{{ w() }}", "error", "No caller defined"),
+    ("{% set ns = namespace(n=0) %}{% macro inc() %}{% set ns.n = ns.n + 1 %}{% endmacro %}{{ inc() }}{{ inc() }}{{ ns.n }}"
+     "{% macro s() %}{% set q = 1 %}{% endmacro %}{{ s() }}{{ q is defined }}", "same"),
+    ("{% for m in messages %}{% macro r(x) %}{{ m.role }}:{{ x }}{% endmacro %}{{ r(m.content) }}{% endfor %}", "same"),
+    ("{% macro t(v) %}{% if v is mapping %}{% for k, x in v|items %}{{ k }}({{ t(x) }}){% endfor %}{% else %}{{ v }}"
+     "{% endif %}{% endmacro %}{{ t({'a': {'b': 1, 'c': {'d': [1, 2]}}}) }}", "same"),
+    ("{% set x %}a{{ 1 + 1 }}\n{% if true %}b{% endif %}{% endset %}[{{ x }}]{{ x|length }}", "same"),
+    ("{% macro f() %}{% break %}{% endmacro %}", "error", "'break' outside a for loop"),
+    ("{% for i in [1] %}{% macro f() %}{% continue %}{% endmacro %}{% endfor %}", "error", "'continue' outside a for loop"),
+    ("{% filter upper %}a{% endfilter %}", "refuse", EUNSUPPORTED, "statement '{% filter %}'"),
+    ("{% set x | upper %}a{% endset %}", "refuse", EUNSUPPORTED, "block set with a filter"),
+    ("{% call range(3) %}x{% endcall %}", "refuse", EUNSUPPORTED, "{% call %} of a function"),
 ]
 
 

@@ -55,6 +55,57 @@ ok $? "a tool message with Qwen2.5's template"
 prep --input tool.jsonl --tokenizer plain --template chatml --seq-len 256 --output t2 > t2.out 2> t2.err
 check "  ... which a built-in template refuses" test $? -eq 1
 
+# issue 44: an example's tools, tool calls and results (apply_chat_template(messages, tools=tools))
+TOOLS='[{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]'
+FC='"messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}, {"role": "tool", "content": "{\"temp\": 21}"}, {"role": "assistant", "content": "It is 21 degrees."}]'
+printf '{%s, "tools": %s}\n' "$FC" "$TOOLS" > fc.jsonl
+printf '{%s}\n' "$FC" > fc0.jsonl
+prep --input fc.jsonl --tokenizer q25 --seq-len 512 --output fc > fc.out 2> fc.err
+ok $? "a function-calling example (tools, tool_calls, a tool message) with Qwen2.5's template"
+diag fc.err
+prep --input fc0.jsonl --tokenizer q25 --seq-len 512 --output fc0 > fc0.out 2>&1
+check "  ... its tools reach the template (more tokens than without them)" \
+    test -n "$(tokens fc.out)" -a "$(tokens fc.out)" -gt "$(tokens fc0.out)"
+printf '{%s, "tools": {"a": 1}}\n' "$FC" > fcbad.jsonl
+prep --input fcbad.jsonl --tokenizer q25 --seq-len 512 --output fcb > fcb.out 2> fcb.err
+check "  ... \"tools\" that is not a list: exit 1 naming it" test $? -eq 1 -a -n "$(grep 'fcbad.jsonl:1: "tools" must be a list' fcb.err)"
+printf '{"messages": [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}], "tools": []}\n' > fcbi.jsonl
+prep --input fcbi.jsonl --tokenizer plain --template chatml --seq-len 256 --output fbi > fbi.out 2> fbi.err
+check "  ... \"tools\" with a built-in template: exit 1 naming it" test $? -eq 1 -a -n "$(grep '"tools" needs the model' fbi.err)"
+diag fbi.err
+
+# ... and its documents
+printf '%s\n' '{% for d in documents %}{{ d.title }}: {{ d.text }}|{% endfor %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}' > docs.jinja
+printf '%s\n' '{"documents": [{"title": "A", "text": "alpha"}, {"title": "B", "text": "beta"}], "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}' > doc1.jsonl
+printf '%s\n' '{"documents": [], "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}' > doc0.jsonl
+prep --input doc1.jsonl --tokenizer plain --template ./docs.jinja --seq-len 256 --output dc1 > dc1.out 2> dc1.err
+ok $? "an example's documents reach the template"
+diag dc1.err
+prep --input doc0.jsonl --tokenizer plain --template ./docs.jinja --seq-len 256 --output dc0 > dc0.out 2>&1
+check "  ... (more tokens than with no documents)" test -n "$(tokens dc1.out)" -a "$(tokens dc1.out)" -gt "$(tokens dc0.out)"
+
+# issue 44: contents as lists of typed parts train as string contents; other parts are refused
+printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]}' > s1.jsonl
+printf '%s\n' '{"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": " there"}]}]}' > l1.jsonl
+mkdir glm && cp "$ZT_SRCDIR/tests/data/sft/auto/tokenizer.json" glm/ && cp "$TP/glm-4.6.jinja" glm/chat_template.jinja
+printf '{"eos_token": "<|endoftext|>"}\n' > glm/tokenizer_config.json
+prep --input s1.jsonl --tokenizer glm --seq-len 256 --output ls > ls.out 2>&1
+prep --input l1.jsonl --tokenizer glm --seq-len 256 --output ll > ll.out 2> ll.err
+ok $? "list contents with GLM-4.6's template (a macro reads them) and --mask assistant"
+diag ll.err
+check "  ... the same windows and masks as the string contents" cmp -s ls_train.sft ll_train.sft
+prep --input s1.jsonl --tokenizer plain --template chatml --seq-len 256 --output bs > bs.out 2>&1
+prep --input l1.jsonl --tokenizer plain --template chatml --seq-len 256 --output bl > bl.out 2> bl.err
+ok $? "list contents with a built-in template (chatml)"
+check "  ... the same windows and masks as the string contents" cmp -s bs_train.sft bl_train.sft
+printf '%s\n' '{"messages": [{"role": "user", "content": [{"type": "image", "url": "x.png"}]}, {"role": "assistant", "content": "a cat"}]}' > img.jsonl
+prep --input img.jsonl --tokenizer glm --seq-len 256 --output im > im.out 2> im.err
+check "  ... an image part: exit 1 naming it" test $? -eq 1 -a -n "$(grep "img.jsonl:1: .*content part 0 of type 'image'" im.err)"
+diag im.err
+prep --input img.jsonl --tokenizer plain --template chatml --seq-len 256 --output imb > imb.out 2> imb.err
+check "  ... (with a built-in template too)" test $? -eq 1 -a -n "$(grep "img.jsonl:1: message 0: content part 0 of type 'image'" imb.err)"
+diag imb.err
+
 # --template-var
 tokdir l32 "$TP/llama3.2.jinja"
 printf '{"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}\n' > l32/tokenizer_config.json
@@ -83,10 +134,10 @@ check "  ... blamed on the template (its file and line), not on a data line" \
     grep -q "^.*bad.jinja: chat template line 1: the template is not valid UTF-8 (byte 0xff at offset 3)" u.err
 check "  ... (no data line named)" sh -c "! grep -q 'chats.jsonl' u.err"
 diag u.err
-printf '{%% macro f() %%}x{%% endmacro %%}{{ f() }}' > macro.jinja
-prep --input "$CH" --tokenizer plain --template ./macro.jinja --seq-len 256 --output m > m.out 2> m.err
+printf '{%% filter upper %%}x{%% endfilter %%}' > filter.jinja
+prep --input "$CH" --tokenizer plain --template ./filter.jinja --seq-len 256 --output m > m.out 2> m.err
 check "a template with a construct outside the subset: exit 1" test $? -ne 0
-check "  ... naming it" grep -q "macro.jinja: chat template line 1: statement '{% macro %}'" m.err
+check "  ... naming it" grep -q "filter.jinja: chat template line 1: statement '{% filter %}'" m.err
 diag m.err
 check "nothing left behind by the failed runs" test ! -e n_train.sft -a ! -e g_train.sft -a ! -e m_train.sft -a ! -e w_train.sft -a ! -e u_train.sft
 done_testing

@@ -2,7 +2,8 @@
  * rendered by io/jinja/ against transformers' apply_chat_template
  * (tests/data/sft/auto.json, written by scripts/make_chat_auto_fixtures.py):
  * the text, the trained spans, the token ids and the masks of 30
- * conversations per template; small templates covering the subset's
+ * conversations per template (and 12 function-calling ones per template
+ * with a tools branch, issue 44); small templates covering the subset's
  * semantics, its errors and the constructs it refuses; and the built-in
  * templates' Jinja sources rendered by the engine == the built-in C
  * renderers (text and spans). */
@@ -11,12 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
+#include <unistd.h>
 #include "jinja.h"
+#include "json_py.h"
 #include "sft.h"
 #include "tap.h"
 #include "tokenizer.h"
 
 static char srcdir[512];
+
+typedef struct { char *p; size_t n; } sbuf_t;
+static void sb_cat(sbuf_t *b, const char *s) {
+    size_t k = strlen(s);
+    char *np = b->p || !b->n ? realloc(b->p, b->n + k + 1) : NULL;
+    if (!np) { free(b->p); b->p = NULL; b->n = 1; return; }
+    memcpy(np + b->n, s, k + 1);
+    b->p = np;
+    b->n += k;
+}
 
 static const char *path_of(char *buf, size_t n, const char *rel) {
     snprintf(buf, n, "%s/%s", srcdir, rel);
@@ -89,16 +103,18 @@ static void test_templates(json_t *root, const zt_tokenizer *tok, const char *to
         const char *vn;
         json_t *vv;
         json_object_foreach(json_object_get(tv, "vars"), vn, vv) zt_chat_auto_set_var(a, vn, json_string_value(vv), &st);
-        int n = 0, bad_text = 0, bad_span = 0, bad_ids = 0, bad_mask = 0, bad_err = 0, nerr = 0, nspans = 0;
+        int n = 0, bad_text = 0, bad_span = 0, bad_ids = 0, bad_mask = 0, bad_err = 0, nerr = 0, nspans = 0, ntools = 0;
+        json_t *want_n = json_object_get(tv, "conversations"), *want_t = json_object_get(tv, "with_tools");
         size_t i;
         json_t *c;
         json_array_foreach(json_object_get(root, "cases"), i, c) {
             if (strcmp(json_string_value(json_object_get(c, "template")), name) != 0) continue;
             n++;
-            json_t *msgs = json_object_get(c, "messages");
+            json_t *msgs = json_object_get(c, "messages"), *tools = json_object_get(c, "tools");
+            ntools += tools != NULL;
             zt_chat_text out;
             memset(&st, 0, sizeof st);
-            rc = zt_chat_auto_render(a, tok, msgs, &out, &st);
+            rc = zt_chat_auto_render_tools(a, tok, msgs, tools, NULL, &out, &st);
             if (json_object_get(c, "error")) {
                 nerr++;
                 const char *want = json_string_value(json_object_get(c, "error"));
@@ -141,7 +157,7 @@ static void test_templates(json_t *root, const zt_tokenizer *tok, const char *to
             uint8_t *mask;
             size_t len;
             int ns;
-            rc = zt_sft_encode_auto(tok, a, msgs, ZT_SFT_MASK_ASSISTANT, &ids, &mask, &len, &ns, &st);
+            rc = zt_sft_encode_auto_tools(tok, a, msgs, tools, NULL, ZT_SFT_MASK_ASSISTANT, &ids, &mask, &len, &ns, &st);
             if (rc != ZT_OK) { bad_ids++; tap_diag("%s case %zu: %s", name, i, st.msg); continue; }
             bad_ids += !same_ints(json_object_get(c, "ids"), ids, len);
             if (!same_bytes(json_object_get(c, "mask"), mask, len)) {
@@ -151,7 +167,8 @@ static void test_templates(json_t *root, const zt_tokenizer *tok, const char *to
             free(ids);
             free(mask);
         }
-        tap_ok(n == 30, "%s: %d conversations", name, n);
+        tap_ok(n == (want_n ? (int)json_integer_value(want_n) : 30) && ntools == (int)json_integer_value(want_t),
+               "%s: %d conversations, %d with tools", name, n, ntools);
         tap_ok(bad_text == 0, "%s: %d renderings == transformers' apply_chat_template (%d differ)", name, n - nerr, bad_text);
         tap_ok(bad_span == 0, "%s: trained spans (%d) == the traced ones (%d differ)", name, nspans, bad_span);
         tap_ok(bad_ids == 0, "%s: token ids == tokenizer(text) (%d differ)", name, bad_ids);
@@ -281,8 +298,129 @@ static void test_misc(void) {
     free(src);
     rc = render_src("{{ ((((1)))) }}{% if 1 %}{% if 1 %}{% if 1 %}x{% endif %}{% endif %}{% endif %}", none, NULL, &out, &st);
     tap_ok(rc == ZT_OK && !strcmp(out.text, "1x"), "a little nesting renders");
+    {   /* issue 44: macro calls nested to their limit, each at the block and expression limits */
+        sbuf_t b = {0};
+        sb_cat(&b, "{% macro f(n) %}");
+        for (int i = 0; i < 63; ++i) sb_cat(&b, "{% if true %}");
+        sb_cat(&b, "{{ (f(n + 1)");
+        for (int i = 0; i < 120; ++i) sb_cat(&b, "|trim");
+        sb_cat(&b, ") }}");
+        for (int i = 0; i < 63; ++i) sb_cat(&b, "{% endif %}");
+        sb_cat(&b, "{% endmacro %}{{ f(0) }}");
+        zt_chat_text o2;
+        int r2 = b.p ? render_src(b.p, none, NULL, &o2, &st) : ZT_ENOMEM;
+        tap_ok(r2 == ZT_EDATA && strstr(st.msg, "macro calls nested deeper than 16 levels"),
+               "a macro recursing at the block and expression limits stops at the call limit: %s", st.msg);
+        if (r2 == ZT_OK) zt_chat_text_free(&o2);
+        free(b.p);
+    }
     if (rc == ZT_OK) zt_chat_text_free(&out);
     json_decref(none);
+}
+
+
+/* issue 44: JSON as Python writes it (json_py.h): integers beyond 64 bits, NaN, Infinity */
+static void test_pyjson(const char *tokdir) {
+    static const char txt[] = "[1000000000000000019884624838656, -9223372036854775808, 9223372036854775807, "
+                              "9223372036854775808, NaN, Infinity, -Infinity, \"NaN 1e999 \\\" 99999999999999999999\", "
+                              "1e400, 1.5e3, -1e30, {\"k\": -Infinity}, ";
+    char big[401], doc[1000];
+    memset(big, '7', 400);
+    big[400] = 0;
+    snprintf(doc, sizeof doc, "%s%s]", txt, big);
+    json_error_t je;
+    json_t *j = zt_json_loadb_py(doc, strlen(doc), 0, &je);
+    tap_ok(j && json_array_size(j) == 13, "Python's JSON numbers are read (%s)", j ? "ok" : je.text);
+    if (j) {
+        tap_ok(json_is_real(json_array_get(j, 0)) && json_real_value(json_array_get(j, 0)) == 1e30,
+               "int(1e30) reads as the real 1e30");
+        tap_ok(json_integer_value(json_array_get(j, 1)) == INT64_MIN && json_integer_value(json_array_get(j, 2)) == INT64_MAX,
+               "the 64-bit extremes stay integers");
+        tap_ok(json_is_real(json_array_get(j, 3)) && json_real_value(json_array_get(j, 3)) == 9223372036854775808.0,
+               "2**63 reads as a real");
+        tap_ok(!strcmp(json_string_value(json_array_get(j, 4)), "NaN") &&
+               !strcmp(json_string_value(json_array_get(j, 5)), "Infinity") &&
+               !strcmp(json_string_value(json_array_get(j, 6)), "-Infinity"),
+               "NaN, Infinity, -Infinity read as the strings of their names");
+        tap_ok(!strcmp(json_string_value(json_array_get(j, 7)), "NaN 1e999 \" 99999999999999999999"),
+               "strings are left as they are");
+        tap_ok(!strcmp(json_string_value(json_array_get(j, 8)), "Infinity") &&
+               json_real_value(json_array_get(j, 9)) == 1500.0 && json_real_value(json_array_get(j, 10)) == -1e30 &&
+               !strcmp(json_string_value(json_object_get(json_array_get(j, 11), "k")), "-Infinity") &&
+               !strcmp(json_string_value(json_array_get(j, 12)), big),
+               "1e400 reads as \"Infinity\", a 400-digit integer as its digits; other reals as they are");
+        json_decref(j);
+    }
+    static const char bad[] = "{\"a\": 1,\n \"b\": NaNx}";
+    j = zt_json_loadb_py(bad, strlen(bad), 0, &je);
+    tap_ok(!j && je.line == 2, "an invalid token is still refused, on its line (%d: %s)", je.line, je.text);
+    if (j) json_decref(j);
+    /* a tokenizer directory whose tokenizer_config.json Python wrote with such numbers */
+    char dir[] = "/tmp/zt_pyjson_XXXXXX", p[1200], q[1200];
+    if (!mkdtemp(dir)) { tap_ok(0, "mkdtemp"); return; }
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    snprintf(q, sizeof q, "%s/tokenizer.json", tokdir);
+    char *abs = realpath(q, NULL);   /* the link's target, absolute (the source dir may be relative) */
+    tap_ok(abs && symlink(abs, p) == 0, "link %s", q);
+    free(abs);
+    snprintf(q, sizeof q, "%s/tokenizer_config.json", dir);
+    FILE *f = fopen(q, "w");
+    if (f) {
+        fputs("{\"model_max_length\": 1000000000000000019884624838656, \"clean_up\": NaN, \"t\": Infinity,\n"
+              " \"eos_token\": \"<|im_end|>\", \"chat_template\": \"{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}\"}\n", f);
+        fclose(f);
+    }
+    zt_tokenizer *tok = NULL;
+    zt_status st;
+    int rc = zt_tok_load(dir, &tok, &st);
+    tap_ok(rc == ZT_OK, "a tokenizer_config.json with model_max_length int(1e30), NaN, Infinity loads (%s)", st.msg);
+    zt_chat_auto *a = NULL;
+    rc = zt_chat_auto_load(dir, &a, &st);
+    tap_ok(rc == ZT_OK && a, "its chat template loads (%s)", st.msg);
+    if (a) {
+        json_t *m = json_loads("[{\"role\": \"user\", \"content\": \"hi\"}]", 0, NULL);
+        zt_chat_text out;
+        rc = zt_chat_auto_render(a, tok, m, &out, &st);
+        tap_ok(rc == ZT_OK && !strcmp(out.text, "hi<|im_end|>"), "and renders (%s)", rc == ZT_OK ? out.text : st.msg);
+        if (rc == ZT_OK) zt_chat_text_free(&out);
+        json_decref(m);
+        zt_chat_auto_free(a);
+    }
+    if (tok) zt_tok_free(tok);
+    unlink(q);
+    unlink(p);
+    rmdir(dir);
+}
+
+/* issue 44: contents as lists of typed parts render and train as string contents */
+static void test_list_contents(void) {
+    static const char tpl[] = "{% for m in messages %}<{{ m.role }}>{% if m.content is string %}{{ m.content }}"
+                              "{% else %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}|{% endfor %}";
+    json_t *s = json_loads("[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"ab\"},"
+                           " {\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"assistant\", \"content\": \"cd\"}]", 0, NULL);
+    json_t *l = json_loads("[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"hi\"}]},"
+                           " {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]},"
+                           " {\"role\": \"user\", \"content\": \"q\"},"
+                           " {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"cd\"}]}]", 0, NULL);
+    zt_chat_text a, b;
+    zt_status st;
+    int ra = render_src(tpl, s, NULL, &a, &st), rb = render_src(tpl, l, NULL, &b, &st);
+    int same = ra == ZT_OK && rb == ZT_OK && !strcmp(a.text, b.text) && a.nspan == 2 && b.nspan == 2;
+    for (int i = 0; same && i < 2; ++i)
+        same = a.span[i].begin == b.span[i].begin && a.span[i].end == b.span[i].end && a.span[i].turn == b.span[i].turn;
+    tap_ok(same, "list contents render and trace as string contents (%s, %d spans)", rb == ZT_OK ? b.text : st.msg,
+           rb == ZT_OK ? b.nspan : -1);
+    if (ra == ZT_OK) zt_chat_text_free(&a);
+    if (rb == ZT_OK) zt_chat_text_free(&b);
+    json_t *img = json_loads("[{\"role\": \"user\", \"content\": [{\"type\": \"image\", \"url\": \"x.png\"}, "
+                             "{\"type\": \"text\", \"text\": \"what?\"}]}]", 0, NULL);
+    int rc = render_src(tpl, img, NULL, &a, &st);
+    tap_ok(rc == ZT_EDATA && strstr(st.msg, "'image'") && strstr(st.msg, "message 0"),
+           "an image part is refused by name: %s", st.msg);
+    if (rc == ZT_OK) zt_chat_text_free(&a);
+    json_decref(s);
+    json_decref(l);
+    json_decref(img);
 }
 
 int main(void) {
@@ -299,9 +437,11 @@ int main(void) {
     if (tap_ok(zt_tok_load(tokdir, &tok, &st) == ZT_OK, "load the tokenizer fixture %s", tokdir)) {
         test_templates(root, tok, tokdir);
         test_builtins(tok, tokdir);
+        test_pyjson(tokdir);
         zt_tok_free(tok);
     }
     test_misc();
+    test_list_contents();
     json_decref(root);
     return tap_done();
 }

@@ -92,6 +92,13 @@ int main(void) {
           LLAMA(", \"rope_parameters\": {\"rope_theta\": 1e4, \"rope_type\": \"llama3\", "
                 "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}"),
           "ztrain.model.rope_original_max_positions=128");
+    /* issue 44: config.json as Python's json writes it -- an integer beyond 64 bits, NaN, Infinity in
+     * keys ztrain does not use are read (and ignored) */
+    reads("unused keys holding int(1e30), NaN, -Infinity (Python's json)",
+          LLAMA(", \"model_max_length\": 1000000000000000019884624838656, \"x_nan\": NaN, "
+                "\"x_inf\": -Infinity, \"x\": [Infinity, 123456789012345678901234567890]"),
+          "ztrain.model.context=128;ztrain.model.vocab=300");
+    refuses("a used key holding NaN", LLAMA(", \"rms_norm_eps\": NaN"), ZT_EDATA, "rms_norm_eps");
     reads("Llama defaults: kv heads = heads, head_dim = hidden / heads, eps 1e-6, untied, theta 1e4",
           LLAMA(""), "ztrain.model.arch=llama;ztrain.model.n_layer=2;ztrain.model.n_head=4;"
           "ztrain.model.n_embd=64;ztrain.model.context=128;ztrain.model.vocab=300;"

@@ -8,6 +8,7 @@
 #include "jinja_int.h"
 
 static jv eval(rctx *r, node *n, scope *sc);
+static jv call_macro(rctx *r, const jmacro *m, args *a, jv caller);
 
 static jv lookup(rctx *r, scope *sc, const char *name) {
     size_t n = strlen(name);
@@ -65,6 +66,7 @@ static jv eval(rctx *r, node *n, scope *sc) {
         args a;
         eval_args(r, n, sc, &a);
         c->line = n->line;
+        if (f.t == V_MACRO) return call_macro(r, f.mc, &a, (jv){.t = V_UNSET});
         return zj_call_value(r, f, &a);
     }
     case E_FILTER: {
@@ -171,6 +173,92 @@ static void assign(rctx *r, scope *sc, node *n, jv v) {
 
 static void exec_body(rctx *r, node *s, scope *sc);
 
+/* the output of a body in scope sc, as a string (a macro's value, a block set's) */
+static jstr *render_to_str(rctx *r, node *body, scope *sc) {
+    sbuf saved = r->out;
+    int brk = r->brk, cont = r->cont;
+    memset(&r->out, 0, sizeof r->out);
+    exec_body(r, body, sc);
+    jstr *s = zj_sb_str(&r->c, &r->out);
+    r->out = saved;
+    r->brk = brk;
+    r->cont = cont;
+    return s;
+}
+
+/* a macro keeps the scope it was defined in: the chain copied to the arena (the scopes themselves live
+ * on the C stack of the statements that made them; their variables are shared) */
+static scope *keep_scope(rctx *r, scope *sc) {
+    if (!sc) return NULL;
+    scope *k = zj_aalloc(&r->c, sizeof *k);
+    k->vars = sc->vars;
+    k->up = keep_scope(r, sc->up);
+    return k;
+}
+static jv macro_value(rctx *r, node *def, scope *sc) {
+    jmacro *m = zj_aalloc(&r->c, sizeof *m);
+    m->def = def;
+    m->sc = keep_scope(r, sc);
+    jv v = {.t = V_MACRO};
+    v.mc = m;
+    return v;
+}
+
+/* a call of macro m as jinja2's Macro.__call__: positional arguments, then keywords, then the defaults
+ * (evaluated in the macro's scope, after the arguments before them); the extra ones go to varargs /
+ * kwargs when the body uses them, else are errors; caller: the call block's (V_UNSET: none) */
+static jv call_macro(rctx *r, const jmacro *m, args *a, jv caller) {
+    jctx *c = &r->c;
+    const node *d = m->def;
+    int line = c->line;
+    if (r->calls >= ZT_JINJA_MAX_CALLS)
+        zj_jfail(c, ZT_EDATA, "macro calls nested deeper than %d levels " BUDGET, ZT_JINJA_MAX_CALLS);
+    zj_tick(c, 1);
+    scope ms = {m->sc, zj_mkdict(c)};
+    jlist *va = zj_mklist(c, 0);
+    jv kwd = {.t = V_DICT};
+    kwd.d = zj_mkdict(c);
+    int np = d->nv, npos = 0;
+    char *given = zj_aalloc(c, (size_t)np + 1);
+    memset(given, 0, (size_t)np + 1);
+    for (int i = 0; i < a->n; ++i) {
+        if (!a->kw[i]) {
+            if (npos < np) { setvar(r, &ms, d->kw[npos], a->v[i]); given[npos] = 1; }
+            else if (d->op & MF_VARARGS) zj_lpush(c, va, a->v[i]);
+            else zj_jfail(c, ZT_EDATA, "macro '%s' takes not more than %d argument(s)", d->name, np);
+            npos++;
+            continue;
+        }
+        int k = -1;
+        for (int p = 0; p < np; ++p) if (!strcmp(d->kw[p], a->kw[i])) k = p;
+        if (k >= 0) {
+            if (given[k]) zj_jfail(c, ZT_EDATA, "macro '%s' got multiple values for argument '%s'", d->name, a->kw[i]);
+            setvar(r, &ms, d->kw[k], a->v[i]);
+            given[k] = 1;
+        } else if (!strcmp(a->kw[i], "caller") && (d->op & MF_CALLER)) {
+            caller = a->v[i];
+        } else if (d->op & MF_KWARGS) {
+            zj_dset(c, kwd.d, zj_mkstr(c, a->kw[i], strlen(a->kw[i])), a->v[i]);
+        } else {
+            zj_jfail(c, ZT_EDATA, "macro '%s' takes no keyword argument '%s'", d->name, a->kw[i]);
+        }
+    }
+    r->calls++;
+    for (int p = 0; p < np; ++p) {
+        if (given[p]) continue;
+        jv v = d->v[p] ? eval(r, d->v[p], &ms)
+                       : vundefh(zj_afmt(c, "parameter '%.200s' was not provided", d->kw[p]));
+        setvar(r, &ms, d->kw[p], v);
+    }
+    if (d->op & MF_VARARGS) setvar(r, &ms, "varargs", vlistk(va, K_TUPLE));
+    if (d->op & MF_KWARGS) setvar(r, &ms, "kwargs", kwd);
+    if (d->op & MF_CALLER) setvar(r, &ms, "caller", caller.t == V_UNSET ? vundefh("No caller defined") : caller);
+    jstr *s = render_to_str(r, d->b, &ms);
+    r->calls--;
+    c->line = line;
+    return vstr(s);
+}
+
 static void exec_for(rctx *r, node *s, scope *sc) {
     jctx *c = &r->c;
     jv it = eval(r, s->a, sc);
@@ -265,6 +353,34 @@ static void exec_body(rctx *r, node *s, scope *sc) {
         }
         case S_BREAK: r->brk = 1; break;
         case S_CONTINUE: r->cont = 1; break;
+        case S_MACRO: setvar(r, sc, s->name, macro_value(r, s, sc)); break;
+        case S_CALLBLK: {   /* the call, with caller= the block as a macro */
+            node *call = s->a;
+            jv f;
+            if (call->a->k == E_ATTR) {
+                jv x = eval(r, call->a->a, sc);
+                c->line = s->line;
+                f = zj_getattr_(r, x, call->a->name);
+            } else {
+                f = eval(r, call->a, sc);
+            }
+            args a;
+            eval_args(r, call, sc, &a);
+            c->line = s->line;
+            if (f.t != V_MACRO) {
+                if (f.t == V_UNDEF) zj_undef_fail(r, f, "a call");
+                zj_jfail(c, ZT_EUNSUPPORTED, "{%% call %%} of a %s (only macros take a caller)", zj_tname(f.t));
+            }
+            emit(r, call_macro(r, f.mc, &a, macro_value(r, s->c, sc)).s);
+            break;
+        }
+        case S_SETBLK: {
+            scope bs = {sc, zj_mkdict(c)};
+            jstr *v = render_to_str(r, s->b, &bs);
+            c->line = s->line;
+            setvar(r, sc, s->name, vstr(v));
+            break;
+        }
         case S_GEN: {   /* a call block: its own scope */
             scope gs = {sc, zj_mkdict(c)};
             exec_body(r, s->b, &gs);
@@ -275,7 +391,21 @@ static void exec_body(rctx *r, node *s, scope *sc) {
     }
 }
 
-static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
+/* mark: of the strings (deep: also those inside lists and dicts, and the keys) */
+static jv from_json_(rctx *r, const json_t *j, uint32_t mark, int depth, int deep);
+static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) { return from_json_(r, j, mark, depth, 0); }
+static jstr *marked_str(rctx *r, const char *p, size_t n, uint32_t mark) {
+    jctx *c = &r->c;
+    jstr *s = zj_mkstr(c, p, n);
+    if (mark) {
+        s->mk = zj_aalloc(c, (s->n ? s->n : 1) * sizeof(uint32_t));
+        for (size_t i = 0; i < s->n; ++i) s->mk[i] = mark;
+        if (!s->n) s->mk = NULL;
+        s->tail = s->n ? 0 : mark;
+    }
+    return s;
+}
+static jv from_json_(rctx *r, const json_t *j, uint32_t mark, int depth, int deep) {
     jctx *c = &r->c;
     if (depth > 4096) zj_jfail(c, ZT_EDATA, "a message nested deeper than 4096 levels");
     switch (json_typeof(j)) {
@@ -284,22 +414,13 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
     case JSON_FALSE: return vbool(0);
     case JSON_INTEGER: return vint((long long)json_integer_value(j));
     case JSON_REAL: return vfloat(json_real_value(j));
-    case JSON_STRING: {
-        jstr *s = zj_mkstr(c, json_string_value(j), json_string_length(j));
-        if (mark) {
-            s->mk = zj_aalloc(c, (s->n ? s->n : 1) * sizeof(uint32_t));
-            for (size_t i = 0; i < s->n; ++i) s->mk[i] = mark;
-            if (!s->n) s->mk = NULL;
-            s->tail = s->n ? 0 : mark;
-        }
-        return vstr(s);
-    }
+    case JSON_STRING: return vstr(marked_str(r, json_string_value(j), json_string_length(j), mark));
     case JSON_ARRAY: {
         if (json_array_size(j) > (size_t)INT_MAX / 2) zj_jfail(c, ZT_EDATA, "a message list too long");
         jlist *l = zj_mklist(c, (int)json_array_size(j));
         size_t i;
         const json_t *e;
-        json_array_foreach((json_t *)j, i, e) zj_lpush(c, l, from_json(r, e, 0, depth + 1));
+        json_array_foreach((json_t *)j, i, e) zj_lpush(c, l, from_json_(r, e, deep ? mark : 0, depth + 1, deep));
         return vlist(l);
     }
     default: {
@@ -308,7 +429,7 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
         const char *k;
         const json_t *e;
         json_object_foreach((json_t *)j, k, e) {
-            zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, 0, depth + 1));
+            zj_dset(c, d.d, marked_str(r, k, strlen(k), deep ? mark : 0), from_json_(r, e, deep ? mark : 0, depth + 1, deep));
         }
         return d;
     }
@@ -323,7 +444,35 @@ static jv from_json(rctx *r, const json_t *j, uint32_t mark, int depth) {
 static int marked_key(const char *k) {
     return !strcmp(k, "content") || !strcmp(k, "reasoning_content") || !strcmp(k, "thinking") || !strcmp(k, "reasoning");
 }
-static jv message_value(rctx *r, const json_t *m, uint32_t mark) {
+/* a content given as a list of typed parts ([{"type": "text", "text": ...}]): the text of each part
+ * traced as a string content is; a part of another type (image, audio, ...) is refused by name */
+static jv content_value(rctx *r, const json_t *v, uint32_t mark, size_t im) {
+    jctx *c = &r->c;
+    if (!json_is_array(v)) return from_json(r, v, mark, 1);
+    jlist *l = zj_mklist(c, (int)json_array_size(v));
+    size_t i;
+    const json_t *p;
+    json_array_foreach((json_t *)v, i, p) {
+        const json_t *ty = json_object_get(p, "type");
+        if (!json_is_object(p) || !json_is_string(ty))
+            zj_jfail(c, ZT_EDATA, "message %zu: content part %zu is not an object with a string \"type\"", im, i);
+        if (strcmp(json_string_value(ty), "text") != 0)
+            zj_jfail(c, ZT_EDATA, "message %zu: content part %zu of type '%.60s' (only \"text\" parts are "
+                     "rendered)", im, i, json_string_value(ty));
+        if (!json_is_string(json_object_get(p, "text")))
+            zj_jfail(c, ZT_EDATA, "message %zu: content part %zu (type text) has no string \"text\"", im, i);
+        jv d = {.t = V_DICT};
+        d.d = zj_mkdict(c);
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)p, k, e)
+            zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, strcmp(k, "text") ? 0 : mark, 2));
+        zj_lpush(c, l, d);
+    }
+    return vlist(l);
+}
+
+static jv message_value(rctx *r, const json_t *m, uint32_t mark, size_t im) {
     jctx *c = &r->c;
     static const char *const rnames[] = {"reasoning_content", "thinking", "reasoning"};
     const json_t *reason = NULL;
@@ -338,7 +487,10 @@ static jv message_value(rctx *r, const json_t *m, uint32_t mark) {
     const json_t *e;
     json_object_foreach((json_t *)m, k, e) {
         if (json_is_null(e)) continue;
-        zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), from_json(r, e, marked_key(k) ? mark : 0, 1));
+        jv v = !strcmp(k, "content")      ? content_value(r, e, mark, im)
+               : !strcmp(k, "tool_calls") ? from_json_(r, e, mark, 1, 1)   /* every string, keys too */
+                                          : from_json(r, e, marked_key(k) ? mark : 0, 1);
+        zj_dset(c, d.d, zj_mkstr(c, k, strlen(k)), v);
     }
     if (reason) zj_dset(c, d.d, zj_mkstr(c, "reasoning_content", 17), from_json(r, reason, mark, 1));
     return d;
@@ -371,7 +523,7 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
         if (!json_is_object(m)) zj_jfail(c, ZT_EDATA, "message %zu is not an object", i);
         const json_t *role = json_object_get(m, "role");
         uint32_t mark = json_is_string(role) && !strcmp(json_string_value(role), "assistant") ? (uint32_t)(i + 1) : 0;
-        zj_lpush(c, ml, message_value(r, m, mark));
+        zj_lpush(c, ml, message_value(r, m, mark, i));
     }
     jv fn = {.t = V_FUNC};
     setvar(r, &glob, "messages", vlist(ml));
@@ -411,10 +563,24 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
     for (size_t i = 1; i <= nm; ++i) nspan += lo[i] != (size_t)-1;
     out->span = calloc((size_t)(nspan ? nspan : 1), sizeof *out->span);
     if (!out->span) { free(lo); free(hi); zj_jfail(c, ZT_ENOMEM, "out of memory"); }
+    /* the eos_token ends the turn of an assistant message with tool calls (the template's markup
+     * after the calls, e.g. "}\n</tool_call>", is trained up to it) */
+    const json_t *eosv = vars ? json_object_get(vars, "eos_token") : NULL;
+    const char *eos = json_is_string(eosv) ? json_string_value(eosv) : NULL;
+    size_t neos = eos ? json_string_length(eosv) : 0;
     for (size_t i = 1; i <= nm; ++i) {
         if (lo[i] == (size_t)-1) continue;
         size_t e = hi[i];
-        if (token_at && e < o->n) e += token_at(tctx, o->p + e, o->n - e);
+        const json_t *m = json_array_get(messages, i - 1), *tc = json_object_get(m, "tool_calls");
+        size_t stop = o->n;   /* the next traced message's first byte */
+        for (size_t k = i + 1; k <= nm; ++k)
+            if (lo[k] != (size_t)-1 && lo[k] >= e && lo[k] < stop) stop = lo[k];
+        const char *at = NULL;
+        if (neos && json_is_array(tc) && json_array_size(tc) > 0 && e <= stop)
+            for (size_t q = e; q + neos <= stop && !at; ++q)
+                if (!memcmp(o->p + q, eos, neos)) at = o->p + q;
+        if (at) e = (size_t)(at - o->p) + neos;
+        else if (token_at && e < o->n) e += token_at(tctx, o->p + e, o->n - e);
         out->span[out->nspan].begin = lo[i];
         out->span[out->nspan].end = e;
         out->span[out->nspan].turn = (int)(i - 1);

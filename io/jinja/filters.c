@@ -526,7 +526,7 @@ int zj_apply_test(rctx *r, const char *t, int unknown, jv x, args *a) {
     if (!strcmp(t, "sequence"))
         return x.t == V_STR || (x.t == V_LIST && (x.l->kind == K_LIST || x.l->kind == K_TUPLE)) || x.t == V_DICT ||
                x.t == V_UNDEF || x.t == V_RANGE;
-    if (!strcmp(t, "callable")) return x.t == V_FUNC || x.t == V_METHOD || x.t == V_UNDEF || x.t == V_LOOP;
+    if (!strcmp(t, "callable")) return x.t == V_FUNC || x.t == V_METHOD || x.t == V_MACRO || x.t == V_UNDEF || x.t == V_LOOP;
     if (!strcmp(t, "escaped")) return x.t == V_STR && x.s->markup;
     if (!strcmp(t, "equalto") || !strcmp(t, "eq") || !strcmp(t, "==")) return zj_veq(r, x, y, 0);
     if (!strcmp(t, "ne") || !strcmp(t, "!=")) return !zj_veq(r, x, y, 0);
@@ -545,6 +545,7 @@ int zj_apply_test(rctx *r, const char *t, int unknown, jv x, args *a) {
         case V_RANGE: return x.rg == y.rg;
         case V_LOOP: return x.lp == y.lp;
         case V_FUNC: return x.fn == y.fn;
+        case V_MACRO: return x.mc == y.mc;
         default: zj_jfail(c, ZT_EUNSUPPORTED, "'sameas' on %ss (Python's identity of numbers and strings is an "
                           "implementation detail)", zj_tname(x.t));
         }
@@ -718,10 +719,7 @@ static jv filter_tojson(rctx *r, jv x, args *a) {
     }
     sbuf b = {0};
     zj_json_into(r, &b, x, &o, 0);
-    jstr *s = zj_sb_str(c, &b);
-    s->mk = NULL;
-    s->tail = 0;
-    return vstr(s);
+    return vstr(zj_sb_str(c, &b));   /* traced strings stay traced (an escape as its character) */
 }
 
 jv zj_apply_filter(rctx *r, const char *f, int unknown, jv x, args *a) {

@@ -62,7 +62,8 @@ void zj_scan(jctx *c, size_t bytes);    /* the steps of walking so many bytes */
 
 /* ---------------------------------------------------------------- values (values.c) */
 
-enum { V_UNSET = -1, V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_NS, V_FUNC, V_RANGE, V_LOOP, V_METHOD };
+enum { V_UNSET = -1, V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_NS, V_FUNC, V_RANGE, V_LOOP, V_METHOD,
+       V_MACRO };
 enum { F_RAISE, F_STRFTIME, F_NAMESPACE, F_DICT, F_RANGE };
 /* kinds of V_LIST: list, tuple, a one-shot iterator (generator, reversed...), dict views */
 enum { K_LIST, K_TUPLE, K_GEN, K_KEYS, K_VALUES, K_ITEMS };
@@ -77,6 +78,7 @@ struct jdict;
 struct jrange;
 struct jloop;
 struct jmeth;
+struct jmacro;
 typedef struct jv {
     int t;
     union {
@@ -90,6 +92,7 @@ typedef struct jv {
         struct jrange *rg;
         struct jloop *lp;
         struct jmeth *m;
+        struct jmacro *mc;
         const char *hint;      /* V_UNDEF: why (NULL: a plain undefined value) */
     };
 } jv;
@@ -162,7 +165,7 @@ void zj_lex(lexer *L, const char *src, size_t n);
 
 enum {
     /* statements */
-    S_DATA, S_OUT, S_IF, S_FOR, S_SET, S_SETATTR, S_BREAK, S_CONTINUE, S_GEN,
+    S_DATA, S_OUT, S_IF, S_FOR, S_SET, S_SETATTR, S_BREAK, S_CONTINUE, S_GEN, S_MACRO, S_CALLBLK, S_SETBLK,
     /* expressions */
     E_CONST, E_NAME, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_BIN, E_NOT, E_NEG, E_POS, E_AND, E_OR,
     E_COND, E_LIST, E_TUPLE, E_DICT, E_CMP, E_CAT
@@ -197,6 +200,10 @@ struct zt_jinja {
 /* ---------------------------------------------------------------- evaluation */
 
 typedef struct scope { struct scope *up; jdict *vars; } scope;
+/* a macro (S_MACRO: kw[i] its parameters, v[i] their defaults or NULL, b the body, op the names its body
+ * uses: MF_*) with the scope it was defined in; caller: the macro of a call block */
+enum { MF_VARARGS = 1, MF_KWARGS = 2, MF_CALLER = 4 };
+typedef struct jmacro { node *def; scope *sc; } jmacro;
 /* a for loop's `loop` (one object per loop, as jinja2's LoopContext) */
 typedef struct jloop { jlist *items; const jrange *rg; int i, n; jlist *chg; int has_chg; } jloop;
 
@@ -204,6 +211,7 @@ typedef struct rctx {
     jctx c;
     sbuf out;
     int brk, cont;        /* loop control pending */
+    int calls;            /* macro calls in progress (ZT_JINJA_MAX_CALLS) */
 } rctx;
 
 /* ---- Python's semantics of the values (ops.c) */

@@ -249,7 +249,7 @@ static void repr_into(rctx *r, sbuf *b, jv v, int depth) {
         char buf[64];
         snprintf(buf, sizeof buf, "<LoopContext %d/%d>", v.lp->i + 1, v.lp->n);
         zj_sb_cstr(c, b, buf);
-    } else if (v.t == V_FUNC || v.t == V_METHOD) {
+    } else if (v.t == V_FUNC || v.t == V_METHOD || v.t == V_MACRO) {
         unprintable(r, v);
     } else {
         jstr *s = zj_to_str(r, v);
@@ -257,12 +257,51 @@ static void repr_into(rctx *r, sbuf *b, jv v, int depth) {
     }
 }
 
+/* n bytes of an escape, traced as the byte of s it stands for */
+static void raw_as(jctx *c, sbuf *b, const char *p, size_t n, const jstr *s, size_t i) {
+    if (!s->mk || !s->mk[i]) { zj_sb_raw(c, b, p, n); return; }
+    uint32_t mk[16];
+    for (size_t k = 0; k < n && k < 16; ++k) mk[k] = s->mk[i];
+    jstr t = {p, n, mk, 0, 0, 0};
+    zj_sb_put(c, b, &t);
+}
+/* a string as JSON; its traced bytes stay traced (an escape as the byte it stands for) */
 static void json_str(jctx *c, sbuf *b, const jstr *s, int ascii) {
     char buf[16];
     zj_sb_raw(c, b, "\"", 1);
+    if (!s->n && s->tail) { jstr t = {"", 0, NULL, s->tail, 0, 0}; zj_sb_put(c, b, &t); }
     for (size_t i = 0, len; i < s->n; i += len) {
         unsigned char ch = (unsigned char)s->p[i];
         len = 1;
+        if (s->mk) {   /* traced: byte by byte (escapes) or a run of plain bytes with its marks */
+            if (ch == '"') raw_as(c, b, "\\\"", 2, s, i);
+            else if (ch == '\\') raw_as(c, b, "\\\\", 2, s, i);
+            else if (ch == '\n') raw_as(c, b, "\\n", 2, s, i);
+            else if (ch == '\r') raw_as(c, b, "\\r", 2, s, i);
+            else if (ch == '\t') raw_as(c, b, "\\t", 2, s, i);
+            else if (ch == '\b') raw_as(c, b, "\\b", 2, s, i);
+            else if (ch == '\f') raw_as(c, b, "\\f", 2, s, i);
+            else if (ch < 0x20 || (ascii && ch == 0x7f)) { snprintf(buf, sizeof buf, "\\u%04x", ch); raw_as(c, b, buf, 6, s, i); }
+            else if (ch >= 0x80 && ascii) {
+                uint32_t cp = zj_u8at(s->p + i, s->n - i, &len);
+                if (cp >= 0x10000) {
+                    cp -= 0x10000;
+                    snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
+                    raw_as(c, b, buf, 12, s, i);
+                } else {
+                    snprintf(buf, sizeof buf, "\\u%04x", cp);
+                    raw_as(c, b, buf, 6, s, i);
+                }
+            } else {
+                size_t k = i + 1;
+                while (k < s->n && (unsigned char)s->p[k] >= 0x20 && s->p[k] != '"' && s->p[k] != '\\' &&
+                       !(ascii && (unsigned char)s->p[k] >= 0x7f)) ++k;
+                jstr t = {s->p + i, k - i, s->mk + i, 0, 0, 0};
+                zj_sb_put(c, b, &t);
+                len = k - i;
+            }
+            continue;
+        }
         if (ch == '"') zj_sb_raw(c, b, "\\\"", 2);
         else if (ch == '\\') zj_sb_raw(c, b, "\\\\", 2);
         else if (ch == '\n') zj_sb_raw(c, b, "\\n", 2);
@@ -409,6 +448,7 @@ int zj_veq(rctx *r, jv a, jv b, int depth) {
         return 1;
     case V_RANGE: return range_eq(a.rg, b.rg);
     case V_FUNC: return a.fn == b.fn;
+    case V_MACRO: return a.mc == b.mc;
     case V_NS: return a.d == b.d;
     case V_LOOP: return a.lp == b.lp;
     default: zj_jfail(&r->c, ZT_EUNSUPPORTED, "comparing %ss", zj_tname(a.t));

@@ -521,6 +521,62 @@ static void enter_block(parser *P, int loop) {
         zj_jfail(P->c, ZT_EDATA, "for loops nested deeper than %d levels " BUDGET, ZT_JINJA_MAX_LOOPS);
 }
 
+static node *p_body(parser *P, const char *const *ends, int *which);
+
+/* the body of a macro, call block or block set: its own frame (jinja2 compiles it as a function), no
+ * loop around it; up to and including {% END %}.  *uses: MF_* of the names the body mentions */
+static node *frame_body(parser *P, const char *end, int *uses) {
+    enter_block(P, 0);
+    int soft = P->soft, inloop = P->inloop, i0 = P->i;
+    P->soft = 0;
+    P->inloop = 0;
+    const char *ends[] = {end, NULL};
+    int w;
+    node *b = p_body(P, ends, &w);
+    if (uses) {
+        *uses = 0;
+        for (int i = i0; i < P->i; ++i) {
+            tok *t = &P->t[i];
+            if (t->k != T_NAME) continue;
+            if (t->n == 7 && !memcmp(t->p, "varargs", 7)) *uses |= MF_VARARGS;
+            if (t->n == 6 && !memcmp(t->p, "kwargs", 6)) *uses |= MF_KWARGS;
+            if (t->n == 6 && !memcmp(t->p, "caller", 6)) *uses |= MF_CALLER;
+        }
+    }
+    P->soft = soft;
+    P->inloop = inloop;
+    P->blocks--;
+    end_block(P);
+    return b;
+}
+
+/* a macro's parameters: ( name [= default], ... ) */
+static void p_params(parser *P, node *m) {
+    expect_op(P, "(");
+    int dflt = 0;
+    while (!is_op(P, ")")) {
+        const char *nm = take_target(P);
+        for (int i = 0; i < m->nv; ++i)
+            if (!strcmp(m->kw[i], nm)) zj_jfail(P->c, ZT_EDATA, "duplicate argument '%s' in the macro definition", nm);
+        node *d = NULL;
+        if (is_op(P, "=")) {
+            P->i++;
+            d = p_expr(P);
+            dflt = 1;
+        } else if (dflt) {
+            zj_jfail(P->c, ZT_EDATA, "parameter without a default ('%s') after one with a default", nm);
+        } else if (!strcmp(nm, "caller")) {
+            zj_jfail(P->c, ZT_EDATA, "When defining macros or call blocks the special \"caller\" argument must be "
+                     "omitted or be given a default.");
+        }
+        addarg(P, m, d, nm);
+        if (!is_op(P, ",")) break;
+        P->i++;
+    }
+    expect_op(P, ")");
+    pend_flush(P);
+}
+
 /* statements until one of the block names in `ends` (NULL-terminated);
  * *which: its index (the name token is consumed, its arguments are not) */
 static node *p_body(parser *P, const char *const *ends, int *which) {
@@ -625,11 +681,18 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
                     if (is_op(P, ",")) { P->i++; s->name2 = take_target(P); }
                     if (is_op(P, ",")) zj_jfail(P->c, ZT_EUNSUPPORTED, "set unpacking more than two names");
                 }
-                if (!is_op(P, "=")) zj_jfail(P->c, ZT_EUNSUPPORTED, "block set ({%% set %s %%}...{%% endset %%})", nm);
-                P->i++;
-                s->a = p_tuple(P, p_expr);
-                pend_flush(P);
-                end_block(P);
+                if (s->k == S_SET && !s->name2 && cur(P)->k == T_BEND) {   /* {% set x %}...{% endset %} */
+                    end_block(P);
+                    s->k = S_SETBLK;
+                    s->b = frame_body(P, "endset", NULL);
+                } else {
+                    if (!is_op(P, "="))
+                        zj_jfail(P->c, ZT_EUNSUPPORTED, "block set with a filter ({%% set %s | ... %%})", nm);
+                    P->i++;
+                    s->a = p_tuple(P, p_expr);
+                    pend_flush(P);
+                    end_block(P);
+                }
             } else if (is_name(P, "break") || is_name(P, "continue")) {
                 int brk = is_name(P, "break");
                 if (!P->inloop)
@@ -653,6 +716,30 @@ static node *p_body(parser *P, const char *const *ends, int *which) {
                 P->inloop = inloop;
                 P->blocks--;
                 end_block(P);
+            } else if (is_name(P, "macro")) {
+                P->i++;
+                s = mknode(P, S_MACRO);
+                s->name = take_target(P);
+                p_params(P, s);
+                end_block(P);
+                s->b = frame_body(P, "endmacro", &s->op);
+            } else if (is_name(P, "call")) {
+                P->i++;
+                s = mknode(P, S_CALLBLK);
+                node *m = mknode(P, S_MACRO);   /* the caller */
+                m->name = "caller";
+                if (is_op(P, "(")) p_params(P, m);
+                s->a = p_expr(P);
+                pend_flush(P);
+                if (s->a->k != E_CALL) {
+                    P->c->line = s->line;
+                    zj_jfail(P->c, ZT_EDATA, "expected a call after {%% call %%}");
+                }
+                end_block(P);
+                m->b = frame_body(P, "endcall", &m->op);
+                s->c = m;
+            } else if (is_name(P, "filter")) {
+                zj_jfail(P->c, ZT_EUNSUPPORTED, "statement '{%% filter %%}'");
             } else if (cur(P)->k == T_NAME) {
                 zj_jfail(P->c, ZT_EUNSUPPORTED, "statement '{%% %.*s %%}'", (int)(cur(P)->n < 40 ? cur(P)->n : 40), cur(P)->p);
             } else {

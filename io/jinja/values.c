@@ -16,7 +16,8 @@ void zj_jfail(jctx *c, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    zt_fail(c->st, code, "chat template line %d: %s", c->line, msg);
+    if (c->line > 0) zt_fail(c->st, code, "chat template line %d: %s", c->line, msg);
+    else zt_fail(c->st, code, "%s", msg);   /* the messages, before the template runs */
     longjmp(c->jb, 1);
 }
 
@@ -79,13 +80,13 @@ void zj_scan(jctx *c, size_t bytes) { zj_tick(c, 1 + (long long)(bytes >> 8)); }
 
 const char *zj_tname(int t) {
     static const char *const n[] = {"undefined", "none", "boolean", "integer", "float", "string", "list",
-                                    "dict", "namespace", "function", "range", "loop", "method"};
+                                    "dict", "namespace", "function", "range", "loop", "method", "macro"};
     return n[t];
 }
 /* Python's type name of a value (jinja2's messages) */
 const char *zj_pyname(jv v) {
     static const char *const n[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list",
-                                    "dict", "Namespace", "function", "range", "LoopContext", "builtin_function_or_method"};
+                                    "dict", "Namespace", "function", "range", "LoopContext", "builtin_function_or_method", "Macro"};
     if (v.t == V_LIST) {
         switch (v.l->kind) {
         case K_TUPLE: return "tuple";

@@ -15,7 +15,7 @@ static const char *const fixtures[4][2] = {
      "{\"role\":\"assistant\",\"content\":\"Hello! Ünïcode ✓\"},{\"role\":\"user\",\"content\":\"\"},"
      "{\"role\":\"assistant\",\"content\":\"  bye\\n\"}]",
      "{\"bos_token\":\"<s>\",\"eos_token\":\"</s>\"}"},
-    {"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"weather?\"},{\"type\":\"image\"}]},"
+    {"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"weather?\"},{\"type\":\"text\",\"text\":\"!\"}]},"
      "{\"role\":\"assistant\",\"reasoning_content\":\"think\",\"content\":\"\",\"tool_calls\":[{\"type\":\"function\","
      "\"function\":{\"name\":\"get\",\"arguments\":{\"city\":\"Paris\",\"n\":3}}}]},"
      "{\"role\":\"tool\",\"content\":\"{\\\"t\\\": 21}\",\"name\":\"get\"},{\"role\":\"assistant\",\"content\":\"21 C\"}]",
