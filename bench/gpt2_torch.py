@@ -9,7 +9,7 @@ FLOPs per token, as bench/README.md) and peak GPU memory, for fp32 (TF32
 off, like ztrain's fp32) and bf16 autocast.
 
   python3 bench/gpt2_torch.py [--shape L,H,C,V,B,T] [--steps N] [--compile]
-                              [--peak-tflops F32,BF16]
+                              [--only bf16|fp32] [--peak-tflops F32,BF16]
 """
 import argparse
 import math
@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--shape", default="12,12,768,50304,8,1024")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--only", choices=["bf16", "fp32"], default=None)
     ap.add_argument("--peak-tflops", default="")
     a = ap.parse_args()
     shape = [int(v) for v in a.shape.split(",")]
@@ -128,6 +129,8 @@ def main():
     print(f"PyTorch {torch.__version__} on {name}; shape L={L} H={H} C={C} V={V} B={B} T={T}"
           f"{' (torch.compile)' if a.compile else ''}")
     for bf16 in (False, True):
+        if a.only and a.only != ("bf16" if bf16 else "fp32"):
+            continue
         per, P, peak, loss = run(shape, a.steps, bf16, a.compile)
         report(bf16, per, P, peak, loss, B * T, 6.0 * P + 6.0 * L * C * T, p16 if bf16 else p32)
 
