@@ -78,9 +78,13 @@ def smi_fields(path):
     if not text or not text.strip():
         return None
     keys = ["name", "driver", "memory_total", "clocks_sm", "clocks_max_sm", "clocks_mem", "clocks_max_mem",
-            "power_draw", "power_limit", "temperature_c", "pstate", "throttle_reasons"]
+            "power_draw", "power_limit", "temperature_c", "pstate"]
     vals = [v.strip() for v in text.strip().splitlines()[0].split(",")]
-    return dict(zip(keys, vals))
+    r = dict(zip(keys, vals))
+    reasons = read(path + ".reasons")
+    if reasons and reasons.strip():
+        r["clock_event_reasons"] = reasons.strip().splitlines()[0]
+    return r
 
 
 def first_json(text):
@@ -98,11 +102,8 @@ def parse_torch(text):
                   r"params ([\d.]+)M", text or "")
     if not m:
         return None
-    oom = "out of GPU memory" in (text or "")
     r = {"ms_per_step": float(m.group(1)), "tokens_per_s": float(m.group(2)),
          "peak_mem_bytes": round(float(m.group(3)) * G), "params": round(float(m.group(4)) * 1e6)}
-    if oom:
-        r["out_of_memory"] = True
     return r
 
 
@@ -194,7 +195,13 @@ def shape_record(d, skip, peak):
     for tag in ("torch_eager", "torch_compile"):
         t = section(d, tag)
         if t and "rc" in t:
-            p = parse_torch(read(os.path.join(d, tag + ".out"), ""))
+            text = read(os.path.join(d, tag + ".out"), "") or ""
+            m = re.search(r"^PyTorch (\S+) on (.*?);", text, re.M)
+            if m:
+                t["torch_version"], t["device"] = m.group(1), m.group(2)
+            if "out of GPU memory" in text:
+                t["out_of_memory"] = True
+            p = parse_torch(text)
             if p:
                 t.update(p)
                 t.update(figures(p["ms_per_step"], p["tokens_per_s"]))

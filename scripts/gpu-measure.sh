@@ -34,7 +34,9 @@
 #   "NAME ARCH L,NH,NKV,C,H,V,B,T [ztrain args...]" (ARCH gpt2 or llama; for
 #   gpt2 NKV = NH, H = 4C; the args go to ztrain train and estimate; --lora-r R
 #   and --tie-embeddings false are also given to the PyTorch baseline);
-#   ZT_MEASURE_STEPS (8), ZT_MEASURE_TORCH (1; 0 = no PyTorch),
+#   ZT_MEASURE_STEPS (8), ZT_MEASURE_TORCH (1; 0 = no PyTorch), ZT_MEASURE_PYTHON
+#   (python3: the Python with PyTorch), ZT_MEASURE_TORCH_DEVICE (cuda; cpu: the
+#   baselines on the CPU, for testing this script without a GPU),
 #   ZT_MEASURE_COMPILE (1), ZT_MEASURE_PEAK_TFLOPS (the bf16 dense peak for
 #   MFU; default by device name: 989.4 H100 SXM / H200, 756 H100 PCIe),
 #   ZT_MEASURE_THREADS (host threads of cpu backends, 4), ZT_MEASURE_COSTMODEL and
@@ -109,16 +111,29 @@ json() {  # measure.json and the table from what is in $W now
         --steps "$STEPS" --commit "$commit" --backend "$backend" ${ZT_MEASURE_PEAK_TFLOPS:+--peak-tflops "$ZT_MEASURE_PEAK_TFLOPS"} \
         > "$W/table.txt" 2> "$W/json.err" || { echo "measure_json.py failed:"; cat "$W/json.err"; }
 }
-smi() {  # smi FILE: one CSV line of the GPU's name, driver, clocks, power, temperature
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.draw,power.limit,temperature.gpu,pstate,clocks_throttle_reasons.active \
-        --format=csv,noheader > "$1" 2> /dev/null || rm -f "$1"
+smi() {  # smi FILE: one CSV line of the GPU's name, driver, clocks, power, temperature; FILE.reasons
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.draw,power.limit,temperature.gpu,pstate \
+        --format=csv,noheader > "$1" 2> /dev/null ||
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$1" 2> /dev/null || rm -f "$1"
+    # the clocks' limiting reasons (clocks_event_reasons; before driver 535: clocks_throttle_reasons)
+    nvidia-smi --query-gpu=clocks_event_reasons.active --format=csv,noheader > "$1.reasons" 2> /dev/null ||
+        nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader > "$1.reasons" 2> /dev/null ||
+        rm -f "$1.reasons"
 }
+PYT=${ZT_MEASURE_PYTHON:-python3}
+TDEV=${ZT_MEASURE_TORCH_DEVICE:-cuda}
 have_torch() {
     [ "${ZT_MEASURE_TORCH:-1}" = 1 ] || { echo "ZT_MEASURE_TORCH=0"; return 1; }
     local why
-    why=$(python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "PyTorch has no GPU here")' 2>&1) &&
-        return 0
-    echo "PyTorch with CUDA not importable ($(echo "$why" | tail -n 1))"; return 1
+    if [ "$TDEV" = cuda ]; then
+        why=$("$PYT" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "PyTorch has no GPU here")' 2>&1) &&
+            return 0
+        echo "PyTorch with CUDA not importable ($(echo "$why" | tail -n 1))"
+    else
+        why=$("$PYT" -c 'import torch' 2>&1) && return 0
+        echo "PyTorch not importable ($(echo "$why" | tail -n 1))"
+    fi
+    return 1
 }
 
 echo "== ztrain measure $(date -u +%FT%TZ) on $(uname -n): commit $commit, backend $backend, budget $BUDGET s"
@@ -225,8 +240,9 @@ for spec in "${SHAPE_LIST[@]}"; do
             [ $untied = 1 ] && tp+=(--untied)
             [ "$lora" != 0 ] && tp+=(--lora "$lora")
         fi
+        [ "$TDEV" = cuda ] || tp+=(--device "$TDEV")
         printf '%s\n' "$script ${tp[*]}" > "$D/torch_cmd"
-        (cd "$py" && section "$D" torch_eager 180 $UNTIL python3 "$script" "${tp[@]}" --only bf16 --steps "$STEPS")
+        (cd "$py" && section "$D" torch_eager 180 $UNTIL "$PYT" "$script" "${tp[@]}" --only bf16 --steps "$STEPS")
     fi
     json
 done
@@ -238,7 +254,7 @@ if [ $torch_ok = 1 ] && [ "${ZT_MEASURE_COMPILE:-1}" = 1 ]; then
         [ -f "$D/torch_cmd" ] || continue
         read -r -a tc <<< "$(cat "$D/torch_cmd")"
         echo "  ${D##*/}"
-        (cd "$py" && section "$D" torch_compile 240 $UNTIL python3 "${tc[@]}" --only bf16 --steps "$STEPS" --compile)
+        (cd "$py" && section "$D" torch_compile 240 $UNTIL "$PYT" "${tc[@]}" --only bf16 --steps "$STEPS" --compile)
         json
     done
 else

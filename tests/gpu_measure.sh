@@ -8,7 +8,10 @@
 # predicted and the run's measured peak, the cost model's prediction (none for
 # LoRA); the GPU-only sections (test_cuda, compute-sanitizer) skipped with
 # a reason; no checkpoint or weights file written.  Then a budget of 0 s:
-# every section skipped, the JSON still written.
+# every section skipped, the JSON still written.  Then, when $ZT_HF_PYTHON
+# (default /opt/hfref/bin/python) has PyTorch, the PyTorch eager baselines on
+# the CPU (ZT_MEASURE_TORCH_DEVICE=cpu): their figures parsed and set against
+# ztrain's; skipped visibly otherwise.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 command -v python3 > /dev/null || skip_all "python3 is needed"
@@ -109,4 +112,34 @@ ok = ok and all(b in s["costmodel"]["skipped"] or "LoRA" in s["costmodel"]["skip
 sys.exit(0 if ok else 1)
 PY
 echo $?) "ZT_MEASURE_BUDGET=0: exit $RC, every section skipped as past the budget, measure.json written"
+
+# the PyTorch rows, with PyTorch on the CPU
+HFPY=${ZT_HF_PYTHON:-/opt/hfref/bin/python}
+if [ -x "$HFPY" ] && "$HFPY" -c 'import torch' 2> /dev/null; then
+    ZT_MEASURE_STEPS=4 ZT_MEASURE_THREADS=1 ZT_MEASURE_PYTHON=$HFPY ZT_MEASURE_TORCH_DEVICE=cpu ZT_MEASURE_COMPILE=0 \
+        ZT_MEASURE_SHAPES="tg gpt2 2,2,2,32,128,256,2,32;tlora llama 2,4,2,32,64,256,2,32 --tie-embeddings false --lora-r 4 --lora-targets all-linear" \
+        "${M[@]}" "$T/outt" "${MA[@]}" > "$T/runt.txt" 2>&1
+    RC=$?
+    diag <(grep -E 'torch|PyTorch' "$T/runt.txt" | head -n 6)
+    ok $([ $RC = 0 ] && python3 - "$T/outt/measure.json" "$T/outt/measure.log" <<'PY'
+import json, re, sys
+J = json.load(open(sys.argv[1]))
+log = open(sys.argv[2]).read()
+ok = len(J["shapes"]) == 2
+for s in J["shapes"]:
+    t, z = s["torch_eager"], s["ztrain"]
+    m = re.search(r"^==== shape/\d+-%s torch_eager: .*?bf16 autocast:\s+([\d.]+) ms/step\s+([\d.]+) tokens/s" % s["name"],
+                  log, re.M | re.S)
+    ok = ok and t.get("rc") == 0 and t.get("device") == "cpu" and m is not None
+    ok = ok and t["ms_per_step"] == float(m.group(1)) and t["tokens_per_s"] == float(m.group(2))
+    ok = ok and abs(t["tflops"] - s["flops_per_token"] * t["tokens_per_s"] * 1e-12) < 1e-15
+    ok = ok and abs(t["ztrain_speed_ratio"] - z["tokens_per_s"] / t["tokens_per_s"]) < 1e-12
+    ok = ok and s["torch_compile"].get("skipped") == "ZT_MEASURE_COMPILE=0"
+    ok = ok and ("--lora 4" in log) == True
+sys.exit(0 if ok else 1)
+PY
+    echo $?) "PyTorch eager on the CPU ($HFPY): exit $RC, ms/step and tokens/s as the log's, TFLOP/s, ztrain's speed ratio; compile skipped (ZT_MEASURE_COMPILE=0)"
+else
+    skip "PyTorch eager rows on the CPU" "no PyTorch in $HFPY (ZT_HF_PYTHON)"
+fi
 done_testing
