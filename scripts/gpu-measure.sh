@@ -241,8 +241,9 @@ for spec in "${SHAPE_LIST[@]}"; do
             [ "$lora" != 0 ] && tp+=(--lora "$lora")
         fi
         [ "$TDEV" = cuda ] || tp+=(--device "$TDEV")
-        printf '%s\n' "$script ${tp[*]}" > "$D/torch_cmd"
-        (cd "$py" && section "$D" torch_eager 180 $UNTIL "$PYT" "$script" "${tp[@]}" --only bf16 --steps "$STEPS")
+        # (no subshell: a failure must count in FAILED; llama_gpu_torch.py finds gpt2_torch.py beside it)
+        printf '%s\n' "$py/$script ${tp[*]}" > "$D/torch_cmd"
+        section "$D" torch_eager 180 $UNTIL "$PYT" "$py/$script" "${tp[@]}" --only bf16 --steps "$STEPS"
     fi
     json
 done
@@ -254,7 +255,7 @@ if [ $torch_ok = 1 ] && [ "${ZT_MEASURE_COMPILE:-1}" = 1 ]; then
         [ -f "$D/torch_cmd" ] || continue
         read -r -a tc <<< "$(cat "$D/torch_cmd")"
         echo "  ${D##*/}"
-        (cd "$py" && section "$D" torch_compile 240 $UNTIL "$PYT" "${tc[@]}" --only bf16 --steps "$STEPS" --compile)
+        section "$D" torch_compile 240 $UNTIL "$PYT" "${tc[@]}" --only bf16 --steps "$STEPS" --compile
         json
     done
 else

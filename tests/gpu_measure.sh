@@ -113,6 +113,20 @@ sys.exit(0 if ok else 1)
 PY
 echo $?) "ZT_MEASURE_BUDGET=0: exit $RC, every section skipped as past the budget, measure.json written"
 
+# a section that fails (a "Python" that imports torch but whose baseline exits 3): recorded with its
+# status, the later sections still run, the exit status is 1
+printf '#!/bin/sh\n[ "$1" = -c ] && exit 0\necho "baseline failed" >&2; exit 3\n' > "$T/fakepy"; chmod +x "$T/fakepy"
+ZT_MEASURE_STEPS=3 ZT_MEASURE_THREADS=1 ZT_MEASURE_PYTHON=$T/fakepy ZT_MEASURE_TORCH_DEVICE=cpu \
+    ZT_MEASURE_SHAPES="tl llama 2,4,2,32,64,256,2,32" "${M[@]}" "$T/outf" "${MA[@]}" > "$T/runf.txt" 2>&1
+RC=$?
+ok $([ $RC = 1 ] && python3 - "$T/outf/measure.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["shapes"][0]
+sys.exit(0 if s["torch_eager"]["rc"] == 3 and s["torch_compile"]["rc"] == 3 and s["ztrain"]["rc"] == 0
+         and s["ztrain"]["tokens_per_s"] > 0 and "ztrain_speed_ratio" not in s["torch_eager"] else 1)
+PY
+echo $?) "a failing baseline: exit $RC, recorded with its exit status 3 (eager and compile), ztrain's figures kept"
+
 # the PyTorch rows, with PyTorch on the CPU
 HFPY=${ZT_HF_PYTHON:-/opt/hfref/bin/python}
 if [ -x "$HFPY" ] && "$HFPY" -c 'import torch' 2> /dev/null; then
