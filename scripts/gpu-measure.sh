@@ -20,9 +20,9 @@
 #      3..; measured peak: the metrics' mem_peak_bytes; nvidia-smi's process
 #      peak), PyTorch eager (bench/*_torch.py, bf16 autocast, SDPA, fused AdamW)
 #   4. per shape: PyTorch with torch.compile
-#   5. compute-sanitizer memcheck: ztrain train (llama tiny, bf16, stage 0:
-#      the step's newest kernels: adamw_multi, sumsq_to, nonfinite_to,
-#      xent_fused), then test_cuda quick (it has no filter: the whole quick run)
+#   5. compute-sanitizer memcheck: test_cuda quick (it has no filter: the whole
+#      quick run, every kernel), then ztrain train (llama tiny, bf16, stage 0:
+#      the step's newest kernels: adamw_multi, sumsq_to, nonfinite_to, xent_fused)
 # Budget: ZT_MEASURE_BUDGET seconds in all (default 470); sections 3-4 stop
 # ZT_MEASURE_SAN_RESERVE seconds (default 60) before it so that 5 runs; a
 # section that would start past its limit is recorded as skipped; each has
@@ -276,10 +276,6 @@ elif [ -z "$san" ]; then
     skip "$S" memcheck_test_cuda "compute-sanitizer not found"
 else
     so=(--tool memcheck --error-exitcode 3 --print-limit 20)
-    section "$S" memcheck_train 120 "$BUDGET" "$mpirun" -np 1 --bind-to none "$san" "${so[@]}" "$zt" train \
-        --config "$SRC/configs/llama-tiny.json" --train "$W/c_train.bin" --val= --backend cuda --precision bf16 \
-        --stage 0 --steps 3 --log-every 1 --eval-every 0 --resume never --sample-tokens 0 --ckpt-final false \
-        --ckpt-dir "$W/ck_san"
     if [ ${#TC[@]} = 0 ]; then
         skip "$S" memcheck_test_cuda "no test_cuda"
     elif [ "${TC[0]}" = "$SRC/libtool" ]; then
@@ -287,6 +283,10 @@ else
     else
         section "$S" memcheck_test_cuda 150 "$BUDGET" env ZT_CUDA_TEST_QUICK=1 "$san" "${so[@]}" "${TC[@]}"
     fi
+    section "$S" memcheck_train 120 "$BUDGET" "$mpirun" -np 1 --bind-to none "$san" "${so[@]}" "$zt" train \
+        --config "$SRC/configs/llama-tiny.json" --train "$W/c_train.bin" --val= --backend cuda --precision bf16 \
+        --stage 0 --steps 3 --log-every 1 --eval-every 0 --resume never --sample-tokens 0 --ckpt-final false \
+        --ckpt-dir "$W/ck_san"
 fi
 command -v nvidia-smi > /dev/null && smi "$W/device/end.csv"
 json
