@@ -9,7 +9,8 @@ FLOPs per token, as bench/README.md) and peak GPU memory, for fp32 (TF32
 off, like ztrain's fp32) and bf16 autocast.
 
   python3 bench/gpt2_torch.py [--shape L,H,C,V,B,T] [--steps N] [--compile]
-                              [--peak-tflops F32,BF16]
+                              [--only bf16|fp32] [--peak-tflops F32,BF16]
+                              [--device cuda|cpu]
 """
 import argparse
 import math
@@ -60,34 +61,37 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.view(-1))
 
 
-def run(shape, steps, bf16, compile_):
+def run(shape, steps, bf16, compile_, dev="cuda"):
     L, H, C, V, B, T = shape
     torch.manual_seed(0)
-    dev = "cuda"
+    cuda = dev == "cuda"
     model = GPT(L, H, C, V, T).to(dev)
     nparams = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
-                            weight_decay=0.1, fused=True)
+                            weight_decay=0.1, fused=cuda)
     step_model = torch.compile(model) if compile_ else model
     idx = torch.randint(0, V, (B, T), device=dev)
     tgt = torch.randint(0, V, (B, T), device=dev)
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     loss = None
     warm = 2 + (3 if compile_ else 0)
     for i in range(warm + steps):
         if i == warm:
-            torch.cuda.synchronize()
+            if cuda:
+                torch.cuda.synchronize()
             t0 = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
             loss = step_model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         loss_v = loss.item()   # read back every step, as bench_gpu does
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     per = (time.perf_counter() - t0) / steps
-    return per, nparams, torch.cuda.max_memory_allocated(), loss_v
+    return per, nparams, torch.cuda.max_memory_allocated() if cuda else 0, loss_v
 
 
 def device_peaks(name, override=""):
@@ -117,18 +121,22 @@ def main():
     ap.add_argument("--shape", default="12,12,768,50304,8,1024")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--only", choices=["bf16", "fp32"], default=None)
     ap.add_argument("--peak-tflops", default="")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
     a = ap.parse_args()
     shape = [int(v) for v in a.shape.split(",")]
     L, H, C, V, B, T = shape
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    name = torch.cuda.get_device_name()
+    name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
     p32, p16 = device_peaks(name, a.peak_tflops)
     print(f"PyTorch {torch.__version__} on {name}; shape L={L} H={H} C={C} V={V} B={B} T={T}"
           f"{' (torch.compile)' if a.compile else ''}")
     for bf16 in (False, True):
-        per, P, peak, loss = run(shape, a.steps, bf16, a.compile)
+        if a.only and a.only != ("bf16" if bf16 else "fp32"):
+            continue
+        per, P, peak, loss = run(shape, a.steps, bf16, a.compile, a.device)
         report(bf16, per, P, peak, loss, B * T, 6.0 * P + 6.0 * L * C * T, p16 if bf16 else p32)
 
 

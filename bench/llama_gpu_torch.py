@@ -11,9 +11,15 @@ autocast: ms/step, tokens/s, model TFLOP/s, MFU (6 x params + 6 x L x
 (NH hd) x T FLOPs per token, as bench/README.md) and peak GPU memory.
 
   python3 bench/llama_gpu_torch.py --shape L,NH,NKV,C,H,V,B,T [--steps N]
-                               [--compile] [--only bf16|fp32]
-                               [--peak-tflops F32,BF16]
-SmolLM-135M: 30,9,3,576,1536,49152,B,T.
+                               [--compile] [--only bf16|fp32] [--untied]
+                               [--lora R] [--peak-tflops F32,BF16]
+SmolLM-135M: 30,9,3,576,1536,49152,B,T.  --untied: an LM head of its own
+(Llama 3 8B).  --lora R: the base (every weight, kept in bf16 with bf16
+autocast) frozen, adapters of rank R (alpha 16, fp32, A uniform, B zero) on
+every linear of the blocks (PEFT's all-linear, as ztrain --lora-targets
+all-linear); AdamW and clipping over the adapters only.  The reported
+FLOPs stay 6 x all params + 6 x L x C x T (gpu_table.py's formula);
+run.sh measure computes its own for LoRA steps.
 """
 import argparse
 import time
@@ -70,10 +76,35 @@ class Block(nn.Module):
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
 
+class LoRALinear(nn.Module):
+    """y = base(x) + (alpha / r) x A^T B^T, the base frozen."""
+    def __init__(self, base, r, alpha=16.0):
+        super().__init__()
+        self.base = base
+        base.weight.requires_grad_(False)
+        fin, fout = base.in_features, base.out_features
+        dev = base.weight.device
+        self.A = nn.Parameter(torch.empty(r, fin, device=dev).uniform_(-fin ** -0.5, fin ** -0.5))
+        self.B = nn.Parameter(torch.zeros(fout, r, device=dev))
+        self.s = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.A.t().to(x.dtype)) @ self.B.t().to(x.dtype) * self.s
+
+
+def add_lora(model, r):
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for b in model.blocks:
+        for name in ("q", "k", "v", "o", "gate", "up", "down"):
+            setattr(b, name, LoRALinear(getattr(b, name), r))
+
+
 class Llama(nn.Module):
-    def __init__(self, L, NH, NKV, C, H, V, T):
+    def __init__(self, L, NH, NKV, C, H, V, T, untied=False):
         super().__init__()
         self.wte = nn.Embedding(V, C)
+        self.head = nn.Linear(C, V, bias=False) if untied else None
         self.blocks = nn.ModuleList(Block(C, NH, NKV, H) for _ in range(L))
         self.lnf = RMSNorm(C)
         hd = C // NH
@@ -92,17 +123,24 @@ class Llama(nn.Module):
         cos, sin = self.cos[:, :, :T], self.sin[:, :, :T]
         for b in self.blocks:
             x = b(x, cos, sin)
-        logits = self.lnf(x) @ self.wte.weight.t()   # tied embedding
+        w = self.head.weight if self.head is not None else self.wte.weight   # tied embedding by default
+        logits = self.lnf(x) @ w.t()
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.view(-1))
 
 
-def run(shape, steps, bf16, compile_, dev="cuda"):
+def run(shape, steps, bf16, compile_, dev="cuda", untied=False, lora=0):
     L, NH, NKV, C, H, V, B, T = shape
     torch.manual_seed(0)
     cuda = dev == "cuda"
-    model = Llama(L, NH, NKV, C, H, V, T).to(dev)
+    with torch.device(dev):   # built on the device: an 8B model is not initialized on the host
+        model = Llama(L, NH, NKV, C, H, V, T, untied)
     nparams = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+    if lora:
+        if bf16:
+            model.to(torch.bfloat16)   # the frozen base in bf16 (ztrain --lora-base "": the compute dtype)
+        add_lora(model, lora)
+    train = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(train, lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
                             weight_decay=0.1, fused=cuda)
     step_model = torch.compile(model) if compile_ else model
     idx = torch.randint(0, V, (B, T), device=dev)
@@ -120,7 +158,7 @@ def run(shape, steps, bf16, compile_, dev="cuda"):
             loss = step_model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(train, 1.0)
         opt.step()
         loss_v = loss.item()   # read back every step, as ztrain does
     if cuda:
@@ -139,6 +177,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--only", choices=["bf16", "fp32"], default=None)
+    ap.add_argument("--untied", action="store_true")
+    ap.add_argument("--lora", type=int, default=0)
     ap.add_argument("--peak-tflops", default="")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
     a = ap.parse_args()
@@ -149,11 +189,12 @@ def main():
     name = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
     p32, p16 = device_peaks(name, a.peak_tflops)
     print(f"PyTorch {torch.__version__} on {name}; Llama L={L} NH={NH} NKV={NKV} C={C} H={H} V={V} "
-          f"B={B} T={T}{' (torch.compile)' if a.compile else ''}")
+          f"B={B} T={T}{' untied' if a.untied else ''}{f' LoRA r={a.lora} all-linear' if a.lora else ''}"
+          f"{' (torch.compile)' if a.compile else ''}")
     modes = [m for m in (False, True) if a.only is None or a.only == ("bf16" if m else "fp32")]
     for bf16 in modes:
         try:
-            per, P, peak, loss = run(shape, a.steps, bf16, a.compile, a.device)
+            per, P, peak, loss = run(shape, a.steps, bf16, a.compile, a.device, a.untied, a.lora)
         except torch.cuda.OutOfMemoryError:
             print(f"  {'bf16' if bf16 else 'fp32'} autocast: out of GPU memory")
             torch.cuda.empty_cache()

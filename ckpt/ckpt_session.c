@@ -143,6 +143,11 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
     if (last) {
         ZT_TRY(finish_inflight(s, ctx, 1, st));
         zt_ckpt_async_release(s->async);   /* (the final save is synchronous) */
+        if (!c->ckpt_final) {
+            zt_log(ctx, ZT_LOG_INFO, "checkpoint: no save at the end of training (checkpoint.final "
+                   "false); the newest checkpoint is %s", s->last[0] ? s->last : "none");
+            return ZT_OK;
+        }
         return save_now(s, ctx, "end of training", st);
     }
     if (!periodic && !timed) return ZT_OK;
@@ -251,7 +256,9 @@ int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st) {
             zt_log(ctx, ZT_LOG_INFO, "checkpoint: step %ld of %ld: nothing left to train", step,
                    c->steps);
     }
-    if (step < c->steps) ck_space_preflight(ctx, c->ckpt_dir);
+    /* (no save planned: checkpoint.final false and no periodic or timed saves) */
+    if (step < c->steps && (c->ckpt_final || c->ckpt_every > 0 || c->ckpt_every_minutes > 0))
+        ck_space_preflight(ctx, c->ckpt_dir);
     /* checkpoint.async: every rank the same (the pre-flight check may have
      * fallen back to synchronous saves on a rank whose limit the snapshot
      * does not fit: then every rank saves synchronously) */

@@ -173,6 +173,7 @@ struct zt_config {
     char ckpt_on_failure[16];     /* ztrain.checkpoint.on_failure: stop | continue */
     char ckpt_lock[16];           /* ztrain.checkpoint.lock: on | break | off */
     int ckpt_async;               /* ztrain.checkpoint.async: periodic/timed saves written in the background */
+    int ckpt_final;               /* ztrain.checkpoint.final: save after the last step (default 1) */
     char preempt_signal[16];      /* ztrain.preempt_signal: SIGUSR2 | SIGTERM | SIGINT | SIGHUP */
     char requeue[8];              /* ztrain.requeue: auto | true | false */
 

@@ -344,6 +344,10 @@ const keydef zt_cfg_keys[] = {
      "run's life and a second run on the directory is refused naming the first; break = take "
      "the directory over from a run that holds it (one run, when that run is gone but its "
      "lock stays); off = no lock"},
+    {"ztrain.checkpoint.final", "ckpt-final", NULL, NULL, T_BOOL, FLD(ckpt_final), 0, 0, 0,
+     "true", NULL,
+     "save a checkpoint after the last step (and, without --save, the weights file beside it); "
+     "false = no save at the end (benchmarks: nothing big written; checkpoint.every still saves)"},
     {"ztrain.checkpoint.async", "ckpt-async", NULL, NULL, T_BOOL, FLD(ckpt_async), 0, 0, 0,
      "true", NULL,
      "periodic and timed saves: snapshot the state to host memory, keep training, write the "

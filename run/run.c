@@ -266,6 +266,10 @@ static int train(run *R) {
 static int save_weights(run *R) {
     const zt_config *ec = zt_ctx_config(R->ctx);
     const char *save = R->o->save_path, *last = zt_ckpt_session_last(R->ck);
+    if (!save && !ec->ckpt_final) {
+        note(R, "weights: not saved (checkpoint.final false and no --save)\n");
+        return ZT_OK;
+    }
     if (R->lora) {   /* an llm.c file of the base alone would not be the trained model */
         note(R, "weights: the LoRA adapters are in the final checkpoint %s (ztrain ckpt export %s "
              "--peft DIR: a PEFT adapter; --hf DIR --merge: merged weights)\n", last, last);

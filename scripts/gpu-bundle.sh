@@ -8,7 +8,7 @@
 #
 # BUILDDIR is a tree configured with --with-cuda (default: the current
 # directory); OUTDIR defaults to BUILDDIR/gpu-bundle.  The bundle holds:
-#   bin/        test_cuda, test_kernels, test_comm_gpu, bench_gpu, ztrain (the
+#   bin/        test_cuda, test_kernels, test_comm_gpu, bench_gpu, costmodel, ztrain (the
 #               real executables, not libtool's wrapper scripts)
 #   lib/        libtrain.so.0 and every shared library they and the Open MPI
 #               runtime load, except the C library and the CUDA driver, and
@@ -17,10 +17,12 @@
 #   lib/sys/    the C library of this machine, used only when the GPU machine's
 #               is older (run.sh decides)
 #   ompi/, pmix/  Open MPI's and PMIx's plugins, help files and launcher
-#   scripts/engine-check.sh, configs/tiny.json, data/ (200 kB of the corpus)
-#   gpt2_torch.py, gpu_table.py, run.sh, README
+#   scripts/engine-check.sh, scripts/gpu-measure.sh, configs/tiny.json, data/
+#   (200 kB of the corpus), gpt2_torch.py, llama_gpu_torch.py, gpu_table.py,
+#   measure_json.py, costmodel_h100.txt, run.sh, README
 # Then, on the GPU machine:  ./run.sh check [OUTDIR [SECTIONS]]  (all GPU checks)
 #                            ./run.sh bench [STEPS]    (timings vs PyTorch)
+#                            ./run.sh measure [OUTDIR] (issue 41 item 7: one JSON)
 #                            ./run.sh PROGRAM ARGS...  (one program)
 # --tar also writes OUTDIR.tar.xz (about a third of the size: OpenBLAS alone
 # is 36 MB), for copying to the GPU machine: tar xf gpu-bundle.tar.xz.
@@ -43,7 +45,7 @@ die() { echo "gpu-bundle: $*" >&2; exit 1; }
 [ -f "$BUILD/libtrain.la" ] || die "$BUILD is not a ztrain build directory (no libtrain.la)"
 grep -q '^#define ZT_HAVE_CUDA 1' "$BUILD/ztconfig.h" || die "$BUILD was not configured --with-cuda"
 
-progs="tests/test_cuda tests/test_kernels tests/test_comm_gpu bench/bench_gpu ztrain"
+progs="tests/test_cuda tests/test_kernels tests/test_comm_gpu bench/bench_gpu bench/costmodel ztrain"
 echo "== building $progs"
 make -s -C "$BUILD" $progs > /dev/null
 
@@ -80,11 +82,12 @@ nvcc=$(grep -o '^NVCC = .*' "$BUILD/Makefile" | sed 's/^NVCC = //')
     -o "$OUT/bin/initcheck_probe" "$SRC/tests/gpu/initcheck_probe.cu" -lcublas ||
     die "nvcc could not build tests/gpu/initcheck_probe.cu"
 cp -L "$BUILD/.libs/libtrain.so.0" "$OUT/lib/"
-cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/gpu_table.py" "$OUT/"
+cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/gpu_table.py" \
+    "$SRC/bench/measure_json.py" "$SRC/bench/costmodel_h100.txt" "$OUT/"
 # the engine check and the training runs of run.sh: the script, the tiny
 # config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)
 mkdir -p "$OUT/scripts" "$OUT/configs" "$OUT/data"
-cp "$SRC/scripts/engine-check.sh" "$OUT/scripts/"
+cp "$SRC/scripts/engine-check.sh" "$SRC/scripts/gpu-measure.sh" "$OUT/scripts/"
 cp "$SRC/configs/tiny.json" "$SRC/configs/llama-tiny.json" "$SRC/configs/gemma2-tiny.json" "$OUT/configs/"
 head -c 200000 "$SRC/data/tinyshakespeare.txt" > "$OUT/data/tinyshakespeare.txt"
 
@@ -569,6 +572,22 @@ llama)
     echo "== Llama step, one table (ztrain: median of steps 3..$((steps + 2)); MFU: bench/README.md)"
     python3 "$B/gpu_table.py" --torch "$work/torch.txt" "${zt[@]}"
     ;;
+measure)
+    # run.sh measure [OUTDIR]: scripts/gpu-measure.sh (issue 41 item 7):
+    # device and clocks, test_cuda quick, engine check s0, then per shape
+    # ztrain train bf16 stage 0, ztrain estimate, the cost model, PyTorch eager
+    # and torch.compile; compute-sanitizer memcheck last; within
+    # ZT_MEASURE_BUDGET seconds (470).  OUTDIR (default $OUT or ./out) gets
+    # measure.json, measure.txt (the table) and measure.log (every output)
+    out=${2:-${OUT:-$PWD/out}}
+    bincmd test_cuda; export ZT_MEASURE_TEST_CUDA="${CMD[*]}"
+    bincmd costmodel; export ZT_MEASURE_COSTMODEL="${CMD[*]}"
+    bash "$B/scripts/gpu-measure.sh" "$out" --backend "${ZT_CHECK_BACKEND:-cuda}" --ztrain "$ZT" \
+        --mpirun "$MPIRUN" --calib "$B/costmodel_h100.txt" --src "$B" --py "$B" \
+        --commit "$(sed -n '1s/.* from \([0-9a-f?]*\)$/\1/p' "$B/README")"
+    rc=$?
+    rm -rf "${TMPDIR:-/tmp}/ztrain-bundle-$$"
+    exit $rc ;;
 probe)
     # run.sh probe: tests/gpu/initcheck_probe.cu plainly (does cuBLAS write
     # every output?), then under compute-sanitizer initcheck (does the tool
@@ -622,6 +641,11 @@ cuBLASLt; NCCL 2.x for the NCCL test, e.g. from PyTorch's pip packages).
                             and 3) and bench/gpt2_torch.py at the same shape, one table -> \$OUT/bench.txt
   ./run.sh llama [STEPS [SHAPE [STAGES]]]  the same for a Llama shape (default SmolLM-135M) against
                             bench/llama_gpu_torch.py, and one resume for the restore speed
+  ./run.sh measure [OUTDIR] scripts/gpu-measure.sh: test_cuda quick, engine check s0, then GPT-2 124M,
+                            SmolLM-135M, Llama-3.2-1B and 3B shapes (bf16, stage 0) and an 8B LoRA step:
+                            ztrain train vs ztrain estimate, bench/costmodel, PyTorch eager and
+                            torch.compile; compute-sanitizer memcheck; ZT_MEASURE_BUDGET s (470)
+                            -> OUTDIR/measure.json, measure.txt, measure.log
   ./run.sh probe            tests/gpu/initcheck_probe.cu: does cuBLAS write every output, and does
                             compute-sanitizer initcheck see those writes
   ./run.sh test_cuda        one program (bin/), with the bundle's libraries
