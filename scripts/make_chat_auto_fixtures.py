@@ -13,7 +13,9 @@ TOOL_TEMPLATES (issue 44) -- records:
     (docs/sft.md): from the first to the last rendered character that came
     from the message's content / reasoning / tool calls, plus the added
     token right after it (a message with tool calls: through the first
-    eos_token after it).  The characters are traced here by rendering the same
+    eos_token after it; with no content, from the end of transformers'
+    rendering of the messages before it with add_generation_prompt=True
+    when that is a prefix ending at or before the first traced character).  The characters are traced here by rendering the same
     compiled template with str subclasses that carry per-character marks
     (an independent implementation of the rule), checked to render exactly
     transformers' text;
@@ -261,8 +263,17 @@ def compile_marked(template):
     return env_t
 
 
-def traced_spans(template, chat, bos, eos, extra, added, tools=None):
-    """(text, [[begin_char, end_char, message], ...]) by the marking rule"""
+def no_text(content):
+    """a content that renders no text: absent, None, "", or a list of text parts all empty"""
+    if content is None or content == "":
+        return True
+    return isinstance(content, list) and all(isinstance(p, dict) and p.get("text") == "" for p in content)
+
+
+def traced_spans(template, chat, bos, eos, extra, added, tools=None, prefix=None):
+    """(text, [[begin_char, end_char, message], ...]) by the marking rule; prefix(i): transformers'
+    rendering of chat[:i] with add_generation_prompt=True (None: it fails)"""
+    orig = chat
     chat = [{k: v for k, v in m.items() if v is not None} for m in chat]
     chat = ctu._alias_reasoning_fields(chat)
     marked = []
@@ -299,17 +310,25 @@ def traced_spans(template, chat, bos, eos, extra, added, tools=None):
     spans = []
     for m in sorted(lo):
         e = hi[m]
+        b = lo[m]
+        # a message with tool calls and no content: from the end of the generation prompt that
+        # precedes it (the rendering of the messages before it with add_generation_prompt), when that
+        # rendering is a prefix of this one ending at or before the first traced character
+        if orig[m - 1].get("tool_calls") and no_text(orig[m - 1].get("content")) and prefix is not None:
+            p = prefix(m - 1)
+            if p is not None and text.startswith(p) and len(p) <= b:
+                b = len(p)
         # a message with tool calls: up to the end of the first eos_token before the next traced message
         stop = min([lo[k] for k in lo if k > m and lo[k] >= e] + [len(text)])
         at = text.find(eos, e, stop) if eos and chat[m - 1].get("tool_calls") else -1
         if at >= 0 and at + len(eos) <= stop:
-            spans.append([lo[m], at + len(eos), m - 1])
+            spans.append([b, at + len(eos), m - 1])
             continue
         best = 0
         for a in added:
             if text.startswith(a, e) and len(a) > best:
                 best = len(a)
-        spans.append([lo[m], e + best, m - 1])
+        spans.append([b, e + best, m - 1])
     return text, spans
 
 
@@ -532,7 +551,13 @@ def main():
                 case["error"] = str(e)
                 cases.append(case)
                 continue
-            ttext, spans = traced_spans(template, chat, bos, eos, extra, added, tools)
+            def prefix(i, chat=chat, tools=tools, template=template, extra=extra):
+                try:
+                    return tok.apply_chat_template(chat[:i], chat_template=template, tokenize=False, tools=tools,
+                                                   add_generation_prompt=True, **extra)
+                except Exception:
+                    return None
+            ttext, spans = traced_spans(template, chat, bos, eos, extra, added, tools, prefix)
             assert ttext == text, (name, chat, ttext, text)
             enc = tok(text, add_special_tokens=False)
             ids = enc["input_ids"]

@@ -6,7 +6,8 @@
  * with a tools branch, issue 44); small templates covering the subset's
  * semantics, its errors and the constructs it refuses; and the built-in
  * templates' Jinja sources rendered by the engine == the built-in C
- * renderers (text and spans). */
+ * renderers (text and spans); where a tool-call message without content
+ * starts its span (after the generation prompt). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,6 +424,43 @@ static void test_list_contents(void) {
     json_decref(img);
 }
 
+/* an assistant message with tool calls and no content trains from the end of the generation prompt
+ * (the rendering of the messages before it with add_generation_prompt, when a byte prefix), else from
+ * its first traced byte; a message with content from its content */
+static void test_tool_call_start(void) {
+    static const char tpl[] = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% for t in m.tool_calls %}"
+                              "[CALL {{ t.function.name }}]{% endfor %}|{% endfor %}"
+                              "{% if add_generation_prompt %}<assistant>{% endif %}";
+    static const char other[] = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% for t in m.tool_calls %}"
+                                "[CALL {{ t.function.name }}]{% endfor %}|{% endfor %}"
+                                "{% if add_generation_prompt %}<bot>{% endif %}";
+    static const char *const msgs[] = {
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"tool_calls\": "
+        "[{\"function\": {\"name\": \"f\"}}]}]",
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
+        "[{\"function\": {\"name\": \"f\"}}]}]",
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"ok\", \"tool_calls\": "
+        "[{\"function\": {\"name\": \"f\"}}]}]"};
+    /* "<user>hi|<assistant>" is 20 bytes, "[CALL " 6 more, "f" ends at 27 */
+    static const struct { const char *tpl; int m; size_t b, e; const char *what; } k[] = {
+        {tpl, 0, 20, 27, "no content: from the generation prompt's end (the call's markup trained)"},
+        {tpl, 1, 20, 27, "content \"\": from the generation prompt's end"},
+        {tpl, 2, 20, 29, "content \"ok\": from the content"},
+        {other, 0, 26, 27, "a generation prompt that is not a prefix: from the first traced byte"}};
+    for (size_t i = 0; i < sizeof k / sizeof *k; ++i) {
+        json_t *m = json_loads(msgs[k[i].m], 0, NULL);
+        zt_chat_text out;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        int rc = render_src(k[i].tpl, m, NULL, &out, &st);
+        tap_ok(rc == ZT_OK && out.nspan == 1 && out.span[0].turn == 1 && out.span[0].begin == k[i].b &&
+                   out.span[0].end == k[i].e, "%s: [%zu, %zu) of %s", k[i].what, rc == ZT_OK && out.nspan ? out.span[0].begin : 0,
+               rc == ZT_OK && out.nspan ? out.span[0].end : 0, rc == ZT_OK ? out.text : st.msg);
+        if (rc == ZT_OK) zt_chat_text_free(&out);
+        json_decref(m);
+    }
+}
+
 int main(void) {
     const char *s = getenv("ZT_SRCDIR");
     snprintf(srcdir, sizeof srcdir, "%s", s && *s ? s : ".");
@@ -442,6 +480,7 @@ int main(void) {
     }
     test_misc();
     test_list_contents();
+    test_tool_call_start();
     json_decref(root);
     return tap_done();
 }
