@@ -90,6 +90,10 @@ static int same_bytes(const json_t *a, const uint8_t *b, size_t n) {
 static void test_templates(json_t *root, const zt_tokenizer *tok, const char *tokdir) {
     const char *name;
     json_t *tv;
+    /* strftime_now (gpt-oss, Mistral Small 3.2) at the time the references were rendered at */
+    char epoch[32];
+    snprintf(epoch, sizeof epoch, "%lld", (long long)json_integer_value(json_object_get(root, "source_date_epoch")));
+    setenv("SOURCE_DATE_EPOCH", epoch, 1);
     json_object_foreach(json_object_get(root, "templates"), name, tv) {
         char p[1024], rel[256];
         snprintf(rel, sizeof rel, "tests/data/sft/templates/%s", json_string_value(json_object_get(tv, "file")));
@@ -177,6 +181,7 @@ static void test_templates(json_t *root, const zt_tokenizer *tok, const char *to
         tap_ok(bad_err == 0, "%s: the %d conversations the template refuses are refused with its message", name, nerr);
         zt_chat_auto_free(a);
     }
+    unsetenv("SOURCE_DATE_EPOCH");
 }
 
 /* the built-in templates' Jinja sources through the engine == the built-in renderers */
@@ -264,6 +269,25 @@ static void test_misc(void) {
     tap_ok(rc == ZT_OK && (!strcmp(out.text, d0) || !strcmp(out.text, d1)), "strftime_now('%%d %%b %%Y') = %s",
            rc == ZT_OK ? out.text : st.msg);
     if (rc == ZT_OK) zt_chat_text_free(&out);
+    /* SOURCE_DATE_EPOCH: that time in UTC, whatever the local time zone */
+    char *tz = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+    setenv("TZ", "XYZ-9", 1);   /* UTC+9, a POSIX zone needing no tz database */
+    tzset();
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    rc = render_src("{{ strftime_now('%Y-%m-%d %H:%M:%S') }}", none, NULL, &out, &st);
+    tap_ok(rc == ZT_OK && !strcmp(out.text, "2023-11-14 22:13:20"),
+           "with SOURCE_DATE_EPOCH=1700000000 strftime_now formats 2023-11-14 22:13:20 (UTC): %s", rc == ZT_OK ? out.text : st.msg);
+    if (rc == ZT_OK) zt_chat_text_free(&out);
+    setenv("SOURCE_DATE_EPOCH", "17e8", 1);
+    rc = render_src("{{ strftime_now('%Y') }}", none, NULL, &out, &st);
+    tap_ok(rc == ZT_EINVAL && strstr(st.msg, "SOURCE_DATE_EPOCH '17e8'"), "a SOURCE_DATE_EPOCH that is not a number "
+           "of seconds is refused by name: %s", rc == ZT_OK ? out.text : st.msg);
+    if (rc == ZT_OK) zt_chat_text_free(&out);
+    unsetenv("SOURCE_DATE_EPOCH");
+    if (tz) setenv("TZ", tz, 1);
+    else unsetenv("TZ");
+    free(tz);
+    tzset();
     /* errors name the line */
     rc = render_src("line1\n{% if x %}\n{% for %}", none, NULL, &out, &st);
     tap_ok(rc == ZT_EDATA && strstr(st.msg, "line 3"), "a syntax error names its line: %s", st.msg);
