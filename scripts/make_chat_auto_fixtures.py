@@ -24,6 +24,8 @@ TOOL_TEMPLATES (issue 44) -- records:
     does (char_to_token of each span's first and last character), on the
     tokenizer fixture tests/data/sft/auto (GPT-2-style byte-level BPE with
     every template's special tokens added; written by this script).
+Templates that call strftime_now render at SOURCE_DATE_EPOCH (below; transformers' datetime patched),
+as ztrain renders them with that environment variable set (tests/test_chat_auto sets it from auto.json).
 Run once from the source tree; the output (OUT/auto.json, OUT/auto/tokenizer.json)
 is committed so that `make check` needs no Python (tests/chat_auto_hf.sh re-runs
 it into a temporary directory and compares, when transformers is installed):
