@@ -57,9 +57,13 @@ typedef size_t (*zt_jinja_token_at)(const void *ctx, const char *s, size_t n);
  * the span of such a message i runs from the first rendered byte that came
  * from them to the last one, plus the added token right after it (token_at;
  * NULL: none) -- for a message with tool calls, through the first eos_token
- * (vars) after it when one comes before the next traced message; out->span has one span per assistant message that left a trace
- * (an empty content leaves its position), in message order.  The template's
- * raise_exception and evaluation errors are ZT_EDATA. */
+ * (vars) after it when one comes before the next traced message, and, with
+ * no content (none, "", text parts all empty), from the end of the rendering
+ * of messages[:i] with add_generation_prompt true when that is a byte prefix
+ * ending at or before the first traced byte; out->span has one span per
+ * assistant message that left a trace (an empty content leaves its
+ * position), in message order.  The template's raise_exception and
+ * evaluation errors are ZT_EDATA. */
 int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
                     const void *ctx, zt_chat_text *out, zt_status *st);
 

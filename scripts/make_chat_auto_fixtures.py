@@ -13,7 +13,9 @@ TOOL_TEMPLATES (issue 44) -- records:
     (docs/sft.md): from the first to the last rendered character that came
     from the message's content / reasoning / tool calls, plus the added
     token right after it (a message with tool calls: through the first
-    eos_token after it).  The characters are traced here by rendering the same
+    eos_token after it; with no content, from the end of transformers'
+    rendering of the messages before it with add_generation_prompt=True
+    when that is a prefix ending at or before the first traced character).  The characters are traced here by rendering the same
     compiled template with str subclasses that carry per-character marks
     (an independent implementation of the rule), checked to render exactly
     transformers' text;
@@ -22,6 +24,8 @@ TOOL_TEMPLATES (issue 44) -- records:
     does (char_to_token of each span's first and last character), on the
     tokenizer fixture tests/data/sft/auto (GPT-2-style byte-level BPE with
     every template's special tokens added; written by this script).
+Templates that call strftime_now render at SOURCE_DATE_EPOCH (below; transformers' datetime patched),
+as ztrain renders them with that environment variable set (tests/test_chat_auto sets it from auto.json).
 Run once from the source tree; the output (OUT/auto.json, OUT/auto/tokenizer.json)
 is committed so that `make check` needs no Python (tests/chat_auto_hf.sh re-runs
 it into a temporary directory and compares, when transformers is installed):
@@ -32,6 +36,8 @@ import json
 import os
 import random
 import sys
+
+from datetime import datetime, timezone
 
 from transformers import PreTrainedTokenizerFast
 from transformers.utils import chat_template_utils as ctu
@@ -52,9 +58,19 @@ TEMPLATES = {
     "mistral-v0.3": ("mistral-v0.3.jinja", "<s>", "</s>", {}),
     "glm-4.6": ("glm-4.6.jinja", None, "<|endoftext|>", {}),
     "hermes": ("hermes.jinja", "<|begin_of_text|>", "<|im_end|>", {}),
+    # strftime_now (gpt-oss, Mistral Small 3.2) at SOURCE_DATE_EPOCH; models/templates of llama.cpp
+    "gpt-oss": ("gpt-oss.jinja", "<|startoftext|>", "<|return|>", {}),
+    "smollm3": ("smollm3.jinja", None, "<|im_end|>", {}),
+    "mistral-small-3.2": ("mistral-small-3.2.jinja", "<s>", "</s>", {}),
+    "qwen3.5": ("qwen3.5.jinja", None, "<|im_end|>", {}),
+    "minimax-m2": ("minimax-m2.jinja", "]~!b[", "[e~[", {}),
+    "llama4": ("llama4.jinja", "<|begin_of_text|>", "<|eot|>", {}),   # transformers' Llama 4 processor's
 }
+# strftime_now formats this time (UTC) in the references, as ztrain with SOURCE_DATE_EPOCH set to it
+SOURCE_DATE_EPOCH = 1764288000   # 2025-11-28 00:00:00 UTC
 # templates with a tools branch: N_TOOL_CHATS more conversations each, with tools, tool calls and results
-TOOL_TEMPLATES = ["llama3.1", "llama3.2", "qwen2.5", "qwen3", "mistral-nemo", "mistral-v0.3", "glm-4.6", "hermes"]
+TOOL_TEMPLATES = ["llama3.1", "llama3.2", "qwen2.5", "qwen3", "mistral-nemo", "mistral-v0.3", "glm-4.6", "hermes",
+                  "gpt-oss", "mistral-small-3.2", "qwen3.5", "minimax-m2", "llama4"]
 N_TOOL_CHATS = 12
 SPECIAL = ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|im_start|>",
            "<|im_end|>", "<s>", "</s>", "[INST]", "[/INST]", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",
@@ -66,6 +82,12 @@ EXTRA_SPECIAL = ["[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", 
                  "[TOOL_RESULTS]", "[/TOOL_RESULTS]"]
 EXTRA_ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
                "<arg_value>", "</arg_value>"]
+# gpt-oss's, Mistral Small 3.2's, MiniMax-M2's, Llama 4's tokens (after the others: the ids above stay)
+MORE_SPECIAL = ["<|startoftext|>", "<|start|>", "<|message|>", "<|end|>", "<|channel|>", "<|call|>", "<|return|>",
+                "<|constrain|>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[CALL_ID]", "[ARGS]", "[TOOL_CONTENT]",
+                "]~!b[", "]~b]", "[e~[", "<|header_start|>", "<|header_end|>", "<|eot|>", "<|python_start|>",
+                "<|python_end|>"]
+MORE_ADDED = ["<minimax:tool_call>", "</minimax:tool_call>"]
 
 N_CHATS = 30
 
@@ -261,8 +283,17 @@ def compile_marked(template):
     return env_t
 
 
-def traced_spans(template, chat, bos, eos, extra, added, tools=None):
-    """(text, [[begin_char, end_char, message], ...]) by the marking rule"""
+def no_text(content):
+    """a content that renders no text: absent, None, "", or a list of text parts all empty"""
+    if content is None or content == "":
+        return True
+    return isinstance(content, list) and all(isinstance(p, dict) and p.get("text") == "" for p in content)
+
+
+def traced_spans(template, chat, bos, eos, extra, added, tools=None, prefix=None):
+    """(text, [[begin_char, end_char, message], ...]) by the marking rule; prefix(i): transformers'
+    rendering of chat[:i] with add_generation_prompt=True (None: it fails)"""
+    orig = chat
     chat = [{k: v for k, v in m.items() if v is not None} for m in chat]
     chat = ctu._alias_reasoning_fields(chat)
     marked = []
@@ -299,17 +330,25 @@ def traced_spans(template, chat, bos, eos, extra, added, tools=None):
     spans = []
     for m in sorted(lo):
         e = hi[m]
+        b = lo[m]
+        # a message with tool calls and no content: from the end of the generation prompt that
+        # precedes it (the rendering of the messages before it with add_generation_prompt), when that
+        # rendering is a prefix of this one ending at or before the first traced character
+        if orig[m - 1].get("tool_calls") and no_text(orig[m - 1].get("content")) and prefix is not None:
+            p = prefix(m - 1)
+            if p is not None and text.startswith(p) and len(p) <= b:
+                b = len(p)
         # a message with tool calls: up to the end of the first eos_token before the next traced message
         stop = min([lo[k] for k in lo if k > m and lo[k] >= e] + [len(text)])
         at = text.find(eos, e, stop) if eos and chat[m - 1].get("tool_calls") else -1
         if at >= 0 and at + len(eos) <= stop:
-            spans.append([lo[m], at + len(eos), m - 1])
+            spans.append([b, at + len(eos), m - 1])
             continue
         best = 0
         for a in added:
             if text.startswith(a, e) and len(a) > best:
                 best = len(a)
-        spans.append([lo[m], e + best, m - 1])
+        spans.append([b, e + best, m - 1])
     return text, spans
 
 
@@ -371,7 +410,7 @@ RESULTS = ['{"temp": 21}', "42", "sunny, 25 °C", "error: unknown city"]
 def gen_tool_chats(name, rng):
     """conversations with tools: a user question, an assistant message with tool calls (content empty,
     absent or text), the tool results, the answer; sometimes a second round"""
-    single = name.startswith("llama")      # Llama 3.x: one call per message
+    single = name.startswith("llama") or name == "gpt-oss"     # Llama 3.x, gpt-oss: one call per message
     out = []
     for k in range(N_TOOL_CHATS):
         tools = TOOLS if k % 3 else TOOLS[:1]
@@ -496,10 +535,10 @@ def byte_off(text):
 def make_tokenizer(out):
     tj = json.load(open("tests/fixtures/tok/gpt2/tokenizer.json", encoding="utf-8"))
     n = 1 + max(max(tj["model"]["vocab"].values()), max(a["id"] for a in tj["added_tokens"]))
-    for k, name in enumerate(SPECIAL + ADDED + EXTRA_SPECIAL + EXTRA_ADDED):
+    for k, name in enumerate(SPECIAL + ADDED + EXTRA_SPECIAL + EXTRA_ADDED + MORE_SPECIAL + MORE_ADDED):
         tj["added_tokens"].append({"id": n + k, "content": name, "single_word": False, "lstrip": False,
                                    "rstrip": False, "normalized": False,
-                                   "special": name in SPECIAL or name in EXTRA_SPECIAL})
+                                   "special": name in SPECIAL or name in EXTRA_SPECIAL or name in MORE_SPECIAL})
     d = os.path.join(out, "auto")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
@@ -507,12 +546,22 @@ def make_tokenizer(out):
     return d
 
 
+class FixedDatetime(datetime):
+    """datetime whose now() is SOURCE_DATE_EPOCH in UTC (naive, as datetime.now() is)"""
+
+    @classmethod
+    def now(cls, tz=None):
+        t = datetime.fromtimestamp(SOURCE_DATE_EPOCH, timezone.utc)
+        return t if tz is not None else t.replace(tzinfo=None)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/sft"
+    ctu.datetime = FixedDatetime   # transformers' strftime_now is datetime.now().strftime(format)
     tdir = "tests/data/sft/templates"
     d = make_tokenizer(out)
     tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(d, "tokenizer.json"))
-    added = SPECIAL + ADDED + EXTRA_SPECIAL + EXTRA_ADDED
+    added = SPECIAL + ADDED + EXTRA_SPECIAL + EXTRA_ADDED + MORE_SPECIAL + MORE_ADDED
     rng = random.Random(30)
     cases = []
     for name, (fn, bos, eos, extra) in TEMPLATES.items():
@@ -532,7 +581,13 @@ def main():
                 case["error"] = str(e)
                 cases.append(case)
                 continue
-            ttext, spans = traced_spans(template, chat, bos, eos, extra, added, tools)
+            def prefix(i, chat=chat, tools=tools, template=template, extra=extra):
+                try:
+                    return tok.apply_chat_template(chat[:i], chat_template=template, tokenize=False, tools=tools,
+                                                   add_generation_prompt=True, **extra)
+                except Exception:
+                    return None
+            ttext, spans = traced_spans(template, chat, bos, eos, extra, added, tools, prefix)
             assert ttext == text, (name, chat, ttext, text)
             enc = tok(text, add_special_tokens=False)
             ids = enc["input_ids"]
@@ -554,9 +609,9 @@ def main():
     templates = {n: {"file": v[0], "bos": v[1], "eos": v[2], "vars": v[3],
                      "conversations": N_CHATS + (N_TOOL_CHATS if n in TOOL_TEMPLATES else 0),
                      "with_tools": N_TOOL_CHATS if n in TOOL_TEMPLATES else 0} for n, v in TEMPLATES.items()}
-    body = ('{"generator": %s,\n "templates": %s,\n "snippet_messages": %s,\n "snippets": [\n%s\n],\n'
-            ' "cases": [\n%s\n]}\n') % (
-        json.dumps("scripts/make_chat_auto_fixtures.py"), json.dumps(templates, ensure_ascii=False),
+    body = ('{"generator": %s,\n "source_date_epoch": %d,\n "templates": %s,\n "snippet_messages": %s,\n'
+            ' "snippets": [\n%s\n],\n "cases": [\n%s\n]}\n') % (
+        json.dumps("scripts/make_chat_auto_fixtures.py"), SOURCE_DATE_EPOCH, json.dumps(templates, ensure_ascii=False),
         json.dumps(MSGS, ensure_ascii=False),
         ",\n".join(json.dumps(c, ensure_ascii=False) for c in snippet_cases()),
         ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases))

@@ -6,7 +6,8 @@
  * with a tools branch, issue 44); small templates covering the subset's
  * semantics, its errors and the constructs it refuses; and the built-in
  * templates' Jinja sources rendered by the engine == the built-in C
- * renderers (text and spans). */
+ * renderers (text and spans); where a tool-call message without content
+ * starts its span (after the generation prompt). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,10 @@ static int same_bytes(const json_t *a, const uint8_t *b, size_t n) {
 static void test_templates(json_t *root, const zt_tokenizer *tok, const char *tokdir) {
     const char *name;
     json_t *tv;
+    /* strftime_now (gpt-oss, Mistral Small 3.2) at the time the references were rendered at */
+    char epoch[32];
+    snprintf(epoch, sizeof epoch, "%lld", (long long)json_integer_value(json_object_get(root, "source_date_epoch")));
+    setenv("SOURCE_DATE_EPOCH", epoch, 1);
     json_object_foreach(json_object_get(root, "templates"), name, tv) {
         char p[1024], rel[256];
         snprintf(rel, sizeof rel, "tests/data/sft/templates/%s", json_string_value(json_object_get(tv, "file")));
@@ -176,6 +181,7 @@ static void test_templates(json_t *root, const zt_tokenizer *tok, const char *to
         tap_ok(bad_err == 0, "%s: the %d conversations the template refuses are refused with its message", name, nerr);
         zt_chat_auto_free(a);
     }
+    unsetenv("SOURCE_DATE_EPOCH");
 }
 
 /* the built-in templates' Jinja sources through the engine == the built-in renderers */
@@ -263,6 +269,25 @@ static void test_misc(void) {
     tap_ok(rc == ZT_OK && (!strcmp(out.text, d0) || !strcmp(out.text, d1)), "strftime_now('%%d %%b %%Y') = %s",
            rc == ZT_OK ? out.text : st.msg);
     if (rc == ZT_OK) zt_chat_text_free(&out);
+    /* SOURCE_DATE_EPOCH: that time in UTC, whatever the local time zone */
+    char *tz = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+    setenv("TZ", "XYZ-9", 1);   /* UTC+9, a POSIX zone needing no tz database */
+    tzset();
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    rc = render_src("{{ strftime_now('%Y-%m-%d %H:%M:%S') }}", none, NULL, &out, &st);
+    tap_ok(rc == ZT_OK && !strcmp(out.text, "2023-11-14 22:13:20"),
+           "with SOURCE_DATE_EPOCH=1700000000 strftime_now formats 2023-11-14 22:13:20 (UTC): %s", rc == ZT_OK ? out.text : st.msg);
+    if (rc == ZT_OK) zt_chat_text_free(&out);
+    setenv("SOURCE_DATE_EPOCH", "17e8", 1);
+    rc = render_src("{{ strftime_now('%Y') }}", none, NULL, &out, &st);
+    tap_ok(rc == ZT_EINVAL && strstr(st.msg, "SOURCE_DATE_EPOCH '17e8'"), "a SOURCE_DATE_EPOCH that is not a number "
+           "of seconds is refused by name: %s", rc == ZT_OK ? out.text : st.msg);
+    if (rc == ZT_OK) zt_chat_text_free(&out);
+    unsetenv("SOURCE_DATE_EPOCH");
+    if (tz) setenv("TZ", tz, 1);
+    else unsetenv("TZ");
+    free(tz);
+    tzset();
     /* errors name the line */
     rc = render_src("line1\n{% if x %}\n{% for %}", none, NULL, &out, &st);
     tap_ok(rc == ZT_EDATA && strstr(st.msg, "line 3"), "a syntax error names its line: %s", st.msg);
@@ -423,6 +448,43 @@ static void test_list_contents(void) {
     json_decref(img);
 }
 
+/* an assistant message with tool calls and no content trains from the end of the generation prompt
+ * (the rendering of the messages before it with add_generation_prompt, when a byte prefix), else from
+ * its first traced byte; a message with content from its content */
+static void test_tool_call_start(void) {
+    static const char tpl[] = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% for t in m.tool_calls %}"
+                              "[CALL {{ t.function.name }}]{% endfor %}|{% endfor %}"
+                              "{% if add_generation_prompt %}<assistant>{% endif %}";
+    static const char other[] = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% for t in m.tool_calls %}"
+                                "[CALL {{ t.function.name }}]{% endfor %}|{% endfor %}"
+                                "{% if add_generation_prompt %}<bot>{% endif %}";
+    static const char *const msgs[] = {
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"tool_calls\": "
+        "[{\"function\": {\"name\": \"f\"}}]}]",
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
+        "[{\"function\": {\"name\": \"f\"}}]}]",
+        "[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"ok\", \"tool_calls\": "
+        "[{\"function\": {\"name\": \"f\"}}]}]"};
+    /* "<user>hi|<assistant>" is 20 bytes, "[CALL " 6 more, "f" ends at 27 */
+    static const struct { const char *tpl; int m; size_t b, e; const char *what; } k[] = {
+        {tpl, 0, 20, 27, "no content: from the generation prompt's end (the call's markup trained)"},
+        {tpl, 1, 20, 27, "content \"\": from the generation prompt's end"},
+        {tpl, 2, 20, 29, "content \"ok\": from the content"},
+        {other, 0, 26, 27, "a generation prompt that is not a prefix: from the first traced byte"}};
+    for (size_t i = 0; i < sizeof k / sizeof *k; ++i) {
+        json_t *m = json_loads(msgs[k[i].m], 0, NULL);
+        zt_chat_text out;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        int rc = render_src(k[i].tpl, m, NULL, &out, &st);
+        tap_ok(rc == ZT_OK && out.nspan == 1 && out.span[0].turn == 1 && out.span[0].begin == k[i].b &&
+                   out.span[0].end == k[i].e, "%s: [%zu, %zu) of %s", k[i].what, rc == ZT_OK && out.nspan ? out.span[0].begin : 0,
+               rc == ZT_OK && out.nspan ? out.span[0].end : 0, rc == ZT_OK ? out.text : st.msg);
+        if (rc == ZT_OK) zt_chat_text_free(&out);
+        json_decref(m);
+    }
+}
+
 int main(void) {
     const char *s = getenv("ZT_SRCDIR");
     snprintf(srcdir, sizeof srcdir, "%s", s && *s ? s : ".");
@@ -442,6 +504,7 @@ int main(void) {
     }
     test_misc();
     test_list_contents();
+    test_tool_call_start();
     json_decref(root);
     return tap_done();
 }

@@ -496,8 +496,10 @@ static jv message_value(rctx *r, const json_t *m, uint32_t mark, size_t im) {
     return d;
 }
 
-int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
-                    const void *tctx, zt_chat_text *out, zt_status *st) {
+/* the rendering of messages[:lim] (all when lim is (size_t)-1); gen: add_generation_prompt forced true (the
+ * prefix a tool-call turn's span starts after), the spans then not computed */
+static int render_core(const zt_jinja *j, const json_t *messages, size_t lim, int gen, const json_t *vars,
+                       zt_jinja_token_at token_at, const void *tctx, zt_chat_text *out, zt_status *st) {
     memset(out, 0, sizeof *out);
     arena ar = {0};
     rctx *r = calloc(1, sizeof *r);
@@ -515,6 +517,7 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
     jctx *c = &r->c;
     if (!json_is_array(messages)) zj_jfail(c, ZT_EINVAL, "messages must be a list");
     size_t nm = json_array_size(messages);
+    if (lim < nm) nm = lim;
     if (nm >= 0xffff) zj_jfail(c, ZT_EUNSUPPORTED, "conversations of %zu messages (at most 65534)", nm);
     scope glob = {NULL, zj_mkdict(c)};
     jlist *ml = zj_mklist(c, (int)nm);
@@ -540,6 +543,7 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
         const json_t *e;
         json_object_foreach((json_t *)vars, k, e) setvar(r, &glob, k, from_json(r, e, 0, 1));
     }
+    if (gen) setvar(r, &glob, "add_generation_prompt", vbool(1));
     scope top = {&glob, zj_mkdict(c)};
     exec_body(r, j->root, &top);
     /* the text */
@@ -549,6 +553,11 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
     memcpy(out->text, o->p ? o->p : "", o->n);
     out->text[o->n] = 0;
     out->len = out->cap = o->n;
+    if (gen) {
+        zj_arena_free(&ar);
+        free(r);
+        return ZT_OK;
+    }
     /* the spans: per assistant message, its first to last traced byte */
     size_t *lo = calloc(nm + 1, sizeof *lo), *hi = calloc(nm + 1, sizeof *hi);
     if (!lo || !hi) { free(lo); free(hi); zj_jfail(c, ZT_ENOMEM, "out of memory"); }
@@ -591,5 +600,42 @@ int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *var
     free(hi);
     zj_arena_free(&ar);
     free(r);
+    return ZT_OK;
+}
+
+/* a content that renders no text: absent, null, "", or a list of text parts all empty */
+static int content_empty(const json_t *c) {
+    if (!c || json_is_null(c)) return 1;
+    if (json_is_string(c)) return json_string_length(c) == 0;
+    if (!json_is_array(c)) return 0;
+    size_t i;
+    const json_t *p;
+    json_array_foreach((json_t *)c, i, p) {
+        const json_t *t = json_object_get(p, "text");
+        if (!json_is_string(t) || json_string_length(t) > 0) return 0;
+    }
+    return 1;
+}
+
+int zt_jinja_render(const zt_jinja *j, const json_t *messages, const json_t *vars, zt_jinja_token_at token_at,
+                    const void *tctx, zt_chat_text *out, zt_status *st) {
+    int rc = render_core(j, messages, (size_t)-1, 0, vars, token_at, tctx, out, st);
+    if (rc != ZT_OK) return rc;
+    /* an assistant message with tool calls and no content: its span starts where the rendering of the
+     * messages before it with add_generation_prompt ends (the template's markup before the first call,
+     * e.g. "<tool_call>\n{\"name\": \"", is the model's to write), when that rendering is a byte prefix of
+     * this one ending at or before the first traced byte */
+    for (int s = 0; s < out->nspan; ++s) {
+        size_t i = (size_t)out->span[s].turn;
+        const json_t *m = json_array_get(messages, i), *tc = json_object_get(m, "tool_calls");
+        if (!json_is_array(tc) || json_array_size(tc) == 0 || !content_empty(json_object_get(m, "content")))
+            continue;
+        zt_chat_text p;
+        zt_status ps;
+        memset(&ps, 0, sizeof ps);
+        if (render_core(j, messages, i, 1, vars, NULL, NULL, &p, &ps) != ZT_OK) continue;
+        if (p.len <= out->span[s].begin && memcmp(p.text, out->text, p.len) == 0) out->span[s].begin = p.len;
+        zt_chat_text_free(&p);
+    }
     return ZT_OK;
 }

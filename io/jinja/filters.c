@@ -2,6 +2,7 @@
  * arguments, the str / dict / list / loop methods, the global functions (range, namespace, dict,
  * raise_exception, strftime_now), tests and filters. */
 #define _GNU_SOURCE   /* memmem */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -448,9 +449,21 @@ static jv call_func(rctx *r, int fn, args *a) {
         if (f->n >= sizeof fmt || memchr(f->p, 0, f->n)) zj_jfail(c, ZT_EUNSUPPORTED, "strftime_now format longer than 255 bytes");
         memcpy(fmt, f->p, f->n);
         fmt[f->n] = 0;
-        time_t now = time(NULL);
+        /* SOURCE_DATE_EPOCH (reproducible builds): that time, in UTC; else now, local */
+        const char *sde = getenv("SOURCE_DATE_EPOCH");
         struct tm tm;
-        localtime_r(&now, &tm);
+        if (sde && *sde) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(sde, &end, 10);
+            time_t t = (time_t)v;
+            if (*end || errno || v < 0 || (long long)t != v || !gmtime_r(&t, &tm))
+                zj_jfail(c, ZT_EINVAL, "strftime_now: SOURCE_DATE_EPOCH '%.40s' is not a number of seconds since "
+                         "1970-01-01 UTC", sde);
+        } else {
+            time_t now = time(NULL);
+            localtime_r(&now, &tm);
+        }
         size_t k = strftime(buf, sizeof buf, fmt, &tm);
         return vstr(zj_mkstr(c, buf, k));
     }
