@@ -77,6 +77,15 @@ typedef struct zt_model_config {
                              * padding_idx; a tied LM head's gradient still flows); -1 = none
                              * (zt_config_new's default; a config built by hand, zero-
                              * initialized, must set -1: 0 is token 0) */
+    /* ---- Mixture of Experts (llama, ztrain.model.n_experts > 0; libtrain/moe.h):
+     * every block's MLP is a router over n_experts SwiGLU experts of width
+     * moe_intermediate_size, each token sent to its experts_per_token best */
+    int n_experts;          /* ztrain.model.n_experts, 0 = a dense MLP */
+    int experts_per_token;  /* ztrain.model.experts_per_token (top-k) */
+    int moe_intermediate;   /* ztrain.model.moe_intermediate_size: an expert's width */
+    int moe_norm_topk;      /* ztrain.model.moe_norm_topk: the top-k weights renormalised to 1 */
+    int shared_expert;      /* ztrain.model.shared_expert_size: width of the shared expert behind
+                             * its sigmoid gate (Qwen2-MoE), 0 = none */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
                                * model came from and exports as ("" = the architecture's
                                * default; arch.h zt_arch_hf_export) */

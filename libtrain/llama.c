@@ -21,7 +21,8 @@
  * pre-MLP norm mlp_norm.w is pre_feedforward_layernorm, gemma_rename),
  * lm_head.w only untied. */
 enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_QNORM, T_KNORM, T_OW, T_PANORM, T_MNORM,
-       T_GATEW, T_UPW, T_DOWNW, T_PMNORM, E_NORM, E_LM_HEAD, LLAMA_NT };
+       T_GATEW, T_UPW, T_DOWNW, T_ROUTER, T_EXGU, T_EXDOWN, T_SHGATE, T_PMNORM, E_NORM, E_LM_HEAD,
+       LLAMA_NT };
 #define HB(x) "model.layers.%d." x
 static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"embed.w", "model.embed_tokens.weight", ZT_AT_EMBED, ZT_AT_NORMAL, 0},
@@ -40,6 +41,12 @@ static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"gate.w", HB("mlp.gate_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"up.w", HB("mlp.up_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"down.w", HB("mlp.down_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    /* Mixture of Experts (moe.h): transformers 5's names (the hub files'
+     * per-expert tensors: zt_arch_hf.experts) */
+    {"router.w", HB("mlp.gate.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"experts.gate_up.w", HB("mlp.experts.gate_up_proj"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"experts.down.w", HB("mlp.experts.down_proj"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"shared_gate.w", HB("mlp.shared_expert_gate.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"post_mlp_norm.w", HB("post_feedforward_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"norm.w", "model.norm.weight", ZT_AT_HEAD, ZT_AT_ONES, 0},
     {"lm_head.w", "lm_head.weight", ZT_AT_HEAD, ZT_AT_NORMAL, 0},
@@ -65,6 +72,9 @@ typedef struct shape {
     int gemma;
     float escale, ascale, acap, fcap;
     int window, pattern, from, local_rope;
+    /* Mixture of Experts (moe.h): experts E (0: a dense MLP), top-k K, their
+     * width I; H is then the shared expert's width (0: none) */
+    int E, K, I, norm;
 } shape;
 
 /* Is block l a sliding layer (transformers' "sliding_attention": Gemma 3's
@@ -82,7 +92,11 @@ static shape shape_of(const zt_model_config *mc) {
     s.NH = mc->n_head;
     s.NKV = zt_model_kv_heads(mc);
     s.hd = zt_model_head_dim(mc);
-    s.H = zt_model_intermediate(mc);
+    s.E = mc->n_experts > 0 ? mc->n_experts : 0;
+    s.K = s.E ? mc->experts_per_token : 0;
+    s.I = s.E ? mc->moe_intermediate : 0;
+    s.norm = mc->moe_norm_topk != 0;
+    s.H = s.E ? (mc->shared_expert > 0 ? mc->shared_expert : 0) : zt_model_intermediate(mc);
     s.QKV = (s.NH + 2 * s.NKV) * s.hd;
     s.AD = s.NH * s.hd;
     s.bias = mc->attention_bias != 0;
@@ -119,6 +133,8 @@ struct zt_llama {
     int ckpt;                          /* activation checkpointing group size, 0 = none */
     zt_seqpar sp;                      /* sequence parallelism (n = 1: off) */
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
+    zt_moe_shape ms;                   /* Mixture of Experts (s.E > 0; moe.h) */
+    zt_moe_host mh;
 };
 
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
@@ -150,7 +166,11 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_PANORM: case T_PMNORM: r = s->gemma ? s->C : 0; break;
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
-    case T_DOWNW: c = s->H; break;
+    case T_DOWNW: r = s->H ? s->C : 0; c = s->H; break;
+    case T_ROUTER: r = s->E; c = s->C; break;
+    case T_EXGU: r = s->E * 2 * s->I; c = s->C; break;
+    case T_EXDOWN: r = s->E * s->C; c = s->I; break;
+    case T_SHGATE: r = s->E && s->H ? 1 : 0; c = s->C; break;
     case E_LM_HEAD: r = s->tied ? 0 : s->V; c = s->C; break;
     default: break;   /* the norms: [C] */
     }
@@ -203,6 +223,11 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         h->guw = base + o[T_GATEW];          /* gate.w | up.w */
         h->downw = base + o[T_DOWNW];
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
+        const int moe = m->s.E > 0;
+        h->router = moe ? base + o[T_ROUTER] : NULL;
+        h->exgu = moe ? base + o[T_EXGU] : NULL;
+        h->exdown = moe ? base + o[T_EXDOWN] : NULL;
+        h->shgate = moe && m->s.H ? base + o[T_SHGATE] : NULL;
     }
 }
 
@@ -212,7 +237,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     *out = NULL;
     const shape s = shape_of(mc);
     if (s.L < 1 || s.NH < 1 || s.C < 1 || mc->context < 1 || s.V < 2 || s.NKV < 1 ||
-        s.NH % s.NKV || s.hd < 2 || s.hd % 2 || s.H < 1 || !(mc->norm_eps > 0) ||
+        s.NH % s.NKV || s.hd < 2 || s.hd % 2 || (s.H < 1 && !s.E) || !(mc->norm_eps > 0) ||
         !(mc->rope_theta > 0))
         return zt_fail(st, ZT_EINVAL, "invalid llama shape (n_layer %d, n_head %d, n_kv_head %d, "
                        "head_dim %d, n_embd %d, intermediate %d, context %d, vocab %d, "
@@ -223,8 +248,13 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
          (s.fcap > 0 && (!be->softcap_fwd || !be->softcap_bwd))))
         return zt_fail(st, ZT_EUNSUPPORTED, "llama: the %s backend lacks the Gemma kernels "
                        "(gqa_ext, geglu, softcap)", be->name ? be->name : "?");
+    if (s.E && (s.K < 1 || s.K > s.E || s.I < 1))
+        return zt_fail(st, ZT_EINVAL, "invalid Mixture of Experts shape (n_experts %d, "
+                       "experts_per_token %d, moe_intermediate_size %d)", s.E, s.K, s.I);
+    if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm};
     m->cfg = *mc;
     m->s = s;
     m->be = be;
@@ -252,6 +282,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
 
 void zt_llama_free(zt_llama *m) {
     if (!m) return;
+    zt_moe_host_free(&m->mh);
     free(m->p.h);
     free(m->g.h);
     free(m);
@@ -429,6 +460,11 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
         }
+        if (sh.E) {
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
+            zt_moe_carve(&cv, &la->moe, &ms, N, base);
+            if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
+        }
     }
     TAKE(a->scratch, N * C);
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
@@ -442,6 +478,11 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
+        if (sh.E) {
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
+            zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
+            TAKES(a->dsg, N); TAKES(a->dsgl, N);
+        }
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, CW);
 #undef TAKE
@@ -610,6 +651,53 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
     m->be->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd, &o);
 }
 
+/* Mixture of Experts MLP (moe.h): y = res2 + experts(xn2) (+ the shared
+ * expert's SwiGLU scaled by sigmoid(shared_gate . xn2), Qwen2-MoE) */
+static int moe_fwd(zt_llama *m, zt_llama_acts *a, int l, struct zt_llama_layer_acts *s,
+                   const zt_llama_layer *w, float *y, zt_status *st) {
+    const zt_backend *be = m->be;
+    const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
+    (void)l;
+    ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
+    if (H) {
+        be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
+        be->swiglu_fwd(s->h, s->gu, N, H);
+        be->matmul_fwd(s->so, s->h, w->downw, NULL, N, H, C);
+        be->matmul_fwd(s->sgl, s->xn2, w->shgate, NULL, N, C, 1);
+        be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
+        be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
+    }
+    be->add(y, s->res2, a->scratch, (size_t)N * C);
+    return ZT_OK;
+}
+
+/* Its backward from dres: a->dbuf = the gradient of xn2 */
+static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_acts *s,
+                   const zt_llama_layer *w, zt_llama_layer *gw, zt_status *st) {
+    const zt_backend *be = m->be;
+    const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
+    zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown};
+    zt_moe_grad *g = &a->moeg;
+    ZT_TRY(zt_moe_backward(&m->ms, be, &m->mh, &mw, &gmw, &s->moe, g, s->xn2, a->dres, N, st));
+    if (!H) {
+        be->copy(a->dbuf, g->dx, (size_t)N * C * sizeof(float));
+        return ZT_OK;
+    }
+    /* the shared expert's gate, then its SwiGLU with dso = sigmoid * dres */
+    be->rows_dot(a->dsg, a->dres, NULL, s->so, N, C);
+    be->sigmoid_bwd(a->dsgl, a->dsg, s->sg, (size_t)N);
+    be->matmul_bwd(a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, w->shgate, N, C, 1);
+    be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
+    be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
+    be->matmul_bwd(a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, N, H, C);
+    be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+    be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);
+    return ZT_OK;
+}
+
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
 static int block_fwd(void *self, void *acts, int l, zt_status *st) {
@@ -671,6 +759,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
      * and the down projection's output mo normalized before the add) */
     be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, norm_w(m, a, w->mlp_norm, C), eps, N, C);
+    if (sh->E) return moe_fwd(m, a, l, s, w, y, st);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
     zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
     if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
@@ -761,6 +850,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: dres flows to res2 unchanged and into the down projection */
     /* (gemma: through the post-MLP norm first, into scratch) */
     const float *dmo = a->dres;
+    if (sh->E) {
+        ZT_TRY(moe_bwd(m, a, s, w, gw, st));
+        goto mlp_norm;
+    }
     if (sh->gemma) {
         be->zero(a->scratch, NC * sizeof(float));
         be->rmsnorm_bwd(a->scratch, gw->post_mlp_norm, a->dres, s->mo,
@@ -773,6 +866,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
     be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
     zt_skel_lora_bwd(sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, ls);
+mlp_norm:
     be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
                     s->rstd2, N, C);
     /* attention; the rotation's gradient is the inverse rotation (gemma:
@@ -893,6 +987,21 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
                 return zt_fail(st, ZT_EINVAL, "ztrain.model.%s must hold head_dim / 2 = %d positive "
                                "numbers, comma-separated (longrope); it holds %d", key[i], hd / 2, k);
         }
+    }
+    if (m->n_experts > 0) {
+        if (m->experts_per_token < 1 || m->experts_per_token > m->n_experts)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.experts_per_token=%d must be 1 to "
+                           "ztrain.model.n_experts=%d", m->experts_per_token, m->n_experts);
+        if (m->moe_intermediate < 1)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.moe_intermediate_size must be set (the "
+                           "experts' width) with ztrain.model.n_experts=%d", m->n_experts);
+        if (m->gemma)
+            return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.model.n_experts with Gemma blocks is not "
+                           "supported");
+        if (m->lora_r > 0)
+            return zt_fail(st, ZT_EUNSUPPORTED, "LoRA on a Mixture of Experts model "
+                           "(ztrain.model.n_experts=%d) is not supported yet: train it in full "
+                           "(ztrain.lora.r=0)", m->n_experts);
     }
     if (m->gemma != 0 && m->gemma != 2 && m->gemma != 3)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.gemma=%d must be 0, 2 or 3", m->gemma);
@@ -1070,22 +1179,53 @@ static const zt_arch_rename gemma_rename[] = {
     {"mlp_norm.w", "model.layers.%d.pre_feedforward_layernorm.weight"},
     {NULL, NULL},
 };
-static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, -1, NULL, NULL},
-    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0, 0, -1, NULL, NULL},
-    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0, 0, -1, NULL, NULL},
-    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
-     22016, 32, 32, 32, 32768, 1e-6, 0, 128, -1, NULL, NULL},
-    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
-     1e-5, 0, 0, 32000, phi3_fuse, NULL},
-    {"Gemma2ForCausalLM", "gemma2", ZT_HF_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 8192, 1e-6, 1, 256,
-     0, NULL, gemma_rename},
-    {"Gemma3ForCausalLM", "gemma3_text", ZT_HF_GEMMA3 | ZT_HF_QK_NORM, 262208, 2304, 9216, 26, 8, 4,
-     131072, 1e-6, 1, 256, 0, NULL, gemma_rename},
+/* Mixture of Experts: the hub files' per-expert tensors (transformers 5's
+ * conversion_mapping.py: Mixtral's block_sparse_moe.experts.E.w1 / w3 / w2
+ * and Qwen-MoE's / OLMoE's mlp.experts.E.gate_proj / up_proj / down_proj,
+ * stacked into gate_up_proj [E, 2I, C] gate first and down_proj [E, C, I]) */
+static const zt_arch_experts mixtral_experts = {
+    "model.layers.%d.block_sparse_moe.gate.weight",
+    "model.layers.%d.block_sparse_moe.experts.%d.w1.weight",
+    "model.layers.%d.block_sparse_moe.experts.%d.w3.weight",
+    "model.layers.%d.block_sparse_moe.experts.%d.w2.weight",
 };
-enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3 };
+static const zt_arch_experts qwen_experts = {
+    NULL,
+    "model.layers.%d.mlp.experts.%d.gate_proj.weight",
+    "model.layers.%d.mlp.experts.%d.up_proj.weight",
+    "model.layers.%d.mlp.experts.%d.down_proj.weight",
+};
+/* Qwen2-MoE's shared expert is our dense MLP */
+static const zt_arch_rename qwen2_moe_rename[] = {
+    {"gate.w", "model.layers.%d.mlp.shared_expert.gate_proj.weight"},
+    {"up.w", "model.layers.%d.mlp.shared_expert.up_proj.weight"},
+    {"down.w", "model.layers.%d.mlp.shared_expert.down_proj.weight"},
+    {NULL, NULL},
+};
+static const zt_arch_hf llama_hf[] = {
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, -1, NULL, NULL, NULL},
+    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
+     32, 8, 131072, 1e-6, 0, 0, -1, NULL, NULL, NULL},
+    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
+     32, 32768, 1e-6, 0, 0, -1, NULL, NULL, NULL},
+    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128, -1, NULL, NULL, NULL},
+    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
+     1e-5, 0, 0, 32000, phi3_fuse, NULL, NULL},
+    {"Gemma2ForCausalLM", "gemma2", ZT_HF_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 8192, 1e-6, 1, 256,
+     0, NULL, gemma_rename, NULL},
+    {"Gemma3ForCausalLM", "gemma3_text", ZT_HF_GEMMA3 | ZT_HF_QK_NORM, 262208, 2304, 9216, 26, 8, 4,
+     131072, 1e-6, 1, 256, 0, NULL, gemma_rename, NULL},
+    {"MixtralForCausalLM", "mixtral", ZT_HF_SLIDING | ZT_HF_NO_WINDOW | ZT_HF_MOE, 32000, 4096,
+     14336, 32, 32, 8, 131072, 1e-5, 0, 0, -1, NULL, NULL, &mixtral_experts},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT | ZT_HF_MOE |
+     ZT_HF_SHARED_EXPERT, 151936, 2048, 5632, 24, 16, 16, 32768, 1e-6, 0, 0, -1, NULL,
+     qwen2_moe_rename, &qwen_experts},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT |
+     ZT_HF_MOE, 151936, 2048, 6144, 24, 32, 4, 32768, 1e-6, 0, 0, -1, NULL, NULL, &qwen_experts},
+};
+enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3, HF_MIXTRAL,
+       HF_QWEN2_MOE, HF_QWEN3_MOE };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 
 /* Without a stored family: q/k norms are Qwen3's; q/k/v biases without an
@@ -1093,12 +1233,24 @@ static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
  * Llama. */
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
     if (mc->gemma) return &llama_hf[mc->gemma == 2 ? HF_GEMMA2 : HF_GEMMA3];
+    if (mc->n_experts > 0)
+        return &llama_hf[mc->qk_norm ? HF_QWEN3_MOE : mc->attention_bias ? HF_QWEN2_MOE : HF_MIXTRAL];
     if (mc->qk_norm) return &llama_hf[HF_QWEN3];
     if (mc->attention_bias) return &llama_hf[HF_QWEN2];
     return mc->sliding_window > 0 ? &llama_hf[HF_MISTRAL] : &llama_hf[HF_LLAMA];
 }
 
 static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
+    if ((f->flags & ZT_HF_MOE) && mc->n_experts < 1)
+        return "it is a Mixture of Experts; set ztrain.model.n_experts";
+    if (!(f->flags & ZT_HF_MOE) && mc->n_experts > 0)
+        return "it has no experts (ztrain.model.n_experts is set)";
+    if (!(f->flags & ZT_HF_SHARED_EXPERT) && mc->n_experts > 0 && mc->shared_expert > 0)
+        return "it has no shared expert (ztrain.model.shared_expert_size is Qwen2-MoE's)";
+    if ((f->flags & ZT_HF_SHARED_EXPERT) && mc->shared_expert < 1)
+        return "it has a shared expert; set ztrain.model.shared_expert_size";
+    if (!strcmp(f->model_type, "mixtral") && !mc->moe_norm_topk)
+        return "it renormalises the top-k routing weights (ztrain.model.moe_norm_topk=true)";
     const int fg = (f->flags & ZT_HF_GEMMA2) ? 2 : (f->flags & ZT_HF_GEMMA3) ? 3 : 0;
     if (fg != mc->gemma)
         return fg == 2   ? "it is Gemma 2; set ztrain.model.gemma=2"
