@@ -1331,6 +1331,27 @@ static void gemma_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
     }
 }
 
+/* Mixture of Experts keys (transformers 5.24's MixtralConfig, Qwen2MoeConfig,
+ * Qwen3MoeConfig): every block sparse, no load-balancing loss in the
+ * training loss (output_router_logits false) */
+static void moe_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c) {
+    const int mixtral = !strcmp(f->model_type, "mixtral");
+    json_object_set_new(c, mixtral ? "num_local_experts" : "num_experts", json_integer(mc->n_experts));
+    json_object_set_new(c, "num_experts_per_tok", json_integer(mc->experts_per_token));
+    if (mixtral) {
+        json_object_set_new(c, "intermediate_size", json_integer(mc->moe_intermediate));
+        json_object_set_new(c, "router_jitter_noise", json_real(0.0));
+    } else {
+        json_object_set_new(c, "moe_intermediate_size", json_integer(mc->moe_intermediate));
+        json_object_set_new(c, "norm_topk_prob", json_boolean(mc->moe_norm_topk));
+        json_object_set_new(c, "decoder_sparse_step", json_integer(1));
+        json_object_set_new(c, "mlp_only_layers", json_array());
+    }
+    if (f->flags & ZT_HF_SHARED_EXPERT)
+        json_object_set_new(c, "shared_expert_intermediate_size", json_integer(mc->shared_expert));
+    json_object_set_new(c, "output_router_logits", json_false());
+}
+
 /* config.json's keys of family f (after architectures and model_type) */
 static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
     json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
@@ -1399,6 +1420,7 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
     }
     json_object_set_new(c, "attention_dropout", json_real(0.0));
     if (mc->gemma) gemma_hf_config(mc, f, c);
+    if (f->flags & ZT_HF_MOE) moe_hf_config(mc, f, c);
 }
 
 const zt_arch zt_arch_llama = {

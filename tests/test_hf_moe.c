@@ -6,10 +6,10 @@
  * same weights in transformers 5's packed experts.gate_up_proj [E, 2I, C] /
  * down_proj [E, C, I]), qwen2_moe (q/k/v biases, top-2 not renormalised, a
  * shared expert behind its sigmoid gate), qwen3_moe (per-head q/k norms,
- * renormalised, tied).  For each, on one rank, CPU backend, at ZeRO stage
- * 0 and 3: config.json read, the weights loaded, the loss and log-softmax
- * of a fixed batch, every parameter's gradient against transformers' (by
- * its transformers 5 name), and the losses of 3 AdamW steps.  A wrong
+ * renormalised, tied).  For each, on one rank, CPU backend: config.json
+ * read, the weights loaded, the loss and log-softmax of a fixed batch and
+ * every parameter's gradient against transformers' (by its transformers 5
+ * name) at ZeRO stage 0, and the losses of 3 AdamW steps at stages 0-3.  A wrong
  * split of the experts' tensors (gate and up exchanged, an expert's rows
  * misplaced) misses the loss by far more than the tolerance; OLMoE and
  * DeepSeek are refused by name.  Tolerances as test_hf_golden's.
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
     const char *src = getenv("ZT_SRCDIR");
     char root[512];
     snprintf(root, sizeof root, "%s/tests/fixtures/hf", src && *src ? src : ".");
-    for (int stage = 0; stage <= 3; stage += 3) {
+    for (int stage = 0; stage <= 3; ++stage) {
         run(root, "mixtral", "mixtral", stage, 4, 2, 16, 0, 1);
         run(root, "mixtral_packed", "mixtral", stage, 4, 2, 16, 0, 1);
         run(root, "qwen2_moe", "qwen2_moe", stage, 4, 2, 16, 24, 0);
