@@ -127,6 +127,9 @@ typedef struct zt_arch {
     const char *head_unit;     /* the last unit's name ("final_norm", "head") */
     int tied_head;             /* 1: the LM head may be the embedding (tie_embeddings) */
     int llmc_file;             /* 1: llm.c's model file holds it (ztrain train's model.bin) */
+    /* parameters a token does not use (a Mixture of Experts' unrouted
+     * experts: the active count is the total less these), NULL: none */
+    uint64_t (*inactive_params)(const zt_model_config *mc);
     /* DeepSpeed's "largest layer" (elements) */
     uint64_t (*largest_layer)(const zt_model_config *mc);
     /* bytes of the activation block for [B, T] (checkpointing group ckpt_k;

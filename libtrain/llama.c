@@ -1058,6 +1058,12 @@ static int llama_lora_mods(const zt_model_config *mc, zt_lora_mod *o, int *n_gro
     return n;
 }
 
+/* A token's unrouted experts: (E - K) of every block's E experts. */
+static uint64_t llama_inactive_params(const zt_model_config *mc) {
+    const shape s = shape_of(mc);
+    return (uint64_t)s.L * (uint64_t)(s.E - s.K) * 3u * (uint64_t)s.I * (uint64_t)s.C;
+}
+
 /* DeepSpeed's largest layer: embed / lm_head, q, k|v, o, gate|up, down. */
 static uint64_t llama_largest_layer(const zt_model_config *mc) {
     const shape s = shape_of(mc);
@@ -1120,7 +1126,14 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
     const int llama3 = !strcmp(mc->rope_scaling, "llama3");
     const int scaled = strcmp(mc->rope_scaling, "none") != 0;
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
-    char gem[160] = "";   /* Gemma's blocks, window and soft-caps */
+    char gem[160] = "", moe[160] = "";   /* Gemma's blocks, window and soft-caps; experts */
+    if (mc->n_experts > 0) {
+        int k = snprintf(moe, sizeof moe, ", %d experts of width %d (top-%d%s)", mc->n_experts,
+                         mc->moe_intermediate, mc->experts_per_token,
+                         mc->moe_norm_topk ? ", renormalised" : "");
+        if (mc->shared_expert > 0 && k > 0 && (size_t)k < sizeof moe)
+            snprintf(moe + k, sizeof moe - (size_t)k, ", shared expert %d", mc->shared_expert);
+    }
     if (mc->gemma) {
         int k = snprintf(gem, sizeof gem, ", Gemma %d blocks", mc->gemma);
         if (mc->sliding_window > 0 && k > 0 && (size_t)k < sizeof gem)
@@ -1134,14 +1147,19 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
                  mc->sliding_from);
     }
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
                  mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
-                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "", gem);
+                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "", gem,
+                 moe);
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
-        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s%s", zt_model_kv_heads(mc),
-                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
-                 mc->qk_norm ? ", q/k norms" : "", gem);
+        if (mc->n_experts > 0)
+            snprintf(buf, n, " (%d key/value), head dim %d, %s head%s%s%s", zt_model_kv_heads(mc),
+                     zt_model_head_dim(mc), tied, mc->qk_norm ? ", q/k norms" : "", gem, moe);
+        else
+            snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s%s", zt_model_kv_heads(mc),
+                     zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
+                     mc->qk_norm ? ", q/k norms" : "", gem);
     } else {
         char rope[160] = "";
         if (llama3)
@@ -1159,11 +1177,11 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
         else if (scaled)
             snprintf(rope, sizeof rope, ", %s scaling (factor %g)", mc->rope_scaling, mc->rope_factor);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
-                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s%s",
+                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s%s%s",
                  mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
                  zt_model_intermediate(mc), mc->context, mc->vocab, mc->rope_theta, rope,
                  mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "",
-                 mc->qk_norm ? ", q/k norms" : "", gem);
+                 mc->qk_norm ? ", q/k norms" : "", gem, moe);
     }
 }
 
@@ -1437,6 +1455,7 @@ const zt_arch zt_arch_llama = {
     .head_unit = "head",
     .tied_head = 1,
     .largest_layer = llama_largest_layer,
+    .inactive_params = llama_inactive_params,
     .acts_bytes = llama_acts_bytes,
     .kernel_ws = llama_kernel_ws,
     .summary = llama_summary,

@@ -12,7 +12,11 @@
 #     loss the run logged at step 3;
 #   - with transformers importable (ZT_HF_PYTHON, default /opt/hfref/bin/python),
 #     transformers loads the export with no missing or unexpected key and
-#     the same loss (else that check SKIPs).
+#     the same loss (else that check SKIPs);
+#   - `ztrain estimate --model` of Mixtral-8x7B's and Qwen3-30B-A3B's
+#     config.json (tests/fixtures/moe) gives the total and per-token active
+#     parameter counts transformers' models have (tests/fixtures/moe/counts.json,
+#     scripts/moe_param_counts.py).
 . "$(dirname "$0")/lib.sh"
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
 LOGPROBS="$ZT_BUILDDIR/tests/hf_logprobs"
@@ -108,5 +112,22 @@ PY
     else
         skip "$name: transformers loads the export" "transformers not importable by $ZT_HF_PYTHON"
     fi
+done
+
+for f in mixtral-8x7b qwen3-30b-a3b; do
+    "$ZTRAIN" estimate --model "$ZT_SRCDIR/tests/fixtures/moe/$f.config.json" --world-size 8 --json \
+        > "$f.est" 2> "$f.esterr"
+    rc=$?
+    got=$(python3 - "$f.est" "$ZT_SRCDIR/tests/fixtures/moe/counts.json" "$f.config.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["model"]
+want = json.load(open(sys.argv[2]))[sys.argv[3]]
+print("%d %d %d %d" % (m["num_params"], m["active_params"], want["total"], want["active"]))
+PY
+)
+    set -- $got
+    ok $([ $rc = 0 ] && [ -n "$4" ] && [ "$1" = "$3" ] && [ "$2" = "$4" ]; echo $?) \
+       "estimate --model $f: $1 parameters, $2 active per token (transformers: $3, $4)"
+    [ $rc = 0 ] || diag "$f.esterr"
 done
 done_testing
