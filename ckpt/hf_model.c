@@ -532,10 +532,11 @@ static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
             ZT_TRY(get_dim(h, "shared_expert_intermediate_size", 5632, &S, st));
     }
     (void)L;
+    double coef;
     ZT_TRY(get_bool(h, h->root, "output_router_logits", 0, &out_logits, st));
-    if (out_logits)
-        return zt_fail(st, ZT_EUNSUPPORTED, "%s: output_router_logits=true (the router's "
-                       "load-balancing loss in the training loss) is not supported yet", h->path);
+    ZT_TRY(get_num(h, h->root, "router_aux_loss_coef", 0.001, &coef, st));
+    if (!(coef >= 0) || !isfinite(coef))
+        return zt_fail(st, ZT_EDATA, "%s: router_aux_loss_coef=%g must not be negative", h->path, coef);
     if (jitter != 0)
         return zt_fail(st, ZT_EUNSUPPORTED, "%s: router_jitter_noise=%g is not supported (0: none)",
                        h->path, jitter);
@@ -548,6 +549,9 @@ static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
     add_kv(h, "ztrain.model.moe_norm_topk", mixtral ? "architectures" : "norm_topk_prob", "%s",
            norm ? "true" : "false");
     add_kv(h, "ztrain.model.shared_expert_size", "shared_expert_intermediate_size", "%ld", S);
+    /* transformers adds the loss only with output_router_logits */
+    add_kv(h, "ztrain.model.router_aux_loss_coef", out_logits ? "router_aux_loss_coef"
+           : "output_router_logits", "%.17g", out_logits ? coef : 0.0);
     return ZT_OK;
 }
 

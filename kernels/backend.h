@@ -209,9 +209,11 @@ typedef struct zt_backend {
      * by their sum with norm.                                               */
     void (*moe_route_fwd)(float *wts, int *idx, float *probs, const float *logits, int N, int E,
                           int K, int norm);
-    /* dlogits[N,E] (overwritten) from dwts[N,K] through the same steps */
-    void (*moe_route_bwd)(float *dlogits, const float *dwts, const float *probs, const int *idx,
-                          int N, int E, int K, int norm);
+    /* dlogits[N,E] (overwritten) from dwts[N,K] through the same steps, and
+     * dprobs[E] (NULL: none) added to every row's probability gradient
+     * (the load-balancing loss's) */
+    void (*moe_route_bwd)(float *dlogits, const float *dwts, const float *dprobs,
+                          const float *probs, const int *idx, int N, int E, int K, int norm);
     /* rows (NULL: row i itself), w (NULL: 1), each of n entries:
      * gather:   out[i, :] = w[i] * x[rows[i], :]
      * scatter:  y[rows[i], :] += w[i] * x[i, :], i in order (deterministic)

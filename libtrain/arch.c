@@ -77,6 +77,7 @@ static const zt_arch_setting settings[] = {
     {"moe_intermediate_size", ZT_AS_INT, MC(moe_intermediate), NULL, is_moe, LLAMA},
     {"moe_norm_topk", ZT_AS_BOOL, MC(moe_norm_topk), NULL, is_moe, LLAMA},
     {"shared_expert_size", ZT_AS_INT, MC(shared_expert), NULL, is_moe, LLAMA},
+    {"router_aux_loss_coef", ZT_AS_DOUBLE, MC(router_aux_loss_coef), NULL, is_moe, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
     {"pad_token_id", ZT_AS_INT, MC(pad_token_id), NULL, NULL, LLAMA},
 };

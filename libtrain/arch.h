@@ -21,6 +21,7 @@ struct zt_backend;
 struct json_t;
 struct zt_lora_mod;
 struct zt_mesh;
+struct zt_model;
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
@@ -130,6 +131,10 @@ typedef struct zt_arch {
     /* parameters a token does not use (a Mixture of Experts' unrouted
      * experts: the active count is the total less these), NULL: none */
     uint64_t (*inactive_params)(const zt_model_config *mc);
+    /* a model's auxiliary loss of its last forward, logged apart from the
+     * loss (a Mixture of Experts' load-balancing loss): 1 and *aux, or 0
+     * (none); NULL: never */
+    int (*aux_loss)(const struct zt_model *m, double *aux);
     /* DeepSpeed's "largest layer" (elements) */
     uint64_t (*largest_layer)(const zt_model_config *mc);
     /* bytes of the activation block for [B, T] (checkpointing group ckpt_k;

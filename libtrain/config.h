@@ -86,6 +86,9 @@ typedef struct zt_model_config {
     int moe_norm_topk;      /* ztrain.model.moe_norm_topk: the top-k weights renormalised to 1 */
     int shared_expert;      /* ztrain.model.shared_expert_size: width of the shared expert behind
                              * its sigmoid gate (Qwen2-MoE), 0 = none */
+    double router_aux_loss_coef; /* ztrain.model.router_aux_loss_coef: the load-balancing loss
+                                  * (transformers' load_balancing_loss_func) times this joins
+                                  * the training objective; 0 = logged only */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
                                * model came from and exports as ("" = the architecture's
                                * default; arch.h zt_arch_hf_export) */

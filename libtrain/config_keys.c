@@ -212,6 +212,11 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.model.shared_expert_size", NULL, NULL, NULL, T_INT, FLD(model.shared_expert), 0, 0,
      KF_NO_HI, "0", NULL, "llama MoE: width of a shared expert every token goes through, "
      "scaled by sigmoid(shared_expert_gate) (Qwen2-MoE's shared_expert_intermediate_size); 0 = none"},
+    {"ztrain.model.router_aux_loss_coef", NULL, NULL, NULL, T_DOUBLE,
+     FLD(model.router_aux_loss_coef), 0, 0, KF_NO_HI, "0", NULL,
+     "llama MoE: the routers' load-balancing loss (transformers' load_balancing_loss_func) "
+     "times this is added to the training objective (config.json's router_aux_loss_coef with "
+     "output_router_logits true); 0 = computed and logged (aux_loss), not trained on"},
     {"ztrain.model.gemma", "gemma", NULL, NULL, T_INT, FLD(model.gemma), 0, 3, 0, "0", NULL,
      "llama: Gemma 2 or 3 blocks (2 | 3; 0 = none): RMSNorm weights applied as 1 + w, norms "
      "after attention and after the MLP too, GeGLU MLP (tanh GELU), embeddings scaled by "

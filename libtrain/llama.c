@@ -135,6 +135,13 @@ struct zt_llama {
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
     zt_moe_shape ms;                   /* Mixture of Experts (s.E > 0; moe.h) */
     zt_moe_host mh;
+    /* the load-balancing loss of the last forward (moe.h zt_moe_aux): top-k
+     * counts and probability sums over its layers, while a forward (not a
+     * backward's recomputation) runs; its value and token count */
+    double *aux_cnt, *aux_psum;
+    float *aux_buf;                    /* [E] host staging */
+    int aux_fwd, aux_N, aux_have;
+    double aux;
 };
 
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
@@ -255,6 +262,15 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm};
+    if (s.E) {
+        m->aux_cnt = calloc((size_t)s.E, sizeof(double));
+        m->aux_psum = calloc((size_t)s.E, sizeof(double));
+        m->aux_buf = calloc((size_t)s.E, sizeof(float));
+        if (!m->aux_cnt || !m->aux_psum || !m->aux_buf) {
+            zt_llama_free(m);
+            return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
+        }
+    }
     m->cfg = *mc;
     m->s = s;
     m->be = be;
@@ -283,6 +299,9 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
 void zt_llama_free(zt_llama *m) {
     if (!m) return;
     zt_moe_host_free(&m->mh);
+    free(m->aux_cnt);
+    free(m->aux_psum);
+    free(m->aux_buf);
     free(m->p.h);
     free(m->g.h);
     free(m);
@@ -467,6 +486,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         }
     }
     TAKE(a->scratch, N * C);
+    if (sh.E) TAKES(a->moe_psum, (size_t)sh.E);
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
     }
@@ -481,6 +501,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         if (sh.E) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
+            TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
         }
     }
@@ -660,6 +681,12 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, int l, struct zt_llama_layer_a
     const zt_moe_w mw = {w->router, w->exgu, w->exdown};
     (void)l;
     ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
+    if (m->aux_fwd) {
+        /* the load-balancing loss's sums: top-k counts (the routing's groups)
+         * and the probabilities' column sums (a matmul backward's bias sum) */
+        for (int e = 0; e < m->s.E; ++e) m->aux_cnt[e] += m->mh.count[e + 1] - m->mh.count[e];
+        be->matmul_bwd(NULL, NULL, a->moe_psum, s->moe.probs, NULL, NULL, N, 1, m->s.E);
+    }
     if (H) {
         be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
         be->swiglu_fwd(s->h, s->gu, N, H);
@@ -680,7 +707,8 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     const zt_moe_w mw = {w->router, w->exgu, w->exdown};
     zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown};
     zt_moe_grad *g = &a->moeg;
-    ZT_TRY(zt_moe_backward(&m->ms, be, &m->mh, &mw, &gmw, &s->moe, g, s->xn2, a->dres, N, st));
+    ZT_TRY(zt_moe_backward(&m->ms, be, &m->mh, &mw, &gmw, &s->moe, g, s->xn2, a->dres,
+                           m->cfg.router_aux_loss_coef > 0 ? a->moe_dp : NULL, N, st));
     if (!H) {
         be->copy(a->dbuf, g->dx, (size_t)N * C * sizeof(float));
         return ZT_OK;
@@ -797,7 +825,21 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
-    return zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
+    const int E = m->s.E;
+    if (!E) return zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
+    m->be->zero(a->moe_psum, (size_t)E * sizeof(float));
+    memset(m->aux_cnt, 0, (size_t)E * sizeof(double));
+    m->aux_fwd = 1;
+    m->aux_have = 0;
+    const int rc = zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
+    m->aux_fwd = 0;
+    if (rc != ZT_OK) return rc;
+    zt_xcopy(m->be, m->aux_buf, 0, a->moe_psum, 1, (size_t)E * sizeof(float));
+    for (int e = 0; e < E; ++e) m->aux_psum[e] = m->aux_buf[e];
+    m->aux_N = B * T;
+    m->aux = zt_moe_aux(E, m->s.L, m->aux_N, m->aux_cnt, m->aux_psum, 0, NULL);
+    m->aux_have = 1;
+    return ZT_OK;
 }
 
 static const float *llama_probs(void *self, void *acts, int b, int t) {
@@ -936,6 +978,14 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     ZT_ACTS_BACKWARD_BEGIN(a, st);
+    if (m->s.E && m->cfg.router_aux_loss_coef > 0) {
+        /* the objective's coef x aux, at the head's scale (dloss per token) */
+        if (!m->aux_have)
+            return zt_fail(st, ZT_EINTERNAL, "llama: backward without the forward's routing");
+        zt_moe_aux(m->s.E, m->s.L, m->aux_N, m->aux_cnt, m->aux_psum,
+                   m->cfg.router_aux_loss_coef * (double)dloss * m->aux_N, m->aux_buf);
+        zt_xcopy(m->be, a->moe_dp, 1, m->aux_buf, 0, (size_t)m->s.E * sizeof(float));
+    }
     return zt_skel_backward(&m->sk, U, ZT_SKEL_ACTS(a), dloss, st);
 }
 
@@ -951,6 +1001,13 @@ static const zt_model_ops llama_ops = {
 
 const zt_model_ops *zt_llama_ops(void) { return &llama_ops; }
 int zt_model_is_llama(const zt_model *m) { return m->ops == &llama_ops; }
+
+int zt_llama_aux_loss(const zt_model *m, double *aux) {
+    const zt_llama *l = zt_model_is_llama(m) ? m->self : NULL;
+    if (!l || !l->s.E || !l->aux_have) return 0;
+    *aux = l->aux;
+    return 1;
+}
 
 /* ------------------------------------------------------------ descriptor (arch.h) */
 
@@ -1367,7 +1424,9 @@ static void moe_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t
     }
     if (f->flags & ZT_HF_SHARED_EXPERT)
         json_object_set_new(c, "shared_expert_intermediate_size", json_integer(mc->shared_expert));
-    json_object_set_new(c, "output_router_logits", json_false());
+    json_object_set_new(c, "output_router_logits", json_boolean(mc->router_aux_loss_coef > 0));
+    if (mc->router_aux_loss_coef > 0)
+        json_object_set_new(c, "router_aux_loss_coef", json_real(mc->router_aux_loss_coef));
 }
 
 /* config.json's keys of family f (after architectures and model_type) */
@@ -1456,6 +1515,7 @@ const zt_arch zt_arch_llama = {
     .tied_head = 1,
     .largest_layer = llama_largest_layer,
     .inactive_params = llama_inactive_params,
+    .aux_loss = zt_llama_aux_loss,
     .acts_bytes = llama_acts_bytes,
     .kernel_ws = llama_kernel_ws,
     .summary = llama_summary,

@@ -103,6 +103,8 @@ typedef struct zt_llama_acts {
     float *dqkv;               /* [N, QKV] */
     float *dh, *dgu;           /* [N, H], [N, 2H] */
     zt_moe_grad moeg;          /* Mixture of Experts backward scratch */
+    float *moe_psum;           /* [E] routing probabilities summed over a forward's layers */
+    float *moe_dp;             /* [E] the load-balancing loss's probability gradient */
     float *dsg, *dsgl;         /* [N] the shared expert gate's */
     /* LoRA (ztrain.lora.r > 0) */
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
@@ -117,6 +119,9 @@ const zt_model_ops *zt_llama_ops(void);
 int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out, zt_status *st);
 void zt_llama_free(zt_llama *m);
 int zt_model_is_llama(const zt_model *m);
+/* A Mixture of Experts model's load-balancing loss of its last forward
+ * (moe.h zt_moe_aux) into *aux: 1, or 0 (no experts, no forward yet). */
+int zt_llama_aux_loss(const zt_model *m, double *aux);
 /* Use activation checkpointing (group size k as zt_gpt_set_checkpointing)
  * in activation blocks created from now on. */
 void zt_llama_set_checkpointing(zt_llama *m, int k);

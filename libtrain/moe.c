@@ -43,6 +43,17 @@ int zt_moe_check_backend(const zt_backend *be, zt_status *st) {
     return ZT_OK;
 }
 
+double zt_moe_aux(int E, int L, int N, const double *cnt, const double *psum, double scale,
+                  float *coef_e) {
+    const double rows = (double)L * N;
+    double aux = 0;
+    for (int e = 0; e < E; ++e) {
+        aux += (cnt[e] / rows) * (psum[e] / rows);
+        if (coef_e) coef_e[e] = (float)(scale * E * cnt[e] / (rows * rows));
+    }
+    return aux * E;
+}
+
 void zt_moe_host_free(zt_moe_host *h) {
     free(h->idx);
     free(h->perm);
@@ -108,7 +119,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
 
 int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
-                    const float *x, const float *dy, int N, zt_status *st) {
+                    const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     ZT_TRY(permute(s, be, h, a->idx, N, st));   /* the forward's groups again */
     /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
@@ -129,7 +140,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                        a->xp + (size_t)o * C, w->gate_up + gu, c, C, 2 * I);
     }
     /* the router: dx = its input gradient, then the experts' summed per token */
-    be->moe_route_bwd(g->dlogits, g->dwts, a->probs, a->idx, N, E, K, s->norm);
+    be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
     be->matmul_bwd(g->dx, gw->router, NULL, g->dlogits, x, w->router, N, C, E);
     be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
     return ZT_OK;

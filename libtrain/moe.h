@@ -66,10 +66,22 @@ int zt_moe_check_backend(const zt_backend *be, zt_status *st);
 /* y[N, C] (overwritten) = the experts' weighted sum for x[N, C]. */
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
                    zt_moe_acts *a, const float *x, float *y, int N, zt_status *st);
-/* From dy[N, C]: g->dx[N, C] (overwritten), the weight gradients (+=). */
+/* From dy[N, C] (and dprobs[E], NULL: none, added to every token's
+ * routing probabilities' gradient: the load-balancing loss's): g->dx[N, C]
+ * (overwritten), the weight gradients (+=). */
 int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
-                    const float *x, const float *dy, int N, zt_status *st);
+                    const float *x, const float *dy, const float *dprobs, int N, zt_status *st);
+
+/* The load-balancing loss (transformers' load_balancing_loss_func, no
+ * attention mask) over a forward's L layers of N tokens: cnt[e] the top-k
+ * assignments to expert e, psum[e] the sum of its routing probabilities,
+ * both over every layer; aux = E sum_e (cnt_e / (L N)) (psum_e / (L N)).
+ * Its gradient on every token's probability of e in every layer is
+ * E cnt_e / (L N)^2 (the counts do not move): coef_e[e] = that times
+ * scale. */
+double zt_moe_aux(int E, int L, int N, const double *cnt, const double *psum, double scale,
+                  float *coef_e);
 void zt_moe_host_free(zt_moe_host *h);
 
 #endif

@@ -229,6 +229,15 @@ def qwen3_moe_config():
         bos_token_id=1, eos_token_id=2, attn_implementation="eager")
 
 
+def mixtral_aux_config():
+    # mixtral with output_router_logits: the training loss adds router_aux_loss_coef x
+    # the load-balancing loss (its gradient reaches the routers)
+    c = mixtral_config()
+    c.output_router_logits = True
+    c.router_aux_loss_coef = 0.05
+    return c
+
+
 def olmoe_config():
     # q/k RMSNorm over the whole projection (not per head); 4 experts, top-2, not renormalised
     return OlmoeConfig(
@@ -277,6 +286,7 @@ MODELS = [
     ("qwen2_moe", Qwen2MoeForCausalLM, qwen2_moe_config, 1016, None),
     ("qwen3_moe", Qwen3MoeForCausalLM, qwen3_moe_config, 1017, None),
     ("olmoe", OlmoeForCausalLM, olmoe_config, 1018, None),
+    ("mixtral_aux", MixtralForCausalLM, mixtral_aux_config, 1019, None),
 ]
 
 
@@ -377,20 +387,31 @@ def batch(seed, V):
     return torch.randint(0, V, (B, T + 1), generator=g)
 
 
-def loss_and_logprobs(model, tok):
-    logits = model(input_ids=tok[:, :T]).logits           # [B, T, V]
+def loss_and_logprobs(model, tok, with_aux=False):
+    """The mean cross-entropy and log-probs; with_aux: also the objective,
+    the cross-entropy plus router_aux_loss_coef x the load-balancing loss
+    when config.output_router_logits (transformers' own sum), and that loss"""
+    moe = getattr(model.config, "num_experts_per_tok", None) is not None
+    out = model(input_ids=tok[:, :T], **({"output_router_logits": True} if moe else {}))
+    logits = out.logits                                   # [B, T, V]
     V = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(-1, V), tok[:, 1:].reshape(-1))
-    return loss, torch.log_softmax(logits, dim=-1)
+    if not with_aux:
+        return loss, torch.log_softmax(logits, dim=-1)
+    aux = out.aux_loss if moe else None
+    total = loss + model.config.router_aux_loss_coef * aux if moe and model.config.output_router_logits else loss
+    return loss, torch.log_softmax(logits, dim=-1), total, aux
 
 
 def run(model, tok):
     """Loss, log-probs, gradients, then 3 AdamW steps on the same batch."""
     model.zero_grad(set_to_none=True)
-    loss, lp = loss_and_logprobs(model, tok)
-    loss.backward()
+    loss, lp, total, aux = loss_and_logprobs(model, tok, True)
+    total.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
     out = {"loss": loss.item(), "logprobs": lp.detach().clone(), "grads": grads}
+    if aux is not None:
+        out["aux"] = aux.item()
     # (ztrain keeps the 3-D expert tensors as 2-D matrices: decayed too)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     nodecay = [p for p in model.parameters() if p.ndim < 2]
@@ -398,13 +419,17 @@ def run(model, tok):
                              {"params": nodecay, "weight_decay": 0.0}],
                             lr=ADAMW["lr"], betas=ADAMW["betas"], eps=ADAMW["eps"],
                             foreach=False)
-    losses = []
+    losses, auxes = [], []
     for _ in range(STEPS):
         opt.zero_grad(set_to_none=True)
-        loss, _ = loss_and_logprobs(model, tok)
-        loss.backward()
+        loss, _, total, aux = loss_and_logprobs(model, tok, True)
+        total.backward()
         opt.step()
         losses.append(loss.item())
+        if aux is not None:
+            auxes.append(aux.item())
+    if auxes:
+        out["step_aux_losses"] = auxes
     with torch.no_grad():
         out["loss_after"] = loss_and_logprobs(model, tok)[0].item()
     out["step_losses"] = losses
@@ -459,12 +484,13 @@ def build(name, cls, make_config, seed, shard, outdir):
     }
     if getattr(cfg, "num_experts_per_tok", None):
         # the router's load-balancing loss (transformers' load_balancing_loss_func over
-        # every layer's router logits) on the fixed batch, before any update; an
+        # every layer's router logits) on the fixed batch before any update, and at
+        # each of the 3 steps; in the objective only with output_router_logits.  An
         # fp32 run must route every token the same way (else its loss is off)
-        with torch.no_grad():
-            out = m64(input_ids=tok[:, :T], output_router_logits=True)
-        meta["aux_loss"] = float(out.aux_loss)
+        meta["aux_loss"] = ref["aux"]
+        meta["step_aux_losses"] = ref["step_aux_losses"]
         meta["router_aux_loss_coef"] = cfg.router_aux_loss_coef
+        meta["output_router_logits"] = cfg.output_router_logits
         assert meta["fp32_error"]["loss"] < 1e-5 and meta["fp32_error"]["loss_after"] < 1e-5, meta
     if cfg.rope_parameters.get("rope_type") == "longrope":
         # transformers' float32 frequencies on both sides of the switch: a

@@ -1,9 +1,10 @@
 #!/bin/bash
 # hf_moe.sh -- Mixture of Experts models through training, checkpoints,
 # resume and export (docs/moe.md), on the committed fixtures
-# tests/fixtures/hf/mixtral and qwen2_moe (made by scripts/make_hf_fixtures.py):
-#   - 3 steps from the fixture; on cpu-strict (engine memory the host cannot
-#     touch) the same losses;
+# tests/fixtures/hf/mixtral, qwen2_moe and mixtral_aux (the load-balancing loss
+# in the objective; made by scripts/make_hf_fixtures.py):
+#   - 3 steps from the fixture, each step's aux_loss in the metrics; on
+#     cpu-strict (engine memory the host cannot touch) the same losses;
 #   - `ztrain ckpt inspect` reads the expert settings back from /model;
 #   - resuming from step 1 gives the uninterrupted run's step-2 and step-3
 #     losses exactly, at ZeRO stage 0 and 3;
@@ -45,12 +46,14 @@ run() {  # run MODELDIR CKDIR STEPS [ARGS...]
 }
 loss_at() { sed -n "s/.*\"step\": *$2,.*\"loss\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
-for spec in "mixtral:0" "qwen2_moe:3"; do
+for spec in "mixtral:0" "qwen2_moe:3" "mixtral_aux:1"; do
     name=${spec%%:*}
     stage=${spec#*:}
     run "$FIX/$name" "$name" 3 --zero_optimization.stage "$stage"
     ok $? "$name: 3 steps from the fixture at ZeRO stage $stage, checkpoints at steps 1-3"
     [ -s "$name.m" ] || diag "$name.out"
+    ok $([ "$(grep -c '"aux_loss": [0-9]' "$name.m")" = 3 ]; echo $?) \
+       "$name: every step's metrics record the load-balancing loss (aux_loss) apart from the loss"
     run "$FIX/$name" "$name.s" 3 --zero_optimization.stage "$stage" --backend cpu-strict
     rc=$?
     ok $([ $rc = 0 ] && cmp -s <(grep -o '"loss": *[0-9.e+-]*' "$name.m") <(grep -o '"loss": *[0-9.e+-]*' "$name.s.m"); echo $?) \
@@ -70,6 +73,10 @@ for spec in "mixtral:0" "qwen2_moe:3"; do
     [ $rc = 0 ] || diag "$name.r.out"
     "$ZTRAIN" ckpt export "$name/step-2" --hf "$name.hf" > "$name.exp" 2>&1
     ok $? "$name: ckpt export step-2 --hf"
+    if [ "$name" = mixtral_aux ]; then
+        ok $(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["output_router_logits"] is True and c["router_aux_loss_coef"] == 0.05))' "$name.hf/config.json"; echo $?) \
+           "$name: the export's config.json keeps output_router_logits and router_aux_loss_coef 0.05"
+    fi
     # the hub's names: per expert, no packed tensor
     python3 - "$name.hf/model.safetensors" > "$name.names" <<'PY'
 import json, struct, sys

@@ -6,7 +6,10 @@
  * same weights in transformers 5's packed experts.gate_up_proj [E, 2I, C] /
  * down_proj [E, C, I]), qwen2_moe (q/k/v biases, top-2 not renormalised, a
  * shared expert behind its sigmoid gate), qwen3_moe (per-head q/k norms,
- * renormalised, tied).  For each, on one rank, CPU backend: config.json
+ * renormalised, tied), mixtral_aux (output_router_logits: 0.05 x the
+ * routers' load-balancing loss in the objective, so in every gradient).
+ * Each step's load-balancing loss (zt_metrics.aux_loss) is transformers'
+ * load_balancing_loss_func's.  For each, on one rank, CPU backend: config.json
  * read, the weights loaded, the loss and log-softmax of a fixed batch and
  * every parameter's gradient against transformers' (by its transformers 5
  * name) at ZeRO stage 0, and the losses of 3 AdamW steps at stages 0-3.  A wrong
@@ -70,7 +73,7 @@ static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
 static double jnum(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
 static void run(const char *root, const char *name, const char *ref_name, int stage, int E, int K,
-                int I, int shared, int norm) {
+                int I, int shared, int norm, double coef) {
     char dir[768], path[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     zt_status st;
@@ -119,10 +122,11 @@ static void run(const char *root, const char *name, const char *ref_name, int st
     }
     const zt_model_config *mc = &zt_ctx_config(ctx)->model;
     tap_ok(mc->n_experts == E && mc->experts_per_token == K && mc->moe_intermediate == I &&
-           mc->shared_expert == shared && !!mc->moe_norm_topk == norm,
-           "%s: config.json -> %d experts, top-%d, width %d, shared %d, renormalised %d", name,
-           mc->n_experts, mc->experts_per_token, mc->moe_intermediate, mc->shared_expert,
-           mc->moe_norm_topk);
+           mc->shared_expert == shared && !!mc->moe_norm_topk == norm &&
+           mc->router_aux_loss_coef == coef,
+           "%s: config.json -> %d experts, top-%d, width %d, shared %d, renormalised %d, "
+           "load-balancing loss coefficient %g", name, mc->n_experts, mc->experts_per_token,
+           mc->moe_intermediate, mc->shared_expert, mc->moe_norm_topk, mc->router_aux_loss_coef);
     if (!tap_ok(zt_hf_load(ctx, dir, &st) == ZT_OK, "%s: zt_hf_load", name)) {
         tap_diag("%s", st.msg);
         goto out;
@@ -199,18 +203,23 @@ static void run(const char *root, const char *name, const char *ref_name, int st
     fixed_batch fb = {B, T, in, tg};
     zt_data_source src = {&fb, fixed_get, NULL, NULL}, none = {0};
     if (!tap_ok(zt_ctx_set_data(ctx, src, none, &st) == ZT_OK, "%s: data source", name)) goto out;
-    json_t *sl = json_object_get(meta, "step_losses");
-    int sok = json_array_size(sl) == 3;
-    double sw = 0;
+    json_t *sl = json_object_get(meta, "step_losses"), *sa = json_object_get(meta, "step_aux_losses");
+    int sok = json_array_size(sl) == 3, aok = json_array_size(sa) == 3;
+    double sw = 0, aw = 0;
     for (size_t i = 0; i < json_array_size(sl) && sok; ++i) {
         zt_metrics mt;
         if (zt_train_step(ctx, &mt, &st) != ZT_OK) { tap_diag("step %zu: %s", i + 1, st.msg); sok = 0; break; }
         const double d = fabs(mt.loss - json_real_value(json_array_get(sl, i)));
+        const double da = fabs(mt.aux_loss - json_real_value(json_array_get(sa, i)));
         sok &= d <= TOL_STEP;
+        aok &= da <= TOL_STEP;
         if (!(d <= sw)) sw = d;
+        if (!(da <= aw)) aw = isnan(da) ? INFINITY : da;
     }
     tap_ok(sok, "%s (ZeRO stage %d): losses of 3 AdamW steps match torch.optim.AdamW (max |diff| %.2e)",
            name, stage, sw);
+    tap_ok(aok, "%s (ZeRO stage %d): the steps' load-balancing losses (aux_loss, apart from the loss) "
+           "match transformers' load_balancing_loss_func (max |diff| %.2e)", name, stage, aw);
     double after = NAN;
     const int rc = zt_loss(ctx, in, tg, B, T, &after, &st);
     char what[200];
@@ -249,10 +258,12 @@ int main(int argc, char **argv) {
     char root[512];
     snprintf(root, sizeof root, "%s/tests/fixtures/hf", src && *src ? src : ".");
     for (int stage = 0; stage <= 3; ++stage) {
-        run(root, "mixtral", "mixtral", stage, 4, 2, 16, 0, 1);
-        run(root, "mixtral_packed", "mixtral", stage, 4, 2, 16, 0, 1);
-        run(root, "qwen2_moe", "qwen2_moe", stage, 4, 2, 16, 24, 0);
-        run(root, "qwen3_moe", "qwen3_moe", stage, 4, 2, 16, 0, 1);
+        run(root, "mixtral", "mixtral", stage, 4, 2, 16, 0, 1, 0);
+        run(root, "mixtral_packed", "mixtral", stage, 4, 2, 16, 0, 1, 0);
+        run(root, "qwen2_moe", "qwen2_moe", stage, 4, 2, 16, 24, 0, 0);
+        run(root, "qwen3_moe", "qwen3_moe", stage, 4, 2, 16, 0, 1, 0);
+        /* output_router_logits: coef 0.05 x the load-balancing loss in the objective */
+        run(root, "mixtral_aux", "mixtral_aux", stage, 4, 2, 16, 0, 1, 0.05);
     }
     char tmp[] = "/tmp/zt_hf_moe_XXXXXX";
     if (mkdtemp(tmp)) {

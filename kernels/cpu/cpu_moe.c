@@ -33,8 +33,8 @@ void zt_cpu_moe_route_fwd(float *wts, int *idx, float *probs, const float *logit
     }
 }
 
-void zt_cpu_moe_route_bwd(float *dlogits, const float *dwts, const float *probs, const int *idx,
-                          int N, int E, int K, int norm) {
+void zt_cpu_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                          const float *probs, const int *idx, int N, int E, int K, int norm) {
 #pragma omp parallel for schedule(static) if ((size_t)N * E >= ZT_PAR_MIN)
     for (int n = 0; n < N; ++n) {
         const float *p = probs + (size_t)n * E, *dw = dwts + (size_t)n * K;
@@ -46,6 +46,8 @@ void zt_cpu_moe_route_bwd(float *dlogits, const float *dwts, const float *probs,
         for (int k = 0; k < K; ++k) dot += dw[k] * p[ix[k]];
         for (int e = 0; e < E; ++e) dl[e] = 0;
         for (int k = 0; k < K; ++k) dl[ix[k]] = norm ? (dw[k] - dot / S) / S : dw[k];
+        if (dprobs)
+            for (int e = 0; e < E; ++e) dl[e] += dprobs[e];
         /* softmax: dl_e = p_e (dp_e - sum_j p_j dp_j) */
         float pd = 0;
         for (int e = 0; e < E; ++e) pd += p[e] * dl[e];

@@ -694,15 +694,16 @@ static void s_moe_route_fwd(float *wts, int *idx, float *probs, const float *log
     if (ok) cpu()->moe_route_fwd(wts, idx, probs, logits, N, E, K, norm);
     leave();
 }
-static void s_moe_route_bwd(float *dlogits, const float *dwts, const float *probs, const int *idx,
-                            int N, int E, int K, int norm) {
+static void s_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                            const float *probs, const int *idx, int N, int E, int K, int norm) {
     int ok = 1;
     enter();
     NEED_DEV("moe_route_bwd", "dlogits", dlogits, (size_t)N * E * F);
     NEED_DEV("moe_route_bwd", "dwts", dwts, (size_t)N * K * F);
     NEED_DEV("moe_route_bwd", "probs", probs, (size_t)N * E * F);
     NEED_DEV("moe_route_bwd", "idx", idx, (size_t)N * K * sizeof(int));
-    if (ok) cpu()->moe_route_bwd(dlogits, dwts, probs, idx, N, E, K, norm);
+    NEED_DEV("moe_route_bwd", "dprobs", dprobs, (size_t)E * F);
+    if (ok) cpu()->moe_route_bwd(dlogits, dwts, dprobs, probs, idx, N, E, K, norm);
     leave();
 }
 static void s_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C) {
