@@ -234,6 +234,49 @@ out:
     free(tg);
 }
 
+/* A model directory dir: src's weights (a symlink) under src's config.json
+ * with one key's value replaced; zt_hf_load must refuse it with a message
+ * holding want. */
+static void wrong_split(const char *root, const char *src, const char *dir, const char *key,
+                        const char *from, const char *to, const char *want) {
+    char path[1024], cfgp[1024], lnk[1024], text[8192];
+    snprintf(path, sizeof path, "%s/%s/config.json", root, src);
+    FILE *fp = fopen(path, "r");
+    size_t n = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+    if (fp) fclose(fp);
+    text[n] = '\0';
+    char pat[128], *at;
+    snprintf(pat, sizeof pat, "\"%s\": %s,", key, from);
+    int ok = (at = strstr(text, pat)) != NULL;
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
+    fp = ok ? fopen(cfgp, "w") : NULL;
+    if (fp) {
+        fprintf(fp, "%.*s\"%s\": %s,%s", (int)(at - text), text, key, to, at + strlen(pat));
+        fclose(fp);
+    }
+    char real[1024];
+    snprintf(lnk, sizeof lnk, "%s/model.safetensors", dir);
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", root, src);
+    ok &= realpath(path, real) != NULL && symlink(real, lnk) == 0;
+    zt_status st;
+    zt_config *cfg = zt_config_new();
+    zt_ctx *ctx = NULL;
+    int rc = -1;
+    if (ok && zt_hf_read_config(dir, cfg, &st) == ZT_OK) {
+        tu_set(cfg, "ztrain.backend", "cpu");
+        tu_set(cfg, "ztrain.data.train", "%s", "");
+        tu_set(cfg, "ztrain.data.val", "%s", "");
+        tu_set(cfg, "ztrain.seq_len", "16");
+        if (zt_ctx_create(cfg, NULL, &ctx, &st) == ZT_OK) rc = zt_hf_load(ctx, dir, &st);
+    }
+    tap_ok(ok && rc == ZT_EDATA && strstr(st.msg, want), "%s with %s %s -> %s: refused (%s)", src,
+           key, from, to, rc == ZT_OK ? "loaded" : st.msg);
+    zt_ctx_free(ctx);
+    zt_config_free(cfg);
+    unlink(lnk);    /* the link and the edited copy (never the fixture) */
+    unlink(cfgp);
+}
+
 /* Architectures refused by name (their message names the class). */
 static void refused(const char *dir, const char *cls, const char *type) {
     char path[1024];
@@ -271,6 +314,15 @@ int main(int argc, char **argv) {
         refused(tmp, "DeepseekV2ForCausalLM", "deepseek_v2");
         refused(tmp, "GptOssForCausalLM", "gpt_oss");
         refused(tmp, "OlmoeForCausalLM", "olmoe");
+        /* a wrong split of the experts' tensors is refused, never loaded: the
+         * per-expert w1 [16, 32] for experts of width 8; the packed
+         * gate_up_proj [4, 32, 32] for experts of width 8 ([4 x 2 x 8, 32]) */
+        wrong_split(root, "mixtral", tmp, "intermediate_size", "16", "8",
+                    "block_sparse_moe.experts.0.w1.weight has shape [16, 32]; expert 0 of the "
+                    "configured model's h0.experts.gate_up.w needs [8, 32]");
+        wrong_split(root, "mixtral_packed", tmp, "intermediate_size", "16", "8",
+                    "mlp.experts.gate_up_proj has shape [4, 32, 32]; the configured model's "
+                    "h0.experts.gate_up.w needs [64, 32]");
         char p[600];
         snprintf(p, sizeof p, "%s/config.json", tmp);
         remove(p);
