@@ -149,12 +149,11 @@ static int hf_family(hf_cfg *h, zt_status *st) {
         {"DeepseekV2ForCausalLM", "deepseek_v2", "multi-head latent attention (MLA) and grouped routing"},
         {"DeepseekV3ForCausalLM", "deepseek_v3", "multi-head latent attention (MLA) and grouped routing"},
         {"GptOssForCausalLM", "gpt_oss", "attention sinks, clamped SwiGLU experts with biases"},
-        {"OlmoeForCausalLM", "olmoe", "q/k norms over the whole projection (not per head)"},
     };
     for (size_t i = 0; i < sizeof moe / sizeof moe[0]; ++i)
         if ((name && !strcmp(name, moe[i].cls)) || (!name && mt && !strcmp(mt, moe[i].type)))
             return zt_fail(st, ZT_EUNSUPPORTED, "%s: architecture %s is not supported: ztrain's "
-                           "Mixture of Experts models are Mixtral, Qwen2-MoE and Qwen3-MoE (%s has "
+                           "Mixture of Experts models are Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE (%s has "
                            "%s)", h->path, moe[i].cls, moe[i].cls, moe[i].why);
     char all[256];
     zt_arch_hf_list(all, sizeof all);
@@ -498,10 +497,11 @@ static int hf_window(hf_cfg *h, long L, zt_status *st) {
 static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
     const zt_arch_hf *df = h->family;
     const int mixtral = !strcmp(df->model_type, "mixtral");
+    const int olmoe = !strcmp(df->model_type, "olmoe");   /* num_experts; experts at intermediate_size */
     /* MixtralConfig and Qwen3MoeConfig hold num_local_experts and read num_experts as it
      * (attribute_map; the hub's Qwen3-MoE files write num_experts); Qwen2MoeConfig has
      * num_experts only */
-    const int local = !(df->flags & ZT_HF_SHARED_EXPERT);
+    const int local = !(df->flags & ZT_HF_SHARED_EXPERT) && !olmoe;
     const char *ek = local && json_object_get(h->root, "num_local_experts") ? "num_local_experts"
                                                                             : "num_experts";
     if (local && json_object_get(h->root, "num_local_experts") && json_object_get(h->root, "num_experts") &&
@@ -510,10 +510,19 @@ static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
     long E, K, I, S = 0, step;
     int norm = 1, out_logits;
     double jitter = 0;
-    ZT_TRY(get_dim(h, ek, mixtral ? 8 : df->flags & ZT_HF_SHARED_EXPERT ? 60 : 128, &E, st));
+    ZT_TRY(get_dim(h, ek, mixtral ? 8 : df->flags & ZT_HF_SHARED_EXPERT ? 60 : olmoe ? 64 : 128, &E,
+                   st));
     ZT_TRY(get_dim(h, "num_experts_per_tok", mixtral ? 2 : df->flags & ZT_HF_SHARED_EXPERT ? 4 : 8,
                    &K, st));
-    if (mixtral) {
+    if (olmoe) {
+        double clip;
+        I = H;
+        ZT_TRY(get_bool(h, h->root, "norm_topk_prob", 0, &norm, st));
+        ZT_TRY(get_num(h, h->root, "clip_qkv", 0, &clip, st));
+        if (json_object_get(h->root, "clip_qkv") && !json_is_null(json_object_get(h->root, "clip_qkv")))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: clip_qkv=%g is not supported (null: none)",
+                           h->path, clip);
+    } else if (mixtral) {
         I = H;
         ZT_TRY(get_num(h, h->root, "router_jitter_noise", 0, &jitter, st));
     } else {
@@ -534,7 +543,7 @@ static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
     (void)L;
     double coef;
     ZT_TRY(get_bool(h, h->root, "output_router_logits", 0, &out_logits, st));
-    ZT_TRY(get_num(h, h->root, "router_aux_loss_coef", 0.001, &coef, st));
+    ZT_TRY(get_num(h, h->root, "router_aux_loss_coef", olmoe ? 0.01 : 0.001, &coef, st));
     if (!(coef >= 0) || !isfinite(coef))
         return zt_fail(st, ZT_EDATA, "%s: router_aux_loss_coef=%g must not be negative", h->path, coef);
     if (jitter != 0)
@@ -544,7 +553,7 @@ static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
         return zt_fail(st, ZT_EDATA, "%s: num_experts_per_tok=%ld exceeds %s=%ld", h->path, K, ek, E);
     add_kv(h, "ztrain.model.n_experts", ek, "%ld", E);
     add_kv(h, "ztrain.model.experts_per_token", "num_experts_per_tok", "%ld", K);
-    add_kv(h, "ztrain.model.moe_intermediate_size", mixtral ? "intermediate_size"
+    add_kv(h, "ztrain.model.moe_intermediate_size", mixtral || olmoe ? "intermediate_size"
            : "moe_intermediate_size", "%ld", I);
     add_kv(h, "ztrain.model.moe_norm_topk", mixtral ? "architectures" : "norm_topk_prob", "%s",
            norm ? "true" : "false");
@@ -636,6 +645,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
            bias ? "true" : "false");
     add_kv(h, "ztrain.model.qk_norm", "architectures", "%s",
            (df->flags & ZT_HF_QK_NORM) ? "true" : "false");
+    add_kv(h, "ztrain.model.qk_norm_full", "architectures", "%s",
+           (df->flags & ZT_HF_QK_FULL) ? "true" : "false");
     add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
     add_kv(h, "ztrain.model.pad_token_id", "pad_token_id", "%ld", pad);
     return hf_rope(h, P, st);

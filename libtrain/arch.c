@@ -38,6 +38,7 @@ static int has_attention_factor(const zt_model_config *mc) { return is_yarn(mc) 
 static int has_factor(const zt_model_config *mc) { return strcmp(mc->rope_scaling, "none") != 0; }
 static int is_gemma(const zt_model_config *mc) { return mc->gemma != 0; }
 static int is_moe(const zt_model_config *mc) { return mc->n_experts > 0; }
+static int has_qk_norm(const zt_model_config *mc) { return mc->qk_norm != 0; }
 /* a window (any llama; older checkpoints without one store 0) */
 static int has_window(const zt_model_config *mc) { return mc->gemma != 0 || mc->sliding_window != 0; }
 static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc) || is_longrope(mc); }
@@ -64,6 +65,7 @@ static const zt_arch_setting settings[] = {
     {"rope_long_factor", ZT_AS_STR, MC(rope_long_factor), NULL, is_longrope, LLAMA},
     {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
     {"qk_norm", ZT_AS_BOOL, MC(qk_norm), NULL, NULL, LLAMA},
+    {"qk_norm_full", ZT_AS_BOOL, MC(qk_norm_full), NULL, has_qk_norm, LLAMA},
     {"gemma", ZT_AS_INT, MC(gemma), NULL, NULL, LLAMA},
     {"query_pre_attn_scalar", ZT_AS_DOUBLE, MC(query_pre_attn_scalar), NULL, is_gemma, LLAMA},
     {"attn_softcap", ZT_AS_DOUBLE, MC(attn_softcap), NULL, is_gemma, LLAMA},

@@ -67,6 +67,8 @@ enum {
     ZT_HF_GEMMA3 = 128,        /* Gemma 3 text (= ztrain.model.gemma 3): q/k norms, local rope */
     ZT_HF_MOE = 256,           /* Mixture of Experts (= ztrain.model.n_experts > 0; docs/moe.md) */
     ZT_HF_SHARED_EXPERT = 512, /* with ZT_HF_MOE: shared_expert_intermediate_size (Qwen2-MoE) */
+    ZT_HF_QK_FULL = 1024,      /* with ZT_HF_QK_NORM: over the whole projection (OLMoE;
+                                * = ztrain.model.qk_norm_full) */
 };
 /* A Mixture of Experts family's per-expert file tensors (what hub
  * checkpoints hold) besides transformers 5's packed ones (the tensor

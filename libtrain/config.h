@@ -55,6 +55,8 @@ typedef struct zt_model_config {
     char rope_short_factor[ZT_ROPE_FACTORS_LEN], rope_long_factor[ZT_ROPE_FACTORS_LEN];
     int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
     int qk_norm;            /* ztrain.model.qk_norm: per-head RMSNorm of q and k (Qwen3) */
+    int qk_norm_full;       /* ztrain.model.qk_norm_full: with qk_norm, one RMSNorm over the whole
+                             * q and k projections instead of each head (OLMoE) */
     /* ---- Gemma 2 / 3 (ztrain.model.gemma != 0): RMSNorm weights applied as
      * (1 + w), a norm after attention and after the MLP besides the two
      * before them, GeGLU (tanh GELU) MLP, embeddings scaled by sqrt(n_embd) */

@@ -217,6 +217,9 @@ const keydef zt_cfg_keys[] = {
      "llama MoE: the routers' load-balancing loss (transformers' load_balancing_loss_func) "
      "times this is added to the training objective (config.json's router_aux_loss_coef with "
      "output_router_logits true); 0 = computed and logged (aux_loss), not trained on"},
+    {"ztrain.model.qk_norm_full", NULL, NULL, NULL, T_BOOL, FLD(model.qk_norm_full), 0, 0, 0,
+     "false", NULL, "llama: with qk_norm, one RMSNorm over the whole q and k projections "
+     "(weights [n_head head_dim] and [n_kv_head head_dim]) instead of each head (OLMoE)"},
     {"ztrain.model.gemma", "gemma", NULL, NULL, T_INT, FLD(model.gemma), 0, 3, 0, "0", NULL,
      "llama: Gemma 2 or 3 blocks (2 | 3; 0 = none): RMSNorm weights applied as 1 + w, norms "
      "after attention and after the MLP too, GeGLU MLP (tanh GELU), embeddings scaled by "

@@ -66,6 +66,9 @@ typedef struct shape {
      * and key/value heads, the head-sharded qkv row and attention width */
     int sp, NHl, NKVl, QKVl, ADl;
     int qkn;                   /* per-head q/k RMSNorm (Qwen3) */
+    /* the q and k norms' heads and width: per head (NH or NKV of hd), or one
+     * over the whole projection (qk_norm_full, OLMoE) */
+    int qnh, qw, knh, kw;
     /* Gemma 2/3: (1 + w) norms, post-attention / post-MLP norms, GeGLU,
      * embedding scale; attention scale, soft-caps, sliding window and
      * pattern, the sliding layers' own rotary frequencies */
@@ -107,6 +110,11 @@ static shape shape_of(const zt_model_config *mc) {
     s.QKVl = s.QKV / s.sp;
     s.ADl = s.AD / s.sp;
     s.qkn = mc->qk_norm != 0;
+    const int full = s.qkn && mc->qk_norm_full;
+    s.qnh = full ? 1 : s.NH;
+    s.qw = full ? s.AD : s.hd;
+    s.knh = full ? 1 : s.NKV;
+    s.kw = full ? s.NKV * s.hd : s.hd;
     s.gemma = mc->gemma != 0;
     /* transformers: the normalizer sqrt(hidden) in the hidden dtype (fp32),
      * the scale query_pre_attn_scalar ** -0.5 as an fp32 factor */
@@ -169,7 +177,8 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_KW: case T_VW: r = s->NKV * s->hd; c = s->C; break;
     case T_QB: r = s->bias ? s->AD : 0; break;
     case T_KB: case T_VB: r = s->bias ? s->NKV * s->hd : 0; break;
-    case T_QNORM: case T_KNORM: r = s->qkn ? s->hd : 0; break;
+    case T_QNORM: r = s->qkn ? s->qw : 0; break;
+    case T_KNORM: r = s->qkn ? s->kw : 0; break;
     case T_PANORM: case T_PMNORM: r = s->gemma ? s->C : 0; break;
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
@@ -751,10 +760,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_skel_lora_fwd(sk, LG_QKV, s->xn, a->sp_h, N, &a->lora);
         if (sh->qkn) {
             be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
-                             sh->NH, sh->QKV, sh->hd);
+                             sh->qnh, sh->QKV, sh->qw);
             be->headnorm_fwd(a->sp_h + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
-                             sh->NKV, sh->QKV, sh->hd);
+                             sh->knh, sh->QKV, sh->kw);
         }
         zt_group_where(m->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
@@ -769,10 +778,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_skel_lora_fwd(sk, LG_QKV, s->xn, s->qkv, N, &a->lora);
         if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
-                             sh->NH, sh->QKV, sh->hd);
+                             sh->qnh, sh->QKV, sh->qw);
             be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
-                             sh->NKV, sh->QKV, sh->hd);
+                             sh->knh, sh->QKV, sh->kw);
         }
         be->rope_fwd(s->qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
@@ -942,10 +951,10 @@ mlp_norm:
     }
     if (sh->qkn) {
         be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
-                         sh->NH, sh->QKV, sh->hd);
+                         sh->qnh, sh->QKV, sh->qw);
         be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD,
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
-                         sh->NKV, sh->QKV, sh->hd);
+                         sh->knh, sh->QKV, sh->kw);
     }
     be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
     zt_skel_lora_bwd(sk, LG_QKV, s->xn, dq, a->dbuf, N, ls);
@@ -1060,6 +1069,9 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
                            "(ztrain.model.n_experts=%d) is not supported yet: train it in full "
                            "(ztrain.lora.r=0)", m->n_experts);
     }
+    if (m->qk_norm_full && (!m->qk_norm || m->gemma))
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.qk_norm_full needs ztrain.model.qk_norm=true "
+                       "(and no Gemma blocks)");
     if (m->gemma != 0 && m->gemma != 2 && m->gemma != 3)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.gemma=%d must be 0, 2 or 3", m->gemma);
     if (!m->gemma) {
@@ -1167,7 +1179,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
     WS(zt_cuda_ws_gqa_ext_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd, s.acap));
-    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.NH, s.hd));   /* q_norm (k_norm: fewer rows) */
+    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
@@ -1298,9 +1310,11 @@ static const zt_arch_hf llama_hf[] = {
      qwen2_moe_rename, &qwen_experts},
     {"Qwen3MoeForCausalLM", "qwen3_moe", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT |
      ZT_HF_MOE, 151936, 2048, 6144, 24, 32, 4, 32768, 1e-6, 0, 0, -1, NULL, NULL, &qwen_experts},
+    {"OlmoeForCausalLM", "olmoe", ZT_HF_QK_NORM | ZT_HF_QK_FULL | ZT_HF_BIAS_KEYS | ZT_HF_MOE, 50304,
+     2048, 2048, 16, 16, -1, 4096, 1e-5, 0, 0, 1, NULL, NULL, &qwen_experts},
 };
 enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3, HF_MIXTRAL,
-       HF_QWEN2_MOE, HF_QWEN3_MOE };
+       HF_QWEN2_MOE, HF_QWEN3_MOE, HF_OLMOE };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 
 /* Without a stored family: q/k norms are Qwen3's; q/k/v biases without an
@@ -1309,7 +1323,8 @@ static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
     if (mc->gemma) return &llama_hf[mc->gemma == 2 ? HF_GEMMA2 : HF_GEMMA3];
     if (mc->n_experts > 0)
-        return &llama_hf[mc->qk_norm ? HF_QWEN3_MOE : mc->attention_bias ? HF_QWEN2_MOE : HF_MIXTRAL];
+        return &llama_hf[mc->qk_norm_full ? HF_OLMOE : mc->qk_norm ? HF_QWEN3_MOE
+                         : mc->attention_bias ? HF_QWEN2_MOE : HF_MIXTRAL];
     if (mc->qk_norm) return &llama_hf[HF_QWEN3];
     if (mc->attention_bias) return &llama_hf[HF_QWEN2];
     return mc->sliding_window > 0 ? &llama_hf[HF_MISTRAL] : &llama_hf[HF_LLAMA];
@@ -1324,6 +1339,11 @@ static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *m
         return "it has no shared expert (ztrain.model.shared_expert_size is Qwen2-MoE's)";
     if ((f->flags & ZT_HF_SHARED_EXPERT) && mc->shared_expert < 1)
         return "it has a shared expert; set ztrain.model.shared_expert_size";
+    if (!!(f->flags & ZT_HF_QK_FULL) != !!(mc->qk_norm && mc->qk_norm_full))
+        return (f->flags & ZT_HF_QK_FULL) ? "its q/k norms span the whole projection; set "
+                                            "ztrain.model.qk_norm=true and qk_norm_full=true"
+                                          : "its q/k norms, if any, are per head (ztrain.model.qk_norm_full "
+                                            "is OLMoE's)";
     if (!strcmp(f->model_type, "mixtral") && !mc->moe_norm_topk)
         return "it renormalises the top-k routing weights (ztrain.model.moe_norm_topk=true)";
     const int fg = (f->flags & ZT_HF_GEMMA2) ? 2 : (f->flags & ZT_HF_GEMMA3) ? 3 : 0;
@@ -1410,12 +1430,18 @@ static void gemma_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
  * Qwen3MoeConfig): every block sparse, no load-balancing loss in the
  * training loss (output_router_logits false) */
 static void moe_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c) {
-    const int mixtral = !strcmp(f->model_type, "mixtral");
+    const int mixtral = !strcmp(f->model_type, "mixtral"), olmoe = !strcmp(f->model_type, "olmoe");
     json_object_set_new(c, mixtral ? "num_local_experts" : "num_experts", json_integer(mc->n_experts));
     json_object_set_new(c, "num_experts_per_tok", json_integer(mc->experts_per_token));
     if (mixtral) {
         json_object_set_new(c, "intermediate_size", json_integer(mc->moe_intermediate));
         json_object_set_new(c, "router_jitter_noise", json_real(0.0));
+    } else if (olmoe) {
+        json_object_set_new(c, "intermediate_size", json_integer(mc->moe_intermediate));
+        json_object_set_new(c, "norm_topk_prob", json_boolean(mc->moe_norm_topk));
+        json_object_set_new(c, "clip_qkv", json_null());
+        json_object_del(c, "max_window_layers");
+        json_object_del(c, "mlp_bias");
     } else {
         json_object_set_new(c, "moe_intermediate_size", json_integer(mc->moe_intermediate));
         json_object_set_new(c, "norm_topk_prob", json_boolean(mc->moe_norm_topk));

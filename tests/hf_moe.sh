@@ -1,7 +1,7 @@
 #!/bin/bash
 # hf_moe.sh -- Mixture of Experts models through training, checkpoints,
 # resume and export (docs/moe.md), on the committed fixtures
-# tests/fixtures/hf/mixtral, qwen2_moe and mixtral_aux (the load-balancing loss
+# tests/fixtures/hf/mixtral, qwen2_moe, olmoe and mixtral_aux (the load-balancing loss
 # in the objective; made by scripts/make_hf_fixtures.py):
 #   - 3 steps from the fixture, each step's aux_loss in the metrics; on
 #     cpu-strict (engine memory the host cannot touch) the same losses;
@@ -46,7 +46,7 @@ run() {  # run MODELDIR CKDIR STEPS [ARGS...]
 }
 loss_at() { sed -n "s/.*\"step\": *$2,.*\"loss\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
-for spec in "mixtral:0" "qwen2_moe:3" "mixtral_aux:1"; do
+for spec in "mixtral:0" "qwen2_moe:3" "mixtral_aux:1" "olmoe:2"; do
     name=${spec%%:*}
     stage=${spec#*:}
     run "$FIX/$name" "$name" 3 --zero_optimization.stage "$stage"

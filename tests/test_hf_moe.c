@@ -6,7 +6,8 @@
  * same weights in transformers 5's packed experts.gate_up_proj [E, 2I, C] /
  * down_proj [E, C, I]), qwen2_moe (q/k/v biases, top-2 not renormalised, a
  * shared expert behind its sigmoid gate), qwen3_moe (per-head q/k norms,
- * renormalised, tied), mixtral_aux (output_router_logits: 0.05 x the
+ * renormalised, tied), olmoe (q/k norms over the whole projection, not
+ * renormalised), mixtral_aux (output_router_logits: 0.05 x the
  * routers' load-balancing loss in the objective, so in every gradient).
  * Each step's load-balancing loss (zt_metrics.aux_loss) is transformers'
  * load_balancing_loss_func's.  For each, on one rank, CPU backend: config.json
@@ -14,8 +15,9 @@
  * every parameter's gradient against transformers' (by its transformers 5
  * name) at ZeRO stage 0, and the losses of 3 AdamW steps at stages 0-3.  A wrong
  * split of the experts' tensors (gate and up exchanged, an expert's rows
- * misplaced) misses the loss by far more than the tolerance; OLMoE and
- * DeepSeek are refused by name.  Tolerances as test_hf_golden's.
+ * misplaced) misses the loss by far more than the tolerance, a file tensor
+ * of the wrong shape is refused; DeepSeek and gpt-oss are refused by name.
+ * Tolerances as test_hf_golden's.
  */
 #include <jansson.h>
 #include <math.h>
@@ -305,6 +307,7 @@ int main(int argc, char **argv) {
         run(root, "mixtral_packed", "mixtral", stage, 4, 2, 16, 0, 1, 0);
         run(root, "qwen2_moe", "qwen2_moe", stage, 4, 2, 16, 24, 0, 0);
         run(root, "qwen3_moe", "qwen3_moe", stage, 4, 2, 16, 0, 1, 0);
+        run(root, "olmoe", "olmoe", stage, 4, 2, 16, 0, 0, 0);
         /* output_router_logits: coef 0.05 x the load-balancing loss in the objective */
         run(root, "mixtral_aux", "mixtral_aux", stage, 4, 2, 16, 0, 1, 0.05);
     }
@@ -313,7 +316,6 @@ int main(int argc, char **argv) {
         refused(tmp, "DeepseekV3ForCausalLM", "deepseek_v3");
         refused(tmp, "DeepseekV2ForCausalLM", "deepseek_v2");
         refused(tmp, "GptOssForCausalLM", "gpt_oss");
-        refused(tmp, "OlmoeForCausalLM", "olmoe");
         /* a wrong split of the experts' tensors is refused, never loaded: the
          * per-expert w1 [16, 32] for experts of width 8; the packed
          * gate_up_proj [4, 32, 32] for experts of width 8 ([4 x 2 x 8, 32]) */
