@@ -494,7 +494,7 @@ static int hf_window(hf_cfg *h, long L, zt_status *st) {
 
 /* Mixture of Experts keys (transformers 5.24's MixtralConfig, Qwen2MoeConfig,
  * Qwen3MoeConfig defaults); H: intermediate_size (Mixtral's expert width) */
-static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
+static int hf_moe(hf_cfg *h, long H, zt_status *st) {
     const zt_arch_hf *df = h->family;
     const int mixtral = !strcmp(df->model_type, "mixtral");
     const int olmoe = !strcmp(df->model_type, "olmoe");   /* num_experts; experts at intermediate_size */
@@ -540,7 +540,6 @@ static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
         if (df->flags & ZT_HF_SHARED_EXPERT)
             ZT_TRY(get_dim(h, "shared_expert_intermediate_size", 5632, &S, st));
     }
-    (void)L;
     double coef;
     ZT_TRY(get_bool(h, h->root, "output_router_logits", 0, &out_logits, st));
     ZT_TRY(get_num(h, h->root, "router_aux_loss_coef", olmoe ? 0.01 : 0.001, &coef, st));
@@ -630,7 +629,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         if (pad < 0) pad += V;
     }
     if (df->flags & (ZT_HF_SLIDING | ZT_HF_SLIDING_OPT)) ZT_TRY(hf_window(h, L, st));
-    if (df->flags & ZT_HF_MOE) ZT_TRY(hf_moe(h, H, L, st));
+    if (df->flags & ZT_HF_MOE) ZT_TRY(hf_moe(h, H, st));
     add_kv(h, "ztrain.model.arch", "architectures", "llama");
     add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
     add_kv(h, "ztrain.model.n_embd", "hidden_size", "%ld", C);

@@ -683,12 +683,11 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
 
 /* Mixture of Experts MLP (moe.h): y = res2 + experts(xn2) (+ the shared
  * expert's SwiGLU scaled by sigmoid(shared_gate . xn2), Qwen2-MoE) */
-static int moe_fwd(zt_llama *m, zt_llama_acts *a, int l, struct zt_llama_layer_acts *s,
+static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
                    const zt_llama_layer *w, float *y, zt_status *st) {
     const zt_backend *be = m->be;
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
     const zt_moe_w mw = {w->router, w->exgu, w->exdown};
-    (void)l;
     ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
     if (m->aux_fwd) {
         /* the load-balancing loss's sums: top-k counts (the routing's groups)
@@ -796,7 +795,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
      * and the down projection's output mo normalized before the add) */
     be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, norm_w(m, a, w->mlp_norm, C), eps, N, C);
-    if (sh->E) return moe_fwd(m, a, l, s, w, y, st);
+    if (sh->E) return moe_fwd(m, a, s, w, y, st);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
     zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
     if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
