@@ -279,6 +279,28 @@ static void wrong_split(const char *root, const char *src, const char *dir, cons
     unlink(cfgp);
 }
 
+/* LoRA on a MoE model is refused when the context is created, naming it. */
+static void lora_refused(const char *root) {
+    char dir[768];
+    snprintf(dir, sizeof dir, "%s/mixtral", root);
+    zt_status st;
+    zt_config *cfg = zt_config_new();
+    zt_ctx *ctx = NULL;
+    int rc = zt_hf_read_config(dir, cfg, &st);
+    if (rc == ZT_OK) {
+        tu_set(cfg, "ztrain.backend", "cpu");
+        tu_set(cfg, "ztrain.data.train", "%s", "");
+        tu_set(cfg, "ztrain.data.val", "%s", "");
+        tu_set(cfg, "ztrain.seq_len", "16");
+        tu_set(cfg, "ztrain.lora.r", "4");
+        rc = zt_ctx_create(cfg, NULL, &ctx, &st);
+    }
+    tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "LoRA on a Mixture of Experts model"),
+           "mixtral with ztrain.lora.r=4: refused (%s)", rc == ZT_OK ? "created" : st.msg);
+    zt_ctx_free(ctx);
+    zt_config_free(cfg);
+}
+
 /* Architectures refused by name (their message names the class). */
 static void refused(const char *dir, const char *cls, const char *type) {
     char path[1024];
@@ -311,6 +333,7 @@ int main(int argc, char **argv) {
         /* output_router_logits: coef 0.05 x the load-balancing loss in the objective */
         run(root, "mixtral_aux", "mixtral_aux", stage, 4, 2, 16, 0, 1, 0.05);
     }
+    lora_refused(root);
     char tmp[] = "/tmp/zt_hf_moe_XXXXXX";
     if (mkdtemp(tmp)) {
         refused(tmp, "DeepseekV3ForCausalLM", "deepseek_v3");
