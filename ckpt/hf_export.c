@@ -215,6 +215,10 @@ typedef struct hf_export {
     zt_st_spec *specs, *sspec; /* per table tensor; per exported tensor */
     char (*names)[200];
     int *tr, *shard;
+    /* file tensors of each table tensor (0: a fused continuation, 1, or a
+     * Mixture of Experts tensor's per-expert ones: xnames from xfirst[i]) */
+    int *nfile, *xfirst, nx;
+    char (*xnames)[200];
     float *buf, *whole;        /* a read piece; a whole tensor to transpose */
     /* OUTDIR.tmp while it is built */
     char tmpdir[ZT_PATH_MAX + 16];
@@ -269,6 +273,34 @@ static int make_family(hf_export *e, zt_status *st) {
     return ZT_OK;
 }
 
+/* Table tensor i as the hub's per-expert file tensors of family f (what
+ * transformers' save_pretrained writes): experts.gate_up.w as expert e's
+ * gate then up [I, C] each, experts.down.w as expert e's down [C, I], and
+ * the router under the family's name beside them.  The count of file
+ * tensors (0: not an expert tensor); names into out when not NULL. */
+static int expert_files(const zt_arch_hf *f, const zt_model_config *mc, const ck_tinfo *t,
+                        char (*out)[200], zt_st_spec *sp, char *router, size_t rn) {
+    const zt_arch_experts *ex = f->experts;
+    int l, used = 0;
+    if (!ex || sscanf(t->name, "h%d.%n", &l, &used) != 1 || used == 0) return 0;
+    const char *rest = t->name + used;
+    if (!strcmp(rest, "router.w")) {
+        if (ex->router && router) snprintf(router, rn, ex->router, l);
+        return 0;
+    }
+    const int gu = !strcmp(rest, "experts.gate_up.w");
+    if (!gu && strcmp(rest, "experts.down.w")) return 0;
+    const int E = mc->n_experts, np = gu ? 2 * E : E;
+    for (int p = 0; out && p < np; ++p) {
+        snprintf(out[p], sizeof out[p], gu ? (p % 2 ? ex->up : ex->gate) : ex->down, l, gu ? p / 2 : p);
+        sp[p].name = out[p];
+        sp[p].ndim = 2;
+        sp[p].shape[0] = t->dims[0] / (uint64_t)np;
+        sp[p].shape[1] = t->dims[1];
+    }
+    return np;
+}
+
 /* Names, shapes, shards (greedy in table order, each at most the limit
  * unless one tensor alone is larger); a fused tensor of the family (Phi-3's
  * qkv_proj, gate_up_proj) is written whole from its first part: our parts
@@ -279,7 +311,14 @@ static int plan_tensors(hf_export *e, zt_status *st) {
     const zt_arch *arch = zt_arch_of(mc);
     const ck_tinfo *t = e->L.t;
     uint64_t in_shard = 0;
-    for (int i = 0; i < e->n; ++i) {
+    for (int i = 0; i < e->n; ++i) e->nx += expert_files(e->fam, mc, &t[i], NULL, NULL, NULL, 0);
+    if (e->nx) {
+        zt_st_spec *s2 = realloc(e->sspec, (size_t)(e->n + e->nx) * sizeof *s2);
+        if (s2) e->sspec = s2;
+        e->xnames = calloc((size_t)e->nx, sizeof *e->xnames);
+        if (!s2 || !e->xnames) return zt_fail(st, ZT_ENOMEM, "out of memory");
+    }
+    for (int i = 0, x = 0; i < e->n; ++i) {
         long row0 = 0, rows = 0;
         if (zt_arch_hf_part(arch, e->fam, mc, t[i].name, e->names[i], sizeof e->names[i],
                             &e->tr[i], &row0, &rows) != 0)
@@ -292,6 +331,11 @@ static int plan_tensors(hf_export *e, zt_status *st) {
                            "its other parts", e->file, t[i].name, e->names[i]);
         e->specs[i].name = cont ? NULL : e->names[i];
         ck_export_shape(&t[i], e->tr[i], &e->specs[i]);
+        e->nfile[i] = !cont;
+        e->xfirst[i] = x;
+        expert_files(e->fam, mc, &t[i], NULL, NULL, e->names[i], sizeof e->names[i]);
+        x += expert_files(e->fam, mc, &t[i], NULL, NULL, NULL, 0);
+        if (x > e->xfirst[i]) e->nfile[i] = x - e->xfirst[i];
         if (!cont && t[i].ndim == 2 && rows > (long)t[i].dims[0])
             e->specs[i].shape[0] = (uint64_t)rows;   /* the fused tensor */
         if (e->tr[i] && t[i].numel > e->maxw) e->maxw = t[i].numel;
@@ -305,9 +349,15 @@ static int plan_tensors(hf_export *e, zt_status *st) {
     }
     if (e->maxw && !(e->whole = malloc(e->maxw * sizeof(float))))
         return zt_fail(st, ZT_ENOMEM, "out of memory");
-    /* the specs of the files: continuations dropped */
-    for (int i = 0; i < e->n; ++i)
-        if (e->specs[i].name) e->sspec[e->nspec++] = e->specs[i];
+    /* the specs of the files: continuations dropped, expert tensors per expert */
+    for (int i = 0; i < e->n; ++i) {
+        const int xe = i + 1 < e->n ? e->xfirst[i + 1] : e->nx;
+        if (xe > e->xfirst[i])
+            e->nspec += expert_files(e->fam, mc, &t[i], e->xnames + e->xfirst[i], e->sspec + e->nspec,
+                                     NULL, 0);
+        else if (e->specs[i].name)
+            e->sspec[e->nspec++] = e->specs[i];
+    }
     return ZT_OK;
 }
 
@@ -350,7 +400,7 @@ static int write_shards(hf_export *e, zt_status *st) {
     int rc = ZT_OK;
     for (int s = 0, i = 0, si = 0; s < e->nshards && rc == ZT_OK; ++s) {
         int first = i, sfirst = si;
-        while (i < e->n && e->shard[i] == s) si += e->specs[i++].name != NULL;
+        while (i < e->n && e->shard[i] == s) si += e->nfile[i++];
         char name[64], p[ZT_PATH_MAX + 128];
         if (e->nshards == 1) snprintf(name, sizeof name, "model.safetensors");
         else snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, e->nshards);
@@ -360,7 +410,11 @@ static int write_shards(hf_export *e, zt_status *st) {
             rc = ck_export_tensor(e->f, e->file, &e->L.t[k], e->tr[k], e->buf, e->whole, &e->w, st);
             e->done += e->L.t[k].numel * e->es;
             zt_progress_report(&e->o->progress, "export", e->done, e->total, "B", 0);
-            if (e->index && e->specs[k].name)
+            const int xe = k + 1 < e->n ? e->xfirst[k + 1] : e->nx;   /* per-expert names */
+            for (int x = e->xfirst[k]; e->index && x < xe; ++x)
+                json_object_set_new(json_object_get(e->index, "weight_map"), e->xnames[x],
+                                    json_string(name));
+            if (e->index && e->specs[k].name && xe == e->xfirst[k])
                 json_object_set_new(json_object_get(e->index, "weight_map"), e->names[k],
                                     json_string(name));
         }
@@ -428,6 +482,9 @@ static void export_free(hf_export *e) {
     free(e->names);
     free(e->tr);
     free(e->shard);
+    free(e->nfile);
+    free(e->xfirst);
+    free(e->xnames);
     free(e->buf);
     free(e->whole);
     free(e->L.t);
@@ -456,9 +513,12 @@ int zt_ckpt_export_hf(const char *path, const char *out_dir, zt_hf_export_opts *
     e.names = calloc(n1, sizeof *e.names);
     e.tr = calloc(n1, sizeof *e.tr);
     e.shard = calloc(n1, sizeof *e.shard);
+    e.nfile = calloc(n1, sizeof *e.nfile);
+    e.xfirst = calloc(n1, sizeof *e.xfirst);
     e.buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
     int rc = ZT_OK;
-    if (!e.cfg || !e.specs || !e.sspec || !e.names || !e.tr || !e.shard || !e.buf)
+    if (!e.cfg || !e.specs || !e.sspec || !e.names || !e.tr || !e.shard || !e.nfile || !e.xfirst ||
+        !e.buf)
         rc = zt_fail(st, ZT_ENOMEM, "out of memory");
     if (rc == ZT_OK) rc = read_model(&e, st);
     if (rc == ZT_OK) rc = make_family(&e, st);

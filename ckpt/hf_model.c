@@ -145,6 +145,17 @@ static int hf_family(hf_cfg *h, zt_status *st) {
     }
     ZT_TRY(get_str(h, h->root, "model_type", NULL, &mt, st));
     if ((h->family = zt_arch_hf_find(name, mt, &h->arch))) return ZT_OK;
+    /* Mixture of Experts models ztrain does not build (docs/models.md) */
+    static const struct { const char *cls, *type, *why; } moe[] = {
+        {"DeepseekV2ForCausalLM", "deepseek_v2", "multi-head latent attention (MLA) and grouped routing"},
+        {"DeepseekV3ForCausalLM", "deepseek_v3", "multi-head latent attention (MLA) and grouped routing"},
+        {"GptOssForCausalLM", "gpt_oss", "attention sinks, clamped SwiGLU experts with biases"},
+    };
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0]; ++i)
+        if ((name && !strcmp(name, moe[i].cls)) || (!name && mt && !strcmp(mt, moe[i].type)))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: architecture %s is not supported: ztrain's "
+                           "Mixture of Experts models are Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE (%s has "
+                           "%s)", h->path, moe[i].cls, moe[i].cls, moe[i].why);
     char all[256];
     zt_arch_hf_list(all, sizeof all);
     return zt_fail(st, ZT_EUNSUPPORTED, "%s: architecture %s is not supported (supported: %s)",
@@ -482,6 +493,77 @@ static int hf_window(hf_cfg *h, long L, zt_status *st) {
     return ZT_OK;
 }
 
+/* Mixture of Experts keys (transformers 5.24's MixtralConfig, Qwen2MoeConfig,
+ * Qwen3MoeConfig defaults); H: intermediate_size (Mixtral's expert width) */
+static int hf_moe(hf_cfg *h, long H, zt_status *st) {
+    const zt_arch_hf *df = h->family;
+    const int mixtral = !strcmp(df->model_type, "mixtral");
+    const int olmoe = !strcmp(df->model_type, "olmoe");   /* num_experts; experts at intermediate_size */
+    /* MixtralConfig and Qwen3MoeConfig hold num_local_experts and read num_experts as it
+     * (attribute_map; the hub's Qwen3-MoE files write num_experts); Qwen2MoeConfig has
+     * num_experts only */
+    const int local = !(df->flags & ZT_HF_SHARED_EXPERT) && !olmoe;
+    const char *ek = local && json_object_get(h->root, "num_local_experts") ? "num_local_experts"
+                                                                            : "num_experts";
+    if (local && json_object_get(h->root, "num_local_experts") && json_object_get(h->root, "num_experts") &&
+        !json_equal(json_object_get(h->root, "num_local_experts"), json_object_get(h->root, "num_experts")))
+        return zt_fail(st, ZT_EDATA, "%s: num_experts and num_local_experts disagree", h->path);
+    long E, K, I, S = 0, step;
+    int norm = 1, out_logits;
+    double jitter = 0;
+    ZT_TRY(get_dim(h, ek, mixtral ? 8 : df->flags & ZT_HF_SHARED_EXPERT ? 60 : olmoe ? 64 : 128, &E,
+                   st));
+    ZT_TRY(get_dim(h, "num_experts_per_tok", mixtral ? 2 : df->flags & ZT_HF_SHARED_EXPERT ? 4 : 8,
+                   &K, st));
+    if (olmoe) {
+        double clip;
+        I = H;
+        ZT_TRY(get_bool(h, h->root, "norm_topk_prob", 0, &norm, st));
+        ZT_TRY(get_num(h, h->root, "clip_qkv", 0, &clip, st));
+        if (json_object_get(h->root, "clip_qkv") && !json_is_null(json_object_get(h->root, "clip_qkv")))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: clip_qkv=%g is not supported (null: none)",
+                           h->path, clip);
+    } else if (mixtral) {
+        I = H;
+        ZT_TRY(get_num(h, h->root, "router_jitter_noise", 0, &jitter, st));
+    } else {
+        ZT_TRY(get_dim(h, "moe_intermediate_size", df->flags & ZT_HF_SHARED_EXPERT ? 1408 : 768, &I,
+                       st));
+        ZT_TRY(get_bool(h, h->root, "norm_topk_prob", 0, &norm, st));
+        ZT_TRY(get_int(h, h->root, "decoder_sparse_step", 1, &step, st));
+        json_t *mlo = json_object_get(h->root, "mlp_only_layers");
+        if (step != 1)
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: decoder_sparse_step=%ld is not supported yet "
+                           "(ztrain's blocks are all sparse: 1)", h->path, step);
+        if (mlo && !json_is_null(mlo) && !(json_is_array(mlo) && json_array_size(mlo) == 0))
+            return zt_fail(st, ZT_EUNSUPPORTED, "%s: mlp_only_layers is not supported yet (ztrain's "
+                           "blocks are all sparse: [])", h->path);
+        if (df->flags & ZT_HF_SHARED_EXPERT)
+            ZT_TRY(get_dim(h, "shared_expert_intermediate_size", 5632, &S, st));
+    }
+    double coef;
+    ZT_TRY(get_bool(h, h->root, "output_router_logits", 0, &out_logits, st));
+    ZT_TRY(get_num(h, h->root, "router_aux_loss_coef", olmoe ? 0.01 : 0.001, &coef, st));
+    if (!(coef >= 0) || !isfinite(coef))
+        return zt_fail(st, ZT_EDATA, "%s: router_aux_loss_coef=%g must not be negative", h->path, coef);
+    if (jitter != 0)
+        return zt_fail(st, ZT_EUNSUPPORTED, "%s: router_jitter_noise=%g is not supported (0: none)",
+                       h->path, jitter);
+    if (K > E)
+        return zt_fail(st, ZT_EDATA, "%s: num_experts_per_tok=%ld exceeds %s=%ld", h->path, K, ek, E);
+    add_kv(h, "ztrain.model.n_experts", ek, "%ld", E);
+    add_kv(h, "ztrain.model.experts_per_token", "num_experts_per_tok", "%ld", K);
+    add_kv(h, "ztrain.model.moe_intermediate_size", mixtral || olmoe ? "intermediate_size"
+           : "moe_intermediate_size", "%ld", I);
+    add_kv(h, "ztrain.model.moe_norm_topk", mixtral ? "architectures" : "norm_topk_prob", "%s",
+           norm ? "true" : "false");
+    add_kv(h, "ztrain.model.shared_expert_size", "shared_expert_intermediate_size", "%ld", S);
+    /* transformers adds the loss only with output_router_logits */
+    add_kv(h, "ztrain.model.router_aux_loss_coef", out_logits ? "router_aux_loss_coef"
+           : "output_router_logits", "%.17g", out_logits ? coef : 0.0);
+    return ZT_OK;
+}
+
 static int hf_llama(hf_cfg *h, zt_status *st) {
     const zt_arch_hf *df = h->family;
     long V, C, H, L, NH, KV, P, hd;
@@ -548,6 +630,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         if (pad < 0) pad += V;
     }
     if (df->flags & (ZT_HF_SLIDING | ZT_HF_SLIDING_OPT)) ZT_TRY(hf_window(h, L, st));
+    if (df->flags & ZT_HF_MOE) ZT_TRY(hf_moe(h, H, st));
     add_kv(h, "ztrain.model.arch", "architectures", "llama");
     add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
     add_kv(h, "ztrain.model.n_embd", "hidden_size", "%ld", C);
@@ -562,6 +645,8 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
            bias ? "true" : "false");
     add_kv(h, "ztrain.model.qk_norm", "architectures", "%s",
            (df->flags & ZT_HF_QK_NORM) ? "true" : "false");
+    add_kv(h, "ztrain.model.qk_norm_full", "architectures", "%s",
+           (df->flags & ZT_HF_QK_FULL) ? "true" : "false");
     add_kv(h, "ztrain.model.tie_embeddings", "tie_word_embeddings", "%s", tie ? "true" : "false");
     add_kv(h, "ztrain.model.pad_token_id", "pad_token_id", "%ld", pad);
     return hf_rope(h, P, st);
@@ -777,7 +862,16 @@ typedef struct hf_match {
     int transpose;
     uint64_t off;            /* elements before ours in a fused file tensor (Phi-3) */
     char hf[200];
+    /* Mixture of Experts from per-expert file tensors: part p is the whole of
+     * file tensor parts[p].t, our elements [at, at + n) */
+    int nparts;
+    struct hf_part { int file; const zt_st_tensor *t; uint64_t at, n; } *parts;
 } hf_match;
+
+static void hf_match_free(hf_match *mt, int n) {
+    for (int i = 0; mt && i < n; ++i) free(mt[i].parts);
+    free(mt);
+}
 
 static const zt_st_tensor *hf_find(hf_files *F, const char *name, int *file) {
     for (int i = 0; i < F->n; ++i) {
@@ -785,6 +879,67 @@ static const zt_st_tensor *hf_find(hf_files *F, const char *name, int *file) {
         if (t) { *file = i; return t; }
     }
     return NULL;
+}
+
+/* Our expert tensor t from the per-expert file tensors of the family (ex):
+ * 1 matched (x->parts), 0 not an expert tensor (or its router under the
+ * table's name), -1 failed (st).  experts.gate_up.w [E 2I, C] holds per
+ * expert its gate's I rows, then its up's; experts.down.w [E C, I] the
+ * experts' down one after the other.  Each file tensor must have exactly
+ * its part's shape: a wrong split is refused, never loaded. */
+static int hf_match_experts(const zt_model *m, const zt_arch_experts *ex, hf_files *F,
+                            const zt_tensor_info *t, hf_match *x, zt_status *st) {
+    int l, used = 0;
+    if (sscanf(t->name, "h%d.%n", &l, &used) != 1 || used == 0) return 0;
+    const char *rest = t->name + used;
+    const int E = m->cfg.n_experts;
+    if (!strcmp(rest, "router.w")) {
+        if (!ex->router) return 0;
+        char alt[200];
+        snprintf(alt, sizeof alt, ex->router, l);
+        if (!hf_find(F, alt, &x->file)) return 0;
+        snprintf(x->hf, sizeof x->hf, "%s", alt);
+        x->t = hf_find(F, alt, &x->file);
+        return 0;   /* checked as usual */
+    }
+    const int gu = !strcmp(rest, "experts.gate_up.w");
+    if (!gu && strcmp(rest, "experts.down.w")) return 0;
+    const int np = gu ? 2 * E : E;
+    const uint64_t R = (uint64_t)t->shape[0] / (uint64_t)np, C = (uint64_t)t->shape[1];
+    if (!(x->parts = calloc((size_t)np, sizeof *x->parts)))
+        return zt_fail(st, ZT_ENOMEM, "out of memory"), -1;
+    x->nparts = np;
+    for (int p = 0; p < np; ++p) {
+        const int e = gu ? p / 2 : p;
+        char name[200], fs[64], ws[64];
+        snprintf(name, sizeof name, gu ? (p % 2 ? ex->up : ex->gate) : ex->down, l, e);
+        struct hf_part *q = &x->parts[p];
+        q->t = hf_find(F, name, &q->file);
+        uint64_t want[2] = {R, C};
+        zt_st_shape_str(2, want, ws, sizeof ws);
+        if (!q->t) {
+            if (p == 0) {   /* neither layout: name the packed tensor */
+                free(x->parts);
+                x->parts = NULL;
+                x->nparts = 0;
+                return 0;
+            }
+            return zt_fail(st, ZT_EDATA, "%s: tensor %s %s missing (expert %d of ztrain's %s)",
+                           F->dir, name, ws, e, t->name), -1;
+        }
+        if (zt_st_check_float(&F->f[q->file], q->t, st) != ZT_OK) return -1;
+        zt_st_shape_str(q->t->ndim, q->t->shape, fs, sizeof fs);
+        if (q->t->ndim != 2 || q->t->shape[0] != R || q->t->shape[1] != C)
+            return zt_fail(st, ZT_EDATA, "%s: tensor %s has shape %s; expert %d of the configured "
+                           "model's %s needs %s", F->f[q->file].path, name, fs, e, t->name, ws), -1;
+        q->at = (uint64_t)p * R * C;
+        q->n = R * C;
+        F->used[q->file][q->t - F->f[q->file].t] = 1;
+    }
+    snprintf(x->hf, sizeof x->hf, "%s", gu ? ex->gate : ex->down);
+    x->t = x->parts[0].t;
+    x->file = x->parts[0].file;
+    return 1;
 }
 
 /* Match every tensor of the model with one in the files (rank 0). */
@@ -816,6 +971,11 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
         }
         zt_st_shape_str(t->ndim, want, ws, sizeof ws);
         x->t = hf_find(F, x->hf, &x->file);
+        if (!x->t && fam && fam->experts) {   /* the hub's per-expert tensors */
+            int r = hf_match_experts(m, fam->experts, F, t, x, st);
+            if (r < 0) return st->code;
+            if (r > 0) continue;
+        }
         const char *pfx = arch->hf_optional_prefix;   /* original GPT-2 files omit it */
         if (!x->t && pfx && !strncmp(x->hf, pfx, strlen(pfx))) {
             x->t = hf_find(F, x->hf + strlen(pfx), &x->file);
@@ -833,8 +993,11 @@ static int hf_match_all(const zt_model *m, hf_files *F, hf_match *mt, zt_status 
         const zt_st_file *f = &F->f[x->file];
         ZT_TRY(zt_st_check_float(f, x->t, st));
         zt_st_shape_str(x->t->ndim, x->t->shape, fs, sizeof fs);
-        if (x->t->ndim != t->ndim || x->t->shape[0] != want[0] ||
-            (t->ndim == 2 && x->t->shape[1] != want[1]))
+        const int packed = x->t->ndim == 3 && t->ndim == 2 && fam && fam->experts;   /* [E, R, C] */
+        if (packed ? x->t->shape[0] != (uint64_t)m->cfg.n_experts ||
+                         x->t->shape[0] * x->t->shape[1] != want[0] || x->t->shape[2] != want[1]
+                   : x->t->ndim != t->ndim || x->t->shape[0] != want[0] ||
+                         (t->ndim == 2 && x->t->shape[1] != want[1]))
             return zt_fail(st, ZT_EDATA, "%s: tensor %s has shape %s; the configured model's %s "
                            "needs %s", f->path, x->hf, fs, t->name, ws);
         F->used[x->file][x->t - f->t] = 1;
@@ -924,6 +1087,12 @@ static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
  * t's rows when transposed) into out. */
 static int hf_read_range(const hf_files *F, const hf_match *mt, const zt_tensor_info *t, uint64_t a,
                          uint64_t b, float *out, float *tmp, zt_status *st) {
+    for (int p = 0; p < mt->nparts; ++p) {   /* per-expert file tensors */
+        const struct hf_part *q = &mt->parts[p];
+        const uint64_t lo = a > q->at ? a : q->at, hi = b < q->at + q->n ? b : q->at + q->n;
+        if (lo < hi) ZT_TRY(zt_st_read(&F->f[q->file], q->t, lo - q->at, hi - lo, out + (lo - a), st));
+    }
+    if (mt->nparts) return ZT_OK;
     const zt_st_file *f = &F->f[mt->file];
     if (mt->transpose && t->ndim == 2)
         return read_transposed(f, mt->t, (uint64_t)t->shape[0], (uint64_t)t->shape[1], a, b, out,
@@ -976,7 +1145,7 @@ int ck_hf_base_fingerprint(const zt_model *m, const char *dir, uint64_t *fnv, zt
         fnv[ti] = h;
     }
     hf_files_close(&F);
-    free(mt);
+    hf_match_free(mt, m->n_tensors);
     free(buf);
     free(tmp);
     return rc;
@@ -1039,7 +1208,7 @@ static int hf_load_frozen(zt_ctx *ctx, const char *dir, zt_status *st) {
                zt_now_s() - t0);
 out:
     hf_files_close(&F);
-    free(mt);
+    hf_match_free(mt, m->n_tensors);
     free(fnv);
     free(unit);
     free(tmp);
@@ -1089,7 +1258,8 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
         for (int ti = 0; rc == ZT_OK && ti < m->n_tensors; ++ti) {
             if (mt[ti].transpose && (uint64_t)m->tensors[ti].shape[0] > maxrows)
                 maxrows = (uint64_t)m->tensors[ti].shape[0];
-            if (mt[ti].off == 0) bytes += mt[ti].t->end - mt[ti].t->begin;
+            for (int p = 0; p < mt[ti].nparts; ++p) bytes += mt[ti].parts[p].t->end - mt[ti].parts[p].t->begin;
+            if (mt[ti].off == 0 && !mt[ti].nparts) bytes += mt[ti].t->end - mt[ti].t->begin;
         }
         if (rc == ZT_OK) {
             buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
@@ -1104,14 +1274,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
         const zt_tensor_info *t = &m->tensors[ti];
         for (uint64_t a = 0; a < t->numel && rc == ZT_OK; a += CK_CHUNK_ELEMS) {
             uint64_t b = t->numel - a > CK_CHUNK_ELEMS ? a + CK_CHUNK_ELEMS : t->numel;
-            if (root) {
-                const zt_st_file *f = &F.f[mt[ti].file];
-                if (mt[ti].transpose && t->ndim == 2)
-                    rc = read_transposed(f, mt[ti].t, (uint64_t)t->shape[0],
-                                         (uint64_t)t->shape[1], a, b, buf, tmp, st);
-                else
-                    rc = zt_st_read(f, mt[ti].t, mt[ti].off + a, b - a, buf, st);
-            }
+            if (root) rc = hf_read_range(&F, &mt[ti], t, a, b, buf, tmp, st);
             if ((rc = ck_root_status(ctx, rc, st)) == ZT_OK)
                 rc = ck_scatter(ctx, &s, &plan, t->offset + a, t->offset + b, buf, CK_PARAMS, reqs,
                                 h, "loading Hugging Face weights", st);
@@ -1130,7 +1293,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
                m->num_params, (double)bytes / 1048576.0, dir, zt_now_s() - t0);
 out:
     hf_files_close(&F);
-    free(mt);
+    hf_match_free(mt, m->n_tensors);
     free(buf);
     free(tmp);
     free(reqs);

@@ -163,13 +163,17 @@ static int slurm_ntasks(const char **from, int *out, zt_status *st) {
 static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_why, const char *hf_arch,
                       const char *shape_from) {
     const zt_model_config *mc = &c->model;
-    char what[96], llama[160] = "";
+    char what[96], llama[320] = "";
     snprintf(what, sizeof what, "%s%s%s%s", mc->arch, hf_arch ? " (" : "", hf_arch ? hf_arch : "",
              hf_arch ? ")" : "");
     zt_arch_of(mc)->summary(mc, ZT_ARCH_SUM_ESTIMATE, llama, sizeof llama);
-    printf("model: %s, %llu parameters (Psi; %.3g B): %d layers, %d heads%s, %d wide, context %d, "
+    char active[96] = "";
+    if (p->active_params != p->num_params)
+        snprintf(active, sizeof active, ", %llu active per token (%.3g B)",
+                 (unsigned long long)p->active_params, (double)p->active_params / 1e9);
+    printf("model: %s, %llu parameters (Psi; %.3g B)%s: %d layers, %d heads%s, %d wide, context %d, "
            "training length %d, vocab %d; largest unit %llu, largest layer %llu\n", what,
-           (unsigned long long)p->num_params, (double)p->num_params / 1e9, mc->n_layer, mc->n_head,
+           (unsigned long long)p->num_params, (double)p->num_params / 1e9, active, mc->n_layer, mc->n_head,
            llama, mc->n_embd, mc->context, c->seq_len, mc->vocab, (unsigned long long)p->largest_unit,
            (unsigned long long)p->largest_tensor);
     printf("run: %d rank%s (%d per node), ZeRO stage %d, shard group %d, %s, micro-batch %d x "
@@ -432,9 +436,10 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
                        uint64_t cuda_ctx, uint64_t limit, const char *sug, const char *auto_why) {
     const zt_model_config *mc = &c->model;
     printf("{\n  \"model\": {\"arch\": \"%s\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"context\": %d, "
-           "\"vocab\": %d, \"num_params\": %llu, \"largest_unit_params\": %llu, "
+           "\"vocab\": %d, \"num_params\": %llu, \"active_params\": %llu, \"largest_unit_params\": %llu, "
            "\"largest_layer_params\": %llu},\n", mc->arch, mc->n_layer, mc->n_head, mc->n_embd, mc->context,
-           mc->vocab, (unsigned long long)p->num_params, (unsigned long long)p->largest_unit,
+           mc->vocab, (unsigned long long)p->num_params, (unsigned long long)p->active_params,
+           (unsigned long long)p->largest_unit,
            (unsigned long long)p->largest_tensor);
     printf("  \"run\": {\"world_size\": %d, \"ranks_per_node\": %d, \"shard_group\": %d, "
            "\"stage\": %d, \"precision\": \"%s\", \"train_batch_size\": %d, \"micro_batch\": %d, "

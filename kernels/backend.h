@@ -202,6 +202,29 @@ typedef struct zt_backend {
     /* dgu[N, 2H] (overwritten) from dout[N, H] and gu */
     void (*swiglu_bwd)(float *dgu, const float *dout, const float *gu, int N, int H);
 
+    /* ---- Mixture of Experts (libtrain/moe.h); NULL on a backend without
+     * them (the model refuses at creation).  Routing: probs[N,E] =
+     * softmax(logits[N,E]); idx[N,K] the K largest probabilities of each
+     * row, largest first (ties: the lower expert), wts[N,K] theirs, divided
+     * by their sum with norm.                                               */
+    void (*moe_route_fwd)(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                          int K, int norm);
+    /* dlogits[N,E] (overwritten) from dwts[N,K] through the same steps, and
+     * dprobs[E] (NULL: none) added to every row's probability gradient
+     * (the load-balancing loss's) */
+    void (*moe_route_bwd)(float *dlogits, const float *dwts, const float *dprobs,
+                          const float *probs, const int *idx, int N, int E, int K, int norm);
+    /* rows (NULL: row i itself), w (NULL: 1), each of n entries:
+     * gather:   out[i, :] = w[i] * x[rows[i], :]
+     * scatter:  y[rows[i], :] += w[i] * x[i, :], i in order (deterministic)
+     * dot:      out[i] = sum_c a[rows[i], c] * b[i, c]                      */
+    void (*rows_gather)(float *out, const float *x, const int *rows, const float *w, int n, int C);
+    void (*rows_scatter)(float *y, const float *x, const int *rows, const float *w, int n, int C);
+    void (*rows_dot)(float *out, const float *a, const int *rows, const float *b, int n, int C);
+    /* y[n] = 1 / (1 + exp(-x[n])); dx[n] (overwritten) = dy * y * (1 - y) */
+    void (*sigmoid_fwd)(float *y, const float *x, size_t n);
+    void (*sigmoid_bwd)(float *dx, const float *dy, const float *y, size_t n);
+
     /* ---- linear layer: out[N,OC] = inp[N,C] @ w[OC,C]^T + bias[OC] ----
      * bias may be NULL.                                                     */
     void (*matmul_fwd)(float *out, const float *inp, const float *w,

@@ -37,6 +37,8 @@ static int is_longrope(const zt_model_config *mc) { return !strcmp(mc->rope_scal
 static int has_attention_factor(const zt_model_config *mc) { return is_yarn(mc) || is_longrope(mc); }
 static int has_factor(const zt_model_config *mc) { return strcmp(mc->rope_scaling, "none") != 0; }
 static int is_gemma(const zt_model_config *mc) { return mc->gemma != 0; }
+static int is_moe(const zt_model_config *mc) { return mc->n_experts > 0; }
+static int has_qk_norm(const zt_model_config *mc) { return mc->qk_norm != 0; }
 /* a window (any llama; older checkpoints without one store 0) */
 static int has_window(const zt_model_config *mc) { return mc->gemma != 0 || mc->sliding_window != 0; }
 static int has_original(const zt_model_config *mc) { return is_llama3(mc) || is_yarn(mc) || is_longrope(mc); }
@@ -63,6 +65,7 @@ static const zt_arch_setting settings[] = {
     {"rope_long_factor", ZT_AS_STR, MC(rope_long_factor), NULL, is_longrope, LLAMA},
     {"attention_bias", ZT_AS_BOOL, MC(attention_bias), NULL, NULL, LLAMA},
     {"qk_norm", ZT_AS_BOOL, MC(qk_norm), NULL, NULL, LLAMA},
+    {"qk_norm_full", ZT_AS_BOOL, MC(qk_norm_full), NULL, has_qk_norm, LLAMA},
     {"gemma", ZT_AS_INT, MC(gemma), NULL, NULL, LLAMA},
     {"query_pre_attn_scalar", ZT_AS_DOUBLE, MC(query_pre_attn_scalar), NULL, is_gemma, LLAMA},
     {"attn_softcap", ZT_AS_DOUBLE, MC(attn_softcap), NULL, is_gemma, LLAMA},
@@ -71,6 +74,12 @@ static const zt_arch_setting settings[] = {
     {"sliding_pattern", ZT_AS_INT, MC(sliding_pattern), NULL, has_window, LLAMA},
     {"sliding_from", ZT_AS_INT, MC(sliding_from), NULL, has_window, LLAMA},
     {"rope_local_theta", ZT_AS_DOUBLE, MC(rope_local_theta), NULL, is_gemma, LLAMA},
+    {"n_experts", ZT_AS_INT, MC(n_experts), NULL, NULL, LLAMA},
+    {"experts_per_token", ZT_AS_INT, MC(experts_per_token), NULL, is_moe, LLAMA},
+    {"moe_intermediate_size", ZT_AS_INT, MC(moe_intermediate), NULL, is_moe, LLAMA},
+    {"moe_norm_topk", ZT_AS_BOOL, MC(moe_norm_topk), NULL, is_moe, LLAMA},
+    {"shared_expert_size", ZT_AS_INT, MC(shared_expert), NULL, is_moe, LLAMA},
+    {"router_aux_loss_coef", ZT_AS_DOUBLE, MC(router_aux_loss_coef), NULL, is_moe, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
     {"pad_token_id", ZT_AS_INT, MC(pad_token_id), NULL, NULL, LLAMA},
 };

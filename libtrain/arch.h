@@ -21,6 +21,7 @@ struct zt_backend;
 struct json_t;
 struct zt_lora_mod;
 struct zt_mesh;
+struct zt_model;
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
@@ -64,7 +65,19 @@ enum {
     ZT_HF_NO_WINDOW = 32,      /* with ZT_HF_SLIDING: an absent sliding_window is none (Phi-3) */
     ZT_HF_GEMMA2 = 64,         /* Gemma 2 (= ztrain.model.gemma 2): its keys, soft-caps, windows */
     ZT_HF_GEMMA3 = 128,        /* Gemma 3 text (= ztrain.model.gemma 3): q/k norms, local rope */
+    ZT_HF_MOE = 256,           /* Mixture of Experts (= ztrain.model.n_experts > 0; docs/moe.md) */
+    ZT_HF_SHARED_EXPERT = 512, /* with ZT_HF_MOE: shared_expert_intermediate_size (Qwen2-MoE) */
+    ZT_HF_QK_FULL = 1024,      /* with ZT_HF_QK_NORM: over the whole projection (OLMoE;
+                                * = ztrain.model.qk_norm_full) */
 };
+/* A Mixture of Experts family's per-expert file tensors (what hub
+ * checkpoints hold) besides transformers 5's packed ones (the tensor
+ * table's): read either way. */
+typedef struct zt_arch_experts {
+    const char *router;        /* the router's name beside the per-expert tensors ("%d" =
+                                * the block), NULL: the table's */
+    const char *gate, *up, *down;   /* "%d" the block, then "%d" the expert */
+} zt_arch_experts;
 /* A family's own Hugging Face name of one of our block tensors (Gemma's
  * pre-MLP norm is pre_feedforward_layernorm, Llama's post_attention_layernorm). */
 typedef struct zt_arch_rename {
@@ -89,6 +102,7 @@ typedef struct zt_arch_hf {
     long pad;                  /* pad_token_id absent from config.json (-1: None) */
     const zt_arch_fuse *fuse;  /* fused file tensors (NULL-terminated by hf), or NULL */
     const zt_arch_rename *rename;   /* the family's own names (NULL-terminated), or NULL */
+    const zt_arch_experts *experts; /* ZT_HF_MOE: its per-expert tensors, else NULL */
 } zt_arch_hf;
 
 /* summary styles (zt_arch.summary) */
@@ -116,6 +130,13 @@ typedef struct zt_arch {
     const char *head_unit;     /* the last unit's name ("final_norm", "head") */
     int tied_head;             /* 1: the LM head may be the embedding (tie_embeddings) */
     int llmc_file;             /* 1: llm.c's model file holds it (ztrain train's model.bin) */
+    /* parameters a token does not use (a Mixture of Experts' unrouted
+     * experts: the active count is the total less these), NULL: none */
+    uint64_t (*inactive_params)(const zt_model_config *mc);
+    /* a model's auxiliary loss of its last forward, logged apart from the
+     * loss (a Mixture of Experts' load-balancing loss): 1 and *aux, or 0
+     * (none); NULL: never */
+    int (*aux_loss)(const struct zt_model *m, double *aux);
     /* DeepSpeed's "largest layer" (elements) */
     uint64_t (*largest_layer)(const zt_model_config *mc);
     /* bytes of the activation block for [B, T] (checkpointing group ckpt_k;

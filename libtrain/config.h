@@ -55,6 +55,8 @@ typedef struct zt_model_config {
     char rope_short_factor[ZT_ROPE_FACTORS_LEN], rope_long_factor[ZT_ROPE_FACTORS_LEN];
     int attention_bias;     /* ztrain.model.attention_bias: q/k/v biases (Qwen2) */
     int qk_norm;            /* ztrain.model.qk_norm: per-head RMSNorm of q and k (Qwen3) */
+    int qk_norm_full;       /* ztrain.model.qk_norm_full: with qk_norm, one RMSNorm over the whole
+                             * q and k projections instead of each head (OLMoE) */
     /* ---- Gemma 2 / 3 (ztrain.model.gemma != 0): RMSNorm weights applied as
      * (1 + w), a norm after attention and after the MLP besides the two
      * before them, GeGLU (tanh GELU) MLP, embeddings scaled by sqrt(n_embd) */
@@ -77,6 +79,18 @@ typedef struct zt_model_config {
                              * padding_idx; a tied LM head's gradient still flows); -1 = none
                              * (zt_config_new's default; a config built by hand, zero-
                              * initialized, must set -1: 0 is token 0) */
+    /* ---- Mixture of Experts (llama, ztrain.model.n_experts > 0; libtrain/moe.h):
+     * every block's MLP is a router over n_experts SwiGLU experts of width
+     * moe_intermediate_size, each token sent to its experts_per_token best */
+    int n_experts;          /* ztrain.model.n_experts, 0 = a dense MLP */
+    int experts_per_token;  /* ztrain.model.experts_per_token (top-k) */
+    int moe_intermediate;   /* ztrain.model.moe_intermediate_size: an expert's width */
+    int moe_norm_topk;      /* ztrain.model.moe_norm_topk: the top-k weights renormalised to 1 */
+    int shared_expert;      /* ztrain.model.shared_expert_size: width of the shared expert behind
+                             * its sigmoid gate (Qwen2-MoE), 0 = none */
+    double router_aux_loss_coef; /* ztrain.model.router_aux_loss_coef: the load-balancing loss
+                                  * (transformers' load_balancing_loss_func) times this joins
+                                  * the training objective; 0 = logged only */
     char hf_architecture[32]; /* ztrain.model.hf_architecture: the Hugging Face class the
                                * model came from and exports as ("" = the architecture's
                                * default; arch.h zt_arch_hf_export) */

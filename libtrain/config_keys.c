@@ -198,6 +198,28 @@ const keydef zt_cfg_keys[] = {
      FLD(model.attention_bias), 0, 0, 0, "false", NULL, "llama: q/k/v projections have biases (Qwen2)"},
     {"ztrain.model.qk_norm", "qk-norm", NULL, NULL, T_BOOL, FLD(model.qk_norm), 0, 0, 0,
      "false", NULL, "llama: per-head RMSNorm of the queries and keys before the rotation (Qwen3)"},
+    {"ztrain.model.n_experts", NULL, NULL, NULL, T_INT, FLD(model.n_experts), 0, 1 << 16, 0, "0",
+     NULL, "llama: Mixture of Experts (docs/moe.md): experts in every block's MLP (Mixtral's "
+     "num_local_experts, Qwen-MoE's num_experts); 0 = a dense MLP"},
+    {"ztrain.model.experts_per_token", NULL, NULL, NULL, T_INT, FLD(model.experts_per_token), 0,
+     1 << 16, 0, "0", NULL, "llama MoE: experts each token is routed to (num_experts_per_tok, top-k)"},
+    {"ztrain.model.moe_intermediate_size", NULL, NULL, NULL, T_INT, FLD(model.moe_intermediate),
+     0, 0, KF_NO_HI, "0", NULL, "llama MoE: an expert's SwiGLU width (Qwen-MoE's "
+     "moe_intermediate_size, Mixtral's intermediate_size)"},
+    {"ztrain.model.moe_norm_topk", NULL, NULL, NULL, T_BOOL, FLD(model.moe_norm_topk), 0, 0, 0,
+     "true", NULL, "llama MoE: the top-k routing weights divided by their sum (Mixtral always; "
+     "Qwen-MoE's norm_topk_prob)"},
+    {"ztrain.model.shared_expert_size", NULL, NULL, NULL, T_INT, FLD(model.shared_expert), 0, 0,
+     KF_NO_HI, "0", NULL, "llama MoE: width of a shared expert every token goes through, "
+     "scaled by sigmoid(shared_expert_gate) (Qwen2-MoE's shared_expert_intermediate_size); 0 = none"},
+    {"ztrain.model.router_aux_loss_coef", NULL, NULL, NULL, T_DOUBLE,
+     FLD(model.router_aux_loss_coef), 0, 0, KF_NO_HI, "0", NULL,
+     "llama MoE: the routers' load-balancing loss (transformers' load_balancing_loss_func) "
+     "times this is added to the training objective (config.json's router_aux_loss_coef with "
+     "output_router_logits true); 0 = computed and logged (aux_loss), not trained on"},
+    {"ztrain.model.qk_norm_full", NULL, NULL, NULL, T_BOOL, FLD(model.qk_norm_full), 0, 0, 0,
+     "false", NULL, "llama: with qk_norm, one RMSNorm over the whole q and k projections "
+     "(weights [n_head head_dim] and [n_kv_head head_dim]) instead of each head (OLMoE)"},
     {"ztrain.model.gemma", "gemma", NULL, NULL, T_INT, FLD(model.gemma), 0, 3, 0, "0", NULL,
      "llama: Gemma 2 or 3 blocks (2 | 3; 0 = none): RMSNorm weights applied as 1 + w, norms "
      "after attention and after the MLP too, GeGLU MLP (tanh GELU), embeddings scaled by "

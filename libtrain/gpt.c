@@ -567,7 +567,7 @@ static void gpt_summary(const zt_model_config *mc, int style, char *buf, size_t 
 /* transformers' GPT2Config defaults; the causal-mask buffers of older files
  * are no parameters; original GPT-2 files omit "transformer." */
 static const zt_arch_hf gpt_hf[] = {
-    {"GPT2LMHeadModel", "gpt2", 0, 50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1, 0, -1, NULL, NULL},
+    {"GPT2LMHeadModel", "gpt2", 0, 50257, 768, 0, 12, 12, -1, 1024, 1e-5, 1, 0, -1, NULL, NULL, NULL},
 };
 /* config.json's GPT-2 keys (after architectures and model_type) */
 static void gpt_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {

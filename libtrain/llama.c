@@ -21,7 +21,8 @@
  * pre-MLP norm mlp_norm.w is pre_feedforward_layernorm, gemma_rename),
  * lm_head.w only untied. */
 enum { E_EMBED, T_ANORM, T_QW, T_KW, T_VW, T_QB, T_KB, T_VB, T_QNORM, T_KNORM, T_OW, T_PANORM, T_MNORM,
-       T_GATEW, T_UPW, T_DOWNW, T_PMNORM, E_NORM, E_LM_HEAD, LLAMA_NT };
+       T_GATEW, T_UPW, T_DOWNW, T_ROUTER, T_EXGU, T_EXDOWN, T_SHGATE, T_PMNORM, E_NORM, E_LM_HEAD,
+       LLAMA_NT };
 #define HB(x) "model.layers.%d." x
 static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"embed.w", "model.embed_tokens.weight", ZT_AT_EMBED, ZT_AT_NORMAL, 0},
@@ -40,6 +41,12 @@ static const zt_arch_tensor llama_tensors[LLAMA_NT] = {
     {"gate.w", HB("mlp.gate_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"up.w", HB("mlp.up_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"down.w", HB("mlp.down_proj.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    /* Mixture of Experts (moe.h): transformers 5's names (the hub files'
+     * per-expert tensors: zt_arch_hf.experts) */
+    {"router.w", HB("mlp.gate.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"experts.gate_up.w", HB("mlp.experts.gate_up_proj"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"experts.down.w", HB("mlp.experts.down_proj"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
+    {"shared_gate.w", HB("mlp.shared_expert_gate.weight"), ZT_AT_BLOCK, ZT_AT_NORMAL, 0},
     {"post_mlp_norm.w", HB("post_feedforward_layernorm.weight"), ZT_AT_BLOCK, ZT_AT_ZEROS, 0},
     {"norm.w", "model.norm.weight", ZT_AT_HEAD, ZT_AT_ONES, 0},
     {"lm_head.w", "lm_head.weight", ZT_AT_HEAD, ZT_AT_NORMAL, 0},
@@ -59,12 +66,18 @@ typedef struct shape {
      * and key/value heads, the head-sharded qkv row and attention width */
     int sp, NHl, NKVl, QKVl, ADl;
     int qkn;                   /* per-head q/k RMSNorm (Qwen3) */
+    /* the q and k norms' heads and width: per head (NH or NKV of hd), or one
+     * over the whole projection (qk_norm_full, OLMoE) */
+    int qnh, qw, knh, kw;
     /* Gemma 2/3: (1 + w) norms, post-attention / post-MLP norms, GeGLU,
      * embedding scale; attention scale, soft-caps, sliding window and
      * pattern, the sliding layers' own rotary frequencies */
     int gemma;
     float escale, ascale, acap, fcap;
     int window, pattern, from, local_rope;
+    /* Mixture of Experts (moe.h): experts E (0: a dense MLP), top-k K, their
+     * width I; H is then the shared expert's width (0: none) */
+    int E, K, I, norm;
 } shape;
 
 /* Is block l a sliding layer (transformers' "sliding_attention": Gemma 3's
@@ -82,7 +95,11 @@ static shape shape_of(const zt_model_config *mc) {
     s.NH = mc->n_head;
     s.NKV = zt_model_kv_heads(mc);
     s.hd = zt_model_head_dim(mc);
-    s.H = zt_model_intermediate(mc);
+    s.E = mc->n_experts > 0 ? mc->n_experts : 0;
+    s.K = s.E ? mc->experts_per_token : 0;
+    s.I = s.E ? mc->moe_intermediate : 0;
+    s.norm = mc->moe_norm_topk != 0;
+    s.H = s.E ? (mc->shared_expert > 0 ? mc->shared_expert : 0) : zt_model_intermediate(mc);
     s.QKV = (s.NH + 2 * s.NKV) * s.hd;
     s.AD = s.NH * s.hd;
     s.bias = mc->attention_bias != 0;
@@ -93,6 +110,11 @@ static shape shape_of(const zt_model_config *mc) {
     s.QKVl = s.QKV / s.sp;
     s.ADl = s.AD / s.sp;
     s.qkn = mc->qk_norm != 0;
+    const int full = s.qkn && mc->qk_norm_full;
+    s.qnh = full ? 1 : s.NH;
+    s.qw = full ? s.AD : s.hd;
+    s.knh = full ? 1 : s.NKV;
+    s.kw = full ? s.NKV * s.hd : s.hd;
     s.gemma = mc->gemma != 0;
     /* transformers: the normalizer sqrt(hidden) in the hidden dtype (fp32),
      * the scale query_pre_attn_scalar ** -0.5 as an fp32 factor */
@@ -119,6 +141,15 @@ struct zt_llama {
     int ckpt;                          /* activation checkpointing group size, 0 = none */
     zt_seqpar sp;                      /* sequence parallelism (n = 1: off) */
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
+    zt_moe_shape ms;                   /* Mixture of Experts (s.E > 0; moe.h) */
+    zt_moe_host mh;
+    /* the load-balancing loss of the last forward (moe.h zt_moe_aux): top-k
+     * counts and probability sums over its layers, while a forward (not a
+     * backward's recomputation) runs; its value and token count */
+    double *aux_cnt, *aux_psum;
+    float *aux_buf;                    /* [E] host staging */
+    int aux_fwd, aux_N, aux_have;
+    double aux;
 };
 
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
@@ -146,11 +177,16 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_KW: case T_VW: r = s->NKV * s->hd; c = s->C; break;
     case T_QB: r = s->bias ? s->AD : 0; break;
     case T_KB: case T_VB: r = s->bias ? s->NKV * s->hd : 0; break;
-    case T_QNORM: case T_KNORM: r = s->qkn ? s->hd : 0; break;
+    case T_QNORM: r = s->qkn ? s->qw : 0; break;
+    case T_KNORM: r = s->qkn ? s->kw : 0; break;
     case T_PANORM: case T_PMNORM: r = s->gemma ? s->C : 0; break;
     case T_OW: c = s->AD; break;
     case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
-    case T_DOWNW: c = s->H; break;
+    case T_DOWNW: r = s->H ? s->C : 0; c = s->H; break;
+    case T_ROUTER: r = s->E; c = s->C; break;
+    case T_EXGU: r = s->E * 2 * s->I; c = s->C; break;
+    case T_EXDOWN: r = s->E * s->C; c = s->I; break;
+    case T_SHGATE: r = s->E && s->H ? 1 : 0; c = s->C; break;
     case E_LM_HEAD: r = s->tied ? 0 : s->V; c = s->C; break;
     default: break;   /* the norms: [C] */
     }
@@ -203,6 +239,11 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         h->guw = base + o[T_GATEW];          /* gate.w | up.w */
         h->downw = base + o[T_DOWNW];
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
+        const int moe = m->s.E > 0;
+        h->router = moe ? base + o[T_ROUTER] : NULL;
+        h->exgu = moe ? base + o[T_EXGU] : NULL;
+        h->exdown = moe ? base + o[T_EXDOWN] : NULL;
+        h->shgate = moe && m->s.H ? base + o[T_SHGATE] : NULL;
     }
 }
 
@@ -212,7 +253,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     *out = NULL;
     const shape s = shape_of(mc);
     if (s.L < 1 || s.NH < 1 || s.C < 1 || mc->context < 1 || s.V < 2 || s.NKV < 1 ||
-        s.NH % s.NKV || s.hd < 2 || s.hd % 2 || s.H < 1 || !(mc->norm_eps > 0) ||
+        s.NH % s.NKV || s.hd < 2 || s.hd % 2 || (s.H < 1 && !s.E) || !(mc->norm_eps > 0) ||
         !(mc->rope_theta > 0))
         return zt_fail(st, ZT_EINVAL, "invalid llama shape (n_layer %d, n_head %d, n_kv_head %d, "
                        "head_dim %d, n_embd %d, intermediate %d, context %d, vocab %d, "
@@ -223,8 +264,22 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
          (s.fcap > 0 && (!be->softcap_fwd || !be->softcap_bwd))))
         return zt_fail(st, ZT_EUNSUPPORTED, "llama: the %s backend lacks the Gemma kernels "
                        "(gqa_ext, geglu, softcap)", be->name ? be->name : "?");
+    if (s.E && (s.K < 1 || s.K > s.E || s.I < 1))
+        return zt_fail(st, ZT_EINVAL, "invalid Mixture of Experts shape (n_experts %d, "
+                       "experts_per_token %d, moe_intermediate_size %d)", s.E, s.K, s.I);
+    if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm};
+    if (s.E) {
+        m->aux_cnt = calloc((size_t)s.E, sizeof(double));
+        m->aux_psum = calloc((size_t)s.E, sizeof(double));
+        m->aux_buf = calloc((size_t)s.E, sizeof(float));
+        if (!m->aux_cnt || !m->aux_psum || !m->aux_buf) {
+            zt_llama_free(m);
+            return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
+        }
+    }
     m->cfg = *mc;
     m->s = s;
     m->be = be;
@@ -252,6 +307,10 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
 
 void zt_llama_free(zt_llama *m) {
     if (!m) return;
+    zt_moe_host_free(&m->mh);
+    free(m->aux_cnt);
+    free(m->aux_psum);
+    free(m->aux_buf);
     free(m->p.h);
     free(m->g.h);
     free(m);
@@ -429,8 +488,14 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
         }
+        if (sh.E) {
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
+            zt_moe_carve(&cv, &la->moe, &ms, N, base);
+            if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
+        }
     }
     TAKE(a->scratch, N * C);
+    if (sh.E) TAKES(a->moe_psum, (size_t)sh.E);
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
     }
@@ -442,6 +507,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
+        if (sh.E) {
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
+            zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
+            TAKES(a->moe_dp, (size_t)sh.E);
+            TAKES(a->dsg, N); TAKES(a->dsgl, N);
+        }
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, CW);
 #undef TAKE
@@ -610,6 +681,59 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
     m->be->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd, &o);
 }
 
+/* Mixture of Experts MLP (moe.h): y = res2 + experts(xn2) (+ the shared
+ * expert's SwiGLU scaled by sigmoid(shared_gate . xn2), Qwen2-MoE) */
+static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
+                   const zt_llama_layer *w, float *y, zt_status *st) {
+    const zt_backend *be = m->be;
+    const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
+    ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
+    if (m->aux_fwd) {
+        /* the load-balancing loss's sums: top-k counts (the routing's groups)
+         * and the probabilities' column sums (a matmul backward's bias sum) */
+        for (int e = 0; e < m->s.E; ++e) m->aux_cnt[e] += m->mh.count[e + 1] - m->mh.count[e];
+        be->matmul_bwd(NULL, NULL, a->moe_psum, s->moe.probs, NULL, NULL, N, 1, m->s.E);
+    }
+    if (H) {
+        be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
+        be->swiglu_fwd(s->h, s->gu, N, H);
+        be->matmul_fwd(s->so, s->h, w->downw, NULL, N, H, C);
+        be->matmul_fwd(s->sgl, s->xn2, w->shgate, NULL, N, C, 1);
+        be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
+        be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
+    }
+    be->add(y, s->res2, a->scratch, (size_t)N * C);
+    return ZT_OK;
+}
+
+/* Its backward from dres: a->dbuf = the gradient of xn2 */
+static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_acts *s,
+                   const zt_llama_layer *w, zt_llama_layer *gw, zt_status *st) {
+    const zt_backend *be = m->be;
+    const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
+    zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown};
+    zt_moe_grad *g = &a->moeg;
+    ZT_TRY(zt_moe_backward(&m->ms, be, &m->mh, &mw, &gmw, &s->moe, g, s->xn2, a->dres,
+                           m->cfg.router_aux_loss_coef > 0 ? a->moe_dp : NULL, N, st));
+    if (!H) {
+        be->copy(a->dbuf, g->dx, (size_t)N * C * sizeof(float));
+        return ZT_OK;
+    }
+    /* the shared expert's gate, then its SwiGLU with dso = sigmoid * dres */
+    be->rows_dot(a->dsg, a->dres, NULL, s->so, N, C);
+    be->sigmoid_bwd(a->dsgl, a->dsg, s->sg, (size_t)N);
+    be->matmul_bwd(a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, w->shgate, N, C, 1);
+    be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
+    be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
+    be->matmul_bwd(a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, N, H, C);
+    be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+    be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);
+    return ZT_OK;
+}
+
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
 static int block_fwd(void *self, void *acts, int l, zt_status *st) {
@@ -635,10 +759,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_skel_lora_fwd(sk, LG_QKV, s->xn, a->sp_h, N, &a->lora);
         if (sh->qkn) {
             be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
-                             sh->NH, sh->QKV, sh->hd);
+                             sh->qnh, sh->QKV, sh->qw);
             be->headnorm_fwd(a->sp_h + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
-                             sh->NKV, sh->QKV, sh->hd);
+                             sh->knh, sh->QKV, sh->kw);
         }
         zt_group_where(m->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
@@ -653,10 +777,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_skel_lora_fwd(sk, LG_QKV, s->xn, s->qkv, N, &a->lora);
         if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
-                             sh->NH, sh->QKV, sh->hd);
+                             sh->qnh, sh->QKV, sh->qw);
             be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
-                             sh->NKV, sh->QKV, sh->hd);
+                             sh->knh, sh->QKV, sh->kw);
         }
         be->rope_fwd(s->qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
@@ -671,6 +795,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
      * and the down projection's output mo normalized before the add) */
     be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, norm_w(m, a, w->mlp_norm, C), eps, N, C);
+    if (sh->E) return moe_fwd(m, a, s, w, y, st);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
     zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
     if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
@@ -708,7 +833,21 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
-    return zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
+    const int E = m->s.E;
+    if (!E) return zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
+    m->be->zero(a->moe_psum, (size_t)E * sizeof(float));
+    memset(m->aux_cnt, 0, (size_t)E * sizeof(double));
+    m->aux_fwd = 1;
+    m->aux_have = 0;
+    const int rc = zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
+    m->aux_fwd = 0;
+    if (rc != ZT_OK) return rc;
+    zt_xcopy(m->be, m->aux_buf, 0, a->moe_psum, 1, (size_t)E * sizeof(float));
+    for (int e = 0; e < E; ++e) m->aux_psum[e] = m->aux_buf[e];
+    m->aux_N = B * T;
+    m->aux = zt_moe_aux(E, m->s.L, m->aux_N, m->aux_cnt, m->aux_psum, 0, NULL);
+    m->aux_have = 1;
+    return ZT_OK;
 }
 
 static const float *llama_probs(void *self, void *acts, int b, int t) {
@@ -761,6 +900,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: dres flows to res2 unchanged and into the down projection */
     /* (gemma: through the post-MLP norm first, into scratch) */
     const float *dmo = a->dres;
+    if (sh->E) {
+        ZT_TRY(moe_bwd(m, a, s, w, gw, st));
+        goto mlp_norm;
+    }
     if (sh->gemma) {
         be->zero(a->scratch, NC * sizeof(float));
         be->rmsnorm_bwd(a->scratch, gw->post_mlp_norm, a->dres, s->mo,
@@ -773,6 +916,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
     be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
     zt_skel_lora_bwd(sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, ls);
+mlp_norm:
     be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
                     s->rstd2, N, C);
     /* attention; the rotation's gradient is the inverse rotation (gemma:
@@ -806,10 +950,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     }
     if (sh->qkn) {
         be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
-                         sh->NH, sh->QKV, sh->hd);
+                         sh->qnh, sh->QKV, sh->qw);
         be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD,
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
-                         sh->NKV, sh->QKV, sh->hd);
+                         sh->knh, sh->QKV, sh->kw);
     }
     be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
     zt_skel_lora_bwd(sk, LG_QKV, s->xn, dq, a->dbuf, N, ls);
@@ -842,6 +986,14 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     ZT_ACTS_BACKWARD_BEGIN(a, st);
+    if (m->s.E && m->cfg.router_aux_loss_coef > 0) {
+        /* the objective's coef x aux, at the head's scale (dloss per token) */
+        if (!m->aux_have)
+            return zt_fail(st, ZT_EINTERNAL, "llama: backward without the forward's routing");
+        zt_moe_aux(m->s.E, m->s.L, m->aux_N, m->aux_cnt, m->aux_psum,
+                   m->cfg.router_aux_loss_coef * (double)dloss * m->aux_N, m->aux_buf);
+        zt_xcopy(m->be, a->moe_dp, 1, m->aux_buf, 0, (size_t)m->s.E * sizeof(float));
+    }
     return zt_skel_backward(&m->sk, U, ZT_SKEL_ACTS(a), dloss, st);
 }
 
@@ -857,6 +1009,13 @@ static const zt_model_ops llama_ops = {
 
 const zt_model_ops *zt_llama_ops(void) { return &llama_ops; }
 int zt_model_is_llama(const zt_model *m) { return m->ops == &llama_ops; }
+
+int zt_llama_aux_loss(const zt_model *m, double *aux) {
+    const zt_llama *l = zt_model_is_llama(m) ? m->self : NULL;
+    if (!l || !l->s.E || !l->aux_have) return 0;
+    *aux = l->aux;
+    return 1;
+}
 
 /* ------------------------------------------------------------ descriptor (arch.h) */
 
@@ -894,6 +1053,24 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
                                "numbers, comma-separated (longrope); it holds %d", key[i], hd / 2, k);
         }
     }
+    if (m->n_experts > 0) {
+        if (m->experts_per_token < 1 || m->experts_per_token > m->n_experts)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.experts_per_token=%d must be 1 to "
+                           "ztrain.model.n_experts=%d", m->experts_per_token, m->n_experts);
+        if (m->moe_intermediate < 1)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.moe_intermediate_size must be set (the "
+                           "experts' width) with ztrain.model.n_experts=%d", m->n_experts);
+        if (m->gemma)
+            return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.model.n_experts with Gemma blocks is not "
+                           "supported");
+        if (m->lora_r > 0)
+            return zt_fail(st, ZT_EUNSUPPORTED, "LoRA on a Mixture of Experts model "
+                           "(ztrain.model.n_experts=%d) is not supported yet: train it in full "
+                           "(ztrain.lora.r=0)", m->n_experts);
+    }
+    if (m->qk_norm_full && (!m->qk_norm || m->gemma))
+        return zt_fail(st, ZT_EINVAL, "ztrain.model.qk_norm_full needs ztrain.model.qk_norm=true "
+                       "(and no Gemma blocks)");
     if (m->gemma != 0 && m->gemma != 2 && m->gemma != 3)
         return zt_fail(st, ZT_EINVAL, "ztrain.model.gemma=%d must be 0, 2 or 3", m->gemma);
     if (!m->gemma) {
@@ -949,6 +1126,12 @@ static int llama_lora_mods(const zt_model_config *mc, zt_lora_mod *o, int *n_gro
     return n;
 }
 
+/* A token's unrouted experts: (E - K) of every block's E experts. */
+static uint64_t llama_inactive_params(const zt_model_config *mc) {
+    const shape s = shape_of(mc);
+    return (uint64_t)s.L * (uint64_t)(s.E - s.K) * 3u * (uint64_t)s.I * (uint64_t)s.C;
+}
+
 /* DeepSpeed's largest layer: embed / lm_head, q, k|v, o, gate|up, down. */
 static uint64_t llama_largest_layer(const zt_model_config *mc) {
     const shape s = shape_of(mc);
@@ -995,7 +1178,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
     WS(zt_cuda_ws_gqa_ext_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd, s.acap));
-    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.NH, s.hd));   /* q_norm (k_norm: fewer rows) */
+    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
@@ -1011,7 +1194,14 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
     const int llama3 = !strcmp(mc->rope_scaling, "llama3");
     const int scaled = strcmp(mc->rope_scaling, "none") != 0;
     const char *tied = mc->tie_embeddings ? "tied" : "untied";
-    char gem[160] = "";   /* Gemma's blocks, window and soft-caps */
+    char gem[160] = "", moe[160] = "";   /* Gemma's blocks, window and soft-caps; experts */
+    if (mc->n_experts > 0) {
+        int k = snprintf(moe, sizeof moe, ", %d experts of width %d (top-%d%s)", mc->n_experts,
+                         mc->moe_intermediate, mc->experts_per_token,
+                         mc->moe_norm_topk ? ", renormalised" : "");
+        if (mc->shared_expert > 0 && k > 0 && (size_t)k < sizeof moe)
+            snprintf(moe + k, sizeof moe - (size_t)k, ", shared expert %d", mc->shared_expert);
+    }
     if (mc->gemma) {
         int k = snprintf(gem, sizeof gem, ", Gemma %d blocks", mc->gemma);
         if (mc->sliding_window > 0 && k > 0 && (size_t)k < sizeof gem)
@@ -1025,14 +1215,19 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
                  mc->sliding_from);
     }
     if (style == ZT_ARCH_SUM_LOG) {
-        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s%s",
+        snprintf(buf, n, ": %d kv heads, head dim %d, intermediate %d, %s head%s%s%s%s%s%s%s",
                  zt_model_kv_heads(mc), zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
                  mc->attention_bias ? ", q/k/v biases" : "", mc->qk_norm ? ", q/k norms" : "",
-                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "", gem);
+                 scaled ? ", " : "", scaled ? mc->rope_scaling : "", scaled ? " rope scaling" : "", gem,
+                 moe);
     } else if (style == ZT_ARCH_SUM_ESTIMATE) {
-        snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s%s", zt_model_kv_heads(mc),
-                 zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
-                 mc->qk_norm ? ", q/k norms" : "", gem);
+        if (mc->n_experts > 0)
+            snprintf(buf, n, " (%d key/value), head dim %d, %s head%s%s%s", zt_model_kv_heads(mc),
+                     zt_model_head_dim(mc), tied, mc->qk_norm ? ", q/k norms" : "", gem, moe);
+        else
+            snprintf(buf, n, " (%d key/value), head dim %d, MLP %d, %s head%s%s", zt_model_kv_heads(mc),
+                     zt_model_head_dim(mc), zt_model_intermediate(mc), tied,
+                     mc->qk_norm ? ", q/k norms" : "", gem);
     } else {
         char rope[160] = "";
         if (llama3)
@@ -1050,11 +1245,11 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
         else if (scaled)
             snprintf(rope, sizeof rope, ", %s scaling (factor %g)", mc->rope_scaling, mc->rope_factor);
         snprintf(buf, n, "llama: %d layers, %d heads (%d kv, head dim %d), %d wide, intermediate "
-                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s%s",
+                 "%d, context %d, vocab %d, rope theta %g%s, rms_norm_eps %g, %s head%s%s%s%s",
                  mc->n_layer, mc->n_head, zt_model_kv_heads(mc), zt_model_head_dim(mc), mc->n_embd,
                  zt_model_intermediate(mc), mc->context, mc->vocab, mc->rope_theta, rope,
                  mc->norm_eps, tied, mc->attention_bias ? ", q/k/v biases" : "",
-                 mc->qk_norm ? ", q/k norms" : "", gem);
+                 mc->qk_norm ? ", q/k norms" : "", gem, moe);
     }
 }
 
@@ -1070,22 +1265,55 @@ static const zt_arch_rename gemma_rename[] = {
     {"mlp_norm.w", "model.layers.%d.pre_feedforward_layernorm.weight"},
     {NULL, NULL},
 };
-static const zt_arch_hf llama_hf[] = {
-    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, -1, NULL, NULL},
-    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
-     32, 8, 131072, 1e-6, 0, 0, -1, NULL, NULL},
-    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
-     32, 32768, 1e-6, 0, 0, -1, NULL, NULL},
-    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
-     22016, 32, 32, 32, 32768, 1e-6, 0, 128, -1, NULL, NULL},
-    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
-     1e-5, 0, 0, 32000, phi3_fuse, NULL},
-    {"Gemma2ForCausalLM", "gemma2", ZT_HF_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 8192, 1e-6, 1, 256,
-     0, NULL, gemma_rename},
-    {"Gemma3ForCausalLM", "gemma3_text", ZT_HF_GEMMA3 | ZT_HF_QK_NORM, 262208, 2304, 9216, 26, 8, 4,
-     131072, 1e-6, 1, 256, 0, NULL, gemma_rename},
+/* Mixture of Experts: the hub files' per-expert tensors (transformers 5's
+ * conversion_mapping.py: Mixtral's block_sparse_moe.experts.E.w1 / w3 / w2
+ * and Qwen-MoE's / OLMoE's mlp.experts.E.gate_proj / up_proj / down_proj,
+ * stacked into gate_up_proj [E, 2I, C] gate first and down_proj [E, C, I]) */
+static const zt_arch_experts mixtral_experts = {
+    "model.layers.%d.block_sparse_moe.gate.weight",
+    "model.layers.%d.block_sparse_moe.experts.%d.w1.weight",
+    "model.layers.%d.block_sparse_moe.experts.%d.w3.weight",
+    "model.layers.%d.block_sparse_moe.experts.%d.w2.weight",
 };
-enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3 };
+static const zt_arch_experts qwen_experts = {
+    NULL,
+    "model.layers.%d.mlp.experts.%d.gate_proj.weight",
+    "model.layers.%d.mlp.experts.%d.up_proj.weight",
+    "model.layers.%d.mlp.experts.%d.down_proj.weight",
+};
+/* Qwen2-MoE's shared expert is our dense MLP */
+static const zt_arch_rename qwen2_moe_rename[] = {
+    {"gate.w", "model.layers.%d.mlp.shared_expert.gate_proj.weight"},
+    {"up.w", "model.layers.%d.mlp.shared_expert.up_proj.weight"},
+    {"down.w", "model.layers.%d.mlp.shared_expert.down_proj.weight"},
+    {NULL, NULL},
+};
+static const zt_arch_hf llama_hf[] = {
+    {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, -1, NULL, NULL, NULL},
+    {"MistralForCausalLM", "mistral", ZT_HF_SLIDING, 32000, 4096, 14336, 32,
+     32, 8, 131072, 1e-6, 0, 0, -1, NULL, NULL, NULL},
+    {"Qwen2ForCausalLM", "qwen2", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT, 151936, 4096, 22016, 32, 32,
+     32, 32768, 1e-6, 0, 0, -1, NULL, NULL, NULL},
+    {"Qwen3ForCausalLM", "qwen3", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT, 151936, 4096,
+     22016, 32, 32, 32, 32768, 1e-6, 0, 128, -1, NULL, NULL, NULL},
+    {"Phi3ForCausalLM", "phi3", ZT_HF_SLIDING | ZT_HF_NO_WINDOW, 32064, 3072, 8192, 32, 32, -1, 4096,
+     1e-5, 0, 0, 32000, phi3_fuse, NULL, NULL},
+    {"Gemma2ForCausalLM", "gemma2", ZT_HF_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 8192, 1e-6, 1, 256,
+     0, NULL, gemma_rename, NULL},
+    {"Gemma3ForCausalLM", "gemma3_text", ZT_HF_GEMMA3 | ZT_HF_QK_NORM, 262208, 2304, 9216, 26, 8, 4,
+     131072, 1e-6, 1, 256, 0, NULL, gemma_rename, NULL},
+    {"MixtralForCausalLM", "mixtral", ZT_HF_SLIDING | ZT_HF_NO_WINDOW | ZT_HF_MOE, 32000, 4096,
+     14336, 32, 32, 8, 131072, 1e-5, 0, 0, -1, NULL, NULL, &mixtral_experts},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", ZT_HF_QKV_BIAS | ZT_HF_SLIDING_OPT | ZT_HF_MOE |
+     ZT_HF_SHARED_EXPERT, 151936, 2048, 5632, 24, 16, 16, 32768, 1e-6, 0, 0, -1, NULL,
+     qwen2_moe_rename, &qwen_experts},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", ZT_HF_QK_NORM | ZT_HF_BIAS_KEYS | ZT_HF_SLIDING_OPT |
+     ZT_HF_MOE, 151936, 2048, 6144, 24, 32, 4, 32768, 1e-6, 0, 0, -1, NULL, NULL, &qwen_experts},
+    {"OlmoeForCausalLM", "olmoe", ZT_HF_QK_NORM | ZT_HF_QK_FULL | ZT_HF_BIAS_KEYS | ZT_HF_MOE, 50304,
+     2048, 2048, 16, 16, -1, 4096, 1e-5, 0, 0, 1, NULL, NULL, &qwen_experts},
+};
+enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_PHI3, HF_GEMMA2, HF_GEMMA3, HF_MIXTRAL,
+       HF_QWEN2_MOE, HF_QWEN3_MOE, HF_OLMOE };
 static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
 
 /* Without a stored family: q/k norms are Qwen3's; q/k/v biases without an
@@ -1093,12 +1321,30 @@ static const char *const llama_hf_ignore[] = {".rotary_emb.inv_freq", NULL};
  * Llama. */
 static const zt_arch_hf *llama_hf_default(const zt_model_config *mc) {
     if (mc->gemma) return &llama_hf[mc->gemma == 2 ? HF_GEMMA2 : HF_GEMMA3];
+    if (mc->n_experts > 0)
+        return &llama_hf[mc->qk_norm_full ? HF_OLMOE : mc->qk_norm ? HF_QWEN3_MOE
+                         : mc->attention_bias ? HF_QWEN2_MOE : HF_MIXTRAL];
     if (mc->qk_norm) return &llama_hf[HF_QWEN3];
     if (mc->attention_bias) return &llama_hf[HF_QWEN2];
     return mc->sliding_window > 0 ? &llama_hf[HF_MISTRAL] : &llama_hf[HF_LLAMA];
 }
 
 static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *mc) {
+    if ((f->flags & ZT_HF_MOE) && mc->n_experts < 1)
+        return "it is a Mixture of Experts; set ztrain.model.n_experts";
+    if (!(f->flags & ZT_HF_MOE) && mc->n_experts > 0)
+        return "it has no experts (ztrain.model.n_experts is set)";
+    if (!(f->flags & ZT_HF_SHARED_EXPERT) && mc->n_experts > 0 && mc->shared_expert > 0)
+        return "it has no shared expert (ztrain.model.shared_expert_size is Qwen2-MoE's)";
+    if ((f->flags & ZT_HF_SHARED_EXPERT) && mc->shared_expert < 1)
+        return "it has a shared expert; set ztrain.model.shared_expert_size";
+    if (!!(f->flags & ZT_HF_QK_FULL) != !!(mc->qk_norm && mc->qk_norm_full))
+        return (f->flags & ZT_HF_QK_FULL) ? "its q/k norms span the whole projection; set "
+                                            "ztrain.model.qk_norm=true and qk_norm_full=true"
+                                          : "its q/k norms, if any, are per head (ztrain.model.qk_norm_full "
+                                            "is OLMoE's)";
+    if (!strcmp(f->model_type, "mixtral") && !mc->moe_norm_topk)
+        return "it renormalises the top-k routing weights (ztrain.model.moe_norm_topk=true)";
     const int fg = (f->flags & ZT_HF_GEMMA2) ? 2 : (f->flags & ZT_HF_GEMMA3) ? 3 : 0;
     if (fg != mc->gemma)
         return fg == 2   ? "it is Gemma 2; set ztrain.model.gemma=2"
@@ -1179,6 +1425,35 @@ static void gemma_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
     }
 }
 
+/* Mixture of Experts keys (transformers 5.24's MixtralConfig, Qwen2MoeConfig,
+ * Qwen3MoeConfig): every block sparse, no load-balancing loss in the
+ * training loss (output_router_logits false) */
+static void moe_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c) {
+    const int mixtral = !strcmp(f->model_type, "mixtral"), olmoe = !strcmp(f->model_type, "olmoe");
+    json_object_set_new(c, mixtral ? "num_local_experts" : "num_experts", json_integer(mc->n_experts));
+    json_object_set_new(c, "num_experts_per_tok", json_integer(mc->experts_per_token));
+    if (mixtral) {
+        json_object_set_new(c, "intermediate_size", json_integer(mc->moe_intermediate));
+        json_object_set_new(c, "router_jitter_noise", json_real(0.0));
+    } else if (olmoe) {
+        json_object_set_new(c, "intermediate_size", json_integer(mc->moe_intermediate));
+        json_object_set_new(c, "norm_topk_prob", json_boolean(mc->moe_norm_topk));
+        json_object_set_new(c, "clip_qkv", json_null());
+        json_object_del(c, "max_window_layers");
+        json_object_del(c, "mlp_bias");
+    } else {
+        json_object_set_new(c, "moe_intermediate_size", json_integer(mc->moe_intermediate));
+        json_object_set_new(c, "norm_topk_prob", json_boolean(mc->moe_norm_topk));
+        json_object_set_new(c, "decoder_sparse_step", json_integer(1));
+        json_object_set_new(c, "mlp_only_layers", json_array());
+    }
+    if (f->flags & ZT_HF_SHARED_EXPERT)
+        json_object_set_new(c, "shared_expert_intermediate_size", json_integer(mc->shared_expert));
+    json_object_set_new(c, "output_router_logits", json_boolean(mc->router_aux_loss_coef > 0));
+    if (mc->router_aux_loss_coef > 0)
+        json_object_set_new(c, "router_aux_loss_coef", json_real(mc->router_aux_loss_coef));
+}
+
 /* config.json's keys of family f (after architectures and model_type) */
 static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t *c, json_t *orig) {
     json_object_set_new(c, "vocab_size", json_integer(mc->vocab));
@@ -1247,6 +1522,7 @@ static void llama_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json
     }
     json_object_set_new(c, "attention_dropout", json_real(0.0));
     if (mc->gemma) gemma_hf_config(mc, f, c);
+    if (f->flags & ZT_HF_MOE) moe_hf_config(mc, f, c);
 }
 
 const zt_arch zt_arch_llama = {
@@ -1263,6 +1539,8 @@ const zt_arch zt_arch_llama = {
     .head_unit = "head",
     .tied_head = 1,
     .largest_layer = llama_largest_layer,
+    .inactive_params = llama_inactive_params,
+    .aux_loss = zt_llama_aux_loss,
     .acts_bytes = llama_acts_bytes,
     .kernel_ws = llama_kernel_ws,
     .summary = llama_summary,

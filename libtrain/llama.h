@@ -15,7 +15,11 @@
  *                             "h<l>.o.w" [C, NH*hd], (gemma: "h<l>.post_attn_norm.w" [C]),
  *                             "h<l>.mlp_norm.w" [C],
  *                             "h<l>.gate.w" [H, C], "h<l>.up.w" [H, C],
- *                             "h<l>.down.w" [C, H], (gemma: "h<l>.post_mlp_norm.w" [C])
+ *                             "h<l>.down.w" [C, H], (gemma: "h<l>.post_mlp_norm.w" [C]);
+ *                             n_experts > 0 (moe.h): "h<l>.router.w" [E, C],
+ *                             "h<l>.experts.gate_up.w" [E 2I, C], "h<l>.experts.down.w"
+ *                             [E C, I], and gate/up/down at H = shared_expert_size with
+ *                             "h<l>.shared_gate.w" [1, C] (none at 0)
  *   unit L+1    "head":       "norm.w" [C] (+ "lm_head.w" [V, C] untied)
  * q|k|v are adjacent (one matmul gives the qkv row of QKV = (NH+2NKV)*hd
  * floats) and so are gate|up (one matmul gives gu[N, 2H]).  Tied: the LM
@@ -27,6 +31,7 @@
 #include "classifier.h"
 #include "lora.h"
 #include "model.h"
+#include "moe.h"
 
 /* Pointers into a unit-shaped buffer. */
 typedef struct zt_llama_layer {
@@ -39,6 +44,10 @@ typedef struct zt_llama_layer {
     float *guw;                /* [2H, C]: gate | up           */
     float *downw;              /* [C, H]                       */
     float *post_mlp_norm;      /* [C] (gemma) or NULL          */
+    /* Mixture of Experts (moe.h; NULL without): the router [E, C], the experts
+     * [E 2I, C] and [E C, I], the shared expert's gate [1, C] (its MLP: guw,
+     * downw at width H = shared_expert_size) */
+    float *router, *exgu, *exdown, *shgate;
 } zt_llama_layer;
 typedef struct zt_llama_params {
     float *embed;              /* [V, C] token embedding (tied: also the LM head) */
@@ -78,6 +87,8 @@ typedef struct zt_llama_acts {
          * MLP's before its post norm, and their rstd */
         float *ao, *rstd3;     /* [N, C], [N] */
         float *mo, *rstd4;     /* [N, C], [N] */
+        zt_moe_acts moe;       /* Mixture of Experts: the routing and the experts' rows */
+        float *so, *sgl, *sg;  /* the shared expert's output [N, C], gate logit and sigmoid [N] */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
@@ -91,6 +102,10 @@ typedef struct zt_llama_acts {
     float *datt;               /* [N, NH*hd] */
     float *dqkv;               /* [N, QKV] */
     float *dh, *dgu;           /* [N, H], [N, 2H] */
+    zt_moe_grad moeg;          /* Mixture of Experts backward scratch */
+    float *moe_psum;           /* [E] routing probabilities summed over a forward's layers */
+    float *moe_dp;             /* [E] the load-balancing loss's probability gradient */
+    float *dsg, *dsgl;         /* [N] the shared expert gate's */
     /* LoRA (ztrain.lora.r > 0) */
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [C] the frozen norms' weight gradients (discarded) */
@@ -104,6 +119,9 @@ const zt_model_ops *zt_llama_ops(void);
 int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out, zt_status *st);
 void zt_llama_free(zt_llama *m);
 int zt_model_is_llama(const zt_model *m);
+/* A Mixture of Experts model's load-balancing loss of its last forward
+ * (moe.h zt_moe_aux) into *aux: 1, or 0 (no experts, no forward yet). */
+int zt_llama_aux_loss(const zt_model *m, double *aux);
 /* Use activation checkpointing (group size k as zt_gpt_set_checkpointing)
  * in activation blocks created from now on. */
 void zt_llama_set_checkpointing(zt_llama *m, int k);

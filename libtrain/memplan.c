@@ -573,6 +573,7 @@ static int plan_units(planner *q, zt_status *st) {
         if (len > y->max_len) y->max_len = len;
     }
     p->largest_tensor = q->arch->largest_layer(mc);
+    p->active_params = p->num_params - (q->arch->inactive_params ? q->arch->inactive_params(mc) : 0);
     y->eb = p->mixed ? 2 : 4;
     y->place_dev = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
     y->place_params = p->gpu && !p->offload_param ? ZT_MP_DEVICE : ZT_MP_HOST;

@@ -78,6 +78,8 @@ typedef struct zt_memplan {
     int offload_optimizer, offload_param, with_data, with_eval;
     int overlap_comm;        /* stages 2-3, G > 1: reduce-scatters in flight during backward */
     uint64_t num_params;     /* Psi */
+    uint64_t active_params;  /* of them, what one token uses (a Mixture of Experts: its k
+                              * experts of each block's E; else Psi) */
     /* LoRA (ztrain.lora.r > 0): the adapters' rank and elements; the base
      * (num_params) is frozen: params_bytes holds both, grads_bytes and
      * optim_bytes the adapters' alone */

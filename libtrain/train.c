@@ -756,22 +756,27 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
     if (ctx->metrics_fp) {
         if (m->kind == ZT_METRIC_STEP) {
             /* JSON has no NaN: a value that is not finite is written null */
-            char loss[32], norm[32], fp16[96] = "", a2a[64] = "";
+            char loss[32], norm[32], fp16[96] = "", a2a[64] = "", aux[48] = "";
             json_num(loss, sizeof loss, "%.6f", m->loss);
             json_num(norm, sizeof norm, "%.6f", m->grad_norm);
             if (ctx->scaler.enabled)
                 snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s",
                          m->loss_scale, m->skipped ? "true" : "false");
+            if (!isnan(m->aux_loss)) {   /* a Mixture of Experts */
+                char v[32];
+                json_num(v, sizeof v, "%.6f", m->aux_loss);
+                snprintf(aux, sizeof aux, ", \"aux_loss\": %s", v);
+            }
             if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
                 snprintf(a2a, sizeof a2a, ", \"alltoall_bytes\": %llu",
                          (unsigned long long)m->alltoall_bytes);
             fprintf(ctx->metrics_fp,
                     "{\"step\": %ld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
-                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s%s}\n",
+                    "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s%s%s}\n",
                     m->step, loss, m->lr, norm, m->tokens_per_s, m->step_ms,
                     m->data_wait_ms, (unsigned long long)m->comm_bytes,
-                    (unsigned long long)m->mem_peak_bytes, fp16, a2a);
+                    (unsigned long long)m->mem_peak_bytes, fp16, a2a, aux);
         } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
                     m->val_loss);
@@ -835,7 +840,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     ctx->be->zero(o->scal, sizeof *o->scal);
     ctx->sh->loss_acc = &o->scal->loss_sum;   /* the forward engine (LoRA: the base) */
     int dev_loss = 1;   /* every forward added its loss there (built-in models) */
-    double loss_sum = 0.0, wait_s = 0.0;
+    double loss_sum = 0.0, wait_s = 0.0, aux[2] = {0, 0};   /* MoE: load-balancing loss, forwards */
     for (int micro = 0; micro < A; ++micro) {
         uint64_t first = (uint64_t)zt_mesh_coord(ctx->mesh, ZT_AX_DP) * (uint64_t)(B * A) + (uint64_t)micro * B;
         ctx->sh->sample0 = first;   /* LoRA dropout's mask (lora.h) */
@@ -867,6 +872,12 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         }
         if (ctx->sh->loss_taken == taken) dev_loss = 0;
         loss_sum += ls;
+        double ax;
+        const zt_arch *ar = zt_arch_of_ops(ctx->model->ops);
+        if (ar && ar->aux_loss && ar->aux_loss(ctx->model, &ax)) {
+            aux[0] += ax;
+            aux[1] += 1;
+        }
         ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, dloss * loss_scale, st));
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
@@ -908,6 +919,10 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(ctx->mesh->world->ops->allreduce_sum(ctx->mesh->world, &loss_sum, 1, ZT_F64, st));
     }
     double loss = loss_sum / ntgt;
+    if (aux[1] > 0 && ctx->nranks > 1) {
+        zt_group_where(ctx->mesh->world, "step %ld, load-balancing loss", ctx->step + 1);
+        ZT_TRY(ctx->mesh->world->ops->allreduce_sum(ctx->mesh->world, aux, 2, ZT_F64, st));
+    }
     int skipped = 0, rc = ZT_OK;
     if (ctx->scaler.enabled) {
         /* fp16: skip the step on every rank if any rank's gradients (or
@@ -953,6 +968,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     met.step = ctx->step;
     met.steps_total = c->steps;
     met.loss = loss;
+    met.aux_loss = aux[1] > 0 ? aux[0] / aux[1] : NAN;
     met.lr = lr;
     met.grad_norm = norm;
     met.step_ms = dt * 1e3;

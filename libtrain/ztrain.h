@@ -145,6 +145,9 @@ typedef struct zt_metrics {
                            * (grad_norm is then NaN) */
     uint64_t alltoall_bytes; /* STEP: of comm_bytes, those of sequence parallelism's
                               * all-to-alls (0 without sequence_parallel_size) */
+    double aux_loss;      /* STEP: a Mixture of Experts' load-balancing loss (transformers'
+                           * load_balancing_loss_func), the mean of the step's forwards;
+                           * apart from loss; NaN without experts (docs/moe.md) */
 } zt_metrics;
 
 /* Progress of long work (prep, export, checkpoint restore, Hugging Face

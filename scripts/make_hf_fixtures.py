@@ -49,7 +49,9 @@ from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCaus
                           Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Phi3Config, Phi3ForCausalLM, Gemma2Config, Gemma2ForCausalLM,
                           Gemma3TextConfig, Gemma3ForCausalLM, MistralConfig,
-                          MistralForCausalLM)
+                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2MoeConfig,
+                          Qwen2MoeForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM, OlmoeConfig,
+                          OlmoeForCausalLM)
 
 B, T = 2, 16
 STEPS = 3
@@ -189,6 +191,65 @@ def gemma3_config():
         bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
 
 
+def mixtral_config():
+    # 4 experts of width 16, top-2 renormalised (softmax, top-k, / sum); GQA; untied
+    return MixtralConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=16, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None,
+        num_local_experts=4, num_experts_per_tok=2, router_aux_loss_coef=0.02,
+        output_router_logits=False, router_jitter_noise=0.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def qwen2_moe_config():
+    # q/k/v biases; 4 experts of width 16, top-2 not renormalised (norm_topk_prob false);
+    # a shared expert of width 24 behind its sigmoid gate; every layer sparse
+    return Qwen2MoeConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        shared_expert_intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6,
+        tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+        decoder_sparse_step=1, mlp_only_layers=[], router_aux_loss_coef=0.02,
+        output_router_logits=False, use_sliding_window=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def qwen3_moe_config():
+    # per-head q/k norms, head_dim 8; 4 experts of width 16, top-2 renormalised; tied
+    return Qwen3MoeConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+        max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=True, num_experts=4,
+        num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+        router_aux_loss_coef=0.02, output_router_logits=False, use_sliding_window=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def mixtral_aux_config():
+    # mixtral with output_router_logits: the training loss adds router_aux_loss_coef x
+    # the load-balancing loss (its gradient reaches the routers)
+    c = mixtral_config()
+    c.output_router_logits = True
+    c.router_aux_loss_coef = 0.05
+    return c
+
+
+def olmoe_config():
+    # q/k RMSNorm over the whole projection (not per head); 4 experts, top-2, not renormalised
+    return OlmoeConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=16, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2,
+        norm_topk_prob=False, clip_qkv=None, router_aux_loss_coef=0.02,
+        output_router_logits=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
+
+
 def gpt2_config():
     return GPT2Config(
         vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=32,
@@ -217,6 +278,15 @@ MODELS = [
     ("mistral", MistralForCausalLM, mistral_config, 1012, None),
     ("qwen2_swa", Qwen2ForCausalLM, qwen2_swa_config, 1013, None),
     ("pad", Qwen2ForCausalLM, pad_config, 1014, None),
+    # Mixture of Experts (docs/moe.md): the files hold the hub's per-expert
+    # tensors (save_pretrained's format); mixtral_packed/ holds the same weights
+    # in transformers 5's packed layout (experts.gate_up_proj [E, 2I, H], gate
+    # first; experts.down_proj [E, H, I]) -- see write_packed
+    ("mixtral", MixtralForCausalLM, mixtral_config, 1015, None),
+    ("qwen2_moe", Qwen2MoeForCausalLM, qwen2_moe_config, 1016, None),
+    ("qwen3_moe", Qwen3MoeForCausalLM, qwen3_moe_config, 1017, None),
+    ("olmoe", OlmoeForCausalLM, olmoe_config, 1018, None),
+    ("mixtral_aux", MixtralForCausalLM, mixtral_aux_config, 1019, None),
 ]
 
 
@@ -236,7 +306,7 @@ def randomize(model, seed):
             elif p.ndim == 1:
                 v = 0.1 * z                  # biases (qwen2 q/k/v, gpt2 everywhere)
             else:                            # matrices and embeddings: z / sqrt(fan-in)
-                v = z / math.sqrt(p.shape[0] if name in conv1d else p.shape[1])
+                v = z / math.sqrt(p.shape[0] if name in conv1d else p.shape[-1])
             p.copy_(v.to(p.dtype))
 
 
@@ -306,38 +376,60 @@ def rope_in_float64(model):
     rot.forward = forward
 
 
+def EAGER_EXPERTS(cls):
+    """MoE models: the experts' plain loop (transformers' default grouped_mm
+    has no float64)"""
+    return {"experts_implementation": "eager"} if "moe" in cls.__name__.lower() or "Mixtral" in cls.__name__ else {}
+
+
 def batch(seed, V):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, V, (B, T + 1), generator=g)
 
 
-def loss_and_logprobs(model, tok):
-    logits = model(input_ids=tok[:, :T]).logits           # [B, T, V]
+def loss_and_logprobs(model, tok, with_aux=False):
+    """The mean cross-entropy and log-probs; with_aux: also the objective,
+    the cross-entropy plus router_aux_loss_coef x the load-balancing loss
+    when config.output_router_logits (transformers' own sum), and that loss"""
+    moe = getattr(model.config, "num_experts_per_tok", None) is not None
+    out = model(input_ids=tok[:, :T], **({"output_router_logits": True} if moe else {}))
+    logits = out.logits                                   # [B, T, V]
     V = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(-1, V), tok[:, 1:].reshape(-1))
-    return loss, torch.log_softmax(logits, dim=-1)
+    if not with_aux:
+        return loss, torch.log_softmax(logits, dim=-1)
+    aux = out.aux_loss if moe else None
+    total = loss + model.config.router_aux_loss_coef * aux if moe and model.config.output_router_logits else loss
+    return loss, torch.log_softmax(logits, dim=-1), total, aux
 
 
 def run(model, tok):
     """Loss, log-probs, gradients, then 3 AdamW steps on the same batch."""
     model.zero_grad(set_to_none=True)
-    loss, lp = loss_and_logprobs(model, tok)
-    loss.backward()
+    loss, lp, total, aux = loss_and_logprobs(model, tok, True)
+    total.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
     out = {"loss": loss.item(), "logprobs": lp.detach().clone(), "grads": grads}
-    decay = [p for p in model.parameters() if p.ndim == 2]
-    nodecay = [p for p in model.parameters() if p.ndim != 2]
+    if aux is not None:
+        out["aux"] = aux.item()
+    # (ztrain keeps the 3-D expert tensors as 2-D matrices: decayed too)
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    nodecay = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": ADAMW["weight_decay"]},
                              {"params": nodecay, "weight_decay": 0.0}],
                             lr=ADAMW["lr"], betas=ADAMW["betas"], eps=ADAMW["eps"],
                             foreach=False)
-    losses = []
+    losses, auxes = [], []
     for _ in range(STEPS):
         opt.zero_grad(set_to_none=True)
-        loss, _ = loss_and_logprobs(model, tok)
-        loss.backward()
+        loss, _, total, aux = loss_and_logprobs(model, tok, True)
+        total.backward()
         opt.step()
         losses.append(loss.item())
+        if aux is not None:
+            auxes.append(aux.item())
+    if auxes:
+        out["step_aux_losses"] = auxes
     with torch.no_grad():
         out["loss_after"] = loss_and_logprobs(model, tok)[0].item()
     out["step_losses"] = losses
@@ -358,10 +450,10 @@ def build(name, cls, make_config, seed, shard, outdir):
         assert (tok[:, 1:T] == cfg.pad_token_id).any(), (name, cfg.pad_token_id)
 
     # the reference in float64 from the saved float32 weights, then float32
-    m64 = cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()
+    m64 = cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager", **EAGER_EXPERTS(cls)).eval()
     rope_in_float64(m64)
     ref = run(m64, tok)
-    f32 = run(cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval(), tok)
+    f32 = run(cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager", **EAGER_EXPERTS(cls)).eval(), tok)
 
     def maxabs(a, b):
         return float((a.to(torch.float64) - b.to(torch.float64)).abs().max())
@@ -390,6 +482,16 @@ def build(name, cls, make_config, seed, shard, outdir):
         "generator": "scripts/make_hf_fixtures.py (torch %s, transformers %s)" % (
             torch.__version__.split("+")[0], __import__("transformers").__version__),
     }
+    if getattr(cfg, "num_experts_per_tok", None):
+        # the router's load-balancing loss (transformers' load_balancing_loss_func over
+        # every layer's router logits) on the fixed batch before any update, and at
+        # each of the 3 steps; in the objective only with output_router_logits.  An
+        # fp32 run must route every token the same way (else its loss is off)
+        meta["aux_loss"] = ref["aux"]
+        meta["step_aux_losses"] = ref["step_aux_losses"]
+        meta["router_aux_loss_coef"] = cfg.router_aux_loss_coef
+        meta["output_router_logits"] = cfg.output_router_logits
+        assert meta["fp32_error"]["loss"] < 1e-5 and meta["fp32_error"]["loss_after"] < 1e-5, meta
     if cfg.rope_parameters.get("rope_type") == "longrope":
         # transformers' float32 frequencies on both sides of the switch: a
         # sequence of original tokens takes short_factor, one more long_factor
@@ -408,10 +510,34 @@ def build(name, cls, make_config, seed, shard, outdir):
         f.write("\n")
     if name == "llama":
         describe_rope(model)
+    if name == "mixtral":
+        write_packed(cls, d, os.path.join(outdir, name + "_packed"), tok, ref["loss"])
     print("%-6s params %6d  loss %.6f  steps %s  after %.6f" % (
         name, sum(p.numel() for p in model.parameters()), ref["loss"],
         " ".join("%.6f" % x for x in ref["step_losses"]), ref["loss_after"]))
     print("       fp32 vs fp64: " + ", ".join("%s %.2e" % kv for kv in meta["fp32_error"].items()))
+
+
+def write_packed(cls, src, d, tok, loss):
+    """The model of directory src in transformers 5's own (packed) names:
+    state_dict() as the model holds it, config.json copied; transformers must
+    load it with no missing or unexpected key and give the same loss."""
+    from safetensors.torch import save_file as save
+    m = cls.from_pretrained(src, dtype=torch.float32)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    sd = {k: v.contiguous() for k, v in m.state_dict().items()}
+    if m.config.tie_word_embeddings:
+        sd.pop("lm_head.weight", None)
+    assert any(k.endswith("experts.gate_up_proj") for k in sd), sorted(sd)
+    save(sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    shutil.copy(os.path.join(src, "config.json"), d)
+    m2, info = cls.from_pretrained(d, dtype=torch.float64, output_loading_info=True,
+                                   attn_implementation="eager", experts_implementation="eager")
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    got = loss_and_logprobs(m2.eval(), tok)[0].item()
+    assert abs(got - loss) < 1e-5, (got, loss)
 
 
 def describe_rope(model):

@@ -84,6 +84,16 @@ void zt_cpu_swiglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cpu_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
 void zt_cpu_geglu_fwd(float *out, const float *gu, int N, int H);
 void zt_cpu_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H);
+/* cpu_moe.c */
+void zt_cpu_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                          int K, int norm);
+void zt_cpu_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                          const float *probs, const int *idx, int N, int E, int K, int norm);
+void zt_cpu_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C);
+void zt_cpu_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C);
+void zt_cpu_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C);
+void zt_cpu_sigmoid_fwd(float *y, const float *x, size_t n);
+void zt_cpu_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n);
 void zt_cpu_softcap_fwd(float *y, const float *x, size_t n, float cap);
 void zt_cpu_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap);
 

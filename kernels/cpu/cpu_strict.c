@@ -682,6 +682,75 @@ static void s_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, cons
     leave();
 }
 
+/* Mixture of Experts: the operands checked; rows / w may be NULL */
+static void s_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                            int K, int norm) {
+    int ok = 1;
+    enter();
+    NEED_DEV("moe_route_fwd", "wts", wts, (size_t)N * K * F);
+    NEED_DEV("moe_route_fwd", "idx", idx, (size_t)N * K * sizeof(int));
+    NEED_DEV("moe_route_fwd", "probs", probs, (size_t)N * E * F);
+    NEED_DEV("moe_route_fwd", "logits", logits, (size_t)N * E * F);
+    if (ok) cpu()->moe_route_fwd(wts, idx, probs, logits, N, E, K, norm);
+    leave();
+}
+static void s_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                            const float *probs, const int *idx, int N, int E, int K, int norm) {
+    int ok = 1;
+    enter();
+    NEED_DEV("moe_route_bwd", "dlogits", dlogits, (size_t)N * E * F);
+    NEED_DEV("moe_route_bwd", "dwts", dwts, (size_t)N * K * F);
+    NEED_DEV("moe_route_bwd", "probs", probs, (size_t)N * E * F);
+    NEED_DEV("moe_route_bwd", "idx", idx, (size_t)N * K * sizeof(int));
+    NEED_DEV("moe_route_bwd", "dprobs", dprobs, (size_t)E * F);
+    if (ok) cpu()->moe_route_bwd(dlogits, dwts, dprobs, probs, idx, N, E, K, norm);
+    leave();
+}
+static void s_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_gather", "out", out, (size_t)n * C * F);
+    NEED_DEV("rows_gather", "rows", rows, (size_t)n * sizeof(int));
+    NEED_DEV("rows_gather", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_gather(out, x, rows, w, n, C);
+    leave();
+}
+static void s_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_scatter", "x", x, (size_t)n * C * F);
+    NEED_DEV("rows_scatter", "rows", rows, (size_t)n * sizeof(int));
+    NEED_DEV("rows_scatter", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_scatter(y, x, rows, w, n, C);
+    leave();
+}
+static void s_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_dot", "out", out, (size_t)n * F);
+    NEED_DEV("rows_dot", "rows", rows, (size_t)n * sizeof(int));
+    NEED_DEV("rows_dot", "b", b, (size_t)n * C * F);
+    if (ok) cpu()->rows_dot(out, a, rows, b, n, C);
+    leave();
+}
+static void s_sigmoid_fwd(float *y, const float *x, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("sigmoid_fwd", "y", y, n * F);
+    NEED_DEV("sigmoid_fwd", "x", x, n * F);
+    if (ok) cpu()->sigmoid_fwd(y, x, n);
+    leave();
+}
+static void s_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("sigmoid_bwd", "dx", dx, n * F);
+    NEED_DEV("sigmoid_bwd", "dy", dy, n * F);
+    NEED_DEV("sigmoid_bwd", "y", y, n * F);
+    if (ok) cpu()->sigmoid_bwd(dx, dy, y, n);
+    leave();
+}
+
 static void s_geglu_fwd(float *out, const float *gu, int N, int H) {
     int ok = 1;
     const size_t NH = (size_t)N * H * F;
@@ -986,6 +1055,13 @@ static const zt_backend strict_backend = {
     .gqa_ext_fwd = s_gqa_ext_fwd,
     .gqa_ext_bwd = s_gqa_ext_bwd,
     .geglu_fwd = s_geglu_fwd,
+    .moe_route_fwd = s_moe_route_fwd,
+    .moe_route_bwd = s_moe_route_bwd,
+    .rows_gather = s_rows_gather,
+    .rows_scatter = s_rows_scatter,
+    .rows_dot = s_rows_dot,
+    .sigmoid_fwd = s_sigmoid_fwd,
+    .sigmoid_bwd = s_sigmoid_bwd,
     .geglu_bwd = s_geglu_bwd,
     .softcap_fwd = s_softcap_fwd,
     .softcap_bwd = s_softcap_bwd,

@@ -844,6 +844,8 @@ static void fill_table(zt_backend *t) {
     t->gqa_ext_bwd = zt_cuda_gqa_ext_bwd;
     t->geglu_fwd = zt_cuda_geglu_fwd;
     t->geglu_bwd = zt_cuda_geglu_bwd;
+    /* moe_route_*, rows_*, sigmoid_*: none yet (NULL: the llama model refuses a Mixture
+     * of Experts on this backend at creation, ZT_EUNSUPPORTED naming it; docs/moe.md) */
     t->softcap_fwd = zt_cuda_softcap_fwd;
     t->softcap_bwd = zt_cuda_softcap_bwd;
     t->gelu_fwd = zt_cuda_gelu_fwd;

@@ -1,0 +1,93 @@
+/* cpu_moe.c -- the Mixture of Experts kernels of the CPU backend
+ * (kernels/backend.h: moe_route_*, rows_*, sigmoid_*). */
+#include <math.h>
+#include <string.h>
+#include "cpu_internal.h"
+
+#define ZT_PAR_MIN 32768   /* elements below which a loop stays serial (cpu_llama.c) */
+
+void zt_cpu_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                          int K, int norm) {
+#pragma omp parallel for schedule(static) if ((size_t)N * E >= ZT_PAR_MIN)
+    for (int n = 0; n < N; ++n) {
+        const float *l = logits + (size_t)n * E;
+        float *p = probs + (size_t)n * E, mx = l[0], s = 0;
+        for (int e = 1; e < E; ++e) mx = l[e] > mx ? l[e] : mx;
+        for (int e = 0; e < E; ++e) s += (p[e] = expf(l[e] - mx));
+        for (int e = 0; e < E; ++e) p[e] /= s;
+        int *ix = idx + (size_t)n * K;
+        float *w = wts + (size_t)n * K, sum = 0;
+        for (int k = 0; k < K; ++k) {   /* selection: the largest not taken, lower index on ties */
+            int best = -1;
+            for (int e = 0; e < E; ++e) {
+                int taken = 0;
+                for (int j = 0; j < k; ++j) taken |= ix[j] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            ix[k] = best;
+            w[k] = p[best];
+            sum += w[k];
+        }
+        if (norm)
+            for (int k = 0; k < K; ++k) w[k] /= sum;
+    }
+}
+
+void zt_cpu_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                          const float *probs, const int *idx, int N, int E, int K, int norm) {
+#pragma omp parallel for schedule(static) if ((size_t)N * E >= ZT_PAR_MIN)
+    for (int n = 0; n < N; ++n) {
+        const float *p = probs + (size_t)n * E, *dw = dwts + (size_t)n * K;
+        const int *ix = idx + (size_t)n * K;
+        float *dl = dlogits + (size_t)n * E;
+        /* w_k = p_k / S (norm), S = sum_j p_j: dp_k = (dw_k - sum_j dw_j w_j) / S */
+        float S = 0, dot = 0;
+        for (int k = 0; k < K; ++k) S += p[ix[k]];
+        for (int k = 0; k < K; ++k) dot += dw[k] * p[ix[k]];
+        for (int e = 0; e < E; ++e) dl[e] = 0;
+        for (int k = 0; k < K; ++k) dl[ix[k]] = norm ? (dw[k] - dot / S) / S : dw[k];
+        if (dprobs)
+            for (int e = 0; e < E; ++e) dl[e] += dprobs[e];
+        /* softmax: dl_e = p_e (dp_e - sum_j p_j dp_j) */
+        float pd = 0;
+        for (int e = 0; e < E; ++e) pd += p[e] * dl[e];
+        for (int e = 0; e < E; ++e) dl[e] = p[e] * (dl[e] - pd);
+    }
+}
+
+void zt_cpu_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
+    for (int i = 0; i < n; ++i) {
+        const float *s = x + (size_t)(rows ? rows[i] : i) * C;
+        float *o = out + (size_t)i * C;
+        const float a = w ? w[i] : 1.0f;
+        for (int c = 0; c < C; ++c) o[c] = a * s[c];
+    }
+}
+
+void zt_cpu_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
+    for (int i = 0; i < n; ++i) {   /* serial: rows repeat, the order of the sums is fixed */
+        float *o = y + (size_t)(rows ? rows[i] : i) * C;
+        const float *s = x + (size_t)i * C;
+        const float a = w ? w[i] : 1.0f;
+        for (int c = 0; c < C; ++c) o[c] += a * s[c];
+    }
+}
+
+void zt_cpu_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
+    for (int i = 0; i < n; ++i) {
+        const float *p = a + (size_t)(rows ? rows[i] : i) * C, *q = b + (size_t)i * C;
+        float s = 0;
+        for (int c = 0; c < C; ++c) s += p[c] * q[c];
+        out[i] = s;
+    }
+}
+
+void zt_cpu_sigmoid_fwd(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+
+void zt_cpu_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n) {
+    for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}

@@ -1,0 +1,87 @@
+/*
+ * moe.h -- the Mixture of Experts MLP of the llama-family model
+ * (ztrain.model.n_experts > 0; docs/moe.md): a router, top-k selection
+ * (dropless: every token reaches its k experts, no capacity), the tokens
+ * permuted into per-expert groups, each expert's SwiGLU as backend matmuls
+ * on its group, unpermuted with the routing weights; and its backward.
+ * transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock (the shared
+ * expert is the llama model's dense MLP, llama.c).  Internal to libtrain.
+ *
+ * Tensors of a block (llama.h): router.w [E, C]; experts.gate_up.w
+ * [E * 2I, C], expert e's rows [e 2I, e 2I + I) its gate, the next I its up
+ * (transformers 5's gate_up_proj [E, 2I, C]); experts.down.w [E * C, I]
+ * (down_proj [E, C, I]).
+ */
+#ifndef ZT_MOE_H
+#define ZT_MOE_H
+#include "internal.h"
+#include "model_acts.h"
+
+typedef struct zt_moe_shape {
+    int C, E, K, I, norm;
+} zt_moe_shape;
+
+/* A block's expert weights (or their gradients). */
+typedef struct zt_moe_w {
+    float *router, *gate_up, *down;
+} zt_moe_w;
+
+/* One block's kept activations (N tokens, NK = N K routed rows). */
+typedef struct zt_moe_acts {
+    float *logits, *probs;     /* [N, E] */
+    float *wts;                /* [N, K] routing weights */
+    int *idx;                  /* [N, K] experts */
+    int *perm;                 /* [NK] routed slot n K + k of each row, grouped by expert */
+    int *rows;                 /* [NK] its token n */
+    float *wsel;               /* [NK] its weight */
+    float *xp;                 /* [NK, C] the routed inputs */
+    float *gup;                /* [NK, 2I] gate | up */
+    float *hp;                 /* [NK, I] swiglu */
+    float *yp;                 /* [NK, C] expert outputs */
+} zt_moe_acts;
+
+/* Backward scratch (one for all blocks). */
+typedef struct zt_moe_grad {
+    float *dyp, *dxp;          /* [NK, C] */
+    float *dhp;                /* [NK, I] */
+    float *dgup;               /* [NK, 2I] */
+    float *dwsel;              /* [NK] */
+    float *dwts;               /* [N, K] */
+    float *dlogits;            /* [N, E] */
+    float *dx;                 /* [N, C] */
+} zt_moe_grad;
+
+/* The host side of the permutation (per model). */
+typedef struct zt_moe_host {
+    int *idx, *perm, *rows, *count;
+    size_t cap;
+} zt_moe_host;
+
+void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base);
+void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size_t N, float *base);
+
+/* Whether backend be has the kernels (else a ZT_EUNSUPPORTED naming it). */
+int zt_moe_check_backend(const zt_backend *be, zt_status *st);
+
+/* y[N, C] (overwritten) = the experts' weighted sum for x[N, C]. */
+int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
+                   zt_moe_acts *a, const float *x, float *y, int N, zt_status *st);
+/* From dy[N, C] (and dprobs[E], NULL: none, added to every token's
+ * routing probabilities' gradient: the load-balancing loss's): g->dx[N, C]
+ * (overwritten), the weight gradients (+=). */
+int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
+                    const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
+                    const float *x, const float *dy, const float *dprobs, int N, zt_status *st);
+
+/* The load-balancing loss (transformers' load_balancing_loss_func, no
+ * attention mask) over a forward's L layers of N tokens: cnt[e] the top-k
+ * assignments to expert e, psum[e] the sum of its routing probabilities,
+ * both over every layer; aux = E sum_e (cnt_e / (L N)) (psum_e / (L N)).
+ * Its gradient on every token's probability of e in every layer is
+ * E cnt_e / (L N)^2 (the counts do not move): coef_e[e] = that times
+ * scale. */
+double zt_moe_aux(int E, int L, int N, const double *cnt, const double *psum, double scale,
+                  float *coef_e);
+void zt_moe_host_free(zt_moe_host *h);
+
+#endif

@@ -1,0 +1,140 @@
+#!/bin/bash
+# hf_moe.sh -- Mixture of Experts models through training, checkpoints,
+# resume and export (docs/moe.md), on the committed fixtures
+# tests/fixtures/hf/mixtral, qwen2_moe, olmoe and mixtral_aux (the load-balancing loss
+# in the objective; made by scripts/make_hf_fixtures.py):
+#   - 3 steps from the fixture, each step's aux_loss in the metrics; on
+#     cpu-strict (engine memory the host cannot touch) the same losses;
+#   - `ztrain ckpt inspect` reads the expert settings back from /model;
+#   - resuming from step 1 gives the uninterrupted run's step-2 and step-3
+#     losses exactly, at ZeRO stage 0 and 3;
+#   - `ckpt export --hf` of step 2 writes the hub's per-expert tensors (and
+#     no packed one) and loads back (zt_hf_load, tests/hf_logprobs) with the
+#     loss the run logged at step 3;
+#   - with transformers importable (ZT_HF_PYTHON, default /opt/hfref/bin/python),
+#     transformers loads the export with no missing or unexpected key and
+#     the same loss (else that check SKIPs);
+#   - `ztrain estimate --model` of Mixtral-8x7B's and Qwen3-30B-A3B's
+#     config.json (tests/fixtures/moe) gives the total and per-token active
+#     parameter counts transformers' models have (tests/fixtures/moe/counts.json,
+#     scripts/moe_param_counts.py).
+. "$(dirname "$0")/lib.sh"
+FIX="$ZT_SRCDIR/tests/fixtures/hf"
+LOGPROBS="$ZT_BUILDDIR/tests/hf_logprobs"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+export OMP_NUM_THREADS=1
+if [ -z "${ZT_HF_PYTHON:-}" ]; then
+    if [ -x /opt/hfref/bin/python ]; then ZT_HF_PYTHON=/opt/hfref/bin/python; else ZT_HF_PYTHON=python3; fi
+fi
+
+tok="5 17 3 88 41 0 63 29 12 77 50 9 33 70 2 91 46"
+python3 - $tok <<'PY' || { echo "Bail out! python3 failed"; exit 1; }
+import struct, sys
+tok = [int(x) for x in sys.argv[1:]]
+hdr = [20240520, 1, len(tok)] + [0] * 253
+open("one.bin", "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
+PY
+run() {  # run MODELDIR CKDIR STEPS [ARGS...]
+    local dir=$1 ck=$2 steps=$3
+    shift 3
+    "$ZTRAIN" train --init-from "$dir" --seq-len 16 --train_micro_batch_size_per_gpu 1 \
+        --steps "$steps" --lr 1e-3 --clip 0 --scheduler.type none --train one.bin --val "" \
+        --sample-tokens 0 --threads 1 --ckpt-every 1 --ckpt-keep 5 --ckpt-dir "$ck" \
+        --metrics "$ck.m" "$@" > "$ck.out" 2>&1
+}
+loss_at() { sed -n "s/.*\"step\": *$2,.*\"loss\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+
+for spec in "mixtral:0" "qwen2_moe:3" "mixtral_aux:1" "olmoe:2"; do
+    name=${spec%%:*}
+    stage=${spec#*:}
+    run "$FIX/$name" "$name" 3 --zero_optimization.stage "$stage"
+    ok $? "$name: 3 steps from the fixture at ZeRO stage $stage, checkpoints at steps 1-3"
+    [ -s "$name.m" ] || diag "$name.out"
+    ok $([ "$(grep -c '"aux_loss": [0-9]' "$name.m")" = 3 ]; echo $?) \
+       "$name: every step's metrics record the load-balancing loss (aux_loss) apart from the loss"
+    run "$FIX/$name" "$name.s" 3 --zero_optimization.stage "$stage" --backend cpu-strict
+    rc=$?
+    ok $([ $rc = 0 ] && cmp -s <(grep -o '"loss": *[0-9.e+-]*' "$name.m") <(grep -o '"loss": *[0-9.e+-]*' "$name.s.m"); echo $?) \
+       "$name: on cpu-strict, the same 3 losses (exit $rc)"
+    [ $rc = 0 ] || diag "$name.s.out"
+    "$ZTRAIN" ckpt inspect "$name/step-2" > "$name.inspect" 2>&1
+    ok $(grep -q '"n_experts": 4' "$name.inspect" && grep -q '"experts_per_token": 2' "$name.inspect"; echo $?) \
+       "$name: ckpt inspect reads n_experts 4, experts_per_token 2 back"
+    mkdir -p "$name.r"
+    cp -r "$name/step-1" "$name.r/"
+    run "$FIX/$name" "$name.r" 3 --zero_optimization.stage "$stage"
+    rc=$?
+    l2=$(loss_at "$name.m" 2) l3=$(loss_at "$name.m" 3)
+    r2=$(loss_at "$name.r.m" 2) r3=$(loss_at "$name.r.m" 3)
+    ok $([ $rc = 0 ] && [ -n "$l2" ] && [ "$l2" = "$r2" ] && [ "$l3" = "$r3" ]; echo $?) \
+       "$name: resumed from step 1, steps 2 and 3 losses $r2 $r3 = the run's $l2 $l3"
+    [ $rc = 0 ] || diag "$name.r.out"
+    "$ZTRAIN" ckpt export "$name/step-2" --hf "$name.hf" > "$name.exp" 2>&1
+    ok $? "$name: ckpt export step-2 --hf"
+    if [ "$name" = mixtral_aux ]; then
+        ok $(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["output_router_logits"] is True and c["router_aux_loss_coef"] == 0.05))' "$name.hf/config.json"; echo $?) \
+           "$name: the export's config.json keeps output_router_logits and router_aux_loss_coef 0.05"
+    fi
+    # the hub's names: per expert, no packed tensor
+    python3 - "$name.hf/model.safetensors" > "$name.names" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+for k, v in sorted(json.loads(b[8:8 + n]).items()):
+    if k != "__metadata__":
+        print(k, v["shape"])
+PY
+    ok $(grep -q "experts.3.*\[32, 16\]" "$name.names" && ! grep -q "gate_up_proj\|experts.down_proj" "$name.names" &&
+         [ "$(grep -c 'experts\.' "$name.names")" = 24 ]; echo $?) \
+       "$name: the export holds 3 x 4 per-expert tensors per layer, no packed one"
+    # shellcheck disable=SC2086
+    "$LOGPROBS" "$name.hf" $tok > "$name.lp" 2> "$name.lperr"
+    rc=$?
+    zl=$(awk 'NR == 1 { print $2 }' "$name.lp")
+    ok $([ $rc = 0 ] && awk -v a="$zl" -v b="$l3" 'BEGIN { d = a - b; exit !(d <= 2e-5 && d >= -2e-5) }'; echo $?) \
+       "$name: the export loads back (zt_hf_load) with the step-3 loss: $zl vs $l3"
+    [ $rc = 0 ] || diag "$name.lperr"
+    if "$ZT_HF_PYTHON" -c 'import torch, transformers' >/dev/null 2>&1; then
+        # shellcheck disable=SC2086
+        "$ZT_HF_PYTHON" - "$name.hf" $tok > "$name.py" 2>&1 <<'PY'
+import sys, torch, transformers
+import torch.nn.functional as F
+d, tok = sys.argv[1], [int(x) for x in sys.argv[2:]]
+cls = getattr(transformers, transformers.AutoConfig.from_pretrained(d).architectures[0])
+m, info = cls.from_pretrained(d, dtype=torch.float64, attn_implementation="eager",
+                              experts_implementation="eager", output_loading_info=True)
+t = torch.tensor([tok])
+logits = m.eval()(input_ids=t[:, :-1]).logits
+print("missing", len(info["missing_keys"]), "unexpected", len(info["unexpected_keys"]),
+      "mismatched", len(info["mismatched_keys"]))
+print("loss %.9f" % F.cross_entropy(logits[0], t[0, 1:]).item())
+PY
+        hl=$(sed -n 's/^loss //p' "$name.py")
+        ok $(grep -q "missing 0 unexpected 0 mismatched 0" "$name.py" &&
+             awk -v a="$hl" -v b="$l3" 'BEGIN { d = a - b; exit !(d <= 2e-5 && d >= -2e-5) }'; echo $?) \
+           "$name: transformers loads the export, no missing or unexpected key, loss $hl vs $l3"
+        grep -q "^loss" "$name.py" || diag "$name.py"
+    else
+        skip "$name: transformers loads the export" "transformers not importable by $ZT_HF_PYTHON"
+    fi
+done
+
+for f in mixtral-8x7b qwen3-30b-a3b; do
+    "$ZTRAIN" estimate --model "$ZT_SRCDIR/tests/fixtures/moe/$f.config.json" --world-size 8 --json \
+        > "$f.est" 2> "$f.esterr"
+    rc=$?
+    got=$(python3 - "$f.est" "$ZT_SRCDIR/tests/fixtures/moe/counts.json" "$f.config.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["model"]
+want = json.load(open(sys.argv[2]))[sys.argv[3]]
+print("%d %d %d %d" % (m["num_params"], m["active_params"], want["total"], want["active"]))
+PY
+)
+    set -- $got
+    ok $([ $rc = 0 ] && [ -n "$4" ] && [ "$1" = "$3" ] && [ "$2" = "$4" ]; echo $?) \
+       "estimate --model $f: $1 parameters, $2 active per token (transformers: $3, $4)"
+    [ $rc = 0 ] || diag "$f.esterr"
+done
+done_testing
