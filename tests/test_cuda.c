@@ -575,6 +575,74 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     no_error(tag);
 }
 
+/* The GELU layers (matmul_gelu_fwd, matmul_dgelu_bwd) against the CPU's,
+ * which are the unfused calls.  C and OC multiples of 8 and aligned
+ * buffers take cuBLASLt's epilogues (GELU_AUX_BIAS, DGELU_BGRAD), others
+ * (odd shapes, `off` floats in, GemmEx) the unfused kernels.  Tolerances:
+ * matmul's, plus gelu_bwd's 3e-6 (the CPU's tanh) times the GEMM's size;
+ * the bias gradient sums N rows of those. */
+static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) {
+    const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *inp = fvec(ni, 1.0), *w = fvec(nw, 1.0), *bias = fvec(OC, 1.0), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *pre = xmalloc(no * 4), *mm = xmalloc(ni * 4), *gin = xmalloc(ni * 4);
+    float *pin = fvec(ni, 2.0), *dpre = xmalloc(ni * 4), *dw = fvec(nw, 1.0), *dbias = fvec(OC, 1.0);
+    float *dpb = fvec(C, 1.0);
+    float *bi = gpu->alloc((ni + off) * 4), *bw = gpu->alloc((nw + off) * 4), *bb = gpu->alloc((OC + off) * 4);
+    float *bd = gpu->alloc((no + off) * 4), *bo = gpu->alloc((no + off) * 4), *bp = gpu->alloc((no + off) * 4);
+    float *bpi = gpu->alloc((ni + off) * 4), *bdp = gpu->alloc((ni + off) * 4);
+    float *bdw = gpu->alloc((nw + off) * 4), *bdb = gpu->alloc((OC + off) * 4), *bpb = gpu->alloc((C + off) * 4);
+    float *i_d = bi + off, *w_d = bw + off, *b_d = bb + off, *d_d = bd + off, *o_d = bo + off, *p_d = bp + off;
+    float *pi_d = bpi + off, *dp_d = bdp + off, *dw_d = bdw + off, *db_d = bdb + off, *pb_d = bpb + off;
+    gpu->to_device(i_d, inp, ni * 4);
+    gpu->to_device(w_d, w, nw * 4);
+    gpu->to_device(b_d, bias, OC * 4);
+    gpu->to_device(d_d, dout, no * 4);
+    gpu->to_device(pi_d, pin, ni * 4);
+    gpu->to_device(dw_d, dw, nw * 4);
+    gpu->to_device(db_d, dbias, OC * 4);
+    gpu->to_device(pb_d, dpb, C * 4);
+    zt_cuda_set_gemm_impl(impl);
+    cpu->set_matmul_precision(mode);
+    gpu->set_matmul_precision(mode);
+    const double rtol = mode == ZT_MATMUL_BF16 ? 1e-4 : 1e-5, atol = mode == ZT_MATMUL_BF16 ? 1e-4 : 1e-5;
+    char tag[96], name[192];
+    snprintf(tag, sizeof tag, "N=%d C=%d OC=%d %s %s%s", N, C, OC, impl ? "cuBLASLt" : "GemmEx",
+             mode == ZT_MATMUL_BF16 ? "bf16" : "fp32", off ? " unaligned" : "");
+
+    cpu->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+    gpu->matmul_gelu_fwd(o_d, p_d, i_d, w_d, b_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_gelu_fwd pre %s", tag);
+    cmpd(name, p_d, pre, no, rtol, atol * maxabs(pre, no));
+    snprintf(name, sizeof name, "matmul_gelu_fwd out = gelu(pre) %s", tag);
+    cmpd(name, o_d, out, no, rtol, 1.2 * atol * maxabs(pre, no) + 1e-6);
+
+    /* backward: the layer after the GELU maps C -> OC; its input gelu(pin) */
+    cpu->gelu_fwd(gin, pin, ni);
+    float *g_d = devf(gin, ni);
+    cpu->matmul_bwd(mm, NULL, NULL, dout, gin, w, N, C, OC);   /* dout @ w, for the tolerance */
+    const double ea = atol * maxabs(mm, ni) * 1.2 + 4e-6 * maxabs(mm, ni);
+    cpu->matmul_dgelu_bwd(dpre, dpb, dw, dbias, dout, gin, pin, w, N, C, OC);
+    gpu->zero(dp_d, ni * 4);
+    gpu->matmul_dgelu_bwd(dp_d, pb_d, dw_d, db_d, d_d, g_d, pi_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dpre (overwritten) %s", tag);
+    cmpd(name, dp_d, dpre, ni, rtol, ea);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dpre_bias (+=) %s", tag);
+    cmpd(name, pb_d, dpb, C, 1e-5, (double)N * ea);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dw (+=) %s", tag);
+    cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dbias (+=) %s", tag);
+    cmpd(name, db_d, dbias, OC, 1e-5, 1e-5 * maxabs(dbias, OC));
+
+    zt_cuda_set_gemm_impl(1);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    free(inp); free(w); free(bias); free(dout); free(out); free(pre); free(mm); free(gin); free(pin); free(dpre);
+    free(dw); free(dbias); free(dpb);
+    gpu->free(bi); gpu->free(bw); gpu->free(bb); gpu->free(bd); gpu->free(bo); gpu->free(bp);
+    gpu->free(bpi); gpu->free(bdp); gpu->free(bdw); gpu->free(bdb); gpu->free(bpb); gpu->free(g_d);
+    no_error(tag);
+}
+
 /* ------------------------------------------------------------ attention */
 
 static void test_attention(int B, int T, int C, int NH) {
@@ -1454,6 +1522,11 @@ int main(void) {
             test_matmul(257, 768, 2304, impl, ZT_MATMUL_FP32, 0);
             test_matmul(257, 768, 3072, impl, ZT_MATMUL_BF16, 0);
         }
+        test_matmul_gelu(37, 16, 24, impl, ZT_MATMUL_FP32, 0);   /* cuBLASLt: the epilogues */
+        test_matmul_gelu(37, 16, 24, impl, ZT_MATMUL_BF16, 0);
+        test_matmul_gelu(37, 13, 9, impl, ZT_MATMUL_FP32, 0);    /* aux ld not a multiple of 8 */
+        test_matmul_gelu(64, 96, 80, impl, ZT_MATMUL_BF16, 1);   /* unaligned */
+        if (full) test_matmul_gelu(257, 768, 3072, impl, ZT_MATMUL_BF16, 0);
     }
     test_attention(2, 37, 12, 3);        /* hs 4 */
     test_attention(1, 1, 64, 2);         /* one token */

@@ -236,6 +236,23 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
     if (OC > 0 && dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
 }
 
+/* the GELU layers of backend.h: exactly the unfused calls */
+static void cpu_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                                const float *bias, int N, int C, int OC) {
+    cpu_matmul_fwd(pre, inp, w, bias, N, C, OC);
+    if (N > 0 && OC > 0) zt_cpu_gelu_fwd(out, pre, (size_t)N * OC);
+}
+
+static void cpu_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                 const float *dout, const float *inp, const float *pre,
+                                 const float *w, int N, int C, int OC) {
+    if (N <= 0) return;
+    cpu_matmul_bwd(dpre, dw, dbias, dout, inp, w, N, C, OC);
+    if (C <= 0) return;
+    zt_cpu_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
+    if (dpre_bias) zt_cpu_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
@@ -468,6 +485,8 @@ static const zt_backend cpu_backend = {
     .sumsq_to = cpu_sumsq_to,
     .nonfinite_to = cpu_nonfinite_to,
     .adamw_multi = cpu_adamw_multi,
+    .matmul_gelu_fwd = cpu_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = cpu_matmul_dgelu_bwd,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

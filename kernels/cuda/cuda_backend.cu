@@ -868,6 +868,8 @@ static void fill_table(zt_backend *t) {
     t->sumsq_to = cuda_sumsq_to;
     t->nonfinite_to = cuda_nonfinite_to;
     t->adamw_multi = cuda_adamw_multi;
+    t->matmul_gelu_fwd = zt_cuda_matmul_gelu_fwd;
+    t->matmul_dgelu_bwd = zt_cuda_matmul_dgelu_bwd;
 }
 
 __global__ void k_probe(int *x) {
