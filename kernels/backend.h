@@ -413,6 +413,18 @@ typedef struct zt_backend {
     void (*matmul_dgelu_bwd)(float *dpre, float *dpre_bias, float *dw, float *dbias,
                              const float *dout, const float *inp, const float *pre, const float *w,
                              int N, int C, int OC);
+
+    /* ---- the residual add fused with the next norm (last: added after the
+     * table's other entries).  Optional: NULL when the backend has none.
+     * res[N,C] = a + b (res may alias a), then the norm of res as
+     * layernorm_fwd / rmsnorm_fwd compute it (out, its statistics): bitwise
+     * add followed by the norm (cuda: one kernel, a warp per row).  The
+     * backward needs nothing fused: the norm's dinp (+=) already adds into
+     * the residual's gradient.                                              */
+    void (*add_layernorm_fwd)(float *res, float *out, float *mean, float *rstd, const float *a,
+                              const float *b, const float *w, const float *bias, int N, int C);
+    void (*add_rmsnorm_fwd)(float *res, float *out, float *rstd, const float *a, const float *b,
+                            const float *w, float eps, int N, int C);
 } zt_backend;
 
 /* The CPU backend (always built). */

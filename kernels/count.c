@@ -45,7 +45,7 @@ enum {
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
-    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_N
+    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -68,6 +68,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_LAYERNORM_BWD_DX] = {"k_layernorm_bwd_dx", ZT_CC_ROWNORM},
     [K_LAYERNORM_BWD_PART] = {"k_layernorm_bwd_part", ZT_CC_COLSUM},
     [K_RMSNORM_FWD] = {"k_rmsnorm_fwd", ZT_CC_ROWNORM},
+    [K_ADD_LAYERNORM_FWD] = {"k_add_layernorm_fwd", ZT_CC_ROWNORM},
+    [K_ADD_RMSNORM_FWD] = {"k_add_rmsnorm_fwd", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_DX] = {"k_rmsnorm_bwd_dx", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_PART] = {"k_rmsnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
@@ -858,6 +860,25 @@ static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout
     rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
 }
 
+/* The residual add fused with the next norm: k_layernorm_fwd's /
+ * k_rmsnorm_fwd's counts plus the add (N C FLOPs): reads a and b (2 N C f)
+ * instead of inp, and writes res (N C f) besides out; the rows' re-reads of
+ * res stay on chip. */
+static void c_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                const float *b, const float *w, const float *bias, int N, int C) {
+    call(ZT_CE_add_layernorm_fwd);
+    if (g_inner) g_inner->add_layernorm_fwd(res, out, mean, rstd, a, b, w, bias, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_LAYERNORM_FWD, 9 * D(N) * C, 4 * D(N) * C * F + 2 * D(C) * F + 2 * D(N) * F);
+}
+static void c_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                              const float *w, float eps, int N, int C) {
+    call(ZT_CE_add_rmsnorm_fwd);
+    if (g_inner) g_inner->add_rmsnorm_fwd(res, out, rstd, a, b, w, eps, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_RMSNORM_FWD, 5 * D(N) * C, 4 * D(N) * C * F + D(C) * F + D(N) * F);
+}
+
 /* k_rmsnorm_fwd: 4 N C FLOPs; reads inp N C f, w C f; writes out N C f,
  * rstd N f */
 static void c_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps, int N,
@@ -1254,6 +1275,8 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->adamw_multi = c_adamw_multi;
     t->matmul_gelu_fwd = c_matmul_gelu_fwd;
     t->matmul_dgelu_bwd = c_matmul_dgelu_bwd;
+    t->add_layernorm_fwd = c_add_layernorm_fwd;
+    t->add_rmsnorm_fwd = c_add_rmsnorm_fwd;
 }
 
 const zt_backend *zt_backend_count(void) {

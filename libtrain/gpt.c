@@ -304,9 +304,14 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     }
     be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
     zt_skel_lora_fwd(sk, LG_PROJ, s->atty, a->scratch, N, &a->lora);
-    be->add(s->res2, x, a->scratch, (size_t)N * C);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
-    be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+    if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
+        be->add_layernorm_fwd(s->res2, s->ln2, s->ln2_mean, s->ln2_rstd, x, a->scratch, w->ln2w,
+                              w->ln2b, N, C);
+    } else {
+        be->add(s->res2, x, a->scratch, (size_t)N * C);
+        be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+    }
     if (be->matmul_gelu_fwd && !sk->lora) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
         be->matmul_gelu_fwd(s->fch_gelu, s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);

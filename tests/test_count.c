@@ -152,6 +152,17 @@ static void formulas(void) {
     }
     K->set_matmul_precision(ZT_MATMUL_BF16);
 
+    /* the residual add and the next norm: one row-norm kernel, a and b read,
+     * res and out written */
+    zt_count_reset();
+    K->add_layernorm_fwd(y, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), x, dw, w, b, 6, 5);
+    check_kernel("add_layernorm_fwd", "k_add_layernorm_fwd", 1, 9 * N * C,
+                 4 * N * C * 4 + 2 * C * 4 + 2 * N * 4);
+    zt_count_reset();
+    K->add_rmsnorm_fwd(y, FAKE(float, 7), FAKE(float, 9), x, dw, w, 1e-6f, 6, 5);
+    check_kernel("add_rmsnorm_fwd", "k_add_rmsnorm_fwd", 1, 5 * N * C, 4 * N * C * 4 + C * 4 + N * 4);
+    tap_ok(tot().launches == 1, "add_rmsnorm_fwd: 1 launch");
+
     /* what-if: bf16 operands need no rounding */
     zt_count_set_whatif(ZT_COUNT_WHATIF_BF16_OPERANDS);
     zt_count_reset();

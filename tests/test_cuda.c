@@ -507,6 +507,60 @@ static void test_layernorm(int N, int C) {
     no_error("layernorm");
 }
 
+/* The residual add fused with the next norm: bitwise the GPU's add then
+ * layernorm_fwd / rmsnorm_fwd (the same per-lane order), in place too
+ * (res = a), and within the norm tests' tolerances of the CPU's. */
+static void test_add_norm(int N, int C) {
+    const size_t nn = (size_t)N * C;
+    float *a = fvec(nn, 2.0), *b = fvec(nn, 1.0), *w = fvec(C, 1.0), *bias = fvec(C, 1.0);
+    for (size_t i = 0; i < nn; i++) a[i] += (float)(i % 7);   /* non-zero means */
+    float *res = xmalloc(nn * 4), *y = xmalloc(nn * 4), *mean = xmalloc(N * 4), *rstd = xmalloc(N * 4);
+    float *a_d = devf(a, nn), *b_d = devf(b, nn), *w_d = devf(w, C), *bi_d = devf(bias, C);
+    float *r1 = gpu->alloc(nn * 4), *y1 = gpu->alloc(nn * 4), *m1 = gpu->alloc(N * 4), *s1 = gpu->alloc(N * 4);
+    float *r2 = gpu->alloc(nn * 4), *y2 = gpu->alloc(nn * 4), *m2 = gpu->alloc(N * 4), *s2 = gpu->alloc(N * 4);
+    char name[160];
+
+    cpu->add_layernorm_fwd(res, y, mean, rstd, a, b, w, bias, N, C);
+    gpu->add_layernorm_fwd(r1, y1, m1, s1, a_d, b_d, w_d, bi_d, N, C);
+    gpu->add(r2, a_d, b_d, nn);
+    gpu->layernorm_fwd(y2, m2, s2, r2, w_d, bi_d, N, C);
+    snprintf(name, sizeof name, "add_layernorm_fwd N=%d C=%d: res, out, mean, rstd bitwise add + layernorm_fwd", N, C);
+    same_dev(name, r1, r2, nn * 4);
+    same_dev("  out", y1, y2, nn * 4);
+    same_dev("  mean", m1, m2, N * 4);
+    same_dev("  rstd", s1, s2, N * 4);
+    snprintf(name, sizeof name, "add_layernorm_fwd out N=%d C=%d (vs CPU)", N, C);
+    cmpd(name, y1, y, nn, 1e-5, 1e-5);
+    snprintf(name, sizeof name, "add_layernorm_fwd res N=%d C=%d (vs CPU)", N, C);
+    cmpd(name, r1, res, nn, 0, 0);
+    /* in place: res = a */
+    gpu->copy(r2, a_d, nn * 4);
+    gpu->add_layernorm_fwd(r2, y2, m2, s2, r2, b_d, w_d, bi_d, N, C);
+    snprintf(name, sizeof name, "add_layernorm_fwd in place (res = a) N=%d C=%d", N, C);
+    same_dev(name, y2, y1, nn * 4);
+
+    cpu->add_rmsnorm_fwd(res, y, rstd, a, b, w, 1e-5f, N, C);
+    gpu->add_rmsnorm_fwd(r1, y1, s1, a_d, b_d, w_d, 1e-5f, N, C);
+    gpu->add(r2, a_d, b_d, nn);
+    gpu->rmsnorm_fwd(y2, s2, r2, w_d, 1e-5f, N, C);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd N=%d C=%d: res, out, rstd bitwise add + rmsnorm_fwd", N, C);
+    same_dev(name, r1, r2, nn * 4);
+    same_dev("  out", y1, y2, nn * 4);
+    same_dev("  rstd", s1, s2, N * 4);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd out N=%d C=%d (vs CPU)", N, C);
+    cmpd(name, y1, y, nn, 1e-5, 1e-5);
+    gpu->copy(r2, a_d, nn * 4);
+    gpu->add_rmsnorm_fwd(r2, y2, s2, r2, b_d, w_d, 1e-5f, N, C);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd in place (res = a) N=%d C=%d", N, C);
+    same_dev(name, y2, y1, nn * 4);
+
+    free(a); free(b); free(w); free(bias); free(res); free(y); free(mean); free(rstd);
+    gpu->free(a_d); gpu->free(b_d); gpu->free(w_d); gpu->free(bi_d);
+    gpu->free(r1); gpu->free(y1); gpu->free(m1); gpu->free(s1);
+    gpu->free(r2); gpu->free(y2); gpu->free(m2); gpu->free(s2);
+    no_error("add + norm");
+}
+
 /* ------------------------------------------------------------ matmul */
 
 /* `off` floats into each device buffer: unaligned operands (cuBLASLt's
@@ -1492,7 +1546,8 @@ int main(void) {
         gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
         gpu->nf4_dequant && gpu->gqa_ext_fwd && gpu->gqa_ext_bwd && gpu->geglu_fwd &&
         gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused && gpu->sum_to &&
-        gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi;
+        gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi && gpu->matmul_gelu_fwd &&
+        gpu->matmul_dgelu_bwd && gpu->add_layernorm_fwd && gpu->add_rmsnorm_fwd;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -1513,6 +1568,8 @@ int main(void) {
     if (full) test_encoder(4, 256, 768, 50257, 1024);
     test_layernorm(37, 13);
     if (full) test_layernorm(512, 768);
+    test_add_norm(37, 13);
+    test_add_norm(5, 100);               /* several elements a lane */
     for (int impl = 1; impl >= 0; impl--) {
         test_matmul(37, 13, 9, impl, ZT_MATMUL_FP32, 0);
         test_matmul(64, 96, 80, impl, ZT_MATMUL_FP32, 1);

@@ -198,6 +198,41 @@ int main(void) {
         S->free(d_pre); S->free(d_o); S->free(d_x); S->free(d_gx); S->free(d_dy); S->free(d_dw);
         S->free(d_db); S->free(d_dxb); S->free(d_dx);
     }
+    {   /* the residual add and the next norm: bitwise add + the norm (cpu), cpu-strict the same */
+        enum { NC = N * Cc };
+        float ra[NC], rb[NC], lw[Cc], lb[Cc], res_c[NC], y_c[NC], mu_c[N], rs_c[N];
+        float res_u[NC], y_u[NC], mu_u[N], rs_u[N], res_s[NC], y_s[NC], mu_s[N], rs_s[N];
+        fill(ra, NC, 14); fill(rb, NC, 15); fill(lw, Cc, 16); fill(lb, Cc, 17);
+        float *d_a = dput(ra, sizeof ra), *d_rb = dput(rb, sizeof rb), *d_lw = dput(lw, sizeof lw);
+        float *d_lb = dput(lb, sizeof lb), *d_res = S->alloc(sizeof res_s), *d_y = S->alloc(sizeof y_s);
+        float *d_mu = S->alloc(sizeof mu_s), *d_rs = S->alloc(sizeof rs_s);
+        C->add_layernorm_fwd(res_c, y_c, mu_c, rs_c, ra, rb, lw, lb, N, Cc);
+        C->add(res_u, ra, rb, NC);
+        C->layernorm_fwd(y_u, mu_u, rs_u, res_u, lw, lb, N, Cc);
+        S->add_layernorm_fwd(d_res, d_y, d_mu, d_rs, d_a, d_rb, d_lw, d_lb, N, Cc);
+        S->to_host(res_s, d_res, sizeof res_s);
+        S->to_host(y_s, d_y, sizeof y_s);
+        S->to_host(mu_s, d_mu, sizeof mu_s);
+        S->to_host(rs_s, d_rs, sizeof rs_s);
+        tap_ok(!memcmp(res_c, res_u, sizeof res_c) && !memcmp(y_c, y_u, sizeof y_c) &&
+                   !memcmp(mu_c, mu_u, sizeof mu_c) && !memcmp(rs_c, rs_u, sizeof rs_c) &&
+                   !memcmp(res_c, res_s, sizeof res_c) && !memcmp(y_c, y_s, sizeof y_c) &&
+                   !memcmp(mu_c, mu_s, sizeof mu_c) && !memcmp(rs_c, rs_s, sizeof rs_c) && !S->error(),
+               "add_layernorm_fwd: bitwise add + layernorm_fwd (cpu), cpu-strict the same");
+        C->add_rmsnorm_fwd(res_c, y_c, rs_c, ra, rb, lw, 1e-6f, N, Cc);
+        C->add(res_u, ra, rb, NC);
+        C->rmsnorm_fwd(y_u, rs_u, res_u, lw, 1e-6f, N, Cc);
+        S->add_rmsnorm_fwd(d_a, d_y, d_rs, d_a, d_rb, d_lw, 1e-6f, N, Cc);   /* in place: res = a */
+        S->to_host(res_s, d_a, sizeof res_s);
+        S->to_host(y_s, d_y, sizeof y_s);
+        S->to_host(rs_s, d_rs, sizeof rs_s);
+        tap_ok(!memcmp(res_c, res_u, sizeof res_c) && !memcmp(y_c, y_u, sizeof y_c) &&
+                   !memcmp(rs_c, rs_u, sizeof rs_c) && !memcmp(res_c, res_s, sizeof res_c) &&
+                   !memcmp(y_c, y_s, sizeof y_c) && !memcmp(rs_c, rs_s, sizeof rs_c) && !S->error(),
+               "add_rmsnorm_fwd: bitwise add + rmsnorm_fwd (cpu), cpu-strict the same in place");
+        S->free(d_a); S->free(d_rb); S->free(d_lw); S->free(d_lb); S->free(d_res); S->free(d_y);
+        S->free(d_mu); S->free(d_rs);
+    }
     float p[32], g[32], m[32], v[32];
     fill(p, 32, 5); fill(g, 32, 6); fill(m, 32, 7); fill(v, 32, 8);
     for (int i = 0; i < 32; i++) v[i] = v[i] * v[i];

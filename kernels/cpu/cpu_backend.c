@@ -255,6 +255,23 @@ static void cpu_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float
 
 /* ------------------------------------------------------------ elementwise */
 
+static void cpu_add(float *out, const float *a, const float *b, size_t n);
+
+/* the residual add and the next norm of backend.h: exactly the unfused calls */
+static void cpu_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                  const float *b, const float *w, const float *bias, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    cpu_add(res, a, b, (size_t)N * C);
+    zt_cpu_layernorm_fwd(out, mean, rstd, res, w, bias, N, C);
+}
+
+static void cpu_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                                const float *w, float eps, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    cpu_add(res, a, b, (size_t)N * C);
+    zt_cpu_rmsnorm_fwd(out, rstd, res, w, eps, N, C);
+}
+
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -487,6 +504,8 @@ static const zt_backend cpu_backend = {
     .adamw_multi = cpu_adamw_multi,
     .matmul_gelu_fwd = cpu_matmul_gelu_fwd,
     .matmul_dgelu_bwd = cpu_matmul_dgelu_bwd,
+    .add_layernorm_fwd = cpu_add_layernorm_fwd,
+    .add_rmsnorm_fwd = cpu_add_rmsnorm_fwd,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -518,6 +518,38 @@ static void s_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *
     leave();
 }
 
+static void s_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                const float *b, const float *w, const float *bias, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("add_layernorm_fwd", "res", res, NC);
+    NEED_DEV("add_layernorm_fwd", "out", out, NC);
+    NEED_DEV("add_layernorm_fwd", "mean", mean, (size_t)N * F);
+    NEED_DEV("add_layernorm_fwd", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("add_layernorm_fwd", "a", a, NC);
+    NEED_DEV("add_layernorm_fwd", "b", b, NC);
+    NEED_DEV("add_layernorm_fwd", "w", w, (size_t)C * F);
+    NEED_DEV("add_layernorm_fwd", "bias", bias, (size_t)C * F);
+    if (ok) cpu()->add_layernorm_fwd(res, out, mean, rstd, a, b, w, bias, N, C);
+    leave();
+}
+
+static void s_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                              const float *w, float eps, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("add_rmsnorm_fwd", "res", res, NC);
+    NEED_DEV("add_rmsnorm_fwd", "out", out, NC);
+    NEED_DEV("add_rmsnorm_fwd", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("add_rmsnorm_fwd", "a", a, NC);
+    NEED_DEV("add_rmsnorm_fwd", "b", b, NC);
+    NEED_DEV("add_rmsnorm_fwd", "w", w, (size_t)C * F);
+    if (ok) cpu()->add_rmsnorm_fwd(res, out, rstd, a, b, w, eps, N, C);
+    leave();
+}
+
 static void s_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
                             int NH) {
     int ok = 1;
@@ -1043,6 +1075,8 @@ static const zt_backend strict_backend = {
     .adamw_multi = s_adamw_multi,
     .matmul_gelu_fwd = s_matmul_gelu_fwd,
     .matmul_dgelu_bwd = s_matmul_dgelu_bwd,
+    .add_layernorm_fwd = s_add_layernorm_fwd,
+    .add_rmsnorm_fwd = s_add_rmsnorm_fwd,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }
