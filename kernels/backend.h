@@ -417,6 +417,37 @@ typedef struct zt_backend {
     void (*adamw_multi)(float *p, const float *grad, float *m, float *v, uint16_t *p16, int hprec,
                         unsigned logical, const zt_adamw_seg *seg, int nseg,
                         const zt_adamw_hyper *h);
+
+    /* ---- a linear layer fused with the GELU of gelu_fwd (GPT-2's MLP; last:
+     * added after the table's other entries).  Optional: NULL when the
+     * backend has none (the caller then makes the unfused calls).
+     * matmul_gelu_fwd: pre[N,OC] = inp @ w^T + bias (bias may be NULL) and
+     * out[N,OC] = gelu(pre), as matmul_fwd into pre then gelu_fwd (cuda:
+     * one cuBLASLt call, epilogue GELU_AUX_BIAS with pre its aux output).  */
+    void (*matmul_gelu_fwd)(float *out, float *pre, const float *inp, const float *w,
+                            const float *bias, int N, int C, int OC);
+    /* matmul_bwd of a layer whose input is inp = gelu(pre), the input
+     * gradient taken on through the GELU: dpre[N,C] (overwritten) =
+     * gelu_bwd(pre, dout @ w), dpre_bias[C] (+=; may be NULL) = the column
+     * sums of dpre (the bias gradient of the layer before the GELU), dw
+     * (+=), dbias (+=; may be NULL) as matmul_bwd.  As matmul_bwd into a
+     * temporary, gelu_bwd, then matmul_bwd's column sum of dpre (cuda: the
+     * input-gradient GEMM with epilogue DGELU_BGRAD, pre its aux input).    */
+    void (*matmul_dgelu_bwd)(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                             const float *dout, const float *inp, const float *pre, const float *w,
+                             int N, int C, int OC);
+
+    /* ---- the residual add fused with the next norm (last: added after the
+     * table's other entries).  Optional: NULL when the backend has none.
+     * res[N,C] = a + b (res may alias a), then the norm of res as
+     * layernorm_fwd / rmsnorm_fwd compute it (out, its statistics): bitwise
+     * add followed by the norm (cuda: one kernel, a warp per row).  The
+     * backward needs nothing fused: the norm's dinp (+=) already adds into
+     * the residual's gradient.                                              */
+    void (*add_layernorm_fwd)(float *res, float *out, float *mean, float *rstd, const float *a,
+                              const float *b, const float *w, const float *bias, int N, int C);
+    void (*add_rmsnorm_fwd)(float *res, float *out, float *rstd, const float *a, const float *b,
+                            const float *w, float eps, int N, int C);
 } zt_backend;
 
 /* The CPU backend (always built). */

@@ -45,7 +45,7 @@ enum {
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
-    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_N
+    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -54,6 +54,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_GEMM_F32] = {"cublasLt gemm fp32", ZT_CC_GEMM_FP32},
     [K_MEMSET] = {"cudaMemsetAsync", ZT_CC_COPY},
     [K_ADD_BIAS] = {"k_add_bias", ZT_CC_STREAM},
+    [K_BGRAD_ACC] = {"k_bgrad_acc", ZT_CC_STREAM},
     [K_COLSUM_PART] = {"k_colsum_part", ZT_CC_COLSUM},
     [K_COLSUM_FINAL] = {"k_colsum_final", ZT_CC_COLSUM},
     [K_ENCODER_FWD] = {"k_encoder_fwd", ZT_CC_STREAM},
@@ -67,6 +68,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_LAYERNORM_BWD_DX] = {"k_layernorm_bwd_dx", ZT_CC_ROWNORM},
     [K_LAYERNORM_BWD_PART] = {"k_layernorm_bwd_part", ZT_CC_COLSUM},
     [K_RMSNORM_FWD] = {"k_rmsnorm_fwd", ZT_CC_ROWNORM},
+    [K_ADD_LAYERNORM_FWD] = {"k_add_layernorm_fwd", ZT_CC_ROWNORM},
+    [K_ADD_RMSNORM_FWD] = {"k_add_rmsnorm_fwd", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_DX] = {"k_rmsnorm_bwd_dx", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_PART] = {"k_rmsnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
@@ -515,6 +518,76 @@ static void c_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
     if (dbias) colsum(N, OC);
 }
 
+/* The GELU layers (cuda_matmul.cu): the GEMM with a cuBLASLt epilogue when
+ * the aux matrix is 16-byte aligned with ld a multiple of 8 and the bias
+ * (forward) / the scratch bias gradient (backward, 256-aligned) 16-byte
+ * aligned, else the unfused kernels.
+ * matmul_gelu_fwd, GELU_AUX_BIAS: matmul_fwd's GEMM + the aux matrix
+ * written (N OC f), 9 FLOPs an element of GELU.
+ * matmul_dgelu_bwd, DGELU_BGRAD: the input-gradient GEMM + the aux matrix
+ * read (N C f) and the bias gradient written (C f), 15 + 1 FLOPs an
+ * element; k_bgrad_acc (C FLOPs, 3 C f) with dpre_bias; then dw and
+ * dbias as matmul_bwd. */
+static int gelu_epi_ok(const void *aux, long ld, const float *bias) {
+    return ((uintptr_t)aux & 15) == 0 && ld % 8 == 0 && (!bias || ((uintptr_t)bias & 15) == 0);
+}
+static void c_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                              const float *bias, int N, int C, int OC) {
+    call(ZT_CE_matmul_gelu_fwd);
+    if (g_inner) g_inner->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+    if (N <= 0 || OC <= 0) return;
+    const double nm = D(N) * D(OC);
+    if (C > 0 && bias && gelu_epi_ok(pre, OC, bias)) {
+        const int bf16 = g_mode == ZT_MATMUL_BF16;
+        if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
+            rec(K_ROUND_BF16, 0, D(OC) * D(C) * (F + H));
+            rec(K_ROUND_BF16, 0, D(N) * D(C) * (F + H));
+        }
+        const double e = bf16 ? H : F;
+        rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(OC) * D(N) * D(C) + 9 * nm,
+            (D(OC) * D(C) + D(C) * D(N)) * e + 2 * nm * F + D(OC) * F);
+        return;
+    }
+    if (C <= 0) {
+        rec(K_MEMSET, 0, nm * F);
+        if (bias) rec(K_ADD_BIAS, nm, 2 * nm * F + D(OC) * F);
+    } else {
+        gemm(1, 0, OC, N, C, C, C, 0, bias);
+    }
+    rec(K_GELU_FWD, 9 * nm, 2 * nm * F);
+}
+static void c_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                               const float *dout, const float *inp, const float *pre,
+                               const float *w, int N, int C, int OC) {
+    call(ZT_CE_matmul_dgelu_bwd);
+    if (g_inner) g_inner->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
+    if (N <= 0) return;
+    const double nc = D(N) * D(C);
+    if (C > 0 && OC > 0 && gelu_epi_ok(pre, C, NULL)) {
+        const int bf16 = g_mode == ZT_MATMUL_BF16;
+        if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
+            rec(K_ROUND_BF16, 0, D(C) * D(OC) * (F + H));
+            rec(K_ROUND_BF16, 0, D(OC) * D(N) * (F + H));
+        }
+        const double e = bf16 ? H : F;
+        rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(C) * D(N) * D(OC) + 16 * nc,
+            (D(C) * D(OC) + D(OC) * D(N)) * e + 2 * nc * F + D(C) * F);
+        if (dpre_bias) rec(K_BGRAD_ACC, D(C), 3 * D(C) * F);
+        if (dw) gemm(0, 1, C, OC, N, C, OC, 1, NULL);
+        if (dbias) colsum(N, OC);
+        return;
+    }
+    if (C > 0) {
+        if (OC > 0) gemm(0, 0, C, N, OC, C, OC, 0, NULL);
+        else rec(K_MEMSET, 0, nc * F);
+    }
+    if (OC > 0 && dw && C > 0) gemm(0, 1, C, OC, N, C, OC, 1, NULL);
+    if (OC > 0 && dbias) colsum(N, OC);
+    if (C <= 0) return;
+    rec(K_GELU_BWD, 15 * nc, 3 * nc * F);
+    if (dpre_bias) colsum(N, C);
+}
+
 static void c_set_matmul_precision(int mode) {
     call(ZT_CE_set_matmul_precision);
     if (mode == ZT_MATMUL_FP32 || mode == ZT_MATMUL_BF16) g_mode = mode;
@@ -785,6 +858,25 @@ static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout
     rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + D(C) * F + 2 * D(N) * F);
     rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
     rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+}
+
+/* The residual add fused with the next norm: k_layernorm_fwd's /
+ * k_rmsnorm_fwd's counts plus the add (N C FLOPs): reads a and b (2 N C f)
+ * instead of inp, and writes res (N C f) besides out; the rows' re-reads of
+ * res stay on chip. */
+static void c_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                const float *b, const float *w, const float *bias, int N, int C) {
+    call(ZT_CE_add_layernorm_fwd);
+    if (g_inner) g_inner->add_layernorm_fwd(res, out, mean, rstd, a, b, w, bias, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_LAYERNORM_FWD, 9 * D(N) * C, 4 * D(N) * C * F + 2 * D(C) * F + 2 * D(N) * F);
+}
+static void c_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                              const float *w, float eps, int N, int C) {
+    call(ZT_CE_add_rmsnorm_fwd);
+    if (g_inner) g_inner->add_rmsnorm_fwd(res, out, rstd, a, b, w, eps, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_RMSNORM_FWD, 5 * D(N) * C, 4 * D(N) * C * F + D(C) * F + D(N) * F);
 }
 
 /* k_rmsnorm_fwd: 4 N C FLOPs; reads inp N C f, w C f; writes out N C f,
@@ -1181,6 +1273,10 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->sumsq_to = c_sumsq_to;
     t->nonfinite_to = c_nonfinite_to;
     t->adamw_multi = c_adamw_multi;
+    t->matmul_gelu_fwd = c_matmul_gelu_fwd;
+    t->matmul_dgelu_bwd = c_matmul_dgelu_bwd;
+    t->add_layernorm_fwd = c_add_layernorm_fwd;
+    t->add_rmsnorm_fwd = c_add_rmsnorm_fwd;
 }
 
 const zt_backend *zt_backend_count(void) {

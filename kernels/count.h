@@ -73,7 +73,8 @@ typedef struct zt_count_kernel {
     X(softcap_bwd) X(gelu_fwd) X(gelu_bwd) X(add) X(xent_fwd) X(xent_bwd) X(adamw)          \
     X(sumsq) X(scale) X(dropout) X(to_bf16) X(from_bf16) X(to_f16) X(from_f16)              \
     X(nonfinite) X(nf4_dequant) X(sum) X(copy2d) X(xent_fused) X(sum_to)       \
-    X(sumsq_to) X(nonfinite_to) X(adamw_multi)
+    X(sumsq_to) X(nonfinite_to) X(adamw_multi) X(matmul_gelu_fwd) X(matmul_dgelu_bwd) \
+    X(add_layernorm_fwd) X(add_rmsnorm_fwd)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

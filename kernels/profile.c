@@ -196,6 +196,36 @@ static void p_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
           F4 * ((double)N * OC + (dinp ? (double)OC * C + (double)N * C : 0) +
                 (dw ? 2.0 * OC * C + (double)N * C : 0)));
 }
+/* the fused GELU layers: the matmul's family (the GELU rides in its epilogue) */
+static void p_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                              const float *bias, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          F4 * ((double)N * C + (double)OC * C + 2.0 * N * OC));
+}
+static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                               const float *dout, const float *inp, const float *pre,
+                               const float *w, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          F4 * ((double)N * OC + (double)OC * C + 2.0 * N * C + (dw ? 2.0 * OC * C + (double)N * C : 0)));
+}
+/* the residual add and the next norm: the norm's family */
+static void p_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                const float *b, const float *w, const float *bias, int N, int C) {
+    double t = k_begin();
+    inner->add_layernorm_fwd(res, out, mean, rstd, a, b, w, bias, N, C);
+    k_end(t, ZT_PROF_NORM, 0, F4 * 4.0 * N * C);
+}
+static void p_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                              const float *w, float eps, int N, int C) {
+    double t = k_begin();
+    inner->add_rmsnorm_fwd(res, out, rstd, a, b, w, eps, N, C);
+    k_end(t, ZT_PROF_NORM, 0, F4 * 4.0 * N * C);
+}
 /* causal attention: QK^T and PV over the lower triangle (T(T+1)/2 pairs) */
 static double att_flops(int B, int T, int NH, int hd) {
     return 2.0 * 2.0 * B * NH * hd * (double)T * (T + 1) / 2.0;
@@ -395,6 +425,10 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(xent_fwd);
     W(xent_bwd);
     W(xent_fused);
+    W(matmul_gelu_fwd);
+    W(matmul_dgelu_bwd);
+    W(add_layernorm_fwd);
+    W(add_rmsnorm_fwd);
     W(adamw);
     W(sumsq);
     W(scale);

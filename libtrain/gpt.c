@@ -304,12 +304,22 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     }
     be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
     zt_skel_lora_fwd(sk, LG_PROJ, s->atty, a->scratch, N, &a->lora);
-    be->add(s->res2, x, a->scratch, (size_t)N * C);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
-    be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
-    be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
-    zt_skel_lora_fwd(sk, LG_FC, s->ln2, s->fch, N, &a->lora);
-    be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
+    if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
+        be->add_layernorm_fwd(s->res2, s->ln2, s->ln2_mean, s->ln2_rstd, x, a->scratch, w->ln2w,
+                              w->ln2b, N, C);
+    } else {
+        be->add(s->res2, x, a->scratch, (size_t)N * C);
+        be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+    }
+    if (be->matmul_gelu_fwd && !sk->lora) {
+        /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
+        be->matmul_gelu_fwd(s->fch_gelu, s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
+    } else {
+        be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
+        zt_skel_lora_fwd(sk, LG_FC, s->ln2, s->fch, N, &a->lora);
+        be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
+    }
     be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
     zt_skel_lora_fwd(sk, LG_FCPROJ, s->fch_gelu, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
@@ -384,11 +394,19 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
     const zt_lora_scratch *ls = &a->lora;
     /* MLP: dres flows to res2 unchanged and into the projection */
-    be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
-                   N, 4 * C, C);
-    zt_skel_lora_bwd(sk, LG_FCPROJ, s->fch_gelu, a->dres, a->d4a, N, ls);
-    be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
-    be->matmul_bwd(a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+    if (be->matmul_dgelu_bwd && !sk->lora) {
+        /* the projection's input gradient through the GELU, and fc's bias
+         * gradient, in its GEMM (cuda: a cuBLASLt epilogue) */
+        be->matmul_dgelu_bwd(a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
+                             s->fch, w->fcprojw, N, 4 * C, C);
+        be->matmul_bwd(a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+    } else {
+        be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
+                       N, 4 * C, C);
+        zt_skel_lora_bwd(sk, LG_FCPROJ, s->fch_gelu, a->dres, a->d4a, N, ls);
+        be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
+        be->matmul_bwd(a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+    }
     zt_skel_lora_bwd(sk, LG_FC, s->ln2, a->d4b, a->dbuf, N, ls);
     be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                       s->ln2_mean, s->ln2_rstd, N, C);
@@ -539,6 +557,7 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_bwd(bf16, (int)zt_classifier_rows(mc, N), C, V, 1, 1, 0));   /* LM head chunk */
     WS(zt_cuda_ws_layernorm_bwd(N, C));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
+    WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
     WS(zt_cuda_ws_attention_bwd(bf16, B, T * SPN, C / SPN, NH / SPN));

@@ -791,10 +791,15 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     zt_skel_lora_fwd(sk, LG_O, s->atty, ao, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
-    be->add(s->res2, x, a->scratch, (size_t)N * C);
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
      * and the down projection's output mo normalized before the add) */
-    be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, norm_w(m, a, w->mlp_norm, C), eps, N, C);
+    const float *mlp_w = norm_w(m, a, w->mlp_norm, C);
+    if (be->add_rmsnorm_fwd) {   /* the residual add and the MLP's norm in one kernel */
+        be->add_rmsnorm_fwd(s->res2, s->xn2, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
+    } else {
+        be->add(s->res2, x, a->scratch, (size_t)N * C);
+        be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
+    }
     if (sh->E) return moe_fwd(m, a, s, w, y, st);
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
     zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);

@@ -169,6 +169,28 @@ mutant lt-layout kernels/cuda/cuda_matmul.cu \
 mutant lt-ld kernels/cuda/cuda_matmul.cu \
     'LT\(cublasLtMatrixLayoutCreate\(&lc, CUDA_R_32F, m, n, \Kldc(?=\)\);)' 'ldc + 1'
 
+# the GELU epilogues (matmul_gelu_fwd, matmul_dgelu_bwd): the epilogue's
+# bias gradient overwrites the table's instead of adding to it
+mutant bgrad-acc kernels/cuda/cuda_matmul.cu \
+    'if \(i < n\) dst\[i\] \K\+=(?= src\[i\];)' '='
+
+# GELU_AUX_BIAS: the aux (pre-activation) matrix's leading dimension wrong
+mutant gelu-aux-ld kernels/cuda/cuda_matmul.cu \
+    'lt_epi e = \{EPI_GELU_AUX_BIAS, pre, \KOC(?=, NULL\};)' 'OC + 8'
+
+# DGELU_BGRAD: the GELU's derivative taken at the wrong matrix (dpre, not pre)
+mutant dgelu-aux kernels/cuda/cuda_matmul.cu \
+    'lt_epi e = \{EPI_DGELU_BGRAD, \K\(float \*\)pre(?=, C, bg\};)' 'dpre'
+
+# the residual add fused with LayerNorm: the sum is not stored, so the row
+# is normalized from whatever res held
+mutant add-ln-store kernels/cuda/cuda_nn.cu \
+    'const float xv = xa\[c\] \+ xb\[c\];\n        \Kx\[c\] = xv;' '(void)x;'
+
+# the residual add fused with RMSNorm: the statistic taken over a, not a + b
+mutant add-rms-stat kernels/cuda/cuda_llama.cu \
+    'ss \+= \(double\)\Kxv \* xv(?=;)' 'xa[c] * xa[c]'
+
 # a missing stream synchronization before the host reads a device-to-host copy
 mutant no-sync kernels/cuda/cuda_backend.cu \
     'cudaMemcpyAsync\(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost, zt_cu.stream\)\)\K \|\|\n        !ZT_CU\(cudaStreamSynchronize\(zt_cu.stream\)\)(?=\))' ''

@@ -118,6 +118,51 @@ static void formulas(void) {
     K->matmul_bwd(NULL, dw, NULL, y, x, w, 6, 5, 7);
     tap_ok(tot().launches == 3, "matmul_bwd without dinp and dbias: 2 rounds + 1 GEMM");
 
+    /* the GELU layers, fp32: GELU_AUX_BIAS is one GEMM that also writes the
+     * aux matrix (ld OC = 8, a multiple of 8); at OC = 7 the GEMM + k_gelu_fwd */
+    K->set_matmul_precision(ZT_MATMUL_FP32);
+    {
+        const double O8 = 8;
+        zt_count_reset();
+        K->matmul_gelu_fwd(y, FAKE(float, 7), x, w, b, 6, 5, 8);
+        check_kernel("matmul_gelu_fwd fp32", "cublasLt gemm fp32", 1, 2 * N * C * O8 + 9 * N * O8,
+                     (O8 * C + C * N) * 4 + 2 * N * O8 * 4 + O8 * 4);
+        tap_ok(tot().launches == 1, "matmul_gelu_fwd fp32: 1 launch (the epilogue)");
+        zt_count_reset();
+        K->matmul_gelu_fwd(y, FAKE(float, 7), x, w, b, 6, 5, 7);
+        check_kernel("matmul_gelu_fwd, aux ld 7", "k_gelu_fwd", 1, 9 * N * OC, 2 * N * OC * 4);
+        tap_ok(tot().launches == 2, "matmul_gelu_fwd, aux ld 7: the GEMM and k_gelu_fwd");
+        /* DGELU_BGRAD: the input-gradient GEMM reads the aux matrix [N, 8] and
+         * writes the bias gradient; k_bgrad_acc adds it; dw GEMM, dbias sums */
+        zt_count_reset();
+        K->matmul_dgelu_bwd(x, b, dw, FAKE(float, 8), y, x, FAKE(float, 7), w, 6, 8, 7);
+        check_kernel("matmul_dgelu_bwd fp32", "cublasLt gemm fp32", 2,
+                     2 * O8 * N * OC + 16 * N * O8 + 2 * O8 * OC * N,
+                     (O8 * OC + OC * N) * 4 + 2 * N * O8 * 4 + O8 * 4 +
+                         (O8 * N + N * OC) * 4 + O8 * OC * 4 * 2);
+        check_kernel("matmul_dgelu_bwd fp32", "k_bgrad_acc", 1, O8, 3 * O8 * 4);
+        check_kernel("matmul_dgelu_bwd fp32", "k_colsum_part", 1, N * OC, N * OC * 4 + OC * 8);
+        tap_ok(tot().launches == 5 && launches_of("k_gelu_bwd", NULL, NULL) == 0,
+               "matmul_dgelu_bwd fp32: 2 GEMMs, k_bgrad_acc, the dbias sums, no k_gelu_bwd");
+        zt_count_reset();
+        K->matmul_dgelu_bwd(x, b, dw, FAKE(float, 8), y, x, FAKE(float, 7), w, 6, 5, 7);
+        tap_ok(tot().launches == 7 && launches_of("k_gelu_bwd", NULL, NULL) == 1 &&
+                   launches_of("k_colsum_part", NULL, NULL) == 2,
+               "matmul_dgelu_bwd, aux ld 5: unfused (2 GEMMs, k_gelu_bwd, two column sums)");
+    }
+    K->set_matmul_precision(ZT_MATMUL_BF16);
+
+    /* the residual add and the next norm: one row-norm kernel, a and b read,
+     * res and out written */
+    zt_count_reset();
+    K->add_layernorm_fwd(y, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), x, dw, w, b, 6, 5);
+    check_kernel("add_layernorm_fwd", "k_add_layernorm_fwd", 1, 9 * N * C,
+                 4 * N * C * 4 + 2 * C * 4 + 2 * N * 4);
+    zt_count_reset();
+    K->add_rmsnorm_fwd(y, FAKE(float, 7), FAKE(float, 9), x, dw, w, 1e-6f, 6, 5);
+    check_kernel("add_rmsnorm_fwd", "k_add_rmsnorm_fwd", 1, 5 * N * C, 4 * N * C * 4 + C * 4 + N * 4);
+    tap_ok(tot().launches == 1, "add_rmsnorm_fwd: 1 launch");
+
     /* what-if: bf16 operands need no rounding */
     zt_count_set_whatif(ZT_COUNT_WHATIF_BF16_OPERANDS);
     zt_count_reset();

@@ -142,6 +142,16 @@ static int same_dev(const char *name, const void *a, const void *b, size_t bytes
     free(hb);
     return r;
 }
+/* two device arrays bitwise equal, no TAP line */
+static int same_bits(const void *a, const void *b, size_t bytes) {
+    void *ha = xmalloc(bytes), *hb = xmalloc(bytes);
+    gpu->to_host(ha, a, bytes);
+    gpu->to_host(hb, b, bytes);
+    const int r = memcmp(ha, hb, bytes) == 0;
+    free(ha);
+    free(hb);
+    return r;
+}
 static void no_error(const char *what) {
     gpu->synchronize();
     const char *e = gpu->error();
@@ -507,6 +517,59 @@ static void test_layernorm(int N, int C) {
     no_error("layernorm");
 }
 
+/* The residual add fused with the next norm: bitwise the GPU's add then
+ * layernorm_fwd / rmsnorm_fwd (the same per-lane order), in place too
+ * (res = a), and within the norm tests' tolerances of the CPU's. */
+static void test_add_norm(int N, int C) {
+    const size_t nn = (size_t)N * C;
+    float *a = fvec(nn, 2.0), *b = fvec(nn, 1.0), *w = fvec(C, 1.0), *bias = fvec(C, 1.0);
+    for (size_t i = 0; i < nn; i++) a[i] += (float)(i % 7);   /* non-zero means */
+    float *res = xmalloc(nn * 4), *y = xmalloc(nn * 4), *mean = xmalloc(N * 4), *rstd = xmalloc(N * 4);
+    float *a_d = devf(a, nn), *b_d = devf(b, nn), *w_d = devf(w, C), *bi_d = devf(bias, C);
+    float *r1 = gpu->alloc(nn * 4), *y1 = gpu->alloc(nn * 4), *m1 = gpu->alloc(N * 4), *s1 = gpu->alloc(N * 4);
+    float *r2 = gpu->alloc(nn * 4), *y2 = gpu->alloc(nn * 4), *m2 = gpu->alloc(N * 4), *s2 = gpu->alloc(N * 4);
+    char name[160];
+
+    cpu->add_layernorm_fwd(res, y, mean, rstd, a, b, w, bias, N, C);
+    gpu->add_layernorm_fwd(r1, y1, m1, s1, a_d, b_d, w_d, bi_d, N, C);
+    gpu->add(r2, a_d, b_d, nn);
+    gpu->layernorm_fwd(y2, m2, s2, r2, w_d, bi_d, N, C);
+    snprintf(name, sizeof name, "add_layernorm_fwd N=%d C=%d: res bitwise add's", N, C);
+    same_dev(name, r1, r2, nn * 4);
+    snprintf(name, sizeof name, "add_layernorm_fwd N=%d C=%d: out, mean, rstd bitwise", N, C);
+    tap_ok(same_bits(y1, y2, nn * 4) && same_bits(m1, m2, N * 4) && same_bits(s1, s2, N * 4), "%s", name);
+    snprintf(name, sizeof name, "add_layernorm_fwd out N=%d C=%d (vs CPU)", N, C);
+    cmpd(name, y1, y, nn, 1e-5, 1e-5);
+    snprintf(name, sizeof name, "add_layernorm_fwd res N=%d C=%d (vs CPU)", N, C);
+    cmpd(name, r1, res, nn, 0, 0);
+    /* in place: res = a */
+    gpu->copy(r2, a_d, nn * 4);
+    gpu->add_layernorm_fwd(r2, y2, m2, s2, r2, b_d, w_d, bi_d, N, C);
+    snprintf(name, sizeof name, "add_layernorm_fwd in place (res = a) N=%d C=%d", N, C);
+    same_dev(name, y2, y1, nn * 4);
+
+    cpu->add_rmsnorm_fwd(res, y, rstd, a, b, w, 1e-5f, N, C);
+    gpu->add_rmsnorm_fwd(r1, y1, s1, a_d, b_d, w_d, 1e-5f, N, C);
+    gpu->add(r2, a_d, b_d, nn);
+    gpu->rmsnorm_fwd(y2, s2, r2, w_d, 1e-5f, N, C);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd N=%d C=%d: res bitwise add's", N, C);
+    same_dev(name, r1, r2, nn * 4);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd N=%d C=%d: out, rstd bitwise", N, C);
+    tap_ok(same_bits(y1, y2, nn * 4) && same_bits(s1, s2, N * 4), "%s", name);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd out N=%d C=%d (vs CPU)", N, C);
+    cmpd(name, y1, y, nn, 1e-5, 1e-5);
+    gpu->copy(r2, a_d, nn * 4);
+    gpu->add_rmsnorm_fwd(r2, y2, s2, r2, b_d, w_d, 1e-5f, N, C);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd in place (res = a) N=%d C=%d", N, C);
+    same_dev(name, y2, y1, nn * 4);
+
+    free(a); free(b); free(w); free(bias); free(res); free(y); free(mean); free(rstd);
+    gpu->free(a_d); gpu->free(b_d); gpu->free(w_d); gpu->free(bi_d);
+    gpu->free(r1); gpu->free(y1); gpu->free(m1); gpu->free(s1);
+    gpu->free(r2); gpu->free(y2); gpu->free(m2); gpu->free(s2);
+    no_error("add + norm");
+}
+
 /* ------------------------------------------------------------ matmul */
 
 /* `off` floats into each device buffer: unaligned operands (cuBLASLt's
@@ -572,6 +635,74 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     free(inp); free(w); free(bias); free(dout); free(out); free(dinp); free(dw); free(dbias); free(out32);
     gpu->free(bi); gpu->free(bw); gpu->free(bb); gpu->free(bd); gpu->free(bo); gpu->free(bdi);
     gpu->free(bdw); gpu->free(bdb);
+    no_error(tag);
+}
+
+/* The GELU layers (matmul_gelu_fwd, matmul_dgelu_bwd) against the CPU's,
+ * which are the unfused calls.  C and OC multiples of 8 and aligned
+ * buffers take cuBLASLt's epilogues (GELU_AUX_BIAS, DGELU_BGRAD), others
+ * (odd shapes, `off` floats in, GemmEx) the unfused kernels.  Tolerances:
+ * matmul's, plus gelu_bwd's 3e-6 (the CPU's tanh) times the GEMM's size;
+ * the bias gradient sums N rows of those. */
+static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) {
+    const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *inp = fvec(ni, 1.0), *w = fvec(nw, 1.0), *bias = fvec(OC, 1.0), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *pre = xmalloc(no * 4), *mm = xmalloc(ni * 4), *gin = xmalloc(ni * 4);
+    float *pin = fvec(ni, 2.0), *dpre = xmalloc(ni * 4), *dw = fvec(nw, 1.0), *dbias = fvec(OC, 1.0);
+    float *dpb = fvec(C, 1.0);
+    float *bi = gpu->alloc((ni + off) * 4), *bw = gpu->alloc((nw + off) * 4), *bb = gpu->alloc((OC + off) * 4);
+    float *bd = gpu->alloc((no + off) * 4), *bo = gpu->alloc((no + off) * 4), *bp = gpu->alloc((no + off) * 4);
+    float *bpi = gpu->alloc((ni + off) * 4), *bdp = gpu->alloc((ni + off) * 4);
+    float *bdw = gpu->alloc((nw + off) * 4), *bdb = gpu->alloc((OC + off) * 4), *bpb = gpu->alloc((C + off) * 4);
+    float *i_d = bi + off, *w_d = bw + off, *b_d = bb + off, *d_d = bd + off, *o_d = bo + off, *p_d = bp + off;
+    float *pi_d = bpi + off, *dp_d = bdp + off, *dw_d = bdw + off, *db_d = bdb + off, *pb_d = bpb + off;
+    gpu->to_device(i_d, inp, ni * 4);
+    gpu->to_device(w_d, w, nw * 4);
+    gpu->to_device(b_d, bias, OC * 4);
+    gpu->to_device(d_d, dout, no * 4);
+    gpu->to_device(pi_d, pin, ni * 4);
+    gpu->to_device(dw_d, dw, nw * 4);
+    gpu->to_device(db_d, dbias, OC * 4);
+    gpu->to_device(pb_d, dpb, C * 4);
+    zt_cuda_set_gemm_impl(impl);
+    cpu->set_matmul_precision(mode);
+    gpu->set_matmul_precision(mode);
+    const double rtol = mode == ZT_MATMUL_BF16 ? 1e-4 : 1e-5, atol = mode == ZT_MATMUL_BF16 ? 1e-4 : 1e-5;
+    char tag[96], name[192];
+    snprintf(tag, sizeof tag, "N=%d C=%d OC=%d %s %s%s", N, C, OC, impl ? "cuBLASLt" : "GemmEx",
+             mode == ZT_MATMUL_BF16 ? "bf16" : "fp32", off ? " unaligned" : "");
+
+    cpu->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+    gpu->matmul_gelu_fwd(o_d, p_d, i_d, w_d, b_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_gelu_fwd pre %s", tag);
+    cmpd(name, p_d, pre, no, rtol, atol * maxabs(pre, no));
+    snprintf(name, sizeof name, "matmul_gelu_fwd out = gelu(pre) %s", tag);
+    cmpd(name, o_d, out, no, rtol, 1.2 * atol * maxabs(pre, no) + 1e-6);
+
+    /* backward: the layer after the GELU maps C -> OC; its input gelu(pin) */
+    cpu->gelu_fwd(gin, pin, ni);
+    float *g_d = devf(gin, ni);
+    cpu->matmul_bwd(mm, NULL, NULL, dout, gin, w, N, C, OC);   /* dout @ w, for the tolerance */
+    const double ea = atol * maxabs(mm, ni) * 1.2 + 4e-6 * maxabs(mm, ni);
+    cpu->matmul_dgelu_bwd(dpre, dpb, dw, dbias, dout, gin, pin, w, N, C, OC);
+    gpu->zero(dp_d, ni * 4);
+    gpu->matmul_dgelu_bwd(dp_d, pb_d, dw_d, db_d, d_d, g_d, pi_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dpre (overwritten) %s", tag);
+    cmpd(name, dp_d, dpre, ni, rtol, ea);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dpre_bias (+=) %s", tag);
+    cmpd(name, pb_d, dpb, C, 1e-5, (double)N * ea);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dw (+=) %s", tag);
+    cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
+    snprintf(name, sizeof name, "matmul_dgelu_bwd dbias (+=) %s", tag);
+    cmpd(name, db_d, dbias, OC, 1e-5, 1e-5 * maxabs(dbias, OC));
+
+    zt_cuda_set_gemm_impl(1);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    free(inp); free(w); free(bias); free(dout); free(out); free(pre); free(mm); free(gin); free(pin); free(dpre);
+    free(dw); free(dbias); free(dpb);
+    gpu->free(bi); gpu->free(bw); gpu->free(bb); gpu->free(bd); gpu->free(bo); gpu->free(bp);
+    gpu->free(bpi); gpu->free(bdp); gpu->free(bdw); gpu->free(bdb); gpu->free(bpb); gpu->free(g_d);
     no_error(tag);
 }
 
@@ -1424,7 +1555,8 @@ int main(void) {
         gpu->rope_bwd && gpu->swiglu_fwd && gpu->swiglu_bwd && gpu->gqa_fwd && gpu->gqa_bwd &&
         gpu->nf4_dequant && gpu->gqa_ext_fwd && gpu->gqa_ext_bwd && gpu->geglu_fwd &&
         gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused && gpu->sum_to &&
-        gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi;
+        gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi && gpu->matmul_gelu_fwd &&
+        gpu->matmul_dgelu_bwd && gpu->add_layernorm_fwd && gpu->add_rmsnorm_fwd;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -1445,6 +1577,8 @@ int main(void) {
     if (full) test_encoder(4, 256, 768, 50257, 1024);
     test_layernorm(37, 13);
     if (full) test_layernorm(512, 768);
+    test_add_norm(37, 13);
+    test_add_norm(5, 100);               /* several elements a lane */
     for (int impl = 1; impl >= 0; impl--) {
         test_matmul(37, 13, 9, impl, ZT_MATMUL_FP32, 0);
         test_matmul(64, 96, 80, impl, ZT_MATMUL_FP32, 1);
@@ -1454,6 +1588,11 @@ int main(void) {
             test_matmul(257, 768, 2304, impl, ZT_MATMUL_FP32, 0);
             test_matmul(257, 768, 3072, impl, ZT_MATMUL_BF16, 0);
         }
+        test_matmul_gelu(37, 16, 24, impl, ZT_MATMUL_FP32, 0);   /* cuBLASLt: the epilogues */
+        test_matmul_gelu(37, 16, 24, impl, ZT_MATMUL_BF16, 0);
+        test_matmul_gelu(37, 13, 9, impl, ZT_MATMUL_FP32, 0);    /* aux ld not a multiple of 8 */
+        test_matmul_gelu(64, 96, 80, impl, ZT_MATMUL_BF16, 1);   /* unaligned */
+        if (full) test_matmul_gelu(257, 768, 3072, impl, ZT_MATMUL_BF16, 0);
     }
     test_attention(2, 37, 12, 3);        /* hs 4 */
     test_attention(1, 1, 64, 2);         /* one token */

@@ -157,6 +157,82 @@ int main(void) {
         S->free(d_f);
         S->free(d_l);
     }
+    {   /* the GELU layers: bitwise the unfused cpu calls, and cpu-strict's the cpu's */
+        float pre_c[N * OC], o_c[N * OC], pre_u[N * OC], o_u[N * OC], pre_s[N * OC], o_s[N * OC];
+        C->matmul_gelu_fwd(o_c, pre_c, inp, w, b, N, Cc, OC);
+        C->matmul_fwd(pre_u, inp, w, b, N, Cc, OC);
+        C->gelu_fwd(o_u, pre_u, N * OC);
+        float *d_pre = S->alloc(sizeof pre_s), *d_o = S->alloc(sizeof o_s);
+        S->matmul_gelu_fwd(d_o, d_pre, d_inp, d_w, d_b, N, Cc, OC);
+        S->to_host(pre_s, d_pre, sizeof pre_s);
+        S->to_host(o_s, d_o, sizeof o_s);
+        tap_ok(!memcmp(pre_c, pre_u, sizeof pre_c) && !memcmp(o_c, o_u, sizeof o_c) &&
+                   !memcmp(pre_c, pre_s, sizeof pre_c) && !memcmp(o_c, o_s, sizeof o_c) && !S->error(),
+               "matmul_gelu_fwd: bitwise matmul_fwd + gelu_fwd (cpu), cpu-strict the same");
+        /* the layer after the GELU: input gelu(x), x [N, Cc]; dout [N, OC] */
+        float x[N * Cc], gx[N * Cc], dy[N * OC], dx_c[N * Cc], dx_u[N * Cc], dx_s[N * Cc], t[N * Cc];
+        float dw_c[OC * Cc], dw_u[OC * Cc], dw_s[OC * Cc], db_c[OC], db_u[OC], db_s[OC];
+        float dxb_c[Cc], dxb_u[Cc], dxb_s[Cc];
+        fill(x, N * Cc, 9); fill(dy, N * OC, 10);
+        C->gelu_fwd(gx, x, N * Cc);
+        fill(dw_c, OC * Cc, 11); fill(db_c, OC, 12); fill(dxb_c, Cc, 13);
+        memcpy(dw_u, dw_c, sizeof dw_c); memcpy(db_u, db_c, sizeof db_c); memcpy(dxb_u, dxb_c, sizeof dxb_c);
+        float *d_x = dput(x, sizeof x), *d_gx = dput(gx, sizeof gx), *d_dy = dput(dy, sizeof dy);
+        float *d_dw = dput(dw_c, sizeof dw_c), *d_db = dput(db_c, sizeof db_c), *d_dxb = dput(dxb_c, sizeof dxb_c);
+        float *d_dx = S->alloc(sizeof dx_s);
+        C->matmul_dgelu_bwd(dx_c, dxb_c, dw_c, db_c, dy, gx, x, w, N, Cc, OC);
+        C->matmul_bwd(t, dw_u, db_u, dy, gx, w, N, Cc, OC);
+        C->gelu_bwd(dx_u, x, t, N * Cc);
+        C->matmul_bwd(NULL, NULL, dxb_u, dx_u, gx, w, N, Cc, Cc);   /* the column sums of dx */
+        S->matmul_dgelu_bwd(d_dx, d_dxb, d_dw, d_db, d_dy, d_gx, d_x, d_w, N, Cc, OC);
+        S->to_host(dx_s, d_dx, sizeof dx_s);
+        S->to_host(dw_s, d_dw, sizeof dw_s);
+        S->to_host(db_s, d_db, sizeof db_s);
+        S->to_host(dxb_s, d_dxb, sizeof dxb_s);
+        tap_ok(!memcmp(dx_c, dx_u, sizeof dx_c) && !memcmp(dw_c, dw_u, sizeof dw_c) &&
+                   !memcmp(db_c, db_u, sizeof db_c) && !memcmp(dxb_c, dxb_u, sizeof dxb_c),
+               "matmul_dgelu_bwd: bitwise matmul_bwd + gelu_bwd + the column sum (cpu)");
+        tap_ok(!memcmp(dx_c, dx_s, sizeof dx_c) && !memcmp(dw_c, dw_s, sizeof dw_c) &&
+                   !memcmp(db_c, db_s, sizeof db_c) && !memcmp(dxb_c, dxb_s, sizeof dxb_c) && !S->error(),
+               "matmul_dgelu_bwd: cpu-strict bitwise the cpu result");
+        S->free(d_pre); S->free(d_o); S->free(d_x); S->free(d_gx); S->free(d_dy); S->free(d_dw);
+        S->free(d_db); S->free(d_dxb); S->free(d_dx);
+    }
+    {   /* the residual add and the next norm: bitwise add + the norm (cpu), cpu-strict the same */
+        enum { NC = N * Cc };
+        float ra[NC], rb[NC], lw[Cc], lb[Cc], res_c[NC], y_c[NC], mu_c[N], rs_c[N];
+        float res_u[NC], y_u[NC], mu_u[N], rs_u[N], res_s[NC], y_s[NC], mu_s[N], rs_s[N];
+        fill(ra, NC, 14); fill(rb, NC, 15); fill(lw, Cc, 16); fill(lb, Cc, 17);
+        float *d_a = dput(ra, sizeof ra), *d_rb = dput(rb, sizeof rb), *d_lw = dput(lw, sizeof lw);
+        float *d_lb = dput(lb, sizeof lb), *d_res = S->alloc(sizeof res_s), *d_y = S->alloc(sizeof y_s);
+        float *d_mu = S->alloc(sizeof mu_s), *d_rs = S->alloc(sizeof rs_s);
+        C->add_layernorm_fwd(res_c, y_c, mu_c, rs_c, ra, rb, lw, lb, N, Cc);
+        C->add(res_u, ra, rb, NC);
+        C->layernorm_fwd(y_u, mu_u, rs_u, res_u, lw, lb, N, Cc);
+        S->add_layernorm_fwd(d_res, d_y, d_mu, d_rs, d_a, d_rb, d_lw, d_lb, N, Cc);
+        S->to_host(res_s, d_res, sizeof res_s);
+        S->to_host(y_s, d_y, sizeof y_s);
+        S->to_host(mu_s, d_mu, sizeof mu_s);
+        S->to_host(rs_s, d_rs, sizeof rs_s);
+        tap_ok(!memcmp(res_c, res_u, sizeof res_c) && !memcmp(y_c, y_u, sizeof y_c) &&
+                   !memcmp(mu_c, mu_u, sizeof mu_c) && !memcmp(rs_c, rs_u, sizeof rs_c) &&
+                   !memcmp(res_c, res_s, sizeof res_c) && !memcmp(y_c, y_s, sizeof y_c) &&
+                   !memcmp(mu_c, mu_s, sizeof mu_c) && !memcmp(rs_c, rs_s, sizeof rs_c) && !S->error(),
+               "add_layernorm_fwd: bitwise add + layernorm_fwd (cpu), cpu-strict the same");
+        C->add_rmsnorm_fwd(res_c, y_c, rs_c, ra, rb, lw, 1e-6f, N, Cc);
+        C->add(res_u, ra, rb, NC);
+        C->rmsnorm_fwd(y_u, rs_u, res_u, lw, 1e-6f, N, Cc);
+        S->add_rmsnorm_fwd(d_a, d_y, d_rs, d_a, d_rb, d_lw, 1e-6f, N, Cc);   /* in place: res = a */
+        S->to_host(res_s, d_a, sizeof res_s);
+        S->to_host(y_s, d_y, sizeof y_s);
+        S->to_host(rs_s, d_rs, sizeof rs_s);
+        tap_ok(!memcmp(res_c, res_u, sizeof res_c) && !memcmp(y_c, y_u, sizeof y_c) &&
+                   !memcmp(rs_c, rs_u, sizeof rs_c) && !memcmp(res_c, res_s, sizeof res_c) &&
+                   !memcmp(y_c, y_s, sizeof y_c) && !memcmp(rs_c, rs_s, sizeof rs_c) && !S->error(),
+               "add_rmsnorm_fwd: bitwise add + rmsnorm_fwd (cpu), cpu-strict the same in place");
+        S->free(d_a); S->free(d_rb); S->free(d_lw); S->free(d_lb); S->free(d_res); S->free(d_y);
+        S->free(d_mu); S->free(d_rs);
+    }
     float p[32], g[32], m[32], v[32];
     fill(p, 32, 5); fill(g, 32, 6); fill(m, 32, 7); fill(v, 32, 8);
     for (int i = 0; i < 32; i++) v[i] = v[i] * v[i];

@@ -236,7 +236,41 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
     if (OC > 0 && dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
 }
 
+/* the GELU layers of backend.h: exactly the unfused calls */
+static void cpu_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                                const float *bias, int N, int C, int OC) {
+    cpu_matmul_fwd(pre, inp, w, bias, N, C, OC);
+    if (N > 0 && OC > 0) zt_cpu_gelu_fwd(out, pre, (size_t)N * OC);
+}
+
+static void cpu_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                 const float *dout, const float *inp, const float *pre,
+                                 const float *w, int N, int C, int OC) {
+    if (N <= 0) return;
+    cpu_matmul_bwd(dpre, dw, dbias, dout, inp, w, N, C, OC);
+    if (C <= 0) return;
+    zt_cpu_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
+    if (dpre_bias) zt_cpu_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
+}
+
 /* ------------------------------------------------------------ elementwise */
+
+static void cpu_add(float *out, const float *a, const float *b, size_t n);
+
+/* the residual add and the next norm of backend.h: exactly the unfused calls */
+static void cpu_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                  const float *b, const float *w, const float *bias, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    cpu_add(res, a, b, (size_t)N * C);
+    zt_cpu_layernorm_fwd(out, mean, rstd, res, w, bias, N, C);
+}
+
+static void cpu_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                                const float *w, float eps, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    cpu_add(res, a, b, (size_t)N * C);
+    zt_cpu_rmsnorm_fwd(out, rstd, res, w, eps, N, C);
+}
 
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
@@ -475,6 +509,10 @@ static const zt_backend cpu_backend = {
     .sumsq_to = cpu_sumsq_to,
     .nonfinite_to = cpu_nonfinite_to,
     .adamw_multi = cpu_adamw_multi,
+    .matmul_gelu_fwd = cpu_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = cpu_matmul_dgelu_bwd,
+    .add_layernorm_fwd = cpu_add_layernorm_fwd,
+    .add_rmsnorm_fwd = cpu_add_rmsnorm_fwd,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -488,6 +488,68 @@ static void s_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
     leave();
 }
 
+static void s_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                              const float *bias, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_gelu_fwd", "out", out, (size_t)N * OC * F);
+    NEED_DEV("matmul_gelu_fwd", "pre", pre, (size_t)N * OC * F);
+    NEED_DEV("matmul_gelu_fwd", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_gelu_fwd", "w", w, (size_t)OC * C * F);
+    NEED_DEV("matmul_gelu_fwd", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+    leave();
+}
+
+static void s_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                               const float *dout, const float *inp, const float *pre,
+                               const float *w, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_dgelu_bwd", "dpre", dpre, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd", "dpre_bias", dpre_bias, (size_t)C * F);
+    NEED_DEV("matmul_dgelu_bwd", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_dgelu_bwd", "dbias", dbias, (size_t)OC * F);
+    NEED_DEV("matmul_dgelu_bwd", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_dgelu_bwd", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd", "pre", pre, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd", "w", w, (size_t)OC * C * F);
+    if (ok) cpu()->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
+    leave();
+}
+
+static void s_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                const float *b, const float *w, const float *bias, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("add_layernorm_fwd", "res", res, NC);
+    NEED_DEV("add_layernorm_fwd", "out", out, NC);
+    NEED_DEV("add_layernorm_fwd", "mean", mean, (size_t)N * F);
+    NEED_DEV("add_layernorm_fwd", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("add_layernorm_fwd", "a", a, NC);
+    NEED_DEV("add_layernorm_fwd", "b", b, NC);
+    NEED_DEV("add_layernorm_fwd", "w", w, (size_t)C * F);
+    NEED_DEV("add_layernorm_fwd", "bias", bias, (size_t)C * F);
+    if (ok) cpu()->add_layernorm_fwd(res, out, mean, rstd, a, b, w, bias, N, C);
+    leave();
+}
+
+static void s_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                              const float *w, float eps, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("add_rmsnorm_fwd", "res", res, NC);
+    NEED_DEV("add_rmsnorm_fwd", "out", out, NC);
+    NEED_DEV("add_rmsnorm_fwd", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("add_rmsnorm_fwd", "a", a, NC);
+    NEED_DEV("add_rmsnorm_fwd", "b", b, NC);
+    NEED_DEV("add_rmsnorm_fwd", "w", w, (size_t)C * F);
+    if (ok) cpu()->add_rmsnorm_fwd(res, out, rstd, a, b, w, eps, N, C);
+    leave();
+}
+
 static void s_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
                             int NH) {
     int ok = 1;
@@ -1087,6 +1149,10 @@ static const zt_backend strict_backend = {
     .sumsq_to = s_sumsq_to,
     .nonfinite_to = s_nonfinite_to,
     .adamw_multi = s_adamw_multi,
+    .matmul_gelu_fwd = s_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = s_matmul_dgelu_bwd,
+    .add_layernorm_fwd = s_add_layernorm_fwd,
+    .add_rmsnorm_fwd = s_add_rmsnorm_fwd,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

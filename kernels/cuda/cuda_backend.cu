@@ -870,6 +870,10 @@ static void fill_table(zt_backend *t) {
     t->sumsq_to = cuda_sumsq_to;
     t->nonfinite_to = cuda_nonfinite_to;
     t->adamw_multi = cuda_adamw_multi;
+    t->matmul_gelu_fwd = zt_cuda_matmul_gelu_fwd;
+    t->matmul_dgelu_bwd = zt_cuda_matmul_dgelu_bwd;
+    t->add_layernorm_fwd = zt_cuda_add_layernorm_fwd;
+    t->add_rmsnorm_fwd = zt_cuda_add_rmsnorm_fwd;
 }
 
 __global__ void k_probe(int *x) {

@@ -215,6 +215,15 @@ void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const floa
                         int N, int C, int OC);
 void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC);
+void zt_cuda_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                               const float *bb, const float *w, const float *b, int N, int C);
+void zt_cuda_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                             const float *w, float eps, int N, int C);
+void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                             const float *bias, int N, int C, int OC);
+void zt_cuda_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                              const float *dout, const float *inp, const float *pre, const float *w,
+                              int N, int C, int OC);
 void zt_cuda_set_matmul_precision(int mode);
 /* the precision set last (ZT_MATMUL_FP32 or ZT_MATMUL_BF16) */
 int zt_cuda_matmul_mode(void);

@@ -36,6 +36,38 @@ k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float e
     if (lane == 0) rstd[row] = r;
 }
 
+/* res = a + b, then k_rmsnorm_fwd's row of res (each lane reads back
+ * what it wrote: bitwise add then rmsnorm_fwd; res may alias a) */
+__global__ void __launch_bounds__(ZT_RMS_THREADS)
+k_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                  const float *w, float eps, int N, int C) {
+    const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *xa = a + (size_t)row * C, *xb = b + (size_t)row * C;
+    float *x = res + (size_t)row * C;
+    float *o = out + (size_t)row * C;
+    double ss = 0.0;
+    for (int c = lane; c < C; c += 32) {
+        const float xv = xa[c] + xb[c];
+        x[c] = xv;
+        ss += (double)xv * xv;
+    }
+    ss = zt_warp_sum_d(ss);
+    const float r = zt_rms_rstd(ss, C, eps);
+    for (int c = lane; c < C; c += 32) o[c] = zt_rms_out(x[c], r, w[c]);
+    if (lane == 0) rstd[row] = r;
+}
+
+void zt_cuda_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                             const float *w, float eps, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_RMS_THREADS / 32;
+    k_add_rmsnorm_fwd<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(res, out, rstd, a,
+                                                                                b, w, eps, N, C);
+    ZT_LAUNCHED("k_add_rmsnorm_fwd");
+}
+
 void zt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps,
                          int N, int C) {
     if (N <= 0 || C <= 0) return;

@@ -16,6 +16,19 @@
  * algorithm is cached per problem.  If Lt has no algorithm for a problem,
  * or zt_cuda_set_gemm_impl(0) was called, cublasGemmEx + a bias kernel.
  * dbias is a fixed-order column sum (zt_cuda_colsum_acc), never atomics.
+ *
+ * GPT-2's MLP fuses its GELU into the GEMMs' epilogues (cuBLASLt's GELU is
+ * the tanh approximation, gelu_fwd's formula): matmul_gelu_fwd is the fc
+ * GEMM with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (D = gelu(pre), the aux output
+ * pre = the GEMM + bias, kept for the backward); matmul_dgelu_bwd's
+ * input-gradient GEMM takes CUBLASLT_EPILOGUE_DGELU_BGRAD (D = GEMM *
+ * gelu'(aux = pre), and the column sums of D, fc's bias gradient, into
+ * scratch, then added: the epilogue overwrites, the table accumulates).
+ * Where Lt has no algorithm for an epilogue, or a pointer is less than 16
+ * bytes aligned or the aux ld not a multiple of 8 (cuBLASLt's
+ * requirement), the unfused kernels run instead.  The projection's own
+ * bias gradient stays a column sum: CUBLASLT_EPILOGUE_BGRADB would reduce
+ * the GEMM's operand, which in bf16 mode is dout rounded to bf16.
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -128,7 +141,23 @@ __global__ void k_add_bias(float *c, const float *bias, int m, int n, int ld) {
     }
 }
 
+/* dst[n] += src[n] (the epilogue's bias gradient into the table's) */
+__global__ void k_bgrad_acc(float *dst, const float *src, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] += src[i];
+}
+
 /* ------------------------------------------------------------ cuBLASLt */
+
+/* An epilogue beyond the bias: GELU_AUX_BIAS (aux written: the GEMM +
+ * bias) or DGELU_BGRAD (aux read: the GELU's input; bgrad written). */
+enum { EPI_NONE = 0, EPI_GELU_AUX_BIAS = 1, EPI_DGELU_BGRAD = 2 };
+struct lt_epi {
+    int kind;
+    float *aux;        /* [m, n] column-major, ld auxld */
+    int64_t auxld;
+    float *bgrad;      /* DGELU_BGRAD: [m] */
+};
 
 static uint32_t align_of(const void *p) {
     uintptr_t a = (uintptr_t)p;
@@ -141,6 +170,8 @@ struct lt_key {
     int m, n, k, ta, tb, bf16, bias, beta1;
     int lda, ldb, ldc;
     uint32_t aa, ab, ac;
+    int epi;
+    int64_t auxld;
 };
 struct lt_entry {
     lt_key key;
@@ -155,7 +186,7 @@ static int g_ncache;
  * algorithm (nothing recorded) or on an error (recorded, *err set). */
 static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int lda,
                     const void *B, int ldb, float *Cm, int ldc, float beta, const float *bias,
-                    bool bf16, bool *err) {
+                    bool bf16, const lt_epi *epi, bool *err) {
     *err = false;
     lt_key key;
     memset(&key, 0, sizeof key);
@@ -164,6 +195,15 @@ static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int ld
     key.lda = lda; key.ldb = ldb; key.ldc = ldc;
     key.aa = align_of(A); key.ab = align_of(B); key.ac = align_of(Cm);
     if (bias && align_of(bias) < 16) return false;   /* keep the epilogue's loads simple */
+    const int ek = epi ? epi->kind : EPI_NONE;
+    if (ek != EPI_NONE) {
+        /* the aux matrix: 16-byte aligned here, ld a multiple of 8 (cuBLASLt) */
+        if (align_of(epi->aux) < 16 || epi->auxld % 8 || epi->auxld < m) return false;
+        if (ek == EPI_GELU_AUX_BIAS && !bias) return false;
+        if (ek == EPI_DGELU_BGRAD && (bias || align_of(epi->bgrad) < 16)) return false;
+        key.epi = ek;
+        key.auxld = epi->auxld;
+    }
     lt_entry *hit = NULL;
     for (int i = 0; i < g_ncache; i++)
         if (!memcmp(&g_cache[i].key, &key, sizeof key)) { hit = &g_cache[i]; break; }
@@ -181,13 +221,25 @@ static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int ld
     LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
-    if (bias) {
-        const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    if (bias || ek != EPI_NONE) {
+        const cublasLtEpilogue_t e = ek == EPI_GELU_AUX_BIAS ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                     : ek == EPI_DGELU_BGRAD ? CUBLASLT_EPILOGUE_DGELU_BGRAD
+                                                             : CUBLASLT_EPILOGUE_BIAS;
         const int32_t bias_t = CUDA_R_32F;
-        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        const float *bp = ek == EPI_DGELU_BGRAD ? epi->bgrad : bias;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t,
                                           sizeof bias_t));
+        if (ek != EPI_NONE) {
+            /* set before the heuristic: it reads the pointer's alignment */
+            const void *ap = epi->aux;
+            const int64_t ald = epi->auxld;
+            LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &ap,
+                                              sizeof ap));
+            LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ald,
+                                              sizeof ald));
+        }
     }
     LT(cublasLtMatrixLayoutCreate(&la, ab_t, ta ? k : m, ta ? m : k, lda));
     LT(cublasLtMatrixLayoutCreate(&lb, ab_t, tb ? n : k, tb ? k : n, ldb));
@@ -251,9 +303,13 @@ out:
 /* ------------------------------------------------------------ gemm */
 
 /* Column-major C[m,n] (ldc) = op(A) op(B) + beta C (+ bias[m] per row).
- * A, B are fp32; in bf16 mode they are rounded into scratch first. */
-static void gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
-                 int ldb, float *Cm, int ldc, float beta, const float *bias) {
+ * A, B are fp32; in bf16 mode they are rounded into scratch first.  With
+ * an epilogue (epi): true when Lt applied it; false when the plain GEMM
+ * ran instead (GELU_AUX_BIAS: into epi->aux, with the bias) or on an error
+ * (recorded), and the caller does the rest. */
+static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
+                 int ldb, float *Cm, int ldc, float beta, const float *bias,
+                 const lt_epi *epi = NULL) {
     const bool bf16 = g_mode == ZT_MATMUL_BF16;
     const void *a = A, *b = B;
     if (bf16) {
@@ -261,31 +317,37 @@ static void gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
         const size_t na = (size_t)lda * (size_t)(ta ? m : k);
         const size_t nb = (size_t)ldb * (size_t)(tb ? k : n);
         char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands");
-        if (!s) return;
+        if (!s) return false;
         __nv_bfloat16_raw *a16 = (__nv_bfloat16_raw *)s;
         __nv_bfloat16_raw *b16 = (__nv_bfloat16_raw *)(s + zt_al256(na * 2));
         k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>(a16, A, na);
-        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        if (!ZT_LAUNCHED("k_round_bf16")) return false;
         k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(b16, B, nb);
-        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        if (!ZT_LAUNCHED("k_round_bf16")) return false;
         a = a16;
         b = b16;
     }
     if (g_use_lt) {
         bool err = false;
-        if (gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, Cm, ldc, beta, bias, bf16, &err)) return;
-        if (err) return;
+        if (gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, Cm, ldc, beta, bias, bf16, epi, &err))
+            return epi != NULL;
+        if (err) return false;
+    }
+    if (epi && epi->kind == EPI_GELU_AUX_BIAS) {
+        Cm = epi->aux;   /* the plain GEMM + bias is the GELU's input */
+        ldc = (int)epi->auxld;
     }
     const float alpha = 1.0f;
     const cudaDataType_t ab_t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
     if (!ZT_BLAS(cublasGemmEx(g_blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                               m, n, k, &alpha, a, ab_t, lda, b, ab_t, ldb, &beta, Cm, CUDA_R_32F, ldc,
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
-        return;
+        return false;
     if (bias) {
         k_add_bias<<<zt_ew_blocks((size_t)m * n), ZT_EW_THREADS, 0, zt_cu.stream>>>(Cm, bias, m, n, ldc);
         ZT_LAUNCHED("k_add_bias");
     }
+    return false;
 }
 
 /* ------------------------------------------------------------ table entries */
@@ -315,4 +377,50 @@ void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
     if (OC <= 0) return;
     if (dw && C > 0) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL);
     if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+}
+
+/* fc + GELU: pre = inp w^T + bias, out = gelu(pre) (GELU_AUX_BIAS, or the
+ * unfused kernels) */
+void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                             const float *bias, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (C > 0 && g_use_lt) {
+        lt_epi e = {EPI_GELU_AUX_BIAS, pre, OC, NULL};
+        if (gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, &e)) return;
+    } else {
+        zt_cuda_matmul_fwd(pre, inp, w, bias, N, C, OC);
+    }
+    zt_cuda_gelu_fwd(out, pre, (size_t)N * OC);
+}
+
+/* the projection's backward through the GELU: dpre = (dout w) gelu'(pre)
+ * (DGELU_BGRAD: dpre_bias from the epilogue's column sums), dw, dbias */
+void zt_cuda_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                              const float *dout, const float *inp, const float *pre, const float *w,
+                              int N, int C, int OC) {
+    if (N <= 0) return;
+    if (C > 0 && OC > 0 && g_use_lt) {
+        const bool bf16 = g_mode == ZT_MATMUL_BF16;
+        char *s = (char *)zt_cuda_scratch(
+            zt_cuda_ws_matmul_dgelu_bwd(bf16, N, C, OC, dw != NULL, dbias != NULL),
+            "matmul backward through the GELU");
+        if (!s) return;
+        float *bg = (float *)(s + zt_al256(zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)));
+        lt_epi e = {EPI_DGELU_BGRAD, (float *)pre, C, bg};
+        if (gemm(false, false, C, N, OC, w, C, dout, OC, dpre, C, 0.0f, NULL, &e)) {
+            if (dpre_bias) {
+                k_bgrad_acc<<<(C + 255) / 256, 256, 0, zt_cu.stream>>>(dpre_bias, bg, C);
+                if (!ZT_LAUNCHED("k_bgrad_acc")) return;
+            }
+            zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
+            return;
+        }
+        /* the plain GEMM ran into dpre: the rest unfused */
+    } else {
+        zt_cuda_matmul_bwd(dpre, NULL, NULL, dout, inp, w, N, C, OC);
+    }
+    zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
+    if (C <= 0) return;
+    zt_cuda_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
+    if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
 }

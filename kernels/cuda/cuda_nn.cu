@@ -189,6 +189,49 @@ k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const fl
     }
 }
 
+/* res = a + b, then k_layernorm_fwd's row of res: each lane adds and
+ * writes the elements it later reads back, so the values are add's then
+ * layernorm_fwd's, bitwise (res may alias a) */
+__global__ void __launch_bounds__(ZT_LN_THREADS)
+k_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                    const float *bb, const float *w, const float *b, int N, int C) {
+    const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *xa = a + (size_t)row * C, *xb = bb + (size_t)row * C;
+    float *x = res + (size_t)row * C;
+    float *o = out + (size_t)row * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float xv = xa[c] + xb[c];
+        x[c] = xv;
+        s += xv;
+    }
+    s = zt_warp_sum(s);
+    const float m = s / (float)C;
+    float v = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float d = x[c] - m;
+        v += d * d;
+    }
+    v = zt_warp_sum(v) / (float)C;
+    const float r = 1.0f / sqrtf(v + 1e-5f);
+    for (int c = lane; c < C; c += 32) o[c] = (x[c] - m) * r * w[c] + b[c];
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+void zt_cuda_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                               const float *bb, const float *w, const float *b, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_LN_THREADS / 32;
+    k_add_layernorm_fwd<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+        res, out, mean, rstd, a, bb, w, b, N, C);
+    ZT_LAUNCHED("k_add_layernorm_fwd");
+}
+
 void zt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
                            const float *b, int N, int C) {
     if (N <= 0 || C <= 0) return;

@@ -231,4 +231,18 @@ static inline size_t zt_cuda_ws_matmul_bwd(int bf16, int N, int C, int OC, int h
     return w;
 }
 
+/* matmul_dgelu_bwd: the input-gradient GEMM's bf16 operands followed by
+ * the epilogue's bias gradient (C floats, added to dpre_bias after), the
+ * dw GEMM's operands, the dbias column sum, and the column sum of dpre
+ * when cuBLASLt has no algorithm for the epilogue */
+static inline size_t zt_cuda_ws_matmul_dgelu_bwd(int bf16, int N, int C, int OC, int has_dw,
+                                                 int has_dbias) {
+    if (N <= 0 || OC <= 0 || C <= 0) return 0;
+    size_t w = zt_cuda_ws_al256(zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)) +
+               zt_cuda_ws_al256((size_t)C * 4), x;
+    if ((x = zt_cuda_ws_matmul_bwd(bf16, N, C, OC, 0, has_dw, has_dbias)) > w) w = x;
+    if ((x = zt_cuda_ws_colsum(N, C)) > w) w = x;
+    return w;
+}
+
 #endif /* ZT_KERNELS_CUDA_WORKSPACE_H */

@@ -17,6 +17,7 @@
  */
 #include "cublasLt.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ struct cublasLtMatmulDescOpaque {
     uint32_t epilogue;
     const void *bias;
     int32_t bias_type;   /* -1: D's type */
+    void *aux;           /* EPILOGUE_AUX_POINTER (GELU_AUX_BIAS: written; DGELU_BGRAD: read) */
+    int64_t aux_ld;      /* EPILOGUE_AUX_LD, -1: not set */
 };
 struct cublasLtMatrixLayoutOpaque {
     cudaDataType_t type;
@@ -151,7 +154,23 @@ struct gemm_args {
     void *D;
     cudaDataType_t at, bt, ct, dt;
     int64_t lda, ldb, ldc, ldd;
+    uint32_t epi;      /* CUBLASLT_EPILOGUE_GELU_AUX_BIAS / _DGELU_BGRAD, else 0 */
+    float *aux;        /* [m, n], ld auxld */
+    int64_t auxld;
+    float *bgrad;      /* DGELU_BGRAD: [m] */
 };
+
+/* cuBLASLt's GELU is the tanh approximation (as kernels/ gelu_fwd), in fp32 */
+static float sim_gelu(float x) {
+    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+static float sim_dgelu(float x) {
+    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    const float th = tanhf(u);
+    const float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+}
 
 /* D = alpha op(A) op(B) + beta C (+ bias) */
 static void gemm_run(const gemm_args &g) {
@@ -167,7 +186,20 @@ static void gemm_run(const gemm_args &g) {
             double v = (double)g.alpha * (double)(float)s;
             if (g.beta != 0.0f) v += (double)g.beta * load(g.C, g.ct, (size_t)i + (size_t)j * g.ldc);
             if (g.bias) v += ((const float *)g.bias)[i];
+            if (g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+                /* aux: the GEMM + bias; D: its GELU */
+                g.aux[(size_t)i + (size_t)j * g.auxld] = (float)v;
+                v = sim_gelu((float)v);
+            } else if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
+                v = (float)v * sim_dgelu(g.aux[(size_t)i + (size_t)j * g.auxld]);
+            }
             out[(size_t)i + (size_t)j * g.m] = v;
+        }
+    if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD)   /* the bias gradient: row sums of D */
+        for (int i = 0; i < g.m; i++) {
+            double s = 0.0;
+            for (int j = 0; j < g.n; j++) s += (double)(float)out[(size_t)i + (size_t)j * g.m];
+            g.bgrad[i] = (float)s;
         }
     for (int j = 0; j < g.n; j++)
         for (int i = 0; i < g.m; i++) store_f32(g.D, g.dt, (size_t)i + (size_t)j * g.ldd, out[(size_t)i + (size_t)j * g.m]);
@@ -182,7 +214,9 @@ static cublasStatus_t check_mem(const gemm_args &g, const char *who) {
         (g.k && g.n && !zt_sim_is_device(g.B, span(rb, cb, g.ldb, type_size(g.bt)))) ||
         (g.beta != 0.0f && !zt_sim_is_device(g.C, span(g.m, g.n, g.ldc, type_size(g.ct)))) ||
         (g.m && g.n && !zt_sim_is_device(g.D, span(g.m, g.n, g.ldd, type_size(g.dt)))) ||
-        (g.bias && !zt_sim_is_device(g.bias, (size_t)g.m * 4)))
+        (g.bias && !zt_sim_is_device(g.bias, (size_t)g.m * 4)) ||
+        (g.aux && g.m && g.n && !zt_sim_is_device(g.aux, span(g.m, g.n, g.auxld, 4))) ||
+        (g.bgrad && !zt_sim_is_device(g.bgrad, (size_t)g.m * 4)))
         return bad(CUBLAS_STATUS_INVALID_VALUE, "%s: an operand is not (entirely) in device memory", who);
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -203,7 +237,7 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, c
     if (!types_ok || algo != CUBLAS_GEMM_DEFAULT)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasGemmEx: types A %d B %d C %d compute %d", at, bt, ct, ctype);
     gemm_args g = {ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, *(const float *)alpha, *(const float *)beta,
-                   A, B, C, nullptr, C, at, bt, ct, ct, lda, ldb, ldc, ldc};
+                   A, B, C, nullptr, C, at, bt, ct, ct, lda, ldb, ldc, ldc, 0, nullptr, 0, nullptr};
     if (!m || !n) return CUBLAS_STATUS_SUCCESS;
     cublasStatus_t s = check_mem(g, "cublasGemmEx");
     if (s != CUBLAS_STATUS_SUCCESS) return s;
@@ -246,7 +280,8 @@ extern "C" cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
 extern "C" cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t ct,
                                                    cudaDataType_t st) {
     if (!d) return CUBLAS_STATUS_INVALID_VALUE;
-    *d = new cublasLtMatmulDescOpaque{ct, st, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, nullptr, -1};
+    *d = new cublasLtMatmulDescOpaque{ct, st, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, nullptr, -1,
+                                       nullptr, -1};
     return CUBLAS_STATUS_SUCCESS;
 }
 extern "C" cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
@@ -271,6 +306,8 @@ extern "C" cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     case CUBLASLT_MATMUL_DESC_EPILOGUE: SET(d->epilogue, uint32_t); break;
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: SET(d->bias, const void *); break;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: SET(d->bias_type, int32_t); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: SET(d->aux, void *); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: SET(d->aux_ld, int64_t); break;
     default: return bad(CUBLAS_STATUS_INVALID_VALUE, "matmul desc attribute %d: not in the simulator", (int)a);
     }
     return CUBLAS_STATUS_SUCCESS;
@@ -339,10 +376,24 @@ static cublasStatus_t lt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t
         (a->type != CUDA_R_32F && a->type != CUDA_R_16BF) || c->type != CUDA_R_32F || d->type != CUDA_R_32F)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: types A %d B %d C %d D %d compute %d scale %d", a->type,
                    b->type, c->type, d->type, op->compute, op->scale);
-    if (op->epilogue != CUBLASLT_EPILOGUE_DEFAULT && op->epilogue != CUBLASLT_EPILOGUE_BIAS)
-        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u not in the simulator", op->epilogue);
-    if (op->epilogue == CUBLASLT_EPILOGUE_BIAS && op->bias_type != -1 && op->bias_type != CUDA_R_32F)
+    const uint32_t ep = op->epilogue;
+    const bool gelu_aux = ep == CUBLASLT_EPILOGUE_GELU_AUX_BIAS, dgelu = ep == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    if (ep != CUBLASLT_EPILOGUE_DEFAULT && ep != CUBLASLT_EPILOGUE_BIAS && !gelu_aux && !dgelu)
+        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u not in the simulator", ep);
+    /* the bias (or bias gradient) vector has D's type when D is not int8 */
+    if (ep != CUBLASLT_EPILOGUE_DEFAULT && op->bias_type != -1 && op->bias_type != CUDA_R_32F)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: bias type %d with fp32 D", op->bias_type);
+    if (gelu_aux || dgelu) {
+        /* EPILOGUE_AUX_POINTER (the heuristic depends on its value for the
+         * alignment) needs EPILOGUE_AUX_LD: for the GELU input matrix a
+         * multiple of 8, no less than D's rows */
+        if (!op->aux)
+            return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasLt: epilogue %u without EPILOGUE_AUX_POINTER", ep);
+        if (op->aux_ld < 0 || op->aux_ld % 8 || (uint64_t)op->aux_ld < d->rows)
+            return bad(CUBLAS_STATUS_INVALID_VALUE,
+                       "cublasLt: EPILOGUE_AUX_LD %lld for the GELU input (a multiple of 8, >= D's %llu rows)",
+                       (long long)op->aux_ld, (unsigned long long)d->rows);
+    }
     g->at = a->type;
     g->bt = b->type;
     g->ct = c->type;
@@ -351,7 +402,11 @@ static cublasStatus_t lt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t
     g->ldb = b->ld;
     g->ldc = c->ld;
     g->ldd = d->ld;
-    g->bias = op->epilogue == CUBLASLT_EPILOGUE_BIAS ? op->bias : nullptr;
+    g->bias = ep == CUBLASLT_EPILOGUE_BIAS || gelu_aux ? op->bias : nullptr;
+    g->epi = gelu_aux || dgelu ? ep : 0;
+    g->aux = gelu_aux || dgelu ? (float *)op->aux : nullptr;
+    g->auxld = op->aux_ld;
+    g->bgrad = dgelu ? (float *)op->bias : nullptr;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -379,6 +434,9 @@ extern "C" cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cub
     res->algo.data[0] = ALGO_MAGIC;
     res->algo.data[1] = ws;
     for (int i = 0; i < 4; i++) res->algo.data[2 + i] = pref->align[i] < 16 ? pref->align[i] : 16;
+    /* the aux matrix's alignment, as its pointer had it (at most 16) */
+    if (g.aux) res->algo.data[6] = align_of(g.aux) < 16 ? align_of(g.aux) : 16;
+    res->algo.data[7] = g.epi;
     const size_t es = type_size(a->type);
     for (int i = 0; i < 2; i++)
         if (res->algo.data[2 + i] < es) return CUBLAS_STATUS_NOT_SUPPORTED;   /* operands must be element-aligned */
@@ -410,6 +468,12 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_
         if (align_of(ptr[i]) < algo->data[2 + i])
             return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul: %c at %p is less aligned than the %llu bytes "
                        "promised to the heuristic", "ABCD"[i], ptr[i], (unsigned long long)algo->data[2 + i]);
+    if (algo->data[7] != g.epi)
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul: the algorithm was chosen for epilogue %llu, not %u",
+                   (unsigned long long)algo->data[7], g.epi);
+    if (g.aux && align_of(g.aux) < algo->data[6])
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul: aux at %p is less aligned than the %llu bytes "
+                   "its pointer had at the heuristic", (void *)g.aux, (unsigned long long)algo->data[6]);
     g.alpha = *(const float *)alpha;
     g.beta = *(const float *)beta;
     g.A = A;
@@ -417,8 +481,10 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_
     g.C = C;
     g.D = D;
     if (!g.m || !g.n) return CUBLAS_STATUS_SUCCESS;
-    if (g.bias == nullptr && op->epilogue == CUBLASLT_EPILOGUE_BIAS)
+    if (g.bias == nullptr && (op->epilogue == CUBLASLT_EPILOGUE_BIAS || op->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS))
         return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul: bias epilogue without a bias pointer");
+    if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD && !g.bgrad)
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul: DGELU_BGRAD without a bias gradient pointer");
     st = check_mem(g, "cublasLtMatmul");
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     const size_t wsn = algo->data[1];
