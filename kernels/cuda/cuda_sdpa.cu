@@ -84,8 +84,7 @@ static inline int rule(int hs, const zt_attn_opts *o) {
 extern "C" const char *zt_cuda_attention_path(void) {
 #ifdef ZT_HAVE_CUDNN
     if (det_mode())
-        return "ztrain's kernels (deterministic mode, ZT_CUDA_DETERMINISTIC=1: cuDNN's backward is not "
-               "bitwise reproducible)";
+        return "ztrain's kernels (deterministic mode: ZT_CUDA_DETERMINISTIC is set)";
     return "cuDNN fused attention in bf16 matmul mode (no soft-cap, head size a multiple of 8 up to 256, "
            "shapes cuDNN takes); ztrain's kernels otherwise";
 #else

@@ -24,8 +24,9 @@
  * interpreter: each tensor a dense fp32 array over its dims, operands
  * broadcast where a dim is 1 or divides the output's (grouped heads:
  * index i reads i / (out / dim)), reductions fold a dim to 1 or to a
- * divisor (heads), matmuls accumulate in fp32, non-virtual outputs are
- * rounded to their type (bf16: nearest even).  The workspace: 4 bytes per
+ * divisor (heads), matmuls accumulate in fp32, every result is rounded to
+ * its tensor's type (bf16: nearest even; virtual tensors too, so a bf16
+ * transposed P is rounded as cuDNN's kernels round it).  The workspace: 4 bytes per
  * element of every non-virtual matmul output (an fp32 accumulator, as
  * cuDNN's dQ accumulator), overwritten by the run.
  */
