@@ -11,7 +11,8 @@
  * ACCUMULATED into (the caller zeroes them at the start of a step);
  * everything else is overwritten.  All kernels are deterministic for a
  * fixed thread count (cpu) or a fixed device model (cuda: no float atomics;
- * every reduction has a fixed order).
+ * every reduction has a fixed order), except cuda's attention where it runs
+ * through cuDNN (not promised; ZT_CUDA_DETERMINISTIC=1 avoids it: docs/gpu.md).
  *
  * Pointers passed to a kernel are memory of the backend's device (host
  * memory for cpu, from alloc() for cuda).  On cuda, kernels are queued in

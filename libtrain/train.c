@@ -18,6 +18,7 @@
 #include "runtime.h"
 #include "seqpar.h"
 #include "ztrain_env.h"
+#include "cuda/zt_cuda.h"
 
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) {
     if (!ctx->cb.log) return;
@@ -348,6 +349,8 @@ static int open_world(zt_ctx *ctx, zt_status *st) {
         zt_log(ctx, ZT_LOG_INFO, "backend %s%s; collectives on device buffers: %s", ctx->be->name,
                ctx->device >= 0 ? " (device chosen from the local rank)" : "",
                ctx->mesh->comm_kind == ZT_MESH_COMM_NCCL ? "NCCL" : "MPI staged through host memory");
+    if (strcmp(ctx->be->name, "cuda") == 0)
+        zt_log(ctx, ZT_LOG_INFO, "attention: %s", zt_cuda_attention_path());
     return ZT_OK;
 }
 

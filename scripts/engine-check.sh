@@ -83,6 +83,9 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 export OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 export ZTRAIN_REQUEUE=false
+# attention on ztrain's own kernels (whose bf16 rounding points the CPU backend
+# shares): the cuDNN path agrees with cpu only to bf16 rounding (docs/gpu.md)
+export ZT_CUDA_DETERMINISTIC=${ZT_CUDA_DETERMINISTIC:-1}
 unset ZTRAIN_RESUME ZTRAIN_CKPT_DIR ZTRAIN_CKPT_EVERY ZTRAIN_STAGE ZTRAIN_BACKEND ZTRAIN_COMM_BACKEND ZTRAIN_CONFIG
 
 N=0; FAILED=0

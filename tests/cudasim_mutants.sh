@@ -215,6 +215,20 @@ mutant flash-mask-edge kernels/cuda/cuda_attention_tc.cu \
 mutant flash-dq-no-sync kernels/cuda/cuda_attention_tc.cu \
     'for \(int k0 = kstart; k0 < kend; k0 \+= BK\) \{\n\K        __syncthreads\(\);\n' ''
 
+# cuDNN attention (cuda_sdpa.cu): the causal mask off by one (row > col:
+# a query no longer sees itself)
+mutant sdpa-causal-edge kernels/cuda/cuda_sdpa.cu \
+    'pw\(CUDNN_POINTWISE_\KCMP_GE(?=, row, col)' 'CMP_GT'
+
+# cuDNN attention: the sliding window one key wider (row - col <= window)
+mutant sdpa-window-edge kernels/cuda/cuda_sdpa.cu \
+    'pw\(CUDNN_POINTWISE_\KCMP_LT(?=, d, scalar\(U_WIN\))' 'CMP_LE'
+
+# cuDNN attention backward, GQA: dK summed over the wrong q heads (the
+# full-head dK reduced into dV's place and dV's into dK's)
+mutant sdpa-gqa-swap kernels/cuda/cuda_sdpa.cu \
+    'g\.reduce\(CUDNN_REDUCE_TENSOR_ADD, g\.matmul\(dSt, Q, dKf\), \KdK(?=\);)' 'dV'
+
 echo
 echo "| mutant | file:line | caught by | result |"
 echo "|---|---|---|---|"

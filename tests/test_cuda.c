@@ -1275,6 +1275,129 @@ static void test_gqa_ext(int B, int T, int NH, int NKV, int hd, float scale, flo
     no_error(tag);
 }
 
+/* cuDNN's fused attention (kernels/cuda/cuda_sdpa.cu; on the simulator
+ * its stand-in tests/cudasim/cudnn.cc) in bf16 mode: that cuDNN ran the
+ * call, forward and backward against the double reference (operands in
+ * bf16; cuDNN's O and dQ, dK, dV are bf16), against ztrain's kernels and
+ * the CPU backend in the same mode, the backward twice bitwise.  Skips
+ * where the build has no cuDNN. */
+static int cudnn_built(void) {
+    return !selftest && strncmp(zt_cuda_attention_path(), "cuDNN", 5) == 0;
+}
+static void test_cudnn_attention(int B, int T, int NH, int NKV, int hd, float scale, int window) {
+    char tag[160], name[256];
+    snprintf(tag, sizeof tag, "B=%d T=%d NH=%d NKV=%d hd=%d scale=%g window=%d", B, T, NH, NKV, hd,
+             (double)scale, window);
+    if (!cudnn_built()) {
+        snprintf(name, sizeof name, "cuDNN attention %s", tag);
+        tap_skip(name, "this build has no cuDNN");
+        return;
+    }
+    const zt_attn_opts o = {scale, 0.0f, window};
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no);
+    float *out_d = gpu->alloc(no * 4), *lse_d = gpu->alloc(nl * 4), *junk = fvec(nq, 7.0);
+    float *dq_d = devf(junk, nq), *d2 = gpu->alloc(nq * 4), *o2 = gpu->alloc(no * 4), *l2 = gpu->alloc(nl * 4);
+    ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+    ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+    long f0, b0, x0, f1, b1, x1;
+    zt_cuda_att_cudnn_for_test(1, 0);
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
+    gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+    zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
+    tap_ok(f1 == f0 + 1 && x1 == x0, "cuDNN ran the forward %s", tag);
+    snprintf(name, sizeof name, "cuDNN forward out = double reference (bf16 out) %s", tag);
+    cmpd(name, out_d, out, no, 1e-2, 1e-2 * maxabs(out, no));
+    snprintf(name, sizeof name, "cuDNN forward lse (stats) %s", tag);
+    cmpd(name, lse_d, lse, nl, 1e-4, 1e-4 * maxabs(lse, nl));
+    gpu->to_device(out_d, out, no * 4);
+    gpu->to_device(lse_d, lse, nl * 4);
+    gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+    zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
+    tap_ok(b0 == b1 + 1 && x0 == x1, "cuDNN ran the backward %s", tag);
+    snprintf(name, sizeof name, "cuDNN backward dqkv (overwritten) = double reference (bf16 grads) %s", tag);
+    cmpd(name, dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
+    gpu->gqa_ext_bwd(d2, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "cuDNN backward twice: bitwise equal (on the simulator) %s", tag);
+    same_dev(name, dq_d, d2, nq * 4);
+    /* ztrain's kernels (cuDNN off) and the CPU backend, same mode */
+    zt_cuda_att_cudnn_for_test(0, 0);
+    float *h_dq = host(dq_d, nq);
+    gpu->gqa_ext_fwd(o2, l2, qkv_d, B, T, NH, NKV, hd, &o);
+    zt_cuda_att_cudnn_for_test(1, 0);
+    gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+    float *h_cudnn = host(out_d, no), *h_ours = host(o2, no);
+    snprintf(name, sizeof name, "cuDNN forward out = ztrain's kernels' %s", tag);
+    cmp(name, h_cudnn, h_ours, no, 1e-2, 1e-2 * maxabs(h_ours, no));
+    zt_cuda_att_cudnn_for_test(0, 0);
+    gpu->to_device(out_d, out, no * 4);
+    gpu->to_device(lse_d, lse, nl * 4);
+    gpu->gqa_ext_bwd(d2, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+    float *h_ours_dq = host(d2, nq);
+    snprintf(name, sizeof name, "cuDNN backward dqkv = ztrain's kernels' %s", tag);
+    cmp(name, h_dq, h_ours_dq, nq, 2e-2, 2e-2 * maxabs(h_ours_dq, nq));
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    if (cpu->gqa_ext_fwd && cpu->gqa_ext_bwd) {
+        float *co = xmalloc(no * 4), *cl = xmalloc(nl * 4), *cg = fvec(nq, 7.0);
+        cpu->set_matmul_precision(ZT_MATMUL_BF16);
+        cpu->gqa_ext_fwd(co, cl, qkv, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_bwd(cg, dout, qkv, out, lse, B, T, NH, NKV, hd, &o);
+        cpu->set_matmul_precision(ZT_MATMUL_FP32);
+        snprintf(name, sizeof name, "cuDNN forward out = the CPU backend's %s", tag);
+        cmp(name, h_cudnn, co, no, 1e-2, 1e-2 * maxabs(co, no));
+        snprintf(name, sizeof name, "cuDNN backward dqkv = the CPU backend's %s", tag);
+        cmp(name, h_dq, cg, nq, 2e-2, 2e-2 * maxabs(cg, nq));
+        free(co); free(cl); free(cg);
+    }
+    free(h_dq); free(h_cudnn); free(h_ours); free(h_ours_dq);
+    free(qkv); free(dout); free(out); free(lse); free(dqkv); free(junk);
+    gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+    gpu->free(d2); gpu->free(o2); gpu->free(l2);
+    no_error(tag);
+}
+
+/* The rule: cuDNN only in bf16 mode, without soft-cap, at head sizes that
+ * are multiples of 8 up to 256, and never in deterministic mode */
+static void test_cudnn_rule(void) {
+    if (!cudnn_built()) {
+        tap_skip("cuDNN attention: the rule", "this build has no cuDNN");
+        return;
+    }
+    const int B = 1, T = 9, NH = 2, NKV = 1;
+    struct { int hd, mode, det; float cap; int cudnn; const char *what; } c[] = {
+        {16, ZT_MATMUL_BF16, 0, 0.0f, 1, "bf16, hs 16: cuDNN"},
+        {16, ZT_MATMUL_FP32, 0, 0.0f, 0, "fp32 mode: ours"},
+        {16, ZT_MATMUL_BF16, 1, 0.0f, 0, "deterministic mode: ours"},
+        {16, ZT_MATMUL_BF16, 0, 2.0f, 0, "soft-cap: ours"},
+        {12, ZT_MATMUL_BF16, 0, 0.0f, 0, "hs 12 (not a multiple of 8): ours"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const int hd = c[i].hd;
+        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+        float *qkv = fvec(nq, 1.0), *dout = fvec(no, 1.0);
+        float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
+        float *lse_d = gpu->alloc((size_t)B * NH * T * 4), *dq_d = gpu->alloc(nq * 4);
+        const zt_attn_opts o = {0.25f, c[i].cap, 0};
+        zt_cuda_att_cudnn_for_test(1, c[i].det);
+        gpu->set_matmul_precision(c[i].mode);
+        long f0, b0, f1, b1;
+        zt_cuda_att_cudnn_calls_for_test(&f0, &b0, NULL);
+        gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+        zt_cuda_att_cudnn_calls_for_test(&f1, &b1, NULL);
+        tap_ok(f1 - f0 == c[i].cudnn && b1 - b0 == c[i].cudnn, "attention path: %s", c[i].what);
+        free(qkv); free(dout);
+        gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+        no_error(c[i].what);
+    }
+    zt_cuda_att_cudnn_for_test(0, 0);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+}
+
 /* gqa_fwd/bwd = gqa_ext_* with scale 1/sqrt(hd), no cap, no window,
  * bitwise; a window >= T is no window, bitwise (with and without a cap) */
 static void test_gqa_ext_defaults(int B, int T, int NH, int NKV, int hd, int mode) {
@@ -1561,6 +1684,8 @@ int main(void) {
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
 
+    /* ztrain's own attention kernels unless a test asks for cuDNN's */
+    zt_cuda_att_cudnn_for_test(0, 0);
     const int full = !(getenv("ZT_CUDA_TEST_QUICK") && atoi(getenv("ZT_CUDA_TEST_QUICK")));
     if (!full) tap_diag("ZT_CUDA_TEST_QUICK: small shapes only");
 
@@ -1652,6 +1777,14 @@ int main(void) {
         test_gqa_ext(1, 40, 2, 1, 8, 0.5f, 0.0f, 1, mode);     /* window 1: each query itself */
         if (full) test_gqa_ext(1, 300, 8, 4, 64, 0.125f, 50.0f, 128, mode);
     }
+    /* cuDNN's fused attention: causal, GQA, MQA, sliding window, odd T */
+    test_cudnn_rule();
+    test_cudnn_attention(1, 37, 2, 2, 16, 0.25f, 0);    /* NKV = NH, odd T */
+    test_cudnn_attention(2, 33, 6, 2, 8, 0.35f, 0);     /* GQA, 3 q heads per kv head */
+    test_cudnn_attention(1, 20, 4, 1, 32, 0.17f, 0);    /* MQA */
+    test_cudnn_attention(1, 41, 4, 2, 16, 0.3f, 7);     /* sliding window, odd T */
+    test_cudnn_attention(1, 17, 2, 1, 8, 0.5f, 1);      /* window 1: each query itself */
+    test_cudnn_attention(1, 1, 2, 1, 8, 0.5f, 0);       /* one token */
     test_geglu(37, 13);
     if (full) test_geglu(512, 4096);
     test_softcap(100003, 30.0f);

@@ -704,6 +704,7 @@ void zt_cuda_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T,
     if (!check_shape(NH, NKV, hs, "attention forward")) return;
     const zt_attn_opts dflt = default_opts(hs);
     if (!o) o = &dflt;
+    if (zt_cuda_sdpa_fwd(out, lse, qkv, B, T, NH, NKV, hs, o)) return;   /* cuDNN (cuda_sdpa.cu) */
     if (tc_fwd(out, lse, qkv, B, T, NH, NKV, hs, o)) return;
     switch (dims_per_lane(hs)) {
     case 1: att_fwd_launch<1>(out, lse, qkv, B, T, NH, NKV, hs, o); break;
@@ -720,6 +721,7 @@ void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const
     if (!check_shape(NH, NKV, hs, "attention backward")) return;
     const zt_attn_opts dflt = default_opts(hs);
     if (!o) o = &dflt;
+    if (zt_cuda_sdpa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs, o)) return;
     if (tc_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs, o)) return;
     const size_t nrow = (size_t)B * NH * T;
     float *D = (float *)zt_cuda_scratch(zt_cuda_ws_gqa_ext_bwd(0, B, T, NH, NKV, hs, o->softcap),

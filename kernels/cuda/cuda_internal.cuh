@@ -208,6 +208,15 @@ void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, in
 void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
                           const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
 
+/* cuda_sdpa.cu: attention through cuDNN's fused attention when the rule
+ * picks it for this call (true: done, or its error recorded); false: run
+ * ours.  zt_cuda_sdpa_fini frees the cached plans and the cuDNN handle. */
+bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
+                      const zt_attn_opts *o);
+bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
+                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
+extern "C" void zt_cuda_sdpa_fini(void);
+
 /* cuda_matmul.cu */
 bool zt_cuda_matmul_init(void);
 void zt_cuda_matmul_fini(void);

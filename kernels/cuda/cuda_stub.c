@@ -22,6 +22,13 @@ void zt_cuda_mem(size_t *cur, size_t *peak) {
 void zt_cuda_mem_reset_peak(void) {}
 void zt_cuda_set_gemm_impl(int use_lt) { (void)use_lt; }
 void zt_cuda_att_flash_for_test(int on) { (void)on; }
+const char *zt_cuda_attention_path(void) { return "none (no CUDA backend in this build)"; }
+void zt_cuda_att_cudnn_for_test(int on, int deterministic) { (void)on, (void)deterministic; }
+void zt_cuda_att_cudnn_calls_for_test(long *fwd, long *bwd, long *declined) {
+    if (fwd) *fwd = 0;
+    if (bwd) *bwd = 0;
+    if (declined) *declined = 0;
+}
 void *zt_cuda_scratch_for_test(size_t bytes, size_t *have) {
     (void)bytes;
     if (have) *have = 0;

@@ -173,6 +173,22 @@ static inline size_t zt_cuda_ws_gqa_fwd(int bf16, int B, int T, int NH, int NKV,
 static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV, int hs) {
     return zt_cuda_ws_gqa_ext_bwd(bf16, B, T, NH, NKV, hs, 0.0f);
 }
+/* the cuDNN attention path (cuda_sdpa.cu), plus cudnn_ws, the workspace
+ * its execution plan asks for (known only once cuDNN built the plan; the
+ * gqa/attention functions here are the planner's prediction, which is our
+ * kernels' need): forward q16 and O in bf16; backward q16, dqkv16, O and
+ * dO in bf16, softmax_sum [B, NH, T] and dQ_accum [B, NH, T, hs] in fp32
+ * and, with NKV < NH, dK and dV per q head in fp32 */
+static inline size_t zt_cuda_ws_sdpa_fwd(int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
+    return zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
+           zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) + cudnn_ws;
+}
+static inline size_t zt_cuda_ws_sdpa_bwd(int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
+    const size_t nout = (size_t)B * T * (size_t)NH * hs;
+    return 2 * zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
+           2 * zt_cuda_ws_al256(nout * 2) + zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) +
+           (NKV != NH ? 3 : 1) * zt_cuda_ws_al256(nout * 4) + cudnn_ws;
+}
 /* GPT-2's attention [B, T, C], NH heads of C / NH (NKV = NH) */
 static inline size_t zt_cuda_ws_attention_fwd(int bf16, int B, int T, int C, int NH) {
     return NH > 0 ? zt_cuda_ws_gqa_fwd(bf16, B, T, NH, NH, C / NH) : 0;

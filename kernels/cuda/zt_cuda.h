@@ -58,6 +58,18 @@ void *zt_cuda_scratch_for_test(size_t bytes, size_t *have);
  * every head size (the same values).  Nothing without CUDA. */
 void zt_cuda_att_flash_for_test(int on);
 
+/* Which attention path the rule picks (one line, for the run's start-up
+ * log): cuDNN's fused attention where this build has cuDNN, the matmul
+ * mode is bf16, there is no soft-cap, the head size is a multiple of 8 up
+ * to 256, cuDNN takes the shape and ZT_CUDA_DETERMINISTIC is not set;
+ * ztrain's own kernels otherwise (docs/gpu.md). */
+const char *zt_cuda_attention_path(void);
+/* Tests: on = 0 keeps attention on ztrain's kernels, deterministic = 1 as
+ * ZT_CUDA_DETERMINISTIC=1; and the calls cuDNN ran (forward, backward) and
+ * the shapes it declined.  Nothing / zeros without cuDNN. */
+void zt_cuda_att_cudnn_for_test(int on, int deterministic);
+void zt_cuda_att_cudnn_calls_for_test(long *fwd, long *bwd, long *declined);
+
 #ifdef __cplusplus
 }
 #endif

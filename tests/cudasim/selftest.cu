@@ -14,6 +14,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cudnn.h>
 #include <cuda_runtime.h>
 
 static int n_test, n_fail;
@@ -299,6 +300,87 @@ int main(void) {
     const int64_t wrong = 1;
     ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &wrong, sizeof wrong) == CUBLAS_STATUS_INVALID_VALUE,
        "cuBLASLt attribute of the wrong size: CUBLAS_STATUS_INVALID_VALUE");
+
+    /* cuDNN (backend API): documented argument checks, finalize order,
+     * NOT_SUPPORTED for what the engine does not take, and a tiny graph */
+    {
+        cudnnHandle_t hn;
+        cudnnCreate(&hn);
+        cudnnSetStream(hn, s);
+        cudnnBackendDescriptor_t t, t2;
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t);
+        const int64_t dims[3] = {1, 2, 8}, str[3] = {16, 8, 1}, uid = 1, al = 16;
+        const cudnnDataType_t bf = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+        ok(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT32, 3, dims) ==
+               CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, "cuDNN: tensor dims as INT32: BAD_PARAM_ATTRIBUTE_TYPE");
+        ok(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 2, dims) ==
+               CUDNN_STATUS_BAD_PARAM, "cuDNN: two unique ids: BAD_PARAM");
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &bf);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 2, str);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &al);
+        ok(cudnnBackendFinalize(t) == CUDNN_STATUS_BAD_PARAM, "cuDNN: 3 dims, 2 strides: finalize BAD_PARAM");
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, str);
+        ok(cudnnBackendFinalize(t) == CUDNN_STATUS_SUCCESS, "cuDNN: a bf16 [1, 2, 8] tensor");
+        ok(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid) ==
+               CUDNN_STATUS_BAD_PARAM, "cuDNN: setting a finalized descriptor: BAD_PARAM");
+        /* a matmul over a tensor not finalized yet */
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t2);
+        cudnnBackendDescriptor_t mm, mop;
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_MATMUL_DESCRIPTOR, &mm);
+        cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+        cudnnBackendFinalize(mm);
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &mop);
+        cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+        cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t2);
+        cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+        cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+        ok(cudnnBackendFinalize(mop) == CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED,
+           "cuDNN: a matmul over an unfinalized tensor: BAD_PARAM_NOT_FINALIZED");
+        /* t2 = [1, 8, 2]: t (1x2x8) times t2 = [1, 2, 2]; a graph of one
+         * matmul is not an attention graph: the heuristics find no engine */
+        const int64_t d2[3] = {1, 8, 2}, s2[3] = {16, 2, 1}, u2 = 2, d3[3] = {1, 2, 2}, s3[3] = {4, 2, 1}, u3 = 3;
+        cudnnBackendSetAttribute(t2, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &bf);
+        cudnnBackendSetAttribute(t2, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, d2);
+        cudnnBackendSetAttribute(t2, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, s2);
+        cudnnBackendSetAttribute(t2, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &u2);
+        cudnnBackendSetAttribute(t2, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &al);
+        cudnnBackendFinalize(t2);
+        ok(cudnnBackendFinalize(mop) == CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+           "cuDNN: [1,2,8] x [1,8,2] into [1,2,8]: BAD_PARAM_SHAPE_MISMATCH");
+        cudnnBackendDescriptor_t t3, mop2, g, h;
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t3);
+        cudnnBackendSetAttribute(t3, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+        cudnnBackendSetAttribute(t3, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, d3);
+        cudnnBackendSetAttribute(t3, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, s3);
+        cudnnBackendSetAttribute(t3, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &u3);
+        cudnnBackendSetAttribute(t3, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &al);
+        cudnnBackendFinalize(t3);
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &mop2);
+        cudnnBackendSetAttribute(mop2, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+        cudnnBackendSetAttribute(mop2, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t2);
+        cudnnBackendSetAttribute(mop2, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t3);
+        cudnnBackendSetAttribute(mop2, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+        ok(cudnnBackendFinalize(mop2) == CUDNN_STATUS_SUCCESS, "cuDNN: [1,2,8] x [1,8,2] into [1,2,2]");
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g);
+        cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mop2);
+        ok(cudnnBackendFinalize(g) == CUDNN_STATUS_BAD_PARAM, "cuDNN: a graph without a handle: BAD_PARAM");
+        cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &hn);
+        ok(cudnnBackendFinalize(g) == CUDNN_STATUS_SUCCESS, "cuDNN: a graph of one matmul");
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &h);
+        const cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
+        cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g);
+        cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm);
+        int64_t ncfg = -1;
+        ok(cudnnBackendFinalize(h) == CUDNN_STATUS_SUCCESS &&
+               cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &ncfg,
+                                        NULL) == CUDNN_STATUS_SUCCESS && ncfg == 0,
+           "cuDNN: not an attention graph: the heuristics return no engine");
+        cudnnBackendDescriptor_t all[] = {h, g, mop2, mop, mm, t3, t2, t};
+        for (cudnnBackendDescriptor_t x : all) cudnnBackendDestroyDescriptor(x);
+        cudnnDestroy(hn);
+    }
 
     /* cub: the two-call protocol */
     int keys[6] = {3, 1, 3, 0, 1, 3}, vals[6] = {0, 1, 2, 3, 4, 5}, ko[6], vo[6];
