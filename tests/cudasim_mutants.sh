@@ -215,6 +215,11 @@ mutant flash-mask-edge kernels/cuda/cuda_attention_tc.cu \
 mutant flash-dq-no-sync kernels/cuda/cuda_attention_tc.cu \
     'for \(int k0 = kstart; k0 < kend; k0 \+= BK\) \{\n\K        __syncthreads\(\);\n' ''
 
+# Mixture of Experts routing: top-k ties broken towards the higher expert
+# (the CPU takes the lower one)
+mutant moe-topk-tie kernels/cuda/cuda_moe.cu \
+    'if \(!taken && \(best < 0 \|\| p\[e\] \K>(?= p\[best\]\)\))' '>='
+
 echo
 echo "| mutant | file:line | caught by | result |"
 echo "|---|---|---|---|"
