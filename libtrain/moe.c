@@ -38,7 +38,7 @@ int zt_moe_check_backend(const zt_backend *be, zt_status *st) {
     if (be && (!be->moe_route_fwd || !be->moe_route_bwd || !be->rows_gather || !be->rows_scatter ||
                !be->rows_dot || !be->sigmoid_fwd || !be->sigmoid_bwd))
         return zt_fail(st, ZT_EUNSUPPORTED, "llama: the %s backend has no Mixture of Experts kernels "
-                       "yet (ztrain.model.n_experts > 0 runs on the cpu backend; docs/moe.md)",
+                       "(ztrain.model.n_experts > 0 runs on the cpu and cuda backends; docs/moe.md)",
                        be->name ? be->name : "?");
     return ZT_OK;
 }

@@ -229,6 +229,11 @@ mutant sdpa-window-edge kernels/cuda/cuda_sdpa.cu \
 mutant sdpa-gqa-swap kernels/cuda/cuda_sdpa.cu \
     'g\.reduce\(CUDNN_REDUCE_TENSOR_ADD, g\.matmul\(dSt, Q, dKf\), \KdK(?=\);)' 'dV'
 
+# Mixture of Experts routing: top-k ties broken towards the higher expert
+# (the CPU takes the lower one)
+mutant moe-topk-tie kernels/cuda/cuda_moe.cu \
+    'if \(!taken && \(best < 0 \|\| p\[e\] \K>(?= p\[best\]\)\))' '>='
+
 echo
 echo "| mutant | file:line | caught by | result |"
 echo "|---|---|---|---|"

@@ -19,6 +19,9 @@
  *     (max over all of dqkv)
  *   Llama: rmsnorm, rope, swiglu (fwd and bwd):         rtol 1e-5, atol 1e-6
  *   Gemma: geglu, softcap against double references:   rtol 1e-5, atol 1e-6
+ *   MoE (cuda_moe.cu): route idx (ties too) and rows_gather exact; route
+ *     probs, wts rtol 1e-5 atol 1e-7; route_bwd, rows_dot rtol 1e-5
+ *     atol 1e-6; rows_scatter, sigmoid rtol 1e-6 atol 1e-7
  *     (geglu_bwd atol 5e-6: tanhf; against the CPU's geglu atol 3e-6 fwd,
  *     2e-5 bwd: its zt_tanhf); gqa_ext against a double reference as
  *     gqa (fp32) and gqa_bf16 (bf16 mode); gqa = gqa_ext defaults: bitwise
@@ -865,6 +868,111 @@ static void test_swiglu(int N, int H) {
     no_error("swiglu");
 }
 
+/* Mixture of Experts (cuda_moe.cu): routing against the CPU's, the top-k's
+ * experts exactly (rows 0, 3, 6, ... hold ties: equal logits, so equal
+ * probabilities on both, the lower expert first), the row kernels with
+ * repeated rows and NULL rows / weights, sigmoid */
+static void test_moe(int N, int E, int K, int C) {
+    if (!gpu->moe_route_fwd || !gpu->moe_route_bwd || !gpu->rows_gather || !gpu->rows_scatter ||
+        !gpu->rows_dot || !gpu->sigmoid_fwd || !gpu->sigmoid_bwd) {
+        tap_skip("moe", "the table has no Mixture of Experts kernels");
+        return;
+    }
+    const size_t ne = (size_t)N * E, nk = (size_t)N * K;
+    char name[160], tag[64];
+    snprintf(tag, sizeof tag, "N=%d E=%d K=%d", N, E, K);
+    float *logits = fvec(ne, 3.0);
+    for (int n = 0; n < N; n += 3)   /* ties: every other expert equals expert 1 */
+        for (int e = 3; e < E; e += 2) logits[(size_t)n * E + e] = logits[(size_t)n * E + 1];
+    if (N > 1)                       /* a row of one value: every expert tied */
+        for (int e = 0; e < E; ++e) logits[(size_t)E + e] = 0.25f;
+    float *logits_d = devf(logits, ne);
+    for (int norm = 0; norm <= 1; ++norm) {
+        float *probs = xmalloc(ne * 4), *wts = xmalloc(nk * 4);
+        int *idx = xmalloc(nk * sizeof(int)), *idx_g = xmalloc(nk * sizeof(int));
+        float *probs_d = devf(probs, ne), *wts_d = devf(wts, nk);   /* garbage: overwritten */
+        int *idx_d = dev(idx, nk * sizeof(int));
+        cpu->moe_route_fwd(wts, idx, probs, logits, N, E, K, norm);
+        gpu->moe_route_fwd(wts_d, idx_d, probs_d, logits_d, N, E, K, norm);
+        gpu->to_host(idx_g, idx_d, nk * sizeof(int));
+        size_t bad = nk;
+        for (size_t i = 0; i < nk && bad == nk; ++i)
+            if (idx_g[i] != idx[i]) bad = i;
+        if (bad < nk) tap_diag("moe_route_fwd: first different expert at slot %zu: gpu %d cpu %d", bad,
+                               idx_g[bad], idx[bad]);
+        tap_ok(bad == nk, "moe_route_fwd idx = the CPU's (ties: the lower expert) %s norm=%d", tag, norm);
+        snprintf(name, sizeof name, "moe_route_fwd probs %s norm=%d", tag, norm);
+        cmpd(name, probs_d, probs, ne, 1e-5, 1e-7);
+        snprintf(name, sizeof name, "moe_route_fwd wts %s norm=%d", tag, norm);
+        cmpd(name, wts_d, wts, nk, 1e-5, 1e-7);
+        /* backward from the CPU's routing on both, with and without dprobs */
+        float *dwts = fvec(nk, 1.0), *dprobs = fvec(E, 0.1), *dl = xmalloc(ne * 4);
+        float *dwts_d = devf(dwts, nk), *dprobs_d = devf(dprobs, E), *dl_d = devf(logits, ne);
+        gpu->to_device(probs_d, probs, ne * 4);
+        gpu->to_device(idx_d, idx, nk * sizeof(int));
+        for (int withp = 0; withp <= 1; ++withp) {
+            cpu->moe_route_bwd(dl, dwts, withp ? dprobs : NULL, probs, idx, N, E, K, norm);
+            gpu->moe_route_bwd(dl_d, dwts_d, withp ? dprobs_d : NULL, probs_d, idx_d, N, E, K, norm);
+            snprintf(name, sizeof name, "moe_route_bwd dlogits (overwritten) %s norm=%d dprobs=%s", tag,
+                     norm, withp ? "yes" : "NULL");
+            cmpd(name, dl_d, dl, ne, 1e-5, 1e-6);
+        }
+        free(probs); free(wts); free(idx); free(idx_g); free(dwts); free(dprobs); free(dl);
+        gpu->free(probs_d); gpu->free(wts_d); gpu->free(idx_d); gpu->free(dwts_d); gpu->free(dprobs_d);
+        gpu->free(dl_d);
+    }
+    free(logits);
+    gpu->free(logits_d);
+
+    /* rows: n = N K entries over N rows of C, every row repeated */
+    const int n = N * K;
+    int *rows = ivec((size_t)n, N);
+    float *x = fvec((size_t)N * C, 1.0), *xs = fvec((size_t)n * C, 1.0), *w = fvec((size_t)n, 1.0);
+    float *y = fvec((size_t)N * C, 1.0), *out = xmalloc((size_t)n * C * 4), *dot = xmalloc((size_t)n * 4);
+    int *rows_d = dev(rows, (size_t)n * sizeof(int));
+    float *x_d = devf(x, (size_t)N * C), *xs_d = devf(xs, (size_t)n * C), *w_d = devf(w, (size_t)n);
+    float *y_d = devf(y, (size_t)N * C), *out_d = devf(xs, (size_t)n * C), *dot_d = devf(w, (size_t)n);
+    snprintf(tag, sizeof tag, "n=%d C=%d", n, C);
+    for (int v = 0; v < 3; ++v) {   /* rows and w; rows alone; neither (row i itself) */
+        const int *r = v < 2 ? rows : NULL, *r_d = v < 2 ? rows_d : NULL;
+        const float *ww = v == 0 ? w : NULL, *ww_d = v == 0 ? w_d : NULL;
+        const int m = v < 2 ? n : N;
+        const char *what = v == 0 ? "rows, w" : v == 1 ? "rows, w NULL" : "rows NULL, w NULL";
+        cpu->rows_gather(out, x, r, ww, m, C);
+        gpu->rows_gather(out_d, x_d, r_d, ww_d, m, C);
+        snprintf(name, sizeof name, "rows_gather (%s) %s", what, tag);
+        cmpd(name, out_d, out, (size_t)m * C, 0, 0);
+        cpu->rows_scatter(y, xs, r, ww, m, C);   /* y += ..., rows repeat */
+        gpu->rows_scatter(y_d, xs_d, r_d, ww_d, m, C);
+        snprintf(name, sizeof name, "rows_scatter (%s, +=) %s", what, tag);
+        cmpd(name, y_d, y, (size_t)N * C, 1e-6, 1e-7);
+        cpu->rows_dot(dot, x, r, xs, m, C);
+        gpu->rows_dot(dot_d, x_d, r_d, xs_d, m, C);
+        snprintf(name, sizeof name, "rows_dot (%s) %s", what, tag);
+        cmpd(name, dot_d, dot, (size_t)m, 1e-5, 1e-6);
+    }
+    free(rows); free(x); free(xs); free(w); free(y); free(out); free(dot);
+    gpu->free(rows_d); gpu->free(x_d); gpu->free(xs_d); gpu->free(w_d); gpu->free(y_d);
+    gpu->free(out_d); gpu->free(dot_d);
+
+    /* sigmoid over N C + 3 values, backward overwriting */
+    const size_t ns = (size_t)N * C + 3;
+    float *sx = fvec(ns, 8.0), *sdy = fvec(ns, 1.0), *sy = xmalloc(ns * 4), *sdx = xmalloc(ns * 4);
+    float *sx_d = devf(sx, ns), *sdy_d = devf(sdy, ns), *sy_d = gpu->alloc(ns * 4), *sdx_d = devf(sx, ns);
+    cpu->sigmoid_fwd(sy, sx, ns);
+    gpu->sigmoid_fwd(sy_d, sx_d, ns);
+    snprintf(name, sizeof name, "sigmoid_fwd n=%zu", ns);
+    cmpd(name, sy_d, sy, ns, 1e-6, 1e-7);
+    gpu->to_device(sy_d, sy, ns * 4);
+    cpu->sigmoid_bwd(sdx, sdy, sy, ns);
+    gpu->sigmoid_bwd(sdx_d, sdy_d, sy_d, ns);
+    snprintf(name, sizeof name, "sigmoid_bwd dx (overwritten) n=%zu", ns);
+    cmpd(name, sdx_d, sdx, ns, 1e-6, 1e-7);
+    free(sx); free(sdy); free(sy); free(sdx);
+    gpu->free(sx_d); gpu->free(sdy_d); gpu->free(sy_d); gpu->free(sdx_d);
+    no_error("moe");
+}
+
 static void test_gqa(int B, int T, int NH, int NKV, int hd) {
     const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
     const size_t nl = (size_t)B * NH * T;
@@ -1679,7 +1787,8 @@ int main(void) {
         gpu->nf4_dequant && gpu->gqa_ext_fwd && gpu->gqa_ext_bwd && gpu->geglu_fwd &&
         gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused && gpu->sum_to &&
         gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi && gpu->matmul_gelu_fwd &&
-        gpu->matmul_dgelu_bwd && gpu->add_layernorm_fwd && gpu->add_rmsnorm_fwd;
+        gpu->matmul_dgelu_bwd && gpu->add_layernorm_fwd && gpu->add_rmsnorm_fwd && gpu->moe_route_fwd && gpu->moe_route_bwd &&
+        gpu->rows_gather && gpu->rows_scatter && gpu->rows_dot && gpu->sigmoid_fwd && gpu->sigmoid_bwd;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -1739,6 +1848,10 @@ int main(void) {
     test_rope(1, 4101, 12, 12 * 64, 64);
     test_swiglu(37, 13);
     if (full) test_swiglu(512, 5632);
+    test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
+    test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */
+    test_moe(4, 3, 3, 1);                /* K = E: every expert taken */
+    if (full) test_moe(512, 64, 8, 2048);
     for (int nkv = 4; nkv >= 1; nkv /= 2) {
         test_gqa(2, 37, 4, nkv, 6);
         test_gqa(2, 70, 4, nkv, 16);

@@ -844,8 +844,13 @@ static void fill_table(zt_backend *t) {
     t->gqa_ext_bwd = zt_cuda_gqa_ext_bwd;
     t->geglu_fwd = zt_cuda_geglu_fwd;
     t->geglu_bwd = zt_cuda_geglu_bwd;
-    /* moe_route_*, rows_*, sigmoid_*: none yet (NULL: the llama model refuses a Mixture
-     * of Experts on this backend at creation, ZT_EUNSUPPORTED naming it; docs/moe.md) */
+    t->moe_route_fwd = zt_cuda_moe_route_fwd;   /* cuda_moe.cu */
+    t->moe_route_bwd = zt_cuda_moe_route_bwd;
+    t->rows_gather = zt_cuda_rows_gather;
+    t->rows_scatter = zt_cuda_rows_scatter;
+    t->rows_dot = zt_cuda_rows_dot;
+    t->sigmoid_fwd = zt_cuda_sigmoid_fwd;
+    t->sigmoid_bwd = zt_cuda_sigmoid_bwd;
     t->softcap_fwd = zt_cuda_softcap_fwd;
     t->softcap_bwd = zt_cuda_softcap_bwd;
     t->gelu_fwd = zt_cuda_gelu_fwd;

@@ -184,6 +184,17 @@ void zt_cuda_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, in
 void zt_cuda_softcap_fwd(float *y, const float *x, size_t n, float cap);
 void zt_cuda_softcap_bwd(float *dx, const float *dy, const float *y, size_t n, float cap);
 
+/* cuda_moe.cu */
+void zt_cuda_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                           int K, int norm);
+void zt_cuda_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                           const float *probs, const int *idx, int N, int E, int K, int norm);
+void zt_cuda_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C);
+void zt_cuda_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C);
+void zt_cuda_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C);
+void zt_cuda_sigmoid_fwd(float *y, const float *x, size_t n);
+void zt_cuda_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n);
+
 /* cuda_attention.cu */
 void zt_cuda_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
                            int NH);

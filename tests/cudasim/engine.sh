@@ -51,7 +51,9 @@
 # fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
 # with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
 # (fp32 stage 0, bf16 stage 3); the LM head in chunks (ztrain.classifier_chunk_rows:
-# Llama bf16 stage 3, Gemma 2 fp32 stage 0).  With
+# Llama bf16 stage 3, Gemma 2 fp32 stage 0); a Mixture of Experts
+# (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
+# ranks (fp32 stage 2 with activation checkpointing).  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
@@ -116,6 +118,11 @@ fi
 # (and its LM head in chunks of 7 rows: the soft-cap and xent_fused inside the chunk loop)
 group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case "g2bf16s3 bf16 --stage 3" \
     --case "g2ch fp32 --stage 0 --classifier-chunk-rows 7"
+# Mixture of Experts (configs/moe-tiny.json: 5 experts, 2 a token, expert width 37 (odd: the
+# per-expert GEMMs' row slices are not 16-byte aligned), a shared expert and its sigmoid gate,
+# the load-balancing loss): cuda_moe.cu's routing, gather/scatter and sigmoid on the device
+group moe1 1 moe-tiny.json --cases none --case "m0 fp32 --stage 0" --case "mbf16s3 bf16 --stage 3"
+group moe2 2 moe-tiny.json --cases none --case "mcks2 fp32 --stage 2 --act-ckpt blocks"
 # sequence parallelism (docs/long-context.md): the all-to-alls through NCCL's send/recv
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
 

@@ -1,0 +1,161 @@
+/*
+ * cuda_moe.cu -- the Mixture of Experts kernels on the GPU (kernels/backend.h:
+ * moe_route_*, rows_*, sigmoid_*; libtrain/moe.c drives them).  Each does
+ * what the CPU's (kernels/cpu/cpu_moe.c) does, in the same order:
+ *   - routing: one thread a token, the softmax, the top-k (the largest not
+ *     taken, the lower expert on ties) and the renormalisation as serial
+ *     loops over the row, so ties break exactly as on the CPU;
+ *   - rows_scatter: one thread a column, the rows added in order (rows
+ *     repeat: the sums' order is fixed, no atomics, deterministic);
+ *   - rows_dot: one thread a row, the columns summed in order.
+ * Nothing is allocated (no scratch).
+ */
+#ifdef HAVE_CONFIG_H
+#include "ztconfig.h"
+#endif
+
+#include "cuda_internal.cuh"
+
+/* ------------------------------------------------------------ routing */
+
+__global__ void k_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N,
+                                int E, int K, int norm) {
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N) return;
+    const float *l = logits + (size_t)n * E;
+    float *p = probs + (size_t)n * E, mx = l[0], s = 0;
+    for (int e = 1; e < E; ++e) mx = l[e] > mx ? l[e] : mx;
+    for (int e = 0; e < E; ++e) s += (p[e] = expf(l[e] - mx));
+    for (int e = 0; e < E; ++e) p[e] /= s;
+    int *ix = idx + (size_t)n * K;
+    float *w = wts + (size_t)n * K, sum = 0;
+    for (int k = 0; k < K; ++k) {   /* the largest not taken, lower index on ties */
+        int best = -1;
+        for (int e = 0; e < E; ++e) {
+            int taken = 0;
+            for (int j = 0; j < k; ++j) taken |= ix[j] == e;
+            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+        }
+        ix[k] = best;
+        w[k] = p[best];
+        sum += w[k];
+    }
+    if (norm)
+        for (int k = 0; k < K; ++k) w[k] /= sum;
+}
+
+__global__ void k_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                                const float *probs, const int *idx, int N, int E, int K, int norm) {
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N) return;
+    const float *p = probs + (size_t)n * E, *dw = dwts + (size_t)n * K;
+    const int *ix = idx + (size_t)n * K;
+    float *dl = dlogits + (size_t)n * E;
+    float S = 0, dot = 0;
+    for (int k = 0; k < K; ++k) S += p[ix[k]];
+    for (int k = 0; k < K; ++k) dot += dw[k] * p[ix[k]];
+    for (int e = 0; e < E; ++e) dl[e] = 0;
+    for (int k = 0; k < K; ++k) dl[ix[k]] = norm ? (dw[k] - dot / S) / S : dw[k];
+    if (dprobs)
+        for (int e = 0; e < E; ++e) dl[e] += dprobs[e];
+    float pd = 0;
+    for (int e = 0; e < E; ++e) pd += p[e] * dl[e];
+    for (int e = 0; e < E; ++e) dl[e] = p[e] * (dl[e] - pd);
+}
+
+#define ZT_MOE_ROW_THREADS 128
+
+static unsigned row_blocks(int n) { return (unsigned)((n + ZT_MOE_ROW_THREADS - 1) / ZT_MOE_ROW_THREADS); }
+
+void zt_cuda_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                           int K, int norm) {
+    if (N <= 0 || E <= 0 || K <= 0) return;
+    k_moe_route_fwd<<<row_blocks(N), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(wts, idx, probs, logits,
+                                                                            N, E, K, norm);
+    ZT_LAUNCHED("k_moe_route_fwd");
+}
+
+void zt_cuda_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                           const float *probs, const int *idx, int N, int E, int K, int norm) {
+    if (N <= 0 || E <= 0 || K <= 0) return;
+    k_moe_route_bwd<<<row_blocks(N), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(dlogits, dwts, dprobs,
+                                                                            probs, idx, N, E, K, norm);
+    ZT_LAUNCHED("k_moe_route_bwd");
+}
+
+/* ------------------------------------------------------------ rows */
+
+__global__ void k_rows_gather(float *out, const float *x, const int *rows, const float *w, int C,
+                              size_t total) {
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < total;
+         t += (size_t)gridDim.x * blockDim.x) {
+        const size_t i = t / (size_t)C, c = t - i * (size_t)C;
+        const float a = w ? w[i] : 1.0f;
+        out[t] = a * x[(size_t)(rows ? rows[i] : (int)i) * C + c];
+    }
+}
+
+__global__ void k_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n,
+                               int C) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    for (int i = 0; i < n; ++i) {   /* in order: rows repeat */
+        const float a = w ? w[i] : 1.0f;
+        y[(size_t)(rows ? rows[i] : i) * C + c] += a * x[(size_t)i * C + c];
+    }
+}
+
+__global__ void k_rows_dot(float *out, const float *a, const int *rows, const float *b, int n,
+                           int C) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float *p = a + (size_t)(rows ? rows[i] : i) * C, *q = b + (size_t)i * C;
+    float s = 0;
+    for (int c = 0; c < C; ++c) s += p[c] * q[c];
+    out[i] = s;
+}
+
+void zt_cuda_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C) {
+    if (n <= 0 || C <= 0) return;
+    const size_t total = (size_t)n * C;
+    k_rows_gather<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, x, rows, w, C, total);
+    ZT_LAUNCHED("k_rows_gather");
+}
+
+void zt_cuda_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
+    if (n <= 0 || C <= 0) return;
+    k_rows_scatter<<<row_blocks(C), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(y, x, rows, w, n, C);
+    ZT_LAUNCHED("k_rows_scatter");
+}
+
+void zt_cuda_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C) {
+    if (n <= 0) return;
+    k_rows_dot<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a, rows, b, n, C);
+    ZT_LAUNCHED("k_rows_dot");
+}
+
+/* ------------------------------------------------------------ sigmoid */
+
+__global__ void k_sigmoid_fwd(float *y, const float *x, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+
+__global__ void k_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+
+void zt_cuda_sigmoid_fwd(float *y, const float *x, size_t n) {
+    if (!n) return;
+    k_sigmoid_fwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(y, x, n);
+    ZT_LAUNCHED("k_sigmoid_fwd");
+}
+
+void zt_cuda_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n) {
+    if (!n) return;
+    k_sigmoid_bwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(dx, dy, y, n);
+    ZT_LAUNCHED("k_sigmoid_bwd");
+}
