@@ -234,6 +234,27 @@ mutant sdpa-gqa-swap kernels/cuda/cuda_sdpa.cu \
 mutant moe-topk-tie kernels/cuda/cuda_moe.cu \
     'if \(!taken && \(best < 0 \|\| p\[e\] \K>(?= p\[best\]\)\))' '>='
 
+# MoE routing backward: the renormalisation's correction dropped
+# (dl = dw / S instead of (dw - sum_j dw_j w_j) / S)
+mutant moe-route-bwd-norm kernels/cuda/cuda_moe.cu \
+    'dl\[ix\[k\]\] = norm \? \(dw\[k\] - \Kdot / S(?=\) / S)' '0.0f'
+
+# MoE combine (rows_scatter): the routing weight ignored
+mutant rows-scatter-weight kernels/cuda/cuda_moe.cu \
+    '/\* in order: rows repeat \*/\n        const float a = \Kw \? w\[i\] : 1\.0f(?=;)' '1.0f'
+
+# MoE dispatch (rows_gather): the token's row index ignored
+mutant rows-gather-row kernels/cuda/cuda_moe.cu \
+    'out\[t\] = a \* x\[\(size_t\)\K\(rows \? rows\[i\] : \(int\)i\)(?= \* C \+ c\])' 'i'
+
+# rows_dot (the routing weights' gradient): the first column skipped
+mutant rows-dot-start kernels/cuda/cuda_moe.cu \
+    'for \(int c = \K0(?=; c < C; \+\+c\) s \+= p\[c\] \* q\[c\];)' '1'
+
+# shared expert's gate: sigmoid backward without the (1 - y) factor
+mutant sigmoid-bwd kernels/cuda/cuda_moe.cu \
+    'dx\[i\] = dy\[i\] \* y\[i\]\K \* \(1\.0f - y\[i\]\)' ''
+
 echo
 echo "| mutant | file:line | caught by | result |"
 echo "|---|---|---|---|"
