@@ -172,7 +172,8 @@ int cmd_sample(int argc, char **argv) {
         {"zero_optimization.stage", "0"}, {"zero_optimization.shard_group_size", "0"},
         {"zero_optimization.offload_optimizer.device", "none"},
         {"zero_optimization.offload_param.device", "none"}, {"ztrain.memory_limit", "0"},
-        {"activation_checkpointing.policy", "none"}, {"sequence_parallel_size", "1"}};
+        {"activation_checkpointing.policy", "none"}, {"sequence_parallel_size", "1"},
+        {"expert_parallel_size", "1"}};
     for (size_t k = 0; ckpt && rc == ZT_OK && k < sizeof reset / sizeof reset[0]; ++k)
         rc = zt_config_set(cfg, reset[k][0], reset[k][1], ZT_SRC_FLAG, &st);
     if (rc == ZT_OK) rc = zt_config_set(cfg, "train_micro_batch_size_per_gpu", "1", ZT_SRC_FLAG, &st);

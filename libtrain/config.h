@@ -109,6 +109,9 @@ typedef struct zt_model_config {
     /* ---- sequence parallelism (libtrain/seqpar.h): kept with the model's
      * shape because the activations and the memory plan depend on it */
     int seq_parallel;         /* sequence_parallel_size: ranks sharing each sequence, 1 = off */
+    /* ---- expert parallelism (libtrain/moe.h): the activations and the memory
+     * plan depend on it */
+    int expert_parallel;      /* expert_parallel_size: ranks splitting the experts, 1 = off */
     /* ---- the LM head's chunks (libtrain/classifier.h): kept with the model's
      * shape because the activations and the memory plan depend on it */
     int classifier_rows;      /* ztrain.classifier_chunk_rows: rows per chunk, 0 = auto */

@@ -163,6 +163,36 @@ static int check_seqpar(zt_config *c, int world, zt_status *st) {
     return ZT_OK;
 }
 
+/* expert_parallel_size P: groups of P consecutive ranks split every MoE
+ * block's experts (moe.h); the expert-data-parallel groups (ranks with the
+ * same place in their expert group) must fit in the ZeRO shard groups */
+static int check_expertpar(zt_config *c, int world, zt_status *st) {
+    const int P = c->model.expert_parallel, E = c->model.n_experts;
+    if (P < 1) c->model.expert_parallel = 1;
+    if (P <= 1) return ZT_OK;
+    if (E <= 0)
+        return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d needs a Mixture of Experts model "
+                       "(ztrain.model.n_experts > 0; this model has a dense MLP)", P);
+    if (world % P)
+        return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide the number of ranks "
+                       "(%d)", P, world);
+    if (E % P)
+        return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide the %d experts "
+                       "(ztrain.model.n_experts): each rank holds n_experts / %d of them", P, E, P);
+    if (c->zero_stage > 0 && c->shard_group_size > 0 && c->shard_group_size % P)
+        return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide "
+                       "zero_optimization.shard_group_size=%d (ZeRO stage %d shards the experts "
+                       "within the shard group)", P, c->shard_group_size, c->zero_stage);
+    if (c->model.seq_parallel > 1)
+        return zt_fail(st, ZT_EUNSUPPORTED, "expert_parallel_size=%d with "
+                       "sequence_parallel_size=%d is not implemented: use one of them", P,
+                       c->model.seq_parallel);
+    if (c->model.lora_r > 0)
+        return zt_fail(st, ZT_EUNSUPPORTED, "expert_parallel_size=%d with LoRA (ztrain.lora.r=%d) "
+                       "is not implemented", P, c->model.lora_r);
+    return ZT_OK;
+}
+
 static int check_model(const zt_model_config *m, zt_status *st) {
     return zt_arch_of(m)->check(m, st);
 }
@@ -287,6 +317,7 @@ static int finalize_into(zt_config *c, int world, int check_impl, zt_status *st)
         return zt_fail(st, ZT_EINVAL, "ztrain.seq_len=%d exceeds the model's maximum positions "
                        "ztrain.model.context=%d", c->seq_len, c->model.context);
     ZT_TRY(check_seqpar(c, world, st));
+    ZT_TRY(check_expertpar(c, world, st));
     /* the batch triple counts data parallel ranks: world / sequence_parallel_size */
     ZT_TRY(resolve_batch(c, world / c->model.seq_parallel, st));
     if (c->eval_batch_size == 0) {

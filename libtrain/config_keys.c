@@ -68,6 +68,11 @@ const keydef zt_cfg_keys[] = {
      "sequence parallelism (DeepSpeed-Ulysses): groups of this many consecutive ranks share "
      "each sample, each rank holding seq_len / N consecutive tokens; attention exchanges heads "
      "for tokens with all-to-alls; data parallel degree = ranks / N (docs/long-context.md)"},
+    {"expert_parallel_size", "ep", NULL, NULL, T_INT, FLD(model.expert_parallel),
+     1, 4096, 0, "1", NULL,
+     "expert parallelism (Mixture of Experts): groups of this many consecutive ranks split each "
+     "MoE block's experts, tokens sent to their experts and back with all-to-alls "
+     "(docs/moe.md)"},
 
     /* ---- precision */
     {"bf16.enabled", NULL, NULL, NULL, T_BOOL, FLD(bf16_enabled),

@@ -78,6 +78,7 @@ typedef struct shape {
     /* Mixture of Experts (moe.h): experts E (0: a dense MLP), top-k K, their
      * width I; H is then the shared expert's width (0: none) */
     int E, K, I, norm;
+    int ep;                    /* expert_parallel_size (moe.h), 1: off */
 } shape;
 
 /* Is block l a sliding layer (transformers' "sliding_attention": Gemma 3's
@@ -99,6 +100,7 @@ static shape shape_of(const zt_model_config *mc) {
     s.K = s.E ? mc->experts_per_token : 0;
     s.I = s.E ? mc->moe_intermediate : 0;
     s.norm = mc->moe_norm_topk != 0;
+    s.ep = s.E && mc->expert_parallel > 1 ? mc->expert_parallel : 1;
     s.H = s.E ? (mc->shared_expert > 0 ? mc->shared_expert : 0) : zt_model_intermediate(mc);
     s.QKV = (s.NH + 2 * s.NKV) * s.hd;
     s.AD = s.NH * s.hd;
@@ -152,11 +154,13 @@ struct zt_llama {
     double aux;
 };
 
-/* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
+/* set_mesh (arch.h): sequence parallelism's group (seqpar.h), expert
+ * parallelism's (moe.h) */
 static int llama_set_mesh(void *self, const zt_mesh *mesh, zt_status *st) {
     zt_llama *m = self;
     const shape *s = &m->s;
     ZT_TRY(zt_skel_seqpar(mesh, s->sp, "llama", &m->sp, st));
+    if (s->E) ZT_TRY(zt_moe_set_mesh(&m->mh, &m->ms, mesh, st));
     const size_t hd = (size_t)s->hd, KV = (size_t)s->NKV * hd;
     m->qkv_sl = (zt_sp_slices){3, (size_t)s->QKV, {0, (size_t)s->AD, (size_t)s->AD + KV},
                                {(size_t)s->NHl * hd, (size_t)s->NKVl * hd, (size_t)s->NKVl * hd}};
@@ -267,10 +271,13 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (s.E && (s.K < 1 || s.K > s.E || s.I < 1))
         return zt_fail(st, ZT_EINVAL, "invalid Mixture of Experts shape (n_experts %d, "
                        "experts_per_token %d, moe_intermediate_size %d)", s.E, s.K, s.I);
+    if (s.E && s.E % s.ep)
+        return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide the %d experts", s.ep,
+                       s.E);
     if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
-    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm};
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep};
     if (s.E) {
         m->aux_cnt = calloc((size_t)s.E, sizeof(double));
         m->aux_psum = calloc((size_t)s.E, sizeof(double));
@@ -489,7 +496,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
         }
         if (sh.E) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
             zt_moe_carve(&cv, &la->moe, &ms, N, base);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
@@ -508,7 +515,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
         if (sh.E) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
             TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
@@ -800,7 +807,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         be->add(s->res2, x, a->scratch, (size_t)N * C);
         be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
     }
-    if (sh->E) return moe_fwd(m, a, s, w, y, st);
+    if (sh->E) {
+        m->mh.layer = l;
+        return moe_fwd(m, a, s, w, y, st);
+    }
     be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
     zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
     if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
@@ -839,6 +849,7 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     zt_llama_acts *a = acts;
     ZT_ACTS_FORWARD_BEGIN(a, B, T, inputs, targets, st);
     const int E = m->s.E;
+    m->mh.step = zt_units_step(U);
     if (!E) return zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
     m->be->zero(a->moe_psum, (size_t)E * sizeof(float));
     memset(m->aux_cnt, 0, (size_t)E * sizeof(double));
@@ -906,6 +917,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* (gemma: through the post-MLP norm first, into scratch) */
     const float *dmo = a->dres;
     if (sh->E) {
+        m->mh.layer = l;
         ZT_TRY(moe_bwd(m, a, s, w, gw, st));
         goto mlp_norm;
     }
@@ -991,6 +1003,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     ZT_ACTS_BACKWARD_BEGIN(a, st);
+    m->mh.step = zt_units_step(U);
     if (m->s.E && m->cfg.router_aux_loss_coef > 0) {
         /* the objective's coef x aux, at the head's scale (dloss per token) */
         if (!m->aux_have)

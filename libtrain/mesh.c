@@ -28,6 +28,12 @@ int zt_mesh_shape_of(const zt_config *c, int world, int rank, int ranks_per_node
         return zt_fail(st, ZT_EINVAL, "zero_optimization.shard_group_size=%d must divide the "
                        "world size %d", c->shard_group_size, W);
     }
+    const int ep = c->model.expert_parallel > 1 ? c->model.expert_parallel : 1;
+    if (W % ep || (c->zero_stage > 0 && G % ep))
+        return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide the %s (%d ranks)", ep,
+                       W % ep ? "number of ranks" : "ZeRO shard group", W % ep ? W : G);
+    out->size[ZT_AX_EP] = ep;
+    out->coord[ZT_AX_EP] = rank % ep;
     out->size[ZT_AX_SP] = sp;
     out->size[ZT_AX_DP] = W / sp;
     out->size[ZT_AX_SHARD] = G;
@@ -127,7 +133,8 @@ static int axis_group(zt_mesh *m, int a, int other, zt_status *st) {
 
 /* The groups: shard (the world itself when G = W), replica (R > 1), the
  * world's device twin, the shard's and replica's twins, then sequence
- * (sp > 1) and its twin -- the order in which ranks create them. */
+ * (sp > 1) and its twin, then expert (ep > 1) and its twin -- the order in
+ * which ranks create them. */
 static int build_groups(zt_mesh *m, int seq, zt_status *st) {
     const zt_mesh_shape *s = &m->shape;
     if (!m->world) return ZT_OK;
@@ -141,6 +148,11 @@ static int build_groups(zt_mesh *m, int seq, zt_status *st) {
     if (seq && s->size[ZT_AX_SP] > 1) {
         ZT_TRY(axis_group(m, ZT_AX_SP, ZT_AX_DP, st));
         ZT_TRY(dev_group(m, m->g[ZT_AX_SP], "sequence", &m->dg[ZT_AX_SP], st));
+    }
+    if (seq && s->size[ZT_AX_EP] > 1) {   /* P consecutive ranks: color rank / P */
+        ZT_TRY(zt_group_split(m->world, s->rank / s->size[ZT_AX_EP], s->coord[ZT_AX_EP],
+                              zt_mesh_axis_name(ZT_AX_EP), &m->g[ZT_AX_EP], st));
+        ZT_TRY(dev_group(m, m->g[ZT_AX_EP], "expert", &m->dg[ZT_AX_EP], st));
     }
     return ZT_OK;
 }

@@ -10,11 +10,13 @@
  *            rank % G (G = W at stage 0);
  *   replica  the R = W / G replicas of each shard, coordinate rank / G
  *            (hybrid sharding);
- *   ep, tp   expert and tensor parallelism: size 1 for now (room for them).
+ *   ep       expert parallelism (moe.h): groups of ep consecutive ranks split
+ *            every MoE block's experts, coordinate rank % ep;
+ *   tp       tensor parallelism: size 1 for now (room for it).
  * The shape (sizes and coordinates) is a pure function of the configuration,
  * the world size and the rank (zt_mesh_shape_of), which the memory planner
  * reads too.  The mesh adds one communicator per axis that something uses
- * (shard, replica, sequence) and the world, each with its device twin: the
+ * (shard, replica, sequence, expert) and the world, each with its device twin: the
  * group that moves device buffers (NCCL or MPI staged through host memory
  * on a device backend, the MPI group itself otherwise).
  *
@@ -56,7 +58,8 @@ typedef struct zt_mesh {
     int dev;                   /* the backend's memory is not host memory */
     zt_group *world, *dworld;  /* all ranks (NULL: one process without communication) */
     /* per axis: the MPI group and its device twin; NULL where nothing uses
-     * the axis' group (dp, ep, tp; replica with R = 1; sequence with sp = 1);
+     * the axis' group (dp, tp; replica with R = 1; sequence with sp = 1;
+     * expert with ep = 1);
      * shard with G = W is the world itself */
     zt_group *g[ZT_AX_N], *dg[ZT_AX_N];
     int own_world;             /* world was made here (freed with the mesh) */

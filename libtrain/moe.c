@@ -4,8 +4,16 @@
 #include "moe.h"
 #include "devmem.h"
 
+size_t zt_moe_recv_rows(const zt_moe_shape *s, size_t N) {
+    const size_t K = (size_t)s->K;
+    if (s->P <= 1) return N * K;
+    const size_t P = (size_t)s->P, El = (size_t)s->E / P;
+    return P * N * (K < El ? K : El);
+}
+
 void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base) {
     const size_t E = (size_t)s->E, K = (size_t)s->K, NK = N * K, C = (size_t)s->C, I = (size_t)s->I;
+    const size_t R = zt_moe_recv_rows(s, N);
     float *p[10];
     p[0] = zt_carve_take(cv, N * E, 1);
     p[1] = zt_carve_take(cv, N * E, 1);
@@ -15,23 +23,49 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     p[5] = zt_carve_take(cv, NK, 1);
     p[6] = zt_carve_take(cv, NK, 1);
     p[7] = zt_carve_take(cv, NK * C, 0);
-    p[8] = zt_carve_take(cv, NK * 2 * I, 0);
-    p[9] = zt_carve_take(cv, NK * I, 0);
+    p[8] = zt_carve_take(cv, R * 2 * I, 0);
+    p[9] = zt_carve_take(cv, R * I, 0);
     float *yp = zt_carve_take(cv, NK * C, 0);
+    float *xr = p[7], *yr = yp;
+    if (s->P > 1) {
+        xr = zt_carve_take(cv, R * C, 0);
+        yr = zt_carve_take(cv, R * C, 0);
+    }
     if (!base) return;
     a->logits = p[0]; a->probs = p[1]; a->wts = p[2];
     a->idx = (int *)(void *)p[3]; a->perm = (int *)(void *)p[4]; a->rows = (int *)(void *)p[5];
     a->wsel = p[6]; a->xp = p[7]; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
+    a->xr = xr; a->yr = yr; a->rcap = R;
 }
 
 void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size_t N, float *base) {
     const size_t E = (size_t)s->E, K = (size_t)s->K, NK = N * K, C = (size_t)s->C, I = (size_t)s->I;
+    const size_t R = zt_moe_recv_rows(s, N);
     float *dyp = zt_carve_take(cv, NK * C, 0), *dxp = zt_carve_take(cv, NK * C, 0);
-    float *dhp = zt_carve_take(cv, NK * I, 0), *dgup = zt_carve_take(cv, NK * 2 * I, 0);
+    float *dhp = zt_carve_take(cv, R * I, 0), *dgup = zt_carve_take(cv, R * 2 * I, 0);
     float *dwsel = zt_carve_take(cv, NK, 1), *dwts = zt_carve_take(cv, NK, 1);
     float *dlogits = zt_carve_take(cv, N * E, 1), *dx = zt_carve_take(cv, N * C, 0);
+    float *dyr = dyp, *dxr = dxp;
+    if (s->P > 1) {
+        dyr = zt_carve_take(cv, R * C, 0);
+        dxr = zt_carve_take(cv, R * C, 0);
+    }
     if (!base) return;
-    *g = (zt_moe_grad){dyp, dxp, dhp, dgup, dwsel, dwts, dlogits, dx};
+    *g = (zt_moe_grad){dyp, dxp, dyr, dxr, dhp, dgup, dwsel, dwts, dlogits, dx};
+}
+
+int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, zt_status *st) {
+    const int P = s->P > 1 ? s->P : 1;
+    zt_moe_ep ep = {zt_mesh_size(mesh, ZT_AX_EP), zt_mesh_coord(mesh, ZT_AX_EP),
+                    mesh->g[ZT_AX_EP], mesh->dg[ZT_AX_EP]};
+    if (ep.n != P || (P > 1 && (!ep.g || !ep.dg || ep.g->size != P || ep.g->rank != ep.rank)))
+        return zt_fail(st, ZT_EINTERNAL, "llama: expert parallel group of %d for a model laid out "
+                       "for %d", ep.n, P);
+    if (P > 1 && !ep.dg->ops->alltoallv)
+        return zt_fail(st, ZT_EUNSUPPORTED, "expert_parallel_size=%d: the %s communication "
+                       "backend has no all-to-all of variable counts", P, ep.dg->ops->name);
+    h->ep = ep;
+    return ZT_OK;
 }
 
 int zt_moe_check_backend(const zt_backend *be, zt_status *st) {
@@ -59,27 +93,55 @@ void zt_moe_host_free(zt_moe_host *h) {
     free(h->perm);
     free(h->rows);
     free(h->count);
+    free(h->scnt);
+    free(h->rcnt);
+    free(h->sc);
+    free(h->sd);
+    free(h->rc);
+    free(h->rd);
+    const zt_moe_ep ep = h->ep;
     memset(h, 0, sizeof *h);
+    h->ep = ep;
+}
+
+/* ZT_TEST_MOE_ROUTE_ALL=e (a test hook): every token's k-th routed expert is
+ * (e + k) mod E -- a forced imbalance, everything on the same experts. */
+static int forced_expert(void) {
+    const char *v = getenv("ZT_TEST_MOE_ROUTE_ALL");
+    return v && *v ? atoi(v) : -1;
 }
 
 /* The routing's permutation on the host: the routed slots n K + k grouped
  * by expert (in token order within an expert), h->count[e] rows each. */
-static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const int *idx,
-                   int N, zt_status *st) {
+static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, int *idx,
+                   int N, int fwd, zt_status *st) {
     const size_t NK = (size_t)N * s->K;
+    const int P = s->P > 1 ? s->P : 1;
     if (NK > h->cap || !h->count) {
-        free(h->idx); free(h->perm); free(h->rows); free(h->count);
+        zt_moe_host_free(h);
         h->idx = malloc(NK * sizeof(int));
         h->perm = malloc(NK * sizeof(int));
         h->rows = malloc(NK * sizeof(int));
         h->count = malloc((size_t)(s->E + 1) * sizeof(int));
+        h->scnt = malloc((size_t)s->E * sizeof(int32_t));
+        h->rcnt = malloc((size_t)s->E * sizeof(int32_t));
+        h->sc = malloc((size_t)P * sizeof(size_t));
+        h->sd = malloc((size_t)P * sizeof(size_t));
+        h->rc = malloc((size_t)P * sizeof(size_t));
+        h->rd = malloc((size_t)P * sizeof(size_t));
         h->cap = NK;
-        if (!h->idx || !h->perm || !h->rows || !h->count) {
+        if (!h->idx || !h->perm || !h->rows || !h->count || !h->scnt || !h->rcnt || !h->sc ||
+            !h->sd || !h->rc || !h->rd) {
             zt_moe_host_free(h);
             return zt_fail(st, ZT_ENOMEM, "out of memory (expert routing)");
         }
     }
     zt_xcopy(be, h->idx, 0, idx, 1, NK * sizeof(int));
+    const int force = fwd ? forced_expert() : -1;
+    if (force >= 0) {
+        for (size_t i = 0; i < NK; ++i) h->idx[i] = (int)((force + (int)(i % (size_t)s->K)) % s->E);
+        zt_xcopy(be, idx, 1, h->idx, 0, NK * sizeof(int));
+    }
     memset(h->count, 0, (size_t)(s->E + 1) * sizeof(int));
     for (size_t i = 0; i < NK; ++i) {
         if (h->idx[i] < 0 || h->idx[i] >= s->E)
@@ -94,24 +156,86 @@ static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     return ZT_OK;
 }
 
+/* The rows of the exchanges (expert parallelism): scnt from this rank's
+ * routing, rcnt agreed over the group (an all-to-all of E/P ints each way),
+ * the counts and displacements of the row exchanges (C floats a row), and
+ * the rows this rank's experts run, *R (checked against the buffers' cap).
+ * Without expert parallelism rcnt = scnt: every expert here. */
+static int exchange_counts(const zt_moe_shape *s, zt_moe_host *h, size_t cap, size_t *R,
+                           zt_status *st) {
+    const int E = s->E, P = s->P > 1 ? s->P : 1, El = E / P;
+    for (int e = 0; e < E; ++e) h->scnt[e] = h->count[e + 1] - h->count[e];
+    if (P > 1 && (!h->ep.g || !h->ep.dg))
+        return zt_fail(st, ZT_EINTERNAL, "expert parallelism: the model has no expert group "
+                       "(no mesh was set)");
+    if (P > 1) {
+        zt_group_where(h->ep.g, "step %ld, MoE layer %d: expert routing counts", h->step, h->layer);
+        ZT_TRY(h->ep.g->ops->alltoall(h->ep.g, h->scnt, h->rcnt, (size_t)El, ZT_I32, st));
+    } else {
+        memcpy(h->rcnt, h->scnt, (size_t)E * sizeof(int32_t));
+    }
+    size_t so = 0, ro = 0;
+    for (int j = 0; j < P; ++j) {
+        size_t sn = 0, rn = 0;
+        for (int l = 0; l < El; ++l) {
+            if (h->rcnt[j * El + l] < 0)
+                return zt_fail(st, ZT_EINTERNAL, "expert routing: rank %d of the expert group sent "
+                               "a count of %d", j, (int)h->rcnt[j * El + l]);
+            sn += (size_t)h->scnt[j * El + l];
+            rn += (size_t)h->rcnt[j * El + l];
+        }
+        h->sc[j] = sn * (size_t)s->C;
+        h->sd[j] = so * (size_t)s->C;
+        h->rc[j] = rn * (size_t)s->C;
+        h->rd[j] = ro * (size_t)s->C;
+        so += sn;
+        ro += rn;
+    }
+    *R = ro;
+    if (ro > cap)
+        return zt_fail(st, ZT_ENOMEM, "expert parallelism: step %ld, MoE layer %d: %zu routed rows "
+                       "arrive for this rank's %d experts, more than its buffer of %zu rows (the "
+                       "ranks' micro batches differ in size?)", h->step, h->layer, ro, El, cap);
+    return ZT_OK;
+}
+
+/* Rows [*, C] over the expert group: send[sc, sd] -> recv[rc, rd]. */
+static int exchange_rows(const zt_moe_host *h, const float *send, const size_t *sc, const size_t *sd,
+                         float *recv, const size_t *rc, const size_t *rd, const char *what,
+                         zt_status *st) {
+    zt_group *g = h->ep.dg;
+    zt_group_where(g, "step %ld, MoE layer %d: %s", h->step, h->layer, what);
+    return g->ops->alltoallv(g, send, sc, sd, recv, rc, rd, ZT_F32, st);
+}
+
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
                    zt_moe_acts *a, const float *x, float *y, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
+    const int P = s->P > 1 ? s->P : 1, El = E / P, e0 = h->ep.rank * El;
     be->matmul_fwd(a->logits, x, w->router, NULL, N, C, E);
     be->moe_route_fwd(a->wts, a->idx, a->probs, a->logits, N, E, K, s->norm);
-    ZT_TRY(permute(s, be, h, a->idx, N, st));
+    ZT_TRY(permute(s, be, h, a->idx, N, 1, st));
+    size_t R = 0;
+    ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     zt_xcopy(be, a->perm, 1, h->perm, 0, (size_t)NK * sizeof(int));
     zt_xcopy(be, a->rows, 1, h->rows, 0, (size_t)NK * sizeof(int));
     be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
     be->rows_gather(a->wsel, a->wts, a->perm, NULL, NK, 1);
-    for (int e = 0; e < E; ++e) {
-        const int o = h->count[e], c = h->count[e + 1] - o;
-        if (c == 0) continue;
-        const float *gu = w->gate_up + (size_t)e * 2 * I * C, *dn = w->down + (size_t)e * C * I;
-        be->matmul_fwd(a->gup + (size_t)o * 2 * I, a->xp + (size_t)o * C, gu, NULL, c, C, 2 * I);
-        be->swiglu_fwd(a->hp + (size_t)o * I, a->gup + (size_t)o * 2 * I, c, I);
-        be->matmul_fwd(a->yp + (size_t)o * C, a->hp + (size_t)o * I, dn, NULL, c, I, C);
-    }
+    if (P > 1) ZT_TRY(exchange_rows(h, a->xp, h->sc, h->sd, a->xr, h->rc, h->rd, "expert inputs", st));
+    /* this rank's experts on their rows: from each rank i, local expert l's */
+    size_t o = 0;
+    for (int i = 0; i < P; ++i)
+        for (int l = 0; l < El; ++l) {
+            const int c = h->rcnt[i * El + l];
+            if (c == 0) continue;
+            const size_t e = (size_t)(e0 + l);
+            const float *gu = w->gate_up + e * 2 * I * C, *dn = w->down + e * C * I;
+            be->matmul_fwd(a->gup + o * 2 * I, a->xr + o * C, gu, NULL, c, C, 2 * I);
+            be->swiglu_fwd(a->hp + o * I, a->gup + o * 2 * I, c, I);
+            be->matmul_fwd(a->yr + o * C, a->hp + o * I, dn, NULL, c, I, C);
+            o += (size_t)c;
+        }
+    if (P > 1) ZT_TRY(exchange_rows(h, a->yr, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
     be->zero(y, (size_t)N * C * sizeof(float));
     be->rows_scatter(y, a->yp, a->rows, a->wsel, NK, C);
     return ZT_OK;
@@ -121,24 +245,35 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
                     const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
-    ZT_TRY(permute(s, be, h, a->idx, N, st));   /* the forward's groups again */
+    const int P = s->P > 1 ? s->P : 1, El = E / P, e0 = h->ep.rank * El;
+    ZT_TRY(permute(s, be, h, (int *)a->idx, N, 0, st));   /* the forward's groups again */
+    size_t R = 0;
+    ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
     be->rows_dot(g->dwsel, dy, a->rows, a->yp, NK, C);
     be->zero(g->dwts, (size_t)NK * sizeof(float));
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
-    /* the experts: dyp_i = wsel_i dy[row_i] */
+    /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks */
     be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
-    for (int e = 0; e < E; ++e) {
-        const int o = h->count[e], c = h->count[e + 1] - o;
-        if (c == 0) continue;
-        const size_t gu = (size_t)e * 2 * I * C, dn = (size_t)e * C * I;
-        be->matmul_bwd(g->dhp + (size_t)o * I, gw->down + dn, NULL, g->dyp + (size_t)o * C,
-                       a->hp + (size_t)o * I, w->down + dn, c, I, C);
-        be->swiglu_bwd(g->dgup + (size_t)o * 2 * I, g->dhp + (size_t)o * I, a->gup + (size_t)o * 2 * I,
-                       c, I);
-        be->matmul_bwd(g->dxp + (size_t)o * C, gw->gate_up + gu, NULL, g->dgup + (size_t)o * 2 * I,
-                       a->xp + (size_t)o * C, w->gate_up + gu, c, C, 2 * I);
-    }
+    if (P > 1)
+        ZT_TRY(exchange_rows(h, g->dyp, h->sc, h->sd, g->dyr, h->rc, h->rd, "expert output gradients",
+                             st));
+    size_t o = 0;
+    for (int i = 0; i < P; ++i)
+        for (int l = 0; l < El; ++l) {
+            const int c = h->rcnt[i * El + l];
+            if (c == 0) continue;
+            const size_t e = (size_t)(e0 + l), gu = e * 2 * I * C, dn = e * C * I;
+            be->matmul_bwd(g->dhp + o * I, gw->down + dn, NULL, g->dyr + o * C, a->hp + o * I,
+                           w->down + dn, c, I, C);
+            be->swiglu_bwd(g->dgup + o * 2 * I, g->dhp + o * I, a->gup + o * 2 * I, c, I);
+            be->matmul_bwd(g->dxr + o * C, gw->gate_up + gu, NULL, g->dgup + o * 2 * I,
+                           a->xr + o * C, w->gate_up + gu, c, C, 2 * I);
+            o += (size_t)c;
+        }
+    if (P > 1)
+        ZT_TRY(exchange_rows(h, g->dxr, h->rc, h->rd, g->dxp, h->sc, h->sd, "expert input gradients",
+                             st));
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
     be->matmul_bwd(g->dx, gw->router, NULL, g->dlogits, x, w->router, N, C, E);

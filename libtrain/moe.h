@@ -11,15 +11,35 @@
  * [E * 2I, C], expert e's rows [e 2I, e 2I + I) its gate, the next I its up
  * (transformers 5's gate_up_proj [E, 2I, C]); experts.down.w [E * C, I]
  * (down_proj [E, C, I]).
+ *
+ * Expert parallelism (expert_parallel_size P > 1, the mesh's expert axis):
+ * the P consecutive ranks of an expert group split the experts, rank c of
+ * the group running experts [c E/P, (c+1) E/P).  Per layer every rank
+ * routes its own tokens, the ranks agree on the rows each sends to each
+ * (an all-to-all of the per-(rank, local expert) counts, host ints), the
+ * routed rows go to the rank of their expert and the expert outputs come
+ * back with all-to-alls of variable counts (the group's device twin); the
+ * backward sends the output gradients the same way and the input gradients
+ * back.  A rank's expert weight gradients then cover the rows of the whole
+ * group; the other experts' stay zero and the data-parallel reduction over
+ * all ranks sums them (storage: every rank still holds every expert).
  */
 #ifndef ZT_MOE_H
 #define ZT_MOE_H
 #include "internal.h"
+#include "mesh.h"
 #include "model_acts.h"
 
 typedef struct zt_moe_shape {
     int C, E, K, I, norm;
+    int P;                     /* expert_parallel_size (0 or 1: off) */
 } zt_moe_shape;
+
+/* Routed rows one rank's experts can receive in a forward of N tokens per
+ * rank: N K without expert parallelism, else the worst case P N min(K, E/P)
+ * (every token of every rank of the group routed to this rank's experts).
+ * The received-row buffers (zt_moe_carve, zt_moe_carve_grad) hold this many. */
+size_t zt_moe_recv_rows(const zt_moe_shape *s, size_t N);
 
 /* A block's expert weights (or their gradients). */
 typedef struct zt_moe_w {
@@ -35,27 +55,52 @@ typedef struct zt_moe_acts {
     int *rows;                 /* [NK] its token n */
     float *wsel;               /* [NK] its weight */
     float *xp;                 /* [NK, C] the routed inputs */
-    float *gup;                /* [NK, 2I] gate | up */
-    float *hp;                 /* [NK, I] swiglu */
     float *yp;                 /* [NK, C] expert outputs */
+    /* the rows this rank's experts run, R = zt_moe_recv_rows (without
+     * expert parallelism xr = xp, yr = yp: the same rows) */
+    float *xr;                 /* [R, C] received inputs */
+    float *gup;                /* [R, 2I] gate | up */
+    float *hp;                 /* [R, I] swiglu */
+    float *yr;                 /* [R, C] outputs sent back */
+    size_t rcap;               /* R */
 } zt_moe_acts;
 
 /* Backward scratch (one for all blocks). */
 typedef struct zt_moe_grad {
     float *dyp, *dxp;          /* [NK, C] */
-    float *dhp;                /* [NK, I] */
-    float *dgup;               /* [NK, 2I] */
+    float *dyr, *dxr;          /* [R, C] at the experts (= dyp, dxp without expert parallelism) */
+    float *dhp;                /* [R, I] */
+    float *dgup;               /* [R, 2I] */
     float *dwsel;              /* [NK] */
     float *dwts;               /* [N, K] */
     float *dlogits;            /* [N, E] */
     float *dx;                 /* [N, C] */
 } zt_moe_grad;
 
+/* The expert group (zt_moe_set_mesh): P ranks, this rank's place c. */
+typedef struct zt_moe_ep {
+    int n, rank;
+    zt_group *g;               /* host buffers (the counts) */
+    zt_group *dg;              /* its device twin (the rows); not owned */
+} zt_moe_ep;
+
 /* The host side of the permutation (per model). */
 typedef struct zt_moe_host {
     int *idx, *perm, *rows, *count;
     size_t cap;
+    zt_moe_ep ep;
+    int32_t *scnt, *rcnt;      /* [E]: rows sent to rank j's local expert l (j E/P + l), and
+                                * received from rank i for local expert l (i E/P + l) */
+    size_t *sc, *sd, *rc, *rd; /* [P] the exchanges' counts and displacements (elements) */
+    int layer;                 /* the block (error messages), set by the caller */
+    long step;                 /* the step (error messages), set by the caller */
 } zt_moe_host;
+
+/* The step a pass of engine U belongs to (shard.c; messages). */
+long zt_units_step(const struct zt_units *U);
+
+/* Take the mesh's expert axis (mesh.h); its size must be s->P. */
+int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, zt_status *st);
 
 void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base);
 void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size_t N, float *base);

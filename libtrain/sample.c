@@ -54,6 +54,10 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
         return zt_fail(st, ZT_EUNSUPPORTED, "sampling with sequence_parallel_size=%d is not "
                        "supported: sample from the checkpoint with sequence_parallel_size=1",
                        mc->seq_parallel);
+    if (mc->expert_parallel > 1)
+        return zt_fail(st, ZT_EUNSUPPORTED, "sampling with expert_parallel_size=%d is not "
+                       "supported: sample from the checkpoint with expert_parallel_size=1",
+                       mc->expert_parallel);
     if (!m->ops->probs)
         return zt_fail(st, ZT_EUNSUPPORTED, "model '%s' does not provide next-token "
                        "probabilities (zt_model_ops.probs): it cannot be sampled",

@@ -34,6 +34,8 @@ int zt_units_drop_pass(const struct zt_units *U, long *step, uint64_t *sample0, 
     return 1;
 }
 
+long zt_units_step(const struct zt_units *U) { return U ? U->step + 1 : 0; }
+
 static int mixed(const zt_shard *sh) { return sh->prec != ZT_PREC_FP32; }
 
 /* The precision whose 16-bit conversions handle element type t. */

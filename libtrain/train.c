@@ -770,7 +770,7 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
                 json_num(v, sizeof v, "%.6f", m->aux_loss);
                 snprintf(aux, sizeof aux, ", \"aux_loss\": %s", v);
             }
-            if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
+            if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1 || zt_mesh_size(ctx->mesh, ZT_AX_EP) > 1)
                 snprintf(a2a, sizeof a2a, ", \"alltoall_bytes\": %llu",
                          (unsigned long long)m->alltoall_bytes);
             fprintf(ctx->metrics_fp,

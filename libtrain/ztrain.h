@@ -143,8 +143,8 @@ typedef struct zt_metrics {
     double loss_scale;    /* STEP: the loss scale this step's backward used (1 unless fp16) */
     int skipped;          /* STEP: fp16 gradients overflowed: no update was applied
                            * (grad_norm is then NaN) */
-    uint64_t alltoall_bytes; /* STEP: of comm_bytes, those of sequence parallelism's
-                              * all-to-alls (0 without sequence_parallel_size) */
+    uint64_t alltoall_bytes; /* STEP: of comm_bytes, those of the all-to-alls of sequence
+                              * and expert parallelism (0 without either) */
     double aux_loss;      /* STEP: a Mixture of Experts' load-balancing loss (transformers'
                            * load_balancing_loss_func), the mean of the step's forwards;
                            * apart from loss; NaN without experts (docs/moe.md) */

@@ -302,6 +302,11 @@ static int sample(run *R) {
              "sample --checkpoint DIR)\n", ec->model.seq_parallel);
         return ZT_OK;
     }
+    if (ec->model.expert_parallel > 1) {
+        note(R, "sample: skipped (expert_parallel_size=%d; sample from the checkpoint: ztrain "
+             "sample --checkpoint DIR)\n", ec->model.expert_parallel);
+        return ZT_OK;
+    }
     const char *prompt = R->o->sample_prompt ? R->o->sample_prompt : "\n";
     int V = ec->model.vocab, n = (int)strlen(prompt);
     int *in = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));

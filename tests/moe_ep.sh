@@ -1,0 +1,125 @@
+#!/bin/bash
+# moe_ep.sh -- expert parallelism (`--ep N`, docs/moe.md) with `ztrain train` on
+# configs/moe-tiny.json at 4 experts (2 a token, a shared expert, the
+# load-balancing loss) on the bundled byte corpus, against 1 rank with the
+# same global batch of 4 in the same forwards (the load-balancing loss is a
+# per-forward quantity): per-step losses and final parameters within 1e-6:
+#  - EP 2 (2 ranks, stage 0), EP 4 (4 ranks, stage 1), EP 2 x data parallel 2
+#    at stage 3, and hybrid (stage 3, shard groups of 2);
+#  - stage 2 with accumulation 2 and activation checkpointing; bf16 at stage 3
+#    (losses within 1e-6 of 1 rank in bf16);
+#  - a forced imbalance (ZT_TEST_MOE_ROUTE_ALL=0: every token on experts 0 and
+#    1, both on rank 0, whose buffer then fills to its worst case) == 1 rank
+#    with the same routing, and rank 0's all-to-all bytes per step equal the
+#    formula (counts both ways, and every row of rank 1 back to it);
+#  - a checkpoint saved at EP 2 restores at EP 1 (2 ranks: bitwise the
+#    uninterrupted run) and at EP 4 (4 ranks, stage 3: == the same checkpoint
+#    restored on 1 rank with forwards of 1 sample);
+#  - cpu-strict (host-staged all-to-alls) bitwise == cpu at EP 2, stage 3;
+#  - refusals: EP not dividing the ranks, the experts, the shard group; a
+#    dense model; with sequence parallelism; sampling skipped.
+. "$(dirname "$0")/lib.sh"
+command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
+command -v python3 > /dev/null || skip_all "no python3"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+head -c 30000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
+"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+STEPS=4
+MOE=(--config "$ZT_SRCDIR/configs/moe-tiny.json" --ztrain.model.n_experts 4)
+
+# run TAG NRANKS ARGS...: STEPS steps at a global batch of 4
+run() {
+    local tag=$1 n=$2; shift 2
+    mpirun_np "$n" "$ZTRAIN" train "${MOE[@]}" --train c_train.bin --val c_val.bin --threads 1 \
+        --steps "$STEPS" --eval-every 0 --sample-tokens 0 --batch-size 4 \
+        --scheduler.params.total_num_steps 4 --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" \
+        --resume never "$@" > "o_$tag.txt" 2>&1 || { diag "o_$tag.txt" | tail -5; return 1; }
+    "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
+}
+compare() {  # compare A B [TOL]
+    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
+        "w_$2.safetensors" "${3:-1e-6}" "$STEPS"
+}
+
+# references: 1 rank, the global batch in forwards of 2 and of 1 sample
+run r2 1 --micro-batch 2 --grad-accum 2
+ok $? "reference: 1 rank, 2 forwards of 2 samples"
+run r4 1 --micro-batch 1 --grad-accum 4
+ok $? "reference: 1 rank, 4 forwards of 1 sample"
+
+run e2 2 --ep 2 --micro-batch 2 && compare r2 e2 &&
+    grep -q "^communication (rank 0): all-to-all" o_e2.txt
+ok $? "EP 2 (2 ranks, stage 0) == 1 rank"
+run e4 4 --ep 4 --stage 1 --micro-batch 1 && compare r4 e4
+ok $? "EP 4 (4 ranks, stage 1) == 1 rank"
+run e22 4 --ep 2 --stage 3 --micro-batch 1 && compare r4 e22
+ok $? "EP 2 x data parallel 2 (4 ranks, stage 3) == 1 rank"
+run eh 4 --ep 2 --stage 3 --shard-group 2 --micro-batch 1 && compare r4 eh
+ok $? "EP 2, stage 3 with shard groups of 2 (hybrid, 4 ranks) == 1 rank"
+run ea 2 --ep 2 --stage 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks && compare r4 ea
+ok $? "EP 2, stage 2, accumulation 2, activation checkpointing == 1 rank"
+run br 1 --micro-batch 2 --grad-accum 2 --bf16.enabled true &&
+    run eb 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true && compare br eb
+ok $? "bf16: EP 2 (2 ranks, stage 3) == 1 rank in bf16"
+
+# forced imbalance: every token's experts are 0 and 1 (rank 0's); rank 1's
+# 2 x 64 rows a layer go to rank 0 and come back.  Rank 0 sends, per layer and
+# forward: E/P = 2 counts (4 bytes each) and 2 N rows of C = 64 floats back;
+# the backward the same; N = 64 tokens, 2 layers, 2 forwards (+2 recomputed)
+ZT_TEST_MOE_ROUTE_ALL=0 run fr 1 --micro-batch 2 --grad-accum 2 &&
+    ZT_TEST_MOE_ROUTE_ALL=0 run fe 2 --ep 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks &&
+    compare fr fe && python3 - m_fe.jsonl <<'PY'
+import json, sys
+N, K, C, L, A, P, El = 32, 2, 64, 2, 2, 2, 2
+want = A * L * (2 * ((P - 1) * El * 4 + N * K * C * 4) + ((P - 1) * El * 4 + N * K * C * 4))
+got = [json.loads(l).get("alltoall_bytes") for l in open(sys.argv[1]) if '"loss"' in l]
+print("# all-to-all bytes per step (rank 0): %s, formula %d" % (got, want))
+sys.exit(0 if got and all(g == want for g in got) else 1)
+PY
+ok $? "forced imbalance (every token on rank 0's experts), EP 2 with checkpointing == 1 rank; bytes == formula"
+
+# checkpoints: steps 1-2 at EP 2 on 2 ranks, steps 3-4 elsewhere
+resume() {  # resume TAG NB ARGS_B...
+    local tag=$1 nb=$2; shift 2
+    mkdir -p "ck_$tag" && cp -r ck_es/step-2 "ck_$tag/" || return 1
+    mpirun_np "$nb" "$ZTRAIN" train "${MOE[@]}" --train c_train.bin --val c_val.bin --threads 1 \
+        --steps 4 --eval-every 0 --sample-tokens 0 --batch-size 4 --scheduler.params.total_num_steps 4 \
+        --metrics "m_${tag}_b.jsonl" --ckpt-dir "ck_$tag" --resume auto "$@" > "o_$tag.txt" 2>&1 ||
+        { diag "o_$tag.txt" | tail -5; return 1; }
+    grep -q "resumed from ck_$tag/step-2 at step 2" "o_$tag.txt" || return 1
+    cat m_es.jsonl "m_${tag}_b.jsonl" > "m_$tag.jsonl"
+    "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
+}
+STEPS=2 run es 2 --ep 2 --micro-batch 2 --sample-tokens 4 &&
+    grep -q "^sample: skipped (expert_parallel_size=2; sample from the checkpoint" o_es.txt &&
+    resume x1 2 --ep 1 --micro-batch 2 && compare e2 x1 0
+ok $? "save at EP 2 (2 ranks), restore at EP 1 on 2 ranks: bitwise the uninterrupted run"
+resume x4 4 --ep 4 --stage 3 --micro-batch 1 && resume y4 1 --micro-batch 1 --grad-accum 4 &&
+    compare y4 x4
+ok $? "save at EP 2 (2 ranks), restore at EP 4 on 4 ranks, stage 3: == restored on 1 rank"
+
+# device-memory discipline: cpu-strict (host-staged all-to-alls) bitwise == cpu
+run sc 2 --ep 2 --stage 3 --micro-batch 2 && run ss 2 --ep 2 --stage 3 --micro-batch 2 \
+    --backend cpu-strict && compare sc ss 0
+ok $? "cpu-strict at EP 2, stage 3: bitwise equal to cpu"
+
+# refusals
+refused() {  # refused TAG NRANKS MESSAGE ARGS...
+    local tag=$1 n=$2 msg=$3; shift 3
+    STEPS=1 run "$tag" "$n" "$@" > /dev/null 2>&1
+    grep -qF "$msg" "o_$tag.txt" || { diag "o_$tag.txt" | tail -3; return 1; }
+}
+refused n3 2 "expert_parallel_size=3 must divide the number of ranks (2)" --ep 3
+ok $? "refused: EP 3 on 2 ranks"
+refused n5 2 "expert_parallel_size=2 must divide the 5 experts (ztrain.model.n_experts)" --ep 2 \
+    --ztrain.model.n_experts 5
+ok $? "refused: EP 2 with 5 experts"
+refused nd 2 "expert_parallel_size=2 needs a Mixture of Experts model" --ep 2 --ztrain.model.n_experts 0
+ok $? "refused: EP 2 on a dense model"
+refused ng 4 "expert_parallel_size=4 must divide zero_optimization.shard_group_size=2" --ep 4 \
+    --stage 3 --shard-group 2 --micro-batch 1
+ok $? "refused: EP 4 with ZeRO-3 shard groups of 2"
+refused nsp 4 "expert_parallel_size=2 with sequence_parallel_size=2 is not implemented" --ep 2 --sp 2
+ok $? "refused: EP with sequence parallelism"
+done_testing
