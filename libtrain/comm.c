@@ -6,12 +6,16 @@
  * naming the operation instead of a hang.  Byte accounting counts what this
  * rank sends in the bandwidth-optimal (ring) algorithms: all-reduce
  * 2(N-1)/N x bytes; reduce-scatter and all-gather: every chunk but one's own;
- * broadcast (N-1)/N x bytes; all-to-all: every chunk but its own.
+ * broadcast (N-1)/N x bytes; all-to-all (equal or variable counts): every
+ * chunk but its own.
  */
+#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "comm.h"
 #include "half.h"
 
@@ -280,10 +284,114 @@ static int mpi_alltoall(zt_group *g, const void *send, void *recv, size_t count,
     return ZT_OK;
 }
 
+/* Wait for all n requests, bounded like wait_req.  On failure the pending
+ * receives are cancelled and every request still pending is released, so
+ * that nothing writes into the caller's buffers after the error. */
+static int wait_all(zt_group *g, MPI_Request *rq, int n, int kind, zt_status *st) {
+    const double t0 = zt_now_s();
+    int rc = ZT_OK;
+    for (unsigned spins = 0;; spins++) {
+        int done = 0;
+        const int mrc = MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
+        if (mrc != MPI_SUCCESS) { rc = mpi_err(g, st, mrc, kind); break; }
+        if (done) return ZT_OK;
+        if ((spins & 1023) == 1023) {
+            sched_yield();
+            const double el = zt_now_s() - t0;
+            if (g->timeout_s > 0 && el > g->timeout_s) {
+                rc = zt_fail(st, ZT_ECOMM, "%s on the %s group timed out after %.0f s%s%s%s: "
+                             "a rank died or hangs (ztrain.comm_timeout_s)",
+                             zt_comm_kind_name(kind), g->name, el, g->where[0] ? " (" : "",
+                             g->where, g->where[0] ? ")" : "");
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (rq[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&rq[i]);
+            MPI_Request_free(&rq[i]);
+        }
+    return rc;
+}
+
+/* the span [displ, displ + count) elements of es bytes is addressable */
+static int span_fits(size_t displ, size_t count, size_t es) {
+    return displ <= SIZE_MAX / es && count <= SIZE_MAX / es - displ;
+}
+
+/* All-to-all of variable counts: the chunk to itself is a memcpy; every
+ * other one is point to point (MPI_Isend / MPI_Irecv of at most CHUNK
+ * elements each, so counts and displacements need not fit in int; the
+ * pieces of a pair match in order, MPI messages not overtaking). */
+static int mpi_alltoallv(zt_group *g, const void *send, const size_t *scounts,
+                         const size_t *sdispls, void *recv, const size_t *rcounts,
+                         const size_t *rdispls, zt_dtype t, zt_status *st) {
+    const size_t es = zt_dtype_size(t);
+    const int P = g->size, R = g->rank;
+    ZT_CHECK(es > 0 && scounts && sdispls && rcounts && rdispls, st);
+    if (scounts[R] != rcounts[R])
+        return zt_fail(st, ZT_EINVAL, "all-to-all on the %s group%s%s%s: rank %d sends %zu elements "
+                       "to itself but expects to receive %zu", g->name, g->where[0] ? " (" : "",
+                       g->where, g->where[0] ? ")" : "", R, scounts[R], rcounts[R]);
+    size_t nreq = 0;
+    uint64_t sent = 0;
+    for (int j = 0; j < P; j++) {
+        if (!span_fits(sdispls[j], scounts[j], es) || !span_fits(rdispls[j], rcounts[j], es))
+            return zt_fail(st, ZT_EINVAL, "all-to-all on the %s group: the span of rank %d "
+                           "(%zu + %zu or %zu + %zu elements) does not fit in memory", g->name, j,
+                           sdispls[j], scounts[j], rdispls[j], rcounts[j]);
+        if (j == R) continue;
+        nreq += (scounts[j] + CHUNK - 1) / CHUNK + (rcounts[j] + CHUNK - 1) / CHUNK;
+        sent += (uint64_t)scounts[j] * es;
+    }
+    if (nreq > (size_t)INT_MAX / 2)
+        return zt_fail(st, ZT_EINVAL, "all-to-all on the %s group: %zu messages are too many",
+                       g->name, nreq);
+    if (scounts[R])
+        memcpy((char *)recv + rdispls[R] * es, (const char *)send + sdispls[R] * es, scounts[R] * es);
+    MPI_Request *rq = nreq ? malloc(nreq * sizeof *rq) : NULL;
+    if (nreq && !rq) return zt_fail(st, ZT_ENOMEM, "out of memory (all-to-all requests)");
+    const MPI_Datatype mt = mpi_type(t);
+    const int tag = 7411;
+    int n = 0, mrc = MPI_SUCCESS;
+    /* receives first, then sends, each peer in turn starting after this rank */
+    for (int pass = 0; pass < 2 && mrc == MPI_SUCCESS; pass++)
+        for (int k = 1; k < P && mrc == MPI_SUCCESS; k++) {
+            const int j = pass ? (R + k) % P : (R - k + P) % P;
+            const size_t cnt = pass ? scounts[j] : rcounts[j];
+            for (size_t off = 0; off < cnt && mrc == MPI_SUCCESS; off += CHUNK) {
+                const int c = (int)(cnt - off < CHUNK ? cnt - off : CHUNK);
+                if (pass)
+                    mrc = MPI_Isend((const char *)send + (sdispls[j] + off) * es, c, mt, j, tag,
+                                    g->comm, &rq[n]);
+                else
+                    mrc = MPI_Irecv((char *)recv + (rdispls[j] + off) * es, c, mt, j, tag, g->comm,
+                                    &rq[n]);
+                if (mrc == MPI_SUCCESS) n++;
+            }
+        }
+    int rc = ZT_OK;
+    if (mrc != MPI_SUCCESS) {
+        rc = mpi_err(g, st, mrc, ZT_COMM_ALLTOALL);
+        for (int i = 0; i < n; i++) {   /* the peers wait in vain: they time out */
+            MPI_Cancel(&rq[i]);
+            MPI_Request_free(&rq[i]);
+        }
+    } else if (n) {
+        rc = wait_all(g, rq, n, ZT_COMM_ALLTOALL, st);
+    }
+    free(rq);
+    ZT_TRY(rc);
+    g->calls[ZT_COMM_ALLTOALL]++;
+    g->bytes[ZT_COMM_ALLTOALL] += sent;
+    return ZT_OK;
+}
+
 static const zt_comm_ops mpi_ops = {
     "mpi", mpi_allreduce_sum, mpi_allreduce_max, mpi_bcast, mpi_barrier,
     mpi_reduce_scatter_sum, mpi_allgather_inplace, mpi_iallgather_inplace, mpi_wait,
-    mpi_ireduce_scatter_sum, NULL, mpi_alltoall,
+    mpi_ireduce_scatter_sum, NULL, mpi_alltoall, mpi_alltoallv,
 };
 
 static int wrap(MPI_Comm c, const char *name, double timeout_s, zt_group **out, zt_status *st) {

@@ -29,7 +29,7 @@ typedef enum zt_comm_kind {
     ZT_COMM_REDUCE_SCATTER,
     ZT_COMM_ALLGATHER,
     ZT_COMM_BCAST,
-    ZT_COMM_ALLTOALL,       /* sequence parallelism's head <-> token exchange */
+    ZT_COMM_ALLTOALL,       /* alltoall (sequence parallelism) and alltoallv */
     ZT_COMM_NKINDS
 } zt_comm_kind;
 const char *zt_comm_kind_name(int kind);
@@ -77,6 +77,15 @@ typedef struct zt_comm_ops {
      * its own, (size - 1) x count x element size. */
     int (*alltoall)(zt_group *g, const void *send, void *recv, size_t count, zt_dtype t,
                     zt_status *st);
+    /* all-to-all of variable counts (elements): rank i sends scounts[j]
+     * elements from send + sdispls[j] to rank j, and receives rcounts[j]
+     * elements from rank j into recv + rdispls[j] (send and recv must not
+     * overlap; every rank's rcounts[j] must equal rank j's scounts[i] -- the
+     * caller agrees counts first).  Accounted bytes (ZT_COMM_ALLTOALL):
+     * every element sent to another rank. */
+    int (*alltoallv)(zt_group *g, const void *send, const size_t *scounts, const size_t *sdispls,
+                     void *recv, const size_t *rcounts, const size_t *rdispls, zt_dtype t,
+                     zt_status *st);
 } zt_comm_ops;
 
 struct zt_group {

@@ -15,7 +15,8 @@
  *
  * Byte accounting is comm.c's: what this rank sends in the ring algorithms
  * (all-reduce 2(N-1)/N x bytes, reduce-scatter and all-gather every chunk
- * but its own, broadcast (N-1)/N x bytes, all-to-all every chunk but its own).
+ * but its own, broadcast (N-1)/N x bytes, all-to-all (equal or variable counts)
+ * every chunk but its own).
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
@@ -363,6 +364,48 @@ static int nc_alltoall(zt_group *g, const void *send, void *recv, size_t count, 
     return ZT_OK;
 }
 
+/* All-to-all of variable counts: as nc_alltoall, one ncclSend / ncclRecv
+ * per peer with a nonzero count in one group launch, the span to itself a
+ * device copy on the communication stream. */
+static int nc_alltoallv(zt_group *g, const void *send, const size_t *scounts,
+                        const size_t *sdispls, void *recv, const size_t *rcounts,
+                        const size_t *rdispls, zt_dtype t, zt_status *st) {
+    nccl_group *ng = NG(g);
+    const int P = g->size, R = g->rank;
+    ncclDataType_t nt;
+    if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_ALLTOALL, t, st);
+    ZT_CHECK(scounts && sdispls && rcounts && rdispls, st);
+    if (scounts[R] != rcounts[R])
+        return zt_fail(st, ZT_EINVAL, "all-to-all on the %s group%s%s%s: rank %d sends %zu elements "
+                       "to itself but expects to receive %zu", g->name, WHERE(g), R, scounts[R],
+                       rcounts[R]);
+    ZT_TRY(begin(ng, ZT_COMM_ALLTOALL, st));
+    const size_t es = zt_dtype_size(t);
+    const char *s = send;
+    char *d = recv;
+    uint64_t sent = 0;
+    if (scounts[R]) {
+        const cudaError_t e = cudaMemcpyAsync(d + rdispls[R] * es, s + sdispls[R] * es, scounts[R] * es,
+                                              cudaMemcpyDeviceToDevice, ng->stream);
+        if (e != cudaSuccess) return fail_cuda(ng, ZT_COMM_ALLTOALL, "cudaMemcpyAsync", e, st);
+    }
+    ncclResult_t r = ncclGroupStart();
+    for (int i = 0; i < P && r == ncclSuccess; i++) {
+        if (i == R) continue;
+        if (scounts[i]) r = ncclSend(s + sdispls[i] * es, scounts[i], nt, i, ng->nc, ng->stream);
+        if (r == ncclSuccess && rcounts[i])
+            r = ncclRecv(d + rdispls[i] * es, rcounts[i], nt, i, ng->nc, ng->stream);
+        sent += (uint64_t)scounts[i] * es;
+    }
+    const ncclResult_t r2 = ncclGroupEnd();
+    if (r == ncclSuccess) r = r2;
+    if (r != ncclSuccess) return call_failed(ng, ZT_COMM_ALLTOALL, r, st);
+    ZT_TRY(end_blocking(ng, ZT_COMM_ALLTOALL, st));
+    g->calls[ZT_COMM_ALLTOALL]++;
+    g->bytes[ZT_COMM_ALLTOALL] += sent;
+    return ZT_OK;
+}
+
 static int nc_wait(zt_group *g, zt_request *r, zt_status *st) {
     nccl_group *ng = NG(g);
     if (!r->active) return ZT_OK;
@@ -403,7 +446,7 @@ static void nc_destroy(zt_group *g) {
 static const zt_comm_ops nccl_ops = {
     "nccl", nc_allreduce_sum, nc_allreduce_max, nc_bcast, nc_barrier,
     nc_reduce_scatter_sum, nc_allgather_inplace, nc_iallgather_inplace, nc_wait,
-    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall,
+    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall, nc_alltoallv,
 };
 
 /* ------------------------------------------------------------ creation */

@@ -10,6 +10,7 @@
  * this group's after each call, and its timeout and `where` follow this
  * group's.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,52 @@ static int st_alltoall(zt_group *g, const void *send, void *recv, size_t count, 
     return copies_ok(s, ZT_COMM_ALLTOALL, st);
 }
 
+/* Only the spans counts/displs name travel: the send spans are packed
+ * one after another into the staging buffer, the receive spans land packed
+ * after them, and each is copied back to its place. */
+static int st_alltoallv(zt_group *g, const void *send, const size_t *scounts,
+                        const size_t *sdispls, void *recv, const size_t *rcounts,
+                        const size_t *rdispls, zt_dtype t, zt_status *st) {
+    staged_group *s = SG(g);
+    const int P = g->size;
+    const size_t es = zt_dtype_size(t);
+    ZT_CHECK(es > 0 && scounts && sdispls && rcounts && rdispls, st);
+    size_t *pk = malloc(2 * (size_t)P * sizeof *pk);   /* packed displacements */
+    if (!pk) return zt_fail(st, ZT_ENOMEM, "out of memory (host-staged all-to-all)");
+    size_t ns = 0, nr = 0, lim = SIZE_MAX / es;
+    int rc = ZT_OK;
+    for (int j = 0; j < P; j++) {
+        pk[j] = ns;
+        pk[P + j] = nr;
+        if (scounts[j] > lim - ns - nr || rcounts[j] > lim - ns - nr - scounts[j]) {
+            rc = zt_fail(st, ZT_EINVAL, "host-staged all-to-all on the %s group: the counts add up "
+                         "to more than memory holds", g->name);
+            break;
+        }
+        ns += scounts[j];
+        nr += rcounts[j];
+    }
+    if (rc == ZT_OK) rc = ensure(s, (ns + nr) * es, st);
+    char *h = s->stage;
+    for (int j = 0; j < P && rc == ZT_OK; j++)
+        if (scounts[j])
+            s->be->to_host(h + pk[j] * es, (const char *)send + sdispls[j] * es, scounts[j] * es);
+    if (rc == ZT_OK) rc = copies_ok(s, ZT_COMM_ALLTOALL, st);
+    if (rc == ZT_OK) {
+        pre(s);
+        counters c = snap(s);
+        rc = s->mpi->ops->alltoallv(s->mpi, h, scounts, pk, h + ns * es, rcounts, pk + P, t, st);
+        post(s, &c);
+    }
+    for (int j = 0; j < P && rc == ZT_OK; j++)
+        if (rcounts[j])
+            s->be->to_device((char *)recv + rdispls[j] * es, h + (ns + pk[P + j]) * es,
+                             rcounts[j] * es);
+    free(pk);
+    ZT_TRY(rc);
+    return copies_ok(s, ZT_COMM_ALLTOALL, st);
+}
+
 static void st_destroy(zt_group *g) {
     staged_group *s = SG(g);
     zt_group_free(s->mpi);
@@ -288,7 +335,7 @@ static void st_destroy(zt_group *g) {
 static const zt_comm_ops staged_ops = {
     "mpi-host-staged", st_allreduce_sum, st_allreduce_max, st_bcast, st_barrier,
     st_reduce_scatter_sum, st_allgather_inplace, st_iallgather_inplace, st_wait,
-    st_ireduce_scatter_sum, st_destroy, st_alltoall,
+    st_ireduce_scatter_sum, st_destroy, st_alltoall, st_alltoallv,
 };
 
 int zt_group_host_staged(zt_group *mpi_parent, const char *name, const zt_backend *be,
