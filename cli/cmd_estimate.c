@@ -332,7 +332,7 @@ static void print_run_end(const zt_memplan *p) {
     const char *end_what;
     if (p->export_default) end_what = sampled ? "llm.c weights file, then the text sample" : "llm.c weights file";
     else if (sampled) end_what = "the text sample; no weights file, they stay in the checkpoint";
-    else end_what = "no weights file, they stay in the checkpoint; no text sample under sequence parallelism";
+    else end_what = "no weights file, they stay in the checkpoint; no text sample under sequence or expert parallelism";
     printf("  %-16s %14s %14s   (a default `ztrain train` run's end: %s)\n", "end of run", a, b, end_what);
     fmtb(p->gpu ? (double)p->sample_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->sample_peak[ZT_MP_HOST], b, sizeof b);
@@ -340,7 +340,7 @@ static void print_run_end(const zt_memplan *p) {
         printf("  %-16s %14s %14s   (if the text sample runs: a [1, %d] forward, the default 256 "
                "tokens; --sample-tokens 0 skips it)\n", "  with sample", a, b, p->sample_window);
     else
-        printf("  %-16s %14s %14s   (no text sample: a sequence-parallel run skips it)\n", "  with sample", a,
+        printf("  %-16s %14s %14s   (no text sample: a sequence- or expert-parallel run skips it)\n", "  with sample", a,
                b);
     fmtb(p->gpu ? (double)p->export_peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->export_peak[ZT_MP_HOST], b, sizeof b);

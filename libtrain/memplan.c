@@ -887,8 +887,8 @@ static void plan_end_of_run(planner *q) {
     if (gather) s_free(s, q->y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) p->export_peak[pl] = s->ptot[pl];
     *s = trained;
-    /* (sequence parallel: the CLI skips its closing sample) */
-    if (q->ax.sp == 1) {
+    /* (sequence or expert parallel: the CLI skips its closing sample) */
+    if (q->ax.sp == 1 && q->mc->expert_parallel <= 1) {
         s->phase = "sample";
         /* zt_sample's [1, W] block: W the longest window it forwards */
         const int sw = q->o->sample_window;

@@ -5,7 +5,8 @@
 # same global batch of 4 in the same forwards (the load-balancing loss is a
 # per-forward quantity): per-step losses and final parameters within 1e-6:
 #  - EP 2 (2 ranks, stage 0), EP 4 (4 ranks, stage 1), EP 2 x data parallel 2
-#    at stage 3, and hybrid (stage 3, shard groups of 2);
+#    at stage 3 (the planner's peak equal to the accounted one), and hybrid
+#    (stage 3, shard groups of 2);
 #  - stage 2 with accumulation 2 and activation checkpointing; bf16 at stage 3
 #    (losses within 1e-6 of 1 rank in bf16);
 #  - a forced imbalance (ZT_TEST_MOE_ROUTE_ALL=0: every token on experts 0 and
@@ -53,8 +54,14 @@ run e2 2 --ep 2 --micro-batch 2 && compare r2 e2 &&
 ok $? "EP 2 (2 ranks, stage 0) == 1 rank"
 run e4 4 --ep 4 --stage 1 --micro-batch 1 && compare r4 e4
 ok $? "EP 4 (4 ranks, stage 1) == 1 rank"
-run e22 4 --ep 2 --stage 3 --micro-batch 1 && compare r4 e22
+run e22 4 --ep 2 --stage 3 --micro-batch 1 --memory-report end && compare r4 e22
 ok $? "EP 2 x data parallel 2 (4 ranks, stage 3) == 1 rank"
+# the planner counts the received-row buffers (zt_moe_recv_rows): exact
+grep -q "memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)" o_e22.txt &&
+    "$ZTRAIN" estimate --world-size 4 "${MOE[@]}" --ep 2 --stage 3 --micro-batch 1 --batch-size 4 \
+        --train c_train.bin --val c_val.bin > e_e22.txt 2>&1 &&
+    grep -q "^    with sample .*(no text sample: a sequence- or expert-parallel run skips it)$" e_e22.txt
+ok $? "EP 2 x dp 2: predicted peak == accounted peak; ztrain estimate --ep 2 plans no closing sample"
 run eh 4 --ep 2 --stage 3 --shard-group 2 --micro-batch 1 && compare r4 eh
 ok $? "EP 2, stage 3 with shard groups of 2 (hybrid, 4 ranks) == 1 rank"
 run ea 2 --ep 2 --stage 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks && compare r4 ea

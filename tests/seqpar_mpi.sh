@@ -192,7 +192,7 @@ grep -q "^does not fit: .* > 76.65 GiB (--device-memory 80.00 GiB less the CUDA 
     "$ZTRAIN" estimate --world-size 8 --device gpu --device-memory 80G "${L8B[@]}" --sp 8 --grad-accum 8 > e_8b8.txt 2>&1 &&
     grep -q "^fits: .* <= 76.65 GiB (--device-memory 80.00 GiB less" e_8b8.txt &&
     grep -q "^sequence parallel: 8 ranks share each sample (data parallel 1), 16384 of its 131072 tokens per rank" e_8b8.txt &&
-    grep -q "^    with sample .*(no text sample: a sequence-parallel run skips it)$" e_8b8.txt &&
+    grep -q "^    with sample .*(no text sample: a sequence- or expert-parallel run skips it)$" e_8b8.txt &&
     grep -q "^    with sample .*(if the text sample runs: a \[1, 256\] forward" e_8b.txt
 ok $? "estimate: Llama-3.1-8B at 131072 tokens on 8 x 80 GB does not fit, --sp 4 is suggested and fits, so does --sp 8 (and plans no closing text sample)"
 grep "^does not fit\|^fits\|^sequence parallel" e_8b.txt e_8b4.txt e_8b8.txt | sed 's/^/# /'
