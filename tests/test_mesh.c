@@ -12,7 +12,10 @@
  * coordinate (the sum of their world ranks over the group), its rank is the
  * coordinate and its size the axis size, with the host-memory backend (the
  * twin is the group itself) and on cpu-strict (a twin of its own, the same
- * ranks); the mesh counts each group's bytes once.
+ * ranks); the mesh counts each group's bytes once.  Expert parallelism:
+ * the expert axis' sizes and coordinates (ep consecutive ranks), its
+ * refusals, and its group with its twin (2 consecutive ranks on even
+ * worlds).
  */
 #include <string.h>
 #include "config.h"
@@ -66,6 +69,52 @@ static void check_shapes(zt_config *c) {
     rc = zt_mesh_shape_of(c, 8, 0, 1, &s, &st);
     tap_ok(rc == ZT_EINVAL && strstr(st.msg, "shard_group_size=3 must divide the world size 8"),
            "shape: shard group 3 on 8 refused: %s", st.msg);
+}
+
+/* expert parallelism: ep consecutive ranks, coordinate rank % ep, the
+ * other axes as without it; ep not dividing the world or (stage 3) the
+ * shard group refused naming it */
+static void check_ep_shapes(zt_config *c) {
+    int bad = 0, n = 0;
+    c->model.seq_parallel = 1;
+    for (int W = 1; W <= 8; ++W)
+        for (int ep = 1; ep <= W; ++ep)
+            for (int g = 0; g <= W; ++g)
+                for (int stage = 0; stage <= 3; stage += 3) {
+                    const int G = stage == 0 || g == 0 ? W : g;
+                    if (W % ep || (g && W % g) || G % ep) continue;
+                    c->model.expert_parallel = ep;
+                    c->shard_group_size = g;
+                    c->zero_stage = stage;
+                    for (int r = 0; r < W; ++r) {
+                        zt_mesh_shape s;
+                        zt_status st;
+                        ++n;
+                        const int want_size[ZT_AX_N] = {W, 1, G, W / G, ep, 1};
+                        const int want_coord[ZT_AX_N] = {r, 0, r % G, r / G, r % ep, 0};
+                        if (zt_mesh_shape_of(c, W, r, 1, &s, &st) != ZT_OK ||
+                            memcmp(s.size, want_size, sizeof want_size) ||
+                            memcmp(s.coord, want_coord, sizeof want_coord)) {
+                            if (!bad++) tap_diag("W %d rank %d ep %d shard group %d stage %d", W, r, ep, g, stage);
+                        }
+                    }
+                }
+    tap_ok(bad == 0 && n > 0, "shape: %d (world, rank, ep, shard group, stage) cases give the "
+           "expert axis' sizes and coordinates (%d wrong)", n, bad);
+    zt_mesh_shape s;
+    zt_status st;
+    c->model.expert_parallel = 4;
+    c->zero_stage = 3;
+    c->shard_group_size = 2;
+    int rc = zt_mesh_shape_of(c, 8, 0, 1, &s, &st);
+    tap_ok(rc == ZT_EINVAL && strstr(st.msg, "expert_parallel_size=4 must divide the ZeRO shard group (2 ranks)"),
+           "shape: ep 4 with shard groups of 2 refused: %s", st.msg);
+    c->model.expert_parallel = 3;
+    c->shard_group_size = 0;
+    rc = zt_mesh_shape_of(c, 8, 0, 1, &s, &st);
+    tap_ok(rc == ZT_EINVAL && strstr(st.msg, "expert_parallel_size=3 must divide the number of ranks (8 ranks)"),
+           "shape: ep 3 on 8 ranks refused: %s", st.msg);
+    c->model.expert_parallel = 1;
 }
 
 /* the sum of the world ranks over g == the sum over the ranks whose
@@ -127,6 +176,31 @@ static void check_groups(zt_config *c, const zt_backend *be, const char *bn) {
     zt_mesh_free(m);
 }
 
+/* the expert group: ep = 2 consecutive ranks (same r / 2), its rank the
+ * coordinate, with its device twin; none at ep = 1 (odd worlds) */
+static void check_ep_group(zt_config *c, const zt_backend *be, const char *bn) {
+    const int W = zt_world_size(), r = zt_world_rank(), ep = W % 2 == 0 ? 2 : 1;
+    c->model.seq_parallel = 1;
+    c->model.expert_parallel = ep;
+    c->shard_group_size = 0;
+    c->zero_stage = 3;
+    zt_mesh *m = NULL;
+    zt_status st;
+    int rc = zt_mesh_create(c, be, -1, &m, &st);
+    if (!tap_ok(rc == ZT_OK, "%s: mesh with ep %d on %d ranks%s%s", bn, ep, W, rc ? ": " : "",
+                rc ? st.msg : ""))
+        return;
+    zt_group *g = m->g[ZT_AX_EP], *d = m->dg[ZT_AX_EP];
+    int ok = zt_mesh_size(m, ZT_AX_EP) == ep && zt_mesh_coord(m, ZT_AX_EP) == r % ep;
+    if (ep == 1) ok &= !g && !d;
+    else ok &= g && d && g->size == ep && g->rank == r % ep && d->size == ep && d->rank == g->rank &&
+               (zt_be_device(be) ? d != g : d == g) && members_ok(g, W, r, ep, 1, &st);
+    tap_ok(ok, "%s: the expert group (ep %d) holds %d consecutive ranks, its rank the coordinate, "
+           "with its device twin", bn, ep, ep);
+    zt_mesh_free(m);
+    c->model.expert_parallel = 1;
+}
+
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) { printf("not ok 1 - init: %s\n", st.msg); return 1; }
@@ -137,6 +211,9 @@ int main(int argc, char **argv) {
     zt_config *c2 = zt_config_new();
     check_groups(c2, zt_backend_cpu(), "cpu");
     check_groups(c2, zt_backend_cpu_strict(), "cpu-strict");
+    check_ep_shapes(c);
+    check_ep_group(c2, zt_backend_cpu(), "cpu");
+    check_ep_group(c2, zt_backend_cpu_strict(), "cpu-strict");
     zt_config_free(c);
     zt_config_free(c2);
     int rc = tap_done();
