@@ -53,7 +53,9 @@
 # (fp32 stage 0, bf16 stage 3); the LM head in chunks (ztrain.classifier_chunk_rows:
 # Llama bf16 stage 3, Gemma 2 fp32 stage 0); a Mixture of Experts
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
-# ranks (fp32 stage 2 with activation checkpointing).  With
+# ranks (fp32 stage 2 with activation checkpointing), and with expert
+# parallelism 2 at 4 experts (fp32 stage 3 host-staged; fp32 stage 2 with
+# activation checkpointing over NCCL).  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
@@ -123,6 +125,11 @@ group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case 
 # the load-balancing loss): cuda_moe.cu's routing, gather/scatter and sigmoid on the device
 group moe1 1 moe-tiny.json --cases none --case "m0 fp32 --stage 0" --case "mbf16s3 bf16 --stage 3"
 group moe2 2 moe-tiny.json --cases none --case "mcks2 fp32 --stage 2 --act-ckpt blocks"
+# expert parallelism (docs/moe.md): 4 experts, 2 a rank; the rows to their experts' ranks and
+# back through the all-to-all of variable counts, host-staged MPI and the simulator's NCCL
+group moeep 2 moe-tiny.json --cases none --case "ep2s3 fp32 --stage 3 --ep 2 --ztrain.model.n_experts 4"
+COMM=nccl group moeepnccl 2 moe-tiny.json --cases none \
+    --case "ep2cks2 fp32 --stage 2 --ep 2 --ztrain.model.n_experts 4 --act-ckpt blocks"
 # sequence parallelism (docs/long-context.md): the all-to-alls through NCCL's send/recv
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
 
@@ -137,7 +144,7 @@ for out in "$W"/*/x_*.out; do
     end=${end:-$pred}
     # device bytes outside the backend: the NCCL comm backend's barrier word
     # (4 bytes per NCCL group, libtrain/comm_nccl.c; the world, the shard
-    # group and the sequence-parallel group: at most 3)
+    # group and the sequence- or expert-parallel group: at most 3)
     slack=0
     [ "$(cat "$(dirname "$out").comm" 2> /dev/null)" = nccl ] && slack=12
     why=""
