@@ -192,6 +192,18 @@ static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_
                "%s (docs/long-context.md)\n", p->seq_parallel, p->world / p->seq_parallel,
                c->seq_len / p->seq_parallel, c->seq_len, lg, aa);
     }
+    if (p->expert_parallel > 1) {   /* docs/moe.md, "Expert parallelism" */
+        const zt_model_config *m = &c->model;
+        const double row = (2.0 * m->n_embd + 3.0 * m->moe_intermediate) * 4;
+        char w[32], b[32];
+        fmtb((double)p->ep_rows_worst * row, w, sizeof w);
+        fmtb((double)p->ep_rows_balanced * row, b, sizeof b);
+        printf("expert parallel: groups of %d ranks, %d of the %d experts per rank; routed rows a "
+               "rank's experts receive per MoE layer and micro batch: %llu at the worst-case routing "
+               "(planned: %s of activations a layer), %llu at a balanced one (%s) (docs/moe.md)\n",
+               p->expert_parallel, m->n_experts / p->expert_parallel, m->n_experts,
+               (unsigned long long)p->ep_rows_worst, w, (unsigned long long)p->ep_rows_balanced, b);
+    }
     {   /* the LM head's chunk (docs/memory.md, "The LM head in chunks") */
         char lg[32], fl[32];
         fmtb((double)p->logits_bytes, lg, sizeof lg);
@@ -447,13 +459,15 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            "\"activation_checkpointing\": \"%s\", \"offload_optimizer\": \"%s\", "
            "\"offload_param\": \"%s\", \"target\": \"%s\", \"sequence_parallel_size\": %d, "
            "\"logits_bytes\": %llu, \"full_logits_bytes\": %llu, \"classifier_chunk_rows\": %ld, "
-           "\"alltoall_bytes_per_step\": %llu},\n",
+           "\"alltoall_bytes_per_step\": %llu, \"expert_parallel_size\": %d, "
+           "\"ep_recv_rows_worst\": %llu, \"ep_recv_rows_balanced\": %llu},\n",
            p->world, p->ranks_per_node, p->shard_group, p->stage, precision_name(c),
            c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
            c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu", p->seq_parallel,
            (unsigned long long)p->logits_bytes, (unsigned long long)p->full_logits_bytes,
-           p->chunk_rows, (unsigned long long)p->alltoall_bytes);
+           p->chunk_rows, (unsigned long long)p->alltoall_bytes, p->expert_parallel,
+           (unsigned long long)p->ep_rows_worst, (unsigned long long)p->ep_rows_balanced);
     if (p->lora_r)
         printf("  \"lora\": {\"r\": %d, \"adapter_params\": %llu, \"frozen_base_bytes\": %llu, "
                "\"adapter_bytes\": %llu, \"adapter_grads_bytes\": %llu, "

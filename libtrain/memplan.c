@@ -7,6 +7,7 @@
 #include <string.h>
 #include "memplan.h"
 #include "mesh.h"
+#include "moe.h"
 #include "seqpar.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
@@ -532,6 +533,14 @@ static int plan_run(planner *q, zt_status *st) {
     /* sequence parallelism (seqpar.h): groups of SP ranks share each sample,
      * SP-th of its tokens each; dp = W / SP data parallel groups */
     p->seq_parallel = q->ax.sp;
+    p->expert_parallel = mc->n_experts > 0 && mc->expert_parallel > 1 ? mc->expert_parallel : 1;
+    if (p->expert_parallel > 1) {
+        const zt_moe_shape ms = {mc->n_embd, mc->n_experts, mc->experts_per_token,
+                                 mc->moe_intermediate, 0, p->expert_parallel};
+        const size_t N = (size_t)c->micro_batch * (size_t)(c->seq_len / q->ax.sp);
+        p->ep_rows_worst = zt_moe_recv_rows(&ms, N);
+        p->ep_rows_balanced = (uint64_t)N * (uint64_t)mc->experts_per_token;
+    }
     p->eval_batch = zt_config_eval_rows(c, q->ax.dp);   /* rows of an eval forward per rank */
     p->context = mc->context;
     p->ckpt_k = zt_config_act_ckpt_k(c);

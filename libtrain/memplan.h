@@ -64,6 +64,13 @@ typedef struct zt_memplan {
     int world, ranks_per_node, shard_group, stage, micro_batch, grad_accum, eval_batch, context;
     int ckpt_k;            /* 0 none, 1 blocks, K every-K */
     int seq_parallel;      /* sequence_parallel_size (1: off): activations at seq_len / N */
+    /* expert_parallel_size (1: off; moe.h): the routed rows one rank's experts
+     * can receive per MoE layer and micro batch, at the worst-case routing
+     * (zt_moe_recv_rows: the buffers are carved, and planned, at this) and at
+     * a balanced one (micro x seq_len x experts_per_token); a row's buffers
+     * hold 2 C + 3 I floats (inputs, outputs, gate|up, SwiGLU) */
+    int expert_parallel;
+    uint64_t ep_rows_worst, ep_rows_balanced;
     /* of the training activations: the LM head's chunk buffers (classifier.h:
      * [R, vocab] fp32 logits, twice with a final soft-cap) for the micro
      * batch's micro x seq_len / N rows, which it runs in chunks of chunk_rows

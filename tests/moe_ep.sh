@@ -60,8 +60,18 @@ ok $? "EP 2 x data parallel 2 (4 ranks, stage 3) == 1 rank"
 grep -q "memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)" o_e22.txt &&
     "$ZTRAIN" estimate --world-size 4 "${MOE[@]}" --ep 2 --stage 3 --micro-batch 1 --batch-size 4 \
         --train c_train.bin --val c_val.bin > e_e22.txt 2>&1 &&
-    grep -q "^    with sample .*(no text sample: a sequence- or expert-parallel run skips it)$" e_e22.txt
-ok $? "EP 2 x dp 2: predicted peak == accounted peak; ztrain estimate --ep 2 plans no closing sample"
+    grep -q "^    with sample .*(no text sample: a sequence- or expert-parallel run skips it)$" e_e22.txt &&
+    "$ZTRAIN" estimate --world-size 4 "${MOE[@]}" --ep 2 --stage 3 --micro-batch 1 --batch-size 4 \
+        --train c_train.bin --val c_val.bin --json > e_e22.json 2>&1 && python3 - e_e22.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["run"]
+P, N, K, E = 2, 1 * 32, 2, 4   # micro batch 1 x seq_len 32 tokens per rank, top-2 of 4
+want = (P, P * N * min(K, E // P), N * K)
+got = (r["expert_parallel_size"], r["ep_recv_rows_worst"], r["ep_recv_rows_balanced"])
+print("# estimate: expert parallel, received rows worst / balanced %s, formula %s" % (got, want))
+sys.exit(0 if got == want else 1)
+PY
+ok $? "EP 2 x dp 2: predicted peak == accounted peak; ztrain estimate --ep 2: received rows (worst, balanced) == formula, no closing sample"
 run eh 4 --ep 2 --stage 3 --shard-group 2 --micro-batch 1 && compare r4 eh
 ok $? "EP 2, stage 3 with shard groups of 2 (hybrid, 4 ranks) == 1 rank"
 run ea 2 --ep 2 --stage 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks && compare r4 ea
