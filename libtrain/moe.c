@@ -99,9 +99,16 @@ void zt_moe_host_free(zt_moe_host *h) {
     free(h->sd);
     free(h->rc);
     free(h->rd);
-    const zt_moe_ep ep = h->ep;
+    free(h->all);
+    free(h->agc);
+    free(h->agd);
+    const zt_moe_ep ep = h->ep;   /* (the group and the message context stay) */
+    const int layer = h->layer;
+    const long step = h->step;
     memset(h, 0, sizeof *h);
     h->ep = ep;
+    h->layer = layer;
+    h->step = step;
 }
 
 /* ZT_TEST_MOE_ROUTE_ALL=e (a test hook): every token's k-th routed expert is
@@ -129,9 +136,12 @@ static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         h->sd = malloc((size_t)P * sizeof(size_t));
         h->rc = malloc((size_t)P * sizeof(size_t));
         h->rd = malloc((size_t)P * sizeof(size_t));
+        h->all = malloc((size_t)P * (size_t)(s->E + 1) * sizeof(int32_t));
+        h->agc = malloc((size_t)P * sizeof(int));
+        h->agd = malloc((size_t)P * sizeof(int));
         h->cap = NK;
         if (!h->idx || !h->perm || !h->rows || !h->count || !h->scnt || !h->rcnt || !h->sc ||
-            !h->sd || !h->rc || !h->rd) {
+            !h->sd || !h->rc || !h->rd || !h->all || !h->agc || !h->agd) {
             zt_moe_host_free(h);
             return zt_fail(st, ZT_ENOMEM, "out of memory (expert routing)");
         }
@@ -157,20 +167,47 @@ static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
 }
 
 /* The rows of the exchanges (expert parallelism): scnt from this rank's
- * routing, rcnt agreed over the group (an all-to-all of E/P ints each way),
- * the counts and displacements of the row exchanges (C floats a row), and
- * the rows this rank's experts run, *R (checked against the buffers' cap).
- * Without expert parallelism rcnt = scnt: every expert here. */
+ * routing; every rank's counts and buffer capacity agreed over the group (an
+ * all-gather of E + 1 host ints each), so rcnt, and whether every rank's
+ * buffer holds what it receives (else the same refusal on every rank,
+ * before any row moves); the counts and displacements of the row exchanges
+ * (C floats a row) and the rows this rank's experts run, *R.  Without
+ * expert parallelism rcnt = scnt: every expert here. */
 static int exchange_counts(const zt_moe_shape *s, zt_moe_host *h, size_t cap, size_t *R,
                            zt_status *st) {
-    const int E = s->E, P = s->P > 1 ? s->P : 1, El = E / P;
+    const int E = s->E, P = s->P > 1 ? s->P : 1, El = E / P, me = P > 1 ? h->ep.rank : 0;
     for (int e = 0; e < E; ++e) h->scnt[e] = h->count[e + 1] - h->count[e];
-    if (P > 1 && (!h->ep.g || !h->ep.dg))
-        return zt_fail(st, ZT_EINTERNAL, "expert parallelism: the model has no expert group "
-                       "(no mesh was set)");
     if (P > 1) {
+        if (!h->ep.g || !h->ep.dg)
+            return zt_fail(st, ZT_EINTERNAL, "expert parallelism: the model has no expert group "
+                           "(no mesh was set)");
+        const int W1 = E + 1;
+        memcpy(h->all + (size_t)me * W1, h->scnt, (size_t)E * sizeof(int32_t));
+        h->all[(size_t)me * W1 + E] = cap > INT32_MAX ? INT32_MAX : (int32_t)cap;
+        for (int i = 0; i < P; ++i) {
+            h->agc[i] = W1;
+            h->agd[i] = i * W1;
+        }
         zt_group_where(h->ep.g, "step %ld, MoE layer %d: expert routing counts", h->step, h->layer);
-        ZT_TRY(h->ep.g->ops->alltoall(h->ep.g, h->scnt, h->rcnt, (size_t)El, ZT_I32, st));
+        ZT_TRY(h->ep.g->ops->allgather_inplace(h->ep.g, h->all, h->agc, h->agd, ZT_I32, st));
+        for (int j = 0; j < P; ++j) {   /* every rank's rows against its buffer */
+            size_t in = 0;
+            for (int i = 0; i < P; ++i)
+                for (int l = 0; l < El; ++l) {
+                    const int32_t c = h->all[(size_t)i * W1 + j * El + l];
+                    if (c < 0)
+                        return zt_fail(st, ZT_EINTERNAL, "expert routing: rank %d of the expert "
+                                       "group sent a count of %d", i, (int)c);
+                    in += (size_t)c;
+                    if (j == me) h->rcnt[i * El + l] = c;
+                }
+            const size_t jcap = (size_t)h->all[(size_t)j * W1 + E];
+            if (in > jcap)
+                return zt_fail(st, ZT_ENOMEM, "expert parallelism: step %ld, MoE layer %d: %zu "
+                               "routed rows go to the %d experts of rank %d of the expert group, "
+                               "more than its buffer of %zu rows (the ranks' micro batches differ "
+                               "in size?)", h->step, h->layer, in, El, j, jcap);
+        }
     } else {
         memcpy(h->rcnt, h->scnt, (size_t)E * sizeof(int32_t));
     }
@@ -178,9 +215,6 @@ static int exchange_counts(const zt_moe_shape *s, zt_moe_host *h, size_t cap, si
     for (int j = 0; j < P; ++j) {
         size_t sn = 0, rn = 0;
         for (int l = 0; l < El; ++l) {
-            if (h->rcnt[j * El + l] < 0)
-                return zt_fail(st, ZT_EINTERNAL, "expert routing: rank %d of the expert group sent "
-                               "a count of %d", j, (int)h->rcnt[j * El + l]);
             sn += (size_t)h->scnt[j * El + l];
             rn += (size_t)h->rcnt[j * El + l];
         }
@@ -192,10 +226,9 @@ static int exchange_counts(const zt_moe_shape *s, zt_moe_host *h, size_t cap, si
         ro += rn;
     }
     *R = ro;
-    if (ro > cap)
-        return zt_fail(st, ZT_ENOMEM, "expert parallelism: step %ld, MoE layer %d: %zu routed rows "
-                       "arrive for this rank's %d experts, more than its buffer of %zu rows (the "
-                       "ranks' micro batches differ in size?)", h->step, h->layer, ro, El, cap);
+    if (ro > cap)   /* (checked above with the group; kept as the guard of the writes) */
+        return zt_fail(st, ZT_EINTERNAL, "expert parallelism: step %ld, MoE layer %d: %zu rows "
+                       "for a buffer of %zu", h->step, h->layer, ro, cap);
     return ZT_OK;
 }
 

@@ -16,7 +16,9 @@
  * the P consecutive ranks of an expert group split the experts, rank c of
  * the group running experts [c E/P, (c+1) E/P).  Per layer every rank
  * routes its own tokens, the ranks agree on the rows each sends to each
- * (an all-to-all of the per-(rank, local expert) counts, host ints), the
+ * (an all-gather of every rank's per-(rank, local expert) counts and its
+ * buffer's capacity, host ints: a routing beyond a rank's buffer is refused
+ * on every rank before any row moves), the
  * routed rows go to the rank of their expert and the expert outputs come
  * back with all-to-alls of variable counts (the group's device twin); the
  * backward sends the output gradients the same way and the input gradients
@@ -92,6 +94,8 @@ typedef struct zt_moe_host {
     int32_t *scnt, *rcnt;      /* [E]: rows sent to rank j's local expert l (j E/P + l), and
                                 * received from rank i for local expert l (i E/P + l) */
     size_t *sc, *sd, *rc, *rd; /* [P] the exchanges' counts and displacements (elements) */
+    int32_t *all;              /* [P, E + 1] every rank's scnt and its buffer's rows (agreed) */
+    int *agc, *agd;            /* [P] that all-gather's counts and displacements */
     int layer;                 /* the block (error messages), set by the caller */
     long step;                 /* the step (error messages), set by the caller */
 } zt_moe_host;

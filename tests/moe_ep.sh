@@ -12,11 +12,14 @@
 #  - a forced imbalance (ZT_TEST_MOE_ROUTE_ALL=0: every token on experts 0 and
 #    1, both on rank 0, whose buffer then fills to its worst case) == 1 rank
 #    with the same routing, and rank 0's all-to-all bytes per step equal the
-#    formula (counts both ways, and every row of rank 1 back to it);
+#    formula (every row of rank 1 back to it, forward and backward);
 #  - a checkpoint saved at EP 2 restores at EP 1 (2 ranks: bitwise the
 #    uninterrupted run) and at EP 4 (4 ranks, stage 3: == the same checkpoint
 #    restored on 1 rank with forwards of 1 sample);
 #  - cpu-strict (host-staged all-to-alls) bitwise == cpu at EP 2, stage 3;
+#  - the dispatch alone (tests/test_moe_ep.c, 2 ranks): equal to every expert
+#    on one rank; a routing beyond a rank's buffer (micro batches of
+#    different sizes) refused on both ranks, canaries after every buffer;
 #  - refusals: EP not dividing the ranks, the experts, the shard group; a
 #    dense model; with sequence parallelism; sampling skipped.
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +45,10 @@ compare() {  # compare A B [TOL]
     python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
         "w_$2.safetensors" "${3:-1e-6}" "$STEPS"
 }
+
+# the dispatch alone (tests/test_moe_ep.c): EP 2 == every expert on one rank; a
+# routing beyond a rank's buffer refused on both ranks, nothing written past it
+tap_mpi 2 "$ZT_BUILDDIR/tests/test_moe_ep" "dispatch: "
 
 # references: 1 rank, the global batch in forwards of 2 and of 1 sample
 run r2 1 --micro-batch 2 --grad-accum 2
@@ -81,15 +88,15 @@ run br 1 --micro-batch 2 --grad-accum 2 --bf16.enabled true &&
 ok $? "bf16: EP 2 (2 ranks, stage 3) == 1 rank in bf16"
 
 # forced imbalance: every token's experts are 0 and 1 (rank 0's); rank 1's
-# 2 x 64 rows a layer go to rank 0 and come back.  Rank 0 sends, per layer and
-# forward: E/P = 2 counts (4 bytes each) and 2 N rows of C = 64 floats back;
-# the backward the same; N = 64 tokens, 2 layers, 2 forwards (+2 recomputed)
+# K N rows a layer go to rank 0 and come back.  Rank 0 sends, per layer and
+# forward, K N rows of C = 64 floats back (the counts go by all-gather); the
+# backward the same; N = 32 tokens, 2 layers, 2 forwards (each recomputed)
 ZT_TEST_MOE_ROUTE_ALL=0 run fr 1 --micro-batch 2 --grad-accum 2 &&
     ZT_TEST_MOE_ROUTE_ALL=0 run fe 2 --ep 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks &&
     compare fr fe && python3 - m_fe.jsonl <<'PY'
 import json, sys
-N, K, C, L, A, P, El = 32, 2, 64, 2, 2, 2, 2
-want = A * L * (2 * ((P - 1) * El * 4 + N * K * C * 4) + ((P - 1) * El * 4 + N * K * C * 4))
+N, K, C, L, A = 32, 2, 64, 2, 2
+want = A * L * 3 * N * K * C * 4   # forward, recomputed forward, backward
 got = [json.loads(l).get("alltoall_bytes") for l in open(sys.argv[1]) if '"loss"' in l]
 print("# all-to-all bytes per step (rank 0): %s, formula %d" % (got, want))
 sys.exit(0 if got and all(g == want for g in got) else 1)
