@@ -7,8 +7,9 @@
 #  - EP 2 (2 ranks, stage 0), EP 4 (4 ranks, stage 1), EP 2 x data parallel 2
 #    at stage 3 (the planner's peak equal to the accounted one), and hybrid
 #    (stage 3, shard groups of 2);
-#  - stage 2 with accumulation 2 and activation checkpointing; bf16 at stage 3
-#    (losses within 1e-6 of 1 rank in bf16);
+#  - stage 2 with accumulation 2 and activation checkpointing; bf16 at stage 3,
+#    also with the optimizer state and parameters offloaded (against 1 rank in
+#    bf16);
 #  - a forced imbalance (ZT_TEST_MOE_ROUTE_ALL=0: every token on experts 0 and
 #    1, both on rank 0, whose buffer then fills to its worst case) == 1 rank
 #    with the same routing, and rank 0's all-to-all bytes per step equal the
@@ -86,6 +87,8 @@ ok $? "EP 2, stage 2, accumulation 2, activation checkpointing == 1 rank"
 run br 1 --micro-batch 2 --grad-accum 2 --bf16.enabled true &&
     run eb 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true && compare br eb
 ok $? "bf16: EP 2 (2 ranks, stage 3) == 1 rank in bf16"
+run eo 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --offload params && compare br eo
+ok $? "bf16 with the optimizer state and parameters offloaded: EP 2 (2 ranks, stage 3) == 1 rank in bf16"
 
 # forced imbalance: every token's experts are 0 and 1 (rank 0's); rank 1's
 # K N rows a layer go to rank 0 and come back.  Rank 0 sends, per layer and
