@@ -111,11 +111,20 @@ void zt_moe_host_free(zt_moe_host *h) {
     h->step = step;
 }
 
-/* ZT_TEST_MOE_ROUTE_ALL=e (a test hook): every token's k-th routed expert is
- * (e + k) mod E -- a forced imbalance, everything on the same experts. */
-static int forced_expert(void) {
+/* ZT_TEST_MOE_ROUTE_ALL=e (a test hook, outside the ZTRAIN_ namespace on
+ * purpose): every token's k-th routed expert is (e + k) mod E -- a forced
+ * imbalance, everything on the same experts.  *e = -1: not set. */
+static int forced_expert(int E, int *e, zt_status *st) {
     const char *v = getenv("ZT_TEST_MOE_ROUTE_ALL");
-    return v && *v ? atoi(v) : -1;
+    *e = -1;
+    if (!v || !*v) return ZT_OK;
+    char *end;
+    const long x = strtol(v, &end, 10);
+    if (end == v || *end || x < 0 || x >= E)
+        return zt_fail(st, ZT_EINVAL, "ZT_TEST_MOE_ROUTE_ALL='%s': expected an integer from 0 to "
+                       "%d (an expert)", v, E - 1);
+    *e = (int)x;
+    return ZT_OK;
 }
 
 /* The routing's permutation on the host: the routed slots n K + k grouped
@@ -147,7 +156,8 @@ static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         }
     }
     zt_xcopy(be, h->idx, 0, idx, 1, NK * sizeof(int));
-    const int force = fwd ? forced_expert() : -1;
+    int force = -1;
+    if (fwd) ZT_TRY(forced_expert(s->E, &force, st));
     if (force >= 0) {
         for (size_t i = 0; i < NK; ++i) h->idx[i] = (int)((force + (int)(i % (size_t)s->K)) % s->E);
         zt_xcopy(be, idx, 1, h->idx, 0, NK * sizeof(int));

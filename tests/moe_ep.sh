@@ -21,7 +21,7 @@
 #  - the dispatch alone (tests/test_moe_ep.c, 2 ranks): equal to every expert
 #    on one rank; a routing beyond a rank's buffer (micro batches of
 #    different sizes) refused on both ranks, canaries after every buffer;
-#  - refusals: EP not dividing the ranks, the experts, the shard group; a
+#  - refusals: the test hook out of range, EP not dividing the ranks, the experts, the shard group; a
 #    dense model; with sequence parallelism; sampling skipped.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
@@ -137,6 +137,8 @@ refused() {  # refused TAG NRANKS MESSAGE ARGS...
     STEPS=1 run "$tag" "$n" "$@" > /dev/null 2>&1
     grep -qF "$msg" "o_$tag.txt" || { diag "o_$tag.txt" | tail -3; return 1; }
 }
+ZT_TEST_MOE_ROUTE_ALL=4 refused nh 1 "ZT_TEST_MOE_ROUTE_ALL='4': expected an integer from 0 to 3 (an expert)"
+ok $? "the test hook's value is checked"
 refused n3 2 "expert_parallel_size=3 must divide the number of ranks (2)" --ep 3
 ok $? "refused: EP 3 on 2 ranks"
 refused n5 2 "expert_parallel_size=2 must divide the 5 experts (ztrain.model.n_experts)" --ep 2 \
