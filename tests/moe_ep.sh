@@ -17,12 +17,14 @@
 #  - a checkpoint saved at EP 2 restores at EP 1 (2 ranks: bitwise the
 #    uninterrupted run) and at EP 4 (4 ranks, stage 3: == the same checkpoint
 #    restored on 1 rank with forwards of 1 sample);
+#  - with sequence parallelism 2 (4 ranks): EP 2 bitwise equal to sequence
+#    parallelism alone, EP 4 (across its groups) within 1e-6;
 #  - cpu-strict (host-staged all-to-alls) bitwise == cpu at EP 2, stage 3;
 #  - the dispatch alone (tests/test_moe_ep.c, 2 ranks): equal to every expert
 #    on one rank; a routing beyond a rank's buffer (micro batches of
 #    different sizes) refused on both ranks, canaries after every buffer;
 #  - refusals: the test hook out of range, EP not dividing the ranks, the experts, the shard group; a
-#    dense model; with sequence parallelism; sampling skipped.
+#    dense model; sampling skipped.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 command -v python3 > /dev/null || skip_all "no python3"
@@ -106,6 +108,14 @@ sys.exit(0 if got and all(g == want for g in got) else 1)
 PY
 ok $? "forced imbalance (every token on rank 0's experts), EP 2 with checkpointing == 1 rank; bytes == formula"
 
+# with sequence parallelism (each rank routes its slice of the samples): EP changes
+# nothing of the math -- equal to sequence parallel 2 x data parallel 2 alone
+run sp 4 --sp 2 --stage 3 --micro-batch 2 && run spe2 4 --sp 2 --ep 2 --stage 3 --micro-batch 2 &&
+    compare sp spe2 0
+ok $? "EP 2 with sequence parallel 2 (4 ranks, stage 3): bitwise == sequence parallel 2 alone"
+run spe4 4 --sp 2 --ep 4 --stage 1 --micro-batch 2 --act-ckpt blocks && compare sp spe4
+ok $? "EP 4 across sequence parallel groups of 2 (stage 1, checkpointing) == sequence parallel 2 alone"
+
 # checkpoints: steps 1-2 at EP 2 on 2 ranks, steps 3-4 elsewhere
 resume() {  # resume TAG NB ARGS_B...
     local tag=$1 nb=$2; shift 2
@@ -149,6 +159,4 @@ ok $? "refused: EP 2 on a dense model"
 refused ng 4 "expert_parallel_size=4 must divide zero_optimization.shard_group_size=2" --ep 4 \
     --stage 3 --shard-group 2 --micro-batch 1
 ok $? "refused: EP 4 with ZeRO-3 shard groups of 2"
-refused nsp 4 "expert_parallel_size=2 with sequence_parallel_size=2 is not implemented" --ep 2 --sp 2
-ok $? "refused: EP with sequence parallelism"
 done_testing
