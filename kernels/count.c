@@ -463,19 +463,33 @@ static void c_mem_stats(size_t *cur, size_t *peak) {
  * bf16 mode, f in fp32) + m n f written (and read with beta = 1) + m f of
  * bias.  A bias not 16-byte aligned leaves cuBLASLt's epilogue for
  * cublasGemmEx + k_add_bias (reads C and bias, writes C). */
-static void gemm(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
-                 const float *bias) {
+static void gemm_ex(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
+                    const float *bias, int b16) {
     const int bf16 = g_mode == ZT_MATMUL_BF16;
     const int epi = bias && ((uintptr_t)bias & 15) == 0;
     if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
         const double na = D(lda) * D(ta ? m : k), nb = D(ldb) * D(tb ? k : n);
         rec(K_ROUND_BF16, 0, na * (F + H));
-        rec(K_ROUND_BF16, 0, nb * (F + H));
+        if (!b16) rec(K_ROUND_BF16, 0, nb * (F + H));
     }
     const double e = bf16 ? H : F;
     rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(m) * D(n) * D(k),
         (D(m) * D(k) + D(k) * D(n)) * e + D(m) * D(n) * F * (beta1 ? 2 : 1) + (epi ? D(m) * F : 0));
     if (bias && !epi) rec(K_ADD_BIAS, D(m) * D(n), 2 * D(m) * D(n) * F + D(m) * F);
+}
+static void gemm(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
+                 const float *bias) {
+    gemm_ex(ta, tb, m, n, k, lda, ldb, beta1, bias, 0);
+}
+/* The backward in bf16 mode (cuda_matmul.cu's round_dout): dout[N, OC]
+ * rounded once before its GEMMs, which then round only their other
+ * operand.  1 when it did (bf16 mode, a GEMM to run). */
+static int round_dout(long N, long C, long OC, int gemms) {
+    if (g_mode != ZT_MATMUL_BF16 || C <= 0 || OC <= 0 || !gemms ||
+        (g_whatif & ZT_COUNT_WHATIF_DOUT_PER_GEMM))
+        return 0;
+    if (!(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) rec(K_ROUND_BF16, 0, D(N) * D(OC) * (F + H));
+    return 1;
 }
 
 /* zt_cuda_colsum_acc: dst[C] += column sums of src[N, C]:
@@ -503,18 +517,19 @@ static void c_matmul_fwd(float *out, const float *inp, const float *w, const flo
 
 /* dinp: gemm(N, N, m=C, n=N, k=OC), beta 0; dw (+=): gemm(N, T, m=C,
  * n=OC, k=N), beta 1; dbias: the column sum of dout.  (In bf16 mode dout is
- * rounded once for each GEMM.) */
+ * rounded once for both GEMMs: round_dout.) */
 static void c_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                          const float *w, int N, int C, int OC) {
     call(ZT_CE_matmul_bwd);
     if (g_inner) g_inner->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
     if (N <= 0) return;
+    const int d16 = round_dout(N, C, OC, dinp || dw);
     if (dinp && C > 0) {
-        if (OC > 0) gemm(0, 0, C, N, OC, C, OC, 0, NULL);
+        if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, d16);
         else rec(K_MEMSET, 0, D(N) * D(C) * F);
     }
     if (OC <= 0) return;
-    if (dw && C > 0) gemm(0, 1, C, OC, N, C, OC, 1, NULL);
+    if (dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, d16);
     if (dbias) colsum(N, OC);
 }
 
@@ -527,7 +542,7 @@ static void c_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
  * matmul_dgelu_bwd, DGELU_BGRAD: the input-gradient GEMM + the aux matrix
  * read (N C f) and the bias gradient written (C f), 15 + 1 FLOPs an
  * element; k_bgrad_acc (C FLOPs, 3 C f) with dpre_bias; then dw and
- * dbias as matmul_bwd. */
+ * dbias as matmul_bwd (bf16: dout rounded once, first, for both GEMMs). */
 static int gelu_epi_ok(const void *aux, long ld, const float *bias) {
     return ((uintptr_t)aux & 15) == 0 && ld % 8 == 0 && (!bias || ((uintptr_t)bias & 15) == 0);
 }
@@ -563,25 +578,26 @@ static void c_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *
     if (g_inner) g_inner->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
     if (N <= 0) return;
     const double nc = D(N) * D(C);
+    const int d16 = round_dout(N, C, OC, 1);
     if (C > 0 && OC > 0 && gelu_epi_ok(pre, C, NULL)) {
         const int bf16 = g_mode == ZT_MATMUL_BF16;
         if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
             rec(K_ROUND_BF16, 0, D(C) * D(OC) * (F + H));
-            rec(K_ROUND_BF16, 0, D(OC) * D(N) * (F + H));
+            if (!d16) rec(K_ROUND_BF16, 0, D(OC) * D(N) * (F + H));
         }
         const double e = bf16 ? H : F;
         rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(C) * D(N) * D(OC) + 16 * nc,
             (D(C) * D(OC) + D(OC) * D(N)) * e + 2 * nc * F + D(C) * F);
         if (dpre_bias) rec(K_BGRAD_ACC, D(C), 3 * D(C) * F);
-        if (dw) gemm(0, 1, C, OC, N, C, OC, 1, NULL);
+        if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, d16);
         if (dbias) colsum(N, OC);
         return;
     }
     if (C > 0) {
-        if (OC > 0) gemm(0, 0, C, N, OC, C, OC, 0, NULL);
+        if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, d16);
         else rec(K_MEMSET, 0, nc * F);
     }
-    if (OC > 0 && dw && C > 0) gemm(0, 1, C, OC, N, C, OC, 1, NULL);
+    if (OC > 0 && dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, d16);
     if (OC > 0 && dbias) colsum(N, OC);
     if (C <= 0) return;
     rec(K_GELU_BWD, 15 * nc, 3 * nc * F);

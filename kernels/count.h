@@ -114,6 +114,11 @@ const char *zt_count_entry_name(int entry);
  * xent_bwd launches nothing). */
 #define ZT_COUNT_WHATIF_BF16_OPERANDS 1u
 #define ZT_COUNT_WHATIF_FUSED_XENT 2u
+/* ...and one of the past: DOUT_PER_GEMM counts matmul_bwd / matmul_dgelu_bwd
+ * in bf16 mode as the CUDA backend ran them before dout was rounded once for
+ * both backward GEMMs (k_round_bf16 of dout per GEMM): how the bench_gpu
+ * tables recorded so far ran, for replaying them (bench/costmodel_lib.c). */
+#define ZT_COUNT_WHATIF_DOUT_PER_GEMM 4u
 void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */

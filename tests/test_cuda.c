@@ -618,6 +618,12 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     }
 
     gpu->zero(di_d, ni * 4);
+    /* the gradients' starting values, for the one-GEMM calls below */
+    /* (offset as the others: the same alignments, the same cuBLASLt choices) */
+    float *bdw2 = gpu->alloc((nw + off) * 4), *bdb2 = gpu->alloc((OC + off) * 4), *bdi2 = gpu->alloc((ni + off) * 4);
+    float *dw2_d = bdw2 + off, *db2_d = bdb2 + off, *di2_d = bdi2 + off;
+    gpu->copy(dw2_d, dw_d, nw * 4);
+    gpu->copy(db2_d, db_d, OC * 4);
     cpu->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
     gpu->matmul_bwd(di_d, dw_d, db_d, d_d, i_d, w_d, N, C, OC);
     snprintf(name, sizeof name, "matmul_bwd dinp (overwritten) %s", tag);
@@ -626,6 +632,15 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
     snprintf(name, sizeof name, "matmul_bwd dbias (+=) %s", tag);
     cmpd(name, db_d, dbias, OC, 1e-5, 1e-5 * maxabs(dbias, OC));
+    /* bitwise the calls that make one GEMM each (bf16: each rounds dout
+     * itself, as both GEMMs did before they shared one rounding) */
+    gpu->matmul_bwd(di2_d, NULL, NULL, d_d, i_d, w_d, N, C, OC);
+    gpu->matmul_bwd(NULL, dw2_d, NULL, d_d, i_d, w_d, N, C, OC);
+    gpu->matmul_bwd(NULL, NULL, db2_d, d_d, i_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_bwd %s: dinp, dw, dbias bitwise three one-GEMM calls'", tag);
+    tap_ok(same_bits(di2_d, di_d, ni * 4) && same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
+           "%s", name);
+    gpu->free(bdw2); gpu->free(bdb2); gpu->free(bdi2);
     /* NULL dinp and dbias are skipped */
     cpu->matmul_bwd(NULL, dw, NULL, dout, inp, w, N, C, OC);
     gpu->matmul_bwd(NULL, dw_d, NULL, d_d, i_d, w_d, N, C, OC);
@@ -689,7 +704,22 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
     const double ea = atol * maxabs(mm, ni) * 1.2 + 4e-6 * maxabs(mm, ni);
     cpu->matmul_dgelu_bwd(dpre, dpb, dw, dbias, dout, gin, pin, w, N, C, OC);
     gpu->zero(dp_d, ni * 4);
+    float *bdw2 = gpu->alloc((nw + off) * 4), *bdb2 = gpu->alloc((OC + off) * 4), *bpb2 = gpu->alloc((C + off) * 4);
+    float *bdp2 = gpu->alloc((ni + off) * 4);
+    float *dw2_d = bdw2 + off, *db2_d = bdb2 + off, *pb2_d = bpb2 + off, *dp2_d = bdp2 + off;
+    gpu->copy(dw2_d, dw_d, nw * 4);
+    gpu->copy(db2_d, db_d, OC * 4);
+    gpu->copy(pb2_d, pb_d, C * 4);
     gpu->matmul_dgelu_bwd(dp_d, pb_d, dw_d, db_d, d_d, g_d, pi_d, w_d, N, C, OC);
+    /* bitwise the input gradient alone then matmul_bwd's dw and dbias (bf16:
+     * dout rounded by each call, as before the two GEMMs shared it) */
+    gpu->matmul_dgelu_bwd(dp2_d, pb2_d, NULL, NULL, d_d, g_d, pi_d, w_d, N, C, OC);
+    gpu->matmul_bwd(NULL, dw2_d, db2_d, d_d, g_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd %s: bitwise dpre alone, then matmul_bwd's dw, dbias", tag);
+    tap_ok(same_bits(dp2_d, dp_d, ni * 4) && same_bits(pb2_d, pb_d, C * 4) && same_bits(dw2_d, dw_d, nw * 4) &&
+               same_bits(db2_d, db_d, OC * 4),
+           "%s", name);
+    gpu->free(bdw2); gpu->free(bdb2); gpu->free(bpb2); gpu->free(bdp2);
     snprintf(name, sizeof name, "matmul_dgelu_bwd dpre (overwritten) %s", tag);
     cmpd(name, dp_d, dpre, ni, rtol, ea);
     snprintf(name, sizeof name, "matmul_dgelu_bwd dpre_bias (+=) %s", tag);

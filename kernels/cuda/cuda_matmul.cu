@@ -9,7 +9,9 @@
  *
  * Precision: ZT_MATMUL_FP32 is plain fp32 (CUBLAS_COMPUTE_32F: no TF32).
  * ZT_MATMUL_BF16 rounds each operand to bf16 into scratch (nearest even)
- * and multiplies with fp32 accumulation and fp32 outputs.
+ * and multiplies with fp32 accumulation and fp32 outputs.  The backward
+ * rounds dout once (scratch [dout16 | the other operand]) and both of its
+ * GEMMs (dinp, dw) read that copy: the same bits as rounding it for each.
  *
  * Implementation: cuBLASLt with a user-owned workspace (bitwise
  * reproducible run to run) and the bias added in the epilogue; the chosen
@@ -306,24 +308,31 @@ out:
  * A, B are fp32; in bf16 mode they are rounded into scratch first.  With
  * an epilogue (epi): true when Lt applied it; false when the plain GEMM
  * ran instead (GELU_AUX_BIAS: into epi->aux, with the bias) or on an error
- * (recorded), and the caller does the rest. */
+ * (recorded), and the caller does the rest.  b16 (bf16 mode only): B
+ * already rounded (the backward's dout16); A is then rounded into a16buf,
+ * which the caller sized (zt_al256 of A's stored elements * 2). */
 static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
                  int ldb, float *Cm, int ldc, float beta, const float *bias,
-                 const lt_epi *epi = NULL) {
+                 const lt_epi *epi = NULL, const __nv_bfloat16_raw *b16 = NULL,
+                 char *a16buf = NULL) {
     const bool bf16 = g_mode == ZT_MATMUL_BF16;
     const void *a = A, *b = B;
     if (bf16) {
         /* stored operands: A is (ta ? k : m) x (ta ? m : k) with ld lda */
         const size_t na = (size_t)lda * (size_t)(ta ? m : k);
         const size_t nb = (size_t)ldb * (size_t)(tb ? k : n);
-        char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands");
-        if (!s) return false;
+        char *s = a16buf;
+        if (!b16 && !(s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands")))
+            return false;
         __nv_bfloat16_raw *a16 = (__nv_bfloat16_raw *)s;
-        __nv_bfloat16_raw *b16 = (__nv_bfloat16_raw *)(s + zt_al256(na * 2));
         k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>(a16, A, na);
         if (!ZT_LAUNCHED("k_round_bf16")) return false;
-        k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(b16, B, nb);
-        if (!ZT_LAUNCHED("k_round_bf16")) return false;
+        if (!b16) {
+            __nv_bfloat16_raw *r = (__nv_bfloat16_raw *)(s + zt_al256(na * 2));
+            k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, B, nb);
+            if (!ZT_LAUNCHED("k_round_bf16")) return false;
+            b16 = r;
+        }
         a = a16;
         b = b16;
     }
@@ -367,9 +376,38 @@ void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const floa
     gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias);
 }
 
+/* bf16 mode: dout[N, OC] rounded once into scratch at s (the bf16 operand of
+ * both backward GEMMs), the other operand's room after it
+ * (zt_cuda_ws_matmul_bwd16).  NULL on an error (recorded). */
+static char *round_dout(const float *dout, int N, int C, int OC, bool dinp, bool dw,
+                        size_t extra) {
+    const size_t nd = (size_t)OC * (size_t)N;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_bwd16(N, C, OC, dinp, dw) + extra,
+                                      "bf16 matmul operands");
+    if (!s) return NULL;
+    k_round_bf16<<<zt_ew_blocks(nd), ZT_EW_THREADS, 0, zt_cu.stream>>>((__nv_bfloat16_raw *)s, dout, nd);
+    return ZT_LAUNCHED("k_round_bf16") ? s : NULL;
+}
+
+/* dinp and dw from dout16 (round_dout's s) */
+static void bwd16(char *s, float *dinp, float *dw, const float *dout, const float *inp,
+                  const float *w, int N, int C, int OC) {
+    const __nv_bfloat16_raw *d16 = (const __nv_bfloat16_raw *)s;
+    char *a16 = s + zt_al256((size_t)OC * (size_t)N * 2);
+    if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL, NULL, d16, a16);
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, d16, a16);
+}
+
 void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                         const float *w, int N, int C, int OC) {
     if (N <= 0) return;
+    if (g_mode == ZT_MATMUL_BF16 && C > 0 && OC > 0 && (dinp || dw)) {
+        char *s = round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
+        if (!s) return;
+        bwd16(s, dinp, dw, dout, inp, w, N, C, OC);
+        if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        return;
+    }
     if (dinp && C > 0) {
         if (OC > 0) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL);
         else ZT_CU(cudaMemsetAsync(dinp, 0, (size_t)N * C * sizeof(float), zt_cu.stream));
@@ -394,32 +432,48 @@ void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const flo
 }
 
 /* the projection's backward through the GELU: dpre = (dout w) gelu'(pre)
- * (DGELU_BGRAD: dpre_bias from the epilogue's column sums), dw, dbias */
+ * (DGELU_BGRAD: dpre_bias from the epilogue's column sums), dw, dbias.
+ * bf16 mode: dout rounded once for the input-gradient GEMM and dw's;
+ * scratch [dout16 | the other operand | the epilogue's bias gradient]. */
 void zt_cuda_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                               const float *dout, const float *inp, const float *pre, const float *w,
                               int N, int C, int OC) {
     if (N <= 0) return;
     if (C > 0 && OC > 0 && g_use_lt) {
         const bool bf16 = g_mode == ZT_MATMUL_BF16;
-        char *s = (char *)zt_cuda_scratch(
-            zt_cuda_ws_matmul_dgelu_bwd(bf16, N, C, OC, dw != NULL, dbias != NULL),
-            "matmul backward through the GELU");
-        if (!s) return;
-        float *bg = (float *)(s + zt_al256(zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)));
-        lt_epi e = {EPI_DGELU_BGRAD, (float *)pre, C, bg};
-        if (gemm(false, false, C, N, OC, w, C, dout, OC, dpre, C, 0.0f, NULL, &e)) {
-            if (dpre_bias) {
-                k_bgrad_acc<<<(C + 255) / 256, 256, 0, zt_cu.stream>>>(dpre_bias, bg, C);
-                if (!ZT_LAUNCHED("k_bgrad_acc")) return;
-            }
-            zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
-            return;
+        char *s, *a16 = NULL;
+        const __nv_bfloat16_raw *d16 = NULL;
+        size_t off = 0;
+        if (bf16) {
+            s = round_dout(dout, N, C, OC, true, dw != NULL, zt_al256((size_t)C * 4));
+            if (!s) return;
+            d16 = (const __nv_bfloat16_raw *)s;
+            a16 = s + zt_al256((size_t)OC * (size_t)N * 2);
+            off = zt_cuda_ws_matmul_bwd16(N, C, OC, 1, dw != NULL);
+        } else {
+            s = (char *)zt_cuda_scratch(
+                zt_cuda_ws_matmul_dgelu_bwd(0, N, C, OC, dw != NULL, dbias != NULL),
+                "matmul backward through the GELU");
+            if (!s) return;
         }
-        /* the plain GEMM ran into dpre: the rest unfused */
+        float *bg = (float *)(s + off);
+        lt_epi e = {EPI_DGELU_BGRAD, (float *)pre, C, bg};
+        const bool fused = gemm(false, false, C, N, OC, w, C, dout, OC, dpre, C, 0.0f, NULL, &e, d16, a16);
+        if (fused && dpre_bias) {
+            k_bgrad_acc<<<(C + 255) / 256, 256, 0, zt_cu.stream>>>(dpre_bias, bg, C);
+            if (!ZT_LAUNCHED("k_bgrad_acc")) return;
+        }
+        if (bf16) {
+            if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, d16, a16);
+            if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        } else {
+            zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
+        }
+        if (fused) return;
+        /* the plain GEMM ran into dpre: the GELU unfused */
     } else {
-        zt_cuda_matmul_bwd(dpre, NULL, NULL, dout, inp, w, N, C, OC);
+        zt_cuda_matmul_bwd(dpre, dw, dbias, dout, inp, w, N, C, OC);
     }
-    zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
     if (C <= 0) return;
     zt_cuda_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
     if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
