@@ -344,9 +344,9 @@ int cm_table_read(const char *path, cm_table *t, char *err, size_t n) {
         cm_table_free(t);
         return -1;
     }
-    /* every table recorded so far ran the matmul backward that rounded dout
-     * for each of its GEMMs: replay it so (count.h) */
-    zt_count_set_whatif(ZT_COUNT_WHATIF_DOUT_PER_GEMM);
+    /* every table recorded so far ran the kernels of before dout's one
+     * rounding and the bf16 weights: replay it so (count.h) */
+    zt_count_set_whatif(ZT_COUNT_AS_RECORDED);
     for (int i = 0; i < t->nrows; i++) {
         cm_row *r = &t->rows[i];
         zt_count_reset();
