@@ -449,6 +449,26 @@ typedef struct zt_backend {
                               const float *b, const float *w, const float *bias, int N, int C);
     void (*add_rmsnorm_fwd)(float *res, float *out, float *rstd, const float *a, const float *b,
                             const float *w, float eps, int N, int C);
+
+    /* ---- the linear layers with a bf16 weight (last: added after the
+     * table's other entries; the GEMMs read the engine's 16-bit parameter
+     * storage, libtrain/ztrain.h zt_unit_params16).  Optional: NULL when
+     * the backend has none (the caller passes the fp32 weight instead).
+     * w16[OC,C] holds bf16 bits; each entry is its fp32-weight entry
+     * (matmul_fwd, matmul_bwd, matmul_gelu_fwd, matmul_dgelu_bwd) with w =
+     * the fp32 values of w16, bitwise.  In bf16 matmul mode that entry
+     * rounds w to bf16, the identity on these values, so the GEMM reads w16
+     * itself and nothing rounds the weight.  cuda: bf16 matmul mode only
+     * (fp32 mode records an error and computes nothing).                  */
+    void (*matmul_fwd_w16)(float *out, const float *inp, const uint16_t *w16, const float *bias,
+                           int N, int C, int OC);
+    void (*matmul_bwd_w16)(float *dinp, float *dw, float *dbias, const float *dout,
+                           const float *inp, const uint16_t *w16, int N, int C, int OC);
+    void (*matmul_gelu_fwd_w16)(float *out, float *pre, const float *inp, const uint16_t *w16,
+                                const float *bias, int N, int C, int OC);
+    void (*matmul_dgelu_bwd_w16)(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                 const float *dout, const float *inp, const float *pre,
+                                 const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* The CPU backend (always built). */

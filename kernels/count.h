@@ -74,7 +74,8 @@ typedef struct zt_count_kernel {
     X(sumsq) X(scale) X(dropout) X(to_bf16) X(from_bf16) X(to_f16) X(from_f16)              \
     X(nonfinite) X(nf4_dequant) X(sum) X(copy2d) X(xent_fused) X(sum_to)       \
     X(sumsq_to) X(nonfinite_to) X(adamw_multi) X(matmul_gelu_fwd) X(matmul_dgelu_bwd) \
-    X(add_layernorm_fwd) X(add_rmsnorm_fwd)
+    X(add_layernorm_fwd) X(add_rmsnorm_fwd) X(matmul_fwd_w16) X(matmul_bwd_w16) \
+    X(matmul_gelu_fwd_w16) X(matmul_dgelu_bwd_w16)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM
@@ -114,6 +115,18 @@ const char *zt_count_entry_name(int entry);
  * xent_bwd launches nothing). */
 #define ZT_COUNT_WHATIF_BF16_OPERANDS 1u
 #define ZT_COUNT_WHATIF_FUSED_XENT 2u
+/* ...and one of the past: DOUT_PER_GEMM counts matmul_bwd / matmul_dgelu_bwd
+ * in bf16 mode as the CUDA backend ran them before dout was rounded once for
+ * both backward GEMMs (k_round_bf16 of dout per GEMM): how the bench_gpu
+ * tables recorded so far ran, for replaying them (bench/costmodel_lib.c). */
+#define ZT_COUNT_WHATIF_DOUT_PER_GEMM 4u
+/* W16_ROUNDED counts the bf16-weight entries (matmul_fwd_w16 ...) as their
+ * fp32-weight entries, the weight rounded by k_round_bf16 as the engine did
+ * before its GEMMs read the bf16 storage.  AS_RECORDED: the kernels of the
+ * bench_gpu tables recorded so far (before both changes), for comparing a
+ * prediction with their measured steps. */
+#define ZT_COUNT_WHATIF_W16_ROUNDED 8u
+#define ZT_COUNT_AS_RECORDED (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED)
 void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */

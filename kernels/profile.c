@@ -204,6 +204,40 @@ static void p_matmul_gelu_fwd(float *out, float *pre, const float *inp, const fl
     k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
           F4 * ((double)N * C + (double)OC * C + 2.0 * N * OC));
 }
+/* the bf16-weight entries: their fp32-weight entries' counts (the weight
+ * read in 2 bytes an element) */
+static void p_matmul_fwd_w16(float *out, const float *inp, const uint16_t *w16, const float *bias,
+                             int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          F4 * ((double)N * C + (double)N * OC) + 2.0 * OC * C);
+}
+static void p_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const float *inp, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          F4 * ((double)N * OC + (dinp ? (double)N * C : 0) + (dw ? 2.0 * OC * C + (double)N * C : 0)) +
+              (dinp ? 2.0 * OC * C : 0));
+}
+static void p_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
+                                  const float *bias, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_gelu_fwd_w16(out, pre, inp, w16, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          F4 * ((double)N * C + 2.0 * N * OC) + 2.0 * OC * C);
+}
+static void p_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const float *inp, const float *pre,
+                                   const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C + (double)N * C : 0)) + 2.0 * OC * C);
+}
 static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                const float *dout, const float *inp, const float *pre,
                                const float *w, int N, int C, int OC) {
@@ -427,6 +461,10 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(xent_fused);
     W(matmul_gelu_fwd);
     W(matmul_dgelu_bwd);
+    W(matmul_fwd_w16);
+    W(matmul_bwd_w16);
+    W(matmul_gelu_fwd_w16);
+    W(matmul_dgelu_bwd_w16);
     W(add_layernorm_fwd);
     W(add_rmsnorm_fwd);
     W(adamw);

@@ -1,6 +1,7 @@
 /* classifier.c -- the LM head, loss and logit gradient in chunks of rows
  * (classifier.h). */
 #include "classifier.h"
+#include "model.h"
 
 long zt_classifier_max_rows(const zt_model_config *mc) {
     if (mc->classifier_rows > 0) return mc->classifier_rows;
@@ -54,7 +55,7 @@ static long chunk_rows(long N, long R, long k, long *r0) {
  * when there is a buffer for them) */
 static void chunk_logits(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
                          long r0, long n, int C, int V, float cap) {
-    be->matmul_fwd(c->logits, x + (size_t)r0 * C, w, NULL, (int)n, C, V);
+    zt_mm_fwd(be, c->logits, x + (size_t)r0 * C, w, c->w16, NULL, (int)n, C, V);
     if (cap > 0) {
         be->softcap_fwd(c->logits, c->logits, (size_t)n * V, cap);
         if (c->capped) be->copy(c->capped, c->logits, (size_t)n * V * sizeof(float));
@@ -96,7 +97,8 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
             be->xent_fused(NULL, c->logits, targets + r0, dloss, (int)n, V);
         }
         if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
-        be->matmul_bwd(dx + (size_t)r0 * C, dw, NULL, c->logits, x + (size_t)r0 * C, w, (int)n, C, V);
+        zt_mm_bwd(be, dx + (size_t)r0 * C, dw, NULL, c->logits, x + (size_t)r0 * C, w, c->w16, (int)n,
+                  C, V);
     }
     c->pn = 0;
 }

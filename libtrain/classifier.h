@@ -49,6 +49,9 @@ typedef struct zt_classifier {
     /* after a forward: rows [p0, p0 + pn) of it have their probabilities in
      * logits (pn = 0: none, e.g. after a backward) */
     long p0, pn;
+    /* the head weight's bf16 bits (zt_unit_params16), set by the model
+     * before each forward / backward; NULL: none (model.h zt_mm_fwd) */
+    const uint16_t *w16;
 } zt_classifier;
 
 /* Most rows of one chunk: ztrain.classifier_chunk_rows, or for 0 as many as

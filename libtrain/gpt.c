@@ -66,6 +66,7 @@ struct zt_gpt {
     int spn;                           /* sequence parallel group size (1: off) ... */
     zt_seqpar sp;                      /* ... and its group */
     zt_sp_slices qkv_sl, att_sl;       /* its exchanges: q|k|v rows, attention rows */
+    const uint16_t **p16;              /* [L + 2]: each unit's bf16 bits (zt_unit_params16), or NULL */
 };
 
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h) */
@@ -108,6 +109,12 @@ static void bind_unit(void *self, int u, float *base, int grads) {
     }
 }
 
+/* zt_skel_ops.bind16 */
+static void bind16_unit(void *self, int u, const uint16_t *base16) {
+    zt_gpt *g = self;
+    g->p16[u] = base16;
+}
+
 static const zt_skel_ops gpt_skel;
 
 int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt_status *st) {
@@ -135,7 +142,8 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     }
     g->p.h = calloc((size_t)mc->n_layer, sizeof(zt_gpt_layer));
     g->g.h = calloc((size_t)mc->n_layer, sizeof(zt_gpt_layer));
-    if (!g->p.h || !g->g.h) {
+    g->p16 = calloc((size_t)mc->n_layer + 2, sizeof *g->p16);
+    if (!g->p.h || !g->g.h || !g->p16) {
         zt_gpt_free(g);
         return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     }
@@ -147,6 +155,7 @@ void zt_gpt_free(zt_gpt *g) {
     if (!g) return;
     free(g->p.h);
     free(g->g.h);
+    free(g->p16);
     free(g);
 }
 
@@ -283,13 +292,15 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const zt_gpt_layer *w = &g->p.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
+    const uint16_t *u16 = g->p16[l + 1];   /* the block's bf16 bits (zt_mm_fwd), or NULL */
+#define W16(t) (u16 ? u16 + g->off[t] : NULL)
     /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
     be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
     if (g->spn > 1) {
         /* sequence parallel (seqpar.h): local rows' q|k|v exchanged for all
          * T positions of NH/N_sp heads, the output exchanged back */
         const int P = g->spn;
-        be->matmul_fwd(a->sp_h, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+        zt_mm_fwd(be, a->sp_h, s->ln1, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
         zt_skel_lora_fwd(sk, LG_QKV, s->ln1, a->sp_h, N, &a->lora);
         zt_group_where(g->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&g->sp, be, s->qkv, a->sp_h, B, T, &g->qkv_sl, a->sp_send,
@@ -298,11 +309,11 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(zt_sp_to_tokens(&g->sp, be, s->atty, s->atth, B, T, &g->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
-        be->matmul_fwd(s->qkv, s->ln1, w->qkvw, w->qkvb, N, C, 3 * C);
+        zt_mm_fwd(be, s->qkv, s->ln1, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
         zt_skel_lora_fwd(sk, LG_QKV, s->ln1, s->qkv, N, &a->lora);
         be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
     }
-    be->matmul_fwd(a->scratch, s->atty, w->attprojw, w->attprojb, N, C, C);
+    zt_mm_fwd(be, a->scratch, s->atty, w->attprojw, W16(T_PROJW), w->attprojb, N, C, C);
     zt_skel_lora_fwd(sk, LG_PROJ, s->atty, a->scratch, N, &a->lora);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
     if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
@@ -314,16 +325,17 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     }
     if (be->matmul_gelu_fwd && !sk->lora) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
-        be->matmul_gelu_fwd(s->fch_gelu, s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
+        zt_mm_gelu_fwd(be, s->fch_gelu, s->fch, s->ln2, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
     } else {
-        be->matmul_fwd(s->fch, s->ln2, w->fcw, w->fcb, N, C, 4 * C);
+        zt_mm_fwd(be, s->fch, s->ln2, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
         zt_skel_lora_fwd(sk, LG_FC, s->ln2, s->fch, N, &a->lora);
         be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
     }
-    be->matmul_fwd(a->scratch, s->fch_gelu, w->fcprojw, w->fcprojb, N, 4 * C, C);
+    zt_mm_fwd(be, a->scratch, s->fch_gelu, w->fcprojw, W16(T_FCPW), w->fcprojb, N, 4 * C, C);
     zt_skel_lora_fwd(sk, LG_FCPROJ, s->fch_gelu, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
+#undef W16
 }
 
 /* Final LayerNorm: lnf = ln_f(res[L]). */
@@ -341,6 +353,7 @@ static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, 
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, V = g->cfg.vocab;
+    a->cls.w16 = g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL;   /* the tied head: wte */
     zt_classifier_forward(g->be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
                           has_targets, loss_sum, loss_acc);
 }
@@ -367,6 +380,7 @@ static void head_bwd(void *self, void *acts, float dloss) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, V = g->cfg.vocab;
+    a->cls.w16 = g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL;
     zt_classifier_backward(g->be, &a->cls, a->dbuf, g->g.wte, a->lnf, g->p.wte, a->targets, dloss, N,
                            C, V, 0.0f);
 }
@@ -393,26 +407,28 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_gpt_layer *gw = &g->g.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
     const zt_lora_scratch *ls = &a->lora;
+    const uint16_t *u16 = g->p16[l + 1];
+#define W16(t) (u16 ? u16 + g->off[t] : NULL)
     /* MLP: dres flows to res2 unchanged and into the projection */
     if (be->matmul_dgelu_bwd && !sk->lora) {
         /* the projection's input gradient through the GELU, and fc's bias
          * gradient, in its GEMM (cuda: a cuBLASLt epilogue) */
-        be->matmul_dgelu_bwd(a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
-                             s->fch, w->fcprojw, N, 4 * C, C);
-        be->matmul_bwd(a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+        zt_mm_dgelu_bwd(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
+                        s->fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
+        zt_mm_bwd(be, a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, w->fcw, W16(T_FCW), N, C, 4 * C);
     } else {
-        be->matmul_bwd(a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
-                       N, 4 * C, C);
+        zt_mm_bwd(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
+                  W16(T_FCPW), N, 4 * C, C);
         zt_skel_lora_bwd(sk, LG_FCPROJ, s->fch_gelu, a->dres, a->d4a, N, ls);
         be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
-        be->matmul_bwd(a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, N, C, 4 * C);
+        zt_mm_bwd(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, W16(T_FCW), N, C, 4 * C);
     }
     zt_skel_lora_bwd(sk, LG_FC, s->ln2, a->d4b, a->dbuf, N, ls);
     be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                       s->ln2_mean, s->ln2_rstd, N, C);
     /* attention */
-    be->matmul_bwd(a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw,
-                   N, C, C);
+    zt_mm_bwd(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw, W16(T_PROJW),
+              N, C, C);
     zt_skel_lora_bwd(sk, LG_PROJ, s->atty, a->dres, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (g->spn > 1) {
@@ -428,7 +444,8 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     } else {
         be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
     }
-    be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, w->qkvw, N, C, 3 * C);
+    zt_mm_bwd(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, w->qkvw, W16(T_QKVW), N, C, 3 * C);
+#undef W16
     zt_skel_lora_bwd(sk, LG_QKV, s->ln1, dq, a->dbuf, N, ls);
     be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                       s->ln1_mean, s->ln1_rstd, N, C);
@@ -454,7 +471,7 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
 
 static const zt_skel_ops gpt_skel = {
     bind_unit, frozen_grads, embed_fwd, block_fwd, norm_fwd, head_fwd,
-    head_bwd, norm_bwd, block_bwd, embed_bwd,
+    head_bwd, norm_bwd, block_bwd, embed_bwd, bind16_unit,
 };
 
 static const zt_model_ops gpt_ops = {

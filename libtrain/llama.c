@@ -152,6 +152,7 @@ struct zt_llama {
     float *aux_buf;                    /* [E] host staging */
     int aux_fwd, aux_N, aux_have;
     double aux;
+    const uint16_t **p16;              /* [L + 2]: each unit's bf16 bits (zt_unit_params16), or NULL */
 };
 
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h), expert
@@ -251,6 +252,19 @@ static void bind_unit(void *self, int u, float *base, int grads) {
     }
 }
 
+/* zt_skel_ops.bind16 */
+static void bind16_unit(void *self, int u, const uint16_t *base16) {
+    zt_llama *m = self;
+    m->p16[u] = base16;
+}
+/* block tensor t's bf16 bits for the layer whose views are w (model.h
+ * zt_mm_fwd), or NULL */
+static const uint16_t *w16_of(const zt_llama *m, const zt_llama_layer *w, int t) {
+    const uint16_t *u16 = m->p16[(w - m->p.h) + 1];
+    return u16 ? u16 + m->off[t] : NULL;
+}
+#define LW16(m, w, t) w16_of((m), (w), (t))
+
 static const zt_skel_ops llama_skel;
 
 int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out, zt_status *st) {
@@ -304,6 +318,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     }
     m->p.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     m->g.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
+    m->p16 = calloc((size_t)s.L + 2, sizeof *m->p16);
     if (!m->p.h || !m->g.h) {
         zt_llama_free(m);
         return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
@@ -320,6 +335,7 @@ void zt_llama_free(zt_llama *m) {
     free(m->aux_buf);
     free(m->p.h);
     free(m->g.h);
+    free(m->p16);
     free(m);
 }
 
@@ -703,10 +719,10 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         be->matmul_bwd(NULL, NULL, a->moe_psum, s->moe.probs, NULL, NULL, N, 1, m->s.E);
     }
     if (H) {
-        be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
+        zt_mm_fwd(be, s->gu, s->xn2, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
         be->swiglu_fwd(s->h, s->gu, N, H);
-        be->matmul_fwd(s->so, s->h, w->downw, NULL, N, H, C);
-        be->matmul_fwd(s->sgl, s->xn2, w->shgate, NULL, N, C, 1);
+        zt_mm_fwd(be, s->so, s->h, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
+        zt_mm_fwd(be, s->sgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), NULL, N, C, 1);
         be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
         be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
     }
@@ -731,12 +747,12 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     /* the shared expert's gate, then its SwiGLU with dso = sigmoid * dres */
     be->rows_dot(a->dsg, a->dres, NULL, s->so, N, C);
     be->sigmoid_bwd(a->dsgl, a->dsg, s->sg, (size_t)N);
-    be->matmul_bwd(a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, w->shgate, N, C, 1);
+    zt_mm_bwd(be, a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), N, C, 1);
     be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
     be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
-    be->matmul_bwd(a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, N, H, C);
+    zt_mm_bwd(be, a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, LW16(m, w, T_DOWNW), N, H, C);
     be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
-    be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+    zt_mm_bwd(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H);
     be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);
     return ZT_OK;
 }
@@ -762,7 +778,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * normalized, per row and head, before the exchange), exchanged for
          * all T positions of NH/N_sp heads; RoPE at the global positions */
         const int Tf = T * sh->sp;
-        be->matmul_fwd(a->sp_h, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
+        zt_mm_fwd(be, a->sp_h, s->xn, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
         zt_skel_lora_fwd(sk, LG_QKV, s->xn, a->sp_h, N, &a->lora);
         if (sh->qkn) {
             be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
@@ -780,7 +796,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
-        be->matmul_fwd(s->qkv, s->xn, w->qkvw, w->qkvb, N, C, sh->QKV);
+        zt_mm_fwd(be, s->qkv, s->xn, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
         zt_skel_lora_fwd(sk, LG_QKV, s->xn, s->qkv, N, &a->lora);
         if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
@@ -794,7 +810,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(attn_fwd(m, l, s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, st));
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
-    be->matmul_fwd(ao, s->atty, w->ow, NULL, N, sh->AD, C);
+    zt_mm_fwd(be, ao, s->atty, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C);
     zt_skel_lora_fwd(sk, LG_O, s->atty, ao, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
@@ -811,12 +827,12 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         m->mh.layer = l;
         return moe_fwd(m, a, s, w, y, st);
     }
-    be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
+    zt_mm_fwd(be, s->gu, s->xn2, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
     zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
     if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
     else be->swiglu_fwd(s->h, s->gu, N, H);
     float *mo = sh->gemma ? s->mo : a->scratch;
-    be->matmul_fwd(mo, s->h, w->downw, NULL, N, H, C);
+    zt_mm_fwd(be, mo, s->h, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
     zt_skel_lora_fwd(sk, LG_DOWN, s->h, mo, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd4, mo, norm_w(m, a, w->post_mlp_norm, C), eps, N, C);
@@ -833,12 +849,19 @@ static void norm_fwd(void *self, void *acts) {
                        (float)m->cfg.norm_eps, N, C);
 }
 
+/* the head weight's bf16 bits: embed.w (tied, unit 0) or lm_head.w (unit L+1) */
+static const uint16_t *head16(const zt_llama *m) {
+    const uint16_t *u16 = m->p16[m->s.tied ? 0 : m->s.L + 1];
+    return u16 ? u16 + m->off[m->s.tied ? E_EMBED : E_LM_HEAD] : NULL;
+}
+
 /* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T
  * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied) or lm_head.w */
 static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
+    a->cls.w16 = head16(m);
     zt_classifier_forward(m->be, &a->cls, a->lnf, m->s.tied ? m->p.embed : m->p.lm_head, a->targets,
                           N, C, V, m->s.fcap, has_targets, loss_sum, loss_acc);
 }
@@ -881,6 +904,7 @@ static void head_bwd(void *self, void *acts, float dloss) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
+    a->cls.w16 = head16(m);
     if (m->s.tied)
         zt_classifier_backward(m->be, &a->cls, a->dbuf, m->g.embed, a->lnf, m->p.embed, a->targets,
                                dloss, N, C, V, m->s.fcap);
@@ -927,11 +951,11 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                         norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
         dmo = a->scratch;
     }
-    be->matmul_bwd(a->dh, gw->downw, NULL, dmo, s->h, w->downw, N, H, C);
+    zt_mm_bwd(be, a->dh, gw->downw, NULL, dmo, s->h, w->downw, LW16(m, w, T_DOWNW), N, H, C);
     zt_skel_lora_bwd(sk, LG_DOWN, s->h, dmo, a->dh, N, ls);
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, s->gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
-    be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+    zt_mm_bwd(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H);
     zt_skel_lora_bwd(sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, ls);
 mlp_norm:
     be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
@@ -945,7 +969,7 @@ mlp_norm:
                         norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
         dao = a->scratch;
     }
-    be->matmul_bwd(a->datt, gw->ow, NULL, dao, s->atty, w->ow, N, sh->AD, C);
+    zt_mm_bwd(be, a->datt, gw->ow, NULL, dao, s->atty, w->ow, LW16(m, w, T_OW), N, sh->AD, C);
     zt_skel_lora_bwd(sk, LG_O, s->atty, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (sh->sp > 1) {
@@ -972,7 +996,7 @@ mlp_norm:
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
                          sh->knh, sh->QKV, sh->kw);
     }
-    be->matmul_bwd(a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, N, C, sh->QKV);
+    zt_mm_bwd(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV);
     zt_skel_lora_bwd(sk, LG_QKV, s->xn, dq, a->dbuf, N, ls);
     be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], norm_w(m, a, w->attn_norm, C),
                     s->rstd1, N, C);
@@ -1017,7 +1041,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
 
 static const zt_skel_ops llama_skel = {
     bind_unit, frozen_grads, embed_fwd, block_fwd, norm_fwd, head_fwd,
-    head_bwd, norm_bwd, block_bwd, embed_bwd,
+    head_bwd, norm_bwd, block_bwd, embed_bwd, bind16_unit,
 };
 
 static const zt_model_ops llama_ops = {

@@ -57,4 +57,35 @@ void zt_model_free(zt_model *m, int own_self);
 void zt_model_init_range(const zt_model *m, uint64_t seed, size_t lo, size_t hi, float *dst);
 const zt_tensor_info *zt_model_find_tensor(const zt_model *m, const char *name);
 
+/* The linear layers with the weight's bf16 bits beside it (w16: from
+ * zt_unit_params16, NULL: none): the backend's bf16-weight entry where it
+ * has one, else the fp32-weight entry on w.  Bitwise the same values either
+ * way (backend.h). */
+static inline void zt_mm_fwd(const zt_backend *be, float *out, const float *inp, const float *w,
+                             const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    if (w16 && be->matmul_fwd_w16) be->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
+    else be->matmul_fwd(out, inp, w, bias, N, C, OC);
+}
+static inline void zt_mm_bwd(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                             const float *dout, const float *inp, const float *w,
+                             const uint16_t *w16, int N, int C, int OC) {
+    if (w16 && be->matmul_bwd_w16) be->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
+    else be->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+}
+/* (the GELU layers: the caller checked be->matmul_gelu_fwd / matmul_dgelu_bwd) */
+static inline void zt_mm_gelu_fwd(const zt_backend *be, float *out, float *pre, const float *inp,
+                                  const float *w, const uint16_t *w16, const float *bias, int N,
+                                  int C, int OC) {
+    if (w16 && be->matmul_gelu_fwd_w16) be->matmul_gelu_fwd_w16(out, pre, inp, w16, bias, N, C, OC);
+    else be->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+}
+static inline void zt_mm_dgelu_bwd(const zt_backend *be, float *dpre, float *dpre_bias, float *dw,
+                                   float *dbias, const float *dout, const float *inp,
+                                   const float *pre, const float *w, const uint16_t *w16, int N,
+                                   int C, int OC) {
+    if (w16 && be->matmul_dgelu_bwd_w16)
+        be->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
+    else be->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
+}
+
 #endif

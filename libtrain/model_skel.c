@@ -36,6 +36,7 @@ static int params(zt_skel *sk, zt_units *U, int u, zt_status *st) {
     float *b = zt_unit_params(U, u, st);
     if (!b) return st->code;
     sk->ops->bind(sk->self, u, b, 0);
+    if (sk->ops->bind16) sk->ops->bind16(sk->self, u, zt_unit_params16(U, u));
     return ZT_OK;
 }
 static int grads(zt_skel *sk, zt_units *U, int u, zt_status *st) {

@@ -37,6 +37,9 @@ typedef struct zt_skel_ops {
     void (*norm_bwd)(void *self, void *acts);
     int (*block_bwd)(void *self, void *acts, int l, zt_status *st);
     void (*embed_bwd)(void *self, void *acts);
+    /* optional (NULL: none): unit u's parameters as bf16 bits, laid out as
+     * bind's base (zt_unit_params16; NULL: none), with every bind of them */
+    void (*bind16)(void *self, int u, const uint16_t *base16);
 } zt_skel_ops;
 
 /* The skeleton's part of a model (zt_skel_init). */

@@ -362,6 +362,16 @@ int zt_unit_release(zt_units *U, int u, zt_status *st) {
     return unit_call_timed(U, u, UNIT_RELEASE, NULL, st);
 }
 
+/* The 16-bit storage itself where it is whole (stages 0-2), bf16, and the
+ * engine's GEMMs run in bf16 (zt_shard_prec.w16); not a frozen base. */
+const uint16_t *zt_unit_params16(zt_units *U, int u) {
+    const zt_shard *sh = U;
+    if (!sh || u < 0 || u >= sh->nu || !sh->w16 || sh->prec != ZT_PREC_BF16 || sh->stage >= 3 ||
+        sh->frozen || sh->q || !sh->p16 || sh->pass == ZT_PASS_NONE)
+        return NULL;
+    return sh->p16 + sh->u[u].off;
+}
+
 float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
     float *r = NULL;
     unit_call_timed(U, u, UNIT_GRADS, &r, st);
@@ -495,6 +505,7 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
     sh->pdt = zt_precision_dtype(sh->prec);
     sh->gdt = prec ? prec->grad_comm : ZT_F32;
     sh->frozen = prec && prec->frozen;
+    sh->w16 = prec && prec->w16;
     sh->overlap = stage >= 2 && G > 1 && prec && prec->overlap_comm && !sh->frozen;
     int rc = ZT_OK;
     if (mixed(sh) && m->params) {

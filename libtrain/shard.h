@@ -82,6 +82,9 @@ typedef struct zt_shard_prec {
     int nf4;                  /* frozen only (QLoRA, shard_nf4.c): 1 nf4, 2 nf4-dq: the model
                                * tensors marked in nf4_tensor are stored as NF4 codes */
     const unsigned char *nf4_tensor;   /* [m->n_tensors]: 1 = quantized (read at creation) */
+    int w16;                  /* bf16 storage with bf16 matmuls (train.c: on cuda):
+                               * zt_unit_params16 hands the model the 16-bit storage for its
+                               * GEMMs (stages 0-2) */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = ZT_MESH_COMM_STAGED, ZT_SHARD_COMM_NCCL = ZT_MESH_COMM_NCCL };
 
@@ -148,6 +151,7 @@ struct zt_units {
     zt_rs_pending pend[ZT_RS_INFLIGHT];
     int pass;                 /* ZT_PASS_* */
     int frozen;               /* zt_shard_prec.frozen */
+    int w16;                  /* zt_shard_prec.w16 */
     struct zt_units *peer;    /* a frozen base: the adapters' engine, whose passes open and
                                * close with this one's (lora.h); NULL: none */
     long step;                /* for error context; LoRA dropout's mask */

@@ -409,6 +409,13 @@ typedef struct zt_model_ops {
 
 /* Parameters of unit u for compute (see above); NULL + st on failure. */
 float *zt_unit_params(zt_units *U, int unit, zt_status *st);
+/* The same parameters as bf16 bits, laid out as zt_unit_params' (the
+ * engine's 16-bit storage: each value is the fp32 one exactly), for GEMMs
+ * in bf16 matmul mode (kernels/backend.h matmul_fwd_w16 ...); valid while
+ * zt_unit_params' is.  NULL where there is none (fp32 or fp16 storage, fp32
+ * matmuls, not the cuda backend, ZeRO stage 3, a frozen base): use the fp32
+ * parameters. */
+const uint16_t *zt_unit_params16(zt_units *U, int unit);
 int zt_unit_release(zt_units *U, int unit, zt_status *st);
 /* Gradient accumulation buffer of unit u (backward only); NULL + st. */
 float *zt_unit_grads(zt_units *U, int unit, zt_status *st);

@@ -182,6 +182,11 @@ mutant gelu-aux-ld kernels/cuda/cuda_matmul.cu \
 mutant dgelu-aux kernels/cuda/cuda_matmul.cu \
     'lt_epi e = \{EPI_DGELU_BGRAD, \K\(float \*\)pre(?=, C, bg\};)' 'dpre'
 
+# the matmul backward in bf16 mode: dout rounded once for both GEMMs, but
+# only its first half (the GEMMs then read whatever scratch held)
+mutant dout16-half kernels/cuda/cuda_matmul.cu \
+    'k_round_bf16<<<zt_ew_blocks\(nd\), ZT_EW_THREADS, 0, zt_cu.stream>>>\(\(bf16_t \*\)s, dout, \Knd(?=\);)' 'nd / 2'
+
 # the residual add fused with LayerNorm: the sum is not stored, so the row
 # is normalized from whatever res held
 mutant add-ln-store kernels/cuda/cuda_nn.cu \

@@ -104,16 +104,16 @@ static void formulas(void) {
                  (OC * C + C * N) * 2 + N * OC * 4);
 
     /* backward: dinp (beta 0), dw (+=: read and written), dbias column sum;
-     * dout rounded once per GEMM */
+     * dout rounded once, both GEMMs read it; w and inp rounded each */
     zt_count_reset();
     K->matmul_bwd(x, dw, b, y, x, w, 6, 5, 7);
     const double P = 1;   /* column-sum chunks of 6 rows */
-    check_kernel("matmul_bwd bf16", "k_round_bf16", 4, 0, (C * OC + OC * N + C * N + OC * N) * 6);
+    check_kernel("matmul_bwd bf16", "k_round_bf16", 3, 0, (OC * N + C * OC + C * N) * 6);
     check_kernel("matmul_bwd bf16", "cublasLt gemm bf16", 2, 2 * 2 * N * C * OC,
                  (C * OC + OC * N) * 2 + N * C * 4 + (C * N + N * OC) * 2 + C * OC * 4 * 2);
     check_kernel("matmul_bwd bf16", "k_colsum_part", 1, N * OC, N * OC * 4 + P * OC * 8);
     check_kernel("matmul_bwd bf16", "k_colsum_final", 1, P * OC, P * OC * 8 + 2 * OC * 4);
-    tap_ok(tot().launches == 8 && tot().syncs == 0, "matmul_bwd bf16: 8 launches, no sync");
+    tap_ok(tot().launches == 7 && tot().syncs == 0, "matmul_bwd bf16: 7 launches, no sync");
     zt_count_reset();
     K->matmul_bwd(NULL, dw, NULL, y, x, w, 6, 5, 7);
     tap_ok(tot().launches == 3, "matmul_bwd without dinp and dbias: 2 rounds + 1 GEMM");
@@ -151,6 +151,18 @@ static void formulas(void) {
                "matmul_dgelu_bwd, aux ld 5: unfused (2 GEMMs, k_gelu_bwd, two column sums)");
     }
     K->set_matmul_precision(ZT_MATMUL_BF16);
+    {
+        /* bf16 DGELU_BGRAD: dout rounded once for both GEMMs, then w, then inp */
+        const double O8 = 8;
+        zt_count_reset();
+        K->matmul_dgelu_bwd(x, b, dw, FAKE(float, 8), y, x, FAKE(float, 7), w, 6, 8, 7);
+        check_kernel("matmul_dgelu_bwd bf16", "k_round_bf16", 3, 0, (OC * N + O8 * OC + O8 * N) * 6);
+        check_kernel("matmul_dgelu_bwd bf16", "cublasLt gemm bf16", 2,
+                     2 * O8 * N * OC + 16 * N * O8 + 2 * O8 * OC * N,
+                     (O8 * OC + OC * N) * 2 + 2 * N * O8 * 4 + O8 * 4 +
+                         (O8 * N + N * OC) * 2 + O8 * OC * 4 * 2);
+        tap_ok(tot().launches == 8, "matmul_dgelu_bwd bf16: 3 roundings, 2 GEMMs, k_bgrad_acc, the dbias sums");
+    }
 
     /* the residual add and the next norm: one row-norm kernel, a and b read,
      * res and out written */
@@ -416,6 +428,130 @@ static void engine(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 weights
+ * The GEMMs read the engine's bf16 parameter storage (zt_unit_params16,
+ * the *_w16 entries) at stages 0-2: every loss and gradient norm of a few
+ * steps bitwise those of the path that rounds the fp32 widened copy
+ * (ZT_TEST_NO_W16=1), on the CPU backend seen through the counter; the
+ * counts show which entries ran and that the rounding of weights is gone. */
+static int w16_tokens(void *st_, long step, uint64_t first, int count, int T, int *in, int *tg,
+                      zt_status *st) {
+    const int V = *(int *)st_;
+    (void)st;
+    for (int i = 0; i < count * T; ++i) {
+        uint64_t h = ((uint64_t)step * 0x9E3779B97F4A7C15ull) ^ (first + (uint64_t)i) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+        h *= 0x94D049BB133111EBull;
+        in[i] = (int)(h % (uint64_t)V);
+        tg[i] = (int)((h >> 24) % (uint64_t)V);
+    }
+    return ZT_OK;
+}
+static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], long *w16_calls,
+                   long *rounds, zt_status *st) {
+    zt_config *c = zt_config_new();
+    char v[64];
+    int rc = c ? ZT_OK : ZT_ENOMEM;
+#define SET(k, fmt, x)                                                          \
+    do {                                                                        \
+        snprintf(v, sizeof v, fmt, x);                                          \
+        if (rc == ZT_OK) rc = zt_config_set(c, k, v, ZT_SRC_FLAG, st);          \
+    } while (0)
+    SET("ztrain.model.n_layer", "%d", s->L);
+    SET("ztrain.model.n_head", "%d", s->NH);
+    SET("ztrain.model.n_embd", "%d", s->C);
+    SET("ztrain.model.vocab", "%d", s->V);
+    if (s->llama) {
+        SET("ztrain.model.arch", "%s", "llama");
+        SET("ztrain.model.n_kv_head", "%d", s->NKV);
+        SET("ztrain.model.intermediate_size", "%d", s->I);
+        SET("ztrain.model.tie_embeddings", "%s", s->untied ? "false" : "true");
+    }
+    SET("ztrain.model.context", "%d", s->T);
+    SET("ztrain.seq_len", "%d", s->T);
+    SET("train_micro_batch_size_per_gpu", "%d", s->B);
+    SET("train_batch_size", "%d", s->B);
+    SET("zero_optimization.stage", "%d", stage);
+    SET("gradient_clipping", "%s", "1.0");
+    SET("ztrain.backend", "%s", "cuda");
+    SET("ztrain.comm_backend", "%s", "mpi");
+    SET("bf16.enabled", "%s", "true");
+    SET("ztrain.threads", "%d", 1);
+    SET("ztrain.data.val", "%s", "");
+    SET("ztrain.classifier_chunk_rows", "%d", s->B * s->T / 2);   /* the head in 2 chunks */
+#undef SET
+    if (no_w16) setenv("ZT_TEST_NO_W16", "1", 1);
+    zt_ctx *ctx = NULL;
+    if (rc == ZT_OK) {
+        zt_backend_set_stand_in(zt_backend_count_over(zt_backend_cpu()));
+        rc = zt_ctx_create(c, NULL, &ctx, st);
+        zt_backend_set_stand_in(NULL);
+    }
+    unsetenv("ZT_TEST_NO_W16");
+    int *V = NULL;
+    if (rc == ZT_OK && !(V = malloc(sizeof *V))) rc = ZT_ENOMEM;
+    if (rc == ZT_OK) {
+        *V = s->V;
+        zt_data_source d = {V, w16_tokens, free, NULL}, none = {0};
+        rc = zt_ctx_set_data(ctx, d, none, st);
+        if (rc != ZT_OK) free(V);
+    }
+    zt_count_reset();
+    memset(res, 0, 4 * sizeof res[0]);
+    for (int k = 0; rc == ZT_OK && k < 4; k++) {
+        zt_metrics m;
+        memset(&m, 0, sizeof m);
+        rc = zt_train_step(ctx, &m, st);
+        res[k][0] = m.loss;
+        res[k][1] = m.grad_norm;
+    }
+    zt_count_totals t;
+    zt_count_totals_get(&t);
+    *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
+                 t.calls[ZT_CE_matmul_gelu_fwd_w16] + t.calls[ZT_CE_matmul_dgelu_bwd_w16];
+    const zt_count_kernel *k;
+    const size_t nk = zt_count_kernels(&k);
+    *rounds = launches_of_k(k, nk, "k_round_bf16");
+    if (ctx) zt_ctx_free(ctx);
+    if (c) zt_config_free(c);
+    zt_count_reset();
+    return rc;
+}
+
+static void bf16_weights(void) {
+    /* (a Llama block's GEMMs: q|k|v, o, gate|up, down) */
+    static const struct { const char *shape; int stage; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0}, {"gpt2:2,2,32,64,2,16", 1}, {"gpt2:2,2,32,64,2,16", 2},
+        {"gpt2:2,2,32,64,2,16", 3}, {"llama:2,4,2,32,48,64,2,16", 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 1}, {"llama:2,4,2,32,48,64,2,16", 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const int r1 = w16_run(&s, cases[i].stage, 0, a, &wa, &ra, &st);
+        if (r1) tap_diag("%s: %s", cases[i].shape, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, 1, b, &wb, &rb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", cases[i].shape, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s stage %d bf16: 4 steps with and without the bf16 weights",
+                    cases[i].shape, cases[i].stage))
+            continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s stage %d: losses and gradient norms bitwise the rounding path's (%.9g %.9g ... %.9g)",
+               cases[i].shape, cases[i].stage, a[0][0], a[1][0], a[3][0]);
+        /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
+         * head's 2 chunks forward, backward, and the first chunk's logits
+         * again (the second's probabilities are kept); 4 steps.  Stage 3
+         * has no whole 16-bit storage: none.  Each call rounds no weight. */
+        const long want = cases[i].stage < 3 ? 4L * (8 * s.L + 2 + 2 + 1) : 0;
+        tap_ok(wa == want && wb == 0 && ra == rb - want,
+               "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", cases[i].shape,
+               cases[i].stage, wa, wb, rb - ra);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -500,8 +636,10 @@ static void model(void) {
     cm_shape g, s;
     cm_shape_parse("gpt2", &g);
     cm_shape_parse("smollm", &s);
-    /* as the recorded runs computed them: the LM head in one chunk */
-    const cm_run_opts og = {0, 0, 0, 2, g.B * g.T}, os = {0, 0, 0, 2, s.B * s.T};
+    /* as the recorded runs computed them: the LM head in one chunk, the
+     * kernels of then (count.h ZT_COUNT_AS_RECORDED) */
+    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T},
+                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T};
     cm_counts cg, cs;
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -514,7 +652,21 @@ static void model(void) {
         tap_ok(launches_of_k(cg.k, cg.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                    launches_of_k(cg.k, cg.nk, "k_round_bf16") == 2 * (12 * 12 + 3) &&
                    launches_of_k(cg.k, cg.nk, "k_ft_fwd") == 12,
-               "GPT-2 step, the head in one chunk: 147 bf16 GEMMs, 294 roundings, 12 flash forwards");
+               "GPT-2 step as recorded, the head in one chunk: 147 bf16 GEMMs, 294 roundings, 12 flash "
+               "forwards");
+        /* today: dout rounded once per backward (12 * 4 + 1 fewer); the
+         * weights' bf16 storage read as it is (12 * 8 + 2 fewer) */
+        cm_counts cn;
+        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T};
+        if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
+                   "the GPT-2 step counted with today's kernels")) {
+            tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
+                       launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
+                                                                        (12 * 8 + 2),
+                   "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights)",
+                   launches_of_k(cn.k, cn.nk, "k_round_bf16"));
+            cm_counts_free(&cn);
+        }
         tap_ok(cg.tot.syncs <= 1 && cs.tot.syncs <= 1 && launches_of_k(cg.k, cg.nk, "k_adamw_multi") == 1 &&
                    launches_of_k(cs.k, cs.nk, "k_adamw_multi") == 1,
                "GPT-2 and SmolLM steps (stage 0): one optimizer launch, %ld and %ld host syncs, %ld and %ld "
@@ -566,6 +718,7 @@ int main(int argc, char **argv) {
     formulas();
     engine();
     model();
+    bf16_weights();
     zt_finalize();
     return tap_done();
 }

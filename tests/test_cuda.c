@@ -575,6 +575,72 @@ static void test_add_norm(int N, int C) {
 
 /* ------------------------------------------------------------ matmul */
 
+/* The bf16-weight entries (bf16 mode): w16 = w rounded; each bitwise its
+ * fp32-weight entry on w (the GPU's, and the CPU's on the CPU), on
+ * buffers offset as test_matmul's (`off` floats: the same alignments) */
+static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, const float *i_d,
+                            const float *b_d, const float *d_d, const char *tag) {
+    const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    char name[192];
+    float *w = xmalloc(nw * 4);
+    gpu->to_host(w, w_d, nw * 4);
+    uint16_t *w16 = xmalloc(nw * 2);
+    cpu->to_bf16(w16, w, nw);
+    char *bw16 = gpu->alloc(nw * 2 + 4 * off);
+    const uint16_t *w16_d = (const uint16_t *)(bw16 + 4 * off);
+    gpu->to_device((void *)w16_d, w16, nw * 2);
+    float *bo[2], *bi[2], *bdw[2], *bdb[2], *o[2], *di[2], *dw[2], *db[2];
+    for (int k = 0; k < 2; k++) {
+        bo[k] = gpu->alloc((no + off) * 4); bi[k] = gpu->alloc((ni + off) * 4);
+        bdw[k] = gpu->alloc((nw + off) * 4); bdb[k] = gpu->alloc((OC + off) * 4);
+        o[k] = bo[k] + off; di[k] = bi[k] + off; dw[k] = bdw[k] + off; db[k] = bdb[k] + off;
+    }
+    for (int pass = 0; pass < 2; pass++) {   /* 0: fp32-weight entries, 1: bf16-weight */
+        float *out = o[pass];
+        gpu->zero(dw[pass], nw * 4);
+        gpu->zero(db[pass], OC * 4);
+        if (pass) gpu->matmul_fwd_w16(out, i_d, w16_d, b_d, N, C, OC);
+        else gpu->matmul_fwd(out, i_d, w_d, b_d, N, C, OC);
+        if (pass) gpu->matmul_bwd_w16(di[pass], dw[pass], db[pass], d_d, i_d, w16_d, N, C, OC);
+        else gpu->matmul_bwd(di[pass], dw[pass], db[pass], d_d, i_d, w_d, N, C, OC);
+    }
+    snprintf(name, sizeof name, "matmul_fwd_w16, matmul_bwd_w16 %s: bitwise matmul_fwd, matmul_bwd on w", tag);
+    tap_ok(same_bits(o[0], o[1], no * 4) && same_bits(di[0], di[1], ni * 4) && same_bits(dw[0], dw[1], nw * 4) &&
+               same_bits(db[0], db[1], OC * 4),
+           "%s", name);
+    /* the CPU's: bitwise its fp32-weight entries */
+    {
+        float *hi = xmalloc(ni * 4), *hd = xmalloc(no * 4), *hb = xmalloc(OC * 4);
+        gpu->to_host(hi, i_d, ni * 4);
+        gpu->to_host(hd, d_d, no * 4);
+        gpu->to_host(hb, b_d, OC * 4);
+        float *c0 = xmalloc(no * 4), *c1 = xmalloc(no * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
+        float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4);
+        cpu->matmul_fwd(c0, hi, w, hb, N, C, OC);
+        cpu->matmul_fwd_w16(c1, hi, w16, hb, N, C, OC);
+        cpu->matmul_bwd(e0, g0, NULL, hd, hi, w, N, C, OC);
+        cpu->matmul_bwd_w16(e1, g1, NULL, hd, hi, w16, N, C, OC);
+        snprintf(name, sizeof name, "cpu matmul_fwd_w16, matmul_bwd_w16 %s: bitwise the fp32-weight entries", tag);
+        tap_ok(!memcmp(c0, c1, no * 4) && !memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4), "%s", name);
+        free(hi); free(hd); free(hb); free(c0); free(c1); free(e0); free(e1); free(g0); free(g1);
+    }
+    /* fp32 matmul mode: refused (an error, nothing computed) */
+    gpu->synchronize();
+    (void)gpu->error();
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    gpu->matmul_fwd_w16(o[1], i_d, w16_d, b_d, N, C, OC);
+    const char *e = gpu->error();
+    snprintf(name, sizeof name, "matmul_fwd_w16 in fp32 matmul mode: an error (%s)", e ? e : "none");
+    tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    for (int k = 0; k < 2; k++) {
+        gpu->free(bo[k]); gpu->free(bi[k]); gpu->free(bdw[k]); gpu->free(bdb[k]);
+    }
+    gpu->free(bw16);
+    free(w);
+    free(w16);
+}
+
 /* `off` floats into each device buffer: unaligned operands (cuBLASLt's
  * alignment preferences, and the GemmEx fallback) */
 static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
@@ -618,6 +684,12 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     }
 
     gpu->zero(di_d, ni * 4);
+    /* the gradients' starting values, for the one-GEMM calls below */
+    /* (offset as the others: the same alignments, the same cuBLASLt choices) */
+    float *bdw2 = gpu->alloc((nw + off) * 4), *bdb2 = gpu->alloc((OC + off) * 4), *bdi2 = gpu->alloc((ni + off) * 4);
+    float *dw2_d = bdw2 + off, *db2_d = bdb2 + off, *di2_d = bdi2 + off;
+    gpu->copy(dw2_d, dw_d, nw * 4);
+    gpu->copy(db2_d, db_d, OC * 4);
     cpu->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
     gpu->matmul_bwd(di_d, dw_d, db_d, d_d, i_d, w_d, N, C, OC);
     snprintf(name, sizeof name, "matmul_bwd dinp (overwritten) %s", tag);
@@ -626,11 +698,21 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
     snprintf(name, sizeof name, "matmul_bwd dbias (+=) %s", tag);
     cmpd(name, db_d, dbias, OC, 1e-5, 1e-5 * maxabs(dbias, OC));
+    /* bitwise the calls that make one GEMM each (bf16: each rounds dout
+     * itself, as both GEMMs did before they shared one rounding) */
+    gpu->matmul_bwd(di2_d, NULL, NULL, d_d, i_d, w_d, N, C, OC);
+    gpu->matmul_bwd(NULL, dw2_d, NULL, d_d, i_d, w_d, N, C, OC);
+    gpu->matmul_bwd(NULL, NULL, db2_d, d_d, i_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_bwd %s: dinp, dw, dbias bitwise three one-GEMM calls'", tag);
+    tap_ok(same_bits(di2_d, di_d, ni * 4) && same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
+           "%s", name);
+    gpu->free(bdw2); gpu->free(bdb2); gpu->free(bdi2);
     /* NULL dinp and dbias are skipped */
     cpu->matmul_bwd(NULL, dw, NULL, dout, inp, w, N, C, OC);
     gpu->matmul_bwd(NULL, dw_d, NULL, d_d, i_d, w_d, N, C, OC);
     snprintf(name, sizeof name, "matmul_bwd dinp = dbias = NULL: dw %s", tag);
     cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
+    if (mode == ZT_MATMUL_BF16) test_matmul_w16(N, C, OC, off, w_d, i_d, b_d, d_d, tag);
 
     zt_cuda_set_gemm_impl(1);
     cpu->set_matmul_precision(ZT_MATMUL_FP32);
@@ -689,7 +771,21 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
     const double ea = atol * maxabs(mm, ni) * 1.2 + 4e-6 * maxabs(mm, ni);
     cpu->matmul_dgelu_bwd(dpre, dpb, dw, dbias, dout, gin, pin, w, N, C, OC);
     gpu->zero(dp_d, ni * 4);
+    float *bdw2 = gpu->alloc((nw + off) * 4), *bdb2 = gpu->alloc((OC + off) * 4), *bpb2 = gpu->alloc((C + off) * 4);
+    float *bdp2 = gpu->alloc((ni + off) * 4);
+    float *dw2_d = bdw2 + off, *db2_d = bdb2 + off, *pb2_d = bpb2 + off, *dp2_d = bdp2 + off;
+    gpu->copy(dw2_d, dw_d, nw * 4);
+    gpu->copy(db2_d, db_d, OC * 4);
+    gpu->copy(pb2_d, pb_d, C * 4);
     gpu->matmul_dgelu_bwd(dp_d, pb_d, dw_d, db_d, d_d, g_d, pi_d, w_d, N, C, OC);
+    /* bitwise the input gradient alone then matmul_bwd's dw and dbias (bf16:
+     * dout rounded by each call, as before the two GEMMs shared it) */
+    gpu->matmul_dgelu_bwd(dp2_d, pb2_d, NULL, NULL, d_d, g_d, pi_d, w_d, N, C, OC);
+    gpu->matmul_bwd(NULL, dw2_d, db2_d, d_d, g_d, w_d, N, C, OC);
+    snprintf(name, sizeof name, "matmul_dgelu_bwd %s: bitwise dpre alone, then matmul_bwd's dw, dbias", tag);
+    tap_ok(same_bits(dp2_d, dp_d, ni * 4) && same_bits(pb2_d, pb_d, C * 4) && same_bits(dw2_d, dw_d, nw * 4) &&
+               same_bits(db2_d, db_d, OC * 4),
+           "%s", name);
     snprintf(name, sizeof name, "matmul_dgelu_bwd dpre (overwritten) %s", tag);
     cmpd(name, dp_d, dpre, ni, rtol, ea);
     snprintf(name, sizeof name, "matmul_dgelu_bwd dpre_bias (+=) %s", tag);
@@ -698,6 +794,28 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
     cmpd(name, dw_d, dw, nw, rtol, atol * maxabs(dw, nw));
     snprintf(name, sizeof name, "matmul_dgelu_bwd dbias (+=) %s", tag);
     cmpd(name, db_d, dbias, OC, 1e-5, 1e-5 * maxabs(dbias, OC));
+    if (mode == ZT_MATMUL_BF16) {
+        /* the bf16-weight entries: bitwise the fp32-weight ones on w (w16 = w rounded) */
+        uint16_t *w16 = xmalloc(nw * 2);
+        cpu->to_bf16(w16, w, nw);
+        char *bw16 = gpu->alloc(nw * 2 + 4 * off);
+        const uint16_t *w16_d = (const uint16_t *)(bw16 + 4 * off);
+        gpu->to_device((void *)w16_d, w16, nw * 2);
+        gpu->zero(dw2_d, nw * 4); gpu->zero(db2_d, OC * 4); gpu->zero(pb2_d, C * 4);
+        gpu->zero(dw_d, nw * 4); gpu->zero(db_d, OC * 4); gpu->zero(pb_d, C * 4);
+        gpu->matmul_gelu_fwd(o_d, p_d, i_d, w_d, b_d, N, C, OC);
+        gpu->matmul_dgelu_bwd(dp_d, pb_d, dw_d, db_d, d_d, g_d, pi_d, w_d, N, C, OC);
+        float *o2 = gpu->alloc((no + off) * 4), *p2 = gpu->alloc((no + off) * 4);
+        gpu->matmul_gelu_fwd_w16(o2 + off, p2 + off, i_d, w16_d, b_d, N, C, OC);
+        gpu->matmul_dgelu_bwd_w16(dp2_d, pb2_d, dw2_d, db2_d, d_d, g_d, pi_d, w16_d, N, C, OC);
+        snprintf(name, sizeof name, "matmul_gelu_fwd_w16, matmul_dgelu_bwd_w16 %s: bitwise the fp32-weight entries", tag);
+        tap_ok(same_bits(o2 + off, o_d, no * 4) && same_bits(p2 + off, p_d, no * 4) && same_bits(dp2_d, dp_d, ni * 4) &&
+                   same_bits(pb2_d, pb_d, C * 4) && same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
+               "%s", name);
+        gpu->free(o2); gpu->free(p2); gpu->free(bw16);
+        free(w16);
+    }
+    gpu->free(bdw2); gpu->free(bdb2); gpu->free(bpb2); gpu->free(bdp2);
 
     zt_cuda_set_gemm_impl(1);
     cpu->set_matmul_precision(ZT_MATMUL_FP32);

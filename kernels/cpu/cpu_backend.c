@@ -253,6 +253,45 @@ static void cpu_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float
     if (dpre_bias) zt_cpu_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
 }
 
+/* the bf16-weight entries of backend.h: w16 widened (exact), then the fp32
+ * entry, whose bf16 rounding of it is the identity */
+static float *widen_w16(const uint16_t *w16, int OC, int C) {
+    const size_t n = OC > 0 && C > 0 ? (size_t)OC * C : 0;
+    float *w = malloc((n ? n : 1) * sizeof(float));
+    if (!w) {
+        cpu_err = "cpu_backend.c: matmul: out of memory for the fp32 copy of a bf16 weight "
+                  "(nothing computed)";
+        return NULL;
+    }
+    if (n) zt_cpu_from_bf16(w, w16, n);
+    return w;
+}
+static void cpu_matmul_fwd_w16(float *out, const float *inp, const uint16_t *w16,
+                               const float *bias, int N, int C, int OC) {
+    float *w = widen_w16(w16, OC, C);
+    if (w) cpu_matmul_fwd(out, inp, w, bias, N, C, OC);
+    free(w);
+}
+static void cpu_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *dout,
+                               const float *inp, const uint16_t *w16, int N, int C, int OC) {
+    float *w = widen_w16(w16, OC, C);
+    if (w) cpu_matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+    free(w);
+}
+static void cpu_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
+                                    const float *bias, int N, int C, int OC) {
+    float *w = widen_w16(w16, OC, C);
+    if (w) cpu_matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
+    free(w);
+}
+static void cpu_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                     const float *dout, const float *inp, const float *pre,
+                                     const uint16_t *w16, int N, int C, int OC) {
+    float *w = widen_w16(w16, OC, C);
+    if (w) cpu_matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
+    free(w);
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 static void cpu_add(float *out, const float *a, const float *b, size_t n);
@@ -511,6 +550,10 @@ static const zt_backend cpu_backend = {
     .adamw_multi = cpu_adamw_multi,
     .matmul_gelu_fwd = cpu_matmul_gelu_fwd,
     .matmul_dgelu_bwd = cpu_matmul_dgelu_bwd,
+    .matmul_fwd_w16 = cpu_matmul_fwd_w16,
+    .matmul_bwd_w16 = cpu_matmul_bwd_w16,
+    .matmul_gelu_fwd_w16 = cpu_matmul_gelu_fwd_w16,
+    .matmul_dgelu_bwd_w16 = cpu_matmul_dgelu_bwd_w16,
     .add_layernorm_fwd = cpu_add_layernorm_fwd,
     .add_rmsnorm_fwd = cpu_add_rmsnorm_fwd,
 };

@@ -518,6 +518,60 @@ static void s_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *
     leave();
 }
 
+/* the bf16-weight entries (w16: OC * C bf16 values) */
+static void s_matmul_fwd_w16(float *out, const float *inp, const uint16_t *w16, const float *bias,
+                             int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_fwd_w16", "out", out, (size_t)N * OC * F);
+    NEED_DEV("matmul_fwd_w16", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_fwd_w16", "w16", w16, (size_t)OC * C * 2);
+    NEED_DEV("matmul_fwd_w16", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
+    leave();
+}
+static void s_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const float *inp, const uint16_t *w16, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_bwd_w16", "dinp", dinp, (size_t)N * C * F);
+    NEED_DEV("matmul_bwd_w16", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_bwd_w16", "dbias", dbias, (size_t)OC * F);
+    NEED_DEV("matmul_bwd_w16", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_bwd_w16", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_bwd_w16", "w16", w16, (size_t)OC * C * 2);
+    if (ok) cpu()->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
+    leave();
+}
+static void s_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
+                                  const float *bias, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_gelu_fwd_w16", "out", out, (size_t)N * OC * F);
+    NEED_DEV("matmul_gelu_fwd_w16", "pre", pre, (size_t)N * OC * F);
+    NEED_DEV("matmul_gelu_fwd_w16", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_gelu_fwd_w16", "w16", w16, (size_t)OC * C * 2);
+    NEED_DEV("matmul_gelu_fwd_w16", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_gelu_fwd_w16(out, pre, inp, w16, bias, N, C, OC);
+    leave();
+}
+static void s_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const float *inp, const float *pre,
+                                   const uint16_t *w16, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_dgelu_bwd_w16", "dpre", dpre, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "dpre_bias", dpre_bias, (size_t)C * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "dbias", dbias, (size_t)OC * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "inp", inp, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "pre", pre, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd_w16", "w16", w16, (size_t)OC * C * 2);
+    if (ok) cpu()->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
+    leave();
+}
+
 static void s_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
                                 const float *b, const float *w, const float *bias, int N, int C) {
     int ok = 1;
@@ -1151,6 +1205,10 @@ static const zt_backend strict_backend = {
     .adamw_multi = s_adamw_multi,
     .matmul_gelu_fwd = s_matmul_gelu_fwd,
     .matmul_dgelu_bwd = s_matmul_dgelu_bwd,
+    .matmul_fwd_w16 = s_matmul_fwd_w16,
+    .matmul_bwd_w16 = s_matmul_bwd_w16,
+    .matmul_gelu_fwd_w16 = s_matmul_gelu_fwd_w16,
+    .matmul_dgelu_bwd_w16 = s_matmul_dgelu_bwd_w16,
     .add_layernorm_fwd = s_add_layernorm_fwd,
     .add_rmsnorm_fwd = s_add_rmsnorm_fwd,
 };

@@ -879,6 +879,10 @@ static void fill_table(zt_backend *t) {
     t->matmul_dgelu_bwd = zt_cuda_matmul_dgelu_bwd;
     t->add_layernorm_fwd = zt_cuda_add_layernorm_fwd;
     t->add_rmsnorm_fwd = zt_cuda_add_rmsnorm_fwd;
+    t->matmul_fwd_w16 = zt_cuda_matmul_fwd_w16;
+    t->matmul_bwd_w16 = zt_cuda_matmul_bwd_w16;
+    t->matmul_gelu_fwd_w16 = zt_cuda_matmul_gelu_fwd_w16;
+    t->matmul_dgelu_bwd_w16 = zt_cuda_matmul_dgelu_bwd_w16;
 }
 
 __global__ void k_probe(int *x) {

@@ -9,7 +9,9 @@
  *
  * Precision: ZT_MATMUL_FP32 is plain fp32 (CUBLAS_COMPUTE_32F: no TF32).
  * ZT_MATMUL_BF16 rounds each operand to bf16 into scratch (nearest even)
- * and multiplies with fp32 accumulation and fp32 outputs.
+ * and multiplies with fp32 accumulation and fp32 outputs.  The backward
+ * rounds dout once (scratch [dout16 | the other operand]) and both of its
+ * GEMMs (dinp, dw) read that copy: the same bits as rounding it for each.
  *
  * Implementation: cuBLASLt with a user-owned workspace (bitwise
  * reproducible run to run) and the bias added in the epilogue; the chosen
@@ -306,24 +308,48 @@ out:
  * A, B are fp32; in bf16 mode they are rounded into scratch first.  With
  * an epilogue (epi): true when Lt applied it; false when the plain GEMM
  * ran instead (GELU_AUX_BIAS: into epi->aux, with the bias) or on an error
- * (recorded), and the caller does the rest. */
+ * (recorded), and the caller does the rest.  bf16 mode only: a16 / b16 (may
+ * be NULL) are A / B already in bf16 (a bf16 weight; the backward's dout16),
+ * not rounded again (a16 copied when it is not 256-byte aligned); the others
+ * are rounded into `room` (the caller sized it: zt_al256 of each stored
+ * operand's elements * 2, A's first), or, room NULL, into scratch of
+ * zt_cuda_ws_gemm (both operands' room, as always). */
 static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
                  int ldb, float *Cm, int ldc, float beta, const float *bias,
-                 const lt_epi *epi = NULL) {
+                 const lt_epi *epi = NULL, const __nv_bfloat16_raw *a16 = NULL,
+                 const __nv_bfloat16_raw *b16 = NULL, char *room = NULL) {
     const bool bf16 = g_mode == ZT_MATMUL_BF16;
     const void *a = A, *b = B;
     if (bf16) {
         /* stored operands: A is (ta ? k : m) x (ta ? m : k) with ld lda */
         const size_t na = (size_t)lda * (size_t)(ta ? m : k);
         const size_t nb = (size_t)ldb * (size_t)(tb ? k : n);
-        char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands");
-        if (!s) return false;
-        __nv_bfloat16_raw *a16 = (__nv_bfloat16_raw *)s;
-        __nv_bfloat16_raw *b16 = (__nv_bfloat16_raw *)(s + zt_al256(na * 2));
-        k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>(a16, A, na);
-        if (!ZT_LAUNCHED("k_round_bf16")) return false;
-        k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(b16, B, nb);
-        if (!ZT_LAUNCHED("k_round_bf16")) return false;
+        /* a bf16 A not 256-byte aligned (a weight inside the parameter block)
+         * is copied to A's place in scratch: cuBLASLt then sees the operand
+         * alignment the rounded copy had, so it picks the same algorithm
+         * (the same bits) */
+        const bool a_copy = a16 && ((uintptr_t)a16 & 255) != 0;
+        char *s = room;
+        if (!s && (!a16 || !b16 || a_copy) &&
+            !(s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands")))
+            return false;
+        if (a_copy) {
+            if (!ZT_CU(cudaMemcpyAsync(s, a16, na * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))) return false;
+            a16 = (const __nv_bfloat16_raw *)s;
+            s += zt_al256(na * 2);
+        } else if (!a16) {
+            __nv_bfloat16_raw *r = (__nv_bfloat16_raw *)s;
+            k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, A, na);
+            if (!ZT_LAUNCHED("k_round_bf16")) return false;
+            a16 = r;
+            s += zt_al256(na * 2);
+        }
+        if (!b16) {
+            __nv_bfloat16_raw *r = (__nv_bfloat16_raw *)s;
+            k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, B, nb);
+            if (!ZT_LAUNCHED("k_round_bf16")) return false;
+            b16 = r;
+        }
         a = a16;
         b = b16;
     }
@@ -352,8 +378,20 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
 
 /* ------------------------------------------------------------ table entries */
 
-void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
-                        int C, int OC) {
+typedef __nv_bfloat16_raw bf16_t;
+
+/* the bf16-weight entries: bf16 matmul mode only */
+static bool w16_ok(const uint16_t *w16, const char *who) {
+    if (!w16 || g_mode == ZT_MATMUL_BF16) return true;
+    zt_cuda_fail(__FILE__, __LINE__, who, "a bf16 weight in fp32 matmul mode",
+                 "call the fp32-weight entry, or set_matmul_precision(ZT_MATMUL_BF16)");
+    return false;
+}
+
+/* matmul_fwd; w16 (bf16 mode): the weight in bf16, read as it is (the
+ * scratch request stays matmul_fwd's) */
+static void fwd(float *out, const float *inp, const float *w, const bf16_t *w16, const float *bias,
+                int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
     if (C <= 0) {
         if (!ZT_CU(cudaMemsetAsync(out, 0, (size_t)N * OC * sizeof(float), zt_cu.stream))) return;
@@ -364,12 +402,47 @@ void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const floa
         }
         return;
     }
-    gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias);
+    gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, NULL, w16);
 }
 
-void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                        const float *w, int N, int C, int OC) {
+void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
+                        int C, int OC) {
+    fwd(out, inp, w, NULL, bias, N, C, OC);
+}
+
+/* bf16 mode: dout[N, OC] rounded once into scratch at s (the bf16 operand of
+ * both backward GEMMs), the other operand's room after it
+ * (zt_cuda_ws_matmul_bwd16), then `extra` bytes.  NULL on an error
+ * (recorded). */
+static char *round_dout(const float *dout, int N, int C, int OC, bool dinp, bool dw,
+                        size_t extra) {
+    const size_t nd = (size_t)OC * (size_t)N;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_bwd16(N, C, OC, dinp, dw) + extra,
+                                      "bf16 matmul operands");
+    if (!s) return NULL;
+    k_round_bf16<<<zt_ew_blocks(nd), ZT_EW_THREADS, 0, zt_cu.stream>>>((bf16_t *)s, dout, nd);
+    return ZT_LAUNCHED("k_round_bf16") ? s : NULL;
+}
+
+/* dinp and dw from dout16 (round_dout's s); w16: the weight in bf16 */
+static void bwd16(char *s, float *dinp, float *dw, const float *dout, const float *inp,
+                  const float *w, const bf16_t *w16, int N, int C, int OC) {
+    const bf16_t *d16 = (const bf16_t *)s;
+    char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
+    if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL, NULL, w16, d16, room);
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, NULL, d16, room);
+}
+
+static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                const float *w, const bf16_t *w16, int N, int C, int OC) {
     if (N <= 0) return;
+    if (g_mode == ZT_MATMUL_BF16 && C > 0 && OC > 0 && (dinp || dw)) {
+        char *s = round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
+        if (!s) return;
+        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC);
+        if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        return;
+    }
     if (dinp && C > 0) {
         if (OC > 0) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL);
         else ZT_CU(cudaMemsetAsync(dinp, 0, (size_t)N * C * sizeof(float), zt_cu.stream));
@@ -379,48 +452,103 @@ void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
     if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
 }
 
+void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                        const float *w, int N, int C, int OC) {
+    bwd(dinp, dw, dbias, dout, inp, w, NULL, N, C, OC);
+}
+
 /* fc + GELU: pre = inp w^T + bias, out = gelu(pre) (GELU_AUX_BIAS, or the
  * unfused kernels) */
-void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
-                             const float *bias, int N, int C, int OC) {
+static void gelu_fwd(float *out, float *pre, const float *inp, const float *w, const bf16_t *w16,
+                     const float *bias, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
     if (C > 0 && g_use_lt) {
         lt_epi e = {EPI_GELU_AUX_BIAS, pre, OC, NULL};
-        if (gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, &e)) return;
+        if (gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, &e, w16)) return;
     } else {
-        zt_cuda_matmul_fwd(pre, inp, w, bias, N, C, OC);
+        fwd(pre, inp, w, w16, bias, N, C, OC);
     }
     zt_cuda_gelu_fwd(out, pre, (size_t)N * OC);
 }
 
+void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
+                             const float *bias, int N, int C, int OC) {
+    gelu_fwd(out, pre, inp, w, NULL, bias, N, C, OC);
+}
+
 /* the projection's backward through the GELU: dpre = (dout w) gelu'(pre)
- * (DGELU_BGRAD: dpre_bias from the epilogue's column sums), dw, dbias */
-void zt_cuda_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
-                              const float *dout, const float *inp, const float *pre, const float *w,
-                              int N, int C, int OC) {
+ * (DGELU_BGRAD: dpre_bias from the epilogue's column sums), dw, dbias.
+ * bf16 mode: dout rounded once for the input-gradient GEMM and dw's;
+ * scratch [dout16 | the other operand | the epilogue's bias gradient]. */
+static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, const float *dout,
+                      const float *inp, const float *pre, const float *w, const bf16_t *w16, int N,
+                      int C, int OC) {
     if (N <= 0) return;
     if (C > 0 && OC > 0 && g_use_lt) {
         const bool bf16 = g_mode == ZT_MATMUL_BF16;
-        char *s = (char *)zt_cuda_scratch(
-            zt_cuda_ws_matmul_dgelu_bwd(bf16, N, C, OC, dw != NULL, dbias != NULL),
-            "matmul backward through the GELU");
-        if (!s) return;
-        float *bg = (float *)(s + zt_al256(zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)));
-        lt_epi e = {EPI_DGELU_BGRAD, (float *)pre, C, bg};
-        if (gemm(false, false, C, N, OC, w, C, dout, OC, dpre, C, 0.0f, NULL, &e)) {
-            if (dpre_bias) {
-                k_bgrad_acc<<<(C + 255) / 256, 256, 0, zt_cu.stream>>>(dpre_bias, bg, C);
-                if (!ZT_LAUNCHED("k_bgrad_acc")) return;
-            }
-            zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
-            return;
+        char *s, *room = NULL;
+        const bf16_t *d16 = NULL;
+        size_t off = 0;
+        if (bf16) {
+            s = round_dout(dout, N, C, OC, true, dw != NULL, zt_al256((size_t)C * 4));
+            if (!s) return;
+            d16 = (const bf16_t *)s;
+            room = s + zt_al256((size_t)OC * (size_t)N * 2);
+            off = zt_cuda_ws_matmul_bwd16(N, C, OC, 1, dw != NULL);
+        } else {
+            s = (char *)zt_cuda_scratch(
+                zt_cuda_ws_matmul_dgelu_bwd(0, N, C, OC, dw != NULL, dbias != NULL),
+                "matmul backward through the GELU");
+            if (!s) return;
         }
-        /* the plain GEMM ran into dpre: the rest unfused */
+        float *bg = (float *)(s + off);
+        lt_epi e = {EPI_DGELU_BGRAD, (float *)pre, C, bg};
+        const bool fused =
+            gemm(false, false, C, N, OC, w, C, dout, OC, dpre, C, 0.0f, NULL, &e, w16, d16, room);
+        if (fused && dpre_bias) {
+            k_bgrad_acc<<<(C + 255) / 256, 256, 0, zt_cu.stream>>>(dpre_bias, bg, C);
+            if (!ZT_LAUNCHED("k_bgrad_acc")) return;
+        }
+        if (bf16) {
+            if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, NULL, d16, room);
+            if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        } else {
+            bwd(NULL, dw, dbias, dout, inp, w, NULL, N, C, OC);
+        }
+        if (fused) return;
+        /* the plain GEMM ran into dpre: the GELU unfused */
     } else {
-        zt_cuda_matmul_bwd(dpre, NULL, NULL, dout, inp, w, N, C, OC);
+        bwd(dpre, dw, dbias, dout, inp, w, w16, N, C, OC);
     }
-    zt_cuda_matmul_bwd(NULL, dw, dbias, dout, inp, w, N, C, OC);
     if (C <= 0) return;
     zt_cuda_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
     if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
+}
+
+void zt_cuda_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                              const float *dout, const float *inp, const float *pre, const float *w,
+                              int N, int C, int OC) {
+    dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, NULL, N, C, OC);
+}
+
+/* the bf16-weight entries (backend.h): the entries above with the weight's
+ * GEMM operand w16 itself */
+void zt_cuda_matmul_fwd_w16(float *out, const float *inp, const uint16_t *w16, const float *bias,
+                            int N, int C, int OC) {
+    if (w16_ok(w16, "matmul_fwd_w16")) fwd(out, inp, NULL, (const bf16_t *)w16, bias, N, C, OC);
+}
+void zt_cuda_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *dout,
+                            const float *inp, const uint16_t *w16, int N, int C, int OC) {
+    if (w16_ok(w16, "matmul_bwd_w16")) bwd(dinp, dw, dbias, dout, inp, NULL, (const bf16_t *)w16, N, C, OC);
+}
+void zt_cuda_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
+                                 const float *bias, int N, int C, int OC) {
+    if (w16_ok(w16, "matmul_gelu_fwd_w16"))
+        gelu_fwd(out, pre, inp, NULL, (const bf16_t *)w16, bias, N, C, OC);
+}
+void zt_cuda_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                  const float *dout, const float *inp, const float *pre,
+                                  const uint16_t *w16, int N, int C, int OC) {
+    if (w16_ok(w16, "matmul_dgelu_bwd_w16"))
+        dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, NULL, (const bf16_t *)w16, N, C, OC);
 }

@@ -235,28 +235,37 @@ static inline size_t zt_cuda_ws_matmul_fwd(int bf16, int N, int C, int OC) {
     if (N <= 0 || OC <= 0 || C <= 0) return 0;
     return zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)C * N);
 }
-/* matmul_bwd: the larger of dinp's and dw's GEMM operands (bf16), and the
- * dbias column sum (has_dbias) */
+/* matmul_bwd in bf16 mode: dout[N,OC] rounded once (both GEMMs read it),
+ * then room for the larger of the other operands (w [OC,C] for dinp, inp
+ * [N,C] for dw), each rounded in turn */
+static inline size_t zt_cuda_ws_matmul_bwd16(int N, int C, int OC, int has_dinp, int has_dw) {
+    size_t na = 0;
+    if (has_dinp) na = (size_t)C * OC;
+    if (has_dw && (size_t)C * N > na) na = (size_t)C * N;
+    return zt_cuda_ws_al256((size_t)OC * N * 2) + zt_cuda_ws_al256(na * 2);
+}
+/* matmul_bwd: the GEMMs' bf16 operands (bf16 mode), and the dbias column
+ * sum (has_dbias) */
 static inline size_t zt_cuda_ws_matmul_bwd(int bf16, int N, int C, int OC, int has_dinp,
                                            int has_dw, int has_dbias) {
     if (N <= 0 || OC <= 0) return 0;
     size_t w = 0, x;
-    if (has_dinp && C > 0 && (x = zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)) > w) w = x;
-    if (has_dw && C > 0 && (x = zt_cuda_ws_gemm(bf16, (size_t)C * N, (size_t)OC * N)) > w) w = x;
+    if (bf16 && C > 0 && (has_dinp || has_dw)) w = zt_cuda_ws_matmul_bwd16(N, C, OC, has_dinp, has_dw);
     if (has_dbias && (x = zt_cuda_ws_colsum(N, OC)) > w) w = x;
     return w;
 }
 
-/* matmul_dgelu_bwd: the input-gradient GEMM's bf16 operands followed by
- * the epilogue's bias gradient (C floats, added to dpre_bias after), the
- * dw GEMM's operands, the dbias column sum, and the column sum of dpre
- * when cuBLASLt has no algorithm for the epilogue */
+/* matmul_dgelu_bwd: bf16 mode: matmul_bwd16's operands (dout rounded once
+ * for the input-gradient GEMM and dw's) followed by the epilogue's bias
+ * gradient (C floats, added to dpre_bias after); fp32: the bias gradient
+ * alone.  Then the dbias column sum, and the column sum of dpre when
+ * cuBLASLt has no algorithm for the epilogue */
 static inline size_t zt_cuda_ws_matmul_dgelu_bwd(int bf16, int N, int C, int OC, int has_dw,
                                                  int has_dbias) {
     if (N <= 0 || OC <= 0 || C <= 0) return 0;
-    size_t w = zt_cuda_ws_al256(zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)OC * N)) +
+    size_t w = (bf16 ? zt_cuda_ws_matmul_bwd16(N, C, OC, 1, has_dw) : 0) +
                zt_cuda_ws_al256((size_t)C * 4), x;
-    if ((x = zt_cuda_ws_matmul_bwd(bf16, N, C, OC, 0, has_dw, has_dbias)) > w) w = x;
+    if (has_dbias && (x = zt_cuda_ws_colsum(N, OC)) > w) w = x;
     if ((x = zt_cuda_ws_colsum(N, C)) > w) w = x;
     return w;
 }
