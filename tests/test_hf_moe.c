@@ -48,7 +48,7 @@ static int fixed_get(void *s, long step, uint64_t first, int count, int T, int *
 
 /* transformers 5's name of our tensor (written here from the layout
  * contract, llama.h / moe.h, independently of the loader) */
-static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
+static void hf_of(const char *ours, unsigned dense, char *out, size_t n) {
     static const struct { const char *o, *h; } blk[] = {
         {"attn_norm.w", "input_layernorm.weight"}, {"q.w", "self_attn.q_proj.weight"},
         {"k.w", "self_attn.k_proj.weight"}, {"v.w", "self_attn.v_proj.weight"},
@@ -62,7 +62,6 @@ static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
         {"down.w", "mlp.shared_expert.down_proj.weight"},
     };
     int l, used = 0;
-    (void)qwen2moe;
     snprintf(out, n, "?%s", ours);
     if (!strcmp(ours, "embed.w")) snprintf(out, n, "model.embed_tokens.weight");
     else if (!strcmp(ours, "norm.w")) snprintf(out, n, "model.norm.weight");
@@ -70,12 +69,18 @@ static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
     else if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used)
         for (size_t i = 0; i < sizeof blk / sizeof blk[0]; ++i)
             if (!strcmp(ours + used, blk[i].o)) snprintf(out, n, "model.layers.%d.%s", l, blk[i].h);
+    /* a dense block (mixed models: bit l of dense) has Qwen-MoE's plain MLP */
+    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used && (dense >> l & 1u) &&
+        (!strcmp(ours + used, "gate.w") || !strcmp(ours + used, "up.w") ||
+         !strcmp(ours + used, "down.w")))
+        snprintf(out, n, "model.layers.%d.mlp.%.*s_proj.weight", l,
+                 (int)(strlen(ours + used) - 2), ours + used);
 }
 
 static double jnum(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
-static void run(const char *root, const char *name, const char *ref_name, int stage, int E, int K,
-                int I, int shared, int norm, double coef) {
+static void run_mixed(const char *root, const char *name, const char *ref_name, int stage, int E,
+                      int K, int I, int shared, int norm, double coef, unsigned dense) {
     char dir[768], path[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     zt_status st;
@@ -172,7 +177,7 @@ static void run(const char *root, const char *name, const char *ref_name, int st
         for (int i = 0; i < m->n_tensors; ++i) {
             const zt_tensor_info *t = &m->tensors[i];
             char hn[200], gn[220];
-            hf_of(t->name, shared > 0, hn, sizeof hn);
+            hf_of(t->name, dense, hn, sizeof hn);
             snprintf(gn, sizeof gn, "grad.%s", hn);
             const zt_st_tensor *g = zt_st_find(&ref, gn);
             float *gv = malloc(sizeof(float) * t->numel + 1);
@@ -234,6 +239,11 @@ out:
     json_decref(meta);
     free(in);
     free(tg);
+}
+
+static void run(const char *root, const char *name, const char *ref_name, int stage, int E, int K,
+                int I, int shared, int norm, double coef) {
+    run_mixed(root, name, ref_name, stage, E, K, I, shared, norm, coef, 0);
 }
 
 /* A model directory dir: src's weights (a symlink) under src's config.json
@@ -332,6 +342,12 @@ int main(int argc, char **argv) {
         run(root, "olmoe", "olmoe", stage, 4, 2, 16, 0, 0, 0);
         /* output_router_logits: coef 0.05 x the load-balancing loss in the objective */
         run(root, "mixtral_aux", "mixtral_aux", stage, 4, 2, 16, 0, 1, 0.05);
+        /* mixed dense and sparse blocks: decoder_sparse_step 2 (blocks 0 and 2
+         * dense; the load-balancing loss over block 1 only, in the objective),
+         * the same weights packed, mlp_only_layers [0] */
+        run_mixed(root, "qwen2_moe_mixed", "qwen2_moe_mixed", stage, 4, 2, 16, 24, 0, 0.05, 5u);
+        run_mixed(root, "qwen2_moe_mixed_packed", "qwen2_moe_mixed", stage, 4, 2, 16, 24, 0, 0.05, 5u);
+        run_mixed(root, "qwen3_moe_mixed", "qwen3_moe_mixed", stage, 4, 2, 16, 0, 1, 0, 1u);
     }
     lora_refused(root);
     char tmp[] = "/tmp/zt_hf_moe_XXXXXX";
