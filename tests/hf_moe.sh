@@ -1,8 +1,9 @@
 #!/bin/bash
 # hf_moe.sh -- Mixture of Experts models through training, checkpoints,
 # resume and export (docs/moe.md), on the committed fixtures
-# tests/fixtures/hf/mixtral, qwen2_moe, olmoe and mixtral_aux (the load-balancing loss
-# in the objective; made by scripts/make_hf_fixtures.py):
+# tests/fixtures/hf/mixtral, qwen2_moe, olmoe, mixtral_aux (the load-balancing loss
+# in the objective) and the mixed dense / sparse qwen2_moe_mixed (decoder_sparse_step 2)
+# and qwen3_moe_mixed (mlp_only_layers [0]) (made by scripts/make_hf_fixtures.py):
 #   - 3 steps from the fixture, each step's aux_loss in the metrics; on
 #     cpu-strict (engine memory the host cannot touch) the same losses;
 #   - `ztrain ckpt inspect` reads the expert settings back from /model;
@@ -14,8 +15,10 @@
 #   - with transformers importable (ZT_HF_PYTHON, default /opt/hfref/bin/python),
 #     transformers loads the export with no missing or unexpected key and
 #     the same loss (else that check SKIPs);
+#   - the mixed models' export writes a dense block's MLP as mlp.gate_proj /
+#     up_proj / down_proj and no router or expert for it;
 #   - `ztrain estimate --model` of Mixtral-8x7B's and Qwen3-30B-A3B's
-#     config.json (tests/fixtures/moe) gives the total and per-token active
+#     config.json and two mixed ones (tests/fixtures/moe) gives the total and per-token active
 #     parameter counts transformers' models have (tests/fixtures/moe/counts.json,
 #     scripts/moe_param_counts.py).
 . "$(dirname "$0")/lib.sh"
@@ -46,9 +49,13 @@ run() {  # run MODELDIR CKDIR STEPS [ARGS...]
 }
 loss_at() { sed -n "s/.*\"step\": *$2,.*\"loss\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
-for spec in "mixtral:0" "qwen2_moe:3" "mixtral_aux:1" "olmoe:2"; do
+# name:stage:the export's per-expert tensors (3 x 4 per sparse block)
+for spec in "mixtral:0:24" "qwen2_moe:3:24" "mixtral_aux:1:24" "olmoe:2:24" "qwen2_moe_mixed:3:12" \
+            "qwen3_moe_mixed:1:24"; do
     name=${spec%%:*}
-    stage=${spec#*:}
+    rest=${spec#*:}
+    stage=${rest%%:*}
+    nexp=${rest#*:}
     run "$FIX/$name" "$name" 3 --zero_optimization.stage "$stage"
     ok $? "$name: 3 steps from the fixture at ZeRO stage $stage, checkpoints at steps 1-3"
     [ -s "$name.m" ] || diag "$name.out"
@@ -87,8 +94,22 @@ for k, v in sorted(json.loads(b[8:8 + n]).items()):
         print(k, v["shape"])
 PY
     ok $(grep -q "experts.3.*\[32, 16\]" "$name.names" && ! grep -q "gate_up_proj\|experts.down_proj" "$name.names" &&
-         [ "$(grep -c 'experts\.' "$name.names")" = 24 ]; echo $?) \
-       "$name: the export holds 3 x 4 per-expert tensors per layer, no packed one"
+         [ "$(grep -c 'experts\.' "$name.names")" = "$nexp" ]; echo $?) \
+       "$name: the export holds 3 x 4 per-expert tensors per sparse layer ($nexp), no packed one"
+    case $name in
+    qwen2_moe_mixed)   # blocks 0 and 2 dense (intermediate_size 40), block 1 sparse
+        ok $(grep -q "layers.0.mlp.gate_proj.weight \[40, 32\]" "$name.names" &&
+             grep -q "layers.2.mlp.down_proj.weight \[32, 40\]" "$name.names" &&
+             grep -q "layers.1.mlp.shared_expert.up_proj.weight \[24, 32\]" "$name.names" &&
+             ! grep -q "layers.[02].mlp.\(gate.weight\|experts\|shared\)" "$name.names" &&
+             python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["decoder_sparse_step"] == 2 and c["mlp_only_layers"] == [] and c["intermediate_size"] == 40))' "$name.hf/config.json"; echo $?) \
+           "$name: dense blocks 0 and 2 export mlp.gate/up/down_proj at width 40, no router or expert; config.json decoder_sparse_step 2" ;;
+    qwen3_moe_mixed)   # block 0 dense
+        ok $(grep -q "layers.0.mlp.up_proj.weight \[40, 32\]" "$name.names" &&
+             ! grep -q "layers.0.mlp.\(gate.weight\|experts\)" "$name.names" &&
+             python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["mlp_only_layers"] == [0]))' "$name.hf/config.json"; echo $?) \
+           "$name: dense block 0 exports mlp.gate/up/down_proj at width 40, no router or expert; config.json mlp_only_layers [0]" ;;
+    esac
     # shellcheck disable=SC2086
     "$LOGPROBS" "$name.hf" $tok > "$name.lp" 2> "$name.lperr"
     rc=$?
@@ -121,7 +142,7 @@ PY
     fi
 done
 
-for f in mixtral-8x7b qwen3-30b-a3b; do
+for f in mixtral-8x7b qwen3-30b-a3b qwen2-moe-mixed qwen3-moe-mixed; do
     "$ZTRAIN" estimate --model "$ZT_SRCDIR/tests/fixtures/moe/$f.config.json" --world-size 8 --json \
         > "$f.est" 2> "$f.esterr"
     rc=$?
