@@ -5,7 +5,8 @@
 # in the objective) and the mixed dense / sparse qwen2_moe_mixed (decoder_sparse_step 2)
 # and qwen3_moe_mixed (mlp_only_layers [0]) (made by scripts/make_hf_fixtures.py):
 #   - 3 steps from the fixture, each step's aux_loss in the metrics; on
-#     cpu-strict (engine memory the host cannot touch) the same losses;
+#     cpu-strict (engine memory the host cannot touch) the same losses, the
+#     measured device peak equal to the planner's;
 #   - `ztrain ckpt inspect` reads the expert settings back from /model;
 #   - resuming from step 1 gives the uninterrupted run's step-2 and step-3
 #     losses exactly, at ZeRO stage 0 and 3;
@@ -61,11 +62,14 @@ for spec in "mixtral:0:24" "qwen2_moe:3:24" "mixtral_aux:1:24" "olmoe:2:24" "qwe
     [ -s "$name.m" ] || diag "$name.out"
     ok $([ "$(grep -c '"aux_loss": [0-9]' "$name.m")" = 3 ]; echo $?) \
        "$name: every step's metrics record the load-balancing loss (aux_loss) apart from the loss"
-    run "$FIX/$name" "$name.s" 3 --zero_optimization.stage "$stage" --backend cpu-strict
+    run "$FIX/$name" "$name.s" 3 --zero_optimization.stage "$stage" --backend cpu-strict --memory-report
     rc=$?
     ok $([ $rc = 0 ] && cmp -s <(grep -o '"loss": *[0-9.e+-]*' "$name.m") <(grep -o '"loss": *[0-9.e+-]*' "$name.s.m"); echo $?) \
        "$name: on cpu-strict, the same 3 losses (exit $rc)"
     [ $rc = 0 ] || diag "$name.s.out"
+    read -r meas pred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$name.s.out" | head -1)"
+    ok $([ -n "$meas" ] && [ "$meas" = "$pred" ]; echo $?) \
+       "$name: on cpu-strict, the device peak $meas bytes == the planner's $pred"
     "$ZTRAIN" ckpt inspect "$name/step-2" > "$name.inspect" 2>&1
     ok $(grep -q '"n_experts": 4' "$name.inspect" && grep -q '"experts_per_token": 2' "$name.inspect"; echo $?) \
        "$name: ckpt inspect reads n_experts 4, experts_per_token 2 back"
