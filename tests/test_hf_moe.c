@@ -311,6 +311,30 @@ static void lora_refused(const char *root) {
     zt_config_free(cfg);
 }
 
+/* A mixed block layout the model cannot have is refused at creation, naming
+ * the key (qwen3_moe's config with key = val). */
+static void layout_refused(const char *root, const char *src, const char *key, const char *val,
+                           const char *want) {
+    char dir[768];
+    snprintf(dir, sizeof dir, "%s/%s", root, src);
+    zt_status st;
+    zt_config *cfg = zt_config_new();
+    zt_ctx *ctx = NULL;
+    int rc = zt_hf_read_config(dir, cfg, &st);
+    if (rc == ZT_OK) {
+        tu_set(cfg, "ztrain.backend", "cpu");
+        tu_set(cfg, "ztrain.data.train", "%s", "");
+        tu_set(cfg, "ztrain.data.val", "%s", "");
+        tu_set(cfg, "ztrain.seq_len", "16");
+        rc = zt_config_set(cfg, key, val, ZT_SRC_FLAG, &st);
+        if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
+    }
+    tap_ok(rc != ZT_OK && strstr(st.msg, want), "%s with %s=%s: refused (%s)", src, key, val,
+           rc == ZT_OK ? "created" : st.msg);
+    zt_ctx_free(ctx);
+    zt_config_free(cfg);
+}
+
 /* Architectures refused by name (their message names the class). */
 static void refused(const char *dir, const char *cls, const char *type) {
     char path[1024];
@@ -350,6 +374,18 @@ int main(int argc, char **argv) {
         run_mixed(root, "qwen3_moe_mixed", "qwen3_moe_mixed", stage, 4, 2, 16, 0, 1, 0, 1u);
     }
     lora_refused(root);
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.mlp_only_layers", "0,x",
+                   "ztrain.model.mlp_only_layers='0,x' must be comma-separated block numbers");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.mlp_only_layers", "0,3",
+                   "ztrain.model.mlp_only_layers holds block 3; the model has ztrain.model.n_layer=3");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.mlp_only_layers", "0,1,2",
+                   "no block has experts");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.decoder_sparse_step", "4",
+                   "no block has experts");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.decoder_sparse_step", "0",
+                   "ztrain.model.decoder_sparse_step");
+    layout_refused(root, "mixtral", "ztrain.model.mlp_only_layers", "0",
+                   "every block has experts");
     char tmp[] = "/tmp/zt_hf_moe_XXXXXX";
     if (mkdtemp(tmp)) {
         refused(tmp, "DeepseekV3ForCausalLM", "deepseek_v3");
