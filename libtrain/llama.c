@@ -724,10 +724,12 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         for (int e = 0; e < m->s.E; ++e) m->aux_cnt[e] += m->mh.count[e + 1] - m->mh.count[e];
         be->matmul_bwd(NULL, NULL, a->moe_psum, s->moe.probs, NULL, NULL, N, 1, m->s.E);
     }
-    if (H) {
+    if (H) {   /* (LoRA: the shared expert's gate|up and down, Qwen2-MoE) */
         be->matmul_fwd(s->gu, s->xn2, w->guw, NULL, N, C, 2 * H);
+        zt_skel_lora_fwd(&m->sk, LG_GU, s->xn2, s->gu, N, &a->lora);
         be->swiglu_fwd(s->h, s->gu, N, H);
         be->matmul_fwd(s->so, s->h, w->downw, NULL, N, H, C);
+        zt_skel_lora_fwd(&m->sk, LG_DOWN, s->h, s->so, N, &a->lora);
         be->matmul_fwd(s->sgl, s->xn2, w->shgate, NULL, N, C, 1);
         be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
         be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
@@ -757,8 +759,10 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
     be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
     be->matmul_bwd(a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, N, H, C);
+    zt_skel_lora_bwd(&m->sk, LG_DOWN, s->h, a->scratch, a->dh, N, &a->lora);
     be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
     be->matmul_bwd(a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, N, C, 2 * H);
+    zt_skel_lora_bwd(&m->sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, &a->lora);
     be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);
     return ZT_OK;
 }
@@ -1053,6 +1057,8 @@ int zt_llama_aux_loss(const zt_model *m, double *aux) {
 
 /* ------------------------------------------------------------ descriptor (arch.h) */
 
+static int moe_lora_check(const zt_model_config *m, zt_status *st);
+
 static int llama_check(const zt_model_config *m, zt_status *st) {
     int kv = zt_model_kv_heads(m), hd = zt_model_head_dim(m);
     if (m->n_head % kv != 0)
@@ -1118,10 +1124,7 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
             return zt_fail(st, ZT_EINVAL, "no block has experts (ztrain.model.decoder_sparse_step=%d, "
                            "mlp_only_layers='%s', n_layer=%d): set ztrain.model.n_experts=0 for a "
                            "dense model", m->decoder_sparse_step, m->mlp_only_layers, m->n_layer);
-        if (m->lora_r > 0)
-            return zt_fail(st, ZT_EUNSUPPORTED, "LoRA on a Mixture of Experts model "
-                           "(ztrain.model.n_experts=%d) is not supported yet: train it in full "
-                           "(ztrain.lora.r=0)", m->n_experts);
+        if (m->lora_r > 0) ZT_TRY(moe_lora_check(m, st));
     }
     if (m->qk_norm_full && (!m->qk_norm || m->gemma))
         return zt_fail(st, ZT_EINVAL, "ztrain.model.qk_norm_full needs ztrain.model.qk_norm=true "
@@ -1152,6 +1155,47 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
     return ZT_OK;
 }
 
+/* LoRA on a Mixture of Experts model: attention, the shared expert when
+ * every block has one; never the experts (nor PEFT's all-linear, which
+ * would take Qwen2-MoE's shared_expert_gate too), no 4-bit base yet. */
+static int moe_lora_check(const zt_model_config *m, zt_status *st) {
+    const int shared = m->shared_expert > 0 && zt_model_sparse_layers(m) == m->n_layer;
+    const char *mods = shared ? "q_proj, k_proj, v_proj, o_proj and the shared expert's gate_proj, "
+                                "up_proj, down_proj"
+                              : "q_proj, k_proj, v_proj, o_proj";
+    const char *t = m->lora_targets;
+    if (m->lora_base[0])
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s on a Mixture of Experts model "
+                       "(ztrain.model.n_experts=%d) is not supported yet (QLoRA): use "
+                       "ztrain.lora.base=\"\" (the compute dtype)", m->lora_base, m->n_experts);
+    if (strstr(t, "all-linear"))
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.targets=all-linear on a Mixture of Experts "
+                       "model is not supported: name the modules (%s)", mods);
+    for (const char *p = t; *p;) {   /* each target: its last name */
+        while (*p == ' ' || *p == ',') ++p;
+        const size_t n = strcspn(p, ", ");
+        if (!n) break;
+        char tok[160];
+        snprintf(tok, sizeof tok, "%.*s", (int)n, p);
+        const char *dot = strrchr(tok, '.'), *last = dot ? dot + 1 : tok;
+        if (strstr(tok, "experts") || !strcmp(last, "gate") || !strcmp(last, "router") ||
+            !strcmp(last, "w1") || !strcmp(last, "w2") || !strcmp(last, "w3") ||
+            !strcmp(last, "gate_up_proj"))
+            return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.targets: '%.*s': the experts and "
+                           "routers of a Mixture of Experts model (mlp.experts.*, "
+                           "block_sparse_moe.experts.*, the router mlp.gate) are not LoRA targets; "
+                           "this model has %s", (int)n, p, mods);
+        p += n;
+    }
+    if (!shared && (strstr(t, "gate_proj") || strstr(t, "up_proj") || strstr(t, "down_proj")))
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.targets='%s': %s; LoRA on the MLP of a "
+                       "Mixture of Experts model is on Qwen2-MoE's shared expert with every block "
+                       "sparse; this model has %s", t,
+                       m->shared_expert > 0 ? "its dense blocks' MLPs differ from the shared expert"
+                                            : "it has no shared expert", mods);
+    return ZT_OK;
+}
+
 static int llama_create(const zt_model_config *mc, const zt_backend *be, int ckpt_k,
                         const zt_model_ops **ops, void **self, zt_status *st) {
     zt_llama *m;
@@ -1162,20 +1206,24 @@ static int llama_create(const zt_model_config *mc, const zt_backend *be, int ckp
     return ZT_OK;
 }
 
-/* LoRA's modules (lora.h): the four matmuls of a block and their columns. */
+/* LoRA's modules (lora.h): the four matmuls of a block and their columns.
+ * A Mixture of Experts model: attention, and the shared expert's MLP when
+ * every block has it (Qwen2-MoE's mlp.shared_expert.*, not mixed); the
+ * experts are no target (llama_check names them). */
 static int llama_lora_mods(const zt_model_config *mc, zt_lora_mod *o, int *n_groups) {
     const shape s = shape_of(mc);
     const int KV = s.NKV * s.hd;
+    const int shared = s.E && s.H > 0 && s.Ls == s.L;
     const zt_lora_mod t[] = {
         {"q_proj", "self_attn.q_proj", LG_QKV, s.C, s.AD, 0},
         {"k_proj", "self_attn.k_proj", LG_QKV, s.C, KV, s.AD},
         {"v_proj", "self_attn.v_proj", LG_QKV, s.C, KV, s.AD + KV},
         {"o_proj", "self_attn.o_proj", LG_O, s.AD, s.C, 0},
-        {"gate_proj", "mlp.gate_proj", LG_GU, s.C, s.H, 0},
-        {"up_proj", "mlp.up_proj", LG_GU, s.C, s.H, s.H},
-        {"down_proj", "mlp.down_proj", LG_DOWN, s.H, s.C, 0},
+        {"gate_proj", shared ? "mlp.shared_expert.gate_proj" : "mlp.gate_proj", LG_GU, s.C, s.H, 0},
+        {"up_proj", shared ? "mlp.shared_expert.up_proj" : "mlp.up_proj", LG_GU, s.C, s.H, s.H},
+        {"down_proj", shared ? "mlp.shared_expert.down_proj" : "mlp.down_proj", LG_DOWN, s.H, s.C, 0},
     };
-    const int n = (int)(sizeof t / sizeof t[0]);
+    const int n = s.E && !shared ? 4 : (int)(sizeof t / sizeof t[0]);
     for (int i = 0; i < n; ++i) o[i] = t[i];
     *n_groups = 4;
     return n;

@@ -132,11 +132,14 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         const int o = h->count[e], c = h->count[e + 1] - o;
         if (c == 0) continue;
         const size_t gu = (size_t)e * 2 * I * C, dn = (size_t)e * C * I;
-        be->matmul_bwd(g->dhp + (size_t)o * I, gw->down + dn, NULL, g->dyp + (size_t)o * C,
+        /* (a frozen base, LoRA: no weight gradients) */
+        be->matmul_bwd(g->dhp + (size_t)o * I, gw->down ? gw->down + dn : NULL, NULL,
+                       g->dyp + (size_t)o * C,
                        a->hp + (size_t)o * I, w->down + dn, c, I, C);
         be->swiglu_bwd(g->dgup + (size_t)o * 2 * I, g->dhp + (size_t)o * I, a->gup + (size_t)o * 2 * I,
                        c, I);
-        be->matmul_bwd(g->dxp + (size_t)o * C, gw->gate_up + gu, NULL, g->dgup + (size_t)o * 2 * I,
+        be->matmul_bwd(g->dxp + (size_t)o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                       g->dgup + (size_t)o * 2 * I,
                        a->xp + (size_t)o * C, w->gate_up + gu, c, C, 2 * I);
     }
     /* the router: dx = its input gradient, then the experts' summed per token */
