@@ -483,8 +483,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
                       zt_llama_acts *a, float *base) {
     const shape sh = shape_of(mc);
     size_t N = (size_t)B * T, C = (size_t)sh.C, L = (size_t)sh.L;
-    /* (a slot holds any block: the widest MLP, the experts' arrays when any
-     * block has them) */
+    /* (slot s holds blocks s, s + slots, ...: their widest MLP, the experts'
+     * arrays when one of them has experts; H: the backward's, any block) */
     size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.Hmax;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
@@ -499,6 +499,14 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
+        int sp_any = 0;
+        size_t Hs = 0;
+        for (size_t l = s; l < L; l += slots) {
+            const int sp = zt_model_layer_sparse(mc, (int)l);
+            const size_t Hl = (size_t)layer_H(&sh, sp);
+            sp_any |= sp;
+            if (Hl > Hs) Hs = Hl;
+        }
         TAKE(la->xn, N * C); TAKES(la->rstd1, N);
         /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
          * same count; atth the head-sharded attention output [B, N_sp T,
@@ -512,12 +520,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
-        TAKE(la->gu, N * 2 * H); TAKE(la->h, N * H);
+        TAKE(la->gu, N * 2 * Hs); TAKE(la->h, N * Hs);
         if (sh.gemma) {
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
         }
-        if (sh.E) {
+        if (sp_any) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm};
             zt_moe_carve(&cv, &la->moe, &ms, N, base);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }

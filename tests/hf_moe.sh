@@ -146,6 +146,17 @@ PY
     fi
 done
 
+# the mixed models with activation checkpointing (a slot serves blocks of both kinds), bf16, stage 2
+for name in qwen2_moe_mixed qwen3_moe_mixed; do
+    run "$FIX/$name" "$name.k" 2 --zero_optimization.stage 2 --backend cpu-strict --memory-report \
+        --precision bf16 --act-ckpt every-2
+    rc=$?
+    read -r meas pred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$name.k.out" | head -1)"
+    ok $([ $rc = 0 ] && [ -n "$meas" ] && [ "$meas" = "$pred" ]; echo $?) \
+       "$name: bf16, stage 2, checkpointing every 2 blocks on cpu-strict: device peak $meas bytes == the planner's $pred"
+    [ $rc = 0 ] || diag "$name.k.out"
+done
+
 for f in mixtral-8x7b qwen3-30b-a3b qwen2-moe-mixed qwen3-moe-mixed; do
     "$ZTRAIN" estimate --model "$ZT_SRCDIR/tests/fixtures/moe/$f.config.json" --world-size 8 --json \
         > "$f.est" 2> "$f.esterr"
