@@ -1311,7 +1311,11 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
                          mc->moe_intermediate, mc->experts_per_token,
                          mc->moe_norm_topk ? ", renormalised" : "");
         if (mc->shared_expert > 0 && k > 0 && (size_t)k < sizeof moe)
-            snprintf(moe + k, sizeof moe - (size_t)k, ", shared expert %d", mc->shared_expert);
+            k += snprintf(moe + k, sizeof moe - (size_t)k, ", shared expert %d", mc->shared_expert);
+        const int ns = zt_model_sparse_layers(mc);
+        if (ns < mc->n_layer && k > 0 && (size_t)k < sizeof moe)
+            snprintf(moe + k, sizeof moe - (size_t)k, " in %d of %d blocks (the others dense, %d)", ns,
+                     mc->n_layer, zt_model_intermediate(mc));
     }
     if (mc->gemma) {
         int k = snprintf(gem, sizeof gem, ", Gemma %d blocks", mc->gemma);
