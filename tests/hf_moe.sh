@@ -157,6 +157,20 @@ for name in qwen2_moe_mixed qwen3_moe_mixed; do
     [ $rc = 0 ] || diag "$name.k.out"
 done
 
+# a long mlp_only_layers (82 characters) survives the checkpoint and the export whole
+L=$(seq -s, 0 30)
+"$ZTRAIN" train --ztrain.model.arch llama --ztrain.model.n_layer 34 --ztrain.model.n_head 2 \
+    --ztrain.model.n_embd 8 --ztrain.model.vocab 96 --ztrain.model.context 16 \
+    --ztrain.model.intermediate_size 12 --ztrain.model.n_experts 2 --ztrain.model.experts_per_token 1 \
+    --ztrain.model.moe_intermediate_size 4 --ztrain.model.qk_norm true \
+    --ztrain.model.mlp_only_layers "$L" --seq-len 16 --train_micro_batch_size_per_gpu 1 --steps 1 \
+    --train one.bin --val "" --sample-tokens 0 --threads 1 --ckpt-dir long --ckpt-every 1 > long.out 2>&1 &&
+    "$ZTRAIN" ckpt export long/step-1 --hf long.hf > long.exp 2>&1
+rc=$?
+ok $([ $rc = 0 ] && python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["architectures"] == ["Qwen3MoeForCausalLM"] and c["mlp_only_layers"] == list(range(31))))' long.hf/config.json; echo $?) \
+   "a 34-block Qwen3-MoE with mlp_only_layers 0-30: the export's config.json holds all 31"
+[ $rc = 0 ] || { diag long.out; diag long.exp; }
+
 for f in mixtral-8x7b qwen3-30b-a3b qwen2-moe-mixed qwen3-moe-mixed; do
     "$ZTRAIN" estimate --model "$ZT_SRCDIR/tests/fixtures/moe/$f.config.json" --world-size 8 --json \
         > "$f.est" 2> "$f.esterr"
