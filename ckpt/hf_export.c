@@ -50,9 +50,9 @@ static int model_from_json(const char *file, const char *json, zt_config *cfg, i
         if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(val, sizeof val, "%.17g", json_real_value(v));
         else if (json_is_boolean(v)) snprintf(val, sizeof val, "%s", json_is_true(v) ? "true" : "false");
-        else if (json_is_string(v)) snprintf(val, sizeof val, "%s", json_string_value(v));
-        else continue;
-        rc = zt_config_set(cfg, key, val, ZT_SRC_FILE, st);
+        else if (!json_is_string(v)) continue;
+        /* (a string whole: longrope's factors, mlp_only_layers) */
+        rc = zt_config_set(cfg, key, json_is_string(v) ? json_string_value(v) : val, ZT_SRC_FILE, st);
         if (rc != ZT_OK) zt_fail_prefix(st, "%s: /config", file);
     }
     json_t *init = json_object_get(zt, "init_from");

@@ -40,6 +40,7 @@ typedef struct hf_cfg {
     struct { const char *key, *from; char val[64]; const char *text; } kv[48];
     /* longrope's factor lists (the kv entries' text) */
     char factors[2][ZT_ROPE_FACTORS_LEN];
+    char mlp_only[512];        /* mlp_only_layers, comma-separated (Qwen-MoE) */
 } hf_cfg;
 
 static void hf_cfg_free(hf_cfg *h) {
@@ -495,7 +496,7 @@ static int hf_window(hf_cfg *h, long L, zt_status *st) {
 
 /* Mixture of Experts keys (transformers 5.24's MixtralConfig, Qwen2MoeConfig,
  * Qwen3MoeConfig defaults); H: intermediate_size (Mixtral's expert width) */
-static int hf_moe(hf_cfg *h, long H, zt_status *st) {
+static int hf_moe(hf_cfg *h, long H, long L, zt_status *st) {
     const zt_arch_hf *df = h->family;
     const int mixtral = !strcmp(df->model_type, "mixtral");
     const int olmoe = !strcmp(df->model_type, "olmoe");   /* num_experts; experts at intermediate_size */
@@ -508,7 +509,7 @@ static int hf_moe(hf_cfg *h, long H, zt_status *st) {
     if (local && json_object_get(h->root, "num_local_experts") && json_object_get(h->root, "num_experts") &&
         !json_equal(json_object_get(h->root, "num_local_experts"), json_object_get(h->root, "num_experts")))
         return zt_fail(st, ZT_EDATA, "%s: num_experts and num_local_experts disagree", h->path);
-    long E, K, I, S = 0, step;
+    long E, K, I, S = 0, step = 1;
     int norm = 1, out_logits;
     double jitter = 0;
     ZT_TRY(get_dim(h, ek, mixtral ? 8 : df->flags & ZT_HF_SHARED_EXPERT ? 60 : olmoe ? 64 : 128, &E,
@@ -532,12 +533,26 @@ static int hf_moe(hf_cfg *h, long H, zt_status *st) {
         ZT_TRY(get_bool(h, h->root, "norm_topk_prob", 0, &norm, st));
         ZT_TRY(get_int(h, h->root, "decoder_sparse_step", 1, &step, st));
         json_t *mlo = json_object_get(h->root, "mlp_only_layers");
-        if (step != 1)
-            return zt_fail(st, ZT_EUNSUPPORTED, "%s: decoder_sparse_step=%ld is not supported yet "
-                           "(ztrain's blocks are all sparse: 1)", h->path, step);
-        if (mlo && !json_is_null(mlo) && !(json_is_array(mlo) && json_array_size(mlo) == 0))
-            return zt_fail(st, ZT_EUNSUPPORTED, "%s: mlp_only_layers is not supported yet (ztrain's "
-                           "blocks are all sparse: [])", h->path);
+        if (step < 1)
+            return zt_fail(st, ZT_EDATA, "%s: decoder_sparse_step=%ld must be at least 1", h->path,
+                           step);
+        if (mlo && !json_is_null(mlo) && !json_is_array(mlo))
+            return zt_fail(st, ZT_EDATA, "%s: mlp_only_layers must be a list of layer numbers",
+                           h->path);
+        size_t k = 0, i;
+        json_t *v;
+        h->mlp_only[0] = '\0';
+        json_array_foreach(mlo, i, v) {   /* (a null or absent list: none) */
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) >= (json_int_t)L)
+                return zt_fail(st, ZT_EDATA, "%s: mlp_only_layers[%zu] must be a layer number, 0 "
+                               "to num_hidden_layers - 1 = %ld", h->path, i, L - 1);
+            const int w = snprintf(h->mlp_only + k, sizeof h->mlp_only - k, "%s%lld", k ? "," : "",
+                                   (long long)json_integer_value(v));
+            if (w < 0 || (size_t)w >= sizeof h->mlp_only - k)
+                return zt_fail(st, ZT_EDATA, "%s: mlp_only_layers is too long", h->path);
+            k += (size_t)w;
+        }
         if (df->flags & ZT_HF_SHARED_EXPERT)
             ZT_TRY(get_dim(h, "shared_expert_intermediate_size", 5632, &S, st));
     }
@@ -558,6 +573,10 @@ static int hf_moe(hf_cfg *h, long H, zt_status *st) {
     add_kv(h, "ztrain.model.moe_norm_topk", mixtral ? "architectures" : "norm_topk_prob", "%s",
            norm ? "true" : "false");
     add_kv(h, "ztrain.model.shared_expert_size", "shared_expert_intermediate_size", "%ld", S);
+    if (!mixtral && !olmoe) {
+        add_kv(h, "ztrain.model.decoder_sparse_step", "decoder_sparse_step", "%ld", step);
+        add_kv_text(h, "ztrain.model.mlp_only_layers", "mlp_only_layers", h->mlp_only);
+    }
     /* transformers adds the loss only with output_router_logits */
     add_kv(h, "ztrain.model.router_aux_loss_coef", out_logits ? "router_aux_loss_coef"
            : "output_router_logits", "%.17g", out_logits ? coef : 0.0);
@@ -630,7 +649,7 @@ static int hf_llama(hf_cfg *h, zt_status *st) {
         if (pad < 0) pad += V;
     }
     if (df->flags & (ZT_HF_SLIDING | ZT_HF_SLIDING_OPT)) ZT_TRY(hf_window(h, L, st));
-    if (df->flags & ZT_HF_MOE) ZT_TRY(hf_moe(h, H, st));
+    if (df->flags & ZT_HF_MOE) ZT_TRY(hf_moe(h, H, L, st));
     add_kv(h, "ztrain.model.arch", "architectures", "llama");
     add_kv(h, "ztrain.model.vocab", "vocab_size", "%ld", V);
     add_kv(h, "ztrain.model.n_embd", "hidden_size", "%ld", C);

@@ -79,6 +79,8 @@ static const zt_arch_setting settings[] = {
     {"moe_intermediate_size", ZT_AS_INT, MC(moe_intermediate), NULL, is_moe, LLAMA},
     {"moe_norm_topk", ZT_AS_BOOL, MC(moe_norm_topk), NULL, is_moe, LLAMA},
     {"shared_expert_size", ZT_AS_INT, MC(shared_expert), NULL, is_moe, LLAMA},
+    {"decoder_sparse_step", ZT_AS_INT, MC(decoder_sparse_step), NULL, is_moe, LLAMA},
+    {"mlp_only_layers", ZT_AS_STR, MC(mlp_only_layers), NULL, is_moe, LLAMA},
     {"router_aux_loss_coef", ZT_AS_DOUBLE, MC(router_aux_loss_coef), NULL, is_moe, LLAMA},
     {"tie_embeddings", ZT_AS_BOOL, MC(tie_embeddings), NULL, NULL, GPT2 | LLAMA},
     {"pad_token_id", ZT_AS_INT, MC(pad_token_id), NULL, NULL, LLAMA},
@@ -147,7 +149,7 @@ uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) 
     for (int k = 0; k < a->n_tensors; ++k) {
         if (a->tensors[k].unit != want) continue;
         int r, c;
-        a->tensor_shape(mc, k, &r, &c);
+        a->tensor_shape(mc, u - 1, k, &r, &c);
         n += (uint64_t)r * (uint64_t)c;
     }
     return n;
@@ -166,7 +168,7 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
                 const zt_arch_tensor *t = &a->tensors[k];
                 int rows, cols;
                 if (t->unit != part) continue;
-                a->tensor_shape(mc, k, &rows, &cols);
+                a->tensor_shape(mc, l, k, &rows, &cols);
                 if (!rows) continue;
                 /* matrices are decayed; norms ones, biases zeros */
                 const int ti = a->tensor_init ? a->tensor_init(mc, k) : t->init;
@@ -176,8 +178,9 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
                 const double s = ti == ZT_AT_NORMAL ? std : ti == ZT_AT_NORMAL_RESID ? resid : 0;
                 if (part == ZT_AT_BLOCK) snprintf(tn, sizeof tn, "h%d.%s", l, t->name);
                 else snprintf(tn, sizeof tn, "%s", t->name);
+                const int kind = part == ZT_AT_BLOCK && a->block_kind ? a->block_kind(mc, l) : 0;
                 ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, cols > 1 ? ZT_TENSOR_DECAY : 0,
-                                        &off[k], st));
+                                        &off[kind * a->n_tensors + k], st));
             }
         }
     return ZT_OK;
@@ -218,7 +221,7 @@ int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config
         }
         if (k0 < 0 || k1 < k0 || me < k0 || me > k1) continue;
         for (int k = k0; k <= k1; ++k) {
-            a->tensor_shape(mc, k, &r, &c);
+            a->tensor_shape(mc, l, k, &r, &c);
             if (k < me) *row0 += r;
             *rows += r;
         }
@@ -227,10 +230,11 @@ int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config
         return 0;
     }
     for (int i = 0; f && f->rename && rest && f->rename[i].ours; ++i)
-        if (!strcmp(f->rename[i].ours, rest)) {
+        if (!strcmp(f->rename[i].ours, rest) &&
+            !(f->rename[i].sparse_only && !zt_model_layer_sparse(mc, l))) {
             for (int k = 0; k < a->n_tensors; ++k)
                 if (!strcmp(a->tensors[k].name, rest)) {
-                    a->tensor_shape(mc, k, &r, &c);
+                    a->tensor_shape(mc, l, k, &r, &c);
                     *rows = r;
                 }
             *transpose = 0;
@@ -240,7 +244,7 @@ int zt_arch_hf_part(const zt_arch *a, const zt_arch_hf *f, const zt_model_config
     for (int k = 0; k < a->n_tensors; ++k)
         if (!strcmp(a->tensors[k].name, rest ? rest : ours) &&
             (a->tensors[k].unit == ZT_AT_BLOCK) == (rest != NULL)) {
-            a->tensor_shape(mc, k, &r, &c);
+            a->tensor_shape(mc, rest ? l : -1, k, &r, &c);
             *rows = r;
         }
     return zt_arch_hf_name(a, ours, out, n, transpose);

@@ -82,6 +82,8 @@ typedef struct zt_arch_experts {
  * pre-MLP norm is pre_feedforward_layernorm, Llama's post_attention_layernorm). */
 typedef struct zt_arch_rename {
     const char *ours, *hf;     /* a block tensor; "%d" = the block */
+    int sparse_only;           /* 1: in Mixture of Experts blocks only (Qwen2-MoE's shared
+                                * expert; its dense blocks keep the table's name) */
 } zt_arch_rename;
 /* A Hugging Face tensor holding several of our adjacent block tensors, row
  * after row (Phi-3's qkv_proj = q | k | v, gate_up_proj = gate | up): split
@@ -121,10 +123,14 @@ typedef struct zt_arch {
      * groups of the parallelisms it implements (sequence parallelism through
      * seqpar.h's zt_seqpar_of); NULL: none (a mesh of one rank per axis) */
     int (*set_mesh)(void *self, const struct zt_mesh *mesh, zt_status *st);
-    /* tensors, and the shape [rows, cols] of entry k (rows 0: absent) */
+    /* tensors, and the shape [rows, cols] of entry k (rows 0: absent) in
+     * block l (block entries; l is ignored for the others) */
     const zt_arch_tensor *tensors;
     int n_tensors;
-    void (*tensor_shape)(const zt_model_config *mc, int k, int *rows, int *cols);
+    void (*tensor_shape)(const zt_model_config *mc, int l, int k, int *rows, int *cols);
+    /* the kind of block l (0 or 1: blocks of one kind share their layout;
+     * a Mixture of Experts' dense and sparse blocks), NULL: one kind */
+    int (*block_kind)(const zt_model_config *mc, int l);
     /* entry k's initialization (ZT_AT_*) in this configuration, NULL: the table's */
     int (*tensor_init)(const zt_model_config *mc, int k);
     const char *head_unit;     /* the last unit's name ("final_norm", "head") */
@@ -203,7 +209,8 @@ uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u);
 int zt_arch_tied(const zt_arch *a, const zt_model_config *mc);
 /* Lay out every tensor of the table (units "embeddings", "block.<l>",
  * a->head_unit), offsets into off[k] per table entry (block entries: the
- * offset inside every block unit). */
+ * offset inside every block unit of its kind, off[kind * n_tensors + k] with
+ * a->block_kind: off then holds 2 n_tensors). */
 int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, size_t *off,
                      zt_status *st);
 /* The Hugging Face name of our tensor (transpose: stored [cols, rows]);

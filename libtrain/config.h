@@ -88,6 +88,11 @@ typedef struct zt_model_config {
     int moe_norm_topk;      /* ztrain.model.moe_norm_topk: the top-k weights renormalised to 1 */
     int shared_expert;      /* ztrain.model.shared_expert_size: width of the shared expert behind
                              * its sigmoid gate (Qwen2-MoE), 0 = none */
+    /* Qwen-MoE's mixed blocks: block l is sparse iff l is not in mlp_only_layers and
+     * (l + 1) % decoder_sparse_step == 0 (zt_model_layer_sparse), else a dense MLP
+     * of width intermediate_size */
+    int decoder_sparse_step;  /* ztrain.model.decoder_sparse_step (default 1) */
+    char mlp_only_layers[512]; /* ztrain.model.mlp_only_layers: comma-separated blocks ("" = none) */
     double router_aux_loss_coef; /* ztrain.model.router_aux_loss_coef: the load-balancing loss
                                   * (transformers' load_balancing_loss_func) times this joins
                                   * the training objective; 0 = logged only */
@@ -272,6 +277,14 @@ int zt_model_arch(const zt_model_config *mc);            /* ZT_ARCH_* (arch.c) *
 int zt_model_kv_heads(const zt_model_config *mc);        /* n_kv_head or n_head */
 int zt_model_head_dim(const zt_model_config *mc);        /* head_dim or n_embd / n_head */
 int zt_model_intermediate(const zt_model_config *mc);    /* intermediate or 4 n_embd */
+/* Is block l's MLP a Mixture of Experts (n_experts > 0, l not in
+ * mlp_only_layers, (l + 1) % decoder_sparse_step == 0: transformers'
+ * Qwen2MoeDecoderLayer)?  zt_model_sparse_layers: how many are. */
+int zt_model_layer_sparse(const zt_model_config *mc, int l);
+int zt_model_sparse_layers(const zt_model_config *mc);
+/* Parse ztrain.model.mlp_only_layers: the count of its integers (each also
+ * stored in out[k] while k < n), -1 when malformed or one is negative. */
+int zt_mlp_only_parse(const char *s, int n, int *out);
 /* ztrain.memory_report: -1 off, 0 at the end only, N every N steps. */
 int zt_config_memory_report(const zt_config *cfg);
 /* Parse a byte size ("8G", "512MiB", "1.5T", "123", "auto" = 0); -1 if malformed. */

@@ -8,6 +8,7 @@
  * check_implemented().
  */
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,52 @@ int zt_model_head_dim(const zt_model_config *mc) {
 }
 int zt_model_intermediate(const zt_model_config *mc) {
     return mc->intermediate > 0 ? mc->intermediate : 4 * mc->n_embd;
+}
+
+int zt_mlp_only_parse(const char *s, int n, int *out) {
+    int k = 0;
+    const char *p = s;
+    while (*p == ' ') ++p;
+    while (*p) {
+        char *end;
+        errno = 0;
+        const long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > 1 << 24) return -1;
+        if (k < n && out) out[k] = (int)v;
+        ++k;
+        p = end;
+        while (*p == ' ') ++p;
+        if (*p == ',') {
+            ++p;
+            while (*p == ' ') ++p;
+            if (!*p) return -1;
+        } else if (*p) {
+            return -1;
+        }
+    }
+    return k;
+}
+
+int zt_model_layer_sparse(const zt_model_config *mc, int l) {
+    if (mc->n_experts <= 0) return 0;
+    const int step = mc->decoder_sparse_step > 0 ? mc->decoder_sparse_step : 1;
+    if ((l + 1) % step) return 0;
+    const char *p = mc->mlp_only_layers;
+    while (*p) {   /* (malformed lists are refused by the llama check) */
+        char *end;
+        const long v = strtol(p, &end, 10);
+        if (end == p) break;
+        if (v == l) return 0;
+        p = end;
+        while (*p == ' ' || *p == ',') ++p;
+    }
+    return 1;
+}
+
+int zt_model_sparse_layers(const zt_model_config *mc) {
+    int n = 0;
+    for (int l = 0; l < mc->n_layer; ++l) n += zt_model_layer_sparse(mc, l);
+    return n;
 }
 
 /* The model shape's cross-key rules: the architecture's (arch.h). */

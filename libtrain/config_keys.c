@@ -217,6 +217,12 @@ const keydef zt_cfg_keys[] = {
     {"ztrain.model.shared_expert_size", NULL, NULL, NULL, T_INT, FLD(model.shared_expert), 0, 0,
      KF_NO_HI, "0", NULL, "llama MoE: width of a shared expert every token goes through, "
      "scaled by sigmoid(shared_expert_gate) (Qwen2-MoE's shared_expert_intermediate_size); 0 = none"},
+    {"ztrain.model.decoder_sparse_step", NULL, NULL, NULL, T_INT, FLD(model.decoder_sparse_step),
+     1, 0, KF_NO_HI, "1", NULL, "llama MoE: block l has experts only when (l + 1) is a multiple "
+     "of this (Qwen-MoE's decoder_sparse_step); the others a dense MLP of width intermediate_size"},
+    {"ztrain.model.mlp_only_layers", NULL, NULL, NULL, T_STRING, FLD(model.mlp_only_layers),
+     0, 0, 0, "", NULL, "llama MoE: comma-separated blocks (from 0) whose MLP is dense, width "
+     "intermediate_size, with no experts (Qwen-MoE's mlp_only_layers); \"\" = none"},
     {"ztrain.model.router_aux_loss_coef", NULL, NULL, NULL, T_DOUBLE,
      FLD(model.router_aux_loss_coef), 0, 0, KF_NO_HI, "0", NULL,
      "llama MoE: the routers' load-balancing loss (transformers' load_balancing_loss_func) "

@@ -38,7 +38,8 @@ static const zt_arch_tensor gpt_tensors[GPT_NT] = {
 };
 #undef HB
 
-static void gpt_tensor_shape(const zt_model_config *mc, int k, int *rows, int *cols) {
+static void gpt_tensor_shape(const zt_model_config *mc, int l, int k, int *rows, int *cols) {
+    (void)l;
     const int C = mc->n_embd;
     int r = C, c = 1;   /* norms and the [C] biases */
     switch (k) {

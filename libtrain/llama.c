@@ -76,10 +76,16 @@ typedef struct shape {
     float escale, ascale, acap, fcap;
     int window, pattern, from, local_rope;
     /* Mixture of Experts (moe.h): experts E (0: a dense MLP), top-k K, their
-     * width I; H is then the shared expert's width (0: none) */
+     * width I; H is then the shared expert's width (0: none).  Hd: a dense
+     * block's MLP width (intermediate_size; every block without experts),
+     * Hmax the widest MLP of any block, Ls the blocks with experts */
     int E, K, I, norm;
     int ep;                    /* expert_parallel_size (moe.h), 1: off */
+    int Hd, Hmax, Ls;
 } shape;
+
+/* Block l's MLP width (its SwiGLU; a sparse block's shared expert) */
+static int layer_H(const shape *s, int sparse) { return sparse ? s->H : s->Hd; }
 
 /* Is block l a sliding layer (transformers' "sliding_attention": Gemma 3's
  * local rotary embedding), and does it attend through a window? */
@@ -102,6 +108,9 @@ static shape shape_of(const zt_model_config *mc) {
     s.norm = mc->moe_norm_topk != 0;
     s.ep = s.E && mc->expert_parallel > 1 ? mc->expert_parallel : 1;
     s.H = s.E ? (mc->shared_expert > 0 ? mc->shared_expert : 0) : zt_model_intermediate(mc);
+    s.Hd = zt_model_intermediate(mc);
+    s.Ls = s.E ? zt_model_sparse_layers(mc) : 0;
+    s.Hmax = s.Ls < mc->n_layer && s.Hd > s.H ? s.Hd : s.H;
     s.QKV = (s.NH + 2 * s.NKV) * s.hd;
     s.AD = s.NH * s.hd;
     s.bias = mc->attention_bias != 0;
@@ -138,7 +147,9 @@ struct zt_llama {
     shape s;
     const zt_backend *be;
     float rope_scale;                  /* cos / sin scale (zt_llama_rope_scale) */
-    size_t off[LLAMA_NT];              /* in its unit (block tensors: in every block unit) */
+    size_t off[2 * LLAMA_NT];          /* in its unit (block tensors: in every block unit of
+                                        * its kind, off[sparse * LLAMA_NT + k]) */
+    unsigned char *sparse;             /* [L] block l has experts (zt_model_layer_sparse) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
     zt_seqpar sp;                      /* sequence parallelism (n = 1: off) */
@@ -173,9 +184,11 @@ void zt_llama_set_checkpointing(zt_llama *m, int k) { m->ckpt = k > 0 ? k : 0; }
 
 /* ------------------------------------------------------------ layout */
 
-/* Rows and columns of tensor k (rows 0: absent in this shape). */
-static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
+/* Rows and columns of tensor k (rows 0: absent in this shape) in a block
+ * with experts (sparse) or without. */
+static void tensor_shape(const shape *s, int sparse, int k, int *rows, int *cols) {
     int r = s->C, c = 1;
+    const int E = sparse ? s->E : 0, H = layer_H(s, sparse);
     switch (k) {
     case E_EMBED: r = s->V; c = s->C; break;
     case T_QW: r = s->AD; c = s->C; break;
@@ -186,12 +199,12 @@ static void tensor_shape(const shape *s, int k, int *rows, int *cols) {
     case T_KNORM: r = s->qkn ? s->kw : 0; break;
     case T_PANORM: case T_PMNORM: r = s->gemma ? s->C : 0; break;
     case T_OW: c = s->AD; break;
-    case T_GATEW: case T_UPW: r = s->H; c = s->C; break;
-    case T_DOWNW: r = s->H ? s->C : 0; c = s->H; break;
-    case T_ROUTER: r = s->E; c = s->C; break;
-    case T_EXGU: r = s->E * 2 * s->I; c = s->C; break;
-    case T_EXDOWN: r = s->E * s->C; c = s->I; break;
-    case T_SHGATE: r = s->E && s->H ? 1 : 0; c = s->C; break;
+    case T_GATEW: case T_UPW: r = H; c = s->C; break;
+    case T_DOWNW: r = H ? s->C : 0; c = H; break;
+    case T_ROUTER: r = E; c = s->C; break;
+    case T_EXGU: r = E * 2 * s->I; c = s->C; break;
+    case T_EXDOWN: r = E * s->C; c = s->I; break;
+    case T_SHGATE: r = E && H ? 1 : 0; c = s->C; break;
     case E_LM_HEAD: r = s->tied ? 0 : s->V; c = s->C; break;
     default: break;   /* the norms: [C] */
     }
@@ -205,9 +218,14 @@ static int llama_tensor_init(const zt_model_config *mc, int k) {
     return llama_tensors[k].init;
 }
 
-static void llama_tensor_shape(const zt_model_config *mc, int k, int *rows, int *cols) {
+static int llama_block_kind(const zt_model_config *mc, int l) {
+    return zt_model_layer_sparse(mc, l);
+}
+
+static void llama_tensor_shape(const zt_model_config *mc, int l, int k, int *rows, int *cols) {
     const shape s = shape_of(mc);
-    tensor_shape(&s, k, rows, cols);
+    tensor_shape(&s, llama_tensors[k].unit == ZT_AT_BLOCK && zt_model_layer_sparse(mc, l), k, rows,
+                 cols);
 }
 
 size_t zt_llama_unit_numel(const zt_model_config *mc, int u) {
@@ -226,6 +244,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
     zt_llama_params *v = grads ? &m->g : &m->p;
     const int L = m->s.L;
     const size_t *o = m->off;
+    if (u >= 1 && u <= L && m->sparse[u - 1]) o += LLAMA_NT;
     if (u == 0) {
         v->embed = base + o[E_EMBED];
     } else if (u == L + 1) {
@@ -233,6 +252,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         v->lm_head = m->s.tied ? NULL : base + o[E_LM_HEAD];
     } else {
         zt_llama_layer *h = &v->h[u - 1];
+        const int moe = m->sparse[u - 1];
         h->attn_norm = base + o[T_ANORM];
         h->qkvw = base + o[T_QW];            /* q.w | k.w | v.w */
         h->qkvb = m->s.bias ? base + o[T_QB] : NULL;   /* q.b | k.b | v.b */
@@ -241,10 +261,9 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         h->ow = base + o[T_OW];
         h->post_attn_norm = m->s.gemma ? base + o[T_PANORM] : NULL;
         h->mlp_norm = base + o[T_MNORM];
-        h->guw = base + o[T_GATEW];          /* gate.w | up.w */
-        h->downw = base + o[T_DOWNW];
+        h->guw = layer_H(&m->s, moe) ? base + o[T_GATEW] : NULL;   /* gate.w | up.w */
+        h->downw = layer_H(&m->s, moe) ? base + o[T_DOWNW] : NULL;
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
-        const int moe = m->s.E > 0;
         h->router = moe ? base + o[T_ROUTER] : NULL;
         h->exgu = moe ? base + o[T_EXGU] : NULL;
         h->exdown = moe ? base + o[T_EXDOWN] : NULL;
@@ -288,6 +307,11 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (s.E && s.E % s.ep)
         return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide the %d experts", s.ep,
                        s.E);
+    if (s.E && s.Ls < 1)
+        return zt_fail(st, ZT_EINVAL, "invalid Mixture of Experts layout: no block has experts "
+                       "(ztrain.model.decoder_sparse_step, mlp_only_layers)");
+    if (s.E && s.Ls < s.L && s.Hd < 1)
+        return zt_fail(st, ZT_EINVAL, "invalid dense block width (intermediate_size %d)", s.Hd);
     if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
@@ -319,10 +343,12 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->p.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     m->g.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     m->p16 = calloc((size_t)s.L + 2, sizeof *m->p16);
-    if (!m->p.h || !m->g.h) {
+    m->sparse = calloc((size_t)s.L, 1);
+    if (!m->p.h || !m->g.h || !m->sparse) {
         zt_llama_free(m);
         return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     }
+    for (int l = 0; l < s.L; ++l) m->sparse[l] = (unsigned char)zt_model_layer_sparse(mc, l);
     *out = m;
     return ZT_OK;
 }
@@ -336,6 +362,7 @@ void zt_llama_free(zt_llama *m) {
     free(m->p.h);
     free(m->g.h);
     free(m->p16);
+    free(m->sparse);
     free(m);
 }
 
@@ -479,7 +506,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
                       zt_llama_acts *a, float *base) {
     const shape sh = shape_of(mc);
     size_t N = (size_t)B * T, C = (size_t)sh.C, L = (size_t)sh.L;
-    size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.H;
+    /* (slot s holds blocks s, s + slots, ...: their widest MLP, the experts'
+     * arrays when one of them has experts; H: the backward's, any block) */
+    size_t QKV = (size_t)sh.QKV, AD = (size_t)sh.AD, H = (size_t)sh.Hmax;
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
     zt_carve cv = {base, 0, 0};
@@ -493,6 +522,14 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
+        int sp_any = 0;
+        size_t Hs = 0;
+        for (size_t l = s; l < L; l += slots) {
+            const int sp = zt_model_layer_sparse(mc, (int)l);
+            const size_t Hl = (size_t)layer_H(&sh, sp);
+            sp_any |= sp;
+            if (Hl > Hs) Hs = Hl;
+        }
         TAKE(la->xn, N * C); TAKES(la->rstd1, N);
         /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
          * same count; atth the head-sharded attention output [B, N_sp T,
@@ -506,12 +543,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
-        TAKE(la->gu, N * 2 * H); TAKE(la->h, N * H);
+        TAKE(la->gu, N * 2 * Hs); TAKE(la->h, N * Hs);
         if (sh.gemma) {
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
         }
-        if (sh.E) {
+        if (sp_any) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
             zt_moe_carve(&cv, &la->moe, &ms, N, base);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
@@ -718,10 +755,12 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         for (int e = 0; e < m->s.E; ++e) m->aux_cnt[e] += m->mh.count[e + 1] - m->mh.count[e];
         be->matmul_bwd(NULL, NULL, a->moe_psum, s->moe.probs, NULL, NULL, N, 1, m->s.E);
     }
-    if (H) {
+    if (H) {   /* (LoRA: the shared expert's gate|up and down, Qwen2-MoE) */
         zt_mm_fwd(be, s->gu, s->xn2, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
+        zt_skel_lora_fwd(&m->sk, LG_GU, s->xn2, s->gu, N, &a->lora);
         be->swiglu_fwd(s->h, s->gu, N, H);
         zt_mm_fwd(be, s->so, s->h, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
+        zt_skel_lora_fwd(&m->sk, LG_DOWN, s->h, s->so, N, &a->lora);
         zt_mm_fwd(be, s->sgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), NULL, N, C, 1);
         be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
         be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
@@ -751,8 +790,10 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
     be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
     zt_mm_bwd(be, a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, LW16(m, w, T_DOWNW), N, H, C);
+    zt_skel_lora_bwd(&m->sk, LG_DOWN, s->h, a->scratch, a->dh, N, &a->lora);
     be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
     zt_mm_bwd(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H);
+    zt_skel_lora_bwd(&m->sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, &a->lora);
     be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);
     return ZT_OK;
 }
@@ -765,7 +806,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const zt_skel *sk = &m->sk;
     const zt_backend *be = m->be;
     const shape *sh = &m->s;
-    const int B = a->fB, T = a->fT, N = B * T, C = sh->C, H = sh->H;
+    const int B = a->fB, T = a->fT, N = B * T, C = sh->C, H = layer_H(sh, m->sparse[l]);
     const float eps = (float)m->cfg.norm_eps;
     const zt_llama_layer *w = &m->p.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
@@ -823,7 +864,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         be->add(s->res2, x, a->scratch, (size_t)N * C);
         be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
     }
-    if (sh->E) {
+    if (m->sparse[l]) {
         m->mh.layer = l;
         return moe_fwd(m, a, s, w, y, st);
     }
@@ -884,7 +925,7 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     zt_xcopy(m->be, m->aux_buf, 0, a->moe_psum, 1, (size_t)E * sizeof(float));
     for (int e = 0; e < E; ++e) m->aux_psum[e] = m->aux_buf[e];
     m->aux_N = B * T;
-    m->aux = zt_moe_aux(E, m->s.L, m->aux_N, m->aux_cnt, m->aux_psum, 0, NULL);
+    m->aux = zt_moe_aux(E, m->s.Ls, m->aux_N, m->aux_cnt, m->aux_psum, 0, NULL);
     m->aux_have = 1;
     return ZT_OK;
 }
@@ -931,7 +972,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     const zt_backend *be = m->be;
     const zt_skel *sk = &m->sk;
     const shape *sh = &m->s;
-    const int B = a->fB, T = a->fT, C = sh->C, H = sh->H, N = B * T;
+    const int B = a->fB, T = a->fT, C = sh->C, H = layer_H(sh, m->sparse[l]), N = B * T;
     const size_t NC = (size_t)N * C;
     const zt_llama_layer *w = &m->p.h[l];
     zt_llama_layer *gw = &m->g.h[l];
@@ -940,7 +981,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: dres flows to res2 unchanged and into the down projection */
     /* (gemma: through the post-MLP norm first, into scratch) */
     const float *dmo = a->dres;
-    if (sh->E) {
+    if (m->sparse[l]) {
         m->mh.layer = l;
         ZT_TRY(moe_bwd(m, a, s, w, gw, st));
         goto mlp_norm;
@@ -1032,7 +1073,7 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
         /* the objective's coef x aux, at the head's scale (dloss per token) */
         if (!m->aux_have)
             return zt_fail(st, ZT_EINTERNAL, "llama: backward without the forward's routing");
-        zt_moe_aux(m->s.E, m->s.L, m->aux_N, m->aux_cnt, m->aux_psum,
+        zt_moe_aux(m->s.E, m->s.Ls, m->aux_N, m->aux_cnt, m->aux_psum,
                    m->cfg.router_aux_loss_coef * (double)dloss * m->aux_N, m->aux_buf);
         zt_xcopy(m->be, a->moe_dp, 1, m->aux_buf, 0, (size_t)m->s.E * sizeof(float));
     }
@@ -1060,6 +1101,8 @@ int zt_llama_aux_loss(const zt_model *m, double *aux) {
 }
 
 /* ------------------------------------------------------------ descriptor (arch.h) */
+
+static int moe_lora_check(const zt_model_config *m, zt_status *st);
 
 static int llama_check(const zt_model_config *m, zt_status *st) {
     int kv = zt_model_kv_heads(m), hd = zt_model_head_dim(m);
@@ -1105,10 +1148,28 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
         if (m->gemma)
             return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.model.n_experts with Gemma blocks is not "
                            "supported");
-        if (m->lora_r > 0)
-            return zt_fail(st, ZT_EUNSUPPORTED, "LoRA on a Mixture of Experts model "
-                           "(ztrain.model.n_experts=%d) is not supported yet: train it in full "
-                           "(ztrain.lora.r=0)", m->n_experts);
+        const int ml = zt_mlp_only_parse(m->mlp_only_layers, 0, NULL);
+        if (ml < 0)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.mlp_only_layers='%s' must be "
+                           "comma-separated block numbers (from 0)", m->mlp_only_layers);
+        int *bl = ml > 0 ? malloc((size_t)ml * sizeof(int)) : NULL, bad = -1;
+        if (ml > 0 && !bl) return zt_fail(st, ZT_ENOMEM, "out of memory (mlp_only_layers)");
+        zt_mlp_only_parse(m->mlp_only_layers, ml, bl);
+        for (int i = 0; i < ml && bad < 0; ++i)
+            if (bl[i] >= m->n_layer) bad = bl[i];
+        free(bl);
+        if (bad >= 0)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.mlp_only_layers holds block %d; the model "
+                           "has ztrain.model.n_layer=%d (blocks 0 to %d)", bad, m->n_layer,
+                           m->n_layer - 1);
+        if (m->decoder_sparse_step < 1)
+            return zt_fail(st, ZT_EINVAL, "ztrain.model.decoder_sparse_step=%d must be at least 1",
+                           m->decoder_sparse_step);
+        if (zt_model_sparse_layers(m) < 1)
+            return zt_fail(st, ZT_EINVAL, "no block has experts (ztrain.model.decoder_sparse_step=%d, "
+                           "mlp_only_layers='%s', n_layer=%d): set ztrain.model.n_experts=0 for a "
+                           "dense model", m->decoder_sparse_step, m->mlp_only_layers, m->n_layer);
+        if (m->lora_r > 0) ZT_TRY(moe_lora_check(m, st));
     }
     if (m->qk_norm_full && (!m->qk_norm || m->gemma))
         return zt_fail(st, ZT_EINVAL, "ztrain.model.qk_norm_full needs ztrain.model.qk_norm=true "
@@ -1139,6 +1200,47 @@ static int llama_check(const zt_model_config *m, zt_status *st) {
     return ZT_OK;
 }
 
+/* LoRA on a Mixture of Experts model: attention, the shared expert when
+ * every block has one; never the experts (nor PEFT's all-linear, which
+ * would take Qwen2-MoE's shared_expert_gate too), no 4-bit base yet. */
+static int moe_lora_check(const zt_model_config *m, zt_status *st) {
+    const int shared = m->shared_expert > 0 && zt_model_sparse_layers(m) == m->n_layer;
+    const char *mods = shared ? "q_proj, k_proj, v_proj, o_proj and the shared expert's gate_proj, "
+                                "up_proj, down_proj"
+                              : "q_proj, k_proj, v_proj, o_proj";
+    const char *t = m->lora_targets;
+    if (m->lora_base[0])
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s on a Mixture of Experts model "
+                       "(ztrain.model.n_experts=%d) is not supported yet (QLoRA): use "
+                       "ztrain.lora.base=\"\" (the compute dtype)", m->lora_base, m->n_experts);
+    if (strstr(t, "all-linear"))
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.targets=all-linear on a Mixture of Experts "
+                       "model is not supported: name the modules (%s)", mods);
+    for (const char *p = t; *p;) {   /* each target: its last name */
+        while (*p == ' ' || *p == ',') ++p;
+        const size_t n = strcspn(p, ", ");
+        if (!n) break;
+        char tok[160];
+        snprintf(tok, sizeof tok, "%.*s", (int)n, p);
+        const char *dot = strrchr(tok, '.'), *last = dot ? dot + 1 : tok;
+        if (strstr(tok, "experts") || !strcmp(last, "gate") || !strcmp(last, "router") ||
+            !strcmp(last, "w1") || !strcmp(last, "w2") || !strcmp(last, "w3") ||
+            !strcmp(last, "gate_up_proj"))
+            return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.targets: '%.*s': the experts and "
+                           "routers of a Mixture of Experts model (mlp.experts.*, "
+                           "block_sparse_moe.experts.*, the router mlp.gate) are not LoRA targets; "
+                           "this model has %s", (int)n, p, mods);
+        p += n;
+    }
+    if (!shared && (strstr(t, "gate_proj") || strstr(t, "up_proj") || strstr(t, "down_proj")))
+        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.targets='%s': %s; LoRA on the MLP of a "
+                       "Mixture of Experts model is on Qwen2-MoE's shared expert with every block "
+                       "sparse; this model has %s", t,
+                       m->shared_expert > 0 ? "its dense blocks' MLPs differ from the shared expert"
+                                            : "it has no shared expert", mods);
+    return ZT_OK;
+}
+
 static int llama_create(const zt_model_config *mc, const zt_backend *be, int ckpt_k,
                         const zt_model_ops **ops, void **self, zt_status *st) {
     zt_llama *m;
@@ -1149,36 +1251,40 @@ static int llama_create(const zt_model_config *mc, const zt_backend *be, int ckp
     return ZT_OK;
 }
 
-/* LoRA's modules (lora.h): the four matmuls of a block and their columns. */
+/* LoRA's modules (lora.h): the four matmuls of a block and their columns.
+ * A Mixture of Experts model: attention, and the shared expert's MLP when
+ * every block has it (Qwen2-MoE's mlp.shared_expert.*, not mixed); the
+ * experts are no target (llama_check names them). */
 static int llama_lora_mods(const zt_model_config *mc, zt_lora_mod *o, int *n_groups) {
     const shape s = shape_of(mc);
     const int KV = s.NKV * s.hd;
+    const int shared = s.E && s.H > 0 && s.Ls == s.L;
     const zt_lora_mod t[] = {
         {"q_proj", "self_attn.q_proj", LG_QKV, s.C, s.AD, 0},
         {"k_proj", "self_attn.k_proj", LG_QKV, s.C, KV, s.AD},
         {"v_proj", "self_attn.v_proj", LG_QKV, s.C, KV, s.AD + KV},
         {"o_proj", "self_attn.o_proj", LG_O, s.AD, s.C, 0},
-        {"gate_proj", "mlp.gate_proj", LG_GU, s.C, s.H, 0},
-        {"up_proj", "mlp.up_proj", LG_GU, s.C, s.H, s.H},
-        {"down_proj", "mlp.down_proj", LG_DOWN, s.H, s.C, 0},
+        {"gate_proj", shared ? "mlp.shared_expert.gate_proj" : "mlp.gate_proj", LG_GU, s.C, s.H, 0},
+        {"up_proj", shared ? "mlp.shared_expert.up_proj" : "mlp.up_proj", LG_GU, s.C, s.H, s.H},
+        {"down_proj", shared ? "mlp.shared_expert.down_proj" : "mlp.down_proj", LG_DOWN, s.H, s.C, 0},
     };
-    const int n = (int)(sizeof t / sizeof t[0]);
+    const int n = s.E && !shared ? 4 : (int)(sizeof t / sizeof t[0]);
     for (int i = 0; i < n; ++i) o[i] = t[i];
     *n_groups = 4;
     return n;
 }
 
-/* A token's unrouted experts: (E - K) of every block's E experts. */
+/* A token's unrouted experts: (E - K) of every sparse block's E experts. */
 static uint64_t llama_inactive_params(const zt_model_config *mc) {
     const shape s = shape_of(mc);
-    return (uint64_t)s.L * (uint64_t)(s.E - s.K) * 3u * (uint64_t)s.I * (uint64_t)s.C;
+    return (uint64_t)s.Ls * (uint64_t)(s.E - s.K) * 3u * (uint64_t)s.I * (uint64_t)s.C;
 }
 
 /* DeepSpeed's largest layer: embed / lm_head, q, k|v, o, gate|up, down. */
 static uint64_t llama_largest_layer(const zt_model_config *mc) {
     const shape s = shape_of(mc);
     const uint64_t C = (uint64_t)s.C, V = (uint64_t)s.V, AD = (uint64_t)s.AD;
-    const uint64_t KV = (uint64_t)s.NKV * (uint64_t)s.hd, H = (uint64_t)s.H;
+    const uint64_t KV = (uint64_t)s.NKV * (uint64_t)s.hd, H = (uint64_t)s.Hmax;
     uint64_t m = V * C;
     if (AD * C > m) m = AD * C;
     if (KV * C > m) m = KV * C;
@@ -1197,7 +1303,7 @@ static uint64_t llama_acts_bytes(const zt_model_config *mc, int B, int T, int tr
 static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
                                 int bf16) {
     const shape s = shape_of(mc);
-    const int C = s.C, V = s.V, N = B * T, H = s.H, AD = s.AD, QKV = s.QKV;
+    const int C = s.C, V = s.V, N = B * T, H = s.Hmax, AD = s.AD, QKV = s.QKV;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
@@ -1242,7 +1348,11 @@ static void llama_summary(const zt_model_config *mc, int style, char *buf, size_
                          mc->moe_intermediate, mc->experts_per_token,
                          mc->moe_norm_topk ? ", renormalised" : "");
         if (mc->shared_expert > 0 && k > 0 && (size_t)k < sizeof moe)
-            snprintf(moe + k, sizeof moe - (size_t)k, ", shared expert %d", mc->shared_expert);
+            k += snprintf(moe + k, sizeof moe - (size_t)k, ", shared expert %d", mc->shared_expert);
+        const int ns = zt_model_sparse_layers(mc);
+        if (ns < mc->n_layer && k > 0 && (size_t)k < sizeof moe)
+            snprintf(moe + k, sizeof moe - (size_t)k, " in %d of %d blocks (the others dense, %d)", ns,
+                     mc->n_layer, zt_model_intermediate(mc));
     }
     if (mc->gemma) {
         int k = snprintf(gem, sizeof gem, ", Gemma %d blocks", mc->gemma);
@@ -1304,8 +1414,8 @@ static const zt_arch_fuse phi3_fuse[] = {
     {NULL, NULL, NULL},
 };
 static const zt_arch_rename gemma_rename[] = {
-    {"mlp_norm.w", "model.layers.%d.pre_feedforward_layernorm.weight"},
-    {NULL, NULL},
+    {"mlp_norm.w", "model.layers.%d.pre_feedforward_layernorm.weight", 0},
+    {NULL, NULL, 0},
 };
 /* Mixture of Experts: the hub files' per-expert tensors (transformers 5's
  * conversion_mapping.py: Mixtral's block_sparse_moe.experts.E.w1 / w3 / w2
@@ -1323,12 +1433,13 @@ static const zt_arch_experts qwen_experts = {
     "model.layers.%d.mlp.experts.%d.up_proj.weight",
     "model.layers.%d.mlp.experts.%d.down_proj.weight",
 };
-/* Qwen2-MoE's shared expert is our dense MLP */
+/* Qwen2-MoE's shared expert is our dense MLP of a sparse block (a dense
+ * block's MLP keeps mlp.gate_proj ...) */
 static const zt_arch_rename qwen2_moe_rename[] = {
-    {"gate.w", "model.layers.%d.mlp.shared_expert.gate_proj.weight"},
-    {"up.w", "model.layers.%d.mlp.shared_expert.up_proj.weight"},
-    {"down.w", "model.layers.%d.mlp.shared_expert.down_proj.weight"},
-    {NULL, NULL},
+    {"gate.w", "model.layers.%d.mlp.shared_expert.gate_proj.weight", 1},
+    {"up.w", "model.layers.%d.mlp.shared_expert.up_proj.weight", 1},
+    {"down.w", "model.layers.%d.mlp.shared_expert.down_proj.weight", 1},
+    {NULL, NULL, 0},
 };
 static const zt_arch_hf llama_hf[] = {
     {"LlamaForCausalLM", "llama", ZT_HF_BIAS_KEYS, 32000, 4096, 11008, 32, 32, -1, 2048, 1e-6, 0, 0, -1, NULL, NULL, NULL},
@@ -1385,6 +1496,10 @@ static const char *llama_hf_refuse(const zt_arch_hf *f, const zt_model_config *m
                                             "ztrain.model.qk_norm=true and qk_norm_full=true"
                                           : "its q/k norms, if any, are per head (ztrain.model.qk_norm_full "
                                             "is OLMoE's)";
+    if (!(f->flags & ZT_HF_SHARED_EXPERT) && strcmp(f->model_type, "qwen3_moe") && mc->n_experts > 0 &&
+        zt_model_sparse_layers(mc) < mc->n_layer)
+        return "every block has experts (dense blocks: decoder_sparse_step, mlp_only_layers are "
+               "Qwen-MoE's)";
     if (!strcmp(f->model_type, "mixtral") && !mc->moe_norm_topk)
         return "it renormalises the top-k routing weights (ztrain.model.moe_norm_topk=true)";
     const int fg = (f->flags & ZT_HF_GEMMA2) ? 2 : (f->flags & ZT_HF_GEMMA3) ? 3 : 0;
@@ -1486,8 +1601,13 @@ static void moe_hf_config(const zt_model_config *mc, const zt_arch_hf *f, json_t
     } else {
         json_object_set_new(c, "moe_intermediate_size", json_integer(mc->moe_intermediate));
         json_object_set_new(c, "norm_topk_prob", json_boolean(mc->moe_norm_topk));
-        json_object_set_new(c, "decoder_sparse_step", json_integer(1));
-        json_object_set_new(c, "mlp_only_layers", json_array());
+        json_object_set_new(c, "decoder_sparse_step",
+                            json_integer(mc->decoder_sparse_step > 0 ? mc->decoder_sparse_step : 1));
+        json_t *mlo = json_array();
+        int b[256];   /* (the key's 512 bytes hold at most 256 numbers) */
+        const int n = zt_mlp_only_parse(mc->mlp_only_layers, 256, b);
+        for (int i = 0; i < n && i < 256; ++i) json_array_append_new(mlo, json_integer(b[i]));
+        json_object_set_new(c, "mlp_only_layers", mlo);
     }
     if (f->flags & ZT_HF_SHARED_EXPERT)
         json_object_set_new(c, "shared_expert_intermediate_size", json_integer(mc->shared_expert));
@@ -1577,6 +1697,7 @@ const zt_arch zt_arch_llama = {
     .tensors = llama_tensors,
     .n_tensors = LLAMA_NT,
     .tensor_shape = llama_tensor_shape,
+    .block_kind = llama_block_kind,
     .tensor_init = llama_tensor_init,
     .head_unit = "head",
     .tied_head = 1,

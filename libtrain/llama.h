@@ -19,7 +19,9 @@
  *                             n_experts > 0 (moe.h): "h<l>.router.w" [E, C],
  *                             "h<l>.experts.gate_up.w" [E 2I, C], "h<l>.experts.down.w"
  *                             [E C, I], and gate/up/down at H = shared_expert_size with
- *                             "h<l>.shared_gate.w" [1, C] (none at 0)
+ *                             "h<l>.shared_gate.w" [1, C] (none at 0); a dense block of a
+ *                             mixed model (zt_model_layer_sparse 0) has gate/up/down at
+ *                             H = intermediate_size and no router or experts
  *   unit L+1    "head":       "norm.w" [C] (+ "lm_head.w" [V, C] untied)
  * q|k|v are adjacent (one matmul gives the qkv row of QKV = (NH+2NKV)*hd
  * floats) and so are gate|up (one matmul gives gu[N, 2H]).  Tied: the LM
@@ -46,7 +48,7 @@ typedef struct zt_llama_layer {
     float *post_mlp_norm;      /* [C] (gemma) or NULL          */
     /* Mixture of Experts (moe.h; NULL without): the router [E, C], the experts
      * [E 2I, C] and [E C, I], the shared expert's gate [1, C] (its MLP: guw,
-     * downw at width H = shared_expert_size) */
+     * downw at width H = shared_expert_size; guw, downw NULL at width 0) */
     float *router, *exgu, *exdown, *shgate;
 } zt_llama_layer;
 typedef struct zt_llama_params {

@@ -398,7 +398,7 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
     for (int k = 0; k < a->n_tensors; ++k) {
         int r, c;
         if (a->tensors[k].unit != part) continue;
-        a->tensor_shape(mc, k, &r, &c);
+        a->tensor_shape(mc, u - 1, k, &r, &c);
         if (!r) continue;
         const uint64_t n = (uint64_t)r * (uint64_t)c;
         char nm[64];

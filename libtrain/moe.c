@@ -307,11 +307,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
             const int c = h->rcnt[i * El + l];
             if (c == 0) continue;
             const size_t e = (size_t)(e0 + l), gu = e * 2 * I * C, dn = e * C * I;
-            be->matmul_bwd(g->dhp + o * I, gw->down + dn, NULL, g->dyr + o * C, a->hp + o * I,
-                           w->down + dn, c, I, C);
+            /* (a frozen base, LoRA: no weight gradients) */
+            be->matmul_bwd(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
+                           a->hp + o * I, w->down + dn, c, I, C);
             be->swiglu_bwd(g->dgup + o * 2 * I, g->dhp + o * I, a->gup + o * 2 * I, c, I);
-            be->matmul_bwd(g->dxr + o * C, gw->gate_up + gu, NULL, g->dgup + o * 2 * I,
-                           a->xr + o * C, w->gate_up + gu, c, C, 2 * I);
+            be->matmul_bwd(g->dxr + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                           g->dgup + o * 2 * I, a->xr + o * C, w->gate_up + gu, c, C, 2 * I);
             o += (size_t)c;
         }
     if (P > 1)

@@ -229,6 +229,34 @@ def qwen3_moe_config():
         bos_token_id=1, eos_token_id=2, attn_implementation="eager")
 
 
+def qwen2_moe_mixed_config():
+    # mixed blocks: decoder_sparse_step 2 over 3 layers (block 1 has experts and the
+    # shared expert; blocks 0 and 2 a dense MLP of width intermediate_size 40); the
+    # load-balancing loss (over block 1's router only) in the objective
+    return Qwen2MoeConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=40, moe_intermediate_size=16,
+        shared_expert_intermediate_size=24, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6,
+        tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+        decoder_sparse_step=2, mlp_only_layers=[], router_aux_loss_coef=0.05,
+        output_router_logits=True, use_sliding_window=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
+def qwen3_moe_mixed_config():
+    # mixed blocks: mlp_only_layers [0] over 3 layers (block 0 a dense MLP of width
+    # intermediate_size 40, blocks 1 and 2 experts); tied
+    return Qwen3MoeConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=40, moe_intermediate_size=16,
+        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+        max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=True, num_experts=4,
+        num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[0],
+        router_aux_loss_coef=0.02, output_router_logits=False, use_sliding_window=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+
+
 def mixtral_aux_config():
     # mixtral with output_router_logits: the training loss adds router_aux_loss_coef x
     # the load-balancing loss (its gradient reaches the routers)
@@ -287,6 +315,10 @@ MODELS = [
     ("qwen3_moe", Qwen3MoeForCausalLM, qwen3_moe_config, 1017, None),
     ("olmoe", OlmoeForCausalLM, olmoe_config, 1018, None),
     ("mixtral_aux", MixtralForCausalLM, mixtral_aux_config, 1019, None),
+    # mixed dense and sparse blocks (decoder_sparse_step, mlp_only_layers);
+    # qwen2_moe_mixed_packed/ holds its weights in the packed layout
+    ("qwen2_moe_mixed", Qwen2MoeForCausalLM, qwen2_moe_mixed_config, 1020, None),
+    ("qwen3_moe_mixed", Qwen3MoeForCausalLM, qwen3_moe_mixed_config, 1021, None),
 ]
 
 
@@ -510,7 +542,7 @@ def build(name, cls, make_config, seed, shard, outdir):
         f.write("\n")
     if name == "llama":
         describe_rope(model)
-    if name == "mixtral":
+    if name in ("mixtral", "qwen2_moe_mixed"):
         write_packed(cls, d, os.path.join(outdir, name + "_packed"), tok, ref["loss"])
     print("%-6s params %6d  loss %.6f  steps %s  after %.6f" % (
         name, sum(p.numel() for p in model.parameters()), ref["loss"],

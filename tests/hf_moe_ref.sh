@@ -3,7 +3,8 @@
 # transformers bit for bit (optional: SKIPs without torch + transformers;
 # ZT_HF_PYTHON picks the Python, default /opt/hfref/bin/python if present).
 # scripts/make_hf_fixtures.py rebuilds mixtral (and mixtral_packed),
-# qwen2_moe, qwen3_moe, olmoe and mixtral_aux into a scratch directory; every
+# qwen2_moe, qwen3_moe, olmoe, mixtral_aux, qwen2_moe_mixed (and
+# qwen2_moe_mixed_packed) and qwen3_moe_mixed into a scratch directory; every
 # file must equal the committed one (the weights, the reference arrays, the
 # configuration), and the reference numbers too, except the generator line;
 # scripts/moe_param_counts.py gives tests/fixtures/moe/counts.json again.
@@ -16,19 +17,19 @@ fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
-names="mixtral qwen2_moe qwen3_moe olmoe mixtral_aux"
+names="mixtral qwen2_moe qwen3_moe olmoe mixtral_aux qwen2_moe_mixed qwen3_moe_mixed"
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 "$ZT_HF_PYTHON" "$ZT_SRCDIR/scripts/make_hf_fixtures.py" "$T" $names > "$T/gen.out" 2>&1
 rc=$?
 ok $rc "make_hf_fixtures.py regenerates $names"
 [ $rc = 0 ] || diag "$T/gen.out"
-for n in $names mixtral_packed; do
+for n in $names mixtral_packed qwen2_moe_mixed_packed; do
     same=0
     for f in $(cd "$FIX/$n" && ls); do
         cmp -s "$FIX/$n/$f" "$T/$n/$f" || { same=1; echo "# $n/$f differs"; }
     done
-    [ "$n" = mixtral_packed ] || cmp -s "$FIX/$n.ref.safetensors" "$T/$n.ref.safetensors" || same=1
-    [ "$n" = mixtral_packed ] || python3 - "$FIX/$n.ref.json" "$T/$n.ref.json" <<'PY' || same=1
+    case $n in *_packed) ;; *) false ;; esac || cmp -s "$FIX/$n.ref.safetensors" "$T/$n.ref.safetensors" || same=1
+    case $n in *_packed) ;; *) false ;; esac || python3 - "$FIX/$n.ref.json" "$T/$n.ref.json" <<'PY' || same=1
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 a.pop("generator", None)

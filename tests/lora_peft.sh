@@ -3,13 +3,16 @@
 # imports torch + transformers + peft; SKIPs visibly otherwise).  For the
 # llama, qwen2, gpt2, gemma2 and gemma3 fixtures of tests/fixtures/hf and a few LoRA
 # settings (all-linear, PEFT's default targets with rslora, GPT-2's shared
-# c_proj name), tests/lora_ref writes ztrain's adapters (every lora_B set
+# c_proj name), and the Mixture of Experts fixtures mixtral (attention),
+# qwen2_moe (q, v and the shared expert's gate/up/down) and qwen3_moe_mixed
+# (dense and sparse blocks; q, o), tests/lora_ref writes ztrain's adapters (every lora_B set
 # non-zero), loss, adapter gradients and 3 AdamW steps; tests/lora_peft.py
 # puts the same adapters into peft.get_peft_model(fixture) and checks the
 # trainable parameters are exactly those, the loss (5e-6), every lora_A /
 # lora_B gradient (2e-5 of its largest entry, test_hf_golden's tolerance),
 # the 3 step losses and the loss after them (1e-5).
-# Then the exports: `ztrain train --init-from FIXTURE --lora-r 4` 4 steps at 2
+# Then the exports (llama, qwen2, gpt2, gemma3 all-linear; mixtral, qwen2_moe as
+# above): `ztrain train --init-from FIXTURE --lora-r 4` 4 steps at 2
 # ranks, stage 3, on a token file of one window (each step's logged loss is
 # that window's loss before the step's update), `ztrain ckpt export step-3
 # --peft` and `--hf --merge`: PEFT loads the adapter with no unexpected or
@@ -56,8 +59,15 @@ gpt2 4 8 c_attn,mlp.c_proj false
 gpt2 2 4 all-linear false
 gemma2 4 8 all-linear false
 gemma3 8 16 q_proj,v_proj true
+mixtral 4 8 q_proj,k_proj,v_proj,o_proj false
+qwen2_moe 4 8 q_proj,v_proj,gate_proj,up_proj,down_proj false
+qwen3_moe_mixed 8 16 q_proj,o_proj true
 LIST
-for fx in llama qwen2 gpt2 gemma3; do
+# fixture:targets (Mixture of Experts: attention, Qwen2-MoE's shared expert)
+for spec in llama:all-linear qwen2:all-linear gpt2:all-linear gemma3:all-linear \
+            mixtral:q_proj,k_proj,v_proj,o_proj qwen2_moe:q_proj,v_proj,gate_proj,up_proj,down_proj; do
+    fx=${spec%%:*}
+    targets=${spec#*:}
     d="$tmp/x$fx"
     mkdir -p "$d"
     "$ZT_HF_PYTHON" - "$FIX/$fx.ref.json" "$d/one.bin" "$d/tokens.txt" <<'PY'
@@ -69,13 +79,13 @@ open(sys.argv[3], "w").write(" ".join(map(str, tok)) + "\n")
 PY
     mpirun_np 2 "$ZTRAIN" train --init-from "$FIX/$fx" --stage 3 --seq-len 16 \
         --train_micro_batch_size_per_gpu 1 --steps 4 --lr 1e-2 --clip 0 --scheduler.type none \
-        --lora-r 4 --lora-alpha 8 --lora-targets all-linear --train "$d/one.bin" --val "" \
+        --lora-r 4 --lora-alpha 8 --lora-targets "$targets" --train "$d/one.bin" --val "" \
         --ckpt-dir "$d/ck" --ckpt-every 3 --ckpt-keep 2 --metrics "$d/m.jsonl" --sample-tokens 0 \
         --threads 1 > "$d/train.out" 2>&1 &&
         "$ZTRAIN" ckpt export "$d/ck/step-3" --peft "$d/peft" > "$d/export.out" 2>&1 &&
         "$ZTRAIN" ckpt export "$d/ck/step-3" --hf "$d/merged" --merge >> "$d/export.out" 2>&1
     rc=$?
-    ok $rc "$fx: LoRA at 2 ranks, stage 3, 4 steps; ckpt export step-3 --peft and --hf --merge"
+    ok $rc "$fx: LoRA ($targets) at 2 ranks, stage 3, 4 steps; ckpt export step-3 --peft and --hf --merge"
     [ $rc -eq 0 ] || { grep -v '^ ' "$d/train.out" | diag; diag "$d/export.out"; continue; }
     want=$("$ZT_HF_PYTHON" -c 'import json,sys; print([json.loads(l)["loss"] for l in open(sys.argv[1]) if "\"loss\"" in l][3])' "$d/m.jsonl")
     "$ZT_HF_PYTHON" "$ZT_SRCDIR/tests/lora_peft_load.py" "$FIX/$fx" "$d/peft" "$d/merged" \

@@ -17,6 +17,12 @@
  * split of the experts' tensors (gate and up exchanged, an expert's rows
  * misplaced) misses the loss by far more than the tolerance, a file tensor
  * of the wrong shape is refused; DeepSeek and gpt-oss are refused by name.
+ * Mixed dense and sparse blocks: qwen2_moe_mixed (decoder_sparse_step 2, the
+ * load-balancing loss in the objective; and packed), qwen3_moe_mixed
+ * (mlp_only_layers [0]); layouts the model cannot have are refused.  LoRA on
+ * these models: attention and Qwen2-MoE's shared expert accepted, the
+ * experts / routers / all-linear / a 4-bit base refused naming them (PEFT's
+ * numbers: tests/lora_peft.sh).
  * Tolerances as test_hf_golden's.
  */
 #include <jansson.h>
@@ -48,7 +54,7 @@ static int fixed_get(void *s, long step, uint64_t first, int count, int T, int *
 
 /* transformers 5's name of our tensor (written here from the layout
  * contract, llama.h / moe.h, independently of the loader) */
-static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
+static void hf_of(const char *ours, unsigned dense, char *out, size_t n) {
     static const struct { const char *o, *h; } blk[] = {
         {"attn_norm.w", "input_layernorm.weight"}, {"q.w", "self_attn.q_proj.weight"},
         {"k.w", "self_attn.k_proj.weight"}, {"v.w", "self_attn.v_proj.weight"},
@@ -62,7 +68,6 @@ static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
         {"down.w", "mlp.shared_expert.down_proj.weight"},
     };
     int l, used = 0;
-    (void)qwen2moe;
     snprintf(out, n, "?%s", ours);
     if (!strcmp(ours, "embed.w")) snprintf(out, n, "model.embed_tokens.weight");
     else if (!strcmp(ours, "norm.w")) snprintf(out, n, "model.norm.weight");
@@ -70,12 +75,18 @@ static void hf_of(const char *ours, int qwen2moe, char *out, size_t n) {
     else if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used)
         for (size_t i = 0; i < sizeof blk / sizeof blk[0]; ++i)
             if (!strcmp(ours + used, blk[i].o)) snprintf(out, n, "model.layers.%d.%s", l, blk[i].h);
+    /* a dense block (mixed models: bit l of dense) has Qwen-MoE's plain MLP */
+    if (sscanf(ours, "h%d.%n", &l, &used) == 1 && used && (dense >> l & 1u) &&
+        (!strcmp(ours + used, "gate.w") || !strcmp(ours + used, "up.w") ||
+         !strcmp(ours + used, "down.w")))
+        snprintf(out, n, "model.layers.%d.mlp.%.*s_proj.weight", l,
+                 (int)(strlen(ours + used) - 2), ours + used);
 }
 
 static double jnum(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
-static void run(const char *root, const char *name, const char *ref_name, int stage, int E, int K,
-                int I, int shared, int norm, double coef) {
+static void run_mixed(const char *root, const char *name, const char *ref_name, int stage, int E,
+                      int K, int I, int shared, int norm, double coef, unsigned dense) {
     char dir[768], path[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     zt_status st;
@@ -172,7 +183,7 @@ static void run(const char *root, const char *name, const char *ref_name, int st
         for (int i = 0; i < m->n_tensors; ++i) {
             const zt_tensor_info *t = &m->tensors[i];
             char hn[200], gn[220];
-            hf_of(t->name, shared > 0, hn, sizeof hn);
+            hf_of(t->name, dense, hn, sizeof hn);
             snprintf(gn, sizeof gn, "grad.%s", hn);
             const zt_st_tensor *g = zt_st_find(&ref, gn);
             float *gv = malloc(sizeof(float) * t->numel + 1);
@@ -236,6 +247,11 @@ out:
     free(tg);
 }
 
+static void run(const char *root, const char *name, const char *ref_name, int stage, int E, int K,
+                int I, int shared, int norm, double coef) {
+    run_mixed(root, name, ref_name, stage, E, K, I, shared, norm, coef, 0);
+}
+
 /* A model directory dir: src's weights (a symlink) under src's config.json
  * with one key's value replaced; zt_hf_load must refuse it with a message
  * holding want. */
@@ -279,10 +295,13 @@ static void wrong_split(const char *root, const char *src, const char *dir, cons
     unlink(cfgp);
 }
 
-/* LoRA on a MoE model is refused when the context is created, naming it. */
-static void lora_refused(const char *root) {
+/* LoRA on a MoE model (src's config, ztrain.lora.r=4, key = val): want
+ * NULL: the context is created; else refused at creation with want in the
+ * message. */
+static void lora_moe(const char *root, const char *src, const char *key, const char *val,
+                     const char *want) {
     char dir[768];
-    snprintf(dir, sizeof dir, "%s/mixtral", root);
+    snprintf(dir, sizeof dir, "%s/%s", root, src);
     zt_status st;
     zt_config *cfg = zt_config_new();
     zt_ctx *ctx = NULL;
@@ -293,10 +312,39 @@ static void lora_refused(const char *root) {
         tu_set(cfg, "ztrain.data.val", "%s", "");
         tu_set(cfg, "ztrain.seq_len", "16");
         tu_set(cfg, "ztrain.lora.r", "4");
-        rc = zt_ctx_create(cfg, NULL, &ctx, &st);
+        rc = zt_config_set(cfg, key, val, ZT_SRC_FLAG, &st);
+        if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
     }
-    tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, "LoRA on a Mixture of Experts model"),
-           "mixtral with ztrain.lora.r=4: refused (%s)", rc == ZT_OK ? "created" : st.msg);
+    if (want)
+        tap_ok(rc == ZT_EUNSUPPORTED && strstr(st.msg, want), "%s LoRA with %s=%s: refused (%s)",
+               src, key, val, rc == ZT_OK ? "created" : st.msg);
+    else
+        tap_ok(rc == ZT_OK, "%s LoRA with %s=%s: created (%s)", src, key, val,
+               rc == ZT_OK ? "ok" : st.msg);
+    zt_ctx_free(ctx);
+    zt_config_free(cfg);
+}
+
+/* A mixed block layout the model cannot have is refused at creation, naming
+ * the key (qwen3_moe's config with key = val). */
+static void layout_refused(const char *root, const char *src, const char *key, const char *val,
+                           const char *want) {
+    char dir[768];
+    snprintf(dir, sizeof dir, "%s/%s", root, src);
+    zt_status st;
+    zt_config *cfg = zt_config_new();
+    zt_ctx *ctx = NULL;
+    int rc = zt_hf_read_config(dir, cfg, &st);
+    if (rc == ZT_OK) {
+        tu_set(cfg, "ztrain.backend", "cpu");
+        tu_set(cfg, "ztrain.data.train", "%s", "");
+        tu_set(cfg, "ztrain.data.val", "%s", "");
+        tu_set(cfg, "ztrain.seq_len", "16");
+        rc = zt_config_set(cfg, key, val, ZT_SRC_FLAG, &st);
+        if (rc == ZT_OK) rc = zt_ctx_create(cfg, NULL, &ctx, &st);
+    }
+    tap_ok(rc != ZT_OK && strstr(st.msg, want), "%s with %s=%s: refused (%s)", src, key, val,
+           rc == ZT_OK ? "created" : st.msg);
     zt_ctx_free(ctx);
     zt_config_free(cfg);
 }
@@ -332,8 +380,38 @@ int main(int argc, char **argv) {
         run(root, "olmoe", "olmoe", stage, 4, 2, 16, 0, 0, 0);
         /* output_router_logits: coef 0.05 x the load-balancing loss in the objective */
         run(root, "mixtral_aux", "mixtral_aux", stage, 4, 2, 16, 0, 1, 0.05);
+        /* mixed dense and sparse blocks: decoder_sparse_step 2 (blocks 0 and 2
+         * dense; the load-balancing loss over block 1 only, in the objective),
+         * the same weights packed, mlp_only_layers [0] */
+        run_mixed(root, "qwen2_moe_mixed", "qwen2_moe_mixed", stage, 4, 2, 16, 24, 0, 0.05, 5u);
+        run_mixed(root, "qwen2_moe_mixed_packed", "qwen2_moe_mixed", stage, 4, 2, 16, 24, 0, 0.05, 5u);
+        run_mixed(root, "qwen3_moe_mixed", "qwen3_moe_mixed", stage, 4, 2, 16, 0, 1, 0, 1u);
     }
-    lora_refused(root);
+    /* LoRA on MoE models: attention, Qwen2-MoE's shared expert; the experts,
+     * the routers, all-linear and a 4-bit base refused by name */
+    lora_moe(root, "mixtral", "ztrain.lora.targets", "q_proj,k_proj,v_proj,o_proj", NULL);
+    lora_moe(root, "qwen2_moe", "ztrain.lora.targets", "q_proj,gate_proj,up_proj,down_proj", NULL);
+    lora_moe(root, "qwen3_moe_mixed", "ztrain.lora.targets", "q_proj,v_proj", NULL);
+    lora_moe(root, "mixtral", "ztrain.lora.targets", "q_proj,experts", "are not LoRA targets");
+    lora_moe(root, "mixtral", "ztrain.lora.targets", "w1", "are not LoRA targets");
+    lora_moe(root, "qwen2_moe", "ztrain.lora.targets", "mlp.gate", "are not LoRA targets");
+    lora_moe(root, "mixtral", "ztrain.lora.targets", "gate_proj", "it has no shared expert");
+    lora_moe(root, "qwen2_moe_mixed", "ztrain.lora.targets", "up_proj",
+             "its dense blocks' MLPs differ from the shared expert");
+    lora_moe(root, "qwen2_moe", "ztrain.lora.targets", "all-linear", "all-linear on a Mixture");
+    lora_moe(root, "mixtral", "ztrain.lora.base", "nf4", "(QLoRA)");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.mlp_only_layers", "0,x",
+                   "ztrain.model.mlp_only_layers='0,x' must be comma-separated block numbers");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.mlp_only_layers", "0,3",
+                   "ztrain.model.mlp_only_layers holds block 3; the model has ztrain.model.n_layer=3");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.mlp_only_layers", "0,1,2",
+                   "no block has experts");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.decoder_sparse_step", "4",
+                   "no block has experts");
+    layout_refused(root, "qwen3_moe_mixed", "ztrain.model.decoder_sparse_step", "0",
+                   "ztrain.model.decoder_sparse_step");
+    layout_refused(root, "mixtral", "ztrain.model.mlp_only_layers", "0",
+                   "every block has experts");
     char tmp[] = "/tmp/zt_hf_moe_XXXXXX";
     if (mkdtemp(tmp)) {
         refused(tmp, "DeepseekV3ForCausalLM", "deepseek_v3");
