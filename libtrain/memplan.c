@@ -768,6 +768,26 @@ static void plan_moments(planner *q) {
     s_alloc(&q->s, q->y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
 }
 
+/* LoRA's weights at start-up (run.c's load_lora, after zt_ctx_create): the
+ * frozen base read from ztrain.init_from unit by unit through a device
+ * buffer of the largest unit (hf_load_frozen), then ztrain.lora.from's
+ * adapters through a device buffer of all of them (zt_lora_load_peft);
+ * both transients, on a device backend only (host runs stage in malloc). */
+static void plan_lora_load(planner *q) {
+    const zt_memplan *p = q->p;
+    if (!q->lora || !p->gpu) return;
+    sim *s = &q->s;
+    s->phase = "loading the LoRA base";
+    if (q->c->init_from[0]) {
+        s_alloc(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_free(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+    }
+    if (q->mc->lora_from[0]) {
+        s_alloc(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->lora_params, 1) * 4);
+        s_free(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->lora_params, 1) * 4);
+    }
+}
+
 /* The model states' totals (both places) next to the ZeRO paper's formula
  * and the engine's. */
 static void plan_state_totals(planner *q) {
@@ -986,6 +1006,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         plan_seqpar_comm(&q);
         plan_activations(&q);
         plan_moments(&q);
+        plan_lora_load(&q);
         plan_state_totals(&q);
         plan_data(&q);
         plan_eval(&q);
