@@ -9,6 +9,7 @@
 #include "mesh.h"
 #include "moe.h"
 #include "seqpar.h"
+#include "precision.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
 #include "classifier.h"
@@ -148,6 +149,8 @@ typedef struct layout {
     const zt_memplan *p;
     int nu;                 /* units: embeddings, blocks, final norm */
     uint64_t *n;            /* elements per unit */
+    uint64_t *n32;          /* the fp32 copy's elements per unit where the GEMMs read the bf16
+                             * storage (shard.c weights16: no GEMM-only tensor), NULL: n */
     uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
     uint64_t max_len;       /* largest owned slice (>= 1) */
     uint64_t eb;            /* bytes per stored parameter element: 4, or 2 when mixed */
@@ -187,7 +190,7 @@ static void u_release(layout *y, int u) {
     if (y->p->stage != 3 && !y->p->mixed && !y->qtmp) return;
     if (y->view[u]) {
         y->view[u] = 0;
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, (y->n32 ? y->n32[u] : y->n[u]) * 4);
     }
     if (y->gathered[u]) {
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
@@ -220,7 +223,7 @@ static void u_params(layout *y, int u) {
     } else if (!y->view[u]) {
         if (y->p->stage == 3) u_gather(y, u);
         y->view[u] = 1;
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, (y->n32 ? y->n32[u] : y->n[u]) * 4);
         if (y->p->stage == 3) {
             s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
             y->gathered[u] = 0;
@@ -513,6 +516,7 @@ enum { PLAN_ELEM = 4 };
 
 static void layout_free(layout *y) {
     free(y->n);
+    free(y->n32);
     free(y->qtmp);
     free(y->gathered);
     free(y->view);
@@ -573,6 +577,13 @@ static int plan_units(planner *q, zt_status *st) {
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     y->tied = zt_arch_tied(q->arch, mc);
     for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
+    /* the GEMMs read the bf16 storage (train.c, shard.c weights16; a LoRA
+     * base is frozen: plan_adapters drops this) */
+    if (p->mixed && q->c->bf16_enabled && p->stage < 3 && zt_weights16_of(q->c)) {
+        if (!(y->n32 = calloc((size_t)y->nu, sizeof *y->n32)))
+            return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+        for (int u = 0; u < y->nu; ++u) y->n32[u] = zt_arch_unit_numel32(q->arch, mc, u);
+    }
     y->max_len = 1;
     for (int u = 0; u < y->nu; ++u) {
         p->num_params += y->n[u];
@@ -619,6 +630,8 @@ static int plan_adapters(planner *q, zt_status *st) {
     ZT_TRY(zt_lora_plan(q->mc, &q->lo, st));
     const int L = q->L;
     layout *ya = &q->ya;
+    free(q->y.n32);    /* the frozen base: its fp32 copy is whole */
+    q->y.n32 = NULL;
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
     ya->nu = L;

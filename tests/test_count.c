@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "costmodel_run.h"
+#include "ctx.h"
 #include "tap.h"
 
 static const zt_backend *K;
@@ -447,8 +448,14 @@ static int w16_tokens(void *st_, long step, uint64_t first, int count, int T, in
     }
     return ZT_OK;
 }
+/* (mem: the fp32 copies' accounted peak, the plan's, and the bytes the
+ * widening kernels moved) */
+typedef struct w16_mem {
+    uint64_t peak, plan;
+    double widened;
+} w16_mem;
 static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], long *w16_calls,
-                   long *rounds, zt_status *st) {
+                   long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
     char v[64];
     int rc = c ? ZT_OK : ZT_ENOMEM;
@@ -482,6 +489,7 @@ static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], l
 #undef SET
     if (no_w16) setenv("ZT_TEST_NO_W16", "1", 1);
     zt_ctx *ctx = NULL;
+    zt_mem_reset_peaks();
     if (rc == ZT_OK) {
         zt_backend_set_stand_in(zt_backend_count_over(zt_backend_cpu()));
         rc = zt_ctx_create(c, NULL, &ctx, st);
@@ -512,6 +520,15 @@ static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], l
     const zt_count_kernel *k;
     const size_t nk = zt_count_kernels(&k);
     *rounds = launches_of_k(k, nk, "k_round_bf16");
+    memset(mem, 0, sizeof *mem);
+    for (size_t i = 0; i < nk; i++)
+        if (!strcmp(k[i].name, "k_from_bf16")) mem->widened += k[i].bytes * (double)k[i].launches;
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    mem->peak = ms.peak[ZT_MEM_GATHERED];
+    if (ctx && ctx->have_plan)
+        mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
+                    ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
     if (ctx) zt_ctx_free(ctx);
     if (c) zt_config_free(c);
     zt_count_reset();
@@ -529,11 +546,12 @@ static void bf16_weights(void) {
         cm_shape_parse(cases[i].shape, &s);
         double a[4][2], b[4][2];
         long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
         zt_status st;
         memset(&st, 0, sizeof st);
-        const int r1 = w16_run(&s, cases[i].stage, 0, a, &wa, &ra, &st);
+        const int r1 = w16_run(&s, cases[i].stage, 0, a, &wa, &ra, &ma, &st);
         if (r1) tap_diag("%s: %s", cases[i].shape, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, 1, b, &wb, &rb, &st);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, 1, b, &wb, &rb, &mb, &st);
         if (!r1 && r2) tap_diag("%s: %s", cases[i].shape, st.msg);
         if (!tap_ok(!r1 && !r2, "%s stage %d bf16: 4 steps with and without the bf16 weights",
                     cases[i].shape, cases[i].stage))
@@ -549,6 +567,16 @@ static void bf16_weights(void) {
         tap_ok(wa == want && wb == 0 && ra == rb - want,
                "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", cases[i].shape,
                cases[i].stage, wa, wb, rb - ra);
+        /* the fp32 copy leaves the GEMM weights out (stages 0-2): its
+         * accounted peak is the plan's, below the rounding path's, and the
+         * widening moves fewer bytes; stage 3 as before */
+        tap_ok(ma.peak == ma.plan && mb.peak == mb.plan &&
+                   (cases[i].stage < 3 ? ma.peak < mb.peak && ma.widened < mb.widened
+                                       : ma.peak == mb.peak && ma.widened == mb.widened),
+               "%s stage %d: the fp32 copies' peak %llu bytes (planned %llu; %llu without the bf16 "
+               "weights, planned %llu), widened %.0f bytes (%.0f)", cases[i].shape, cases[i].stage,
+               (unsigned long long)ma.peak, (unsigned long long)ma.plan,
+               (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened);
     }
 }
 
