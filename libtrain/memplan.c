@@ -178,6 +178,11 @@ typedef struct layout {
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
 
+/* shard.c make_view: the unit's fp32 copy leaves out its GEMM weights
+ * (at stage 3 keeping the gathered unit, where that saves memory) */
+static int u_w16(const layout *y, int u) {
+    return y->n32 && y->n32[u] < y->n[u] && (y->p->stage < 3 || 2 * y->n32[u] <= y->n[u]);
+}
 /* shard.c's gather_start: stage 3, a gather buffer in the storage type
  * unless the unit is gathered, pending, or (mixed) widened already */
 static void u_gather(layout *y, int u) {
@@ -190,7 +195,7 @@ static void u_release(layout *y, int u) {
     if (y->p->stage != 3 && !y->p->mixed && !y->qtmp) return;
     if (y->view[u]) {
         y->view[u] = 0;
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, (y->n32 ? y->n32[u] : y->n[u]) * 4);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, (u_w16(y, u) ? y->n32[u] : y->n[u]) * 4);
     }
     if (y->gathered[u]) {
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
@@ -223,8 +228,9 @@ static void u_params(layout *y, int u) {
     } else if (!y->view[u]) {
         if (y->p->stage == 3) u_gather(y, u);
         y->view[u] = 1;
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, (y->n32 ? y->n32[u] : y->n[u]) * 4);
-        if (y->p->stage == 3) {
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, (u_w16(y, u) ? y->n32[u] : y->n[u]) * 4);
+        /* (with GEMM weights the gathered unit stays: the GEMMs read it) */
+        if (y->p->stage == 3 && !u_w16(y, u)) {
             s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
             y->gathered[u] = 0;
         }
@@ -577,9 +583,9 @@ static int plan_units(planner *q, zt_status *st) {
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     y->tied = zt_arch_tied(q->arch, mc);
     for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
-    /* the GEMMs read the bf16 storage (train.c, shard.c weights16; a LoRA
-     * base is frozen: plan_adapters drops this) */
-    if (p->mixed && q->c->bf16_enabled && p->stage < 3 && zt_weights16_of(q->c)) {
+    /* the GEMMs read the bf16 storage (train.c, shard.c weights16; not an
+     * NF4 base) */
+    if (p->mixed && q->c->bf16_enabled && zt_weights16_of(q->c) && !zt_lora_base_kind(mc, NULL)) {
         if (!(y->n32 = calloc((size_t)y->nu, sizeof *y->n32)))
             return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         for (int u = 0; u < y->nu; ++u) y->n32[u] = zt_arch_unit_numel32(q->arch, mc, u);
@@ -630,10 +636,9 @@ static int plan_adapters(planner *q, zt_status *st) {
     ZT_TRY(zt_lora_plan(q->mc, &q->lo, st));
     const int L = q->L;
     layout *ya = &q->ya;
-    free(q->y.n32);    /* the frozen base: its fp32 copy is whole */
-    q->y.n32 = NULL;
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
+    ya->n32 = NULL;    /* (and have no GEMM-only tensors) */
     ya->nu = L;
     ya->n = calloc((size_t)L, sizeof *ya->n);
     ya->gathered = calloc((size_t)L, sizeof *ya->gathered);
