@@ -115,12 +115,12 @@ static int check_unit(zt_units *U, int u, const char *fn, zt_status *st) {
 }
 
 /* The GEMMs read the 16-bit storage itself (zt_unit_params16: stages 0-2
- * the whole storage, stage 3 the gathered unit): bf16, asked for
- * (zt_shard_prec.w16), a backend with the bf16-weight entries; a frozen
- * base too (LoRA), not an NF4 one. */
-static int weights16(const zt_shard *sh) {
+ * the whole storage, stage 3 the gathered unit, an NF4 base a unit without
+ * NF4 tensors (shard_nf4.c)): bf16, asked for (zt_shard_prec.w16), a
+ * backend with the bf16-weight entries; a frozen base too (LoRA). */
+int zt_shard_weights16(const zt_shard *sh) {
     const zt_backend *be = sh->be;
-    return sh->w16 && sh->prec == ZT_PREC_BF16 && !sh->q && (sh->stage == 3 || sh->p16) &&
+    return sh->w16 && sh->prec == ZT_PREC_BF16 && (sh->stage == 3 || sh->q || sh->p16) &&
            be->matmul_fwd_w16 && be->matmul_bwd_w16 && be->matmul_gelu_fwd_w16 &&
            be->matmul_dgelu_bwd_w16;
 }
@@ -145,7 +145,7 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
     for (int i = 0; i < ui->n_tensors; ++i) n32 += t[i].gemm ? 0 : t[i].numel;
     /* (stage 3: only where keeping the gathered unit costs no more than the
      * fp32 copy of its GEMM weights would, 2 n <= 4 (n - n32)) */
-    if (weights16(sh) && n32 < us->n && (sh->stage < 3 || 2 * n32 <= us->n)) {
+    if (zt_shard_weights16(sh) && n32 < us->n && (sh->stage < 3 || 2 * n32 <= us->n)) {
         float *v = zt_mem_alloc(n32 * sizeof(float), ZT_MEM_GATHERED, st);
         if (!v) return zt_fail_prefix(st, "fp32 copy of unit %s", unit_name(sh, u));
         /* runs of adjacent tensors in one pass each */
@@ -405,9 +405,10 @@ int zt_unit_release(zt_units *U, int u, zt_status *st) {
 /* The 16-bit storage itself (weights16). */
 const uint16_t *zt_unit_params16(zt_units *U, int u) {
     const zt_shard *sh = U;
-    if (!sh || u < 0 || u >= sh->nu || !weights16(sh) || sh->pass == ZT_PASS_NONE) return NULL;
-    /* stage 3: the gathered unit, kept by make_view where it has GEMM weights */
-    if (sh->stage == 3) return sh->view[u] ? (const uint16_t *)sh->gathered[u] : NULL;
+    if (!sh || u < 0 || u >= sh->nu || !zt_shard_weights16(sh) || sh->pass == ZT_PASS_NONE) return NULL;
+    /* stage 3: the gathered unit, kept by make_view where it has GEMM
+     * weights; NF4: the unit's 16-bit rest, kept by zt_nf4s_view likewise */
+    if (sh->stage == 3 || sh->q) return sh->view[u] ? (const uint16_t *)sh->gathered[u] : NULL;
     return sh->p16 + sh->u[u].off;
 }
 

@@ -554,6 +554,8 @@ static void bf16_weights(void) {
      * shared expert's gate|up, down and gate) take the bf16 weights while
      * the routed experts' read the fp32 copy) */
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
     static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                               "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
     static const struct { const char *shape; int stage; const char *extra; } cases[] = {
@@ -562,6 +564,7 @@ static void bf16_weights(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 1, NULL},
         {"llama:2,4,2,32,48,64,2,16", 3, NULL}, {"gpt2:2,2,32,64,2,16", 2, lora},
         {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora},
         {"llama:2,4,2,32,48,64,2,16", 0, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 2, moe}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
@@ -574,7 +577,7 @@ static void bf16_weights(void) {
         const char *ex = cases[i].extra;
         char what[96];
         snprintf(what, sizeof what, "%s%s", cases[i].shape,
-                 ex == lora ? " LoRA" : ex == moe ? " MoE" : "");
+                 ex == lora ? " LoRA" : ex == qlora ? " QLoRA" : ex == moe ? " MoE" : "");
         const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
         if (r1) tap_diag("%s: %s", what, st.msg);
         const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 1, b, &wb, &rb, &mb, &st);
@@ -591,10 +594,13 @@ static void bf16_weights(void) {
          * the blocks' GEMMs read the gathered unit, the tied head's does not
          * (the embeddings' unit has no GEMM-only tensor: its gathered 16-bit
          * buffer is freed once widened; an untied head's unit has one).
-         * Each call rounds no weight.  (A Mixture of Experts runs on the cpu
-         * backend, uncounted.) */
+         * Each call rounds no weight.  QLoRA: the blocks' weights are NF4
+         * (dequantized into the fp32 copy), the untied head's bf16.  (A
+         * Mixture of Experts runs on the cpu backend, uncounted.) */
         const int head = cases[i].stage < 3 || s.untied;
-        const long want = ex == moe ? 0 : 4L * (8 * s.L + (head ? 2 + 2 + 1 : 0));
+        const long want = ex == moe     ? 0
+                          : ex == qlora ? 4L * (2 + 2 + 1)
+                                        : 4L * (8 * s.L + (head ? 2 + 2 + 1 : 0));
         tap_ok(wa == want && wb == 0 && ra == rb - want,
                "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", what,
                cases[i].stage, wa, wb, rb - ra);
