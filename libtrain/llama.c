@@ -220,12 +220,13 @@ static int llama_tensor_init(const zt_model_config *mc, int k) {
 }
 
 /* zt_arch.gemm_weight: q, k, v, o, gate, up, down, the shared expert's
- * gate, an untied LM head (read through zt_mm_* and the classifier); not
- * the router and experts (moe.c) nor the embedding (the encoder's too) */
+ * gate, the router and experts (moe.c), an untied LM head (read through
+ * zt_mm_* and the classifier); not the embedding (the encoder's too) */
 static int llama_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
     return k == T_QW || k == T_KW || k == T_VW || k == T_OW || k == T_GATEW || k == T_UPW ||
-           k == T_DOWNW || k == T_SHGATE || k == E_LM_HEAD;
+           k == T_DOWNW || k == T_SHGATE || k == T_ROUTER || k == T_EXGU || k == T_EXDOWN ||
+           k == E_LM_HEAD;
 }
 
 static int llama_block_kind(const zt_model_config *mc, int l) {
@@ -276,9 +277,9 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         h->guw = layer_H(&m->s, moe) && !c32 ? base + o[T_GATEW] : NULL;   /* gate.w | up.w */
         h->downw = layer_H(&m->s, moe) && !c32 ? base + o[T_DOWNW] : NULL;
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
-        h->router = moe ? base + o[T_ROUTER] : NULL;
-        h->exgu = moe ? base + o[T_EXGU] : NULL;
-        h->exdown = moe ? base + o[T_EXDOWN] : NULL;
+        h->router = moe && !c32 ? base + o[T_ROUTER] : NULL;
+        h->exgu = moe && !c32 ? base + o[T_EXGU] : NULL;
+        h->exdown = moe && !c32 ? base + o[T_EXDOWN] : NULL;
         h->shgate = moe && m->s.H && !c32 ? base + o[T_SHGATE] : NULL;
     }
 }
@@ -760,7 +761,8 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
                    const zt_llama_layer *w, float *y, zt_status *st) {
     const zt_backend *be = m->be;
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
-    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown, LW16(m, w, T_ROUTER), LW16(m, w, T_EXGU),
+                         LW16(m, w, T_EXDOWN)};
     ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
     if (m->aux_fwd) {
         /* the load-balancing loss's sums: top-k counts (the routing's groups)
@@ -787,8 +789,9 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
                    const zt_llama_layer *w, zt_llama_layer *gw, zt_status *st) {
     const zt_backend *be = m->be;
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
-    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
-    zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown};
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown, LW16(m, w, T_ROUTER), LW16(m, w, T_EXGU),
+                         LW16(m, w, T_EXDOWN)};
+    zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown, NULL, NULL, NULL};
     zt_moe_grad *g = &a->moeg;
     ZT_TRY(zt_moe_backward(&m->ms, be, &m->mh, &mw, &gmw, &s->moe, g, s->xn2, a->dres,
                            m->cfg.router_aux_loss_coef > 0 ? a->moe_dp : NULL, N, st));

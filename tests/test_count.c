@@ -549,10 +549,10 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
 
 static void bf16_weights(void) {
     /* (a Llama block's GEMMs: q|k|v, o, gate|up, down) */
-    /* (extra: LoRA's frozen base, its adapters on every linear layer; a
-     * Mixture of Experts with a shared expert, whose GEMMs (q|k|v, o, the
-     * shared expert's gate|up, down and gate) take the bf16 weights while
-     * the routed experts' read the fp32 copy) */
+    /* (extra: LoRA's frozen base, its adapters on every linear layer; QLoRA;
+     * a Mixture of Experts with a shared expert: every GEMM of its blocks,
+     * the router's and the routed experts' (moe.c) too, takes the bf16
+     * weights) */
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
     static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                 "ztrain.lora.base=nf4";
@@ -565,7 +565,8 @@ static void bf16_weights(void) {
         {"llama:2,4,2,32,48,64,2,16", 3, NULL}, {"gpt2:2,2,32,64,2,16", 2, lora},
         {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora},
         {"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora},
-        {"llama:2,4,2,32,48,64,2,16", 0, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 2, moe}};
+        {"llama:2,4,2,32,48,64,2,16", 0, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 2, moe},
+        {"llama:2,4,2,32,48,64,2,16", 3, moe}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
         cm_shape_parse(cases[i].shape, &s);
