@@ -138,7 +138,7 @@ static int axis_group(zt_mesh *m, int a, int other, zt_status *st) {
 /* The groups: shard (the world itself when G = W), replica (R > 1), the
  * world's device twin, the shard's and replica's twins, then sequence
  * (sp > 1) and its twin, then expert (ep > 1) and its twin, then expert
- * shard (ep > 1) and its twin -- the order in which ranks create them. */
+ * shard (ep > 1, of more than one rank) and its twin -- the order in which ranks create them. */
 static int build_groups(zt_mesh *m, int seq, zt_status *st) {
     const zt_mesh_shape *s = &m->shape;
     if (!m->world) return ZT_OK;
@@ -158,12 +158,15 @@ static int build_groups(zt_mesh *m, int seq, zt_status *st) {
                               zt_mesh_axis_name(ZT_AX_EP), &m->g[ZT_AX_EP], st));
         ZT_TRY(dev_group(m, m->g[ZT_AX_EP], "expert", &m->dg[ZT_AX_EP], st));
         /* the shard group's ranks with this ep coordinate: color (replica, ep
-         * coordinate), ordered by the expert shard coordinate */
+         * coordinate), ordered by the expert shard coordinate (none of one
+         * rank: nothing to gather or reduce over) */
         const int ep = s->size[ZT_AX_EP];
-        ZT_TRY(zt_group_split(m->world, s->coord[ZT_AX_REPLICA] * ep + s->coord[ZT_AX_EP],
-                              s->coord[ZT_AX_ESHARD], zt_mesh_axis_name(ZT_AX_ESHARD),
-                              &m->g[ZT_AX_ESHARD], st));
-        ZT_TRY(dev_group(m, m->g[ZT_AX_ESHARD], "expert shard", &m->dg[ZT_AX_ESHARD], st));
+        if (s->size[ZT_AX_ESHARD] > 1) {
+            ZT_TRY(zt_group_split(m->world, s->coord[ZT_AX_REPLICA] * ep + s->coord[ZT_AX_EP],
+                                  s->coord[ZT_AX_ESHARD], zt_mesh_axis_name(ZT_AX_ESHARD),
+                                  &m->g[ZT_AX_ESHARD], st));
+            ZT_TRY(dev_group(m, m->g[ZT_AX_ESHARD], "expert shard", &m->dg[ZT_AX_ESHARD], st));
+        }
     }
     return ZT_OK;
 }

@@ -63,7 +63,7 @@ typedef struct zt_mesh {
     zt_group *world, *dworld;  /* all ranks (NULL: one process without communication) */
     /* per axis: the MPI group and its device twin; NULL where nothing uses
      * the axis' group (dp, tp; replica with R = 1; sequence with sp = 1;
-     * expert with ep = 1);
+     * expert and expert shard with ep = 1; expert shard of one rank);
      * shard with G = W is the world itself */
     zt_group *g[ZT_AX_N], *dg[ZT_AX_N];
     int own_world;             /* world was made here (freed with the mesh) */
