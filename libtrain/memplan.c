@@ -146,8 +146,11 @@ static void s_free(sim *s, int place, int tag, uint64_t b) {
 /* The plan's layout: units and this rank's slices. */
 typedef struct layout {
     const zt_memplan *p;
-    int nu;                 /* units: embeddings, blocks, final norm */
+    int nu;                 /* units: embeddings, blocks (with their experts' units), final norm */
     uint64_t *n;            /* elements per unit */
+    int L;                  /* blocks */
+    int *ub;                /* [L + 1]: block l's first unit, ub[L] the head's (zt_arch_block_unit);
+                             * NULL: unit 1 + l (the adapters' layout: unit l) */
     uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
     uint64_t max_len;       /* largest owned slice (>= 1) */
     uint64_t eb;            /* bytes per stored parameter element: 4, or 2 when mixed */
@@ -272,25 +275,36 @@ static void u_grads_done(layout *y, int u) {
     s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
 
+/* block l's units (model_skel.c): parameters in order, released in order
+ * (forward); rev: last unit first (backward) */
+static void sim_block_params(layout *y, int l, int rev) {
+    const int f = y->ub[l], n = y->ub[l + 1] - f;
+    for (int i = 0; i < n; ++i) u_params(y, rev ? f + n - 1 - i : f + i);
+}
+static void sim_block_release(layout *y, int l, int rev) {
+    const int f = y->ub[l], n = y->ub[l + 1] - f;
+    for (int i = 0; i < n; ++i) u_release(y, rev ? f + n - 1 - i : f + i);
+}
+
 /* gpt.c's and llama.c's forward, as unit API calls (zt_shard_forward
  * around it).  Tied head: unit 0 stays from the encoder to the LM head
  * (and into backward when training); untied (llama): unit 0 is released
- * after the encoder and the head unit L+1 holds the LM head. */
+ * after the encoder and the head's unit (the last) holds the LM head. */
 static void sim_forward(layout *y, int training) {
-    int L = y->nu - 2;
+    const int L = y->L, H = y->ub[L];
     layout *a = y->peer;
     u_begin(y, PASS_FWD);
     if (a) u_begin(a, PASS_FWD);
     u_params(y, 0);
     if (!y->tied) u_release(y, 0);
     for (int l = 0; l < L; ++l) {
-        u_params(y, 1 + l);
+        sim_block_params(y, l, 0);
         if (a) u_params(a, l);
         if (a) u_release(a, l);
-        u_release(y, 1 + l);
+        sim_block_release(y, l, 0);
     }
-    u_params(y, L + 1);
-    u_release(y, L + 1);
+    u_params(y, H);
+    u_release(y, H);
     if (y->tied) {
         u_params(y, 0);            /* tied LM head */
         if (!training) u_release(y, 0);
@@ -303,7 +317,7 @@ static void sim_forward(layout *y, int training) {
  * block of a group recomputes the blocks below it first (their parameters
  * only). */
 static void sim_backward(layout *y, int k) {
-    int L = y->nu - 2;
+    const int L = y->L, H = y->ub[L];
     layout *a = y->peer;
     if (k > L) k = L;
     u_begin(y, PASS_BWD);
@@ -313,29 +327,30 @@ static void sim_backward(layout *y, int k) {
         u_grads(y, 0);
         u_release(y, 0);
     }
-    u_params(y, L + 1);
-    u_grads(y, L + 1);
-    u_release(y, L + 1);
-    u_grads_done(y, L + 1);
+    u_params(y, H);
+    u_grads(y, H);
+    u_release(y, H);
+    u_grads_done(y, H);
     for (int l = L - 1; l >= 0; --l) {
         int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
         if (top)
             for (int i = (l / k) * k; i < l; ++i) {
-                u_params(y, 1 + i);
+                sim_block_params(y, i, 0);
                 if (a) u_params(a, i);
                 if (a) u_release(a, i);
-                u_release(y, 1 + i);
+                sim_block_release(y, i, 0);
             }
-        u_params(y, 1 + l);
-        u_grads(y, 1 + l);
+        const int f = y->ub[l], n = y->ub[l + 1] - f;
+        sim_block_params(y, l, 1);
+        for (int i = n - 1; i >= 0; --i) u_grads(y, f + i);
         if (a) {
             u_params(a, l);
             u_grads(a, l);
             u_release(a, l);
             u_grads_done(a, l);
         }
-        u_release(y, 1 + l);
-        u_grads_done(y, 1 + l);
+        sim_block_release(y, l, 1);
+        for (int i = n - 1; i >= 0; --i) u_grads_done(y, f + i);
     }
     if (!y->frozen) {   /* a frozen embedding has no backward */
         u_params(y, 0);
@@ -513,6 +528,7 @@ enum { PLAN_ELEM = 4 };
 
 static void layout_free(layout *y) {
     free(y->n);
+    free(y->ub);
     free(y->qtmp);
     free(y->gathered);
     free(y->view);
@@ -563,7 +579,11 @@ static int plan_units(planner *q, zt_status *st) {
     const zt_model_config *mc = q->mc;
     layout *y = &q->y;
     y->p = p;
-    y->nu = q->L + 2;
+    y->L = q->L;
+    y->nu = zt_arch_n_units(q->arch, mc);
+    y->ub = calloc((size_t)q->L + 1, sizeof *y->ub);
+    if (!y->ub) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    for (int l = 0; l <= q->L; ++l) y->ub[l] = zt_arch_block_unit(q->arch, mc, l, NULL);
     y->n = calloc((size_t)y->nu, sizeof *y->n);
     y->gathered = calloc((size_t)y->nu, sizeof *y->gathered);
     y->view = calloc((size_t)y->nu, 1);
@@ -621,6 +641,7 @@ static int plan_adapters(planner *q, zt_status *st) {
     layout *ya = &q->ya;
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
+    ya->ub = NULL;     /* (one unit per block, never simulated as the base is) */
     ya->nu = L;
     ya->n = calloc((size_t)L, sizeof *ya->n);
     ya->gathered = calloc((size_t)L, sizeof *ya->gathered);
