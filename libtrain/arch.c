@@ -168,7 +168,12 @@ int zt_arch_n_units(const zt_arch *a, const zt_model_config *mc) {
     return zt_arch_block_unit(a, mc, mc->n_layer, NULL) + 1;
 }
 
-uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) {
+static int gemm_only(const zt_arch *a, const zt_model_config *mc, int k) {
+    return a->gemm_weight && a->gemm_weight(mc, k);
+}
+
+/* Elements of unit u, less its GEMM-only tensors with w32 */
+static uint64_t unit_numel(const zt_arch *a, const zt_model_config *mc, int u, int w32) {
     /* which part, block and (own units) entry */
     int want = ZT_AT_EMBED, l = -1, own = -1;
     if (u > 0) {
@@ -183,13 +188,41 @@ uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) 
     }
     uint64_t n = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
-        if (a->tensors[k].unit != want) continue;
+        if (a->tensors[k].unit != want || (w32 && gemm_only(a, mc, k))) continue;
         if (want == ZT_AT_BLOCK && (own >= 0 ? k != own : own_unit(a, mc, l, k))) continue;
         int r, c;
         a->tensor_shape(mc, l, k, &r, &c);
         n += (uint64_t)r * (uint64_t)c;
     }
     return n;
+}
+
+uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) {
+    return unit_numel(a, mc, u, 0);
+}
+
+uint64_t zt_arch_unit_numel32(const zt_arch *a, const zt_model_config *mc, int u) {
+    return unit_numel(a, mc, u, 1);
+}
+
+void zt_arch_offsets32(const zt_arch *a, const zt_model_config *mc, size_t *off32) {
+    for (int part = ZT_AT_EMBED; part <= ZT_AT_HEAD; ++part)
+        for (int l = 0; l < (part == ZT_AT_BLOCK ? mc->n_layer : 1); ++l) {
+            const int kind = part == ZT_AT_BLOCK && a->block_kind ? a->block_kind(mc, l) : 0;
+            size_t o = 0;
+            for (int k = 0; k < a->n_tensors; ++k) {
+                int rows, cols;
+                if (a->tensors[k].unit != part) continue;
+                a->tensor_shape(mc, l, k, &rows, &cols);
+                if (!rows || gemm_only(a, mc, k)) continue;
+                if (part == ZT_AT_BLOCK && own_unit(a, mc, l, k)) {
+                    off32[kind * a->n_tensors + k] = 0;   /* alone in its unit's copy */
+                    continue;
+                }
+                off32[kind * a->n_tensors + k] = o;
+                o += (size_t)rows * (size_t)cols;
+            }
+        }
 }
 
 int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, size_t *off,
@@ -224,7 +257,9 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
                     if (part == ZT_AT_BLOCK) snprintf(tn, sizeof tn, "h%d.%s", l, t->name);
                     else snprintf(tn, sizeof tn, "%s", t->name);
                     const int kind = part == ZT_AT_BLOCK && a->block_kind ? a->block_kind(mc, l) : 0;
-                    ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, cols > 1 ? ZT_TENSOR_DECAY : 0,
+                    const unsigned fl = (cols > 1 ? ZT_TENSOR_DECAY : 0u) |
+                                        (gemm_only(a, mc, k) ? ZT_TENSOR_GEMM : 0u);
+                    ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, fl,
                                             &off[kind * a->n_tensors + k], st));
                 }
         }

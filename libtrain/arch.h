@@ -131,6 +131,9 @@ typedef struct zt_arch {
     /* the kind of block l (0 or 1: blocks of one kind share their layout;
      * a Mixture of Experts' dense and sparse blocks), NULL: one kind */
     int (*block_kind)(const zt_model_config *mc, int l);
+    /* 1: entry k is read only as the weight of a GEMM that takes the bf16
+     * storage (model.h zt_mm_fwd; ZT_TENSOR_GEMM), NULL: none is */
+    int (*gemm_weight)(const zt_model_config *mc, int k);
     /* entry k's initialization (ZT_AT_*) in this configuration, NULL: the table's */
     int (*tensor_init)(const zt_model_config *mc, int k);
     /* a block entry that, where present, lives in a unit of its own after
@@ -215,6 +218,12 @@ int zt_arch_n_units(const zt_arch *a, const zt_model_config *mc);
 int zt_arch_block_unit(const zt_arch *a, const zt_model_config *mc, int l, int *n);
 /* Elements of unit u. */
 uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u);
+/* The same less the GEMM-only tensors (gemm_weight): the unit's fp32 copy
+ * where the GEMMs read the bf16 storage (shard.c make_view) ... */
+uint64_t zt_arch_unit_numel32(const zt_arch *a, const zt_model_config *mc, int u);
+/* ... and each other tensor's offset in that copy, laid out as describe's
+ * off (a GEMM-only tensor's entry is left as it was) */
+void zt_arch_offsets32(const zt_arch *a, const zt_model_config *mc, size_t *off32);
 /* Is the LM head the embedding? */
 int zt_arch_tied(const zt_arch *a, const zt_model_config *mc);
 /* Lay out every tensor of the table (units "embeddings", "block.<l>" and

@@ -57,11 +57,19 @@ static void gpt_tensor_shape(const zt_model_config *mc, int l, int k, int *rows,
     *cols = c;
 }
 
+/* zt_arch.gemm_weight: the block's four matrices (block_fwd / block_bwd
+ * read them through zt_mm_*); wte is the encoder's too */
+static int gpt_gemm_weight(const zt_model_config *mc, int k) {
+    (void)mc;
+    return k == T_QKVW || k == T_PROJW || k == T_FCW || k == T_FCPW;
+}
+
 struct zt_gpt {
     zt_skel sk;                        /* the unit skeleton, LoRA's adapters (model_skel.h) */
     zt_model_config cfg;
     const zt_backend *be;
     size_t off[GPT_NT];                /* in its unit (block tensors: in every block unit) */
+    size_t off32[GPT_NT];              /* the same in the fp32 copy without the GEMM weights */
     zt_gpt_params p, g;                /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
     int spn;                           /* sequence parallel group size (1: off) ... */
@@ -89,6 +97,7 @@ void zt_gpt_set_checkpointing(zt_gpt *g, int k) { g->ckpt = k > 0 ? k : 0; }
 
 static int gpt_describe(void *self, zt_layout *L, zt_status *st) {
     zt_gpt *g = self;
+    zt_arch_offsets32(&zt_arch_gpt2, &g->cfg, g->off32);
     return zt_arch_describe(&zt_arch_gpt2, &g->cfg, L, g->off, st);
 }
 
@@ -96,17 +105,20 @@ static int gpt_describe(void *self, zt_layout *L, zt_status *st) {
  * unit-sized buffer (zt_skel_ops.bind). */
 static void bind_unit(void *self, int u, float *base, int grads) {
     zt_gpt *g = self;
-    zt_gpt_params *v = grads ? &g->g : &g->p;
+    zt_gpt_params *v = grads == ZT_BIND_GRADS ? &g->g : &g->p;
+    const int c32 = grads == ZT_BIND_PARAMS32;
+    const size_t *o = c32 ? g->off32 : g->off;
     int L = g->cfg.n_layer;
     if (u == 0) {
-        v->wte = base + g->off[E_WTE];
-        v->wpe = base + g->off[E_WPE];
+        v->wte = base + o[E_WTE];
+        v->wpe = base + o[E_WPE];
     } else if (u == L + 1) {
-        v->lnfw = base + g->off[E_LNFW];
-        v->lnfb = base + g->off[E_LNFB];
+        v->lnfw = base + o[E_LNFW];
+        v->lnfb = base + o[E_LNFB];
     } else {
         float **f = (float **)&v->h[u - 1];   /* zt_gpt_layer: the block's pointers in order */
-        for (int k = T_LN1W; k <= T_FCPB; ++k) f[k - T_LN1W] = base + g->off[k];
+        for (int k = T_LN1W; k <= T_FCPB; ++k)
+            f[k - T_LN1W] = c32 && gpt_gemm_weight(&g->cfg, k) ? NULL : base + o[k];
     }
 }
 
@@ -633,6 +645,7 @@ const zt_arch zt_arch_gpt2 = {
     .tensors = gpt_tensors,
     .n_tensors = GPT_NT,
     .tensor_shape = gpt_tensor_shape,
+    .gemm_weight = gpt_gemm_weight,
     .head_unit = "final_norm",
     .tied_head = 1,
     .llmc_file = 1,

@@ -149,6 +149,7 @@ struct zt_llama {
     float rope_scale;                  /* cos / sin scale (zt_llama_rope_scale) */
     size_t off[2 * LLAMA_NT];          /* in its unit (block tensors: in every block unit of
                                         * its kind, off[sparse * LLAMA_NT + k]) */
+    size_t off32[2 * LLAMA_NT];        /* the same in the fp32 copy without the GEMM weights */
     unsigned char *sparse;             /* [L] block l has experts (zt_model_layer_sparse) */
     zt_llama_params p, g;              /* views, bound unit by unit */
     int ckpt;                          /* activation checkpointing group size, 0 = none */
@@ -231,6 +232,16 @@ static const char *llama_own_unit(int k) {
     return k == T_EXGU ? "experts_gu" : k == T_EXDOWN ? "experts_down" : NULL;
 }
 
+/* zt_arch.gemm_weight: q, k, v, o, gate, up, down, the shared expert's
+ * gate, the router and experts (moe.c), an untied LM head (read through
+ * zt_mm_* and the classifier); not the embedding (the encoder's too) */
+static int llama_gemm_weight(const zt_model_config *mc, int k) {
+    (void)mc;
+    return k == T_QW || k == T_KW || k == T_VW || k == T_OW || k == T_GATEW || k == T_UPW ||
+           k == T_DOWNW || k == T_SHGATE || k == T_ROUTER || k == T_EXGU || k == T_EXDOWN ||
+           k == E_LM_HEAD;
+}
+
 static int llama_block_kind(const zt_model_config *mc, int l) {
     return zt_model_layer_sparse(mc, l);
 }
@@ -247,6 +258,7 @@ size_t zt_llama_unit_numel(const zt_model_config *mc, int u) {
 
 static int llama_describe(void *self, zt_layout *Lo, zt_status *st) {
     zt_llama *m = self;
+    zt_arch_offsets32(&zt_arch_llama, &m->cfg, m->off32);
     return zt_arch_describe(&zt_arch_llama, &m->cfg, Lo, m->off, st);
 }
 
@@ -254,36 +266,39 @@ static int llama_describe(void *self, zt_layout *Lo, zt_status *st) {
  * unit-sized buffer (zt_skel_ops.bind). */
 static void bind_unit(void *self, int u, float *base, int grads) {
     zt_llama *m = self;
-    zt_llama_params *v = grads ? &m->g : &m->p;
+    zt_llama_params *v = grads == ZT_BIND_GRADS ? &m->g : &m->p;
     const int L = m->s.L, l = m->ublk[u];
-    const size_t *o = m->off;
+    const int c32 = grads == ZT_BIND_PARAMS32;   /* GEMM weights: NULL (the bf16 storage's) */
+    const size_t *o = c32 ? m->off32 : m->off;
     if (l >= 0 && l < L && m->sparse[l]) o += LLAMA_NT;
-    if (l >= 0 && l < L && m->ukind[u]) {   /* an expert tensor's own unit */
-        if (m->ukind[u] == T_EXGU) v->h[l].exgu = base;
-        else v->h[l].exdown = base;
+    if (l >= 0 && l < L && m->ukind[u]) {   /* an expert tensor's own unit (GEMM-only: its fp32
+                                             * copy is empty) */
+        float *w = c32 ? NULL : base;
+        if (m->ukind[u] == T_EXGU) v->h[l].exgu = w;
+        else v->h[l].exdown = w;
         return;
     }
     if (u == 0) {
         v->embed = base + o[E_EMBED];
     } else if (l == L) {
         v->norm = base + o[E_NORM];
-        v->lm_head = m->s.tied ? NULL : base + o[E_LM_HEAD];
+        v->lm_head = m->s.tied || c32 ? NULL : base + o[E_LM_HEAD];
     } else {
         zt_llama_layer *h = &v->h[l];
         const int moe = m->sparse[l];
         h->attn_norm = base + o[T_ANORM];
-        h->qkvw = base + o[T_QW];            /* q.w | k.w | v.w */
+        h->qkvw = c32 ? NULL : base + o[T_QW];            /* q.w | k.w | v.w */
         h->qkvb = m->s.bias ? base + o[T_QB] : NULL;   /* q.b | k.b | v.b */
         h->q_norm = m->s.qkn ? base + o[T_QNORM] : NULL;
         h->k_norm = m->s.qkn ? base + o[T_KNORM] : NULL;
-        h->ow = base + o[T_OW];
+        h->ow = c32 ? NULL : base + o[T_OW];
         h->post_attn_norm = m->s.gemma ? base + o[T_PANORM] : NULL;
         h->mlp_norm = base + o[T_MNORM];
-        h->guw = layer_H(&m->s, moe) ? base + o[T_GATEW] : NULL;   /* gate.w | up.w */
-        h->downw = layer_H(&m->s, moe) ? base + o[T_DOWNW] : NULL;
+        h->guw = layer_H(&m->s, moe) && !c32 ? base + o[T_GATEW] : NULL;   /* gate.w | up.w */
+        h->downw = layer_H(&m->s, moe) && !c32 ? base + o[T_DOWNW] : NULL;
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
-        h->router = moe ? base + o[T_ROUTER] : NULL;   /* (the experts: units of their own) */
-        h->shgate = moe && m->s.H ? base + o[T_SHGATE] : NULL;
+        h->router = moe && !c32 ? base + o[T_ROUTER] : NULL;   /* (the experts: units of their own) */
+        h->shgate = moe && m->s.H && !c32 ? base + o[T_SHGATE] : NULL;
     }
 }
 
@@ -295,8 +310,16 @@ static void bind16_unit(void *self, int u, const uint16_t *base16) {
 /* block tensor t's bf16 bits for the layer whose views are w (model.h
  * zt_mm_fwd), or NULL */
 static const uint16_t *w16_of(const zt_llama *m, const zt_llama_layer *w, int t) {
-    const uint16_t *u16 = m->p16[m->ub[w - m->p.h]];
-    return u16 ? u16 + m->off[t] : NULL;
+    const int l = (int)(w - m->p.h);
+    int u = m->ub[l];   /* the block's unit, or the expert tensor's own */
+    if (t == T_EXGU || t == T_EXDOWN) {
+        u = -1;
+        for (int i = m->ub[l] + 1; i < m->ub[l + 1]; ++i)
+            if (m->ukind[i] == t) u = i;
+        if (u < 0) return NULL;
+    }
+    const uint16_t *u16 = m->p16[u];
+    return u16 ? u16 + m->off[(m->sparse[l] ? LLAMA_NT : 0) + t] : NULL;   /* (its kind's layout) */
 }
 #define LW16(m, w, t) w16_of((m), (w), (t))
 
@@ -785,7 +808,8 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
                    const zt_llama_layer *w, float *y, zt_status *st) {
     const zt_backend *be = m->be;
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
-    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown, LW16(m, w, T_ROUTER), LW16(m, w, T_EXGU),
+                         LW16(m, w, T_EXDOWN)};
     ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
     if (m->aux_fwd) {
         /* the load-balancing loss's sums: top-k counts (the routing's groups)
@@ -812,8 +836,9 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
                    const zt_llama_layer *w, zt_llama_layer *gw, zt_status *st) {
     const zt_backend *be = m->be;
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
-    const zt_moe_w mw = {w->router, w->exgu, w->exdown};
-    zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown};
+    const zt_moe_w mw = {w->router, w->exgu, w->exdown, LW16(m, w, T_ROUTER), LW16(m, w, T_EXGU),
+                         LW16(m, w, T_EXDOWN)};
+    zt_moe_w gmw = {gw->router, gw->exgu, gw->exdown, NULL, NULL, NULL};
     zt_moe_grad *g = &a->moeg;
     ZT_TRY(zt_moe_backward(&m->ms, be, &m->mh, &mw, &gmw, &s->moe, g, s->xn2, a->dres,
                            m->cfg.router_aux_loss_coef > 0 ? a->moe_dp : NULL, N, st));
@@ -1742,6 +1767,7 @@ const zt_arch zt_arch_llama = {
     .tensors = llama_tensors,
     .n_tensors = LLAMA_NT,
     .tensor_shape = llama_tensor_shape,
+    .gemm_weight = llama_gemm_weight,
     .block_kind = llama_block_kind,
     .tensor_init = llama_tensor_init,
     .own_unit = llama_own_unit,

@@ -9,6 +9,7 @@
 #include "mesh.h"
 #include "moe.h"
 #include "seqpar.h"
+#include "precision.h"
 #include "shard.h"   /* ZT_RS_INFLIGHT */
 #include "arch.h"
 #include "classifier.h"
@@ -151,6 +152,8 @@ typedef struct layout {
     int L;                  /* blocks */
     int *ub;                /* [L + 1]: block l's first unit, ub[L] the head's (zt_arch_block_unit);
                              * NULL: unit 1 + l (the adapters' layout: unit l) */
+    uint64_t *n32;          /* the fp32 copy's elements per unit where the GEMMs read the bf16
+                             * storage (shard.c weights16: no GEMM-only tensor), NULL: n */
     uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
     uint64_t max_len;       /* largest owned slice (>= 1) */
     uint64_t eb;            /* bytes per stored parameter element: 4, or 2 when mixed */
@@ -174,10 +177,23 @@ typedef struct layout {
      * (the gathered rest, codes and absmax, the 16-bit rounding buffer);
      * NULL without an NF4 base */
     uint64_t *qtmp;
+    char *qplain;           /* [nu] with qtmp: the unit has no NF4 tensor */
 } layout;
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
 
+/* shard.c make_view: the unit's fp32 copy leaves out its GEMM weights
+ * (at stage 3 keeping the gathered unit, where that saves memory) */
+static int u_w16(const layout *y, int u) {
+    if (y->qtmp && !y->qplain[u]) return 0;   /* (NF4: shard_nf4.c's rule) */
+    return y->n32 && y->n32[u] < y->n[u] &&
+           (y->p->stage < 3 && !y->qtmp ? 1 : 2 * y->n32[u] <= y->n[u]);
+}
+/* the elements of the unit's fp32 copy (make_view: at least one, a unit
+ * whose tensors are all GEMM-only, an expert unit, too) */
+static uint64_t u_copy(const layout *y, int u) {
+    return u_w16(y, u) ? umax(y->n32[u], 1) : y->n[u];
+}
 /* shard.c's gather_start: stage 3, a gather buffer in the storage type
  * unless the unit is gathered, pending, or (mixed) widened already */
 static void u_gather(layout *y, int u) {
@@ -190,7 +206,7 @@ static void u_release(layout *y, int u) {
     if (y->p->stage != 3 && !y->p->mixed && !y->qtmp) return;
     if (y->view[u]) {
         y->view[u] = 0;
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
     }
     if (y->gathered[u]) {
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
@@ -212,9 +228,13 @@ static void u_params(layout *y, int u) {
     if (y->qtmp) {   /* NF4 base: the compute copy built at once, no prefetch */
         if (y->view[u]) return;
         y->view[u] = 1;
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
+        /* (a unit without NF4 tensors whose GEMMs read 16-bit weights keeps
+         * its gathered 16-bit rest, the whole unit, until the release) */
+        const int keep = u_w16(y, u);
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
         s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u]);
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u]);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u] - (keep ? y->n[u] * y->eb : 0));
+        if (keep) y->gathered[u] = y->n[u] * y->eb;
         return;
     }
     if (!y->p->mixed) {
@@ -223,8 +243,9 @@ static void u_params(layout *y, int u) {
     } else if (!y->view[u]) {
         if (y->p->stage == 3) u_gather(y, u);
         y->view[u] = 1;
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * 4);
-        if (y->p->stage == 3) {
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
+        /* (with GEMM weights the gathered unit stays: the GEMMs read it) */
+        if (y->p->stage == 3 && !u_w16(y, u)) {
             s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
             y->gathered[u] = 0;
         }
@@ -407,7 +428,7 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
  * L blocks, head): *store its bytes on a rank (group index 0 at stage 3,
  * g = the shard group, else g = 1), *tmp the temporaries of its compute copy. */
 static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, uint64_t g, int es,
-                     int dq, int mixed, uint64_t *store, uint64_t *tmp) {
+                     int dq, int mixed, uint64_t *store, uint64_t *tmp, char *plain) {
     const int part = u == 0 ? ZT_AT_EMBED : u <= L ? ZT_AT_BLOCK : ZT_AT_HEAD;
     uint64_t rest = 0, nb = 0, na2 = 0, maxn = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
@@ -426,6 +447,7 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
             rest += n;
         }
     }
+    *plain = nb == 0;
     const uint64_t rlen = umax(cdiv(rest, g), 1), blen = umax(cdiv(nb, g), 1);
     *store = rlen * (uint64_t)es + 32 * blen + (dq ? blen + umax(na2, 1) * 4 : blen * 4);
     *tmp = umax(rest, 1) * (uint64_t)es + 32 * umax(nb, 1) + umax(nb, 1) * (dq ? 1 : 4) +
@@ -529,7 +551,9 @@ enum { PLAN_ELEM = 4 };
 static void layout_free(layout *y) {
     free(y->n);
     free(y->ub);
+    free(y->n32);
     free(y->qtmp);
+    free(y->qplain);
     free(y->gathered);
     free(y->view);
     free(y->bucket);
@@ -593,6 +617,12 @@ static int plan_units(planner *q, zt_status *st) {
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     y->tied = zt_arch_tied(q->arch, mc);
     for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
+    /* the GEMMs read the bf16 storage (train.c, shard.c zt_shard_weights16) */
+    if (p->mixed && q->c->bf16_enabled && zt_weights16_of(q->c)) {
+        if (!(y->n32 = calloc((size_t)y->nu, sizeof *y->n32)))
+            return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+        for (int u = 0; u < y->nu; ++u) y->n32[u] = zt_arch_unit_numel32(q->arch, mc, u);
+    }
     y->max_len = 1;
     for (int u = 0; u < y->nu; ++u) {
         p->num_params += y->n[u];
@@ -622,12 +652,13 @@ static int plan_qlora(planner *q, zt_status *st) {
         return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
                        "offloaded (zero_optimization.offload_param); use offload_param none",
                        mc->lora_base);
-    if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)))
+    if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)) ||
+        !(q->y.qplain = calloc((size_t)q->y.nu, 1)))
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     for (int u = 0; u < q->y.nu; ++u) {
         uint64_t b;
         nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,
-                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u]);
+                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u], &q->y.qplain[u]);
         q->nf4_bytes += b;
     }
     return ZT_OK;
@@ -642,6 +673,8 @@ static int plan_adapters(planner *q, zt_status *st) {
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
     ya->ub = NULL;     /* (one unit per block, never simulated as the base is) */
+    ya->qplain = NULL;
+    ya->n32 = NULL;    /* (and have no GEMM-only tensors) */
     ya->nu = L;
     ya->n = calloc((size_t)L, sizeof *ya->n);
     ya->gathered = calloc((size_t)L, sizeof *ya->gathered);
@@ -787,6 +820,26 @@ static void plan_moments(planner *q) {
                                   : q->on;
     for (int i = 0; i < 2; ++i) s_alloc(&q->s, q->optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
     s_alloc(&q->s, q->y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
+}
+
+/* LoRA's weights at start-up (run.c's load_lora, after zt_ctx_create): the
+ * frozen base read from ztrain.init_from unit by unit through a device
+ * buffer of the largest unit (hf_load_frozen), then ztrain.lora.from's
+ * adapters through a device buffer of all of them (zt_lora_load_peft);
+ * both transients, on a device backend only (host runs stage in malloc). */
+static void plan_lora_load(planner *q) {
+    const zt_memplan *p = q->p;
+    if (!q->lora || !p->gpu) return;
+    sim *s = &q->s;
+    s->phase = "loading the LoRA base";
+    if (q->c->init_from[0]) {
+        s_alloc(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_free(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+    }
+    if (q->mc->lora_from[0]) {
+        s_alloc(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->lora_params, 1) * 4);
+        s_free(s, ZT_MP_DEVICE, ZT_MEM_WORKSPACE, umax(p->lora_params, 1) * 4);
+    }
 }
 
 /* The model states' totals (both places) next to the ZeRO paper's formula
@@ -1007,6 +1060,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         plan_seqpar_comm(&q);
         plan_activations(&q);
         plan_moments(&q);
+        plan_lora_load(&q);
         plan_state_totals(&q);
         plan_data(&q);
         plan_eval(&q);

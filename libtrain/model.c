@@ -79,6 +79,7 @@ int zt_layout_tensor(zt_layout *L, const char *name, int rows, int cols, zt_init
     t->shape[1] = cols;
     t->numel = (size_t)rows * (size_t)cols;
     t->decay = (flags & ZT_TENSOR_DECAY) != 0;
+    t->gemm = (flags & ZT_TENSOR_GEMM) != 0;
     t->init = init;
     t->init_std = std;
     if (offset) *offset = t->offset - m->units[t->unit].offset;

@@ -21,6 +21,7 @@ typedef struct zt_tensor_info {
     int ndim;
     int shape[2];
     int decay;         /* AdamW weight decay applies */
+    int gemm;          /* ZT_TENSOR_GEMM: only a GEMM weight (no fp32 copy beside the bf16 one) */
     int init;          /* zt_init_kind */
     double init_std;   /* ZT_INIT_NORMAL */
 } zt_tensor_info;

@@ -35,8 +35,10 @@ int zt_skel_seqpar(const zt_mesh *mesh, int n, const char *name, zt_seqpar *out,
 static int params(zt_skel *sk, zt_units *U, int u, zt_status *st) {
     float *b = zt_unit_params(U, u, st);
     if (!b) return st->code;
-    sk->ops->bind(sk->self, u, b, 0);
-    if (sk->ops->bind16) sk->ops->bind16(sk->self, u, zt_unit_params16(U, u));
+    /* with the bf16 storage the engine's fp32 copy holds the other tensors only */
+    const uint16_t *b16 = zt_unit_params16(U, u);
+    sk->ops->bind(sk->self, u, b, b16 ? ZT_BIND_PARAMS32 : ZT_BIND_PARAMS);
+    if (sk->ops->bind16) sk->ops->bind16(sk->self, u, b16);
     return ZT_OK;
 }
 static int grads(zt_skel *sk, zt_units *U, int u, zt_status *st) {

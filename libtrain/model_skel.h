@@ -16,10 +16,15 @@
 
 /* A model's math, each step on the views the skeleton bound (self: the
  * model, acts: its activations). */
+/* bind's views: the parameters (laid out as describe's units), the
+ * gradients (the same), or the parameters' fp32 copy without the GEMM-only
+ * tensors (ZT_TENSOR_GEMM; zt_arch_offsets32), whose views are then NULL:
+ * the GEMMs read the bf16 storage bind16 hands over */
+enum { ZT_BIND_PARAMS = 0, ZT_BIND_GRADS = 1, ZT_BIND_PARAMS32 = 2 };
 typedef struct zt_skel_ops {
     /* point unit u's tensors in the parameter view (grads 0) or the
      * gradient view (grads 1) at a unit-sized buffer */
-    void (*bind)(void *self, int u, float *base, int grads);
+    void (*bind)(void *self, int u, float *base, int grads);   /* grads: ZT_BIND_* */
     /* LoRA: the frozen base's gradient view of unit u (its matmul
      * gradients skipped, its norms' into a discarded buffer) */
     void (*frozen)(void *self, void *acts, int u);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "moe.h"
 #include "devmem.h"
+#include "model.h"   /* zt_mm_fwd */
 
 size_t zt_moe_recv_rows(const zt_moe_shape *s, size_t N) {
     const size_t K = (size_t)s->K;
@@ -251,11 +252,16 @@ static int exchange_rows(const zt_moe_host *h, const float *send, const size_t *
     return g->ops->alltoallv(g, send, sc, sd, recv, rc, rd, ZT_F32, st);
 }
 
+/* expert weights at element offset o: fp32 (NULL where only the bf16 bits
+ * are bound) and bf16 (model.h zt_mm_fwd) */
+#define W(f, o) (w->f ? w->f + (o) : NULL)
+#define W16(f, o) (w->f ? w->f + (o) : NULL)
+
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
                    zt_moe_acts *a, const float *x, float *y, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P, e0 = h->ep.rank * El;
-    be->matmul_fwd(a->logits, x, w->router, NULL, N, C, E);
+    zt_mm_fwd(be, a->logits, x, w->router, w->router16, NULL, N, C, E);
     be->moe_route_fwd(a->wts, a->idx, a->probs, a->logits, N, E, K, s->norm);
     ZT_TRY(permute(s, be, h, a->idx, N, 1, st));
     size_t R = 0;
@@ -272,10 +278,11 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
             const int c = h->rcnt[i * El + l];
             if (c == 0) continue;
             const size_t e = (size_t)(e0 + l);
-            const float *gu = w->gate_up + e * 2 * I * C, *dn = w->down + e * C * I;
-            be->matmul_fwd(a->gup + o * 2 * I, a->xr + o * C, gu, NULL, c, C, 2 * I);
+            const size_t gu = e * 2 * I * C, dn = e * C * I;
+            zt_mm_fwd(be, a->gup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), NULL,
+                      c, C, 2 * I);
             be->swiglu_fwd(a->hp + o * I, a->gup + o * 2 * I, c, I);
-            be->matmul_fwd(a->yr + o * C, a->hp + o * I, dn, NULL, c, I, C);
+            zt_mm_fwd(be, a->yr + o * C, a->hp + o * I, W(down, dn), W16(down16, dn), NULL, c, I, C);
             o += (size_t)c;
         }
     if (P > 1) ZT_TRY(exchange_rows(h, a->yr, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
@@ -308,11 +315,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
             if (c == 0) continue;
             const size_t e = (size_t)(e0 + l), gu = e * 2 * I * C, dn = e * C * I;
             /* (a frozen base, LoRA: no weight gradients) */
-            be->matmul_bwd(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
-                           a->hp + o * I, w->down + dn, c, I, C);
+            zt_mm_bwd(be, g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
+                      a->hp + o * I, W(down, dn), W16(down16, dn), c, I, C);
             be->swiglu_bwd(g->dgup + o * 2 * I, g->dhp + o * I, a->gup + o * 2 * I, c, I);
-            be->matmul_bwd(g->dxr + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
-                           g->dgup + o * 2 * I, a->xr + o * C, w->gate_up + gu, c, C, 2 * I);
+            zt_mm_bwd(be, g->dxr + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                      g->dgup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), c, C,
+                      2 * I);
             o += (size_t)c;
         }
     if (P > 1)
@@ -320,7 +328,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                              st));
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
-    be->matmul_bwd(g->dx, gw->router, NULL, g->dlogits, x, w->router, N, C, E);
+    zt_mm_bwd(be, g->dx, gw->router, NULL, g->dlogits, x, w->router, w->router16, N, C, E);
     be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
     return ZT_OK;
 }

@@ -46,6 +46,9 @@ size_t zt_moe_recv_rows(const zt_moe_shape *s, size_t N);
 /* A block's expert weights (or their gradients). */
 typedef struct zt_moe_w {
     float *router, *gate_up, *down;
+    /* the same as bf16 bits (zt_unit_params16: the GEMMs read them; then
+     * the fp32 views are NULL), or NULL: none */
+    const uint16_t *router16, *gate_up16, *down16;
 } zt_moe_w;
 
 /* One block's kept activations (N tokens, NK = N K routed rows). */

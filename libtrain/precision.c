@@ -1,6 +1,7 @@
 /* precision.c -- mixed-precision modes, the fp16 loss scaler, helpers.
  * See precision.h for the semantics. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "precision.h"
 
@@ -32,6 +33,14 @@ int zt_matmul_bf16_of(const zt_config *cfg, int cuda) {
     if (strcmp(cfg->matmul_precision, "bf16") == 0) return 1;
     if (strcmp(cfg->matmul_precision, "fp32") == 0) return 0;
     return cuda && cfg->bf16_enabled;
+}
+
+int zt_weights16_of(const zt_config *cfg) {
+    if (!cfg->bf16_enabled) return 0;
+    if (strcmp(cfg->backend, "cuda") == 0 && !zt_matmul_bf16_of(cfg, 1)) return 0;
+    /* test hook (tests/test_count.c: bitwise the rounding path; outside the
+     * ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_W16");
 }
 
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {

@@ -48,6 +48,11 @@ zt_dtype zt_comm_dtype_of(const zt_config *cfg);
  * (ztrain.matmul_precision; auto: bf16.enabled on the cuda backend, cuda
  * != 0), else 0 (fp32 operands) */
 int zt_matmul_bf16_of(const zt_config *cfg, int cuda);
+/* 1 when the engine hands the models' GEMMs the bf16 parameter storage
+ * (zt_unit_params16, stages 0-2, not a frozen base) and widens only the
+ * other tensors: bf16.enabled, and on cuda bf16 matmuls (the cpu backends
+ * widen the weight per call: the same values) */
+int zt_weights16_of(const zt_config *cfg);
 
 /* ------------------------------------------------------------ loss scaler */
 

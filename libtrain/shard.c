@@ -115,8 +115,23 @@ static int check_unit(zt_units *U, int u, const char *fn, zt_status *st) {
     return ZT_OK;
 }
 
+/* The GEMMs read the 16-bit storage itself (zt_unit_params16: stages 0-2
+ * the whole storage, stage 3 the gathered unit, an NF4 base a unit without
+ * NF4 tensors (shard_nf4.c)): bf16, asked for (zt_shard_prec.w16), a
+ * backend with the bf16-weight entries; a frozen base too (LoRA). */
+int zt_shard_weights16(const zt_shard *sh) {
+    const zt_backend *be = sh->be;
+    return sh->w16 && sh->prec == ZT_PREC_BF16 && (sh->stage == 3 || sh->q || sh->p16) &&
+           be->matmul_fwd_w16 && be->matmul_bwd_w16 && be->matmul_gelu_fwd_w16 &&
+           be->matmul_dgelu_bwd_w16;
+}
+
 /* Mixed: unit u's fp32 compute copy, widened from the 16-bit storage (at
- * stage 3 from the gathered unit, whose 16-bit buffer is freed then). */
+ * stage 3 from the gathered unit, whose 16-bit buffer is freed then).
+ * Where the GEMMs read the 16-bit storage (weights16) the copy leaves out
+ * the GEMM-only tensors (ZT_TENSOR_GEMM): the others in layout order; at
+ * stage 3 the gathered unit stays until the release (the GEMMs read it)
+ * where that saves memory. */
 static int make_view(zt_shard *sh, int u, zt_status *st) {
     if (sh->view[u]) return ZT_OK;
     zt_unit_shard *us = &sh->u[u];
@@ -124,6 +139,32 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
     if (sh->stage == 3) {
         ZT_TRY(gather_finish(sh, u, st));
         src = sh->gathered[u];
+    }
+    const zt_unit_info *ui = &sh->m->units[u];
+    const zt_tensor_info *t = sh->m->tensors + ui->first_tensor;
+    size_t n32 = 0;
+    for (int i = 0; i < ui->n_tensors; ++i) n32 += t[i].gemm ? 0 : t[i].numel;
+    /* (stage 3: only where keeping the gathered unit costs no more than the
+     * fp32 copy of its GEMM weights would, 2 n <= 4 (n - n32)) */
+    if (zt_shard_weights16(sh) && n32 < us->n && (sh->stage < 3 || 2 * n32 <= us->n)) {
+        /* (at least one element: an expert unit has no other tensor) */
+        float *v = zt_mem_alloc((n32 ? n32 : 1) * sizeof(float), ZT_MEM_GATHERED, st);
+        if (!v) return zt_fail_prefix(st, "fp32 copy of unit %s", unit_name(sh, u));
+        /* runs of adjacent tensors in one pass each */
+        size_t o = 0;
+        for (int i = 0; i < ui->n_tensors;) {
+            if (t[i].gemm) {
+                ++i;
+                continue;
+            }
+            const size_t from = t[i].offset;
+            size_t n = 0;
+            for (; i < ui->n_tensors && !t[i].gemm; ++i) n += t[i].numel;
+            zt_prec_widen(sh->be, sh->prec, v + o, src + (from - ui->offset), n);
+            o += n;
+        }
+        sh->view[u] = v;
+        return ZT_OK;
     }
     float *v = zt_mem_alloc(us->n * sizeof(float), ZT_MEM_GATHERED, st);
     if (!v) return zt_fail_prefix(st, "fp32 copy of unit %s", unit_name(sh, u));
@@ -363,13 +404,13 @@ int zt_unit_release(zt_units *U, int u, zt_status *st) {
     return unit_call_timed(U, u, UNIT_RELEASE, NULL, st);
 }
 
-/* The 16-bit storage itself where it is whole (stages 0-2), bf16, and the
- * engine's GEMMs run in bf16 (zt_shard_prec.w16); not a frozen base. */
+/* The 16-bit storage itself (weights16). */
 const uint16_t *zt_unit_params16(zt_units *U, int u) {
     const zt_shard *sh = U;
-    if (!sh || u < 0 || u >= sh->nu || !sh->w16 || sh->prec != ZT_PREC_BF16 || sh->stage >= 3 ||
-        sh->frozen || sh->q || !sh->p16 || sh->pass == ZT_PASS_NONE)
-        return NULL;
+    if (!sh || u < 0 || u >= sh->nu || !zt_shard_weights16(sh) || sh->pass == ZT_PASS_NONE) return NULL;
+    /* stage 3: the gathered unit, kept by make_view where it has GEMM
+     * weights; NF4: the unit's 16-bit rest, kept by zt_nf4s_view likewise */
+    if (sh->stage == 3 || sh->q) return sh->view[u] ? (const uint16_t *)sh->gathered[u] : NULL;
     return sh->p16 + sh->u[u].coff;
 }
 

@@ -311,6 +311,8 @@ int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st);
 void zt_nf4s_free(zt_shard *sh);
 /* unit u's compute copy into sh->view[u] (collective at stage 3) */
 int zt_nf4s_view(zt_shard *sh, int u, zt_status *st);
+/* shard.c: the models' GEMMs read 16-bit weights (zt_unit_params16) */
+int zt_shard_weights16(const zt_shard *sh);
 /* quantize / store unit u from its fp32 values in host memory */
 int zt_nf4s_set_unit_host(zt_shard *sh, int u, const float *vals, zt_status *st);
 /* bytes this rank stores (codes, absmax, rest) */

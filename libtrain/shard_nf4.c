@@ -251,7 +251,17 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     nf4_unit *qu = &q->u[u];
     const zt_unit_info *ui = &sh->m->units[u];
     const size_t es = sh->pes, nb = qu->nb ? qu->nb : 1;
-    float *v = zt_mem_alloc((ui->numel ? ui->numel : 1) * sizeof(float), ZT_MEM_GATHERED, st);
+    /* a unit without NF4 tensors whose GEMMs read 16-bit weights (an
+     * untied LM head): its gathered rest is the unit in bf16, kept as
+     * zt_unit_params16's until the release, and the fp32 copy leaves the
+     * GEMM-only tensors out (shard.c make_view) where that saves memory */
+    const zt_tensor_info *t = sh->m->tensors + ui->first_tensor;
+    size_t n32 = 0;
+    for (int i = 0; i < ui->n_tensors; ++i) n32 += t[i].gemm ? 0 : t[i].numel;
+    const int keep = zt_shard_weights16(sh) && qu->nt == 0 && qu->nseg == 1 && qu->soff[0] == 0 &&
+                     qu->rest_n == ui->numel && n32 < ui->numel && 2 * n32 <= ui->numel;
+    float *v = zt_mem_alloc(((keep ? n32 : ui->numel) ? (keep ? n32 : ui->numel) : 1) * sizeof(float),
+                            ZT_MEM_GATHERED, st);
     char *rest = zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED, st);
     uint8_t *codes = zt_mem_alloc(32 * nb, ZT_MEM_GATHERED, st);
     void *am = zt_mem_alloc(nb * (q->dq ? 1 : sizeof(float)), ZT_MEM_GATHERED, st);
@@ -274,6 +284,25 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
                    : gather(sh, am, qu->absmax, qu->blo * sizeof(float), qu->blen * sizeof(float),
                             qu->bc, qu->bd, ZT_F32, "absmax", u, st);
     if (rc != ZT_OK) goto out;
+    if (keep) {   /* the other tensors widened, in runs of adjacent ones */
+        size_t o = 0;
+        for (int i = 0; i < ui->n_tensors;) {
+            if (t[i].gemm) {
+                ++i;
+                continue;
+            }
+            const size_t from = t[i].offset - ui->offset;
+            size_t n = 0;
+            for (; i < ui->n_tensors && !t[i].gemm; ++i) n += t[i].numel;
+            zt_prec_widen(be, sh->prec, v + o, (const uint16_t *)rest + from, n);
+            o += n;
+        }
+        sh->view[u] = v;
+        sh->gathered[u] = rest;
+        v = NULL;
+        rest = NULL;
+        goto out;
+    }
     size_t k = 0;
     for (int i = 0; i < qu->nseg; ++i) {
         if (mixed(sh)) zt_prec_widen(be, sh->prec, v + qu->soff[i], rest + k * es, qu->sn[i]);

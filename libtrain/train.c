@@ -442,13 +442,8 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
                               strcmp(c->offload_optimizer, "none") != 0, ctx->mesh->comm_kind,
                               ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
                               c->pin_optimizer, c->pin_param, 0, 0, NULL,
-                              /* the GEMMs read the bf16 storage: bf16 matmuls (zt_backend_init)
-                               * on cuda (where rounding costs a pass; the CPU would widen it) */
-                              ctx->prec == ZT_PREC_BF16 && strcmp(c->backend, "cuda") == 0 &&
-                                  zt_matmul_bf16_of(c, 1) &&
-                                  /* test hook (tests/test_count.c: bitwise the rounding
-                                   * path; outside the ZTRAIN_ namespace on purpose) */
-                                  !getenv("ZT_TEST_NO_W16")};
+                              /* the GEMMs read the bf16 storage (precision.h) */
+                              ctx->prec == ZT_PREC_BF16 && zt_weights16_of(c)};
     zt_shard_prec bp = sp;
     bp.frozen = ctx->lmodel != NULL;   /* LoRA: the base is frozen */
     unsigned char *qt = NULL;          /* QLoRA: which base tensors are NF4 */

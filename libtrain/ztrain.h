@@ -371,6 +371,9 @@ typedef enum zt_init {
     ZT_INIT_UNIFORM      /* U(-std, std) (LoRA's A: Kaiming-uniform, a = sqrt(5)) */
 } zt_init_kind;
 #define ZT_TENSOR_DECAY 1u    /* AdamW weight decay applies to this tensor */
+#define ZT_TENSOR_GEMM 2u     /* read only as a GEMM weight: where the engine hands the model
+                               * the bf16 storage (zt_unit_params16) the fp32 copy of the
+                               * unit leaves it out (zt_unit_params32) */
 
 /* Start a new unit; the tensors added next belong to it. */
 int zt_layout_unit(zt_layout *L, const char *name, zt_status *st);

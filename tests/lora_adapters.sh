@@ -82,7 +82,9 @@ open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + data)
 PY
 tr o_xt.txt base 1 --ckpt-dir ck_xt --resume never --lora-from xt
 [ $? != 0 ] && grep -q "xt/adapter_model.safetensors: 9 tensors, 8 of them adapters of this run's targets; base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight is not one" o_xt.txt
-ok $? "an adapter tensor of a module the run does not adapt is refused naming it"
+rc=$?
+ok $rc "an adapter tensor of a module the run does not adapt is refused naming it"
+[ $rc = 0 ] || tail -n 5 o_xt.txt | diag
 
 # ---------------------------------------------------------------- GPT-2's c_proj
 python3 - "$FIX/gpt2.ref.json" g1.bin <<'PY'
@@ -95,17 +97,25 @@ cp one.bin one_llama.bin && cp g1.bin one.bin
 tr o_g.txt g2 1 --ckpt-dir ckg --ckpt-every 1 --resume never --lora-targets c_attn,mlp.c_proj &&
     "$ZTRAIN" ckpt export ckg/step-1 --peft pg > o_pg.txt 2>&1 &&
     python3 -c 'import json,sys; t = json.load(open(sys.argv[1]))["target_modules"]; print("# target_modules", t); sys.exit(t != ["c_attn", "mlp.c_proj"])' pg/adapter_config.json
-ok $? "gpt2, adapters on c_attn and mlp.c_proj: exported as target_modules [c_attn, mlp.c_proj]"
+rc=$?
+ok $rc "gpt2, adapters on c_attn and mlp.c_proj: exported as target_modules [c_attn, mlp.c_proj]"
+[ $rc = 0 ] || tail -n 5 o_g.txt o_pg.txt 2> /dev/null | diag
 tr o_g2.txt g2 1 --ckpt-dir ckg2 --resume never --lora-targets c_attn,mlp.c_proj --lora-from pg
-ok $? "... and a run with the same targets starts from it"
+rc=$?
+ok $rc "... and a run with the same targets starts from it"
+[ $rc = 0 ] || tail -n 5 o_g2.txt | diag
 tr o_g3.txt g2 1 --ckpt-dir ckg3 --resume never --lora-targets c_attn,c_proj --lora-from pg
 grep -q 'pg/adapter_config.json: target_modules=\["c_attn","mlp.c_proj"\] adapt c_attn,mlp.c_proj in every block; the run.s ztrain.lora.targets are c_attn,c_proj' o_g3.txt
-ok $? "... a run adapting both c_proj refuses it naming both selections"
+rc=$?
+ok $rc "... a run adapting both c_proj refuses it naming both selections"
+[ $rc = 0 ] || tail -n 5 o_g3.txt | diag
 cp one_llama.bin one.bin
 
 # ---------------------------------------------------------------- --merge
 "$ZTRAIN" ckpt export ck/step-2 --hf m0 --merge > o_m0.txt 2>&1 && [ -s m0/model.safetensors ]
-ok $? "export --hf --merge against the base the adapters were trained on"
+rc=$?
+ok $rc "export --hf --merge against the base the adapters were trained on"
+[ $rc = 0 ] || tail -n 5 o_m0.txt | diag
 cp -r base base.orig
 python3 "$ZT_SRCDIR/tests/hf_fixture.py" mutate base/model-00002-of-00003.safetensors nudge \
     model.layers.1.self_attn.q_proj.weight
@@ -125,5 +135,7 @@ rm -rf base && cp -r base.orig base && echo " " >> base/config.json
 ok $? "config.json changed: --merge refused"
 rm -rf base && cp -r base.orig base
 "$ZTRAIN" ckpt export ck/step-2 --hf m3 --merge > o_m3.txt 2>&1 && cmp -s m0/model.safetensors m3/model.safetensors
-ok $? "the base restored: --merge writes the same model again"
+rc=$?
+ok $rc "the base restored: --merge writes the same model again"
+[ $rc = 0 ] || tail -n 5 o_m3.txt | diag
 done_testing

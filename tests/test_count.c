@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "costmodel_run.h"
+#include "ctx.h"
 #include "tap.h"
 
 static const zt_backend *K;
@@ -447,8 +448,14 @@ static int w16_tokens(void *st_, long step, uint64_t first, int count, int T, in
     }
     return ZT_OK;
 }
-static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], long *w16_calls,
-                   long *rounds, zt_status *st) {
+/* (mem: the fp32 copies' accounted peak, the plan's, and the bytes the
+ * widening kernels moved) */
+typedef struct w16_mem {
+    uint64_t peak, plan;
+    double widened;
+} w16_mem;
+static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
+                   long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
     char v[64];
     int rc = c ? ZT_OK : ZT_ENOMEM;
@@ -473,17 +480,30 @@ static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], l
     SET("train_batch_size", "%d", s->B);
     SET("zero_optimization.stage", "%d", stage);
     SET("gradient_clipping", "%s", "1.0");
-    SET("ztrain.backend", "%s", "cuda");
+    /* (a Mixture of Experts: the cpu backend itself, uncounted: the
+     * counter has no MoE kernels) */
+    const int moe = extra && strstr(extra, "n_experts");
+    SET("ztrain.backend", "%s", moe ? "cpu" : "cuda");
     SET("ztrain.comm_backend", "%s", "mpi");
     SET("bf16.enabled", "%s", "true");
     SET("ztrain.threads", "%d", 1);
     SET("ztrain.data.val", "%s", "");
     SET("ztrain.classifier_chunk_rows", "%d", s->B * s->T / 2);   /* the head in 2 chunks */
 #undef SET
+    /* extra: "key=value key=value ..." */
+    char kv[512];
+    snprintf(kv, sizeof kv, "%s", extra ? extra : "");
+    for (char *sv = NULL, *t = strtok_r(kv, " ", &sv); t && rc == ZT_OK; t = strtok_r(NULL, " ", &sv)) {
+        char *eq = strchr(t, '=');
+        if (!eq) continue;
+        *eq = 0;
+        rc = zt_config_set(c, t, eq + 1, ZT_SRC_FLAG, st);
+    }
     if (no_w16) setenv("ZT_TEST_NO_W16", "1", 1);
     zt_ctx *ctx = NULL;
+    zt_mem_reset_peaks();
     if (rc == ZT_OK) {
-        zt_backend_set_stand_in(zt_backend_count_over(zt_backend_cpu()));
+        if (!moe) zt_backend_set_stand_in(zt_backend_count_over(zt_backend_cpu()));
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
     }
@@ -512,6 +532,15 @@ static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], l
     const zt_count_kernel *k;
     const size_t nk = zt_count_kernels(&k);
     *rounds = launches_of_k(k, nk, "k_round_bf16");
+    memset(mem, 0, sizeof *mem);
+    for (size_t i = 0; i < nk; i++)
+        if (!strcmp(k[i].name, "k_from_bf16")) mem->widened += k[i].bytes * (double)k[i].launches;
+    zt_mem_stats ms;
+    zt_mem_get(&ms);
+    mem->peak = ms.peak[ZT_MEM_GATHERED];
+    if (ctx && ctx->have_plan)
+        mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
+                    ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
     if (ctx) zt_ctx_free(ctx);
     if (c) zt_config_free(c);
     zt_count_reset();
@@ -520,35 +549,71 @@ static int w16_run(const cm_shape *s, int stage, int no_w16, double res[4][2], l
 
 static void bf16_weights(void) {
     /* (a Llama block's GEMMs: q|k|v, o, gate|up, down) */
-    static const struct { const char *shape; int stage; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0}, {"gpt2:2,2,32,64,2,16", 1}, {"gpt2:2,2,32,64,2,16", 2},
-        {"gpt2:2,2,32,64,2,16", 3}, {"llama:2,4,2,32,48,64,2,16", 0},
-        {"llama:2,4,2,32,48,64,2,16,untied", 1}, {"llama:2,4,2,32,48,64,2,16", 3}};
+    /* (extra: LoRA's frozen base, its adapters on every linear layer; QLoRA;
+     * a Mixture of Experts with a shared expert: every GEMM of its blocks,
+     * the router's and the routed experts' (moe.c) too, takes the bf16
+     * weights) */
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 1, NULL},
+        {"gpt2:2,2,32,64,2,16", 2, NULL}, {"gpt2:2,2,32,64,2,16", 3, NULL},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 1, NULL},
+        {"llama:2,4,2,32,48,64,2,16", 3, NULL}, {"gpt2:2,2,32,64,2,16", 2, lora},
+        {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 2, moe},
+        {"llama:2,4,2,32,48,64,2,16", 3, moe}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
         cm_shape_parse(cases[i].shape, &s);
         double a[4][2], b[4][2];
         long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
         zt_status st;
         memset(&st, 0, sizeof st);
-        const int r1 = w16_run(&s, cases[i].stage, 0, a, &wa, &ra, &st);
-        if (r1) tap_diag("%s: %s", cases[i].shape, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, 1, b, &wb, &rb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", cases[i].shape, st.msg);
+        const char *ex = cases[i].extra;
+        char what[96];
+        snprintf(what, sizeof what, "%s%s", cases[i].shape,
+                 ex == lora ? " LoRA" : ex == qlora ? " QLoRA" : ex == moe ? " MoE" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 1, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
         if (!tap_ok(!r1 && !r2, "%s stage %d bf16: 4 steps with and without the bf16 weights",
-                    cases[i].shape, cases[i].stage))
+                    what, cases[i].stage))
             continue;
         tap_ok(!memcmp(a, b, sizeof a),
                "%s stage %d: losses and gradient norms bitwise the rounding path's (%.9g %.9g ... %.9g)",
-               cases[i].shape, cases[i].stage, a[0][0], a[1][0], a[3][0]);
+               what, cases[i].stage, a[0][0], a[1][0], a[3][0]);
         /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
          * head's 2 chunks forward, backward, and the first chunk's logits
-         * again (the second's probabilities are kept); 4 steps.  Stage 3
-         * has no whole 16-bit storage: none.  Each call rounds no weight. */
-        const long want = cases[i].stage < 3 ? 4L * (8 * s.L + 2 + 2 + 1) : 0;
+         * again (the second's probabilities are kept); 4 steps.  Stage 3:
+         * the blocks' GEMMs read the gathered unit, the tied head's does not
+         * (the embeddings' unit has no GEMM-only tensor: its gathered 16-bit
+         * buffer is freed once widened; an untied head's unit has one).
+         * Each call rounds no weight.  QLoRA: the blocks' weights are NF4
+         * (dequantized into the fp32 copy), the untied head's bf16.  (A
+         * Mixture of Experts runs on the cpu backend, uncounted.) */
+        const int head = cases[i].stage < 3 || s.untied;
+        const long want = ex == moe     ? 0
+                          : ex == qlora ? 4L * (2 + 2 + 1)
+                                        : 4L * (8 * s.L + (head ? 2 + 2 + 1 : 0));
         tap_ok(wa == want && wb == 0 && ra == rb - want,
-               "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", cases[i].shape,
+               "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", what,
                cases[i].stage, wa, wb, rb - ra);
+        /* the fp32 copy leaves the GEMM weights out: its accounted peak is
+         * the plan's, below the rounding path's, and the widening moves
+         * fewer bytes */
+        tap_ok(ma.peak == ma.plan && mb.peak == mb.plan && ma.peak < mb.peak &&
+                   (ex == moe || ma.widened < mb.widened),
+               "%s stage %d: the fp32 copies' peak %llu bytes (planned %llu; %llu without the bf16 "
+               "weights, planned %llu), widened %.0f bytes (%.0f)", what, cases[i].stage,
+               (unsigned long long)ma.peak, (unsigned long long)ma.plan,
+               (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened);
     }
 }
 

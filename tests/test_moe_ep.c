@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < E * C; ++i) router[i] = frand(&seed);
     for (int i = 0; i < E * 2 * I * C; ++i) gu[i] = frand(&seed);
     for (int i = 0; i < E * C * I; ++i) dn[i] = frand(&seed);
-    const zt_moe_w w = {router, gu, dn};
+    const zt_moe_w w = {router, gu, dn, NULL, NULL, NULL};
     enum { N = 5 };
     float x[6 * C], dy[N * C];   /* (6 tokens: the refusal's rank 1) */
     seed = 100 + (uint64_t)r;
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     float y1[N * C], y2[N * C], dx1[N * C], dx2[N * C];
     float g1r[E * C] = {0}, g1gu[E * 2 * I * C] = {0}, g1dn[E * C * I] = {0};
     float g2r[E * C] = {0}, g2gu[E * 2 * I * C] = {0}, g2dn[E * C * I] = {0};
-    zt_moe_w gw1 = {g1r, g1gu, g1dn}, gw2 = {g2r, g2gu, g2dn};
+    zt_moe_w gw1 = {g1r, g1gu, g1dn, NULL, NULL, NULL}, gw2 = {g2r, g2gu, g2dn, NULL, NULL, NULL};
     zt_moe_host h1, h2;
     memset(&h1, 0, sizeof h1);
     memset(&h2, 0, sizeof h2);
