@@ -230,9 +230,6 @@ static int check_expertpar(zt_config *c, int world, zt_status *st) {
         return zt_fail(st, ZT_EINVAL, "expert_parallel_size=%d must divide "
                        "zero_optimization.shard_group_size=%d (ZeRO stage %d shards the experts "
                        "within the shard group)", P, c->shard_group_size, c->zero_stage);
-    if (c->model.lora_r > 0)
-        return zt_fail(st, ZT_EUNSUPPORTED, "expert_parallel_size=%d with LoRA (ztrain.lora.r=%d) "
-                       "is not implemented", P, c->model.lora_r);
     return ZT_OK;
 }
 
