@@ -12,7 +12,8 @@
 # lora_B gradient (2e-5 of its largest entry, test_hf_golden's tolerance),
 # the 3 step losses and the loss after them (1e-5).
 # Then the exports (llama, qwen2, gpt2, gemma3 all-linear; mixtral, qwen2_moe as
-# above): `ztrain train --init-from FIXTURE --lora-r 4` 4 steps at 2
+# above, qwen2_moe also at expert parallelism 2, its exports byte-equal to the
+# run without): `ztrain train --init-from FIXTURE --lora-r 4` 4 steps at 2
 # ranks, stage 3, on a token file of one window (each step's logged loss is
 # that window's loss before the step's update), `ztrain ckpt export step-3
 # --peft` and `--hf --merge`: PEFT loads the adapter with no unexpected or
@@ -63,12 +64,17 @@ mixtral 4 8 q_proj,k_proj,v_proj,o_proj false
 qwen2_moe 4 8 q_proj,v_proj,gate_proj,up_proj,down_proj false
 qwen3_moe_mixed 8 16 q_proj,o_proj true
 LIST
-# fixture:targets (Mixture of Experts: attention, Qwen2-MoE's shared expert)
+# fixture[@EP]:targets (Mixture of Experts: attention, Qwen2-MoE's shared expert; @2: the run at
+# expert parallelism 2)
 for spec in llama:all-linear qwen2:all-linear gpt2:all-linear gemma3:all-linear \
-            mixtral:q_proj,k_proj,v_proj,o_proj qwen2_moe:q_proj,v_proj,gate_proj,up_proj,down_proj; do
+            mixtral:q_proj,k_proj,v_proj,o_proj qwen2_moe:q_proj,v_proj,gate_proj,up_proj,down_proj \
+            qwen2_moe@2:q_proj,v_proj,gate_proj,up_proj,down_proj; do
     fx=${spec%%:*}
     targets=${spec#*:}
+    ep=1
+    case $fx in *@*) ep=${fx#*@}; fx=${fx%@*} ;; esac
     d="$tmp/x$fx"
+    [ "$ep" = 1 ] || d="$tmp/x$fx.ep$ep"
     mkdir -p "$d"
     "$ZT_HF_PYTHON" - "$FIX/$fx.ref.json" "$d/one.bin" "$d/tokens.txt" <<'PY'
 import json, struct, sys
@@ -77,7 +83,7 @@ hdr = [20240520, 1, len(tok)] + [0] * 253
 open(sys.argv[2], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
 open(sys.argv[3], "w").write(" ".join(map(str, tok)) + "\n")
 PY
-    mpirun_np 2 "$ZTRAIN" train --init-from "$FIX/$fx" --stage 3 --seq-len 16 \
+    mpirun_np 2 "$ZTRAIN" train --init-from "$FIX/$fx" --stage 3 --ep "$ep" --seq-len 16 \
         --train_micro_batch_size_per_gpu 1 --steps 4 --lr 1e-2 --clip 0 --scheduler.type none \
         --lora-r 4 --lora-alpha 8 --lora-targets "$targets" --train "$d/one.bin" --val "" \
         --ckpt-dir "$d/ck" --ckpt-every 3 --ckpt-keep 2 --metrics "$d/m.jsonl" --sample-tokens 0 \
@@ -85,15 +91,20 @@ PY
         "$ZTRAIN" ckpt export "$d/ck/step-3" --peft "$d/peft" > "$d/export.out" 2>&1 &&
         "$ZTRAIN" ckpt export "$d/ck/step-3" --hf "$d/merged" --merge >> "$d/export.out" 2>&1
     rc=$?
-    ok $rc "$fx: LoRA ($targets) at 2 ranks, stage 3, 4 steps; ckpt export step-3 --peft and --hf --merge"
+    ok $rc "$fx: LoRA ($targets) at 2 ranks, stage 3, expert parallel $ep, 4 steps; ckpt export step-3 --peft and --hf --merge"
     [ $rc -eq 0 ] || { grep -v '^ ' "$d/train.out" | diag; diag "$d/export.out"; continue; }
     want=$("$ZT_HF_PYTHON" -c 'import json,sys; print([json.loads(l)["loss"] for l in open(sys.argv[1]) if "\"loss\"" in l][3])' "$d/m.jsonl")
     "$ZT_HF_PYTHON" "$ZT_SRCDIR/tests/lora_peft_load.py" "$FIX/$fx" "$d/peft" "$d/merged" \
         "$d/tokens.txt" "$want" > "$d/load.out" 2>&1
     rc=$?
     grep -E '^(ok|not ok) ' "$d/load.out" | diag
-    ok $rc "$fx: the PEFT adapter and the merged model load and give ztrain's step-4 loss"
+    ok $rc "$fx (expert parallel $ep): the PEFT adapter and the merged model load and give ztrain's step-4 loss"
     [ $rc -eq 0 ] || diag "$d/load.out"
+    if [ "$ep" != 1 ]; then
+        cmp "$d/peft/adapter_model.safetensors" "$tmp/x$fx/peft/adapter_model.safetensors" &&
+            cmp "$d/merged/model.safetensors" "$tmp/x$fx/merged/model.safetensors"
+        ok $? "$fx: the exports at expert parallel $ep byte-equal to those without"
+    fi
 done
 # --lora-from's adapter_config.json keys (tests/lora_peft_keys.py, whose
 # verdicts tests/lora_adapters.sh checks): PEFT loads each variant ztrain
