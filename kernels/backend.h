@@ -469,6 +469,29 @@ typedef struct zt_backend {
     void (*matmul_dgelu_bwd_w16)(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                  const float *dout, const float *inp, const float *pre,
                                  const uint16_t *w16, int N, int C, int OC);
+
+    /* ---- the linear layers with a bf16 input (last: added after the
+     * table's other entries; the saved activations the models keep in bf16,
+     * libtrain/model.h zt_mm_fwd_a16).  Optional: NULL when the backend has
+     * none (the model then keeps those activations in fp32).  inp16[N,C]
+     * holds bf16 bits; the weight is w16 (bf16 bits) when w16 != NULL, else
+     * the fp32 w.  Each entry is its fp32 entry (matmul_fwd, matmul_bwd,
+     * matmul_gelu_fwd, matmul_dgelu_bwd; with w16: the *_w16 entry) with inp
+     * = the fp32 values of inp16, bitwise.  In bf16 matmul mode that entry
+     * rounds inp to bf16, the identity on these values, so the GEMMs read
+     * inp16 itself (forward, and the weight gradient's GEMM) and nothing
+     * rounds it.  bf16 matmul mode only on cuda (fp32 mode records an error
+     * and computes nothing).                                               */
+    void (*matmul_fwd_a16)(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
+                           const float *bias, int N, int C, int OC);
+    void (*matmul_bwd_a16)(float *dinp, float *dw, float *dbias, const float *dout,
+                           const uint16_t *inp16, const float *w, const uint16_t *w16, int N, int C,
+                           int OC);
+    void (*matmul_gelu_fwd_a16)(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                const uint16_t *w16, const float *bias, int N, int C, int OC);
+    void (*matmul_dgelu_bwd_a16)(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                 const float *dout, const uint16_t *inp16, const float *pre,
+                                 const float *w, const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* The CPU backend (always built). */

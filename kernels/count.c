@@ -464,9 +464,12 @@ static void c_mem_stats(size_t *cur, size_t *peak) {
  * bias.  A bias not 16-byte aligned leaves cuBLASLt's epilogue for
  * cublasGemmEx + k_add_bias (reads C and bias, writes C).  a16 (the bf16
  * weight, or NULL) / b16 (the backward's dout16): that operand arrives in
- * bf16, not rounded; a16 not 256-byte aligned is copied (a device memcpy). */
+ * bf16, not rounded; a16 not 256-byte aligned is copied (a device memcpy).
+ * b16: B in bf16 (D16: the backward's dout16; a bf16 input: copied when not
+ * 256-byte aligned), or NULL. */
+#define D16 ((const void *)(uintptr_t)256)
 static void gemm_ex(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
-                    const float *bias, const void *a16, int b16) {
+                    const float *bias, const void *a16, const void *b16) {
     const int bf16 = g_mode == ZT_MATMUL_BF16;
     const int epi = bias && ((uintptr_t)bias & 15) == 0;
     if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
@@ -474,6 +477,7 @@ static void gemm_ex(int ta, int tb, long m, long n, long k, long lda, long ldb, 
         if (!a16) rec(K_ROUND_BF16, 0, na * (F + H));
         else if ((uintptr_t)a16 & 255) rec(K_MEMCPY, 0, na * 2 * H);   /* to 256-byte alignment */
         if (!b16) rec(K_ROUND_BF16, 0, nb * (F + H));
+        else if ((uintptr_t)b16 & 255) rec(K_MEMCPY, 0, nb * 2 * H);   /* (a bf16 input) */
     }
     const double e = bf16 ? H : F;
     rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(m) * D(n) * D(k),
@@ -506,55 +510,55 @@ static void colsum(long N, long C) {
 static const void *w16_of(const void *w16) {
     return g_whatif & ZT_COUNT_WHATIF_W16_ROUNDED ? NULL : w16;
 }
-static void mm_fwd(int N, int C, int OC, const float *bias, const void *w16);
+static void mm_fwd(int N, int C, int OC, const float *bias, const void *w16, const void *x16);
 static void c_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
                          int C, int OC) {
     call(ZT_CE_matmul_fwd);
     if (g_inner) g_inner->matmul_fwd(out, inp, w, bias, N, C, OC);
-    mm_fwd(N, C, OC, bias, NULL);
+    mm_fwd(N, C, OC, bias, NULL, NULL);
 }
 static void c_matmul_fwd_w16(float *out, const float *inp, const uint16_t *w16, const float *bias,
                              int N, int C, int OC) {
     call(ZT_CE_matmul_fwd_w16);
     if (g_inner) g_inner->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
-    mm_fwd(N, C, OC, bias, w16_of(w16));
+    mm_fwd(N, C, OC, bias, w16_of(w16), NULL);
 }
-static void mm_fwd(int N, int C, int OC, const float *bias, const void *w16) {
+static void mm_fwd(int N, int C, int OC, const float *bias, const void *w16, const void *x16) {
     if (N <= 0 || OC <= 0) return;
     if (C <= 0) {   /* memset of out, k_add_bias */
         rec(K_MEMSET, 0, D(N) * D(OC) * F);
         if (bias) rec(K_ADD_BIAS, D(N) * D(OC), 2 * D(N) * D(OC) * F + D(OC) * F);
         return;
     }
-    gemm_ex(1, 0, OC, N, C, C, C, 0, bias, w16, 0);
+    gemm_ex(1, 0, OC, N, C, C, C, 0, bias, w16, x16);
 }
 
 /* dinp: gemm(N, N, m=C, n=N, k=OC), beta 0; dw (+=): gemm(N, T, m=C,
  * n=OC, k=N), beta 1; dbias: the column sum of dout.  (In bf16 mode dout is
  * rounded once for both GEMMs: round_dout.) */
 static void mm_bwd(const float *dinp, const float *dw, const float *dbias, int N, int C, int OC,
-                   const void *w16) {
+                   const void *w16, const void *x16) {
     if (N <= 0) return;
     const int d16 = round_dout(N, C, OC, dinp || dw);
     if (dinp && C > 0) {
-        if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16, d16);
+        if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16, d16 ? D16 : NULL);
         else rec(K_MEMSET, 0, D(N) * D(C) * F);
     }
     if (OC <= 0) return;
-    if (dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, 0, d16);
+    if (dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
     if (dbias) colsum(N, OC);
 }
 static void c_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                          const float *w, int N, int C, int OC) {
     call(ZT_CE_matmul_bwd);
     if (g_inner) g_inner->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
-    mm_bwd(dinp, dw, dbias, N, C, OC, NULL);
+    mm_bwd(dinp, dw, dbias, N, C, OC, NULL, NULL);
 }
 static void c_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *dout,
                              const float *inp, const uint16_t *w16, int N, int C, int OC) {
     call(ZT_CE_matmul_bwd_w16);
     if (g_inner) g_inner->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
-    mm_bwd(dinp, dw, dbias, N, C, OC, w16_of(w16));
+    mm_bwd(dinp, dw, dbias, N, C, OC, w16_of(w16), NULL);
 }
 
 /* The GELU layers (cuda_matmul.cu): the GEMM with a cuBLASLt epilogue when
@@ -570,20 +574,22 @@ static void c_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *
 static int gelu_epi_ok(const void *aux, long ld, const float *bias) {
     return ((uintptr_t)aux & 15) == 0 && ld % 8 == 0 && (!bias || ((uintptr_t)bias & 15) == 0);
 }
-static void mm_gelu_fwd(const float *pre, const float *bias, int N, int C, int OC, const void *w16);
+static void mm_gelu_fwd(const float *pre, const float *bias, int N, int C, int OC, const void *w16,
+                        const void *x16);
 static void c_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
                               const float *bias, int N, int C, int OC) {
     call(ZT_CE_matmul_gelu_fwd);
     if (g_inner) g_inner->matmul_gelu_fwd(out, pre, inp, w, bias, N, C, OC);
-    mm_gelu_fwd(pre, bias, N, C, OC, NULL);
+    mm_gelu_fwd(pre, bias, N, C, OC, NULL, NULL);
 }
 static void c_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
                                   const float *bias, int N, int C, int OC) {
     call(ZT_CE_matmul_gelu_fwd_w16);
     if (g_inner) g_inner->matmul_gelu_fwd_w16(out, pre, inp, w16, bias, N, C, OC);
-    mm_gelu_fwd(pre, bias, N, C, OC, w16_of(w16));
+    mm_gelu_fwd(pre, bias, N, C, OC, w16_of(w16), NULL);
 }
-static void mm_gelu_fwd(const float *pre, const float *bias, int N, int C, int OC, const void *w16) {
+static void mm_gelu_fwd(const float *pre, const float *bias, int N, int C, int OC, const void *w16,
+                        const void *x16) {
     if (N <= 0 || OC <= 0) return;
     const double nm = D(N) * D(OC);
     if (C > 0 && bias && gelu_epi_ok(pre, OC, bias)) {
@@ -591,7 +597,8 @@ static void mm_gelu_fwd(const float *pre, const float *bias, int N, int C, int O
         if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
             if (!w16) rec(K_ROUND_BF16, 0, D(OC) * D(C) * (F + H));
             else if ((uintptr_t)w16 & 255) rec(K_MEMCPY, 0, D(OC) * D(C) * 2 * H);
-            rec(K_ROUND_BF16, 0, D(N) * D(C) * (F + H));
+            if (!x16) rec(K_ROUND_BF16, 0, D(N) * D(C) * (F + H));
+            else if ((uintptr_t)x16 & 255) rec(K_MEMCPY, 0, D(N) * D(C) * 2 * H);
         }
         const double e = bf16 ? H : F;
         rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(OC) * D(N) * D(C) + 9 * nm,
@@ -602,18 +609,18 @@ static void mm_gelu_fwd(const float *pre, const float *bias, int N, int C, int O
         rec(K_MEMSET, 0, nm * F);
         if (bias) rec(K_ADD_BIAS, nm, 2 * nm * F + D(OC) * F);
     } else {
-        gemm_ex(1, 0, OC, N, C, C, C, 0, bias, w16, 0);
+        gemm_ex(1, 0, OC, N, C, C, C, 0, bias, w16, x16);
     }
     rec(K_GELU_FWD, 9 * nm, 2 * nm * F);
 }
 static void mm_dgelu_bwd(const float *dpre_bias, const float *dw, const float *dbias,
-                         const float *pre, int N, int C, int OC, const void *w16);
+                         const float *pre, int N, int C, int OC, const void *w16, const void *x16);
 static void c_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                const float *dout, const float *inp, const float *pre,
                                const float *w, int N, int C, int OC) {
     call(ZT_CE_matmul_dgelu_bwd);
     if (g_inner) g_inner->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
-    mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, NULL);
+    mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, NULL, NULL);
 }
 static void c_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                    const float *dout, const float *inp, const float *pre,
@@ -621,10 +628,42 @@ static void c_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, flo
     call(ZT_CE_matmul_dgelu_bwd_w16);
     if (g_inner)
         g_inner->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
-    mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16));
+    mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), NULL);
+}
+/* x16: the bf16-input entries (backend.h): the input is not rounded (NULL:
+ * it is; A16_ROUNDED counts them so) */
+static const void *x16_of(const void *x16) {
+    return g_whatif & ZT_COUNT_WHATIF_A16_ROUNDED ? NULL : x16;
+}
+static void c_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
+                             const float *bias, int N, int C, int OC) {
+    call(ZT_CE_matmul_fwd_a16);
+    if (g_inner) g_inner->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
+    mm_fwd(N, C, OC, bias, w16_of(w16), x16_of(inp16));
+}
+static void c_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                             int C, int OC) {
+    call(ZT_CE_matmul_bwd_a16);
+    if (g_inner) g_inner->matmul_bwd_a16(dinp, dw, dbias, dout, inp16, w, w16, N, C, OC);
+    mm_bwd(dinp, dw, dbias, N, C, OC, w16_of(w16), x16_of(inp16));
+}
+static void c_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                  const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    call(ZT_CE_matmul_gelu_fwd_a16);
+    if (g_inner) g_inner->matmul_gelu_fwd_a16(out, pre, inp16, w, w16, bias, N, C, OC);
+    mm_gelu_fwd(pre, bias, N, C, OC, w16_of(w16), x16_of(inp16));
+}
+static void c_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const uint16_t *inp16, const float *pre,
+                                   const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_dgelu_bwd_a16);
+    if (g_inner)
+        g_inner->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
+    mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16));
 }
 static void mm_dgelu_bwd(const float *dpre_bias, const float *dw, const float *dbias,
-                         const float *pre, int N, int C, int OC, const void *w16) {
+                         const float *pre, int N, int C, int OC, const void *w16, const void *x16) {
     if (N <= 0) return;
     const double nc = D(N) * D(C);
     const int d16 = round_dout(N, C, OC, 1);
@@ -639,15 +678,15 @@ static void mm_dgelu_bwd(const float *dpre_bias, const float *dw, const float *d
         rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(C) * D(N) * D(OC) + 16 * nc,
             (D(C) * D(OC) + D(OC) * D(N)) * e + 2 * nc * F + D(C) * F);
         if (dpre_bias) rec(K_BGRAD_ACC, D(C), 3 * D(C) * F);
-        if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, 0, d16);
+        if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
         if (dbias) colsum(N, OC);
         return;
     }
     if (C > 0) {
-        if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16, d16);
+        if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16, d16 ? D16 : NULL);
         else rec(K_MEMSET, 0, nc * F);
     }
-    if (OC > 0 && dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, 0, d16);
+    if (OC > 0 && dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
     if (OC > 0 && dbias) colsum(N, OC);
     if (C <= 0) return;
     rec(K_GELU_BWD, 15 * nc, 3 * nc * F);
@@ -1345,6 +1384,10 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->matmul_bwd_w16 = c_matmul_bwd_w16;
     t->matmul_gelu_fwd_w16 = c_matmul_gelu_fwd_w16;
     t->matmul_dgelu_bwd_w16 = c_matmul_dgelu_bwd_w16;
+    t->matmul_fwd_a16 = c_matmul_fwd_a16;
+    t->matmul_bwd_a16 = c_matmul_bwd_a16;
+    t->matmul_gelu_fwd_a16 = c_matmul_gelu_fwd_a16;
+    t->matmul_dgelu_bwd_a16 = c_matmul_dgelu_bwd_a16;
     t->add_layernorm_fwd = c_add_layernorm_fwd;
     t->add_rmsnorm_fwd = c_add_rmsnorm_fwd;
 }

@@ -75,7 +75,8 @@ typedef struct zt_count_kernel {
     X(nonfinite) X(nf4_dequant) X(sum) X(copy2d) X(xent_fused) X(sum_to)       \
     X(sumsq_to) X(nonfinite_to) X(adamw_multi) X(matmul_gelu_fwd) X(matmul_dgelu_bwd) \
     X(add_layernorm_fwd) X(add_rmsnorm_fwd) X(matmul_fwd_w16) X(matmul_bwd_w16) \
-    X(matmul_gelu_fwd_w16) X(matmul_dgelu_bwd_w16)
+    X(matmul_gelu_fwd_w16) X(matmul_dgelu_bwd_w16) X(matmul_fwd_a16) X(matmul_bwd_a16) \
+    X(matmul_gelu_fwd_a16) X(matmul_dgelu_bwd_a16)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM
@@ -124,9 +125,17 @@ const char *zt_count_entry_name(int entry);
  * fp32-weight entries, the weight rounded by k_round_bf16 as the engine did
  * before its GEMMs read the bf16 storage.  AS_RECORDED: the kernels of the
  * bench_gpu tables recorded so far (before both changes), for comparing a
- * prediction with their measured steps. */
+ * prediction with their measured steps (with A16_ROUNDED below). */
 #define ZT_COUNT_WHATIF_W16_ROUNDED 8u
-#define ZT_COUNT_AS_RECORDED (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED)
+/* A16_ROUNDED counts the bf16-input entries (matmul_fwd_a16 ...) as if
+ * their input arrived in fp32 and were rounded by k_round_bf16 (the models'
+ * saved activations before they were kept in bf16; the replays of recorded
+ * tables call only the fp32 entries). */
+#define ZT_COUNT_WHATIF_A16_ROUNDED 16u
+/* (bench/costmodel_run.c runs the engine with its activations in fp32 under
+ * A16_ROUNDED, as the recorded runs kept them) */
+#define ZT_COUNT_AS_RECORDED \
+    (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED | ZT_COUNT_WHATIF_A16_ROUNDED)
 void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */

@@ -238,6 +238,43 @@ static void p_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, flo
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
           F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C + (double)N * C : 0)) + 2.0 * OC * C);
 }
+/* the bf16-input entries: their fp32 entries' counts with the input read
+ * in 2 bytes an element (and the weight too with w16) */
+static double p_wbytes(const uint16_t *w16, int OC, int C) { return (w16 ? 2.0 : F4) * OC * C; }
+static void p_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
+                             const float *bias, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          2.0 * N * C + F4 * (double)N * OC + p_wbytes(w16, OC, C));
+}
+static void p_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                             int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_a16(dinp, dw, dbias, dout, inp16, w, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          F4 * ((double)N * OC + (dinp ? (double)N * C : 0) + (dw ? 2.0 * OC * C : 0)) +
+              (dw ? 2.0 * N * C : 0) + (dinp ? p_wbytes(w16, OC, C) : 0));
+}
+static void p_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                  const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_gelu_fwd_a16(out, pre, inp16, w, w16, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          2.0 * N * C + F4 * 2.0 * N * OC + p_wbytes(w16, OC, C));
+}
+static void p_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const uint16_t *inp16, const float *pre,
+                                   const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C : 0)) + (dw ? 2.0 * N * C : 0) +
+              p_wbytes(w16, OC, C));
+}
 static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                const float *dout, const float *inp, const float *pre,
                                const float *w, int N, int C, int OC) {
@@ -465,6 +502,10 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_bwd_w16);
     W(matmul_gelu_fwd_w16);
     W(matmul_dgelu_bwd_w16);
+    W(matmul_fwd_a16);
+    W(matmul_bwd_a16);
+    W(matmul_gelu_fwd_a16);
+    W(matmul_dgelu_bwd_a16);
     W(add_layernorm_fwd);
     W(add_rmsnorm_fwd);
     W(adamw);

@@ -120,6 +120,12 @@ typedef struct zt_model_config {
     /* ---- the LM head's chunks (libtrain/classifier.h): kept with the model's
      * shape because the activations and the memory plan depend on it */
     int classifier_rows;      /* ztrain.classifier_chunk_rows: rows per chunk, 0 = auto */
+    /* ---- bf16 activation storage: not a key; set by the engine (train.c)
+     * and the memory planner from zt_acts16_of (precision.h), 0 in a config.
+     * 1: the saved activations only GEMMs read (norm outputs, the MLP's
+     * GELU/SwiGLU output) are kept in bf16 (the GEMMs round them to bf16
+     * anyway: bitwise the same results); the activations depend on it */
+    int acts16;
 } zt_model_config;
 
 struct zt_config {

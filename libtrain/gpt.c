@@ -140,6 +140,7 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     zt_gpt *g = calloc(1, sizeof *g);
     if (!g) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     g->cfg = *mc;
+    if (!zt_acts16_ok(be)) g->cfg.acts16 = 0;   /* (a backend without the bf16-input entries) */
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -188,19 +189,25 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     size_t slots = zt_acts_n_slots(training, k, L);
     const int spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     zt_carve cv = {base, 0, 0};
+    /* (bf16 activations; their fp32 values staged in d4a, free in the forward) */
+    const int a16 = training && zt_acts16_on(mc);
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
+#define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
     cv.off = zt_acts_carve_res(a->res, base, 0, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_layer_acts *la = &a->layer[base ? s : 0];
-        TAKE(la->ln1, N * C); TAKES(la->ln1_mean, N); TAKES(la->ln1_rstd, N);
+        if (a16) TAKE16(la->ln116, N * C); else TAKE(la->ln1, N * C);
+        TAKES(la->ln1_mean, N); TAKES(la->ln1_rstd, N);
         /* (sequence parallel: qkv head-sharded [B, N_sp T, 3C/N_sp], atth
          * [B, N_sp T, C/N_sp], lse [B, NH/N_sp, N_sp T]: the same counts) */
         TAKE(la->qkv, N * 3 * C); TAKE(la->atty, N * C); TAKES(la->lse, (size_t)B * NH * T);
         if (spn > 1) TAKE(la->atth, N * C);
         TAKE(la->res2, N * C);
-        TAKE(la->ln2, N * C); TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
-        TAKE(la->fch, N * 4 * C); TAKE(la->fch_gelu, N * 4 * C);
+        if (a16) TAKE16(la->ln216, N * C); else TAKE(la->ln2, N * C);
+        TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
+        TAKE(la->fch, N * 4 * C);
+        if (a16) TAKE16(la->fchg16, N * 4 * C); else TAKE(la->fch_gelu, N * 4 * C);
     }
     TAKE(a->scratch, N * C);
     if (spn > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
@@ -217,6 +224,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
 #undef TAKE
+#undef TAKE16
 #undef TAKES
     return cv;
 }
@@ -308,13 +316,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const uint16_t *u16 = g->p16[l + 1];   /* the block's bf16 bits (zt_mm_fwd), or NULL */
 #define W16(t) (u16 ? u16 + g->off[t] : NULL)
     /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
-    be->layernorm_fwd(s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    /* (bf16 activations: each staged in d4a, rounded once) */
+    float *f32 = a->d4a;
+    be->layernorm_fwd(s->ln116 ? f32 : s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    if (s->ln116) be->to_bf16(s->ln116, f32, (size_t)N * C);
     if (g->spn > 1) {
         /* sequence parallel (seqpar.h): local rows' q|k|v exchanged for all
          * T positions of NH/N_sp heads, the output exchanged back */
         const int P = g->spn;
-        zt_mm_fwd(be, a->sp_h, s->ln1, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
-        zt_skel_lora_fwd(sk, LG_QKV, s->ln1, a->sp_h, N, &a->lora);
+        zt_mm_fwd_x(be, a->sp_h, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->ln1, s->ln116, a->sp_h, N, &a->lora);
         zt_group_where(g->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&g->sp, be, s->qkv, a->sp_h, B, T, &g->qkv_sl, a->sp_send,
                               a->sp_recv, st));
@@ -322,30 +333,35 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(zt_sp_to_tokens(&g->sp, be, s->atty, s->atth, B, T, &g->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
-        zt_mm_fwd(be, s->qkv, s->ln1, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
-        zt_skel_lora_fwd(sk, LG_QKV, s->ln1, s->qkv, N, &a->lora);
+        zt_mm_fwd_x(be, s->qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->ln1, s->ln116, s->qkv, N, &a->lora);
         be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
     }
     zt_mm_fwd(be, a->scratch, s->atty, w->attprojw, W16(T_PROJW), w->attprojb, N, C, C);
     zt_skel_lora_fwd(sk, LG_PROJ, s->atty, a->scratch, N, &a->lora);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
+    float *ln2 = s->ln216 ? f32 : s->ln2;
     if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
-        be->add_layernorm_fwd(s->res2, s->ln2, s->ln2_mean, s->ln2_rstd, x, a->scratch, w->ln2w,
+        be->add_layernorm_fwd(s->res2, ln2, s->ln2_mean, s->ln2_rstd, x, a->scratch, w->ln2w,
                               w->ln2b, N, C);
     } else {
         be->add(s->res2, x, a->scratch, (size_t)N * C);
-        be->layernorm_fwd(s->ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+        be->layernorm_fwd(ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
     }
+    if (s->ln216) be->to_bf16(s->ln216, f32, (size_t)N * C);
+    float *gl = s->fchg16 ? f32 : s->fch_gelu;
     if (be->matmul_gelu_fwd && !sk->lora) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
-        zt_mm_gelu_fwd(be, s->fch_gelu, s->fch, s->ln2, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
+        zt_mm_gelu_fwd_x(be, gl, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
     } else {
-        zt_mm_fwd(be, s->fch, s->ln2, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
-        zt_skel_lora_fwd(sk, LG_FC, s->ln2, s->fch, N, &a->lora);
-        be->gelu_fwd(s->fch_gelu, s->fch, (size_t)N * 4 * C);
+        zt_mm_fwd_x(be, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
+        zt_skel_lora_fwd16(sk, LG_FC, s->ln2, s->ln216, s->fch, N, &a->lora);
+        be->gelu_fwd(gl, s->fch, (size_t)N * 4 * C);
     }
-    zt_mm_fwd(be, a->scratch, s->fch_gelu, w->fcprojw, W16(T_FCPW), w->fcprojb, N, 4 * C, C);
-    zt_skel_lora_fwd(sk, LG_FCPROJ, s->fch_gelu, a->scratch, N, &a->lora);
+    if (s->fchg16) be->to_bf16(s->fchg16, f32, (size_t)N * 4 * C);
+    zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,
+                4 * C, C);
+    zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
 #undef W16
@@ -426,17 +442,19 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     if (be->matmul_dgelu_bwd && !sk->lora) {
         /* the projection's input gradient through the GELU, and fc's bias
          * gradient, in its GEMM (cuda: a cuBLASLt epilogue) */
-        zt_mm_dgelu_bwd(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
-                        s->fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
-        zt_mm_bwd(be, a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, w->fcw, W16(T_FCW), N, C, 4 * C);
+        zt_mm_dgelu_bwd_x(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
+                          s->fchg16, s->fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
+        zt_mm_bwd_x(be, a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N, C,
+                    4 * C);
     } else {
-        zt_mm_bwd(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, w->fcprojw,
-                  W16(T_FCPW), N, 4 * C, C);
-        zt_skel_lora_bwd(sk, LG_FCPROJ, s->fch_gelu, a->dres, a->d4a, N, ls);
+        zt_mm_bwd_x(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, s->fchg16,
+                    w->fcprojw, W16(T_FCPW), N, 4 * C, C);
+        zt_skel_lora_bwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->dres, a->d4a, N, ls);
         be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
-        zt_mm_bwd(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, w->fcw, W16(T_FCW), N, C, 4 * C);
+        zt_mm_bwd_x(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N,
+                    C, 4 * C);
     }
-    zt_skel_lora_bwd(sk, LG_FC, s->ln2, a->d4b, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, a->dbuf, N, ls);
     be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                       s->ln2_mean, s->ln2_rstd, N, C);
     /* attention */
@@ -457,9 +475,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     } else {
         be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
     }
-    zt_mm_bwd(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, w->qkvw, W16(T_QKVW), N, C, 3 * C);
+    zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N, C,
+                3 * C);
 #undef W16
-    zt_skel_lora_bwd(sk, LG_QKV, s->ln1, dq, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, a->dbuf, N, ls);
     be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                       s->ln1_mean, s->ln1_rstd, N, C);
     return ZT_OK;

@@ -51,6 +51,9 @@ typedef struct zt_gpt_acts {
         float *res2;                         /* [N, C] after attention */
         float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
         float *fch, *fch_gelu;               /* [N, 4C] x 2 */
+        /* bf16 activations (a training block with zt_acts16_on; ln1, ln2 and
+         * fch_gelu are then NULL): the same values rounded, read only by GEMMs */
+        uint16_t *ln116, *ln216, *fchg16;
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, 3C] all-to-all buffers ... */

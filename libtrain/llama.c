@@ -365,6 +365,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
         }
     }
     m->cfg = *mc;
+    if (!zt_acts16_ok(be)) m->cfg.acts16 = 0;   /* (a backend without the bf16-input entries) */
     m->s = s;
     m->be = be;
     m->sp.n = 1;
@@ -570,7 +571,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     size_t k = zt_acts_ckpt_group(ckpt, training, L);
     size_t slots = zt_acts_n_slots(training, k, L);
     zt_carve cv = {base, 0, 0};
+    const int a16 = training && zt_acts16_on(mc);   /* (bf16 activations) */
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
+#define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
     /* longrope: the short frequencies, then the long ones */
     TAKES(a->inv_freq, (size_t)sh.hd / 2 * (is_longrope(mc) ? 2 : 1));
@@ -588,7 +591,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             sp_any |= sp;
             if (Hl > Hs) Hs = Hl;
         }
-        TAKE(la->xn, N * C); TAKES(la->rstd1, N);
+        if (a16) TAKE16(la->xn16, N * C); else TAKE(la->xn, N * C);
+        TAKES(la->rstd1, N);
         /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
          * same count; atth the head-sharded attention output [B, N_sp T,
          * AD/N_sp]; lse [B, NH/N_sp, N_sp T]) */
@@ -600,8 +604,10 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
-        TAKE(la->xn2, N * C); TAKES(la->rstd2, N);
-        TAKE(la->gu, N * 2 * Hs); TAKE(la->h, N * Hs);
+        if (a16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
+        TAKES(la->rstd2, N);
+        TAKE(la->gu, N * 2 * Hs);
+        if (a16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
         if (sh.gemma) {
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
@@ -625,6 +631,11 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
+        if (a16) {
+            const size_t W = C > H ? C : H;
+            if (W <= 2 * H) { if (base) a->f32 = a->dgu; }
+            else TAKE(a->f32, N * W);
+        }
         if (sh.E) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
@@ -634,6 +645,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, CW);
 #undef TAKE
+#undef TAKE16
 #undef TAKES
     return cv;
 }
@@ -876,14 +888,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) (gemma: the o
      * projection's output ao normalized before the residual add) */
-    be->rmsnorm_fwd(s->xn, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
+    /* (bf16 activations: the norm into f32, rounded once into xn16) */
+    be->rmsnorm_fwd(s->xn16 ? a->f32 : s->xn, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
+    if (s->xn16) be->to_bf16(s->xn16, a->f32, (size_t)N * C);
     if (sh->sp > 1) {
         /* sequence parallel: the local rows' q|k|v (Qwen3: q, k heads
          * normalized, per row and head, before the exchange), exchanged for
          * all T positions of NH/N_sp heads; RoPE at the global positions */
         const int Tf = T * sh->sp;
-        zt_mm_fwd(be, a->sp_h, s->xn, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
-        zt_skel_lora_fwd(sk, LG_QKV, s->xn, a->sp_h, N, &a->lora);
+        zt_mm_fwd_x(be, a->sp_h, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, a->sp_h, N, &a->lora);
         if (sh->qkn) {
             be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
@@ -900,8 +914,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
-        zt_mm_fwd(be, s->qkv, s->xn, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
-        zt_skel_lora_fwd(sk, LG_QKV, s->xn, s->qkv, N, &a->lora);
+        zt_mm_fwd_x(be, s->qkv, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, s->qkv, N, &a->lora);
         if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
@@ -921,23 +935,27 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
      * and the down projection's output mo normalized before the add) */
     const float *mlp_w = norm_w(m, a, w->mlp_norm, C);
+    float *xn2 = s->xn216 ? a->f32 : s->xn2;
     if (be->add_rmsnorm_fwd) {   /* the residual add and the MLP's norm in one kernel */
-        be->add_rmsnorm_fwd(s->res2, s->xn2, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
+        be->add_rmsnorm_fwd(s->res2, xn2, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
     } else {
         be->add(s->res2, x, a->scratch, (size_t)N * C);
-        be->rmsnorm_fwd(s->xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
+        be->rmsnorm_fwd(xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
     }
+    if (s->xn216) be->to_bf16(s->xn216, a->f32, (size_t)N * C);
     if (m->sparse[l]) {
         m->mh.layer = l;
         return moe_fwd(m, a, s, w, y, st);
     }
-    zt_mm_fwd(be, s->gu, s->xn2, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
-    zt_skel_lora_fwd(sk, LG_GU, s->xn2, s->gu, N, &a->lora);
-    if (sh->gemma) be->geglu_fwd(s->h, s->gu, N, H);
-    else be->swiglu_fwd(s->h, s->gu, N, H);
+    zt_mm_fwd_x(be, s->gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
+    zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, s->gu, N, &a->lora);
+    float *hf = s->h16 ? a->f32 : s->h;
+    if (sh->gemma) be->geglu_fwd(hf, s->gu, N, H);
+    else be->swiglu_fwd(hf, s->gu, N, H);
+    if (s->h16) be->to_bf16(s->h16, a->f32, (size_t)N * H);
     float *mo = sh->gemma ? s->mo : a->scratch;
-    zt_mm_fwd(be, mo, s->h, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
-    zt_skel_lora_fwd(sk, LG_DOWN, s->h, mo, N, &a->lora);
+    zt_mm_fwd_x(be, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
+    zt_skel_lora_fwd16(sk, LG_DOWN, s->h, s->h16, mo, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd4, mo, norm_w(m, a, w->post_mlp_norm, C), eps, N, C);
     be->add(y, s->res2, a->scratch, (size_t)N * C);
@@ -1055,12 +1073,14 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                         norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
         dmo = a->scratch;
     }
-    zt_mm_bwd(be, a->dh, gw->downw, NULL, dmo, s->h, w->downw, LW16(m, w, T_DOWNW), N, H, C);
-    zt_skel_lora_bwd(sk, LG_DOWN, s->h, dmo, a->dh, N, ls);
+    zt_mm_bwd_x(be, a->dh, gw->downw, NULL, dmo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), N, H,
+                C);
+    zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, s->gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
-    zt_mm_bwd(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H);
-    zt_skel_lora_bwd(sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, ls);
+    zt_mm_bwd_x(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), N,
+                C, 2 * H);
+    zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
 mlp_norm:
     be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
                     s->rstd2, N, C);
@@ -1100,8 +1120,9 @@ mlp_norm:
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
                          sh->knh, sh->QKV, sh->kw);
     }
-    zt_mm_bwd(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV);
-    zt_skel_lora_bwd(sk, LG_QKV, s->xn, dq, a->dbuf, N, ls);
+    zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), N, C,
+                sh->QKV);
+    zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, a->dbuf, N, ls);
     be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], norm_w(m, a, w->attn_norm, C),
                     s->rstd1, N, C);
     return ZT_OK;

@@ -85,6 +85,9 @@ typedef struct zt_llama_acts {
         float *xn2, *rstd2;    /* [N, C], [N] MLP RMSNorm */
         float *gu;             /* [N, 2H] gate | up */
         float *h;              /* [N, H] swiglu (gemma: geglu) */
+        /* bf16 activations (a training block with zt_acts16_on; xn, xn2 and
+         * h are then NULL): the same values rounded, read only by GEMMs */
+        uint16_t *xn16, *xn216, *h16;
         /* gemma: the attention block's output before its post norm, the
          * MLP's before its post norm, and their rstd */
         float *ao, *rstd3;     /* [N, C], [N] */
@@ -104,6 +107,8 @@ typedef struct zt_llama_acts {
     float *datt;               /* [N, NH*hd] */
     float *dqkv;               /* [N, QKV] */
     float *dh, *dgu;           /* [N, H], [N, 2H] */
+    float *f32;                /* bf16 activations: the fp32 values before their rounding,
+                                * [N, max(C, H)] (dgu, free in the forward, when it fits) */
     zt_moe_grad moeg;          /* Mixture of Experts backward scratch */
     float *moe_psum;           /* [E] routing probabilities summed over a forward's layers */
     float *moe_dp;             /* [E] the load-balancing loss's probability gradient */

@@ -319,8 +319,15 @@ static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
     }
 }
 
+/* h[N, nr] = x A^T of group G (x16: the bf16 input) */
+static void lora_xa(const zt_backend *be, const zt_lora_group *G, const float *ad, const float *x,
+                    const uint16_t *x16, float *h, int N, int nr) {
+    if (x16) be->matmul_fwd_a16(h, x16, ad + G->aoff, NULL, NULL, N, G->in, nr);
+    else be->matmul_fwd(h, x, ad + G->aoff, NULL, N, G->in, nr);
+}
+
 void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
-                 float *out, int N, const zt_lora_scratch *sc) {
+                 const uint16_t *x16, float *out, int N, const zt_lora_scratch *sc) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
     if (sc->drop.on) {
@@ -329,7 +336,7 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     }
     const int nr = G->n * lo->r;
     /* h[N, nr] = s * x A^T; d[N, OUT] = h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
-    be->matmul_fwd(sc->h, x, ad + G->aoff, NULL, N, G->in, nr);
+    lora_xa(be, G, ad, x, x16, sc->h, N, nr);
     be->scale(sc->h, (size_t)N * nr, lo->scale);
     const float *bt = group_bt(be, lo, G, ad, sc->bt);
     be->matmul_bwd(sc->d, NULL, NULL, sc->h, NULL, bt, N, G->OUT, nr);
@@ -337,7 +344,8 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
 }
 
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
-                 const float *x, const float *dy, float *dx, int N, const zt_lora_scratch *sc) {
+                 const float *x, const uint16_t *x16, const float *dy, float *dx, int N,
+                 const zt_lora_scratch *sc) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
     if (sc->drop.on) {
@@ -347,7 +355,7 @@ void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     const int nr = G->n * lo->r, OUT = G->OUT;
     const size_t r = (size_t)lo->r;
     /* recompute h = s * x A^T (not kept: [N, nr] per module group and block) */
-    be->matmul_fwd(sc->h, x, ad + G->aoff, NULL, N, G->in, nr);
+    lora_xa(be, G, ad, x, x16, sc->h, N, nr);
     be->scale(sc->h, (size_t)N * nr, lo->scale);
     /* dB^T[nr, OUT] += h^T dy: straight into the gradient when the group is
      * one module spanning the output, else through dbt and the rows taken */
@@ -370,7 +378,8 @@ void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     const float *bt = group_bt(be, lo, G, ad, sc->bt);
     be->matmul_fwd(sc->dh, dy, bt, NULL, N, OUT, nr);
     be->scale(sc->dh, (size_t)N * nr, lo->scale);
-    be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
+    if (x16) be->matmul_bwd_a16(NULL, gad + G->aoff, NULL, sc->dh, x16, NULL, NULL, N, G->in, nr);
+    else be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
     be->matmul_bwd(sc->d, NULL, NULL, sc->dh, NULL, ad + G->aoff, N, G->in, nr);
     be->add(dx, dx, sc->d, (size_t)N * G->in);
 }

@@ -130,14 +130,17 @@ void zt_lora_drop_at(zt_lora_scratch *sc, const zt_lora *lo, const struct zt_uni
 uint64_t zt_lora_drop_key(const zt_lora_drop *d, int i);
 
 /* Group g's delta: out[N, OUT] += s * (x A^T) B for the targeted modules
- * (x [N, in]); ad: the block's adapter unit. */
+ * (x [N, in]); ad: the block's adapter unit.  x16 != NULL: x is that bf16
+ * input instead (a model's bf16 activation, bf16 matmuls; the backend's
+ * *_a16 entries; no dropout: the models keep fp32 inputs with dropout). */
 void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
-                 float *out, int N, const zt_lora_scratch *sc);
+                 const uint16_t *x16, float *out, int N, const zt_lora_scratch *sc);
 /* Group g's backward: gradients of its A's and B's added into gad (the
  * block's adapter gradient unit), and dx[N, in] += the adapters' share of
  * the input gradient, from dy [N, OUT]. */
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
-                 const float *x, const float *dy, float *dx, int N, const zt_lora_scratch *sc);
+                 const float *x, const uint16_t *x16, const float *dy, float *dx, int N,
+                 const zt_lora_scratch *sc);
 
 /* The adapter engine of a base engine (NULL without LoRA). */
 struct zt_units *zt_units_peer(struct zt_units *U);

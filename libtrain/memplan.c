@@ -1040,6 +1040,11 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     q.arch = zt_arch_of(q.mc);
     q.L = q.mc->n_layer;
     resolve_opts(q.c, o, out);
+    /* the activations in bf16 as the run keeps them (train.c builtin_model;
+     * a GPU target: cuda) */
+    q.c->model.acts16 =
+        zt_acts16_of(q.c, out->gpu ? strcmp(q.c->backend, "cpu-strict") != 0
+                                   : strcmp(q.c->backend, "cuda") == 0);
     rc = plan_axes(q.c, out->world, out->ranks_per_node, &q.ax, st);
     /* training / eval windows are seq_len long; T (the model's positions)
      * sizes the position table and the sample's window */

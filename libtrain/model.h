@@ -89,4 +89,38 @@ static inline void zt_mm_dgelu_bwd(const zt_backend *be, float *dpre, float *dpr
     else be->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
 }
 
+/* The linear layers whose input is a saved activation kept in bf16 (x16 !=
+ * NULL: the backend's *_a16 entries, the weight w16 or w; the model keeps
+ * x16 only where the backend has them, zt_acts16_ok) or in fp32 (x: the
+ * entries above).  Bitwise the same values either way (backend.h). */
+static inline int zt_acts16_ok(const zt_backend *be) {
+    return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
+           be->matmul_dgelu_bwd_a16;
+}
+static inline void zt_mm_fwd_x(const zt_backend *be, float *out, const float *x, const uint16_t *x16,
+                               const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                               int OC) {
+    if (x16) be->matmul_fwd_a16(out, x16, w, w16, bias, N, C, OC);
+    else zt_mm_fwd(be, out, x, w, w16, bias, N, C, OC);
+}
+static inline void zt_mm_bwd_x(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                               const float *dout, const float *x, const uint16_t *x16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (x16) be->matmul_bwd_a16(dinp, dw, dbias, dout, x16, w, w16, N, C, OC);
+    else zt_mm_bwd(be, dinp, dw, dbias, dout, x, w, w16, N, C, OC);
+}
+static inline void zt_mm_gelu_fwd_x(const zt_backend *be, float *out, float *pre, const float *x,
+                                    const uint16_t *x16, const float *w, const uint16_t *w16,
+                                    const float *bias, int N, int C, int OC) {
+    if (x16) be->matmul_gelu_fwd_a16(out, pre, x16, w, w16, bias, N, C, OC);
+    else zt_mm_gelu_fwd(be, out, pre, x, w, w16, bias, N, C, OC);
+}
+static inline void zt_mm_dgelu_bwd_x(const zt_backend *be, float *dpre, float *dpre_bias, float *dw,
+                                     float *dbias, const float *dout, const float *x,
+                                     const uint16_t *x16, const float *pre, const float *w,
+                                     const uint16_t *w16, int N, int C, int OC) {
+    if (x16) be->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, x16, pre, w, w16, N, C, OC);
+    else zt_mm_dgelu_bwd(be, dpre, dpre_bias, dw, dbias, dout, x, pre, w, w16, N, C, OC);
+}
+
 #endif

@@ -28,6 +28,22 @@ static inline float *zt_carve_take(zt_carve *c, size_t n, int small) {
     if (small) c->small += ZT_ACTS_ROUND(n);
     return p;
 }
+/* A bf16 array of n elements (zt_model_config.acts16): 256-byte aligned in
+ * the block (the GEMMs read it in place, as they read their rounded
+ * operands' scratch), n rounded up to 128. */
+static inline uint16_t *zt_carve_take16(zt_carve *c, size_t n) {
+    c->off = (c->off + 63) & ~(size_t)63;
+    uint16_t *p = c->base ? (uint16_t *)(void *)(c->base + c->off) : NULL;
+    c->off += (((size_t)n + 127) & ~(size_t)127) / 2;
+    return p;
+}
+/* Whether a model keeps its GEMM-only activations in bf16: the engine asked
+ * (mc->acts16), and none of them has another reader that needs the fp32
+ * values (LoRA's dropout of the adapters' input) or another path (a Mixture
+ * of Experts block's rows). */
+static inline int zt_acts16_on(const zt_model_config *mc) {
+    return mc->acts16 && mc->n_experts <= 0 && !(mc->lora_r > 0 && mc->lora_dropout > 0);
+}
 static inline size_t zt_carve_bytes(const zt_carve *c, int elem) {
     return (c->off - c->small) * (size_t)elem + c->small * sizeof(float);
 }

@@ -94,11 +94,22 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
  * adapters; no-ops without LoRA. */
 static inline void zt_skel_lora_fwd(const zt_skel *sk, int grp, const float *x, float *y, int N,
                                     const zt_lora_scratch *ls) {
-    if (sk->lora) zt_lora_fwd(sk->be, &sk->lo, grp, sk->ad, x, y, N, ls);
+    if (sk->lora) zt_lora_fwd(sk->be, &sk->lo, grp, sk->ad, x, NULL, y, N, ls);
 }
 static inline void zt_skel_lora_bwd(const zt_skel *sk, int grp, const float *x, const float *dy,
                                     float *dx, int N, const zt_lora_scratch *ls) {
-    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, dy, dx, N, ls);
+    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, NULL, dy, dx, N, ls);
+}
+/* (x16 != NULL: the input is that bf16 activation instead of x) */
+static inline void zt_skel_lora_fwd16(const zt_skel *sk, int grp, const float *x,
+                                      const uint16_t *x16, float *y, int N,
+                                      const zt_lora_scratch *ls) {
+    if (sk->lora) zt_lora_fwd(sk->be, &sk->lo, grp, sk->ad, x, x16, y, N, ls);
+}
+static inline void zt_skel_lora_bwd16(const zt_skel *sk, int grp, const float *x,
+                                      const uint16_t *x16, const float *dy, float *dx, int N,
+                                      const zt_lora_scratch *ls) {
+    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dx, N, ls);
 }
 
 #endif

@@ -43,6 +43,13 @@ int zt_weights16_of(const zt_config *cfg) {
     return !getenv("ZT_TEST_NO_W16");
 }
 
+int zt_acts16_of(const zt_config *cfg, int cuda) {
+    if (!cfg->bf16_enabled || !zt_matmul_bf16_of(cfg, cuda)) return 0;
+    /* test hook (tests/test_count.c: bitwise the fp32 activations' path;
+     * outside the ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_ACT16");
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

@@ -53,6 +53,11 @@ int zt_matmul_bf16_of(const zt_config *cfg, int cuda);
  * other tensors: bf16.enabled, and on cuda bf16 matmuls (the cpu backends
  * widen the weight per call: the same values) */
 int zt_weights16_of(const zt_config *cfg);
+/* 1 when the models keep the saved activations only GEMMs read in bf16
+ * (zt_model_config.acts16): bf16.enabled with bf16 matmuls (cuda: the
+ * backend's; see zt_matmul_bf16_of), whose GEMMs round those activations to
+ * bf16 anyway, so the results are bitwise the same */
+int zt_acts16_of(const zt_config *cfg, int cuda);
 
 /* ------------------------------------------------------------ loss scaler */
 

@@ -358,7 +358,9 @@ static int open_world(zt_ctx *ctx, zt_status *st) {
  * its activation checkpointing; freed with the context. */
 static int builtin_model(const zt_ctx *ctx, const zt_model_ops **ops, void **self, zt_status *st) {
     const zt_config *c = ctx->cfg;
-    return zt_arch_of(&c->model)->create(&c->model, ctx->be, zt_config_act_ckpt_k(c), ops, self, st);
+    zt_model_config mc = c->model;
+    mc.acts16 = zt_acts16_of(c, strcmp(c->backend, "cuda") == 0);
+    return zt_arch_of(&mc)->create(&mc, ctx->be, zt_config_act_ckpt_k(c), ops, self, st);
 }
 
 /* The model (the built-in one when ops == NULL) laid out for the ZeRO

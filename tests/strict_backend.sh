@@ -90,6 +90,8 @@ same acc2s2 2 --stage 2 --micro-batch 3 --grad-accum 2 --steps 8 --sample-tokens
 same acc1s0 1 --stage 0 --micro-batch 4 --grad-accum 3 --steps 8 --sample-tokens 0
 same bf16s0 2 --stage 0 --micro-batch 6 --precision bf16 --steps 8 --sample-tokens 0 --ckpt-every 8
 same bf16s2 2 --stage 2 --micro-batch 3 --grad-accum 2 --precision bf16 --steps 8 --sample-tokens 0
+# bf16 matmuls: the norms' and the GELU's outputs kept in bf16 (the matmul_*_a16 entries), recomputed
+same bf16mm3 2 --stage 3 --micro-batch 6 --precision bf16 --matmul-precision bf16 --act-ckpt blocks --steps 8 --sample-tokens 0
 ZT_TEST_OVERFLOW_STEPS=3 same fp16s1 2 --stage 1 --micro-batch 6 --precision fp16 --steps 8 --sample-tokens 0 --ckpt-every 8
 ZT_TEST_OVERFLOW_STEPS=3 same fp16s3 2 --stage 3 --micro-batch 6 --precision fp16 --steps 8 --sample-tokens 0 --ckpt-every 8
 check "fp16 runs skipped the forced overflow" grep -q '"skipped": true' s_fp16s3.jsonl

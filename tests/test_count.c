@@ -453,7 +453,10 @@ static int w16_tokens(void *st_, long step, uint64_t first, int count, int T, in
 typedef struct w16_mem {
     uint64_t peak, plan;
     double widened;
+    uint64_t acts_peak, acts_plan;   /* the activations' accounted peak and the plan's */
+    long a16;                        /* calls of the bf16-input entries */
 } w16_mem;
+/* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16 (or'ed) */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -499,7 +502,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         *eq = 0;
         rc = zt_config_set(c, t, eq + 1, ZT_SRC_FLAG, st);
     }
-    if (no_w16) setenv("ZT_TEST_NO_W16", "1", 1);
+    if (no_w16 & 1) setenv("ZT_TEST_NO_W16", "1", 1);
+    if (no_w16 & 2) setenv("ZT_TEST_NO_ACT16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -508,6 +512,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         zt_backend_set_stand_in(NULL);
     }
     unsetenv("ZT_TEST_NO_W16");
+    unsetenv("ZT_TEST_NO_ACT16");
     int *V = NULL;
     if (rc == ZT_OK && !(V = malloc(sizeof *V))) rc = ZT_ENOMEM;
     if (rc == ZT_OK) {
@@ -538,9 +543,15 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     zt_mem_stats ms;
     zt_mem_get(&ms);
     mem->peak = ms.peak[ZT_MEM_GATHERED];
-    if (ctx && ctx->have_plan)
+    mem->acts_peak = ms.peak[ZT_MEM_ACTIVATIONS];
+    mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
+               t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16];
+    if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
+        mem->acts_plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] +
+                         ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_ACTIVATIONS];
+    }
     if (ctx) zt_ctx_free(ctx);
     if (c) zt_config_free(c);
     zt_count_reset();
@@ -579,9 +590,10 @@ static void bf16_weights(void) {
         char what[96];
         snprintf(what, sizeof what, "%s%s", cases[i].shape,
                  ex == lora ? " LoRA" : ex == qlora ? " QLoRA" : ex == moe ? " MoE" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
+        /* (the activations in fp32: every GEMM through the *_w16 entries) */
+        const int r1 = w16_run(&s, cases[i].stage, ex, 2, a, &wa, &ra, &ma, &st);
         if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 1, b, &wb, &rb, &mb, &st);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 3, b, &wb, &rb, &mb, &st);
         if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
         if (!tap_ok(!r1 && !r2, "%s stage %d bf16: 4 steps with and without the bf16 weights",
                     what, cases[i].stage))
@@ -614,6 +626,64 @@ static void bf16_weights(void) {
                "weights, planned %llu), widened %.0f bytes (%.0f)", what, cases[i].stage,
                (unsigned long long)ma.peak, (unsigned long long)ma.plan,
                (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened);
+    }
+}
+
+/* ------------------------------------------------------------ bf16 activations
+ * The saved activations only GEMMs read (the norms' outputs, the MLP's
+ * GELU / SwiGLU output) are kept in bf16 and read by the *_a16 entries:
+ * every loss and gradient norm of a few steps bitwise those of the fp32
+ * activations (ZT_TEST_NO_ACT16=1), with the bf16 weights, GPT-2 and Llama,
+ * stages 0 and 3, with activation checkpointing and without, a LoRA base;
+ * the activations' accounted peak is the plan's and below the fp32 one's. */
+static void bf16_activations(void) {
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const char lora_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                  "activation_checkpointing.policy=blocks";
+    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
+        {"gpt2:2,2,32,64,2,16", 3, lora}, {"gpt2:2,2,32,64,2,16", 0, lora_ck},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL},
+        {"llama:2,4,2,32,48,64,2,16", 0, ck}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
+        {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora_ck}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const int is_lora = ex == lora || ex == lora_ck, is_ck = ex == ck || ex == lora_ck;
+        char what[96];
+        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
+                 is_lora ? " LoRA" : "", is_ck ? " checkpointed" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 2, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 activations", what))
+            continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the fp32 activations' (%.9g %.9g ... %.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* a block's three GEMMs reading a bf16 input (q|k|v, fc / gate|up,
+         * the MLP's projection) forward, again when recomputed, and
+         * backward; LoRA's adapters on them: x A^T forward, and backward
+         * x A^T again and dA */
+        const long fwd = 1 + is_ck, want = 4L * s.L * (3 * fwd * (1 + is_lora) + 3 * (1 + 2 * is_lora));
+        tap_ok(ma.a16 == want && mb.a16 == 0 && ra < rb,
+               "%s: %ld bf16-input calls (%ld without; %d expected), %ld roundings (%ld without)",
+               what, ma.a16, mb.a16, (int)want, ra, rb);
+        /* (the plan also has the host token arrays a GPU run's data source
+         * writes, which this test's source does not: the same bytes in both) */
+        tap_ok(ma.acts_peak < mb.acts_peak && ma.acts_plan - ma.acts_peak == mb.acts_plan - mb.acts_peak &&
+                   ma.acts_plan - ma.acts_peak == 2 * (uint64_t)s.B * s.T * 4,
+               "%s: activations' peak %llu bytes (planned %llu), fp32 activations %llu (planned %llu)",
+               what, (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan,
+               (unsigned long long)mb.acts_peak, (unsigned long long)mb.acts_plan);
     }
 }
 
@@ -720,16 +790,23 @@ static void model(void) {
                "GPT-2 step as recorded, the head in one chunk: 147 bf16 GEMMs, 294 roundings, 12 flash "
                "forwards");
         /* today: dout rounded once per backward (12 * 4 + 1 fewer); the
-         * weights' bf16 storage read as it is (12 * 8 + 2 fewer) */
+         * weights' bf16 storage read as it is (12 * 8 + 2 fewer); the
+         * activations ln1, ln2 and the GELU's output kept in bf16, each
+         * rounded once (k_to_bf16) instead of by its forward and weight-
+         * gradient GEMMs (12 * 6 fewer) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
-                                                                        (12 * 8 + 2),
-                   "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights)",
-                   launches_of_k(cn.k, cn.nk, "k_round_bf16"));
+                                                                        (12 * 8 + 2) - 12 * 6 &&
+                       launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
+                           launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 * 3,
+                   "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
+                   "- 72 of activations), %ld conversions (%ld as recorded + 36 activations)",
+                   launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
+                   launches_of_k(cg.k, cg.nk, "k_to_bf16"));
             cm_counts_free(&cn);
         }
         tap_ok(cg.tot.syncs <= 1 && cs.tot.syncs <= 1 && launches_of_k(cg.k, cg.nk, "k_adamw_multi") == 1 &&
@@ -784,6 +861,7 @@ int main(int argc, char **argv) {
     engine();
     model();
     bf16_weights();
+    bf16_activations();
     zt_finalize();
     return tap_done();
 }

@@ -624,6 +624,47 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         tap_ok(!memcmp(c0, c1, no * 4) && !memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4), "%s", name);
         free(hi); free(hd); free(hb); free(c0); free(c1); free(e0); free(e1); free(g0); free(g1);
     }
+    /* the bf16-input entries (inp16 = inp rounded, `off` floats into its
+     * buffer: a copy to 256-byte alignment when not 0), with the fp32
+     * weight and with w16: bitwise the fp32-input entries */
+    uint16_t *i16 = xmalloc(ni * 2);
+    {
+        float *hi = xmalloc(ni * 4);
+        gpu->to_host(hi, i_d, ni * 4);
+        cpu->to_bf16(i16, hi, ni);
+        free(hi);
+    }
+    char *bi16 = gpu->alloc(ni * 2 + 4 * off);
+    const uint16_t *i16_d = (const uint16_t *)(bi16 + 4 * off);
+    gpu->to_device((void *)i16_d, i16, ni * 2);
+    for (int wk = 0; wk < 2; wk++) {
+        gpu->zero(dw[1], nw * 4);
+        gpu->zero(db[1], OC * 4);
+        gpu->matmul_fwd_a16(o[1], i16_d, wk ? NULL : w_d, wk ? w16_d : NULL, b_d, N, C, OC);
+        gpu->matmul_bwd_a16(di[1], dw[1], db[1], d_d, i16_d, wk ? NULL : w_d, wk ? w16_d : NULL, N, C,
+                            OC);
+        snprintf(name, sizeof name, "matmul_fwd_a16, matmul_bwd_a16 (%s) %s: bitwise matmul_fwd, matmul_bwd",
+                 wk ? "w16" : "fp32 w", tag);
+        tap_ok(same_bits(o[0], o[1], no * 4) && same_bits(di[0], di[1], ni * 4) &&
+                   same_bits(dw[0], dw[1], nw * 4) && same_bits(db[0], db[1], OC * 4),
+               "%s", name);
+    }
+    /* the CPU's (cpu-strict runs the same kernels) */
+    {
+        float *hi = xmalloc(ni * 4), *hd = xmalloc(no * 4), *hb = xmalloc(OC * 4);
+        gpu->to_host(hi, i_d, ni * 4);
+        gpu->to_host(hd, d_d, no * 4);
+        gpu->to_host(hb, b_d, OC * 4);
+        float *c0 = xmalloc(no * 4), *c1 = xmalloc(no * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
+        float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4);
+        cpu->matmul_fwd(c0, hi, w, hb, N, C, OC);
+        cpu->matmul_fwd_a16(c1, i16, NULL, w16, hb, N, C, OC);
+        cpu->matmul_bwd(e0, g0, NULL, hd, hi, w, N, C, OC);
+        cpu->matmul_bwd_a16(e1, g1, NULL, hd, i16, w, NULL, N, C, OC);
+        snprintf(name, sizeof name, "cpu matmul_fwd_a16, matmul_bwd_a16 %s: bitwise the fp32-input entries", tag);
+        tap_ok(!memcmp(c0, c1, no * 4) && !memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4), "%s", name);
+        free(hi); free(hd); free(hb); free(c0); free(c1); free(e0); free(e1); free(g0); free(g1);
+    }
     /* fp32 matmul mode: refused (an error, nothing computed) */
     gpu->synchronize();
     (void)gpu->error();
@@ -632,7 +673,13 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
     const char *e = gpu->error();
     snprintf(name, sizeof name, "matmul_fwd_w16 in fp32 matmul mode: an error (%s)", e ? e : "none");
     tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
+    gpu->matmul_fwd_a16(o[1], i16_d, w_d, NULL, b_d, N, C, OC);
+    e = gpu->error();
+    snprintf(name, sizeof name, "matmul_fwd_a16 in fp32 matmul mode: an error (%s)", e ? e : "none");
+    tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
     gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    gpu->free(bi16);
+    free(i16);
     for (int k = 0; k < 2; k++) {
         gpu->free(bo[k]); gpu->free(bi[k]); gpu->free(bdw[k]); gpu->free(bdb[k]);
     }
@@ -812,6 +859,34 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
         tap_ok(same_bits(o2 + off, o_d, no * 4) && same_bits(p2 + off, p_d, no * 4) && same_bits(dp2_d, dp_d, ni * 4) &&
                    same_bits(pb2_d, pb_d, C * 4) && same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
                "%s", name);
+        /* the bf16-input entries: fc's input i and the projection's g
+         * rounded (their buffers `off` floats in), with w16 and with w */
+        uint16_t *i16 = xmalloc(ni * 2), *g16 = xmalloc(ni * 2);
+        float *hx = xmalloc(ni * 4);
+        gpu->to_host(hx, i_d, ni * 4);
+        cpu->to_bf16(i16, hx, ni);
+        gpu->to_host(hx, g_d, ni * 4);
+        cpu->to_bf16(g16, hx, ni);
+        free(hx);
+        char *bi16 = gpu->alloc(ni * 2 + 4 * off), *bg16 = gpu->alloc(ni * 2 + 4 * off);
+        uint16_t *i16_d = (uint16_t *)(bi16 + 4 * off), *g16_d = (uint16_t *)(bg16 + 4 * off);
+        gpu->to_device(i16_d, i16, ni * 2);
+        gpu->to_device(g16_d, g16, ni * 2);
+        for (int wk = 0; wk < 2; wk++) {
+            gpu->zero(dw2_d, nw * 4); gpu->zero(db2_d, OC * 4); gpu->zero(pb2_d, C * 4);
+            gpu->matmul_gelu_fwd_a16(o2 + off, p2 + off, i16_d, wk ? NULL : w_d, wk ? w16_d : NULL, b_d,
+                                     N, C, OC);
+            gpu->matmul_dgelu_bwd_a16(dp2_d, pb2_d, dw2_d, db2_d, d_d, g16_d, pi_d, wk ? NULL : w_d,
+                                      wk ? w16_d : NULL, N, C, OC);
+            snprintf(name, sizeof name, "matmul_gelu_fwd_a16, matmul_dgelu_bwd_a16 (%s) %s: bitwise the "
+                     "fp32-input entries", wk ? "w16" : "fp32 w", tag);
+            tap_ok(same_bits(o2 + off, o_d, no * 4) && same_bits(p2 + off, p_d, no * 4) &&
+                       same_bits(dp2_d, dp_d, ni * 4) && same_bits(pb2_d, pb_d, C * 4) &&
+                       same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
+                   "%s", name);
+        }
+        gpu->free(bi16); gpu->free(bg16);
+        free(i16); free(g16);
         gpu->free(o2); gpu->free(p2); gpu->free(bw16);
         free(w16);
     }

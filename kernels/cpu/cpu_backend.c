@@ -292,6 +292,60 @@ static void cpu_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, f
     free(w);
 }
 
+/* the bf16-input entries of backend.h: inp16 (and w16) widened (exact),
+ * then the fp32 entry, whose bf16 rounding of them is the identity */
+static float *widen_a16(const uint16_t *inp16, int N, int C) {
+    const size_t n = N > 0 && C > 0 ? (size_t)N * C : 0;
+    float *x = malloc((n ? n : 1) * sizeof(float));
+    if (!x) {
+        cpu_err = "cpu_backend.c: matmul: out of memory for the fp32 copy of a bf16 input "
+                  "(nothing computed)";
+        return NULL;
+    }
+    if (n) zt_cpu_from_bf16(x, inp16, n);
+    return x;
+}
+/* the fp32 weight: w, or w16 widened into *own (NULL on failure) */
+static const float *a16_weight(const float *w, const uint16_t *w16, int OC, int C, float **own) {
+    *own = NULL;
+    if (!w16) return w;
+    return *own = widen_w16(w16, OC, C);
+}
+static void cpu_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w,
+                               const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    float *own, *x = widen_a16(inp16, N, C);
+    const float *ww = x ? a16_weight(w, w16, OC, C, &own) : NULL;
+    if (ww) cpu_matmul_fwd(out, x, ww, bias, N, C, OC);
+    if (x) free(own);
+    free(x);
+}
+static void cpu_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
+                               const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                               int C, int OC) {
+    float *own, *x = widen_a16(inp16, N, C);
+    const float *ww = x ? a16_weight(w, w16, OC, C, &own) : NULL;
+    if (ww || (x && !dinp)) cpu_matmul_bwd(dinp, dw, dbias, dout, x, ww, N, C, OC);
+    if (x) free(own);
+    free(x);
+}
+static void cpu_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                    const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    float *own, *x = widen_a16(inp16, N, C);
+    const float *ww = x ? a16_weight(w, w16, OC, C, &own) : NULL;
+    if (ww) cpu_matmul_gelu_fwd(out, pre, x, ww, bias, N, C, OC);
+    if (x) free(own);
+    free(x);
+}
+static void cpu_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                     const float *dout, const uint16_t *inp16, const float *pre,
+                                     const float *w, const uint16_t *w16, int N, int C, int OC) {
+    float *own, *x = widen_a16(inp16, N, C);
+    const float *ww = x ? a16_weight(w, w16, OC, C, &own) : NULL;
+    if (ww) cpu_matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, x, pre, ww, N, C, OC);
+    if (x) free(own);
+    free(x);
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 static void cpu_add(float *out, const float *a, const float *b, size_t n);
@@ -554,6 +608,10 @@ static const zt_backend cpu_backend = {
     .matmul_bwd_w16 = cpu_matmul_bwd_w16,
     .matmul_gelu_fwd_w16 = cpu_matmul_gelu_fwd_w16,
     .matmul_dgelu_bwd_w16 = cpu_matmul_dgelu_bwd_w16,
+    .matmul_fwd_a16 = cpu_matmul_fwd_a16,
+    .matmul_bwd_a16 = cpu_matmul_bwd_a16,
+    .matmul_gelu_fwd_a16 = cpu_matmul_gelu_fwd_a16,
+    .matmul_dgelu_bwd_a16 = cpu_matmul_dgelu_bwd_a16,
     .add_layernorm_fwd = cpu_add_layernorm_fwd,
     .add_rmsnorm_fwd = cpu_add_rmsnorm_fwd,
 };

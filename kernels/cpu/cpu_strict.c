@@ -572,6 +572,68 @@ static void s_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, flo
     leave();
 }
 
+/* the bf16-input entries (inp16: N * C bf16 values; w: OC * C floats, or
+ * w16: OC * C bf16 values) */
+#define NEED_W(who)                                                      \
+    do {                                                                 \
+        if (w16) NEED_DEV(who, "w16", w16, (size_t)OC * C * 2);          \
+        else NEED_DEV(who, "w", w, (size_t)OC * C * F);                  \
+    } while (0)
+static void s_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
+                             const float *bias, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_fwd_a16", "out", out, (size_t)N * OC * F);
+    NEED_DEV("matmul_fwd_a16", "inp16", inp16, (size_t)N * C * 2);
+    NEED_W("matmul_fwd_a16");
+    NEED_DEV("matmul_fwd_a16", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
+    leave();
+}
+static void s_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                             int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_bwd_a16", "dinp", dinp, (size_t)N * C * F);
+    NEED_DEV("matmul_bwd_a16", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_bwd_a16", "dbias", dbias, (size_t)OC * F);
+    NEED_DEV("matmul_bwd_a16", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_bwd_a16", "inp16", inp16, (size_t)N * C * 2);
+    if (dinp) NEED_W("matmul_bwd_a16");
+    if (ok) cpu()->matmul_bwd_a16(dinp, dw, dbias, dout, inp16, w, w16, N, C, OC);
+    leave();
+}
+static void s_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                  const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_gelu_fwd_a16", "out", out, (size_t)N * OC * F);
+    NEED_DEV("matmul_gelu_fwd_a16", "pre", pre, (size_t)N * OC * F);
+    NEED_DEV("matmul_gelu_fwd_a16", "inp16", inp16, (size_t)N * C * 2);
+    NEED_W("matmul_gelu_fwd_a16");
+    NEED_DEV("matmul_gelu_fwd_a16", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_gelu_fwd_a16(out, pre, inp16, w, w16, bias, N, C, OC);
+    leave();
+}
+static void s_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const uint16_t *inp16, const float *pre,
+                                   const float *w, const uint16_t *w16, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_dgelu_bwd_a16", "dpre", dpre, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd_a16", "dpre_bias", dpre_bias, (size_t)C * F);
+    NEED_DEV("matmul_dgelu_bwd_a16", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_dgelu_bwd_a16", "dbias", dbias, (size_t)OC * F);
+    NEED_DEV("matmul_dgelu_bwd_a16", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_dgelu_bwd_a16", "inp16", inp16, (size_t)N * C * 2);
+    NEED_DEV("matmul_dgelu_bwd_a16", "pre", pre, (size_t)N * C * F);
+    NEED_W("matmul_dgelu_bwd_a16");
+    if (ok) cpu()->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
+    leave();
+}
+#undef NEED_W
+
 static void s_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
                                 const float *b, const float *w, const float *bias, int N, int C) {
     int ok = 1;
@@ -1209,6 +1271,10 @@ static const zt_backend strict_backend = {
     .matmul_bwd_w16 = s_matmul_bwd_w16,
     .matmul_gelu_fwd_w16 = s_matmul_gelu_fwd_w16,
     .matmul_dgelu_bwd_w16 = s_matmul_dgelu_bwd_w16,
+    .matmul_fwd_a16 = s_matmul_fwd_a16,
+    .matmul_bwd_a16 = s_matmul_bwd_a16,
+    .matmul_gelu_fwd_a16 = s_matmul_gelu_fwd_a16,
+    .matmul_dgelu_bwd_a16 = s_matmul_dgelu_bwd_a16,
     .add_layernorm_fwd = s_add_layernorm_fwd,
     .add_rmsnorm_fwd = s_add_rmsnorm_fwd,
 };

@@ -883,6 +883,10 @@ static void fill_table(zt_backend *t) {
     t->matmul_bwd_w16 = zt_cuda_matmul_bwd_w16;
     t->matmul_gelu_fwd_w16 = zt_cuda_matmul_gelu_fwd_w16;
     t->matmul_dgelu_bwd_w16 = zt_cuda_matmul_dgelu_bwd_w16;
+    t->matmul_fwd_a16 = zt_cuda_matmul_fwd_a16;
+    t->matmul_bwd_a16 = zt_cuda_matmul_bwd_a16;
+    t->matmul_gelu_fwd_a16 = zt_cuda_matmul_gelu_fwd_a16;
+    t->matmul_dgelu_bwd_a16 = zt_cuda_matmul_dgelu_bwd_a16;
 }
 
 __global__ void k_probe(int *x) {

@@ -253,6 +253,16 @@ void zt_cuda_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const
 void zt_cuda_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                   const float *dout, const float *inp, const float *pre,
                                   const uint16_t *w16, int N, int C, int OC);
+void zt_cuda_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
+                            const float *bias, int N, int C, int OC);
+void zt_cuda_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
+                            const uint16_t *inp16, const float *w, const uint16_t *w16, int N, int C,
+                            int OC);
+void zt_cuda_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                 const uint16_t *w16, const float *bias, int N, int C, int OC);
+void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                  const float *dout, const uint16_t *inp16, const float *pre,
+                                  const float *w, const uint16_t *w16, int N, int C, int OC);
 void zt_cuda_set_matmul_precision(int mode);
 /* the precision set last (ZT_MATMUL_FP32 or ZT_MATMUL_BF16) */
 int zt_cuda_matmul_mode(void);

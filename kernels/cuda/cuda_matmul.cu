@@ -313,11 +313,14 @@ out:
  * not rounded again (a16 copied when it is not 256-byte aligned); the others
  * are rounded into `room` (the caller sized it: zt_al256 of each stored
  * operand's elements * 2, A's first), or, room NULL, into scratch of
- * zt_cuda_ws_gemm (both operands' room, as always). */
+ * zt_cuda_ws_gemm (both operands' room, as always).  b16 may also be a
+ * bf16 input (the *_a16 entries' forward), copied to B's place when not
+ * 256-byte aligned; keep_req: request that scratch even when nothing is
+ * rounded or copied (the entry's request stays its fp32 entry's). */
 static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
                  int ldb, float *Cm, int ldc, float beta, const float *bias,
                  const lt_epi *epi = NULL, const __nv_bfloat16_raw *a16 = NULL,
-                 const __nv_bfloat16_raw *b16 = NULL, char *room = NULL) {
+                 const __nv_bfloat16_raw *b16 = NULL, char *room = NULL, bool keep_req = false) {
     const bool bf16 = g_mode == ZT_MATMUL_BF16;
     const void *a = A, *b = B;
     if (bf16) {
@@ -329,8 +332,10 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
          * alignment the rounded copy had, so it picks the same algorithm
          * (the same bits) */
         const bool a_copy = a16 && ((uintptr_t)a16 & 255) != 0;
+        /* (a bf16 B not 256-byte aligned likewise, to B's place) */
+        const bool b_copy = b16 && ((uintptr_t)b16 & 255) != 0;
         char *s = room;
-        if (!s && (!a16 || !b16 || a_copy) &&
+        if (!s && (!a16 || !b16 || a_copy || b_copy || keep_req) &&
             !(s = (char *)zt_cuda_scratch(zt_cuda_ws_gemm(1, na, nb), "bf16 matmul operands")))
             return false;
         if (a_copy) {
@@ -344,7 +349,10 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
             a16 = r;
             s += zt_al256(na * 2);
         }
-        if (!b16) {
+        if (b_copy) {
+            if (!ZT_CU(cudaMemcpyAsync(s, b16, nb * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))) return false;
+            b16 = (const __nv_bfloat16_raw *)s;
+        } else if (!b16) {
             __nv_bfloat16_raw *r = (__nv_bfloat16_raw *)s;
             k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, B, nb);
             if (!ZT_LAUNCHED("k_round_bf16")) return false;
@@ -391,7 +399,7 @@ static bool w16_ok(const uint16_t *w16, const char *who) {
 /* matmul_fwd; w16 (bf16 mode): the weight in bf16, read as it is (the
  * scratch request stays matmul_fwd's) */
 static void fwd(float *out, const float *inp, const float *w, const bf16_t *w16, const float *bias,
-                int N, int C, int OC) {
+                int N, int C, int OC, const bf16_t *x16 = NULL) {
     if (N <= 0 || OC <= 0) return;
     if (C <= 0) {
         if (!ZT_CU(cudaMemsetAsync(out, 0, (size_t)N * OC * sizeof(float), zt_cu.stream))) return;
@@ -402,7 +410,7 @@ static void fwd(float *out, const float *inp, const float *w, const bf16_t *w16,
         }
         return;
     }
-    gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, NULL, w16);
+    gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, NULL, w16, x16, NULL, x16 != NULL);
 }
 
 void zt_cuda_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
@@ -426,20 +434,20 @@ static char *round_dout(const float *dout, int N, int C, int OC, bool dinp, bool
 
 /* dinp and dw from dout16 (round_dout's s); w16: the weight in bf16 */
 static void bwd16(char *s, float *dinp, float *dw, const float *dout, const float *inp,
-                  const float *w, const bf16_t *w16, int N, int C, int OC) {
+                  const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16) {
     const bf16_t *d16 = (const bf16_t *)s;
     char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
     if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL, NULL, w16, d16, room);
-    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, NULL, d16, room);
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
 }
 
 static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                const float *w, const bf16_t *w16, int N, int C, int OC) {
+                const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16 = NULL) {
     if (N <= 0) return;
     if (g_mode == ZT_MATMUL_BF16 && C > 0 && OC > 0 && (dinp || dw)) {
         char *s = round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
         if (!s) return;
-        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC);
+        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16);
         if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
         return;
     }
@@ -460,13 +468,15 @@ void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
 /* fc + GELU: pre = inp w^T + bias, out = gelu(pre) (GELU_AUX_BIAS, or the
  * unfused kernels) */
 static void gelu_fwd(float *out, float *pre, const float *inp, const float *w, const bf16_t *w16,
-                     const float *bias, int N, int C, int OC) {
+                     const float *bias, int N, int C, int OC, const bf16_t *x16 = NULL) {
     if (N <= 0 || OC <= 0) return;
     if (C > 0 && g_use_lt) {
         lt_epi e = {EPI_GELU_AUX_BIAS, pre, OC, NULL};
-        if (gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, &e, w16)) return;
+        if (gemm(true, false, OC, N, C, w, C, inp, C, out, OC, 0.0f, bias, &e, w16, x16, NULL,
+                 x16 != NULL))
+            return;
     } else {
-        fwd(pre, inp, w, w16, bias, N, C, OC);
+        fwd(pre, inp, w, w16, bias, N, C, OC, x16);
     }
     zt_cuda_gelu_fwd(out, pre, (size_t)N * OC);
 }
@@ -482,7 +492,7 @@ void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const flo
  * scratch [dout16 | the other operand | the epilogue's bias gradient]. */
 static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, const float *dout,
                       const float *inp, const float *pre, const float *w, const bf16_t *w16, int N,
-                      int C, int OC) {
+                      int C, int OC, const bf16_t *x16 = NULL) {
     if (N <= 0) return;
     if (C > 0 && OC > 0 && g_use_lt) {
         const bool bf16 = g_mode == ZT_MATMUL_BF16;
@@ -510,7 +520,7 @@ static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, co
             if (!ZT_LAUNCHED("k_bgrad_acc")) return;
         }
         if (bf16) {
-            if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, NULL, d16, room);
+            if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
             if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
         } else {
             bwd(NULL, dw, dbias, dout, inp, w, NULL, N, C, OC);
@@ -518,7 +528,7 @@ static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, co
         if (fused) return;
         /* the plain GEMM ran into dpre: the GELU unfused */
     } else {
-        bwd(dpre, dw, dbias, dout, inp, w, w16, N, C, OC);
+        bwd(dpre, dw, dbias, dout, inp, w, w16, N, C, OC, x16);
     }
     if (C <= 0) return;
     zt_cuda_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
@@ -551,4 +561,38 @@ void zt_cuda_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, floa
                                   const uint16_t *w16, int N, int C, int OC) {
     if (w16_ok(w16, "matmul_dgelu_bwd_w16"))
         dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, NULL, (const bf16_t *)w16, N, C, OC);
+}
+
+/* the bf16-input entries (backend.h): the entries above with the input's
+ * GEMM operand inp16 itself (bf16 matmul mode only) */
+static bool a16_ok(const char *who) {
+    if (g_mode == ZT_MATMUL_BF16) return true;
+    zt_cuda_fail(__FILE__, __LINE__, who, "a bf16 input in fp32 matmul mode",
+                 "call the fp32-input entry, or set_matmul_precision(ZT_MATMUL_BF16)");
+    return false;
+}
+void zt_cuda_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
+                            const float *bias, int N, int C, int OC) {
+    if (a16_ok("matmul_fwd_a16"))
+        fwd(out, NULL, w16 ? NULL : w, (const bf16_t *)w16, bias, N, C, OC, (const bf16_t *)inp16);
+}
+void zt_cuda_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
+                            const uint16_t *inp16, const float *w, const uint16_t *w16, int N, int C,
+                            int OC) {
+    if (a16_ok("matmul_bwd_a16"))
+        bwd(dinp, dw, dbias, dout, NULL, w16 ? NULL : w, (const bf16_t *)w16, N, C, OC,
+            (const bf16_t *)inp16);
+}
+void zt_cuda_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
+                                 const uint16_t *w16, const float *bias, int N, int C, int OC) {
+    if (a16_ok("matmul_gelu_fwd_a16"))
+        gelu_fwd(out, pre, NULL, w16 ? NULL : w, (const bf16_t *)w16, bias, N, C, OC,
+                 (const bf16_t *)inp16);
+}
+void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                  const float *dout, const uint16_t *inp16, const float *pre,
+                                  const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (a16_ok("matmul_dgelu_bwd_a16"))
+        dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, NULL, pre, w16 ? NULL : w, (const bf16_t *)w16, N,
+                  C, OC, (const bf16_t *)inp16);
 }
