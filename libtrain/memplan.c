@@ -643,6 +643,7 @@ static int plan_units(planner *q, zt_status *st) {
     y->max_len = 1;
     for (int u = 0; u < y->nu; ++u) {
         p->num_params += y->n[u];
+        if (zt_arch_unit_expert(q->arch, mc, u)) p->expert_params += y->n[u];
         if (y->n[u] > p->largest_unit) p->largest_unit = y->n[u];
         uint64_t g = q->g;
         if (y->win) {
@@ -659,6 +660,7 @@ static int plan_units(planner *q, zt_status *st) {
         y->shard_total += len;
         if (len > y->max_len) y->max_len = len;
     }
+    p->rank_params = y->nblk;
     p->largest_tensor = q->arch->largest_layer(mc);
     p->active_params = p->num_params - (q->arch->inactive_params ? q->arch->inactive_params(mc) : 0);
     y->eb = p->mixed ? 2 : 4;
@@ -1403,8 +1405,9 @@ static int offer_combined(const zt_config *fin, const zt_memplan_opts *o, const 
 /* The single changes, cheapest first: synchronous checkpoints (when the
  * plan holds a snapshot); stages 1-2 (no extra communication); a wider
  * shard group; a smaller eval batch; a smaller micro batch; recomputation
- * (+1 forward); stage 3 (1.5x the communication); sequence parallelism;
- * optimizer offload (GPU target, offload_opt). */
+ * (+1 forward); expert parallelism (all-to-alls); stage 3 (1.5x the
+ * communication); sequence parallelism; optimizer offload (GPU target,
+ * offload_opt). */
 static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, const zt_memplan *cur,
                             uint64_t limit, const mp_axes *ax, int offload_opt, change *list,
                             int *nl) {
@@ -1439,6 +1442,21 @@ static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, cons
     if (zt_config_act_ckpt_k(fin) != 1) {
         const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
         offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, nl);
+    }
+    /* expert parallelism (a Mixture of Experts): each rank stores E / N of the
+     * experts (all-to-alls of the routed rows per MoE layer); the smallest N
+     * above the current one dividing the ranks, the experts and (stages 1-3)
+     * the shard group */
+    const int E = fin->model.n_experts, ep = fin->model.expert_parallel > 1 ? fin->model.expert_parallel : 1;
+    for (int n = ep + 1; E > 0 && fin->model.lora_r <= 0 && n <= W && n <= E; ++n) {
+        if (W % n || E % n || n % ep || (stage > 0 && G % n)) continue;
+        char ev[16];
+        snprintf(ev, sizeof ev, "%d", n);
+        snprintf(lab, sizeof lab, "expert parallel %d (each rank stores %d of the %d experts)", n,
+                 E / n, E);
+        snprintf(fl, sizeof fl, "--ep %d", n);
+        const char *kv[] = {"expert_parallel_size", ev, NULL};
+        if (offer(fin, o, kv, limit, NULL, lab, fl, list, nl)) break;
     }
     if (stage < 3) {
         const char *kv[] = {"zero_optimization.stage", "3", NULL};
