@@ -8,6 +8,13 @@
  * works with any world size.  W / G replica groups hold identical slices
  * (hybrid sharding, HSDP); gradients are reduced across them.
  *
+ * Expert parallelism (mesh.h's expert axis of N > 1): an expert unit
+ * (zt_unit_info.expert) is stored per rank as its window [c n/N, (c+1) n/N)
+ * (c the expert coordinate), sliced over the expert shard group instead
+ * (the G / N ranks of the shard group with the same experts; at stage 0
+ * held, and its gradient all-reduced, by the expert-data-parallel group);
+ * the full blocks hold the windows at running offsets (zt_unit_shard.coff).
+ *
  *   stage 0  everything replicated; gradients all-reduced over the world
  *   stage 1  AdamW state sharded; gradients reduce-scattered per unit after
  *            the last micro-step; each rank updates its slice; parameters
