@@ -188,8 +188,10 @@ STEPS=2 run ps 2 --micro-batch 2 && FROM=ps resume z2 2 --ep 2 --micro-batch 2 -
     compare e2 z2 1e-6 && grep -qE "^  params +$(kib "$PR") +$(kib "$PR") +$(kib "$PR")\$" o_z2.txt
 ok $? "save at EP 1 (2 ranks), restore at EP 2 (stage 0, each rank storing $PR of $PSI parameters) == EP 2 uninterrupted"
 STEPS=2 run s3 2 --ep 2 --stage 3 --micro-batch 2 && FROM=s3 resume z0 2 --ep 1 --micro-batch 2 &&
-    compare e2 z0 1e-6 && FROM=ps resume z3 2 --ep 2 --stage 3 --micro-batch 2 && compare e2 z3 1e-6
-ok $? "save at EP 2 stage 3, restore at EP 1 stage 0; save at EP 1 stage 0, restore at EP 2 stage 3 (2 ranks) == uninterrupted"
+    compare e2 z0 1e-6 && FROM=s3 resume z1 2 --ep 2 --stage 1 --micro-batch 2 --memory-report end &&
+    compare e2 z1 1e-6 && grep -qE "^  params +$(kib "$PR") +$(kib "$PR") +$(kib "$PR")\$" o_z1.txt &&
+    FROM=ps resume z3 2 --ep 2 --stage 3 --micro-batch 2 && compare e2 z3 1e-6
+ok $? "save at EP 2 stage 3, restore at EP 1 stage 0 and at EP 2 stage 1 (storing $PR parameters); save at EP 1 stage 0, restore at EP 2 stage 3 (2 ranks) == uninterrupted"
 
 # the Hugging Face export of an EP 2 run (stage 0: each rank stores 2 experts,
 # its random init of its own parameters only) == EP 1's
