@@ -257,7 +257,9 @@ int zt_load_weights(zt_ctx *ctx, const char *path, zt_status *st) {
         rc = zt_fail(st, ZT_EINVAL, "%s: model shape (L%d H%d C%d T%d V%d) differs from the configured one "
                      "(L%d H%d C%d T%d V%d)", path, h[4], h[5], h[6], h[2], h[3], m->cfg.n_layer,
                      m->cfg.n_head, m->cfg.n_embd, m->cfg.context, m->cfg.vocab);
-    float *full = m->params;
+    /* (the model's block as the file's buffer when it is the logical block:
+     * not a rank's share under expert parallelism) */
+    float *full = m->block_elems == m->num_params ? m->params : NULL;
     if (rc == ZT_OK && !full && !(full = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_WORKSPACE, st)))
         rc = st->code;
     float *hs = NULL;   /* device backends: host staging */

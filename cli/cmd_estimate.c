@@ -203,6 +203,18 @@ static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_
                "(planned: %s of activations a layer), %llu at a balanced one (%s) (docs/moe.md)\n",
                p->expert_parallel, m->n_experts / p->expert_parallel, m->n_experts,
                (unsigned long long)p->ep_rows_worst, w, (unsigned long long)p->ep_rows_balanced, b);
+        /* each rank stores its experts alone (shard.h): the model states
+         * below are of its rank_params, not of Psi */
+        const int eg = (p->stage == 0 ? p->world : p->shard_group) / p->expert_parallel;
+        printf("expert parallel storage: %llu of the %llu parameters are experts'; a rank stores "
+               "its %d experts' %llu and the other %llu: %llu parameters, %s %d rank%s with the same "
+               "experts\n", (unsigned long long)p->expert_params, (unsigned long long)p->num_params,
+               m->n_experts / p->expert_parallel,
+               (unsigned long long)(p->expert_params / (uint64_t)p->expert_parallel),
+               (unsigned long long)(p->num_params - p->expert_params),
+               (unsigned long long)p->rank_params,
+               p->stage == 0 ? "its experts replicated on the" : "its experts then sharded over the",
+               eg, eg > 1 ? "s" : "");
     }
     {   /* the LM head's chunk (docs/memory.md, "The LM head in chunks") */
         char lg[32], fl[32];
@@ -268,6 +280,10 @@ static void print_model_states(const zt_memplan *p) {
     printf("  %-10s %12s   engine %s | ZeRO formula %s = %s (engine %+.3f%%)\n", "total", a,
            etext[p->mixed][p->stage], ftext[p->mixed][p->stage], f,
            p->formula_bytes > 0 ? 100.0 * ((double)tot - p->formula_bytes) / p->formula_bytes : 0.0);
+    if (p->rank_params != p->num_params && p->stage < 3)
+        printf("  (expert parallel: a rank's full blocks hold its %llu parameters, not Psi: read the "
+               "engine's Psi as that; the ZeRO formula is without expert parallelism)\n",
+               (unsigned long long)p->rank_params);
     if (p->mixed)
         printf("  (the formula counts 2-byte gradients; the engine keeps them in fp32, 2 bytes more "
                "per gradient element, so that accumulation and reduction never round to 16 bits)\n");
@@ -460,14 +476,16 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            "\"offload_param\": \"%s\", \"target\": \"%s\", \"sequence_parallel_size\": %d, "
            "\"logits_bytes\": %llu, \"full_logits_bytes\": %llu, \"classifier_chunk_rows\": %ld, "
            "\"alltoall_bytes_per_step\": %llu, \"expert_parallel_size\": %d, "
-           "\"ep_recv_rows_worst\": %llu, \"ep_recv_rows_balanced\": %llu},\n",
+           "\"ep_recv_rows_worst\": %llu, \"ep_recv_rows_balanced\": %llu, "
+           "\"expert_params\": %llu, \"rank_params\": %llu},\n",
            p->world, p->ranks_per_node, p->shard_group, p->stage, precision_name(c),
            c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
            c->offload_optimizer, c->offload_param, p->gpu ? "gpu" : "cpu", p->seq_parallel,
            (unsigned long long)p->logits_bytes, (unsigned long long)p->full_logits_bytes,
            p->chunk_rows, (unsigned long long)p->alltoall_bytes, p->expert_parallel,
-           (unsigned long long)p->ep_rows_worst, (unsigned long long)p->ep_rows_balanced);
+           (unsigned long long)p->ep_rows_worst, (unsigned long long)p->ep_rows_balanced,
+           (unsigned long long)p->expert_params, (unsigned long long)p->rank_params);
     if (p->lora_r)
         printf("  \"lora\": {\"r\": %d, \"adapter_params\": %llu, \"frozen_base_bytes\": %llu, "
                "\"adapter_bytes\": %llu, \"adapter_grads_bytes\": %llu, "

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "arch.h"
 #include "internal.h"
+#include "model.h"   /* zt_layout_mark_expert */
 
 static const zt_arch *const archs[] = {&zt_arch_llama, &zt_arch_gpt2, NULL};
 
@@ -172,9 +173,9 @@ static int gemm_only(const zt_arch *a, const zt_model_config *mc, int k) {
     return a->gemm_weight && a->gemm_weight(mc, k);
 }
 
-/* Elements of unit u, less its GEMM-only tensors with w32 */
-static uint64_t unit_numel(const zt_arch *a, const zt_model_config *mc, int u, int w32) {
-    /* which part, block and (own units) entry */
+/* Unit u's part, block and (an own unit) table entry, else -1. */
+static void unit_place(const zt_arch *a, const zt_model_config *mc, int u, int *part, int *blk,
+                       int *entry) {
     int want = ZT_AT_EMBED, l = -1, own = -1;
     if (u > 0) {
         want = ZT_AT_HEAD;
@@ -186,6 +187,22 @@ static uint64_t unit_numel(const zt_arch *a, const zt_model_config *mc, int u, i
                 if (own_unit(a, mc, i, k) && u == b++) { want = ZT_AT_BLOCK; l = i; own = k; break; }
         }
     }
+    *part = want;
+    *blk = l;
+    *entry = own;
+}
+
+int zt_arch_unit_expert(const zt_arch *a, const zt_model_config *mc, int u) {
+    int part, l, own;
+    unit_place(a, mc, u, &part, &l, &own);
+    return own >= 0;
+}
+
+/* Elements of unit u, less its GEMM-only tensors with w32 */
+static uint64_t unit_numel(const zt_arch *a, const zt_model_config *mc, int u, int w32) {
+    /* which part, block and (own units) entry */
+    int want, l, own;
+    unit_place(a, mc, u, &want, &l, &own);
     uint64_t n = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
         if (a->tensors[k].unit != want || (w32 && gemm_only(a, mc, k))) continue;
@@ -247,6 +264,7 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
                     if (pass) {
                         snprintf(un, sizeof un, "block.%d.%s", l, a->own_unit(k));
                         ZT_TRY(zt_layout_unit(L, un, st));
+                        zt_layout_mark_expert(L);   /* (expert parallelism: a window a rank) */
                     }
                     /* matrices are decayed; norms ones, biases zeros */
                     const int ti = a->tensor_init ? a->tensor_init(mc, k) : t->init;

@@ -218,6 +218,9 @@ int zt_arch_n_units(const zt_arch *a, const zt_model_config *mc);
 int zt_arch_block_unit(const zt_arch *a, const zt_model_config *mc, int l, int *n);
 /* Elements of unit u. */
 uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u);
+/* Is unit u an own_unit entry's (an expert unit: expert parallelism stores
+ * a window of it per rank, zt_unit_info.expert)? */
+int zt_arch_unit_expert(const zt_arch *a, const zt_model_config *mc, int u);
 /* The same less the GEMM-only tensors (gemm_weight): the unit's fp32 copy
  * where the GEMMs read the bf16 storage (shard.c make_view) ... */
 uint64_t zt_arch_unit_numel32(const zt_arch *a, const zt_model_config *mc, int u);

@@ -155,6 +155,12 @@ typedef struct layout {
     uint64_t *n32;          /* the fp32 copy's elements per unit where the GEMMs read the bf16
                              * storage (shard.c weights16: no GEMM-only tensor), NULL: n */
     uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
+    /* expert parallelism (shard.c): an expert unit's n is this rank's window;
+     * win[u] marks them (NULL: none), ug[u] each unit's slicing group (NULL:
+     * g at stages 1-3); nblk the full blocks' elements, max_n the largest n */
+    char *win;
+    uint64_t *ug;
+    uint64_t nblk, max_n;
     uint64_t max_len;       /* largest owned slice (>= 1) */
     uint64_t eb;            /* bytes per stored parameter element: 4, or 2 when mixed */
     int place_params, place_optim, place_dev;
@@ -264,7 +270,7 @@ static void u_grads(layout *y, int u) {
 /* overlap_comm: the receive buffer of unit u's reduction (shard.c's
  * rs_start: this rank's slice, at least 1 element, in grad_comm's type) */
 static uint64_t u_recv_bytes(const layout *y, int u) {
-    return umax(cdiv(y->n[u], y->g), 1) * (y->comm16 ? 2 : 4);
+    return umax(cdiv(y->n[u], y->ug ? y->ug[u] : y->g), 1) * (y->comm16 ? 2 : 4);
 }
 /* shard.c's rs_finish_oldest */
 static void u_rs_finish_oldest(layout *y) {
@@ -399,6 +405,7 @@ static int opts_ranks_per_node(const zt_memplan_opts *o) {
  * the sequence parallel size and the data parallel degree world / sp. */
 typedef struct mp_axes {
     int world, shard_group, sp, dp;
+    int ep, eshard;   /* expert parallelism and the expert shard group (1: off) */
 } mp_axes;
 
 static int plan_axes(const zt_config *c, int world, int ranks_per_node, mp_axes *ax,
@@ -409,6 +416,8 @@ static int plan_axes(const zt_config *c, int world, int ranks_per_node, mp_axes 
     ax->shard_group = rc == ZT_OK ? ms.size[ZT_AX_SHARD] : world;
     ax->sp = rc == ZT_OK ? ms.size[ZT_AX_SP] : 1;
     ax->dp = rc == ZT_OK ? ms.size[ZT_AX_DP] : world;
+    ax->ep = rc == ZT_OK ? ms.size[ZT_AX_EP] : 1;
+    ax->eshard = rc == ZT_OK ? ms.size[ZT_AX_ESHARD] : 1;
     return rc;
 }
 
@@ -462,7 +471,7 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
  * trainable model's (the same sequence as below for the base without LoRA). */
 static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_tag_place,
                        int optim_tag_place, int comm16, uint64_t nf4_bytes) {
-    const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
+    const uint64_t Psi = y->nblk, own = umax(y->shard_total, 1);   /* (the base's full blocks) */
     const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
     const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
     const int nf4 = y->qtmp != NULL;
@@ -479,14 +488,14 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     else if (p->stage == 3) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
     if (p->mixed && !nf4) {
-        const uint64_t t = (p->stage < 3 ? umax(p->largest_unit, 1) : y->max_len) * 4;
+        const uint64_t t = (p->stage < 3 ? umax(y->max_n, 1) : y->max_len) * 4;
         const int pl = p->stage == 3 && fhp ? ZT_MP_HOST : y->place_dev;
         s_alloc(s, pl, ZT_MEM_WORKSPACE, t);
         s_free(s, pl, ZT_MEM_WORKSPACE, t);
     }
     if (p->gpu && !nf4 && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
         const uint64_t chunk = (uint64_t)1 << 20;
-        uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
+        uint64_t n = p->stage == 3 ? y->max_len : p->mixed || y->win ? umax(y->max_n, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
         s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
         s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
@@ -554,6 +563,8 @@ static void layout_free(layout *y) {
     free(y->n32);
     free(y->qtmp);
     free(y->qplain);
+    free(y->win);
+    free(y->ug);
     free(y->gathered);
     free(y->view);
     free(y->bucket);
@@ -623,14 +634,33 @@ static int plan_units(planner *q, zt_status *st) {
             return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
         for (int u = 0; u < y->nu; ++u) y->n32[u] = zt_arch_unit_numel32(q->arch, mc, u);
     }
+    /* expert parallelism: each expert unit stored as this rank's window of
+     * n / N, sliced over the expert shard group (shard.c) */
+    const int N = q->ax.ep;
+    if (N > 1 && (!(y->win = calloc((size_t)y->nu, 1)) ||
+                  !(y->ug = calloc((size_t)y->nu, sizeof *y->ug))))
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     y->max_len = 1;
     for (int u = 0; u < y->nu; ++u) {
         p->num_params += y->n[u];
+        if (zt_arch_unit_expert(q->arch, mc, u)) p->expert_params += y->n[u];
         if (y->n[u] > p->largest_unit) p->largest_unit = y->n[u];
-        const uint64_t len = cdiv(y->n[u], q->g);
+        uint64_t g = q->g;
+        if (y->win) {
+            y->win[u] = (char)zt_arch_unit_expert(q->arch, mc, u);
+            if (y->win[u]) {
+                y->n[u] /= (uint64_t)N;
+                if (q->c->zero_stage > 0) g = (uint64_t)q->ax.eshard;
+            }
+            y->ug[u] = q->c->zero_stage > 0 ? g : (uint64_t)q->ax.shard_group;
+        }
+        y->nblk += y->n[u];
+        y->max_n = umax(y->max_n, y->n[u]);
+        const uint64_t len = cdiv(y->n[u], g);
         y->shard_total += len;
         if (len > y->max_len) y->max_len = len;
     }
+    p->rank_params = y->nblk;
     p->largest_tensor = q->arch->largest_layer(mc);
     p->active_params = p->num_params - (q->arch->inactive_params ? q->arch->inactive_params(mc) : 0);
     y->eb = p->mixed ? 2 : 4;
@@ -675,6 +705,8 @@ static int plan_adapters(planner *q, zt_status *st) {
     ya->ub = NULL;     /* (one unit per block, never simulated as the base is) */
     ya->qplain = NULL;
     ya->n32 = NULL;    /* (and have no GEMM-only tensors) */
+    ya->win = NULL;    /* (nor expert windows) */
+    ya->ug = NULL;
     ya->nu = L;
     ya->n = calloc((size_t)L, sizeof *ya->n);
     ya->gathered = calloc((size_t)L, sizeof *ya->gathered);
@@ -683,6 +715,8 @@ static int plan_adapters(planner *q, zt_status *st) {
     ya->seen = calloc((size_t)L, 1);
     ya->shard_total = 0;
     ya->max_len = 1;
+    ya->nblk = (uint64_t)L * q->lo.unit_numel;
+    ya->max_n = q->lo.unit_numel;
     for (int u = 0; ya->n && u < L; ++u) {
         ya->n[u] = q->lo.unit_numel;
         ya->shard_total += cdiv(ya->n[u], q->g);
@@ -705,7 +739,9 @@ static void plan_states(planner *q) {
     zt_memplan *p = q->p;
     sim *s = &q->s;
     const layout *y = &q->y;
-    const uint64_t Psi = p->num_params, own = umax(y->shard_total, 1);
+    /* the full blocks: Psi, less the experts a rank does not store (expert
+     * parallelism) */
+    const uint64_t Psi = y->nblk, own = umax(y->shard_total, 1);
     /* 16-bit gradient reductions (communication_data_type) with more than one rank */
     q->comm16 = strcmp(q->c->comm_dtype, "fp32") != 0 && q->ax.world > 1;
     /* offloaded optimizer state: host bytes, tagged ZT_MEM_ON_HOST */
@@ -745,7 +781,7 @@ static void plan_states(planner *q) {
         if (p->mixed && !host_params) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, 2 * y->max_len * 2);
     }
     if (comm16) {
-        s_alloc(s, y->place_dev, ZT_MEM_COMM, umax(p->largest_unit, 1) * 2);
+        s_alloc(s, y->place_dev, ZT_MEM_COMM, umax(y->max_n, 1) * 2);
         if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, y->max_len * 2);
     }
     if (p->stage == 3 && !p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
@@ -754,8 +790,8 @@ static void plan_states(planner *q) {
     /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
      * through an fp32 buffer of the largest unit */
     if (p->mixed && p->stage < 3) {
-        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
-        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, umax(p->largest_unit, 1) * 4);
+        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, umax(y->max_n, 1) * 4);
+        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, umax(y->max_n, 1) * 4);
     }
     /* on a GPU the initial values are staged through a host chunk of at
      * most 1 Mi elements (a transient: no effect on the device peak); at
@@ -763,7 +799,8 @@ static void plan_states(planner *q) {
      * weights or offloaded shards) */
     if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
         const uint64_t chunk = (uint64_t)1 << 20;
-        uint64_t n = p->stage == 3 ? y->max_len : p->mixed ? umax(p->largest_unit, 1) : umax(Psi, 1);
+        /* (expert windows: fp32 too unit by unit) */
+        uint64_t n = p->stage == 3 ? y->max_len : p->mixed || y->win ? umax(y->max_n, 1) : umax(Psi, 1);
         if (n > chunk) n = chunk;
         s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
         s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
@@ -906,7 +943,12 @@ static void plan_ckpt_snapshot(planner *q) {
     const layout *yt = q->lora ? &q->ya : &q->y;
     const uint64_t gs = p->stage == 0 ? (uint64_t)q->ax.world : (uint64_t)q->ax.shard_group;
     uint64_t e = 0;
-    for (int u = 0; u < yt->nu; ++u) e += cdiv(yt->n[u], gs);
+    /* (an expert window: over its expert-data-parallel group at stage 0,
+     * its expert shard group otherwise) */
+    for (int u = 0; u < yt->nu; ++u)
+        e += cdiv(yt->n[u], yt->win && yt->win[u] ? (uint64_t)(p->stage == 0 ? q->ax.world / q->ax.ep
+                                                                             : q->ax.eshard)
+                                                  : gs);
     p->ckpt_snapshot_bytes = e * 3 * 4;
     s_alloc(&q->s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
 }
@@ -961,7 +1003,8 @@ static void plan_end_of_run(planner *q) {
     /* (on a GPU the gathered block is device memory, written out by rank 0
      * through a host chunk of at most 1 Mi elements) */
     const uint64_t wchunk = (Psi < ((uint64_t)1 << 20) ? umax(Psi, 1) : (uint64_t)1 << 20) * 4;
-    const int gather = p->stage == 3 || (p->mixed && p->stage >= 1);
+    /* (expert windows: every rank gathers the experts at every stage) */
+    const int gather = p->stage == 3 || (p->mixed && p->stage >= 1) || q->y.win;
     if (gather) s_alloc(s, q->y.place_dev, ZT_MEM_WORKSPACE, Psi * 4);
     if (p->gpu) {
         s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, wchunk);
@@ -998,7 +1041,7 @@ static void plan_kernel_ws(planner *q) {
     if (!(p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)) return;
     p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
     uint64_t ws = q->arch->kernel_ws(q->mc, p->micro_batch, (int)q->Sl,
-                                     p->with_eval ? p->eval_batch : 0, p->num_params,
+                                     p->with_eval ? p->eval_batch : 0, q->y.win ? q->y.nblk : p->num_params,
                                      zt_matmul_bf16_of(q->c, 1));
     /* the gradient norm over the trained engine's owned ranges at stages
      * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
@@ -1007,7 +1050,8 @@ static void plan_kernel_ws(planner *q) {
     if (p->stage > 0) {
         size_t *rn = malloc((size_t)(yt->nu > 0 ? yt->nu : 1) * sizeof *rn);
         if (rn) {
-            for (int u = 0; u < yt->nu; ++u) rn[u] = (size_t)cdiv(yt->n[u], (uint64_t)q->ax.shard_group);
+            for (int u = 0; u < yt->nu; ++u)
+                rn[u] = (size_t)cdiv(yt->n[u], yt->ug ? yt->ug[u] : (uint64_t)q->ax.shard_group);
             ws = umax(ws, zt_cuda_ws_reduce_ranges(rn, yt->nu));
             free(rn);
         }
@@ -1366,8 +1410,9 @@ static int offer_combined(const zt_config *fin, const zt_memplan_opts *o, const 
 /* The single changes, cheapest first: synchronous checkpoints (when the
  * plan holds a snapshot); stages 1-2 (no extra communication); a wider
  * shard group; a smaller eval batch; a smaller micro batch; recomputation
- * (+1 forward); stage 3 (1.5x the communication); sequence parallelism;
- * optimizer offload (GPU target, offload_opt). */
+ * (+1 forward); expert parallelism (all-to-alls); stage 3 (1.5x the
+ * communication); sequence parallelism; optimizer offload (GPU target,
+ * offload_opt). */
 static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, const zt_memplan *cur,
                             uint64_t limit, const mp_axes *ax, int offload_opt, change *list,
                             int *nl) {
@@ -1402,6 +1447,21 @@ static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, cons
     if (zt_config_act_ckpt_k(fin) != 1) {
         const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
         offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, nl);
+    }
+    /* expert parallelism (a Mixture of Experts): each rank stores E / N of the
+     * experts (all-to-alls of the routed rows per MoE layer); the smallest N
+     * above the current one dividing the ranks, the experts and (stages 1-3)
+     * the shard group */
+    const int E = fin->model.n_experts, ep = fin->model.expert_parallel > 1 ? fin->model.expert_parallel : 1;
+    for (int n = ep + 1; E > 0 && fin->model.lora_r <= 0 && n <= W && n <= E; ++n) {
+        if (W % n || E % n || n % ep || (stage > 0 && G % n)) continue;
+        char ev[16];
+        snprintf(ev, sizeof ev, "%d", n);
+        snprintf(lab, sizeof lab, "expert parallel %d (each rank stores %d of the %d experts)", n,
+                 E / n, E);
+        snprintf(fl, sizeof fl, "--ep %d", n);
+        const char *kv[] = {"expert_parallel_size", ev, NULL};
+        if (offer(fin, o, kv, limit, NULL, lab, fl, list, nl)) break;
     }
     if (stage < 3) {
         const char *kv[] = {"zero_optimization.stage", "3", NULL};

@@ -71,6 +71,10 @@ typedef struct zt_memplan {
      * hold 2 C + 3 I floats (inputs, outputs, gate|up, SwiGLU) */
     int expert_parallel;
     uint64_t ep_rows_worst, ep_rows_balanced;
+    /* the experts' parameters (the expert units', of num_params) and the
+     * parameters one rank stores (its full blocks: num_params less the
+     * (N - 1) / N of the experts other ranks hold; = num_params at N = 1) */
+    uint64_t expert_params, rank_params;
     /* of the training activations: the LM head's chunk buffers (classifier.h:
      * [R, vocab] fp32 logits, twice with a final soft-cap) for the micro
      * batch's micro x seq_len / N rows, which it runs in chunks of chunk_rows

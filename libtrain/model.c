@@ -112,16 +112,32 @@ int zt_model_create(const zt_model_ops *ops, void *self, const zt_model_config *
         zt_model_free(m, 0);
         return rc;
     }
-    if (flags & ZT_MODEL_PARAMS) {
-        m->params = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_PARAMS, st);
-        if (!m->params) { zt_model_free(m, 0); return st ? st->code : ZT_ENOMEM; }
-    }
-    if (flags & ZT_MODEL_GRADS) {
-        m->grads = zt_mem_alloc(m->num_params * sizeof(float), ZT_MEM_GRADS, st);
-        if (!m->grads) { zt_model_free(m, 0); return st ? st->code : ZT_ENOMEM; }
+    if ((rc = zt_model_alloc_blocks(m, flags, m->num_params, st)) != ZT_OK) {
+        zt_model_free(m, 0);
+        return rc;
     }
     *out = m;
     return ZT_OK;
+}
+
+int zt_model_alloc_blocks(zt_model *m, int flags, size_t n, zt_status *st) {
+    if (m->params || m->grads)
+        return zt_fail(st, ZT_EINTERNAL, "model '%s': its blocks exist already",
+                       m->ops && m->ops->name ? m->ops->name : "?");
+    m->block_elems = n;
+    if (flags & ZT_MODEL_PARAMS) {
+        m->params = zt_mem_alloc(n * sizeof(float), ZT_MEM_PARAMS, st);
+        if (!m->params) return st ? st->code : ZT_ENOMEM;
+    }
+    if (flags & ZT_MODEL_GRADS) {
+        m->grads = zt_mem_alloc(n * sizeof(float), ZT_MEM_GRADS, st);
+        if (!m->grads) return st ? st->code : ZT_ENOMEM;
+    }
+    return ZT_OK;
+}
+
+void zt_layout_mark_expert(zt_layout *L) {
+    if (L->open) L->m->units[L->m->n_units - 1].expert = 1;
 }
 
 void zt_model_free(zt_model *m, int own_self) {

@@ -30,6 +30,8 @@ typedef struct zt_unit_info {
     char name[24];
     size_t offset, numel;
     int first_tensor, n_tensors;
+    int expert;        /* a Mixture of Experts' expert tensors (zt_layout_mark_expert): under
+                        * expert parallelism each rank stores one window of it (shard.c) */
 } zt_unit_info;
 
 typedef struct zt_model {
@@ -41,7 +43,9 @@ typedef struct zt_model {
     zt_tensor_info *tensors;
     zt_unit_info *units;
     size_t num_params;
-    float *params, *grads;     /* [num_params] each, or NULL (stage-dependent) */
+    float *params, *grads;     /* [block_elems] each, or NULL (stage-dependent) */
+    size_t block_elems;        /* the blocks' elements: num_params, or under expert
+                                * parallelism this rank's (shard.c zt_shard_block_elems) */
 } zt_model;
 
 /* Which full blocks to allocate. */
@@ -51,6 +55,12 @@ enum { ZT_MODEL_PARAMS = 1, ZT_MODEL_GRADS = 2 };
  * The model does not own self (see zt_model_free). */
 int zt_model_create(const zt_model_ops *ops, void *self, const zt_model_config *mc,
                     const zt_backend *be, int flags, zt_model **out, zt_status *st);
+/* Allocate the blocks in flags with n elements each (the model has none
+ * yet): zt_model_create's num_params, or a rank's share under expert
+ * parallelism (zt_shard_block_elems). */
+int zt_model_alloc_blocks(zt_model *m, int flags, size_t n, zt_status *st);
+/* describe(): the open unit holds expert tensors (zt_unit_info.expert). */
+void zt_layout_mark_expert(zt_layout *L);
 /* Frees the layout and blocks; calls ops->destroy(self) when own_self. */
 void zt_model_free(zt_model *m, int own_self);
 /* Initial values of flat elements [lo, hi) into dst[0 .. hi-lo): a pure

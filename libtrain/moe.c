@@ -260,7 +260,7 @@ static int exchange_rows(const zt_moe_host *h, const float *send, const size_t *
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
                    zt_moe_acts *a, const float *x, float *y, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
-    const int P = s->P > 1 ? s->P : 1, El = E / P, e0 = h->ep.rank * El;
+    const int P = s->P > 1 ? s->P : 1, El = E / P;
     zt_mm_fwd(be, a->logits, x, w->router, w->router16, NULL, N, C, E);
     be->moe_route_fwd(a->wts, a->idx, a->probs, a->logits, N, E, K, s->norm);
     ZT_TRY(permute(s, be, h, a->idx, N, 1, st));
@@ -277,7 +277,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         for (int l = 0; l < El; ++l) {
             const int c = h->rcnt[i * El + l];
             if (c == 0) continue;
-            const size_t e = (size_t)(e0 + l);
+            const size_t e = (size_t)l;   /* (w: this rank's experts, local l) */
             const size_t gu = e * 2 * I * C, dn = e * C * I;
             zt_mm_fwd(be, a->gup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), NULL,
                       c, C, 2 * I);
@@ -295,7 +295,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
                     const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
-    const int P = s->P > 1 ? s->P : 1, El = E / P, e0 = h->ep.rank * El;
+    const int P = s->P > 1 ? s->P : 1, El = E / P;
     ZT_TRY(permute(s, be, h, (int *)a->idx, N, 0, st));   /* the forward's groups again */
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
@@ -313,7 +313,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         for (int l = 0; l < El; ++l) {
             const int c = h->rcnt[i * El + l];
             if (c == 0) continue;
-            const size_t e = (size_t)(e0 + l), gu = e * 2 * I * C, dn = e * C * I;
+            const size_t e = (size_t)l, gu = e * 2 * I * C, dn = e * C * I;
             /* (a frozen base, LoRA: no weight gradients) */
             zt_mm_bwd(be, g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
                       a->hp + o * I, W(down, dn), W16(down16, dn), c, I, C);

@@ -22,9 +22,10 @@
  * routed rows go to the rank of their expert and the expert outputs come
  * back with all-to-alls of variable counts (the group's device twin); the
  * backward sends the output gradients the same way and the input gradients
- * back.  A rank's expert weight gradients then cover the rows of the whole
- * group; the other experts' stay zero and the data-parallel reduction over
- * all ranks sums them (storage: every rank still holds every expert).
+ * back.  The expert weights (and gradients) a rank passes are its own
+ * experts only, local expert l at l (the engine stores each rank's window of
+ * the expert units: shard.h); their gradients cover the rows of the whole
+ * group and are summed over the expert-data-parallel ranks (shard.c).
  */
 #ifndef ZT_MOE_H
 #define ZT_MOE_H
@@ -43,7 +44,8 @@ typedef struct zt_moe_shape {
  * The received-row buffers (zt_moe_carve, zt_moe_carve_grad) hold this many. */
 size_t zt_moe_recv_rows(const zt_moe_shape *s, size_t N);
 
-/* A block's expert weights (or their gradients). */
+/* A block's expert weights (or their gradients): router [E, C]; gate_up and
+ * down this rank's E / P experts (all E without expert parallelism). */
 typedef struct zt_moe_w {
     float *router, *gate_up, *down;
     /* the same as bf16 bits (zt_unit_params16: the GEMMs read them; then

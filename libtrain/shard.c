@@ -50,7 +50,21 @@ static uint16_t *store_slice(zt_shard *sh, int u) {
 }
 
 size_t zt_shard_optim_elems(const zt_shard *sh) {
-    return sh->stage == 0 ? sh->m->num_params : sh->shard_total;
+    /* (stage 0: every element this rank stores, the full blocks' count) */
+    return sh->shard_total;
+}
+
+/* Expert parallelism's size over the mesh (1: off). */
+static int mesh_ep(const zt_mesh *mesh) {
+    return mesh ? zt_mesh_size(mesh, ZT_AX_EP) : 1;
+}
+
+size_t zt_shard_block_elems(const zt_model *m, const zt_mesh *mesh) {
+    const int N = mesh_ep(mesh);
+    size_t n = m->num_params;
+    for (int u = 0; N > 1 && u < m->n_units; ++u)
+        if (m->units[u].expert) n -= m->units[u].numel - m->units[u].numel / (size_t)N;
+    return n;
 }
 
 /* ------------------------------------------------------------ the unit API */
@@ -144,6 +158,7 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
     const zt_tensor_info *t = sh->m->tensors + ui->first_tensor;
     size_t n32 = 0;
     for (int i = 0; i < ui->n_tensors; ++i) n32 += t[i].gemm ? 0 : t[i].numel;
+    if (us->win && n32) n32 = us->n;   /* (a window: only a GEMM-only unit takes the path) */
     /* (stage 3: only where keeping the gathered unit costs no more than the
      * fp32 copy of its GEMM weights would, 2 n <= 4 (n - n32)) */
     if (zt_shard_weights16(sh) && n32 < us->n && (sh->stage < 3 || 2 * n32 <= us->n)) {
@@ -583,17 +598,48 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
     if (mixed(sh) || nf4) sh->view = calloc((size_t)sh->nu, sizeof *sh->view);
     if (!sh->u || !sh->gathered || !sh->req || !sh->bucket || !sh->seen || !sh->gopen ||
         ((mixed(sh) || nf4) && !sh->view)) { rc = zt_fail(st, ZT_ENOMEM, "out of memory"); goto fail; }
-    int g = stage == 0 ? 1 : G, r = stage == 0 ? 0 : sh->r;
-    size_t soff = 0, max_len = 1;
+    /* expert parallelism: each expert unit's window on this rank, sliced
+     * over the expert shard group (stage 0: held by the expert-data-parallel
+     * group, the ranks with the same expert coordinate) */
+    sh->epn = mesh_ep(mesh);
+    sh->epc = sh->epn > 1 ? zt_mesh_coord(mesh, ZT_AX_EP) : 0;
+    sh->ep = sh->epn > 1 ? mesh->g[ZT_AX_EP] : NULL;
+    sh->dep = sh->epn > 1 ? mesh->dg[ZT_AX_EP] : NULL;
+    const int EG = zt_mesh_size(mesh, ZT_AX_ESHARD), ER = zt_mesh_coord(mesh, ZT_AX_ESHARD);
+    size_t soff = 0, max_len = 1, coff = 0;
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
-        us->n = m->units[u].numel;
-        us->off = m->units[u].offset;
-        us->coff = us->off;
+        const int win = sh->epn > 1 && m->units[u].expert;
+        const size_t N = (size_t)sh->epn;
+        if (win && (m->units[u].numel % N || (stage > 0 && G % sh->epn) ||
+                    (sh->epn > 1 && (!sh->ep || !sh->dep)))) {
+            rc = zt_fail(st, ZT_EINTERNAL, "unit %s: %zu elements over an expert group of %d "
+                         "(shard group %d)", m->units[u].name, m->units[u].numel, sh->epn, G);
+            goto fail;
+        }
+        us->win = win;
+        us->n = win ? m->units[u].numel / N : m->units[u].numel;
+        us->w0 = win ? (size_t)sh->epc * us->n : 0;
+        us->off = m->units[u].offset + us->w0;
+        us->coff = coff;
+        coff += us->n;
+        if (win) sh->win = 1;
+        const int g = stage == 0 ? 1 : win ? EG : G;
+        const int r = stage == 0 ? 0 : win ? ER : sh->r;
         us->g = g;
         us->r = r;
-        us->grp = sh->shard;
-        us->dgrp = sh->dshard;
+        us->grp = win ? mesh->g[ZT_AX_ESHARD] : sh->shard;
+        us->dgrp = win ? mesh->dg[ZT_AX_ESHARD] : sh->dshard;
+        if (g > 1 && (!us->grp || !us->dgrp || us->grp->size != g)) {
+            rc = zt_fail(st, ZT_EINTERNAL, "unit %s: no group of %d ranks to shard it over",
+                         m->units[u].name, g);
+            goto fail;
+        }
+        /* stage 0: the holders of the same values */
+        us->hg = win ? EG : world ? world->size : 1;
+        us->hr = win ? ER : world ? world->rank : 0;
+        us->hgrp = us->hg > 1 ? (win ? mesh->g[ZT_AX_ESHARD] : world) : NULL;
+        us->hdgrp = us->hg > 1 ? (win ? mesh->dg[ZT_AX_ESHARD] : sh->dworld) : NULL;
         size_t S = (us->n + (size_t)g - 1) / (size_t)g;
         us->counts = calloc((size_t)g, sizeof(int));
         us->displs = calloc((size_t)g, sizeof(int));
@@ -615,6 +661,18 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
     }
     sh->shard_total = soff;
     sh->max_len = max_len;
+    sh->nblk = coff;
+    if ((m->params || m->grads) && m->block_elems != coff) {
+        rc = zt_fail(st, ZT_EINTERNAL, "model '%s': blocks of %zu elements for an engine that "
+                     "stores %zu (zt_shard_block_elems)", m->ops && m->ops->name ? m->ops->name : "?",
+                     m->block_elems, coff);
+        goto fail;
+    }
+    if (nf4 && sh->win) {
+        rc = zt_fail(st, ZT_EUNSUPPORTED, "a 4-bit (NF4) base with expert parallelism is not "
+                     "implemented");
+        goto fail;
+    }
     if (nf4) {   /* QLoRA: the NF4 store alone (shard_nf4.c) */
         if (m->params) {
             rc = zt_fail(st, ZT_EINTERNAL, "an NF4 base: the model must not keep a parameter block");
@@ -627,7 +685,7 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
     if (sh->frozen) {
         /* parameters only: the 16-bit storage when mixed (no master weights) */
         if (mixed(sh)) {
-            const size_t np = m->num_params ? m->num_params : 1;
+            const size_t np = coff ? coff : 1;
             if (stage == 3) sh->pshard16 = zt_mem_alloc((soff ? soff : 1) * 2, ptag, st);
             else sh->p16 = zt_mem_alloc(np * 2, ZT_MEM_PARAMS, st);
             if (!(sh->p16 || sh->pshard16)) { rc = st->code; goto fail; }
@@ -644,7 +702,7 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
          * offloaded on a device backend, fp32 too gets host master weights,
          * which AdamW updates on the host (unless the parameter shards are
          * offloaded too: then they are the master weights) */
-        const size_t np = m->num_params ? m->num_params : 1;
+        const size_t np = coff ? coff : 1;
         const int mtag = ZT_MEM_OPTIMIZER | (prec->offload_optimizer ? ZT_MEM_ON_HOST : 0) |
                          (prec->offload_optimizer && prec->pin_optimizer ? ZT_MEM_PIN : 0);
         if (mixed(sh)) {
@@ -793,10 +851,10 @@ static int init_units(zt_shard *sh, uint64_t seed, const unsigned char *todo) {
         return rc;
     }
     if (!mixed(sh) && sh->stage < 3) {
-        if (!todo) ZT_TRY(init_into(sh, seed, 0, sh->m->num_params, sh->m->params, 1));
+        if (!todo && !sh->win) ZT_TRY(init_into(sh, seed, 0, sh->m->num_params, sh->m->params, 1));
         else
             for (int u = 0; u < sh->nu; ++u)
-                if (todo[u])
+                if (!todo || todo[u])
                     ZT_TRY(init_into(sh, seed, sh->u[u].off, sh->u[u].off + sh->u[u].n,
                                      sh->m->params + sh->u[u].coff, 1));
         if (sh->master)   /* fp32, offloaded on a device: host master = owned slices */
@@ -901,7 +959,7 @@ int zt_shard_init_pending(zt_shard *sh) {
 
 void zt_shard_zero_grads(zt_shard *sh) {
     if (sh->grads_zero) return;   /* still the allocation's zeros */
-    if (sh->m->grads) sh->be->zero(sh->m->grads, sh->m->num_params * sizeof(float));
+    if (sh->m->grads) sh->be->zero(sh->m->grads, sh->nblk * sizeof(float));
     if (sh->gshard) sh->be->zero(sh->gshard, sh->shard_total * sizeof(float));
 }
 
@@ -911,8 +969,25 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
     zt_model *m = sh->m;
     if (sh->stage == 0) {
         if (!sh->world || sh->world->size == 1) return ZT_OK;
-        zt_group_where(sh->dworld, "step %ld, gradient reduction", sh->step + 1);
-        ZT_TRY(allreduce_grads(sh, sh->dworld, m->grads, m->num_params, st));
+        if (!sh->win) {
+            zt_group_where(sh->dworld, "step %ld, gradient reduction", sh->step + 1);
+            ZT_TRY(allreduce_grads(sh, sh->dworld, m->grads, sh->nblk, st));
+            return ZT_OK;
+        }
+        /* expert windows: each run of adjacent units with the same holders
+         * (the world; an expert window's expert-data-parallel group) */
+        for (int u = 0; u < sh->nu;) {
+            const zt_unit_shard *us = &sh->u[u];
+            size_t n = 0;
+            int v = u;
+            for (; v < sh->nu && sh->u[v].win == us->win; ++v) n += sh->u[v].n;
+            if (us->hdgrp) {
+                zt_group_where(us->hdgrp, "step %ld, gradient reduction (unit %s)", sh->step + 1,
+                               unit_name(sh, u));
+                ZT_TRY(allreduce_grads(sh, us->hdgrp, m->grads + us->coff, n, st));
+            }
+            u = v;
+        }
         return ZT_OK;
     }
     if (sh->stage == 1) {
@@ -1058,6 +1133,10 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
 }
 
 int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st) {
+    if (sh->stage == 0 && sh->win) {   /* (grad_ranges: the dense part on coordinate 0) */
+        zt_group_where(sh->ep, "step %ld, gradient norm", sh->step + 1);
+        ZT_TRY(sh->ep->ops->allreduce_sum(sh->ep, sq, 1, ZT_F64, st));
+    }
     if (sh->stage > 0 && sh->G > 1) {   /* a host scalar: the host group */
         zt_group_where(sh->shard, "step %ld, gradient norm", sh->step + 1);
         ZT_TRY(sh->shard->ops->allreduce_sum(sh->shard, sq, 1, ZT_F64, st));
@@ -1066,8 +1145,10 @@ int zt_shard_sumsq_reduce(zt_shard *sh, double *sq, zt_status *st) {
 }
 
 /* The owned gradient ranges (the norm's and fp16's check): stage 0 the full
- * block, else the owned slice of every unit. */
-static int grad_ranges(zt_shard *sh, zt_status *st) {
+ * block, else the owned slice of every unit.  norm: at stage 0 with expert
+ * windows the ones the norm sums over the expert group, every window and the
+ * other units on expert coordinate 0 (so each element once). */
+static int grad_ranges(zt_shard *sh, int norm, zt_status *st) {
     if (!sh->rx) {
         const size_t k = sh->nu > 0 ? (size_t)sh->nu : 1;
         sh->rx = malloc(k * sizeof *sh->rx);
@@ -1075,10 +1156,18 @@ static int grad_ranges(zt_shard *sh, zt_status *st) {
         if (!sh->rx || !sh->rn) return zt_fail(st, ZT_ENOMEM, "out of memory (gradient ranges)");
     }
     sh->nr = 0;
-    if (sh->stage == 0) {
+    if (sh->stage == 0 && !(sh->win && norm)) {
         sh->rx[0] = sh->m->grads;
-        sh->rn[0] = sh->m->num_params;
+        sh->rn[0] = sh->nblk;
         sh->nr = 1;
+        return ZT_OK;
+    }
+    if (sh->stage == 0) {
+        for (int u = 0; u < sh->nu; ++u) {
+            if (!sh->u[u].win && sh->epc != 0) continue;
+            sh->rx[sh->nr] = sh->m->grads + sh->u[u].coff;
+            sh->rn[sh->nr++] = sh->u[u].n;
+        }
         return ZT_OK;
     }
     for (int u = 0; u < sh->nu; ++u) {
@@ -1090,13 +1179,12 @@ static int grad_ranges(zt_shard *sh, zt_status *st) {
 
 int zt_shard_grad_scalars(zt_shard *sh, float inv_scale, uint64_t *nonfinite, double *sumsq,
                           zt_status *st) {
-    ZT_TRY(grad_ranges(sh, st));
-    if (nonfinite) {
-        if (inv_scale != 1.0f)
-            for (int r = 0; r < sh->nr; ++r)
-                if (sh->rn[r]) sh->be->scale((float *)sh->rx[r], sh->rn[r], inv_scale);
-        sh->be->nonfinite_to(nonfinite, sh->rx, sh->rn, sh->nr);
-    }
+    ZT_TRY(grad_ranges(sh, 0, st));
+    if (nonfinite && inv_scale != 1.0f)
+        for (int r = 0; r < sh->nr; ++r)
+            if (sh->rn[r]) sh->be->scale((float *)sh->rx[r], sh->rn[r], inv_scale);
+    if (sh->stage == 0 && sh->win) ZT_TRY(grad_ranges(sh, 1, st));
+    if (nonfinite) sh->be->nonfinite_to(nonfinite, sh->rx, sh->rn, sh->nr);
     sh->be->sumsq_to(sumsq, sh->rx, sh->rn, sh->nr);
     return ZT_OK;
 }
@@ -1116,7 +1204,8 @@ static int build_segs(zt_shard *sh, float wd, int *nseg, zt_status *st) {
     for (int u = 0; u < sh->nu; ++u) {
         const zt_unit_shard *us = &sh->u[u];
         if (!us->len) continue;
-        const size_t a0 = us->off + us->lo, a1 = a0 + us->len, shift = a0 - us->soff;
+        /* (the "logical" arrays are the full blocks: the slice at coff + lo) */
+        const size_t a0 = us->off + us->lo, a1 = a0 + us->len, shift = us->coff + us->lo - us->soff;
         for (int i = 0; i < m->n_tensors; ++i) {
             const zt_tensor_info *t = &m->tensors[i];
             const size_t a = t->offset > a0 ? t->offset : a0;
@@ -1124,13 +1213,14 @@ static int build_segs(zt_shard *sh, float wd, int *nseg, zt_status *st) {
             if (a >= b) continue;
             const float w = t->decay ? wd : 0.0f;
             zt_adamw_seg *p = ns ? &sh->seg[ns - 1] : NULL;
-            if (p && p->shift == shift && same_bits(p->wd, w) && p->start + p->n == a - shift) {
+            const size_t start = us->soff + (a - a0);
+            if (p && p->shift == shift && same_bits(p->wd, w) && p->start + p->n == start) {
                 p->n += b - a;
                 continue;
             }
             if (ns == m->n_tensors + sh->nu + 1)   /* (not reached: at most a piece per tensor and cut) */
                 return zt_fail(st, ZT_EINTERNAL, "optimizer segments: more pieces than expected");
-            sh->seg[ns++] = (zt_adamw_seg){a - shift, b - a, shift, w};
+            sh->seg[ns++] = (zt_adamw_seg){start, b - a, shift, w};
         }
     }
     *nseg = ns;
@@ -1187,7 +1277,7 @@ int zt_shard_update_ex(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
 int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_status *st) {
     zt_model *m = sh->m;
     zt_adamw_begin(o);
-    if (sh->stage == 0 && !sh->master) {
+    if (sh->stage == 0 && !sh->master && !sh->win) {
         zt_adamw_range(o, m, sh->be, 0, m->num_params, m->params, m->grads, o->m, o->v, lr,
                        grad_scale);
         return ZT_OK;
@@ -1218,6 +1308,29 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
 
 /* ------------------------------------------------------------ export */
 
+/* Expert windows: every window of each expert unit of full (the logical
+ * block, this rank's windows in place) all-gathered over the expert group. */
+static int gather_windows(zt_shard *sh, float *full, zt_status *st) {
+    const int N = sh->epn;
+    if (!sh->win) return ZT_OK;
+    int *counts = malloc((size_t)N * sizeof(int)), *displs = malloc((size_t)N * sizeof(int));
+    int rc = counts && displs ? ZT_OK : zt_fail(st, ZT_ENOMEM, "out of memory (expert windows)");
+    for (int u = 0; rc == ZT_OK && u < sh->nu; ++u) {
+        const zt_unit_shard *us = &sh->u[u];
+        if (!us->win) continue;
+        for (int i = 0; i < N; ++i) {
+            counts[i] = (int)us->n;
+            displs[i] = (int)((size_t)i * us->n);
+        }
+        zt_group_where(sh->dep, "gathering the experts of unit %s", unit_name(sh, u));
+        rc = sh->dep->ops->allgather_inplace(sh->dep, full + (us->off - us->w0), counts, displs,
+                                             ZT_F32, st);
+    }
+    free(counts);
+    free(displs);
+    return rc;
+}
+
 /* A frozen mixed base: the 16-bit storage widened (gathered at stage 3). */
 static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
     float *full = zt_mem_alloc(sh->m->num_params * sizeof(float), ZT_MEM_WORKSPACE, st);
@@ -1244,6 +1357,8 @@ static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }
+    int rc = gather_windows(sh, full, st);
+    if (rc != ZT_OK) { zt_mem_free(full); return rc; }
     *out = full;
     return ZT_OK;
 }
@@ -1275,7 +1390,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
         *owned = 1;
         return frozen_full_params(sh, out, st);
     }
-    if (sh->stage == 0 || (sh->stage < 3 && !mixed(sh))) {
+    if (!sh->win && (sh->stage == 0 || (sh->stage < 3 && !mixed(sh)))) {
         /* stage 0 mixed: the master weights are the full block (on the
          * device: offloading needs stage >= 1) */
         *out = mixed(sh) ? sh->master : sh->m->params;
@@ -1294,6 +1409,8 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }
+    int rc = gather_windows(sh, full, st);   /* (expert parallelism: every expert) */
+    if (rc != ZT_OK) { zt_mem_free(full); return rc; }
     *out = full;
     *owned = 1;
     return ZT_OK;
@@ -1302,6 +1419,7 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
 int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
     zt_shard_params_written(sh, u);
+    vals += us->w0;   /* (an expert window: its part of the unit) */
     if (sh->q) {   /* NF4 base: quantized on the host */
         float *h = sh->dev ? malloc((us->n ? us->n : 1) * sizeof(float)) : NULL;
         if (sh->dev && !h) return zt_fail(st, ZT_ENOMEM, "out of memory (NF4 base)");
@@ -1335,7 +1453,18 @@ int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *
 void zt_shard_set_full_params(zt_shard *sh, const float *full) {
     zt_shard_params_written(sh, -1);
     if (sh->q) {
-        for (int u = 0; u < sh->nu; ++u) zt_shard_set_unit_params(sh, u, full + sh->u[u].off, NULL);
+        for (int u = 0; u < sh->nu; ++u) zt_shard_set_unit_params(sh, u, full + (sh->u[u].off - sh->u[u].w0), NULL);
+        return;
+    }
+    if (sh->win && sh->stage < 3) {   /* expert windows: the full blocks unit by unit */
+        for (int u = 0; u < sh->nu; ++u) {
+            zt_unit_shard *us = &sh->u[u];
+            if (sh->master)
+                zt_xcopy(sh->be, sh->master + us->soff, !sh->host_opt, full + us->off + us->lo, 1,
+                         us->len * sizeof(float));
+            if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->coff, full + us->off, us->n);
+            else sh->be->copy(sh->m->params + us->coff, full + us->off, us->n * sizeof(float));
+        }
         return;
     }
     if (sh->frozen && mixed(sh)) {

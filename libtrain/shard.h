@@ -8,6 +8,13 @@
  * works with any world size.  W / G replica groups hold identical slices
  * (hybrid sharding, HSDP); gradients are reduced across them.
  *
+ * Expert parallelism (mesh.h's expert axis of N > 1): an expert unit
+ * (zt_unit_info.expert) is stored per rank as its window [c n/N, (c+1) n/N)
+ * (c the expert coordinate), sliced over the expert shard group instead
+ * (the G / N ranks of the shard group with the same experts; at stage 0
+ * held, and its gradient all-reduced, by the expert-data-parallel group);
+ * the full blocks hold the windows at running offsets (zt_unit_shard.coff).
+ *
  *   stage 0  everything replicated; gradients all-reduced over the world
  *   stage 1  AdamW state sharded; gradients reduce-scattered per unit after
  *            the last micro-step; each rank updates its slice; parameters
@@ -89,16 +96,25 @@ typedef struct zt_shard_prec {
 enum { ZT_SHARD_COMM_STAGED = ZT_MESH_COMM_STAGED, ZT_SHARD_COMM_NCCL = ZT_MESH_COMM_NCCL };
 
 typedef struct zt_unit_shard {
-    size_t n;          /* unit elements */
-    size_t off;        /* unit offset in the logical flat block */
+    size_t n;          /* the unit's elements this rank stores (an expert unit under expert
+                        * parallelism: its window, n / N) */
+    size_t off;        /* their offset in the logical flat block (the unit's + w0) */
+    size_t w0;         /* the window's start in the unit (0: the whole unit) */
+    int win;           /* an expert unit stored as a window (expert parallelism) */
     size_t coff;       /* its offset in the full blocks this rank keeps (the model's
-                        * params / grads, the 16-bit p16): today off */
+                        * params / grads, the 16-bit p16): the windows' running sum */
     size_t lo, len;    /* this rank's slice within the unit */
     size_t soff;       /* offset of the slice in compact shard buffers */
     int g, r;          /* the group the unit is sliced over: its size (1 at stage 0) and
                         * this rank's index in it */
-    zt_group *grp, *dgrp;  /* that group (the shard group) and its device twin, for the
-                            * unit's gathers and reduce-scatters */
+    zt_group *grp, *dgrp;  /* that group (the shard group; an expert window's: the expert
+                            * shard group) and its device twin, for the unit's gathers and
+                            * reduce-scatters */
+    int hg, hr;            /* stage 0: the ranks holding the same values (the world; an
+                            * expert window's: its expert-data-parallel group) and this
+                            * rank's index; their group and twin (NULL when hg == 1): the
+                            * gradient all-reduce, a restore's all-gather */
+    zt_group *hgrp, *hdgrp;
     int *counts, *displs;  /* per rank of that group, for the collectives */
 } zt_unit_shard;
 
@@ -142,6 +158,12 @@ struct zt_units {
     const zt_backend *be;
     int nu;
     zt_unit_shard *u;
+    /* expert parallelism (mesh.h's expert axis, N > 1): each expert unit
+     * (zt_unit_info.expert) stored as this rank's window [c n/N, (c+1) n/N),
+     * sliced over the expert shard group; win: some unit is */
+    int epn, epc, win;
+    zt_group *ep, *dep;       /* the expert group and its twin (windows' all-gathers) */
+    size_t nblk;              /* elements of the full blocks (num_params without windows) */
     size_t shard_total;       /* elements this rank owns (sum of len) */
     size_t max_unit;
     float *pshard;            /* stage 3, fp32: owned parameters (host memory: host_params) */
@@ -206,6 +228,10 @@ struct zt_units {
  * the mesh's). */
 int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_axis,
                        int replica_axis, const zt_shard_prec *prec, zt_shard **out, zt_status *st);
+/* The elements of the full blocks (zt_model_alloc_blocks) the engine over
+ * mesh expects: num_params, less, under expert parallelism (N > 1), each
+ * expert unit's (N - 1) n / N the rank does not store. */
+size_t zt_shard_block_elems(const zt_model *m, const zt_mesh *mesh);
 /* The same over a world group of the caller's, with shard groups of
  * shard_group ranks (a mesh of its own, zt_mesh_over).  world may be NULL:
  * one process, no communication (stage 0 only). */

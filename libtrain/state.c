@@ -27,22 +27,23 @@ int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     }
     int n = 0;
     for (int u = 0; u < m->n_units; ++u) {
-        const zt_unit_info *ui = &m->units[u];
         const zt_unit_shard *us = &sh->u[u];
         zt_owned_range *o = &ctx->owned[n];
         if (sh->stage == 0) {
-            /* replicated: split the writing over the world anyway */
-            size_t S = zt_shard_len(ui->numel, ctx->nranks);
-            size_t a = (size_t)ctx->rank * S, b = a + S;
-            if (b > ui->numel) b = ui->numel;
+            /* replicated: split the writing over the ranks holding the
+             * same values anyway (the world; an expert window: its
+             * expert-data-parallel group) */
+            size_t S = zt_shard_len(us->n, us->hg);
+            size_t a = (size_t)us->hr * S, b = a + S;
+            if (b > us->n) b = us->n;
             if (a >= b) continue;
-            o->lo = ui->offset + a;
-            o->hi = ui->offset + b;
+            o->lo = us->off + a;
+            o->hi = us->off + b;
             /* stage 0 keeps the master weights (mixed) like the moments:
-             * indexed by the flat offset */
-            o->param = (sh->master ? sh->master : m->params) + o->lo;
-            o->m = ctx->opt.m + o->lo;
-            o->v = ctx->opt.v + o->lo;
+             * the unit at its place in the full blocks */
+            o->param = (sh->master ? sh->master : m->params) + us->coff + a;
+            o->m = ctx->opt.m + us->soff + a;
+            o->v = ctx->opt.v + us->soff + a;
         } else {
             if (!us->len) continue;
             o->lo = us->off + us->lo;
@@ -84,8 +85,9 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
     zt_model *m = zt_ctx_tmodel(ctx);
     zt_shard *sh = zt_ctx_tsh(ctx);
     if (sh->stage == 0 && ctx->nranks > 1) {
-        /* every rank restored its owned slice of each unit (the world-wide
-         * split of zt_ctx_owned_state): all-gather the slices in place */
+        /* every rank restored its owned slice of each unit (the split of
+         * zt_ctx_owned_state over the unit's holders): all-gather the
+         * slices in place */
         int W = ctx->nranks;
         int *counts = malloc(sizeof(int) * (size_t)W), *displs = malloc(sizeof(int) * (size_t)W);
         if (!counts || !displs) {
@@ -96,18 +98,21 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
         float *bufs[3] = {sh->master ? sh->master : m->params, ctx->opt.m, ctx->opt.v};
         int rc = ZT_OK;
         for (int u = 0; rc == ZT_OK && u < m->n_units; ++u) {
-            size_t n = m->units[u].numel, S = zt_shard_len(n, W);
-            for (int i = 0; i < W; ++i) {
+            const zt_unit_shard *us = &sh->u[u];
+            const int H = us->hg;
+            if (H == 1) continue;
+            size_t n = us->n, S = zt_shard_len(n, H);
+            for (int i = 0; i < H; ++i) {
                 size_t a = (size_t)i * S < n ? (size_t)i * S : n, b = a + S < n ? a + S : n;
                 displs[i] = (int)a;
                 counts[i] = (int)(b - a);
             }
-            /* stage 0: the three buffers are in the backend's memory */
-            zt_group *g = sh->dworld;
+            /* stage 0: the three buffers are in the backend's memory (the
+             * unit at coff = soff in each) */
+            zt_group *g = us->hdgrp;
             zt_group_where(g, "restoring checkpoint, unit %s", m->units[u].name);
             for (int k = 0; rc == ZT_OK && k < 3; ++k)
-                rc = g->ops->allgather_inplace(g, bufs[k] + m->units[u].offset, counts, displs,
-                                               ZT_F32, st);
+                rc = g->ops->allgather_inplace(g, bufs[k] + us->coff, counts, displs, ZT_F32, st);
         }
         free(counts);
         free(displs);

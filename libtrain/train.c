@@ -384,15 +384,17 @@ static int build_model(zt_ctx *ctx, const zt_model_ops *ops, void *self, zt_stat
         return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.r=%d: LoRA is built into the llama and "
                        "gpt2 models, not a model of the caller's own", c->model.lora_r);
     }
-    if ((rc = zt_model_create(ops, self, &c->model, ctx->be,
-                              lora ? zt_shard_model_flags_frozen(c->zero_stage, ctx->prec) &
-                                         (zt_lora_base_kind(&c->model, NULL) > 0 ? ~ZT_MODEL_PARAMS : ~0)
-                                   : zt_shard_model_flags_prec(c->zero_stage, ctx->prec),
-                              &ctx->model, st)) != ZT_OK) {
+    const int flags = lora ? zt_shard_model_flags_frozen(c->zero_stage, ctx->prec) &
+                                 (zt_lora_base_kind(&c->model, NULL) > 0 ? ~ZT_MODEL_PARAMS : ~0)
+                           : zt_shard_model_flags_prec(c->zero_stage, ctx->prec);
+    if ((rc = zt_model_create(ops, self, &c->model, ctx->be, 0, &ctx->model, st)) != ZT_OK) {
         if (own) ops->destroy(self);
         return rc;
     }
     ctx->own_model_self = own;
+    /* the blocks the stage keeps, at this rank's share (expert parallelism
+     * stores a window of each expert unit: shard.h) */
+    ZT_TRY(zt_model_alloc_blocks(ctx->model, flags, zt_shard_block_elems(ctx->model, ctx->mesh), st));
     if (lora) {
         zt_lora lo;
         ZT_TRY(zt_lora_plan(&c->model, &lo, st));

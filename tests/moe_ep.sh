@@ -23,6 +23,14 @@
 #  - the dispatch alone (tests/test_moe_ep.c, 2 ranks): equal to every expert
 #    on one rank; a routing beyond a rank's buffer (micro batches of
 #    different sizes) refused on both ranks, canaries after every buffer;
+#  - per-rank storage (tests/test_moe_store.c, 2 and 4 ranks): each rank's
+#    accounted parameter, gradient and optimizer bytes at EP 1, 2, 4, stages
+#    0-3, fp32 and bf16 == the formula with expert windows of n / N == planned;
+#    `ztrain estimate --ep 2`'s storage row and JSON; a checkpoint saved at EP 1
+#    restores at EP 2, and across stages 0 and 3, the restored run storing its
+#    experts' window (the memory report's params row); the Hugging Face export
+#    of an EP 2 run (each rank storing half the experts) == EP 1's; the
+#    pre-flight refusal of a run that fits at EP 2 suggests --ep 2;
 #  - refusals: the test hook out of range, EP not dividing the ranks, the experts, the shard group; a
 #    dense model; sampling skipped.
 . "$(dirname "$0")/lib.sh"
@@ -52,6 +60,24 @@ compare() {  # compare A B [TOL]
 # the dispatch alone (tests/test_moe_ep.c): EP 2 == every expert on one rank; a
 # routing beyond a rank's buffer refused on both ranks, nothing written past it
 tap_mpi 2 "$ZT_BUILDDIR/tests/test_moe_ep" "dispatch: "
+# per-rank storage: accounted bytes == the formula with expert windows == planned
+tap_mpi 2 "$ZT_BUILDDIR/tests/test_moe_store" "storage: "
+tap_mpi 4 "$ZT_BUILDDIR/tests/test_moe_store" "storage: "
+
+# the parameters a rank stores at EP N (configs/moe-tiny.json at 4 experts: 2
+# sparse layers of 4 experts, gate|up [2I, C] and down [C, I] each), and
+# KIB P: the memory report's "%.2f KiB" of P parameters in fp32
+stored() {  # stored N -> PSI_E PSI_R (expert parameters; a rank's parameters)
+    python3 - "$ZT_SRCDIR/configs/moe-tiny.json" "$1" "$2" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["ztrain"]["model"]
+N, psi = int(sys.argv[2]), int(sys.argv[3])
+E, C, I, L = 4, m["n_embd"], m["moe_intermediate_size"], m["n_layer"]
+pe = L * E * (2 * I * C + C * I)
+print(pe, psi - pe + pe // N)
+PY
+}
+kib() { python3 -c "import sys; print('%.2f KiB' % (4 * int(sys.argv[1]) / 1024.0))" "$1"; }
 
 # references: 1 rank, the global batch in forwards of 2 and of 1 sample
 run r2 1 --micro-batch 2 --grad-accum 2
@@ -82,6 +108,24 @@ print("# estimate: expert parallel, received rows worst / balanced %s, formula %
 sys.exit(0 if got == want else 1)
 PY
 ok $? "EP 2 x dp 2: predicted peak == accounted peak; ztrain estimate --ep 2: received rows (worst, balanced) == formula, no closing sample"
+# ztrain estimate --ep 2 (stage 0): the storage row, and JSON expert_params, rank_params and the
+# model states (4 / 4 / 8 bytes a stored parameter) == the formula
+"$ZTRAIN" estimate --world-size 2 "${MOE[@]}" --ep 2 --micro-batch 2 --batch-size 4 > e_st.txt 2>&1 &&
+    "$ZTRAIN" estimate --world-size 2 "${MOE[@]}" --ep 2 --micro-batch 2 --batch-size 4 --json \
+        > e_st.json 2>&1 && PSI=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['model']['num_params'])" e_st.json) &&
+    read -r PE PR <<< "$(stored 2 "$PSI")" &&
+    grep -qx "expert parallel storage: $PE of the $PSI parameters are experts'; a rank stores its 2 experts' $((PE / 2)) and the other $((PSI - PE)): $PR parameters, its experts replicated on the 1 rank with the same experts" e_st.txt &&
+    python3 - e_st.json "$PE" "$PR" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+pe, pr = int(sys.argv[2]), int(sys.argv[3])
+s = r["model_states"]
+got = (r["run"]["expert_params"], r["run"]["rank_params"], s["params_bytes"], s["grads_bytes"], s["optimizer_bytes"])
+want = (pe, pr, 4 * pr, 4 * pr, 8 * pr)
+print("# estimate --ep 2: expert / rank parameters, params / grads / optimizer bytes %s, formula %s" % (got, want))
+sys.exit(0 if got == want else 1)
+PY
+ok $? "ztrain estimate --ep 2 (stage 0): the storage row and JSON (expert and rank parameters, model states) == the formula"
 run eh 4 --ep 2 --stage 3 --shard-group 2 --micro-batch 1 && compare r4 eh
 ok $? "EP 2, stage 3 with shard groups of 2 (hybrid, 4 ranks) == 1 rank"
 run ea 2 --ep 2 --stage 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks && compare r4 ea
@@ -117,15 +161,15 @@ run spe4 4 --sp 2 --ep 4 --stage 1 --micro-batch 2 --act-ckpt blocks && compare 
 ok $? "EP 4 across sequence parallel groups of 2 (stage 1, checkpointing) == sequence parallel 2 alone"
 
 # checkpoints: steps 1-2 at EP 2 on 2 ranks, steps 3-4 elsewhere
-resume() {  # resume TAG NB ARGS_B...
-    local tag=$1 nb=$2; shift 2
-    mkdir -p "ck_$tag" && cp -r ck_es/step-2 "ck_$tag/" || return 1
+resume() {  # resume TAG NB ARGS_B... (FROM=tag of the saving run, es by default)
+    local tag=$1 nb=$2 from=${FROM:-es}; shift 2
+    mkdir -p "ck_$tag" && cp -r "ck_$from/step-2" "ck_$tag/" || return 1
     mpirun_np "$nb" "$ZTRAIN" train "${MOE[@]}" --train c_train.bin --val c_val.bin --threads 1 \
         --steps 4 --eval-every 0 --sample-tokens 0 --batch-size 4 --scheduler.params.total_num_steps 4 \
         --metrics "m_${tag}_b.jsonl" --ckpt-dir "ck_$tag" --resume auto "$@" > "o_$tag.txt" 2>&1 ||
         { diag "o_$tag.txt" | tail -5; return 1; }
     grep -q "resumed from ck_$tag/step-2 at step 2" "o_$tag.txt" || return 1
-    cat m_es.jsonl "m_${tag}_b.jsonl" > "m_$tag.jsonl"
+    cat "m_$from.jsonl" "m_${tag}_b.jsonl" > "m_$tag.jsonl"
     "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
 }
 STEPS=2 run es 2 --ep 2 --micro-batch 2 --sample-tokens 4 &&
@@ -135,6 +179,29 @@ ok $? "save at EP 2 (2 ranks), restore at EP 1 on 2 ranks: bitwise the uninterru
 resume x4 4 --ep 4 --stage 3 --micro-batch 1 && resume y4 1 --micro-batch 1 --grad-accum 4 &&
     compare y4 x4
 ok $? "save at EP 2 (2 ranks), restore at EP 4 on 4 ranks, stage 3: == restored on 1 rank"
+# the other ways: EP 1's checkpoint at EP 2 (stage 0, the restored run storing
+# its window: the memory report's params row, 4 bytes a stored parameter), and
+# across stages 0 and 3
+PSI=${PSI:-0}
+read -r PE PR <<< "$(stored 2 "$PSI")"
+STEPS=2 run ps 2 --micro-batch 2 && FROM=ps resume z2 2 --ep 2 --micro-batch 2 --memory-report end &&
+    compare e2 z2 1e-6 && grep -qE "^  params +$(kib "$PR") +$(kib "$PR") +$(kib "$PR")\$" o_z2.txt
+ok $? "save at EP 1 (2 ranks), restore at EP 2 (stage 0, each rank storing $PR of $PSI parameters) == EP 2 uninterrupted"
+STEPS=2 run s3 2 --ep 2 --stage 3 --micro-batch 2 && FROM=s3 resume z0 2 --ep 1 --micro-batch 2 &&
+    compare e2 z0 1e-6 && FROM=s3 resume z1 2 --ep 2 --stage 1 --micro-batch 2 --memory-report end &&
+    compare e2 z1 1e-6 && grep -qE "^  params +$(kib "$PR") +$(kib "$PR") +$(kib "$PR")\$" o_z1.txt &&
+    FROM=ps resume z3 2 --ep 2 --stage 3 --micro-batch 2 && compare e2 z3 1e-6
+ok $? "save at EP 2 stage 3, restore at EP 1 stage 0 and at EP 2 stage 1 (storing $PR parameters); save at EP 1 stage 0, restore at EP 2 stage 3 (2 ranks) == uninterrupted"
+
+# the Hugging Face export of an EP 2 run (stage 0: each rank stores 2 experts,
+# its random init of its own parameters only) == EP 1's
+run p2 2 --micro-batch 2 && grep -q "random init: $PR of $PSI parameters" o_e2.txt &&
+    "$ZTRAIN" ckpt export ck_e2 --hf hf_e2 > /dev/null 2>&1 &&
+    "$ZTRAIN" ckpt export ck_p2 --hf hf_p2 > /dev/null 2>&1 &&
+    python3 "$ZT_SRCDIR/tests/run_compare.py" m_e2.jsonl m_p2.jsonl hf_e2/model.safetensors \
+        hf_p2/model.safetensors 1e-6 "$STEPS"
+ok $? "Hugging Face export of an EP 2 run (each rank initialising its $PR parameters) == EP 1's (2 ranks)"
+
 
 # device-memory discipline: cpu-strict (host-staged all-to-alls) bitwise == cpu
 run sc 2 --ep 2 --stage 3 --micro-batch 2 && run ss 2 --ep 2 --stage 3 --micro-batch 2 \
@@ -159,4 +226,14 @@ ok $? "refused: EP 2 on a dense model"
 refused ng 4 "expert_parallel_size=4 must divide zero_optimization.shard_group_size=2" --ep 4 \
     --stage 3 --shard-group 2 --micro-batch 1
 ok $? "refused: EP 4 with ZeRO-3 shard groups of 2"
+# the pre-flight refusal suggests --ep when a larger expert parallel size fits:
+# experts 512 wide, 8-token windows (model states dominate), a limit between
+# the predicted peaks at EP 1 and EP 2
+BIG=(--ztrain.model.moe_intermediate_size 512 --seq-len 8 --batch-size 2 --micro-batch 1)
+LIM=$(for e in 1 2; do "$ZTRAIN" estimate --world-size 2 "${MOE[@]}" "${BIG[@]}" --ep "$e" --json |
+    python3 -c "import json,sys; print(json.load(sys.stdin)['peak_bytes'])"; done |
+    python3 -c "import sys; a, b = map(int, sys.stdin.read().split()); print((a + b) // 2 if b < a else 0)")
+[ "${LIM:-0}" -gt 0 ] && STEPS=2 refused rf 2 "; changes that fit: expert parallel 2 (each rank stores 2 of the 4 experts) (--ep 2): " \
+    "${BIG[@]}" --memory-limit "$LIM" && STEPS=2 run rg 2 "${BIG[@]}" --memory-limit "$LIM" --ep 2
+ok $? "a run that fits at EP 2 only: the pre-flight refusal suggests --ep 2, which runs"
 done_testing

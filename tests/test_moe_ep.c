@@ -4,7 +4,8 @@
  *
  * A MoE layer of 4 experts, top-2, expert parallel size 2 on the cpu
  * backend, every rank with the same weights:
- *  - with its own tokens, each rank's output y and input gradient dx equal
+ *  - with its own tokens (and its own two experts' weights, as the engine
+ *    stores them), each rank's output y and input gradient dx equal
  *    the same layer run on that rank alone with every expert (P = 1) within
  *    1e-6, and the expert weight gradients summed over the two ranks equal
  *    the sum of the two ranks' P = 1 gradients;
@@ -114,7 +115,7 @@ int main(int argc, char **argv) {
     float y1[N * C], y2[N * C], dx1[N * C], dx2[N * C];
     float g1r[E * C] = {0}, g1gu[E * 2 * I * C] = {0}, g1dn[E * C * I] = {0};
     float g2r[E * C] = {0}, g2gu[E * 2 * I * C] = {0}, g2dn[E * C * I] = {0};
-    zt_moe_w gw1 = {g1r, g1gu, g1dn, NULL, NULL, NULL}, gw2 = {g2r, g2gu, g2dn, NULL, NULL, NULL};
+    zt_moe_w gw1 = {g1r, g1gu, g1dn, NULL, NULL, NULL};
     zt_moe_host h1, h2;
     memset(&h1, 0, sizeof h1);
     memset(&h2, 0, sizeof h2);
@@ -124,8 +125,13 @@ int main(int argc, char **argv) {
     rc = zt_moe_set_mesh(&h2, &s2, m, &st);
     if (rc == ZT_OK) rc = zt_moe_forward(&s1, be, &h1, &w, &b1.a, x, y1, N, &st);
     if (rc == ZT_OK) rc = zt_moe_backward(&s1, be, &h1, &w, &gw1, &b1.a, &b1.g, x, dy, NULL, N, &st);
-    if (rc == ZT_OK) rc = zt_moe_forward(&s2, be, &h2, &w, &b2.a, x, y2, N, &st);
-    if (rc == ZT_OK) rc = zt_moe_backward(&s2, be, &h2, &w, &gw2, &b2.a, &b2.g, x, dy, NULL, N, &st);
+    /* EP 2: each rank passes its own experts' weights and gradients (local
+     * expert l at l: the engine's window, shard.h) */
+    const size_t gw0 = (size_t)r * (E / 2) * 2 * I * C, dw0 = (size_t)r * (E / 2) * C * I;
+    const zt_moe_w wl = {router, gu + gw0, dn + dw0, NULL, NULL, NULL};
+    zt_moe_w gwl = {g2r, g2gu + gw0, g2dn + dw0, NULL, NULL, NULL};
+    if (rc == ZT_OK) rc = zt_moe_forward(&s2, be, &h2, &wl, &b2.a, x, y2, N, &st);
+    if (rc == ZT_OK) rc = zt_moe_backward(&s2, be, &h2, &wl, &gwl, &b2.a, &b2.g, x, dy, NULL, N, &st);
     memcpy(dx1, b1.g.dx, sizeof dx1);
     memcpy(dx2, b2.g.dx, sizeof dx2);
     double dmax = 0;
@@ -164,7 +170,7 @@ int main(int argc, char **argv) {
     h2.layer = 3;
     float y3[6 * C];
     zt_status st3;
-    rc = zt_moe_forward(&s2, be, &h2, &w, &b3.a, x, y3, Nr, &st3);
+    rc = zt_moe_forward(&s2, be, &h2, &wl, &b3.a, x, y3, Nr, &st3);
     unsetenv("ZT_TEST_MOE_ROUTE_ALL");
     int32_t ok3 = rc == ZT_ENOMEM &&
                   strstr(st3.msg, "step 7, MoE layer 3: 16 routed rows go to the 2 experts of rank 0 "
