@@ -221,13 +221,12 @@ static int llama_tensor_init(const zt_model_config *mc, int k) {
 
 /* zt_arch.gemm_weight: q, k, v, o, gate, up, down, the shared expert's
  * gate, the router and experts (moe.c), an untied LM head (read through
- * zt_mm_* and the classifier), the embedding (zt_enc_fwd; a tied head's
- * classifier) */
+ * zt_mm_* and the classifier); not the embedding (the encoder's too) */
 static int llama_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
     return k == T_QW || k == T_KW || k == T_VW || k == T_OW || k == T_GATEW || k == T_UPW ||
            k == T_DOWNW || k == T_SHGATE || k == T_ROUTER || k == T_EXGU || k == T_EXDOWN ||
-           k == E_LM_HEAD || k == E_EMBED;
+           k == E_LM_HEAD;
 }
 
 static int llama_block_kind(const zt_model_config *mc, int l) {
@@ -260,7 +259,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
     const size_t *o = c32 ? m->off32 : m->off;
     if (u >= 1 && u <= L && m->sparse[u - 1]) o += LLAMA_NT;
     if (u == 0) {
-        v->embed = c32 ? NULL : base + o[E_EMBED];
+        v->embed = base + o[E_EMBED];
     } else if (u == L + 1) {
         v->norm = base + o[E_NORM];
         v->lm_head = m->s.tied || c32 ? NULL : base + o[E_LM_HEAD];
@@ -691,8 +690,7 @@ static void embed_fwd(void *self, void *acts) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int B = a->fB, T = a->fT, C = m->s.C;
-    zt_enc_fwd(m->be, ZT_ACTS_RES(a, 0), a->inputs, m->p.embed,
-               m->p16[0] ? m->p16[0] + m->off[E_EMBED] : NULL, NULL, B, T, C);
+    m->be->encoder_fwd(ZT_ACTS_RES(a, 0), a->inputs, m->p.embed, NULL, B, T, C);
     if (m->s.gemma) m->be->scale(ZT_ACTS_RES(a, 0), (size_t)B * T * C, m->s.escale);
 }
 
