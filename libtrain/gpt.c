@@ -58,7 +58,8 @@ static void gpt_tensor_shape(const zt_model_config *mc, int l, int k, int *rows,
 }
 
 /* zt_arch.gemm_weight: the block's four matrices (block_fwd / block_bwd
- * read them through zt_mm_*); wte is the encoder's too */
+ * read them through zt_mm_*) and wte (the encoder's zt_enc_fwd, the tied
+ * head's classifier) */
 static int gpt_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
     return k == T_QKVW || k == T_PROJW || k == T_FCW || k == T_FCPW;
@@ -290,7 +291,8 @@ static void embed_fwd(void *self, void *acts) {
     zt_gpt_acts *a = acts;
     const int B = a->fB, T = a->fT, C = g->cfg.n_embd;
     const size_t pos0 = (size_t)g->sp.rank * (size_t)T;
-    g->be->encoder_fwd(ZT_ACTS_RES(a, 0), a->inputs, g->p.wte, g->p.wpe + pos0 * C, B, T, C);
+    zt_enc_fwd(g->be, ZT_ACTS_RES(a, 0), a->inputs, g->p.wte,
+               g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL, g->p.wpe + pos0 * C, B, T, C);
 }
 
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's

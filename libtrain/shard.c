@@ -122,7 +122,7 @@ int zt_shard_weights16(const zt_shard *sh) {
     const zt_backend *be = sh->be;
     return sh->w16 && sh->prec == ZT_PREC_BF16 && (sh->stage == 3 || sh->q || sh->p16) &&
            be->matmul_fwd_w16 && be->matmul_bwd_w16 && be->matmul_gelu_fwd_w16 &&
-           be->matmul_dgelu_bwd_w16;
+           be->matmul_dgelu_bwd_w16 && be->encoder_fwd_w16;
 }
 
 /* Mixed: unit u's fp32 compute copy, widened from the 16-bit storage (at
