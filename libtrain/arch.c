@@ -143,32 +143,66 @@ int zt_arch_tied(const zt_arch *a, const zt_model_config *mc) {
     return a->tied_head && mc->tie_embeddings;
 }
 
-uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) {
-    const int want = u == 0 ? ZT_AT_EMBED : u == mc->n_layer + 1 ? ZT_AT_HEAD : ZT_AT_BLOCK;
-    uint64_t n = 0;
-    for (int k = 0; k < a->n_tensors; ++k) {
-        if (a->tensors[k].unit != want) continue;
-        int r, c;
-        a->tensor_shape(mc, u - 1, k, &r, &c);
-        n += (uint64_t)r * (uint64_t)c;
+/* Is block entry k of block l in a unit of its own (and present)? */
+static int own_unit(const zt_arch *a, const zt_model_config *mc, int l, int k) {
+    if (!a->own_unit || a->tensors[k].unit != ZT_AT_BLOCK || !a->own_unit(k)) return 0;
+    int r, c;
+    a->tensor_shape(mc, l, k, &r, &c);
+    return r > 0;
+}
+
+int zt_arch_block_unit(const zt_arch *a, const zt_model_config *mc, int l, int *n) {
+    int u = 1;
+    for (int i = 0; i < l && i < mc->n_layer; ++i) {
+        u++;
+        for (int k = 0; k < a->n_tensors; ++k) u += own_unit(a, mc, i, k);
     }
-    return n;
+    int c = 1;
+    if (l < mc->n_layer)
+        for (int k = 0; k < a->n_tensors; ++k) c += own_unit(a, mc, l, k);
+    if (n) *n = c;
+    return u;
+}
+
+int zt_arch_n_units(const zt_arch *a, const zt_model_config *mc) {
+    return zt_arch_block_unit(a, mc, mc->n_layer, NULL) + 1;
 }
 
 static int gemm_only(const zt_arch *a, const zt_model_config *mc, int k) {
     return a->gemm_weight && a->gemm_weight(mc, k);
 }
 
-uint64_t zt_arch_unit_numel32(const zt_arch *a, const zt_model_config *mc, int u) {
-    const int want = u == 0 ? ZT_AT_EMBED : u == mc->n_layer + 1 ? ZT_AT_HEAD : ZT_AT_BLOCK;
+/* Elements of unit u, less its GEMM-only tensors with w32 */
+static uint64_t unit_numel(const zt_arch *a, const zt_model_config *mc, int u, int w32) {
+    /* which part, block and (own units) entry */
+    int want = ZT_AT_EMBED, l = -1, own = -1;
+    if (u > 0) {
+        want = ZT_AT_HEAD;
+        l = mc->n_layer;
+        for (int i = 0, b = 1; i < mc->n_layer && want == ZT_AT_HEAD; ++i) {
+            if (u == b) { want = ZT_AT_BLOCK; l = i; break; }
+            b++;
+            for (int k = 0; k < a->n_tensors; ++k)
+                if (own_unit(a, mc, i, k) && u == b++) { want = ZT_AT_BLOCK; l = i; own = k; break; }
+        }
+    }
     uint64_t n = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
-        if (a->tensors[k].unit != want || gemm_only(a, mc, k)) continue;
+        if (a->tensors[k].unit != want || (w32 && gemm_only(a, mc, k))) continue;
+        if (want == ZT_AT_BLOCK && (own >= 0 ? k != own : own_unit(a, mc, l, k))) continue;
         int r, c;
-        a->tensor_shape(mc, u - 1, k, &r, &c);
+        a->tensor_shape(mc, l, k, &r, &c);
         n += (uint64_t)r * (uint64_t)c;
     }
     return n;
+}
+
+uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u) {
+    return unit_numel(a, mc, u, 0);
+}
+
+uint64_t zt_arch_unit_numel32(const zt_arch *a, const zt_model_config *mc, int u) {
+    return unit_numel(a, mc, u, 1);
 }
 
 void zt_arch_offsets32(const zt_arch *a, const zt_model_config *mc, size_t *off32) {
@@ -181,6 +215,10 @@ void zt_arch_offsets32(const zt_arch *a, const zt_model_config *mc, size_t *off3
                 if (a->tensors[k].unit != part) continue;
                 a->tensor_shape(mc, l, k, &rows, &cols);
                 if (!rows || gemm_only(a, mc, k)) continue;
+                if (part == ZT_AT_BLOCK && own_unit(a, mc, l, k)) {
+                    off32[kind * a->n_tensors + k] = 0;   /* alone in its unit's copy */
+                    continue;
+                }
                 off32[kind * a->n_tensors + k] = o;
                 o += (size_t)rows * (size_t)cols;
             }
@@ -192,30 +230,38 @@ int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, 
     const double std = 0.02, resid = 0.02 / sqrt(2.0 * mc->n_layer);   /* GPT-2 scaled residual */
     for (int part = ZT_AT_EMBED; part <= ZT_AT_HEAD; ++part)
         for (int l = 0; l < (part == ZT_AT_BLOCK ? mc->n_layer : 1); ++l) {
-            char un[24], tn[64];
+            char un[80], tn[64];   /* (zt_layout_unit checks the name's length) */
             if (part == ZT_AT_BLOCK) snprintf(un, sizeof un, "block.%d", l);
             ZT_TRY(zt_layout_unit(L, part == ZT_AT_EMBED ? "embeddings"
                                      : part == ZT_AT_HEAD ? a->head_unit : un, st));
-            for (int k = 0; k < a->n_tensors; ++k) {
-                const zt_arch_tensor *t = &a->tensors[k];
-                int rows, cols;
-                if (t->unit != part) continue;
-                a->tensor_shape(mc, l, k, &rows, &cols);
-                if (!rows) continue;
-                /* matrices are decayed; norms ones, biases zeros */
-                const int ti = a->tensor_init ? a->tensor_init(mc, k) : t->init;
-                const zt_init_kind init = ti == ZT_AT_ONES    ? ZT_INIT_ONES
-                                        : ti == ZT_AT_ZEROS ? ZT_INIT_ZEROS
-                                                            : ZT_INIT_NORMAL;
-                const double s = ti == ZT_AT_NORMAL ? std : ti == ZT_AT_NORMAL_RESID ? resid : 0;
-                if (part == ZT_AT_BLOCK) snprintf(tn, sizeof tn, "h%d.%s", l, t->name);
-                else snprintf(tn, sizeof tn, "%s", t->name);
-                const int kind = part == ZT_AT_BLOCK && a->block_kind ? a->block_kind(mc, l) : 0;
-                const unsigned fl = (cols > 1 ? ZT_TENSOR_DECAY : 0u) |
-                                    (gemm_only(a, mc, k) ? ZT_TENSOR_GEMM : 0u);
-                ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, fl,
-                                        &off[kind * a->n_tensors + k], st));
-            }
+            /* pass 0: the unit's entries; pass 1: the own_unit entries, each
+             * in a unit of its own */
+            for (int pass = 0; pass < (part == ZT_AT_BLOCK ? 2 : 1); ++pass)
+                for (int k = 0; k < a->n_tensors; ++k) {
+                    const zt_arch_tensor *t = &a->tensors[k];
+                    int rows, cols;
+                    if (t->unit != part) continue;
+                    if (part == ZT_AT_BLOCK && own_unit(a, mc, l, k) != pass) continue;
+                    a->tensor_shape(mc, l, k, &rows, &cols);
+                    if (!rows) continue;
+                    if (pass) {
+                        snprintf(un, sizeof un, "block.%d.%s", l, a->own_unit(k));
+                        ZT_TRY(zt_layout_unit(L, un, st));
+                    }
+                    /* matrices are decayed; norms ones, biases zeros */
+                    const int ti = a->tensor_init ? a->tensor_init(mc, k) : t->init;
+                    const zt_init_kind init = ti == ZT_AT_ONES    ? ZT_INIT_ONES
+                                            : ti == ZT_AT_ZEROS ? ZT_INIT_ZEROS
+                                                                : ZT_INIT_NORMAL;
+                    const double s = ti == ZT_AT_NORMAL ? std : ti == ZT_AT_NORMAL_RESID ? resid : 0;
+                    if (part == ZT_AT_BLOCK) snprintf(tn, sizeof tn, "h%d.%s", l, t->name);
+                    else snprintf(tn, sizeof tn, "%s", t->name);
+                    const int kind = part == ZT_AT_BLOCK && a->block_kind ? a->block_kind(mc, l) : 0;
+                    const unsigned fl = (cols > 1 ? ZT_TENSOR_DECAY : 0u) |
+                                        (gemm_only(a, mc, k) ? ZT_TENSOR_GEMM : 0u);
+                    ZT_TRY(zt_layout_tensor(L, tn, rows, cols, init, s, fl,
+                                            &off[kind * a->n_tensors + k], st));
+                }
         }
     return ZT_OK;
 }

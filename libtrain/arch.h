@@ -136,6 +136,11 @@ typedef struct zt_arch {
     int (*gemm_weight)(const zt_model_config *mc, int k);
     /* entry k's initialization (ZT_AT_*) in this configuration, NULL: the table's */
     int (*tensor_init)(const zt_model_config *mc, int k);
+    /* a block entry that, where present, lives in a unit of its own after
+     * its block's unit ("block.<l>." + the name returned; a Mixture of
+     * Experts' expert tensors, which expert parallelism stores per rank),
+     * NULL: in the block's unit; the hook NULL: none does */
+    const char *(*own_unit)(int k);
     const char *head_unit;     /* the last unit's name ("final_norm", "head") */
     int tied_head;             /* 1: the LM head may be the embedding (tie_embeddings) */
     int llmc_file;             /* 1: llm.c's model file holds it (ztrain train's model.bin) */
@@ -206,7 +211,12 @@ const char *zt_arch_setting_str(const zt_arch_setting *s, const zt_model_config 
 const zt_arch_setting *zt_arch_diff(const zt_arch *a, const zt_model_config *x,
                                     const zt_model_config *y, char *xs, char *ys, size_t n);
 
-/* Elements of unit u (0 embeddings, 1..L blocks, L+1 head). */
+/* The units: 0 the embeddings, then per block l its unit and the units of
+ * its own_unit entries present (table order), the head last.  The count;
+ * the first unit of block l (l = n_layer: the head's) and *n its units. */
+int zt_arch_n_units(const zt_arch *a, const zt_model_config *mc);
+int zt_arch_block_unit(const zt_arch *a, const zt_model_config *mc, int l, int *n);
+/* Elements of unit u. */
 uint64_t zt_arch_unit_numel(const zt_arch *a, const zt_model_config *mc, int u);
 /* The same less the GEMM-only tensors (gemm_weight): the unit's fp32 copy
  * where the GEMMs read the bf16 storage (shard.c make_view) ... */
@@ -216,8 +226,8 @@ uint64_t zt_arch_unit_numel32(const zt_arch *a, const zt_model_config *mc, int u
 void zt_arch_offsets32(const zt_arch *a, const zt_model_config *mc, size_t *off32);
 /* Is the LM head the embedding? */
 int zt_arch_tied(const zt_arch *a, const zt_model_config *mc);
-/* Lay out every tensor of the table (units "embeddings", "block.<l>",
- * a->head_unit), offsets into off[k] per table entry (block entries: the
+/* Lay out every tensor of the table (units "embeddings", "block.<l>" and
+ * its own_unit entries' "block.<l>.<name>", a->head_unit), offsets into off[k] per table entry (block entries: the
  * offset inside every block unit of its kind, off[kind * n_tensors + k] with
  * a->block_kind: off then holds 2 n_tensors). */
 int zt_arch_describe(const zt_arch *a, const zt_model_config *mc, zt_layout *L, size_t *off,

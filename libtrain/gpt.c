@@ -486,7 +486,7 @@ static int gpt_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
 
 static const zt_skel_ops gpt_skel = {
     bind_unit, frozen_grads, embed_fwd, block_fwd, norm_fwd, head_fwd,
-    head_bwd, norm_bwd, block_bwd, embed_bwd, bind16_unit,
+    head_bwd, norm_bwd, block_bwd, embed_bwd, bind16_unit, NULL,
 };
 
 static const zt_model_ops gpt_ops = {

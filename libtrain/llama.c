@@ -164,7 +164,14 @@ struct zt_llama {
     float *aux_buf;                    /* [E] host staging */
     int aux_fwd, aux_N, aux_have;
     double aux;
-    const uint16_t **p16;              /* [L + 2]: each unit's bf16 bits (zt_unit_params16), or NULL */
+    const uint16_t **p16;              /* [nu]: each unit's bf16 bits (zt_unit_params16), or NULL */
+    /* the units (zt_arch_describe): 0 the embeddings, per block its unit and,
+     * with experts, the units of experts.gate_up.w and experts.down.w, the
+     * head last (nu - 1) */
+    int nu;
+    int *ub;                           /* [L + 1]: block l's first unit (ub[L]: the head's) */
+    int *ublk, *ukind;                 /* [nu]: its block (-1 embeddings, L head) and entry
+                                        * (0: the block's own unit, else T_EXGU / T_EXDOWN) */
 };
 
 /* set_mesh (arch.h): sequence parallelism's group (seqpar.h), expert
@@ -219,6 +226,12 @@ static int llama_tensor_init(const zt_model_config *mc, int k) {
     return llama_tensors[k].init;
 }
 
+/* The experts' tensors live in units of their own (expert parallelism
+ * stores each rank's experts alone: docs/moe.md) */
+static const char *llama_own_unit(int k) {
+    return k == T_EXGU ? "experts_gu" : k == T_EXDOWN ? "experts_down" : NULL;
+}
+
 /* zt_arch.gemm_weight: q, k, v, o, gate, up, down, the shared expert's
  * gate, the router and experts (moe.c), an untied LM head (read through
  * zt_mm_* and the classifier), the embedding (zt_enc_fwd; a tied head's
@@ -255,18 +268,25 @@ static int llama_describe(void *self, zt_layout *Lo, zt_status *st) {
 static void bind_unit(void *self, int u, float *base, int grads) {
     zt_llama *m = self;
     zt_llama_params *v = grads == ZT_BIND_GRADS ? &m->g : &m->p;
-    const int L = m->s.L;
+    const int L = m->s.L, l = m->ublk[u];
     const int c32 = grads == ZT_BIND_PARAMS32;   /* GEMM weights: NULL (the bf16 storage's) */
     const size_t *o = c32 ? m->off32 : m->off;
-    if (u >= 1 && u <= L && m->sparse[u - 1]) o += LLAMA_NT;
+    if (l >= 0 && l < L && m->sparse[l]) o += LLAMA_NT;
+    if (l >= 0 && l < L && m->ukind[u]) {   /* an expert tensor's own unit (GEMM-only: its fp32
+                                             * copy is empty) */
+        float *w = c32 ? NULL : base;
+        if (m->ukind[u] == T_EXGU) v->h[l].exgu = w;
+        else v->h[l].exdown = w;
+        return;
+    }
     if (u == 0) {
         v->embed = base + o[E_EMBED];
-    } else if (u == L + 1) {
+    } else if (l == L) {
         v->norm = base + o[E_NORM];
         v->lm_head = m->s.tied || c32 ? NULL : base + o[E_LM_HEAD];
     } else {
-        zt_llama_layer *h = &v->h[u - 1];
-        const int moe = m->sparse[u - 1];
+        zt_llama_layer *h = &v->h[l];
+        const int moe = m->sparse[l];
         h->attn_norm = base + o[T_ANORM];
         h->qkvw = c32 ? NULL : base + o[T_QW];            /* q.w | k.w | v.w */
         h->qkvb = m->s.bias ? base + o[T_QB] : NULL;   /* q.b | k.b | v.b */
@@ -278,9 +298,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         h->guw = layer_H(&m->s, moe) && !c32 ? base + o[T_GATEW] : NULL;   /* gate.w | up.w */
         h->downw = layer_H(&m->s, moe) && !c32 ? base + o[T_DOWNW] : NULL;
         h->post_mlp_norm = m->s.gemma ? base + o[T_PMNORM] : NULL;
-        h->router = moe && !c32 ? base + o[T_ROUTER] : NULL;
-        h->exgu = moe && !c32 ? base + o[T_EXGU] : NULL;
-        h->exdown = moe && !c32 ? base + o[T_EXDOWN] : NULL;
+        h->router = moe && !c32 ? base + o[T_ROUTER] : NULL;   /* (the experts: units of their own) */
         h->shgate = moe && m->s.H && !c32 ? base + o[T_SHGATE] : NULL;
     }
 }
@@ -293,8 +311,15 @@ static void bind16_unit(void *self, int u, const uint16_t *base16) {
 /* block tensor t's bf16 bits for the layer whose views are w (model.h
  * zt_mm_fwd), or NULL */
 static const uint16_t *w16_of(const zt_llama *m, const zt_llama_layer *w, int t) {
-    const long l = w - m->p.h;
-    const uint16_t *u16 = m->p16[l + 1];
+    const int l = (int)(w - m->p.h);
+    int u = m->ub[l];   /* the block's unit, or the expert tensor's own */
+    if (t == T_EXGU || t == T_EXDOWN) {
+        u = -1;
+        for (int i = m->ub[l] + 1; i < m->ub[l + 1]; ++i)
+            if (m->ukind[i] == t) u = i;
+        if (u < 0) return NULL;
+    }
+    const uint16_t *u16 = m->p16[u];
     return u16 ? u16 + m->off[(m->sparse[l] ? LLAMA_NT : 0) + t] : NULL;   /* (its kind's layout) */
 }
 #define LW16(m, w, t) w16_of((m), (w), (t))
@@ -357,13 +382,29 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     }
     m->p.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
     m->g.h = calloc((size_t)s.L, sizeof(zt_llama_layer));
-    m->p16 = calloc((size_t)s.L + 2, sizeof *m->p16);
     m->sparse = calloc((size_t)s.L, 1);
-    if (!m->p.h || !m->g.h || !m->sparse) {
+    m->nu = zt_arch_n_units(&zt_arch_llama, mc);
+    m->p16 = calloc((size_t)m->nu, sizeof *m->p16);
+    m->ub = calloc((size_t)s.L + 1, sizeof *m->ub);
+    m->ublk = calloc((size_t)m->nu, sizeof *m->ublk);
+    m->ukind = calloc((size_t)m->nu, sizeof *m->ukind);
+    if (!m->p.h || !m->g.h || !m->sparse || !m->p16 || !m->ub || !m->ublk || !m->ukind) {
         zt_llama_free(m);
         return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     }
     for (int l = 0; l < s.L; ++l) m->sparse[l] = (unsigned char)zt_model_layer_sparse(mc, l);
+    /* the unit map (zt_arch_describe's order) */
+    m->ublk[0] = -1;
+    for (int l = 0, u = 1; l <= s.L; ++l) {
+        m->ub[l] = u;
+        m->ublk[u++] = l;
+        if (l < s.L && s.E && m->sparse[l]) {
+            m->ublk[u] = l;
+            m->ukind[u++] = T_EXGU;
+            m->ublk[u] = l;
+            m->ukind[u++] = T_EXDOWN;
+        }
+    }
     *out = m;
     return ZT_OK;
 }
@@ -377,6 +418,9 @@ void zt_llama_free(zt_llama *m) {
     free(m->p.h);
     free(m->g.h);
     free(m->p16);
+    free(m->ub);
+    free(m->ublk);
+    free(m->ukind);
     free(m->sparse);
     free(m);
 }
@@ -672,13 +716,16 @@ static void frozen_grads(void *self, void *acts, int u) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     zt_llama_params *g = &m->g;
+    const int l = m->ublk[u];
     if (u == 0) {
         g->embed = NULL;
-    } else if (u == m->s.L + 1) {
+    } else if (l == m->s.L) {
         g->norm = a->dnorm;
         g->lm_head = NULL;
+    } else if (m->ukind[u]) {   /* an expert tensor: no weight gradient (the block's memset) */
+        return;
     } else {
-        zt_llama_layer *h = &g->h[u - 1];
+        zt_llama_layer *h = &g->h[l];
         memset(h, 0, sizeof *h);
         h->attn_norm = h->mlp_norm = a->dnorm;
         if (m->s.qkn) h->q_norm = h->k_norm = a->dnorm;
@@ -908,9 +955,9 @@ static void norm_fwd(void *self, void *acts) {
                        (float)m->cfg.norm_eps, N, C);
 }
 
-/* the head weight's bf16 bits: embed.w (tied, unit 0) or lm_head.w (unit L+1) */
+/* the head weight's bf16 bits: embed.w (tied, unit 0) or lm_head.w (the head unit) */
 static const uint16_t *head16(const zt_llama *m) {
-    const uint16_t *u16 = m->p16[m->s.tied ? 0 : m->s.L + 1];
+    const uint16_t *u16 = m->p16[m->s.tied ? 0 : m->nu - 1];
     return u16 ? u16 + m->off[m->s.tied ? E_EMBED : E_LM_HEAD] : NULL;
 }
 
@@ -1098,9 +1145,16 @@ static int llama_backward(void *self, zt_units *U, void *acts, float dloss, zt_s
     return zt_skel_backward(&m->sk, U, ZT_SKEL_ACTS(a), dloss, st);
 }
 
+/* zt_skel_ops.block_units */
+static int block_units(void *self, int l, int *first) {
+    const zt_llama *m = self;
+    *first = m->ub[l];
+    return l < m->s.L ? m->ub[l + 1] - m->ub[l] : 1;
+}
+
 static const zt_skel_ops llama_skel = {
     bind_unit, frozen_grads, embed_fwd, block_fwd, norm_fwd, head_fwd,
-    head_bwd, norm_bwd, block_bwd, embed_bwd, bind16_unit,
+    head_bwd, norm_bwd, block_bwd, embed_bwd, bind16_unit, block_units,
 };
 
 static const zt_model_ops llama_ops = {
@@ -1718,6 +1772,7 @@ const zt_arch zt_arch_llama = {
     .gemm_weight = llama_gemm_weight,
     .block_kind = llama_block_kind,
     .tensor_init = llama_tensor_init,
+    .own_unit = llama_own_unit,
     .head_unit = "head",
     .tied_head = 1,
     .largest_layer = llama_largest_layer,

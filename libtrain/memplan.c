@@ -147,8 +147,11 @@ static void s_free(sim *s, int place, int tag, uint64_t b) {
 /* The plan's layout: units and this rank's slices. */
 typedef struct layout {
     const zt_memplan *p;
-    int nu;                 /* units: embeddings, blocks, final norm */
+    int nu;                 /* units: embeddings, blocks (with their experts' units), final norm */
     uint64_t *n;            /* elements per unit */
+    int L;                  /* blocks */
+    int *ub;                /* [L + 1]: block l's first unit, ub[L] the head's (zt_arch_block_unit);
+                             * NULL: unit 1 + l (the adapters' layout: unit l) */
     uint64_t *n32;          /* the fp32 copy's elements per unit where the GEMMs read the bf16
                              * storage (shard.c weights16: no GEMM-only tensor), NULL: n */
     uint64_t shard_total;   /* elements this rank owns (group index 0: the most) */
@@ -186,6 +189,11 @@ static int u_w16(const layout *y, int u) {
     return y->n32 && y->n32[u] < y->n[u] &&
            (y->p->stage < 3 && !y->qtmp ? 1 : 2 * y->n32[u] <= y->n[u]);
 }
+/* the elements of the unit's fp32 copy (make_view: at least one, a unit
+ * whose tensors are all GEMM-only, an expert unit, too) */
+static uint64_t u_copy(const layout *y, int u) {
+    return u_w16(y, u) ? umax(y->n32[u], 1) : y->n[u];
+}
 /* shard.c's gather_start: stage 3, a gather buffer in the storage type
  * unless the unit is gathered, pending, or (mixed) widened already */
 static void u_gather(layout *y, int u) {
@@ -198,7 +206,7 @@ static void u_release(layout *y, int u) {
     if (y->p->stage != 3 && !y->p->mixed && !y->qtmp) return;
     if (y->view[u]) {
         y->view[u] = 0;
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, (u_w16(y, u) ? y->n32[u] : y->n[u]) * 4);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
     }
     if (y->gathered[u]) {
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
@@ -223,7 +231,7 @@ static void u_params(layout *y, int u) {
         /* (a unit without NF4 tensors whose GEMMs read 16-bit weights keeps
          * its gathered 16-bit rest, the whole unit, until the release) */
         const int keep = u_w16(y, u);
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, (keep ? y->n32[u] : y->n[u]) * 4);
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
         s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u]);
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u] - (keep ? y->n[u] * y->eb : 0));
         if (keep) y->gathered[u] = y->n[u] * y->eb;
@@ -235,7 +243,7 @@ static void u_params(layout *y, int u) {
     } else if (!y->view[u]) {
         if (y->p->stage == 3) u_gather(y, u);
         y->view[u] = 1;
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, (u_w16(y, u) ? y->n32[u] : y->n[u]) * 4);
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
         /* (with GEMM weights the gathered unit stays: the GEMMs read it) */
         if (y->p->stage == 3 && !u_w16(y, u)) {
             s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
@@ -288,25 +296,36 @@ static void u_grads_done(layout *y, int u) {
     s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
 
+/* block l's units (model_skel.c): parameters in order, released in order
+ * (forward); rev: last unit first (backward) */
+static void sim_block_params(layout *y, int l, int rev) {
+    const int f = y->ub[l], n = y->ub[l + 1] - f;
+    for (int i = 0; i < n; ++i) u_params(y, rev ? f + n - 1 - i : f + i);
+}
+static void sim_block_release(layout *y, int l, int rev) {
+    const int f = y->ub[l], n = y->ub[l + 1] - f;
+    for (int i = 0; i < n; ++i) u_release(y, rev ? f + n - 1 - i : f + i);
+}
+
 /* gpt.c's and llama.c's forward, as unit API calls (zt_shard_forward
  * around it).  Tied head: unit 0 stays from the encoder to the LM head
  * (and into backward when training); untied (llama): unit 0 is released
- * after the encoder and the head unit L+1 holds the LM head. */
+ * after the encoder and the head's unit (the last) holds the LM head. */
 static void sim_forward(layout *y, int training) {
-    int L = y->nu - 2;
+    const int L = y->L, H = y->ub[L];
     layout *a = y->peer;
     u_begin(y, PASS_FWD);
     if (a) u_begin(a, PASS_FWD);
     u_params(y, 0);
     if (!y->tied) u_release(y, 0);
     for (int l = 0; l < L; ++l) {
-        u_params(y, 1 + l);
+        sim_block_params(y, l, 0);
         if (a) u_params(a, l);
         if (a) u_release(a, l);
-        u_release(y, 1 + l);
+        sim_block_release(y, l, 0);
     }
-    u_params(y, L + 1);
-    u_release(y, L + 1);
+    u_params(y, H);
+    u_release(y, H);
     if (y->tied) {
         u_params(y, 0);            /* tied LM head */
         if (!training) u_release(y, 0);
@@ -319,7 +338,7 @@ static void sim_forward(layout *y, int training) {
  * block of a group recomputes the blocks below it first (their parameters
  * only). */
 static void sim_backward(layout *y, int k) {
-    int L = y->nu - 2;
+    const int L = y->L, H = y->ub[L];
     layout *a = y->peer;
     if (k > L) k = L;
     u_begin(y, PASS_BWD);
@@ -329,29 +348,30 @@ static void sim_backward(layout *y, int k) {
         u_grads(y, 0);
         u_release(y, 0);
     }
-    u_params(y, L + 1);
-    u_grads(y, L + 1);
-    u_release(y, L + 1);
-    u_grads_done(y, L + 1);
+    u_params(y, H);
+    u_grads(y, H);
+    u_release(y, H);
+    u_grads_done(y, H);
     for (int l = L - 1; l >= 0; --l) {
         int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
         if (top)
             for (int i = (l / k) * k; i < l; ++i) {
-                u_params(y, 1 + i);
+                sim_block_params(y, i, 0);
                 if (a) u_params(a, i);
                 if (a) u_release(a, i);
-                u_release(y, 1 + i);
+                sim_block_release(y, i, 0);
             }
-        u_params(y, 1 + l);
-        u_grads(y, 1 + l);
+        const int f = y->ub[l], n = y->ub[l + 1] - f;
+        sim_block_params(y, l, 1);
+        for (int i = n - 1; i >= 0; --i) u_grads(y, f + i);
         if (a) {
             u_params(a, l);
             u_grads(a, l);
             u_release(a, l);
             u_grads_done(a, l);
         }
-        u_release(y, 1 + l);
-        u_grads_done(y, 1 + l);
+        sim_block_release(y, l, 1);
+        for (int i = n - 1; i >= 0; --i) u_grads_done(y, f + i);
     }
     if (!y->frozen) {   /* a frozen embedding has no backward */
         u_params(y, 0);
@@ -530,6 +550,7 @@ enum { PLAN_ELEM = 4 };
 
 static void layout_free(layout *y) {
     free(y->n);
+    free(y->ub);
     free(y->n32);
     free(y->qtmp);
     free(y->qplain);
@@ -582,7 +603,11 @@ static int plan_units(planner *q, zt_status *st) {
     const zt_model_config *mc = q->mc;
     layout *y = &q->y;
     y->p = p;
-    y->nu = q->L + 2;
+    y->L = q->L;
+    y->nu = zt_arch_n_units(q->arch, mc);
+    y->ub = calloc((size_t)q->L + 1, sizeof *y->ub);
+    if (!y->ub) return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    for (int l = 0; l <= q->L; ++l) y->ub[l] = zt_arch_block_unit(q->arch, mc, l, NULL);
     y->n = calloc((size_t)y->nu, sizeof *y->n);
     y->gathered = calloc((size_t)y->nu, sizeof *y->gathered);
     y->view = calloc((size_t)y->nu, 1);
@@ -647,6 +672,7 @@ static int plan_adapters(planner *q, zt_status *st) {
     layout *ya = &q->ya;
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
+    ya->ub = NULL;     /* (one unit per block, never simulated as the base is) */
     ya->qplain = NULL;
     ya->n32 = NULL;    /* (and have no GEMM-only tensors) */
     ya->nu = L;

@@ -8,7 +8,7 @@
 
 const char *zt_mesh_axis_name(int axis) {
     static const char *const names[ZT_AX_N] = {"data", "sequence", "shard", "replica", "expert",
-                                               "tensor"};
+                                               "expert shard", "tensor"};
     return axis >= 0 && axis < ZT_AX_N ? names[axis] : "?";
 }
 
@@ -34,6 +34,10 @@ int zt_mesh_shape_of(const zt_config *c, int world, int rank, int ranks_per_node
                        W % ep ? "number of ranks" : "ZeRO shard group", W % ep ? W : G);
     out->size[ZT_AX_EP] = ep;
     out->coord[ZT_AX_EP] = rank % ep;
+    if (ep > 1) {   /* (ep divides G: the shard group's ranks with this ep coordinate) */
+        out->size[ZT_AX_ESHARD] = G / ep;
+        out->coord[ZT_AX_ESHARD] = rank % G / ep;
+    }
     out->size[ZT_AX_SP] = sp;
     out->size[ZT_AX_DP] = W / sp;
     out->size[ZT_AX_SHARD] = G;
@@ -133,8 +137,8 @@ static int axis_group(zt_mesh *m, int a, int other, zt_status *st) {
 
 /* The groups: shard (the world itself when G = W), replica (R > 1), the
  * world's device twin, the shard's and replica's twins, then sequence
- * (sp > 1) and its twin, then expert (ep > 1) and its twin -- the order in
- * which ranks create them. */
+ * (sp > 1) and its twin, then expert (ep > 1) and its twin, then expert
+ * shard (ep > 1, of more than one rank) and its twin -- the order in which ranks create them. */
 static int build_groups(zt_mesh *m, int seq, zt_status *st) {
     const zt_mesh_shape *s = &m->shape;
     if (!m->world) return ZT_OK;
@@ -153,6 +157,16 @@ static int build_groups(zt_mesh *m, int seq, zt_status *st) {
         ZT_TRY(zt_group_split(m->world, s->rank / s->size[ZT_AX_EP], s->coord[ZT_AX_EP],
                               zt_mesh_axis_name(ZT_AX_EP), &m->g[ZT_AX_EP], st));
         ZT_TRY(dev_group(m, m->g[ZT_AX_EP], "expert", &m->dg[ZT_AX_EP], st));
+        /* the shard group's ranks with this ep coordinate: color (replica, ep
+         * coordinate), ordered by the expert shard coordinate (none of one
+         * rank: nothing to gather or reduce over) */
+        const int ep = s->size[ZT_AX_EP];
+        if (s->size[ZT_AX_ESHARD] > 1) {
+            ZT_TRY(zt_group_split(m->world, s->coord[ZT_AX_REPLICA] * ep + s->coord[ZT_AX_EP],
+                                  s->coord[ZT_AX_ESHARD], zt_mesh_axis_name(ZT_AX_ESHARD),
+                                  &m->g[ZT_AX_ESHARD], st));
+            ZT_TRY(dev_group(m, m->g[ZT_AX_ESHARD], "expert shard", &m->dg[ZT_AX_ESHARD], st));
+        }
     }
     return ZT_OK;
 }

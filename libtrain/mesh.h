@@ -12,11 +12,15 @@
  *            (hybrid sharding);
  *   ep       expert parallelism (moe.h): groups of ep consecutive ranks split
  *            every MoE block's experts, coordinate rank % ep;
+ *   eshard   the expert shard group (ep > 1, else size 1): the G / ep ranks of
+ *            this rank's shard group with its ep coordinate (so they hold the
+ *            same experts), coordinate (rank % G) / ep; at stage 0 (G = W)
+ *            the expert-data-parallel group, ranks with the same ep coordinate;
  *   tp       tensor parallelism: size 1 for now (room for it).
  * The shape (sizes and coordinates) is a pure function of the configuration,
  * the world size and the rank (zt_mesh_shape_of), which the memory planner
  * reads too.  The mesh adds one communicator per axis that something uses
- * (shard, replica, sequence, expert) and the world, each with its device twin: the
+ * (shard, replica, sequence, expert, expert shard) and the world, each with its device twin: the
  * group that moves device buffers (NCCL or MPI staged through host memory
  * on a device backend, the MPI group itself otherwise).
  *
@@ -31,7 +35,7 @@
 #include "config.h"
 
 typedef enum zt_mesh_axis {
-    ZT_AX_DP = 0, ZT_AX_SP, ZT_AX_SHARD, ZT_AX_REPLICA, ZT_AX_EP, ZT_AX_TP, ZT_AX_N
+    ZT_AX_DP = 0, ZT_AX_SP, ZT_AX_SHARD, ZT_AX_REPLICA, ZT_AX_EP, ZT_AX_ESHARD, ZT_AX_TP, ZT_AX_N
 } zt_mesh_axis;
 const char *zt_mesh_axis_name(int axis);
 
@@ -59,7 +63,7 @@ typedef struct zt_mesh {
     zt_group *world, *dworld;  /* all ranks (NULL: one process without communication) */
     /* per axis: the MPI group and its device twin; NULL where nothing uses
      * the axis' group (dp, tp; replica with R = 1; sequence with sp = 1;
-     * expert with ep = 1);
+     * expert and expert shard with ep = 1; expert shard of one rank);
      * shard with G = W is the world itself */
     zt_group *g[ZT_AX_N], *dg[ZT_AX_N];
     int own_world;             /* world was made here (freed with the mesh) */

@@ -59,6 +59,25 @@ static int grads_done(const zt_skel *sk, zt_units *U, int u, zt_status *st) {
     return sk->lora ? ZT_OK : zt_unit_grads_done(U, u, st);
 }
 
+/* Block l's units: *first and the count (l = L: the head's unit). */
+static int units_of(const zt_skel *sk, int l, int *first) {
+    if (sk->ops->block_units) return sk->ops->block_units(sk->self, l, first);
+    *first = 1 + l;
+    return 1;
+}
+/* Every unit of block l: parameters (forward order), gradients, release and
+ * grads_done (backward: last unit first) */
+static int block_params(zt_skel *sk, zt_units *U, int l, int rev, zt_status *st) {
+    int f, n = units_of(sk, l, &f);
+    for (int i = 0; i < n; ++i) ZT_TRY(params(sk, U, rev ? f + n - 1 - i : f + i, st));
+    return ZT_OK;
+}
+static int block_release(zt_skel *sk, zt_units *U, int l, int rev, zt_status *st) {
+    int f, n = units_of(sk, l, &f);
+    for (int i = 0; i < n; ++i) ZT_TRY(zt_unit_release(U, rev ? f + n - 1 - i : f + i, st));
+    return ZT_OK;
+}
+
 /* Block l's adapters are unit l of the peer engine (lora.h,
  * zt_units_peer); no-ops without LoRA.  Acquiring them also draws the
  * block's dropout. */
@@ -84,15 +103,15 @@ static int lora_grads_done(const zt_skel *sk, zt_units *U, int l, zt_status *st)
     return sk->lora ? zt_unit_grads_done(zt_units_peer(U), l, st) : ZT_OK;
 }
 
-/* Block l's forward with its unit (1 + l) and adapters acquired before and
+/* Block l's forward with its units and adapters acquired before and
  * released after. */
 static int block_fwd_unit(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int l,
                           zt_status *st) {
-    ZT_TRY(params(sk, U, 1 + l, st));
+    ZT_TRY(block_params(sk, U, l, 0, st));
     ZT_TRY(lora_params(sk, U, sa, l, st));
     ZT_TRY(sk->ops->block_fwd(sk->self, sa->acts, l, st));
     ZT_TRY(lora_release(sk, U, l, st));
-    return zt_unit_release(U, 1 + l, st);
+    return block_release(sk, U, l, 0, st);
 }
 
 /* ------------------------------------------------------------ forward */
@@ -102,23 +121,25 @@ int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_ta
     const zt_skel_ops *o = sk->ops;
     void *self = sk->self, *a = sa->acts;
     const int L = sk->L;
+    int H;   /* the head's unit */
+    units_of(sk, L, &H);
     ZT_TRY(params(sk, U, 0, st));
     o->embed_fwd(self, a);
     if (!sk->tied) ZT_TRY(zt_unit_release(U, 0, st));   /* tied: kept for the LM head */
     for (int l = 0; l < L; ++l) ZT_TRY(block_fwd_unit(sk, U, sa, l, st));
-    ZT_TRY(params(sk, U, L + 1, st));
+    ZT_TRY(params(sk, U, H, st));
     o->norm_fwd(self, a);
     if (sk->tied) {
         /* the embedding unit is asked for again (at ZeRO-3 it was released
          * after the lookup unless the engine kept it); a training pass keeps
          * it for the head's backward */
-        ZT_TRY(zt_unit_release(U, L + 1, st));
+        ZT_TRY(zt_unit_release(U, H, st));
         ZT_TRY(params(sk, U, 0, st));
         o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U));
         if (!sa->training) ZT_TRY(zt_unit_release(U, 0, st));
     } else {
         o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U));
-        ZT_TRY(zt_unit_release(U, L + 1, st));
+        ZT_TRY(zt_unit_release(U, H, st));
     }
     return ZT_OK;
 }
@@ -130,6 +151,8 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
     const zt_skel_ops *o = sk->ops;
     void *self = sk->self, *a = sa->acts;
     const int L = sk->L, k = sa->ckpt;
+    int H;   /* the head's unit */
+    units_of(sk, L, &H);
     /* the LM head: its weight's unit (tied: the embedding's, released
      * before the final norm's is bound) */
     if (sk->tied) {
@@ -137,16 +160,16 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
         ZT_TRY(grads_or_frozen(sk, U, sa, 0, st));
         o->head_bwd(self, a, dloss);
         ZT_TRY(zt_unit_release(U, 0, st));
-        ZT_TRY(params(sk, U, L + 1, st));
-        ZT_TRY(grads_or_frozen(sk, U, sa, L + 1, st));
+        ZT_TRY(params(sk, U, H, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, H, st));
     } else {
-        ZT_TRY(params(sk, U, L + 1, st));
-        ZT_TRY(grads_or_frozen(sk, U, sa, L + 1, st));
+        ZT_TRY(params(sk, U, H, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, H, st));
         o->head_bwd(self, a, dloss);
     }
     o->norm_bwd(self, a);
-    ZT_TRY(zt_unit_release(U, L + 1, st));
-    ZT_TRY(grads_done(sk, U, L + 1, st));
+    ZT_TRY(zt_unit_release(U, H, st));
+    ZT_TRY(grads_done(sk, U, H, st));
     for (int l = L - 1; l >= 0; --l) {
         /* checkpointing with group size k: at the top block of a group,
          * recompute the blocks below it from the group's kept input; the
@@ -155,16 +178,17 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
         if (top)
             for (int i = zt_acts_ckpt_first(k, l); i < l; ++i)
                 ZT_TRY(block_fwd_unit(sk, U, sa, i, st));
-        ZT_TRY(params(sk, U, 1 + l, st));
-        ZT_TRY(grads_or_frozen(sk, U, sa, 1 + l, st));
+        int f, n = units_of(sk, l, &f);   /* (the block's units, last first) */
+        ZT_TRY(block_params(sk, U, l, 1, st));
+        for (int i = n - 1; i >= 0; --i) ZT_TRY(grads_or_frozen(sk, U, sa, f + i, st));
         ZT_TRY(lora_params(sk, U, sa, l, st));
         ZT_TRY(lora_grads(sk, U, l, st));
         if (top) ZT_TRY(o->block_fwd(self, a, l, st));
         ZT_TRY(o->block_bwd(self, a, l, st));
         ZT_TRY(lora_release(sk, U, l, st));
         ZT_TRY(lora_grads_done(sk, U, l, st));
-        ZT_TRY(zt_unit_release(U, 1 + l, st));
-        ZT_TRY(grads_done(sk, U, 1 + l, st));
+        ZT_TRY(block_release(sk, U, l, 1, st));
+        for (int i = n - 1; i >= 0; --i) ZT_TRY(grads_done(sk, U, f + i, st));
     }
     if (sk->lora) return ZT_OK;   /* a frozen embedding: nothing more to compute */
     /* the embedding.  Its backward may read no parameters, but the unit is

@@ -45,6 +45,10 @@ typedef struct zt_skel_ops {
     /* optional (NULL: none): unit u's parameters as bf16 bits, laid out as
      * bind's base (zt_unit_params16; NULL: none), with every bind of them */
     void (*bind16)(void *self, int u, const uint16_t *base16);
+    /* optional (NULL: unit 1 + l alone, the head L + 1): block l's units,
+     * *first the first of them (l = L: the head's unit); acquired in order
+     * in a forward, in reverse in a backward */
+    int (*block_units)(void *self, int l, int *first);
 } zt_skel_ops;
 
 /* The skeleton's part of a model (zt_skel_init). */
@@ -53,7 +57,7 @@ typedef struct zt_skel {
     void *self;                        /* the model the hooks get */
     const zt_backend *be;
     int L;                             /* blocks */
-    int tied;                          /* LM head = the embedding (unit 0); else in unit L + 1 */
+    int tied;                          /* LM head = the embedding (unit 0); else in the head's unit */
     int lora;                          /* LoRA adapters on a frozen base (lora.h) */
     zt_lora lo;
     const float *ad;                   /* the current block's adapters ... */

@@ -46,7 +46,7 @@ static zt_precision prec_of_dtype(zt_dtype t) {
 /* Mixed: the 16-bit storage of unit u's owned slice. */
 static uint16_t *store_slice(zt_shard *sh, int u) {
     zt_unit_shard *us = &sh->u[u];
-    return sh->stage == 3 ? sh->pshard16 + us->soff : sh->p16 + us->off + us->lo;
+    return sh->stage == 3 ? sh->pshard16 + us->soff : sh->p16 + us->coff + us->lo;
 }
 
 size_t zt_shard_optim_elems(const zt_shard *sh) {
@@ -70,17 +70,18 @@ static int gather_start(zt_shard *sh, int u, zt_status *st) {
     if (sh->host_params) sh->be->to_device(buf + us->lo * es, own, us->len * es);
     else sh->be->copy(buf + us->lo * es, own, us->len * es);
     sh->gathered[u] = buf;
-    if (sh->G == 1) return ZT_OK;   /* a one-rank group: the own slice is the unit */
-    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->dshard->ops->iallgather_inplace(sh->dshard, buf, us->counts, us->displs, sh->pdt,
+    if (us->g == 1) return ZT_OK;   /* a one-rank group: the own slice is the unit */
+    zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    return us->dgrp->ops->iallgather_inplace(us->dgrp, buf, us->counts, us->displs, sh->pdt,
                                                &sh->req[u], st);
 }
 
 static int gather_finish(zt_shard *sh, int u, zt_status *st) {
     ZT_TRY(gather_start(sh, u, st));
     if (!sh->req[u].active) return ZT_OK;
-    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    return sh->dshard->ops->wait(sh->dshard, &sh->req[u], st);
+    zt_group *g = sh->u[u].dgrp;
+    zt_group_where(g, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    return g->ops->wait(g, &sh->req[u], st);
 }
 
 static int release(zt_shard *sh, int u, zt_status *st) {
@@ -89,7 +90,7 @@ static int release(zt_shard *sh, int u, zt_status *st) {
         sh->view[u] = NULL;
     }
     if (!sh->gathered[u]) return ZT_OK;
-    if (sh->req[u].active) ZT_TRY(sh->dshard->ops->wait(sh->dshard, &sh->req[u], st));
+    if (sh->req[u].active) ZT_TRY(sh->u[u].dgrp->ops->wait(sh->u[u].dgrp, &sh->req[u], st));
     zt_mem_free(sh->gathered[u]);
     sh->gathered[u] = NULL;
     return ZT_OK;
@@ -134,7 +135,7 @@ int zt_shard_weights16(const zt_shard *sh) {
 static int make_view(zt_shard *sh, int u, zt_status *st) {
     if (sh->view[u]) return ZT_OK;
     zt_unit_shard *us = &sh->u[u];
-    const uint16_t *src = sh->p16 ? sh->p16 + us->off : NULL;
+    const uint16_t *src = sh->p16 ? sh->p16 + us->coff : NULL;
     if (sh->stage == 3) {
         ZT_TRY(gather_finish(sh, u, st));
         src = sh->gathered[u];
@@ -146,7 +147,8 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
     /* (stage 3: only where keeping the gathered unit costs no more than the
      * fp32 copy of its GEMM weights would, 2 n <= 4 (n - n32)) */
     if (zt_shard_weights16(sh) && n32 < us->n && (sh->stage < 3 || 2 * n32 <= us->n)) {
-        float *v = zt_mem_alloc(n32 * sizeof(float), ZT_MEM_GATHERED, st);
+        /* (at least one element: an expert unit has no other tensor) */
+        float *v = zt_mem_alloc((n32 ? n32 : 1) * sizeof(float), ZT_MEM_GATHERED, st);
         if (!v) return zt_fail_prefix(st, "fp32 copy of unit %s", unit_name(sh, u));
         /* runs of adjacent tensors in one pass each */
         size_t o = 0;
@@ -184,7 +186,7 @@ static float *zt_unit_params_impl(zt_units *U, int u, zt_status *st) {
     if (mixed(sh)) {
         if (make_view(sh, u, st) != ZT_OK) return NULL;
     } else {
-        if (sh->stage < 3) return sh->m->params + sh->u[u].off;
+        if (sh->stage < 3) return sh->m->params + sh->u[u].coff;
         if (gather_finish(sh, u, st) != ZT_OK) return NULL;
     }
     if (sh->stage == 3 && !sh->seen[u]) {
@@ -216,7 +218,7 @@ static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
         return NULL;
     }
     sh->gopen[u] = 1;
-    if (sh->stage < 2) return sh->m->grads + sh->u[u].off;
+    if (sh->stage < 2) return sh->m->grads + sh->u[u].coff;
     /* asked again after its grads_done while its reduction is in flight:
      * finish that first (its bucket is being sent), then a fresh bucket */
     for (int i = 0; i < sh->npend; ++i)
@@ -239,8 +241,8 @@ static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
  * this rank's slice (fp32) into out[len]. */
 static int rs_unit(zt_shard *sh, int u, const float *g, float *out, zt_status *st) {
     zt_unit_shard *us = &sh->u[u];
-    zt_group *gr = sh->dshard;
-    if (sh->G == 1) {   /* nothing to sum (no collective, no rounding) */
+    zt_group *gr = us->dgrp;
+    if (us->g == 1) {   /* nothing to sum (no collective, no rounding) */
         sh->be->copy(out, g + us->lo, us->len * sizeof(float));
         return ZT_OK;
     }
@@ -291,8 +293,8 @@ static int rs_finish_oldest(zt_shard *sh, zt_status *st) {
     zt_rs_pending *p = &sh->pend[0];
     const int u = p->u;
     zt_unit_shard *us = &sh->u[u];
-    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    ZT_TRY(sh->dshard->ops->wait(sh->dshard, &p->req, st));
+    zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    ZT_TRY(us->dgrp->ops->wait(us->dgrp, &p->req, st));
     float *dst = sh->gshard + us->soff;
     if (p->send16) {
         zt_prec_widen(sh->be, prec_of_dtype(sh->gdt), sh->rs_buf, p->recv, us->len);
@@ -338,8 +340,8 @@ static int rs_start(zt_shard *sh, int u, zt_status *st) {
         zt_mem_free(p->send16);
         return zt_fail_prefix(st, "gradient reduction of unit %s", unit_name(sh, u));
     }
-    zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-    int rc = sh->dshard->ops->ireduce_scatter_sum(sh->dshard, send, p->recv, us->counts, sh->gdt,
+    zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+    int rc = us->dgrp->ops->ireduce_scatter_sum(us->dgrp, send, p->recv, us->counts, sh->gdt,
                                                   &p->req, st);
     if (rc != ZT_OK) {
         zt_mem_free(p->send16);
@@ -358,10 +360,10 @@ static int zt_unit_grads_done_impl(zt_units *U, int u, zt_status *st) {
                        unit_name(sh, u));
     sh->gopen[u] = 0;
     if (sh->stage < 2) return ZT_OK;
-    if (sh->overlap) return rs_start(sh, u, st);
     zt_unit_shard *us = &sh->u[u];
+    if (sh->overlap && us->g > 1) return rs_start(sh, u, st);
     float *dst = sh->gshard + us->soff;
-    if (sh->G == 1) {   /* a one-rank group: the bucket is the reduced slice */
+    if (us->g == 1) {   /* a one-rank group: the bucket is the reduced slice */
         sh->be->add(dst, dst, sh->bucket[u] + us->lo, us->len);
     } else {
         ZT_TRY(rs_unit(sh, u, sh->bucket[u], sh->rs_buf, st));
@@ -409,7 +411,7 @@ const uint16_t *zt_unit_params16(zt_units *U, int u) {
     /* stage 3: the gathered unit, kept by make_view where it has GEMM
      * weights; NF4: the unit's 16-bit rest, kept by zt_nf4s_view likewise */
     if (sh->stage == 3 || sh->q) return sh->view[u] ? (const uint16_t *)sh->gathered[u] : NULL;
-    return sh->p16 + sh->u[u].off;
+    return sh->p16 + sh->u[u].coff;
 }
 
 float *zt_unit_grads(zt_units *U, int u, zt_status *st) {
@@ -587,6 +589,11 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
         zt_unit_shard *us = &sh->u[u];
         us->n = m->units[u].numel;
         us->off = m->units[u].offset;
+        us->coff = us->off;
+        us->g = g;
+        us->r = r;
+        us->grp = sh->shard;
+        us->dgrp = sh->dshard;
         size_t S = (us->n + (size_t)g - 1) / (size_t)g;
         us->counts = calloc((size_t)g, sizeof(int));
         us->displs = calloc((size_t)g, sizeof(int));
@@ -681,7 +688,7 @@ void zt_shard_free(zt_shard *sh) {
     for (int i = 0; i < sh->npend; ++i) {   /* after an error: reduce-scatters still in flight */
         zt_rs_pending *p = &sh->pend[i];
         zt_status st;
-        if (p->req.active) sh->dshard->ops->wait(sh->dshard, &p->req, &st);
+        if (p->req.active) sh->u[p->u].dgrp->ops->wait(sh->u[p->u].dgrp, &p->req, &st);
         zt_mem_free(p->send16);
         zt_mem_free(p->recv);
     }
@@ -690,7 +697,7 @@ void zt_shard_free(zt_shard *sh) {
         free(sh->u[u].displs);
         if (sh->gathered && sh->gathered[u]) {
             zt_status st;
-            if (sh->req[u].active) sh->dshard->ops->wait(sh->dshard, &sh->req[u], &st);
+            if (sh->req[u].active) sh->u[u].dgrp->ops->wait(sh->u[u].dgrp, &sh->req[u], &st);
             zt_mem_free(sh->gathered[u]);
         }
         if (sh->bucket && sh->bucket[u]) zt_mem_free(sh->bucket[u]);
@@ -754,7 +761,7 @@ static void push_slice(zt_shard *sh, int u) {
         return;
     }
     if (!mixed(sh)) {
-        float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
+        float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->coff + us->lo;
         sh->be->to_device(dst, src, us->len * sizeof(float));
         return;
     }
@@ -791,12 +798,12 @@ static int init_units(zt_shard *sh, uint64_t seed, const unsigned char *todo) {
             for (int u = 0; u < sh->nu; ++u)
                 if (todo[u])
                     ZT_TRY(init_into(sh, seed, sh->u[u].off, sh->u[u].off + sh->u[u].n,
-                                     sh->m->params + sh->u[u].off, 1));
+                                     sh->m->params + sh->u[u].coff, 1));
         if (sh->master)   /* fp32, offloaded on a device: host master = owned slices */
             for (int u = 0; u < sh->nu; ++u) {
                 if (todo && !todo[u]) continue;
                 zt_unit_shard *us = &sh->u[u];
-                zt_xcopy(sh->be, sh->master + us->soff, mdev, sh->m->params + us->off + us->lo, 1,
+                zt_xcopy(sh->be, sh->master + us->soff, mdev, sh->m->params + us->coff + us->lo, 1,
                          us->len * sizeof(float));
             }
         return ZT_OK;
@@ -815,7 +822,7 @@ static int init_units(zt_shard *sh, uint64_t seed, const unsigned char *todo) {
             if (rc != ZT_OK) break;
             if (sh->master)
                 zt_xcopy(sh->be, sh->master + us->soff, mdev, tmp + us->lo, 1, us->len * sizeof(float));
-            zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, tmp, us->n);
+            zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->coff, tmp, us->n);
         }
         zt_mem_free(tmp);
         return rc;
@@ -912,8 +919,8 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
         /* reduce-scatter each unit; the owned slice lands in place */
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            float *g = m->grads + us->off;
-            if (sh->G > 1) {
+            float *g = m->grads + us->coff;
+            if (us->g > 1) {
                 ZT_TRY(rs_unit(sh, u, g, sh->rs_buf, st));
                 sh->be->copy(g + us->lo, sh->rs_buf, us->len * sizeof(float));
             }
@@ -935,12 +942,12 @@ int zt_shard_reduce_grads(zt_shard *sh, zt_status *st) {
 /* Owned gradient slice of unit u. */
 static float *grad_slice(zt_shard *sh, int u) {
     zt_unit_shard *us = &sh->u[u];
-    return sh->stage >= 2 ? sh->gshard + us->soff : sh->m->grads + us->off + us->lo;
+    return sh->stage >= 2 ? sh->gshard + us->soff : sh->m->grads + us->coff + us->lo;
 }
 float *zt_shard_param_slice(zt_shard *sh, int u) {
     zt_unit_shard *us = &sh->u[u];
     if (sh->master) return sh->master + us->soff;
-    return sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
+    return sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->coff + us->lo;
 }
 
 void zt_shard_poison_grad(zt_shard *sh) {
@@ -956,12 +963,13 @@ void zt_shard_poison_grad(zt_shard *sh) {
 /* Stages 1-2 with G > 1: all-gather the parameter storage (16-bit when
  * mixed) from the owned slices. */
 static int gather_params(zt_shard *sh, zt_status *st) {
-    if (sh->stage >= 1 && sh->stage <= 2 && sh->G > 1) {
+    if (sh->stage >= 1 && sh->stage <= 2) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            void *blk = mixed(sh) ? (void *)(sh->p16 + us->off) : (void *)(sh->m->params + us->off);
-            zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, blk, us->counts, us->displs,
+            if (us->g == 1) continue;
+            void *blk = mixed(sh) ? (void *)(sh->p16 + us->coff) : (void *)(sh->m->params + us->coff);
+            zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
+            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, blk, us->counts, us->displs,
                                                       sh->pdt, st));
         }
     }
@@ -1035,7 +1043,7 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
              * gather uploads it); mixed: narrowed into it in place */
             if (mixed(sh)) zt_prec_narrow(cpu, sh->prec, store_slice(sh, u), master, us->len);
         } else if (!mixed(sh)) {
-            float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->off + us->lo;
+            float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->coff + us->lo;
             up[b] = up_async(sh, dst, master, us->len * sizeof(float));
         } else {
             uint16_t *h16 = sh->h16 + (size_t)b * sh->max_len;
@@ -1164,12 +1172,13 @@ int zt_shard_update_ex(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
                                (float)grad_scale, gate, max_norm};
     sh->be->adamw_multi(p, g, o->m, o->v, h, hprec, logical, sh->seg, ns, &hy);
     if (mixed(sh)) return gather_params(sh, st);
-    if (sh->stage >= 1 && sh->stage <= 2 && sh->G > 1) {
+    if (sh->stage >= 1 && sh->stage <= 2) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, m->params + us->off, us->counts,
-                                                      us->displs, ZT_F32, st));
+            if (us->g == 1) continue;
+            zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, m->units[u].name);
+            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, m->params + us->coff, us->counts,
+                                                    us->displs, ZT_F32, st));
         }
     }
     return ZT_OK;
@@ -1195,12 +1204,13 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
                        o->v + us->soff, lr, grad_scale);
     }
     if (sh->master) return zt_shard_refresh_params(sh, st);
-    if (sh->stage <= 2 && sh->G > 1) {
+    if (sh->stage <= 2) {
         for (int u = 0; u < sh->nu; ++u) {
             zt_unit_shard *us = &sh->u[u];
-            zt_group_where(sh->dshard, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, m->params + us->off, us->counts,
-                                                      us->displs, ZT_F32, st));
+            if (us->g == 1) continue;
+            zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, m->units[u].name);
+            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, m->params + us->coff, us->counts,
+                                                    us->displs, ZT_F32, st));
         }
     }
     return ZT_OK;
@@ -1215,7 +1225,7 @@ static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
     for (int u = 0; u < sh->nu; ++u) {
         zt_unit_shard *us = &sh->u[u];
         if (sh->stage < 3) {
-            zt_prec_widen(sh->be, sh->prec, full + us->off, sh->p16 + us->off, us->n);
+            zt_prec_widen(sh->be, sh->prec, full + us->off, sh->p16 + us->coff, us->n);
             continue;
         }
         if (sh->host_params) {   /* widened on the host, then moved */
@@ -1228,9 +1238,9 @@ static int frozen_full_params(zt_shard *sh, float **out, zt_status *st) {
         } else {
             zt_prec_widen(sh->be, sh->prec, full + us->off + us->lo, store_slice(sh, u), us->len);
         }
-        if (sh->G > 1) {
-            int rc = sh->dshard->ops->allgather_inplace(sh->dshard, full + us->off, us->counts,
-                                                        us->displs, ZT_F32, st);
+        if (us->g > 1) {
+            int rc = us->dgrp->ops->allgather_inplace(us->dgrp, full + us->off, us->counts,
+                                                      us->displs, ZT_F32, st);
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }
@@ -1278,9 +1288,9 @@ int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
         zt_unit_shard *us = &sh->u[u];
         zt_xcopy(sh->be, full + us->off + us->lo, 1, zt_shard_param_slice(sh, u),
                  zt_shard_state_on_device(sh), us->len * sizeof(float));
-        if (sh->G > 1) {
-            int rc = sh->dshard->ops->allgather_inplace(sh->dshard, full + us->off, us->counts,
-                                                        us->displs, ZT_F32, st);
+        if (us->g > 1) {
+            int rc = us->dgrp->ops->allgather_inplace(us->dgrp, full + us->off, us->counts,
+                                                      us->displs, ZT_F32, st);
             if (rc != ZT_OK) { zt_mem_free(full); return rc; }
         }
     }
@@ -1301,8 +1311,8 @@ int zt_shard_set_unit_params(zt_shard *sh, int u, const float *vals, zt_status *
         return rc;
     }
     if (sh->stage < 3) {
-        if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->off, vals, us->n);
-        else sh->be->copy(sh->m->params + us->off, vals, us->n * sizeof(float));
+        if (mixed(sh)) zt_prec_narrow(sh->be, sh->prec, sh->p16 + us->coff, vals, us->n);
+        else sh->be->copy(sh->m->params + us->coff, vals, us->n * sizeof(float));
     } else if (sh->host_params) {   /* the shard is host memory (offload_param) */
         if (!mixed(sh)) {
             sh->be->to_host(sh->pshard + us->soff, vals + us->lo, us->len * sizeof(float));

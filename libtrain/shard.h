@@ -91,9 +91,15 @@ enum { ZT_SHARD_COMM_STAGED = ZT_MESH_COMM_STAGED, ZT_SHARD_COMM_NCCL = ZT_MESH_
 typedef struct zt_unit_shard {
     size_t n;          /* unit elements */
     size_t off;        /* unit offset in the logical flat block */
+    size_t coff;       /* its offset in the full blocks this rank keeps (the model's
+                        * params / grads, the 16-bit p16): today off */
     size_t lo, len;    /* this rank's slice within the unit */
     size_t soff;       /* offset of the slice in compact shard buffers */
-    int *counts, *displs;  /* per shard-group rank, for the collectives */
+    int g, r;          /* the group the unit is sliced over: its size (1 at stage 0) and
+                        * this rank's index in it */
+    zt_group *grp, *dgrp;  /* that group (the shard group) and its device twin, for the
+                            * unit's gathers and reduce-scatters */
+    int *counts, *displs;  /* per rank of that group, for the collectives */
 } zt_unit_shard;
 
 /* Gradient reduce-scatters in flight at once with overlap_comm. */

@@ -117,12 +117,14 @@ int zt_ctx_state_restored(zt_ctx *ctx, long step, long adam_t, zt_status *st) {
         /* mixed (or offloaded on a device): the parameters are the master
          * weights rounded (copied) */
         ZT_TRY(zt_shard_refresh_params(sh, st));
-    } else if ((sh->stage == 1 || sh->stage == 2) && sh->G > 1) {
+    } else if (sh->stage == 1 || sh->stage == 2) {
         /* parameters are replicated at stages 1-2: assemble them */
         for (int u = 0; u < sh->nu; ++u) {
-            zt_group_where(sh->dshard, "restoring checkpoint, unit %s", m->units[u].name);
-            ZT_TRY(sh->dshard->ops->allgather_inplace(sh->dshard, m->params + sh->u[u].off,
-                                                      sh->u[u].counts, sh->u[u].displs, ZT_F32, st));
+            const zt_unit_shard *us = &sh->u[u];
+            if (us->g == 1) continue;
+            zt_group_where(us->dgrp, "restoring checkpoint, unit %s", m->units[u].name);
+            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, m->params + us->coff, us->counts,
+                                                    us->displs, ZT_F32, st));
         }
     }
     ZT_TRY(zt_be_check(ctx->be, "restoring checkpoint", st));

@@ -187,6 +187,11 @@ mutant dgelu-aux kernels/cuda/cuda_matmul.cu \
 mutant dout16-half kernels/cuda/cuda_matmul.cu \
     'k_round_bf16<<<zt_ew_blocks\(nd\), ZT_EW_THREADS, 0, zt_cu.stream>>>\(\(bf16_t \*\)s, dout, \Knd(?=\);)' 'nd / 2'
 
+# a bf16 weight that is not 256-byte aligned, copied to scratch before the
+# GEMM (matmul_*_w16): only half of it copied
+mutant w16-copy-half kernels/cuda/cuda_matmul.cu \
+    'cudaMemcpyAsync\(s, a16, \Kna \* 2(?=, cudaMemcpyDeviceToDevice)' 'na'
+
 # the residual add fused with LayerNorm: the sum is not stored, so the row
 # is normalized from whatever res held
 mutant add-ln-store kernels/cuda/cuda_nn.cu \

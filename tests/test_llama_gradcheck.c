@@ -14,6 +14,8 @@
  * post norms, GeGLU, embedding scale, soft-caps, windows 2 and 3 < T with
  * full layers between, the sliding layers' own rotary base) the same way;
  * a backend without the Gemma kernels refused with a status.
+ * A Mixture of Experts model's units: its experts' tensors in units of their
+ * own after their block's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -273,6 +275,55 @@ static void ckpt_bitwise(const zt_model_config *mc, const char *what) {
     if (g0) unbuild(&ref);
 }
 
+/* A Mixture of Experts model's units: the embeddings, per block its unit
+ * and (a block with experts) the units block.<l>.experts_gu and
+ * block.<l>.experts_down holding h<l>.experts.gate_up.w [E 2I, C] and
+ * h<l>.experts.down.w [E C, I] alone (expert parallelism stores each rank's
+ * experts: docs/moe.md), the head last; contiguous, sizes as
+ * zt_llama_unit_numel's; Qwen-MoE's mixed blocks (decoder_sparse_step 2:
+ * block 1 sparse of 3). */
+static void check_moe_units(void) {
+    zt_model_config mc = base_config();
+    mc.n_layer = 3;
+    mc.intermediate = 12;
+    mc.n_experts = 4;
+    mc.experts_per_token = 2;
+    mc.moe_intermediate = 6;
+    mc.decoder_sparse_step = 2;
+    const int C = mc.n_embd, E = mc.n_experts, I = mc.moe_intermediate;
+    zt_status st;
+    zt_llama *lm = NULL;
+    zt_model *m = NULL;
+    int rc = zt_llama_new(&mc, zt_backend_cpu(), &lm, &st);
+    if (rc == ZT_OK) rc = zt_model_create(zt_llama_ops(), lm, &mc, zt_backend_cpu(), 0, &m, &st);
+    if (!tap_ok(rc == ZT_OK, "moe units: create%s%s", rc ? ": " : "", rc ? st.msg : "")) {
+        if (!m) zt_llama_free(lm);
+        zt_model_free(m, 1);
+        return;
+    }
+    static const char *const names[] = {"embeddings", "block.0", "block.1", "block.1.experts_gu",
+                                        "block.1.experts_down", "block.2", "head"};
+    int ok = m->n_units == 7;
+    size_t off = 0;
+    for (int u = 0; ok && u < m->n_units; ++u) {
+        const zt_unit_info *ui = &m->units[u];
+        ok = !strcmp(ui->name, names[u]) && ui->offset == off &&
+             ui->numel == zt_llama_unit_numel(&mc, u);
+        off += ui->numel;
+        if (ok && (u == 3 || u == 4)) {
+            const zt_tensor_info *t = &m->tensors[ui->first_tensor];
+            ok = ui->n_tensors == 1 &&
+                 !strcmp(t->name, u == 3 ? "h1.experts.gate_up.w" : "h1.experts.down.w") &&
+                 t->numel == (size_t)(u == 3 ? E * 2 * I * C : E * C * I) && t->numel == ui->numel;
+        }
+        if (!ok) tap_diag("unit %d: %s at %zu, %zu elements", u, ui->name, ui->offset, ui->numel);
+    }
+    ok = ok && off == m->num_params;
+    tap_ok(ok, "moe units: each block's experts.gate_up.w and experts.down.w in units of their own "
+           "after the block's, the head last, contiguous, sizes as zt_llama_unit_numel's");
+    zt_model_free(m, 1);
+}
+
 int main(void) {
     zt_backend_cpu()->set_threads(1);
     for (int i = 0; i < B * T; ++i) {
@@ -285,6 +336,7 @@ int main(void) {
     gqa.intermediate = 24;
     gqa.attention_bias = 1;
     gradcheck(&gqa, "gqa+bias+tied");
+    check_moe_units();
     /* multi-query, untied head, llama3 rope scaling that scales, smooths and
      * keeps frequencies (hd 4: wavelengths 6.3, 628; original max 64 with
      * factors 1 / 4 keeps < 16, scales > 64; hd 8 adds the middle band) */

@@ -15,7 +15,9 @@
  * ranks); the mesh counts each group's bytes once.  Expert parallelism:
  * the expert axis' sizes and coordinates (ep consecutive ranks), its
  * refusals, and its group with its twin (2 consecutive ranks on even
- * worlds).
+ * worlds); the expert shard axis (the shard group's ranks with the same
+ * expert coordinate) and its group, with all ranks and hybrid shard groups
+ * of 2.
  */
 #include <string.h>
 #include "config.h"
@@ -25,8 +27,8 @@
 #include "tap.h"
 
 static int shape_ok(const zt_mesh_shape *s, int W, int r, int sp, int G) {
-    const int want_size[ZT_AX_N] = {W / sp, sp, G, W / G, 1, 1};
-    const int want_coord[ZT_AX_N] = {r / sp, r % sp, r % G, r / G, 0, 0};
+    const int want_size[ZT_AX_N] = {W / sp, sp, G, W / G, 1, 1, 1};
+    const int want_coord[ZT_AX_N] = {r / sp, r % sp, r % G, r / G, 0, 0, 0};
     return s->world == W && s->rank == r && !memcmp(s->size, want_size, sizeof want_size) &&
            !memcmp(s->coord, want_coord, sizeof want_coord);
 }
@@ -90,8 +92,11 @@ static void check_ep_shapes(zt_config *c) {
                         zt_mesh_shape s;
                         zt_status st;
                         ++n;
-                        const int want_size[ZT_AX_N] = {W, 1, G, W / G, ep, 1};
-                        const int want_coord[ZT_AX_N] = {r, 0, r % G, r / G, r % ep, 0};
+                        /* expert shard: the shard group's ranks with r's ep
+                         * coordinate (size 1 without ep) */
+                        const int want_size[ZT_AX_N] = {W, 1, G, W / G, ep, ep > 1 ? G / ep : 1, 1};
+                        const int want_coord[ZT_AX_N] = {r, 0, r % G, r / G, r % ep,
+                                                         ep > 1 ? r % G / ep : 0, 0};
                         if (zt_mesh_shape_of(c, W, r, 1, &s, &st) != ZT_OK ||
                             memcmp(s.size, want_size, sizeof want_size) ||
                             memcmp(s.coord, want_coord, sizeof want_coord)) {
@@ -100,7 +105,7 @@ static void check_ep_shapes(zt_config *c) {
                     }
                 }
     tap_ok(bad == 0 && n > 0, "shape: %d (world, rank, ep, shard group, stage) cases give the "
-           "expert axis' sizes and coordinates (%d wrong)", n, bad);
+           "expert and expert shard axes' sizes and coordinates (%d wrong)", n, bad);
     zt_mesh_shape s;
     zt_status st;
     c->model.expert_parallel = 4;
@@ -159,7 +164,7 @@ static void check_groups(zt_config *c, const zt_backend *be, const char *bn) {
         ok &= g && members_ok(g, W, r, ax[i].div, ax[i].by_div, &st);
         if (!ok) { tap_diag("%s: axis %s", bn, zt_mesh_axis_name(a)); break; }
     }
-    ok &= !m->g[ZT_AX_DP] && !m->g[ZT_AX_EP] && !m->g[ZT_AX_TP];
+    ok &= !m->g[ZT_AX_DP] && !m->g[ZT_AX_EP] && !m->g[ZT_AX_ESHARD] && !m->g[ZT_AX_TP];
     ok &= (G == W) == (m->g[ZT_AX_SHARD] == m->world);
     tap_ok(ok, "%s: every axis group holds the ranks of its coordinates, its rank the coordinate, "
            "with its device twin", bn);
@@ -177,28 +182,52 @@ static void check_groups(zt_config *c, const zt_backend *be, const char *bn) {
 }
 
 /* the expert group: ep = 2 consecutive ranks (same r / 2), its rank the
- * coordinate, with its device twin; none at ep = 1 (odd worlds) */
+ * coordinate, with its device twin; the expert shard group: the ranks of
+ * the shard group (all, or 2 consecutive: hybrid) with the same r % 2, its
+ * rank (r % G) / 2 (no group when that is one rank: 2 ranks, hybrid groups
+ * of 2 on 4); none of either at ep = 1 (odd worlds) */
 static void check_ep_group(zt_config *c, const zt_backend *be, const char *bn) {
     const int W = zt_world_size(), r = zt_world_rank(), ep = W % 2 == 0 ? 2 : 1;
-    c->model.seq_parallel = 1;
-    c->model.expert_parallel = ep;
-    c->shard_group_size = 0;
-    c->zero_stage = 3;
-    zt_mesh *m = NULL;
-    zt_status st;
-    int rc = zt_mesh_create(c, be, -1, &m, &st);
-    if (!tap_ok(rc == ZT_OK, "%s: mesh with ep %d on %d ranks%s%s", bn, ep, W, rc ? ": " : "",
-                rc ? st.msg : ""))
-        return;
-    zt_group *g = m->g[ZT_AX_EP], *d = m->dg[ZT_AX_EP];
-    int ok = zt_mesh_size(m, ZT_AX_EP) == ep && zt_mesh_coord(m, ZT_AX_EP) == r % ep;
-    if (ep == 1) ok &= !g && !d;
-    else ok &= g && d && g->size == ep && g->rank == r % ep && d->size == ep && d->rank == g->rank &&
-               (zt_be_device(be) ? d != g : d == g) && members_ok(g, W, r, ep, 1, &st);
-    tap_ok(ok, "%s: the expert group (ep %d) holds %d consecutive ranks, its rank the coordinate, "
-           "with its device twin", bn, ep, ep);
-    zt_mesh_free(m);
+    for (int gs = 0; gs <= 2; gs += 2) {
+        if (gs && (ep == 1 || W == 2)) continue;   /* (G = 2 = W: the case gs = 0) */
+        const int G = gs ? gs : W;
+        c->model.seq_parallel = 1;
+        c->model.expert_parallel = ep;
+        c->shard_group_size = gs;
+        c->zero_stage = 3;
+        zt_mesh *m = NULL;
+        zt_status st;
+        int rc = zt_mesh_create(c, be, -1, &m, &st);
+        if (!tap_ok(rc == ZT_OK, "%s: mesh with ep %d, shard group %d on %d ranks%s%s", bn, ep, G,
+                    W, rc ? ": " : "", rc ? st.msg : ""))
+            continue;
+        zt_group *g = m->g[ZT_AX_EP], *d = m->dg[ZT_AX_EP];
+        zt_group *e = m->g[ZT_AX_ESHARD], *ed = m->dg[ZT_AX_ESHARD];
+        int ok = zt_mesh_size(m, ZT_AX_EP) == ep && zt_mesh_coord(m, ZT_AX_EP) == r % ep;
+        if (ep == 1) {
+            ok &= !g && !d && !e && !ed && zt_mesh_size(m, ZT_AX_ESHARD) == 1;
+        } else {
+            ok &= g && d && g->size == ep && g->rank == r % ep && d->size == ep &&
+                  d->rank == g->rank && (zt_be_device(be) ? d != g : d == g) &&
+                  members_ok(g, W, r, ep, 1, &st);
+            ok &= zt_mesh_size(m, ZT_AX_ESHARD) == G / ep && zt_mesh_coord(m, ZT_AX_ESHARD) == r % G / ep;
+            if (G / ep == 1) {   /* a group of one rank: none */
+                ok &= !e && !ed;
+            } else {
+                ok &= e && ed && e->size == G / ep && e->rank == r % G / ep && ed->size == e->size &&
+                      ed->rank == e->rank && (zt_be_device(be) ? ed != e : ed == e);
+                int64_t sum = r, want = 0;   /* same shard group (r / G), same r % ep */
+                for (int q = 0; q < W; ++q) want += q / G == r / G && q % ep == r % ep ? q : 0;
+                ok &= e && e->ops->allreduce_sum(e, &sum, 1, ZT_I64, &st) == ZT_OK && sum == want;
+            }
+        }
+        tap_ok(ok, "%s: the expert group (ep %d) holds %d consecutive ranks, the expert shard "
+               "group (shard group %d) its shard group's ranks with the same expert coordinate, "
+               "their ranks the coordinates, with their device twins", bn, ep, ep, G);
+        zt_mesh_free(m);
+    }
     c->model.expert_parallel = 1;
+    c->shard_group_size = 0;
 }
 
 int main(int argc, char **argv) {
