@@ -62,7 +62,7 @@ static void gpt_tensor_shape(const zt_model_config *mc, int l, int k, int *rows,
  * head's classifier) */
 static int gpt_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
-    return k == T_QKVW || k == T_PROJW || k == T_FCW || k == T_FCPW;
+    return k == E_WTE || k == T_QKVW || k == T_PROJW || k == T_FCW || k == T_FCPW;
 }
 
 struct zt_gpt {
@@ -111,7 +111,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
     const size_t *o = c32 ? g->off32 : g->off;
     int L = g->cfg.n_layer;
     if (u == 0) {
-        v->wte = base + o[E_WTE];
+        v->wte = c32 ? NULL : base + o[E_WTE];
         v->wpe = base + o[E_WPE];
     } else if (u == L + 1) {
         v->lnfw = base + o[E_LNFW];

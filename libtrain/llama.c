@@ -240,7 +240,7 @@ static int llama_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
     return k == T_QW || k == T_KW || k == T_VW || k == T_OW || k == T_GATEW || k == T_UPW ||
            k == T_DOWNW || k == T_SHGATE || k == T_ROUTER || k == T_EXGU || k == T_EXDOWN ||
-           k == E_LM_HEAD;
+           k == E_LM_HEAD || k == E_EMBED;
 }
 
 static int llama_block_kind(const zt_model_config *mc, int l) {
@@ -280,7 +280,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         return;
     }
     if (u == 0) {
-        v->embed = base + o[E_EMBED];
+        v->embed = c32 ? NULL : base + o[E_EMBED];
     } else if (l == L) {
         v->norm = base + o[E_NORM];
         v->lm_head = m->s.tied || c32 ? NULL : base + o[E_LM_HEAD];

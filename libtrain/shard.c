@@ -1256,9 +1256,14 @@ static int nf4_full_params(zt_shard *sh, float **out, zt_status *st) {
     for (int u = 0; u < sh->nu; ++u) {
         int rc = zt_nf4s_view(sh, u, st);
         if (rc != ZT_OK) { zt_mem_free(full); return rc; }
-        sh->be->copy(full + sh->u[u].off, sh->view[u], sh->u[u].n * sizeof(float));
-        zt_mem_free(sh->view[u]);
-        sh->view[u] = NULL;
+        /* a unit whose fp32 copy leaves its GEMM-only tensors out (the view
+         * has fewer elements): widened whole from its 16-bit rest, kept */
+        if (sh->gathered[u])
+            zt_prec_widen(sh->be, sh->prec, full + sh->u[u].off, sh->gathered[u], sh->u[u].n);
+        else
+            sh->be->copy(full + sh->u[u].off, sh->view[u], sh->u[u].n * sizeof(float));
+        rc = release(sh, u, st);
+        if (rc != ZT_OK) { zt_mem_free(full); return rc; }
     }
     *out = full;
     return ZT_OK;

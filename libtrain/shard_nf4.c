@@ -260,9 +260,10 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     for (int i = 0; i < ui->n_tensors; ++i) n32 += t[i].gemm ? 0 : t[i].numel;
     const int keep = zt_shard_weights16(sh) && qu->nt == 0 && qu->nseg == 1 && qu->soff[0] == 0 &&
                      qu->rest_n == ui->numel && n32 < ui->numel && 2 * n32 <= ui->numel;
-    /* (keep: n32 may be 0, the tied embedding's unit; zt_mem_alloc accounts 0 bytes) */
-    float *v = zt_mem_alloc((keep ? n32 : ui->numel ? ui->numel : 1) * sizeof(float),
-                            ZT_MEM_GATHERED, st);
+    /* (at least one element: keep's n32 is 0 where the unit is GEMM-only,
+     * a tied embedding's; zt_nf4s_view's caller reads sh->view[u]) */
+    const size_t nv = keep ? n32 : ui->numel;
+    float *v = zt_mem_alloc((nv ? nv : 1) * sizeof(float), ZT_MEM_GATHERED, st);
     char *rest = zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED, st);
     uint8_t *codes = zt_mem_alloc(32 * nb, ZT_MEM_GATHERED, st);
     void *am = zt_mem_alloc(nb * (q->dq ? 1 : sizeof(float)), ZT_MEM_GATHERED, st);
