@@ -251,8 +251,9 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     nf4_unit *qu = &q->u[u];
     const zt_unit_info *ui = &sh->m->units[u];
     const size_t es = sh->pes, nb = qu->nb ? qu->nb : 1;
-    /* a unit without NF4 tensors whose GEMMs read 16-bit weights (an
-     * untied LM head): its gathered rest is the unit in bf16, kept as
+    /* a unit without NF4 tensors whose GEMMs (or embedding lookup) read
+     * 16-bit weights (the embeddings, an untied LM head): its gathered
+     * rest is the unit in bf16, kept as
      * zt_unit_params16's until the release, and the fp32 copy leaves the
      * GEMM-only tensors out (shard.c make_view) where that saves memory */
     const zt_tensor_info *t = sh->m->tensors + ui->first_tensor;
