@@ -144,6 +144,10 @@ typedef struct zt_backend {
     void (*encoder_fwd)(float *out, const int *inp, const float *wte,
                         const float *wpe, int B, int T, int C);
     /* dwte[V,C] (+=), dwpe[maxT,C] (+=; may be NULL) from dout[N,C] */
+    /* the same with the token table's bf16 bits (the engine's 16-bit
+     * storage): each row widened to fp32 as it is copied, exact (NULL: none) */
+    void (*encoder_fwd_w16)(float *out, const int *inp, const uint16_t *wte16,
+                            const float *wpe, int B, int T, int C);
     void (*encoder_bwd)(float *dwte, float *dwpe, const float *dout,
                         const int *inp, int B, int T, int C);
 

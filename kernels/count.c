@@ -912,6 +912,16 @@ static void c_encoder_fwd(float *out, const int *inp, const float *wte, const fl
     rec(K_ENCODER_FWD, wpe ? N * C : 0, N * 4 + N * C * F * (wpe ? 3 : 2));
 }
 
+/* k_encoder_fwd_w16: the same with bf16 rows of wte (N C 2 bytes) */
+static void c_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16, const float *wpe,
+                              int B, int T, int C) {
+    call(ZT_CE_encoder_fwd_w16);
+    if (g_inner) g_inner->encoder_fwd_w16(out, inp, wte16, wpe, B, T, C);
+    if (B <= 0 || T <= 0 || C <= 0) return;
+    const double N = D(B) * D(T);
+    rec(K_ENCODER_FWD, wpe ? N * C : 0, N * 4 + N * C * 2 + N * C * F * (wpe ? 2 : 1));
+}
+
 /* dwpe (if any): k_encoder_bwd_wpe, N C FLOPs, reads dout N C f, dwpe T C f
  * read and written.  dwte: k_iota (writes N 4); CUB's radix sort of N
  * (token, position) int pairs: a histogram pass (reads the keys, N 4), a
@@ -1332,6 +1342,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->device_memory = c_device_memory;
     t->mem_stats = c_mem_stats;
     t->encoder_fwd = c_encoder_fwd;
+    t->encoder_fwd_w16 = c_encoder_fwd_w16;
     t->encoder_bwd = c_encoder_bwd;
     t->layernorm_fwd = c_layernorm_fwd;
     t->layernorm_bwd = c_layernorm_bwd;

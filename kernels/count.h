@@ -65,7 +65,7 @@ typedef struct zt_count_kernel {
 /* The table's entries, in the order of backend.h (tallies of calls). */
 #define ZT_COUNT_ENTRIES(X)                                                                  \
     X(synchronize) X(alloc) X(free) X(copy) X(to_host) X(to_device) X(zero)                  \
-    X(to_host_async) X(to_device_async) X(copy_wait) X(encoder_fwd) X(encoder_bwd)          \
+    X(to_host_async) X(to_device_async) X(copy_wait) X(encoder_fwd) X(encoder_fwd_w16) X(encoder_bwd)          \
     X(layernorm_fwd) X(layernorm_bwd) X(rmsnorm_fwd) X(rmsnorm_bwd) X(headnorm_fwd)         \
     X(headnorm_bwd) X(rope_fwd) X(rope_bwd) X(swiglu_fwd) X(swiglu_bwd) X(matmul_fwd)       \
     X(matmul_bwd) X(set_matmul_precision) X(attention_fwd) X(attention_bwd) X(gqa_fwd)      \

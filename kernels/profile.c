@@ -115,6 +115,13 @@ static void p_encoder_fwd(float *out, const int *inp, const float *wte, const fl
     inner->encoder_fwd(out, inp, wte, wpe, B, T, C);
     k_end(t, ZT_PROF_EMBED, (double)B * T * C, F4 * 3.0 * B * T * C);
 }
+static void p_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16, const float *wpe,
+                              int B, int T, int C) {
+    double t = k_begin();
+    inner->encoder_fwd_w16(out, inp, wte16, wpe, B, T, C);
+    k_end(t, ZT_PROF_EMBED, wpe ? (double)B * T * C : 0.0,
+          (double)B * T * C * (2.0 + F4 + (wpe ? F4 : 0.0)));
+}
 static void p_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp,
                           int B, int T, int C) {
     double t = k_begin();
@@ -467,6 +474,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(to_host);
     W(to_device);
     W(encoder_fwd);
+    W(encoder_fwd_w16);
     W(encoder_bwd);
     W(layernorm_fwd);
     W(layernorm_bwd);

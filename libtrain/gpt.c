@@ -58,10 +58,11 @@ static void gpt_tensor_shape(const zt_model_config *mc, int l, int k, int *rows,
 }
 
 /* zt_arch.gemm_weight: the block's four matrices (block_fwd / block_bwd
- * read them through zt_mm_*); wte is the encoder's too */
+ * read them through zt_mm_*) and wte (the encoder's zt_enc_fwd, the tied
+ * head's classifier) */
 static int gpt_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
-    return k == T_QKVW || k == T_PROJW || k == T_FCW || k == T_FCPW;
+    return k == E_WTE || k == T_QKVW || k == T_PROJW || k == T_FCW || k == T_FCPW;
 }
 
 struct zt_gpt {
@@ -110,7 +111,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
     const size_t *o = c32 ? g->off32 : g->off;
     int L = g->cfg.n_layer;
     if (u == 0) {
-        v->wte = base + o[E_WTE];
+        v->wte = c32 ? NULL : base + o[E_WTE];
         v->wpe = base + o[E_WPE];
     } else if (u == L + 1) {
         v->lnfw = base + o[E_LNFW];
@@ -298,7 +299,8 @@ static void embed_fwd(void *self, void *acts) {
     zt_gpt_acts *a = acts;
     const int B = a->fB, T = a->fT, C = g->cfg.n_embd;
     const size_t pos0 = (size_t)g->sp.rank * (size_t)T;
-    g->be->encoder_fwd(ZT_ACTS_RES(a, 0), a->inputs, g->p.wte, g->p.wpe + pos0 * C, B, T, C);
+    zt_enc_fwd(g->be, ZT_ACTS_RES(a, 0), a->inputs, g->p.wte,
+               g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL, g->p.wpe + pos0 * C, B, T, C);
 }
 
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's

@@ -234,12 +234,13 @@ static const char *llama_own_unit(int k) {
 
 /* zt_arch.gemm_weight: q, k, v, o, gate, up, down, the shared expert's
  * gate, the router and experts (moe.c), an untied LM head (read through
- * zt_mm_* and the classifier); not the embedding (the encoder's too) */
+ * zt_mm_* and the classifier), the embedding (zt_enc_fwd; a tied head's
+ * classifier) */
 static int llama_gemm_weight(const zt_model_config *mc, int k) {
     (void)mc;
     return k == T_QW || k == T_KW || k == T_VW || k == T_OW || k == T_GATEW || k == T_UPW ||
            k == T_DOWNW || k == T_SHGATE || k == T_ROUTER || k == T_EXGU || k == T_EXDOWN ||
-           k == E_LM_HEAD;
+           k == E_LM_HEAD || k == E_EMBED;
 }
 
 static int llama_block_kind(const zt_model_config *mc, int l) {
@@ -279,7 +280,7 @@ static void bind_unit(void *self, int u, float *base, int grads) {
         return;
     }
     if (u == 0) {
-        v->embed = base + o[E_EMBED];
+        v->embed = c32 ? NULL : base + o[E_EMBED];
     } else if (l == L) {
         v->norm = base + o[E_NORM];
         v->lm_head = m->s.tied || c32 ? NULL : base + o[E_LM_HEAD];
@@ -749,7 +750,8 @@ static void embed_fwd(void *self, void *acts) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int B = a->fB, T = a->fT, C = m->s.C;
-    m->be->encoder_fwd(ZT_ACTS_RES(a, 0), a->inputs, m->p.embed, NULL, B, T, C);
+    zt_enc_fwd(m->be, ZT_ACTS_RES(a, 0), a->inputs, m->p.embed,
+               m->p16[0] ? m->p16[0] + m->off[E_EMBED] : NULL, NULL, B, T, C);
     if (m->s.gemma) m->be->scale(ZT_ACTS_RES(a, 0), (size_t)B * T * C, m->s.escale);
 }
 

@@ -77,6 +77,13 @@ static inline void zt_mm_fwd(const zt_backend *be, float *out, const float *inp,
     if (w16 && be->matmul_fwd_w16) be->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
     else be->matmul_fwd(out, inp, w, bias, N, C, OC);
 }
+/* The embedding lookup on the token table's bf16 bits where given (the
+ * fp32 copy then lacks the table: zt_arch.gemm_weight), else on fp32 */
+static inline void zt_enc_fwd(const zt_backend *be, float *out, const int *inp, const float *wte,
+                              const uint16_t *wte16, const float *wpe, int B, int T, int C) {
+    if (wte16 && be->encoder_fwd_w16) be->encoder_fwd_w16(out, inp, wte16, wpe, B, T, C);
+    else be->encoder_fwd(out, inp, wte, wpe, B, T, C);
+}
 static inline void zt_mm_bwd(const zt_backend *be, float *dinp, float *dw, float *dbias,
                              const float *dout, const float *inp, const float *w,
                              const uint16_t *w16, int N, int C, int OC) {

@@ -137,7 +137,7 @@ int zt_shard_weights16(const zt_shard *sh) {
     const zt_backend *be = sh->be;
     return sh->w16 && sh->prec == ZT_PREC_BF16 && (sh->stage == 3 || sh->q || sh->p16) &&
            be->matmul_fwd_w16 && be->matmul_bwd_w16 && be->matmul_gelu_fwd_w16 &&
-           be->matmul_dgelu_bwd_w16;
+           be->matmul_dgelu_bwd_w16 && be->encoder_fwd_w16;
 }
 
 /* Mixed: unit u's fp32 compute copy, widened from the 16-bit storage (at
@@ -1371,9 +1371,14 @@ static int nf4_full_params(zt_shard *sh, float **out, zt_status *st) {
     for (int u = 0; u < sh->nu; ++u) {
         int rc = zt_nf4s_view(sh, u, st);
         if (rc != ZT_OK) { zt_mem_free(full); return rc; }
-        sh->be->copy(full + sh->u[u].off, sh->view[u], sh->u[u].n * sizeof(float));
-        zt_mem_free(sh->view[u]);
-        sh->view[u] = NULL;
+        /* a unit whose fp32 copy leaves its GEMM-only tensors out (the view
+         * has fewer elements): widened whole from its 16-bit rest, kept */
+        if (sh->gathered[u])
+            zt_prec_widen(sh->be, sh->prec, full + sh->u[u].off, sh->gathered[u], sh->u[u].n);
+        else
+            sh->be->copy(full + sh->u[u].off, sh->view[u], sh->u[u].n * sizeof(float));
+        rc = release(sh, u, st);
+        if (rc != ZT_OK) { zt_mem_free(full); return rc; }
     }
     *out = full;
     return ZT_OK;

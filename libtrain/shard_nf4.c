@@ -251,8 +251,9 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     nf4_unit *qu = &q->u[u];
     const zt_unit_info *ui = &sh->m->units[u];
     const size_t es = sh->pes, nb = qu->nb ? qu->nb : 1;
-    /* a unit without NF4 tensors whose GEMMs read 16-bit weights (an
-     * untied LM head): its gathered rest is the unit in bf16, kept as
+    /* a unit without NF4 tensors whose GEMMs (or embedding lookup) read
+     * 16-bit weights (the embeddings, an untied LM head): its gathered
+     * rest is the unit in bf16, kept as
      * zt_unit_params16's until the release, and the fp32 copy leaves the
      * GEMM-only tensors out (shard.c make_view) where that saves memory */
     const zt_tensor_info *t = sh->m->tensors + ui->first_tensor;
@@ -260,8 +261,10 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     for (int i = 0; i < ui->n_tensors; ++i) n32 += t[i].gemm ? 0 : t[i].numel;
     const int keep = zt_shard_weights16(sh) && qu->nt == 0 && qu->nseg == 1 && qu->soff[0] == 0 &&
                      qu->rest_n == ui->numel && n32 < ui->numel && 2 * n32 <= ui->numel;
-    float *v = zt_mem_alloc(((keep ? n32 : ui->numel) ? (keep ? n32 : ui->numel) : 1) * sizeof(float),
-                            ZT_MEM_GATHERED, st);
+    /* (at least one element: keep's n32 is 0 where the unit is GEMM-only,
+     * a tied embedding's; zt_nf4s_view's caller reads sh->view[u]) */
+    const size_t nv = keep ? n32 : ui->numel;
+    float *v = zt_mem_alloc((nv ? nv : 1) * sizeof(float), ZT_MEM_GATHERED, st);
     char *rest = zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED, st);
     uint8_t *codes = zt_mem_alloc(32 * nb, ZT_MEM_GATHERED, st);
     void *am = zt_mem_alloc(nb * (q->dq ? 1 : sizeof(float)), ZT_MEM_GATHERED, st);

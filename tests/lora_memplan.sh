@@ -3,7 +3,8 @@
 # (docs/memory.md, docs/lora.md): `ztrain train --init-from` a
 # tests/fixtures/hf model with LoRA adapters on cpu-strict (which accounts
 # every device allocation) at ZeRO stages 0-3, fp32 and bf16, with and without
-# activation checkpointing, 1 rank (and 2 ranks at stages 1-3), one step:
+# activation checkpointing, 1 rank (and 2 ranks at stages 1-3), QLoRA (nf4,
+# nf4-dq, bf16), one step:
 # the measured device peak equals the prediction of the run's memory line and
 # `ztrain estimate --json`'s peak_bytes for the same configuration (the
 # frozen base's load through a device buffer of its largest unit, and
@@ -63,6 +64,13 @@ for stage in 1 2 3; do
         peak 2 "qwen2 all-linear on 2 ranks, stage $stage, $dt"
     done
 done
+# QLoRA (an NF4 base, bf16: the embeddings' unit has no fp32 copy, the lookup reads its bf16 rest)
+for stage in 0 3; do
+    args llama "$stage" bf16 blocks
+    peak 1 "llama QLoRA nf4, stage $stage, bf16, checkpointing blocks" --lora-base nf4
+done
+args llama 3 bf16 none
+peak 2 "llama QLoRA nf4-dq on 2 ranks, stage 3, bf16" --lora-base nf4-dq
 # the adapters from a PEFT adapter (ztrain.lora.from): a step of the llama
 # stage-0 run's checkpoint, exported
 "$ZTRAIN" ckpt export "ck_llama, stage 0, fp32/step-1" --peft pe > o_pe.txt 2>&1

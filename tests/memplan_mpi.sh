@@ -216,13 +216,34 @@ cat > l8b.json <<'EOF'
  "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": false,
  "rope_theta": 500000.0, "torch_dtype": "bfloat16"}
 EOF
-LORA8=(--model l8b.json --world-size 1 --device gpu --device-memory 24G --bf16.enabled true --micro-batch 1
+LORA8=(--model l8b.json --world-size 1 --bf16.enabled true --micro-batch 1
        --seq-len 2048 --act-ckpt blocks --lora-r 16 --lora-alpha 32 --lora-targets all-linear)
-"$ZTRAIN" estimate "${LORA8[@]}" > lo1.txt 2>&1
-"$ZTRAIN" estimate "${LORA8[@]}" --stage 3 --offload params > lo2.txt 2>&1
+"$ZTRAIN" estimate "${LORA8[@]}" --device gpu --device-memory 20G > lo1.txt 2>&1
+"$ZTRAIN" estimate "${LORA8[@]}" --device gpu --device-memory 20G --stage 3 --offload params > lo2.txt 2>&1
 ok $(grep -q "^does not fit: .*; changes that fit: ZeRO stage 3 with the parameters offloaded to the host (--stage 3 --offload params): -[0-9]*%$" lo1.txt &&
      grep -q "^fits: " lo2.txt; echo $?) \
-   "estimate: Llama-3-8B LoRA on one 24 GB GPU: only parameter offload fits, and it is suggested; with it, fits"
+   "estimate: Llama-3-8B LoRA on one 20 GB GPU: only parameter offload fits, and it is suggested; with it, fits"
+# the bf16 base's embedding and head units make no fp32 copy of their [128256, 4096] matrices (the
+# lookup and the GEMMs read the bf16 storage): 2048 tokens fit one 24 GB GPU
+# fits8 NAME FLAGS...: estimate --json of the 8B run with FLAGS fits (the planner's peak_bytes <=
+# limit_bytes: --device-memory less the CUDA context and the run's reserve)
+fits8() {
+    local name=$1; shift
+    "$ZTRAIN" estimate "${LORA8[@]}" "$@" --json > f8.json 2> f8.err
+    python3 - f8.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("# peak %d B <= limit %d B: %s" % (j["peak_bytes"], j["limit_bytes"], j["fits"]))
+sys.exit(0 if j["fits"] is True and 0 < j["peak_bytes"] <= j["limit_bytes"] else 1)
+PY
+    ok $? "$name"
+}
+fits8 "estimate: Llama-3-8B LoRA (bf16 base, 2048 tokens) on one 24 GB GPU fits" \
+    --device gpu --device-memory 24G
+# QLoRA (docs/lora.md): the NF4 base, its embeddings' and head's units without an fp32 copy of
+# their [128256, 4096] matrices: 2048 tokens with checkpointing fit one 16 GB GPU
+fits8 "estimate: Llama-3-8B QLoRA (nf4 base, 2048 tokens, checkpointing) on one 16 GB GPU fits" \
+    --device gpu --device-memory 16G --lora-base nf4
 grep -h "^does not fit\|^fits" lo1.txt lo2.txt | sed 's/^/# /'
 # optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \

@@ -455,6 +455,7 @@ typedef struct w16_mem {
     double widened;
     uint64_t acts_peak, acts_plan;   /* the activations' accounted peak and the plan's */
     long a16;                        /* calls of the bf16-input entries */
+    long enc16, enc;   /* encoder_fwd_w16 and encoder_fwd calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16 (or'ed) */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -538,6 +539,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     const size_t nk = zt_count_kernels(&k);
     *rounds = launches_of_k(k, nk, "k_round_bf16");
     memset(mem, 0, sizeof *mem);
+    mem->enc16 = t.calls[ZT_CE_encoder_fwd_w16];
+    mem->enc = t.calls[ZT_CE_encoder_fwd];
     for (size_t i = 0; i < nk; i++)
         if (!strcmp(k[i].name, "k_from_bf16")) mem->widened += k[i].bytes * (double)k[i].launches;
     zt_mem_stats ms;
@@ -577,7 +580,10 @@ static void bf16_weights(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora},
         {"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora},
         {"llama:2,4,2,32,48,64,2,16", 0, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 2, moe},
-        {"llama:2,4,2,32,48,64,2,16", 3, moe}};
+        {"llama:2,4,2,32,48,64,2,16", 3, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL},
+        {"gpt2:2,2,32,64,2,16", 3, lora}, {"llama:2,4,2,32,48,1024,2,16", 3, qlora},
+        {"llama:2,4,2,32,48,1024,2,16", 0, qlora}, {"llama:2,4,2,32,48,64,2,16", 2, NULL},
+        {"llama:2,4,2,32,48,64,2,16,untied", 2, lora}, {"llama:2,4,2,32,48,1024,2,16", 1, qlora}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
         cm_shape_parse(cases[i].shape, &s);
@@ -604,16 +610,19 @@ static void bf16_weights(void) {
         /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
          * head's 2 chunks forward, backward, and the first chunk's logits
          * again (the second's probabilities are kept); 4 steps.  Stage 3:
-         * the blocks' GEMMs read the gathered unit, the tied head's does not
-         * (the embeddings' unit has no GEMM-only tensor: its gathered 16-bit
-         * buffer is freed once widened; an untied head's unit has one).
+         * the GEMMs read the gathered unit, the tied head's too (the
+         * embedding is the encoder's zt_enc_fwd's only other reader: it reads
+         * the bf16 bits, so the table is a GEMM-only tensor).
          * Each call rounds no weight.  QLoRA: the blocks' weights are NF4
-         * (dequantized into the fp32 copy), the untied head's bf16.  (A
+         * (dequantized into the fp32 copy), the head's bf16.  (A
          * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const int head = cases[i].stage < 3 || s.untied;
         const long want = ex == moe     ? 0
                           : ex == qlora ? 4L * (2 + 2 + 1)
-                                        : 4L * (8 * s.L + (head ? 2 + 2 + 1 : 0));
+                                        : 4L * (8 * s.L + 2 + 2 + 1);
+        /* the embedding lookup: one a step, on the bf16 table */
+        tap_ok(ex == moe || (ma.enc16 == 4 && ma.enc == 0 && mb.enc16 == 0 && mb.enc == 4),
+               "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
+               "without: %ld and %ld)", what, cases[i].stage, ma.enc16, ma.enc, mb.enc16, mb.enc);
         tap_ok(wa == want && wb == 0 && ra == rb - want,
                "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", what,
                cases[i].stage, wa, wb, rb - ra);

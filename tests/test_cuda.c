@@ -952,6 +952,35 @@ static void test_attention(int B, int T, int C, int NH) {
 
 /* ------------------------------------------------------------ Llama kernels */
 
+/* encoder_fwd_w16: the token table's bf16 bits, each row widened as it is
+ * copied: bitwise the CPU's, and the fp32 lookup of the widened table */
+static void test_encoder_w16(int B, int T, int C, int V) {
+    const size_t N = (size_t)B * T, no = N * C, nw = (size_t)V * C;
+    int *inp = ivec(N, V);
+    float *wte = fvec(nw, 1.0), *wpe = fvec((size_t)T * C, 1.0), *out = xmalloc(no * 4),
+          *ref = xmalloc(no * 4);
+    uint16_t *w16 = xmalloc(nw * 2);
+    cpu->to_bf16(w16, wte, nw);
+    cpu->from_bf16(wte, w16, nw);
+    int *dinp = dev(inp, N * sizeof(int));
+    uint16_t *dw16 = dev(w16, nw * 2);
+    float *dwpe = devf(wpe, (size_t)T * C), *out_d = gpu->alloc(no * 4);
+    for (int p = 0; p < 2; p++) {
+        const float *pe = p ? wpe : NULL;
+        cpu->encoder_fwd(ref, inp, wte, pe, B, T, C);
+        cpu->encoder_fwd_w16(out, inp, w16, pe, B, T, C);
+        cmp(p ? "encoder_fwd_w16 (cpu) with wpe: bitwise encoder_fwd on the widened table"
+              : "encoder_fwd_w16 (cpu): bitwise encoder_fwd on the widened table",
+            out, ref, no, 0, 0);
+        gpu->encoder_fwd_w16(out_d, dinp, dw16, p ? dwpe : NULL, B, T, C);
+        cmpd(p ? "encoder_fwd_w16 with wpe: bitwise" : "encoder_fwd_w16: bitwise", out_d, out, no, 0,
+             0);
+    }
+    free(inp); free(wte); free(wpe); free(out); free(ref); free(w16);
+    gpu->free(dinp); gpu->free(dw16); gpu->free(dwpe); gpu->free(out_d);
+    no_error("encoder_fwd_w16");
+}
+
 static void test_encoder_nowpe(int B, int T, int C, int V) {
     const size_t N = (size_t)B * T, no = N * C;
     int *inp = ivec(N, V);
@@ -2033,6 +2062,7 @@ int main(void) {
     test_attention(1, 70, 256, 1);       /* hs 256 */
     test_attention_limits();
     test_encoder_nowpe(2, 37, 13, 5);
+    test_encoder_w16(2, 37, 13, 5);
     test_rmsnorm(37, 13);
     if (full) test_rmsnorm(512, 2048);
     test_headnorm(37, 3, 40, 8);

@@ -15,6 +15,9 @@
  *   planner     zt_memplan_compute's peak of every accounted category and of
  *               the total equals what 3 steps allocate (stages 0-3, fp32 and
  *               bf16, activation checkpointing)
+ *   qlora       an NF4 base (nf4, nf4-dq; tied and untied head) at stages 0-3:
+ *               the step losses and adapters bitwise those of the run on
+ *               its dequantized base (zt_shard_full_params)
  *   errors      r < 0, targets matching no module, an unknown target
  *               module, other keys with r = 0: zt_config_finalize refuses
  *               with one message naming the key
@@ -237,10 +240,13 @@ static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
  * on a base of the compute dtype set to deq (the NF4 run's dequantized base).
  * Step losses into losses[3], the adapters after the steps into *ad (malloc),
  * the base before the steps into *deq (NF4 run) when deq is not NULL. */
+static int q_untied;   /* qrun: an untied LM head (its unit's bf16 rest kept, the fp32 copy
+                        * without lm_head: zt_shard_full_params widens the unit whole) */
 static int qrun(int stage, int bf16, const char *base, const float *set, double *losses, float **ad,
                 float **deq) {
     zt_status st;
     zt_config *c = config("llama", "all-linear", stage, bf16);
+    if (q_untied) tu_set(c, "ztrain.model.tie_embeddings", "false");
     if (base) tu_set(c, "ztrain.lora.base", "%s", base);
     zt_ctx *ctx = NULL;
     if (zt_ctx_create(c, NULL, &ctx, &st) != ZT_OK) {
@@ -304,13 +310,14 @@ static void qlora(const char *base, int bf16) {
         free(ad);
         ad = NULL;
     }
-    tap_ok(stages, "%s%s: the 3 step losses and the adapters bitwise equal at stages 0-3 (%.7f "
-           "%.7f %.7f)", base, bf16 ? " bf16" : "", l0[0], l0[1], l0[2]);
+    const char *un = q_untied ? " untied" : "";
+    tap_ok(stages, "%s%s%s: the 3 step losses and the adapters bitwise equal at stages 0-3 (%.7f "
+           "%.7f %.7f)", base, bf16 ? " bf16" : "", un, l0[0], l0[1], l0[2]);
     /* the reference: the compute-dtype base set to the dequantized values */
     int same = ok && qrun(0, bf16, NULL, deq, lr, &adr, &deq1) == na && !memcmp(lr, l0, sizeof lr) &&
                !memcmp(adr, ad0, (size_t)na * sizeof(float));
-    tap_ok(same, "%s%s: equal bitwise to the run on its dequantized base (losses %.7f %.7f %.7f)",
-           base, bf16 ? " bf16" : "", lr[0], lr[1], lr[2]);
+    tap_ok(same, "%s%s%s: equal bitwise to the run on its dequantized base (losses %.7f %.7f %.7f)",
+           base, bf16 ? " bf16" : "", un, lr[0], lr[1], lr[2]);
     free(ad0); free(adr); free(deq); free(deq1);
 }
 
@@ -382,6 +389,10 @@ int main(int argc, char **argv) {
     qlora("nf4", 1);
     qlora("nf4-dq", 0);
     qlora("nf4-dq", 1);
+    q_untied = 1;   /* the head's unit: norm in the fp32 copy, lm_head read as bf16 */
+    qlora("nf4", 1);
+    qlora("nf4-dq", 1);
+    q_untied = 0;
     qlora_differs();
     refuse("an unknown base storage", "ztrain.lora.base", "nf8", "one of");
     {

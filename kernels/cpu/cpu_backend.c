@@ -549,6 +549,7 @@ static const zt_backend cpu_backend = {
     .to_device = cpu_copy,
     .zero = cpu_zero,
     .encoder_fwd = zt_cpu_encoder_fwd,
+    .encoder_fwd_w16 = zt_cpu_encoder_fwd_w16,
     .encoder_bwd = zt_cpu_encoder_bwd,
     .layernorm_fwd = zt_cpu_layernorm_fwd,
     .layernorm_bwd = zt_cpu_layernorm_bwd,

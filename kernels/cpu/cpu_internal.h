@@ -27,6 +27,8 @@
 #endif
 
 /* cpu_nn.c */
+void zt_cpu_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16,
+                            const float *wpe, int B, int T, int C);
 void zt_cpu_encoder_fwd(float *out, const int *inp, const float *wte,
                         const float *wpe, int B, int T, int C);
 void zt_cpu_encoder_bwd(float *dwte, float *dwpe, const float *dout,

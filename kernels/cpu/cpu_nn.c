@@ -15,11 +15,25 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "half.h"
 
 #define ZT_PAR_MIN 32768
 #define ZT_CBLOCK 256
 
 /* ------------------------------------------------------------ encoder */
+
+void zt_cpu_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16,
+                            const float *wpe, int B, int T, int C) {
+    const int N = B * T;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= ZT_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const int t = n % T;
+        float *o = out + (size_t)n * C;
+        const uint16_t *we = wte16 + (size_t)inp[n] * C;
+        const float *pe = wpe ? wpe + (size_t)t * C : NULL;
+        for (int c = 0; c < C; c++) o[c] = pe ? zt_bf16_to_f32(we[c]) + pe[c] : zt_bf16_to_f32(we[c]);
+    }
+}
 
 void zt_cpu_encoder_fwd(float *out, const int *inp, const float *wte,
                         const float *wpe, int B, int T, int C) {

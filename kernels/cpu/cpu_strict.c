@@ -403,6 +403,18 @@ static void s_set_matmul_precision(int mode) { cpu()->set_matmul_precision(mode)
 
 #define F sizeof(float)
 
+static void s_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16,
+                              const float *wpe, int B, int T, int C) {
+    int ok = 1;
+    const size_t N = (size_t)B * T;
+    enter();
+    NEED_DEV("encoder_fwd_w16", "out", out, N * C * F);
+    NEED_DEV("encoder_fwd_w16", "inp", inp, N * sizeof(int));
+    NEED_DEV("encoder_fwd_w16", "wte16", wte16, UNK);
+    NEED_DEV("encoder_fwd_w16", "wpe", wpe, (size_t)T * C * F);
+    if (ok) cpu()->encoder_fwd_w16(out, inp, wte16, wpe, B, T, C);
+    leave();
+}
 static void s_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe,
                           int B, int T, int C) {
     int ok = 1;
@@ -1212,6 +1224,7 @@ static const zt_backend strict_backend = {
     .device_memory = s_device_memory,
     .mem_stats = s_mem_stats,
     .encoder_fwd = s_encoder_fwd,
+    .encoder_fwd_w16 = s_encoder_fwd_w16,
     .encoder_bwd = s_encoder_bwd,
     .layernorm_fwd = s_layernorm_fwd,
     .layernorm_bwd = s_layernorm_bwd,

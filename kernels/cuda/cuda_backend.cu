@@ -822,6 +822,7 @@ static void fill_table(zt_backend *t) {
     t->device_memory = cuda_device_memory;
     t->mem_stats = cuda_mem_stats;
     t->encoder_fwd = zt_cuda_encoder_fwd;
+    t->encoder_fwd_w16 = zt_cuda_encoder_fwd_w16;
     t->encoder_bwd = zt_cuda_encoder_bwd;
     t->layernorm_fwd = zt_cuda_layernorm_fwd;
     t->layernorm_bwd = zt_cuda_layernorm_bwd;

@@ -140,6 +140,8 @@ __device__ __forceinline__ float att_cap(float x, float cap, float *f) {
  * (C++ linkage, internal to the backend) */
 
 /* cuda_nn.cu */
+void zt_cuda_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16, const float *wpe,
+                             int B, int T, int C);
 void zt_cuda_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe,
                          int B, int T, int C);
 void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *inp,

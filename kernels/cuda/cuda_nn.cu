@@ -31,6 +31,27 @@ __global__ void k_encoder_fwd(float *out, const int *inp, const float *wte, cons
     }
 }
 
+__global__ void k_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16,
+                                  const float *wpe, int T, int C, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)C;
+        const int c = (int)(i - n * (size_t)C);
+        const int t = (int)(n % (size_t)T);
+        const float w = __uint_as_float((unsigned)wte16[(size_t)inp[n] * C + c] << 16);
+        out[i] = wpe ? w + wpe[(size_t)t * C + c] : w;
+    }
+}
+
+void zt_cuda_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16, const float *wpe,
+                             int B, int T, int C) {
+    const size_t total = (size_t)B * T * C;
+    if (B <= 0 || T <= 0 || C <= 0) return;
+    k_encoder_fwd_w16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, inp, wte16,
+                                                                               wpe, T, C, total);
+    ZT_LAUNCHED("k_encoder_fwd_w16");
+}
+
 void zt_cuda_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe, int B,
                          int T, int C) {
     const size_t total = (size_t)B * T * C;
