@@ -9,7 +9,7 @@
 /* Elements per I/O and transfer piece: bounds the reader's buffer in
  * one-reader restores (16 MiB of fp32) and every single HDF5 read/write. */
 #ifndef CK_CHUNK_ELEMS
-#define CK_CHUNK_ELEMS ((size_t)4 << 20)
+#define CK_CHUNK_ELEMS ZT_CKPT_STAGE_ELEMS   /* libtrain/state.h: the plan counts it */
 #endif
 
 /* State in the backend's memory (zt_train_state.on_device): owned ranges

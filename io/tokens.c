@@ -18,7 +18,8 @@
 #include "sft.h"
 #include "tokens.h"
 
-/* Tokens per chunk of the validation scan: 256 KiB of uint32. */
+/* Tokens per chunk of the validation scan: 256 KiB of uint32 (libtrain/memplan.c
+ * plan_data counts this buffer). */
 #define SCAN_CHUNK ((size_t)1 << 16)
 
 int zt_open_regular(const char *path, const char *what, zt_status *st) {
@@ -209,7 +210,10 @@ static int validate_tokens(zt_token_file *f, int vocab, zt_status *st) {
     /* SFT files: masks and counts are checked whatever the vocabulary */
     if (f->format != ZT_FMT_SFT && (vocab <= 0 || (f->elsize == 2 && vocab >= 65536))) return ZT_OK;
     size_t chunk = f->ntok < SCAN_CHUNK ? f->ntok : SCAN_CHUNK;
-    uint32_t *buf = zt_mem_alloc(chunk * sizeof(uint32_t), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
+    /* the buffer is SCAN_CHUNK tokens whatever the file's size: the size the
+     * memory plan counts (libtrain/memplan.c plan_data), so that its peak is
+     * the accounted one for short files too */
+    uint32_t *buf = zt_mem_alloc(SCAN_CHUNK * sizeof(uint32_t), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
     if (!buf) return ZT_ENOMEM;
     if (f->direct) posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int rc = ZT_OK;

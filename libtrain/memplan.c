@@ -16,6 +16,7 @@
 #include "lora.h"
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
+#include "state.h"   /* ZT_CKPT_STAGE_ELEMS */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -953,6 +954,27 @@ static void plan_ckpt_snapshot(planner *q) {
     s_alloc(&q->s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
 }
 
+/* A synchronous checkpoint save during training (ckpt_save.c, from the
+ * checkpoint session's step hook: the final save with checkpoint.final,
+ * periodic or timed saves with checkpoint.async false): on a GPU target whose
+ * trained state stays on the device (no optimizer offload: zt_train_state's
+ * on_device) it moves the state through one host buffer of
+ * ZT_CKPT_STAGE_ELEMS floats; checkpoint.async's snapshot is released first. */
+static void plan_ckpt_save(planner *q) {
+    const zt_config *c = q->c;
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const int periodic = (c->ckpt_every > 0 && c->ckpt_every < c->steps) || c->ckpt_every_minutes > 0;
+    if (!p->gpu || p->offload_optimizer || c->steps < 1 || !(c->ckpt_final || (periodic && !c->ckpt_async)))
+        return;
+    const uint64_t stage = (uint64_t)ZT_CKPT_STAGE_ELEMS * 4;
+    s->phase = "checkpoint save";
+    if (p->ckpt_snapshot_bytes) s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+    s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, stage);
+    s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, stage);
+    if (p->ckpt_snapshot_bytes) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
+}
+
 /* The training step (forward, backward: gathered units, gradient buckets,
  * reduce-scatters in flight) and an evaluation forward; the peaks per place
  * and category, the offloaded and pinned bytes. */
@@ -967,6 +989,7 @@ static void plan_step(planner *q) {
         s->phase = "evaluation";
         sim_forward(&q->y, 0);
     }
+    plan_ckpt_save(q);
     for (int pl = 0; pl < ZT_MP_NPLACES; ++pl) {
         p->peak[pl] = s->ptot[pl];
         p->peak_phase[pl] = s->pphase[pl] ? s->pphase[pl] : "setup";

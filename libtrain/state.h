@@ -25,6 +25,12 @@ typedef struct zt_owned_range {
     float *m, *v;         /* AdamW moments for the same elements */
 } zt_owned_range;
 
+/* Elements of fp32 in the host buffer that stages a state on the backend's
+ * device (on_device = 1) through every checkpoint save, restore and Hugging
+ * Face load (ckpt/ckpt_internal.h: CK_CHUNK_ELEMS, ck_stage_buf: 16 MiB,
+ * accounted as host workspace); the memory plan counts it (memplan.c). */
+#define ZT_CKPT_STAGE_ELEMS ((size_t)4 << 20)
+
 typedef struct zt_train_state {
     const zt_model *model;  /* tensor table: names, shapes, offsets */
     int n_ranges;
