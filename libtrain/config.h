@@ -124,7 +124,9 @@ typedef struct zt_model_config {
      * and the memory planner from zt_acts16_of (precision.h), 0 in a config.
      * 1: the saved activations only GEMMs read (norm outputs, the MLP's
      * GELU/SwiGLU output) are kept in bf16 (the GEMMs round them to bf16
-     * anyway: bitwise the same results); the activations depend on it */
+     * anyway: bitwise the same results), and so are the GEMM outputs q|k|v,
+     * the attention output and fc / gate|up (their other readers read the
+     * rounded values: not bitwise); the activations depend on it */
     int acts16;
 } zt_model_config;
 

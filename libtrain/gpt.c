@@ -202,12 +202,17 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKES(la->ln1_mean, N); TAKES(la->ln1_rstd, N);
         /* (sequence parallel: qkv head-sharded [B, N_sp T, 3C/N_sp], atth
          * [B, N_sp T, C/N_sp], lse [B, NH/N_sp, N_sp T]: the same counts) */
-        TAKE(la->qkv, N * 3 * C); TAKE(la->atty, N * C); TAKES(la->lse, (size_t)B * NH * T);
+        /* (bf16 GEMM outputs: q|k|v, the attention output, fc's output,
+         * without sequence parallel for the first two) */
+        const int o16 = a16 && spn <= 1;
+        if (o16) TAKE16(la->qkv16, N * 3 * C); else TAKE(la->qkv, N * 3 * C);
+        if (o16) TAKE16(la->atty16, N * C); else TAKE(la->atty, N * C);
+        TAKES(la->lse, (size_t)B * NH * T);
         if (spn > 1) TAKE(la->atth, N * C);
         TAKE(la->res2, N * C);
         if (a16) TAKE16(la->ln216, N * C); else TAKE(la->ln2, N * C);
         TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
-        TAKE(la->fch, N * 4 * C);
+        if (a16) TAKE16(la->fch16, N * 4 * C); else TAKE(la->fch, N * 4 * C);
         if (a16) TAKE16(la->fchg16, N * 4 * C); else TAKE(la->fch_gelu, N * 4 * C);
     }
     TAKE(a->scratch, N * C);
@@ -335,12 +340,21 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(zt_sp_to_tokens(&g->sp, be, s->atty, s->atth, B, T, &g->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
-        zt_mm_fwd_x(be, s->qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
-        zt_skel_lora_fwd16(sk, LG_QKV, s->ln1, s->ln116, s->qkv, N, &a->lora);
-        be->attention_fwd(s->atty, s->lse, s->qkv, B, T, C, NH);
+        /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
+         * d4b, free in the forward, then rounded once) */
+        float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->d4b : s->atty;
+        zt_mm_fwd_x(be, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->ln1, s->ln116, qkv, N, &a->lora);
+        if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
+            be->to_bf16(s->qkv16, qkv, (size_t)N * 3 * C);
+            be->from_bf16(qkv, s->qkv16, (size_t)N * 3 * C);
+        }
+        be->attention_fwd(atty, s->lse, qkv, B, T, C, NH);
+        if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * C);
     }
-    zt_mm_fwd(be, a->scratch, s->atty, w->attprojw, W16(T_PROJW), w->attprojb, N, C, C);
-    zt_skel_lora_fwd(sk, LG_PROJ, s->atty, a->scratch, N, &a->lora);
+    zt_mm_fwd_x(be, a->scratch, s->atty, s->atty16, w->attprojw, W16(T_PROJW), w->attprojb, N, C,
+                C);
+    zt_skel_lora_fwd16(sk, LG_PROJ, s->atty, s->atty16, a->scratch, N, &a->lora);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
     float *ln2 = s->ln216 ? f32 : s->ln2;
     if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
@@ -352,13 +366,20 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     }
     if (s->ln216) be->to_bf16(s->ln216, f32, (size_t)N * C);
     float *gl = s->fchg16 ? f32 : s->fch_gelu;
-    if (be->matmul_gelu_fwd && !sk->lora) {
+    if (be->matmul_gelu_fwd && !sk->lora && !s->fch16) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
         zt_mm_gelu_fwd_x(be, gl, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
     } else {
-        zt_mm_fwd_x(be, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
-        zt_skel_lora_fwd16(sk, LG_FC, s->ln2, s->ln216, s->fch, N, &a->lora);
-        be->gelu_fwd(gl, s->fch, (size_t)N * 4 * C);
+        /* (bf16 GEMM outputs: fc's output made in d4b, free in the forward,
+         * rounded once, and the GELU reading the rounded values) */
+        float *fch = s->fch16 ? a->d4b : s->fch;
+        zt_mm_fwd_x(be, fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
+        zt_skel_lora_fwd16(sk, LG_FC, s->ln2, s->ln216, fch, N, &a->lora);
+        if (s->fch16) {
+            be->to_bf16(s->fch16, fch, (size_t)N * 4 * C);
+            be->from_bf16(fch, s->fch16, (size_t)N * 4 * C);
+        }
+        be->gelu_fwd(gl, fch, (size_t)N * 4 * C);
     }
     if (s->fchg16) be->to_bf16(s->fchg16, f32, (size_t)N * 4 * C);
     zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,
@@ -443,16 +464,28 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: dres flows to res2 unchanged and into the projection */
     if (be->matmul_dgelu_bwd && !sk->lora) {
         /* the projection's input gradient through the GELU, and fc's bias
-         * gradient, in its GEMM (cuda: a cuBLASLt epilogue) */
+         * gradient, in its GEMM (cuda: a cuBLASLt epilogue); bf16 fc output:
+         * its values widened into d4a */
+        const float *fch = s->fch;
+        if (s->fch16) {
+            be->from_bf16(a->d4a, s->fch16, (size_t)N * 4 * C);
+            fch = a->d4a;
+        }
         zt_mm_dgelu_bwd_x(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
-                          s->fchg16, s->fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
+                          s->fchg16, fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
         zt_mm_bwd_x(be, a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N, C,
                     4 * C);
     } else {
         zt_mm_bwd_x(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, s->fchg16,
                     w->fcprojw, W16(T_FCPW), N, 4 * C, C);
         zt_skel_lora_bwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->dres, a->d4a, N, ls);
-        be->gelu_bwd(a->d4b, s->fch, a->d4a, (size_t)N * 4 * C);
+        /* (bf16 fc output: its values widened into d4b, the gradient made in place) */
+        const float *fch = s->fch;
+        if (s->fch16) {
+            be->from_bf16(a->d4b, s->fch16, (size_t)N * 4 * C);
+            fch = a->d4b;
+        }
+        be->gelu_bwd(a->d4b, fch, a->d4a, (size_t)N * 4 * C);
         zt_mm_bwd_x(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N,
                     C, 4 * C);
     }
@@ -460,9 +493,9 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                       s->ln2_mean, s->ln2_rstd, N, C);
     /* attention */
-    zt_mm_bwd(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, w->attprojw, W16(T_PROJW),
-              N, C, C);
-    zt_skel_lora_bwd(sk, LG_PROJ, s->atty, a->dres, a->dbuf, N, ls);
+    zt_mm_bwd_x(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, s->atty16, w->attprojw,
+                W16(T_PROJW), N, C, C);
+    zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (g->spn > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
@@ -475,7 +508,17 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                                a->sp_recv, st));
         dq = a->sp_h;
     } else {
-        be->attention_bwd(a->dqkv, a->dbuf, s->qkv, s->atty, s->lse, B, T, C, NH);
+        /* (bf16 q|k|v and attention output: widened into d4a and d4b, free now) */
+        const float *qkv = s->qkv, *atty = s->atty;
+        if (s->qkv16) {
+            be->from_bf16(a->d4a, s->qkv16, (size_t)N * 3 * C);
+            qkv = a->d4a;
+        }
+        if (s->atty16) {
+            be->from_bf16(a->d4b, s->atty16, (size_t)N * C);
+            atty = a->d4b;
+        }
+        be->attention_bwd(a->dqkv, a->dbuf, qkv, atty, s->lse, B, T, C, NH);
     }
     zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N, C,
                 3 * C);

@@ -54,6 +54,12 @@ typedef struct zt_gpt_acts {
         /* bf16 activations (a training block with zt_acts16_on; ln1, ln2 and
          * fch_gelu are then NULL): the same values rounded, read only by GEMMs */
         uint16_t *ln116, *ln216, *fchg16;
+        /* bf16 GEMM outputs (the same blocks; qkv, atty and fch are then
+         * NULL; q|k|v and the attention output without sequence parallel):
+         * q|k|v (the attention rounds them to bf16 anyway), the attention
+         * output, fc's output (the GELU reads the rounded values, forward
+         * and backward) */
+        uint16_t *qkv16, *atty16, *fch16;
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, 3C] all-to-all buffers ... */

@@ -597,17 +597,21 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
          * same count; atth the head-sharded attention output [B, N_sp T,
          * AD/N_sp]; lse [B, NH/N_sp, N_sp T]) */
-        TAKE(la->qkv, N * QKV);
+        /* (bf16 GEMM outputs: q|k|v, the attention output, gate|up, without
+         * sequence parallel for the first two) */
+        const int o16 = a16 && sh.sp <= 1;
+        if (o16) TAKE16(la->qkv16, N * QKV); else TAKE(la->qkv, N * QKV);
         if (sh.qkn) {
             TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
             TAKES(la->qkrstd, N * (size_t)(sh.NH + sh.NKV));
         }
-        TAKE(la->atty, N * AD); TAKES(la->lse, (size_t)B * sh.NH * T);
+        if (o16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
+        TAKES(la->lse, (size_t)B * sh.NH * T);
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         if (a16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
         TAKES(la->rstd2, N);
-        TAKE(la->gu, N * 2 * Hs);
+        if (a16) TAKE16(la->gu16, N * 2 * Hs); else TAKE(la->gu, N * 2 * Hs);
         if (a16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
         if (sh.gemma) {
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
@@ -636,6 +640,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             const size_t W = C > H ? C : H;
             if (W <= 2 * H) { if (base) a->f32 = a->dgu; }
             else TAKE(a->f32, N * W);
+            if (sh.sp <= 1) {   /* the backward's fp32 q|k|v and attention output */
+                if (QKV <= 2 * H) { if (base) a->stq = a->dgu; }
+                else TAKE(a->stq, N * QKV);
+                if (AD <= H) { if (base) a->sta = a->dh; }
+                else TAKE(a->sta, N * AD);
+            }
         }
         if (sh.E) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
@@ -916,22 +926,30 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
                                a->sp_recv, st));
     } else {
-        zt_mm_fwd_x(be, s->qkv, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
-        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, s->qkv, N, &a->lora);
+        /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
+         * datt, free in the forward, then rounded once) */
+        float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->datt : s->atty;
+        zt_mm_fwd_x(be, qkv, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, qkv, N, &a->lora);
         if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
-            be->headnorm_fwd(s->qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
+            be->headnorm_fwd(qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
-            be->headnorm_fwd(s->qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
+            be->headnorm_fwd(qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
                              sh->knh, sh->QKV, sh->kw);
         }
-        be->rope_fwd(s->qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+        be->rope_fwd(qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
-        ZT_TRY(attn_fwd(m, l, s->atty, s->lse, s->qkv, B, T, sh->NH, sh->NKV, st));
+        if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
+            be->to_bf16(s->qkv16, qkv, (size_t)N * sh->QKV);
+            be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
+        }
+        ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
+        if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * sh->AD);
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
-    zt_mm_fwd(be, ao, s->atty, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C);
-    zt_skel_lora_fwd(sk, LG_O, s->atty, ao, N, &a->lora);
+    zt_mm_fwd_x(be, ao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C);
+    zt_skel_lora_fwd16(sk, LG_O, s->atty, s->atty16, ao, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
@@ -949,12 +967,19 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         m->mh.layer = l;
         return moe_fwd(m, a, s, w, y, st);
     }
-    zt_mm_fwd_x(be, s->gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
-    zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, s->gu, N, &a->lora);
-    float *hf = s->h16 ? a->f32 : s->h;
-    if (sh->gemma) be->geglu_fwd(hf, s->gu, N, H);
-    else be->swiglu_fwd(hf, s->gu, N, H);
-    if (s->h16) be->to_bf16(s->h16, a->f32, (size_t)N * H);
+    /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
+     * reading the rounded values into dh, both free in the forward) */
+    float *gu = s->gu16 ? a->dgu : s->gu;
+    zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
+    zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
+    if (s->gu16) {
+        be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
+        be->from_bf16(gu, s->gu16, (size_t)N * 2 * H);
+    }
+    float *hf = s->h16 ? a->dh : s->h;
+    if (sh->gemma) be->geglu_fwd(hf, gu, N, H);
+    else be->swiglu_fwd(hf, gu, N, H);
+    if (s->h16) be->to_bf16(s->h16, hf, (size_t)N * H);
     float *mo = sh->gemma ? s->mo : a->scratch;
     zt_mm_fwd_x(be, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
     zt_skel_lora_fwd16(sk, LG_DOWN, s->h, s->h16, mo, N, &a->lora);
@@ -1078,8 +1103,14 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_mm_bwd_x(be, a->dh, gw->downw, NULL, dmo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), N, H,
                 C);
     zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
-    if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, s->gu, N, H);
-    else be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
+    const float *gu = s->gu;
+    if (s->gu16) {
+        be->from_bf16(a->dgu, s->gu16, (size_t)N * 2 * H);
+        gu = a->dgu;
+    }
+    if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
+    else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
     zt_mm_bwd_x(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), N,
                 C, 2 * H);
     zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
@@ -1095,8 +1126,9 @@ mlp_norm:
                         norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
         dao = a->scratch;
     }
-    zt_mm_bwd(be, a->datt, gw->ow, NULL, dao, s->atty, w->ow, LW16(m, w, T_OW), N, sh->AD, C);
-    zt_skel_lora_bwd(sk, LG_O, s->atty, dao, a->datt, N, ls);
+    zt_mm_bwd_x(be, a->datt, gw->ow, NULL, dao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), N,
+                sh->AD, C);
+    zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (sh->sp > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
@@ -1111,7 +1143,17 @@ mlp_norm:
                                a->sp_recv, st));
         dq = a->sp_h;
     } else {
-        attn_bwd(m, l, a->dqkv, a->datt, s->qkv, s->atty, s->lse, B, T, sh->NH, sh->NKV);
+        /* (bf16 q|k|v and attention output: widened into stq and sta) */
+        const float *qkv = s->qkv, *atty = s->atty;
+        if (s->qkv16) {
+            be->from_bf16(a->stq, s->qkv16, (size_t)N * sh->QKV);
+            qkv = a->stq;
+        }
+        if (s->atty16) {
+            be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
+            atty = a->sta;
+        }
+        attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
         be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
     }

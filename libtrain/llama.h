@@ -88,6 +88,12 @@ typedef struct zt_llama_acts {
         /* bf16 activations (a training block with zt_acts16_on; xn, xn2 and
          * h are then NULL): the same values rounded, read only by GEMMs */
         uint16_t *xn16, *xn216, *h16;
+        /* bf16 GEMM outputs (the same blocks; qkv, atty and gu are then
+         * NULL; q|k|v and the attention output without sequence parallel):
+         * q|k|v after the rotation (the attention rounds them to bf16
+         * anyway), the attention output, gate|up (SwiGLU reads the rounded
+         * values, forward and backward) */
+        uint16_t *qkv16, *atty16, *gu16;
         /* gemma: the attention block's output before its post norm, the
          * MLP's before its post norm, and their rstd */
         float *ao, *rstd3;     /* [N, C], [N] */
@@ -109,6 +115,9 @@ typedef struct zt_llama_acts {
     float *dh, *dgu;           /* [N, H], [N, 2H] */
     float *f32;                /* bf16 activations: the fp32 values before their rounding,
                                 * [N, max(C, H)] (dgu, free in the forward, when it fits) */
+    float *stq, *sta;          /* bf16 GEMM outputs: the backward's fp32 copies of q|k|v
+                                * [N, QKV] and the attention output [N, NH*hd] (dgu and
+                                * dh, free then, when they fit) */
     zt_moe_grad moeg;          /* Mixture of Experts backward scratch */
     float *moe_psum;           /* [E] routing probabilities summed over a forward's layers */
     float *moe_dp;             /* [E] the load-balancing loss's probability gradient */

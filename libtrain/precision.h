@@ -56,7 +56,9 @@ int zt_weights16_of(const zt_config *cfg);
 /* 1 when the models keep the saved activations only GEMMs read in bf16
  * (zt_model_config.acts16): bf16.enabled with bf16 matmuls (cuda: the
  * backend's; see zt_matmul_bf16_of), whose GEMMs round those activations to
- * bf16 anyway, so the results are bitwise the same */
+ * bf16 anyway, so the results are bitwise the same; and the GEMM outputs
+ * q|k|v, the attention output and fc / gate|up, read rounded by the
+ * attention, GELU and SwiGLU too (docs/precision.md) */
 int zt_acts16_of(const zt_config *cfg, int cuda);
 
 /* ------------------------------------------------------------ loss scaler */

@@ -245,6 +245,22 @@ fits8 "estimate: Llama-3-8B LoRA (bf16 base, 2048 tokens) on one 24 GB GPU fits"
 fits8 "estimate: Llama-3-8B QLoRA (nf4 base, 2048 tokens, checkpointing) on one 16 GB GPU fits" \
     --device gpu --device-memory 16G --lora-base nf4
 grep -h "^does not fit\|^fits" lo1.txt lo2.txt | sed 's/^/# /'
+# issue 41's memory target: Llama-3-8B at 8192 tokens, bf16, 8 ranks, stage 3, no checkpointing:
+# activations per rank <= 0.6 x 74.2 GiB, with the bf16 activations and GEMM outputs (the fp32
+# activations, ZT_TEST_NO_ACT16=1, for comparison: above it)
+L8E=(--model l8b.json --world-size 8 --device gpu --device-memory 80G --bf16.enabled true
+     --micro-batch 1 --seq-len 8192 --stage 3 --json)
+"$ZTRAIN" estimate "${L8E[@]}" > a16.json 2>&1
+ZT_TEST_NO_ACT16=1 "$ZTRAIN" estimate "${L8E[@]}" > a32.json 2>&1
+o=$(python3 - a16.json a32.json <<'PY'
+import json, sys
+a16, a32 = (json.load(open(f))["device"]["categories"]["activations"] for f in sys.argv[1:3])
+bound = 0.6 * 74.2 * 2**30
+print("%.2f GiB (fp32 activations %.2f GiB, bound %.2f GiB)" % (a16 / 2**30, a32 / 2**30, bound / 2**30))
+sys.exit(0 if a16 <= bound < a32 else 1)
+PY
+)
+ok $? "estimate: Llama-3-8B, 8192 tokens, bf16, 8 ranks, stage 3: activations per rank $o <= 0.6 x 74.2 GiB"
 # optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
     --device gpu --json > off.json

@@ -640,11 +640,21 @@ static void bf16_weights(void) {
 
 /* ------------------------------------------------------------ bf16 activations
  * The saved activations only GEMMs read (the norms' outputs, the MLP's
- * GELU / SwiGLU output) are kept in bf16 and read by the *_a16 entries:
- * every loss and gradient norm of a few steps bitwise those of the fp32
- * activations (ZT_TEST_NO_ACT16=1), with the bf16 weights, GPT-2 and Llama,
- * stages 0 and 3, with activation checkpointing and without, a LoRA base;
- * the activations' accounted peak is the plan's and below the fp32 one's. */
+ * GELU / SwiGLU output) are kept in bf16 and read by the *_a16 entries, and
+ * so are the GEMM outputs q|k|v, the attention output and fc's (GPT-2) or
+ * gate|up (Llama), whose other readers (the attention, GELU, SwiGLU) read
+ * the rounded values: every loss and gradient norm of a few steps within a
+ * bound of those of the fp32 activations (ZT_TEST_NO_ACT16=1), and not
+ * bitwise, with the bf16 weights, GPT-2 and Llama, stages 0 and 3, with
+ * activation checkpointing and without, a LoRA base; the activations'
+ * accounted peak is the plan's and below the fp32 one's.
+ * The bounds, from bf16's unit roundoff u = 2^-8 (each rounded value is
+ * within u of its fp32 value, relative): a gradient norm within u/2 = 2^-9
+ * (measured at most 7.7e-4, Llama LoRA), a loss, the mean of many tokens'
+ * whose rounding errors partly cancel, within u/16 = 2^-12 (measured at
+ * most 2.4e-5). */
+#define ACT16_LOSS_TOL 0x1p-12
+#define ACT16_GNORM_TOL 0x1p-9
 static void bf16_activations(void) {
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
@@ -675,14 +685,24 @@ static void bf16_activations(void) {
         if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
         if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 activations", what))
             continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the fp32 activations' (%.9g %.9g ... %.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
-        /* a block's three GEMMs reading a bf16 input (q|k|v, fc / gate|up,
-         * the MLP's projection) forward, again when recomputed, and
-         * backward; LoRA's adapters on them: x A^T forward, and backward
-         * x A^T again and dA */
-        const long fwd = 1 + is_ck, want = 4L * s.L * (3 * fwd * (1 + is_lora) + 3 * (1 + 2 * is_lora));
+        /* the largest relative differences of the losses and of the
+         * gradient norms (steps 1-4) */
+        double dl = 0, dg = 0;
+        for (int k = 0; k < 4; k++) {
+            const double el = fabs(a[k][0] - b[k][0]) / fabs(b[k][0]);
+            const double eg = fabs(a[k][1] - b[k][1]) / fabs(b[k][1]);
+            if (el > dl) dl = el;
+            if (eg > dg) dg = eg;
+        }
+        tap_ok(memcmp(a, b, sizeof a) != 0 && dl <= ACT16_LOSS_TOL && dg <= ACT16_GNORM_TOL,
+               "%s: losses within %.2g relative of the fp32 activations' (%.3g; %.9g %.9g ... "
+               "%.9g), gradient norms within %.2g (%.3g), not bitwise (the GEMM outputs rounded)",
+               what, ACT16_LOSS_TOL, dl, a[0][0], a[1][0], a[3][0], ACT16_GNORM_TOL, dg);
+        /* a block's four GEMMs reading a bf16 input (q|k|v, the attention
+         * projection, fc / gate|up, the MLP's projection) forward, again
+         * when recomputed, and backward; LoRA's adapters on them: x A^T
+         * forward, and backward x A^T again and dA */
+        const long fwd = 1 + is_ck, want = 4L * s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora));
         tap_ok(ma.a16 == want && mb.a16 == 0 && ra < rb,
                "%s: %ld bf16-input calls (%ld without; %d expected), %ld roundings (%ld without)",
                what, ma.a16, mb.a16, (int)want, ra, rb);
@@ -802,20 +822,31 @@ static void model(void) {
          * weights' bf16 storage read as it is (12 * 8 + 2 fewer); the
          * activations ln1, ln2 and the GELU's output kept in bf16, each
          * rounded once (k_to_bf16) instead of by its forward and weight-
-         * gradient GEMMs (12 * 6 fewer) */
+         * gradient GEMMs (12 * 6 fewer); the GEMM outputs q|k|v, the
+         * attention output and fc's output kept in bf16 (12 * 3 more
+         * k_to_bf16), the attention output read so by the projection's
+         * forward and weight-gradient GEMMs (12 * 2 fewer roundings), and
+         * widened (k_from_bf16) for their fp32 readers: q|k|v for the
+         * attention forward and backward, fc's output for the GELU forward
+         * and backward, the attention output for the attention backward
+         * (12 * 5) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
-                                                                        (12 * 8 + 2) - 12 * 6 &&
+                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
-                           launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 * 3,
+                           launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 * 6 &&
+                       launches_of_k(cn.k, cn.nk, "k_from_bf16") ==
+                           launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 * 5,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
-                   "- 72 of activations), %ld conversions (%ld as recorded + 36 activations)",
+                   "- 96 of activations), %ld conversions (%ld as recorded + 72 activations), %ld "
+                   "widenings (%ld as recorded + 60 activations)",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
-                   launches_of_k(cg.k, cg.nk, "k_to_bf16"));
+                   launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
+                   launches_of_k(cg.k, cg.nk, "k_from_bf16"));
             cm_counts_free(&cn);
         }
         tap_ok(cg.tot.syncs <= 1 && cs.tot.syncs <= 1 && launches_of_k(cg.k, cg.nk, "k_adamw_multi") == 1 &&
