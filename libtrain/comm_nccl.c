@@ -461,11 +461,7 @@ static int nc_wait(zt_group *g, zt_request *r, zt_status *st) {
  * host for the compute stream's point (one bounded poll, which also covers
  * the kernels queued so far: the caller's read after it does not wait
  * again).  Nothing unconfirmed: no wait. */
-static int nc_fence(zt_group *g, zt_status *st) {
-    nccl_group *ng = NG(g);
-    if (!ng->unconfirmed) return ZT_OK;
-    const int kind = ng->last_kind;
-    snprintf(g->where, sizeof g->where, "%s", ng->last_where);
+static int fence_wait(nccl_group *ng, int kind, zt_status *st) {
     ZT_TRY(alive(ng, kind, st));
     cudaError_t e = cudaEventRecord(ng->ev_done, ng->stream);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(ng->compute, ng->ev_done, 0);
@@ -478,6 +474,18 @@ static int nc_fence(zt_group *g, zt_status *st) {
     ZT_TRY(host_wait(ng, ng->ev_fence, kind, st));
     ng->unconfirmed = 0;
     return ZT_OK;
+}
+
+static int nc_fence(zt_group *g, zt_status *st) {
+    nccl_group *ng = NG(g);
+    if (!ng->unconfirmed) return ZT_OK;
+    /* the messages name the last collective waited for on the stream */
+    char where[sizeof g->where];
+    memcpy(where, g->where, sizeof where);
+    snprintf(g->where, sizeof g->where, "%s", ng->last_where);
+    const int rc = fence_wait(ng, ng->last_kind, st);
+    memcpy(g->where, where, sizeof where);
+    return rc;
 }
 
 static void nc_destroy(zt_group *g) {

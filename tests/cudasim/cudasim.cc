@@ -225,6 +225,7 @@ static CUstream_st g_null_stream = {{}, cudaStreamDefault};
  * per record of it (the queries of one poll loop are one wait). */
 static unsigned long long g_ops_run, g_markers_run, g_host_waits;
 static unsigned long long work_run(void) { return g_ops_run - g_markers_run; }
+extern "C" unsigned long long zt_sim_host_waits(void) { return g_host_waits; }
 struct host_wait {
     unsigned long long w0 = work_run();
     ~host_wait() {
