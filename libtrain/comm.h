@@ -86,6 +86,11 @@ typedef struct zt_comm_ops {
     int (*alltoallv)(zt_group *g, const void *send, const size_t *scounts, const size_t *sdispls,
                      void *recv, const size_t *rcounts, const size_t *rdispls, zt_dtype t,
                      zt_status *st);
+    /* where wait() only orders the device (NCCL), the host's bounded check
+     * that the collectives waited for so far have completed: a hung or
+     * failed one is reported here, as wait would have (NULL: every wait
+     * already waited on the host, nothing to check) */
+    int (*fence)(zt_group *g, zt_status *st);
 } zt_comm_ops;
 
 struct zt_group {
@@ -145,10 +150,14 @@ int zt_group_host_staged(zt_group *mpi_parent, const char *name, const struct zt
  * iallgather_inplace / ireduce_scatter_sum return at once with a request
  * whose impl is the completion event, so the transfer overlaps the kernels
  * queued after it (ZeRO-3 prefetch, ZeRO-2/3 gradient reduce-scatter);
- * wait() makes the compute stream wait on that event and waits (bounded)
- * for it on the host.  A timeout or an asynchronous NCCL error aborts the
- * communicator (every later call on the group fails at once) and returns
- * ZT_ECOMM naming the operation, the group and `where`.
+ * wait() makes the compute stream wait on that event and returns (no host
+ * wait; NCCL's asynchronous errors so far are checked).  fence() is the
+ * host's check: it waits (bounded) until the compute stream has passed
+ * everything queued so far, this group's collectives included; so does
+ * the next blocking collective.  A timeout or an asynchronous NCCL error
+ * aborts the communicator (every later call on the group fails at once)
+ * and returns ZT_ECOMM naming the operation, the group and `where` (at a
+ * fence: the last collective waited for on the stream).
  *
  * Types: F32, F64, I32, I64, U8, BF16, F16.  Sums of BF16/F16 are NCCL's:
  * each addition in fp32, rounded back to the 16-bit type (like the MPI

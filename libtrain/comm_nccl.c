@@ -8,10 +8,14 @@
  * queued before it wrote.  Blocking collectives make the compute stream
  * wait for their completion event and wait for it on the host, polling the
  * event and ncclCommGetAsyncError, bounded by the group's timeout; the
- * non-blocking ones return the completion event in zt_request.impl and
- * wait() does the same later.  A timeout, an asynchronous error or a failed
- * NCCL call (whose peers may be waiting for it) aborts the communicator
- * (ncclCommAbort) and every later call fails at once.
+ * non-blocking ones return the completion event in zt_request.impl, and
+ * wait() only makes the compute stream wait for it (a stream wait: the host
+ * goes on queueing).  Their completion is confirmed on the host by fence()
+ * (the engine's one host synchronization of a step, or the next blocking
+ * collective): the same bounded poll, over everything queued so far.  A
+ * timeout, an asynchronous error or a failed NCCL call (whose peers may be
+ * waiting for it) aborts the communicator (ncclCommAbort) and every later
+ * call fails at once.
  *
  * Byte accounting is comm.c's: what this rank sends in the ring algorithms
  * (all-reduce 2(N-1)/N x bytes, reduce-scatter and all-gather every chunk
@@ -24,6 +28,7 @@
 
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +47,14 @@ typedef struct nccl_group {
     cudaStream_t stream;     /* communication stream */
     cudaEvent_t ev_ready;    /* compute -> communication ordering */
     cudaEvent_t ev_done;     /* completion of the blocking collectives */
+    cudaEvent_t ev_fence;    /* fence(): the compute stream's point */
     float *d_one;            /* operand of the barrier */
+    /* non-blocking collectives waited for on the stream only, not yet
+     * confirmed on the host (fence, or a blocking collective after them):
+     * how many, and the last one's kind and context for the messages */
+    long unconfirmed;
+    int last_kind;
+    char last_where[sizeof ((zt_group *)0)->where];
 } nccl_group;
 
 static nccl_group *NG(zt_group *g) { return (nccl_group *)g; }
@@ -150,7 +162,20 @@ static int end_blocking(nccl_group *n, int kind, zt_status *st) {
         abort_comm(n);
         return rc;
     }
-    return host_wait(n, n->ev_done, kind, st);
+    ZT_TRY(host_wait(n, n->ev_done, kind, st));
+    n->unconfirmed = 0;   /* everything queued before it has completed too */
+    return ZT_OK;
+}
+
+/* NCCL's asynchronous errors so far (a query: no wait); one aborts the
+ * communicator */
+static int check_async(nccl_group *n, int kind, zt_status *st) {
+    ncclResult_t a = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(n->nc, &a);
+    if (r == ncclSuccess && (a == ncclSuccess || a == ncclInProgress)) return ZT_OK;
+    const int rc = fail_nccl(n, kind, r != ncclSuccess ? r : a, st);
+    abort_comm(n);
+    return rc;
 }
 
 /* Non-blocking completion: a fresh event in r->impl. */
@@ -168,6 +193,9 @@ static int end_request(nccl_group *n, int kind, zt_request *r, zt_status *st) {
     r->impl = ev;
     r->kind = kind;
     r->active = 1;
+    n->unconfirmed++;
+    n->last_kind = kind;
+    snprintf(n->last_where, sizeof n->last_where, "%s", n->g.where);
     return ZT_OK;
 }
 
@@ -413,17 +441,50 @@ static int nc_wait(zt_group *g, zt_request *r, zt_status *st) {
     cudaEvent_t ev = (cudaEvent_t)r->impl;
     r->impl = NULL;
     if (!ev) return ZT_OK;
+    /* a stream wait only: the kernels queued next run after the transfer;
+     * the host confirms it at the next fence (or blocking collective) */
     int rc = alive(ng, r->kind, st);
+    if (rc == ZT_OK) rc = check_async(ng, r->kind, st);
     if (rc == ZT_OK) {
         const cudaError_t e = cudaStreamWaitEvent(ng->compute, ev, 0);
         if (e != cudaSuccess) {
             rc = fail_cuda(ng, r->kind, "ordering the compute stream after it", e, st);
             abort_comm(ng);
-        } else {
-            rc = host_wait(ng, ev, r->kind, st);
         }
     }
-    cudaEventDestroy(ev);
+    cudaEventDestroy(ev);   /* (the stream wait keeps what it needs) */
+    return rc;
+}
+
+/* The host confirms the collectives waited for on the stream: the compute
+ * stream waits for everything queued on the communication stream, and the
+ * host for the compute stream's point (one bounded poll, which also covers
+ * the kernels queued so far: the caller's read after it does not wait
+ * again).  Nothing unconfirmed: no wait. */
+static int fence_wait(nccl_group *ng, int kind, zt_status *st) {
+    ZT_TRY(alive(ng, kind, st));
+    cudaError_t e = cudaEventRecord(ng->ev_done, ng->stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(ng->compute, ng->ev_done, 0);
+    if (e == cudaSuccess) e = cudaEventRecord(ng->ev_fence, ng->compute);
+    if (e != cudaSuccess) {
+        const int rc = fail_cuda(ng, kind, "ordering the compute stream after it", e, st);
+        abort_comm(ng);
+        return rc;
+    }
+    ZT_TRY(host_wait(ng, ng->ev_fence, kind, st));
+    ng->unconfirmed = 0;
+    return ZT_OK;
+}
+
+static int nc_fence(zt_group *g, zt_status *st) {
+    nccl_group *ng = NG(g);
+    if (!ng->unconfirmed) return ZT_OK;
+    /* the messages name the last collective waited for on the stream */
+    char where[sizeof g->where];
+    memcpy(where, g->where, sizeof where);
+    snprintf(g->where, sizeof g->where, "%s", ng->last_where);
+    const int rc = fence_wait(ng, ng->last_kind, st);
+    memcpy(g->where, where, sizeof where);
     return rc;
 }
 
@@ -436,9 +497,10 @@ static void nc_destroy(zt_group *g) {
     ng->nc = NULL;
     if (ng->ev_ready) cudaEventDestroy(ng->ev_ready);
     if (ng->ev_done) cudaEventDestroy(ng->ev_done);
+    if (ng->ev_fence) cudaEventDestroy(ng->ev_fence);
     if (ng->stream) cudaStreamDestroy(ng->stream);
     if (ng->d_one) cudaFree(ng->d_one);
-    ng->ev_ready = ng->ev_done = NULL;
+    ng->ev_ready = ng->ev_done = ng->ev_fence = NULL;
     ng->stream = NULL;
     ng->d_one = NULL;
 }
@@ -446,7 +508,7 @@ static void nc_destroy(zt_group *g) {
 static const zt_comm_ops nccl_ops = {
     "nccl", nc_allreduce_sum, nc_allreduce_max, nc_bcast, nc_barrier,
     nc_reduce_scatter_sum, nc_allgather_inplace, nc_iallgather_inplace, nc_wait,
-    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall, nc_alltoallv,
+    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall, nc_alltoallv, nc_fence,
 };
 
 /* ------------------------------------------------------------ creation */
@@ -461,6 +523,7 @@ static cudaError_t make_cuda(nccl_group *ng) {
     if ((e = cudaStreamCreateWithPriority(&ng->stream, cudaStreamNonBlocking, hi)) != cudaSuccess) return e;
     if ((e = cudaEventCreateWithFlags(&ng->ev_ready, cudaEventDisableTiming)) != cudaSuccess) return e;
     if ((e = cudaEventCreateWithFlags(&ng->ev_done, cudaEventDisableTiming)) != cudaSuccess) return e;
+    if ((e = cudaEventCreateWithFlags(&ng->ev_fence, cudaEventDisableTiming)) != cudaSuccess) return e;
     if ((e = cudaMalloc((void **)&ng->d_one, sizeof(float))) != cudaSuccess) return e;
     return cudaMemset(ng->d_one, 0, sizeof(float));
 }

@@ -237,6 +237,33 @@ void zt_mesh_free(zt_mesh *m) {
     free(m);
 }
 
+/* the distinct device groups with a fence, into out[]; how many */
+static int fenced_groups(const zt_mesh *m, zt_group **out) {
+    int n = 0;
+    if (!m) return 0;
+    zt_group *all[1 + ZT_AX_N] = {m->dworld};
+    for (int a = 0; a < ZT_AX_N; ++a) all[1 + a] = m->dg[a];
+    for (int i = 0; i < 1 + ZT_AX_N; ++i) {
+        zt_group *g = all[i];
+        int dup = !g || !g->ops->fence;
+        for (int j = 0; j < n && !dup; ++j) dup = out[j] == g;
+        if (!dup) out[n++] = g;
+    }
+    return n;
+}
+
+int zt_mesh_has_fence(const zt_mesh *m) {
+    zt_group *g[1 + ZT_AX_N];
+    return fenced_groups(m, g) > 0;
+}
+
+int zt_mesh_fence(const zt_mesh *m, zt_status *st) {
+    zt_group *g[1 + ZT_AX_N];
+    const int n = fenced_groups(m, g);
+    for (int i = 0; i < n; ++i) ZT_TRY(g[i]->ops->fence(g[i], st));
+    return ZT_OK;
+}
+
 uint64_t zt_mesh_comm_bytes(const zt_mesh *m, int kind) {
     if (!m || kind < 0 || kind >= ZT_COMM_NKINDS) return 0;
     const zt_group *seen[2 + 2 * ZT_AX_N];

@@ -94,6 +94,11 @@ void zt_mesh_free(zt_mesh *m);
 
 /* Bytes this rank sent of one kind over the mesh's groups (each once). */
 uint64_t zt_mesh_comm_bytes(const zt_mesh *m, int kind);
+/* The host's bounded check of the device groups' collectives waited for on
+ * the stream only (comm.h fence; NCCL): each group once.  1 when some group
+ * has a fence (the caller's next host read should come after it). */
+int zt_mesh_fence(const zt_mesh *m, zt_status *st);
+int zt_mesh_has_fence(const zt_mesh *m);
 
 static inline int zt_mesh_size(const zt_mesh *m, int axis) { return m->shape.size[axis]; }
 static inline int zt_mesh_coord(const zt_mesh *m, int axis) { return m->shape.coord[axis]; }

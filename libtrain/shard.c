@@ -474,6 +474,11 @@ int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *tar
             r2 = release_all(sh->peer, rc == ZT_OK ? st : &tmp);
             if (rc == ZT_OK) rc = r2;
         }
+        /* a forward without backward (evaluation, sampling) is followed
+         * by a host read: the gathers it waited for on the stream are
+         * confirmed first, bounded (NCCL; nothing elsewhere) */
+        r2 = zt_mesh_fence(sh->mesh, rc == ZT_OK ? st : &tmp);
+        if (rc == ZT_OK) rc = r2;
     }
     sh->pass = ZT_PASS_NONE;
     if (sh->peer) sh->peer->pass = ZT_PASS_NONE;

@@ -921,7 +921,17 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(zt_shard_update_ex(sh, o, lr, 1.0, o->scal, c->grad_clip, st));
     }
     zt_step_scalars hs;
-    ctx->be->to_host(&hs, o->scal, sizeof hs);   /* the step's one read */
+    if (zt_mesh_has_fence(ctx->mesh) && ctx->be->to_host_async && ctx->be->copy_wait) {
+        /* NCCL: the passes waited for their collectives on the stream only;
+         * the read is queued, and the fence's one bounded host wait covers
+         * it and reports a hung or failed collective */
+        void *h = ctx->be->to_host_async(&hs, o->scal, sizeof hs);
+        const int frc = zt_mesh_fence(ctx->mesh, st);
+        ctx->be->copy_wait(h);   /* (after a failure too: the copy writes hs) */
+        ZT_TRY(frc);
+    } else {
+        ctx->be->to_host(&hs, o->scal, sizeof hs);   /* the step's one read */
+    }
     loss_sum += hs.loss_sum;   /* (one of the two parts is 0) */
     if (!gated && ctx->nranks > 1) {
         zt_group_where(ctx->mesh->world, "step %ld, loss", ctx->step + 1);

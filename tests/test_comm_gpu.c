@@ -29,6 +29,11 @@
 
 static int g_rank, g_size, n_tap, n_fail;
 
+#ifdef ZT_CUDASIM
+/* the simulator's count of host waits for the device (tests/cudasim/cudasim.cc) */
+unsigned long long zt_sim_host_waits(void);
+#endif
+
 static int check(int cond, const char *fmt, ...) {
     int all = 0;
     MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -406,6 +411,100 @@ int main(int argc, char **argv) {
                 check(0, "zt_group_nccl nccl2 (%s)", s6.msg);
             }
             zt_group_free(nc2);
+
+            /* wait() on a request is a stream wait: no host wait until the
+             * fence, whose one bounded wait confirms the collective */
+            zt_group *nc3 = NULL;
+            zt_status s7;
+            zt_status_clear(&s7);
+            if (zt_group_nccl(world, "nccl3", dev, &nc3, &s7) == ZT_OK) {
+                float hg[8];
+                int cn[8], dp[8];
+                for (int i = 0; i < g_size; i++) {
+                    cn[i] = 2;
+                    dp[i] = 2 * i;
+                    hg[2 * i] = hg[2 * i + 1] = i == g_rank ? (float)(g_rank + 1) : -1.0f;
+                }
+                float *dg = dput(gpu, hg, sizeof(float) * 2 * (size_t)g_size);
+                zt_request rq;
+                memset(&rq, 0, sizeof rq);
+                const unsigned long long w0 = zt_sim_host_waits();
+                int ok = nc3->ops->iallgather_inplace(nc3, dg, cn, dp, ZT_F32, &rq, &s7) == ZT_OK &&
+                         nc3->ops->wait(nc3, &rq, &s7) == ZT_OK;
+                const unsigned long long w1 = zt_sim_host_waits();
+                ok &= nc3->ops->fence(nc3, &s7) == ZT_OK;
+                const unsigned long long w2 = zt_sim_host_waits();
+                ok &= nc3->ops->fence(nc3, &s7) == ZT_OK;   /* nothing left: no wait */
+                const unsigned long long w3 = zt_sim_host_waits();
+                diag_st(&s7);
+                dget(gpu, hg, dg, sizeof(float) * 2 * (size_t)g_size);
+                for (int i = 0; i < g_size; i++) ok &= hg[2 * i] == (float)(i + 1) && hg[2 * i + 1] == (float)(i + 1);
+                check(ok && w1 == w0 && w2 == w1 + 1 && w3 == w2,
+                      "nccl: iallgather + wait wait on the stream only (%llu host waits), the fence "
+                      "once (%llu), a second fence not at all (%llu); result right",
+                      w1 - w0, w2 - w1, w3 - w2);
+                if (g_size > 1) {
+                    /* a failed collective waited for on the stream: reported
+                     * by the fence, naming it, and the communicator aborted */
+                    for (int i = 0; i < g_size; i++) {
+                        cn[i] = g_rank == 0 ? 1 : 2;
+                        dp[i] = cn[i] * i;
+                    }
+                    zt_status_clear(&s7);
+                    zt_group_where(nc3, "test: unit bad");
+                    memset(&rq, 0, sizeof rq);
+                    ok = nc3->ops->iallgather_inplace(nc3, dg, cn, dp, ZT_F32, &rq, &s7) == ZT_OK &&
+                         nc3->ops->wait(nc3, &rq, &s7) == ZT_OK;
+                    zt_group_where(nc3, "test: elsewhere");
+                    const int rcf = nc3->ops->fence(nc3, &s7);
+                    check(ok && rcf == ZT_ECOMM && strstr(s7.msg, "all-gather on the nccl3 group") &&
+                          strstr(s7.msg, "(test: unit bad)") && strstr(s7.msg, "differs between ranks"),
+                          "nccl: a failed all-gather waited for on the stream is reported by the "
+                          "fence (%s)", s7.msg);
+                    zt_status_clear(&s7);
+                    check(nc3->ops->barrier(nc3, &s7) == ZT_ECOMM && strstr(s7.msg, "aborted") != NULL,
+                          "nccl: after the fence's failure the communicator is aborted (%s)", s7.msg);
+                }
+                gpu->free(dg);
+                e = gpu->error();
+                check(e == NULL, "nccl: the fences left no CUDA error behind (%s)", e ? e : "none");
+            } else {
+                check(0, "zt_group_nccl nccl3 (%s)", s7.msg);
+            }
+            zt_group_free(nc3);
+
+            /* a hung collective (rank 0's peers never join it): the fence
+             * reports it within the bound (the simulator's: its NCCL
+             * times out; on a GPU comm_nccl.c's ztrain.comm_timeout_s) */
+            if (g_size > 1) {
+                zt_group *nc4 = NULL;
+                zt_status s8;
+                zt_status_clear(&s8);
+                int made = zt_group_nccl(world, "nccl4", dev, &nc4, &s8) == ZT_OK;
+                int rcw = ZT_OK, rcf = ZT_OK;
+                if (made && g_rank == 0) {
+                    setenv("ZT_CUDASIM_NCCL_TIMEOUT_S", "2", 1);
+                    float hz[8] = {0};
+                    int cz[8], dz[8];
+                    for (int i = 0; i < g_size; i++) cz[i] = 1, dz[i] = i;
+                    float *dz_buf = dput(gpu, hz, sizeof(float) * (size_t)g_size);
+                    zt_request rq;
+                    memset(&rq, 0, sizeof rq);
+                    zt_group_where(nc4, "test: unit hung");
+                    rcw = nc4->ops->iallgather_inplace(nc4, dz_buf, cz, dz, ZT_F32, &rq, &s8);
+                    if (rcw == ZT_OK) rcw = nc4->ops->wait(nc4, &rq, &s8);
+                    rcf = nc4->ops->fence(nc4, &s8);
+                    unsetenv("ZT_CUDASIM_NCCL_TIMEOUT_S");
+                    gpu->free(dz_buf);
+                    (void)gpu->error();   /* the failed stream work */
+                }
+                check(made && rcw == ZT_OK &&
+                      (g_rank != 0 || (rcf == ZT_ECOMM && strstr(s8.msg, "all-gather on the nccl4 group") &&
+                                       strstr(s8.msg, "(test: unit hung)"))),
+                      "nccl: a hung all-gather waited for on the stream is reported by the fence "
+                      "(rank 0: %s)", g_rank == 0 ? s8.msg : "");
+                zt_group_free(nc4);
+            }
 #endif
         }
         zt_group_free(nc);

@@ -209,11 +209,29 @@ struct CUevent_st {
      * records and waits still queued, which outlive a cudaEventDestroy (as
      * on a device, where the resources go once the event completes) */
     uint64_t recorded = 0;
+    uint64_t waited = 0;   /* the last record a poll counted as a host wait */
     std::shared_ptr<uint64_t> reached = std::make_shared<uint64_t>(0);
     cudaStream_t s = nullptr;
 };
 
 static CUstream_st g_null_stream = {{}, cudaStreamDefault};
+
+/* Host waits, for the device report (host_waits): stream work runs only
+ * while the host waits for it, so a host call that ran device work (any
+ * queued operation but an event record or a stream's wait on an event) is
+ * a point where the host waited for the device: a stream or device
+ * synchronize, an event synchronize, a blocking cudaMemcpy (always: the
+ * transfer is the host's wait), cudaFree; a poll of an event counts once
+ * per record of it (the queries of one poll loop are one wait). */
+static unsigned long long g_ops_run, g_markers_run, g_host_waits;
+static unsigned long long work_run(void) { return g_ops_run - g_markers_run; }
+extern "C" unsigned long long zt_sim_host_waits(void) { return g_host_waits; }
+struct host_wait {
+    unsigned long long w0 = work_run();
+    ~host_wait() {
+        if (work_run() > w0) g_host_waits++;
+    }
+};
 static std::vector<cudaStream_t> g_streams;
 
 static cudaStream_t S(cudaStream_t s) { return s ? s : &g_null_stream; }
@@ -233,6 +251,7 @@ static void run_stream(cudaStream_t s, const bool *stop = nullptr) {
     while (!s->q.empty() && !(stop && *stop)) {
         std::function<void()> op = std::move(s->q.front());
         s->q.pop_front();
+        g_ops_run++;
         op();
     }
 }
@@ -266,7 +285,10 @@ extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned fl
 
 extern "C" cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (!s || !stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
-    run_stream(s);   /* work already queued completes */
+    {
+        host_wait w;
+        run_stream(s);   /* work already queued completes */
+    }
     for (size_t i = 0; i < g_streams.size(); i++)
         if (g_streams[i] == s) g_streams.erase(g_streams.begin() + (long)i);
     delete s;
@@ -275,12 +297,14 @@ extern "C" cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     if (!stream_known(s)) return set_last(cudaErrorInvalidResourceHandle);
+    host_wait w;
     if (!s) run_legacy();
     else run_stream(s);
     return sync_result();
 }
 
 extern "C" cudaError_t cudaDeviceSynchronize(void) {
+    host_wait w;
     run_stream(nullptr);
     for (cudaStream_t x : g_streams) run_stream(x);
     return sync_result();
@@ -304,7 +328,10 @@ extern "C" cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     const uint64_t n = ++e->recorded;
     e->s = S(s);
     std::shared_ptr<uint64_t> r = e->reached;
-    S(s)->q.push_back([r, n]() { if (*r < n) *r = n; });
+    S(s)->q.push_back([r, n]() {
+        g_markers_run++;
+        if (*r < n) *r = n;
+    });
     return cudaSuccess;
 }
 
@@ -314,10 +341,12 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e) {
         bool stop = false;
         const uint64_t want = e->recorded;
         cudaStream_t s = e->s;
+        host_wait w;
         dev_window open;
         while (!s->q.empty() && *e->reached < want) {
             std::function<void()> op = std::move(s->q.front());
             s->q.pop_front();
+            g_ops_run++;
             op();
         }
         (void)stop;
@@ -336,9 +365,15 @@ extern "C" cudaError_t cudaEventQuery(cudaEvent_t e) {
     if (e->s && !e->s->q.empty()) {
         std::function<void()> op = std::move(e->s->q.front());
         e->s->q.pop_front();
+        const unsigned long long w0 = work_run();
         {
             dev_window open;   /* the operation is device work */
+            g_ops_run++;
             op();
+        }
+        if (work_run() > w0 && e->waited < e->recorded) {   /* one wait per record */
+            e->waited = e->recorded;
+            g_host_waits++;
         }
         const cudaError_t r = sync_result();
         if (r != cudaSuccess) return r;
@@ -353,9 +388,11 @@ extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsign
     cudaStream_t src = e->s;
     std::shared_ptr<uint64_t> r = e->reached;
     S(s)->q.push_back([r, want, src]() {
+        g_markers_run++;
         while (!src->q.empty() && *r < want) {
             std::function<void()> op = std::move(src->q.front());
             src->q.pop_front();
+            g_ops_run++;
             op();
         }
     });
@@ -600,6 +637,7 @@ extern "C" cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *s
 extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind k) {
     if (!n) return cudaSuccess;
     if (check_copy(dst, src, n, k, "cudaMemcpy") != cudaSuccess) return cudaErrorInvalidValue;
+    g_host_waits++;   /* a blocking transfer */
     run_legacy();   /* on the legacy default stream: after the work before it */
     {
         dev_window open;
@@ -621,6 +659,7 @@ extern "C" cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 extern "C" cudaError_t cudaMemset(void *p, int v, size_t n) {
     cudaError_t e = cudaMemsetAsync(p, v, n, nullptr);
     if (e != cudaSuccess) return e;
+    host_wait w;
     run_legacy();
     return sync_result();
 }
@@ -1336,7 +1375,7 @@ bool zt_sim_is_device(const void *p, size_t bytes) { return dev_range(p, bytes ?
  * What the device held, for the engine check (tests/cudasim/engine.sh):
  * with ZT_CUDASIM_REPORT set, one line at exit, appended to that file (or
  * on stderr for "-"):
- *   cudasim-report: rank R device D peak P resident_peak Q live L allocs A launches K total T
+ *   cudasim-report: rank R device D peak P resident_peak Q live L allocs A launches K total T host_waits W
  * P is the peak of the bytes allocated (cudaMalloc, cudaMallocAsync) and
  * not yet freed in stream order: cudaFreeAsync counts when it is queued,
  * as a stream-ordered pool lets the next allocation on that stream reuse
@@ -1344,7 +1383,8 @@ bool zt_sim_is_device(const void *p, size_t bytes) { return dev_range(p, bytes ?
  * Q is the peak of what the simulator held, where a cudaFreeAsync counts
  * only when the stream runs it (at a synchronization): >= P.  Both are
  * the requested sizes, without a pool's or an allocator's rounding.  R is
- * the MPI rank from the launcher's environment (-1 without one). */
+ * the MPI rank from the launcher's environment (-1 without one).  W is the
+ * number of host waits for the device (g_host_waits, under streams). */
 static long long g_mem_live, g_mem_peak, g_mem_res, g_mem_res_peak;
 static unsigned long long g_mem_allocs;
 static bool g_report_armed;
@@ -1356,8 +1396,8 @@ static void sim_report(void) {
     if (!r) r = getenv("PMI_RANK");
     char line[400];
     snprintf(line, sizeof line, "cudasim-report: rank %s device %d peak %lld resident_peak %lld live %lld "
-             "allocs %llu launches %llu total %zu\n", r ? r : "-1", g_dev, g_mem_peak, g_mem_res_peak,
-             g_mem_live, g_mem_allocs, g_sim_launches, sim_total_mem());
+             "allocs %llu launches %llu total %zu host_waits %llu\n", r ? r : "-1", g_dev, g_mem_peak,
+             g_mem_res_peak, g_mem_live, g_mem_allocs, g_sim_launches, sim_total_mem(), g_host_waits);
     FILE *f = strcmp(path, "-") == 0 ? stderr : fopen(path, "a");
     if (!f) {
         fprintf(stderr, "cudasim: ZT_CUDASIM_REPORT=%s: cannot open it\n", path);

@@ -172,6 +172,29 @@ for out in "$W"/*/x_*.out; do
     ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end + $slack] ($np rank(s))${why:+: $why}"
     p0=""
 done
+# ---- host waits per step (the simulator's count, host_waits in the device report): GPT-2 at
+# ZeRO stage 3 over NCCL on 2 ranks (fp32, no accumulation: one token upload a step, covered
+# by the step's read) waits for its gathers and reduce-scatters on the stream only, so its
+# one host synchronization a step is the read of the step's scalars: 4 steps wait 2 more
+# times than 2 steps on every rank (before: 10 a step, one per unit and pass)
+hw() {  # hw STEPS: rank:host_waits of each rank
+    (cd "$W/nccl" && ZT_CUDASIM_DEVICES=2 timeout 300 "$mpirun" --oversubscribe -np 2 --bind-to none "$sim" train \
+        --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 \
+        --steps "$1" --eval-every 100 --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl \
+        --stage 3 --resume never --ckpt-dir "hw_ck$1" > "hw_$1.out" 2>&1) &&
+        sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "$W/nccl/hw_$1.out" | sort
+}
+if [ -f "$W/nccl/c_train.bin" ]; then
+    a=$(hw 2 | tr '\n' ' '); b=$(hw 4 | tr '\n' ' ')
+    per=$(python3 -c 'import sys
+a = dict(x.split(":") for x in sys.argv[1].split()); b = dict(x.split(":") for x in sys.argv[2].split())
+print(" ".join("%s:%g" % (r, (int(b[r]) - int(a[r])) / 2) for r in sorted(b) if r in a))' "$a" "$b" 2> /dev/null)
+    [ "$per" = "0:1 1:1" ]; r=$?
+    [ $r = 0 ] || { echo "# 2 steps: $a; 4 steps: $b"; grep -E '^ztrain: error' "$W"/nccl/hw_*.out | sed 's/^/# /'; }
+    ok $r "host waits per step, GPT-2 stage 3 over NCCL on 2 ranks: ${per:-none} (rank:waits; one each, the read of the step's scalars)"
+else
+    ok 1 "host waits per step: no $W/nccl/c_train.bin (the nccl group did not run)"
+fi
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
 # 32 MiB cuBLAS workspace, which the plan counts), less the reserve (512
