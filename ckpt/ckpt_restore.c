@@ -144,7 +144,11 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
         if (rc == ZT_OK) rc = ck_lora_check(ctx, f, file, st);
         if (rc == ZT_OK) rc = check_compat(ctx, in, file, st);
         if (rc == ZT_OK) {
-            buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
+            /* (device state: accounted, as the receivers' buffer is: the
+             * memory plan counts one on every rank) */
+            buf = s->on_device ? zt_mem_alloc(CK_CHUNK_ELEMS * sizeof(float),
+                                              ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)
+                               : malloc(CK_CHUNK_ELEMS * sizeof(float));
             reqs = malloc((size_t)(p->total > 0 ? p->total : 1) * sizeof *reqs);
             if (!buf || !reqs) rc = zt_fail(st, ZT_ENOMEM, "out of memory (restore buffer)");
         }
@@ -197,7 +201,8 @@ static int restore_one_reader(zt_ctx *ctx, const char *file, const zt_train_stat
     if (root) restore_progress(ctx, m->num_params, m->num_params, 1);
 out:
     if (f >= 0) H5Fclose(f);
-    free(buf);
+    if (s->on_device) zt_mem_free(buf);
+    else free(buf);
     free(reqs);
     zt_mem_free(h);
     return rc;

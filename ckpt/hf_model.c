@@ -1281,7 +1281,8 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
             if (mt[ti].off == 0 && !mt[ti].nparts) bytes += mt[ti].t->end - mt[ti].t->begin;
         }
         if (rc == ZT_OK) {
-            buf = malloc(CK_CHUNK_ELEMS * sizeof(float));
+            /* (accounted workspace: the memory plan counts it) */
+            buf = zt_mem_alloc(CK_CHUNK_ELEMS * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st);
             tmp = malloc(maxrows * sizeof(float));
             reqs = malloc((size_t)(plan.total > 0 ? plan.total : 1) * sizeof *reqs);
             if (!buf || !tmp || !reqs) rc = zt_fail(st, ZT_ENOMEM, "out of memory (load buffer)");
@@ -1313,7 +1314,7 @@ int zt_hf_load(zt_ctx *ctx, const char *dir, zt_status *st) {
 out:
     hf_files_close(&F);
     hf_match_free(mt, m->n_tensors);
-    free(buf);
+    zt_mem_free(buf);
     free(tmp);
     free(reqs);
     zt_mem_free(h);

@@ -145,6 +145,34 @@ static void s_free(sim *s, int place, int tag, uint64_t b) {
     s->all -= b;
 }
 
+/* comm_staged.c: on a device backend whose collectives are host-staged MPI
+ * (cpu-strict; cuda without NCCL or with ztrain.comm_backend=mpi) each
+ * device group's blocking collectives go through one host buffer
+ * (comm-buffers, host memory) that grows to the largest collective so far
+ * (the old one freed first) and is held to the end; each non-blocking one
+ * (stage 3 gathers, overlap_comm's reduce-scatters) has its own host buffer
+ * from its start to its wait.  The groups (mesh.c): the world, the shard
+ * group (the world when G = W), the replica group, the expert shard group,
+ * the expert group; each its own buffer. */
+enum { MG_WORLD, MG_SHARD, MG_REPLICA, MG_ESHARD, MG_EP, MG_N };
+typedef struct mp_staged {
+    int on;                 /* device collectives are host-staged */
+    int shard_is_world;     /* G = W: the shard group is the world's */
+    uint64_t have[MG_N];    /* each group's stage_bytes */
+    char held[MG_N];
+} mp_staged;
+
+/* comm_staged.c's ensure on group grp for a collective of `bytes` */
+static void stg_ensure(sim *s, mp_staged *t, int grp, uint64_t bytes) {
+    if (!t || !t->on) return;
+    if (grp == MG_SHARD && t->shard_is_world) grp = MG_WORLD;
+    if (t->held[grp] && bytes <= t->have[grp]) return;
+    if (t->held[grp]) s_free(s, ZT_MP_HOST, ZT_MEM_COMM, umax(t->have[grp], 1));
+    s_alloc(s, ZT_MP_HOST, ZT_MEM_COMM, umax(bytes, 1));
+    t->have[grp] = bytes;
+    t->held[grp] = 1;
+}
+
 /* The plan's layout: units and this rank's slices. */
 typedef struct layout {
     const zt_memplan *p;
@@ -185,6 +213,13 @@ typedef struct layout {
      * NULL without an NF4 base */
     uint64_t *qtmp;
     char *qplain;           /* [nu] with qtmp: the unit has no NF4 tensor */
+    /* host-staged collectives (the planner's, shared by the engines; NULL:
+     * none): req[u] the host buffer of unit u's all-gather in flight (stage
+     * 3), preq[] those of the reduce-scatters in flight (pend[]) */
+    mp_staged *stg;
+    uint64_t *req;
+    uint64_t preq[ZT_RS_INFLIGHT];
+    int comm_es;            /* bytes per element of a gradient reduction (2: 16-bit) */
 } layout;
 
 enum { PASS_FWD = 1, PASS_BWD = 2 };
@@ -201,12 +236,44 @@ static int u_w16(const layout *y, int u) {
 static uint64_t u_copy(const layout *y, int u) {
     return u_w16(y, u) ? umax(y->n32[u], 1) : y->n[u];
 }
+/* unit u's slicing group at stages 1-3: its size and its staged group */
+static uint64_t u_gsize(const layout *y, int u) { return y->ug ? y->ug[u] : y->g; }
+static int u_grp(const layout *y, int u) { return y->win && y->win[u] ? MG_ESHARD : MG_SHARD; }
+/* comm_staged.c's non-blocking collective: its host buffer */
+static uint64_t stg_req(layout *y, uint64_t bytes) {
+    if (!y->stg || !y->stg->on) return 0;
+    s_alloc(y->s, ZT_MP_HOST, ZT_MEM_COMM, umax(bytes, 1));
+    return umax(bytes, 1);
+}
+static void stg_req_done(layout *y, uint64_t *b) {
+    if (*b) s_free(y->s, ZT_MP_HOST, ZT_MEM_COMM, *b);
+    *b = 0;
+}
+/* shard.c's rs_unit (blocking): unit u's gradient reduce-scatter, n + len
+ * elements of the reduction's type */
+static void stg_rs_unit(layout *y, int u) {
+    const uint64_t g = u_gsize(y, u);
+    if (g > 1) stg_ensure(y->s, y->stg, u_grp(y, u), (y->n[u] + cdiv(y->n[u], g)) * (uint64_t)y->comm_es);
+}
+/* shard.c's allreduce_grads of n gradients over group grp: fp32 in pieces
+ * of ZT_GRAD_AR_PIECE (2^18) elements, 16-bit in pieces of the largest unit */
+static void stg_allreduce_grads(layout *y, int grp, uint64_t n) {
+    if (!n) return;
+    if (y->comm_es == 4) stg_ensure(y->s, y->stg, grp, umin(n, (uint64_t)1 << 18) * 4);
+    else stg_ensure(y->s, y->stg, grp, umin(n, umax(y->max_n, 1)) * 2);
+}
 /* shard.c's gather_start: stage 3, a gather buffer in the storage type
- * unless the unit is gathered, pending, or (mixed) widened already */
+ * unless the unit is gathered, pending, or (mixed) widened already (and,
+ * host-staged, the all-gather's host buffer) */
 static void u_gather(layout *y, int u) {
     if (y->gathered[u] || y->view[u]) return;
     y->gathered[u] = y->n[u] * y->eb;
     s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
+    if (u_gsize(y, u) > 1 && y->req) y->req[u] = stg_req(y, y->n[u] * y->eb);
+}
+/* shard.c's gather_finish: the wait frees the all-gather's host buffer */
+static void u_wait(layout *y, int u) {
+    if (y->req) stg_req_done(y, &y->req[u]);
 }
 /* shard.c's release (fp32: stage 3 only; mixed: every stage) */
 static void u_release(layout *y, int u) {
@@ -216,6 +283,7 @@ static void u_release(layout *y, int u) {
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
     }
     if (y->gathered[u]) {
+        u_wait(y, u);
         s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
         y->gathered[u] = 0;
     }
@@ -247,8 +315,12 @@ static void u_params(layout *y, int u) {
     if (!y->p->mixed) {
         if (y->p->stage < 3) return;
         u_gather(y, u);
+        u_wait(y, u);
     } else if (!y->view[u]) {
-        if (y->p->stage == 3) u_gather(y, u);
+        if (y->p->stage == 3) {
+            u_gather(y, u);
+            u_wait(y, u);
+        }
         y->view[u] = 1;
         s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
         /* (with GEMM weights the gathered unit stays: the GEMMs read it) */
@@ -276,6 +348,7 @@ static uint64_t u_recv_bytes(const layout *y, int u) {
 /* shard.c's rs_finish_oldest */
 static void u_rs_finish_oldest(layout *y) {
     const int u = y->pend[0];
+    stg_req_done(y, &y->preq[0]);
     if (y->comm16) {
         s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 2);
     } else {
@@ -284,6 +357,8 @@ static void u_rs_finish_oldest(layout *y) {
     }
     s_free(y->s, y->place_dev, ZT_MEM_COMM, u_recv_bytes(y, u));
     memmove(&y->pend[0], &y->pend[1], (size_t)(y->npend - 1) * sizeof y->pend[0]);
+    memmove(&y->preq[0], &y->preq[1], (size_t)(y->npend - 1) * sizeof y->preq[0]);
+    y->preq[y->npend - 1] = 0;
     y->npend--;
 }
 static void u_grads_done(layout *y, int u) {
@@ -296,9 +371,12 @@ static void u_grads_done(layout *y, int u) {
             s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
         }
         s_alloc(y->s, y->place_dev, ZT_MEM_COMM, u_recv_bytes(y, u));
+        const uint64_t g = u_gsize(y, u);
+        y->preq[y->npend] = g > 1 ? stg_req(y, (y->n[u] + cdiv(y->n[u], g)) * (uint64_t)y->comm_es) : 0;
         y->pend[y->npend++] = u;
         return;
     }
+    stg_rs_unit(y, u);
     y->bucket[u] = 0;
     s_free(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 4);
 }
@@ -552,6 +630,7 @@ typedef struct planner {
     int optim_tag_place, param_tag_place;   /* offloaded: host bytes tagged ZT_MEM_ON_HOST */
     uint64_t on;                  /* elements whose master weights and moments this rank keeps */
     uint64_t sp_cap;              /* sequence parallel: samples' tokens of the host arrays */
+    mp_staged stg;                /* the host-staged collectives' buffers */
 } planner;
 
 /* the model computes in fp32 in every precision (precision.h): fp32
@@ -570,6 +649,7 @@ static void layout_free(layout *y) {
     free(y->view);
     free(y->bucket);
     free(y->seen);
+    free(y->req);
 }
 
 /* The run's shape in the plan: stage, batch, sequence parallel, eval rows,
@@ -670,7 +750,19 @@ static int plan_units(planner *q, zt_status *st) {
     y->place_optim = p->gpu && !p->offload_optimizer ? ZT_MP_DEVICE : ZT_MP_HOST;
     y->g = (uint64_t)q->ax.shard_group;
     y->comm16 = strcmp(q->c->comm_dtype, "fp32") != 0 && q->ax.world > 1;
+    y->comm_es = y->comm16 ? 2 : 4;
     y->overlap = p->overlap_comm;
+    /* mesh.c's choose_comm: device collectives are host-staged MPI on
+     * cpu-strict, and on cuda without NCCL or with comm_backend mpi (with
+     * NCCL, auto is planned as NCCL: one GPU per rank) */
+    q->stg.on = p->gpu && q->ax.world > 1;
+#ifdef ZT_HAVE_NCCL
+    if (strcmp(q->c->backend, "cuda") == 0 && strcmp(q->c->comm_backend, "mpi") != 0) q->stg.on = 0;
+#endif
+    q->stg.shard_is_world = q->ax.shard_group == q->ax.world;
+    y->stg = &q->stg;
+    if (!(y->req = calloc((size_t)y->nu, sizeof *y->req)))
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     return ZT_OK;
 }
 
@@ -714,6 +806,9 @@ static int plan_adapters(planner *q, zt_status *st) {
     ya->view = calloc((size_t)L, 1);
     ya->bucket = calloc((size_t)L, 1);
     ya->seen = calloc((size_t)L, 1);
+    ya->req = calloc((size_t)L, sizeof *ya->req);
+    if (!ya->n || !ya->gathered || !ya->view || !ya->bucket || !ya->seen || !ya->req)
+        return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     ya->shard_total = 0;
     ya->max_len = 1;
     ya->nblk = (uint64_t)L * q->lo.unit_numel;
@@ -916,6 +1011,46 @@ static void plan_data(planner *q) {
     }
 }
 
+/* zt_ctx_state_restored's all-gathers (host-staged) on the trained engine:
+ * stage 0, each unit over its holders (3 fp32 arrays: parameters, m, v);
+ * stages 1-2, each unit's storage (the master weights' rounding, or the
+ * fp32 parameters) */
+static void plan_restored_gathers(planner *q) {
+    const zt_memplan *p = q->p;
+    layout *y = q->lora ? &q->ya : &q->y;
+    if (!q->stg.on) return;
+    for (int u = 0; u < y->nu; ++u) {
+        const int w = y->win ? y->win[u] : 0;
+        if (p->stage == 0 && (!w || q->ax.eshard > 1))
+            stg_ensure(y->s, y->stg, w ? MG_ESHARD : MG_WORLD, y->n[u] * 4);
+        if ((p->stage == 1 || p->stage == 2) && u_gsize(y, u) > 1)
+            stg_ensure(y->s, y->stg, u_grp(y, u), y->n[u] * y->eb);
+    }
+}
+
+/* The weights at start-up (run.c, after the data are opened): a Hugging
+ * Face load (ztrain.init_from, not LoRA) or a checkpoint restore
+ * (checkpoint.resume not never: planned whenever a checkpoint may be found)
+ * moves them through one host buffer of ZT_CKPT_STAGE_ELEMS floats: a
+ * Hugging Face load's reader (rank 0) on every target, and every rank's
+ * (reader and receivers, either load) when the state is on the device; then
+ * zt_ctx_state_restored's all-gathers (during the Hugging Face load, after
+ * the restore's buffer is freed). */
+static void plan_load(planner *q) {
+    const zt_config *c = q->c;
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const int hf = c->init_from[0] && !q->lora, restore = strcmp(c->ckpt_resume, "never") != 0;
+    if (!hf && !restore) return;
+    const uint64_t b = (uint64_t)ZT_CKPT_STAGE_ELEMS * 4;
+    const int buf = hf || (p->gpu && !p->offload_optimizer);
+    s->phase = "loading weights";
+    if (buf) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, b);
+    if (hf) plan_restored_gathers(q);
+    if (buf) s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, b);
+    if (!hf) plan_restored_gathers(q);
+}
+
 /* zt_train's eval block: the eval forward's activations (eval_batch rows),
  * its host token arrays on a GPU, sequence parallel's arrays grown to it. */
 static void plan_eval(planner *q) {
@@ -956,7 +1091,8 @@ static void plan_ckpt_snapshot(planner *q) {
 
 /* A synchronous checkpoint save during training (ckpt_save.c, from the
  * checkpoint session's step hook: the final save with checkpoint.final,
- * periodic or timed saves with checkpoint.async false): on a GPU target whose
+ * periodic or timed saves with checkpoint.async false, a preemption save
+ * after any step but the last, so with 2 steps or more): on a GPU target whose
  * trained state stays on the device (no optimizer offload: zt_train_state's
  * on_device) it moves the state through one host buffer of
  * ZT_CKPT_STAGE_ELEMS floats; checkpoint.async's snapshot is released first. */
@@ -965,7 +1101,9 @@ static void plan_ckpt_save(planner *q) {
     const zt_memplan *p = q->p;
     sim *s = &q->s;
     const int periodic = (c->ckpt_every > 0 && c->ckpt_every < c->steps) || c->ckpt_every_minutes > 0;
-    if (!p->gpu || p->offload_optimizer || c->steps < 1 || !(c->ckpt_final || (periodic && !c->ckpt_async)))
+    const int preempt = c->steps >= 2;
+    if (!p->gpu || p->offload_optimizer || c->steps < 1 ||
+        !(c->ckpt_final || (periodic && !c->ckpt_async) || preempt))
         return;
     const uint64_t stage = (uint64_t)ZT_CKPT_STAGE_ELEMS * 4;
     s->phase = "checkpoint save";
@@ -975,9 +1113,42 @@ static void plan_ckpt_save(planner *q) {
     if (p->ckpt_snapshot_bytes) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
 }
 
+/* After backward, host-staged (q->stg): the trained engine's
+ * zt_shard_reduce_grads (stage 0: the all-reduce over the world, or per run
+ * of units with the same holders with expert windows; stage 1: each unit's
+ * reduce-scatter; the replica group's all-reduces), then the update's
+ * all-gathers of each unit's storage (stages 1-2). */
+static void plan_reduce_update(planner *q) {
+    const zt_memplan *p = q->p;
+    layout *y = q->lora ? &q->ya : &q->y;
+    if (!q->stg.on) return;
+    const int replica = p->stage > 0 && q->ax.world > q->ax.shard_group;
+    if (p->stage == 0) {
+        for (int u = 0; u < y->nu;) {
+            const int w = y->win ? y->win[u] : 0;
+            uint64_t n = 0;
+            int v = u;
+            for (; v < y->nu && (y->win ? y->win[v] : 0) == w; ++v) n += y->n[v];
+            if (!w || q->ax.eshard > 1) stg_allreduce_grads(y, w ? MG_ESHARD : MG_WORLD, n);
+            u = v;
+        }
+    } else if (p->stage == 1) {
+        for (int u = 0; u < y->nu; ++u) {
+            stg_rs_unit(y, u);
+            if (replica) stg_allreduce_grads(y, MG_REPLICA, cdiv(y->n[u], u_gsize(y, u)));
+        }
+    } else if (replica) {
+        stg_allreduce_grads(y, MG_REPLICA, y->shard_total);
+    }
+    if (p->stage == 1 || p->stage == 2)
+        for (int u = 0; u < y->nu; ++u)
+            if (u_gsize(y, u) > 1) stg_ensure(y->s, y->stg, u_grp(y, u), y->n[u] * y->eb);
+}
+
 /* The training step (forward, backward: gathered units, gradient buckets,
- * reduce-scatters in flight) and an evaluation forward; the peaks per place
- * and category, the offloaded and pinned bytes. */
+ * reduce-scatters in flight; the reductions and the update's all-gathers)
+ * and an evaluation forward; the peaks per place and category, the
+ * offloaded and pinned bytes. */
 static void plan_step(planner *q) {
     zt_memplan *p = q->p;
     sim *s = &q->s;
@@ -985,6 +1156,7 @@ static void plan_step(planner *q) {
     sim_forward(&q->y, 1);
     s->phase = "backward";
     sim_backward(&q->y, p->ckpt_k);
+    plan_reduce_update(q);
     if (p->with_eval) {
         s->phase = "evaluation";
         sim_forward(&q->y, 0);
@@ -1135,6 +1307,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         plan_lora_load(&q);
         plan_state_totals(&q);
         plan_data(&q);
+        plan_load(&q);
         plan_eval(&q);
         plan_ckpt_snapshot(&q);
         plan_step(&q);

@@ -9,7 +9,13 @@
 #  - cpu-strict (a device backend): LoRA and full fine-tuning, the final
 #    checkpoint save's host staging buffer is predicted (and the device peak
 #    still is exact); with checkpoint.final false there is none, and none is
-#    predicted; with optimizer offload the state is host memory: none either.
+#    predicted; with optimizer offload the state is host memory: none either;
+#  - cpu-strict on 2 ranks, stages 0-3 (a GPT-2, fp32 and bf16 with optimizer
+#    offload): the host-staged collectives' buffers (comm_staged.c);
+#  - --init-from on 2 ranks (cpu: rank 0's read buffer; cpu-strict: every
+#    rank's) and a checkpoint restore (cpu-strict, 1 and 2 ranks, no save
+#    after it): the load's 16 MiB host buffer, then the restored state's
+#    all-gathers.
 . "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -58,4 +64,37 @@ run 1 "cpu-strict, llama, LoRA, checkpoint.final false" --init-from "$FIX/llama"
     --backend cpu-strict --ztrain.checkpoint.final false
 run 1 "cpu-strict, llama, stage 1, optimizer offload" --init-from "$FIX/llama" --backend cpu-strict \
     --zero_optimization.stage 1 --zero_optimization.offload_optimizer.device cpu
+for s in 0 1 2; do
+    run 2 "cpu-strict, 2 ranks, stage $s" --backend cpu-strict --zero_optimization.stage $s
+done
+run 2 "cpu-strict, 2 ranks, stage 3, n_embd 256, checkpoint.final false" --backend cpu-strict \
+    --zero_optimization.stage 3 --n-embd 256 --ztrain.checkpoint.final false
+run 2 "cpu-strict, 2 ranks, stage 2, overlap_comm false" --backend cpu-strict --zero_optimization.stage 2 \
+    --zero_optimization.overlap_comm false
+run 2 "cpu-strict, 2 ranks, stage 2, bf16, bf16 reductions" --backend cpu-strict --zero_optimization.stage 2 \
+    --bf16.enabled true --communication_data_type bf16
+run 2 "cpu-strict, 2 ranks, gpt2, bf16, stage 0" --init-from "$FIX/gpt2" --backend cpu-strict \
+    --bf16.enabled true --zero_optimization.stage 0
+for s in 2 3; do
+    run 2 "cpu-strict, 2 ranks, gpt2, bf16, stage $s, optimizer offload" --init-from "$FIX/gpt2" \
+        --backend cpu-strict --bf16.enabled true --zero_optimization.stage $s \
+        --zero_optimization.offload_optimizer.device cpu
+done
+# a restore on 2 ranks: step 1 saved, then resumed with no save after it
+# (nothing left to train: the restore is the peak)
+mpirun_np 2 "$ZTRAIN" train --seq-len 16 --train one.bin --val "" --steps 1 --sample-tokens 0 --threads 1 \
+    --resume never --ckpt-dir R --backend cpu-strict > save.txt 2>&1
+check "cpu-strict, 2 ranks: the checkpoint to resume is saved" test -d R/step-1
+run 2 "cpu-strict, 2 ranks, resumed, nothing left to train, checkpoint.final false" --backend cpu-strict \
+    --ckpt-dir R --resume auto --ztrain.checkpoint.final false
+# a Hugging Face load's read buffer (rank 0) is accounted: the run's
+# workspace peak holds its ZT_CKPT_STAGE_ELEMS floats
+read -r a b <<< "$(sed -n 's/^#define ZT_CKPT_STAGE_ELEMS ((size_t)\([0-9]*\) << \([0-9]*\))$/\1 \2/p' \
+                  "$ZT_SRCDIR/libtrain/state.h")"
+stage=$(( ${a:-0} * (1 << ${b:-0}) * 4 ))
+"$ZTRAIN" train --seq-len 16 --train one.bin --val "" --steps 1 --sample-tokens 0 --threads 1 \
+    --resume never --ckpt-dir W --init-from "$FIX/llama" --memory-report --metrics w.jsonl > w.txt 2>&1
+ws=$(sed -n 's/.*"memory": {.*"workspace": \[[0-9]*, \([0-9]*\)\].*/\1/p' w.jsonl | head -1)
+ok $([ "$stage" -gt 0 ] && [ -n "$ws" ] && [ "$ws" -ge "$stage" ]; echo $?) \
+   "cpu, llama, --init-from: the accounted workspace peak ${ws:-?} holds the load's buffer ($stage bytes)"
 done_testing
