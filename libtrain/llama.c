@@ -970,6 +970,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
      * reading the rounded values into dh, both free in the forward) */
     float *gu = s->gu16 ? a->dgu : s->gu;
+    if (s->gu16 && s->h16 && !sk->lora && zt_o16_ok(be)) {
+        /* (the GEMM writes the bf16 gate|up itself, SwiGLU / GeGLU read it
+         * and write the bf16 h; dgu and dh the cpu backends' fp32 staging:
+         * the same values as below) */
+        be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
+                           2 * H);
+        if (sh->gemma) be->geglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
+        else be->swiglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
+        goto down;
+    }
     zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
     zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
     if (s->gu16) {
@@ -980,6 +990,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (sh->gemma) be->geglu_fwd(hf, gu, N, H);
     else be->swiglu_fwd(hf, gu, N, H);
     if (s->h16) be->to_bf16(s->h16, hf, (size_t)N * H);
+down:;
     float *mo = sh->gemma ? s->mo : a->scratch;
     zt_mm_fwd_x(be, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
     zt_skel_lora_fwd16(sk, LG_DOWN, s->h, s->h16, mo, N, &a->lora);
@@ -1105,12 +1116,18 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
+    if (s->gu16 && zt_o16_ok(be)) {   /* (the kernel reads gate|up in bf16) */
+        if (sh->gemma) be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        else be->swiglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        goto gu_bwd;
+    }
     if (s->gu16) {
         be->from_bf16(a->dgu, s->gu16, (size_t)N * 2 * H);
         gu = a->dgu;
     }
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
+gu_bwd:
     zt_mm_bwd_x(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), N,
                 C, 2 * H);
     zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
