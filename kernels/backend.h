@@ -527,6 +527,16 @@ typedef struct zt_backend {
      * gu16 into dgu first) */
     void (*swiglu_bwd16)(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
     void (*geglu_bwd16)(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
+    /* gqa_ext_fwd16 / gqa_ext_bwd16: gqa_ext_fwd / gqa_ext_bwd with qkv =
+     * the fp32 values of qkv16[B,T,(NH+2NKV)hd] (o required); tmp the same
+     * count of fp32 scratch (the cpu backends widen qkv16 there; cuda too
+     * on its cuDNN and fp32 paths, while its tensor-core paths read qkv16
+     * as the bf16 q, k, v they would round them to).                      */
+    void (*gqa_ext_fwd16)(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                          int NH, int NKV, int hd, const zt_attn_opts *o);
+    void (*gqa_ext_bwd16)(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                          const float *out, const float *lse, int B, int T, int NH, int NKV, int hd,
+                          const zt_attn_opts *o);
 } zt_backend;
 
 /* The CPU backend (always built). */

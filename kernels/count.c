@@ -844,12 +844,23 @@ static int att_shape_ok(long NH, long NKV, long hs) {
 /* zt_cuda_gqa_ext_fwd: bf16 mode at head sizes <= 128: k_att_tc_round of
  * qkv (B T R) and k_ft_fwd; bf16 mode above 128 (while T allows score
  * chunks): the cuBLAS path; otherwise the fp32 flash kernel. */
+/* q16 (gqa_ext_fwd16 / _bwd16): q|k|v arrive in bf16: not rounded on the
+ * tensor-core paths, widened (k_att_widen, counted as k_from_bf16) for the
+ * fp32 kernels */
+static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16);
 static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
+    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0);
+}
+static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
-    if (g_mode == ZT_MATMUL_BF16 && (flash || kc > 0)) {
-        tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
+    const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
+    if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
+    if (tc) {
+        if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
         if (flash) ft_fwd(B, T, NH, NKV, hs, window);
         else cublas_att(0, B, T, NH, NKV, hs, softcap > 0.0f, kc);
         return;
@@ -860,13 +871,21 @@ static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float sof
 /* zt_cuda_gqa_ext_bwd: k_att_rowdot; bf16 mode (paths as the forward):
  * k_att_tc_round of qkv and of dout, then the flash kernels or the cuBLAS
  * path; otherwise the fp32 flash kernels. */
+static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16);
 static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
+    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0);
+}
+static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
+    const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
+    if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
     rowdot(B, T, NH, hs);
-    if (g_mode == ZT_MATMUL_BF16 && (flash || kc > 0)) {
-        tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
+    if (tc) {
+        if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
         tc_round(D(B) * D(T) * D(NH * hs));
         if (flash) ft_bwd(B, T, NH, NKV, hs, window);
         else cublas_att(1, B, T, NH, NKV, hs, softcap > 0.0f, kc);
@@ -911,6 +930,20 @@ static void c_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, cons
     call(ZT_CE_gqa_ext_bwd);
     if (g_inner) g_inner->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd, o);
     gqa_bwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0);
+}
+
+static void c_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_fwd16);
+    if (g_inner) g_inner->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1);
+}
+static void c_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const float *out, const float *lse, int B, int T, int NH, int NKV,
+                            int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd16);
+    if (g_inner) g_inner->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1);
 }
 
 /* ------------------------------------------------------------ embeddings */
@@ -1467,6 +1500,8 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->geglu_fwd16 = c_geglu_fwd16;
     t->swiglu_bwd16 = c_swiglu_bwd16;
     t->geglu_bwd16 = c_geglu_bwd16;
+    t->gqa_ext_fwd16 = c_gqa_ext_fwd16;
+    t->gqa_ext_bwd16 = c_gqa_ext_bwd16;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -814,6 +814,25 @@ static int attn_fwd(const zt_llama *m, int l, float *out, float *lse, const floa
     m->be->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, s->hd, &o);
     return ZT_OK;
 }
+/* the same with q|k|v in bf16 (qkv16; tmp the backend's fp32 staging,
+ * backend.h gqa_ext_fwd16): gqa_fwd's options without a window or Gemma */
+static zt_attn_opts attn_opts(const zt_llama *m, int l, int T) {
+    const shape *s = &m->s;
+    const int w = attn_window(m, l, T);
+    if (!s->gemma && !w) return (zt_attn_opts){1.0f / sqrtf((float)s->hd), 0.0f, 0};
+    return (zt_attn_opts){s->ascale, s->acap, w};
+}
+static void attn_fwd16(const zt_llama *m, int l, float *out, float *lse, const uint16_t *qkv16,
+                       float *tmp, int B, int T, int NH, int NKV) {
+    const zt_attn_opts o = attn_opts(m, l, T);
+    m->be->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, m->s.hd, &o);
+}
+static void attn_bwd16(const zt_llama *m, int l, float *dqkv, const float *dout,
+                       const uint16_t *qkv16, float *tmp, const float *out, const float *lse, int B,
+                       int T, int NH, int NKV) {
+    const zt_attn_opts o = attn_opts(m, l, T);
+    m->be->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, m->s.hd, &o);
+}
 static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, const float *qkv,
                      const float *out, const float *lse, int B, int T, int NH, int NKV) {
     const shape *s = &m->s;
@@ -940,11 +959,15 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
         be->rope_fwd(qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
+        /* (o16: the attention reads the bf16 q|k|v itself; qkv the cpu
+         * backends' fp32 staging) */
+        const int o16 = s->qkv16 && zt_o16_ok(be);
         if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
             be->to_bf16(s->qkv16, qkv, (size_t)N * sh->QKV);
-            be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
+            if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
         }
-        ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
+        if (o16) attn_fwd16(m, l, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
+        else ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
         if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * sh->AD);
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
@@ -1162,7 +1185,8 @@ mlp_norm:
     } else {
         /* (bf16 q|k|v and attention output: widened into stq and sta) */
         const float *qkv = s->qkv, *atty = s->atty;
-        if (s->qkv16) {
+        const int o16 = s->qkv16 && zt_o16_ok(be);   /* (q|k|v read in bf16: stq staging) */
+        if (s->qkv16 && !o16) {
             be->from_bf16(a->stq, s->qkv16, (size_t)N * sh->QKV);
             qkv = a->stq;
         }
@@ -1170,7 +1194,8 @@ mlp_norm:
             be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
             atty = a->sta;
         }
-        attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
+        if (o16) attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
+        else attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
         be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
     }

@@ -558,7 +558,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_matmul_fwd_o16];
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
-               t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16];
+               t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
+               t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
@@ -730,20 +731,25 @@ static void bf16_activations(void) {
 /* ------------------------------------------------------------ bf16 outputs
  * The bf16 GEMM outputs and MLP activations written directly (backend.h
  * matmul_fwd_o16: a bf16-output GEMM; gelu_fwd16, swiglu / geglu _fwd16 and
- * _bwd16 reading and writing bf16): every loss and gradient norm bitwise
+ * _bwd16 reading and writing bf16; the attention reading the bf16 q|k|v,
+ * gqa_ext_fwd16 / _bwd16): every loss and gradient norm bitwise
  * those of the fp32 values rounded by to_bf16 (ZT_TEST_NO_O16=1, the path
  * of before), GPT-2 and Llama (and Gemma's GeGLU), stages 0 and 3, with
- * activation checkpointing and without; per block and forward (recomputed
+ * activation checkpointing and without, LoRA; per block and forward (recomputed
  * too) GPT-2's q|k|v and fc GEMMs and the GELU (3), Llama's gate|up GEMM
  * and SwiGLU (2), and SwiGLU's backward take the new entries, and 3 (GPT-2) or 2
- * (Llama) k_to_bf16 fewer a forward; the activations' peak unchanged. */
+ * (Llama) k_to_bf16 fewer a forward (none with LoRA, whose adapters add
+ * into the fp32 outputs), and the attention forward and backward; the
+ * activations' peak unchanged. */
 static void bf16_outputs(void) {
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
     static const struct { const char *shape; int stage; const char *extra; } cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
+        {"gpt2:2,2,32,64,2,16", 0, lora},
         {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
-        {"llama:2,4,2,32,48,64,2,16", 0, gemma}};
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma}, {"llama:2,4,2,32,48,64,2,16", 3, lora}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
         cm_shape_parse(cases[i].shape, &s);
@@ -753,10 +759,10 @@ static void bf16_outputs(void) {
         zt_status st;
         memset(&st, 0, sizeof st);
         const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, is_gemma = ex == gemma;
+        const int is_ck = ex == ck, is_gemma = ex == gemma, is_lora = ex == lora;
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
-                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "");
+        snprintf(what, sizeof what, "%s stage %d%s%s%s", cases[i].shape, cases[i].stage,
+                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "", is_lora ? " LoRA" : "");
         const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
         if (r1) tap_diag("%s: %s", what, st.msg);
         const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 4, b, &wb, &rb, &mb, &st);
@@ -768,8 +774,10 @@ static void bf16_outputs(void) {
                a[0][0], a[1][0], a[3][0]);
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
         const long fwd = 1 + is_ck;
-        const long want = 4L * s.L * (s.llama ? 2 * fwd + 1 : 3 * fwd);
-        const long fewer = 4L * s.L * fwd * (s.llama ? 2 : 3);
+        /* (the attention forward and backward too; with LoRA the GEMMs
+         * and the forward's GELU / SwiGLU keep the to_bf16 path) */
+        const long want = 4L * s.L * (fwd + 1 + (is_lora ? s.llama : s.llama ? 2 * fwd + 1 : 3 * fwd));
+        const long fewer = is_lora ? 0 : 4L * s.L * fwd * (s.llama ? 2 : 3);
         tap_ok(ma.o16 == want && mb.o16 == 0 && mb.to16 - ma.to16 == fewer && ra == rb &&
                    ma.acts_peak == mb.acts_peak,
                "%s: %ld bf16-output calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without, %ld "
@@ -889,13 +897,13 @@ static void model(void) {
          * attention output and fc's output kept in bf16 (12 * 3 more
          * k_to_bf16), the attention output read so by the projection's
          * forward and weight-gradient GEMMs (12 * 2 fewer roundings), and
-         * widened (k_from_bf16) for their fp32 readers: q|k|v for the
-         * attention forward and backward, fc's output for the GELU
-         * backward, the attention output for the attention backward
-         * (12 * 4); q|k|v, fc's output and the GELU's output written in
-         * bf16 by their GEMMs and the GELU (k_gelu_fwd16) themselves, so
-         * the k_to_bf16 are ln1's, ln2's and the attention output's
-         * (12 * 3) */
+         * widened (k_from_bf16) for their fp32 readers: fc's output for
+         * the GELU backward, the attention output for the attention
+         * backward (12 * 2); q|k|v, fc's output and the GELU's output
+         * written in bf16 by their GEMMs and the GELU (k_gelu_fwd16)
+         * themselves, so the k_to_bf16 are ln1's, ln2's and the attention
+         * output's (12 * 3); the attention reads q|k|v in bf16 as they are
+         * (gqa_ext_fwd16 / _bwd16: 12 * 2 k_att_tc_round fewer) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
@@ -906,12 +914,15 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
                            launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 * 3 &&
                        launches_of_k(cn.k, cn.nk, "k_from_bf16") ==
-                           launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 * 4 &&
+                           launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 * 2 &&
+                       launches_of_k(cn.k, cn.nk, "k_att_tc_round") ==
+                           launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
                    "- 96 of activations), %ld conversions (%ld as recorded + 36 activations), %ld "
-                   "widenings (%ld as recorded + 48 activations), 12 bf16 GELUs",
+                   "widenings (%ld as recorded + 24 activations), 24 q|k|v roundings fewer in the attention, 12 "
+                   "bf16 GELUs",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));

@@ -1177,6 +1177,56 @@ static void test_act16(int N, int H) {
     no_error("bf16-output elementwise");
 }
 
+/* the bf16-input attention (gqa_ext_fwd16 / _bwd16): bitwise gqa_ext_fwd /
+ * _bwd on the widened q|k|v, on this backend (cuda in bf16 matmul mode:
+ * the tensor-core paths read qkv16 itself) and on the CPU; default options
+ * and a soft-capped sliding window */
+static void test_gqa16(int B, int T, int NH, int NKV, int hd) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hd, nq = (size_t)B * T * R, no = (size_t)B * T * NH * hd,
+                 nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.0), *dout = fvec(no, 1.0);
+    uint16_t *q16 = xmalloc(nq * 2);
+    cpu->to_bf16(q16, qkv, nq);
+    cpu->from_bf16(qkv, q16, nq);   /* the widened values */
+    uint16_t *q16_d = dev(q16, nq * 2);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *tmp_d = gpu->alloc(nq * 4);
+    float *o1 = gpu->alloc(no * 4), *o2 = gpu->alloc(no * 4), *l1 = gpu->alloc(nl * 4),
+          *l2 = gpu->alloc(nl * 4), *d1 = gpu->alloc(nq * 4), *d2 = gpu->alloc(nq * 4);
+    float *ho1 = xmalloc(no * 4), *ho2 = xmalloc(no * 4), *hl1 = xmalloc(nl * 4), *hl2 = xmalloc(nl * 4),
+          *hd1 = xmalloc(nq * 4), *hd2 = xmalloc(nq * 4), *ht = xmalloc(nq * 4);
+    char name[160];
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    for (int k = 0; k < 2; k++) {
+        const zt_attn_opts o = k ? (zt_attn_opts){0.3f, 5.0f, T / 3 > 0 ? T / 3 : 1}
+                                 : (zt_attn_opts){1.0f / sqrtf((float)hd), 0.0f, 0};
+        gpu->gqa_ext_fwd16(o1, l1, q16_d, tmp_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_fwd(o2, l2, qkv_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd16(d1, dout_d, q16_d, tmp_d, o2, l2, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd(d2, dout_d, qkv_d, o2, l2, B, T, NH, NKV, hd, &o);
+        snprintf(name, sizeof name,
+                 "gqa_ext_fwd16, gqa_ext_bwd16 B=%d T=%d NH=%d NKV=%d hd=%d%s: bitwise gqa_ext_fwd, _bwd "
+                 "on the widened q|k|v", B, T, NH, NKV, hd, k ? " (capped, window)" : "");
+        tap_ok(same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4), "%s",
+               name);
+        cpu->gqa_ext_fwd16(ho1, hl1, q16, ht, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_fwd(ho2, hl2, qkv, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_bwd16(hd1, dout, q16, ht, ho2, hl2, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_bwd(hd2, dout, qkv, ho2, hl2, B, T, NH, NKV, hd, &o);
+        snprintf(name, sizeof name, "cpu gqa_ext_fwd16, gqa_ext_bwd16 hd=%d%s: bitwise the fp32 entries",
+                 hd, k ? " (capped, window)" : "");
+        tap_ok(!memcmp(ho1, ho2, no * 4) && !memcmp(hl1, hl2, nl * 4) && !memcmp(hd1, hd2, nq * 4), "%s",
+               name);
+    }
+    free(qkv); free(dout); free(q16); free(ho1); free(ho2); free(hl1); free(hl2); free(hd1); free(hd2);
+    free(ht);
+    gpu->free(q16_d); gpu->free(qkv_d); gpu->free(dout_d); gpu->free(tmp_d); gpu->free(o1); gpu->free(o2);
+    gpu->free(l1); gpu->free(l2); gpu->free(d1); gpu->free(d2);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    no_error("gqa_ext 16");
+}
+
 /* Mixture of Experts (cuda_moe.cu): routing against the CPU's, the top-k's
  * experts exactly (rows 0, 3, 6, ... hold ties: equal logits, so equal
  * probabilities on both, the lower expert first), the row kernels with
@@ -2183,6 +2233,8 @@ int main(void) {
     test_gqa_bf16(1, 70, 4, 2, 64);      /* two tiles of 64, the last one partial */
     test_gqa_bf16(1, 100, 2, 1, 128);    /* hs 128: backward tiles of 32 */
     test_gqa_bf16(1, 20, 2, 1, 136);     /* hs > 128: cuBLAS */
+    test_gqa16(2, 37, 4, 2, 16);         /* q|k|v in bf16: the flash kernels */
+    test_gqa16(1, 20, 2, 1, 136);        /* q|k|v in bf16: cuBLAS */
     if (full) {
         test_gqa_bf16(2, 256, 12, 12, 64);   /* GPT-2 124M heads */
         test_gqa_bf16(1, 1100, 4, 2, 72);    /* hs 72 padded to 128, 18 tiles */

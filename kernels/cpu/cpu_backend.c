@@ -380,6 +380,19 @@ static void cpu_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16
     zt_cpu_from_bf16(dgu, gu16, (size_t)N * 2 * H);
     zt_cpu_swiglu_bwd(dgu, dout, dgu, N, H);
 }
+static void cpu_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B,
+                              int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
+    zt_cpu_from_bf16(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hd);
+    zt_cpu_gqa_ext_fwd(out, lse, tmp, B, T, NH, NKV, hd, o);
+}
+static void cpu_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                              const float *out, const float *lse, int B, int T, int NH, int NKV,
+                              int hd, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
+    zt_cpu_from_bf16(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hd);
+    zt_cpu_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hd, o);
+}
 static void cpu_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     zt_cpu_from_bf16(dgu, gu16, (size_t)N * 2 * H);
@@ -661,6 +674,8 @@ static const zt_backend cpu_backend = {
     .geglu_fwd16 = cpu_geglu_fwd16,
     .swiglu_bwd16 = cpu_swiglu_bwd16,
     .geglu_bwd16 = cpu_geglu_bwd16,
+    .gqa_ext_fwd16 = cpu_gqa_ext_fwd16,
+    .gqa_ext_bwd16 = cpu_gqa_ext_bwd16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

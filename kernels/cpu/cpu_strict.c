@@ -872,6 +872,37 @@ static void s_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, cons
     leave();
 }
 
+/* the bf16-input attention */
+static void s_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    NEED_DEV("gqa_ext_fwd16", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_fwd16", "lse", lse, N * NH * F);
+    NEED_DEV("gqa_ext_fwd16", "qkv16", qkv16, R * 2);
+    NEED_DEV("gqa_ext_fwd16", "tmp", tmp, R * F);
+    NEED_OPTS("gqa_ext_fwd16", o);
+    if (ok) cpu()->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    leave();
+}
+static void s_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const float *out, const float *lse, int B, int T, int NH, int NKV,
+                            int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    NEED_DEV("gqa_ext_bwd16", "dqkv", dqkv, R * F);
+    NEED_DEV("gqa_ext_bwd16", "dout", dout, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd16", "qkv16", qkv16, R * 2);
+    NEED_DEV("gqa_ext_bwd16", "tmp", tmp, R * F);
+    NEED_DEV("gqa_ext_bwd16", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd16", "lse", lse, N * NH * F);
+    NEED_OPTS("gqa_ext_bwd16", o);
+    if (ok) cpu()->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+    leave();
+}
+
 /* Mixture of Experts: the operands checked; rows / w may be NULL */
 static void s_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
                             int K, int norm) {
@@ -1350,6 +1381,8 @@ static const zt_backend strict_backend = {
     .geglu_fwd16 = s_geglu_fwd16,
     .swiglu_bwd16 = s_swiglu_bwd16,
     .geglu_bwd16 = s_geglu_bwd16,
+    .gqa_ext_fwd16 = s_gqa_ext_fwd16,
+    .gqa_ext_bwd16 = s_gqa_ext_bwd16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -894,6 +894,8 @@ static void fill_table(zt_backend *t) {
     t->geglu_fwd16 = zt_cuda_geglu_fwd16;
     t->swiglu_bwd16 = zt_cuda_swiglu_bwd16;
     t->geglu_bwd16 = zt_cuda_geglu_bwd16;
+    t->gqa_ext_fwd16 = zt_cuda_gqa_ext_fwd16;
+    t->gqa_ext_bwd16 = zt_cuda_gqa_ext_bwd16;
 }
 
 __global__ void k_probe(int *x) {

@@ -224,6 +224,7 @@ void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16
 /* cuda_sdpa.cu: attention through cuDNN's fused attention when the rule
  * picks it for this call (true: done, or its error recorded); false: run
  * ours.  zt_cuda_sdpa_fini frees the cached plans and the cuDNN handle. */
+bool zt_cuda_sdpa_would(int hs, const zt_attn_opts *o, const float *lse);
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o);
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
@@ -257,6 +258,12 @@ void zt_cuda_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, floa
                                   const uint16_t *w16, int N, int C, int OC);
 /* the backend's to_bf16 (cuda_backend.cu) */
 void zt_cuda_to_bf16(uint16_t *out, const float *in, size_t n);
+/* the bf16-input attention (backend.h gqa_ext_fwd16 / _bwd16) */
+void zt_cuda_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                           int NH, int NKV, int hs, const zt_attn_opts *o);
+void zt_cuda_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                           const float *out, const float *lse, int B, int T, int NH, int NKV, int hs,
+                           const zt_attn_opts *o);
 /* the bf16-output entries (backend.h) */
 void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                             const float *w, const uint16_t *w16, const float *bias, int N, int C,
