@@ -496,6 +496,47 @@ typedef struct zt_backend {
     void (*matmul_dgelu_bwd_a16)(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                  const float *dout, const uint16_t *inp16, const float *pre,
                                  const float *w, const uint16_t *w16, int N, int C, int OC);
+
+    /* ---- bf16 outputs (last: added after the table's other entries; the
+     * GEMM outputs and MLP activations the models keep in bf16, libtrain/
+     * model.h zt_o16_ok).  Optional: NULL when the backend has none (the
+     * caller computes fp32 and rounds with to_bf16).  Each is bitwise its
+     * fp32 sequence followed by to_bf16 (round to nearest even): the same
+     * values, without the fp32 round trip through memory on cuda.  tmp
+     * (and tmp2): fp32 scratch of the sizes given, which the cpu backends
+     * compute the fp32 values in (that very sequence); cuda leaves it alone.
+     *
+     * matmul_fwd_o16: out16[N,OC] = bf16(inp @ w^T + bias), the result of
+     * matmul_fwd (inp16 != NULL: matmul_fwd_a16 with inp16, inp unused;
+     * w16 != NULL: the bf16 weight, else w) rounded once; tmp[N,OC].  cuda:
+     * a cuBLASLt GEMM with a bf16 D (fp32 compute and bias), bf16 matmul
+     * mode only (fp32 mode records an error).                              */
+    void (*matmul_fwd_o16)(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
+                           const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                           int OC);
+    /* gelu_fwd16: out16[n] = bf16(gelu_fwd(fp32(in16))); tmp[n] */
+    void (*gelu_fwd16)(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n);
+    /* swiglu_fwd16 / geglu_fwd16: out16[N,H] = bf16(swiglu_fwd / geglu_fwd
+     * of fp32(gu16[N,2H])); tmp[N,2H], tmp2[N,H] */
+    void (*swiglu_fwd16)(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                         int H);
+    void (*geglu_fwd16)(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                        int H);
+    /* swiglu_bwd16 / geglu_bwd16: dgu[N,2H] (overwritten) = swiglu_bwd /
+     * geglu_bwd of dout[N,H] and fp32(gu16[N,2H]) (the cpu backends widen
+     * gu16 into dgu first) */
+    void (*swiglu_bwd16)(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
+    void (*geglu_bwd16)(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
+    /* gqa_ext_fwd16 / gqa_ext_bwd16: gqa_ext_fwd / gqa_ext_bwd with qkv =
+     * the fp32 values of qkv16[B,T,(NH+2NKV)hd] (o required); tmp the same
+     * count of fp32 scratch (the cpu backends widen qkv16 there; cuda too
+     * on its cuDNN and fp32 paths, while its tensor-core paths read qkv16
+     * as the bf16 q, k, v they would round them to).                      */
+    void (*gqa_ext_fwd16)(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                          int NH, int NKV, int hd, const zt_attn_opts *o);
+    void (*gqa_ext_bwd16)(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                          const float *out, const float *lse, int B, int T, int NH, int NKV, int hd,
+                          const zt_attn_opts *o);
 } zt_backend;
 
 /* The CPU backend (always built). */

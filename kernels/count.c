@@ -41,7 +41,8 @@ enum {
     K_ENCODER_BWD_WTE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX, K_LAYERNORM_BWD_PART, K_RMSNORM_FWD,
     K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
     K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
-    K_GELU_FWD, K_GELU_BWD, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
+    K_GELU_FWD, K_GELU_BWD, K_GELU_FWD16, K_SWIGLU_FWD16, K_SWIGLU_BWD16, K_GEGLU_FWD16,
+    K_GEGLU_BWD16, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
@@ -84,6 +85,11 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SOFTCAP_BWD] = {"k_softcap_bwd", ZT_CC_STREAM},
     [K_GELU_FWD] = {"k_gelu_fwd", ZT_CC_STREAM},
     [K_GELU_BWD] = {"k_gelu_bwd", ZT_CC_STREAM},
+    [K_GELU_FWD16] = {"k_gelu_fwd16", ZT_CC_STREAM},
+    [K_SWIGLU_FWD16] = {"k_swiglu_fwd16", ZT_CC_STREAM},
+    [K_SWIGLU_BWD16] = {"k_swiglu_bwd16", ZT_CC_STREAM},
+    [K_GEGLU_FWD16] = {"k_geglu_fwd16", ZT_CC_STREAM},
+    [K_GEGLU_BWD16] = {"k_geglu_bwd16", ZT_CC_STREAM},
     [K_ADD] = {"k_add", ZT_CC_STREAM},
     [K_SCALE] = {"k_scale", ZT_CC_STREAM},
     [K_DROPOUT] = {"k_dropout", ZT_CC_STREAM},
@@ -468,8 +474,15 @@ static void c_mem_stats(size_t *cur, size_t *peak) {
  * b16: B in bf16 (D16: the backward's dout16; a bf16 input: copied when not
  * 256-byte aligned), or NULL. */
 #define D16 ((const void *)(uintptr_t)256)
+static void gemm_exo(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
+                     const float *bias, const void *a16, const void *b16, int d16);
 static void gemm_ex(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
                     const float *bias, const void *a16, const void *b16) {
+    gemm_exo(ta, tb, m, n, k, lda, ldb, beta1, bias, a16, b16, 0);
+}
+/* d16: D (and C) in bf16 (matmul_fwd_o16: m n h written) */
+static void gemm_exo(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
+                     const float *bias, const void *a16, const void *b16, int d16) {
     const int bf16 = g_mode == ZT_MATMUL_BF16;
     const int epi = bias && ((uintptr_t)bias & 15) == 0;
     if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
@@ -481,7 +494,8 @@ static void gemm_ex(int ta, int tb, long m, long n, long k, long lda, long ldb, 
     }
     const double e = bf16 ? H : F;
     rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(m) * D(n) * D(k),
-        (D(m) * D(k) + D(k) * D(n)) * e + D(m) * D(n) * F * (beta1 ? 2 : 1) + (epi ? D(m) * F : 0));
+        (D(m) * D(k) + D(k) * D(n)) * e + D(m) * D(n) * (d16 ? H : F) * (beta1 ? 2 : 1) +
+            (epi ? D(m) * F : 0));
     if (bias && !epi) rec(K_ADD_BIAS, D(m) * D(n), 2 * D(m) * D(n) * F + D(m) * F);
 }
 /* The backward in bf16 mode (cuda_matmul.cu's round_dout): dout[N, OC]
@@ -830,12 +844,23 @@ static int att_shape_ok(long NH, long NKV, long hs) {
 /* zt_cuda_gqa_ext_fwd: bf16 mode at head sizes <= 128: k_att_tc_round of
  * qkv (B T R) and k_ft_fwd; bf16 mode above 128 (while T allows score
  * chunks): the cuBLAS path; otherwise the fp32 flash kernel. */
+/* q16 (gqa_ext_fwd16 / _bwd16): q|k|v arrive in bf16: not rounded on the
+ * tensor-core paths, widened (k_att_widen, counted as k_from_bf16) for the
+ * fp32 kernels */
+static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16);
 static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
+    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0);
+}
+static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
-    if (g_mode == ZT_MATMUL_BF16 && (flash || kc > 0)) {
-        tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
+    const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
+    if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
+    if (tc) {
+        if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
         if (flash) ft_fwd(B, T, NH, NKV, hs, window);
         else cublas_att(0, B, T, NH, NKV, hs, softcap > 0.0f, kc);
         return;
@@ -846,13 +871,21 @@ static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float sof
 /* zt_cuda_gqa_ext_bwd: k_att_rowdot; bf16 mode (paths as the forward):
  * k_att_tc_round of qkv and of dout, then the flash kernels or the cuBLAS
  * path; otherwise the fp32 flash kernels. */
+static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16);
 static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
+    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0);
+}
+static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                             int q16) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
+    const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
+    if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
     rowdot(B, T, NH, hs);
-    if (g_mode == ZT_MATMUL_BF16 && (flash || kc > 0)) {
-        tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
+    if (tc) {
+        if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
         tc_round(D(B) * D(T) * D(NH * hs));
         if (flash) ft_bwd(B, T, NH, NKV, hs, window);
         else cublas_att(1, B, T, NH, NKV, hs, softcap > 0.0f, kc);
@@ -897,6 +930,20 @@ static void c_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, cons
     call(ZT_CE_gqa_ext_bwd);
     if (g_inner) g_inner->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd, o);
     gqa_bwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0);
+}
+
+static void c_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_fwd16);
+    if (g_inner) g_inner->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1);
+}
+static void c_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const float *out, const float *lse, int B, int T, int NH, int NKV,
+                            int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd16);
+    if (g_inner) g_inner->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1);
 }
 
 /* ------------------------------------------------------------ embeddings */
@@ -1090,6 +1137,52 @@ static void c_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, i
     call(ZT_CE_geglu_bwd);
     if (g_inner) g_inner->geglu_bwd(dgu, dout, gu, N, H_);
     if (N > 0 && H_ > 0) rec(K_GEGLU_BWD, 18 * D(N) * H_, 5 * D(N) * H_ * F);
+}
+
+/* the bf16-output entries (backend.h): matmul_fwd_o16 is one cuBLASLt GEMM
+ * with a bf16 D (bf16 mode, a bias NULL or 16-byte aligned, C > 0), else
+ * matmul_fwd into tmp and k_to_bf16; the elementwise ones read and write
+ * bf16 (h) where their fp32 entries read and write the stored tensor */
+static void c_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                             int OC) {
+    call(ZT_CE_matmul_fwd_o16);
+    if (g_inner) g_inner->matmul_fwd_o16(out16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    if (N <= 0 || OC <= 0) return;
+    const void *ww = w16_of(w16), *xx = inp16 ? x16_of(inp16) : NULL;
+    if (C > 0 && g_mode == ZT_MATMUL_BF16 && (!bias || ((uintptr_t)bias & 15) == 0)) {
+        gemm_exo(1, 0, OC, N, C, C, C, 0, bias, ww, xx, 1);
+        return;
+    }
+    mm_fwd(N, C, OC, bias, ww, xx);
+    rec(K_TO_BF16, 0, D(N) * D(OC) * (F + H));
+}
+static void c_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
+    call(ZT_CE_gelu_fwd16);
+    if (g_inner) g_inner->gelu_fwd16(out16, in16, tmp, n);
+    if (n) rec(K_GELU_FWD16, 9 * D(n), 2 * D(n) * H);
+}
+static void c_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                           int H_) {
+    call(ZT_CE_swiglu_fwd16);
+    if (g_inner) g_inner->swiglu_fwd16(out16, gu16, tmp, tmp2, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_FWD16, 5 * D(N) * H_, 3 * D(N) * H_ * H);
+}
+static void c_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                          int H_) {
+    call(ZT_CE_geglu_fwd16);
+    if (g_inner) g_inner->geglu_fwd16(out16, gu16, tmp, tmp2, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_FWD16, 10 * D(N) * H_, 3 * D(N) * H_ * H);
+}
+static void c_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H_) {
+    call(ZT_CE_swiglu_bwd16);
+    if (g_inner) g_inner->swiglu_bwd16(dgu, dout, gu16, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_BWD16, 10 * D(N) * H_, D(N) * H_ * (2 * H + 3 * F));
+}
+static void c_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H_) {
+    call(ZT_CE_geglu_bwd16);
+    if (g_inner) g_inner->geglu_bwd16(dgu, dout, gu16, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (2 * H + 3 * F));
 }
 
 /* k_softcap_fwd: 3 FLOPs, 2 f per element; _bwd: 4 FLOPs, 3 f */
@@ -1401,6 +1494,14 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->matmul_dgelu_bwd_a16 = c_matmul_dgelu_bwd_a16;
     t->add_layernorm_fwd = c_add_layernorm_fwd;
     t->add_rmsnorm_fwd = c_add_rmsnorm_fwd;
+    t->matmul_fwd_o16 = c_matmul_fwd_o16;
+    t->gelu_fwd16 = c_gelu_fwd16;
+    t->swiglu_fwd16 = c_swiglu_fwd16;
+    t->geglu_fwd16 = c_geglu_fwd16;
+    t->swiglu_bwd16 = c_swiglu_bwd16;
+    t->geglu_bwd16 = c_geglu_bwd16;
+    t->gqa_ext_fwd16 = c_gqa_ext_fwd16;
+    t->gqa_ext_bwd16 = c_gqa_ext_bwd16;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -245,6 +245,43 @@ static void p_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, flo
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
           F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C + (double)N * C : 0)) + 2.0 * OC * C);
 }
+/* the bf16-output entries: matmul_fwd's counts with the output written in 2
+ * bytes an element; the elementwise ones with the bf16 tensors in 2 */
+static void p_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                             int OC) {
+    double t = k_begin();
+    inner->matmul_fwd_o16(out16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          (inp16 ? 2.0 : F4) * N * C + 2.0 * N * OC + (w16 ? 2.0 : F4) * OC * C);
+}
+static void p_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
+    double t = k_begin();
+    inner->gelu_fwd16(out16, in16, tmp, n);
+    k_end(t, ZT_PROF_ACT, 0, 4.0 * n);
+}
+static void p_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                           int H) {
+    double t = k_begin();
+    inner->swiglu_fwd16(out16, gu16, tmp, tmp2, N, H);
+    k_end(t, ZT_PROF_ACT, 0, 6.0 * N * H);
+}
+static void p_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                          int H) {
+    double t = k_begin();
+    inner->geglu_fwd16(out16, gu16, tmp, tmp2, N, H);
+    k_end(t, ZT_PROF_ACT, 0, 6.0 * N * H);
+}
+static void p_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    double t = k_begin();
+    inner->swiglu_bwd16(dgu, dout, gu16, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (4.0 + F4 * 3.0) * N * H);
+}
+static void p_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    double t = k_begin();
+    inner->geglu_bwd16(dgu, dout, gu16, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (4.0 + F4 * 3.0) * N * H);
+}
 /* the bf16-input entries: their fp32 entries' counts with the input read
  * in 2 bytes an element (and the weight too with w16) */
 static double p_wbytes(const uint16_t *w16, int OC, int C) { return (w16 ? 2.0 : F4) * OC * C; }
@@ -350,6 +387,23 @@ static void p_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T
     k_end(t, ZT_PROF_ATTN_FWD, att_ext_flops(B, T, NH, hd, o),
           F4 * ((double)B * T * (NH + 2 * NKV) * hd + (double)B * T * NH * hd));
 }
+/* (the bf16-input forms: q|k|v read in 2 bytes an element) */
+static void p_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    inner->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_FWD, att_ext_flops(B, T, NH, hd, o),
+          2.0 * B * T * (NH + 2 * NKV) * hd + F4 * ((double)B * T * NH * hd));
+}
+static void p_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const float *out, const float *lse, int B, int T, int NH, int NKV,
+                            int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    inner->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
+          (2.0 + F4) * B * T * (NH + 2 * NKV) * hd + F4 * 2.0 * B * T * NH * hd);
+}
+
 static void p_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                           const float *lse, int B, int T, int NH, int NKV, int hd,
                           const zt_attn_opts *o) {
@@ -516,6 +570,14 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_dgelu_bwd_a16);
     W(add_layernorm_fwd);
     W(add_rmsnorm_fwd);
+    W(matmul_fwd_o16);
+    W(gelu_fwd16);
+    W(swiglu_fwd16);
+    W(geglu_fwd16);
+    W(swiglu_bwd16);
+    W(geglu_bwd16);
+    W(gqa_ext_fwd16);
+    W(gqa_ext_bwd16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -343,13 +343,27 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
          * d4b, free in the forward, then rounded once) */
         float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->d4b : s->atty;
-        zt_mm_fwd_x(be, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
-        zt_skel_lora_fwd16(sk, LG_QKV, s->ln1, s->ln116, qkv, N, &a->lora);
-        if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
-            be->to_bf16(s->qkv16, qkv, (size_t)N * 3 * C);
-            be->from_bf16(qkv, s->qkv16, (size_t)N * 3 * C);
+        /* (o16: the attention reads the bf16 q|k|v itself, gqa_ext_fwd16 with
+         * attention_fwd's options; qkv the cpu backends' fp32 staging) */
+        const int o16 = s->qkv16 && zt_o16_ok(be);
+        if (o16 && !sk->lora) {
+            /* (the GEMM writes the bf16 q|k|v itself: the same values) */
+            be->matmul_fwd_o16(s->qkv16, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N,
+                               C, 3 * C);
+        } else {
+            zt_mm_fwd_x(be, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N, C, 3 * C);
+            zt_skel_lora_fwd16(sk, LG_QKV, s->ln1, s->ln116, qkv, N, &a->lora);
+            if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
+                be->to_bf16(s->qkv16, qkv, (size_t)N * 3 * C);
+                if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * 3 * C);
+            }
         }
-        be->attention_fwd(atty, s->lse, qkv, B, T, C, NH);
+        if (o16) {
+            const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
+            be->gqa_ext_fwd16(atty, s->lse, s->qkv16, qkv, B, T, NH, NH, C / NH, &ao);
+        } else {
+            be->attention_fwd(atty, s->lse, qkv, B, T, C, NH);
+        }
         if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * C);
     }
     zt_mm_fwd_x(be, a->scratch, s->atty, s->atty16, w->attprojw, W16(T_PROJW), w->attprojb, N, C,
@@ -369,6 +383,14 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (be->matmul_gelu_fwd && !sk->lora && !s->fch16) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
         zt_mm_gelu_fwd_x(be, gl, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
+    } else if (s->fch16 && s->fchg16 && !sk->lora && zt_o16_ok(be)) {
+        /* (bf16 GEMM outputs: fc writes the bf16 fch16 itself, the GELU reads
+         * it and writes the bf16 fchg16 itself; d4b and d4a the cpu
+         * backends' fp32 staging: the same values as below) */
+        be->matmul_fwd_o16(s->fch16, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C,
+                           4 * C);
+        be->gelu_fwd16(s->fchg16, s->fch16, f32, (size_t)N * 4 * C);
+        gl = NULL;   /* (fchg16 written) */
     } else {
         /* (bf16 GEMM outputs: fc's output made in d4b, free in the forward,
          * rounded once, and the GELU reading the rounded values) */
@@ -381,7 +403,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
         be->gelu_fwd(gl, fch, (size_t)N * 4 * C);
     }
-    if (s->fchg16) be->to_bf16(s->fchg16, f32, (size_t)N * 4 * C);
+    if (s->fchg16 && gl) be->to_bf16(s->fchg16, f32, (size_t)N * 4 * C);
     zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,
                 4 * C, C);
     zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
@@ -510,7 +532,8 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     } else {
         /* (bf16 q|k|v and attention output: widened into d4a and d4b, free now) */
         const float *qkv = s->qkv, *atty = s->atty;
-        if (s->qkv16) {
+        const int o16 = s->qkv16 && zt_o16_ok(be);   /* (q|k|v read in bf16: d4a staging) */
+        if (s->qkv16 && !o16) {
             be->from_bf16(a->d4a, s->qkv16, (size_t)N * 3 * C);
             qkv = a->d4a;
         }
@@ -518,7 +541,13 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->from_bf16(a->d4b, s->atty16, (size_t)N * C);
             atty = a->d4b;
         }
-        be->attention_bwd(a->dqkv, a->dbuf, qkv, atty, s->lse, B, T, C, NH);
+        if (o16) {
+            const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
+            be->gqa_ext_bwd16(a->dqkv, a->dbuf, s->qkv16, a->d4a, atty, s->lse, B, T, NH, NH, C / NH,
+                              &ao);
+        } else {
+            be->attention_bwd(a->dqkv, a->dbuf, qkv, atty, s->lse, B, T, C, NH);
+        }
     }
     zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N, C,
                 3 * C);

@@ -814,6 +814,25 @@ static int attn_fwd(const zt_llama *m, int l, float *out, float *lse, const floa
     m->be->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, s->hd, &o);
     return ZT_OK;
 }
+/* the same with q|k|v in bf16 (qkv16; tmp the backend's fp32 staging,
+ * backend.h gqa_ext_fwd16): gqa_fwd's options without a window or Gemma */
+static zt_attn_opts attn_opts(const zt_llama *m, int l, int T) {
+    const shape *s = &m->s;
+    const int w = attn_window(m, l, T);
+    if (!s->gemma && !w) return (zt_attn_opts){1.0f / sqrtf((float)s->hd), 0.0f, 0};
+    return (zt_attn_opts){s->ascale, s->acap, w};
+}
+static void attn_fwd16(const zt_llama *m, int l, float *out, float *lse, const uint16_t *qkv16,
+                       float *tmp, int B, int T, int NH, int NKV) {
+    const zt_attn_opts o = attn_opts(m, l, T);
+    m->be->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, m->s.hd, &o);
+}
+static void attn_bwd16(const zt_llama *m, int l, float *dqkv, const float *dout,
+                       const uint16_t *qkv16, float *tmp, const float *out, const float *lse, int B,
+                       int T, int NH, int NKV) {
+    const zt_attn_opts o = attn_opts(m, l, T);
+    m->be->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, m->s.hd, &o);
+}
 static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, const float *qkv,
                      const float *out, const float *lse, int B, int T, int NH, int NKV) {
     const shape *s = &m->s;
@@ -940,11 +959,15 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
         be->rope_fwd(qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
+        /* (o16: the attention reads the bf16 q|k|v itself; qkv the cpu
+         * backends' fp32 staging) */
+        const int o16 = s->qkv16 && zt_o16_ok(be);
         if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
             be->to_bf16(s->qkv16, qkv, (size_t)N * sh->QKV);
-            be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
+            if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
         }
-        ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
+        if (o16) attn_fwd16(m, l, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
+        else ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
         if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * sh->AD);
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
@@ -970,6 +993,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
      * reading the rounded values into dh, both free in the forward) */
     float *gu = s->gu16 ? a->dgu : s->gu;
+    if (s->gu16 && s->h16 && !sk->lora && zt_o16_ok(be)) {
+        /* (the GEMM writes the bf16 gate|up itself, SwiGLU / GeGLU read it
+         * and write the bf16 h; dgu and dh the cpu backends' fp32 staging:
+         * the same values as below) */
+        be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
+                           2 * H);
+        if (sh->gemma) be->geglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
+        else be->swiglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
+        goto down;
+    }
     zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
     zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
     if (s->gu16) {
@@ -980,6 +1013,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (sh->gemma) be->geglu_fwd(hf, gu, N, H);
     else be->swiglu_fwd(hf, gu, N, H);
     if (s->h16) be->to_bf16(s->h16, hf, (size_t)N * H);
+down:;
     float *mo = sh->gemma ? s->mo : a->scratch;
     zt_mm_fwd_x(be, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
     zt_skel_lora_fwd16(sk, LG_DOWN, s->h, s->h16, mo, N, &a->lora);
@@ -1105,12 +1139,18 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
+    if (s->gu16 && zt_o16_ok(be)) {   /* (the kernel reads gate|up in bf16) */
+        if (sh->gemma) be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        else be->swiglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        goto gu_bwd;
+    }
     if (s->gu16) {
         be->from_bf16(a->dgu, s->gu16, (size_t)N * 2 * H);
         gu = a->dgu;
     }
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
+gu_bwd:
     zt_mm_bwd_x(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), N,
                 C, 2 * H);
     zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
@@ -1145,7 +1185,8 @@ mlp_norm:
     } else {
         /* (bf16 q|k|v and attention output: widened into stq and sta) */
         const float *qkv = s->qkv, *atty = s->atty;
-        if (s->qkv16) {
+        const int o16 = s->qkv16 && zt_o16_ok(be);   /* (q|k|v read in bf16: stq staging) */
+        if (s->qkv16 && !o16) {
             be->from_bf16(a->stq, s->qkv16, (size_t)N * sh->QKV);
             qkv = a->stq;
         }
@@ -1153,7 +1194,8 @@ mlp_norm:
             be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
             atty = a->sta;
         }
-        attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
+        if (o16) attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
+        else attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
         be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));
     }

@@ -9,6 +9,7 @@
  */
 #ifndef ZT_MODEL_H
 #define ZT_MODEL_H
+#include <stdlib.h>
 #include "backend.h"
 #include "config.h"
 #include "internal.h"
@@ -110,6 +111,17 @@ static inline void zt_mm_dgelu_bwd(const zt_backend *be, float *dpre, float *dpr
  * NULL: the backend's *_a16 entries, the weight w16 or w; the model keeps
  * x16 only where the backend has them, zt_acts16_ok) or in fp32 (x: the
  * entries above).  Bitwise the same values either way (backend.h). */
+/* The bf16-output entries (backend.h matmul_fwd_o16, gelu_fwd16, swiglu /
+ * geglu _fwd16 and _bwd16, gqa_ext_fwd16 / _bwd16): 1 when the backend has
+ * them all, and the models then write the bf16 GEMM outputs and MLP
+ * activations directly and the attention reads the bf16 q|k|v
+ * (bitwise the fp32 values rounded by to_bf16, which they compute
+ * otherwise).  ZT_TEST_NO_O16 set: 0 (tests compare the two paths). */
+static inline int zt_o16_ok(const zt_backend *be) {
+    return be && be->matmul_fwd_o16 && be->gelu_fwd16 && be->swiglu_fwd16 && be->geglu_fwd16 &&
+           be->swiglu_bwd16 && be->geglu_bwd16 && be->gqa_ext_fwd16 && be->gqa_ext_bwd16 &&
+           !getenv("ZT_TEST_NO_O16");
+}
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;

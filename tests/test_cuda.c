@@ -665,6 +665,34 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         tap_ok(!memcmp(c0, c1, no * 4) && !memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4), "%s", name);
         free(hi); free(hd); free(hb); free(c0); free(c1); free(e0); free(e1); free(g0); free(g1);
     }
+    /* the bf16-output entry: bitwise to_bf16 of matmul_fwd's result (o[0]),
+     * with the fp32 input and the bf16 one, the fp32 weight and w16 (cuda:
+     * a cuBLASLt GEMM with a bf16 D); and the CPU's likewise */
+    {
+        uint16_t *ref_d = gpu->alloc(no * 2), *o16_d = gpu->alloc(no * 2);
+        float *tmp_d = gpu->alloc(no * 4);
+        gpu->to_bf16(ref_d, o[0], no);
+        for (int k = 0; k < 4; k++) {
+            const int wk = k & 1, xk = k >> 1;
+            gpu->matmul_fwd_o16(o16_d, tmp_d, xk ? NULL : i_d, xk ? i16_d : NULL, wk ? NULL : w_d,
+                                wk ? w16_d : NULL, b_d, N, C, OC);
+            snprintf(name, sizeof name, "matmul_fwd_o16 (%s, %s) %s: bitwise to_bf16 of matmul_fwd",
+                     xk ? "bf16 input" : "fp32 input", wk ? "w16" : "fp32 w", tag);
+            tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
+        }
+        float *hi = xmalloc(ni * 4), *hb = xmalloc(OC * 4), *c0 = xmalloc(no * 4), *t = xmalloc(no * 4);
+        uint16_t *r16 = xmalloc(no * 2), *c16 = xmalloc(no * 2);
+        gpu->to_host(hi, i_d, ni * 4);
+        gpu->to_host(hb, b_d, OC * 4);
+        cpu->matmul_fwd(c0, hi, w, hb, N, C, OC);
+        cpu->to_bf16(r16, c0, no);
+        cpu->matmul_fwd_o16(c16, t, NULL, i16, NULL, w16, hb, N, C, OC);
+        snprintf(name, sizeof name, "cpu matmul_fwd_o16 %s: bitwise to_bf16 of matmul_fwd", tag);
+        tap_ok(!memcmp(r16, c16, no * 2), "%s", name);
+        free(hi); free(hb); free(c0); free(t); free(r16); free(c16);
+        gpu->free(ref_d); gpu->free(o16_d); gpu->free(tmp_d);
+        no_error("matmul_fwd_o16");
+    }
     /* fp32 matmul mode: refused (an error, nothing computed) */
     gpu->synchronize();
     (void)gpu->error();
@@ -1088,6 +1116,115 @@ static void test_swiglu(int N, int H) {
     free(gu); free(dout); free(out); free(dgu);
     gpu->free(gu_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(dgu_d);
     no_error("swiglu");
+}
+
+/* the bf16-output elementwise entries (gelu_fwd16, swiglu / geglu _fwd16
+ * and _bwd16): bitwise from_bf16, the fp32 kernel, to_bf16 on the same
+ * backend (cuda: one kernel reading and writing bf16), and on the CPU */
+static void test_act16(int N, int H) {
+    const size_t nh = (size_t)N * H, n2 = 2 * nh;
+    float *gu = fvec(n2, 6.0), *dout = fvec(nh, 1.0);
+    uint16_t *gu16 = xmalloc(n2 * 2);
+    cpu->to_bf16(gu16, gu, n2);
+    uint16_t *gu16_d = dev(gu16, n2 * 2), *o16_d = gpu->alloc(n2 * 2), *r16_d = gpu->alloc(n2 * 2);
+    float *dout_d = devf(dout, nh), *t_d = gpu->alloc(n2 * 4), *t2_d = gpu->alloc(n2 * 4);
+    float *d1_d = gpu->alloc(n2 * 4), *d2_d = gpu->alloc(n2 * 4);
+    char name[128];
+    for (int b = 0; b < 2; b++) {
+        const zt_backend *be = b ? cpu : gpu;
+        const char *who = b ? "cpu " : "";
+        uint16_t *gin = gu16_d, *o16 = o16_d, *r16 = r16_d;
+        float *dd = dout_d, *t = t_d, *t2 = t2_d, *d1 = d1_d, *d2 = d2_d;
+        if (b) {   /* host memory */
+            gin = gu16; o16 = xmalloc(n2 * 2); r16 = xmalloc(n2 * 2); dd = dout;
+            t = xmalloc(n2 * 4); t2 = xmalloc(n2 * 4); d1 = xmalloc(n2 * 4); d2 = xmalloc(n2 * 4);
+        }
+        /* gelu over all 2 N H values */
+        be->gelu_fwd16(o16, gin, t, n2);
+        be->from_bf16(t, gin, n2);
+        be->gelu_fwd(t2, t, n2);
+        be->to_bf16(r16, t2, n2);
+        int ok = b ? !memcmp(o16, r16, n2 * 2) : same_bits(o16, r16, n2 * 2);
+        snprintf(name, sizeof name, "%sgelu_fwd16 n=%zu: bitwise from_bf16, gelu_fwd, to_bf16", who, n2);
+        tap_ok(ok, "%s", name);
+        for (int g = 0; g < 2; g++) {
+            const char *fn = g ? "geglu" : "swiglu";
+            if (g) be->geglu_fwd16(o16, gin, t, t2, N, H);
+            else be->swiglu_fwd16(o16, gin, t, t2, N, H);
+            be->from_bf16(t, gin, n2);
+            if (g) be->geglu_fwd(t2, t, N, H);
+            else be->swiglu_fwd(t2, t, N, H);
+            be->to_bf16(r16, t2, nh);
+            ok = b ? !memcmp(o16, r16, nh * 2) : same_bits(o16, r16, nh * 2);
+            snprintf(name, sizeof name, "%s%s_fwd16 N=%d H=%d: bitwise from_bf16, %s_fwd, to_bf16", who,
+                     fn, N, H, fn);
+            tap_ok(ok, "%s", name);
+            if (g) be->geglu_bwd16(d1, dd, gin, N, H);
+            else be->swiglu_bwd16(d1, dd, gin, N, H);
+            be->from_bf16(t, gin, n2);
+            if (g) be->geglu_bwd(d2, dd, t, N, H);
+            else be->swiglu_bwd(d2, dd, t, N, H);
+            ok = b ? !memcmp(d1, d2, n2 * 4) : same_bits(d1, d2, n2 * 4);
+            snprintf(name, sizeof name, "%s%s_bwd16 N=%d H=%d: bitwise %s_bwd of the widened gate|up",
+                     who, fn, N, H, fn);
+            tap_ok(ok, "%s", name);
+        }
+        if (b) { free(o16); free(r16); free(t); free(t2); free(d1); free(d2); }
+    }
+    free(gu); free(dout); free(gu16);
+    gpu->free(gu16_d); gpu->free(o16_d); gpu->free(r16_d); gpu->free(dout_d); gpu->free(t_d);
+    gpu->free(t2_d); gpu->free(d1_d); gpu->free(d2_d);
+    no_error("bf16-output elementwise");
+}
+
+/* the bf16-input attention (gqa_ext_fwd16 / _bwd16): bitwise gqa_ext_fwd /
+ * _bwd on the widened q|k|v, on this backend (cuda in bf16 matmul mode:
+ * the tensor-core paths read qkv16 itself) and on the CPU; default options
+ * and a soft-capped sliding window */
+static void test_gqa16(int B, int T, int NH, int NKV, int hd) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hd, nq = (size_t)B * T * R, no = (size_t)B * T * NH * hd,
+                 nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.0), *dout = fvec(no, 1.0);
+    uint16_t *q16 = xmalloc(nq * 2);
+    cpu->to_bf16(q16, qkv, nq);
+    cpu->from_bf16(qkv, q16, nq);   /* the widened values */
+    uint16_t *q16_d = dev(q16, nq * 2);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *tmp_d = gpu->alloc(nq * 4);
+    float *o1 = gpu->alloc(no * 4), *o2 = gpu->alloc(no * 4), *l1 = gpu->alloc(nl * 4),
+          *l2 = gpu->alloc(nl * 4), *d1 = gpu->alloc(nq * 4), *d2 = gpu->alloc(nq * 4);
+    float *ho1 = xmalloc(no * 4), *ho2 = xmalloc(no * 4), *hl1 = xmalloc(nl * 4), *hl2 = xmalloc(nl * 4),
+          *hd1 = xmalloc(nq * 4), *hd2 = xmalloc(nq * 4), *ht = xmalloc(nq * 4);
+    char name[160];
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    for (int k = 0; k < 2; k++) {
+        const zt_attn_opts o = k ? (zt_attn_opts){0.3f, 5.0f, T / 3 > 0 ? T / 3 : 1}
+                                 : (zt_attn_opts){1.0f / sqrtf((float)hd), 0.0f, 0};
+        gpu->gqa_ext_fwd16(o1, l1, q16_d, tmp_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_fwd(o2, l2, qkv_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd16(d1, dout_d, q16_d, tmp_d, o2, l2, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd(d2, dout_d, qkv_d, o2, l2, B, T, NH, NKV, hd, &o);
+        snprintf(name, sizeof name,
+                 "gqa_ext_fwd16, gqa_ext_bwd16 B=%d T=%d NH=%d NKV=%d hd=%d%s: bitwise gqa_ext_fwd, _bwd "
+                 "on the widened q|k|v", B, T, NH, NKV, hd, k ? " (capped, window)" : "");
+        tap_ok(same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4), "%s",
+               name);
+        cpu->gqa_ext_fwd16(ho1, hl1, q16, ht, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_fwd(ho2, hl2, qkv, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_bwd16(hd1, dout, q16, ht, ho2, hl2, B, T, NH, NKV, hd, &o);
+        cpu->gqa_ext_bwd(hd2, dout, qkv, ho2, hl2, B, T, NH, NKV, hd, &o);
+        snprintf(name, sizeof name, "cpu gqa_ext_fwd16, gqa_ext_bwd16 hd=%d%s: bitwise the fp32 entries",
+                 hd, k ? " (capped, window)" : "");
+        tap_ok(!memcmp(ho1, ho2, no * 4) && !memcmp(hl1, hl2, nl * 4) && !memcmp(hd1, hd2, nq * 4), "%s",
+               name);
+    }
+    free(qkv); free(dout); free(q16); free(ho1); free(ho2); free(hl1); free(hl2); free(hd1); free(hd2);
+    free(ht);
+    gpu->free(q16_d); gpu->free(qkv_d); gpu->free(dout_d); gpu->free(tmp_d); gpu->free(o1); gpu->free(o2);
+    gpu->free(l1); gpu->free(l2); gpu->free(d1); gpu->free(d2);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    no_error("gqa_ext 16");
 }
 
 /* Mixture of Experts (cuda_moe.cu): routing against the CPU's, the top-k's
@@ -2070,6 +2207,7 @@ int main(void) {
     test_rope(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads of a qkv row (v untouched), hd 6 */
     test_rope(1, 4101, 12, 12 * 64, 64);
     test_swiglu(37, 13);
+    test_act16(37, 13);
     if (full) test_swiglu(512, 5632);
     test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */
@@ -2095,6 +2233,8 @@ int main(void) {
     test_gqa_bf16(1, 70, 4, 2, 64);      /* two tiles of 64, the last one partial */
     test_gqa_bf16(1, 100, 2, 1, 128);    /* hs 128: backward tiles of 32 */
     test_gqa_bf16(1, 20, 2, 1, 136);     /* hs > 128: cuBLAS */
+    test_gqa16(2, 37, 4, 2, 16);         /* q|k|v in bf16: the flash kernels */
+    test_gqa16(1, 20, 2, 1, 136);        /* q|k|v in bf16: cuBLAS */
     if (full) {
         test_gqa_bf16(2, 256, 12, 12, 64);   /* GPT-2 124M heads */
         test_gqa_bf16(1, 1100, 4, 2, 72);    /* hs 72 padded to 128, 18 tiles */

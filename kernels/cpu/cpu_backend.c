@@ -346,6 +346,59 @@ static void cpu_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, f
     free(x);
 }
 
+/* the bf16-output entries of backend.h: the fp32 sequence in tmp (tmp2),
+ * then to_bf16; bitwise that sequence by construction */
+static void cpu_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp,
+                               const uint16_t *inp16, const float *w, const uint16_t *w16,
+                               const float *bias, int N, int C, int OC) {
+    if (inp16) cpu_matmul_fwd_a16(tmp, inp16, w, w16, bias, N, C, OC);
+    else if (w16) cpu_matmul_fwd_w16(tmp, inp, w16, bias, N, C, OC);
+    else cpu_matmul_fwd(tmp, inp, w, bias, N, C, OC);
+    if (N > 0 && OC > 0) zt_cpu_to_bf16(out16, tmp, (size_t)N * OC);
+}
+static void cpu_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
+    zt_cpu_from_bf16(tmp, in16, n);
+    zt_cpu_gelu_fwd(tmp, tmp, n);
+    zt_cpu_to_bf16(out16, tmp, n);
+}
+static void cpu_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2,
+                             int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    zt_cpu_from_bf16(tmp, gu16, (size_t)N * 2 * H);
+    zt_cpu_swiglu_fwd(tmp2, tmp, N, H);
+    zt_cpu_to_bf16(out16, tmp2, (size_t)N * H);
+}
+static void cpu_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2,
+                            int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    zt_cpu_from_bf16(tmp, gu16, (size_t)N * 2 * H);
+    zt_cpu_geglu_fwd(tmp2, tmp, N, H);
+    zt_cpu_to_bf16(out16, tmp2, (size_t)N * H);
+}
+static void cpu_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    zt_cpu_from_bf16(dgu, gu16, (size_t)N * 2 * H);
+    zt_cpu_swiglu_bwd(dgu, dout, dgu, N, H);
+}
+static void cpu_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B,
+                              int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
+    zt_cpu_from_bf16(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hd);
+    zt_cpu_gqa_ext_fwd(out, lse, tmp, B, T, NH, NKV, hd, o);
+}
+static void cpu_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                              const float *out, const float *lse, int B, int T, int NH, int NKV,
+                              int hd, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
+    zt_cpu_from_bf16(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hd);
+    zt_cpu_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hd, o);
+}
+static void cpu_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    zt_cpu_from_bf16(dgu, gu16, (size_t)N * 2 * H);
+    zt_cpu_geglu_bwd(dgu, dout, dgu, N, H);
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 static void cpu_add(float *out, const float *a, const float *b, size_t n);
@@ -615,6 +668,14 @@ static const zt_backend cpu_backend = {
     .matmul_dgelu_bwd_a16 = cpu_matmul_dgelu_bwd_a16,
     .add_layernorm_fwd = cpu_add_layernorm_fwd,
     .add_rmsnorm_fwd = cpu_add_rmsnorm_fwd,
+    .matmul_fwd_o16 = cpu_matmul_fwd_o16,
+    .gelu_fwd16 = cpu_gelu_fwd16,
+    .swiglu_fwd16 = cpu_swiglu_fwd16,
+    .geglu_fwd16 = cpu_geglu_fwd16,
+    .swiglu_bwd16 = cpu_swiglu_bwd16,
+    .geglu_bwd16 = cpu_geglu_bwd16,
+    .gqa_ext_fwd16 = cpu_gqa_ext_fwd16,
+    .gqa_ext_bwd16 = cpu_gqa_ext_bwd16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -872,6 +872,37 @@ static void s_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, cons
     leave();
 }
 
+/* the bf16-input attention */
+static void s_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    NEED_DEV("gqa_ext_fwd16", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_fwd16", "lse", lse, N * NH * F);
+    NEED_DEV("gqa_ext_fwd16", "qkv16", qkv16, R * 2);
+    NEED_DEV("gqa_ext_fwd16", "tmp", tmp, R * F);
+    NEED_OPTS("gqa_ext_fwd16", o);
+    if (ok) cpu()->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    leave();
+}
+static void s_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const float *out, const float *lse, int B, int T, int NH, int NKV,
+                            int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    NEED_DEV("gqa_ext_bwd16", "dqkv", dqkv, R * F);
+    NEED_DEV("gqa_ext_bwd16", "dout", dout, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd16", "qkv16", qkv16, R * 2);
+    NEED_DEV("gqa_ext_bwd16", "tmp", tmp, R * F);
+    NEED_DEV("gqa_ext_bwd16", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd16", "lse", lse, N * NH * F);
+    NEED_OPTS("gqa_ext_bwd16", o);
+    if (ok) cpu()->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+    leave();
+}
+
 /* Mixture of Experts: the operands checked; rows / w may be NULL */
 static void s_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
                             int K, int norm) {
@@ -1206,6 +1237,60 @@ static void s_adamw_multi(float *p, const float *grad, float *m, float *v, uint1
     leave();
 }
 
+/* the bf16-output entries */
+static void s_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                             int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_fwd_o16", "out16", out16, (size_t)N * OC * 2);
+    NEED_DEV("matmul_fwd_o16", "tmp", tmp, (size_t)N * OC * F);
+    if (inp16) NEED_DEV("matmul_fwd_o16", "inp16", inp16, (size_t)N * C * 2);
+    else NEED_DEV("matmul_fwd_o16", "inp", inp, (size_t)N * C * F);
+    if (w16) NEED_DEV("matmul_fwd_o16", "w16", w16, (size_t)OC * C * 2);
+    else NEED_DEV("matmul_fwd_o16", "w", w, (size_t)OC * C * F);
+    NEED_DEV("matmul_fwd_o16", "bias", bias, (size_t)OC * F);
+    if (ok) cpu()->matmul_fwd_o16(out16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    leave();
+}
+static void s_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
+    int ok = 1;
+    enter();
+    NEED_DEV("gelu_fwd16", "out16", out16, n * 2);
+    NEED_DEV("gelu_fwd16", "in16", in16, n * 2);
+    NEED_DEV("gelu_fwd16", "tmp", tmp, n * F);
+    if (ok) cpu()->gelu_fwd16(out16, in16, tmp, n);
+    leave();
+}
+#define S_GLU_FWD16(name)                                                                   \
+    static void s_##name(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2,   \
+                         int N, int H) {                                                    \
+        int ok = 1;                                                                         \
+        const size_t NH = (size_t)N * H;                                                    \
+        enter();                                                                            \
+        NEED_DEV(#name, "out16", out16, NH * 2);                                            \
+        NEED_DEV(#name, "gu16", gu16, 2 * NH * 2);                                          \
+        NEED_DEV(#name, "tmp", tmp, 2 * NH * F);                                            \
+        NEED_DEV(#name, "tmp2", tmp2, NH * F);                                              \
+        if (ok) cpu()->name(out16, gu16, tmp, tmp2, N, H);                                  \
+        leave();                                                                            \
+    }
+S_GLU_FWD16(swiglu_fwd16)
+S_GLU_FWD16(geglu_fwd16)
+#define S_GLU_BWD16(name)                                                                    \
+    static void s_##name(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) { \
+        int ok = 1;                                                                          \
+        const size_t NH = (size_t)N * H;                                                     \
+        enter();                                                                             \
+        NEED_DEV(#name, "dgu", dgu, 2 * NH * F);                                             \
+        NEED_DEV(#name, "dout", dout, NH * F);                                               \
+        NEED_DEV(#name, "gu16", gu16, 2 * NH * 2);                                           \
+        if (ok) cpu()->name(dgu, dout, gu16, N, H);                                          \
+        leave();                                                                             \
+    }
+S_GLU_BWD16(swiglu_bwd16)
+S_GLU_BWD16(geglu_bwd16)
+
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
     .set_threads = s_set_threads,
@@ -1290,6 +1375,14 @@ static const zt_backend strict_backend = {
     .matmul_dgelu_bwd_a16 = s_matmul_dgelu_bwd_a16,
     .add_layernorm_fwd = s_add_layernorm_fwd,
     .add_rmsnorm_fwd = s_add_rmsnorm_fwd,
+    .matmul_fwd_o16 = s_matmul_fwd_o16,
+    .gelu_fwd16 = s_gelu_fwd16,
+    .swiglu_fwd16 = s_swiglu_fwd16,
+    .geglu_fwd16 = s_geglu_fwd16,
+    .swiglu_bwd16 = s_swiglu_bwd16,
+    .geglu_bwd16 = s_geglu_bwd16,
+    .gqa_ext_fwd16 = s_gqa_ext_fwd16,
+    .gqa_ext_bwd16 = s_gqa_ext_bwd16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -517,7 +517,7 @@ void zt_cuda_att_flash_for_test(int on) { flash_on = on != 0; }
 /* the forward on tensor cores (flash kernels at head sizes <= 128, else
  * cuBLAS); false when this shape takes the fp32 flash kernel */
 static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                   const zt_attn_opts *o) {
+                   const zt_attn_opts *o, const uint16_t *qkv16 = NULL) {
     const int flash = flash_on && zt_cuda_att_flash_tc(hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, o->softcap > 0.0f);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
@@ -526,8 +526,9 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_gqa_path_fwd(1, flash, B, T, NH, NKV, hs, o->softcap),
                                       "attention forward (tensor cores)");
     if (!s) return true;
-    uint16_t *q16 = (uint16_t *)s;
-    tc_round(q16, qkv, nqkv);
+    /* (qkv16: q|k|v already in bf16, read as they are) */
+    const uint16_t *q16 = qkv16 ? qkv16 : (const uint16_t *)s;
+    if (!qkv16) tc_round((uint16_t *)s, qkv, nqkv);
     if (flash) {
         zt_cuda_flash_tc_fwd(out, lse, q16, B, T, NH, NKV, hs, o);
         return true;
@@ -559,7 +560,8 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
 /* the backward on tensor cores (flash kernels or cuBLAS as the forward);
  * false when this shape takes the fp32 flash kernels */
 static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                   const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+                   const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
+                   const uint16_t *qkv16 = NULL) {
     const int capped = o->softcap > 0.0f, flash = flash_on && zt_cuda_att_flash_tc(hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, capped);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
@@ -571,7 +573,8 @@ static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float
     if (!s) return true;
     float *D = (float *)s;
     s += zt_al256(nD * 4);
-    uint16_t *q16 = (uint16_t *)s;
+    const uint16_t *q16 = qkv16 ? qkv16 : (const uint16_t *)s;   /* (qkv16: as it is) */
+    uint16_t *q16r = (uint16_t *)s;
     s += zt_al256(nqkv * 2);
     uint16_t *do16 = (uint16_t *)s;
     s += zt_al256(ndo * 2);
@@ -582,7 +585,7 @@ static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float
     k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, AD,
                                                                                 NH, hs);
     if (!ZT_LAUNCHED("k_att_rowdot")) return true;
-    tc_round(q16, qkv, nqkv);
+    if (!qkv16) tc_round(q16r, qkv, nqkv);
     tc_round(do16, dout, ndo);
     if (flash) {
         zt_cuda_flash_tc_bwd(dqkv, q16, do16, lse, D, B, T, NH, NKV, hs, o);
@@ -775,4 +778,43 @@ void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, con
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
     if (!gpt_shape(C, NH, "attention backward")) return;
     zt_cuda_gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NH, C / NH);
+}
+
+/* the bf16-input attention (backend.h gqa_ext_fwd16 / _bwd16): the
+ * tensor-core paths read qkv16 itself (the bf16 operands they would round
+ * q, k, v to); cuDNN's and the fp32 kernels' paths the values widened into
+ * tmp, through the fp32 entry: the same values either way */
+static __global__ void k_att_widen(float *out, const uint16_t *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = zt_cvt_bf16_to_f32(in[i]);
+}
+static bool att_widen(float *out, const uint16_t *in, size_t n) {
+    k_att_widen<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
+    return ZT_LAUNCHED("k_att_widen");
+}
+
+void zt_cuda_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                           int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+    if (!check_shape(NH, NKV, hs, "attention forward")) return;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    if (!zt_cuda_sdpa_would(hs, o, lse) && tc_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, qkv16)) return;
+    if (att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs))
+        zt_cuda_gqa_ext_fwd(out, lse, tmp, B, T, NH, NKV, hs, o);
+}
+
+void zt_cuda_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                           const float *out, const float *lse, int B, int T, int NH, int NKV, int hs,
+                           const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+    if (!check_shape(NH, NKV, hs, "attention backward")) return;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    if (!zt_cuda_sdpa_would(hs, o, lse) &&
+        tc_bwd(dqkv, dout, NULL, out, lse, B, T, NH, NKV, hs, o, qkv16))
+        return;
+    if (att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs))
+        zt_cuda_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hs, o);
 }

@@ -776,7 +776,7 @@ __global__ void k_from_f16(float *out, const uint16_t *in, size_t n) {
         out[i] = zt_cvt_f16_to_f32(in[i]);
 }
 
-static void cuda_to_bf16(uint16_t *out, const float *in, size_t n) {
+void zt_cuda_to_bf16(uint16_t *out, const float *in, size_t n) {
     if (!n) return;
     k_to_bf16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
     ZT_LAUNCHED("k_to_bf16");
@@ -864,7 +864,7 @@ static void fill_table(zt_backend *t) {
     t->sumsq = cuda_sumsq;
     t->scale = cuda_scale;
     t->dropout = cuda_dropout;
-    t->to_bf16 = cuda_to_bf16;
+    t->to_bf16 = zt_cuda_to_bf16;
     t->from_bf16 = cuda_from_bf16;
     t->to_f16 = cuda_to_f16;
     t->from_f16 = cuda_from_f16;
@@ -888,6 +888,14 @@ static void fill_table(zt_backend *t) {
     t->matmul_bwd_a16 = zt_cuda_matmul_bwd_a16;
     t->matmul_gelu_fwd_a16 = zt_cuda_matmul_gelu_fwd_a16;
     t->matmul_dgelu_bwd_a16 = zt_cuda_matmul_dgelu_bwd_a16;
+    t->matmul_fwd_o16 = zt_cuda_matmul_fwd_o16;
+    t->gelu_fwd16 = zt_cuda_gelu_fwd16;
+    t->swiglu_fwd16 = zt_cuda_swiglu_fwd16;
+    t->geglu_fwd16 = zt_cuda_geglu_fwd16;
+    t->swiglu_bwd16 = zt_cuda_swiglu_bwd16;
+    t->geglu_bwd16 = zt_cuda_geglu_bwd16;
+    t->gqa_ext_fwd16 = zt_cuda_gqa_ext_fwd16;
+    t->gqa_ext_bwd16 = zt_cuda_gqa_ext_bwd16;
 }
 
 __global__ void k_probe(int *x) {

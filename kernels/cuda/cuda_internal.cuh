@@ -224,6 +224,7 @@ void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16
 /* cuda_sdpa.cu: attention through cuDNN's fused attention when the rule
  * picks it for this call (true: done, or its error recorded); false: run
  * ours.  zt_cuda_sdpa_fini frees the cached plans and the cuDNN handle. */
+bool zt_cuda_sdpa_would(int hs, const zt_attn_opts *o, const float *lse);
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o);
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
@@ -255,6 +256,25 @@ void zt_cuda_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const
 void zt_cuda_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                   const float *dout, const float *inp, const float *pre,
                                   const uint16_t *w16, int N, int C, int OC);
+/* the backend's to_bf16 (cuda_backend.cu) */
+void zt_cuda_to_bf16(uint16_t *out, const float *in, size_t n);
+/* the bf16-input attention (backend.h gqa_ext_fwd16 / _bwd16) */
+void zt_cuda_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
+                           int NH, int NKV, int hs, const zt_attn_opts *o);
+void zt_cuda_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                           const float *out, const float *lse, int B, int T, int NH, int NKV, int hs,
+                           const zt_attn_opts *o);
+/* the bf16-output entries (backend.h) */
+void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
+                            const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                            int OC);
+void zt_cuda_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n);
+void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                          int H);
+void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                         int H);
+void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
+void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
 void zt_cuda_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
                             const float *bias, int N, int C, int OC);
 void zt_cuda_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,

@@ -13,6 +13,7 @@
 #include "ztconfig.h"
 #endif
 
+#include "cuda_convert.h"
 #include "cuda_internal.cuh"
 #include "llama_math.h"
 
@@ -265,6 +266,45 @@ __global__ void k_swiglu_bwd(float *dgu, const float *dout, const float *gu, int
     }
 }
 
+/* the bf16 forms (backend.h swiglu_fwd16 / swiglu_bwd16): gate|up read in
+ * bf16, h written in bf16; the fp32 kernels' operations */
+__global__ void k_swiglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const uint16_t *g = gu + n * 2 * (size_t)H + k;
+        out[i] = zt_cvt_f32_to_bf16(zt_swiglu(zt_cvt_bf16_to_f32(g[0]), zt_cvt_bf16_to_f32(g[H])));
+    }
+}
+
+__global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
+                               size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        zt_swiglu_bwd(&dgu[o], &dgu[o + H], zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
+                      dout[i]);
+    }
+}
+
+void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                          int H) {
+    (void)tmp;
+    (void)tmp2;
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_fwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, H, total);
+    ZT_LAUNCHED("k_swiglu_fwd16");
+}
+
+void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total);
+    ZT_LAUNCHED("k_swiglu_bwd16");
+}
+
 void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
@@ -287,14 +327,27 @@ void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, i
 #define ZT_GEGLU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define ZT_GEGLU_A 0.044715f
 
+/* (one function each for the fp32 and the bf16 kernels: the same operations) */
+__device__ __forceinline__ float geglu_val(float x, float up) {
+    const float u = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u)) * up;
+}
+__device__ __forceinline__ void geglu_grad(float *dg, float *du_, float x, float up, float d) {
+    const float u = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
+    const float th = tanhf(u);
+    const float gelu = 0.5f * x * (1.0f + th);
+    const float du = ZT_GEGLU_K * (1.0f + 3.0f * ZT_GEGLU_A * x * x);
+    const float dgelu = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+    *dg = d * up * dgelu;
+    *du_ = d * gelu;
+}
+
 __global__ void k_geglu_fwd(float *out, const float *gu, int H, size_t total) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const float *g = gu + n * 2 * (size_t)H + k;
-        const float x = g[0];
-        const float u = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u)) * g[H];
+        out[i] = geglu_val(g[0], g[H]);
     }
 }
 
@@ -303,15 +356,45 @@ __global__ void k_geglu_bwd(float *dgu, const float *dout, const float *gu, int 
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
-        const float x = gu[o], up = gu[o + H], d = dout[i];
-        const float u = ZT_GEGLU_K * (x + ZT_GEGLU_A * x * x * x);
-        const float th = tanhf(u);
-        const float gelu = 0.5f * x * (1.0f + th);
-        const float du = ZT_GEGLU_K * (1.0f + 3.0f * ZT_GEGLU_A * x * x);
-        const float dgelu = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dgu[o] = d * up * dgelu;
-        dgu[o + H] = d * gelu;
+        geglu_grad(&dgu[o], &dgu[o + H], gu[o], gu[o + H], dout[i]);
     }
+}
+
+__global__ void k_geglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const uint16_t *g = gu + n * 2 * (size_t)H + k;
+        out[i] = zt_cvt_f32_to_bf16(geglu_val(zt_cvt_bf16_to_f32(g[0]), zt_cvt_bf16_to_f32(g[H])));
+    }
+}
+
+__global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
+                              size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        geglu_grad(&dgu[o], &dgu[o + H], zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
+                   dout[i]);
+    }
+}
+
+void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                         int H) {
+    (void)tmp;
+    (void)tmp2;
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_fwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, H, total);
+    ZT_LAUNCHED("k_geglu_fwd16");
+}
+
+void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total);
+    ZT_LAUNCHED("k_geglu_bwd16");
 }
 
 void zt_cuda_geglu_fwd(float *out, const float *gu, int N, int H) {

@@ -174,6 +174,7 @@ struct lt_key {
     uint32_t aa, ab, ac;
     int epi;
     int64_t auxld;
+    int d16;   /* C and D in bf16 (matmul_fwd_o16) */
 };
 struct lt_entry {
     lt_key key;
@@ -187,15 +188,15 @@ static int g_ncache;
 /* D = op(A) op(B) (+ beta C, C = D) (+ bias) with Lt; false when Lt has no
  * algorithm (nothing recorded) or on an error (recorded, *err set). */
 static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int lda,
-                    const void *B, int ldb, float *Cm, int ldc, float beta, const float *bias,
-                    bool bf16, const lt_epi *epi, bool *err) {
+                    const void *B, int ldb, void *Cm, int ldc, float beta, const float *bias,
+                    bool bf16, const lt_epi *epi, bool *err, bool d16 = false) {
     *err = false;
     lt_key key;
     memset(&key, 0, sizeof key);
     key.m = m; key.n = n; key.k = k; key.ta = ta; key.tb = tb; key.bf16 = bf16;
     key.bias = bias != NULL; key.beta1 = beta != 0.0f;
     key.lda = lda; key.ldb = ldb; key.ldc = ldc;
-    key.aa = align_of(A); key.ab = align_of(B); key.ac = align_of(Cm);
+    key.aa = align_of(A); key.ab = align_of(B); key.ac = align_of(Cm); key.d16 = d16;
     if (bias && align_of(bias) < 16) return false;   /* keep the epilogue's loads simple */
     const int ek = epi ? epi->kind : EPI_NONE;
     if (ek != EPI_NONE) {
@@ -245,7 +246,7 @@ static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int ld
     }
     LT(cublasLtMatrixLayoutCreate(&la, ab_t, ta ? k : m, ta ? m : k, lda));
     LT(cublasLtMatrixLayoutCreate(&lb, ab_t, tb ? n : k, tb ? k : n, ldb));
-    LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ldc));
+    LT(cublasLtMatrixLayoutCreate(&lc, d16 ? CUDA_R_16BF : CUDA_R_32F, m, n, ldc));
 
     if (!hit) {
         LT(cublasLtMatmulPreferenceCreate(&pref));
@@ -320,7 +321,8 @@ out:
 static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda, const float *B,
                  int ldb, float *Cm, int ldc, float beta, const float *bias,
                  const lt_epi *epi = NULL, const __nv_bfloat16_raw *a16 = NULL,
-                 const __nv_bfloat16_raw *b16 = NULL, char *room = NULL, bool keep_req = false) {
+                 const __nv_bfloat16_raw *b16 = NULL, char *room = NULL, bool keep_req = false,
+                 uint16_t *d16 = NULL) {
     const bool bf16 = g_mode == ZT_MATMUL_BF16;
     const void *a = A, *b = B;
     if (bf16) {
@@ -360,6 +362,13 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
         }
         a = a16;
         b = b16;
+    }
+    if (d16) {
+        /* a bf16 D (bf16 mode, no epilogue but the bias): true when Lt ran
+         * it, false (nothing computed) when the caller must do it otherwise */
+        bool err = false;
+        return g_use_lt && bf16 && !epi &&
+               gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, bias, bf16, NULL, &err, true);
     }
     if (g_use_lt) {
         bool err = false;
@@ -595,4 +604,23 @@ void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, floa
     if (a16_ok("matmul_dgelu_bwd_a16"))
         dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, NULL, pre, w16 ? NULL : w, (const bf16_t *)w16, N,
                   C, OC, (const bf16_t *)inp16);
+}
+
+/* the bf16-output entry (backend.h): one cuBLASLt GEMM with D in bf16 (fp32
+ * compute, the fp32 bias in its epilogue: D = bf16(acc + bias), round to
+ * nearest); where Lt has no such algorithm (or the bias is not 16-byte
+ * aligned), matmul_fwd into tmp and to_bf16: the same values */
+void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
+                            const float *w, const uint16_t *w16, const float *bias, int N, int C,
+                            int OC) {
+    if (!a16_ok("matmul_fwd_o16") || N <= 0 || OC <= 0) return;
+    const bf16_t *x16 = (const bf16_t *)inp16, *ww16 = (const bf16_t *)w16;
+    if (x16) inp = NULL;
+    if (ww16) w = NULL;
+    if (C > 0 && g_use_lt && (!bias || align_of(bias) >= 16) &&
+        gemm(true, false, OC, N, C, w, C, inp, C, NULL, OC, 0.0f, bias, NULL, ww16, x16, NULL,
+             x16 != NULL, out16))
+        return;
+    fwd(tmp, inp, w, ww16, bias, N, C, OC, x16);
+    zt_cuda_to_bf16(out16, tmp, (size_t)N * OC);
 }

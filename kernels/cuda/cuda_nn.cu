@@ -15,6 +15,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "cuda_convert.h"
 #include "cuda_internal.cuh"
 
 /* ------------------------------------------------------------ encoder */
@@ -335,13 +336,23 @@ void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
 #define ZT_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define ZT_GELU_A 0.044715f
 
+/* (one function for k_gelu_fwd and k_gelu_fwd16: the same operations) */
+__device__ __forceinline__ float gelu_val(float x) {
+    const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+
 __global__ void k_gelu_fwd(float *out, const float *inp, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const float x = inp[i];
-        const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
-    }
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = gelu_val(inp[i]);
+}
+
+/* gelu_fwd16: bf16 in, bf16 out (the fp32 kernel's value rounded) */
+__global__ void k_gelu_fwd16(uint16_t *out, const uint16_t *inp, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = zt_cvt_f32_to_bf16(gelu_val(zt_cvt_bf16_to_f32(inp[i])));
 }
 
 __global__ void k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
@@ -361,6 +372,13 @@ void zt_cuda_gelu_fwd(float *out, const float *inp, size_t n) {
     if (!n) return;
     k_gelu_fwd<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, inp, n);
     ZT_LAUNCHED("k_gelu_fwd");
+}
+
+void zt_cuda_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
+    (void)tmp;
+    if (!n) return;
+    k_gelu_fwd16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, in16, n);
+    ZT_LAUNCHED("k_gelu_fwd16");
 }
 
 void zt_cuda_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {

@@ -81,6 +81,12 @@ static inline int rule(int hs, const zt_attn_opts *o) {
 #endif
 }
 
+/* 1 when zt_cuda_sdpa_fwd / _bwd would try cuDNN for this call (the
+ * bf16-input attention then widens q|k|v for it) */
+bool zt_cuda_sdpa_would(int hs, const zt_attn_opts *o, const float *lse) {
+    return rule(hs, o) && ((uintptr_t)lse & 15) == 0;
+}
+
 extern "C" const char *zt_cuda_attention_path(void) {
 #ifdef ZT_HAVE_CUDNN
     if (det_mode())

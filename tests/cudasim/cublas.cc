@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 bool zt_sim_is_device(const void *p, size_t bytes);
@@ -141,9 +142,17 @@ static double load(const void *p, cudaDataType_t t, size_t i) {
 }
 
 static void store_f32(void *p, cudaDataType_t t, size_t i, double v) {
-    /* outputs: fp32 only in this subset (checked before) */
-    (void)t;
-    ((float *)p)[i] = (float)v;
+    /* outputs: fp32, or bf16 (cuBLASLt's D without an aux epilogue): the
+     * fp32 value rounded to nearest even */
+    const float f = (float)v;
+    if (t == CUDA_R_16BF) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) ((uint16_t *)p)[i] = (uint16_t)((u >> 16) | 0x40);
+        else ((uint16_t *)p)[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        return;
+    }
+    ((float *)p)[i] = f;
 }
 
 struct gemm_args {
@@ -372,14 +381,19 @@ static cublasStatus_t lt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t
                    (unsigned long long)am, (unsigned long long)ak, (unsigned long long)bk, (unsigned long long)bn,
                    (unsigned long long)c->rows, (unsigned long long)c->cols, (unsigned long long)d->rows,
                    (unsigned long long)d->cols);
+    /* C and D: fp32, or bf16 (with bf16 A and B; C's type is D's) */
+    const bool d16 = d->type == CUDA_R_16BF && c->type == CUDA_R_16BF && a->type == CUDA_R_16BF;
     if (op->compute != CUBLAS_COMPUTE_32F || op->scale != CUDA_R_32F || a->type != b->type ||
-        (a->type != CUDA_R_32F && a->type != CUDA_R_16BF) || c->type != CUDA_R_32F || d->type != CUDA_R_32F)
+        (a->type != CUDA_R_32F && a->type != CUDA_R_16BF) ||
+        (!d16 && (c->type != CUDA_R_32F || d->type != CUDA_R_32F)))
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: types A %d B %d C %d D %d compute %d scale %d", a->type,
                    b->type, c->type, d->type, op->compute, op->scale);
     const uint32_t ep = op->epilogue;
     const bool gelu_aux = ep == CUBLASLT_EPILOGUE_GELU_AUX_BIAS, dgelu = ep == CUBLASLT_EPILOGUE_DGELU_BGRAD;
     if (ep != CUBLASLT_EPILOGUE_DEFAULT && ep != CUBLASLT_EPILOGUE_BIAS && !gelu_aux && !dgelu)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u not in the simulator", ep);
+    if (d16 && (gelu_aux || dgelu))
+        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u with a bf16 D not in the simulator", ep);
     /* the bias (or bias gradient) vector has D's type when D is not int8 */
     if (ep != CUBLASLT_EPILOGUE_DEFAULT && op->bias_type != -1 && op->bias_type != CUDA_R_32F)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: bias type %d with fp32 D", op->bias_type);
