@@ -226,6 +226,19 @@ typedef struct zt_backend {
     void (*rows_gather)(float *out, const float *x, const int *rows, const float *w, int n, int C);
     void (*rows_scatter)(float *y, const float *x, const int *rows, const float *w, int n, int C);
     void (*rows_dot)(float *out, const float *a, const int *rows, const float *b, int n, int C);
+    /* The routing's permutation, a stable counting sort of idx[N,K]'s
+     * slots n K + k by expert: off[E + 1] each expert's first row (off[0] =
+     * 0, off[E] = the rows counted), perm[NK] each row's slot (grouped by
+     * expert, in slot order within an expert), rows[NK] its token
+     * (perm / K).  A slot whose expert is outside [0, E) is left out (then
+     * off[E] < NK and the rows past off[E] are unset).                      */
+    void (*moe_permute)(int *off, int *perm, int *rows, const int *idx, int N, int K, int E);
+    /* Rows in P x El pieces, piece (i, l) cnt[i El + l] rows, laid out
+     * i-major ("by rank"); the same rows l-major ("by expert": piece (l, i)
+     * after (l, i - 1), a piece's rows in order).  perm[R] (R = sum cnt):
+     * for each row of the by-expert layout its position by rank; inv[R]:
+     * for each row by rank its position by expert.                          */
+    void (*moe_regroup)(int *perm, int *inv, const int *cnt, int P, int El);
     /* y[n] = 1 / (1 + exp(-x[n])); dx[n] (overwritten) = dy * y * (1 - y) */
     void (*sigmoid_fwd)(float *y, const float *x, size_t n);
     void (*sigmoid_bwd)(float *dx, const float *dy, const float *y, size_t n);

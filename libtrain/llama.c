@@ -582,6 +582,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     const size_t CW = C > (size_t)sh.hd ? C : (size_t)sh.hd;
     if (sh.gemma) { TAKES(a->w1, CW); TAKES(a->ones, CW); }
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
+    zt_moe_acts mx;   /* (expert parallelism: the MoE blocks' shared rows) */
+    memset(&mx, 0, sizeof mx);
+    if (sh.E) {
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
+        zt_moe_carve_shared(&cv, &mx, &ms, N, base);
+    }
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
         int sp_any = 0;
@@ -619,7 +625,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         }
         if (sp_any) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
-            zt_moe_carve(&cv, &la->moe, &ms, N, base);
+            zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
     }

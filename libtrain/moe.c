@@ -12,10 +12,11 @@ size_t zt_moe_recv_rows(const zt_moe_shape *s, size_t N) {
     return P * N * (K < El ? K : El);
 }
 
-void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base) {
+void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base,
+                  const zt_moe_acts *x) {
     const size_t E = (size_t)s->E, K = (size_t)s->K, NK = N * K, C = (size_t)s->C, I = (size_t)s->I;
     const size_t R = zt_moe_recv_rows(s, N);
-    float *p[10];
+    float *p[11];
     p[0] = zt_carve_take(cv, N * E, 1);
     p[1] = zt_carve_take(cv, N * E, 1);
     p[2] = zt_carve_take(cv, NK, 1);
@@ -23,7 +24,10 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     p[4] = zt_carve_take(cv, NK, 1);
     p[5] = zt_carve_take(cv, NK, 1);
     p[6] = zt_carve_take(cv, NK, 1);
-    p[7] = zt_carve_take(cv, NK * C, 0);
+    p[10] = zt_carve_take(cv, E + 1, 1);
+    /* (expert parallelism: the routed inputs are only sent, from the
+     * shared xs) */
+    p[7] = s->P > 1 ? NULL : zt_carve_take(cv, NK * C, 0);
     p[8] = zt_carve_take(cv, R * 2 * I, 0);
     p[9] = zt_carve_take(cv, R * I, 0);
     float *yp = zt_carve_take(cv, NK * C, 0);
@@ -35,8 +39,27 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     if (!base) return;
     a->logits = p[0]; a->probs = p[1]; a->wts = p[2];
     a->idx = (int *)(void *)p[3]; a->perm = (int *)(void *)p[4]; a->rows = (int *)(void *)p[5];
-    a->wsel = p[6]; a->xp = p[7]; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
-    a->xr = xr; a->yr = yr; a->rcap = R;
+    a->off = (int *)(void *)p[10];
+    a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : p[7]; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
+    a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
+    a->xs = s->P > 1 ? x->xs : NULL;
+    a->gperm = s->P > 1 ? x->gperm : NULL;
+    a->ginv = s->P > 1 ? x->ginv : NULL;
+    a->gcnt = s->P > 1 ? x->gcnt : NULL;
+}
+
+void zt_moe_carve_shared(zt_carve *cv, zt_moe_acts *x, const zt_moe_shape *s, size_t N,
+                         float *base) {
+    if (s->P <= 1) return;
+    const size_t R = zt_moe_recv_rows(s, N), C = (size_t)s->C;
+    float *xs = zt_carve_take(cv, R * C, 0);
+    float *gp = zt_carve_take(cv, R, 1), *gi = zt_carve_take(cv, R, 1);
+    float *gc = zt_carve_take(cv, (size_t)s->E, 1);
+    if (!base) return;
+    x->xs = xs;
+    x->gperm = (int *)(void *)gp;
+    x->ginv = (int *)(void *)gi;
+    x->gcnt = (int *)(void *)gc;
 }
 
 void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size_t N, float *base) {
@@ -71,7 +94,8 @@ int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, 
 
 int zt_moe_check_backend(const zt_backend *be, zt_status *st) {
     if (be && (!be->moe_route_fwd || !be->moe_route_bwd || !be->rows_gather || !be->rows_scatter ||
-               !be->rows_dot || !be->sigmoid_fwd || !be->sigmoid_bwd))
+               !be->rows_dot || !be->moe_permute || !be->moe_regroup || !be->sigmoid_fwd ||
+               !be->sigmoid_bwd))
         return zt_fail(st, ZT_EUNSUPPORTED, "llama: the %s backend has no Mixture of Experts kernels "
                        "(ztrain.model.n_experts > 0 runs on the cpu and cuda backends; docs/moe.md)",
                        be->name ? be->name : "?");
@@ -91,11 +115,10 @@ double zt_moe_aux(int E, int L, int N, const double *cnt, const double *psum, do
 
 void zt_moe_host_free(zt_moe_host *h) {
     free(h->idx);
-    free(h->perm);
-    free(h->rows);
     free(h->count);
     free(h->scnt);
     free(h->rcnt);
+    free(h->nloc);
     free(h->sc);
     free(h->sd);
     free(h->rc);
@@ -128,20 +151,20 @@ static int forced_expert(int E, int *e, zt_status *st) {
     return ZT_OK;
 }
 
-/* The routing's permutation on the host: the routed slots n K + k grouped
- * by expert (in token order within an expert), h->count[e] rows each. */
-static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, int *idx,
-                   int N, int fwd, zt_status *st) {
+/* The routing's groups (a->off, a->perm, a->rows: the backend's
+ * moe_permute, on its device) and their counts on the host (h->count: a->off
+ * copied, E + 1 ints; the only copy back).  fwd: the forced routing of the
+ * test hook first (computed here and copied to a->idx). */
+static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
+                        const zt_moe_acts *a, int N, int fwd, zt_status *st) {
     const size_t NK = (size_t)N * s->K;
     const int P = s->P > 1 ? s->P : 1;
     if (NK > h->cap || !h->count) {
         zt_moe_host_free(h);
-        h->idx = malloc(NK * sizeof(int));
-        h->perm = malloc(NK * sizeof(int));
-        h->rows = malloc(NK * sizeof(int));
         h->count = malloc((size_t)(s->E + 1) * sizeof(int));
         h->scnt = malloc((size_t)s->E * sizeof(int32_t));
         h->rcnt = malloc((size_t)s->E * sizeof(int32_t));
+        h->nloc = malloc((size_t)s->E * sizeof(int));
         h->sc = malloc((size_t)P * sizeof(size_t));
         h->sd = malloc((size_t)P * sizeof(size_t));
         h->rc = malloc((size_t)P * sizeof(size_t));
@@ -150,30 +173,25 @@ static int permute(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         h->agc = malloc((size_t)P * sizeof(int));
         h->agd = malloc((size_t)P * sizeof(int));
         h->cap = NK;
-        if (!h->idx || !h->perm || !h->rows || !h->count || !h->scnt || !h->rcnt || !h->sc ||
-            !h->sd || !h->rc || !h->rd || !h->all || !h->agc || !h->agd) {
+        if (!h->count || !h->scnt || !h->rcnt || !h->nloc || !h->sc || !h->sd || !h->rc ||
+            !h->rd || !h->all || !h->agc || !h->agd) {
             zt_moe_host_free(h);
             return zt_fail(st, ZT_ENOMEM, "out of memory (expert routing)");
         }
     }
-    zt_xcopy(be, h->idx, 0, idx, 1, NK * sizeof(int));
     int force = -1;
     if (fwd) ZT_TRY(forced_expert(s->E, &force, st));
     if (force >= 0) {
+        if (!h->idx && !(h->idx = malloc(h->cap * sizeof(int))))
+            return zt_fail(st, ZT_ENOMEM, "out of memory (expert routing)");
         for (size_t i = 0; i < NK; ++i) h->idx[i] = (int)((force + (int)(i % (size_t)s->K)) % s->E);
-        zt_xcopy(be, idx, 1, h->idx, 0, NK * sizeof(int));
+        zt_xcopy(be, a->idx, 1, h->idx, 0, NK * sizeof(int));
     }
-    memset(h->count, 0, (size_t)(s->E + 1) * sizeof(int));
-    for (size_t i = 0; i < NK; ++i) {
-        if (h->idx[i] < 0 || h->idx[i] >= s->E)
-            return zt_fail(st, ZT_EINTERNAL, "expert routing: expert %d of %d", h->idx[i], s->E);
-        h->count[h->idx[i] + 1]++;
-    }
-    for (int e = 0; e < s->E; ++e) h->count[e + 1] += h->count[e];   /* offsets */
-    int *at = h->rows;   /* (as the fill positions first) */
-    memcpy(at, h->count, (size_t)s->E * sizeof(int));
-    for (size_t i = 0; i < NK; ++i) h->perm[at[h->idx[i]]++] = (int)i;
-    for (size_t i = 0; i < NK; ++i) h->rows[i] = h->perm[i] / s->K;
+    if (fwd) be->moe_permute(a->off, a->perm, a->rows, a->idx, N, s->K, s->E);
+    zt_xcopy(be, h->count, 0, a->off, 1, (size_t)(s->E + 1) * sizeof(int));
+    if (h->count[0] != 0 || h->count[s->E] != (int)NK)
+        return zt_fail(st, ZT_EINTERNAL, "expert routing: %d of %zu routed rows have an expert "
+                       "in [0, %d)", h->count[s->E] - h->count[0], NK, s->E);
     return ZT_OK;
 }
 
@@ -257,35 +275,57 @@ static int exchange_rows(const zt_moe_host *h, const float *send, const size_t *
 #define W(f, o) (w->f ? w->f + (o) : NULL)
 #define W16(f, o) (w->f ? w->f + (o) : NULL)
 
+/* Expert parallelism: the received rows' regrouping (a->gperm: by expert
+ * <- by rank; a->ginv: by rank <- by expert) from h->rcnt, and the rows
+ * each local expert runs, n[El] (every rank's together).  Without: n[l] =
+ * the rows of expert l. */
+static void local_rows(const zt_moe_shape *s, const zt_backend *be, const zt_moe_host *h,
+                       const zt_moe_acts *a, int *n) {
+    const int P = s->P > 1 ? s->P : 1, El = s->E / P;
+    for (int l = 0; l < El; ++l) {
+        n[l] = 0;
+        for (int i = 0; i < P; ++i) n[l] += h->rcnt[i * El + l];
+    }
+    if (P > 1) {
+        zt_xcopy(be, a->gcnt, 1, h->rcnt, 0, (size_t)s->E * sizeof(int32_t));
+        be->moe_regroup(a->gperm, a->ginv, a->gcnt, P, El);
+    }
+}
+
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
                    zt_moe_acts *a, const float *x, float *y, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P;
     zt_mm_fwd(be, a->logits, x, w->router, w->router16, NULL, N, C, E);
     be->moe_route_fwd(a->wts, a->idx, a->probs, a->logits, N, E, K, s->norm);
-    ZT_TRY(permute(s, be, h, a->idx, N, 1, st));
+    ZT_TRY(route_groups(s, be, h, a, N, 1, st));
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
-    zt_xcopy(be, a->perm, 1, h->perm, 0, (size_t)NK * sizeof(int));
-    zt_xcopy(be, a->rows, 1, h->rows, 0, (size_t)NK * sizeof(int));
     be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
     be->rows_gather(a->wsel, a->wts, a->perm, NULL, NK, 1);
-    if (P > 1) ZT_TRY(exchange_rows(h, a->xp, h->sc, h->sd, a->xr, h->rc, h->rd, "expert inputs", st));
-    /* this rank's experts on their rows: from each rank i, local expert l's */
+    int *nl = h->nloc;
+    local_rows(s, be, h, a, nl);
+    if (P > 1) {   /* the rows by rank into yr, then by expert into xr */
+        ZT_TRY(exchange_rows(h, a->xp, h->sc, h->sd, a->yr, h->rc, h->rd, "expert inputs", st));
+        be->rows_gather(a->xr, a->yr, a->gperm, NULL, (int)R, C);
+    }
+    /* this rank's experts, one GEMM each over its rows from every rank */
     size_t o = 0;
-    for (int i = 0; i < P; ++i)
-        for (int l = 0; l < El; ++l) {
-            const int c = h->rcnt[i * El + l];
-            if (c == 0) continue;
-            const size_t e = (size_t)l;   /* (w: this rank's experts, local l) */
-            const size_t gu = e * 2 * I * C, dn = e * C * I;
-            zt_mm_fwd(be, a->gup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), NULL,
-                      c, C, 2 * I);
-            be->swiglu_fwd(a->hp + o * I, a->gup + o * 2 * I, c, I);
-            zt_mm_fwd(be, a->yr + o * C, a->hp + o * I, W(down, dn), W16(down16, dn), NULL, c, I, C);
-            o += (size_t)c;
-        }
-    if (P > 1) ZT_TRY(exchange_rows(h, a->yr, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
+    for (int l = 0; l < El; ++l) {
+        const int c = nl[l];
+        if (c == 0) continue;
+        const size_t e = (size_t)l;   /* (w: this rank's experts, local l) */
+        const size_t gu = e * 2 * I * C, dn = e * C * I;
+        zt_mm_fwd(be, a->gup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), NULL,
+                  c, C, 2 * I);
+        be->swiglu_fwd(a->hp + o * I, a->gup + o * 2 * I, c, I);
+        zt_mm_fwd(be, a->yr + o * C, a->hp + o * I, W(down, dn), W16(down16, dn), NULL, c, I, C);
+        o += (size_t)c;
+    }
+    if (P > 1) {   /* the outputs by rank, back */
+        be->rows_gather(a->xs, a->yr, a->ginv, NULL, (int)R, C);
+        ZT_TRY(exchange_rows(h, a->xs, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
+    }
     be->zero(y, (size_t)N * C * sizeof(float));
     be->rows_scatter(y, a->yp, a->rows, a->wsel, NK, C);
     return ZT_OK;
@@ -296,7 +336,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P;
-    ZT_TRY(permute(s, be, h, (int *)a->idx, N, 0, st));   /* the forward's groups again */
+    ZT_TRY(route_groups(s, be, h, a, N, 0, st));   /* the forward's counts again */
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
@@ -305,27 +345,35 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks */
     be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
-    if (P > 1)
-        ZT_TRY(exchange_rows(h, g->dyp, h->sc, h->sd, g->dyr, h->rc, h->rd, "expert output gradients",
+    int *nl = h->nloc;
+    local_rows(s, be, h, a, nl);
+    if (P > 1) {   /* by rank into dxr, then by expert into dyr */
+        ZT_TRY(exchange_rows(h, g->dyp, h->sc, h->sd, g->dxr, h->rc, h->rd, "expert output gradients",
                              st));
+        be->rows_gather(g->dyr, g->dxr, a->gperm, NULL, (int)R, C);
+    }
+    /* one GEMM an expert (each of the three); with expert parallelism the
+     * input gradients by expert into dyr (read), then by rank into dxr */
+    float *dxe = P > 1 ? g->dyr : g->dxr;
     size_t o = 0;
-    for (int i = 0; i < P; ++i)
-        for (int l = 0; l < El; ++l) {
-            const int c = h->rcnt[i * El + l];
-            if (c == 0) continue;
-            const size_t e = (size_t)l, gu = e * 2 * I * C, dn = e * C * I;
-            /* (a frozen base, LoRA: no weight gradients) */
-            zt_mm_bwd(be, g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
-                      a->hp + o * I, W(down, dn), W16(down16, dn), c, I, C);
-            be->swiglu_bwd(g->dgup + o * 2 * I, g->dhp + o * I, a->gup + o * 2 * I, c, I);
-            zt_mm_bwd(be, g->dxr + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
-                      g->dgup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), c, C,
-                      2 * I);
-            o += (size_t)c;
-        }
-    if (P > 1)
+    for (int l = 0; l < El; ++l) {
+        const int c = nl[l];
+        if (c == 0) continue;
+        const size_t e = (size_t)l, gu = e * 2 * I * C, dn = e * C * I;
+        /* (a frozen base, LoRA: no weight gradients) */
+        zt_mm_bwd(be, g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
+                  a->hp + o * I, W(down, dn), W16(down16, dn), c, I, C);
+        be->swiglu_bwd(g->dgup + o * 2 * I, g->dhp + o * I, a->gup + o * 2 * I, c, I);
+        zt_mm_bwd(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                  g->dgup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), c, C,
+                  2 * I);
+        o += (size_t)c;
+    }
+    if (P > 1) {
+        be->rows_gather(g->dxr, g->dyr, a->ginv, NULL, (int)R, C);
         ZT_TRY(exchange_rows(h, g->dxr, h->rc, h->rd, g->dxp, h->sc, h->sd, "expert input gradients",
                              st));
+    }
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
     zt_mm_bwd(be, g->dx, gw->router, NULL, g->dlogits, x, w->router, w->router16, N, C, E);

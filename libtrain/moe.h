@@ -2,8 +2,9 @@
  * moe.h -- the Mixture of Experts MLP of the llama-family model
  * (ztrain.model.n_experts > 0; docs/moe.md): a router, top-k selection
  * (dropless: every token reaches its k experts, no capacity), the tokens
- * permuted into per-expert groups, each expert's SwiGLU as backend matmuls
- * on its group, unpermuted with the routing weights; and its backward.
+ * permuted into per-expert groups (on the backend: moe_permute; only the
+ * counts come to the host), each expert's SwiGLU as backend matmuls on its
+ * group, unpermuted with the routing weights; and its backward.
  * transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock (the shared
  * expert is the llama model's dense MLP, llama.c).  Internal to libtrain.
  *
@@ -19,8 +20,10 @@
  * (an all-gather of every rank's per-(rank, local expert) counts and its
  * buffer's capacity, host ints: a routing beyond a rank's buffer is refused
  * on every rank before any row moves), the
- * routed rows go to the rank of their expert and the expert outputs come
- * back with all-to-alls of variable counts (the group's device twin); the
+ * routed rows go to the rank of their expert (arriving by rank, regrouped
+ * there by local expert so that each expert runs one GEMM over its rows
+ * from every rank) and the expert outputs come back (regrouped by rank)
+ * with all-to-alls of variable counts (the group's device twin); the
  * backward sends the output gradients the same way and the input gradients
  * back.  The expert weights (and gradients) a rank passes are its own
  * experts only, local expert l at l (the engine stores each rank's window of
@@ -58,18 +61,26 @@ typedef struct zt_moe_acts {
     float *logits, *probs;     /* [N, E] */
     float *wts;                /* [N, K] routing weights */
     int *idx;                  /* [N, K] experts */
+    int *off;                  /* [E + 1] each expert's first row in perm (backend moe_permute) */
     int *perm;                 /* [NK] routed slot n K + k of each row, grouped by expert */
     int *rows;                 /* [NK] its token n */
     float *wsel;               /* [NK] its weight */
-    float *xp;                 /* [NK, C] the routed inputs */
+    float *xp;                 /* [NK, C] the routed inputs (expert parallelism: = xs) */
     float *yp;                 /* [NK, C] expert outputs */
-    /* the rows this rank's experts run, R = zt_moe_recv_rows (without
-     * expert parallelism xr = xp, yr = yp: the same rows) */
-    float *xr;                 /* [R, C] received inputs */
+    /* the rows this rank's experts run, R = zt_moe_recv_rows, grouped by
+     * local expert (each expert's rows from every rank of the group
+     * together, in rank order: one GEMM an expert); without expert
+     * parallelism xr = xp, yr = yp: the same rows */
+    float *xr;                 /* [R, C] received inputs, by expert */
     float *gup;                /* [R, 2I] gate | up */
     float *hp;                 /* [R, I] swiglu */
-    float *yr;                 /* [R, C] outputs sent back */
+    float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
+    /* expert parallelism only (else NULL): the same for every block
+     * (zt_moe_carve_shared), used within one forward or backward call */
+    float *xs;                 /* [R, C] the rows sent (routed inputs; outputs by rank) */
+    int *gperm, *ginv;         /* [R] backend moe_regroup of gcnt: by expert <-> by rank */
+    int *gcnt;                 /* [E] the rows received per (rank, local expert) */
 } zt_moe_acts;
 
 /* Backward scratch (one for all blocks). */
@@ -91,13 +102,16 @@ typedef struct zt_moe_ep {
     zt_group *dg;              /* its device twin (the rows); not owned */
 } zt_moe_ep;
 
-/* The host side of the permutation (per model). */
+/* The host side of the routing (per model): the counts (the GEMMs' row
+ * counts and the exchanges' sizes). */
 typedef struct zt_moe_host {
-    int *idx, *perm, *rows, *count;
+    int *idx;                  /* [NK] the test hook's routing (ZT_TEST_MOE_ROUTE_ALL) */
+    int *count;                /* [E + 1] a->off, copied */
     size_t cap;
     zt_moe_ep ep;
     int32_t *scnt, *rcnt;      /* [E]: rows sent to rank j's local expert l (j E/P + l), and
                                 * received from rank i for local expert l (i E/P + l) */
+    int *nloc;                 /* [E/P] the rows each local expert runs (every rank's) */
     size_t *sc, *sd, *rc, *rd; /* [P] the exchanges' counts and displacements (elements) */
     int32_t *all;              /* [P, E + 1] every rank's scnt and its buffer's rows (agreed) */
     int *agc, *agd;            /* [P] that all-gather's counts and displacements */
@@ -111,7 +125,14 @@ long zt_units_step(const struct zt_units *U);
 /* Take the mesh's expert axis (mesh.h); its size must be s->P. */
 int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, zt_status *st);
 
-void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base);
+/* A block's arrays; x: the shared ones (zt_moe_carve_shared, NULL when
+ * base is) */
+void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base,
+                  const zt_moe_acts *x);
+/* The arrays every block shares (expert parallelism: xs, gperm, ginv,
+ * gcnt; nothing without) */
+void zt_moe_carve_shared(zt_carve *cv, zt_moe_acts *x, const zt_moe_shape *s, size_t N,
+                         float *base);
 void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size_t N, float *base);
 
 /* Whether backend be has the kernels (else a ZT_EUNSUPPORTED naming it). */

@@ -10,12 +10,15 @@
 #    accounted one), hybrid (shard groups of 2), stage 2 with accumulation
 #    and activation checkpointing, bf16 with parameters offloaded, adapter
 #    dropout (EP 2, and EP 4 with checkpointing), with sequence parallelism
-#    (EP 2: bitwise equal to sequence parallelism alone);
-#  - adapters saved at EP 2 restore at EP 1 on 2 ranks (bitwise the
-#    uninterrupted run), on 1 rank and at EP 4 (within 1e-6);
+#    (EP 2 == sequence parallelism alone);
+#  - adapters saved at EP 2 restore at EP 1 on 2 ranks (the uninterrupted
+#    run), on 1 rank and at EP 4;
 #  - the Hugging Face fixtures mixtral and qwen2_moe (--init-from): the
-#    `ckpt export --peft` and `--hf --merge` of a run at EP 2 byte-equal to
-#    the same run at EP 1; on cpu-strict at EP 2 x data parallel 2 (stage 3,
+#    `ckpt export --peft` and `--hf --merge` of a run at EP 2 equal to the
+#    same run at EP 1 (the configs byte-equal, the tensors within 1e-6);
+#  (not bitwise: a local expert's GEMMs run over its rows from every rank
+#    at once, and the BLAS's result for a row can change with the rows in
+#    the call, OpenBLAS taking another kernel); on cpu-strict at EP 2 x data parallel 2 (stage 3,
 #    fp32 and bf16) the measured device peak == the run's prediction ==
 #    `ztrain estimate`'s;
 #  - still refused with --ep 2 (by name): LoRA on the experts, all-linear,
@@ -104,8 +107,8 @@ ok $? "LoRA dropout 0.1: EP 2 (stage 1, accumulation 2) and EP 4 (stage 3, check
 
 # with sequence parallelism: EP changes nothing of the math
 run sp 4 --sp 2 --stage 3 --micro-batch 2 && run spe 4 --sp 2 --ep 2 --stage 3 --micro-batch 2 &&
-    compare sp spe 0
-ok $? "LoRA, EP 2 with sequence parallel 2 (4 ranks, stage 3): bitwise == sequence parallel 2 alone"
+    compare sp spe
+ok $? "LoRA, EP 2 with sequence parallel 2 (4 ranks, stage 3) == sequence parallel 2 alone"
 
 # checkpoints: steps 1-2 at EP 2 on 2 ranks, steps 3-4 elsewhere
 resume() {  # resume TAG NB ARGS_B...
@@ -120,15 +123,46 @@ resume() {  # resume TAG NB ARGS_B...
     "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
 }
 STEPS=2 run es 2 --ep 2 --micro-batch 2 && resume x1 2 --ep 1 --micro-batch 2 &&
-    compare e2s0fp32 x1 0
-ok $? "adapters saved at EP 2 (2 ranks) restore at EP 1 on 2 ranks: bitwise the uninterrupted run"
+    compare e2s0fp32 x1
+ok $? "adapters saved at EP 2 (2 ranks) restore at EP 1 on 2 ranks == the uninterrupted run"
 resume y1 1 --micro-batch 2 --grad-accum 2 && compare r2fp32 y1
 ok $? "adapters saved at EP 2 (2 ranks) restore on 1 rank: == 1 rank throughout"
 resume x4 4 --ep 4 --stage 3 --micro-batch 1 && resume y4 1 --micro-batch 1 --grad-accum 4 &&
     compare y4 x4
 ok $? "adapters saved at EP 2 (2 ranks) restore at EP 4 on 4 ranks, stage 3: == restored on 1 rank"
 
-# Hugging Face fixtures: the exports of a run at EP 2 byte-equal to EP 1's
+# Hugging Face fixtures: the exports of a run at EP 2 equal to EP 1's
+# same_tensors A B: the same tensors (names, dtypes, shapes), values within 1e-6
+same_tensors() {
+    python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    out = {}
+    for k, v in h.items():
+        s, e = v["data_offsets"]
+        raw = b[8 + n + s:8 + n + e]
+        if v["dtype"] == "F32":
+            vals = struct.unpack("<%df" % (len(raw) // 4), raw)
+        elif v["dtype"] == "BF16":
+            vals = [struct.unpack("<f", struct.pack("<I", u << 16))[0]
+                    for u in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+        else:
+            vals = struct.unpack("<%de" % (len(raw) // 2), raw)
+        out[k] = (v["dtype"], v["shape"], vals)
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+if sorted(a) != sorted(b) or any(a[k][:2] != b[k][:2] for k in a):
+    print("# %s, %s: different tensors" % (sys.argv[1], sys.argv[2]))
+    sys.exit(1)
+d = max([abs(x - y) for k in a for x, y in zip(a[k][2], b[k][2])] or [0])
+print("# %s: max difference %.2e" % (sys.argv[2], d))
+sys.exit(0 if d <= 1e-6 else 1)
+PY
+}
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
 python3 - <<'PY' || { echo "Bail out! python3 failed"; exit 1; }
 import struct
@@ -153,11 +187,11 @@ for spec in mixtral:q_proj,k_proj,v_proj,o_proj qwen2_moe:q_proj,v_proj,gate_pro
     fx=${spec%%:*} tg=${spec#*:}
     frun "${fx}1" "$fx" "$tg" 2 --ep 1 --stage 3 --micro-batch 2 &&
         frun "${fx}2" "$fx" "$tg" 2 --ep 2 --stage 3 --micro-batch 2 &&
-        cmp "p_${fx}1/adapter_model.safetensors" "p_${fx}2/adapter_model.safetensors" &&
+        same_tensors "p_${fx}1/adapter_model.safetensors" "p_${fx}2/adapter_model.safetensors" &&
         cmp "p_${fx}1/adapter_config.json" "p_${fx}2/adapter_config.json" &&
-        cmp "h_${fx}1/model.safetensors" "h_${fx}2/model.safetensors" &&
+        same_tensors "h_${fx}1/model.safetensors" "h_${fx}2/model.safetensors" &&
         cmp "h_${fx}1/config.json" "h_${fx}2/config.json"
-    ok $? "$fx ($tg): ckpt export --peft and --hf --merge of a run at EP 2 byte-equal to EP 1's (2 ranks, stage 3)"
+    ok $? "$fx ($tg): ckpt export --peft and --hf --merge of a run at EP 2 == EP 1's (2 ranks, stage 3)"
 done
 
 # the planner with the EP dispatch buffers, a frozen base and the adapters:

@@ -3,26 +3,32 @@
 # configs/moe-tiny.json at 4 experts (2 a token, a shared expert, the
 # load-balancing loss) on the bundled byte corpus, against 1 rank with the
 # same global batch of 4 in the same forwards (the load-balancing loss is a
-# per-forward quantity): per-step losses and final parameters within 1e-6:
+# per-forward quantity): per-step losses and final parameters within 1e-6
+# (1e-5 where noted: each local expert's weight gradient is one GEMM over
+# its rows from every rank, a sum grouped unlike the reference's micro
+# steps or ranks, whose last-bit differences AdamW's normalised steps carry
+# into the parameters at lr 1e-3):
 #  - EP 2 (2 ranks, stage 0), EP 4 (4 ranks, stage 1), EP 2 x data parallel 2
 #    at stage 3 (the planner's peak equal to the accounted one), and hybrid
 #    (stage 3, shard groups of 2);
 #  - stage 2 with accumulation 2 and activation checkpointing; bf16 at stage 3,
 #    also with the optimizer state and parameters offloaded (against 1 rank in
-#    bf16);
+#    bf16; 1e-5);
 #  - a forced imbalance (ZT_TEST_MOE_ROUTE_ALL=0: every token on experts 0 and
 #    1, both on rank 0, whose buffer then fills to its worst case) == 1 rank
 #    with the same routing, and rank 0's all-to-all bytes per step equal the
 #    formula (every row of rank 1 back to it, forward and backward);
-#  - a checkpoint saved at EP 2 restores at EP 1 (2 ranks: bitwise the
-#    uninterrupted run) and at EP 4 (4 ranks, stage 3: == the same checkpoint
+#  - a checkpoint saved at EP 2 restores at EP 1 (2 ranks: the uninterrupted
+#    run) and at EP 4 (4 ranks, stage 3: == the same checkpoint
 #    restored on 1 rank with forwards of 1 sample);
-#  - with sequence parallelism 2 (4 ranks): EP 2 bitwise equal to sequence
-#    parallelism alone, EP 4 (across its groups) within 1e-6;
+#  - with sequence parallelism 2 (4 ranks): EP 2 and EP 4 (across its groups)
+#    equal to sequence parallelism alone (1e-5);
 #  - cpu-strict (host-staged all-to-alls) bitwise == cpu at EP 2, stage 3;
 #  - the dispatch alone (tests/test_moe_ep.c, 2 ranks): equal to every expert
-#    on one rank; a routing beyond a rank's buffer (micro batches of
-#    different sizes) refused on both ranks, canaries after every buffer;
+#    on one rank, the expert gradients bitwise one rank's over both ranks'
+#    tokens; one GEMM a local expert; the routing's transfers (the counts
+#    only); a routing beyond a rank's buffer (micro batches of different
+#    sizes) refused on both ranks, canaries after every buffer;
 #  - per-rank storage (tests/test_moe_store.c, 2 and 4 ranks): each rank's
 #    accounted parameter, gradient and optimizer bytes at EP 1, 2, 4, stages
 #    0-3, fp32 and bf16 == the formula with expert windows of n / N == planned;
@@ -131,9 +137,9 @@ ok $? "EP 2, stage 3 with shard groups of 2 (hybrid, 4 ranks) == 1 rank"
 run ea 2 --ep 2 --stage 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks && compare r4 ea
 ok $? "EP 2, stage 2, accumulation 2, activation checkpointing == 1 rank"
 run br 1 --micro-batch 2 --grad-accum 2 --bf16.enabled true &&
-    run eb 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true && compare br eb
+    run eb 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true && compare br eb 1e-5
 ok $? "bf16: EP 2 (2 ranks, stage 3) == 1 rank in bf16"
-run eo 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --offload params && compare br eo
+run eo 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --offload params && compare br eo 1e-5
 ok $? "bf16 with the optimizer state and parameters offloaded: EP 2 (2 ranks, stage 3) == 1 rank in bf16"
 
 # forced imbalance: every token's experts are 0 and 1 (rank 0's); rank 1's
@@ -155,9 +161,9 @@ ok $? "forced imbalance (every token on rank 0's experts), EP 2 with checkpointi
 # with sequence parallelism (each rank routes its slice of the samples): EP changes
 # nothing of the math -- equal to sequence parallel 2 x data parallel 2 alone
 run sp 4 --sp 2 --stage 3 --micro-batch 2 && run spe2 4 --sp 2 --ep 2 --stage 3 --micro-batch 2 &&
-    compare sp spe2 0
-ok $? "EP 2 with sequence parallel 2 (4 ranks, stage 3): bitwise == sequence parallel 2 alone"
-run spe4 4 --sp 2 --ep 4 --stage 1 --micro-batch 2 --act-ckpt blocks && compare sp spe4
+    compare sp spe2 1e-5
+ok $? "EP 2 with sequence parallel 2 (4 ranks, stage 3) == sequence parallel 2 alone"
+run spe4 4 --sp 2 --ep 4 --stage 1 --micro-batch 2 --act-ckpt blocks && compare sp spe4 1e-5
 ok $? "EP 4 across sequence parallel groups of 2 (stage 1, checkpointing) == sequence parallel 2 alone"
 
 # checkpoints: steps 1-2 at EP 2 on 2 ranks, steps 3-4 elsewhere
@@ -174,8 +180,8 @@ resume() {  # resume TAG NB ARGS_B... (FROM=tag of the saving run, es by default
 }
 STEPS=2 run es 2 --ep 2 --micro-batch 2 --sample-tokens 4 &&
     grep -q "^sample: skipped (expert_parallel_size=2; sample from the checkpoint" o_es.txt &&
-    resume x1 2 --ep 1 --micro-batch 2 && compare e2 x1 0
-ok $? "save at EP 2 (2 ranks), restore at EP 1 on 2 ranks: bitwise the uninterrupted run"
+    resume x1 2 --ep 1 --micro-batch 2 && compare e2 x1
+ok $? "save at EP 2 (2 ranks), restore at EP 1 on 2 ranks == the uninterrupted run"
 resume x4 4 --ep 4 --stage 3 --micro-batch 1 && resume y4 1 --micro-batch 1 --grad-accum 4 &&
     compare y4 x4
 ok $? "save at EP 2 (2 ranks), restore at EP 4 on 4 ranks, stage 3: == restored on 1 rank"

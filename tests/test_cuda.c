@@ -21,7 +21,8 @@
  *   Gemma: geglu, softcap against double references:   rtol 1e-5, atol 1e-6
  *   MoE (cuda_moe.cu): route idx (ties too) and rows_gather exact; route
  *     probs, wts rtol 1e-5 atol 1e-7; route_bwd, rows_dot rtol 1e-5
- *     atol 1e-6; rows_scatter, sigmoid rtol 1e-6 atol 1e-7
+ *     atol 1e-6; rows_scatter, sigmoid rtol 1e-6 atol 1e-7; moe_permute,
+ *     moe_regroup exact
  *     (geglu_bwd atol 5e-6: tanhf; against the CPU's geglu atol 3e-6 fwd,
  *     2e-5 bwd: its zt_tanhf); gqa_ext against a double reference as
  *     gqa (fp32) and gqa_bf16 (bf16 mode); gqa = gqa_ext defaults: bitwise
@@ -1332,6 +1333,54 @@ static void test_moe(int N, int E, int K, int C) {
     no_error("moe");
 }
 
+/* The routing's groups on the device (cuda_moe.cu moe_permute, moe_regroup)
+ * against the CPU's, exactly: N K random experts (one slot out of range,
+ * one negative: left out), then P x El pieces of random counts (zeros
+ * among them) regrouped by expert */
+static int same_ints(const int *d, const int *h, size_t n) {
+    int *g = xmalloc(n * sizeof(int) + 1);
+    gpu->to_host(g, d, n * sizeof(int));
+    const int ok = !n || !memcmp(g, h, n * sizeof(int));
+    free(g);
+    return ok;
+}
+static void test_moe_groups(int N, int E, int K, int P, int El) {
+    if (!gpu->moe_permute || !gpu->moe_regroup) {
+        tap_skip("moe groups", "the table has no moe_permute / moe_regroup");
+        return;
+    }
+    const size_t nk = (size_t)N * K;
+    int *idx = ivec(nk, E), *off = xmalloc((size_t)(E + 1) * sizeof(int));
+    if (nk > 2) { idx[1] = E; idx[nk - 1] = -1; }
+    int *perm = xmalloc(nk * sizeof(int) + 4), *rows = xmalloc(nk * sizeof(int) + 4);
+    int *idx_d = dev(idx, nk * sizeof(int) + 4), *off_d = dev(off, (size_t)(E + 1) * sizeof(int));
+    int *perm_d = dev(perm, nk * sizeof(int) + 4), *rows_d = dev(rows, nk * sizeof(int) + 4);
+    cpu->moe_permute(off, perm, rows, idx, N, K, E);
+    gpu->moe_permute(off_d, perm_d, rows_d, idx_d, N, K, E);
+    const size_t got = (size_t)off[E];
+    tap_ok(same_ints(off_d, off, (size_t)E + 1) && same_ints(perm_d, perm, got) &&
+           same_ints(rows_d, rows, got) && got == (nk > 2 ? nk - 2 : nk),
+           "moe_permute off, perm, rows = the CPU's (%zu of %zu slots) N=%d E=%d K=%d", got, nk, N, E,
+           K);
+    int *cnt = ivec((size_t)P * El, 6);
+    cnt[0] = 0;   /* (an empty piece) */
+    size_t R = 0;
+    for (int j = 0; j < P * El; ++j) R += (size_t)cnt[j];
+    int *gp = xmalloc(R * sizeof(int) + 4), *gi = xmalloc(R * sizeof(int) + 4);
+    int *cnt_d = dev(cnt, (size_t)P * El * sizeof(int));
+    int *gp_d = dev(gp, R * sizeof(int) + 4), *gi_d = dev(gi, R * sizeof(int) + 4);
+    cpu->moe_regroup(gp, gi, cnt, P, El);
+    gpu->moe_regroup(gp_d, gi_d, cnt_d, P, El);
+    int inverse = 1;
+    for (size_t j = 0; j < R; ++j) inverse &= gp[j] >= 0 && (size_t)gp[j] < R && gi[gp[j]] == (int)j;
+    tap_ok(same_ints(gp_d, gp, R) && same_ints(gi_d, gi, R) && inverse,
+           "moe_regroup perm, inv = the CPU's (inverses) P=%d El=%d R=%zu", P, El, R);
+    free(idx); free(off); free(perm); free(rows); free(cnt); free(gp); free(gi);
+    gpu->free(idx_d); gpu->free(off_d); gpu->free(perm_d); gpu->free(rows_d); gpu->free(cnt_d);
+    gpu->free(gp_d); gpu->free(gi_d);
+    no_error("moe groups");
+}
+
 static void test_gqa(int B, int T, int NH, int NKV, int hd) {
     const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
     const size_t nl = (size_t)B * NH * T;
@@ -2147,7 +2196,8 @@ int main(void) {
         gpu->geglu_bwd && gpu->softcap_fwd && gpu->softcap_bwd && gpu->xent_fused && gpu->sum_to &&
         gpu->sumsq_to && gpu->nonfinite_to && gpu->adamw_multi && gpu->matmul_gelu_fwd &&
         gpu->matmul_dgelu_bwd && gpu->add_layernorm_fwd && gpu->add_rmsnorm_fwd && gpu->moe_route_fwd && gpu->moe_route_bwd &&
-        gpu->rows_gather && gpu->rows_scatter && gpu->rows_dot && gpu->sigmoid_fwd && gpu->sigmoid_bwd;
+        gpu->rows_gather && gpu->rows_scatter && gpu->rows_dot && gpu->sigmoid_fwd && gpu->sigmoid_bwd &&
+        gpu->moe_permute && gpu->moe_regroup;
     tap_ok(all, "every table entry is set");
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
@@ -2213,6 +2263,10 @@ int main(void) {
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */
     test_moe(4, 3, 3, 1);                /* K = E: every expert taken */
     if (full) test_moe(512, 64, 8, 2048);
+    test_moe_groups(37, 7, 3, 2, 3);     /* odd sizes */
+    test_moe_groups(300, 5, 2, 3, 2);    /* more slots than a block's chunk of 128 */
+    test_moe_groups(1, 4, 1, 1, 4);      /* one slot (no out-of-range one), one rank */
+    if (full) test_moe_groups(4096, 128, 8, 8, 16);
     for (int nkv = 4; nkv >= 1; nkv /= 2) {
         test_gqa(2, 37, 4, nkv, 6);
         test_gqa(2, 70, 4, nkv, 16);

@@ -1,5 +1,5 @@
 /* cpu_moe.c -- the Mixture of Experts kernels of the CPU backend
- * (kernels/backend.h: moe_route_*, rows_*, sigmoid_*). */
+ * (kernels/backend.h: moe_route_*, rows_*, moe_permute, moe_regroup, sigmoid_*). */
 #include <math.h>
 #include <string.h>
 #include "cpu_internal.h"
@@ -82,6 +82,35 @@ void zt_cpu_rows_dot(float *out, const float *a, const int *rows, const float *b
         for (int c = 0; c < C; ++c) s += p[c] * q[c];
         out[i] = s;
     }
+}
+
+void zt_cpu_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
+    const size_t NK = (size_t)N * K;
+    for (int e = 0; e <= E; ++e) off[e] = 0;
+    for (size_t i = 0; i < NK; ++i)
+        if (idx[i] >= 0 && idx[i] < E) off[idx[i] + 1]++;
+    for (int e = 0; e < E; ++e) off[e + 1] += off[e];   /* each expert's first row */
+    for (size_t i = 0; i < NK; ++i)   /* off[e] as expert e's fill position */
+        if (idx[i] >= 0 && idx[i] < E) {
+            const int at = off[idx[i]]++;
+            perm[at] = (int)i;
+            rows[at] = (int)(i / (size_t)K);
+        }
+    for (int e = E - 1; e > 0; --e) off[e] = off[e - 1];   /* (each now the next one's first) */
+    off[0] = 0;
+}
+
+void zt_cpu_moe_regroup(int *perm, int *inv, const int *cnt, int P, int El) {
+    int dst = 0;
+    for (int l = 0; l < El; ++l)
+        for (int i = 0; i < P; ++i) {
+            int src = 0;   /* piece (i, l)'s place by rank */
+            for (int j = 0; j < i * El + l; ++j) src += cnt[j];
+            for (int r = 0; r < cnt[i * El + l]; ++r, ++dst) {
+                perm[dst] = src + r;
+                inv[src + r] = dst;
+            }
+        }
 }
 
 void zt_cpu_sigmoid_fwd(float *y, const float *x, size_t n) {

@@ -954,6 +954,29 @@ static void s_rows_dot(float *out, const float *a, const int *rows, const float 
     if (ok) cpu()->rows_dot(out, a, rows, b, n, C);
     leave();
 }
+static void s_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
+    int ok = 1;
+    enter();
+    NEED_DEV("moe_permute", "off", off, (size_t)(E + 1) * sizeof(int));
+    NEED_DEV("moe_permute", "perm", perm, (size_t)N * K * sizeof(int));
+    NEED_DEV("moe_permute", "rows", rows, (size_t)N * K * sizeof(int));
+    NEED_DEV("moe_permute", "idx", idx, (size_t)N * K * sizeof(int));
+    if (ok) cpu()->moe_permute(off, perm, rows, idx, N, K, E);
+    leave();
+}
+static void s_moe_regroup(int *perm, int *inv, const int *cnt, int P, int El) {
+    int ok = 1;
+    enter();
+    NEED_DEV("moe_regroup", "cnt", cnt, (size_t)P * El * sizeof(int));
+    if (ok) {   /* (the rows: from the counts, in device memory) */
+        size_t R = 0;
+        for (int j = 0; j < P * El; ++j) R += (size_t)(cnt[j] > 0 ? cnt[j] : 0);
+        NEED_DEV("moe_regroup", "perm", perm, R * sizeof(int));
+        NEED_DEV("moe_regroup", "inv", inv, R * sizeof(int));
+    }
+    if (ok) cpu()->moe_regroup(perm, inv, cnt, P, El);
+    leave();
+}
 static void s_sigmoid_fwd(float *y, const float *x, size_t n) {
     int ok = 1;
     enter();
@@ -1336,6 +1359,8 @@ static const zt_backend strict_backend = {
     .rows_gather = s_rows_gather,
     .rows_scatter = s_rows_scatter,
     .rows_dot = s_rows_dot,
+    .moe_permute = s_moe_permute,
+    .moe_regroup = s_moe_regroup,
     .sigmoid_fwd = s_sigmoid_fwd,
     .sigmoid_bwd = s_sigmoid_bwd,
     .geglu_bwd = s_geglu_bwd,

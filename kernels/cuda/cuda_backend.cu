@@ -850,6 +850,8 @@ static void fill_table(zt_backend *t) {
     t->rows_gather = zt_cuda_rows_gather;
     t->rows_scatter = zt_cuda_rows_scatter;
     t->rows_dot = zt_cuda_rows_dot;
+    t->moe_permute = zt_cuda_moe_permute;
+    t->moe_regroup = zt_cuda_moe_regroup;
     t->sigmoid_fwd = zt_cuda_sigmoid_fwd;
     t->sigmoid_bwd = zt_cuda_sigmoid_bwd;
     t->softcap_fwd = zt_cuda_softcap_fwd;

@@ -7,7 +7,14 @@
  *     loops over the row, so ties break exactly as on the CPU;
  *   - rows_scatter: one thread a column, the rows added in order (rows
  *     repeat: the sums' order is fixed, no atomics, deterministic);
- *   - rows_dot: one thread a row, the columns summed in order.
+ *   - rows_dot: one thread a row, the columns summed in order;
+ *   - moe_permute (the routing's groups on the device): a block an expert
+ *     counts its slots (k_moe_count), one thread turns the counts into
+ *     offsets (k_moe_offsets), a block an expert writes its rows in slot
+ *     order (k_moe_fill: a block-wide prefix sum of its flags per chunk of
+ *     slots), so the same stable order as the CPU's counting sort;
+ *   - moe_regroup: a block a piece (rank, local expert), its offsets by
+ *     rank and by expert summed from the counts, its rows written in order.
  * Nothing is allocated (no scratch).
  */
 #ifdef HAVE_CONFIG_H
@@ -132,6 +139,85 @@ void zt_cuda_rows_dot(float *out, const float *a, const int *rows, const float *
     if (n <= 0) return;
     k_rows_dot<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a, rows, b, n, C);
     ZT_LAUNCHED("k_rows_dot");
+}
+
+/* ------------------------------------------------------------ groups */
+
+#define ZT_MOE_SCAN 128   /* threads of the permutation's blocks (a power of 2) */
+
+__global__ void k_moe_count(int *off, const int *idx, int NK) {
+    __shared__ int part[ZT_MOE_SCAN];
+    const int e = blockIdx.x, t = threadIdx.x;
+    int c = 0;
+    for (int i = t; i < NK; i += ZT_MOE_SCAN) c += idx[i] == e;
+    part[t] = c;
+    __syncthreads();
+    for (int h = ZT_MOE_SCAN / 2; h > 0; h >>= 1) {
+        if (t < h) part[t] += part[t + h];
+        __syncthreads();
+    }
+    if (t == 0) off[e + 1] = part[0];
+    if (t == 0 && e == 0) off[0] = 0;
+}
+
+__global__ void k_moe_offsets(int *off, int E) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        for (int e = 0; e < E; ++e) off[e + 1] += off[e];
+}
+
+__global__ void k_moe_fill(int *perm, int *rows, const int *off, const int *idx, int NK, int K) {
+    __shared__ int sc[ZT_MOE_SCAN];
+    const int e = blockIdx.x, t = threadIdx.x;
+    int at = off[e];
+    for (int base = 0; base < NK; base += ZT_MOE_SCAN) {
+        const int i = base + t, f = i < NK && idx[i] == e;
+        sc[t] = f;
+        __syncthreads();
+        for (int h = 1; h < ZT_MOE_SCAN; h <<= 1) {   /* inclusive prefix sum of the flags */
+            const int v = t >= h ? sc[t - h] : 0;
+            __syncthreads();
+            sc[t] += v;
+            __syncthreads();
+        }
+        if (f) {
+            const int p = at + sc[t] - 1;
+            perm[p] = i;
+            rows[p] = i / K;
+        }
+        at += sc[ZT_MOE_SCAN - 1];
+        __syncthreads();   /* (every thread read sc before the next chunk writes it) */
+    }
+}
+
+__global__ void k_moe_regroup(int *perm, int *inv, const int *cnt, int P, int El) {
+    const int b = blockIdx.x, i = b / El, l = b - i * El;
+    int src = 0, dst = 0;   /* the piece's first row by rank and by expert */
+    for (int j = 0; j < b; ++j) src += cnt[j];
+    for (int ll = 0; ll < El; ++ll)
+        for (int ii = 0; ii < P; ++ii)
+            if (ll < l || (ll == l && ii < i)) dst += cnt[ii * El + ll];
+    for (int r = threadIdx.x; r < cnt[b]; r += blockDim.x) {
+        perm[dst + r] = src + r;
+        inv[src + r] = dst + r;
+    }
+}
+
+void zt_cuda_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
+    if (E <= 0) return;
+    const int NK = N * K;
+    k_moe_count<<<(unsigned)E, ZT_MOE_SCAN, 0, zt_cu.stream>>>(off, idx, NK);
+    ZT_LAUNCHED("k_moe_count");
+    k_moe_offsets<<<1, 1, 0, zt_cu.stream>>>(off, E);
+    ZT_LAUNCHED("k_moe_offsets");
+    if (NK <= 0) return;
+    k_moe_fill<<<(unsigned)E, ZT_MOE_SCAN, 0, zt_cu.stream>>>(perm, rows, off, idx, NK, K);
+    ZT_LAUNCHED("k_moe_fill");
+}
+
+void zt_cuda_moe_regroup(int *perm, int *inv, const int *cnt, int P, int El) {
+    if (P <= 0 || El <= 0) return;
+    k_moe_regroup<<<(unsigned)(P * El), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(perm, inv, cnt, P, El);
+    ZT_LAUNCHED("k_moe_regroup");
 }
 
 /* ------------------------------------------------------------ sigmoid */
