@@ -550,6 +550,25 @@ typedef struct zt_backend {
     void (*gqa_ext_bwd16)(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                           const float *out, const float *lse, int B, int T, int NH, int NKV, int hd,
                           const zt_attn_opts *o);
+
+    /* ---- the norms writing bf16 (last: added after the table's other
+     * entries; the normalized activations the models keep in bf16, libtrain/
+     * model.h zt_n16_ok).  Optional: NULL when the backend has none (the
+     * caller computes fp32 and rounds with to_bf16).  Each is bitwise its
+     * fp32 entry (layernorm_fwd, rmsnorm_fwd, add_layernorm_fwd,
+     * add_rmsnorm_fwd) with out rounded by to_bf16 into out16[N,C]; the
+     * statistics (mean, rstd) and res stay fp32, bitwise.  tmp[N,C]: fp32
+     * scratch the cpu backends compute out in (that very sequence); cuda
+     * leaves it alone (one kernel, a warp per row, writing out16 itself). */
+    void (*layernorm_fwd16)(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                            const float *inp, const float *w, const float *b, int N, int C);
+    void (*rmsnorm_fwd16)(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                          const float *w, float eps, int N, int C);
+    void (*add_layernorm_fwd16)(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                const float *a, const float *b, const float *w, const float *bias,
+                                int N, int C);
+    void (*add_rmsnorm_fwd16)(float *res, uint16_t *out16, float *tmp, float *rstd, const float *a,
+                              const float *b, const float *w, float eps, int N, int C);
 } zt_backend;
 
 /* The CPU backend (always built). */

@@ -46,7 +46,8 @@ enum {
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
-    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD, K_N
+    K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
+    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -71,6 +72,10 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_RMSNORM_FWD] = {"k_rmsnorm_fwd", ZT_CC_ROWNORM},
     [K_ADD_LAYERNORM_FWD] = {"k_add_layernorm_fwd", ZT_CC_ROWNORM},
     [K_ADD_RMSNORM_FWD] = {"k_add_rmsnorm_fwd", ZT_CC_ROWNORM},
+    [K_LAYERNORM_FWD16] = {"k_layernorm_fwd16", ZT_CC_ROWNORM},
+    [K_RMSNORM_FWD16] = {"k_rmsnorm_fwd16", ZT_CC_ROWNORM},
+    [K_ADD_LAYERNORM_FWD16] = {"k_add_layernorm_fwd16", ZT_CC_ROWNORM},
+    [K_ADD_RMSNORM_FWD16] = {"k_add_rmsnorm_fwd16", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_DX] = {"k_rmsnorm_bwd_dx", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_PART] = {"k_rmsnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
@@ -1041,6 +1046,41 @@ static void c_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *
     rec(K_ADD_RMSNORM_FWD, 5 * D(N) * C, 4 * D(N) * C * F + D(C) * F + D(N) * F);
 }
 
+/* The norms writing bf16 (backend.h layernorm_fwd16, ...): the fp32
+ * kernels' counts with out written in bf16 (N C h instead of N C f) */
+static void c_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                              const float *inp, const float *w, const float *b, int N, int C) {
+    call(ZT_CE_layernorm_fwd16);
+    if (g_inner) g_inner->layernorm_fwd16(out16, tmp, mean, rstd, inp, w, b, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_LAYERNORM_FWD16, 8 * D(N) * C,
+        D(N) * C * (F + H) + 2 * D(C) * F + 2 * D(N) * F);
+}
+static void c_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                            const float *w, float eps, int N, int C) {
+    call(ZT_CE_rmsnorm_fwd16);
+    if (g_inner) g_inner->rmsnorm_fwd16(out16, tmp, rstd, inp, w, eps, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_RMSNORM_FWD16, 4 * D(N) * C, D(N) * C * (F + H) + D(C) * F + D(N) * F);
+}
+static void c_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean,
+                                  float *rstd, const float *a, const float *b, const float *w,
+                                  const float *bias, int N, int C) {
+    call(ZT_CE_add_layernorm_fwd16);
+    if (g_inner) g_inner->add_layernorm_fwd16(res, out16, tmp, mean, rstd, a, b, w, bias, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_LAYERNORM_FWD16, 9 * D(N) * C,
+        D(N) * C * (3 * F + H) + 2 * D(C) * F + 2 * D(N) * F);
+}
+static void c_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd,
+                                const float *a, const float *b, const float *w, float eps, int N,
+                                int C) {
+    call(ZT_CE_add_rmsnorm_fwd16);
+    if (g_inner) g_inner->add_rmsnorm_fwd16(res, out16, tmp, rstd, a, b, w, eps, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_RMSNORM_FWD16, 5 * D(N) * C, D(N) * C * (3 * F + H) + D(C) * F + D(N) * F);
+}
+
 /* k_rmsnorm_fwd: 4 N C FLOPs; reads inp N C f, w C f; writes out N C f,
  * rstd N f */
 static void c_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps, int N,
@@ -1496,6 +1536,10 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->add_rmsnorm_fwd = c_add_rmsnorm_fwd;
     t->matmul_fwd_o16 = c_matmul_fwd_o16;
     t->gelu_fwd16 = c_gelu_fwd16;
+    t->layernorm_fwd16 = c_layernorm_fwd16;
+    t->rmsnorm_fwd16 = c_rmsnorm_fwd16;
+    t->add_layernorm_fwd16 = c_add_layernorm_fwd16;
+    t->add_rmsnorm_fwd16 = c_add_rmsnorm_fwd16;
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
     t->swiglu_bwd16 = c_swiglu_bwd16;

@@ -341,6 +341,34 @@ static void p_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *
     inner->add_rmsnorm_fwd(res, out, rstd, a, b, w, eps, N, C);
     k_end(t, ZT_PROF_NORM, 0, F4 * 4.0 * N * C);
 }
+/* the norms writing bf16: the fp32 norms' family and counts, out in 2
+ * bytes an element */
+static void p_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                              const float *inp, const float *w, const float *b, int N, int C) {
+    double t = k_begin();
+    inner->layernorm_fwd16(out16, tmp, mean, rstd, inp, w, b, N, C);
+    k_end(t, ZT_PROF_NORM, 8.0 * N * C, (F4 + 2.0) * N * C);
+}
+static void p_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                            const float *w, float eps, int N, int C) {
+    double t = k_begin();
+    inner->rmsnorm_fwd16(out16, tmp, rstd, inp, w, eps, N, C);
+    k_end(t, ZT_PROF_NORM, 4.0 * N * C, (F4 + 2.0) * N * C);
+}
+static void p_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean,
+                                  float *rstd, const float *a, const float *b, const float *w,
+                                  const float *bias, int N, int C) {
+    double t = k_begin();
+    inner->add_layernorm_fwd16(res, out16, tmp, mean, rstd, a, b, w, bias, N, C);
+    k_end(t, ZT_PROF_NORM, 0, (F4 * 3.0 + 2.0) * N * C);
+}
+static void p_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd,
+                                const float *a, const float *b, const float *w, float eps, int N,
+                                int C) {
+    double t = k_begin();
+    inner->add_rmsnorm_fwd16(res, out16, tmp, rstd, a, b, w, eps, N, C);
+    k_end(t, ZT_PROF_NORM, 0, (F4 * 3.0 + 2.0) * N * C);
+}
 /* causal attention: QK^T and PV over the lower triangle (T(T+1)/2 pairs) */
 static double att_flops(int B, int T, int NH, int hd) {
     return 2.0 * 2.0 * B * NH * hd * (double)T * (T + 1) / 2.0;
@@ -578,6 +606,10 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(geglu_bwd16);
     W(gqa_ext_fwd16);
     W(gqa_ext_bwd16);
+    W(layernorm_fwd16);
+    W(rmsnorm_fwd16);
+    W(add_layernorm_fwd16);
+    W(add_rmsnorm_fwd16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -325,8 +325,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* attention sub-block: res2 = x + proj(attn(qkv(ln1(x)))) */
     /* (bf16 activations: each staged in d4a, rounded once) */
     float *f32 = a->d4a;
-    be->layernorm_fwd(s->ln116 ? f32 : s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
-    if (s->ln116) be->to_bf16(s->ln116, f32, (size_t)N * C);
+    /* (n16: the norms write the bf16 ln1 / ln2 themselves, f32 the cpu
+     * backends' staging: the same values) */
+    const int n16 = zt_n16_ok(be);
+    if (s->ln116 && n16) {
+        be->layernorm_fwd16(s->ln116, f32, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    } else {
+        be->layernorm_fwd(s->ln116 ? f32 : s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N,
+                          C);
+        if (s->ln116) be->to_bf16(s->ln116, f32, (size_t)N * C);
+    }
     if (g->spn > 1) {
         /* sequence parallel (seqpar.h): local rows' q|k|v exchanged for all
          * T positions of NH/N_sp heads, the output exchanged back */
@@ -371,14 +379,19 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     zt_skel_lora_fwd16(sk, LG_PROJ, s->atty, s->atty16, a->scratch, N, &a->lora);
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
     float *ln2 = s->ln216 ? f32 : s->ln2;
-    if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
-        be->add_layernorm_fwd(s->res2, ln2, s->ln2_mean, s->ln2_rstd, x, a->scratch, w->ln2w,
-                              w->ln2b, N, C);
+    if (s->ln216 && n16) {   /* (ln2 written in bf16 by the fused kernel) */
+        be->add_layernorm_fwd16(s->res2, s->ln216, f32, s->ln2_mean, s->ln2_rstd, x, a->scratch,
+                                w->ln2w, w->ln2b, N, C);
     } else {
-        be->add(s->res2, x, a->scratch, (size_t)N * C);
-        be->layernorm_fwd(ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+        if (be->add_layernorm_fwd) {   /* the residual add and ln2 in one kernel */
+            be->add_layernorm_fwd(s->res2, ln2, s->ln2_mean, s->ln2_rstd, x, a->scratch, w->ln2w,
+                                  w->ln2b, N, C);
+        } else {
+            be->add(s->res2, x, a->scratch, (size_t)N * C);
+            be->layernorm_fwd(ln2, s->ln2_mean, s->ln2_rstd, s->res2, w->ln2w, w->ln2b, N, C);
+        }
+        if (s->ln216) be->to_bf16(s->ln216, f32, (size_t)N * C);
     }
-    if (s->ln216) be->to_bf16(s->ln216, f32, (size_t)N * C);
     float *gl = s->fchg16 ? f32 : s->fch_gelu;
     if (be->matmul_gelu_fwd && !sk->lora && !s->fch16) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */

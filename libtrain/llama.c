@@ -926,8 +926,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) (gemma: the o
      * projection's output ao normalized before the residual add) */
     /* (bf16 activations: the norm into f32, rounded once into xn16) */
-    be->rmsnorm_fwd(s->xn16 ? a->f32 : s->xn, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
-    if (s->xn16) be->to_bf16(s->xn16, a->f32, (size_t)N * C);
+    /* (n16: the norms write the bf16 xn / xn2 themselves, f32 the cpu
+     * backends' staging: the same values) */
+    const int n16 = zt_n16_ok(be);
+    if (s->xn16 && n16) {
+        be->rmsnorm_fwd16(s->xn16, a->f32, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
+    } else {
+        be->rmsnorm_fwd(s->xn16 ? a->f32 : s->xn, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps,
+                        N, C);
+        if (s->xn16) be->to_bf16(s->xn16, a->f32, (size_t)N * C);
+    }
     if (sh->sp > 1) {
         /* sequence parallel: the local rows' q|k|v (Qwen3: q, k heads
          * normalized, per row and head, before the exchange), exchanged for
@@ -985,13 +993,17 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
      * and the down projection's output mo normalized before the add) */
     const float *mlp_w = norm_w(m, a, w->mlp_norm, C);
     float *xn2 = s->xn216 ? a->f32 : s->xn2;
-    if (be->add_rmsnorm_fwd) {   /* the residual add and the MLP's norm in one kernel */
-        be->add_rmsnorm_fwd(s->res2, xn2, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
+    if (s->xn216 && n16) {   /* (xn2 written in bf16 by the fused kernel) */
+        be->add_rmsnorm_fwd16(s->res2, s->xn216, a->f32, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
     } else {
-        be->add(s->res2, x, a->scratch, (size_t)N * C);
-        be->rmsnorm_fwd(xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
+        if (be->add_rmsnorm_fwd) {   /* the residual add and the MLP's norm in one kernel */
+            be->add_rmsnorm_fwd(s->res2, xn2, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
+        } else {
+            be->add(s->res2, x, a->scratch, (size_t)N * C);
+            be->rmsnorm_fwd(xn2, s->rstd2, s->res2, mlp_w, eps, N, C);
+        }
+        if (s->xn216) be->to_bf16(s->xn216, a->f32, (size_t)N * C);
     }
-    if (s->xn216) be->to_bf16(s->xn216, a->f32, (size_t)N * C);
     if (m->sparse[l]) {
         m->mh.layer = l;
         return moe_fwd(m, a, s, w, y, st);

@@ -122,6 +122,15 @@ static inline int zt_o16_ok(const zt_backend *be) {
            be->swiglu_bwd16 && be->geglu_bwd16 && be->gqa_ext_fwd16 && be->gqa_ext_bwd16 &&
            !getenv("ZT_TEST_NO_O16");
 }
+/* The norms writing bf16 (backend.h layernorm_fwd16, rmsnorm_fwd16,
+ * add_layernorm_fwd16, add_rmsnorm_fwd16): 1 when the backend has them all,
+ * and the models then write the bf16 normalized activations directly
+ * (bitwise the fp32 norm rounded by to_bf16, which they compute
+ * otherwise).  ZT_TEST_NO_N16 set: 0 (tests compare the two paths). */
+static inline int zt_n16_ok(const zt_backend *be) {
+    return be && be->layernorm_fwd16 && be->rmsnorm_fwd16 && be->add_layernorm_fwd16 &&
+           be->add_rmsnorm_fwd16 && !getenv("ZT_TEST_NO_N16");
+}
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;

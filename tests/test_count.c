@@ -458,9 +458,10 @@ typedef struct w16_mem {
     long enc16, enc;   /* encoder_fwd_w16 and encoder_fwd calls */
     long o16;          /* calls of the bf16-output entries (matmul_fwd_o16, gelu / swiglu / geglu 16) */
     long to16;         /* k_to_bf16 launches */
+    long n16;          /* calls of the norms writing bf16 (layernorm_fwd16, ...) */
 } w16_mem;
-/* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16 over
- * the whole run (or'ed) */
+/* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
+ * 8 = ZT_TEST_NO_N16 over the whole run (or'ed) */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -509,6 +510,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 1) setenv("ZT_TEST_NO_W16", "1", 1);
     if (no_w16 & 2) setenv("ZT_TEST_NO_ACT16", "1", 1);
     if (no_w16 & 4) setenv("ZT_TEST_NO_O16", "1", 1);
+    if (no_w16 & 8) setenv("ZT_TEST_NO_N16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -536,6 +538,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         res[k][1] = m.grad_norm;
     }
     unsetenv("ZT_TEST_NO_O16");
+    unsetenv("ZT_TEST_NO_N16");
     zt_count_totals t;
     zt_count_totals_get(&t);
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
@@ -561,6 +564,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
+    mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
+               t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
@@ -787,6 +792,58 @@ static void bf16_outputs(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 norms
+ * The norms writing the bf16 normalized activations directly (backend.h
+ * layernorm_fwd16, rmsnorm_fwd16, add_layernorm_fwd16, add_rmsnorm_fwd16):
+ * every loss and gradient norm bitwise those of the fp32 norm rounded by
+ * to_bf16 (ZT_TEST_NO_N16=1, the path of before), GPT-2 and Llama (and
+ * Gemma 2), stages 0 and 3, with activation checkpointing and without,
+ * LoRA; per block and forward (recomputed too) the two norms take the new
+ * entries (the second the fused residual add), 2 k_to_bf16 fewer, the
+ * other counts and the activations' peak unchanged. */
+static void bf16_norms(void) {
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
+        {"gpt2:2,2,32,64,2,16", 0, lora},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma}, {"llama:2,4,2,32,48,64,2,16", 3, lora}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const int is_ck = ex == ck, is_gemma = ex == gemma, is_lora = ex == lora;
+        char what[96];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s", cases[i].shape, cases[i].stage,
+                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "", is_lora ? " LoRA" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 8, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 norms", what)) continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the fp32 norms + to_bf16 path's (%.9g %.9g ... "
+               "%.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a block */
+        const long want = 4L * s.L * (1 + is_ck) * 2;
+        tap_ok(ma.n16 == want && mb.n16 == 0 && mb.to16 - ma.to16 == want && ra == rb &&
+                   wa == wb && ma.o16 == mb.o16 && ma.acts_peak == mb.acts_peak &&
+                   ma.acts_plan == mb.acts_plan,
+               "%s: %ld bf16-norm calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without), "
+               "activations' peak %llu bytes (%llu without)",
+               what, ma.n16, want, mb.n16, ma.to16, mb.to16, (unsigned long long)ma.acts_peak,
+               (unsigned long long)mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -901,8 +958,9 @@ static void model(void) {
          * the GELU backward, the attention output for the attention
          * backward (12 * 2); q|k|v, fc's output and the GELU's output
          * written in bf16 by their GEMMs and the GELU (k_gelu_fwd16)
-         * themselves, so the k_to_bf16 are ln1's, ln2's and the attention
-         * output's (12 * 3); the attention reads q|k|v in bf16 as they are
+         * themselves, and ln1 and ln2 by their norms (k_layernorm_fwd16,
+         * k_add_layernorm_fwd16), so the k_to_bf16 are the attention
+         * output's (12); the attention reads q|k|v in bf16 as they are
          * (gqa_ext_fwd16 / _bwd16: 12 * 2 k_att_tc_round fewer) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T};
@@ -912,17 +970,20 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
                                                                         (12 * 8 + 2) - 12 * 6 - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
-                           launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 * 3 &&
+                           launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 &&
                        launches_of_k(cn.k, cn.nk, "k_from_bf16") ==
                            launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_att_tc_round") ==
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
-                       launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0,
+                       launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0 &&
+                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
-                   "- 96 of activations), %ld conversions (%ld as recorded + 36 activations), %ld "
+                   "- 96 of activations), %ld conversions (%ld as recorded + 12 activations), %ld "
                    "widenings (%ld as recorded + 24 activations), 24 q|k|v roundings fewer in the attention, 12 "
-                   "bf16 GELUs",
+                   "bf16 GELUs, 24 bf16 LayerNorms",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));
@@ -982,6 +1043,7 @@ int main(int argc, char **argv) {
     bf16_weights();
     bf16_activations();
     bf16_outputs();
+    bf16_norms();
     zt_finalize();
     return tap_done();
 }

@@ -574,6 +574,84 @@ static void test_add_norm(int N, int C) {
     no_error("add + norm");
 }
 
+/* The norms writing bf16 (layernorm_fwd16, rmsnorm_fwd16 and the fused
+ * residual add's): out16 bitwise to_bf16 of the fp32 entry's out, the
+ * statistics and res bitwise the fp32 entry's, on the same backend (cuda:
+ * one kernel writing bf16) and on the CPU; in place (res = a) too. */
+static void test_norm16(int N, int C) {
+    const size_t nn = (size_t)N * C;
+    float *a = fvec(nn, 2.0), *b = fvec(nn, 1.0), *w = fvec(C, 1.0), *bias = fvec(C, 1.0);
+    for (size_t i = 0; i < nn; i++) a[i] += (float)(i % 7);   /* non-zero means */
+    float *a_d = devf(a, nn), *b_d = devf(b, nn), *w_d = devf(w, C), *bi_d = devf(bias, C);
+    char name[160];
+    for (int k = 0; k < 2; k++) {
+        const zt_backend *be = k ? cpu : gpu;
+        const char *who = k ? "cpu " : "";
+        const float *A = k ? a : a_d, *Bv = k ? b : b_d, *W = k ? w : w_d, *Bi = k ? bias : bi_d;
+        float *r1 = k ? xmalloc(nn * 4) : gpu->alloc(nn * 4), *r2 = k ? xmalloc(nn * 4) : gpu->alloc(nn * 4);
+        float *y = k ? xmalloc(nn * 4) : gpu->alloc(nn * 4), *t = k ? xmalloc(nn * 4) : gpu->alloc(nn * 4);
+        float *m1 = k ? xmalloc(N * 4) : gpu->alloc(N * 4), *m2 = k ? xmalloc(N * 4) : gpu->alloc(N * 4);
+        float *s1 = k ? xmalloc(N * 4) : gpu->alloc(N * 4), *s2 = k ? xmalloc(N * 4) : gpu->alloc(N * 4);
+        uint16_t *o1 = k ? xmalloc(nn * 2) : gpu->alloc(nn * 2), *o2 = k ? xmalloc(nn * 2) : gpu->alloc(nn * 2);
+#define SAME(p, q, n) (k ? !memcmp(p, q, n) : same_bits(p, q, n))
+        for (int pass = 0; pass < 2; pass++) {   /* 0: a, b; 1: in place, res = a */
+            const char *ip = pass ? " in place (res = a)" : "";
+            be->layernorm_fwd16(o1, t, m1, s1, A, W, Bi, N, C);
+            be->layernorm_fwd(y, m2, s2, A, W, Bi, N, C);
+            be->to_bf16(o2, y, nn);
+            if (!pass) {
+                snprintf(name, sizeof name, "%slayernorm_fwd16 N=%d C=%d: bitwise layernorm_fwd, to_bf16",
+                         who, N, C);
+                tap_ok(SAME(o1, o2, nn * 2) && SAME(m1, m2, N * 4) && SAME(s1, s2, N * 4), "%s", name);
+                be->rmsnorm_fwd16(o1, t, s1, A, W, 1e-5f, N, C);
+                be->rmsnorm_fwd(y, s2, A, W, 1e-5f, N, C);
+                be->to_bf16(o2, y, nn);
+                snprintf(name, sizeof name, "%srmsnorm_fwd16 N=%d C=%d: bitwise rmsnorm_fwd, to_bf16",
+                         who, N, C);
+                tap_ok(SAME(o1, o2, nn * 2) && SAME(s1, s2, N * 4), "%s", name);
+            }
+            const float *A1 = A, *A2 = A;
+            if (pass) {
+                be->copy(r1, A, nn * 4);
+                be->copy(r2, A, nn * 4);
+                A1 = r1;
+                A2 = r2;
+            }
+            be->add_layernorm_fwd16(r1, o1, t, m1, s1, A1, Bv, W, Bi, N, C);
+            be->add_layernorm_fwd(r2, y, m2, s2, A2, Bv, W, Bi, N, C);
+            be->to_bf16(o2, y, nn);
+            snprintf(name, sizeof name,
+                     "%sadd_layernorm_fwd16%s N=%d C=%d: res, mean, rstd bitwise add_layernorm_fwd's, out16 "
+                     "its out rounded",
+                     who, ip, N, C);
+            tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(m1, m2, N * 4) &&
+                       SAME(s1, s2, N * 4),
+                   "%s", name);
+            if (pass) {
+                be->copy(r1, A, nn * 4);
+                be->copy(r2, A, nn * 4);
+            }
+            be->add_rmsnorm_fwd16(r1, o1, t, s1, A1, Bv, W, 1e-5f, N, C);
+            be->add_rmsnorm_fwd(r2, y, s2, A2, Bv, W, 1e-5f, N, C);
+            be->to_bf16(o2, y, nn);
+            snprintf(name, sizeof name,
+                     "%sadd_rmsnorm_fwd16%s N=%d C=%d: res, rstd bitwise add_rmsnorm_fwd's, out16 its out "
+                     "rounded",
+                     who, ip, N, C);
+            tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(s1, s2, N * 4), "%s", name);
+        }
+#undef SAME
+        void *bufs[] = {r1, r2, y, t, m1, m2, s1, s2, o1, o2};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (k) free(bufs[i]);
+            else gpu->free(bufs[i]);
+        }
+    }
+    free(a); free(b); free(w); free(bias);
+    gpu->free(a_d); gpu->free(b_d); gpu->free(w_d); gpu->free(bi_d);
+    no_error("bf16 norms");
+}
+
 /* ------------------------------------------------------------ matmul */
 
 /* The bf16-weight entries (bf16 mode): w16 = w rounded; each bitwise its
@@ -2222,6 +2300,8 @@ int main(void) {
     if (full) test_layernorm(512, 768);
     test_add_norm(37, 13);
     test_add_norm(5, 100);               /* several elements a lane */
+    test_norm16(37, 13);
+    test_norm16(5, 100);                 /* several elements a lane */
     for (int impl = 1; impl >= 0; impl--) {
         test_matmul(37, 13, 9, impl, ZT_MATMUL_FP32, 0);
         test_matmul(64, 96, 80, impl, ZT_MATMUL_FP32, 1);

@@ -418,6 +418,35 @@ static void cpu_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float
     zt_cpu_rmsnorm_fwd(out, rstd, res, w, eps, N, C);
 }
 
+/* the norms writing bf16 (backend.h): the fp32 entry into tmp, then
+ * to_bf16; bitwise that sequence by construction */
+static void cpu_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                const float *inp, const float *w, const float *b, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    zt_cpu_layernorm_fwd(tmp, mean, rstd, inp, w, b, N, C);
+    zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
+}
+static void cpu_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                              const float *w, float eps, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    zt_cpu_rmsnorm_fwd(tmp, rstd, inp, w, eps, N, C);
+    zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
+}
+static void cpu_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean,
+                                    float *rstd, const float *a, const float *b, const float *w,
+                                    const float *bias, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    cpu_add_layernorm_fwd(res, tmp, mean, rstd, a, b, w, bias, N, C);
+    zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
+}
+static void cpu_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd,
+                                  const float *a, const float *b, const float *w, float eps, int N,
+                                  int C) {
+    if (N <= 0 || C <= 0) return;
+    cpu_add_rmsnorm_fwd(res, tmp, rstd, a, b, w, eps, N, C);
+    zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
+}
+
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -678,6 +707,10 @@ static const zt_backend cpu_backend = {
     .geglu_bwd16 = cpu_geglu_bwd16,
     .gqa_ext_fwd16 = cpu_gqa_ext_fwd16,
     .gqa_ext_bwd16 = cpu_gqa_ext_bwd16,
+    .layernorm_fwd16 = cpu_layernorm_fwd16,
+    .rmsnorm_fwd16 = cpu_rmsnorm_fwd16,
+    .add_layernorm_fwd16 = cpu_add_layernorm_fwd16,
+    .add_rmsnorm_fwd16 = cpu_add_rmsnorm_fwd16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -1314,6 +1314,70 @@ S_GLU_FWD16(geglu_fwd16)
 S_GLU_BWD16(swiglu_bwd16)
 S_GLU_BWD16(geglu_bwd16)
 
+/* the norms writing bf16 */
+static void s_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                              const float *inp, const float *w, const float *b, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("layernorm_fwd16", "out16", out16, (size_t)N * C * 2);
+    NEED_DEV("layernorm_fwd16", "tmp", tmp, NC);
+    NEED_DEV("layernorm_fwd16", "mean", mean, (size_t)N * F);
+    NEED_DEV("layernorm_fwd16", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("layernorm_fwd16", "inp", inp, NC);
+    NEED_DEV("layernorm_fwd16", "w", w, (size_t)C * F);
+    NEED_DEV("layernorm_fwd16", "b", b, (size_t)C * F);
+    if (ok) cpu()->layernorm_fwd16(out16, tmp, mean, rstd, inp, w, b, N, C);
+    leave();
+}
+static void s_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                            const float *w, float eps, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("rmsnorm_fwd16", "out16", out16, (size_t)N * C * 2);
+    NEED_DEV("rmsnorm_fwd16", "tmp", tmp, NC);
+    NEED_DEV("rmsnorm_fwd16", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("rmsnorm_fwd16", "inp", inp, NC);
+    NEED_DEV("rmsnorm_fwd16", "w", w, (size_t)C * F);
+    if (ok) cpu()->rmsnorm_fwd16(out16, tmp, rstd, inp, w, eps, N, C);
+    leave();
+}
+static void s_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean,
+                                  float *rstd, const float *a, const float *b, const float *w,
+                                  const float *bias, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("add_layernorm_fwd16", "res", res, NC);
+    NEED_DEV("add_layernorm_fwd16", "out16", out16, (size_t)N * C * 2);
+    NEED_DEV("add_layernorm_fwd16", "tmp", tmp, NC);
+    NEED_DEV("add_layernorm_fwd16", "mean", mean, (size_t)N * F);
+    NEED_DEV("add_layernorm_fwd16", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("add_layernorm_fwd16", "a", a, NC);
+    NEED_DEV("add_layernorm_fwd16", "b", b, NC);
+    NEED_DEV("add_layernorm_fwd16", "w", w, (size_t)C * F);
+    NEED_DEV("add_layernorm_fwd16", "bias", bias, (size_t)C * F);
+    if (ok) cpu()->add_layernorm_fwd16(res, out16, tmp, mean, rstd, a, b, w, bias, N, C);
+    leave();
+}
+static void s_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd,
+                                const float *a, const float *b, const float *w, float eps, int N,
+                                int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("add_rmsnorm_fwd16", "res", res, NC);
+    NEED_DEV("add_rmsnorm_fwd16", "out16", out16, (size_t)N * C * 2);
+    NEED_DEV("add_rmsnorm_fwd16", "tmp", tmp, NC);
+    NEED_DEV("add_rmsnorm_fwd16", "rstd", rstd, (size_t)N * F);
+    NEED_DEV("add_rmsnorm_fwd16", "a", a, NC);
+    NEED_DEV("add_rmsnorm_fwd16", "b", b, NC);
+    NEED_DEV("add_rmsnorm_fwd16", "w", w, (size_t)C * F);
+    if (ok) cpu()->add_rmsnorm_fwd16(res, out16, tmp, rstd, a, b, w, eps, N, C);
+    leave();
+}
+
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
     .set_threads = s_set_threads,
@@ -1408,6 +1472,10 @@ static const zt_backend strict_backend = {
     .geglu_bwd16 = s_geglu_bwd16,
     .gqa_ext_fwd16 = s_gqa_ext_fwd16,
     .gqa_ext_bwd16 = s_gqa_ext_bwd16,
+    .layernorm_fwd16 = s_layernorm_fwd16,
+    .rmsnorm_fwd16 = s_rmsnorm_fwd16,
+    .add_layernorm_fwd16 = s_add_layernorm_fwd16,
+    .add_rmsnorm_fwd16 = s_add_rmsnorm_fwd16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -892,6 +892,10 @@ static void fill_table(zt_backend *t) {
     t->matmul_dgelu_bwd_a16 = zt_cuda_matmul_dgelu_bwd_a16;
     t->matmul_fwd_o16 = zt_cuda_matmul_fwd_o16;
     t->gelu_fwd16 = zt_cuda_gelu_fwd16;
+    t->layernorm_fwd16 = zt_cuda_layernorm_fwd16;
+    t->rmsnorm_fwd16 = zt_cuda_rmsnorm_fwd16;
+    t->add_layernorm_fwd16 = zt_cuda_add_layernorm_fwd16;
+    t->add_rmsnorm_fwd16 = zt_cuda_add_rmsnorm_fwd16;
     t->swiglu_fwd16 = zt_cuda_swiglu_fwd16;
     t->geglu_fwd16 = zt_cuda_geglu_fwd16;
     t->swiglu_bwd16 = zt_cuda_swiglu_bwd16;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cuda_convert.h"
 #include "zt_cuda.h"
 #include "cuda_workspace.h"
 
@@ -84,6 +85,11 @@ static bool zt_cuda_smem_ok(K kernel, size_t bytes, const char *name) {
 }
 
 /* ------------------------------------------------------------ device helpers */
+
+/* a kernel's output element: fp32 as computed, or (uint16_t) its bf16 bits
+ * rounded to nearest even, k_to_bf16's rounding (cuda_convert.h) */
+__device__ __forceinline__ void zt_st_out(float *p, float v) { *p = v; }
+__device__ __forceinline__ void zt_st_out(uint16_t *p, float v) { *p = zt_cvt_f32_to_bf16(v); }
 
 __device__ __forceinline__ float zt_warp_sum(float v) {
 #pragma unroll
@@ -271,6 +277,16 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
                             const float *w, const uint16_t *w16, const float *bias, int N, int C,
                             int OC);
 void zt_cuda_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n);
+/* the norms writing bf16 (backend.h layernorm_fwd16, ...) */
+void zt_cuda_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                             const float *inp, const float *w, const float *b, int N, int C);
+void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                           const float *w, float eps, int N, int C);
+void zt_cuda_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                 const float *a, const float *bb, const float *w, const float *b,
+                                 int N, int C);
+void zt_cuda_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd, const float *a,
+                               const float *b, const float *w, float eps, int N, int C);
 void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
                           int H);
 void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,

@@ -22,32 +22,36 @@
 #define ZT_RMS_THREADS 256   /* one warp per row */
 #define ZT_RMS_COL_THREADS 128
 
+/* (out in fp32 or, O = uint16_t, its bf16 rounding: cuda_internal.cuh
+ * zt_st_out) */
+template <typename O>
 __global__ void __launch_bounds__(ZT_RMS_THREADS)
-k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps, int N, int C) {
+k_rmsnorm_fwd(O *out, float *rstd, const float *inp, const float *w, float eps, int N, int C) {
     const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C;
-    float *o = out + (size_t)row * C;
+    O *o = out + (size_t)row * C;
     double ss = 0.0;
     for (int c = lane; c < C; c += 32) ss += (double)x[c] * x[c];
     ss = zt_warp_sum_d(ss);
     const float r = zt_rms_rstd(ss, C, eps);
-    for (int c = lane; c < C; c += 32) o[c] = zt_rms_out(x[c], r, w[c]);
+    for (int c = lane; c < C; c += 32) zt_st_out(&o[c], zt_rms_out(x[c], r, w[c]));
     if (lane == 0) rstd[row] = r;
 }
 
 /* res = a + b, then k_rmsnorm_fwd's row of res (each lane reads back
  * what it wrote: bitwise add then rmsnorm_fwd; res may alias a) */
+template <typename O>
 __global__ void __launch_bounds__(ZT_RMS_THREADS)
-k_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+k_add_rmsnorm_fwd(float *res, O *out, float *rstd, const float *a, const float *b,
                   const float *w, float eps, int N, int C) {
     const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *xa = a + (size_t)row * C, *xb = b + (size_t)row * C;
     float *x = res + (size_t)row * C;
-    float *o = out + (size_t)row * C;
+    O *o = out + (size_t)row * C;
     double ss = 0.0;
     for (int c = lane; c < C; c += 32) {
         const float xv = xa[c] + xb[c];
@@ -56,7 +60,7 @@ k_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const flo
     }
     ss = zt_warp_sum_d(ss);
     const float r = zt_rms_rstd(ss, C, eps);
-    for (int c = lane; c < C; c += 32) o[c] = zt_rms_out(x[c], r, w[c]);
+    for (int c = lane; c < C; c += 32) zt_st_out(&o[c], zt_rms_out(x[c], r, w[c]));
     if (lane == 0) rstd[row] = r;
 }
 
@@ -64,18 +68,36 @@ void zt_cuda_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a
                              const float *w, float eps, int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_RMS_THREADS / 32;
-    k_add_rmsnorm_fwd<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(res, out, rstd, a,
-                                                                                b, w, eps, N, C);
+    k_add_rmsnorm_fwd<float><<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(
+        res, out, rstd, a, b, w, eps, N, C);
     ZT_LAUNCHED("k_add_rmsnorm_fwd");
+}
+void zt_cuda_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd, const float *a,
+                               const float *b, const float *w, float eps, int N, int C) {
+    (void)tmp;
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_RMS_THREADS / 32;
+    k_add_rmsnorm_fwd<uint16_t><<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(
+        res, out16, rstd, a, b, w, eps, N, C);
+    ZT_LAUNCHED("k_add_rmsnorm_fwd16");
 }
 
 void zt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, float eps,
                          int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_RMS_THREADS / 32;
-    k_rmsnorm_fwd<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(out, rstd, inp, w, eps,
-                                                                            N, C);
+    k_rmsnorm_fwd<float><<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(
+        out, rstd, inp, w, eps, N, C);
     ZT_LAUNCHED("k_rmsnorm_fwd");
+}
+void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
+                           const float *w, float eps, int N, int C) {
+    (void)tmp;
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_RMS_THREADS / 32;
+    k_rmsnorm_fwd<uint16_t><<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(
+        out16, rstd, inp, w, eps, N, C);
+    ZT_LAUNCHED("k_rmsnorm_fwd16");
 }
 
 /* dinp (+=), one warp per row */

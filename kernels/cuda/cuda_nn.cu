@@ -185,14 +185,18 @@ void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
 
 #define ZT_LN_THREADS 256   /* one warp per row */
 
+/* (the norms' kernels write out in fp32 or, O = uint16_t, its bf16
+ * rounding, k_to_bf16's: the same operations either way, cuda_internal.cuh
+ * zt_st_out) */
+template <typename O>
 __global__ void __launch_bounds__(ZT_LN_THREADS)
-k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
+k_layernorm_fwd(O *out, float *mean, float *rstd, const float *inp, const float *w,
                 const float *b, int N, int C) {
     const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C;
-    float *o = out + (size_t)row * C;
+    O *o = out + (size_t)row * C;
     float s = 0.0f;
     for (int c = lane; c < C; c += 32) s += x[c];
     s = zt_warp_sum(s);
@@ -204,7 +208,7 @@ k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const fl
     }
     v = zt_warp_sum(v) / (float)C;
     const float r = 1.0f / sqrtf(v + 1e-5f);
-    for (int c = lane; c < C; c += 32) o[c] = (x[c] - m) * r * w[c] + b[c];
+    for (int c = lane; c < C; c += 32) zt_st_out(&o[c], (x[c] - m) * r * w[c] + b[c]);
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
@@ -214,15 +218,16 @@ k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const fl
 /* res = a + b, then k_layernorm_fwd's row of res: each lane adds and
  * writes the elements it later reads back, so the values are add's then
  * layernorm_fwd's, bitwise (res may alias a) */
+template <typename O>
 __global__ void __launch_bounds__(ZT_LN_THREADS)
-k_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+k_add_layernorm_fwd(float *res, O *out, float *mean, float *rstd, const float *a,
                     const float *bb, const float *w, const float *b, int N, int C) {
     const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *xa = a + (size_t)row * C, *xb = bb + (size_t)row * C;
     float *x = res + (size_t)row * C;
-    float *o = out + (size_t)row * C;
+    O *o = out + (size_t)row * C;
     float s = 0.0f;
     for (int c = lane; c < C; c += 32) {
         const float xv = xa[c] + xb[c];
@@ -238,7 +243,7 @@ k_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const floa
     }
     v = zt_warp_sum(v) / (float)C;
     const float r = 1.0f / sqrtf(v + 1e-5f);
-    for (int c = lane; c < C; c += 32) o[c] = (x[c] - m) * r * w[c] + b[c];
+    for (int c = lane; c < C; c += 32) zt_st_out(&o[c], (x[c] - m) * r * w[c] + b[c]);
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
@@ -249,18 +254,37 @@ void zt_cuda_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd,
                                const float *bb, const float *w, const float *b, int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_LN_THREADS / 32;
-    k_add_layernorm_fwd<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+    k_add_layernorm_fwd<float><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
         res, out, mean, rstd, a, bb, w, b, N, C);
     ZT_LAUNCHED("k_add_layernorm_fwd");
+}
+void zt_cuda_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                 const float *a, const float *bb, const float *w, const float *b,
+                                 int N, int C) {
+    (void)tmp;
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_LN_THREADS / 32;
+    k_add_layernorm_fwd<uint16_t><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+        res, out16, mean, rstd, a, bb, w, b, N, C);
+    ZT_LAUNCHED("k_add_layernorm_fwd16");
 }
 
 void zt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
                            const float *b, int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_LN_THREADS / 32;
-    k_layernorm_fwd<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(out, mean, rstd, inp, w,
-                                                                             b, N, C);
+    k_layernorm_fwd<float><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+        out, mean, rstd, inp, w, b, N, C);
     ZT_LAUNCHED("k_layernorm_fwd");
+}
+void zt_cuda_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
+                             const float *inp, const float *w, const float *b, int N, int C) {
+    (void)tmp;
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_LN_THREADS / 32;
+    k_layernorm_fwd<uint16_t><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+        out16, mean, rstd, inp, w, b, N, C);
+    ZT_LAUNCHED("k_layernorm_fwd16");
 }
 
 /* dinp (+=), one warp per row */
