@@ -70,6 +70,12 @@ struct zt_ctx {
     zt_memplan plan;             /* the pre-flight prediction (built-in GPT) */
     int have_plan;
     uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
+    /* the pre-flight check's planner options (with the host limit) and the
+     * words for the limits (zt_ctx_end_fits); plan_forced: over the limit,
+     * started anyway (ztrain.force) */
+    zt_memplan_opts plan_opts;
+    char limit_what[384], host_limit_what[64];
+    int plan_forced;
     zt_startup startup;          /* zt_ctx_startup: where the context's start-up went */
     int prefaulting;             /* its blocks may be queued for pre-faulting (mem.c) */
 };
@@ -101,5 +107,17 @@ void zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b);
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,
                        zt_status *st);
 void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b);
+
+/* The end of a run (zt_run): after training, before the llm.c weights file
+ * (ZT_END_EXPORT) and the text sample (ZT_END_SAMPLE, [1, sample_window]).
+ * 1 when that step is predicted to fit the limits the pre-flight check used
+ * (the plan recomputed for sample_window; on a GPU target device memory and
+ * the host limit), or when nothing is checked: a model of the caller's own,
+ * no known limit, or a run started over its limit (ztrain.force).  0: it
+ * does not fit; why[n] says how much it needs and the limit ("predicted
+ * peak 12.13 GiB per rank exceeds the limit 11.95 GiB (free device memory
+ * of ...)").  The figures count zt_ctx_release_activations first. */
+enum { ZT_END_EXPORT = 0, ZT_END_SAMPLE = 1 };
+int zt_ctx_end_fits(zt_ctx *ctx, int step, int sample_window, char *why, size_t n);
 
 #endif
