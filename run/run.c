@@ -13,7 +13,7 @@
 #include "ztrain_run.h"
 #include "config.h"
 #include "arch.h"
-#include "ctx.h"
+#include "engine.h"
 #include "ztrain_ckpt.h"
 #include "ztrain_io.h"
 
