@@ -377,6 +377,26 @@ static void print_run_end(const zt_memplan *p) {
                              : "not done by this run: GPT-2 without LoRA only");
 }
 
+/* The end of `ztrain train` against the limit training fits: a step that
+ * does not fit is skipped by the run (run/run.c's check_end). */
+static void print_end_fit(const zt_memplan *p, uint64_t limit) {
+    const int pl = p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    char a[32], b[32];
+    fmtb((double)p->end_peak[pl], a, sizeof a);
+    fmtb((double)limit, b, sizeof b);
+    if (p->end_peak[pl] <= limit) {
+        printf("end of run fits too: %s <= %s\n", a, b);
+        return;
+    }
+    const int ex = p->export_default && p->export_peak[pl] > limit;
+    const int sa = p->sample_window > 0 && p->sample_peak[pl] > limit;
+    printf("end of run does not fit: %s > %s; `ztrain train` skips %s%s%s\n", a, b,
+           ex ? "the llm.c weights file (the weights stay in the final checkpoint: ztrain ckpt export "
+                "DIR --output FILE writes it)" : "",
+           ex && sa ? " and " : "",
+           sa ? "the text sample (ztrain sample --checkpoint DIR on a larger device)" : "");
+}
+
 /* The peak per node and per rank, per GPU process with the CUDA context, and whether it fits the
  * limit (with the changes that would). */
 static void print_peak(const zt_memplan *p, uint64_t cuda_ctx, uint64_t limit, const char *limit_what,
@@ -396,8 +416,10 @@ static void print_peak(const zt_memplan *p, uint64_t cuda_ctx, uint64_t limit, c
     }
     if (limit) {
         fmtb((double)limit, b, sizeof b);
-        if (p->peak_bytes <= limit)
+        if (p->peak_bytes <= limit) {
             printf("fits: %s <= %s (%s)\n", a, b, limit_what);
+            print_end_fit(p, limit);
+        }
         else if (nsug > 0)
             printf("does not fit: %s > %s (%s); changes that fit: %s\n", a, b, limit_what, sug);
         else
@@ -531,8 +553,9 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
         printf("  \"cuda_context_bytes\": %llu,\n  \"process_peak_bytes\": %llu,\n",
                (unsigned long long)cuda_ctx, (unsigned long long)(p->peak_bytes + cuda_ctx));
     if (limit) {
-        printf("  \"limit_bytes\": %llu,\n  \"fits\": %s,\n  \"suggestions\": ", (unsigned long long)limit,
-               p->peak_bytes <= limit ? "true" : "false");
+        printf("  \"limit_bytes\": %llu,\n  \"fits\": %s,\n  \"end_of_run_fits\": %s,\n  \"suggestions\": ",
+               (unsigned long long)limit, p->peak_bytes <= limit ? "true" : "false",
+               p->end_peak[p->gpu ? ZT_MP_DEVICE : ZT_MP_HOST] <= limit ? "true" : "false");
         json_str(sug ? sug : "");
         printf(",\n");
     }

@@ -70,6 +70,12 @@ struct zt_ctx {
     zt_memplan plan;             /* the pre-flight prediction (built-in GPT) */
     int have_plan;
     uint64_t mem_limit;          /* the limit it was checked against, 0 = none */
+    /* the pre-flight check's planner options (with the host limit) and the
+     * words for the limits (zt_ctx_end_fits); plan_forced: over the limit,
+     * started anyway (ztrain.force) */
+    zt_memplan_opts plan_opts;
+    char limit_what[384], host_limit_what[64];
+    int plan_forced;
     zt_startup startup;          /* zt_ctx_startup: where the context's start-up went */
     int prefaulting;             /* its blocks may be queued for pre-faulting (mem.c) */
 };

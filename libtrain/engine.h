@@ -44,4 +44,16 @@ const zt_progress *zt_ctx_progress(const zt_ctx *ctx);
 /* Log through the context's callback (printf-style). */
 void zt_log(const zt_ctx *ctx, int level, const char *fmt, ...) ZT_PRINTF(3, 4);
 
+/* The end of a run (zt_run): after training, before the llm.c weights file
+ * (ZT_END_EXPORT) and the text sample (ZT_END_SAMPLE, [1, sample_window]).
+ * 1 when that step is predicted to fit the limits the pre-flight check used
+ * (the plan recomputed for sample_window; on a GPU target device memory and
+ * the host limit), or when nothing is checked: a model of the caller's own,
+ * no known limit, or a run started over its limit (ztrain.force).  0: it
+ * does not fit; why[n] says how much it needs and the limit ("predicted
+ * peak 12.13 GiB per rank exceeds the limit 11.95 GiB (free device memory
+ * of ...)").  The figures count zt_ctx_release_activations first. */
+enum { ZT_END_EXPORT = 0, ZT_END_SAMPLE = 1 };
+int zt_ctx_end_fits(zt_ctx *ctx, int step, int sample_window, char *why, size_t n);
+
 #endif

@@ -1183,16 +1183,28 @@ static void plan_step(planner *q) {
  * then the sample ([1, T] forward).  Only an llm.c model file (a GPT-2
  * without LoRA: zt_save_weights) is written at the end of `ztrain train`;
  * the other architectures' and LoRA's weights stay in the final checkpoint.
- * Each optional step is simulated from the state after training:
- * export_peak and sample_peak are the peaks if that step runs, end_peak
- * what a default CLI run does (the export when it is written, then the
- * sample). */
+ * The run frees the training and eval activation blocks before either
+ * step (zt_ctx_release_activations).  Each optional step is simulated from
+ * the state after that: export_peak and sample_peak are the peaks if that
+ * step runs (training's included), end_peak what a default CLI run does
+ * (the export when it is written, then the sample). */
 static void plan_end_of_run(planner *q) {
     zt_memplan *p = q->p;
     sim *s = &q->s;
     const uint64_t Psi = p->num_params;
     if (p->ckpt_snapshot_bytes) s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, p->ckpt_snapshot_bytes);
     p->export_default = !q->lora && q->arch->llmc_file;
+    /* training is over: the run frees the training and eval blocks first
+     * (zt_ctx_release_activations); the export and the sample need neither */
+    s->phase = "end of run";
+    s_free(s, q->y.place_dev, ZT_MEM_ACTIVATIONS,
+           zt_memplan_acts_bytes(q->mc, p->micro_batch, (int)q->Sl, 1, p->ckpt_k, PLAN_ELEM));
+    if (p->gpu) s_free(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)p->micro_batch * q->Sl * 4 * 2);
+    if (p->with_eval) {
+        s_free(s, q->y.place_dev, ZT_MEM_EVAL,
+               zt_memplan_acts_bytes(q->mc, p->eval_batch, (int)q->Sl, 0, 0, PLAN_ELEM));
+        if (p->gpu) s_free(s, ZT_MP_HOST, ZT_MEM_EVAL, (uint64_t)p->eval_batch * q->Sl * 4 * 2);
+    }
     const sim trained = *s;
     s->phase = "weights export";
     /* (on a GPU the gathered block is device memory, written out by rank 0

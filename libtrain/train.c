@@ -321,6 +321,12 @@ static int preflight(zt_ctx *ctx, const mem_limits *ml, zt_status *st) {
     if (rc != ZT_OK) return rc;
     ctx->have_plan = 1;
     ctx->mem_limit = limit;
+    ctx->plan_forced = forced;
+    ctx->plan_opts = ml->mo;
+    snprintf(ctx->limit_what, sizeof ctx->limit_what, "%s", ml->limit_what);
+    snprintf(ctx->host_limit_what, sizeof ctx->host_limit_what, "%s",
+             ml->mo.host_limit_what ? ml->mo.host_limit_what : "host memory limit");
+    ctx->plan_opts.host_limit_what = ctx->host_limit_what;
     char pk[32], lim[32];
     zt_memplan_fmt_bytes((double)ctx->plan.peak_bytes, pk, sizeof pk);
     zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
@@ -334,6 +340,44 @@ static int preflight(zt_ctx *ctx, const mem_limits *ml, zt_status *st) {
         zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
                ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], ml->limit_what);
     return ZT_OK;
+}
+
+void zt_ctx_release_activations(zt_ctx *ctx) {
+    if (!ctx) return;
+    zt_batch_buf_free(ctx, &ctx->acts);
+    zt_batch_buf_free(ctx, &ctx->eval_acts);
+}
+
+int zt_ctx_end_fits(zt_ctx *ctx, int step, int sample_window, char *why, size_t n) {
+    if (n) why[0] = '\0';
+    /* nothing checked: no plan, a run over its limit started anyway */
+    if (!ctx->have_plan || ctx->plan_forced) return 1;
+    zt_memplan_opts o = ctx->plan_opts;
+    o.sample_window = sample_window;
+    zt_memplan p;
+    zt_status pst;
+    if (zt_memplan_compute(ctx->cfg, &o, &p, &pst) != ZT_OK) return 1;   /* (planned before: not reached) */
+    const uint64_t *pk = step == ZT_END_EXPORT ? p.export_peak : p.sample_peak;
+    const int bind = p.gpu ? ZT_MP_DEVICE : ZT_MP_HOST;
+    uint64_t need = 0, limit = 0;
+    const char *what = "", *place = p.gpu ? "device memory " : "";
+    if (ctx->mem_limit && pk[bind] > ctx->mem_limit) {
+        need = pk[bind];
+        limit = ctx->mem_limit;
+        what = ctx->limit_what;
+    } else if (p.gpu && o.host_limit && pk[ZT_MP_HOST] > o.host_limit) {
+        need = pk[ZT_MP_HOST];
+        limit = o.host_limit;
+        what = ctx->host_limit_what;
+        place = "host memory ";
+    } else {
+        return 1;
+    }
+    char a[32], b[32];
+    zt_memplan_fmt_bytes((double)need, a, sizeof a);
+    zt_memplan_fmt_bytes((double)limit, b, sizeof b);
+    if (n) snprintf(why, n, "predicted peak %s%s per rank exceeds the limit %s (%s)", place, a, b, what);
+    return 0;
 }
 
 /* Threads and the mesh: the world, how collectives move device buffers,
@@ -438,6 +482,16 @@ static int sp_buffers(zt_ctx *ctx, size_t n, zt_status *st) {
     return ZT_OK;
 }
 
+/* The training block [micro_batch, seq_len / sp] (allocated with the
+ * engine; again after zt_ctx_release_activations). */
+static int train_acts_ready(zt_ctx *ctx, zt_status *st) {
+    if (ctx->acts.acts) return ZT_OK;
+    /* sequence parallel: each rank's activations hold seq_len / sp tokens */
+    return zt_batch_buf_alloc(ctx, &ctx->acts, ctx->cfg->micro_batch,
+                              ctx->cfg->seq_len / zt_mesh_size(ctx->mesh, ZT_AX_SP), 1, ZT_MEM_ACTIVATIONS,
+                              st);
+}
+
 /* The ZeRO engine over the model's units (sharding, offload, overlap),
  * initialized parameters, the training activations and the optimizer. */
 static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
@@ -477,9 +531,7 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
         if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
     }
     ctx->startup.init_s += zt_now_s() - t0;
-    /* sequence parallel: each rank's activations hold seq_len / sp tokens */
-    ZT_TRY(zt_batch_buf_alloc(ctx, &ctx->acts, c->micro_batch, c->seq_len / zt_mesh_size(ctx->mesh, ZT_AX_SP), 1,
-                              ZT_MEM_ACTIVATIONS, st));
+    ZT_TRY(train_acts_ready(ctx, st));
     if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
     ZT_TRY(zt_be_check(ctx->be, "creating the context", st));
@@ -817,6 +869,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     const zt_config *c = ctx->cfg;
     if (!ctx->has_train)
         return zt_fail(st, ZT_EINVAL, "no training data: call zt_ctx_open_data or zt_ctx_set_data");
+    ZT_TRY(train_acts_ready(ctx, st));   /* (after zt_ctx_release_activations) */
     int B = c->micro_batch, T = c->seq_len, A = c->grad_accum;
     /* sequence parallel: the sp ranks of a group share their samples */
     long global_batch = (long)B * A * zt_mesh_size(ctx->mesh, ZT_AX_DP);

@@ -286,6 +286,12 @@ int zt_sample(zt_ctx *ctx, const int *prompt, int n_prompt, int n_new,
               double temperature, int top_k, uint64_t seed, int *out,
               zt_status *st);
 
+/* After the last training step (zt_run calls it before the weights file
+ * and the sample): frees the training and evaluation activation blocks, so
+ * that a weights export or zt_sample does not run next to them; a later
+ * zt_train_step or zt_evaluate allocates them again. */
+void zt_ctx_release_activations(zt_ctx *ctx);
+
 /* Optimizer steps completed. */
 long zt_ctx_step(const zt_ctx *ctx);
 

@@ -13,6 +13,7 @@
 #include "ztrain_run.h"
 #include "config.h"
 #include "arch.h"
+#include "engine.h"
 #include "ztrain_ckpt.h"
 #include "ztrain_io.h"
 
@@ -31,6 +32,11 @@ typedef struct run {
     double t;                /* the current phase's start */
     int reporter;            /* after a step all ranks agree on: the lowest failing rank */
     int quiet;               /* this rank succeeded while another failed (agreed) */
+    /* the end of the run against the memory limit (check_end): a step that
+     * does not fit on some rank is skipped, why says why (rank 0) */
+    int skip_export, skip_sample;
+    char why_export[512], why_sample[512];
+    char saved[ZT_PATH_MAX + 16];   /* the weights file written ("": none) */
 } run;
 
 zt_run_options zt_run_defaults(void) {
@@ -174,6 +180,60 @@ static int create_context(run *R) {
     return rc;
 }
 
+/* Does this run write an llm.c weights file at its end (save_weights)? */
+static int writes_weights(const run *R) {
+    const zt_config *ec = zt_ctx_config(R->ctx);
+    return (R->o->save_path || ec->ckpt_final) && !R->lora &&
+           (R->o->save_path || zt_arch_of(&ec->model)->llmc_file);
+}
+
+/* The sample's longest forward (zt_sample's window): prompt and new tokens
+ * but the last, at most the context; 0: no sample. */
+static int sample_window(const run *R) {
+    const zt_config *ec = zt_ctx_config(R->ctx);
+    if (R->o->sample_tokens <= 0 || ec->model.seq_parallel > 1 || ec->model.expert_parallel > 1) return 0;
+    size_t np = strlen(R->o->sample_prompt ? R->o->sample_prompt : "\n");
+    long w = (long)(np ? np : 1) + R->o->sample_tokens - 1;
+    if (w > ec->model.context) w = ec->model.context;
+    return w > 1 ? (int)w : 1;
+}
+
+/* One end step against the pre-flight check's limit on every rank: 1 when
+ * some rank's does not fit (why: rank 0's reason, or the rank's number). */
+static int end_over(run *R, int step, int window, char *why, size_t n) {
+    int fits = zt_ctx_end_fits(R->ctx, step, window, why, n);
+    int r = first_failed_rank(!fits);
+    if (r > 0 && R->rank == 0) snprintf(why, n, "it does not fit the memory limit on rank %d", r);
+    return r >= 0;
+}
+
+/* 2b. Before step 1: the end of the run (the llm.c weights file, the text
+ * sample) against the memory limit training fits.  A step that would not
+ * fit is skipped at the end, with a line saying why and how to get it; the
+ * weights file only when the final checkpoint holds the weights. */
+static int check_end(run *R) {
+    const zt_config *ec = zt_ctx_config(R->ctx);
+    const int w = sample_window(R);
+    if (writes_weights(R) && end_over(R, ZT_END_EXPORT, w, R->why_export, sizeof R->why_export)) {
+        R->skip_export = ec->ckpt_final;
+        if (R->skip_export)
+            note(R, "memory: the llm.c weights file at the end of the run does not fit: %s; it will "
+                 "not be written (the weights stay in the final checkpoint: ztrain ckpt export "
+                 "--output FILE writes it)\n", R->why_export);
+        else
+            note(R, "memory: the llm.c weights file at the end of the run does not fit: %s; it is "
+                 "still written, as no final checkpoint keeps the weights (checkpoint.final false)\n",
+                 R->why_export);
+    }
+    if (w && end_over(R, ZT_END_SAMPLE, w, R->why_sample, sizeof R->why_sample)) {
+        R->skip_sample = 1;
+        note(R, "memory: the text sample at the end of the run ([1, %d] forward) does not fit: %s; it "
+             "will be skipped (sample from the checkpoint on a larger device: ztrain sample "
+             "--checkpoint DIR)\n", w, R->why_sample);
+    }
+    return ZT_OK;
+}
+
 /* 3. LoRA: the frozen base comes from ztrain.init_from on a resume too (a
  * checkpoint holds only the adapters; the restore checks the base's
  * fingerprint against the one the adapters were trained on); the adapters
@@ -261,6 +321,13 @@ static int train(run *R) {
     return rc;
 }
 
+/* 7b. Training is over: the training and eval activation blocks are freed
+ * before the weights file and the sample (the memory plan's end of run). */
+static int release(run *R) {
+    zt_ctx_release_activations(R->ctx);
+    return ZT_OK;
+}
+
 /* 8. The weights file: an llm.c model file (GPT-2s); LoRA adapters and
  * other architectures stay in the final checkpoint. */
 static int save_weights(run *R) {
@@ -283,11 +350,18 @@ static int save_weights(run *R) {
     char path[ZT_PATH_MAX + 16];
     if (save) snprintf(path, sizeof path, "%s", save);
     else snprintf(path, sizeof path, "%s/model.bin", ec->ckpt_dir);
+    if (R->skip_export && last[0]) {
+        note(R, "weights: %s not written, it does not fit: %s; the weights are in the final checkpoint "
+             "%s (ztrain ckpt export %s --output %s writes it, on a larger device or the host)\n", path,
+             R->why_export, last, last, path);
+        return ZT_OK;
+    }
     int rc = ZT_OK;
     if (!save && R->rank == 0 && mkdir_p(ec->ckpt_dir) != 0)
         rc = fail(R->st, ZT_EIO, "%s: cannot create directory: %s", ec->ckpt_dir, strerror(errno));
     if ((rc = agreed(R, rc)) != ZT_OK) return rc;
     rc = zt_save_weights_dtype(R->ctx, path, R->o->save_bf16, R->st);
+    if (rc == ZT_OK) snprintf(R->saved, sizeof R->saved, "%s", path);
     if (rc == ZT_OK) note(R, "saved weights to %s\n", path);
     return rc;
 }
@@ -305,6 +379,16 @@ static int sample(run *R) {
     if (ec->model.expert_parallel > 1) {
         note(R, "sample: skipped (expert_parallel_size=%d; sample from the checkpoint: ztrain "
              "sample --checkpoint DIR)\n", ec->model.expert_parallel);
+        return ZT_OK;
+    }
+    if (R->skip_sample) {
+        const char *last = zt_ckpt_session_last(R->ck);
+        char how[ZT_PATH_MAX + 128];
+        if (last[0]) snprintf(how, sizeof how, "ztrain sample --checkpoint %s on a larger device", last);
+        else if (R->saved[0]) snprintf(how, sizeof how, "ztrain sample --weights %s", R->saved);
+        else snprintf(how, sizeof how, "no checkpoint keeps the weights: checkpoint.final false");
+        note(R, "sample: skipped, it does not fit: %s (%s; --sample-tokens sets its length, 0 none)\n",
+             R->why_sample, how);
         return ZT_OK;
     }
     const char *prompt = R->o->sample_prompt ? R->o->sample_prompt : "\n";
@@ -363,8 +447,8 @@ int zt_run(zt_config *cfg, const zt_run_options *o, zt_run_result *r, zt_status 
                         "start-up (context, data, checkpoint resume)");
         lap(&R, ZT_RUN_CONFIG);
         rc = create_context(&R);
-        int (*const steps[])(run *) = {load_lora, open_data, attach_checkpoints, load_weights,
-                                       train, save_weights, sample};
+        int (*const steps[])(run *) = {check_end, load_lora, open_data, attach_checkpoints, load_weights,
+                                       train, release, save_weights, sample};
         for (size_t i = 0; rc == ZT_OK && !o->config_only && i < sizeof steps / sizeof steps[0]; ++i)
             rc = steps[i](&R);
     }
