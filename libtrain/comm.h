@@ -91,6 +91,10 @@ typedef struct zt_comm_ops {
      * failed one is reported here, as wait would have (NULL: every wait
      * already waited on the host, nothing to check) */
     int (*fence)(zt_group *g, zt_status *st);
+    /* non-blocking form of allreduce_sum; finish with wait (NULL: the
+     * backend has none, use allreduce_sum) */
+    int (*iallreduce_sum)(zt_group *g, void *buf, size_t n, zt_dtype t, zt_request *r,
+                          zt_status *st);
 } zt_comm_ops;
 
 struct zt_group {
@@ -147,9 +151,11 @@ int zt_group_host_staged(zt_group *mpi_parent, const char *name, const struct zt
  * backend's compute stream, so it sees what earlier kernels wrote.
  * Blocking collectives then make the compute stream wait for their result
  * and wait for it on the host too (bounded by timeout_s).
- * iallgather_inplace / ireduce_scatter_sum return at once with a request
- * whose impl is the completion event, so the transfer overlaps the kernels
- * queued after it (ZeRO-3 prefetch, ZeRO-2/3 gradient reduce-scatter);
+ * iallgather_inplace / ireduce_scatter_sum / iallreduce_sum return at once
+ * with a request whose impl is the completion event, so the transfer
+ * overlaps the kernels queued after it (ZeRO-3 prefetch, ZeRO-2/3 gradient
+ * reduce-scatter; the engine's other collectives of a step are these
+ * followed at once by wait, so that the host never waits for them);
  * wait() makes the compute stream wait on that event and returns (no host
  * wait; NCCL's asynchronous errors so far are checked).  fence() is the
  * host's check: it waits (bounded) until the compute stream has passed

@@ -8,14 +8,14 @@
  * queued before it wrote.  Blocking collectives make the compute stream
  * wait for their completion event and wait for it on the host, polling the
  * event and ncclCommGetAsyncError, bounded by the group's timeout; the
- * non-blocking ones return the completion event in zt_request.impl, and
- * wait() only makes the compute stream wait for it (a stream wait: the host
- * goes on queueing).  Their completion is confirmed on the host by fence()
- * (the engine's one host synchronization of a step, or the next blocking
- * collective): the same bounded poll, over everything queued so far.  A
- * timeout, an asynchronous error or a failed NCCL call (whose peers may be
- * waiting for it) aborts the communicator (ncclCommAbort) and every later
- * call fails at once.
+ * non-blocking ones (all-gather, reduce-scatter, all-reduce sum) return the
+ * completion event in zt_request.impl, and wait() only makes the compute
+ * stream wait for it (a stream wait: the host goes on queueing).  Their
+ * completion is confirmed on the host by fence() (the engine's one host
+ * synchronization of a step, or the next blocking collective): the same
+ * bounded poll, over everything queued so far.  A timeout, an asynchronous
+ * error or a failed NCCL call (whose peers may be waiting for it) aborts the
+ * communicator (ncclCommAbort) and every later call fails at once.
  *
  * Byte accounting is comm.c's: what this rank sends in the ring algorithms
  * (all-reduce 2(N-1)/N x bytes, reduce-scatter and all-gather every chunk
@@ -212,8 +212,10 @@ static uint64_t others_bytes(zt_group *g, const int *counts, zt_dtype t) {
 
 /* ------------------------------------------------------------ collectives */
 
+/* An in-place all-reduce: queued on the communication stream, then
+ * completed blocking (r NULL) or as a request (r). */
 static int nc_allreduce(zt_group *g, void *buf, size_t n, zt_dtype t, ncclRedOp_t op,
-                        zt_status *st) {
+                        zt_request *rq, zt_status *st) {
     nccl_group *ng = NG(g);
     ncclDataType_t nt;
     if (!nccl_type(t, &nt)) return bad_type(ng, ZT_COMM_ALLREDUCE, t, st);
@@ -222,7 +224,8 @@ static int nc_allreduce(zt_group *g, void *buf, size_t n, zt_dtype t, ncclRedOp_
         const ncclResult_t r = ncclAllReduce(buf, buf, n, nt, op, ng->nc, ng->stream);
         if (r != ncclSuccess) return call_failed(ng, ZT_COMM_ALLREDUCE, r, st);
     }
-    ZT_TRY(end_blocking(ng, ZT_COMM_ALLREDUCE, st));
+    if (rq) ZT_TRY(end_request(ng, ZT_COMM_ALLREDUCE, rq, st));
+    else ZT_TRY(end_blocking(ng, ZT_COMM_ALLREDUCE, st));
     g->calls[ZT_COMM_ALLREDUCE]++;
     if (g->size > 1)
         g->bytes[ZT_COMM_ALLREDUCE] +=
@@ -231,10 +234,14 @@ static int nc_allreduce(zt_group *g, void *buf, size_t n, zt_dtype t, ncclRedOp_
 }
 
 static int nc_allreduce_sum(zt_group *g, void *buf, size_t n, zt_dtype t, zt_status *st) {
-    return nc_allreduce(g, buf, n, t, ncclSum, st);
+    return nc_allreduce(g, buf, n, t, ncclSum, NULL, st);
 }
 static int nc_allreduce_max(zt_group *g, void *buf, size_t n, zt_dtype t, zt_status *st) {
-    return nc_allreduce(g, buf, n, t, ncclMax, st);
+    return nc_allreduce(g, buf, n, t, ncclMax, NULL, st);
+}
+static int nc_iallreduce_sum(zt_group *g, void *buf, size_t n, zt_dtype t, zt_request *r,
+                             zt_status *st) {
+    return nc_allreduce(g, buf, n, t, ncclSum, r, st);
 }
 
 static int nc_bcast(zt_group *g, void *buf, size_t n, zt_dtype t, int root, zt_status *st) {
@@ -508,7 +515,7 @@ static void nc_destroy(zt_group *g) {
 static const zt_comm_ops nccl_ops = {
     "nccl", nc_allreduce_sum, nc_allreduce_max, nc_bcast, nc_barrier,
     nc_reduce_scatter_sum, nc_allgather_inplace, nc_iallgather_inplace, nc_wait,
-    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall, nc_alltoallv, nc_fence,
+    nc_ireduce_scatter_sum, nc_destroy, nc_alltoall, nc_alltoallv, nc_fence, nc_iallreduce_sum,
 };
 
 /* ------------------------------------------------------------ creation */

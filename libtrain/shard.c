@@ -72,6 +72,41 @@ size_t zt_shard_block_elems(const zt_model *m, const zt_mesh *mesh) {
 static const char *unit_name(zt_shard *sh, int u) { return sh->m->units[u].name; }
 static int rs_finish_oldest(zt_shard *sh, zt_status *st);
 
+/* The step's collectives on device buffers.  Where wait() orders only the
+ * device (a group with a fence: NCCL), each is started non-blocking and
+ * waited for on the stream at once: the kernels queued after it run after
+ * it, the host does not wait, and the step's fence (zt_mesh_fence: its one
+ * bounded host wait) confirms it.  Elsewhere (MPI host-staged: the host
+ * moves the data) the blocking call. */
+static int stream_ordered(const zt_group *g) { return g->ops->fence != NULL; }
+
+static int coll_allreduce(zt_group *g, void *buf, size_t n, zt_dtype t, zt_status *st) {
+    if (!stream_ordered(g) || !g->ops->iallreduce_sum)
+        return g->ops->allreduce_sum(g, buf, n, t, st);
+    zt_request r;
+    memset(&r, 0, sizeof r);
+    ZT_TRY(g->ops->iallreduce_sum(g, buf, n, t, &r, st));
+    return g->ops->wait(g, &r, st);
+}
+
+static int coll_reduce_scatter(zt_group *g, const void *send, void *recv, const int *counts,
+                               zt_dtype t, zt_status *st) {
+    if (!stream_ordered(g)) return g->ops->reduce_scatter_sum(g, send, recv, counts, t, st);
+    zt_request r;
+    memset(&r, 0, sizeof r);
+    ZT_TRY(g->ops->ireduce_scatter_sum(g, send, recv, counts, t, &r, st));
+    return g->ops->wait(g, &r, st);
+}
+
+static int coll_allgather(zt_group *g, void *buf, const int *counts, const int *displs, zt_dtype t,
+                          zt_status *st) {
+    if (!stream_ordered(g)) return g->ops->allgather_inplace(g, buf, counts, displs, t, st);
+    zt_request r;
+    memset(&r, 0, sizeof r);
+    ZT_TRY(g->ops->iallgather_inplace(g, buf, counts, displs, t, &r, st));
+    return g->ops->wait(g, &r, st);
+}
+
 /* Start gathering unit u's parameters (stage 3) unless present or pending. */
 static int gather_start(zt_shard *sh, int u, zt_status *st) {
     if (sh->gathered[u] || (sh->view && sh->view[u])) return ZT_OK;
@@ -263,10 +298,10 @@ static int rs_unit(zt_shard *sh, int u, const float *g, float *out, zt_status *s
     }
     zt_group_where(gr, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
     if (sh->gdt == ZT_F32)
-        return gr->ops->reduce_scatter_sum(gr, g, out, us->counts, ZT_F32, st);
+        return coll_reduce_scatter(gr, g, out, us->counts, ZT_F32, st);
     const zt_precision p = prec_of_dtype(sh->gdt);
     zt_prec_narrow(sh->be, p, sh->g16, g, us->n);
-    ZT_TRY(gr->ops->reduce_scatter_sum(gr, sh->g16, sh->rs16, us->counts, sh->gdt, st));
+    ZT_TRY(coll_reduce_scatter(gr, sh->g16, sh->rs16, us->counts, sh->gdt, st));
     zt_prec_widen(sh->be, p, out, sh->rs16, us->len);
     return ZT_OK;
 }
@@ -284,7 +319,7 @@ static int allreduce_grads(zt_shard *sh, zt_group *g, float *buf, size_t n, zt_s
     if (sh->gdt == ZT_F32) {
         for (size_t off = 0; off < n; off += ZT_GRAD_AR_PIECE) {
             const size_t c = n - off < ZT_GRAD_AR_PIECE ? n - off : ZT_GRAD_AR_PIECE;
-            ZT_TRY(g->ops->allreduce_sum(g, buf + off, c, ZT_F32, st));
+            ZT_TRY(coll_allreduce(g, buf + off, c, ZT_F32, st));
         }
         return ZT_OK;
     }
@@ -294,7 +329,7 @@ static int allreduce_grads(zt_shard *sh, zt_group *g, float *buf, size_t n, zt_s
     for (size_t off = 0; off < n; off += cap) {
         const size_t c = n - off < cap ? n - off : cap;
         zt_prec_narrow(sh->be, p, sh->g16, buf + off, c);
-        ZT_TRY(g->ops->allreduce_sum(g, sh->g16, c, sh->gdt, st));
+        ZT_TRY(coll_allreduce(g, sh->g16, c, sh->gdt, st));
         zt_prec_widen(sh->be, p, buf + off, sh->g16, c);
     }
     return ZT_OK;
@@ -1049,8 +1084,7 @@ static int gather_params(zt_shard *sh, zt_status *st) {
             if (us->g == 1) continue;
             void *blk = mixed(sh) ? (void *)(sh->p16 + us->coff) : (void *)(sh->m->params + us->coff);
             zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, unit_name(sh, u));
-            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, blk, us->counts, us->displs,
-                                                      sh->pdt, st));
+            ZT_TRY(coll_allgather(us->dgrp, blk, us->counts, us->displs, sh->pdt, st));
         }
     }
     return ZT_OK;
@@ -1272,8 +1306,8 @@ int zt_shard_update_ex(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
             zt_unit_shard *us = &sh->u[u];
             if (us->g == 1) continue;
             zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, m->params + us->coff, us->counts,
-                                                    us->displs, ZT_F32, st));
+            ZT_TRY(coll_allgather(us->dgrp, m->params + us->coff, us->counts, us->displs, ZT_F32,
+                                  st));
         }
     }
     return ZT_OK;
@@ -1304,8 +1338,8 @@ int zt_shard_update(zt_shard *sh, zt_adamw *o, double lr, double grad_scale, zt_
             zt_unit_shard *us = &sh->u[u];
             if (us->g == 1) continue;
             zt_group_where(us->dgrp, "step %ld, unit %s", sh->step + 1, m->units[u].name);
-            ZT_TRY(us->dgrp->ops->allgather_inplace(us->dgrp, m->params + us->coff, us->counts,
-                                                    us->displs, ZT_F32, st));
+            ZT_TRY(coll_allgather(us->dgrp, m->params + us->coff, us->counts, us->displs, ZT_F32,
+                                  st));
         }
     }
     return ZT_OK;
@@ -1392,6 +1426,10 @@ static int nf4_full_params(zt_shard *sh, float **out, zt_status *st) {
 int zt_shard_full_params(zt_shard *sh, float **out, int *owned, zt_status *st) {
     if (zt_shard_init_pending(sh) != ZT_OK)
         return zt_fail(st, ZT_ENOMEM, "out of memory initializing the parameters");
+    /* the caller reads them: the last step's collectives, waited for on the
+     * stream only (NCCL: the stage 1-2 all-gathers after the update), are
+     * confirmed first, bounded (nothing left: no wait) */
+    ZT_TRY(zt_mesh_fence(sh->mesh, st));
     if (sh->q) {
         *owned = 1;
         return nf4_full_params(sh, out, st);

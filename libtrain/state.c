@@ -17,6 +17,10 @@ void zt_ctx_set_state_fence(zt_ctx *ctx, zt_state_fence fn, void *user) {
 int zt_ctx_owned_state(zt_ctx *ctx, zt_train_state *out, zt_status *st) {
     /* the caller may write through the ranges (a restore, a load) */
     zt_ctx_fence(ctx);
+    /* the caller reads them: the last step's collectives, waited for on the
+     * stream only (NCCL: the stage 1-2 all-gathers after the update), are
+     * confirmed first, bounded (nothing left: no wait) */
+    ZT_TRY(zt_mesh_fence(ctx->mesh, st));
     /* the trained parameters: with LoRA the adapters (the base is reloaded
      * from ztrain.init_from, not checkpointed) */
     const zt_model *m = zt_ctx_tmodel(ctx);

@@ -473,6 +473,57 @@ int main(int argc, char **argv) {
             }
             zt_group_free(nc3);
 
+            /* iallreduce_sum + wait (the engine's stage 0-2 gradient and
+             * replica all-reduces over NCCL): a stream wait, the fence's
+             * one host wait confirms it; a failed one is reported by the
+             * fence, naming it */
+            zt_group *nc5 = NULL;
+            zt_status s9;
+            zt_status_clear(&s9);
+            if (zt_group_nccl(world, "nccl5", dev, &nc5, &s9) == ZT_OK) {
+                float ha[5];
+                for (int i = 0; i < 5; i++) ha[i] = (float)(g_rank + 1) * (float)(i + 1);
+                float *da = dput(gpu, ha, sizeof ha);
+                zt_request rq;
+                memset(&rq, 0, sizeof rq);
+                const unsigned long long w0 = zt_sim_host_waits();
+                int ok = nc5->ops->iallreduce_sum != NULL &&
+                         nc5->ops->iallreduce_sum(nc5, da, 5, ZT_F32, &rq, &s9) == ZT_OK && rq.active &&
+                         nc5->ops->wait(nc5, &rq, &s9) == ZT_OK;
+                const unsigned long long w1 = zt_sim_host_waits();
+                ok &= nc5->ops->fence(nc5, &s9) == ZT_OK;
+                const unsigned long long w2 = zt_sim_host_waits();
+                diag_st(&s9);
+                dget(gpu, ha, da, sizeof ha);
+                const float ranks = (float)(g_size * (g_size + 1) / 2);
+                for (int i = 0; i < 5; i++) ok &= ha[i] == ranks * (float)(i + 1);
+                check(ok && w1 == w0 && w2 == w1 + 1 && nc5->calls[ZT_COMM_ALLREDUCE] == 1,
+                      "nccl: iallreduce_sum + wait wait on the stream only (%llu host waits), the "
+                      "fence once (%llu); result right", w1 - w0, w2 - w1);
+                if (g_size > 1) {
+                    zt_status_clear(&s9);
+                    zt_group_where(nc5, "test: gradient piece");
+                    memset(&rq, 0, sizeof rq);
+                    const size_t na = g_rank == 0 ? 4 : 5;
+                    ok = nc5->ops->iallreduce_sum(nc5, da, na, ZT_F32, &rq, &s9) == ZT_OK &&
+                         nc5->ops->wait(nc5, &rq, &s9) == ZT_OK;
+                    zt_group_where(nc5, "test: elsewhere");
+                    const int rcf = nc5->ops->fence(nc5, &s9);
+                    check(ok && rcf == ZT_ECOMM && strstr(s9.msg, "all-reduce on the nccl5 group") &&
+                          strstr(s9.msg, "(test: gradient piece)") &&
+                          strstr(s9.msg, "differs between ranks"),
+                          "nccl: a failed all-reduce waited for on the stream is reported by the "
+                          "fence (%s)", s9.msg);
+                }
+                gpu->free(da);
+                e = gpu->error();
+                check(e == NULL, "nccl: the all-reduce's fence left no CUDA error behind (%s)",
+                      e ? e : "none");
+            } else {
+                check(0, "zt_group_nccl nccl5 (%s)", s9.msg);
+            }
+            zt_group_free(nc5);
+
             /* a hung collective (rank 0's peers never join it): the fence
              * reports it within the bound (the simulator's: its NCCL
              * times out; on a GPU comm_nccl.c's ztrain.comm_timeout_s) */

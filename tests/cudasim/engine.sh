@@ -49,7 +49,8 @@
 # share the simulated device through host-staged MPI; and GPT-2 at 2 ranks
 # over the simulator's NCCL (ztrain.comm_backend=nccl, a device per rank:
 # fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
-# with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
+# with bf16 reductions; fp32 stages 0 and 1; bf16 hybrid stage 2, shard
+# groups of 1, with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
 # (fp32 stage 0, bf16 stage 3); the LM head in chunks (ztrain.classifier_chunk_rows:
 # Llama bf16 stage 3, Gemma 2 fp32 stage 0); a Mixture of Experts
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
@@ -113,7 +114,8 @@ else
     group llama1 1 llama-tiny.json --cases "bf16s3" --case "chbf16s3 bf16 --stage 3 --classifier-chunk-rows 9"
     group llama2 2 llama-tiny.json --cases none --case "cks1 fp32 --stage 1 --act-ckpt blocks"
     COMM=nccl group nccl 2 tiny.json --cases none --case "accs3 fp32 --stage 3 --grad-accum 2 --micro-batch 2 --sample-tokens 8" \
-        --case "c16s2 bf16 --stage 2 --comm-dtype bf16"
+        --case "c16s2 bf16 --stage 2 --comm-dtype bf16" --case "ars0 fp32 --stage 0" \
+        --case "rss1 fp32 --stage 1" --case "hybs2 bf16 --stage 2 --shard-group 1 --comm-dtype bf16"
 fi
 # Gemma 2 (configs/gemma2-tiny.json: attention and final soft-caps, window 8 < seq 32 on every
 # other layer, GeGLU, (1 + w) norms): gqa_ext, geglu and softcap on the device against the CPU
@@ -172,26 +174,41 @@ for out in "$W"/*/x_*.out; do
     ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end + $slack] ($np rank(s))${why:+: $why}"
     p0=""
 done
-# ---- host waits per step (the simulator's count, host_waits in the device report): GPT-2 at
-# ZeRO stage 3 over NCCL on 2 ranks (fp32, no accumulation: one token upload a step, covered
-# by the step's read) waits for its gathers and reduce-scatters on the stream only, so its
-# one host synchronization a step is the read of the step's scalars: 4 steps wait 2 more
-# times than 2 steps on every rank (before: 10 a step, one per unit and pass)
-hw() {  # hw STEPS: rank:host_waits of each rank
+# ---- host waits per step (the simulator's count, host_waits in the device report): GPT-2
+# over NCCL on 2 ranks (no accumulation: one token upload a step, covered by the step's read)
+# waits for every collective of the step on the stream only -- the stage 0 gradient
+# all-reduces (1 MiB pieces), the stage 1 reduce-scatters (bf16 reductions), the stage 2
+# reduce-scatters with and without overlap_comm, the stage 1-2 all-gathers after the update,
+# the stage 3 gathers, hybrid sharding's replica all-reduces (shard groups of 1, bf16) -- so
+# its one host synchronization a step is the read of the step's scalars: 4 steps wait 2 more
+# times than 2 steps on every rank (before: stage 3 10 a step, one per unit and pass; stages
+# 0-2 and hybrid one per collective)
+hw() {  # hw TAG STEPS ARGS...: rank:host_waits of each rank
+    local tag=$1 steps=$2; shift 2
     (cd "$W/nccl" && ZT_CUDASIM_DEVICES=2 timeout 300 "$mpirun" --oversubscribe -np 2 --bind-to none "$sim" train \
         --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 \
-        --steps "$1" --eval-every 100 --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl \
-        --stage 3 --resume never --ckpt-dir "hw_ck$1" > "hw_$1.out" 2>&1) &&
-        sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "$W/nccl/hw_$1.out" | sort
+        --steps "$steps" --eval-every 100 --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl \
+        --resume never --ckpt-dir "hw_ck_${tag}_$steps" "$@" > "hw_${tag}_$steps.out" 2>&1) &&
+        sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "$W/nccl/hw_${tag}_$steps.out" | sort
 }
-if [ -f "$W/nccl/c_train.bin" ]; then
-    a=$(hw 2 | tr '\n' ' '); b=$(hw 4 | tr '\n' ' ')
+hw_case() {  # hw_case TAG WHAT ARGS...
+    local tag=$1 what=$2; shift 2
+    local a b per r
+    a=$(hw "$tag" 2 "$@" | tr '\n' ' '); b=$(hw "$tag" 4 "$@" | tr '\n' ' ')
     per=$(python3 -c 'import sys
 a = dict(x.split(":") for x in sys.argv[1].split()); b = dict(x.split(":") for x in sys.argv[2].split())
 print(" ".join("%s:%g" % (r, (int(b[r]) - int(a[r])) / 2) for r in sorted(b) if r in a))' "$a" "$b" 2> /dev/null)
     [ "$per" = "0:1 1:1" ]; r=$?
-    [ $r = 0 ] || { echo "# 2 steps: $a; 4 steps: $b"; grep -E '^ztrain: error' "$W"/nccl/hw_*.out | sed 's/^/# /'; }
-    ok $r "host waits per step, GPT-2 stage 3 over NCCL on 2 ranks: ${per:-none} (rank:waits; one each, the read of the step's scalars)"
+    [ $r = 0 ] || { echo "# 2 steps: $a; 4 steps: $b"; grep -E '^ztrain: error' "$W"/nccl/hw_"$tag"_*.out | sed 's/^/# /'; }
+    ok $r "host waits per step, GPT-2 $what over NCCL on 2 ranks: ${per:-none} (rank:waits; one each, the read of the step's scalars)"
+}
+if [ -f "$W/nccl/c_train.bin" ]; then
+    hw_case s0 "stage 0" --stage 0
+    hw_case s1 "bf16 stage 1, bf16 reductions" --stage 1 --precision bf16 --comm-dtype bf16
+    hw_case s2 "stage 2" --stage 2
+    hw_case s2nov "stage 2, overlap_comm false" --stage 2 --overlap-comm false
+    hw_case s3 "stage 3" --stage 3
+    hw_case hyb "stage 2 hybrid (shard groups of 1), bf16 reductions" --stage 2 --shard-group 1 --comm-dtype bf16
 else
     ok 1 "host waits per step: no $W/nccl/c_train.bin (the nccl group did not run)"
 fi
