@@ -363,7 +363,10 @@ static void u_rs_finish_oldest(layout *y) {
 }
 static void u_grads_done(layout *y, int u) {
     if (y->frozen || y->p->stage < 2 || !y->bucket[u]) return;
-    if (y->overlap) {   /* shard.c's rs_start */
+    /* shard.c's rs_start, for a unit sliced over more than one rank (an
+     * expert window over a one-rank expert shard group: the bucket is the
+     * reduced slice, added and freed below) */
+    if (y->overlap && (y->ug ? y->ug[u] : y->g) > 1) {
         if (y->npend == ZT_RS_INFLIGHT) u_rs_finish_oldest(y);
         if (y->comm16) {
             s_alloc(y->s, y->place_dev, ZT_MEM_COMM, y->n[u] * 2);

@@ -23,7 +23,10 @@
 #    restored on 1 rank with forwards of 1 sample);
 #  - with sequence parallelism 2 (4 ranks): EP 2 and EP 4 (across its groups)
 #    equal to sequence parallelism alone (1e-5);
-#  - cpu-strict (host-staged all-to-alls) bitwise == cpu at EP 2, stage 3;
+#  - cpu-strict (host-staged all-to-alls) bitwise == cpu at EP 2, stage 3; at
+#    EP 2 on 2 ranks (one-rank expert shard groups) the planner's peak ==
+#    the accounted one (cpu) and the device peak == the measured one
+#    (cpu-strict; stage 3, and stage 2 with activation checkpointing);
 #  - the dispatch alone (tests/test_moe_ep.c, 2 ranks): equal to every expert
 #    on one rank, the expert gradients bitwise one rank's over both ranks'
 #    tokens; one GEMM a local expert; the routing's transfers (the counts
@@ -210,9 +213,19 @@ ok $? "Hugging Face export of an EP 2 run (each rank initialising its $PR parame
 
 
 # device-memory discipline: cpu-strict (host-staged all-to-alls) bitwise == cpu
-run sc 2 --ep 2 --stage 3 --micro-batch 2 && run ss 2 --ep 2 --stage 3 --micro-batch 2 \
-    --backend cpu-strict && compare sc ss 0
+run sc 2 --ep 2 --stage 3 --micro-batch 2 --memory-report end && run ss 2 --ep 2 --stage 3 \
+    --micro-batch 2 --backend cpu-strict --memory-report end && compare sc ss 0
 ok $? "cpu-strict at EP 2, stage 3: bitwise equal to cpu"
+# EP 2 on 2 ranks: the expert shard group is one rank, so an expert window's
+# gradient bucket is its reduced slice (no reduce-scatter, no receive buffer,
+# nothing in flight): the planner's peak == the accounted one (cpu) and the
+# device peak == the measured one (cpu-strict), stage 3 and stage 2 checkpointed
+PEAKEQ="peak per rank.*: \(accounted\|measured\) \([0-9]*\) bytes, predicted \2 bytes (+0.00%)"
+grep -q "^memory $PEAKEQ" o_sc.txt && grep -q "^device memory $PEAKEQ" o_ss.txt &&
+    run sk 2 --ep 2 --stage 2 --act-ckpt blocks --micro-batch 2 --backend cpu-strict --memory-report end &&
+    grep -q "^device memory $PEAKEQ" o_sk.txt
+r=$?; [ $r = 0 ] || grep -h "peak per rank" o_sc.txt o_ss.txt o_sk.txt | sed 's/^/# /'
+ok $r "EP 2 on 2 ranks (one-rank expert shard groups), stage 3 and stage 2 checkpointed: predicted peak == accounted (cpu), device peak == measured (cpu-strict)"
 
 # refusals
 refused() {  # refused TAG NRANKS MESSAGE ARGS...
