@@ -49,6 +49,12 @@ typedef struct nccl_group {
     cudaEvent_t ev_done;     /* completion of the blocking collectives */
     cudaEvent_t ev_fence;    /* fence(): the compute stream's point */
     float *d_one;            /* operand of the barrier */
+    /* completion events of the non-blocking collectives: created on
+     * demand, reused once waited for (the stream wait keeps the record it
+     * waits for), destroyed with the group; ev_all holds every one, the
+     * first ev_nfree of ev_free the ones not held by a request */
+    cudaEvent_t *ev_all, *ev_free;
+    int ev_n, ev_nfree, ev_cap;
     /* non-blocking collectives waited for on the stream only, not yet
      * confirmed on the host (fence, or a blocking collective after them):
      * how many, and the last one's kind and context for the messages */
@@ -178,13 +184,41 @@ static int check_async(nccl_group *n, int kind, zt_status *st) {
     return rc;
 }
 
-/* Non-blocking completion: a fresh event in r->impl. */
-static int end_request(nccl_group *n, int kind, zt_request *r, zt_status *st) {
+/* An event of the pool for a request: a free one, else a new one (the
+ * pool grows as needed); NULL with the error in *e */
+static cudaEvent_t pool_get(nccl_group *n, cudaError_t *e) {
+    *e = cudaSuccess;
+    if (n->ev_nfree > 0) return n->ev_free[--n->ev_nfree];
+    if (n->ev_n == n->ev_cap) {
+        const int cap = n->ev_cap ? 2 * n->ev_cap : 16;
+        cudaEvent_t *all = realloc(n->ev_all, (size_t)cap * sizeof *all);
+        if (all) n->ev_all = all;
+        cudaEvent_t *fr = all ? realloc(n->ev_free, (size_t)cap * sizeof *fr) : NULL;
+        if (fr) n->ev_free = fr;
+        if (!all || !fr) {
+            *e = cudaErrorMemoryAllocation;
+            return NULL;
+        }
+        n->ev_cap = cap;
+    }
     cudaEvent_t ev = NULL;
-    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(ev, n->stream);
+    if ((*e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)) != cudaSuccess) return NULL;
+    n->ev_all[n->ev_n++] = ev;
+    return ev;
+}
+
+/* back to the pool (every pool event fits in ev_free) */
+static void pool_put(nccl_group *n, cudaEvent_t ev) {
+    n->ev_free[n->ev_nfree++] = ev;
+}
+
+/* Non-blocking completion: an event of the pool in r->impl. */
+static int end_request(nccl_group *n, int kind, zt_request *r, zt_status *st) {
+    cudaError_t e = cudaSuccess;
+    cudaEvent_t ev = pool_get(n, &e);
+    if (ev) e = cudaEventRecord(ev, n->stream);
     if (e != cudaSuccess) {
-        if (ev) cudaEventDestroy(ev);
+        if (ev) pool_put(n, ev);
         const int rc = fail_cuda(n, kind, "recording the completion event", e, st);
         abort_comm(n);
         return rc;
@@ -459,7 +493,7 @@ static int nc_wait(zt_group *g, zt_request *r, zt_status *st) {
             abort_comm(ng);
         }
     }
-    cudaEventDestroy(ev);   /* (the stream wait keeps what it needs) */
+    pool_put(ng, ev);   /* reusable now: the stream wait keeps the record it waits for */
     return rc;
 }
 
@@ -507,6 +541,11 @@ static void nc_destroy(zt_group *g) {
     if (ng->ev_fence) cudaEventDestroy(ng->ev_fence);
     if (ng->stream) cudaStreamDestroy(ng->stream);
     if (ng->d_one) cudaFree(ng->d_one);
+    for (int i = 0; i < ng->ev_n; i++) cudaEventDestroy(ng->ev_all[i]);
+    free(ng->ev_all);
+    free(ng->ev_free);
+    ng->ev_all = ng->ev_free = NULL;
+    ng->ev_n = ng->ev_nfree = ng->ev_cap = 0;
     ng->ev_ready = ng->ev_done = ng->ev_fence = NULL;
     ng->stream = NULL;
     ng->d_one = NULL;

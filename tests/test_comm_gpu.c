@@ -32,6 +32,8 @@ static int g_rank, g_size, n_tap, n_fail;
 #ifdef ZT_CUDASIM
 /* the simulator's count of host waits for the device (tests/cudasim/cudasim.cc) */
 unsigned long long zt_sim_host_waits(void);
+/* and of the events created (cudaEventCreate*) */
+unsigned long long zt_sim_events_created(void);
 #endif
 
 static int check(int cond, const char *fmt, ...) {
@@ -500,6 +502,37 @@ int main(int argc, char **argv) {
                 check(ok && w1 == w0 && w2 == w1 + 1 && nc5->calls[ZT_COMM_ALLREDUCE] == 1,
                       "nccl: iallreduce_sum + wait wait on the stream only (%llu host waits), the "
                       "fence once (%llu); result right", w1 - w0, w2 - w1);
+                /* the completion events come from the group's pool: the
+                 * first request made one; rounds of 3 requests then their
+                 * waits grow it by 2 once, then reuse the same 3 */
+                {
+                    const int rounds = 40, per = 3;
+                    float hb[3];
+                    float *db[3];
+                    for (int j = 0; j < per; j++) {
+                        hb[0] = hb[1] = hb[2] = 0.0f;
+                        db[j] = dput(gpu, hb, sizeof hb);
+                    }
+                    zt_request rs[3];
+                    const unsigned long long c0 = zt_sim_events_created();
+                    int okp = 1;
+                    for (int k = 0; k < rounds && okp; k++) {
+                        for (int j = 0; j < per && okp; j++) {
+                            memset(&rs[j], 0, sizeof rs[j]);
+                            okp = nc5->ops->iallreduce_sum(nc5, db[j], 3, ZT_F32, &rs[j], &s9) == ZT_OK;
+                        }
+                        for (int j = 0; j < per && okp; j++)
+                            okp = nc5->ops->wait(nc5, &rs[j], &s9) == ZT_OK;
+                    }
+                    okp &= nc5->ops->fence(nc5, &s9) == ZT_OK;
+                    const unsigned long long c1 = zt_sim_events_created();
+                    diag_st(&s9);
+                    for (int j = 0; j < per; j++) gpu->free(db[j]);
+                    check(okp && c1 - c0 == (unsigned long long)(per - 1),
+                          "nccl: %d rounds of %d iallreduce_sum + wait create %d events (%llu): the "
+                          "pool's first grows to %d, then they are reused", rounds, per, per - 1,
+                          c1 - c0, per);
+                }
                 if (g_size > 1) {
                     zt_status_clear(&s9);
                     zt_group_where(nc5, "test: gradient piece");

@@ -310,9 +310,14 @@ extern "C" cudaError_t cudaDeviceSynchronize(void) {
     return sync_result();
 }
 
+/* events created so far (tests: a pool's reuse) */
+static unsigned long long g_events_created;
+extern "C" unsigned long long zt_sim_events_created(void) { return g_events_created; }
+
 extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
     if (!e) return set_last(cudaErrorInvalidValue);
     *e = new CUevent_st;
+    g_events_created++;
     return cudaSuccess;
 }
 extern "C" cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
