@@ -4,7 +4,7 @@
 # token, a shared expert, the load-balancing loss) on the bundled byte
 # corpus with adapters on q/k/v/o and the shared expert's gate/up/down, the
 # base frozen, against 1 rank with the same global batch of 4 in the same
-# forwards: per-step losses and final adapters within 1e-6:
+# forwards: per-step losses and final adapters within 1e-6 (bf16: 1e-5):
 #  - EP 2 (2 ranks) and EP 4 (4 ranks) at ZeRO stages 0-3, fp32 and bf16;
 #  - EP 2 x data parallel 2 at stage 3 (the planner's peak equal to the
 #    accounted one), hybrid (shard groups of 2), stage 2 with accumulation
@@ -18,7 +18,9 @@
 #    same run at EP 1 (the configs byte-equal, the tensors within 1e-6);
 #  (not bitwise: a local expert's GEMMs run over its rows from every rank
 #    at once, and the BLAS's result for a row can change with the rows in
-#    the call, OpenBLAS taking another kernel); on cpu-strict at EP 2 x data parallel 2 (stage 3,
+#    the call, OpenBLAS taking another kernel; in bf16 such a last bit can
+#    flip a rounding, which AdamW's normalised steps carry into the
+#    adapters: 1.8e-6 seen in the ASan/UBSan build, hence 1e-5); on cpu-strict at EP 2 x data parallel 2 (stage 3,
 #    fp32 and bf16) the measured device peak == the run's prediction ==
 #    `ztrain estimate`'s;
 #  - still refused with --ep 2 (by name): LoRA on the experts, all-linear,
@@ -77,14 +79,14 @@ ok $? "the reference's export is the 28 adapter tensors, every lora_B trained of
 
 for stage in 0 1 2 3; do
     for dt in fp32 bf16; do
-        B=()
-        [ $dt = bf16 ] && B=(--bf16.enabled true)
+        B=() tol=1e-6
+        [ $dt = bf16 ] && B=(--bf16.enabled true) tol=1e-5
         run "e2s$stage$dt" 2 --ep 2 --stage "$stage" --micro-batch 2 "${B[@]}" &&
             grep -q "^communication (rank 0): all-to-all" "o_e2s$stage$dt.txt" &&
-            compare "r2$dt" "e2s$stage$dt"
+            compare "r2$dt" "e2s$stage$dt" "$tol"
         ok $? "LoRA, EP 2 (2 ranks), stage $stage, $dt == 1 rank"
         run "e4s$stage$dt" 4 --ep 4 --stage "$stage" --micro-batch 1 "${B[@]}" &&
-            compare "r4$dt" "e4s$stage$dt"
+            compare "r4$dt" "e4s$stage$dt" "$tol"
         ok $? "LoRA, EP 4 (4 ranks), stage $stage, $dt == 1 rank"
     done
 done
@@ -96,7 +98,7 @@ run eh 4 --ep 2 --stage 3 --shard-group 2 --micro-batch 1 && compare r4fp32 eh
 ok $? "LoRA, EP 2, stage 3 with shard groups of 2 (hybrid, 4 ranks) == 1 rank"
 run ea 2 --ep 2 --stage 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks && compare r4fp32 ea
 ok $? "LoRA, EP 2, stage 2, accumulation 2, activation checkpointing == 1 rank"
-run eo 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --offload params && compare r2bf16 eo
+run eo 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --offload params && compare r2bf16 eo 1e-5
 ok $? "LoRA, bf16 with the optimizer state and parameters offloaded: EP 2 (stage 3) == 1 rank"
 
 # adapter dropout: its masks are keyed by the global row, the same at any split
