@@ -569,6 +569,18 @@ typedef struct zt_backend {
                                 int N, int C);
     void (*add_rmsnorm_fwd16)(float *res, uint16_t *out16, float *tmp, float *rstd, const float *a,
                               const float *b, const float *w, float eps, int N, int C);
+
+    /* ---- RoPE writing bf16 (last; libtrain/model.h zt_r16_ok).  Optional:
+     * NULL when the backend has none (the caller rotates in place with
+     * rope_fwd and rounds with to_bf16).  rope_fwd16: qkv16[B*T, stride] =
+     * to_bf16 of x after rope_fwd(x, inv_freq, B, T, n_heads, stride, hd,
+     * scale), every column of the rows (the rotated heads and the rest, the
+     * v heads of a q|k|v row), bitwise.  x: the fp32 input, used as scratch
+     * (the cpu backends rotate it in place there; cuda leaves it alone, one
+     * kernel reading x and writing qkv16): its contents after are
+     * unspecified. */
+    void (*rope_fwd16)(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T, int n_heads,
+                       int stride, int hd, float scale);
 } zt_backend;
 
 /* The CPU backend (always built). */

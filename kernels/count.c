@@ -47,7 +47,8 @@ enum {
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
-    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_N
+    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16,
+    K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -82,6 +83,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_HEADNORM_BWD_PART] = {"k_headnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_BWD_DX] = {"k_headnorm_bwd_dx", ZT_CC_ROWNORM},
     [K_ROPE] = {"k_rope", ZT_CC_STREAM},
+    [K_ROPE_FWD16] = {"k_rope_fwd16", ZT_CC_STREAM},
     [K_SWIGLU_FWD] = {"k_swiglu_fwd", ZT_CC_STREAM},
     [K_SWIGLU_BWD] = {"k_swiglu_bwd", ZT_CC_STREAM},
     [K_GEGLU_FWD] = {"k_geglu_fwd", ZT_CC_STREAM},
@@ -1155,6 +1157,20 @@ static void c_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_head
     rope_counts(B, T, n_heads, hd);
 }
 
+/* k_rope_fwd16 (backend.h rope_fwd16): k_rope's pairs read in fp32 and
+ * written in bf16 (6 FLOPs, 2 f + 2 h a pair), the rows' other stride -
+ * n_heads hd columns read in fp32 and written in bf16; inv_freq hd/2 f */
+static void c_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
+                         int n_heads, int stride, int hd, float scale) {
+    call(ZT_CE_rope_fwd16);
+    if (g_inner) g_inner->rope_fwd16(qkv16, x, inv_freq, B, T, n_heads, stride, hd, scale);
+    const long h2 = hd / 2;
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    const double rows = D(B) * T, pairs = n_heads > 0 && h2 > 0 ? rows * n_heads * h2 : 0;
+    const double rest = rows * (stride - 2.0 * (n_heads > 0 && h2 > 0 ? n_heads * h2 : 0));
+    rec(K_ROPE_FWD16, 6 * pairs, pairs * 2 * (F + H) + rest * (F + H) + (pairs ? D(h2) * F : 0));
+}
+
 /* k_swiglu_fwd / k_geglu_fwd over N H: reads gu 2 N H f, writes N H f
  * (swiglu 5, geglu 10 FLOPs each); _bwd: reads gu 2 N H f and dout N H f,
  * writes dgu 2 N H f (swiglu 10, geglu 18 FLOPs each) */
@@ -1540,6 +1556,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->rmsnorm_fwd16 = c_rmsnorm_fwd16;
     t->add_layernorm_fwd16 = c_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = c_add_rmsnorm_fwd16;
+    t->rope_fwd16 = c_rope_fwd16;
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
     t->swiglu_bwd16 = c_swiglu_bwd16;

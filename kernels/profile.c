@@ -165,6 +165,14 @@ static void p_rope_bwd(float *x, const float *f, int B, int T, int nh, int strid
     inner->rope_bwd(x, f, B, T, nh, stride, hd, sc);
     k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, F4 * 2.0 * B * T * nh * hd);
 }
+/* RoPE writing bf16: rope_fwd's family and FLOPs, the rotated values
+ * written in 2 bytes, the rows' other columns read and written too */
+static void p_rope_fwd16(uint16_t *q16, float *x, const float *f, int B, int T, int nh, int stride,
+                         int hd, float sc) {
+    double t = k_begin();
+    inner->rope_fwd16(q16, x, f, B, T, nh, stride, hd, sc);
+    k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, (F4 + 2.0) * B * T * stride);
+}
 static void p_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
                            int nh, int stride, int hd) {
     double t = k_begin();
@@ -610,6 +618,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rmsnorm_fwd16);
     W(add_layernorm_fwd16);
     W(add_rmsnorm_fwd16);
+    W(rope_fwd16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -971,14 +971,21 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
                              sh->knh, sh->QKV, sh->kw);
         }
-        be->rope_fwd(qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
-                     layer_rope_scale(m, l));
         /* (o16: the attention reads the bf16 q|k|v itself; qkv the cpu
          * backends' fp32 staging) */
         const int o16 = s->qkv16 && zt_o16_ok(be);
-        if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
-            be->to_bf16(s->qkv16, qkv, (size_t)N * sh->QKV);
+        if (s->qkv16 && zt_r16_ok(be)) {
+            /* (r16: RoPE writes the bf16 q|k|v itself, qkv its scratch) */
+            be->rope_fwd16(s->qkv16, qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV,
+                           sh->hd, layer_rope_scale(m, l));
             if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
+        } else {
+            be->rope_fwd(qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                         layer_rope_scale(m, l));
+            if (s->qkv16) {   /* (the attention reads q|k|v rounded: the same values) */
+                be->to_bf16(s->qkv16, qkv, (size_t)N * sh->QKV);
+                if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
+            }
         }
         if (o16) attn_fwd16(m, l, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
         else ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));

@@ -131,6 +131,13 @@ static inline int zt_n16_ok(const zt_backend *be) {
     return be && be->layernorm_fwd16 && be->rmsnorm_fwd16 && be->add_layernorm_fwd16 &&
            be->add_rmsnorm_fwd16 && !getenv("ZT_TEST_NO_N16");
 }
+/* RoPE writing bf16 (backend.h rope_fwd16): 1 when the backend has it, and
+ * Llama then writes the bf16 q|k|v from the rotation itself (bitwise
+ * rope_fwd rounded by to_bf16, which it computes otherwise).
+ * ZT_TEST_NO_R16 set: 0 (tests compare the two paths). */
+static inline int zt_r16_ok(const zt_backend *be) {
+    return be && be->rope_fwd16 && !getenv("ZT_TEST_NO_R16");
+}
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;

@@ -459,9 +459,10 @@ typedef struct w16_mem {
     long o16;          /* calls of the bf16-output entries (matmul_fwd_o16, gelu / swiglu / geglu 16) */
     long to16;         /* k_to_bf16 launches */
     long n16;          /* calls of the norms writing bf16 (layernorm_fwd16, ...) */
+    long r16, rope;    /* rope_fwd16 and rope_fwd calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
- * 8 = ZT_TEST_NO_N16 over the whole run (or'ed) */
+ * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 over the whole run (or'ed) */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -511,6 +512,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 2) setenv("ZT_TEST_NO_ACT16", "1", 1);
     if (no_w16 & 4) setenv("ZT_TEST_NO_O16", "1", 1);
     if (no_w16 & 8) setenv("ZT_TEST_NO_N16", "1", 1);
+    if (no_w16 & 16) setenv("ZT_TEST_NO_R16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -539,6 +541,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     }
     unsetenv("ZT_TEST_NO_O16");
     unsetenv("ZT_TEST_NO_N16");
+    unsetenv("ZT_TEST_NO_R16");
     zt_count_totals t;
     zt_count_totals_get(&t);
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
@@ -564,6 +567,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
+    mem->r16 = t.calls[ZT_CE_rope_fwd16];
+    mem->rope = t.calls[ZT_CE_rope_fwd];
     mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     if (ctx && ctx->have_plan) {
@@ -844,6 +849,62 @@ static void bf16_norms(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 RoPE
+ * RoPE writing the bf16 q|k|v directly (backend.h rope_fwd16): every loss
+ * and gradient norm bitwise those of rope_fwd rounded by to_bf16
+ * (ZT_TEST_NO_R16=1, the path of before), Llama (Qwen3's q/k norms, Gemma
+ * 2), stages 0 and 3, with activation checkpointing and without, LoRA, and
+ * with the attention reading fp32 (ZT_TEST_NO_O16: q|k|v widened back);
+ * per block and forward (recomputed too) one rope_fwd16, one rope_fwd and
+ * one k_to_bf16 fewer, the other counts and the activations' peak
+ * unchanged.  GPT-2 (no RoPE): no call, nothing else changes. */
+static void bf16_rope(void) {
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2";
+    static const char qwen3[] = "ztrain.model.qk_norm=true";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, qwen3, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4},
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const int is_ck = ex == ck, no = cases[i].no, gpt2 = !strncmp(cases[i].shape, "gpt2", 4);
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 is_ck ? " checkpointed" : "", ex == gemma ? " gemma" : "",
+                 ex == qwen3 ? " qk_norm" : "", ex == lora ? " LoRA" : "",
+                 no & 4 ? " ZT_TEST_NO_O16" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, no, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, no | 16, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 RoPE", what)) continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the rope_fwd + to_bf16 path's (%.9g %.9g ... "
+               "%.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* forwards a step: 1, or 2 checkpointed (the recompute); 1 RoPE a block */
+        const long want = gpt2 ? 0 : 4L * s.L * (1 + is_ck);
+        tap_ok(ma.r16 == want && mb.r16 == 0 && ma.rope == 0 && mb.rope == want &&
+                   mb.to16 - ma.to16 == want && ra == rb && wa == wb &&
+                   ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.acts_peak == mb.acts_peak &&
+                   ma.acts_plan == mb.acts_plan,
+               "%s: %ld rope_fwd16 calls (%ld expected, %ld without), %ld rope_fwd (%ld without), "
+               "%ld k_to_bf16 (%ld without), activations' peak %llu bytes (%llu without)",
+               what, ma.r16, want, mb.r16, ma.rope, mb.rope, ma.to16, mb.to16, (unsigned long long)ma.acts_peak,
+               (unsigned long long)mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -1044,6 +1105,7 @@ int main(int argc, char **argv) {
     bf16_activations();
     bf16_outputs();
     bf16_norms();
+    bf16_rope();
     zt_finalize();
     return tap_done();
 }

@@ -652,6 +652,40 @@ static void test_norm16(int N, int C) {
     no_error("bf16 norms");
 }
 
+/* RoPE writing bf16 (rope_fwd16): qkv16 bitwise to_bf16 of rope_fwd's x,
+ * every column of the rows (the rotated heads and the rest), on the same
+ * backend (cuda: one kernel reading x) and on the CPU. */
+static void test_rope16(int B, int T, int nh, int stride, int hd) {
+    const size_t n = (size_t)B * T * stride;
+    float *f = xmalloc((size_t)(hd / 2) * 4);
+    for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
+    float *x = fvec(n, 3.0), *x_d = devf(x, n), *f_d = devf(f, hd / 2);
+    char name[160];
+    for (int k = 0; k < 2; k++) {
+        const zt_backend *be = k ? cpu : gpu;
+        const float *X = k ? x : x_d, *Fq = k ? f : f_d;
+        float *t = k ? xmalloc(n * 4) : gpu->alloc(n * 4), *y = k ? xmalloc(n * 4) : gpu->alloc(n * 4);
+        uint16_t *o1 = k ? xmalloc(n * 2) : gpu->alloc(n * 2), *o2 = k ? xmalloc(n * 2) : gpu->alloc(n * 2);
+        be->copy(t, X, n * 4);
+        be->copy(y, X, n * 4);
+        be->rope_fwd16(o1, t, Fq, B, T, nh, stride, hd, 1.125f);
+        be->rope_fwd(y, Fq, B, T, nh, stride, hd, 1.125f);
+        be->to_bf16(o2, y, n);
+        snprintf(name, sizeof name,
+                 "%srope_fwd16 B=%d T=%d heads=%d stride=%d hd=%d: bitwise rope_fwd, to_bf16",
+                 k ? "cpu " : "", B, T, nh, stride, hd);
+        tap_ok(k ? !memcmp(o1, o2, n * 2) : same_bits(o1, o2, n * 2), "%s", name);
+        void *bufs[] = {t, y, o1, o2};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (k) free(bufs[i]);
+            else gpu->free(bufs[i]);
+        }
+    }
+    free(f); free(x);
+    gpu->free(x_d); gpu->free(f_d);
+    no_error("rope16");
+}
+
 /* ------------------------------------------------------------ matmul */
 
 /* The bf16-weight entries (bf16 mode): w16 = w rounded; each bitwise its
@@ -2336,6 +2370,8 @@ int main(void) {
     if (full) test_headnorm(2048, 16, 3072, 128);
     test_rope(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads of a qkv row (v untouched), hd 6 */
     test_rope(1, 4101, 12, 12 * 64, 64);
+    test_rope16(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads rotated, the v heads rounded */
+    test_rope16(1, 4101, 12, 12 * 64, 64);
     test_swiglu(37, 13);
     test_act16(37, 13);
     if (full) test_swiglu(512, 5632);

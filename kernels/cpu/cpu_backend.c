@@ -447,6 +447,15 @@ static void cpu_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float
     zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
 }
 
+/* RoPE writing bf16 (backend.h): rope_fwd in place on x, then to_bf16 of
+ * the rows; bitwise that sequence by construction */
+static void cpu_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
+                           int n_heads, int stride, int hd, float scale) {
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    zt_cpu_rope_fwd(x, inv_freq, B, T, n_heads, stride, hd, scale);
+    zt_cpu_to_bf16(qkv16, x, (size_t)B * T * stride);
+}
+
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -711,6 +720,7 @@ static const zt_backend cpu_backend = {
     .rmsnorm_fwd16 = cpu_rmsnorm_fwd16,
     .add_layernorm_fwd16 = cpu_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = cpu_add_rmsnorm_fwd16,
+    .rope_fwd16 = cpu_rope_fwd16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -1378,6 +1378,19 @@ static void s_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *
     leave();
 }
 
+/* RoPE writing bf16: x and qkv16 hold B*T whole rows of stride */
+static void s_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
+                         int n_heads, int stride, int hd, float scale) {
+    int ok = 1;
+    const size_t NS = (size_t)B * T * stride;
+    enter();
+    NEED_DEV("rope_fwd16", "qkv16", qkv16, NS * 2);
+    NEED_DEV("rope_fwd16", "x", x, NS * F);
+    NEED_DEV("rope_fwd16", "inv_freq", inv_freq, (size_t)(hd / 2) * F);
+    if (ok) cpu()->rope_fwd16(qkv16, x, inv_freq, B, T, n_heads, stride, hd, scale);
+    leave();
+}
+
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
     .set_threads = s_set_threads,
@@ -1476,6 +1489,7 @@ static const zt_backend strict_backend = {
     .rmsnorm_fwd16 = s_rmsnorm_fwd16,
     .add_layernorm_fwd16 = s_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = s_add_rmsnorm_fwd16,
+    .rope_fwd16 = s_rope_fwd16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

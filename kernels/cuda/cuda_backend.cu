@@ -896,6 +896,7 @@ static void fill_table(zt_backend *t) {
     t->rmsnorm_fwd16 = zt_cuda_rmsnorm_fwd16;
     t->add_layernorm_fwd16 = zt_cuda_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = zt_cuda_add_rmsnorm_fwd16;
+    t->rope_fwd16 = zt_cuda_rope_fwd16;
     t->swiglu_fwd16 = zt_cuda_swiglu_fwd16;
     t->geglu_fwd16 = zt_cuda_geglu_fwd16;
     t->swiglu_bwd16 = zt_cuda_swiglu_bwd16;

@@ -233,18 +233,30 @@ void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w
 /* ------------------------------------------------------------ RoPE */
 
 /* one thread per (row, head, pair j): rotate by +angle (dir 1) or -angle
- * (dir -1) */
-__global__ void k_rope(float *x, const float *inv_freq, int T, int n_heads, int stride, int h2,
-                       float dir, float scale, size_t total) {
+ * (dir -1), x's pair into out's (in place: out = x, fp32); and, O =
+ * uint16_t (rope_fwd16), one thread per (row, column past the rotated
+ * heads: rest of them) copying it.  out in fp32 or, O = uint16_t, the bf16
+ * rounding of the same values, k_to_bf16's (zt_st_out). */
+template <typename O>
+__global__ void k_rope(O *out, const float *x, const float *inv_freq, int T, int n_heads,
+                       int stride, int h2, int rest, float dir, float scale, size_t total) {
+    const size_t np = (size_t)n_heads * h2, w = np + (size_t)rest;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
-        const int j = (int)(i % (size_t)h2);
-        const size_t nh = i / (size_t)h2;
-        const int h = (int)(nh % (size_t)n_heads);
-        const size_t n = nh / (size_t)n_heads;
-        const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
-        float *x1 = x + n * (size_t)stride + (size_t)h * 2 * h2 + j;
-        zt_rope_rotate(x1, x1 + h2, cosf(a) * scale, dir * (sinf(a) * scale));
+        const size_t n = i / w, c = i % w;
+        if (c < np) {
+            const int j = (int)(c % (size_t)h2);
+            const int h = (int)(c / (size_t)h2);
+            const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
+            const size_t o = n * (size_t)stride + (size_t)h * 2 * h2 + j;
+            float x1 = x[o], x2 = x[o + h2];
+            zt_rope_rotate(&x1, &x2, cosf(a) * scale, dir * (sinf(a) * scale));
+            zt_st_out(&out[o], x1);
+            zt_st_out(&out[o + h2], x2);
+        } else {
+            const size_t o = n * (size_t)stride + 2 * np + (c - np);
+            zt_st_out(&out[o], x[o]);
+        }
     }
 }
 
@@ -253,8 +265,8 @@ static void rope(float *x, const float *inv_freq, int B, int T, int n_heads, int
     const int h2 = hd / 2;
     if (B <= 0 || T <= 0 || n_heads <= 0 || h2 <= 0) return;
     const size_t total = (size_t)B * T * n_heads * h2;
-    k_rope<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x, inv_freq, T, n_heads, stride,
-                                                                    h2, dir, scale, total);
+    k_rope<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        x, x, inv_freq, T, n_heads, stride, h2, 0, dir, scale, total);
     ZT_LAUNCHED("k_rope");
 }
 
@@ -266,6 +278,21 @@ void zt_cuda_rope_fwd(float *x, const float *inv_freq, int B, int T, int n_heads
 void zt_cuda_rope_bwd(float *x, const float *inv_freq, int B, int T, int n_heads, int stride,
                       int hd, float scale) {
     rope(x, inv_freq, B, T, n_heads, stride, hd, -1.0f, scale);
+}
+
+/* rope_fwd16: k_rope reading x and writing the bf16 rows, the rotated heads
+ * and the rest (even hd: the heads span n_heads hd columns) */
+void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
+                        int n_heads, int stride, int hd, float scale) {
+    const int h2 = hd / 2;
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    if (n_heads <= 0 || h2 <= 0) n_heads = 0;
+    const int rest = stride - 2 * n_heads * h2;
+    const size_t total = (size_t)B * T * ((size_t)n_heads * h2 + (size_t)rest);
+    if (!total) return;
+    k_rope<uint16_t><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        qkv16, x, inv_freq, T, n_heads, stride, h2 > 0 ? h2 : 1, rest, 1.0f, scale, total);
+    ZT_LAUNCHED("k_rope_fwd16");
 }
 
 /* ------------------------------------------------------------ SwiGLU */
