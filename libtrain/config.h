@@ -128,6 +128,12 @@ typedef struct zt_model_config {
      * the attention output and fc / gate|up (their other readers read the
      * rounded values: not bitwise); the activations depend on it */
     int acts16;
+    /* ---- the bf16-output paths (model.h zt_o16_ok, zt_n16_ok, zt_r16_ok):
+     * not keys; set by the engine (train.c) from zt_out16_of (precision.h)
+     * once a run, where the backend has the entries: o16 the GEMM outputs,
+     * MLP activations and the attention's q|k|v, n16 the norms, r16 RoPE
+     * written in bf16 directly; 0 in a config (the to_bf16 paths) */
+    int o16, n16, r16;
 } zt_model_config;
 
 struct zt_config {

@@ -142,6 +142,10 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     if (!g) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     g->cfg = *mc;
     if (!zt_acts16_ok(be)) g->cfg.acts16 = 0;   /* (a backend without the bf16-input entries) */
+    /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
+    g->cfg.o16 = mc->o16 && zt_o16_ok(be);
+    g->cfg.n16 = mc->n16 && zt_n16_ok(be);
+    g->cfg.r16 = mc->r16 && zt_r16_ok(be);
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -327,7 +331,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     float *f32 = a->d4a;
     /* (n16: the norms write the bf16 ln1 / ln2 themselves, f32 the cpu
      * backends' staging: the same values) */
-    const int n16 = zt_n16_ok(be);
+    const int n16 = g->cfg.n16;
     if (s->ln116 && n16) {
         be->layernorm_fwd16(s->ln116, f32, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
     } else {
@@ -353,7 +357,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->d4b : s->atty;
         /* (o16: the attention reads the bf16 q|k|v itself, gqa_ext_fwd16 with
          * attention_fwd's options; qkv the cpu backends' fp32 staging) */
-        const int o16 = s->qkv16 && zt_o16_ok(be);
+        const int o16 = s->qkv16 && g->cfg.o16;
         if (o16 && !sk->lora) {
             /* (the GEMM writes the bf16 q|k|v itself: the same values) */
             be->matmul_fwd_o16(s->qkv16, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N,
@@ -396,7 +400,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (be->matmul_gelu_fwd && !sk->lora && !s->fch16) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
         zt_mm_gelu_fwd_x(be, gl, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
-    } else if (s->fch16 && s->fchg16 && !sk->lora && zt_o16_ok(be)) {
+    } else if (s->fch16 && s->fchg16 && !sk->lora && g->cfg.o16) {
         /* (bf16 GEMM outputs: fc writes the bf16 fch16 itself, the GELU reads
          * it and writes the bf16 fchg16 itself; d4b and d4a the cpu
          * backends' fp32 staging: the same values as below) */
@@ -545,7 +549,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     } else {
         /* (bf16 q|k|v and attention output: widened into d4a and d4b, free now) */
         const float *qkv = s->qkv, *atty = s->atty;
-        const int o16 = s->qkv16 && zt_o16_ok(be);   /* (q|k|v read in bf16: d4a staging) */
+        const int o16 = s->qkv16 && g->cfg.o16;   /* (q|k|v read in bf16: d4a staging) */
         if (s->qkv16 && !o16) {
             be->from_bf16(a->d4a, s->qkv16, (size_t)N * 3 * C);
             qkv = a->d4a;

@@ -367,6 +367,10 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     }
     m->cfg = *mc;
     if (!zt_acts16_ok(be)) m->cfg.acts16 = 0;   /* (a backend without the bf16-input entries) */
+    /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
+    m->cfg.o16 = mc->o16 && zt_o16_ok(be);
+    m->cfg.n16 = mc->n16 && zt_n16_ok(be);
+    m->cfg.r16 = mc->r16 && zt_r16_ok(be);
     m->s = s;
     m->be = be;
     m->sp.n = 1;
@@ -928,7 +932,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 activations: the norm into f32, rounded once into xn16) */
     /* (n16: the norms write the bf16 xn / xn2 themselves, f32 the cpu
      * backends' staging: the same values) */
-    const int n16 = zt_n16_ok(be);
+    const int n16 = m->cfg.n16;
     if (s->xn16 && n16) {
         be->rmsnorm_fwd16(s->xn16, a->f32, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
     } else {
@@ -973,8 +977,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
         /* (o16: the attention reads the bf16 q|k|v itself; qkv the cpu
          * backends' fp32 staging) */
-        const int o16 = s->qkv16 && zt_o16_ok(be);
-        if (s->qkv16 && zt_r16_ok(be)) {
+        const int o16 = s->qkv16 && m->cfg.o16;
+        if (s->qkv16 && m->cfg.r16) {
             /* (r16: RoPE writes the bf16 q|k|v itself, qkv its scratch) */
             be->rope_fwd16(s->qkv16, qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV,
                            sh->hd, layer_rope_scale(m, l));
@@ -1018,7 +1022,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
      * reading the rounded values into dh, both free in the forward) */
     float *gu = s->gu16 ? a->dgu : s->gu;
-    if (s->gu16 && s->h16 && !sk->lora && zt_o16_ok(be)) {
+    if (s->gu16 && s->h16 && !sk->lora && m->cfg.o16) {
         /* (the GEMM writes the bf16 gate|up itself, SwiGLU / GeGLU read it
          * and write the bf16 h; dgu and dh the cpu backends' fp32 staging:
          * the same values as below) */
@@ -1164,7 +1168,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
-    if (s->gu16 && zt_o16_ok(be)) {   /* (the kernel reads gate|up in bf16) */
+    if (s->gu16 && m->cfg.o16) {   /* (the kernel reads gate|up in bf16) */
         if (sh->gemma) be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
         else be->swiglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
         goto gu_bwd;
@@ -1210,7 +1214,7 @@ mlp_norm:
     } else {
         /* (bf16 q|k|v and attention output: widened into stq and sta) */
         const float *qkv = s->qkv, *atty = s->atty;
-        const int o16 = s->qkv16 && zt_o16_ok(be);   /* (q|k|v read in bf16: stq staging) */
+        const int o16 = s->qkv16 && m->cfg.o16;   /* (q|k|v read in bf16: stq staging) */
         if (s->qkv16 && !o16) {
             be->from_bf16(a->stq, s->qkv16, (size_t)N * sh->QKV);
             qkv = a->stq;

@@ -116,27 +116,30 @@ static inline void zt_mm_dgelu_bwd(const zt_backend *be, float *dpre, float *dpr
  * them all, and the models then write the bf16 GEMM outputs and MLP
  * activations directly and the attention reads the bf16 q|k|v
  * (bitwise the fp32 values rounded by to_bf16, which they compute
- * otherwise).  ZT_TEST_NO_O16 set: 0 (tests compare the two paths). */
+ * otherwise).  Checked once, when the model is created (with
+ * zt_model_config.o16: the test hook ZT_TEST_NO_O16, precision.h
+ * zt_out16_of); the blocks read the model's cfg.o16. */
 static inline int zt_o16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_o16 && be->gelu_fwd16 && be->swiglu_fwd16 && be->geglu_fwd16 &&
-           be->swiglu_bwd16 && be->geglu_bwd16 && be->gqa_ext_fwd16 && be->gqa_ext_bwd16 &&
-           !getenv("ZT_TEST_NO_O16");
+           be->swiglu_bwd16 && be->geglu_bwd16 && be->gqa_ext_fwd16 && be->gqa_ext_bwd16;
 }
 /* The norms writing bf16 (backend.h layernorm_fwd16, rmsnorm_fwd16,
  * add_layernorm_fwd16, add_rmsnorm_fwd16): 1 when the backend has them all,
  * and the models then write the bf16 normalized activations directly
  * (bitwise the fp32 norm rounded by to_bf16, which they compute
- * otherwise).  ZT_TEST_NO_N16 set: 0 (tests compare the two paths). */
+ * otherwise).  Checked once, when the model is created (with
+ * zt_model_config.n16); the blocks read the model's cfg.n16. */
 static inline int zt_n16_ok(const zt_backend *be) {
     return be && be->layernorm_fwd16 && be->rmsnorm_fwd16 && be->add_layernorm_fwd16 &&
-           be->add_rmsnorm_fwd16 && !getenv("ZT_TEST_NO_N16");
+           be->add_rmsnorm_fwd16;
 }
 /* RoPE writing bf16 (backend.h rope_fwd16): 1 when the backend has it, and
  * Llama then writes the bf16 q|k|v from the rotation itself (bitwise
  * rope_fwd rounded by to_bf16, which it computes otherwise).
- * ZT_TEST_NO_R16 set: 0 (tests compare the two paths). */
+ * Checked once, when the model is created (with zt_model_config.r16);
+ * the blocks read the model's cfg.r16. */
 static inline int zt_r16_ok(const zt_backend *be) {
-    return be && be->rope_fwd16 && !getenv("ZT_TEST_NO_R16");
+    return be && be->rope_fwd16;
 }
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&

@@ -50,6 +50,14 @@ int zt_acts16_of(const zt_config *cfg, int cuda) {
     return !getenv("ZT_TEST_NO_ACT16");
 }
 
+void zt_out16_of(zt_model_config *mc) {
+    /* test hooks (tests/test_count.c: bitwise the to_bf16 paths; outside the
+     * ZTRAIN_ namespace on purpose), read here once a run, not per block */
+    mc->o16 = !getenv("ZT_TEST_NO_O16");
+    mc->n16 = !getenv("ZT_TEST_NO_N16");
+    mc->r16 = !getenv("ZT_TEST_NO_R16");
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

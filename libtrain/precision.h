@@ -60,6 +60,11 @@ int zt_weights16_of(const zt_config *cfg);
  * q|k|v, the attention output and fc / gate|up, read rounded by the
  * attention, GELU and SwiGLU too (docs/precision.md) */
 int zt_acts16_of(const zt_config *cfg, int cuda);
+/* The bf16-output paths a run's model takes where its backend has the
+ * entries (zt_model_config.o16, n16, r16; model.h): all 1, decided once when
+ * the run's model is set up; the test hooks ZT_TEST_NO_O16, ZT_TEST_NO_N16,
+ * ZT_TEST_NO_R16 set then: that path 0 (tests compare the two paths) */
+void zt_out16_of(zt_model_config *mc);
 
 /* ------------------------------------------------------------ loss scaler */
 

@@ -404,6 +404,7 @@ static int builtin_model(const zt_ctx *ctx, const zt_model_ops **ops, void **sel
     const zt_config *c = ctx->cfg;
     zt_model_config mc = c->model;
     mc.acts16 = zt_acts16_of(c, strcmp(c->backend, "cuda") == 0);
+    zt_out16_of(&mc);
     return zt_arch_of(&mc)->create(&mc, ctx->be, zt_config_act_ckpt_k(c), ops, self, st);
 }
 

@@ -462,7 +462,9 @@ typedef struct w16_mem {
     long r16, rope;    /* rope_fwd16 and rope_fwd calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
- * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 over the whole run (or'ed) */
+ * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
+ * (zt_ctx_create: the model reads them once); 32 = the last three set only
+ * after the setup, for the steps */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -522,6 +524,14 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     }
     unsetenv("ZT_TEST_NO_W16");
     unsetenv("ZT_TEST_NO_ACT16");
+    unsetenv("ZT_TEST_NO_O16");
+    unsetenv("ZT_TEST_NO_N16");
+    unsetenv("ZT_TEST_NO_R16");
+    if (no_w16 & 32) {
+        setenv("ZT_TEST_NO_O16", "1", 1);
+        setenv("ZT_TEST_NO_N16", "1", 1);
+        setenv("ZT_TEST_NO_R16", "1", 1);
+    }
     int *V = NULL;
     if (rc == ZT_OK && !(V = malloc(sizeof *V))) rc = ZT_ENOMEM;
     if (rc == ZT_OK) {
@@ -1088,6 +1098,34 @@ static void model(void) {
     cm_table_free(&t);
 }
 
+/* ------------------------------------------------------------ read once
+ * The bf16-output paths are decided once, when the run's model is set up
+ * (precision.h zt_out16_of; model.h), not per block: ZT_TEST_NO_O16, _N16
+ * and _R16 set only after zt_ctx_create change nothing (the same calls of
+ * the bf16-output entries, norms and RoPE, the same k_to_bf16 launches,
+ * bitwise the same losses); set during it they turn the paths off (the
+ * checks above). */
+static void bf16_hooks_once(void) {
+    cm_shape s;
+    cm_shape_parse("llama:2,4,2,32,48,64,2,16", &s);
+    double a[4][2], b[4][2];
+    long wa = 0, wb = 0, ra = 0, rb = 0;
+    w16_mem ma, mb;
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    const int r1 = w16_run(&s, 0, NULL, 0, a, &wa, &ra, &ma, &st);
+    if (r1) tap_diag("read once: %s", st.msg);
+    const int r2 = r1 ? r1 : w16_run(&s, 0, NULL, 32, b, &wb, &rb, &mb, &st);
+    if (!r1 && r2) tap_diag("read once: %s", st.msg);
+    if (!tap_ok(!r1 && !r2, "llama bf16: 4 steps, and 4 with ZT_TEST_NO_O16/_N16/_R16 set after the setup"))
+        return;
+    tap_ok(ma.o16 > 0 && ma.n16 > 0 && ma.r16 > 0 && mb.o16 == ma.o16 && mb.n16 == ma.n16 &&
+               mb.r16 == ma.r16 && mb.to16 == ma.to16 && !memcmp(a, b, sizeof a),
+           "ZT_TEST_NO_O16/_N16/_R16 set after the setup: read once, at the setup (bf16-output %ld, "
+           "norm %ld, RoPE %ld calls, %ld k_to_bf16; set after it: %ld, %ld, %ld, %ld; losses bitwise)",
+           ma.o16, ma.n16, ma.r16, ma.to16, mb.o16, mb.n16, mb.r16, mb.to16);
+}
+
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) {
@@ -1106,6 +1144,7 @@ int main(int argc, char **argv) {
     bf16_outputs();
     bf16_norms();
     bf16_rope();
+    bf16_hooks_once();
     zt_finalize();
     return tap_done();
 }
