@@ -14,12 +14,10 @@
 #  - cpu-strict (device-memory discipline) bitwise the cpu backend, chunked;
 #  - the CLI refuses a negative chunk size, naming the key.
 . "$(dirname "$0")/lib.sh"
-command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-head -c 30000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
-"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+need_mpi
+need_python3
+in_tmpdir
+byte_corpus 30000
 STEPS=4
 GPT=(--config "$ZT_SRCDIR/configs/tiny.json")
 LLAMA=(--config "$ZT_SRCDIR/configs/llama-tiny.json")

@@ -15,15 +15,11 @@
 #       sample runs, one byte less and it runs out of memory (the check
 #       overridden by --memory-limit).
 . "$(dirname "$0")/lib.sh"
-command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-export ZTRAIN_REQUEUE=false
-unset ZTRAIN_RESUME ZTRAIN_CKPT_DIR ZTRAIN_CKPT_EVERY ZTRAIN_STAGE ZTRAIN_BACKEND ZTRAIN_MEMORY_LIMIT \
-      ZTRAIN_STRICT_DEVICE_MEMORY
-head -c 120000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
-"$ZTRAIN" prep --input corpus.txt --output c > /dev/null || { echo "Bail out! ztrain prep failed"; exit 1; }
+need_mpi
+need_python3
+in_tmpdir
+clean_ztrain_env
+byte_corpus 120000
 COMMON=(--config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin --val c_val.bin --threads 1
         --backend cpu-strict --steps 3 --eval-every 3 --eval-batches 2 --resume never --log-every 100)
 # windows of 8 tokens, a context of 256: the default sample's [1, 256] block is

@@ -12,15 +12,11 @@
 #       equals the planner's predicted device peak byte for byte (cpu-strict
 #       has no kernel workspace), at 1-2 ranks, stages 0-3, bf16 with offload.
 . "$(dirname "$0")/lib.sh"
-command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-export ZTRAIN_REQUEUE=false
-unset ZTRAIN_RESUME ZTRAIN_CKPT_DIR ZTRAIN_CKPT_EVERY ZTRAIN_STAGE ZTRAIN_BACKEND ZTRAIN_MEMORY_LIMIT \
-      ZTRAIN_STRICT_DEVICE_MEMORY
-head -c 120000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
-"$ZTRAIN" prep --input corpus.txt --output c > /dev/null || { echo "Bail out! ztrain prep failed"; exit 1; }
+need_mpi
+need_python3
+in_tmpdir
+clean_ztrain_env
+byte_corpus 120000
 COMMON=(--config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin --val c_val.bin --threads 1
         --backend cpu-strict --steps 3 --eval-every 3 --eval-batches 2 --sample-tokens 0
         --resume never --log-every 100)
@@ -28,10 +24,6 @@ COMMON=(--config "$ZT_SRCDIR/configs/tiny.json" --train c_train.bin --val c_val.
 zrun() {
     local tag=$1 np=$2; shift 2
     mpirun_np "$np" "$ZTRAIN" train "${COMMON[@]}" --ckpt-dir "ck_$tag" "$@" > "$tag.out" 2> "$tag.err"
-}
-# dev_peaks FILE: "measured predicted" from the device line of the memory report
-dev_peaks() {
-    sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$1" | head -1
 }
 
 # ---- (d) measured device peak == predicted, no capacity and with a roomy one

@@ -17,19 +17,13 @@
 . "$(dirname "$0")/lib.sh"
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
 LOGPROBS="$ZT_BUILDDIR/tests/hf_logprobs"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+in_tmpdir
 export OMP_NUM_THREADS=1
 
 # one window of T+1 = 17 tokens (an llm.c token shard: 256 int32 header, uint16 tokens)
 tok="5 17 3 88 41 0 63 29 12 77 50 9 33 70 2 91 46"
-python3 - $tok <<'EOF' || { echo "Bail out! python3 failed"; exit 1; }
-import struct, sys
-tok = [int(x) for x in sys.argv[1:]]
-hdr = [20240520, 1, len(tok)] + [0] * 253
-open("one.bin", "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
-EOF
+# shellcheck disable=SC2086
+token_file one.bin $tok
 run() {  # run MODELDIR CKDIR STEPS [ARGS...]
     local dir=$1 ck=$2 steps=$3
     shift 3

@@ -25,21 +25,15 @@
 . "$(dirname "$0")/lib.sh"
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
 LOGPROBS="$ZT_BUILDDIR/tests/hf_logprobs"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+in_tmpdir
 export OMP_NUM_THREADS=1
 if [ -z "${ZT_HF_PYTHON:-}" ]; then
     if [ -x /opt/hfref/bin/python ]; then ZT_HF_PYTHON=/opt/hfref/bin/python; else ZT_HF_PYTHON=python3; fi
 fi
 
 tok="5 17 3 88 41 0 63 29 12 77 50 9 33 70 2 91 46"
-python3 - $tok <<'PY' || { echo "Bail out! python3 failed"; exit 1; }
-import struct, sys
-tok = [int(x) for x in sys.argv[1:]]
-hdr = [20240520, 1, len(tok)] + [0] * 253
-open("one.bin", "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
-PY
+# shellcheck disable=SC2086
+token_file one.bin $tok
 run() {  # run MODELDIR CKDIR STEPS [ARGS...]
     local dir=$1 ck=$2 steps=$3
     shift 3
@@ -67,7 +61,7 @@ for spec in "mixtral:0:24" "qwen2_moe:3:24" "mixtral_aux:1:24" "olmoe:2:24" "qwe
     ok $([ $rc = 0 ] && cmp -s <(grep -o '"loss": *[0-9.e+-]*' "$name.m") <(grep -o '"loss": *[0-9.e+-]*' "$name.s.m"); echo $?) \
        "$name: on cpu-strict, the same 3 losses (exit $rc)"
     [ $rc = 0 ] || diag "$name.s.out"
-    read -r meas pred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$name.s.out" | head -1)"
+    read -r meas pred <<< "$(dev_peaks "$name.s.out")"
     ok $([ -n "$meas" ] && [ "$meas" = "$pred" ]; echo $?) \
        "$name: on cpu-strict, the device peak $meas bytes == the planner's $pred"
     "$ZTRAIN" ckpt inspect "$name/step-2" > "$name.inspect" 2>&1
@@ -151,7 +145,7 @@ for name in qwen2_moe_mixed qwen3_moe_mixed; do
     run "$FIX/$name" "$name.k" 2 --zero_optimization.stage 2 --backend cpu-strict --memory-report \
         --precision bf16 --act-ckpt every-2
     rc=$?
-    read -r meas pred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$name.k.out" | head -1)"
+    read -r meas pred <<< "$(dev_peaks "$name.k.out")"
     ok $([ $rc = 0 ] && [ -n "$meas" ] && [ "$meas" = "$pred" ]; echo $?) \
        "$name: bf16, stage 2, checkpointing every 2 blocks on cpu-strict: device peak $meas bytes == the planner's $pred"
     [ $rc = 0 ] || diag "$name.k.out"

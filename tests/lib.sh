@@ -45,3 +45,36 @@ tap_mpi() {  # tap_mpi NP PROGRAM [LABEL]: run a TAP program on NP ranks and ren
     [ "$rc" -eq 0 ] || diag "$err"
     rm -f "$out" "$err"
 }
+
+# ---- the preludes the scripts share
+need_mpi() { command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"; }
+need_python3() { command -v python3 > /dev/null || skip_all "no python3"; }
+in_tmpdir() {  # in_tmpdir: cd into a fresh directory $T, removed at exit
+    T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+    cd "$T" || exit 1
+}
+byte_corpus() {  # byte_corpus BYTES: the corpus' first BYTES prepared as c_train.bin, c_val.bin
+    head -c "$1" "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
+    "$ZTRAIN" prep --input corpus.txt --output c > /dev/null || { echo "Bail out! ztrain prep failed"; exit 1; }
+}
+clean_ztrain_env() {  # no resume, requeue, checkpoint, backend or memory setting from the caller's environment
+    export ZTRAIN_REQUEUE=false
+    unset ZTRAIN_RESUME ZTRAIN_CKPT_DIR ZTRAIN_CKPT_EVERY ZTRAIN_STAGE ZTRAIN_BACKEND ZTRAIN_MEMORY_LIMIT \
+          ZTRAIN_STRICT_DEVICE_MEMORY
+}
+token_file() {  # token_file FILE TOKEN...: an llm.c token file (256 int32 header, uint16 tokens)
+    python3 - "$@" <<'PY' || { echo "Bail out! python3 failed"; exit 1; }
+import struct, sys
+tok = [int(x) for x in sys.argv[2:]]
+hdr = [20240520, 1, len(tok)] + [0] * 253
+open(sys.argv[1], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
+PY
+}
+dev_peaks() {  # dev_peaks FILE: "measured predicted" of the memory report's device line
+    sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$1" | head -1
+}
+compare() {  # compare A B [TOL]: m_A.jsonl and w_A.safetensors against B's (tests/run_compare.py):
+    # the first $STEPS losses and the parameters within TOL (default $COMPARE_TOL, else 1e-6)
+    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
+        "w_$2.safetensors" "${3:-${COMPARE_TOL:-1e-6}}" "$STEPS"
+}

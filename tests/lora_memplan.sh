@@ -10,17 +10,11 @@
 # frozen base's load through a device buffer of its largest unit, and
 # ztrain.lora.from's through one of all the adapters, are counted).
 . "$(dirname "$0")/lib.sh"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+need_python3
+in_tmpdir
 export OMP_NUM_THREADS=1
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
-python3 - <<'PY' || { echo "Bail out! python3 failed"; exit 1; }
-import struct
-tok = [5, 17, 3, 88, 41, 0, 63, 29, 12, 77, 50, 9, 33, 70, 2, 91, 46]
-hdr = [20240520, 1, len(tok)] + [0] * 253
-open("one.bin", "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
-PY
+token_file one.bin 5 17 3 88 41 0 63 29 12 77 50 9 33 70 2 91 46
 # args FIXTURE STAGE DTYPE ACT: the configuration's flags into A
 args() {
     A=(--init-from "$FIX/$1" --seq-len 16 --train_micro_batch_size_per_gpu 1 --train one.bin --val ""
@@ -41,7 +35,7 @@ peak() {
             --sample-tokens 0 --threads 1 --memory-report --resume never --ckpt-dir "ck_$name" "$@" > "$out" 2>&1
     fi
     local rc=$?
-    read -r meas pred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$out" | head -1)"
+    read -r meas pred <<< "$(dev_peaks "$out")"
     est=$("$ZTRAIN" estimate --world-size "$np" "${A[@]}" "$@" --json 2> "e_$name.txt" |
           sed -n 's/^  "peak_bytes": \([0-9]*\),$/\1/p')
     [ $rc = 0 ] && [ -n "$meas" ] && [ "$meas" = "$pred" ] && [ "$meas" = "$est" ]

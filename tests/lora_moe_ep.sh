@@ -26,13 +26,11 @@
 #  - still refused with --ep 2 (by name): LoRA on the experts, all-linear,
 #    QLoRA.
 . "$(dirname "$0")/lib.sh"
-command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+need_mpi
+need_python3
+in_tmpdir
 export OMP_NUM_THREADS=1
-head -c 30000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
-"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+byte_corpus 30000
 STEPS=4
 MOE=(--config "$ZT_SRCDIR/configs/moe-tiny.json" --ztrain.model.n_experts 4)
 LORA=(--lora-r 4 --lora-alpha 8 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)
@@ -45,10 +43,6 @@ run() {
         --scheduler.params.total_num_steps 4 --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" \
         --resume never "$@" > "o_$tag.txt" 2>&1 || { diag "o_$tag.txt" | tail -5; return 1; }
     "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
-}
-compare() {  # compare A B [TOL]
-    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
-        "w_$2.safetensors" "${3:-1e-6}" "$STEPS"
 }
 
 # references: 1 rank, the global batch in forwards of 2 and of 1 sample
@@ -207,7 +201,7 @@ for dt in fp32 bf16; do
         --sample-tokens 0 --threads 1 --memory-report --resume never --ckpt-dir "ck_p$dt" \
         > "o_p$dt.txt" 2>&1
     rc=$?
-    read -r meas pred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "o_p$dt.txt" | head -1)"
+    read -r meas pred <<< "$(dev_peaks "o_p$dt.txt")"
     est=$("$ZTRAIN" estimate --world-size 4 "${A[@]}" --json 2> "e_p$dt.txt" |
           sed -n 's/^  "peak_bytes": \([0-9]*\),$/\1/p')
     [ $rc = 0 ] && [ -n "$meas" ] && [ "$meas" = "$pred" ] && [ "$meas" = "$est" ]

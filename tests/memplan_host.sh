@@ -17,17 +17,11 @@
 #    after it): the load's 16 MiB host buffer, then the restored state's
 #    all-gathers.
 . "$(dirname "$0")/lib.sh"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+need_python3
+in_tmpdir
 export OMP_NUM_THREADS=1
 FIX="$ZT_SRCDIR/tests/fixtures/hf"
-python3 - <<'PY' || { echo "Bail out! python3 failed"; exit 1; }
-import struct
-tok = [5, 17, 3, 88, 41, 0, 63, 29, 12, 77, 50, 9, 33, 70, 2, 91, 46]
-hdr = [20240520, 1, len(tok)] + [0] * 253
-open("one.bin", "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(tok), *tok))
-PY
+token_file one.bin 5 17 3 88 41 0 63 29 12 77 50 9 33 70 2 91 46
 # run NP NAME ARGS...: one step on NP ranks; the run's accounted peak ==
 # its predicted peak (and, on cpu-strict, the device peak too)
 run() {
@@ -43,7 +37,7 @@ run() {
     [ $rc = 0 ] && [ -n "$acc" ] && [ "$acc" = "$pred" ] || good=0
     local dev=""
     if grep -q -- "cpu-strict" <<< "$*"; then
-        read -r meas dpred <<< "$(sed -n 's/.*device memory peak per rank (.*): measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' "$out" | head -1)"
+        read -r meas dpred <<< "$(dev_peaks "$out")"
         [ -n "$meas" ] && [ "$meas" = "$dpred" ] || good=0
         dev="; device peak measured ${meas:-?} == predicted ${dpred:-?}"
     fi

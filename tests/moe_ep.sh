@@ -43,12 +43,10 @@
 #  - refusals: the test hook out of range, EP not dividing the ranks, the experts, the shard group; a
 #    dense model; sampling skipped.
 . "$(dirname "$0")/lib.sh"
-command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-head -c 30000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
-"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+need_mpi
+need_python3
+in_tmpdir
+byte_corpus 30000
 STEPS=4
 MOE=(--config "$ZT_SRCDIR/configs/moe-tiny.json" --ztrain.model.n_experts 4)
 
@@ -60,10 +58,6 @@ run() {
         --scheduler.params.total_num_steps 4 --metrics "m_$tag.jsonl" --ckpt-dir "ck_$tag" \
         --resume never "$@" > "o_$tag.txt" 2>&1 || { diag "o_$tag.txt" | tail -5; return 1; }
     "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1
-}
-compare() {  # compare A B [TOL]
-    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
-        "w_$2.safetensors" "${3:-1e-6}" "$STEPS"
 }
 
 # the dispatch alone (tests/test_moe_ep.c): EP 2 == every expert on one rank; a

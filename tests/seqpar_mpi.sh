@@ -20,13 +20,12 @@
 #  - refusals: key/value heads not divisible by N (naming both), N not
 #    dividing the ranks, sampling at N > 1.
 . "$(dirname "$0")/lib.sh"
-command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
-command -v python3 > /dev/null || skip_all "no python3"
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-head -c 30000 "$ZT_SRCDIR/data/tinyshakespeare.txt" > corpus.txt
-"$ZTRAIN" prep --input corpus.txt --output c > /dev/null
+need_mpi
+need_python3
+in_tmpdir
+byte_corpus 30000
 STEPS=4
+COMPARE_TOL=1e-5   # (compare, lib.sh)
 LLAMA=(--config "$ZT_SRCDIR/configs/llama-tiny.json" --n-head 8 --n-kv-head 4)
 GPT=(--config "$ZT_SRCDIR/configs/tiny.json" --n-head 4)
 
@@ -47,10 +46,6 @@ run() {
         --resume never "$@" > "o_$tag.txt" 2>&1
     finished "$tag" $? || { diag "o_$tag.txt" | tail -5; return 1; }
     "$ZTRAIN" ckpt export "ck_$tag" --output "w_$tag.safetensors" > /dev/null 2>&1 || true
-}
-compare() {
-    python3 "$ZT_SRCDIR/tests/run_compare.py" "m_$1.jsonl" "m_$2.jsonl" "w_$1.safetensors" \
-        "w_$2.safetensors" 1e-5 "$STEPS"
 }
 # a2a TAG N B T L QKV AD A RECOMPUTED: every step's alltoall_bytes equal
 # A (2 L + R) (N - 1) (B T/N QKV/N + B T/N AD/N) 4 (docs/long-context.md)
