@@ -106,6 +106,74 @@ typedef struct { int L, H, C, V, B, T; } shape;
 
 /* ------------------------------------------------------------ kernels */
 
+/* cuda_sdpa.cu's switches back as the environment sets them (cuDNN on,
+ * deterministic mode from ZT_CUDA_DETERMINISTIC) */
+static void cudnn_restore(void) {
+    const char *e = getenv("ZT_CUDA_DETERMINISTIC");
+    zt_cuda_att_cudnn_for_test(1, e && *e && strcmp(e, "0") != 0);
+}
+
+/* the (query, key) pairs of a causal head: T (T + 1) / 2 (count.c's
+ * convention for cuDNN's useful FLOPs) */
+static double causal_pairs(int T) { return (double)T * (T + 1) / 2; }
+
+/* Attention at the models' shapes, bf16 matmul mode, on ztrain's kernels
+ * and on cuDNN's fused attention (a build with cuDNN), forward and
+ * backward; FLOPs: 4 hs (forward) and 10 hs (backward) per seen pair and q
+ * head.  bench/costmodel replays the rows by their names (gqa_fwd bf16
+ * B=.. T=.. NH=.. NKV=.. hs=.. (cuDNN) / (ztrain's kernels)) and fits
+ * cudnn_fwd / cudnn_bwd on the cuDNN ones.  A cuDNN row that did not run
+ * on cuDNN (a build without it, or a shape cuDNN declined) prints why
+ * instead of a time. */
+static void attention_shapes(int iters) {
+    static const struct { const char *model; int B, T, NH, NKV, hs; } sh[] = {
+        {"GPT-2 124M", 8, 1024, 12, 12, 64},
+        {"SmolLM-135M", 8, 2048, 9, 3, 64},
+        {"Llama-3.2-1B", 4, 2048, 32, 8, 64},
+        {"Llama-3.2-3B", 4, 2048, 24, 8, 128},
+    };
+    char name[128];
+    printf("  (attention at the models' shapes: %s, %s, %s, %s)\n", sh[0].model, sh[1].model, sh[2].model,
+           sh[3].model);
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        const int B = sh[i].B, T = sh[i].T, NH = sh[i].NH, NKV = sh[i].NKV, hs = sh[i].hs;
+        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hs, no = (size_t)B * T * NH * hs;
+        float *qkv = dalloc(nq * 4), *dqkv = dalloc(nq * 4), *out = dalloc(no * 4), *dout = dalloc(no * 4);
+        float *lse = dalloc((size_t)B * NH * T * 4);
+        dfill(qkv, nq, 1.0f, 0.0f);
+        dfill(dout, no, 1.0f, 0.0f);
+        const double ff = 4.0 * hs * causal_pairs(T) * B * NH, fb = 2.5 * ff;
+        be->set_matmul_precision(ZT_MATMUL_BF16);
+        for (int cu = 0; cu < 2; cu++) {
+            const char *path = cu ? "cuDNN" : "ztrain's kernels";
+            if (cu) cudnn_restore();
+            else zt_cuda_att_cudnn_for_test(0, 0);
+            for (int bwd = 0; bwd < 2; bwd++) {
+                snprintf(name, sizeof name, "gqa_%s bf16 B=%d T=%d NH=%d NKV=%d hs=%d (%s)", bwd ? "bwd" : "fwd",
+                         B, T, NH, NKV, hs, path);
+                long f0 = 0, b0 = 0, d0 = 0, f1 = 0, b1 = 0, d1 = 0;
+                zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &d0);
+                /* the forward first, so that out and lse are the backward's */
+                if (bwd) be->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hs);
+                const double t = bwd ? TIME(iters, be->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hs))
+                                     : TIME(iters, be->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hs));
+                zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &d1);
+                const long ran = bwd ? b1 - b0 : f1 - f0;
+                if (cu && ran < iters) {
+                    printf("  %-44s not timed: %s\n", name,
+                           d1 > d0 ? "cuDNN declined this shape (ztrain's kernels ran)"
+                                   : "cuDNN did not run it (a build without cuDNN, or ZT_CUDA_DETERMINISTIC)");
+                    continue;
+                }
+                report(name, t, bwd ? fb : ff, 0);
+            }
+        }
+        cudnn_restore();
+        be->set_matmul_precision(ZT_MATMUL_FP32);
+        be->free(qkv); be->free(dqkv); be->free(out); be->free(dout); be->free(lse);
+    }
+}
+
 static void bench_kernels(shape s) {
     const int B = s.B, T = s.T, C = s.C, NH = s.H, V = s.V;
     const size_t N = (size_t)B * T;
@@ -142,7 +210,9 @@ static void bench_kernels(shape s) {
     float *lse = dalloc((size_t)B * NH * T * 4);
     report("attention_fwd", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
     report("attention_bwd", TIME(iters, be->attention_bwd(y, x, x, z, lse, B, T, C, NH)), 2.5 * af, 0);
-    /* bf16 matmul mode: attention on tensor cores (flash kernels at head sizes <= 128) */
+    /* bf16 matmul mode: attention on tensor cores (flash kernels at head sizes <= 128); ztrain's
+     * kernels, also in a build with cuDNN (its rows: attention_shapes below) */
+    zt_cuda_att_cudnn_for_test(0, 0);
     be->set_matmul_precision(ZT_MATMUL_BF16);
     report("attention_fwd bf16 (tensor cores)", TIME(iters, be->attention_fwd(z, lse, x, B, T, C, NH)), af, 0);
     report("attention_bwd bf16 (tensor cores)",
@@ -195,6 +265,9 @@ static void bench_kernels(shape s) {
         be->set_matmul_precision(ZT_MATMUL_FP32);
         be->free(f);
     }
+    cudnn_restore();
+
+    attention_shapes(iters);
 
     int *tok = dtokens(N, V);
     dfill(logits, N * V, 2.0f, 0.0f);

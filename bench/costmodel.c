@@ -3,6 +3,7 @@
  *
  *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
  *                   [--what-if bf16-operands,fused-xent] [--kernels N]
+ *                   [--attention cudnn|ztrain] [--assume cudnn=E]
  *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
  *   bench/costmodel --rows BENCH.txt [--calib FILE]
  *
@@ -15,6 +16,14 @@
  * gpt2:L,H,C,V,B,T / llama:L,NH,NKV,C,I,V,B,T[,untied].  Where the
  * calibration's source recorded the engine step of the shape, it prints
  * the measurement and the ratio.
+ *
+ * --attention: which attention path the modelled build takes: cudnn (a
+ * build with cuDNN: kernels/cuda/cuda_sdpa.cu's rule) or ztrain (its own
+ * kernels); default: what this build has.  cuDNN's classes (cudnn_fwd,
+ * cudnn_bwd) are uncalibrated until a bench_gpu table of a cuDNN build is
+ * fitted: the step is then printed without them ("predicted step without
+ * attention"), their launches listed as uncalibrated; --assume cudnn=E
+ * gives them an efficiency E of the bf16 peak, printed as a WHAT-IF.
  *
  * --calibrate fits the classes on a bench.txt's kernel rows (costmodel.h);
  * --rows prints those rows measured against predicted.  --what-if models
@@ -37,6 +46,7 @@ static void usage(void) {
             "llama:L,NH,NKV,C,I,V,B,T[,untied]]... [--calib FILE] [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N]\n"
+            "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"
             "       costmodel --calibrate BENCH.txt\n"
             "       costmodel --rows BENCH.txt [--calib FILE]\n");
 }
@@ -64,6 +74,19 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
     }
     double pc[ZT_CC_N];
     const double step = cm_step_s(cal, cn.k, cn.nk, &cn.tot, pc);
+    /* launches of classes the calibration has no efficiency for (cuDNN's
+     * attention before a bench_gpu table of a cuDNN build): left out */
+    long ul[ZT_CC_N] = {0}, att_cudnn = 0, nuncal = 0;
+    for (size_t i = 0; i < cn.nk; i++) {
+        if (cn.k[i].cls == ZT_CC_CUDNN_FWD || cn.k[i].cls == ZT_CC_CUDNN_BWD) att_cudnn += cn.k[i].launches;
+        if (cm_uncalibrated(cal, cn.k[i].cls)) ul[cn.k[i].cls] += cn.k[i].launches, nuncal += cn.k[i].launches;
+    }
+    char uncal[160] = "";
+    for (int c = 0; c < ZT_CC_N; c++)
+        if (ul[c]) {
+            const size_t l = strlen(uncal);
+            snprintf(uncal + l, sizeof uncal - l, "%s%s x%ld", l ? ", " : "", zt_count_class_name(c), ul[c]);
+        }
     char key[96];
     cm_shape_key(sh, key, sizeof key);
     if (sh->llama)
@@ -73,6 +96,17 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         printf("shape %s: gpt2 L=%d H=%d C=%d V=%d, B=%d T=%d", sh->name, sh->L, sh->NH, sh->C, sh->V, sh->B,
                sh->T);
     printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
+    if (att_cudnn)
+        printf("  attention: cuDNN's fused attention (a build with cuDNN; %ld graph executions)\n", att_cudnn);
+    else if (zt_count_cudnn() || o->attention == CM_ATT_CUDNN)
+        printf("  attention: ztrain's kernels (cuDNN's rule takes no attention call of this step: fp32 matmuls, "
+               "a soft-cap, a head size cuDNN does not take, or ZT_CUDA_DETERMINISTIC)\n");
+    else
+        printf("  attention: ztrain's kernels (a build without cuDNN, or --attention ztrain)\n");
+    if (att_cudnn && (cal->cls[ZT_CC_CUDNN_FWD].assumed || cal->cls[ZT_CC_CUDNN_BWD].assumed))
+        printf("  WHAT-IF cuDNN attention at an assumed efficiency (--assume): cudnn_fwd %.3g, cudnn_bwd %.3g of "
+               "the bf16 peak; no bench_gpu row timed them: not a fit, not a prediction\n",
+               cal->cls[ZT_CC_CUDNN_FWD].eff, cal->cls[ZT_CC_CUDNN_BWD].eff);
     if (o->stage > 0)
         printf("  one rank: a shard group of one rank runs no collective (no gather, no reduce-scatter)\n");
     if (o->whatif)
@@ -81,11 +115,24 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
                o->whatif & ZT_COUNT_WHATIF_FUSED_XENT ? " fused-xent" : "");
     const double tokens = (double)sh->B * sh->T;
     const double mflops = 6.0 * cn.params + 6.0 * sh->L * (double)sh->C * sh->T;   /* bench/README.md */
-    printf("  predicted step %.1f ms (%.0f tokens/s, MFU %.1f%% of %.0f TFLOP/s); %ld launches, %ld host "
-           "syncs, %ld transfers (%.2f MB); %.1f TFLOP, %.1f GB moved\n",
-           step * 1e3, tokens / step, 100.0 * mflops * tokens / step / (cal->peak_bf16 * 1e12),
-           cal->peak_bf16, cn.tot.launches, cn.tot.syncs, cn.tot.transfers, cn.tot.host_bytes / 1e6,
-           cn.tot.flops / 1e12, cn.tot.bytes / 1e9);
+    if (nuncal) {
+        /* no time for the step: the part that has one, and what is left out */
+        printf("  UNCALIBRATED: %s (no bench_gpu row of %s timed them; bench/costmodel --calibrate fits them "
+               "from a table of a build with cuDNN): left out of the step below\n", uncal, cal->source);
+        printf("  predicted step without attention %.1f ms (the uncalibrated launches left out; the attention's "
+               "conversions and memsets in it); %ld launches, %ld host syncs, %ld transfers (%.2f MB); %.1f "
+               "TFLOP, %.1f GB moved\n",
+               step * 1e3, cn.tot.launches, cn.tot.syncs, cn.tot.transfers, cn.tot.host_bytes / 1e6,
+               cn.tot.flops / 1e12, cn.tot.bytes / 1e9);
+    } else {
+        const int whatif_att =
+            att_cudnn && (cal->cls[ZT_CC_CUDNN_FWD].assumed || cal->cls[ZT_CC_CUDNN_BWD].assumed);
+        printf("  %s %.1f ms (%.0f tokens/s, MFU %.1f%% of %.0f TFLOP/s); %ld launches, %ld host "
+               "syncs, %ld transfers (%.2f MB); %.1f TFLOP, %.1f GB moved\n",
+               whatif_att ? "WHAT-IF step (cuDNN attention at the assumed efficiency)" : "predicted step", step * 1e3, tokens / step, 100.0 * mflops * tokens / step / (cal->peak_bf16 * 1e12),
+               cal->peak_bf16, cn.tot.launches, cn.tot.syncs, cn.tot.transfers, cn.tot.host_bytes / 1e6,
+               cn.tot.flops / 1e12, cn.tot.bytes / 1e9);
+    }
     for (int i = 0; i < cal->nmeasured; i++) {
         if (strcmp(cal->measured[i].what, sh->llama ? "llama" : "gpt2") || strcmp(cal->measured[i].shape, key) ||
             o->stage != 0 || o->fp32 || o->whatif)
@@ -99,6 +146,7 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
             cm_run_opts o1 = *o;
             o1.head_rows = rows;
             o1.whatif = ZT_COUNT_AS_RECORDED;
+            o1.attention = CM_ATT_ZTRAIN;   /* no recorded run had cuDNN */
             cm_counts c1;
             if (cm_count_step(sh, &o1, zt_backend_count(), &c1, &st) != ZT_OK) {
                 fprintf(stderr, "costmodel: shape %s: %s\n", sh->name, st.msg);
@@ -126,6 +174,11 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         if (!cl[c]) continue;
         char r[32];
         rate(r, sizeof r, c, cf[c], cb[c], pc[c]);
+        if (cm_uncalibrated(cal, c)) {
+            printf("  %-10s %9s %6s %9ld %9.1f %9.2f %16s\n", zt_count_class_name(c), "-", "-", cl[c], cf[c] / 1e9,
+                   cb[c] / 1e9, "uncalibrated");
+            continue;
+        }
         printf("  %-10s %9.3f %5.1f%% %9ld %9.1f %9.2f %16s\n", zt_count_class_name(c), pc[c] * 1e3,
                100 * pc[c] / step, cl[c], cf[c] / 1e9, cb[c] / 1e9, c == ZT_CC_HOST ? "(bus)" : r);
     }
@@ -147,14 +200,26 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         qsort(a, na, sizeof *a, by_time);
         printf("  %-38s %-10s %9s %6s %8s %9s %9s %16s\n", "kernel", "class", "ms", "%", "launches", "GFLOP",
                "GB", "achieved");
-        for (size_t j = 0; j < na && (top <= 0 || (int)j < top); j++) {
+        /* the uncalibrated first (no time to sort them by), then the rest by time */
+        for (size_t j = 0; j < na; j++)
+            if (cm_uncalibrated(cal, a[j].cls))
+                printf("  %-38s %-10s %9s %6s %8ld %9.1f %9.2f %16s\n", a[j].name, zt_count_class_name(a[j].cls),
+                       "-", "-", a[j].launches, a[j].flops / 1e9, a[j].bytes / 1e9, "uncalibrated");
+        size_t shown = 0, left = 0;
+        for (size_t j = 0; j < na; j++) {
+            if (cm_uncalibrated(cal, a[j].cls)) continue;
+            if (top > 0 && (int)shown >= top) {
+                left++;
+                continue;
+            }
+            shown++;
             char r[32];
             rate(r, sizeof r, a[j].cls, a[j].flops, a[j].bytes, a[j].s);
             printf("  %-38s %-10s %9.3f %5.1f%% %8ld %9.1f %9.2f %16s\n", a[j].name,
                    zt_count_class_name(a[j].cls), a[j].s * 1e3, 100 * a[j].s / step, a[j].launches,
                    a[j].flops / 1e9, a[j].bytes / 1e9, a[j].cls == ZT_CC_HOST ? "(bus)" : r);
         }
-        if (top > 0 && (int)na > top) printf("  (%zu more kernels; --kernels 0 lists all)\n", na - (size_t)top);
+        if (left) printf("  (%zu more kernels; --kernels 0 lists all)\n", left);
     }
     free(a);
     cm_counts_free(&cn);
@@ -196,7 +261,8 @@ int main(int argc, char **argv) {
     const char *calib = CM_DEFAULT_CALIB, *calibrate = NULL, *rows_of = NULL;
     cm_shape shapes[16];
     int nshapes = 0, top = 25;
-    cm_run_opts o = {0, 0, 0, 1, 0};
+    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET};
+    double assume_fwd = 0, assume_bwd = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--shape") && v) {
@@ -224,6 +290,30 @@ int main(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--kernels") && v) {
             top = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--attention") && v) {
+            if (!strcmp(v, "cudnn")) o.attention = CM_ATT_CUDNN;
+            else if (!strcmp(v, "ztrain")) o.attention = CM_ATT_ZTRAIN;
+            else {
+                fprintf(stderr, "costmodel: --attention: '%s' is not cudnn or ztrain\n", v);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--assume") && v) {
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                char k[32];
+                double e = 0;
+                if (sscanf(t, "%31[a-z_]=%lf", k, &e) != 2 || !(e > 0 && e <= 1) ||
+                    (strcmp(k, "cudnn") && strcmp(k, "cudnn_fwd") && strcmp(k, "cudnn_bwd"))) {
+                    fprintf(stderr, "costmodel: --assume: '%s' is not cudnn=E, cudnn_fwd=E or cudnn_bwd=E with "
+                                    "0 < E <= 1 (of the bf16 peak)\n", t);
+                    return 2;
+                }
+                if (strcmp(k, "cudnn_bwd")) assume_fwd = e;
+                if (strcmp(k, "cudnn_fwd")) assume_bwd = e;
+            }
             i++;
         } else if (!strcmp(a, "--fp32")) {
             o.fp32 = 1;
@@ -262,6 +352,19 @@ int main(int argc, char **argv) {
     if (cm_load(calib, &cal, err, sizeof err)) {
         fprintf(stderr, "costmodel: %s\n", err);
         return 1;
+    }
+    /* --assume: a stated efficiency for uncalibrated cuDNN classes, marked
+     * as such in every report (a fitted class keeps its fit) */
+    const double assumed[2] = {assume_fwd, assume_bwd};
+    const int acls[2] = {ZT_CC_CUDNN_FWD, ZT_CC_CUDNN_BWD};
+    for (int k = 0; k < 2; k++) {
+        if (!(assumed[k] > 0)) continue;
+        if (!cm_uncalibrated(&cal, acls[k])) {
+            fprintf(stderr, "costmodel: --assume: %s is calibrated in %s (rows %d): nothing to assume\n",
+                    zt_count_class_name(acls[k]), calib, cal.cls[acls[k]].rows);
+            return 2;
+        }
+        cal.cls[acls[k]] = (cm_class){assumed[k], cal.cls[ZT_CC_STREAM].t0_us, 0, 1};
     }
     if (rows_of) return rows(&cal, rows_of);
     zt_status st;

@@ -30,9 +30,11 @@
 #include "count.h"
 
 typedef struct cm_class {
-    double eff;      /* of the peak (compute classes) or of the bandwidth (memory classes) */
+    double eff;      /* of the peak (compute classes) or of the bandwidth (memory classes);
+                      * 0: uncalibrated (cudnn_fwd / cudnn_bwd only: no row of the source timed it) */
     double t0_us;    /* fixed cost per launch */
     int rows;        /* table rows it was fitted on (0: not fitted, a default) */
+    int assumed;     /* eff set by hand (bench/costmodel --assume): a what-if, not a fit */
 } cm_class;
 
 #define CM_MAX_MEASURED 8
@@ -58,10 +60,18 @@ typedef struct cm_calib {
 
 /* 1 when the class is compute-bound by nature (a TFLOP/s efficiency) */
 int cm_compute_class(int cls);
+/* 1 for the classes a calibration may leave uncalibrated: cuDNN's fused
+ * attention (cudnn_fwd, cudnn_bwd), which only a bench_gpu table of a
+ * build with cuDNN times; the fit gives them no default from another class */
+int cm_may_be_uncalibrated(int cls);
+/* 1 when c has no efficiency for cls (eff 0): cm_kernel_s gives 0 and
+ * cm_step_s leaves its launches out; the caller says so */
+int cm_uncalibrated(const cm_calib *c, int cls);
 /* seconds of one launch of class cls */
 double cm_kernel_s(const cm_calib *c, int cls, double flops, double bytes);
 /* Seconds of a counted step: its kernels (per_class[ZT_CC_N] gets each
- * class's share, may be NULL), transfers and syncs. */
+ * class's share, may be NULL), transfers and syncs; launches of
+ * uncalibrated classes are left out (0 s). */
 double cm_step_s(const cm_calib *c, const zt_count_kernel *k, size_t nk, const zt_count_totals *t,
                  double *per_class);
 

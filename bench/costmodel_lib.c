@@ -16,11 +16,18 @@
 int cm_compute_class(int cls) {
     switch (cls) {
     case ZT_CC_GEMM_BF16: case ZT_CC_GEMM_FP32: case ZT_CC_ATT_GEMM: case ZT_CC_FLASH_FWD:
-    case ZT_CC_FLASH_BWD: case ZT_CC_ATT32_FWD: case ZT_CC_ATT32_BWD:
+    case ZT_CC_FLASH_BWD: case ZT_CC_ATT32_FWD: case ZT_CC_ATT32_BWD: case ZT_CC_CUDNN_FWD:
+    case ZT_CC_CUDNN_BWD:
         return 1;
     default:
         return 0;
     }
+}
+
+int cm_may_be_uncalibrated(int cls) { return cls == ZT_CC_CUDNN_FWD || cls == ZT_CC_CUDNN_BWD; }
+
+int cm_uncalibrated(const cm_calib *c, int cls) {
+    return cls >= 0 && cls < ZT_CC_N && cls != ZT_CC_HOST && !(c->cls[cls].eff > 0);
 }
 
 /* fp32 peak for the fp32 GEMMs and attention, bf16 for the rest */
@@ -32,6 +39,7 @@ static double peak_of(const cm_calib *c, int cls) {
 double cm_kernel_s(const cm_calib *c, int cls, double flops, double bytes) {
     const cm_class *k = &c->cls[cls];
     if (cls == ZT_CC_HOST) return bytes / (c->host_gbs * 1e9) + c->host_us * 1e-6;
+    if (cm_uncalibrated(c, cls)) return 0.0;
     double t = bytes / (c->bw_gbs * 1e9 * (cm_compute_class(cls) ? c->cls[ZT_CC_STREAM].eff : k->eff));
     if (cm_compute_class(cls)) {
         const double tf = flops / (peak_of(c, cls) * 1e12 * k->eff);
@@ -88,10 +96,15 @@ void cm_write(FILE *f, const cm_calib *c) {
     fprintf(f, "fit_rows %d\n", c->nrows);
     fprintf(f, "fit_rms_log_err %.4f\n", c->rms_log_err);
     fprintf(f, "# class  eff (of peak or bandwidth)  t0_us (per launch)  rows (0: default, not fitted)\n");
-    for (int i = 0; i < ZT_CC_N; i++)
-        if (i != ZT_CC_HOST)
+    for (int i = 0; i < ZT_CC_N; i++) {
+        if (i == ZT_CC_HOST) continue;
+        if (cm_uncalibrated(c, i))
+            fprintf(f, "class %-10s uncalibrated   # no bench_gpu row of the source timed it\n",
+                    zt_count_class_name(i));
+        else
             fprintf(f, "class %-10s eff %.5f t0_us %.3f rows %d\n", zt_count_class_name(i), c->cls[i].eff,
                     c->cls[i].t0_us, c->cls[i].rows);
+    }
     fprintf(f, "# engine steps recorded in the source (ms, stage 0, 1 rank): for comparison only\n");
     for (int i = 0; i < c->nmeasured; i++)
         fprintf(f, "measured %s %s %.6g\n", c->measured[i].what, c->measured[i].shape, c->measured[i].ms);
@@ -122,11 +135,18 @@ int cm_load(const char *path, cm_calib *c, char *err, size_t n) {
         else if (!strcmp(key, "class")) {
             double e, t0;
             int rows, k = -1;
+            if (sscanf(rest, "%127s %127s", a, b) == 2 && !strcmp(b, "uncalibrated")) {
+                for (int i = 0; i < ZT_CC_N; i++)
+                    if (!strcmp(a, zt_count_class_name(i))) k = i;
+                if (k < 0 || !cm_may_be_uncalibrated(k)) goto bad;
+                c->cls[k] = (cm_class){0, 0, 0, 0};
+                continue;
+            }
             if (sscanf(rest, "%127s eff %lf t0_us %lf rows %d", a, &e, &t0, &rows) != 4) goto bad;
             for (int i = 0; i < ZT_CC_N; i++)
                 if (!strcmp(a, zt_count_class_name(i))) k = i;
             if (k < 0 || !(e > 0)) goto bad;
-            c->cls[k] = (cm_class){e, t0, rows};
+            c->cls[k] = (cm_class){e, t0, rows, 0};
         } else if (!strcmp(key, "measured")) {
             if (c->nmeasured == CM_MAX_MEASURED || sscanf(rest, "%31s %63s %lf", a, b, &v) != 3) goto bad;
             cm_measured *m = &c->measured[c->nmeasured++];
@@ -155,7 +175,7 @@ int cm_load(const char *path, cm_calib *c, char *err, size_t n) {
     fclose(f);
     if (rc == 0)
         for (int i = 0; i < ZT_CC_N; i++)
-            if (i != ZT_CC_HOST && !(c->cls[i].eff > 0)) {
+            if (i != ZT_CC_HOST && !cm_may_be_uncalibrated(i) && !(c->cls[i].eff > 0)) {
                 snprintf(err, n, "%s: no line 'class %s eff ...'", path, zt_count_class_name(i));
                 return -1;
             }
@@ -232,6 +252,23 @@ static int replay(const zt_backend *be, const cm_table *t, const char *name) {
             return 1;
         }
         be->set_matmul_precision(ZT_MATMUL_FP32);
+    }
+    {
+        /* attention at a model's shape on either path (bench_gpu's attention shapes) */
+        char dir[4], path[64];
+        int b, tt, nh, nkv, hs;
+        if (sscanf(name, "gqa_%3[fwdb] bf16 B=%d T=%d NH=%d NKV=%d hs=%d (%63[^)])", dir, &b, &tt, &nh, &nkv, &hs,
+                   path) == 7 &&
+            (!strcmp(dir, "fwd") || !strcmp(dir, "bwd")) && (!strcmp(path, "cuDNN") || !strcmp(path, "ztrain's kernels"))) {
+            const int was = zt_count_cudnn();
+            zt_count_set_cudnn(!strcmp(path, "cuDNN"));
+            be->set_matmul_precision(ZT_MATMUL_BF16);
+            if (!strcmp(dir, "fwd")) be->gqa_fwd(z, lse, x, b, tt, nh, nkv, hs);
+            else be->gqa_bwd(y, x, x, z, lse, b, tt, nh, nkv, hs);
+            be->set_matmul_precision(ZT_MATMUL_FP32);
+            zt_count_set_cudnn(was);
+            return 1;
+        }
     }
     ROW("xent_fwd (in place)") { be->xent_fwd(z, logits, logits, tok, (int)N, V); return 1; }
     ROW("xent_bwd (in place)") { be->xent_bwd(logits, logits, tok, 1.0f, (int)N, V); return 1; }
@@ -347,6 +384,9 @@ int cm_table_read(const char *path, cm_table *t, char *err, size_t n) {
     /* every table recorded so far ran the kernels of before dout's one
      * rounding and the bf16 weights: replay it so (count.h) */
     zt_count_set_whatif(ZT_COUNT_AS_RECORDED);
+    /* bench_gpu keeps its rows on ztrain's kernels but those it names (cuDNN) */
+    const int cudnn_was = zt_count_cudnn();
+    zt_count_set_cudnn(0);
     for (int i = 0; i < t->nrows; i++) {
         cm_row *r = &t->rows[i];
         zt_count_reset();
@@ -362,6 +402,7 @@ int cm_table_read(const char *path, cm_table *t, char *err, size_t n) {
     }
     be->set_matmul_precision(ZT_MATMUL_FP32);
     zt_count_set_flash(1);
+    zt_count_set_cudnn(cudnn_was);
     zt_count_set_whatif(0);
     zt_count_reset();
     return 0;
@@ -462,11 +503,11 @@ void cm_fit(cm_calib *c, cm_table *t, const char *source) {
     if (t->peak_bf16 > 0) c->peak_bf16 = t->peak_bf16;
     if (t->peak_fp32 > 0) c->peak_fp32 = t->peak_fp32;
     int done[ZT_CC_N] = {0};
-    for (int i = 0; i < ZT_CC_N; i++) c->cls[i] = (cm_class){1.0, 0.0, 0};
+    for (int i = 0; i < ZT_CC_N; i++) c->cls[i] = (cm_class){1.0, 0.0, 0, 0};
     /* the stream class first (its t0 is every other class's until fitted) */
     fit_class(c, t, done, ZT_CC_STREAM, 1);
     for (int i = 0; i < ZT_CC_N; i++)
-        if (i != ZT_CC_STREAM) c->cls[i] = (cm_class){c->cls[ZT_CC_STREAM].eff, c->cls[ZT_CC_STREAM].t0_us, 0};
+        if (i != ZT_CC_STREAM) c->cls[i] = (cm_class){c->cls[ZT_CC_STREAM].eff, c->cls[ZT_CC_STREAM].t0_us, 0, 0};
     done[ZT_CC_HOST] = 1;
     static const struct { int cls, t0; } order[] = {
         {ZT_CC_CONVERT, 0}, {ZT_CC_OPTIM, 0}, {ZT_CC_REDUCE, 0}, {ZT_CC_ROWNORM, 0},
@@ -475,7 +516,16 @@ void cm_fit(cm_calib *c, cm_table *t, const char *source) {
         {ZT_CC_ATT32_BWD, 0}, {ZT_CC_ATT_GEMM, 0}};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) fit_class(c, t, done, order[i].cls, order[i].t0);
     /* device copies (no row measures them) keep the stream class's constants */
-    c->cls[ZT_CC_COPY] = (cm_class){c->cls[ZT_CC_STREAM].eff, c->cls[ZT_CC_STREAM].t0_us, 0};
+    c->cls[ZT_CC_COPY] = (cm_class){c->cls[ZT_CC_STREAM].eff, c->cls[ZT_CC_STREAM].t0_us, 0, 0};
+    done[ZT_CC_COPY] = 1;
+    /* cuDNN's attention last (its backward rows hold the dQ_accum memset, a
+     * copy), from the rows of a build with cuDNN; without such rows it stays
+     * uncalibrated: no other class's efficiency stands in for it */
+    static const int cudnn[] = {ZT_CC_CUDNN_FWD, ZT_CC_CUDNN_BWD};
+    for (size_t i = 0; i < sizeof cudnn / sizeof cudnn[0]; i++) {
+        fit_class(c, t, done, cudnn[i], 0);
+        if (!c->cls[cudnn[i]].rows) c->cls[cudnn[i]] = (cm_class){0, 0, 0, 0};
+    }
     double e = 0;
     int m = 0;
     for (int i = 0; i < t->nrows; i++) {

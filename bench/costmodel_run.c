@@ -113,6 +113,8 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
 #undef SET
     zt_ctx *ctx = NULL;
     int *V = NULL;
+    const int cudnn_was = zt_count_cudnn();
+    if (o->attention != CM_ATT_AS_SET) zt_count_set_cudnn(o->attention == CM_ATT_CUDNN);
     if (rc == ZT_OK) {
         zt_count_set_whatif(o->whatif);
         /* A16_ROUNDED: the activations in fp32, as before the models kept
@@ -148,6 +150,7 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         be->mem_stats(&cur, &out->peak_bytes);
     }
     zt_count_set_whatif(0);
+    zt_count_set_cudnn(cudnn_was);
     if (ctx) zt_ctx_free(ctx);
     zt_config_free(c);
     zt_count_reset();

@@ -29,7 +29,11 @@ typedef struct cm_run_opts {
     int threads;        /* host threads of the engine (<= 0: 1) */
     int head_rows;      /* ztrain.classifier_chunk_rows (0: ztrain's default; B*T: the head in one
                          * chunk, as every recorded run before the chunked LM head) */
+    int attention;      /* CM_ATT_*: which attention path the counted build takes */
 } cm_run_opts;
+#define CM_ATT_AS_SET 0   /* as the counting backend is set (zt_count_set_cudnn; default: this build) */
+#define CM_ATT_ZTRAIN 1   /* ztrain's kernels (a build without cuDNN, or ZT_CUDA_DETERMINISTIC=1) */
+#define CM_ATT_CUDNN 2    /* cuDNN's fused attention where cuda_sdpa.cu's rule takes it */
 
 typedef struct cm_counts {
     zt_count_kernel *k;  /* the step's distinct launches */

@@ -12,7 +12,7 @@ autocast: ms/step, tokens/s, model TFLOP/s, MFU (6 x params + 6 x L x
 
   python3 bench/llama_gpu_torch.py --shape L,NH,NKV,C,H,V,B,T [--steps N]
                                [--compile] [--only bf16|fp32] [--untied]
-                               [--lora R] [--peak-tflops F32,BF16]
+                               [--lora R] [--peak-tflops F32,BF16] [--profile N]
 SmolLM-135M: 30,9,3,576,1536,49152,B,T.  --untied: an LM head of its own
 (Llama 3 8B).  --lora R: the base (every weight, kept in bf16 with bf16
 autocast) frozen, adapters of rank R (alpha 16, fp32, A uniform, B zero) on
@@ -28,7 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from gpt2_torch import device_peaks, report   # the same peaks and result line as the GPT-2 baseline
+# the same peaks, result line and profile table as the GPT-2 baseline
+from gpt2_torch import device_peaks, profile_steps, report
 
 
 class RMSNorm(nn.Module):
@@ -128,7 +129,7 @@ class Llama(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.view(-1))
 
 
-def run(shape, steps, bf16, compile_, dev="cuda", untied=False, lora=0):
+def run(shape, steps, bf16, compile_, dev="cuda", untied=False, lora=0, prof=0):
     L, NH, NKV, C, H, V, B, T = shape
     torch.manual_seed(0)
     cuda = dev == "cuda"
@@ -147,25 +148,32 @@ def run(shape, steps, bf16, compile_, dev="cuda", untied=False, lora=0):
     tgt = torch.randint(0, V, (B, T), device=dev)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-    loss_v = None
-    warm = 2 + (3 if compile_ else 0)
-    for i in range(warm + steps):
-        if i == warm:
-            if cuda:
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
+    last = [None]
+
+    def one_step():
         with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
             loss = step_model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(train, 1.0)
         opt.step()
-        loss_v = loss.item()   # read back every step, as ztrain does
+        last[0] = loss.item()   # read back every step, as ztrain does
+
+    warm = 2 + (3 if compile_ else 0)
+    for i in range(warm + steps):
+        if i == warm:
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        one_step()
     if cuda:
         torch.cuda.synchronize()
     per = (time.perf_counter() - t0) / steps
     peak = torch.cuda.max_memory_allocated() if cuda else 0
-    del model, opt, step_model
+    loss_v = last[0]
+    if prof > 0:
+        profile_steps(one_step, prof, cuda, "bf16" if bf16 else "fp32")
+    del model, opt, step_model, one_step
     if cuda:
         torch.cuda.empty_cache()
     return per, nparams, peak, loss_v
@@ -181,6 +189,7 @@ def main():
     ap.add_argument("--lora", type=int, default=0)
     ap.add_argument("--peak-tflops", default="")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
+    ap.add_argument("--profile", type=int, default=0, help="N steps under torch.profiler after the timed ones")
     a = ap.parse_args()
     shape = [int(v) for v in a.shape.split(",")]
     L, NH, NKV, C, H, V, B, T = shape
@@ -194,7 +203,7 @@ def main():
     modes = [m for m in (False, True) if a.only is None or a.only == ("bf16" if m else "fp32")]
     for bf16 in modes:
         try:
-            per, P, peak, loss = run(shape, a.steps, bf16, a.compile, a.device, a.untied, a.lora)
+            per, P, peak, loss = run(shape, a.steps, bf16, a.compile, a.device, a.untied, a.lora, a.profile)
         except torch.cuda.OutOfMemoryError:
             print(f"  {'bf16' if bf16 else 'fp32'} autocast: out of GPU memory")
             torch.cuda.empty_cache()

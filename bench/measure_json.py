@@ -3,14 +3,25 @@
 in one JSON file, and a table on stdout.
 
   python3 bench/measure_json.py --work DIR --out measure.json [--budget S]
-                                [--steps N] [--commit C] [--backend X]
-                                [--peak-tflops BF16] [--skip N]
+                                [--steps N] [--det-steps N] [--commit C]
+                                [--backend X] [--peak-tflops BF16] [--skip N]
 
 DIR is the script's work folder: device/start.csv, end.csv (nvidia-smi),
 tests/TAG.{out,rc,s,skip}, shape/NN-NAME/{spec, estimate.*, costmodel.*,
-train.*, metrics.jsonl, smi_peak.txt, torch_eager.*, torch_compile.*},
-sanitizer/TAG.*.  Every figure is computed from those files; a section that
-did not run is {"skipped": REASON}, one that failed carries its exit status.
+costmodel_ztrain.*, train.*, metrics.jsonl, train_det.*, metrics_det.jsonl,
+smi_peak.txt, torch_eager.*, torch_compile.*}, sanitizer/TAG.*.  Every
+figure is computed from those files; a section that did not run is
+{"skipped": REASON}, one that failed carries its exit status.
+
+ztrain runs twice per shape: "ztrain" as the build runs (cuDNN's fused
+attention in a build with cuDNN; "attention" is the path its start-up line
+names) and "ztrain_det" with ZT_CUDA_DETERMINISTIC=1 (ztrain's attention
+kernels), with "det_over_default" = its ms/step over the first's.  The cost
+model: "predicted_ms" when the step has a time, else
+"predicted_without_attention_ms" with "uncalibrated" (the classes left out);
+"costmodel_ztrain" the same for ztrain's kernels, its ratio to ztrain_det.
+PyTorch eager carries "profile" (bench/gpt2_torch.py --profile: the kernels'
+and the attention kernels' ms per step, the top kernels).
 
 Per shape: ztrain's ms/step and tokens/s are the medians over the steps after
 the first --skip (default 2: steps 3..N); FLOPs per token as bench/README.md,
@@ -146,51 +157,33 @@ def shape_record(d, skip, peak):
             r["mfu"] = r["tflops"] / peak if peak else None
         return r
 
-    # ztrain train
-    tr = section(d, "train")
+    tr = ztrain_run(d, "train", "metrics.jsonl", skip, est, figures)
     rec["ztrain"] = tr
-    if tr and "rc" in tr:
-        ms, tok, mem = [], [], 0
-        for line in (read(os.path.join(d, "metrics.jsonl"), "") or "").splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "tokens_per_s" in r and r.get("step", 0) > skip:
-                ms.append(r.get("step_ms", 0.0))
-                tok.append(r["tokens_per_s"])
-            mem = max(mem, r.get("mem_peak_bytes", 0))
-        tr["steps_timed"] = len(ms)
-        if ms:
-            tr.update(figures(statistics.median(ms), statistics.median(tok)))
-        tr["measured_peak_bytes"] = mem or None
-        out = read(os.path.join(d, "train.out"), "") or ""
-        m = re.search(r"^memory: predicted peak ([\d.]+) (KiB|MiB|GiB)", out, re.M)
-        if m:
-            tr["run_predicted_peak_bytes"] = round(float(m.group(1)) * {"KiB": 2**10, "MiB": 2**20,
-                                                                         "GiB": 2**30}[m.group(2)])
-        m = re.search(r"^model: (\d+) parameters", out, re.M)
-        if m:
-            tr["model_params"] = int(m.group(1))
-        smi = [float(v) for v in (read(os.path.join(d, "smi_peak.txt"), "") or "").split()
-               if re.match(r"^[\d.]+$", v)]
-        tr["nvidia_smi_peak_bytes"] = round(max(smi) * 2**20) if smi else None
-        err = [l for l in out.splitlines() if l.startswith("ztrain: error")]
-        if err:
-            tr["error"] = err[0][:300]
-        pred = (est or {}).get("predicted_device_peak_bytes")
-        if pred and mem:
-            tr["measured_over_predicted_peak"] = mem / pred
-    # the cost model
-    cm = section(d, "costmodel")
-    rec["costmodel"] = cm
-    if cm and cm.get("rc") == 0:
-        m = re.search(r"predicted step ([\d.]+) ms", read(os.path.join(d, "costmodel.out"), "") or "")
-        if m:
-            cm["predicted_ms"] = float(m.group(1))
-            zms = (tr or {}).get("ms_per_step")
-            if zms:
-                cm["predicted_over_measured"] = cm["predicted_ms"] / zms
+    det = ztrain_run(d, "train_det", "metrics_det.jsonl", skip, est, figures)
+    rec["ztrain_det"] = det
+    if det and tr and det.get("ms_per_step") and tr.get("ms_per_step"):
+        det["det_over_default"] = det["ms_per_step"] / tr["ms_per_step"]
+    # the cost model: the build's attention path, then ztrain's kernels
+    for tag, against in (("costmodel", tr), ("costmodel_ztrain", det)):
+        cm = section(d, tag)
+        rec[tag] = cm
+        if cm and cm.get("rc") == 0:
+            text = read(os.path.join(d, tag + ".out"), "") or ""
+            m = re.search(r"^  attention: (.*)$", text, re.M)
+            if m:
+                cm["attention"] = m.group(1)
+            m = re.search(r"^  predicted step ([\d.]+) ms", text, re.M)
+            if m:
+                cm["predicted_ms"] = float(m.group(1))
+                zms = (against or {}).get("ms_per_step")
+                if zms:
+                    cm["predicted_over_measured"] = cm["predicted_ms"] / zms
+            m = re.search(r"^  predicted step without attention ([\d.]+) ms", text, re.M)
+            if m:
+                cm["predicted_without_attention_ms"] = float(m.group(1))
+            m = re.search(r"^  UNCALIBRATED: (.*?) \(", text, re.M)
+            if m:
+                cm["uncalibrated"] = m.group(1)
     # PyTorch
     for tag in ("torch_eager", "torch_compile"):
         t = section(d, tag)
@@ -208,8 +201,59 @@ def shape_record(d, skip, peak):
                 zt = (tr or {}).get("tokens_per_s")
                 if zt:
                     t["ztrain_speed_ratio"] = zt / p["tokens_per_s"]
+            m = re.search(r"^PROFILE_JSON (.*)$", text, re.M)
+            if m:
+                try:
+                    pj = json.loads(m.group(1))
+                    pj["kernels"] = pj.get("kernels", [])[:12] + [k for k in pj.get("kernels", [])[12:]
+                                                                  if k.get("attention")]
+                    t["profile"] = pj
+                except ValueError:
+                    t["profile"] = {"error": "PROFILE_JSON does not parse"}
         rec[tag] = t
     return rec
+
+
+def ztrain_run(d, tag, metrics, skip, est, figures):
+    """One ztrain train section: medians of the metrics after `skip` steps, peaks, the attention path."""
+    tr = section(d, tag)
+    if tr and "rc" in tr:
+        ms, tok, mem = [], [], 0
+        for line in (read(os.path.join(d, metrics), "") or "").splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "tokens_per_s" in r and r.get("step", 0) > skip:
+                ms.append(r.get("step_ms", 0.0))
+                tok.append(r["tokens_per_s"])
+            mem = max(mem, r.get("mem_peak_bytes", 0))
+        tr["steps_timed"] = len(ms)
+        if ms:
+            tr.update(figures(statistics.median(ms), statistics.median(tok)))
+        tr["measured_peak_bytes"] = mem or None
+        out = read(os.path.join(d, tag + ".out"), "") or ""
+        m = re.search(r"attention: (.*)$", out, re.M)
+        if m:
+            tr["attention"] = m.group(1).strip()
+        m = re.search(r"^memory: predicted peak ([\d.]+) (KiB|MiB|GiB)", out, re.M)
+        if m:
+            tr["run_predicted_peak_bytes"] = round(float(m.group(1)) * {"KiB": 2**10, "MiB": 2**20,
+                                                                         "GiB": 2**30}[m.group(2)])
+        m = re.search(r"^model: (\d+) parameters", out, re.M)
+        if m:
+            tr["model_params"] = int(m.group(1))
+        if tag == "train":
+            smi = [float(v) for v in (read(os.path.join(d, "smi_peak.txt"), "") or "").split()
+                   if re.match(r"^[\d.]+$", v)]
+            tr["nvidia_smi_peak_bytes"] = round(max(smi) * 2**20) if smi else None
+        err = [l for l in out.splitlines() if l.startswith("ztrain: error")]
+        if err:
+            tr["error"] = err[0][:300]
+        pred = (est or {}).get("predicted_device_peak_bytes")
+        if pred and mem:
+            tr["measured_over_predicted_peak"] = mem / pred
+    return tr
 
 
 def fmt(v, f="{:.1f}", none="-"):
@@ -222,6 +266,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=int, default=0)
     ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--det-steps", type=int, default=0)
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--commit", default="?")
     ap.add_argument("--backend", default="cuda")
@@ -233,6 +278,7 @@ def main():
     peak = device_peak(name, a.peak_tflops)
     J = {"what": "ztrain run.sh measure (scripts/gpu-measure.sh)", "date": (read(os.path.join(W, "date"), "") or "").strip(),
          "commit": a.commit, "backend": a.backend, "budget_s": a.budget, "steps": a.steps,
+         "det_steps": a.det_steps,
          "timed_steps": f"median of steps {a.skip + 1}..{a.steps}",
          "device": {"name": name, "start": dev, "end": smi_fields(os.path.join(W, "device", "end.csv")),
                     "bf16_dense_peak_tflops": peak},
@@ -274,7 +320,9 @@ def main():
         n = r.get("name")
         z = r.get("ztrain") or {}
         pred = (r.get("estimate") or {}).get("predicted_device_peak_bytes")
-        rows = [("ztrain", z, z.get("measured_peak_bytes"))]
+        zd = r.get("ztrain_det") or {}
+        rows = [("ztrain", z, z.get("measured_peak_bytes")),
+                ("ztrain ZT_CUDA_DETERMINISTIC=1", zd, zd.get("measured_peak_bytes"))]
         for tag in ("torch_eager", "torch_compile"):
             t = r.get(tag) or {}
             rows.append((tag.replace("_", " "), t, t.get("peak_mem_bytes")))
@@ -291,12 +339,21 @@ def main():
                   f"{fmt(None if mfu is None else 100 * mfu, '{:.1f}%')} | {fmt(None if mem is None else mem / G, '{:.2f}')} | "
                   f"{fmt(None if label != 'ztrain' or not pred else pred / G, '{:.2f}')} | "
                   f"{fmt(z.get('measured_over_predicted_peak') if label == 'ztrain' else None, '{:.3f}')} |")
-        cm = r.get("costmodel") or {}
-        if "predicted_ms" in cm:
-            print(f"| {n} | cost model | {cm['predicted_ms']:.1f} predicted | "
-                  f"x{fmt(cm.get('predicted_over_measured'), '{:.3f}')} of measured | | | | | |")
-        elif "skipped" in cm:
-            print(f"| {n} | cost model | skipped: {cm['skipped'][:60]} | | | | | | |")
+        for tag, label in (("costmodel", "cost model"), ("costmodel_ztrain", "cost model, ztrain's attention")):
+            cm = r.get(tag) or {}
+            if "predicted_ms" in cm:
+                print(f"| {n} | {label} | {cm['predicted_ms']:.1f} predicted | "
+                      f"x{fmt(cm.get('predicted_over_measured'), '{:.3f}')} of measured | | | | | |")
+            elif "predicted_without_attention_ms" in cm:
+                print(f"| {n} | {label} | {cm['predicted_without_attention_ms']:.1f} without attention | "
+                      f"uncalibrated: {cm.get('uncalibrated', '?')} | | | | | |")
+            elif "skipped" in cm:
+                print(f"| {n} | {label} | skipped: {cm['skipped'][:60]} | | | | | | |")
+        pr = (r.get("torch_eager") or {}).get("profile") or {}
+        if "attention_ms_per_step" in pr:
+            print(f"| {n} | torch eager profile | {pr['attention_ms_per_step']:.2f} attention of "
+                  f"{pr['total_ms_per_step']:.1f} kernels | fwd {pr['attention_fwd_ms_per_step']:.2f}, "
+                  f"bwd {pr['attention_bwd_ms_per_step']:.2f} | | | | | |")
     for tag, s in J["sanitizer"].items():
         if s is None:
             print(f"{tag}: not reached")

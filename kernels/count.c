@@ -48,6 +48,7 @@ enum {
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16,
+    K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD,
     K_N
 };
 
@@ -132,11 +133,15 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SUMSQ_RANGES] = {"k_sum_ranges<sumsq>", ZT_CC_REDUCE},
     [K_NONFINITE_RANGES] = {"k_nonfinite_ranges", ZT_CC_REDUCE},
     [K_FINISH_RANGES] = {"k_finish_ranges", ZT_CC_REDUCE},
+    [K_SDPA_ROUND] = {"k_sdpa_round", ZT_CC_CONVERT},
+    [K_SDPA_WIDEN] = {"k_sdpa_widen", ZT_CC_CONVERT},
+    [K_CUDNN_FWD] = {"cudnnBackendExecute (SDPA forward)", ZT_CC_CUDNN_FWD},
+    [K_CUDNN_BWD] = {"cudnnBackendExecute (SDPA backward)", ZT_CC_CUDNN_BWD},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
     "gemm_bf16", "gemm_fp32", "att_gemm", "flash_fwd", "flash_bwd", "att32_fwd", "att32_bwd",
-    "stream", "convert", "rownorm", "colsum", "softmax", "reduce", "optim", "scatter", "copy", "host"};
+    "cudnn_fwd", "cudnn_bwd", "stream", "convert", "rownorm", "colsum", "softmax", "reduce", "optim", "scatter", "copy", "host"};
 
 const char *zt_count_class_name(int cls) { return cls >= 0 && cls < ZT_CC_N ? CLASS_NAMES[cls] : "?"; }
 
@@ -157,6 +162,11 @@ static zt_count_totals g_tot;
 static int g_mode = ZT_MATMUL_FP32;
 static unsigned g_whatif;
 static int g_flash = 1;
+#ifdef ZT_HAVE_CUDNN
+static int g_cudnn = 1;
+#else
+static int g_cudnn = 0;
+#endif
 static const zt_backend *g_inner;
 static size_t g_dev_total = (size_t)80 << 30;
 static size_t g_live, g_peak;         /* bytes alloc() handed out (live, at most) */
@@ -265,6 +275,8 @@ size_t zt_count_kernels(const zt_count_kernel **out) {
 
 void zt_count_set_whatif(unsigned flags) { g_whatif = flags; }
 void zt_count_set_flash(int on) { g_flash = on != 0; }
+void zt_count_set_cudnn(int on) { g_cudnn = on != 0; }
+int zt_count_cudnn(void) { return g_cudnn; }
 void zt_count_set_device_bytes(size_t total) { g_dev_total = total; }
 
 static const zt_backend *g_stand_in;
@@ -848,6 +860,66 @@ static int att_shape_ok(long NH, long NKV, long hs) {
     return NKV > 0 && NH % NKV == 0 && hs > 0 && hs <= 256;
 }
 
+/* ------------------------------------------------------------ cuDNN
+ * cuda_sdpa.cu, when the counted build has cuDNN (zt_count_set_cudnn): its
+ * rule (one for forward and backward): bf16 matmul mode, no soft-cap, head
+ * size a multiple of 8 up to 256, ZT_CUDA_DETERMINISTIC unset or "0", and
+ * lse 16-byte aligned; otherwise ztrain's kernels, as counted below.  A
+ * shape cuDNN declines at run time (its heuristics give no engine, or no
+ * plan finalizes) runs on ztrain's kernels: the counting backend calls no
+ * cuDNN, so it cannot know, and counts cuDNN's launches.
+ *
+ * FLOPs of a graph execution are the useful causal ones: the (query, key)
+ * pairs a query sees, exactly (sum over rows t of min(t + 1, window), so
+ * T (T + 1) / 2 per head without a window, not the T^2 / 2 of
+ * FlashAttention's benchmarks), per q head, times 4 hs forward (Q K^T and
+ * P V) and 10 hs backward (Q K^T again, dO V^T, P^T dO, dS^T Q, dS K:
+ * 2.5 x the forward); whatever cuDNN's kernels compute on masked pairs of
+ * their tiles, and the backward's GQA sum over the group, are not counted. */
+static int sdpa_rule(long hs, float softcap, const void *lse) {
+    if (!g_cudnn || g_mode != ZT_MATMUL_BF16 || softcap != 0.0f || hs % 8 != 0 || hs > 256) return 0;
+    const char *e = getenv("ZT_CUDA_DETERMINISTIC");
+    if (e && *e && strcmp(e, "0") != 0) return 0;
+    return ((uintptr_t)lse & 15) == 0;
+}
+
+/* the (query, key) pairs of one head: causal, within the window (cuda_sdpa.cu
+ * passes a window only when 0 < window < T) */
+static double sdpa_pairs(long T, long window) {
+    if (window <= 0 || window >= T) return D(T) * D(T + 1) / 2;
+    return D(window) * D(window + 1) / 2 + D(T - window) * D(window);
+}
+
+/* zt_cuda_sdpa_fwd: k_sdpa_round of qkv into q16 (B T R: f read, h
+ * written); the forward graph: reads Q, K, V in q16 (B T R h), writes O
+ * (B T AD h) and Stats, our lse (B NH T f); k_sdpa_widen of O into out
+ * (B T AD: h read, f written). */
+static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window) {
+    const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
+    rec(K_SDPA_ROUND, 0, BT * R * (F + H));
+    rec(K_CUDNN_FWD, D(B) * D(NH) * sdpa_pairs(T, window) * 4 * D(hs), BT * R * H + BT * AD * H + st * F);
+    rec(K_SDPA_WIDEN, 0, BT * AD * (H + F));
+}
+
+/* zt_cuda_sdpa_bwd: k_sdpa_round of qkv (B T R), out and dout (B T AD
+ * each); cudaMemsetAsync of dQ_accum (B T AD f: cuDNN accumulates dQ in
+ * it, as cudnn-frontend zeroes it); the backward graph: reads q16 (B T R
+ * h), O and dO (2 B T AD h), Stats (B NH T f), writes and reads
+ * softmax_sum (2 B NH T f) and dQ_accum (2 B T AD f), with NKV < NH the
+ * per-q-head dK and dV (4 B T AD f), writes dQ, dK, dV into dqkv16 (B T R
+ * h); k_sdpa_widen of dqkv16 into dqkv (B T R: h read, f written).  No
+ * k_att_rowdot: the graph computes softmax_sum itself. */
+static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window) {
+    const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
+    rec(K_SDPA_ROUND, 0, BT * R * (F + H));
+    rec_n(K_SDPA_ROUND, 0, BT * AD * (F + H), 2);
+    rec(K_MEMSET, 0, BT * AD * F);
+    rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
+        BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
+            BT * R * H);
+    rec(K_SDPA_WIDEN, 0, BT * R * (H + F));
+}
+
 /* zt_cuda_gqa_ext_fwd: bf16 mode at head sizes <= 128: k_att_tc_round of
  * qkv (B T R) and k_ft_fwd; bf16 mode above 128 (while T allows score
  * chunks): the cuBLAS path; otherwise the fp32 flash kernel. */
@@ -855,13 +927,19 @@ static int att_shape_ok(long NH, long NKV, long hs) {
  * tensor-core paths, widened (k_att_widen, counted as k_from_bf16) for the
  * fp32 kernels */
 static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16);
-static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
-    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0);
+                             int q16, const void *lse);
+static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                           const void *lse) {
+    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, lse);
 }
 static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16) {
+                             int q16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
+    if (sdpa_rule(hs, softcap, lse)) {   /* cuDNN (q16: k_att_widen into tmp first) */
+        if (q16) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
+        sdpa_fwd(B, T, NH, NKV, hs, window);
+        return;
+    }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
     const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
@@ -879,13 +957,19 @@ static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float s
  * k_att_tc_round of qkv and of dout, then the flash kernels or the cuBLAS
  * path; otherwise the fp32 flash kernels. */
 static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16);
-static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window) {
-    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0);
+                             int q16, const void *lse);
+static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window,
+                           const void *lse) {
+    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, lse);
 }
 static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16) {
+                             int q16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
+    if (sdpa_rule(hs, softcap, lse)) {
+        if (q16) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
+        sdpa_bwd(B, T, NH, NKV, hs, window);
+        return;
+    }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
     const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
@@ -905,52 +989,52 @@ static void c_attention_fwd(float *out, float *lse, const float *qkv, int B, int
     call(ZT_CE_attention_fwd);
     if (g_inner) g_inner->attention_fwd(out, lse, qkv, B, T, C, NH);
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH) return;
-    gqa_fwd_counts(B, T, NH, NH, C / NH, 0.0f, 0);
+    gqa_fwd_counts(B, T, NH, NH, C / NH, 0.0f, 0, lse);
 }
 static void c_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *lse, int B, int T, int C, int NH) {
     call(ZT_CE_attention_bwd);
     if (g_inner) g_inner->attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, NH);
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH) return;
-    gqa_bwd_counts(B, T, NH, NH, C / NH, 0.0f, 0);
+    gqa_bwd_counts(B, T, NH, NH, C / NH, 0.0f, 0, lse);
 }
 static void c_gqa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hd) {
     call(ZT_CE_gqa_fwd);
     if (g_inner) g_inner->gqa_fwd(out, lse, qkv, B, T, NH, NKV, hd);
-    gqa_fwd_counts(B, T, NH, NKV, hd, 0.0f, 0);
+    gqa_fwd_counts(B, T, NH, NKV, hd, 0.0f, 0, lse);
 }
 static void c_gqa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                       const float *lse, int B, int T, int NH, int NKV, int hd) {
     call(ZT_CE_gqa_bwd);
     if (g_inner) g_inner->gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd);
-    gqa_bwd_counts(B, T, NH, NKV, hd, 0.0f, 0);
+    gqa_bwd_counts(B, T, NH, NKV, hd, 0.0f, 0, lse);
 }
 static void c_gqa_ext_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV,
                           int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_fwd);
     if (g_inner) g_inner->gqa_ext_fwd(out, lse, qkv, B, T, NH, NKV, hd, o);
-    gqa_fwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0);
+    gqa_fwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, lse);
 }
 static void c_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                           const float *lse, int B, int T, int NH, int NKV, int hd,
                           const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_bwd);
     if (g_inner) g_inner->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, hd, o);
-    gqa_bwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0);
+    gqa_bwd_counts(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, lse);
 }
 
 static void c_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
                             int NH, int NKV, int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_fwd16);
     if (g_inner) g_inner->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
-    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, lse);
 }
 static void c_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                             const float *out, const float *lse, int B, int T, int NH, int NKV,
                             int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_bwd16);
     if (g_inner) g_inner->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
-    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, lse);
 }
 
 /* ------------------------------------------------------------ embeddings */

@@ -39,6 +39,8 @@ typedef enum zt_count_class {
     ZT_CC_FLASH_BWD,      /* flash attention backward on tensor cores (k_ft_bwd_dkv, _dq) */
     ZT_CC_ATT32_FWD,      /* fp32 flash attention forward (k_att_fwd) */
     ZT_CC_ATT32_BWD,      /* fp32 flash attention backward (k_att_bwd_dkv, _dq) */
+    ZT_CC_CUDNN_FWD,      /* cuDNN's fused attention forward: one SDPA graph execution (cuda_sdpa.cu) */
+    ZT_CC_CUDNN_BWD,      /* cuDNN's fused attention backward: one SDPA graph execution */
     ZT_CC_STREAM,         /* elementwise, grid-stride: add, gelu, swiglu, rope, scale, ... */
     ZT_CC_CONVERT,        /* fp32 <-> bf16 / fp16 (k_round_bf16 before every bf16 GEMM) */
     ZT_CC_ROWNORM,        /* a warp per row: layernorm / rmsnorm fwd and dx, attention's rowdot */
@@ -143,6 +145,14 @@ void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */
 void zt_count_set_flash(int on);
+/* 1: count attention as a build with cuDNN runs it (kernels/cuda/
+ * cuda_sdpa.cu's rule: bf16 matmul mode, no soft-cap, head size a multiple
+ * of 8 up to 256, ZT_CUDA_DETERMINISTIC unset or 0, lse 16-byte aligned);
+ * 0: ztrain's kernels, as a build without cuDNN.  Default: what this build
+ * has (ZT_HAVE_CUDNN).  Nothing calls cuDNN: a shape cuDNN would decline at
+ * run time (no engine, no plan) is counted as cuDNN's all the same. */
+void zt_count_set_cudnn(int on);
+int zt_count_cudnn(void);
 /* Device memory the count table reports (device_memory); default 80 GiB. */
 void zt_count_set_device_bytes(size_t total);
 

@@ -15,10 +15,16 @@
 #   1. device: nvidia-smi name, driver, clocks, power (again at the end)
 #   2. test_cuda with ZT_CUDA_TEST_QUICK=1; engine check case s0 (1 rank)
 #   3. per shape (ZT_MEASURE_SHAPES): ztrain estimate --json (predicted device
-#      peak), bench/costmodel (predicted step), ztrain train --backend X
-#      --precision bf16 --stage 0 for ZT_MEASURE_STEPS steps (median of steps
-#      3..; measured peak: the metrics' mem_peak_bytes; nvidia-smi's process
-#      peak), PyTorch eager (bench/*_torch.py, bf16 autocast, SDPA, fused AdamW)
+#      peak), bench/costmodel (predicted step: the build's attention path, then
+#      --attention ztrain), ztrain train --backend X --precision bf16 --stage 0
+#      for ZT_MEASURE_STEPS steps (median of steps 3..; measured peak: the
+#      metrics' mem_peak_bytes; nvidia-smi's process peak; the attention path
+#      its start-up line names: cuDNN's fused attention in a build with cuDNN),
+#      the same with ZT_CUDA_DETERMINISTIC=1 (ztrain's attention kernels) for
+#      ZT_MEASURE_DET_STEPS steps, PyTorch eager (bench/*_torch.py, bf16
+#      autocast, SDPA, fused AdamW) with ZT_MEASURE_PROFILE_STEPS (2) more
+#      steps under torch.profiler: its per-kernel table, the attention
+#      kernels' time per step (0: no profile)
 #   4. per shape: PyTorch with torch.compile
 #   5. compute-sanitizer memcheck: test_cuda quick (it has no filter: the whole
 #      quick run, every kernel), then ztrain train (llama tiny, bf16, stage 0:
@@ -34,7 +40,8 @@
 #   "NAME ARCH L,NH,NKV,C,H,V,B,T [ztrain args...]" (ARCH gpt2 or llama; for
 #   gpt2 NKV = NH, H = 4C; the args go to ztrain train and estimate; --lora-r R
 #   and --tie-embeddings false are also given to the PyTorch baseline);
-#   ZT_MEASURE_STEPS (8), ZT_MEASURE_TORCH (1; 0 = no PyTorch), ZT_MEASURE_PYTHON
+#   ZT_MEASURE_STEPS (8), ZT_MEASURE_DET_STEPS (6; 0: no deterministic run),
+#   ZT_MEASURE_PROFILE_STEPS (2), ZT_MEASURE_TORCH (1; 0 = no PyTorch), ZT_MEASURE_PYTHON
 #   (python3: the Python with PyTorch), ZT_MEASURE_TORCH_DEVICE (cuda; cpu: the
 #   baselines on the CPU, for testing this script without a GPU),
 #   ZT_MEASURE_COMPILE (1), ZT_MEASURE_PEAK_TFLOPS (the bf16 dense peak for
@@ -70,6 +77,8 @@ trap 'rm -rf "$W"' EXIT
 BUDGET=${ZT_MEASURE_BUDGET:-470}
 RESERVE=${ZT_MEASURE_SAN_RESERVE:-60}
 STEPS=${ZT_MEASURE_STEPS:-8}
+DET_STEPS=${ZT_MEASURE_DET_STEPS:-6}
+PROF_STEPS=${ZT_MEASURE_PROFILE_STEPS:-2}
 THREADS=${ZT_MEASURE_THREADS:-4}
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
@@ -108,7 +117,7 @@ skip() {  # skip DIR TAG REASON
 }
 json() {  # measure.json and the table from what is in $W now
     python3 "$py/measure_json.py" --work "$W" --out "$out/measure.json" --budget "$BUDGET" \
-        --steps "$STEPS" --commit "$commit" --backend "$backend" ${ZT_MEASURE_PEAK_TFLOPS:+--peak-tflops "$ZT_MEASURE_PEAK_TFLOPS"} \
+        --steps "$STEPS" --det-steps "$DET_STEPS" --commit "$commit" --backend "$backend" ${ZT_MEASURE_PEAK_TFLOPS:+--peak-tflops "$ZT_MEASURE_PEAK_TFLOPS"} \
         > "$W/table.txt" 2> "$W/json.err" || { echo "measure_json.py failed:"; cat "$W/json.err"; }
 }
 smi() {  # smi FILE: one CSV line of the GPU's name, driver, clocks, power, temperature; FILE.reasons
@@ -217,7 +226,11 @@ for spec in "${SHAPE_LIST[@]}"; do
     elif [ ! -x "${CM[0]}" ]; then
         skip "$D" costmodel "no bench/costmodel (${CM[0]})"
     else
+        # the build's attention path (cuDNN's classes uncalibrated until a bench_gpu table with
+        # cuDNN rows is fitted: "predicted step without attention"), then ztrain's kernels
         section "$D" costmodel 60 $UNTIL "${CM[@]}" --calib "$calib" --shape "$cms" --kernels 12
+        section "$D" costmodel_ztrain 60 $UNTIL "${CM[@]}" --calib "$calib" --shape "$cms" --kernels 12 \
+            --attention ztrain
     fi
     thr=(); [ "$backend" != cuda ] && thr=(--threads "$THREADS")
     smi_pid=""
@@ -231,6 +244,16 @@ for spec in "${SHAPE_LIST[@]}"; do
     [ -n "$smi_pid" ] && { kill "$smi_pid" 2> /dev/null; wait "$smi_pid" 2> /dev/null; }
     [ -d "$W/ck" ] && { du -sh "$W/ck" | sed 's/^/  checkpoint dir (should be empty): /'; rm -rf "$W/ck"; }
     tail -n 2 "$D/train.out" 2> /dev/null | sed 's/^/    /'
+    # ztrain's own attention kernels (deterministic mode), next to the run above
+    if [ "$DET_STEPS" -gt 0 ] 2> /dev/null; then
+        section "$D" train_det 240 $UNTIL env ZT_CUDA_DETERMINISTIC=1 "$mpirun" -np 1 --bind-to none \
+            "$zt" train "${args[@]}" --backend "$backend" "${thr[@]}" --steps "$DET_STEPS" --log-every 1 --eval-every 0 \
+            --resume never --sample-tokens 0 --ckpt-final false --ckpt-dir "$W/ck" --metrics "$D/metrics_det.jsonl"
+        rm -rf "$W/ck"
+        tail -n 1 "$D/train_det.out" 2> /dev/null | sed 's/^/    /'
+    else
+        skip "$D" train_det "ZT_MEASURE_DET_STEPS=0"
+    fi
     if [ $torch_ok = 0 ]; then
         skip "$D" torch_eager "$torch_why"
     else
@@ -243,7 +266,8 @@ for spec in "${SHAPE_LIST[@]}"; do
         [ "$TDEV" = cuda ] || tp+=(--device "$TDEV")
         # (no subshell: a failure must count in FAILED; llama_gpu_torch.py finds gpt2_torch.py beside it)
         printf '%s\n' "$py/$script ${tp[*]}" > "$D/torch_cmd"
-        section "$D" torch_eager 180 $UNTIL "$PYT" "$py/$script" "${tp[@]}" --only bf16 --steps "$STEPS"
+        prof=(); [ "$PROF_STEPS" -gt 0 ] 2> /dev/null && prof=(--profile "$PROF_STEPS")
+        section "$D" torch_eager 180 $UNTIL "$PYT" "$py/$script" "${tp[@]}" --only bf16 --steps "$STEPS" "${prof[@]}"
     fi
     json
 done

@@ -1,7 +1,8 @@
 #!/bin/bash
 # costmodel_cli.sh -- bench/costmodel as a user runs it (the model itself:
 # tests/test_count.c): a step of a small shape by class and by kernel, a
-# what-if marked as such, the rows of a recorded table against the model,
+# what-if marked as such, cuDNN attention (uncalibrated: the step without
+# it; --assume: a labelled what-if), the rows of a recorded table against the model,
 # a calibration written and read back, and one clear line for a bad shape
 # or a missing calibration file.
 . "$(dirname "$0")/lib.sh"
@@ -32,11 +33,34 @@ check "--rows: each of the table's 49 rows with the model's time" \
 
 "$CM" --calibrate "$TABLE" > "$W/cal.txt" 2> "$W/err"
 ok $? "--calibrate: exit 0"
-check "--calibrate: a line for each class but the bus" [ "$(grep -c '^class ' "$W/cal.txt")" = 16 ]
+check "--calibrate: a line for each class but the bus" [ "$(grep -c '^class ' "$W/cal.txt")" = 18 ]
+check "--calibrate: no cuDNN row in the table: cudnn_fwd and cudnn_bwd uncalibrated" \
+    [ "$(grep -c '^class cudnn_[fb][wd][dw] *uncalibrated' "$W/cal.txt")" = 2 ]
 check "--calibrate: the table's engine steps kept for comparison" \
     grep -q '^measured llama 30,9,3,576,1536,49152,8,2048 175.2$' "$W/cal.txt"
 "$CM" --calib "$W/cal.txt" --shape gpt2:2,2,32,64,2,16 > /dev/null 2>&1
 ok $? "the written calibration reads back"
+
+"$CM" --calib "$CAL" --shape gpt2:2,2,32,64,2,16 --attention cudnn --kernels 0 > "$W/cu" 2>&1
+ok $? "--attention cudnn: exit 0"
+check "--attention cudnn: the step without attention, not a predicted step" \
+    bash -c "grep -q '^  predicted step without attention ' '$W/cu' && ! grep -q '^  predicted step [0-9]' '$W/cu'"
+check "--attention cudnn: the uncalibrated classes named, with their launches" \
+    grep -q '^  UNCALIBRATED: cudnn_fwd x2, cudnn_bwd x2 ' "$W/cu"
+check "--attention cudnn: the graph executions listed as uncalibrated" \
+    grep -qE '^  cudnnBackendExecute \(SDPA forward\) +cudnn_fwd +- +- +2 .* uncalibrated$' "$W/cu"
+"$CM" --calib "$CAL" --shape gpt2:2,2,32,64,2,16 --attention cudnn --assume cudnn=0.35 > "$W/as" 2>&1
+ok $? "--assume cudnn=0.35: exit 0"
+check "--assume: a WHAT-IF step, the efficiency stated, never a predicted step" \
+    bash -c "grep -q '^  WHAT-IF cuDNN attention at an assumed efficiency (--assume): cudnn_fwd 0.35, cudnn_bwd 0.35' '$W/as' &&
+             grep -q '^  WHAT-IF step (cuDNN attention at the assumed efficiency) ' '$W/as' && ! grep -q '^  predicted step' '$W/as'"
+"$CM" --calib "$CAL" --shape gpt2:2,2,32,64,2,16 --attention ztrain > "$W/zt" 2>&1
+check "--attention ztrain: a predicted step on ztrain's kernels" \
+    bash -c "grep -q '^  predicted step [0-9]' '$W/zt' && grep -q '^  attention: ztrain' '$W/zt'"
+"$CM" --attention flash > /dev/null 2> "$W/bad"
+rc=$?
+check "a bad --attention: exit 2, one line naming it" \
+    bash -c "[ $rc = 2 ] && [ \$(wc -l < '$W/bad') = 1 ] && grep -q \"'flash' is not cudnn or ztrain\" '$W/bad'"
 
 "$CM" --shape bogus > /dev/null 2> "$W/bad"
 rc=$?

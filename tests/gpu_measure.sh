@@ -6,12 +6,12 @@
 # runs: ms/step and tokens/s the medians of steps 3..N the log shows, TFLOP/s
 # and MFU from the FLOPs formula and the params ztrain reported, the planner's
 # predicted and the run's measured peak, the cost model's prediction (none for
-# LoRA); the GPU-only sections (test_cuda, compute-sanitizer) skipped with
+# LoRA; also with --attention ztrain, against the deterministic run); the GPU-only sections (test_cuda, compute-sanitizer) skipped with
 # a reason; no checkpoint or weights file written.  Then a budget of 0 s:
 # every section skipped, the JSON still written.  Then, when $ZT_HF_PYTHON
 # (default /opt/hfref/bin/python) has PyTorch, the PyTorch eager baselines on
 # the CPU (ZT_MEASURE_TORCH_DEVICE=cpu): their figures parsed and set against
-# ztrain's; skipped visibly otherwise.
+# ztrain's, the torch.profiler table's attention time; skipped visibly otherwise.
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 command -v python3 > /dev/null || skip_all "python3 is needed"
@@ -24,7 +24,7 @@ M=(bash "$ZT_SRCDIR/scripts/gpu-measure.sh")
 MA=(--backend cpu-strict --ztrain "$ZTRAIN" --mpirun "$ZT_MPIRUN" --costmodel "$CM"
     --calib "$ZT_SRCDIR/bench/costmodel_h100.txt" --src "$ZT_SRCDIR" --py "$ZT_SRCDIR/bench" --commit testcommit)
 
-ZT_MEASURE_STEPS=5 ZT_MEASURE_THREADS=1 ZT_MEASURE_PEAK_TFLOPS=2.5 ZT_MEASURE_SHAPES=$SHAPES \
+ZT_MEASURE_STEPS=5 ZT_MEASURE_DET_STEPS=4 ZT_MEASURE_THREADS=1 ZT_MEASURE_PEAK_TFLOPS=2.5 ZT_MEASURE_SHAPES=$SHAPES \
     "${M[@]}" "$T/out" "${MA[@]}" > "$T/run.txt" 2>&1
 RC=$?
 diag <(tail -n 12 "$T/run.txt")
@@ -42,7 +42,7 @@ def want(cond, what):
     print(("ok: " if cond else "BAD: ") + what)
     if not cond:
         bad.append(what)
-want(J["commit"] == "testcommit" and J["backend"] == "cpu-strict" and J["steps"] == 5, "header")
+want(J["commit"] == "testcommit" and J["backend"] == "cpu-strict" and J["steps"] == 5 and J["det_steps"] == 4, "header")
 want(J["device"]["bf16_dense_peak_tflops"] == 2.5, "peak from ZT_MEASURE_PEAK_TFLOPS")
 want("GPU" in J["tests"]["test_cuda"].get("skipped", ""), "test_cuda skipped with its reason")
 e = J["tests"]["engine_s0"]
@@ -52,11 +52,14 @@ for t in ("memcheck_train", "memcheck_test_cuda"):
 names = [s["name"] for s in J["shapes"]]
 want(names == ["tg", "tl", "tlora"], f"shapes in order: {names}")
 # each shape's train output in the log, in order: its step lines
-blocks = re.split(r"^==== shape/\d+-(\w+) train: ", log, flags=re.M)
-steps = {}
-for i in range(1, len(blocks), 2):
-    rows = re.findall(r"^step\s+(\d+)/5 \|.*\|\s+(\d+) tok/s \|\s+([\d.]+) ms/step", blocks[i + 1], re.M)
-    steps[blocks[i]] = [(int(a), float(b), float(c)) for a, b, c in rows]
+steps, dsteps = {}, {}
+for tag, n, into in (("train", 5, steps), ("train_det", 4, dsteps)):
+    blocks = re.split(r"^==== shape/\d+-(\w+) %s: " % tag, log, flags=re.M)
+    for i in range(1, len(blocks), 2):
+        rows = re.findall(r"^step\s+(\d+)/%d \|.*\|\s+(\d+) tok/s \|\s+([\d.]+) ms/step" % n, blocks[i + 1], re.M)
+        into[blocks[i]] = [(int(a), float(b), float(c)) for a, b, c in rows]
+want(all(re.search(r"^==== shape/\d+-%s train_det: env ZT_CUDA_DETERMINISTIC=1 " % n, log, re.M) for n in names),
+     "each shape's second run with ZT_CUDA_DETERMINISTIC=1")
 for s in J["shapes"]:
     n, z = s["name"], s["ztrain"]
     L, C, T, B = s["L"], s["C"], s["T"], s["B"]
@@ -65,6 +68,12 @@ for s in J["shapes"]:
     if rows:
         want(abs(z["ms_per_step"] - statistics.median(r[2] for r in rows)) <= 0.051, f"{n}: ms/step {z['ms_per_step']} = median of the log's")
         want(abs(z["tokens_per_s"] - statistics.median(r[1] for r in rows)) <= 0.51, f"{n}: tokens/s {z['tokens_per_s']} = median of the log's")
+    zd = s["ztrain_det"]
+    drows = [r for r in dsteps.get(n, []) if r[0] >= 3]
+    want(zd.get("rc") == 0 and zd.get("steps_timed") == 2 and len(drows) == 2 and
+         abs(zd["ms_per_step"] - statistics.median(r[2] for r in drows)) <= 0.051 and
+         abs(zd["det_over_default"] - zd["ms_per_step"] / z["ms_per_step"]) < 1e-12,
+         f"{n}: ZT_CUDA_DETERMINISTIC=1 run: steps 3..4 timed as the log's, its ratio to the first run")
     P = z.get("model_params")
     want(P and s["params"] == P, f"{n}: params {s['params']} = the run's {P}")
     if s["lora_adapter_params"]:
@@ -76,10 +85,15 @@ for s in J["shapes"]:
         want("skipped" in s["costmodel"] and "LoRA" in s["costmodel"]["skipped"], f"{n}: cost model skipped (LoRA)")
     else:
         fpt = 6 * P + 6 * L * C * T
-        cm = s["costmodel"]
-        want(cm.get("rc") == 0 and cm.get("predicted_ms", 0) > 0 and
-             abs(cm["predicted_over_measured"] - cm["predicted_ms"] / z["ms_per_step"]) < 1e-9,
-             f"{n}: cost model {cm.get('predicted_ms')} ms predicted, ratio to measured")
+        cm, cz = s["costmodel"], s["costmodel_ztrain"]
+        # the build's path: a predicted step (no cuDNN), or the step without cuDNN's uncalibrated classes
+        want(cm.get("rc") == 0 and ((cm.get("predicted_ms", 0) > 0 and
+                                     abs(cm["predicted_over_measured"] - cm["predicted_ms"] / z["ms_per_step"]) < 1e-9) or
+                                    (cm.get("predicted_without_attention_ms", 0) > 0 and "cudnn" in cm.get("uncalibrated", ""))),
+             f"{n}: cost model {cm.get('predicted_ms', cm.get('predicted_without_attention_ms'))} ms predicted, ratio to measured")
+        want(cz.get("rc") == 0 and cz.get("predicted_ms", 0) > 0 and cz.get("attention", "").startswith("ztrain's kernels") and
+             abs(cz["predicted_over_measured"] - cz["predicted_ms"] / zd["ms_per_step"]) < 1e-9,
+             f"{n}: cost model --attention ztrain {cz.get('predicted_ms')} ms, ratio to the ZT_CUDA_DETERMINISTIC=1 run")
     want(s["flops_per_token"] == fpt, f"{n}: FLOPs/token {s['flops_per_token']} = {fpt}")
     tf = fpt * z["tokens_per_s"] * 1e-12
     want(abs(z["tflops"] - tf) <= 1e-12 + 1e-9 * tf and abs(z["mfu"] - tf / 2.5) <= 1e-9, f"{n}: TFLOP/s {z['tflops']:.3g}, MFU {z['mfu']:.3g}")
@@ -90,8 +104,8 @@ for s in J["shapes"]:
     for t in ("torch_eager", "torch_compile"):
         r = s[t]
         want(("skipped" in r and r["skipped"]) or r.get("tokens_per_s", 0) > 0, f"{n}: {t} skipped with a reason or measured")
-want(log.count("checkpoint: no save at the end of training (checkpoint.final false)") == 3 and
-     log.count("weights: not saved (checkpoint.final false") == 3, "no run saved a checkpoint or weights")
+want(log.count("checkpoint: no save at the end of training (checkpoint.final false)") == 6 and
+     log.count("weights: not saved (checkpoint.final false") == 6, "no run saved a checkpoint or weights")
 sys.exit(1 if bad else 0)
 PY
 RC=$?
@@ -106,9 +120,10 @@ import json, sys
 J = json.load(open(sys.argv[1]))
 b = "past the time budget"
 ok = b in J["tests"]["engine_s0"]["skipped"] and len(J["shapes"]) == 3 and all(
-    b in s[k]["skipped"] for s in J["shapes"] for k in ("estimate", "ztrain", "torch_eager")
+    b in s[k]["skipped"] for s in J["shapes"] for k in ("estimate", "ztrain", "ztrain_det", "torch_eager")
     if not ("skipped" in s[k] and "PyTorch" in s[k]["skipped"]))
 ok = ok and all(b in s["costmodel"]["skipped"] or "LoRA" in s["costmodel"]["skipped"] for s in J["shapes"])
+ok = ok and all(b in s["costmodel_ztrain"]["skipped"] for s in J["shapes"] if "LoRA" not in s["costmodel"]["skipped"])
 sys.exit(0 if ok else 1)
 PY
 echo $?) "ZT_MEASURE_BUDGET=0: exit $RC, every section skipped as past the budget, measure.json written"
@@ -116,13 +131,14 @@ echo $?) "ZT_MEASURE_BUDGET=0: exit $RC, every section skipped as past the budge
 # a section that fails (a "Python" that imports torch but whose baseline exits 3): recorded with its
 # status, the later sections still run, the exit status is 1
 printf '#!/bin/sh\n[ "$1" = -c ] && exit 0\necho "baseline failed" >&2; exit 3\n' > "$T/fakepy"; chmod +x "$T/fakepy"
-ZT_MEASURE_STEPS=3 ZT_MEASURE_THREADS=1 ZT_MEASURE_PYTHON=$T/fakepy ZT_MEASURE_TORCH_DEVICE=cpu \
+ZT_MEASURE_STEPS=3 ZT_MEASURE_DET_STEPS=0 ZT_MEASURE_THREADS=1 ZT_MEASURE_PYTHON=$T/fakepy ZT_MEASURE_TORCH_DEVICE=cpu \
     ZT_MEASURE_SHAPES="tl llama 2,4,2,32,64,256,2,32" "${M[@]}" "$T/outf" "${MA[@]}" > "$T/runf.txt" 2>&1
 RC=$?
 ok $([ $RC = 1 ] && python3 - "$T/outf/measure.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["shapes"][0]
 sys.exit(0 if s["torch_eager"]["rc"] == 3 and s["torch_compile"]["rc"] == 3 and s["ztrain"]["rc"] == 0
+         and s["ztrain_det"]["skipped"] == "ZT_MEASURE_DET_STEPS=0"
          and s["ztrain"]["tokens_per_s"] > 0 and "ztrain_speed_ratio" not in s["torch_eager"] else 1)
 PY
 echo $?) "a failing baseline: exit $RC, recorded with its exit status 3 (eager and compile), ztrain's figures kept"
@@ -130,7 +146,7 @@ echo $?) "a failing baseline: exit $RC, recorded with its exit status 3 (eager a
 # the PyTorch rows, with PyTorch on the CPU
 HFPY=${ZT_HF_PYTHON:-/opt/hfref/bin/python}
 if [ -x "$HFPY" ] && "$HFPY" -c 'import torch' 2> /dev/null; then
-    ZT_MEASURE_STEPS=4 ZT_MEASURE_THREADS=1 ZT_MEASURE_PYTHON=$HFPY ZT_MEASURE_TORCH_DEVICE=cpu ZT_MEASURE_COMPILE=0 \
+    ZT_MEASURE_STEPS=4 ZT_MEASURE_DET_STEPS=0 ZT_MEASURE_THREADS=1 ZT_MEASURE_PYTHON=$HFPY ZT_MEASURE_TORCH_DEVICE=cpu ZT_MEASURE_COMPILE=0 \
         ZT_MEASURE_SHAPES="tg gpt2 2,2,2,32,128,256,2,32;tlora llama 2,4,2,32,64,256,2,32 --tie-embeddings false --lora-r 4 --lora-targets all-linear" \
         "${M[@]}" "$T/outt" "${MA[@]}" > "$T/runt.txt" 2>&1
     RC=$?
@@ -150,9 +166,17 @@ for s in J["shapes"]:
     ok = ok and abs(t["ztrain_speed_ratio"] - z["tokens_per_s"] / t["tokens_per_s"]) < 1e-12
     ok = ok and s["torch_compile"].get("skipped") == "ZT_MEASURE_COMPILE=0"
     ok = ok and ("--lora 4" in log) == True
+    # the profile of 2 more steps (torch.profiler): as the log's PROFILE_JSON line, the attention operators found
+    p = t.get("profile") or {}
+    m = re.search(r"^==== shape/\d+-%s torch_eager: .*?^PROFILE_JSON (.*?)$" % s["name"], log, re.M | re.S)
+    pj = json.loads(m.group(1)) if m else {}
+    ok = ok and p.get("steps") == 2 and p.get("attention_ms_per_step") == pj.get("attention_ms_per_step")
+    ok = ok and p["attention_ms_per_step"] > 0 and abs(p["attention_ms_per_step"] - p["attention_fwd_ms_per_step"] -
+                                                         p["attention_bwd_ms_per_step"]) < 1e-9
+    ok = ok and any(k["attention"] and "scaled_dot_product" in k["name"] for k in p["kernels"])
 sys.exit(0 if ok else 1)
 PY
-    echo $?) "PyTorch eager on the CPU ($HFPY): exit $RC, ms/step and tokens/s as the log's, TFLOP/s, ztrain's speed ratio; compile skipped (ZT_MEASURE_COMPILE=0)"
+    echo $?) "PyTorch eager on the CPU ($HFPY): exit $RC, ms/step and tokens/s as the log's, TFLOP/s, ztrain's speed ratio, the torch.profiler table's attention time; compile skipped (ZT_MEASURE_COMPILE=0)"
 else
     skip "PyTorch eager rows on the CPU" "no PyTorch in $HFPY (ZT_HF_PYTHON)"
 fi

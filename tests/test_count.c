@@ -19,6 +19,12 @@
  *   - the committed calibration (bench/costmodel_h100.txt) is what
  *     `bench/costmodel --calibrate` makes of its source table; the fit does
  *     not read the engine steps of the table;
+ *   - cuDNN's fused attention (count.c's model of kernels/cuda/cuda_sdpa.cu):
+ *     the launches, FLOPs (useful causal: seen pairs, 4 hs / 10 hs) and
+ *     bytes of the forward and backward (with GQA, a window, bf16 q|k|v),
+ *     each fallback of the rule; the committed calibration leaves cudnn_fwd
+ *     and cudnn_bwd uncalibrated and a step leaves them out; the fit
+ *     recovers a known efficiency from a synthetic table's cuDNN rows;
  *   - from each recorded H100 table of the flash kernels (7856b57: the
  *     committed calibration; d8da6d9: fitted here), the GPT-2 engine step
  *     (its kernels are the table's) is predicted within 10% and the SmolLM
@@ -30,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "costmodel_run.h"
 #include "ctx.h"
@@ -398,7 +405,7 @@ static void engine(void) {
             tap_ok(0, "%s: shape parses", what);
             continue;
         }
-        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0};
+        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0, CM_ATT_AS_SET};
         cm_counts a, b;
         zt_status st;
         memset(&st, 0, sizeof st);
@@ -1001,8 +1008,8 @@ static void model(void) {
     cm_shape_parse("smollm", &s);
     /* as the recorded runs computed them: the LM head in one chunk, the
      * kernels of then (count.h ZT_COUNT_AS_RECORDED) */
-    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T},
-                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T};
+    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T, CM_ATT_ZTRAIN},
+                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T, CM_ATT_ZTRAIN};
     cm_counts cg, cs;
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -1034,7 +1041,7 @@ static void model(void) {
          * output's (12); the attention reads q|k|v in bf16 as they are
          * (gqa_ext_fwd16 / _bwd16: 12 * 2 k_att_tc_round fewer) */
         cm_counts cn;
-        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T};
+        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
@@ -1067,7 +1074,7 @@ static void model(void) {
         /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304) over 8192 rows, 7
          * chunks of 1171 or 1170; each chunk but the last recomputes its logits in the backward */
         cm_counts cd;
-        const cm_run_opts od = {0, 0, 0, 2, 0};
+        const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
                    "the GPT-2 step counted with the default chunked head")) {
             tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 4 * 7 - 1 &&
@@ -1126,6 +1133,241 @@ static void bf16_hooks_once(void) {
            ma.o16, ma.n16, ma.r16, ma.to16, mb.o16, mb.n16, mb.r16, mb.to16);
 }
 
+/* ------------------------------------------------------------ cuDNN attention */
+
+/* the (query, key) pairs a causal head computes, within a window (0: none),
+ * counted row by row */
+static double seen_pairs(int T, int window) {
+    double n = 0;
+    for (int t = 0; t < T; t++) n += window > 0 && window < T && t + 1 > window ? window : t + 1;
+    return n;
+}
+
+/* kernels/count.c's cuDNN path against kernels/cuda/cuda_sdpa.cu: the
+ * launches of zt_cuda_sdpa_fwd / _bwd (q|k|v, out and dout rounded into
+ * bf16, dQ_accum zeroed, one graph execution, the result widened), their
+ * bytes from the buffers cuda_sdpa.cu hands cuDNN, the useful causal FLOPs
+ * (4 hs forward, 10 hs backward per seen pair and q head); and the rule's
+ * fallbacks to ztrain's kernels */
+static void cudnn_formulas(void) {
+    float *x = FAKE(float, 1), *y = FAKE(float, 2), *z = FAKE(float, 3), *lse = FAKE(float, 4);
+    float *mis = (float *)((uintptr_t)FAKE(float, 5) + 4);
+    uint16_t *q16 = FAKE(uint16_t, 6);
+    const double f = 4, h = 2;
+    K = zt_backend_count();   /* the bare table again (the tests before counted over cpu-strict) */
+    static const struct { int B, T, NH, NKV, hs, window; } cs[] = {
+        {2, 40, 4, 2, 16, 0}, {2, 40, 4, 4, 24, 0}, {1, 70, 6, 2, 32, 9}};
+    zt_count_set_cudnn(1);
+    K->set_matmul_precision(ZT_MATMUL_BF16);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        const int B = cs[i].B, T = cs[i].T, NH = cs[i].NH, NKV = cs[i].NKV, hs = cs[i].hs, W = cs[i].window;
+        const double BT = (double)B * T, R = (double)(NH + 2 * NKV) * hs, AD = (double)NH * hs;
+        const double st = (double)B * NH * T, pairs = seen_pairs(T, W) * B * NH;
+        char what[96];
+        snprintf(what, sizeof what, "cuDNN B=%d T=%d NH=%d NKV=%d hs=%d window %d", B, T, NH, NKV, hs, W);
+        zt_attn_opts o = {1.0f / sqrtf((float)hs), 0.0f, W};
+        zt_count_reset();
+        K->gqa_ext_fwd(z, lse, x, B, T, NH, NKV, hs, &o);
+        check_kernel(what, "k_sdpa_round", 1, 0, BT * R * (f + h));
+        check_kernel(what, "cudnnBackendExecute (SDPA forward)", 1, pairs * 4 * hs, BT * R * h + BT * AD * h + st * f);
+        check_kernel(what, "k_sdpa_widen", 1, 0, BT * AD * (h + f));
+        tap_ok(tot().launches == 3 && launches_of("k_ft_fwd", NULL, NULL) == 0, "%s: forward, 3 launches", what);
+        zt_count_reset();
+        K->gqa_ext_bwd(y, z, x, z, lse, B, T, NH, NKV, hs, &o);
+        double fr, br;
+        const long nr = launches_of("k_sdpa_round", &fr, &br);
+        tap_ok(nr == 3 && fr == 0 && br == (BT * R + 2 * BT * AD) * (f + h),
+               "%s: backward rounds q|k|v, out and dout (3 k_sdpa_round, %.0f bytes)", what, br);
+        check_kernel(what, "cudaMemsetAsync", 1, 0, BT * AD * f);
+        check_kernel(what, "cudnnBackendExecute (SDPA backward)", 1, pairs * 10 * hs,
+                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f +
+                         (NKV < NH ? 4 * BT * AD * f : 0) + BT * R * h);
+        check_kernel(what, "k_sdpa_widen", 1, 0, BT * R * (h + f));
+        tap_ok(tot().launches == 6 && launches_of("k_att_rowdot", NULL, NULL) == 0,
+               "%s: backward, 6 launches, no k_att_rowdot", what);
+        /* q|k|v in bf16 (gqa_ext_fwd16): widened into tmp first (k_att_widen), then as above */
+        zt_count_reset();
+        K->gqa_ext_fwd16(z, lse, q16, y, B, T, NH, NKV, hs, &o);
+        check_kernel(what, "k_from_bf16", 1, 0, BT * R * (h + f));
+        tap_ok(tot().launches == 4 && launches_of("cudnnBackendExecute (SDPA forward)", NULL, NULL) == 1,
+               "%s: bf16 q|k|v: widened, then cuDNN's 3 launches", what);
+        zt_count_reset();
+        K->gqa_ext_bwd16(y, z, q16, x, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(tot().launches == 7 && launches_of("k_from_bf16", NULL, NULL) == 1 &&
+                   launches_of("cudnnBackendExecute (SDPA backward)", NULL, NULL) == 1,
+               "%s: bf16 q|k|v backward: widened, then cuDNN's 6 launches", what);
+    }
+    /* the rule: each condition alone sends the call to ztrain's kernels */
+    const int B = 2, T = 40, NH = 4, NKV = 2, hs = 16;
+    zt_attn_opts o = {0.25f, 0.0f, 0}, capped = {0.25f, 30.0f, 0};
+    struct { const char *why; int cudnn, mode, hs; const zt_attn_opts *o; float *lse; const char *det; int want; } r[] = {
+        {"the rule's case", 1, ZT_MATMUL_BF16, hs, &o, lse, NULL, 1},
+        {"ZT_CUDA_DETERMINISTIC=0", 1, ZT_MATMUL_BF16, hs, &o, lse, "0", 1},
+        {"a build without cuDNN", 0, ZT_MATMUL_BF16, hs, &o, lse, NULL, 0},
+        {"fp32 matmul mode", 1, ZT_MATMUL_FP32, hs, &o, lse, NULL, 0},
+        {"a soft-cap", 1, ZT_MATMUL_BF16, hs, &capped, lse, NULL, 0},
+        {"head size 12 (not a multiple of 8)", 1, ZT_MATMUL_BF16, 12, &o, lse, NULL, 0},
+        {"lse not 16-byte aligned", 1, ZT_MATMUL_BF16, hs, &o, mis, NULL, 0},
+        {"ZT_CUDA_DETERMINISTIC=1", 1, ZT_MATMUL_BF16, hs, &o, lse, "1", 0},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+        zt_count_set_cudnn(r[i].cudnn);
+        K->set_matmul_precision(r[i].mode);
+        if (r[i].det) setenv("ZT_CUDA_DETERMINISTIC", r[i].det, 1);
+        zt_count_reset();
+        K->gqa_ext_fwd(z, r[i].lse, x, B, T, NH, NKV, r[i].hs, r[i].o);
+        const long fw = launches_of("cudnnBackendExecute (SDPA forward)", NULL, NULL);
+        const long ours = launches_of("k_ft_fwd", NULL, NULL) + launches_of("k_att_fwd", NULL, NULL) +
+                          launches_of("cublas gemm bf16 batched (attention)", NULL, NULL);
+        zt_count_reset();
+        K->gqa_ext_bwd(y, z, x, z, r[i].lse, B, T, NH, NKV, r[i].hs, r[i].o);
+        const long bw = launches_of("cudnnBackendExecute (SDPA backward)", NULL, NULL);
+        const long rd = launches_of("k_att_rowdot", NULL, NULL);
+        if (r[i].det) unsetenv("ZT_CUDA_DETERMINISTIC");
+        tap_ok(r[i].want ? fw == 1 && bw == 1 && ours == 0 && rd == 0 : fw == 0 && bw == 0 && ours > 0 && rd == 1,
+               "cuDNN's rule: %s: %s (forward %ld, backward %ld graph executions; %ld of ztrain's forward "
+               "launches)", r[i].why, r[i].want ? "cuDNN" : "ztrain's kernels", fw, bw, ours);
+    }
+    zt_count_set_cudnn(0);
+    K->set_matmul_precision(ZT_MATMUL_FP32);
+    zt_count_reset();
+}
+
+/* the cost model of a cuDNN step: the committed calibration has no cuDNN
+ * rows, so its classes are uncalibrated (no efficiency from another class)
+ * and a step leaves their launches out; a bench_gpu table with cuDNN rows
+ * (synthetic here: the committed table plus rows whose times the model
+ * gives at a known efficiency) fits them back, the other classes as they
+ * were */
+static void cudnn_model(void) {
+    char p[1024], err[512];
+    cm_calib cal;
+    if (!tap_ok(cm_load(src("bench/costmodel_h100.txt", p, sizeof p), &cal, err, sizeof err) == 0,
+                "cuDNN model: the committed calibration loads"))
+        return;
+    tap_ok(cm_uncalibrated(&cal, ZT_CC_CUDNN_FWD) && cm_uncalibrated(&cal, ZT_CC_CUDNN_BWD) &&
+               !cm_uncalibrated(&cal, ZT_CC_FLASH_FWD) &&
+               cm_kernel_s(&cal, ZT_CC_CUDNN_FWD, 1e12, 1e9) == 0.0,
+           "the committed calibration: cudnn_fwd and cudnn_bwd uncalibrated (no row timed them), flash_fwd "
+           "fitted");
+    /* a GPT-2-like step with cuDNN attention: its launches, and the step without them */
+    cm_shape g;
+    cm_shape_parse("gpt2:2,4,64,512,2,96", &g);
+    const cm_run_opts oc = {0, 0, 0, 1, 0, CM_ATT_CUDNN}, oz = {0, 0, 0, 1, 0, CM_ATT_ZTRAIN};
+    cm_counts a, b;
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    if (!tap_ok(cm_count_step(&g, &oc, zt_backend_count(), &a, &st) == ZT_OK, "a tiny GPT-2 step counted with cuDNN"))
+        return;
+    if (!tap_ok(cm_count_step(&g, &oz, zt_backend_count(), &b, &st) == ZT_OK, "and with ztrain's kernels")) {
+        cm_counts_free(&a);
+        return;
+    }
+    double rest = 0, per[ZT_CC_N];
+    for (size_t i = 0; i < a.nk; i++)
+        if (a.k[i].cls != ZT_CC_CUDNN_FWD && a.k[i].cls != ZT_CC_CUDNN_BWD)
+            rest += a.k[i].launches * cm_kernel_s(&cal, a.k[i].cls, a.k[i].flops, a.k[i].bytes);
+    rest += a.tot.syncs * cal.sync_us * 1e-6;
+    const double sa = cm_step_s(&cal, a.k, a.nk, &a.tot, per);
+    tap_ok(launches_of_k(a.k, a.nk, "cudnnBackendExecute (SDPA forward)") == 2 &&
+               launches_of_k(a.k, a.nk, "cudnnBackendExecute (SDPA backward)") == 2 &&
+               launches_of_k(a.k, a.nk, "k_ft_fwd") == 0 && launches_of_k(b.k, b.nk, "k_ft_fwd") == 2 &&
+               launches_of_k(b.k, b.nk, "cudnnBackendExecute (SDPA forward)") == 0 &&
+               zt_count_cudnn() == 0,
+           "2 layers: 2 cuDNN forwards and backwards (no k_ft_*); with ztrain's kernels 2 k_ft_fwd; the "
+           "counting backend's setting restored");
+    tap_ok(sa == rest && per[ZT_CC_CUDNN_FWD] == 0 && per[ZT_CC_CUDNN_BWD] == 0,
+           "the step with uncalibrated cuDNN classes: the sum over the other launches (%.6f ms), cuDNN's left out",
+           sa * 1e3);
+    cm_counts_free(&a);
+    cm_counts_free(&b);
+
+    /* a synthetic table: the committed source plus cuDNN and ztrain rows at
+     * two attention shapes, timed by the committed model with cuDNN at a
+     * known efficiency (6 decimals: the fit's resolution, not the rows') */
+    const double eff_fwd = 0.41, eff_bwd = 0.29;
+    cm_calib truth = cal;
+    truth.cls[ZT_CC_CUDNN_FWD] = (cm_class){eff_fwd, cal.cls[ZT_CC_STREAM].t0_us, 0, 0};
+    truth.cls[ZT_CC_CUDNN_BWD] = (cm_class){eff_bwd, cal.cls[ZT_CC_STREAM].t0_us, 0, 0};
+    char tp[64];
+    snprintf(tp, sizeof tp, "/tmp/zt_test_count_cudnn_XXXXXX");
+    const int fd = mkstemp(tp);
+    FILE *in = fopen(src(cal.source, p, sizeof p), "r"), *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!tap_ok(in && out, "the synthetic table %s written", tp)) {
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return;
+    }
+    static const struct { int B, T, NH, NKV, hs; } sh[] = {{8, 1024, 12, 12, 64}, {8, 2048, 9, 3, 64}};
+    char line[1024];
+    int rows = 0;
+    while (fgets(line, sizeof line, in)) {
+        fputs(line, out);
+        if (strncmp(line, "kernels (", 9)) continue;
+        for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+            for (int bwd = 0; bwd < 2; bwd++)
+                for (int cu = 0; cu < 2; cu++) {
+                    zt_count_set_cudnn(cu);
+                    K->set_matmul_precision(ZT_MATMUL_BF16);
+                    zt_count_reset();
+                    float *q = FAKE(float, 1), *o = FAKE(float, 3), *l = FAKE(float, 4);
+                    if (bwd) K->gqa_bwd(FAKE(float, 2), q, q, o, l, sh[i].B, sh[i].T, sh[i].NH, sh[i].NKV, sh[i].hs);
+                    else K->gqa_fwd(o, l, q, sh[i].B, sh[i].T, sh[i].NH, sh[i].NKV, sh[i].hs);
+                    const zt_count_kernel *k;
+                    const size_t nk = zt_count_kernels(&k);
+                    const zt_count_totals t = tot();
+                    fprintf(out, "  gqa_%s bf16 B=%d T=%d NH=%d NKV=%d hs=%d (%s) %12.6f ms\n", bwd ? "bwd" : "fwd",
+                            sh[i].B, sh[i].T, sh[i].NH, sh[i].NKV, sh[i].hs, cu ? "cuDNN" : "ztrain's kernels",
+                            1e3 * cm_step_s(&truth, k, nk, &t, NULL));
+                    rows++;
+                }
+    }
+    fclose(in);
+    fclose(out);
+    zt_count_set_cudnn(0);
+    K->set_matmul_precision(ZT_MATMUL_FP32);
+    cm_table t;
+    if (tap_ok(cm_table_read(tp, &t, err, sizeof err) == 0, "the synthetic table reads")) {
+        int replayed = 0;
+        for (int i = 0; i < t.nrows; i++) replayed += t.rows[i].nk > 0;
+        tap_ok(t.nrows == 49 + rows && replayed == t.nrows, "its %d rows replayed (49 + %d attention rows)",
+               t.nrows, rows);
+        cm_calib fit;
+        cm_defaults(&fit);
+        cm_fit(&fit, &t, cal.source);
+        const cm_class *ff = &fit.cls[ZT_CC_CUDNN_FWD], *fb = &fit.cls[ZT_CC_CUDNN_BWD];
+        tap_ok(ff->rows == 2 && fb->rows == 2 && fabs(ff->eff / eff_fwd - 1) < 1e-4 &&
+                   fabs(fb->eff / eff_bwd - 1) < 1e-4,
+               "the fit recovers cudnn_fwd %.5f (%g) and cudnn_bwd %.5f (%g) from 2 rows each", ff->eff, eff_fwd,
+               fb->eff, eff_bwd);
+        int same = 1;
+        for (int c = 0; c < ZT_CC_N; c++) {
+            if (c == ZT_CC_HOST || c == ZT_CC_CUDNN_FWD || c == ZT_CC_CUDNN_BWD || c == ZT_CC_FLASH_FWD ||
+                c == ZT_CC_FLASH_BWD)
+                continue;
+            if (fabs(fit.cls[c].eff - cal.cls[c].eff) > 1e-5 + 1e-4 * cal.cls[c].eff ||
+                fit.cls[c].rows != cal.cls[c].rows) {
+                tap_diag("class %s: eff %.6f rows %d vs %.6f rows %d", zt_count_class_name(c), fit.cls[c].eff,
+                         fit.cls[c].rows, cal.cls[c].eff, cal.cls[c].rows);
+                same = 0;
+            }
+        }
+        tap_ok(same && fit.cls[ZT_CC_FLASH_FWD].rows == cal.cls[ZT_CC_FLASH_FWD].rows + 2,
+               "the other classes as committed; flash_fwd fitted on 2 more rows (the ztrain rows)");
+        /* and the written calibration carries the fit, the committed one says uncalibrated */
+        char buf[4096];
+        FILE *m = fmemopen(buf, sizeof buf, "w");
+        if (m) {
+            cm_write(m, &fit);
+            fclose(m);
+            tap_ok(strstr(buf, "class cudnn_fwd  eff 0.41") != NULL && !strstr(buf, "uncalibrated"),
+                   "--calibrate writes the fitted cuDNN classes");
+        }
+        cm_table_free(&t);
+    }
+    unlink(tp);
+}
+
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) {
@@ -1136,6 +1378,8 @@ int main(int argc, char **argv) {
     snprintf(srcdir, sizeof srcdir, "%s", sd && *sd ? sd : ".");
     K = zt_backend_count();
     tap_ok(K && !strcmp(K->name, "count") && K->host_memory == 0, "zt_backend_count(): a device table");
+    /* every count here as a build without cuDNN, whatever this build has (the cuDNN path: cudnn_*) */
+    zt_count_set_cudnn(0);
     formulas();
     engine();
     model();
@@ -1145,6 +1389,8 @@ int main(int argc, char **argv) {
     bf16_norms();
     bf16_rope();
     bf16_hooks_once();
+    cudnn_formulas();
+    cudnn_model();
     zt_finalize();
     return tap_done();
 }

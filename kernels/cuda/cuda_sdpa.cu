@@ -24,7 +24,8 @@
  * with NKV < NH, dK and dV are computed per q head (fp32 dK_fullhead,
  * dV_fullhead) and summed over the group by a reduction.  dQ, dK, dV are
  * bf16 in place of q16 (dqkv16), widened into dqkv.  softmax_sum, dQ_accum
- * and the full-head buffers live in the backend's scratch, with cuDNN's
+ * and the full-head buffers live in the backend's scratch (dQ_accum zeroed
+ * before each execution: cuDNN accumulates into it), with cuDNN's
  * workspace after them (zt_cuda_ws_sdpa_fwd / _bwd: our buffers, plus the
  * plan's workspace, which cuDNN reports at run time).
  *
@@ -549,6 +550,9 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     }
     void *ws = s;
     if (!round_to(q16, qkv, nqkv) || !round_to(o16, out, nout) || !round_to(do16, dout, nout)) return true;
+    /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
+     * SDPA backward does (its workspace memset of dQ_accum) */
+    if (!ZT_CU(cudaMemsetAsync(dqacc, 0, nout * sizeof(float), zt_cu.stream))) return true;
     float scale = o->scale, ninf = -INFINITY, win = (float)o->window, one = 1.0f;
     const size_t ko = (size_t)NH * hs, vo = (size_t)(NH + NKV) * hs;
     std::vector<int64_t> uids = {U_Q, U_KT, U_KN, U_VT, U_O, U_DO, U_STATS, U_SSUM, U_DQACC,
