@@ -793,6 +793,16 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
                      xk ? "bf16 input" : "fp32 input", wk ? "w16" : "fp32 w", tag);
             tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
         }
+        /* tmp NULL, no bias (the LM head's bf16 logits): cuBLASLt, or the
+         * plain GEMM writing the bf16 D itself (GemmEx) */
+        gpu->matmul_fwd(tmp_d, i_d, w_d, NULL, N, C, OC);
+        gpu->to_bf16(ref_d, tmp_d, no);
+        for (int wk = 0; wk < 2; wk++) {
+            gpu->matmul_fwd_o16(o16_d, NULL, i_d, NULL, wk ? NULL : w_d, wk ? w16_d : NULL, NULL, N, C, OC);
+            snprintf(name, sizeof name, "matmul_fwd_o16 (tmp NULL, no bias, %s) %s: bitwise to_bf16 of matmul_fwd",
+                     wk ? "w16" : "fp32 w", tag);
+            tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
+        }
         float *hi = xmalloc(ni * 4), *hb = xmalloc(OC * 4), *c0 = xmalloc(no * 4), *t = xmalloc(no * 4);
         uint16_t *r16 = xmalloc(no * 2), *c16 = xmalloc(no * 2);
         gpu->to_host(hi, i_d, ni * 4);
@@ -801,6 +811,12 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         cpu->to_bf16(r16, c0, no);
         cpu->matmul_fwd_o16(c16, t, NULL, i16, NULL, w16, hb, N, C, OC);
         snprintf(name, sizeof name, "cpu matmul_fwd_o16 %s: bitwise to_bf16 of matmul_fwd", tag);
+        tap_ok(!memcmp(r16, c16, no * 2), "%s", name);
+        cpu->matmul_fwd(c0, hi, w, NULL, N, C, OC);
+        cpu->to_bf16(r16, c0, no);
+        cpu->matmul_fwd_o16(c16, NULL, hi, NULL, w, NULL, NULL, N, C, OC);
+        snprintf(name, sizeof name, "cpu matmul_fwd_o16 (tmp NULL, no bias) %s: bitwise to_bf16 of matmul_fwd",
+                 tag);
         tap_ok(!memcmp(r16, c16, no * 2), "%s", name);
         free(hi); free(hb); free(c0); free(t); free(r16); free(c16);
         gpu->free(ref_d); gpu->free(o16_d); gpu->free(tmp_d);
