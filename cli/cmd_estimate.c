@@ -188,9 +188,10 @@ static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_
         fmtb((double)p->logits_bytes, lg, sizeof lg);
         fmtb((double)p->alltoall_bytes, aa, sizeof aa);
         printf("sequence parallel: %d ranks share each sample (data parallel %d), %d of its %d tokens "
-               "per rank; logits per rank %s (fp32, in activations); all-to-all per step per rank "
+               "per rank; logits per rank %s (%s, in activations); all-to-all per step per rank "
                "%s (docs/long-context.md)\n", p->seq_parallel, p->world / p->seq_parallel,
-               c->seq_len / p->seq_parallel, c->seq_len, lg, aa);
+               c->seq_len / p->seq_parallel, c->seq_len, lg, p->logits_elem == 2 ? "bf16" : "fp32",
+               aa);
     }
     if (p->expert_parallel > 1) {   /* docs/moe.md, "Expert parallelism" */
         const zt_model_config *m = &c->model;
@@ -221,10 +222,10 @@ static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_
         fmtb((double)p->logits_bytes, lg, sizeof lg);
         fmtb((double)p->full_logits_bytes, fl, sizeof fl);
         const long rows = (long)p->micro_batch * (c->seq_len / p->seq_parallel);
-        printf("LM head: the %ld rows of a micro batch in %ld chunk%s of %ld, %s of fp32 logits per "
+        printf("LM head: the %ld rows of a micro batch in %ld chunk%s of %ld, %s of %s logits per "
                "rank (in activations; all rows at once: %s; ztrain.classifier_chunk_rows)\n", rows,
                (rows + p->chunk_rows - 1) / p->chunk_rows, rows > p->chunk_rows ? "s" : "",
-               p->chunk_rows, lg, fl);
+               p->chunk_rows, lg, p->logits_elem == 2 ? "bf16" : "fp32", fl);
     }
     if (shape_from[0]) printf("  (%s)\n", shape_from);
     if (auto_why && *auto_why) printf("train_micro_batch_size_per_gpu=auto: %s\n", auto_why);

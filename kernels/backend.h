@@ -521,9 +521,12 @@ typedef struct zt_backend {
      *
      * matmul_fwd_o16: out16[N,OC] = bf16(inp @ w^T + bias), the result of
      * matmul_fwd (inp16 != NULL: matmul_fwd_a16 with inp16, inp unused;
-     * w16 != NULL: the bf16 weight, else w) rounded once; tmp[N,OC].  cuda:
-     * a cuBLASLt GEMM with a bf16 D (fp32 compute and bias), bf16 matmul
-     * mode only (fp32 mode records an error).                              */
+     * w16 != NULL: the bf16 weight, else w) rounded once; tmp[N,OC], or
+     * NULL with bias NULL (the LM head: the cpu backends then compute in
+     * host memory of their own; cuda's plain-GEMM path, where cuBLASLt has
+     * no algorithm, writes the bf16 D with cublasGemmEx).  cuda: a cuBLASLt
+     * GEMM with a bf16 D (fp32 compute and bias), bf16 matmul mode only
+     * (fp32 mode records an error).                                        */
     void (*matmul_fwd_o16)(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                            const float *w, const uint16_t *w16, const float *bias, int N, int C,
                            int OC);
@@ -581,7 +584,42 @@ typedef struct zt_backend {
      * unspecified. */
     void (*rope_fwd16)(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T, int n_heads,
                        int stride, int hd, float scale);
+
+    /* ---- the LM head's bf16 logits (last; libtrain/classifier.h: a
+     * training block with the bf16 activations, libtrain/model.h
+     * zt_l16_ok).  Optional: NULL when the backend has none (the models
+     * then keep fp32 logits).  logits16[N,V] holds bf16 bits (the head
+     * GEMM's output, matmul_fwd_o16).  Per row, in fp32: the max and the
+     * sum of exp of the widened logits in one pass (ZT_XENT16_LANES lanes,
+     * lane t a running max m and sum s over j = t, t + LANES, ...: a larger
+     * x gives s = fma(s, exp(m - x), 1), m = x, else s += exp(x - m); then
+     * the lanes' max, and their s exp(m - max) summed, in the CUDA block
+     * reductions' order, which the cpu backends follow), the loss log(sum)
+     * - (x[target] - max) (targets < 0 or >= V, or NULL: 0).
+     * xent16_fwd: losses[N] (may be NULL: nothing to do); logits16 left as
+     * they are.  xent16_fused: losses (may be NULL) as xent16_fwd gives
+     * them, and each row overwritten with its gradient (softmax -
+     * onehot(target)) * dloss, p = exp(x - max) * (1 / sum) rounded to fp32
+     * first, the result rounded to bf16 (nearest even); a row without a
+     * valid target: 0.                                                     */
+    void (*xent16_fwd)(float *losses, const uint16_t *logits16, const int *targets, int N, int V);
+    void (*xent16_fused)(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                         int V);
+    /* The LM head's backward GEMMs on that bf16 gradient (a classifier-local
+     * entry; a general bf16-dout matmul backward could replace it): matmul_bwd
+     * (w16 != NULL: matmul_bwd_w16 on w16, w unused) with dout = the fp32
+     * values of dout16[N,OC] and no bias, bitwise, in bf16 matmul mode
+     * (whose rounding of dout is the identity on these values: the GEMMs
+     * read dout16 itself, nothing rounds it).  dinp[N,C] overwritten, dw
+     * (+=); either may be NULL.  cuda: bf16 matmul mode only and dout16
+     * 256-byte aligned (else an error, nothing computed).                  */
+    void (*matmul_bwd_head16)(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                              const float *w, const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
+
+/* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads
+ * per block; the cpu backends reduce in the same order). */
+#define ZT_XENT16_LANES 512
 
 /* The CPU backend (always built). */
 const zt_backend *zt_backend_cpu(void);

@@ -49,7 +49,7 @@ enum {
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD,
-    K_N
+    K_XENT16_FWD, K_XENT16_FUSED, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -104,6 +104,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_XENT_FWD] = {"k_xent_fwd", ZT_CC_SOFTMAX},
     [K_XENT_BWD] = {"k_xent_bwd", ZT_CC_STREAM},
     [K_XENT_FUSED] = {"k_xent_fused", ZT_CC_SOFTMAX},
+    [K_XENT16_FWD] = {"k_xent16_fwd", ZT_CC_SOFTMAX},
+    [K_XENT16_FUSED] = {"k_xent16_fused", ZT_CC_SOFTMAX},
     [K_ADAMW] = {"k_adamw", ZT_CC_OPTIM},
     [K_SUM] = {"k_sum_d<sum>", ZT_CC_REDUCE},
     [K_SUMSQ] = {"k_sum_d<sumsq>", ZT_CC_REDUCE},
@@ -1394,6 +1396,42 @@ static void c_xent_fused(float *losses, float *logits, const int *targets, float
     rec(K_XENT_FUSED, 6 * nv, 4 * nv * F + rows);
 }
 
+/* The LM head's bf16 logits (cuda_nn.cu k_xent16, a block per row):
+ * k_xent16_fwd reads the row's V bf16 logits once (the running max and
+ * sum: N V h), targets N 4 and the target's logit N h, writes losses N f;
+ * 4 N V FLOPs (compare, subtract, exp, add).  Nothing without losses.
+ * k_xent16_fused: the same read, then the row read again and its bf16
+ * gradient written over it (2 N V h), losses N f written (if any); 4 N V
+ * + 4 N V FLOPs. */
+static void c_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
+    call(ZT_CE_xent16_fwd);
+    if (g_inner) g_inner->xent16_fwd(losses, logits16, targets, N, V);
+    if (N <= 0 || V <= 0 || !losses) return;
+    const double nv = D(N) * V, rows = D(N) * ((targets ? 4 + H : 0) + F);
+    rec(K_XENT16_FWD, 4 * nv, nv * H + rows);
+}
+static void c_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                           int V) {
+    call(ZT_CE_xent16_fused);
+    if (g_inner) g_inner->xent16_fused(losses, logits16, targets, dloss, N, V);
+    if (N <= 0 || V <= 0) return;
+    const double nv = D(N) * V, rows = D(N) * ((targets ? 4 + H : 0) + (losses ? F : 0));
+    rec(K_XENT16_FUSED, 8 * nv, 3 * nv * H + rows);
+}
+/* matmul_bwd_head16 (cuda_matmul.cu, bf16 mode; fp32 mode or a dout16 not
+ * 256-byte aligned: an error, nothing launched): matmul_bwd's two GEMMs
+ * with dout16 their bf16 operand as it is (no k_round_bf16 of dout), the
+ * weight w16 as it is (w: rounded), inp rounded for dw's */
+static void c_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_bwd_head16);
+    if (g_inner) g_inner->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    if (g_mode != ZT_MATMUL_BF16 || ((uintptr_t)dout16 & 255) || N <= 0 || OC <= 0 || C <= 0)
+        return;
+    if (dinp) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16_of(w16), D16);
+    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, NULL, D16);
+}
+
 /* ------------------------------------------------------------ optimizer, reductions */
 
 /* k_adamw: reads p, grad, m, v and writes p, m, v: 7 f per element;
@@ -1641,6 +1679,9 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->add_layernorm_fwd16 = c_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = c_add_rmsnorm_fwd16;
     t->rope_fwd16 = c_rope_fwd16;
+    t->xent16_fwd = c_xent16_fwd;
+    t->xent16_fused = c_xent16_fused;
+    t->matmul_bwd_head16 = c_matmul_bwd_head16;
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
     t->swiglu_bwd16 = c_swiglu_bwd16;

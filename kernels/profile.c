@@ -501,6 +501,28 @@ static void p_xent_fused(float *losses, float *logits, const int *targets, float
     inner->xent_fused(losses, logits, targets, dloss, N, V);
     k_end(t, ZT_PROF_XENT, (double)N * V, F4 * 2.0 * N * V);
 }
+/* the LM head's bf16 logits: the row read once (and, fused, again with the
+ * gradient written over it) in 2 bytes */
+static void p_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
+    double t = k_begin();
+    inner->xent16_fwd(losses, logits16, targets, N, V);
+    k_end(t, ZT_PROF_XENT, 0, 2.0 * N * V);
+}
+static void p_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                           int V) {
+    double t = k_begin();
+    inner->xent16_fused(losses, logits16, targets, dloss, N, V);
+    k_end(t, ZT_PROF_XENT, (double)N * V, 2.0 * 3.0 * N * V);
+}
+static void p_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0),
+          2.0 * N * OC + (dinp ? F4 * N * C + (w16 ? 2.0 : F4) * OC * C : 0) +
+              (dw ? 2.0 * F4 * OC * C + F4 * N * C : 0));
+}
 static void p_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
                     float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
     double t = k_begin();
@@ -619,6 +641,9 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(add_layernorm_fwd16);
     W(add_rmsnorm_fwd16);
     W(rope_fwd16);
+    W(xent16_fwd);
+    W(xent16_fused);
+    W(matmul_bwd_head16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -26,16 +26,27 @@ long zt_classifier_buffer_rows(const zt_model_config *mc, long N) {
     return N < rmax ? N : rmax;
 }
 
+int zt_classifier_l16(const zt_model_config *mc, int training, int capped) {
+    return training && !capped && zt_acts16_on(mc) && zt_l16_test_on();
+}
+
 size_t zt_classifier_chunk_bytes(const zt_model_config *mc, long N, int training, int capped) {
-    const size_t one = ZT_ACTS_ROUND((size_t)zt_classifier_buffer_rows(mc, N) * (size_t)mc->vocab);
-    return one * (training && capped ? 2 : 1) * sizeof(float);
+    const size_t RV = (size_t)zt_classifier_buffer_rows(mc, N) * (size_t)mc->vocab;
+    if (zt_classifier_l16(mc, training, capped)) return ((RV + 127) & ~(size_t)127) * 2;
+    return ZT_ACTS_ROUND(RV) * (training && capped ? 2 : 1) * sizeof(float);
 }
 
 void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *mc, size_t N,
                          int training, int capped) {
     const size_t RV = (size_t)zt_classifier_buffer_rows(mc, (long)N) * (size_t)mc->vocab;
-    float *p = zt_carve_take(cv, RV, 0);
-    if (cv->base) c->logits = p;
+    float *p;
+    if (zt_classifier_l16(mc, training, capped)) {
+        uint16_t *p16 = zt_carve_take16(cv, RV);
+        if (cv->base) c->logits16 = p16;
+    } else {
+        p = zt_carve_take(cv, RV, 0);
+        if (cv->base) c->logits = p;
+    }
     p = zt_carve_take(cv, N, 1);
     if (cv->base) c->losses = p;
     if (training && capped) {
@@ -62,6 +73,14 @@ static void chunk_logits(const zt_backend *be, zt_classifier *c, const float *x,
     }
 }
 
+/* bf16 logits of rows [r0, r0 + n): the head GEMM writing bf16 (no soft-cap
+ * on this path) */
+static void chunk_logits16(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
+                           long r0, long n, int C, int V) {
+    be->matmul_fwd_o16(c->logits16, NULL, x + (size_t)r0 * C, NULL, c->w16 ? NULL : w, c->w16, NULL,
+                       (int)n, C, V);
+}
+
 void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
                            const int *targets, int N, int C, int V, float cap, int has_targets,
                            double *loss_sum, double *loss_dev) {
@@ -70,6 +89,11 @@ void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *
     long r0 = 0, n = 0;
     for (long k = 0; k < nch; ++k) {
         n = chunk_rows(N, R, k, &r0);
+        if (c->logits16) {
+            chunk_logits16(be, c, x, w, r0, n, C, V);
+            be->xent16_fwd(c->losses + r0, c->logits16, targets + r0, (int)n, V);
+            continue;
+        }
         chunk_logits(be, c, x, w, r0, n, C, V, cap);
         be->xent_fwd(c->losses + r0, c->logits, c->logits, targets + r0, (int)n, V);
     }
@@ -88,6 +112,15 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
     for (long k = nch - 1; k >= 0; --k) {
         long r0;
         const long n = chunk_rows(N, R, k, &r0);
+        if (c->logits16) {
+            /* bf16 logits: the forward's last chunk still there, the others
+             * recomputed; the bf16 gradient in place, read by the GEMMs */
+            if (!(k == nch - 1 && c->pn == n && c->p0 == r0)) chunk_logits16(be, c, x, w, r0, n, C, V);
+            be->xent16_fused(NULL, c->logits16, targets + r0, dloss, (int)n, V);
+            be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, x + (size_t)r0 * C, w, c->w16,
+                                  (int)n, C, V);
+            continue;
+        }
         if (k == nch - 1 && c->pn == n && c->p0 == r0) {
             /* the forward's last chunk: its probabilities (and capped
              * logits) are still in the buffers */
@@ -104,6 +137,6 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
 }
 
 const float *zt_classifier_probs(const zt_classifier *c, long row, int V) {
-    if (row < c->p0 || row >= c->p0 + c->pn) return NULL;
+    if (c->logits16 || row < c->p0 || row >= c->p0 + c->pn) return NULL;
     return c->logits + (size_t)(row - c->p0) * (size_t)V;
 }

@@ -25,11 +25,22 @@
  * [N, V] head did, with no recomputation.  The price of R < N is one more
  * head GEMM over the rows outside the last chunk, in backward.
  *
+ * bf16 logits (zt_classifier_l16: a training block with the bf16
+ * activations, zt_acts16_on, and no final soft-cap; ZT_TEST_NO_L16 unset):
+ * the chunk is bf16, as PyTorch autocast has the logits, half the bytes.
+ * The head GEMM writes it (matmul_fwd_o16, no fp32 scratch), xent16_fwd
+ * gives the losses (fp32 max, sum, log-sum-exp; the logits left as they
+ * are), and the backward's xent16_fused writes the bf16 gradient (softmax
+ * - onehot) * dloss over them, which matmul_bwd_head16's GEMMs read as
+ * their bf16 operand (nothing rounds it).  Not bitwise the fp32 path: the
+ * logits are rounded.  Eval and sampling blocks keep fp32 logits (and
+ * zt_classifier_probs).
+ *
  * Chunk rows: ztrain.classifier_chunk_rows (zt_model_config.classifier_rows),
  * 0 = auto: as many rows as ZT_CLASSIFIER_AUTO_BYTES of fp32 logits hold
- * (at least 1).  A forward of N rows runs ceil(N / max) chunks of equal size
- * (the last one smaller when they do not divide N); the activations hold
- * min(N, max) rows.
+ * (at least 1; the same rows with bf16 logits).  A forward of N rows runs
+ * ceil(N / max) chunks of equal size (the last one smaller when they do not
+ * divide N); the activations hold min(N, max) rows.
  */
 #ifndef ZT_CLASSIFIER_H
 #define ZT_CLASSIFIER_H
@@ -42,7 +53,8 @@
 #define ZT_CLASSIFIER_AUTO_BYTES ((size_t)256 << 20)
 
 typedef struct zt_classifier {
-    float *logits;    /* [R, V]: a chunk's logits -> probabilities -> gradient */
+    float *logits;    /* [R, V]: a chunk's logits -> probabilities -> gradient (NULL with logits16) */
+    uint16_t *logits16; /* [R, V] bf16 (zt_classifier_l16): logits -> gradient; else NULL */
     float *capped;    /* [R, V]: the chunk's capped logits (soft-cap, training), else NULL */
     float *losses;    /* [N] */
     long rmax;        /* most rows per chunk (zt_classifier_max_rows) */
@@ -62,13 +74,19 @@ long zt_classifier_max_rows(const zt_model_config *mc);
 long zt_classifier_rows(const zt_model_config *mc, long N);
 /* Rows the activations of N rows hold: min(N, max). */
 long zt_classifier_buffer_rows(const zt_model_config *mc, long N);
-/* Bytes of the chunk buffers of N rows (the logits, and the capped logits
- * of a training pass with a final soft-cap), without the losses. */
+/* 1: the block's chunk holds bf16 logits (a training block with the bf16
+ * activations, zt_acts16_on, without a final soft-cap (capped); model.h
+ * zt_l16_test_on). */
+int zt_classifier_l16(const zt_model_config *mc, int training, int capped);
+/* Bytes of the chunk buffers of N rows (the logits, fp32 or bf16, and the
+ * capped logits of a training pass with a final soft-cap), without the
+ * losses. */
 size_t zt_classifier_chunk_bytes(const zt_model_config *mc, long N, int training, int capped);
 
 /* Carve the classifier's arrays of an N-row activation block (cv->base NULL:
- * sizes only): losses [N] (small), logits [R, V], and for training with
- * capped the capped logits [R, V].  Sets c->rmax either way. */
+ * sizes only): logits [R, V] (bf16 in logits16 with zt_classifier_l16),
+ * losses [N] (small), and for training with capped the capped logits
+ * [R, V].  Sets c->rmax either way. */
 void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *mc, size_t N,
                          int training, int capped);
 
@@ -95,7 +113,8 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
                             const float *x, const float *w, const int *targets, float dloss,
                             int N, int C, int V, float cap);
 /* The probabilities [V] of row `row` of the last forward, NULL when its chunk
- * was not the last one (or a backward ran since). */
+ * was not the last one (or a backward ran since), or the chunk is bf16 (a
+ * training block: sampling forwards through a block of its own). */
 const float *zt_classifier_probs(const zt_classifier *c, long row, int V);
 
 #endif

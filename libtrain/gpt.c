@@ -141,7 +141,8 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     zt_gpt *g = calloc(1, sizeof *g);
     if (!g) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
     g->cfg = *mc;
-    if (!zt_acts16_ok(be)) g->cfg.acts16 = 0;   /* (a backend without the bf16-input entries) */
+    /* (a backend without the bf16-input or the bf16-logits entries) */
+    if (!zt_acts16_ok(be) || !zt_l16_ok(be)) g->cfg.acts16 = 0;
     /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
     g->cfg.o16 = mc->o16 && zt_o16_ok(be);
     g->cfg.n16 = mc->n16 && zt_n16_ok(be);
@@ -694,7 +695,10 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* backward */
-    WS(zt_cuda_ws_matmul_bwd(bf16, (int)zt_classifier_rows(mc, N), C, V, 1, 1, 0));   /* LM head chunk */
+    /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
+    const int Rh = (int)zt_classifier_rows(mc, N);
+    WS(zt_classifier_l16(mc, 1, 0) ? zt_cuda_ws_matmul_bwd_head16(Rh, C, V, 1, 1)
+                                   : zt_cuda_ws_matmul_bwd(bf16, Rh, C, V, 1, 1, 0));
     WS(zt_cuda_ws_layernorm_bwd(N, C));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */

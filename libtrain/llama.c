@@ -366,7 +366,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
         }
     }
     m->cfg = *mc;
-    if (!zt_acts16_ok(be)) m->cfg.acts16 = 0;   /* (a backend without the bf16-input entries) */
+    /* (a backend without the bf16-input or the bf16-logits entries) */
+    if (!zt_acts16_ok(be) || !zt_l16_ok(be)) m->cfg.acts16 = 0;
     /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
     m->cfg.o16 = mc->o16 && zt_o16_ok(be);
     m->cfg.n16 = mc->n16 && zt_n16_ok(be);
@@ -1525,7 +1526,10 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
-    WS(zt_cuda_ws_matmul_bwd(bf16, (int)zt_classifier_rows(mc, N), C, V, 1, 1, 0));   /* LM head chunk */
+    /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
+    const int Rh = (int)zt_classifier_rows(mc, N);
+    WS(zt_classifier_l16(mc, 1, s.fcap > 0) ? zt_cuda_ws_matmul_bwd_head16(Rh, C, V, 1, 1)
+                                            : zt_cuda_ws_matmul_bwd(bf16, Rh, C, V, 1, 1, 0));
     WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, H, C, 1, 1, 0));       /* down */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */

@@ -906,8 +906,9 @@ static void plan_states(planner *q) {
     }
 }
 
-/* The LM head's chunk (classifier.h): rows per chunk, the chunk's logits,
- * and what all rows' [N, V] logits would be (x2 with a softcap). */
+/* The LM head's chunk (classifier.h): rows per chunk, the chunk's logits
+ * (bf16 with the bf16 activations: zt_classifier_l16), and what all rows'
+ * [N, V] logits would be in the same type (x2 with a softcap). */
 static void plan_classifier(planner *q) {
     const zt_model_config *mc = q->mc;
     zt_memplan *p = q->p;
@@ -915,7 +916,9 @@ static void plan_classifier(planner *q) {
     const long Nl = (long)p->micro_batch * (long)q->Sl;
     p->chunk_rows = zt_classifier_rows(mc, Nl);
     p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
-    p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * 4 * (capped ? 2 : 1);
+    const uint64_t elem = zt_classifier_l16(mc, 1, capped) ? 2 : 4;
+    p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * elem * (capped ? 2 : 1);
+    p->logits_elem = (int)elem;
 }
 
 /* Sequence parallel communication: the all-to-alls' bytes per step around

@@ -76,12 +76,14 @@ typedef struct zt_memplan {
      * (N - 1) / N of the experts other ranks hold; = num_params at N = 1) */
     uint64_t expert_params, rank_params;
     /* of the training activations: the LM head's chunk buffers (classifier.h:
-     * [R, vocab] fp32 logits, twice with a final soft-cap) for the micro
+     * [R, vocab] fp32 logits, twice with a final soft-cap; bf16 with the
+     * bf16 activations and no soft-cap, zt_classifier_l16) for the micro
      * batch's micro x seq_len / N rows, which it runs in chunks of chunk_rows
      * (zt_classifier_rows); full_logits_bytes: what one [micro x seq_len / N,
      * vocab] array (twice with a soft-cap) would be */
     uint64_t logits_bytes, full_logits_bytes;
     long chunk_rows;
+    int logits_elem;         /* the chunk's element: 4 (fp32) or 2 (bf16, zt_classifier_l16) */
     uint64_t alltoall_bytes; /* sequence parallel: all-to-all bytes one rank sends per
                               * training step (seqpar.h zt_sp_alltoall_bytes x accumulation) */
     int mixed;             /* bf16 / fp16 */

@@ -141,6 +141,16 @@ static inline int zt_n16_ok(const zt_backend *be) {
 static inline int zt_r16_ok(const zt_backend *be) {
     return be && be->rope_fwd16;
 }
+/* The LM head's bf16 logits (backend.h xent16_fwd, xent16_fused,
+ * matmul_bwd_head16, and matmul_fwd_o16 without tmp; classifier.h): the
+ * backend has them all (the models keep the bf16 activations only then:
+ * a training block's classifier chunk is bf16).  zt_l16_test_on: 0 when
+ * ZT_TEST_NO_L16 is set (tests compare with the fp32 logits' path, which
+ * is not bitwise: the logits are rounded to bf16, as autocast has them). */
+static inline int zt_l16_ok(const zt_backend *be) {
+    return be && be->matmul_fwd_o16 && be->xent16_fwd && be->xent16_fused && be->matmul_bwd_head16;
+}
+static inline int zt_l16_test_on(void) { return !getenv("ZT_TEST_NO_L16"); }
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;

@@ -467,11 +467,18 @@ typedef struct w16_mem {
     long to16;         /* k_to_bf16 launches */
     long n16;          /* calls of the norms writing bf16 (layernorm_fwd16, ...) */
     long r16, rope;    /* rope_fwd16 and rope_fwd calls */
+    /* the LM head's bf16 logits: xent16_fwd, xent16_fused, matmul_bwd_head16
+     * calls; the head's matmul_fwd_o16 calls (one a forward chunk, one a
+     * recomputed chunk: all fused calls but each step's last chunk's, 4
+     * steps), left out of a16 and o16; xent_fwd + xent_fused calls; the
+     * plan's chunk bytes */
+    long x16f, x16b, h16, o16h, xent;
+    uint64_t logits_plan;
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
- * after the setup, for the steps */
+ * after the setup, for the steps; 64 = ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -522,6 +529,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 4) setenv("ZT_TEST_NO_O16", "1", 1);
     if (no_w16 & 8) setenv("ZT_TEST_NO_N16", "1", 1);
     if (no_w16 & 16) setenv("ZT_TEST_NO_R16", "1", 1);
+    if (no_w16 & 64) setenv("ZT_TEST_NO_L16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -559,6 +567,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_O16");
     unsetenv("ZT_TEST_NO_N16");
     unsetenv("ZT_TEST_NO_R16");
+    unsetenv("ZT_TEST_NO_L16");
     zt_count_totals t;
     zt_count_totals_get(&t);
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
@@ -576,10 +585,17 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->peak = ms.peak[ZT_MEM_GATHERED];
     mem->acts_peak = ms.peak[ZT_MEM_ACTIVATIONS];
     /* (matmul_fwd_o16 is called with the bf16 input: a bf16-input call too) */
+    mem->x16f = t.calls[ZT_CE_xent16_fwd];
+    mem->x16b = t.calls[ZT_CE_xent16_fused];
+    mem->h16 = t.calls[ZT_CE_matmul_bwd_head16];
+    mem->o16h = mem->x16b ? mem->x16f + mem->x16b - 4 : 0;
+    mem->xent = t.calls[ZT_CE_xent_fwd] + t.calls[ZT_CE_xent_fused];
+    /* (the blocks' matmul_fwd_o16 calls take the bf16 input: bf16-input
+     * calls too; the head's take the fp32 final norm) */
     mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
-               t.calls[ZT_CE_matmul_fwd_o16];
-    mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] + t.calls[ZT_CE_gelu_fwd16] +
+               t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h;
+    mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
@@ -593,6 +609,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
         mem->acts_plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] +
                          ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_ACTIVATIONS];
+        mem->logits_plan = ctx->plan.logits_bytes;
     }
     if (ctx) zt_ctx_free(ctx);
     if (c) zt_config_free(c);
@@ -922,6 +939,80 @@ static void bf16_rope(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 logits
+ * The LM head's logits in bf16, as autocast has them (classifier.h: the
+ * head GEMM writes them, matmul_fwd_o16 without tmp; xent16_fwd's losses,
+ * xent16_fused's bf16 gradient in place, matmul_bwd_head16 reading it):
+ * against the fp32 logits (ZT_TEST_NO_L16=1, the path of before), GPT-2
+ * and Llama (tied and untied head), stages 0 and 3, in chunks of rows (2;
+ * 7 of 5 rows) and in one chunk, LoRA (a frozen head: no dw): 4 steps'
+ * losses and gradient norms within the bounds of the bf16 activations (not
+ * bitwise: the logits are rounded); every chunk takes the new entries and
+ * no fp32 xent runs; the plan's chunk is the bf16 [R, V] (the fp32 one
+ * before), the activations' peak lower by the difference (up to 252 bytes
+ * of the bf16 array's alignment) and still the plan's. */
+static void bf16_logits(void) {
+    static const char one[] = "ztrain.classifier_chunk_rows=32";   /* B T = 32 rows: one chunk */
+    static const char small[] = "ztrain.classifier_chunk_rows=5";  /* 7 chunks: 6 of 5 rows, 1 of 2 */
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int rows; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 16}, {"gpt2:2,2,32,64,2,16", 3, one, 32},
+        {"gpt2:2,2,32,64,2,16", 0, small, 5}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 16},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL, 16}, {"llama:2,4,2,32,48,64,2,16", 3, one, 32},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, small, 5}, {"llama:2,4,2,32,48,64,2,16", 0, lora, 16}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const long BT = (long)s.B * s.T, R = cases[i].rows < BT ? cases[i].rows : BT;
+        const long nch = (BT + R - 1) / R;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d, %ld chunk%s of %ld rows%s", cases[i].shape,
+                 cases[i].stage, nch, nch > 1 ? "s" : "", R, ex == lora ? " LoRA" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 64, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with bf16 and with fp32 logits", what)) continue;
+        double dl = 0, dg = 0;
+        for (int k = 0; k < 4; k++) {
+            const double el = fabs(a[k][0] - b[k][0]) / fabs(b[k][0]);
+            const double eg = fabs(a[k][1] - b[k][1]) / fabs(b[k][1]);
+            if (el > dl) dl = el;
+            if (eg > dg) dg = eg;
+        }
+        tap_ok(memcmp(a, b, sizeof a) != 0 && dl <= ACT16_LOSS_TOL && dg <= ACT16_GNORM_TOL,
+               "%s: losses within %.2g relative of the fp32 logits' (%.3g; %.9g %.9g ... %.9g), "
+               "gradient norms within %.2g (%.3g), not bitwise (the logits rounded)",
+               what, ACT16_LOSS_TOL, dl, a[0][0], a[1][0], a[3][0], ACT16_GNORM_TOL, dg);
+        /* a step: every chunk's forward (xent16_fwd) and backward (xent16_fused,
+         * matmul_bwd_head16); the fp32 path: xent_fwd per chunk, xent_fused per
+         * recomputed chunk */
+        tap_ok(ma.x16f == 4 * nch && ma.x16b == 4 * nch && ma.h16 == 4 * nch && ma.xent == 0 &&
+                   mb.x16f == 0 && mb.x16b == 0 && mb.h16 == 0 && mb.xent == 4 * (2 * nch - 1),
+               "%s: %ld xent16_fwd, %ld xent16_fused, %ld matmul_bwd_head16 calls (%ld each expected), "
+               "no fp32 xent (%ld with fp32 logits)",
+               what, ma.x16f, ma.x16b, ma.h16, 4 * nch, mb.xent);
+        const uint64_t RV = (uint64_t)R * (uint64_t)s.V;
+        const uint64_t want16 = ((RV + 127) & ~(uint64_t)127) * 2, want32 = ((RV + 15) & ~(uint64_t)15) * 4;
+        const uint64_t d = mb.logits_plan - ma.logits_plan;
+        tap_ok(ma.logits_plan == want16 && mb.logits_plan == want32 &&
+                   mb.acts_peak - ma.acts_peak <= d && mb.acts_peak - ma.acts_peak + 252 >= d &&
+                   ma.acts_plan - ma.acts_peak == mb.acts_plan - mb.acts_peak &&
+                   ma.acts_plan - ma.acts_peak == 2 * (uint64_t)s.B * s.T * 4,
+               "%s: the chunk %llu bytes of bf16 logits (%llu of fp32), activations' peak %llu bytes "
+               "(planned %llu; fp32 logits %llu, planned %llu)",
+               what, (unsigned long long)ma.logits_plan, (unsigned long long)mb.logits_plan,
+               (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan,
+               (unsigned long long)mb.acts_peak, (unsigned long long)mb.acts_plan);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -1039,14 +1130,21 @@ static void model(void) {
          * themselves, and ln1 and ln2 by their norms (k_layernorm_fwd16,
          * k_add_layernorm_fwd16), so the k_to_bf16 are the attention
          * output's (12); the attention reads q|k|v in bf16 as they are
-         * (gqa_ext_fwd16 / _bwd16: 12 * 2 k_att_tc_round fewer) */
+         * (gqa_ext_fwd16 / _bwd16: 12 * 2 k_att_tc_round fewer); the LM
+         * head's gradient written in bf16 (k_xent16_fused) and read so by
+         * its backward GEMMs (matmul_bwd_head16: its dout rounding, 1,
+         * gone) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
-                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 &&
+                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 &&
+                       launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
+                       launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
+                       launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
+                       launches_of_k(cn.k, cn.nk, "k_xent_fused") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
                            launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 &&
                        launches_of_k(cn.k, cn.nk, "k_from_bf16") ==
@@ -1059,7 +1157,8 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
-                   "- 96 of activations), %ld conversions (%ld as recorded + 12 activations), %ld "
+                   "- 96 of activations - the head's bf16 gradient), bf16 logits (k_xent16_fwd, "
+                   "k_xent16_fused), %ld conversions (%ld as recorded + 12 activations), %ld "
                    "widenings (%ld as recorded + 24 activations), 24 q|k|v roundings fewer in the attention, 12 "
                    "bf16 GELUs, 24 bf16 LayerNorms",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
@@ -1071,19 +1170,20 @@ static void model(void) {
                    launches_of_k(cs.k, cs.nk, "k_adamw_multi") == 1,
                "GPT-2 and SmolLM steps (stage 0): one optimizer launch, %ld and %ld host syncs, %ld and %ld "
                "launches", cg.tot.syncs, cs.tot.syncs, cg.tot.launches, cs.tot.launches);
-        /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304) over 8192 rows, 7
-         * chunks of 1171 or 1170; each chunk but the last recomputes its logits in the backward */
+        /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304; in bf16 now,
+         * the same rows) over 8192 rows, 7 chunks of 1171 or 1170; each chunk but the last
+         * recomputes its logits in the backward */
         cm_counts cd;
         const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
                    "the GPT-2 step counted with the default chunked head")) {
             tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 4 * 7 - 1 &&
-                       launches_of_k(cd.k, cd.nk, "k_xent_fused") == 6 &&
-                       launches_of_k(cd.k, cd.nk, "k_xent_fwd") == 7,
+                       launches_of_k(cd.k, cd.nk, "k_xent16_fused") == 7 &&
+                       launches_of_k(cd.k, cd.nk, "k_xent16_fwd") == 7,
                    "GPT-2 step, default head: %ld bf16 GEMMs (144 + 3 per chunk + 6 recomputed), %ld fused "
-                   "xent, %ld xent forwards",
-                   launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16"), launches_of_k(cd.k, cd.nk, "k_xent_fused"),
-                   launches_of_k(cd.k, cd.nk, "k_xent_fwd"));
+                   "xent on bf16 logits (every chunk: the last one's logits kept), %ld xent forwards",
+                   launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16"),
+                   launches_of_k(cd.k, cd.nk, "k_xent16_fused"), launches_of_k(cd.k, cd.nk, "k_xent16_fwd"));
             cm_counts_free(&cd);
         }
         predict(&cal, &t, "7856b57 table (committed calibration)", &cg, &cs);
@@ -1388,6 +1488,7 @@ int main(int argc, char **argv) {
     bf16_outputs();
     bf16_norms();
     bf16_rope();
+    bf16_logits();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

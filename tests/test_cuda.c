@@ -793,6 +793,16 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
                      xk ? "bf16 input" : "fp32 input", wk ? "w16" : "fp32 w", tag);
             tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
         }
+        /* tmp NULL, no bias (the LM head's bf16 logits): cuBLASLt, or the
+         * plain GEMM writing the bf16 D itself (GemmEx) */
+        gpu->matmul_fwd(tmp_d, i_d, w_d, NULL, N, C, OC);
+        gpu->to_bf16(ref_d, tmp_d, no);
+        for (int wk = 0; wk < 2; wk++) {
+            gpu->matmul_fwd_o16(o16_d, NULL, i_d, NULL, wk ? NULL : w_d, wk ? w16_d : NULL, NULL, N, C, OC);
+            snprintf(name, sizeof name, "matmul_fwd_o16 (tmp NULL, no bias, %s) %s: bitwise to_bf16 of matmul_fwd",
+                     wk ? "w16" : "fp32 w", tag);
+            tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
+        }
         float *hi = xmalloc(ni * 4), *hb = xmalloc(OC * 4), *c0 = xmalloc(no * 4), *t = xmalloc(no * 4);
         uint16_t *r16 = xmalloc(no * 2), *c16 = xmalloc(no * 2);
         gpu->to_host(hi, i_d, ni * 4);
@@ -801,6 +811,12 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         cpu->to_bf16(r16, c0, no);
         cpu->matmul_fwd_o16(c16, t, NULL, i16, NULL, w16, hb, N, C, OC);
         snprintf(name, sizeof name, "cpu matmul_fwd_o16 %s: bitwise to_bf16 of matmul_fwd", tag);
+        tap_ok(!memcmp(r16, c16, no * 2), "%s", name);
+        cpu->matmul_fwd(c0, hi, w, NULL, N, C, OC);
+        cpu->to_bf16(r16, c0, no);
+        cpu->matmul_fwd_o16(c16, NULL, hi, NULL, w, NULL, NULL, N, C, OC);
+        snprintf(name, sizeof name, "cpu matmul_fwd_o16 (tmp NULL, no bias) %s: bitwise to_bf16 of matmul_fwd",
+                 tag);
         tap_ok(!memcmp(r16, c16, no * 2), "%s", name);
         free(hi); free(hb); free(c0); free(t); free(r16); free(c16);
         gpu->free(ref_d); gpu->free(o16_d); gpu->free(tmp_d);
@@ -2173,6 +2189,136 @@ static void test_xent_fused(int N, int V) {
     no_error(tag);
 }
 
+/* The LM head's bf16 logits (xent16_fwd, xent16_fused): on the CPU against
+ * its fp32 reference, xent_fused on the widened logits (losses rtol 1e-5,
+ * atol 1e-6: the sums' order and expf differ; each gradient element within
+ * its bf16 rounding, rtol 2^-8 (+ 1e-5 of fp32), atol 1e-12); xent16_fwd's
+ * losses bitwise xent16_fused's, the logits left as they are, losses NULL
+ * the same gradient; the GPU's bitwise the CPU's on the simulator (the same
+ * reductions in the same order, libm's expf / logf), within one bf16 ulp
+ * and the loss tolerance on a GPU (its expf). */
+static void test_xent16(int N, int V) {
+    const size_t nv = (size_t)N * V;
+    float *lf = fvec(nv, 4.0), *ref = xmalloc(nv * 4), *lr = xmalloc(N * 4), *lc = xmalloc(N * 4),
+          *lf2 = xmalloc(N * 4), *w = xmalloc(nv * 4);
+    uint16_t *l16 = xmalloc(nv * 2), *c16 = xmalloc(nv * 2), *g16 = xmalloc(nv * 2), *h16 = xmalloc(nv * 2);
+    int *tg = ivec(N, V);
+    tg[0] = -1;
+    if (N > 3) tg[3] = V;   /* out of range: loss 0, gradient 0 */
+    cpu->to_bf16(l16, lf, nv);
+    cpu->from_bf16(ref, l16, nv);
+    char tag[64], name[200];
+    snprintf(tag, sizeof tag, "N=%d V=%d", N, V);
+    const float dloss = 0.37f / (float)N;
+    /* the CPU against the fp32 path on the same (bf16) logits */
+    cpu->xent_fused(lr, ref, tg, dloss, N, V);
+    memcpy(c16, l16, nv * 2);
+    cpu->xent16_fwd(lf2, c16, tg, N, V);
+    tap_ok(!memcmp(c16, l16, nv * 2), "cpu xent16_fwd %s: the logits left as they are", tag);
+    cpu->xent16_fused(lc, c16, tg, dloss, N, V);
+    snprintf(name, sizeof name, "cpu xent16_fused losses %s: the fp32 path's within 1e-5", tag);
+    cmp(name, lc, lr, N, 1e-5, 1e-6);
+    tap_ok(!memcmp(lc, lf2, N * 4), "cpu xent16_fwd %s: losses bitwise xent16_fused's", tag);
+    cpu->from_bf16(w, c16, nv);
+    snprintf(name, sizeof name, "cpu xent16_fused gradient %s: the fp32 path's within bf16 rounding", tag);
+    cmp(name, w, ref, nv, 0x1p-8 + 1e-5, 1e-12);
+    memcpy(h16, l16, nv * 2);
+    cpu->xent16_fused(NULL, h16, tg, dloss, N, V);
+    tap_ok(!memcmp(h16, c16, nv * 2), "cpu xent16_fused %s without losses: the same gradient", tag);
+    /* the GPU against the CPU */
+    uint16_t *a_d = dev(l16, nv * 2), *b_d = dev(l16, nv * 2);
+    int *tg_d = dev(tg, N * sizeof(int));
+    float *la_d = gpu->alloc(N * 4), *lb_d = gpu->alloc(N * 4);
+    gpu->xent16_fwd(lb_d, a_d, tg_d, N, V);
+    snprintf(name, sizeof name, "xent16_fwd %s: the logits left as they are", tag);
+    same_dev(name, a_d, b_d, nv * 2);
+    gpu->xent16_fused(la_d, a_d, tg_d, dloss, N, V);
+    snprintf(name, sizeof name, "xent16_fwd %s: losses bitwise xent16_fused's", tag);
+    same_dev(name, la_d, lb_d, N * 4);
+    gpu->xent16_fused(NULL, b_d, tg_d, dloss, N, V);
+    snprintf(name, sizeof name, "xent16_fused %s without losses: the same gradient", tag);
+    same_dev(name, a_d, b_d, nv * 2);
+    char dn[160] = "";
+    size_t fr, to;
+    const int sim = selftest || (gpu->device_memory && gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 &&
+                                 strstr(dn, "cudasim"));
+    gpu->to_host(g16, a_d, nv * 2);
+    float *lg = host(la_d, N);
+    if (sim) {
+        tap_ok(!memcmp(g16, c16, nv * 2) && !memcmp(lg, lc, N * 4),
+               "xent16_fused %s: gradient and losses bitwise the CPU's (%s)", tag,
+               selftest ? "self-test" : "the simulator");
+    } else {
+        float *gw = xmalloc(nv * 4);
+        cpu->from_bf16(gw, g16, nv);
+        snprintf(name, sizeof name, "xent16_fused %s: gradient within one bf16 ulp of the CPU's", tag);
+        cmp(name, gw, w, nv, 0x1p-7, 1e-12);
+        snprintf(name, sizeof name, "xent16_fused %s: losses the CPU's within 1e-5", tag);
+        cmp(name, lg, lc, N, 1e-5, 1e-6);
+        free(gw);
+    }
+    free(lf); free(ref); free(lr); free(lc); free(lf2); free(w); free(l16); free(c16); free(g16);
+    free(h16); free(tg); free(lg);
+    gpu->free(a_d); gpu->free(b_d); gpu->free(tg_d); gpu->free(la_d); gpu->free(lb_d);
+    no_error(tag);
+}
+
+/* matmul_bwd_head16 (bf16 mode): dinp and dw (+=) bitwise matmul_bwd_w16 /
+ * matmul_bwd on the widened dout16, on the same backend, with the bf16 and
+ * the fp32 weight; on the CPU too */
+static void test_matmul_head16(int N, int C, int OC) {
+    const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    float *x = fvec(ni, 1.0), *w = fvec(nw, 0.5), *d = fvec(no, 0.01), *dw0 = fvec(nw, 0.1);
+    uint16_t *w16 = xmalloc(nw * 2), *d16 = xmalloc(no * 2);
+    cpu->to_bf16(w16, w, nw);
+    cpu->to_bf16(d16, d, no);
+    cpu->from_bf16(d, d16, no);   /* dout = the fp32 values of dout16 */
+    char name[200];
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    for (int k = 0; k < 2; k++) {
+        const zt_backend *be = k ? cpu : gpu;
+        const float *X = k ? x : devf(x, ni), *W = k ? w : devf(w, nw), *Dd = k ? d : devf(d, no);
+        const uint16_t *W16 = k ? w16 : dev(w16, nw * 2), *D16 = k ? d16 : dev(d16, no * 2);
+        float *e[2], *g[2];
+        for (int j = 0; j < 2; j++) {
+            e[j] = k ? xmalloc(ni * 4) : gpu->alloc(ni * 4);
+            g[j] = k ? fdup(dw0, nw) : devf(dw0, nw);
+        }
+        for (int wk = 0; wk < 2; wk++) {   /* 1: the bf16 weight */
+            for (int j = 0; j < 2; j++) {   /* dw starts from the same values (+=) */
+                if (k) memcpy(g[j], dw0, nw * 4);
+                else gpu->to_device(g[j], dw0, nw * 4);
+            }
+            if (wk) {
+                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, W16, N, C, OC);
+                be->matmul_bwd_w16(e[1], g[1], NULL, Dd, X, W16, N, C, OC);
+            } else {
+                be->matmul_bwd_head16(e[0], g[0], D16, X, W, NULL, N, C, OC);
+                be->matmul_bwd(e[1], g[1], NULL, Dd, X, W, N, C, OC);
+            }
+            snprintf(name, sizeof name,
+                     "%smatmul_bwd_head16 N=%d C=%d OC=%d (%s): dinp, dw bitwise matmul_bwd%s on the widened dout",
+                     k ? "cpu " : "", N, C, OC, wk ? "w16" : "fp32 w", wk ? "_w16" : "");
+            tap_ok(k ? !memcmp(e[0], e[1], ni * 4) && !memcmp(g[0], g[1], nw * 4)
+                     : same_bits(e[0], e[1], ni * 4) && same_bits(g[0], g[1], nw * 4),
+                   "%s", name);
+        }
+        for (int j = 0; j < 2; j++) {
+            if (k) { free(e[j]); free(g[j]); }
+            else { gpu->free(e[j]); gpu->free(g[j]); }
+        }
+        if (!k) {
+            gpu->free((void *)X); gpu->free((void *)W); gpu->free((void *)Dd);
+            gpu->free((void *)W16); gpu->free((void *)D16);
+        }
+    }
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    free(x); free(w); free(d); free(dw0); free(w16); free(d16);
+    no_error("matmul_bwd_head16");
+}
+
 /* ------------------------------------------------------------ training */
 
 static void test_training(void) {
@@ -2440,6 +2586,10 @@ int main(void) {
     test_xent_fused(37, 11);
     test_xent_fused(5, 1500);            /* a row over several of a block's passes */
     if (full) test_xent_fused(64, 50257);
+    test_xent16(37, 11);
+    test_xent16(5, 1500);                /* a row over several of a block's passes */
+    if (full) test_xent16(16, 50257);
+    test_matmul_head16(37, 24, 50);
     test_training();
     if (full) test_determinism();
     return tap_done();

@@ -540,12 +540,14 @@ static void test_kernel_ws(void) {
 }
 
 /* The LM head in chunks (classifier.h): a Llama-3-8B-shaped model at
- * T = 8192 holds one chunk of 523 rows of fp32 logits (256 MiB), not
- * [8192, 128256] (3.91 GiB), in its training and eval blocks; the plan's
- * activation and eval categories shrink by exactly the difference, the
+ * T = 8192 holds one chunk of 523 rows of logits, not [8192, 128256], in
+ * its training and eval blocks: bf16 in training (the bf16 activations:
+ * 128 MiB, not 1.96 GiB), fp32 in eval (256 MiB, not 3.91 GiB); the plan's
+ * activation and eval categories shrink by exactly the differences, the
  * kernel workspace (bf16: the GEMM operands' copies) with the chunk too,
- * and logits_bytes reports the chunk.  Gemma 2 (final soft-cap) holds two
- * chunks in training (the capped logits). */
+ * and logits_bytes reports the chunk.  ZT_TEST_NO_L16: the training chunk
+ * in fp32, twice the bytes.  Gemma 2 (final soft-cap, fp32 logits) holds
+ * two chunks in training (the capped logits). */
 static void test_classifier_chunk(void) {
     zt_config *c = shape(32, 32, 4096, 8192, 128256);
     tu_set(c, "ztrain.model.arch", "llama");
@@ -571,17 +573,41 @@ static void test_classifier_chunk(void) {
     const uint64_t tr = zt_memplan_acts_bytes(&one, 1, 8192, 1, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 1, 0, 4);
     const uint64_t ev = zt_memplan_acts_bytes(&one, 1, 8192, 0, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 0, 0, 4);
     const uint64_t *ca = a.cat[ZT_MP_DEVICE], *cw = w.cat[ZT_MP_DEVICE];
-    tap_ok(rc == ZT_OK && tr == d && ev == d && cw[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == d &&
-               cw[ZT_MEM_EVAL] - ca[ZT_MEM_EVAL] == d && a.logits_bytes == RV * 4 &&
-               a.full_logits_bytes == NV * 4 && a.chunk_rows == 512 && w.logits_bytes == NV * 4 &&
-               w.chunk_rows == 8192 && a.kernel_ws_bytes < w.kernel_ws_bytes &&
-               w.peak_bytes - a.peak_bytes >= 2 * d,
+    /* (the training block's bf16 logits: the activations as the run keeps them) */
+    zt_model_config b16 = *mc, one16 = one;
+    b16.acts16 = one16.acts16 = 1;
+    const uint64_t tr16 = zt_memplan_acts_bytes(&one16, 1, 8192, 1, 0, 4) -
+                          zt_memplan_acts_bytes(&b16, 1, 8192, 1, 0, 4);
+    tap_ok(rc == ZT_OK && tr == d && tr16 == d / 2 && ev == d &&
+               cw[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == d / 2 &&
+               cw[ZT_MEM_EVAL] - ca[ZT_MEM_EVAL] == d && a.logits_bytes == RV * 2 &&
+               a.full_logits_bytes == NV * 2 && a.logits_elem == 2 && a.chunk_rows == 512 &&
+               w.logits_bytes == NV * 2 && w.chunk_rows == 8192 && a.kernel_ws_bytes < w.kernel_ws_bytes &&
+               w.peak_bytes - a.peak_bytes >= d + d / 2,
            "Llama-3-8B shape, T 8192, bf16, GPU: the activations and the eval block hold 523 rows of "
-           "logits (%llu bytes) instead of 8192 (%llu): %llu bytes less each, as the planner "
-           "counts; chunks of 512; kernel workspace %llu instead of %llu; peak %llu instead of %llu",
-           (unsigned long long)(RV * 4), (unsigned long long)(NV * 4), (unsigned long long)d,
+           "logits (%llu bytes of bf16 in training, %llu of fp32 in eval) instead of 8192 (%llu, "
+           "%llu): %llu and %llu bytes less, as the planner counts; chunks of 512; kernel workspace "
+           "%llu instead of %llu; peak %llu instead of %llu",
+           (unsigned long long)(RV * 2), (unsigned long long)(RV * 4), (unsigned long long)(NV * 2),
+           (unsigned long long)(NV * 4), (unsigned long long)(d / 2), (unsigned long long)d,
            (unsigned long long)a.kernel_ws_bytes, (unsigned long long)w.kernel_ws_bytes,
            (unsigned long long)a.peak_bytes, (unsigned long long)w.peak_bytes);
+    /* the fp32 logits of before (the test hook): the training chunk twice the bytes */
+    zt_memplan f;
+    setenv("ZT_TEST_NO_L16", "1", 1);
+    rc = zt_memplan_compute(c, &o, &f, &st);
+    unsetenv("ZT_TEST_NO_L16");
+    const uint64_t *cf = f.cat[ZT_MP_DEVICE];
+    tap_ok(rc == ZT_OK && f.logits_bytes == RV * 4 && f.logits_elem == 4 &&
+               cf[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == RV * 2 &&
+               cf[ZT_MEM_EVAL] == ca[ZT_MEM_EVAL] && f.kernel_ws_bytes >= a.kernel_ws_bytes &&
+               f.peak_bytes > a.peak_bytes,
+           "ZT_TEST_NO_L16 (fp32 logits): the training chunk %llu bytes (bf16: %llu), activations "
+           "%llu more, kernel workspace %llu (bf16 logits: %llu), peak %llu (%llu)",
+           (unsigned long long)f.logits_bytes, (unsigned long long)a.logits_bytes,
+           (unsigned long long)(cf[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS]),
+           (unsigned long long)f.kernel_ws_bytes, (unsigned long long)a.kernel_ws_bytes,
+           (unsigned long long)f.peak_bytes, (unsigned long long)a.peak_bytes);
     /* Gemma 2's final soft-cap: the capped logits' chunk too (training only) */
     tu_set(c, "ztrain.model.gemma", "2");
     tu_set(c, "ztrain.model.final_softcap", "30");

@@ -351,10 +351,32 @@ static void cpu_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, f
 static void cpu_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp,
                                const uint16_t *inp16, const float *w, const uint16_t *w16,
                                const float *bias, int N, int C, int OC) {
+    float *own = NULL;
+    if (!tmp && N > 0 && OC > 0) {   /* (the LM head: host scratch of our own) */
+        tmp = own = malloc((size_t)N * OC * sizeof(float));
+        if (!own) {
+            cpu_err = "cpu_backend.c: matmul_fwd_o16: out of memory for the fp32 output "
+                      "(nothing computed)";
+            return;
+        }
+    }
     if (inp16) cpu_matmul_fwd_a16(tmp, inp16, w, w16, bias, N, C, OC);
     else if (w16) cpu_matmul_fwd_w16(tmp, inp, w16, bias, N, C, OC);
     else cpu_matmul_fwd(tmp, inp, w, bias, N, C, OC);
     if (N > 0 && OC > 0) zt_cpu_to_bf16(out16, tmp, (size_t)N * OC);
+    free(own);
+}
+/* the LM head's backward on its bf16 gradient (backend.h): dout16 widened
+ * (exact) into host scratch, then matmul_bwd (_w16), whose bf16 rounding of
+ * it is the identity */
+static void cpu_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                                  const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || (!dinp && !dw)) return;
+    float *d = widen_a16(dout16, N, OC);
+    if (!d) return;
+    if (w16) cpu_matmul_bwd_w16(dinp, dw, NULL, d, inp, w16, N, C, OC);
+    else cpu_matmul_bwd(dinp, dw, NULL, d, inp, w, N, C, OC);
+    free(d);
 }
 static void cpu_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
     zt_cpu_from_bf16(tmp, in16, n);
@@ -721,6 +743,9 @@ static const zt_backend cpu_backend = {
     .add_layernorm_fwd16 = cpu_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = cpu_add_rmsnorm_fwd16,
     .rope_fwd16 = cpu_rope_fwd16,
+    .xent16_fwd = zt_cpu_xent16_fwd,
+    .xent16_fused = zt_cpu_xent16_fused,
+    .matmul_bwd_head16 = cpu_matmul_bwd_head16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -122,6 +122,11 @@ void zt_cpu_to_f16(uint16_t *out, const float *in, size_t n);
 void zt_cpu_from_f16(float *out, const uint16_t *in, size_t n);
 size_t zt_cpu_nonfinite(const float *x, size_t n);
 
+/* cpu_xent16.c: backend.h xent16_fwd / xent16_fused (the CUDA kernel's order) */
+void zt_cpu_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V);
+void zt_cpu_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                         int V);
+
 /* cpu_nf4.c */
 void zt_cpu_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const float *absmax,
                         const uint8_t *qabsmax, const float *absmax2, float offset, size_t n);

@@ -1391,6 +1391,40 @@ static void s_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B
     leave();
 }
 
+/* the LM head's bf16 logits */
+static void s_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
+    int ok = 1;
+    enter();
+    NEED_DEV("xent16_fwd", "losses", losses, (size_t)N * F);
+    NEED_DEV("xent16_fwd", "logits16", logits16, (size_t)N * V * 2);
+    NEED_DEV("xent16_fwd", "targets", targets, (size_t)N * sizeof(int));
+    if (ok) cpu()->xent16_fwd(losses, logits16, targets, N, V);
+    leave();
+}
+static void s_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                           int V) {
+    int ok = 1;
+    enter();
+    NEED_DEV("xent16_fused", "losses", losses, (size_t)N * F);
+    NEED_DEV("xent16_fused", "logits16", logits16, (size_t)N * V * 2);
+    NEED_DEV("xent16_fused", "targets", targets, (size_t)N * sizeof(int));
+    if (ok) cpu()->xent16_fused(losses, logits16, targets, dloss, N, V);
+    leave();
+}
+static void s_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_bwd_head16", "dinp", dinp, (size_t)N * C * F);
+    NEED_DEV("matmul_bwd_head16", "dw", dw, (size_t)OC * C * F);
+    NEED_DEV("matmul_bwd_head16", "dout16", dout16, (size_t)N * OC * 2);
+    NEED_DEV("matmul_bwd_head16", "inp", inp, (size_t)N * C * F);
+    if (w16) NEED_DEV("matmul_bwd_head16", "w16", w16, (size_t)OC * C * 2);
+    else NEED_DEV("matmul_bwd_head16", "w", w, (size_t)OC * C * F);
+    if (ok) cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    leave();
+}
+
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
     .set_threads = s_set_threads,
@@ -1490,6 +1524,9 @@ static const zt_backend strict_backend = {
     .add_layernorm_fwd16 = s_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = s_add_rmsnorm_fwd16,
     .rope_fwd16 = s_rope_fwd16,
+    .xent16_fwd = s_xent16_fwd,
+    .xent16_fused = s_xent16_fused,
+    .matmul_bwd_head16 = s_matmul_bwd_head16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -163,6 +163,11 @@ void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const in
                       int N, int V);
 void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
                       int N, int V);
+void zt_cuda_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V);
+void zt_cuda_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                          int V);
+void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                               const float *w, const uint16_t *w16, int N, int C, int OC);
 void zt_cuda_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
                         int V);
 /* dst[c] (+=) sum over n < N of src[n * ld + c], c < C: fixed-order two-pass

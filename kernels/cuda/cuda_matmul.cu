@@ -621,6 +621,65 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
         gemm(true, false, OC, N, C, w, C, inp, C, NULL, OC, 0.0f, bias, NULL, ww16, x16, NULL,
              x16 != NULL, out16))
         return;
+    if (!tmp) {
+        /* (no fp32 scratch, the LM head: the plain GEMM writes the bf16 D) */
+        if (bias) {
+            zt_cuda_fail(__FILE__, __LINE__, "matmul_fwd_o16", "tmp NULL with a bias",
+                         "pass tmp[N, OC] (a bug: please report)");
+            return;
+        }
+        if (C <= 0) {
+            ZT_CU(cudaMemsetAsync(out16, 0, (size_t)N * OC * 2, zt_cu.stream));
+            return;
+        }
+        char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_fwd(1, N, C, OC), "bf16 matmul operands");
+        if (!s) return;
+        const size_t na = (size_t)C * OC, nb = (size_t)C * N;
+        const bf16_t *a = ww16, *b = x16;
+        if (!a) {
+            k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>((bf16_t *)s, w, na);
+            if (!ZT_LAUNCHED("k_round_bf16")) return;
+            a = (const bf16_t *)s;
+        }
+        if (!b) {
+            bf16_t *r = (bf16_t *)(s + zt_al256(na * 2));
+            k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, inp, nb);
+            if (!ZT_LAUNCHED("k_round_bf16")) return;
+            b = r;
+        }
+        const float alpha = 1.0f, beta = 0.0f;
+        ZT_BLAS(cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, a, CUDA_R_16BF, C, b,
+                             CUDA_R_16BF, C, &beta, out16, CUDA_R_16BF, OC, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
+        return;
+    }
     fwd(tmp, inp, w, ww16, bias, N, C, OC, x16);
     zt_cuda_to_bf16(out16, tmp, (size_t)N * OC);
+}
+
+/* the LM head's backward on its bf16 gradient (backend.h matmul_bwd_head16):
+ * bwd16's two GEMMs with dout16 their bf16 operand as it is (no
+ * round_dout), in scratch only the room for the other operands
+ * (zt_cuda_ws_matmul_bwd_head16) */
+void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (!a16_ok("matmul_bwd_head16") || N <= 0 || (!dinp && !dw)) return;
+    if (((uintptr_t)dout16 & 255) != 0) {
+        zt_cuda_fail(__FILE__, __LINE__, "matmul_bwd_head16", "dout16 not 256-byte aligned",
+                     "a bug: please report");
+        return;
+    }
+    if (C <= 0) return;
+    if (OC <= 0) {
+        if (dinp) ZT_CU(cudaMemsetAsync(dinp, 0, (size_t)N * C * sizeof(float), zt_cu.stream));
+        return;
+    }
+    char *room = (char *)zt_cuda_scratch(
+        zt_cuda_ws_matmul_bwd_head16(N, C, OC, dinp != NULL, dw != NULL), "bf16 matmul operands");
+    if (!room) return;
+    const bf16_t *d16 = (const bf16_t *)dout16, *ww16 = (const bf16_t *)w16;
+    if (dinp)
+        gemm(false, false, C, N, OC, ww16 ? NULL : w, C, NULL, OC, dinp, C, 0.0f, NULL, NULL, ww16, d16,
+             room);
+    if (dw) gemm(false, true, C, OC, N, inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, NULL, d16, room);
 }

@@ -482,6 +482,78 @@ k_xent_fused(float *losses, float *logits, const int *targets, float dloss, int 
     }
 }
 
+/* The LM head's bf16 logits (backend.h xent16_fwd / xent16_fused), a block
+ * of ZT_XENT16_LANES threads per row.  One pass for the max and the sum:
+ * thread t keeps a running max m and sum s over j = t, t + LANES, ...; then
+ * the block max M of the m, each thread's s exp(m - M) (a thread that saw
+ * nothing: 0) and their block sum.  Products rounded on their own
+ * (__fmul_rn, and the running update's one fma), so cpu_xent16.c, which
+ * does these operations in this order, agrees bitwise where expf / logf do
+ * (the simulator). */
+__device__ __forceinline__ void xent16_stats(const uint16_t *x, int V, float *sh, float *mx,
+                                             float *sum) {
+    float m = -INFINITY, s = 0.0f;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        const float v = zt_cvt_bf16_to_f32(x[j]);
+        if (v > m) {
+            s = __fmaf_rn(s, expf(m - v), 1.0f);
+            m = v;
+        } else if (v != -INFINITY) {
+            s = s + expf(v - m);
+        }
+    }
+    const float M = zt_block_max(m, sh);
+    const float c = m > -INFINITY ? __fmul_rn(s, expf(m - M)) : 0.0f;
+    *sum = zt_block_sum(c, sh);
+    *mx = M;
+}
+
+__global__ void __launch_bounds__(ZT_XENT16_LANES)
+k_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int V) {
+    __shared__ float sh[32];
+    const int n = blockIdx.x;
+    const uint16_t *x = logits16 + (size_t)n * V;
+    const int tgt = targets ? targets[n] : -1;
+    float M, S;
+    xent16_stats(x, V, sh, &M, &S);
+    if (threadIdx.x == 0)
+        losses[n] = tgt >= 0 && tgt < V ? logf(S) - (zt_cvt_bf16_to_f32(x[tgt]) - M) : 0.0f;
+}
+
+/* then each thread overwrites the elements it read with their gradient,
+ * rounded to bf16 (the target's logit is read by thread 0 before the
+ * reductions' barriers, every write comes after them) */
+__global__ void __launch_bounds__(ZT_XENT16_LANES)
+k_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int V) {
+    __shared__ float sh[32];
+    const int n = blockIdx.x;
+    uint16_t *x = logits16 + (size_t)n * V;
+    const int tgt = targets ? targets[n] : -1;
+    const bool valid = tgt >= 0 && tgt < V;
+    const float xt = valid && threadIdx.x == 0 ? zt_cvt_bf16_to_f32(x[tgt]) : 0.0f;
+    float M, S;
+    xent16_stats(x, V, sh, &M, &S);
+    if (threadIdx.x == 0 && losses) losses[n] = valid ? logf(S) - (xt - M) : 0.0f;
+    const float inv = 1.0f / S;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        const float p = __fmul_rn(expf(zt_cvt_bf16_to_f32(x[j]) - M), inv);
+        x[j] = zt_cvt_f32_to_bf16(valid ? (j == tgt ? p - 1.0f : p) * dloss : 0.0f);
+    }
+}
+
+void zt_cuda_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
+    if (N <= 0 || V <= 0 || !losses) return;
+    k_xent16_fwd<<<N, ZT_XENT16_LANES, 0, zt_cu.stream>>>(losses, logits16, targets, V);
+    ZT_LAUNCHED("k_xent16_fwd");
+}
+
+void zt_cuda_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
+                          int V) {
+    if (N <= 0 || V <= 0) return;
+    k_xent16_fused<<<N, ZT_XENT16_LANES, 0, zt_cu.stream>>>(losses, logits16, targets, dloss, V);
+    ZT_LAUNCHED("k_xent16_fused");
+}
+
 void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const int *targets, int N,
                       int V) {
     if (N <= 0 || V <= 0) return;

@@ -244,6 +244,16 @@ static inline size_t zt_cuda_ws_matmul_bwd16(int N, int C, int OC, int has_dinp,
     if (has_dw && (size_t)C * N > na) na = (size_t)C * N;
     return zt_cuda_ws_al256((size_t)OC * N * 2) + zt_cuda_ws_al256(na * 2);
 }
+/* matmul_bwd_head16 (the LM head's backward on its bf16 gradient, bf16
+ * mode): matmul_bwd16's room for the other operands (w16 copied to 256-byte
+ * alignment for dinp, inp rounded for dw), no dout16 (the caller's) */
+static inline size_t zt_cuda_ws_matmul_bwd_head16(int N, int C, int OC, int has_dinp, int has_dw) {
+    if (N <= 0 || OC <= 0 || C <= 0 || (!has_dinp && !has_dw)) return 0;
+    size_t na = 0;
+    if (has_dinp) na = (size_t)C * OC;
+    if (has_dw && (size_t)C * N > na) na = (size_t)C * N;
+    return zt_cuda_ws_al256(na * 2);
+}
 /* matmul_bwd: the GEMMs' bf16 operands (bf16 mode), and the dbias column
  * sum (has_dbias) */
 static inline size_t zt_cuda_ws_matmul_bwd(int bf16, int N, int C, int OC, int has_dinp,

@@ -241,8 +241,10 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, c
         ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1) || !alpha || !beta)
         return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmEx(%s, %s, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
                    ta == CUBLAS_OP_N ? "N" : "T", tb == CUBLAS_OP_N ? "N" : "T", m, n, k, lda, ldb, ldc);
-    const bool types_ok = ctype == CUBLAS_COMPUTE_32F && ct == CUDA_R_32F && at == bt &&
-                          (at == CUDA_R_32F || at == CUDA_R_16BF || at == CUDA_R_16F);
+    /* C fp32, or bf16 with bf16 A and B (the fp32 result rounded to nearest even) */
+    const bool types_ok = ctype == CUBLAS_COMPUTE_32F && at == bt &&
+                          (at == CUDA_R_32F || at == CUDA_R_16BF || at == CUDA_R_16F) &&
+                          (ct == CUDA_R_32F || (ct == CUDA_R_16BF && at == CUDA_R_16BF));
     if (!types_ok || algo != CUBLAS_GEMM_DEFAULT)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasGemmEx: types A %d B %d C %d compute %d", at, bt, ct, ctype);
     gemm_args g = {ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, *(const float *)alpha, *(const float *)beta,

@@ -220,6 +220,8 @@ template <class T> inline T atomicCAS(T *p, T cmp, T v) { T o = *p; if (o == cmp
 /* IEEE fp32 operations rounded once each (the compiler may not fuse them) */
 inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+/* a fused multiply-add, rounded once (libm's fmaf) */
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); return u; }
