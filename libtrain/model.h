@@ -138,6 +138,14 @@ static inline int zt_n16_ok(const zt_backend *be) {
 static inline int zt_r16_ok(const zt_backend *be) {
     return be && be->rope_fwd16 && !getenv("ZT_TEST_NO_R16");
 }
+/* The attention's output in bf16 (backend.h gqa_ext_fwd16o / _bwd16o): 1
+ * when the backend has them, and the models then have the attention write
+ * its bf16 output and the backward read it (bitwise gqa_ext_fwd16 rounded
+ * by to_bf16, and gqa_ext_bwd16 on its widened values, which they compute
+ * otherwise).  ZT_TEST_NO_AO16 set: 0 (tests compare the two paths). */
+static inline int zt_ao16_ok(const zt_backend *be) {
+    return be && be->gqa_ext_fwd16o && be->gqa_ext_bwd16o && !getenv("ZT_TEST_NO_AO16");
+}
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;
