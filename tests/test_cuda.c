@@ -2038,9 +2038,12 @@ static void test_gqa16o(int B, int T, int NH, int NKV, int hd, int mode, int cud
         tap_skip("gqa_ext_fwd16o / _bwd16o through cuDNN", "this build has no cuDNN");
         return;
     }
+    /* (the random stream put back after: the later tests' data stay theirs) */
+    const uint64_t rng_saved = rng_state;
     const size_t R = (size_t)(NH + 2 * NKV) * hd, nq = (size_t)B * T * R, no = (size_t)B * T * NH * hd,
                  nl = (size_t)B * NH * T;
     float *qkv = fvec(nq, 1.0), *dout = fvec(no, 1.0);
+    rng_state = rng_saved;
     uint16_t *q16 = xmalloc(nq * 2);
     cpu->to_bf16(q16, qkv, nq);
     const char *path = cudnn ? "cuDNN" : mode == ZT_MATMUL_FP32 ? "fp32 kernels"
