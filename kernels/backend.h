@@ -615,6 +615,23 @@ typedef struct zt_backend {
      * 256-byte aligned (else an error, nothing computed).                  */
     void (*matmul_bwd_head16)(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
                               const float *w, const uint16_t *w16, int N, int C, int OC);
+    /* ---- the attention's output in bf16 (last; libtrain/model.h
+     * zt_ao16_ok).  Optional: NULL when the backend has none (the caller
+     * runs gqa_ext_fwd16 into fp32 and rounds with to_bf16, and widens the
+     * bf16 output with from_bf16 for gqa_ext_bwd16).  gqa_ext_fwd16o:
+     * out16[B*T, NH hd] = to_bf16 of gqa_ext_fwd16's out, lse as its,
+     * bitwise; out: fp32 scratch of that size (the cpu backends compute
+     * gqa_ext_fwd16 there; cuda: its flash tensor-core kernel and cuDNN
+     * store out16 themselves, its cuBLAS and fp32 paths compute out there
+     * and round it).  gqa_ext_bwd16o: gqa_ext_bwd16 with out = the fp32
+     * values of out16, bitwise; out: fp32 scratch of that size (the cpu
+     * backends widen out16 there; cuda: D = rowsum(dout . O) and cuDNN
+     * read out16 itself, its fp32 kernels' path widens it there). */
+    void (*gqa_ext_fwd16o)(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16, float *tmp,
+                           int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o);
+    void (*gqa_ext_bwd16o)(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                           const uint16_t *out16, float *out, const float *lse, int B, int T, int NH,
+                           int NKV, int hd, const zt_attn_opts *o);
 } zt_backend;
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads

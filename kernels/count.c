@@ -753,13 +753,14 @@ static double key_tiles(long q0, long rows, long T, long window, long kt) {
 /* Flash kernels on tensor cores (cuda_attention_tc.cu), head dims padded
  * to HSP.  k_ft_fwd: per (b, q head, 64-query tile) two passes over the
  * key tiles: S = Q K^T (2 HSP per pair), then S again and P V (4 HSP):
- * 6 HSP per pair; bytes: q16 B T R h, out B T AD f, lse B NH T f. */
-static void ft_fwd(long B, long T, long NH, long NKV, long hs, long window) {
+ * 6 HSP per pair; bytes: q16 B T R h, out B T AD f (o16: h, the bf16
+ * output gqa_ext_fwd16o stores), lse B NH T f. */
+static void ft_fwd(long B, long T, long NH, long NKV, long hs, long window, int o16) {
     const long HSP = zt_cuda_att_flash_hsp((int)hs), R = (NH + 2 * NKV) * hs;
     double pairs = 0;
     for (long q0 = 0; q0 < T; q0 += 64) pairs += 64.0 * 64.0 * key_tiles(q0, 64, T, window, 64);
     rec(K_FT_FWD, D(B) * D(NH) * pairs * 6 * D(HSP),
-        D(B) * D(T) * D(R) * H + D(B) * D(T) * D(NH) * D(hs) * F + D(B) * D(NH) * D(T) * F);
+        D(B) * D(T) * D(R) * H + D(B) * D(T) * D(NH) * D(hs) * (o16 ? H : F) + D(B) * D(NH) * D(T) * F);
 }
 
 /* k_ft_bwd_dkv: per (b, kv head, 64-key tile), for each of its g q heads,
@@ -812,10 +813,11 @@ static void att32_bwd(long B, long T, long NH, long NKV, long hs, long window) {
 }
 
 /* k_att_rowdot: D[b, h, t] = dout . out over the head: 2 B T AD FLOPs;
- * reads dout and out (2 B T AD f), writes B NH T f */
-static void rowdot(long B, long T, long NH, long hs) {
+ * reads dout and out (2 B T AD f; o16: out in bf16, B T AD h), writes
+ * B NH T f */
+static void rowdot(long B, long T, long NH, long hs, int o16) {
     const double n = D(B) * D(T) * D(NH) * D(hs);
-    rec(K_ATT_ROWDOT, 2 * n, 2 * n * F + D(B) * D(NH) * D(T) * F);
+    rec(K_ATT_ROWDOT, 2 * n, n * F + n * (o16 ? H : F) + D(B) * D(NH) * D(T) * F);
 }
 
 /* k_att_tc_round of n floats: f read, h written */
@@ -896,11 +898,11 @@ static double sdpa_pairs(long T, long window) {
  * written); the forward graph: reads Q, K, V in q16 (B T R h), writes O
  * (B T AD h) and Stats, our lse (B NH T f); k_sdpa_widen of O into out
  * (B T AD: h read, f written). */
-static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window) {
+static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, int o16) {
     const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
     rec(K_SDPA_ROUND, 0, BT * R * (F + H));
     rec(K_CUDNN_FWD, D(B) * D(NH) * sdpa_pairs(T, window) * 4 * D(hs), BT * R * H + BT * AD * H + st * F);
-    rec(K_SDPA_WIDEN, 0, BT * AD * (H + F));
+    if (!o16) rec(K_SDPA_WIDEN, 0, BT * AD * (H + F));   /* (o16: O stored in the caller's bf16 output) */
 }
 
 /* zt_cuda_sdpa_bwd: k_sdpa_round of qkv (B T R), out and dout (B T AD
@@ -911,10 +913,10 @@ static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window) {
  * per-q-head dK and dV (4 B T AD f), writes dQ, dK, dV into dqkv16 (B T R
  * h); k_sdpa_widen of dqkv16 into dqkv (B T R: h read, f written).  No
  * k_att_rowdot: the graph computes softmax_sum itself. */
-static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window) {
+static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, int o16) {
     const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
     rec(K_SDPA_ROUND, 0, BT * R * (F + H));
-    rec_n(K_SDPA_ROUND, 0, BT * AD * (F + H), 2);
+    rec_n(K_SDPA_ROUND, 0, BT * AD * (F + H), o16 ? 1 : 2);   /* (o16: O read as it is) */
     rec(K_MEMSET, 0, BT * AD * F);
     rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
         BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
@@ -928,18 +930,20 @@ static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window) {
 /* q16 (gqa_ext_fwd16 / _bwd16): q|k|v arrive in bf16: not rounded on the
  * tensor-core paths, widened (k_att_widen, counted as k_from_bf16) for the
  * fp32 kernels */
+/* o16 (gqa_ext_fwd16o): the output stored in bf16 by the flash kernel,
+ * rounded after the cuBLAS and fp32 paths (k_to_bf16) */
 static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, const void *lse);
+                             int q16, int o16, const void *lse);
 static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window,
                            const void *lse) {
-    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, lse);
+    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, 0, lse);
 }
 static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, const void *lse) {
+                             int q16, int o16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     if (sdpa_rule(hs, softcap, lse)) {   /* cuDNN (q16: k_att_widen into tmp first) */
         if (q16) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
-        sdpa_fwd(B, T, NH, NKV, hs, window);
+        sdpa_fwd(B, T, NH, NKV, hs, window, o16);
         return;
     }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
@@ -948,35 +952,40 @@ static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float s
     if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
     if (tc) {
         if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
-        if (flash) ft_fwd(B, T, NH, NKV, hs, window);
+        if (flash) ft_fwd(B, T, NH, NKV, hs, window, o16);
         else cublas_att(0, B, T, NH, NKV, hs, softcap > 0.0f, kc);
-        return;
+    } else {
+        att32_fwd(B, T, NH, NKV, hs, window);
     }
-    att32_fwd(B, T, NH, NKV, hs, window);
+    if (o16 && !(tc && flash)) rec(K_TO_BF16, 0, D(B) * D(T) * D(NH * hs) * (F + H));
 }
 
 /* zt_cuda_gqa_ext_bwd: k_att_rowdot; bf16 mode (paths as the forward):
  * k_att_tc_round of qkv and of dout, then the flash kernels or the cuBLAS
  * path; otherwise the fp32 flash kernels. */
+/* o16 (gqa_ext_bwd16o): the output in bf16, read so by k_att_rowdot on the
+ * tensor-core paths, widened (k_att_widen, counted as k_from_bf16) for the
+ * fp32 kernels */
 static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, const void *lse);
+                             int q16, int o16, const void *lse);
 static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window,
                            const void *lse) {
-    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, lse);
+    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, 0, lse);
 }
 static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, const void *lse) {
+                             int q16, int o16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     if (sdpa_rule(hs, softcap, lse)) {
         if (q16) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
-        sdpa_bwd(B, T, NH, NKV, hs, window);
+        sdpa_bwd(B, T, NH, NKV, hs, window, o16);
         return;
     }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext((int)T, (int)NKV, softcap > 0.0f);
     const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
     if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
-    rowdot(B, T, NH, hs);
+    if (o16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D(NH * hs) * (F + H));
+    rowdot(B, T, NH, hs, o16 && tc);
     if (tc) {
         if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
         tc_round(D(B) * D(T) * D(NH * hs));
@@ -1029,14 +1038,29 @@ static void c_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float
                             int NH, int NKV, int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_fwd16);
     if (g_inner) g_inner->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
-    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, lse);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 0, lse);
 }
 static void c_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                             const float *out, const float *lse, int B, int T, int NH, int NKV,
                             int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_bwd16);
     if (g_inner) g_inner->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
-    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, lse);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 0, lse);
+}
+static void c_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16,
+                             float *tmp, int B, int T, int NH, int NKV, int hd,
+                             const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_fwd16o);
+    if (g_inner) g_inner->gqa_ext_fwd16o(out16, out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 1, lse);
+}
+static void c_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                             const uint16_t *out16, float *out, const float *lse, int B, int T,
+                             int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd16o);
+    if (g_inner)
+        g_inner->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 1, lse);
 }
 
 /* ------------------------------------------------------------ embeddings */
@@ -1688,6 +1712,8 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->geglu_bwd16 = c_geglu_bwd16;
     t->gqa_ext_fwd16 = c_gqa_ext_fwd16;
     t->gqa_ext_bwd16 = c_gqa_ext_bwd16;
+    t->gqa_ext_fwd16o = c_gqa_ext_fwd16o;
+    t->gqa_ext_bwd16o = c_gqa_ext_bwd16o;
 }
 
 const zt_backend *zt_backend_count(void) {

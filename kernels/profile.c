@@ -439,6 +439,23 @@ static void p_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv1
     k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
           (2.0 + F4) * B * T * (NH + 2 * NKV) * hd + F4 * 2.0 * B * T * NH * hd);
 }
+/* (the bf16-output forms: out also in 2 bytes an element) */
+static void p_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16,
+                             float *tmp, int B, int T, int NH, int NKV, int hd,
+                             const zt_attn_opts *o) {
+    double t = k_begin();
+    inner->gqa_ext_fwd16o(out16, out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_FWD, att_ext_flops(B, T, NH, hd, o),
+          2.0 * B * T * (NH + 2 * NKV) * hd + 2.0 * B * T * NH * hd);
+}
+static void p_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                             const uint16_t *out16, float *out, const float *lse, int B, int T,
+                             int NH, int NKV, int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    inner->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
+          (2.0 + F4) * B * T * (NH + 2 * NKV) * hd + (F4 + 2.0) * B * T * NH * hd);
+}
 
 static void p_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                           const float *lse, int B, int T, int NH, int NKV, int hd,
@@ -644,6 +661,8 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(xent16_fwd);
     W(xent16_fused);
     W(matmul_bwd_head16);
+    W(gqa_ext_fwd16o);
+    W(gqa_ext_bwd16o);
     W(adamw);
     W(sumsq);
     W(scale);

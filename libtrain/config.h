@@ -132,8 +132,9 @@ typedef struct zt_model_config {
      * not keys; set by the engine (train.c) from zt_out16_of (precision.h)
      * once a run, where the backend has the entries: o16 the GEMM outputs,
      * MLP activations and the attention's q|k|v, n16 the norms, r16 RoPE
-     * written in bf16 directly; 0 in a config (the to_bf16 paths) */
-    int o16, n16, r16;
+     * written in bf16 directly, ao16 the attention's output written (and
+     * its backward reading it) in bf16; 0 in a config (the to_bf16 paths) */
+    int o16, n16, r16, ao16;
 } zt_model_config;
 
 struct zt_config {

@@ -147,6 +147,7 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     g->cfg.o16 = mc->o16 && zt_o16_ok(be);
     g->cfg.n16 = mc->n16 && zt_n16_ok(be);
     g->cfg.r16 = mc->r16 && zt_r16_ok(be);
+    g->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -371,13 +372,20 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                 if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * 3 * C);
             }
         }
-        if (o16) {
+        if (o16 && s->atty16 && g->cfg.ao16) {
+            /* (the attention writes its bf16 output itself, atty its fp32
+             * staging: the same values) */
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
-            be->gqa_ext_fwd16(atty, s->lse, s->qkv16, qkv, B, T, NH, NH, C / NH, &ao);
+            be->gqa_ext_fwd16o(s->atty16, atty, s->lse, s->qkv16, qkv, B, T, NH, NH, C / NH, &ao);
         } else {
-            be->attention_fwd(atty, s->lse, qkv, B, T, C, NH);
+            if (o16) {
+                const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
+                be->gqa_ext_fwd16(atty, s->lse, s->qkv16, qkv, B, T, NH, NH, C / NH, &ao);
+            } else {
+                be->attention_fwd(atty, s->lse, qkv, B, T, C, NH);
+            }
+            if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * C);
         }
-        if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * C);
     }
     zt_mm_fwd_x(be, a->scratch, s->atty, s->atty16, w->attprojw, W16(T_PROJW), w->attprojb, N, C,
                 C);
@@ -555,11 +563,17 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->from_bf16(a->d4a, s->qkv16, (size_t)N * 3 * C);
             qkv = a->d4a;
         }
-        if (s->atty16) {
+        /* (ao16: the backward reads the bf16 output itself, d4b its staging) */
+        const int ao16 = o16 && s->atty16 && g->cfg.ao16;
+        if (s->atty16 && !ao16) {
             be->from_bf16(a->d4b, s->atty16, (size_t)N * C);
             atty = a->d4b;
         }
-        if (o16) {
+        if (ao16) {
+            const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
+            be->gqa_ext_bwd16o(a->dqkv, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b, s->lse, B, T,
+                               NH, NH, C / NH, &ao);
+        } else if (o16) {
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
             be->gqa_ext_bwd16(a->dqkv, a->dbuf, s->qkv16, a->d4a, atty, s->lse, B, T, NH, NH, C / NH,
                               &ao);

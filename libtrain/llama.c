@@ -372,6 +372,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg.o16 = mc->o16 && zt_o16_ok(be);
     m->cfg.n16 = mc->n16 && zt_n16_ok(be);
     m->cfg.r16 = mc->r16 && zt_r16_ok(be);
+    m->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
     m->s = s;
     m->be = be;
     m->sp.n = 1;
@@ -838,6 +839,19 @@ static void attn_fwd16(const zt_llama *m, int l, float *out, float *lse, const u
     const zt_attn_opts o = attn_opts(m, l, T);
     m->be->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, m->s.hd, &o);
 }
+/* the same writing the bf16 output out16 (out: the backend's fp32
+ * staging, backend.h gqa_ext_fwd16o / _bwd16o) */
+static void attn_fwd16o(const zt_llama *m, int l, uint16_t *out16, float *out, float *lse,
+                        const uint16_t *qkv16, float *tmp, int B, int T, int NH, int NKV) {
+    const zt_attn_opts o = attn_opts(m, l, T);
+    m->be->gqa_ext_fwd16o(out16, out, lse, qkv16, tmp, B, T, NH, NKV, m->s.hd, &o);
+}
+static void attn_bwd16o(const zt_llama *m, int l, float *dqkv, const float *dout,
+                        const uint16_t *qkv16, float *tmp, const uint16_t *out16, float *out,
+                        const float *lse, int B, int T, int NH, int NKV) {
+    const zt_attn_opts o = attn_opts(m, l, T);
+    m->be->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, m->s.hd, &o);
+}
 static void attn_bwd16(const zt_llama *m, int l, float *dqkv, const float *dout,
                        const uint16_t *qkv16, float *tmp, const float *out, const float *lse, int B,
                        int T, int NH, int NKV) {
@@ -992,9 +1006,15 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                 if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
             }
         }
-        if (o16) attn_fwd16(m, l, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
-        else ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
-        if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * sh->AD);
+        if (o16 && s->atty16 && m->cfg.ao16) {
+            /* (the attention writes its bf16 output itself, atty its fp32
+             * staging: the same values) */
+            attn_fwd16o(m, l, s->atty16, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
+        } else {
+            if (o16) attn_fwd16(m, l, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
+            else ZT_TRY(attn_fwd(m, l, atty, s->lse, qkv, B, T, sh->NH, sh->NKV, st));
+            if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * sh->AD);
+        }
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
     zt_mm_fwd_x(be, ao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C);
@@ -1220,11 +1240,16 @@ mlp_norm:
             be->from_bf16(a->stq, s->qkv16, (size_t)N * sh->QKV);
             qkv = a->stq;
         }
-        if (s->atty16) {
+        /* (ao16: the backward reads the bf16 output itself, sta its staging) */
+        const int ao16 = o16 && s->atty16 && m->cfg.ao16;
+        if (s->atty16 && !ao16) {
             be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
             atty = a->sta;
         }
-        if (o16) attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
+        if (ao16)
+            attn_bwd16o(m, l, a->dqkv, a->datt, s->qkv16, a->stq, s->atty16, a->sta, s->lse, B, T,
+                        sh->NH, sh->NKV);
+        else if (o16) attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
         else attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
         be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                      layer_rope_scale(m, l));

@@ -151,6 +151,15 @@ static inline int zt_l16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_o16 && be->xent16_fwd && be->xent16_fused && be->matmul_bwd_head16;
 }
 static inline int zt_l16_test_on(void) { return !getenv("ZT_TEST_NO_L16"); }
+/* The attention's output in bf16 (backend.h gqa_ext_fwd16o / _bwd16o): 1
+ * when the backend has them, and the models then have the attention write
+ * its bf16 output and the backward read it (bitwise gqa_ext_fwd16 rounded
+ * by to_bf16, and gqa_ext_bwd16 on its widened values, which they compute
+ * otherwise).  Checked once, when the model is created (with
+ * zt_model_config.ao16); the blocks read the model's cfg.ao16. */
+static inline int zt_ao16_ok(const zt_backend *be) {
+    return be && be->gqa_ext_fwd16o && be->gqa_ext_bwd16o;
+}
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;

@@ -474,11 +474,14 @@ typedef struct w16_mem {
      * plan's chunk bytes */
     long x16f, x16b, h16, o16h, xent;
     uint64_t logits_plan;
+    long ao16, att16;  /* gqa_ext_fwd16o + _bwd16o, gqa_ext_fwd16 + _bwd16 calls */
+    long from16;       /* k_from_bf16 launches */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
- * after the setup, for the steps; 64 = ZT_TEST_NO_L16 over the whole run */
+ * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
+ * too); 64 = ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -530,6 +533,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 8) setenv("ZT_TEST_NO_N16", "1", 1);
     if (no_w16 & 16) setenv("ZT_TEST_NO_R16", "1", 1);
     if (no_w16 & 64) setenv("ZT_TEST_NO_L16", "1", 1);
+    if (no_w16 & 128) setenv("ZT_TEST_NO_AO16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -542,6 +546,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_O16");
     unsetenv("ZT_TEST_NO_N16");
     unsetenv("ZT_TEST_NO_R16");
+    unsetenv("ZT_TEST_NO_AO16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -598,8 +603,12 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
-               t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
+               t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
+               t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o];
+    mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o];
+    mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
+    mem->from16 = launches_of_k(k, nk, "k_from_bf16");
     mem->r16 = t.calls[ZT_CE_rope_fwd16];
     mem->rope = t.calls[ZT_CE_rope_fwd];
     mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
@@ -783,8 +792,9 @@ static void bf16_activations(void) {
  * too) GPT-2's q|k|v and fc GEMMs and the GELU (3), Llama's gate|up GEMM
  * and SwiGLU (2), and SwiGLU's backward take the new entries, and 3 (GPT-2) or 2
  * (Llama) k_to_bf16 fewer a forward (none with LoRA, whose adapters add
- * into the fp32 outputs), and the attention forward and backward; the
- * activations' peak unchanged. */
+ * into the fp32 outputs), and the attention forward and backward (its
+ * output written in bf16 too, gqa_ext_fwd16o: one k_to_bf16 fewer a
+ * forward, LoRA too); the activations' peak unchanged. */
 static void bf16_outputs(void) {
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2";
@@ -821,12 +831,14 @@ static void bf16_outputs(void) {
         /* (the attention forward and backward too; with LoRA the GEMMs
          * and the forward's GELU / SwiGLU keep the to_bf16 path) */
         const long want = 4L * s.L * (fwd + 1 + (is_lora ? s.llama : s.llama ? 2 * fwd + 1 : 3 * fwd));
-        const long fewer = is_lora ? 0 : 4L * s.L * fwd * (s.llama ? 2 : 3);
+        /* (and the attention output's, which the attention writes in bf16
+         * itself, gqa_ext_fwd16o, with LoRA too) */
+        const long fewer = 4L * s.L * fwd * ((is_lora ? 0 : s.llama ? 2 : 3) + 1);
         tap_ok(ma.o16 == want && mb.o16 == 0 && mb.to16 - ma.to16 == fewer && ra == rb &&
                    ma.acts_peak == mb.acts_peak,
                "%s: %ld bf16-output calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without, %ld "
-               "fewer expected), activations' peak %llu bytes (%llu without)",
-               what, ma.o16, want, mb.o16, ma.to16, mb.to16, fewer,
+               "fewer expected), %ld roundings (%ld without), activations' peak %llu bytes (%llu without)",
+               what, ma.o16, want, mb.o16, ma.to16, mb.to16, fewer, ra, rb,
                (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
     }
 }
@@ -1013,6 +1025,66 @@ static void bf16_logits(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 attention output
+ * The attention writing its bf16 output directly and its backward reading
+ * it (backend.h gqa_ext_fwd16o / _bwd16o): every loss and gradient norm
+ * bitwise those of gqa_ext_fwd16 rounded by to_bf16 and gqa_ext_bwd16 on
+ * the widened output (ZT_TEST_NO_AO16=1, the path of before), GPT-2 and
+ * Llama (Gemma 2: soft-cap and window), stages 0 and 3, with activation
+ * checkpointing and without, LoRA; per block and forward (recomputed too)
+ * one gqa_ext_fwd16o in place of gqa_ext_fwd16 and one k_to_bf16 fewer,
+ * per block and backward one gqa_ext_bwd16o in place of gqa_ext_bwd16 and
+ * one k_from_bf16 fewer (the flash kernel stores the bf16 output, D =
+ * dout . O reads it), the other counts and the activations' peak
+ * unchanged.  With the attention reading fp32 q|k|v (ZT_TEST_NO_O16):
+ * neither entry is called, nothing changes. */
+static void bf16_att_out(void) {
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0}, {"gpt2:2,2,32,64,2,16", 3, ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, {"llama:2,4,2,32,48,64,2,16", 0, gemma, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const int is_ck = ex == ck, no = cases[i].no;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s", cases[i].shape, cases[i].stage,
+                 is_ck ? " checkpointed" : "", ex == gemma ? " gemma" : "", ex == lora ? " LoRA" : "",
+                 no & 4 ? " ZT_TEST_NO_O16" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, no, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, no | 128, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 attention output", what))
+            continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the gqa_ext_fwd16 + to_bf16 path's (%.9g %.9g "
+               "... %.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* forwards a step: 1, or 2 checkpointed (the recompute); backwards 1 */
+        const long fw = no & 4 ? 0 : 4L * s.L * (1 + is_ck), bw = no & 4 ? 0 : 4L * s.L;
+        tap_ok(ma.ao16 == fw + bw && mb.ao16 == 0 && mb.att16 - ma.att16 == fw + bw &&
+                   mb.to16 - ma.to16 == fw && mb.from16 - ma.from16 == bw && ra == rb && wa == wb &&
+                   ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.a16 == mb.a16 &&
+                   ma.acts_peak == mb.acts_peak && ma.acts_plan == mb.acts_plan,
+               "%s: %ld gqa_ext_fwd16o + _bwd16o calls (%ld expected, %ld without), %ld k_to_bf16 "
+               "(%ld without), %ld k_from_bf16 (%ld without), activations' peak %llu bytes (%llu "
+               "without)",
+               what, ma.ao16, fw + bw, mb.ao16, ma.to16, mb.to16, ma.from16, mb.from16,
+               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -1128,9 +1200,11 @@ static void model(void) {
          * backward (12 * 2); q|k|v, fc's output and the GELU's output
          * written in bf16 by their GEMMs and the GELU (k_gelu_fwd16)
          * themselves, and ln1 and ln2 by their norms (k_layernorm_fwd16,
-         * k_add_layernorm_fwd16), so the k_to_bf16 are the attention
-         * output's (12); the attention reads q|k|v in bf16 as they are
-         * (gqa_ext_fwd16 / _bwd16: 12 * 2 k_att_tc_round fewer); the LM
+         * k_add_layernorm_fwd16), and the attention output by the flash
+         * kernel (gqa_ext_fwd16o), so no k_to_bf16 is left; the attention
+         * reads q|k|v in bf16 as they are (gqa_ext_fwd16 / _bwd16: 12 * 2
+         * k_att_tc_round fewer), and its backward the bf16 output
+         * (gqa_ext_bwd16o: the widenings are fc's output's, 12); the LM
          * head's gradient written in bf16 (k_xent16_fused) and read so by
          * its backward GEMMs (matmul_bwd_head16: its dout rounding, 1,
          * gone) */
@@ -1146,9 +1220,9 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fused") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
-                           launches_of_k(cg.k, cg.nk, "k_to_bf16") + 12 &&
+                           launches_of_k(cg.k, cg.nk, "k_to_bf16") &&
                        launches_of_k(cn.k, cn.nk, "k_from_bf16") ==
-                           launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 * 2 &&
+                           launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 &&
                        launches_of_k(cn.k, cn.nk, "k_att_tc_round") ==
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
@@ -1158,8 +1232,8 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
                    "- 96 of activations - the head's bf16 gradient), bf16 logits (k_xent16_fwd, "
-                   "k_xent16_fused), %ld conversions (%ld as recorded + 12 activations), %ld "
-                   "widenings (%ld as recorded + 24 activations), 24 q|k|v roundings fewer in the attention, 12 "
+                   "k_xent16_fused), %ld conversions (%ld as recorded), %ld "
+                   "widenings (%ld as recorded + 12 activations), 24 q|k|v roundings fewer in the attention, 12 "
                    "bf16 GELUs, 24 bf16 LayerNorms",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
@@ -1221,6 +1295,7 @@ static void bf16_hooks_once(void) {
     zt_status st;
     memset(&st, 0, sizeof st);
     const int r1 = w16_run(&s, 0, NULL, 0, a, &wa, &ra, &ma, &st);
+    bf16_att_out();
     if (r1) tap_diag("read once: %s", st.msg);
     const int r2 = r1 ? r1 : w16_run(&s, 0, NULL, 32, b, &wb, &rb, &mb, &st);
     if (!r1 && r2) tap_diag("read once: %s", st.msg);

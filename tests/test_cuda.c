@@ -2042,6 +2042,69 @@ static void test_cudnn_rule(void) {
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
 }
 
+/* the attention's output in bf16 (gqa_ext_fwd16o / _bwd16o): out16 and lse
+ * bitwise gqa_ext_fwd16's out rounded by to_bf16 and its lse; dqkv bitwise
+ * gqa_ext_bwd16's on out16 widened by from_bf16; on this backend (cuda:
+ * the flash kernel stores out16, k_att_rowdot reads it; cuBLAS above head
+ * size 128; the fp32 kernels in fp32 matmul mode; cuDNN where the build
+ * has it, cudnn 1) and on the CPU; default options and a soft-capped
+ * sliding window (not with cuDNN, which takes no soft-cap) */
+static void test_gqa16o(int B, int T, int NH, int NKV, int hd, int mode, int cudnn) {
+    if (cudnn && !cudnn_built()) {
+        tap_skip("gqa_ext_fwd16o / _bwd16o through cuDNN", "this build has no cuDNN");
+        return;
+    }
+    /* (the random stream put back after: the later tests' data stay theirs) */
+    const uint64_t rng_saved = rng_state;
+    const size_t R = (size_t)(NH + 2 * NKV) * hd, nq = (size_t)B * T * R, no = (size_t)B * T * NH * hd,
+                 nl = (size_t)B * NH * T;
+    float *qkv = fvec(nq, 1.0), *dout = fvec(no, 1.0);
+    rng_state = rng_saved;
+    uint16_t *q16 = xmalloc(nq * 2);
+    cpu->to_bf16(q16, qkv, nq);
+    const char *path = cudnn ? "cuDNN" : mode == ZT_MATMUL_FP32 ? "fp32 kernels"
+                                         : hd > 128 ? "cuBLAS" : "flash";
+    char name[200];
+    zt_cuda_att_cudnn_for_test(cudnn, 0);
+    for (int b = 0; b < 2; b++) {   /* b = 0: this backend, 1: the CPU */
+        const zt_backend *be = b ? cpu : gpu;
+        be->set_matmul_precision(mode);
+        void *(*al)(size_t) = b ? xmalloc : gpu->alloc;
+        uint16_t *q16_d = b ? q16 : dev(q16, nq * 2);
+        float *dout_d = b ? dout : devf(dout, no);
+        float *tmp = al(nq * 4), *o1 = al(no * 4), *o2 = al(no * 4), *l1 = al(nl * 4), *l2 = al(nl * 4),
+              *w = al(no * 4), *d1 = al(nq * 4), *d2 = al(nq * 4);
+        uint16_t *h1 = al(no * 2), *h2 = al(no * 2);
+        for (int k = 0; k < (cudnn ? 1 : 2); k++) {
+            const zt_attn_opts o = k ? (zt_attn_opts){0.3f, 5.0f, T / 3 > 0 ? T / 3 : 1}
+                                     : (zt_attn_opts){1.0f / sqrtf((float)hd), 0.0f, 0};
+            be->gqa_ext_fwd16o(h1, o1, l1, q16_d, tmp, B, T, NH, NKV, hd, &o);
+            be->gqa_ext_fwd16(o2, l2, q16_d, tmp, B, T, NH, NKV, hd, &o);
+            be->to_bf16(h2, o2, no);
+            be->gqa_ext_bwd16o(d1, dout_d, q16_d, tmp, h1, o1, l1, B, T, NH, NKV, hd, &o);
+            be->from_bf16(w, h2, no);
+            be->gqa_ext_bwd16(d2, dout_d, q16_d, tmp, w, l2, B, T, NH, NKV, hd, &o);
+            snprintf(name, sizeof name,
+                     "%sgqa_ext_fwd16o, gqa_ext_bwd16o B=%d T=%d NH=%d NKV=%d hd=%d%s (%s): bitwise "
+                     "gqa_ext_fwd16 + to_bf16, from_bf16 + gqa_ext_bwd16", b ? "cpu " : "", B, T, NH, NKV,
+                     hd, k ? " (capped, window)" : "", b ? "cpu" : path);
+            tap_ok(b ? !memcmp(h1, h2, no * 2) && !memcmp(l1, l2, nl * 4) && !memcmp(d1, d2, nq * 4)
+                     : same_bits(h1, h2, no * 2) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
+                   "%s", name);
+        }
+        be->set_matmul_precision(ZT_MATMUL_FP32);
+        void *bufs[] = {tmp, o1, o2, l1, l2, w, d1, d2, h1, h2};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (b) free(bufs[i]);
+            else gpu->free(bufs[i]);
+        }
+        if (!b) { gpu->free(q16_d); gpu->free(dout_d); }
+    }
+    zt_cuda_att_cudnn_for_test(0, 0);
+    free(qkv); free(dout); free(q16);
+    no_error("gqa_ext 16o");
+}
+
 /* gqa_fwd/bwd = gqa_ext_* with scale 1/sqrt(hd), no cap, no window,
  * bitwise; a window >= T is no window, bitwise (with and without a cap) */
 static void test_gqa_ext_defaults(int B, int T, int NH, int NKV, int hd, int mode) {
@@ -2551,6 +2614,10 @@ int main(void) {
     test_gqa_bf16(1, 20, 2, 1, 136);     /* hs > 128: cuBLAS */
     test_gqa16(2, 37, 4, 2, 16);         /* q|k|v in bf16: the flash kernels */
     test_gqa16(1, 20, 2, 1, 136);        /* q|k|v in bf16: cuBLAS */
+    test_gqa16o(2, 37, 4, 2, 16, ZT_MATMUL_BF16, 0);    /* bf16 output: the flash kernel */
+    test_gqa16o(1, 20, 2, 1, 136, ZT_MATMUL_BF16, 0);   /* bf16 output: cuBLAS, then rounded */
+    test_gqa16o(2, 37, 4, 2, 16, ZT_MATMUL_FP32, 0);    /* bf16 output: the fp32 kernels */
+    test_gqa16o(2, 37, 4, 2, 16, ZT_MATMUL_BF16, 1);    /* bf16 output: cuDNN's O */
     if (full) {
         test_gqa_bf16(2, 256, 12, 12, 64);   /* GPT-2 124M heads */
         test_gqa_bf16(1, 1100, 4, 2, 72);    /* hs 72 padded to 128, 18 tiles */

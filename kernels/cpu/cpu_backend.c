@@ -44,10 +44,14 @@ static void cpu_set_threads(int n) {
 
 /* ------------------------------------------------------------ memory */
 
+/* 256-byte aligned, as cudaMalloc's blocks: the counting backend over this
+ * one (kernels/count.c) models the CUDA paths that depend on an operand's
+ * alignment (cuBLASLt's bf16 operands, matmul_bwd_head16's dout16), so its
+ * counts must not vary with where malloc put a block */
 static void *cpu_alloc(size_t bytes) {
     void *p = NULL;
     size_t sz = bytes ? bytes : 1;
-    if (posix_memalign(&p, 64, sz) != 0) return NULL;
+    if (posix_memalign(&p, 256, sz) != 0) return NULL;
     memset(p, 0, sz);
     return p;
 }
@@ -469,6 +473,24 @@ static void cpu_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float
     zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
 }
 
+/* the attention's output in bf16 (backend.h): gqa_ext_fwd16 into out,
+ * then to_bf16; from_bf16 into out, then gqa_ext_bwd16: bitwise those
+ * sequences by construction */
+static void cpu_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16,
+                               float *tmp, int B, int T, int NH, int NKV, int hd,
+                               const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
+    cpu_gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    zt_cpu_to_bf16(out16, out, (size_t)B * T * NH * hd);
+}
+static void cpu_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                               const uint16_t *out16, float *out, const float *lse, int B, int T,
+                               int NH, int NKV, int hd, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
+    zt_cpu_from_bf16(out, out16, (size_t)B * T * NH * hd);
+    cpu_gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+}
+
 /* RoPE writing bf16 (backend.h): rope_fwd in place on x, then to_bf16 of
  * the rows; bitwise that sequence by construction */
 static void cpu_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
@@ -746,6 +768,8 @@ static const zt_backend cpu_backend = {
     .xent16_fwd = zt_cpu_xent16_fwd,
     .xent16_fused = zt_cpu_xent16_fused,
     .matmul_bwd_head16 = cpu_matmul_bwd_head16,
+    .gqa_ext_fwd16o = cpu_gqa_ext_fwd16o,
+    .gqa_ext_bwd16o = cpu_gqa_ext_bwd16o,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

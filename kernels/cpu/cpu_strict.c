@@ -1424,6 +1424,39 @@ static void s_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, 
     if (ok) cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
     leave();
 }
+/* the attention's output in bf16 */
+static void s_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16,
+                             float *tmp, int B, int T, int NH, int NKV, int hd,
+                             const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    NEED_DEV("gqa_ext_fwd16o", "out16", out16, N * NH * hd * 2);
+    NEED_DEV("gqa_ext_fwd16o", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_fwd16o", "lse", lse, N * NH * F);
+    NEED_DEV("gqa_ext_fwd16o", "qkv16", qkv16, R * 2);
+    NEED_DEV("gqa_ext_fwd16o", "tmp", tmp, R * F);
+    NEED_OPTS("gqa_ext_fwd16o", o);
+    if (ok) cpu()->gqa_ext_fwd16o(out16, out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
+    leave();
+}
+static void s_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                             const uint16_t *out16, float *out, const float *lse, int B, int T,
+                             int NH, int NKV, int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    NEED_DEV("gqa_ext_bwd16o", "dqkv", dqkv, R * F);
+    NEED_DEV("gqa_ext_bwd16o", "dout", dout, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd16o", "qkv16", qkv16, R * 2);
+    NEED_DEV("gqa_ext_bwd16o", "tmp", tmp, R * F);
+    NEED_DEV("gqa_ext_bwd16o", "out16", out16, N * NH * hd * 2);
+    NEED_DEV("gqa_ext_bwd16o", "out", out, N * NH * hd * F);
+    NEED_DEV("gqa_ext_bwd16o", "lse", lse, N * NH * F);
+    NEED_OPTS("gqa_ext_bwd16o", o);
+    if (ok) cpu()->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    leave();
+}
 
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
@@ -1527,6 +1560,8 @@ static const zt_backend strict_backend = {
     .xent16_fwd = s_xent16_fwd,
     .xent16_fused = s_xent16_fused,
     .matmul_bwd_head16 = s_matmul_bwd_head16,
+    .gqa_ext_fwd16o = s_gqa_ext_fwd16o,
+    .gqa_ext_bwd16o = s_gqa_ext_bwd16o,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

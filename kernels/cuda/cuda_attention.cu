@@ -205,8 +205,14 @@ k_att_fwd(float *out, float *lse, const float *qkv, int T, int NH, int NKV, int 
 
 /* ------------------------------------------------------------ backward */
 
-/* D[b, h, t] = dout_t . out_t over the head's dims: one warp per (b, t, h) */
-__global__ void k_att_rowdot(float *D, const float *dout, const float *out, int B, int T, int C,
+/* out's element as fp32: itself, or the bf16 value widened (exact) */
+__device__ __forceinline__ float att_ld(const float *p) { return *p; }
+__device__ __forceinline__ float att_ld(const uint16_t *p) { return zt_cvt_bf16_to_f32(*p); }
+
+/* D[b, h, t] = dout_t . out_t over the head's dims: one warp per (b, t, h);
+ * out fp32 or (O = uint16_t, gqa_ext_bwd16o) bf16, the same sums */
+template <typename O>
+__global__ void k_att_rowdot(float *D, const float *dout, const O *out, int B, int T, int C,
                              int NH, int hs) {
     const size_t w = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
@@ -216,9 +222,9 @@ __global__ void k_att_rowdot(float *D, const float *dout, const float *out, int 
     const size_t bt = w / NH;
     const int t = (int)(bt % T), b = (int)(bt / T);
     const float *g = dout + bt * C + (size_t)h * hs;
-    const float *o = out + bt * C + (size_t)h * hs;
+    const O *o = out + bt * C + (size_t)h * hs;
     float s = 0.0f;
-    for (int d = lane; d < hs; d += 32) s += g[d] * o[d];
+    for (int d = lane; d < hs; d += 32) s += g[d] * att_ld(&o[d]);
     s = zt_warp_sum(s);
     if (lane == 0) D[((size_t)b * NH + h) * T + t] = s;
 }
@@ -516,8 +522,10 @@ void zt_cuda_att_flash_for_test(int on) { flash_on = on != 0; }
 
 /* the forward on tensor cores (flash kernels at head sizes <= 128, else
  * cuBLAS); false when this shape takes the fp32 flash kernel */
+/* (out16: gqa_ext_fwd16o's bf16 output, stored by the flash kernel, or the
+ * cuBLAS path's fp32 out rounded into it) */
 static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                   const zt_attn_opts *o, const uint16_t *qkv16 = NULL) {
+                   const zt_attn_opts *o, const uint16_t *qkv16 = NULL, uint16_t *out16 = NULL) {
     const int flash = flash_on && zt_cuda_att_flash_tc(hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, o->softcap > 0.0f);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
@@ -530,7 +538,7 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
     const uint16_t *q16 = qkv16 ? qkv16 : (const uint16_t *)s;
     if (!qkv16) tc_round((uint16_t *)s, qkv, nqkv);
     if (flash) {
-        zt_cuda_flash_tc_fwd(out, lse, q16, B, T, NH, NKV, hs, o);
+        zt_cuda_flash_tc_fwd(out, lse, q16, B, T, NH, NKV, hs, o, out16);
         return true;
     }
     float *S = (float *)(s + zt_al256(nqkv * 2));
@@ -554,14 +562,16 @@ static bool tc_fwd(float *out, float *lse, const float *qkv, int B, int T, int N
             }
         }
     }
+    if (out16) zt_cuda_to_bf16(out16, out, (size_t)B * T * AD);
     return true;
 }
 
 /* the backward on tensor cores (flash kernels or cuBLAS as the forward);
  * false when this shape takes the fp32 flash kernels */
+/* (out16: gqa_ext_bwd16o's bf16 output, read by k_att_rowdot as it is) */
 static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                    const float *lse, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                   const uint16_t *qkv16 = NULL) {
+                   const uint16_t *qkv16 = NULL, const uint16_t *out16 = NULL) {
     const int capped = o->softcap > 0.0f, flash = flash_on && zt_cuda_att_flash_tc(hs);
     const int kc = flash ? 0 : zt_cuda_att_tc_heads_ext(T, NKV, capped);
     if (zt_cuda_matmul_mode() != ZT_MATMUL_BF16 || (!flash && kc <= 0)) return false;
@@ -582,8 +592,12 @@ static bool tc_bwd(float *dqkv, const float *dout, const float *qkv, const float
     uint16_t *P = (uint16_t *)(s + zt_al256(nsc * 4));
     float *F = capped ? (float *)(s + zt_al256(nsc * 4) + zt_al256(nsc * 2)) : NULL;
     const size_t threads = nD * 32;
-    k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T, AD,
-                                                                                NH, hs);
+    if (out16)
+        k_att_rowdot<uint16_t><<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(
+            D, dout, out16, B, T, AD, NH, hs);
+    else
+        k_att_rowdot<float><<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(
+            D, dout, out, B, T, AD, NH, hs);
     if (!ZT_LAUNCHED("k_att_rowdot")) return true;
     if (!qkv16) tc_round(q16r, qkv, nqkv);
     tc_round(do16, dout, ndo);
@@ -731,8 +745,8 @@ void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const
                                         "attention backward");
     if (!D) return;
     const size_t threads = nrow * 32;
-    k_att_rowdot<<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T,
-                                                                                NH * hs, NH, hs);
+    k_att_rowdot<float><<<(unsigned)((threads + 255) / 256), 256, 0, zt_cu.stream>>>(D, dout, out, B, T,
+                                                                                       NH * hs, NH, hs);
     if (!ZT_LAUNCHED("k_att_rowdot")) return;
     switch (dims_per_lane(hs)) {
     case 1: att_bwd_launch<1>(dqkv, dout, qkv, lse, D, B, T, NH, NKV, hs, o); break;
@@ -816,5 +830,41 @@ void zt_cuda_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16
         tc_bwd(dqkv, dout, NULL, out, lse, B, T, NH, NKV, hs, o, qkv16))
         return;
     if (att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs))
+        zt_cuda_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hs, o);
+}
+
+/* the attention's output in bf16 (backend.h gqa_ext_fwd16o / _bwd16o): the
+ * flash tensor-core kernel stores out16 itself, cuDNN its bf16 O there;
+ * the cuBLAS path and the fp32 kernels compute out and round it
+ * (k_to_bf16, the backend's to_bf16).  The backward's k_att_rowdot (D =
+ * rowsum(dout . O)) reads out16 itself on the tensor-core paths, cuDNN
+ * reads it as its bf16 O, the fp32 kernels widen it into out: the same
+ * values as gqa_ext_fwd16 + to_bf16 and from_bf16 + gqa_ext_bwd16 */
+void zt_cuda_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16, float *tmp,
+                            int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+    if (!check_shape(NH, NKV, hs, "attention forward")) return;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    const bool sdpa = zt_cuda_sdpa_would(hs, o, lse);
+    if (!sdpa && tc_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, qkv16, out16)) return;
+    if (!att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs)) return;
+    if (sdpa && zt_cuda_sdpa_fwd(out, lse, tmp, B, T, NH, NKV, hs, o, out16)) return;
+    zt_cuda_gqa_ext_fwd(out, lse, tmp, B, T, NH, NKV, hs, o);
+    zt_cuda_to_bf16(out16, out, (size_t)B * T * NH * hs);
+}
+
+void zt_cuda_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const uint16_t *out16, float *out, const float *lse, int B, int T, int NH,
+                            int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+    if (!check_shape(NH, NKV, hs, "attention backward")) return;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    const bool sdpa = zt_cuda_sdpa_would(hs, o, lse);
+    if (!sdpa && tc_bwd(dqkv, dout, NULL, NULL, lse, B, T, NH, NKV, hs, o, qkv16, out16)) return;
+    if (!att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs)) return;
+    if (sdpa && zt_cuda_sdpa_bwd(dqkv, dout, tmp, NULL, lse, B, T, NH, NKV, hs, o, out16)) return;
+    if (att_widen(out, out16, (size_t)B * T * NH * hs))
         zt_cuda_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hs, o);
 }

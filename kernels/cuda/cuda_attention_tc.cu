@@ -7,7 +7,8 @@
  * Inputs are bf16 copies made by the caller (cuda_attention.cu):
  *   q16 [B, T, R], R = (NH + 2 NKV) hs: q heads, k heads, v heads as qkv;
  *   do16 [B, T, NH hs]; lse, D [B, NH, T] fp32 (D = rowsum(dout * out)).
- * Outputs are fp32: out [B, T, NH hs], lse; dqkv [B, T, R] (overwritten).
+ * Outputs are fp32: out [B, T, NH hs] (or its bf16 rounding, out16 of
+ * gqa_ext_fwd16o), lse; dqkv [B, T, R] (overwritten).
  *
  * The values are those of the cuBLAS path and of the CPU backend in bf16
  * mode (precision.md), not an online-softmax variant of them:
@@ -180,15 +181,16 @@ __device__ __forceinline__ void ft_acc(float acc[NN / 8][4], const uint32_t a[K 
             ft_mma(acc[n + 1], a[kk], bf + 2);
         }
 }
-/* this lane's part of row g + 8r (r = 0, 1) of acc [16][HSP] into row[0..hs) (fp32) */
-template <int HSP>
-__device__ __forceinline__ void ft_store_row(float *row, const float acc[HSP / 8][4], int r, int hs) {
+/* this lane's part of row g + 8r (r = 0, 1) of acc [16][HSP] into row[0..hs)
+ * (fp32, or O = uint16_t: k_to_bf16's rounding of the same values) */
+template <int HSP, typename O>
+__device__ __forceinline__ void ft_store_row(O *row, const float acc[HSP / 8][4], int r, int hs) {
     const int t = threadIdx.x & 3;
 #pragma unroll
     for (int n = 0; n < HSP / 8; n++)
         for (int e = 0; e < 2; e++) {
             const int d = n * 8 + 2 * t + e;
-            if (d < hs) row[d] = acc[n][r * 2 + e];
+            if (d < hs) zt_st_out(&row[d], acc[n][r * 2 + e]);
         }
 }
 
@@ -228,7 +230,7 @@ __device__ void ft_load(uint16_t *s, int ld, const uint16_t *src, size_t rstride
  * eight rows in different banks). */
 template <int HSP>
 __global__ void __launch_bounds__(FT_THR)
-k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, int hs, float scale,
+k_ft_fwd(float *out, uint16_t *out16, float *lse, const uint16_t *q16, int T, int NH, int NKV, int hs, float scale,
          float cap, int window) {
     constexpr int LD = HSP + 8;
     extern __shared__ uint4 ft_smem[];
@@ -316,7 +318,10 @@ k_ft_fwd(float *out, float *lse, const uint16_t *q16, int T, int NH, int NKV, in
         const int i = i0 + r * 8;
         if (i >= T) continue;
         if (t == 0) lse[((size_t)b * NH + h) * T + i] = L[r];
-        ft_store_row<HSP>(out + ((size_t)b * T + i) * AD + (size_t)h * hs, o, r, hs);
+        /* (out16: the bf16 output, gqa_ext_fwd16o) */
+        const size_t at = ((size_t)b * T + i) * AD + (size_t)h * hs;
+        if (out16) ft_store_row<HSP, uint16_t>(out16 + at, o, r, hs);
+        else ft_store_row<HSP, float>(out + at, o, r, hs);
     }
 }
 
@@ -507,14 +512,15 @@ static size_t dq_bytes(int HSP) {
     return ((size_t)2 * FT_ROWS + 2 * bk) * (HSP + 8) * 2;
 }
 
+/* (out16 != NULL: the output stored in bf16 there, out untouched) */
 template <int HSP>
-static void ft_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV, int hs,
-                   const zt_attn_opts *o) {
+static void ft_fwd(float *out, uint16_t *out16, float *lse, const uint16_t *q16, int B, int T, int NH,
+                   int NKV, int hs, const zt_attn_opts *o) {
     const size_t sm = fwd_bytes(HSP);
     if (!zt_cuda_smem_ok(k_ft_fwd<HSP>, sm, "attention forward (flash, tensor cores)")) return;
     const dim3 grid((unsigned)((T + FT_ROWS - 1) / FT_ROWS), (unsigned)NH, (unsigned)B);
-    k_ft_fwd<HSP><<<grid, FT_THR, sm, zt_cu.stream>>>(out, lse, q16, T, NH, NKV, hs, o->scale, o->softcap,
-                                                      o->window);
+    k_ft_fwd<HSP><<<grid, FT_THR, sm, zt_cu.stream>>>(out, out16, lse, q16, T, NH, NKV, hs, o->scale,
+                                                      o->softcap, o->window);
     ZT_LAUNCHED("k_ft_fwd");
 }
 
@@ -535,12 +541,12 @@ static void ft_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const
 }
 
 void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV,
-                          int hs, const zt_attn_opts *o) {
+                          int hs, const zt_attn_opts *o, uint16_t *out16) {
     switch (zt_cuda_att_flash_hsp(hs)) {
-    case 16: ft_fwd<16>(out, lse, q16, B, T, NH, NKV, hs, o); break;
-    case 32: ft_fwd<32>(out, lse, q16, B, T, NH, NKV, hs, o); break;
-    case 64: ft_fwd<64>(out, lse, q16, B, T, NH, NKV, hs, o); break;
-    case 128: ft_fwd<128>(out, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 16: ft_fwd<16>(out, out16, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 32: ft_fwd<32>(out, out16, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 64: ft_fwd<64>(out, out16, lse, q16, B, T, NH, NKV, hs, o); break;
+    case 128: ft_fwd<128>(out, out16, lse, q16, B, T, NH, NKV, hs, o); break;
     default: zt_cuda_fail(__FILE__, __LINE__, "attention forward (flash, tensor cores)",
                           "head size above 128", NULL);
     }

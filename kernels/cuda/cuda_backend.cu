@@ -906,6 +906,8 @@ static void fill_table(zt_backend *t) {
     t->geglu_bwd16 = zt_cuda_geglu_bwd16;
     t->gqa_ext_fwd16 = zt_cuda_gqa_ext_fwd16;
     t->gqa_ext_bwd16 = zt_cuda_gqa_ext_bwd16;
+    t->gqa_ext_fwd16o = zt_cuda_gqa_ext_fwd16o;
+    t->gqa_ext_bwd16o = zt_cuda_gqa_ext_bwd16o;
 }
 
 __global__ void k_probe(int *x) {

@@ -230,7 +230,7 @@ void zt_cuda_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const
  * (NH + 2 NKV) hs]) and dout (do16 [B, T, NH hs]); D = rowsum(dout * out)
  * [B, NH, T]; dqkv overwritten */
 void zt_cuda_flash_tc_fwd(float *out, float *lse, const uint16_t *q16, int B, int T, int NH, int NKV,
-                          int hs, const zt_attn_opts *o);
+                          int hs, const zt_attn_opts *o, uint16_t *out16 = NULL);
 void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16, const float *lse,
                           const float *D, int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
 
@@ -238,10 +238,13 @@ void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16
  * picks it for this call (true: done, or its error recorded); false: run
  * ours.  zt_cuda_sdpa_fini frees the cached plans and the cuDNN handle. */
 bool zt_cuda_sdpa_would(int hs, const zt_attn_opts *o, const float *lse);
+/* out16 (the forward): cuDNN's bf16 O stored there, out untouched; out16
+ * (the backward): read as cuDNN's O, out unused */
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                      const zt_attn_opts *o);
+                      const zt_attn_opts *o, uint16_t *out16 = NULL);
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
+                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
+                      const uint16_t *out16 = NULL);
 extern "C" void zt_cuda_sdpa_fini(void);
 
 /* cuda_matmul.cu */
@@ -277,6 +280,12 @@ void zt_cuda_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float 
 void zt_cuda_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                            const float *out, const float *lse, int B, int T, int NH, int NKV, int hs,
                            const zt_attn_opts *o);
+/* the attention's output in bf16 (backend.h gqa_ext_fwd16o / _bwd16o) */
+void zt_cuda_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16, float *tmp,
+                            int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
+void zt_cuda_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
+                            const uint16_t *out16, float *out, const float *lse, int B, int T, int NH,
+                            int NKV, int hs, const zt_attn_opts *o);
 /* the bf16-output entries (backend.h) */
 void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                             const float *w, const uint16_t *w16, const float *bias, int N, int C,

@@ -493,7 +493,7 @@ extern "C" void zt_cuda_sdpa_fini(void) {
 }
 
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                      const zt_attn_opts *o) {
+                      const zt_attn_opts *o, uint16_t *out16) {
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
     Plan *p = get_plan(0, B, T, NH, NKV, hs, window);
@@ -506,19 +506,23 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
     if (!s) return true;
     uint16_t *q16 = (uint16_t *)s, *o16 = (uint16_t *)(s + zt_al256(nqkv * 2));
     void *ws = s + zt_al256(nqkv * 2) + zt_al256(nout * 2);
+    if (out16 && aligned16(out16)) o16 = out16;   /* (O stored in the caller's bf16 output) */
     if (!round_to(q16, qkv, nqkv)) return true;
     float scale = o->scale, ninf = -INFINITY, win = (float)o->window;
     const int64_t uids[] = {U_Q, U_KT, U_V, U_O, U_STATS, U_SCALE, U_NINF, U_WIN};
     void *const ptrs[] = {q16, q16 + (size_t)NH * hs, q16 + (size_t)(NH + NKV) * hs, o16, lse, &scale, &ninf,
                           &win};
     if (!execute(p, uids, ptrs, window ? 8 : 7, ws)) return true;
-    widen_to(out, o16, nout);
+    if (!out16) widen_to(out, o16, nout);
+    else if (o16 != out16)
+        ZT_CU(cudaMemcpyAsync(out16, o16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream));
     g_calls[0]++;
     return true;
 }
 
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
+                      const uint16_t *out16) {
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
     Plan *p = get_plan(1, B, T, NH, NKV, hs, window);
@@ -549,7 +553,12 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
         s += zt_al256(nout * 4);
     }
     void *ws = s;
-    if (!round_to(q16, qkv, nqkv) || !round_to(o16, out, nout) || !round_to(do16, dout, nout)) return true;
+    /* (out16: the bf16 O read as it is, the values round_to would give) */
+    if (out16 && aligned16(out16)) o16 = (uint16_t *)out16;
+    else if (out16 && !ZT_CU(cudaMemcpyAsync(o16, out16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream)))
+        return true;
+    if (!round_to(q16, qkv, nqkv) || (!out16 && !round_to(o16, out, nout)) || !round_to(do16, dout, nout))
+        return true;
     /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
      * SDPA backward does (its workspace memset of dQ_accum) */
     if (!ZT_CU(cudaMemsetAsync(dqacc, 0, nout * sizeof(float), zt_cu.stream))) return true;
@@ -574,11 +583,11 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
 
 extern "C" void zt_cuda_sdpa_fini(void) {}
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                      const zt_attn_opts *o) {
+                      const zt_attn_opts *o, uint16_t *out16) {
     return false;
 }
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o, const uint16_t *out16) {
     return false;
 }
 
