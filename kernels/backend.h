@@ -581,6 +581,17 @@ typedef struct zt_backend {
      * unspecified. */
     void (*rope_fwd16)(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T, int n_heads,
                        int stride, int hd, float scale);
+
+    /* ---- the host's check of an asynchronous copy without waiting (last).
+     * Optional, set with to_host_async (NULL: copy_wait only).  1 when the
+     * copy of handle h (to_host_async / to_device_async) has completed or
+     * failed (copy_wait then returns at once and records the failure), 0
+     * while it has not; h stays valid until copy_wait (NULL: 1).  cuda:
+     * cudaEventQuery on the copy's event; cpu-strict: 1 (its copies are
+     * done by copy_wait itself, which never waits).  libtrain/mesh.h
+     * zt_mesh_copy_wait polls it while checking the collectives it may
+     * wait for. */
+    int (*copy_done)(void *handle);
 } zt_backend;
 
 /* The CPU backend (always built). */
