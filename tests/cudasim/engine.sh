@@ -191,10 +191,12 @@ hw() {  # hw TAG STEPS ARGS...: rank:host_waits of each rank
         --resume never --ckpt-dir "hw_ck_${tag}_$steps" "$@" > "hw_${tag}_$steps.out" 2>&1) &&
         sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "$W/nccl/hw_${tag}_$steps.out" | sort
 }
-hw_case() {  # hw_case TAG WHAT ARGS...: one host wait a step (A=n: n, gradient accumulation n)
+hw_case() {  # hw_case TAG WHAT ARGS...: one host wait a step (TAG A=a: gradient accumulation a,
+    # 1 + 2 (a - 1): each micro-step after the first waits for its inputs' and targets' uploads)
     local tag=$1 what=$2; shift 2
-    local a b per r n=1
-    case $tag in A=*) n=${tag#A=}; tag=acc$n ;; esac
+    local a b per r acc=1
+    case $tag in A=*) acc=${tag#A=}; tag=acc$acc ;; esac
+    local n=$((1 + 2 * (acc - 1)))
     a=$(hw "$tag" 2 "$@" | tr '\n' ' '); b=$(hw "$tag" 4 "$@" | tr '\n' ' ')
     per=$(python3 -c 'import sys
 a = dict(x.split(":") for x in sys.argv[1].split()); b = dict(x.split(":") for x in sys.argv[2].split())
@@ -210,8 +212,9 @@ if [ -f "$W/nccl/c_train.bin" ]; then
     hw_case s2nov "stage 2, overlap_comm false" --stage 2 --overlap-comm false
     hw_case s3 "stage 3" --stage 3
     hw_case hyb "stage 2 hybrid (shard groups of 1), bf16 reductions" --stage 2 --shard-group 1 --comm-dtype bf16
-    # gradient accumulation 2: the second micro-step's wait for its token upload, queued after
-    # the first's collectives, is a bounded poll (zt_mesh_copy_wait), one host wait: 2 a step
+    # gradient accumulation 2: the second micro-step's waits for the first's token uploads
+    # (inputs, targets), queued after the step's earlier collectives, are bounded polls
+    # (zt_mesh_copy_wait) and add no host wait: 2, as before (3 a step)
     hw_case A=2 "stage 3, gradient accumulation 2" --stage 3 --grad-accum 2 --micro-batch 2
 else
     ok 1 "host waits per step: no $W/nccl/c_train.bin (the nccl group did not run)"
