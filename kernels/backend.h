@@ -632,6 +632,16 @@ typedef struct zt_backend {
     void (*gqa_ext_bwd16o)(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                            const uint16_t *out16, float *out, const float *lse, int B, int T, int NH,
                            int NKV, int hd, const zt_attn_opts *o);
+    /* ---- the host's check of an asynchronous copy without waiting (last).
+     * Optional, set with to_host_async (NULL: copy_wait only).  1 when the
+     * copy of handle h (to_host_async / to_device_async) has completed or
+     * failed (copy_wait then returns at once and records the failure), 0
+     * while it has not; h stays valid until copy_wait (NULL: 1).  cuda:
+     * cudaEventQuery on the copy's event; cpu-strict: 1 (its copies are
+     * done by copy_wait itself, which never waits).  libtrain/mesh.h
+     * zt_mesh_copy_wait polls it while checking the collectives it may
+     * wait for. */
+    int (*copy_done)(void *handle);
 } zt_backend;
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads

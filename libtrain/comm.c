@@ -391,7 +391,7 @@ static int mpi_alltoallv(zt_group *g, const void *send, const size_t *scounts,
 static const zt_comm_ops mpi_ops = {
     "mpi", mpi_allreduce_sum, mpi_allreduce_max, mpi_bcast, mpi_barrier,
     mpi_reduce_scatter_sum, mpi_allgather_inplace, mpi_iallgather_inplace, mpi_wait,
-    mpi_ireduce_scatter_sum, NULL, mpi_alltoall, mpi_alltoallv, NULL, NULL,
+    mpi_ireduce_scatter_sum, NULL, mpi_alltoall, mpi_alltoallv, NULL, NULL, NULL,
 };
 
 static int wrap(MPI_Comm c, const char *name, double timeout_s, zt_group **out, zt_status *st) {

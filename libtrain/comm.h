@@ -95,6 +95,14 @@ typedef struct zt_comm_ops {
      * backend has none, use allreduce_sum) */
     int (*iallreduce_sum)(zt_group *g, void *buf, size_t n, zt_dtype t, zt_request *r,
                           zt_status *st);
+    /* where fence() exists: its checks without its wait, for a host that
+     * waits for something queued after the collectives (a copy; mesh.h
+     * zt_mesh_copy_wait) and polls this meanwhile: an asynchronous failure
+     * of a collective not yet confirmed, or one still unconfirmed more
+     * than timeout_s after t0 (zt_now_s() when the host began to wait), is
+     * reported as fence() would (the communicator aborted); ZT_OK
+     * otherwise (NULL: nothing to check) */
+    int (*poll)(zt_group *g, double t0, zt_status *st);
 } zt_comm_ops;
 
 struct zt_group {
@@ -163,7 +171,9 @@ int zt_group_host_staged(zt_group *mpi_parent, const char *name, const struct zt
  * the next blocking collective.  A timeout or an asynchronous NCCL error
  * aborts the communicator (every later call on the group fails at once)
  * and returns ZT_ECOMM naming the operation, the group and `where` (at a
- * fence: the last collective waited for on the stream).
+ * fence: the last collective waited for on the stream).  poll() is the
+ * fence's check without its wait (the asynchronous errors, the bound), for
+ * a host that waits for a copy queued after the collectives.
  *
  * Types: F32, F64, I32, I64, U8, BF16, F16.  Sums of BF16/F16 are NCCL's:
  * each addition in fp32, rounded back to the 16-bit type (like the MPI

@@ -13,7 +13,8 @@
  * stream wait for it (a stream wait: the host goes on queueing).  Their
  * completion is confirmed on the host by fence() (the engine's one host
  * synchronization of a step, or the next blocking collective): the same
- * bounded poll, over everything queued so far.  A timeout, an asynchronous
+ * bounded poll, over everything queued so far; poll() is its check without
+ * the wait, for a host waiting for a copy.  A timeout, an asynchronous
  * error or a failed NCCL call (whose peers may be waiting for it) aborts the
  * communicator (ncclCommAbort) and every later call fails at once.
  *
@@ -124,6 +125,16 @@ static int begin(nccl_group *n, int kind, zt_status *st) {
     return ZT_OK;
 }
 
+/* The bound on a host wait that began at t0: past timeout_s, abort. */
+static int bound(nccl_group *n, int kind, double t0, zt_status *st) {
+    const double el = zt_now_s() - t0;
+    if (n->g.timeout_s <= 0 || el <= n->g.timeout_s) return ZT_OK;
+    abort_comm(n);
+    return zt_fail(st, ZT_ECOMM, "NCCL %s on the %s group timed out after %.0f s%s%s%s: "
+                   "a rank died or hangs (ztrain.comm_timeout_s); the communicator "
+                   "was aborted", zt_comm_kind_name(kind), n->g.name, el, WHERE(&n->g));
+}
+
 /* Wait on the host until ev has completed, bounded by timeout_s, watching
  * NCCL's asynchronous errors; a failure aborts the communicator. */
 static int host_wait(nccl_group *n, cudaEvent_t ev, int kind, zt_status *st) {
@@ -147,13 +158,7 @@ static int host_wait(nccl_group *n, cudaEvent_t ev, int kind, zt_status *st) {
                 abort_comm(n);
                 return rc;
             }
-            const double el = zt_now_s() - t0;
-            if (n->g.timeout_s > 0 && el > n->g.timeout_s) {
-                abort_comm(n);
-                return zt_fail(st, ZT_ECOMM, "NCCL %s on the %s group timed out after %.0f s%s%s%s: "
-                               "a rank died or hangs (ztrain.comm_timeout_s); the communicator "
-                               "was aborted", zt_comm_kind_name(kind), n->g.name, el, WHERE(&n->g));
-            }
+            ZT_TRY(bound(n, kind, t0, st));
         }
         if (spins >= 256) sched_yield();
     }
@@ -529,6 +534,23 @@ static int nc_fence(zt_group *g, zt_status *st) {
     return rc;
 }
 
+/* fence()'s checks without its wait, for a host waiting for a copy queued
+ * after the collectives (mesh.c zt_mesh_copy_wait): NCCL's asynchronous
+ * errors and the bound from t0, named as at the fence.  The collectives
+ * stay unconfirmed (the copy may come before some of them). */
+static int nc_poll(zt_group *g, double t0, zt_status *st) {
+    nccl_group *ng = NG(g);
+    if (!ng->unconfirmed) return ZT_OK;
+    char where[sizeof g->where];
+    memcpy(where, g->where, sizeof where);
+    snprintf(g->where, sizeof g->where, "%s", ng->last_where);
+    int rc = alive(ng, ng->last_kind, st);
+    if (rc == ZT_OK) rc = check_async(ng, ng->last_kind, st);
+    if (rc == ZT_OK) rc = bound(ng, ng->last_kind, t0, st);
+    memcpy(g->where, where, sizeof where);
+    return rc;
+}
+
 static void nc_destroy(zt_group *g) {
     nccl_group *ng = NG(g);
     if (ng->nc && !ng->dead) {
@@ -555,6 +577,7 @@ static const zt_comm_ops nccl_ops = {
     "nccl", nc_allreduce_sum, nc_allreduce_max, nc_bcast, nc_barrier,
     nc_reduce_scatter_sum, nc_allgather_inplace, nc_iallgather_inplace, nc_wait,
     nc_ireduce_scatter_sum, nc_destroy, nc_alltoall, nc_alltoallv, nc_fence, nc_iallreduce_sum,
+    nc_poll,
 };
 
 /* ------------------------------------------------------------ creation */

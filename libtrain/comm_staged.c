@@ -335,7 +335,7 @@ static void st_destroy(zt_group *g) {
 static const zt_comm_ops staged_ops = {
     "mpi-host-staged", st_allreduce_sum, st_allreduce_max, st_bcast, st_barrier,
     st_reduce_scatter_sum, st_allgather_inplace, st_iallgather_inplace, st_wait,
-    st_ireduce_scatter_sum, st_destroy, st_alltoall, st_alltoallv, NULL, NULL,
+    st_ireduce_scatter_sum, st_destroy, st_alltoall, st_alltoallv, NULL, NULL, NULL,
 };
 
 int zt_group_host_staged(zt_group *mpi_parent, const char *name, const zt_backend *be,

@@ -100,8 +100,10 @@ void zt_batch_buf_upload(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int cou
  * waits before its data source writes them again, by when the step's one
  * synchronization has usually covered the copies). */
 void zt_batch_buf_upload_async(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, int count_targets);
-/* Wait for the uploads in flight from b's host arrays (none: nothing). */
-void zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b);
+/* Wait for the uploads in flight from b's host arrays (none: nothing),
+ * with the collectives' bound (mesh.h zt_mesh_copy_wait): a hung or failed
+ * collective queued before them fails here (st may be NULL). */
+int zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b, zt_status *st);
 
 /* Allocate / free a batch buffer through the model's acts_create. */
 int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training, int tag,

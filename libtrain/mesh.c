@@ -1,4 +1,5 @@
 /* mesh.c -- the rank layout and its communicators (mesh.h). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mesh.h"
@@ -262,6 +263,29 @@ int zt_mesh_fence(const zt_mesh *m, zt_status *st) {
     const int n = fenced_groups(m, g);
     for (int i = 0; i < n; ++i) ZT_TRY(g[i]->ops->fence(g[i], st));
     return ZT_OK;
+}
+
+int zt_mesh_copy_wait(const zt_mesh *m, const zt_backend *be, void *h, zt_status *st) {
+    if (!h) return ZT_OK;
+    zt_group *g[1 + ZT_AX_N];
+    const int n = be->copy_done ? fenced_groups(m, g) : 0;
+    int rc = ZT_OK;
+    if (n > 0) {
+        const double t0 = zt_now_s();
+        for (unsigned spins = 0;; spins++) {
+            const int done = be->copy_done(h);
+            /* the groups' checks every 64 polls, and once the copy is done
+             * (a collective that failed before it is reported) */
+            if (done || (spins & 63) == 63)
+                for (int i = 0; i < n && rc == ZT_OK; ++i)
+                    if (g[i]->ops->poll) rc = g[i]->ops->poll(g[i], t0, st);
+            if (done || rc != ZT_OK) break;
+            if (spins >= 256) sched_yield();
+        }
+    }
+    be->copy_wait(h);   /* (after a failure too: the handle is released, the aborted
+                         * communicator lets the copy finish) */
+    return rc;
 }
 
 uint64_t zt_mesh_comm_bytes(const zt_mesh *m, int kind) {

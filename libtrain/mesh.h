@@ -99,6 +99,14 @@ uint64_t zt_mesh_comm_bytes(const zt_mesh *m, int kind);
  * has a fence (the caller's next host read should come after it). */
 int zt_mesh_fence(const zt_mesh *m, zt_status *st);
 int zt_mesh_has_fence(const zt_mesh *m);
+/* Wait for the asynchronous copy h of backend be (be->copy_wait, which
+ * releases h; NULL: nothing) with the fence's bound: while the copy has not
+ * completed (be->copy_done), the groups with a fence are polled (comm.h
+ * poll), so a hung or failed collective queued before the copy is reported
+ * by name, its communicator aborted, instead of the wait hanging.  No fence
+ * before it (the host does not wait for what was queued after the copy).
+ * Without fenced groups, or without copy_done: be->copy_wait alone. */
+int zt_mesh_copy_wait(const zt_mesh *m, const zt_backend *be, void *h, zt_status *st);
 
 static inline int zt_mesh_size(const zt_mesh *m, int axis) { return m->shape.size[axis]; }
 static inline int zt_mesh_coord(const zt_mesh *m, int axis) { return m->shape.coord[axis]; }

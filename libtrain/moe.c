@@ -89,6 +89,7 @@ int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, 
         return zt_fail(st, ZT_EUNSUPPORTED, "expert_parallel_size=%d: the %s communication "
                        "backend has no all-to-all of variable counts", P, ep.dg->ops->name);
     h->ep = ep;
+    h->mesh = mesh;
     return ZT_OK;
 }
 
@@ -126,11 +127,13 @@ void zt_moe_host_free(zt_moe_host *h) {
     free(h->all);
     free(h->agc);
     free(h->agd);
-    const zt_moe_ep ep = h->ep;   /* (the group and the message context stay) */
+    const zt_moe_ep ep = h->ep;   /* (the groups and the message context stay) */
+    const zt_mesh *mesh = h->mesh;
     const int layer = h->layer;
     const long step = h->step;
     memset(h, 0, sizeof *h);
     h->ep = ep;
+    h->mesh = mesh;
     h->layer = layer;
     h->step = step;
 }
@@ -188,7 +191,16 @@ static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host
         zt_xcopy(be, a->idx, 1, h->idx, 0, NK * sizeof(int));
     }
     if (fwd) be->moe_permute(a->off, a->perm, a->rows, a->idx, N, s->K, s->E);
-    zt_xcopy(be, h->count, 0, a->off, 1, (size_t)(s->E + 1) * sizeof(int));
+    const size_t cb = (size_t)(s->E + 1) * sizeof(int);
+    if (zt_mesh_has_fence(h->mesh) && be->to_host_async && be->copy_wait) {
+        /* NCCL: queued after collectives waited for on the stream only (a
+         * ZeRO-3 gather, an earlier layer's gradient reduce-scatter): the
+         * read waits with their bound (mesh.h), no fence (which would wait
+         * for this layer's kernels too: they come before the read anyway) */
+        ZT_TRY(zt_mesh_copy_wait(h->mesh, be, be->to_host_async(h->count, a->off, cb), st));
+    } else {
+        zt_xcopy(be, h->count, 0, a->off, 1, cb);
+    }
     if (h->count[0] != 0 || h->count[s->E] != (int)NK)
         return zt_fail(st, ZT_EINTERNAL, "expert routing: %d of %zu routed rows have an expert "
                        "in [0, %d)", h->count[s->E] - h->count[0], NK, s->E);

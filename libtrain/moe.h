@@ -109,6 +109,7 @@ typedef struct zt_moe_host {
     int *count;                /* [E + 1] a->off, copied */
     size_t cap;
     zt_moe_ep ep;
+    const zt_mesh *mesh;       /* zt_moe_set_mesh's (the counts' bounded read); not owned */
     int32_t *scnt, *rcnt;      /* [E]: rows sent to rank j's local expert l (j E/P + l), and
                                 * received from rank i for local expert l (i E/P + l) */
     int *nloc;                 /* [E/P] the rows each local expert runs (every rank's) */

@@ -111,7 +111,7 @@ int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training,
 }
 
 void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b) {
-    zt_batch_buf_wait(ctx, b);
+    zt_batch_buf_wait(ctx, b, NULL);   /* (a failure was reported where the run stopped) */
     if (b->acts && ctx->model) ctx->model->ops->acts_free(ctx->model->self, b->acts);
     zt_mem_free(b->inputs);
     zt_mem_free(b->targets);
@@ -132,17 +132,22 @@ void zt_batch_buf_upload_async(zt_ctx *ctx, zt_batch_buf *b, int count_inputs, i
         zt_batch_buf_upload(ctx, b, count_inputs, count_targets);
         return;
     }
-    zt_batch_buf_wait(ctx, b);
+    zt_batch_buf_wait(ctx, b, NULL);   /* (the step waited already: none in flight) */
     b->up[0] = ctx->be->to_device_async(b->inputs, b->h_inputs, (size_t)count_inputs * sizeof(int));
     b->up[1] = ctx->be->to_device_async(b->targets, b->h_targets, (size_t)count_targets * sizeof(int));
 }
 
-void zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b) {
+int zt_batch_buf_wait(zt_ctx *ctx, zt_batch_buf *b, zt_status *st) {
+    int rc = ZT_OK;
     for (int i = 0; i < 2; ++i)
         if (b->up[i]) {
-            ctx->be->copy_wait(b->up[i]);
+            /* NCCL: queued after collectives waited for on the stream only,
+             * so waited for with their bound (mesh.h) */
+            const int r = zt_mesh_copy_wait(ctx->mesh, ctx->be, b->up[i], st);
+            if (rc == ZT_OK) rc = r;
             b->up[i] = NULL;
         }
+    return rc;
 }
 
 /* ztrain.backend: the compute table (cuda: this rank's device), which also
@@ -910,7 +915,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         double tw = zt_now_s();
         zt_prof_mark pm;
         zt_prof_begin(&pm);
-        zt_batch_buf_wait(ctx, &ctx->acts);   /* the last upload from the host arrays */
+        /* the last upload from the host arrays (a micro-step after the
+         * first: queued after the previous one's collectives) */
+        ZT_TRY(zt_batch_buf_wait(ctx, &ctx->acts, st));
         if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) {
             ZT_TRY(ctx->train.get(ctx->train.state, ctx->step, first, B, T, ctx->sp_in, ctx->sp_tg, st));
             sp_slice(ctx, B, T, zt_batch_host_inputs(&ctx->acts), zt_batch_host_targets(&ctx->acts));

@@ -24,6 +24,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "gpu.h"
+#include "mesh.h"
 #include "zt_cuda.h"
 #include "alltoallv_case.h"
 
@@ -588,6 +589,72 @@ int main(int argc, char **argv) {
                       "nccl: a hung all-gather waited for on the stream is reported by the fence "
                       "(rank 0: %s)", g_rank == 0 ? s8.msg : "");
                 zt_group_free(nc4);
+            }
+
+            /* a copy queued after collectives waited for on the stream (a
+             * micro-step's token upload, a MoE layer's routing counts):
+             * zt_mesh_copy_wait waits for it with the fence's checks.  A
+             * completed all-gather: the copy sees its result, no error; a
+             * hung one (rank 0's peers never join it): reported by name
+             * within the bound, the communicator aborted (before: the plain
+             * copy_wait returned and nothing was said) */
+            if (g_size > 1) {
+                zt_group *nc6 = NULL;
+                zt_status s10;
+                zt_status_clear(&s10);
+                int made = zt_group_nccl(world, "nccl6", dev, &nc6, &s10) == ZT_OK;
+                zt_mesh mesh;
+                memset(&mesh, 0, sizeof mesh);
+                mesh.be = gpu;
+                mesh.dworld = nc6;
+                float hz[8], got[8];
+                int cz[8], dz[8];
+                for (int i = 0; i < g_size; i++) cz[i] = 1, dz[i] = i, hz[i] = 0, got[i] = -1;
+                hz[g_rank] = (float)(10 + g_rank);
+                float *dz_buf = dput(gpu, hz, sizeof(float) * (size_t)g_size);
+                zt_request rq;
+                memset(&rq, 0, sizeof rq);
+                int rcw = ZT_OK, rcc = ZT_OK;
+                if (made) {
+                    zt_group_where(nc6, "test: micro-step 1");
+                    rcw = nc6->ops->iallgather_inplace(nc6, dz_buf, cz, dz, ZT_F32, &rq, &s10);
+                    if (rcw == ZT_OK) rcw = nc6->ops->wait(nc6, &rq, &s10);
+                    zt_group_where(nc6, "test: elsewhere");
+                    rcc = zt_mesh_copy_wait(&mesh, gpu,
+                                            gpu->to_host_async(got, dz_buf, sizeof(float) * (size_t)g_size),
+                                            &s10);
+                }
+                int okv = 1;
+                for (int i = 0; i < g_size; i++) okv &= got[i] == (float)(10 + i);
+                check(made && rcw == ZT_OK && rcc == ZT_OK && okv,
+                      "nccl: zt_mesh_copy_wait of a copy after an all-gather waited for on the stream "
+                      "returns its result (%s)", s10.msg);
+                int rch = ZT_OK, rcl = ZT_OK;
+                zt_status s11;
+                zt_status_clear(&s11);
+                if (made && g_rank == 0) {
+                    setenv("ZT_CUDASIM_NCCL_TIMEOUT_S", "2", 1);
+                    zt_group_where(nc6, "test: micro-step 2");
+                    rch = nc6->ops->iallgather_inplace(nc6, dz_buf, cz, dz, ZT_F32, &rq, &s10);
+                    if (rch == ZT_OK) rch = nc6->ops->wait(nc6, &rq, &s10);
+                    zt_group_where(nc6, "test: elsewhere");
+                    int tok[4] = {1, 2, 3, 4};
+                    int *dtok = gpu->alloc(sizeof tok);
+                    rcc = zt_mesh_copy_wait(&mesh, gpu, gpu->to_device_async(dtok, tok, sizeof tok), &s10);
+                    rcl = nc6->ops->fence(nc6, &s11);   /* aborted: fails at once */
+                    unsetenv("ZT_CUDASIM_NCCL_TIMEOUT_S");
+                    gpu->free(dtok);
+                    (void)gpu->error();   /* the failed stream work */
+                }
+                check(made && rch == ZT_OK &&
+                      (g_rank != 0 || (rcc == ZT_ECOMM && strstr(s10.msg, "all-gather on the nccl6 group") &&
+                                       strstr(s10.msg, "(test: micro-step 2)") && rcl == ZT_ECOMM &&
+                                       strstr(s11.msg, "was aborted"))),
+                      "nccl: a hung all-gather before a copy is reported by zt_mesh_copy_wait "
+                      "(rank 0: %s; then: %s)", g_rank == 0 ? s10.msg : "", g_rank == 0 ? s11.msg : "");
+                gpu->free(dz_buf);
+                (void)gpu->error();
+                zt_group_free(nc6);
             }
 #endif
         }

@@ -287,6 +287,17 @@ static void *cuda_to_host_async(void *host_dst, const void *dev_src, size_t byte
 static void *cuda_to_device_async(void *dev_dst, const void *host_src, size_t bytes) {
     return copy_async(dev_dst, host_src, bytes, cudaMemcpyHostToDevice);
 }
+/* a query: no wait ("not ready" is not an error: never left for the next
+ * launch check; a failure is copy_wait's to record) */
+static int cuda_copy_done(void *h) {
+    if (!h) return 1;
+    const cudaError_t e = cudaEventQuery((cudaEvent_t)h);
+    if (e == cudaErrorNotReady) {
+        if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
 static void cuda_copy_wait(void *h) {
     if (!h) return;
     cudaEvent_t ev = (cudaEvent_t)h;
@@ -815,6 +826,7 @@ static void fill_table(zt_backend *t) {
     t->to_host_async = cuda_to_host_async;
     t->to_device_async = cuda_to_device_async;
     t->copy_wait = cuda_copy_wait;
+    t->copy_done = cuda_copy_done;
     t->to_device = cuda_to_device;
     t->zero = cuda_zero;
     t->host_register = cuda_host_register;

@@ -191,16 +191,19 @@ hw() {  # hw TAG STEPS ARGS...: rank:host_waits of each rank
         --resume never --ckpt-dir "hw_ck_${tag}_$steps" "$@" > "hw_${tag}_$steps.out" 2>&1) &&
         sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "$W/nccl/hw_${tag}_$steps.out" | sort
 }
-hw_case() {  # hw_case TAG WHAT ARGS...
+hw_case() {  # hw_case TAG WHAT ARGS...: one host wait a step (TAG A=a: gradient accumulation a,
+    # 1 + 2 (a - 1): each micro-step after the first waits for its inputs' and targets' uploads)
     local tag=$1 what=$2; shift 2
-    local a b per r
+    local a b per r acc=1
+    case $tag in A=*) acc=${tag#A=}; tag=acc$acc ;; esac
+    local n=$((1 + 2 * (acc - 1)))
     a=$(hw "$tag" 2 "$@" | tr '\n' ' '); b=$(hw "$tag" 4 "$@" | tr '\n' ' ')
     per=$(python3 -c 'import sys
 a = dict(x.split(":") for x in sys.argv[1].split()); b = dict(x.split(":") for x in sys.argv[2].split())
 print(" ".join("%s:%g" % (r, (int(b[r]) - int(a[r])) / 2) for r in sorted(b) if r in a))' "$a" "$b" 2> /dev/null)
-    [ "$per" = "0:1 1:1" ]; r=$?
+    [ "$per" = "0:$n 1:$n" ]; r=$?
     [ $r = 0 ] || { echo "# 2 steps: $a; 4 steps: $b"; grep -E '^ztrain: error' "$W"/nccl/hw_"$tag"_*.out | sed 's/^/# /'; }
-    ok $r "host waits per step, GPT-2 $what over NCCL on 2 ranks: ${per:-none} (rank:waits; one each, the read of the step's scalars)"
+    ok $r "host waits per step, GPT-2 $what over NCCL on 2 ranks: ${per:-none} (rank:waits; $n each: the read of the step's scalars and $((n - 1)) token upload wait(s))"
 }
 if [ -f "$W/nccl/c_train.bin" ]; then
     hw_case s0 "stage 0" --stage 0
@@ -209,6 +212,10 @@ if [ -f "$W/nccl/c_train.bin" ]; then
     hw_case s2nov "stage 2, overlap_comm false" --stage 2 --overlap-comm false
     hw_case s3 "stage 3" --stage 3
     hw_case hyb "stage 2 hybrid (shard groups of 1), bf16 reductions" --stage 2 --shard-group 1 --comm-dtype bf16
+    # gradient accumulation 2: the second micro-step's waits for the first's token uploads
+    # (inputs, targets), queued after the step's earlier collectives, are bounded polls
+    # (zt_mesh_copy_wait) and add no host wait: 2, as before (3 a step)
+    hw_case A=2 "stage 3, gradient accumulation 2" --stage 3 --grad-accum 2 --micro-batch 2
 else
     ok 1 "host waits per step: no $W/nccl/c_train.bin (the nccl group did not run)"
 fi
