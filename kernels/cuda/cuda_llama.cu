@@ -103,7 +103,7 @@ void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float
 /* dinp (+=), one warp per row */
 __global__ void __launch_bounds__(ZT_RMS_THREADS)
 k_rmsnorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
-                 const float *rstd, int N, int C, uint16_t *dinp16 = NULL) {
+                 const float *rstd, int N, int C, uint16_t *dinp16) {
     const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -345,7 +345,7 @@ __global__ void k_swiglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t 
 }
 
 __global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
-                               size_t total, uint16_t *dgu16 = NULL) {
+                               size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
@@ -372,7 +372,8 @@ void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
 void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total);
+    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
+                                                                       (uint16_t *)NULL);
     ZT_LAUNCHED("k_swiglu_bwd16");
 }
 void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
@@ -449,7 +450,7 @@ __global__ void k_geglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t t
 }
 
 __global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
-                              size_t total, uint16_t *dgu16 = NULL) {
+                              size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
@@ -476,7 +477,8 @@ void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, floa
 void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total);
+    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
+                                                                       (uint16_t *)NULL);
     ZT_LAUNCHED("k_geglu_bwd16");
 }
 void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,

@@ -290,7 +290,7 @@ void zt_cuda_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rs
 /* dinp (+=), one warp per row */
 __global__ void __launch_bounds__(ZT_LN_THREADS)
 k_layernorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
-                   const float *mean, const float *rstd, int N, int C, uint16_t *dinp16 = NULL) {
+                   const float *mean, const float *rstd, int N, int C, uint16_t *dinp16) {
     const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
