@@ -642,6 +642,42 @@ typedef struct zt_backend {
      * zt_mesh_copy_wait polls it while checking the collectives it may
      * wait for. */
     int (*copy_done)(void *handle);
+    /* ---- bf16 gradients (last; libtrain/model.h zt_d16_ok).  Optional:
+     * NULL when the backend has none (the caller passes the fp32 gradient
+     * and the GEMM entry rounds it).  A gradient a backward GEMM reads is
+     * written in bf16 by the kernel that produces it, beside its fp32 value.
+     *
+     * matmul_bwd_d16 / matmul_dgelu_bwd_d16: matmul_bwd / matmul_dgelu_bwd
+     * (inp16 != NULL: the bf16 input, inp unused; w16 != NULL: the bf16
+     * weight, w unused; as the *_a16 / *_w16 entries) with the GEMMs' dout
+     * operand dout16[N,OC] (bf16 bits); dbias (+=; may be NULL) is the
+     * column sum of the fp32 dout (may be NULL when dbias is).  Bitwise
+     * the fp32-dout entry when dout16 = to_bf16(dout): in bf16 matmul mode
+     * that entry rounds dout once for both GEMMs, these read dout16 instead
+     * (nothing rounds).  bf16 matmul mode only (cuda: fp32 mode records an
+     * error and computes nothing; the scratch request stays the fp32
+     * entry's).                                                          */
+    void (*matmul_bwd_d16)(float *dinp, float *dw, float *dbias, const float *dout,
+                           const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                           const float *w, const uint16_t *w16, int N, int C, int OC);
+    void (*matmul_dgelu_bwd_d16)(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                 const float *dout, const uint16_t *dout16, const float *inp,
+                                 const uint16_t *inp16, const float *pre, const float *w,
+                                 const uint16_t *w16, int N, int C, int OC);
+    /* layernorm_bwd16 / rmsnorm_bwd16: layernorm_bwd / rmsnorm_bwd, bitwise,
+     * and dinp16[N,C] = to_bf16 of dinp after the accumulation (the
+     * residual gradient's bf16 copy; cuda: the same kernel writes both) */
+    void (*layernorm_bwd16)(float *dinp, uint16_t *dinp16, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, const float *mean, const float *rstd,
+                            int N, int C);
+    void (*rmsnorm_bwd16)(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                          const float *inp, const float *w, const float *rstd, int N, int C);
+    /* swiglu_bwd_d16 / geglu_bwd_d16: swiglu_bwd16 / geglu_bwd16, bitwise,
+     * and dgu16[N,2H] = to_bf16(dgu) (cuda: the same kernel writes both) */
+    void (*swiglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                           int N, int H);
+    void (*geglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                          int N, int H);
 } zt_backend;
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads

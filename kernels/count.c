@@ -577,10 +577,25 @@ static void mm_fwd(int N, int C, int OC, const float *bias, const void *w16, con
 /* dinp: gemm(N, N, m=C, n=N, k=OC), beta 0; dw (+=): gemm(N, T, m=C,
  * n=OC, k=N), beta 1; dbias: the column sum of dout.  (In bf16 mode dout is
  * rounded once for both GEMMs: round_dout.) */
+/* dout16 (the bf16-gradient entries): dout arrives in bf16, not rounded;
+ * not 256-byte aligned: copied once (a device memcpy) for both GEMMs */
+static int dout16_in(const void *dout16, long N, long C, long OC, int gemms) {
+    if (g_mode != ZT_MATMUL_BF16 || C <= 0 || OC <= 0 || !gemms) return 0;
+    if (!(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS) && ((uintptr_t)dout16 & 255))
+        rec(K_MEMCPY, 0, D(N) * D(OC) * 2 * H);
+    return 1;
+}
+static void mm_bwd_o(const float *dinp, const float *dw, const float *dbias, int N, int C, int OC,
+                     const void *w16, const void *x16, const void *dout16);
 static void mm_bwd(const float *dinp, const float *dw, const float *dbias, int N, int C, int OC,
                    const void *w16, const void *x16) {
+    mm_bwd_o(dinp, dw, dbias, N, C, OC, w16, x16, NULL);
+}
+static void mm_bwd_o(const float *dinp, const float *dw, const float *dbias, int N, int C, int OC,
+                     const void *w16, const void *x16, const void *dout16) {
     if (N <= 0) return;
-    const int d16 = round_dout(N, C, OC, dinp || dw);
+    const int d16 = dout16 ? dout16_in(dout16, N, C, OC, dinp || dw)
+                           : round_dout(N, C, OC, dinp || dw);
     if (dinp && C > 0) {
         if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16, d16 ? D16 : NULL);
         else rec(K_MEMSET, 0, D(N) * D(C) * F);
@@ -703,11 +718,19 @@ static void c_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, flo
         g_inner->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
     mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16));
 }
+static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float *dbias,
+                           const float *pre, int N, int C, int OC, const void *w16, const void *x16,
+                           const void *dout16);
 static void mm_dgelu_bwd(const float *dpre_bias, const float *dw, const float *dbias,
                          const float *pre, int N, int C, int OC, const void *w16, const void *x16) {
+    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16, x16, NULL);
+}
+static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float *dbias,
+                           const float *pre, int N, int C, int OC, const void *w16, const void *x16,
+                           const void *dout16) {
     if (N <= 0) return;
     const double nc = D(N) * D(C);
-    const int d16 = round_dout(N, C, OC, 1);
+    const int d16 = dout16 ? dout16_in(dout16, N, C, OC, 1) : round_dout(N, C, OC, 1);
     if (C > 0 && OC > 0 && gelu_epi_ok(pre, C, NULL)) {
         const int bf16 = g_mode == ZT_MATMUL_BF16;
         if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
@@ -1357,6 +1380,64 @@ static void c_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, i
     if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (2 * H + 3 * F));
 }
 
+/* The bf16-gradient entries (backend.h matmul_bwd_d16 ...).  The GEMM
+ * entries: their fp32 entries' counts with dout arriving in bf16 (no
+ * k_round_bf16 of it; copied once when not 256-byte aligned).  The
+ * producers: their fp32 kernels, each writing the bf16 copy as well
+ * (N C h / 2 N H h more bytes written). */
+static void c_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_bwd_d16);
+    if (g_inner)
+        g_inner->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    mm_bwd_o(dinp, dw, dbias, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+}
+static void c_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const uint16_t *dout16, const float *inp,
+                                   const uint16_t *inp16, const float *pre, const float *w,
+                                   const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_dgelu_bwd_d16);
+    if (g_inner)
+        g_inner->matmul_dgelu_bwd_d16(dpre, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre, w,
+                                      w16, N, C, OC);
+    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+}
+static void c_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
+                              const float *dout, const float *inp, const float *w,
+                              const float *mean, const float *rstd, int N, int C) {
+    call(ZT_CE_layernorm_bwd16);
+    if (g_inner) g_inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C,
+        4 * D(N) * C * F + D(N) * C * H + D(C) * F + 2 * D(N) * F);
+    rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
+    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+}
+static void c_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                            const float *inp, const float *w, const float *rstd, int N, int C) {
+    call(ZT_CE_rmsnorm_bwd16);
+    if (g_inner) g_inner->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + D(N) * C * H + D(C) * F + D(N) * F);
+    rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
+    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+}
+static void c_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                             int N, int H_) {
+    call(ZT_CE_swiglu_bwd_d16);
+    if (g_inner) g_inner->swiglu_bwd_d16(dgu, dgu16, dout, gu16, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_BWD16, 10 * D(N) * H_, D(N) * H_ * (4 * H + 3 * F));
+}
+static void c_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                            int N, int H_) {
+    call(ZT_CE_geglu_bwd_d16);
+    if (g_inner) g_inner->geglu_bwd_d16(dgu, dgu16, dout, gu16, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (4 * H + 3 * F));
+}
+
 /* k_softcap_fwd: 3 FLOPs, 2 f per element; _bwd: 4 FLOPs, 3 f */
 static void c_softcap_fwd(float *y, const float *x, size_t n, float cap) {
     call(ZT_CE_softcap_fwd);
@@ -1713,6 +1794,12 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->xent16_fwd = c_xent16_fwd;
     t->xent16_fused = c_xent16_fused;
     t->matmul_bwd_head16 = c_matmul_bwd_head16;
+    t->matmul_bwd_d16 = c_matmul_bwd_d16;
+    t->matmul_dgelu_bwd_d16 = c_matmul_dgelu_bwd_d16;
+    t->layernorm_bwd16 = c_layernorm_bwd16;
+    t->rmsnorm_bwd16 = c_rmsnorm_bwd16;
+    t->swiglu_bwd_d16 = c_swiglu_bwd_d16;
+    t->geglu_bwd_d16 = c_geglu_bwd_d16;
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
     t->swiglu_bwd16 = c_swiglu_bwd16;

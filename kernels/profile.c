@@ -327,6 +327,58 @@ static void p_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, flo
           F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C : 0)) + (dw ? 2.0 * N * C : 0) +
               p_wbytes(w16, OC, C));
 }
+/* the bf16-gradient entries: the bf16-input entries' counts with dout
+ * read in 2 bytes an element (4 more for dbias's column sum) and the input
+ * in 2 (inp16) or 4; the producers: their fp32 kernels' with the bf16 copy
+ * written (2 bytes an element more) */
+static void p_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          2.0 * N * OC + (dbias ? F4 * N * OC : 0) +
+              F4 * ((dinp ? (double)N * C : 0) + (dw ? 2.0 * OC * C : 0)) +
+              (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + (dinp ? p_wbytes(w16, OC, C) : 0));
+}
+static void p_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const uint16_t *dout16, const float *inp,
+                                   const uint16_t *inp16, const float *pre, const float *w,
+                                   const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_dgelu_bwd_d16(dpre, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre, w, w16,
+                                N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          2.0 * N * OC + (dbias ? F4 * N * OC : 0) + F4 * (2.0 * N * C + (dw ? 2.0 * OC * C : 0)) +
+              (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
+}
+static void p_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
+                              const float *dout, const float *inp, const float *w,
+                              const float *mean, const float *rstd, int N, int C) {
+    double t = k_begin();
+    inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
+    k_end(t, ZT_PROF_NORM, 16.0 * N * C, (F4 * 4.0 + 2.0) * N * C);
+}
+static void p_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                            const float *inp, const float *w, const float *rstd, int N, int C) {
+    double t = k_begin();
+    inner->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
+    k_end(t, ZT_PROF_NORM, 10.0 * N * C, (F4 * 4.0 + 2.0) * N * C);
+}
+static void p_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                             int N, int H) {
+    double t = k_begin();
+    inner->swiglu_bwd_d16(dgu, dgu16, dout, gu16, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * 3.0) * N * H);
+}
+static void p_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                            int N, int H) {
+    double t = k_begin();
+    inner->geglu_bwd_d16(dgu, dgu16, dout, gu16, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * 3.0) * N * H);
+}
 static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                const float *dout, const float *inp, const float *pre,
                                const float *w, int N, int C, int OC) {
@@ -663,6 +715,12 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_bwd_head16);
     W(gqa_ext_fwd16o);
     W(gqa_ext_bwd16o);
+    W(matmul_bwd_d16);
+    W(matmul_dgelu_bwd_d16);
+    W(layernorm_bwd16);
+    W(rmsnorm_bwd16);
+    W(swiglu_bwd_d16);
+    W(geglu_bwd_d16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -148,6 +148,7 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     g->cfg.n16 = mc->n16 && zt_n16_ok(be);
     g->cfg.r16 = mc->r16 && zt_r16_ok(be);
     g->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
+    g->cfg.d16 = mc->d16 && zt_d16_ok(be);
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -233,6 +234,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
+        if (a16) TAKE16(a->dres16, N * C);
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
 #undef TAKE
@@ -491,8 +493,12 @@ static void norm_bwd(void *self, void *acts) {
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
     g->be->zero(a->dres, (size_t)N * C * sizeof(float));
-    g->be->layernorm_bwd(a->dres, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L], g->p.lnfw,
-                         a->lnf_mean, a->lnf_rstd, N, C);
+    if (a->dres16 && g->cfg.d16)   /* (and its bf16 copy: block_bwd) */
+        g->be->layernorm_bwd16(a->dres, a->dres16, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L],
+                               g->p.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+    else
+        g->be->layernorm_bwd(a->dres, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L], g->p.lnfw,
+                             a->lnf_mean, a->lnf_rstd, N, C);
 }
 
 /* Block l's backward: dres of res[l+1] in, dres of res[l] out (its
@@ -509,6 +515,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     const zt_lora_scratch *ls = &a->lora;
     const uint16_t *u16 = g->p16[l + 1];
 #define W16(t) (u16 ? u16 + g->off[t] : NULL)
+    /* (d16: the residual gradient's bf16 copy, written by the norm backward
+     * that adds into it, final or ln1 of block l + 1 and ln2 here, is the
+     * projections' GEMM operand) */
+    const uint16_t *dres16 = a->dres16 && g->cfg.d16 ? a->dres16 : NULL;
     /* MLP: dres flows to res2 unchanged and into the projection */
     if (be->matmul_dgelu_bwd && !sk->lora) {
         /* the projection's input gradient through the GELU, and fc's bias
@@ -519,12 +529,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->from_bf16(a->d4a, s->fch16, (size_t)N * 4 * C);
             fch = a->d4a;
         }
-        zt_mm_dgelu_bwd_x(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu,
-                          s->fchg16, fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
+        zt_mm_dgelu_bwd_d(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, dres16,
+                          s->fch_gelu, s->fchg16, fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
         zt_mm_bwd_x(be, a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N, C,
                     4 * C);
     } else {
-        zt_mm_bwd_x(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, s->fch_gelu, s->fchg16,
+        zt_mm_bwd_d(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, dres16, s->fch_gelu, s->fchg16,
                     w->fcprojw, W16(T_FCPW), N, 4 * C, C);
         zt_skel_lora_bwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->dres, a->d4a, N, ls);
         /* (bf16 fc output: its values widened into d4b, the gradient made in place) */
@@ -538,11 +548,15 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                     C, 4 * C);
     }
     zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, a->dbuf, N, ls);
-    be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
-                      s->ln2_mean, s->ln2_rstd, N, C);
+    if (dres16)
+        be->layernorm_bwd16(a->dres, a->dres16, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
+                            s->ln2_mean, s->ln2_rstd, N, C);
+    else
+        be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
+                          s->ln2_mean, s->ln2_rstd, N, C);
     /* attention */
-    zt_mm_bwd_x(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, s->atty, s->atty16, w->attprojw,
-                W16(T_PROJW), N, C, C);
+    zt_mm_bwd_d(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
+                w->attprojw, W16(T_PROJW), N, C, C);
     zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (g->spn > 1) {
@@ -585,8 +599,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                 3 * C);
 #undef W16
     zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, a->dbuf, N, ls);
-    be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
-                      s->ln1_mean, s->ln1_rstd, N, C);
+    if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */
+        be->layernorm_bwd16(a->dres, a->dres16, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
+                            s->ln1_mean, s->ln1_rstd, N, C);
+    else
+        be->layernorm_bwd(a->dres, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
+                          s->ln1_mean, s->ln1_rstd, N, C);
     return ZT_OK;
 }
 

@@ -373,6 +373,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg.n16 = mc->n16 && zt_n16_ok(be);
     m->cfg.r16 = mc->r16 && zt_r16_ok(be);
     m->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
+    m->cfg.d16 = mc->d16 && zt_d16_ok(be);
     m->s = s;
     m->be = be;
     m->sp.n = 1;
@@ -648,6 +649,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
+        if (a16) { TAKE16(a->dc16, N * C); TAKE16(a->dgu16, N * 2 * H); }
         if (a16) {
             const size_t W = C > H ? C : H;
             if (W <= 2 * H) { if (base) a->f32 = a->dgu; }
@@ -1146,14 +1148,33 @@ static void head_bwd(void *self, void *acts, float dloss) {
                                dloss, N, C, V, m->s.fcap);
 }
 
+static uint16_t *d16_of(const zt_llama *m, uint16_t *p);
+static void rms_bwd(const zt_backend *be, float *dinp, uint16_t *dinp16, float *dw,
+                    const float *dout, const float *inp, const float *w, const float *rstd, int N,
+                    int C);
+
 /* Final RMSNorm: dres = rmsnorm'(dlnf) */
 static void norm_bwd(void *self, void *acts) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int N = a->fB * a->fT, C = m->s.C;
     m->be->zero(a->dres, (size_t)N * C * sizeof(float));
-    m->be->rmsnorm_bwd(a->dres, m->g.norm, a->dbuf, a->res[m->s.L], norm_w(m, a, m->p.norm, C),
-                       a->lnf_rstd, N, C);
+    /* (and the residual gradient's bf16 copy, the down projection's dout16:
+     * gemma's reads the post-MLP norm's instead) */
+    rms_bwd(m->be, a->dres, m->s.gemma ? NULL : d16_of(m, a->dc16), m->g.norm, a->dbuf,
+            a->res[m->s.L], norm_w(m, a, m->p.norm, C), a->lnf_rstd, N, C);
+}
+
+/* the bf16 gradient copies the backward GEMMs read (zt_d16_ok), or NULL */
+static uint16_t *d16_of(const zt_llama *m, uint16_t *p) {
+    return p && m->cfg.d16 ? p : NULL;
+}
+/* dinp (+=) of the rmsnorm backward, and with dinp16 its bf16 copy */
+static void rms_bwd(const zt_backend *be, float *dinp, uint16_t *dinp16, float *dw,
+                    const float *dout, const float *inp, const float *w, const float *rstd, int N,
+                    int C) {
+    if (dinp16) be->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
+    else be->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
 }
 
 /* Block l's backward: dres of res[l+1] in, dres of res[l] out (its
@@ -1173,6 +1194,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* MLP: dres flows to res2 unchanged and into the down projection */
     /* (gemma: through the post-MLP norm first, into scratch) */
     const float *dmo = a->dres;
+    /* (d16: the [N, C] gradient the down and o projections read, its bf16
+     * copy written by the norm backward producing it: the final norm's or
+     * block l + 1's attn_norm, then mlp_norm's (gemma: the post norms'); and
+     * gate|up's by SwiGLU / GeGLU's backward) */
+    uint16_t *dc16 = d16_of(m, a->dc16);
+    const uint16_t *dgu16 = NULL;
     if (m->sparse[l]) {
         m->mh.layer = l;
         ZT_TRY(moe_bwd(m, a, s, w, gw, st));
@@ -1180,18 +1207,24 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     }
     if (sh->gemma) {
         be->zero(a->scratch, NC * sizeof(float));
-        be->rmsnorm_bwd(a->scratch, gw->post_mlp_norm, a->dres, s->mo,
-                        norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
+        rms_bwd(be, a->scratch, dc16, gw->post_mlp_norm, a->dres, s->mo,
+                norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
         dmo = a->scratch;
     }
-    zt_mm_bwd_x(be, a->dh, gw->downw, NULL, dmo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), N, H,
-                C);
+    zt_mm_bwd_d(be, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW),
+                N, H, C);
     zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
     if (s->gu16 && m->cfg.o16) {   /* (the kernel reads gate|up in bf16) */
-        if (sh->gemma) be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
-        else be->swiglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        if ((dgu16 = d16_of(m, a->dgu16))) {   /* (and writes gate|up's gradient in bf16 too) */
+            if (sh->gemma) be->geglu_bwd_d16(a->dgu, a->dgu16, a->dh, s->gu16, N, H);
+            else be->swiglu_bwd_d16(a->dgu, a->dgu16, a->dh, s->gu16, N, H);
+        } else if (sh->gemma) {
+            be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        } else {
+            be->swiglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+        }
         goto gu_bwd;
     }
     if (s->gu16) {
@@ -1201,23 +1234,23 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
 gu_bwd:
-    zt_mm_bwd_x(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), N,
-                C, 2 * H);
+    zt_mm_bwd_d(be, a->dbuf, gw->guw, NULL, a->dgu, dgu16, s->xn2, s->xn216, w->guw,
+                LW16(m, w, T_GATEW), N, C, 2 * H);
     zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
 mlp_norm:
-    be->rmsnorm_bwd(a->dres, gw->mlp_norm, a->dbuf, s->res2, norm_w(m, a, w->mlp_norm, C),
-                    s->rstd2, N, C);
+    rms_bwd(be, a->dres, sh->gemma ? NULL : dc16, gw->mlp_norm, a->dbuf, s->res2,
+            norm_w(m, a, w->mlp_norm, C), s->rstd2, N, C);
     /* attention; the rotation's gradient is the inverse rotation (gemma:
      * through the post-attention norm first) */
     const float *dao = a->dres;
     if (sh->gemma) {
         be->zero(a->scratch, NC * sizeof(float));
-        be->rmsnorm_bwd(a->scratch, gw->post_attn_norm, a->dres, s->ao,
-                        norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
+        rms_bwd(be, a->scratch, dc16, gw->post_attn_norm, a->dres, s->ao,
+                norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
         dao = a->scratch;
     }
-    zt_mm_bwd_x(be, a->datt, gw->ow, NULL, dao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), N,
-                sh->AD, C);
+    zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
+                N, sh->AD, C);
     zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (sh->sp > 1) {
@@ -1264,8 +1297,9 @@ mlp_norm:
     zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), N, C,
                 sh->QKV);
     zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, a->dbuf, N, ls);
-    be->rmsnorm_bwd(a->dres, gw->attn_norm, a->dbuf, a->res[l], norm_w(m, a, w->attn_norm, C),
-                    s->rstd1, N, C);
+    /* (block 0's: the embedding reads the fp32 value) */
+    rms_bwd(be, a->dres, sh->gemma || l == 0 ? NULL : dc16, gw->attn_norm, a->dbuf, a->res[l],
+            norm_w(m, a, w->attn_norm, C), s->rstd1, N, C);
     return ZT_OK;
 }
 

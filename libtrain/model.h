@@ -160,6 +160,17 @@ static inline int zt_l16_test_on(void) { return !getenv("ZT_TEST_NO_L16"); }
 static inline int zt_ao16_ok(const zt_backend *be) {
     return be && be->gqa_ext_fwd16o && be->gqa_ext_bwd16o;
 }
+/* The bf16 gradients (backend.h matmul_bwd_d16, matmul_dgelu_bwd_d16,
+ * layernorm_bwd16, rmsnorm_bwd16, swiglu_bwd_d16, geglu_bwd_d16): 1 when
+ * the backend has them all, and the models then have the kernel producing a
+ * gradient that backward GEMMs read (the norm backward adding into the
+ * residual gradient, SwiGLU / GeGLU's) write its bf16 copy beside the fp32
+ * value, and the GEMMs read that copy (bitwise the values the GEMM entries
+ * round otherwise).  Checked once, when the model is created (with zt_model_config.d16, ZT_TEST_NO_D16 unset). */
+static inline int zt_d16_ok(const zt_backend *be) {
+    return be && be->matmul_bwd_d16 && be->matmul_dgelu_bwd_d16 && be->layernorm_bwd16 &&
+           be->rmsnorm_bwd16 && be->swiglu_bwd_d16 && be->geglu_bwd_d16;
+}
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;
@@ -188,6 +199,27 @@ static inline void zt_mm_dgelu_bwd_x(const zt_backend *be, float *dpre, float *d
                                      const uint16_t *w16, int N, int C, int OC) {
     if (x16) be->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, x16, pre, w, w16, N, C, OC);
     else zt_mm_dgelu_bwd(be, dpre, dpre_bias, dw, dbias, dout, x, pre, w, w16, N, C, OC);
+}
+
+/* The backward linear layers with dout's bf16 copy where the model has it
+ * (dout16 != NULL: the backend's *_d16 entries, zt_d16_ok), else the
+ * entries above.  Bitwise the same values either way (backend.h). */
+static inline void zt_mm_bwd_d(const zt_backend *be, float *dinp, float *dw, float *dbias,
+                               const float *dout, const uint16_t *dout16, const float *x,
+                               const uint16_t *x16, const float *w, const uint16_t *w16, int N,
+                               int C, int OC) {
+    if (dout16) be->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, x, x16, w, w16, N, C, OC);
+    else zt_mm_bwd_x(be, dinp, dw, dbias, dout, x, x16, w, w16, N, C, OC);
+}
+static inline void zt_mm_dgelu_bwd_d(const zt_backend *be, float *dpre, float *dpre_bias,
+                                     float *dw, float *dbias, const float *dout,
+                                     const uint16_t *dout16, const float *x, const uint16_t *x16,
+                                     const float *pre, const float *w, const uint16_t *w16, int N,
+                                     int C, int OC) {
+    if (dout16)
+        be->matmul_dgelu_bwd_d16(dpre, dpre_bias, dw, dbias, dout, dout16, x, x16, pre, w, w16, N,
+                                 C, OC);
+    else zt_mm_dgelu_bwd_x(be, dpre, dpre_bias, dw, dbias, dout, x, x16, pre, w, w16, N, C, OC);
 }
 
 #endif

@@ -476,12 +476,14 @@ typedef struct w16_mem {
     uint64_t logits_plan;
     long ao16, att16;  /* gqa_ext_fwd16o + _bwd16o, gqa_ext_fwd16 + _bwd16 calls */
     long from16;       /* k_from_bf16 launches */
+    long d16;          /* calls of the bf16-gradient entries (matmul_bwd_d16, ...) */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
- * too); 64 = ZT_TEST_NO_L16 over the whole run */
+ * too), 256 = ZT_TEST_NO_D16 (read at the setup too); 64 = ZT_TEST_NO_L16
+ * over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -534,6 +536,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 16) setenv("ZT_TEST_NO_R16", "1", 1);
     if (no_w16 & 64) setenv("ZT_TEST_NO_L16", "1", 1);
     if (no_w16 & 128) setenv("ZT_TEST_NO_AO16", "1", 1);
+    if (no_w16 & 256) setenv("ZT_TEST_NO_D16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -542,6 +545,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         zt_backend_set_stand_in(NULL);
     }
     unsetenv("ZT_TEST_NO_W16");
+    unsetenv("ZT_TEST_NO_D16");
     unsetenv("ZT_TEST_NO_ACT16");
     unsetenv("ZT_TEST_NO_O16");
     unsetenv("ZT_TEST_NO_N16");
@@ -599,12 +603,14 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
      * calls too; the head's take the fp32 final norm) */
     mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
-               t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h;
+               t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
+               t.calls[ZT_CE_matmul_dgelu_bwd_d16];
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
-               t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o];
+               t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
+               t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o];
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
@@ -613,6 +619,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->rope = t.calls[ZT_CE_rope_fwd];
     mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
+    mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
+               t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
+               t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
@@ -834,8 +843,11 @@ static void bf16_outputs(void) {
         /* (and the attention output's, which the attention writes in bf16
          * itself, gqa_ext_fwd16o, with LoRA too) */
         const long fewer = 4L * s.L * fwd * ((is_lora ? 0 : s.llama ? 2 : 3) + 1);
-        tap_ok(ma.o16 == want && mb.o16 == 0 && mb.to16 - ma.to16 == fewer && ra == rb &&
-                   ma.acts_peak == mb.acts_peak,
+        /* (Llama: without them SwiGLU's backward is the fp32 one, which
+         * writes no bf16 copy of gate|up's gradient (bf16 gradients): its
+         * GEMMs round it, one k_round_bf16 more a block) */
+        tap_ok(ma.o16 == want && mb.o16 == 0 && mb.to16 - ma.to16 == fewer &&
+                   rb - ra == (s.llama ? 4L * s.L : 0) && ma.acts_peak == mb.acts_peak,
                "%s: %ld bf16-output calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without, %ld "
                "fewer expected), %ld roundings (%ld without), activations' peak %llu bytes (%llu without)",
                what, ma.o16, want, mb.o16, ma.to16, mb.to16, fewer, ra, rb,
@@ -1085,6 +1097,71 @@ static void bf16_att_out(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 gradients
+ * The gradients the backward GEMMs read written in bf16 by the kernels
+ * producing them (backend.h matmul_bwd_d16, matmul_dgelu_bwd_d16,
+ * layernorm_bwd16, rmsnorm_bwd16, swiglu_bwd_d16, geglu_bwd_d16): every
+ * loss and gradient norm bitwise those of the GEMM entries rounding the
+ * fp32 gradients (ZT_TEST_NO_D16=1, the path of before), GPT-2 and Llama
+ * (and Gemma 2's GeGLU and post norms), stages 0 and 3, with activation
+ * checkpointing and without, LoRA.  Per backward: GPT-2 the final norm, and
+ * per block the fc projection's GEMMs (through the GELU), the attention
+ * projection's, ln2 and ln1 (but block 0's) take the new entries, and 2
+ * k_round_bf16 fewer a block (the residual gradient's, read by the two
+ * projections); Llama the final norm, and per block the down, gate|up and
+ * o GEMMs, SwiGLU's backward, mlp_norm and attn_norm (but block 0's); Gemma
+ * 2 per block the two post norms, the three GEMMs and GeGLU's backward: 3
+ * k_round_bf16 fewer a block; the other counts (the bf16-output ones with
+ * swiglu / geglu _bwd_d16 for _bwd16) and the activations' peak and plan
+ * unchanged.  (Device copies are not compared: under the counter the cpu's
+ * blocks are 64-byte aligned, so which bf16 operands get copied to 256-byte
+ * alignment varies from run to run.) */
+static void bf16_gradients(void) {
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
+        {"gpt2:2,2,32,64,2,16", 0, lora},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma}, {"llama:2,4,2,32,48,64,2,16", 3, lora}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const int is_ck = ex == ck, is_gemma = ex == gemma, is_lora = ex == lora;
+        char what[96];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s", cases[i].shape, cases[i].stage,
+                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "", is_lora ? " LoRA" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 256, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 gradients", what))
+            continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the rounding GEMM entries' (%.9g %.9g ... "
+               "%.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
+         * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
+        const long want = 4L * (s.llama ? 6L * s.L : 4L * s.L);
+        const long fewer = 4L * s.L * (s.llama ? 3 : 2);
+        tap_ok(ma.d16 == want && mb.d16 == 0 && rb - ra == fewer &&
+                   wa == wb && ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.to16 == mb.to16 &&
+                   ma.acts_peak == mb.acts_peak && ma.acts_plan == mb.acts_plan,
+               "%s: %ld bf16-gradient calls (%ld expected, %ld without), %ld k_round_bf16 (%ld "
+               "without, %ld fewer expected), activations' peak %llu bytes (%llu without)",
+               what, ma.d16, want, mb.d16, ra, rb, fewer,
+               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -1204,7 +1281,10 @@ static void model(void) {
          * kernel (gqa_ext_fwd16o), so no k_to_bf16 is left; the attention
          * reads q|k|v in bf16 as they are (gqa_ext_fwd16 / _bwd16: 12 * 2
          * k_att_tc_round fewer), and its backward the bf16 output
-         * (gqa_ext_bwd16o: the widenings are fc's output's, 12); the LM
+         * (gqa_ext_bwd16o: the widenings are fc's output's, 12); the
+         * residual gradient's bf16 copy written by the LayerNorm backward
+         * adding into it, read so by the two projections' backward GEMMs
+         * (12 * 2 fewer roundings); the LM
          * head's gradient written in bf16 (k_xent16_fused) and read so by
          * its backward GEMMs (matmul_bwd_head16: its dout rounding, 1,
          * gone) */
@@ -1214,7 +1294,7 @@ static void model(void) {
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
-                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 &&
+                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
@@ -1231,7 +1311,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
-                   "- 96 of activations - the head's bf16 gradient), bf16 logits (k_xent16_fwd, "
+                   "- 96 of activations - the head's bf16 gradient - 24 of gradients), bf16 logits (k_xent16_fwd, "
                    "k_xent16_fused), %ld conversions (%ld as recorded), %ld "
                    "widenings (%ld as recorded + 12 activations), 24 q|k|v roundings fewer in the attention, 12 "
                    "bf16 GELUs, 24 bf16 LayerNorms",
@@ -1295,7 +1375,6 @@ static void bf16_hooks_once(void) {
     zt_status st;
     memset(&st, 0, sizeof st);
     const int r1 = w16_run(&s, 0, NULL, 0, a, &wa, &ra, &ma, &st);
-    bf16_att_out();
     if (r1) tap_diag("read once: %s", st.msg);
     const int r2 = r1 ? r1 : w16_run(&s, 0, NULL, 32, b, &wb, &rb, &mb, &st);
     if (!r1 && r2) tap_diag("read once: %s", st.msg);
@@ -1564,6 +1643,8 @@ int main(int argc, char **argv) {
     bf16_norms();
     bf16_rope();
     bf16_logits();
+    bf16_att_out();
+    bf16_gradients();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

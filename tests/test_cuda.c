@@ -640,6 +640,39 @@ static void test_norm16(int N, int C) {
                      who, ip, N, C);
             tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(s1, s2, N * 4), "%s", name);
         }
+        /* the norm backwards writing the bf16 copy (layernorm_bwd16,
+         * rmsnorm_bwd16): dinp (+= onto B), dw, db bitwise the fp32 entry's,
+         * dinp16 to_bf16 of dinp; dout = b, the statistics of a's norm */
+        {
+            float *w1 = k ? calloc(C, 4) : gpu->alloc(C * 4), *w2 = k ? calloc(C, 4) : gpu->alloc(C * 4);
+            float *c1 = k ? calloc(C, 4) : gpu->alloc(C * 4), *c2 = k ? calloc(C, 4) : gpu->alloc(C * 4);
+            be->layernorm_fwd(y, m1, s1, A, W, Bi, N, C);
+            be->rmsnorm_fwd(y, s2, A, W, 1e-5f, N, C);
+            for (int r = 0; r < 2; r++) {
+                be->copy(r1, Bv, nn * 4);
+                be->copy(r2, Bv, nn * 4);
+                be->zero(w1, C * 4); be->zero(w2, C * 4); be->zero(c1, C * 4); be->zero(c2, C * 4);
+                if (r) {
+                    be->rmsnorm_bwd16(r1, o1, w1, Bv, A, W, s2, N, C);
+                    be->rmsnorm_bwd(r2, w2, Bv, A, W, s2, N, C);
+                } else {
+                    be->layernorm_bwd16(r1, o1, w1, c1, Bv, A, W, m1, s1, N, C);
+                    be->layernorm_bwd(r2, w2, c2, Bv, A, W, m1, s1, N, C);
+                }
+                be->to_bf16(o2, r2, nn);
+                snprintf(name, sizeof name,
+                         "%s%s_bwd16 N=%d C=%d: bitwise %s_bwd, dinp16 its dinp rounded", who,
+                         r ? "rmsnorm" : "layernorm", N, C, r ? "rmsnorm" : "layernorm");
+                tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(w1, w2, C * 4) &&
+                           SAME(c1, c2, C * 4),
+                       "%s", name);
+            }
+            void *wb[] = {w1, w2, c1, c2};
+            for (size_t i = 0; i < 4; i++) {
+                if (k) free(wb[i]);
+                else gpu->free(wb[i]);
+            }
+        }
 #undef SAME
         void *bufs[] = {r1, r2, y, t, m1, m2, s1, s2, o1, o2};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
@@ -777,6 +810,42 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         snprintf(name, sizeof name, "cpu matmul_fwd_a16, matmul_bwd_a16 %s: bitwise the fp32-input entries", tag);
         tap_ok(!memcmp(c0, c1, no * 4) && !memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4), "%s", name);
         free(hi); free(hd); free(hb); free(c0); free(c1); free(e0); free(e1); free(g0); free(g1);
+    }
+    /* the bf16-gradient entry (matmul_bwd_d16): dout16 = dout rounded, `off`
+     * floats into its buffer (a copy to 256-byte alignment when not 0), with
+     * the fp32 or bf16 input and weight: bitwise matmul_bwd on dout (dbias
+     * from the fp32 dout); and the CPU's likewise */
+    {
+        float *hd = xmalloc(no * 4);
+        uint16_t *d16 = xmalloc(no * 2);
+        gpu->to_host(hd, d_d, no * 4);
+        cpu->to_bf16(d16, hd, no);
+        char *bd16 = gpu->alloc(no * 2 + 4 * off);
+        const uint16_t *d16_d = (const uint16_t *)(bd16 + 4 * off);
+        gpu->to_device((void *)d16_d, d16, no * 2);
+        for (int k = 0; k < 4; k++) {
+            const int wk = k & 1, xk = k >> 1;
+            gpu->zero(dw[1], nw * 4);
+            gpu->zero(db[1], OC * 4);
+            gpu->matmul_bwd_d16(di[1], dw[1], db[1], d_d, d16_d, xk ? NULL : i_d, xk ? i16_d : NULL,
+                                wk ? NULL : w_d, wk ? w16_d : NULL, N, C, OC);
+            snprintf(name, sizeof name, "matmul_bwd_d16 (%s, %s) %s: bitwise matmul_bwd",
+                     xk ? "bf16 input" : "fp32 input", wk ? "w16" : "fp32 w", tag);
+            tap_ok(same_bits(di[0], di[1], ni * 4) && same_bits(dw[0], dw[1], nw * 4) &&
+                       same_bits(db[0], db[1], OC * 4),
+                   "%s", name);
+        }
+        float *hi = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
+        float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4), *b0 = calloc(OC, 4), *b1 = calloc(OC, 4);
+        gpu->to_host(hi, i_d, ni * 4);
+        cpu->matmul_bwd(e0, g0, b0, hd, hi, w, N, C, OC);
+        cpu->matmul_bwd_d16(e1, g1, b1, hd, d16, NULL, i16, NULL, w16, N, C, OC);
+        snprintf(name, sizeof name, "cpu matmul_bwd_d16 %s: bitwise matmul_bwd", tag);
+        tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4) && !memcmp(b0, b1, OC * 4), "%s",
+               name);
+        free(hi); free(e0); free(e1); free(g0); free(g1); free(b0); free(b1); free(hd); free(d16);
+        gpu->free(bd16);
+        no_error("matmul_bwd_d16");
     }
     /* the bf16-output entry: bitwise to_bf16 of matmul_fwd's result (o[0]),
      * with the fp32 input and the bf16 one, the fp32 weight and w16 (cuda:
@@ -1042,6 +1111,44 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
                        same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
                    "%s", name);
         }
+        /* the bf16-gradient entry: dout16 (`off` floats in), the bf16 input
+         * g16, w16 or w: bitwise the fp32 entries' dpre, dpre_bias, dw, dbias */
+        {
+            const size_t nd = (size_t)N * OC;
+            float *hd = xmalloc(nd * 4);
+            uint16_t *d16 = xmalloc(nd * 2);
+            gpu->to_host(hd, d_d, nd * 4);
+            cpu->to_bf16(d16, hd, nd);
+            char *bd16 = gpu->alloc(nd * 2 + 4 * off);
+            uint16_t *d16_d = (uint16_t *)(bd16 + 4 * off);
+            gpu->to_device(d16_d, d16, nd * 2);
+            for (int wk = 0; wk < 2; wk++) {
+                gpu->zero(dw2_d, nw * 4); gpu->zero(db2_d, OC * 4); gpu->zero(pb2_d, C * 4);
+                gpu->matmul_dgelu_bwd_d16(dp2_d, pb2_d, dw2_d, db2_d, d_d, d16_d, NULL, g16_d, pi_d,
+                                          wk ? NULL : w_d, wk ? w16_d : NULL, N, C, OC);
+                snprintf(name, sizeof name, "matmul_dgelu_bwd_d16 (%s) %s: bitwise the fp32 entry",
+                         wk ? "w16" : "fp32 w", tag);
+                tap_ok(same_bits(dp2_d, dp_d, ni * 4) && same_bits(pb2_d, pb_d, C * 4) &&
+                           same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
+                       "%s", name);
+            }
+            /* the CPU's: bitwise its matmul_dgelu_bwd */
+            float *hg = xmalloc(ni * 4), *hp = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
+            float *q0 = calloc(C, 4), *q1 = calloc(C, 4), *g0 = calloc(nw, 4), *g1 = calloc(nw, 4);
+            float *b0 = calloc(OC, 4), *b1 = calloc(OC, 4);
+            gpu->to_host(hg, g_d, ni * 4);
+            gpu->to_host(hp, pi_d, ni * 4);
+            cpu->set_matmul_precision(ZT_MATMUL_BF16);
+            cpu->matmul_dgelu_bwd(e0, q0, g0, b0, hd, hg, hp, w, N, C, OC);
+            cpu->matmul_dgelu_bwd_d16(e1, q1, g1, b1, hd, d16, hg, NULL, hp, NULL, w16, N, C, OC);
+            snprintf(name, sizeof name, "cpu matmul_dgelu_bwd_d16 %s: bitwise matmul_dgelu_bwd", tag);
+            tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(q0, q1, C * 4) && !memcmp(g0, g1, nw * 4) &&
+                       !memcmp(b0, b1, OC * 4),
+                   "%s", name);
+            free(hg); free(hp); free(e0); free(e1); free(q0); free(q1); free(g0); free(g1);
+            free(b0); free(b1); free(hd); free(d16);
+            gpu->free(bd16);
+        }
         gpu->free(bi16); gpu->free(bg16);
         free(i16); free(g16);
         gpu->free(o2); gpu->free(p2); gpu->free(bw16);
@@ -1295,6 +1402,15 @@ static void test_act16(int N, int H) {
             else be->swiglu_bwd(d2, dd, t, N, H);
             ok = b ? !memcmp(d1, d2, n2 * 4) : same_bits(d1, d2, n2 * 4);
             snprintf(name, sizeof name, "%s%s_bwd16 N=%d H=%d: bitwise %s_bwd of the widened gate|up",
+                     who, fn, N, H, fn);
+            tap_ok(ok, "%s", name);
+            /* _bwd_d16: the same dgu, and dgu16 its values rounded */
+            if (g) be->geglu_bwd_d16(d1, o16, dd, gin, N, H);
+            else be->swiglu_bwd_d16(d1, o16, dd, gin, N, H);
+            be->to_bf16(r16, d2, n2);
+            ok = b ? !memcmp(d1, d2, n2 * 4) && !memcmp(o16, r16, n2 * 2)
+                   : same_bits(d1, d2, n2 * 4) && same_bits(o16, r16, n2 * 2);
+            snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d: bitwise %s_bwd16, dgu16 its dgu rounded",
                      who, fn, N, H, fn);
             tap_ok(ok, "%s", name);
         }

@@ -425,6 +425,62 @@ static void cpu_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16,
     zt_cpu_geglu_bwd(dgu, dout, dgu, N, H);
 }
 
+/* the bf16-gradient entries of backend.h: dout16 (and inp16, w16) widened
+ * (exact), then the fp32 entry's GEMMs, whose bf16 rounding of them is the
+ * identity; dbias from the fp32 dout, as the fp32 entry takes it */
+static void cpu_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
+                               const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0) return;
+    if (C > 0 && OC > 0 && (dinp || dw)) {
+        float *d = widen_a16(dout16, N, OC), *x = NULL, *own = NULL;
+        const float *xx = inp, *ww = w;
+        int ok = d != NULL;
+        if (ok && inp16 && dw) ok = (xx = x = widen_a16(inp16, N, C)) != NULL;
+        if (ok && w16 && dinp) ok = (ww = own = widen_w16(w16, OC, C)) != NULL;
+        if (ok) cpu_matmul_bwd(dinp, dw, NULL, d, xx, ww, N, C, OC);
+        free(own);
+        free(x);
+        free(d);
+    } else {
+        cpu_matmul_bwd(dinp, dw, NULL, dout, inp, w, N, C, OC);
+    }
+    if (OC > 0 && dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+}
+static void cpu_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                     const float *dout, const uint16_t *dout16, const float *inp,
+                                     const uint16_t *inp16, const float *pre, const float *w,
+                                     const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0) return;
+    cpu_matmul_bwd_d16(dpre, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    if (C <= 0) return;
+    zt_cpu_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
+    if (dpre_bias) zt_cpu_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
+}
+static void cpu_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
+                                const float *dout, const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N, int C) {
+    zt_cpu_layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    if (N > 0 && C > 0) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
+}
+static void cpu_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                              const float *inp, const float *w, const float *rstd, int N, int C) {
+    zt_cpu_rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
+    if (N > 0 && C > 0) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
+}
+static void cpu_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout,
+                               const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    cpu_swiglu_bwd16(dgu, dout, gu16, N, H);
+    zt_cpu_to_bf16(dgu16, dgu, (size_t)N * 2 * H);
+}
+static void cpu_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                              int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    cpu_geglu_bwd16(dgu, dout, gu16, N, H);
+    zt_cpu_to_bf16(dgu16, dgu, (size_t)N * 2 * H);
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 static void cpu_add(float *out, const float *a, const float *b, size_t n);
@@ -770,6 +826,12 @@ static const zt_backend cpu_backend = {
     .matmul_bwd_head16 = cpu_matmul_bwd_head16,
     .gqa_ext_fwd16o = cpu_gqa_ext_fwd16o,
     .gqa_ext_bwd16o = cpu_gqa_ext_bwd16o,
+    .matmul_bwd_d16 = cpu_matmul_bwd_d16,
+    .matmul_dgelu_bwd_d16 = cpu_matmul_dgelu_bwd_d16,
+    .layernorm_bwd16 = cpu_layernorm_bwd16,
+    .rmsnorm_bwd16 = cpu_rmsnorm_bwd16,
+    .swiglu_bwd_d16 = cpu_swiglu_bwd_d16,
+    .geglu_bwd_d16 = cpu_geglu_bwd_d16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -1463,6 +1463,94 @@ static void s_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
     if (ok) cpu()->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
     leave();
 }
+/* the bf16-gradient entries */
+#define NEED_WX(who)                                                                     \
+    do {                                                                                 \
+        if (dinp_ && w16) NEED_DEV(who, "w16", w16, (size_t)OC * C * 2);                 \
+        else if (dinp_) NEED_DEV(who, "w", w, (size_t)OC * C * F);                       \
+        if (dw && inp16) NEED_DEV(who, "inp16", inp16, (size_t)N * C * 2);               \
+        else if (dw) NEED_DEV(who, "inp", inp, (size_t)N * C * F);                       \
+        NEED_DEV(who, "dout16", dout16, (size_t)N * OC * 2);                             \
+        NEED_DEV(who, "dout", dout, (size_t)N * OC * F);                                 \
+        NEED_DEV(who, "dw", dw, (size_t)OC * C * F);                                     \
+        NEED_DEV(who, "dbias", dbias, (size_t)OC * F);                                   \
+    } while (0)
+static void s_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    int ok = 1;
+    const void *dinp_ = dinp;
+    enter();
+    NEED_DEV("matmul_bwd_d16", "dinp", dinp, (size_t)N * C * F);
+    NEED_WX("matmul_bwd_d16");
+    if (ok) cpu()->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    leave();
+}
+static void s_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                   const float *dout, const uint16_t *dout16, const float *inp,
+                                   const uint16_t *inp16, const float *pre, const float *w,
+                                   const uint16_t *w16, int N, int C, int OC) {
+    int ok = 1;
+    const void *dinp_ = dpre;
+    enter();
+    NEED_DEV("matmul_dgelu_bwd_d16", "dpre", dpre, (size_t)N * C * F);
+    NEED_DEV("matmul_dgelu_bwd_d16", "dpre_bias", dpre_bias, (size_t)C * F);
+    NEED_DEV("matmul_dgelu_bwd_d16", "pre", pre, (size_t)N * C * F);
+    NEED_WX("matmul_dgelu_bwd_d16");
+    if (ok)
+        cpu()->matmul_dgelu_bwd_d16(dpre, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre, w,
+                                    w16, N, C, OC);
+    leave();
+}
+#undef NEED_WX
+static void s_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
+                              const float *dout, const float *inp, const float *w,
+                              const float *mean, const float *rstd, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("layernorm_bwd16", "dinp", dinp, NC);
+    NEED_DEV("layernorm_bwd16", "dinp16", dinp16, (size_t)N * C * 2);
+    NEED_DEV("layernorm_bwd16", "dw", dw, (size_t)C * F);
+    NEED_DEV("layernorm_bwd16", "db", db, (size_t)C * F);
+    NEED_DEV("layernorm_bwd16", "dout", dout, NC);
+    NEED_DEV("layernorm_bwd16", "inp", inp, NC);
+    NEED_DEV("layernorm_bwd16", "w", w, (size_t)C * F);
+    NEED_DEV("layernorm_bwd16", "mean", mean, (size_t)N * F);
+    NEED_DEV("layernorm_bwd16", "rstd", rstd, (size_t)N * F);
+    if (ok) cpu()->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
+    leave();
+}
+static void s_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                            const float *inp, const float *w, const float *rstd, int N, int C) {
+    int ok = 1;
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    NEED_DEV("rmsnorm_bwd16", "dinp", dinp, NC);
+    NEED_DEV("rmsnorm_bwd16", "dinp16", dinp16, (size_t)N * C * 2);
+    NEED_DEV("rmsnorm_bwd16", "dw", dw, (size_t)C * F);
+    NEED_DEV("rmsnorm_bwd16", "dout", dout, NC);
+    NEED_DEV("rmsnorm_bwd16", "inp", inp, NC);
+    NEED_DEV("rmsnorm_bwd16", "w", w, (size_t)C * F);
+    NEED_DEV("rmsnorm_bwd16", "rstd", rstd, (size_t)N * F);
+    if (ok) cpu()->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
+    leave();
+}
+#define S_GLU_BWD_D16(name)                                                                \
+    static void s_##name(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16, \
+                         int N, int H) {                                                   \
+        int ok = 1;                                                                        \
+        const size_t NH = (size_t)N * H;                                                   \
+        enter();                                                                           \
+        NEED_DEV(#name, "dgu", dgu, 2 * NH * F);                                           \
+        NEED_DEV(#name, "dgu16", dgu16, 2 * NH * 2);                                       \
+        NEED_DEV(#name, "dout", dout, NH * F);                                             \
+        NEED_DEV(#name, "gu16", gu16, 2 * NH * 2);                                         \
+        if (ok) cpu()->name(dgu, dgu16, dout, gu16, N, H);                                 \
+        leave();                                                                           \
+    }
+S_GLU_BWD_D16(swiglu_bwd_d16)
+S_GLU_BWD_D16(geglu_bwd_d16)
 
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
@@ -1569,6 +1657,12 @@ static const zt_backend strict_backend = {
     .matmul_bwd_head16 = s_matmul_bwd_head16,
     .gqa_ext_fwd16o = s_gqa_ext_fwd16o,
     .gqa_ext_bwd16o = s_gqa_ext_bwd16o,
+    .matmul_bwd_d16 = s_matmul_bwd_d16,
+    .matmul_dgelu_bwd_d16 = s_matmul_dgelu_bwd_d16,
+    .layernorm_bwd16 = s_layernorm_bwd16,
+    .rmsnorm_bwd16 = s_rmsnorm_bwd16,
+    .swiglu_bwd_d16 = s_swiglu_bwd_d16,
+    .geglu_bwd_d16 = s_geglu_bwd_d16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

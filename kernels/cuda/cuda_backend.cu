@@ -920,6 +920,12 @@ static void fill_table(zt_backend *t) {
     t->gqa_ext_bwd16 = zt_cuda_gqa_ext_bwd16;
     t->gqa_ext_fwd16o = zt_cuda_gqa_ext_fwd16o;
     t->gqa_ext_bwd16o = zt_cuda_gqa_ext_bwd16o;
+    t->matmul_bwd_d16 = zt_cuda_matmul_bwd_d16;
+    t->matmul_dgelu_bwd_d16 = zt_cuda_matmul_dgelu_bwd_d16;
+    t->layernorm_bwd16 = zt_cuda_layernorm_bwd16;
+    t->rmsnorm_bwd16 = zt_cuda_rmsnorm_bwd16;
+    t->swiglu_bwd_d16 = zt_cuda_swiglu_bwd_d16;
+    t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;
 }
 
 __global__ void k_probe(int *x) {

@@ -319,6 +319,23 @@ void zt_cuda_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, 
 void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                   const float *dout, const uint16_t *inp16, const float *pre,
                                   const float *w, const uint16_t *w16, int N, int C, int OC);
+/* the bf16-gradient entries (backend.h matmul_bwd_d16, ...) */
+void zt_cuda_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
+                            const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                            const float *w, const uint16_t *w16, int N, int C, int OC);
+void zt_cuda_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                  const float *dout, const uint16_t *dout16, const float *inp,
+                                  const uint16_t *inp16, const float *pre, const float *w,
+                                  const uint16_t *w16, int N, int C, int OC);
+void zt_cuda_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
+                             const float *dout, const float *inp, const float *w,
+                             const float *mean, const float *rstd, int N, int C);
+void zt_cuda_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                           const float *inp, const float *w, const float *rstd, int N, int C);
+void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                            int N, int H);
+void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                           int N, int H);
 void zt_cuda_set_matmul_precision(int mode);
 /* the precision set last (ZT_MATMUL_FP32 or ZT_MATMUL_BF16) */
 int zt_cuda_matmul_mode(void);

@@ -103,7 +103,7 @@ void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float
 /* dinp (+=), one warp per row */
 __global__ void __launch_bounds__(ZT_RMS_THREADS)
 k_rmsnorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
-                 const float *rstd, int N, int C) {
+                 const float *rstd, int N, int C, uint16_t *dinp16) {
     const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -115,7 +115,16 @@ k_rmsnorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *
     for (int c = lane; c < C; c += 32) s += (double)(w[c] * d[c]) * x[c];
     s = zt_warp_sum_d(s);
     const float k = zt_rms_k(s, r, C);
-    for (int c = lane; c < C; c += 32) di[c] += zt_rms_dx(x[c], d[c], w[c], r, k);
+    if (!dinp16) {
+        for (int c = lane; c < C; c += 32) di[c] += zt_rms_dx(x[c], d[c], w[c], r, k);
+        return;
+    }
+    /* rmsnorm_bwd16: the accumulated value rounded beside it */
+    uint16_t *d16 = dinp16 + (size_t)row * C;
+    for (int c = lane; c < C; c += 32) {
+        di[c] += zt_rms_dx(x[c], d[c], w[c], r, k);
+        d16[c] = zt_cvt_f32_to_bf16(di[c]);
+    }
 }
 
 /* partial dw over the rows of chunk blockIdx.y (double, in order) */
@@ -131,12 +140,12 @@ __global__ void k_rmsnorm_bwd_part(double *pw, const float *dout, const float *i
     pw[(size_t)p * C + c] = aw;
 }
 
-void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
-                         const float *w, const float *rstd, int N, int C) {
+static void rmsnorm_bwd(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                        const float *inp, const float *w, const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_RMS_THREADS / 32;
     k_rmsnorm_bwd_dx<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(dinp, dout, inp, w,
-                                                                               rstd, N, C);
+                                                                               rstd, N, C, dinp16);
     if (!ZT_LAUNCHED("k_rmsnorm_bwd_dx")) return;
     int R;
     const int P = zt_cuda_ws_col_chunks(N, &R);
@@ -146,6 +155,15 @@ void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float 
     k_rmsnorm_bwd_part<<<g1, ZT_RMS_COL_THREADS, 0, zt_cu.stream>>>(pw, dout, inp, rstd, N, C, R);
     if (!ZT_LAUNCHED("k_rmsnorm_bwd_part")) return;
     zt_cuda_colsum_final(dw, pw, P, C);
+}
+
+void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
+                         const float *w, const float *rstd, int N, int C) {
+    rmsnorm_bwd(dinp, NULL, dw, dout, inp, w, rstd, N, C);
+}
+void zt_cuda_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+                           const float *inp, const float *w, const float *rstd, int N, int C) {
+    rmsnorm_bwd(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
 }
 
 /* ------------------------------------------------------------ per-head RMSNorm */
@@ -327,13 +345,17 @@ __global__ void k_swiglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t 
 }
 
 __global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
-                               size_t total) {
+                               size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
         zt_swiglu_bwd(&dgu[o], &dgu[o + H], zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
                       dout[i]);
+        if (dgu16) {   /* swiglu_bwd_d16: the values rounded beside them */
+            dgu16[o] = zt_cvt_f32_to_bf16(dgu[o]);
+            dgu16[o + H] = zt_cvt_f32_to_bf16(dgu[o + H]);
+        }
     }
 }
 
@@ -350,7 +372,16 @@ void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
 void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total);
+    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
+                                                                       (uint16_t *)NULL);
+    ZT_LAUNCHED("k_swiglu_bwd16");
+}
+void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                            int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
+                                                                           dgu16);
     ZT_LAUNCHED("k_swiglu_bwd16");
 }
 
@@ -419,13 +450,17 @@ __global__ void k_geglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t t
 }
 
 __global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
-                              size_t total) {
+                              size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
         geglu_grad(&dgu[o], &dgu[o + H], zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
                    dout[i]);
+        if (dgu16) {   /* geglu_bwd_d16 */
+            dgu16[o] = zt_cvt_f32_to_bf16(dgu[o]);
+            dgu16[o + H] = zt_cvt_f32_to_bf16(dgu[o + H]);
+        }
     }
 }
 
@@ -442,7 +477,16 @@ void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, floa
 void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total);
+    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
+                                                                       (uint16_t *)NULL);
+    ZT_LAUNCHED("k_geglu_bwd16");
+}
+void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                           int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
+                                                                          dgu16);
     ZT_LAUNCHED("k_geglu_bwd16");
 }
 

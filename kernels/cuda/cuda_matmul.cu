@@ -441,22 +441,46 @@ static char *round_dout(const float *dout, int N, int C, int OC, bool dinp, bool
     return ZT_LAUNCHED("k_round_bf16") ? s : NULL;
 }
 
-/* dinp and dw from dout16 (round_dout's s); w16: the weight in bf16 */
+/* round_dout's scratch with dout16 given (the bf16-gradient entries; the
+ * request stays the fp32 entry's): *d16 = dout16 read where it is, or,
+ * when it is not 256-byte aligned, copied to s (cuBLASLt then sees the
+ * alignment the rounded copy had: the same algorithm, the same bits).
+ * NULL on an error (recorded). */
+static char *given_dout(const bf16_t *dout16, int N, int C, int OC, bool dinp, bool dw,
+                        size_t extra, const bf16_t **d16) {
+    const size_t nd = (size_t)OC * (size_t)N;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_bwd16(N, C, OC, dinp, dw) + extra,
+                                      "bf16 matmul operands");
+    if (!s) return NULL;
+    *d16 = dout16;
+    if (((uintptr_t)dout16 & 255) == 0) return s;
+    if (!ZT_CU(cudaMemcpyAsync(s, dout16, nd * 2, cudaMemcpyDeviceToDevice, zt_cu.stream)))
+        return NULL;
+    *d16 = (const bf16_t *)s;
+    return s;
+}
+
+/* dinp and dw from dout16 (round_dout's s, or dd16: given_dout's); w16:
+ * the weight in bf16 */
 static void bwd16(char *s, float *dinp, float *dw, const float *dout, const float *inp,
-                  const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16) {
-    const bf16_t *d16 = (const bf16_t *)s;
+                  const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16,
+                  const bf16_t *dd16 = NULL) {
+    const bf16_t *d16 = dd16 ? dd16 : (const bf16_t *)s;
     char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
     if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL, NULL, w16, d16, room);
     if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
 }
 
 static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16 = NULL) {
+                const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16 = NULL,
+                const bf16_t *dout16 = NULL) {
     if (N <= 0) return;
     if (g_mode == ZT_MATMUL_BF16 && C > 0 && OC > 0 && (dinp || dw)) {
-        char *s = round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
+        const bf16_t *dd16 = NULL;
+        char *s = dout16 ? given_dout(dout16, N, C, OC, dinp != NULL, dw != NULL, 0, &dd16)
+                         : round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
         if (!s) return;
-        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16);
+        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16, dd16);
         if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
         return;
     }
@@ -501,7 +525,7 @@ void zt_cuda_matmul_gelu_fwd(float *out, float *pre, const float *inp, const flo
  * scratch [dout16 | the other operand | the epilogue's bias gradient]. */
 static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, const float *dout,
                       const float *inp, const float *pre, const float *w, const bf16_t *w16, int N,
-                      int C, int OC, const bf16_t *x16 = NULL) {
+                      int C, int OC, const bf16_t *x16 = NULL, const bf16_t *dout16 = NULL) {
     if (N <= 0) return;
     if (C > 0 && OC > 0 && g_use_lt) {
         const bool bf16 = g_mode == ZT_MATMUL_BF16;
@@ -509,9 +533,11 @@ static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, co
         const bf16_t *d16 = NULL;
         size_t off = 0;
         if (bf16) {
-            s = round_dout(dout, N, C, OC, true, dw != NULL, zt_al256((size_t)C * 4));
+            const size_t ex = zt_al256((size_t)C * 4);
+            s = dout16 ? given_dout(dout16, N, C, OC, true, dw != NULL, ex, &d16)
+                       : round_dout(dout, N, C, OC, true, dw != NULL, ex);
             if (!s) return;
-            d16 = (const bf16_t *)s;
+            if (!dout16) d16 = (const bf16_t *)s;
             room = s + zt_al256((size_t)OC * (size_t)N * 2);
             off = zt_cuda_ws_matmul_bwd16(N, C, OC, 1, dw != NULL);
         } else {
@@ -537,7 +563,7 @@ static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, co
         if (fused) return;
         /* the plain GEMM ran into dpre: the GELU unfused */
     } else {
-        bwd(dpre, dw, dbias, dout, inp, w, w16, N, C, OC, x16);
+        bwd(dpre, dw, dbias, dout, inp, w, w16, N, C, OC, x16, dout16);
     }
     if (C <= 0) return;
     zt_cuda_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
@@ -604,6 +630,25 @@ void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, floa
     if (a16_ok("matmul_dgelu_bwd_a16"))
         dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, NULL, pre, w16 ? NULL : w, (const bf16_t *)w16, N,
                   C, OC, (const bf16_t *)inp16);
+}
+
+/* the bf16-gradient entries (backend.h): the entries above with the GEMMs'
+ * dout operand dout16 itself (bf16 matmul mode only); dbias from the fp32
+ * dout */
+void zt_cuda_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
+                            const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                            const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (a16_ok("matmul_bwd_d16"))
+        bwd(dinp, dw, dbias, dout, inp16 ? NULL : inp, w16 ? NULL : w, (const bf16_t *)w16, N, C,
+            OC, (const bf16_t *)inp16, (const bf16_t *)dout16);
+}
+void zt_cuda_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
+                                  const float *dout, const uint16_t *dout16, const float *inp,
+                                  const uint16_t *inp16, const float *pre, const float *w,
+                                  const uint16_t *w16, int N, int C, int OC) {
+    if (a16_ok("matmul_dgelu_bwd_d16"))
+        dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp16 ? NULL : inp, pre, w16 ? NULL : w,
+                  (const bf16_t *)w16, N, C, OC, (const bf16_t *)inp16, (const bf16_t *)dout16);
 }
 
 /* the bf16-output entry (backend.h): one cuBLASLt GEMM with D in bf16 (fp32

@@ -290,7 +290,7 @@ void zt_cuda_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rs
 /* dinp (+=), one warp per row */
 __global__ void __launch_bounds__(ZT_LN_THREADS)
 k_layernorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
-                   const float *mean, const float *rstd, int N, int C) {
+                   const float *mean, const float *rstd, int N, int C, uint16_t *dinp16) {
     const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -313,6 +313,8 @@ k_layernorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float
         const float norm = (x[c] - m) * r;
         const float dn = w[c] * d[c];
         di[c] += (dn - mean_dn - norm * mean_dnn) * r;
+        /* layernorm_bwd16: the accumulated value rounded beside it */
+        if (dinp16) dinp16[(size_t)row * C + c] = zt_cvt_f32_to_bf16(di[c]);
     }
 }
 
@@ -333,12 +335,14 @@ __global__ void k_layernorm_bwd_part(double *pw, double *pb, const float *dout, 
     pb[(size_t)p * C + c] = ab;
 }
 
-void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                           const float *w, const float *mean, const float *rstd, int N, int C) {
+static void layernorm_bwd(float *dinp, uint16_t *dinp16, float *dw, float *db, const float *dout,
+                          const float *inp, const float *w, const float *mean, const float *rstd,
+                          int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_LN_THREADS / 32;
     k_layernorm_bwd_dx<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(dinp, dout, inp, w,
-                                                                                mean, rstd, N, C);
+                                                                                mean, rstd, N, C,
+                                                                                dinp16);
     if (!ZT_LAUNCHED("k_layernorm_bwd_dx")) return;
     int R;
     const int P = col_chunks(N, &R);
@@ -353,6 +357,16 @@ void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
         dw, pw, db, pb, P, C);
     ZT_LAUNCHED("k_colsum_final");
+}
+
+void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, const float *mean, const float *rstd, int N, int C) {
+    layernorm_bwd(dinp, NULL, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+void zt_cuda_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
+                             const float *dout, const float *inp, const float *w,
+                             const float *mean, const float *rstd, int N, int C) {
+    layernorm_bwd(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
 /* ------------------------------------------------------------ GELU */
