@@ -85,8 +85,13 @@ const struct zt_backend *zt_mem_device_backend(void);
 int zt_mem_is_device(const void *p);
 
 const char *zt_mem_tag_name(int tag);
-/* Aligned (64 B), zero-filled, accounted allocation.  NULL + st on failure.
- * tag: a category, optionally | ZT_MEM_ON_HOST or | ZT_MEM_HOST. */
+/* The alignment of every accounted block: a host block's (mem.c), and
+ * cudaMalloc's (the cuda backend's alloc; cpu_alloc's too).  The models carve
+ * their activation blocks on it: a bf16 array the GEMMs read in place
+ * (zt_carve_take16) is 256-byte aligned only in a block that is. */
+#define ZT_MEM_ALIGN 256
+/* Aligned (ZT_MEM_ALIGN), zero-filled, accounted allocation.  NULL + st on
+ * failure.  tag: a category, optionally | ZT_MEM_ON_HOST or | ZT_MEM_HOST. */
 void *zt_mem_alloc(size_t bytes, int tag, zt_status *st);
 /* Free an accounted allocation (NULL is fine). */
 void zt_mem_free(void *p);

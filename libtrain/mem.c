@@ -2,9 +2,14 @@
  *
  * Two kinds of blocks:
  *   host blocks    calloc'd (zero, and not written when the pages are fresh:
- *                  untouched until first use), with a 64-byte header in
+ *                  untouched until first use), with a 256-byte header in
  *                  front holding the size and tag (the returned pointer is
- *                  64-byte aligned);
+ *                  256-byte aligned, as cudaMalloc's: the models' carves
+ *                  place the bf16 arrays the GEMMs read in place 256-byte
+ *                  aligned in their block, which needs the block aligned so;
+ *                  with 64 the counting backend over the cpu one saw another
+ *                  alignment, and so other kernels, as the heap's layout
+ *                  varied from run to run);
  *   device blocks  from the device backend's alloc() (zt_mem_set_backend with
  *                  a backend whose host_memory is 0).  Device memory cannot
  *                  carry a header the host could read, so these are recorded
@@ -41,7 +46,8 @@ typedef struct mem_hdr {
     void *raw;                  /* what calloc returned (the header is aligned within it) */
     int prefault;               /* queued for the pre-fault thread (may still be) */
 } mem_hdr;
-#define HDR 64
+/* the header's bytes: every block's alignment (ZT_MEM_ALIGN) */
+#define HDR ZT_MEM_ALIGN
 #define MAGIC 0x5a6d656d
 
 static zt_mem_stats g_mem;
@@ -340,7 +346,7 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     /* pin_memory: a whole-page block (no page shared with another block,
      * which would register it twice) */
     const int pin = on_host && (tag_flags & ZT_MEM_PIN) && dev && dev->host_register;
-    const size_t page = pin ? page_size() : 64;
+    const size_t page = pin && page_size() > ZT_MEM_ALIGN ? page_size() : ZT_MEM_ALIGN;
     size_t total = HDR + ((bytes + 63) & ~(size_t)63);
     if (pin) total = (total + page - 1) / page * page;
     /* calloc, not posix_memalign + memset: a large block comes from fresh

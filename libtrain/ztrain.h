@@ -433,7 +433,7 @@ int zt_unit_grads_done(zt_units *U, int unit, zt_status *st);
 int zt_units_count(const zt_units *U);
 size_t zt_unit_numel(const zt_units *U, int unit);
 
-/* Accounted allocation: 64-byte aligned, zero-filled; NULL + st on failure.
+/* Accounted allocation: 256-byte aligned, zero-filled; NULL + st on failure.
  * category is a zt_mem_category.  Memory of the context's backend (device
  * memory on a device backend). */
 void *zt_alloc(size_t bytes, int category, zt_status *st);

@@ -963,6 +963,45 @@ static void bf16_rope(void) {
     }
 }
 
+/* ------------------------------------------------------------ the stand-in's blocks
+ * The counting stand-in over the cpu backend (w16_run's) has host memory:
+ * the accounted blocks are mem.c's host blocks, and count.c's CUDA rules
+ * read their pointers (matmul_bwd_head16's dout16, the head's bf16 logits in
+ * the activation block: nothing launched when not 256-byte aligned; a bf16
+ * operand not 256-byte aligned: a device copy).  Every block is 256-byte
+ * aligned, as the cuda backend's cudaMalloc blocks, whatever the heap's
+ * layout (with 64, the counts of two runs of one model differed as it
+ * varied), small blocks and large (mmap'd) ones, with odd-sized heap
+ * allocations between them. */
+static void stand_in_blocks(void) {
+    static const size_t sizes[] = {1, 3, 60, 64, 100, 255, 256, 1000, 4096, 4100, 65536 + 12,
+                                   200000, 1u << 20, (1u << 20) + 4, 64u << 20};
+    enum { NS = sizeof sizes / sizeof sizes[0] };
+    void *p[NS], *q[NS];
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    zt_mem_set_backend(zt_backend_count_over(zt_backend_cpu()));
+    int ok = 1;
+    size_t bad = 0;
+    for (size_t i = 0; i < NS; i++) {
+        q[i] = malloc(1 + 24 * i);   /* (the heap moved along between the blocks) */
+        p[i] = zt_mem_alloc(sizes[i], ZT_MEM_ACTIVATIONS, &st);
+        if (!p[i] || ((uintptr_t)p[i] & 255)) {
+            if (ok) bad = sizes[i];
+            ok = 0;
+        }
+    }
+    for (size_t i = 0; i < NS; i++) {
+        zt_mem_free(p[i]);
+        free(q[i]);
+    }
+    zt_mem_set_backend(NULL);
+    char why[64] = "";
+    if (!ok) snprintf(why, sizeof why, "; not the one of %zu bytes", bad);
+    tap_ok(ok, "the stand-in's accounted blocks (host memory): %d blocks of 1 byte to 64 MiB, each "
+           "256-byte aligned (as cudaMalloc's)%s", (int)NS, why);
+}
+
 /* ------------------------------------------------------------ bf16 logits
  * The LM head's logits in bf16, as autocast has them (classifier.h: the
  * head GEMM writes them, matmul_fwd_o16 without tmp; xent16_fwd's losses,
@@ -1642,6 +1681,7 @@ int main(int argc, char **argv) {
     bf16_outputs();
     bf16_norms();
     bf16_rope();
+    stand_in_blocks();
     bf16_logits();
     bf16_att_out();
     bf16_gradients();
