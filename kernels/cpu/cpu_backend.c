@@ -44,14 +44,10 @@ static void cpu_set_threads(int n) {
 
 /* ------------------------------------------------------------ memory */
 
-/* 256-byte aligned, as cudaMalloc's blocks: the counting backend over this
- * one (kernels/count.c) models the CUDA paths that depend on an operand's
- * alignment (cuBLASLt's bf16 operands, matmul_bwd_head16's dout16), so its
- * counts must not vary with where malloc put a block */
 static void *cpu_alloc(size_t bytes) {
     void *p = NULL;
     size_t sz = bytes ? bytes : 1;
-    if (posix_memalign(&p, 256, sz) != 0) return NULL;
+    if (posix_memalign(&p, 64, sz) != 0) return NULL;
     memset(p, 0, sz);
     return p;
 }
