@@ -704,7 +704,8 @@ static void bf16_weights(void) {
     }
 }
 
-/* QLoRA's NF4 block weights dequantized straight into bf16 (shard_nf4.c)
+/* ------------------------------------------------------------ QLoRA NF4 weights in bf16
+ * QLoRA's NF4 block weights dequantized straight into bf16 (shard_nf4.c)
  * against the fp32 copy's path (ZT_TEST_NO_NF4W16=1, read at the setup):
  * 4 steps, stages 0 and 3, tied and untied head, nf4 and nf4-dq: losses and
  * gradient norms bitwise; the blocks' GEMMs (4 forward, 4 backward a block
