@@ -212,7 +212,11 @@ typedef struct layout {
      * (the gathered rest, codes and absmax, the 16-bit rounding buffer);
      * NULL without an NF4 base */
     uint64_t *qtmp;
+    uint64_t *q16;          /* [nu] with qtmp: the 16-bit rounding buffer (in qtmp's place
+                             * where the unit is built in bf16) */
     char *qplain;           /* [nu] with qtmp: the unit has no NF4 tensor */
+    int qw16;               /* with n32: a unit with NF4 tensors is built in bf16 (shard_nf4.c,
+                             * zt_shard_prec.nf4w16) */
     /* host-staged collectives (the planner's, shared by the engines; NULL:
      * none): req[u] the host buffer of unit u's all-gather in flight (stage
      * 3), preq[] those of the reduce-scatters in flight (pend[]) */
@@ -227,7 +231,7 @@ enum { PASS_FWD = 1, PASS_BWD = 2 };
 /* shard.c make_view: the unit's fp32 copy leaves out its GEMM weights
  * (at stage 3 keeping the gathered unit, where that saves memory) */
 static int u_w16(const layout *y, int u) {
-    if (y->qtmp && !y->qplain[u]) return 0;   /* (NF4: shard_nf4.c's rule) */
+    if (y->qtmp && !y->qplain[u] && !y->qw16) return 0;   /* (NF4: shard_nf4.c's rule) */
     return y->n32 && y->n32[u] < y->n[u] &&
            (y->p->stage < 3 && !y->qtmp ? 1 : 2 * y->n32[u] <= y->n[u]);
 }
@@ -304,11 +308,14 @@ static void u_params(layout *y, int u) {
         if (y->view[u]) return;
         y->view[u] = 1;
         /* (a unit without NF4 tensors whose GEMMs read 16-bit weights keeps
-         * its gathered 16-bit rest, the whole unit, until the release) */
-        const int keep = u_w16(y, u);
+         * its gathered 16-bit rest, the whole unit, until the release; one
+         * with NF4 tensors is built in a bf16 buffer of its own, kept so) */
+        const int keep = u_w16(y, u), own = keep && !y->qplain[u];
+        const uint64_t tmp = y->qtmp[u] + (keep ? 0 : y->q16[u]);
         s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u]);
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, y->qtmp[u] - (keep ? y->n[u] * y->eb : 0));
+        if (own) s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * y->eb);
+        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, tmp);
+        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, tmp - (keep && !own ? y->n[u] * y->eb : 0));
         if (keep) y->gathered[u] = y->n[u] * y->eb;
         return;
     }
@@ -519,7 +526,7 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
  * L blocks, head): *store its bytes on a rank (group index 0 at stage 3,
  * g = the shard group, else g = 1), *tmp the temporaries of its compute copy. */
 static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, uint64_t g, int es,
-                     int dq, int mixed, uint64_t *store, uint64_t *tmp, char *plain) {
+                     int dq, int mixed, uint64_t *store, uint64_t *tmp, uint64_t *t16, char *plain) {
     const int part = u == 0 ? ZT_AT_EMBED : u <= L ? ZT_AT_BLOCK : ZT_AT_HEAD;
     uint64_t rest = 0, nb = 0, na2 = 0, maxn = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
@@ -541,8 +548,8 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
     *plain = nb == 0;
     const uint64_t rlen = umax(cdiv(rest, g), 1), blen = umax(cdiv(nb, g), 1);
     *store = rlen * (uint64_t)es + 32 * blen + (dq ? blen + umax(na2, 1) * 4 : blen * 4);
-    *tmp = umax(rest, 1) * (uint64_t)es + 32 * umax(nb, 1) + umax(nb, 1) * (dq ? 1 : 4) +
-           (mixed && maxn ? maxn * 2 : 0);
+    *tmp = umax(rest, 1) * (uint64_t)es + 32 * umax(nb, 1) + umax(nb, 1) * (dq ? 1 : 4);
+    *t16 = mixed && maxn ? maxn * 2 : 0;
 }
 
 /* LoRA's model states (zt_ctx_create with ztrain.lora.r > 0, train.c):
@@ -645,6 +652,7 @@ static void layout_free(layout *y) {
     free(y->ub);
     free(y->n32);
     free(y->qtmp);
+    free(y->q16);
     free(y->qplain);
     free(y->win);
     free(y->ug);
@@ -779,12 +787,15 @@ static int plan_qlora(planner *q, zt_status *st) {
                        "offloaded (zero_optimization.offload_param); use offload_param none",
                        mc->lora_base);
     if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)) ||
+        !(q->y.q16 = calloc((size_t)q->y.nu, sizeof *q->y.q16)) ||
         !(q->y.qplain = calloc((size_t)q->y.nu, 1)))
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
+    q->y.qw16 = q->y.n32 && zt_nf4w16_of();   /* (train.c: zt_shard_prec.nf4w16) */
     for (int u = 0; u < q->y.nu; ++u) {
         uint64_t b;
         nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,
-                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u], &q->y.qplain[u]);
+                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u], &q->y.q16[u],
+                 &q->y.qplain[u]);
         q->nf4_bytes += b;
     }
     return ZT_OK;
@@ -798,6 +809,8 @@ static int plan_adapters(planner *q, zt_status *st) {
     layout *ya = &q->ya;
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
+    ya->q16 = NULL;
+    ya->qw16 = 0;
     ya->ub = NULL;     /* (one unit per block, never simulated as the base is) */
     ya->qplain = NULL;
     ya->n32 = NULL;    /* (and have no GEMM-only tensors) */

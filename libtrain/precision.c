@@ -60,6 +60,12 @@ void zt_out16_of(zt_model_config *mc) {
     mc->d16 = !getenv("ZT_TEST_NO_D16");
 }
 
+int zt_nf4w16_of(void) {
+    /* test hook (tests/test_lora.c: bitwise the fp32 copy's path; outside
+     * the ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_NF4W16");
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

@@ -65,6 +65,12 @@ int zt_acts16_of(const zt_config *cfg, int cuda);
  * the run's model is set up; the test hooks ZT_TEST_NO_O16, ZT_TEST_NO_N16,
  * ZT_TEST_NO_R16 set then: that path 0 (tests compare the two paths) */
 void zt_out16_of(zt_model_config *mc);
+/* QLoRA where the GEMMs read bf16 weights (zt_weights16_of): 1, a block's
+ * NF4 weights are dequantized straight into bf16 (shard_nf4.c; zt_shard_prec
+ * .nf4w16), decided once when the engine is set up; the test hook
+ * ZT_TEST_NO_NF4W16 set then: 0, dequantized into the fp32 copy (bitwise the
+ * same values: tests compare the two paths) */
+int zt_nf4w16_of(void);
 
 /* ------------------------------------------------------------ loss scaler */
 

@@ -165,8 +165,8 @@ static int check_unit(zt_units *U, int u, const char *fn, zt_status *st) {
 }
 
 /* The GEMMs read the 16-bit storage itself (zt_unit_params16: stages 0-2
- * the whole storage, stage 3 the gathered unit, an NF4 base a unit without
- * NF4 tensors (shard_nf4.c)): bf16, asked for (zt_shard_prec.w16), a
+ * the whole storage, stage 3 the gathered unit, an NF4 base a unit's
+ * gathered 16-bit rest or, with NF4 tensors, its bf16 copy (shard_nf4.c)): bf16, asked for (zt_shard_prec.w16), a
  * backend with the bf16-weight entries; a frozen base too (LoRA). */
 int zt_shard_weights16(const zt_shard *sh) {
     const zt_backend *be = sh->be;
@@ -459,7 +459,7 @@ const uint16_t *zt_unit_params16(zt_units *U, int u) {
     const zt_shard *sh = U;
     if (!sh || u < 0 || u >= sh->nu || !zt_shard_weights16(sh) || sh->pass == ZT_PASS_NONE) return NULL;
     /* stage 3: the gathered unit, kept by make_view where it has GEMM
-     * weights; NF4: the unit's 16-bit rest, kept by zt_nf4s_view likewise */
+     * weights; NF4: the unit's 16-bit rest or bf16 copy, kept by zt_nf4s_view */
     if (sh->stage == 3 || sh->q) return sh->view[u] ? (const uint16_t *)sh->gathered[u] : NULL;
     return sh->p16 + sh->u[u].coff;
 }

@@ -92,6 +92,9 @@ typedef struct zt_shard_prec {
     int w16;                  /* bf16 storage with bf16 matmuls (train.c: on cuda):
                                * zt_unit_params16 hands the model the 16-bit storage for its
                                * GEMMs (stages 0-2) */
+    int nf4w16;               /* QLoRA with w16: a unit's NF4 tensors dequantized straight into
+                               * a bf16 copy of the unit that its GEMMs read (shard_nf4.c;
+                               * precision.h zt_nf4w16_of), else into its fp32 copy */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = ZT_MESH_COMM_STAGED, ZT_SHARD_COMM_NCCL = ZT_MESH_COMM_NCCL };
 

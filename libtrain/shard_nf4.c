@@ -22,7 +22,13 @@
  * Compute copy: the rest widened (fp32: copied) to its places, every
  * quantized tensor dequantized by the backend's nf4_dequant in fp32 and,
  * with bf16 / fp16 storage, rounded to it (what dequantize_4bit gives in a
- * model loaded in that dtype).  A bf16 / fp16 base is rounded to 16 bits
+ * model loaded in that dtype).  Where the GEMMs read bf16 weights
+ * (zt_shard_weights16, zt_shard_prec.nf4w16) a unit with NF4 tensors is
+ * instead built in bf16 whole -- the rest copied to its places, the NF4
+ * tensors dequantized straight into bf16 (nf4_dequant's out_bf16: the same
+ * rounding) -- kept as zt_unit_params16's until the release, and its fp32
+ * copy holds only the tensors other than the GEMM-only ones, widened from
+ * it: no fp32 copy of the NF4 matrices, bitwise the same values.  A bf16 / fp16 base is rounded to 16 bits
  * before it is quantized, as transformers quantizes the weights it loaded
  * in the model's dtype.  The double-quantization offset is torch's mean
  * with one thread (zt_nf4_torch NULL).
@@ -60,6 +66,7 @@ typedef struct nf4_unit {
 
 struct zt_nf4_store {
     int dq;
+    int w16;                  /* zt_shard_prec.nf4w16 */
     nf4_unit *u;
     size_t bytes;
 };
@@ -91,6 +98,7 @@ int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
     if (!q) return zt_fail(st, ZT_ENOMEM, "out of memory (NF4 base)");
     sh->q = q;
     q->dq = p->nf4 == 2;
+    q->w16 = p->nf4w16;
     if (!(q->u = calloc((size_t)sh->nu, sizeof *q->u))) return zt_fail(st, ZT_ENOMEM, "out of memory");
     const int g = sh->stage == 3 ? sh->G : 1, r = sh->stage == 3 ? sh->r : 0;
     for (int u = 0; u < sh->nu; ++u) {
@@ -263,16 +271,22 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
                      qu->rest_n == ui->numel && n32 < ui->numel && 2 * n32 <= ui->numel;
     /* (at least one element: keep's n32 is 0 where the unit is GEMM-only,
      * a tied embedding's; zt_nf4s_view's caller reads sh->view[u]) */
-    const size_t nv = keep ? n32 : ui->numel;
+    /* a unit with NF4 tensors whose GEMMs read 16-bit weights: built in
+     * bf16 whole (b16, kept until the release), the fp32 copy as keep's */
+    const int d16 = q->w16 && zt_shard_weights16(sh) && qu->nt > 0 && n32 < ui->numel &&
+                    2 * n32 <= ui->numel;
+    const size_t nv = keep || d16 ? n32 : ui->numel;
     float *v = zt_mem_alloc((nv ? nv : 1) * sizeof(float), ZT_MEM_GATHERED, st);
+    uint16_t *b16 = d16 ? zt_mem_alloc(ui->numel * 2, ZT_MEM_GATHERED, st) : NULL;
     char *rest = zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED, st);
     uint8_t *codes = zt_mem_alloc(32 * nb, ZT_MEM_GATHERED, st);
     void *am = zt_mem_alloc(nb * (q->dq ? 1 : sizeof(float)), ZT_MEM_GATHERED, st);
     size_t maxn = 1;
     for (int i = 0; i < qu->nt; ++i) if (qu->t[i].n > maxn) maxn = qu->t[i].n;
-    uint16_t *t16 = mixed(sh) && qu->nt ? zt_mem_alloc(maxn * 2, ZT_MEM_GATHERED, st) : NULL;
+    const int need16 = mixed(sh) && qu->nt && !d16;
+    uint16_t *t16 = need16 ? zt_mem_alloc(maxn * 2, ZT_MEM_GATHERED, st) : NULL;
     int rc = ZT_OK;
-    if (!v || !rest || !codes || !am || (mixed(sh) && qu->nt && !t16)) {
+    if (!v || (d16 && !b16) || !rest || !codes || !am || (need16 && !t16)) {
         rc = zt_fail_prefix(st, "fp32 copy of the NF4 unit %s", ui->name);
         goto out;
     }
@@ -287,7 +301,22 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
                    : gather(sh, am, qu->absmax, qu->blo * sizeof(float), qu->blen * sizeof(float),
                             qu->bc, qu->bd, ZT_F32, "absmax", u, st);
     if (rc != ZT_OK) goto out;
-    if (keep) {   /* the other tensors widened, in runs of adjacent ones */
+    if (d16) {   /* the unit in bf16: the rest to its places, the NF4 tensors dequantized */
+        size_t k = 0;
+        for (int i = 0; i < qu->nseg; ++i) {
+            be->copy(b16 + qu->soff[i], rest + k * 2, qu->sn[i] * 2);
+            k += qu->sn[i];
+        }
+        for (int i = 0; i < qu->nt; ++i) {
+            const nf4_tensor *x = &qu->t[i];
+            be->nf4_dequant(b16 + x->uoff, 1, codes + 32 * x->b0,
+                            q->dq ? NULL : (const float *)am + x->b0,
+                            q->dq ? (const uint8_t *)am + x->b0 : NULL,
+                            q->dq ? qu->absmax2 + x->a2off : NULL, x->offset, x->n);
+        }
+    }
+    if (keep || d16) {   /* the other tensors widened, in runs of adjacent ones */
+        const uint16_t *src = d16 ? b16 : (const uint16_t *)rest;
         size_t o = 0;
         for (int i = 0; i < ui->n_tensors;) {
             if (t[i].gemm) {
@@ -297,13 +326,18 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
             const size_t from = t[i].offset - ui->offset;
             size_t n = 0;
             for (; i < ui->n_tensors && !t[i].gemm; ++i) n += t[i].numel;
-            zt_prec_widen(be, sh->prec, v + o, (const uint16_t *)rest + from, n);
+            zt_prec_widen(be, sh->prec, v + o, src + from, n);
             o += n;
         }
         sh->view[u] = v;
-        sh->gathered[u] = rest;
         v = NULL;
-        rest = NULL;
+        if (d16) {
+            sh->gathered[u] = b16;
+            b16 = NULL;
+        } else {
+            sh->gathered[u] = rest;
+            rest = NULL;
+        }
         goto out;
     }
     size_t k = 0;
@@ -326,6 +360,7 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     sh->view[u] = v;
     v = NULL;
 out:
-    zt_mem_free(v); zt_mem_free(rest); zt_mem_free(codes); zt_mem_free(am); zt_mem_free(t16);
+    zt_mem_free(v); zt_mem_free(b16); zt_mem_free(rest); zt_mem_free(codes); zt_mem_free(am);
+    zt_mem_free(t16);
     return rc;
 }

@@ -482,8 +482,8 @@ typedef struct w16_mem {
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
- * too), 256 = ZT_TEST_NO_D16 (read at the setup too); 64 = ZT_TEST_NO_L16
- * over the whole run */
+ * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16 (both read at the setup
+ * too); 64 = ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -537,6 +537,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 64) setenv("ZT_TEST_NO_L16", "1", 1);
     if (no_w16 & 128) setenv("ZT_TEST_NO_AO16", "1", 1);
     if (no_w16 & 256) setenv("ZT_TEST_NO_D16", "1", 1);
+    if (no_w16 & 512) setenv("ZT_TEST_NO_NF4W16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -551,6 +552,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_N16");
     unsetenv("ZT_TEST_NO_R16");
     unsetenv("ZT_TEST_NO_AO16");
+    unsetenv("ZT_TEST_NO_NF4W16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -687,12 +689,10 @@ static void bf16_weights(void) {
          * the GEMMs read the gathered unit, the tied head's too (the
          * embedding is the encoder's zt_enc_fwd's only other reader: it reads
          * the bf16 bits, so the table is a GEMM-only tensor).
-         * Each call rounds no weight.  QLoRA: the blocks' weights are NF4
-         * (dequantized into the fp32 copy), the head's bf16.  (A
+         * Each call rounds no weight.  QLoRA: the blocks' weights are NF4,
+         * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  (A
          * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const long want = ex == moe     ? 0
-                          : ex == qlora ? 4L * (2 + 2 + 1)
-                                        : 4L * (8 * s.L + 2 + 2 + 1);
+        const long want = ex == moe ? 0 : 4L * (8 * s.L + 2 + 2 + 1);
         /* the embedding lookup: one a step, on the bf16 table */
         tap_ok(ex == moe || (ma.enc16 == 4 && ma.enc == 0 && mb.enc16 == 0 && mb.enc == 4),
                "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
@@ -709,6 +709,64 @@ static void bf16_weights(void) {
                "weights, planned %llu), widened %.0f bytes (%.0f)", what, cases[i].stage,
                (unsigned long long)ma.peak, (unsigned long long)ma.plan,
                (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened);
+    }
+}
+
+/* ------------------------------------------------------------ QLoRA NF4 weights in bf16
+ * QLoRA's NF4 block weights dequantized straight into bf16 (shard_nf4.c)
+ * against the fp32 copy's path (ZT_TEST_NO_NF4W16=1, read at the setup):
+ * 4 steps, stages 0 and 3, tied and untied head, nf4 and nf4-dq: losses and
+ * gradient norms bitwise; the blocks' GEMMs (4 forward, 4 backward a block
+ * and step) take the bf16-weight entries and round no weight, the fp32
+ * copy leaves the NF4 matrices out (fewer bytes widened, fewer k_to_bf16),
+ * and the fp32 copies' accounted peak is the plan's, below the fp32 copy
+ * path's (untied: not above it; the head's unit makes the peak). */
+static void bf16_nf4w16(void) {
+    static const char nf4[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "ztrain.lora.base=nf4";
+    static const char dq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,down_proj "
+                             "ztrain.lora.base=nf4-dq activation_checkpointing.policy=blocks";
+    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
+        {"llama:2,4,2,32,48,1024,2,16", 0, nf4}, {"llama:2,4,2,32,48,1024,2,16", 3, nf4},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, nf4},
+        {"llama:2,4,2,32,48,1024,2,16", 3, dq}, {"llama:2,4,2,32,48,1024,2,16,untied", 0, dq}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d QLoRA %s", cases[i].shape, cases[i].stage,
+                 ex == dq ? "nf4-dq checkpointed" : "nf4");
+        /* (the activations in fp32: every GEMM through the *_w16 entries) */
+        const int r1 = w16_run(&s, cases[i].stage, ex, 2, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 2 | 512, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with the NF4 weights dequantized into bf16 and "
+                    "into the fp32 copy", what))
+            continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the fp32 copy's path's (%.9g %.9g ... %.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* (checkpointed: the blocks' forward GEMMs twice) */
+        const long blocks = 4L * s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2 + 1);
+        tap_ok(wa == blocks + head && wb == head && rb - ra == blocks,
+               "%s: %ld bf16-weight calls (%ld expected; %ld on the fp32 copy's path, the head's), "
+               "%ld weight roundings fewer", what, wa, blocks + head, wb, rb - ra);
+        /* (untied: the peak is the head unit's, the same either way) */
+        tap_ok(ma.peak == ma.plan && mb.peak == mb.plan &&
+                   (s.untied ? ma.peak <= mb.peak : ma.peak < mb.peak) && ma.widened < mb.widened &&
+                   ma.to16 < mb.to16,
+               "%s: the fp32 copies' peak %llu bytes (planned %llu; %llu on the fp32 copy's path, "
+               "planned %llu), widened %.0f bytes (%.0f), %ld k_to_bf16 (%ld)", what,
+               (unsigned long long)ma.peak, (unsigned long long)ma.plan,
+               (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened,
+               ma.to16, mb.to16);
     }
 }
 
@@ -1677,6 +1735,7 @@ int main(int argc, char **argv) {
     engine();
     model();
     bf16_weights();
+    bf16_nf4w16();
     bf16_activations();
     bf16_outputs();
     bf16_norms();

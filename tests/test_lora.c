@@ -193,8 +193,10 @@ static void train(const char *arch, int stage, int bf16, double *losses) {
 }
 
 /* The planner's prediction against the accounted peaks of 3 steps (an NF4
- * base when plan_base is set). */
+ * base when plan_base is set; plan_no16: with ZT_TEST_NO_NF4W16 set, its
+ * bf16 block weights dequantized into the fp32 copy, precision.h). */
 static const char *plan_base;
+static int plan_no16;
 static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
     zt_status st;
     zt_config *c = config(arch, "q_proj,v_proj,down_proj,c_attn,c_fc", stage, bf16);
@@ -205,11 +207,13 @@ static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
     zt_memplan p;
     zt_memplan_opts o;
     zt_memplan_opts_init(&o, 1);
+    if (plan_no16) setenv("ZT_TEST_NO_NF4W16", "1", 1);
     int ok = zt_memplan_compute(c, &o, &p, &st) == ZT_OK;
     if (!ok) tap_diag("plan: %s", st.msg);
     zt_mem_reset_peaks();
     zt_ctx *ctx = NULL;
     ok = ok && zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK;
+    unsetenv("ZT_TEST_NO_NF4W16");
     zt_data_source src = {NULL, fixed_get, NULL, NULL}, none = {0};
     if (ok) zt_ctx_set_data(ctx, src, none, &st);
     for (int k = 0; ok && k < 3; ++k) {
@@ -226,10 +230,11 @@ static void plan_exact(const char *arch, int stage, int bf16, int ckpt) {
             tap_diag("%s: predicted %llu, accounted %llu", r.name[t],
                      (unsigned long long)p.cat[ZT_MP_HOST][t], (unsigned long long)r.peak[t]);
         }
-    tap_ok(same, "%s%s%s stage %d%s%s: the planner's peaks equal the accounted ones (total %llu B, "
+    tap_ok(same, "%s%s%s stage %d%s%s%s: the planner's peaks equal the accounted ones (total %llu B, "
            "predicted %llu B; adapters %llu of %llu parameters)", arch, plan_base ? " " : "",
            plan_base ? plan_base : "", stage, bf16 ? " bf16" : "",
-           ckpt ? " checkpointing" : "", (unsigned long long)r.peak_total,
+           ckpt ? " checkpointing" : "", plan_no16 ? " ZT_TEST_NO_NF4W16" : "",
+           (unsigned long long)r.peak_total,
            (unsigned long long)p.accounted_peak, (unsigned long long)p.lora_params,
            (unsigned long long)p.num_params);
     zt_ctx_free(ctx);
@@ -384,6 +389,13 @@ int main(int argc, char **argv) {
     plan_base = "nf4-dq";
     plan_exact("llama", 3, 1, 1);
     plan_exact("llama", 0, 0, 0);
+    plan_base = "nf4";   /* the blocks' NF4 weights dequantized into bf16, and into fp32 */
+    plan_exact("llama", 0, 1, 0);
+    plan_exact("llama", 3, 1, 0);
+    plan_no16 = 1;
+    plan_exact("llama", 0, 1, 0);
+    plan_exact("llama", 3, 1, 1);
+    plan_no16 = 0;
     plan_base = NULL;
     qlora("nf4", 0);
     qlora("nf4", 1);
