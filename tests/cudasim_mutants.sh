@@ -146,7 +146,7 @@ mutant no-syncthreads-race kernels/cuda/cuda_internal.cuh \
 
 # an off-by-one loop bound: layernorm forward leaves its last channel unwritten
 mutant off-by-one kernels/cuda/cuda_nn.cu \
-    'for \(int c = lane; c < \KC(?=; c \+= 32\) o\[c\] = \(x\[c\] - m\) \* r \* w\[c\] \+ b\[c\];)' 'C - 1'
+    's \+= x\[c\];\n(?:[^\n]*\n)*?    for \(int c = lane; c < \KC(?=; c \+= 32\) zt_st_out\(&o\[c\], \(x\[c\] - m\))' 'C - 1'
 
 # multi-tensor AdamW (adamw_multi): the segment search puts each segment's
 # first element in the segment before it (its weight decay, its offset)
@@ -167,7 +167,7 @@ mutant lt-layout kernels/cuda/cuda_matmul.cu \
 
 # a wrong cuBLASLt leading dimension: C's one too large
 mutant lt-ld kernels/cuda/cuda_matmul.cu \
-    'LT\(cublasLtMatrixLayoutCreate\(&lc, CUDA_R_32F, m, n, \Kldc(?=\)\);)' 'ldc + 1'
+    'LT\(cublasLtMatrixLayoutCreate\(&lc, d16 \? CUDA_R_16BF : CUDA_R_32F, m, n, \Kldc(?=\)\);)' 'ldc + 1'
 
 # the GELU epilogues (matmul_gelu_fwd, matmul_dgelu_bwd): the epilogue's
 # bias gradient overwrites the table's instead of adding to it
@@ -264,6 +264,77 @@ mutant rows-dot-start kernels/cuda/cuda_moe.cu \
 # shared expert's gate: sigmoid backward without the (1 - y) factor
 mutant sigmoid-bwd kernels/cuda/cuda_moe.cu \
     'dx\[i\] = dy\[i\] \* y\[i\]\K \* \(1\.0f - y\[i\]\)' ''
+
+# the MoE groups on the device (moe_permute's k_moe_fill): the running
+# offset advanced by the chunk's count one thread short (sc[ZT_MOE_SCAN - 2])
+mutant moe-fill-carry kernels/cuda/cuda_moe.cu \
+    'at \+= sc\[ZT_MOE_SCAN - \K1(?=\];)' '2'
+
+# moe_regroup: a piece's place by expert counts the piece itself (ii <= i)
+mutant moe-regroup-dst kernels/cuda/cuda_moe.cu \
+    'if \(ll < l \|\| \(ll == l && ii \K<(?= i\)\) dst)' '<='
+
+# matmul_fwd_o16 (the cuBLASLt GEMM with a bf16 D): the bias left out
+mutant o16-bias kernels/cuda/cuda_matmul.cu \
+    'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, NULL, &err, true\))' 'NULL'
+
+# gelu_fwd16: the result truncated to bf16 instead of rounded to nearest even
+mutant gelu16-trunc kernels/cuda/cuda_nn.cu \
+    'out\[i\] = \Kzt_cvt_f32_to_bf16\(gelu_val\(zt_cvt_bf16_to_f32\(inp\[i\]\)\)\)(?=;)' '(uint16_t)(zt_f2u(gelu_val(zt_cvt_bf16_to_f32(inp[i]))) >> 16)'
+
+# swiglu_fwd16: the gate|up row's stride H instead of 2 H
+mutant swiglu16-stride kernels/cuda/cuda_llama.cu \
+    'const uint16_t \*g = gu \+ n \* \K2 \* (?=\(size_t\)H \+ k;\n        out\[i\] = zt_cvt_f32_to_bf16\(zt_swiglu\()' ''
+
+# geglu_fwd16: gate and up swapped
+mutant geglu16-swap kernels/cuda/cuda_llama.cu \
+    'out\[i\] = zt_cvt_f32_to_bf16\(geglu_val\(\Kzt_cvt_bf16_to_f32\(g\[0\]\), zt_cvt_bf16_to_f32\(g\[H\]\)(?=\)\);)' 'zt_cvt_bf16_to_f32(g[H]), zt_cvt_bf16_to_f32(g[0])'
+
+# swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
+mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \
+    'zt_swiglu_bwd\(&dgu\[o\], &dgu\[o \+ H\], zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\),)' 'i'
+
+# geglu_bwd16: the gate's and the up's gradients written to each other's place
+mutant geglu16-bwd-swap kernels/cuda/cuda_llama.cu \
+    'geglu_grad\(\K&dgu\[o\], &dgu\[o \+ H\](?=, zt_cvt_bf16_to_f32\(gu\[o\]\))' '&dgu[o + H], &dgu[o]'
+
+# gqa_ext_fwd16 where the attention takes the fp32 kernels: only q and k
+# widened (k_att_widen), v read from whatever tmp held
+mutant gqa16-widen kernels/cuda/cuda_attention.cu \
+    'if \(att_widen\(tmp, qkv16, \(size_t\)B \* T \* \(NH \+ \K2 \* NKV(?=\) \* hs\)\)\n        zt_cuda_gqa_ext_fwd\()' 'NKV'
+
+# gqa_ext_bwd16 on tensor cores: q|k|v read from the scratch an fp32 input
+# is rounded into (qkv16 ignored)
+mutant gqa16-bwd-q16 kernels/cuda/cuda_attention.cu \
+    'const uint16_t \*q16 = \Kqkv16 \? qkv16 : \(const uint16_t \*\)s(?=;   /\* \(qkv16: as it is\) \*/)' '(const uint16_t *)s'
+
+# layernorm_fwd16: the grid rounded down (N / rows): the last rows unwritten
+mutant ln16-grid kernels/cuda/cuda_nn.cu \
+    'k_layernorm_fwd<uint16_t><<<\K\(N \+ rows - 1\) / rows(?=, ZT_LN_THREADS)' 'N / rows'
+
+# rmsnorm_fwd16: blocks of half the threads (4 warps, 4 rows) on the grid
+# of 8 rows a block
+mutant rms16-block kernels/cuda/cuda_llama.cu \
+    'k_rmsnorm_fwd<uint16_t><<<\(N \+ rows - 1\) / rows, \KZT_RMS_THREADS(?=, 0, zt_cu\.stream>>>)' 'ZT_RMS_THREADS / 2'
+
+# add_layernorm_fwd16: mean and rstd passed to each other's place
+mutant add-ln16-stats kernels/cuda/cuda_nn.cu \
+    'res, out16, \Kmean, rstd(?=, a, bb, w, b, N, C\);)' 'rstd, mean'
+
+# add_rmsnorm_fwd16: the grid sized for 64 rows a block (ZT_RMS_THREADS / 4)
+# where a block holds 8 (a warp a row): rows past each block's 8 unwritten
+mutant add-rms16-rows kernels/cuda/cuda_llama.cu \
+    'const int rows = ZT_RMS_THREADS / \K32(?=;\n    k_add_rmsnorm_fwd<uint16_t>)' '4'
+
+# rope_fwd16: the unrotated rest copied from column np of the row instead
+# of 2 np (each rotated pair spans two columns)
+mutant rope16-rest kernels/cuda/cuda_llama.cu \
+    'const size_t o = n \* \(size_t\)stride \+ \K2 \* np(?= \+ \(c - np\);)' 'np'
+
+# encoder_fwd_w16: the position t = n % (T - 1), off by one (the rows of a
+# sequence past its first T - 1 tokens take the wrong wpe row)
+mutant enc16-pos kernels/cuda/cuda_nn.cu \
+    'k_encoder_fwd_w16\(float \*out[^{]*\{[^}]*?const int t = \(int\)\(n % \(size_t\)\KT(?=\);)' '(T - 1)'
 
 echo
 echo "| mutant | file:line | caught by | result |"
