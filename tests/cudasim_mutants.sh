@@ -12,7 +12,10 @@
 # passes, shuffled with the race check on.  A run stops at its first
 # failing test.  Every mutant must make it fail.  Each mutant is an exact
 # perl pattern that must match exactly once, so a mutant whose code has
-# changed fails the script instead of silently testing nothing.
+# changed fails the script instead of silently testing nothing.  A mutant
+# may name another check instead: `comm` plants its bug (in kernels/cuda or
+# libtrain/comm_nccl.c) and runs tests/test_comm_gpu on the simulator at 2
+# ranks as check-cudasim does (the unmutated copy passing it first).
 #
 # Prints a table: mutant, file:line, the check that caught it (the first
 # failing test, and the simulator's first report), and PASS (killed) or
@@ -31,6 +34,7 @@ trap 'exit 130' INT TERM
 src=$tmp/src
 bld=$tmp/build
 
+ranks_comm=2
 say() { printf '%s\n' "cudasim_mutants: $*"; }
 die() { say "$*" >&2; exit 2; }
 
@@ -60,13 +64,31 @@ run_tests() {
     return 0
 }
 
+# run_comm LOG: test_comm_gpu on the simulator at $ranks_comm ranks (each
+# its own simulated device), as check-cudasim runs it; 0 when it passed
+run_comm() {
+    log=$1
+    (cd "$bld" && env ZT_CUDASIM_DEVICES=3 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        sh -c '"${ZT_MPIRUN:-mpirun}" --oversubscribe -np '"$ranks_comm"' --bind-to none \
+            ./tests/cudasim/test_comm_gpu_sim 2>&1; echo "# exit status $?"') |
+        awk -v f="$log" '{ print > f } /^not ok / { exit }'
+    grep -q '^not ok ' "$log" && return 1
+    grep -q '^# exit status 0$' "$log" || return 1
+    grep -q '^1\.\.[1-9]' "$log" || return 1
+    return 0
+}
+comm_checked=0
+
 # what caught it: the first failing test and the simulator's first report
+# (caught_by LOG 0: the test alone; test_comm_gpu's own failure cases make
+# the simulator report, mutant or not)
 caught_by() {
     t=$(grep -m1 '^not ok ' "$1" | sed 's/^not ok [0-9]* - //')
     r=$(grep '^cudasim' "$1" | grep -v 'race check: [0-9]* shared-memory accesses' | head -n 1 | sed 's/^cudasim[^:]*: //')
     [ -n "$t" ] || t="(no failing test: $(grep -m1 '^# exit status' "$1" | sed 's/^# //'))"
     printf '%s' "$t"
-    [ -n "$r" ] && printf ' | simulator: %s' "$(printf '%s' "$r" | cut -c1-160)"
+    [ "${2:-1}" = 1 ] && [ -n "$r" ] && printf ' | simulator: %s' "$(printf '%s' "$r" | cut -c1-160)"
+    return 0
 }
 
 # the unmutated copy must pass, or a failure would prove nothing
@@ -75,19 +97,41 @@ run_tests "$tmp/run-unmutated.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK
     die "the unmutated copy fails: $(caught_by "$tmp/run-unmutated.log")"
 
 # ------------------------------------------------------------ mutants
-# mutant NAME FILE PATTERN REPLACEMENT: PATTERN (a perl regex; \K marks
-# where the replaced text starts) must match FILE exactly once; the match
-# after \K becomes REPLACEMENT (literal text)
+# mutant NAME FILE PATTERN REPLACEMENT [CHECK]: PATTERN (a perl regex; \K
+# marks where the replaced text starts) must match FILE exactly once; the
+# match after \K becomes REPLACEMENT (literal text).  CHECK: cuda (the
+# default: test_cuda, forward then shuffled with the race check) or comm
+# (test_comm_gpu at 2 ranks).  A FILE outside kernels/cuda is restored
+# from its first copy before the next mutant.
+mkdir -p "$tmp/orig"
 n_killed=0
 n_total=0
 table=$tmp/table
 : > "$table"
 mutant() {
-    name=$1 file=$2 pat=$3 rep=$4
+    name=$1 file=$2 pat=$3 rep=$4 check=${5:-cuda}
     case " ${ZT_MUTANTS:-$name} " in *" $name "*) ;; *) return 0;; esac
     n_total=$((n_total + 1))
-    rm -rf "$src/kernels/cuda"
-    cp -R "$tmp/pristine" "$src/kernels/cuda"   # fresh copies: make rebuilds what changes
+    # the files the last mutant changed back (fresh copies: make rebuilds
+    # them and only them)
+    (cd "$tmp/pristine" && find . -type f) | while read -r f; do
+        cmp -s "$tmp/pristine/$f" "$src/kernels/cuda/$f" || cp "$tmp/pristine/$f" "$src/kernels/cuda/$f"
+    done
+    (cd "$tmp/orig" && find . -type f) | while read -r f; do
+        cmp -s "$tmp/orig/$f" "$src/$f" || cp "$tmp/orig/$f" "$src/$f"
+    done
+    if [ "$check" = comm ] && [ "$comm_checked" = 0 ]; then
+        say "the unmutated copy: test_comm_gpu at $ranks_comm ranks"
+        (cd "$bld" && $MAKE -j"$jobs" tests/cudasim/test_comm_gpu_sim) > "$tmp/build-comm.log" 2>&1 ||
+            die "the unmutated test_comm_gpu_sim build failed (see $tmp/build-comm.log)"
+        run_comm "$tmp/run-unmutated-comm.log" ||
+            die "the unmutated copy fails test_comm_gpu: $(caught_by "$tmp/run-unmutated-comm.log" 0)"
+        comm_checked=1
+    fi
+    case $file in
+        kernels/cuda/*) ;;
+        *) [ -f "$tmp/orig/$file" ] || { mkdir -p "$(dirname "$tmp/orig/$file")" && cp "$src/$file" "$tmp/orig/$file"; } ;;
+    esac
     line=$(PAT=$pat REP=$rep perl -0777 -e '
         my $f = $ARGV[0];
         open(my $h, "<", $f) or die "$f: $!\n";
@@ -105,13 +149,19 @@ mutant() {
         close $h;
         print "$line\n";' "$src/$file") || die "mutant $name: its pattern does not apply to $file (the code changed?)"
     rel=${file#kernels/cuda/}
+    orig=$tmp/pristine/$rel
+    [ "$rel" = "$file" ] && orig=$tmp/orig/$file
     say "mutant $name: $rel:$line"
-    (diff -u "$tmp/pristine/$rel" "$src/$file" | sed -n '3,$p' | grep '^[-+]' | sed 's/^/    /') || true
-    if ! (cd "$bld" && $MAKE -j"$jobs" tests/cudasim/test_cuda_sim) > "$tmp/build-$name.log" 2>&1; then
+    (diff -u "$orig" "$src/$file" | sed -n '3,$p' | grep '^[-+]' | sed 's/^/    /') || true
+    prog=tests/cudasim/test_cuda_sim
+    [ "$check" = comm ] && prog=tests/cudasim/test_comm_gpu_sim
+    if ! (cd "$bld" && $MAKE -j"$jobs" $prog) > "$tmp/build-$name.log" 2>&1; then
         die "mutant $name does not compile (see $tmp/build-$name.log): fix the mutant"
     fi
     how=
-    if ! run_tests "$tmp/run-$name.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK=0; then
+    if [ "$check" = comm ]; then
+        run_comm "$tmp/run-$name.log" || how="test_comm_gpu at $ranks_comm ranks: $(caught_by "$tmp/run-$name.log" 0)"
+    elif ! run_tests "$tmp/run-$name.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK=0; then
         how="forward: $(caught_by "$tmp/run-$name.log")"
     elif ! run_tests "$tmp/run-$name-race.log" ZT_CUDASIM_ORDER=shuffle ZT_CUDASIM_SEED=1 ZT_CUDASIM_RACECHECK=1 \
             ZT_CUDASIM_RACECHECK_ACCESSES=50000; then
@@ -335,6 +385,12 @@ mutant rope16-rest kernels/cuda/cuda_llama.cu \
 # sequence past its first T - 1 tokens take the wrong wpe row)
 mutant enc16-pos kernels/cuda/cuda_nn.cu \
     'k_encoder_fwd_w16\(float \*out[^{]*\{[^}]*?const int t = \(int\)\(n % \(size_t\)\KT(?=\);)' '(T - 1)'
+
+# the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
+# last free event never handed out again (ev_nfree > 1), so the pool grows
+# one event more than the requests in flight need
+mutant evpool-last libtrain/comm_nccl.c \
+    'if \(n->ev_nfree > \K0(?=\) return n->ev_free\[--n->ev_nfree\];)' '1' comm
 
 echo
 echo "| mutant | file:line | caught by | result |"
