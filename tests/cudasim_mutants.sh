@@ -19,8 +19,8 @@
 #
 # Prints a table: mutant, file:line, the check that caught it (the first
 # failing test, and the simulator's first report), and PASS (killed) or
-# FAIL (survived).  Exits 0 when every mutant was killed.  Takes 10-20
-# minutes on 2 cores.  ZT_MUTANTS="name ..." runs only those mutants;
+# FAIL (survived).  Exits 0 when every mutant was killed.  Takes a few
+# minutes a mutant on 2 cores.  ZT_MUTANTS="name ..." runs only those mutants;
 # ZT_MUTANTS_KEEP=1 keeps the temporary tree.
 set -u
 builddir=$(cd "${1:-.}" && pwd) || exit 2
