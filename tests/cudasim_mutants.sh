@@ -12,12 +12,15 @@
 # passes, shuffled with the race check on.  A run stops at its first
 # failing test.  Every mutant must make it fail.  Each mutant is an exact
 # perl pattern that must match exactly once, so a mutant whose code has
-# changed fails the script instead of silently testing nothing.
+# changed fails the script instead of silently testing nothing.  A mutant
+# may name another check instead: `comm` plants its bug (in kernels/cuda or
+# libtrain/comm_nccl.c) and runs tests/test_comm_gpu on the simulator at 2
+# ranks as check-cudasim does (the unmutated copy passing it first).
 #
 # Prints a table: mutant, file:line, the check that caught it (the first
 # failing test, and the simulator's first report), and PASS (killed) or
-# FAIL (survived).  Exits 0 when every mutant was killed.  Takes 10-20
-# minutes on 2 cores.  ZT_MUTANTS="name ..." runs only those mutants;
+# FAIL (survived).  Exits 0 when every mutant was killed.  Takes a few
+# minutes a mutant on 2 cores.  ZT_MUTANTS="name ..." runs only those mutants;
 # ZT_MUTANTS_KEEP=1 keeps the temporary tree.
 set -u
 builddir=$(cd "${1:-.}" && pwd) || exit 2
@@ -31,6 +34,7 @@ trap 'exit 130' INT TERM
 src=$tmp/src
 bld=$tmp/build
 
+ranks_comm=2
 say() { printf '%s\n' "cudasim_mutants: $*"; }
 die() { say "$*" >&2; exit 2; }
 
@@ -60,13 +64,31 @@ run_tests() {
     return 0
 }
 
+# run_comm LOG: test_comm_gpu on the simulator at $ranks_comm ranks (each
+# its own simulated device), as check-cudasim runs it; 0 when it passed
+run_comm() {
+    log=$1
+    (cd "$bld" && env ZT_CUDASIM_DEVICES=3 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        sh -c '"${ZT_MPIRUN:-mpirun}" --oversubscribe -np '"$ranks_comm"' --bind-to none \
+            ./tests/cudasim/test_comm_gpu_sim 2>&1; echo "# exit status $?"') |
+        awk -v f="$log" '{ print > f } /^not ok / { exit }'
+    grep -q '^not ok ' "$log" && return 1
+    grep -q '^# exit status 0$' "$log" || return 1
+    grep -q '^1\.\.[1-9]' "$log" || return 1
+    return 0
+}
+comm_checked=0
+
 # what caught it: the first failing test and the simulator's first report
+# (caught_by LOG 0: the test alone; test_comm_gpu's own failure cases make
+# the simulator report, mutant or not)
 caught_by() {
     t=$(grep -m1 '^not ok ' "$1" | sed 's/^not ok [0-9]* - //')
     r=$(grep '^cudasim' "$1" | grep -v 'race check: [0-9]* shared-memory accesses' | head -n 1 | sed 's/^cudasim[^:]*: //')
     [ -n "$t" ] || t="(no failing test: $(grep -m1 '^# exit status' "$1" | sed 's/^# //'))"
     printf '%s' "$t"
-    [ -n "$r" ] && printf ' | simulator: %s' "$(printf '%s' "$r" | cut -c1-160)"
+    [ "${2:-1}" = 1 ] && [ -n "$r" ] && printf ' | simulator: %s' "$(printf '%s' "$r" | cut -c1-160)"
+    return 0
 }
 
 # the unmutated copy must pass, or a failure would prove nothing
@@ -75,19 +97,41 @@ run_tests "$tmp/run-unmutated.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK
     die "the unmutated copy fails: $(caught_by "$tmp/run-unmutated.log")"
 
 # ------------------------------------------------------------ mutants
-# mutant NAME FILE PATTERN REPLACEMENT: PATTERN (a perl regex; \K marks
-# where the replaced text starts) must match FILE exactly once; the match
-# after \K becomes REPLACEMENT (literal text)
+# mutant NAME FILE PATTERN REPLACEMENT [CHECK]: PATTERN (a perl regex; \K
+# marks where the replaced text starts) must match FILE exactly once; the
+# match after \K becomes REPLACEMENT (literal text).  CHECK: cuda (the
+# default: test_cuda, forward then shuffled with the race check) or comm
+# (test_comm_gpu at 2 ranks).  A FILE outside kernels/cuda is restored
+# from its first copy before the next mutant.
+mkdir -p "$tmp/orig"
 n_killed=0
 n_total=0
 table=$tmp/table
 : > "$table"
 mutant() {
-    name=$1 file=$2 pat=$3 rep=$4
+    name=$1 file=$2 pat=$3 rep=$4 check=${5:-cuda}
     case " ${ZT_MUTANTS:-$name} " in *" $name "*) ;; *) return 0;; esac
     n_total=$((n_total + 1))
-    rm -rf "$src/kernels/cuda"
-    cp -R "$tmp/pristine" "$src/kernels/cuda"   # fresh copies: make rebuilds what changes
+    # the files the last mutant changed back (fresh copies: make rebuilds
+    # them and only them)
+    (cd "$tmp/pristine" && find . -type f) | while read -r f; do
+        cmp -s "$tmp/pristine/$f" "$src/kernels/cuda/$f" || cp "$tmp/pristine/$f" "$src/kernels/cuda/$f"
+    done
+    (cd "$tmp/orig" && find . -type f) | while read -r f; do
+        cmp -s "$tmp/orig/$f" "$src/$f" || cp "$tmp/orig/$f" "$src/$f"
+    done
+    if [ "$check" = comm ] && [ "$comm_checked" = 0 ]; then
+        say "the unmutated copy: test_comm_gpu at $ranks_comm ranks"
+        (cd "$bld" && $MAKE -j"$jobs" tests/cudasim/test_comm_gpu_sim) > "$tmp/build-comm.log" 2>&1 ||
+            die "the unmutated test_comm_gpu_sim build failed (see $tmp/build-comm.log)"
+        run_comm "$tmp/run-unmutated-comm.log" ||
+            die "the unmutated copy fails test_comm_gpu: $(caught_by "$tmp/run-unmutated-comm.log" 0)"
+        comm_checked=1
+    fi
+    case $file in
+        kernels/cuda/*) ;;
+        *) [ -f "$tmp/orig/$file" ] || { mkdir -p "$(dirname "$tmp/orig/$file")" && cp "$src/$file" "$tmp/orig/$file"; } ;;
+    esac
     line=$(PAT=$pat REP=$rep perl -0777 -e '
         my $f = $ARGV[0];
         open(my $h, "<", $f) or die "$f: $!\n";
@@ -105,13 +149,19 @@ mutant() {
         close $h;
         print "$line\n";' "$src/$file") || die "mutant $name: its pattern does not apply to $file (the code changed?)"
     rel=${file#kernels/cuda/}
+    orig=$tmp/pristine/$rel
+    [ "$rel" = "$file" ] && orig=$tmp/orig/$file
     say "mutant $name: $rel:$line"
-    (diff -u "$tmp/pristine/$rel" "$src/$file" | sed -n '3,$p' | grep '^[-+]' | sed 's/^/    /') || true
-    if ! (cd "$bld" && $MAKE -j"$jobs" tests/cudasim/test_cuda_sim) > "$tmp/build-$name.log" 2>&1; then
+    (diff -u "$orig" "$src/$file" | sed -n '3,$p' | grep '^[-+]' | sed 's/^/    /') || true
+    prog=tests/cudasim/test_cuda_sim
+    [ "$check" = comm ] && prog=tests/cudasim/test_comm_gpu_sim
+    if ! (cd "$bld" && $MAKE -j"$jobs" $prog) > "$tmp/build-$name.log" 2>&1; then
         die "mutant $name does not compile (see $tmp/build-$name.log): fix the mutant"
     fi
     how=
-    if ! run_tests "$tmp/run-$name.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK=0; then
+    if [ "$check" = comm ]; then
+        run_comm "$tmp/run-$name.log" || how="test_comm_gpu at $ranks_comm ranks: $(caught_by "$tmp/run-$name.log" 0)"
+    elif ! run_tests "$tmp/run-$name.log" ZT_CUDASIM_ORDER=forward ZT_CUDASIM_RACECHECK=0; then
         how="forward: $(caught_by "$tmp/run-$name.log")"
     elif ! run_tests "$tmp/run-$name-race.log" ZT_CUDASIM_ORDER=shuffle ZT_CUDASIM_SEED=1 ZT_CUDASIM_RACECHECK=1 \
             ZT_CUDASIM_RACECHECK_ACCESSES=50000; then
@@ -146,7 +196,7 @@ mutant no-syncthreads-race kernels/cuda/cuda_internal.cuh \
 
 # an off-by-one loop bound: layernorm forward leaves its last channel unwritten
 mutant off-by-one kernels/cuda/cuda_nn.cu \
-    'for \(int c = lane; c < \KC(?=; c \+= 32\) o\[c\] = \(x\[c\] - m\) \* r \* w\[c\] \+ b\[c\];)' 'C - 1'
+    's \+= x\[c\];\n(?:[^\n]*\n)*?    for \(int c = lane; c < \KC(?=; c \+= 32\) zt_st_out\(&o\[c\], \(x\[c\] - m\))' 'C - 1'
 
 # multi-tensor AdamW (adamw_multi): the segment search puts each segment's
 # first element in the segment before it (its weight decay, its offset)
@@ -167,7 +217,7 @@ mutant lt-layout kernels/cuda/cuda_matmul.cu \
 
 # a wrong cuBLASLt leading dimension: C's one too large
 mutant lt-ld kernels/cuda/cuda_matmul.cu \
-    'LT\(cublasLtMatrixLayoutCreate\(&lc, CUDA_R_32F, m, n, \Kldc(?=\)\);)' 'ldc + 1'
+    'LT\(cublasLtMatrixLayoutCreate\(&lc, d16 \? CUDA_R_16BF : CUDA_R_32F, m, n, \Kldc(?=\)\);)' 'ldc + 1'
 
 # the GELU epilogues (matmul_gelu_fwd, matmul_dgelu_bwd): the epilogue's
 # bias gradient overwrites the table's instead of adding to it
@@ -264,6 +314,83 @@ mutant rows-dot-start kernels/cuda/cuda_moe.cu \
 # shared expert's gate: sigmoid backward without the (1 - y) factor
 mutant sigmoid-bwd kernels/cuda/cuda_moe.cu \
     'dx\[i\] = dy\[i\] \* y\[i\]\K \* \(1\.0f - y\[i\]\)' ''
+
+# the MoE groups on the device (moe_permute's k_moe_fill): the running
+# offset advanced by the chunk's count one thread short (sc[ZT_MOE_SCAN - 2])
+mutant moe-fill-carry kernels/cuda/cuda_moe.cu \
+    'at \+= sc\[ZT_MOE_SCAN - \K1(?=\];)' '2'
+
+# moe_regroup: a piece's place by expert counts the piece itself (ii <= i)
+mutant moe-regroup-dst kernels/cuda/cuda_moe.cu \
+    'if \(ll < l \|\| \(ll == l && ii \K<(?= i\)\) dst)' '<='
+
+# matmul_fwd_o16 (the cuBLASLt GEMM with a bf16 D): the bias left out
+mutant o16-bias kernels/cuda/cuda_matmul.cu \
+    'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, NULL, &err, true\))' 'NULL'
+
+# gelu_fwd16: the result truncated to bf16 instead of rounded to nearest even
+mutant gelu16-trunc kernels/cuda/cuda_nn.cu \
+    'out\[i\] = \Kzt_cvt_f32_to_bf16\(gelu_val\(zt_cvt_bf16_to_f32\(inp\[i\]\)\)\)(?=;)' '(uint16_t)(zt_f2u(gelu_val(zt_cvt_bf16_to_f32(inp[i]))) >> 16)'
+
+# swiglu_fwd16: the gate|up row's stride H instead of 2 H
+mutant swiglu16-stride kernels/cuda/cuda_llama.cu \
+    'const uint16_t \*g = gu \+ n \* \K2 \* (?=\(size_t\)H \+ k;\n        out\[i\] = zt_cvt_f32_to_bf16\(zt_swiglu\()' ''
+
+# geglu_fwd16: gate and up swapped
+mutant geglu16-swap kernels/cuda/cuda_llama.cu \
+    'out\[i\] = zt_cvt_f32_to_bf16\(geglu_val\(\Kzt_cvt_bf16_to_f32\(g\[0\]\), zt_cvt_bf16_to_f32\(g\[H\]\)(?=\)\);)' 'zt_cvt_bf16_to_f32(g[H]), zt_cvt_bf16_to_f32(g[0])'
+
+# swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
+mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \
+    'zt_swiglu_bwd\(&dgu\[o\], &dgu\[o \+ H\], zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\),)' 'i'
+
+# geglu_bwd16: the gate's and the up's gradients written to each other's place
+mutant geglu16-bwd-swap kernels/cuda/cuda_llama.cu \
+    'geglu_grad\(\K&dgu\[o\], &dgu\[o \+ H\](?=, zt_cvt_bf16_to_f32\(gu\[o\]\))' '&dgu[o + H], &dgu[o]'
+
+# gqa_ext_fwd16 where the attention takes the fp32 kernels: only q and k
+# widened (k_att_widen), v read from whatever tmp held
+mutant gqa16-widen kernels/cuda/cuda_attention.cu \
+    'if \(att_widen\(tmp, qkv16, \(size_t\)B \* T \* \(NH \+ \K2 \* NKV(?=\) \* hs\)\)\n        zt_cuda_gqa_ext_fwd\()' 'NKV'
+
+# gqa_ext_bwd16 on tensor cores: q|k|v read from the scratch an fp32 input
+# is rounded into (qkv16 ignored)
+mutant gqa16-bwd-q16 kernels/cuda/cuda_attention.cu \
+    'const uint16_t \*q16 = \Kqkv16 \? qkv16 : \(const uint16_t \*\)s(?=;   /\* \(qkv16: as it is\) \*/)' '(const uint16_t *)s'
+
+# layernorm_fwd16: the grid rounded down (N / rows): the last rows unwritten
+mutant ln16-grid kernels/cuda/cuda_nn.cu \
+    'k_layernorm_fwd<uint16_t><<<\K\(N \+ rows - 1\) / rows(?=, ZT_LN_THREADS)' 'N / rows'
+
+# rmsnorm_fwd16: blocks of half the threads (4 warps, 4 rows) on the grid
+# of 8 rows a block
+mutant rms16-block kernels/cuda/cuda_llama.cu \
+    'k_rmsnorm_fwd<uint16_t><<<\(N \+ rows - 1\) / rows, \KZT_RMS_THREADS(?=, 0, zt_cu\.stream>>>)' 'ZT_RMS_THREADS / 2'
+
+# add_layernorm_fwd16: mean and rstd passed to each other's place
+mutant add-ln16-stats kernels/cuda/cuda_nn.cu \
+    'res, out16, \Kmean, rstd(?=, a, bb, w, b, N, C\);)' 'rstd, mean'
+
+# add_rmsnorm_fwd16: the grid sized for 64 rows a block (ZT_RMS_THREADS / 4)
+# where a block holds 8 (a warp a row): rows past each block's 8 unwritten
+mutant add-rms16-rows kernels/cuda/cuda_llama.cu \
+    'const int rows = ZT_RMS_THREADS / \K32(?=;\n    k_add_rmsnorm_fwd<uint16_t>)' '4'
+
+# rope_fwd16: the unrotated rest copied from column np of the row instead
+# of 2 np (each rotated pair spans two columns)
+mutant rope16-rest kernels/cuda/cuda_llama.cu \
+    'const size_t o = n \* \(size_t\)stride \+ \K2 \* np(?= \+ \(c - np\);)' 'np'
+
+# encoder_fwd_w16: the position t = n % (T - 1), off by one (the rows of a
+# sequence past its first T - 1 tokens take the wrong wpe row)
+mutant enc16-pos kernels/cuda/cuda_nn.cu \
+    'k_encoder_fwd_w16\(float \*out[^{]*\{[^}]*?const int t = \(int\)\(n % \(size_t\)\KT(?=\);)' '(T - 1)'
+
+# the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
+# last free event never handed out again (ev_nfree > 1), so the pool grows
+# one event more than the requests in flight need
+mutant evpool-last libtrain/comm_nccl.c \
+    'if \(n->ev_nfree > \K0(?=\) return n->ev_free\[--n->ev_nfree\];)' '1' comm
 
 echo
 echo "| mutant | file:line | caught by | result |"

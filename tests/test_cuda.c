@@ -1424,8 +1424,9 @@ static void test_act16(int N, int H) {
 
 /* the bf16-input attention (gqa_ext_fwd16 / _bwd16): bitwise gqa_ext_fwd /
  * _bwd on the widened q|k|v, on this backend (cuda in bf16 matmul mode:
- * the tensor-core paths read qkv16 itself) and on the CPU; default options
- * and a soft-capped sliding window */
+ * the tensor-core paths read qkv16 itself; in fp32 matmul mode the fp32
+ * kernels read q|k|v widened into tmp, k_att_widen) and on the CPU;
+ * default options and a soft-capped sliding window */
 static void test_gqa16(int B, int T, int NH, int NKV, int hd) {
     const size_t R = (size_t)(NH + 2 * NKV) * hd, nq = (size_t)B * T * R, no = (size_t)B * T * NH * hd,
                  nl = (size_t)B * NH * T;
@@ -1439,10 +1440,12 @@ static void test_gqa16(int B, int T, int NH, int NKV, int hd) {
           *l2 = gpu->alloc(nl * 4), *d1 = gpu->alloc(nq * 4), *d2 = gpu->alloc(nq * 4);
     float *ho1 = xmalloc(no * 4), *ho2 = xmalloc(no * 4), *hl1 = xmalloc(nl * 4), *hl2 = xmalloc(nl * 4),
           *hd1 = xmalloc(nq * 4), *hd2 = xmalloc(nq * 4), *ht = xmalloc(nq * 4);
-    char name[160];
-    gpu->set_matmul_precision(ZT_MATMUL_BF16);
-    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    char name[192];
+    for (int mode = ZT_MATMUL_BF16; mode >= ZT_MATMUL_FP32; mode--)
     for (int k = 0; k < 2; k++) {
+        const char *ms = mode == ZT_MATMUL_BF16 ? "" : " (fp32 matmul mode: widened into tmp)";
+        gpu->set_matmul_precision(mode);
+        cpu->set_matmul_precision(mode);
         const zt_attn_opts o = k ? (zt_attn_opts){0.3f, 5.0f, T / 3 > 0 ? T / 3 : 1}
                                  : (zt_attn_opts){1.0f / sqrtf((float)hd), 0.0f, 0};
         gpu->gqa_ext_fwd16(o1, l1, q16_d, tmp_d, B, T, NH, NKV, hd, &o);
@@ -1450,16 +1453,16 @@ static void test_gqa16(int B, int T, int NH, int NKV, int hd) {
         gpu->gqa_ext_bwd16(d1, dout_d, q16_d, tmp_d, o2, l2, B, T, NH, NKV, hd, &o);
         gpu->gqa_ext_bwd(d2, dout_d, qkv_d, o2, l2, B, T, NH, NKV, hd, &o);
         snprintf(name, sizeof name,
-                 "gqa_ext_fwd16, gqa_ext_bwd16 B=%d T=%d NH=%d NKV=%d hd=%d%s: bitwise gqa_ext_fwd, _bwd "
-                 "on the widened q|k|v", B, T, NH, NKV, hd, k ? " (capped, window)" : "");
+                 "gqa_ext_fwd16, gqa_ext_bwd16 B=%d T=%d NH=%d NKV=%d hd=%d%s%s: bitwise gqa_ext_fwd, _bwd "
+                 "on the widened q|k|v", B, T, NH, NKV, hd, k ? " (capped, window)" : "", ms);
         tap_ok(same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4), "%s",
                name);
         cpu->gqa_ext_fwd16(ho1, hl1, q16, ht, B, T, NH, NKV, hd, &o);
         cpu->gqa_ext_fwd(ho2, hl2, qkv, B, T, NH, NKV, hd, &o);
         cpu->gqa_ext_bwd16(hd1, dout, q16, ht, ho2, hl2, B, T, NH, NKV, hd, &o);
         cpu->gqa_ext_bwd(hd2, dout, qkv, ho2, hl2, B, T, NH, NKV, hd, &o);
-        snprintf(name, sizeof name, "cpu gqa_ext_fwd16, gqa_ext_bwd16 hd=%d%s: bitwise the fp32 entries",
-                 hd, k ? " (capped, window)" : "");
+        snprintf(name, sizeof name, "cpu gqa_ext_fwd16, gqa_ext_bwd16 hd=%d%s%s: bitwise the fp32 entries",
+                 hd, k ? " (capped, window)" : "", ms);
         tap_ok(!memcmp(ho1, ho2, no * 4) && !memcmp(hl1, hl2, nl * 4) && !memcmp(hd1, hd2, nq * 4), "%s",
                name);
     }
