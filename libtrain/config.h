@@ -133,8 +133,9 @@ typedef struct zt_model_config {
      * once a run, where the backend has the entries: o16 the GEMM outputs,
      * MLP activations and the attention's q|k|v, n16 the norms, r16 RoPE
      * written in bf16 directly, ao16 the attention's output written (and
-     * its backward reading it) in bf16; 0 in a config (the to_bf16 paths) */
-    int o16, n16, r16, ao16;
+     * its backward reading it) in bf16, qkr16 Qwen3's q/k norms and RoPE
+     * in one entry writing bf16; 0 in a config (the to_bf16 paths) */
+    int o16, n16, r16, ao16, qkr16;
 } zt_model_config;
 
 struct zt_config {

@@ -57,6 +57,7 @@ void zt_out16_of(zt_model_config *mc) {
     mc->n16 = !getenv("ZT_TEST_NO_N16");
     mc->r16 = !getenv("ZT_TEST_NO_R16");
     mc->ao16 = !getenv("ZT_TEST_NO_AO16");
+    mc->qkr16 = !getenv("ZT_TEST_NO_QKR16");
 }
 
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
