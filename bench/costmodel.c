@@ -13,7 +13,7 @@
  * the counts into a time: the step, by kernel class and by kernel.  Shapes:
  * gpt2 (GPT-2 124M, B=8, T=1024), smollm (SmolLM-135M, B=8, T=2048),
  * llama3.2-1b, llama3.2-3b, llama3.1-8b (B=4, T=2048), or
- * gpt2:L,H,C,V,B,T / llama:L,NH,NKV,C,I,V,B,T[,untied].  Where the
+ * gpt2:L,H,C,V,B,T / llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm].  Where the
  * calibration's source recorded the engine step of the shape, it prints
  * the measurement and the ratio.
  *
@@ -43,7 +43,7 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
-            "llama:L,NH,NKV,C,I,V,B,T[,untied]]... [--calib FILE] [--stage N] [--fp32]\n"
+            "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N]\n"
             "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"

@@ -13,11 +13,11 @@
 
 int cm_shape_parse(const char *s, cm_shape *out) {
     static const cm_shape builtin[] = {
-        {"gpt2", 0, 12, 12, 12, 768, 0, 50304, 8, 1024, 0},
-        {"smollm", 1, 30, 9, 3, 576, 1536, 49152, 8, 2048, 0},
-        {"llama3.2-1b", 1, 16, 32, 8, 2048, 8192, 128256, 4, 2048, 0},
-        {"llama3.2-3b", 1, 28, 24, 8, 3072, 8192, 128256, 4, 2048, 0},
-        {"llama3.1-8b", 1, 32, 32, 8, 4096, 14336, 128256, 4, 2048, 1},
+        {"gpt2", 0, 12, 12, 12, 768, 0, 50304, 8, 1024, 0, 0},
+        {"smollm", 1, 30, 9, 3, 576, 1536, 49152, 8, 2048, 0, 0},
+        {"llama3.2-1b", 1, 16, 32, 8, 2048, 8192, 128256, 4, 2048, 0, 0},
+        {"llama3.2-3b", 1, 28, 24, 8, 3072, 8192, 128256, 4, 2048, 0, 0},
+        {"llama3.1-8b", 1, 32, 32, 8, 4096, 14336, 128256, 4, 2048, 1, 0},
     };
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
         if (!strcmp(s, builtin[i].name)) {
@@ -26,16 +26,26 @@ int cm_shape_parse(const char *s, cm_shape *out) {
         }
     cm_shape sh;
     memset(&sh, 0, sizeof sh);
-    char tail[16] = "";
+    char tail[32] = "";
     if (!strncmp(s, "gpt2:", 5)) {
         if (sscanf(s + 5, "%d,%d,%d,%d,%d,%d", &sh.L, &sh.NH, &sh.C, &sh.V, &sh.B, &sh.T) != 6) return -1;
         sh.NKV = sh.NH;
     } else if (!strncmp(s, "llama:", 6)) {
         sh.llama = 1;
-        const int k = sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d,%15s", &sh.L, &sh.NH, &sh.NKV, &sh.C, &sh.I,
+        const int k = sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d,%31s", &sh.L, &sh.NH, &sh.NKV, &sh.C, &sh.I,
                              &sh.V, &sh.B, &sh.T, tail);
-        if (k < 8 || (k == 9 && strcmp(tail, "untied"))) return -1;
-        sh.untied = k == 9;
+        if (k < 8) return -1;
+        /* the flags: untied, qk_norm (in that order) */
+        const char *t = tail;
+        if (!strncmp(t, "untied", 6) && (t[6] == 0 || t[6] == ',')) {
+            sh.untied = 1;
+            t += t[6] ? 7 : 6;
+        }
+        if (!strcmp(t, "qk_norm")) {
+            sh.qk_norm = 1;
+            t += 7;
+        }
+        if (*t) return -1;
     } else {
         return -1;
     }
@@ -48,7 +58,8 @@ int cm_shape_parse(const char *s, cm_shape *out) {
 }
 
 void cm_shape_key(const cm_shape *s, char *buf, size_t n) {
-    if (s->llama) snprintf(buf, n, "%d,%d,%d,%d,%d,%d,%d,%d", s->L, s->NH, s->NKV, s->C, s->I, s->V, s->B, s->T);
+    if (s->llama) snprintf(buf, n, "%d,%d,%d,%d,%d,%d,%d,%d%s", s->L, s->NH, s->NKV, s->C, s->I, s->V, s->B, s->T,
+                           s->qk_norm ? ",qk_norm" : "");
     else snprintf(buf, n, "%d,%d,%d,%d,%d,%d", s->L, s->NH, s->C, s->V, s->B, s->T);
 }
 
@@ -95,6 +106,7 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         SET("ztrain.model.n_kv_head", "%d", s->NKV);
         SET("ztrain.model.intermediate_size", "%d", s->I);
         SET("ztrain.model.tie_embeddings", "%s", s->untied ? "false" : "true");
+        if (s->qk_norm) SET("ztrain.model.qk_norm", "%s", "true");
     }
     SET("ztrain.model.context", "%d", s->T);
     SET("ztrain.seq_len", "%d", s->T);

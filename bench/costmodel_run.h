@@ -13,10 +13,11 @@
 typedef struct cm_shape {
     char name[64];
     int llama, L, NH, NKV, C, I, V, B, T, untied;
+    int qk_norm;   /* Qwen3's per-head q/k norms (ztrain.model.qk_norm) */
 } cm_shape;
 
 /* Built-in names (gpt2, smollm, llama3.2-1b, llama3.2-3b, llama3.1-8b),
- * gpt2:L,H,C,V,B,T or llama:L,NH,NKV,C,I,V,B,T[,untied]; 0 or -1. */
+ * gpt2:L,H,C,V,B,T or llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]; 0 or -1. */
 int cm_shape_parse(const char *s, cm_shape *out);
 /* The shape as the recorded tables write it (gpt2: L,H,C,V,B,T; llama:
  * L,NH,NKV,C,I,V,B,T). */

@@ -678,6 +678,22 @@ typedef struct zt_backend {
                            int N, int H);
     void (*geglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                           int N, int H);
+    /* ---- Qwen3's q/k norms and RoPE writing bf16 (last; libtrain/model.h
+     * zt_qkr16_ok).  Optional: NULL when the backend has none (the caller
+     * runs headnorm_fwd on the q and the k heads, then rope_fwd16).
+     * qknorm_rope_fwd16: bitwise that sequence, N = B T rows of x[stride]:
+     * headnorm_fwd(x, raw, rstd, qw, eps, N, qnh, stride, NH hd / qnh),
+     * headnorm_fwd(x + NH hd, raw + N NH hd, rstd + N NH, kw, eps, N, knh,
+     * stride, NKV hd / knh) (qnh, knh: the norms' groups of a row, NH and
+     * NKV per head, 1 over the whole projection), then rope_fwd16(qkv16, x,
+     * inv_freq, B, T, NH + NKV, stride, hd, scale): qkv16, raw and rstd
+     * written as that sequence writes them; x: the fp32 input (q|k|v before
+     * the norms), used as scratch (the cpu backends run the sequence in
+     * place there; cuda leaves it alone, one kernel): its contents after
+     * are unspecified. */
+    void (*qknorm_rope_fwd16)(uint16_t *qkv16, float *x, float *raw, float *rstd, const float *qw,
+                              const float *kw, float eps, const float *inv_freq, int B, int T,
+                              int NH, int NKV, int qnh, int knh, int stride, int hd, float scale);
 } zt_backend;
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads

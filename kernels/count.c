@@ -47,7 +47,7 @@ enum {
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
-    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16,
+    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD,
     K_XENT16_FWD, K_XENT16_FUSED, K_N
 };
@@ -85,6 +85,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_HEADNORM_BWD_DX] = {"k_headnorm_bwd_dx", ZT_CC_ROWNORM},
     [K_ROPE] = {"k_rope", ZT_CC_STREAM},
     [K_ROPE_FWD16] = {"k_rope_fwd16", ZT_CC_STREAM},
+    [K_QKNORM_ROPE_FWD16] = {"k_qknorm_rope_fwd16", ZT_CC_ROWNORM},
     [K_SWIGLU_FWD] = {"k_swiglu_fwd", ZT_CC_STREAM},
     [K_SWIGLU_BWD] = {"k_swiglu_bwd", ZT_CC_STREAM},
     [K_GEGLU_FWD] = {"k_geglu_fwd", ZT_CC_STREAM},
@@ -1310,6 +1311,47 @@ static void c_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B
     rec(K_ROPE_FWD16, 6 * pairs, pairs * 2 * (F + H) + rest * (F + H) + (pairs ? D(h2) * F : 0));
 }
 
+/* k_qknorm_rope_fwd16 (backend.h qknorm_rope_fwd16): k_headnorm_fwd's
+ * work on the q and k groups (4 FLOPs a value; reads x, writes raw a
+ * value f, rstd a group f, the weights) and k_rope_fwd16's rotation (6
+ * FLOPs a pair, the values written in bf16, inv_freq hd/2 f), the rows'
+ * other columns read in fp32 and written in bf16: one launch; the
+ * degenerate shapes (odd hd, groups not whole heads) the sequence's */
+static void c_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rstd,
+                                const float *qw, const float *kw, float eps, const float *inv_freq,
+                                int B, int T, int NH, int NKV, int qnh, int knh, int stride, int hd,
+                                float scale) {
+    call(ZT_CE_qknorm_rope_fwd16);
+    if (g_inner)
+        g_inner->qknorm_rope_fwd16(qkv16, x, raw, rstd, qw, kw, eps, inv_freq, B, T, NH, NKV, qnh,
+                                   knh, stride, hd, scale);
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    const int h2 = hd / 2;
+    if (NH <= 0 || NKV <= 0 || qnh <= 0 || knh <= 0 || h2 <= 0 || hd % 2 || (NH * hd) % qnh ||
+        (NKV * hd) % knh) {
+        const int N = B * T;
+        if (NH > 0 && qnh > 0 && hd > 0) {
+            const double R = D(N) * qnh, g = D(NH) * hd / qnh;
+            rec(K_HEADNORM_FWD, 4 * R * g, 3 * R * g * F + g * F + R * F);
+        }
+        if (NH >= 0 && NKV > 0 && knh > 0 && hd > 0) {
+            const double R = D(N) * knh, g = D(NKV) * hd / knh;
+            rec(K_HEADNORM_FWD, 4 * R * g, 3 * R * g * F + g * F + R * F);
+        }
+        const long hh = hd / 2;
+        const int nh = NH + NKV;
+        const double rows = D(B) * T, pairs = nh > 0 && hh > 0 ? rows * nh * hh : 0;
+        const double rest = rows * (stride - 2.0 * (nh > 0 && hh > 0 ? nh * hh : 0));
+        rec(K_ROPE_FWD16, 6 * pairs, pairs * 2 * (F + H) + rest * (F + H) + (pairs ? D(hh) * F : 0));
+        return;
+    }
+    const double rows = D(B) * T, vals = rows * (NH + NKV) * hd, groups = rows * (qnh + knh);
+    const double rest = rows * (stride - (NH + NKV) * hd);
+    rec(K_QKNORM_ROPE_FWD16, 4 * vals + 6 * (vals / 2),
+        vals * (2 * F + H) + groups * F + (D(NH) * hd / qnh + D(NKV) * hd / knh) * F +
+            rest * (F + H) + D(h2) * F);
+}
+
 /* k_swiglu_fwd / k_geglu_fwd over N H: reads gu 2 N H f, writes N H f
  * (swiglu 5, geglu 10 FLOPs each); _bwd: reads gu 2 N H f and dout N H f,
  * writes dgu 2 N H f (swiglu 10, geglu 18 FLOPs each) */
@@ -1791,6 +1833,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->add_layernorm_fwd16 = c_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = c_add_rmsnorm_fwd16;
     t->rope_fwd16 = c_rope_fwd16;
+    t->qknorm_rope_fwd16 = c_qknorm_rope_fwd16;
     t->xent16_fwd = c_xent16_fwd;
     t->xent16_fused = c_xent16_fused;
     t->matmul_bwd_head16 = c_matmul_bwd_head16;

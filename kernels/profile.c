@@ -173,6 +173,18 @@ static void p_rope_fwd16(uint16_t *q16, float *x, const float *f, int B, int T, 
     inner->rope_fwd16(q16, x, f, B, T, nh, stride, hd, sc);
     k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, (F4 + 2.0) * B * T * stride);
 }
+/* Qwen3's q/k norms then RoPE writing bf16: the norm family, headnorm_fwd's
+ * FLOPs and the rotation's, x read, raw written (4 bytes each) and the rows
+ * written in 2 bytes */
+static void p_qknorm_rope_fwd16(uint16_t *q16, float *x, float *raw, float *rstd, const float *qw,
+                                const float *kw, float eps, const float *f, int B, int T, int NH,
+                                int NKV, int qnh, int knh, int stride, int hd, float sc) {
+    double t = k_begin();
+    inner->qknorm_rope_fwd16(q16, x, raw, rstd, qw, kw, eps, f, B, T, NH, NKV, qnh, knh, stride, hd,
+                             sc);
+    const double nhd = (double)B * T * (NH + NKV) * hd;
+    k_end(t, ZT_PROF_NORM, 7.0 * nhd, (F4 + 2.0) * B * T * stride + F4 * nhd);
+}
 static void p_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
                            int nh, int stride, int hd) {
     double t = k_begin();
@@ -710,6 +722,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(add_layernorm_fwd16);
     W(add_rmsnorm_fwd16);
     W(rope_fwd16);
+    W(qknorm_rope_fwd16);
     W(xent16_fwd);
     W(xent16_fused);
     W(matmul_bwd_head16);

@@ -134,9 +134,10 @@ typedef struct zt_model_config {
      * MLP activations and the attention's q|k|v, n16 the norms, r16 RoPE
      * written in bf16 directly, ao16 the attention's output written (and
      * its backward reading it) in bf16, d16 the norms' and SwiGLU/GeGLU's
-     * backward writing the bf16 gradient copies the GEMMs read; 0 in a
-     * config (the to_bf16 paths) */
-    int o16, n16, r16, ao16, d16;
+     * backward writing the bf16 gradient copies the GEMMs read, qkr16
+     * Qwen3's q/k norms and RoPE in one entry writing bf16; 0 in a config
+     * (the to_bf16 paths) */
+    int o16, n16, r16, ao16, d16, qkr16;
 } zt_model_config;
 
 struct zt_config {

@@ -374,6 +374,11 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg.r16 = mc->r16 && zt_r16_ok(be);
     m->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
     m->cfg.d16 = mc->d16 && zt_d16_ok(be);
+    /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
+    /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
+     * max(C, hd) floats: where it holds 2 hd) */
+    m->cfg.qkr16 = s.qkn && m->cfg.r16 && mc->qkr16 && zt_qkr16_ok(be) &&
+                   (!s.gemma || s.C >= 2 * s.hd);
     m->s = s;
     m->be = be;
     m->sp.n = 1;
@@ -985,7 +990,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->datt : s->atty;
         zt_mm_fwd_x(be, qkv, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
         zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, qkv, N, &a->lora);
-        if (sh->qkn) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
+        /* (qkr16: the q/k norms and RoPE in one entry writing the bf16 q|k|v,
+         * below) */
+        const int qkr16 = sh->qkn && s->qkv16 && m->cfg.qkr16;
+        if (sh->qkn && !qkr16) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
             be->headnorm_fwd(qkv + sh->AD, s->qkraw + (size_t)N * sh->AD,
@@ -995,7 +1003,22 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         /* (o16: the attention reads the bf16 q|k|v itself; qkv the cpu
          * backends' fp32 staging) */
         const int o16 = s->qkv16 && m->cfg.o16;
-        if (s->qkv16 && m->cfg.r16) {
+        if (qkr16) {
+            /* (qkr16: the q and k heads normalized and rotated in one entry
+             * writing the bf16 q|k|v, qkv its scratch: the same values,
+             * qkraw and qkrstd as headnorm_fwd writes them) */
+            const float *qw = w->q_norm, *kw = w->k_norm;
+            if (sh->gemma) {   /* (1 + w, both: a->w1 holds 2 hd floats then) */
+                be->add(a->w1, a->ones, qw, (size_t)sh->hd);
+                be->add(a->w1 + sh->hd, a->ones, kw, (size_t)sh->hd);
+                qw = a->w1;
+                kw = a->w1 + sh->hd;
+            }
+            be->qknorm_rope_fwd16(s->qkv16, qkv, s->qkraw, s->qkrstd, qw, kw, eps,
+                                  layer_freq(m, a, l, T), B, T, sh->NH, sh->NKV, sh->qnh, sh->knh,
+                                  sh->QKV, sh->hd, layer_rope_scale(m, l));
+            if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
+        } else if (s->qkv16 && m->cfg.r16) {
             /* (r16: RoPE writes the bf16 q|k|v itself, qkv its scratch) */
             be->rope_fwd16(s->qkv16, qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV,
                            sh->hd, layer_rope_scale(m, l));

@@ -157,6 +157,15 @@ static inline int zt_l16_test_on(void) { return !getenv("ZT_TEST_NO_L16"); }
  * by to_bf16, and gqa_ext_bwd16 on its widened values, which they compute
  * otherwise).  Checked once, when the model is created (with
  * zt_model_config.ao16); the blocks read the model's cfg.ao16. */
+/* Qwen3's q/k norms and RoPE writing bf16 in one entry (backend.h
+ * qknorm_rope_fwd16): 1 when the backend has it, and Llama with q/k norms
+ * and cfg.r16 then calls it (bitwise headnorm_fwd on the q and k heads and
+ * rope_fwd16, which it calls otherwise).  Checked once, when the model is
+ * created (with zt_model_config.qkr16); the blocks read the model's
+ * cfg.qkr16. */
+static inline int zt_qkr16_ok(const zt_backend *be) {
+    return be && be->qknorm_rope_fwd16;
+}
 static inline int zt_ao16_ok(const zt_backend *be) {
     return be && be->gqa_ext_fwd16o && be->gqa_ext_bwd16o;
 }

@@ -65,6 +65,19 @@ check "a bad --attention: exit 2, one line naming it" \
 "$CM" --shape bogus > /dev/null 2> "$W/bad"
 rc=$?
 check "a bad --shape: exit 2 and the shape named" bash -c "[ $rc = 2 ] && grep -q \"bad --shape 'bogus'\" '$W/bad'"
+# Qwen3's q/k norms (,qk_norm): the fused k_qknorm_rope_fwd16, one a block
+# forward, in place of k_headnorm_fwd (two) and k_rope_fwd16; a flag
+# after it, or an unknown one, refused
+"$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16,untied,qk_norm --kernels 40 > "$W/qk" 2> "$W/err"
+ok $? "costmodel on a tiny Llama with q/k norms: exit 0"
+check ",qk_norm: k_qknorm_rope_fwd16 launched once a block, no k_headnorm_fwd, no k_rope_fwd16" \
+    bash -c "grep -Eq '^  k_qknorm_rope_fwd16 +rownorm +[0-9.]+ +[0-9.]+% +2 ' '$W/qk' &&
+             ! grep -Eq '^  (k_headnorm_fwd|k_rope_fwd16) ' '$W/qk' && grep -q 'untied' '$W/qk'"
+for bad in llama:2,4,2,32,48,64,2,16,qk_norm,untied llama:2,4,2,32,48,64,2,16,qk; do
+    "$CM" --shape $bad > /dev/null 2> "$W/bad"
+    rc=$?
+    check "a bad --shape $bad: exit 2 and the shape named" bash -c "[ $rc = 2 ] && grep -q \"bad --shape '$bad'\" '$W/bad'"
+done
 "$CM" --calib "$W/none.txt" > /dev/null 2> "$W/bad"
 rc=$?
 check "a missing calibration file: exit 1, one line naming it" \

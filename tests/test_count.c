@@ -467,6 +467,8 @@ typedef struct w16_mem {
     long to16;         /* k_to_bf16 launches */
     long n16;          /* calls of the norms writing bf16 (layernorm_fwd16, ...) */
     long r16, rope;    /* rope_fwd16 and rope_fwd calls */
+    long qkr, hn;      /* qknorm_rope_fwd16 and headnorm_fwd calls */
+    long qkr_k, hn_k;  /* k_qknorm_rope_fwd16 and k_headnorm_fwd launches */
     /* the LM head's bf16 logits: xent16_fwd, xent16_fused, matmul_bwd_head16
      * calls; the head's matmul_fwd_o16 calls (one a forward chunk, one a
      * recomputed chunk: all fused calls but each step's last chunk's, 4
@@ -482,8 +484,8 @@ typedef struct w16_mem {
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
- * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16 (both read at the setup
- * too); 64 = ZT_TEST_NO_L16 over the whole run */
+ * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16
+ * (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -538,6 +540,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 128) setenv("ZT_TEST_NO_AO16", "1", 1);
     if (no_w16 & 256) setenv("ZT_TEST_NO_D16", "1", 1);
     if (no_w16 & 512) setenv("ZT_TEST_NO_NF4W16", "1", 1);
+    if (no_w16 & 1024) setenv("ZT_TEST_NO_QKR16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -553,6 +556,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_R16");
     unsetenv("ZT_TEST_NO_AO16");
     unsetenv("ZT_TEST_NO_NF4W16");
+    unsetenv("ZT_TEST_NO_QKR16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -619,6 +623,10 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
     mem->r16 = t.calls[ZT_CE_rope_fwd16];
     mem->rope = t.calls[ZT_CE_rope_fwd];
+    mem->qkr = t.calls[ZT_CE_qknorm_rope_fwd16];
+    mem->hn = t.calls[ZT_CE_headnorm_fwd];
+    mem->qkr_k = launches_of_k(k, nk, "k_qknorm_rope_fwd16");
+    mem->hn_k = launches_of_k(k, nk, "k_headnorm_fwd");
     mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
@@ -971,9 +979,10 @@ static void bf16_norms(void) {
  * (ZT_TEST_NO_R16=1, the path of before), Llama (Qwen3's q/k norms, Gemma
  * 2), stages 0 and 3, with activation checkpointing and without, LoRA, and
  * with the attention reading fp32 (ZT_TEST_NO_O16: q|k|v widened back);
- * per block and forward (recomputed too) one rope_fwd16, one rope_fwd and
- * one k_to_bf16 fewer, the other counts and the activations' peak
- * unchanged.  GPT-2 (no RoPE): no call, nothing else changes. */
+ * per block and forward (recomputed too) one rope_fwd16 (Qwen3's q/k
+ * norms: one qknorm_rope_fwd16, below), one rope_fwd and one k_to_bf16
+ * fewer, the other counts and the activations' peak unchanged.  GPT-2 (no
+ * RoPE): no call, nothing else changes. */
 static void bf16_rope(void) {
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2";
@@ -1010,7 +1019,8 @@ static void bf16_rope(void) {
                what, a[0][0], a[1][0], a[3][0]);
         /* forwards a step: 1, or 2 checkpointed (the recompute); 1 RoPE a block */
         const long want = gpt2 ? 0 : 4L * s.L * (1 + is_ck);
-        tap_ok(ma.r16 == want && mb.r16 == 0 && ma.rope == 0 && mb.rope == want &&
+        tap_ok(ma.r16 + ma.qkr == want && ma.qkr == (ex == qwen3 ? want : 0) && mb.r16 == 0 &&
+                   mb.qkr == 0 && ma.rope == 0 && mb.rope == want &&
                    mb.to16 - ma.to16 == want && ra == rb && wa == wb &&
                    ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.acts_peak == mb.acts_peak &&
                    ma.acts_plan == mb.acts_plan,
@@ -1058,6 +1068,72 @@ static void stand_in_blocks(void) {
     if (!ok) snprintf(why, sizeof why, "; not the one of %zu bytes", bad);
     tap_ok(ok, "the stand-in's accounted blocks (host memory): %d blocks of 1 byte to 64 MiB, each "
            "256-byte aligned (as cudaMalloc's)%s", (int)NS, why);
+}
+
+/* ------------------------------------------------------------ Qwen3's q/k norms and RoPE
+ * Qwen3's q/k norms and RoPE in one entry writing the bf16 q|k|v
+ * (backend.h qknorm_rope_fwd16): every loss and gradient norm bitwise
+ * those of headnorm_fwd on the q and k heads then rope_fwd16
+ * (ZT_TEST_NO_QKR16=1, the path of before), per head (Qwen3) and over the
+ * whole projections (qk_norm_full, OLMoE), Gemma 3's 1 + w weights, stages
+ * 0 and 3, with activation checkpointing and without, LoRA, and with the
+ * attention reading fp32 (ZT_TEST_NO_O16); per block and forward
+ * (recomputed too) one qknorm_rope_fwd16 (one k_qknorm_rope_fwd16 launch)
+ * for two headnorm_fwd and one rope_fwd16 (three launches), the other
+ * counts (k_to_bf16, the bf16-output and norm entries) and the
+ * activations' peak unchanged.  Without q/k norms: no call. */
+static void bf16_qknorm_rope(void) {
+    static const char ck[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks";
+    static const char qwen3[] = "ztrain.model.qk_norm=true";
+    static const char full[] = "ztrain.model.qk_norm=true ztrain.model.qk_norm_full=true";
+    static const char gemma3[] = "ztrain.model.qk_norm=true ztrain.model.gemma=3";
+    static const char lora[] = "ztrain.model.qk_norm=true ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                               "ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 0}, {"llama:2,4,2,32,48,64,2,16", 3, qwen3, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, {"llama:2,4,2,32,48,64,2,16", 0, full, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma3, 0}, {"llama:2,4,2,32,48,64,2,16", 3, lora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 4}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        double a[4][2], b[4][2];
+        long wa = 0, wb = 0, ra = 0, rb = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const char *ex = cases[i].extra;
+        const int is_ck = ex == ck, no = cases[i].no;
+        char what[160];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex ? " qk_norm" : "", is_ck ? " checkpointed" : "", ex == full ? " full" : "",
+                 ex == gemma3 ? " gemma 3" : "", ex == lora ? " LoRA" : "",
+                 no & 4 ? " ZT_TEST_NO_O16" : "");
+        const int r1 = w16_run(&s, cases[i].stage, ex, no, a, &wa, &ra, &ma, &st);
+        if (r1) tap_diag("%s: %s", what, st.msg);
+        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, no | 1024, b, &wb, &rb, &mb, &st);
+        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the fused q/k norms and RoPE",
+                    what))
+            continue;
+        tap_ok(!memcmp(a, b, sizeof a),
+               "%s: losses and gradient norms bitwise the headnorm_fwd + rope_fwd16 path's (%.9g "
+               "%.9g ... %.9g)",
+               what, a[0][0], a[1][0], a[3][0]);
+        /* forwards a step: 1, or 2 checkpointed (the recompute); 1 a block */
+        const long want = ex ? 4L * s.L * (1 + is_ck) : 0, r16 = 4L * s.L * (1 + is_ck);
+        tap_ok(ma.qkr == want && mb.qkr == 0 && ma.qkr_k == want && mb.qkr_k == 0 &&
+                   mb.hn - ma.hn == 2 * want && mb.hn_k - ma.hn_k == 2 * want &&
+                   ma.r16 == r16 - want && mb.r16 == r16 && ma.rope == 0 && mb.rope == 0 &&
+                   ma.to16 == mb.to16 && ma.from16 == mb.from16 && wa == wb &&
+                   ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.acts_peak == mb.acts_peak &&
+                   ma.acts_plan == mb.acts_plan,
+               "%s: %ld qknorm_rope_fwd16 calls, %ld launches (%ld expected, %ld without), "
+               "headnorm_fwd %ld (%ld without), rope_fwd16 %ld (%ld without), %ld k_to_bf16 (%ld "
+               "without), activations' peak %llu bytes (%llu without)",
+               what, ma.qkr, ma.qkr_k, want, mb.qkr, ma.hn, mb.hn, ma.r16, mb.r16, ma.to16, mb.to16,
+               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+    }
 }
 
 /* ------------------------------------------------------------ bf16 logits
@@ -1741,6 +1817,7 @@ int main(int argc, char **argv) {
     bf16_norms();
     bf16_rope();
     stand_in_blocks();
+    bf16_qknorm_rope();
     bf16_logits();
     bf16_att_out();
     bf16_gradients();

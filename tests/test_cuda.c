@@ -719,6 +719,61 @@ static void test_rope16(int B, int T, int nh, int stride, int hd) {
     no_error("rope16");
 }
 
+/* Qwen3's q/k norms and RoPE writing bf16 (qknorm_rope_fwd16): qkv16, raw
+ * and rstd bitwise headnorm_fwd on the q and the k groups (per head, or
+ * full: one group over each projection, OLMoE), then rope_fwd and to_bf16
+ * of the q|k|v rows (the v heads rounded), on the same backend (cuda: one
+ * kernel, a warp per group) and on the CPU. */
+static void test_qkrope16(int B, int T, int NH, int NKV, int hd, int full) {
+    const int N = B * T, stride = (NH + 2 * NKV) * hd, qnh = full ? 1 : NH, knh = full ? 1 : NKV;
+    const int qg = NH * hd / qnh, kg = NKV * hd / knh;
+    const size_t n = (size_t)N * stride, nr = (size_t)N * (NH + NKV) * hd;
+    const size_t ns = (size_t)N * NH + (size_t)N * knh;
+    float *f = xmalloc((size_t)(hd / 2) * 4);
+    for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
+    float *x = fvec(n, 3.0), *qw = fvec((size_t)qg, 1.0), *kw = fvec((size_t)kg, 1.0);
+    float *x_d = devf(x, n), *f_d = devf(f, hd / 2), *qw_d = devf(qw, qg), *kw_d = devf(kw, kg);
+    char name[200];
+    for (int k = 0; k < 2; k++) {
+        const zt_backend *be = k ? cpu : gpu;
+        const float *X = k ? x : x_d, *Fq = k ? f : f_d, *QW = k ? qw : qw_d, *KW = k ? kw : kw_d;
+#define ALLOC(b) (k ? xmalloc(b) : gpu->alloc(b))
+        float *t = ALLOC(n * 4), *y = ALLOC(n * 4), *r1 = ALLOC(nr * 4), *r2 = ALLOC(nr * 4);
+        float *s1 = ALLOC(ns * 4), *s2 = ALLOC(ns * 4);
+        uint16_t *o1 = ALLOC(n * 2), *o2 = ALLOC(n * 2);
+#undef ALLOC
+        be->zero(r1, nr * 4);
+        be->zero(r2, nr * 4);
+        be->zero(s1, ns * 4);
+        be->zero(s2, ns * 4);
+        be->copy(t, X, n * 4);
+        be->copy(y, X, n * 4);
+        be->qknorm_rope_fwd16(o1, t, r1, s1, QW, KW, 1e-6f, Fq, B, T, NH, NKV, qnh, knh, stride, hd,
+                              1.125f);
+        be->headnorm_fwd(y, r2, s2, QW, 1e-6f, N, qnh, stride, qg);
+        be->headnorm_fwd(y + (size_t)NH * hd, r2 + (size_t)N * NH * hd, s2 + (size_t)N * NH, KW,
+                         1e-6f, N, knh, stride, kg);
+        be->rope_fwd(y, Fq, B, T, NH + NKV, stride, hd, 1.125f);
+        be->to_bf16(o2, y, n);
+        snprintf(name, sizeof name,
+                 "%sqknorm_rope_fwd16 B=%d T=%d NH=%d NKV=%d hd=%d%s: q|k|v, raw and rstd bitwise "
+                 "headnorm_fwd (q, k), rope_fwd, to_bf16",
+                 k ? "cpu " : "", B, T, NH, NKV, hd, full ? " (full)" : "");
+        tap_ok(k ? !memcmp(o1, o2, n * 2) && !memcmp(r1, r2, nr * 4) && !memcmp(s1, s2, ns * 4)
+                 : same_bits(o1, o2, n * 2) && same_bits(r1, r2, nr * 4) &&
+                       same_bits(s1, s2, ns * 4),
+               "%s", name);
+        void *bufs[] = {t, y, r1, r2, s1, s2, o1, o2};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (k) free(bufs[i]);
+            else gpu->free(bufs[i]);
+        }
+    }
+    free(f); free(x); free(qw); free(kw);
+    gpu->free(x_d); gpu->free(f_d); gpu->free(qw_d); gpu->free(kw_d);
+    no_error("qkrope16");
+}
+
 /* ------------------------------------------------------------ matmul */
 
 /* The bf16-weight entries (bf16 mode): w16 = w rounded; each bitwise its
@@ -2700,6 +2755,10 @@ int main(void) {
     test_rope(1, 4101, 12, 12 * 64, 64);
     test_rope16(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads rotated, the v heads rounded */
     test_rope16(1, 4101, 12, 12 * 64, 64);
+    test_qkrope16(2, 37, 3, 1, 6, 0);   /* Qwen3: per head, hd 6 (a warp's lanes idle) */
+    test_qkrope16(1, 67, 4, 2, 64, 0);  /* 32 pairs a head: every lane */
+    test_qkrope16(2, 19, 4, 2, 40, 1);  /* full (OLMoE): 80 pairs a q group, 40 a k group */
+    if (full) test_qkrope16(1, 4101, 16, 8, 128, 0);
     test_swiglu(37, 13);
     test_act16(37, 13);
     if (full) test_swiglu(512, 5632);

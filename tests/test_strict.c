@@ -233,6 +233,40 @@ int main(void) {
         S->free(d_a); S->free(d_rb); S->free(d_lw); S->free(d_lb); S->free(d_res); S->free(d_y);
         S->free(d_mu); S->free(d_rs);
     }
+    {   /* Qwen3's q/k norms and RoPE writing bf16: cpu-strict bitwise the cpu's on blocks of
+         * exactly the documented sizes; a k weight shorter than its group refused */
+        enum { B = 2, T = 3, NH = 2, NKV = 1, HD = 4, ST = (NH + 2 * NKV) * HD, NR = B * T };
+        enum { NX = NR * ST, NRAW = NR * (NH + NKV) * HD, NS = NR * NH + NR * NKV };
+        float x[NX], qw[HD], kw[HD], fq[HD / 2], xc[NX], raw_c[NRAW], rs_c[NS], raw_s[NRAW],
+            rs_s[NS];
+        uint16_t o_c[NX], o_s[NX];
+        fill(x, NX, 21); fill(qw, HD, 22); fill(kw, HD, 23);
+        for (int j = 0; j < HD / 2; j++) fq[j] = 1.0f / (float)(1 << (2 * j));
+        memcpy(xc, x, sizeof x);
+        float *d_x = dput(x, sizeof x), *d_qw = dput(qw, sizeof qw), *d_kw = dput(kw, sizeof kw);
+        float *d_f = dput(fq, sizeof fq), *d_raw = S->alloc(sizeof raw_s), *d_rs = S->alloc(sizeof rs_s);
+        float *d_kw3 = dput(kw, 3 * sizeof(float));
+        uint16_t *d_o = S->alloc(sizeof o_s);
+        C->qknorm_rope_fwd16(o_c, xc, raw_c, rs_c, qw, kw, 1e-6f, fq, B, T, NH, NKV, NH, NKV, ST, HD,
+                             1.0f);
+        S->qknorm_rope_fwd16(d_o, d_x, d_raw, d_rs, d_qw, d_kw, 1e-6f, d_f, B, T, NH, NKV, NH, NKV,
+                             ST, HD, 1.0f);
+        const char *qe = S->error();
+        S->to_host(o_s, d_o, sizeof o_s);
+        S->to_host(raw_s, d_raw, sizeof raw_s);
+        S->to_host(rs_s, d_rs, sizeof rs_s);
+        tap_ok(!qe && !memcmp(o_c, o_s, sizeof o_c) && !memcmp(raw_c, raw_s, sizeof raw_c) &&
+                   !memcmp(rs_c, rs_s, sizeof rs_c),
+               "qknorm_rope_fwd16: cpu-strict bitwise the cpu's (q|k|v, raw, rstd) (%s)",
+               qe ? qe : "no error");
+        S->qknorm_rope_fwd16(d_o, d_x, d_raw, d_rs, d_qw, d_kw3, 1e-6f, d_f, B, T, NH, NKV, NH, NKV,
+                             ST, HD, 1.0f);
+        qe = S->error();
+        tap_ok(qe && strstr(qe, "qknorm_rope_fwd16") && strstr(qe, "k weight"),
+               "qknorm_rope_fwd16 with a k weight past its block: refused (%s)", qe ? qe : "(none)");
+        S->free(d_x); S->free(d_qw); S->free(d_kw); S->free(d_f); S->free(d_raw); S->free(d_rs);
+        S->free(d_kw3); S->free(d_o);
+    }
     float p[32], g[32], m[32], v[32];
     fill(p, 32, 5); fill(g, 32, 6); fill(m, 32, 7); fill(v, 32, 8);
     for (int i = 0; i < 32; i++) v[i] = v[i] * v[i];

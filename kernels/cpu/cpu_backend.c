@@ -552,6 +552,23 @@ static void cpu_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int
     zt_cpu_to_bf16(qkv16, x, (size_t)B * T * stride);
 }
 
+/* Qwen3's q/k norms then RoPE writing bf16 (backend.h): headnorm_fwd on
+ * the q and the k heads in place on x, then cpu_rope_fwd16; bitwise that
+ * sequence by construction */
+static void cpu_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rstd,
+                                  const float *qw, const float *kw, float eps,
+                                  const float *inv_freq, int B, int T, int NH, int NKV, int qnh,
+                                  int knh, int stride, int hd, float scale) {
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    const int N = B * T;
+    const size_t AD = (size_t)NH * hd;
+    if (qnh > 0) zt_cpu_headnorm_fwd(x, raw, rstd, qw, eps, N, qnh, stride, NH * hd / qnh);
+    if (knh > 0)
+        zt_cpu_headnorm_fwd(x + AD, raw + (size_t)N * AD, rstd + (size_t)N * NH, kw, eps, N, knh,
+                            stride, NKV * hd / knh);
+    cpu_rope_fwd16(qkv16, x, inv_freq, B, T, NH + NKV, stride, hd, scale);
+}
+
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -817,6 +834,7 @@ static const zt_backend cpu_backend = {
     .add_layernorm_fwd16 = cpu_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = cpu_add_rmsnorm_fwd16,
     .rope_fwd16 = cpu_rope_fwd16,
+    .qknorm_rope_fwd16 = cpu_qknorm_rope_fwd16,
     .xent16_fwd = zt_cpu_xent16_fwd,
     .xent16_fused = zt_cpu_xent16_fused,
     .matmul_bwd_head16 = cpu_matmul_bwd_head16,

@@ -1397,6 +1397,29 @@ static void s_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B
     leave();
 }
 
+/* Qwen3's q/k norms then RoPE writing bf16: x and qkv16 B*T whole rows of
+ * stride, raw the q and k heads' N (NH + NKV) hd floats, rstd N NH floats
+ * and then the k norms' N knh, the weights their groups' widths */
+static void s_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rstd,
+                                const float *qw, const float *kw, float eps, const float *inv_freq,
+                                int B, int T, int NH, int NKV, int qnh, int knh, int stride, int hd,
+                                float scale) {
+    int ok = 1;
+    const size_t N = (size_t)B * T, NS = N * stride;
+    enter();
+    NEED_DEV("qknorm_rope_fwd16", "qkv16", qkv16, NS * 2);
+    NEED_DEV("qknorm_rope_fwd16", "x", x, NS * F);
+    NEED_DEV("qknorm_rope_fwd16", "raw", raw, N * (size_t)(NH + NKV) * hd * F);
+    NEED_DEV("qknorm_rope_fwd16", "rstd", rstd, (N * NH + N * knh) * F);
+    NEED_DEV("qknorm_rope_fwd16", "q weight", qw, (qnh > 0 ? (size_t)NH * hd / qnh : 0) * F);
+    NEED_DEV("qknorm_rope_fwd16", "k weight", kw, (knh > 0 ? (size_t)NKV * hd / knh : 0) * F);
+    NEED_DEV("qknorm_rope_fwd16", "inv_freq", inv_freq, (size_t)(hd / 2) * F);
+    if (ok)
+        cpu()->qknorm_rope_fwd16(qkv16, x, raw, rstd, qw, kw, eps, inv_freq, B, T, NH, NKV, qnh,
+                                 knh, stride, hd, scale);
+    leave();
+}
+
 /* the LM head's bf16 logits */
 static void s_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
     int ok = 1;
@@ -1652,6 +1675,7 @@ static const zt_backend strict_backend = {
     .add_layernorm_fwd16 = s_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = s_add_rmsnorm_fwd16,
     .rope_fwd16 = s_rope_fwd16,
+    .qknorm_rope_fwd16 = s_qknorm_rope_fwd16,
     .xent16_fwd = s_xent16_fwd,
     .xent16_fused = s_xent16_fused,
     .matmul_bwd_head16 = s_matmul_bwd_head16,

@@ -909,6 +909,7 @@ static void fill_table(zt_backend *t) {
     t->add_layernorm_fwd16 = zt_cuda_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = zt_cuda_add_rmsnorm_fwd16;
     t->rope_fwd16 = zt_cuda_rope_fwd16;
+    t->qknorm_rope_fwd16 = zt_cuda_qknorm_rope_fwd16;
     t->xent16_fwd = zt_cuda_xent16_fwd;
     t->xent16_fused = zt_cuda_xent16_fused;
     t->matmul_bwd_head16 = zt_cuda_matmul_bwd_head16;

@@ -313,6 +313,90 @@ void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B,
     ZT_LAUNCHED("k_rope_fwd16");
 }
 
+/* qknorm_rope_fwd16 (Qwen3): a warp per (row, norm group: a q or k head,
+ * or the whole q or k projection with qk_norm_full), its lanes copying
+ * the group's input to raw, each the sum of squares in double in channel
+ * order (k_headnorm_fwd's: the same rstd), then a lane per rotated pair
+ * normalizing both values (zt_rms_out) and rotating them as k_rope does,
+ * out written with zt_st_out (O = uint16_t: the bf16 rounding); the
+ * warps past the groups a lane per column past the rotated heads (the v
+ * heads) storing it.  Bitwise k_headnorm_fwd on the q and the k groups,
+ * then k_rope_fwd16; x left as it was. */
+template <typename O>
+__global__ void k_qknorm_rope(O *out, const float *x, float *raw, float *rstd, const float *qw,
+                              const float *kw, float eps, const float *inv_freq, int T, int NH,
+                              int qnh, int knh, int qg, int kg, int stride, int h2, int rest,
+                              float scale, size_t N, size_t ngroups, size_t ntasks) {
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t wpb = blockDim.x / 32u, AD = (size_t)NH * 2 * h2;
+    const size_t G = (size_t)qnh + (size_t)knh;
+    for (size_t t = blockIdx.x * wpb + threadIdx.x / 32u; t < ntasks;
+         t += (size_t)gridDim.x * wpb) {
+        if (t >= ngroups) {   /* the rest: 32 columns a warp */
+            const size_t e = (t - ngroups) * 32u + (size_t)lane;
+            if (e < N * (size_t)rest) {
+                const size_t n = e / (size_t)rest, c = e % (size_t)rest;
+                const size_t o = n * (size_t)stride + (size_t)stride - (size_t)rest + c;
+                zt_st_out(&out[o], x[o]);
+            }
+            continue;
+        }
+        const size_t n = t / G, g = t % G;
+        const int isk = g >= (size_t)qnh;
+        const size_t gi = isk ? g - (size_t)qnh : g;
+        const int wd = isk ? kg : qg;
+        const size_t col0 = isk ? AD + gi * (size_t)kg : gi * (size_t)qg;
+        const size_t r = isk ? n * (size_t)knh + gi : n * (size_t)qnh + gi;
+        const float *v = x + n * (size_t)stride + col0, *w = isk ? kw : qw;
+        float *k = raw + (isk ? N * AD : 0) + r * (size_t)wd;
+        for (int c = lane; c < wd; c += 32) k[c] = v[c];
+        double ss = 0.0;
+        for (int c = 0; c < wd; c++) ss += (double)v[c] * v[c];
+        const float q = zt_rms_rstd(ss, wd, eps);
+        if (lane == 0) rstd[(isk ? N * (size_t)NH : 0) + r] = q;
+        const int tp = (int)(n % (size_t)T);
+        O *y = out + n * (size_t)stride + col0;
+        for (int p = lane; p < wd / 2; p += 32) {
+            const int j = p % h2, o = (p / h2) * 2 * h2 + j;
+            float x1 = zt_rms_out(v[o], q, w[o]), x2 = zt_rms_out(v[o + h2], q, w[o + h2]);
+            const float a = zt_rope_angle(tp, inv_freq[j]);
+            zt_rope_rotate(&x1, &x2, cosf(a) * scale, sinf(a) * scale);
+            zt_st_out(&y[o], x1);
+            zt_st_out(&y[o + h2], x2);
+        }
+    }
+}
+
+void zt_cuda_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rstd, const float *qw,
+                               const float *kw, float eps, const float *inv_freq, int B, int T,
+                               int NH, int NKV, int qnh, int knh, int stride, int hd,
+                               float scale) {
+    const int h2 = hd / 2;
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    if (NH <= 0 || NKV <= 0 || qnh <= 0 || knh <= 0 || h2 <= 0 || hd % 2 ||
+        (NH * hd) % qnh || (NKV * hd) % knh) {
+        /* (odd or empty heads, groups not whole heads: the sequence, entry
+         * by entry) */
+        const int N = B * T;
+        if (NH > 0 && qnh > 0 && hd > 0)
+            zt_cuda_headnorm_fwd(x, raw, rstd, qw, eps, N, qnh, stride, NH * hd / qnh);
+        if (NH >= 0 && NKV > 0 && knh > 0 && hd > 0)
+            zt_cuda_headnorm_fwd(x + (size_t)NH * hd, raw + (size_t)N * NH * hd,
+                                 rstd + (size_t)N * NH, kw, eps, N, knh, stride, NKV * hd / knh);
+        zt_cuda_rope_fwd16(qkv16, x, inv_freq, B, T, NH + NKV, stride, hd, scale);
+        return;
+    }
+    const size_t N = (size_t)B * T;
+    const int rest = stride - (NH + NKV) * hd;
+    const size_t ngroups = N * (size_t)(qnh + knh);
+    const size_t ntasks = ngroups + (N * (size_t)rest + 31) / 32;
+    const size_t threads = ntasks * 32;
+    k_qknorm_rope<uint16_t><<<zt_ew_blocks(threads), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        qkv16, x, raw, rstd, qw, kw, eps, inv_freq, T, NH, qnh, knh, NH * hd / qnh, NKV * hd / knh,
+        stride, h2, rest, scale, N, ngroups, ntasks);
+    ZT_LAUNCHED("k_qknorm_rope_fwd16");
+}
+
 /* ------------------------------------------------------------ SwiGLU */
 
 __global__ void k_swiglu_fwd(float *out, const float *gu, int H, size_t total) {
