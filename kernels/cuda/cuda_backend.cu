@@ -903,6 +903,7 @@ static void fill_table(zt_backend *t) {
     t->geglu_bwd16 = zt_cuda_geglu_bwd16;
     t->gqa_ext_fwd16 = zt_cuda_gqa_ext_fwd16;
     t->gqa_ext_bwd16 = zt_cuda_gqa_ext_bwd16;
+    t->att_scratch = zt_cuda_att_scratch;
 }
 
 __global__ void k_probe(int *x) {

@@ -238,6 +238,9 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
 extern "C" void zt_cuda_sdpa_fini(void);
+/* backend.h att_scratch */
+extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hs,
+                                      const zt_attn_opts *o, int *cudnn);
 
 /* cuda_matmul.cu */
 bool zt_cuda_matmul_init(void);
