@@ -56,7 +56,9 @@
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
 # ranks (fp32 stage 2 with activation checkpointing), and with expert
 # parallelism 2 at 4 experts (fp32 stage 3 host-staged; fp32 stage 2 with
-# activation checkpointing over NCCL).  With
+# activation checkpointing over NCCL); and the Llama in bf16 at seq_len 64, micro batch 8, on
+# cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: the plan counts its buffers and plan
+# workspace, larger than our kernels') and on ztrain's kernels.  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
