@@ -339,6 +339,8 @@ static void print_categories(const zt_config *c, const zt_memplan *p) {
         fmtb((double)p->kernel_ws_bytes, a, sizeof a);
         printf("  %-16s %14s %14s   (cuda backend: cuBLAS workspace + kernel scratch)\n",
                "kernel-workspace", a, "-");
+        /* which attention path its scratch counts (memplan.h att_path) */
+        if (p->att_path) printf("  %-16s %14s %14s   (attention in it: %s)\n", "  attention", "", "", p->att_path);
     }
     fmtb(p->gpu ? (double)p->peak[ZT_MP_DEVICE] : -1, a, sizeof a);
     fmtb((double)p->peak[ZT_MP_HOST], b, sizeof b);
@@ -525,8 +527,14 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes,
            p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER],
            (unsigned long long)p->offloaded[ZT_MEM_PARAMS], (unsigned long long)p->pinned_bytes);
-    printf("  \"device\": {\"peak_bytes\": %llu, \"kernel_workspace_bytes\": %llu, \"categories\": ",
+    printf("  \"device\": {\"peak_bytes\": %llu, \"kernel_workspace_bytes\": %llu, ",
            (unsigned long long)p->peak[ZT_MP_DEVICE], (unsigned long long)p->kernel_ws_bytes);
+    if (p->att_path) {   /* the attention path the kernel scratch counts */
+        printf("\"attention_path\": ");
+        json_str(p->att_path);
+        printf(", ");
+    }
+    printf("\"categories\": ");
     json_cats(p, ZT_MP_DEVICE);
     printf("},\n  \"host\": {\"peak_bytes\": %llu, \"per_node_bytes\": %llu, \"categories\": ",
            (unsigned long long)p->peak[ZT_MP_HOST],

@@ -694,6 +694,22 @@ typedef struct zt_backend {
     void (*qknorm_rope_fwd16)(uint16_t *qkv16, float *x, float *raw, float *rstd, const float *qw,
                               const float *kw, float eps, const float *inv_freq, int B, int T,
                               int NH, int NKV, int qnh, int knh, int stride, int hd, float scale);
+    /* ---- the attention entries' scratch (last; the memory planner's query,
+     * libtrain/memplan.c).  Optional: NULL when the backend keeps no scratch
+     * of its own (the planner then counts ztrain's kernels' need,
+     * kernels/cuda/cuda_workspace.h).  att_scratch: the bytes gqa_ext_fwd
+     * (bwd 0) or gqa_ext_bwd (bwd 1) -- and the entries built on them
+     * (attention_*, gqa_*, the *16 forms) -- will ask of the backend's own
+     * scratch for this shape and o in matmul precision `mode`, on the path
+     * the backend takes for it.  cuda: its attention rule (docs/gpu.md);
+     * where that picks cuDNN's fused attention, the shape's execution plan
+     * is built (or the cached one reused: the very plan the call will run)
+     * and its workspace, which only cuDNN knows, added to our buffers; a
+     * shape cuDNN declines counts ztrain's kernels.  *cudnn (may be NULL):
+     * 1 when cuDNN's path was counted, else 0.  A cuDNN error is recorded
+     * (error()) and counts ztrain's kernels. */
+    size_t (*att_scratch)(int bwd, int mode, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o,
+                          int *cudnn);
 } zt_backend;
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads

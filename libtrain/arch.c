@@ -6,6 +6,8 @@
 #include "arch.h"
 #include "internal.h"
 #include "model.h"   /* zt_layout_mark_expert */
+#include "backend.h"
+#include "cuda/cuda_workspace.h"
 
 static const zt_arch *const archs[] = {&zt_arch_llama, &zt_arch_gpt2, NULL};
 
@@ -403,4 +405,18 @@ void zt_arch_hf_list(char *buf, size_t n) {
     for (int i = 0; archs[i]; ++i)
         for (int j = 0; j < archs[i]->n_hf && k < n; ++j)
             k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", archs[i]->hf[j].architectures);
+}
+
+uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int B, int T, int NH, int NKV, int hs,
+                      const zt_attn_opts *o) {
+    if (a && a->be && a->be->att_scratch) {
+        int cudnn = 0;
+        const size_t b = a->be->att_scratch(bwd, bf16 ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32, B, T, NH, NKV, hs, o,
+                                            &cudnn);
+        a->asked++;
+        a->cudnn += cudnn != 0;
+        return (uint64_t)b;
+    }
+    return bwd ? zt_cuda_ws_gqa_ext_bwd(bf16, B, T, NH, NKV, hs, o->softcap)
+               : zt_cuda_ws_gqa_ext_fwd(bf16, B, T, NH, NKV, hs, o->softcap);
 }

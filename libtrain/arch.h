@@ -23,6 +23,21 @@ struct zt_lora_mod;
 struct zt_mesh;
 struct zt_model;
 
+/* The attention calls' scratch as the memory planner counts it
+ * (kernel_ws): the backend's answer (kernels/backend.h att_scratch: the
+ * path it takes for the shape; cuda with cuDNN: the fused attention's
+ * buffers and its plan's workspace) when be has the query, else ztrain's
+ * kernels' need (kernels/cuda/cuda_workspace.h zt_cuda_ws_gqa_ext_*).
+ * cudnn counts the calls the backend counted on cuDNN's path. */
+struct zt_attn_opts;
+typedef struct zt_att_ws {
+    const struct zt_backend *be;   /* NULL: ztrain's kernels assumed (no device asked) */
+    int asked;                     /* out: calls the backend answered */
+    int cudnn;                     /* out: of them, counted on cuDNN's path */
+} zt_att_ws;
+uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int B, int T, int NH, int NKV, int hs,
+                      const struct zt_attn_opts *o);
+
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
 enum { ZT_AS_INT, ZT_AS_BOOL, ZT_AS_DOUBLE, ZT_AS_STR };
@@ -161,8 +176,10 @@ typedef struct zt_arch {
      * (kernels/cuda/cuda_workspace.h) for a [B, T] step, an eval forward
      * [E, T] (E = 0: none), the sample's [1, T] and reductions over psi
      * gradients; bf16: the matmul precision is ZT_MATMUL_BF16 (operands
-     * rounded into scratch; attention on tensor cores) */
-    uint64_t (*kernel_ws)(const zt_model_config *mc, int B, int T, int E, uint64_t psi, int bf16);
+     * rounded into scratch; attention on tensor cores); att: how the
+     * attention calls' scratch is counted (zt_att_ws_of) */
+    uint64_t (*kernel_ws)(const zt_model_config *mc, int B, int T, int E, uint64_t psi, int bf16,
+                          struct zt_att_ws *att);
     /* one-line summaries of the architecture's settings (ZT_ARCH_SUM_*) */
     void (*summary)(const zt_model_config *mc, int style, char *buf, size_t n);
     /* Hugging Face: families (the first is the default export), file

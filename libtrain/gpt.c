@@ -707,10 +707,13 @@ static uint64_t gpt_acts_bytes(const zt_model_config *mc, int B, int T, int trai
  * forward), the optimizer's reductions over psi gradients, the eval [E, T]
  * and sample [1, T] forwards. */
 static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
-                              int bf16) {
+                              int bf16, zt_att_ws *att) {
     const int C = mc->n_embd, NH = mc->n_head, V = mc->vocab, N = B * T;
     /* sequence parallel: attention over all T * SPN tokens for NH / SPN heads */
     const int SPN = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
+    /* the attention: NH / SPN heads of C / NH, attention_fwd's options */
+    const int AH = NH / SPN, hs = NH > 0 ? C / NH : 0;
+    const zt_attn_opts ao = {hs > 0 ? 1.0f / sqrtf((float)hs) : 1.0f, 0.0f, 0};
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
@@ -722,7 +725,7 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 4 * C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, 4 * C, C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
-        WS(zt_cuda_ws_attention_fwd(bf16, (Bf), T * SPN, C / SPN, NH / SPN));    \
+        if (AH > 0) WS(zt_att_ws_of(att, 0, bf16, (Bf), T * SPN, AH, AH, hs, &ao)); \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
@@ -736,7 +739,7 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    WS(zt_cuda_ws_attention_bwd(bf16, B, T * SPN, C / SPN, NH / SPN));
+    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, B, T * SPN, AH, AH, hs, &ao));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     /* optimizer: gradient norm, fp16 overflow check */

@@ -1590,9 +1590,15 @@ static uint64_t llama_acts_bytes(const zt_model_config *mc, int B, int T, int tr
  * kernels (RMSNorm forward, RoPE and SwiGLU take none), the optimizer's
  * reductions, the eval and sample forwards (gpt.c's gpt_kernel_ws). */
 static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, uint64_t psi,
-                                int bf16) {
+                                int bf16, zt_att_ws *att) {
     const shape s = shape_of(mc);
     const int C = s.C, V = s.V, N = B * T, H = s.Hmax, AD = s.AD, QKV = s.QKV;
+    /* the attention over T * sp tokens (attn_window, attn_opts): the full
+     * layers' options and, where layers slide and the window is shorter
+     * (Gemma: any window), the sliding layers' (another cuDNN plan) */
+    const int Ta = T * s.sp, slide = s.window > 0 && (s.gemma || s.window < Ta);
+    const float asc = s.gemma ? s.ascale : 1.0f / sqrtf((float)s.hd);
+    const zt_attn_opts ao[2] = {{asc, s.acap, 0}, {asc, s.acap, s.window}};
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
@@ -1604,7 +1610,8 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 2 * H));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
         WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
-        WS(zt_cuda_ws_gqa_ext_fwd(bf16, (Bf), T * s.sp, s.NHl, s.NKVl, s.hd, s.acap)); \
+        for (int k_ = 0; k_ <= slide; ++k_)                                      \
+            WS(zt_att_ws_of(att, 0, bf16, (Bf), Ta, s.NHl, s.NKVl, s.hd, &ao[k_])); \
     } while (0)
     FWD(B);
     WS(zt_cuda_ws_reduce((size_t)N));
@@ -1617,7 +1624,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
-    WS(zt_cuda_ws_gqa_ext_bwd(bf16, B, T * s.sp, s.NHl, s.NKVl, s.hd, s.acap));
+    for (int k = 0; k <= slide; ++k) WS(zt_att_ws_of(att, 1, bf16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
     if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));

@@ -1266,9 +1266,20 @@ static void plan_kernel_ws(planner *q) {
     zt_memplan *p = q->p;
     if (!(p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)) return;
     p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
+    /* the attention's scratch: the backend's answer at the run's shapes
+     * (the pre-flight), else ztrain's kernels' need */
+    zt_att_ws att = {q->o->be, 0, 0};
     uint64_t ws = q->arch->kernel_ws(q->mc, p->micro_batch, (int)q->Sl,
                                      p->with_eval ? p->eval_batch : 0, q->y.win ? q->y.nblk : p->num_params,
-                                     zt_matmul_bf16_of(q->c, 1));
+                                     zt_matmul_bf16_of(q->c, 1), &att);
+    p->att_asked = att.asked;
+    p->att_cudnn = att.cudnn;
+    p->att_path = !att.asked ? "ztrain's kernels (assumed: no device asked; with cuDNN the run's "
+                               "pre-flight counts cuDNN's fused attention and its workspace, known "
+                               "only at run time)"
+                  : att.cudnn == att.asked ? "cuDNN's fused attention (the backend's plans' workspace)"
+                  : att.cudnn ? "cuDNN's fused attention and ztrain's kernels (the backend's rule per shape)"
+                              : "ztrain's kernels (the backend's rule)";
     /* the gradient norm over the trained engine's owned ranges at stages
      * 1-3 (sumsq_to; stage 0: one range of the trained elements, in
      * kernel_ws) */

@@ -54,6 +54,12 @@ typedef struct zt_memplan_opts {
     int sample_window;   /* the end-of-run text sample's longest forward (prompt + new
                           * tokens - 1, capped at the context); 0 = the CLI default, a
                           * 1-token prompt and 256 new tokens: 256 */
+    /* the run's device backend (the pre-flight), or NULL (`ztrain estimate`):
+     * with its att_scratch query (kernels/backend.h) the attention calls'
+     * scratch is what the backend will ask at the run's shapes on the path
+     * it takes (cuda: cuDNN's fused attention with its plan's workspace
+     * where its rule picks it); else ztrain's kernels' need is assumed */
+    const struct zt_backend *be;
 } zt_memplan_opts;
 
 /* world_size = w, everything else from the configuration. */
@@ -138,6 +144,12 @@ typedef struct zt_memplan {
      * largest request of the GPT's kernel calls, cuda_workspace.h).  0 on
      * the CPU target and on cpu-strict (no buffers of its own). */
     uint64_t kernel_ws_bytes, scratch_bytes, cublas_ws_bytes;
+    /* how the attention calls' scratch was counted (with kernel_ws_bytes):
+     * att_asked the calls the backend answered (opts be; 0: ztrain's
+     * kernels assumed), att_cudnn those counted on cuDNN's fused attention
+     * (its buffers and the plan's workspace); att_path says it in words */
+    int att_asked, att_cudnn;
+    const char *att_path;
     /* checkpoint.async with periodic or timed saves: the host snapshot of
      * the state this rank writes (params, m, v of its owned slices; rank 0's,
      * the largest), held from the first periodic save to the last step

@@ -225,6 +225,9 @@ static int memory_limits(zt_ctx *ctx, mem_limits *ml, zt_status *st) {
         ml->limit = zt_memplan_device_limit(ctx->cfg, ctx->be, zt_mesh_ranks_on_device(ctx->device), mo->ranks_per_node,
                                             ml->limit_what, sizeof ml->limit_what);
         ZT_TRY(zt_be_check(ctx->be, "querying free device memory", st));
+        /* the plan asks the backend what its attention calls will need
+         * (cuda: cuDNN's plans' workspace, known only to cuDNN) */
+        mo->be = ctx->be;
         const int strict_host = strcmp(ctx->be->name, "cpu-strict") == 0 &&
                                 !ctx->cfg->strict_device_memory && !ctx->cfg->memory_limit;
         if (!strict_host) {   /* (cpu-strict without a capacity: already the host limit) */

@@ -289,6 +289,12 @@ mutant sdpa-window-edge kernels/cuda/cuda_sdpa.cu \
 mutant sdpa-gqa-swap kernels/cuda/cuda_sdpa.cu \
     'g\.reduce\(CUDNN_REDUCE_TENSOR_ADD, g\.matmul\(dSt, Q, dKf\), \KdK(?=\);)' 'dV'
 
+# cuDNN attention backward: dQ_accum not zeroed before the execution
+# (cuDNN adds dQ into it: the simulator's cudnn.cc too), so a backward
+# adds to what the scratch held (the previous call's dQ)
+mutant sdpa-no-dq-zero kernels/cuda/cuda_sdpa.cu \
+    '\K    if \(!ZT_CU\(cudaMemsetAsync\(dqacc, 0, nout \* sizeof\(float\), zt_cu\.stream\)\)\) return true;\n' ''
+
 # Mixture of Experts routing: top-k ties broken towards the higher expert
 # (the CPU takes the lower one)
 mutant moe-topk-tie kernels/cuda/cuda_moe.cu \

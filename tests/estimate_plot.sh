@@ -7,6 +7,7 @@
 # option rows in order), its height is bytes / ymax * the plot's height, the
 # segments stack from the axis up, each plan's peak tick is at its peak_bytes
 # and the limit line at limit_bytes (all to the 3 decimals of the drawing).
+# Also the attention path a GPU estimate assumes (its text line and JSON field).
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
@@ -56,6 +57,13 @@ check_plot cpu --world-size 4 --memory-limit 2M
 check_plot gpu --world-size 2 --device gpu --device-memory 2G
 ok $(grep -q 'data-cat="kernel-workspace"' gpu.svg && grep -q '<line class="limit"' gpu.svg; echo $?) \
    "gpu: the kernels' workspace is a segment, the usable device memory the limit"
+# without a device the plan assumes ztrain's attention kernels and says so (JSON and text):
+# cuDNN's workspace is known only at run time (the run's pre-flight asks the backend)
+A="ztrain's kernels (assumed: no device asked; with cuDNN the run's pre-flight counts cuDNN's fused attention and its workspace, known only at run time)"
+"$ZTRAIN" estimate --config "$ZT_SRCDIR/configs/tiny.json" --world-size 2 --device gpu > gpu.txt 2>&1
+ok $(grep -qF "\"attention_path\": \"$A\", \"categories\"" gpu.json &&
+     [ "$(grep -c '^    attention  *(attention in it: ' gpu.txt)" = 1 ] && grep -qF "(attention in it: $A)" gpu.txt &&
+     ! grep -q attention_path cpu.json; echo $?) "gpu: the attention path the kernel workspace assumes, text and JSON; cpu: none"
 check_plot lora --world-size 2 --lora-r 4
 ok $(! grep -q '<line class="limit"' lora.svg && grep -q 'no limit given' lora.svg; echo $?) "lora: no limit given, none drawn"
 "$ZTRAIN" estimate --config "$ZT_SRCDIR/configs/tiny.json" --world-size 2 --plot nodir/x.svg > x.out 2> x.err

@@ -539,6 +539,77 @@ static void test_kernel_ws(void) {
            "cuda scratch grows to the request rounded up to 1 MiB");
 }
 
+/* The attention calls' scratch follows the backend's answer (backend.h
+ * att_scratch, which the pre-flight's plan asks: cuda's cuDNN path with
+ * its plan's workspace): a fake backend answers one size for the forward
+ * and a larger one for the backward, either above every other kernel's
+ * request; the plan's scratch is the backward's, rounded, every attention
+ * call of the run asked once (GPT-2: the step's forward and backward, the
+ * eval's and the sample's forwards; a Llama with a sliding window shorter
+ * than seq_len: each for the full and the sliding layers' options), in
+ * the run's matmul precision; without a backend ztrain's kernels' need
+ * (cuda_workspace.h), said in att_path. */
+static struct { int n, nwin, mode, B[16], T, NH, NKV, hd; } g_asked;
+static size_t fake_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o,
+                               int *cudnn) {
+    if (g_asked.n < 16) g_asked.B[g_asked.n] = B;
+    g_asked.n++;
+    g_asked.nwin += o->window > 0;
+    g_asked.mode = mode, g_asked.T = T, g_asked.NH = NH, g_asked.NKV = NKV, g_asked.hd = hd;
+    if (cudnn) *cudnn = 1;
+    return bwd ? ((size_t)80 << 20) + 1 : ((size_t)70 << 20) + 1;
+}
+static void test_attention_backend(void) {
+    zt_backend fake;
+    memset(&fake, 0, sizeof fake);
+    fake.name = "fake";
+    fake.att_scratch = fake_att_scratch;
+    zt_config *c = shape(2, 4, 64, 32, 256);
+    tu_set(c, "train_micro_batch_size_per_gpu", "3");
+    tu_set(c, "ztrain.eval_batch_size", "2");
+    tu_set(c, "precision", "bf16");
+    zt_memplan_opts o;
+    zt_memplan_opts_init(&o, 1);
+    o.with_eval = 1;
+    o.target = ZT_MP_TARGET_GPU;
+    zt_memplan a, k;
+    zt_status st;
+    int rc = zt_memplan_compute(c, &o, &k, &st);
+    tap_ok(rc == ZT_OK && k.att_asked == 0 && k.att_cudnn == 0 && contains(k.att_path, "ztrain's kernels (assumed") &&
+               k.scratch_bytes < ((uint64_t)70 << 20),
+           "no backend asked: ztrain's kernels' attention scratch assumed (%s)", k.att_path ? k.att_path : "-");
+    memset(&g_asked, 0, sizeof g_asked);
+    o.be = &fake;
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    tap_ok(rc == ZT_OK && a.scratch_bytes == zt_cuda_ws_scratch_size(((size_t)80 << 20) + 1) &&
+               a.kernel_ws_bytes == a.scratch_bytes + ZT_CUDA_CUBLAS_WS_BYTES &&
+               a.peak[ZT_MP_DEVICE] == k.peak[ZT_MP_DEVICE] - k.kernel_ws_bytes + a.kernel_ws_bytes,
+           "GPT-2 on a backend with att_scratch: the plan's scratch is its backward answer rounded "
+           "(%llu), the device peak moves by the difference", (unsigned long long)a.scratch_bytes);
+    int bs = g_asked.n == 4;
+    for (int i = 0; i < g_asked.n && i < 16; ++i) bs &= g_asked.B[i] == 3 || g_asked.B[i] == 2 || g_asked.B[i] == 1;
+    tap_ok(bs && a.att_asked == 4 && a.att_cudnn == 4 && g_asked.nwin == 0 && g_asked.mode == ZT_MATMUL_BF16 &&
+               g_asked.T == 32 && g_asked.NH == 4 && g_asked.NKV == 4 && g_asked.hd == 16 &&
+               contains(a.att_path, "cuDNN's fused attention"),
+           "GPT-2: 4 attention calls asked (forward B 3, E 2, sample 1; backward B 3), bf16, T 32, 4 heads of 16 "
+           "(asked %d, cuDNN %d; %s)", g_asked.n, a.att_cudnn, a.att_path ? a.att_path : "-");
+    tu_set(c, "precision", "fp32");
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    tap_ok(rc == ZT_OK && g_asked.n == 4 && g_asked.mode == ZT_MATMUL_FP32, "fp32 run: asked in fp32 matmul mode");
+    /* a Llama whose layers slide (window 8 < seq_len 32): both options asked */
+    tu_set(c, "ztrain.model.arch", "llama");
+    tu_set(c, "ztrain.model.n_kv_head", "2");
+    tu_set(c, "ztrain.model.sliding_window", "8");
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    tap_ok(rc == ZT_OK && g_asked.n == 8 && g_asked.nwin == 4 && a.att_asked == 8 && g_asked.NKV == 2 &&
+               a.scratch_bytes == zt_cuda_ws_scratch_size(((size_t)80 << 20) + 1),
+           "Llama with a sliding window: each call asked for the full and the sliding layers (%d, %d with the "
+           "window)", g_asked.n, g_asked.nwin);
+    zt_config_free(c);
+}
+
 /* The LM head in chunks (classifier.h): a Llama-3-8B-shaped model at
  * T = 8192 holds one chunk of 523 rows of logits, not [8192, 128256], in
  * its training and eval blocks: bf16 in training (the bf16 activations:
@@ -672,6 +743,7 @@ int main(void) {
     test_device_limit();
     test_kernel_ws();
     test_attention_ws_paths();
+    test_attention_backend();
     test_classifier_chunk();
     return tap_done();
 }

@@ -927,6 +927,7 @@ static void fill_table(zt_backend *t) {
     t->rmsnorm_bwd16 = zt_cuda_rmsnorm_bwd16;
     t->swiglu_bwd_d16 = zt_cuda_swiglu_bwd_d16;
     t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;
+    t->att_scratch = zt_cuda_att_scratch;
 }
 
 __global__ void k_probe(int *x) {

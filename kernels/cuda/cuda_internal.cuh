@@ -246,6 +246,9 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
                       const uint16_t *out16 = NULL);
 extern "C" void zt_cuda_sdpa_fini(void);
+/* backend.h att_scratch */
+extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hs,
+                                      const zt_attn_opts *o, int *cudnn);
 
 /* cuda_matmul.cu */
 bool zt_cuda_matmul_init(void);

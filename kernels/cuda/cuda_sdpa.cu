@@ -71,16 +71,18 @@ extern "C" void zt_cuda_att_cudnn_calls_for_test(long *fwd, long *bwd, long *dec
 }
 
 /* covered: cuDNN built, not deterministic mode, bf16 matmul mode, no
- * soft-cap, head size a multiple of 8 up to 256 */
-static inline int rule(int hs, const zt_attn_opts *o) {
+ * soft-cap, head size a multiple of 8 up to 256 (rule_in: in matmul
+ * precision `mode`, the planner's question before the run sets it) */
+static inline int rule_in(int mode, int hs, const zt_attn_opts *o) {
 #ifdef ZT_HAVE_CUDNN
-    return g_cudnn_on && !det_mode() && zt_cuda_matmul_mode() == ZT_MATMUL_BF16 && o->softcap == 0.0f &&
-           hs % 8 == 0 && hs <= 256;
+    return g_cudnn_on && !det_mode() && mode == ZT_MATMUL_BF16 && o->softcap == 0.0f && hs % 8 == 0 &&
+           hs <= 256;
 #else
-    (void)hs, (void)o;
+    (void)mode, (void)hs, (void)o;
     return 0;
 #endif
 }
+static inline int rule(int hs, const zt_attn_opts *o) { return rule_in(zt_cuda_matmul_mode(), hs, o); }
 
 /* 1 when zt_cuda_sdpa_fwd / _bwd would try cuDNN for this call (the
  * bf16-input attention then widens q|k|v for it) */
@@ -579,7 +581,21 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     return true;
 }
 
+/* the workspace of the shape's cached plan (built now if new): 1 when
+ * cuDNN takes the shape, 0 when it declines or failed (recorded) */
+static int plan_ws(int bwd, int B, int T, int NH, int NKV, int hs, int window, size_t *ws) {
+    Plan *p = get_plan(bwd, B, T, NH, NKV, hs, window);
+    *ws = p->state == 1 ? (size_t)p->ws : 0;
+    return p->state == 1;
+}
+
 #else /* no cuDNN in this build: ztrain's kernels always */
+
+static int plan_ws(int bwd, int B, int T, int NH, int NKV, int hs, int window, size_t *ws) {
+    (void)bwd, (void)B, (void)T, (void)NH, (void)NKV, (void)hs, (void)window;
+    *ws = 0;
+    return 0;
+}
 
 extern "C" void zt_cuda_sdpa_fini(void) {}
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
@@ -592,3 +608,23 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
 }
 
 #endif
+
+/* backend.h att_scratch: what zt_cuda_gqa_ext_fwd / _bwd will ask
+ * zt_cuda_scratch for at this shape (the memory planner's question, asked
+ * by the pre-flight): on cuDNN's path (the rule, and cuDNN takes the
+ * shape) zt_cuda_ws_sdpa_fwd / _bwd with the workspace of the very plan the
+ * call will run, else our kernels' (cuda_workspace.h) */
+extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hs,
+                                      const zt_attn_opts *o, int *cudnn) {
+    if (cudnn) *cudnn = 0;
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || !o) return 0;
+    const int bf16 = mode == ZT_MATMUL_BF16;
+    const size_t ours = bwd ? zt_cuda_ws_gqa_ext_bwd(bf16, B, T, NH, NKV, hs, o->softcap)
+                            : zt_cuda_ws_gqa_ext_fwd(bf16, B, T, NH, NKV, hs, o->softcap);
+    size_t ws = 0;
+    if (!rule_in(mode, hs, o) || NH % NKV != 0 ||
+        !plan_ws(bwd, B, T, NH, NKV, hs, o->window > 0 && o->window < T ? 1 : 0, &ws))
+        return ours;
+    if (cudnn) *cudnn = 1;
+    return bwd ? zt_cuda_ws_sdpa_bwd(B, T, NH, NKV, hs, ws) : zt_cuda_ws_sdpa_fwd(B, T, NH, NKV, hs, ws);
+}

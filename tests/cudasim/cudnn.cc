@@ -29,6 +29,16 @@
  * transposed P is rounded as cuDNN's kernels round it).  The workspace: 4 bytes per
  * element of every non-virtual matmul output (an fp32 accumulator, as
  * cuDNN's dQ accumulator), overwritten by the run.
+ *
+ * Accumulation: a matmul whose output is a non-virtual fp32 tensor that a
+ * pointwise operation reads (the SDPA backward's dQ accumulator: dQ = dS K
+ * summed in fp32 into dQ_accum, then cast to dQ by an IDENTITY) ADDS into
+ * what that tensor holds, as cuDNN's SDPA backward engines before 9.6 add
+ * each key block's partial dQ into dQ_accum (cudnn-frontend zeroes it for
+ * them: its memset workspace modification; cuda_sdpa.cu zeroes it before
+ * each execution), so a caller that does not zero it gets a wrong dQ here
+ * too.  Every other output (the full-head dK / dV a reduction reads, which
+ * cudnn-frontend never zeroes) is overwritten.
  */
 #include "cudnn.h"
 
@@ -318,6 +328,16 @@ const Buf &in(Run &r, const Desc *t) {
     return r.val.at(t);
 }
 
+/* a matmul that adds into its output (the dQ accumulator; the header):
+ * a non-virtual fp32 output some pointwise operation reads */
+bool accumulates(const Run &r, const Desc *o) {
+    const Desc *Y = o->y;
+    if (Y->virt || Y->dtype != CUDNN_DATA_FLOAT) return false;
+    for (const Desc *p : r.ops)
+        if (p->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR && (p->x == Y || p->b == Y)) return true;
+    return false;
+}
+
 void run_op(Run &r, const Desc *o) {
     const Desc *Y = o->y;
     Buf out((size_t)numel(Y));
@@ -355,14 +375,22 @@ void run_op(Run &r, const Desc *o) {
             bbd(o->b->dims.begin(), o->b->dims.end() - 2);
         size_t nb = 1;
         for (int64_t d : bd) nb *= (size_t)d;
+        /* the accumulator: what the tensor holds now, added to */
+        const bool acc = accumulates(r, o);
+        Buf held;
+        if (acc) {
+            read_tensor(r, Y);
+            held = std::move(r.val[Y]);
+            r.val.erase(Y);
+        }
         for (size_t bi = 0; bi < nb; bi++) {
             unflat(bd, bi, idx);
             const size_t ab = bidx(ad, bd, idx) * (size_t)(M * K), bb = bidx(bbd, bd, idx) * (size_t)(K * N);
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
-                    float s = 0.0f;
-                    for (int64_t k = 0; k < K; k++) s += A[ab + (size_t)(i * K + k)] * B[bb + (size_t)(k * N + j)];
                     const size_t f = bi * (size_t)(M * N) + (size_t)(i * N + j);
+                    float s = acc ? held[f] : 0.0f;
+                    for (int64_t k = 0; k < K; k++) s += A[ab + (size_t)(i * K + k)] * B[bb + (size_t)(k * N + j)];
                     if (!Y->virt) r.ws[0] = s, r.ws++;   /* the accumulator, in the workspace */
                     out[f] = as_type(Y, s);
                 }

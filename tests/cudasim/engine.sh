@@ -56,7 +56,9 @@
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
 # ranks (fp32 stage 2 with activation checkpointing), and with expert
 # parallelism 2 at 4 experts (fp32 stage 3 host-staged; fp32 stage 2 with
-# activation checkpointing over NCCL).  With
+# activation checkpointing over NCCL); and the Llama in bf16 at seq_len 64, micro batch 8, on
+# cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: the plan counts its buffers and plan
+# workspace, larger than our kernels') and on ztrain's kernels.  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
 # the activation-checkpointing cases, and over NCCL GPT-2 stages 2 and 3,
@@ -134,6 +136,13 @@ COMM=nccl group moeepnccl 2 moe-tiny.json --cases none \
     --case "ep2cks2 fp32 --stage 2 --ep 2 --ztrain.model.n_experts 4 --act-ckpt blocks"
 # sequence parallelism (docs/long-context.md): the all-to-alls through NCCL's send/recv
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
+# the attention path the memory plan counts (docs/gpu.md): every group above runs ztrain's
+# kernels (engine-check.sh sets ZT_CUDA_DETERMINISTIC=1); these run the Llama in bf16 at
+# seq_len 64, micro batch 8, on cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: its
+# buffers and plan workspace, which only cuDNN reports, outgrow every other kernel's scratch)
+# and on ztrain's kernels, each planned from the backend's answer at the run's shapes
+ZT_CUDA_DETERMINISTIC=0 group attcudnn 1 llama-tiny.json --cases none --case "cudnn bf16 --stage 0 --ztrain.seq_len 64"
+ZT_CUDA_DETERMINISTIC=1 group attdet 1 llama-tiny.json --cases none --case "det bf16 --stage 0 --ztrain.seq_len 64"
 
 # ---- the simulator's device report against the backend and the planner
 for out in "$W"/*/x_*.out; do
@@ -174,6 +183,15 @@ for out in "$W"/*/x_*.out; do
     ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end + $slack] ($np rank(s))${why:+: $why}"
     p0=""
 done
+# ---- the two attention paths: cuDNN ran in attcudnn (its start-up line), and the plan
+# followed it: a larger kernel workspace than ztrain's kernels' in attdet (each equal to the
+# device's peak above)
+kw() { sed -n 's/^device memory peak per rank (cuda .*; of it kernel workspace \([0-9]*\) bytes).*/\1/p' "$1" 2> /dev/null | tail -1; }
+kc=$(kw "$W/attcudnn/x_n1cudnn.out"); kd=$(kw "$W/attdet/x_n1det.out")
+grep -q '^attention: cuDNN fused attention' "$W/attcudnn/x_n1cudnn.out" 2> /dev/null &&
+    grep -q '^attention: ztrain.s kernels (deterministic mode' "$W/attdet/x_n1det.out" 2> /dev/null &&
+    [ -n "$kc" ] && [ -n "$kd" ] && [ "$kc" -gt "$kd" ]
+ok $? "attention paths: cuDNN's run planned kernel workspace ${kc:-?} bytes > ztrain's kernels' ${kd:-?} (both == the device's)"
 # ---- host waits per step (the simulator's count, host_waits in the device report): GPT-2
 # over NCCL on 2 ranks (no accumulation: one token upload a step, covered by the step's read)
 # waits for every collective of the step on the stream only -- the stage 0 gradient
