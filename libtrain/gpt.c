@@ -226,6 +226,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (spn > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * 3 * C); TAKE(a->sp_recv, N * 3 * C); TAKE(a->sp_h, N * 3 * C);
     }
+    const size_t lnf_off = cv.off;   /* (the residual gradient's bf16 copy: over lnf) */
     TAKE(a->lnf, N * C); TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
     zt_classifier_carve(&cv, &a->cls, mc, N, training, 0);
     /* int and float are both 4 bytes: the -1 targets share the block */
@@ -234,7 +235,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
-        if (a16) TAKE16(a->dres16, N * C);
+        /* (over lnf, which the LM head's backward was the last to read) */
+        if (a16 && !zt_carve_over16(&cv, lnf_off, N * C, N * C, &a->dres16))
+            TAKE16(a->dres16, N * C);
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
 #undef TAKE

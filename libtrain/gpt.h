@@ -70,7 +70,8 @@ typedef struct zt_gpt_acts {
     float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
     uint16_t *dres16;          /* bf16 activations: [N,C] the residual gradient's bf16 copy
                                 * (written by the norm backward adding into it, read by the
-                                * projections' GEMMs: zt_d16_ok) */
+                                * projections' GEMMs: zt_d16_ok); laid over lnf (dead
+                                * after the LM head's backward) where it fits */
     /* LoRA (ztrain.lora.r > 0) */
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [2C] the frozen LayerNorms' gradients (discarded) */

@@ -646,6 +646,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
     }
+    const size_t lnf_off = cv.off;   /* (the residual gradient's bf16 copy: over lnf) */
     TAKE(a->lnf, N * C); TAKES(a->lnf_rstd, N);
     zt_classifier_carve(&cv, &a->cls, mc, N, training, sh.fcap > 0);
     /* int and float are both 4 bytes: the -1 targets share the block */
@@ -654,7 +655,11 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->datt, N * AD);
         TAKE(a->dqkv, N * QKV); TAKE(a->dh, N * H); TAKE(a->dgu, N * 2 * H);
-        if (a16) { TAKE16(a->dc16, N * C); TAKE16(a->dgu16, N * 2 * H); }
+        /* (the bf16 gradient copies: [N, C] over lnf, which the LM head's
+         * backward was the last to read; gate|up's in place of the slot's
+         * gu16, block_bwd) */
+        if (a16 && !zt_carve_over16(&cv, lnf_off, N * C, N * C, &a->dc16))
+            TAKE16(a->dc16, N * C);
         if (a16) {
             const size_t W = C > H ? C : H;
             if (W <= 2 * H) { if (base) a->f32 = a->dgu; }
@@ -1220,7 +1225,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* (d16: the [N, C] gradient the down and o projections read, its bf16
      * copy written by the norm backward producing it: the final norm's or
      * block l + 1's attn_norm, then mlp_norm's (gemma: the post norms'); and
-     * gate|up's by SwiGLU / GeGLU's backward) */
+     * gate|up's by SwiGLU / GeGLU's backward, over the slot's gu16) */
     uint16_t *dc16 = d16_of(m, a->dc16);
     const uint16_t *dgu16 = NULL;
     if (m->sparse[l]) {
@@ -1240,9 +1245,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
     if (s->gu16 && m->cfg.o16) {   /* (the kernel reads gate|up in bf16) */
-        if ((dgu16 = d16_of(m, a->dgu16))) {   /* (and writes gate|up's gradient in bf16 too) */
-            if (sh->gemma) be->geglu_bwd_d16(a->dgu, a->dgu16, a->dh, s->gu16, N, H);
-            else be->swiglu_bwd_d16(a->dgu, a->dgu16, a->dh, s->gu16, N, H);
+        /* (and writes gate|up's gradient in bf16 too, in place of gate|up:
+         * each element read before its gradient is written, and gu16 has no
+         * reader after this) */
+        if ((dgu16 = d16_of(m, s->gu16))) {
+            if (sh->gemma) be->geglu_bwd_d16(a->dgu, s->gu16, a->dh, s->gu16, N, H);
+            else be->swiglu_bwd_d16(a->dgu, s->gu16, a->dh, s->gu16, N, H);
         } else if (sh->gemma) {
             be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
         } else {

@@ -113,11 +113,13 @@ typedef struct zt_llama_acts {
     float *datt;               /* [N, NH*hd] */
     float *dqkv;               /* [N, QKV] */
     float *dh, *dgu;           /* [N, H], [N, 2H] */
-    uint16_t *dc16, *dgu16;    /* bf16 activations: the bf16 copies of the gradients the
-                                * backward GEMMs read (zt_d16_ok): [N, C] the down and o
-                                * projections' dout (the residual gradient's, gemma: the
-                                * post-norms' input gradient), written by the norm backward
-                                * producing it; [N, 2H] gate|up's, by SwiGLU / GeGLU's */
+    uint16_t *dc16;            /* bf16 activations: the bf16 copy of the [N, C] gradient
+                                * the down and o projections' backward GEMMs read
+                                * (zt_d16_ok; the residual gradient's, gemma: the
+                                * post-norms' input gradient), written by the norm
+                                * backward producing it; laid over lnf (dead after the
+                                * LM head's backward) where it fits.  (Gate|up's bf16
+                                * gradient is written in place of the slot's gu16.) */
     float *f32;                /* bf16 activations: the fp32 values before their rounding,
                                 * [N, max(C, H)] (dgu, free in the forward, when it fits) */
     float *stq, *sta;          /* bf16 GEMM outputs: the backward's fp32 copies of q|k|v

@@ -37,6 +37,18 @@ static inline uint16_t *zt_carve_take16(zt_carve *c, size_t n) {
     c->off += (((size_t)n + 127) & ~(size_t)127) / 2;
     return p;
 }
+/* A bf16 array of n elements laid over the fp32 array of m elements at
+ * element offset off of the block (an array dead whenever the bf16 one is
+ * live), with zt_carve_take16's alignment and rounding: 1 (and *p, when
+ * the block has a base) where it fits inside, else 0 (carve it then).  The
+ * same answer with base == NULL: the planner's sizes are the block's. */
+static inline int zt_carve_over16(const zt_carve *c, size_t off, size_t m, size_t n,
+                                  uint16_t **p) {
+    const size_t at = (off + 63) & ~(size_t)63;
+    if (at + (((size_t)n + 127) & ~(size_t)127) / 2 > off + ZT_ACTS_ROUND(m)) return 0;
+    if (c->base) *p = (uint16_t *)(void *)(c->base + at);
+    return 1;
+}
 /* Whether a model keeps its GEMM-only activations in bf16: the engine asked
  * (mc->acts16), and none of them has another reader that needs the fp32
  * values (LoRA's dropout of the adapters' input) or another path (a Mixture
