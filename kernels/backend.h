@@ -673,7 +673,9 @@ typedef struct zt_backend {
     void (*rmsnorm_bwd16)(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                           const float *inp, const float *w, const float *rstd, int N, int C);
     /* swiglu_bwd_d16 / geglu_bwd_d16: swiglu_bwd16 / geglu_bwd16, bitwise,
-     * and dgu16[N,2H] = to_bf16(dgu) (cuda: the same kernel writes both) */
+     * and dgu16[N,2H] = to_bf16(dgu) (cuda: the same kernel writes both).
+     * dgu16 may be gu16 (the models write it in place of gate|up): an
+     * element's gradient is written after gate|up's element is read. */
     void (*swiglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                            int N, int H);
     void (*geglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,

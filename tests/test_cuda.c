@@ -1468,6 +1468,15 @@ static void test_act16(int N, int H) {
             snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d: bitwise %s_bwd16, dgu16 its dgu rounded",
                      who, fn, N, H, fn);
             tap_ok(ok, "%s", name);
+            /* ... and in place of gate|up (dgu16 == gu16: the models' call) */
+            be->copy(o16, gin, n2 * 2);
+            if (g) be->geglu_bwd_d16(d1, o16, dd, o16, N, H);
+            else be->swiglu_bwd_d16(d1, o16, dd, o16, N, H);
+            ok = b ? !memcmp(d1, d2, n2 * 4) && !memcmp(o16, r16, n2 * 2)
+                   : same_bits(d1, d2, n2 * 4) && same_bits(o16, r16, n2 * 2);
+            snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d in place of gu16: the same dgu and dgu16",
+                     who, fn, N, H);
+            tap_ok(ok, "%s", name);
         }
         if (b) { free(o16); free(r16); free(t); free(t2); free(d1); free(d2); }
     }
