@@ -703,16 +703,23 @@ typedef struct zt_backend {
      * (bwd 0) or gqa_ext_bwd (bwd 1) -- and the entries built on them
      * (attention_*, gqa_*, the *16 forms) -- will ask of the backend's own
      * scratch for this shape and o in matmul precision `mode`, on the path
-     * the backend takes for it.  cuda: its attention rule (docs/gpu.md);
+     * the backend takes for it, for the entry form in16: ZT_ATT_IN32 the
+     * fp32 q|k|v (gqa_ext_*, gqa_*, attention_*), ZT_ATT_IN16 the bf16
+     * q|k|v (gqa_ext_fwd16 / _bwd16), ZT_ATT_IN16O and the bf16 output
+     * (gqa_ext_fwd16o / _bwd16o); cuDNN's path reads the bf16 ones as they
+     * are, with no copies.  cuda: its attention rule (docs/gpu.md);
      * where that picks cuDNN's fused attention, the shape's execution plan
      * is built (or the cached one reused: the very plan the call will run)
      * and its workspace, which only cuDNN knows, added to our buffers; a
      * shape cuDNN declines counts ztrain's kernels.  *cudnn (may be NULL):
      * 1 when cuDNN's path was counted, else 0.  A cuDNN error is recorded
      * (error()) and counts ztrain's kernels. */
-    size_t (*att_scratch)(int bwd, int mode, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o,
-                          int *cudnn);
+    size_t (*att_scratch)(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hd,
+                          const zt_attn_opts *o, int *cudnn);
 } zt_backend;
+
+/* att_scratch's in16: which attention entries ask */
+enum { ZT_ATT_IN32 = 0, ZT_ATT_IN16 = 1, ZT_ATT_IN16O = 2 };
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads
  * per block; the cpu backends reduce in the same order). */

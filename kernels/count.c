@@ -924,29 +924,48 @@ static double sdpa_pairs(long T, long window) {
     return D(window) * D(window + 1) / 2 + D(T - window) * D(window);
 }
 
-/* zt_cuda_sdpa_fwd: k_sdpa_round of qkv into q16 (B T R: f read, h
- * written); the forward graph: reads Q, K, V in q16 (B T R h), writes O
- * (B T AD h) and Stats, our lse (B NH T f); k_sdpa_widen of O into out
- * (B T AD: h read, f written). */
-static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, int o16) {
-    const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
-    rec(K_SDPA_ROUND, 0, BT * R * (F + H));
-    rec(K_CUDNN_FWD, D(B) * D(NH) * sdpa_pairs(T, window) * 4 * D(hs), BT * R * H + BT * AD * H + st * F);
-    if (!o16) rec(K_SDPA_WIDEN, 0, BT * AD * (H + F));   /* (o16: O stored in the caller's bf16 output) */
+/* cuda_sdpa.cu's qkv16_direct: cuDNN reads the bf16 q|k|v in place when
+ * Q, K and V (columns 0, NH hs, (NH + NKV) hs; rows R apart) are 16-byte
+ * aligned */
+static int sdpa_q_direct(const void *q16, long NH, long NKV, long hs) {
+    return q16 && ((uintptr_t)q16 & 15) == 0 && (NH * hs * 2) % 16 == 0 && ((NH + NKV) * hs * 2) % 16 == 0 &&
+           ((NH + 2 * NKV) * hs * 2) % 16 == 0;
 }
 
-/* zt_cuda_sdpa_bwd: k_sdpa_round of qkv (B T R), out and dout (B T AD
- * each); cudaMemsetAsync of dQ_accum (B T AD f: cuDNN accumulates dQ in
- * it, as cudnn-frontend zeroes it); the backward graph: reads q16 (B T R
- * h), O and dO (2 B T AD h), Stats (B NH T f), writes and reads
- * softmax_sum (2 B NH T f) and dQ_accum (2 B T AD f), with NKV < NH the
- * per-q-head dK and dV (4 B T AD f), writes dQ, dK, dV into dqkv16 (B T R
- * h); k_sdpa_widen of dqkv16 into dqkv (B T R: h read, f written).  No
- * k_att_rowdot: the graph computes softmax_sum itself. */
-static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, int o16) {
+/* zt_cuda_sdpa_fwd: the fp32 entries' q|k|v rounded into q16 (k_sdpa_round,
+ * B T R: f read, h written; q16: the bf16 q|k|v read in place, or copied
+ * when not 16-byte aligned); the forward graph: reads Q, K, V in bf16 (B
+ * T R h), writes O (B T AD h) and Stats, our lse (B NH T f); k_sdpa_widen
+ * of O into out (B T AD: h read, f written) unless O is the caller's bf16
+ * output (o16: copied there when it is not 16-byte aligned). */
+static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
+                     const void *o16) {
     const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
-    rec(K_SDPA_ROUND, 0, BT * R * (F + H));
-    rec_n(K_SDPA_ROUND, 0, BT * AD * (F + H), o16 ? 1 : 2);   /* (o16: O read as it is) */
+    if (!q16) rec(K_SDPA_ROUND, 0, BT * R * (F + H));
+    else if (!sdpa_q_direct(q16, NH, NKV, hs)) rec(K_MEMCPY, 0, 2 * BT * R * H);
+    rec(K_CUDNN_FWD, D(B) * D(NH) * sdpa_pairs(T, window) * 4 * D(hs), BT * R * H + BT * AD * H + st * F);
+    if (!o16) rec(K_SDPA_WIDEN, 0, BT * AD * (H + F));
+    else if ((uintptr_t)o16 & 15) rec(K_MEMCPY, 0, 2 * BT * AD * H);
+}
+
+/* zt_cuda_sdpa_bwd: q|k|v as the forward (rounded, read in place or
+ * copied); out rounded (B T AD; o16: the bf16 output read in place, or
+ * copied when not 16-byte aligned); dout rounded (B T AD); cudaMemsetAsync
+ * of dQ_accum (B T AD f: cuDNN accumulates dQ in it, as cudnn-frontend
+ * zeroes it); the backward graph: reads q|k|v (B T R h), O and dO (2 B T AD
+ * h), Stats (B NH T f), writes and reads softmax_sum (2 B NH T f) and
+ * dQ_accum (2 B T AD f), with NKV < NH the per-q-head dK and dV (4 B T AD
+ * f), writes dQ, dK, dV into dqkv16 (B T R h); k_sdpa_widen of dqkv16 into
+ * dqkv (B T R: h read, f written).  No k_att_rowdot: the graph computes
+ * softmax_sum itself. */
+static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
+                     const void *o16) {
+    const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
+    if (!q16) rec(K_SDPA_ROUND, 0, BT * R * (F + H));
+    else if (!sdpa_q_direct(q16, NH, NKV, hs)) rec(K_MEMCPY, 0, 2 * BT * R * H);
+    if (!o16) rec(K_SDPA_ROUND, 0, BT * AD * (F + H));
+    else if ((uintptr_t)o16 & 15) rec(K_MEMCPY, 0, 2 * BT * AD * H);
+    rec(K_SDPA_ROUND, 0, BT * AD * (F + H));   /* dout */
     rec(K_MEMSET, 0, BT * AD * F);
     rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
         BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
@@ -963,17 +982,16 @@ static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, in
 /* o16 (gqa_ext_fwd16o): the output stored in bf16 by the flash kernel,
  * rounded after the cuBLAS and fp32 paths (k_to_bf16) */
 static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, int o16, const void *lse);
+                             const void *q16, const void *o16, const void *lse);
 static void gqa_fwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window,
                            const void *lse) {
-    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, 0, lse);
+    gqa_fwd_counts16(B, T, NH, NKV, hs, softcap, window, NULL, NULL, lse);
 }
 static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, int o16, const void *lse) {
+                             const void *q16, const void *o16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
-    if (sdpa_rule(hs, softcap, lse)) {   /* cuDNN (q16: k_att_widen into tmp first) */
-        if (q16) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
-        sdpa_fwd(B, T, NH, NKV, hs, window, o16);
+    if (sdpa_rule(hs, softcap, lse)) {   /* cuDNN (q16, o16: its Q, K, V and O as they are) */
+        sdpa_fwd(B, T, NH, NKV, hs, window, q16, o16);
         return;
     }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
@@ -982,7 +1000,7 @@ static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float s
     if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
     if (tc) {
         if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
-        if (flash) ft_fwd(B, T, NH, NKV, hs, window, o16);
+        if (flash) ft_fwd(B, T, NH, NKV, hs, window, o16 != NULL);
         else cublas_att(0, B, T, NH, NKV, hs, softcap > 0.0f, kc);
     } else {
         att32_fwd(B, T, NH, NKV, hs, window);
@@ -997,17 +1015,16 @@ static void gqa_fwd_counts16(long B, long T, long NH, long NKV, long hs, float s
  * tensor-core paths, widened (k_att_widen, counted as k_from_bf16) for the
  * fp32 kernels */
 static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, int o16, const void *lse);
+                             const void *q16, const void *o16, const void *lse);
 static void gqa_bwd_counts(long B, long T, long NH, long NKV, long hs, float softcap, long window,
                            const void *lse) {
-    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, 0, 0, lse);
+    gqa_bwd_counts16(B, T, NH, NKV, hs, softcap, window, NULL, NULL, lse);
 }
 static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float softcap, long window,
-                             int q16, int o16, const void *lse) {
+                             const void *q16, const void *o16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     if (sdpa_rule(hs, softcap, lse)) {
-        if (q16) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
-        sdpa_bwd(B, T, NH, NKV, hs, window, o16);
+        sdpa_bwd(B, T, NH, NKV, hs, window, q16, o16);
         return;
     }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
@@ -1015,7 +1032,7 @@ static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float s
     const int tc = g_mode == ZT_MATMUL_BF16 && (flash || kc > 0);
     if (q16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D((NH + 2 * NKV) * hs) * (F + H));
     if (o16 && !tc) rec(K_FROM_BF16, 0, D(B) * D(T) * D(NH * hs) * (F + H));
-    rowdot(B, T, NH, hs, o16 && tc);
+    rowdot(B, T, NH, hs, o16 != NULL && tc);
     if (tc) {
         if (!q16) tc_round(D(B) * D(T) * D((NH + 2 * NKV) * hs));
         tc_round(D(B) * D(T) * D(NH * hs));
@@ -1068,21 +1085,21 @@ static void c_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float
                             int NH, int NKV, int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_fwd16);
     if (g_inner) g_inner->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
-    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 0, lse);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, qkv16, NULL, lse);
 }
 static void c_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                             const float *out, const float *lse, int B, int T, int NH, int NKV,
                             int hd, const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_bwd16);
     if (g_inner) g_inner->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
-    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 0, lse);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, qkv16, NULL, lse);
 }
 static void c_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16,
                              float *tmp, int B, int T, int NH, int NKV, int hd,
                              const zt_attn_opts *o) {
     call(ZT_CE_gqa_ext_fwd16o);
     if (g_inner) g_inner->gqa_ext_fwd16o(out16, out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
-    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 1, lse);
+    gqa_fwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, qkv16, out16, lse);
 }
 static void c_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                              const uint16_t *out16, float *out, const float *lse, int B, int T,
@@ -1090,7 +1107,7 @@ static void c_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
     call(ZT_CE_gqa_ext_bwd16o);
     if (g_inner)
         g_inner->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
-    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, 1, 1, lse);
+    gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, qkv16, out16, lse);
 }
 
 /* ------------------------------------------------------------ embeddings */

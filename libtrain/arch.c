@@ -6,6 +6,7 @@
 #include "arch.h"
 #include "internal.h"
 #include "model.h"   /* zt_layout_mark_expert */
+#include "model_acts.h"   /* zt_acts16_on */
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 
@@ -407,12 +408,19 @@ void zt_arch_hf_list(char *buf, size_t n) {
             k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", archs[i]->hf[j].architectures);
 }
 
-uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int B, int T, int NH, int NKV, int hs,
+int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
+    if (!training || sp > 1 || !zt_acts16_on(mc) || !zt_acts16_ok(be) || !zt_l16_ok(be) || !mc->o16 ||
+        !zt_o16_ok(be))
+        return ZT_ATT_IN32;
+    return mc->ao16 && zt_ao16_ok(be) ? ZT_ATT_IN16O : ZT_ATT_IN16;
+}
+
+uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o) {
     if (a && a->be && a->be->att_scratch) {
         int cudnn = 0;
-        const size_t b = a->be->att_scratch(bwd, bf16 ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32, B, T, NH, NKV, hs, o,
-                                            &cudnn);
+        const size_t b = a->be->att_scratch(bwd, bf16 ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32, in16, B, T, NH, NKV, hs,
+                                            o, &cudnn);
         a->asked++;
         a->cudnn += cudnn != 0;
         return (uint64_t)b;

@@ -35,8 +35,16 @@ typedef struct zt_att_ws {
     int asked;                     /* out: calls the backend answered */
     int cudnn;                     /* out: of them, counted on cuDNN's path */
 } zt_att_ws;
-uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int B, int T, int NH, int NKV, int hs,
+uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, int NH, int NKV, int hs,
                       const struct zt_attn_opts *o);
+/* The attention entries a block of the model calls (att_scratch's in16,
+ * backend.h ZT_ATT_IN*), as gpt.c and llama.c decide them: a training
+ * block with the bf16 activations (zt_acts16_on, the backend's bf16-input
+ * and bf16-logits entries), without sequence parallelism (sp <= 1), reads
+ * the bf16 q|k|v (the o16 entries; ZT_ATT_IN16) and with ao16 also writes
+ * and reads the bf16 output (ZT_ATT_IN16O); other blocks, or be NULL, the
+ * fp32 entries (ZT_ATT_IN32). */
+int zt_att_in16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */

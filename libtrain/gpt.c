@@ -717,10 +717,12 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     /* the attention: NH / SPN heads of C / NH, attention_fwd's options */
     const int AH = NH / SPN, hs = NH > 0 ? C / NH : 0;
     const zt_attn_opts ao = {hs > 0 ? 1.0f / sqrtf((float)hs) : 1.0f, 0.0f, 0};
+    /* (the training blocks' attention entries; eval and sample: fp32 q|k|v) */
+    const int in16 = zt_att_in16_of(mc, att ? att->be : NULL, 1, SPN);
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
-#define FWD(Bf)                                                                  \
+#define FWD(Bf, I16)                                                             \
     do {                                                                         \
         const int Nf = (Bf) * T;                                                 \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 3 * C));                           \
@@ -728,9 +730,9 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 4 * C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, 4 * C, C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
-        if (AH > 0) WS(zt_att_ws_of(att, 0, bf16, (Bf), T * SPN, AH, AH, hs, &ao)); \
+        if (AH > 0) WS(zt_att_ws_of(att, 0, bf16, (I16), (Bf), T * SPN, AH, AH, hs, &ao)); \
     } while (0)
-    FWD(B);
+    FWD(B, in16);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* backward */
     /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
@@ -742,15 +744,15 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, B, T * SPN, AH, AH, hs, &ao));
+    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, in16, B, T * SPN, AH, AH, hs, &ao));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     /* optimizer: gradient norm, fp16 overflow check */
     WS(zt_cuda_ws_reduce((size_t)psi));
     /* eval and sample forwards */
     if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    if (E > 0) FWD(E);
-    FWD(1);
+    if (E > 0) FWD(E, ZT_ATT_IN32);
+    FWD(1, ZT_ATT_IN32);
 #undef FWD
 #undef WS
     return w;

@@ -1607,10 +1607,12 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     const int Ta = T * s.sp, slide = s.window > 0 && (s.gemma || s.window < Ta);
     const float asc = s.gemma ? s.ascale : 1.0f / sqrtf((float)s.hd);
     const zt_attn_opts ao[2] = {{asc, s.acap, 0}, {asc, s.acap, s.window}};
+    /* (the training blocks' attention entries; eval and sample: fp32 q|k|v) */
+    const int in16 = zt_att_in16_of(mc, att ? att->be : NULL, 1, s.sp);
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
-#define FWD(Bf)                                                                  \
+#define FWD(Bf, I16)                                                             \
     do {                                                                         \
         const int Nf = (Bf) * T;                                                 \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, QKV));                             \
@@ -1619,9 +1621,9 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
         WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
         for (int k_ = 0; k_ <= slide; ++k_)                                      \
-            WS(zt_att_ws_of(att, 0, bf16, (Bf), Ta, s.NHl, s.NKVl, s.hd, &ao[k_])); \
+            WS(zt_att_ws_of(att, 0, bf16, (I16), (Bf), Ta, s.NHl, s.NKVl, s.hd, &ao[k_])); \
     } while (0)
-    FWD(B);
+    FWD(B, in16);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
     const int Rh = (int)zt_classifier_rows(mc, N);
@@ -1632,14 +1634,15 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
-    for (int k = 0; k <= slide; ++k) WS(zt_att_ws_of(att, 1, bf16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
+    for (int k = 0; k <= slide; ++k)
+        WS(zt_att_ws_of(att, 1, bf16, in16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
     if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
     if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    if (E > 0) FWD(E);
-    FWD(1);
+    if (E > 0) FWD(E, ZT_ATT_IN32);
+    FWD(1, ZT_ATT_IN32);
 #undef FWD
 #undef WS
     return w;

@@ -1326,6 +1326,9 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     q.c->model.acts16 =
         zt_acts16_of(q.c, out->gpu ? strcmp(q.c->backend, "cpu-strict") != 0
                                    : strcmp(q.c->backend, "cuda") == 0);
+    /* and the bf16-output paths (train.c; the attention entries' scratch,
+     * arch.h zt_att_in16_of) */
+    zt_out16_of(&q.c->model);
     rc = plan_axes(q.c, out->world, out->ranks_per_node, &q.ax, st);
     /* training / eval windows are seq_len long; T (the model's positions)
      * sizes the position table and the sample's window */

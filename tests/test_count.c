@@ -1579,7 +1579,8 @@ static double seen_pairs(int T, int window) {
 static void cudnn_formulas(void) {
     float *x = FAKE(float, 1), *y = FAKE(float, 2), *z = FAKE(float, 3), *lse = FAKE(float, 4);
     float *mis = (float *)((uintptr_t)FAKE(float, 5) + 4);
-    uint16_t *q16 = FAKE(uint16_t, 6);
+    uint16_t *q16 = FAKE(uint16_t, 6), *h16 = FAKE(uint16_t, 7);
+    uint16_t *q16m = (uint16_t *)((uintptr_t)FAKE(uint16_t, 8) + 8), *h16m = (uint16_t *)((uintptr_t)FAKE(uint16_t, 9) + 8);
     const double f = 4, h = 2;
     K = zt_backend_count();   /* the bare table again (the tests before counted over cpu-strict) */
     static const struct { int B, T, NH, NKV, hs, window; } cs[] = {
@@ -1612,17 +1613,48 @@ static void cudnn_formulas(void) {
         check_kernel(what, "k_sdpa_widen", 1, 0, BT * R * (h + f));
         tap_ok(tot().launches == 6 && launches_of("k_att_rowdot", NULL, NULL) == 0,
                "%s: backward, 6 launches, no k_att_rowdot", what);
-        /* q|k|v in bf16 (gqa_ext_fwd16): widened into tmp first (k_att_widen), then as above */
+        /* q|k|v in bf16 (gqa_ext_fwd16 / _bwd16): cuDNN's Q, K, V as they are (no k_att_widen, no
+         * k_sdpa_round of q|k|v); O widened into out, out rounded for the backward */
         zt_count_reset();
         K->gqa_ext_fwd16(z, lse, q16, y, B, T, NH, NKV, hs, &o);
-        check_kernel(what, "k_from_bf16", 1, 0, BT * R * (h + f));
-        tap_ok(tot().launches == 4 && launches_of("cudnnBackendExecute (SDPA forward)", NULL, NULL) == 1,
-               "%s: bf16 q|k|v: widened, then cuDNN's 3 launches", what);
+        check_kernel(what, "cudnnBackendExecute (SDPA forward)", 1, pairs * 4 * hs, BT * R * h + BT * AD * h + st * f);
+        check_kernel(what, "k_sdpa_widen", 1, 0, BT * AD * (h + f));
+        tap_ok(tot().launches == 2 && launches_of("k_from_bf16", NULL, NULL) == 0 &&
+                   launches_of("k_sdpa_round", NULL, NULL) == 0,
+               "%s: bf16 q|k|v forward: 2 launches (the graph, O widened)", what);
         zt_count_reset();
         K->gqa_ext_bwd16(y, z, q16, x, z, lse, B, T, NH, NKV, hs, &o);
-        tap_ok(tot().launches == 7 && launches_of("k_from_bf16", NULL, NULL) == 1 &&
+        const long nr16 = launches_of("k_sdpa_round", &fr, &br);
+        tap_ok(nr16 == 2 && br == 2 * BT * AD * (f + h) && tot().launches == 5 &&
+                   launches_of("k_from_bf16", NULL, NULL) == 0 &&
+                   launches_of("cudnnBackendExecute (SDPA backward)", NULL, NULL) == 1 &&
+                   launches_of("cudaMemsetAsync", NULL, NULL) == 1 && launches_of("k_sdpa_widen", NULL, NULL) == 1,
+               "%s: bf16 q|k|v backward: out and dout rounded, memset, the graph, dqkv widened (5 launches)", what);
+        /* and the output in bf16 (gqa_ext_fwd16o / _bwd16o): O stored in out16, read there */
+        zt_count_reset();
+        K->gqa_ext_fwd16o(h16, z, lse, q16, y, B, T, NH, NKV, hs, &o);
+        tap_ok(tot().launches == 1 && launches_of("cudnnBackendExecute (SDPA forward)", NULL, NULL) == 1 &&
+                   tot().bytes == BT * R * h + BT * AD * h + st * f,
+               "%s: bf16 q|k|v and output forward: the graph alone (1 launch, %.0f bytes)", what, tot().bytes);
+        zt_count_reset();
+        K->gqa_ext_bwd16o(y, z, q16, x, h16, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(tot().launches == 4 && launches_of("k_sdpa_round", &fr, &br) == 1 && br == BT * AD * (f + h) &&
+                   launches_of("cudaMemsetAsync", NULL, NULL) == 1 && launches_of("k_sdpa_widen", NULL, NULL) == 1 &&
                    launches_of("cudnnBackendExecute (SDPA backward)", NULL, NULL) == 1,
-               "%s: bf16 q|k|v backward: widened, then cuDNN's 6 launches", what);
+               "%s: bf16 q|k|v and output backward: dout rounded, memset, the graph, dqkv widened (4 launches)",
+               what);
+        /* not 16-byte aligned: q|k|v and out16 copied for cuDNN (cudaMemcpyAsync D2D) */
+        zt_count_reset();
+        K->gqa_ext_fwd16o(h16m, z, lse, q16m, y, B, T, NH, NKV, hs, &o);
+        const long nc = launches_of("cudaMemcpyAsync D2D", &fr, &br);
+        tap_ok(tot().launches == 3 && nc == 2 && br == 2 * (BT * R + BT * AD) * h,
+               "%s: q|k|v and out16 8 bytes past 16-byte alignment: both copied (2 cudaMemcpyAsync, %.0f bytes)",
+               what, br);
+        zt_count_reset();
+        K->gqa_ext_bwd16o(y, z, q16m, x, h16m, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(tot().launches == 6 && launches_of("cudaMemcpyAsync D2D", &fr, &br) == 2 &&
+                   br == 2 * (BT * R + BT * AD) * h,
+               "%s: the backward on them: both copied, then the 4 launches", what);
     }
     /* the rule: each condition alone sends the call to ztrain's kernels */
     const int B = 2, T = 40, NH = 4, NKV = 2, hs = 16;

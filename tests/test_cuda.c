@@ -2187,6 +2187,87 @@ static void test_cudnn_attention(int B, int T, int NH, int NKV, int hd, float sc
     no_error(tag);
 }
 
+/* The bf16 entries on cuDNN's path (gqa_ext_fwd16 / _bwd16, _fwd16o /
+ * _bwd16o): cuDNN reads the bf16 q|k|v (and the *16o entries' bf16 output)
+ * as they are, so the caller's fp32 staging tmp stays untouched (before:
+ * q|k|v widened into it, k_att_widen, then rounded back); every result
+ * bitwise the fp32 entries' on the widened values (q|k|v rounded into a
+ * copy, the old path), also where q|k|v and the output are not 16-byte
+ * aligned (copied then). */
+static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int window) {
+    char tag[160], name[300];
+    snprintf(tag, sizeof tag, "B=%d T=%d NH=%d NKV=%d hd=%d window=%d", B, T, NH, NKV, hd, window);
+    if (!cudnn_built()) {
+        snprintf(name, sizeof name, "cuDNN attention, bf16 entries %s", tag);
+        tap_skip(name, "this build has no cuDNN");
+        return;
+    }
+    const zt_attn_opts o = {scale, 0.0f, window};
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd;
+    const size_t nl = (size_t)B * NH * T;
+    /* (the random stream put back after: the later tests' data stay theirs) */
+    const uint64_t rng_saved = rng_state;
+    float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+    rng_state = rng_saved;
+    uint16_t *q16 = xmalloc(nq * 2);
+    cpu->to_bf16(q16, qkv, nq);
+    cpu->from_bf16(qkv, q16, nq);   /* the widened values */
+    unsigned char *ff = xmalloc(nq * 4), *back = xmalloc(nq * 4);
+    memset(ff, 0xff, nq * 4);
+    uint16_t *q16_d = dev(q16, nq * 2);
+    float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *tmp_d = dev(ff, nq * 4);
+    /* (2-byte aligned, not 16: 8 bytes past an allocation) */
+    char *qm_base = gpu->alloc(nq * 2 + 16), *hm_base = gpu->alloc(no * 2 + 16);
+    uint16_t *qm = (uint16_t *)(qm_base + 8), *hm = (uint16_t *)(hm_base + 8);
+    gpu->to_device(qm, q16, nq * 2);
+    float *o1 = gpu->alloc(no * 4), *o2 = gpu->alloc(no * 4), *o3 = gpu->alloc(no * 4);
+    float *l1 = gpu->alloc(nl * 4), *l2 = gpu->alloc(nl * 4), *l3 = gpu->alloc(nl * 4);
+    float *d1 = gpu->alloc(nq * 4), *d2 = gpu->alloc(nq * 4), *d3 = gpu->alloc(nq * 4);
+    uint16_t *h1 = gpu->alloc(no * 2), *h2 = gpu->alloc(no * 2);
+    long f0, b0, x0, f1, b1, x1;
+    zt_cuda_att_cudnn_for_test(1, 0);
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
+    /* the old path: the fp32 entries, q|k|v rounded into cuDNN's copy */
+    gpu->gqa_ext_fwd(o2, l2, qkv_d, B, T, NH, NKV, hd, &o);
+    gpu->gqa_ext_bwd(d2, dout_d, qkv_d, o2, l2, B, T, NH, NKV, hd, &o);
+    gpu->to_bf16(h2, o2, no);
+    /* the bf16 q|k|v */
+    gpu->gqa_ext_fwd16(o1, l1, q16_d, tmp_d, B, T, NH, NKV, hd, &o);
+    gpu->gqa_ext_bwd16(d1, dout_d, q16_d, tmp_d, o2, l2, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name, "cuDNN gqa_ext_fwd16, _bwd16 %s: out, lse, dqkv bitwise the fp32 entries'", tag);
+    tap_ok(same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4), "%s", name);
+    /* and the bf16 output */
+    gpu->gqa_ext_fwd16o(h1, o3, l3, q16_d, tmp_d, B, T, NH, NKV, hd, &o);
+    gpu->gqa_ext_bwd16o(d3, dout_d, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name,
+             "cuDNN gqa_ext_fwd16o, _bwd16o %s: out16 bitwise the fp32 entry's rounded, lse, dqkv bitwise", tag);
+    tap_ok(same_bits(h1, h2, no * 2) && same_bits(l3, l2, nl * 4) && same_bits(d3, d2, nq * 4), "%s", name);
+    gpu->to_host(back, tmp_d, nq * 4);
+    snprintf(name, sizeof name, "cuDNN bf16 entries %s: q|k|v read in bf16 as they are (tmp untouched)", tag);
+    tap_ok(memcmp(back, ff, nq * 4) == 0, "%s", name);
+    /* q|k|v and the output not 16-byte aligned: copied for cuDNN */
+    gpu->zero(o3, no * 4);
+    gpu->zero(l3, nl * 4);
+    gpu->gqa_ext_fwd16o(hm, o3, l3, qm, tmp_d, B, T, NH, NKV, hd, &o);
+    gpu->gqa_ext_bwd16o(d3, dout_d, qm, tmp_d, hm, o3, l3, B, T, NH, NKV, hd, &o);
+    gpu->gqa_ext_fwd16(o1, l1, qm, tmp_d, B, T, NH, NKV, hd, &o);
+    gpu->gqa_ext_bwd16(d1, dout_d, qm, tmp_d, o2, l2, B, T, NH, NKV, hd, &o);
+    snprintf(name, sizeof name,
+             "cuDNN bf16 entries %s, q|k|v and out16 8 bytes past 16-byte alignment (copied): bitwise", tag);
+    tap_ok(same_bits(hm, h2, no * 2) && same_bits(l3, l2, nl * 4) && same_bits(d3, d2, nq * 4) &&
+               same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
+           "%s", name);
+    zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
+    tap_ok(f1 == f0 + 5 && b1 == b0 + 5 && x1 == x0, "cuDNN ran the 5 forwards and 5 backwards %s", tag);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    zt_cuda_att_cudnn_for_test(0, 0);
+    free(qkv); free(dout); free(q16); free(ff); free(back);
+    void *bufs[] = {q16_d, qkv_d, dout_d, tmp_d, qm_base, hm_base, o1, o2, o3, l1, l2, l3, d1, d2, d3, h1, h2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu->free(bufs[i]);
+    no_error(tag);
+}
+
 /* The rule: cuDNN only in bf16 mode, without soft-cap, at head sizes that
  * are multiples of 8 up to 256, and never in deterministic mode */
 static void test_cudnn_rule(void) {
@@ -2831,6 +2912,8 @@ int main(void) {
     test_cudnn_attention(1, 41, 4, 2, 16, 0.3f, 7);     /* sliding window, odd T */
     test_cudnn_attention(1, 17, 2, 1, 8, 0.5f, 1);      /* window 1: each query itself */
     test_cudnn_attention(1, 1, 2, 1, 8, 0.5f, 0);       /* one token */
+    test_cudnn16(1, 37, 2, 2, 16, 0.25f, 0);            /* the bf16 entries: NKV = NH, odd T */
+    test_cudnn16(2, 33, 6, 2, 8, 0.35f, 5);             /* GQA, sliding window */
     test_geglu(37, 13);
     if (full) test_geglu(512, 4096);
     test_softcap(100003, 30.0f);

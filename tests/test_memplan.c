@@ -548,20 +548,29 @@ static void test_kernel_ws(void) {
  * eval's and the sample's forwards; a Llama with a sliding window shorter
  * than seq_len: each for the full and the sliding layers' options), in
  * the run's matmul precision; without a backend ztrain's kernels' need
- * (cuda_workspace.h), said in att_path. */
-static struct { int n, nwin, mode, B[16], T, NH, NKV, hd; } g_asked;
-static size_t fake_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o,
-                               int *cudnn) {
-    if (g_asked.n < 16) g_asked.B[g_asked.n] = B;
+ * (cuda_workspace.h), said in att_path.  The entries asked for (in16): a
+ * backend with the bf16 entries (the CPU's table) in bf16, the training
+ * step's forward and backward the bf16 q|k|v and output (ZT_ATT_IN16O;
+ * ZT_TEST_NO_AO16: the bf16 q|k|v, ZT_ATT_IN16), eval and sample the fp32
+ * q|k|v; in fp32 every call the fp32 entries. */
+static struct { int n, nwin, mode, B[16], in16[16], T, NH, NKV, hd; } g_asked;
+static size_t fake_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hd,
+                               const zt_attn_opts *o, int *cudnn) {
+    if (g_asked.n < 16) g_asked.B[g_asked.n] = B, g_asked.in16[g_asked.n] = in16;
     g_asked.n++;
     g_asked.nwin += o->window > 0;
     g_asked.mode = mode, g_asked.T = T, g_asked.NH = NH, g_asked.NKV = NKV, g_asked.hd = hd;
     if (cudnn) *cudnn = 1;
     return bwd ? ((size_t)80 << 20) + 1 : ((size_t)70 << 20) + 1;
 }
+static int asked_in16(int train_in16) {
+    int ok = g_asked.n == 4;
+    for (int i = 0; i < g_asked.n && i < 16; ++i)
+        ok &= g_asked.in16[i] == (g_asked.B[i] == 3 ? train_in16 : ZT_ATT_IN32);
+    return ok;
+}
 static void test_attention_backend(void) {
-    zt_backend fake;
-    memset(&fake, 0, sizeof fake);
+    zt_backend fake = *zt_backend_cpu();   /* (the CPU's entries: the bf16 activations and outputs) */
     fake.name = "fake";
     fake.att_scratch = fake_att_scratch;
     zt_config *c = shape(2, 4, 64, 32, 256);
@@ -593,10 +602,20 @@ static void test_attention_backend(void) {
                contains(a.att_path, "cuDNN's fused attention"),
            "GPT-2: 4 attention calls asked (forward B 3, E 2, sample 1; backward B 3), bf16, T 32, 4 heads of 16 "
            "(asked %d, cuDNN %d; %s)", g_asked.n, a.att_cudnn, a.att_path ? a.att_path : "-");
+    tap_ok(asked_in16(ZT_ATT_IN16O),
+           "GPT-2 in bf16: the training forward and backward asked for the bf16 q|k|v and output entries, eval "
+           "and sample for the fp32 ones");
+    setenv("ZT_TEST_NO_AO16", "1", 1);
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    unsetenv("ZT_TEST_NO_AO16");
+    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16), "ZT_TEST_NO_AO16: the training calls asked for the bf16 q|k|v "
+           "entries (fp32 output)");
     tu_set(c, "precision", "fp32");
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);
-    tap_ok(rc == ZT_OK && g_asked.n == 4 && g_asked.mode == ZT_MATMUL_FP32, "fp32 run: asked in fp32 matmul mode");
+    tap_ok(rc == ZT_OK && g_asked.n == 4 && g_asked.mode == ZT_MATMUL_FP32 && asked_in16(ZT_ATT_IN32),
+           "fp32 run: asked in fp32 matmul mode, for the fp32 entries");
     /* a Llama whose layers slide (window 8 < seq_len 32): both options asked */
     tu_set(c, "ztrain.model.arch", "llama");
     tu_set(c, "ztrain.model.n_kv_head", "2");

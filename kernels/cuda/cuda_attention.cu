@@ -794,10 +794,11 @@ void zt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, con
     zt_cuda_gqa_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NH, C / NH);
 }
 
-/* the bf16-input attention (backend.h gqa_ext_fwd16 / _bwd16): the
- * tensor-core paths read qkv16 itself (the bf16 operands they would round
- * q, k, v to); cuDNN's and the fp32 kernels' paths the values widened into
- * tmp, through the fp32 entry: the same values either way */
+/* the bf16-input attention (backend.h gqa_ext_fwd16 / _bwd16): cuDNN
+ * (where the rule picks it) and the tensor-core paths read qkv16 itself
+ * (the bf16 operands they would round q, k, v to); the fp32 kernels' path
+ * the values widened into tmp, through the fp32 entry: the same values
+ * either way */
 static __global__ void k_att_widen(float *out, const uint16_t *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
@@ -814,7 +815,8 @@ void zt_cuda_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float 
     if (!check_shape(NH, NKV, hs, "attention forward")) return;
     const zt_attn_opts dflt = default_opts(hs);
     if (!o) o = &dflt;
-    if (!zt_cuda_sdpa_would(hs, o, lse) && tc_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, qkv16)) return;
+    if (zt_cuda_sdpa_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, NULL, qkv16)) return;   /* cuDNN */
+    if (tc_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, qkv16)) return;
     if (att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs))
         zt_cuda_gqa_ext_fwd(out, lse, tmp, B, T, NH, NKV, hs, o);
 }
@@ -826,9 +828,8 @@ void zt_cuda_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16
     if (!check_shape(NH, NKV, hs, "attention backward")) return;
     const zt_attn_opts dflt = default_opts(hs);
     if (!o) o = &dflt;
-    if (!zt_cuda_sdpa_would(hs, o, lse) &&
-        tc_bwd(dqkv, dout, NULL, out, lse, B, T, NH, NKV, hs, o, qkv16))
-        return;
+    if (zt_cuda_sdpa_bwd(dqkv, dout, NULL, out, lse, B, T, NH, NKV, hs, o, NULL, qkv16)) return;
+    if (tc_bwd(dqkv, dout, NULL, out, lse, B, T, NH, NKV, hs, o, qkv16)) return;
     if (att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs))
         zt_cuda_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hs, o);
 }
@@ -846,10 +847,9 @@ void zt_cuda_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint1
     if (!check_shape(NH, NKV, hs, "attention forward")) return;
     const zt_attn_opts dflt = default_opts(hs);
     if (!o) o = &dflt;
-    const bool sdpa = zt_cuda_sdpa_would(hs, o, lse);
-    if (!sdpa && tc_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, qkv16, out16)) return;
+    if (zt_cuda_sdpa_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, out16, qkv16)) return;   /* cuDNN */
+    if (tc_fwd(out, lse, NULL, B, T, NH, NKV, hs, o, qkv16, out16)) return;
     if (!att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs)) return;
-    if (sdpa && zt_cuda_sdpa_fwd(out, lse, tmp, B, T, NH, NKV, hs, o, out16)) return;
     zt_cuda_gqa_ext_fwd(out, lse, tmp, B, T, NH, NKV, hs, o);
     zt_cuda_to_bf16(out16, out, (size_t)B * T * NH * hs);
 }
@@ -861,10 +861,9 @@ void zt_cuda_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv1
     if (!check_shape(NH, NKV, hs, "attention backward")) return;
     const zt_attn_opts dflt = default_opts(hs);
     if (!o) o = &dflt;
-    const bool sdpa = zt_cuda_sdpa_would(hs, o, lse);
-    if (!sdpa && tc_bwd(dqkv, dout, NULL, NULL, lse, B, T, NH, NKV, hs, o, qkv16, out16)) return;
+    if (zt_cuda_sdpa_bwd(dqkv, dout, NULL, NULL, lse, B, T, NH, NKV, hs, o, out16, qkv16)) return;
+    if (tc_bwd(dqkv, dout, NULL, NULL, lse, B, T, NH, NKV, hs, o, qkv16, out16)) return;
     if (!att_widen(tmp, qkv16, (size_t)B * T * (NH + 2 * NKV) * hs)) return;
-    if (sdpa && zt_cuda_sdpa_bwd(dqkv, dout, tmp, NULL, lse, B, T, NH, NKV, hs, o, out16)) return;
     if (att_widen(out, out16, (size_t)B * T * NH * hs))
         zt_cuda_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hs, o);
 }

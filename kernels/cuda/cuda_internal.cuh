@@ -237,17 +237,18 @@ void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16
 /* cuda_sdpa.cu: attention through cuDNN's fused attention when the rule
  * picks it for this call (true: done, or its error recorded); false: run
  * ours.  zt_cuda_sdpa_fini frees the cached plans and the cuDNN handle. */
-bool zt_cuda_sdpa_would(int hs, const zt_attn_opts *o, const float *lse);
 /* out16 (the forward): cuDNN's bf16 O stored there, out untouched; out16
- * (the backward): read as cuDNN's O, out unused */
+ * (the backward): read as cuDNN's O, out unused.  qkv16 (then qkv unused):
+ * the bf16 q|k|v, cuDNN's Q, K, V as they are (a copy when not 16-byte
+ * aligned) */
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                      const zt_attn_opts *o, uint16_t *out16 = NULL);
+                      const zt_attn_opts *o, uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL);
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                      const uint16_t *out16 = NULL);
+                      const uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL);
 extern "C" void zt_cuda_sdpa_fini(void);
 /* backend.h att_scratch */
-extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hs,
+extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hs,
                                       const zt_attn_opts *o, int *cudnn);
 
 /* cuda_matmul.cu */

@@ -6,8 +6,8 @@
  * an execution plan (cached per shape) and a variant pack per call.
  *
  * Layout (backend.h, cuda_attention.cu): qkv[B, T, R], R = (NH + 2 NKV) hs,
- * is rounded once to bf16 (q16, same layout) and cuDNN reads it in place
- * through strides: Q [B, NH, T, hs] strides [T R, hs, R, 1], K and V
+ * in bf16 (q16: the bf16 entries' qkv16 itself, the fp32 entries' rounded
+ * once) is read by cuDNN in place through strides: Q [B, NH, T, hs] strides [T R, hs, R, 1], K and V
  * [B, NKV, T, hs] at columns NH hs and (NH + NKV) hs; q head h uses kv head
  * h / (NH / NKV) (the matmuls broadcast K and V over the group: GQA, MQA).
  *
@@ -15,7 +15,8 @@
  * rows and columns, row >= col, select -inf), with a window also
  * row - col < window, then softmax with its stats: m = max, e = exp(S - m),
  * s = sum e, Stats = m + log s (our lse[B, NH, T], fp32, written in place),
- * P = e / s, O = P V (bf16 [B, NH, T, hs], widened into out).
+ * P = e / s, O = P V (bf16 [B, NH, T, hs]: the *16o entries' out16
+ * itself, else widened into out).
  *
  * Backward graph (cudnn-frontend's composite SDPA backward):
  * softmax_sum = rowsum(dO * O) (x 1, the dropout-scale slot), P = exp(S
@@ -23,7 +24,8 @@
  * scale, dK = dS^T Q, dQ = dS K accumulated in fp32 (dQ_accum) then cast;
  * with NKV < NH, dK and dV are computed per q head (fp32 dK_fullhead,
  * dV_fullhead) and summed over the group by a reduction.  dQ, dK, dV are
- * bf16 in place of q16 (dqkv16), widened into dqkv.  softmax_sum, dQ_accum
+ * bf16 in place of q16 (dqkv16), widened into dqkv; O is the *16o entries'
+ * out16 itself, else out rounded; dO is dout rounded.  softmax_sum, dQ_accum
  * and the full-head buffers live in the backend's scratch (dQ_accum zeroed
  * before each execution: cuDNN accumulates into it), with cuDNN's
  * workspace after them (zt_cuda_ws_sdpa_fwd / _bwd: our buffers, plus the
@@ -83,12 +85,6 @@ static inline int rule_in(int mode, int hs, const zt_attn_opts *o) {
 #endif
 }
 static inline int rule(int hs, const zt_attn_opts *o) { return rule_in(zt_cuda_matmul_mode(), hs, o); }
-
-/* 1 when zt_cuda_sdpa_fwd / _bwd would try cuDNN for this call (the
- * bf16-input attention then widens q|k|v for it) */
-bool zt_cuda_sdpa_would(int hs, const zt_attn_opts *o, const float *lse) {
-    return rule(hs, o) && ((uintptr_t)lse & 15) == 0;
-}
 
 extern "C" const char *zt_cuda_attention_path(void) {
 #ifdef ZT_HAVE_CUDNN
@@ -494,8 +490,17 @@ extern "C" void zt_cuda_sdpa_fini(void) {
     g_handle = NULL;
 }
 
+/* cuDNN reads the caller's bf16 q|k|v in place (Q at its base, K and V at
+ * columns NH hs and (NH + NKV) hs, rows R apart) when every one of them is
+ * 16-byte aligned, as the tensors' byte alignment says; else a copy */
+static bool qkv16_direct(const uint16_t *qkv16, int NH, int NKV, int hs) {
+    const size_t R = (size_t)(NH + 2 * NKV) * hs;
+    return qkv16 && aligned16(qkv16) && ((size_t)NH * hs * 2) % 16 == 0 && ((size_t)(NH + NKV) * hs * 2) % 16 == 0 &&
+           (R * 2) % 16 == 0;
+}
+
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                      const zt_attn_opts *o, uint16_t *out16) {
+                      const zt_attn_opts *o, uint16_t *out16, const uint16_t *qkv16) {
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
     Plan *p = get_plan(0, B, T, NH, NKV, hs, window);
@@ -503,17 +508,31 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
     if (p->state < 0) return true;
     const int R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nqkv = (size_t)B * T * R, nout = (size_t)B * T * AD;
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_fwd(B, T, NH, NKV, hs, (size_t)p->ws),
+    /* (the bf16 q|k|v and output read and stored as they are: no buffers) */
+    const bool qd = qkv16_direct(qkv16, NH, NKV, hs), od = out16 && aligned16(out16);
+    const int in16 = !qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : ZT_ATT_IN16O;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_fwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention forward (cuDNN)");
     if (!s) return true;
-    uint16_t *q16 = (uint16_t *)s, *o16 = (uint16_t *)(s + zt_al256(nqkv * 2));
-    void *ws = s + zt_al256(nqkv * 2) + zt_al256(nout * 2);
-    if (out16 && aligned16(out16)) o16 = out16;   /* (O stored in the caller's bf16 output) */
-    if (!round_to(q16, qkv, nqkv)) return true;
+    const uint16_t *q16 = qkv16;
+    if (!qd) {
+        uint16_t *c = (uint16_t *)s;
+        s += zt_al256(nqkv * 2);
+        if (qkv16 ? !ZT_CU(cudaMemcpyAsync(c, qkv16, nqkv * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+                  : !round_to(c, qkv, nqkv))
+            return true;
+        q16 = c;
+    }
+    uint16_t *o16 = out16;
+    if (!od) {
+        o16 = (uint16_t *)s;
+        s += zt_al256(nout * 2);
+    }
+    void *ws = s;
     float scale = o->scale, ninf = -INFINITY, win = (float)o->window;
     const int64_t uids[] = {U_Q, U_KT, U_V, U_O, U_STATS, U_SCALE, U_NINF, U_WIN};
-    void *const ptrs[] = {q16, q16 + (size_t)NH * hs, q16 + (size_t)(NH + NKV) * hs, o16, lse, &scale, &ninf,
-                          &win};
+    void *const ptrs[] = {(void *)q16, (void *)(q16 + (size_t)NH * hs), (void *)(q16 + (size_t)(NH + NKV) * hs),
+                          o16, lse, &scale, &ninf, &win};
     if (!execute(p, uids, ptrs, window ? 8 : 7, ws)) return true;
     if (!out16) widen_to(out, o16, nout);
     else if (o16 != out16)
@@ -524,7 +543,7 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                      const uint16_t *out16) {
+                      const uint16_t *out16, const uint16_t *qkv16) {
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
     Plan *p = get_plan(1, B, T, NH, NKV, hs, window);
@@ -532,15 +551,32 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     if (p->state < 0) return true;
     const int R = (NH + 2 * NKV) * hs, AD = NH * hs;
     const size_t nqkv = (size_t)B * T * R, nout = (size_t)B * T * AD, nst = (size_t)B * NH * T;
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_bwd(B, T, NH, NKV, hs, (size_t)p->ws),
+    /* (the bf16 q|k|v and O read as they are: the values round_to would give) */
+    const bool qd = qkv16_direct(qkv16, NH, NKV, hs), od = out16 && aligned16(out16);
+    const int in16 = !qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : ZT_ATT_IN16O;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention backward (cuDNN)");
     if (!s) return true;
-    uint16_t *q16 = (uint16_t *)s;
-    s += zt_al256(nqkv * 2);
+    const uint16_t *q16 = qkv16;
+    if (!qd) {
+        uint16_t *c = (uint16_t *)s;
+        s += zt_al256(nqkv * 2);
+        if (qkv16 ? !ZT_CU(cudaMemcpyAsync(c, qkv16, nqkv * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+                  : !round_to(c, qkv, nqkv))
+            return true;
+        q16 = c;
+    }
     uint16_t *dq16 = (uint16_t *)s;
     s += zt_al256(nqkv * 2);
-    uint16_t *o16 = (uint16_t *)s;
-    s += zt_al256(nout * 2);
+    const uint16_t *o16 = out16;
+    if (!od) {
+        uint16_t *c = (uint16_t *)s;
+        s += zt_al256(nout * 2);
+        if (out16 ? !ZT_CU(cudaMemcpyAsync(c, out16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+                  : !round_to(c, out, nout))
+            return true;
+        o16 = c;
+    }
     uint16_t *do16 = (uint16_t *)s;
     s += zt_al256(nout * 2);
     float *ssum = (float *)s;
@@ -555,12 +591,7 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
         s += zt_al256(nout * 4);
     }
     void *ws = s;
-    /* (out16: the bf16 O read as it is, the values round_to would give) */
-    if (out16 && aligned16(out16)) o16 = (uint16_t *)out16;
-    else if (out16 && !ZT_CU(cudaMemcpyAsync(o16, out16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream)))
-        return true;
-    if (!round_to(q16, qkv, nqkv) || (!out16 && !round_to(o16, out, nout)) || !round_to(do16, dout, nout))
-        return true;
+    if (!round_to(do16, dout, nout)) return true;
     /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
      * SDPA backward does (its workspace memset of dQ_accum) */
     if (!ZT_CU(cudaMemsetAsync(dqacc, 0, nout * sizeof(float), zt_cu.stream))) return true;
@@ -568,8 +599,9 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     const size_t ko = (size_t)NH * hs, vo = (size_t)(NH + NKV) * hs;
     std::vector<int64_t> uids = {U_Q, U_KT, U_KN, U_VT, U_O, U_DO, U_STATS, U_SSUM, U_DQACC,
                                  U_DQ, U_DK, U_DV, U_SCALE, U_NINF, U_ONE};
-    std::vector<void *> ptrs = {q16, q16 + ko, q16 + ko, q16 + vo, o16, do16, (void *)lse, ssum, dqacc,
-                                dq16, dq16 + ko, dq16 + vo, &scale, &ninf, &one};
+    std::vector<void *> ptrs = {(void *)q16, (void *)(q16 + ko), (void *)(q16 + ko), (void *)(q16 + vo),
+                                (void *)o16, do16, (void *)lse, ssum, dqacc, dq16, dq16 + ko, dq16 + vo,
+                                &scale, &ninf, &one};
     if (window) uids.push_back(U_WIN), ptrs.push_back(&win);
     if (NKV != NH) {
         uids.push_back(U_DKF), ptrs.push_back(dkf);
@@ -599,11 +631,12 @@ static int plan_ws(int bwd, int B, int T, int NH, int NKV, int hs, int window, s
 
 extern "C" void zt_cuda_sdpa_fini(void) {}
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
-                      const zt_attn_opts *o, uint16_t *out16) {
+                      const zt_attn_opts *o, uint16_t *out16, const uint16_t *qkv16) {
     return false;
 }
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o, const uint16_t *out16) {
+                      int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o, const uint16_t *out16,
+                      const uint16_t *qkv16) {
     return false;
 }
 
@@ -614,7 +647,7 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
  * by the pre-flight): on cuDNN's path (the rule, and cuDNN takes the
  * shape) zt_cuda_ws_sdpa_fwd / _bwd with the workspace of the very plan the
  * call will run, else our kernels' (cuda_workspace.h) */
-extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int B, int T, int NH, int NKV, int hs,
+extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hs,
                                       const zt_attn_opts *o, int *cudnn) {
     if (cudnn) *cudnn = 0;
     if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || !o) return 0;
@@ -626,5 +659,5 @@ extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int B, int T, int NH, i
         !plan_ws(bwd, B, T, NH, NKV, hs, o->window > 0 && o->window < T ? 1 : 0, &ws))
         return ours;
     if (cudnn) *cudnn = 1;
-    return bwd ? zt_cuda_ws_sdpa_bwd(B, T, NH, NKV, hs, ws) : zt_cuda_ws_sdpa_fwd(B, T, NH, NKV, hs, ws);
+    return bwd ? zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, ws) : zt_cuda_ws_sdpa_fwd(in16, B, T, NH, NKV, hs, ws);
 }

@@ -176,18 +176,25 @@ static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV,
 /* the cuDNN attention path (cuda_sdpa.cu), plus cudnn_ws, the workspace
  * its execution plan asks for (known only once cuDNN built the plan; the
  * gqa/attention functions here are the planner's prediction, which is our
- * kernels' need): forward q16 and O in bf16; backward q16, dqkv16, O and
- * dO in bf16, softmax_sum [B, NH, T] and dQ_accum [B, NH, T, hs] in fp32
- * and, with NKV < NH, dK and dV per q head in fp32 */
-static inline size_t zt_cuda_ws_sdpa_fwd(int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
-    return zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
-           zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) + cudnn_ws;
+ * kernels' need).  in16 (backend.h ZT_ATT_IN*): the entry's inputs; the
+ * bf16 q|k|v of the *16 entries (in16 >= 1) and the bf16 output of the
+ * *16o ones (in16 2) are cuDNN's own tensors, no copies.  Forward: q|k|v
+ * rounded to bf16 (in16 0) and O in bf16 (in16 < 2: widened into out);
+ * backward: q|k|v rounded (in16 0), dqkv16, O rounded (in16 < 2) and dO in
+ * bf16, softmax_sum [B, NH, T] and dQ_accum [B, NH, T, hs] in fp32 and,
+ * with NKV < NH, dK and dV per q head in fp32.  (A bf16 input that is not
+ * 16-byte aligned is copied into its buffer: cuda_sdpa.cu asks the in16 0
+ * or 1 size then; the models' are 256-byte aligned.) */
+static inline size_t zt_cuda_ws_sdpa_fwd(int in16, int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
+    return (in16 < 1 ? zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) : 0) +
+           (in16 < 2 ? zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) : 0) + cudnn_ws;
 }
-static inline size_t zt_cuda_ws_sdpa_bwd(int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
+static inline size_t zt_cuda_ws_sdpa_bwd(int in16, int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
     const size_t nout = (size_t)B * T * (size_t)NH * hs;
-    return 2 * zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) +
-           2 * zt_cuda_ws_al256(nout * 2) + zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) +
-           (NKV != NH ? 3 : 1) * zt_cuda_ws_al256(nout * 4) + cudnn_ws;
+    const size_t nqkv = zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2);
+    return (in16 < 1 ? 2 : 1) * nqkv + (in16 < 2 ? 2 : 1) * zt_cuda_ws_al256(nout * 2) +
+           zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) + (NKV != NH ? 3 : 1) * zt_cuda_ws_al256(nout * 4) +
+           cudnn_ws;
 }
 /* GPT-2's attention [B, T, C], NH heads of C / NH (NKV = NH) */
 static inline size_t zt_cuda_ws_attention_fwd(int bf16, int B, int T, int C, int NH) {

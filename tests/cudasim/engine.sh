@@ -56,7 +56,7 @@
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
 # ranks (fp32 stage 2 with activation checkpointing), and with expert
 # parallelism 2 at 4 experts (fp32 stage 3 host-staged; fp32 stage 2 with
-# activation checkpointing over NCCL); and the Llama in bf16 at seq_len 64, micro batch 8, on
+# activation checkpointing over NCCL); and the Llama in bf16 at seq_len 64, micro batch 16, on
 # cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: the plan counts its buffers and plan
 # workspace, larger than our kernels') and on ztrain's kernels.  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
@@ -138,11 +138,15 @@ COMM=nccl group moeepnccl 2 moe-tiny.json --cases none \
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
 # the attention path the memory plan counts (docs/gpu.md): every group above runs ztrain's
 # kernels (engine-check.sh sets ZT_CUDA_DETERMINISTIC=1); these run the Llama in bf16 at
-# seq_len 64, micro batch 8, on cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: its
-# buffers and plan workspace, which only cuDNN reports, outgrow every other kernel's scratch)
-# and on ztrain's kernels, each planned from the backend's answer at the run's shapes
-ZT_CUDA_DETERMINISTIC=0 group attcudnn 1 llama-tiny.json --cases none --case "cudnn bf16 --stage 0 --ztrain.seq_len 64"
-ZT_CUDA_DETERMINISTIC=1 group attdet 1 llama-tiny.json --cases none --case "det bf16 --stage 0 --ztrain.seq_len 64"
+# seq_len 64, micro batch 16, on cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: its
+# buffers and plan workspace, which only cuDNN reports, outgrow every other kernel's scratch;
+# at micro batch 8, with the bf16 q|k|v and output handed to cuDNN as they are, no copies,
+# both paths' scratch rounds to the same MiB) and on ztrain's kernels, each planned from
+# the backend's answer at the run's shapes
+ZT_CUDA_DETERMINISTIC=0 group attcudnn 1 llama-tiny.json --batch-size 16 --cases none \
+    --case "cudnn bf16 --stage 0 --ztrain.seq_len 64"
+ZT_CUDA_DETERMINISTIC=1 group attdet 1 llama-tiny.json --batch-size 16 --cases none \
+    --case "det bf16 --stage 0 --ztrain.seq_len 64"
 
 # ---- the simulator's device report against the backend and the planner
 for out in "$W"/*/x_*.out; do
