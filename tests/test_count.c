@@ -721,6 +721,14 @@ static const w16_case w16_common[] = {
     {"gpt2:2,2,32,64,2,16", 0, w16_lora},
     {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck},
     {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora}};
+/* w16_pair_run on case c, named "shape stage N[ checkpointed][ gemma][ LoRA]" (in what) */
+static int w16_common_run(w16_pair *p, const w16_kind *k, const w16_case *c, char *what, size_t n) {
+    cm_shape_parse(c->shape, &p->s);
+    snprintf(what, n, "%s stage %d%s%s%s", c->shape, c->stage,
+             c->extra == w16_ck ? " checkpointed" : "", c->extra == w16_gemma ? " gemma" : "",
+             c->extra == w16_lora ? " LoRA" : "");
+    return w16_pair_run(p, k, c->stage, c->extra, 0, what, what);
+}
 
 static void bf16_weights(void) {
     static const w16_kind kind = {1, " with and without the bf16 weights", "rounding path's", NULL};
@@ -913,12 +921,8 @@ static void bf16_outputs(void) {
         const w16_case *c = &w16_common[i];
         const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
         w16_pair p;
-        cm_shape_parse(c->shape, &p.s);
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s", c->shape, c->stage,
-                 is_ck ? " checkpointed" : "", c->extra == w16_gemma ? " gemma" : "",
-                 is_lora ? " LoRA" : "");
-        if (!w16_pair_run(&p, &kind, c->stage, c->extra, 0, what, what)) continue;
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
         const long fwd = 1 + is_ck;
         /* (the attention forward and backward too; with LoRA the GEMMs
@@ -954,14 +958,10 @@ static void bf16_norms(void) {
                                   "fp32 norms + to_bf16 path's", NULL};
     for (size_t i = 0; i < sizeof w16_common / sizeof w16_common[0]; i++) {
         const w16_case *c = &w16_common[i];
-        const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
+        const int is_ck = c->extra == w16_ck;
         w16_pair p;
-        cm_shape_parse(c->shape, &p.s);
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s", c->shape, c->stage,
-                 is_ck ? " checkpointed" : "", c->extra == w16_gemma ? " gemma" : "",
-                 is_lora ? " LoRA" : "");
-        if (!w16_pair_run(&p, &kind, c->stage, c->extra, 0, what, what)) continue;
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a block */
         const long want = 4L * p.s.L * (1 + is_ck) * 2;
         tap_ok(p.ma.n16 == want && p.mb.n16 == 0 && p.mb.to16 - p.ma.to16 == want && p.ra == p.rb &&
@@ -1245,14 +1245,9 @@ static void bf16_gradients(void) {
                                   "rounding GEMM entries'", NULL};
     for (size_t i = 0; i < sizeof w16_common / sizeof w16_common[0]; i++) {
         const w16_case *c = &w16_common[i];
-        const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
         w16_pair p;
-        cm_shape_parse(c->shape, &p.s);
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s", c->shape, c->stage,
-                 is_ck ? " checkpointed" : "", c->extra == w16_gemma ? " gemma" : "",
-                 is_lora ? " LoRA" : "");
-        if (!w16_pair_run(&p, &kind, c->stage, c->extra, 0, what, what)) continue;
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
         const long want = 4L * (p.s.llama ? 6L * p.s.L : 4L * p.s.L);
