@@ -645,7 +645,93 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     return rc;
 }
 
+/* The bounds of the bf16 activations' losses and gradient norms (bf16
+ * activations, below, says why these) */
+#define ACT16_LOSS_TOL 0x1p-12
+#define ACT16_GNORM_TOL 0x1p-9
+
+/* A bf16 section's check: the path under test against the one without it
+ * (w16_run with the no_w16 bit `bit` added), and how their losses compare */
+typedef struct w16_kind {
+    int bit;               /* the no_w16 bit of the run without */
+    const char *steps;     /* the words after "4 steps" */
+    const char *ref;       /* the path the losses are held against (NULL: not here) */
+    const char *rounded;   /* NULL: bitwise; else within ACT16_*_TOL and not bitwise, for this */
+} w16_kind;
+/* one case's two runs: a with the path, b without; s set by the caller */
+typedef struct w16_pair {
+    cm_shape s;
+    double a[4][2], b[4][2];
+    long wa, wb, ra, rb;
+    w16_mem ma, mb;
+} w16_pair;
+/* Runs both at `stage` with `extra` (no_w16 `no`, then no | k->bit), each
+ * failure a diagnostic named `what`; checks the 4 steps ran and the losses
+ * and gradient norms, both named `label`.  0 when a run failed (the counts
+ * are not to be checked). */
+static int w16_pair_run(w16_pair *p, const w16_kind *k, int stage, const char *extra, int no,
+                        const char *what, const char *label) {
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    p->wa = p->wb = p->ra = p->rb = 0;
+    const int r1 = w16_run(&p->s, stage, extra, no, p->a, &p->wa, &p->ra, &p->ma, &st);
+    if (r1) tap_diag("%s: %s", what, st.msg);
+    const int r2 =
+        r1 ? r1 : w16_run(&p->s, stage, extra, no | k->bit, p->b, &p->wb, &p->rb, &p->mb, &st);
+    if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
+    if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps%s", label, k->steps)) return 0;
+    if (!k->ref) return 1;
+    const double(*a)[2] = p->a, (*b)[2] = p->b;
+    if (!k->rounded) {
+        tap_ok(!memcmp(a, b, sizeof p->a),
+               "%s: losses and gradient norms bitwise the %s (%.9g %.9g ... %.9g)", label, k->ref,
+               a[0][0], a[1][0], a[3][0]);
+        return 1;
+    }
+    /* the largest relative differences of the losses and of the gradient
+     * norms (steps 1-4) */
+    double dl = 0, dg = 0;
+    for (int i = 0; i < 4; i++) {
+        const double el = fabs(a[i][0] - b[i][0]) / fabs(b[i][0]);
+        const double eg = fabs(a[i][1] - b[i][1]) / fabs(b[i][1]);
+        if (el > dl) dl = el;
+        if (eg > dg) dg = eg;
+    }
+    tap_ok(memcmp(a, b, sizeof p->a) != 0 && dl <= ACT16_LOSS_TOL && dg <= ACT16_GNORM_TOL,
+           "%s: losses within %.2g relative of the %s (%.3g; %.9g %.9g ... %.9g), gradient norms "
+           "within %.2g (%.3g), not bitwise (%s)",
+           label, ACT16_LOSS_TOL, k->ref, dl, a[0][0], a[1][0], a[3][0], ACT16_GNORM_TOL, dg,
+           k->rounded);
+    return 1;
+}
+
+/* The cases of bf16 outputs, norms and gradients: GPT-2 and Llama (and
+ * Gemma 2), stages 0 and 3, with activation checkpointing and without,
+ * LoRA */
+static const char w16_ck[] = "activation_checkpointing.policy=blocks";
+static const char w16_gemma[] = "ztrain.model.gemma=2";
+static const char w16_lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+typedef struct w16_case {
+    const char *shape;
+    int stage;
+    const char *extra;
+} w16_case;
+static const w16_case w16_common[] = {
+    {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, w16_ck},
+    {"gpt2:2,2,32,64,2,16", 0, w16_lora},
+    {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck},
+    {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora}};
+/* w16_pair_run on case c, named "shape stage N[ checkpointed][ gemma][ LoRA]" (in what) */
+static int w16_common_run(w16_pair *p, const w16_kind *k, const w16_case *c, char *what, size_t n) {
+    cm_shape_parse(c->shape, &p->s);
+    snprintf(what, n, "%s stage %d%s%s%s", c->shape, c->stage,
+             c->extra == w16_ck ? " checkpointed" : "", c->extra == w16_gemma ? " gemma" : "",
+             c->extra == w16_lora ? " LoRA" : "");
+    return w16_pair_run(p, k, c->stage, c->extra, 0, what, what);
+}
+
 static void bf16_weights(void) {
+    static const w16_kind kind = {1, " with and without the bf16 weights", "rounding path's", NULL};
     /* (a Llama block's GEMMs: q|k|v, o, gate|up, down) */
     /* (extra: LoRA's frozen base, its adapters on every linear layer; QLoRA;
      * a Mixture of Experts with a shared expert: every GEMM of its blocks,
@@ -669,28 +755,16 @@ static void bf16_weights(void) {
         {"llama:2,4,2,32,48,1024,2,16", 0, qlora}, {"llama:2,4,2,32,48,64,2,16", 2, NULL},
         {"llama:2,4,2,32,48,64,2,16,untied", 2, lora}, {"llama:2,4,2,32,48,1024,2,16", 1, qlora}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         char what[96];
         snprintf(what, sizeof what, "%s%s", cases[i].shape,
                  ex == lora ? " LoRA" : ex == qlora ? " QLoRA" : ex == moe ? " MoE" : "");
+        char label[112];
+        snprintf(label, sizeof label, "%s stage %d", what, cases[i].stage);
         /* (the activations in fp32: every GEMM through the *_w16 entries) */
-        const int r1 = w16_run(&s, cases[i].stage, ex, 2, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 3, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s stage %d bf16: 4 steps with and without the bf16 weights",
-                    what, cases[i].stage))
-            continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s stage %d: losses and gradient norms bitwise the rounding path's (%.9g %.9g ... %.9g)",
-               what, cases[i].stage, a[0][0], a[1][0], a[3][0]);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, label)) continue;
         /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
          * head's 2 chunks forward, backward, and the first chunk's logits
          * again (the second's probabilities are kept); 4 steps.  Stage 3:
@@ -700,23 +774,25 @@ static void bf16_weights(void) {
          * Each call rounds no weight.  QLoRA: the blocks' weights are NF4,
          * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  (A
          * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const long want = ex == moe ? 0 : 4L * (8 * s.L + 2 + 2 + 1);
+        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2 + 1);
         /* the embedding lookup: one a step, on the bf16 table */
-        tap_ok(ex == moe || (ma.enc16 == 4 && ma.enc == 0 && mb.enc16 == 0 && mb.enc == 4),
+        tap_ok(ex == moe || (p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4),
                "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
-               "without: %ld and %ld)", what, cases[i].stage, ma.enc16, ma.enc, mb.enc16, mb.enc);
-        tap_ok(wa == want && wb == 0 && ra == rb - want,
+               "without: %ld and %ld)",
+               what, cases[i].stage, p.ma.enc16, p.ma.enc, p.mb.enc16, p.mb.enc);
+        tap_ok(p.wa == want && p.wb == 0 && p.ra == p.rb - want,
                "%s stage %d: %ld bf16-weight calls (%ld without), %ld weight roundings fewer", what,
-               cases[i].stage, wa, wb, rb - ra);
+               cases[i].stage, p.wa, p.wb, p.rb - p.ra);
         /* the fp32 copy leaves the GEMM weights out: its accounted peak is
          * the plan's, below the rounding path's, and the widening moves
          * fewer bytes */
-        tap_ok(ma.peak == ma.plan && mb.peak == mb.plan && ma.peak < mb.peak &&
-                   (ex == moe || ma.widened < mb.widened),
+        tap_ok(p.ma.peak == p.ma.plan && p.mb.peak == p.mb.plan && p.ma.peak < p.mb.peak &&
+                   (ex == moe || p.ma.widened < p.mb.widened),
                "%s stage %d: the fp32 copies' peak %llu bytes (planned %llu; %llu without the bf16 "
-               "weights, planned %llu), widened %.0f bytes (%.0f)", what, cases[i].stage,
-               (unsigned long long)ma.peak, (unsigned long long)ma.plan,
-               (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened);
+               "weights, planned %llu), widened %.0f bytes (%.0f)",
+               what, cases[i].stage, (unsigned long long)p.ma.peak, (unsigned long long)p.ma.plan,
+               (unsigned long long)p.mb.peak, (unsigned long long)p.mb.plan, p.ma.widened,
+               p.mb.widened);
     }
 }
 
@@ -730,6 +806,9 @@ static void bf16_weights(void) {
  * and the fp32 copies' accounted peak is the plan's, below the fp32 copy
  * path's (untied: not above it; the head's unit makes the peak). */
 static void bf16_nf4w16(void) {
+    static const w16_kind kind = {
+        512, " with the NF4 weights dequantized into bf16 and into the fp32 copy",
+        "fp32 copy's path's", NULL};
     static const char nf4[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "ztrain.lora.base=nf4";
     static const char dq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,down_proj "
@@ -739,42 +818,28 @@ static void bf16_nf4w16(void) {
         {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, nf4},
         {"llama:2,4,2,32,48,1024,2,16", 3, dq}, {"llama:2,4,2,32,48,1024,2,16,untied", 0, dq}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         char what[128];
         snprintf(what, sizeof what, "%s stage %d QLoRA %s", cases[i].shape, cases[i].stage,
                  ex == dq ? "nf4-dq checkpointed" : "nf4");
         /* (the activations in fp32: every GEMM through the *_w16 entries) */
-        const int r1 = w16_run(&s, cases[i].stage, ex, 2, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 2 | 512, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with the NF4 weights dequantized into bf16 and "
-                    "into the fp32 copy", what))
-            continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the fp32 copy's path's (%.9g %.9g ... %.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, what)) continue;
         /* (checkpointed: the blocks' forward GEMMs twice) */
-        const long blocks = 4L * s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2 + 1);
-        tap_ok(wa == blocks + head && wb == head && rb - ra == blocks,
+        const long blocks = 4L * p.s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2 + 1);
+        tap_ok(p.wa == blocks + head && p.wb == head && p.rb - p.ra == blocks,
                "%s: %ld bf16-weight calls (%ld expected; %ld on the fp32 copy's path, the head's), "
-               "%ld weight roundings fewer", what, wa, blocks + head, wb, rb - ra);
+               "%ld weight roundings fewer", what, p.wa, blocks + head, p.wb, p.rb - p.ra);
         /* (untied: the peak is the head unit's, the same either way) */
-        tap_ok(ma.peak == ma.plan && mb.peak == mb.plan &&
-                   (s.untied ? ma.peak <= mb.peak : ma.peak < mb.peak) && ma.widened < mb.widened &&
-                   ma.to16 < mb.to16,
+        tap_ok(p.ma.peak == p.ma.plan && p.mb.peak == p.mb.plan &&
+                   (p.s.untied ? p.ma.peak <= p.mb.peak : p.ma.peak < p.mb.peak) &&
+                   p.ma.widened < p.mb.widened && p.ma.to16 < p.mb.to16,
                "%s: the fp32 copies' peak %llu bytes (planned %llu; %llu on the fp32 copy's path, "
-               "planned %llu), widened %.0f bytes (%.0f), %ld k_to_bf16 (%ld)", what,
-               (unsigned long long)ma.peak, (unsigned long long)ma.plan,
-               (unsigned long long)mb.peak, (unsigned long long)mb.plan, ma.widened, mb.widened,
-               ma.to16, mb.to16);
+               "planned %llu), widened %.0f bytes (%.0f), %ld k_to_bf16 (%ld)",
+               what, (unsigned long long)p.ma.peak, (unsigned long long)p.ma.plan,
+               (unsigned long long)p.mb.peak, (unsigned long long)p.mb.plan, p.ma.widened,
+               p.mb.widened, p.ma.to16, p.mb.to16);
     }
 }
 
@@ -793,9 +858,9 @@ static void bf16_nf4w16(void) {
  * (measured at most 7.7e-4, Llama LoRA), a loss, the mean of many tokens'
  * whose rounding errors partly cancel, within u/16 = 2^-12 (measured at
  * most 2.4e-5). */
-#define ACT16_LOSS_TOL 0x1p-12
-#define ACT16_GNORM_TOL 0x1p-9
 static void bf16_activations(void) {
+    static const w16_kind kind = {2, " with and without the bf16 activations", "fp32 activations'",
+                                  "the GEMM outputs rounded"};
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
     static const char lora_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
@@ -807,52 +872,31 @@ static void bf16_activations(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, ck}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
         {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora_ck}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         const int is_lora = ex == lora || ex == lora_ck, is_ck = ex == ck || ex == lora_ck;
         char what[96];
         snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
                  is_lora ? " LoRA" : "", is_ck ? " checkpointed" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 2, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 activations", what))
-            continue;
-        /* the largest relative differences of the losses and of the
-         * gradient norms (steps 1-4) */
-        double dl = 0, dg = 0;
-        for (int k = 0; k < 4; k++) {
-            const double el = fabs(a[k][0] - b[k][0]) / fabs(b[k][0]);
-            const double eg = fabs(a[k][1] - b[k][1]) / fabs(b[k][1]);
-            if (el > dl) dl = el;
-            if (eg > dg) dg = eg;
-        }
-        tap_ok(memcmp(a, b, sizeof a) != 0 && dl <= ACT16_LOSS_TOL && dg <= ACT16_GNORM_TOL,
-               "%s: losses within %.2g relative of the fp32 activations' (%.3g; %.9g %.9g ... "
-               "%.9g), gradient norms within %.2g (%.3g), not bitwise (the GEMM outputs rounded)",
-               what, ACT16_LOSS_TOL, dl, a[0][0], a[1][0], a[3][0], ACT16_GNORM_TOL, dg);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
         /* a block's four GEMMs reading a bf16 input (q|k|v, the attention
          * projection, fc / gate|up, the MLP's projection) forward, again
          * when recomputed, and backward; LoRA's adapters on them: x A^T
          * forward, and backward x A^T again and dA */
-        const long fwd = 1 + is_ck, want = 4L * s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora));
-        tap_ok(ma.a16 == want && mb.a16 == 0 && ra < rb,
+        const long fwd = 1 + is_ck,
+                   want = 4L * p.s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora));
+        tap_ok(p.ma.a16 == want && p.mb.a16 == 0 && p.ra < p.rb,
                "%s: %ld bf16-input calls (%ld without; %d expected), %ld roundings (%ld without)",
-               what, ma.a16, mb.a16, (int)want, ra, rb);
+               what, p.ma.a16, p.mb.a16, (int)want, p.ra, p.rb);
         /* (the plan also has the host token arrays a GPU run's data source
          * writes, which this test's source does not: the same bytes in both) */
-        tap_ok(ma.acts_peak < mb.acts_peak && ma.acts_plan - ma.acts_peak == mb.acts_plan - mb.acts_peak &&
-                   ma.acts_plan - ma.acts_peak == 2 * (uint64_t)s.B * s.T * 4,
+        tap_ok(p.ma.acts_peak < p.mb.acts_peak &&
+                   p.ma.acts_plan - p.ma.acts_peak == p.mb.acts_plan - p.mb.acts_peak &&
+                   p.ma.acts_plan - p.ma.acts_peak == 2 * (uint64_t)p.s.B * p.s.T * 4,
                "%s: activations' peak %llu bytes (planned %llu), fp32 activations %llu (planned %llu)",
-               what, (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan,
-               (unsigned long long)mb.acts_peak, (unsigned long long)mb.acts_plan);
+               what, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
+               (unsigned long long)p.mb.acts_peak, (unsigned long long)p.mb.acts_plan);
     }
 }
 
@@ -871,53 +915,32 @@ static void bf16_activations(void) {
  * output written in bf16 too, gqa_ext_fwd16o: one k_to_bf16 fewer a
  * forward, LoRA too); the activations' peak unchanged. */
 static void bf16_outputs(void) {
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char gemma[] = "ztrain.model.gemma=2";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
-        {"gpt2:2,2,32,64,2,16", 0, lora},
-        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
-        {"llama:2,4,2,32,48,64,2,16", 0, gemma}, {"llama:2,4,2,32,48,64,2,16", 3, lora}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
-        const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, is_gemma = ex == gemma, is_lora = ex == lora;
+    static const w16_kind kind = {4, " with and without the bf16-output entries", "to_bf16 path's",
+                                  NULL};
+    for (size_t i = 0; i < sizeof w16_common / sizeof w16_common[0]; i++) {
+        const w16_case *c = &w16_common[i];
+        const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
+        w16_pair p;
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s", cases[i].shape, cases[i].stage,
-                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "", is_lora ? " LoRA" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 4, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16-output entries", what))
-            continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the to_bf16 path's (%.9g %.9g ... %.9g)", what,
-               a[0][0], a[1][0], a[3][0]);
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
         const long fwd = 1 + is_ck;
         /* (the attention forward and backward too; with LoRA the GEMMs
          * and the forward's GELU / SwiGLU keep the to_bf16 path) */
-        const long want = 4L * s.L * (fwd + 1 + (is_lora ? s.llama : s.llama ? 2 * fwd + 1 : 3 * fwd));
+        const long want =
+            4L * p.s.L * (fwd + 1 + (is_lora ? p.s.llama : p.s.llama ? 2 * fwd + 1 : 3 * fwd));
         /* (and the attention output's, which the attention writes in bf16
          * itself, gqa_ext_fwd16o, with LoRA too) */
-        const long fewer = 4L * s.L * fwd * ((is_lora ? 0 : s.llama ? 2 : 3) + 1);
+        const long fewer = 4L * p.s.L * fwd * ((is_lora ? 0 : p.s.llama ? 2 : 3) + 1);
         /* (Llama: without them SwiGLU's backward is the fp32 one, which
          * writes no bf16 copy of gate|up's gradient (bf16 gradients): its
          * GEMMs round it, one k_round_bf16 more a block) */
-        tap_ok(ma.o16 == want && mb.o16 == 0 && mb.to16 - ma.to16 == fewer &&
-                   rb - ra == (s.llama ? 4L * s.L : 0) && ma.acts_peak == mb.acts_peak,
+        tap_ok(p.ma.o16 == want && p.mb.o16 == 0 && p.mb.to16 - p.ma.to16 == fewer &&
+                   p.rb - p.ra == (p.s.llama ? 4L * p.s.L : 0) && p.ma.acts_peak == p.mb.acts_peak,
                "%s: %ld bf16-output calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without, %ld "
                "fewer expected), %ld roundings (%ld without), activations' peak %llu bytes (%llu without)",
-               what, ma.o16, want, mb.o16, ma.to16, mb.to16, fewer, ra, rb,
-               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+               what, p.ma.o16, want, p.mb.o16, p.ma.to16, p.mb.to16, fewer, p.ra, p.rb,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -931,45 +954,23 @@ static void bf16_outputs(void) {
  * entries (the second the fused residual add), 2 k_to_bf16 fewer, the
  * other counts and the activations' peak unchanged. */
 static void bf16_norms(void) {
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char gemma[] = "ztrain.model.gemma=2";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
-        {"gpt2:2,2,32,64,2,16", 0, lora},
-        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
-        {"llama:2,4,2,32,48,64,2,16", 0, gemma}, {"llama:2,4,2,32,48,64,2,16", 3, lora}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
-        const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, is_gemma = ex == gemma, is_lora = ex == lora;
+    static const w16_kind kind = {8, " with and without the bf16 norms",
+                                  "fp32 norms + to_bf16 path's", NULL};
+    for (size_t i = 0; i < sizeof w16_common / sizeof w16_common[0]; i++) {
+        const w16_case *c = &w16_common[i];
+        const int is_ck = c->extra == w16_ck;
+        w16_pair p;
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s", cases[i].shape, cases[i].stage,
-                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "", is_lora ? " LoRA" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 8, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 norms", what)) continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the fp32 norms + to_bf16 path's (%.9g %.9g ... "
-               "%.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a block */
-        const long want = 4L * s.L * (1 + is_ck) * 2;
-        tap_ok(ma.n16 == want && mb.n16 == 0 && mb.to16 - ma.to16 == want && ra == rb &&
-                   wa == wb && ma.o16 == mb.o16 && ma.acts_peak == mb.acts_peak &&
-                   ma.acts_plan == mb.acts_plan,
+        const long want = 4L * p.s.L * (1 + is_ck) * 2;
+        tap_ok(p.ma.n16 == want && p.mb.n16 == 0 && p.mb.to16 - p.ma.to16 == want && p.ra == p.rb &&
+                   p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.acts_peak == p.mb.acts_peak &&
+                   p.ma.acts_plan == p.mb.acts_plan,
                "%s: %ld bf16-norm calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without), "
                "activations' peak %llu bytes (%llu without)",
-               what, ma.n16, want, mb.n16, ma.to16, mb.to16, (unsigned long long)ma.acts_peak,
-               (unsigned long long)mb.acts_peak);
+               what, p.ma.n16, want, p.mb.n16, p.ma.to16, p.mb.to16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -984,6 +985,8 @@ static void bf16_norms(void) {
  * fewer, the other counts and the activations' peak unchanged.  GPT-2 (no
  * RoPE): no call, nothing else changes. */
 static void bf16_rope(void) {
+    static const w16_kind kind = {16, " with and without the bf16 RoPE",
+                                  "rope_fwd + to_bf16 path's", NULL};
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2";
     static const char qwen3[] = "ztrain.model.qk_norm=true";
@@ -994,13 +997,8 @@ static void bf16_rope(void) {
         {"llama:2,4,2,32,48,64,2,16", 3, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4},
         {"gpt2:2,2,32,64,2,16", 0, NULL, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         const int is_ck = ex == ck, no = cases[i].no, gpt2 = !strncmp(cases[i].shape, "gpt2", 4);
         char what[128];
@@ -1008,26 +1006,18 @@ static void bf16_rope(void) {
                  is_ck ? " checkpointed" : "", ex == gemma ? " gemma" : "",
                  ex == qwen3 ? " qk_norm" : "", ex == lora ? " LoRA" : "",
                  no & 4 ? " ZT_TEST_NO_O16" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, no, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, no | 16, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 RoPE", what)) continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the rope_fwd + to_bf16 path's (%.9g %.9g ... "
-               "%.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 1 RoPE a block */
-        const long want = gpt2 ? 0 : 4L * s.L * (1 + is_ck);
-        tap_ok(ma.r16 + ma.qkr == want && ma.qkr == (ex == qwen3 ? want : 0) && mb.r16 == 0 &&
-                   mb.qkr == 0 && ma.rope == 0 && mb.rope == want &&
-                   mb.to16 - ma.to16 == want && ra == rb && wa == wb &&
-                   ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.acts_peak == mb.acts_peak &&
-                   ma.acts_plan == mb.acts_plan,
+        const long want = gpt2 ? 0 : 4L * p.s.L * (1 + is_ck);
+        tap_ok(p.ma.r16 + p.ma.qkr == want && p.ma.qkr == (ex == qwen3 ? want : 0) &&
+                   p.mb.r16 == 0 && p.mb.qkr == 0 && p.ma.rope == 0 && p.mb.rope == want &&
+                   p.mb.to16 - p.ma.to16 == want && p.ra == p.rb && p.wa == p.wb &&
+                   p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
                "%s: %ld rope_fwd16 calls (%ld expected, %ld without), %ld rope_fwd (%ld without), "
                "%ld k_to_bf16 (%ld without), activations' peak %llu bytes (%llu without)",
-               what, ma.r16, want, mb.r16, ma.rope, mb.rope, ma.to16, mb.to16, (unsigned long long)ma.acts_peak,
-               (unsigned long long)mb.acts_peak);
+               what, p.ma.r16, want, p.mb.r16, p.ma.rope, p.mb.rope, p.ma.to16, p.mb.to16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -1083,6 +1073,8 @@ static void stand_in_blocks(void) {
  * counts (k_to_bf16, the bf16-output and norm entries) and the
  * activations' peak unchanged.  Without q/k norms: no call. */
 static void bf16_qknorm_rope(void) {
+    static const w16_kind kind = {1024, " with and without the fused q/k norms and RoPE",
+                                  "headnorm_fwd + rope_fwd16 path's", NULL};
     static const char ck[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks";
     static const char qwen3[] = "ztrain.model.qk_norm=true";
     static const char full[] = "ztrain.model.qk_norm=true ztrain.model.qk_norm_full=true";
@@ -1095,13 +1087,8 @@ static void bf16_qknorm_rope(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, gemma3, 0}, {"llama:2,4,2,32,48,64,2,16", 3, lora, 0},
         {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 4}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         const int is_ck = ex == ck, no = cases[i].no;
         char what[160];
@@ -1109,30 +1096,21 @@ static void bf16_qknorm_rope(void) {
                  ex ? " qk_norm" : "", is_ck ? " checkpointed" : "", ex == full ? " full" : "",
                  ex == gemma3 ? " gemma 3" : "", ex == lora ? " LoRA" : "",
                  no & 4 ? " ZT_TEST_NO_O16" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, no, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, no | 1024, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the fused q/k norms and RoPE",
-                    what))
-            continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the headnorm_fwd + rope_fwd16 path's (%.9g "
-               "%.9g ... %.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 1 a block */
-        const long want = ex ? 4L * s.L * (1 + is_ck) : 0, r16 = 4L * s.L * (1 + is_ck);
-        tap_ok(ma.qkr == want && mb.qkr == 0 && ma.qkr_k == want && mb.qkr_k == 0 &&
-                   mb.hn - ma.hn == 2 * want && mb.hn_k - ma.hn_k == 2 * want &&
-                   ma.r16 == r16 - want && mb.r16 == r16 && ma.rope == 0 && mb.rope == 0 &&
-                   ma.to16 == mb.to16 && ma.from16 == mb.from16 && wa == wb &&
-                   ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.acts_peak == mb.acts_peak &&
-                   ma.acts_plan == mb.acts_plan,
+        const long want = ex ? 4L * p.s.L * (1 + is_ck) : 0, r16 = 4L * p.s.L * (1 + is_ck);
+        tap_ok(p.ma.qkr == want && p.mb.qkr == 0 && p.ma.qkr_k == want && p.mb.qkr_k == 0 &&
+                   p.mb.hn - p.ma.hn == 2 * want && p.mb.hn_k - p.ma.hn_k == 2 * want &&
+                   p.ma.r16 == r16 - want && p.mb.r16 == r16 && p.ma.rope == 0 && p.mb.rope == 0 &&
+                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 && p.wa == p.wb &&
+                   p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
                "%s: %ld qknorm_rope_fwd16 calls, %ld launches (%ld expected, %ld without), "
                "headnorm_fwd %ld (%ld without), rope_fwd16 %ld (%ld without), %ld k_to_bf16 (%ld "
                "without), activations' peak %llu bytes (%llu without)",
-               what, ma.qkr, ma.qkr_k, want, mb.qkr, ma.hn, mb.hn, ma.r16, mb.r16, ma.to16, mb.to16,
-               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+               what, p.ma.qkr, p.ma.qkr_k, want, p.mb.qkr, p.ma.hn, p.mb.hn, p.ma.r16, p.mb.r16,
+               p.ma.to16, p.mb.to16, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -1149,6 +1127,8 @@ static void bf16_qknorm_rope(void) {
  * before), the activations' peak lower by the difference (up to 252 bytes
  * of the bf16 array's alignment) and still the plan's. */
 static void bf16_logits(void) {
+    static const w16_kind kind = {64, " with bf16 and with fp32 logits", "fp32 logits'",
+                                  "the logits rounded"};
     static const char one[] = "ztrain.classifier_chunk_rows=32";   /* B T = 32 rows: one chunk */
     static const char small[] = "ztrain.classifier_chunk_rows=5";  /* 7 chunks: 6 of 5 rows, 1 of 2 */
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
@@ -1158,55 +1138,37 @@ static void bf16_logits(void) {
         {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL, 16}, {"llama:2,4,2,32,48,64,2,16", 3, one, 32},
         {"llama:2,4,2,32,48,64,2,16,untied", 0, small, 5}, {"llama:2,4,2,32,48,64,2,16", 0, lora, 16}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
-        const long BT = (long)s.B * s.T, R = cases[i].rows < BT ? cases[i].rows : BT;
+        const long BT = (long)p.s.B * p.s.T, R = cases[i].rows < BT ? cases[i].rows : BT;
         const long nch = (BT + R - 1) / R;
         char what[128];
         snprintf(what, sizeof what, "%s stage %d, %ld chunk%s of %ld rows%s", cases[i].shape,
                  cases[i].stage, nch, nch > 1 ? "s" : "", R, ex == lora ? " LoRA" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 64, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with bf16 and with fp32 logits", what)) continue;
-        double dl = 0, dg = 0;
-        for (int k = 0; k < 4; k++) {
-            const double el = fabs(a[k][0] - b[k][0]) / fabs(b[k][0]);
-            const double eg = fabs(a[k][1] - b[k][1]) / fabs(b[k][1]);
-            if (el > dl) dl = el;
-            if (eg > dg) dg = eg;
-        }
-        tap_ok(memcmp(a, b, sizeof a) != 0 && dl <= ACT16_LOSS_TOL && dg <= ACT16_GNORM_TOL,
-               "%s: losses within %.2g relative of the fp32 logits' (%.3g; %.9g %.9g ... %.9g), "
-               "gradient norms within %.2g (%.3g), not bitwise (the logits rounded)",
-               what, ACT16_LOSS_TOL, dl, a[0][0], a[1][0], a[3][0], ACT16_GNORM_TOL, dg);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
         /* a step: every chunk's forward (xent16_fwd) and backward (xent16_fused,
          * matmul_bwd_head16); the fp32 path: xent_fwd per chunk, xent_fused per
          * recomputed chunk */
-        tap_ok(ma.x16f == 4 * nch && ma.x16b == 4 * nch && ma.h16 == 4 * nch && ma.xent == 0 &&
-                   mb.x16f == 0 && mb.x16b == 0 && mb.h16 == 0 && mb.xent == 4 * (2 * nch - 1),
+        tap_ok(p.ma.x16f == 4 * nch && p.ma.x16b == 4 * nch && p.ma.h16 == 4 * nch &&
+                   p.ma.xent == 0 && p.mb.x16f == 0 && p.mb.x16b == 0 && p.mb.h16 == 0 &&
+                   p.mb.xent == 4 * (2 * nch - 1),
                "%s: %ld xent16_fwd, %ld xent16_fused, %ld matmul_bwd_head16 calls (%ld each expected), "
                "no fp32 xent (%ld with fp32 logits)",
-               what, ma.x16f, ma.x16b, ma.h16, 4 * nch, mb.xent);
-        const uint64_t RV = (uint64_t)R * (uint64_t)s.V;
+               what, p.ma.x16f, p.ma.x16b, p.ma.h16, 4 * nch, p.mb.xent);
+        const uint64_t RV = (uint64_t)R * (uint64_t)p.s.V;
         const uint64_t want16 = ((RV + 127) & ~(uint64_t)127) * 2, want32 = ((RV + 15) & ~(uint64_t)15) * 4;
-        const uint64_t d = mb.logits_plan - ma.logits_plan;
-        tap_ok(ma.logits_plan == want16 && mb.logits_plan == want32 &&
-                   mb.acts_peak - ma.acts_peak <= d && mb.acts_peak - ma.acts_peak + 252 >= d &&
-                   ma.acts_plan - ma.acts_peak == mb.acts_plan - mb.acts_peak &&
-                   ma.acts_plan - ma.acts_peak == 2 * (uint64_t)s.B * s.T * 4,
+        const uint64_t d = p.mb.logits_plan - p.ma.logits_plan;
+        tap_ok(p.ma.logits_plan == want16 && p.mb.logits_plan == want32 &&
+                   p.mb.acts_peak - p.ma.acts_peak <= d &&
+                   p.mb.acts_peak - p.ma.acts_peak + 252 >= d &&
+                   p.ma.acts_plan - p.ma.acts_peak == p.mb.acts_plan - p.mb.acts_peak &&
+                   p.ma.acts_plan - p.ma.acts_peak == 2 * (uint64_t)p.s.B * p.s.T * 4,
                "%s: the chunk %llu bytes of bf16 logits (%llu of fp32), activations' peak %llu bytes "
                "(planned %llu; fp32 logits %llu, planned %llu)",
-               what, (unsigned long long)ma.logits_plan, (unsigned long long)mb.logits_plan,
-               (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan,
-               (unsigned long long)mb.acts_peak, (unsigned long long)mb.acts_plan);
+               what, (unsigned long long)p.ma.logits_plan, (unsigned long long)p.mb.logits_plan,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
+               (unsigned long long)p.mb.acts_peak, (unsigned long long)p.mb.acts_plan);
     }
 }
 
@@ -1224,6 +1186,8 @@ static void bf16_logits(void) {
  * unchanged.  With the attention reading fp32 q|k|v (ZT_TEST_NO_O16):
  * neither entry is called, nothing changes. */
 static void bf16_att_out(void) {
+    static const w16_kind kind = {128, " with and without the bf16 attention output",
+                                  "gqa_ext_fwd16 + to_bf16 path's", NULL};
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2";
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
@@ -1233,40 +1197,27 @@ static void bf16_att_out(void) {
         {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, {"llama:2,4,2,32,48,64,2,16", 0, gemma, 0},
         {"llama:2,4,2,32,48,64,2,16", 3, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         const int is_ck = ex == ck, no = cases[i].no;
         char what[128];
         snprintf(what, sizeof what, "%s stage %d%s%s%s%s", cases[i].shape, cases[i].stage,
                  is_ck ? " checkpointed" : "", ex == gemma ? " gemma" : "", ex == lora ? " LoRA" : "",
                  no & 4 ? " ZT_TEST_NO_O16" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, no, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, no | 128, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 attention output", what))
-            continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the gqa_ext_fwd16 + to_bf16 path's (%.9g %.9g "
-               "... %.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); backwards 1 */
-        const long fw = no & 4 ? 0 : 4L * s.L * (1 + is_ck), bw = no & 4 ? 0 : 4L * s.L;
-        tap_ok(ma.ao16 == fw + bw && mb.ao16 == 0 && mb.att16 - ma.att16 == fw + bw &&
-                   mb.to16 - ma.to16 == fw && mb.from16 - ma.from16 == bw && ra == rb && wa == wb &&
-                   ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.a16 == mb.a16 &&
-                   ma.acts_peak == mb.acts_peak && ma.acts_plan == mb.acts_plan,
+        const long fw = no & 4 ? 0 : 4L * p.s.L * (1 + is_ck), bw = no & 4 ? 0 : 4L * p.s.L;
+        tap_ok(p.ma.ao16 == fw + bw && p.mb.ao16 == 0 && p.mb.att16 - p.ma.att16 == fw + bw &&
+                   p.mb.to16 - p.ma.to16 == fw && p.mb.from16 - p.ma.from16 == bw && p.ra == p.rb &&
+                   p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 &&
+                   p.ma.a16 == p.mb.a16 && p.ma.acts_peak == p.mb.acts_peak &&
+                   p.ma.acts_plan == p.mb.acts_plan,
                "%s: %ld gqa_ext_fwd16o + _bwd16o calls (%ld expected, %ld without), %ld k_to_bf16 "
                "(%ld without), %ld k_from_bf16 (%ld without), activations' peak %llu bytes (%llu "
                "without)",
-               what, ma.ao16, fw + bw, mb.ao16, ma.to16, mb.to16, ma.from16, mb.from16,
-               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+               what, p.ma.ao16, fw + bw, p.mb.ao16, p.ma.to16, p.mb.to16, p.ma.from16, p.mb.from16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -1290,48 +1241,24 @@ static void bf16_att_out(void) {
  * blocks are 64-byte aligned, so which bf16 operands get copied to 256-byte
  * alignment varies from run to run.) */
 static void bf16_gradients(void) {
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char gemma[] = "ztrain.model.gemma=2";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
-        {"gpt2:2,2,32,64,2,16", 0, lora},
-        {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
-        {"llama:2,4,2,32,48,64,2,16", 0, gemma}, {"llama:2,4,2,32,48,64,2,16", 3, lora}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cm_shape s;
-        cm_shape_parse(cases[i].shape, &s);
-        double a[4][2], b[4][2];
-        long wa = 0, wb = 0, ra = 0, rb = 0;
-        w16_mem ma, mb;
-        zt_status st;
-        memset(&st, 0, sizeof st);
-        const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, is_gemma = ex == gemma, is_lora = ex == lora;
+    static const w16_kind kind = {256, " with and without the bf16 gradients",
+                                  "rounding GEMM entries'", NULL};
+    for (size_t i = 0; i < sizeof w16_common / sizeof w16_common[0]; i++) {
+        const w16_case *c = &w16_common[i];
+        w16_pair p;
         char what[96];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s", cases[i].shape, cases[i].stage,
-                 is_ck ? " checkpointed" : "", is_gemma ? " gemma" : "", is_lora ? " LoRA" : "");
-        const int r1 = w16_run(&s, cases[i].stage, ex, 0, a, &wa, &ra, &ma, &st);
-        if (r1) tap_diag("%s: %s", what, st.msg);
-        const int r2 = r1 ? r1 : w16_run(&s, cases[i].stage, ex, 256, b, &wb, &rb, &mb, &st);
-        if (!r1 && r2) tap_diag("%s: %s", what, st.msg);
-        if (!tap_ok(!r1 && !r2, "%s bf16: 4 steps with and without the bf16 gradients", what))
-            continue;
-        tap_ok(!memcmp(a, b, sizeof a),
-               "%s: losses and gradient norms bitwise the rounding GEMM entries' (%.9g %.9g ... "
-               "%.9g)",
-               what, a[0][0], a[1][0], a[3][0]);
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
-        const long want = 4L * (s.llama ? 6L * s.L : 4L * s.L);
-        const long fewer = 4L * s.L * (s.llama ? 3 : 2);
-        tap_ok(ma.d16 == want && mb.d16 == 0 && rb - ra == fewer &&
-                   wa == wb && ma.o16 == mb.o16 && ma.n16 == mb.n16 && ma.to16 == mb.to16 &&
-                   ma.acts_peak == mb.acts_peak && ma.acts_plan == mb.acts_plan,
+        const long want = 4L * (p.s.llama ? 6L * p.s.L : 4L * p.s.L);
+        const long fewer = 4L * p.s.L * (p.s.llama ? 3 : 2);
+        tap_ok(p.ma.d16 == want && p.mb.d16 == 0 && p.rb - p.ra == fewer && p.wa == p.wb &&
+                   p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
                "%s: %ld bf16-gradient calls (%ld expected, %ld without), %ld k_round_bf16 (%ld "
                "without, %ld fewer expected), activations' peak %llu bytes (%llu without)",
-               what, ma.d16, want, mb.d16, ra, rb, fewer,
-               (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak);
+               what, p.ma.d16, want, p.mb.d16, p.ra, p.rb, fewer,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -1540,24 +1467,17 @@ static void model(void) {
  * bitwise the same losses); set during it they turn the paths off (the
  * checks above). */
 static void bf16_hooks_once(void) {
-    cm_shape s;
-    cm_shape_parse("llama:2,4,2,32,48,64,2,16", &s);
-    double a[4][2], b[4][2];
-    long wa = 0, wb = 0, ra = 0, rb = 0;
-    w16_mem ma, mb;
-    zt_status st;
-    memset(&st, 0, sizeof st);
-    const int r1 = w16_run(&s, 0, NULL, 0, a, &wa, &ra, &ma, &st);
-    if (r1) tap_diag("read once: %s", st.msg);
-    const int r2 = r1 ? r1 : w16_run(&s, 0, NULL, 32, b, &wb, &rb, &mb, &st);
-    if (!r1 && r2) tap_diag("read once: %s", st.msg);
-    if (!tap_ok(!r1 && !r2, "llama bf16: 4 steps, and 4 with ZT_TEST_NO_O16/_N16/_R16 set after the setup"))
-        return;
-    tap_ok(ma.o16 > 0 && ma.n16 > 0 && ma.r16 > 0 && mb.o16 == ma.o16 && mb.n16 == ma.n16 &&
-               mb.r16 == ma.r16 && mb.to16 == ma.to16 && !memcmp(a, b, sizeof a),
+    static const w16_kind kind = {32, ", and 4 with ZT_TEST_NO_O16/_N16/_R16 set after the setup",
+                                  NULL, NULL};
+    w16_pair p;
+    cm_shape_parse("llama:2,4,2,32,48,64,2,16", &p.s);
+    if (!w16_pair_run(&p, &kind, 0, NULL, 0, "read once", "llama")) return;
+    tap_ok(p.ma.o16 > 0 && p.ma.n16 > 0 && p.ma.r16 > 0 && p.mb.o16 == p.ma.o16 &&
+               p.mb.n16 == p.ma.n16 && p.mb.r16 == p.ma.r16 && p.mb.to16 == p.ma.to16 &&
+               !memcmp(p.a, p.b, sizeof p.a),
            "ZT_TEST_NO_O16/_N16/_R16 set after the setup: read once, at the setup (bf16-output %ld, "
            "norm %ld, RoPE %ld calls, %ld k_to_bf16; set after it: %ld, %ld, %ld, %ld; losses bitwise)",
-           ma.o16, ma.n16, ma.r16, ma.to16, mb.o16, mb.n16, mb.r16, mb.to16);
+           p.ma.o16, p.ma.n16, p.ma.r16, p.ma.to16, p.mb.o16, p.mb.n16, p.mb.r16, p.mb.to16);
 }
 
 /* ------------------------------------------------------------ cuDNN attention */

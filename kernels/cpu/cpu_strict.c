@@ -115,6 +115,27 @@ static int in_host(const void *p, size_t bytes) {
         }                                                                                \
     } while (0)
 
+/* An entry's operands, checked as NEED_DEV checks each, in order:
+ * if (NEED_ALL("who", {"name", ptr, bytes}, ...)) cpu()->who(...); */
+typedef struct operand {
+    const char *name;
+    const void *ptr;
+    size_t bytes;
+} operand;
+static int need_all(const char *who, const operand *o, size_t n) {
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) NEED_DEV(who, o[i].name, o[i].ptr, o[i].bytes);
+    return ok;
+}
+#define NEED_ALL(who, ...)                                   \
+    need_all(who, (const operand[]){__VA_ARGS__},            \
+             sizeof((const operand[]){__VA_ARGS__}) / sizeof(operand))
+/* the bf16 operand x16 (n16 bytes) when given, else the fp32 x (n bytes);
+ * neither when !on */
+#define OPND_OR(on, x16, n16, x, n)                                                     \
+    {(x16) ? #x16 : #x, !(on) ? NULL : (x16) ? (const void *)(x16) : (const void *)(x), \
+     (x16) ? (size_t)(n16) : (size_t)(n)}
+
 /* ------------------------------------------------------------ memory */
 
 static void *s_alloc(size_t bytes) {
@@ -411,14 +432,11 @@ static void s_set_matmul_precision(int mode) { cpu()->set_matmul_precision(mode)
 
 static void s_encoder_fwd_w16(float *out, const int *inp, const uint16_t *wte16,
                               const float *wpe, int B, int T, int C) {
-    int ok = 1;
     const size_t N = (size_t)B * T;
     enter();
-    NEED_DEV("encoder_fwd_w16", "out", out, N * C * F);
-    NEED_DEV("encoder_fwd_w16", "inp", inp, N * sizeof(int));
-    NEED_DEV("encoder_fwd_w16", "wte16", wte16, UNK);
-    NEED_DEV("encoder_fwd_w16", "wpe", wpe, (size_t)T * C * F);
-    if (ok) cpu()->encoder_fwd_w16(out, inp, wte16, wpe, B, T, C);
+    if (NEED_ALL("encoder_fwd_w16", {"out", out, N * C * F}, {"inp", inp, N * sizeof(int)},
+                 {"wte16", wte16, UNK}, {"wpe", wpe, (size_t)T * C * F}))
+        cpu()->encoder_fwd_w16(out, inp, wte16, wpe, B, T, C);
     leave();
 }
 static void s_encoder_fwd(float *out, const int *inp, const float *wte, const float *wpe,
@@ -539,118 +557,87 @@ static void s_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *
 /* the bf16-weight entries (w16: OC * C bf16 values) */
 static void s_matmul_fwd_w16(float *out, const float *inp, const uint16_t *w16, const float *bias,
                              int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_fwd_w16", "out", out, (size_t)N * OC * F);
-    NEED_DEV("matmul_fwd_w16", "inp", inp, (size_t)N * C * F);
-    NEED_DEV("matmul_fwd_w16", "w16", w16, (size_t)OC * C * 2);
-    NEED_DEV("matmul_fwd_w16", "bias", bias, (size_t)OC * F);
-    if (ok) cpu()->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
+    if (NEED_ALL("matmul_fwd_w16", {"out", out, (size_t)N * OC * F},
+                 {"inp", inp, (size_t)N * C * F}, {"w16", w16, (size_t)OC * C * 2},
+                 {"bias", bias, (size_t)OC * F}))
+        cpu()->matmul_fwd_w16(out, inp, w16, bias, N, C, OC);
     leave();
 }
 static void s_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *dout,
                              const float *inp, const uint16_t *w16, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_bwd_w16", "dinp", dinp, (size_t)N * C * F);
-    NEED_DEV("matmul_bwd_w16", "dw", dw, (size_t)OC * C * F);
-    NEED_DEV("matmul_bwd_w16", "dbias", dbias, (size_t)OC * F);
-    NEED_DEV("matmul_bwd_w16", "dout", dout, (size_t)N * OC * F);
-    NEED_DEV("matmul_bwd_w16", "inp", inp, (size_t)N * C * F);
-    NEED_DEV("matmul_bwd_w16", "w16", w16, (size_t)OC * C * 2);
-    if (ok) cpu()->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
+    if (NEED_ALL("matmul_bwd_w16", {"dinp", dinp, (size_t)N * C * F},
+                 {"dw", dw, (size_t)OC * C * F}, {"dbias", dbias, (size_t)OC * F},
+                 {"dout", dout, (size_t)N * OC * F}, {"inp", inp, (size_t)N * C * F},
+                 {"w16", w16, (size_t)OC * C * 2}))
+        cpu()->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
     leave();
 }
 static void s_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
                                   const float *bias, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_gelu_fwd_w16", "out", out, (size_t)N * OC * F);
-    NEED_DEV("matmul_gelu_fwd_w16", "pre", pre, (size_t)N * OC * F);
-    NEED_DEV("matmul_gelu_fwd_w16", "inp", inp, (size_t)N * C * F);
-    NEED_DEV("matmul_gelu_fwd_w16", "w16", w16, (size_t)OC * C * 2);
-    NEED_DEV("matmul_gelu_fwd_w16", "bias", bias, (size_t)OC * F);
-    if (ok) cpu()->matmul_gelu_fwd_w16(out, pre, inp, w16, bias, N, C, OC);
+    if (NEED_ALL("matmul_gelu_fwd_w16", {"out", out, (size_t)N * OC * F},
+                 {"pre", pre, (size_t)N * OC * F}, {"inp", inp, (size_t)N * C * F},
+                 {"w16", w16, (size_t)OC * C * 2}, {"bias", bias, (size_t)OC * F}))
+        cpu()->matmul_gelu_fwd_w16(out, pre, inp, w16, bias, N, C, OC);
     leave();
 }
 static void s_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                    const float *dout, const float *inp, const float *pre,
                                    const uint16_t *w16, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_dgelu_bwd_w16", "dpre", dpre, (size_t)N * C * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "dpre_bias", dpre_bias, (size_t)C * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "dw", dw, (size_t)OC * C * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "dbias", dbias, (size_t)OC * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "dout", dout, (size_t)N * OC * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "inp", inp, (size_t)N * C * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "pre", pre, (size_t)N * C * F);
-    NEED_DEV("matmul_dgelu_bwd_w16", "w16", w16, (size_t)OC * C * 2);
-    if (ok) cpu()->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
+    if (NEED_ALL("matmul_dgelu_bwd_w16", {"dpre", dpre, (size_t)N * C * F},
+                 {"dpre_bias", dpre_bias, (size_t)C * F}, {"dw", dw, (size_t)OC * C * F},
+                 {"dbias", dbias, (size_t)OC * F}, {"dout", dout, (size_t)N * OC * F},
+                 {"inp", inp, (size_t)N * C * F}, {"pre", pre, (size_t)N * C * F},
+                 {"w16", w16, (size_t)OC * C * 2}))
+        cpu()->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
     leave();
 }
 
 /* the bf16-input entries (inp16: N * C bf16 values; w: OC * C floats, or
  * w16: OC * C bf16 values) */
-#define NEED_W(who)                                                      \
-    do {                                                                 \
-        if (w16) NEED_DEV(who, "w16", w16, (size_t)OC * C * 2);          \
-        else NEED_DEV(who, "w", w, (size_t)OC * C * F);                  \
-    } while (0)
+#define OPND_W(on) OPND_OR(on, w16, (size_t)OC * C * 2, w, (size_t)OC * C * F)
 static void s_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,
                              const float *bias, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_fwd_a16", "out", out, (size_t)N * OC * F);
-    NEED_DEV("matmul_fwd_a16", "inp16", inp16, (size_t)N * C * 2);
-    NEED_W("matmul_fwd_a16");
-    NEED_DEV("matmul_fwd_a16", "bias", bias, (size_t)OC * F);
-    if (ok) cpu()->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
+    if (NEED_ALL("matmul_fwd_a16", {"out", out, (size_t)N * OC * F},
+                 {"inp16", inp16, (size_t)N * C * 2}, OPND_W(1), {"bias", bias, (size_t)OC * F}))
+        cpu()->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
     leave();
 }
 static void s_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_bwd_a16", "dinp", dinp, (size_t)N * C * F);
-    NEED_DEV("matmul_bwd_a16", "dw", dw, (size_t)OC * C * F);
-    NEED_DEV("matmul_bwd_a16", "dbias", dbias, (size_t)OC * F);
-    NEED_DEV("matmul_bwd_a16", "dout", dout, (size_t)N * OC * F);
-    NEED_DEV("matmul_bwd_a16", "inp16", inp16, (size_t)N * C * 2);
-    if (dinp) NEED_W("matmul_bwd_a16");
-    if (ok) cpu()->matmul_bwd_a16(dinp, dw, dbias, dout, inp16, w, w16, N, C, OC);
+    if (NEED_ALL("matmul_bwd_a16", {"dinp", dinp, (size_t)N * C * F},
+                 {"dw", dw, (size_t)OC * C * F}, {"dbias", dbias, (size_t)OC * F},
+                 {"dout", dout, (size_t)N * OC * F}, {"inp16", inp16, (size_t)N * C * 2},
+                 OPND_W(dinp)))
+        cpu()->matmul_bwd_a16(dinp, dw, dbias, dout, inp16, w, w16, N, C, OC);
     leave();
 }
 static void s_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
                                   const uint16_t *w16, const float *bias, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_gelu_fwd_a16", "out", out, (size_t)N * OC * F);
-    NEED_DEV("matmul_gelu_fwd_a16", "pre", pre, (size_t)N * OC * F);
-    NEED_DEV("matmul_gelu_fwd_a16", "inp16", inp16, (size_t)N * C * 2);
-    NEED_W("matmul_gelu_fwd_a16");
-    NEED_DEV("matmul_gelu_fwd_a16", "bias", bias, (size_t)OC * F);
-    if (ok) cpu()->matmul_gelu_fwd_a16(out, pre, inp16, w, w16, bias, N, C, OC);
+    if (NEED_ALL("matmul_gelu_fwd_a16", {"out", out, (size_t)N * OC * F},
+                 {"pre", pre, (size_t)N * OC * F}, {"inp16", inp16, (size_t)N * C * 2}, OPND_W(1),
+                 {"bias", bias, (size_t)OC * F}))
+        cpu()->matmul_gelu_fwd_a16(out, pre, inp16, w, w16, bias, N, C, OC);
     leave();
 }
 static void s_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                    const float *dout, const uint16_t *inp16, const float *pre,
                                    const float *w, const uint16_t *w16, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_dgelu_bwd_a16", "dpre", dpre, (size_t)N * C * F);
-    NEED_DEV("matmul_dgelu_bwd_a16", "dpre_bias", dpre_bias, (size_t)C * F);
-    NEED_DEV("matmul_dgelu_bwd_a16", "dw", dw, (size_t)OC * C * F);
-    NEED_DEV("matmul_dgelu_bwd_a16", "dbias", dbias, (size_t)OC * F);
-    NEED_DEV("matmul_dgelu_bwd_a16", "dout", dout, (size_t)N * OC * F);
-    NEED_DEV("matmul_dgelu_bwd_a16", "inp16", inp16, (size_t)N * C * 2);
-    NEED_DEV("matmul_dgelu_bwd_a16", "pre", pre, (size_t)N * C * F);
-    NEED_W("matmul_dgelu_bwd_a16");
-    if (ok) cpu()->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
+    if (NEED_ALL("matmul_dgelu_bwd_a16", {"dpre", dpre, (size_t)N * C * F},
+                 {"dpre_bias", dpre_bias, (size_t)C * F}, {"dw", dw, (size_t)OC * C * F},
+                 {"dbias", dbias, (size_t)OC * F}, {"dout", dout, (size_t)N * OC * F},
+                 {"inp16", inp16, (size_t)N * C * 2}, {"pre", pre, (size_t)N * C * F}, OPND_W(1)))
+        cpu()->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
     leave();
 }
-#undef NEED_W
 
 static void s_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
                                 const float *b, const float *w, const float *bias, int N, int C) {
@@ -881,13 +868,10 @@ static void s_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, cons
 /* the bf16-input attention */
 static void s_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float *tmp, int B, int T,
                             int NH, int NKV, int hd, const zt_attn_opts *o) {
-    int ok = 1;
     const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
     enter();
-    NEED_DEV("gqa_ext_fwd16", "out", out, N * NH * hd * F);
-    NEED_DEV("gqa_ext_fwd16", "lse", lse, N * NH * F);
-    NEED_DEV("gqa_ext_fwd16", "qkv16", qkv16, R * 2);
-    NEED_DEV("gqa_ext_fwd16", "tmp", tmp, R * F);
+    int ok = NEED_ALL("gqa_ext_fwd16", {"out", out, N * NH * hd * F}, {"lse", lse, N * NH * F},
+                      {"qkv16", qkv16, R * 2}, {"tmp", tmp, R * F});
     NEED_OPTS("gqa_ext_fwd16", o);
     if (ok) cpu()->gqa_ext_fwd16(out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
     leave();
@@ -895,15 +879,11 @@ static void s_gqa_ext_fwd16(float *out, float *lse, const uint16_t *qkv16, float
 static void s_gqa_ext_bwd16(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                             const float *out, const float *lse, int B, int T, int NH, int NKV,
                             int hd, const zt_attn_opts *o) {
-    int ok = 1;
     const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
     enter();
-    NEED_DEV("gqa_ext_bwd16", "dqkv", dqkv, R * F);
-    NEED_DEV("gqa_ext_bwd16", "dout", dout, N * NH * hd * F);
-    NEED_DEV("gqa_ext_bwd16", "qkv16", qkv16, R * 2);
-    NEED_DEV("gqa_ext_bwd16", "tmp", tmp, R * F);
-    NEED_DEV("gqa_ext_bwd16", "out", out, N * NH * hd * F);
-    NEED_DEV("gqa_ext_bwd16", "lse", lse, N * NH * F);
+    int ok = NEED_ALL("gqa_ext_bwd16", {"dqkv", dqkv, R * F}, {"dout", dout, N * NH * hd * F},
+                      {"qkv16", qkv16, R * 2}, {"tmp", tmp, R * F}, {"out", out, N * NH * hd * F},
+                      {"lse", lse, N * NH * F});
     NEED_OPTS("gqa_ext_bwd16", o);
     if (ok) cpu()->gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
     leave();
@@ -1156,35 +1136,27 @@ static void s_dropout(float *y, const float *x, size_t rows, size_t C, uint64_t 
 }
 
 static void s_to_bf16(uint16_t *out, const float *in, size_t n) {
-    int ok = 1;
     enter();
-    NEED_DEV("to_bf16", "out", out, n * 2);
-    NEED_DEV("to_bf16", "in", in, n * F);
-    if (ok) cpu()->to_bf16(out, in, n);
+    if (NEED_ALL("to_bf16", {"out", out, n * 2}, {"in", in, n * F}))
+        cpu()->to_bf16(out, in, n);
     leave();
 }
 static void s_from_bf16(float *out, const uint16_t *in, size_t n) {
-    int ok = 1;
     enter();
-    NEED_DEV("from_bf16", "out", out, n * F);
-    NEED_DEV("from_bf16", "in", in, n * 2);
-    if (ok) cpu()->from_bf16(out, in, n);
+    if (NEED_ALL("from_bf16", {"out", out, n * F}, {"in", in, n * 2}))
+        cpu()->from_bf16(out, in, n);
     leave();
 }
 static void s_to_f16(uint16_t *out, const float *in, size_t n) {
-    int ok = 1;
     enter();
-    NEED_DEV("to_f16", "out", out, n * 2);
-    NEED_DEV("to_f16", "in", in, n * F);
-    if (ok) cpu()->to_f16(out, in, n);
+    if (NEED_ALL("to_f16", {"out", out, n * 2}, {"in", in, n * F}))
+        cpu()->to_f16(out, in, n);
     leave();
 }
 static void s_from_f16(float *out, const uint16_t *in, size_t n) {
-    int ok = 1;
     enter();
-    NEED_DEV("from_f16", "out", out, n * F);
-    NEED_DEV("from_f16", "in", in, n * 2);
-    if (ok) cpu()->from_f16(out, in, n);
+    if (NEED_ALL("from_f16", {"out", out, n * F}, {"in", in, n * 2}))
+        cpu()->from_f16(out, in, n);
     leave();
 }
 
@@ -1270,51 +1242,40 @@ static void s_adamw_multi(float *p, const float *grad, float *m, float *v, uint1
 static void s_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                              const float *w, const uint16_t *w16, const float *bias, int N, int C,
                              int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_fwd_o16", "out16", out16, (size_t)N * OC * 2);
-    NEED_DEV("matmul_fwd_o16", "tmp", tmp, (size_t)N * OC * F);
-    if (inp16) NEED_DEV("matmul_fwd_o16", "inp16", inp16, (size_t)N * C * 2);
-    else NEED_DEV("matmul_fwd_o16", "inp", inp, (size_t)N * C * F);
-    if (w16) NEED_DEV("matmul_fwd_o16", "w16", w16, (size_t)OC * C * 2);
-    else NEED_DEV("matmul_fwd_o16", "w", w, (size_t)OC * C * F);
-    NEED_DEV("matmul_fwd_o16", "bias", bias, (size_t)OC * F);
-    if (ok) cpu()->matmul_fwd_o16(out16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    if (NEED_ALL("matmul_fwd_o16", {"out16", out16, (size_t)N * OC * 2},
+                 {"tmp", tmp, (size_t)N * OC * F},
+                 OPND_OR(1, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F),
+                 OPND_OR(1, w16, (size_t)OC * C * 2, w, (size_t)OC * C * F),
+                 {"bias", bias, (size_t)OC * F}))
+        cpu()->matmul_fwd_o16(out16, tmp, inp, inp16, w, w16, bias, N, C, OC);
     leave();
 }
 static void s_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
-    int ok = 1;
     enter();
-    NEED_DEV("gelu_fwd16", "out16", out16, n * 2);
-    NEED_DEV("gelu_fwd16", "in16", in16, n * 2);
-    NEED_DEV("gelu_fwd16", "tmp", tmp, n * F);
-    if (ok) cpu()->gelu_fwd16(out16, in16, tmp, n);
+    if (NEED_ALL("gelu_fwd16", {"out16", out16, n * 2}, {"in16", in16, n * 2}, {"tmp", tmp, n * F}))
+        cpu()->gelu_fwd16(out16, in16, tmp, n);
     leave();
 }
 #define S_GLU_FWD16(name)                                                                   \
     static void s_##name(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2,   \
                          int N, int H) {                                                    \
-        int ok = 1;                                                                         \
         const size_t NH = (size_t)N * H;                                                    \
         enter();                                                                            \
-        NEED_DEV(#name, "out16", out16, NH * 2);                                            \
-        NEED_DEV(#name, "gu16", gu16, 2 * NH * 2);                                          \
-        NEED_DEV(#name, "tmp", tmp, 2 * NH * F);                                            \
-        NEED_DEV(#name, "tmp2", tmp2, NH * F);                                              \
-        if (ok) cpu()->name(out16, gu16, tmp, tmp2, N, H);                                  \
+        if (NEED_ALL(#name, {"out16", out16, NH * 2}, {"gu16", gu16, 2 * NH * 2},           \
+                     {"tmp", tmp, 2 * NH * F}, {"tmp2", tmp2, NH * F}))                     \
+            cpu()->name(out16, gu16, tmp, tmp2, N, H);                                      \
         leave();                                                                            \
     }
 S_GLU_FWD16(swiglu_fwd16)
 S_GLU_FWD16(geglu_fwd16)
 #define S_GLU_BWD16(name)                                                                    \
     static void s_##name(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) { \
-        int ok = 1;                                                                          \
         const size_t NH = (size_t)N * H;                                                     \
         enter();                                                                             \
-        NEED_DEV(#name, "dgu", dgu, 2 * NH * F);                                             \
-        NEED_DEV(#name, "dout", dout, NH * F);                                               \
-        NEED_DEV(#name, "gu16", gu16, 2 * NH * 2);                                           \
-        if (ok) cpu()->name(dgu, dout, gu16, N, H);                                          \
+        if (NEED_ALL(#name, {"dgu", dgu, 2 * NH * F}, {"dout", dout, NH * F},                \
+                     {"gu16", gu16, 2 * NH * 2}))                                            \
+            cpu()->name(dgu, dout, gu16, N, H);                                              \
         leave();                                                                             \
     }
 S_GLU_BWD16(swiglu_bwd16)
@@ -1323,77 +1284,55 @@ S_GLU_BWD16(geglu_bwd16)
 /* the norms writing bf16 */
 static void s_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rstd,
                               const float *inp, const float *w, const float *b, int N, int C) {
-    int ok = 1;
     const size_t NC = (size_t)N * C * F;
     enter();
-    NEED_DEV("layernorm_fwd16", "out16", out16, (size_t)N * C * 2);
-    NEED_DEV("layernorm_fwd16", "tmp", tmp, NC);
-    NEED_DEV("layernorm_fwd16", "mean", mean, (size_t)N * F);
-    NEED_DEV("layernorm_fwd16", "rstd", rstd, (size_t)N * F);
-    NEED_DEV("layernorm_fwd16", "inp", inp, NC);
-    NEED_DEV("layernorm_fwd16", "w", w, (size_t)C * F);
-    NEED_DEV("layernorm_fwd16", "b", b, (size_t)C * F);
-    if (ok) cpu()->layernorm_fwd16(out16, tmp, mean, rstd, inp, w, b, N, C);
+    if (NEED_ALL("layernorm_fwd16", {"out16", out16, (size_t)N * C * 2}, {"tmp", tmp, NC},
+                 {"mean", mean, (size_t)N * F}, {"rstd", rstd, (size_t)N * F}, {"inp", inp, NC},
+                 {"w", w, (size_t)C * F}, {"b", b, (size_t)C * F}))
+        cpu()->layernorm_fwd16(out16, tmp, mean, rstd, inp, w, b, N, C);
     leave();
 }
 static void s_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float *inp,
                             const float *w, float eps, int N, int C) {
-    int ok = 1;
     const size_t NC = (size_t)N * C * F;
     enter();
-    NEED_DEV("rmsnorm_fwd16", "out16", out16, (size_t)N * C * 2);
-    NEED_DEV("rmsnorm_fwd16", "tmp", tmp, NC);
-    NEED_DEV("rmsnorm_fwd16", "rstd", rstd, (size_t)N * F);
-    NEED_DEV("rmsnorm_fwd16", "inp", inp, NC);
-    NEED_DEV("rmsnorm_fwd16", "w", w, (size_t)C * F);
-    if (ok) cpu()->rmsnorm_fwd16(out16, tmp, rstd, inp, w, eps, N, C);
+    if (NEED_ALL("rmsnorm_fwd16", {"out16", out16, (size_t)N * C * 2}, {"tmp", tmp, NC},
+                 {"rstd", rstd, (size_t)N * F}, {"inp", inp, NC}, {"w", w, (size_t)C * F}))
+        cpu()->rmsnorm_fwd16(out16, tmp, rstd, inp, w, eps, N, C);
     leave();
 }
 static void s_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float *mean,
                                   float *rstd, const float *a, const float *b, const float *w,
                                   const float *bias, int N, int C) {
-    int ok = 1;
     const size_t NC = (size_t)N * C * F;
     enter();
-    NEED_DEV("add_layernorm_fwd16", "res", res, NC);
-    NEED_DEV("add_layernorm_fwd16", "out16", out16, (size_t)N * C * 2);
-    NEED_DEV("add_layernorm_fwd16", "tmp", tmp, NC);
-    NEED_DEV("add_layernorm_fwd16", "mean", mean, (size_t)N * F);
-    NEED_DEV("add_layernorm_fwd16", "rstd", rstd, (size_t)N * F);
-    NEED_DEV("add_layernorm_fwd16", "a", a, NC);
-    NEED_DEV("add_layernorm_fwd16", "b", b, NC);
-    NEED_DEV("add_layernorm_fwd16", "w", w, (size_t)C * F);
-    NEED_DEV("add_layernorm_fwd16", "bias", bias, (size_t)C * F);
-    if (ok) cpu()->add_layernorm_fwd16(res, out16, tmp, mean, rstd, a, b, w, bias, N, C);
+    if (NEED_ALL("add_layernorm_fwd16", {"res", res, NC}, {"out16", out16, (size_t)N * C * 2},
+                 {"tmp", tmp, NC}, {"mean", mean, (size_t)N * F}, {"rstd", rstd, (size_t)N * F},
+                 {"a", a, NC}, {"b", b, NC}, {"w", w, (size_t)C * F},
+                 {"bias", bias, (size_t)C * F}))
+        cpu()->add_layernorm_fwd16(res, out16, tmp, mean, rstd, a, b, w, bias, N, C);
     leave();
 }
 static void s_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd,
                                 const float *a, const float *b, const float *w, float eps, int N,
                                 int C) {
-    int ok = 1;
     const size_t NC = (size_t)N * C * F;
     enter();
-    NEED_DEV("add_rmsnorm_fwd16", "res", res, NC);
-    NEED_DEV("add_rmsnorm_fwd16", "out16", out16, (size_t)N * C * 2);
-    NEED_DEV("add_rmsnorm_fwd16", "tmp", tmp, NC);
-    NEED_DEV("add_rmsnorm_fwd16", "rstd", rstd, (size_t)N * F);
-    NEED_DEV("add_rmsnorm_fwd16", "a", a, NC);
-    NEED_DEV("add_rmsnorm_fwd16", "b", b, NC);
-    NEED_DEV("add_rmsnorm_fwd16", "w", w, (size_t)C * F);
-    if (ok) cpu()->add_rmsnorm_fwd16(res, out16, tmp, rstd, a, b, w, eps, N, C);
+    if (NEED_ALL("add_rmsnorm_fwd16", {"res", res, NC}, {"out16", out16, (size_t)N * C * 2},
+                 {"tmp", tmp, NC}, {"rstd", rstd, (size_t)N * F}, {"a", a, NC}, {"b", b, NC},
+                 {"w", w, (size_t)C * F}))
+        cpu()->add_rmsnorm_fwd16(res, out16, tmp, rstd, a, b, w, eps, N, C);
     leave();
 }
 
 /* RoPE writing bf16: x and qkv16 hold B*T whole rows of stride */
 static void s_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
                          int n_heads, int stride, int hd, float scale) {
-    int ok = 1;
     const size_t NS = (size_t)B * T * stride;
     enter();
-    NEED_DEV("rope_fwd16", "qkv16", qkv16, NS * 2);
-    NEED_DEV("rope_fwd16", "x", x, NS * F);
-    NEED_DEV("rope_fwd16", "inv_freq", inv_freq, (size_t)(hd / 2) * F);
-    if (ok) cpu()->rope_fwd16(qkv16, x, inv_freq, B, T, n_heads, stride, hd, scale);
+    if (NEED_ALL("rope_fwd16", {"qkv16", qkv16, NS * 2}, {"x", x, NS * F},
+                 {"inv_freq", inv_freq, (size_t)(hd / 2) * F}))
+        cpu()->rope_fwd16(qkv16, x, inv_freq, B, T, n_heads, stride, hd, scale);
     leave();
 }
 
@@ -1404,17 +1343,14 @@ static void s_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rs
                                 const float *qw, const float *kw, float eps, const float *inv_freq,
                                 int B, int T, int NH, int NKV, int qnh, int knh, int stride, int hd,
                                 float scale) {
-    int ok = 1;
     const size_t N = (size_t)B * T, NS = N * stride;
     enter();
-    NEED_DEV("qknorm_rope_fwd16", "qkv16", qkv16, NS * 2);
-    NEED_DEV("qknorm_rope_fwd16", "x", x, NS * F);
-    NEED_DEV("qknorm_rope_fwd16", "raw", raw, N * (size_t)(NH + NKV) * hd * F);
-    NEED_DEV("qknorm_rope_fwd16", "rstd", rstd, (N * NH + N * knh) * F);
-    NEED_DEV("qknorm_rope_fwd16", "q weight", qw, (qnh > 0 ? (size_t)NH * hd / qnh : 0) * F);
-    NEED_DEV("qknorm_rope_fwd16", "k weight", kw, (knh > 0 ? (size_t)NKV * hd / knh : 0) * F);
-    NEED_DEV("qknorm_rope_fwd16", "inv_freq", inv_freq, (size_t)(hd / 2) * F);
-    if (ok)
+    if (NEED_ALL("qknorm_rope_fwd16", {"qkv16", qkv16, NS * 2}, {"x", x, NS * F},
+                 {"raw", raw, N * (size_t)(NH + NKV) * hd * F},
+                 {"rstd", rstd, (N * NH + N * knh) * F},
+                 {"q weight", qw, (qnh > 0 ? (size_t)NH * hd / qnh : 0) * F},
+                 {"k weight", kw, (knh > 0 ? (size_t)NKV * hd / knh : 0) * F},
+                 {"inv_freq", inv_freq, (size_t)(hd / 2) * F}))
         cpu()->qknorm_rope_fwd16(qkv16, x, raw, rstd, qw, kw, eps, inv_freq, B, T, NH, NKV, qnh,
                                  knh, stride, hd, scale);
     leave();
@@ -1422,49 +1358,41 @@ static void s_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rs
 
 /* the LM head's bf16 logits */
 static void s_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
-    int ok = 1;
     enter();
-    NEED_DEV("xent16_fwd", "losses", losses, (size_t)N * F);
-    NEED_DEV("xent16_fwd", "logits16", logits16, (size_t)N * V * 2);
-    NEED_DEV("xent16_fwd", "targets", targets, (size_t)N * sizeof(int));
-    if (ok) cpu()->xent16_fwd(losses, logits16, targets, N, V);
+    if (NEED_ALL("xent16_fwd", {"losses", losses, (size_t)N * F},
+                 {"logits16", logits16, (size_t)N * V * 2},
+                 {"targets", targets, (size_t)N * sizeof(int)}))
+        cpu()->xent16_fwd(losses, logits16, targets, N, V);
     leave();
 }
 static void s_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
                            int V) {
-    int ok = 1;
     enter();
-    NEED_DEV("xent16_fused", "losses", losses, (size_t)N * F);
-    NEED_DEV("xent16_fused", "logits16", logits16, (size_t)N * V * 2);
-    NEED_DEV("xent16_fused", "targets", targets, (size_t)N * sizeof(int));
-    if (ok) cpu()->xent16_fused(losses, logits16, targets, dloss, N, V);
+    if (NEED_ALL("xent16_fused", {"losses", losses, (size_t)N * F},
+                 {"logits16", logits16, (size_t)N * V * 2},
+                 {"targets", targets, (size_t)N * sizeof(int)}))
+        cpu()->xent16_fused(losses, logits16, targets, dloss, N, V);
     leave();
 }
 static void s_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
                                 const float *w, const uint16_t *w16, int N, int C, int OC) {
-    int ok = 1;
     enter();
-    NEED_DEV("matmul_bwd_head16", "dinp", dinp, (size_t)N * C * F);
-    NEED_DEV("matmul_bwd_head16", "dw", dw, (size_t)OC * C * F);
-    NEED_DEV("matmul_bwd_head16", "dout16", dout16, (size_t)N * OC * 2);
-    NEED_DEV("matmul_bwd_head16", "inp", inp, (size_t)N * C * F);
-    if (w16) NEED_DEV("matmul_bwd_head16", "w16", w16, (size_t)OC * C * 2);
-    else NEED_DEV("matmul_bwd_head16", "w", w, (size_t)OC * C * F);
-    if (ok) cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    if (NEED_ALL("matmul_bwd_head16", {"dinp", dinp, (size_t)N * C * F},
+                 {"dw", dw, (size_t)OC * C * F}, {"dout16", dout16, (size_t)N * OC * 2},
+                 {"inp", inp, (size_t)N * C * F},
+                 OPND_OR(1, w16, (size_t)OC * C * 2, w, (size_t)OC * C * F)))
+        cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
     leave();
 }
 /* the attention's output in bf16 */
 static void s_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint16_t *qkv16,
                              float *tmp, int B, int T, int NH, int NKV, int hd,
                              const zt_attn_opts *o) {
-    int ok = 1;
     const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
     enter();
-    NEED_DEV("gqa_ext_fwd16o", "out16", out16, N * NH * hd * 2);
-    NEED_DEV("gqa_ext_fwd16o", "out", out, N * NH * hd * F);
-    NEED_DEV("gqa_ext_fwd16o", "lse", lse, N * NH * F);
-    NEED_DEV("gqa_ext_fwd16o", "qkv16", qkv16, R * 2);
-    NEED_DEV("gqa_ext_fwd16o", "tmp", tmp, R * F);
+    int ok = NEED_ALL("gqa_ext_fwd16o", {"out16", out16, N * NH * hd * 2},
+                      {"out", out, N * NH * hd * F}, {"lse", lse, N * NH * F},
+                      {"qkv16", qkv16, R * 2}, {"tmp", tmp, R * F});
     NEED_OPTS("gqa_ext_fwd16o", o);
     if (ok) cpu()->gqa_ext_fwd16o(out16, out, lse, qkv16, tmp, B, T, NH, NKV, hd, o);
     leave();
@@ -1472,104 +1400,72 @@ static void s_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint
 static void s_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                              const uint16_t *out16, float *out, const float *lse, int B, int T,
                              int NH, int NKV, int hd, const zt_attn_opts *o) {
-    int ok = 1;
     const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
     enter();
-    NEED_DEV("gqa_ext_bwd16o", "dqkv", dqkv, R * F);
-    NEED_DEV("gqa_ext_bwd16o", "dout", dout, N * NH * hd * F);
-    NEED_DEV("gqa_ext_bwd16o", "qkv16", qkv16, R * 2);
-    NEED_DEV("gqa_ext_bwd16o", "tmp", tmp, R * F);
-    NEED_DEV("gqa_ext_bwd16o", "out16", out16, N * NH * hd * 2);
-    NEED_DEV("gqa_ext_bwd16o", "out", out, N * NH * hd * F);
-    NEED_DEV("gqa_ext_bwd16o", "lse", lse, N * NH * F);
+    int ok = NEED_ALL("gqa_ext_bwd16o", {"dqkv", dqkv, R * F}, {"dout", dout, N * NH * hd * F},
+                      {"qkv16", qkv16, R * 2}, {"tmp", tmp, R * F},
+                      {"out16", out16, N * NH * hd * 2}, {"out", out, N * NH * hd * F},
+                      {"lse", lse, N * NH * F});
     NEED_OPTS("gqa_ext_bwd16o", o);
     if (ok) cpu()->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
     leave();
 }
 /* the bf16-gradient entries */
-#define NEED_WX(who)                                                                     \
-    do {                                                                                 \
-        if (dinp_ && w16) NEED_DEV(who, "w16", w16, (size_t)OC * C * 2);                 \
-        else if (dinp_) NEED_DEV(who, "w", w, (size_t)OC * C * F);                       \
-        if (dw && inp16) NEED_DEV(who, "inp16", inp16, (size_t)N * C * 2);               \
-        else if (dw) NEED_DEV(who, "inp", inp, (size_t)N * C * F);                       \
-        NEED_DEV(who, "dout16", dout16, (size_t)N * OC * 2);                             \
-        NEED_DEV(who, "dout", dout, (size_t)N * OC * F);                                 \
-        NEED_DEV(who, "dw", dw, (size_t)OC * C * F);                                     \
-        NEED_DEV(who, "dbias", dbias, (size_t)OC * F);                                   \
-    } while (0)
+#define OPNDS_WX(dinp)                                                                  \
+    OPND_W(dinp), OPND_OR(dw, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F),          \
+        {"dout16", dout16, (size_t)N * OC * 2}, {"dout", dout, (size_t)N * OC * F},       \
+        {"dw", dw, (size_t)OC * C * F}, {"dbias", dbias, (size_t)OC * F}
 static void s_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *dout16, const float *inp, const uint16_t *inp16,
                              const float *w, const uint16_t *w16, int N, int C, int OC) {
-    int ok = 1;
-    const void *dinp_ = dinp;
     enter();
-    NEED_DEV("matmul_bwd_d16", "dinp", dinp, (size_t)N * C * F);
-    NEED_WX("matmul_bwd_d16");
-    if (ok) cpu()->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    if (NEED_ALL("matmul_bwd_d16", {"dinp", dinp, (size_t)N * C * F}, OPNDS_WX(dinp)))
+        cpu()->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
     leave();
 }
 static void s_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                    const float *dout, const uint16_t *dout16, const float *inp,
                                    const uint16_t *inp16, const float *pre, const float *w,
                                    const uint16_t *w16, int N, int C, int OC) {
-    int ok = 1;
-    const void *dinp_ = dpre;
     enter();
-    NEED_DEV("matmul_dgelu_bwd_d16", "dpre", dpre, (size_t)N * C * F);
-    NEED_DEV("matmul_dgelu_bwd_d16", "dpre_bias", dpre_bias, (size_t)C * F);
-    NEED_DEV("matmul_dgelu_bwd_d16", "pre", pre, (size_t)N * C * F);
-    NEED_WX("matmul_dgelu_bwd_d16");
-    if (ok)
+    if (NEED_ALL("matmul_dgelu_bwd_d16", {"dpre", dpre, (size_t)N * C * F},
+                 {"dpre_bias", dpre_bias, (size_t)C * F}, {"pre", pre, (size_t)N * C * F},
+                 OPNDS_WX(dpre)))
         cpu()->matmul_dgelu_bwd_d16(dpre, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre, w,
                                     w16, N, C, OC);
     leave();
 }
-#undef NEED_WX
+#undef OPNDS_WX
 static void s_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
                               const float *mean, const float *rstd, int N, int C) {
-    int ok = 1;
     const size_t NC = (size_t)N * C * F;
     enter();
-    NEED_DEV("layernorm_bwd16", "dinp", dinp, NC);
-    NEED_DEV("layernorm_bwd16", "dinp16", dinp16, (size_t)N * C * 2);
-    NEED_DEV("layernorm_bwd16", "dw", dw, (size_t)C * F);
-    NEED_DEV("layernorm_bwd16", "db", db, (size_t)C * F);
-    NEED_DEV("layernorm_bwd16", "dout", dout, NC);
-    NEED_DEV("layernorm_bwd16", "inp", inp, NC);
-    NEED_DEV("layernorm_bwd16", "w", w, (size_t)C * F);
-    NEED_DEV("layernorm_bwd16", "mean", mean, (size_t)N * F);
-    NEED_DEV("layernorm_bwd16", "rstd", rstd, (size_t)N * F);
-    if (ok) cpu()->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
+    if (NEED_ALL("layernorm_bwd16", {"dinp", dinp, NC}, {"dinp16", dinp16, (size_t)N * C * 2},
+                 {"dw", dw, (size_t)C * F}, {"db", db, (size_t)C * F}, {"dout", dout, NC},
+                 {"inp", inp, NC}, {"w", w, (size_t)C * F}, {"mean", mean, (size_t)N * F},
+                 {"rstd", rstd, (size_t)N * F}))
+        cpu()->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
     leave();
 }
 static void s_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                             const float *inp, const float *w, const float *rstd, int N, int C) {
-    int ok = 1;
     const size_t NC = (size_t)N * C * F;
     enter();
-    NEED_DEV("rmsnorm_bwd16", "dinp", dinp, NC);
-    NEED_DEV("rmsnorm_bwd16", "dinp16", dinp16, (size_t)N * C * 2);
-    NEED_DEV("rmsnorm_bwd16", "dw", dw, (size_t)C * F);
-    NEED_DEV("rmsnorm_bwd16", "dout", dout, NC);
-    NEED_DEV("rmsnorm_bwd16", "inp", inp, NC);
-    NEED_DEV("rmsnorm_bwd16", "w", w, (size_t)C * F);
-    NEED_DEV("rmsnorm_bwd16", "rstd", rstd, (size_t)N * F);
-    if (ok) cpu()->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
+    if (NEED_ALL("rmsnorm_bwd16", {"dinp", dinp, NC}, {"dinp16", dinp16, (size_t)N * C * 2},
+                 {"dw", dw, (size_t)C * F}, {"dout", dout, NC}, {"inp", inp, NC},
+                 {"w", w, (size_t)C * F}, {"rstd", rstd, (size_t)N * F}))
+        cpu()->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
     leave();
 }
 #define S_GLU_BWD_D16(name)                                                                \
     static void s_##name(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16, \
                          int N, int H) {                                                   \
-        int ok = 1;                                                                        \
         const size_t NH = (size_t)N * H;                                                   \
         enter();                                                                           \
-        NEED_DEV(#name, "dgu", dgu, 2 * NH * F);                                           \
-        NEED_DEV(#name, "dgu16", dgu16, 2 * NH * 2);                                       \
-        NEED_DEV(#name, "dout", dout, NH * F);                                             \
-        NEED_DEV(#name, "gu16", gu16, 2 * NH * 2);                                         \
-        if (ok) cpu()->name(dgu, dgu16, dout, gu16, N, H);                                 \
+        if (NEED_ALL(#name, {"dgu", dgu, 2 * NH * F}, {"dgu16", dgu16, 2 * NH * 2},        \
+                     {"dout", dout, NH * F}, {"gu16", gu16, 2 * NH * 2}))                  \
+            cpu()->name(dgu, dgu16, dout, gu16, N, H);                                     \
         leave();                                                                           \
     }
 S_GLU_BWD_D16(swiglu_bwd_d16)
