@@ -39,8 +39,7 @@ ok $([ $? = 0 ] && ! grep -q 'no space for the next checkpoint' run.err; echo $?
 leave 300000
 run2
 diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+ok $(failed_once "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk too full for step-11: exit $RC, one error naming M/ck, its file system and $FREE bytes free vs needed"
 ok $(grep -Eq "warning: checkpoint: no space for the next checkpoint in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), a checkpoint of this run needs [0-9]+ bytes .*checked at start, before step 1" run.err &&
      [ "$(grep -c 'no space for the next checkpoint' run.err)" = 1 ]; echo $?) \
@@ -49,31 +48,15 @@ ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is 
 
 # (2) room at the check; the disk fills while rank 0 is stopped before
 # writing its tensors
-rm -f M/fill
-rm -f run.err
-run2 ZT_CKPT_CRASH_AT=stop:save_tensors@11 ZT_CKPT_CRASH_RANK=0 &
-job=$!
-stop_fill
-wait $job
-RC=$?
-diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+fill_during run2 save_tensors@11
+ok $([ -n "$pid" ] && failed_once "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk filled during the write ($FILLED bytes left): exit $RC, one error naming the write, the file system and bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 
 # (3) room at the check; the disk fills while rank 0 is stopped before
 # writing the file's metadata
-rm -f M/fill
-rm -f run.err
-run2 ZT_CKPT_CRASH_AT=stop:save_metadata@11 ZT_CKPT_CRASH_RANK=0 &
-job=$!
-stop_fill
-wait $job
-RC=$?
-diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: M/ck/step-11.tmp/state.h5: cannot write the checkpoint metadata \(No space left on device\) \(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+fill_during run2 save_metadata@11
+ok $([ -n "$pid" ] && failed_once "^ztrain: error: M/ck/step-11.tmp/state.h5: cannot write the checkpoint metadata \(No space left on device\) \(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk filled before the metadata is written ($FILLED bytes left): exit $RC, one error naming the metadata, the file system and bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 

@@ -34,3 +34,22 @@ stop_fill() {
     FILLED=$(avail)
     [ -n "$pid" ] && kill -CONT "$pid"
 }
+# fill_during RUN POINT: RUN (run2 or the like: a function taking ENV...)
+# in the background with rank 0 stopped at ZT_CKPT_CRASH_AT=stop:POINT
+# while the disk is filled (stop_fill), from an empty disk and no run.err;
+# RC its exit status, the first lines of its errors as diagnostics
+fill_during() {
+    rm -f M/fill run.err
+    "$1" ZT_CKPT_CRASH_AT=stop:$2 ZT_CKPT_CRASH_RANK=0 &
+    local job=$!
+    stop_fill
+    wait $job
+    RC=$?
+    diag <(grep -v 'pwritev' run.err | head -n 3)
+}
+# failed_once REGEX: the run exited 1 with one error, matching REGEX, and no
+# watchdog line ("no progress")
+failed_once() {
+    [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
+        grep -Eq "$1" run.err
+}
