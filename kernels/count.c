@@ -48,7 +48,7 @@ enum {
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
-    K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD,
+    K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
     K_XENT16_FWD, K_XENT16_FUSED, K_N
 };
 
@@ -138,6 +138,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_FINISH_RANGES] = {"k_finish_ranges", ZT_CC_REDUCE},
     [K_SDPA_ROUND] = {"k_sdpa_round", ZT_CC_CONVERT},
     [K_SDPA_WIDEN] = {"k_sdpa_widen", ZT_CC_CONVERT},
+    [K_COLSUM16_PART] = {"k_colsum16_part", ZT_CC_COLSUM},
     [K_CUDNN_FWD] = {"cudnnBackendExecute (SDPA forward)", ZT_CC_CUDNN_FWD},
     [K_CUDNN_BWD] = {"cudnnBackendExecute (SDPA backward)", ZT_CC_CUDNN_BWD},
 };
@@ -544,6 +545,13 @@ static void colsum(long N, long C) {
     if (N <= 0 || C <= 0) return;
     const double P = zt_cuda_ws_col_chunks((int)N, NULL);
     rec(K_COLSUM_PART, D(N) * D(C), D(N) * D(C) * F + P * D(C) * 8);
+    rec(K_COLSUM_FINAL, P * D(C), P * D(C) * 8 + 2 * D(C) * F);
+}
+/* zt_cuda_colsum16_acc: the same of bf16 src (k_colsum16_part reads N C h) */
+static void colsum16(long N, long C) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks((int)N, NULL);
+    rec(K_COLSUM16_PART, D(N) * D(C), D(N) * D(C) * H + P * D(C) * 8);
     rec(K_COLSUM_FINAL, P * D(C), P * D(C) * 8 + 2 * D(C) * F);
 }
 
@@ -956,10 +964,10 @@ static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, co
  * h), Stats (B NH T f), writes and reads softmax_sum (2 B NH T f) and
  * dQ_accum (2 B T AD f), with NKV < NH the per-q-head dK and dV (4 B T AD
  * f), writes dQ, dK, dV into dqkv16 (B T R h); k_sdpa_widen of dqkv16 into
- * dqkv (B T R: h read, f written).  No k_att_rowdot: the graph computes
- * softmax_sum itself. */
+ * dqkv (B T R: h read, f written), or (d16: gqa_ext_bwd16d, dqkv16 the
+ * caller's) none.  No k_att_rowdot: the graph computes softmax_sum itself. */
 static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
-                     const void *o16) {
+                     const void *o16, int d16) {
     const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
     if (!q16) rec(K_SDPA_ROUND, 0, BT * R * (F + H));
     else if (!sdpa_q_direct(q16, NH, NKV, hs)) rec(K_MEMCPY, 0, 2 * BT * R * H);
@@ -970,7 +978,7 @@ static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, co
     rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
         BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
             BT * R * H);
-    rec(K_SDPA_WIDEN, 0, BT * R * (H + F));
+    if (!d16) rec(K_SDPA_WIDEN, 0, BT * R * (H + F));
 }
 
 /* zt_cuda_gqa_ext_fwd: bf16 mode at head sizes <= 128: k_att_tc_round of
@@ -1024,7 +1032,7 @@ static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float s
                              const void *q16, const void *o16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     if (sdpa_rule(hs, softcap, lse)) {
-        sdpa_bwd(B, T, NH, NKV, hs, window, q16, o16);
+        sdpa_bwd(B, T, NH, NKV, hs, window, q16, o16, 0);
         return;
     }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
@@ -1108,6 +1116,27 @@ static void c_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
     if (g_inner)
         g_inner->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
     gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, qkv16, out16, lse);
+}
+/* gqa_ext_bwd16d: cuda_attention.cu's rule: cuDNN's path with q|k|v, the
+ * output and dqkv16 read / written in place (16-byte aligned) returns 1,
+ * its dQ, dK, dV not widened; else gqa_ext_bwd16o's counts (0).  Over an
+ * inner backend, the inner's answer (the cpu backends: 0). */
+static int c_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd16d);
+    const float sc = o ? o->softcap : 0.0f;
+    const int win = o ? o->window : 0;
+    int r;
+    if (g_inner)
+        r = g_inner->gqa_ext_bwd16d(dqkv, dqkv16, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    else
+        r = B > 0 && T > 0 && NH > 0 && hd > 0 && att_shape_ok(NH, NKV, hd) && sdpa_rule(hd, sc, lse) &&
+            sdpa_q_direct(qkv16, NH, NKV, hd) && out16 && ((uintptr_t)out16 & 15) == 0 &&
+            sdpa_q_direct(dqkv16, NH, NKV, hd);
+    if (r) sdpa_bwd(B, T, NH, NKV, hd, win > 0 && win < T ? win : 0, qkv16, out16, 1);
+    else gqa_bwd_counts16(B, T, NH, NKV, hd, sc, win, qkv16, out16, lse);
+    return r;
 }
 
 /* ------------------------------------------------------------ embeddings */
@@ -1450,7 +1479,9 @@ static void c_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *
     call(ZT_CE_matmul_bwd_d16);
     if (g_inner)
         g_inner->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
-    mm_bwd_o(dinp, dw, dbias, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+    /* (dout NULL: dbias from dout16, k_colsum16_part) */
+    mm_bwd_o(dinp, dw, dout ? dbias : NULL, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+    if (dbias && !dout && N > 0) colsum16(N, OC);
 }
 static void c_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                    const float *dout, const uint16_t *dout16, const float *inp,
@@ -1868,6 +1899,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->gqa_ext_bwd16 = c_gqa_ext_bwd16;
     t->gqa_ext_fwd16o = c_gqa_ext_fwd16o;
     t->gqa_ext_bwd16o = c_gqa_ext_bwd16o;
+    t->gqa_ext_bwd16d = c_gqa_ext_bwd16d;
 }
 
 const zt_backend *zt_backend_count(void) {

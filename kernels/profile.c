@@ -521,6 +521,17 @@ static void p_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
           (2.0 + F4) * B * T * (NH + 2 * NKV) * hd + (F4 + 2.0) * B * T * NH * hd);
 }
 
+static int p_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    const int r = inner->gqa_ext_bwd16d(dqkv, dqkv16, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    /* (1: the gradient written in bf16, 2 bytes an element in place of 4) */
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
+          (2.0 + (r ? 2.0 : F4)) * B * T * (NH + 2 * NKV) * hd + (F4 + 2.0) * B * T * NH * hd);
+    return r;
+}
+
 static void p_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                           const float *lse, int B, int T, int NH, int NKV, int hd,
                           const zt_attn_opts *o) {
@@ -734,6 +745,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rmsnorm_bwd16);
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
+    W(gqa_ext_bwd16d);
     W(adamw);
     W(sumsq);
     W(scale);

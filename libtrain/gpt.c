@@ -562,6 +562,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                 w->attprojw, W16(T_PROJW), N, C, C);
     zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+    uint16_t *dq16 = NULL;   /* (or its bf16 values, gqa_ext_bwd16d's) */
     if (g->spn > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
         const int P = g->spn;
@@ -586,10 +587,27 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->from_bf16(a->d4b, s->atty16, (size_t)N * C);
             atty = a->d4b;
         }
+        /* (ab16: the backward writes the q|k|v gradient in bf16 where its
+         * path makes it so, cuDNN's, into dq16: d4b past the output's
+         * staging [N, C], 256-byte aligned where that fits; the GEMM
+         * below reads it as it is) */
+        if (ao16 && !sk->lora && zt_att_in16_of(&g->cfg, be, 1, g->spn) == ZT_ATT_IN16OD) {
+            const uintptr_t lo = (uintptr_t)(a->d4b + (size_t)N * C), hi = (uintptr_t)(a->d4b + (size_t)N * 4 * C);
+            const size_t need = (size_t)N * 3 * C * 2;
+            uintptr_t p = (lo + 255) & ~(uintptr_t)255;
+            if (p + need > hi) p = (lo + 15) & ~(uintptr_t)15;
+            if (p + need <= hi) dq16 = (uint16_t *)p;
+        }
         if (ao16) {
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
-            be->gqa_ext_bwd16o(a->dqkv, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b, s->lse, B, T,
-                               NH, NH, C / NH, &ao);
+            if (dq16) {
+                if (!be->gqa_ext_bwd16d(a->dqkv, dq16, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b,
+                                        s->lse, B, T, NH, NH, C / NH, &ao))
+                    dq16 = NULL;   /* (the fp32 gradient in dqkv) */
+            } else {
+                be->gqa_ext_bwd16o(a->dqkv, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b, s->lse, B,
+                                   T, NH, NH, C / NH, &ao);
+            }
         } else if (o16) {
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
             be->gqa_ext_bwd16(a->dqkv, a->dbuf, s->qkv16, a->d4a, atty, s->lse, B, T, NH, NH, C / NH,
@@ -598,8 +616,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->attention_bwd(a->dqkv, a->dbuf, qkv, atty, s->lse, B, T, C, NH);
         }
     }
-    zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N, C,
-                3 * C);
+    if (dq16)   /* (the bias gradient from the bf16 values too: bitwise) */
+        be->matmul_bwd_d16(a->dbuf, gw->qkvw, gw->qkvb, NULL, dq16, s->ln1, s->ln116, w->qkvw,
+                           W16(T_QKVW), N, C, 3 * C);
+    else
+        zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N,
+                    C, 3 * C);
 #undef W16
     zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, a->dbuf, N, ls);
     if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */

@@ -295,6 +295,17 @@ mutant sdpa-gqa-swap kernels/cuda/cuda_sdpa.cu \
 mutant sdpa-no-dq-zero kernels/cuda/cuda_sdpa.cu \
     '\K    if \(!ZT_CU\(cudaMemsetAsync\(dqacc, 0, nout \* sizeof\(float\), zt_cu\.stream\)\)\) return true;\n' ''
 
+# cuDNN attention backward into the caller's bf16 gradient (gqa_ext_bwd16d):
+# the call says the gradient is in dqkv16 (1) no more, while it is not in
+# dqkv either (its fp32 q|k|v GEMM would read what dqkv held)
+mutant sdpa-d16-flag kernels/cuda/cuda_sdpa.cu \
+    'if \(dd\) \*d16 = \Ktrue(?=;)' 'false'
+
+# the column sums of a bf16 gradient (k_colsum16_part, matmul_bwd_d16 with
+# dout NULL): each chunk's last row left out
+mutant colsum16-last-row kernels/cuda/cuda_nn.cu \
+    'for \(int n = n0; n < n1\K(?=; n\+\+\) acc \+= \(double\)zt_cvt_bf16_to_f32)' ' - 1'
+
 # Mixture of Experts routing: top-k ties broken towards the higher expert
 # (the CPU takes the lower one)
 mutant moe-topk-tie kernels/cuda/cuda_moe.cu \

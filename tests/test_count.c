@@ -479,13 +479,15 @@ typedef struct w16_mem {
     long ao16, att16;  /* gqa_ext_fwd16o + _bwd16o, gqa_ext_fwd16 + _bwd16 calls */
     long from16;       /* k_from_bf16 launches */
     long d16;          /* calls of the bf16-gradient entries (matmul_bwd_d16, ...) */
+    long ab16;         /* gqa_ext_bwd16d calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
- * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16
- * (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run */
+ * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
+ * 4096 = ZT_TEST_NO_AB16 (all read at the setup too); 64 = ZT_TEST_NO_L16
+ * over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -541,6 +543,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 256) setenv("ZT_TEST_NO_D16", "1", 1);
     if (no_w16 & 512) setenv("ZT_TEST_NO_NF4W16", "1", 1);
     if (no_w16 & 1024) setenv("ZT_TEST_NO_QKR16", "1", 1);
+    if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -557,6 +560,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_AO16");
     unsetenv("ZT_TEST_NO_NF4W16");
     unsetenv("ZT_TEST_NO_QKR16");
+    unsetenv("ZT_TEST_NO_AB16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -616,8 +620,12 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
-               t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
-    mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o];
+               t.calls[ZT_CE_gqa_ext_bwd16d] + t.calls[ZT_CE_swiglu_bwd_d16] +
+               t.calls[ZT_CE_geglu_bwd_d16];
+    /* (gqa_ext_bwd16d: gqa_ext_bwd16o where its path has no bf16 gradient) */
+    mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
+                t.calls[ZT_CE_gqa_ext_bwd16d];
+    mem->ab16 = t.calls[ZT_CE_gqa_ext_bwd16d];
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -1221,6 +1229,44 @@ static void bf16_att_out(void) {
     }
 }
 
+/* ------------------------------------------------------------ the attention backward's bf16 gradient
+ * GPT-2's training blocks call gqa_ext_bwd16d (ZT_ATT_IN16OD) in place of
+ * gqa_ext_bwd16o, once a block and backward, without LoRA; over the cpu
+ * backend it answers 0 (its gradient is fp32) and the q|k|v GEMM reads the
+ * fp32 dqkv as before: every loss and gradient norm bitwise those of
+ * ZT_TEST_NO_AB16=1 (gqa_ext_bwd16o, the path of before), stages 0 and 3,
+ * checkpointed; the other counts and the activations' peak and plan
+ * unchanged.  LoRA and Llama: no call.  (cuDNN's path, which answers 1:
+ * cudnn_formulas, cudnn_model; its values: test_cuda on the simulator.) */
+static void bf16_att_bwd16(void) {
+    static const w16_kind kind = {4096, " with and without the attention backward's bf16 gradient",
+                                  "gqa_ext_bwd16o path's", NULL};
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
+                 ex == ck ? " checkpointed" : "", ex == lora ? " LoRA" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
+        const long bw = cases[i].want ? 4L * p.s.L : 0;
+        tap_ok(p.ma.ab16 == bw && p.mb.ab16 == 0 && p.ma.ao16 == p.mb.ao16 && p.ma.o16 == p.mb.o16 &&
+                   p.ra == p.rb && p.wa == p.wb && p.ma.a16 == p.mb.a16 && p.ma.d16 == p.mb.d16 &&
+                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
+                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+               "%s: %ld gqa_ext_bwd16d calls (%ld expected, %ld without), the bf16-output calls %ld "
+               "(%ld without), activations' peak %llu bytes (%llu without), plan %llu",
+               what, p.ma.ab16, bw, p.mb.ab16, p.ma.ao16, p.mb.ao16, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak, (unsigned long long)p.ma.acts_plan);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 gradients
  * The gradients the backward GEMMs read written in bf16 by the kernels
  * producing them (backend.h matmul_bwd_d16, matmul_dgelu_bwd_d16,
@@ -1575,6 +1621,36 @@ static void cudnn_formulas(void) {
         tap_ok(tot().launches == 6 && launches_of("cudaMemcpyAsync D2D", &fr, &br) == 2 &&
                    br == 2 * (BT * R + BT * AD) * h,
                "%s: the backward on them: both copied, then the 4 launches", what);
+        /* the gradient in bf16 (gqa_ext_bwd16d): cuDNN's dQ|dK|dV written
+         * into the caller's dqkv16, not widened (1); dqkv16 not 16-byte
+         * aligned: gqa_ext_bwd16o's launches, widened (0) */
+        uint16_t *d16 = FAKE(uint16_t, 10), *d16m = (uint16_t *)((uintptr_t)FAKE(uint16_t, 11) + 8);
+        zt_count_reset();
+        const int r1 = K->gqa_ext_bwd16d(y, d16, z, q16, x, h16, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(r1 == 1 && tot().launches == 3 && launches_of("k_sdpa_widen", NULL, NULL) == 0 &&
+                   launches_of("k_sdpa_round", &fr, &br) == 1 && br == BT * AD * (f + h) &&
+                   launches_of("cudaMemsetAsync", NULL, NULL) == 1,
+               "%s: bf16 gradient backward: dout rounded, memset, the graph, no widening (3 launches, 1)", what);
+        check_kernel(what, "cudnnBackendExecute (SDPA backward)", 1, pairs * 10 * hs,
+                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f +
+                         (NKV < NH ? 4 * BT * AD * f : 0) + BT * R * h);
+        zt_count_reset();
+        const int r0 = K->gqa_ext_bwd16d(y, d16m, z, q16, x, h16, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(r0 == 0 && tot().launches == 4 && launches_of("k_sdpa_widen", &fr, &br) == 1 && br == BT * R * (h + f),
+               "%s: dqkv16 8 bytes past 16-byte alignment: widened into dqkv (4 launches, 0)", what);
+    }
+    /* the q|k|v GEMM on that gradient: matmul_bwd_d16 with dout NULL, the
+     * bias gradient from dout16 (k_colsum16_part reads it in bf16) */
+    {
+        const int N = 80, C = 64, OC = 192;
+        const double P = 3;   /* column-sum chunks of 27 rows (at most 32 a chunk) */
+        zt_count_reset();
+        K->matmul_bwd_d16(x, y, z, NULL, FAKE(uint16_t, 10), NULL, q16, NULL, h16, N, C, OC);
+        check_kernel("q|k|v GEMM on the bf16 gradient", "k_colsum16_part", 1, (double)N * OC,
+                     (double)N * OC * h + P * OC * 8);
+        tap_ok(launches_of("k_colsum_part", NULL, NULL) == 0 && launches_of("k_colsum_final", NULL, NULL) == 1 &&
+                   launches_of("k_round_bf16", NULL, NULL) == 0,
+               "q|k|v GEMM on the bf16 gradient: no k_colsum_part, no k_round_bf16 (%ld launches)", tot().launches);
     }
     /* the rule: each condition alone sends the call to ztrain's kernels */
     const int B = 2, T = 40, NH = 4, NKV = 2, hs = 16;
@@ -1658,6 +1734,20 @@ static void cudnn_model(void) {
     tap_ok(sa == rest && per[ZT_CC_CUDNN_FWD] == 0 && per[ZT_CC_CUDNN_BWD] == 0,
            "the step with uncalibrated cuDNN classes: the sum over the other launches (%.6f ms), cuDNN's left out",
            sa * 1e3);
+    /* the attention backward's bf16 gradient (gqa_ext_bwd16d): no k_sdpa_widen in the step, the q|k|v
+     * bias gradient from it (k_colsum16_part) a block; ZT_TEST_NO_AB16=1: widened, as before */
+    cm_counts c;
+    setenv("ZT_TEST_NO_AB16", "1", 1);
+    const int rc_c = cm_count_step(&g, &oc, zt_backend_count(), &c, &st);
+    unsetenv("ZT_TEST_NO_AB16");
+    if (tap_ok(rc_c == ZT_OK, "and with cuDNN, ZT_TEST_NO_AB16=1")) {
+        tap_ok(launches_of_k(a.k, a.nk, "k_sdpa_widen") == 0 && launches_of_k(a.k, a.nk, "k_colsum16_part") == 2 &&
+                   launches_of_k(c.k, c.nk, "k_sdpa_widen") == 2 && launches_of_k(c.k, c.nk, "k_colsum16_part") == 0 &&
+                   a.tot.launches + 2 * 2 == c.tot.launches && a.tot.bytes < c.tot.bytes,
+               "cuDNN step: dq|dk|dv not widened, the q|k|v GEMM reads them (2 k_colsum16_part, %ld launches); "
+               "ZT_TEST_NO_AB16=1: 2 k_sdpa_widen, %ld launches", a.tot.launches, c.tot.launches);
+        cm_counts_free(&c);
+    }
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -1772,6 +1862,7 @@ int main(int argc, char **argv) {
     bf16_qknorm_rope();
     bf16_logits();
     bf16_att_out();
+    bf16_att_bwd16();
     bf16_gradients();
     bf16_hooks_once();
     cudnn_formulas();

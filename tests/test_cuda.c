@@ -898,6 +898,31 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         snprintf(name, sizeof name, "cpu matmul_bwd_d16 %s: bitwise matmul_bwd", tag);
         tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4) && !memcmp(b0, b1, OC * 4), "%s",
                name);
+        /* dout NULL (gqa_ext_bwd16d's bf16 gradient): dbias the column sum
+         * of fp32(dout16), k_colsum16_part; bitwise the entry given dout =
+         * the widened values, here and on the CPU */
+        {
+            float *wd = xmalloc(no * 4), *wd_d = gpu->alloc(no * 4);
+            cpu->from_bf16(wd, d16, no);
+            gpu->to_device(wd_d, wd, no * 4);
+            for (int k = 0; k < 2; k++) {
+                gpu->zero(dw[k], nw * 4);
+                gpu->zero(db[k], OC * 4);
+                gpu->matmul_bwd_d16(di[k], dw[k], db[k], k ? NULL : wd_d, d16_d, NULL, i16_d, NULL, w16_d, N, C,
+                                    OC);
+            }
+            snprintf(name, sizeof name, "matmul_bwd_d16 with dout NULL %s: bitwise dout = fp32(dout16)", tag);
+            tap_ok(same_bits(di[0], di[1], ni * 4) && same_bits(dw[0], dw[1], nw * 4) &&
+                       same_bits(db[0], db[1], OC * 4),
+                   "%s", name);
+            memset(g0, 0, nw * 4), memset(g1, 0, nw * 4), memset(b0, 0, OC * 4), memset(b1, 0, OC * 4);
+            cpu->matmul_bwd_d16(e0, g0, b0, wd, d16, NULL, i16, NULL, w16, N, C, OC);
+            cpu->matmul_bwd_d16(e1, g1, b1, NULL, d16, NULL, i16, NULL, w16, N, C, OC);
+            snprintf(name, sizeof name, "cpu matmul_bwd_d16 with dout NULL %s: bitwise dout = fp32(dout16)", tag);
+            tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4) && !memcmp(b0, b1, OC * 4), "%s", name);
+            free(wd);
+            gpu->free(wd_d);
+        }
         free(hi); free(e0); free(e1); free(g0); free(g1); free(b0); free(b1); free(hd); free(d16);
         gpu->free(bd16);
         no_error("matmul_bwd_d16");
@@ -2246,6 +2271,26 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
     gpu->to_host(back, tmp_d, nq * 4);
     snprintf(name, sizeof name, "cuDNN bf16 entries %s: q|k|v read in bf16 as they are (tmp untouched)", tag);
     tap_ok(memcmp(back, ff, nq * 4) == 0, "%s", name);
+    /* the gradient in bf16 (gqa_ext_bwd16d): cuDNN's dQ|dK|dV written into
+     * dqkv16 (1), dqkv untouched, widened bitwise gqa_ext_bwd16o's dqkv;
+     * dqkv16 8 bytes past 16-byte alignment: gqa_ext_bwd16o into dqkv (0) */
+    {
+        uint16_t *g16 = gpu->alloc(nq * 2);
+        char *gm_base = gpu->alloc(nq * 2 + 16);
+        float *g32 = dev(ff, nq * 4), *gw = gpu->alloc(nq * 4);
+        const int r1 = gpu->gqa_ext_bwd16d(g32, g16, dout_d, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+        gpu->from_bf16(gw, g16, nq);
+        gpu->to_host(back, g32, nq * 4);
+        snprintf(name, sizeof name,
+                 "cuDNN gqa_ext_bwd16d %s: 1, dqkv16 widened bitwise gqa_ext_bwd16o's dqkv, dqkv untouched", tag);
+        tap_ok(r1 == 1 && same_bits(gw, d2, nq * 4) && memcmp(back, ff, nq * 4) == 0, "%s", name);
+        const int r0 = gpu->gqa_ext_bwd16d(g32, (uint16_t *)(gm_base + 8), dout_d, q16_d, tmp_d, h1, o3, l3, B, T,
+                                           NH, NKV, hd, &o);
+        snprintf(name, sizeof name, "cuDNN gqa_ext_bwd16d %s, dqkv16 misaligned: 0, dqkv bitwise gqa_ext_bwd16o's",
+                 tag);
+        tap_ok(r0 == 0 && same_bits(g32, d2, nq * 4), "%s", name);
+        gpu->free(g16), gpu->free(gm_base), gpu->free(g32), gpu->free(gw);
+    }
     /* q|k|v and the output not 16-byte aligned: copied for cuDNN */
     gpu->zero(o3, no * 4);
     gpu->zero(l3, nl * 4);
@@ -2259,7 +2304,7 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
                same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
            "%s", name);
     zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
-    tap_ok(f1 == f0 + 5 && b1 == b0 + 5 && x1 == x0, "cuDNN ran the 5 forwards and 5 backwards %s", tag);
+    tap_ok(f1 == f0 + 5 && b1 == b0 + 7 && x1 == x0, "cuDNN ran the 5 forwards and 7 backwards %s", tag);
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
     zt_cuda_att_cudnn_for_test(0, 0);
     free(qkv); free(dout); free(q16); free(ff); free(back);
@@ -2355,6 +2400,15 @@ static void test_gqa16o(int B, int T, int NH, int NKV, int hd, int mode, int cud
             tap_ok(b ? !memcmp(h1, h2, no * 2) && !memcmp(l1, l2, nl * 4) && !memcmp(d1, d2, nq * 4)
                      : same_bits(h1, h2, no * 2) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
                    "%s", name);
+            /* gqa_ext_bwd16d: 1 (cuDNN) with dqkv16 widened bitwise d1, else 0 with dqkv bitwise d1 */
+            uint16_t *g16 = al(nq * 2);
+            const int r = be->gqa_ext_bwd16d(d2, g16, dout_d, q16_d, tmp, h1, o1, l1, B, T, NH, NKV, hd, &o);
+            if (r) be->from_bf16(d2, g16, nq);
+            snprintf(name, sizeof name, "%sgqa_ext_bwd16d B=%d T=%d NH=%d NKV=%d hd=%d%s (%s): %d, bitwise gqa_ext_bwd16o",
+                     b ? "cpu " : "", B, T, NH, NKV, hd, k ? " (capped, window)" : "", b ? "cpu" : path, r);
+            tap_ok(r == (cudnn && !b) && (b ? !memcmp(d1, d2, nq * 4) : same_bits(d1, d2, nq * 4)), "%s", name);
+            if (b) free(g16);
+            else gpu->free(g16);
         }
         be->set_matmul_precision(ZT_MATMUL_FP32);
         void *bufs[] = {tmp, o1, o2, l1, l2, w, d1, d2, h1, h2};

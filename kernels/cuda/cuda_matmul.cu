@@ -481,7 +481,9 @@ static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const f
                          : round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
         if (!s) return;
         bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16, dd16);
-        if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        /* (dout NULL: matmul_bwd_d16's dbias from dout16) */
+        if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        else if (dbias) zt_cuda_colsum16_acc(dbias, (const uint16_t *)dout16, N, OC, (size_t)OC);
         return;
     }
     if (dinp && C > 0) {
@@ -490,7 +492,8 @@ static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const f
     }
     if (OC <= 0) return;
     if (dw && C > 0) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL);
-    if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    else if (dbias) zt_cuda_colsum16_acc(dbias, (const uint16_t *)dout16, N, OC, (size_t)OC);
 }
 
 void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
@@ -634,7 +637,7 @@ void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, floa
 
 /* the bf16-gradient entries (backend.h): the entries above with the GEMMs'
  * dout operand dout16 itself (bf16 matmul mode only); dbias from the fp32
- * dout */
+ * dout (matmul_bwd_d16 with dout NULL: from dout16, k_colsum16_part) */
 void zt_cuda_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
                             const float *w, const uint16_t *w16, int N, int C, int OC) {

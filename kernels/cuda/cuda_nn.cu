@@ -145,6 +145,18 @@ __global__ void k_colsum_part(double *part, const float *src, int N, int C, size
     part[(size_t)p * C + c] = acc;
 }
 
+/* k_colsum_part of fp32(src16) (bf16 bits): the same sums in the same
+ * order, so bitwise k_colsum_part of the widened values */
+__global__ void k_colsum16_part(double *part, const uint16_t *src16, int N, int C, size_t ld, int R) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    if (c >= C) return;
+    const int n0 = p * R, n1 = min(N, n0 + R);
+    double acc = 0.0;
+    for (int n = n0; n < n1; n++) acc += (double)zt_cvt_bf16_to_f32(src16[(size_t)n * ld + c]);
+    part[(size_t)p * C + c] = acc;
+}
+
 /* dst[c] += sum over p of part[p, c], in order; two arrays at once when
  * part2 is set */
 __global__ void k_colsum_final(float *dst, const double *part, float *dst2, const double *part2,
@@ -176,6 +188,20 @@ void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
     const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
     k_colsum_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
     if (!ZT_LAUNCHED("k_colsum_part")) return;
+    k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
+        dst, part, NULL, NULL, P, C);
+    ZT_LAUNCHED("k_colsum_final");
+}
+
+void zt_cuda_colsum16_acc(float *dst, const uint16_t *src16, int N, int C, size_t ld) {
+    if (N <= 0 || C <= 0) return;
+    int R;
+    const int P = col_chunks(N, &R);
+    double *part = (double *)zt_cuda_scratch(zt_cuda_ws_colsum(N, C), "column sum");
+    if (!part) return;
+    const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
+    k_colsum16_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src16, N, C, ld, R);
+    if (!ZT_LAUNCHED("k_colsum16_part")) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
         dst, part, NULL, NULL, P, C);
     ZT_LAUNCHED("k_colsum_final");
