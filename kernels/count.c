@@ -13,9 +13,9 @@
  * (what a perfect cache would leave of its traffic), with two exceptions
  * where the kernel's re-reads do not fit on chip: k_xent_fwd reads each
  * row of V logits three times (max, sum, then the probabilities), and
- * k_layernorm_bwd_part / k_rmsnorm_bwd_part read the per-row statistics
- * once per column block.  GEMMs count their operands once (cuBLAS's tile
- * re-reads hit L2).  FLOPs: multiply-adds as 2; elementwise kernels count
+ * k_layernorm_bwd_part / k_rmsnorm_bwd_part (what-if NORM_BWD_SPLIT) read
+ * the per-row statistics once per column block.  GEMMs count their
+ * operands once (cuBLAS's tile re-reads hit L2).  FLOPs: multiply-adds as 2; elementwise kernels count
  * their arithmetic per element (exp, tanh, sqrt: 1 each), which the cost
  * model does not use (they are memory-bound).
  */
@@ -40,7 +40,7 @@ enum {
     K_ENCODER_FWD, K_ENCODER_BWD_WPE, K_IOTA, K_SORT_HIST, K_SORT_SCAN, K_SORT_PASS,
     K_ENCODER_BWD_WTE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX, K_LAYERNORM_BWD_PART, K_RMSNORM_FWD,
     K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
-    K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
+    K_LAYERNORM_BWD, K_RMSNORM_BWD, K_HEADNORM_BWD, K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
     K_GELU_FWD, K_GELU_BWD, K_GELU_FWD16, K_SWIGLU_FWD16, K_SWIGLU_BWD16, K_GEGLU_FWD16,
     K_GEGLU_BWD16, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
@@ -83,6 +83,9 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
     [K_HEADNORM_BWD_PART] = {"k_headnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_BWD_DX] = {"k_headnorm_bwd_dx", ZT_CC_ROWNORM},
+    [K_LAYERNORM_BWD] = {"k_layernorm_bwd", ZT_CC_ROWNORM},
+    [K_RMSNORM_BWD] = {"k_rmsnorm_bwd", ZT_CC_ROWNORM},
+    [K_HEADNORM_BWD] = {"k_headnorm_bwd", ZT_CC_ROWNORM},
     [K_ROPE] = {"k_rope", ZT_CC_STREAM},
     [K_ROPE_FWD16] = {"k_rope_fwd16", ZT_CC_STREAM},
     [K_QKNORM_ROPE_FWD16] = {"k_qknorm_rope_fwd16", ZT_CC_ROWNORM},
@@ -1197,22 +1200,36 @@ static void c_layernorm_fwd(float *out, float *mean, float *rstd, const float *i
     rec(K_LAYERNORM_FWD, 8 * D(N) * C, 2 * D(N) * C * F + 2 * D(C) * F + 2 * D(N) * F);
 }
 
-/* k_layernorm_bwd_dx: 12 N C FLOPs; reads inp, dout, dinp (3 N C f), w C f,
- * mean and rstd 2 N f; writes dinp N C f.
- * k_layernorm_bwd_part (ceil(C/128) x P blocks): 5 N C FLOPs; reads inp
- * and dout 2 N C f, mean and rstd once per column block
- * (ceil(C/128) 2 N f); writes 2 P C 8.
- * k_colsum_final (both arrays): 2 P C FLOPs; reads 2 P C 8, dw and db read
- * and written 4 C f. */
+/* k_layernorm_bwd (a block per row chunk: a warp per row for dinp, then a
+ * thread per column for the chunk's partial dw, db over the rows just
+ * read): 17 N C FLOPs; reads inp, dout once and dinp (3 N C f), w C f,
+ * mean and rstd 2 N f; writes dinp N C f and 2 P C 8 (the partials'
+ * re-reads between row groups stay on chip).  k_colsum_final (both
+ * arrays): 2 P C FLOPs; reads 2 P C 8, dw and db read and written 4 C f.
+ * dinp16: N C h more written (layernorm_bwd16).
+ * What-if NORM_BWD_SPLIT (the recorded tables' kernels): k_layernorm_bwd_dx
+ * (12 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f, mean and rstd 2 N f;
+ * writes dinp N C f, dinp16 N C h) then k_layernorm_bwd_part (ceil(C/128) x
+ * P blocks: 5 N C FLOPs; reads inp and dout again 2 N C f, mean and rstd
+ * once per column block ceil(C/128) 2 N f; writes 2 P C 8). */
+static void layernorm_bwd_counts(int N, int C, int d16) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    const double out16 = d16 ? D(N) * C * H : 0;
+    if (g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) {
+        rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + 2 * D(N) * F);
+        rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
+    } else {
+        rec(K_LAYERNORM_BWD, 17 * D(N) * C,
+            4 * D(N) * C * F + out16 + D(C) * F + 2 * D(N) * F + 2 * P * C * 8);
+    }
+    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+}
 static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C) {
     call(ZT_CE_layernorm_bwd);
     if (g_inner) g_inner->layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + D(C) * F + 2 * D(N) * F);
-    rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
-    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+    layernorm_bwd_counts(N, C, 0);
 }
 
 /* The residual add fused with the next norm: k_layernorm_fwd's /
@@ -1279,28 +1296,44 @@ static void c_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float
     rec(K_RMSNORM_FWD, 4 * D(N) * C, 2 * D(N) * C * F + D(C) * F + D(N) * F);
 }
 
-/* k_rmsnorm_bwd_dx: 8 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f,
- * rstd N f; writes dinp N C f.  k_rmsnorm_bwd_part: 3 N C FLOPs; reads inp
- * and dout 2 N C f, rstd once per column block (ceil(C/128) N f); writes
- * P C 8.  k_colsum_final: P C FLOPs; reads P C 8, dw read and written
- * 2 C f. */
+/* k_rmsnorm_bwd (k_layernorm_bwd's scheme): 11 N C FLOPs; reads inp, dout
+ * once and dinp (3 N C f), w C f, rstd N f; writes dinp N C f and P C 8.
+ * k_colsum_final: P C FLOPs; reads P C 8, dw read and written 2 C f.
+ * dinp16: N C h more written (rmsnorm_bwd16).  What-if NORM_BWD_SPLIT:
+ * k_rmsnorm_bwd_dx (8 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f,
+ * rstd N f; writes dinp N C f, dinp16 N C h) then k_rmsnorm_bwd_part (3 N C
+ * FLOPs; reads inp and dout again 2 N C f, rstd once per column block
+ * ceil(C/128) N f; writes P C 8). */
+static void rmsnorm_bwd_counts(int N, int C, int d16) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    const double out16 = d16 ? D(N) * C * H : 0;
+    if (g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) {
+        rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + D(N) * F);
+        rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
+    } else {
+        rec(K_RMSNORM_BWD, 11 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + D(N) * F + P * C * 8);
+    }
+    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+}
 static void c_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
                           const float *rstd, int N, int C) {
     call(ZT_CE_rmsnorm_bwd);
     if (g_inner) g_inner->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + D(C) * F + D(N) * F);
-    rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
-    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+    rmsnorm_bwd_counts(N, C, 0);
 }
 
 /* Per-head RMSNorm over R = N n_heads heads of hd.  k_headnorm_fwd:
  * 4 R hd FLOPs; reads x R hd f, w hd f; writes raw and x 2 R hd f, rstd R f.
- * Backward: k_headnorm_bwd_part (3 R hd FLOPs; reads raw and dx 2 R hd f,
- * rstd ceil(hd/128) R f; writes P' hd 8, P' the chunks of R rows),
- * k_colsum_final (P' hd; reads P' hd 8, dw 2 hd f), k_headnorm_bwd_dx
- * (8 R hd FLOPs; reads raw, dx 2 R hd f, rstd R f, w; writes dx R hd f). */
+ * Backward: k_headnorm_bwd (a block per chunk of pairs: a thread per
+ * channel for the partial dw, then a thread per pair for dx in place;
+ * 11 R hd FLOPs; reads raw and dx once 2 R hd f, rstd R f, w hd f; writes
+ * dx R hd f and P' hd 8, P' the chunks of R rows), then k_colsum_final
+ * (P' hd; reads P' hd 8, dw 2 hd f).  What-if NORM_BWD_SPLIT:
+ * k_headnorm_bwd_part (3 R hd FLOPs; reads raw and dx 2 R hd f, rstd
+ * ceil(hd/128) R f; writes P' hd 8), k_colsum_final, then k_headnorm_bwd_dx
+ * (8 R hd FLOPs; reads raw, dx again 2 R hd f, rstd R f, w; writes dx
+ * R hd f). */
 static void c_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
                            int n_heads, int stride, int hd) {
     call(ZT_CE_headnorm_fwd);
@@ -1315,6 +1348,11 @@ static void c_headnorm_bwd(float *dx, float *dw, const float *raw, const float *
     if (g_inner) g_inner->headnorm_bwd(dx, dw, raw, w, rstd, N, n_heads, stride, hd);
     if (N <= 0 || n_heads <= 0 || hd <= 0) return;
     const double R = D(N) * n_heads, P = zt_cuda_ws_col_chunks(N * n_heads, NULL);
+    if (!(g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT)) {
+        rec(K_HEADNORM_BWD, 11 * R * hd, 3 * R * hd * F + R * F + D(hd) * F + P * hd * 8);
+        rec(K_COLSUM_FINAL, P * hd, P * hd * 8 + 2 * D(hd) * F);
+        return;
+    }
     rec(K_HEADNORM_BWD_PART, 3 * R * hd, 2 * R * hd * F + D((hd + 127) / 128) * R * F + P * hd * 8);
     rec(K_COLSUM_FINAL, P * hd, P * hd * 8 + 2 * D(hd) * F);
     rec(K_HEADNORM_BWD_DX, 8 * R * hd, 3 * R * hd * F + R * F + D(hd) * F);
@@ -1498,22 +1536,13 @@ static void c_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *d
                               const float *mean, const float *rstd, int N, int C) {
     call(ZT_CE_layernorm_bwd16);
     if (g_inner) g_inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C,
-        4 * D(N) * C * F + D(N) * C * H + D(C) * F + 2 * D(N) * F);
-    rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
-    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+    layernorm_bwd_counts(N, C, 1);
 }
 static void c_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                             const float *inp, const float *w, const float *rstd, int N, int C) {
     call(ZT_CE_rmsnorm_bwd16);
     if (g_inner) g_inner->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + D(N) * C * H + D(C) * F + D(N) * F);
-    rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
-    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+    rmsnorm_bwd_counts(N, C, 1);
 }
 static void c_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                              int N, int H_) {

@@ -403,6 +403,20 @@ mutant rope16-rest kernels/cuda/cuda_llama.cu \
 mutant enc16-pos kernels/cuda/cuda_nn.cu \
     'k_encoder_fwd_w16\(float \*out[^{]*\{[^}]*?const int t = \(int\)\(n % \(size_t\)\KT(?=\);)' '(T - 1)'
 
+# layernorm_bwd in one pass: each group of rows starts the chunk's partial
+# dw from 0 (the chunk's earlier groups of rows lost)
+mutant ln-bwd-group kernels/cuda/cuda_nn.cu \
+    'double aw = \Kg0 == n0 \? 0\.0 : qw\[c\](?=, ab = )' '0.0'
+
+# rmsnorm_bwd in one pass: the column pass leaves each group's last row out
+mutant rms-bwd-lastrow kernels/cuda/cuda_llama.cu \
+    'for \(int n = g0; n < \Kg1(?=; n\+\+\)\n                aw \+= \(double\)\(inp)' 'g1 - 1'
+
+# headnorm_bwd in one pass: no barrier between the partial dw (reading the
+# output gradient) and the input gradient written over it
+mutant head-bwd-sync kernels/cuda/cuda_llama.cu \
+    '            qw\[c\] = aw;\n        \}\n        \K__syncthreads\(\);\n(?=        const int r = g0)' ''
+
 # the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
 # last free event never handed out again (ev_nfree > 1), so the pool grows
 # one event more than the requests in flight need

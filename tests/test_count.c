@@ -183,6 +183,71 @@ static void formulas(void) {
     check_kernel("add_rmsnorm_fwd", "k_add_rmsnorm_fwd", 1, 5 * N * C, 4 * N * C * 4 + C * 4 + N * 4);
     tap_ok(tot().launches == 1, "add_rmsnorm_fwd: 1 launch");
 
+    /* the norm backwards in one pass: dout and the input read once for
+     * dinp and the weight gradient's chunk partials (P = 1 chunk of the 6
+     * rows), then the partials' final sums; NORM_BWD_SPLIT (the recorded
+     * tables' kernels): the dx kernel, then the partials reading them again */
+    {
+        uint16_t *d16 = FAKE(uint16_t, 10);
+        const double P = 1, cb = 1;
+        zt_count_reset();
+        K->layernorm_bwd(y, dw, b, x, w, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("layernorm_bwd", "k_layernorm_bwd", 1, 17 * N * C,
+                     4 * N * C * 4 + C * 4 + 2 * N * 4 + 2 * P * C * 8);
+        check_kernel("layernorm_bwd", "k_colsum_final", 1, 2 * P * C, 2 * P * C * 8 + 4 * C * 4);
+        tap_ok(tot().launches == 2, "layernorm_bwd: 2 launches");
+        zt_count_reset();
+        K->layernorm_bwd16(y, d16, dw, b, x, w, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("layernorm_bwd16", "k_layernorm_bwd", 1, 17 * N * C,
+                     4 * N * C * 4 + N * C * 2 + C * 4 + 2 * N * 4 + 2 * P * C * 8);
+        tap_ok(tot().launches == 2, "layernorm_bwd16: 2 launches");
+        zt_count_reset();
+        K->rmsnorm_bwd(y, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
+        check_kernel("rmsnorm_bwd", "k_rmsnorm_bwd", 1, 11 * N * C,
+                     4 * N * C * 4 + C * 4 + N * 4 + P * C * 8);
+        check_kernel("rmsnorm_bwd", "k_colsum_final", 1, P * C, P * C * 8 + 2 * C * 4);
+        tap_ok(tot().launches == 2, "rmsnorm_bwd: 2 launches");
+        zt_count_reset();
+        K->rmsnorm_bwd16(y, d16, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
+        check_kernel("rmsnorm_bwd16", "k_rmsnorm_bwd", 1, 11 * N * C,
+                     4 * N * C * 4 + N * C * 2 + C * 4 + N * 4 + P * C * 8);
+        tap_ok(tot().launches == 2, "rmsnorm_bwd16: 2 launches");
+        /* per head: 6 rows of 3 heads of 5 (R = 18 pairs, one chunk) in rows of 20 */
+        const double R = 18, hd = 5;
+        zt_count_reset();
+        K->headnorm_bwd(y, dw, x, w, FAKE(float, 9), 6, 3, 20, 5);
+        check_kernel("headnorm_bwd", "k_headnorm_bwd", 1, 11 * R * hd,
+                     3 * R * hd * 4 + R * 4 + hd * 4 + P * hd * 8);
+        check_kernel("headnorm_bwd", "k_colsum_final", 1, P * hd, P * hd * 8 + 2 * hd * 4);
+        tap_ok(tot().launches == 2, "headnorm_bwd: 2 launches");
+
+        zt_count_set_whatif(ZT_COUNT_WHATIF_NORM_BWD_SPLIT);
+        zt_count_reset();
+        K->layernorm_bwd16(y, d16, dw, b, x, w, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("what-if norm-bwd-split: layernorm_bwd16", "k_layernorm_bwd_dx", 1, 12 * N * C,
+                     4 * N * C * 4 + N * C * 2 + C * 4 + 2 * N * 4);
+        check_kernel("what-if norm-bwd-split: layernorm_bwd16", "k_layernorm_bwd_part", 1, 5 * N * C,
+                     2 * N * C * 4 + cb * 2 * N * 4 + 2 * P * C * 8);
+        tap_ok(tot().launches == 3, "what-if norm-bwd-split: layernorm_bwd16: 3 launches");
+        zt_count_reset();
+        K->rmsnorm_bwd(y, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
+        check_kernel("what-if norm-bwd-split: rmsnorm_bwd", "k_rmsnorm_bwd_dx", 1, 8 * N * C,
+                     4 * N * C * 4 + C * 4 + N * 4);
+        check_kernel("what-if norm-bwd-split: rmsnorm_bwd", "k_rmsnorm_bwd_part", 1, 3 * N * C,
+                     2 * N * C * 4 + cb * N * 4 + P * C * 8);
+        tap_ok(tot().launches == 3, "what-if norm-bwd-split: rmsnorm_bwd: 3 launches");
+        zt_count_reset();
+        K->headnorm_bwd(y, dw, x, w, FAKE(float, 9), 6, 3, 20, 5);
+        check_kernel("what-if norm-bwd-split: headnorm_bwd", "k_headnorm_bwd_part", 1, 3 * R * hd,
+                     2 * R * hd * 4 + R * 4 + P * hd * 8);
+        check_kernel("what-if norm-bwd-split: headnorm_bwd", "k_headnorm_bwd_dx", 1, 8 * R * hd,
+                     3 * R * hd * 4 + R * 4 + hd * 4);
+        tap_ok(tot().launches == 3, "what-if norm-bwd-split: headnorm_bwd: 3 launches");
+        tap_ok((ZT_COUNT_AS_RECORDED & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) != 0,
+               "the recorded tables are replayed with the norm backward split");
+        zt_count_set_whatif(0);
+    }
+
     /* what-if: bf16 operands need no rounding */
     zt_count_set_whatif(ZT_COUNT_WHATIF_BF16_OPERANDS);
     zt_count_reset();

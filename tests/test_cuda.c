@@ -56,6 +56,7 @@
 #include "tap.h"
 #include "zt_cuda.h"
 #include "cuda_convert.h"
+#include "cuda_workspace.h"
 
 static const zt_backend *cpu, *gpu;
 /* ZT_CUDA_TEST_WITH_CPU=1: the CPU table stands in for the GPU (a check of
@@ -484,6 +485,49 @@ static void test_encoder(int B, int T, int C, int V, int maxT) {
 
 /* ------------------------------------------------------------ LayerNorm */
 
+/* The CUDA norms' weight gradients (k_layernorm_bwd, k_rmsnorm_bwd,
+ * k_headnorm_bwd, then k_colsum_final): dst[c] += (float) of the chunks'
+ * partials added in chunk order, each chunk of zt_cuda_ws_col_chunks(n)
+ * rows the (double) of the rows' float terms term(r, c) added in row
+ * order; the expected bits, computed here (cmpd with no tolerance) */
+typedef float (*norm_term)(const void *ctx, int r, int c);
+static void chunked_colsum(float *dst, norm_term term, const void *ctx, int n, int C) {
+    int R;
+    const int P = zt_cuda_ws_col_chunks(n, &R);
+    for (int c = 0; c < C; c++) {
+        double a = 0.0;
+        for (int p = 0; p < P; p++) {
+            double part = 0.0;
+            for (int r = p * R; r < n && r < (p + 1) * R; r++) part += (double)term(ctx, r, c);
+            a += part;
+        }
+        dst[c] += (float)a;
+    }
+}
+struct norm_in {
+    const float *x, *d, *mean, *rstd;
+    int C, nh, stride, hd;
+};
+static float ln_dw_term(const void *v, int n, int c) {
+    const struct norm_in *a = v;
+    return (a->x[(size_t)n * a->C + c] - a->mean[n]) * a->rstd[n] * a->d[(size_t)n * a->C + c];
+}
+static float ln_db_term(const void *v, int n, int c) {
+    const struct norm_in *a = v;
+    return a->d[(size_t)n * a->C + c];
+}
+static float rms_dw_term(const void *v, int n, int c) {
+    const struct norm_in *a = v;
+    return a->x[(size_t)n * a->C + c] * a->rstd[n] * a->d[(size_t)n * a->C + c];
+}
+/* per head: pair r = (row n, head h), x = raw [R, hd], d the output
+ * gradient in rows of stride */
+static float head_dw_term(const void *v, int r, int c) {
+    const struct norm_in *a = v;
+    const size_t n = (size_t)(r / a->nh), h = (size_t)(r % a->nh);
+    return a->x[(size_t)r * a->hd + c] * a->rstd[r] * a->d[n * a->stride + h * a->hd + c];
+}
+
 static void test_layernorm(int N, int C) {
     const size_t nn = (size_t)N * C;
     float *x = fvec(nn, 2.0), *w = fvec(C, 1.0), *b = fvec(C, 1.0), *dy = fvec(nn, 1.0);
@@ -505,6 +549,9 @@ static void test_layernorm(int N, int C) {
     /* backward from the CPU's mean/rstd (same inputs for both) */
     gpu->to_device(mean_d, mean, N * 4);
     gpu->to_device(rstd_d, rstd, N * 4);
+    float *dw0 = xmalloc(C * 4), *db0 = xmalloc(C * 4);
+    memcpy(dw0, dw, C * 4);
+    memcpy(db0, db, C * 4);
     cpu->layernorm_bwd(dx, dw, db, dy, x, w, mean, rstd, N, C);
     gpu->layernorm_bwd(dx_d, dw_d, db_d, dy_d, x_d, w_d, mean_d, rstd_d, N, C);
     snprintf(name, sizeof name, "layernorm_bwd dinp (+=) N=%d C=%d", N, C);
@@ -513,6 +560,20 @@ static void test_layernorm(int N, int C) {
     cmpd(name, dw_d, dw, C, 1e-5, 1e-5 * maxabs(dw, C));
     snprintf(name, sizeof name, "layernorm_bwd db (+=) N=%d C=%d", N, C);
     cmpd(name, db_d, db, C, 1e-5, 1e-5 * maxabs(db, C));
+    if (selftest) {
+        tap_skip("layernorm_bwd dw, db: the chunked sums' bits", "self-test");
+    } else {   /* bitwise the fixed-order chunk sums (the CPU's order differs) */
+        const struct norm_in in = {x, dy, mean, rstd, C, 0, 0, 0};
+        chunked_colsum(dw0, ln_dw_term, &in, N, C);
+        chunked_colsum(db0, ln_db_term, &in, N, C);
+        snprintf(name, sizeof name, "layernorm_bwd dw, db bitwise the row chunks' ordered sums N=%d C=%d", N, C);
+        float *hw = host(dw_d, C), *hb = host(db_d, C);
+        tap_ok(!memcmp(hw, dw0, C * 4) && !memcmp(hb, db0, C * 4), "%s", name);
+        free(hw);
+        free(hb);
+    }
+    free(dw0);
+    free(db0);
 
     free(x); free(w); free(b); free(dy); free(y); free(mean); free(rstd); free(dx); free(dw); free(db);
     free(hm); free(hr);
@@ -1356,12 +1417,23 @@ static void test_rmsnorm(int N, int C) {
     snprintf(name, sizeof name, "rmsnorm_fwd rstd N=%d C=%d", N, C);
     cmpd(name, rstd_d, rstd, N, 1e-5, 1e-6);
     gpu->to_device(rstd_d, rstd, N * 4);   /* backward from the CPU's rstd */
+    float *dw0 = xmalloc(C * 4);
+    memcpy(dw0, dw, C * 4);
     cpu->rmsnorm_bwd(dx, dw, dy, x, w, rstd, N, C);
     gpu->rmsnorm_bwd(dx_d, dw_d, dy_d, x_d, w_d, rstd_d, N, C);
     snprintf(name, sizeof name, "rmsnorm_bwd dinp (+=) N=%d C=%d", N, C);
     cmpd(name, dx_d, dx, nn, 1e-5, 1e-6);
     snprintf(name, sizeof name, "rmsnorm_bwd dw (+=) N=%d C=%d", N, C);
     cmpd(name, dw_d, dw, C, 1e-5, 1e-5 * maxabs(dw, C));
+    if (selftest) {
+        tap_skip("rmsnorm_bwd dw: the chunked sums' bits", "self-test");
+    } else {
+        const struct norm_in in = {x, dy, NULL, rstd, C, 0, 0, 0};
+        chunked_colsum(dw0, rms_dw_term, &in, N, C);
+        snprintf(name, sizeof name, "rmsnorm_bwd dw bitwise the row chunks' ordered sums N=%d C=%d", N, C);
+        cmpd(name, dw_d, dw0, C, 0, 0);
+    }
+    free(dw0);
     free(x); free(w); free(dy); free(y); free(rstd); free(dx); free(dw);
     gpu->free(x_d); gpu->free(w_d); gpu->free(dy_d); gpu->free(y_d); gpu->free(rstd_d);
     gpu->free(dx_d); gpu->free(dw_d);
@@ -1383,12 +1455,25 @@ static void test_headnorm(int N, int nh, int stride, int hd) {
     cmpd(name, raw_d, raw, R * hd, 0, 0);
     cmpd(name, rstd_d, rstd, R, 1e-5, 1e-6);
     gpu->to_device(rstd_d, rstd, R * 4);   /* backward from the CPU's rstd */
+    float *dw0 = xmalloc(hd * 4), *dy0 = xmalloc(ns * 4);
+    memcpy(dw0, dw, hd * 4);
+    memcpy(dy0, dy, ns * 4);
     cpu->headnorm_bwd(dy, dw, raw, w, rstd, N, nh, stride, hd);
     gpu->headnorm_bwd(dy_d, dw_d, raw_d, w_d, rstd_d, N, nh, stride, hd);
     snprintf(name, sizeof name, "headnorm_bwd dx (in place) N=%d heads=%d hd=%d", N, nh, hd);
     cmpd(name, dy_d, dy, ns, 1e-5, 1e-6);
     snprintf(name, sizeof name, "headnorm_bwd dw (+=) N=%d heads=%d hd=%d", N, nh, hd);
     cmpd(name, dw_d, dw, hd, 1e-5, 1e-5 * maxabs(dw, hd));
+    if (selftest) {
+        tap_skip("headnorm_bwd dw: the chunked sums' bits", "self-test");
+    } else {
+        const struct norm_in in = {raw, dy0, NULL, rstd, 0, nh, stride, hd};
+        chunked_colsum(dw0, head_dw_term, &in, (int)R, hd);
+        snprintf(name, sizeof name, "headnorm_bwd dw bitwise the chunks' ordered sums N=%d heads=%d hd=%d", N, nh, hd);
+        cmpd(name, dw_d, dw0, hd, 0, 0);
+    }
+    free(dw0);
+    free(dy0);
     free(x); free(w); free(dy); free(dw); free(raw); free(rstd);
     gpu->free(x_d); gpu->free(w_d); gpu->free(dy_d); gpu->free(dw_d); gpu->free(raw_d);
     gpu->free(rstd_d);
@@ -2858,6 +2943,7 @@ int main(void) {
     test_encoder(2, 37, 13, 5, 40);      /* few tokens: long runs of equal tokens */
     if (full) test_encoder(4, 256, 768, 50257, 1024);
     test_layernorm(37, 13);
+    test_layernorm(70, 600);             /* chunks of 24 rows (two groups of warps), C > a block */
     if (full) test_layernorm(512, 768);
     test_add_norm(37, 13);
     test_add_norm(5, 100);               /* several elements a lane */
@@ -2892,8 +2978,10 @@ int main(void) {
     test_encoder_nowpe(2, 37, 13, 5);
     test_encoder_w16(2, 37, 13, 5);
     test_rmsnorm(37, 13);
+    test_rmsnorm(70, 600);               /* chunks of 24 rows (two groups of warps), C > a block */
     if (full) test_rmsnorm(512, 2048);
     test_headnorm(37, 3, 40, 8);
+    test_headnorm(300, 3, 28, 8);        /* chunks of 29 pairs ... 900 pairs */
     if (full) test_headnorm(2048, 16, 3072, 128);
     test_rope(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads of a qkv row (v untouched), hd 6 */
     test_rope(1, 4101, 12, 12 * 64, 64);
