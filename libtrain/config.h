@@ -135,9 +135,11 @@ typedef struct zt_model_config {
      * written in bf16 directly, ao16 the attention's output written (and
      * its backward reading it) in bf16, d16 the norms' and SwiGLU/GeGLU's
      * backward writing the bf16 gradient copies the GEMMs read, qkr16
-     * Qwen3's q/k norms and RoPE in one entry writing bf16; 0 in a config
+     * Qwen3's q/k norms and RoPE in one entry writing bf16, x16 the final
+     * norm writing the LM head's bf16 input alone (a training block with
+     * acts16: no fp32 copy; the activations depend on it); 0 in a config
      * (the to_bf16 paths) */
-    int o16, n16, r16, ao16, d16, qkr16;
+    int o16, n16, r16, ao16, d16, qkr16, x16;
 } zt_model_config;
 
 struct zt_config {
