@@ -610,11 +610,14 @@ typedef struct zt_backend {
      * (w16 != NULL: matmul_bwd_w16 on w16, w unused) with dout = the fp32
      * values of dout16[N,OC] and no bias, bitwise, in bf16 matmul mode
      * (whose rounding of dout is the identity on these values: the GEMMs
-     * read dout16 itself, nothing rounds it).  dinp[N,C] overwritten, dw
+     * read dout16 itself, nothing rounds it); inp16 != NULL: the input in
+     * bf16 (matmul_bwd_a16 on inp16, inp unused: the final norm's bf16
+     * output, which dw's GEMM reads as it is).  dinp[N,C] overwritten, dw
      * (+=); either may be NULL.  cuda: bf16 matmul mode only and dout16
      * 256-byte aligned (else an error, nothing computed).                  */
     void (*matmul_bwd_head16)(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                              const float *w, const uint16_t *w16, int N, int C, int OC);
+                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                              int C, int OC);
     /* ---- the attention's output in bf16 (last; libtrain/model.h
      * zt_ao16_ok).  Optional: NULL when the backend has none (the caller
      * runs gqa_ext_fwd16 into fp32 and rounds with to_bf16, and widens the

@@ -1651,15 +1651,16 @@ static void c_xent16_fused(float *losses, uint16_t *logits16, const int *targets
 /* matmul_bwd_head16 (cuda_matmul.cu, bf16 mode; fp32 mode or a dout16 not
  * 256-byte aligned: an error, nothing launched): matmul_bwd's two GEMMs
  * with dout16 their bf16 operand as it is (no k_round_bf16 of dout), the
- * weight w16 as it is (w: rounded), inp rounded for dw's */
+ * weight w16 as it is (w: rounded), for dw's inp16 as it is (inp: rounded) */
 static void c_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                int C, int OC) {
     call(ZT_CE_matmul_bwd_head16);
-    if (g_inner) g_inner->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    if (g_inner) g_inner->matmul_bwd_head16(dinp, dw, dout16, inp, inp16, w, w16, N, C, OC);
     if (g_mode != ZT_MATMUL_BF16 || ((uintptr_t)dout16 & 255) || N <= 0 || OC <= 0 || C <= 0)
         return;
     if (dinp) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16_of(w16), D16);
-    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, NULL, D16);
+    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, inp16 ? x16_of(inp16) : NULL, D16);
 }
 
 /* ------------------------------------------------------------ optimizer, reductions */

@@ -607,13 +607,14 @@ static void p_xent16_fused(float *losses, uint16_t *logits16, const int *targets
     k_end(t, ZT_PROF_XENT, (double)N * V, 2.0 * 3.0 * N * V);
 }
 static void p_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                int C, int OC) {
     double t = k_begin();
-    inner->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    inner->matmul_bwd_head16(dinp, dw, dout16, inp, inp16, w, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0),
           2.0 * N * OC + (dinp ? F4 * N * C + (w16 ? 2.0 : F4) * OC * C : 0) +
-              (dw ? 2.0 * F4 * OC * C + F4 * N * C : 0));
+              (dw ? 2.0 * F4 * OC * C + (inp16 ? 2.0 : F4) * N * C : 0));
 }
 static void p_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
                     float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {

@@ -226,17 +226,29 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (spn > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * 3 * C); TAKE(a->sp_recv, N * 3 * C); TAKE(a->sp_h, N * 3 * C);
     }
-    const size_t lnf_off = cv.off;   /* (the residual gradient's bf16 copy: over lnf) */
-    TAKE(a->lnf, N * C); TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
+    /* (the LM head's input: in bf16 alone with the bf16 activations, the
+     * final norm writing it, mc->x16; the residual gradient's bf16 copy
+     * over it) */
+    const int x16 = a16 && mc->x16;
+    size_t lnf_off = cv.off, lnf_n = N * C;
+    if (x16) {
+        TAKE16(a->lnf16, N * C);
+        lnf_off = (lnf_off + 63) & ~(size_t)63;
+        lnf_n = cv.off - lnf_off;
+    } else {
+        TAKE(a->lnf, N * C);
+    }
+    TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
     zt_classifier_carve(&cv, &a->cls, mc, N, training, 0);
+    if (base) a->cls.x16 = a->lnf16;
     /* int and float are both 4 bytes: the -1 targets share the block */
     float *nt = zt_carve_take(&cv, N, 1);
     if (base) a->no_targets = (int *)(void *)nt;
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
-        /* (over lnf, which the LM head's backward was the last to read) */
-        if (a16 && !zt_carve_over16(&cv, lnf_off, N * C, N * C, &a->dres16))
+        /* (over lnf / lnf16, which the LM head's backward was the last to read) */
+        if (a16 && !zt_carve_over16(&cv, lnf_off, lnf_n, N * C, &a->dres16))
             TAKE16(a->dres16, N * C);
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
@@ -443,17 +455,26 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
 #undef W16
 }
 
-/* Final LayerNorm: lnf = ln_f(res[L]). */
+/* Final LayerNorm: lnf = ln_f(res[L]); with lnf16 (the bf16 activations)
+ * written in bf16 alone, as the blocks' ln1 (d4a: the cpu backends' fp32
+ * staging, free in the forward) */
 static void norm_fwd(void *self, void *acts) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
-    g->be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
-                         g->p.lnfb, N, C);
+    const zt_backend *be = g->be;
+    if (a->lnf16 && g->cfg.n16) {
+        be->layernorm_fwd16(a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
+                            g->p.lnfb, N, C);
+    } else {
+        be->layernorm_fwd(a->lnf16 ? a->d4a : a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L),
+                          g->p.lnfw, g->p.lnfb, N, C);
+        if (a->lnf16) be->to_bf16(a->lnf16, a->d4a, (size_t)N * C);
+    }
 }
 
 /* Tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
- * wte^T. */
+ * wte^T (lnf16: a->cls.x16, lnf NULL). */
 static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;

@@ -345,6 +345,10 @@ mutant moe-regroup-dst kernels/cuda/cuda_moe.cu \
 mutant o16-bias kernels/cuda/cuda_matmul.cu \
     'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, NULL, &err, true\))' 'NULL'
 
+# matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM not given it (reads no input)
+mutant head16-x16 kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, true, C, OC, N, x16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, \Kx16(?=, d16,)' 'NULL'
+
 # gelu_fwd16: the result truncated to bf16 instead of rounded to nearest even
 mutant gelu16-trunc kernels/cuda/cuda_nn.cu \
     'out\[i\] = \Kzt_cvt_f32_to_bf16\(gelu_val\(zt_cvt_bf16_to_f32\(inp\[i\]\)\)\)(?=;)' '(uint16_t)(zt_f2u(gelu_val(zt_cvt_bf16_to_f32(inp[i]))) >> 16)'

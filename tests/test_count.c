@@ -551,8 +551,8 @@ typedef struct w16_mem {
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
- * 4096 = ZT_TEST_NO_AB16 (all read at the setup too); 64 = ZT_TEST_NO_L16
- * over the whole run */
+ * 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16 (all read at the setup too); 64 =
+ * ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -609,6 +609,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 512) setenv("ZT_TEST_NO_NF4W16", "1", 1);
     if (no_w16 & 1024) setenv("ZT_TEST_NO_QKR16", "1", 1);
     if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
+    if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -626,6 +627,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_NF4W16");
     unsetenv("ZT_TEST_NO_QKR16");
     unsetenv("ZT_TEST_NO_AB16");
+    unsetenv("ZT_TEST_NO_X16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -675,7 +677,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->o16h = mem->x16b ? mem->x16f + mem->x16b - 4 : 0;
     mem->xent = t.calls[ZT_CE_xent_fwd] + t.calls[ZT_CE_xent_fused];
     /* (the blocks' matmul_fwd_o16 calls take the bf16 input: bf16-input
-     * calls too; the head's take the fp32 final norm) */
+     * calls too; the head's, o16h, left out: they take the final norm's
+     * bf16 output, or its fp32 one with ZT_TEST_NO_X16) */
     mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
@@ -1024,8 +1027,9 @@ static void bf16_outputs(void) {
  * to_bf16 (ZT_TEST_NO_N16=1, the path of before), GPT-2 and Llama (and
  * Gemma 2), stages 0 and 3, with activation checkpointing and without,
  * LoRA; per block and forward (recomputed too) the two norms take the new
- * entries (the second the fused residual add), 2 k_to_bf16 fewer, the
- * other counts and the activations' peak unchanged. */
+ * entries (the second the fused residual add), 2 k_to_bf16 fewer, and so
+ * does the final norm (the LM head's bf16 input) once a forward; the other
+ * counts and the activations' peak unchanged. */
 static void bf16_norms(void) {
     static const w16_kind kind = {8, " with and without the bf16 norms",
                                   "fp32 norms + to_bf16 path's", NULL};
@@ -1035,8 +1039,9 @@ static void bf16_norms(void) {
         w16_pair p;
         char what[96];
         if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
-        /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a block */
-        const long want = 4L * p.s.L * (1 + is_ck) * 2;
+        /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a
+         * block, and the final norm once a step */
+        const long want = 4L * p.s.L * (1 + is_ck) * 2 + 4;
         tap_ok(p.ma.n16 == want && p.mb.n16 == 0 && p.mb.to16 - p.ma.to16 == want && p.ra == p.rb &&
                    p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.acts_peak == p.mb.acts_peak &&
                    p.ma.acts_plan == p.mb.acts_plan,
@@ -1373,6 +1378,71 @@ static void bf16_gradients(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 final norm
+ * The final norm writing the LM head's input in bf16 alone (zt_model_config
+ * .x16: layernorm_fwd16 / rmsnorm_fwd16, no fp32 copy), the head GEMMs
+ * reading it as their bf16 input (matmul_fwd_o16's and matmul_bwd_head16's
+ * inp16; with fp32 logits matmul_fwd_a16 / matmul_bwd_a16): every loss and
+ * gradient norm bitwise those of the fp32 final norm the GEMMs round
+ * (ZT_TEST_NO_X16=1, the path of before), GPT-2 and Llama (Gemma 2, and
+ * with its final soft-cap: fp32 logits), stages 0 and 3, with activation
+ * checkpointing and without, LoRA (a frozen head: no dw), the fp32 logits
+ * (ZT_TEST_NO_L16), the norms' to_bf16 path (ZT_TEST_NO_N16).  Per step
+ * (2 chunks of rows) 5 k_round_bf16 fewer (the forward's 2 chunks, the
+ * backward's recomputed one, dw's 2; LoRA: 3, no dw); one norm call a step
+ * writing bf16 more (ZT_TEST_NO_N16: one k_to_bf16 more); with fp32 logits
+ * the 5 head GEMM entries a step are bf16-input ones; the activations' peak
+ * lower by the fp32 [N, C] less the bf16 one (up to 252 bytes of its
+ * alignment) and still the plan's. */
+static void bf16_final_norm(void) {
+    static const w16_kind kind = {8192, " with and without the bf16 final norm",
+                                  "fp32 final norm's", NULL};
+    static const char cap[] = "ztrain.model.gemma=2 ztrain.model.final_softcap=30";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 3, NULL, 64},
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 8},         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, cap, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 0, NULL, 64},
+        {"llama:2,4,2,32,48,64,2,16", 3, NULL, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        const int no = cases[i].no, is_lora = ex == w16_lora;
+        /* the fp32 logits: ZT_TEST_NO_L16, or the final soft-cap */
+        const int f32l = (no & 64) || ex == cap;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck ? " checkpointed" : "", ex == w16_gemma ? " gemma" : "",
+                 ex == cap ? " gemma final soft-cap" : "", is_lora ? " LoRA" : "",
+                 no & 64 ? " ZT_TEST_NO_L16" : "", no & 8 ? " ZT_TEST_NO_N16" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        const long fewer = 4L * (is_lora ? 3 : 5), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
+        /* (with fp32 logits the head's GEMMs are bf16-input calls, which
+         * were bf16-weight calls: the head weight's bf16 storage) */
+        const long a16 = f32l ? fewer : 0;
+        tap_ok(p.rb - p.ra == fewer && p.ma.n16 - p.mb.n16 == n16 && p.ma.to16 - p.mb.to16 == to16 &&
+                   p.ma.a16 - p.mb.a16 == a16 && p.wb - p.wa == a16 && p.ma.o16 == p.mb.o16 &&
+                   p.ma.d16 == p.mb.d16 && p.ma.h16 == p.mb.h16,
+               "%s: %ld k_round_bf16 (%ld without, %ld fewer expected), %ld norm calls writing bf16 "
+               "(%ld without), %ld k_to_bf16 (%ld without), %ld bf16-input calls (%ld without), %ld "
+               "bf16-weight calls (%ld without)",
+               what, p.ra, p.rb, fewer, p.ma.n16, p.mb.n16, p.ma.to16, p.mb.to16, p.ma.a16, p.mb.a16,
+               p.wa, p.wb);
+        const uint64_t nc2 = 2 * (uint64_t)p.s.B * p.s.T * (uint64_t)p.s.C;
+        const uint64_t d = p.mb.acts_peak - p.ma.acts_peak;
+        tap_ok(p.mb.acts_peak > p.ma.acts_peak && d <= nc2 && d + 252 >= nc2 &&
+                   p.ma.acts_plan - p.ma.acts_peak == p.mb.acts_plan - p.mb.acts_peak &&
+                   p.mb.acts_plan - p.ma.acts_plan == d,
+               "%s: activations' peak %llu bytes (planned %llu), %llu lower than with the fp32 final "
+               "norm (planned %llu; the fp32 [N, C] less the bf16 one: %llu)",
+               what, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
+               (unsigned long long)d, (unsigned long long)p.mb.acts_plan, (unsigned long long)nc2);
+    }
+}
+
 /* ------------------------------------------------------------ the model */
 
 static char srcdir[512];
@@ -1498,14 +1568,17 @@ static void model(void) {
          * (12 * 2 fewer roundings); the LM
          * head's gradient written in bf16 (k_xent16_fused) and read so by
          * its backward GEMMs (matmul_bwd_head16: its dout rounding, 1,
-         * gone) */
+         * gone); the final norm's output written in bf16 (k_layernorm_fwd16,
+         * a 13th) and read so by the head's forward and weight-gradient
+         * GEMMs (2 fewer roundings) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
-                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 &&
+                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 -
+                                                                        2 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
@@ -1518,14 +1591,15 @@ static void model(void) {
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0 &&
-                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 12 + 1 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
-                   "- 96 of activations - the head's bf16 gradient - 24 of gradients), bf16 logits (k_xent16_fwd, "
-                   "k_xent16_fused), %ld conversions (%ld as recorded), %ld "
+                   "- 96 of activations - the head's bf16 gradient - 24 of gradients - 2 of the head's "
+                   "input), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld conversions (%ld as recorded), %ld "
                    "widenings (%ld as recorded + 12 activations), 24 q|k|v roundings fewer in the attention, 12 "
-                   "bf16 GELUs, 24 bf16 LayerNorms",
+                   "bf16 GELUs, 25 bf16 LayerNorms (the final one's the head's input)",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));
@@ -1929,6 +2003,7 @@ int main(int argc, char **argv) {
     bf16_att_out();
     bf16_att_bwd16();
     bf16_gradients();
+    bf16_final_norm();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

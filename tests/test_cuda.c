@@ -1007,10 +1007,13 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
          * plain GEMM writing the bf16 D itself (GemmEx) */
         gpu->matmul_fwd(tmp_d, i_d, w_d, NULL, N, C, OC);
         gpu->to_bf16(ref_d, tmp_d, no);
-        for (int wk = 0; wk < 2; wk++) {
-            gpu->matmul_fwd_o16(o16_d, NULL, i_d, NULL, wk ? NULL : w_d, wk ? w16_d : NULL, NULL, N, C, OC);
-            snprintf(name, sizeof name, "matmul_fwd_o16 (tmp NULL, no bias, %s) %s: bitwise to_bf16 of matmul_fwd",
-                     wk ? "w16" : "fp32 w", tag);
+        for (int k = 0; k < 4; k++) {   /* (and the bf16 input: the final norm's) */
+            const int wk = k & 1, xk = k >> 1;
+            gpu->matmul_fwd_o16(o16_d, NULL, xk ? NULL : i_d, xk ? i16_d : NULL, wk ? NULL : w_d,
+                                wk ? w16_d : NULL, NULL, N, C, OC);
+            snprintf(name, sizeof name,
+                     "matmul_fwd_o16 (tmp NULL, no bias, %s, %s) %s: bitwise to_bf16 of matmul_fwd",
+                     xk ? "bf16 input" : "fp32 input", wk ? "w16" : "fp32 w", tag);
             tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
         }
         float *hi = xmalloc(ni * 4), *hb = xmalloc(OC * 4), *c0 = xmalloc(no * 4), *t = xmalloc(no * 4);
@@ -2731,13 +2734,17 @@ static void test_xent16(int N, int V) {
 
 /* matmul_bwd_head16 (bf16 mode): dinp and dw (+=) bitwise matmul_bwd_w16 /
  * matmul_bwd on the widened dout16, on the same backend, with the bf16 and
- * the fp32 weight; on the CPU too */
-static void test_matmul_head16(int N, int C, int OC) {
+ * the fp32 weight; with the bf16 input (the final norm's, x16off elements
+ * into its buffer: a copy to 256-byte alignment when not 0) bitwise
+ * matmul_bwd_a16; on the CPU too */
+static void test_matmul_head16(int N, int C, int OC, int x16off) {
     const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
     float *x = fvec(ni, 1.0), *w = fvec(nw, 0.5), *d = fvec(no, 0.01), *dw0 = fvec(nw, 0.1);
-    uint16_t *w16 = xmalloc(nw * 2), *d16 = xmalloc(no * 2);
+    uint16_t *w16 = xmalloc(nw * 2), *d16 = xmalloc(no * 2), *x16 = xmalloc(ni * 2);
     cpu->to_bf16(w16, w, nw);
     cpu->to_bf16(d16, d, no);
+    cpu->to_bf16(x16, x, ni);
+    uint16_t *x16b = NULL;   /* (the device's bf16 input buffer) */
     cpu->from_bf16(d, d16, no);   /* dout = the fp32 values of dout16 */
     char name[200];
     gpu->set_matmul_precision(ZT_MATMUL_BF16);
@@ -2746,26 +2753,41 @@ static void test_matmul_head16(int N, int C, int OC) {
         const zt_backend *be = k ? cpu : gpu;
         const float *X = k ? x : devf(x, ni), *W = k ? w : devf(w, nw), *Dd = k ? d : devf(d, no);
         const uint16_t *W16 = k ? w16 : dev(w16, nw * 2), *D16 = k ? d16 : dev(d16, no * 2);
+        const uint16_t *X16 = x16;
+        if (!k) {
+            x16b = gpu->alloc((ni + (size_t)x16off) * 2);
+            X16 = x16b + x16off;
+            gpu->to_device((void *)X16, x16, ni * 2);
+        }
         float *e[2], *g[2];
         for (int j = 0; j < 2; j++) {
             e[j] = k ? xmalloc(ni * 4) : gpu->alloc(ni * 4);
             g[j] = k ? fdup(dw0, nw) : devf(dw0, nw);
         }
-        for (int wk = 0; wk < 2; wk++) {   /* 1: the bf16 weight */
+        for (int v = 0; v < 4; v++) {   /* wk 1: the bf16 weight; xk 1: the bf16 input */
+            const int wk = v & 1, xk = v >> 1;
             for (int j = 0; j < 2; j++) {   /* dw starts from the same values (+=) */
                 if (k) memcpy(g[j], dw0, nw * 4);
                 else gpu->to_device(g[j], dw0, nw * 4);
             }
-            if (wk) {
-                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, W16, N, C, OC);
+            if (xk) {
+                be->matmul_bwd_head16(e[0], g[0], D16, NULL, X16, wk ? NULL : W, wk ? W16 : NULL, N,
+                                      C, OC);
+                be->matmul_bwd_a16(e[1], g[1], NULL, Dd, X16, wk ? NULL : W, wk ? W16 : NULL, N, C,
+                                   OC);
+            } else if (wk) {
+                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, NULL, W16, N, C, OC);
                 be->matmul_bwd_w16(e[1], g[1], NULL, Dd, X, W16, N, C, OC);
             } else {
-                be->matmul_bwd_head16(e[0], g[0], D16, X, W, NULL, N, C, OC);
+                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, W, NULL, N, C, OC);
                 be->matmul_bwd(e[1], g[1], NULL, Dd, X, W, N, C, OC);
             }
             snprintf(name, sizeof name,
-                     "%smatmul_bwd_head16 N=%d C=%d OC=%d (%s): dinp, dw bitwise matmul_bwd%s on the widened dout",
-                     k ? "cpu " : "", N, C, OC, wk ? "w16" : "fp32 w", wk ? "_w16" : "");
+                     "%smatmul_bwd_head16 N=%d C=%d OC=%d (%s%s): dinp, dw bitwise matmul_bwd%s on the "
+                     "widened dout",
+                     k ? "cpu " : "", N, C, OC, wk ? "w16" : "fp32 w",
+                     xk ? (x16off ? ", bf16 input off 256-byte alignment" : ", bf16 input") : "",
+                     xk ? "_a16" : wk ? "_w16" : "");
             tap_ok(k ? !memcmp(e[0], e[1], ni * 4) && !memcmp(g[0], g[1], nw * 4)
                      : same_bits(e[0], e[1], ni * 4) && same_bits(g[0], g[1], nw * 4),
                    "%s", name);
@@ -2776,12 +2798,12 @@ static void test_matmul_head16(int N, int C, int OC) {
         }
         if (!k) {
             gpu->free((void *)X); gpu->free((void *)W); gpu->free((void *)Dd);
-            gpu->free((void *)W16); gpu->free((void *)D16);
+            gpu->free((void *)W16); gpu->free((void *)D16); gpu->free(x16b);
         }
     }
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
     cpu->set_matmul_precision(ZT_MATMUL_FP32);
-    free(x); free(w); free(d); free(dw0); free(w16); free(d16);
+    free(x); free(w); free(d); free(dw0); free(w16); free(d16); free(x16);
     no_error("matmul_bwd_head16");
 }
 
@@ -3068,7 +3090,8 @@ int main(void) {
     test_xent16(37, 11);
     test_xent16(5, 1500);                /* a row over several of a block's passes */
     if (full) test_xent16(16, 50257);
-    test_matmul_head16(37, 24, 50);
+    test_matmul_head16(37, 24, 50, 0);
+    test_matmul_head16(37, 24, 50, 8);
     test_training();
     if (full) test_determinism();
     return tap_done();

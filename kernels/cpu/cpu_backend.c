@@ -367,14 +367,16 @@ static void cpu_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp,
     free(own);
 }
 /* the LM head's backward on its bf16 gradient (backend.h): dout16 widened
- * (exact) into host scratch, then matmul_bwd (_w16), whose bf16 rounding of
- * it is the identity */
+ * (exact) into host scratch, then matmul_bwd (_w16; _a16 with inp16), whose
+ * bf16 rounding of it is the identity */
 static void cpu_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                  const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                  const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                  int C, int OC) {
     if (N <= 0 || (!dinp && !dw)) return;
     float *d = widen_a16(dout16, N, OC);
     if (!d) return;
-    if (w16) cpu_matmul_bwd_w16(dinp, dw, NULL, d, inp, w16, N, C, OC);
+    if (inp16) cpu_matmul_bwd_a16(dinp, dw, NULL, d, inp16, w, w16, N, C, OC);
+    else if (w16) cpu_matmul_bwd_w16(dinp, dw, NULL, d, inp, w16, N, C, OC);
     else cpu_matmul_bwd(dinp, dw, NULL, d, inp, w, N, C, OC);
     free(d);
 }

@@ -1375,13 +1375,14 @@ static void s_xent16_fused(float *losses, uint16_t *logits16, const int *targets
     leave();
 }
 static void s_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                int C, int OC) {
     enter();
     if (NEED_ALL("matmul_bwd_head16", {"dinp", dinp, (size_t)N * C * F},
                  {"dw", dw, (size_t)OC * C * F}, {"dout16", dout16, (size_t)N * OC * 2},
-                 {"inp", inp, (size_t)N * C * F},
+                 OPND_OR(1, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F),
                  OPND_OR(1, w16, (size_t)OC * C * 2, w, (size_t)OC * C * F)))
-        cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+        cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, inp16, w, w16, N, C, OC);
     leave();
 }
 /* the attention's output in bf16 */

@@ -167,7 +167,8 @@ void zt_cuda_xent16_fwd(float *losses, const uint16_t *logits16, const int *targ
 void zt_cuda_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
                           int V);
 void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                               const float *w, const uint16_t *w16, int N, int C, int OC);
+                               const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                               int C, int OC);
 void zt_cuda_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
                         int V);
 /* dst[c] (+=) sum over n < N of src[n * ld + c], c < C: fixed-order two-pass
