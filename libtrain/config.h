@@ -135,9 +135,10 @@ typedef struct zt_model_config {
      * written in bf16 directly, ao16 the attention's output written (and
      * its backward reading it) in bf16, d16 the norms' and SwiGLU/GeGLU's
      * backward writing the bf16 gradient copies the GEMMs read, qkr16
-     * Qwen3's q/k norms and RoPE in one entry writing bf16; 0 in a config
+     * Qwen3's q/k norms and RoPE in one entry writing bf16, g16 GPT-2's fc
+     * backward through the GELU writing its gradient in bf16; 0 in a config
      * (the to_bf16 paths) */
-    int o16, n16, r16, ao16, d16, qkr16;
+    int o16, n16, r16, ao16, d16, qkr16, g16;
 } zt_model_config;
 
 struct zt_config {

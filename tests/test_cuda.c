@@ -1477,6 +1477,14 @@ static void test_act16(int N, int H) {
             snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d in place of gu16: the same dgu and dgu16",
                      who, fn, N, H);
             tap_ok(ok, "%s", name);
+            /* ... and with dgu NULL (no fp32 gradient): the same dgu16, in place */
+            be->copy(o16, gin, n2 * 2);
+            if (g) be->geglu_bwd_d16(NULL, o16, dd, o16, N, H);
+            else be->swiglu_bwd_d16(NULL, o16, dd, o16, N, H);
+            ok = b ? !memcmp(o16, r16, n2 * 2) : same_bits(o16, r16, n2 * 2);
+            snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d dgu NULL in place of gu16: the same dgu16",
+                     who, fn, N, H);
+            tap_ok(ok, "%s", name);
         }
         if (b) { free(o16); free(r16); free(t); free(t2); free(d1); free(d2); }
     }

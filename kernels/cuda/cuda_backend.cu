@@ -928,6 +928,7 @@ static void fill_table(zt_backend *t) {
     t->swiglu_bwd_d16 = zt_cuda_swiglu_bwd_d16;
     t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;
     t->att_scratch = zt_cuda_att_scratch;
+    t->matmul_dgelu_bwd_o16 = zt_cuda_matmul_dgelu_bwd_o16;
 }
 
 __global__ void k_probe(int *x) {
