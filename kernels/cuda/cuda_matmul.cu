@@ -695,17 +695,20 @@ void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias
         if (!ZT_LAUNCHED("k_bgrad_acc")) return;
     }
     if (!fused) {
-        /* the plain GEMM into tmp (cublasGemmEx, as dgelu_bwd's fallback),
-         * then the GELU unfused */
+        /* the plain GEMM into tmp (cublasGemmEx, as dgelu_bwd's fallback) */
         const int lt = g_use_lt;
         g_use_lt = 0;
         gemm(false, false, C, N, OC, w, C, dout, OC, tmp, C, 0.0f, NULL, NULL, ww16, d16, room);
         g_use_lt = lt;
-        zt_cuda_gelu_bwd_o16(dpre16, tmp, pre16, tmp, (size_t)N * C);
-        if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, tmp, N, C, (size_t)C);
     }
+    /* (dw's GEMM before the column sums, which may reuse the scratch
+     * holding d16, bg and room) */
     if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
     if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    if (fused) return;
+    /* the GELU unfused */
+    zt_cuda_gelu_bwd_o16(dpre16, tmp, pre16, tmp, (size_t)N * C);
+    if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, tmp, N, C, (size_t)C);
 }
 
 /* the bf16-output entry (backend.h): one cuBLASLt GEMM with D in bf16 (fp32
