@@ -359,10 +359,10 @@ mutant geglu16-bwd-swap kernels/cuda/cuda_llama.cu \
 mutant swiglu-d16-null kernels/cuda/cuda_llama.cu \
     'if \(\Kdgu(?=\) \{   /\* \(swiglu_bwd_d16 with dgu NULL)' 'dgu16'
 
-# matmul_dgelu_bwd_o16's unfused path: dpre16 the gradient's input rounded,
-# not the gradient
+# matmul_dgelu_bwd_o16's unfused path: the GELU's derivative taken at the
+# wrong element of the bf16 pre-activation
 mutant gelu-bwd-o16 kernels/cuda/cuda_nn.cu \
-    'dinp16\[i\] = zt_cvt_f32_to_bf16\(\Kv(?=\);)' 'dout[i]'
+    'const float v = gelu_grad\(zt_cvt_bf16_to_f32\(inp16\[\Ki(?=\]\)\) \* dout\[i\];)' 'i / 2'
 
 # matmul_dgelu_bwd_o16's epilogue: the GELU's derivative taken at its own
 # output (dpre16), not at pre16
