@@ -680,7 +680,10 @@ typedef struct zt_backend {
     /* swiglu_bwd_d16 / geglu_bwd_d16: swiglu_bwd16 / geglu_bwd16, bitwise,
      * and dgu16[N,2H] = to_bf16(dgu) (cuda: the same kernel writes both).
      * dgu16 may be gu16 (the models write it in place of gate|up): an
-     * element's gradient is written after gate|up's element is read. */
+     * element's gradient is written after gate|up's element is read.  dgu
+     * may be NULL (no reader of the fp32 gradient): then only dgu16 is
+     * written, the same bits (cuda: the kernel writes no fp32 value; the
+     * cpu backends make them in host scratch of their own). */
     void (*swiglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                            int N, int H);
     void (*geglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
@@ -735,6 +738,24 @@ typedef struct zt_backend {
     int (*gqa_ext_bwd16d)(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
                           float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
                           int NH, int NKV, int hd, const zt_attn_opts *o);
+    /* ---- the GELU backward writing bf16 (last; libtrain/model.h
+     * zt_g16_ok).  Optional: NULL when the backend has none (the caller
+     * widens pre16 and calls matmul_dgelu_bwd_d16, whose dpre the next
+     * GEMMs round).  matmul_dgelu_bwd_o16: matmul_dgelu_bwd_d16 into tmp
+     * (dout16 required) with pre = the fp32 values of pre16[N,C], then
+     * dpre16[N,C] = to_bf16(tmp): dpre16, dpre_bias (+=: the column sums of
+     * the fp32 dpre), dw and dbias bitwise that sequence.  tmp[N,C]: fp32
+     * scratch (the cpu backends compute that sequence there; cuda only
+     * where cuBLASLt has no algorithm: its contents after are unspecified).
+     * cuda: the input-gradient GEMM with a bf16 D and DGELU_BGRAD, its aux
+     * pre16 read in bf16 (cuBLASLt's aux has D's type), the bias gradient
+     * the epilogue's fp32 column sums (kernels/cuda/cuda_matmul.cu); bf16
+     * matmul mode only (fp32 mode records an error and computes nothing;
+     * the scratch request is matmul_dgelu_bwd_d16's). */
+    void (*matmul_dgelu_bwd_o16)(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                 float *dbias, const float *dout, const uint16_t *dout16,
+                                 const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                 const float *w, const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -49,7 +49,7 @@ enum {
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
-    K_XENT16_FWD, K_XENT16_FUSED, K_N
+    K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -97,6 +97,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SOFTCAP_BWD] = {"k_softcap_bwd", ZT_CC_STREAM},
     [K_GELU_FWD] = {"k_gelu_fwd", ZT_CC_STREAM},
     [K_GELU_BWD] = {"k_gelu_bwd", ZT_CC_STREAM},
+    [K_GELU_BWD_O16] = {"k_gelu_bwd_o16", ZT_CC_STREAM},
     [K_GELU_FWD16] = {"k_gelu_fwd16", ZT_CC_STREAM},
     [K_SWIGLU_FWD16] = {"k_swiglu_fwd16", ZT_CC_STREAM},
     [K_SWIGLU_BWD16] = {"k_swiglu_bwd16", ZT_CC_STREAM},
@@ -731,18 +732,29 @@ static void c_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, flo
     mm_dgelu_bwd(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16));
 }
 static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float *dbias,
-                           const float *pre, int N, int C, int OC, const void *w16, const void *x16,
-                           const void *dout16);
+                           const void *pre, int N, int C, int OC, const void *w16, const void *x16,
+                           const void *dout16, int o16);
 static void mm_dgelu_bwd(const float *dpre_bias, const float *dw, const float *dbias,
                          const float *pre, int N, int C, int OC, const void *w16, const void *x16) {
-    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16, x16, NULL);
+    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16, x16, NULL, 0);
 }
+/* (o16: matmul_dgelu_bwd_o16, the epilogue's D and aux in bf16; its
+ * fallback's k_gelu_bwd_o16 reads the bf16 pre and writes both dpre) */
 static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float *dbias,
-                           const float *pre, int N, int C, int OC, const void *w16, const void *x16,
-                           const void *dout16) {
+                           const void *pre, int N, int C, int OC, const void *w16, const void *x16,
+                           const void *dout16, int o16) {
     if (N <= 0) return;
     const double nc = D(N) * D(C);
     const int d16 = dout16 ? dout16_in(dout16, N, C, OC, 1) : round_dout(N, C, OC, 1);
+    if (o16 && (C <= 0 || OC <= 0)) {   /* (no GEMM) */
+        if (C > 0) {
+            rec(K_MEMSET, 0, nc * F);
+            rec(K_GELU_BWD_O16, 15 * nc, nc * (2 * F + 2 * H));
+            if (dpre_bias) colsum(N, C);
+        }
+        if (OC > 0 && dbias) colsum(N, OC);
+        return;
+    }
     if (C > 0 && OC > 0 && gelu_epi_ok(pre, C, NULL)) {
         const int bf16 = g_mode == ZT_MATMUL_BF16;
         if (bf16 && !(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
@@ -752,7 +764,7 @@ static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float 
         }
         const double e = bf16 ? H : F;
         rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(C) * D(N) * D(OC) + 16 * nc,
-            (D(C) * D(OC) + D(OC) * D(N)) * e + 2 * nc * F + D(C) * F);
+            (D(C) * D(OC) + D(OC) * D(N)) * e + 2 * nc * (o16 ? H : F) + D(C) * F);
         if (dpre_bias) rec(K_BGRAD_ACC, D(C), 3 * D(C) * F);
         if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
         if (dbias) colsum(N, OC);
@@ -765,7 +777,8 @@ static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float 
     if (OC > 0 && dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
     if (OC > 0 && dbias) colsum(N, OC);
     if (C <= 0) return;
-    rec(K_GELU_BWD, 15 * nc, 3 * nc * F);
+    if (o16) rec(K_GELU_BWD_O16, 15 * nc, nc * (2 * F + 2 * H));
+    else rec(K_GELU_BWD, 15 * nc, 3 * nc * F);
     if (dpre_bias) colsum(N, C);
 }
 
@@ -1510,7 +1523,8 @@ static void c_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, i
  * entries: their fp32 entries' counts with dout arriving in bf16 (no
  * k_round_bf16 of it; copied once when not 256-byte aligned).  The
  * producers: their fp32 kernels, each writing the bf16 copy as well
- * (N C h / 2 N H h more bytes written). */
+ * (N C h / 2 N H h more bytes written; swiglu / geglu _bwd_d16 with dgu
+ * NULL: the bf16 copy only, 2 N H f fewer). */
 static void c_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *dout16, const float *inp, const uint16_t *inp16,
                              const float *w, const uint16_t *w16, int N, int C, int OC) {
@@ -1529,7 +1543,19 @@ static void c_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, flo
     if (g_inner)
         g_inner->matmul_dgelu_bwd_d16(dpre, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre, w,
                                       w16, N, C, OC);
-    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16), dout16, 0);
+}
+/* matmul_dgelu_bwd_o16: matmul_dgelu_bwd_d16's counts with the epilogue's
+ * D and aux in bf16 (2 N C h for 2 N C f), and no k_from_bf16 of pre */
+static void c_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                   float *dbias, const float *dout, const uint16_t *dout16,
+                                   const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                   const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_dgelu_bwd_o16);
+    if (g_inner)
+        g_inner->matmul_dgelu_bwd_o16(dpre16, tmp, dpre_bias, dw, dbias, dout, dout16, inp, inp16,
+                                      pre16, w, w16, N, C, OC);
+    mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre16, N, C, OC, w16_of(w16), x16_of(inp16), dout16, 1);
 }
 static void c_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
@@ -1548,13 +1574,13 @@ static void c_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, con
                              int N, int H_) {
     call(ZT_CE_swiglu_bwd_d16);
     if (g_inner) g_inner->swiglu_bwd_d16(dgu, dgu16, dout, gu16, N, H_);
-    if (N > 0 && H_ > 0) rec(K_SWIGLU_BWD16, 10 * D(N) * H_, D(N) * H_ * (4 * H + 3 * F));
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_BWD16, 10 * D(N) * H_, D(N) * H_ * (4 * H + (dgu ? 3 : 1) * F));
 }
 static void c_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                             int N, int H_) {
     call(ZT_CE_geglu_bwd_d16);
     if (g_inner) g_inner->geglu_bwd_d16(dgu, dgu16, dout, gu16, N, H_);
-    if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (4 * H + 3 * F));
+    if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (4 * H + (dgu ? 3 : 1) * F));
 }
 
 /* k_softcap_fwd: 3 FLOPs, 2 f per element; _bwd: 4 FLOPs, 3 f */
@@ -1917,6 +1943,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->matmul_bwd_head16 = c_matmul_bwd_head16;
     t->matmul_bwd_d16 = c_matmul_bwd_d16;
     t->matmul_dgelu_bwd_d16 = c_matmul_dgelu_bwd_d16;
+    t->matmul_dgelu_bwd_o16 = c_matmul_dgelu_bwd_o16;
     t->layernorm_bwd16 = c_layernorm_bwd16;
     t->rmsnorm_bwd16 = c_rmsnorm_bwd16;
     t->swiglu_bwd_d16 = c_swiglu_bwd_d16;

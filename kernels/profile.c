@@ -366,6 +366,19 @@ static void p_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, flo
           2.0 * N * OC + (dbias ? F4 * N * OC : 0) + F4 * (2.0 * N * C + (dw ? 2.0 * OC * C : 0)) +
               (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
 }
+/* (matmul_dgelu_bwd_d16's with dpre written in bf16 and pre read in bf16) */
+static void p_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                   float *dbias, const float *dout, const uint16_t *dout16,
+                                   const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                   const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_dgelu_bwd_o16(dpre16, tmp, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre16,
+                                w, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          2.0 * N * OC + (dbias ? F4 * N * OC : 0) + 2.0 * 2.0 * N * C + (dw ? F4 * 2.0 * OC * C : 0) +
+              (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
+}
 static void p_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
                               const float *mean, const float *rstd, int N, int C) {
@@ -383,13 +396,13 @@ static void p_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, con
                              int N, int H) {
     double t = k_begin();
     inner->swiglu_bwd_d16(dgu, dgu16, dout, gu16, N, H);
-    k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * 3.0) * N * H);
+    k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * (dgu ? 3.0 : 1.0)) * N * H);
 }
 static void p_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                             int N, int H) {
     double t = k_begin();
     inner->geglu_bwd_d16(dgu, dgu16, dout, gu16, N, H);
-    k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * 3.0) * N * H);
+    k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * (dgu ? 3.0 : 1.0)) * N * H);
 }
 static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                const float *dout, const float *inp, const float *pre,
@@ -742,6 +755,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(gqa_ext_bwd16o);
     W(matmul_bwd_d16);
     W(matmul_dgelu_bwd_d16);
+    W(matmul_dgelu_bwd_o16);
     W(layernorm_bwd16);
     W(rmsnorm_bwd16);
     W(swiglu_bwd_d16);

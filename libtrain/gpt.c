@@ -149,6 +149,7 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     g->cfg.r16 = mc->r16 && zt_r16_ok(be);
     g->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
     g->cfg.d16 = mc->d16 && zt_d16_ok(be);
+    g->cfg.g16 = g->cfg.d16 && mc->g16 && zt_g16_ok(be);
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -544,7 +545,20 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * projections' GEMM operand) */
     const uint16_t *dres16 = a->dres16 && g->cfg.d16 ? a->dres16 : NULL;
     /* MLP: dres flows to res2 unchanged and into the projection */
-    if (be->matmul_dgelu_bwd && !sk->lora) {
+    if (s->fch16 && dres16 && g->cfg.g16 && !sk->lora) {
+        /* (g16: the projection's input gradient through the GELU written in
+         * bf16, d4a's room, from the bf16 fc output as it is, and fc's bias
+         * gradient the fp32 values' column sums (cuda: cuBLASLt's
+         * DGELU_BGRAD with a bf16 D and aux); the fc GEMMs read that bf16
+         * gradient, the values they rounded d4b to otherwise; d4b the fp32
+         * scratch of the entry) */
+        uint16_t *dpre16 = (uint16_t *)(void *)a->d4a;
+        be->matmul_dgelu_bwd_o16(dpre16, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, dres16,
+                                 s->fch_gelu, s->fchg16, s->fch16, w->fcprojw, W16(T_FCPW), N,
+                                 4 * C, C);
+        zt_mm_bwd_d(be, a->dbuf, gw->fcw, NULL, NULL, dpre16, s->ln2, s->ln216, w->fcw, W16(T_FCW),
+                    N, C, 4 * C);
+    } else if (be->matmul_dgelu_bwd && !sk->lora) {
         /* the projection's input gradient through the GELU, and fc's bias
          * gradient, in its GEMM (cuda: a cuBLASLt epilogue); bf16 fc output:
          * its values widened into d4a */

@@ -1247,6 +1247,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * gate|up's by SwiGLU / GeGLU's backward, over the slot's gu16) */
     uint16_t *dc16 = d16_of(m, a->dc16);
     const uint16_t *dgu16 = NULL;
+    float *dgu = a->dgu;   /* (NULL: gate|up's gradient in bf16 only) */
     if (m->sparse[l]) {
         m->mh.layer = l;
         ZT_TRY(moe_bwd(m, a, s, w, gw, st));
@@ -1268,8 +1269,11 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
          * each element read before its gradient is written, and gu16 has no
          * reader after this) */
         if ((dgu16 = d16_of(m, s->gu16))) {
-            if (sh->gemma) be->geglu_bwd_d16(a->dgu, s->gu16, a->dh, s->gu16, N, H);
-            else be->swiglu_bwd_d16(a->dgu, s->gu16, a->dh, s->gu16, N, H);
+            /* (the fp32 gradient only for gate|up's adapters: the GEMMs
+             * read dgu16, and gate|up has no bias) */
+            if (!zt_skel_lora_on(sk, LG_GU)) dgu = NULL;
+            if (sh->gemma) be->geglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
+            else be->swiglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
         } else if (sh->gemma) {
             be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
         } else {
@@ -1284,7 +1288,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
 gu_bwd:
-    zt_mm_bwd_d(be, a->dbuf, gw->guw, NULL, a->dgu, dgu16, s->xn2, s->xn216, w->guw,
+    zt_mm_bwd_d(be, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
                 LW16(m, w, T_GATEW), N, C, 2 * H);
     zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
 mlp_norm:

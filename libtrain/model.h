@@ -180,6 +180,12 @@ static inline int zt_d16_ok(const zt_backend *be) {
     return be && be->matmul_bwd_d16 && be->matmul_dgelu_bwd_d16 && be->layernorm_bwd16 &&
            be->rmsnorm_bwd16 && be->swiglu_bwd_d16 && be->geglu_bwd_d16;
 }
+/* GPT-2's fc backward through the GELU writing its gradient in bf16
+ * (backend.h matmul_dgelu_bwd_o16: the fc GEMMs read it, fc's bias
+ * gradient the fp32 values' column sums, no widened copy of the bf16 fc
+ * output): 1 when the backend has it.  Checked once, when the model is
+ * created (with zt_model_config.g16, ZT_TEST_NO_G16 unset, and d16). */
+static inline int zt_g16_ok(const zt_backend *be) { return be && be->matmul_dgelu_bwd_o16; }
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&
            be->matmul_dgelu_bwd_a16;

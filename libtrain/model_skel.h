@@ -100,6 +100,11 @@ static inline void zt_skel_lora_bwd(const zt_skel *sk, int grp, const float *x, 
                                     float *dx, int N, const zt_lora_scratch *ls) {
     if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, NULL, dy, dx, N, ls);
 }
+/* 1 when group grp has adapters (their backward reads the fp32 output
+ * gradient dy) */
+static inline int zt_skel_lora_on(const zt_skel *sk, int grp) {
+    return sk->lora && sk->lo.groups[grp].n > 0;
+}
 /* (x16 != NULL: the input is that bf16 activation instead of x) */
 static inline void zt_skel_lora_fwd16(const zt_skel *sk, int grp, const float *x,
                                       const uint16_t *x16, float *y, int N,

@@ -61,6 +61,7 @@ void zt_out16_of(zt_model_config *mc) {
     mc->qkr16 = !getenv("ZT_TEST_NO_QKR16");
     mc->ab16 = !getenv("ZT_TEST_NO_AB16");
     mc->x16 = !getenv("ZT_TEST_NO_X16");
+    mc->g16 = !getenv("ZT_TEST_NO_G16");
 }
 
 int zt_nf4w16_of(void) {

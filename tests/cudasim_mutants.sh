@@ -230,7 +230,7 @@ mutant gelu-aux-ld kernels/cuda/cuda_matmul.cu \
 
 # DGELU_BGRAD: the GELU's derivative taken at the wrong matrix (dpre, not pre)
 mutant dgelu-aux kernels/cuda/cuda_matmul.cu \
-    'lt_epi e = \{EPI_DGELU_BGRAD, \K\(float \*\)pre(?=, C, bg\};)' 'dpre'
+    'lt_epi e = \{EPI_DGELU_BGRAD, \K\(void \*\)pre(?=, C, bg\};)' 'dpre'
 
 # the matmul backward in bf16 mode: dout rounded once for both GEMMs, but
 # only its first half (the GEMMs then read whatever scratch held)
@@ -343,7 +343,7 @@ mutant moe-regroup-dst kernels/cuda/cuda_moe.cu \
 
 # matmul_fwd_o16 (the cuBLASLt GEMM with a bf16 D): the bias left out
 mutant o16-bias kernels/cuda/cuda_matmul.cu \
-    'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, NULL, &err, true\))' 'NULL'
+    'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, epi, &err, true\))' 'NULL'
 
 # matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM not given it (reads no input)
 mutant head16-x16 kernels/cuda/cuda_matmul.cu \
@@ -363,11 +363,26 @@ mutant geglu16-swap kernels/cuda/cuda_llama.cu \
 
 # swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
 mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \
-    'zt_swiglu_bwd\(&dgu\[o\], &dgu\[o \+ H\], zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\),)' 'i'
+    'zt_swiglu_bwd\(&dg, &du, zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\), dout)' 'i'
 
 # geglu_bwd16: the gate's and the up's gradients written to each other's place
 mutant geglu16-bwd-swap kernels/cuda/cuda_llama.cu \
-    'geglu_grad\(\K&dgu\[o\], &dgu\[o \+ H\](?=, zt_cvt_bf16_to_f32\(gu\[o\]\))' '&dgu[o + H], &dgu[o]'
+    'geglu_grad\(\K&dg, &du(?=, zt_cvt_bf16_to_f32\(gu\[o\]\))' '&du, &dg'
+
+# swiglu_bwd_d16 with dgu NULL: the fp32 values' write guarded by dgu16
+# instead of dgu (writes through the NULL dgu)
+mutant swiglu-d16-null kernels/cuda/cuda_llama.cu \
+    'if \(\Kdgu(?=\) \{   /\* \(swiglu_bwd_d16 with dgu NULL)' 'dgu16'
+
+# matmul_dgelu_bwd_o16's unfused path: the GELU's derivative taken at the
+# wrong element of the bf16 pre-activation
+mutant gelu-bwd-o16 kernels/cuda/cuda_nn.cu \
+    'const float v = gelu_grad\(zt_cvt_bf16_to_f32\(inp16\[\Ki(?=\]\)\) \* dout\[i\];)' 'i / 2'
+
+# matmul_dgelu_bwd_o16's epilogue: the GELU's derivative taken at its own
+# output (dpre16), not at pre16
+mutant dgelu-o16-aux kernels/cuda/cuda_matmul.cu \
+    'lt_epi e = \{EPI_DGELU_BGRAD, \(void \*\)\Kpre16(?=, C, bg\};)' 'dpre16'
 
 # gqa_ext_fwd16 where the attention takes the fp32 kernels: only q and k
 # widened (k_att_widen), v read from whatever tmp held

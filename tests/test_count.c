@@ -545,14 +545,16 @@ typedef struct w16_mem {
     long from16;       /* k_from_bf16 launches */
     long d16;          /* calls of the bf16-gradient entries (matmul_bwd_d16, ...) */
     long ab16;         /* gqa_ext_bwd16d calls */
+    double glu_b;      /* bytes a launch of k_swiglu_bwd16 / k_geglu_bwd16 (-1: not all the same) */
+    long g16;          /* matmul_dgelu_bwd_o16 calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
- * 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16 (all read at the setup too); 64 =
- * ZT_TEST_NO_L16 over the whole run */
+ * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16 (all read at the
+ * setup too); 64 = ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -610,6 +612,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 1024) setenv("ZT_TEST_NO_QKR16", "1", 1);
     if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
     if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
+    if (no_w16 & 2048) setenv("ZT_TEST_NO_G16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -628,6 +631,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_QKR16");
     unsetenv("ZT_TEST_NO_AB16");
     unsetenv("ZT_TEST_NO_X16");
+    unsetenv("ZT_TEST_NO_G16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -664,8 +668,11 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     memset(mem, 0, sizeof *mem);
     mem->enc16 = t.calls[ZT_CE_encoder_fwd_w16];
     mem->enc = t.calls[ZT_CE_encoder_fwd];
-    for (size_t i = 0; i < nk; i++)
+    for (size_t i = 0; i < nk; i++) {
         if (!strcmp(k[i].name, "k_from_bf16")) mem->widened += k[i].bytes * (double)k[i].launches;
+        if (k[i].launches && (!strcmp(k[i].name, "k_swiglu_bwd16") || !strcmp(k[i].name, "k_geglu_bwd16")))
+            mem->glu_b = mem->glu_b == 0 || mem->glu_b == k[i].bytes ? k[i].bytes : -1;
+    }
     zt_mem_stats ms;
     zt_mem_get(&ms);
     mem->peak = ms.peak[ZT_MEM_GATHERED];
@@ -682,7 +689,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
-               t.calls[ZT_CE_matmul_dgelu_bwd_d16];
+               t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16];
+    mem->g16 = t.calls[ZT_CE_matmul_dgelu_bwd_o16];
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
@@ -1348,7 +1356,8 @@ static void bf16_att_bwd16(void) {
  * per block the fc projection's GEMMs (through the GELU), the attention
  * projection's, ln2 and ln1 (but block 0's) take the new entries, and 2
  * k_round_bf16 fewer a block (the residual gradient's, read by the two
- * projections); Llama the final norm, and per block the down, gate|up and
+ * projections; 3 without LoRA: fc's GEMMs then read the gradient through
+ * the GELU in bf16, which needs the bf16 residual gradient); Llama the final norm, and per block the down, gate|up and
  * o GEMMs, SwiGLU's backward, mlp_norm and attn_norm (but block 0's); Gemma
  * 2 per block the two post norms, the three GEMMs and GeGLU's backward: 3
  * k_round_bf16 fewer a block; the other counts (the bf16-output ones with
@@ -1367,7 +1376,9 @@ static void bf16_gradients(void) {
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
         const long want = 4L * (p.s.llama ? 6L * p.s.L : 4L * p.s.L);
-        const long fewer = 4L * p.s.L * (p.s.llama ? 3 : 2);
+        /* (GPT-2 without LoRA: and fc's GEMMs read the gradient through
+         * the GELU in bf16, bf16 GELU gradients below: one more) */
+        const long fewer = 4L * p.s.L * (p.s.llama ? 3 : c->extra == w16_lora ? 2 : 3);
         tap_ok(p.ma.d16 == want && p.mb.d16 == 0 && p.rb - p.ra == fewer && p.wa == p.wb &&
                    p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
                    p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
@@ -1375,6 +1386,51 @@ static void bf16_gradients(void) {
                "without, %ld fewer expected), activations' peak %llu bytes (%llu without)",
                what, p.ma.d16, want, p.mb.d16, p.ra, p.rb, fewer,
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+        if (!p.s.llama) continue;
+        /* SwiGLU / GeGLU's backward: gate|up (bf16) and dout (fp32) read,
+         * the bf16 gradient written, and the fp32 one only for gate|up's
+         * adapters (LoRA; the GEMMs read the bf16 one): N H (4 h + 3 f)
+         * bytes a launch with LoRA, N H (4 h + f) without; without the
+         * bf16 gradients (swiglu_bwd16) N H (2 h + 3 f) */
+        const double nh = (double)p.s.B * p.s.T * p.s.I;
+        const double gw = nh * (4 * 2 + (c->extra == w16_lora ? 3 : 1) * 4), gwo = nh * (2 * 2 + 3 * 4);
+        tap_ok(p.ma.glu_b == gw && p.mb.glu_b == gwo,
+               "%s: the gate|up backward kernel moves %.0f bytes a launch (%.0f expected; %.0f "
+               "without the bf16 gradients, %.0f expected)",
+               what, p.ma.glu_b, gw, p.mb.glu_b, gwo);
+    }
+}
+
+/* ------------------------------------------------------------ bf16 GELU gradients
+ * GPT-2's fc backward through the GELU writing its gradient in bf16
+ * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
+ * gradient written in bf16 for fc's GEMMs, fc's bias gradient the fp32
+ * values' column sums): every loss and gradient norm bitwise those of the
+ * path of before (ZT_TEST_NO_G16=1: the fc output widened by from_bf16,
+ * matmul_dgelu_bwd_d16 writing the fp32 gradient, fc's GEMMs rounding it),
+ * stages 0 and 3, with activation checkpointing and without; per block and
+ * backward matmul_dgelu_bwd_o16 for matmul_dgelu_bwd_d16, one k_from_bf16
+ * and one k_round_bf16 fewer, the bf16-gradient calls (fc's GEMMs now
+ * matmul_bwd_d16) the same, and the activations' peak and plan unchanged;
+ * with LoRA (its adapters read the fp32 gradient) and on Llama nothing
+ * changes. */
+static void bf16_gelu_grad(void) {
+    static const w16_kind kind = {2048, " with and without the bf16 GELU gradients",
+                                  "widening path's", NULL};
+    for (size_t i = 0; i < sizeof w16_common / sizeof w16_common[0]; i++) {
+        const w16_case *c = &w16_common[i];
+        w16_pair p;
+        char what[96];
+        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
+        const long n = !p.s.llama && c->extra != w16_lora ? 4L * p.s.L : 0;
+        tap_ok(p.ma.g16 == n && p.mb.g16 == 0 && p.mb.from16 - p.ma.from16 == n &&
+                   p.rb - p.ra == n && p.ma.d16 == p.mb.d16 && p.ma.a16 == p.mb.a16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+               "%s: %ld matmul_dgelu_bwd_o16 calls (%ld expected, %ld without), %ld k_from_bf16 "
+               "(%ld without), %ld k_round_bf16 (%ld without), %ld bf16-gradient calls (%ld "
+               "without), activations' peak %llu bytes (%llu without)",
+               what, p.ma.g16, n, p.mb.g16, p.ma.from16, p.mb.from16, p.ra, p.rb, p.ma.d16,
+               p.mb.d16, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -1555,14 +1611,17 @@ static void model(void) {
          * forward and weight-gradient GEMMs (12 * 2 fewer roundings), and
          * widened (k_from_bf16) for their fp32 readers: fc's output for
          * the GELU backward, the attention output for the attention
-         * backward (12 * 2); q|k|v, fc's output and the GELU's output
+         * backward (12 * 2); the GELU backward reads fc's output in bf16
+         * and writes its gradient in bf16 for fc's GEMMs
+         * (matmul_dgelu_bwd_o16: no widening of fc's output, 12 roundings
+         * fewer); q|k|v, fc's output and the GELU's output
          * written in bf16 by their GEMMs and the GELU (k_gelu_fwd16)
          * themselves, and ln1 and ln2 by their norms (k_layernorm_fwd16,
          * k_add_layernorm_fwd16), and the attention output by the flash
          * kernel (gqa_ext_fwd16o), so no k_to_bf16 is left; the attention
          * reads q|k|v in bf16 as they are (gqa_ext_fwd16 / _bwd16: 12 * 2
          * k_att_tc_round fewer), and its backward the bf16 output
-         * (gqa_ext_bwd16o: the widenings are fc's output's, 12); the
+         * (gqa_ext_bwd16o: no widening left beyond the recorded runs'); the
          * residual gradient's bf16 copy written by the LayerNorm backward
          * adding into it, read so by the two projections' backward GEMMs
          * (12 * 2 fewer roundings); the LM
@@ -1578,7 +1637,7 @@ static void model(void) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
                                                                         (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 -
-                                                                        2 &&
+                                                                        2 - 12 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
@@ -1586,7 +1645,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_to_bf16") ==
                            launches_of_k(cg.k, cg.nk, "k_to_bf16") &&
                        launches_of_k(cn.k, cn.nk, "k_from_bf16") ==
-                           launches_of_k(cg.k, cg.nk, "k_from_bf16") + 12 &&
+                           launches_of_k(cg.k, cg.nk, "k_from_bf16") &&
                        launches_of_k(cn.k, cn.nk, "k_att_tc_round") ==
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
@@ -1597,9 +1656,10 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
                    "- 96 of activations - the head's bf16 gradient - 24 of gradients - 2 of the head's "
-                   "input), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld conversions (%ld as recorded), %ld "
-                   "widenings (%ld as recorded + 12 activations), 24 q|k|v roundings fewer in the attention, 12 "
-                   "bf16 GELUs, 25 bf16 LayerNorms (the final one's the head's input)",
+                   "input - 12 of GELU gradients), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld "
+                   "conversions (%ld as recorded), %ld widenings (%ld as recorded + 12 activations), 24 "
+                   "q|k|v roundings fewer in the attention, 12 bf16 GELUs, 25 bf16 LayerNorms (the final "
+                   "one's the head's input)",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));
@@ -2004,6 +2064,7 @@ int main(int argc, char **argv) {
     bf16_att_bwd16();
     bf16_gradients();
     bf16_final_norm();
+    bf16_gelu_grad();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

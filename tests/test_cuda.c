@@ -1289,6 +1289,68 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
             tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(q0, q1, C * 4) && !memcmp(g0, g1, nw * 4) &&
                        !memcmp(b0, b1, OC * 4),
                    "%s", name);
+            /* the bf16 GELU-gradient entry (matmul_dgelu_bwd_o16): pre16 = pre
+             * rounded; bitwise matmul_dgelu_bwd_d16 on the widened pre16, its
+             * dpre rounded (dpre16), dpre_bias, dw, dbias; pre16 16-byte
+             * aligned (cuBLASLt's epilogue, bf16 D and aux) and 2 bytes in
+             * (the unfused path) */
+            {
+                uint16_t *p16 = xmalloc(ni * 2), *r16 = xmalloc(ni * 2), *o16h = xmalloc(ni * 2);
+                float *pw = xmalloc(ni * 4), *hx2 = xmalloc(ni * 4);
+                cpu->to_bf16(p16, hp, ni);
+                cpu->from_bf16(pw, p16, ni);
+                char *bp16 = gpu->alloc(ni * 2 + 16);
+                /* (tmp and the gradients `off` floats in, as the reference's:
+                 * the column sums' path depends on the alignment) */
+                float *bpw = gpu->alloc((ni + 1) * 4), *btmp = gpu->alloc((ni + off) * 4);
+                float *bpb3 = gpu->alloc((C + off) * 4), *bdw3 = gpu->alloc((nw + off) * 4);
+                float *bdb3 = gpu->alloc((OC + off) * 4);
+                float *tmp_d = btmp + off, *pb3_d = bpb3 + off, *dw3_d = bdw3 + off, *db3_d = bdb3 + off;
+                uint16_t *o16_d = gpu->alloc(ni * 2);
+                for (int al = 0; al < 2; al++)
+                    for (int wk = 0; wk < 2; wk++) {
+                        /* (the reference's fp32 pre 4 bytes in with pre16 2 bytes
+                         * in: both unfused) */
+                        uint16_t *p16_d = (uint16_t *)(bp16 + (al ? 2 : 0));
+                        float *pw_d = bpw + al;
+                        gpu->to_device(p16_d, p16, ni * 2);
+                        gpu->to_device(pw_d, pw, ni * 4);
+                        gpu->zero(dw2_d, nw * 4); gpu->zero(db2_d, OC * 4); gpu->zero(pb2_d, C * 4);
+                        gpu->zero(dw3_d, nw * 4); gpu->zero(db3_d, OC * 4); gpu->zero(pb3_d, C * 4);
+                        gpu->matmul_dgelu_bwd_d16(dp2_d, pb2_d, dw2_d, db2_d, d_d, d16_d, NULL, g16_d, pw_d,
+                                                  wk ? NULL : w_d, wk ? w16_d : NULL, N, C, OC);
+                        gpu->matmul_dgelu_bwd_o16(o16_d, tmp_d, pb3_d, dw3_d, db3_d, d_d, d16_d, NULL, g16_d,
+                                                  p16_d, wk ? NULL : w_d, wk ? w16_d : NULL, N, C, OC);
+                        gpu->to_host(hx2, dp2_d, ni * 4);
+                        cpu->to_bf16(r16, hx2, ni);
+                        gpu->to_host(o16h, o16_d, ni * 2);
+                        snprintf(name, sizeof name,
+                                 "matmul_dgelu_bwd_o16 (%s, pre16 %s) %s: bitwise matmul_dgelu_bwd_d16 on "
+                                 "the widened pre16, dpre rounded",
+                                 wk ? "w16" : "fp32 w", al ? "2 bytes in" : "aligned", tag);
+                        const int k1 = !memcmp(o16h, r16, ni * 2), k2 = same_bits(pb3_d, pb2_d, C * 4),
+                                  k3 = same_bits(dw3_d, dw2_d, nw * 4), k4 = same_bits(db3_d, db2_d, OC * 4);
+                        if (!tap_ok(k1 && k2 && k3 && k4, "%s", name))
+                            tap_diag("dpre16 %s, dpre_bias %s, dw %s, dbias %s", k1 ? "same" : "differs",
+                                     k2 ? "same" : "differs", k3 ? "same" : "differs", k4 ? "same" : "differs");
+                    }
+                /* the CPU's likewise */
+                float *q2 = calloc(C, 4), *g2 = calloc(nw, 4), *b2 = calloc(OC, 4), *t2 = xmalloc(ni * 4);
+                memset(q1, 0, C * 4); memset(g1, 0, nw * 4); memset(b1, 0, OC * 4);
+                cpu->matmul_dgelu_bwd_d16(e1, q1, g1, b1, hd, d16, hg, NULL, pw, NULL, w16, N, C, OC);
+                cpu->to_bf16(r16, e1, ni);
+                cpu->matmul_dgelu_bwd_o16(o16h, t2, q2, g2, b2, hd, d16, hg, NULL, p16, NULL, w16, N, C, OC);
+                snprintf(name, sizeof name,
+                         "cpu matmul_dgelu_bwd_o16 %s: bitwise matmul_dgelu_bwd_d16 on the widened pre16, "
+                         "dpre rounded", tag);
+                tap_ok(!memcmp(o16h, r16, ni * 2) && !memcmp(q1, q2, C * 4) && !memcmp(g1, g2, nw * 4) &&
+                           !memcmp(b1, b2, OC * 4),
+                       "%s", name);
+                free(q2); free(g2); free(b2); free(t2);
+                free(p16); free(r16); free(o16h); free(pw); free(hx2);
+                gpu->free(bp16); gpu->free(bpw); gpu->free(btmp); gpu->free(bpb3); gpu->free(bdw3);
+                gpu->free(bdb3); gpu->free(o16_d);
+            }
             free(hg); free(hp); free(e0); free(e1); free(q0); free(q1); free(g0); free(g1);
             free(b0); free(b1); free(hd); free(d16);
             gpu->free(bd16);
@@ -1588,6 +1650,14 @@ static void test_act16(int N, int H) {
             ok = b ? !memcmp(d1, d2, n2 * 4) && !memcmp(o16, r16, n2 * 2)
                    : same_bits(d1, d2, n2 * 4) && same_bits(o16, r16, n2 * 2);
             snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d in place of gu16: the same dgu and dgu16",
+                     who, fn, N, H);
+            tap_ok(ok, "%s", name);
+            /* ... and with dgu NULL (no fp32 gradient): the same dgu16, in place */
+            be->copy(o16, gin, n2 * 2);
+            if (g) be->geglu_bwd_d16(NULL, o16, dd, o16, N, H);
+            else be->swiglu_bwd_d16(NULL, o16, dd, o16, N, H);
+            ok = b ? !memcmp(o16, r16, n2 * 2) : same_bits(o16, r16, n2 * 2);
+            snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d dgu NULL in place of gu16: the same dgu16",
                      who, fn, N, H);
             tap_ok(ok, "%s", name);
         }

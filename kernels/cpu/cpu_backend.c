@@ -460,6 +460,21 @@ static void cpu_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, f
     zt_cpu_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
     if (dpre_bias) zt_cpu_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
 }
+/* matmul_dgelu_bwd_o16 (backend.h): pre16 widened (exact) into host
+ * scratch, matmul_dgelu_bwd_d16 into tmp, then to_bf16: that sequence by
+ * construction */
+static void cpu_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                     float *dbias, const float *dout, const uint16_t *dout16,
+                                     const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                     const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0) return;
+    float *pre = NULL;
+    if (C > 0 && !(pre = widen_a16(pre16, N, C))) return;
+    cpu_matmul_dgelu_bwd_d16(tmp, dpre_bias, dw, dbias, dout, dout16, inp, inp16, pre, w, w16, N, C,
+                             OC);
+    if (C > 0) zt_cpu_to_bf16(dpre16, tmp, (size_t)N * C);
+    free(pre);
+}
 static void cpu_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
                                 const float *dout, const float *inp, const float *w,
                                 const float *mean, const float *rstd, int N, int C) {
@@ -471,17 +486,34 @@ static void cpu_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const fl
     zt_cpu_rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
     if (N > 0 && C > 0) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
 }
+/* (dgu NULL: the fp32 values made in host scratch of our own, then only
+ * dgu16 written) */
+static float *glu_dgu(float *dgu, int N, int H, float **own) {
+    *own = NULL;
+    if (dgu) return dgu;
+    *own = malloc((size_t)N * 2 * H * sizeof(float));
+    if (!*own)
+        cpu_err = "cpu_backend.c: swiglu / geglu _bwd_d16: out of memory for the fp32 gradient "
+                  "(nothing computed)";
+    return *own;
+}
 static void cpu_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout,
                                const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
-    cpu_swiglu_bwd16(dgu, dout, gu16, N, H);
-    zt_cpu_to_bf16(dgu16, dgu, (size_t)N * 2 * H);
+    float *own, *d = glu_dgu(dgu, N, H, &own);
+    if (!d) return;
+    cpu_swiglu_bwd16(d, dout, gu16, N, H);
+    zt_cpu_to_bf16(dgu16, d, (size_t)N * 2 * H);
+    free(own);
 }
 static void cpu_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                               int N, int H) {
     if (N <= 0 || H <= 0) return;
-    cpu_geglu_bwd16(dgu, dout, gu16, N, H);
-    zt_cpu_to_bf16(dgu16, dgu, (size_t)N * 2 * H);
+    float *own, *d = glu_dgu(dgu, N, H, &own);
+    if (!d) return;
+    cpu_geglu_bwd16(d, dout, gu16, N, H);
+    zt_cpu_to_bf16(dgu16, d, (size_t)N * 2 * H);
+    free(own);
 }
 
 /* ------------------------------------------------------------ elementwise */
@@ -863,6 +895,7 @@ static const zt_backend cpu_backend = {
     .swiglu_bwd_d16 = cpu_swiglu_bwd_d16,
     .geglu_bwd_d16 = cpu_geglu_bwd_d16,
     .gqa_ext_bwd16d = cpu_gqa_ext_bwd16d,
+    .matmul_dgelu_bwd_o16 = cpu_matmul_dgelu_bwd_o16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

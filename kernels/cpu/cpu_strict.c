@@ -1452,6 +1452,18 @@ static void s_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, flo
                                     w16, N, C, OC);
     leave();
 }
+static void s_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                   float *dbias, const float *dout, const uint16_t *dout16,
+                                   const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                   const float *w, const uint16_t *w16, int N, int C, int OC) {
+    enter();
+    if (NEED_ALL("matmul_dgelu_bwd_o16", {"dpre16", dpre16, (size_t)N * C * 2},
+                 {"tmp", tmp, (size_t)N * C * F}, {"dpre_bias", dpre_bias, (size_t)C * F},
+                 {"pre16", pre16, (size_t)N * C * 2}, OPNDS_WX(dpre16)))
+        cpu()->matmul_dgelu_bwd_o16(dpre16, tmp, dpre_bias, dw, dbias, dout, dout16, inp, inp16,
+                                    pre16, w, w16, N, C, OC);
+    leave();
+}
 #undef OPNDS_WX
 static void s_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
                               const float *dout, const float *inp, const float *w,
@@ -1601,6 +1613,7 @@ static const zt_backend strict_backend = {
     .swiglu_bwd_d16 = s_swiglu_bwd_d16,
     .geglu_bwd_d16 = s_geglu_bwd_d16,
     .gqa_ext_bwd16d = s_gqa_ext_bwd16d,
+    .matmul_dgelu_bwd_o16 = s_matmul_dgelu_bwd_o16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -159,6 +159,9 @@ void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
                            const float *rstd, int N, int C);
 void zt_cuda_gelu_fwd(float *out, const float *inp, size_t n);
 void zt_cuda_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+/* gelu_bwd of the widened inp16 into dinp, also rounded into dinp16 */
+void zt_cuda_gelu_bwd_o16(uint16_t *dinp16, float *dinp, const uint16_t *inp16, const float *dout,
+                          size_t n);
 void zt_cuda_xent_fwd(float *losses, float *probs, const float *logits, const int *targets,
                       int N, int V);
 void zt_cuda_xent_bwd(float *dlogits, const float *probs, const int *targets, float dloss,
@@ -353,6 +356,10 @@ void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, cons
                             int N, int H);
 void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                            int N, int H);
+void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                  float *dbias, const float *dout, const uint16_t *dout16,
+                                  const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                  const float *w, const uint16_t *w16, int N, int C, int OC);
 void zt_cuda_set_matmul_precision(int mode);
 /* the precision set last (ZT_MATMUL_FP32 or ZT_MATMUL_BF16) */
 int zt_cuda_matmul_mode(void);

@@ -441,11 +441,15 @@ __global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
-        zt_swiglu_bwd(&dgu[o], &dgu[o + H], zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
-                      dout[i]);
+        float dg, du;
+        zt_swiglu_bwd(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]), dout[i]);
+        if (dgu) {   /* (swiglu_bwd_d16 with dgu NULL: the bf16 values only) */
+            dgu[o] = dg;
+            dgu[o + H] = du;
+        }
         if (dgu16) {   /* swiglu_bwd_d16: the values rounded beside them */
-            dgu16[o] = zt_cvt_f32_to_bf16(dgu[o]);
-            dgu16[o + H] = zt_cvt_f32_to_bf16(dgu[o + H]);
+            dgu16[o] = zt_cvt_f32_to_bf16(dg);
+            dgu16[o + H] = zt_cvt_f32_to_bf16(du);
         }
     }
 }
@@ -546,11 +550,15 @@ __global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu,
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
-        geglu_grad(&dgu[o], &dgu[o + H], zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
-                   dout[i]);
+        float dg, du;
+        geglu_grad(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]), dout[i]);
+        if (dgu) {   /* (geglu_bwd_d16 with dgu NULL: the bf16 values only) */
+            dgu[o] = dg;
+            dgu[o + H] = du;
+        }
         if (dgu16) {   /* geglu_bwd_d16 */
-            dgu16[o] = zt_cvt_f32_to_bf16(dgu[o]);
-            dgu16[o + H] = zt_cvt_f32_to_bf16(dgu[o + H]);
+            dgu16[o] = zt_cvt_f32_to_bf16(dg);
+            dgu16[o + H] = zt_cvt_f32_to_bf16(du);
         }
     }
 }

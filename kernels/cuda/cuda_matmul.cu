@@ -156,7 +156,7 @@ __global__ void k_bgrad_acc(float *dst, const float *src, int n) {
 enum { EPI_NONE = 0, EPI_GELU_AUX_BIAS = 1, EPI_DGELU_BGRAD = 2 };
 struct lt_epi {
     int kind;
-    float *aux;        /* [m, n] column-major, ld auxld */
+    void *aux;         /* [m, n] column-major, ld auxld; D's type (fp32, or bf16 with a bf16 D) */
     int64_t auxld;
     float *bgrad;      /* DGELU_BGRAD: [m] */
 };
@@ -174,7 +174,7 @@ struct lt_key {
     uint32_t aa, ab, ac;
     int epi;
     int64_t auxld;
-    int d16;   /* C and D in bf16 (matmul_fwd_o16) */
+    int d16;   /* C and D in bf16 (matmul_fwd_o16; matmul_dgelu_bwd_o16: the aux too) */
 };
 struct lt_entry {
     lt_key key;
@@ -200,7 +200,9 @@ static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int ld
     if (bias && align_of(bias) < 16) return false;   /* keep the epilogue's loads simple */
     const int ek = epi ? epi->kind : EPI_NONE;
     if (ek != EPI_NONE) {
-        /* the aux matrix: 16-byte aligned here, ld a multiple of 8 (cuBLASLt) */
+        /* the aux matrix: 16-byte aligned here, ld a multiple of 8 (cuBLASLt);
+         * a bf16 D only with DGELU_BGRAD (its aux read in bf16, D's type) */
+        if (d16 && ek != EPI_DGELU_BGRAD) return false;
         if (align_of(epi->aux) < 16 || epi->auxld % 8 || epi->auxld < m) return false;
         if (ek == EPI_GELU_AUX_BIAS && !bias) return false;
         if (ek == EPI_DGELU_BGRAD && (bias || align_of(epi->bgrad) < 16)) return false;
@@ -364,11 +366,12 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
         b = b16;
     }
     if (d16) {
-        /* a bf16 D (bf16 mode, no epilogue but the bias): true when Lt ran
-         * it, false (nothing computed) when the caller must do it otherwise */
+        /* a bf16 D (bf16 mode; no epilogue but the bias, or DGELU_BGRAD
+         * with a bf16 aux): true when Lt ran it, false (nothing computed)
+         * when the caller must do it otherwise */
         bool err = false;
-        return g_use_lt && bf16 && !epi &&
-               gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, bias, bf16, NULL, &err, true);
+        return g_use_lt && bf16 && (!epi || epi->kind == EPI_DGELU_BGRAD) &&
+               gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, bias, bf16, epi, &err, true);
     }
     if (g_use_lt) {
         bool err = false;
@@ -377,7 +380,7 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
         if (err) return false;
     }
     if (epi && epi->kind == EPI_GELU_AUX_BIAS) {
-        Cm = epi->aux;   /* the plain GEMM + bias is the GELU's input */
+        Cm = (float *)epi->aux;   /* the plain GEMM + bias is the GELU's input */
         ldc = (int)epi->auxld;
     }
     const float alpha = 1.0f;
@@ -550,7 +553,7 @@ static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, co
             if (!s) return;
         }
         float *bg = (float *)(s + off);
-        lt_epi e = {EPI_DGELU_BGRAD, (float *)pre, C, bg};
+        lt_epi e = {EPI_DGELU_BGRAD, (void *)pre, C, bg};
         const bool fused =
             gemm(false, false, C, N, OC, w, C, dout, OC, dpre, C, 0.0f, NULL, &e, w16, d16, room);
         if (fused && dpre_bias) {
@@ -652,6 +655,63 @@ void zt_cuda_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, floa
     if (a16_ok("matmul_dgelu_bwd_d16"))
         dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp16 ? NULL : inp, pre, w16 ? NULL : w,
                   (const bf16_t *)w16, N, C, OC, (const bf16_t *)inp16, (const bf16_t *)dout16);
+}
+
+/* the GELU backward writing bf16 (backend.h matmul_dgelu_bwd_o16): the
+ * input-gradient GEMM with a bf16 D and DGELU_BGRAD, its aux pre16 read in
+ * bf16 (cuBLASLt's aux has D's type), the bias gradient (fp32, the
+ * epilogue's column sums of its fp32 values) into scratch and added: D =
+ * bf16(GEMM * gelu'(pre)), the values matmul_dgelu_bwd_d16 makes in fp32
+ * from the widened pre, rounded once.  Scratch: matmul_dgelu_bwd_d16's.
+ * Where Lt has no such algorithm (or pre16 is not 16-byte aligned): the
+ * plain GEMM into tmp, k_gelu_bwd_o16 (tmp = its gelu_bwd, dpre16 =
+ * bf16(tmp)) and the column sum of tmp: that entry's unfused sequence. */
+void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
+                                  float *dbias, const float *dout, const uint16_t *dout16,
+                                  const float *inp, const uint16_t *inp16, const uint16_t *pre16,
+                                  const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (!a16_ok("matmul_dgelu_bwd_o16") || N <= 0) return;
+    const bf16_t *x16 = (const bf16_t *)inp16, *ww16 = (const bf16_t *)w16;
+    if (x16) inp = NULL;
+    if (ww16) w = NULL;
+    if (C <= 0 || OC <= 0) {
+        /* (no GEMM: the d16 entry's degenerate cases, then the rounding) */
+        if (C > 0) {
+            if (!ZT_CU(cudaMemsetAsync(tmp, 0, (size_t)N * C * sizeof(float), zt_cu.stream))) return;
+            zt_cuda_gelu_bwd_o16(dpre16, tmp, pre16, tmp, (size_t)N * C);
+            if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, tmp, N, C, (size_t)C);
+        }
+        if (OC > 0 && dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        return;
+    }
+    const size_t ex = zt_al256((size_t)C * 4);
+    const bf16_t *d16 = NULL;
+    char *s = given_dout((const bf16_t *)dout16, N, C, OC, true, dw != NULL, ex, &d16);
+    if (!s) return;
+    char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
+    float *bg = (float *)(s + zt_cuda_ws_matmul_bwd16(N, C, OC, 1, dw != NULL));
+    lt_epi e = {EPI_DGELU_BGRAD, (void *)pre16, C, bg};
+    const bool fused = gemm(false, false, C, N, OC, w, C, dout, OC, NULL, C, 0.0f, NULL, &e, ww16, d16,
+                            room, false, dpre16);
+    if (fused && dpre_bias) {
+        k_bgrad_acc<<<(C + 255) / 256, 256, 0, zt_cu.stream>>>(dpre_bias, bg, C);
+        if (!ZT_LAUNCHED("k_bgrad_acc")) return;
+    }
+    if (!fused) {
+        /* the plain GEMM into tmp (cublasGemmEx, as dgelu_bwd's fallback) */
+        const int lt = g_use_lt;
+        g_use_lt = 0;
+        gemm(false, false, C, N, OC, w, C, dout, OC, tmp, C, 0.0f, NULL, NULL, ww16, d16, room);
+        g_use_lt = lt;
+    }
+    /* (dw's GEMM before the column sums, which may reuse the scratch
+     * holding d16, bg and room) */
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
+    if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    if (fused) return;
+    /* the GELU unfused */
+    zt_cuda_gelu_bwd_o16(dpre16, tmp, pre16, tmp, (size_t)N * C);
+    if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, tmp, N, C, (size_t)C);
 }
 
 /* the bf16-output entry (backend.h): one cuBLASLt GEMM with D in bf16 (fp32

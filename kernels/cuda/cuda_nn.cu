@@ -429,16 +429,29 @@ __global__ void k_gelu_fwd16(uint16_t *out, const uint16_t *inp, size_t n) {
         out[i] = zt_cvt_f32_to_bf16(gelu_val(zt_cvt_bf16_to_f32(inp[i])));
 }
 
+__device__ __forceinline__ float gelu_grad(float x) {
+    const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
+    const float th = tanhf(u);
+    const float sech2 = 1.0f - th * th;
+    const float du = ZT_GELU_K * (1.0f + 3.0f * ZT_GELU_A * x * x);
+    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * du;
+}
+
 __global__ void k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dinp[i] = gelu_grad(inp[i]) * dout[i];
+}
+
+/* k_gelu_bwd on the widened inp16, its values also rounded into dinp16
+ * (matmul_dgelu_bwd_o16's unfused path; dinp may be dout) */
+__global__ void k_gelu_bwd_o16(uint16_t *dinp16, float *dinp, const uint16_t *inp16,
+                               const float *dout, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const float x = inp[i];
-        const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
-        const float th = tanhf(u);
-        const float sech2 = 1.0f - th * th;
-        const float du = ZT_GELU_K * (1.0f + 3.0f * ZT_GELU_A * x * x);
-        const float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * du;
-        dinp[i] = g * dout[i];
+        const float v = gelu_grad(zt_cvt_bf16_to_f32(inp16[i])) * dout[i];
+        dinp[i] = v;
+        dinp16[i] = zt_cvt_f32_to_bf16(v);
     }
 }
 
@@ -453,6 +466,13 @@ void zt_cuda_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_
     if (!n) return;
     k_gelu_fwd16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, in16, n);
     ZT_LAUNCHED("k_gelu_fwd16");
+}
+
+void zt_cuda_gelu_bwd_o16(uint16_t *dinp16, float *dinp, const uint16_t *inp16, const float *dout,
+                          size_t n) {
+    if (!n) return;
+    k_gelu_bwd_o16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(dinp16, dinp, inp16, dout, n);
+    ZT_LAUNCHED("k_gelu_bwd_o16");
 }
 
 void zt_cuda_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n) {

@@ -142,7 +142,7 @@ static double load(const void *p, cudaDataType_t t, size_t i) {
 }
 
 static void store_f32(void *p, cudaDataType_t t, size_t i, double v) {
-    /* outputs: fp32, or bf16 (cuBLASLt's D without an aux epilogue): the
+    /* outputs: fp32, or bf16 (cuBLASLt's D; no aux output in bf16): the
      * fp32 value rounded to nearest even */
     const float f = (float)v;
     if (t == CUDA_R_16BF) {
@@ -164,7 +164,7 @@ struct gemm_args {
     cudaDataType_t at, bt, ct, dt;
     int64_t lda, ldb, ldc, ldd;
     uint32_t epi;      /* CUBLASLT_EPILOGUE_GELU_AUX_BIAS / _DGELU_BGRAD, else 0 */
-    float *aux;        /* [m, n], ld auxld */
+    void *aux;         /* [m, n], ld auxld, D's type (fp32; bf16 with DGELU_BGRAD) */
     int64_t auxld;
     float *bgrad;      /* DGELU_BGRAD: [m] */
 };
@@ -197,14 +197,17 @@ static void gemm_run(const gemm_args &g) {
             if (g.bias) v += ((const float *)g.bias)[i];
             if (g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
                 /* aux: the GEMM + bias; D: its GELU */
-                g.aux[(size_t)i + (size_t)j * g.auxld] = (float)v;
+                ((float *)g.aux)[(size_t)i + (size_t)j * g.auxld] = (float)v;
                 v = sim_gelu((float)v);
             } else if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
-                v = (float)v * sim_dgelu(g.aux[(size_t)i + (size_t)j * g.auxld]);
+                /* (the aux read in D's type: bf16 with a bf16 D) */
+                v = (float)v * sim_dgelu((float)load(g.aux, g.dt, (size_t)i + (size_t)j * g.auxld));
             }
             out[(size_t)i + (size_t)j * g.m] = v;
         }
-    if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD)   /* the bias gradient: row sums of D */
+    /* the bias gradient: row sums of D's fp32 values (before a bf16 D's
+     * rounding: the epilogue reduces what it computes) */
+    if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD)
         for (int i = 0; i < g.m; i++) {
             double s = 0.0;
             for (int j = 0; j < g.n; j++) s += (double)(float)out[(size_t)i + (size_t)j * g.m];
@@ -224,7 +227,7 @@ static cublasStatus_t check_mem(const gemm_args &g, const char *who) {
         (g.beta != 0.0f && !zt_sim_is_device(g.C, span(g.m, g.n, g.ldc, type_size(g.ct)))) ||
         (g.m && g.n && !zt_sim_is_device(g.D, span(g.m, g.n, g.ldd, type_size(g.dt)))) ||
         (g.bias && !zt_sim_is_device(g.bias, (size_t)g.m * 4)) ||
-        (g.aux && g.m && g.n && !zt_sim_is_device(g.aux, span(g.m, g.n, g.auxld, 4))) ||
+        (g.aux && g.m && g.n && !zt_sim_is_device(g.aux, span(g.m, g.n, g.auxld, type_size(g.dt)))) ||
         (g.bgrad && !zt_sim_is_device(g.bgrad, (size_t)g.m * 4)))
         return bad(CUBLAS_STATUS_INVALID_VALUE, "%s: an operand is not (entirely) in device memory", who);
     return CUBLAS_STATUS_SUCCESS;
@@ -394,11 +397,17 @@ static cublasStatus_t lt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t
     const bool gelu_aux = ep == CUBLASLT_EPILOGUE_GELU_AUX_BIAS, dgelu = ep == CUBLASLT_EPILOGUE_DGELU_BGRAD;
     if (ep != CUBLASLT_EPILOGUE_DEFAULT && ep != CUBLASLT_EPILOGUE_BIAS && !gelu_aux && !dgelu)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u not in the simulator", ep);
-    if (d16 && (gelu_aux || dgelu))
+    /* (a bf16 D: DGELU_BGRAD, its aux in D's type, bf16; GELU_AUX_BIAS's
+     * bf16 aux output is not simulated) */
+    if (d16 && gelu_aux)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u with a bf16 D not in the simulator", ep);
-    /* the bias (or bias gradient) vector has D's type when D is not int8 */
-    if (ep != CUBLASLT_EPILOGUE_DEFAULT && op->bias_type != -1 && op->bias_type != CUDA_R_32F)
-        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: bias type %d with fp32 D", op->bias_type);
+    /* the bias (or bias gradient) vector has D's type when D is not int8
+     * (BIAS_DATA_TYPE -1); fp32 may be set (with a bf16 D too); a bf16
+     * vector is not simulated */
+    if (ep != CUBLASLT_EPILOGUE_DEFAULT && op->bias_type != CUDA_R_32F &&
+        (op->bias_type != -1 || d->type != CUDA_R_32F))
+        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: bias type %d with D type %d not in the simulator",
+                   op->bias_type, d->type);
     if (gelu_aux || dgelu) {
         /* EPILOGUE_AUX_POINTER (the heuristic depends on its value for the
          * alignment) needs EPILOGUE_AUX_LD: for the GELU input matrix a
@@ -420,7 +429,7 @@ static cublasStatus_t lt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t
     g->ldd = d->ld;
     g->bias = ep == CUBLASLT_EPILOGUE_BIAS || gelu_aux ? op->bias : nullptr;
     g->epi = gelu_aux || dgelu ? ep : 0;
-    g->aux = gelu_aux || dgelu ? (float *)op->aux : nullptr;
+    g->aux = gelu_aux || dgelu ? op->aux : nullptr;
     g->auxld = op->aux_ld;
     g->bgrad = dgelu ? (float *)op->bias : nullptr;
     return CUBLAS_STATUS_SUCCESS;
