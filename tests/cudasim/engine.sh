@@ -207,7 +207,7 @@ ok $? "attention paths: cuDNN's run planned kernel workspace ${kc:-?} bytes > zt
 # 0-2 and hybrid one per collective)
 hw() {  # hw TAG STEPS ARGS...: rank:host_waits of each rank
     local tag=$1 steps=$2; shift 2
-    (cd "$W/nccl" && ZT_CUDASIM_DEVICES=2 timeout 300 "$mpirun" --oversubscribe -np 2 --bind-to none "$sim" train \
+    (cd "$W/nccl" && ZT_CUDASIM_DEVICES=2 timeout 300 "$mpirun" --oversubscribe -np "${HWNP:-2}" --bind-to none "$sim" train \
         --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 \
         --steps "$steps" --eval-every 100 --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl \
         --resume never --ckpt-dir "hw_ck_${tag}_$steps" "$@" > "hw_${tag}_$steps.out" 2>&1) &&
@@ -241,6 +241,58 @@ if [ -f "$W/nccl/c_train.bin" ]; then
 else
     ok 1 "host waits per step: no $W/nccl/c_train.bin (the nccl group did not run)"
 fi
+# ---- pageable reads (pageable_d2h in the device report): a cudaMemcpyAsync from the device
+# into host memory that is not page-locked returns only once the copy has completed (CUDA's
+# documented behaviour, which the simulator follows), so the host would wait inside it, with no
+# bound, for everything queued before it -- a hung NCCL collective included -- instead of in
+# the fence's bounded wait.  Every asynchronous read of a run goes to page-locked memory: the
+# step's scalars, a Mixture of Experts' routing counts, the offloaded optimizer's gradient
+# slices (docs/gpu.md "Over NCCL")
+pd() {  # pd FILE...: rank:pageable_d2h of each report line, in order
+    sed -n 's/^cudasim-report: rank \([0-9]*\) .* pageable_d2h \([0-9]*\).*/\1:\2/p' "$@" 2> /dev/null | tr '\n' ' '
+}
+pd_zero() {  # pd_zero NRANKS FILE...: every file has NRANKS report lines, each with 0
+    local f v
+    for f in "${@:2}"; do
+        v=$(pd "$f")
+        [ "$(wc -w <<< "$v")" -eq "$1" ] || return 1
+        for x in $v; do [ "${x#*:}" = 0 ] || return 1; done
+    done
+}
+pd_case() {  # pd_case NP TAG WHAT ARGS...: GPT-2 over NCCL, 2 and 4 steps (the hw runs above at 2 ranks)
+    local np=$1 tag=$2 what=$3; shift 3
+    if [ "$np" != 2 ] || [ ! -f "$W/nccl/hw_${tag}_4.out" ]; then
+        HWNP=$np hw "$tag" 2 "$@" > /dev/null
+        HWNP=$np hw "$tag" 4 "$@" > /dev/null
+    fi
+    local a b r
+    a=$(pd "$W/nccl/hw_${tag}_2.out"); b=$(pd "$W/nccl/hw_${tag}_4.out")
+    pd_zero "$np" "$W/nccl/hw_${tag}_2.out" "$W/nccl/hw_${tag}_4.out"; r=$?
+    [ $r = 0 ] || grep -E '^ztrain: error' "$W"/nccl/hw_"$tag"_*.out | sed 's/^/# /'
+    ok $r "pageable reads, GPT-2 $what over NCCL on $np rank(s): 2 steps ${a:-none}; 4 steps ${b:-none} (rank:reads; 0 each)"
+}
+if [ -f "$W/nccl/c_train.bin" ]; then
+    pd_case 1 n1s0 "stage 0" --stage 0
+    pd_case 1 n1s3 "stage 3" --stage 3
+    pd_case 2 s0 "stage 0" --stage 0
+    pd_case 2 s3 "stage 3" --stage 3
+else
+    ok 1 "pageable reads: no $W/nccl/c_train.bin (the nccl group did not run)"
+fi
+# the Mixture of Experts over NCCL (its routing counts read back in every layer's forward and
+# backward), and every cuda run above
+moe=$(ls "$W"/moeepnccl/x_*.out 2> /dev/null)
+pd_zero 2 $moe && [ -n "$moe" ]
+ok $? "pageable reads, MoE (expert parallelism 2) over NCCL on 2 ranks: $(pd $moe) (rank:reads; 0 each)"
+bad=""; nrun=0
+for out in "$W"/*/x_*.out "$W"/nccl/hw_*.out; do
+    [ -f "$out" ] || continue
+    nrun=$((nrun + 1))
+    v=$(pd "$out")
+    for x in $v; do [ "${x#*:}" = 0 ] || { bad="$bad $(basename "$(dirname "$out")")/$(basename "$out" .out) ($v)"; break; }; done
+done
+[ -z "$bad" ] && [ "$nrun" -gt 0 ]
+ok $? "pageable reads: 0 in each of the $nrun cuda runs${bad:+; not in:$bad}"
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
 # 32 MiB cuBLAS workspace, which the plan counts), less the reserve (512
