@@ -106,7 +106,9 @@ typedef struct zt_moe_ep {
  * counts and the exchanges' sizes). */
 typedef struct zt_moe_host {
     int *idx;                  /* [NK] the test hook's routing (ZT_TEST_MOE_ROUTE_ALL) */
-    int *count;                /* [E + 1] a->off, copied */
+    int *count;                /* [E + 1] a->off, copied (a device run: page-locked, from
+                                * zt_moe_set_mesh, count_acct) */
+    int count_acct;            /* count is an accounted block (zt_mem_alloc) */
     size_t cap;
     zt_moe_ep ep;
     const zt_mesh *mesh;       /* zt_moe_set_mesh's (the counts' bounded read); not owned */
