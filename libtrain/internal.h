@@ -90,6 +90,11 @@ int zt_mem_is_device(const void *p);
 /* 1 when p (an accounted block's start, or NULL) is page-locked host memory
  * (ZT_MEM_PIN and the registration succeeded). */
 int zt_mem_pinned(const void *p);
+/* 1 when be's to_host_async into p (an accounted host block, or NULL)
+ * returns at once: p is page-locked, or be cannot pin at all (cpu-strict:
+ * its asynchronous copies do not depend on it).  0: a cuda copy into p
+ * would return only once it, and all work queued before it, completed. */
+int zt_mem_async_into(const struct zt_backend *be, const void *p);
 
 const char *zt_mem_tag_name(int tag);
 /* The alignment of every accounted block: a host block's (mem.c), and

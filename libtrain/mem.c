@@ -430,6 +430,10 @@ int zt_mem_pinned(const void *p) {
     return h->magic == MAGIC && h->pin_be != NULL;
 }
 
+int zt_mem_async_into(const zt_backend *be, const void *p) {
+    return be && (!be->host_register || zt_mem_pinned(p));
+}
+
 int zt_mem_is_device(const void *p) {
     if (!p) return 0;
     pthread_mutex_lock(&g_mu);

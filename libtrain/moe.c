@@ -206,7 +206,7 @@ static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host
     if (fwd) be->moe_permute(a->off, a->perm, a->rows, a->idx, N, s->K, s->E);
     const size_t cb = (size_t)(s->E + 1) * sizeof(int);
     if (zt_mesh_has_fence(h->mesh) && be->to_host_async && be->copy_wait && h->count_acct &&
-        zt_mem_pinned(h->count)) {
+        zt_mem_async_into(be, h->count)) {
         /* NCCL: queued after collectives waited for on the stream only (a
          * ZeRO-3 gather, an earlier layer's gradient reduce-scatter): the
          * read (into page-locked memory: it returns at once) waits with

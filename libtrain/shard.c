@@ -1102,11 +1102,11 @@ int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
 
 /* Asynchronous copies where the backend has them (a handle to wait on, or
  * NULL: done).  Down into the staging slices (hgrad) only where they are
- * page-locked: into pageable memory CUDA's asynchronous copy returns only
- * once it (and everything queued before it) completed, so it is done
- * synchronously, as what it is. */
+ * page-locked (or the backend cannot pin: cpu-strict): into pageable
+ * memory CUDA's asynchronous copy returns only once it (and everything
+ * queued before it) completed, so it is done synchronously, as what it is. */
 static void *down_async(zt_shard *sh, void *h, const void *d, size_t bytes) {
-    if (sh->be->to_host_async && zt_mem_pinned(sh->hgrad)) return sh->be->to_host_async(h, d, bytes);
+    if (sh->be->to_host_async && zt_mem_async_into(sh->be, sh->hgrad)) return sh->be->to_host_async(h, d, bytes);
     sh->be->to_host(h, d, bytes);
     return NULL;
 }

@@ -991,7 +991,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     }
     zt_step_scalars hs;
     if (zt_mesh_has_fence(ctx->mesh) && ctx->be->to_host_async && ctx->be->copy_wait &&
-        zt_mem_pinned(o->hscal)) {
+        zt_mem_async_into(ctx->be, o->hscal)) {
         /* NCCL: the passes waited for their collectives on the stream only;
          * the read is queued into page-locked memory (it returns at once:
          * into pageable memory CUDA would return only once the copy, and
