@@ -163,6 +163,35 @@ static int forced_expert(int E, int *e, zt_status *st) {
     return ZT_OK;
 }
 
+/* bytes (<= (E + 1) ints) of device memory src into host memory dst, the
+ * routing counts' read.  NCCL: queued after collectives waited for on the
+ * stream only (a ZeRO-3 gather, an earlier layer's gradient reduce-scatter):
+ * the read into the page-locked counts (it returns at once) waits with
+ * their bound (mesh.h), no fence (which would wait for this layer's kernels
+ * too: they come before the read anyway); dst gets a copy.  Counts that
+ * could not be pinned: the fence's bounded wait, then the synchronous read.
+ * Else (no fence) the synchronous read. */
+static int read_counts(zt_moe_host *h, const zt_backend *be, void *dst, const void *src, size_t bytes,
+                       zt_status *st) {
+    if (zt_mesh_has_fence(h->mesh) && be->to_host_async && be->copy_wait && h->count_acct &&
+        zt_mem_async_into(be, h->count)) {
+        ZT_TRY(zt_mesh_copy_wait(h->mesh, be, be->to_host_async(h->count, src, bytes), st));
+        if (dst != h->count) memcpy(dst, h->count, bytes);
+        return ZT_OK;
+    }
+    if (zt_mesh_has_fence(h->mesh)) ZT_TRY(zt_mesh_fence(h->mesh, st));
+    zt_xcopy(be, dst, 0, src, 1, bytes);
+    return ZT_OK;
+}
+
+int zt_moe_read_small(zt_moe_host *h, const zt_moe_shape *s, const zt_backend *be, void *dst,
+                      const void *src, size_t bytes, zt_status *st) {
+    if (bytes > (size_t)(s->E + 1) * sizeof(int))
+        return zt_fail(st, ZT_EINTERNAL, "expert routing: a read of %zu bytes (at most %zu)", bytes,
+                       (size_t)(s->E + 1) * sizeof(int));
+    return read_counts(h, be, dst, src, bytes, st);
+}
+
 /* The routing's groups (a->off, a->perm, a->rows: the backend's
  * moe_permute, on its device) and their counts on the host (h->count: a->off
  * copied, E + 1 ints; the only copy back).  fwd: the forced routing of the
@@ -204,23 +233,7 @@ static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host
         zt_xcopy(be, a->idx, 1, h->idx, 0, NK * sizeof(int));
     }
     if (fwd) be->moe_permute(a->off, a->perm, a->rows, a->idx, N, s->K, s->E);
-    const size_t cb = (size_t)(s->E + 1) * sizeof(int);
-    if (zt_mesh_has_fence(h->mesh) && be->to_host_async && be->copy_wait && h->count_acct &&
-        zt_mem_async_into(be, h->count)) {
-        /* NCCL: queued after collectives waited for on the stream only (a
-         * ZeRO-3 gather, an earlier layer's gradient reduce-scatter): the
-         * read (into page-locked memory: it returns at once) waits with
-         * their bound (mesh.h), no fence (which would wait for this layer's
-         * kernels too: they come before the read anyway) */
-        ZT_TRY(zt_mesh_copy_wait(h->mesh, be, be->to_host_async(h->count, a->off, cb), st));
-    } else if (zt_mesh_has_fence(h->mesh)) {
-        /* (the counts could not be pinned) the fence's bounded wait, then
-         * the synchronous read */
-        ZT_TRY(zt_mesh_fence(h->mesh, st));
-        zt_xcopy(be, h->count, 0, a->off, 1, cb);
-    } else {
-        zt_xcopy(be, h->count, 0, a->off, 1, cb);
-    }
+    ZT_TRY(read_counts(h, be, h->count, a->off, (size_t)(s->E + 1) * sizeof(int), st));
     if (h->count[0] != 0 || h->count[s->E] != (int)NK)
         return zt_fail(st, ZT_EINTERNAL, "expert routing: %d of %zu routed rows have an expert "
                        "in [0, %d)", h->count[s->E] - h->count[0], NK, s->E);
