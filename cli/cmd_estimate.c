@@ -349,7 +349,8 @@ static void print_categories(const zt_config *c, const zt_memplan *p) {
     if (c->pin_optimizer || c->pin_param) {
         fmtb((double)p->pinned_bytes, a, sizeof a);
         printf("  %-16s %14s %14s   (pin_memory: page-locked host memory%s)\n", "pinned", "", a,
-               p->gpu ? "" : "; none on a CPU target");
+               !p->gpu ? "; none on a CPU target"
+                       : p->pinned_staging ? ", with the asynchronous copies' staging" : "");
     }
 }
 

@@ -63,13 +63,17 @@ const char *zt_json_error_text(const char *text, char *buf, size_t n);
  * category's host counters; with the cpu backend nothing changes. */
 #define ZT_MEM_HOST 0x200
 
-/* OR'd into a tag with ZT_MEM_ON_HOST: pin_memory -- page-lock the block
- * through the device backend's host_register (cuda: cudaHostRegister) so
- * copies to and from the device run at full speed.  Nothing happens on a
+/* OR'd into a tag with ZT_MEM_ON_HOST (pin_memory) or ZT_MEM_HOST (the
+ * staging of asynchronous copies: the step's scalars, the training token
+ * arrays, MoE routing counts, the offloaded optimizer's gradient slices):
+ * page-lock the block through the device backend's host_register (cuda:
+ * cudaHostRegister) so copies to and from the device run at full speed and
+ * an asynchronous copy into it returns at once (into pageable memory CUDA
+ * returns only once the copy has completed).  Nothing happens on a
  * host-memory backend or one without host_register (cpu, cpu-strict): the
  * block is ordinary pageable memory and counts 0 pinned bytes.  A failed
- * registration is not an error: the block stays pageable and the first
- * failure is kept for zt_mem_pin_warning. */
+ * registration is not an error: the block stays pageable (zt_mem_pinned
+ * says so) and the first failure is kept for zt_mem_pin_warning. */
 #define ZT_MEM_PIN 0x400
 
 /* The backend whose alloc() makes the accounted device blocks (process-wide;
@@ -83,6 +87,14 @@ void zt_mem_set_backend(const struct zt_backend *be);
 const struct zt_backend *zt_mem_device_backend(void);
 /* 1 when p is an accounted device block (the start of one). */
 int zt_mem_is_device(const void *p);
+/* 1 when p (an accounted block's start, or NULL) is page-locked host memory
+ * (ZT_MEM_PIN and the registration succeeded). */
+int zt_mem_pinned(const void *p);
+/* 1 when be's to_host_async into p (an accounted host block, or NULL)
+ * returns at once: p is page-locked, or be cannot pin at all (cpu-strict:
+ * its asynchronous copies do not depend on it).  0: a cuda copy into p
+ * would return only once it, and all work queued before it, completed. */
+int zt_mem_async_into(const struct zt_backend *be, const void *p);
 
 const char *zt_mem_tag_name(int tag);
 /* The alignment of every accounted block: a host block's (mem.c), and

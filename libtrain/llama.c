@@ -1163,7 +1163,8 @@ static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
     const int rc = zt_skel_forward(&m->sk, U, ZT_SKEL_ACTS(a), targets != NULL, loss_sum, st);
     m->aux_fwd = 0;
     if (rc != ZT_OK) return rc;
-    zt_xcopy(m->be, m->aux_buf, 0, a->moe_psum, 1, (size_t)E * sizeof(float));
+    /* (over NCCL a bounded read: after the pass's collectives) */
+    ZT_TRY(zt_moe_read_small(&m->mh, &m->ms, m->be, m->aux_buf, a->moe_psum, (size_t)E * sizeof(float), st));
     for (int e = 0; e < E; ++e) m->aux_psum[e] = m->aux_buf[e];
     m->aux_N = B * T;
     m->aux = zt_moe_aux(E, m->s.Ls, m->aux_N, m->aux_cnt, m->aux_psum, 0, NULL);

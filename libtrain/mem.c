@@ -343,9 +343,10 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
         }
         return p;
     }
-    /* pin_memory: a whole-page block (no page shared with another block,
+    /* pin_memory (offloaded blocks) and the asynchronous copies' staging
+     * (ZT_MEM_HOST): a whole-page block (no page shared with another block,
      * which would register it twice) */
-    const int pin = on_host && (tag_flags & ZT_MEM_PIN) && dev && dev->host_register;
+    const int pin = (on_host || host_only) && (tag_flags & ZT_MEM_PIN) && dev && dev->host_register;
     const size_t page = pin && page_size() > ZT_MEM_ALIGN ? page_size() : ZT_MEM_ALIGN;
     size_t total = HDR + ((bytes + 63) & ~(size_t)63);
     if (pin) total = (total + page - 1) / page * page;
@@ -381,9 +382,14 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
         if (g_mem.pinned_cur > g_mem.pinned_peak) g_mem.pinned_peak = g_mem.pinned_cur;
     } else if (why && !g_pin_failed) {
         g_pin_failed = 1;
-        snprintf(g_pin_why, sizeof g_pin_why, "pin_memory: could not page-lock %zu bytes of %s "
-                 "in host memory (%s backend: %s); continuing with pageable memory", bytes,
-                 tag_names[tag], dev->name, why);
+        if (on_host)
+            snprintf(g_pin_why, sizeof g_pin_why, "pin_memory: could not page-lock %zu bytes of %s "
+                     "in host memory (%s backend: %s); continuing with pageable memory", bytes,
+                     tag_names[tag], dev->name, why);
+        else
+            snprintf(g_pin_why, sizeof g_pin_why, "could not page-lock a %zu-byte host staging buffer "
+                     "(%s; %s backend: %s); its copies from the device are synchronous", bytes,
+                     tag_names[tag], dev->name, why);
     }
     pthread_mutex_unlock(&g_mu);
     return base + HDR;
@@ -416,6 +422,16 @@ void zt_mem_free(void *p) {
         return;
     }
     free(h);
+}
+
+int zt_mem_pinned(const void *p) {
+    if (!p || zt_mem_is_device(p)) return 0;
+    const mem_hdr *h = (const mem_hdr *)((const char *)p - HDR);
+    return h->magic == MAGIC && h->pin_be != NULL;
+}
+
+int zt_mem_async_into(const zt_backend *be, const void *p) {
+    return be && (!be->host_register || zt_mem_pinned(p));
 }
 
 int zt_mem_is_device(const void *p) {

@@ -559,7 +559,7 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
  * initialization, then the adapters' engine and initialization exactly as a
  * trainable model's (the same sequence as below for the base without LoRA). */
 static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_tag_place,
-                       int optim_tag_place, int comm16, uint64_t nf4_bytes) {
+                       int optim_tag_place, int comm16, uint64_t nf4_bytes, uint64_t moe_counts) {
     const uint64_t Psi = y->nblk, own = umax(y->shard_total, 1);   /* (the base's full blocks) */
     const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
     const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
@@ -570,6 +570,7 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     if (p->stage < 3 && !p->mixed && !nf4) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
     if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Pa * 4);
     if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Pa * 4);
+    if (moe_counts) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, moe_counts);   /* (zt_moe_set_mesh) */
     /* the frozen engine and its initialization (NF4: the store, quantized
      * on the host in unaccounted buffers) */
     if (nf4) s_alloc(s, y->place_params, ZT_MEM_PARAMS, nf4_bytes);
@@ -640,6 +641,9 @@ typedef struct planner {
     int optim_tag_place, param_tag_place;   /* offloaded: host bytes tagged ZT_MEM_ON_HOST */
     uint64_t on;                  /* elements whose master weights and moments this rank keeps */
     uint64_t sp_cap;              /* sequence parallel: samples' tokens of the host arrays */
+    uint64_t moe_counts;          /* a GPU's page-locked MoE routing counts ((E + 1) ints; 0: none) */
+    int can_pin;                  /* the target pins host memory (a GPU, not cpu-strict) */
+    uint64_t pin_staging;         /* page-locked staging blocks (memplan.h pinned_staging) */
     mp_staged stg;                /* the host-staged collectives' buffers */
 } planner;
 
@@ -864,16 +868,31 @@ static void plan_states(planner *q) {
     const int comm16 = q->comm16, optim_tag_place = q->optim_tag_place,
               param_tag_place = q->param_tag_place;
     const uint64_t on = q->on;
+    /* page-locked staging (mem.c ZT_MEM_PIN on host blocks of a GPU run;
+     * cpu-strict cannot pin): the MoE routing counts, and with the
+     * optimizer offloaded and pinned its gradient (and 16-bit) staging
+     * slices; the step's scalars and the token arrays below */
+    q->can_pin = p->gpu && strcmp(q->c->backend, "cpu-strict") != 0;
+    q->moe_counts = p->gpu && q->mc->n_experts > 0 ? (uint64_t)(q->mc->n_experts + 1) * sizeof(int) : 0;
+    if (q->can_pin) {
+        const layout *yo = q->lora ? &q->ya : y;
+        q->pin_staging += q->moe_counts;
+        if (p->offload_optimizer && q->c->pin_optimizer)
+            q->pin_staging += 2 * yo->max_len * 4 + (p->mixed && !p->offload_param ? 2 * yo->max_len * 2 : 0);
+    }
 
     s->phase = "setup";
     if (q->lora) {
-        lora_setup(s, p, &q->y, &q->ya, param_tag_place, optim_tag_place, comm16, q->nf4_bytes);
+        lora_setup(s, p, &q->y, &q->ya, param_tag_place, optim_tag_place, comm16, q->nf4_bytes,
+                   q->moe_counts);
         return;
     }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
      * mixed: never the parameter block) */
     if (p->stage < 3 && !p->mixed) s_alloc(s, y->place_params, ZT_MEM_PARAMS, Psi * 4);
     if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Psi * 4);
+    /* the model's mesh (zt_moe_set_mesh): a GPU's MoE routing counts, host */
+    if (q->moe_counts) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, q->moe_counts);
     /* zt_shard_create_ex: mixed 16-bit storage (full block at stages 0-2,
      * owned slices at 3) and fp32 master weights (optimizer category);
      * 16-bit reduction buffers; the fp32 shards; the reduce-scatter buffer */
@@ -958,6 +977,7 @@ static void plan_activations(planner *q) {
     s_alloc(s, q->y.place_dev, ZT_MEM_ACTIVATIONS, acts);
     /* on a GPU the data source writes host token arrays (inputs, targets) */
     if (p->gpu) s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, (uint64_t)B * q->Sl * 4 * 2);
+    if (q->can_pin) q->pin_staging += (uint64_t)B * q->Sl * 4 * 2;   /* (page-locked: uploaded async) */
     /* sequence parallel: host arrays of the whole samples, sliced (train.c) */
     q->sp_cap = q->ax.sp > 1 ? (uint64_t)B * q->S : 0;
     if (q->ax.sp > 1) s_alloc(s, ZT_MP_HOST, ZT_MEM_ACTIVATIONS, q->sp_cap * 4 * 2);
@@ -972,6 +992,9 @@ static void plan_moments(planner *q) {
                                   : q->on;
     for (int i = 0; i < 2; ++i) s_alloc(&q->s, q->optim_tag_place, ZT_MEM_OPTIMIZER, on_t * 4);
     s_alloc(&q->s, q->y.place_dev, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
+    /* a GPU's host copy the step reads them into (page-locked) */
+    if (q->p->gpu) s_alloc(&q->s, ZT_MP_HOST, ZT_MEM_WORKSPACE, sizeof(zt_step_scalars));
+    if (q->can_pin) q->pin_staging += sizeof(zt_step_scalars);
 }
 
 /* LoRA's weights at start-up (run.c's load_lora, after zt_ctx_create): the
@@ -1189,10 +1212,13 @@ static void plan_step(planner *q) {
     for (int t = 0; t < ZT_MEM_NTAGS; ++t) p->offloaded[t] = s->hpk[t];
     /* pin_memory: the offloaded blocks live for the whole run; a GPU target
      * page-locks those of the pinned kinds (the AdamW state and master
-     * weights / the parameter shards); cpu-strict has no host_register */
-    if (p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)   /* cpu-strict cannot pin */
+     * weights / the parameter shards); cpu-strict has no host_register.
+     * And the staging of the asynchronous copies, which also lives for the
+     * whole run (until the end of run frees the token arrays) */
+    p->pinned_staging = q->pin_staging;
+    if (q->can_pin)
         p->pinned_bytes = (q->c->pin_optimizer ? s->hpk[ZT_MEM_OPTIMIZER] : 0) +
-                          (q->c->pin_param ? s->hpk[ZT_MEM_PARAMS] : 0);
+                          (q->c->pin_param ? s->hpk[ZT_MEM_PARAMS] : 0) + q->pin_staging;
     p->accounted_peak = s->pall;
 }
 

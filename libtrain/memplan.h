@@ -123,6 +123,12 @@ typedef struct zt_memplan {
      * target: cuda) page-locks; 0 on a CPU target (zt_memory_report's
      * pinned_peak when every registration succeeds) */
     uint64_t pinned_bytes;
+    /* of pinned_bytes, the page-locked staging of a device run's
+     * asynchronous copies, whatever pin_memory says: the step's scalars (32
+     * bytes), the training token arrays, a Mixture of Experts' routing
+     * counts, and with the optimizer offloaded and pinned its gradient (and
+     * 16-bit) staging slices (0 on a target that cannot pin) */
+    uint64_t pinned_staging;
     const char *peak_phase[ZT_MP_NPLACES];   /* where the total peaks */
     /* including the end of a default `ztrain train` run: the llm.c weights
      * file when it is written (export_default), then the text sample */

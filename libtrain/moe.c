@@ -90,6 +90,14 @@ int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, 
                        "backend has no all-to-all of variable counts", P, ep.dg->ops->name);
     h->ep = ep;
     h->mesh = mesh;
+    /* a device run reads the counts back asynchronously (route_groups):
+     * into page-locked memory, allocated once here (memplan.c counts it) */
+    if (!h->count && zt_mem_device_backend()) {
+        if (!(h->count = zt_mem_alloc((size_t)(s->E + 1) * sizeof(int),
+                                      ZT_MEM_WORKSPACE | ZT_MEM_HOST | ZT_MEM_PIN, st)))
+            return zt_fail_prefix(st, "expert routing counts");
+        h->count_acct = 1;
+    }
     return ZT_OK;
 }
 
@@ -116,7 +124,8 @@ double zt_moe_aux(int E, int L, int N, const double *cnt, const double *psum, do
 
 void zt_moe_host_free(zt_moe_host *h) {
     free(h->idx);
-    free(h->count);
+    if (h->count_acct) zt_mem_free(h->count);
+    else free(h->count);
     free(h->scnt);
     free(h->rcnt);
     free(h->nloc);
@@ -154,6 +163,35 @@ static int forced_expert(int E, int *e, zt_status *st) {
     return ZT_OK;
 }
 
+/* bytes (<= (E + 1) ints) of device memory src into host memory dst, the
+ * routing counts' read.  NCCL: queued after collectives waited for on the
+ * stream only (a ZeRO-3 gather, an earlier layer's gradient reduce-scatter):
+ * the read into the page-locked counts (it returns at once) waits with
+ * their bound (mesh.h), no fence (which would wait for this layer's kernels
+ * too: they come before the read anyway); dst gets a copy.  Counts that
+ * could not be pinned: the fence's bounded wait, then the synchronous read.
+ * Else (no fence) the synchronous read. */
+static int read_counts(zt_moe_host *h, const zt_backend *be, void *dst, const void *src, size_t bytes,
+                       zt_status *st) {
+    if (zt_mesh_has_fence(h->mesh) && be->to_host_async && be->copy_wait && h->count_acct &&
+        zt_mem_async_into(be, h->count)) {
+        ZT_TRY(zt_mesh_copy_wait(h->mesh, be, be->to_host_async(h->count, src, bytes), st));
+        if (dst != h->count) memcpy(dst, h->count, bytes);
+        return ZT_OK;
+    }
+    if (zt_mesh_has_fence(h->mesh)) ZT_TRY(zt_mesh_fence(h->mesh, st));
+    zt_xcopy(be, dst, 0, src, 1, bytes);
+    return ZT_OK;
+}
+
+int zt_moe_read_small(zt_moe_host *h, const zt_moe_shape *s, const zt_backend *be, void *dst,
+                      const void *src, size_t bytes, zt_status *st) {
+    if (bytes > (size_t)(s->E + 1) * sizeof(int))
+        return zt_fail(st, ZT_EINTERNAL, "expert routing: a read of %zu bytes (at most %zu)", bytes,
+                       (size_t)(s->E + 1) * sizeof(int));
+    return read_counts(h, be, dst, src, bytes, st);
+}
+
 /* The routing's groups (a->off, a->perm, a->rows: the backend's
  * moe_permute, on its device) and their counts on the host (h->count: a->off
  * copied, E + 1 ints; the only copy back).  fwd: the forced routing of the
@@ -162,9 +200,14 @@ static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host
                         const zt_moe_acts *a, int N, int fwd, zt_status *st) {
     const size_t NK = (size_t)N * s->K;
     const int P = s->P > 1 ? s->P : 1;
-    if (NK > h->cap || !h->count) {
-        zt_moe_host_free(h);
-        h->count = malloc((size_t)(s->E + 1) * sizeof(int));
+    if (NK > h->cap) {   /* (the test hook's routing: [NK]) */
+        free(h->idx);
+        h->idx = NULL;
+        h->cap = NK;
+    }
+    if (!h->count && !(h->count = malloc((size_t)(s->E + 1) * sizeof(int))))
+        return zt_fail(st, ZT_ENOMEM, "out of memory (expert routing)");
+    if (!h->scnt) {   /* [E] and [P] arrays: once */
         h->scnt = malloc((size_t)s->E * sizeof(int32_t));
         h->rcnt = malloc((size_t)s->E * sizeof(int32_t));
         h->nloc = malloc((size_t)s->E * sizeof(int));
@@ -175,9 +218,8 @@ static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host
         h->all = malloc((size_t)P * (size_t)(s->E + 1) * sizeof(int32_t));
         h->agc = malloc((size_t)P * sizeof(int));
         h->agd = malloc((size_t)P * sizeof(int));
-        h->cap = NK;
-        if (!h->count || !h->scnt || !h->rcnt || !h->nloc || !h->sc || !h->sd || !h->rc ||
-            !h->rd || !h->all || !h->agc || !h->agd) {
+        if (!h->scnt || !h->rcnt || !h->nloc || !h->sc || !h->sd || !h->rc || !h->rd || !h->all ||
+            !h->agc || !h->agd) {
             zt_moe_host_free(h);
             return zt_fail(st, ZT_ENOMEM, "out of memory (expert routing)");
         }
@@ -191,16 +233,7 @@ static int route_groups(const zt_moe_shape *s, const zt_backend *be, zt_moe_host
         zt_xcopy(be, a->idx, 1, h->idx, 0, NK * sizeof(int));
     }
     if (fwd) be->moe_permute(a->off, a->perm, a->rows, a->idx, N, s->K, s->E);
-    const size_t cb = (size_t)(s->E + 1) * sizeof(int);
-    if (zt_mesh_has_fence(h->mesh) && be->to_host_async && be->copy_wait) {
-        /* NCCL: queued after collectives waited for on the stream only (a
-         * ZeRO-3 gather, an earlier layer's gradient reduce-scatter): the
-         * read waits with their bound (mesh.h), no fence (which would wait
-         * for this layer's kernels too: they come before the read anyway) */
-        ZT_TRY(zt_mesh_copy_wait(h->mesh, be, be->to_host_async(h->count, a->off, cb), st));
-    } else {
-        zt_xcopy(be, h->count, 0, a->off, 1, cb);
-    }
+    ZT_TRY(read_counts(h, be, h->count, a->off, (size_t)(s->E + 1) * sizeof(int), st));
     if (h->count[0] != 0 || h->count[s->E] != (int)NK)
         return zt_fail(st, ZT_EINTERNAL, "expert routing: %d of %zu routed rows have an expert "
                        "in [0, %d)", h->count[s->E] - h->count[0], NK, s->E);

@@ -106,7 +106,9 @@ typedef struct zt_moe_ep {
  * counts and the exchanges' sizes). */
 typedef struct zt_moe_host {
     int *idx;                  /* [NK] the test hook's routing (ZT_TEST_MOE_ROUTE_ALL) */
-    int *count;                /* [E + 1] a->off, copied */
+    int *count;                /* [E + 1] a->off, copied (a device run: page-locked, from
+                                * zt_moe_set_mesh, count_acct) */
+    int count_acct;            /* count is an accounted block (zt_mem_alloc) */
     size_t cap;
     zt_moe_ep ep;
     const zt_mesh *mesh;       /* zt_moe_set_mesh's (the counts' bounded read); not owned */
@@ -159,5 +161,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
 double zt_moe_aux(int E, int L, int N, const double *cnt, const double *psum, double scale,
                   float *coef_e);
 void zt_moe_host_free(zt_moe_host *h);
+/* Read bytes (at most (E + 1) ints) of device memory src into host dst as
+ * the routing counts are read: over NCCL through the page-locked counts
+ * (their contents are overwritten: between passes only), waited for with
+ * the collectives' bound (mesh.h); else synchronously.  The router's
+ * probability sums after a forward (the load-balancing loss). */
+int zt_moe_read_small(zt_moe_host *h, const zt_moe_shape *s, const zt_backend *be, void *dst,
+                      const void *src, size_t bytes, zt_status *st);
 
 #endif

@@ -21,7 +21,13 @@ int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st) {
     /* the step's scalars: written by kernels of the model's backend
      * (device memory on a device backend, also when the state is offloaded) */
     if (o->m && o->v) o->scal = zt_mem_alloc(sizeof *o->scal, ZT_MEM_WORKSPACE, st);
-    if (!o->m || !o->v || !o->scal) {
+    /* on a device backend, where the step reads them back into: page-locked
+     * (the asynchronous read returns at once; mem.c ZT_MEM_PIN) */
+    int hs_ok = 1;
+    if (o->scal && zt_mem_device_backend())
+        hs_ok = (o->hscal = zt_mem_alloc(sizeof *o->hscal, ZT_MEM_WORKSPACE | ZT_MEM_HOST | ZT_MEM_PIN,
+                                         st)) != NULL;
+    if (!o->m || !o->v || !o->scal || !hs_ok) {
         zt_adamw_free(o);
         return zt_fail_prefix(st, "AdamW state");
     }
@@ -33,8 +39,9 @@ void zt_adamw_free(zt_adamw *o) {
     zt_mem_free(o->m);
     zt_mem_free(o->v);
     zt_mem_free(o->scal);
+    zt_mem_free(o->hscal);
     o->m = o->v = NULL;
-    o->scal = NULL;
+    o->scal = o->hscal = NULL;
 }
 
 void zt_adamw_begin(zt_adamw *o) {

@@ -15,10 +15,13 @@ typedef struct zt_adamw {
     zt_step_scalars *scal;  /* the step's scalars (loss sum, gradient sum of squares,
                              * non-finite count) in the model backend's memory: what
                              * the step reads back once, and the update's gate */
+    zt_step_scalars *hscal; /* a device backend's host memory the step reads them into,
+                             * page-locked where the backend can pin (NULL on cpu) */
 } zt_adamw;
 
 /* Moments for n elements (and the step's scalars, 32 bytes of the
- * backend's memory, ZT_MEM_WORKSPACE). */
+ * backend's memory, ZT_MEM_WORKSPACE; on a device backend also 32 bytes of
+ * page-locked host memory, hscal: ZT_MEM_WORKSPACE | ZT_MEM_HOST | ZT_MEM_PIN). */
 int zt_adamw_init(zt_adamw *o, const zt_config *cfg, size_t n, zt_status *st);
 void zt_adamw_free(zt_adamw *o);
 /* Start an update (once per optimizer step, before zt_adamw_range). */

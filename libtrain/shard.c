@@ -755,10 +755,14 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
             goto fail;
         }
     }
+    /* the offloaded update's staging slices: page-locked with the state
+     * (offload_optimizer.pin_memory), so the gradient slices come down
+     * asynchronously; pageable, they come down synchronously (down_async) */
+    const int stag = ZT_MEM_WORKSPACE | ZT_MEM_HOST | (prec && prec->pin_optimizer ? ZT_MEM_PIN : 0);
     if (sh->host_opt &&
-        (!(sh->hgrad = zt_mem_alloc(2 * max_len * sizeof(float), ZT_MEM_WORKSPACE | ZT_MEM_HOST, st)) ||
+        (!(sh->hgrad = zt_mem_alloc(2 * max_len * sizeof(float), stag, st)) ||
          (mixed(sh) && !sh->host_params &&
-          !(sh->h16 = zt_mem_alloc(2 * max_len * 2, ZT_MEM_WORKSPACE | ZT_MEM_HOST, st))))) {
+          !(sh->h16 = zt_mem_alloc(2 * max_len * 2, stag, st))))) {
         rc = st->code;
         goto fail;
     }
@@ -1097,9 +1101,12 @@ int zt_shard_refresh_params(zt_shard *sh, zt_status *st) {
 }
 
 /* Asynchronous copies where the backend has them (a handle to wait on, or
- * NULL: done). */
+ * NULL: done).  Down into the staging slices (hgrad) only where they are
+ * page-locked (or the backend cannot pin: cpu-strict): into pageable
+ * memory CUDA's asynchronous copy returns only once it (and everything
+ * queued before it) completed, so it is done synchronously, as what it is. */
 static void *down_async(zt_shard *sh, void *h, const void *d, size_t bytes) {
-    if (sh->be->to_host_async) return sh->be->to_host_async(h, d, bytes);
+    if (sh->be->to_host_async && zt_mem_async_into(sh->be, sh->hgrad)) return sh->be->to_host_async(h, d, bytes);
     sh->be->to_host(h, d, bytes);
     return NULL;
 }

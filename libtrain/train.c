@@ -96,9 +96,13 @@ int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training,
     b->inputs = zt_mem_alloc(n * sizeof(int), tag, st);
     b->targets = b->inputs ? zt_mem_alloc(n * sizeof(int), tag, st) : NULL;
     int rc = b->targets ? ZT_OK : (st ? st->code : ZT_ENOMEM);
+    /* the training arrays go up asynchronously (zt_batch_buf_upload_async):
+     * page-locked, so the copy reads them in stream order instead of CUDA
+     * staging them at the call */
+    const int htag = tag | ZT_MEM_HOST | (training ? ZT_MEM_PIN : 0);
     if (rc == ZT_OK && zt_be_device(ctx->be) &&
-        (!(b->h_inputs = zt_mem_alloc(n * sizeof(int), tag | ZT_MEM_HOST, st)) ||
-         !(b->h_targets = zt_mem_alloc(n * sizeof(int), tag | ZT_MEM_HOST, st))))
+        (!(b->h_inputs = zt_mem_alloc(n * sizeof(int), htag, st)) ||
+         !(b->h_targets = zt_mem_alloc(n * sizeof(int), htag, st))))
         rc = st ? st->code : ZT_ENOMEM;
     if (rc == ZT_OK) rc = m->ops->acts_create(m->self, B, T, training, tag, &b->acts, st);
     if (rc != ZT_OK) {
@@ -986,14 +990,24 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         ZT_TRY(zt_shard_update_ex(sh, o, lr, 1.0, o->scal, c->grad_clip, st));
     }
     zt_step_scalars hs;
-    if (zt_mesh_has_fence(ctx->mesh) && ctx->be->to_host_async && ctx->be->copy_wait) {
+    if (zt_mesh_has_fence(ctx->mesh) && ctx->be->to_host_async && ctx->be->copy_wait &&
+        zt_mem_async_into(ctx->be, o->hscal)) {
         /* NCCL: the passes waited for their collectives on the stream only;
-         * the read is queued, and the fence's one bounded host wait covers
-         * it and reports a hung or failed collective */
-        void *h = ctx->be->to_host_async(&hs, o->scal, sizeof hs);
+         * the read is queued into page-locked memory (it returns at once:
+         * into pageable memory CUDA would return only once the copy, and
+         * so every collective before it, completed, with no bound), and the
+         * fence's one bounded host wait covers it and reports a hung or
+         * failed collective */
+        void *h = ctx->be->to_host_async(o->hscal, o->scal, sizeof hs);
         const int frc = zt_mesh_fence(ctx->mesh, st);
-        ctx->be->copy_wait(h);   /* (after a failure too: the copy writes hs) */
+        ctx->be->copy_wait(h);   /* (after a failure too: the copy writes hscal) */
         ZT_TRY(frc);
+        hs = *o->hscal;
+    } else if (zt_mesh_has_fence(ctx->mesh)) {
+        /* (the backend could not pin hscal) the fence's bounded wait first,
+         * then the synchronous read of what is done */
+        ZT_TRY(zt_mesh_fence(ctx->mesh, st));
+        ctx->be->to_host(&hs, o->scal, sizeof hs);
     } else {
         ctx->be->to_host(&hs, o->scal, sizeof hs);   /* the step's one read */
     }

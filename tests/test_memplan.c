@@ -173,10 +173,16 @@ static void test_placement(void) {
            p.peak_bytes == p.peak[ZT_MP_DEVICE],
            "GPU target, offload params: params + optimizer on the host; grads, activations, "
            "gathered units on the device; peak_bytes = device peak");
+    /* a GPU run's page-locked staging, whatever pin_memory says: the step's
+     * scalars and the training token arrays (inputs, targets: 4 bytes a token) */
+    const uint64_t T = (uint64_t)(c->seq_len ? c->seq_len : c->model.context);   /* (0: derived) */
+    const uint64_t stg = sizeof(zt_step_scalars) + (uint64_t)p.micro_batch * T * 4 * 2;
     tap_ok(rc == ZT_OK && p.offloaded[ZT_MEM_PARAMS] == p.params_bytes &&
-           p.offloaded[ZT_MEM_OPTIMIZER] == p.optim_bytes && p.pinned_bytes == 0,
+           p.offloaded[ZT_MEM_OPTIMIZER] == p.optim_bytes && p.pinned_staging == stg &&
+           p.pinned_bytes == stg,
            "offload params: parameter shards and optimizer state reported offloaded; "
-           "pin_memory off: 0 pinned");
+           "pin_memory off: only the staging pinned (%llu bytes: the step's scalars, the token arrays)",
+           (unsigned long long)p.pinned_bytes);
     /* pin_memory: a GPU target pins the offloaded blocks of the kinds asked for */
     tu_set(c, "zero_optimization.offload_param.pin_memory", "true");
     zt_memplan pp;
@@ -188,12 +194,14 @@ static void test_placement(void) {
     zt_memplan pc;
     int rcc = zt_memplan_compute(c, &o, &pc, &st);
     o.target = ZT_MP_TARGET_GPU;
-    tap_ok(rc == ZT_OK && rcb == ZT_OK && rcc == ZT_OK && pp.pinned_bytes == p.params_bytes &&
-           pb.pinned_bytes == p.params_bytes + p.optim_bytes && pc.pinned_bytes == 0 &&
-           pb.peak_bytes == p.peak_bytes,
-           "pin_memory: params only %llu, both %llu pinned bytes on a GPU target; 0 on a CPU "
+    tap_ok(rc == ZT_OK && rcb == ZT_OK && rcc == ZT_OK && pp.pinned_bytes == p.params_bytes + stg &&
+           pp.pinned_staging == stg && pb.pinned_staging > stg &&
+           pb.pinned_bytes == p.params_bytes + p.optim_bytes + pb.pinned_staging && pc.pinned_bytes == 0 &&
+           pc.pinned_staging == 0 && pb.peak_bytes == p.peak_bytes,
+           "pin_memory: params only %llu, both %llu pinned bytes on a GPU target (with the staging, "
+           "and the offloaded update's gradient slices pinned with the optimizer: %llu); 0 on a CPU "
            "target; the peaks unchanged", (unsigned long long)pp.pinned_bytes,
-           (unsigned long long)pb.pinned_bytes);
+           (unsigned long long)pb.pinned_bytes, (unsigned long long)pb.pinned_staging);
     tu_set(c, "zero_optimization.offload_param.pin_memory", "false");
     tu_set(c, "zero_optimization.offload_optimizer.pin_memory", "false");
     /* fp32 with offloaded parameters: the host shard is the master (no

@@ -446,6 +446,37 @@ int main(void) {
     zt_mem_free(pa);
     zt_mem_free(pb);
     tap_ok(g_unreg_calls == 1, "an unpinned block is not unregistered");
+    /* the staging of asynchronous copies (ZT_MEM_HOST | ZT_MEM_PIN: the
+     * step's scalars, the token arrays, MoE counts): pinned like an
+     * offloaded block, counted in the host column and the pinned bytes;
+     * without ZT_MEM_PIN pageable; a refused registration leaves it
+     * pageable, said as the staging it is */
+    g_reg_fail = 0;
+    zt_mem_get(&m0);
+    const int rc0 = g_reg_calls, uc0 = g_unreg_calls;
+    float *sa = zt_mem_alloc(32, ZT_MEM_WORKSPACE | ZT_MEM_HOST | ZT_MEM_PIN, &st);
+    float *sb = zt_mem_alloc(48, ZT_MEM_WORKSPACE | ZT_MEM_HOST, &st);
+    zt_mem_get(&m1);
+    tap_ok(sa && sb && !zt_mem_is_device(sa) && g_reg_calls == rc0 + 1 && (char *)sa >= (char *)g_reg_p &&
+           (char *)sa + 32 <= (char *)g_reg_p + g_reg_bytes && m1.pinned_cur - m0.pinned_cur == 32 &&
+           m1.host_cur[ZT_MEM_WORKSPACE] - m0.host_cur[ZT_MEM_WORKSPACE] == 32 + 48 &&
+           zt_mem_pinned(sa) && !zt_mem_pinned(sb) && !zt_mem_pinned(NULL),
+           "staging block (host, ZT_MEM_PIN): registered, 32 bytes pinned; without the flag pageable");
+    if (sa && sb) sa[7] = sb[11] = 4.0f;   /* host memory */
+    zt_mem_free(sa);
+    zt_mem_free(sb);
+    zt_mem_get(&m1);
+    tap_ok(g_unreg_calls == uc0 + 1 && m1.pinned_cur == m0.pinned_cur, "staging block freed: unregistered, pinned bytes back");
+    g_reg_fail = 1;
+    sa = zt_mem_alloc(32, ZT_MEM_WORKSPACE | ZT_MEM_HOST | ZT_MEM_PIN, &st);
+    zt_mem_get(&m1);
+    why[0] = 0;
+    w1 = zt_mem_pin_warning(why, sizeof why);   /* (the warning above was reported: none) */
+    tap_ok(sa && !zt_mem_pinned(sa) && m1.pinned_cur == m0.pinned_cur && !w1,
+           "staging block refused: usable, pageable (zt_mem_pinned 0)");
+    if (sa) sa[0] = 5.0f;
+    zt_mem_free(sa);
+    g_reg_fail = 0;
     zt_mem_set_backend(C);
     float *h2 = zt_mem_alloc(64, ZT_MEM_PARAMS, &st);
     tap_ok(h2 && !zt_mem_is_device(h2), "cpu backend: blocks are host memory again");

@@ -226,6 +226,11 @@ static CUstream_st g_null_stream = {{}, cudaStreamDefault};
 static unsigned long long g_ops_run, g_markers_run, g_host_waits;
 static unsigned long long work_run(void) { return g_ops_run - g_markers_run; }
 extern "C" unsigned long long zt_sim_host_waits(void) { return g_host_waits; }
+/* cudaMemcpyAsync calls from device memory into host memory that is not
+ * page-locked (cudaHostRegister): synchronous on a GPU, counted for the
+ * device report (pageable_d2h) */
+static unsigned long long g_pageable_d2h;
+extern "C" unsigned long long zt_sim_pageable_d2h(void) { return g_pageable_d2h; }
 struct host_wait {
     unsigned long long w0 = work_run();
     ~host_wait() {
@@ -614,6 +619,16 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cud
         S(s)->q.push_back([dst, staged]() { memcpy(dst, staged.data(), staged.size()); });
     } else {
         S(s)->q.push_back([dst, src, n]() { memmove(dst, src, n); });
+    }
+    if (dev_range(src, n) && !dev_range(dst, n) && !host_registered(dst, n)) {
+        /* device to pageable host memory: "the function will return only
+         * once the copy has completed" (CUDA's API synchronization
+         * behavior), so the host waits here for the stream's earlier work
+         * and the copy, unbounded (pageable_d2h in the device report) */
+        g_pageable_d2h++;
+        host_wait w;
+        run_stream(s);
+        return sync_result();
     }
     return cudaSuccess;
 }
@@ -1381,6 +1396,7 @@ bool zt_sim_is_device(const void *p, size_t bytes) { return dev_range(p, bytes ?
  * with ZT_CUDASIM_REPORT set, one line at exit, appended to that file (or
  * on stderr for "-"):
  *   cudasim-report: rank R device D peak P resident_peak Q live L allocs A launches K total T host_waits W
+ *   pageable_d2h N
  * P is the peak of the bytes allocated (cudaMalloc, cudaMallocAsync) and
  * not yet freed in stream order: cudaFreeAsync counts when it is queued,
  * as a stream-ordered pool lets the next allocation on that stream reuse
@@ -1389,7 +1405,9 @@ bool zt_sim_is_device(const void *p, size_t bytes) { return dev_range(p, bytes ?
  * only when the stream runs it (at a synchronization): >= P.  Both are
  * the requested sizes, without a pool's or an allocator's rounding.  R is
  * the MPI rank from the launcher's environment (-1 without one).  W is the
- * number of host waits for the device (g_host_waits, under streams). */
+ * number of host waits for the device (g_host_waits, under streams); N the
+ * cudaMemcpyAsync calls from device to pageable host memory (each one of
+ * those waits, unbounded: under cudaMemcpyAsync). */
 static long long g_mem_live, g_mem_peak, g_mem_res, g_mem_res_peak;
 static unsigned long long g_mem_allocs;
 static bool g_report_armed;
@@ -1401,8 +1419,9 @@ static void sim_report(void) {
     if (!r) r = getenv("PMI_RANK");
     char line[400];
     snprintf(line, sizeof line, "cudasim-report: rank %s device %d peak %lld resident_peak %lld live %lld "
-             "allocs %llu launches %llu total %zu host_waits %llu\n", r ? r : "-1", g_dev, g_mem_peak,
-             g_mem_res_peak, g_mem_live, g_mem_allocs, g_sim_launches, sim_total_mem(), g_host_waits);
+             "allocs %llu launches %llu total %zu host_waits %llu pageable_d2h %llu\n", r ? r : "-1", g_dev,
+             g_mem_peak, g_mem_res_peak, g_mem_live, g_mem_allocs, g_sim_launches, sim_total_mem(), g_host_waits,
+             g_pageable_d2h);
     FILE *f = strcmp(path, "-") == 0 ? stderr : fopen(path, "a");
     if (!f) {
         fprintf(stderr, "cudasim: ZT_CUDASIM_REPORT=%s: cannot open it\n", path);

@@ -207,11 +207,11 @@ ok $? "attention paths: cuDNN's run planned kernel workspace ${kc:-?} bytes > zt
 # 0-2 and hybrid one per collective)
 hw() {  # hw TAG STEPS ARGS...: rank:host_waits of each rank
     local tag=$1 steps=$2; shift 2
-    (cd "$W/nccl" && ZT_CUDASIM_DEVICES=2 timeout 300 "$mpirun" --oversubscribe -np 2 --bind-to none "$sim" train \
-        --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 \
+    (cd "${HWDIR:-$W/nccl}" && ZT_CUDASIM_DEVICES=2 timeout 300 "$mpirun" --oversubscribe -np "${HWNP:-2}" --bind-to none "$sim" train \
+        --config "$SRC/configs/${HWCFG:-tiny.json}" --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 \
         --steps "$steps" --eval-every 100 --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl \
         --resume never --ckpt-dir "hw_ck_${tag}_$steps" "$@" > "hw_${tag}_$steps.out" 2>&1) &&
-        sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "$W/nccl/hw_${tag}_$steps.out" | sort
+        sed -n 's/^cudasim-report: rank \([0-9]*\) .* host_waits \([0-9]*\).*/\1:\2/p' "${HWDIR:-$W/nccl}/hw_${tag}_$steps.out" | sort
 }
 hw_case() {  # hw_case TAG WHAT ARGS...: one host wait a step (TAG A=a: gradient accumulation a,
     # 1 + 2 (a - 1): each micro-step after the first waits for its inputs' and targets' uploads)
@@ -240,6 +240,49 @@ if [ -f "$W/nccl/c_train.bin" ]; then
     hw_case A=2 "stage 3, gradient accumulation 2" --stage 3 --grad-accum 2 --micro-batch 2
 else
     ok 1 "host waits per step: no $W/nccl/c_train.bin (the nccl group did not run)"
+fi
+# ---- pageable reads (pageable_d2h in the device report): a cudaMemcpyAsync from the device
+# into host memory that is not page-locked returns only once the copy has completed (CUDA's
+# documented behaviour, which the simulator follows), so an asynchronous read would wait inside
+# the call, with no bound, for everything queued before it -- a hung NCCL collective included --
+# instead of in the fence's bounded wait.  Over NCCL a step's reads are all asynchronous, into
+# page-locked memory: the step's scalars, and a Mixture of Experts' routing counts and router
+# sums (docs/gpu.md "Over NCCL"), so 4 steps make as many as 2 on every rank.  (The backend's
+# synchronous to_host, cudaMemcpyAsync and a stream synchronize, counts too: set-up, the
+# checkpoint and the weights export read that way, the same in both runs.)
+pd() {  # pd FILE: rank:pageable_d2h of each rank, sorted
+    sed -n 's/^cudasim-report: rank \([0-9]*\) .* pageable_d2h \([0-9]*\).*/\1:\2/p' "$1" 2> /dev/null | sort | tr '\n' ' '
+}
+pd_case() {  # pd_case NP DIR CONFIG TAG WHAT ARGS...: 2 and 4 steps over NCCL in $W/DIR
+    local np=$1 dir=$2 cfg=$3 tag=pd$4 what=$5; shift 5
+    local a b per r=0 n
+    for n in 2 4; do
+        HWNP=$np HWDIR=$W/$dir HWCFG=$cfg hw "$tag" "$n" --batch-size $((4 * np)) "$@" > /dev/null &&
+            [ "$(grep -c '^step ' "$W/$dir/hw_${tag}_$n.out")" = "$n" ] || r=1
+    done
+    a=$(pd "$W/$dir/hw_${tag}_2.out"); b=$(pd "$W/$dir/hw_${tag}_4.out")
+    per=$(python3 -c 'import sys
+a = dict(x.split(":") for x in sys.argv[1].split()); b = dict(x.split(":") for x in sys.argv[2].split())
+print(" ".join("%s:%g" % (k, (int(b[k]) - int(a[k])) / 2) for k in sorted(b) if k in a))' "$a" "$b" 2> /dev/null)
+    [ $r = 0 ] && [ "$per" = "$(seq -s ' ' -f '%g:0' 0 $((np - 1)))" ] || r=1
+    [ $r = 0 ] || { echo "# 2 steps: $a; 4 steps: $b"; grep -E '^ztrain: error' "$W/$dir"/hw_"$tag"_*.out | sed 's/^/# /'; }
+    ok $r "pageable reads per step, $what over NCCL on $np rank(s): ${per:-none} (rank:reads; 0 each)"
+}
+if [ -f "$W/nccl/c_train.bin" ]; then
+    pd_case 1 nccl tiny.json n1s0 "GPT-2 stage 0" --stage 0 --micro-batch 4
+    pd_case 1 nccl tiny.json n1s3 "GPT-2 stage 3" --stage 3 --micro-batch 4
+    pd_case 2 nccl tiny.json n2s0 "GPT-2 stage 0" --stage 0 --micro-batch 4
+    pd_case 2 nccl tiny.json n2s3 "GPT-2 stage 3" --stage 3 --micro-batch 4
+else
+    ok 1 "pageable reads: no $W/nccl/c_train.bin (the nccl group did not run)"
+fi
+# the Mixture of Experts with expert parallelism (its routing counts read in every MoE layer's
+# forward and backward, the router's sums after each forward)
+if [ -f "$W/moeepnccl/c_train.bin" ]; then
+    pd_case 2 moeepnccl moe-tiny.json ep2s2 "MoE (4 experts, expert parallelism 2) stage 2" --stage 2 \
+        --micro-batch 4 --ep 2 --ztrain.model.n_experts 4
+else
+    ok 1 "pageable reads: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
