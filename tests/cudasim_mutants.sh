@@ -419,7 +419,7 @@ mutant xent16-fused-tgt kernels/cuda/cuda_nn.cu \
 
 # matmul_bwd_head16: dw overwritten (beta 0) instead of accumulated
 mutant head16-dw-beta kernels/cuda/cuda_matmul.cu \
-    'if \(dw\) gemm\(false, true, C, OC, N, inp, C, NULL, OC, dw, C, \K1\.0f(?=, NULL, NULL, NULL, d16, room\);)' '0.0f'
+    'gemm\(false, true, C, OC, N, (?:x16 \? NULL : )?inp, C, NULL, OC, dw, C, \K1\.0f(?=, NULL, NULL, )' '0.0f'
 
 # matmul_bwd_d16: dout16 not passed on, so the GEMMs read dout rounded
 # (the same bits only where dout16 is dout's rounding)
