@@ -156,7 +156,8 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
             one = cm_step_s(cal, c1.k, c1.nk, &c1.tot, NULL);
             cm_counts_free(&c1);
             printf("  the recorded run computed the LM head in one chunk (--classifier-chunk-rows %d) with the "
-                   "kernels of then (dout rounded per GEMM, weights rounded): predicted %.1f ms for it\n",
+                   "kernels of then (dout rounded per GEMM, weights rounded, the norm backward in two kernels): "
+                   "predicted %.1f ms for it\n",
                    rows, one * 1e3);
         }
         printf("  measured %.1f ms (engine step recorded in %s): predicted / measured %.3f\n",

@@ -22,14 +22,13 @@ FLOPs stay 6 x all params + 6 x L x C x T (gpu_table.py's formula);
 run.sh measure computes its own for LoRA steps.
 """
 import argparse
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# the same peaks, result line and profile table as the GPT-2 baseline
-from gpt2_torch import device_peaks, profile_steps, report
+# the same step, timed loop, profile table, peaks and result line as the GPT-2 baseline
+from torch_common import device_peaks, make_step, profile_steps, report, time_steps
 
 
 class RMSNorm(nn.Module):
@@ -146,30 +145,8 @@ def run(shape, steps, bf16, compile_, dev="cuda", untied=False, lora=0, prof=0):
     step_model = torch.compile(model) if compile_ else model
     idx = torch.randint(0, V, (B, T), device=dev)
     tgt = torch.randint(0, V, (B, T), device=dev)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    last = [None]
-
-    def one_step():
-        with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
-            loss = step_model(idx, tgt)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(train, 1.0)
-        opt.step()
-        last[0] = loss.item()   # read back every step, as ztrain does
-
-    warm = 2 + (3 if compile_ else 0)
-    for i in range(warm + steps):
-        if i == warm:
-            if cuda:
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-        one_step()
-    if cuda:
-        torch.cuda.synchronize()
-    per = (time.perf_counter() - t0) / steps
-    peak = torch.cuda.max_memory_allocated() if cuda else 0
+    one_step, last = make_step(step_model, train, opt, idx, tgt, dev, bf16)
+    per, peak = time_steps(one_step, steps, compile_, cuda)
     loss_v = last[0]
     if prof > 0:
         profile_steps(one_step, prof, cuda, "bf16" if bf16 else "fp32")

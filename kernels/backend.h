@@ -610,11 +610,14 @@ typedef struct zt_backend {
      * (w16 != NULL: matmul_bwd_w16 on w16, w unused) with dout = the fp32
      * values of dout16[N,OC] and no bias, bitwise, in bf16 matmul mode
      * (whose rounding of dout is the identity on these values: the GEMMs
-     * read dout16 itself, nothing rounds it).  dinp[N,C] overwritten, dw
+     * read dout16 itself, nothing rounds it); inp16 != NULL: the input in
+     * bf16 (matmul_bwd_a16 on inp16, inp unused: the final norm's bf16
+     * output, which dw's GEMM reads as it is).  dinp[N,C] overwritten, dw
      * (+=); either may be NULL.  cuda: bf16 matmul mode only and dout16
      * 256-byte aligned (else an error, nothing computed).                  */
     void (*matmul_bwd_head16)(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                              const float *w, const uint16_t *w16, int N, int C, int OC);
+                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                              int C, int OC);
     /* ---- the attention's output in bf16 (last; libtrain/model.h
      * zt_ao16_ok).  Optional: NULL when the backend has none (the caller
      * runs gqa_ext_fwd16 into fp32 and rounds with to_bf16, and widens the
@@ -651,7 +654,9 @@ typedef struct zt_backend {
      * (inp16 != NULL: the bf16 input, inp unused; w16 != NULL: the bf16
      * weight, w unused; as the *_a16 / *_w16 entries) with the GEMMs' dout
      * operand dout16[N,OC] (bf16 bits); dbias (+=; may be NULL) is the
-     * column sum of the fp32 dout (may be NULL when dbias is).  Bitwise
+     * column sum of the fp32 dout (may be NULL when dbias is; dout NULL
+     * with dbias: the column sum of fp32(dout16), bitwise that of a dout
+     * equal to it: gqa_ext_bwd16d's bf16 gradient).  Bitwise
      * the fp32-dout entry when dout16 = to_bf16(dout): in bf16 matmul mode
      * that entry rounds dout once for both GEMMs, these read dout16 instead
      * (nothing rounds).  bf16 matmul mode only (cuda: fp32 mode records an
@@ -716,10 +721,26 @@ typedef struct zt_backend {
      * (error()) and counts ztrain's kernels. */
     size_t (*att_scratch)(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hd,
                           const zt_attn_opts *o, int *cudnn);
+    /* ---- the attention backward's gradient in bf16 (last; libtrain/arch.h
+     * zt_att_in16_of ZT_ATT_IN16OD).  Optional: NULL when the backend has
+     * none (the caller calls gqa_ext_bwd16o).  gqa_ext_bwd16d: on a path
+     * whose q|k|v gradient is bf16 by construction (cuda: cuDNN's, which
+     * writes dQ, dK, dV in bf16) it writes that gradient into dqkv16[B*T,
+     * (NH+2NKV) hd] (16-byte aligned, as the bf16 q|k|v) and returns 1,
+     * dqkv untouched: fp32(dqkv16) is, bitwise, the dqkv gqa_ext_bwd16o
+     * gives on that path.  Elsewhere (the cpu backends, cuda's ztrain
+     * kernels, dqkv16 misaligned) it is gqa_ext_bwd16o into dqkv and
+     * returns 0, dqkv16 untouched.  The caller's backward GEMM then reads
+     * dqkv16 (matmul_bwd_d16 with dout NULL) or dqkv. */
+    int (*gqa_ext_bwd16d)(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                          float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                          int NH, int NKV, int hd, const zt_attn_opts *o);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */
-enum { ZT_ATT_IN32 = 0, ZT_ATT_IN16 = 1, ZT_ATT_IN16O = 2 };
+/* (ZT_ATT_IN16OD: ZT_ATT_IN16O whose backward is gqa_ext_bwd16d, writing
+ * the caller's dqkv16: the forward's scratch is ZT_ATT_IN16O's) */
+enum { ZT_ATT_IN32 = 0, ZT_ATT_IN16 = 1, ZT_ATT_IN16O = 2, ZT_ATT_IN16OD = 3 };
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads
  * per block; the cpu backends reduce in the same order). */

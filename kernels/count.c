@@ -13,9 +13,9 @@
  * (what a perfect cache would leave of its traffic), with two exceptions
  * where the kernel's re-reads do not fit on chip: k_xent_fwd reads each
  * row of V logits three times (max, sum, then the probabilities), and
- * k_layernorm_bwd_part / k_rmsnorm_bwd_part read the per-row statistics
- * once per column block.  GEMMs count their operands once (cuBLAS's tile
- * re-reads hit L2).  FLOPs: multiply-adds as 2; elementwise kernels count
+ * k_layernorm_bwd_part / k_rmsnorm_bwd_part (what-if NORM_BWD_SPLIT) read
+ * the per-row statistics once per column block.  GEMMs count their
+ * operands once (cuBLAS's tile re-reads hit L2).  FLOPs: multiply-adds as 2; elementwise kernels count
  * their arithmetic per element (exp, tanh, sqrt: 1 each), which the cost
  * model does not use (they are memory-bound).
  */
@@ -40,7 +40,7 @@ enum {
     K_ENCODER_FWD, K_ENCODER_BWD_WPE, K_IOTA, K_SORT_HIST, K_SORT_SCAN, K_SORT_PASS,
     K_ENCODER_BWD_WTE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX, K_LAYERNORM_BWD_PART, K_RMSNORM_FWD,
     K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
-    K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
+    K_LAYERNORM_BWD, K_RMSNORM_BWD, K_HEADNORM_BWD, K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
     K_GELU_FWD, K_GELU_BWD, K_GELU_FWD16, K_SWIGLU_FWD16, K_SWIGLU_BWD16, K_GEGLU_FWD16,
     K_GEGLU_BWD16, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
@@ -48,7 +48,7 @@ enum {
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
-    K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD,
+    K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
     K_XENT16_FWD, K_XENT16_FUSED, K_N
 };
 
@@ -83,6 +83,9 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
     [K_HEADNORM_BWD_PART] = {"k_headnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_BWD_DX] = {"k_headnorm_bwd_dx", ZT_CC_ROWNORM},
+    [K_LAYERNORM_BWD] = {"k_layernorm_bwd", ZT_CC_ROWNORM},
+    [K_RMSNORM_BWD] = {"k_rmsnorm_bwd", ZT_CC_ROWNORM},
+    [K_HEADNORM_BWD] = {"k_headnorm_bwd", ZT_CC_ROWNORM},
     [K_ROPE] = {"k_rope", ZT_CC_STREAM},
     [K_ROPE_FWD16] = {"k_rope_fwd16", ZT_CC_STREAM},
     [K_QKNORM_ROPE_FWD16] = {"k_qknorm_rope_fwd16", ZT_CC_ROWNORM},
@@ -138,6 +141,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_FINISH_RANGES] = {"k_finish_ranges", ZT_CC_REDUCE},
     [K_SDPA_ROUND] = {"k_sdpa_round", ZT_CC_CONVERT},
     [K_SDPA_WIDEN] = {"k_sdpa_widen", ZT_CC_CONVERT},
+    [K_COLSUM16_PART] = {"k_colsum16_part", ZT_CC_COLSUM},
     [K_CUDNN_FWD] = {"cudnnBackendExecute (SDPA forward)", ZT_CC_CUDNN_FWD},
     [K_CUDNN_BWD] = {"cudnnBackendExecute (SDPA backward)", ZT_CC_CUDNN_BWD},
 };
@@ -544,6 +548,13 @@ static void colsum(long N, long C) {
     if (N <= 0 || C <= 0) return;
     const double P = zt_cuda_ws_col_chunks((int)N, NULL);
     rec(K_COLSUM_PART, D(N) * D(C), D(N) * D(C) * F + P * D(C) * 8);
+    rec(K_COLSUM_FINAL, P * D(C), P * D(C) * 8 + 2 * D(C) * F);
+}
+/* zt_cuda_colsum16_acc: the same of bf16 src (k_colsum16_part reads N C h) */
+static void colsum16(long N, long C) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks((int)N, NULL);
+    rec(K_COLSUM16_PART, D(N) * D(C), D(N) * D(C) * H + P * D(C) * 8);
     rec(K_COLSUM_FINAL, P * D(C), P * D(C) * 8 + 2 * D(C) * F);
 }
 
@@ -956,10 +967,10 @@ static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, co
  * h), Stats (B NH T f), writes and reads softmax_sum (2 B NH T f) and
  * dQ_accum (2 B T AD f), with NKV < NH the per-q-head dK and dV (4 B T AD
  * f), writes dQ, dK, dV into dqkv16 (B T R h); k_sdpa_widen of dqkv16 into
- * dqkv (B T R: h read, f written).  No k_att_rowdot: the graph computes
- * softmax_sum itself. */
+ * dqkv (B T R: h read, f written), or (d16: gqa_ext_bwd16d, dqkv16 the
+ * caller's) none.  No k_att_rowdot: the graph computes softmax_sum itself. */
 static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
-                     const void *o16) {
+                     const void *o16, int d16) {
     const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
     if (!q16) rec(K_SDPA_ROUND, 0, BT * R * (F + H));
     else if (!sdpa_q_direct(q16, NH, NKV, hs)) rec(K_MEMCPY, 0, 2 * BT * R * H);
@@ -970,7 +981,7 @@ static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, co
     rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
         BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
             BT * R * H);
-    rec(K_SDPA_WIDEN, 0, BT * R * (H + F));
+    if (!d16) rec(K_SDPA_WIDEN, 0, BT * R * (H + F));
 }
 
 /* zt_cuda_gqa_ext_fwd: bf16 mode at head sizes <= 128: k_att_tc_round of
@@ -1024,7 +1035,7 @@ static void gqa_bwd_counts16(long B, long T, long NH, long NKV, long hs, float s
                              const void *q16, const void *o16, const void *lse) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0 || !att_shape_ok(NH, NKV, hs)) return;
     if (sdpa_rule(hs, softcap, lse)) {
-        sdpa_bwd(B, T, NH, NKV, hs, window, q16, o16);
+        sdpa_bwd(B, T, NH, NKV, hs, window, q16, o16, 0);
         return;
     }
     const int flash = g_flash && zt_cuda_att_flash_tc((int)hs);
@@ -1109,6 +1120,27 @@ static void c_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
         g_inner->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
     gqa_bwd_counts16(B, T, NH, NKV, hd, o ? o->softcap : 0.0f, o ? o->window : 0, qkv16, out16, lse);
 }
+/* gqa_ext_bwd16d: cuda_attention.cu's rule: cuDNN's path with q|k|v, the
+ * output and dqkv16 read / written in place (16-byte aligned) returns 1,
+ * its dQ, dK, dV not widened; else gqa_ext_bwd16o's counts (0).  Over an
+ * inner backend, the inner's answer (the cpu backends: 0). */
+static int c_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd16d);
+    const float sc = o ? o->softcap : 0.0f;
+    const int win = o ? o->window : 0;
+    int r;
+    if (g_inner)
+        r = g_inner->gqa_ext_bwd16d(dqkv, dqkv16, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    else
+        r = B > 0 && T > 0 && NH > 0 && hd > 0 && att_shape_ok(NH, NKV, hd) && sdpa_rule(hd, sc, lse) &&
+            sdpa_q_direct(qkv16, NH, NKV, hd) && out16 && ((uintptr_t)out16 & 15) == 0 &&
+            sdpa_q_direct(dqkv16, NH, NKV, hd);
+    if (r) sdpa_bwd(B, T, NH, NKV, hd, win > 0 && win < T ? win : 0, qkv16, out16, 1);
+    else gqa_bwd_counts16(B, T, NH, NKV, hd, sc, win, qkv16, out16, lse);
+    return r;
+}
 
 /* ------------------------------------------------------------ embeddings */
 
@@ -1168,22 +1200,36 @@ static void c_layernorm_fwd(float *out, float *mean, float *rstd, const float *i
     rec(K_LAYERNORM_FWD, 8 * D(N) * C, 2 * D(N) * C * F + 2 * D(C) * F + 2 * D(N) * F);
 }
 
-/* k_layernorm_bwd_dx: 12 N C FLOPs; reads inp, dout, dinp (3 N C f), w C f,
- * mean and rstd 2 N f; writes dinp N C f.
- * k_layernorm_bwd_part (ceil(C/128) x P blocks): 5 N C FLOPs; reads inp
- * and dout 2 N C f, mean and rstd once per column block
- * (ceil(C/128) 2 N f); writes 2 P C 8.
- * k_colsum_final (both arrays): 2 P C FLOPs; reads 2 P C 8, dw and db read
- * and written 4 C f. */
+/* k_layernorm_bwd (a block per row chunk: a warp per row for dinp, then a
+ * thread per column for the chunk's partial dw, db over the rows just
+ * read): 17 N C FLOPs; reads inp, dout once and dinp (3 N C f), w C f,
+ * mean and rstd 2 N f; writes dinp N C f and 2 P C 8 (the partials'
+ * re-reads between row groups stay on chip).  k_colsum_final (both
+ * arrays): 2 P C FLOPs; reads 2 P C 8, dw and db read and written 4 C f.
+ * dinp16: N C h more written (layernorm_bwd16).
+ * What-if NORM_BWD_SPLIT (the recorded tables' kernels): k_layernorm_bwd_dx
+ * (12 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f, mean and rstd 2 N f;
+ * writes dinp N C f, dinp16 N C h) then k_layernorm_bwd_part (ceil(C/128) x
+ * P blocks: 5 N C FLOPs; reads inp and dout again 2 N C f, mean and rstd
+ * once per column block ceil(C/128) 2 N f; writes 2 P C 8). */
+static void layernorm_bwd_counts(int N, int C, int d16) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    const double out16 = d16 ? D(N) * C * H : 0;
+    if (g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) {
+        rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + 2 * D(N) * F);
+        rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
+    } else {
+        rec(K_LAYERNORM_BWD, 17 * D(N) * C,
+            4 * D(N) * C * F + out16 + D(C) * F + 2 * D(N) * F + 2 * P * C * 8);
+    }
+    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+}
 static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C) {
     call(ZT_CE_layernorm_bwd);
     if (g_inner) g_inner->layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + D(C) * F + 2 * D(N) * F);
-    rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
-    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+    layernorm_bwd_counts(N, C, 0);
 }
 
 /* The residual add fused with the next norm: k_layernorm_fwd's /
@@ -1250,28 +1296,44 @@ static void c_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float
     rec(K_RMSNORM_FWD, 4 * D(N) * C, 2 * D(N) * C * F + D(C) * F + D(N) * F);
 }
 
-/* k_rmsnorm_bwd_dx: 8 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f,
- * rstd N f; writes dinp N C f.  k_rmsnorm_bwd_part: 3 N C FLOPs; reads inp
- * and dout 2 N C f, rstd once per column block (ceil(C/128) N f); writes
- * P C 8.  k_colsum_final: P C FLOPs; reads P C 8, dw read and written
- * 2 C f. */
+/* k_rmsnorm_bwd (k_layernorm_bwd's scheme): 11 N C FLOPs; reads inp, dout
+ * once and dinp (3 N C f), w C f, rstd N f; writes dinp N C f and P C 8.
+ * k_colsum_final: P C FLOPs; reads P C 8, dw read and written 2 C f.
+ * dinp16: N C h more written (rmsnorm_bwd16).  What-if NORM_BWD_SPLIT:
+ * k_rmsnorm_bwd_dx (8 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f,
+ * rstd N f; writes dinp N C f, dinp16 N C h) then k_rmsnorm_bwd_part (3 N C
+ * FLOPs; reads inp and dout again 2 N C f, rstd once per column block
+ * ceil(C/128) N f; writes P C 8). */
+static void rmsnorm_bwd_counts(int N, int C, int d16) {
+    if (N <= 0 || C <= 0) return;
+    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
+    const double out16 = d16 ? D(N) * C * H : 0;
+    if (g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) {
+        rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + D(N) * F);
+        rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
+    } else {
+        rec(K_RMSNORM_BWD, 11 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + D(N) * F + P * C * 8);
+    }
+    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+}
 static void c_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
                           const float *rstd, int N, int C) {
     call(ZT_CE_rmsnorm_bwd);
     if (g_inner) g_inner->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + D(C) * F + D(N) * F);
-    rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
-    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+    rmsnorm_bwd_counts(N, C, 0);
 }
 
 /* Per-head RMSNorm over R = N n_heads heads of hd.  k_headnorm_fwd:
  * 4 R hd FLOPs; reads x R hd f, w hd f; writes raw and x 2 R hd f, rstd R f.
- * Backward: k_headnorm_bwd_part (3 R hd FLOPs; reads raw and dx 2 R hd f,
- * rstd ceil(hd/128) R f; writes P' hd 8, P' the chunks of R rows),
- * k_colsum_final (P' hd; reads P' hd 8, dw 2 hd f), k_headnorm_bwd_dx
- * (8 R hd FLOPs; reads raw, dx 2 R hd f, rstd R f, w; writes dx R hd f). */
+ * Backward: k_headnorm_bwd (a block per chunk of pairs: a thread per
+ * channel for the partial dw, then a thread per pair for dx in place;
+ * 11 R hd FLOPs; reads raw and dx once 2 R hd f, rstd R f, w hd f; writes
+ * dx R hd f and P' hd 8, P' the chunks of R rows), then k_colsum_final
+ * (P' hd; reads P' hd 8, dw 2 hd f).  What-if NORM_BWD_SPLIT:
+ * k_headnorm_bwd_part (3 R hd FLOPs; reads raw and dx 2 R hd f, rstd
+ * ceil(hd/128) R f; writes P' hd 8), k_colsum_final, then k_headnorm_bwd_dx
+ * (8 R hd FLOPs; reads raw, dx again 2 R hd f, rstd R f, w; writes dx
+ * R hd f). */
 static void c_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
                            int n_heads, int stride, int hd) {
     call(ZT_CE_headnorm_fwd);
@@ -1286,6 +1348,11 @@ static void c_headnorm_bwd(float *dx, float *dw, const float *raw, const float *
     if (g_inner) g_inner->headnorm_bwd(dx, dw, raw, w, rstd, N, n_heads, stride, hd);
     if (N <= 0 || n_heads <= 0 || hd <= 0) return;
     const double R = D(N) * n_heads, P = zt_cuda_ws_col_chunks(N * n_heads, NULL);
+    if (!(g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT)) {
+        rec(K_HEADNORM_BWD, 11 * R * hd, 3 * R * hd * F + R * F + D(hd) * F + P * hd * 8);
+        rec(K_COLSUM_FINAL, P * hd, P * hd * 8 + 2 * D(hd) * F);
+        return;
+    }
     rec(K_HEADNORM_BWD_PART, 3 * R * hd, 2 * R * hd * F + D((hd + 127) / 128) * R * F + P * hd * 8);
     rec(K_COLSUM_FINAL, P * hd, P * hd * 8 + 2 * D(hd) * F);
     rec(K_HEADNORM_BWD_DX, 8 * R * hd, 3 * R * hd * F + R * F + D(hd) * F);
@@ -1450,7 +1517,9 @@ static void c_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *
     call(ZT_CE_matmul_bwd_d16);
     if (g_inner)
         g_inner->matmul_bwd_d16(dinp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
-    mm_bwd_o(dinp, dw, dbias, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+    /* (dout NULL: dbias from dout16, k_colsum16_part) */
+    mm_bwd_o(dinp, dw, dout ? dbias : NULL, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+    if (dbias && !dout && N > 0) colsum16(N, OC);
 }
 static void c_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                    const float *dout, const uint16_t *dout16, const float *inp,
@@ -1467,22 +1536,13 @@ static void c_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *d
                               const float *mean, const float *rstd, int N, int C) {
     call(ZT_CE_layernorm_bwd16);
     if (g_inner) g_inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C,
-        4 * D(N) * C * F + D(N) * C * H + D(C) * F + 2 * D(N) * F);
-    rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
-    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+    layernorm_bwd_counts(N, C, 1);
 }
 static void c_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                             const float *inp, const float *w, const float *rstd, int N, int C) {
     call(ZT_CE_rmsnorm_bwd16);
     if (g_inner) g_inner->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
-    if (N <= 0 || C <= 0) return;
-    const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + D(N) * C * H + D(C) * F + D(N) * F);
-    rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
-    rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+    rmsnorm_bwd_counts(N, C, 1);
 }
 static void c_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                              int N, int H_) {
@@ -1591,15 +1651,16 @@ static void c_xent16_fused(float *losses, uint16_t *logits16, const int *targets
 /* matmul_bwd_head16 (cuda_matmul.cu, bf16 mode; fp32 mode or a dout16 not
  * 256-byte aligned: an error, nothing launched): matmul_bwd's two GEMMs
  * with dout16 their bf16 operand as it is (no k_round_bf16 of dout), the
- * weight w16 as it is (w: rounded), inp rounded for dw's */
+ * weight w16 as it is (w: rounded), for dw's inp16 as it is (inp: rounded) */
 static void c_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                int C, int OC) {
     call(ZT_CE_matmul_bwd_head16);
-    if (g_inner) g_inner->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    if (g_inner) g_inner->matmul_bwd_head16(dinp, dw, dout16, inp, inp16, w, w16, N, C, OC);
     if (g_mode != ZT_MATMUL_BF16 || ((uintptr_t)dout16 & 255) || N <= 0 || OC <= 0 || C <= 0)
         return;
     if (dinp) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16_of(w16), D16);
-    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, NULL, D16);
+    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, inp16 ? x16_of(inp16) : NULL, D16);
 }
 
 /* ------------------------------------------------------------ optimizer, reductions */
@@ -1868,6 +1929,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->gqa_ext_bwd16 = c_gqa_ext_bwd16;
     t->gqa_ext_fwd16o = c_gqa_ext_fwd16o;
     t->gqa_ext_bwd16o = c_gqa_ext_bwd16o;
+    t->gqa_ext_bwd16d = c_gqa_ext_bwd16d;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -83,7 +83,8 @@ typedef struct zt_count_kernel {
     X(gqa_ext_bwd16) X(layernorm_fwd16) X(rmsnorm_fwd16) X(add_layernorm_fwd16) \
     X(add_rmsnorm_fwd16) X(rope_fwd16) X(xent16_fwd) X(xent16_fused) X(matmul_bwd_head16) \
     X(gqa_ext_fwd16o) X(gqa_ext_bwd16o) X(copy_done) X(matmul_bwd_d16) X(matmul_dgelu_bwd_d16) \
-    X(layernorm_bwd16) X(rmsnorm_bwd16) X(swiglu_bwd_d16) X(geglu_bwd_d16) X(qknorm_rope_fwd16)
+    X(layernorm_bwd16) X(rmsnorm_bwd16) X(swiglu_bwd_d16) X(geglu_bwd_d16) X(qknorm_rope_fwd16) \
+    X(gqa_ext_bwd16d)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM
@@ -141,8 +142,15 @@ const char *zt_count_entry_name(int entry);
 #define ZT_COUNT_WHATIF_A16_ROUNDED 16u
 /* (bench/costmodel_run.c runs the engine with its activations in fp32 under
  * A16_ROUNDED, as the recorded runs kept them) */
-#define ZT_COUNT_AS_RECORDED \
-    (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED | ZT_COUNT_WHATIF_A16_ROUNDED)
+/* NORM_BWD_SPLIT counts layernorm_bwd, rmsnorm_bwd (and their *_bwd16)
+ * and headnorm_bwd as the CUDA backend ran them before one kernel made both
+ * the input gradient and the weight gradient's partial sums: the dx kernel,
+ * then the partial sums reading dout and the input again (the recorded
+ * tables ran those). */
+#define ZT_COUNT_WHATIF_NORM_BWD_SPLIT 32u
+#define ZT_COUNT_AS_RECORDED                                                                     \
+    (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED | ZT_COUNT_WHATIF_A16_ROUNDED | \
+     ZT_COUNT_WHATIF_NORM_BWD_SPLIT)
 void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */

@@ -10,12 +10,7 @@
 #include "ztconfig.h"
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "fp_exact.h"   /* contraction off: every rounding kept */
 
 #include <math.h>
 #include <omp.h>

@@ -521,6 +521,17 @@ static void p_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
           (2.0 + F4) * B * T * (NH + 2 * NKV) * hd + (F4 + 2.0) * B * T * NH * hd);
 }
 
+static int p_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    const int r = inner->gqa_ext_bwd16d(dqkv, dqkv16, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    /* (1: the gradient written in bf16, 2 bytes an element in place of 4) */
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
+          (2.0 + (r ? 2.0 : F4)) * B * T * (NH + 2 * NKV) * hd + (F4 + 2.0) * B * T * NH * hd);
+    return r;
+}
+
 static void p_gqa_ext_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                           const float *lse, int B, int T, int NH, int NKV, int hd,
                           const zt_attn_opts *o) {
@@ -596,13 +607,14 @@ static void p_xent16_fused(float *losses, uint16_t *logits16, const int *targets
     k_end(t, ZT_PROF_XENT, (double)N * V, 2.0 * 3.0 * N * V);
 }
 static void p_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                int C, int OC) {
     double t = k_begin();
-    inner->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+    inner->matmul_bwd_head16(dinp, dw, dout16, inp, inp16, w, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0),
           2.0 * N * OC + (dinp ? F4 * N * C + (w16 ? 2.0 : F4) * OC * C : 0) +
-              (dw ? 2.0 * F4 * OC * C + F4 * N * C : 0));
+              (dw ? 2.0 * F4 * OC * C + (inp16 ? 2.0 : F4) * N * C : 0));
 }
 static void p_adamw(float *p, const float *grad, float *m, float *v, size_t n, float lr,
                     float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
@@ -734,6 +746,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rmsnorm_bwd16);
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
+    W(gqa_ext_bwd16d);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -412,7 +412,14 @@ int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training
     if (!training || sp > 1 || !zt_acts16_on(mc) || !zt_acts16_ok(be) || !zt_l16_ok(be) || !mc->o16 ||
         !zt_o16_ok(be))
         return ZT_ATT_IN32;
-    return mc->ao16 && zt_ao16_ok(be) ? ZT_ATT_IN16O : ZT_ATT_IN16;
+    if (!mc->ao16 || !zt_ao16_ok(be)) return ZT_ATT_IN16;
+    /* the q|k|v GEMM reads the backward's bf16 gradient (gqa_ext_bwd16d):
+     * GPT-2 (no RoPE between them) without adapters (LoRA reads the fp32
+     * gradient) */
+    return mc->ab16 && be->gqa_ext_bwd16d && zt_arch_of(mc)->id == ZT_ARCH_GPT2 && mc->lora_r <= 0 &&
+                   zt_d16_ok(be)
+               ? ZT_ATT_IN16OD
+               : ZT_ATT_IN16O;
 }
 
 uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, int NH, int NKV, int hs,

@@ -62,11 +62,20 @@ static long chunk_rows(long N, long R, long k, long *r0) {
     return N - *r0 < R ? N - *r0 : R;
 }
 
+/* rows [r0, ...) of the input: x's, or x16's (the bf16 input: x NULL) */
+static const float *rows_x(const zt_classifier *c, const float *x, long r0, int C) {
+    return c->x16 || !x ? NULL : x + (size_t)r0 * C;
+}
+static const uint16_t *rows_x16(const zt_classifier *c, long r0, int C) {
+    return c->x16 ? c->x16 + (size_t)r0 * C : NULL;
+}
+
 /* logits of rows [r0, r0 + n): x w^T, soft-capped (the capped logits kept
  * when there is a buffer for them) */
 static void chunk_logits(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
                          long r0, long n, int C, int V, float cap) {
-    zt_mm_fwd(be, c->logits, x + (size_t)r0 * C, w, c->w16, NULL, (int)n, C, V);
+    zt_mm_fwd_x(be, c->logits, rows_x(c, x, r0, C), rows_x16(c, r0, C), w, c->w16, NULL, (int)n, C,
+                V);
     if (cap > 0) {
         be->softcap_fwd(c->logits, c->logits, (size_t)n * V, cap);
         if (c->capped) be->copy(c->capped, c->logits, (size_t)n * V * sizeof(float));
@@ -77,8 +86,8 @@ static void chunk_logits(const zt_backend *be, zt_classifier *c, const float *x,
  * on this path) */
 static void chunk_logits16(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
                            long r0, long n, int C, int V) {
-    be->matmul_fwd_o16(c->logits16, NULL, x + (size_t)r0 * C, NULL, c->w16 ? NULL : w, c->w16, NULL,
-                       (int)n, C, V);
+    be->matmul_fwd_o16(c->logits16, NULL, rows_x(c, x, r0, C), rows_x16(c, r0, C), c->w16 ? NULL : w,
+                       c->w16, NULL, (int)n, C, V);
 }
 
 void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *x, const float *w,
@@ -117,8 +126,8 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
              * recomputed; the bf16 gradient in place, read by the GEMMs */
             if (!(k == nch - 1 && c->pn == n && c->p0 == r0)) chunk_logits16(be, c, x, w, r0, n, C, V);
             be->xent16_fused(NULL, c->logits16, targets + r0, dloss, (int)n, V);
-            be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, x + (size_t)r0 * C, w, c->w16,
-                                  (int)n, C, V);
+            be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, rows_x(c, x, r0, C),
+                                  rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
             continue;
         }
         if (k == nch - 1 && c->pn == n && c->p0 == r0) {
@@ -130,8 +139,8 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
             be->xent_fused(NULL, c->logits, targets + r0, dloss, (int)n, V);
         }
         if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
-        zt_mm_bwd(be, dx + (size_t)r0 * C, dw, NULL, c->logits, x + (size_t)r0 * C, w, c->w16, (int)n,
-                  C, V);
+        zt_mm_bwd_x(be, dx + (size_t)r0 * C, dw, NULL, c->logits, rows_x(c, x, r0, C),
+                    rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
     }
     c->pn = 0;
 }

@@ -33,7 +33,9 @@
  * are), and the backward's xent16_fused writes the bf16 gradient (softmax
  * - onehot) * dloss over them, which matmul_bwd_head16's GEMMs read as
  * their bf16 operand (nothing rounds it).  Not bitwise the fp32 path: the
- * logits are rounded.  Eval and sampling blocks keep fp32 logits (and
+ * logits are rounded.  In such a block the final norm writes its output in
+ * bf16 alone (x16; no fp32 copy), which the head GEMMs of either path read
+ * as their bf16 input: bitwise the fp32 x they round.  Eval and sampling blocks keep fp32 logits (and
  * zt_classifier_probs).
  *
  * Chunk rows: ztrain.classifier_chunk_rows (zt_model_config.classifier_rows),
@@ -64,6 +66,12 @@ typedef struct zt_classifier {
     /* the head weight's bf16 bits (zt_unit_params16), set by the model
      * before each forward / backward; NULL: none (model.h zt_mm_fwd) */
     const uint16_t *w16;
+    /* the input x [N, C] in bf16 (the final norm's output, which writes it:
+     * a training block with the bf16 activations; set by the model's carve),
+     * which the head GEMMs read as their bf16 input (the *_a16 entries,
+     * matmul_fwd_o16's and matmul_bwd_head16's inp16: the values they round
+     * x to), x then unused (NULL); NULL: x */
+    const uint16_t *x16;
 } zt_classifier;
 
 /* Most rows of one chunk: ztrain.classifier_chunk_rows, or for 0 as many as

@@ -135,9 +135,13 @@ typedef struct zt_model_config {
      * written in bf16 directly, ao16 the attention's output written (and
      * its backward reading it) in bf16, d16 the norms' and SwiGLU/GeGLU's
      * backward writing the bf16 gradient copies the GEMMs read, qkr16
-     * Qwen3's q/k norms and RoPE in one entry writing bf16; 0 in a config
-     * (the to_bf16 paths) */
-    int o16, n16, r16, ao16, d16, qkr16;
+     * Qwen3's q/k norms and RoPE in one entry writing bf16, ab16 the
+     * attention backward's bf16 gradient read by the q|k|v GEMM as it is
+     * (arch.h zt_att_in16_of ZT_ATT_IN16OD), x16 the final norm writing
+     * the LM head's bf16 input alone (a training block with acts16: no
+     * fp32 copy; the activations depend on it); 0 in a config (the
+     * to_bf16 paths) */
+    int o16, n16, r16, ao16, d16, qkr16, ab16, x16;
 } zt_model_config;
 
 struct zt_config {

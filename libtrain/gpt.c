@@ -226,17 +226,29 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (spn > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * 3 * C); TAKE(a->sp_recv, N * 3 * C); TAKE(a->sp_h, N * 3 * C);
     }
-    const size_t lnf_off = cv.off;   /* (the residual gradient's bf16 copy: over lnf) */
-    TAKE(a->lnf, N * C); TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
+    /* (the LM head's input: in bf16 alone with the bf16 activations, the
+     * final norm writing it, mc->x16; the residual gradient's bf16 copy
+     * over it) */
+    const int x16 = a16 && mc->x16;
+    size_t lnf_off = cv.off, lnf_n = N * C;
+    if (x16) {
+        TAKE16(a->lnf16, N * C);
+        lnf_off = (lnf_off + 63) & ~(size_t)63;
+        lnf_n = cv.off - lnf_off;
+    } else {
+        TAKE(a->lnf, N * C);
+    }
+    TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
     zt_classifier_carve(&cv, &a->cls, mc, N, training, 0);
+    if (base) a->cls.x16 = a->lnf16;
     /* int and float are both 4 bytes: the -1 targets share the block */
     float *nt = zt_carve_take(&cv, N, 1);
     if (base) a->no_targets = (int *)(void *)nt;
     if (training) {
         TAKE(a->dres, N * C); TAKE(a->dbuf, N * C); TAKE(a->dqkv, N * 3 * C);
         TAKE(a->d4a, N * 4 * C); TAKE(a->d4b, N * 4 * C);
-        /* (over lnf, which the LM head's backward was the last to read) */
-        if (a16 && !zt_carve_over16(&cv, lnf_off, N * C, N * C, &a->dres16))
+        /* (over lnf / lnf16, which the LM head's backward was the last to read) */
+        if (a16 && !zt_carve_over16(&cv, lnf_off, lnf_n, N * C, &a->dres16))
             TAKE16(a->dres16, N * C);
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
@@ -443,17 +455,26 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
 #undef W16
 }
 
-/* Final LayerNorm: lnf = ln_f(res[L]). */
+/* Final LayerNorm: lnf = ln_f(res[L]); with lnf16 (the bf16 activations)
+ * written in bf16 alone, as the blocks' ln1 (d4a: the cpu backends' fp32
+ * staging, free in the forward) */
 static void norm_fwd(void *self, void *acts) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
-    g->be->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
-                         g->p.lnfb, N, C);
+    const zt_backend *be = g->be;
+    if (a->lnf16 && g->cfg.n16) {
+        be->layernorm_fwd16(a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
+                            g->p.lnfb, N, C);
+    } else {
+        be->layernorm_fwd(a->lnf16 ? a->d4a : a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L),
+                          g->p.lnfw, g->p.lnfb, N, C);
+        if (a->lnf16) be->to_bf16(a->lnf16, a->d4a, (size_t)N * C);
+    }
 }
 
 /* Tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
- * wte^T. */
+ * wte^T (lnf16: a->cls.x16, lnf NULL). */
 static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
@@ -562,6 +583,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                 w->attprojw, W16(T_PROJW), N, C, C);
     zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+    uint16_t *dq16 = NULL;   /* (or its bf16 values, gqa_ext_bwd16d's) */
     if (g->spn > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
         const int P = g->spn;
@@ -586,10 +608,27 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->from_bf16(a->d4b, s->atty16, (size_t)N * C);
             atty = a->d4b;
         }
+        /* (ab16: the backward writes the q|k|v gradient in bf16 where its
+         * path makes it so, cuDNN's, into dq16: d4b past the output's
+         * staging [N, C], 256-byte aligned where that fits; the GEMM
+         * below reads it as it is) */
+        if (ao16 && !sk->lora && zt_att_in16_of(&g->cfg, be, 1, g->spn) == ZT_ATT_IN16OD) {
+            const uintptr_t lo = (uintptr_t)(a->d4b + (size_t)N * C), hi = (uintptr_t)(a->d4b + (size_t)N * 4 * C);
+            const size_t need = (size_t)N * 3 * C * 2;
+            uintptr_t p = (lo + 255) & ~(uintptr_t)255;
+            if (p + need > hi) p = (lo + 15) & ~(uintptr_t)15;
+            if (p + need <= hi) dq16 = (uint16_t *)p;
+        }
         if (ao16) {
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
-            be->gqa_ext_bwd16o(a->dqkv, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b, s->lse, B, T,
-                               NH, NH, C / NH, &ao);
+            if (dq16) {
+                if (!be->gqa_ext_bwd16d(a->dqkv, dq16, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b,
+                                        s->lse, B, T, NH, NH, C / NH, &ao))
+                    dq16 = NULL;   /* (the fp32 gradient in dqkv) */
+            } else {
+                be->gqa_ext_bwd16o(a->dqkv, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b, s->lse, B,
+                                   T, NH, NH, C / NH, &ao);
+            }
         } else if (o16) {
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
             be->gqa_ext_bwd16(a->dqkv, a->dbuf, s->qkv16, a->d4a, atty, s->lse, B, T, NH, NH, C / NH,
@@ -598,8 +637,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->attention_bwd(a->dqkv, a->dbuf, qkv, atty, s->lse, B, T, C, NH);
         }
     }
-    zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N, C,
-                3 * C);
+    if (dq16)   /* (the bias gradient from the bf16 values too: bitwise) */
+        be->matmul_bwd_d16(a->dbuf, gw->qkvw, gw->qkvb, NULL, dq16, s->ln1, s->ln116, w->qkvw,
+                           W16(T_QKVW), N, C, 3 * C);
+    else
+        zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N,
+                    C, 3 * C);
 #undef W16
     zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, a->dbuf, N, ls);
     if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */

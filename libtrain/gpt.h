@@ -64,14 +64,17 @@ typedef struct zt_gpt_acts {
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, 3C] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, 3C] local q|k|v rows (else NULL) */
-    float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] */
+    float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] (lnf NULL with lnf16) */
+    uint16_t *lnf16;           /* [N,C] the final norm's output in bf16 alone (a training
+                                * block with the bf16 activations, zt_model_config.x16: the
+                                * LM head's input, cls.x16), else NULL */
     zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (classifier.h) */
     /* backward scratch (training only) */
     float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
     uint16_t *dres16;          /* bf16 activations: [N,C] the residual gradient's bf16 copy
                                 * (written by the norm backward adding into it, read by the
-                                * projections' GEMMs: zt_d16_ok); laid over lnf (dead
-                                * after the LM head's backward) where it fits */
+                                * projections' GEMMs: zt_d16_ok); laid over lnf / lnf16
+                                * (dead after the LM head's backward) where it fits */
     /* LoRA (ztrain.lora.r > 0) */
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [2C] the frozen LayerNorms' gradients (discarded) */

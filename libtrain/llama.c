@@ -646,9 +646,20 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
         TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
     }
-    const size_t lnf_off = cv.off;   /* (the residual gradient's bf16 copy: over lnf) */
-    TAKE(a->lnf, N * C); TAKES(a->lnf_rstd, N);
+    /* (the LM head's input: in bf16 alone with the bf16 activations, the
+     * final norm writing it, mc->x16; the bf16 gradient copy over it) */
+    const int x16 = a16 && mc->x16;
+    size_t lnf_off = cv.off, lnf_n = N * C;
+    if (x16) {
+        TAKE16(a->lnf16, N * C);
+        lnf_off = (lnf_off + 63) & ~(size_t)63;
+        lnf_n = cv.off - lnf_off;
+    } else {
+        TAKE(a->lnf, N * C);
+    }
+    TAKES(a->lnf_rstd, N);
     zt_classifier_carve(&cv, &a->cls, mc, N, training, sh.fcap > 0);
+    if (base) a->cls.x16 = a->lnf16;
     /* int and float are both 4 bytes: the -1 targets share the block */
     float *nt = zt_carve_take(&cv, N, 1);
     if (base) a->no_targets = (int *)(void *)nt;
@@ -658,7 +669,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (the bf16 gradient copies: [N, C] over lnf, which the LM head's
          * backward was the last to read; gate|up's in place of the slot's
          * gu16, block_bwd) */
-        if (a16 && !zt_carve_over16(&cv, lnf_off, N * C, N * C, &a->dc16))
+        if (a16 && !zt_carve_over16(&cv, lnf_off, lnf_n, N * C, &a->dc16))
             TAKE16(a->dc16, N * C);
         if (a16) {
             const size_t W = C > H ? C : H;
@@ -1103,13 +1114,21 @@ down:;
     return ZT_OK;
 }
 
-/* Final RMSNorm: lnf = rmsnorm(res[L]). */
+/* Final RMSNorm: lnf = rmsnorm(res[L]); with lnf16 (the bf16 activations)
+ * written in bf16 alone, as the blocks' xn (f32: the cpu backends' fp32
+ * staging, free in the forward) */
 static void norm_fwd(void *self, void *acts) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int N = a->fB * a->fT, C = m->s.C;
-    m->be->rmsnorm_fwd(a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, m->s.L), norm_w(m, a, m->p.norm, C),
-                       (float)m->cfg.norm_eps, N, C);
+    const zt_backend *be = m->be;
+    const float *w = norm_w(m, a, m->p.norm, C), eps = (float)m->cfg.norm_eps;
+    if (a->lnf16 && m->cfg.n16) {
+        be->rmsnorm_fwd16(a->lnf16, a->f32, a->lnf_rstd, ZT_ACTS_RES(a, m->s.L), w, eps, N, C);
+    } else {
+        be->rmsnorm_fwd(a->lnf16 ? a->f32 : a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, m->s.L), w, eps, N, C);
+        if (a->lnf16) be->to_bf16(a->lnf16, a->f32, (size_t)N * C);
+    }
 }
 
 /* the head weight's bf16 bits: embed.w (tied, unit 0) or lm_head.w (the head unit) */
@@ -1118,7 +1137,7 @@ static const uint16_t *head16(const zt_llama *m) {
     return u16 ? u16 + m->off[m->s.tied ? E_EMBED : E_LM_HEAD] : NULL;
 }
 
-/* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T
+/* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T (lnf16: a->cls.x16)
  * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied) or lm_head.w */
 static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
     zt_llama *m = self;

@@ -104,7 +104,10 @@ typedef struct zt_llama_acts {
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, QKV] local q|k|v rows (else NULL) */
-    float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm */
+    float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm (lnf NULL with lnf16) */
+    uint16_t *lnf16;           /* [N, C] its output in bf16 alone (a training block with the
+                                * bf16 activations, zt_model_config.x16: the LM head's
+                                * input, cls.x16), else NULL */
     zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (and
                                 * gemma final_softcap, training: of capped logits;
                                 * classifier.h) */
@@ -117,8 +120,8 @@ typedef struct zt_llama_acts {
                                 * the down and o projections' backward GEMMs read
                                 * (zt_d16_ok; the residual gradient's, gemma: the
                                 * post-norms' input gradient), written by the norm
-                                * backward producing it; laid over lnf (dead after the
-                                * LM head's backward) where it fits.  (Gate|up's bf16
+                                * backward producing it; laid over lnf / lnf16 (dead
+                                * after the LM head's backward) where it fits.  (Gate|up's bf16
                                 * gradient is written in place of the slot's gu16.) */
     float *f32;                /* bf16 activations: the fp32 values before their rounding,
                                 * [N, max(C, H)] (dgu, free in the forward, when it fits) */

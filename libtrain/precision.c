@@ -59,6 +59,8 @@ void zt_out16_of(zt_model_config *mc) {
     mc->ao16 = !getenv("ZT_TEST_NO_AO16");
     mc->d16 = !getenv("ZT_TEST_NO_D16");
     mc->qkr16 = !getenv("ZT_TEST_NO_QKR16");
+    mc->ab16 = !getenv("ZT_TEST_NO_AB16");
+    mc->x16 = !getenv("ZT_TEST_NO_X16");
 }
 
 int zt_nf4w16_of(void) {

@@ -18,8 +18,8 @@
 #               is older (run.sh decides)
 #   ompi/, pmix/  Open MPI's and PMIx's plugins, help files and launcher
 #   scripts/engine-check.sh, scripts/gpu-measure.sh, configs/tiny.json, data/
-#   (200 kB of the corpus), gpt2_torch.py, llama_gpu_torch.py, gpu_table.py,
-#   measure_json.py, costmodel_h100.txt, run.sh, README
+#   (200 kB of the corpus), gpt2_torch.py, llama_gpu_torch.py, torch_common.py,
+#   gpu_table.py, measure_json.py, costmodel_h100.txt, run.sh, README
 # Then, on the GPU machine:  ./run.sh check [OUTDIR [SECTIONS]]  (all GPU checks)
 #                            ./run.sh bench [STEPS]    (timings vs PyTorch)
 #                            ./run.sh measure [OUTDIR] (issue 41 item 7: one JSON)
@@ -82,7 +82,7 @@ nvcc=$(grep -o '^NVCC = .*' "$BUILD/Makefile" | sed 's/^NVCC = //')
     -o "$OUT/bin/initcheck_probe" "$SRC/tests/gpu/initcheck_probe.cu" -lcublas ||
     die "nvcc could not build tests/gpu/initcheck_probe.cu"
 cp -L "$BUILD/.libs/libtrain.so.0" "$OUT/lib/"
-cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/gpu_table.py" \
+cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/torch_common.py" "$SRC/bench/gpu_table.py" \
     "$SRC/bench/measure_json.py" "$SRC/bench/costmodel_h100.txt" "$OUT/"
 # the engine check and the training runs of run.sh: the script, the tiny
 # config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)

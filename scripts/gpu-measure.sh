@@ -264,7 +264,7 @@ for spec in "${SHAPE_LIST[@]}"; do
             [ "$lora" != 0 ] && tp+=(--lora "$lora")
         fi
         [ "$TDEV" = cuda ] || tp+=(--device "$TDEV")
-        # (no subshell: a failure must count in FAILED; llama_gpu_torch.py finds gpt2_torch.py beside it)
+        # (no subshell: a failure must count in FAILED; both scripts import torch_common.py from beside them)
         printf '%s\n' "$py/$script ${tp[*]}" > "$D/torch_cmd"
         prof=(); [ "$PROF_STEPS" -gt 0 ] 2> /dev/null && prof=(--profile "$PROF_STEPS")
         section "$D" torch_eager 180 $UNTIL "$PYT" "$py/$script" "${tp[@]}" --only bf16 --steps "$STEPS" "${prof[@]}"

@@ -13,16 +13,9 @@
 # verifies.  (3) The same with checkpoint.on_failure=continue: one warning,
 # training goes on and the final save commits.  Needs root (mount).
 . "$(dirname "$0")/ckpt_lib.sh"
-M="$T/M"
-mkdir -p "$M"
-mount -t tmpfs -o size=3m tmpfs "$M" 2> mount.err ||
-    skip_all "cannot mount a tmpfs ($(head -n 1 mount.err)): needs root"
-trap 'cd /; umount "$M" 2> /dev/null; rm -rf "$T"' EXIT
-unset ZTRAIN_COMM_TIMEOUT_S
-GUARD=120   # timeout guard of each run (the saves end in seconds)
+. "$ZT_SRCDIR/tests/ckpt_full_lib.sh"   # (the working directory is $T now)
 EXTRA=()
 
-avail() { df -B1 --output=avail "$M" | tail -n 1 | tr -d ' '; }
 # run2 ENV...: 12 steps on 2 ranks from M/ck (step-11 saved in the background); RC
 run2() {
     env "$@" timeout -s KILL $GUARD "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none "$ZTRAIN" train \
@@ -42,36 +35,17 @@ zrun 2 --steps 10 --ckpt-dir M/ck --resume never
 ok $? "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes left)"
 
 # (1) 300 KB left: step-11 does not fit
-dd if=/dev/zero of=M/fill bs=4096 count=$((($(avail) - 300000) / 4096)) 2> /dev/null
-# (the run's lock file, checkpoint.dir/.ztrain.lock, takes one block before the check)
-FREE=$(($(avail) - $(stat -f -c %S "$M")))
+leave 300000
 run2
 diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+ok $(failed_once "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes"; echo $?) \
    "background save, disk too full for step-11: exit $RC, one error naming M/ck, its file system and $FREE bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 
 # (2) room at the check; the disk fills while rank 0 is stopped before
 # writing its tensors
-rm -f M/fill
-rm -f run.err
-run2 ZT_CKPT_CRASH_AT=stop:save_tensors@11 ZT_CKPT_CRASH_RANK=0 &
-job=$!
-pid=
-for _ in $(seq 600); do
-    pid=$(sed -n 's/.*stopping rank 0 (pid \([0-9]*\)).*/\1/p' run.err 2> /dev/null)
-    [ -n "$pid" ] && [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && break
-    pid=; sleep 0.1
-done
-dd if=/dev/zero of=M/fill bs=4096 2> /dev/null
-FILLED=$(avail)
-[ -n "$pid" ] && kill -CONT "$pid"
-wait $job
-RC=$?
-diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+fill_during run2 save_tensors@11
+ok $([ -n "$pid" ] && failed_once "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk filled during the background write ($FILLED bytes left): exit $RC, one error naming the write, the file system and bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 
@@ -85,14 +59,7 @@ run3() {
 }
 run3 ZT_CKPT_CRASH_AT=stop:save_tensors@11 ZT_CKPT_CRASH_RANK=0 &
 job=$!
-pid=
-for _ in $(seq 600); do
-    pid=$(sed -n 's/.*stopping rank 0 (pid \([0-9]*\)).*/\1/p' run.err 2> /dev/null)
-    [ -n "$pid" ] && [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && break
-    pid=; sleep 0.1
-done
-dd if=/dev/zero of=M/fill bs=4096 2> /dev/null
-[ -n "$pid" ] && kill -CONT "$pid"
+stop_fill
 for _ in $(seq 600); do grep -q 'failed and was abandoned' run.out run.err 2> /dev/null && break; sleep 0.1; done
 rm -f M/fill
 wait $job

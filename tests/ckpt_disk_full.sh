@@ -16,15 +16,8 @@
 # line), and step-10 stays `latest` and verifies.  Needs root (mount);
 # skipped otherwise.
 . "$(dirname "$0")/ckpt_lib.sh"
-M="$T/M"
-mkdir -p "$M"
-mount -t tmpfs -o size=3m tmpfs "$M" 2> mount.err ||
-    skip_all "cannot mount a tmpfs ($(head -n 1 mount.err)): needs root"
-trap 'cd /; umount "$M" 2> /dev/null; rm -rf "$T"' EXIT
-unset ZTRAIN_COMM_TIMEOUT_S
-GUARD=120   # timeout guard of each run (the saves end in seconds)
+. "$ZT_SRCDIR/tests/ckpt_full_lib.sh"   # (the working directory is $T now)
 
-avail() { df -B1 --output=avail "$M" | tail -n 1 | tr -d ' '; }
 # run2 ENV...: 11 steps on 2 ranks from M/ck (saves step-11); RC
 run2() {
     env "$@" timeout -s KILL $GUARD "$ZT_MPIRUN" --oversubscribe -np 2 --bind-to none "$ZTRAIN" train \
@@ -43,13 +36,10 @@ ok $([ $? = 0 ] && ! grep -q 'no space for the next checkpoint' run.err; echo $?
    "base: 10 steps on 2 ranks, step-10 saved on a 3 MiB tmpfs ($(avail) bytes left), no start-up space warning"
 
 # (1) 300 KB left: step-11 does not fit
-dd if=/dev/zero of=M/fill bs=4096 count=$((($(avail) - 300000) / 4096)) 2> /dev/null
-# (the run's lock file, checkpoint.dir/.ztrain.lock, takes one block before the check)
-FREE=$(($(avail) - $(stat -f -c %S "$M")))
+leave 300000
 run2
 diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+ok $(failed_once "^ztrain: error: checkpoint: no space for step 11 in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk too full for step-11: exit $RC, one error naming M/ck, its file system and $FREE bytes free vs needed"
 ok $(grep -Eq "warning: checkpoint: no space for the next checkpoint in M/ck: the file system mounted at $M has $FREE bytes free \(.*\), a checkpoint of this run needs [0-9]+ bytes .*checked at start, before step 1" run.err &&
      [ "$(grep -c 'no space for the next checkpoint' run.err)" = 1 ]; echo $?) \
@@ -58,47 +48,15 @@ ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is 
 
 # (2) room at the check; the disk fills while rank 0 is stopped before
 # writing its tensors
-rm -f M/fill
-rm -f run.err
-run2 ZT_CKPT_CRASH_AT=stop:save_tensors@11 ZT_CKPT_CRASH_RANK=0 &
-job=$!
-pid=
-for _ in $(seq 600); do
-    pid=$(sed -n 's/.*stopping rank 0 (pid \([0-9]*\)).*/\1/p' run.err 2> /dev/null)
-    [ -n "$pid" ] && [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && break
-    pid=; sleep 0.1
-done
-dd if=/dev/zero of=M/fill bs=4096 2> /dev/null
-FILLED=$(avail)
-[ -n "$pid" ] && kill -CONT "$pid"
-wait $job
-RC=$?
-diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+fill_during run2 save_tensors@11
+ok $([ -n "$pid" ] && failed_once "^ztrain: error: (rank 1: )?M/ck/step-11.tmp/state.h5: cannot write dataset .*\(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk filled during the write ($FILLED bytes left): exit $RC, one error naming the write, the file system and bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 
 # (3) room at the check; the disk fills while rank 0 is stopped before
 # writing the file's metadata
-rm -f M/fill
-rm -f run.err
-run2 ZT_CKPT_CRASH_AT=stop:save_metadata@11 ZT_CKPT_CRASH_RANK=0 &
-job=$!
-pid=
-for _ in $(seq 600); do
-    pid=$(sed -n 's/.*stopping rank 0 (pid \([0-9]*\)).*/\1/p' run.err 2> /dev/null)
-    [ -n "$pid" ] && [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && break
-    pid=; sleep 0.1
-done
-dd if=/dev/zero of=M/fill bs=4096 2> /dev/null
-FILLED=$(avail)
-[ -n "$pid" ] && kill -CONT "$pid"
-wait $job
-RC=$?
-diag <(grep -v 'pwritev' run.err | head -n 3)
-ok $([ -n "$pid" ] && [ $RC = 1 ] && [ "$(grep -c '^ztrain: error:' run.err)" = 1 ] && ! grep -q 'no progress' run.err &&
-     grep -Eq "^ztrain: error: M/ck/step-11.tmp/state.h5: cannot write the checkpoint metadata \(No space left on device\) \(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes" run.err; echo $?) \
+fill_during run2 save_metadata@11
+ok $([ -n "$pid" ] && failed_once "^ztrain: error: M/ck/step-11.tmp/state.h5: cannot write the checkpoint metadata \(No space left on device\) \(disk full\? the file system of M/ck, mounted at $M, has [0-9]+ bytes free \(.*\); the checkpoint needs [0-9]+ bytes"; echo $?) \
    "disk filled before the metadata is written ($FILLED bytes left): exit $RC, one error naming the metadata, the file system and bytes free vs needed"
 ok $(intact; echo $?) "step-10 stays latest and verifies; nothing of step-11 is left"
 

@@ -295,6 +295,17 @@ mutant sdpa-gqa-swap kernels/cuda/cuda_sdpa.cu \
 mutant sdpa-no-dq-zero kernels/cuda/cuda_sdpa.cu \
     '\K    if \(!ZT_CU\(cudaMemsetAsync\(dqacc, 0, nout \* sizeof\(float\), zt_cu\.stream\)\)\) return true;\n' ''
 
+# cuDNN attention backward into the caller's bf16 gradient (gqa_ext_bwd16d):
+# the call says the gradient is in dqkv16 (1) no more, while it is not in
+# dqkv either (its fp32 q|k|v GEMM would read what dqkv held)
+mutant sdpa-d16-flag kernels/cuda/cuda_sdpa.cu \
+    'if \(dd\) \*d16 = \Ktrue(?=;)' 'false'
+
+# the column sums of a bf16 gradient (k_colsum16_part, matmul_bwd_d16 with
+# dout NULL): each chunk's last row left out
+mutant colsum16-last-row kernels/cuda/cuda_nn.cu \
+    'for \(int n = n0; n < n1\K(?=; n\+\+\) acc \+= \(double\)zt_cvt_bf16_to_f32)' ' - 1'
+
 # Mixture of Experts routing: top-k ties broken towards the higher expert
 # (the CPU takes the lower one)
 mutant moe-topk-tie kernels/cuda/cuda_moe.cu \
@@ -333,6 +344,10 @@ mutant moe-regroup-dst kernels/cuda/cuda_moe.cu \
 # matmul_fwd_o16 (the cuBLASLt GEMM with a bf16 D): the bias left out
 mutant o16-bias kernels/cuda/cuda_matmul.cu \
     'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, NULL, &err, true\))' 'NULL'
+
+# matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM not given it (reads no input)
+mutant head16-x16 kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, true, C, OC, N, x16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, \Kx16(?=, d16,)' 'NULL'
 
 # gelu_fwd16: the result truncated to bf16 instead of rounded to nearest even
 mutant gelu16-trunc kernels/cuda/cuda_nn.cu \
@@ -391,6 +406,20 @@ mutant rope16-rest kernels/cuda/cuda_llama.cu \
 # sequence past its first T - 1 tokens take the wrong wpe row)
 mutant enc16-pos kernels/cuda/cuda_nn.cu \
     'k_encoder_fwd_w16\(float \*out[^{]*\{[^}]*?const int t = \(int\)\(n % \(size_t\)\KT(?=\);)' '(T - 1)'
+
+# layernorm_bwd in one pass: each group of rows starts the chunk's partial
+# dw from 0 (the chunk's earlier groups of rows lost)
+mutant ln-bwd-group kernels/cuda/cuda_nn.cu \
+    'double aw = \Kg0 == n0 \? 0\.0 : qw\[c\](?=, ab = )' '0.0'
+
+# rmsnorm_bwd in one pass: the column pass leaves each group's last row out
+mutant rms-bwd-lastrow kernels/cuda/cuda_llama.cu \
+    'for \(int n = g0; n < \Kg1(?=; n\+\+\)\n                aw \+= \(double\)\(inp)' 'g1 - 1'
+
+# headnorm_bwd in one pass: no barrier between the partial dw (reading the
+# output gradient) and the input gradient written over it
+mutant head-bwd-sync kernels/cuda/cuda_llama.cu \
+    '            qw\[c\] = aw;\n        \}\n        \K__syncthreads\(\);\n(?=        const int r = g0)' ''
 
 # the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
 # last free event never handed out again (ev_nfree > 1), so the pool grows

@@ -264,10 +264,11 @@ ok $? "estimate: Llama-3-8B, 8192 tokens, bf16, 8 ranks, stage 3: activations pe
 # the bf16 activations take no memory beyond the arrays they keep in bf16: the block is the fp32
 # activations' block (ZT_TEST_NO_ACT16=1) less half of each slot's arrays kept in bf16, exactly (Llama:
 # xn, q|k|v, the attention output, xn2, gate|up and h, 2 (2C + QKV + AD + 3H) bytes a token; GPT-2:
-# ln1, q|k|v, the attention output, ln2, fc's output and its GELU, 2 x 14C).  So the bf16 copies of
+# ln1, q|k|v, the attention output, ln2, fc's output and its GELU, 2 x 14C), and half of the final
+# norm's output (the LM head's input, kept in bf16 alone: 2C bytes a token).  So the bf16 copies of
 # the gradients the backward GEMMs read take none of their own (the residual gradient's lies over
-# lnf, gate|up's over the slot's gate|up), nor do the fp32 stagings (inside the backward's scratch
-# at these shapes).  (fp32 logits in both: ZT_TEST_NO_L16=1; every array here a multiple of 256 bytes.)
+# the final norm's bf16 output, gate|up's over the slot's gate|up), nor do the fp32 stagings (inside
+# the backward's scratch at these shapes).  (fp32 logits in both: ZT_TEST_NO_L16=1; every array here a multiple of 256 bytes.)
 # acts16 NAME SAVED_BYTES FLAGS...: `ztrain estimate FLAGS` (--json among them)
 acts16() {
     local name=$1 want=$2 o; shift 2
@@ -281,13 +282,13 @@ print("%d bytes = fp32 activations %d less %d (%+d)" % (a16, a32, want, a32 - a1
 sys.exit(0 if a32 - a16 == want else 1)
 PY
 )
-    ok $? "estimate, $name: bf16 activations $o, the halves of the slots' bf16 arrays"
+    ok $? "estimate, $name: bf16 activations $o, the halves of the slots' bf16 arrays and the final norm's"
 }
 L_TOK=$((2 * (2 * 4096 + (32 + 2 * 8) * 128 + 32 * 128 + 3 * 14336)))   # Llama-3-8B, a token, a slot
-acts16 "Llama-3-8B, 8192 tokens, 8 ranks, stage 3 (32 slots)" $((32 * 8192 * L_TOK)) "${L8E[@]}"
-acts16 "Llama-3-8B QLoRA, 2048 tokens, checkpointing (1 slot)" $((2048 * L_TOK)) "${LORA8[@]}" \
+acts16 "Llama-3-8B, 8192 tokens, 8 ranks, stage 3 (32 slots)" $((8192 * (32 * L_TOK + 2 * 4096))) "${L8E[@]}"
+acts16 "Llama-3-8B QLoRA, 2048 tokens, checkpointing (1 slot)" $((2048 * (L_TOK + 2 * 4096))) "${LORA8[@]}" \
     --device gpu --lora-base nf4 --json
-acts16 "GPT-2 12 x 768, 2048 tokens (12 slots)" $((12 * 2048 * 2 * 14 * 768)) --world-size 2 \
+acts16 "GPT-2 12 x 768, 2048 tokens (12 slots)" $((2048 * 2 * (12 * 14 + 1) * 768)) --world-size 2 \
     --n-layer 12 --n-embd 768 --device gpu --bf16.enabled true --micro-batch 16 --seq-len 128 --json
 # optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \

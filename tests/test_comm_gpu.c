@@ -72,6 +72,62 @@ static void *dput(const zt_backend *be, const void *h, size_t bytes) {
 }
 static void dget(const zt_backend *be, void *h, const void *d, size_t bytes) { be->to_host(h, d, bytes); }
 
+#if defined(ZT_HAVE_NCCL) && defined(ZT_CUDASIM)
+/* One non-blocking collective of the fence checks, on device floats: an
+ * in-place all-gather (cn, dp: each rank's count and displacement) or, cn
+ * NULL, an all-reduce sum of n. */
+typedef struct {
+    float *buf;
+    const int *cn, *dp;
+    size_t n;
+} coll;
+
+/* c issued on g (*rq cleared first) and waited for on the stream: 1 when
+ * the call returned ZT_OK with the request active and the wait ZT_OK */
+static int issue_wait(zt_group *g, coll c, zt_request *rq, zt_status *st) {
+    memset(rq, 0, sizeof *rq);
+    int ok = c.cn ? g->ops->iallgather_inplace(g, c.buf, c.cn, c.dp, ZT_F32, rq, st) == ZT_OK
+                  : g->ops->iallreduce_sum != NULL &&
+                        g->ops->iallreduce_sum(g, c.buf, c.n, ZT_F32, rq, st) == ZT_OK;
+    return ok && rq->active && g->ops->wait(g, rq, st) == ZT_OK;
+}
+
+/* c issued and waited for on the stream, then `fences` fences (1 or 2):
+ * the simulator's host waits of each part in waits[0..fences]; 1 when
+ * every call returned ZT_OK */
+static int fenced_waits(zt_group *g, coll c, int fences, unsigned long long waits[3], zt_status *st) {
+    zt_request rq;
+    unsigned long long w = zt_sim_host_waits(), now;
+    int ok = issue_wait(g, c, &rq, st);
+    for (int i = 0; i <= fences; i++) {
+        if (i) ok &= g->ops->fence(g, st) == ZT_OK;
+        now = zt_sim_host_waits();
+        waits[i] = now - w;
+        w = now;
+    }
+    diag_st(st);
+    return ok;
+}
+
+/* c fails on the device (its count differs between ranks): issued at
+ * `where` and waited for on the stream, it is reported by the fence called
+ * from elsewhere, by kind, group and place */
+static void check_fence_reports(zt_group *g, coll c, const char *kind, const char *where, zt_status *st) {
+    zt_request rq;
+    char on[96], at[96];
+    zt_status_clear(st);
+    zt_group_where(g, "%s", where);
+    const int ok = issue_wait(g, c, &rq, st);
+    zt_group_where(g, "test: elsewhere");
+    const int rcf = g->ops->fence(g, st);
+    snprintf(on, sizeof on, "%s on the %s group", kind, g->name);
+    snprintf(at, sizeof at, "(%s)", where);
+    check(ok && rcf == ZT_ECOMM && strstr(st->msg, on) && strstr(st->msg, at) &&
+              strstr(st->msg, "differs between ranks"),
+          "nccl: a failed %s waited for on the stream is reported by the fence (%s)", kind, st->msg);
+}
+#endif
+
 /* Every collective on g with buffers of backend be; `tag` names the case. */
 static void exercise(zt_group *g, const zt_backend *be, const char *tag) {
     const int S = g->size, R = g->rank;
@@ -429,23 +485,15 @@ int main(int argc, char **argv) {
                     hg[2 * i] = hg[2 * i + 1] = i == g_rank ? (float)(g_rank + 1) : -1.0f;
                 }
                 float *dg = dput(gpu, hg, sizeof(float) * 2 * (size_t)g_size);
-                zt_request rq;
-                memset(&rq, 0, sizeof rq);
-                const unsigned long long w0 = zt_sim_host_waits();
-                int ok = nc3->ops->iallgather_inplace(nc3, dg, cn, dp, ZT_F32, &rq, &s7) == ZT_OK &&
-                         nc3->ops->wait(nc3, &rq, &s7) == ZT_OK;
-                const unsigned long long w1 = zt_sim_host_waits();
-                ok &= nc3->ops->fence(nc3, &s7) == ZT_OK;
-                const unsigned long long w2 = zt_sim_host_waits();
-                ok &= nc3->ops->fence(nc3, &s7) == ZT_OK;   /* nothing left: no wait */
-                const unsigned long long w3 = zt_sim_host_waits();
-                diag_st(&s7);
+                unsigned long long w[3];
+                /* the second fence: nothing left, no wait */
+                int ok = fenced_waits(nc3, (coll){dg, cn, dp, 0}, 2, w, &s7);
                 dget(gpu, hg, dg, sizeof(float) * 2 * (size_t)g_size);
                 for (int i = 0; i < g_size; i++) ok &= hg[2 * i] == (float)(i + 1) && hg[2 * i + 1] == (float)(i + 1);
-                check(ok && w1 == w0 && w2 == w1 + 1 && w3 == w2,
+                check(ok && w[0] == 0 && w[1] == 1 && w[2] == 0,
                       "nccl: iallgather + wait wait on the stream only (%llu host waits), the fence "
                       "once (%llu), a second fence not at all (%llu); result right",
-                      w1 - w0, w2 - w1, w3 - w2);
+                      w[0], w[1], w[2]);
                 if (g_size > 1) {
                     /* a failed collective waited for on the stream: reported
                      * by the fence, naming it, and the communicator aborted */
@@ -453,17 +501,7 @@ int main(int argc, char **argv) {
                         cn[i] = g_rank == 0 ? 1 : 2;
                         dp[i] = cn[i] * i;
                     }
-                    zt_status_clear(&s7);
-                    zt_group_where(nc3, "test: unit bad");
-                    memset(&rq, 0, sizeof rq);
-                    ok = nc3->ops->iallgather_inplace(nc3, dg, cn, dp, ZT_F32, &rq, &s7) == ZT_OK &&
-                         nc3->ops->wait(nc3, &rq, &s7) == ZT_OK;
-                    zt_group_where(nc3, "test: elsewhere");
-                    const int rcf = nc3->ops->fence(nc3, &s7);
-                    check(ok && rcf == ZT_ECOMM && strstr(s7.msg, "all-gather on the nccl3 group") &&
-                          strstr(s7.msg, "(test: unit bad)") && strstr(s7.msg, "differs between ranks"),
-                          "nccl: a failed all-gather waited for on the stream is reported by the "
-                          "fence (%s)", s7.msg);
+                    check_fence_reports(nc3, (coll){dg, cn, dp, 0}, "all-gather", "test: unit bad", &s7);
                     zt_status_clear(&s7);
                     check(nc3->ops->barrier(nc3, &s7) == ZT_ECOMM && strstr(s7.msg, "aborted") != NULL,
                           "nccl: after the fence's failure the communicator is aborted (%s)", s7.msg);
@@ -487,22 +525,14 @@ int main(int argc, char **argv) {
                 float ha[5];
                 for (int i = 0; i < 5; i++) ha[i] = (float)(g_rank + 1) * (float)(i + 1);
                 float *da = dput(gpu, ha, sizeof ha);
-                zt_request rq;
-                memset(&rq, 0, sizeof rq);
-                const unsigned long long w0 = zt_sim_host_waits();
-                int ok = nc5->ops->iallreduce_sum != NULL &&
-                         nc5->ops->iallreduce_sum(nc5, da, 5, ZT_F32, &rq, &s9) == ZT_OK && rq.active &&
-                         nc5->ops->wait(nc5, &rq, &s9) == ZT_OK;
-                const unsigned long long w1 = zt_sim_host_waits();
-                ok &= nc5->ops->fence(nc5, &s9) == ZT_OK;
-                const unsigned long long w2 = zt_sim_host_waits();
-                diag_st(&s9);
+                unsigned long long w[3];
+                int ok = fenced_waits(nc5, (coll){da, NULL, NULL, 5}, 1, w, &s9);
                 dget(gpu, ha, da, sizeof ha);
                 const float ranks = (float)(g_size * (g_size + 1) / 2);
                 for (int i = 0; i < 5; i++) ok &= ha[i] == ranks * (float)(i + 1);
-                check(ok && w1 == w0 && w2 == w1 + 1 && nc5->calls[ZT_COMM_ALLREDUCE] == 1,
+                check(ok && w[0] == 0 && w[1] == 1 && nc5->calls[ZT_COMM_ALLREDUCE] == 1,
                       "nccl: iallreduce_sum + wait wait on the stream only (%llu host waits), the "
-                      "fence once (%llu); result right", w1 - w0, w2 - w1);
+                      "fence once (%llu); result right", w[0], w[1]);
                 /* the completion events come from the group's pool: the
                  * first request made one; rounds of 3 requests then their
                  * waits grow it by 2 once, then reuse the same 3 */
@@ -534,21 +564,9 @@ int main(int argc, char **argv) {
                           "pool's first grows to %d, then they are reused", rounds, per, per - 1,
                           c1 - c0, per);
                 }
-                if (g_size > 1) {
-                    zt_status_clear(&s9);
-                    zt_group_where(nc5, "test: gradient piece");
-                    memset(&rq, 0, sizeof rq);
-                    const size_t na = g_rank == 0 ? 4 : 5;
-                    ok = nc5->ops->iallreduce_sum(nc5, da, na, ZT_F32, &rq, &s9) == ZT_OK &&
-                         nc5->ops->wait(nc5, &rq, &s9) == ZT_OK;
-                    zt_group_where(nc5, "test: elsewhere");
-                    const int rcf = nc5->ops->fence(nc5, &s9);
-                    check(ok && rcf == ZT_ECOMM && strstr(s9.msg, "all-reduce on the nccl5 group") &&
-                          strstr(s9.msg, "(test: gradient piece)") &&
-                          strstr(s9.msg, "differs between ranks"),
-                          "nccl: a failed all-reduce waited for on the stream is reported by the "
-                          "fence (%s)", s9.msg);
-                }
+                if (g_size > 1)
+                    check_fence_reports(nc5, (coll){da, NULL, NULL, g_rank == 0 ? 4 : 5}, "all-reduce",
+                                        "test: gradient piece", &s9);
                 gpu->free(da);
                 e = gpu->error();
                 check(e == NULL, "nccl: the all-reduce's fence left no CUDA error behind (%s)",
@@ -566,7 +584,7 @@ int main(int argc, char **argv) {
                 zt_status s8;
                 zt_status_clear(&s8);
                 int made = zt_group_nccl(world, "nccl4", dev, &nc4, &s8) == ZT_OK;
-                int rcw = ZT_OK, rcf = ZT_OK;
+                int waited = 1, rcf = ZT_OK;
                 if (made && g_rank == 0) {
                     setenv("ZT_CUDASIM_NCCL_TIMEOUT_S", "2", 1);
                     float hz[8] = {0};
@@ -574,16 +592,14 @@ int main(int argc, char **argv) {
                     for (int i = 0; i < g_size; i++) cz[i] = 1, dz[i] = i;
                     float *dz_buf = dput(gpu, hz, sizeof(float) * (size_t)g_size);
                     zt_request rq;
-                    memset(&rq, 0, sizeof rq);
                     zt_group_where(nc4, "test: unit hung");
-                    rcw = nc4->ops->iallgather_inplace(nc4, dz_buf, cz, dz, ZT_F32, &rq, &s8);
-                    if (rcw == ZT_OK) rcw = nc4->ops->wait(nc4, &rq, &s8);
+                    waited = issue_wait(nc4, (coll){dz_buf, cz, dz, 0}, &rq, &s8);
                     rcf = nc4->ops->fence(nc4, &s8);
                     unsetenv("ZT_CUDASIM_NCCL_TIMEOUT_S");
                     gpu->free(dz_buf);
                     (void)gpu->error();   /* the failed stream work */
                 }
-                check(made && rcw == ZT_OK &&
+                check(made && waited &&
                       (g_rank != 0 || (rcf == ZT_ECOMM && strstr(s8.msg, "all-gather on the nccl4 group") &&
                                        strstr(s8.msg, "(test: unit hung)"))),
                       "nccl: a hung all-gather waited for on the stream is reported by the fence "
@@ -612,13 +628,12 @@ int main(int argc, char **argv) {
                 for (int i = 0; i < g_size; i++) cz[i] = 1, dz[i] = i, hz[i] = 0, got[i] = -1;
                 hz[g_rank] = (float)(10 + g_rank);
                 float *dz_buf = dput(gpu, hz, sizeof(float) * (size_t)g_size);
+                const coll gz = {dz_buf, cz, dz, 0};
                 zt_request rq;
-                memset(&rq, 0, sizeof rq);
-                int rcw = ZT_OK, rcc = ZT_OK;
+                int waited = 1, rcc = ZT_OK;
                 if (made) {
                     zt_group_where(nc6, "test: micro-step 1");
-                    rcw = nc6->ops->iallgather_inplace(nc6, dz_buf, cz, dz, ZT_F32, &rq, &s10);
-                    if (rcw == ZT_OK) rcw = nc6->ops->wait(nc6, &rq, &s10);
+                    waited = issue_wait(nc6, gz, &rq, &s10);
                     zt_group_where(nc6, "test: elsewhere");
                     rcc = zt_mesh_copy_wait(&mesh, gpu,
                                             gpu->to_host_async(got, dz_buf, sizeof(float) * (size_t)g_size),
@@ -626,17 +641,16 @@ int main(int argc, char **argv) {
                 }
                 int okv = 1;
                 for (int i = 0; i < g_size; i++) okv &= got[i] == (float)(10 + i);
-                check(made && rcw == ZT_OK && rcc == ZT_OK && okv,
+                check(made && waited && rcc == ZT_OK && okv,
                       "nccl: zt_mesh_copy_wait of a copy after an all-gather waited for on the stream "
                       "returns its result (%s)", s10.msg);
-                int rch = ZT_OK, rcl = ZT_OK;
+                int hung_waited = 1, rcl = ZT_OK;
                 zt_status s11;
                 zt_status_clear(&s11);
                 if (made && g_rank == 0) {
                     setenv("ZT_CUDASIM_NCCL_TIMEOUT_S", "2", 1);
                     zt_group_where(nc6, "test: micro-step 2");
-                    rch = nc6->ops->iallgather_inplace(nc6, dz_buf, cz, dz, ZT_F32, &rq, &s10);
-                    if (rch == ZT_OK) rch = nc6->ops->wait(nc6, &rq, &s10);
+                    hung_waited = issue_wait(nc6, gz, &rq, &s10);
                     zt_group_where(nc6, "test: elsewhere");
                     int tok[4] = {1, 2, 3, 4};
                     int *dtok = gpu->alloc(sizeof tok);
@@ -646,7 +660,7 @@ int main(int argc, char **argv) {
                     gpu->free(dtok);
                     (void)gpu->error();   /* the failed stream work */
                 }
-                check(made && rch == ZT_OK &&
+                check(made && hung_waited &&
                       (g_rank != 0 || (rcc == ZT_ECOMM && strstr(s10.msg, "all-gather on the nccl6 group") &&
                                        strstr(s10.msg, "(test: micro-step 2)") && rcl == ZT_ECOMM &&
                                        strstr(s11.msg, "was aborted"))),

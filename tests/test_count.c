@@ -183,6 +183,71 @@ static void formulas(void) {
     check_kernel("add_rmsnorm_fwd", "k_add_rmsnorm_fwd", 1, 5 * N * C, 4 * N * C * 4 + C * 4 + N * 4);
     tap_ok(tot().launches == 1, "add_rmsnorm_fwd: 1 launch");
 
+    /* the norm backwards in one pass: dout and the input read once for
+     * dinp and the weight gradient's chunk partials (P = 1 chunk of the 6
+     * rows), then the partials' final sums; NORM_BWD_SPLIT (the recorded
+     * tables' kernels): the dx kernel, then the partials reading them again */
+    {
+        uint16_t *d16 = FAKE(uint16_t, 10);
+        const double P = 1, cb = 1;
+        zt_count_reset();
+        K->layernorm_bwd(y, dw, b, x, w, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("layernorm_bwd", "k_layernorm_bwd", 1, 17 * N * C,
+                     4 * N * C * 4 + C * 4 + 2 * N * 4 + 2 * P * C * 8);
+        check_kernel("layernorm_bwd", "k_colsum_final", 1, 2 * P * C, 2 * P * C * 8 + 4 * C * 4);
+        tap_ok(tot().launches == 2, "layernorm_bwd: 2 launches");
+        zt_count_reset();
+        K->layernorm_bwd16(y, d16, dw, b, x, w, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("layernorm_bwd16", "k_layernorm_bwd", 1, 17 * N * C,
+                     4 * N * C * 4 + N * C * 2 + C * 4 + 2 * N * 4 + 2 * P * C * 8);
+        tap_ok(tot().launches == 2, "layernorm_bwd16: 2 launches");
+        zt_count_reset();
+        K->rmsnorm_bwd(y, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
+        check_kernel("rmsnorm_bwd", "k_rmsnorm_bwd", 1, 11 * N * C,
+                     4 * N * C * 4 + C * 4 + N * 4 + P * C * 8);
+        check_kernel("rmsnorm_bwd", "k_colsum_final", 1, P * C, P * C * 8 + 2 * C * 4);
+        tap_ok(tot().launches == 2, "rmsnorm_bwd: 2 launches");
+        zt_count_reset();
+        K->rmsnorm_bwd16(y, d16, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
+        check_kernel("rmsnorm_bwd16", "k_rmsnorm_bwd", 1, 11 * N * C,
+                     4 * N * C * 4 + N * C * 2 + C * 4 + N * 4 + P * C * 8);
+        tap_ok(tot().launches == 2, "rmsnorm_bwd16: 2 launches");
+        /* per head: 6 rows of 3 heads of 5 (R = 18 pairs, one chunk) in rows of 20 */
+        const double R = 18, hd = 5;
+        zt_count_reset();
+        K->headnorm_bwd(y, dw, x, w, FAKE(float, 9), 6, 3, 20, 5);
+        check_kernel("headnorm_bwd", "k_headnorm_bwd", 1, 11 * R * hd,
+                     3 * R * hd * 4 + R * 4 + hd * 4 + P * hd * 8);
+        check_kernel("headnorm_bwd", "k_colsum_final", 1, P * hd, P * hd * 8 + 2 * hd * 4);
+        tap_ok(tot().launches == 2, "headnorm_bwd: 2 launches");
+
+        zt_count_set_whatif(ZT_COUNT_WHATIF_NORM_BWD_SPLIT);
+        zt_count_reset();
+        K->layernorm_bwd16(y, d16, dw, b, x, w, FAKE(float, 7), FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("what-if norm-bwd-split: layernorm_bwd16", "k_layernorm_bwd_dx", 1, 12 * N * C,
+                     4 * N * C * 4 + N * C * 2 + C * 4 + 2 * N * 4);
+        check_kernel("what-if norm-bwd-split: layernorm_bwd16", "k_layernorm_bwd_part", 1, 5 * N * C,
+                     2 * N * C * 4 + cb * 2 * N * 4 + 2 * P * C * 8);
+        tap_ok(tot().launches == 3, "what-if norm-bwd-split: layernorm_bwd16: 3 launches");
+        zt_count_reset();
+        K->rmsnorm_bwd(y, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
+        check_kernel("what-if norm-bwd-split: rmsnorm_bwd", "k_rmsnorm_bwd_dx", 1, 8 * N * C,
+                     4 * N * C * 4 + C * 4 + N * 4);
+        check_kernel("what-if norm-bwd-split: rmsnorm_bwd", "k_rmsnorm_bwd_part", 1, 3 * N * C,
+                     2 * N * C * 4 + cb * N * 4 + P * C * 8);
+        tap_ok(tot().launches == 3, "what-if norm-bwd-split: rmsnorm_bwd: 3 launches");
+        zt_count_reset();
+        K->headnorm_bwd(y, dw, x, w, FAKE(float, 9), 6, 3, 20, 5);
+        check_kernel("what-if norm-bwd-split: headnorm_bwd", "k_headnorm_bwd_part", 1, 3 * R * hd,
+                     2 * R * hd * 4 + R * 4 + P * hd * 8);
+        check_kernel("what-if norm-bwd-split: headnorm_bwd", "k_headnorm_bwd_dx", 1, 8 * R * hd,
+                     3 * R * hd * 4 + R * 4 + hd * 4);
+        tap_ok(tot().launches == 3, "what-if norm-bwd-split: headnorm_bwd: 3 launches");
+        tap_ok((ZT_COUNT_AS_RECORDED & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) != 0,
+               "the recorded tables are replayed with the norm backward split");
+        zt_count_set_whatif(0);
+    }
+
     /* what-if: bf16 operands need no rounding */
     zt_count_set_whatif(ZT_COUNT_WHATIF_BF16_OPERANDS);
     zt_count_reset();
@@ -479,13 +544,15 @@ typedef struct w16_mem {
     long ao16, att16;  /* gqa_ext_fwd16o + _bwd16o, gqa_ext_fwd16 + _bwd16 calls */
     long from16;       /* k_from_bf16 launches */
     long d16;          /* calls of the bf16-gradient entries (matmul_bwd_d16, ...) */
+    long ab16;         /* gqa_ext_bwd16d calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
- * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16
- * (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run */
+ * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
+ * 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16 (all read at the setup too); 64 =
+ * ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -541,6 +608,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 256) setenv("ZT_TEST_NO_D16", "1", 1);
     if (no_w16 & 512) setenv("ZT_TEST_NO_NF4W16", "1", 1);
     if (no_w16 & 1024) setenv("ZT_TEST_NO_QKR16", "1", 1);
+    if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
+    if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -557,6 +626,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_AO16");
     unsetenv("ZT_TEST_NO_NF4W16");
     unsetenv("ZT_TEST_NO_QKR16");
+    unsetenv("ZT_TEST_NO_AB16");
+    unsetenv("ZT_TEST_NO_X16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -606,7 +677,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->o16h = mem->x16b ? mem->x16f + mem->x16b - 4 : 0;
     mem->xent = t.calls[ZT_CE_xent_fwd] + t.calls[ZT_CE_xent_fused];
     /* (the blocks' matmul_fwd_o16 calls take the bf16 input: bf16-input
-     * calls too; the head's take the fp32 final norm) */
+     * calls too; the head's, o16h, left out: they take the final norm's
+     * bf16 output, or its fp32 one with ZT_TEST_NO_X16) */
     mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
@@ -616,8 +688,12 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
-               t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
-    mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o];
+               t.calls[ZT_CE_gqa_ext_bwd16d] + t.calls[ZT_CE_swiglu_bwd_d16] +
+               t.calls[ZT_CE_geglu_bwd_d16];
+    /* (gqa_ext_bwd16d: gqa_ext_bwd16o where its path has no bf16 gradient) */
+    mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
+                t.calls[ZT_CE_gqa_ext_bwd16d];
+    mem->ab16 = t.calls[ZT_CE_gqa_ext_bwd16d];
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -951,8 +1027,9 @@ static void bf16_outputs(void) {
  * to_bf16 (ZT_TEST_NO_N16=1, the path of before), GPT-2 and Llama (and
  * Gemma 2), stages 0 and 3, with activation checkpointing and without,
  * LoRA; per block and forward (recomputed too) the two norms take the new
- * entries (the second the fused residual add), 2 k_to_bf16 fewer, the
- * other counts and the activations' peak unchanged. */
+ * entries (the second the fused residual add), 2 k_to_bf16 fewer, and so
+ * does the final norm (the LM head's bf16 input) once a forward; the other
+ * counts and the activations' peak unchanged. */
 static void bf16_norms(void) {
     static const w16_kind kind = {8, " with and without the bf16 norms",
                                   "fp32 norms + to_bf16 path's", NULL};
@@ -962,8 +1039,9 @@ static void bf16_norms(void) {
         w16_pair p;
         char what[96];
         if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
-        /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a block */
-        const long want = 4L * p.s.L * (1 + is_ck) * 2;
+        /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a
+         * block, and the final norm once a step */
+        const long want = 4L * p.s.L * (1 + is_ck) * 2 + 4;
         tap_ok(p.ma.n16 == want && p.mb.n16 == 0 && p.mb.to16 - p.ma.to16 == want && p.ra == p.rb &&
                    p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.acts_peak == p.mb.acts_peak &&
                    p.ma.acts_plan == p.mb.acts_plan,
@@ -1221,6 +1299,44 @@ static void bf16_att_out(void) {
     }
 }
 
+/* ------------------------------------------------------------ the attention backward's bf16 gradient
+ * GPT-2's training blocks call gqa_ext_bwd16d (ZT_ATT_IN16OD) in place of
+ * gqa_ext_bwd16o, once a block and backward, without LoRA; over the cpu
+ * backend it answers 0 (its gradient is fp32) and the q|k|v GEMM reads the
+ * fp32 dqkv as before: every loss and gradient norm bitwise those of
+ * ZT_TEST_NO_AB16=1 (gqa_ext_bwd16o, the path of before), stages 0 and 3,
+ * checkpointed; the other counts and the activations' peak and plan
+ * unchanged.  LoRA and Llama: no call.  (cuDNN's path, which answers 1:
+ * cudnn_formulas, cudnn_model; its values: test_cuda on the simulator.) */
+static void bf16_att_bwd16(void) {
+    static const w16_kind kind = {4096, " with and without the attention backward's bf16 gradient",
+                                  "gqa_ext_bwd16o path's", NULL};
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
+                 ex == ck ? " checkpointed" : "", ex == lora ? " LoRA" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
+        const long bw = cases[i].want ? 4L * p.s.L : 0;
+        tap_ok(p.ma.ab16 == bw && p.mb.ab16 == 0 && p.ma.ao16 == p.mb.ao16 && p.ma.o16 == p.mb.o16 &&
+                   p.ra == p.rb && p.wa == p.wb && p.ma.a16 == p.mb.a16 && p.ma.d16 == p.mb.d16 &&
+                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
+                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+               "%s: %ld gqa_ext_bwd16d calls (%ld expected, %ld without), the bf16-output calls %ld "
+               "(%ld without), activations' peak %llu bytes (%llu without), plan %llu",
+               what, p.ma.ab16, bw, p.mb.ab16, p.ma.ao16, p.mb.ao16, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak, (unsigned long long)p.ma.acts_plan);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 gradients
  * The gradients the backward GEMMs read written in bf16 by the kernels
  * producing them (backend.h matmul_bwd_d16, matmul_dgelu_bwd_d16,
@@ -1259,6 +1375,71 @@ static void bf16_gradients(void) {
                "without, %ld fewer expected), activations' peak %llu bytes (%llu without)",
                what, p.ma.d16, want, p.mb.d16, p.ra, p.rb, fewer,
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
+/* ------------------------------------------------------------ bf16 final norm
+ * The final norm writing the LM head's input in bf16 alone (zt_model_config
+ * .x16: layernorm_fwd16 / rmsnorm_fwd16, no fp32 copy), the head GEMMs
+ * reading it as their bf16 input (matmul_fwd_o16's and matmul_bwd_head16's
+ * inp16; with fp32 logits matmul_fwd_a16 / matmul_bwd_a16): every loss and
+ * gradient norm bitwise those of the fp32 final norm the GEMMs round
+ * (ZT_TEST_NO_X16=1, the path of before), GPT-2 and Llama (Gemma 2, and
+ * with its final soft-cap: fp32 logits), stages 0 and 3, with activation
+ * checkpointing and without, LoRA (a frozen head: no dw), the fp32 logits
+ * (ZT_TEST_NO_L16), the norms' to_bf16 path (ZT_TEST_NO_N16).  Per step
+ * (2 chunks of rows) 5 k_round_bf16 fewer (the forward's 2 chunks, the
+ * backward's recomputed one, dw's 2; LoRA: 3, no dw); one norm call a step
+ * writing bf16 more (ZT_TEST_NO_N16: one k_to_bf16 more); with fp32 logits
+ * the 5 head GEMM entries a step are bf16-input ones; the activations' peak
+ * lower by the fp32 [N, C] less the bf16 one (up to 252 bytes of its
+ * alignment) and still the plan's. */
+static void bf16_final_norm(void) {
+    static const w16_kind kind = {8192, " with and without the bf16 final norm",
+                                  "fp32 final norm's", NULL};
+    static const char cap[] = "ztrain.model.gemma=2 ztrain.model.final_softcap=30";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 3, NULL, 64},
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 8},         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, cap, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 0, NULL, 64},
+        {"llama:2,4,2,32,48,64,2,16", 3, NULL, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        const int no = cases[i].no, is_lora = ex == w16_lora;
+        /* the fp32 logits: ZT_TEST_NO_L16, or the final soft-cap */
+        const int f32l = (no & 64) || ex == cap;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck ? " checkpointed" : "", ex == w16_gemma ? " gemma" : "",
+                 ex == cap ? " gemma final soft-cap" : "", is_lora ? " LoRA" : "",
+                 no & 64 ? " ZT_TEST_NO_L16" : "", no & 8 ? " ZT_TEST_NO_N16" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        const long fewer = 4L * (is_lora ? 3 : 5), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
+        /* (with fp32 logits the head's GEMMs are bf16-input calls, which
+         * were bf16-weight calls: the head weight's bf16 storage) */
+        const long a16 = f32l ? fewer : 0;
+        tap_ok(p.rb - p.ra == fewer && p.ma.n16 - p.mb.n16 == n16 && p.ma.to16 - p.mb.to16 == to16 &&
+                   p.ma.a16 - p.mb.a16 == a16 && p.wb - p.wa == a16 && p.ma.o16 == p.mb.o16 &&
+                   p.ma.d16 == p.mb.d16 && p.ma.h16 == p.mb.h16,
+               "%s: %ld k_round_bf16 (%ld without, %ld fewer expected), %ld norm calls writing bf16 "
+               "(%ld without), %ld k_to_bf16 (%ld without), %ld bf16-input calls (%ld without), %ld "
+               "bf16-weight calls (%ld without)",
+               what, p.ra, p.rb, fewer, p.ma.n16, p.mb.n16, p.ma.to16, p.mb.to16, p.ma.a16, p.mb.a16,
+               p.wa, p.wb);
+        const uint64_t nc2 = 2 * (uint64_t)p.s.B * p.s.T * (uint64_t)p.s.C;
+        const uint64_t d = p.mb.acts_peak - p.ma.acts_peak;
+        tap_ok(p.mb.acts_peak > p.ma.acts_peak && d <= nc2 && d + 252 >= nc2 &&
+                   p.ma.acts_plan - p.ma.acts_peak == p.mb.acts_plan - p.mb.acts_peak &&
+                   p.mb.acts_plan - p.ma.acts_plan == d,
+               "%s: activations' peak %llu bytes (planned %llu), %llu lower than with the fp32 final "
+               "norm (planned %llu; the fp32 [N, C] less the bf16 one: %llu)",
+               what, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
+               (unsigned long long)d, (unsigned long long)p.mb.acts_plan, (unsigned long long)nc2);
     }
 }
 
@@ -1387,14 +1568,17 @@ static void model(void) {
          * (12 * 2 fewer roundings); the LM
          * head's gradient written in bf16 (k_xent16_fused) and read so by
          * its backward GEMMs (matmul_bwd_head16: its dout rounding, 1,
-         * gone) */
+         * gone); the final norm's output written in bf16 (k_layernorm_fwd16,
+         * a 13th) and read so by the head's forward and weight-gradient
+         * GEMMs (2 fewer roundings) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
-                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 &&
+                                                                        (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 -
+                                                                        2 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
@@ -1407,14 +1591,15 @@ static void model(void) {
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0 &&
-                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 12 + 1 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
-                   "- 96 of activations - the head's bf16 gradient - 24 of gradients), bf16 logits (k_xent16_fwd, "
-                   "k_xent16_fused), %ld conversions (%ld as recorded), %ld "
+                   "- 96 of activations - the head's bf16 gradient - 24 of gradients - 2 of the head's "
+                   "input), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld conversions (%ld as recorded), %ld "
                    "widenings (%ld as recorded + 12 activations), 24 q|k|v roundings fewer in the attention, 12 "
-                   "bf16 GELUs, 24 bf16 LayerNorms",
+                   "bf16 GELUs, 25 bf16 LayerNorms (the final one's the head's input)",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));
@@ -1575,6 +1760,36 @@ static void cudnn_formulas(void) {
         tap_ok(tot().launches == 6 && launches_of("cudaMemcpyAsync D2D", &fr, &br) == 2 &&
                    br == 2 * (BT * R + BT * AD) * h,
                "%s: the backward on them: both copied, then the 4 launches", what);
+        /* the gradient in bf16 (gqa_ext_bwd16d): cuDNN's dQ|dK|dV written
+         * into the caller's dqkv16, not widened (1); dqkv16 not 16-byte
+         * aligned: gqa_ext_bwd16o's launches, widened (0) */
+        uint16_t *d16 = FAKE(uint16_t, 10), *d16m = (uint16_t *)((uintptr_t)FAKE(uint16_t, 11) + 8);
+        zt_count_reset();
+        const int r1 = K->gqa_ext_bwd16d(y, d16, z, q16, x, h16, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(r1 == 1 && tot().launches == 3 && launches_of("k_sdpa_widen", NULL, NULL) == 0 &&
+                   launches_of("k_sdpa_round", &fr, &br) == 1 && br == BT * AD * (f + h) &&
+                   launches_of("cudaMemsetAsync", NULL, NULL) == 1,
+               "%s: bf16 gradient backward: dout rounded, memset, the graph, no widening (3 launches, 1)", what);
+        check_kernel(what, "cudnnBackendExecute (SDPA backward)", 1, pairs * 10 * hs,
+                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f +
+                         (NKV < NH ? 4 * BT * AD * f : 0) + BT * R * h);
+        zt_count_reset();
+        const int r0 = K->gqa_ext_bwd16d(y, d16m, z, q16, x, h16, z, lse, B, T, NH, NKV, hs, &o);
+        tap_ok(r0 == 0 && tot().launches == 4 && launches_of("k_sdpa_widen", &fr, &br) == 1 && br == BT * R * (h + f),
+               "%s: dqkv16 8 bytes past 16-byte alignment: widened into dqkv (4 launches, 0)", what);
+    }
+    /* the q|k|v GEMM on that gradient: matmul_bwd_d16 with dout NULL, the
+     * bias gradient from dout16 (k_colsum16_part reads it in bf16) */
+    {
+        const int N = 80, C = 64, OC = 192;
+        const double P = 3;   /* column-sum chunks of 27 rows (at most 32 a chunk) */
+        zt_count_reset();
+        K->matmul_bwd_d16(x, y, z, NULL, FAKE(uint16_t, 10), NULL, q16, NULL, h16, N, C, OC);
+        check_kernel("q|k|v GEMM on the bf16 gradient", "k_colsum16_part", 1, (double)N * OC,
+                     (double)N * OC * h + P * OC * 8);
+        tap_ok(launches_of("k_colsum_part", NULL, NULL) == 0 && launches_of("k_colsum_final", NULL, NULL) == 1 &&
+                   launches_of("k_round_bf16", NULL, NULL) == 0,
+               "q|k|v GEMM on the bf16 gradient: no k_colsum_part, no k_round_bf16 (%ld launches)", tot().launches);
     }
     /* the rule: each condition alone sends the call to ztrain's kernels */
     const int B = 2, T = 40, NH = 4, NKV = 2, hs = 16;
@@ -1658,6 +1873,20 @@ static void cudnn_model(void) {
     tap_ok(sa == rest && per[ZT_CC_CUDNN_FWD] == 0 && per[ZT_CC_CUDNN_BWD] == 0,
            "the step with uncalibrated cuDNN classes: the sum over the other launches (%.6f ms), cuDNN's left out",
            sa * 1e3);
+    /* the attention backward's bf16 gradient (gqa_ext_bwd16d): no k_sdpa_widen in the step, the q|k|v
+     * bias gradient from it (k_colsum16_part) a block; ZT_TEST_NO_AB16=1: widened, as before */
+    cm_counts c;
+    setenv("ZT_TEST_NO_AB16", "1", 1);
+    const int rc_c = cm_count_step(&g, &oc, zt_backend_count(), &c, &st);
+    unsetenv("ZT_TEST_NO_AB16");
+    if (tap_ok(rc_c == ZT_OK, "and with cuDNN, ZT_TEST_NO_AB16=1")) {
+        tap_ok(launches_of_k(a.k, a.nk, "k_sdpa_widen") == 0 && launches_of_k(a.k, a.nk, "k_colsum16_part") == 2 &&
+                   launches_of_k(c.k, c.nk, "k_sdpa_widen") == 2 && launches_of_k(c.k, c.nk, "k_colsum16_part") == 0 &&
+                   a.tot.launches + 2 * 2 == c.tot.launches && a.tot.bytes < c.tot.bytes,
+               "cuDNN step: dq|dk|dv not widened, the q|k|v GEMM reads them (2 k_colsum16_part, %ld launches); "
+               "ZT_TEST_NO_AB16=1: 2 k_sdpa_widen, %ld launches", a.tot.launches, c.tot.launches);
+        cm_counts_free(&c);
+    }
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -1772,7 +2001,9 @@ int main(int argc, char **argv) {
     bf16_qknorm_rope();
     bf16_logits();
     bf16_att_out();
+    bf16_att_bwd16();
     bf16_gradients();
+    bf16_final_norm();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

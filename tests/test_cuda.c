@@ -56,6 +56,7 @@
 #include "tap.h"
 #include "zt_cuda.h"
 #include "cuda_convert.h"
+#include "cuda_workspace.h"
 
 static const zt_backend *cpu, *gpu;
 /* ZT_CUDA_TEST_WITH_CPU=1: the CPU table stands in for the GPU (a check of
@@ -484,6 +485,49 @@ static void test_encoder(int B, int T, int C, int V, int maxT) {
 
 /* ------------------------------------------------------------ LayerNorm */
 
+/* The CUDA norms' weight gradients (k_layernorm_bwd, k_rmsnorm_bwd,
+ * k_headnorm_bwd, then k_colsum_final): dst[c] += (float) of the chunks'
+ * partials added in chunk order, each chunk of zt_cuda_ws_col_chunks(n)
+ * rows the (double) of the rows' float terms term(r, c) added in row
+ * order; the expected bits, computed here (cmpd with no tolerance) */
+typedef float (*norm_term)(const void *ctx, int r, int c);
+static void chunked_colsum(float *dst, norm_term term, const void *ctx, int n, int C) {
+    int R;
+    const int P = zt_cuda_ws_col_chunks(n, &R);
+    for (int c = 0; c < C; c++) {
+        double a = 0.0;
+        for (int p = 0; p < P; p++) {
+            double part = 0.0;
+            for (int r = p * R; r < n && r < (p + 1) * R; r++) part += (double)term(ctx, r, c);
+            a += part;
+        }
+        dst[c] += (float)a;
+    }
+}
+struct norm_in {
+    const float *x, *d, *mean, *rstd;
+    int C, nh, stride, hd;
+};
+static float ln_dw_term(const void *v, int n, int c) {
+    const struct norm_in *a = v;
+    return (a->x[(size_t)n * a->C + c] - a->mean[n]) * a->rstd[n] * a->d[(size_t)n * a->C + c];
+}
+static float ln_db_term(const void *v, int n, int c) {
+    const struct norm_in *a = v;
+    return a->d[(size_t)n * a->C + c];
+}
+static float rms_dw_term(const void *v, int n, int c) {
+    const struct norm_in *a = v;
+    return a->x[(size_t)n * a->C + c] * a->rstd[n] * a->d[(size_t)n * a->C + c];
+}
+/* per head: pair r = (row n, head h), x = raw [R, hd], d the output
+ * gradient in rows of stride */
+static float head_dw_term(const void *v, int r, int c) {
+    const struct norm_in *a = v;
+    const size_t n = (size_t)(r / a->nh), h = (size_t)(r % a->nh);
+    return a->x[(size_t)r * a->hd + c] * a->rstd[r] * a->d[n * a->stride + h * a->hd + c];
+}
+
 static void test_layernorm(int N, int C) {
     const size_t nn = (size_t)N * C;
     float *x = fvec(nn, 2.0), *w = fvec(C, 1.0), *b = fvec(C, 1.0), *dy = fvec(nn, 1.0);
@@ -505,6 +549,9 @@ static void test_layernorm(int N, int C) {
     /* backward from the CPU's mean/rstd (same inputs for both) */
     gpu->to_device(mean_d, mean, N * 4);
     gpu->to_device(rstd_d, rstd, N * 4);
+    float *dw0 = xmalloc(C * 4), *db0 = xmalloc(C * 4);
+    memcpy(dw0, dw, C * 4);
+    memcpy(db0, db, C * 4);
     cpu->layernorm_bwd(dx, dw, db, dy, x, w, mean, rstd, N, C);
     gpu->layernorm_bwd(dx_d, dw_d, db_d, dy_d, x_d, w_d, mean_d, rstd_d, N, C);
     snprintf(name, sizeof name, "layernorm_bwd dinp (+=) N=%d C=%d", N, C);
@@ -513,6 +560,20 @@ static void test_layernorm(int N, int C) {
     cmpd(name, dw_d, dw, C, 1e-5, 1e-5 * maxabs(dw, C));
     snprintf(name, sizeof name, "layernorm_bwd db (+=) N=%d C=%d", N, C);
     cmpd(name, db_d, db, C, 1e-5, 1e-5 * maxabs(db, C));
+    if (selftest) {
+        tap_skip("layernorm_bwd dw, db: the chunked sums' bits", "self-test");
+    } else {   /* bitwise the fixed-order chunk sums (the CPU's order differs) */
+        const struct norm_in in = {x, dy, mean, rstd, C, 0, 0, 0};
+        chunked_colsum(dw0, ln_dw_term, &in, N, C);
+        chunked_colsum(db0, ln_db_term, &in, N, C);
+        snprintf(name, sizeof name, "layernorm_bwd dw, db bitwise the row chunks' ordered sums N=%d C=%d", N, C);
+        float *hw = host(dw_d, C), *hb = host(db_d, C);
+        tap_ok(!memcmp(hw, dw0, C * 4) && !memcmp(hb, db0, C * 4), "%s", name);
+        free(hw);
+        free(hb);
+    }
+    free(dw0);
+    free(db0);
 
     free(x); free(w); free(b); free(dy); free(y); free(mean); free(rstd); free(dx); free(dw); free(db);
     free(hm); free(hr);
@@ -927,6 +988,31 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         snprintf(name, sizeof name, "cpu matmul_bwd_d16 %s: bitwise matmul_bwd", tag);
         tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4) && !memcmp(b0, b1, OC * 4), "%s",
                name);
+        /* dout NULL (gqa_ext_bwd16d's bf16 gradient): dbias the column sum
+         * of fp32(dout16), k_colsum16_part; bitwise the entry given dout =
+         * the widened values, here and on the CPU */
+        {
+            float *wd = xmalloc(no * 4), *wd_d = gpu->alloc(no * 4);
+            cpu->from_bf16(wd, d16, no);
+            gpu->to_device(wd_d, wd, no * 4);
+            for (int k = 0; k < 2; k++) {
+                gpu->zero(dw[k], nw * 4);
+                gpu->zero(db[k], OC * 4);
+                gpu->matmul_bwd_d16(di[k], dw[k], db[k], k ? NULL : wd_d, d16_d, NULL, i16_d, NULL, w16_d, N, C,
+                                    OC);
+            }
+            snprintf(name, sizeof name, "matmul_bwd_d16 with dout NULL %s: bitwise dout = fp32(dout16)", tag);
+            tap_ok(same_bits(di[0], di[1], ni * 4) && same_bits(dw[0], dw[1], nw * 4) &&
+                       same_bits(db[0], db[1], OC * 4),
+                   "%s", name);
+            memset(g0, 0, nw * 4), memset(g1, 0, nw * 4), memset(b0, 0, OC * 4), memset(b1, 0, OC * 4);
+            cpu->matmul_bwd_d16(e0, g0, b0, wd, d16, NULL, i16, NULL, w16, N, C, OC);
+            cpu->matmul_bwd_d16(e1, g1, b1, NULL, d16, NULL, i16, NULL, w16, N, C, OC);
+            snprintf(name, sizeof name, "cpu matmul_bwd_d16 with dout NULL %s: bitwise dout = fp32(dout16)", tag);
+            tap_ok(!memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4) && !memcmp(b0, b1, OC * 4), "%s", name);
+            free(wd);
+            gpu->free(wd_d);
+        }
         free(hi); free(e0); free(e1); free(g0); free(g1); free(b0); free(b1); free(hd); free(d16);
         gpu->free(bd16);
         no_error("matmul_bwd_d16");
@@ -950,10 +1036,13 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
          * plain GEMM writing the bf16 D itself (GemmEx) */
         gpu->matmul_fwd(tmp_d, i_d, w_d, NULL, N, C, OC);
         gpu->to_bf16(ref_d, tmp_d, no);
-        for (int wk = 0; wk < 2; wk++) {
-            gpu->matmul_fwd_o16(o16_d, NULL, i_d, NULL, wk ? NULL : w_d, wk ? w16_d : NULL, NULL, N, C, OC);
-            snprintf(name, sizeof name, "matmul_fwd_o16 (tmp NULL, no bias, %s) %s: bitwise to_bf16 of matmul_fwd",
-                     wk ? "w16" : "fp32 w", tag);
+        for (int k = 0; k < 4; k++) {   /* (and the bf16 input: the final norm's) */
+            const int wk = k & 1, xk = k >> 1;
+            gpu->matmul_fwd_o16(o16_d, NULL, xk ? NULL : i_d, xk ? i16_d : NULL, wk ? NULL : w_d,
+                                wk ? w16_d : NULL, NULL, N, C, OC);
+            snprintf(name, sizeof name,
+                     "matmul_fwd_o16 (tmp NULL, no bias, %s, %s) %s: bitwise to_bf16 of matmul_fwd",
+                     xk ? "bf16 input" : "fp32 input", wk ? "w16" : "fp32 w", tag);
             tap_ok(same_bits(ref_d, o16_d, no * 2), "%s", name);
         }
         float *hi = xmalloc(ni * 4), *hb = xmalloc(OC * 4), *c0 = xmalloc(no * 4), *t = xmalloc(no * 4);
@@ -1391,12 +1480,23 @@ static void test_rmsnorm(int N, int C) {
     snprintf(name, sizeof name, "rmsnorm_fwd rstd N=%d C=%d", N, C);
     cmpd(name, rstd_d, rstd, N, 1e-5, 1e-6);
     gpu->to_device(rstd_d, rstd, N * 4);   /* backward from the CPU's rstd */
+    float *dw0 = xmalloc(C * 4);
+    memcpy(dw0, dw, C * 4);
     cpu->rmsnorm_bwd(dx, dw, dy, x, w, rstd, N, C);
     gpu->rmsnorm_bwd(dx_d, dw_d, dy_d, x_d, w_d, rstd_d, N, C);
     snprintf(name, sizeof name, "rmsnorm_bwd dinp (+=) N=%d C=%d", N, C);
     cmpd(name, dx_d, dx, nn, 1e-5, 1e-6);
     snprintf(name, sizeof name, "rmsnorm_bwd dw (+=) N=%d C=%d", N, C);
     cmpd(name, dw_d, dw, C, 1e-5, 1e-5 * maxabs(dw, C));
+    if (selftest) {
+        tap_skip("rmsnorm_bwd dw: the chunked sums' bits", "self-test");
+    } else {
+        const struct norm_in in = {x, dy, NULL, rstd, C, 0, 0, 0};
+        chunked_colsum(dw0, rms_dw_term, &in, N, C);
+        snprintf(name, sizeof name, "rmsnorm_bwd dw bitwise the row chunks' ordered sums N=%d C=%d", N, C);
+        cmpd(name, dw_d, dw0, C, 0, 0);
+    }
+    free(dw0);
     free(x); free(w); free(dy); free(y); free(rstd); free(dx); free(dw);
     gpu->free(x_d); gpu->free(w_d); gpu->free(dy_d); gpu->free(y_d); gpu->free(rstd_d);
     gpu->free(dx_d); gpu->free(dw_d);
@@ -1418,12 +1518,25 @@ static void test_headnorm(int N, int nh, int stride, int hd) {
     cmpd(name, raw_d, raw, R * hd, 0, 0);
     cmpd(name, rstd_d, rstd, R, 1e-5, 1e-6);
     gpu->to_device(rstd_d, rstd, R * 4);   /* backward from the CPU's rstd */
+    float *dw0 = xmalloc(hd * 4), *dy0 = xmalloc(ns * 4);
+    memcpy(dw0, dw, hd * 4);
+    memcpy(dy0, dy, ns * 4);
     cpu->headnorm_bwd(dy, dw, raw, w, rstd, N, nh, stride, hd);
     gpu->headnorm_bwd(dy_d, dw_d, raw_d, w_d, rstd_d, N, nh, stride, hd);
     snprintf(name, sizeof name, "headnorm_bwd dx (in place) N=%d heads=%d hd=%d", N, nh, hd);
     cmpd(name, dy_d, dy, ns, 1e-5, 1e-6);
     snprintf(name, sizeof name, "headnorm_bwd dw (+=) N=%d heads=%d hd=%d", N, nh, hd);
     cmpd(name, dw_d, dw, hd, 1e-5, 1e-5 * maxabs(dw, hd));
+    if (selftest) {
+        tap_skip("headnorm_bwd dw: the chunked sums' bits", "self-test");
+    } else {
+        const struct norm_in in = {raw, dy0, NULL, rstd, 0, nh, stride, hd};
+        chunked_colsum(dw0, head_dw_term, &in, (int)R, hd);
+        snprintf(name, sizeof name, "headnorm_bwd dw bitwise the chunks' ordered sums N=%d heads=%d hd=%d", N, nh, hd);
+        cmpd(name, dw_d, dw0, hd, 0, 0);
+    }
+    free(dw0);
+    free(dy0);
     free(x); free(w); free(dy); free(dw); free(raw); free(rstd);
     gpu->free(x_d); gpu->free(w_d); gpu->free(dy_d); gpu->free(dw_d); gpu->free(raw_d);
     gpu->free(rstd_d);
@@ -2306,6 +2419,26 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
     gpu->to_host(back, tmp_d, nq * 4);
     snprintf(name, sizeof name, "cuDNN bf16 entries %s: q|k|v read in bf16 as they are (tmp untouched)", tag);
     tap_ok(memcmp(back, ff, nq * 4) == 0, "%s", name);
+    /* the gradient in bf16 (gqa_ext_bwd16d): cuDNN's dQ|dK|dV written into
+     * dqkv16 (1), dqkv untouched, widened bitwise gqa_ext_bwd16o's dqkv;
+     * dqkv16 8 bytes past 16-byte alignment: gqa_ext_bwd16o into dqkv (0) */
+    {
+        uint16_t *g16 = gpu->alloc(nq * 2);
+        char *gm_base = gpu->alloc(nq * 2 + 16);
+        float *g32 = dev(ff, nq * 4), *gw = gpu->alloc(nq * 4);
+        const int r1 = gpu->gqa_ext_bwd16d(g32, g16, dout_d, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+        gpu->from_bf16(gw, g16, nq);
+        gpu->to_host(back, g32, nq * 4);
+        snprintf(name, sizeof name,
+                 "cuDNN gqa_ext_bwd16d %s: 1, dqkv16 widened bitwise gqa_ext_bwd16o's dqkv, dqkv untouched", tag);
+        tap_ok(r1 == 1 && same_bits(gw, d2, nq * 4) && memcmp(back, ff, nq * 4) == 0, "%s", name);
+        const int r0 = gpu->gqa_ext_bwd16d(g32, (uint16_t *)(gm_base + 8), dout_d, q16_d, tmp_d, h1, o3, l3, B, T,
+                                           NH, NKV, hd, &o);
+        snprintf(name, sizeof name, "cuDNN gqa_ext_bwd16d %s, dqkv16 misaligned: 0, dqkv bitwise gqa_ext_bwd16o's",
+                 tag);
+        tap_ok(r0 == 0 && same_bits(g32, d2, nq * 4), "%s", name);
+        gpu->free(g16), gpu->free(gm_base), gpu->free(g32), gpu->free(gw);
+    }
     /* q|k|v and the output not 16-byte aligned: copied for cuDNN */
     gpu->zero(o3, no * 4);
     gpu->zero(l3, nl * 4);
@@ -2319,7 +2452,7 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
                same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
            "%s", name);
     zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
-    tap_ok(f1 == f0 + 5 && b1 == b0 + 5 && x1 == x0, "cuDNN ran the 5 forwards and 5 backwards %s", tag);
+    tap_ok(f1 == f0 + 5 && b1 == b0 + 7 && x1 == x0, "cuDNN ran the 5 forwards and 7 backwards %s", tag);
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
     zt_cuda_att_cudnn_for_test(0, 0);
     free(qkv); free(dout); free(q16); free(ff); free(back);
@@ -2415,6 +2548,15 @@ static void test_gqa16o(int B, int T, int NH, int NKV, int hd, int mode, int cud
             tap_ok(b ? !memcmp(h1, h2, no * 2) && !memcmp(l1, l2, nl * 4) && !memcmp(d1, d2, nq * 4)
                      : same_bits(h1, h2, no * 2) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
                    "%s", name);
+            /* gqa_ext_bwd16d: 1 (cuDNN) with dqkv16 widened bitwise d1, else 0 with dqkv bitwise d1 */
+            uint16_t *g16 = al(nq * 2);
+            const int r = be->gqa_ext_bwd16d(d2, g16, dout_d, q16_d, tmp, h1, o1, l1, B, T, NH, NKV, hd, &o);
+            if (r) be->from_bf16(d2, g16, nq);
+            snprintf(name, sizeof name, "%sgqa_ext_bwd16d B=%d T=%d NH=%d NKV=%d hd=%d%s (%s): %d, bitwise gqa_ext_bwd16o",
+                     b ? "cpu " : "", B, T, NH, NKV, hd, k ? " (capped, window)" : "", b ? "cpu" : path, r);
+            tap_ok(r == (cudnn && !b) && (b ? !memcmp(d1, d2, nq * 4) : same_bits(d1, d2, nq * 4)), "%s", name);
+            if (b) free(g16);
+            else gpu->free(g16);
         }
         be->set_matmul_precision(ZT_MATMUL_FP32);
         void *bufs[] = {tmp, o1, o2, l1, l2, w, d1, d2, h1, h2};
@@ -2652,13 +2794,17 @@ static void test_xent16(int N, int V) {
 
 /* matmul_bwd_head16 (bf16 mode): dinp and dw (+=) bitwise matmul_bwd_w16 /
  * matmul_bwd on the widened dout16, on the same backend, with the bf16 and
- * the fp32 weight; on the CPU too */
-static void test_matmul_head16(int N, int C, int OC) {
+ * the fp32 weight; with the bf16 input (the final norm's, x16off elements
+ * into its buffer: a copy to 256-byte alignment when not 0) bitwise
+ * matmul_bwd_a16; on the CPU too */
+static void test_matmul_head16(int N, int C, int OC, int x16off) {
     const size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
     float *x = fvec(ni, 1.0), *w = fvec(nw, 0.5), *d = fvec(no, 0.01), *dw0 = fvec(nw, 0.1);
-    uint16_t *w16 = xmalloc(nw * 2), *d16 = xmalloc(no * 2);
+    uint16_t *w16 = xmalloc(nw * 2), *d16 = xmalloc(no * 2), *x16 = xmalloc(ni * 2);
     cpu->to_bf16(w16, w, nw);
     cpu->to_bf16(d16, d, no);
+    cpu->to_bf16(x16, x, ni);
+    uint16_t *x16b = NULL;   /* (the device's bf16 input buffer) */
     cpu->from_bf16(d, d16, no);   /* dout = the fp32 values of dout16 */
     char name[200];
     gpu->set_matmul_precision(ZT_MATMUL_BF16);
@@ -2667,26 +2813,41 @@ static void test_matmul_head16(int N, int C, int OC) {
         const zt_backend *be = k ? cpu : gpu;
         const float *X = k ? x : devf(x, ni), *W = k ? w : devf(w, nw), *Dd = k ? d : devf(d, no);
         const uint16_t *W16 = k ? w16 : dev(w16, nw * 2), *D16 = k ? d16 : dev(d16, no * 2);
+        const uint16_t *X16 = x16;
+        if (!k) {
+            x16b = gpu->alloc((ni + (size_t)x16off) * 2);
+            X16 = x16b + x16off;
+            gpu->to_device((void *)X16, x16, ni * 2);
+        }
         float *e[2], *g[2];
         for (int j = 0; j < 2; j++) {
             e[j] = k ? xmalloc(ni * 4) : gpu->alloc(ni * 4);
             g[j] = k ? fdup(dw0, nw) : devf(dw0, nw);
         }
-        for (int wk = 0; wk < 2; wk++) {   /* 1: the bf16 weight */
+        for (int v = 0; v < 4; v++) {   /* wk 1: the bf16 weight; xk 1: the bf16 input */
+            const int wk = v & 1, xk = v >> 1;
             for (int j = 0; j < 2; j++) {   /* dw starts from the same values (+=) */
                 if (k) memcpy(g[j], dw0, nw * 4);
                 else gpu->to_device(g[j], dw0, nw * 4);
             }
-            if (wk) {
-                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, W16, N, C, OC);
+            if (xk) {
+                be->matmul_bwd_head16(e[0], g[0], D16, NULL, X16, wk ? NULL : W, wk ? W16 : NULL, N,
+                                      C, OC);
+                be->matmul_bwd_a16(e[1], g[1], NULL, Dd, X16, wk ? NULL : W, wk ? W16 : NULL, N, C,
+                                   OC);
+            } else if (wk) {
+                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, NULL, W16, N, C, OC);
                 be->matmul_bwd_w16(e[1], g[1], NULL, Dd, X, W16, N, C, OC);
             } else {
-                be->matmul_bwd_head16(e[0], g[0], D16, X, W, NULL, N, C, OC);
+                be->matmul_bwd_head16(e[0], g[0], D16, X, NULL, W, NULL, N, C, OC);
                 be->matmul_bwd(e[1], g[1], NULL, Dd, X, W, N, C, OC);
             }
             snprintf(name, sizeof name,
-                     "%smatmul_bwd_head16 N=%d C=%d OC=%d (%s): dinp, dw bitwise matmul_bwd%s on the widened dout",
-                     k ? "cpu " : "", N, C, OC, wk ? "w16" : "fp32 w", wk ? "_w16" : "");
+                     "%smatmul_bwd_head16 N=%d C=%d OC=%d (%s%s): dinp, dw bitwise matmul_bwd%s on the "
+                     "widened dout",
+                     k ? "cpu " : "", N, C, OC, wk ? "w16" : "fp32 w",
+                     xk ? (x16off ? ", bf16 input off 256-byte alignment" : ", bf16 input") : "",
+                     xk ? "_a16" : wk ? "_w16" : "");
             tap_ok(k ? !memcmp(e[0], e[1], ni * 4) && !memcmp(g[0], g[1], nw * 4)
                      : same_bits(e[0], e[1], ni * 4) && same_bits(g[0], g[1], nw * 4),
                    "%s", name);
@@ -2697,12 +2858,12 @@ static void test_matmul_head16(int N, int C, int OC) {
         }
         if (!k) {
             gpu->free((void *)X); gpu->free((void *)W); gpu->free((void *)Dd);
-            gpu->free((void *)W16); gpu->free((void *)D16);
+            gpu->free((void *)W16); gpu->free((void *)D16); gpu->free(x16b);
         }
     }
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
     cpu->set_matmul_precision(ZT_MATMUL_FP32);
-    free(x); free(w); free(d); free(dw0); free(w16); free(d16);
+    free(x); free(w); free(d); free(dw0); free(w16); free(d16); free(x16);
     no_error("matmul_bwd_head16");
 }
 
@@ -2864,6 +3025,7 @@ int main(void) {
     test_encoder(2, 37, 13, 5, 40);      /* few tokens: long runs of equal tokens */
     if (full) test_encoder(4, 256, 768, 50257, 1024);
     test_layernorm(37, 13);
+    test_layernorm(70, 600);             /* chunks of 24 rows (two groups of warps), C > a block */
     if (full) test_layernorm(512, 768);
     test_add_norm(37, 13);
     test_add_norm(5, 100);               /* several elements a lane */
@@ -2898,8 +3060,10 @@ int main(void) {
     test_encoder_nowpe(2, 37, 13, 5);
     test_encoder_w16(2, 37, 13, 5);
     test_rmsnorm(37, 13);
+    test_rmsnorm(70, 600);               /* chunks of 24 rows (two groups of warps), C > a block */
     if (full) test_rmsnorm(512, 2048);
     test_headnorm(37, 3, 40, 8);
+    test_headnorm(300, 3, 28, 8);        /* chunks of 29 pairs ... 900 pairs */
     if (full) test_headnorm(2048, 16, 3072, 128);
     test_rope(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads of a qkv row (v untouched), hd 6 */
     test_rope(1, 4101, 12, 12 * 64, 64);
@@ -2986,7 +3150,8 @@ int main(void) {
     test_xent16(37, 11);
     test_xent16(5, 1500);                /* a row over several of a block's passes */
     if (full) test_xent16(16, 50257);
-    test_matmul_head16(37, 24, 50);
+    test_matmul_head16(37, 24, 50, 0);
+    test_matmul_head16(37, 24, 50, 8);
     test_training();
     if (full) test_determinism();
     return tap_done();

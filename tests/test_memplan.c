@@ -550,8 +550,9 @@ static void test_kernel_ws(void) {
  * the run's matmul precision; without a backend ztrain's kernels' need
  * (cuda_workspace.h), said in att_path.  The entries asked for (in16): a
  * backend with the bf16 entries (the CPU's table) in bf16, the training
- * step's forward and backward the bf16 q|k|v and output (ZT_ATT_IN16O;
- * ZT_TEST_NO_AO16: the bf16 q|k|v, ZT_ATT_IN16), eval and sample the fp32
+ * step's forward and backward the bf16 q|k|v and output with the
+ * backward's bf16 gradient (GPT-2: ZT_ATT_IN16OD; ZT_TEST_NO_AB16:
+ * ZT_ATT_IN16O; ZT_TEST_NO_AO16: the bf16 q|k|v, ZT_ATT_IN16), eval and sample the fp32
  * q|k|v; in fp32 every call the fp32 entries. */
 static struct { int n, nwin, mode, B[16], in16[16], T, NH, NKV, hd; } g_asked;
 static size_t fake_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hd,
@@ -602,9 +603,15 @@ static void test_attention_backend(void) {
                contains(a.att_path, "cuDNN's fused attention"),
            "GPT-2: 4 attention calls asked (forward B 3, E 2, sample 1; backward B 3), bf16, T 32, 4 heads of 16 "
            "(asked %d, cuDNN %d; %s)", g_asked.n, a.att_cudnn, a.att_path ? a.att_path : "-");
-    tap_ok(asked_in16(ZT_ATT_IN16O),
-           "GPT-2 in bf16: the training forward and backward asked for the bf16 q|k|v and output entries, eval "
-           "and sample for the fp32 ones");
+    tap_ok(asked_in16(ZT_ATT_IN16OD),
+           "GPT-2 in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
+           "the backward's bf16 gradient (ZT_ATT_IN16OD), eval and sample for the fp32 ones");
+    setenv("ZT_TEST_NO_AB16", "1", 1);
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    unsetenv("ZT_TEST_NO_AB16");
+    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16O), "ZT_TEST_NO_AB16: the training calls asked for the bf16 q|k|v "
+           "and output entries (ZT_ATT_IN16O)");
     setenv("ZT_TEST_NO_AO16", "1", 1);
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);

@@ -367,14 +367,16 @@ static void cpu_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp,
     free(own);
 }
 /* the LM head's backward on its bf16 gradient (backend.h): dout16 widened
- * (exact) into host scratch, then matmul_bwd (_w16), whose bf16 rounding of
- * it is the identity */
+ * (exact) into host scratch, then matmul_bwd (_w16; _a16 with inp16), whose
+ * bf16 rounding of it is the identity */
 static void cpu_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                  const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                  const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                  int C, int OC) {
     if (N <= 0 || (!dinp && !dw)) return;
     float *d = widen_a16(dout16, N, OC);
     if (!d) return;
-    if (w16) cpu_matmul_bwd_w16(dinp, dw, NULL, d, inp, w16, N, C, OC);
+    if (inp16) cpu_matmul_bwd_a16(dinp, dw, NULL, d, inp16, w, w16, N, C, OC);
+    else if (w16) cpu_matmul_bwd_w16(dinp, dw, NULL, d, inp, w16, N, C, OC);
     else cpu_matmul_bwd(dinp, dw, NULL, d, inp, w, N, C, OC);
     free(d);
 }
@@ -441,7 +443,12 @@ static void cpu_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float
     } else {
         cpu_matmul_bwd(dinp, dw, NULL, dout, inp, w, N, C, OC);
     }
-    if (OC > 0 && dbias) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    if (OC > 0 && dbias && dout) zt_cpu_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    else if (OC > 0 && dbias) {   /* (dout NULL: the sums of fp32(dout16), the same in order) */
+        float *d = widen_a16(dout16, N, OC);
+        if (d) zt_cpu_colsum_acc(dbias, d, N, OC, (size_t)OC);
+        free(d);
+    }
 }
 static void cpu_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                      const float *dout, const uint16_t *dout16, const float *inp,
@@ -541,6 +548,15 @@ static void cpu_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *q
     if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return;
     zt_cpu_from_bf16(out, out16, (size_t)B * T * NH * hd);
     cpu_gqa_ext_bwd16(dqkv, dout, qkv16, tmp, out, lse, B, T, NH, NKV, hd, o);
+}
+/* the gradient in bf16 (backend.h gqa_ext_bwd16d): the cpu backends'
+ * gradient is fp32, so gqa_ext_bwd16o, dqkv16 untouched (0) */
+static int cpu_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                              float *tmp, const uint16_t *out16, float *out, const float *lse, int B,
+                              int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    (void)dqkv16;
+    cpu_gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    return 0;
 }
 
 /* RoPE writing bf16 (backend.h): rope_fwd in place on x, then to_bf16 of
@@ -846,6 +862,7 @@ static const zt_backend cpu_backend = {
     .rmsnorm_bwd16 = cpu_rmsnorm_bwd16,
     .swiglu_bwd_d16 = cpu_swiglu_bwd_d16,
     .geglu_bwd_d16 = cpu_geglu_bwd_d16,
+    .gqa_ext_bwd16d = cpu_gqa_ext_bwd16d,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

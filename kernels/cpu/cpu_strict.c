@@ -1375,13 +1375,14 @@ static void s_xent16_fused(float *losses, uint16_t *logits16, const int *targets
     leave();
 }
 static void s_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                                const float *w, const uint16_t *w16, int N, int C, int OC) {
+                                const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                                int C, int OC) {
     enter();
     if (NEED_ALL("matmul_bwd_head16", {"dinp", dinp, (size_t)N * C * F},
                  {"dw", dw, (size_t)OC * C * F}, {"dout16", dout16, (size_t)N * OC * 2},
-                 {"inp", inp, (size_t)N * C * F},
+                 OPND_OR(1, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F),
                  OPND_OR(1, w16, (size_t)OC * C * 2, w, (size_t)OC * C * F)))
-        cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, w, w16, N, C, OC);
+        cpu()->matmul_bwd_head16(dinp, dw, dout16, inp, inp16, w, w16, N, C, OC);
     leave();
 }
 /* the attention's output in bf16 */
@@ -1409,6 +1410,22 @@ static void s_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv
     NEED_OPTS("gqa_ext_bwd16o", o);
     if (ok) cpu()->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
     leave();
+}
+static int s_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hd, const zt_attn_opts *o) {
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    int ok = NEED_ALL("gqa_ext_bwd16d", {"dqkv", dqkv, R * F}, {"dqkv16", dqkv16, R * 2},
+                      {"dout", dout, N * NH * hd * F}, {"qkv16", qkv16, R * 2}, {"tmp", tmp, R * F},
+                      {"out16", out16, N * NH * hd * 2}, {"out", out, N * NH * hd * F},
+                      {"lse", lse, N * NH * F});
+    NEED_OPTS("gqa_ext_bwd16d", o);
+    const int r = ok ? cpu()->gqa_ext_bwd16d(dqkv, dqkv16, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV,
+                                             hd, o)
+                     : 0;
+    leave();
+    return r;
 }
 /* the bf16-gradient entries */
 #define OPNDS_WX(dinp)                                                                  \
@@ -1583,6 +1600,7 @@ static const zt_backend strict_backend = {
     .rmsnorm_bwd16 = s_rmsnorm_bwd16,
     .swiglu_bwd_d16 = s_swiglu_bwd_d16,
     .geglu_bwd_d16 = s_geglu_bwd_d16,
+    .gqa_ext_bwd16d = s_gqa_ext_bwd16d,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

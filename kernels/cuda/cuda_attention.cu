@@ -867,3 +867,20 @@ void zt_cuda_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv1
     if (att_widen(out, out16, (size_t)B * T * NH * hs))
         zt_cuda_gqa_ext_bwd(dqkv, dout, tmp, out, lse, B, T, NH, NKV, hs, o);
 }
+
+/* the gradient in bf16 (backend.h gqa_ext_bwd16d): cuDNN writes its bf16
+ * dQ, dK, dV into dqkv16 (1, no k_sdpa_widen); otherwise gqa_ext_bwd16o
+ * (0) */
+int zt_cuda_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                           float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                           int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return 0;
+    if (!check_shape(NH, NKV, hs, "attention backward")) return 0;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    bool d16 = false;
+    if (zt_cuda_sdpa_bwd(dqkv, dout, NULL, NULL, lse, B, T, NH, NKV, hs, o, out16, qkv16, dqkv16, &d16))
+        return d16 ? 1 : 0;
+    zt_cuda_gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hs, o);
+    return 0;
+}

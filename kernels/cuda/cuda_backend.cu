@@ -928,6 +928,7 @@ static void fill_table(zt_backend *t) {
     t->swiglu_bwd_d16 = zt_cuda_swiglu_bwd_d16;
     t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;
     t->att_scratch = zt_cuda_att_scratch;
+    t->gqa_ext_bwd16d = zt_cuda_gqa_ext_bwd16d;
 }
 
 __global__ void k_probe(int *x) {

@@ -167,12 +167,15 @@ void zt_cuda_xent16_fwd(float *losses, const uint16_t *logits16, const int *targ
 void zt_cuda_xent16_fused(float *losses, uint16_t *logits16, const int *targets, float dloss, int N,
                           int V);
 void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                               const float *w, const uint16_t *w16, int N, int C, int OC);
+                               const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                               int C, int OC);
 void zt_cuda_xent_fused(float *losses, float *logits, const int *targets, float dloss, int N,
                         int V);
 /* dst[c] (+=) sum over n < N of src[n * ld + c], c < C: fixed-order two-pass
  * reduction in double (no atomics). */
 void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld);
+/* the same sums of fp32(src16) (bf16 bits), bitwise those of the widened values */
+void zt_cuda_colsum16_acc(float *dst, const uint16_t *src16, int N, int C, size_t ld);
 /* dst[c] (+=) sum over p < P of part[p * C + c] (double, in order): the
  * second pass of the column sums (part from zt_cuda_ws_col_chunks chunks) */
 void zt_cuda_colsum_final(float *dst, const double *part, int P, int C);
@@ -240,12 +243,15 @@ void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16
 /* out16 (the forward): cuDNN's bf16 O stored there, out untouched; out16
  * (the backward): read as cuDNN's O, out unused.  qkv16 (then qkv unused):
  * the bf16 q|k|v, cuDNN's Q, K, V as they are (a copy when not 16-byte
- * aligned) */
+ * aligned).  dqkv16 (the backward, gqa_ext_bwd16d's): cuDNN's bf16 dQ, dK,
+ * dV written there when it is aligned as the q|k|v (qkv16 and out16 read
+ * in place), dqkv untouched, *d16 set; else widened into dqkv */
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o, uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL);
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                      const uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL);
+                      const uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL,
+                      uint16_t *dqkv16 = NULL, bool *d16 = NULL);
 extern "C" void zt_cuda_sdpa_fini(void);
 /* backend.h att_scratch */
 extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hs,
@@ -290,6 +296,10 @@ void zt_cuda_gqa_ext_fwd16o(uint16_t *out16, float *out, float *lse, const uint1
 void zt_cuda_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp,
                             const uint16_t *out16, float *out, const float *lse, int B, int T, int NH,
                             int NKV, int hs, const zt_attn_opts *o);
+/* its bf16 gradient (backend.h gqa_ext_bwd16d) */
+int zt_cuda_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
+                           float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                           int NH, int NKV, int hs, const zt_attn_opts *o);
 /* the bf16-output entries (backend.h) */
 void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                             const float *w, const uint16_t *w16, const float *bias, int N, int C,

@@ -20,7 +20,6 @@
 /* ------------------------------------------------------------ RMSNorm */
 
 #define ZT_RMS_THREADS 256   /* one warp per row */
-#define ZT_RMS_COL_THREADS 128
 
 /* (out in fp32 or, O = uint16_t, its bf16 rounding: cuda_internal.cuh
  * zt_st_out) */
@@ -100,13 +99,11 @@ void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float
     ZT_LAUNCHED("k_rmsnorm_fwd16");
 }
 
-/* dinp (+=), one warp per row */
-__global__ void __launch_bounds__(ZT_RMS_THREADS)
-k_rmsnorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
-                 const float *rstd, int N, int C, uint16_t *dinp16) {
-    const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
-    if (row >= N) return;
+/* One row of dinp (+=), by one warp (lane-strided sum in double,
+ * zt_warp_sum_d) */
+__device__ __forceinline__ void rmsnorm_bwd_row(float *dinp, const float *dout, const float *inp,
+                                                const float *w, const float *rstd, int row,
+                                                int lane, int C, uint16_t *dinp16) {
     const float *x = inp + (size_t)row * C;
     const float *d = dout + (size_t)row * C;
     float *di = dinp + (size_t)row * C;
@@ -127,33 +124,42 @@ k_rmsnorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *
     }
 }
 
-/* partial dw over the rows of chunk blockIdx.y (double, in order) */
-__global__ void k_rmsnorm_bwd_part(double *pw, const float *dout, const float *inp,
-                                   const float *rstd, int N, int C, int R) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const int p = blockIdx.y;
-    if (c >= C) return;
+/* dinp and the partial dw in one pass, k_layernorm_bwd's scheme
+ * (cuda_nn.cu): a block per row chunk p (R rows), ZT_RMSB_WARPS rows at a
+ * time, a warp per row for dinp, then a thread per column adding the
+ * group's rows in order to pw[p, c] (double): bitwise a column's loop over
+ * the chunk */
+#define ZT_RMSB_WARPS 16
+#define ZT_RMSB_THREADS (ZT_RMSB_WARPS * 32)
+__global__ void __launch_bounds__(ZT_RMSB_THREADS)
+k_rmsnorm_bwd(float *dinp, double *pw, const float *dout, const float *inp, const float *w,
+              const float *rstd, int N, int C, int R, uint16_t *dinp16) {
+    const int p = blockIdx.x, lane = threadIdx.x & 31;
     const int n0 = p * R, n1 = min(N, n0 + R);
-    double aw = 0.0;
-    for (int n = n0; n < n1; n++)
-        aw += (double)(inp[(size_t)n * C + c] * rstd[n] * dout[(size_t)n * C + c]);
-    pw[(size_t)p * C + c] = aw;
+    double *qw = pw + (size_t)p * C;
+    for (int g0 = n0; g0 < n1; g0 += ZT_RMSB_WARPS) {
+        const int row = g0 + (threadIdx.x >> 5), g1 = min(n1, g0 + ZT_RMSB_WARPS);
+        if (row < g1) rmsnorm_bwd_row(dinp, dout, inp, w, rstd, row, lane, C, dinp16);
+        __syncthreads();
+        for (int c = threadIdx.x; c < C; c += ZT_RMSB_THREADS) {
+            double aw = g0 == n0 ? 0.0 : qw[c];
+            for (int n = g0; n < g1; n++)
+                aw += (double)(inp[(size_t)n * C + c] * rstd[n] * dout[(size_t)n * C + c]);
+            qw[c] = aw;
+        }
+    }
 }
 
 static void rmsnorm_bwd(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                         const float *inp, const float *w, const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int rows = ZT_RMS_THREADS / 32;
-    k_rmsnorm_bwd_dx<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(dinp, dout, inp, w,
-                                                                               rstd, N, C, dinp16);
-    if (!ZT_LAUNCHED("k_rmsnorm_bwd_dx")) return;
     int R;
     const int P = zt_cuda_ws_col_chunks(N, &R);
     double *pw = (double *)zt_cuda_scratch(zt_cuda_ws_rmsnorm_bwd(N, C), "rmsnorm backward");
     if (!pw) return;
-    const dim3 g1((unsigned)((C + ZT_RMS_COL_THREADS - 1) / ZT_RMS_COL_THREADS), (unsigned)P);
-    k_rmsnorm_bwd_part<<<g1, ZT_RMS_COL_THREADS, 0, zt_cu.stream>>>(pw, dout, inp, rstd, N, C, R);
-    if (!ZT_LAUNCHED("k_rmsnorm_bwd_part")) return;
+    k_rmsnorm_bwd<<<P, ZT_RMSB_THREADS, 0, zt_cu.stream>>>(dinp, pw, dout, inp, w, rstd, N, C, R,
+                                                           dinp16);
+    if (!ZT_LAUNCHED("k_rmsnorm_bwd")) return;
     zt_cuda_colsum_final(dw, pw, P, C);
 }
 
@@ -197,34 +203,41 @@ void zt_cuda_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, flo
     ZT_LAUNCHED("k_headnorm_fwd");
 }
 
-/* partial dw over the (row, head) pairs of chunk blockIdx.y (double, in order) */
-__global__ void k_headnorm_bwd_part(double *pw, const float *dx, const float *raw,
-                                    const float *rstd, int R, int n_heads, int stride, int hd,
-                                    int chunk) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const int p = blockIdx.y;
-    if (c >= hd) return;
+/* The backward in one pass, a block per chunk p of the R = N n_heads
+ * (row, head) pairs (zt_cuda_ws_col_chunks(R): chunk pairs each), taken
+ * ZT_HNB_THREADS pairs at a time: first a thread per channel adds the
+ * group's pairs in order to the chunk's partial dw, pw[p, c] (double, kept
+ * there between groups: bitwise a channel's loop over the chunk), then,
+ * past the barrier (dx is read there and overwritten here), a thread per
+ * pair writes its input gradient in place (the CPU's channel order). */
+#define ZT_HNB_THREADS 256
+__global__ void __launch_bounds__(ZT_HNB_THREADS)
+k_headnorm_bwd(float *dx, double *pw, const float *raw, const float *w, const float *rstd, int R,
+               int n_heads, int stride, int hd, int chunk) {
+    const int p = blockIdx.x;
     const int r0 = p * chunk, r1 = min(R, r0 + chunk);
-    double aw = 0.0;
-    for (int r = r0; r < r1; r++) {
-        const size_t n = (size_t)(r / n_heads), h = (size_t)(r % n_heads);
-        aw += (double)(raw[(size_t)r * hd + c] * rstd[r] * dx[n * stride + h * hd + c]);
-    }
-    pw[(size_t)p * hd + c] = aw;
-}
-
-/* the input gradient in place, one thread per (row, head) */
-__global__ void k_headnorm_bwd_dx(float *dx, const float *raw, const float *w, const float *rstd,
-                                  int n_heads, int stride, int hd, size_t total) {
-    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < total;
-         r += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = r / (size_t)n_heads, h = r - n * (size_t)n_heads;
-        const float *k = raw + r * (size_t)hd, q = rstd[r];
-        float *d = dx + n * (size_t)stride + h * (size_t)hd;
-        double s = 0.0;
-        for (int c = 0; c < hd; c++) s += (double)(w[c] * d[c]) * k[c];
-        const float kk = zt_rms_k(s, q, hd);
-        for (int c = 0; c < hd; c++) d[c] = zt_rms_dx(k[c], d[c], w[c], q, kk);
+    double *qw = pw + (size_t)p * hd;
+    for (int g0 = r0; g0 < r1; g0 += ZT_HNB_THREADS) {
+        const int g1 = min(r1, g0 + ZT_HNB_THREADS);
+        for (int c = threadIdx.x; c < hd; c += ZT_HNB_THREADS) {
+            double aw = g0 == r0 ? 0.0 : qw[c];
+            for (int r = g0; r < g1; r++) {
+                const size_t n = (size_t)(r / n_heads), h = (size_t)(r % n_heads);
+                aw += (double)(raw[(size_t)r * hd + c] * rstd[r] * dx[n * stride + h * hd + c]);
+            }
+            qw[c] = aw;
+        }
+        __syncthreads();
+        const int r = g0 + (int)threadIdx.x;
+        if (r < g1) {
+            const size_t n = (size_t)(r / n_heads), h = (size_t)(r % n_heads);
+            const float *k = raw + (size_t)r * hd, q = rstd[r];
+            float *d = dx + n * (size_t)stride + h * (size_t)hd;
+            double s = 0.0;
+            for (int c = 0; c < hd; c++) s += (double)(w[c] * d[c]) * k[c];
+            const float kk = zt_rms_k(s, q, hd);
+            for (int c = 0; c < hd; c++) d[c] = zt_rms_dx(k[c], d[c], w[c], q, kk);
+        }
     }
 }
 
@@ -236,16 +249,10 @@ void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w
     const int P = zt_cuda_ws_col_chunks(R, &chunk);
     double *pw = (double *)zt_cuda_scratch(zt_cuda_ws_rmsnorm_bwd(R, hd), "headnorm backward");
     if (!pw) return;
-    const dim3 g1((unsigned)((hd + ZT_RMS_COL_THREADS - 1) / ZT_RMS_COL_THREADS), (unsigned)P);
-    k_headnorm_bwd_part<<<g1, ZT_RMS_COL_THREADS, 0, zt_cu.stream>>>(pw, dx, raw, rstd, R, n_heads,
-                                                                     stride, hd, chunk);
-    if (!ZT_LAUNCHED("k_headnorm_bwd_part")) return;
+    k_headnorm_bwd<<<P, ZT_HNB_THREADS, 0, zt_cu.stream>>>(dx, pw, raw, w, rstd, R, n_heads, stride,
+                                                           hd, chunk);
+    if (!ZT_LAUNCHED("k_headnorm_bwd")) return;
     zt_cuda_colsum_final(dw, pw, P, hd);
-    const size_t total = (size_t)R;
-    k_headnorm_bwd_dx<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dx, raw, w, rstd,
-                                                                               n_heads, stride, hd,
-                                                                               total);
-    ZT_LAUNCHED("k_headnorm_bwd_dx");
 }
 
 /* ------------------------------------------------------------ RoPE */

@@ -481,7 +481,9 @@ static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const f
                          : round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
         if (!s) return;
         bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16, dd16);
-        if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        /* (dout NULL: matmul_bwd_d16's dbias from dout16) */
+        if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+        else if (dbias) zt_cuda_colsum16_acc(dbias, (const uint16_t *)dout16, N, OC, (size_t)OC);
         return;
     }
     if (dinp && C > 0) {
@@ -490,7 +492,8 @@ static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const f
     }
     if (OC <= 0) return;
     if (dw && C > 0) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL);
-    if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    else if (dbias) zt_cuda_colsum16_acc(dbias, (const uint16_t *)dout16, N, OC, (size_t)OC);
 }
 
 void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
@@ -634,7 +637,7 @@ void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, floa
 
 /* the bf16-gradient entries (backend.h): the entries above with the GEMMs'
  * dout operand dout16 itself (bf16 matmul mode only); dbias from the fp32
- * dout */
+ * dout (matmul_bwd_d16 with dout NULL: from dout16, k_colsum16_part) */
 void zt_cuda_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
                             const float *w, const uint16_t *w16, int N, int C, int OC) {
@@ -691,6 +694,12 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
             k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, inp, nb);
             if (!ZT_LAUNCHED("k_round_bf16")) return;
             b = r;
+        } else if (((uintptr_t)b & 255) != 0) {
+            /* (a bf16 input not 256-byte aligned, the final norm's rows:
+             * copied where the rounded one would be, as gemm() does) */
+            bf16_t *r = (bf16_t *)(s + zt_al256(na * 2));
+            if (!ZT_CU(cudaMemcpyAsync(r, b, nb * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))) return;
+            b = r;
         }
         const float alpha = 1.0f, beta = 0.0f;
         ZT_BLAS(cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, a, CUDA_R_16BF, C, b,
@@ -704,10 +713,13 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
 
 /* the LM head's backward on its bf16 gradient (backend.h matmul_bwd_head16):
  * bwd16's two GEMMs with dout16 their bf16 operand as it is (no
- * round_dout), in scratch only the room for the other operands
- * (zt_cuda_ws_matmul_bwd_head16) */
+ * round_dout), and inp16 (the final norm's bf16 output) dw's as it is, in
+ * scratch only the room for the other operands (zt_cuda_ws_matmul_bwd_head16:
+ * the request stays inp's, the room a misaligned inp16 row block is copied
+ * to) */
 void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, const float *inp,
-                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+                               const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
+                               int C, int OC) {
     if (!a16_ok("matmul_bwd_head16") || N <= 0 || (!dinp && !dw)) return;
     if (((uintptr_t)dout16 & 255) != 0) {
         zt_cuda_fail(__FILE__, __LINE__, "matmul_bwd_head16", "dout16 not 256-byte aligned",
@@ -726,5 +738,8 @@ void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, c
     if (dinp)
         gemm(false, false, C, N, OC, ww16 ? NULL : w, C, NULL, OC, dinp, C, 0.0f, NULL, NULL, ww16, d16,
              room);
-    if (dw) gemm(false, true, C, OC, N, inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, NULL, d16, room);
+    const bf16_t *x16 = (const bf16_t *)inp16;
+    if (dw)
+        gemm(false, true, C, OC, N, x16 ? NULL : inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, x16, d16,
+             room);
 }

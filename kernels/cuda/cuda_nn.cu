@@ -145,6 +145,18 @@ __global__ void k_colsum_part(double *part, const float *src, int N, int C, size
     part[(size_t)p * C + c] = acc;
 }
 
+/* k_colsum_part of fp32(src16) (bf16 bits): the same sums in the same
+ * order, so bitwise k_colsum_part of the widened values */
+__global__ void k_colsum16_part(double *part, const uint16_t *src16, int N, int C, size_t ld, int R) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    if (c >= C) return;
+    const int n0 = p * R, n1 = min(N, n0 + R);
+    double acc = 0.0;
+    for (int n = n0; n < n1; n++) acc += (double)zt_cvt_bf16_to_f32(src16[(size_t)n * ld + c]);
+    part[(size_t)p * C + c] = acc;
+}
+
 /* dst[c] += sum over p of part[p, c], in order; two arrays at once when
  * part2 is set */
 __global__ void k_colsum_final(float *dst, const double *part, float *dst2, const double *part2,
@@ -176,6 +188,20 @@ void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
     const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
     k_colsum_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
     if (!ZT_LAUNCHED("k_colsum_part")) return;
+    k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
+        dst, part, NULL, NULL, P, C);
+    ZT_LAUNCHED("k_colsum_final");
+}
+
+void zt_cuda_colsum16_acc(float *dst, const uint16_t *src16, int N, int C, size_t ld) {
+    if (N <= 0 || C <= 0) return;
+    int R;
+    const int P = col_chunks(N, &R);
+    double *part = (double *)zt_cuda_scratch(zt_cuda_ws_colsum(N, C), "column sum");
+    if (!part) return;
+    const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
+    k_colsum16_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src16, N, C, ld, R);
+    if (!ZT_LAUNCHED("k_colsum16_part")) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
         dst, part, NULL, NULL, P, C);
     ZT_LAUNCHED("k_colsum_final");
@@ -287,13 +313,11 @@ void zt_cuda_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rs
     ZT_LAUNCHED("k_layernorm_fwd16");
 }
 
-/* dinp (+=), one warp per row */
-__global__ void __launch_bounds__(ZT_LN_THREADS)
-k_layernorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float *w,
-                   const float *mean, const float *rstd, int N, int C, uint16_t *dinp16) {
-    const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
-    if (row >= N) return;
+/* One row of dinp (+=), by one warp (lane-strided sums, zt_warp_sum) */
+__device__ __forceinline__ void layernorm_bwd_row(float *dinp, const float *dout, const float *inp,
+                                                  const float *w, const float *mean,
+                                                  const float *rstd, int row, int lane, int C,
+                                                  uint16_t *dinp16) {
     const float *x = inp + (size_t)row * C;
     const float *d = dout + (size_t)row * C;
     float *di = dinp + (size_t)row * C;
@@ -318,42 +342,54 @@ k_layernorm_bwd_dx(float *dinp, const float *dout, const float *inp, const float
     }
 }
 
-/* partial dw, db over the rows of chunk blockIdx.y (double, in order) */
-__global__ void k_layernorm_bwd_part(double *pw, double *pb, const float *dout, const float *inp,
-                                     const float *mean, const float *rstd, int N, int C, int R) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const int p = blockIdx.y;
-    if (c >= C) return;
+/* The norms' backward in one pass over dout and the input: a block per row
+ * chunk p of zt_cuda_ws_col_chunks (R rows), its warps taking the chunk's
+ * rows ZT_NB_WARPS at a time.  Each group: a warp per row writes dinp
+ * (+=, layernorm_bwd_row), then the block's threads, a column each, add
+ * the group's rows to the chunk's partial dw, db in row order (double,
+ * kept in pw / pb[p, c] between groups): the same rows in the same order
+ * as a column's loop over the whole chunk, so bitwise those sums; the
+ * group's rows were just read (on chip).  The barrier only keeps the warps
+ * together: the column pass reads what the row pass reads, never dinp. */
+#define ZT_NB_WARPS 16
+#define ZT_NB_THREADS (ZT_NB_WARPS * 32)
+__global__ void __launch_bounds__(ZT_NB_THREADS)
+k_layernorm_bwd(float *dinp, double *pw, double *pb, const float *dout, const float *inp,
+                const float *w, const float *mean, const float *rstd, int N, int C, int R,
+                uint16_t *dinp16) {
+    const int p = blockIdx.x, lane = threadIdx.x & 31;
     const int n0 = p * R, n1 = min(N, n0 + R);
-    double aw = 0.0, ab = 0.0;
-    for (int n = n0; n < n1; n++) {
-        const float x = inp[(size_t)n * C + c], d = dout[(size_t)n * C + c];
-        aw += (double)((x - mean[n]) * rstd[n] * d);
-        ab += (double)d;
+    double *qw = pw + (size_t)p * C, *qb = pb + (size_t)p * C;
+    for (int g0 = n0; g0 < n1; g0 += ZT_NB_WARPS) {
+        const int row = g0 + (threadIdx.x >> 5), g1 = min(n1, g0 + ZT_NB_WARPS);
+        if (row < g1) layernorm_bwd_row(dinp, dout, inp, w, mean, rstd, row, lane, C, dinp16);
+        __syncthreads();
+        for (int c = threadIdx.x; c < C; c += ZT_NB_THREADS) {
+            double aw = g0 == n0 ? 0.0 : qw[c], ab = g0 == n0 ? 0.0 : qb[c];
+            for (int n = g0; n < g1; n++) {
+                const float x = inp[(size_t)n * C + c], d = dout[(size_t)n * C + c];
+                aw += (double)((x - mean[n]) * rstd[n] * d);
+                ab += (double)d;
+            }
+            qw[c] = aw;
+            qb[c] = ab;
+        }
     }
-    pw[(size_t)p * C + c] = aw;
-    pb[(size_t)p * C + c] = ab;
 }
 
 static void layernorm_bwd(float *dinp, uint16_t *dinp16, float *dw, float *db, const float *dout,
                           const float *inp, const float *w, const float *mean, const float *rstd,
                           int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int rows = ZT_LN_THREADS / 32;
-    k_layernorm_bwd_dx<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(dinp, dout, inp, w,
-                                                                                mean, rstd, N, C,
-                                                                                dinp16);
-    if (!ZT_LAUNCHED("k_layernorm_bwd_dx")) return;
     int R;
     const int P = col_chunks(N, &R);
     const size_t pbytes = zt_al256((size_t)P * C * sizeof(double));
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_layernorm_bwd(N, C), "layernorm backward");
     if (!s) return;
     double *pw = (double *)s, *pb = (double *)(s + pbytes);
-    const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
-    k_layernorm_bwd_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(pw, pb, dout, inp, mean, rstd, N, C,
-                                                                  R);
-    if (!ZT_LAUNCHED("k_layernorm_bwd_part")) return;
+    k_layernorm_bwd<<<P, ZT_NB_THREADS, 0, zt_cu.stream>>>(dinp, pw, pb, dout, inp, w, mean, rstd, N,
+                                                           C, R, dinp16);
+    if (!ZT_LAUNCHED("k_layernorm_bwd")) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
         dw, pw, db, pb, P, C);
     ZT_LAUNCHED("k_colsum_final");

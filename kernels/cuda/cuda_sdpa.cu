@@ -543,7 +543,8 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                      const uint16_t *out16, const uint16_t *qkv16) {
+                      const uint16_t *out16, const uint16_t *qkv16, uint16_t *dqkv16, bool *d16) {
+    if (d16) *d16 = false;
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
     Plan *p = get_plan(1, B, T, NH, NKV, hs, window);
@@ -553,7 +554,10 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     const size_t nqkv = (size_t)B * T * R, nout = (size_t)B * T * AD, nst = (size_t)B * NH * T;
     /* (the bf16 q|k|v and O read as they are: the values round_to would give) */
     const bool qd = qkv16_direct(qkv16, NH, NKV, hs), od = out16 && aligned16(out16);
-    const int in16 = !qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : ZT_ATT_IN16O;
+    /* (dqkv16, gqa_ext_bwd16d's: cuDNN's dQ, dK, dV written there, no
+     * widening, when aligned as the q|k|v) */
+    const bool dd = qd && od && qkv16_direct(dqkv16, NH, NKV, hs);
+    const int in16 = !qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : !dd ? ZT_ATT_IN16O : ZT_ATT_IN16OD;
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention backward (cuDNN)");
     if (!s) return true;
@@ -566,8 +570,11 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
             return true;
         q16 = c;
     }
-    uint16_t *dq16 = (uint16_t *)s;
-    s += zt_al256(nqkv * 2);
+    uint16_t *dq16 = dqkv16;
+    if (!dd) {
+        dq16 = (uint16_t *)s;
+        s += zt_al256(nqkv * 2);
+    }
     const uint16_t *o16 = out16;
     if (!od) {
         uint16_t *c = (uint16_t *)s;
@@ -608,7 +615,8 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
         uids.push_back(U_DVF), ptrs.push_back(dvf);
     }
     if (!execute(p, uids.data(), ptrs.data(), (int)uids.size(), ws)) return true;
-    widen_to(dqkv, dq16, nqkv);
+    if (dd) *d16 = true;
+    else widen_to(dqkv, dq16, nqkv);
     g_calls[1]++;
     return true;
 }
@@ -636,7 +644,8 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 }
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o, const uint16_t *out16,
-                      const uint16_t *qkv16) {
+                      const uint16_t *qkv16, uint16_t *dqkv16, bool *d16) {
+    if (d16) *d16 = false;
     return false;
 }
 

@@ -180,7 +180,8 @@ static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV,
  * bf16 q|k|v of the *16 entries (in16 >= 1) and the bf16 output of the
  * *16o ones (in16 2) are cuDNN's own tensors, no copies.  Forward: q|k|v
  * rounded to bf16 (in16 0) and O in bf16 (in16 < 2: widened into out);
- * backward: q|k|v rounded (in16 0), dqkv16, O rounded (in16 < 2) and dO in
+ * backward: q|k|v rounded (in16 0), dqkv16 (in16 < 3; 3: the caller's,
+ * gqa_ext_bwd16d), O rounded (in16 < 2) and dO in
  * bf16, softmax_sum [B, NH, T] and dQ_accum [B, NH, T, hs] in fp32 and,
  * with NKV < NH, dK and dV per q head in fp32.  (A bf16 input that is not
  * 16-byte aligned is copied into its buffer: cuda_sdpa.cu asks the in16 0
@@ -192,7 +193,7 @@ static inline size_t zt_cuda_ws_sdpa_fwd(int in16, int B, int T, int NH, int NKV
 static inline size_t zt_cuda_ws_sdpa_bwd(int in16, int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
     const size_t nout = (size_t)B * T * (size_t)NH * hs;
     const size_t nqkv = zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2);
-    return (in16 < 1 ? 2 : 1) * nqkv + (in16 < 2 ? 2 : 1) * zt_cuda_ws_al256(nout * 2) +
+    return (size_t)(in16 < 1 ? 2 : in16 < 3 ? 1 : 0) * nqkv + (in16 < 2 ? 2 : 1) * zt_cuda_ws_al256(nout * 2) +
            zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) + (NKV != NH ? 3 : 1) * zt_cuda_ws_al256(nout * 4) +
            cudnn_ws;
 }
