@@ -442,6 +442,70 @@ mutant head-bwd-sync kernels/cuda/cuda_llama.cu \
 mutant evpool-last libtrain/comm_nccl.c \
     'if \(n->ev_nfree > \K0(?=\) return n->ev_free\[--n->ev_nfree\];)' '1' comm
 
+# gqa_ext_fwd16o on the flash kernel (k_ft_fwd): the bf16 O store of the
+# thread's second row (query i0 + 8) takes the first row's accumulators
+mutant ft-o16-row kernels/cuda/cuda_attention_tc.cu \
+    'if \(out16\) ft_store_row<HSP, uint16_t>\(out16 \+ at, o, \Kr(?=, hs\);)' '0'
+
+# gqa_ext_bwd16o: k_att_rowdot<uint16_t> reads the bf16 O's bits as an
+# integer instead of widening them (D = rowsum(dout . O) wrong)
+mutant rowdot-o16 kernels/cuda/cuda_attention.cu \
+    'float att_ld\(const uint16_t \*p\) \{ return \Kzt_cvt_bf16_to_f32\(\*p\)(?=; \})' '(float)*p'
+
+# xent16_fwd / xent16_fused (xent16_stats): the running sum not rescaled
+# when a thread's max grows (s + 1, not s exp(m - v) + 1)
+mutant xent16-rescale kernels/cuda/cuda_nn.cu \
+    's = \K__fmaf_rn\(s, expf\(m - v\), 1\.0f\)(?=;)' 's + 1.0f'
+
+# xent16_fused: the target's gradient without its - 1 (p, not p - 1)
+mutant xent16-fused-tgt kernels/cuda/cuda_nn.cu \
+    'x\[j\] = zt_cvt_f32_to_bf16\(valid \? \(j == tgt \? \Kp - 1\.0f(?= : p\) \* dloss : 0\.0f\);)' 'p'
+
+# matmul_bwd_head16: dw overwritten (beta 0) instead of accumulated
+mutant head16-dw-beta kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, true, C, OC, N, (?:x16 \? NULL : )?inp, C, NULL, OC, dw, C, \K1\.0f(?=, NULL, NULL, )' '0.0f'
+
+# matmul_bwd_d16: dout16 not passed on, so the GEMMs read dout rounded
+# (the same bits only where dout16 is dout's rounding)
+mutant d16-dout-rounded kernels/cuda/cuda_matmul.cu \
+    'OC, \(const bf16_t \*\)inp16, \K\(const bf16_t \*\)dout16(?=\);\n\}\nvoid zt_cuda_matmul_dgelu_bwd_d16)' 'NULL'
+
+# matmul_dgelu_bwd_d16: likewise, dout rounded instead of dout16
+mutant dgelu-d16-dout-rounded kernels/cuda/cuda_matmul.cu \
+    '\(const bf16_t \*\)w16, N, C, OC, \(const bf16_t \*\)inp16, \K\(const bf16_t \*\)dout16(?=\);\n\}\n)' 'NULL'
+
+# layernorm_bwd16: dinp16 the rounding of this call's increment, not of
+# the accumulated dinp (+=)
+mutant ln16-bwd-inc kernels/cuda/cuda_nn.cu \
+    'if \(dinp16\) dinp16\[\(size_t\)row \* C \+ c\] = zt_cvt_f32_to_bf16\(\Kdi\[c\](?=\);)' '(dn - mean_dn - norm * mean_dnn) * r'
+
+# rmsnorm_bwd16: the bf16 row at row, not row * C (every row but 0 misplaced)
+mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
+    'uint16_t \*d16 = dinp16 \+ \K\(size_t\)row \* C(?=;)' '(size_t)row'
+
+# swiglu_bwd_d16: the up's bf16 gradient the gate's value (dgu[o])
+mutant swiglu-d16-up kernels/cuda/cuda_llama.cu \
+    'swiglu_bwd_d16: the values rounded beside them \*/\n            dgu16\[o\] = zt_cvt_f32_to_bf16\(dgu\[o\]\);\n            dgu16\[o \+ H\] = zt_cvt_f32_to_bf16\(dgu\[\Ko \+ H(?=\]\);)' 'o'
+
+# geglu_bwd_d16: the gate's bf16 gradient not stored (dgu16[o] keeps what
+# it held: in place, the gate's value)
+mutant geglu-d16-gate kernels/cuda/cuda_llama.cu \
+    'geglu_bwd_d16 \*/\n\K            dgu16\[o\] = zt_cvt_f32_to_bf16\(dgu\[o\]\);\n' ''
+
+# qknorm_rope_fwd16 (k_qknorm_rope): the pair's second value normalized
+# with the first one's weight (w[o], not w[o + h2])
+mutant qkrope16-weight kernels/cuda/cuda_llama.cu \
+    'x2 = zt_rms_out\(v\[o \+ h2\], q, w\[\Ko \+ h2(?=\]\);)' 'o'
+
+# nf4_dequant to bf16: the first weight of a byte truncated, not rounded
+mutant nf4-bf16-trunc kernels/cuda/cuda_nf4.cu \
+    'oh\[i\] = \Kzt_cvt_f32_to_bf16\(v0\)(?=;)' '(uint16_t)(zt_f2u(v0) >> 16)'
+
+# copy_done (the event query zt_mesh_copy_wait polls): "not ready" answered
+# as done, so the copy's wait no longer watches the collectives before it
+mutant copy-done-early kernels/cuda/cuda_backend.cu \
+    'if \(cudaPeekAtLastError\(\) == cudaErrorNotReady\) \(void\)cudaGetLastError\(\);\n        return \K0(?=;)' '1' comm
+
 echo
 echo "| mutant | file:line | caught by | result |"
 echo "|---|---|---|---|"

@@ -951,6 +951,35 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
                        same_bits(db[0], db[1], OC * 4),
                    "%s", name);
         }
+        /* dout16 another gradient's (dout reversed, rounded: not dout's
+         * rounding), the scratch holding dout's rounding (matmul_bwd on dout
+         * just before): dinp, dw bitwise matmul_bwd on the widened dout16,
+         * dbias dout's (the GEMMs read dout16 itself, never the scratch) */
+        {
+            float *h2 = xmalloc(no * 4), *x2 = xmalloc(no * 4);
+            uint16_t *r16 = xmalloc(no * 2);
+            for (size_t i = 0; i < no; i++) h2[i] = hd[no - 1 - i];
+            cpu->to_bf16(r16, h2, no);
+            cpu->from_bf16(x2, r16, no);
+            float *x2_d = devf(x2, no), *ei = gpu->alloc(ni * 4), *eg = gpu->alloc(nw * 4);
+            char *br16 = gpu->alloc(no * 2 + 4 * off);
+            uint16_t *r16_d = (uint16_t *)(br16 + 4 * off);
+            gpu->to_device(r16_d, r16, no * 2);
+            gpu->zero(eg, nw * 4);
+            gpu->matmul_bwd(ei, eg, NULL, x2_d, i_d, w_d, N, C, OC);
+            gpu->matmul_bwd(di[1], NULL, NULL, d_d, i_d, w_d, N, C, OC);   /* the scratch */
+            gpu->zero(dw[1], nw * 4);
+            gpu->zero(db[1], OC * 4);
+            gpu->matmul_bwd_d16(di[1], dw[1], db[1], d_d, r16_d, i_d, NULL, w_d, NULL, N, C, OC);
+            snprintf(name, sizeof name,
+                     "matmul_bwd_d16 %s, dout16 not dout's rounding: dinp, dw bitwise matmul_bwd on the "
+                     "widened dout16, dbias dout's", tag);
+            tap_ok(same_bits(di[1], ei, ni * 4) && same_bits(dw[1], eg, nw * 4) &&
+                       same_bits(db[1], db[0], OC * 4),
+                   "%s", name);
+            free(h2); free(x2); free(r16);
+            gpu->free(x2_d); gpu->free(ei); gpu->free(eg); gpu->free(br16);
+        }
         float *hi = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
         float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4), *b0 = calloc(OC, 4), *b1 = calloc(OC, 4);
         gpu->to_host(hi, i_d, ni * 4);
@@ -1275,6 +1304,37 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
                 tap_ok(same_bits(dp2_d, dp_d, ni * 4) && same_bits(pb2_d, pb_d, C * 4) &&
                            same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
                        "%s", name);
+            }
+            /* dout16 another gradient's (dout reversed, rounded), the
+             * scratch holding dout's rounding (matmul_dgelu_bwd on dout just
+             * before): dpre, dpre_bias, dw bitwise matmul_dgelu_bwd on the
+             * widened dout16, dbias dout's (the GEMMs read dout16 itself) */
+            {
+                float *h2 = xmalloc(nd * 4), *x2 = xmalloc(nd * 4);
+                uint16_t *r16 = xmalloc(nd * 2);
+                for (size_t i = 0; i < nd; i++) h2[i] = hd[nd - 1 - i];
+                cpu->to_bf16(r16, h2, nd);
+                cpu->from_bf16(x2, r16, nd);
+                float *x2_d = devf(x2, nd), *ep = gpu->alloc(ni * 4), *eb = gpu->alloc(C * 4),
+                      *eg = gpu->alloc(nw * 4);
+                char *br16 = gpu->alloc(nd * 2 + 4 * off);
+                uint16_t *r16_d = (uint16_t *)(br16 + 4 * off);
+                gpu->to_device(r16_d, r16, nd * 2);
+                gpu->zero(eb, C * 4);
+                gpu->zero(eg, nw * 4);
+                gpu->matmul_dgelu_bwd(ep, eb, eg, NULL, x2_d, g_d, pi_d, w_d, N, C, OC);
+                gpu->matmul_dgelu_bwd(dp2_d, NULL, NULL, NULL, d_d, g_d, pi_d, w_d, N, C, OC);   /* the scratch */
+                gpu->zero(dw2_d, nw * 4); gpu->zero(db2_d, OC * 4); gpu->zero(pb2_d, C * 4);
+                gpu->matmul_dgelu_bwd_d16(dp2_d, pb2_d, dw2_d, db2_d, d_d, r16_d, NULL, g16_d, pi_d, w_d,
+                                          NULL, N, C, OC);
+                snprintf(name, sizeof name,
+                         "matmul_dgelu_bwd_d16 %s, dout16 not dout's rounding: dpre, dpre_bias, dw bitwise "
+                         "matmul_dgelu_bwd on the widened dout16, dbias dout's", tag);
+                tap_ok(same_bits(dp2_d, ep, ni * 4) && same_bits(pb2_d, eb, C * 4) &&
+                           same_bits(dw2_d, eg, nw * 4) && same_bits(db2_d, db_d, OC * 4),
+                       "%s", name);
+                free(h2); free(x2); free(r16);
+                gpu->free(x2_d); gpu->free(ep); gpu->free(eb); gpu->free(eg); gpu->free(br16);
             }
             /* the CPU's: bitwise its matmul_dgelu_bwd */
             float *hg = xmalloc(ni * 4), *hp = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
