@@ -183,13 +183,21 @@ int main(void) {
     for (int i = 0; i < 256; i++) { e0 += h[i]; e1 += h[256 + i]; }
     ok(r[0] == e0 && r[1] == e1, "block sum: shuffles and shared memory give the sum");
 
-    /* work runs only when the host synchronizes */
+    /* work runs only when the host synchronizes (into page-locked memory;
+     * a copy into pageable memory completes before it returns, as CUDA
+     * documents for device-to-host copies) */
     float v = -1.0f;
+    ok(cudaHostRegister(&v, sizeof v, cudaHostRegisterDefault) == cudaSuccess, "cudaHostRegister of the destination");
     k_fill<<<1, 32, 0, s>>>(o, 5.0f, 1);
     cudaMemcpyAsync(&v, o, 4, cudaMemcpyDeviceToHost, s);
-    ok(v == -1.0f, "no synchronization: the host still sees its old value");
+    ok(v == -1.0f, "no synchronization: the host still sees its old value (page-locked destination)");
     cudaStreamSynchronize(s);
     ok(v == 5.0f, "after cudaStreamSynchronize: the kernel's value");
+    ok(cudaHostUnregister(&v) == cudaSuccess, "cudaHostUnregister");
+    float pv = -1.0f;
+    k_fill<<<1, 32, 0, s>>>(o, 6.0f, 1);
+    cudaMemcpyAsync(&pv, o, 4, cudaMemcpyDeviceToHost, s);
+    ok(pv == 6.0f, "device-to-host into pageable memory: done when cudaMemcpyAsync returns (the stream's work first)");
 
     /* launch limits */
     k_bsum<<<1, 512, 0, s>>>(o, d);
