@@ -302,9 +302,9 @@ mutant sdpa-d16-flag kernels/cuda/cuda_sdpa.cu \
     'if \(dd\) \*d16 = \Ktrue(?=;)' 'false'
 
 # the column sums of a bf16 gradient (k_colsum16_part, matmul_bwd_d16 with
-# dout NULL): each chunk's last row left out
+# dout NULL): each chunk's last row left out (k_colsum_part<uint16_t> only)
 mutant colsum16-last-row kernels/cuda/cuda_nn.cu \
-    'for \(int n = n0; n < n1\K(?=; n\+\+\) acc \+= \(double\)zt_cvt_bf16_to_f32)' ' - 1'
+    'for \(int n = n0; n < n1\K(?=; n\+\+\) acc \+= \(double\)col_ld\(&src)' ' - (sizeof(S) == 2)'
 
 # Mixture of Experts routing: top-k ties broken towards the higher expert
 # (the CPU takes the lower one)

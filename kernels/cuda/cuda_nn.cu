@@ -134,26 +134,21 @@ void zt_cuda_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int 
  * (cuda_workspace.h: the planner sizes the partials with it too). */
 static int col_chunks(int N, int *rows_per_chunk) { return zt_cuda_ws_col_chunks(N, rows_per_chunk); }
 
-/* part[p, c] = sum over rows of chunk p of src[n * ld + c] (double, in order) */
-__global__ void k_colsum_part(double *part, const float *src, int N, int C, size_t ld, int R) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const int p = blockIdx.y;
-    if (c >= C) return;
-    const int n0 = p * R, n1 = min(N, n0 + R);
-    double acc = 0.0;
-    for (int n = n0; n < n1; n++) acc += (double)src[(size_t)n * ld + c];
-    part[(size_t)p * C + c] = acc;
-}
+/* a column sum's element as fp32: itself, or the bf16 value widened (exact) */
+__device__ __forceinline__ float col_ld(const float *p) { return *p; }
+__device__ __forceinline__ float col_ld(const uint16_t *p) { return zt_cvt_bf16_to_f32(*p); }
 
-/* k_colsum_part of fp32(src16) (bf16 bits): the same sums in the same
- * order, so bitwise k_colsum_part of the widened values */
-__global__ void k_colsum16_part(double *part, const uint16_t *src16, int N, int C, size_t ld, int R) {
+/* part[p, c] = sum over rows of chunk p of src[n * ld + c] (double, in
+ * order); src fp32 or (S = uint16_t, k_colsum16_part) bf16 bits: the same
+ * sums in the same order, so bitwise those of the widened values */
+template <typename S>
+__global__ void k_colsum_part(double *part, const S *src, int N, int C, size_t ld, int R) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     const int p = blockIdx.y;
     if (c >= C) return;
     const int n0 = p * R, n1 = min(N, n0 + R);
     double acc = 0.0;
-    for (int n = n0; n < n1; n++) acc += (double)zt_cvt_bf16_to_f32(src16[(size_t)n * ld + c]);
+    for (int n = n0; n < n1; n++) acc += (double)col_ld(&src[(size_t)n * ld + c]);
     part[(size_t)p * C + c] = acc;
 }
 
@@ -179,32 +174,29 @@ void zt_cuda_colsum_final(float *dst, const double *part, int P, int C) {
     ZT_LAUNCHED("k_colsum_final");
 }
 
-void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
+/* zt_cuda_colsum_acc of src[N, C] (row stride ld) in fp32 or (S =
+ * uint16_t) bf16 bits; name: the first pass's kernel, as launched */
+template <typename S>
+static void colsum_acc(float *dst, const S *src, int N, int C, size_t ld, const char *name) {
     if (N <= 0 || C <= 0) return;
     int R;
     const int P = col_chunks(N, &R);
     double *part = (double *)zt_cuda_scratch(zt_cuda_ws_colsum(N, C), "column sum");
     if (!part) return;
     const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
-    k_colsum_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
-    if (!ZT_LAUNCHED("k_colsum_part")) return;
+    k_colsum_part<S><<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
+    if (!ZT_LAUNCHED(name)) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
         dst, part, NULL, NULL, P, C);
     ZT_LAUNCHED("k_colsum_final");
 }
 
+void zt_cuda_colsum_acc(float *dst, const float *src, int N, int C, size_t ld) {
+    colsum_acc(dst, src, N, C, ld, "k_colsum_part");
+}
+
 void zt_cuda_colsum16_acc(float *dst, const uint16_t *src16, int N, int C, size_t ld) {
-    if (N <= 0 || C <= 0) return;
-    int R;
-    const int P = col_chunks(N, &R);
-    double *part = (double *)zt_cuda_scratch(zt_cuda_ws_colsum(N, C), "column sum");
-    if (!part) return;
-    const dim3 g1((unsigned)((C + ZT_COL_THREADS - 1) / ZT_COL_THREADS), (unsigned)P);
-    k_colsum16_part<<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src16, N, C, ld, R);
-    if (!ZT_LAUNCHED("k_colsum16_part")) return;
-    k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
-        dst, part, NULL, NULL, P, C);
-    ZT_LAUNCHED("k_colsum_final");
+    colsum_acc(dst, src16, N, C, ld, "k_colsum16_part");
 }
 
 /* ------------------------------------------------------------ LayerNorm */
