@@ -231,14 +231,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
      * final norm writing it, mc->x16; the residual gradient's bf16 copy
      * over it) */
     const int x16 = a16 && mc->x16;
-    size_t lnf_off = cv.off, lnf_n = N * C;
-    if (x16) {
-        TAKE16(a->lnf16, N * C);
-        lnf_off = (lnf_off + 63) & ~(size_t)63;
-        lnf_n = cv.off - lnf_off;
-    } else {
-        TAKE(a->lnf, N * C);
-    }
+    size_t lnf_off, lnf_n;
+    zt_carve_lnf(&cv, x16, N * C, &a->lnf, &a->lnf16, &lnf_off, &lnf_n);
     TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
     zt_classifier_carve(&cv, &a->cls, mc, N, training, 0);
     if (base) a->cls.x16 = a->lnf16;

@@ -49,6 +49,24 @@ static inline int zt_carve_over16(const zt_carve *c, size_t off, size_t m, size_
     if (c->base) *p = (uint16_t *)(void *)(c->base + at);
     return 1;
 }
+/* The final norm's output [n], the LM head's input: bf16 alone (*lnf16)
+ * when x16, else fp32 (*lnf); set when the block has a base.  *off and *m:
+ * where it lies (element offset, floats) for a later zt_carve_over16 of a
+ * bf16 array over it (the bf16 array from its aligned start to its end). */
+static inline void zt_carve_lnf(zt_carve *c, int x16, size_t n, float **lnf, uint16_t **lnf16,
+                                size_t *off, size_t *m) {
+    *off = c->off;
+    *m = n;
+    if (x16) {
+        uint16_t *p = zt_carve_take16(c, n);
+        if (c->base) *lnf16 = p;
+        *off = (*off + 63) & ~(size_t)63;
+        *m = c->off - *off;
+    } else {
+        float *p = zt_carve_take(c, n, 0);
+        if (c->base) *lnf = p;
+    }
+}
 /* Whether a model keeps its GEMM-only activations in bf16: the engine asked
  * (mc->acts16), and none of them has another reader that needs the fp32
  * values (LoRA's dropout of the adapters' input) or another path (a Mixture
