@@ -25,118 +25,24 @@
 #include <math.h>
 #include "ctx.h"
 #include "lora.h"
+#include "lora_case.h"
 #include "memplan.h"
 #include "shard.h"
 #include "tap.h"
 #include "testutil.h"
 
-enum { B = 2, T = 6 };
-static int in_tok[B * T], tg_tok[B * T];
-
-static int fixed_get(void *s, long step, uint64_t first, int count, int TT, int *in, int *tg,
-                     zt_status *st) {
-    (void)s; (void)step; (void)TT; (void)st;
-    memcpy(in, in_tok + first * T, sizeof(int) * (size_t)count * T);
-    memcpy(tg, tg_tok + first * T, sizeof(int) * (size_t)count * T);
-    return ZT_OK;
-}
-
+/* lora_case.h's model at ZeRO stage, fp32 or (bf16) bf16 */
 static zt_config *config(const char *arch, const char *targets, int stage, int bf16) {
-    zt_config *c = zt_config_new();
-    tu_set(c, "ztrain.model.arch", "%s", arch);
-    tu_set(c, "ztrain.model.n_layer", "2");
-    tu_set(c, "ztrain.model.n_head", "4");
-    tu_set(c, "ztrain.model.n_embd", "16");
-    tu_set(c, "ztrain.model.context", "%d", T);
-    tu_set(c, "ztrain.model.vocab", "13");
-    if (!strcmp(arch, "llama")) {
-        tu_set(c, "ztrain.model.n_kv_head", "2");
-        tu_set(c, "ztrain.model.intermediate_size", "24");
-        tu_set(c, "ztrain.model.attention_bias", "true");
-    }
-    tu_set(c, "train_micro_batch_size_per_gpu", "%d", B);
-    tu_set(c, "gradient_accumulation_steps", "1");
-    tu_set(c, "zero_optimization.stage", "%d", stage);
+    zt_config *c = lc_config(arch, targets, stage);
     tu_set(c, "bf16.enabled", "%s", bf16 ? "true" : "false");
-    tu_set(c, "gradient_clipping", "0");
-    tu_set(c, "scheduler.type", "none");
-    tu_set(c, "optimizer.params.lr", "1e-2");
-    tu_set(c, "ztrain.steps", "3");
-    tu_set(c, "ztrain.threads", "1");
-    tu_set(c, "ztrain.data.train", "%s", "");
-    tu_set(c, "ztrain.data.val", "%s", "");
-    tu_set(c, "ztrain.lora.r", "2");
-    tu_set(c, "ztrain.lora.alpha", "3");
-    tu_set(c, "ztrain.lora.targets", "%s", targets);
     return c;
-}
-
-static double loss_of(zt_ctx *ctx) {
-    double s = NAN;
-    zt_status st;
-    zt_batch_buf *bb = &ctx->acts;
-    if (zt_shard_forward(ctx->sh, bb->acts, bb->inputs, bb->targets, B, T, 1, &s, &st) != ZT_OK)
-        return NAN;
-    return s / (B * T);
 }
 
 /* Finite differences of every adapter tensor at stage 0, fp32. */
 static void gradcheck(const char *arch, const char *targets) {
-    zt_status st;
-    zt_config *c = config(arch, targets, 0, 0);
-    zt_ctx *ctx = NULL;
-    if (!tap_ok(zt_ctx_create(c, NULL, &ctx, &st) == ZT_OK, "%s %s: context", arch, targets)) {
-        tap_diag("%s", st.msg);
-        zt_config_free(c);
-        return;
-    }
-    zt_model *lm = ctx->lmodel;
-    for (int i = 0; i < lm->n_tensors; ++i)
-        if (strstr(lm->tensors[i].name, ".lora_B"))
-            for (size_t j = 0; j < lm->tensors[i].numel; ++j)
-                lm->params[lm->tensors[i].offset + j] = (float)(0.3 * sin(0.9 * (double)j + i));
-    zt_batch_buf *bb = &ctx->acts;
-    memcpy(bb->inputs, in_tok, sizeof in_tok);
-    memcpy(bb->targets, tg_tok, sizeof tg_tok);
-    zt_shard_zero_grads(ctx->lsh);
-    double l0 = loss_of(ctx);
-    int ok = isfinite(l0) && zt_shard_backward(ctx->sh, bb->acts, 1.0f / (B * T), &st) == ZT_OK;
-    double worst = 0;
-    const double eps = 1e-2;
-    for (int i = 0; ok && i < lm->n_tensors; ++i) {
-        const zt_tensor_info *t = &lm->tensors[i];
-        float *p = lm->params + t->offset;
-        const float *g = lm->grads + t->offset;
-        /* a unit direction; the parameters restored from a copy */
-        double an = 0, *dir = malloc(t->numel * sizeof(double)), nrm = 0;
-        float *save = malloc(t->numel * sizeof(float));
-        memcpy(save, p, t->numel * sizeof(float));
-        for (size_t j = 0; j < t->numel; ++j) {
-            dir[j] = sin(2.3 * (double)j + 0.7 * i);
-            nrm += dir[j] * dir[j];
-        }
-        for (size_t j = 0; j < t->numel; ++j) {
-            dir[j] /= sqrt(nrm);
-            an += dir[j] * g[j];
-        }
-        for (size_t j = 0; j < t->numel; ++j) p[j] = (float)(save[j] + eps * dir[j]);
-        double lp = loss_of(ctx);
-        for (size_t j = 0; j < t->numel; ++j) p[j] = (float)(save[j] - eps * dir[j]);
-        double lm2 = loss_of(ctx);
-        memcpy(p, save, t->numel * sizeof(float));
-        const double fd = (lp - lm2) / (2.0 * eps), err = fabs(fd - an);
-        if (!(err <= 2e-5 + 1e-2 * fabs(an))) {
-            ok = 0;
-            tap_diag("%s: %s: backward %.6g, finite differences %.6g", arch, t->name, an, fd);
-        }
-        if (err / fmax(fabs(an), 1e-3) > worst) worst = err / fmax(fabs(an), 1e-3);
-        free(dir);
-        free(save);
-    }
-    tap_ok(ok && lm->n_tensors > 0, "%s %s: gradients of all %d adapter tensors equal finite "
-           "differences (2e-5 + 1e-2 relative, worst %.2e)", arch, targets, lm->n_tensors, worst);
-    zt_ctx_free(ctx);
-    zt_config_free(c);
+    char what[96];
+    snprintf(what, sizeof what, "%s %s", arch, targets);
+    lc_gradcheck(config(arch, targets, 0, 0), what);
 }
 
 /* 3 steps at a stage: the base unchanged bitwise, the adapters moved; the
@@ -361,10 +267,7 @@ static void refuse(const char *what, const char *key, const char *val, const cha
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) { tap_ok(0, "zt_init: %s", st.msg); return tap_done(); }
-    for (int i = 0; i < B * T; ++i) {
-        in_tok[i] = (7 * i + 3) % 13;
-        tg_tok[i] = (5 * i + 1) % 13;
-    }
+    lc_tokens();
     gradcheck("llama", "all-linear");
     gradcheck("llama", "k_proj,up_proj");
     gradcheck("gpt2", "all-linear");
