@@ -522,12 +522,13 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
     printf("  \"model_states\": {\"params_bytes\": %llu, \"grads_bytes\": %llu, "
            "\"optimizer_bytes\": %llu, \"total_bytes\": %llu, \"formula_bytes\": %.0f, "
            "\"engine_formula_bytes\": %.0f, \"offloaded_bytes\": %llu, "
-           "\"offloaded_params_bytes\": %llu, \"pinned_bytes\": %llu},\n",
+           "\"offloaded_params_bytes\": %llu, \"pinned_bytes\": %llu, \"pinned_staging\": %llu},\n",
            (unsigned long long)p->params_bytes, (unsigned long long)p->grads_bytes,
            (unsigned long long)p->optim_bytes,
            (unsigned long long)(p->params_bytes + p->grads_bytes + p->optim_bytes), p->formula_bytes,
            p->engine_formula_bytes, (unsigned long long)p->offloaded[ZT_MEM_OPTIMIZER],
-           (unsigned long long)p->offloaded[ZT_MEM_PARAMS], (unsigned long long)p->pinned_bytes);
+           (unsigned long long)p->offloaded[ZT_MEM_PARAMS], (unsigned long long)p->pinned_bytes,
+           (unsigned long long)p->pinned_staging);
     printf("  \"device\": {\"peak_bytes\": %llu, \"kernel_workspace_bytes\": %llu, ",
            (unsigned long long)p->peak[ZT_MP_DEVICE], (unsigned long long)p->kernel_ws_bytes);
     if (p->att_path) {   /* the attention path the kernel scratch counts */
