@@ -18,7 +18,8 @@
 #    and at N=4 on 4 ranks; the resumed runs match the uninterrupted one;
 #  - sp16: bf16 activations send the attention output and the q|k|v gradient
 #    in bf16, bitwise the fp32 exchanges (ZT_TEST_NO_SP16=1) at half their bytes;
-#  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu;
+#  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu,
+#    fp32 and bf16 (the bf16 exchanges);
 #  - refusals: key/value heads not divisible by N (naming both), N not
 #    dividing the ranks, sampling at N > 1.
 . "$(dirname "$0")/lib.sh"
@@ -205,9 +206,11 @@ ok $? "sp16 with LoRA: attention output in bf16, q|k|v gradient fp32; bitwise"
 # all-to-alls) bitwise equal to cpu at N=2, stage 3, checkpointing (scripts/engine-check.sh)
 ZTRAIN="$ZTRAIN" bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np 2 --steps 3 \
     --config "$ZT_SRCDIR/configs/llama-tiny.json" --cases none \
-    --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" > ec.tap 2>&1 &&
-    grep -q "^ok 1 - n2sp2s3: cpu-strict == cpu within rtol 0" ec.tap
-ok $? "cpu-strict at N=2, stage 3, checkpointing: bitwise equal to cpu"
+    --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" \
+    --case "sp2bf16s3 bf16 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" > ec.tap 2>&1 &&
+    grep -q "^ok 1 - n2sp2s3: cpu-strict == cpu within rtol 0" ec.tap &&
+    grep -q "^ok 2 - n2sp2bf16s3: cpu-strict == cpu within rtol 0" ec.tap
+ok $? "cpu-strict at N=2, stage 3, checkpointing: bitwise equal to cpu (fp32, and bf16 with sp16's bf16 exchanges)"
 
 # checkpoints: steps 1-2 at N=2 on 2 ranks, steps 3-4 elsewhere
 resume() {  # resume TAG NB ARGS_B...
