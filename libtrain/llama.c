@@ -665,7 +665,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     TAKE(a->scratch, N * C);
     if (sh.E) TAKES(a->moe_psum, (size_t)sh.E);
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
-        TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
+        TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV);
+        /* (sp16's bf16 q|k|v gradient: the local q|k|v rows in recv, the
+         * head-sharded attention output gradient in send, the exchanged
+         * gradient in bf16: block_fwd, block_bwd) */
+        if (a16 && (sp16 & ZT_SP16_DQKV)) TAKE16(a->sp_dq16, N * QKV);
+        else TAKE(a->sp_h, N * QKV);
     }
     /* (the LM head's input: in bf16 alone with the bf16 activations, the
      * final norm writing it, mc->x16; the bf16 gradient copy over it) */
@@ -1004,18 +1009,21 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * normalized, per row and head, before the exchange), exchanged for
          * all T positions of NH/N_sp heads; RoPE at the global positions */
         const int Tf = T * sh->sp;
-        zt_mm_fwd_x(be, a->sp_h, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
-        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, a->sp_h, N, &a->lora);
+        /* (no sp_h, sp16: the local rows in recv, packed before the exchange
+         * overwrites it) */
+        float *ql = a->sp_h ? a->sp_h : a->sp_recv;
+        zt_mm_fwd_x(be, ql, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, ql, N, &a->lora);
         if (sh->qkn) {
-            be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
+            be->headnorm_fwd(ql, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
-            be->headnorm_fwd(a->sp_h + sh->AD, s->qkraw + (size_t)N * sh->AD,
+            be->headnorm_fwd(ql + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
                              sh->knh, sh->QKV, sh->kw);
         }
         zt_group_where(m->sp.g, "block %d attention, forward", l);
-        ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
-                              a->sp_recv, st));
+        ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, ql, B, T, &m->qkv_sl, a->sp_send, a->sp_recv,
+                              st));
         be->rope_fwd(s->qkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                      layer_rope_scale(m, l));
         ZT_TRY(attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, st));
@@ -1335,20 +1343,23 @@ mlp_norm:
                 N, sh->AD, C);
     zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
-    /* (sp16: exchanged in bf16 into dq16, over sp_h, which the qkv GEMMs
+    /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
      * read; llama_sp16) */
     uint16_t *dq16 = NULL;
     if (sh->sp > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
         const int Tf = T * sh->sp;
         zt_group_where(m->sp.g, "block %d attention, backward", l);
-        ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
-                              a->sp_recv, st));
-        attn_bwd(m, l, a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
+        /* (no sp_h, sp16: the head-sharded gradient in send, dead once the
+         * exchange has read it, and dead again before the next one packs) */
+        float *dh = a->sp_h ? a->sp_h : a->sp_send;
+        ZT_TRY(zt_sp_to_heads(&m->sp, be, dh, a->datt, B, T, &m->att_sl, a->sp_send, a->sp_recv,
+                              st));
+        attn_bwd(m, l, a->dqkv, dh, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
         be->rope_bwd(a->dqkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                      layer_rope_scale(m, l));
-        if (s->xn16 && (llama_sp16(&m->cfg) & ZT_SP16_DQKV)) {
-            dq16 = (uint16_t *)(void *)a->sp_h;
+        if (a->sp_dq16) {
+            dq16 = a->sp_dq16;
             ZT_TRY(zt_sp_to_tokens16(&m->sp, be, dq16, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
                                      a->sp_recv, st));
         } else {

@@ -51,8 +51,10 @@ typedef struct zt_sp_slices {
 } zt_sp_slices;
 
 /* token-sharded loc[B, Tl, row] -> head-sharded full[B, N Tl, Wl] over the
- * group; send and recv are scratch of B Tl Wl N elements each.  A failed
- * exchange returns the comm layer's error. */
+ * group; send and recv are scratch of B Tl Wl N elements each (loc may be
+ * recv: packed into send before the exchange overwrites it; full may be
+ * send: written from recv after the exchange).  A failed exchange returns
+ * the comm layer's error. */
 int zt_sp_to_heads(const zt_seqpar *sp, const zt_backend *be, float *full, const float *loc,
                    int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st);
 /* the inverse: head-sharded full[B, N Tl, Wl] -> token-sharded loc[B, Tl,
