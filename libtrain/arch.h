@@ -191,6 +191,10 @@ typedef struct zt_arch {
      * attention calls' scratch is counted (zt_att_ws_of) */
     uint64_t (*kernel_ws)(const zt_model_config *mc, int B, int T, int E, uint64_t psi, int bf16,
                           struct zt_att_ws *att);
+    /* the sequence parallel exchanges a training block sends in bf16
+     * (seqpar.h ZT_SP16_*: what the GEMMs after them round to bf16 anyway),
+     * NULL: none (all fp32) */
+    int (*sp16)(const zt_model_config *mc);
     /* one-line summaries of the architecture's settings (ZT_ARCH_SUM_*) */
     void (*summary)(const zt_model_config *mc, int style, char *buf, size_t n);
     /* Hugging Face: families (the first is the default export), file

@@ -374,6 +374,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg.r16 = mc->r16 && zt_r16_ok(be);
     m->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
     m->cfg.d16 = mc->d16 && zt_d16_ok(be);
+    /* (sp16: the q|k|v gradient's bf16 copy read by matmul_bwd_d16) */
+    m->cfg.sp16 = mc->sp16 && be->matmul_bwd_d16;
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */
@@ -572,6 +574,22 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
 
 /* ------------------------------------------------------------ activations */
 
+/* sp16 (arch.h): the sequence parallel exchanges a training block with the
+ * bf16 activations sends in bf16 (seqpar.h ZT_SP16_*; zt_model_config.sp16,
+ * ZT_TEST_NO_SP16 unset).  The attention output: the o projection's GEMMs
+ * (matmul_fwd_a16, the weight gradient's) and LoRA's read it rounded to
+ * bf16, nothing else reads it: kept as atty16 alone.  The q|k|v gradient:
+ * the qkv GEMMs round it (matmul_bwd_d16 reads the bf16 copy) unless the
+ * Qwen3 q/k norms' backward, a qkv bias's column sums or LoRA's adapters
+ * read the fp32 values (then fp32).  The exchanges of q|k|v (RoPE and the
+ * attention read fp32) and of the attention output's gradient (the
+ * attention backward reads fp32) stay fp32. */
+static int llama_sp16(const zt_model_config *mc) {
+    const shape s = shape_of(mc);
+    if (s.sp <= 1 || !mc->sp16 || !zt_acts16_on(mc)) return 0;
+    return ZT_SP16_ATT | (!s.qkn && !s.bias && mc->lora_r <= 0 ? ZT_SP16_DQKV : 0);
+}
+
 /* Carve the activation block (gpt.c's scheme; base == NULL: sizes only).
  * Every array is rounded up to 16 elements. */
 static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
@@ -585,6 +603,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     size_t slots = zt_acts_n_slots(training, k, L);
     zt_carve cv = {base, 0, 0};
     const int a16 = training && zt_acts16_on(mc);   /* (bf16 activations) */
+    const int sp16 = llama_sp16(mc);                /* (bf16 exchanges) */
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
@@ -616,14 +635,16 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
          * same count; atth the head-sharded attention output [B, N_sp T,
          * AD/N_sp]; lse [B, NH/N_sp, N_sp T]) */
         /* (bf16 GEMM outputs: q|k|v, the attention output, gate|up, without
-         * sequence parallel for the first two) */
+         * sequence parallel for the first two; sequence parallel with sp16:
+         * the attention output exchanged in bf16 into atty16) */
         const int o16 = a16 && sh.sp <= 1;
+        const int att16 = o16 || (a16 && (sp16 & ZT_SP16_ATT));
         if (o16) TAKE16(la->qkv16, N * QKV); else TAKE(la->qkv, N * QKV);
         if (sh.qkn) {
             TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
             TAKES(la->qkrstd, N * (size_t)(sh.NH + sh.NKV));
         }
-        if (o16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
+        if (att16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
         TAKES(la->lse, (size_t)B * sh.NH * T);
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
@@ -644,7 +665,12 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     TAKE(a->scratch, N * C);
     if (sh.E) TAKES(a->moe_psum, (size_t)sh.E);
     if (sh.sp > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
-        TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV); TAKE(a->sp_h, N * QKV);
+        TAKE(a->sp_send, N * QKV); TAKE(a->sp_recv, N * QKV);
+        /* (sp16's bf16 q|k|v gradient: the local q|k|v rows in recv, the
+         * head-sharded attention output gradient in send, the exchanged
+         * gradient in bf16: block_fwd, block_bwd) */
+        if (a16 && (sp16 & ZT_SP16_DQKV)) TAKE16(a->sp_dq16, N * QKV);
+        else TAKE(a->sp_h, N * QKV);
     }
     /* (the LM head's input: in bf16 alone with the bf16 activations, the
      * final norm writing it, mc->x16; the bf16 gradient copy over it) */
@@ -977,23 +1003,32 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * normalized, per row and head, before the exchange), exchanged for
          * all T positions of NH/N_sp heads; RoPE at the global positions */
         const int Tf = T * sh->sp;
-        zt_mm_fwd_x(be, a->sp_h, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
-        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, a->sp_h, N, &a->lora);
+        /* (no sp_h, sp16: the local rows in recv, packed before the exchange
+         * overwrites it) */
+        float *ql = a->sp_h ? a->sp_h : a->sp_recv;
+        zt_mm_fwd_x(be, ql, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
+        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, ql, N, &a->lora);
         if (sh->qkn) {
-            be->headnorm_fwd(a->sp_h, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
+            be->headnorm_fwd(ql, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
-            be->headnorm_fwd(a->sp_h + sh->AD, s->qkraw + (size_t)N * sh->AD,
+            be->headnorm_fwd(ql + sh->AD, s->qkraw + (size_t)N * sh->AD,
                              s->qkrstd + (size_t)N * sh->NH, norm_w(m, a, w->k_norm, sh->hd), eps, N,
                              sh->knh, sh->QKV, sh->kw);
         }
         zt_group_where(m->sp.g, "block %d attention, forward", l);
-        ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, a->sp_h, B, T, &m->qkv_sl, a->sp_send,
-                              a->sp_recv, st));
+        ZT_TRY(zt_sp_to_heads(&m->sp, be, s->qkv, ql, B, T, &m->qkv_sl, a->sp_send, a->sp_recv,
+                              st));
         be->rope_fwd(s->qkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                      layer_rope_scale(m, l));
         ZT_TRY(attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, st));
-        ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
-                               a->sp_recv, st));
+        /* (sp16: exchanged in bf16 into atty16, the values the o projection
+         * rounds) */
+        if (s->atty16)
+            ZT_TRY(zt_sp_to_tokens16(&m->sp, be, s->atty16, s->atth, B, T, &m->att_sl, a->sp_send,
+                                     a->sp_recv, st));
+        else
+            ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
+                                   a->sp_recv, st));
     } else {
         /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
          * datt, free in the forward, then rounded once) */
@@ -1302,17 +1337,29 @@ mlp_norm:
                 N, sh->AD, C);
     zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
+    /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
+     * read; llama_sp16) */
+    uint16_t *dq16 = NULL;
     if (sh->sp > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
         const int Tf = T * sh->sp;
         zt_group_where(m->sp.g, "block %d attention, backward", l);
-        ZT_TRY(zt_sp_to_heads(&m->sp, be, a->sp_h, a->datt, B, T, &m->att_sl, a->sp_send,
-                              a->sp_recv, st));
-        attn_bwd(m, l, a->dqkv, a->sp_h, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
+        /* (no sp_h, sp16: the head-sharded gradient in send, dead once the
+         * exchange has read it, and dead again before the next one packs) */
+        float *dh = a->sp_h ? a->sp_h : a->sp_send;
+        ZT_TRY(zt_sp_to_heads(&m->sp, be, dh, a->datt, B, T, &m->att_sl, a->sp_send, a->sp_recv,
+                              st));
+        attn_bwd(m, l, a->dqkv, dh, s->qkv, s->atth, s->lse, B, Tf, sh->NHl, sh->NKVl);
         be->rope_bwd(a->dqkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                      layer_rope_scale(m, l));
-        ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
-                               a->sp_recv, st));
+        if (a->sp_dq16) {
+            dq16 = a->sp_dq16;
+            ZT_TRY(zt_sp_to_tokens16(&m->sp, be, dq16, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
+                                     a->sp_recv, st));
+        } else {
+            ZT_TRY(zt_sp_to_tokens(&m->sp, be, a->sp_h, a->dqkv, B, T, &m->qkv_sl, a->sp_send,
+                                   a->sp_recv, st));
+        }
         dq = a->sp_h;
     } else {
         /* (bf16 q|k|v and attention output: widened into stq and sta) */
@@ -1343,9 +1390,14 @@ mlp_norm:
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
                          sh->knh, sh->QKV, sh->kw);
     }
-    zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), N, C,
-                sh->QKV);
-    zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, a->dbuf, N, ls);
+    if (dq16) {   /* (no q/k norms, bias or LoRA: llama_sp16) */
+        be->matmul_bwd_d16(a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
+                           LW16(m, w, T_QW), N, C, sh->QKV);
+    } else {
+        zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW),
+                    N, C, sh->QKV);
+        zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, a->dbuf, N, ls);
+    }
     /* (block 0's: the embedding reads the fp32 value) */
     rms_bwd(be, a->dres, sh->gemma || l == 0 ? NULL : dc16, gw->attn_norm, a->dbuf, a->res[l],
             norm_w(m, a, w->attn_norm, C), s->rstd1, N, C);
@@ -2036,6 +2088,7 @@ const zt_arch zt_arch_llama = {
     .aux_loss = zt_llama_aux_loss,
     .acts_bytes = llama_acts_bytes,
     .kernel_ws = llama_kernel_ws,
+    .sp16 = llama_sp16,
     .summary = llama_summary,
     .hf = llama_hf,
     .n_hf = (int)(sizeof llama_hf / sizeof llama_hf[0]),

@@ -104,6 +104,9 @@ typedef struct zt_llama_acts {
     float *scratch;            /* [N, C] projection outputs */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, QKV] local q|k|v rows (else NULL) */
+    uint16_t *sp_dq16;         /* sequence parallel with sp16's bf16 q|k|v gradient (a training
+                                * block; llama.c llama_sp16): [N, QKV] bf16, the exchanged
+                                * gradient, in place of sp_h (NULL), else NULL */
     float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm (lnf NULL with lnf16) */
     uint16_t *lnf16;           /* [N, C] its output in bf16 alone (a training block with the
                                 * bf16 activations, zt_model_config.x16: the LM head's

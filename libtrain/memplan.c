@@ -961,9 +961,10 @@ static void plan_seqpar_comm(planner *q) {
     /* q|k|v and attention widths (GPT-2: n_kv_head = n_head, head dim C / NH) */
     const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
     const size_t nkv = (size_t)zt_model_kv_heads(mc);
+    const int x16 = q->arch->sp16 ? q->arch->sp16(mc) : 0;   /* (bf16 exchanges) */
     p->alltoall_bytes = (uint64_t)p->grad_accum *
                         zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L,
-                                             p->ckpt_k ? q->L : 0, (nh + 2 * nkv) * hd, nh * hd, 4);
+                                             p->ckpt_k ? q->L : 0, (nh + 2 * nkv) * hd, nh * hd, x16);
 }
 
 /* Activations of one micro batch (by checkpointing mode: zt_memplan_acts_bytes

@@ -51,8 +51,10 @@ typedef struct zt_sp_slices {
 } zt_sp_slices;
 
 /* token-sharded loc[B, Tl, row] -> head-sharded full[B, N Tl, Wl] over the
- * group; send and recv are scratch of B Tl Wl N elements each.  A failed
- * exchange returns the comm layer's error. */
+ * group; send and recv are scratch of B Tl Wl N elements each (loc may be
+ * recv: packed into send before the exchange overwrites it; full may be
+ * send: written from recv after the exchange).  A failed exchange returns
+ * the comm layer's error. */
 int zt_sp_to_heads(const zt_seqpar *sp, const zt_backend *be, float *full, const float *loc,
                    int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st);
 /* the inverse: head-sharded full[B, N Tl, Wl] -> token-sharded loc[B, Tl,
@@ -60,13 +62,28 @@ int zt_sp_to_heads(const zt_seqpar *sp, const zt_backend *be, float *full, const
 int zt_sp_to_tokens(const zt_seqpar *sp, const zt_backend *be, float *loc, const float *full,
                     int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st);
 
+/* zt_sp_to_tokens in bf16: full rounded to bf16 (nearest even, to_bf16)
+ * once, exchanged in bf16 (half the bytes) into loc16[B, Tl, row] (only
+ * the slices' columns written); recv's first B Tl Wl N bf16 hold the
+ * rounded full first (scratch).  The models send in bf16 what they round to
+ * bf16 right after the exchange anyway (ZT_SP16_*): bitwise the same
+ * values as zt_sp_to_tokens and to_bf16 of loc. */
+int zt_sp_to_tokens16(const zt_seqpar *sp, const zt_backend *be, uint16_t *loc16, const float *full,
+                      int B, int Tl, const zt_sp_slices *sl, float *send, float *recv, zt_status *st);
+
+/* The exchanges a model sends in bf16 (arch.h sp16): the attention output
+ * in the forward (head-sharded -> token-sharded), the q|k|v gradient in the
+ * backward (head-sharded -> token-sharded); the other two stay fp32. */
+enum { ZT_SP16_ATT = 1, ZT_SP16_DQKV = 2 };
+
 /* Bytes one rank sends in the all-to-alls of one micro-batch's training
  * pass at B x Tl local tokens of L layers (forward + backward, each layer
- * two exchanges each way), element size es, with `recomputed` layers'
- * forwards run twice (activation checkpointing): per exchange (N-1)/N of
- * the local rows' bytes.  QKV, AD: the widths of the qkv row and the
- * attention output ((NH + 2 NKV) hd and NH hd). */
+ * two exchanges each way), with `recomputed` layers' forwards run twice
+ * (activation checkpointing): per exchange (N-1)/N of the local rows'
+ * bytes.  QKV, AD: the widths of the qkv row and the attention output
+ * ((NH + 2 NKV) hd and NH hd); x16: the exchanges sent in bf16 (ZT_SP16_*),
+ * the others fp32. */
 uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, size_t QKV, size_t AD,
-                              size_t es);
+                              int x16);
 
 #endif

@@ -16,7 +16,10 @@
 #  - the estimate for Llama-3.1-8B at 131072 tokens on 8 x 80 GB suggests --sp 4 (and --sp 8 fits too);
 #  - a checkpoint saved at N=2 on 2 ranks restores at N=1 on 3 ranks (stage 3)
 #    and at N=4 on 4 ranks; the resumed runs match the uninterrupted one;
-#  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu;
+#  - sp16: bf16 activations send the attention output and the q|k|v gradient
+#    in bf16, bitwise the fp32 exchanges (ZT_TEST_NO_SP16=1) at half their bytes;
+#  - cpu-strict (device-memory discipline, host-staged all-to-alls) bitwise == cpu,
+#    fp32 and bf16 (the bf16 exchanges);
 #  - refusals: key/value heads not divisible by N (naming both), N not
 #    dividing the ranks, sampling at N > 1.
 . "$(dirname "$0")/lib.sh"
@@ -148,13 +151,66 @@ run bref 1 "${LLAMA[@]}" --micro-batch 4 --bf16.enabled true && run b2 2 "${LLAM
     --micro-batch 4 --bf16.enabled true && losses_eq bref b2 1e-3
 ok $? "bf16 at N=2 (2 ranks, stage 3): losses within 1e-3 of 1 rank (16-bit rounding of sums in another order)"
 
+# sp16 (docs/long-context.md): bf16 activations (bf16 GEMMs) send the attention output and the
+# q|k|v gradient in bf16, the values the GEMMs after the exchanges round anyway: losses and
+# parameters bitwise those of the fp32 exchanges (ZT_TEST_NO_SP16=1), the bytes per step the
+# formula with those exchanges at 2 bytes an element (their 4 with the hook), as estimate says;
+# with checkpointing (the recomputed forwards' exchanges) and N=4; Qwen3's q/k norms (the
+# q|k|v gradient stays fp32, the attention output bf16) and LoRA too
+a2a16() {  # a2a16 TAG N B T L QKV AD A RECOMPUTED X16: a2a's with X16 (1 attention output, 2 dq|k|v in bf16)
+    python3 - "m_$1.jsonl" "${@:2}" <<'PY'
+import json, sys
+p, N, B, T, L, QKV, AD, A, R, X = sys.argv[1], *map(int, sys.argv[2:])
+Tl = T // N
+q, o = (N - 1) * (B * Tl * QKV // N), (N - 1) * (B * Tl * AD // N)
+fwd = 4 * q + (2 if X & 1 else 4) * o
+bwd = 4 * o + (2 if X & 2 else 4) * q
+want = A * (fwd * (L + R) + bwd * L)
+got = [json.loads(l).get("alltoall_bytes") for l in open(p) if '"loss"' in l]
+print("# all-to-all bytes per step and rank: %s, formula %d" % (got[0], want))
+sys.exit(0 if got and all(g == want for g in got) else 1)
+PY
+}
+sp16() {  # sp16 TAG NRANKS X16 A2A_ARGS (N B T L QKV AD A R) -- RUN_ARGS...: with and without the hook
+    local tag=$1 n=$2 x=$3; shift 3
+    local a=(); while [ "$1" != -- ]; do a+=("$1"); shift; done; shift
+    ZT_TEST_NO_SP16=1 run "${tag}h" "$n" "$@" && a2a16 "${tag}h" "${a[@]}" 0 &&
+        run "$tag" "$n" "$@" && a2a16 "$tag" "${a[@]}" "$x" && compare "${tag}h" "$tag" 0
+}
+B16=("${LLAMA[@]}" --bf16.enabled true --matmul-precision bf16)
+sp16 x2 2 3 2 4 32 2 128 64 1 0 -- "${B16[@]}" --sp 2 --stage 3 --micro-batch 4
+ok $? "sp16 at N=2, stage 3: bitwise the fp32 exchanges' losses and parameters; bf16 bytes == formula"
+sp16 x4 4 3 4 4 32 2 128 64 1 0 -- "${B16[@]}" --sp 4 --micro-batch 4
+ok $? "sp16 at N=4, stage 0: bitwise the fp32 exchanges; bytes == formula"
+X22=("${B16[@]}" --sp 2 --stage 3 --micro-batch 1 --grad-accum 2 --act-ckpt blocks)
+sp16 x22 4 3 2 1 32 2 128 64 2 2 -- "${X22[@]}" --memory-report end &&
+    grep -q "memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)" o_x22.txt &&
+    grep -q "memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)" o_x22h.txt &&
+    "$ZTRAIN" estimate --world-size 4 "${X22[@]}" --train c_train.bin --val c_val.bin --batch-size 4 \
+        --json > e_x22.json && python3 - e_x22.json m_x22.jsonl o_x22.txt o_x22h.txt <<'PY'
+import json, re, sys
+e = json.load(open(sys.argv[1]))["run"]
+m = [json.loads(l)["alltoall_bytes"] for l in open(sys.argv[2]) if '"loss"' in l]
+pk = [int(re.search(r"accounted (\d+) bytes", open(f).read()).group(1)) for f in sys.argv[3:]]
+print("# estimate: all-to-all %d bytes per step, measured %s; peak %d (fp32 exchanges: %d)" %
+      (e["alltoall_bytes_per_step"], m, pk[0], pk[1]))
+sys.exit(0 if all(x == e["alltoall_bytes_per_step"] for x in m) and pk[0] < pk[1] else 1)
+PY
+ok $? "sp16 at N=2 x dp 2, stage 3, accumulation, checkpointing: bitwise; bytes == formula == estimate; peak planned exactly, below the hook's"
+sp16 xq 2 1 2 4 32 2 128 64 1 0 -- "${B16[@]}" --qk-norm true --sp 2 --stage 3 --micro-batch 4
+ok $? "sp16 with Qwen3 q/k norms: attention output in bf16, q|k|v gradient fp32; bitwise"
+sp16 xl 2 1 2 4 32 2 128 64 1 0 -- "${B16[@]}" "${LORA[@]}" --sp 2 --stage 3 --micro-batch 4
+ok $? "sp16 with LoRA: attention output in bf16, q|k|v gradient fp32; bitwise"
+
 # device-memory discipline: cpu-strict (the host never touches device memory; host-staged
 # all-to-alls) bitwise equal to cpu at N=2, stage 3, checkpointing (scripts/engine-check.sh)
 ZTRAIN="$ZTRAIN" bash "$ZT_SRCDIR/scripts/engine-check.sh" --backend cpu-strict --np 2 --steps 3 \
     --config "$ZT_SRCDIR/configs/llama-tiny.json" --cases none \
-    --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" > ec.tap 2>&1 &&
-    grep -q "^ok 1 - n2sp2s3: cpu-strict == cpu within rtol 0" ec.tap
-ok $? "cpu-strict at N=2, stage 3, checkpointing: bitwise equal to cpu"
+    --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" \
+    --case "sp2bf16s3 bf16 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" > ec.tap 2>&1 &&
+    grep -q "^ok 1 - n2sp2s3: cpu-strict == cpu within rtol 0" ec.tap &&
+    grep -q "^ok 2 - n2sp2bf16s3: cpu-strict == cpu within rtol 0" ec.tap
+ok $? "cpu-strict at N=2, stage 3, checkpointing: bitwise equal to cpu (fp32, and bf16 with sp16's bf16 exchanges)"
 
 # checkpoints: steps 1-2 at N=2 on 2 ranks, steps 3-4 elsewhere
 resume() {  # resume TAG NB ARGS_B...

@@ -17,7 +17,8 @@
  *    in chunk i of rank j, bytes accounted as (N-1) x chunk; and seqpar.h's
  *    token <-> head exchanges of q|k|v-shaped rows: every element lands at
  *    its (sample, global position, head column) and the inverse restores
- *    the original;
+ *    the original; the bf16 form (zt_sp_to_tokens16) is to_bf16 of the
+ *    fp32 one bitwise at half its bytes;
  *  - alltoallv (tests/alltoallv_case.h) of fp32, bf16 and i32 on both
  *    groups: uneven counts with zeros, a rank sending nothing, one rank
  *    receiving everything, all zero; spans shuffled with gaps whose
@@ -287,6 +288,51 @@ static void test_sp_exchange(zt_group *gr) {
     free(loc); free(back); free(full); free(snd); free(rcv);
 }
 
+/* seqpar.h zt_sp_to_tokens16: the attention-output-shaped (1 slice) and
+ * q|k|v-shaped (3 slices) exchanges in bf16 give bitwise to_bf16 of the fp32
+ * exchange's values (ties and values bf16 cannot hold among them), at half
+ * its accounted bytes; columns outside the slices untouched */
+static void test_sp_exchange16(zt_group *gr, int ns) {
+    const int B = 2, Tl = 3, N = nranks, T = N * Tl;
+    const size_t wq = 4, wk = ns == 3 ? 2 : 0, Wl = wq + 2 * wk, row = Wl * (size_t)N + 5;
+    zt_sp_slices sl = ns == 3 ? (zt_sp_slices){3, row, {0, wq * (size_t)N, (wq + wk) * (size_t)N}, {wq, wk, wk}}
+                              : (zt_sp_slices){1, row, {0, 0, 0}, {wq, 0, 0}};
+    zt_seqpar sp = {N, rank, gr};
+    const size_t nl = (size_t)B * Tl * row, nf = (size_t)B * T * Wl;
+    float *full = malloc(nf * sizeof *full), *loc = malloc(nl * sizeof *loc);
+    float *snd = malloc(nl * sizeof *snd), *rcv = malloc(nl * sizeof *rcv);
+    uint16_t *loc16 = malloc(nl * sizeof *loc16), *want = malloc(nl * sizeof *want);
+    /* 1 + k 2^-9 + rank 2^-12 ...: every other one a tie of bf16's 8 bits */
+    for (size_t i = 0; i < nf; i++)
+        full[i] = ((float)(i % 7) - 3.0f) * (1.0f + (float)(i % 5) * 0x1p-9f + (float)rank * 0x1p-12f) +
+                  (float)(i / 7);
+    for (size_t i = 0; i < nl; i++) { loc[i] = -1.0f; loc16[i] = 0x7777; }
+    zt_status st;
+    const uint64_t b0 = gr->bytes[ZT_COMM_ALLTOALL];
+    int rc = zt_sp_to_tokens(&sp, be, loc, full, B, Tl, &sl, snd, rcv, &st);
+    const uint64_t b1 = gr->bytes[ZT_COMM_ALLTOALL];
+    if (rc == ZT_OK) rc = zt_sp_to_tokens16(&sp, be, loc16, full, B, Tl, &sl, snd, rcv, &st);
+    const uint64_t b2 = gr->bytes[ZT_COMM_ALLTOALL];
+    if (rc) printf("# rank %d: %s\n", rank, st.msg);
+    be->to_bf16(want, loc, nl);
+    int ok = rc == ZT_OK && b2 - b1 == (b1 - b0) / 2 && b1 - b0 == (uint64_t)(N - 1) * B * Tl * Wl * 4;
+    int rounded = 0;   /* (some values changed by the rounding: the check can tell) */
+    for (size_t r = 0; r < (size_t)B * Tl && ok; r++)
+        for (size_t c = 0; c < row && ok; c++) {
+            const size_t i = r * row + c;
+            ok = c < row - 5 ? loc16[i] == want[i] : loc16[i] == 0x7777 && loc[i] == -1.0f;
+            if (c < row - 5) {
+                float w;
+                be->from_bf16(&w, &loc16[i], 1);
+                rounded |= w != loc[i];
+            }
+        }
+    ok = all_ok(ok && rounded);
+    tap_ok(ok, "sequence parallel exchange in bf16 (%s group, %d slice%s): to_bf16 of the fp32 one, "
+           "bitwise, at half its bytes", gr->ops->name, ns, ns > 1 ? "s" : "");
+    free(full); free(loc); free(snd); free(rcv); free(loc16); free(want);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -317,6 +363,8 @@ int main(int argc, char **argv) {
         test_alltoall(gs[i], ZT_F32, "fp32", 1000);
         test_alltoall(gs[i], ZT_BF16, "bf16", 77);
         test_sp_exchange(gs[i]);
+        test_sp_exchange16(gs[i], 1);
+        test_sp_exchange16(gs[i], 3);
         static const zt_dtype ts[3] = {ZT_F32, ZT_BF16, ZT_I32};
         static const char *tn[3] = {"fp32", "bf16", "i32"};
         for (int k = 0; k < A2AV_NCASES; k++)
