@@ -1340,7 +1340,8 @@ mlp_norm:
          * the q|k|v's fp32 staging, which that path leaves alone (256-byte
          * aligned where that fits); RoPE's backward rotates it there in
          * bf16 and the GEMM below reads it as it is) */
-        if (ao16 && !sk->lora && !sh->qkn && a->stq && zt_att_in16_of(&m->cfg, be, 1, sh->sp) == ZT_ATT_IN16OD) {
+        if (ao16 && !sk->lora && !sh->qkn && a->stq &&
+            zt_att_in16_of(&m->cfg, be, 1, sh->sp) == ZT_ATT_IN16OD) {
             const uintptr_t lo = (uintptr_t)a->stq, hi = (uintptr_t)(a->stq + (size_t)N * sh->QKV);
             const size_t need = (size_t)N * sh->QKV * 2;
             uintptr_t p = (lo + 255) & ~(uintptr_t)255;
