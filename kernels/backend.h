@@ -756,6 +756,26 @@ typedef struct zt_backend {
                                  float *dbias, const float *dout, const uint16_t *dout16,
                                  const float *inp, const uint16_t *inp16, const uint16_t *pre16,
                                  const float *w, const uint16_t *w16, int N, int C, int OC);
+    /* ---- RoPE's backward on a bf16 gradient (last; libtrain/arch.h
+     * zt_att_in16_of ZT_ATT_IN16OD on Llama's blocks: gqa_ext_bwd16d's
+     * bf16 dQ|dK|dV rotated back in place, then the q|k|v GEMM reads it,
+     * matmul_bwd_d16 with dout NULL).  Optional: NULL when the backend has
+     * none (the caller's gradient stays fp32: gqa_ext_bwd16o, rope_bwd).
+     * rope_bwd16: x16[B*T, stride] (bf16 bits) overwritten with
+     * to_bf16(rope_bwd(from_bf16(x16), inv_freq, B, T, n_heads, stride, hd,
+     * scale)), every column of the rows (the rotated heads rounded once,
+     * nearest even, as matmul_bwd's bf16 mode rounds dout; the rest, the v
+     * heads of a q|k|v row, as they were), bitwise.  dbias[stride] (+=; may
+     * be NULL): the column sums of the fp32 values rope_bwd gives, before
+     * that rounding, bitwise the dbias matmul_bwd adds from that fp32 dout
+     * (its fixed-order column sum; the caller then passes the GEMM no
+     * dbias).  cpu: the sequence in host scratch of its own; cuda: the
+     * column sums first (k_rope_colsum16_part, a thread per pair of rotated
+     * columns or per other column and chunk of rows, the pair rotated as
+     * k_rope does; k_colsum_final), then k_rope in place on the bf16 rows
+     * (the v columns not touched). */
+    void (*rope_bwd16)(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
+                       int stride, int hd, float scale);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -49,7 +49,7 @@ enum {
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
-    K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_N
+    K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -143,6 +143,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SDPA_ROUND] = {"k_sdpa_round", ZT_CC_CONVERT},
     [K_SDPA_WIDEN] = {"k_sdpa_widen", ZT_CC_CONVERT},
     [K_COLSUM16_PART] = {"k_colsum16_part", ZT_CC_COLSUM},
+    [K_ROPE_BWD16] = {"k_rope_bwd16", ZT_CC_STREAM},
+    [K_ROPE_COLSUM16_PART] = {"k_rope_colsum16_part", ZT_CC_COLSUM},
     [K_CUDNN_FWD] = {"cudnnBackendExecute (SDPA forward)", ZT_CC_CUDNN_FWD},
     [K_CUDNN_BWD] = {"cudnnBackendExecute (SDPA backward)", ZT_CC_CUDNN_BWD},
 };
@@ -1408,6 +1410,29 @@ static void c_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B
     rec(K_ROPE_FWD16, 6 * pairs, pairs * 2 * (F + H) + rest * (F + H) + (pairs ? D(h2) * F : 0));
 }
 
+/* rope_bwd16 (backend.h): with dbias, zt_cuda_rope_bwd16's column sums
+ * first: k_rope_colsum16_part reads the N stride h rows (6 FLOPs a pair
+ * rotated, a FLOP a column summed; inv_freq hd/2 f a chunk of rows), P
+ * stride 8 written, and k_colsum_final; then k_rope_bwd16 rotates the
+ * pairs in place in bf16 (6 FLOPs, 2 h read and 2 h written a pair;
+ * inv_freq hd/2 f), the other columns not touched */
+static void c_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
+                         int stride, int hd, float scale) {
+    call(ZT_CE_rope_bwd16);
+    if (g_inner) g_inner->rope_bwd16(x16, dbias, inv_freq, B, T, n_heads, stride, hd, scale);
+    const long h2 = hd / 2;
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    const double rows = D(B) * T, pairs = n_heads > 0 && h2 > 0 ? rows * n_heads * h2 : 0;
+    if (dbias) {
+        const long N = (long)B * T;
+        const double P = zt_cuda_ws_col_chunks((int)N, NULL);
+        rec(K_ROPE_COLSUM16_PART, 6 * pairs + rows * stride,
+            rows * stride * H + P * D(stride) * 8 + (pairs ? P * D(h2) * F : 0));
+        rec(K_COLSUM_FINAL, P * D(stride), P * D(stride) * 8 + 2 * D(stride) * F);
+    }
+    if (pairs) rec(K_ROPE_BWD16, 6 * pairs, pairs * 4 * H + D(h2) * F);
+}
+
 /* k_qknorm_rope_fwd16 (backend.h qknorm_rope_fwd16): k_headnorm_fwd's
  * work on the q and k groups (4 FLOPs a value; reads x, writes raw a
  * value f, rstd a group f, the weights) and k_rope_fwd16's rotation (6
@@ -1938,6 +1963,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->add_rmsnorm_fwd16 = c_add_rmsnorm_fwd16;
     t->rope_fwd16 = c_rope_fwd16;
     t->qknorm_rope_fwd16 = c_qknorm_rope_fwd16;
+    t->rope_bwd16 = c_rope_bwd16;
     t->xent16_fwd = c_xent16_fwd;
     t->xent16_fused = c_xent16_fused;
     t->matmul_bwd_head16 = c_matmul_bwd_head16;

@@ -173,6 +173,14 @@ static void p_rope_fwd16(uint16_t *q16, float *x, const float *f, int B, int T, 
     inner->rope_fwd16(q16, x, f, B, T, nh, stride, hd, sc);
     k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, (F4 + 2.0) * B * T * stride);
 }
+/* RoPE's backward on the bf16 gradient: rope_bwd's family and FLOPs, the
+ * rows read and written in 2 bytes (and read again for dbias) */
+static void p_rope_bwd16(uint16_t *x16, float *db, const float *f, int B, int T, int nh, int stride,
+                         int hd, float sc) {
+    double t = k_begin();
+    inner->rope_bwd16(x16, db, f, B, T, nh, stride, hd, sc);
+    k_end(t, ZT_PROF_ACT, 3.0 * B * T * nh * hd, (db ? 6.0 : 4.0) * B * T * stride);
+}
 /* Qwen3's q/k norms then RoPE writing bf16: the norm family, headnorm_fwd's
  * FLOPs and the rotation's, x read, raw written (4 bytes each) and the rows
  * written in 2 bytes */
@@ -761,6 +769,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
     W(gqa_ext_bwd16d);
+    W(rope_bwd16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -414,9 +414,13 @@ int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training
         return ZT_ATT_IN32;
     if (!mc->ao16 || !zt_ao16_ok(be)) return ZT_ATT_IN16;
     /* the q|k|v GEMM reads the backward's bf16 gradient (gqa_ext_bwd16d):
-     * GPT-2 (no RoPE between them) without adapters (LoRA reads the fp32
-     * gradient) */
-    return mc->ab16 && be->gqa_ext_bwd16d && zt_arch_of(mc)->id == ZT_ARCH_GPT2 && mc->lora_r <= 0 &&
+     * GPT-2 (no RoPE between them), or with rb16 Llama's blocks without
+     * q/k norms (RoPE's backward in bf16 between them, rope_bwd16; the
+     * norms' backward reads the fp32 gradient), without adapters (LoRA
+     * reads the fp32 gradient) */
+    const int id = zt_arch_of(mc)->id;
+    const int rope16 = id == ZT_ARCH_LLAMA && mc->rb16 && be->rope_bwd16 && !mc->qk_norm;
+    return mc->ab16 && be->gqa_ext_bwd16d && (id == ZT_ARCH_GPT2 || rope16) && mc->lora_r <= 0 &&
                    zt_d16_ok(be)
                ? ZT_ATT_IN16OD
                : ZT_ATT_IN16O;

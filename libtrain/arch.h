@@ -42,10 +42,12 @@ uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, i
  * block with the bf16 activations (zt_acts16_on, the backend's bf16-input
  * and bf16-logits entries), without sequence parallelism (sp <= 1), reads
  * the bf16 q|k|v (the o16 entries; ZT_ATT_IN16) and with ao16 also writes
- * and reads the bf16 output (ZT_ATT_IN16O), and with ab16 (GPT-2 without
+ * and reads the bf16 output (ZT_ATT_IN16O), and with ab16 (GPT-2, or with
+ * rb16 and the backend's rope_bwd16 Llama without q/k norms; without
  * LoRA, the backend's gqa_ext_bwd16d and bf16-gradient entries) its
  * backward writes the bf16 q|k|v gradient the GEMM reads (ZT_ATT_IN16OD:
- * on cuDNN's path; gpt.c places dqkv16 in d4b past the output's staging);
+ * on cuDNN's path; gpt.c places dqkv16 in d4b past the output's staging,
+ * llama.c in stq, the q|k|v's fp32 staging);
  * other blocks, or be NULL, the fp32 entries (ZT_ATT_IN32). */
 int zt_att_in16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
 

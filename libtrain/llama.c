@@ -1338,7 +1338,8 @@ mlp_norm:
     zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
-     * read; llama_sp16) */
+     * read, llama_sp16; rb16: gqa_ext_bwd16d's bf16 values, rotated by
+     * rope_bwd16) */
     uint16_t *dq16 = NULL;
     if (sh->sp > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
@@ -1375,13 +1376,41 @@ mlp_norm:
             be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
             atty = a->sta;
         }
-        if (ao16)
+        /* (rb16: the backward writes the q|k|v gradient in bf16 where its
+         * path makes it so, cuDNN's, into dq16 over stq [N, QKV] floats,
+         * the q|k|v's fp32 staging, which that path leaves alone (256-byte
+         * aligned where that fits); RoPE's backward rotates it there in
+         * bf16 and the GEMM below reads it as it is) */
+        if (ao16 && !sk->lora && !sh->qkn && a->stq &&
+            zt_att_in16_of(&m->cfg, be, 1, sh->sp) == ZT_ATT_IN16OD) {
+            const uintptr_t lo = (uintptr_t)a->stq, hi = (uintptr_t)(a->stq + (size_t)N * sh->QKV);
+            const size_t need = (size_t)N * sh->QKV * 2;
+            uintptr_t p = (lo + 255) & ~(uintptr_t)255;
+            if (p + need > hi) p = (lo + 15) & ~(uintptr_t)15;
+            if (p + need <= hi) dq16 = (uint16_t *)p;
+        }
+        if (dq16) {
+            const zt_attn_opts ao = attn_opts(m, l, T);
+            if (!be->gqa_ext_bwd16d(a->dqkv, dq16, a->datt, s->qkv16, a->stq, s->atty16, a->sta, s->lse,
+                                    B, T, sh->NH, sh->NKV, sh->hd, &ao))
+                dq16 = NULL;   /* (the fp32 gradient in dqkv) */
+        } else if (ao16) {
             attn_bwd16o(m, l, a->dqkv, a->datt, s->qkv16, a->stq, s->atty16, a->sta, s->lse, B, T,
                         sh->NH, sh->NKV);
-        else if (o16) attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
-        else attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
-        be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
-                     layer_rope_scale(m, l));
+        } else if (o16) {
+            attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
+        } else {
+            attn_bwd(m, l, a->dqkv, a->datt, qkv, atty, s->lse, B, T, sh->NH, sh->NKV);
+        }
+        /* (dq16: the bias gradient the column sums of the fp32 values
+         * rope_bwd gives, taken by rope_bwd16 before it rounds them, as the
+         * GEMM took them from the fp32 dqkv: bitwise) */
+        if (dq16)
+            be->rope_bwd16(dq16, gw->qkvb, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV,
+                           sh->hd, layer_rope_scale(m, l));
+        else
+            be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
+                         layer_rope_scale(m, l));
     }
     if (sh->qkn) {
         be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
@@ -1390,7 +1419,8 @@ mlp_norm:
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
                          sh->knh, sh->QKV, sh->kw);
     }
-    if (dq16) {   /* (no q/k norms, bias or LoRA: llama_sp16) */
+    if (dq16) {   /* (sp16: no q/k norms, bias or LoRA, llama_sp16; rb16: no LoRA,
+                   * the bias gradient taken by rope_bwd16 above) */
         be->matmul_bwd_d16(a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
                            LW16(m, w, T_QW), N, C, sh->QKV);
     } else {
@@ -1707,6 +1737,8 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     for (int k = 0; k <= slide; ++k)
         WS(zt_att_ws_of(att, 1, bf16, in16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
     if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
+    /* (ZT_ATT_IN16OD: the GEMM without the bias gradient, rope_bwd16 taking
+     * it, zt_cuda_ws_colsum(N, QKV): the same largest request) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));

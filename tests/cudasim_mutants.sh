@@ -417,6 +417,16 @@ mutant add-rms16-rows kernels/cuda/cuda_llama.cu \
 mutant rope16-rest kernels/cuda/cuda_llama.cu \
     'const size_t o = n \* \(size_t\)stride \+ \K2 \* np(?= \+ \(c - np\);)' 'np'
 
+# rope_bwd16 (k_rope_bwd16): the bf16 gradient rotated forward (angle +a)
+# instead of back
+mutant rope-bwd16-dir kernels/cuda/cuda_llama.cu \
+    'const float dir = \K-1\.0f(?=;\n    for \(size_t i)' '1.0f'
+
+# rope_bwd16's bias gradient (k_rope_colsum16_part): a pair's second column
+# summing the first one's rotated value
+mutant rope-bwd16-colsum kernels/cuda/cuda_llama.cu \
+    'acc2 \+= \(double\)\Kx2(?=;)' 'x1'
+
 # encoder_fwd_w16: the position t = n % (T - 1), off by one (the rows of a
 # sequence past its first T - 1 tokens take the wrong wpe row)
 mutant enc16-pos kernels/cuda/cuda_nn.cu \

@@ -547,14 +547,17 @@ typedef struct w16_mem {
     long ab16;         /* gqa_ext_bwd16d calls */
     double glu_b;      /* bytes a launch of k_swiglu_bwd16 / k_geglu_bwd16 (-1: not all the same) */
     long g16;          /* matmul_dgelu_bwd_o16 calls */
+    long rb16, ropeb;  /* rope_bwd16 and rope_bwd calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
- * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16 (all read at the
- * setup too); 64 = ZT_TEST_NO_L16 over the whole run */
+ * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 16384 =
+ * ZT_TEST_NO_RB16 (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.
+ * The runs count over the cpu backend, or over g_w16_inner where set. */
+static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -613,10 +616,11 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
     if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
     if (no_w16 & 2048) setenv("ZT_TEST_NO_G16", "1", 1);
+    if (no_w16 & 16384) setenv("ZT_TEST_NO_RB16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
-        if (!moe) zt_backend_set_stand_in(zt_backend_count_over(zt_backend_cpu()));
+        if (!moe) zt_backend_set_stand_in(zt_backend_count_over(g_w16_inner ? g_w16_inner : zt_backend_cpu()));
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
     }
@@ -632,6 +636,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_AB16");
     unsetenv("ZT_TEST_NO_X16");
     unsetenv("ZT_TEST_NO_G16");
+    unsetenv("ZT_TEST_NO_RB16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -705,6 +710,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
+    mem->rb16 = t.calls[ZT_CE_rope_bwd16];
+    mem->ropeb = t.calls[ZT_CE_rope_bwd];
     mem->r16 = t.calls[ZT_CE_rope_fwd16];
     mem->rope = t.calls[ZT_CE_rope_fwd];
     mem->qkr = t.calls[ZT_CE_qknorm_rope_fwd16];
@@ -1314,8 +1321,10 @@ static void bf16_att_out(void) {
  * fp32 dqkv as before: every loss and gradient norm bitwise those of
  * ZT_TEST_NO_AB16=1 (gqa_ext_bwd16o, the path of before), stages 0 and 3,
  * checkpointed; the other counts and the activations' peak and plan
- * unchanged.  LoRA and Llama: no call.  (cuDNN's path, which answers 1:
- * cudnn_formulas, cudnn_model; its values: test_cuda on the simulator.) */
+ * unchanged.  LoRA: no call; Llama (no q/k norms) calls it too, RoPE's
+ * backward in bf16 between (bf16_rope_bwd16).  (cuDNN's path, which
+ * answers 1: cudnn_formulas, cudnn_model; its values: test_cuda on the
+ * simulator.) */
 static void bf16_att_bwd16(void) {
     static const w16_kind kind = {4096, " with and without the attention backward's bf16 gradient",
                                   "gqa_ext_bwd16o path's", NULL};
@@ -1323,7 +1332,7 @@ static void bf16_att_bwd16(void) {
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
     static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, ck, 1},
-        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
+        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         cm_shape_parse(cases[i].shape, &p.s);
@@ -1343,6 +1352,96 @@ static void bf16_att_bwd16(void) {
                what, p.ma.ab16, bw, p.mb.ab16, p.ma.ao16, p.mb.ao16, (unsigned long long)p.ma.acts_peak,
                (unsigned long long)p.mb.acts_peak, (unsigned long long)p.ma.acts_plan);
     }
+}
+
+/* ------------------------------------------------------------ RoPE's backward in bf16
+ * A backend whose attention backward's q|k|v gradient is bf16 by
+ * construction, as cuDNN's is (cuda_sdpa.cu: dQ, dK, dV written in bf16):
+ * the cpu backend's gradient rounded to bf16, which gqa_ext_bwd16o widens
+ * into dqkv (the path of before: fp32 rope_bwd, the GEMM rounding dout, the
+ * bias gradient from the fp32 values) and gqa_ext_bwd16d writes into
+ * dqkv16, answering 1 (the new path: rope_bwd16 in place, matmul_bwd_d16
+ * with dout NULL). */
+static zt_backend g_bf16g;
+static void bf16g_round(float *x, size_t n) {
+    uint16_t *h = malloc((n ? n : 1) * 2);
+    if (!h) return;   /* (the run's gradients then differ: the check fails) */
+    zt_backend_cpu()->to_bf16(h, x, n);
+    zt_backend_cpu()->from_bf16(x, h, n);
+    free(h);
+}
+static void bf16g_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp, const uint16_t *out16,
+                         float *out, const float *lse, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    zt_backend_cpu()->gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    bf16g_round(dqkv, (size_t)B * T * (NH + 2 * NKV) * hd);
+}
+static int bf16g_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16, float *tmp,
+                        const uint16_t *out16, float *out, const float *lse, int B, int T, int NH, int NKV, int hd,
+                        const zt_attn_opts *o) {
+    (void)dqkv;   /* (untouched: the gradient made in scratch of its own) */
+    const size_t n = (size_t)B * T * (NH + 2 * NKV) * hd;
+    float *g = malloc((n ? n : 1) * sizeof(float));
+    if (!g) return 0;
+    zt_backend_cpu()->gqa_ext_bwd16o(g, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    zt_backend_cpu()->to_bf16(dqkv16, g, n);
+    free(g);
+    return 1;
+}
+
+/* Llama's training blocks without q/k norms call gqa_ext_bwd16d; where it
+ * answers 1 (the bf16-gradient backend above) RoPE's backward runs in bf16
+ * on it (rope_bwd16: the bias gradient from its fp32 values) and the q|k|v
+ * GEMM reads it (matmul_bwd_d16), no rope_bwd: every loss and gradient norm
+ * bitwise those of ZT_TEST_NO_RB16=1 (gqa_ext_bwd16o, rope_bwd in fp32,
+ * the GEMM rounding it: the path of before), stages 0 and 3, checkpointed,
+ * untied, Qwen2.5's q|k|v biases, Gemma 2; the bf16-output calls and the
+ * activations' peak and plan unchanged.  Over the cpu backend (0: its
+ * gradient is fp32) the fp32 gradient's path, as before.  q/k norms
+ * (Qwen3) and LoRA: neither entry called (ZT_ATT_IN16O). */
+static void bf16_rope_bwd16(void) {
+    static const w16_kind kind = {16384, " with and without RoPE's backward in bf16", "rope_bwd path's", NULL};
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char bias[] = "ztrain.model.attention_bias=true";
+    static const char gemma[] = "ztrain.model.gemma=2";
+    static const char qkn[] = "ztrain.model.qk_norm=true";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, bias, 1}, {"llama:2,4,2,32,48,64,2,16", 3, bias, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qkn, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, lora, 0}};
+    g_bf16g = *zt_backend_cpu();
+    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
+    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (!b16 && i > 1) continue;   /* (over the cpu: the first two) */
+            w16_pair p;
+            cm_shape_parse(cases[i].shape, &p.s);
+            const char *ex = cases[i].extra;
+            char what[160];
+            snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                     ex == ck ? " checkpointed" : "", ex == bias ? " q|k|v biases" : "", ex == gemma ? " gemma" : "",
+                     ex == qkn ? " q/k norms" : "", ex == lora ? " LoRA" : "",
+                     b16 ? " (bf16-gradient backend)" : " (cpu)");
+            if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
+            const long bw = 4L * p.s.L, d = cases[i].want ? bw : 0, r = cases[i].want && b16 ? bw : 0;
+            tap_ok(p.ma.ab16 == d && p.mb.ab16 == 0 && p.ma.rb16 == r && p.mb.rb16 == 0 &&
+                       p.ma.ropeb == bw - r && p.mb.ropeb == bw && p.ma.d16 == p.mb.d16 + r &&
+                       p.ma.ao16 == p.mb.ao16 && p.ma.o16 == p.mb.o16 && p.ra + r == p.rb && p.wa == p.wb &&
+                       p.ma.a16 == p.mb.a16 && p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
+                       p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
+                       p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+                   "%s: %ld gqa_ext_bwd16d calls (%ld expected, %ld without), %ld rope_bwd16 (%ld expected, "
+                   "%ld without), %ld rope_bwd (%ld without), bf16-gradient calls %ld (%ld without), "
+                   "k_round_bf16 %ld (%ld without: the GEMM's dout rounding), activations' peak %llu bytes "
+                   "(%llu without)",
+                   what, p.ma.ab16, d, p.mb.ab16, p.ma.rb16, r, p.mb.rb16, p.ma.ropeb, p.mb.ropeb, p.ma.d16,
+                   p.mb.d16, p.ra, p.rb, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
 }
 
 /* ------------------------------------------------------------ bf16 gradients
@@ -1947,6 +2046,33 @@ static void cudnn_model(void) {
                "ZT_TEST_NO_AB16=1: 2 k_sdpa_widen, %ld launches", a.tot.launches, c.tot.launches);
         cm_counts_free(&c);
     }
+    /* Llama without q/k norms: the bf16 gradient through RoPE's backward in bf16 (rope_bwd16) into the
+     * q|k|v GEMM: no k_sdpa_widen, no k_rope and no k_round_bf16 of the GEMM's dout a block, a
+     * k_rope_bwd16 (no bias: no column sums); ZT_TEST_NO_RB16=1: widened, rotated in fp32, rounded */
+    {
+        cm_shape ls;
+        cm_shape_parse("llama:2,4,2,64,96,512,2,96", &ls);
+        cm_counts la, lb;
+        const int r1 = cm_count_step(&ls, &oc, zt_backend_count(), &la, &st);
+        setenv("ZT_TEST_NO_RB16", "1", 1);
+        const int r2 = r1 ? r1 : cm_count_step(&ls, &oc, zt_backend_count(), &lb, &st);
+        unsetenv("ZT_TEST_NO_RB16");
+        if (tap_ok(!r1 && !r2, "a tiny Llama step counted with cuDNN, and with ZT_TEST_NO_RB16=1")) {
+            const long ra = launches_of_k(la.k, la.nk, "k_round_bf16"), rb = launches_of_k(lb.k, lb.nk, "k_round_bf16");
+            tap_ok(launches_of_k(la.k, la.nk, "k_sdpa_widen") == 0 && launches_of_k(la.k, la.nk, "k_rope") == 0 &&
+                       launches_of_k(la.k, la.nk, "k_rope_bwd16") == 2 &&
+                       launches_of_k(la.k, la.nk, "k_rope_colsum16_part") == 0 &&
+                       launches_of_k(lb.k, lb.nk, "k_sdpa_widen") == 2 && launches_of_k(lb.k, lb.nk, "k_rope") == 2 &&
+                       launches_of_k(lb.k, lb.nk, "k_rope_bwd16") == 0 && ra + 2 == rb &&
+                       la.tot.launches + 2 * 2 == lb.tot.launches && la.tot.bytes < lb.tot.bytes,
+                   "cuDNN Llama step: dq|dk|dv not widened, rotated back in bf16 (2 k_rope_bwd16, no k_rope), the "
+                   "q|k|v GEMM reads them (%ld k_round_bf16, %ld launches); ZT_TEST_NO_RB16=1: 2 k_sdpa_widen, "
+                   "2 k_rope, %ld k_round_bf16, %ld launches",
+                   ra, la.tot.launches, rb, lb.tot.launches);
+        }
+        if (!r1) cm_counts_free(&la);
+        if (!r1 && !r2) cm_counts_free(&lb);
+    }
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -2062,6 +2188,7 @@ int main(int argc, char **argv) {
     bf16_logits();
     bf16_att_out();
     bf16_att_bwd16();
+    bf16_rope_bwd16();
     bf16_gradients();
     bf16_final_norm();
     bf16_gelu_grad();

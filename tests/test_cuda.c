@@ -780,6 +780,77 @@ static void test_rope16(int B, int T, int nh, int stride, int hd) {
     no_error("rope16");
 }
 
+/* RoPE's backward on the bf16 gradient (rope_bwd16), bf16 matmul mode:
+ * x16 rotated in place bitwise to_bf16 of rope_bwd on the widened rows
+ * (the v columns as they were), dbias (+=) bitwise the dbias matmul_bwd
+ * adds from those fp32 rows, and the q|k|v GEMM on x16 after
+ * (matmul_bwd_d16, dout NULL, no dbias) bitwise matmul_bwd on the fp32
+ * rows: Llama's old path (gqa_ext_bwd16o's fp32 dqkv, rope_bwd, the GEMM
+ * rounding dout) and the new one give the same dinp, dw and dbias; on the
+ * same backend (cuda: k_rope_colsum16_part, k_rope_bwd16) and on the CPU;
+ * dbias NULL: the same x16. */
+static void test_rope_bwd16(int B, int T, int nh, int stride, int hd, int C) {
+    const int N = B * T;
+    const size_t n = (size_t)N * stride, ni = (size_t)N * C, nw = (size_t)stride * C;
+    float *f = xmalloc((size_t)(hd / 2) * 4);
+    for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
+    float *x = fvec(n, 3.0), *in = fvec(ni, 1.0), *w = fvec(nw, 0.5), *b0 = fvec((size_t)stride, 1.0);
+    uint16_t *x16 = xmalloc(n * 2);
+    cpu->to_bf16(x16, x, n);
+    float *f_d = devf(f, hd / 2), *in_d = devf(in, ni), *w_d = devf(w, nw), *b0_d = devf(b0, stride);
+    char name[200];
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    for (int k = 0; k < 2; k++) {
+        const zt_backend *be = k ? cpu : gpu;
+        const float *Fq = k ? f : f_d, *In = k ? in : in_d, *W = k ? w : w_d, *B0 = k ? b0 : b0_d;
+#define AL(bytes) (k ? xmalloc(bytes) : gpu->alloc(bytes))
+        uint16_t *a16 = AL(n * 2), *c16 = AL(n * 2), *r16 = AL(n * 2);
+        float *y = AL(n * 4), *da = AL(ni * 4), *db = AL(ni * 4), *wa = AL(nw * 4), *wb = AL(nw * 4);
+        float *ba = AL((size_t)stride * 4), *bb = AL((size_t)stride * 4);
+#undef AL
+        if (k) memcpy(a16, x16, n * 2), memcpy(c16, x16, n * 2);
+        else gpu->to_device(a16, x16, n * 2), gpu->to_device(c16, x16, n * 2);
+        be->copy(ba, B0, (size_t)stride * 4);
+        be->copy(bb, B0, (size_t)stride * 4);
+        be->zero(wa, nw * 4);
+        be->zero(wb, nw * 4);
+        /* the new path: rotated in place in bf16, dbias from the fp32 values */
+        be->rope_bwd16(a16, ba, Fq, B, T, nh, stride, hd, 1.125f);
+        be->rope_bwd16(c16, NULL, Fq, B, T, nh, stride, hd, 1.125f);
+        be->matmul_bwd_d16(da, wa, NULL, NULL, a16, In, NULL, W, NULL, N, C, stride);
+        /* the old one: widened, rope_bwd in fp32, the GEMM with dbias */
+        if (k) memcpy(r16, x16, n * 2);
+        else gpu->to_device(r16, x16, n * 2);
+        be->from_bf16(y, r16, n);
+        be->rope_bwd(y, Fq, B, T, nh, stride, hd, 1.125f);
+        be->to_bf16(r16, y, n);
+        be->matmul_bwd(db, wb, bb, y, In, W, N, C, stride);
+        snprintf(name, sizeof name,
+                 "%srope_bwd16 B=%d T=%d heads=%d stride=%d hd=%d: x16 bitwise to_bf16 of rope_bwd, dbias "
+                 "matmul_bwd's, the GEMM after bitwise matmul_bwd on the fp32 rows",
+                 k ? "cpu " : "", B, T, nh, stride, hd);
+        if (k) {
+            tap_ok(!memcmp(a16, r16, n * 2) && !memcmp(c16, r16, n * 2) && !memcmp(ba, bb, (size_t)stride * 4) &&
+                       !memcmp(da, db, ni * 4) && !memcmp(wa, wb, nw * 4),
+                   "%s", name);
+        } else {
+            tap_ok(same_bits(a16, r16, n * 2) && same_bits(c16, r16, n * 2) &&
+                       same_bits(ba, bb, (size_t)stride * 4) &&
+                       same_bits(da, db, ni * 4) && same_bits(wa, wb, nw * 4),
+                   "%s", name);
+        }
+        void *bufs[] = {a16, c16, r16, y, da, db, wa, wb, ba, bb};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (k) free(bufs[i]);
+            else gpu->free(bufs[i]);
+        }
+    }
+    free(f); free(x); free(in); free(w); free(b0); free(x16);
+    gpu->free(f_d); gpu->free(in_d); gpu->free(w_d); gpu->free(b0_d);
+    no_error("rope_bwd16");
+}
+
 /* Qwen3's q/k norms and RoPE writing bf16 (qknorm_rope_fwd16): qkv16, raw
  * and rstd bitwise headnorm_fwd on the q and the k groups (per head, or
  * full: one group over each projection, OLMoE), then rope_fwd and to_bf16
@@ -3139,6 +3210,8 @@ int main(void) {
     test_rope(1, 4101, 12, 12 * 64, 64);
     test_rope16(2, 37, 3, 3 * 6 + 6, 6);   /* q, k heads rotated, the v heads rounded */
     test_rope16(1, 4101, 12, 12 * 64, 64);
+    test_rope_bwd16(2, 37, 3, 3 * 6 + 6, 6, 13);     /* q, k heads rotated, the v heads as they were */
+    test_rope_bwd16(1, 300, 5, 5 * 64 + 64, 64, 40); /* GQA 4 + 1 | 1: column-sum chunks of rows */
     test_qkrope16(2, 37, 3, 1, 6, 0);   /* Qwen3: per head, hd 6 (a warp's lanes idle) */
     test_qkrope16(1, 67, 4, 2, 64, 0);  /* 32 pairs a head: every lane */
     test_qkrope16(2, 19, 4, 2, 40, 1);  /* full (OLMoE): 80 pairs a q group, 40 a k group */

@@ -882,6 +882,58 @@ static void test_threads_strict(void) {
     free(rope_x);
 }
 
+/* RoPE's backward on a bf16 gradient (rope_bwd16): x16 bitwise to_bf16 of
+ * rope_bwd on its widened rows (every column: the v heads as they were),
+ * the same with dbias NULL; dbias (+=) the column sums of those fp32 rows
+ * (a double reference: the same sums in fp32 within 1e-6); cpu-strict
+ * bitwise the cpu's */
+static void test_rope_bwd16(int B, int T, int nh, int stride, int hd) {
+    char name[160];
+    const size_t n = (size_t)B * T * stride;
+    float *f = inv_freq_of(hd, 10000.0), *x = fvec(n, 2.0), *y = xcalloc(n, sizeof(float));
+    uint16_t *x16 = xcalloc(n, 2), *a16 = xcalloc(n, 2), *c16 = xcalloc(n, 2), *r16 = xcalloc(n, 2);
+    be->to_bf16(x16, x, n);
+    memcpy(a16, x16, n * 2);
+    memcpy(c16, x16, n * 2);
+    float *db = fvec((size_t)stride, 1.0), *db0 = fdup(db, (size_t)stride);
+    be->rope_bwd16(a16, db, f, B, T, nh, stride, hd, 1.125f);
+    be->rope_bwd16(c16, NULL, f, B, T, nh, stride, hd, 1.125f);
+    be->from_bf16(y, x16, n);
+    be->rope_bwd(y, f, B, T, nh, stride, hd, 1.125f);
+    be->to_bf16(r16, y, n);
+    int vsame = 1;
+    for (size_t i = 0; i < n; i++)
+        if ((int)(i % stride) >= nh * hd && a16[i] != x16[i]) vsame = 0;
+    snprintf(name, sizeof name, "rope_bwd16 B=%d T=%d heads=%d stride=%d hd=%d: bitwise from_bf16, rope_bwd, "
+             "to_bf16 (dbias or not), the other columns as they were", B, T, nh, stride, hd);
+    tap_ok(!memcmp(a16, r16, n * 2) && !memcmp(c16, r16, n * 2) && vsame, "%s", name);
+    double *ref = dvec((size_t)stride);
+    for (int c = 0; c < stride; c++) {
+        double acc = 0;
+        for (int r = 0; r < B * T; r++) acc += y[(size_t)r * stride + c];
+        ref[c] = db0[c] + acc;
+    }
+    snprintf(name, sizeof name, "rope_bwd16 hd=%d: dbias += the column sums of rope_bwd's fp32 rows", hd);
+    check_arr(name, db, ref, (size_t)stride, 1e-6, 1e-6);
+    /* cpu-strict: the same bits */
+    const zt_backend *S = zt_backend_cpu_strict();
+    uint16_t *s16 = S->alloc(n * 2);
+    float *sf = S->alloc((size_t)(hd / 2) * sizeof(float)), *sb = S->alloc((size_t)stride * sizeof(float));
+    uint16_t *h16 = xcalloc(n, 2);
+    float *hb = xcalloc((size_t)stride, sizeof(float));
+    S->to_device(s16, x16, n * 2);
+    S->to_device(sf, f, (size_t)(hd / 2) * sizeof(float));
+    S->to_device(sb, db0, (size_t)stride * sizeof(float));
+    S->rope_bwd16(s16, sb, sf, B, T, nh, stride, hd, 1.125f);
+    S->to_host(h16, s16, n * 2);
+    S->to_host(hb, sb, (size_t)stride * sizeof(float));
+    tap_ok(!memcmp(h16, a16, n * 2) && !memcmp(hb, db, (size_t)stride * sizeof(float)) && !S->error(),
+           "cpu-strict rope_bwd16 hd=%d: bitwise the cpu's, no error", hd);
+    S->free(s16); S->free(sf); S->free(sb);
+    free(h16); free(hb); free(f); free(x); free(y); free(x16); free(a16); free(c16); free(r16);
+    free(db); free(db0); free(ref);
+}
+
 int main(void) {
     be = zt_backend_cpu();
     be->set_threads(2);
@@ -893,6 +945,8 @@ int main(void) {
     test_rope(2, 9, 3, 3 * 6 + 6, 6);     /* q, k heads of a qkv row; hd 6 */
     test_rope(2, 7, 3, 3 * 16, 16);
     test_rope(1, 4101, 1, 16, 16);        /* large positions: range reduction */
+    test_rope_bwd16(2, 9, 3, 3 * 6 + 6, 6);      /* q, k heads rotated; the v heads as they were */
+    test_rope_bwd16(1, 300, 5, 5 * 16 + 16, 16); /* GQA 4 + 1 | 1 */
     test_swiglu(5, 11);
     test_gqa(2, 13, 4, 4, 6, 1);
     test_gqa(2, 13, 4, 2, 6, 1);

@@ -641,6 +641,28 @@ static void test_attention_backend(void) {
                a.scratch_bytes == zt_cuda_ws_scratch_size(((size_t)80 << 20) + 1),
            "Llama with a sliding window: each call asked for the full and the sliding layers (%d, %d with the "
            "window)", g_asked.n, g_asked.nwin);
+    /* a Llama in bf16 (no window): the backward's bf16 gradient through
+     * RoPE's backward in bf16 (rb16, the backend's rope_bwd16); the test
+     * hook ZT_TEST_NO_RB16, or q/k norms (Qwen3: their backward reads the
+     * fp32 gradient): ZT_ATT_IN16O */
+    tu_set(c, "ztrain.model.sliding_window", "0");
+    tu_set(c, "precision", "bf16");
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16OD),
+           "Llama in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
+           "the backward's bf16 gradient (ZT_ATT_IN16OD: rope_bwd16), eval and sample for the fp32 ones");
+    setenv("ZT_TEST_NO_RB16", "1", 1);
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    unsetenv("ZT_TEST_NO_RB16");
+    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16O), "Llama, ZT_TEST_NO_RB16: the training calls asked for the "
+           "bf16 q|k|v and output entries (ZT_ATT_IN16O)");
+    tu_set(c, "ztrain.model.qk_norm", "true");
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16O), "Llama with q/k norms: the training calls asked for the bf16 "
+           "q|k|v and output entries (ZT_ATT_IN16O)");
     zt_config_free(c);
 }
 

@@ -591,6 +591,21 @@ static int cpu_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, 
     return 0;
 }
 
+/* RoPE's backward on the bf16 gradient (backend.h rope_bwd16): x16
+ * widened into host scratch (exact), rope_bwd in place there, dbias the
+ * column sums of those fp32 values (matmul_bwd's zt_cpu_colsum_acc), then
+ * to_bf16 back into x16; bitwise that sequence by construction */
+static void cpu_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T,
+                           int n_heads, int stride, int hd, float scale) {
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    float *x = widen_a16(x16, B * T, stride);
+    if (!x) return;
+    zt_cpu_rope_bwd(x, inv_freq, B, T, n_heads, stride, hd, scale);
+    if (dbias) zt_cpu_colsum_acc(dbias, x, B * T, stride, (size_t)stride);
+    zt_cpu_to_bf16(x16, x, (size_t)B * T * stride);
+    free(x);
+}
+
 /* RoPE writing bf16 (backend.h): rope_fwd in place on x, then to_bf16 of
  * the rows; bitwise that sequence by construction */
 static void cpu_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
@@ -896,6 +911,7 @@ static const zt_backend cpu_backend = {
     .geglu_bwd_d16 = cpu_geglu_bwd_d16,
     .gqa_ext_bwd16d = cpu_gqa_ext_bwd16d,
     .matmul_dgelu_bwd_o16 = cpu_matmul_dgelu_bwd_o16,
+    .rope_bwd16 = cpu_rope_bwd16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

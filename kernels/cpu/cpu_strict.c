@@ -1336,6 +1336,18 @@ static void s_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B
     leave();
 }
 
+/* RoPE's backward on the bf16 gradient: x16 B*T whole rows of stride,
+ * dbias a row of stride floats */
+static void s_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T,
+                         int n_heads, int stride, int hd, float scale) {
+    const size_t NS = (size_t)B * T * stride;
+    enter();
+    if (NEED_ALL("rope_bwd16", {"x16", x16, NS * 2}, {"dbias", dbias, (size_t)stride * F},
+                 {"inv_freq", inv_freq, (size_t)(hd / 2) * F}))
+        cpu()->rope_bwd16(x16, dbias, inv_freq, B, T, n_heads, stride, hd, scale);
+    leave();
+}
+
 /* Qwen3's q/k norms then RoPE writing bf16: x and qkv16 B*T whole rows of
  * stride, raw the q and k heads' N (NH + NKV) hd floats, rstd N NH floats
  * and then the k norms' N knh, the weights their groups' widths */
@@ -1614,6 +1626,7 @@ static const zt_backend strict_backend = {
     .geglu_bwd_d16 = s_geglu_bwd_d16,
     .gqa_ext_bwd16d = s_gqa_ext_bwd16d,
     .matmul_dgelu_bwd_o16 = s_matmul_dgelu_bwd_o16,
+    .rope_bwd16 = s_rope_bwd16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

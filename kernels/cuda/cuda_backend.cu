@@ -929,6 +929,7 @@ static void fill_table(zt_backend *t) {
     t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;
     t->att_scratch = zt_cuda_att_scratch;
     t->gqa_ext_bwd16d = zt_cuda_gqa_ext_bwd16d;
+    t->rope_bwd16 = zt_cuda_rope_bwd16;
     t->matmul_dgelu_bwd_o16 = zt_cuda_matmul_dgelu_bwd_o16;
 }
 

@@ -320,6 +320,8 @@ void zt_cuda_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *r
                                const float *b, const float *w, float eps, int N, int C);
 void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
                         int n_heads, int stride, int hd, float scale);
+void zt_cuda_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
+                        int stride, int hd, float scale);
 void zt_cuda_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rstd, const float *qw,
                                const float *kw, float eps, const float *inv_freq, int B, int T,
                                int NH, int NKV, int qnh, int knh, int stride, int hd, float scale);

@@ -320,6 +320,88 @@ void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B,
     ZT_LAUNCHED("k_rope_fwd16");
 }
 
+/* rope_bwd16 (backend.h): the inverse rotation of bf16 rows in place.
+ * k_rope_colsum16_part: a thread per (unit, chunk p of R rows), a unit a
+ * pair of rotated columns (h, j | j + h2) or one other column; the pair
+ * widened and rotated as k_rope does (dir -1), each of its two fp32 values
+ * summed in double over the chunk's rows in order (k_colsum_part's sums of
+ * the fp32 gradient rope_bwd gives), the other columns' widened values
+ * likewise; part[p, stride] */
+__global__ void k_rope_colsum16_part(double *part, const uint16_t *x16, const float *inv_freq, int N,
+                                     int T, int n_heads, int stride, int h2, int rest, float scale,
+                                     int R) {
+    const int u = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = blockIdx.y;
+    const int np = n_heads * h2;
+    if (u >= np + rest) return;
+    const int n0 = p * R, n1 = min(N, n0 + R);
+    const float dir = -1.0f;
+    if (u < np) {
+        const int j = u % h2, h = u / h2;
+        const int c = h * 2 * h2 + j;
+        double acc1 = 0.0, acc2 = 0.0;
+        for (int n = n0; n < n1; n++) {
+            const float a = zt_rope_angle(n % T, inv_freq[j]);
+            const size_t o = (size_t)n * stride + c;
+            float x1 = zt_cvt_bf16_to_f32(x16[o]), x2 = zt_cvt_bf16_to_f32(x16[o + h2]);
+            zt_rope_rotate(&x1, &x2, cosf(a) * scale, dir * (sinf(a) * scale));
+            acc1 += (double)x1;
+            acc2 += (double)x2;
+        }
+        part[(size_t)p * stride + c] = acc1;
+        part[(size_t)p * stride + c + h2] = acc2;
+    } else {
+        const int c = 2 * np + (u - np);
+        double acc = 0.0;
+        for (int n = n0; n < n1; n++) acc += (double)zt_cvt_bf16_to_f32(x16[(size_t)n * stride + c]);
+        part[(size_t)p * stride + c] = acc;
+    }
+}
+
+/* k_rope_bwd16: a thread per (row, pair), k_rope's rotation (dir -1) of
+ * the widened pair, stored back rounded (k_to_bf16's, zt_st_out) */
+__global__ void k_rope_bwd16(uint16_t *x16, const float *inv_freq, int T, int n_heads, int stride,
+                             int h2, float scale, size_t total) {
+    const size_t np = (size_t)n_heads * h2;
+    const float dir = -1.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / np, c = i % np;
+        const int j = (int)(c % (size_t)h2);
+        const int h = (int)(c / (size_t)h2);
+        const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
+        const size_t o = n * (size_t)stride + (size_t)h * 2 * h2 + j;
+        float x1 = zt_cvt_bf16_to_f32(x16[o]), x2 = zt_cvt_bf16_to_f32(x16[o + h2]);
+        zt_rope_rotate(&x1, &x2, cosf(a) * scale, dir * (sinf(a) * scale));
+        zt_st_out(&x16[o], x1);
+        zt_st_out(&x16[o + h2], x2);
+    }
+}
+
+void zt_cuda_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
+                        int stride, int hd, float scale) {
+    const int h2 = hd / 2;
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    if (n_heads <= 0 || h2 <= 0) n_heads = 0;
+    const int N = B * T, np = n_heads * h2, rest = stride - 2 * np;
+    if (dbias) {   /* (the sums of the fp32 values first: x16 rotated after) */
+        int R;
+        const int P = zt_cuda_ws_col_chunks(N, &R);
+        double *part = (double *)zt_cuda_scratch(zt_cuda_ws_colsum(N, stride), "column sum");
+        if (!part) return;
+        const dim3 g1((unsigned)((np + rest + 127) / 128), (unsigned)P);
+        k_rope_colsum16_part<<<g1, 128, 0, zt_cu.stream>>>(part, x16, inv_freq, N, T, n_heads, stride,
+                                                           h2 > 0 ? h2 : 1, rest, scale, R);
+        if (!ZT_LAUNCHED("k_rope_colsum16_part")) return;
+        zt_cuda_colsum_final(dbias, part, P, stride);
+    }
+    const size_t total = (size_t)N * np;
+    if (!total) return;
+    k_rope_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x16, inv_freq, T, n_heads, stride,
+                                                                         h2, scale, total);
+    ZT_LAUNCHED("k_rope_bwd16");
+}
+
 /* qknorm_rope_fwd16 (Qwen3): a warp per (row, norm group: a q or k head,
  * or the whole q or k projection with qk_norm_full), its lanes copying
  * the group's input to raw, each the sum of squares in double in channel
