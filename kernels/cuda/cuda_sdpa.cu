@@ -543,7 +543,8 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                      const uint16_t *out16, const uint16_t *qkv16, uint16_t *dqkv16, bool *d16) {
+                      const uint16_t *out16, const uint16_t *qkv16, uint16_t *dqkv16, bool *d16,
+                      const uint16_t *dout16) {
     if (d16) *d16 = false;
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
@@ -598,7 +599,13 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
         s += zt_al256(nout * 4);
     }
     void *ws = s;
-    if (!round_to(do16, dout, nout)) return true;
+    /* (dout16, gqa_ext_bwd16do's: cuDNN's dO as it is, no k_sdpa_round; its
+     * slot stays, the request gqa_ext_bwd16d's: copied there when not
+     * 16-byte aligned) */
+    if (dout16 && aligned16(dout16)) do16 = (uint16_t *)dout16;
+    else if (dout16 ? !ZT_CU(cudaMemcpyAsync(do16, dout16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+                    : !round_to(do16, dout, nout))
+        return true;
     /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
      * SDPA backward does (its workspace memset of dQ_accum) */
     if (!ZT_CU(cudaMemsetAsync(dqacc, 0, nout * sizeof(float), zt_cu.stream))) return true;
@@ -644,7 +651,7 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 }
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o, const uint16_t *out16,
-                      const uint16_t *qkv16, uint16_t *dqkv16, bool *d16) {
+                      const uint16_t *qkv16, uint16_t *dqkv16, bool *d16, const uint16_t *dout16) {
     if (d16) *d16 = false;
     return false;
 }
@@ -669,4 +676,13 @@ extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int in16, int B, int T,
         return ours;
     if (cudnn) *cudnn = 1;
     return bwd ? zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, ws) : zt_cuda_ws_sdpa_fwd(in16, B, T, NH, NKV, hs, ws);
+}
+
+/* backend.h att_do16: the backward takes cuDNN's path at this shape (the
+ * rule, and cuDNN takes the shape: its plan built now, or the cached one),
+ * whose dO is bf16: gqa_ext_bwd16do reads dout16 as it is */
+extern "C" int zt_cuda_att_do16(int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || !o || NH % NKV != 0 || !rule(hs, o)) return 0;
+    size_t ws = 0;
+    return plan_ws(1, B, T, NH, NKV, hs, o->window > 0 && o->window < T ? 1 : 0, &ws);
 }
