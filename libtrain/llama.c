@@ -1304,8 +1304,20 @@ mlp_norm:
                 norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
         dao = a->scratch;
     }
-    zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
-                N, sh->AD, C);
+    /* (do16: the output's gradient written in bf16 into datt's memory, [N,
+     * AD] bf16, read by the attention backward as its dO: arch.h
+     * zt_do16_of; sta the GEMM's fp32 scratch; no fp32 copy) */
+    const zt_attn_opts dao_o = attn_opts(m, l, T);
+    uint16_t *do16 = NULL;
+    if (dc16 && s->qkv16 && s->atty16 && !sk->lora && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
+        be->att_do16(B, T, sh->NH, sh->NKV, sh->hd, &dao_o))
+        do16 = (uint16_t *)a->datt;
+    if (do16)
+        be->matmul_bwd_o16(do16, a->sta, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
+                           N, sh->AD, C);
+    else
+        zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
+                    N, sh->AD, C);
     zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     if (sh->sp > 1) {
@@ -1334,7 +1346,10 @@ mlp_norm:
             be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
             atty = a->sta;
         }
-        if (ao16)
+        if (do16)   /* (dqkv16 NULL: the fp32 gradient in dqkv, RoPE's backward reads it) */
+            be->gqa_ext_bwd16do(a->dqkv, NULL, do16, s->qkv16, a->stq, s->atty16, a->sta, s->lse, B, T,
+                                sh->NH, sh->NKV, sh->hd, &dao_o);
+        else if (ao16)
             attn_bwd16o(m, l, a->dqkv, a->datt, s->qkv16, a->stq, s->atty16, a->sta, s->lse, B, T,
                         sh->NH, sh->NKV);
         else if (o16) attn_bwd16(m, l, a->dqkv, a->datt, s->qkv16, a->stq, atty, s->lse, B, T, sh->NH, sh->NKV);
