@@ -798,6 +798,10 @@ typedef struct zt_backend {
 /* (ZT_ATT_IN16OD: ZT_ATT_IN16O whose backward is gqa_ext_bwd16d, writing
  * the caller's dqkv16: the forward's scratch is ZT_ATT_IN16O's) */
 enum { ZT_ATT_IN32 = 0, ZT_ATT_IN16 = 1, ZT_ATT_IN16O = 2, ZT_ATT_IN16OD = 3 };
+/* (ZT_ATT_DO16, or'ed into a backward's in16: its dO the caller's bf16
+ * values, gqa_ext_bwd16do's, which cuDNN's path reads as they are: no dO
+ * buffer of its own; libtrain/arch.h zt_do16_of) */
+#define ZT_ATT_DO16 4
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads
  * per block; the cpu backends reduce in the same order). */

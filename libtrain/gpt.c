@@ -817,7 +817,9 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, in16, B, T * SPN, AH, AH, hs, &ao));
+    /* (do16: cuDNN reads the caller's bf16 dO, no buffer of its own) */
+    const int do16 = zt_do16_of(mc, att ? att->be : NULL, 1, SPN) ? ZT_ATT_DO16 : 0;
+    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, in16 | do16, B, T * SPN, AH, AH, hs, &ao));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     /* optimizer: gradient norm, fp16 overflow check */

@@ -1648,6 +1648,8 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     const zt_attn_opts ao[2] = {{asc, s.acap, 0}, {asc, s.acap, s.window}};
     /* (the training blocks' attention entries; eval and sample: fp32 q|k|v) */
     const int in16 = zt_att_in16_of(mc, att ? att->be : NULL, 1, s.sp);
+    /* (do16: cuDNN reads the caller's bf16 dO, no buffer of its own) */
+    const int do16 = zt_do16_of(mc, att ? att->be : NULL, 1, s.sp) ? ZT_ATT_DO16 : 0;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
@@ -1674,7 +1676,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
     for (int k = 0; k <= slide; ++k)
-        WS(zt_att_ws_of(att, 1, bf16, in16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
+        WS(zt_att_ws_of(att, 1, bf16, in16 | do16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
     if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));
     WS(zt_cuda_ws_encoder_bwd(N, 0));

@@ -558,7 +558,11 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     /* (dqkv16, gqa_ext_bwd16d's: cuDNN's dQ, dK, dV written there, no
      * widening, when aligned as the q|k|v) */
     const bool dd = qd && od && qkv16_direct(dqkv16, NH, NKV, hs);
-    const int in16 = !qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : !dd ? ZT_ATT_IN16O : ZT_ATT_IN16OD;
+    /* (dout16, gqa_ext_bwd16do's: cuDNN's dO as it is when 16-byte aligned,
+     * no buffer of its own) */
+    const bool dod = dout16 && aligned16(dout16);
+    const int in16 = (!qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : !dd ? ZT_ATT_IN16O : ZT_ATT_IN16OD) |
+                     (dod ? ZT_ATT_DO16 : 0);
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention backward (cuDNN)");
     if (!s) return true;
@@ -585,8 +589,11 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
             return true;
         o16 = c;
     }
-    uint16_t *do16 = (uint16_t *)s;
-    s += zt_al256(nout * 2);
+    uint16_t *do16 = (uint16_t *)dout16;
+    if (!dod) {
+        do16 = (uint16_t *)s;
+        s += zt_al256(nout * 2);
+    }
     float *ssum = (float *)s;
     s += zt_al256(nst * 4);
     float *dqacc = (float *)s;
@@ -599,12 +606,9 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
         s += zt_al256(nout * 4);
     }
     void *ws = s;
-    /* (dout16, gqa_ext_bwd16do's: cuDNN's dO as it is, no k_sdpa_round; its
-     * slot stays, the request gqa_ext_bwd16d's: copied there when not
-     * 16-byte aligned) */
-    if (dout16 && aligned16(dout16)) do16 = (uint16_t *)dout16;
-    else if (dout16 ? !ZT_CU(cudaMemcpyAsync(do16, dout16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
-                    : !round_to(do16, dout, nout))
+    /* (dout16: no k_sdpa_round; copied into the buffer when not 16-byte aligned) */
+    if (!dod && (dout16 ? !ZT_CU(cudaMemcpyAsync(do16, dout16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+                        : !round_to(do16, dout, nout)))
         return true;
     /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
      * SDPA backward does (its workspace memset of dQ_accum) */

@@ -154,7 +154,8 @@ ZT_CUDA_DETERMINISTIC=1 group attdet 1 llama-tiny.json --batch-size 16 --cases n
 # parameter and AdamW moment bitwise those of ZT_TEST_NO_DO16=1 (the fp32 dO, rounded by
 # k_sdpa_round: the path of before; the final checkpoints' tensor checksums), the logged
 # losses and gradient norms the same, GPT-2 and the Llama in bf16 at stage 0, with n_layer
-# k_sdpa_round launches a step fewer (the launch counts of the device report)
+# k_sdpa_round launches a step fewer (the launch counts of the device report), and each run's
+# device peak the planner's (cuDNN's scratch without its dO buffer, ZT_ATT_DO16)
 do16() {  # do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local tag=$1 dir=$2 cfg=$3; shift 3
     local h r=0 la lb L why=""
@@ -166,7 +167,8 @@ do16() {  # do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and
             timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
-            --ckpt-dir "do16_ck_${tag}_$h" --metrics "do16_${tag}_$h.jsonl" "$@" > "do16_${tag}_$h.out" 2>&1) ||
+            --ckpt-dir "do16_ck_${tag}_$h" --metrics "do16_${tag}_$h.jsonl" --memory-report "$@" \
+            > "do16_${tag}_$h.out" 2>&1) ||
             why="$why run $h failed;"
     done
     grep -q '^attention: cuDNN fused attention' "$dir/do16_${tag}_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
@@ -186,6 +188,13 @@ PY
     lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_1.out" 2> /dev/null)
     L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
     [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((4 * L)) ] || why="$why launches $la vs $lb, not $((4 * L)) fewer;"
+    # (the planner counts cuDNN's scratch without its dO buffer: the backend's device peak its prediction)
+    local m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$dir/do16_${tag}_$h.out" | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
+    done
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/do16_${tag}_"*.out | sed 's/^/# /'
     ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of ZT_TEST_NO_DO16=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L)) k_sdpa_round fewer)${why:+: $why}"
 }
