@@ -776,12 +776,52 @@ typedef struct zt_backend {
      * (the v columns not touched). */
     void (*rope_bwd16)(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
                        int stride, int hd, float scale);
+    /* ---- the attention output's gradient in bf16 (last; libtrain/arch.h
+     * zt_do16_of).  Optional: NULL when the backend has none (the caller
+     * computes the fp32 dout and calls gqa_ext_bwd16d / _bwd16o, which
+     * round it for cuDNN).
+     * att_do16: 1 when gqa_ext_bwd16do at this shape and o, in the current
+     * matmul precision, with lse, qkv16 and out16 16-byte aligned, takes a
+     * path reading dout16 as it is (cuda: cuDNN's, whose dO is bf16: the
+     * values gqa_ext_bwd16o rounds the fp32 dout to, and nothing else of it
+     * read in fp32), else 0 (the cpu backends: their attention backward
+     * reads the fp32 dout).  cuda: the shape's plan is built (or the cached
+     * one reused); a cuDNN error is recorded and answers 0.
+     * matmul_bwd_o16: matmul_bwd_d16 (dout16 required) with the input
+     * gradient written in bf16, dinp16[N,C] = to_bf16(dinp): dinp16, dw
+     * and dbias bitwise matmul_bwd_d16 followed by to_bf16.  tmp[N,C]: fp32
+     * scratch (the cpu backends compute that sequence there; cuda only
+     * where cuBLASLt has no bf16-D algorithm: its contents after are
+     * unspecified).  cuda: the input-gradient GEMM with a bf16 D (fp32
+     * accumulation, D rounded to nearest even once: the values to_bf16
+     * gives of matmul_bwd_d16's fp32 dinp); bf16 matmul mode only (fp32
+     * mode records an error and computes nothing; the scratch request is
+     * matmul_bwd_d16's).
+     * gqa_ext_bwd16do: gqa_ext_bwd16d with the output's gradient in bf16,
+     * dout16[B*T, NH hd] (16-byte aligned); on the path att_do16 answers 1
+     * for, bitwise gqa_ext_bwd16d with dout = any fp32 values that round
+     * to dout16 (cuda: cuDNN reads dout16 as its dO, no k_sdpa_round;
+     * its scratch request stays gqa_ext_bwd16d's).  Elsewhere it is
+     * gqa_ext_bwd16d with dout = fp32(dout16) (widened into scratch of its
+     * own: not the fp32-dout path's values, hence att_do16).  Returns as
+     * gqa_ext_bwd16d (dqkv16 may be NULL: dqkv written, 0). */
+    int (*att_do16)(int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o);
+    void (*matmul_bwd_o16)(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                           const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                           const float *w, const uint16_t *w16, int N, int C, int OC);
+    int (*gqa_ext_bwd16do)(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                           float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                           int NH, int NKV, int hd, const zt_attn_opts *o);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */
 /* (ZT_ATT_IN16OD: ZT_ATT_IN16O whose backward is gqa_ext_bwd16d, writing
  * the caller's dqkv16: the forward's scratch is ZT_ATT_IN16O's) */
 enum { ZT_ATT_IN32 = 0, ZT_ATT_IN16 = 1, ZT_ATT_IN16O = 2, ZT_ATT_IN16OD = 3 };
+/* (ZT_ATT_DO16, or'ed into a backward's in16: its dO the caller's bf16
+ * values, gqa_ext_bwd16do's, which cuDNN's path reads as they are: no dO
+ * buffer of its own; libtrain/arch.h zt_do16_of) */
+#define ZT_ATT_DO16 4
 
 /* Lanes of one row of xent16_fwd / xent16_fused (the CUDA kernel's threads
  * per block; the cpu backends reduce in the same order). */

@@ -984,14 +984,23 @@ static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, co
  * f), writes dQ, dK, dV into dqkv16 (B T R h); k_sdpa_widen of dqkv16 into
  * dqkv (B T R: h read, f written), or (d16: gqa_ext_bwd16d, dqkv16 the
  * caller's) none.  No k_att_rowdot: the graph computes softmax_sum itself. */
+static void sdpa_bwd_do(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
+                        const void *o16, int d16, const void *do16);
 static void sdpa_bwd(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
                      const void *o16, int d16) {
+    sdpa_bwd_do(B, T, NH, NKV, hs, window, q16, o16, d16, NULL);
+}
+/* do16 (gqa_ext_bwd16do's): dO the caller's bf16 values, read as they are
+ * (copied when not 16-byte aligned), no k_sdpa_round of dout */
+static void sdpa_bwd_do(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
+                        const void *o16, int d16, const void *do16) {
     const double BT = D(B) * D(T), R = D((NH + 2 * NKV) * hs), AD = D(NH * hs), st = D(B) * D(NH) * D(T);
     if (!q16) rec(K_SDPA_ROUND, 0, BT * R * (F + H));
     else if (!sdpa_q_direct(q16, NH, NKV, hs)) rec(K_MEMCPY, 0, 2 * BT * R * H);
     if (!o16) rec(K_SDPA_ROUND, 0, BT * AD * (F + H));
     else if ((uintptr_t)o16 & 15) rec(K_MEMCPY, 0, 2 * BT * AD * H);
-    rec(K_SDPA_ROUND, 0, BT * AD * (F + H));   /* dout */
+    if (!do16) rec(K_SDPA_ROUND, 0, BT * AD * (F + H));   /* dout */
+    else if ((uintptr_t)do16 & 15) rec(K_MEMCPY, 0, 2 * BT * AD * H);
     rec(K_MEMSET, 0, BT * AD * F);
     rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
         BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
@@ -1154,6 +1163,33 @@ static int c_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, co
             sdpa_q_direct(dqkv16, NH, NKV, hd);
     if (r) sdpa_bwd(B, T, NH, NKV, hd, win > 0 && win < T ? win : 0, qkv16, out16, 1);
     else gqa_bwd_counts16(B, T, NH, NKV, hd, sc, win, qkv16, out16, lse);
+    return r;
+}
+
+/* att_do16: cuda_sdpa.cu's rule for the backward (lse taken 16-byte
+ * aligned); over an inner backend, the inner's answer (the cpu backends: 0) */
+static int c_att_do16(int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_att_do16);
+    if (g_inner) return g_inner->att_do16 ? g_inner->att_do16(B, T, NH, NKV, hd, o) : 0;
+    return B > 0 && T > 0 && NH > 0 && NKV > 0 && hd > 0 && o && att_shape_ok(NH, NKV, hd) &&
+           sdpa_rule(hd, o->softcap, D16);
+}
+/* gqa_ext_bwd16do: gqa_ext_bwd16d's cuDNN counts with dout16 read as its dO
+ * (no k_sdpa_round); off cuDNN's path cuda records an error and launches
+ * nothing (none counted).  Over an inner backend, the inner's answer. */
+static int c_gqa_ext_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                             float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                             int NH, int NKV, int hd, const zt_attn_opts *o) {
+    call(ZT_CE_gqa_ext_bwd16do);
+    const float sc = o ? o->softcap : 0.0f;
+    const int win = o ? o->window : 0;
+    const int cu = B > 0 && T > 0 && NH > 0 && hd > 0 && att_shape_ok(NH, NKV, hd) && sdpa_rule(hd, sc, lse);
+    const int d16 = cu && sdpa_q_direct(qkv16, NH, NKV, hd) && out16 && ((uintptr_t)out16 & 15) == 0 &&
+                    sdpa_q_direct(dqkv16, NH, NKV, hd);
+    const int r = g_inner ? g_inner->gqa_ext_bwd16do(dqkv, dqkv16, dout16, qkv16, tmp, out16, out, lse, B, T,
+                                                     NH, NKV, hd, o)
+                          : d16;
+    if (cu) sdpa_bwd_do(B, T, NH, NKV, hd, win > 0 && win < T ? win : 0, qkv16, out16, d16, dout16);
     return r;
 }
 
@@ -1570,6 +1606,26 @@ static void c_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, flo
                                       w16, N, C, OC);
     mm_dgelu_bwd_o(dpre_bias, dw, dbias, pre, N, C, OC, w16_of(w16), x16_of(inp16), dout16, 0);
 }
+/* matmul_bwd_o16: matmul_bwd_d16's counts with the input gradient's D in
+ * bf16 (N C h written for N C f) */
+static void c_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_bwd_o16);
+    if (g_inner) g_inner->matmul_bwd_o16(dinp16, tmp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    if (N <= 0) return;
+    if (C <= 0 || OC <= 0) {   /* (no GEMM: matmul_bwd_d16's into tmp, then k_to_bf16) */
+        mm_bwd_o(tmp, dw, dout ? dbias : NULL, N, C, OC, w16_of(w16), x16_of(inp16), dout16);
+        if (dbias && !dout) colsum16(N, OC);
+        if (C > 0) rec(K_TO_BF16, 0, D(N) * D(C) * (F + H));
+        return;
+    }
+    const int d16 = dout16_in(dout16, N, C, OC, 1);
+    gemm_exo(0, 0, C, N, OC, C, OC, 0, NULL, w16_of(w16), d16 ? D16 : NULL, 1);
+    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16_of(inp16), d16 ? D16 : NULL);
+    if (dbias && dout) colsum(N, OC);
+    else if (dbias) colsum16(N, OC);
+}
 /* matmul_dgelu_bwd_o16: matmul_dgelu_bwd_d16's counts with the epilogue's
  * D and aux in bf16 (2 N C h for 2 N C f), and no k_from_bf16 of pre */
 static void c_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
@@ -1970,6 +2026,9 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->matmul_bwd_d16 = c_matmul_bwd_d16;
     t->matmul_dgelu_bwd_d16 = c_matmul_dgelu_bwd_d16;
     t->matmul_dgelu_bwd_o16 = c_matmul_dgelu_bwd_o16;
+    t->att_do16 = c_att_do16;
+    t->matmul_bwd_o16 = c_matmul_bwd_o16;
+    t->gqa_ext_bwd16do = c_gqa_ext_bwd16do;
     t->layernorm_bwd16 = c_layernorm_bwd16;
     t->rmsnorm_bwd16 = c_rmsnorm_bwd16;
     t->swiglu_bwd_d16 = c_swiglu_bwd_d16;

@@ -85,7 +85,10 @@ typedef struct zt_count_kernel {
     X(gqa_ext_fwd16o) X(gqa_ext_bwd16o) X(copy_done) X(matmul_bwd_d16) X(matmul_dgelu_bwd_d16) \
     X(layernorm_bwd16) X(rmsnorm_bwd16) X(swiglu_bwd_d16) X(geglu_bwd_d16) X(qknorm_rope_fwd16) \
     X(gqa_ext_bwd16d) \
-    X(matmul_dgelu_bwd_o16) X(rope_bwd16)
+    X(matmul_dgelu_bwd_o16) X(rope_bwd16) \
+    X(att_do16) \
+    X(matmul_bwd_o16) \
+    X(gqa_ext_bwd16do)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

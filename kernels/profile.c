@@ -375,6 +375,16 @@ static void p_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, flo
               (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
 }
 /* (matmul_dgelu_bwd_d16's with dpre written in bf16 and pre read in bf16) */
+static void p_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_o16(dinp16, tmp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
+          2.0 * N * OC + (dbias ? (dout ? F4 : 2.0) * N * OC : 0) + 2.0 * N * C + (dw ? F4 * 2.0 * OC * C : 0) +
+              (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
+}
 static void p_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
                                    float *dbias, const float *dout, const uint16_t *dout16,
                                    const float *inp, const uint16_t *inp16, const uint16_t *pre16,
@@ -550,6 +560,17 @@ static int p_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, co
     /* (1: the gradient written in bf16, 2 bytes an element in place of 4) */
     k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
           (2.0 + (r ? 2.0 : F4)) * B * T * (NH + 2 * NKV) * hd + (F4 + 2.0) * B * T * NH * hd);
+    return r;
+}
+
+/* (the output's gradient read in bf16: 2 bytes an element in place of 4) */
+static int p_gqa_ext_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                             float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                             int NH, int NKV, int hd, const zt_attn_opts *o) {
+    double t = k_begin();
+    const int r = inner->gqa_ext_bwd16do(dqkv, dqkv16, dout16, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    k_end(t, ZT_PROF_ATTN_BWD, 2.5 * att_ext_flops(B, T, NH, hd, o),
+          (2.0 + (r ? 2.0 : F4)) * B * T * (NH + 2 * NKV) * hd + (2.0 + 2.0) * B * T * NH * hd);
     return r;
 }
 
@@ -770,6 +791,8 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(geglu_bwd_d16);
     W(gqa_ext_bwd16d);
     W(rope_bwd16);
+    W(matmul_bwd_o16);
+    W(gqa_ext_bwd16do);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -426,6 +426,11 @@ int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training
                : ZT_ATT_IN16O;
 }
 
+int zt_do16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
+    return be && mc->do16 && mc->d16 && mc->lora_r <= 0 && be->att_do16 && be->matmul_bwd_o16 &&
+           be->gqa_ext_bwd16do && zt_d16_ok(be) && zt_att_in16_of(mc, be, training, sp) >= ZT_ATT_IN16O;
+}
+
 uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o) {
     if (a && a->be && a->be->att_scratch) {

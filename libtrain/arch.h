@@ -50,6 +50,21 @@ uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, i
  * llama.c in stq, the q|k|v's fp32 staging);
  * other blocks, or be NULL, the fp32 entries (ZT_ATT_IN32). */
 int zt_att_in16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
+/* The attention output's gradient in bf16 (do16): the projection's
+ * backward writes it in bf16 (backend.h matmul_bwd_o16) and the attention
+ * backward reads it as it is (gqa_ext_bwd16do), with no fp32 copy and no
+ * rounding of one: 1 when the model may, a training block on the bf16
+ * output's path (zt_att_in16_of >= ZT_ATT_IN16O, sp <= 1) with the bf16
+ * residual gradient (d16, the GEMM's dout16), without LoRA (adapters on
+ * the projection add their fp32 input gradient to it), where the backend
+ * has the entries; the block then asks att_do16 at its shape, which
+ * answers 1 only on a path whose dO is bf16 anyway (cuDNN's: its
+ * softmax_sum rowsum(dO O) reads the bf16 dO too), so the values are
+ * bitwise the fp32 path's (ZT_TEST_NO_DO16); ztrain's own kernels read
+ * the fp32 dout (their rowdot D and the fp32 paths): there the old path.
+ * GPT-2 and Llama (whose RoPE lies before the q|k|v, not between dO and
+ * the attention). */
+int zt_do16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */

@@ -145,9 +145,11 @@ typedef struct zt_model_config {
      * q|k|v gradient (backward) sent in bf16 where the GEMMs after them
      * round those values anyway (arch.h sp16; the activations depend on
      * it), rb16 Llama's blocks (no q/k norms) taking ab16's bf16 gradient
-     * through RoPE's backward in bf16 (rope_bwd16) into the q|k|v GEMM; 0
-     * in a config (the to_bf16 paths) */
-    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, sp16, rb16;
+     * through RoPE's backward in bf16 (rope_bwd16) into the q|k|v GEMM, do16
+     * the attention projection's backward writing the output's gradient in
+     * bf16, cuDNN's dO as it is (arch.h zt_do16_of); 0 in a config (the
+     * to_bf16 paths) */
+    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, sp16, rb16, do16;
 } zt_model_config;
 
 struct zt_config {

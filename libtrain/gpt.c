@@ -587,8 +587,20 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         be->layernorm_bwd(a->dres, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                           s->ln2_mean, s->ln2_rstd, N, C);
     /* attention */
-    zt_mm_bwd_d(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
-                w->attprojw, W16(T_PROJW), N, C, C);
+    /* (do16: the output's gradient written in bf16 into dbuf's memory,
+     * [N, C] bf16, read by the attention backward as its dO: arch.h
+     * zt_do16_of; no fp32 copy) */
+    const zt_attn_opts dao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
+    uint16_t *do16 = NULL;
+    if (dres16 && s->qkv16 && s->atty16 && !sk->lora && zt_do16_of(&g->cfg, be, 1, g->spn) &&
+        be->att_do16(B, T, NH, NH, C / NH, &dao))
+        do16 = (uint16_t *)a->dbuf;
+    if (do16)
+        be->matmul_bwd_o16(do16, a->d4a, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
+                           w->attprojw, W16(T_PROJW), N, C, C);
+    else
+        zt_mm_bwd_d(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
+                    w->attprojw, W16(T_PROJW), N, C, C);
     zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     uint16_t *dq16 = NULL;   /* (or its bf16 values, gqa_ext_bwd16d's) */
@@ -629,7 +641,11 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         }
         if (ao16) {
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
-            if (dq16) {
+            if (do16) {
+                if (!be->gqa_ext_bwd16do(a->dqkv, dq16, do16, s->qkv16, a->d4a, s->atty16, a->d4b,
+                                         s->lse, B, T, NH, NH, C / NH, &ao))
+                    dq16 = NULL;   /* (the fp32 gradient in dqkv) */
+            } else if (dq16) {
                 if (!be->gqa_ext_bwd16d(a->dqkv, dq16, a->dbuf, s->qkv16, a->d4a, s->atty16, a->d4b,
                                         s->lse, B, T, NH, NH, C / NH, &ao))
                     dq16 = NULL;   /* (the fp32 gradient in dqkv) */
@@ -795,7 +811,9 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, C, 1, 1, 1));        /* attproj */
-    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, in16, B, T * SPN, AH, AH, hs, &ao));
+    /* (do16: cuDNN reads the caller's bf16 dO, no buffer of its own) */
+    const int do16 = zt_do16_of(mc, att ? att->be : NULL, 1, SPN) ? ZT_ATT_DO16 : 0;
+    if (AH > 0) WS(zt_att_ws_of(att, 1, bf16, in16 | do16, B, T * SPN, AH, AH, hs, &ao));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 3 * C, 1, 1, 1));    /* qkv */
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     /* optimizer: gradient norm, fp16 overflow check */

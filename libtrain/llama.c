@@ -1333,8 +1333,20 @@ mlp_norm:
                 norm_w(m, a, w->post_attn_norm, C), s->rstd3, N, C);
         dao = a->scratch;
     }
-    zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
-                N, sh->AD, C);
+    /* (do16: the output's gradient written in bf16 into datt's memory, [N,
+     * AD] bf16, read by the attention backward as its dO: arch.h
+     * zt_do16_of; sta the GEMM's fp32 scratch; no fp32 copy) */
+    const zt_attn_opts dao_o = attn_opts(m, l, T);
+    uint16_t *do16 = NULL;
+    if (dc16 && s->qkv16 && s->atty16 && !sk->lora && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
+        be->att_do16(B, T, sh->NH, sh->NKV, sh->hd, &dao_o))
+        do16 = (uint16_t *)a->datt;
+    if (do16)
+        be->matmul_bwd_o16(do16, a->sta, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
+                           N, sh->AD, C);
+    else
+        zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
+                    N, sh->AD, C);
     zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
@@ -1389,7 +1401,11 @@ mlp_norm:
             if (p + need > hi) p = (lo + 15) & ~(uintptr_t)15;
             if (p + need <= hi) dq16 = (uint16_t *)p;
         }
-        if (dq16) {
+        if (do16) {   /* (cuDNN reads the bf16 dO; dq16 NULL: the fp32 gradient in dqkv) */
+            if (!be->gqa_ext_bwd16do(a->dqkv, dq16, do16, s->qkv16, a->stq, s->atty16, a->sta, s->lse,
+                                     B, T, sh->NH, sh->NKV, sh->hd, &dao_o))
+                dq16 = NULL;   /* (the fp32 gradient in dqkv) */
+        } else if (dq16) {
             const zt_attn_opts ao = attn_opts(m, l, T);
             if (!be->gqa_ext_bwd16d(a->dqkv, dq16, a->datt, s->qkv16, a->stq, s->atty16, a->sta, s->lse,
                                     B, T, sh->NH, sh->NKV, sh->hd, &ao))
@@ -1709,6 +1725,8 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     const zt_attn_opts ao[2] = {{asc, s.acap, 0}, {asc, s.acap, s.window}};
     /* (the training blocks' attention entries; eval and sample: fp32 q|k|v) */
     const int in16 = zt_att_in16_of(mc, att ? att->be : NULL, 1, s.sp);
+    /* (do16: cuDNN reads the caller's bf16 dO, no buffer of its own) */
+    const int do16 = zt_do16_of(mc, att ? att->be : NULL, 1, s.sp) ? ZT_ATT_DO16 : 0;
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
@@ -1735,7 +1753,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
     for (int k = 0; k <= slide; ++k)
-        WS(zt_att_ws_of(att, 1, bf16, in16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
+        WS(zt_att_ws_of(att, 1, bf16, in16 | do16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
     if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
     /* (ZT_ATT_IN16OD: the GEMM without the bias gradient, rope_bwd16 taking
      * it, zt_cuda_ws_colsum(N, QKV): the same largest request) */

@@ -64,6 +64,7 @@ void zt_out16_of(zt_model_config *mc) {
     mc->g16 = !getenv("ZT_TEST_NO_G16");
     mc->sp16 = !getenv("ZT_TEST_NO_SP16");
     mc->rb16 = !getenv("ZT_TEST_NO_RB16");
+    mc->do16 = !getenv("ZT_TEST_NO_DO16");
 }
 
 int zt_nf4w16_of(void) {

@@ -301,6 +301,28 @@ mutant sdpa-no-dq-zero kernels/cuda/cuda_sdpa.cu \
 mutant sdpa-d16-flag kernels/cuda/cuda_sdpa.cu \
     'if \(dd\) \*d16 = \Ktrue(?=;)' 'false'
 
+# the attention output's gradient in bf16 (gqa_ext_bwd16do): cuDNN's bf16
+# dO copied to 16-byte alignment only in part (half its bytes: the rest
+# whatever the scratch held)
+mutant sdpa-do16-copy-half kernels/cuda/cuda_sdpa.cu \
+    'cudaMemcpyAsync\(do16, dout16, nout \* \K2(?=, cudaMemcpyDeviceToDevice)' '1'
+
+# gqa_ext_bwd16do: the call says the gradient is in dqkv16 no more (0),
+# while it is not in dqkv either
+mutant bwd16do-d16-flag kernels/cuda/cuda_attention.cu \
+    'dqkv16, &d16, dout16\)\)\n        return d16 \? \K1(?= : 0;)' '0'
+
+# the input gradient written in bf16 (matmul_bwd_o16): the bias gradient
+# from dout16 even where the fp32 dout is given (the sums of the rounded
+# values, not matmul_bwd_d16's)
+mutant mm-o16-dbias16 kernels/cuda/cuda_matmul.cu \
+    'if \(dbias && \Kdout(?=\) zt_cuda_colsum_acc\(dbias, dout, N, OC, \(size_t\)OC\);\n    else if \(dbias\) zt_cuda_colsum16_acc\(dbias, dout16, N, OC, \(size_t\)OC\);\n    if \(!lt\))' '!dout'
+
+# matmul_bwd_o16 where Lt has no bf16-D algorithm (cublasGemmEx into tmp):
+# the last element of the gradient not rounded into dinp16
+mutant mm-o16-round-short kernels/cuda/cuda_matmul.cu \
+    'if \(!lt\) zt_cuda_to_bf16\(dinp16, tmp, \(size_t\)N \* C\K(?=\);)' ' - 1'
+
 # the column sums of a bf16 gradient (k_colsum16_part, matmul_bwd_d16 with
 # dout NULL): each chunk's last row left out (k_colsum_part<uint16_t> only)
 mutant colsum16-last-row kernels/cuda/cuda_nn.cu \

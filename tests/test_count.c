@@ -548,6 +548,7 @@ typedef struct w16_mem {
     double glu_b;      /* bytes a launch of k_swiglu_bwd16 / k_geglu_bwd16 (-1: not all the same) */
     long g16;          /* matmul_dgelu_bwd_o16 calls */
     long rb16, ropeb;  /* rope_bwd16 and rope_bwd calls */
+    long do16q, do16;  /* att_do16 calls; matmul_bwd_o16 + gqa_ext_bwd16do calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
@@ -555,8 +556,9 @@ typedef struct w16_mem {
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
  * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 16384 =
- * ZT_TEST_NO_RB16 (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.
- * The runs count over the cpu backend, or over g_w16_inner where set. */
+ * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16 (all read at the setup too); 64 =
+ * ZT_TEST_NO_L16 over the whole run.  The runs count over the cpu backend, or
+ * over g_w16_inner where set. */
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
@@ -617,6 +619,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
     if (no_w16 & 2048) setenv("ZT_TEST_NO_G16", "1", 1);
     if (no_w16 & 16384) setenv("ZT_TEST_NO_RB16", "1", 1);
+    if (no_w16 & 32768) setenv("ZT_TEST_NO_DO16", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -637,6 +640,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_X16");
     unsetenv("ZT_TEST_NO_G16");
     unsetenv("ZT_TEST_NO_RB16");
+    unsetenv("ZT_TEST_NO_DO16");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -694,7 +698,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->a16 = t.calls[ZT_CE_matmul_fwd_a16] + t.calls[ZT_CE_matmul_bwd_a16] +
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
-               t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16];
+               t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16] +
+               t.calls[ZT_CE_matmul_bwd_o16];
     mem->g16 = t.calls[ZT_CE_matmul_dgelu_bwd_o16];
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
@@ -702,11 +707,13 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
                t.calls[ZT_CE_gqa_ext_bwd16d] + t.calls[ZT_CE_swiglu_bwd_d16] +
-               t.calls[ZT_CE_geglu_bwd_d16];
+               t.calls[ZT_CE_geglu_bwd_d16] + t.calls[ZT_CE_gqa_ext_bwd16do];
     /* (gqa_ext_bwd16d: gqa_ext_bwd16o where its path has no bf16 gradient) */
     mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
-                t.calls[ZT_CE_gqa_ext_bwd16d];
+                t.calls[ZT_CE_gqa_ext_bwd16d] + t.calls[ZT_CE_gqa_ext_bwd16do];
     mem->ab16 = t.calls[ZT_CE_gqa_ext_bwd16d];
+    mem->do16q = t.calls[ZT_CE_att_do16];
+    mem->do16 = t.calls[ZT_CE_matmul_bwd_o16] + t.calls[ZT_CE_gqa_ext_bwd16do];
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -722,7 +729,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
                t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
-               t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
+               t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16] +
+               t.calls[ZT_CE_matmul_bwd_o16];
     if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
@@ -1444,6 +1452,48 @@ static void bf16_rope_bwd16(void) {
     g_w16_inner = NULL;
 }
 
+/* ------------------------------------------------------------ the attention output's bf16 gradient
+ * The training blocks of GPT-2 and Llama with the bf16 output and residual
+ * gradient, without LoRA, ask att_do16 once a block and backward whether
+ * the attention backward reads a bf16 dO as it is (arch.h zt_do16_of);
+ * over the cpu backend it answers 0 (its kernels read the fp32 dout), so
+ * no matmul_bwd_o16 or gqa_ext_bwd16do call and every loss and gradient
+ * norm bitwise those of ZT_TEST_NO_DO16=1 (no question asked), stages 0
+ * and 3, checkpointed; the other counts and the activations' peak and plan
+ * unchanged.  LoRA: no question.  (cuDNN's path, which answers 1:
+ * cudnn_model; its values: test_cuda and engine.sh on the simulator.) */
+static void bf16_att_do16(void) {
+    static const w16_kind kind = {32768, " with and without the attention output's bf16 gradient",
+                                  "fp32 dO path's", NULL};
+    static const char ck[] = "activation_checkpointing.policy=blocks";
+    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, ck, 1}, {"llama:2,4,2,32,48,64,2,16", 0, lora, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
+                 ex == ck ? " checkpointed" : "", ex == lora ? " LoRA" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
+        const long q = cases[i].want ? 4L * p.s.L : 0;
+        tap_ok(p.ma.do16q == q && p.mb.do16q == 0 && p.ma.do16 == 0 && p.mb.do16 == 0 &&
+                   p.ma.ao16 == p.mb.ao16 && p.ma.ab16 == p.mb.ab16 && p.ma.o16 == p.mb.o16 &&
+                   p.ra == p.rb && p.wa == p.wb && p.ma.a16 == p.mb.a16 && p.ma.d16 == p.mb.d16 &&
+                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
+                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+               "%s: %ld att_do16 questions (%ld expected, %ld without), %ld matmul_bwd_o16 + "
+               "gqa_ext_bwd16do calls (%ld without), the bf16-output calls %ld (%ld without), "
+               "activations' peak %llu bytes (%llu without)",
+               what, p.ma.do16q, q, p.mb.do16q, p.ma.do16, p.mb.do16, p.ma.ao16, p.mb.ao16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 gradients
  * The gradients the backward GEMMs read written in bf16 by the kernels
  * producing them (backend.h matmul_bwd_d16, matmul_dgelu_bwd_d16,
@@ -2073,6 +2123,38 @@ static void cudnn_model(void) {
         if (!r1) cm_counts_free(&la);
         if (!r1 && !r2) cm_counts_free(&lb);
     }
+    /* the attention output's gradient in bf16 (do16): per block one
+     * matmul_bwd_o16 for matmul_bwd_d16 and gqa_ext_bwd16do for
+     * gqa_ext_bwd16d, no k_sdpa_round of the fp32 dout (2 fewer), the same
+     * GEMM launches; ZT_TEST_NO_DO16=1: rounded, as before.  Llama (GQA) too,
+     * its q|k|v gradient in bf16 through rope_bwd16 either way (rb16). */
+    static const char *const do_shapes[] = {"gpt2:2,4,64,512,2,96", "llama:2,4,2,64,96,512,2,96"};
+    for (size_t i = 0; i < sizeof do_shapes / sizeof do_shapes[0]; i++) {
+        cm_shape gs;
+        cm_counts d, e;
+        cm_shape_parse(do_shapes[i], &gs);
+        const int rc_d = cm_count_step(&gs, &oc, zt_backend_count(), &d, &st);
+        const long calls_d = rc_d == ZT_OK ? d.tot.calls[ZT_CE_matmul_bwd_o16] : -1;
+        const long att_d = rc_d == ZT_OK ? d.tot.calls[ZT_CE_gqa_ext_bwd16do] : -1;
+        setenv("ZT_TEST_NO_DO16", "1", 1);
+        const int rc_e = cm_count_step(&gs, &oc, zt_backend_count(), &e, &st);
+        unsetenv("ZT_TEST_NO_DO16");
+        const long calls_e = rc_e == ZT_OK ? e.tot.calls[ZT_CE_matmul_bwd_o16] : -1;
+        if (tap_ok(rc_d == ZT_OK && rc_e == ZT_OK, "%s: a cuDNN step counted with and without ZT_TEST_NO_DO16=1",
+                   do_shapes[i])) {
+            tap_ok(calls_d == 2 && att_d == 2 && calls_e == 0 && launches_of_k(d.k, d.nk, "k_sdpa_round") == 0 &&
+                       launches_of_k(e.k, e.nk, "k_sdpa_round") == 2 &&
+                       launches_of_k(d.k, d.nk, "cublasLt gemm bf16") ==
+                           launches_of_k(e.k, e.nk, "cublasLt gemm bf16") &&
+                       d.tot.launches + 2 == e.tot.launches && d.tot.bytes < e.tot.bytes,
+                   "%s cuDNN step: %ld matmul_bwd_o16 and %ld gqa_ext_bwd16do calls (2 each), no k_sdpa_round "
+                   "(%ld), %ld launches; ZT_TEST_NO_DO16=1: %ld matmul_bwd_o16, %ld k_sdpa_round, %ld launches",
+                   do_shapes[i], calls_d, att_d, launches_of_k(d.k, d.nk, "k_sdpa_round"), d.tot.launches,
+                   calls_e, launches_of_k(e.k, e.nk, "k_sdpa_round"), e.tot.launches);
+        }
+        if (rc_d == ZT_OK) cm_counts_free(&d);
+        if (rc_e == ZT_OK) cm_counts_free(&e);
+    }
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -2189,6 +2271,7 @@ int main(int argc, char **argv) {
     bf16_att_out();
     bf16_att_bwd16();
     bf16_rope_bwd16();
+    bf16_att_do16();
     bf16_gradients();
     bf16_final_norm();
     bf16_gelu_grad();

@@ -1084,6 +1084,50 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
             free(wd);
             gpu->free(wd_d);
         }
+        /* the input gradient written in bf16 (matmul_bwd_o16: cuBLASLt's
+         * bf16 D): dinp16 bitwise to_bf16 of matmul_bwd's dinp (di[0]), dw
+         * and dbias matmul_bwd's, with the fp32 or bf16 input and weight,
+         * dbias from dout or (dout NULL) from dout16; the CPU's likewise */
+        {
+            uint16_t *r16 = xmalloc(ni * 2), *o16h = xmalloc(ni * 2), *o16_d = gpu->alloc(ni * 2);
+            float *tmp_d = gpu->alloc(ni * 4), *hx = xmalloc(ni * 4), *db16_d = gpu->alloc(OC * 4);
+            gpu->to_host(hx, di[0], ni * 4);
+            cpu->to_bf16(r16, hx, ni);
+            /* (the dbias references, matmul_bwd_d16's: the column sums of the fp32
+             * dout, and (dout NULL) of fp32(dout16); db[0] now holds the latter) */
+            float *dbf_d = gpu->alloc(OC * 4);
+            gpu->zero(dbf_d, OC * 4);
+            gpu->matmul_bwd_d16(NULL, NULL, dbf_d, d_d, d16_d, i_d, NULL, w_d, NULL, N, C, OC);
+            gpu->zero(db16_d, OC * 4);
+            gpu->matmul_bwd_d16(NULL, NULL, db16_d, NULL, d16_d, i_d, NULL, w_d, NULL, N, C, OC);
+            for (int k = 0; k < 8; k++) {
+                const int wk = k & 1, xk = (k >> 1) & 1, dn = k >> 2;
+                gpu->zero(dw[1], nw * 4);
+                gpu->zero(db[1], OC * 4);
+                gpu->zero(o16_d, ni * 2);
+                gpu->matmul_bwd_o16(o16_d, tmp_d, dw[1], db[1], dn ? NULL : d_d, d16_d, xk ? NULL : i_d,
+                                    xk ? i16_d : NULL, wk ? NULL : w_d, wk ? w16_d : NULL, N, C, OC);
+                gpu->to_host(o16h, o16_d, ni * 2);
+                snprintf(name, sizeof name, "matmul_bwd_o16 (%s, %s, dout %s) %s: dinp16 bitwise matmul_bwd's "
+                         "dinp rounded, dw, dbias bitwise", xk ? "bf16 input" : "fp32 input",
+                         wk ? "w16" : "fp32 w", dn ? "NULL" : "given", tag);
+                const int k1 = !memcmp(o16h, r16, ni * 2), k2 = same_bits(dw[0], dw[1], nw * 4),
+                          k3 = same_bits(dn ? db16_d : dbf_d, db[1], OC * 4);
+                if (!tap_ok(k1 && k2 && k3, "%s", name))
+                    tap_diag("dinp16 %s, dw %s, dbias %s", k1 ? "same" : "differs", k2 ? "same" : "differs",
+                             k3 ? "same" : "differs");
+            }
+            float *t2 = xmalloc(ni * 4);
+            memset(g0, 0, nw * 4), memset(g1, 0, nw * 4), memset(b0, 0, OC * 4), memset(b1, 0, OC * 4);
+            cpu->matmul_bwd_d16(e0, g0, b0, hd, d16, NULL, i16, NULL, w16, N, C, OC);
+            cpu->to_bf16(r16, e0, ni);
+            cpu->matmul_bwd_o16(o16h, t2, g1, b1, hd, d16, NULL, i16, NULL, w16, N, C, OC);
+            snprintf(name, sizeof name, "cpu matmul_bwd_o16 %s: bitwise matmul_bwd_d16, dinp rounded", tag);
+            tap_ok(!memcmp(o16h, r16, ni * 2) && !memcmp(g0, g1, nw * 4) && !memcmp(b0, b1, OC * 4), "%s", name);
+            free(r16); free(o16h); free(hx); free(t2);
+            gpu->free(o16_d); gpu->free(tmp_d); gpu->free(db16_d); gpu->free(dbf_d);
+            no_error("matmul_bwd_o16");
+        }
         free(hi); free(e0); free(e1); free(g0); free(g1); free(b0); free(b1); free(hd); free(d16);
         gpu->free(bd16);
         no_error("matmul_bwd_d16");
@@ -2580,6 +2624,49 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
         tap_ok(r0 == 0 && same_bits(g32, d2, nq * 4), "%s", name);
         gpu->free(g16), gpu->free(gm_base), gpu->free(g32), gpu->free(gw);
     }
+    /* the output's gradient in bf16 (att_do16, gqa_ext_bwd16do): dout16 =
+     * dout rounded, read by cuDNN as its dO: att_do16 1; dQ|dK|dV into
+     * dqkv16 (1) widened bitwise gqa_ext_bwd16o's dqkv, dqkv untouched;
+     * dqkv16 NULL: 0, dqkv bitwise; dout16 8 bytes past 16-byte alignment
+     * (copied): the same.  Off cuDNN's path (cuDNN off): att_do16 0, and
+     * gqa_ext_bwd16do records an error, dqkv untouched */
+    {
+        uint16_t *g16 = gpu->alloc(nq * 2), *do16 = gpu->alloc(no * 2);
+        char *dm_base = gpu->alloc(no * 2 + 16);
+        uint16_t *dm = (uint16_t *)(dm_base + 8);
+        float *g32 = dev(ff, nq * 4), *gw = gpu->alloc(nq * 4);
+        gpu->to_bf16(do16, dout_d, no);
+        gpu->to_bf16(dm, dout_d, no);
+        const int q1 = gpu->att_do16(B, T, NH, NKV, hd, &o);
+        const int r1 = gpu->gqa_ext_bwd16do(g32, g16, do16, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+        gpu->from_bf16(gw, g16, nq);
+        gpu->to_host(back, g32, nq * 4);
+        snprintf(name, sizeof name,
+                 "cuDNN att_do16, gqa_ext_bwd16do %s: 1, 1, dqkv16 widened bitwise gqa_ext_bwd16o's dqkv, dqkv "
+                 "untouched", tag);
+        tap_ok(q1 == 1 && r1 == 1 && same_bits(gw, d2, nq * 4) && memcmp(back, ff, nq * 4) == 0, "%s", name);
+        const int r0 = gpu->gqa_ext_bwd16do(g32, NULL, do16, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+        snprintf(name, sizeof name, "cuDNN gqa_ext_bwd16do %s, dqkv16 NULL: 0, dqkv bitwise gqa_ext_bwd16o's", tag);
+        tap_ok(r0 == 0 && same_bits(g32, d2, nq * 4), "%s", name);
+        gpu->zero(g16, nq * 2);
+        const int rm = gpu->gqa_ext_bwd16do(g32, g16, dm, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+        gpu->from_bf16(gw, g16, nq);
+        snprintf(name, sizeof name, "cuDNN gqa_ext_bwd16do %s, dout16 misaligned: 1, dqkv16 widened bitwise", tag);
+        tap_ok(rm == 1 && same_bits(gw, d2, nq * 4), "%s", name);
+        no_error("gqa_ext_bwd16do");
+        zt_cuda_att_cudnn_for_test(0, 0);
+        float *g0 = dev(ff, nq * 4);
+        const int q0 = gpu->att_do16(B, T, NH, NKV, hd, &o);
+        const int rz = gpu->gqa_ext_bwd16do(g0, g16, do16, q16_d, tmp_d, h1, o3, l3, B, T, NH, NKV, hd, &o);
+        gpu->synchronize();
+        const char *err = gpu->error();
+        gpu->to_host(back, g0, nq * 4);
+        zt_cuda_att_cudnn_for_test(1, 0);
+        snprintf(name, sizeof name,
+                 "gqa_ext_bwd16do %s off cuDNN's path: att_do16 0, 0 with an error recorded, dqkv untouched", tag);
+        tap_ok(q0 == 0 && rz == 0 && err != NULL && memcmp(back, ff, nq * 4) == 0, "%s", name);
+        gpu->free(g16), gpu->free(do16), gpu->free(dm_base), gpu->free(g32), gpu->free(gw), gpu->free(g0);
+    }
     /* q|k|v and the output not 16-byte aligned: copied for cuDNN */
     gpu->zero(o3, no * 4);
     gpu->zero(l3, nl * 4);
@@ -2593,7 +2680,7 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
                same_bits(o1, o2, no * 4) && same_bits(l1, l2, nl * 4) && same_bits(d1, d2, nq * 4),
            "%s", name);
     zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
-    tap_ok(f1 == f0 + 5 && b1 == b0 + 7 && x1 == x0, "cuDNN ran the 5 forwards and 7 backwards %s", tag);
+    tap_ok(f1 == f0 + 5 && b1 == b0 + 10 && x1 == x0, "cuDNN ran the 5 forwards and 10 backwards %s", tag);
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
     zt_cuda_att_cudnn_for_test(0, 0);
     free(qkv); free(dout); free(q16); free(ff); free(back);

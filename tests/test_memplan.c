@@ -560,24 +560,28 @@ static void test_kernel_ws(void) {
  * backend with the bf16 entries (the CPU's table) in bf16, the training
  * step's forward and backward the bf16 q|k|v and output with the
  * backward's bf16 gradient (GPT-2: ZT_ATT_IN16OD; ZT_TEST_NO_AB16:
- * ZT_ATT_IN16O; ZT_TEST_NO_AO16: the bf16 q|k|v, ZT_ATT_IN16), eval and sample the fp32
- * q|k|v; in fp32 every call the fp32 entries. */
-static struct { int n, nwin, mode, B[16], in16[16], T, NH, NKV, hd; } g_asked;
+ * ZT_ATT_IN16O; ZT_TEST_NO_AO16: the bf16 q|k|v, ZT_ATT_IN16), the backward's
+ * with ZT_ATT_DO16 where the output is bf16 (the caller's bf16 dO; not with
+ * ZT_TEST_NO_DO16 or ZT_TEST_NO_AO16), eval and sample the fp32 q|k|v; in
+ * fp32 every call the fp32 entries. */
+static struct { int n, nwin, mode, B[16], in16[16], bwd[16], T, NH, NKV, hd; } g_asked;
 static size_t fake_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hd,
                                const zt_attn_opts *o, int *cudnn) {
-    if (g_asked.n < 16) g_asked.B[g_asked.n] = B, g_asked.in16[g_asked.n] = in16;
+    if (g_asked.n < 16) g_asked.B[g_asked.n] = B, g_asked.in16[g_asked.n] = in16, g_asked.bwd[g_asked.n] = bwd;
     g_asked.n++;
     g_asked.nwin += o->window > 0;
     g_asked.mode = mode, g_asked.T = T, g_asked.NH = NH, g_asked.NKV = NKV, g_asked.hd = hd;
     if (cudnn) *cudnn = 1;
     return bwd ? ((size_t)80 << 20) + 1 : ((size_t)70 << 20) + 1;
 }
-static int asked_in16(int train_in16) {
+/* (do16: or'ed into the training backward's) */
+static int asked_in16_do(int train_in16, int do16) {
     int ok = g_asked.n == 4;
     for (int i = 0; i < g_asked.n && i < 16; ++i)
-        ok &= g_asked.in16[i] == (g_asked.B[i] == 3 ? train_in16 : ZT_ATT_IN32);
+        ok &= g_asked.in16[i] == (g_asked.B[i] == 3 ? train_in16 | (g_asked.bwd[i] ? do16 : 0) : ZT_ATT_IN32);
     return ok;
 }
+static int asked_in16(int train_in16) { return asked_in16_do(train_in16, 0); }
 static void test_attention_backend(void) {
     zt_backend fake = *zt_backend_cpu();   /* (the CPU's entries: the bf16 activations and outputs) */
     fake.name = "fake";
@@ -611,15 +615,22 @@ static void test_attention_backend(void) {
                contains(a.att_path, "cuDNN's fused attention"),
            "GPT-2: 4 attention calls asked (forward B 3, E 2, sample 1; backward B 3), bf16, T 32, 4 heads of 16 "
            "(asked %d, cuDNN %d; %s)", g_asked.n, a.att_cudnn, a.att_path ? a.att_path : "-");
-    tap_ok(asked_in16(ZT_ATT_IN16OD),
+    tap_ok(asked_in16_do(ZT_ATT_IN16OD, ZT_ATT_DO16),
            "GPT-2 in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
-           "the backward's bf16 gradient (ZT_ATT_IN16OD), eval and sample for the fp32 ones");
+           "the backward's bf16 gradient (ZT_ATT_IN16OD) and bf16 dO (| ZT_ATT_DO16), eval and sample for the "
+           "fp32 ones");
+    setenv("ZT_TEST_NO_DO16", "1", 1);
+    memset(&g_asked, 0, sizeof g_asked);
+    rc = zt_memplan_compute(c, &o, &a, &st);
+    unsetenv("ZT_TEST_NO_DO16");
+    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16OD), "ZT_TEST_NO_DO16: the backward asked without ZT_ATT_DO16 "
+           "(ZT_ATT_IN16OD)");
     setenv("ZT_TEST_NO_AB16", "1", 1);
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);
     unsetenv("ZT_TEST_NO_AB16");
-    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16O), "ZT_TEST_NO_AB16: the training calls asked for the bf16 q|k|v "
-           "and output entries (ZT_ATT_IN16O)");
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "ZT_TEST_NO_AB16: the training calls asked "
+           "for the bf16 q|k|v and output entries (ZT_ATT_IN16O; the backward | ZT_ATT_DO16)");
     setenv("ZT_TEST_NO_AO16", "1", 1);
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);
@@ -644,24 +655,26 @@ static void test_attention_backend(void) {
     /* a Llama in bf16 (no window): the backward's bf16 gradient through
      * RoPE's backward in bf16 (rb16, the backend's rope_bwd16); the test
      * hook ZT_TEST_NO_RB16, or q/k norms (Qwen3: their backward reads the
-     * fp32 gradient): ZT_ATT_IN16O */
+     * fp32 gradient): ZT_ATT_IN16O; the backward's with ZT_ATT_DO16 (the bf16 dO,
+     * do16) in each */
     tu_set(c, "ztrain.model.sliding_window", "0");
     tu_set(c, "precision", "bf16");
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);
-    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16OD),
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16OD, ZT_ATT_DO16),
            "Llama in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
-           "the backward's bf16 gradient (ZT_ATT_IN16OD: rope_bwd16), eval and sample for the fp32 ones");
+           "the backward's bf16 gradient (ZT_ATT_IN16OD: rope_bwd16) and bf16 dO (| ZT_ATT_DO16), eval and sample "
+           "for the fp32 ones");
     setenv("ZT_TEST_NO_RB16", "1", 1);
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);
     unsetenv("ZT_TEST_NO_RB16");
-    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16O), "Llama, ZT_TEST_NO_RB16: the training calls asked for the "
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama, ZT_TEST_NO_RB16: the training calls asked for the "
            "bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     tu_set(c, "ztrain.model.qk_norm", "true");
     memset(&g_asked, 0, sizeof g_asked);
     rc = zt_memplan_compute(c, &o, &a, &st);
-    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16O), "Llama with q/k norms: the training calls asked for the bf16 "
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms: the training calls asked for the bf16 "
            "q|k|v and output entries (ZT_ATT_IN16O)");
     zt_config_free(c);
 }

@@ -460,6 +460,15 @@ static void cpu_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, f
     zt_cpu_gelu_bwd(dpre, pre, dpre, (size_t)N * C);
     if (dpre_bias) zt_cpu_colsum_acc(dpre_bias, dpre, N, C, (size_t)C);
 }
+/* matmul_bwd_o16 (backend.h): matmul_bwd_d16 into tmp, then to_bf16: that
+ * sequence by construction */
+static void cpu_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                               const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0) return;
+    cpu_matmul_bwd_d16(tmp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
+    if (C > 0) zt_cpu_to_bf16(dinp16, tmp, (size_t)N * C);
+}
 /* matmul_dgelu_bwd_o16 (backend.h): pre16 widened (exact) into host
  * scratch, matmul_dgelu_bwd_d16 into tmp, then to_bf16: that sequence by
  * construction */
@@ -604,6 +613,25 @@ static void cpu_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, i
     if (dbias) zt_cpu_colsum_acc(dbias, x, B * T, stride, (size_t)stride);
     zt_cpu_to_bf16(x16, x, (size_t)B * T * stride);
     free(x);
+}
+
+/* the output's gradient in bf16 (backend.h att_do16 / gqa_ext_bwd16do):
+ * the cpu backends' attention backward reads the fp32 dout, so no path
+ * reads dout16 as it is (0); gqa_ext_bwd16do widens dout16 (exact) into
+ * host scratch and is gqa_ext_bwd16d on it */
+static int cpu_att_do16(int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    (void)B, (void)T, (void)NH, (void)NKV, (void)hd, (void)o;
+    return 0;
+}
+static int cpu_gqa_ext_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                               float *tmp, const uint16_t *out16, float *out, const float *lse, int B,
+                               int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hd <= 0) return 0;
+    float *dout = widen_a16(dout16, B * T, NH * hd);
+    if (!dout) return 0;
+    const int r = cpu_gqa_ext_bwd16d(dqkv, dqkv16, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    free(dout);
+    return r;
 }
 
 /* RoPE writing bf16 (backend.h): rope_fwd in place on x, then to_bf16 of
@@ -912,6 +940,9 @@ static const zt_backend cpu_backend = {
     .gqa_ext_bwd16d = cpu_gqa_ext_bwd16d,
     .matmul_dgelu_bwd_o16 = cpu_matmul_dgelu_bwd_o16,
     .rope_bwd16 = cpu_rope_bwd16,
+    .att_do16 = cpu_att_do16,
+    .matmul_bwd_o16 = cpu_matmul_bwd_o16,
+    .gqa_ext_bwd16do = cpu_gqa_ext_bwd16do,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -1439,6 +1439,28 @@ static int s_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, co
     leave();
     return r;
 }
+/* the output's gradient in bf16 (no operands to check: the cpu answer) */
+static int s_att_do16(int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    int ok = 1;
+    NEED_OPTS("att_do16", o);
+    return ok ? cpu()->att_do16(B, T, NH, NKV, hd, o) : 0;
+}
+static int s_gqa_ext_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                             float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                             int NH, int NKV, int hd, const zt_attn_opts *o) {
+    const size_t N = (size_t)B * T, R = N * (NH + 2 * (size_t)NKV) * hd;
+    enter();
+    int ok = NEED_ALL("gqa_ext_bwd16do", {"dqkv", dqkv, R * F}, {"dqkv16", dqkv16, R * 2},
+                      {"dout16", dout16, N * NH * hd * 2}, {"qkv16", qkv16, R * 2}, {"tmp", tmp, R * F},
+                      {"out16", out16, N * NH * hd * 2}, {"out", out, N * NH * hd * F},
+                      {"lse", lse, N * NH * F});
+    NEED_OPTS("gqa_ext_bwd16do", o);
+    const int r = ok ? cpu()->gqa_ext_bwd16do(dqkv, dqkv16, dout16, qkv16, tmp, out16, out, lse, B, T, NH,
+                                              NKV, hd, o)
+                     : 0;
+    leave();
+    return r;
+}
 /* the bf16-gradient entries */
 #define OPNDS_WX(dinp)                                                                  \
     OPND_W(dinp), OPND_OR(dw, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F),          \
@@ -1474,6 +1496,15 @@ static void s_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bia
                  {"pre16", pre16, (size_t)N * C * 2}, OPNDS_WX(dpre16)))
         cpu()->matmul_dgelu_bwd_o16(dpre16, tmp, dpre_bias, dw, dbias, dout, dout16, inp, inp16,
                                     pre16, w, w16, N, C, OC);
+    leave();
+}
+static void s_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    enter();
+    if (NEED_ALL("matmul_bwd_o16", {"dinp16", dinp16, (size_t)N * C * 2}, {"tmp", tmp, (size_t)N * C * F},
+                 OPNDS_WX(dinp16)))
+        cpu()->matmul_bwd_o16(dinp16, tmp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
     leave();
 }
 #undef OPNDS_WX
@@ -1627,6 +1658,9 @@ static const zt_backend strict_backend = {
     .gqa_ext_bwd16d = s_gqa_ext_bwd16d,
     .matmul_dgelu_bwd_o16 = s_matmul_dgelu_bwd_o16,
     .rope_bwd16 = s_rope_bwd16,
+    .att_do16 = s_att_do16,
+    .matmul_bwd_o16 = s_matmul_bwd_o16,
+    .gqa_ext_bwd16do = s_gqa_ext_bwd16do,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -884,3 +884,24 @@ int zt_cuda_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, con
     zt_cuda_gqa_ext_bwd16o(dqkv, dout, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hs, o);
     return 0;
 }
+
+/* the output's gradient in bf16 (backend.h gqa_ext_bwd16do): cuDNN reads
+ * dout16 as its dO (gqa_ext_bwd16d's path, no k_sdpa_round); where that
+ * path is not taken (att_do16 answers 0: the caller calls gqa_ext_bwd16d)
+ * an error is recorded and nothing computed: ztrain's kernels read the
+ * fp32 dout, which this entry has not */
+int zt_cuda_gqa_ext_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hs, const zt_attn_opts *o) {
+    (void)tmp, (void)out;
+    if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return 0;
+    if (!check_shape(NH, NKV, hs, "attention backward")) return 0;
+    const zt_attn_opts dflt = default_opts(hs);
+    if (!o) o = &dflt;
+    bool d16 = false;
+    if (zt_cuda_sdpa_bwd(dqkv, NULL, NULL, NULL, lse, B, T, NH, NKV, hs, o, out16, qkv16, dqkv16, &d16, dout16))
+        return d16 ? 1 : 0;
+    zt_cuda_fail(__FILE__, __LINE__, "gqa_ext_bwd16do", "a shape or mode off cuDNN's path (att_do16 answers 0)",
+                 "call gqa_ext_bwd16d with the fp32 gradient where att_do16 answers 0");
+    return 0;
+}

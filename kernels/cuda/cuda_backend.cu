@@ -931,6 +931,9 @@ static void fill_table(zt_backend *t) {
     t->gqa_ext_bwd16d = zt_cuda_gqa_ext_bwd16d;
     t->rope_bwd16 = zt_cuda_rope_bwd16;
     t->matmul_dgelu_bwd_o16 = zt_cuda_matmul_dgelu_bwd_o16;
+    t->att_do16 = zt_cuda_att_do16;
+    t->matmul_bwd_o16 = zt_cuda_matmul_bwd_o16;
+    t->gqa_ext_bwd16do = zt_cuda_gqa_ext_bwd16do;
 }
 
 __global__ void k_probe(int *x) {

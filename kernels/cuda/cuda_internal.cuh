@@ -248,13 +248,17 @@ void zt_cuda_flash_tc_bwd(float *dqkv, const uint16_t *q16, const uint16_t *do16
  * the bf16 q|k|v, cuDNN's Q, K, V as they are (a copy when not 16-byte
  * aligned).  dqkv16 (the backward, gqa_ext_bwd16d's): cuDNN's bf16 dQ, dK,
  * dV written there when it is aligned as the q|k|v (qkv16 and out16 read
- * in place), dqkv untouched, *d16 set; else widened into dqkv */
+ * in place), dqkv untouched, *d16 set; else widened into dqkv.  dout16
+ * (the backward, gqa_ext_bwd16do's; then dout unused): cuDNN's bf16 dO as
+ * it is (copied when not 16-byte aligned), no rounding */
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o, uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL);
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
                       const uint16_t *out16 = NULL, const uint16_t *qkv16 = NULL,
-                      uint16_t *dqkv16 = NULL, bool *d16 = NULL);
+                      uint16_t *dqkv16 = NULL, bool *d16 = NULL, const uint16_t *dout16 = NULL);
+/* backend.h att_do16 */
+extern "C" int zt_cuda_att_do16(int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o);
 extern "C" void zt_cuda_sdpa_fini(void);
 /* backend.h att_scratch */
 extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int in16, int B, int T, int NH, int NKV, int hs,
@@ -303,6 +307,13 @@ void zt_cuda_gqa_ext_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv1
 int zt_cuda_gqa_ext_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16,
                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
                            int NH, int NKV, int hs, const zt_attn_opts *o);
+/* the output's gradient in bf16 (backend.h matmul_bwd_o16, gqa_ext_bwd16do) */
+void zt_cuda_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                            const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                            const float *w, const uint16_t *w16, int N, int C, int OC);
+int zt_cuda_gqa_ext_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
+                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
+                            int NH, int NKV, int hs, const zt_attn_opts *o);
 /* the bf16-output entries (backend.h) */
 void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                             const float *w, const uint16_t *w16, const float *bias, int N, int C,

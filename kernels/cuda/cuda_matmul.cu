@@ -657,6 +657,44 @@ void zt_cuda_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, floa
                   (const bf16_t *)w16, N, C, OC, (const bf16_t *)inp16, (const bf16_t *)dout16);
 }
 
+/* the input gradient written in bf16 (backend.h matmul_bwd_o16): the
+ * input-gradient GEMM with a bf16 D (fp32 accumulation, D rounded to
+ * nearest even: to_bf16 of the fp32 D matmul_bwd_d16 writes), dw's GEMM and
+ * the bias gradient as matmul_bwd_d16's.  Scratch: matmul_bwd_d16's.
+ * Where Lt has no such algorithm: the plain GEMM into tmp and to_bf16 of
+ * it (that entry's values, then the rounding). */
+void zt_cuda_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbias, const float *dout,
+                            const uint16_t *dout16, const float *inp, const uint16_t *inp16,
+                            const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (!a16_ok("matmul_bwd_o16") || N <= 0) return;
+    const bf16_t *x16 = (const bf16_t *)inp16, *ww16 = (const bf16_t *)w16;
+    if (x16) inp = NULL;
+    if (ww16) w = NULL;
+    if (C <= 0 || OC <= 0) {
+        /* (no GEMM: the d16 entry's degenerate cases into tmp, then the rounding) */
+        bwd(tmp, dw, dbias, dout, inp, w, ww16, N, C, OC, x16, (const bf16_t *)dout16);
+        if (C > 0) zt_cuda_to_bf16(dinp16, tmp, (size_t)N * C);
+        return;
+    }
+    const bf16_t *d16 = NULL;
+    char *s = given_dout((const bf16_t *)dout16, N, C, OC, true, dw != NULL, 0, &d16);
+    if (!s) return;
+    char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
+    const bool lt = gemm(false, false, C, N, OC, w, C, dout, OC, NULL, C, 0.0f, NULL, NULL, ww16, d16, room,
+                         false, dinp16);
+    if (!lt) {
+        /* the plain GEMM into tmp (cublasGemmEx), then the rounding */
+        const int use = g_use_lt;
+        g_use_lt = 0;
+        gemm(false, false, C, N, OC, w, C, dout, OC, tmp, C, 0.0f, NULL, NULL, ww16, d16, room);
+        g_use_lt = use;
+    }
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
+    if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
+    else if (dbias) zt_cuda_colsum16_acc(dbias, dout16, N, OC, (size_t)OC);
+    if (!lt) zt_cuda_to_bf16(dinp16, tmp, (size_t)N * C);
+}
+
 /* the GELU backward writing bf16 (backend.h matmul_dgelu_bwd_o16): the
  * input-gradient GEMM with a bf16 D and DGELU_BGRAD, its aux pre16 read in
  * bf16 (cuBLASLt's aux has D's type), the bias gradient (fp32, the

@@ -543,7 +543,8 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o,
-                      const uint16_t *out16, const uint16_t *qkv16, uint16_t *dqkv16, bool *d16) {
+                      const uint16_t *out16, const uint16_t *qkv16, uint16_t *dqkv16, bool *d16,
+                      const uint16_t *dout16) {
     if (d16) *d16 = false;
     if (!rule(hs, o) || !aligned16(lse)) return false;
     const int window = o->window > 0 && o->window < T ? 1 : 0;
@@ -557,7 +558,11 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     /* (dqkv16, gqa_ext_bwd16d's: cuDNN's dQ, dK, dV written there, no
      * widening, when aligned as the q|k|v) */
     const bool dd = qd && od && qkv16_direct(dqkv16, NH, NKV, hs);
-    const int in16 = !qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : !dd ? ZT_ATT_IN16O : ZT_ATT_IN16OD;
+    /* (dout16, gqa_ext_bwd16do's: cuDNN's dO as it is when 16-byte aligned,
+     * no buffer of its own) */
+    const bool dod = dout16 && aligned16(dout16);
+    const int in16 = (!qd ? ZT_ATT_IN32 : !od ? ZT_ATT_IN16 : !dd ? ZT_ATT_IN16O : ZT_ATT_IN16OD) |
+                     (dod ? ZT_ATT_DO16 : 0);
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention backward (cuDNN)");
     if (!s) return true;
@@ -584,8 +589,11 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
             return true;
         o16 = c;
     }
-    uint16_t *do16 = (uint16_t *)s;
-    s += zt_al256(nout * 2);
+    uint16_t *do16 = (uint16_t *)dout16;
+    if (!dod) {
+        do16 = (uint16_t *)s;
+        s += zt_al256(nout * 2);
+    }
     float *ssum = (float *)s;
     s += zt_al256(nst * 4);
     float *dqacc = (float *)s;
@@ -598,7 +606,10 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
         s += zt_al256(nout * 4);
     }
     void *ws = s;
-    if (!round_to(do16, dout, nout)) return true;
+    /* (dout16: no k_sdpa_round; copied into the buffer when not 16-byte aligned) */
+    if (!dod && (dout16 ? !ZT_CU(cudaMemcpyAsync(do16, dout16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+                        : !round_to(do16, dout, nout)))
+        return true;
     /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
      * SDPA backward does (its workspace memset of dQ_accum) */
     if (!ZT_CU(cudaMemsetAsync(dqacc, 0, nout * sizeof(float), zt_cu.stream))) return true;
@@ -644,7 +655,7 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
 }
 bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                       int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o, const uint16_t *out16,
-                      const uint16_t *qkv16, uint16_t *dqkv16, bool *d16) {
+                      const uint16_t *qkv16, uint16_t *dqkv16, bool *d16, const uint16_t *dout16) {
     if (d16) *d16 = false;
     return false;
 }
@@ -669,4 +680,13 @@ extern "C" size_t zt_cuda_att_scratch(int bwd, int mode, int in16, int B, int T,
         return ours;
     if (cudnn) *cudnn = 1;
     return bwd ? zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, ws) : zt_cuda_ws_sdpa_fwd(in16, B, T, NH, NKV, hs, ws);
+}
+
+/* backend.h att_do16: the backward takes cuDNN's path at this shape (the
+ * rule, and cuDNN takes the shape: its plan built now, or the cached one),
+ * whose dO is bf16: gqa_ext_bwd16do reads dout16 as it is */
+extern "C" int zt_cuda_att_do16(int B, int T, int NH, int NKV, int hs, const zt_attn_opts *o) {
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || hs <= 0 || !o || NH % NKV != 0 || !rule(hs, o)) return 0;
+    size_t ws = 0;
+    return plan_ws(1, B, T, NH, NKV, hs, o->window > 0 && o->window < T ? 1 : 0, &ws);
 }

@@ -187,13 +187,19 @@ static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV,
  * 16-byte aligned is copied into its buffer: cuda_sdpa.cu asks the in16 0
  * or 1 size then; the models' are 256-byte aligned.) */
 static inline size_t zt_cuda_ws_sdpa_fwd(int in16, int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
+    in16 &= 3;
     return (in16 < 1 ? zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2) : 0) +
            (in16 < 2 ? zt_cuda_ws_al256((size_t)B * T * (size_t)NH * hs * 2) : 0) + cudnn_ws;
 }
+/* (in16 | 4, ZT_ATT_DO16: dO the caller's bf16, gqa_ext_bwd16do's, 16-byte
+ * aligned: no dO buffer) */
 static inline size_t zt_cuda_ws_sdpa_bwd(int in16, int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
     const size_t nout = (size_t)B * T * (size_t)NH * hs;
     const size_t nqkv = zt_cuda_ws_al256((size_t)B * T * (size_t)(NH + 2 * NKV) * hs * 2);
-    return (size_t)(in16 < 1 ? 2 : in16 < 3 ? 1 : 0) * nqkv + (in16 < 2 ? 2 : 1) * zt_cuda_ws_al256(nout * 2) +
+    const int do16 = (in16 & 4) != 0;
+    in16 &= 3;
+    return (size_t)(in16 < 1 ? 2 : in16 < 3 ? 1 : 0) * nqkv +
+           (size_t)((in16 < 2 ? 2 : 1) - do16) * zt_cuda_ws_al256(nout * 2) +
            zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) + (NKV != NH ? 3 : 1) * zt_cuda_ws_al256(nout * 4) +
            cudnn_ws;
 }

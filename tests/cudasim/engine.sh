@@ -176,6 +176,60 @@ ZT_CUDA_DETERMINISTIC=0 group attcudnn 1 llama-tiny.json --batch-size 16 --cases
 ZT_CUDA_DETERMINISTIC=1 group attdet 1 llama-tiny.json --batch-size 16 --cases none \
     --case "det bf16 --stage 0 --ztrain.seq_len 64"
 
+# ---- the attention output's gradient in bf16 (libtrain/arch.h zt_do16_of): on cuDNN's path
+# (ZT_CUDA_DETERMINISTIC=0) the attention projection's backward writes dO in bf16
+# (matmul_bwd_o16) and cuDNN reads it as it is (gqa_ext_bwd16do); after 4 steps every
+# parameter and AdamW moment bitwise those of ZT_TEST_NO_DO16=1 (the fp32 dO, rounded by
+# k_sdpa_round: the path of before; the final checkpoints' tensor checksums), the logged
+# losses and gradient norms the same, GPT-2 and the Llama in bf16 at stage 0, with n_layer
+# k_sdpa_round launches a step fewer (the launch counts of the device report), and each run's
+# device peak the planner's (cuDNN's scratch without its dO buffer, ZT_ATT_DO16)
+do16() {  # do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+    local tag=$1 dir=$2 cfg=$3; shift 3
+    local h r=0 la lb L why=""
+    [ -f "$dir/c_train.bin" ] || { ok 1 "do16 $tag: no $dir/c_train.bin (its group did not run)"; return; }
+    for h in 0 1; do
+        local hook=()
+        [ $h = 1 ] && hook=(ZT_TEST_NO_DO16=1)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+            timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
+            --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
+            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
+            --ckpt-dir "do16_ck_${tag}_$h" --metrics "do16_${tag}_$h.jsonl" --memory-report "$@" \
+            > "do16_${tag}_$h.out" 2>&1) ||
+            why="$why run $h failed;"
+    done
+    grep -q '^attention: cuDNN fused attention' "$dir/do16_${tag}_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
+    python3 - "$dir/do16_${tag}_0.jsonl" "$dir/do16_${tag}_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+sys.exit(0 if len(a) == 4 and a == b else 1)
+PY
+    # (the final checkpoints' parameters and AdamW moments, by their checksums: bitwise the same)
+    local ca cb
+    ca=$("$sim" ckpt inspect "$dir/do16_ck_${tag}_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    cb=$("$sim" ckpt inspect "$dir/do16_ck_${tag}_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
+    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_0.out" 2> /dev/null)
+    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_1.out" 2> /dev/null)
+    L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
+    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((4 * L)) ] || why="$why launches $la vs $lb, not $((4 * L)) fewer;"
+    # (the planner counts cuDNN's scratch without its dO buffer: the backend's device peak its prediction)
+    local m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$dir/do16_${tag}_$h.out" | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
+    done
+    [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/do16_${tag}_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of ZT_TEST_NO_DO16=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L)) k_sdpa_round fewer)${why:+: $why}"
+}
+G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
+do16 gpt2 "$G" tiny.json
+do16 llama "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+
 # ---- the simulator's device report against the backend and the planner
 for out in "$W"/*/x_*.out; do
     [ -f "$out" ] || continue
