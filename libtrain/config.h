@@ -140,9 +140,11 @@ typedef struct zt_model_config {
      * (arch.h zt_att_in16_of ZT_ATT_IN16OD), x16 the final norm writing
      * the LM head's bf16 input alone (a training block with acts16: no
      * fp32 copy; the activations depend on it), g16 GPT-2's fc backward
-     * through the GELU writing its gradient in bf16; 0 in a config (the
-     * to_bf16 paths) */
-    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16;
+     * through the GELU writing its gradient in bf16, addfold each block's
+     * last residual add folded into the next block's first norm (or the
+     * final norm; arch.h); 0 in a config (the to_bf16 paths, the separate
+     * add) */
+    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, addfold;
 } zt_model_config;
 
 struct zt_config {

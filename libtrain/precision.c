@@ -62,6 +62,7 @@ void zt_out16_of(zt_model_config *mc) {
     mc->ab16 = !getenv("ZT_TEST_NO_AB16");
     mc->x16 = !getenv("ZT_TEST_NO_X16");
     mc->g16 = !getenv("ZT_TEST_NO_G16");
+    mc->addfold = !getenv("ZT_TEST_NO_ADDFOLD");
 }
 
 int zt_nf4w16_of(void) {

@@ -547,14 +547,15 @@ typedef struct w16_mem {
     long ab16;         /* gqa_ext_bwd16d calls */
     double glu_b;      /* bytes a launch of k_swiglu_bwd16 / k_geglu_bwd16 (-1: not all the same) */
     long g16;          /* matmul_dgelu_bwd_o16 calls */
+    long add, addn;    /* k_add launches; add_layernorm_fwd / add_rmsnorm_fwd (and 16) calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
  * (zt_ctx_create: the model reads them once); 32 = the last three set only
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
- * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16 (all read at the
- * setup too); 64 = ZT_TEST_NO_L16 over the whole run */
+ * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 65536 =
+ * ZT_TEST_NO_ADDFOLD (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run */
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -613,6 +614,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
     if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
     if (no_w16 & 2048) setenv("ZT_TEST_NO_G16", "1", 1);
+    if (no_w16 & 65536) setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -632,6 +634,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_AB16");
     unsetenv("ZT_TEST_NO_X16");
     unsetenv("ZT_TEST_NO_G16");
+    unsetenv("ZT_TEST_NO_ADDFOLD");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -704,6 +707,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->ab16 = t.calls[ZT_CE_gqa_ext_bwd16d];
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
+    mem->add = launches_of_k(k, nk, "k_add");
+    mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
+                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
     mem->r16 = t.calls[ZT_CE_rope_fwd16];
     mem->rope = t.calls[ZT_CE_rope_fwd];
@@ -1401,6 +1407,60 @@ static void bf16_gradients(void) {
     }
 }
 
+/* ------------------------------------------------------------ residual add folded
+ * Each block's last residual add folded into the next block's first norm or
+ * the final norm (arch.h addfold: add_layernorm_fwd / add_rmsnorm_fwd and
+ * their bf16-output forms): every loss and gradient norm bitwise those of
+ * the separate k_add (ZT_TEST_NO_ADDFOLD=1, the path of before), GPT-2 and
+ * Llama (Gemma 2's post norms), stages 0 and 3, with activation
+ * checkpointing (every block its own group, recomputed) and without, LoRA,
+ * the norms' to_bf16 path (ZT_TEST_NO_N16), the fp32 activations
+ * (ZT_TEST_NO_ACT16), a Mixture of Experts (the cpu backend itself,
+ * uncounted: losses only).  Per step L k_add fewer in the forward, and with
+ * checkpointing L more in the recompute (a recomputed block's y is the kept
+ * residual, added by nobody again); L fused calls more (the forward's: a
+ * recomputed block's input is read with the plain norm), as many norm
+ * calls writing bf16 (layernorm_fwd16 became add_layernorm_fwd16); the
+ * other counts and the activations' peak and plan unchanged. */
+static void residual_fold(void) {
+    static const w16_kind kind = {65536, " with and without the residual add folded",
+                                  "separate add's", NULL};
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 0, NULL, 8},
+        {"gpt2:2,2,32,64,2,16", 3, NULL, 2},         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, NULL, 8},   {"llama:2,4,2,32,48,64,2,16", 0, w16_ck, 2},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, moe, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        const int no = cases[i].no;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck ? " checkpointed" : "", ex == w16_gemma ? " gemma" : "",
+                 ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "",
+                 no & 8 ? " ZT_TEST_NO_N16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (ex == moe) continue;   /* (uncounted) */
+        /* 4 steps: L a forward, L more a recompute (every block) */
+        const long L = p.s.L, fewer = 4 * L * (ex == w16_ck ? 2 : 1), more = 4 * L;
+        tap_ok(p.mb.add - p.ma.add == fewer && p.ma.addn - p.mb.addn == more &&
+                   p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
+                   p.ra == p.rb && p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.d16 == p.mb.d16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+               "%s: %ld k_add (%ld without, %ld fewer expected), %ld fused add-norm calls (%ld "
+               "without, %ld more expected), %ld norm calls writing bf16 (%ld without), activations' "
+               "peak %llu bytes (%llu without)",
+               what, p.ma.add, p.mb.add, fewer, p.ma.addn, p.mb.addn, more, p.ma.n16, p.mb.n16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 GELU gradients
  * GPT-2's fc backward through the GELU writing its gradient in bf16
  * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
@@ -2065,6 +2125,7 @@ int main(int argc, char **argv) {
     bf16_gradients();
     bf16_final_norm();
     bf16_gelu_grad();
+    residual_fold();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();
