@@ -1413,13 +1413,15 @@ static void bf16_gradients(void) {
  * their bf16-output forms): every loss and gradient norm bitwise those of
  * the separate k_add (ZT_TEST_NO_ADDFOLD=1, the path of before), GPT-2 and
  * Llama (Gemma 2's post norms), stages 0 and 3, with activation
- * checkpointing (every block its own group, recomputed) and without, LoRA,
+ * checkpointing (every block its own group, or groups of 2 of 3 blocks,
+ * recomputed) and without, LoRA,
  * the norms' to_bf16 path (ZT_TEST_NO_N16), the fp32 activations
  * (ZT_TEST_NO_ACT16), a Mixture of Experts (the cpu backend itself,
  * uncounted: losses only).  Per step L k_add fewer in the forward, and with
  * checkpointing L more in the recompute (a recomputed block's y is the kept
- * residual, added by nobody again); L fused calls more (the forward's: a
- * recomputed block's input is read with the plain norm), as many norm
+ * residual, added by nobody again); L fused calls more, and with
+ * checkpointing each recomputed block's but a group's first (which reads
+ * its kept input with the plain norm), as many norm
  * calls writing bf16 (layernorm_fwd16 became add_layernorm_fwd16); the
  * other counts and the activations' peak and plan unchanged. */
 static void residual_fold(void) {
@@ -1427,8 +1429,11 @@ static void residual_fold(void) {
                                   "separate add's", NULL};
     static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                               "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    /* (groups of 2 blocks: the recompute folds inside a group) */
+    static const char ck2[] = "activation_checkpointing.policy=every-2";
     static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+        {"gpt2:3,2,32,64,2,16", 0, ck2, 0},          {"llama:3,4,2,32,48,64,2,16", 3, ck2, 0},
         {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 0, NULL, 8},
         {"gpt2:2,2,32,64,2,16", 3, NULL, 2},         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
         {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
@@ -1441,14 +1446,18 @@ static void residual_fold(void) {
         const char *ex = cases[i].extra;
         const int no = cases[i].no;
         char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
-                 ex == w16_ck ? " checkpointed" : "", ex == w16_gemma ? " gemma" : "",
-                 ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "",
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck ? " checkpointed" : "", ex == ck2 ? " checkpointed every 2" : "",
+                 ex == w16_gemma ? " gemma" : "", ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "",
                  no & 8 ? " ZT_TEST_NO_N16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
         if (ex == moe) continue;   /* (uncounted) */
-        /* 4 steps: L a forward, L more a recompute (every block) */
-        const long L = p.s.L, fewer = 4 * L * (ex == w16_ck ? 2 : 1), more = 4 * L;
+        /* 4 steps: L a forward, L more a recompute (every block); the
+         * fused calls L a forward, and in a recompute each block but a
+         * group's first (k = 1: none) */
+        const int ck = ex == w16_ck || ex == ck2, k = ex == ck2 ? 2 : 1;
+        const long L = p.s.L, groups = (L + k - 1) / k;
+        const long fewer = 4 * L * (ck ? 2 : 1), more = 4 * (L + (ck ? L - groups : 0));
         tap_ok(p.mb.add - p.ma.add == fewer && p.ma.addn - p.mb.addn == more &&
                    p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
                    p.ra == p.rb && p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.d16 == p.mb.d16 &&
