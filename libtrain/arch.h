@@ -66,6 +66,26 @@ int zt_att_in16_of(const zt_model_config *mc, const struct zt_backend *be, int t
  * the attention). */
 int zt_do16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
 
+/* The residual add folded across the block boundary (zt_model_config
+ * .addfold, gpt.c and llama.c; ZT_TEST_NO_ADDFOLD restores the separate
+ * add).  Where the backend has add_layernorm_fwd / add_rmsnorm_fwd, block
+ * l does not add its last residual y = res2 + scratch itself: it leaves it
+ * pending (acts->fold = l + 1) and the next reader of residual l + 1 adds
+ * it in its norm, add_X_fwd(res = y, a = res2 of block l's slot, b =
+ * scratch): bitwise the add followed by the norm, y written as before (the
+ * backward and a checkpoint group read it).  The reader folds only where
+ * it runs right after block l in the same pass, when nothing has written
+ * either operand since: block l + 1's first norm (its first kernel; the
+ * units' gathers, the adapters' dropout draw and Gemma's 1 + w between
+ * them write neither) or the final norm (l = L - 1).  Every other pass
+ * starts with nothing pending: the forward's embedding and every block's
+ * backward set fold 0, so a recomputed checkpoint group's first block reads
+ * its kept input with the plain norm.  The one pending add no block reads
+ * is a recomputed group's top block's: its y is a kept residual (the next
+ * group's input, or res[L]) the forward wrote, which the backward reads as
+ * it is.  An eval block's single slot is read (res2) before the next block
+ * writes it (ln1 / xn, the statistics: other arrays). */
+
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
 enum { ZT_AS_INT, ZT_AS_BOOL, ZT_AS_DOUBLE, ZT_AS_STR };

@@ -147,9 +147,11 @@ typedef struct zt_model_config {
      * it), rb16 Llama's blocks (no q/k norms) taking ab16's bf16 gradient
      * through RoPE's backward in bf16 (rope_bwd16) into the q|k|v GEMM, do16
      * the attention projection's backward writing the output's gradient in
-     * bf16, cuDNN's dO as it is (arch.h zt_do16_of); 0 in a config (the
-     * to_bf16 paths) */
-    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, sp16, rb16, do16;
+     * bf16, cuDNN's dO as it is (arch.h zt_do16_of), addfold each block's
+     * last residual add folded into the next block's first norm (or the
+     * final norm; arch.h); 0 in a config (the to_bf16 paths, the separate
+     * add) */
+    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, sp16, rb16, do16, addfold;
 } zt_model_config;
 
 struct zt_config {

@@ -150,6 +150,9 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     g->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
     g->cfg.d16 = mc->d16 && zt_d16_ok(be);
     g->cfg.g16 = g->cfg.d16 && mc->g16 && zt_g16_ok(be);
+    /* (each block's last residual add in the next norm: arch.h addfold) */
+    g->cfg.addfold = mc->addfold && be->add_layernorm_fwd &&
+                     (!g->cfg.n16 || be->add_layernorm_fwd16);
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -324,6 +327,7 @@ static void embed_fwd(void *self, void *acts) {
     const size_t pos0 = (size_t)g->sp.rank * (size_t)T;
     zt_enc_fwd(g->be, ZT_ACTS_RES(a, 0), a->inputs, g->p.wte,
                g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL, g->p.wpe + pos0 * C, B, T, C);
+    a->fold = 0;   /* (a pass starts with no residual add pending: arch.h addfold) */
 }
 
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's
@@ -346,11 +350,25 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (n16: the norms write the bf16 ln1 / ln2 themselves, f32 the cpu
      * backends' staging: the same values) */
     const int n16 = g->cfg.n16;
+    /* (addfold: block l - 1 left x = its res2 + scratch pending, added here
+     * by the fused norm, which writes x as the add did: arch.h) */
+    const int fold = l > 0 && a->fold == l;
+    const float *pa = fold ? ZT_ACTS_SLOT(a, l - 1)->res2 : NULL;
+    a->fold = 0;
     if (s->ln116 && n16) {
-        be->layernorm_fwd16(s->ln116, f32, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+        if (fold)
+            be->add_layernorm_fwd16(x, s->ln116, f32, s->ln1_mean, s->ln1_rstd, pa, a->scratch,
+                                    w->ln1w, w->ln1b, N, C);
+        else
+            be->layernorm_fwd16(s->ln116, f32, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N,
+                                C);
     } else {
-        be->layernorm_fwd(s->ln116 ? f32 : s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N,
-                          C);
+        float *ln1 = s->ln116 ? f32 : s->ln1;
+        if (fold)
+            be->add_layernorm_fwd(x, ln1, s->ln1_mean, s->ln1_rstd, pa, a->scratch, w->ln1w,
+                                  w->ln1b, N, C);
+        else
+            be->layernorm_fwd(ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
         if (s->ln116) be->to_bf16(s->ln116, f32, (size_t)N * C);
     }
     if (g->spn > 1) {
@@ -445,7 +463,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,
                 4 * C, C);
     zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
-    be->add(y, s->res2, a->scratch, (size_t)N * C);
+    if (g->cfg.addfold) a->fold = l + 1;   /* y = res2 + scratch: the next norm adds it */
+    else be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
 #undef W16
 }
@@ -458,12 +477,25 @@ static void norm_fwd(void *self, void *acts) {
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
     const zt_backend *be = g->be;
+    /* (addfold: the last block's res2 + scratch added here into res[L]) */
+    const int fold = L > 0 && a->fold == L;
+    const float *pa = fold ? ZT_ACTS_SLOT(a, L - 1)->res2 : NULL;
+    float *res = ZT_ACTS_RES(a, L);
+    a->fold = 0;
     if (a->lnf16 && g->cfg.n16) {
-        be->layernorm_fwd16(a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L), g->p.lnfw,
-                            g->p.lnfb, N, C);
+        if (fold)
+            be->add_layernorm_fwd16(res, a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, pa,
+                                    a->scratch, g->p.lnfw, g->p.lnfb, N, C);
+        else
+            be->layernorm_fwd16(a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, res, g->p.lnfw,
+                                g->p.lnfb, N, C);
     } else {
-        be->layernorm_fwd(a->lnf16 ? a->d4a : a->lnf, a->lnf_mean, a->lnf_rstd, ZT_ACTS_RES(a, L),
-                          g->p.lnfw, g->p.lnfb, N, C);
+        float *lnf = a->lnf16 ? a->d4a : a->lnf;
+        if (fold)
+            be->add_layernorm_fwd(res, lnf, a->lnf_mean, a->lnf_rstd, pa, a->scratch, g->p.lnfw,
+                                  g->p.lnfb, N, C);
+        else
+            be->layernorm_fwd(lnf, a->lnf_mean, a->lnf_rstd, res, g->p.lnfw, g->p.lnfb, N, C);
         if (a->lnf16) be->to_bf16(a->lnf16, a->d4a, (size_t)N * C);
     }
 }
@@ -533,6 +565,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
     const zt_lora_scratch *ls = &a->lora;
     const uint16_t *u16 = g->p16[l + 1];
+    a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
 #define W16(t) (u16 ? u16 + g->off[t] : NULL)
     /* (d16: the residual gradient's bf16 copy, written by the norm backward
      * that adds into it, final or ln1 of block l + 1 and ln2 here, is the

@@ -376,6 +376,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     m->cfg.d16 = mc->d16 && zt_d16_ok(be);
     /* (sp16: the q|k|v gradient's bf16 copy read by matmul_bwd_d16) */
     m->cfg.sp16 = mc->sp16 && be->matmul_bwd_d16;
+    /* (each block's last residual add in the next norm: arch.h addfold) */
+    m->cfg.addfold = mc->addfold && be->add_rmsnorm_fwd && (!m->cfg.n16 || be->add_rmsnorm_fwd16);
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */
@@ -818,6 +820,7 @@ static void embed_fwd(void *self, void *acts) {
     zt_enc_fwd(m->be, ZT_ACTS_RES(a, 0), a->inputs, m->p.embed,
                m->p16[0] ? m->p16[0] + m->off[E_EMBED] : NULL, NULL, B, T, C);
     if (m->s.gemma) m->be->scale(ZT_ACTS_RES(a, 0), (size_t)B * T * C, m->s.escale);
+    a->fold = 0;   /* (a pass starts with no residual add pending: arch.h addfold) */
 }
 
 /* The rotary frequencies of a sequence of T tokens (all of them, across the
@@ -913,10 +916,18 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
     m->be->gqa_ext_bwd(dqkv, dout, qkv, out, lse, B, T, NH, NKV, s->hd, &o);
 }
 
+/* Block l's last residual add y = res2 + scratch, or with addfold left
+ * pending for the next norm to add (arch.h addfold) */
+static void res_add(const zt_llama *m, zt_llama_acts *a, float *y,
+                    const struct zt_llama_layer_acts *s, int l) {
+    if (m->cfg.addfold) a->fold = l + 1;
+    else m->be->add(y, s->res2, a->scratch, (size_t)a->fB * a->fT * m->s.C);
+}
+
 /* Mixture of Experts MLP (moe.h): y = res2 + experts(xn2) (+ the shared
  * expert's SwiGLU scaled by sigmoid(shared_gate . xn2), Qwen2-MoE) */
 static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
-                   const zt_llama_layer *w, float *y, zt_status *st) {
+                   const zt_llama_layer *w, float *y, int l, zt_status *st) {
     const zt_backend *be = m->be;
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
     const zt_moe_w mw = {w->router, w->exgu, w->exdown, LW16(m, w, T_ROUTER), LW16(m, w, T_EXGU),
@@ -938,7 +949,7 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
         be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
     }
-    be->add(y, s->res2, a->scratch, (size_t)N * C);
+    res_add(m, a, y, s, l);
     return ZT_OK;
 }
 
@@ -991,11 +1002,21 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (n16: the norms write the bf16 xn / xn2 themselves, f32 the cpu
      * backends' staging: the same values) */
     const int n16 = m->cfg.n16;
+    /* (addfold: block l - 1 left x = its res2 + scratch pending, added here
+     * by the fused norm, which writes x as the add did: arch.h) */
+    const int fold = l > 0 && a->fold == l;
+    const float *pa = fold ? ZT_ACTS_SLOT(a, l - 1)->res2 : NULL;
+    const float *nw = norm_w(m, a, w->attn_norm, C);
+    a->fold = 0;
     if (s->xn16 && n16) {
-        be->rmsnorm_fwd16(s->xn16, a->f32, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps, N, C);
+        if (fold)
+            be->add_rmsnorm_fwd16(x, s->xn16, a->f32, s->rstd1, pa, a->scratch, nw, eps, N, C);
+        else
+            be->rmsnorm_fwd16(s->xn16, a->f32, s->rstd1, x, nw, eps, N, C);
     } else {
-        be->rmsnorm_fwd(s->xn16 ? a->f32 : s->xn, s->rstd1, x, norm_w(m, a, w->attn_norm, C), eps,
-                        N, C);
+        float *xn = s->xn16 ? a->f32 : s->xn;
+        if (fold) be->add_rmsnorm_fwd(x, xn, s->rstd1, pa, a->scratch, nw, eps, N, C);
+        else be->rmsnorm_fwd(xn, s->rstd1, x, nw, eps, N, C);
         if (s->xn16) be->to_bf16(s->xn16, a->f32, (size_t)N * C);
     }
     if (sh->sp > 1) {
@@ -1108,7 +1129,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     }
     if (m->sparse[l]) {
         m->mh.layer = l;
-        return moe_fwd(m, a, s, w, y, st);
+        return moe_fwd(m, a, s, w, y, l, st);
     }
     /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
      * reading the rounded values into dh, both free in the forward) */
@@ -1139,7 +1160,7 @@ down:;
     zt_skel_lora_fwd16(sk, LG_DOWN, s->h, s->h16, mo, N, &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd4, mo, norm_w(m, a, w->post_mlp_norm, C), eps, N, C);
-    be->add(y, s->res2, a->scratch, (size_t)N * C);
+    res_add(m, a, y, s, l);
     return ZT_OK;
 }
 
@@ -1152,10 +1173,21 @@ static void norm_fwd(void *self, void *acts) {
     const int N = a->fB * a->fT, C = m->s.C;
     const zt_backend *be = m->be;
     const float *w = norm_w(m, a, m->p.norm, C), eps = (float)m->cfg.norm_eps;
+    /* (addfold: the last block's res2 + scratch added here into res[L]) */
+    const int L = m->s.L, fold = L > 0 && a->fold == L;
+    const float *pa = fold ? ZT_ACTS_SLOT(a, L - 1)->res2 : NULL;
+    float *res = ZT_ACTS_RES(a, L);
+    a->fold = 0;
     if (a->lnf16 && m->cfg.n16) {
-        be->rmsnorm_fwd16(a->lnf16, a->f32, a->lnf_rstd, ZT_ACTS_RES(a, m->s.L), w, eps, N, C);
+        if (fold)
+            be->add_rmsnorm_fwd16(res, a->lnf16, a->f32, a->lnf_rstd, pa, a->scratch, w, eps, N,
+                                  C);
+        else
+            be->rmsnorm_fwd16(a->lnf16, a->f32, a->lnf_rstd, res, w, eps, N, C);
     } else {
-        be->rmsnorm_fwd(a->lnf16 ? a->f32 : a->lnf, a->lnf_rstd, ZT_ACTS_RES(a, m->s.L), w, eps, N, C);
+        float *lnf = a->lnf16 ? a->f32 : a->lnf;
+        if (fold) be->add_rmsnorm_fwd(res, lnf, a->lnf_rstd, pa, a->scratch, w, eps, N, C);
+        else be->rmsnorm_fwd(lnf, a->lnf_rstd, res, w, eps, N, C);
         if (a->lnf16) be->to_bf16(a->lnf16, a->f32, (size_t)N * C);
     }
 }
@@ -1268,6 +1300,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_llama_layer *gw = &m->g.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
     const zt_lora_scratch *ls = &a->lora;
+    a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
     /* MLP: dres flows to res2 unchanged and into the down projection */
     /* (gemma: through the post-MLP norm first, into scratch) */
     const float *dmo = a->dres;

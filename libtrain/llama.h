@@ -102,6 +102,8 @@ typedef struct zt_llama_acts {
         float *so, *sgl, *sg;  /* the shared expert's output [N, C], gate logit and sigmoid [N] */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
+    int fold;                  /* residual l + 1 = res2 + scratch of block l pending
+                                  (arch.h addfold), 0 none */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, QKV] local q|k|v rows (else NULL) */
     uint16_t *sp_dq16;         /* sequence parallel with sp16's bf16 q|k|v gradient (a training

@@ -65,6 +65,7 @@ void zt_out16_of(zt_model_config *mc) {
     mc->sp16 = !getenv("ZT_TEST_NO_SP16");
     mc->rb16 = !getenv("ZT_TEST_NO_RB16");
     mc->do16 = !getenv("ZT_TEST_NO_DO16");
+    mc->addfold = !getenv("ZT_TEST_NO_ADDFOLD");
 }
 
 int zt_nf4w16_of(void) {

@@ -549,6 +549,7 @@ typedef struct w16_mem {
     long g16;          /* matmul_dgelu_bwd_o16 calls */
     long rb16, ropeb;  /* rope_bwd16 and rope_bwd calls */
     long do16q, do16;  /* att_do16 calls; matmul_bwd_o16 + gqa_ext_bwd16do calls */
+    long add, addn;    /* k_add launches; add_layernorm_fwd / add_rmsnorm_fwd (and 16) calls */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
@@ -556,9 +557,9 @@ typedef struct w16_mem {
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
  * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 16384 =
- * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16 (all read at the setup too); 64 =
- * ZT_TEST_NO_L16 over the whole run.  The runs count over the cpu backend, or
- * over g_w16_inner where set. */
+ * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16, 65536 = ZT_TEST_NO_ADDFOLD (all
+ * read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.  The runs
+ * count over the cpu backend, or over g_w16_inner where set. */
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
@@ -620,6 +621,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 2048) setenv("ZT_TEST_NO_G16", "1", 1);
     if (no_w16 & 16384) setenv("ZT_TEST_NO_RB16", "1", 1);
     if (no_w16 & 32768) setenv("ZT_TEST_NO_DO16", "1", 1);
+    if (no_w16 & 65536) setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -641,6 +643,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_G16");
     unsetenv("ZT_TEST_NO_RB16");
     unsetenv("ZT_TEST_NO_DO16");
+    unsetenv("ZT_TEST_NO_ADDFOLD");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -716,6 +719,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->do16 = t.calls[ZT_CE_matmul_bwd_o16] + t.calls[ZT_CE_gqa_ext_bwd16do];
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
+    mem->add = launches_of_k(k, nk, "k_add");
+    mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
+                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
     mem->rb16 = t.calls[ZT_CE_rope_bwd16];
     mem->ropeb = t.calls[ZT_CE_rope_bwd];
@@ -1550,6 +1556,69 @@ static void bf16_gradients(void) {
     }
 }
 
+/* ------------------------------------------------------------ residual add folded
+ * Each block's last residual add folded into the next block's first norm or
+ * the final norm (arch.h addfold: add_layernorm_fwd / add_rmsnorm_fwd and
+ * their bf16-output forms): every loss and gradient norm bitwise those of
+ * the separate k_add (ZT_TEST_NO_ADDFOLD=1, the path of before), GPT-2 and
+ * Llama (Gemma 2's post norms), stages 0 and 3, with activation
+ * checkpointing (every block its own group, or groups of 2 of 3 blocks,
+ * recomputed) and without, LoRA,
+ * the norms' to_bf16 path (ZT_TEST_NO_N16), the fp32 activations
+ * (ZT_TEST_NO_ACT16), a Mixture of Experts (the cpu backend itself,
+ * uncounted: losses only).  Per step L k_add fewer in the forward, and with
+ * checkpointing L more in the recompute (a recomputed block's y is the kept
+ * residual, added by nobody again); L fused calls more, and with
+ * checkpointing each recomputed block's but a group's first (which reads
+ * its kept input with the plain norm), as many norm
+ * calls writing bf16 (layernorm_fwd16 became add_layernorm_fwd16); the
+ * other counts and the activations' peak and plan unchanged. */
+static void residual_fold(void) {
+    static const w16_kind kind = {65536, " with and without the residual add folded",
+                                  "separate add's", NULL};
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    /* (groups of 2 blocks: the recompute folds inside a group) */
+    static const char ck2[] = "activation_checkpointing.policy=every-2";
+    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+        {"gpt2:3,2,32,64,2,16", 0, ck2, 0},          {"llama:3,4,2,32,48,64,2,16", 3, ck2, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 0, NULL, 8},
+        {"gpt2:2,2,32,64,2,16", 3, NULL, 2},         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, NULL, 8},   {"llama:2,4,2,32,48,64,2,16", 0, w16_ck, 2},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, moe, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        const int no = cases[i].no;
+        char what[128];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck ? " checkpointed" : "", ex == ck2 ? " checkpointed every 2" : "",
+                 ex == w16_gemma ? " gemma" : "", ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "",
+                 no & 8 ? " ZT_TEST_NO_N16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (ex == moe) continue;   /* (uncounted) */
+        /* 4 steps: L a forward, L more a recompute (every block); the
+         * fused calls L a forward, and in a recompute each block but a
+         * group's first (k = 1: none) */
+        const int ck = ex == w16_ck || ex == ck2, k = ex == ck2 ? 2 : 1;
+        const long L = p.s.L, groups = (L + k - 1) / k;
+        const long fewer = 4 * L * (ck ? 2 : 1), more = 4 * (L + (ck ? L - groups : 0));
+        tap_ok(p.mb.add - p.ma.add == fewer && p.ma.addn - p.mb.addn == more &&
+                   p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
+                   p.ra == p.rb && p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.d16 == p.mb.d16 &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+               "%s: %ld k_add (%ld without, %ld fewer expected), %ld fused add-norm calls (%ld "
+               "without, %ld more expected), %ld norm calls writing bf16 (%ld without), activations' "
+               "peak %llu bytes (%llu without)",
+               what, p.ma.add, p.mb.add, fewer, p.ma.addn, p.mb.addn, more, p.ma.n16, p.mb.n16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 GELU gradients
  * GPT-2's fc backward through the GELU writing its gradient in bf16
  * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
@@ -1778,7 +1847,9 @@ static void model(void) {
          * its backward GEMMs (matmul_bwd_head16: its dout rounding, 1,
          * gone); the final norm's output written in bf16 (k_layernorm_fwd16,
          * a 13th) and read so by the head's forward and weight-gradient
-         * GEMMs (2 fewer roundings) */
+         * GEMMs (2 fewer roundings); each block's last residual add folded
+         * into the next block's ln1 or the final norm (arch.h addfold: 12
+         * k_add_layernorm_fwd16 for 12 k_layernorm_fwd16, no k_add) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
@@ -1799,8 +1870,9 @@ static void model(void) {
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0 &&
-                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 12 + 1 &&
-                       launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 1 &&
+                       launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 + 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_add") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_layernorm_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
@@ -1808,7 +1880,7 @@ static void model(void) {
                    "input - 12 of GELU gradients), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld "
                    "conversions (%ld as recorded), %ld widenings (%ld as recorded + 12 activations), 24 "
                    "q|k|v roundings fewer in the attention, 12 bf16 GELUs, 25 bf16 LayerNorms (the final "
-                   "one's the head's input)",
+                   "one's the head's input; 24 with the residual add before them), no k_add",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));
@@ -2275,6 +2347,7 @@ int main(int argc, char **argv) {
     bf16_gradients();
     bf16_final_norm();
     bf16_gelu_grad();
+    residual_fold();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();
