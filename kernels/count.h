@@ -152,9 +152,13 @@ const char *zt_count_entry_name(int entry);
  * then the partial sums reading dout and the input again (the recorded
  * tables ran those). */
 #define ZT_COUNT_WHATIF_NORM_BWD_SPLIT 32u
+/* ADD_SPLIT: each block's last residual add as its own k_add, as before
+ * the models folded it into the next norm (bench/costmodel_run.c runs the
+ * engine with ZT_TEST_NO_ADDFOLD under it; the recorded tables ran that) */
+#define ZT_COUNT_WHATIF_ADD_SPLIT 64u
 #define ZT_COUNT_AS_RECORDED                                                                     \
     (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED | ZT_COUNT_WHATIF_A16_ROUNDED | \
-     ZT_COUNT_WHATIF_NORM_BWD_SPLIT)
+     ZT_COUNT_WHATIF_NORM_BWD_SPLIT | ZT_COUNT_WHATIF_ADD_SPLIT)
 void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */

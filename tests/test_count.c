@@ -1819,6 +1819,23 @@ static void model(void) {
                    launches_of_k(cg.k, cg.nk, "k_ft_fwd") == 12,
                "GPT-2 step as recorded, the head in one chunk: 147 bf16 GEMMs, 294 roundings, 12 flash "
                "forwards");
+        /* as recorded: the residual add unfolded (ZT_COUNT_WHATIF_ADD_SPLIT),
+         * the counts of ZT_TEST_NO_ADDFOLD=1, 12 k_add, 12 k_add_layernorm_fwd */
+        {
+            cm_counts cu;
+            setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
+            const int ru = cm_count_step(&g, &og, zt_backend_count(), &cu, &st);
+            unsetenv("ZT_TEST_NO_ADDFOLD");
+            if (tap_ok(ru == ZT_OK, "GPT-2 step as recorded counted with ZT_TEST_NO_ADDFOLD=1")) {
+                const long ka = launches_of_k(cg.k, cg.nk, "k_add"), kb = launches_of_k(cu.k, cu.nk, "k_add");
+                tap_ok(ka == 12 && kb == 12 && cg.tot.launches == cu.tot.launches && cg.tot.bytes == cu.tot.bytes &&
+                           launches_of_k(cg.k, cg.nk, "k_add_layernorm_fwd") == 12 &&
+                           (ZT_COUNT_AS_RECORDED & ZT_COUNT_WHATIF_ADD_SPLIT) != 0,
+                       "the recorded tables are replayed with the residual add unfolded: %ld k_add (%ld with "
+                       "ZT_TEST_NO_ADDFOLD=1), %ld launches (%ld)", ka, kb, cg.tot.launches, cu.tot.launches);
+                cm_counts_free(&cu);
+            }
+        }
         /* today: dout rounded once per backward (12 * 4 + 1 fewer); the
          * weights' bf16 storage read as it is (12 * 8 + 2 fewer); the
          * activations ln1, ln2 and the GELU's output kept in bf16, each
