@@ -436,6 +436,18 @@ mutant rms-bwd-lastrow kernels/cuda/cuda_llama.cu \
 mutant head-bwd-sync kernels/cuda/cuda_llama.cu \
     '            qw\[c\] = aw;\n        \}\n        \K__syncthreads\(\);\n(?=        const int r = g0)' ''
 
+# headnorm_bwd in one pass: each group of (row, head) pairs starts the
+# chunk's partial dw from 0 (the chunk's earlier groups lost; chunks of
+# more than ZT_HNB_THREADS pairs only: over 65536 pairs)
+mutant head-bwd-group kernels/cuda/cuda_llama.cu \
+    'double aw = \Kg0 == r0 \? 0\.0 : qw\[c\](?=;)' '0.0'
+
+# matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM reads the
+# fp32 inp (rounded) in its place (with inp NULL, as the engine passes it,
+# a fault; with an fp32 inp of other values beside inp16, wrong values)
+mutant head16-x16-inp kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, true, C, OC, N, \Kx16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, x16(?=, d16,)' 'inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, NULL'
+
 # the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
 # last free event never handed out again (ev_nfree > 1), so the pool grows
 # one event more than the requests in flight need
