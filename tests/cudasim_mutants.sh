@@ -367,7 +367,9 @@ mutant moe-regroup-dst kernels/cuda/cuda_moe.cu \
 mutant o16-bias kernels/cuda/cuda_matmul.cu \
     'gemm_lt\(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, \Kbias(?=, bf16, epi, &err, true\))' 'NULL'
 
-# matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM not given it (reads no input)
+# matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM not given it (reads no input:
+# its fp32 A is NULL too, so k_round_bf16 reads address 0, a fault on the simulator, exit 139,
+# as on a GPU; no value to compare: head16-x16-inp below is the variant a value check sees)
 mutant head16-x16 kernels/cuda/cuda_matmul.cu \
     'gemm\(false, true, C, OC, N, x16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, \Kx16(?=, d16,)' 'NULL'
 
@@ -467,6 +469,19 @@ mutant rms-bwd-lastrow kernels/cuda/cuda_llama.cu \
 # output gradient) and the input gradient written over it
 mutant head-bwd-sync kernels/cuda/cuda_llama.cu \
     '            qw\[c\] = aw;\n        \}\n        \K__syncthreads\(\);\n(?=        const int r = g0)' ''
+
+# headnorm_bwd in one pass: each group of (row, head) pairs starts the
+# chunk's partial dw from 0 (the chunk's earlier groups lost; chunks of
+# more than ZT_HNB_THREADS pairs only: over 65536 pairs)
+mutant head-bwd-group kernels/cuda/cuda_llama.cu \
+    'double aw = \Kg0 == r0 \? 0\.0 : qw\[c\](?=;)' '0.0'
+
+# matmul_bwd_head16 with the final norm's bf16 output: dw's GEMM reads the
+# fp32 inp (rounded) in its place (with inp NULL, as the engine passes it,
+# a fault; with an fp32 inp of other values beside inp16, wrong values;
+# x16 ? nullptr : nullptr keeps x16 read, so the copy compiles without warnings)
+mutant head16-x16-inp kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, true, C, OC, N, \Kx16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, x16(?=, d16,)' 'inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, x16 ? nullptr : nullptr'
 
 # the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
 # last free event never handed out again (ev_nfree > 1), so the pool grows
