@@ -13,7 +13,8 @@
  *    forward's bitwise; a second backward without a forward (every chunk
  *    recomputed, the fused kernel on the last one too) gives the first's
  *    gradients bitwise; the probabilities of the last chunk's rows are the
- *    one-chunk run's bitwise, the other rows have none (NULL);
+ *    one-chunk run's within 1e-6 (bitwise where the BLAS sums as it did),
+ *    the other rows have none (NULL);
  *  - the activation block holds one chunk: its bytes shrink by exactly
  *    (N - R) V floats (twice with the soft-cap), as the planner counts.
  */
@@ -134,17 +135,22 @@ static void check_model(const zt_model_config *base, const char *what) {
         int rec = zt_shard_backward(r.sh, r.a, 1.0f / (float)N, &st) == ZT_OK &&
                   !memcmp(g1, r.m->grads, np * sizeof(float));
         tap_ok(rec, "%s: a backward recomputing every chunk (xent_fused) gives the same gradients bitwise", tag);
-        /* probabilities: the last chunk's rows, bitwise; no other row */
-        double lf = NAN;
+        /* probabilities: the last chunk's rows, those of the one-chunk run
+         * within 1e-6 (bitwise where the BLAS sums a row the same way at
+         * every row count: OpenBLAS's small-matrix kernels (AVX-512
+         * machines) sum a chunk of 1 row in another order than one of 10,
+         * as the losses above show); no other row */
+        double lf = NAN, pworst = 0;
         int prob = zt_shard_forward(r.sh, r.a, inputs, targets, B, T, 1, &lf, &st) == ZT_OK && lf == l1;
         const long last0 = (nch - 1) * R;
         for (int i = 0; prob && i < N; ++i) {
             const float *p = r.ops->probs(r.self, r.a, i / T, i % T);
-            prob = i < last0 ? p == NULL
-                             : p && !memcmp(p, p0 + (size_t)i * V, (size_t)V * sizeof(float));
+            prob = i < last0 ? p == NULL : p != NULL;
+            for (int v = 0; prob && i >= last0 && v < V; ++v)
+                pworst = fmax(pworst, fabs((double)p[v] - p0[(size_t)i * V + v]));
         }
-        tap_ok(prob, "%s: probabilities of the last chunk's rows %ld..%d bitwise, none for the others",
-               tag, last0, N - 1);
+        tap_ok(prob && pworst <= 1e-6, "%s: probabilities of the last chunk's rows %ld..%d those of one chunk (%s: %.2e), "
+               "none for the others", tag, last0, N - 1, pworst == 0 ? "bitwise" : "1e-6", pworst);
         {   /* an eval block's forward: the same loss */
             void *ev = NULL;
             double le = NAN;
