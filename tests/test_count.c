@@ -526,6 +526,7 @@ typedef struct w16_mem {
     uint64_t peak, plan;
     double widened;
     uint64_t acts_peak, acts_plan;   /* the activations' accounted peak and the plan's */
+    uint64_t comm_peak, comm_plan;   /* the gradient buckets' (ZT_MEM_COMM) peak and the plan's */
     long a16;                        /* calls of the bf16-input entries */
     long enc16, enc;   /* encoder_fwd_w16 and encoder_fwd calls */
     long o16;          /* calls of the bf16-output entries (matmul_fwd_o16, gelu / swiglu / geglu 16) */
@@ -550,6 +551,8 @@ typedef struct w16_mem {
     long rb16, ropeb;  /* rope_bwd16 and rope_bwd calls */
     long do16q, do16;  /* att_do16 calls; matmul_bwd_o16 + gqa_ext_bwd16do calls */
     long add, addn;    /* k_add launches; add_layernorm_fwd / add_rmsnorm_fwd (and 16) calls */
+    long gemm;         /* cublasLt gemm launches (bf16 and fp32) */
+    long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
@@ -557,8 +560,8 @@ typedef struct w16_mem {
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
  * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 16384 =
- * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16, 65536 = ZT_TEST_NO_ADDFOLD (all
- * read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.  The runs
+ * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16, 65536 = ZT_TEST_NO_ADDFOLD,
+ * 131072 = ZT_TEST_NO_HEADFUSE (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.  The runs
  * count over the cpu backend, or over g_w16_inner where set. */
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -622,6 +625,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 16384) setenv("ZT_TEST_NO_RB16", "1", 1);
     if (no_w16 & 32768) setenv("ZT_TEST_NO_DO16", "1", 1);
     if (no_w16 & 65536) setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
+    if (no_w16 & 131072) setenv("ZT_TEST_NO_HEADFUSE", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -644,6 +648,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_RB16");
     unsetenv("ZT_TEST_NO_DO16");
     unsetenv("ZT_TEST_NO_ADDFOLD");
+    unsetenv("ZT_TEST_NO_HEADFUSE");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -689,11 +694,15 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     zt_mem_get(&ms);
     mem->peak = ms.peak[ZT_MEM_GATHERED];
     mem->acts_peak = ms.peak[ZT_MEM_ACTIVATIONS];
+    mem->comm_peak = ms.peak[ZT_MEM_COMM];
     /* (matmul_fwd_o16 is called with the bf16 input: a bf16-input call too) */
     mem->x16f = t.calls[ZT_CE_xent16_fwd];
     mem->x16b = t.calls[ZT_CE_xent16_fused];
     mem->h16 = t.calls[ZT_CE_matmul_bwd_head16];
-    mem->o16h = mem->x16b ? mem->x16f + mem->x16b - 4 : 0;
+    /* (the head's forward GEMMs: one a chunk in the forward, and the
+     * recomputed chunks, all but the last, in backward; fused
+     * (classifier.h), no xent16_fwd: one a chunk) */
+    mem->o16h = mem->x16b ? (mem->x16f ? mem->x16f + mem->x16b - 4 : mem->x16b) : 0;
     mem->xent = t.calls[ZT_CE_xent_fwd] + t.calls[ZT_CE_xent_fused];
     /* (the blocks' matmul_fwd_o16 calls take the bf16 input: bf16-input
      * calls too; the head's, o16h, left out: they take the final norm's
@@ -720,6 +729,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     mem->add = launches_of_k(k, nk, "k_add");
+    mem->gemm = launches_of_k(k, nk, "cublasLt gemm bf16") + launches_of_k(k, nk, "cublasLt gemm fp32");
+    mem->xf = t.calls[ZT_CE_xent16_fwd] + t.calls[ZT_CE_xent_fwd];
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -743,6 +754,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         mem->acts_plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] +
                          ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_ACTIVATIONS];
         mem->logits_plan = ctx->plan.logits_bytes;
+        mem->comm_plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_COMM] + ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_COMM];
     }
     if (ctx) zt_ctx_free(ctx);
     if (c) zt_config_free(c);
@@ -1619,6 +1631,75 @@ static void residual_fold(void) {
     }
 }
 
+/* ------------------------------------------------------------ LM head fused
+ * A training step's forward computing the LM head's gradients (classifier.h
+ * "fused": xent16_fused / xent_fused with the losses, then the head's
+ * backward GEMMs, chunk by chunk; the backward starts at the final norm):
+ * every loss and gradient norm over 4 steps (so the parameters too) bitwise
+ * those of the head recomputed in backward (ZT_TEST_NO_HEADFUSE=1, the path
+ * of before), GPT-2 and Llama (tied and untied), stages 0, 2 and 3,
+ * gradient accumulation 2, activation checkpointing, LoRA (a frozen head:
+ * dx alone), Gemma 2's final soft-cap (fp32 logits), the fp32 activations
+ * (fp32 logits), fp32 and fp16 (dloss with the loss scale) runs, a Mixture
+ * of Experts (the cpu backend itself, uncounted: losses only).  With the
+ * head in 2 chunks (w16_run), per micro-batch one head GEMM fewer (the
+ * recomputed chunk's: no head GEMM in backward), no loss-only xent call
+ * (xent16_fwd / xent_fwd) left, and the gathered units' and activations'
+ * peaks and plans unchanged. */
+static void head_fused(void) {
+    static const w16_kind kind = {131072, " with and without the LM head fused",
+                                  "recomputing head's", NULL};
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    static const char acc[] = "train_batch_size=4";
+    static const char acc_ck[] = "train_batch_size=4 activation_checkpointing.policy=blocks";
+    static const char f32[] = "bf16.enabled=false";
+    static const char f16[] = "bf16.enabled=false fp16.enabled=true";
+    static const struct { const char *shape; int stage; const char *extra; int no; int A; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0, 1},      {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0, 1},
+        {"gpt2:2,2,32,64,2,16", 0, acc, 0, 2},       {"gpt2:2,2,32,64,2,16", 2, acc_ck, 0, 2},
+        {"gpt2:2,2,32,64,2,16", 3, acc, 0, 2},       {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0, 1},
+        {"gpt2:2,2,32,64,2,16", 3, NULL, 2, 1},      {"gpt2:2,2,32,64,2,16", 0, f32, 0, 1},
+        {"gpt2:2,2,32,64,2,16", 3, f16, 0, 1},       {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, acc, 0, 2},
+        {"llama:2,4,2,32,48,64,2,16,untied", 2, w16_lora, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_gemma, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 2, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, f32, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe, 0, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, moe, 0, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        const int no = cases[i].no;
+        char what[160];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck || ex == acc_ck ? " checkpointed" : "",
+                 ex == acc || ex == acc_ck ? " accumulating 2" : "", ex == w16_gemma ? " gemma" : "",
+                 ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "", ex == f32 ? " fp32" : "",
+                 ex == f16 ? " fp16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "", "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (ex == moe) continue;   /* (uncounted) */
+        /* 4 steps of A micro-batches, the head in 2 chunks: one head GEMM
+         * fewer each */
+        const long fewer = 4L * cases[i].A;
+        tap_ok(p.mb.gemm - p.ma.gemm == fewer && p.ma.xf == 0 && p.mb.xf == 4L * cases[i].A * 2 &&
+                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan &&
+                   p.ma.comm_peak == p.mb.comm_peak && p.ma.comm_plan == p.mb.comm_plan &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+               "%s: %ld GEMMs (%ld without, %ld fewer expected), %ld loss-only xent calls (%ld "
+               "without), gathered peak %llu (%llu without), gradient buckets' peak %llu (%llu "
+               "without; plan %llu, %llu), activations' peak %llu bytes (%llu without)",
+               what, p.ma.gemm, p.mb.gemm, fewer, p.ma.xf, p.mb.xf, (unsigned long long)p.ma.peak,
+               (unsigned long long)p.mb.peak, (unsigned long long)p.ma.comm_peak,
+               (unsigned long long)p.mb.comm_peak, (unsigned long long)p.ma.comm_plan,
+               (unsigned long long)p.mb.comm_plan, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 GELU gradients
  * GPT-2's fc backward through the GELU writing its gradient in bf16
  * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
@@ -2365,6 +2446,7 @@ int main(int argc, char **argv) {
     bf16_final_norm();
     bf16_gelu_grad();
     residual_fold();
+    head_fused();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();
