@@ -94,7 +94,7 @@ sys.exit(0 if a and a == b else 1)
 PY
 ok $? "cpu-strict, chunks of 7: losses and parameters bitwise the cpu run's"
 
-"# fused TAG NRANKS ARGS...: the run with the fused head, then with ZT_TEST_NO_HEADFUSE=1; bitwise
+# fused TAG NRANKS ARGS...: the run with the fused head, then with ZT_TEST_NO_HEADFUSE=1; bitwise
 fused() {
     local tag=$1 n=$2; shift 2
     run "${tag}_f" "$n" "$@" && ZT_TEST_NO_HEADFUSE=1 run "${tag}_n" "$n" "$@" &&

@@ -883,15 +883,15 @@ static void bf16_weights(void) {
         /* (the activations in fp32: every GEMM through the *_w16 entries) */
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, label)) continue;
         /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
-         * head's 2 chunks forward, backward, and the first chunk's logits
-         * again (the second's probabilities are kept); 4 steps.  Stage 3:
+         * head's 2 chunks forward and backward (fused in the forward,
+         * classifier.h: no chunk's logits again); 4 steps.  Stage 3:
          * the GEMMs read the gathered unit, the tied head's too (the
          * embedding is the encoder's zt_enc_fwd's only other reader: it reads
          * the bf16 bits, so the table is a GEMM-only tensor).
          * Each call rounds no weight.  QLoRA: the blocks' weights are NF4,
          * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  (A
          * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2 + 1);
+        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2);
         /* the embedding lookup: one a step, on the bf16 table */
         tap_ok(ex == moe || (p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4),
                "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
@@ -944,7 +944,8 @@ static void bf16_nf4w16(void) {
         /* (the activations in fp32: every GEMM through the *_w16 entries) */
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, what)) continue;
         /* (checkpointed: the blocks' forward GEMMs twice) */
-        const long blocks = 4L * p.s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2 + 1);
+        /* (the head: 2 chunks forward and backward, fused: classifier.h) */
+        const long blocks = 4L * p.s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2);
         tap_ok(p.wa == blocks + head && p.wb == head && p.rb - p.ra == blocks,
                "%s: %ld bf16-weight calls (%ld expected; %ld on the fp32 copy's path, the head's), "
                "%ld weight roundings fewer", what, p.wa, blocks + head, p.wb, p.rb - p.ra);
@@ -1236,7 +1237,8 @@ static void bf16_qknorm_rope(void) {
 /* ------------------------------------------------------------ bf16 logits
  * The LM head's logits in bf16, as autocast has them (classifier.h: the
  * head GEMM writes them, matmul_fwd_o16 without tmp; xent16_fwd's losses,
- * xent16_fused's bf16 gradient in place, matmul_bwd_head16 reading it):
+ * xent16_fused's bf16 gradient in place, matmul_bwd_head16 reading it;
+ * fused in a training step's forward: xent16_fused gives the losses too):
  * against the fp32 logits (ZT_TEST_NO_L16=1, the path of before), GPT-2
  * and Llama (tied and untied head), stages 0 and 3, in chunks of rows (2;
  * 7 of 5 rows) and in one chunk, LoRA (a frozen head: no dw): 4 steps'
@@ -1266,15 +1268,16 @@ static void bf16_logits(void) {
         snprintf(what, sizeof what, "%s stage %d, %ld chunk%s of %ld rows%s", cases[i].shape,
                  cases[i].stage, nch, nch > 1 ? "s" : "", R, ex == lora ? " LoRA" : "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
-        /* a step: every chunk's forward (xent16_fwd) and backward (xent16_fused,
-         * matmul_bwd_head16); the fp32 path: xent_fwd per chunk, xent_fused per
-         * recomputed chunk */
-        tap_ok(p.ma.x16f == 4 * nch && p.ma.x16b == 4 * nch && p.ma.h16 == 4 * nch &&
+        /* a step: every chunk's loss and gradient in one call (xent16_fused
+         * with the losses) and its backward GEMMs (matmul_bwd_head16), fused
+         * in the forward (classifier.h): no xent16_fwd; the fp32 path:
+         * xent_fused per chunk */
+        tap_ok(p.ma.x16f == 0 && p.ma.x16b == 4 * nch && p.ma.h16 == 4 * nch &&
                    p.ma.xent == 0 && p.mb.x16f == 0 && p.mb.x16b == 0 && p.mb.h16 == 0 &&
-                   p.mb.xent == 4 * (2 * nch - 1),
-               "%s: %ld xent16_fwd, %ld xent16_fused, %ld matmul_bwd_head16 calls (%ld each expected), "
-               "no fp32 xent (%ld with fp32 logits)",
-               what, p.ma.x16f, p.ma.x16b, p.ma.h16, 4 * nch, p.mb.xent);
+                   p.mb.xent == 4 * nch,
+               "%s: %ld xent16_fwd, %ld xent16_fused, %ld matmul_bwd_head16 calls (0, %ld, %ld "
+               "expected), no fp32 xent (%ld with fp32 logits)",
+               what, p.ma.x16f, p.ma.x16b, p.ma.h16, 4 * nch, 4 * nch, p.mb.xent);
         const uint64_t RV = (uint64_t)R * (uint64_t)p.s.V;
         const uint64_t want16 = ((RV + 127) & ~(uint64_t)127) * 2, want32 = ((RV + 15) & ~(uint64_t)15) * 4;
         const uint64_t d = p.mb.logits_plan - p.ma.logits_plan;
@@ -1743,10 +1746,11 @@ static void bf16_gelu_grad(void) {
  * with its final soft-cap: fp32 logits), stages 0 and 3, with activation
  * checkpointing and without, LoRA (a frozen head: no dw), the fp32 logits
  * (ZT_TEST_NO_L16), the norms' to_bf16 path (ZT_TEST_NO_N16).  Per step
- * (2 chunks of rows) 5 k_round_bf16 fewer (the forward's 2 chunks, the
- * backward's recomputed one, dw's 2; LoRA: 3, no dw); one norm call a step
- * writing bf16 more (ZT_TEST_NO_N16: one k_to_bf16 more); with fp32 logits
- * the 5 head GEMM entries a step are bf16-input ones; the activations' peak
+ * (2 chunks of rows) 4 k_round_bf16 fewer (the 2 chunks' head GEMMs, dw's
+ * 2; LoRA: 2, no dw; the head fused in the forward, classifier.h: no
+ * chunk recomputed); one norm call a step writing bf16 more
+ * (ZT_TEST_NO_N16: one k_to_bf16 more); with fp32 logits the 4 head GEMM
+ * entries a step are bf16-input ones; the activations' peak
  * lower by the fp32 [N, C] less the bf16 one (up to 252 bytes of its
  * alignment) and still the plan's. */
 static void bf16_final_norm(void) {
@@ -1774,7 +1778,7 @@ static void bf16_final_norm(void) {
                  ex == cap ? " gemma final soft-cap" : "", is_lora ? " LoRA" : "",
                  no & 64 ? " ZT_TEST_NO_L16" : "", no & 8 ? " ZT_TEST_NO_N16" : "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
-        const long fewer = 4L * (is_lora ? 3 : 5), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
+        const long fewer = 4L * (is_lora ? 2 : 4), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
         /* (with fp32 logits the head's GEMMs are bf16-input calls, which
          * were bf16-weight calls: the head weight's bf16 storage) */
         const long a16 = f32l ? fewer : 0;
@@ -1947,7 +1951,9 @@ static void model(void) {
          * a 13th) and read so by the head's forward and weight-gradient
          * GEMMs (2 fewer roundings); each block's last residual add folded
          * into the next block's ln1 or the final norm (arch.h addfold: 12
-         * k_add_layernorm_fwd16 for 12 k_layernorm_fwd16, no k_add) */
+         * k_add_layernorm_fwd16 for 12 k_layernorm_fwd16, no k_add); the
+         * head fused in the forward (classifier.h: k_xent16_fused gives the
+         * losses, no k_xent16_fwd) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
@@ -1956,7 +1962,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
                                                                         (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 -
                                                                         2 - 12 &&
-                       launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
+                       launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fused") == 0 &&
@@ -1975,7 +1981,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
                    "- 96 of activations - the head's bf16 gradient - 24 of gradients - 2 of the head's "
-                   "input - 12 of GELU gradients), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld "
+                   "input - 12 of GELU gradients), bf16 logits (k_xent16_fused alone: fused), %ld "
                    "conversions (%ld as recorded), %ld widenings (%ld as recorded + 12 activations), 24 "
                    "q|k|v roundings fewer in the attention, 12 bf16 GELUs, 25 bf16 LayerNorms (the final "
                    "one's the head's input; 24 with the residual add before them), no k_add",
@@ -1989,17 +1995,18 @@ static void model(void) {
                "GPT-2 and SmolLM steps (stage 0): one optimizer launch, %ld and %ld host syncs, %ld and %ld "
                "launches", cg.tot.syncs, cs.tot.syncs, cg.tot.launches, cs.tot.launches);
         /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304; in bf16 now,
-         * the same rows) over 8192 rows, 7 chunks of 1171 or 1170; each chunk but the last
-         * recomputes its logits in the backward */
+         * the same rows) over 8192 rows, 7 chunks of 1171 or 1170; fused in the forward
+         * (classifier.h): no chunk recomputes its logits, no k_xent16_fwd (ZT_TEST_NO_HEADFUSE=1:
+         * 6 GEMMs and 7 k_xent16_fwd more) */
         cm_counts cd;
         const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
                    "the GPT-2 step counted with the default chunked head")) {
-            tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 4 * 7 - 1 &&
+            tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 3 * 7 &&
                        launches_of_k(cd.k, cd.nk, "k_xent16_fused") == 7 &&
-                       launches_of_k(cd.k, cd.nk, "k_xent16_fwd") == 7,
-                   "GPT-2 step, default head: %ld bf16 GEMMs (144 + 3 per chunk + 6 recomputed), %ld fused "
-                   "xent on bf16 logits (every chunk: the last one's logits kept), %ld xent forwards",
+                       launches_of_k(cd.k, cd.nk, "k_xent16_fwd") == 0,
+                   "GPT-2 step, default head: %ld bf16 GEMMs (144 + 3 per chunk, none recomputed), %ld fused "
+                   "xent on bf16 logits (every chunk, in the forward), %ld xent forwards",
                    launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16"),
                    launches_of_k(cd.k, cd.nk, "k_xent16_fused"), launches_of_k(cd.k, cd.nk, "k_xent16_fwd"));
             cm_counts_free(&cd);
