@@ -498,6 +498,15 @@ size_t zt_unit_numel(const zt_units *U, int u) {
 static void begin_pass(zt_shard *sh, int pass) {
     sh->pass = pass;
     memset(sh->seen, 0, (size_t)sh->nu);
+    /* a forward's gradient units that no backward closed (the step failed
+     * between the passes): their buckets' partial sums are dropped, not
+     * added to by the next pass */
+    if (pass == ZT_PASS_FWD && sh->fwd_grads)
+        for (int u = 0; u < sh->nu; ++u)
+            if (sh->gopen[u] && sh->bucket[u]) {
+                zt_mem_free(sh->bucket[u]);
+                sh->bucket[u] = NULL;
+            }
     /* (a backward keeps the gradient units its forward opened: the fused
      * LM head's, classifier.h) */
     if (pass != ZT_PASS_BWD || !sh->fwd_grads) memset(sh->gopen, 0, (size_t)sh->nu);
