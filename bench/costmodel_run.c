@@ -136,11 +136,15 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         /* ADD_SPLIT: the residual add unfolded (precision.c, read at the setup) */
         const int split = (o->whatif & ZT_COUNT_WHATIF_ADD_SPLIT) && !getenv("ZT_TEST_NO_ADDFOLD");
         if (split) setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
+        /* HEAD_UNFUSED: the LM head recomputed in backward (classifier.h) */
+        const int unfused = (o->whatif & ZT_COUNT_WHATIF_HEAD_UNFUSED) && !getenv("ZT_TEST_NO_HEADFUSE");
+        if (unfused) setenv("ZT_TEST_NO_HEADFUSE", "1", 1);
         zt_backend_set_stand_in(be);
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
         if (a32) unsetenv("ZT_TEST_NO_ACT16");
         if (split) unsetenv("ZT_TEST_NO_ADDFOLD");
+        if (unfused) unsetenv("ZT_TEST_NO_HEADFUSE");
     }
     if (rc == ZT_OK && !(V = malloc(sizeof *V))) rc = oom(st);
     if (rc == ZT_OK) {

@@ -156,9 +156,14 @@ const char *zt_count_entry_name(int entry);
  * the models folded it into the next norm (bench/costmodel_run.c runs the
  * engine with ZT_TEST_NO_ADDFOLD under it; the recorded tables ran that) */
 #define ZT_COUNT_WHATIF_ADD_SPLIT 64u
+/* HEAD_UNFUSED: the LM head's loss and gradient in separate passes, as
+ * before a training forward fused them (libtrain/classifier.h "fused";
+ * bench/costmodel_run.c runs the engine with ZT_TEST_NO_HEADFUSE under it;
+ * the recorded tables ran that: xent16_fwd, then xent16_fused in backward) */
+#define ZT_COUNT_WHATIF_HEAD_UNFUSED 128u
 #define ZT_COUNT_AS_RECORDED                                                                     \
     (ZT_COUNT_WHATIF_DOUT_PER_GEMM | ZT_COUNT_WHATIF_W16_ROUNDED | ZT_COUNT_WHATIF_A16_ROUNDED | \
-     ZT_COUNT_WHATIF_NORM_BWD_SPLIT | ZT_COUNT_WHATIF_ADD_SPLIT)
+     ZT_COUNT_WHATIF_NORM_BWD_SPLIT | ZT_COUNT_WHATIF_ADD_SPLIT | ZT_COUNT_WHATIF_HEAD_UNFUSED)
 void zt_count_set_whatif(unsigned flags);
 /* 0: the cuBLAS attention path at every head size, as
  * zt_cuda_att_flash_for_test(0) makes the CUDA backend do. */

@@ -113,6 +113,36 @@ void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *
     else if (has_targets) *loss_sum = be->sum(c->losses, (size_t)N);
 }
 
+void zt_classifier_forward_fused(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
+                                 const float *x, const float *w, const int *targets, float dloss,
+                                 int N, int C, int V, float cap, double *loss_sum,
+                                 double *loss_dev) {
+    const long R = rows_for(c->rmax, N);
+    const long nch = (N + R - 1) / R;
+    /* last chunk first: dw sums the rows in the order of
+     * zt_classifier_backward */
+    for (long k = nch - 1; k >= 0; --k) {
+        long r0;
+        const long n = chunk_rows(N, R, k, &r0);
+        if (c->logits16) {
+            chunk_logits16(be, c, x, w, r0, n, C, V);
+            be->xent16_fused(c->losses + r0, c->logits16, targets + r0, dloss, (int)n, V);
+            be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, rows_x(c, x, r0, C),
+                                  rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
+            continue;
+        }
+        chunk_logits(be, c, x, w, r0, n, C, V, cap);
+        be->xent_fused(c->losses + r0, c->logits, targets + r0, dloss, (int)n, V);
+        if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
+        zt_mm_bwd_x(be, dx + (size_t)r0 * C, dw, NULL, c->logits, rows_x(c, x, r0, C),
+                    rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
+    }
+    c->pn = 0;   /* (no probabilities kept: the buffer holds gradients) */
+    *loss_sum = 0.0;
+    if (loss_dev) be->sum_to(loss_dev, c->losses, (size_t)N);
+    else *loss_sum = be->sum(c->losses, (size_t)N);
+}
+
 void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
                             const float *x, const float *w, const int *targets, float dloss,
                             int N, int C, int V, float cap) {

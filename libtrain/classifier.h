@@ -25,6 +25,25 @@
  * [N, V] head did, with no recomputation.  The price of R < N is one more
  * head GEMM over the rows outside the last chunk, in backward.
  *
+ * fused (zt_classifier_forward_fused; ZT_TEST_NO_HEADFUSE unset): a
+ * training step's forward (train.c tells the engine the backward's dloss,
+ * loss_scale included, before the forward: zt_units_fwd_dloss) computes
+ * the backward's part too, chunk by chunk in the backward's order (last
+ * chunk first): logits, xent_fused (the losses and the gradient in place),
+ * softcap_bwd, matmul_bwd into dx's rows and dw.  The head's gradient unit
+ * (tied: unit 0, the embedding's, held to the embedding's backward as
+ * before; untied: the head's unit, which the final norm's backward shares)
+ * is taken in the forward (model_skel.c), dx waits in the model's dbuf
+ * (nothing writes it between the forward's end and the final norm's
+ * backward), and the backward starts at the final norm: no head GEMM is
+ * recomputed.  Every kernel gets the same operands as on the path of
+ * before and dw sums the chunks in the same order, so losses, gradients
+ * and parameters are bitwise those of ZT_TEST_NO_HEADFUSE=1 (tests/
+ * test_count "LM head fused").  A backward with another dloss than the
+ * one the forward used fails (ZT_EINVAL).  Everything else (eval,
+ * sampling, zt_loss, direct zt_shard_forward / zt_shard_backward pairs)
+ * keeps the path above.
+ *
  * bf16 logits (zt_classifier_l16: a training block with the bf16
  * activations, zt_acts16_on, and no final soft-cap; ZT_TEST_NO_L16 unset):
  * the chunk is bf16, as PyTorch autocast has the logits, half the bytes.
@@ -120,6 +139,22 @@ double *zt_units_loss_acc(zt_units *U);
 void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
                             const float *x, const float *w, const int *targets, float dloss,
                             int N, int C, int V, float cap);
+/* The fused head (a training step's forward whose backward's dloss is known
+ * before it: zt_units_fwd_dloss; "fused" above): zt_classifier_forward with
+ * targets and zt_classifier_backward in one pass over the chunks -- the
+ * losses, *loss_sum or loss_dev as zt_classifier_forward's, dx[N, C]
+ * (overwritten) and dw (+=; NULL: a frozen head) as zt_classifier_backward's
+ * with this dloss, bitwise.  No zt_classifier_backward after it. */
+void zt_classifier_forward_fused(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
+                                 const float *x, const float *w, const int *targets, float dloss,
+                                 int N, int C, int V, float cap, double *loss_sum,
+                                 double *loss_dev);
+/* The loss gradient scale of the backward that follows the training
+ * forward of U now running, when the engine was told it before the forward
+ * (train.c: zt_shard.fwd_dloss): 1 and *dloss, and the forward may then take
+ * gradient buffers (zt_unit_grads) for the fused head; else 0 (eval,
+ * zt_loss, sampling, a forward / backward pair called directly). */
+int zt_units_fwd_dloss(zt_units *U, float *dloss);
 /* The probabilities [V] of row `row` of the last forward, NULL when its chunk
  * was not the last one (or a backward ran since), or the chunk is bf16 (a
  * training block: sampling forwards through a block of its own). */

@@ -149,9 +149,12 @@ typedef struct zt_model_config {
      * the attention projection's backward writing the output's gradient in
      * bf16, cuDNN's dO as it is (arch.h zt_do16_of), addfold each block's
      * last residual add folded into the next block's first norm (or the
-     * final norm; arch.h); 0 in a config (the to_bf16 paths, the separate
-     * add) */
+     * final norm; arch.h); headfuse a training step's LM head computing
+     * its gradients in the forward (classifier.h "fused"); 0 in a config
+     * (the to_bf16 paths, the separate add, the head recomputed in
+     * backward) */
     int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, sp16, rb16, do16, addfold;
+    int headfuse;
 } zt_model_config;
 
 struct zt_config {

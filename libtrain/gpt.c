@@ -501,12 +501,19 @@ static void norm_fwd(void *self, void *acts) {
 }
 
 /* Tied LM head and loss, chunk by chunk (classifier.h): logits = lnf @
- * wte^T (lnf16: a->cls.x16, lnf NULL). */
-static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
+ * wte^T (lnf16: a->cls.x16, lnf NULL); fuse: with head_bwd's gradients
+ * (dlnf into dbuf, dwte +=) */
+static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc,
+                     const float *fuse) {
     zt_gpt *g = self;
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, V = g->cfg.vocab;
     a->cls.w16 = g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL;   /* the tied head: wte */
+    if (fuse) {
+        zt_classifier_forward_fused(g->be, &a->cls, a->dbuf, g->g.wte, a->lnf, g->p.wte, a->targets,
+                                    *fuse, N, C, V, 0.0f, loss_sum, loss_acc);
+        return;
+    }
     zt_classifier_forward(g->be, &a->cls, a->lnf, g->p.wte, a->targets, N, C, V, 0.0f,
                           has_targets, loss_sum, loss_acc);
 }

@@ -1199,12 +1199,20 @@ static const uint16_t *head16(const zt_llama *m) {
 }
 
 /* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T (lnf16: a->cls.x16)
- * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied) or lm_head.w */
-static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc) {
+ * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied) or lm_head.w;
+ * fuse: with head_bwd's gradients (dlnf into dbuf, dW +=) */
+static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc,
+                     const float *fuse) {
     zt_llama *m = self;
     zt_llama_acts *a = acts;
     const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
     a->cls.w16 = head16(m);
+    if (fuse) {
+        zt_classifier_forward_fused(m->be, &a->cls, a->dbuf, m->s.tied ? m->g.embed : m->g.lm_head,
+                                    a->lnf, m->s.tied ? m->p.embed : m->p.lm_head, a->targets, *fuse,
+                                    N, C, V, m->s.fcap, loss_sum, loss_acc);
+        return;
+    }
     zt_classifier_forward(m->be, &a->cls, a->lnf, m->s.tied ? m->p.embed : m->p.lm_head, a->targets,
                           N, C, V, m->s.fcap, has_targets, loss_sum, loss_acc);
 }

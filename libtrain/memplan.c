@@ -199,6 +199,8 @@ typedef struct layout {
     char *view, *bucket, *seen;   /* view: mixed, the unit's fp32 compute copy */
     int pass;
     int tied;               /* the LM head is unit 0 (GPT, tied llama) */
+    int headfuse;           /* a training forward's LM head takes its gradient unit
+                             * (classifier.h "fused"; model_skel.c) */
     /* overlap_comm: gradient reduce-scatters in flight (shard.c's pend[]) */
     uint64_t g;             /* shard group size at stages 2-3 */
     int overlap, comm16, npend;
@@ -405,7 +407,9 @@ static void sim_block_release(layout *y, int l, int rev) {
 /* gpt.c's and llama.c's forward, as unit API calls (zt_shard_forward
  * around it).  Tied head: unit 0 stays from the encoder to the LM head
  * (and into backward when training); untied (llama): unit 0 is released
- * after the encoder and the head's unit (the last) holds the LM head. */
+ * after the encoder and the head's unit (the last) holds the LM head.  A
+ * training forward's fused head (classifier.h) takes the head's gradient
+ * unit (tied: 0) before the head; the backward then starts at the norm. */
 static void sim_forward(layout *y, int training) {
     const int L = y->L, H = y->ub[L];
     layout *a = y->peer;
@@ -419,10 +423,13 @@ static void sim_forward(layout *y, int training) {
         if (a) u_release(a, l);
         sim_block_release(y, l, 0);
     }
+    const int fuse = training && y->headfuse;
     u_params(y, H);
+    if (fuse && !y->tied) u_grads(y, H);
     u_release(y, H);
     if (y->tied) {
         u_params(y, 0);            /* tied LM head */
+        if (fuse) u_grads(y, 0);
         if (!training) u_release(y, 0);
     }
     u_end(y, !training);
@@ -439,8 +446,10 @@ static void sim_backward(layout *y, int k) {
     u_begin(y, PASS_BWD);
     if (a) u_begin(a, PASS_BWD);
     if (y->tied) {
-        u_params(y, 0);
-        u_grads(y, 0);
+        if (!y->headfuse) {        /* (fused: the forward's head took them) */
+            u_params(y, 0);
+            u_grads(y, 0);
+        }
         u_release(y, 0);
     }
     u_params(y, H);
@@ -723,6 +732,7 @@ static int plan_units(planner *q, zt_status *st) {
     if (!y->n || !y->gathered || !y->view || !y->bucket || !y->seen)
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     y->tied = zt_arch_tied(q->arch, mc);
+    y->headfuse = mc->headfuse;
     for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
     /* the GEMMs read the bf16 storage (train.c, shard.c zt_shard_weights16) */
     if (p->mixed && q->c->bf16_enabled && zt_weights16_of(q->c)) {

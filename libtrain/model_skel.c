@@ -1,5 +1,6 @@
 /* model_skel.c -- the unit skeleton of the built-in models (model_skel.h). */
 #include "model_skel.h"
+#include <string.h>
 #include "classifier.h"
 #include "model_acts.h"
 
@@ -11,6 +12,8 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
     sk->L = mc->n_layer;
     sk->tied = tied != 0;
     sk->lora = 0;
+    sk->headfuse = mc->headfuse;
+    sk->fused = 0;
     if (mc->lora_r > 0) {
         ZT_TRY(zt_lora_plan(mc, &sk->lo, st));
         sk->lora = 1;
@@ -123,6 +126,12 @@ int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_ta
     const int L = sk->L;
     int H;   /* the head's unit */
     units_of(sk, L, &H);
+    /* the fused head (classifier.h): a training step's forward told its
+     * backward's dloss takes the head's gradient unit here and leaves the
+     * backward to start at the final norm */
+    float fdl = 0.0f;
+    const int fuse = sk->headfuse && sa->training && has_targets && zt_units_fwd_dloss(U, &fdl);
+    sk->fused = 0;
     ZT_TRY(params(sk, U, 0, st));
     o->embed_fwd(self, a);
     if (!sk->tied) ZT_TRY(zt_unit_release(U, 0, st));   /* tied: kept for the LM head */
@@ -135,11 +144,17 @@ int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_ta
          * it for the head's backward */
         ZT_TRY(zt_unit_release(U, H, st));
         ZT_TRY(params(sk, U, 0, st));
-        o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U));
+        if (fuse) ZT_TRY(grads_or_frozen(sk, U, sa, 0, st));
+        o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U), fuse ? &fdl : NULL);
         if (!sa->training) ZT_TRY(zt_unit_release(U, 0, st));
     } else {
-        o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U));
+        if (fuse) ZT_TRY(grads_or_frozen(sk, U, sa, H, st));
+        o->head_fwd(self, a, has_targets, loss_sum, zt_units_loss_acc(U), fuse ? &fdl : NULL);
         ZT_TRY(zt_unit_release(U, H, st));
+    }
+    if (fuse) {
+        sk->fused = 1;
+        sk->fused_dloss = fdl;
     }
     return ZT_OK;
 }
@@ -154,8 +169,17 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
     int H;   /* the head's unit */
     units_of(sk, L, &H);
     /* the LM head: its weight's unit (tied: the embedding's, released
-     * before the final norm's is bound) */
-    if (sk->tied) {
+     * before the final norm's is bound); fused in the forward (classifier.h):
+     * its gradients are there, dx in dbuf, the gradient unit open */
+    if (sk->fused) {
+        sk->fused = 0;
+        if (memcmp(&dloss, &sk->fused_dloss, sizeof dloss) != 0)
+            return zt_fail(st, ZT_EINVAL, "backward with dloss %g after a forward whose fused LM "
+                           "head used %g (classifier.h)", (double)dloss, (double)sk->fused_dloss);
+        if (sk->tied) ZT_TRY(zt_unit_release(U, 0, st));
+        ZT_TRY(params(sk, U, H, st));
+        ZT_TRY(grads_or_frozen(sk, U, sa, H, st));
+    } else if (sk->tied) {
         ZT_TRY(params(sk, U, 0, st));
         ZT_TRY(grads_or_frozen(sk, U, sa, 0, st));
         o->head_bwd(self, a, dloss);

@@ -31,11 +31,14 @@ typedef struct zt_skel_ops {
     /* forward: the embedding into residual 0; block l from residual l into
      * its slot and residual l + 1 (backward runs it again to recompute a
      * checkpointed block: bitwise the same values); the final norm; the LM
-     * head and loss (has_targets, loss_sum, the engine's loss_acc) */
+     * head and loss (has_targets, loss_sum, the engine's loss_acc); fuse
+     * non-NULL: the fused head (classifier.h) with dloss *fuse, its
+     * gradients into the bound gradient view and dbuf (head_bwd's) */
     void (*embed_fwd)(void *self, void *acts);
     int (*block_fwd)(void *self, void *acts, int l, zt_status *st);
     void (*norm_fwd)(void *self, void *acts);
-    void (*head_fwd)(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc);
+    void (*head_fwd)(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc,
+                     const float *fuse);
     /* backward, in reverse: the LM head (scaled by dloss), the final norm
      * (into a zeroed dres), block l, the embedding */
     void (*head_bwd)(void *self, void *acts, float dloss);
@@ -59,6 +62,9 @@ typedef struct zt_skel {
     int L;                             /* blocks */
     int tied;                          /* LM head = the embedding (unit 0); else in the head's unit */
     int lora;                          /* LoRA adapters on a frozen base (lora.h) */
+    int headfuse;                      /* zt_model_config.headfuse (classifier.h "fused") */
+    int fused;                         /* the last forward fused the head ... */
+    float fused_dloss;                 /* ... with this dloss (the backward's, checked) */
     zt_lora lo;
     const float *ad;                   /* the current block's adapters ... */
     float *gad;                        /* ... and their gradients (backward) */

@@ -66,6 +66,7 @@ void zt_out16_of(zt_model_config *mc) {
     mc->rb16 = !getenv("ZT_TEST_NO_RB16");
     mc->do16 = !getenv("ZT_TEST_NO_DO16");
     mc->addfold = !getenv("ZT_TEST_NO_ADDFOLD");
+    mc->headfuse = !getenv("ZT_TEST_NO_HEADFUSE");
 }
 
 int zt_nf4w16_of(void) {

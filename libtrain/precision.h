@@ -65,7 +65,7 @@ int zt_acts16_of(const zt_config *cfg, int cuda);
  * the run's model is set up; the test hooks ZT_TEST_NO_O16, ZT_TEST_NO_N16,
  * ZT_TEST_NO_R16 (ZT_TEST_NO_AO16, ZT_TEST_NO_QKR16, ZT_TEST_NO_AB16, ZT_TEST_NO_X16,
  * ZT_TEST_NO_SP16, ZT_TEST_NO_RB16, ZT_TEST_NO_DO16, ZT_TEST_NO_ADDFOLD: the separate residual
- * add) set then: that path 0
+ * add, ZT_TEST_NO_HEADFUSE: the LM head recomputed in backward) set then: that path 0
  * (tests compare the two paths) */
 void zt_out16_of(zt_model_config *mc);
 /* QLoRA where the GEMMs read bf16 weights (zt_weights16_of): 1, a block's

@@ -262,11 +262,15 @@ static float *zt_unit_grads_impl(zt_units *U, int u, zt_status *st) {
                 unit_name(sh, u));
         return NULL;
     }
-    if (sh->pass != ZT_PASS_BWD) {
+    /* (and in a training forward told its backward's dloss: the fused LM
+     * head, classifier.h; the unit stays open into the backward) */
+    const int fwd = sh->pass == ZT_PASS_FWD && sh->training && sh->fwd_dloss_set;
+    if (sh->pass != ZT_PASS_BWD && !fwd) {
         zt_fail(st, ZT_EINVAL, "zt_unit_grads(unit %s): gradients exist only in backward",
                 unit_name(sh, u));
         return NULL;
     }
+    if (fwd) sh->fwd_grads = 1;
     sh->gopen[u] = 1;
     if (sh->stage < 2) return sh->m->grads + sh->u[u].coff;
     /* asked again after its grads_done while its reduction is in flight:
@@ -474,6 +478,12 @@ int zt_unit_grads_done(zt_units *U, int u, zt_status *st) {
     return unit_call_timed(U, u, UNIT_GRADS_DONE, NULL, st);
 }
 
+int zt_units_fwd_dloss(zt_units *U, float *dloss) {
+    if (!U || U->pass != ZT_PASS_FWD || !U->training || !U->fwd_dloss_set) return 0;
+    *dloss = U->fwd_dloss;
+    return 1;
+}
+
 double *zt_units_loss_acc(zt_units *U) {
     if (!U || U->pass != ZT_PASS_FWD || !U->training || !U->loss_acc) return NULL;
     U->loss_taken++;
@@ -488,7 +498,19 @@ size_t zt_unit_numel(const zt_units *U, int u) {
 static void begin_pass(zt_shard *sh, int pass) {
     sh->pass = pass;
     memset(sh->seen, 0, (size_t)sh->nu);
-    memset(sh->gopen, 0, (size_t)sh->nu);
+    /* a forward's gradient units that no backward closed (the step failed
+     * between the passes): their buckets' partial sums are dropped, not
+     * added to by the next pass */
+    if (pass == ZT_PASS_FWD && sh->fwd_grads)
+        for (int u = 0; u < sh->nu; ++u)
+            if (sh->gopen[u] && sh->bucket[u]) {
+                zt_mem_free(sh->bucket[u]);
+                sh->bucket[u] = NULL;
+            }
+    /* (a backward keeps the gradient units its forward opened: the fused
+     * LM head's, classifier.h) */
+    if (pass != ZT_PASS_BWD || !sh->fwd_grads) memset(sh->gopen, 0, (size_t)sh->nu);
+    sh->fwd_grads = 0;
 }
 
 int zt_shard_forward(zt_shard *sh, void *acts, const int *inputs, const int *targets, int B,

@@ -216,6 +216,12 @@ struct zt_units {
     /* the step without host reads (train.c) */
     double *loss_acc;         /* a training step's loss accumulator (backend memory), or NULL */
     int loss_taken;           /* forwards that added their loss there (zt_units_loss_acc) */
+    /* the fused LM head (classifier.h): the dloss the step's backward will
+     * be called with, set with fwd_dloss_set by train.c before a training
+     * forward (zt_units_fwd_dloss); fwd_grads: that forward took gradient
+     * units (zt_unit_grads), which stay open into the backward */
+    float fwd_dloss;
+    int fwd_dloss_set, fwd_grads;
     const float **rx;         /* the owned gradient ranges [nu]: stage 0 the full block, */
     size_t *rn;               /* else the owned slices (zt_shard_grad_ranges) */
     int nr;

@@ -915,6 +915,11 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     zt_adamw *o = &ctx->opt;
     ctx->be->zero(o->scal, sizeof *o->scal);
     ctx->sh->loss_acc = &o->scal->loss_sum;   /* the forward engine (LoRA: the base) */
+    /* the backward's dloss, known now: the forward's LM head computes its
+     * gradients itself (classifier.h "fused") */
+    const float bwd_dloss = dloss * loss_scale;
+    ctx->sh->fwd_dloss = bwd_dloss;
+    ctx->sh->fwd_dloss_set = 1;
     int dev_loss = 1;   /* every forward added its loss there (built-in models) */
     double loss_sum = 0.0, wait_s = 0.0, aux[2] = {0, 0};   /* MoE: load-balancing loss, forwards */
     for (int micro = 0; micro < A; ++micro) {
@@ -946,6 +951,7 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
                                   Tl, 1, &ls, st);
         if (rc != ZT_OK) {
             ctx->sh->loss_acc = NULL;
+            ctx->sh->fwd_dloss_set = 0;
             return rc;
         }
         if (ctx->sh->loss_taken == taken) dev_loss = 0;
@@ -956,10 +962,16 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
             aux[0] += ax;
             aux[1] += 1;
         }
-        ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, dloss * loss_scale, st));
+        rc = zt_shard_backward(ctx->sh, ctx->acts.acts, bwd_dloss, st);
+        if (rc != ZT_OK) {
+            ctx->sh->loss_acc = NULL;
+            ctx->sh->fwd_dloss_set = 0;
+            return rc;
+        }
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
     ctx->sh->loss_acc = NULL;
+    ctx->sh->fwd_dloss_set = 0;
     /* communication and the engine's bookkeeping from here to the end of
      * the step, exclusive of the kernels (bench_train --breakdown) */
     zt_prof_mark pm_comm;

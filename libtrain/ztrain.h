@@ -426,7 +426,9 @@ float *zt_unit_params(zt_units *U, int unit, zt_status *st);
  * parameters. */
 const uint16_t *zt_unit_params16(zt_units *U, int unit);
 int zt_unit_release(zt_units *U, int unit, zt_status *st);
-/* Gradient accumulation buffer of unit u (backward only); NULL + st. */
+/* Gradient accumulation buffer of unit u (backward only; also in a
+ * zt_train_step forward, which told the engine its backward's dloss: the
+ * built-in models' fused LM head, docs/units.md); NULL + st. */
 float *zt_unit_grads(zt_units *U, int unit, zt_status *st);
 int zt_unit_grads_done(zt_units *U, int unit, zt_status *st);
 /* Number of units, and a unit's element count (for models that check). */

@@ -12,6 +12,11 @@
 #  - llama (tied) with sequence parallelism 2 (each rank's T/2 rows in chunks); untied;
 #    gemma2 (final logit soft-cap inside the chunk loop);
 #  - cpu-strict (device-memory discipline) bitwise the cpu backend, chunked;
+#  - the fused head (classifier.h "fused": the training forward computes the head's
+#    gradients) against ZT_TEST_NO_HEADFUSE=1 (the head recomputed in backward): every step's
+#    loss and gradient norm, the validation losses and the final parameters bitwise, on 2 ranks
+#    at stages 0-3 (stage 3 with accumulation and checkpointing), fp16 (the loss scale in the
+#    fused dloss), LoRA, llama untied, sequence parallel 2, gemma2;
 #  - the CLI refuses a negative chunk size, naming the key.
 . "$(dirname "$0")/lib.sh"
 need_mpi
@@ -88,6 +93,34 @@ a, b = [[(d.get("loss"), d.get("val_loss")) for d in map(json.loads, open(p)) if
 sys.exit(0 if a and a == b else 1)
 PY
 ok $? "cpu-strict, chunks of 7: losses and parameters bitwise the cpu run's"
+
+# fused TAG NRANKS ARGS...: the run with the fused head, then with ZT_TEST_NO_HEADFUSE=1; bitwise
+fused() {
+    local tag=$1 n=$2; shift 2
+    run "${tag}_f" "$n" "$@" && ZT_TEST_NO_HEADFUSE=1 run "${tag}_n" "$n" "$@" &&
+        python3 - "m_${tag}_f.jsonl" "m_${tag}_n.jsonl" <<'PY' && cmp -s "w_${tag}_f.safetensors" "w_${tag}_n.safetensors"
+import json, sys
+a, b = [[(d.get("loss"), d.get("grad_norm"), d.get("val_loss")) for d in map(json.loads, open(p))
+         if "loss" in d or "val_loss" in d] for p in sys.argv[1:]]
+sys.exit(0 if len(a) >= 4 and a == b else 1)
+PY
+}
+fused hf0 2 "${GPT[@]}" --stage 0 --micro-batch 2 --classifier-chunk-rows 7
+ok $? "fused head, gpt2, 2 ranks, stage 0, chunks of 7: bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hf1 2 "${GPT[@]}" --stage 1 --micro-batch 2 --precision fp16 --classifier-chunk-rows 7
+ok $? "fused head, gpt2, 2 ranks, stage 1, fp16 (loss scale): bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hf2 2 "${GPT[@]}" --stage 2 --micro-batch 2 --precision bf16 --classifier-chunk-rows 7
+ok $? "fused head, gpt2, 2 ranks, stage 2, bf16: bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hf3 2 "${GPT[@]}" --stage 3 --micro-batch 1 --grad-accum 2 --act-ckpt blocks --classifier-chunk-rows 5
+ok $? "fused head, gpt2, 2 ranks, stage 3, accumulation 2, checkpointing: bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hfl 2 "${GPT[@]}" --stage 3 --micro-batch 2 --lora-r 4 --classifier-chunk-rows 9
+ok $? "fused head, gpt2 LoRA (frozen head), 2 ranks, stage 3: bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hfu 2 "${LLAMA[@]}" --stage 3 --micro-batch 1 --grad-accum 2 --tie-embeddings false --classifier-chunk-rows 11
+ok $? "fused head, llama untied, 2 ranks, stage 3, accumulation 2: bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hfsp 2 "${LLAMA[@]}" --micro-batch 2 --grad-accum 2 --sp 2 --classifier-chunk-rows 9
+ok $? "fused head, llama, sequence parallel 2: bitwise ZT_TEST_NO_HEADFUSE=1"
+fused hfg 2 "${GEMMA[@]}" --stage 2 --micro-batch 1 --grad-accum 2 --classifier-chunk-rows 6
+ok $? "fused head, gemma2 (soft-cap), 2 ranks, stage 2: bitwise ZT_TEST_NO_HEADFUSE=1"
 
 "$ZTRAIN" train "${GPT[@]}" --train c_train.bin --steps 1 --classifier-chunk-rows -1 > o_neg.txt 2>&1
 [ $? != 0 ] && grep -q "ztrain.classifier_chunk_rows" o_neg.txt

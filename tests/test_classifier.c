@@ -16,7 +16,12 @@
  *    one-chunk run's within 1e-6 (bitwise where the BLAS sums as it did),
  *    the other rows have none (NULL);
  *  - the activation block holds one chunk: its bytes shrink by exactly
- *    (N - R) V floats (twice with the soft-cap), as the planner counts.
+ *    (N - R) V floats (twice with the soft-cap), as the planner counts;
+ *  - the fused head (classifier.h "fused": the engine told the backward's
+ *    dloss before the forward, zt_model_config.headfuse), chunks of 3 rows:
+ *    the loss and every gradient bitwise the recomputing head's; a backward
+ *    with another dloss fails (ZT_EINVAL), with nothing else wrong; with
+ *    headfuse 0 the engine's dloss changes nothing (the path of before).
  */
 #include <math.h>
 #include <stdio.h>
@@ -177,6 +182,53 @@ static void check_model(const zt_model_config *base, const char *what) {
     unbuild(&ref);
 }
 
+/* The fused head against the recomputing one (chunks of 3 rows). */
+static void check_fused(const zt_model_config *base, const char *what) {
+    zt_status st;
+    zt_model_config mc = *base;
+    mc.classifier_rows = 3;
+    mc.headfuse = 1;
+    run r;
+    double l0 = NAN, l1 = NAN, l2 = NAN;
+    const float dl = 1.0f / (float)N;
+    if (build(&mc, &r, &st) != ZT_OK || step(&r, &l0, &st) != ZT_OK) {
+        tap_ok(0, "%s fused: %s", what, st.msg);
+        unbuild(&r);
+        return;
+    }
+    const size_t np = r.m->num_params;
+    float *g0 = malloc(np * sizeof(float));
+    memcpy(g0, r.m->grads, np * sizeof(float));
+    /* told the dloss: fused */
+    r.sh->fwd_dloss = dl;
+    r.sh->fwd_dloss_set = 1;
+    int ok = step(&r, &l1, &st) == ZT_OK;
+    tap_ok(ok && l1 == l0 && !memcmp(g0, r.m->grads, np * sizeof(float)),
+           "%s: the fused head's loss (%.9g) and gradients bitwise the recomputing head's%s%s", what, l1,
+           ok ? "" : ": ", ok ? "" : st.msg);
+    /* a backward with another dloss than the forward's */
+    zt_backend_cpu()->zero(r.m->grads, np * sizeof(float));
+    ok = zt_shard_forward(r.sh, r.a, inputs, targets, B, T, 1, &l2, &st) == ZT_OK;
+    const int rc = ok ? zt_shard_backward(r.sh, r.a, 2.0f * dl, &st) : ZT_OK;
+    tap_ok(ok && rc == ZT_EINVAL && strstr(st.msg, "fused") && l2 == l0,
+           "%s: a backward with dloss 2 / N after a forward fused with 1 / N fails: %s", what, st.msg);
+    /* the hook: headfuse 0, the dloss told, the path of before */
+    r.sh->fwd_dloss_set = 0;
+    unbuild(&r);
+    mc.headfuse = 0;
+    if (build(&mc, &r, &st) == ZT_OK) {
+        r.sh->fwd_dloss = dl;
+        r.sh->fwd_dloss_set = 1;
+        ok = step(&r, &l1, &st) == ZT_OK;
+        tap_ok(ok && l1 == l0 && !memcmp(g0, r.m->grads, np * sizeof(float)),
+               "%s: headfuse 0 with the dloss told: bitwise the same (recomputing)", what);
+    } else {
+        tap_ok(0, "%s headfuse 0: %s", what, st.msg);
+    }
+    unbuild(&r);
+    free(g0);
+}
+
 static zt_model_config llama_config(void) {
     zt_model_config mc = {.n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 16, .context = 6,
                           .vocab = 11, .pad_token_id = -1, .intermediate = 24};
@@ -229,9 +281,11 @@ int main(void) {
     gpt.tie_embeddings = 1;
     gpt.pad_token_id = -1;
     check_model(&gpt, "gpt2");
+    check_fused(&gpt, "gpt2");
     zt_model_config un = llama_config();
     un.tie_embeddings = 0;
     check_model(&un, "llama untied");
+    check_fused(&un, "llama untied");
     zt_model_config g2 = llama_config();
     g2.tie_embeddings = 1;
     g2.gemma = 2;
@@ -239,5 +293,6 @@ int main(void) {
     g2.attn_softcap = 1.5;
     g2.final_softcap = 2;
     check_model(&g2, "gemma2 soft-capped");
+    check_fused(&g2, "gemma2 soft-capped");
     return tap_done();
 }

@@ -526,6 +526,7 @@ typedef struct w16_mem {
     uint64_t peak, plan;
     double widened;
     uint64_t acts_peak, acts_plan;   /* the activations' accounted peak and the plan's */
+    uint64_t comm_peak, comm_plan;   /* the gradient buckets' (ZT_MEM_COMM) peak and the plan's */
     long a16;                        /* calls of the bf16-input entries */
     long enc16, enc;   /* encoder_fwd_w16 and encoder_fwd calls */
     long o16;          /* calls of the bf16-output entries (matmul_fwd_o16, gelu / swiglu / geglu 16) */
@@ -550,6 +551,8 @@ typedef struct w16_mem {
     long rb16, ropeb;  /* rope_bwd16 and rope_bwd calls */
     long do16q, do16;  /* att_do16 calls; matmul_bwd_o16 + gqa_ext_bwd16do calls */
     long add, addn;    /* k_add launches; add_layernorm_fwd / add_rmsnorm_fwd (and 16) calls */
+    long gemm;         /* cublasLt gemm launches (bf16 and fp32) */
+    long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
 } w16_mem;
 /* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
  * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
@@ -557,8 +560,8 @@ typedef struct w16_mem {
  * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
  * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
  * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 16384 =
- * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16, 65536 = ZT_TEST_NO_ADDFOLD (all
- * read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.  The runs
+ * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16, 65536 = ZT_TEST_NO_ADDFOLD,
+ * 131072 = ZT_TEST_NO_HEADFUSE (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.  The runs
  * count over the cpu backend, or over g_w16_inner where set. */
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -622,6 +625,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     if (no_w16 & 16384) setenv("ZT_TEST_NO_RB16", "1", 1);
     if (no_w16 & 32768) setenv("ZT_TEST_NO_DO16", "1", 1);
     if (no_w16 & 65536) setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
+    if (no_w16 & 131072) setenv("ZT_TEST_NO_HEADFUSE", "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -644,6 +648,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     unsetenv("ZT_TEST_NO_RB16");
     unsetenv("ZT_TEST_NO_DO16");
     unsetenv("ZT_TEST_NO_ADDFOLD");
+    unsetenv("ZT_TEST_NO_HEADFUSE");
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -689,11 +694,15 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     zt_mem_get(&ms);
     mem->peak = ms.peak[ZT_MEM_GATHERED];
     mem->acts_peak = ms.peak[ZT_MEM_ACTIVATIONS];
+    mem->comm_peak = ms.peak[ZT_MEM_COMM];
     /* (matmul_fwd_o16 is called with the bf16 input: a bf16-input call too) */
     mem->x16f = t.calls[ZT_CE_xent16_fwd];
     mem->x16b = t.calls[ZT_CE_xent16_fused];
     mem->h16 = t.calls[ZT_CE_matmul_bwd_head16];
-    mem->o16h = mem->x16b ? mem->x16f + mem->x16b - 4 : 0;
+    /* (the head's forward GEMMs: one a chunk in the forward, and the
+     * recomputed chunks, all but the last, in backward; fused
+     * (classifier.h), no xent16_fwd: one a chunk) */
+    mem->o16h = mem->x16b ? (mem->x16f ? mem->x16f + mem->x16b - 4 : mem->x16b) : 0;
     mem->xent = t.calls[ZT_CE_xent_fwd] + t.calls[ZT_CE_xent_fused];
     /* (the blocks' matmul_fwd_o16 calls take the bf16 input: bf16-input
      * calls too; the head's, o16h, left out: they take the final norm's
@@ -720,6 +729,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->att16 = t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16];
     mem->to16 = launches_of_k(k, nk, "k_to_bf16");
     mem->add = launches_of_k(k, nk, "k_add");
+    mem->gemm = launches_of_k(k, nk, "cublasLt gemm bf16") + launches_of_k(k, nk, "cublasLt gemm fp32");
+    mem->xf = t.calls[ZT_CE_xent16_fwd] + t.calls[ZT_CE_xent_fwd];
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -743,6 +754,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         mem->acts_plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS] +
                          ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_ACTIVATIONS];
         mem->logits_plan = ctx->plan.logits_bytes;
+        mem->comm_plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_COMM] + ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_COMM];
     }
     if (ctx) zt_ctx_free(ctx);
     if (c) zt_config_free(c);
@@ -871,15 +883,15 @@ static void bf16_weights(void) {
         /* (the activations in fp32: every GEMM through the *_w16 entries) */
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, label)) continue;
         /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
-         * head's 2 chunks forward, backward, and the first chunk's logits
-         * again (the second's probabilities are kept); 4 steps.  Stage 3:
+         * head's 2 chunks forward and backward (fused in the forward,
+         * classifier.h: no chunk's logits again); 4 steps.  Stage 3:
          * the GEMMs read the gathered unit, the tied head's too (the
          * embedding is the encoder's zt_enc_fwd's only other reader: it reads
          * the bf16 bits, so the table is a GEMM-only tensor).
          * Each call rounds no weight.  QLoRA: the blocks' weights are NF4,
          * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  (A
          * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2 + 1);
+        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2);
         /* the embedding lookup: one a step, on the bf16 table */
         tap_ok(ex == moe || (p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4),
                "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
@@ -932,7 +944,8 @@ static void bf16_nf4w16(void) {
         /* (the activations in fp32: every GEMM through the *_w16 entries) */
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, what)) continue;
         /* (checkpointed: the blocks' forward GEMMs twice) */
-        const long blocks = 4L * p.s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2 + 1);
+        /* (the head: 2 chunks forward and backward, fused: classifier.h) */
+        const long blocks = 4L * p.s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2);
         tap_ok(p.wa == blocks + head && p.wb == head && p.rb - p.ra == blocks,
                "%s: %ld bf16-weight calls (%ld expected; %ld on the fp32 copy's path, the head's), "
                "%ld weight roundings fewer", what, p.wa, blocks + head, p.wb, p.rb - p.ra);
@@ -1224,7 +1237,8 @@ static void bf16_qknorm_rope(void) {
 /* ------------------------------------------------------------ bf16 logits
  * The LM head's logits in bf16, as autocast has them (classifier.h: the
  * head GEMM writes them, matmul_fwd_o16 without tmp; xent16_fwd's losses,
- * xent16_fused's bf16 gradient in place, matmul_bwd_head16 reading it):
+ * xent16_fused's bf16 gradient in place, matmul_bwd_head16 reading it;
+ * fused in a training step's forward: xent16_fused gives the losses too):
  * against the fp32 logits (ZT_TEST_NO_L16=1, the path of before), GPT-2
  * and Llama (tied and untied head), stages 0 and 3, in chunks of rows (2;
  * 7 of 5 rows) and in one chunk, LoRA (a frozen head: no dw): 4 steps'
@@ -1254,15 +1268,16 @@ static void bf16_logits(void) {
         snprintf(what, sizeof what, "%s stage %d, %ld chunk%s of %ld rows%s", cases[i].shape,
                  cases[i].stage, nch, nch > 1 ? "s" : "", R, ex == lora ? " LoRA" : "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
-        /* a step: every chunk's forward (xent16_fwd) and backward (xent16_fused,
-         * matmul_bwd_head16); the fp32 path: xent_fwd per chunk, xent_fused per
-         * recomputed chunk */
-        tap_ok(p.ma.x16f == 4 * nch && p.ma.x16b == 4 * nch && p.ma.h16 == 4 * nch &&
+        /* a step: every chunk's loss and gradient in one call (xent16_fused
+         * with the losses) and its backward GEMMs (matmul_bwd_head16), fused
+         * in the forward (classifier.h): no xent16_fwd; the fp32 path:
+         * xent_fused per chunk */
+        tap_ok(p.ma.x16f == 0 && p.ma.x16b == 4 * nch && p.ma.h16 == 4 * nch &&
                    p.ma.xent == 0 && p.mb.x16f == 0 && p.mb.x16b == 0 && p.mb.h16 == 0 &&
-                   p.mb.xent == 4 * (2 * nch - 1),
-               "%s: %ld xent16_fwd, %ld xent16_fused, %ld matmul_bwd_head16 calls (%ld each expected), "
-               "no fp32 xent (%ld with fp32 logits)",
-               what, p.ma.x16f, p.ma.x16b, p.ma.h16, 4 * nch, p.mb.xent);
+                   p.mb.xent == 4 * nch,
+               "%s: %ld xent16_fwd, %ld xent16_fused, %ld matmul_bwd_head16 calls (0, %ld, %ld "
+               "expected), no fp32 xent (%ld with fp32 logits)",
+               what, p.ma.x16f, p.ma.x16b, p.ma.h16, 4 * nch, 4 * nch, p.mb.xent);
         const uint64_t RV = (uint64_t)R * (uint64_t)p.s.V;
         const uint64_t want16 = ((RV + 127) & ~(uint64_t)127) * 2, want32 = ((RV + 15) & ~(uint64_t)15) * 4;
         const uint64_t d = p.mb.logits_plan - p.ma.logits_plan;
@@ -1619,6 +1634,75 @@ static void residual_fold(void) {
     }
 }
 
+/* ------------------------------------------------------------ LM head fused
+ * A training step's forward computing the LM head's gradients (classifier.h
+ * "fused": xent16_fused / xent_fused with the losses, then the head's
+ * backward GEMMs, chunk by chunk; the backward starts at the final norm):
+ * every loss and gradient norm over 4 steps (so the parameters too) bitwise
+ * those of the head recomputed in backward (ZT_TEST_NO_HEADFUSE=1, the path
+ * of before), GPT-2 and Llama (tied and untied), stages 0, 2 and 3,
+ * gradient accumulation 2, activation checkpointing, LoRA (a frozen head:
+ * dx alone), Gemma 2's final soft-cap (fp32 logits), the fp32 activations
+ * (fp32 logits), fp32 and fp16 (dloss with the loss scale) runs, a Mixture
+ * of Experts (the cpu backend itself, uncounted: losses only).  With the
+ * head in 2 chunks (w16_run), per micro-batch one head GEMM fewer (the
+ * recomputed chunk's: no head GEMM in backward), no loss-only xent call
+ * (xent16_fwd / xent_fwd) left, and the gathered units' and activations'
+ * peaks and plans unchanged. */
+static void head_fused(void) {
+    static const w16_kind kind = {131072, " with and without the LM head fused",
+                                  "recomputing head's", NULL};
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    static const char acc[] = "train_batch_size=4";
+    static const char acc_ck[] = "train_batch_size=4 activation_checkpointing.policy=blocks";
+    static const char f32[] = "bf16.enabled=false";
+    static const char f16[] = "bf16.enabled=false fp16.enabled=true";
+    static const struct { const char *shape; int stage; const char *extra; int no; int A; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0, 1},      {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0, 1},
+        {"gpt2:2,2,32,64,2,16", 0, acc, 0, 2},       {"gpt2:2,2,32,64,2,16", 2, acc_ck, 0, 2},
+        {"gpt2:2,2,32,64,2,16", 3, acc, 0, 2},       {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0, 1},
+        {"gpt2:2,2,32,64,2,16", 3, NULL, 2, 1},      {"gpt2:2,2,32,64,2,16", 0, f32, 0, 1},
+        {"gpt2:2,2,32,64,2,16", 3, f16, 0, 1},       {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, acc, 0, 2},
+        {"llama:2,4,2,32,48,64,2,16,untied", 2, w16_lora, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_gemma, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 2, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, f32, 0, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe, 0, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, moe, 0, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        cm_shape_parse(cases[i].shape, &p.s);
+        const char *ex = cases[i].extra;
+        const int no = cases[i].no;
+        char what[160];
+        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
+                 ex == w16_ck || ex == acc_ck ? " checkpointed" : "",
+                 ex == acc || ex == acc_ck ? " accumulating 2" : "", ex == w16_gemma ? " gemma" : "",
+                 ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "", ex == f32 ? " fp32" : "",
+                 ex == f16 ? " fp16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "", "");
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (ex == moe) continue;   /* (uncounted) */
+        /* 4 steps of A micro-batches, the head in 2 chunks: one head GEMM
+         * fewer each */
+        const long fewer = 4L * cases[i].A;
+        tap_ok(p.mb.gemm - p.ma.gemm == fewer && p.ma.xf == 0 && p.mb.xf == 4L * cases[i].A * 2 &&
+                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan &&
+                   p.ma.comm_peak == p.mb.comm_peak && p.ma.comm_plan == p.mb.comm_plan &&
+                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+               "%s: %ld GEMMs (%ld without, %ld fewer expected), %ld loss-only xent calls (%ld "
+               "without), gathered peak %llu (%llu without), gradient buckets' peak %llu (%llu "
+               "without; plan %llu, %llu), activations' peak %llu bytes (%llu without)",
+               what, p.ma.gemm, p.mb.gemm, fewer, p.ma.xf, p.mb.xf, (unsigned long long)p.ma.peak,
+               (unsigned long long)p.mb.peak, (unsigned long long)p.ma.comm_peak,
+               (unsigned long long)p.mb.comm_peak, (unsigned long long)p.ma.comm_plan,
+               (unsigned long long)p.mb.comm_plan, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 GELU gradients
  * GPT-2's fc backward through the GELU writing its gradient in bf16
  * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
@@ -1662,10 +1746,11 @@ static void bf16_gelu_grad(void) {
  * with its final soft-cap: fp32 logits), stages 0 and 3, with activation
  * checkpointing and without, LoRA (a frozen head: no dw), the fp32 logits
  * (ZT_TEST_NO_L16), the norms' to_bf16 path (ZT_TEST_NO_N16).  Per step
- * (2 chunks of rows) 5 k_round_bf16 fewer (the forward's 2 chunks, the
- * backward's recomputed one, dw's 2; LoRA: 3, no dw); one norm call a step
- * writing bf16 more (ZT_TEST_NO_N16: one k_to_bf16 more); with fp32 logits
- * the 5 head GEMM entries a step are bf16-input ones; the activations' peak
+ * (2 chunks of rows) 4 k_round_bf16 fewer (the 2 chunks' head GEMMs, dw's
+ * 2; LoRA: 2, no dw; the head fused in the forward, classifier.h: no
+ * chunk recomputed); one norm call a step writing bf16 more
+ * (ZT_TEST_NO_N16: one k_to_bf16 more); with fp32 logits the 4 head GEMM
+ * entries a step are bf16-input ones; the activations' peak
  * lower by the fp32 [N, C] less the bf16 one (up to 252 bytes of its
  * alignment) and still the plan's. */
 static void bf16_final_norm(void) {
@@ -1693,7 +1778,7 @@ static void bf16_final_norm(void) {
                  ex == cap ? " gemma final soft-cap" : "", is_lora ? " LoRA" : "",
                  no & 64 ? " ZT_TEST_NO_L16" : "", no & 8 ? " ZT_TEST_NO_N16" : "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
-        const long fewer = 4L * (is_lora ? 3 : 5), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
+        const long fewer = 4L * (is_lora ? 2 : 4), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
         /* (with fp32 logits the head's GEMMs are bf16-input calls, which
          * were bf16-weight calls: the head weight's bf16 storage) */
         const long a16 = f32l ? fewer : 0;
@@ -1866,7 +1951,9 @@ static void model(void) {
          * a 13th) and read so by the head's forward and weight-gradient
          * GEMMs (2 fewer roundings); each block's last residual add folded
          * into the next block's ln1 or the final norm (arch.h addfold: 12
-         * k_add_layernorm_fwd16 for 12 k_layernorm_fwd16, no k_add) */
+         * k_add_layernorm_fwd16 for 12 k_layernorm_fwd16, no k_add); the
+         * head fused in the forward (classifier.h: k_xent16_fused gives the
+         * losses, no k_xent16_fwd) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
@@ -1875,7 +1962,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_round_bf16") == 2 * (12 * 12 + 3) - (12 * 4 + 1) -
                                                                         (12 * 8 + 2) - 12 * 6 - 12 * 2 - 1 - 12 * 2 -
                                                                         2 - 12 &&
-                       launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 1 &&
+                       launches_of_k(cn.k, cn.nk, "k_xent16_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_xent16_fused") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_xent_fused") == 0 &&
@@ -1894,7 +1981,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
                    "- 96 of activations - the head's bf16 gradient - 24 of gradients - 2 of the head's "
-                   "input - 12 of GELU gradients), bf16 logits (k_xent16_fwd, k_xent16_fused), %ld "
+                   "input - 12 of GELU gradients), bf16 logits (k_xent16_fused alone: fused), %ld "
                    "conversions (%ld as recorded), %ld widenings (%ld as recorded + 12 activations), 24 "
                    "q|k|v roundings fewer in the attention, 12 bf16 GELUs, 25 bf16 LayerNorms (the final "
                    "one's the head's input; 24 with the residual add before them), no k_add",
@@ -1908,17 +1995,18 @@ static void model(void) {
                "GPT-2 and SmolLM steps (stage 0): one optimizer launch, %ld and %ld host syncs, %ld and %ld "
                "launches", cg.tot.syncs, cs.tot.syncs, cg.tot.launches, cs.tot.launches);
         /* the default head: chunks of 1334 rows (256 MiB of fp32 logits at V 50304; in bf16 now,
-         * the same rows) over 8192 rows, 7 chunks of 1171 or 1170; each chunk but the last
-         * recomputes its logits in the backward */
+         * the same rows) over 8192 rows, 7 chunks of 1171 or 1170; fused in the forward
+         * (classifier.h): no chunk recomputes its logits, no k_xent16_fwd (ZT_TEST_NO_HEADFUSE=1:
+         * 6 GEMMs and 7 k_xent16_fwd more) */
         cm_counts cd;
         const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN};
         if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
                    "the GPT-2 step counted with the default chunked head")) {
-            tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 4 * 7 - 1 &&
+            tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 3 * 7 &&
                        launches_of_k(cd.k, cd.nk, "k_xent16_fused") == 7 &&
-                       launches_of_k(cd.k, cd.nk, "k_xent16_fwd") == 7,
-                   "GPT-2 step, default head: %ld bf16 GEMMs (144 + 3 per chunk + 6 recomputed), %ld fused "
-                   "xent on bf16 logits (every chunk: the last one's logits kept), %ld xent forwards",
+                       launches_of_k(cd.k, cd.nk, "k_xent16_fwd") == 0,
+                   "GPT-2 step, default head: %ld bf16 GEMMs (144 + 3 per chunk, none recomputed), %ld fused "
+                   "xent on bf16 logits (every chunk, in the forward), %ld xent forwards",
                    launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16"),
                    launches_of_k(cd.k, cd.nk, "k_xent16_fused"), launches_of_k(cd.k, cd.nk, "k_xent16_fwd"));
             cm_counts_free(&cd);
@@ -2365,6 +2453,7 @@ int main(int argc, char **argv) {
     bf16_final_norm();
     bf16_gelu_grad();
     residual_fold();
+    head_fused();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();
