@@ -754,7 +754,9 @@ typedef struct w16_pair {
 enum {
     W16_SAME_ROUNDS = 1 << 0,    /* ra, rb: k_round_bf16 launches */
     W16_SAME_W16 = 1 << 1,       /* wa, wb: bf16-weight calls */
-    W16_SAME_O16 = 1 << 2,       /* w16_mem's o16, n16, a16, d16, ao16, ab16, h16, to16, from16 */
+    /* w16_mem's counts of those names (o16, n16, a16, d16, ao16, ab16, h16,
+     * to16, from16) */
+    W16_SAME_O16 = 1 << 2,
     W16_SAME_N16 = 1 << 3,
     W16_SAME_A16 = 1 << 4,
     W16_SAME_D16 = 1 << 5,
