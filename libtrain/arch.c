@@ -409,26 +409,28 @@ void zt_arch_hf_list(char *buf, size_t n) {
 }
 
 int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
-    if (!training || sp > 1 || !zt_acts16_on(mc) || !zt_acts16_ok(be) || !zt_l16_ok(be) || !mc->o16 ||
-        !zt_o16_ok(be))
+    if (!training || sp > 1 || !zt_acts16_on(mc) || !zt_acts16_ok(be) || !zt_l16_ok(be) ||
+        !zt_w16_on(mc, ZT_W16_O16) || !zt_o16_ok(be))
         return ZT_ATT_IN32;
-    if (!mc->ao16 || !zt_ao16_ok(be)) return ZT_ATT_IN16;
+    if (!zt_w16_on(mc, ZT_W16_AO16) || !zt_ao16_ok(be)) return ZT_ATT_IN16;
     /* the q|k|v GEMM reads the backward's bf16 gradient (gqa_ext_bwd16d):
      * GPT-2 (no RoPE between them), or with rb16 Llama's blocks without
      * q/k norms (RoPE's backward in bf16 between them, rope_bwd16; the
      * norms' backward reads the fp32 gradient), without adapters (LoRA
      * reads the fp32 gradient) */
     const int id = zt_arch_of(mc)->id;
-    const int rope16 = id == ZT_ARCH_LLAMA && mc->rb16 && be->rope_bwd16 && !mc->qk_norm;
-    return mc->ab16 && be->gqa_ext_bwd16d && (id == ZT_ARCH_GPT2 || rope16) && mc->lora_r <= 0 &&
-                   zt_d16_ok(be)
+    const int rope16 =
+        id == ZT_ARCH_LLAMA && zt_w16_on(mc, ZT_W16_RB16) && be->rope_bwd16 && !mc->qk_norm;
+    return zt_w16_on(mc, ZT_W16_AB16) && be->gqa_ext_bwd16d && (id == ZT_ARCH_GPT2 || rope16) &&
+                   mc->lora_r <= 0 && zt_d16_ok(be)
                ? ZT_ATT_IN16OD
                : ZT_ATT_IN16O;
 }
 
 int zt_do16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
-    return be && mc->do16 && mc->d16 && mc->lora_r <= 0 && be->att_do16 && be->matmul_bwd_o16 &&
-           be->gqa_ext_bwd16do && zt_d16_ok(be) && zt_att_in16_of(mc, be, training, sp) >= ZT_ATT_IN16O;
+    return be && zt_w16_on(mc, ZT_W16_DO16) && zt_w16_on(mc, ZT_W16_D16) && mc->lora_r <= 0 &&
+           be->att_do16 && be->matmul_bwd_o16 && be->gqa_ext_bwd16do && zt_d16_ok(be) &&
+           zt_att_in16_of(mc, be, training, sp) >= ZT_ATT_IN16O;
 }
 
 uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, int NH, int NKV, int hs,

@@ -66,8 +66,8 @@ int zt_att_in16_of(const zt_model_config *mc, const struct zt_backend *be, int t
  * the attention). */
 int zt_do16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
 
-/* The residual add folded across the block boundary (zt_model_config
- * .addfold, gpt.c and llama.c; ZT_TEST_NO_ADDFOLD restores the separate
+/* The residual add folded across the block boundary (config.h
+ * ZT_W16_ADDFOLD, gpt.c and llama.c; ZT_TEST_NO_ADDFOLD restores the separate
  * add).  Where the backend has add_layernorm_fwd / add_rmsnorm_fwd, block
  * l does not add its last residual y = res2 + scratch itself: it leaves it
  * pending (acts->fold = l + 1) and the next reader of residual l + 1 adds

@@ -128,34 +128,64 @@ typedef struct zt_model_config {
      * the attention output and fc / gate|up (their other readers read the
      * rounded values: not bitwise); the activations depend on it */
     int acts16;
-    /* ---- the bf16-output paths (model.h zt_o16_ok, zt_n16_ok, zt_r16_ok):
-     * not keys; set by the engine (train.c) from zt_out16_of (precision.h)
-     * once a run, where the backend has the entries: o16 the GEMM outputs,
-     * MLP activations and the attention's q|k|v, n16 the norms, r16 RoPE
-     * written in bf16 directly, ao16 the attention's output written (and
-     * its backward reading it) in bf16, d16 the norms' and SwiGLU/GeGLU's
-     * backward writing the bf16 gradient copies the GEMMs read, qkr16
-     * Qwen3's q/k norms and RoPE in one entry writing bf16, ab16 the
-     * attention backward's bf16 gradient read by the q|k|v GEMM as it is
-     * (arch.h zt_att_in16_of ZT_ATT_IN16OD), x16 the final norm writing
-     * the LM head's bf16 input alone (a training block with acts16: no
-     * fp32 copy; the activations depend on it), g16 GPT-2's fc backward
-     * through the GELU writing its gradient in bf16, sp16 sequence
-     * parallelism's all-to-alls of the attention output (forward) and the
-     * q|k|v gradient (backward) sent in bf16 where the GEMMs after them
-     * round those values anyway (arch.h sp16; the activations depend on
-     * it), rb16 Llama's blocks (no q/k norms) taking ab16's bf16 gradient
-     * through RoPE's backward in bf16 (rope_bwd16) into the q|k|v GEMM, do16
-     * the attention projection's backward writing the output's gradient in
-     * bf16, cuDNN's dO as it is (arch.h zt_do16_of), addfold each block's
-     * last residual add folded into the next block's first norm (or the
-     * final norm; arch.h); headfuse a training step's LM head computing
-     * its gradients in the forward (classifier.h "fused"); 0 in a config
-     * (the to_bf16 paths, the separate add, the head recomputed in
-     * backward) */
-    int o16, n16, r16, ao16, d16, qkr16, ab16, x16, g16, sp16, rb16, do16, addfold;
-    int headfuse;
+    /* ---- the bf16-output paths (zt_w16_on, ZT_W16_*, below): not keys;
+     * set by the engine (train.c) and the memory planner from zt_out16_of
+     * (precision.h) once a run, each bit set unless its test hook is, then
+     * cleared by the model (gpt.c, llama.c) where the backend lacks the
+     * entries; 0 in a config (the to_bf16 paths, the separate add, the head
+     * recomputed in backward) */
+    unsigned w16;
 } zt_model_config;
+
+/* The bits of zt_model_config.w16, each a path bitwise the one of before
+ * (tests/test_count.c compares the two), and the test hook that clears it
+ * (precision.c zt_out16_of; outside the ZTRAIN_ namespace on purpose):
+ *   ZT_W16_O16      ZT_TEST_NO_O16: the GEMM outputs, the MLP's activations
+ *                   and the attention's q|k|v written in bf16 directly
+ *                   (model.h zt_o16_ok)
+ *   ZT_W16_N16      ZT_TEST_NO_N16: the norms writing bf16 (zt_n16_ok)
+ *   ZT_W16_R16      ZT_TEST_NO_R16: RoPE writing bf16 (zt_r16_ok)
+ *   ZT_W16_AO16     ZT_TEST_NO_AO16: the attention's output written (and its
+ *                   backward reading it) in bf16 (zt_ao16_ok)
+ *   ZT_W16_D16      ZT_TEST_NO_D16: the norms' and SwiGLU/GeGLU's backward
+ *                   writing the bf16 gradient copies the GEMMs read (zt_d16_ok)
+ *   ZT_W16_QKR16    ZT_TEST_NO_QKR16: Qwen3's q/k norms and RoPE in one entry
+ *                   writing bf16 (zt_qkr16_ok)
+ *   ZT_W16_AB16     ZT_TEST_NO_AB16: the attention backward's bf16 gradient
+ *                   read by the q|k|v GEMM as it is (arch.h zt_att_in16_of
+ *                   ZT_ATT_IN16OD)
+ *   ZT_W16_X16      ZT_TEST_NO_X16: the final norm writing the LM head's
+ *                   bf16 input alone (a training block with acts16: no fp32
+ *                   copy; the activations depend on it)
+ *   ZT_W16_G16      ZT_TEST_NO_G16: GPT-2's fc backward through the GELU
+ *                   writing its gradient in bf16 (zt_g16_ok, with D16)
+ *   ZT_W16_SP16     ZT_TEST_NO_SP16: sequence parallelism's all-to-alls of the
+ *                   attention output (forward) and the q|k|v gradient
+ *                   (backward) sent in bf16 where the GEMMs after them round
+ *                   those values anyway (arch.h sp16; the activations depend
+ *                   on it)
+ *   ZT_W16_RB16     ZT_TEST_NO_RB16: Llama's blocks (no q/k norms) taking
+ *                   AB16's bf16 gradient through RoPE's backward in bf16
+ *                   (rope_bwd16) into the q|k|v GEMM
+ *   ZT_W16_DO16     ZT_TEST_NO_DO16: the attention projection's backward
+ *                   writing the output's gradient in bf16, cuDNN's dO as it
+ *                   is (arch.h zt_do16_of)
+ *   ZT_W16_ADDFOLD  ZT_TEST_NO_ADDFOLD: each block's last residual add folded
+ *                   into the next block's first norm (or the final norm;
+ *                   arch.h) */
+enum {
+    ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
+    ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
+    ZT_W16_G16 = 1u << 8, ZT_W16_SP16 = 1u << 9, ZT_W16_RB16 = 1u << 10, ZT_W16_DO16 = 1u << 11,
+    ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13
+};
+/* 1 when mc takes the path of bit (one ZT_W16_*) */
+static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }
+/* bit (one ZT_W16_*) kept only where ok: the model's copy of the config
+ * drops a path its backend (or its shape) cannot take */
+static inline void zt_w16_keep_if(zt_model_config *mc, unsigned bit, int ok) {
+    if (!ok) mc->w16 &= ~bit;
+}
 
 struct zt_config {
     /* DeepSpeed batch triple: train_batch_size ==

@@ -144,15 +144,15 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     /* (a backend without the bf16-input or the bf16-logits entries) */
     if (!zt_acts16_ok(be) || !zt_l16_ok(be)) g->cfg.acts16 = 0;
     /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
-    g->cfg.o16 = mc->o16 && zt_o16_ok(be);
-    g->cfg.n16 = mc->n16 && zt_n16_ok(be);
-    g->cfg.r16 = mc->r16 && zt_r16_ok(be);
-    g->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
-    g->cfg.d16 = mc->d16 && zt_d16_ok(be);
-    g->cfg.g16 = g->cfg.d16 && mc->g16 && zt_g16_ok(be);
+    zt_w16_keep_if(&g->cfg, ZT_W16_O16, zt_o16_ok(be));
+    zt_w16_keep_if(&g->cfg, ZT_W16_N16, zt_n16_ok(be));
+    zt_w16_keep_if(&g->cfg, ZT_W16_R16, zt_r16_ok(be));
+    zt_w16_keep_if(&g->cfg, ZT_W16_AO16, zt_ao16_ok(be));
+    zt_w16_keep_if(&g->cfg, ZT_W16_D16, zt_d16_ok(be));
+    zt_w16_keep_if(&g->cfg, ZT_W16_G16, zt_w16_on(&g->cfg, ZT_W16_D16) && zt_g16_ok(be));
     /* (each block's last residual add in the next norm: arch.h addfold) */
-    g->cfg.addfold = mc->addfold && be->add_layernorm_fwd &&
-                     (!g->cfg.n16 || be->add_layernorm_fwd16);
+    zt_w16_keep_if(&g->cfg, ZT_W16_ADDFOLD, be->add_layernorm_fwd &&
+                   (!zt_w16_on(&g->cfg, ZT_W16_N16) || be->add_layernorm_fwd16));
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;
@@ -231,9 +231,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKE(a->sp_send, N * 3 * C); TAKE(a->sp_recv, N * 3 * C); TAKE(a->sp_h, N * 3 * C);
     }
     /* (the LM head's input: in bf16 alone with the bf16 activations, the
-     * final norm writing it, mc->x16; the residual gradient's bf16 copy
+     * final norm writing it, ZT_W16_X16; the residual gradient's bf16 copy
      * over it) */
-    const int x16 = a16 && mc->x16;
+    const int x16 = a16 && zt_w16_on(mc, ZT_W16_X16);
     size_t lnf_off, lnf_n;
     zt_carve_lnf(&cv, x16, N * C, &a->lnf, &a->lnf16, &lnf_off, &lnf_n);
     TAKES(a->lnf_mean, N); TAKES(a->lnf_rstd, N);
@@ -349,7 +349,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     float *f32 = a->d4a;
     /* (n16: the norms write the bf16 ln1 / ln2 themselves, f32 the cpu
      * backends' staging: the same values) */
-    const int n16 = g->cfg.n16;
+    const int n16 = zt_w16_on(&g->cfg, ZT_W16_N16);
     /* (addfold: block l - 1 left x = its res2 + scratch pending, added here
      * by the fused norm, which writes x as the add did: arch.h) */
     const int fold = l > 0 && a->fold == l;
@@ -389,7 +389,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->d4b : s->atty;
         /* (o16: the attention reads the bf16 q|k|v itself, gqa_ext_fwd16 with
          * attention_fwd's options; qkv the cpu backends' fp32 staging) */
-        const int o16 = s->qkv16 && g->cfg.o16;
+        const int o16 = s->qkv16 && zt_w16_on(&g->cfg, ZT_W16_O16);
         if (o16 && !sk->lora) {
             /* (the GEMM writes the bf16 q|k|v itself: the same values) */
             be->matmul_fwd_o16(s->qkv16, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N,
@@ -402,7 +402,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                 if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * 3 * C);
             }
         }
-        if (o16 && s->atty16 && g->cfg.ao16) {
+        if (o16 && s->atty16 && zt_w16_on(&g->cfg, ZT_W16_AO16)) {
             /* (the attention writes its bf16 output itself, atty its fp32
              * staging: the same values) */
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
@@ -439,7 +439,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (be->matmul_gelu_fwd && !sk->lora && !s->fch16) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
         zt_mm_gelu_fwd_x(be, gl, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
-    } else if (s->fch16 && s->fchg16 && !sk->lora && g->cfg.o16) {
+    } else if (s->fch16 && s->fchg16 && !sk->lora && zt_w16_on(&g->cfg, ZT_W16_O16)) {
         /* (bf16 GEMM outputs: fc writes the bf16 fch16 itself, the GELU reads
          * it and writes the bf16 fchg16 itself; d4b and d4a the cpu
          * backends' fp32 staging: the same values as below) */
@@ -463,7 +463,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,
                 4 * C, C);
     zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
-    if (g->cfg.addfold) a->fold = l + 1;   /* y = res2 + scratch: the next norm adds it */
+    /* (addfold: y = res2 + scratch, the next norm adds it) */
+    if (zt_w16_on(&g->cfg, ZT_W16_ADDFOLD)) a->fold = l + 1;
     else be->add(y, s->res2, a->scratch, (size_t)N * C);
     return ZT_OK;
 #undef W16
@@ -482,7 +483,7 @@ static void norm_fwd(void *self, void *acts) {
     const float *pa = fold ? ZT_ACTS_SLOT(a, L - 1)->res2 : NULL;
     float *res = ZT_ACTS_RES(a, L);
     a->fold = 0;
-    if (a->lnf16 && g->cfg.n16) {
+    if (a->lnf16 && zt_w16_on(&g->cfg, ZT_W16_N16)) {
         if (fold)
             be->add_layernorm_fwd16(res, a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, pa,
                                     a->scratch, g->p.lnfw, g->p.lnfb, N, C);
@@ -551,7 +552,7 @@ static void norm_bwd(void *self, void *acts) {
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
     g->be->zero(a->dres, (size_t)N * C * sizeof(float));
-    if (a->dres16 && g->cfg.d16)   /* (and its bf16 copy: block_bwd) */
+    if (a->dres16 && zt_w16_on(&g->cfg, ZT_W16_D16))   /* (and its bf16 copy: block_bwd) */
         g->be->layernorm_bwd16(a->dres, a->dres16, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L],
                                g->p.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
     else
@@ -577,9 +578,9 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* (d16: the residual gradient's bf16 copy, written by the norm backward
      * that adds into it, final or ln1 of block l + 1 and ln2 here, is the
      * projections' GEMM operand) */
-    const uint16_t *dres16 = a->dres16 && g->cfg.d16 ? a->dres16 : NULL;
+    const uint16_t *dres16 = a->dres16 && zt_w16_on(&g->cfg, ZT_W16_D16) ? a->dres16 : NULL;
     /* MLP: dres flows to res2 unchanged and into the projection */
-    if (s->fch16 && dres16 && g->cfg.g16 && !sk->lora) {
+    if (s->fch16 && dres16 && zt_w16_on(&g->cfg, ZT_W16_G16) && !sk->lora) {
         /* (g16: the projection's input gradient through the GELU written in
          * bf16, d4a's room, from the bf16 fc output as it is, and fc's bias
          * gradient the fp32 values' column sums (cuda: cuBLASLt's
@@ -657,13 +658,13 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     } else {
         /* (bf16 q|k|v and attention output: widened into d4a and d4b, free now) */
         const float *qkv = s->qkv, *atty = s->atty;
-        const int o16 = s->qkv16 && g->cfg.o16;   /* (q|k|v read in bf16: d4a staging) */
+        const int o16 = s->qkv16 && zt_w16_on(&g->cfg, ZT_W16_O16);   /* (q|k|v read in bf16: d4a staging) */
         if (s->qkv16 && !o16) {
             be->from_bf16(a->d4a, s->qkv16, (size_t)N * 3 * C);
             qkv = a->d4a;
         }
         /* (ao16: the backward reads the bf16 output itself, d4b its staging) */
-        const int ao16 = o16 && s->atty16 && g->cfg.ao16;
+        const int ao16 = o16 && s->atty16 && zt_w16_on(&g->cfg, ZT_W16_AO16);
         if (s->atty16 && !ao16) {
             be->from_bf16(a->d4b, s->atty16, (size_t)N * C);
             atty = a->d4b;

@@ -68,7 +68,7 @@ typedef struct zt_gpt_acts {
     float *sp_h;               /* ... and [N, 3C] local q|k|v rows (else NULL) */
     float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] (lnf NULL with lnf16) */
     uint16_t *lnf16;           /* [N,C] the final norm's output in bf16 alone (a training
-                                * block with the bf16 activations, zt_model_config.x16: the
+                                * block with the bf16 activations, ZT_W16_X16: the
                                 * LM head's input, cls.x16), else NULL */
     zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (classifier.h) */
     /* backward scratch (training only) */

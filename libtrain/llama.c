@@ -369,20 +369,21 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     /* (a backend without the bf16-input or the bf16-logits entries) */
     if (!zt_acts16_ok(be) || !zt_l16_ok(be)) m->cfg.acts16 = 0;
     /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
-    m->cfg.o16 = mc->o16 && zt_o16_ok(be);
-    m->cfg.n16 = mc->n16 && zt_n16_ok(be);
-    m->cfg.r16 = mc->r16 && zt_r16_ok(be);
-    m->cfg.ao16 = mc->ao16 && zt_ao16_ok(be);
-    m->cfg.d16 = mc->d16 && zt_d16_ok(be);
+    zt_w16_keep_if(&m->cfg, ZT_W16_O16, zt_o16_ok(be));
+    zt_w16_keep_if(&m->cfg, ZT_W16_N16, zt_n16_ok(be));
+    zt_w16_keep_if(&m->cfg, ZT_W16_R16, zt_r16_ok(be));
+    zt_w16_keep_if(&m->cfg, ZT_W16_AO16, zt_ao16_ok(be));
+    zt_w16_keep_if(&m->cfg, ZT_W16_D16, zt_d16_ok(be));
     /* (sp16: the q|k|v gradient's bf16 copy read by matmul_bwd_d16) */
-    m->cfg.sp16 = mc->sp16 && be->matmul_bwd_d16;
+    zt_w16_keep_if(&m->cfg, ZT_W16_SP16, be->matmul_bwd_d16 != NULL);
     /* (each block's last residual add in the next norm: arch.h addfold) */
-    m->cfg.addfold = mc->addfold && be->add_rmsnorm_fwd && (!m->cfg.n16 || be->add_rmsnorm_fwd16);
+    zt_w16_keep_if(&m->cfg, ZT_W16_ADDFOLD, be->add_rmsnorm_fwd &&
+                   (!zt_w16_on(&m->cfg, ZT_W16_N16) || be->add_rmsnorm_fwd16));
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */
-    m->cfg.qkr16 = s.qkn && m->cfg.r16 && mc->qkr16 && zt_qkr16_ok(be) &&
-                   (!s.gemma || s.C >= 2 * s.hd);
+    zt_w16_keep_if(&m->cfg, ZT_W16_QKR16, s.qkn && zt_w16_on(&m->cfg, ZT_W16_R16) && zt_qkr16_ok(be) &&
+                   (!s.gemma || s.C >= 2 * s.hd));
     m->s = s;
     m->be = be;
     m->sp.n = 1;
@@ -577,7 +578,7 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
 /* ------------------------------------------------------------ activations */
 
 /* sp16 (arch.h): the sequence parallel exchanges a training block with the
- * bf16 activations sends in bf16 (seqpar.h ZT_SP16_*; zt_model_config.sp16,
+ * bf16 activations sends in bf16 (seqpar.h ZT_SP16_*; config.h ZT_W16_SP16,
  * ZT_TEST_NO_SP16 unset).  The attention output: the o projection's GEMMs
  * (matmul_fwd_a16, the weight gradient's) and LoRA's read it rounded to
  * bf16, nothing else reads it: kept as atty16 alone.  The q|k|v gradient:
@@ -588,7 +589,7 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
  * attention backward reads fp32) stay fp32. */
 static int llama_sp16(const zt_model_config *mc) {
     const shape s = shape_of(mc);
-    if (s.sp <= 1 || !mc->sp16 || !zt_acts16_on(mc)) return 0;
+    if (s.sp <= 1 || !zt_w16_on(mc, ZT_W16_SP16) || !zt_acts16_on(mc)) return 0;
     return ZT_SP16_ATT | (!s.qkn && !s.bias && mc->lora_r <= 0 ? ZT_SP16_DQKV : 0);
 }
 
@@ -675,8 +676,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         else TAKE(a->sp_h, N * QKV);
     }
     /* (the LM head's input: in bf16 alone with the bf16 activations, the
-     * final norm writing it, mc->x16; the bf16 gradient copy over it) */
-    const int x16 = a16 && mc->x16;
+     * final norm writing it, ZT_W16_X16; the bf16 gradient copy over it) */
+    const int x16 = a16 && zt_w16_on(mc, ZT_W16_X16);
     size_t lnf_off, lnf_n;
     zt_carve_lnf(&cv, x16, N * C, &a->lnf, &a->lnf16, &lnf_off, &lnf_n);
     TAKES(a->lnf_rstd, N);
@@ -920,7 +921,7 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
  * pending for the next norm to add (arch.h addfold) */
 static void res_add(const zt_llama *m, zt_llama_acts *a, float *y,
                     const struct zt_llama_layer_acts *s, int l) {
-    if (m->cfg.addfold) a->fold = l + 1;
+    if (zt_w16_on(&m->cfg, ZT_W16_ADDFOLD)) a->fold = l + 1;
     else m->be->add(y, s->res2, a->scratch, (size_t)a->fB * a->fT * m->s.C);
 }
 
@@ -1001,7 +1002,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 activations: the norm into f32, rounded once into xn16) */
     /* (n16: the norms write the bf16 xn / xn2 themselves, f32 the cpu
      * backends' staging: the same values) */
-    const int n16 = m->cfg.n16;
+    const int n16 = zt_w16_on(&m->cfg, ZT_W16_N16);
     /* (addfold: block l - 1 left x = its res2 + scratch pending, added here
      * by the fused norm, which writes x as the add did: arch.h) */
     const int fold = l > 0 && a->fold == l;
@@ -1058,7 +1059,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, qkv, N, &a->lora);
         /* (qkr16: the q/k norms and RoPE in one entry writing the bf16 q|k|v,
          * below) */
-        const int qkr16 = sh->qkn && s->qkv16 && m->cfg.qkr16;
+        const int qkr16 = sh->qkn && s->qkv16 && zt_w16_on(&m->cfg, ZT_W16_QKR16);
         if (sh->qkn && !qkr16) {   /* Qwen3, Gemma 3: q and k heads normalized before the rotation */
             be->headnorm_fwd(qkv, s->qkraw, s->qkrstd, norm_w(m, a, w->q_norm, sh->hd), eps, N,
                              sh->qnh, sh->QKV, sh->qw);
@@ -1068,7 +1069,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
         /* (o16: the attention reads the bf16 q|k|v itself; qkv the cpu
          * backends' fp32 staging) */
-        const int o16 = s->qkv16 && m->cfg.o16;
+        const int o16 = s->qkv16 && zt_w16_on(&m->cfg, ZT_W16_O16);
         if (qkr16) {
             /* (qkr16: the q and k heads normalized and rotated in one entry
              * writing the bf16 q|k|v, qkv its scratch: the same values,
@@ -1084,7 +1085,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                                   layer_freq(m, a, l, T), B, T, sh->NH, sh->NKV, sh->qnh, sh->knh,
                                   sh->QKV, sh->hd, layer_rope_scale(m, l));
             if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
-        } else if (s->qkv16 && m->cfg.r16) {
+        } else if (s->qkv16 && zt_w16_on(&m->cfg, ZT_W16_R16)) {
             /* (r16: RoPE writes the bf16 q|k|v itself, qkv its scratch) */
             be->rope_fwd16(s->qkv16, qkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV,
                            sh->hd, layer_rope_scale(m, l));
@@ -1097,7 +1098,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                 if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
             }
         }
-        if (o16 && s->atty16 && m->cfg.ao16) {
+        if (o16 && s->atty16 && zt_w16_on(&m->cfg, ZT_W16_AO16)) {
             /* (the attention writes its bf16 output itself, atty its fp32
              * staging: the same values) */
             attn_fwd16o(m, l, s->atty16, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
@@ -1134,7 +1135,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
      * reading the rounded values into dh, both free in the forward) */
     float *gu = s->gu16 ? a->dgu : s->gu;
-    if (s->gu16 && s->h16 && !sk->lora && m->cfg.o16) {
+    if (s->gu16 && s->h16 && !sk->lora && zt_w16_on(&m->cfg, ZT_W16_O16)) {
         /* (the GEMM writes the bf16 gate|up itself, SwiGLU / GeGLU read it
          * and write the bf16 h; dgu and dh the cpu backends' fp32 staging:
          * the same values as below) */
@@ -1178,7 +1179,7 @@ static void norm_fwd(void *self, void *acts) {
     const float *pa = fold ? ZT_ACTS_SLOT(a, L - 1)->res2 : NULL;
     float *res = ZT_ACTS_RES(a, L);
     a->fold = 0;
-    if (a->lnf16 && m->cfg.n16) {
+    if (a->lnf16 && zt_w16_on(&m->cfg, ZT_W16_N16)) {
         if (fold)
             be->add_rmsnorm_fwd16(res, a->lnf16, a->f32, a->lnf_rstd, pa, a->scratch, w, eps, N,
                                   C);
@@ -1284,7 +1285,7 @@ static void norm_bwd(void *self, void *acts) {
 
 /* the bf16 gradient copies the backward GEMMs read (zt_d16_ok), or NULL */
 static uint16_t *d16_of(const zt_llama *m, uint16_t *p) {
-    return p && m->cfg.d16 ? p : NULL;
+    return p && zt_w16_on(&m->cfg, ZT_W16_D16) ? p : NULL;
 }
 /* dinp (+=) of the rmsnorm backward, and with dinp16 its bf16 copy */
 static void rms_bwd(const zt_backend *be, float *dinp, uint16_t *dinp16, float *dw,
@@ -1335,7 +1336,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
-    if (s->gu16 && m->cfg.o16) {   /* (the kernel reads gate|up in bf16) */
+    if (s->gu16 && zt_w16_on(&m->cfg, ZT_W16_O16)) {   /* (the kernel reads gate|up in bf16) */
         /* (and writes gate|up's gradient in bf16 too, in place of gate|up:
          * each element read before its gradient is written, and gu16 has no
          * reader after this) */
@@ -1418,13 +1419,13 @@ mlp_norm:
     } else {
         /* (bf16 q|k|v and attention output: widened into stq and sta) */
         const float *qkv = s->qkv, *atty = s->atty;
-        const int o16 = s->qkv16 && m->cfg.o16;   /* (q|k|v read in bf16: stq staging) */
+        const int o16 = s->qkv16 && zt_w16_on(&m->cfg, ZT_W16_O16);   /* (q|k|v read in bf16: stq staging) */
         if (s->qkv16 && !o16) {
             be->from_bf16(a->stq, s->qkv16, (size_t)N * sh->QKV);
             qkv = a->stq;
         }
         /* (ao16: the backward reads the bf16 output itself, sta its staging) */
-        const int ao16 = o16 && s->atty16 && m->cfg.ao16;
+        const int ao16 = o16 && s->atty16 && zt_w16_on(&m->cfg, ZT_W16_AO16);
         if (s->atty16 && !ao16) {
             be->from_bf16(a->sta, s->atty16, (size_t)N * sh->AD);
             atty = a->sta;

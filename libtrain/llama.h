@@ -111,7 +111,7 @@ typedef struct zt_llama_acts {
                                 * gradient, in place of sp_h (NULL), else NULL */
     float *lnf, *lnf_rstd;     /* [N, C], [N] final RMSNorm (lnf NULL with lnf16) */
     uint16_t *lnf16;           /* [N, C] its output in bf16 alone (a training block with the
-                                * bf16 activations, zt_model_config.x16: the LM head's
+                                * bf16 activations, ZT_W16_X16: the LM head's
                                 * input, cls.x16), else NULL */
     zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (and
                                 * gemma final_softcap, training: of capped logits;

@@ -732,7 +732,7 @@ static int plan_units(planner *q, zt_status *st) {
     if (!y->n || !y->gathered || !y->view || !y->bucket || !y->seen)
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     y->tied = zt_arch_tied(q->arch, mc);
-    y->headfuse = mc->headfuse;
+    y->headfuse = zt_w16_on(mc, ZT_W16_HEADFUSE);
     for (int u = 0; u < y->nu; ++u) y->n[u] = zt_arch_unit_numel(q->arch, mc, u);
     /* the GEMMs read the bf16 storage (train.c, shard.c zt_shard_weights16) */
     if (p->mixed && q->c->bf16_enabled && zt_weights16_of(q->c)) {

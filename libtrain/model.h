@@ -117,8 +117,8 @@ static inline void zt_mm_dgelu_bwd(const zt_backend *be, float *dpre, float *dpr
  * activations directly and the attention reads the bf16 q|k|v
  * (bitwise the fp32 values rounded by to_bf16, which they compute
  * otherwise).  Checked once, when the model is created (with
- * zt_model_config.o16: the test hook ZT_TEST_NO_O16, precision.h
- * zt_out16_of); the blocks read the model's cfg.o16. */
+ * ZT_W16_O16: the test hook ZT_TEST_NO_O16, precision.h
+ * zt_out16_of); the blocks read the model's cfg (zt_w16_on). */
 static inline int zt_o16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_o16 && be->gelu_fwd16 && be->swiglu_fwd16 && be->geglu_fwd16 &&
            be->swiglu_bwd16 && be->geglu_bwd16 && be->gqa_ext_fwd16 && be->gqa_ext_bwd16;
@@ -128,7 +128,7 @@ static inline int zt_o16_ok(const zt_backend *be) {
  * and the models then write the bf16 normalized activations directly
  * (bitwise the fp32 norm rounded by to_bf16, which they compute
  * otherwise).  Checked once, when the model is created (with
- * zt_model_config.n16); the blocks read the model's cfg.n16. */
+ * ZT_W16_N16); the blocks read the model's cfg. */
 static inline int zt_n16_ok(const zt_backend *be) {
     return be && be->layernorm_fwd16 && be->rmsnorm_fwd16 && be->add_layernorm_fwd16 &&
            be->add_rmsnorm_fwd16;
@@ -136,8 +136,8 @@ static inline int zt_n16_ok(const zt_backend *be) {
 /* RoPE writing bf16 (backend.h rope_fwd16): 1 when the backend has it, and
  * Llama then writes the bf16 q|k|v from the rotation itself (bitwise
  * rope_fwd rounded by to_bf16, which it computes otherwise).
- * Checked once, when the model is created (with zt_model_config.r16);
- * the blocks read the model's cfg.r16. */
+ * Checked once, when the model is created (with ZT_W16_R16);
+ * the blocks read the model's cfg. */
 static inline int zt_r16_ok(const zt_backend *be) {
     return be && be->rope_fwd16;
 }
@@ -156,13 +156,12 @@ static inline int zt_l16_test_on(void) { return !getenv("ZT_TEST_NO_L16"); }
  * its bf16 output and the backward read it (bitwise gqa_ext_fwd16 rounded
  * by to_bf16, and gqa_ext_bwd16 on its widened values, which they compute
  * otherwise).  Checked once, when the model is created (with
- * zt_model_config.ao16); the blocks read the model's cfg.ao16. */
+ * ZT_W16_AO16); the blocks read the model's cfg. */
 /* Qwen3's q/k norms and RoPE writing bf16 in one entry (backend.h
  * qknorm_rope_fwd16): 1 when the backend has it, and Llama with q/k norms
- * and cfg.r16 then calls it (bitwise headnorm_fwd on the q and k heads and
+ * and ZT_W16_R16 then calls it (bitwise headnorm_fwd on the q and k heads and
  * rope_fwd16, which it calls otherwise).  Checked once, when the model is
- * created (with zt_model_config.qkr16); the blocks read the model's
- * cfg.qkr16. */
+ * created (with ZT_W16_QKR16); the blocks read the model's cfg. */
 static inline int zt_qkr16_ok(const zt_backend *be) {
     return be && be->qknorm_rope_fwd16;
 }
@@ -175,7 +174,7 @@ static inline int zt_ao16_ok(const zt_backend *be) {
  * gradient that backward GEMMs read (the norm backward adding into the
  * residual gradient, SwiGLU / GeGLU's) write its bf16 copy beside the fp32
  * value, and the GEMMs read that copy (bitwise the values the GEMM entries
- * round otherwise).  Checked once, when the model is created (with zt_model_config.d16, ZT_TEST_NO_D16 unset). */
+ * round otherwise).  Checked once, when the model is created (with ZT_W16_D16: ZT_TEST_NO_D16 unset). */
 static inline int zt_d16_ok(const zt_backend *be) {
     return be && be->matmul_bwd_d16 && be->matmul_dgelu_bwd_d16 && be->layernorm_bwd16 &&
            be->rmsnorm_bwd16 && be->swiglu_bwd_d16 && be->geglu_bwd_d16;
@@ -184,7 +183,7 @@ static inline int zt_d16_ok(const zt_backend *be) {
  * (backend.h matmul_dgelu_bwd_o16: the fc GEMMs read it, fc's bias
  * gradient the fp32 values' column sums, no widened copy of the bf16 fc
  * output): 1 when the backend has it.  Checked once, when the model is
- * created (with zt_model_config.g16, ZT_TEST_NO_G16 unset, and d16). */
+ * created (with ZT_W16_G16: ZT_TEST_NO_G16 unset, and D16). */
 static inline int zt_g16_ok(const zt_backend *be) { return be && be->matmul_dgelu_bwd_o16; }
 static inline int zt_acts16_ok(const zt_backend *be) {
     return be && be->matmul_fwd_a16 && be->matmul_bwd_a16 && be->matmul_gelu_fwd_a16 &&

@@ -12,7 +12,7 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
     sk->L = mc->n_layer;
     sk->tied = tied != 0;
     sk->lora = 0;
-    sk->headfuse = mc->headfuse;
+    sk->headfuse = zt_w16_on(mc, ZT_W16_HEADFUSE);
     sk->fused = 0;
     if (mc->lora_r > 0) {
         ZT_TRY(zt_lora_plan(mc, &sk->lo, st));

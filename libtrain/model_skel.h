@@ -62,7 +62,7 @@ typedef struct zt_skel {
     int L;                             /* blocks */
     int tied;                          /* LM head = the embedding (unit 0); else in the head's unit */
     int lora;                          /* LoRA adapters on a frozen base (lora.h) */
-    int headfuse;                      /* zt_model_config.headfuse (classifier.h "fused") */
+    int headfuse;                      /* ZT_W16_HEADFUSE (classifier.h "fused") */
     int fused;                         /* the last forward fused the head ... */
     float fused_dloss;                 /* ... with this dloss (the backward's, checked) */
     zt_lora lo;

@@ -61,12 +61,10 @@ int zt_weights16_of(const zt_config *cfg);
  * attention, GELU and SwiGLU too (docs/precision.md) */
 int zt_acts16_of(const zt_config *cfg, int cuda);
 /* The bf16-output paths a run's model takes where its backend has the
- * entries (zt_model_config.o16, n16, r16; model.h): all 1, decided once when
- * the run's model is set up; the test hooks ZT_TEST_NO_O16, ZT_TEST_NO_N16,
- * ZT_TEST_NO_R16 (ZT_TEST_NO_AO16, ZT_TEST_NO_QKR16, ZT_TEST_NO_AB16, ZT_TEST_NO_X16,
- * ZT_TEST_NO_SP16, ZT_TEST_NO_RB16, ZT_TEST_NO_DO16, ZT_TEST_NO_ADDFOLD: the separate residual
- * add, ZT_TEST_NO_HEADFUSE: the LM head recomputed in backward) set then: that path 0
- * (tests compare the two paths) */
+ * entries (zt_model_config.w16, config.h ZT_W16_*; model.h): every bit set,
+ * decided once when the run's model is set up; a bit's test hook
+ * (ZT_TEST_NO_O16, ..., ZT_TEST_NO_HEADFUSE: config.h) set then: that path
+ * off (tests compare the two paths) */
 void zt_out16_of(zt_model_config *mc);
 /* QLoRA where the GEMMs read bf16 weights (zt_weights16_of): 1, a block's
  * NF4 weights are dequantized straight into bf16 (shard_nf4.c; zt_shard_prec

@@ -18,7 +18,7 @@
  *  - the activation block holds one chunk: its bytes shrink by exactly
  *    (N - R) V floats (twice with the soft-cap), as the planner counts;
  *  - the fused head (classifier.h "fused": the engine told the backward's
- *    dloss before the forward, zt_model_config.headfuse), chunks of 3 rows:
+ *    dloss before the forward, zt_model_config.w16 ZT_W16_HEADFUSE), chunks of 3 rows:
  *    the loss and every gradient bitwise the recomputing head's; a backward
  *    with another dloss fails (ZT_EINVAL), with nothing else wrong; with
  *    headfuse 0 the engine's dloss changes nothing (the path of before).
@@ -187,7 +187,7 @@ static void check_fused(const zt_model_config *base, const char *what) {
     zt_status st;
     zt_model_config mc = *base;
     mc.classifier_rows = 3;
-    mc.headfuse = 1;
+    mc.w16 |= ZT_W16_HEADFUSE;
     run r;
     double l0 = NAN, l1 = NAN, l2 = NAN;
     const float dl = 1.0f / (float)N;
@@ -215,7 +215,7 @@ static void check_fused(const zt_model_config *base, const char *what) {
     /* the hook: headfuse 0, the dloss told, the path of before */
     r.sh->fwd_dloss_set = 0;
     unbuild(&r);
-    mc.headfuse = 0;
+    mc.w16 &= ~(unsigned)ZT_W16_HEADFUSE;
     if (build(&mc, &r, &st) == ZT_OK) {
         r.sh->fwd_dloss = dl;
         r.sh->fwd_dloss_set = 1;

@@ -554,15 +554,22 @@ typedef struct w16_mem {
     long gemm;         /* cublasLt gemm launches (bf16 and fp32) */
     long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
 } w16_mem;
-/* no_w16: 1 = ZT_TEST_NO_W16, 2 = ZT_TEST_NO_ACT16, 4 = ZT_TEST_NO_O16,
- * 8 = ZT_TEST_NO_N16, 16 = ZT_TEST_NO_R16 (or'ed) while the run is set up
- * (zt_ctx_create: the model reads them once); 32 = the last three set only
- * after the setup, for the steps; 128 = ZT_TEST_NO_AO16 (read at the setup
- * too), 256 = ZT_TEST_NO_D16, 512 = ZT_TEST_NO_NF4W16, 1024 = ZT_TEST_NO_QKR16,
- * 2048 = ZT_TEST_NO_G16, 4096 = ZT_TEST_NO_AB16, 8192 = ZT_TEST_NO_X16, 16384 =
- * ZT_TEST_NO_RB16, 32768 = ZT_TEST_NO_DO16, 65536 = ZT_TEST_NO_ADDFOLD,
- * 131072 = ZT_TEST_NO_HEADFUSE (all read at the setup too); 64 = ZT_TEST_NO_L16 over the whole run.  The runs
+/* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
+ * run is set up (zt_ctx_create: the model reads them once), 64 =
+ * ZT_TEST_NO_L16 over the whole run; 32 = ZT_TEST_NO_O16, ZT_TEST_NO_N16
+ * and ZT_TEST_NO_R16 set only after the setup, for the steps.  The runs
  * count over the cpu backend, or over g_w16_inner where set. */
+static const struct {
+    int bit;
+    const char *env;
+} w16_hooks[] = {
+    {1, "ZT_TEST_NO_W16"},        {2, "ZT_TEST_NO_ACT16"},    {4, "ZT_TEST_NO_O16"},
+    {8, "ZT_TEST_NO_N16"},        {16, "ZT_TEST_NO_R16"},     {64, "ZT_TEST_NO_L16"},
+    {128, "ZT_TEST_NO_AO16"},     {256, "ZT_TEST_NO_D16"},    {512, "ZT_TEST_NO_NF4W16"},
+    {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
+    {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
+    {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}};
+#define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
@@ -609,23 +616,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         *eq = 0;
         rc = zt_config_set(c, t, eq + 1, ZT_SRC_FLAG, st);
     }
-    if (no_w16 & 1) setenv("ZT_TEST_NO_W16", "1", 1);
-    if (no_w16 & 2) setenv("ZT_TEST_NO_ACT16", "1", 1);
-    if (no_w16 & 4) setenv("ZT_TEST_NO_O16", "1", 1);
-    if (no_w16 & 8) setenv("ZT_TEST_NO_N16", "1", 1);
-    if (no_w16 & 16) setenv("ZT_TEST_NO_R16", "1", 1);
-    if (no_w16 & 64) setenv("ZT_TEST_NO_L16", "1", 1);
-    if (no_w16 & 128) setenv("ZT_TEST_NO_AO16", "1", 1);
-    if (no_w16 & 256) setenv("ZT_TEST_NO_D16", "1", 1);
-    if (no_w16 & 512) setenv("ZT_TEST_NO_NF4W16", "1", 1);
-    if (no_w16 & 1024) setenv("ZT_TEST_NO_QKR16", "1", 1);
-    if (no_w16 & 4096) setenv("ZT_TEST_NO_AB16", "1", 1);
-    if (no_w16 & 8192) setenv("ZT_TEST_NO_X16", "1", 1);
-    if (no_w16 & 2048) setenv("ZT_TEST_NO_G16", "1", 1);
-    if (no_w16 & 16384) setenv("ZT_TEST_NO_RB16", "1", 1);
-    if (no_w16 & 32768) setenv("ZT_TEST_NO_DO16", "1", 1);
-    if (no_w16 & 65536) setenv("ZT_TEST_NO_ADDFOLD", "1", 1);
-    if (no_w16 & 131072) setenv("ZT_TEST_NO_HEADFUSE", "1", 1);
+    for (size_t i = 0; i < W16_NHOOKS; i++)
+        if (no_w16 & w16_hooks[i].bit) setenv(w16_hooks[i].env, "1", 1);
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
@@ -633,22 +625,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
     }
-    unsetenv("ZT_TEST_NO_W16");
-    unsetenv("ZT_TEST_NO_D16");
-    unsetenv("ZT_TEST_NO_ACT16");
-    unsetenv("ZT_TEST_NO_O16");
-    unsetenv("ZT_TEST_NO_N16");
-    unsetenv("ZT_TEST_NO_R16");
-    unsetenv("ZT_TEST_NO_AO16");
-    unsetenv("ZT_TEST_NO_NF4W16");
-    unsetenv("ZT_TEST_NO_QKR16");
-    unsetenv("ZT_TEST_NO_AB16");
-    unsetenv("ZT_TEST_NO_X16");
-    unsetenv("ZT_TEST_NO_G16");
-    unsetenv("ZT_TEST_NO_RB16");
-    unsetenv("ZT_TEST_NO_DO16");
-    unsetenv("ZT_TEST_NO_ADDFOLD");
-    unsetenv("ZT_TEST_NO_HEADFUSE");
+    for (size_t i = 0; i < W16_NHOOKS; i++)   /* (but ZT_TEST_NO_L16: the whole run) */
+        if (w16_hooks[i].bit != 64) unsetenv(w16_hooks[i].env);
     if (no_w16 & 32) {
         setenv("ZT_TEST_NO_O16", "1", 1);
         setenv("ZT_TEST_NO_N16", "1", 1);
@@ -782,6 +760,45 @@ typedef struct w16_pair {
     long wa, wb, ra, rb;
     w16_mem ma, mb;
 } w16_pair;
+/* the counts a check holds the same in both runs of a pair (w16_same, or'ed) */
+enum {
+    W16_SAME_ROUNDS = 1 << 0,    /* ra, rb: k_round_bf16 launches */
+    W16_SAME_W16 = 1 << 1,       /* wa, wb: bf16-weight calls */
+    /* w16_mem's counts of those names (o16, n16, a16, d16, ao16, ab16, h16,
+     * to16, from16) */
+    W16_SAME_O16 = 1 << 2,
+    W16_SAME_N16 = 1 << 3,
+    W16_SAME_A16 = 1 << 4,
+    W16_SAME_D16 = 1 << 5,
+    W16_SAME_AO16 = 1 << 6,
+    W16_SAME_AB16 = 1 << 7,
+    W16_SAME_H16 = 1 << 8,
+    W16_SAME_TO16 = 1 << 9,
+    W16_SAME_FROM16 = 1 << 10,
+    W16_SAME_ACTS = 1 << 11,     /* the activations' peak and plan */
+    W16_SAME_GATHERED = 1 << 12, /* the gathered parameters' peak and plan */
+};
+/* 1 when every count of `same` (W16_SAME_*) is the same in both runs */
+static int w16_same(const w16_pair *p, unsigned same) {
+    const w16_mem *a = &p->ma, *b = &p->mb;
+    const struct { unsigned bit; int eq; } t[] = {
+        {W16_SAME_ROUNDS, p->ra == p->rb},
+        {W16_SAME_W16, p->wa == p->wb},
+        {W16_SAME_O16, a->o16 == b->o16},
+        {W16_SAME_N16, a->n16 == b->n16},
+        {W16_SAME_A16, a->a16 == b->a16},
+        {W16_SAME_D16, a->d16 == b->d16},
+        {W16_SAME_AO16, a->ao16 == b->ao16},
+        {W16_SAME_AB16, a->ab16 == b->ab16},
+        {W16_SAME_H16, a->h16 == b->h16},
+        {W16_SAME_TO16, a->to16 == b->to16},
+        {W16_SAME_FROM16, a->from16 == b->from16},
+        {W16_SAME_ACTS, a->acts_peak == b->acts_peak && a->acts_plan == b->acts_plan},
+        {W16_SAME_GATHERED, a->peak == b->peak && a->plan == b->plan}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if ((same & t[i].bit) && !t[i].eq) return 0;
+    return 1;
+}
 /* Runs both at `stage` with `extra` (no_w16 `no`, then no | k->bit), each
  * failure a diagnostic named `what`; checks the 4 steps ran and the losses
  * and gradient norms, both named `label`.  0 when a run failed (the counts
@@ -828,23 +845,41 @@ static int w16_pair_run(w16_pair *p, const w16_kind *k, int stage, const char *e
 static const char w16_ck[] = "activation_checkpointing.policy=blocks";
 static const char w16_gemma[] = "ztrain.model.gemma=2";
 static const char w16_lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+/* a case: the shape, the stage, the extra config words, and the section's
+ * own number (the no_w16 bits of both runs, or whether the path is taken) */
 typedef struct w16_case {
     const char *shape;
     int stage;
     const char *extra;
+    int arg;
 } w16_case;
+/* an extra's name in the case's name */
+typedef struct w16_xname {
+    const char *extra, *name;
+} w16_xname;
+static const w16_xname w16_names[] = {
+    {w16_ck, " checkpointed"}, {w16_gemma, " gemma"}, {w16_lora, " LoRA"}, {NULL, NULL}};
 static const w16_case w16_common[] = {
-    {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, w16_ck},
-    {"gpt2:2,2,32,64,2,16", 0, w16_lora},
-    {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck},
-    {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora}};
-/* w16_pair_run on case c, named "shape stage N[ checkpointed][ gemma][ LoRA]" (in what) */
-static int w16_common_run(w16_pair *p, const w16_kind *k, const w16_case *c, char *what, size_t n) {
+    {"gpt2:2,2,32,64,2,16", 0, NULL, 0}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+    {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
+    {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
+    {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}};
+/* w16_pair_run on case c with no_w16 `no`, named (in what, n bytes) "shape
+ * stage N", the extra's name (own's, else w16_names'; none: ""), the
+ * hooks of `no` (" ZT_TEST_NO_..." each) and tail (NULL: none) */
+static int w16_case_run(w16_pair *p, const w16_kind *k, const w16_case *c, int no,
+                        const w16_xname *own, const char *tail, char *what, size_t n) {
     cm_shape_parse(c->shape, &p->s);
-    snprintf(what, n, "%s stage %d%s%s%s", c->shape, c->stage,
-             c->extra == w16_ck ? " checkpointed" : "", c->extra == w16_gemma ? " gemma" : "",
-             c->extra == w16_lora ? " LoRA" : "");
-    return w16_pair_run(p, k, c->stage, c->extra, 0, what, what);
+    const char *xn = "";
+    for (const w16_xname *t = own; c->extra && t && t->extra && !*xn; t++)
+        if (t->extra == c->extra) xn = t->name;
+    for (const w16_xname *t = w16_names; c->extra && t->extra && !*xn; t++)
+        if (t->extra == c->extra) xn = t->name;
+    size_t m = (size_t)snprintf(what, n, "%s stage %d%s", c->shape, c->stage, xn);
+    for (size_t i = 0; i < W16_NHOOKS && m < n; i++)
+        if (no & w16_hooks[i].bit) m += (size_t)snprintf(what + m, n - m, " %s", w16_hooks[i].env);
+    if (tail && m < n) snprintf(what + m, n - m, "%s", tail);
+    return w16_pair_run(p, k, c->stage, c->extra, no, what, what);
 }
 
 static void bf16_weights(void) {
@@ -1040,7 +1075,7 @@ static void bf16_outputs(void) {
         const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
         w16_pair p;
         char what[96];
-        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
+        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
         const long fwd = 1 + is_ck;
         /* (the attention forward and backward too; with LoRA the GEMMs
@@ -1080,13 +1115,12 @@ static void bf16_norms(void) {
         const int is_ck = c->extra == w16_ck;
         w16_pair p;
         char what[96];
-        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
+        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a
          * block, and the final norm once a step */
         const long want = 4L * p.s.L * (1 + is_ck) * 2 + 4;
-        tap_ok(p.ma.n16 == want && p.mb.n16 == 0 && p.mb.to16 - p.ma.to16 == want && p.ra == p.rb &&
-                   p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.acts_peak == p.mb.acts_peak &&
-                   p.ma.acts_plan == p.mb.acts_plan,
+        tap_ok(p.ma.n16 == want && p.mb.n16 == 0 && p.mb.to16 - p.ma.to16 == want &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_ACTS),
                "%s: %ld bf16-norm calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without), "
                "activations' peak %llu bytes (%llu without)",
                what, p.ma.n16, want, p.mb.n16, p.ma.to16, p.mb.to16,
@@ -1107,33 +1141,27 @@ static void bf16_norms(void) {
 static void bf16_rope(void) {
     static const w16_kind kind = {16, " with and without the bf16 RoPE",
                                   "rope_fwd + to_bf16 path's", NULL};
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char gemma[] = "ztrain.model.gemma=2";
     static const char qwen3[] = "ztrain.model.qk_norm=true";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
-        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0},
-        {"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, qwen3, 0},
-        {"llama:2,4,2,32,48,64,2,16", 3, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4},
+    static const w16_xname names[] = {{qwen3, " qk_norm"}, {NULL, NULL}};
+    static const w16_case cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, qwen3, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4},
         {"gpt2:2,2,32,64,2,16", 0, NULL, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
-        const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, no = cases[i].no, gpt2 = !strncmp(cases[i].shape, "gpt2", 4);
         char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s", cases[i].shape, cases[i].stage,
-                 is_ck ? " checkpointed" : "", ex == gemma ? " gemma" : "",
-                 ex == qwen3 ? " qk_norm" : "", ex == lora ? " LoRA" : "",
-                 no & 4 ? " ZT_TEST_NO_O16" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const char *ex = c->extra;
+        const int is_ck = ex == w16_ck, gpt2 = !strncmp(c->shape, "gpt2", 4);
         /* forwards a step: 1, or 2 checkpointed (the recompute); 1 RoPE a block */
         const long want = gpt2 ? 0 : 4L * p.s.L * (1 + is_ck);
-        tap_ok(p.ma.r16 + p.ma.qkr == want && p.ma.qkr == (ex == qwen3 ? want : 0) &&
-                   p.mb.r16 == 0 && p.mb.qkr == 0 && p.ma.rope == 0 && p.mb.rope == want &&
-                   p.mb.to16 - p.ma.to16 == want && p.ra == p.rb && p.wa == p.wb &&
-                   p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+        tap_ok(p.ma.r16 + p.ma.qkr == want && p.ma.qkr == (ex == qwen3 ? want : 0) && p.mb.r16 == 0 &&
+                   p.mb.qkr == 0 && p.ma.rope == 0 && p.mb.rope == want &&
+                   p.mb.to16 - p.ma.to16 == want &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 |
+                                W16_SAME_ACTS),
                "%s: %ld rope_fwd16 calls (%ld expected, %ld without), %ld rope_fwd (%ld without), "
                "%ld k_to_bf16 (%ld without), activations' peak %llu bytes (%llu without)",
                what, p.ma.r16, want, p.mb.r16, p.ma.rope, p.mb.rope, p.ma.to16, p.mb.to16,
@@ -1201,30 +1229,28 @@ static void bf16_qknorm_rope(void) {
     static const char gemma3[] = "ztrain.model.qk_norm=true ztrain.model.gemma=3";
     static const char lora[] = "ztrain.model.qk_norm=true ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                "ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+    static const w16_xname names[] = {{qwen3, " qk_norm"}, {ck, " qk_norm checkpointed"},
+                                      {full, " qk_norm full"}, {gemma3, " qk_norm gemma 3"},
+                                      {lora, " qk_norm LoRA"}, {NULL, NULL}};
+    static const w16_case cases[] = {
         {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 0}, {"llama:2,4,2,32,48,64,2,16", 3, qwen3, 0},
         {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, {"llama:2,4,2,32,48,64,2,16", 0, full, 0},
         {"llama:2,4,2,32,48,64,2,16", 0, gemma3, 0}, {"llama:2,4,2,32,48,64,2,16", 3, lora, 0},
         {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 4}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
-        const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, no = cases[i].no;
         char what[160];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
-                 ex ? " qk_norm" : "", is_ck ? " checkpointed" : "", ex == full ? " full" : "",
-                 ex == gemma3 ? " gemma 3" : "", ex == lora ? " LoRA" : "",
-                 no & 4 ? " ZT_TEST_NO_O16" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const char *ex = c->extra;
+        const int is_ck = ex == ck;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 1 a block */
         const long want = ex ? 4L * p.s.L * (1 + is_ck) : 0, r16 = 4L * p.s.L * (1 + is_ck);
         tap_ok(p.ma.qkr == want && p.mb.qkr == 0 && p.ma.qkr_k == want && p.mb.qkr_k == 0 &&
                    p.mb.hn - p.ma.hn == 2 * want && p.mb.hn_k - p.ma.hn_k == 2 * want &&
                    p.ma.r16 == r16 - want && p.mb.r16 == r16 && p.ma.rope == 0 && p.mb.rope == 0 &&
-                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 && p.wa == p.wb &&
-                   p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+                   w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_TO16 |
+                                W16_SAME_FROM16 | W16_SAME_ACTS),
                "%s: %ld qknorm_rope_fwd16 calls, %ld launches (%ld expected, %ld without), "
                "headnorm_fwd %ld (%ld without), rope_fwd16 %ld (%ld without), %ld k_to_bf16 (%ld "
                "without), activations' peak %llu bytes (%llu without)",
@@ -1310,31 +1336,23 @@ static void bf16_logits(void) {
 static void bf16_att_out(void) {
     static const w16_kind kind = {128, " with and without the bf16 attention output",
                                   "gqa_ext_fwd16 + to_bf16 path's", NULL};
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char gemma[] = "ztrain.model.gemma=2";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, NULL, 0}, {"gpt2:2,2,32,64,2,16", 3, ck, 0},
-        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
-        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, {"llama:2,4,2,32,48,64,2,16", 0, gemma, 0},
-        {"llama:2,4,2,32,48,64,2,16", 3, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4}};
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 0}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 4}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
-        const char *ex = cases[i].extra;
-        const int is_ck = ex == ck, no = cases[i].no;
         char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s%s", cases[i].shape, cases[i].stage,
-                 is_ck ? " checkpointed" : "", ex == gemma ? " gemma" : "", ex == lora ? " LoRA" : "",
-                 no & 4 ? " ZT_TEST_NO_O16" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (!w16_case_run(&p, &kind, c, c->arg, NULL, NULL, what, sizeof what)) continue;
+        const int is_ck = c->extra == w16_ck, no = c->arg;
         /* forwards a step: 1, or 2 checkpointed (the recompute); backwards 1 */
         const long fw = no & 4 ? 0 : 4L * p.s.L * (1 + is_ck), bw = no & 4 ? 0 : 4L * p.s.L;
         tap_ok(p.ma.ao16 == fw + bw && p.mb.ao16 == 0 && p.mb.att16 - p.ma.att16 == fw + bw &&
-                   p.mb.to16 - p.ma.to16 == fw && p.mb.from16 - p.ma.from16 == bw && p.ra == p.rb &&
-                   p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 &&
-                   p.ma.a16 == p.mb.a16 && p.ma.acts_peak == p.mb.acts_peak &&
-                   p.ma.acts_plan == p.mb.acts_plan,
+                   p.mb.to16 - p.ma.to16 == fw && p.mb.from16 - p.ma.from16 == bw &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 |
+                                W16_SAME_A16 | W16_SAME_ACTS),
                "%s: %ld gqa_ext_fwd16o + _bwd16o calls (%ld expected, %ld without), %ld k_to_bf16 "
                "(%ld without), %ld k_from_bf16 (%ld without), activations' peak %llu bytes (%llu "
                "without)",
@@ -1357,25 +1375,19 @@ static void bf16_att_out(void) {
 static void bf16_att_bwd16(void) {
     static const w16_kind kind = {4096, " with and without the attention backward's bf16 gradient",
                                   "gqa_ext_bwd16o path's", NULL};
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, ck, 1},
-        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}};
+    /* (arg: the path taken) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
-        const char *ex = cases[i].extra;
         char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
-                 ex == ck ? " checkpointed" : "", ex == lora ? " LoRA" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
-        const long bw = cases[i].want ? 4L * p.s.L : 0;
-        tap_ok(p.ma.ab16 == bw && p.mb.ab16 == 0 && p.ma.ao16 == p.mb.ao16 && p.ma.o16 == p.mb.o16 &&
-                   p.ra == p.rb && p.wa == p.wb && p.ma.a16 == p.mb.a16 && p.ma.d16 == p.mb.d16 &&
-                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
-                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+        if (!w16_case_run(&p, &kind, &cases[i], 0, NULL, NULL, what, sizeof what)) continue;
+        const long bw = cases[i].arg ? 4L * p.s.L : 0;
+        tap_ok(p.ma.ab16 == bw && p.mb.ab16 == 0 &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_A16 |
+                                W16_SAME_D16 | W16_SAME_AO16 | W16_SAME_TO16 | W16_SAME_FROM16 |
+                                W16_SAME_ACTS | W16_SAME_GATHERED),
                "%s: %ld gqa_ext_bwd16d calls (%ld expected, %ld without), the bf16-output calls %ld "
                "(%ld without), activations' peak %llu bytes (%llu without), plan %llu",
                what, p.ma.ab16, bw, p.mb.ab16, p.ma.ao16, p.mb.ao16, (unsigned long long)p.ma.acts_peak,
@@ -1429,16 +1441,15 @@ static int bf16g_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const 
  * (Qwen3) and LoRA: neither entry called (ZT_ATT_IN16O). */
 static void bf16_rope_bwd16(void) {
     static const w16_kind kind = {16384, " with and without RoPE's backward in bf16", "rope_bwd path's", NULL};
-    static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char bias[] = "ztrain.model.attention_bias=true";
-    static const char gemma[] = "ztrain.model.gemma=2";
     static const char qkn[] = "ztrain.model.qk_norm=true";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
-        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 1},
+    static const w16_xname names[] = {{bias, " q|k|v biases"}, {qkn, " q/k norms"}, {NULL, NULL}};
+    /* (arg: the path taken) */
+    static const w16_case cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 1},
         {"llama:2,4,2,32,48,64,2,16", 0, bias, 1}, {"llama:2,4,2,32,48,64,2,16", 3, bias, 1},
-        {"llama:2,4,2,32,48,64,2,16", 0, gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qkn, 0},
-        {"llama:2,4,2,32,48,64,2,16", 0, lora, 0}};
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qkn, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}};
     g_bf16g = *zt_backend_cpu();
     g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
     g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
@@ -1447,21 +1458,16 @@ static void bf16_rope_bwd16(void) {
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             if (!b16 && i > 1) continue;   /* (over the cpu: the first two) */
             w16_pair p;
-            cm_shape_parse(cases[i].shape, &p.s);
-            const char *ex = cases[i].extra;
             char what[160];
-            snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
-                     ex == ck ? " checkpointed" : "", ex == bias ? " q|k|v biases" : "", ex == gemma ? " gemma" : "",
-                     ex == qkn ? " q/k norms" : "", ex == lora ? " LoRA" : "",
-                     b16 ? " (bf16-gradient backend)" : " (cpu)");
-            if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
-            const long bw = 4L * p.s.L, d = cases[i].want ? bw : 0, r = cases[i].want && b16 ? bw : 0;
+            if (!w16_case_run(&p, &kind, &cases[i], 0, names,
+                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+                continue;
+            const long bw = 4L * p.s.L, d = cases[i].arg ? bw : 0, r = cases[i].arg && b16 ? bw : 0;
             tap_ok(p.ma.ab16 == d && p.mb.ab16 == 0 && p.ma.rb16 == r && p.mb.rb16 == 0 &&
                        p.ma.ropeb == bw - r && p.mb.ropeb == bw && p.ma.d16 == p.mb.d16 + r &&
-                       p.ma.ao16 == p.mb.ao16 && p.ma.o16 == p.mb.o16 && p.ra + r == p.rb && p.wa == p.wb &&
-                       p.ma.a16 == p.mb.a16 && p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
-                       p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
-                       p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+                       p.ra + r == p.rb &&
+                       w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_A16 | W16_SAME_AO16 |
+                                    W16_SAME_TO16 | W16_SAME_FROM16 | W16_SAME_ACTS | W16_SAME_GATHERED),
                    "%s: %ld gqa_ext_bwd16d calls (%ld expected, %ld without), %ld rope_bwd16 (%ld expected, "
                    "%ld without), %ld rope_bwd (%ld without), bf16-gradient calls %ld (%ld without), "
                    "k_round_bf16 %ld (%ld without: the GEMM's dout rounding), activations' peak %llu bytes "
@@ -1486,27 +1492,20 @@ static void bf16_rope_bwd16(void) {
 static void bf16_att_do16(void) {
     static const w16_kind kind = {32768, " with and without the attention output's bf16 gradient",
                                   "fp32 dO path's", NULL};
-    static const char ck[] = "activation_checkpointing.policy=blocks";
-    static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const struct { const char *shape; int stage; const char *extra; int want; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, ck, 1},
-        {"gpt2:2,2,32,64,2,16", 0, lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1},
-        {"llama:2,4,2,32,48,64,2,16", 3, ck, 1}, {"llama:2,4,2,32,48,64,2,16", 0, lora, 0}};
+    /* (arg: the question asked) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_ck, 1}, {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
-        const char *ex = cases[i].extra;
         char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
-                 ex == ck ? " checkpointed" : "", ex == lora ? " LoRA" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
-        const long q = cases[i].want ? 4L * p.s.L : 0;
+        if (!w16_case_run(&p, &kind, &cases[i], 0, NULL, NULL, what, sizeof what)) continue;
+        const long q = cases[i].arg ? 4L * p.s.L : 0;
         tap_ok(p.ma.do16q == q && p.mb.do16q == 0 && p.ma.do16 == 0 && p.mb.do16 == 0 &&
-                   p.ma.ao16 == p.mb.ao16 && p.ma.ab16 == p.mb.ab16 && p.ma.o16 == p.mb.o16 &&
-                   p.ra == p.rb && p.wa == p.wb && p.ma.a16 == p.mb.a16 && p.ma.d16 == p.mb.d16 &&
-                   p.ma.to16 == p.mb.to16 && p.ma.from16 == p.mb.from16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan &&
-                   p.ma.peak == p.mb.peak && p.ma.plan == p.mb.plan,
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_A16 |
+                                W16_SAME_D16 | W16_SAME_AO16 | W16_SAME_AB16 | W16_SAME_TO16 |
+                                W16_SAME_FROM16 | W16_SAME_ACTS | W16_SAME_GATHERED),
                "%s: %ld att_do16 questions (%ld expected, %ld without), %ld matmul_bwd_o16 + "
                "gqa_ext_bwd16do calls (%ld without), the bf16-output calls %ld (%ld without), "
                "activations' peak %llu bytes (%llu without)",
@@ -1542,16 +1541,16 @@ static void bf16_gradients(void) {
         const w16_case *c = &w16_common[i];
         w16_pair p;
         char what[96];
-        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
+        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
         const long want = 4L * (p.s.llama ? 6L * p.s.L : 4L * p.s.L);
         /* (GPT-2 without LoRA: and fc's GEMMs read the gradient through
          * the GELU in bf16, bf16 GELU gradients below: one more) */
         const long fewer = 4L * p.s.L * (p.s.llama ? 3 : c->extra == w16_lora ? 2 : 3);
-        tap_ok(p.ma.d16 == want && p.mb.d16 == 0 && p.rb - p.ra == fewer && p.wa == p.wb &&
-                   p.ma.o16 == p.mb.o16 && p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+        tap_ok(p.ma.d16 == want && p.mb.d16 == 0 && p.rb - p.ra == fewer &&
+                   w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_TO16 |
+                                W16_SAME_ACTS),
                "%s: %ld bf16-gradient calls (%ld expected, %ld without), %ld k_round_bf16 (%ld "
                "without, %ld fewer expected), activations' peak %llu bytes (%llu without)",
                what, p.ma.d16, want, p.mb.d16, p.ra, p.rb, fewer,
@@ -1595,7 +1594,8 @@ static void residual_fold(void) {
                               "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
     /* (groups of 2 blocks: the recompute folds inside a group) */
     static const char ck2[] = "activation_checkpointing.policy=every-2";
-    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+    static const w16_xname names[] = {{ck2, " checkpointed every 2"}, {moe, " MoE"}, {NULL, NULL}};
+    static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
         {"gpt2:3,2,32,64,2,16", 0, ck2, 0},          {"llama:3,4,2,32,48,64,2,16", 3, ck2, 0},
         {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 0, NULL, 8},
@@ -1606,15 +1606,9 @@ static void residual_fold(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, moe, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, moe, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
-        const char *ex = cases[i].extra;
-        const int no = cases[i].no;
         char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
-                 ex == w16_ck ? " checkpointed" : "", ex == ck2 ? " checkpointed every 2" : "",
-                 ex == w16_gemma ? " gemma" : "", ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "",
-                 no & 8 ? " ZT_TEST_NO_N16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg, names, NULL, what, sizeof what)) continue;
+        const char *ex = cases[i].extra;
         if (ex == moe) continue;   /* (uncounted) */
         /* 4 steps: L a forward, L more a recompute (every block); the
          * fused calls L a forward, and in a recompute each block but a
@@ -1623,9 +1617,8 @@ static void residual_fold(void) {
         const long L = p.s.L, groups = (L + k - 1) / k;
         const long fewer = 4 * L * (ck ? 2 : 1), more = 4 * (L + (ck ? L - groups : 0));
         tap_ok(p.mb.add - p.ma.add == fewer && p.ma.addn - p.mb.addn == more &&
-                   p.ma.n16 == p.mb.n16 && p.ma.to16 == p.mb.to16 &&
-                   p.ra == p.rb && p.wa == p.wb && p.ma.o16 == p.mb.o16 && p.ma.d16 == p.mb.d16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 |
+                                W16_SAME_D16 | W16_SAME_TO16 | W16_SAME_ACTS),
                "%s: %ld k_add (%ld without, %ld fewer expected), %ld fused add-norm calls (%ld "
                "without, %ld more expected), %ld norm calls writing bf16 (%ld without), activations' "
                "peak %llu bytes (%llu without)",
@@ -1723,11 +1716,10 @@ static void bf16_gelu_grad(void) {
         const w16_case *c = &w16_common[i];
         w16_pair p;
         char what[96];
-        if (!w16_common_run(&p, &kind, c, what, sizeof what)) continue;
+        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
         const long n = !p.s.llama && c->extra != w16_lora ? 4L * p.s.L : 0;
-        tap_ok(p.ma.g16 == n && p.mb.g16 == 0 && p.mb.from16 - p.ma.from16 == n &&
-                   p.rb - p.ra == n && p.ma.d16 == p.mb.d16 && p.ma.a16 == p.mb.a16 &&
-                   p.ma.acts_peak == p.mb.acts_peak && p.ma.acts_plan == p.mb.acts_plan,
+        tap_ok(p.ma.g16 == n && p.mb.g16 == 0 && p.mb.from16 - p.ma.from16 == n && p.rb - p.ra == n &&
+                   w16_same(&p, W16_SAME_A16 | W16_SAME_D16 | W16_SAME_ACTS),
                "%s: %ld matmul_dgelu_bwd_o16 calls (%ld expected, %ld without), %ld k_from_bf16 "
                "(%ld without), %ld k_round_bf16 (%ld without), %ld bf16-gradient calls (%ld "
                "without), activations' peak %llu bytes (%llu without)",
@@ -1737,8 +1729,8 @@ static void bf16_gelu_grad(void) {
 }
 
 /* ------------------------------------------------------------ bf16 final norm
- * The final norm writing the LM head's input in bf16 alone (zt_model_config
- * .x16: layernorm_fwd16 / rmsnorm_fwd16, no fp32 copy), the head GEMMs
+ * The final norm writing the LM head's input in bf16 alone (config.h
+ * ZT_W16_X16: layernorm_fwd16 / rmsnorm_fwd16, no fp32 copy), the head GEMMs
  * reading it as their bf16 input (matmul_fwd_o16's and matmul_bwd_head16's
  * inp16; with fp32 logits matmul_fwd_a16 / matmul_bwd_a16): every loss and
  * gradient norm bitwise those of the fp32 final norm the GEMMs round
@@ -1757,7 +1749,8 @@ static void bf16_final_norm(void) {
     static const w16_kind kind = {8192, " with and without the bf16 final norm",
                                   "fp32 final norm's", NULL};
     static const char cap[] = "ztrain.model.gemma=2 ztrain.model.final_softcap=30";
-    static const struct { const char *shape; int stage; const char *extra; int no; } cases[] = {
+    static const w16_xname names[] = {{cap, " gemma final soft-cap"}, {NULL, NULL}};
+    static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 0},         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
         {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},     {"gpt2:2,2,32,64,2,16", 3, NULL, 64},
         {"gpt2:2,2,32,64,2,16", 0, NULL, 8},         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0},
@@ -1767,24 +1760,19 @@ static void bf16_final_norm(void) {
         {"llama:2,4,2,32,48,64,2,16", 3, NULL, 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
-        cm_shape_parse(cases[i].shape, &p.s);
+        char what[128];
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg, names, NULL, what, sizeof what)) continue;
         const char *ex = cases[i].extra;
-        const int no = cases[i].no, is_lora = ex == w16_lora;
+        const int no = cases[i].arg, is_lora = ex == w16_lora;
         /* the fp32 logits: ZT_TEST_NO_L16, or the final soft-cap */
         const int f32l = (no & 64) || ex == cap;
-        char what[128];
-        snprintf(what, sizeof what, "%s stage %d%s%s%s%s%s%s", cases[i].shape, cases[i].stage,
-                 ex == w16_ck ? " checkpointed" : "", ex == w16_gemma ? " gemma" : "",
-                 ex == cap ? " gemma final soft-cap" : "", is_lora ? " LoRA" : "",
-                 no & 64 ? " ZT_TEST_NO_L16" : "", no & 8 ? " ZT_TEST_NO_N16" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
         const long fewer = 4L * (is_lora ? 2 : 4), n16 = no & 8 ? 0 : 4, to16 = no & 8 ? 4 : 0;
         /* (with fp32 logits the head's GEMMs are bf16-input calls, which
          * were bf16-weight calls: the head weight's bf16 storage) */
         const long a16 = f32l ? fewer : 0;
         tap_ok(p.rb - p.ra == fewer && p.ma.n16 - p.mb.n16 == n16 && p.ma.to16 - p.mb.to16 == to16 &&
-                   p.ma.a16 - p.mb.a16 == a16 && p.wb - p.wa == a16 && p.ma.o16 == p.mb.o16 &&
-                   p.ma.d16 == p.mb.d16 && p.ma.h16 == p.mb.h16,
+                   p.ma.a16 - p.mb.a16 == a16 && p.wb - p.wa == a16 &&
+                   w16_same(&p, W16_SAME_O16 | W16_SAME_D16 | W16_SAME_H16),
                "%s: %ld k_round_bf16 (%ld without, %ld fewer expected), %ld norm calls writing bf16 "
                "(%ld without), %ld k_to_bf16 (%ld without), %ld bf16-input calls (%ld without), %ld "
                "bf16-weight calls (%ld without)",

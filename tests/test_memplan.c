@@ -582,6 +582,16 @@ static int asked_in16_do(int train_in16, int do16) {
     return ok;
 }
 static int asked_in16(int train_in16) { return asked_in16_do(train_in16, 0); }
+/* c's plan with the test hook `hook` set for it (NULL: none), g_asked
+ * recording its calls afresh */
+static int plan_asked(zt_config *c, const zt_memplan_opts *o, zt_memplan *a, const char *hook,
+                      zt_status *st) {
+    if (hook) setenv(hook, "1", 1);
+    memset(&g_asked, 0, sizeof g_asked);
+    const int rc = zt_memplan_compute(c, o, a, st);
+    if (hook) unsetenv(hook);
+    return rc;
+}
 static void test_attention_backend(void) {
     zt_backend fake = *zt_backend_cpu();   /* (the CPU's entries: the bf16 activations and outputs) */
     fake.name = "fake";
@@ -600,9 +610,8 @@ static void test_attention_backend(void) {
     tap_ok(rc == ZT_OK && k.att_asked == 0 && k.att_cudnn == 0 && contains(k.att_path, "ztrain's kernels (assumed") &&
                k.scratch_bytes < ((uint64_t)70 << 20),
            "no backend asked: ztrain's kernels' attention scratch assumed (%s)", k.att_path ? k.att_path : "-");
-    memset(&g_asked, 0, sizeof g_asked);
     o.be = &fake;
-    rc = zt_memplan_compute(c, &o, &a, &st);
+    rc = plan_asked(c, &o, &a, NULL, &st);
     tap_ok(rc == ZT_OK && a.scratch_bytes == zt_cuda_ws_scratch_size(((size_t)80 << 20) + 1) &&
                a.kernel_ws_bytes == a.scratch_bytes + ZT_CUDA_CUBLAS_WS_BYTES &&
                a.peak[ZT_MP_DEVICE] == k.peak[ZT_MP_DEVICE] - k.kernel_ws_bytes + a.kernel_ws_bytes,
@@ -619,35 +628,24 @@ static void test_attention_backend(void) {
            "GPT-2 in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
            "the backward's bf16 gradient (ZT_ATT_IN16OD) and bf16 dO (| ZT_ATT_DO16), eval and sample for the "
            "fp32 ones");
-    setenv("ZT_TEST_NO_DO16", "1", 1);
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
-    unsetenv("ZT_TEST_NO_DO16");
+    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_DO16", &st);
     tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16OD), "ZT_TEST_NO_DO16: the backward asked without ZT_ATT_DO16 "
            "(ZT_ATT_IN16OD)");
-    setenv("ZT_TEST_NO_AB16", "1", 1);
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
-    unsetenv("ZT_TEST_NO_AB16");
+    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_AB16", &st);
     tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "ZT_TEST_NO_AB16: the training calls asked "
            "for the bf16 q|k|v and output entries (ZT_ATT_IN16O; the backward | ZT_ATT_DO16)");
-    setenv("ZT_TEST_NO_AO16", "1", 1);
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
-    unsetenv("ZT_TEST_NO_AO16");
+    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_AO16", &st);
     tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16), "ZT_TEST_NO_AO16: the training calls asked for the bf16 q|k|v "
            "entries (fp32 output)");
     tu_set(c, "precision", "fp32");
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
+    rc = plan_asked(c, &o, &a, NULL, &st);
     tap_ok(rc == ZT_OK && g_asked.n == 4 && g_asked.mode == ZT_MATMUL_FP32 && asked_in16(ZT_ATT_IN32),
            "fp32 run: asked in fp32 matmul mode, for the fp32 entries");
     /* a Llama whose layers slide (window 8 < seq_len 32): both options asked */
     tu_set(c, "ztrain.model.arch", "llama");
     tu_set(c, "ztrain.model.n_kv_head", "2");
     tu_set(c, "ztrain.model.sliding_window", "8");
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
+    rc = plan_asked(c, &o, &a, NULL, &st);
     tap_ok(rc == ZT_OK && g_asked.n == 8 && g_asked.nwin == 4 && a.att_asked == 8 && g_asked.NKV == 2 &&
                a.scratch_bytes == zt_cuda_ws_scratch_size(((size_t)80 << 20) + 1),
            "Llama with a sliding window: each call asked for the full and the sliding layers (%d, %d with the "
@@ -659,21 +657,16 @@ static void test_attention_backend(void) {
      * do16) in each */
     tu_set(c, "ztrain.model.sliding_window", "0");
     tu_set(c, "precision", "bf16");
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
+    rc = plan_asked(c, &o, &a, NULL, &st);
     tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16OD, ZT_ATT_DO16),
            "Llama in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
            "the backward's bf16 gradient (ZT_ATT_IN16OD: rope_bwd16) and bf16 dO (| ZT_ATT_DO16), eval and sample "
            "for the fp32 ones");
-    setenv("ZT_TEST_NO_RB16", "1", 1);
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
-    unsetenv("ZT_TEST_NO_RB16");
+    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_RB16", &st);
     tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama, ZT_TEST_NO_RB16: the training calls asked for the "
            "bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     tu_set(c, "ztrain.model.qk_norm", "true");
-    memset(&g_asked, 0, sizeof g_asked);
-    rc = zt_memplan_compute(c, &o, &a, &st);
+    rc = plan_asked(c, &o, &a, NULL, &st);
     tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms: the training calls asked for the bf16 "
            "q|k|v and output entries (ZT_ATT_IN16O)");
     zt_config_free(c);
