@@ -217,8 +217,8 @@ struct zt_units {
     double *loss_acc;         /* a training step's loss accumulator (backend memory), or NULL */
     int loss_taken;           /* forwards that added their loss there (zt_units_loss_acc) */
     /* the fused LM head (classifier.h): the dloss the step's backward will
-     * be called with, set with fwd_dloss_set by train.c before a training
-     * forward (zt_units_fwd_dloss); fwd_grads: that forward took gradient
+     * be called with, with fwd_dloss_set set by train.c around each of a
+     * step's training forwards only (zt_units_fwd_dloss); fwd_grads: that forward took gradient
      * units (zt_unit_grads), which stay open into the backward */
     float fwd_dloss;
     int fwd_dloss_set, fwd_grads;

@@ -915,11 +915,11 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     zt_adamw *o = &ctx->opt;
     ctx->be->zero(o->scal, sizeof *o->scal);
     ctx->sh->loss_acc = &o->scal->loss_sum;   /* the forward engine (LoRA: the base) */
-    /* the backward's dloss, known now: the forward's LM head computes its
-     * gradients itself (classifier.h "fused") */
+    /* the backward's dloss, known now: each micro-batch's forward is told
+     * it (and only the forward), so that its LM head computes its gradients
+     * itself (classifier.h "fused") */
     const float bwd_dloss = dloss * loss_scale;
     ctx->sh->fwd_dloss = bwd_dloss;
-    ctx->sh->fwd_dloss_set = 1;
     int dev_loss = 1;   /* every forward added its loss there (built-in models) */
     double loss_sum = 0.0, wait_s = 0.0, aux[2] = {0, 0};   /* MoE: load-balancing loss, forwards */
     for (int micro = 0; micro < A; ++micro) {
@@ -947,11 +947,12 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         zt_prof_mark pm_pass;
         zt_prof_begin(&pm_pass);
         const int taken = ctx->sh->loss_taken;
+        ctx->sh->fwd_dloss_set = 1;
         int rc = zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
                                   Tl, 1, &ls, st);
+        ctx->sh->fwd_dloss_set = 0;
         if (rc != ZT_OK) {
             ctx->sh->loss_acc = NULL;
-            ctx->sh->fwd_dloss_set = 0;
             return rc;
         }
         if (ctx->sh->loss_taken == taken) dev_loss = 0;
@@ -965,13 +966,11 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         rc = zt_shard_backward(ctx->sh, ctx->acts.acts, bwd_dloss, st);
         if (rc != ZT_OK) {
             ctx->sh->loss_acc = NULL;
-            ctx->sh->fwd_dloss_set = 0;
             return rc;
         }
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
     ctx->sh->loss_acc = NULL;
-    ctx->sh->fwd_dloss_set = 0;
     /* communication and the engine's bookkeeping from here to the end of
      * the step, exclusive of the kernels (bench_train --breakdown) */
     zt_prof_mark pm_comm;
