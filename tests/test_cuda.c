@@ -1202,19 +1202,25 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         gpu->free(ref_d); gpu->free(o16_d); gpu->free(tmp_d);
         no_error("matmul_fwd_o16");
     }
-    /* fp32 matmul mode: refused (an error, nothing computed) */
-    gpu->synchronize();
-    (void)gpu->error();
-    gpu->set_matmul_precision(ZT_MATMUL_FP32);
-    gpu->matmul_fwd_w16(o[1], i_d, w16_d, b_d, N, C, OC);
-    const char *e = gpu->error();
-    snprintf(name, sizeof name, "matmul_fwd_w16 in fp32 matmul mode: an error (%s)", e ? e : "none");
-    tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
-    gpu->matmul_fwd_a16(o[1], i16_d, w_d, NULL, b_d, N, C, OC);
-    e = gpu->error();
-    snprintf(name, sizeof name, "matmul_fwd_a16 in fp32 matmul mode: an error (%s)", e ? e : "none");
-    tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
-    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    /* fp32 matmul mode: refused (an error, nothing computed; the cuda
+     * table's rule: the cpu backend has no error state to report it) */
+    if (selftest) {
+        tap_skip("matmul_fwd_w16 in fp32 matmul mode: an error", "self-test");
+        tap_skip("matmul_fwd_a16 in fp32 matmul mode: an error", "self-test");
+    } else {
+        gpu->synchronize();
+        (void)gpu->error();
+        gpu->set_matmul_precision(ZT_MATMUL_FP32);
+        gpu->matmul_fwd_w16(o[1], i_d, w16_d, b_d, N, C, OC);
+        const char *e = gpu->error();
+        snprintf(name, sizeof name, "matmul_fwd_w16 in fp32 matmul mode: an error (%s)", e ? e : "none");
+        tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
+        gpu->matmul_fwd_a16(o[1], i16_d, w_d, NULL, b_d, N, C, OC);
+        e = gpu->error();
+        snprintf(name, sizeof name, "matmul_fwd_a16 in fp32 matmul mode: an error (%s)", e ? e : "none");
+        tap_ok(e && strstr(e, "fp32 matmul mode"), "%s", name);
+        gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    }
     gpu->free(bi16);
     free(i16);
     for (int k = 0; k < 2; k++) {
