@@ -113,6 +113,34 @@ void zt_classifier_forward(const zt_backend *be, zt_classifier *c, const float *
     else if (has_targets) *loss_sum = be->sum(c->losses, (size_t)N);
 }
 
+/* The gradient of rows [r0, r0 + n) (a chunk): their probabilities'
+ * gradient (softmax - onehot) * dloss in the chunk's buffer, then dx's rows
+ * (overwritten) and dw's share (+=; NULL: a frozen head).  kept: the
+ * chunk's forward values are still in the buffers (the fp32 path's
+ * probabilities and capped logits, the bf16 path's logits), else its
+ * logits are computed here; losses (NULL: none) the rows' losses too. */
+static void chunk_grad(const zt_backend *be, zt_classifier *c, float *dx, float *dw, const float *x,
+                       const float *w, const int *targets, float dloss, long r0, long n, int C, int V,
+                       float cap, float *losses, int kept) {
+    if (c->logits16) {
+        /* bf16 logits: the gradient in place, read by the GEMMs */
+        if (!kept) chunk_logits16(be, c, x, w, r0, n, C, V);
+        be->xent16_fused(losses, c->logits16, targets + r0, dloss, (int)n, V);
+        be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, rows_x(c, x, r0, C),
+                              rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
+        return;
+    }
+    if (kept) {
+        be->xent_bwd(c->logits, c->logits, targets + r0, dloss, (int)n, V);
+    } else {
+        chunk_logits(be, c, x, w, r0, n, C, V, cap);
+        be->xent_fused(losses, c->logits, targets + r0, dloss, (int)n, V);
+    }
+    if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
+    zt_mm_bwd_x(be, dx + (size_t)r0 * C, dw, NULL, c->logits, rows_x(c, x, r0, C),
+                rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
+}
+
 void zt_classifier_forward_fused(const zt_backend *be, zt_classifier *c, float *dx, float *dw,
                                  const float *x, const float *w, const int *targets, float dloss,
                                  int N, int C, int V, float cap, double *loss_sum,
@@ -120,22 +148,12 @@ void zt_classifier_forward_fused(const zt_backend *be, zt_classifier *c, float *
     const long R = rows_for(c->rmax, N);
     const long nch = (N + R - 1) / R;
     /* last chunk first: dw sums the rows in the order of
-     * zt_classifier_backward */
+     * zt_classifier_backward; every chunk's logits computed, their losses
+     * written with their gradient */
     for (long k = nch - 1; k >= 0; --k) {
         long r0;
         const long n = chunk_rows(N, R, k, &r0);
-        if (c->logits16) {
-            chunk_logits16(be, c, x, w, r0, n, C, V);
-            be->xent16_fused(c->losses + r0, c->logits16, targets + r0, dloss, (int)n, V);
-            be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, rows_x(c, x, r0, C),
-                                  rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
-            continue;
-        }
-        chunk_logits(be, c, x, w, r0, n, C, V, cap);
-        be->xent_fused(c->losses + r0, c->logits, targets + r0, dloss, (int)n, V);
-        if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
-        zt_mm_bwd_x(be, dx + (size_t)r0 * C, dw, NULL, c->logits, rows_x(c, x, r0, C),
-                    rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
+        chunk_grad(be, c, dx, dw, x, w, targets, dloss, r0, n, C, V, cap, c->losses + r0, 0);
     }
     c->pn = 0;   /* (no probabilities kept: the buffer holds gradients) */
     *loss_sum = 0.0;
@@ -151,26 +169,10 @@ void zt_classifier_backward(const zt_backend *be, zt_classifier *c, float *dx, f
     for (long k = nch - 1; k >= 0; --k) {
         long r0;
         const long n = chunk_rows(N, R, k, &r0);
-        if (c->logits16) {
-            /* bf16 logits: the forward's last chunk still there, the others
-             * recomputed; the bf16 gradient in place, read by the GEMMs */
-            if (!(k == nch - 1 && c->pn == n && c->p0 == r0)) chunk_logits16(be, c, x, w, r0, n, C, V);
-            be->xent16_fused(NULL, c->logits16, targets + r0, dloss, (int)n, V);
-            be->matmul_bwd_head16(dx + (size_t)r0 * C, dw, c->logits16, rows_x(c, x, r0, C),
-                                  rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
-            continue;
-        }
-        if (k == nch - 1 && c->pn == n && c->p0 == r0) {
-            /* the forward's last chunk: its probabilities (and capped
-             * logits) are still in the buffers */
-            be->xent_bwd(c->logits, c->logits, targets + r0, dloss, (int)n, V);
-        } else {
-            chunk_logits(be, c, x, w, r0, n, C, V, cap);
-            be->xent_fused(NULL, c->logits, targets + r0, dloss, (int)n, V);
-        }
-        if (cap > 0) be->softcap_bwd(c->logits, c->logits, c->capped, (size_t)n * V, cap);
-        zt_mm_bwd_x(be, dx + (size_t)r0 * C, dw, NULL, c->logits, rows_x(c, x, r0, C),
-                    rows_x16(c, r0, C), w, c->w16, (int)n, C, V);
+        /* the forward's last chunk is still in the buffers; the others are
+         * recomputed */
+        const int kept = k == nch - 1 && c->pn == n && c->p0 == r0;
+        chunk_grad(be, c, dx, dw, x, w, targets, dloss, r0, n, C, V, cap, NULL, kept);
     }
     c->pn = 0;
 }
