@@ -1202,6 +1202,10 @@ static const uint16_t *head16(const zt_llama *m) {
 /* LM head and loss (classifier.h), chunk by chunk: logits = lnf @ W^T (lnf16: a->cls.x16)
  * (Gemma 2: cap tanh(logits / cap)), W = embed.w (tied) or lm_head.w;
  * fuse: with head_bwd's gradients (dlnf into dbuf, dW +=) */
+/* the LM head's weight [V, C] and its gradient: the embedding's when tied */
+static const float *head_w(const zt_llama *m) { return m->s.tied ? m->p.embed : m->p.lm_head; }
+static float *head_dw(const zt_llama *m) { return m->s.tied ? m->g.embed : m->g.lm_head; }
+
 static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, double *loss_acc,
                      const float *fuse) {
     zt_llama *m = self;
@@ -1209,13 +1213,12 @@ static void head_fwd(void *self, void *acts, int has_targets, double *loss_sum, 
     const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
     a->cls.w16 = head16(m);
     if (fuse) {
-        zt_classifier_forward_fused(m->be, &a->cls, a->dbuf, m->s.tied ? m->g.embed : m->g.lm_head,
-                                    a->lnf, m->s.tied ? m->p.embed : m->p.lm_head, a->targets, *fuse,
-                                    N, C, V, m->s.fcap, loss_sum, loss_acc);
+        zt_classifier_forward_fused(m->be, &a->cls, a->dbuf, head_dw(m), a->lnf, head_w(m), a->targets,
+                                    *fuse, N, C, V, m->s.fcap, loss_sum, loss_acc);
         return;
     }
-    zt_classifier_forward(m->be, &a->cls, a->lnf, m->s.tied ? m->p.embed : m->p.lm_head, a->targets,
-                          N, C, V, m->s.fcap, has_targets, loss_sum, loss_acc);
+    zt_classifier_forward(m->be, &a->cls, a->lnf, head_w(m), a->targets, N, C, V, m->s.fcap,
+                          has_targets, loss_sum, loss_acc);
 }
 
 static int llama_forward(void *self, zt_units *U, void *acts, const int *inputs,
@@ -1258,12 +1261,8 @@ static void head_bwd(void *self, void *acts, float dloss) {
     zt_llama_acts *a = acts;
     const int N = a->fB * a->fT, C = m->s.C, V = m->s.V;
     a->cls.w16 = head16(m);
-    if (m->s.tied)
-        zt_classifier_backward(m->be, &a->cls, a->dbuf, m->g.embed, a->lnf, m->p.embed, a->targets,
-                               dloss, N, C, V, m->s.fcap);
-    else
-        zt_classifier_backward(m->be, &a->cls, a->dbuf, m->g.lm_head, a->lnf, m->p.lm_head, a->targets,
-                               dloss, N, C, V, m->s.fcap);
+    zt_classifier_backward(m->be, &a->cls, a->dbuf, head_dw(m), a->lnf, head_w(m), a->targets, dloss,
+                           N, C, V, m->s.fcap);
 }
 
 static uint16_t *d16_of(const zt_llama *m, uint16_t *p);

@@ -80,6 +80,22 @@ static int step(run *r, double *loss, zt_status *st) {
     return zt_shard_backward(r->sh, r->a, 1.0f / (float)N, st);
 }
 
+/* build mc's run and take one step: a copy of its gradients (*np of them),
+ * or NULL after a failed check named `what` (the run then unbuilt) */
+static float *first_step(const zt_model_config *mc, run *r, double *loss, size_t *np,
+                         const char *what) {
+    zt_status st;
+    if (build(mc, r, &st) != ZT_OK || step(r, loss, &st) != ZT_OK) {
+        tap_ok(0, "%s: %s", what, st.msg);
+        unbuild(r);
+        return NULL;
+    }
+    *np = r->m->num_params;
+    float *g = malloc(*np * sizeof(float));
+    memcpy(g, r->m->grads, *np * sizeof(float));
+    return g;
+}
+
 static size_t acts_bytes(const zt_model_config *mc, int training) {
     return !strcmp(mc->arch, "llama") ? zt_llama_acts_bytes_ckpt(mc, B, T, training, 0)
                                       : zt_gpt_acts_bytes_ckpt(mc, B, T, training, 0);
@@ -90,14 +106,11 @@ static void check_model(const zt_model_config *base, const char *what) {
     const int V = base->vocab, capped = base->gemma && base->final_softcap > 0;
     run ref;
     double l0 = NAN;
-    if (build(base, &ref, &st) != ZT_OK || step(&ref, &l0, &st) != ZT_OK) {
-        tap_ok(0, "%s: one chunk: %s", what, st.msg);
-        unbuild(&ref);
-        return;
-    }
-    const size_t np = ref.m->num_params;
-    float *g0 = malloc(np * sizeof(float));
-    memcpy(g0, ref.m->grads, np * sizeof(float));
+    size_t np = 0;
+    char tag0[96];
+    snprintf(tag0, sizeof tag0, "%s: one chunk", what);
+    float *g0 = first_step(base, &ref, &l0, &np, tag0);
+    if (!g0) return;
     double gmax = 0;
     for (size_t i = 0; i < np; ++i) gmax = fmax(gmax, fabs((double)g0[i]));
     /* the one-chunk run's probabilities (a forward of its own: after the
@@ -191,14 +204,11 @@ static void check_fused(const zt_model_config *base, const char *what) {
     run r;
     double l0 = NAN, l1 = NAN, l2 = NAN;
     const float dl = 1.0f / (float)N;
-    if (build(&mc, &r, &st) != ZT_OK || step(&r, &l0, &st) != ZT_OK) {
-        tap_ok(0, "%s fused: %s", what, st.msg);
-        unbuild(&r);
-        return;
-    }
-    const size_t np = r.m->num_params;
-    float *g0 = malloc(np * sizeof(float));
-    memcpy(g0, r.m->grads, np * sizeof(float));
+    size_t np = 0;
+    char tag0[96];
+    snprintf(tag0, sizeof tag0, "%s fused", what);
+    float *g0 = first_step(&mc, &r, &l0, &np, tag0);
+    if (!g0) return;
     /* told the dloss: fused */
     r.sh->fwd_dloss = dl;
     r.sh->fwd_dloss_set = 1;
