@@ -914,7 +914,6 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
      * once, below */
     zt_adamw *o = &ctx->opt;
     ctx->be->zero(o->scal, sizeof *o->scal);
-    ctx->sh->loss_acc = &o->scal->loss_sum;   /* the forward engine (LoRA: the base) */
     /* the backward's dloss, known now: each micro-batch's forward is told
      * it (and only the forward), so that its LM head computes its gradients
      * itself (classifier.h "fused") */
@@ -947,14 +946,16 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         zt_prof_mark pm_pass;
         zt_prof_begin(&pm_pass);
         const int taken = ctx->sh->loss_taken;
+        /* the loss accumulator and the dloss are told to this forward only
+         * (the forward engine; LoRA: the base), so that no early return
+         * leaves them set */
+        ctx->sh->loss_acc = &o->scal->loss_sum;
         ctx->sh->fwd_dloss_set = 1;
         int rc = zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
                                   Tl, 1, &ls, st);
         ctx->sh->fwd_dloss_set = 0;
-        if (rc != ZT_OK) {
-            ctx->sh->loss_acc = NULL;
-            return rc;
-        }
+        ctx->sh->loss_acc = NULL;
+        if (rc != ZT_OK) return rc;
         if (ctx->sh->loss_taken == taken) dev_loss = 0;
         loss_sum += ls;
         double ax;
@@ -963,14 +964,9 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
             aux[0] += ax;
             aux[1] += 1;
         }
-        rc = zt_shard_backward(ctx->sh, ctx->acts.acts, bwd_dloss, st);
-        if (rc != ZT_OK) {
-            ctx->sh->loss_acc = NULL;
-            return rc;
-        }
+        ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, bwd_dloss, st));
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
-    ctx->sh->loss_acc = NULL;
     /* communication and the engine's bookkeeping from here to the end of
      * the step, exclusive of the kernels (bench_train --breakdown) */
     zt_prof_mark pm_comm;

@@ -11,8 +11,16 @@
  * leave exactly the expected owned gradients, identical with and without
  * overlap; with overlap, reductions are in flight (up to ZT_RS_INFLIGHT)
  * when the next unit's backward starts, and none after the pass.
+ *
+ * A forward told its backward's dloss takes the last unit's gradients
+ * itself (as the fused LM head does, classifier.h "fused"), and they stay
+ * open into the backward.  When a step fails between the passes (a
+ * told forward with no backward), the next step's forward drops that
+ * unit's bucket (shard.c begin_pass): its owned gradients are then again
+ * the exact sums, not the sums plus the failed step's contribution.
  */
 #include <string.h>
+#include "classifier.h"
 #include "comm.h"
 #include "model.h"
 #include "runtime.h"
@@ -26,6 +34,7 @@ typedef struct toy {
     int again;                /* backward asks for unit 3's gradients a second time */
     int seen_inflight[NU];    /* reductions in flight when unit u's backward started */
     int rank;
+    int fwd_last;             /* a told forward takes the last unit's gradients (kept open) */
 } toy;
 
 static int toy_describe(void *self, zt_layout *L, zt_status *st) {
@@ -46,18 +55,26 @@ static int toy_acts_create(void *self, int B, int T, int training, int cat, void
     return *out ? ZT_OK : st->code;
 }
 static void toy_acts_free(void *self, void *a) { (void)self; zt_free(a); }
+/* the gradient this rank contributes to element i of unit u */
+static float contrib(int rank, int u, int i) { return (float)((rank + 1) * (u + 2) + i % 5); }
+
 static int toy_forward(void *self, zt_units *U, void *acts, const int *in, const int *tg, int B,
                        int T, double *loss, zt_status *st) {
-    (void)self; (void)acts; (void)in; (void)tg; (void)B; (void)T;
+    toy *t = self;
+    (void)acts; (void)in; (void)tg; (void)B; (void)T;
     for (int u = 0; u < NU; ++u) {
         if (!zt_unit_params(U, u, st)) return st->code;
         ZT_TRY(zt_unit_release(U, u, st));
     }
+    float dl;
+    if (t->fwd_last && zt_units_fwd_dloss(U, &dl)) {   /* the last unit's, left open */
+        float *g = zt_unit_grads(U, NU - 1, st);
+        if (!g) return st->code;
+        for (int i = 0; i < sizes[NU - 1]; ++i) g[i] += contrib(t->rank, NU - 1, i);
+    }
     *loss = 0;
     return ZT_OK;
 }
-/* the gradient this rank contributes to element i of unit u */
-static float contrib(int rank, int u, int i) { return (float)((rank + 1) * (u + 2) + i % 5); }
 
 static int toy_backward(void *self, zt_units *U, void *acts, float dloss, zt_status *st) {
     toy *t = self;
@@ -66,7 +83,8 @@ static int toy_backward(void *self, zt_units *U, void *acts, float dloss, zt_sta
         t->seen_inflight[u] = ((zt_shard *)U)->npend;
         float *g = zt_unit_grads(U, u, st);
         if (!g) return st->code;
-        for (int i = 0; i < sizes[u]; ++i) g[i] += contrib(t->rank, u, i);
+        if (!(t->fwd_last && u == NU - 1))   /* (else the forward added it) */
+            for (int i = 0; i < sizes[u]; ++i) g[i] += contrib(t->rank, u, i);
         ZT_TRY(zt_unit_grads_done(U, u, st));
         if (t->again && u == 3) {   /* again, while its reduction may be in flight */
             if (!(g = zt_unit_grads(U, u, st))) return st->code;
@@ -82,9 +100,11 @@ static zt_model_config mc = {.n_layer = 1, .n_head = 1, .n_embd = 1, .context = 
 
 /* Two micro-steps of backward at (stage, gdt, overlap); the owned
  * gradients into out[] (shard order).  Returns the number of owned
- * elements, -1 on failure (message in st). */
-static int run(zt_group *world, int stage, zt_dtype gdt, int overlap, toy *t, float *out,
-               int *max_inflight, int *left, zt_status *st) {
+ * elements, -1 on failure (message in st).  With t->fwd_last the forwards
+ * are told the dloss, and `failed` runs one told forward without its
+ * backward first (a step that failed between the passes). */
+static int run(zt_group *world, int stage, zt_dtype gdt, int overlap, toy *t, int failed,
+               float *out, int *max_inflight, int *left, zt_status *st) {
     zt_model *m = NULL;
     zt_shard *sh = NULL;
     if (zt_model_create(&toy_ops, t, &mc, zt_backend_cpu(), zt_shard_model_flags(stage), &m, st)
@@ -102,6 +122,9 @@ static int run(zt_group *world, int stage, zt_dtype gdt, int overlap, toy *t, fl
     double loss;
     if (toy_acts_create(t, 1, 4, 1, ZT_MEM_ACTIVATIONS, &a, st) != ZT_OK) goto out;
     zt_shard_init_params(sh, 1);
+    sh->fwd_dloss = 1.0f;
+    sh->fwd_dloss_set = t->fwd_last;
+    if (failed && zt_shard_forward(sh, a, in, tg, 1, 4, 1, &loss, st) != ZT_OK) goto out;
     zt_shard_zero_grads(sh);
     *max_inflight = 0;
     for (int micro = 0; micro < 2; ++micro) {
@@ -127,6 +150,7 @@ static int run(zt_group *world, int stage, zt_dtype gdt, int overlap, toy *t, fl
             }
         }
 out:
+    sh->fwd_dloss_set = 0;
     if (a) toy_acts_free(t, a);
     zt_shard_free(sh);
     zt_model_free(m, 0);
@@ -152,12 +176,12 @@ int main(int argc, char **argv) {
                 const char *dn = d ? "bf16" : "fp32";
                 float a[MAXE], b[MAXE];
                 int fa = 0, fb = 0, la = 0, lb = 0;
-                toy t1 = {again, {0}, rank}, t2 = {again, {0}, rank};
-                int na = run(world, stage, gdt, 1, &t1, a, &fa, &la, &st);
+                toy t1 = {again, {0}, rank, 0}, t2 = {again, {0}, rank, 0};
+                int na = run(world, stage, gdt, 1, &t1, 0, a, &fa, &la, &st);
                 tap_ok(na >= 0, "N=%d stage %d %s%s, overlap: owned gradients are the exact sums%s%s", N,
                        stage, dn, again ? ", a unit asked for again" : "", na < 0 ? ": " : "",
                        na < 0 ? st.msg : "");
-                int nb = run(world, stage, gdt, 0, &t2, b, &fb, &lb, &st);
+                int nb = run(world, stage, gdt, 0, &t2, 0, b, &fb, &lb, &st);
                 tap_ok(nb >= 0 && nb == na && !memcmp(a, b, (size_t)na * sizeof(float)),
                        "N=%d stage %d %s%s: bitwise the same without overlap%s%s", N, stage, dn,
                        again ? ", a unit asked for again" : "", nb < 0 ? ": " : "", nb < 0 ? st.msg : "");
@@ -166,6 +190,20 @@ int main(int argc, char **argv) {
                        "N=%d stage %d %s%s: %d reductions in flight at most while backward runs "
                        "(%d without overlap), none after the pass", N, stage, dn,
                        again ? ", a unit asked for again" : "", fa, fb);
+                if (again) continue;
+                /* the last unit's gradients taken by the forward: after a
+                 * step that failed between the passes, then not */
+                for (int failed = 0; failed < 2; ++failed) {
+                    toy t3 = {0, {0}, rank, 1};
+                    float c[MAXE];
+                    int nc = run(world, stage, gdt, 1, &t3, failed, c, &fa, &la, &st);
+                    tap_ok(nc == na && !memcmp(a, c, (size_t)na * sizeof(float)),
+                           "N=%d stage %d %s, overlap, the last unit's gradients taken by a told "
+                           "forward%s: the exact sums, bitwise%s%s",
+                           N, stage, dn, failed ? " after a told forward without its backward (a "
+                                                   "failed step)" : "",
+                           nc < 0 ? ": " : "", nc < 0 ? st.msg : "");
+                }
             }
     zt_group_free(world);
     int rc = tap_done();
