@@ -44,7 +44,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
             "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
-            "                 [--classifier-chunk-rows N]\n"
+            "                 [--classifier-chunk-rows N] [--lora R[:TARGETS]] [--lora-base nf4|nf4-dq]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N]\n"
             "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"
             "       costmodel --calibrate BENCH.txt\n"
@@ -96,6 +96,11 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         printf("shape %s: gpt2 L=%d H=%d C=%d V=%d, B=%d T=%d", sh->name, sh->L, sh->NH, sh->C, sh->V, sh->B,
                sh->T);
     printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
+    if (o->lora_r > 0)
+        printf("  LoRA r=%d on %s, the base frozen in %s: %.0f trained parameters; MFU counts 6 FLOPs a "
+               "trained parameter and 4 a frozen one (no weight gradient) a token\n",
+               o->lora_r, o->lora_targets[0] ? o->lora_targets : "the default targets",
+               o->lora_base[0] ? o->lora_base : (o->fp32 ? "fp32" : "bf16"), cn.trained);
     if (att_cudnn)
         printf("  attention: cuDNN's fused attention (a build with cuDNN; %ld graph executions)\n", att_cudnn);
     else if (zt_count_cudnn() || o->attention == CM_ATT_CUDNN)
@@ -114,7 +119,9 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
                o->whatif & ZT_COUNT_WHATIF_BF16_OPERANDS ? " bf16-operands" : "",
                o->whatif & ZT_COUNT_WHATIF_FUSED_XENT ? " fused-xent" : "");
     const double tokens = (double)sh->B * sh->T;
-    const double mflops = 6.0 * cn.params + 6.0 * sh->L * (double)sh->C * sh->T;   /* bench/README.md */
+    /* bench/README.md (LoRA: no weight gradient for the frozen base) */
+    const double mflops =
+        6.0 * cn.trained + 4.0 * (cn.params - cn.trained) + 6.0 * sh->L * (double)sh->C * sh->T;
     if (nuncal) {
         /* no time for the step: the part that has one, and what is left out */
         printf("  UNCALIBRATED: %s (no bench_gpu row of %s timed them; bench/costmodel --calibrate fits them "
@@ -135,7 +142,7 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
     }
     for (int i = 0; i < cal->nmeasured; i++) {
         if (strcmp(cal->measured[i].what, sh->llama ? "llama" : "gpt2") || strcmp(cal->measured[i].shape, key) ||
-            o->stage != 0 || o->fp32 || o->whatif)
+            o->stage != 0 || o->fp32 || o->whatif || o->lora_r > 0)
             continue;
         /* the recorded runs computed the LM head in one chunk (they predate the chunked head),
          * and ran the kernels of before dout's one rounding and the bf16 weights (count.h
@@ -262,7 +269,7 @@ int main(int argc, char **argv) {
     const char *calib = CM_DEFAULT_CALIB, *calibrate = NULL, *rows_of = NULL;
     cm_shape shapes[16];
     int nshapes = 0, top = 25;
-    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET};
+    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET, 0, "", ""};
     double assume_fwd = 0, assume_bwd = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -316,6 +323,23 @@ int main(int argc, char **argv) {
                 if (strcmp(k, "cudnn_fwd")) assume_bwd = e;
             }
             i++;
+        } else if (!strcmp(a, "--lora") && v) {
+            char t[64] = "";
+            const int k = sscanf(v, "%d:%63s", &o.lora_r, t);
+            if (k < 1 || o.lora_r < 1) {
+                fprintf(stderr, "costmodel: --lora: '%s' is not R or R:TARGETS (a rank >= 1; the targets as "
+                                "ztrain.lora.targets, e.g. all-linear)\n", v);
+                return 2;
+            }
+            snprintf(o.lora_targets, sizeof o.lora_targets, "%s", t);
+            i++;
+        } else if (!strcmp(a, "--lora-base") && v) {
+            if (strcmp(v, "nf4") && strcmp(v, "nf4-dq")) {
+                fprintf(stderr, "costmodel: --lora-base: '%s' is not nf4 or nf4-dq\n", v);
+                return 2;
+            }
+            snprintf(o.lora_base, sizeof o.lora_base, "%s", v);
+            i++;
         } else if (!strcmp(a, "--fp32")) {
             o.fp32 = 1;
         } else if (!strcmp(a, "--what-if") && v) {
@@ -368,6 +392,11 @@ int main(int argc, char **argv) {
         cal.cls[acls[k]] = (cm_class){assumed[k], cal.cls[ZT_CC_STREAM].t0_us, 0, 1};
     }
     if (rows_of) return rows(&cal, rows_of);
+    if (o.lora_base[0] && !o.lora_r) {
+        fprintf(stderr, "costmodel: --lora-base %s without --lora R: the base is frozen only under LoRA\n",
+                o.lora_base);
+        return 2;
+    }
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) {
         fprintf(stderr, "costmodel: %s\n", st.msg);

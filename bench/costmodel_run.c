@@ -2,7 +2,8 @@
  * costmodel_run.c -- one training step of the engine through the counting
  * backend (costmodel.h: cm_count_step), configured as the recorded GPU
  * runs are: ztrain.backend=cuda, bf16 (bf16 parameters, fp32 master
- * weights, bf16 matmuls), gradient clipping, 1 rank.
+ * weights, bf16 matmuls), gradient clipping, 1 rank; with LoRA (lora_r) a
+ * frozen base (bf16 or nf4) and the adapters trained.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -122,6 +123,11 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
     SET("ztrain.threads", "%d", o->threads > 0 ? o->threads : 1);
     SET("ztrain.data.val", "%s", "");
     SET("ztrain.classifier_chunk_rows", "%d", o->head_rows > 0 ? o->head_rows : 0);
+    if (o->lora_r > 0) {
+        SET("ztrain.lora.r", "%d", o->lora_r);
+        if (o->lora_targets[0]) SET("ztrain.lora.targets", "%s", o->lora_targets);
+        if (o->lora_base[0]) SET("ztrain.lora.base", "%s", o->lora_base);
+    }
 #undef SET
     zt_ctx *ctx = NULL;
     int *V = NULL;
@@ -165,7 +171,11 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         if (!out->k) rc = oom(st);
         else memcpy(out->k, k, out->nk * sizeof *k);
         zt_count_totals_get(&out->tot);
-        out->params = (double)zt_ctx_num_params(ctx);
+        /* (zt_ctx_num_params: the base's; the start-up's count: all) */
+        zt_startup su;
+        zt_ctx_startup(ctx, &su);
+        out->params = (double)su.num_params;
+        out->trained = o->lora_r > 0 ? (double)(su.num_params - zt_ctx_num_params(ctx)) : out->params;
         size_t cur = 0;
         be->mem_stats(&cur, &out->peak_bytes);
     }

@@ -31,6 +31,9 @@ typedef struct cm_run_opts {
     int head_rows;      /* ztrain.classifier_chunk_rows (0: ztrain's default; B*T: the head in one
                          * chunk, as every recorded run before the chunked LM head) */
     int attention;      /* CM_ATT_*: which attention path the counted build takes */
+    int lora_r;         /* ztrain.lora.r (0: full fine-tuning) */
+    char lora_targets[64];  /* ztrain.lora.targets ("": the default, q and v) */
+    char lora_base[16];     /* ztrain.lora.base ("": the compute dtype; nf4, nf4-dq: QLoRA) */
 } cm_run_opts;
 #define CM_ATT_AS_SET 0   /* as the counting backend is set (zt_count_set_cudnn; default: this build) */
 #define CM_ATT_ZTRAIN 1   /* ztrain's kernels (a build without cuDNN, or ZT_CUDA_DETERMINISTIC=1) */
@@ -40,7 +43,8 @@ typedef struct cm_counts {
     zt_count_kernel *k;  /* the step's distinct launches */
     size_t nk;
     zt_count_totals tot;
-    double params;
+    double params;       /* every parameter (with LoRA: the base and the adapters) */
+    double trained;      /* the trained ones (with LoRA: the adapters) */
     size_t peak_bytes;   /* device memory the engine held at most (count's alloc) */
 } cm_counts;
 

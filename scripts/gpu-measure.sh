@@ -213,24 +213,26 @@ for spec in "${SHAPE_LIST[@]}"; do
     fi
     args+=(--micro-batch "$Bt" --batch-size "$Bt" --precision bf16 --stage 0 --train "$W/c_train.bin" --val=
            "${extra[@]}")
-    lora=0; untied=0; prev=""
+    lora=0; untied=0; prev=""; cml=(); lt=""
     for a in "${extra[@]}"; do
         [ "$prev" = --lora-r ] && lora=$a
+        [ "$prev" = --lora-targets ] && lt=$a
+        [ "$prev" = --lora-base ] && [ -n "$a" ] && cml+=(--lora-base "$a")
         [ "$prev" = --tie-embeddings ] && [ "$a" = false ] && untied=1
         prev=$a
     done
+    # (the cost model's LoRA step: --lora R[:TARGETS], --lora-base)
+    [ "$lora" != 0 ] && cml=(--lora "$lora${lt:+:$lt}" "${cml[@]}")
     [ $untied = 1 ] && cms=$cms,untied
     section "$D" estimate 60 $UNTIL "$zt" estimate --world-size 1 --device gpu --json "${args[@]}" --backend "$backend"
-    if [ "$lora" != 0 ]; then
-        skip "$D" costmodel "bench/costmodel models full fine-tuning only (no LoRA step)"
-    elif [ ! -x "${CM[0]}" ]; then
+    if [ ! -x "${CM[0]}" ]; then
         skip "$D" costmodel "no bench/costmodel (${CM[0]})"
     else
         # the build's attention path (cuDNN's classes uncalibrated until a bench_gpu table with
         # cuDNN rows is fitted: "predicted step without attention"), then ztrain's kernels
-        section "$D" costmodel 60 $UNTIL "${CM[@]}" --calib "$calib" --shape "$cms" --kernels 12
+        section "$D" costmodel 60 $UNTIL "${CM[@]}" --calib "$calib" --shape "$cms" --kernels 12 "${cml[@]}"
         section "$D" costmodel_ztrain 60 $UNTIL "${CM[@]}" --calib "$calib" --shape "$cms" --kernels 12 \
-            --attention ztrain
+            --attention ztrain "${cml[@]}"
     fi
     thr=(); [ "$backend" != cuda ] && thr=(--threads "$THREADS")
     smi_pid=""

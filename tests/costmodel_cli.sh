@@ -3,8 +3,8 @@
 # tests/test_count.c): a step of a small shape by class and by kernel, a
 # what-if marked as such, cuDNN attention (uncalibrated: the step without
 # it; --assume: a labelled what-if), the rows of a recorded table against the model,
-# a calibration written and read back, and one clear line for a bad shape
-# or a missing calibration file.
+# a calibration written and read back, a LoRA / QLoRA step, and one clear
+# line for a bad shape, bad LoRA options or a missing calibration file.
 . "$(dirname "$0")/lib.sh"
 CM="$ZT_BUILDDIR/bench/costmodel"
 [ -x "$CM" ] || skip_all "no $CM (make bench/costmodel)"
@@ -81,6 +81,27 @@ for bad in llama:2,4,2,32,48,64,2,16,qk_norm,untied llama:2,4,2,32,48,64,2,16,qk
     rc=$?
     check "a bad --shape $bad: exit 2 and the shape named" bash -c "[ $rc = 2 ] && grep -q \"bad --shape '$bad'\" '$W/bad'"
 done
+# LoRA (--lora R[:TARGETS], --lora-base): the frozen base's step.  Rank 4
+# on all-linear of the tiny Llama trains 4 (in + out) a projection: q and o
+# 4 (32 + 32), k and v 4 (32 + 16), gate and up 4 (32 + 48), down 4 (48 +
+# 32): 1856 a block, 3712 in all
+"$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16 --lora 4:all-linear --kernels 0 --attention ztrain \
+    > "$W/lo" 2> "$W/err"
+ok $? "--lora 4:all-linear on a tiny Llama: exit 0"
+check "--lora: the adapters' 3712 parameters trained, the base frozen in bf16, MFU's count of FLOPs said" \
+    grep -q '^  LoRA r=4 on all-linear, the base frozen in bf16: 3712 trained parameters; MFU counts 6 FLOPs a trained parameter and 4 a frozen one' "$W/lo"
+check "--lora: a predicted step, no recorded run compared" \
+    bash -c "grep -q '^  predicted step [0-9]' '$W/lo' && ! grep -q '^  measured' '$W/lo'"
+"$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16 --lora 4:all-linear --lora-base nf4 --kernels 0 > "$W/nf" 2>&1
+ok $? "--lora-base nf4: exit 0"
+check "--lora-base nf4: QLoRA's base, dequantized per unit (k_nf4_dequant listed)" \
+    bash -c "grep -q 'the base frozen in nf4: 3712 trained' '$W/nf' && grep -Eq '^  k_nf4_dequant +stream ' '$W/nf'"
+for bad in "--lora x" "--lora 0" "--lora-base nf4" "--lora 4 --lora-base int8"; do
+    "$CM" --shape llama:2,4,2,32,48,64,2,16 $bad > /dev/null 2> "$W/bad"
+    rc=$?
+    check "costmodel $bad: exit 2, one line" bash -c "[ $rc = 2 ] && [ \$(wc -l < '$W/bad') = 1 ]"
+done
+
 "$CM" --calib "$W/none.txt" > /dev/null 2> "$W/bad"
 rc=$?
 check "a missing calibration file: exit 1, one line naming it" \
