@@ -1063,8 +1063,9 @@ static void bf16_activations(void) {
  * activation checkpointing and without, LoRA; per block and forward (recomputed
  * too) GPT-2's q|k|v and fc GEMMs and the GELU (3), Llama's gate|up GEMM
  * and SwiGLU (2), and SwiGLU's backward take the new entries, and 3 (GPT-2) or 2
- * (Llama) k_to_bf16 fewer a forward (none with LoRA, whose adapters add
- * into the fp32 outputs), and the attention forward and backward (its
+ * (Llama) k_to_bf16 fewer a forward (with LoRA, whose adapters add into the
+ * fp32 GEMM outputs, rounded once after, only the GELU / SwiGLU: 1), and
+ * the attention forward and backward (its
  * output written in bf16 too, gqa_ext_fwd16o: one k_to_bf16 fewer a
  * forward, LoRA too); the activations' peak unchanged. */
 static void bf16_outputs(void) {
@@ -1079,12 +1080,13 @@ static void bf16_outputs(void) {
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
         const long fwd = 1 + is_ck;
         /* (the attention forward and backward too; with LoRA the GEMMs
-         * and the forward's GELU / SwiGLU keep the to_bf16 path) */
-        const long want =
-            4L * p.s.L * (fwd + 1 + (is_lora ? p.s.llama : p.s.llama ? 2 * fwd + 1 : 3 * fwd));
+         * keep the to_bf16 path, the forward's GELU / SwiGLU read and
+         * write bf16) */
+        const long want = 4L * p.s.L *
+                          (fwd + 1 + (is_lora ? p.s.llama + fwd : p.s.llama ? 2 * fwd + 1 : 3 * fwd));
         /* (and the attention output's, which the attention writes in bf16
          * itself, gqa_ext_fwd16o, with LoRA too) */
-        const long fewer = 4L * p.s.L * fwd * ((is_lora ? 0 : p.s.llama ? 2 : 3) + 1);
+        const long fewer = 4L * p.s.L * fwd * ((is_lora ? 1 : p.s.llama ? 2 : 3) + 1);
         /* (Llama: without them SwiGLU's backward is the fp32 one, which
          * writes no bf16 copy of gate|up's gradient (bf16 gradients): its
          * GEMMs round it, one k_round_bf16 more a block) */
