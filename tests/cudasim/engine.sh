@@ -52,7 +52,9 @@
 # fp32 stage 3 with gradient accumulation 2 and a sample; bf16 stage 2
 # with bf16 reductions; fp32 stages 0 and 1; bf16 hybrid stage 2, shard
 # groups of 1, with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
-# (fp32 stage 0, bf16 stage 3); the LM head in chunks (ztrain.classifier_chunk_rows:
+# (fp32 stage 0, bf16 stage 3); the Llama with LoRA adapters on every linear
+# layer at 1 rank (bf16 stage 3 with activation checkpointing; QLoRA's NF4
+# base, bf16 stage 0); the LM head in chunks (ztrain.classifier_chunk_rows:
 # Llama bf16 stage 3, Gemma 2 fp32 stage 0); a Mixture of Experts
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
 # ranks (fp32 stage 2 with activation checkpointing), and with expert
@@ -126,6 +128,11 @@ fi
 # (and its LM head in chunks of 7 rows: the soft-cap and xent_fused inside the chunk loop)
 group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case "g2bf16s3 bf16 --stage 3" \
     --case "g2ch fp32 --stage 0 --classifier-chunk-rows 7"
+# LoRA and QLoRA (all-linear, rank 4, bf16): the adapters' GEMMs, the frozen base read in bf16 (or
+# dequantized from NF4 per unit, nf4_dequant), the bf16 activations rounded after the adapters' delta
+group lora 1 llama-tiny.json --cases none \
+    --case "lorabf16s3ck bf16 --stage 3 --lora-r 4 --lora-targets all-linear --act-ckpt blocks" \
+    --case "qlorabf16s0 bf16 --stage 0 --lora-r 4 --lora-targets all-linear --lora-base nf4"
 # Mixture of Experts (configs/moe-tiny.json: 5 experts, 2 a token, expert width 37 (odd: the
 # per-expert GEMMs' row slices are not 16-byte aligned), a shared expert and its sigmoid gate,
 # the load-balancing loss): cuda_moe.cu's routing, gather/scatter and sigmoid on the device
