@@ -219,6 +219,30 @@ static void test_memory(void) {
     for (int r = 0; r < 7; r++)
         for (int c = 0; c < 6; c++) ok &= hb[r * 6 + c] == (c >= 1 ? h[r * 13 + 3 + c - 1] : 0.0f);
     tap_ok(ok, "copy2d: strided rows, nothing else written");
+    /* to_host into pinned memory (host_register; cudaMemcpyAsync returns at
+     * once there, unlike into pageable memory): the values the device
+     * work before it wrote, complete when to_host returns */
+    if (gpu->host_register) {
+        enum { PN = 4096 };
+        float *pin = NULL;
+        const char *err = posix_memalign((void **)&pin, 4096, PN * sizeof(float)) ? "no memory" : NULL;
+        if (!err) {
+            for (size_t i = 0; i < PN; i++) pin[i] = -1.0f;
+            err = gpu->host_register(pin, PN * sizeof(float));
+        }
+        if (!err) {
+            gpu->zero(b, PN * sizeof(float));
+            gpu->copy(b, a, PN * sizeof(float));
+            gpu->to_host(pin, b, PN * sizeof(float));
+            ok = memcmp(pin, h, PN * sizeof(float)) == 0;
+            gpu->host_unregister(pin);
+        }
+        tap_ok(!err && ok, "to_host into pinned memory: complete on return%s%s", err ? ": " : "",
+               err ? err : "");
+        free(pin);
+    } else {
+        tap_skip("to_host into pinned memory", "no host_register");
+    }
     void *e = gpu->alloc(0);
     tap_ok(e != NULL, "alloc(0) is not NULL");
     gpu->free(e);
