@@ -812,6 +812,19 @@ typedef struct zt_backend {
     int (*gqa_ext_bwd16do)(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16,
                            float *tmp, const uint16_t *out16, float *out, const float *lse, int B, int T,
                            int NH, int NKV, int hd, const zt_attn_opts *o);
+    /* ---- the input gradient accumulated (last; optional: NULL when the
+     * backend has none, and the caller writes matmul_bwd's dinp into a
+     * temporary and adds it; libtrain/lora.c's adapter products) ----
+     * dinp[N,C] += dout[N,OC] @ w[OC,C]: bitwise matmul_bwd(tmp, NULL, NULL,
+     * dout, NULL, w, N, C, OC) into a temporary tmp[N,C] followed by
+     * add(dinp, dinp, tmp, N*C): the product rounded to fp32 once, then one
+     * fp32 addition an element (in bf16 matmul mode dout and w rounded to
+     * bf16 as matmul_bwd rounds them).  N, C or OC <= 0: nothing (dinp
+     * unchanged).  cuda: the input-gradient GEMM with beta = 1 and C = D
+     * (D = op + C in fp32: no temporary, no add kernel; its scratch request
+     * is matmul_bwd's with dinp alone); cpu: that sequence, the product in
+     * host scratch of its own. */
+    void (*matmul_dinp_acc)(float *dinp, const float *dout, const float *w, int N, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

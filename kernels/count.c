@@ -632,6 +632,19 @@ static void c_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *
     mm_bwd(dinp, dw, dbias, N, C, OC, w16_of(w16), NULL);
 }
 
+/* matmul_dinp_acc (cuda_matmul.cu): matmul_bwd's input-gradient GEMM with
+ * beta 1, C = D (dinp read and written: N C f more than matmul_bwd's, no
+ * k_add after it); bf16 mode: dout rounded once (round_dout), w rounded for
+ * the GEMM.  N, C or OC <= 0: nothing. */
+static void c_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int N, int C,
+                              int OC) {
+    call(ZT_CE_matmul_dinp_acc);
+    if (g_inner) g_inner->matmul_dinp_acc(dinp, dout, w, N, C, OC);
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    const int d16 = round_dout(N, C, OC, 1);
+    gemm_ex(0, 0, C, N, OC, C, OC, 1, NULL, NULL, d16 ? D16 : NULL);
+}
+
 /* The GELU layers (cuda_matmul.cu): the GEMM with a cuBLASLt epilogue when
  * the aux matrix is 16-byte aligned with ld a multiple of 8 and the bias
  * (forward) / the scratch bias gradient (backward, 256-aligned) 16-byte
@@ -2042,6 +2055,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->gqa_ext_fwd16o = c_gqa_ext_fwd16o;
     t->gqa_ext_bwd16o = c_gqa_ext_bwd16o;
     t->gqa_ext_bwd16d = c_gqa_ext_bwd16d;
+    if (!inner || inner->matmul_dinp_acc) t->matmul_dinp_acc = c_matmul_dinp_acc;
 }
 
 const zt_backend *zt_backend_count(void) {

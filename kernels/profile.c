@@ -231,6 +231,14 @@ static void p_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
           F4 * ((double)N * OC + (dinp ? (double)OC * C + (double)N * C : 0) +
                 (dw ? 2.0 * OC * C + (double)N * C : 0)));
 }
+/* the input gradient accumulated: matmul_bwd's dinp GEMM with dinp read too */
+static void p_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int N, int C,
+                              int OC) {
+    double t = k_begin();
+    inner->matmul_dinp_acc(dinp, dout, w, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * N * C * OC,
+          F4 * ((double)N * OC + (double)OC * C + 2.0 * N * C));
+}
 /* the fused GELU layers: the matmul's family (the GELU rides in its epilogue) */
 static void p_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
                               const float *bias, int N, int C, int OC) {
@@ -793,6 +801,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rope_bwd16);
     W(matmul_bwd_o16);
     W(gqa_ext_bwd16do);
+    W(matmul_dinp_acc);
     W(adamw);
     W(sumsq);
     W(scale);

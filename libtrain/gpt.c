@@ -153,6 +153,8 @@ int zt_gpt_new(const zt_model_config *mc, const zt_backend *be, zt_gpt **out, zt
     /* (each block's last residual add in the next norm: arch.h addfold) */
     zt_w16_keep_if(&g->cfg, ZT_W16_ADDFOLD, be->add_layernorm_fwd &&
                    (!zt_w16_on(&g->cfg, ZT_W16_N16) || be->add_layernorm_fwd16));
+    /* (LoRA's products added by their GEMMs: the activations' d, lora.h) */
+    zt_w16_keep_if(&g->cfg, ZT_W16_LORAACC, be->matmul_dinp_acc != NULL);
     g->be = be;
     g->spn = mc->seq_parallel > 1 ? mc->seq_parallel : 1;
     g->sp.n = 1;

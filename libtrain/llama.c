@@ -379,6 +379,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     /* (each block's last residual add in the next norm: arch.h addfold) */
     zt_w16_keep_if(&m->cfg, ZT_W16_ADDFOLD, be->add_rmsnorm_fwd &&
                    (!zt_w16_on(&m->cfg, ZT_W16_N16) || be->add_rmsnorm_fwd16));
+    /* (LoRA's products added by their GEMMs: the activations' d, lora.h) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_LORAACC, be->matmul_dinp_acc != NULL);
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */

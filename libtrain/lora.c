@@ -69,6 +69,7 @@ int zt_lora_plan(const zt_model_config *mc, zt_lora *lo, zt_status *st) {
     }
     lo->r = mc->lora_r;
     lo->dropout = (float)mc->lora_dropout;
+    lo->acc = zt_w16_on(mc, ZT_W16_LORAACC);
     lo->L = mc->n_layer;
     lo->scale = (float)(mc->lora_rslora ? mc->lora_alpha / sqrt((double)mc->lora_r)
                                         : mc->lora_alpha / (double)mc->lora_r);
@@ -161,6 +162,15 @@ void zt_lora_label_list(const zt_lora_mod *all, int na, const int *want, char *b
 void zt_lora_target_list(const zt_lora *lo, char *buf, size_t n) { snprintf(buf, n, "%s", lo->targets); }
 
 size_t zt_lora_num_params(const zt_lora *lo) { return lo->unit_numel * (size_t)lo->L; }
+
+size_t zt_lora_d_numel(const zt_lora *lo, size_t N) {
+    if (!lo->acc) return N * lo->max_w;
+    if (lo->dropout <= 0) return 0;
+    size_t in = 0;
+    for (int g = 0; g < lo->n_groups; ++g)
+        if (lo->groups[g].n && (size_t)lo->groups[g].in > in) in = (size_t)lo->groups[g].in;
+    return N * in;
+}
 
 /* ------------------------------------------------------------ the adapter model */
 
@@ -265,6 +275,18 @@ uint64_t zt_lora_drop_key(const zt_lora_drop *d, int i) {
     return zt_hash3(d->key, (uint64_t)i, 0x632be59bd9b4e019ULL);
 }
 
+/* out[N, C] += dout[N, OC] w[OC, C]: lo->acc, the GEMM adds it
+ * (matmul_dinp_acc); else the product into d, then add (bitwise the same) */
+static void acc_product(const zt_backend *be, const zt_lora *lo, float *out, float *d,
+                        const float *dout, const float *w, int N, int C, int OC) {
+    if (lo->acc) {
+        be->matmul_dinp_acc(out, dout, w, N, C, OC);
+        return;
+    }
+    be->matmul_bwd(d, NULL, NULL, dout, NULL, w, N, C, OC);
+    be->add(out, out, d, (size_t)N * C);
+}
+
 /* The group's forward with dropout: module by module (each its own mask,
  * as PEFT's per-module nn.Dropout), d = dropout(x); h = s d A_j^T; out +=
  * h B_j (B_j: rows [j r, (j+1) r) of the group's B^T). */
@@ -277,15 +299,14 @@ static void fwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
                     sc->drop.row0, lo->dropout);
         be->matmul_fwd(sc->h, sc->d, ad + G->aoff + (size_t)j * r * in, NULL, N, (int)in, (int)r);
         be->scale(sc->h, (size_t)N * r, lo->scale);
-        be->matmul_bwd(sc->d, NULL, NULL, sc->h, NULL, bt + (size_t)j * r * OUT, N, (int)OUT,
-                       (int)r);
-        be->add(out, out, sc->d, (size_t)N * OUT);
+        acc_product(be, lo, out, sc->d, sc->h, bt + (size_t)j * r * OUT, N, (int)OUT, (int)r);
     }
 }
 
 /* Its backward, the same masks regenerated: per module, d = dropout(x),
  * h = s d A_j^T, dB_j^T += h^T dy, dh = s dy B_j, dA_j += dh^T d,
- * dx += dropout(dh A_j). */
+ * dx += dropout(dh A_j) (the product masked before its add: into d, then
+ * add, with lo->acc too). */
 static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
                      const float *ad, float *gad, const float *x, const float *dy, float *dx,
                      int N, const zt_lora_scratch *sc) {
@@ -335,12 +356,11 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
         return;
     }
     const int nr = G->n * lo->r;
-    /* h[N, nr] = s * x A^T; d[N, OUT] = h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
+    /* h[N, nr] = s * x A^T; out[N, OUT] += h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
     lora_xa(be, G, ad, x, x16, sc->h, N, nr);
     be->scale(sc->h, (size_t)N * nr, lo->scale);
     const float *bt = group_bt(be, lo, G, ad, sc->bt);
-    be->matmul_bwd(sc->d, NULL, NULL, sc->h, NULL, bt, N, G->OUT, nr);
-    be->add(out, out, sc->d, (size_t)N * G->OUT);
+    acc_product(be, lo, out, sc->d, sc->h, bt, N, G->OUT, nr);
 }
 
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
@@ -380,6 +400,5 @@ void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     be->scale(sc->dh, (size_t)N * nr, lo->scale);
     if (x16) be->matmul_bwd_a16(NULL, gad + G->aoff, NULL, sc->dh, x16, NULL, NULL, N, G->in, nr);
     else be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
-    be->matmul_bwd(sc->d, NULL, NULL, sc->dh, NULL, ad + G->aoff, N, G->in, nr);
-    be->add(dx, dx, sc->d, (size_t)N * G->in);
+    acc_product(be, lo, dx, sc->d, sc->dh, ad + G->aoff, N, G->in, nr);
 }

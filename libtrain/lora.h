@@ -70,6 +70,11 @@ typedef struct zt_lora {
     int L;                             /* blocks = adapter units */
     size_t max_nr, max_out, max_w;     /* largest n r, OUT, max(in, OUT) over targeted groups */
     char targets[256];                 /* zt_lora_target_list */
+    /* 1: each adapter product is added into its output by its GEMM
+     * (backend.h matmul_dinp_acc: out += h B, dx += dh A), bitwise the
+     * product into d and an add (0; ZT_TEST_NO_LORAACC, config.h
+     * ZT_W16_LORAACC) */
+    int acc;
 } zt_lora;
 
 /* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
@@ -98,10 +103,15 @@ int zt_lora_model_create(const zt_lora *lo, const zt_model_config *mc, const str
                          int flags, struct zt_model **out, zt_status *st);
 /* Adapter elements of the whole model. */
 size_t zt_lora_num_params(const zt_lora *lo);
+/* The floats of the scratch d for N rows: [N, max_w] (the products [N,
+ * OUT] before their add, dropout's input [N, in]); with acc, [N, in] of
+ * the widest input with dropout (its masked input, and the backward's
+ * product dh A before the mask), none without. */
+size_t zt_lora_d_numel(const zt_lora *lo, size_t N);
 
 /* Scratch the adapters need in a model's activation block (floats, each to
- * be rounded by the carver): h [N, max_nr], d [N, max_w], bt [max_nr,
- * max_out]; training adds dh [N, max_nr], dbt [max_nr, max_out]. */
+ * be rounded by the carver): h [N, max_nr], d (zt_lora_d_numel), bt
+ * [max_nr, max_out]; training adds dh [N, max_nr], dbt [max_nr, max_out]. */
 /* Dropout of the adapters' input (p = zt_lora.dropout > 0, training passes
  * only): module i of block l drops the elements of x [N, in] by the
  * backend's dropout with the key mix(seed, step, l, i) and the global row

@@ -86,7 +86,9 @@ static inline void zt_carve_lora(zt_carve *c, zt_lora_scratch *ls, float **dnorm
                                  size_t ndnorm) {
     zt_lora lo;
     if (mc->lora_r <= 0 || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return;
-    float *h = zt_carve_take(c, N * lo.max_nr, 0), *d = zt_carve_take(c, N * lo.max_w, 0);
+    /* (d: none where the products accumulate in their GEMMs without dropout) */
+    const size_t nd = zt_lora_d_numel(&lo, N);
+    float *h = zt_carve_take(c, N * lo.max_nr, 0), *d = nd ? zt_carve_take(c, nd, 0) : NULL;
     float *bt = zt_carve_take(c, lo.max_nr * lo.max_out, 1);
     if (c->base) { ls->h = h; ls->d = d; ls->bt = bt; }
     if (!training) return;

@@ -512,6 +512,13 @@ mutant xent16-fused-tgt kernels/cuda/cuda_nn.cu \
 mutant head16-dw-beta kernels/cuda/cuda_matmul.cu \
     'gemm\(false, true, C, OC, N, (?:x16 \? NULL : )?inp, C, NULL, OC, dw, C, \K1\.0f(?=, NULL, NULL, )' '0.0f'
 
+# matmul_dinp_acc: the input gradient overwritten (beta 0) instead of
+# accumulated, fp32 mode; and in bf16 mode
+mutant dinp-acc-beta kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, false, C, N, OC, w, C, dout, OC, dinp, C, \K1\.0f(?=, NULL\);\n\}\n\n/\* fc \+ GELU)' '0.0f'
+mutant dinp-acc16-beta kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, false, C, N, OC, w, C, dout, OC, dinp, C, \K1\.0f(?=, NULL, NULL, NULL, \(const bf16_t \*\)s,)' '0.0f'
+
 # matmul_bwd_d16: dout16 not passed on, so the GEMMs read dout rounded
 # (the same bits only where dout16 is dout's rounding)
 mutant d16-dout-rounded kernels/cuda/cuda_matmul.cu \

@@ -125,6 +125,28 @@ static void formulas(void) {
     zt_count_reset();
     K->matmul_bwd(NULL, dw, NULL, y, x, w, 6, 5, 7);
     tap_ok(tot().launches == 3, "matmul_bwd without dinp and dbias: 2 rounds + 1 GEMM");
+    /* the input gradient accumulated (matmul_dinp_acc): matmul_bwd's dinp
+     * GEMM with beta 1 (dinp read and written, no k_add); bf16: dout and w
+     * rounded first */
+    zt_count_reset();
+    K->matmul_dinp_acc(x, y, w, 6, 5, 7);
+    check_kernel("matmul_dinp_acc bf16", "k_round_bf16", 2, 0, (OC * N + C * OC) * 6);
+    check_kernel("matmul_dinp_acc bf16", "cublasLt gemm bf16", 1, 2 * N * C * OC,
+                 (C * OC + OC * N) * 2 + 2 * N * C * 4);
+    tap_ok(tot().launches == 3 && tot().calls[ZT_CE_matmul_dinp_acc] == 1,
+           "matmul_dinp_acc bf16: 2 rounds + 1 GEMM, one call");
+    K->set_matmul_precision(ZT_MATMUL_FP32);
+    zt_count_reset();
+    K->matmul_dinp_acc(x, y, w, 6, 5, 7);
+    check_kernel("matmul_dinp_acc fp32", "cublasLt gemm fp32", 1, 2 * N * C * OC,
+                 (C * OC + OC * N) * 4 + 2 * N * C * 4);
+    tap_ok(tot().launches == 1, "matmul_dinp_acc fp32: 1 launch");
+    zt_count_reset();
+    K->matmul_dinp_acc(x, y, w, 6, 5, 0);
+    K->matmul_dinp_acc(x, y, w, 0, 5, 7);
+    tap_ok(tot().launches == 0 && tot().calls[ZT_CE_matmul_dinp_acc] == 2,
+           "matmul_dinp_acc with OC = 0 or N = 0: nothing launched");
+    K->set_matmul_precision(ZT_MATMUL_BF16);
 
     /* the GELU layers, fp32: GELU_AUX_BIAS is one GEMM that also writes the
      * aux matrix (ld OC = 8, a multiple of 8); at OC = 7 the GEMM + k_gelu_fwd */
@@ -553,6 +575,7 @@ typedef struct w16_mem {
     long add, addn;    /* k_add launches; add_layernorm_fwd / add_rmsnorm_fwd (and 16) calls */
     long gemm;         /* cublasLt gemm launches (bf16 and fp32) */
     long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
+    long dacc;         /* matmul_dinp_acc calls */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -568,7 +591,7 @@ static const struct {
     {128, "ZT_TEST_NO_AO16"},     {256, "ZT_TEST_NO_D16"},    {512, "ZT_TEST_NO_NF4W16"},
     {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
-    {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}};
+    {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -709,6 +732,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->add = launches_of_k(k, nk, "k_add");
     mem->gemm = launches_of_k(k, nk, "cublasLt gemm bf16") + launches_of_k(k, nk, "cublasLt gemm fp32");
     mem->xf = t.calls[ZT_CE_xent16_fwd] + t.calls[ZT_CE_xent_fwd];
+    mem->dacc = t.calls[ZT_CE_matmul_dinp_acc];
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -1698,6 +1722,77 @@ static void head_fused(void) {
     }
 }
 
+/* ------------------------------------------------------------ LoRA products accumulated
+ * LoRA's adapter products added into their outputs by their GEMMs
+ * (backend.h matmul_dinp_acc: beta 1, C = D; lora.h zt_lora.acc): every
+ * loss and gradient norm over 4 steps bitwise those of the product into
+ * the scratch d and a k_add (ZT_TEST_NO_LORAACC=1, the path of before),
+ * GPT-2 and Llama (tied and untied), stages 0, 2 and 3, all-linear and a
+ * part of a group (q_proj, v_proj), with activation checkpointing and
+ * without, with the adapters' dropout and without, the fp32 activations.
+ * Per step and block: without dropout one matmul_dinp_acc a targeted group
+ * forward (again when recomputed) and one backward (dx += dh A); with
+ * dropout one a targeted module forward and none backward (dx's product is
+ * masked before its add); as many k_add fewer, the GEMM launches and
+ * k_round_bf16 the same; the activations' peak and plan smaller by the
+ * scratch no path reads any more: d [N, max(in, OUT)] without dropout, its
+ * part beyond [N, max in] (dropout's masked input) with it; each run's peak
+ * its plan. */
+static void lora_acc(void) {
+    static const w16_kind kind = {262144, " with and without the LoRA products accumulated",
+                                  "product-and-add path's", NULL};
+    static const char all[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+    static const char all_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                 "activation_checkpointing.policy=blocks";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                  "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const w16_xname names[] = {{all, " LoRA"}, {all_ck, " LoRA checkpointed"},
+                                      {drop, " LoRA dropout"}, {drop_ck, " LoRA dropout checkpointed"},
+                                      {qv, " LoRA q_proj,v_proj"}, {NULL, NULL}};
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, all, 0},          {"gpt2:2,2,32,64,2,16", 3, all_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, drop, 0},         {"gpt2:2,2,32,64,2,16", 2, all, 2},
+        {"llama:2,4,2,32,48,64,2,16", 0, all, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, all_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, drop, 0},   {"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, qv, 0},     {"llama:2,4,2,32,48,64,2,16", 2, all, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg, names, NULL, what, sizeof what)) continue;
+        const char *ex = cases[i].extra;
+        const cm_shape *s = &p.s;
+        const int ck = ex == all_ck || ex == drop_ck, dr = ex == drop || ex == drop_ck;
+        /* the targeted groups and modules; the widest of their inputs and
+         * outputs (max_w) and of their inputs: GPT-2's c_attn [C, 3C],
+         * attn.c_proj [C, C], c_fc [C, 4C], mlp.c_proj [4C, C]; Llama's q|k|v
+         * [C, (NH + 2 NKV) hd] (q_proj, v_proj: that group alone), o [NH hd,
+         * C], gate|up [C, 2I], down [I, C] */
+        const long C = s->C, QKV = (long)(s->NH + 2 * s->NKV) * (s->C / s->NH);
+        const long ng = s->llama && ex == qv ? 1 : 4, nm = !s->llama ? 4 : ex == qv ? 2 : 7;
+        const long mw = !s->llama ? 4 * C : ex == qv ? (QKV > C ? QKV : C) : (2L * s->I > QKV ? 2L * s->I : QKV);
+        const long mi = !s->llama ? 4 * C : ex == qv ? C : (s->I > C ? s->I : C);
+        const long L = s->L, want = dr ? 4 * L * nm * (1 + ck) : 4 * L * ng * (2 + ck);
+        const uint64_t N = (uint64_t)s->B * s->T, fewer = N * (uint64_t)(mw - (dr ? mi : 0)) * 4;
+        tap_ok(p.ma.dacc == want && p.mb.dacc == 0 && p.mb.add - p.ma.add == want &&
+                   p.ma.gemm == p.mb.gemm && p.ra == p.rb,
+               "%s: %ld matmul_dinp_acc calls (%ld expected, %ld without), %ld k_add (%ld without), "
+               "%ld GEMMs (%ld without), %ld k_round_bf16 (%ld without)",
+               what, p.ma.dacc, want, p.mb.dacc, p.ma.add, p.mb.add, p.ma.gemm, p.mb.gemm, p.ra, p.rb);
+        /* (the plan also has the host token arrays, 2 B T ints) */
+        const uint64_t tok = 2 * N * 4;
+        tap_ok(p.mb.acts_peak - p.ma.acts_peak == fewer && p.ma.acts_plan - p.ma.acts_peak == tok &&
+                   p.mb.acts_plan - p.mb.acts_peak == tok,
+               "%s: activations' peak %llu bytes (planned %llu), %llu without (planned %llu): %llu "
+               "fewer (%llu expected)",
+               what, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
+               (unsigned long long)p.mb.acts_peak, (unsigned long long)p.mb.acts_plan,
+               (unsigned long long)(p.mb.acts_peak - p.ma.acts_peak), (unsigned long long)fewer);
+    }
+}
+
 /* ------------------------------------------------------------ bf16 GELU gradients
  * GPT-2's fc backward through the GELU writing its gradient in bf16
  * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
@@ -2445,6 +2540,7 @@ int main(int argc, char **argv) {
     bf16_gelu_grad();
     residual_fold();
     head_fused();
+    lora_acc();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

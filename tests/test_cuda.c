@@ -1321,6 +1321,34 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
     tap_ok(same_bits(di2_d, di_d, ni * 4) && same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
            "%s", name);
     gpu->free(bdw2); gpu->free(bdb2); gpu->free(bdi2);
+    /* the input gradient accumulated (matmul_dinp_acc: cuBLASLt / GemmEx
+     * with beta 1, C = D): bitwise matmul_bwd's dinp into a temporary, then
+     * add, on the same starting values; near the CPU's; and the empty
+     * shapes leave dinp as it was */
+    {
+        float *start = fvec(ni, 4.0), *ref = fdup(start, ni);
+        float *ba = gpu->alloc((ni + off) * 4), *bs = gpu->alloc((ni + off) * 4), *bt = gpu->alloc((ni + off) * 4);
+        float *acc_d = ba + off, *seq_d = bs + off, *tmp_d = bt + off;
+        gpu->to_device(acc_d, start, ni * 4);
+        gpu->to_device(seq_d, start, ni * 4);
+        gpu->matmul_dinp_acc(acc_d, d_d, w_d, N, C, OC);
+        gpu->matmul_bwd(tmp_d, NULL, NULL, d_d, NULL, w_d, N, C, OC);
+        gpu->add(seq_d, seq_d, tmp_d, ni);
+        snprintf(name, sizeof name, "matmul_dinp_acc %s: bitwise matmul_bwd's dinp into a temporary, then add", tag);
+        tap_ok(same_bits(acc_d, seq_d, ni * 4), "%s", name);
+        cpu->matmul_dinp_acc(ref, dout, w, N, C, OC);
+        snprintf(name, sizeof name, "matmul_dinp_acc (+=) %s", tag);
+        cmpd(name, acc_d, ref, ni, rtol, atol * maxabs(ref, ni));
+        gpu->copy(seq_d, acc_d, ni * 4);
+        gpu->matmul_dinp_acc(acc_d, d_d, w_d, 0, C, OC);
+        gpu->matmul_dinp_acc(acc_d, d_d, w_d, N, C, 0);
+        gpu->matmul_dinp_acc(acc_d, d_d, w_d, N, 0, OC);
+        snprintf(name, sizeof name, "matmul_dinp_acc %s, N, OC or C 0: dinp unchanged", tag);
+        tap_ok(same_bits(acc_d, seq_d, ni * 4), "%s", name);
+        free(start); free(ref);
+        gpu->free(ba); gpu->free(bs); gpu->free(bt);
+        no_error("matmul_dinp_acc");
+    }
     /* NULL dinp and dbias are skipped */
     cpu->matmul_bwd(NULL, dw, NULL, dout, inp, w, N, C, OC);
     gpu->matmul_bwd(NULL, dw_d, NULL, d_d, i_d, w_d, N, C, OC);

@@ -907,6 +907,56 @@ static void test_matmul_bf16(void) {
     free(out32); free(out16); free(out_back); free(dinp); free(dw); free(db); free(dw0); free(db0);
 }
 
+/* matmul_dinp_acc: dinp += dout @ w, bitwise matmul_bwd's dinp into a
+ * temporary followed by add (fp32 and bf16 matmul modes; OC up to a LoRA
+ * group's n r, 400 here, and a GEMM large enough to be split among the
+ * threads), near the double-precision sum, and nothing at N = 0 or OC = 0 */
+static void test_matmul_dinp_acc(void) {
+    static const struct { int n, c, oc; } sh[] = {{37, 48, 29}, {300, 64, 256}, {33, 40, 400}};
+    for (int mode = 0; mode < 2; mode++) {
+        be->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++) {
+            const int n = sh[k].n, c = sh[k].c, oc = sh[k].oc;
+            const size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+            float *w = fvec(nw, 1.0), *dout = fvec(no, 1.0), *start = fvec(ni, 4.0);
+            float *acc = fdup(start, ni), *seq = fdup(start, ni), *tmp = fzeros(ni);
+            be->matmul_dinp_acc(acc, dout, w, n, c, oc);
+            be->matmul_bwd(tmp, NULL, NULL, dout, NULL, w, n, c, oc);
+            be->add(seq, seq, tmp, ni);
+            char name[160];
+            snprintf(name, sizeof name, "matmul_dinp_acc N=%d C=%d OC=%d %s: bitwise matmul_bwd's dinp, then add",
+                     n, c, oc, mode ? "bf16" : "fp32");
+            check_same(name, acc, seq, ni * sizeof(float));
+            /* start + dout w (bf16 mode: of the rounded operands), in double */
+            double *ref = dvec(ni);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < c; j++) {
+                    double s = 0.0;
+                    for (int o = 0; o < oc; o++) {
+                        const float a = dout[(size_t)i * oc + o], b = w[(size_t)o * c + j];
+                        s += mode ? (double)ref_round_bf16(a) * ref_round_bf16(b) : (double)a * b;
+                    }
+                    ref[(size_t)i * c + j] = start[(size_t)i * c + j] + s;
+                }
+            snprintf(name, sizeof name, "matmul_dinp_acc N=%d C=%d OC=%d %s: dinp + dout w (accumulated)", n, c,
+                     oc, mode ? "bf16" : "fp32");
+            check_arr(name, acc, ref, ni, FWD_RTOL, FWD_ATOL * sqrt((double)oc));
+            free(w); free(dout); free(start); free(acc); free(seq); free(tmp); free(ref);
+        }
+        /* empty shapes: dinp unchanged */
+        float *w = fvec(64, 1.0), *dout = fvec(64, 1.0), *start = fvec(64, 1.0), *acc = fdup(start, 64);
+        be->matmul_dinp_acc(acc, dout, w, 0, 8, 8);
+        be->matmul_dinp_acc(acc, dout, w, 8, 8, 0);
+        be->matmul_dinp_acc(acc, dout, w, 8, 0, 8);
+        check_same(mode ? "matmul_dinp_acc bf16, N, OC or C 0: dinp unchanged"
+                        : "matmul_dinp_acc fp32, N, OC or C 0: dinp unchanged",
+                   acc, start, 64 * sizeof(float));
+        free(w); free(dout); free(start); free(acc);
+    }
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    tap_ok(be->error() == NULL, "matmul_dinp_acc: no backend error recorded");
+}
+
 /* ------------------------------------------------------------ precision conversion */
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
@@ -1103,6 +1153,7 @@ int main(void) {
     test_adamw();
     check_step_entries(be, "cpu");
     test_matmul_bf16();
+    test_matmul_dinp_acc();
     test_precision();
     test_determinism();
     return tap_done();

@@ -665,6 +665,22 @@ static void cpu_add(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+/* matmul_dinp_acc (backend.h): matmul_bwd's dinp into host scratch, then
+ * add: that sequence by construction (sgemm with beta = 1 would leave the
+ * order of the sum to BLAS's blocking) */
+static void cpu_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int N, int C,
+                                int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    float *tmp = malloc((size_t)N * C * sizeof(float));
+    if (!tmp) {
+        cpu_err = "cpu_backend.c: matmul_dinp_acc: out of memory for the product (nothing computed)";
+        return;
+    }
+    cpu_matmul_bwd(tmp, NULL, NULL, dout, NULL, w, N, C, OC);
+    cpu_add(dinp, dinp, tmp, (size_t)N * C);
+    free(tmp);
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -943,6 +959,7 @@ static const zt_backend cpu_backend = {
     .att_do16 = cpu_att_do16,
     .matmul_bwd_o16 = cpu_matmul_bwd_o16,
     .gqa_ext_bwd16do = cpu_gqa_ext_bwd16do,
+    .matmul_dinp_acc = cpu_matmul_dinp_acc,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -524,6 +524,17 @@ static void s_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
     leave();
 }
 
+static void s_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int N, int C,
+                              int OC) {
+    int ok = 1;
+    enter();
+    NEED_DEV("matmul_dinp_acc", "dinp", dinp, (size_t)N * C * F);
+    NEED_DEV("matmul_dinp_acc", "dout", dout, (size_t)N * OC * F);
+    NEED_DEV("matmul_dinp_acc", "w", w, (size_t)OC * C * F);
+    if (ok) cpu()->matmul_dinp_acc(dinp, dout, w, N, C, OC);
+    leave();
+}
+
 static void s_matmul_gelu_fwd(float *out, float *pre, const float *inp, const float *w,
                               const float *bias, int N, int C, int OC) {
     int ok = 1;
@@ -1661,6 +1672,7 @@ static const zt_backend strict_backend = {
     .att_do16 = s_att_do16,
     .matmul_bwd_o16 = s_matmul_bwd_o16,
     .gqa_ext_bwd16do = s_gqa_ext_bwd16do,
+    .matmul_dinp_acc = s_matmul_dinp_acc,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -934,6 +934,7 @@ static void fill_table(zt_backend *t) {
     t->att_do16 = zt_cuda_att_do16;
     t->matmul_bwd_o16 = zt_cuda_matmul_bwd_o16;
     t->gqa_ext_bwd16do = zt_cuda_gqa_ext_bwd16do;
+    t->matmul_dinp_acc = zt_cuda_matmul_dinp_acc;
 }
 
 __global__ void k_probe(int *x) {

@@ -504,6 +504,23 @@ void zt_cuda_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
     bwd(dinp, dw, dbias, dout, inp, w, NULL, N, C, OC);
 }
 
+/* the input gradient accumulated (backend.h matmul_dinp_acc): matmul_bwd's
+ * input-gradient GEMM with beta = 1 and C = D (D = dout w + dinp: the fp32
+ * product, then one fp32 addition, the add after matmul_bwd into a
+ * temporary); bf16 mode: dout rounded once as matmul_bwd rounds it, w into
+ * the room after it (matmul_bwd's scratch with dinp alone) */
+void zt_cuda_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    if (g_mode == ZT_MATMUL_BF16) {
+        char *s = round_dout(dout, N, C, OC, true, false, 0);
+        if (!s) return;
+        gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 1.0f, NULL, NULL, NULL, (const bf16_t *)s,
+             s + zt_al256((size_t)OC * (size_t)N * 2));
+        return;
+    }
+    gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 1.0f, NULL);
+}
+
 /* fc + GELU: pre = inp w^T + bias, out = gelu(pre) (GELU_AUX_BIAS, or the
  * unfused kernels) */
 static void gelu_fwd(float *out, float *pre, const float *inp, const float *w, const bf16_t *w16,
