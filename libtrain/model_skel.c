@@ -16,6 +16,7 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
     sk->fused = 0;
     if (mc->lora_r > 0) {
         ZT_TRY(zt_lora_plan(mc, &sk->lo, st));
+        sk->lo.bt2d = zt_w16_on(mc, ZT_W16_LORABT);
         sk->lora = 1;
     }
     return ZT_OK;
