@@ -177,7 +177,8 @@ typedef struct zt_model_config {
  *                   gradient taken out, with one copy2d a module (and one
  *                   add a group), and the adapters' backward GEMMs reading
  *                   the bf16 copy of dy the model's GEMM reads (lora.h
- *                   zt_lora_bwd dy16) */
+ *                   zt_lora_bwd dy16; Llama's gate|up gradient then only
+ *                   in bf16, as without adapters) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,

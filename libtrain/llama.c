@@ -1340,9 +1340,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
          * each element read before its gradient is written, and gu16 has no
          * reader after this) */
         if ((dgu16 = d16_of(m, s->gu16))) {
-            /* (the fp32 gradient only for gate|up's adapters: the GEMMs
-             * read dgu16, and gate|up has no bias) */
-            if (!zt_skel_lora_on(sk, LG_GU)) dgu = NULL;
+            /* (the fp32 gradient only for gate|up's adapters, and not even
+             * for them where their GEMMs read dgu16 too, ZT_W16_LORABT
+             * (lora.h dy16): the GEMMs read dgu16, and gate|up has no bias) */
+            if (!zt_skel_lora_on(sk, LG_GU) || sk->lo.bt2d) dgu = NULL;
             if (sh->gemma) be->geglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
             else be->swiglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
         } else if (sh->gemma) {
@@ -1361,7 +1362,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
 gu_bwd:
     zt_mm_bwd_d(be, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
                 LW16(m, w, T_GATEW), N, C, 2 * H);
-    zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, dgu16, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, dgu, dgu16, a->dbuf, N, ls);
 mlp_norm:
     rms_bwd(be, a->dres, sh->gemma ? NULL : dc16, gw->mlp_norm, a->dbuf, s->res2,
             norm_w(m, a, w->mlp_norm, C), s->rstd2, N, C);

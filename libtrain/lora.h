@@ -145,7 +145,9 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
  * the input gradient, from dy [N, OUT].  dy16 != NULL: to_bf16(dy), the
  * model's bf16 copy of it (bf16 matmul mode only), which the GEMMs reading
  * dy then read as it is (the *_a16 entries: bitwise, nothing rounds dy;
- * with lo->bt2d, else unused). */
+ * with lo->bt2d, else unused).  With dy16 and lo->bt2d nothing reads the
+ * fp32 dy: it may be NULL (Llama's gate|up, whose fp32 gradient is then not
+ * written). */
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
                  const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
                  float *dx, int N, const zt_lora_scratch *sc);

@@ -1567,12 +1567,12 @@ static void bf16_gradients(void) {
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
         if (!p.s.llama) continue;
         /* SwiGLU / GeGLU's backward: gate|up (bf16) and dout (fp32) read,
-         * the bf16 gradient written, and the fp32 one only for gate|up's
-         * adapters (LoRA; the GEMMs read the bf16 one): N H (4 h + 3 f)
-         * bytes a launch with LoRA, N H (4 h + f) without; without the
-         * bf16 gradients (swiglu_bwd16) N H (2 h + 3 f) */
+         * the bf16 gradient written, and no fp32 one (the GEMMs read the
+         * bf16 one, and so do LoRA's adapters, lora_bt below): N H (4 h +
+         * f) bytes a launch; without the bf16 gradients (swiglu_bwd16) N H
+         * (2 h + 3 f) */
         const double nh = (double)p.s.B * p.s.T * p.s.I;
-        const double gw = nh * (4 * 2 + (c->extra == w16_lora ? 3 : 1) * 4), gwo = nh * (2 * 2 + 3 * 4);
+        const double gw = nh * (4 * 2 + 4), gwo = nh * (2 * 2 + 3 * 4);
         tap_ok(p.ma.glu_b == gw && p.mb.glu_b == gwo,
                "%s: the gate|up backward kernel moves %.0f bytes a launch (%.0f expected; %.0f "
                "without the bf16 gradients, %.0f expected)",
@@ -1728,8 +1728,11 @@ static void head_fused(void) {
  * itself), nq P + nq copy2d calls more, r nq
  * - ng k_add fewer, and 2 k_round_bf16 fewer (2 bf16-input calls more) for
  * each group whose dy the model has in bf16 (g16: GPT-2's two projections,
- * Llama's o, gate|up and down); the activations' peak and plan unchanged
- * (the gathered gradient lands in the forward's B^T scratch). */
+ * Llama's o, gate|up and down), and where gate|up's is one of them SwiGLU /
+ * GeGLU's backward writes no fp32 gate|up gradient (N H (4 h + f) bytes a
+ * launch, N H (4 h + 3 f) without, as bf16 gradients above); the
+ * activations' peak and plan unchanged (the gathered gradient lands in the
+ * forward's B^T scratch). */
 static void lora_bt(void) {
     static const w16_kind kind = {524288, " with and without LoRA's copy2d B^T and bf16 dy",
                                   "row copies' path's", NULL};
@@ -1768,6 +1771,13 @@ static void lora_bt(void) {
                    ng = cases[i].ng, g16 = cases[i].g16;
         const long copies = 4 * L * r * nq * P, c2d = 4 * L * (nq * P + nq),
                    adds = 4 * L * (r * nq - ng), rounds = 4 * L * 2 * g16;
+        /* (Llama's SwiGLU / GeGLU backward: bytes a launch with and without) */
+        const double nh = (double)p.s.B * p.s.T * p.s.I, h = 2, f = 4;
+        const double glu = !p.s.llama ? 0 : g16 ? nh * (4 * h + f) : p.ma.glu_b,
+                     gluo = !p.s.llama ? 0 : g16 ? nh * (4 * h + 3 * f) : p.ma.glu_b;
+        tap_ok(p.ma.glu_b == glu && p.mb.glu_b == gluo,
+               "%s: the gate|up backward kernel moves %.0f bytes a launch (%.0f expected; %.0f "
+               "without, %.0f expected)", what, p.ma.glu_b, glu, p.mb.glu_b, gluo);
         tap_ok(p.mb.copy - p.ma.copy == copies && (c->stage || p.ma.copy == 0) &&
                    p.ma.copy2d - p.mb.copy2d == c2d &&
                    p.mb.add - p.ma.add == adds && p.rb - p.ra == rounds &&
