@@ -175,12 +175,19 @@ typedef struct zt_model_config {
  *                   arch.h)
  *   ZT_W16_LORAACC  ZT_TEST_NO_LORAACC: LoRA's adapter products added into
  *                   their outputs by the GEMM (backend.h matmul_dinp_acc; no
- *                   [N, OUT] scratch product and add; lora.h zt_lora.acc) */
+ *                   [N, OUT] scratch product and add; lora.h zt_lora.acc)
+ *   ZT_W16_LORABT   ZT_TEST_NO_LORABT: LoRA's group B^T placed, and its
+ *                   gradient taken out, with one copy2d a module (and one
+ *                   add a group), and the adapters' backward GEMMs reading
+ *                   the bf16 copy of dy the model's GEMM reads (lora.h
+ *                   zt_lora_bwd dy16; Llama's gate|up gradient then only
+ *                   in bf16, as without adapters) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
     ZT_W16_G16 = 1u << 8, ZT_W16_SP16 = 1u << 9, ZT_W16_RB16 = 1u << 10, ZT_W16_DO16 = 1u << 11,
-    ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13, ZT_W16_LORAACC = 1u << 14
+    ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13, ZT_W16_LORAACC = 1u << 14,
+    ZT_W16_LORABT = 1u << 15
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

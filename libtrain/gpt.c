@@ -619,7 +619,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     } else {
         zt_mm_bwd_d(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, dres16, s->fch_gelu, s->fchg16,
                     w->fcprojw, W16(T_FCPW), N, 4 * C, C);
-        zt_skel_lora_bwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->dres, a->d4a, N, ls);
+        zt_skel_lora_bwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->dres, dres16, a->d4a, N, ls);
         /* (bf16 fc output: its values widened into d4b, the gradient made in place) */
         const float *fch = s->fch;
         if (s->fch16) {
@@ -630,7 +630,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         zt_mm_bwd_x(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N,
                     C, 4 * C);
     }
-    zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, NULL, a->dbuf, N, ls);
     if (dres16)
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                             s->ln2_mean, s->ln2_rstd, N, C);
@@ -652,7 +652,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     else
         zt_mm_bwd_d(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
                     w->attprojw, W16(T_PROJW), N, C, C);
-    zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, dres16, a->dbuf, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     uint16_t *dq16 = NULL;   /* (or its bf16 values, gqa_ext_bwd16d's) */
     if (g->spn > 1) {
@@ -719,7 +719,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N,
                     C, 3 * C);
 #undef W16
-    zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, NULL, a->dbuf, N, ls);
     if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                             s->ln1_mean, s->ln1_rstd, N, C);

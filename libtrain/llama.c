@@ -1344,7 +1344,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     }
     zt_mm_bwd_d(be, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW),
                 N, H, C);
-    zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, a->dh, N, ls);
+    zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, dc16, a->dh, N, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
     if (s->gu16 && zt_w16_on(&m->cfg, ZT_W16_O16)) {   /* (the kernel reads gate|up in bf16) */
@@ -1352,9 +1352,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
          * each element read before its gradient is written, and gu16 has no
          * reader after this) */
         if ((dgu16 = d16_of(m, s->gu16))) {
-            /* (the fp32 gradient only for gate|up's adapters: the GEMMs
-             * read dgu16, and gate|up has no bias) */
-            if (!zt_skel_lora_on(sk, LG_GU)) dgu = NULL;
+            /* (the fp32 gradient only for gate|up's adapters, and not even
+             * for them where their GEMMs read dgu16 too, ZT_W16_LORABT
+             * (lora.h dy16): the GEMMs read dgu16, and gate|up has no bias) */
+            if (!zt_skel_lora_on(sk, LG_GU) || sk->lo.bt2d) dgu = NULL;
             if (sh->gemma) be->geglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
             else be->swiglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
         } else if (sh->gemma) {
@@ -1373,7 +1374,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
 gu_bwd:
     zt_mm_bwd_d(be, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
                 LW16(m, w, T_GATEW), N, C, 2 * H);
-    zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, a->dgu, a->dbuf, N, ls);
+    zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, dgu, dgu16, a->dbuf, N, ls);
 mlp_norm:
     rms_bwd(be, a->dres, sh->gemma ? NULL : dc16, gw->mlp_norm, a->dbuf, s->res2,
             norm_w(m, a, w->mlp_norm, C), s->rstd2, N, C);
@@ -1400,7 +1401,7 @@ mlp_norm:
     else
         zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
                     N, sh->AD, C);
-    zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, a->datt, N, ls);
+    zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, dc16, a->datt, N, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
      * read, llama_sp16; rb16: gqa_ext_bwd16d's bf16 values, rotated by
@@ -1495,7 +1496,7 @@ mlp_norm:
     } else {
         zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW),
                     N, C, sh->QKV);
-        zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, a->dbuf, N, ls);
+        zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, NULL, a->dbuf, N, ls);
     }
     /* (block 0's: the embedding reads the fp32 value) */
     rms_bwd(be, a->dres, sh->gemma || l == 0 ? NULL : dc16, gw->attn_norm, a->dbuf, a->res[l],

@@ -242,7 +242,8 @@ int zt_lora_model_create(const zt_lora *lo, const zt_model_config *mc, const zt_
 /* ------------------------------------------------------------ compute */
 
 /* bt[n r, OUT] = the group's B^T rows at their column offsets (zeros
- * elsewhere); a group of one module spanning the output is its B^T itself. */
+ * elsewhere); a group of one module spanning the output is its B^T itself.
+ * (bt2d: module j's [r, out] placed by one copy2d, else one copy a row) */
 static const float *group_bt(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
                              const float *ad, float *bt) {
     const zt_lora_mod *m0 = &lo->mods[G->first];
@@ -252,11 +253,59 @@ static const float *group_bt(const zt_backend *be, const zt_lora *lo, const zt_l
     for (int j = 0; j < G->n; ++j) {
         const zt_lora_mod *m = &lo->mods[G->first + j];
         const float *b = ad + lo->boff[G->first + j];
-        for (size_t i = 0; i < r; ++i)
-            be->copy(bt + ((size_t)j * r + i) * OUT + (size_t)m->ooff, b + i * (size_t)m->out,
-                     (size_t)m->out * sizeof(float));
+        const size_t w = (size_t)m->out * sizeof(float);
+        float *dst = bt + (size_t)j * r * OUT + (size_t)m->ooff;
+        if (lo->bt2d && be->copy2d) {
+            be->copy2d(dst, OUT * sizeof(float), b, w, w, r);
+            continue;
+        }
+        for (size_t i = 0; i < r; ++i) be->copy(dst + i * OUT, b + i * (size_t)m->out, w);
     }
     return bt;
+}
+
+/* The group's B^T gradients in gad += their blocks of dbt[n r, OUT]
+ * (module j: rows [j r, (j + 1) r), columns [ooff, ooff + out)).  bt2d:
+ * each module's block gathered by one copy2d into tmp laid out as the
+ * group's B^T's are in gad (adjacent there: zt_lora_plan), then ONE add
+ * over all of them -- element by element the additions of before, one add
+ * a row and module (tmp: [n r, OUT] floats, the forward's bt, dead here). */
+static void group_dbt_add(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
+                          float *gad, const float *dbt, float *tmp) {
+    const size_t r = (size_t)lo->r, OUT = (size_t)G->OUT, b0 = lo->boff[G->first];
+    if (lo->bt2d && be->copy2d) {
+        for (int j = 0; j < G->n; ++j) {
+            const zt_lora_mod *m = &lo->mods[G->first + j];
+            const size_t w = (size_t)m->out * sizeof(float);
+            be->copy2d(tmp + (lo->boff[G->first + j] - b0), w,
+                       dbt + (size_t)j * r * OUT + (size_t)m->ooff, OUT * sizeof(float), w, r);
+        }
+        const zt_lora_mod *ml = &lo->mods[G->first + G->n - 1];
+        const size_t n = lo->boff[G->first + G->n - 1] + r * (size_t)ml->out - b0;
+        be->add(gad + b0, gad + b0, tmp, n);
+        return;
+    }
+    for (int j = 0; j < G->n; ++j) {
+        const zt_lora_mod *m = &lo->mods[G->first + j];
+        float *gb = gad + lo->boff[G->first + j];
+        for (size_t i = 0; i < r; ++i)
+            be->add(gb + i * (size_t)m->out, gb + i * (size_t)m->out,
+                    dbt + ((size_t)j * r + i) * OUT + (size_t)m->ooff, (size_t)m->out);
+    }
+}
+
+/* dw[nr, OUT] (+=) = h^T dy, and dh[N, nr] = dy bt^T (bt: B^T [nr, OUT]);
+ * dy16: dy's bf16 copy, the GEMMs' dy operand as it is (the *_a16 entries,
+ * bitwise the fp32 entries, which round dy to it) */
+static void lora_hdy(const zt_backend *be, float *dw, const float *h, const float *dy,
+                     const uint16_t *dy16, int N, int OUT, int nr) {
+    if (dy16) be->matmul_bwd_a16(NULL, dw, NULL, h, dy16, NULL, NULL, N, OUT, nr);
+    else be->matmul_bwd(NULL, dw, NULL, h, dy, NULL, N, OUT, nr);
+}
+static void lora_dyb(const zt_backend *be, float *dh, const float *dy, const uint16_t *dy16,
+                     const float *bt, int N, int OUT, int nr) {
+    if (dy16) be->matmul_fwd_a16(dh, dy16, bt, NULL, NULL, N, OUT, nr);
+    else be->matmul_fwd(dh, dy, bt, NULL, N, OUT, nr);
 }
 
 /* ------------------------------------------------------------ dropout */
@@ -308,8 +357,8 @@ static void fwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
  * dx += dropout(dh A_j) (the product masked before its add: into d, then
  * add, with lo->acc too). */
 static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
-                     const float *ad, float *gad, const float *x, const float *dy, float *dx,
-                     int N, const zt_lora_scratch *sc) {
+                     const float *ad, float *gad, const float *x, const float *dy,
+                     const uint16_t *dy16, float *dx, int N, const zt_lora_scratch *sc) {
     const size_t r = (size_t)lo->r, in = (size_t)G->in, OUT = (size_t)G->OUT;
     const zt_lora_mod *m0 = &lo->mods[G->first];
     const int single = G->n == 1 && m0->ooff == 0 && m0->out == G->OUT;
@@ -322,22 +371,15 @@ static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
         be->matmul_fwd(sc->h, sc->d, ad + ao, NULL, N, (int)in, (int)r);
         be->scale(sc->h, (size_t)N * r, lo->scale);
         float *gbt = single ? gad + lo->boff[G->first] : sc->dbt + (size_t)j * r * OUT;
-        be->matmul_bwd(NULL, gbt, NULL, sc->h, dy, NULL, N, (int)OUT, (int)r);
-        be->matmul_fwd(sc->dh, dy, bt + (size_t)j * r * OUT, NULL, N, (int)OUT, (int)r);
+        lora_hdy(be, gbt, sc->h, dy, dy16, N, (int)OUT, (int)r);
+        lora_dyb(be, sc->dh, dy, dy16, bt + (size_t)j * r * OUT, N, (int)OUT, (int)r);
         be->scale(sc->dh, (size_t)N * r, lo->scale);
         be->matmul_bwd(NULL, gad + ao, NULL, sc->dh, sc->d, NULL, N, (int)in, (int)r);
         be->matmul_bwd(sc->d, NULL, NULL, sc->dh, NULL, ad + ao, N, (int)in, (int)r);
         be->dropout(sc->d, sc->d, (size_t)N, in, key, sc->drop.row0, lo->dropout);
         be->add(dx, dx, sc->d, (size_t)N * in);
     }
-    if (single) return;
-    for (int j = 0; j < G->n; ++j) {
-        const zt_lora_mod *m = &lo->mods[G->first + j];
-        float *gb = gad + lo->boff[G->first + j];
-        for (size_t i = 0; i < r; ++i)
-            be->add(gb + i * (size_t)m->out, gb + i * (size_t)m->out,
-                    sc->dbt + ((size_t)j * r + i) * OUT + (size_t)m->ooff, (size_t)m->out);
-    }
+    if (!single) group_dbt_add(be, lo, G, gad, sc->dbt, sc->bt);
 }
 
 /* h[N, nr] = x A^T of group G (x16: the bf16 input) */
@@ -364,16 +406,16 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
 }
 
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
-                 const float *x, const uint16_t *x16, const float *dy, float *dx, int N,
-                 const zt_lora_scratch *sc) {
+                 const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                 float *dx, int N, const zt_lora_scratch *sc) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
+    if (!lo->bt2d) dy16 = NULL;   /* (ZT_TEST_NO_LORABT: the GEMMs round dy) */
     if (sc->drop.on) {
-        bwd_drop(be, lo, G, ad, gad, x, dy, dx, N, sc);
+        bwd_drop(be, lo, G, ad, gad, x, dy, dy16, dx, N, sc);
         return;
     }
     const int nr = G->n * lo->r, OUT = G->OUT;
-    const size_t r = (size_t)lo->r;
     /* recompute h = s * x A^T (not kept: [N, nr] per module group and block) */
     lora_xa(be, G, ad, x, x16, sc->h, N, nr);
     be->scale(sc->h, (size_t)N * nr, lo->scale);
@@ -381,22 +423,15 @@ void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
      * one module spanning the output, else through dbt and the rows taken */
     const zt_lora_mod *m0 = &lo->mods[G->first];
     if (G->n == 1 && m0->ooff == 0 && m0->out == OUT) {
-        be->matmul_bwd(NULL, gad + lo->boff[G->first], NULL, sc->h, dy, NULL, N, OUT, nr);
+        lora_hdy(be, gad + lo->boff[G->first], sc->h, dy, dy16, N, OUT, nr);
     } else {
         be->zero(sc->dbt, (size_t)nr * OUT * sizeof(float));
-        be->matmul_bwd(NULL, sc->dbt, NULL, sc->h, dy, NULL, N, OUT, nr);
-        for (int j = 0; j < G->n; ++j) {
-            const zt_lora_mod *m = &lo->mods[G->first + j];
-            float *gb = gad + lo->boff[G->first + j];
-            for (size_t i = 0; i < r; ++i)
-                be->add(gb + i * (size_t)m->out, gb + i * (size_t)m->out,
-                        sc->dbt + ((size_t)j * r + i) * (size_t)OUT + (size_t)m->ooff,
-                        (size_t)m->out);
-        }
+        lora_hdy(be, sc->dbt, sc->h, dy, dy16, N, OUT, nr);
+        group_dbt_add(be, lo, G, gad, sc->dbt, sc->bt);   /* (bt: placed below) */
     }
     /* dh[N, nr] = s * dy B; dA[nr, in] += dh^T x; dx += dh A */
     const float *bt = group_bt(be, lo, G, ad, sc->bt);
-    be->matmul_fwd(sc->dh, dy, bt, NULL, N, OUT, nr);
+    lora_dyb(be, sc->dh, dy, dy16, bt, N, OUT, nr);
     be->scale(sc->dh, (size_t)N * nr, lo->scale);
     if (x16) be->matmul_bwd_a16(NULL, gad + G->aoff, NULL, sc->dh, x16, NULL, NULL, N, G->in, nr);
     else be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);

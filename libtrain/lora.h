@@ -29,8 +29,9 @@
  * their B's, stored TRANSPOSED ("h<l>.<path>.lora_B" [r, out]; PEFT's
  * lora_B.weight is [out, r]).  So the A's of a group are one [n r, in]
  * matrix and h = x A^T is one matmul; the B^T rows of the group are placed
- * into a zero [n r, OUT] matrix at their column offsets (r contiguous copies
- * per module) and the group's delta is one matmul too.
+ * into a zero [n r, OUT] matrix at their column offsets (one strided copy
+ * per module, copy2d; r contiguous copies with ZT_TEST_NO_LORABT) and the
+ * group's delta is one matmul too.
  */
 #ifndef ZT_LORA_H
 #define ZT_LORA_H
@@ -75,6 +76,10 @@ typedef struct zt_lora {
      * product into d and an add (0; ZT_TEST_NO_LORAACC, config.h
      * ZT_W16_LORAACC) */
     int acc;
+    /* config.h ZT_W16_LORABT (set by the model, model_skel.c; 0 from
+     * zt_lora_plan): a group's B^T placed and its gradient taken with one
+     * copy2d a module, and the backward's GEMMs reading dy16 */
+    int bt2d;
 } zt_lora;
 
 /* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
@@ -147,10 +152,15 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
                  const uint16_t *x16, float *out, int N, const zt_lora_scratch *sc);
 /* Group g's backward: gradients of its A's and B's added into gad (the
  * block's adapter gradient unit), and dx[N, in] += the adapters' share of
- * the input gradient, from dy [N, OUT]. */
+ * the input gradient, from dy [N, OUT].  dy16 != NULL: to_bf16(dy), the
+ * model's bf16 copy of it (bf16 matmul mode only), which the GEMMs reading
+ * dy then read as it is (the *_a16 entries: bitwise, nothing rounds dy;
+ * with lo->bt2d, else unused).  With dy16 and lo->bt2d nothing reads the
+ * fp32 dy: it may be NULL (Llama's gate|up, whose fp32 gradient is then not
+ * written). */
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
-                 const float *x, const uint16_t *x16, const float *dy, float *dx, int N,
-                 const zt_lora_scratch *sc);
+                 const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                 float *dx, int N, const zt_lora_scratch *sc);
 
 /* The adapter engine of a base engine (NULL without LoRA). */
 struct zt_units *zt_units_peer(struct zt_units *U);

@@ -18,6 +18,7 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
         ZT_TRY(zt_lora_plan(mc, &sk->lo, st));
         /* (as the models' keep_if: a backend without matmul_dinp_acc) */
         if (!be->matmul_dinp_acc) sk->lo.acc = 0;
+        sk->lo.bt2d = zt_w16_on(mc, ZT_W16_LORABT);
         sk->lora = 1;
     }
     return ZT_OK;

@@ -104,23 +104,25 @@ static inline void zt_skel_lora_fwd(const zt_skel *sk, int grp, const float *x, 
 }
 static inline void zt_skel_lora_bwd(const zt_skel *sk, int grp, const float *x, const float *dy,
                                     float *dx, int N, const zt_lora_scratch *ls) {
-    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, NULL, dy, dx, N, ls);
+    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, NULL, dy, NULL, dx, N, ls);
 }
 /* 1 when group grp has adapters (their backward reads the fp32 output
  * gradient dy) */
 static inline int zt_skel_lora_on(const zt_skel *sk, int grp) {
     return sk->lora && sk->lo.groups[grp].n > 0;
 }
-/* (x16 != NULL: the input is that bf16 activation instead of x) */
+/* (x16 != NULL: the input is that bf16 activation instead of x; dy16 !=
+ * NULL: the bf16 copy of dy the model's own GEMM reads, to_bf16(dy), which
+ * the adapters' GEMMs then read too: lora.h) */
 static inline void zt_skel_lora_fwd16(const zt_skel *sk, int grp, const float *x,
                                       const uint16_t *x16, float *y, int N,
                                       const zt_lora_scratch *ls) {
     if (sk->lora) zt_lora_fwd(sk->be, &sk->lo, grp, sk->ad, x, x16, y, N, ls);
 }
 static inline void zt_skel_lora_bwd16(const zt_skel *sk, int grp, const float *x,
-                                      const uint16_t *x16, const float *dy, float *dx, int N,
-                                      const zt_lora_scratch *ls) {
-    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dx, N, ls);
+                                      const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                                      float *dx, int N, const zt_lora_scratch *ls) {
+    if (sk->lora) zt_lora_bwd(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dy16, dx, N, ls);
 }
 
 #endif

@@ -65,6 +65,7 @@ static const struct {
     {"ZT_TEST_NO_RB16", ZT_W16_RB16},   {"ZT_TEST_NO_DO16", ZT_W16_DO16},
     {"ZT_TEST_NO_ADDFOLD", ZT_W16_ADDFOLD}, {"ZT_TEST_NO_HEADFUSE", ZT_W16_HEADFUSE},
     {"ZT_TEST_NO_LORAACC", ZT_W16_LORAACC},
+    {"ZT_TEST_NO_LORABT", ZT_W16_LORABT},
 };
 
 void zt_out16_of(zt_model_config *mc) {

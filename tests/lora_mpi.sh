@@ -10,6 +10,8 @@
 #  - a resume: 3 steps + 3 resumed steps give bitwise the losses and the
 #    checkpoint (adapters and AdamW moments) of 6 straight steps, and a
 #    resume at another world size and stage matches within 1e-5;
+#  - LoRA's copy2d B^T and bf16 dy bitwise the path of before (ZT_TEST_NO_LORABT=1): llama
+#    with sequence parallel 2 and gpt2 checkpointed, bf16 matmuls;
 #  - a LoRA checkpoint holds only the adapters and their state: its size
 #    against a full fine-tuning checkpoint of the same model;
 #  - a full fine-tuning checkpoint refuses a LoRA resume and back;
@@ -83,6 +85,21 @@ run so 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --offload
     run sos 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --offload params \
         --resume never --backend cpu-strict "${LORA[@]}" && same so sos && compare sc so
 ok $? "parameter offload (the frozen base's shards in host memory): cpu-strict bitwise cpu, and the run matches the one without"
+# LoRA's B^T placed by one copy2d a module, its gradient taken out by one copy2d a module and one
+# add a group, and the adapters' backward GEMMs reading the model's bf16 copy of dy (lora.c):
+# bitwise the row copies and the rounded dy (ZT_TEST_NO_LORABT=1), bf16 matmuls, llama at 2
+# ranks with sequence parallel 2 (each rank's rows: dy and its bf16 copy), stage 3, and gpt2
+# at 2 ranks, stage 1, checkpointed
+BF=(--bf16.enabled true --ztrain.matmul_precision bf16 --resume never)
+run bt 2 llama-tiny.json --stage 3 --micro-batch 6 --grad-accum 2 --sp 2 "${BF[@]}" "${LORA[@]}" &&
+    ZT_TEST_NO_LORABT=1 run btn 2 llama-tiny.json --stage 3 --micro-batch 6 --grad-accum 2 --sp 2 "${BF[@]}" \
+        "${LORA[@]}" && same bt btn
+ok $? "copy2d B^T and bf16 dy: llama, 2 ranks, sequence parallel 2, stage 3, bf16: losses and checkpoint bitwise ZT_TEST_NO_LORABT=1"
+run gbt 2 tiny.json --stage 1 --micro-batch 6 --activation-checkpointing blocks "${BF[@]}" \
+    "${LORA[@]}" &&
+    ZT_TEST_NO_LORABT=1 run gbtn 2 tiny.json --stage 1 --micro-batch 6 \
+        --activation-checkpointing blocks "${BF[@]}" "${LORA[@]}" && same gbt gbtn
+ok $? "copy2d B^T and bf16 dy: gpt2, 2 ranks, stage 1, checkpointed, bf16: losses and checkpoint bitwise ZT_TEST_NO_LORABT=1"
 
 # resume: 3 + 3 steps == 6 steps, bitwise (2 ranks, stage 2)
 run r6 2 llama-tiny.json --stage 2 --micro-batch 6 --resume never "${LORA[@]}" &&

@@ -576,6 +576,7 @@ typedef struct w16_mem {
     long gemm;         /* cublasLt gemm launches (bf16 and fp32) */
     long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
     long dacc;         /* matmul_dinp_acc calls */
+    long copy, copy2d; /* copy and copy2d calls (device to device) */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -591,7 +592,8 @@ static const struct {
     {128, "ZT_TEST_NO_AO16"},     {256, "ZT_TEST_NO_D16"},    {512, "ZT_TEST_NO_NF4W16"},
     {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
-    {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"}};
+    {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
+    {524288, "ZT_TEST_NO_LORABT"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -733,6 +735,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->gemm = launches_of_k(k, nk, "cublasLt gemm bf16") + launches_of_k(k, nk, "cublasLt gemm fp32");
     mem->xf = t.calls[ZT_CE_xent16_fwd] + t.calls[ZT_CE_xent_fwd];
     mem->dacc = t.calls[ZT_CE_matmul_dinp_acc];
+    mem->copy = t.calls[ZT_CE_copy];
+    mem->copy2d = t.calls[ZT_CE_copy2d];
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -1060,9 +1064,11 @@ static void bf16_activations(void) {
         /* a block's four GEMMs reading a bf16 input (q|k|v, the attention
          * projection, fc / gate|up, the MLP's projection) forward, again
          * when recomputed, and backward; LoRA's adapters on them: x A^T
-         * forward, and backward x A^T again and dA */
-        const long fwd = 1 + is_ck,
-                   want = 4L * p.s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora));
+         * forward, and backward x A^T again and dA, and the two GEMMs
+         * reading dy of each group whose dy the model has in bf16 (lora.h
+         * dy16: GPT-2's projections, 2; Llama's o, gate|up and down, 3) */
+        const long fwd = 1 + is_ck, g16 = is_lora ? (p.s.llama ? 3 : 2) : 0,
+                   want = 4L * p.s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora) + 2 * g16);
         tap_ok(p.ma.a16 == want && p.mb.a16 == 0 && p.ra < p.rb,
                "%s: %ld bf16-input calls (%ld without; %d expected), %ld roundings (%ld without)",
                what, p.ma.a16, p.mb.a16, (int)want, p.ra, p.rb);
@@ -1113,9 +1119,11 @@ static void bf16_outputs(void) {
         const long fewer = 4L * p.s.L * fwd * ((is_lora ? 1 : p.s.llama ? 2 : 3) + 1);
         /* (Llama: without them SwiGLU's backward is the fp32 one, which
          * writes no bf16 copy of gate|up's gradient (bf16 gradients): its
-         * GEMMs round it, one k_round_bf16 more a block) */
+         * GEMMs round it, one k_round_bf16 more a block, and with LoRA the
+         * two adapter GEMMs reading it (lora.h dy16), two more) */
+        const long more = p.s.llama ? 4L * p.s.L * (1 + 2 * is_lora) : 0;
         tap_ok(p.ma.o16 == want && p.mb.o16 == 0 && p.mb.to16 - p.ma.to16 == fewer &&
-                   p.rb - p.ra == (p.s.llama ? 4L * p.s.L : 0) && p.ma.acts_peak == p.mb.acts_peak,
+                   p.rb - p.ra == more && p.ma.acts_peak == p.mb.acts_peak,
                "%s: %ld bf16-output calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without, %ld "
                "fewer expected), %ld roundings (%ld without), activations' peak %llu bytes (%llu without)",
                what, p.ma.o16, want, p.mb.o16, p.ma.to16, p.mb.to16, fewer, p.ra, p.rb,
@@ -1572,8 +1580,11 @@ static void bf16_gradients(void) {
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
         const long want = 4L * (p.s.llama ? 6L * p.s.L : 4L * p.s.L);
         /* (GPT-2 without LoRA: and fc's GEMMs read the gradient through
-         * the GELU in bf16, bf16 GELU gradients below: one more) */
-        const long fewer = 4L * p.s.L * (p.s.llama ? 3 : c->extra == w16_lora ? 2 : 3);
+         * the GELU in bf16, bf16 GELU gradients below: one more; LoRA: the
+         * two adapter GEMMs reading dy of each group with its bf16 copy,
+         * lora.h dy16: GPT-2's 2 projections, Llama's o, gate|up and down) */
+        const int is_lora = c->extra == w16_lora;
+        const long fewer = 4L * p.s.L * (p.s.llama ? 3 + 6 * is_lora : is_lora ? 2 + 4 : 3);
         tap_ok(p.ma.d16 == want && p.mb.d16 == 0 && p.rb - p.ra == fewer &&
                    w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_TO16 |
                                 W16_SAME_ACTS),
@@ -1583,12 +1594,12 @@ static void bf16_gradients(void) {
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
         if (!p.s.llama) continue;
         /* SwiGLU / GeGLU's backward: gate|up (bf16) and dout (fp32) read,
-         * the bf16 gradient written, and the fp32 one only for gate|up's
-         * adapters (LoRA; the GEMMs read the bf16 one): N H (4 h + 3 f)
-         * bytes a launch with LoRA, N H (4 h + f) without; without the
-         * bf16 gradients (swiglu_bwd16) N H (2 h + 3 f) */
+         * the bf16 gradient written, and no fp32 one (the GEMMs read the
+         * bf16 one, and so do LoRA's adapters, lora_bt below): N H (4 h +
+         * f) bytes a launch; without the bf16 gradients (swiglu_bwd16) N H
+         * (2 h + 3 f) */
         const double nh = (double)p.s.B * p.s.T * p.s.I;
-        const double gw = nh * (4 * 2 + (c->extra == w16_lora ? 3 : 1) * 4), gwo = nh * (2 * 2 + 3 * 4);
+        const double gw = nh * (4 * 2 + 4), gwo = nh * (2 * 2 + 3 * 4);
         tap_ok(p.ma.glu_b == gw && p.mb.glu_b == gwo,
                "%s: the gate|up backward kernel moves %.0f bytes a launch (%.0f expected; %.0f "
                "without the bf16 gradients, %.0f expected)",
@@ -1790,6 +1801,94 @@ static void lora_acc(void) {
                what, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
                (unsigned long long)p.mb.acts_peak, (unsigned long long)p.mb.acts_plan,
                (unsigned long long)(p.mb.acts_peak - p.ma.acts_peak), (unsigned long long)fewer);
+    }
+}
+
+/* ------------------------------------------------------------ LoRA's B^T and bf16 dy
+ * LoRA's group B^T placed with one copy2d a module (lora.c group_bt: r
+ * copies before), its gradient gathered out of dbt with one copy2d a module
+ * and added with ONE add a group (one add a row and module before), and
+ * the adapters' backward GEMMs reading the bf16 copy of dy the model's own
+ * GEMM reads (lora.h dy16: matmul_fwd_a16 / matmul_bwd_a16, which round
+ * nothing of dy): every loss and gradient norm over 4 steps (so the
+ * adapters' gradients too) bitwise those of the path of before
+ * (ZT_TEST_NO_LORABT=1), GPT-2 and Llama all-linear, stages 0 and 3, with
+ * activation checkpointing (the recompute places B^T again) and without,
+ * Gemma 2 (dy of o and down: the post norms' gradients), a q|k|v group of
+ * two modules and a gate|up group of one not spanning its output
+ * (q_proj,v_proj,o_proj,up_proj), the adapters' dropout (the per-module
+ * backward), the bf16 gradients off (ZT_TEST_NO_D16: no bf16 dy), and
+ * fp32.  Per step and block, with nq the targeted modules of the groups
+ * that place B^T (Llama all-linear: q|k|v's 3 and gate|up's 2; GPT-2's
+ * groups are single modules spanning their outputs: none), ng those groups,
+ * P the passes that place it (forward, backward, and the recompute): r nq P
+ * copy calls fewer (none left at stage 0, where the engine copies nothing
+ * itself), nq P + nq copy2d calls more, r nq
+ * - ng k_add fewer, and 2 k_round_bf16 fewer (2 bf16-input calls more) for
+ * each group whose dy the model has in bf16 (g16: GPT-2's two projections,
+ * Llama's o, gate|up and down), and where gate|up's is one of them SwiGLU /
+ * GeGLU's backward writes no fp32 gate|up gradient (N H (4 h + f) bytes a
+ * launch, N H (4 h + 3 f) without, as bf16 gradients above); the
+ * activations' peak and plan unchanged (the gathered gradient lands in the
+ * forward's B^T scratch). */
+static void lora_bt(void) {
+    static const w16_kind kind = {524288, " with and without LoRA's copy2d B^T and bf16 dy",
+                                  "row copies' path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char part[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                               "ztrain.lora.targets=q_proj,v_proj,o_proj,up_proj";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.1";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"},
+                                      {part, " LoRA q,v,o,up"}, {drop, " LoRA dropout"},
+                                      {f32, " LoRA fp32"}, {NULL, NULL}};
+    /* (arg: no_w16 of both runs) */
+    static const struct { w16_case c; int nq, ng, g16; } cases[] = {
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0, 2},
+        {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 0, 0, 2},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 5, 2, 3},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 5, 2, 3},
+        {{"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, 5, 2, 3},
+        /* (q|k|v: q and v, 2 modules; gate|up: up alone, 1; no dy16 for q|k|v) */
+        {{"llama:2,4,2,32,48,64,2,16", 3, part, 0}, 3, 2, 2},
+        /* (dropout: fp32 activations, no bf16 gradient copies to read) */
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 5, 2, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 256}, 5, 2, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 5, 2, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const long r = 4, L = p.s.L, P = 2 + (c->extra == ck), nq = cases[i].nq,
+                   ng = cases[i].ng, g16 = cases[i].g16;
+        const long copies = 4 * L * r * nq * P, c2d = 4 * L * (nq * P + nq),
+                   adds = 4 * L * (r * nq - ng), rounds = 4 * L * 2 * g16;
+        /* (Llama's SwiGLU / GeGLU backward: bytes a launch with and without) */
+        const double nh = (double)p.s.B * p.s.T * p.s.I, h = 2, f = 4;
+        const double glu = !p.s.llama ? 0 : g16 ? nh * (4 * h + f) : p.ma.glu_b,
+                     gluo = !p.s.llama ? 0 : g16 ? nh * (4 * h + 3 * f) : p.ma.glu_b;
+        tap_ok(p.ma.glu_b == glu && p.mb.glu_b == gluo,
+               "%s: the gate|up backward kernel moves %.0f bytes a launch (%.0f expected; %.0f "
+               "without, %.0f expected)", what, p.ma.glu_b, glu, p.mb.glu_b, gluo);
+        tap_ok(p.mb.copy - p.ma.copy == copies && (c->stage || p.ma.copy == 0) &&
+                   p.ma.copy2d - p.mb.copy2d == c2d &&
+                   p.mb.add - p.ma.add == adds && p.rb - p.ra == rounds &&
+                   p.ma.a16 - p.mb.a16 == rounds &&
+                   w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_D16 |
+                                W16_SAME_TO16 | W16_SAME_FROM16 | W16_SAME_ACTS),
+               "%s: %ld copy calls (%ld without, %ld fewer expected), %ld copy2d (%ld without, %ld "
+               "more expected), %ld k_add (%ld without, %ld fewer expected), %ld k_round_bf16 (%ld "
+               "without, %ld fewer expected), %ld bf16-input calls (%ld without), activations' peak "
+               "%llu bytes (%llu without)",
+               what, p.ma.copy, p.mb.copy, copies, p.ma.copy2d, p.mb.copy2d, c2d, p.ma.add,
+               p.mb.add, adds, p.ra, p.rb, rounds, p.ma.a16, p.mb.a16,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -2541,6 +2640,7 @@ int main(int argc, char **argv) {
     residual_fold();
     head_fused();
     lora_acc();
+    lora_bt();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();
