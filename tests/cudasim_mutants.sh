@@ -537,14 +537,14 @@ mutant ln16-bwd-inc kernels/cuda/cuda_nn.cu \
 mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
     'uint16_t \*d16 = dinp16 \+ \K\(size_t\)row \* C(?=;)' '(size_t)row'
 
-# swiglu_bwd_d16: the up's bf16 gradient the gate's value (dgu[o])
+# swiglu_bwd_d16: the up's bf16 gradient the gate's value (dg)
 mutant swiglu-d16-up kernels/cuda/cuda_llama.cu \
-    'swiglu_bwd_d16: the values rounded beside them \*/\n            dgu16\[o\] = zt_cvt_f32_to_bf16\(dgu\[o\]\);\n            dgu16\[o \+ H\] = zt_cvt_f32_to_bf16\(dgu\[\Ko \+ H(?=\]\);)' 'o'
+    'swiglu_bwd_d16: the values rounded beside them \*/\n            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n            dgu16\[o \+ H\] = zt_cvt_f32_to_bf16\(\Kdu(?=\);)' 'dg'
 
 # geglu_bwd_d16: the gate's bf16 gradient not stored (dgu16[o] keeps what
 # it held: in place, the gate's value)
 mutant geglu-d16-gate kernels/cuda/cuda_llama.cu \
-    'geglu_bwd_d16 \*/\n\K            dgu16\[o\] = zt_cvt_f32_to_bf16\(dgu\[o\]\);\n' ''
+    'geglu_bwd_d16 \*/\n\K            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n' ''
 
 # qknorm_rope_fwd16 (k_qknorm_rope): the pair's second value normalized
 # with the first one's weight (w[o], not w[o + h2])
