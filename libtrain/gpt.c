@@ -441,12 +441,20 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (be->matmul_gelu_fwd && !sk->lora && !s->fch16) {
         /* fc and the GELU in one call (cuda: a cuBLASLt epilogue; fch its aux output) */
         zt_mm_gelu_fwd_x(be, gl, s->fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
-    } else if (s->fch16 && s->fchg16 && !sk->lora && zt_w16_on(&g->cfg, ZT_W16_O16)) {
-        /* (bf16 GEMM outputs: fc writes the bf16 fch16 itself, the GELU reads
-         * it and writes the bf16 fchg16 itself; d4b and d4a the cpu
-         * backends' fp32 staging: the same values as below) */
-        be->matmul_fwd_o16(s->fch16, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C,
-                           4 * C);
+    } else if (s->fch16 && s->fchg16 && zt_w16_on(&g->cfg, ZT_W16_O16)) {
+        /* (bf16 GEMM outputs: fc writes the bf16 fch16 itself (LoRA: the fp32
+         * output with its adapters' delta, rounded once), the GELU reads it
+         * and writes the bf16 fchg16 itself; d4b and d4a the cpu backends'
+         * fp32 staging: the same values as below, without their fp32 round
+         * trip) */
+        if (!sk->lora) {
+            be->matmul_fwd_o16(s->fch16, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N,
+                               C, 4 * C);
+        } else {
+            zt_mm_fwd_x(be, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
+            zt_skel_lora_fwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, N, &a->lora);
+            be->to_bf16(s->fch16, a->d4b, (size_t)N * 4 * C);
+        }
         be->gelu_fwd16(s->fchg16, s->fch16, f32, (size_t)N * 4 * C);
         gl = NULL;   /* (fchg16 written) */
     } else {
@@ -455,19 +463,11 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         float *fch = s->fch16 ? a->d4b : s->fch;
         zt_mm_fwd_x(be, fch, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
         zt_skel_lora_fwd16(sk, LG_FC, s->ln2, s->ln216, fch, N, &a->lora);
-        if (s->fch16 && s->fchg16 && zt_w16_on(&g->cfg, ZT_W16_O16)) {
-            /* (LoRA: fc's output with its adapters' delta rounded once, then
-             * the GELU reading the bf16 values and writing the bf16 fchg16
-             * as above: the values of the widening path below, without its
-             * fp32 round trip) */
-            be->to_bf16(s->fch16, fch, (size_t)N * 4 * C);
-            be->gelu_fwd16(s->fchg16, s->fch16, f32, (size_t)N * 4 * C);
-            gl = NULL;
-        } else if (s->fch16) {
+        if (s->fch16) {
             be->to_bf16(s->fch16, fch, (size_t)N * 4 * C);
             be->from_bf16(fch, s->fch16, (size_t)N * 4 * C);
         }
-        if (gl) be->gelu_fwd(gl, fch, (size_t)N * 4 * C);
+        be->gelu_fwd(gl, fch, (size_t)N * 4 * C);
     }
     if (s->fchg16 && gl) be->to_bf16(s->fchg16, f32, (size_t)N * 4 * C);
     zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,

@@ -1137,28 +1137,25 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (bf16 GEMM outputs: gate|up made in dgu, rounded once, and SwiGLU
      * reading the rounded values into dh, both free in the forward) */
     float *gu = s->gu16 ? a->dgu : s->gu;
-    if (s->gu16 && s->h16 && !sk->lora && zt_w16_on(&m->cfg, ZT_W16_O16)) {
-        /* (the GEMM writes the bf16 gate|up itself, SwiGLU / GeGLU read it
+    if (s->gu16 && s->h16 && zt_w16_on(&m->cfg, ZT_W16_O16)) {
+        /* (the GEMM writes the bf16 gate|up itself (LoRA: the fp32 output
+         * with its adapters' delta, rounded once), SwiGLU / GeGLU read it
          * and write the bf16 h; dgu and dh the cpu backends' fp32 staging:
-         * the same values as below) */
-        be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
-                           2 * H);
+         * the same values as below, without their fp32 round trip) */
+        if (!sk->lora) {
+            be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N,
+                               C, 2 * H);
+        } else {
+            zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
+            zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
+            be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
+        }
         if (sh->gemma) be->geglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
         else be->swiglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
         goto down;
     }
     zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
     zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
-    if (s->gu16 && s->h16 && zt_w16_on(&m->cfg, ZT_W16_O16)) {
-        /* (LoRA: gate|up with its adapters' delta rounded once, then
-         * SwiGLU / GeGLU reading the bf16 values and writing the bf16 h as
-         * above: the values of the widening path below, without its fp32
-         * round trip) */
-        be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
-        if (sh->gemma) be->geglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
-        else be->swiglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
-        goto down;
-    }
     if (s->gu16) {
         be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
         be->from_bf16(gu, s->gu16, (size_t)N * 2 * H);
