@@ -2,7 +2,8 @@
  * ckpt_session.c -- checkpoints during training: resume at start, the step
  * hook (periodic, timed, final and preemption saves).  After a preemption
  * save rank 0 asks the runtime to requeue the Slurm job (zt_rt_requeue,
- * libtrain/runtime.c: the scheduler's side lives there).
+ * libtrain/runtime.c: the scheduler's side lives there), or, deferred
+ * (zt_ckpt_session_defer_requeue: zt_run), leaves that to its caller.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,7 +31,14 @@ struct zt_ckpt_session {
     ck_lock *lock;             /* rank 0: checkpoint.dir/.ztrain.lock (ztrain.checkpoint.lock) */
     double async_t;            /* zt_now_s() when the last background save started */
     int warned_wait;           /* the "saves come faster than the disk" warning was given */
+    int defer_rq;              /* zt_ckpt_session_defer_requeue: the caller requeues */
+    int rq_pending;            /* rank 0, deferred: a preemption save wants the requeue */
 };
+
+void zt_ckpt_session_defer_requeue(zt_ckpt_session *s) {
+    if (s) s->defer_rq = 1;
+}
+int zt_ckpt_session_requeue_pending(const zt_ckpt_session *s) { return s ? s->rq_pending : 0; }
 
 const char *zt_ckpt_session_last(const zt_ckpt_session *s) { return s ? s->last : ""; }
 long zt_ckpt_session_inflight(const zt_ckpt_session *s) { return s ? zt_ckpt_async_step(s->async) : -1; }
@@ -131,7 +139,10 @@ static int step_hook(void *user, zt_ctx *ctx, zt_status *st) {
         zt_ckpt_async_release(s->async);
         ZT_TRY(save_now(s, ctx, "preemption", st));
         zt_preempt_clear();
-        if (zt_ctx_rank(ctx) == 0) zt_rt_requeue(ctx);
+        if (zt_ctx_rank(ctx) == 0) {
+            if (s->defer_rq) s->rq_pending = 1;
+            else zt_rt_requeue(ctx);
+        }
         return zt_fail(st, ZT_EPREEMPTED, "preempted by %s after step %ld; checkpoint %s saved",
                        zt_signal_name(sig), step, s->last);
     }

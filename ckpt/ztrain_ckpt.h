@@ -122,8 +122,8 @@ typedef struct zt_ckpt_session zt_ckpt_session;
  * checkpoint.dir, resumes, catches SIGTERM and ztrain.preempt_signal, and
  * registers the step hook that saves every checkpoint.every steps and/or
  * checkpoint.every_minutes, at the last step, and on a preemption signal
- * (then requeues a Slurm job when allowed and makes zt_train return
- * ZT_EPREEMPTED).  Collective. */
+ * (then requeues a Slurm job when allowed -- unless deferred, below -- and
+ * makes zt_train return ZT_EPREEMPTED).  Collective. */
 int zt_ckpt_attach(zt_ctx *ctx, zt_ckpt_session **out, zt_status *st);
 /* Unregister the hook, restore the signal handlers, free.  NULL is fine. */
 void zt_ckpt_detach(zt_ckpt_session *s);
@@ -133,6 +133,12 @@ const char *zt_ckpt_session_last(const zt_ckpt_session *s);
 /* The step of the background save in flight (checkpoint.async), -1 if none:
  * zt_ckpt_detach abandons it, never committed. */
 long zt_ckpt_session_inflight(const zt_ckpt_session *s);
+/* The requeue after a preemption save left to the caller (zt_run: after
+ * the process's last line, so that the scheduler's kill, which the requeue
+ * starts, cannot cut it off); zt_ckpt_session_requeue_pending then says
+ * (rank 0) that the save was made and the job should be requeued. */
+void zt_ckpt_session_defer_requeue(zt_ckpt_session *s);
+int zt_ckpt_session_requeue_pending(const zt_ckpt_session *s);
 
 /* ------------------------------------------------------------ tools (serial) */
 

@@ -198,6 +198,7 @@ int cmd_train(int argc, char **argv) {
         o.sample = sample_text;
     }
     o.check = env_check;
+    o.defer_requeue = 1;   /* (zt_run_requeue below, after the last line) */
     o.user = &out;
     out.ph[SU_CONFIG] = mono_s() - t;   /* the flags: zt_run adds the rest */
     zt_run_result res;
@@ -215,6 +216,10 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "ztrain: %s; exit code %d (run again with checkpoint.resume=auto to "
                     "continue)\n", st.msg, ZT_EXIT_PREEMPTED);
             fflush(stderr);
+            /* the Slurm job requeued after that line: the requeue starts the
+             * scheduler's kill (KillWait), which could cut it off */
+            zt_run_requeue(&res, &o.cb);
+            fflush(NULL);
         }
         exit_code = ZT_EXIT_PREEMPTED;
     } else if (rc != ZT_OK) {

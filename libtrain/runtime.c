@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ctx.h"
 #include "engine.h"
 #include "gpu.h"
 #include "runtime.h"
@@ -335,16 +336,26 @@ static int run_cmd(char *const argv[], char *out, size_t n) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-void zt_rt_requeue(const zt_ctx *ctx) {
-    const char *mode = zt_ctx_config(ctx)->requeue;
+/* a line of zt_rt_requeue_as to cb's log */
+static void rq_log(const zt_callbacks *cb, int level, const char *fmt, ...) {
+    if (!cb || !cb->log) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    cb->log(cb->user, level, buf);
+}
+
+void zt_rt_requeue_as(const char *mode, const zt_callbacks *cb) {
     const char *job = getenv("SLURM_JOB_ID");
     if (!strcmp(mode, "false")) {
-        if (job && *job) zt_log(ctx, ZT_LOG_INFO, "preemption: ztrain.requeue=false: not requeueing job %s", job);
+        if (job && *job) rq_log(cb, ZT_LOG_INFO, "preemption: ztrain.requeue=false: not requeueing job %s", job);
         return;
     }
     if (!job || !*job) {
         if (!strcmp(mode, "true"))
-            zt_log(ctx, ZT_LOG_WARN, "preemption: ztrain.requeue=true but not running under Slurm "
+            rq_log(cb, ZT_LOG_WARN, "preemption: ztrain.requeue=true but not running under Slurm "
                    "(SLURM_JOB_ID unset): nothing to requeue");
         return;
     }
@@ -359,12 +370,12 @@ void zt_rt_requeue(const zt_ctx *ctx) {
         char *show[] = {"scontrol", "show", "job", "-o", ref, NULL};
         int rc = run_cmd(show, out, sizeof out);
         if (rc != 0) {
-            zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol show job %s' failed (%s); not requeueing",
+            rq_log(cb, ZT_LOG_WARN, "preemption: 'scontrol show job %s' failed (%s); not requeueing",
                    ref, rc < 0 ? "scontrol not found" : "non-zero exit");
             return;
         }
         if (!strstr(out, "Requeue=1")) {
-            zt_log(ctx, ZT_LOG_INFO, "preemption: job %s is not requeueable (submit it with sbatch "
+            rq_log(cb, ZT_LOG_INFO, "preemption: job %s is not requeueable (submit it with sbatch "
                    "--requeue, or set ztrain.requeue=true); not requeueing", ref);
             return;
         }
@@ -372,9 +383,13 @@ void zt_rt_requeue(const zt_ctx *ctx) {
     char *rq[] = {"scontrol", "requeue", ref, NULL};
     int rc = run_cmd(rq, NULL, 0);
     if (rc == 0)
-        zt_log(ctx, ZT_LOG_INFO, "preemption: requeued Slurm job %s; it resumes from the newest "
+        rq_log(cb, ZT_LOG_INFO, "preemption: requeued Slurm job %s; it resumes from the newest "
                "checkpoint", ref);
     else
-        zt_log(ctx, ZT_LOG_WARN, "preemption: 'scontrol requeue %s' failed (exit %d); the "
+        rq_log(cb, ZT_LOG_WARN, "preemption: 'scontrol requeue %s' failed (exit %d); the "
                "checkpoint is saved, requeue the job by hand", ref, rc);
+}
+
+void zt_rt_requeue(const zt_ctx *ctx) {
+    zt_rt_requeue_as(zt_ctx_config(ctx)->requeue, &ctx->cb);
 }

@@ -31,6 +31,10 @@ int zt_rt_check_slurm(zt_status *st);
  * true: whenever SLURM_JOB_ID is set; false: never.  One log line says what
  * was done (docs/checkpoints.md "Preemption"); nothing fails. */
 void zt_rt_requeue(const zt_ctx *ctx);
+/* The same from the ztrain.requeue mode ("auto", "true", "false"), its
+ * lines to cb's log (cb or its log NULL: said to no one): for a caller whose
+ * context is gone (zt_run_requeue, after the caller's last words). */
+void zt_rt_requeue_as(const char *mode, const zt_callbacks *cb);
 /* The node (0-based) of world rank R, or -1 before zt_init / out of range. */
 int zt_rt_node_of(int r);
 /* One line about the placement of the ranks, for the log: "4 ranks on 2

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "arch.h"
 #include "engine.h"
+#include "runtime.h"
 #include "ztrain_ckpt.h"
 #include "ztrain_io.h"
 
@@ -259,6 +260,8 @@ static int open_data(run *R) {
  * saves.  (A restore disarms the watchdog when it ends.) */
 static int attach_checkpoints(run *R) {
     int rc = zt_ckpt_attach(R->ctx, &R->ck, R->st);
+    /* (a preemption's requeue at zt_run's end, or the caller's) */
+    zt_ckpt_session_defer_requeue(R->ck);
     zt_watchdog_arm(R->rank, R->nranks, R->cfg->comm_timeout_s,
                     "start-up (after the checkpoint resume)");
     rc = agreed(R, rc);
@@ -454,6 +457,7 @@ int zt_run(zt_config *cfg, const zt_run_options *o, zt_run_result *r, zt_status 
     }
     if (rc != ZT_OK) who_reports(&R, rc, config_failed);
     if (R.ctx) r->step = zt_ctx_step(R.ctx);
+    const int requeue = rc == ZT_EPREEMPTED && zt_ckpt_session_requeue_pending(R.ck);
     zt_ckpt_detach(R.ck);
     if (rc == ZT_ECOMM && !R.quiet && R.nranks > 1) {
         /* a peer died or hangs: freeing the context would wait for it */
@@ -463,6 +467,20 @@ int zt_run(zt_config *cfg, const zt_run_options *o, zt_run_result *r, zt_status 
     /* freeing the groups (and the caller's MPI_Finalize) are collective too */
     zt_watchdog_arm(R.rank, R.nranks, cfg->comm_timeout_s, "shutdown");
     zt_ctx_free(R.ctx);
+    if (requeue) {
+        /* last: the requeue starts the scheduler's kill of the job (the
+         * caller deferring it says its own last line first) */
+        snprintf(r->requeue_mode, sizeof r->requeue_mode, "%s", cfg->requeue);
+        r->requeue = 1;
+        if (!o->defer_requeue) {
+            zt_run_requeue(r, &o->cb);
+            r->requeue = 0;
+        }
+    }
     st->code = rc;
     return rc;
+}
+
+void zt_run_requeue(const zt_run_result *r, const zt_callbacks *cb) {
+    if (r && r->requeue) zt_rt_requeue_as(r->requeue_mode, cb);
 }

@@ -67,6 +67,11 @@ typedef struct zt_run_options {
     /* Rank 0: the sample, n tokens after the prompt (vocab 256: bytes) (NULL: none). */
     void (*sample)(void *user, const char *prompt, const int *tokens, int n, int vocab);
     void *user;                 /* for check, startup, note, sample */
+    /* After a preemption save: 0, zt_run requeues the Slurm job (as
+     * ztrain.requeue says) just before it returns; 1, it does not, and sets
+     * r->requeue where the caller should, with zt_run_requeue, after its
+     * own last line (the requeue starts the scheduler's kill of the job). */
+    int defer_requeue;
 } zt_run_options;
 
 /* Options with their defaults: no file, no sample, nothing reported. */
@@ -83,6 +88,9 @@ typedef struct zt_run_result {
     int abort_job;              /* a peer died or hangs (ZT_ECOMM, several ranks): the
                                  * context was not freed (that would wait for it); the
                                  * caller should end the job (MPI_Abort) */
+    /* After ZT_EPREEMPTED with o->defer_requeue (rank 0): */
+    int requeue;                /* the job should be requeued: zt_run_requeue */
+    char requeue_mode[16];      /* ztrain.requeue */
 } zt_run_result;
 
 /* Runs it; cfg holds the caller's keys and is completed by the file, the
@@ -92,6 +100,9 @@ typedef struct zt_run_result {
  * succeeded while another failed returns ZT_ECOMM ("rank R failed") with
  * r->report 0. */
 int zt_run(zt_config *cfg, const zt_run_options *o, zt_run_result *r, zt_status *st);
+/* r->requeue set: requeue the Slurm job (`scontrol requeue`, as
+ * ztrain.requeue says), its line to cb's log (NULL: none); else nothing. */
+void zt_run_requeue(const zt_run_result *r, const zt_callbacks *cb);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,8 @@
 # its arguments and answers `show job` with Requeue=$FAKE_REQUEUE.  One
 # rank, SIGUSR2 once a few steps are logged; every run exits 3 and rank 0
 # runs exactly the scontrol commands the mode asks for, naming the job (an
-# array task as <array job>_<task>) in one log line.  (tests/slurm/requeue.sh
+# array task as <array job>_<task>) in one log line, and requeues only after
+# its last line ("... exit code 3"): the requeue starts Slurm's kill.  (tests/slurm/requeue.sh
 # runs the real cycle on a private cluster.)
 . "$(dirname "$0")/ckpt_lib.sh"
 
@@ -16,7 +17,8 @@ echo "$*" >> "$FAKE_LOG"
 case "$1" in
 show) echo "JobId=$5 JobName=t UserId=u(1) Priority=1 Requeue=$FAKE_REQUEUE Restarts=0"
       exit "${FAKE_SHOW_RC:-0}" ;;
-requeue) exit "${FAKE_REQUEUE_RC:-0}" ;;
+requeue) grep -c "exit code 3" "$FAKE_ERR" >> "$FAKE_SEEN"   # ztrain's last line said yet?
+         exit "${FAKE_REQUEUE_RC:-0}" ;;
 esac
 exit 2
 EOF
@@ -30,9 +32,9 @@ export PATH="$T/bin:$PATH"
 # scontrol's calls in calls (one per line)
 rq() {
     local mode=$1; shift
-    rm -rf Q q.jsonl calls q.out q.err
-    touch calls
-    env FAKE_LOG="$T/calls" ZTRAIN_REQUEUE="$mode" ZT_CKPT_STEP_SLEEP_MS=40 "$@" \
+    rm -rf Q q.jsonl calls q.out q.err seen
+    touch calls seen
+    env FAKE_LOG="$T/calls" FAKE_ERR="$T/q.err" FAKE_SEEN="$T/seen" ZTRAIN_REQUEUE="$mode" ZT_CKPT_STEP_SLEEP_MS=40 "$@" \
         "$ZTRAIN" train "${COMMON[@]}" --micro-batch 12 --steps 40 --ckpt-dir Q --resume never \
         --metrics q.jsonl > q.out 2> q.err &
     local zp=$! n=0
@@ -53,6 +55,7 @@ ok $([ "$rc" = 3 ] && [ "$(cat calls)" = "$(printf 'show job -o 4242\nrequeue 42
      one "preemption: requeued Slurm job 4242; it resumes from the newest checkpoint"; echo $?) \
    "auto, a requeueable job: 'scontrol show job -o 4242', then 'scontrol requeue 4242'; logged; exit 3"
 diag calls q.err
+ok $([ "$(cat seen)" = 1 ]; echo $?) "the requeue comes after ztrain's last line (the preemption's, 'exit code 3')"
 
 rq auto SLURM_JOB_ID=4242 FAKE_REQUEUE=0
 ok $([ "$rc" = 3 ] && [ "$(cat calls)" = "show job -o 4242" ] &&
