@@ -587,9 +587,9 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
  * the qkv GEMMs round it (matmul_bwd_d16 reads the bf16 copy) unless the
  * Qwen3 q/k norms' backward, a qkv bias's column sums or LoRA's adapters
  * (ZT_TEST_NO_QKV16 or _NO_LORABT, arch.h zt_lora_dq16_of; else they read
- * the bf16 copy too) read the fp32 values (then fp32).  The exchanges of q|k|v (RoPE and the
- * attention read fp32) and of the attention output's gradient (the
- * attention backward reads fp32) stay fp32. */
+ * the bf16 copy too) read the fp32 values (then fp32).  The exchanges of
+ * q|k|v (RoPE and the attention read fp32) and of the attention output's
+ * gradient (the attention backward reads fp32) stay fp32. */
 static int llama_sp16(const zt_model_config *mc) {
     const shape s = shape_of(mc);
     if (s.sp <= 1 || !zt_w16_on(mc, ZT_W16_SP16) || !zt_acts16_on(mc)) return 0;
