@@ -416,15 +416,20 @@ int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training
     /* the q|k|v GEMM reads the backward's bf16 gradient (gqa_ext_bwd16d):
      * GPT-2 (no RoPE between them), or with rb16 Llama's blocks without
      * q/k norms (RoPE's backward in bf16 between them, rope_bwd16; the
-     * norms' backward reads the fp32 gradient), without adapters (LoRA
-     * reads the fp32 gradient) */
+     * norms' backward reads the fp32 gradient), without adapters or, on
+     * Llama's, with adapters reading the bf16 gradient too
+     * (zt_lora_dq16_of) */
     const int id = zt_arch_of(mc)->id;
     const int rope16 =
         id == ZT_ARCH_LLAMA && zt_w16_on(mc, ZT_W16_RB16) && be->rope_bwd16 && !mc->qk_norm;
     return zt_w16_on(mc, ZT_W16_AB16) && be->gqa_ext_bwd16d && (id == ZT_ARCH_GPT2 || rope16) &&
-                   mc->lora_r <= 0 && zt_d16_ok(be)
+                   (id == ZT_ARCH_LLAMA ? zt_lora_dq16_of(mc) : mc->lora_r <= 0) && zt_d16_ok(be)
                ? ZT_ATT_IN16OD
                : ZT_ATT_IN16O;
+}
+
+int zt_lora_dq16_of(const zt_model_config *mc) {
+    return mc->lora_r <= 0 || (zt_w16_on(mc, ZT_W16_LORABT) && zt_w16_on(mc, ZT_W16_QKV16));
 }
 
 int zt_do16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {

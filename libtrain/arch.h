@@ -50,6 +50,12 @@ uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, i
  * llama.c in stq, the q|k|v's fp32 staging);
  * other blocks, or be NULL, the fp32 entries (ZT_ATT_IN32). */
 int zt_att_in16_of(const zt_model_config *mc, const struct zt_backend *be, int training, int sp);
+/* 1 when mc's adapters (if any) let the q|k|v GEMMs' backward read the
+ * bf16 q|k|v gradient alone: no LoRA, or LoRA whose backward GEMMs read
+ * the bf16 copy of dy (ZT_W16_LORABT, lora.h zt_lora_bwd dy16, dropout's
+ * too) with ZT_W16_QKV16 (ZT_TEST_NO_QKV16: the fp32 gradient for them,
+ * the path of before) */
+int zt_lora_dq16_of(const zt_model_config *mc);
 /* The attention output's gradient in bf16 (do16): the projection's
  * backward writes it in bf16 (backend.h matmul_bwd_o16) and the attention
  * backward reads it as it is (gqa_ext_bwd16do), with no fp32 copy and no

@@ -586,13 +586,14 @@ void zt_llama_inv_freq(const zt_model_config *mc, float *inv_freq) {
  * bf16, nothing else reads it: kept as atty16 alone.  The q|k|v gradient:
  * the qkv GEMMs round it (matmul_bwd_d16 reads the bf16 copy) unless the
  * Qwen3 q/k norms' backward, a qkv bias's column sums or LoRA's adapters
- * read the fp32 values (then fp32).  The exchanges of q|k|v (RoPE and the
- * attention read fp32) and of the attention output's gradient (the
- * attention backward reads fp32) stay fp32. */
+ * (ZT_TEST_NO_QKV16 or _NO_LORABT, arch.h zt_lora_dq16_of; else they read
+ * the bf16 copy too) read the fp32 values (then fp32).  The exchanges of
+ * q|k|v (RoPE and the attention read fp32) and of the attention output's
+ * gradient (the attention backward reads fp32) stay fp32. */
 static int llama_sp16(const zt_model_config *mc) {
     const shape s = shape_of(mc);
     if (s.sp <= 1 || !zt_w16_on(mc, ZT_W16_SP16) || !zt_acts16_on(mc)) return 0;
-    return ZT_SP16_ATT | (!s.qkn && !s.bias && mc->lora_r <= 0 ? ZT_SP16_DQKV : 0);
+    return ZT_SP16_ATT | (!s.qkn && !s.bias && zt_lora_dq16_of(mc) ? ZT_SP16_DQKV : 0);
 }
 
 /* Carve the activation block (gpt.c's scheme; base == NULL: sizes only).
@@ -1443,8 +1444,9 @@ mlp_norm:
          * path makes it so, cuDNN's, into dq16 over stq [N, QKV] floats,
          * the q|k|v's fp32 staging, which that path leaves alone (256-byte
          * aligned where that fits); RoPE's backward rotates it there in
-         * bf16 and the GEMM below reads it as it is) */
-        if (ao16 && !sk->lora && !sh->qkn && a->stq &&
+         * bf16 and the GEMM below reads it as it is, and LoRA's adapters
+         * too where they may, zt_lora_dq16_of) */
+        if (ao16 && zt_lora_dq16_of(&m->cfg) && !sh->qkn && a->stq &&
             zt_att_in16_of(&m->cfg, be, 1, sh->sp) == ZT_ATT_IN16OD) {
             const uintptr_t lo = (uintptr_t)a->stq, hi = (uintptr_t)(a->stq + (size_t)N * sh->QKV);
             const size_t need = (size_t)N * sh->QKV * 2;
@@ -1486,10 +1488,12 @@ mlp_norm:
                          norm_w(m, a, w->k_norm, sh->hd), s->qkrstd + (size_t)N * sh->NH, N,
                          sh->knh, sh->QKV, sh->kw);
     }
-    if (dq16) {   /* (sp16: no q/k norms, bias or LoRA, llama_sp16; rb16: no LoRA,
-                   * the bias gradient taken by rope_bwd16 above) */
+    if (dq16) {   /* (sp16: no q/k norms or bias, llama_sp16; rb16: the bias gradient
+                   * taken by rope_bwd16 above; LoRA's GEMMs read dq16 as their
+                   * dy16, no fp32 dy, zt_lora_dq16_of) */
         be->matmul_bwd_d16(a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
                            LW16(m, w, T_QW), N, C, sh->QKV);
+        zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, NULL, dq16, a->dbuf, N, ls);
     } else {
         zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW),
                     N, C, sh->QKV);

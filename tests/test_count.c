@@ -593,7 +593,7 @@ static const struct {
     {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
-    {524288, "ZT_TEST_NO_LORABT"}};
+    {524288, "ZT_TEST_NO_LORABT"}, {2097152, "ZT_TEST_NO_QKV16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -1472,7 +1472,7 @@ static int bf16g_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const 
  * untied, Qwen2.5's q|k|v biases, Gemma 2; the bf16-output calls and the
  * activations' peak and plan unchanged.  Over the cpu backend (0: its
  * gradient is fp32) the fp32 gradient's path, as before.  q/k norms
- * (Qwen3) and LoRA: neither entry called (ZT_ATT_IN16O). */
+ * (Qwen3): neither entry called (ZT_ATT_IN16O).  (LoRA: lora_qkv16.) */
 static void bf16_rope_bwd16(void) {
     static const w16_kind kind = {16384, " with and without RoPE's backward in bf16", "rope_bwd path's", NULL};
     static const char bias[] = "ztrain.model.attention_bias=true";
@@ -1482,8 +1482,7 @@ static void bf16_rope_bwd16(void) {
     static const w16_case cases[] = {
         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 1},
         {"llama:2,4,2,32,48,64,2,16", 0, bias, 1}, {"llama:2,4,2,32,48,64,2,16", 3, bias, 1},
-        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qkn, 0},
-        {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}};
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qkn, 0}};
     g_bf16g = *zt_backend_cpu();
     g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
     g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
@@ -1890,6 +1889,100 @@ static void lora_bt(void) {
                p.mb.add, adds, p.ra, p.rb, rounds, p.ma.a16, p.mb.a16,
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
+}
+
+/* ------------------------------------------------------------ LoRA's q|k|v gradient in bf16
+ * Llama with LoRA (and ZT_W16_LORABT) takes the q|k|v gradient's bf16 path
+ * as without adapters (arch.h zt_lora_dq16_of): over the bf16-gradient
+ * backend of bf16_rope_bwd16, gqa_ext_bwd16d writes it in bf16, RoPE's
+ * backward rotates it in bf16 (rope_bwd16), the q|k|v GEMM reads it
+ * (matmul_bwd_d16) and so do the q|k|v adapters' two dy GEMMs (lora.h
+ * dy16: matmul_fwd_a16 / matmul_bwd_a16, for the fp32 dy they rounded):
+ * every loss and gradient norm over 4 steps (the adapters' gradients in
+ * them) bitwise those of ZT_TEST_NO_QKV16=1 (gqa_ext_bwd16o widening,
+ * rope_bwd in fp32, the GEMMs rounding dy: the path of before), all-linear
+ * at stages 0 and 3, checkpointed, untied, a q|k|v group of two modules
+ * (q_proj,v_proj,o_proj,up_proj), adapters on o and down alone (none on
+ * q|k|v: the path all the same), Qwen2.5's q|k|v biases (frozen), Gemma 2.
+ * Per step and block (bw = 4 L): gqa_ext_bwd16d and rope_bwd16 bw calls
+ * (none without), no rope_bwd (bw without) and as many gqa_ext_bwd16o
+ * fewer, the bf16-output attention calls the same (cuda: k_rope and
+ * k_sdpa_widen gone), bw bf16-gradient calls more, and bw
+ * k_round_bf16 fewer (the GEMM's dout rounding) plus 2 bw fewer with q|k|v
+ * adapters (2 bw bf16-input calls more; the GEMM's matmul_bwd_d16 one in
+ * place of its matmul_bwd_a16); the activations' peak and plan
+ * unchanged (dq16 over stq, as without adapters).  Neither path changes
+ * anything where it is not taken: q/k norms (Qwen3), the adapters' dropout
+ * (fp32 activations), ZT_TEST_NO_LORABT (the adapters' GEMMs read fp32 dy)
+ * and ZT_TEST_NO_RB16 set in both runs, and over the cpu backend (its
+ * gradient fp32). */
+static void lora_qkv16(void) {
+    static const w16_kind kind = {2097152, " with and without LoRA's q|k|v gradient in bf16",
+                                  "fp32 q|k|v gradient's path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char part[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                               "ztrain.lora.targets=q_proj,v_proj,o_proj,up_proj";
+    static const char od[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=o_proj,down_proj";
+    static const char bias[] = "ztrain.model.attention_bias=true ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                               "ztrain.lora.targets=all-linear";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char qkn[] = "ztrain.model.qk_norm=true ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=all-linear";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.1";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {part, " LoRA q,v,o,up"},
+                                      {od, " LoRA o,down"}, {bias, " LoRA q|k|v biases"},
+                                      {gemma, " gemma LoRA"}, {qkn, " LoRA q/k norms"},
+                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+    /* (arg: no_w16 of both runs; taken: the path taken; qkv: adapters on q|k|v) */
+    static const struct { w16_case c; int taken, qkv; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, part, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, od, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qkn, 0}, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 524288}, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16384}, 0, 1}};
+    g_bf16g = *zt_backend_cpu();
+    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
+    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (!b16 && i > 0) continue;   /* (over the cpu: the first) */
+            const w16_case *c = &cases[i].c;
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, &kind, c, c->arg, names,
+                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+                continue;
+            const long bw = 4L * p.s.L, t = cases[i].taken && b16 ? bw : 0,
+                       lq = cases[i].qkv ? 2 * t : 0;
+            /* (over the cpu gqa_ext_bwd16d is called, answering 0, as without adapters) */
+            const long ab = cases[i].taken ? bw : 0;
+            tap_ok(p.ma.ab16 == ab && p.mb.ab16 == 0 && p.ma.rb16 == t && p.mb.rb16 == 0 &&
+                       p.mb.ropeb - p.ma.ropeb == t && p.ma.d16 - p.mb.d16 == t &&
+                       p.rb - p.ra == t + lq && p.ma.a16 - p.mb.a16 == lq &&
+                       w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_AO16 |
+                                    W16_SAME_TO16 | W16_SAME_FROM16 | W16_SAME_ACTS |
+                                    W16_SAME_GATHERED),
+                   "%s: %ld gqa_ext_bwd16d calls (%ld expected, %ld without), %ld rope_bwd16 (%ld "
+                   "expected, %ld without), %ld rope_bwd (%ld without), %ld bf16-output attention "
+                   "calls (%ld without), bf16-gradient calls %ld (%ld without), k_round_bf16 %ld (%ld without, "
+                   "%ld fewer expected), bf16-input calls %ld (%ld without, %ld more expected), "
+                   "activations' peak %llu bytes (%llu without)",
+                   what, p.ma.ab16, ab, p.mb.ab16, p.ma.rb16, t, p.mb.rb16, p.ma.ropeb, p.mb.ropeb,
+                   p.ma.ao16, p.mb.ao16, p.ma.d16, p.mb.d16, p.ra, p.rb, t + lq, p.ma.a16, p.mb.a16, lq,
+                   (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
 }
 
 /* ------------------------------------------------------------ bf16 GELU gradients
@@ -2641,6 +2734,7 @@ int main(int argc, char **argv) {
     head_fused();
     lora_acc();
     lora_bt();
+    lora_qkv16();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

@@ -255,6 +255,56 @@ G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
 do16 gpt2 "$G" tiny.json
 do16 llama "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
+# ---- LoRA's q|k|v gradient in bf16 (libtrain/arch.h zt_lora_dq16_of): the Llama with adapters on
+# every linear layer, bf16 at stage 0, on cuDNN's path (ZT_CUDA_DETERMINISTIC=0): cuDNN writes
+# dQ|dK|dV in bf16 (gqa_ext_bwd16d), RoPE's backward rotates them in bf16 (rope_bwd16) and the
+# q|k|v GEMM and its adapters' GEMMs read them; after 4 steps every adapter and AdamW moment
+# bitwise those of ZT_TEST_NO_QKV16=1 (k_sdpa_widen, the fp32 k_rope, the GEMMs rounding dy: the
+# path of before; the final checkpoints' tensor checksums), losses and gradient norms the same,
+# per block and step 4 launches fewer (k_sdpa_widen, k_rope for k_rope_bwd16, the 3 k_round_bf16
+# of the q|k|v GEMM's and its adapters' two dy operands), each run's device peak the planner's
+qkv16() {  # qkv16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+    local dir=$1 cfg=$2; shift 2
+    local h la lb L why=""
+    [ -f "$dir/c_train.bin" ] || { ok 1 "qkv16: no $dir/c_train.bin (its group did not run)"; return; }
+    for h in 0 1; do
+        local hook=()
+        [ $h = 1 ] && hook=(ZT_TEST_NO_QKV16=1)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+            timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
+            --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
+            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
+            --lora-r 4 --lora-targets all-linear --ckpt-dir "qkv16_ck_$h" --metrics "qkv16_$h.jsonl" \
+            --memory-report "$@" > "qkv16_$h.out" 2>&1) ||
+            why="$why run $h failed;"
+    done
+    grep -q '^attention: cuDNN fused attention' "$dir/qkv16_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
+    python3 - "$dir/qkv16_0.jsonl" "$dir/qkv16_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+sys.exit(0 if len(a) == 4 and a == b else 1)
+PY
+    local ca cb
+    ca=$("$sim" ckpt inspect "$dir/qkv16_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    cb=$("$sim" ckpt inspect "$dir/qkv16_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
+    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/qkv16_0.out" 2> /dev/null)
+    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/qkv16_1.out" 2> /dev/null)
+    L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
+    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((16 * L)) ] || why="$why launches $la vs $lb, not $((16 * L)) fewer;"
+    local m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$dir/qkv16_$h.out" | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
+    done
+    [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/qkv16_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "qkv16 llama LoRA: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_QKV16=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((16 * L)) fewer)${why:+: $why}"
+}
+qkv16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+
 # ---- the simulator's device report against the backend and the planner
 for out in "$W"/*/x_*.out; do
     [ -f "$out" ] || continue
