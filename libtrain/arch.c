@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "model.h"   /* zt_layout_mark_expert */
 #include "model_acts.h"   /* zt_acts16_on */
+#include "gpt.h"   /* zt_gpt_lora_att16 */
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 
@@ -418,12 +419,16 @@ int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training
      * q/k norms (RoPE's backward in bf16 between them, rope_bwd16; the
      * norms' backward reads the fp32 gradient), without adapters or, on
      * Llama's, with adapters reading the bf16 gradient too
-     * (zt_lora_dq16_of) */
+     * (zt_lora_dq16_of); GPT-2's where its q|k|v adapters allow it (gpt.h
+     * zt_gpt_lora_att16) */
     const int id = zt_arch_of(mc)->id;
     const int rope16 =
         id == ZT_ARCH_LLAMA && zt_w16_on(mc, ZT_W16_RB16) && be->rope_bwd16 && !mc->qk_norm;
     return zt_w16_on(mc, ZT_W16_AB16) && be->gqa_ext_bwd16d && (id == ZT_ARCH_GPT2 || rope16) &&
-                   (id == ZT_ARCH_LLAMA ? zt_lora_dq16_of(mc) : mc->lora_r <= 0) && zt_d16_ok(be)
+                   (id == ZT_ARCH_LLAMA
+                        ? zt_lora_dq16_of(mc)
+                        : mc->lora_r <= 0 || (id == ZT_ARCH_GPT2 && zt_gpt_lora_att16(mc, 0))) &&
+                   zt_d16_ok(be)
                ? ZT_ATT_IN16OD
                : ZT_ATT_IN16O;
 }
@@ -433,7 +438,11 @@ int zt_lora_dq16_of(const zt_model_config *mc) {
 }
 
 int zt_do16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
-    return be && zt_w16_on(mc, ZT_W16_DO16) && zt_w16_on(mc, ZT_W16_D16) && mc->lora_r <= 0 &&
+    /* (LoRA: GPT-2's where its attention's c_proj has no adapters, gpt.h
+     * zt_gpt_lora_att16) */
+    const int lora_ok =
+        mc->lora_r <= 0 || (zt_arch_of(mc)->id == ZT_ARCH_GPT2 && zt_gpt_lora_att16(mc, 1));
+    return be && zt_w16_on(mc, ZT_W16_DO16) && zt_w16_on(mc, ZT_W16_D16) && lora_ok &&
            be->att_do16 && be->matmul_bwd_o16 && be->gqa_ext_bwd16do && zt_d16_ok(be) &&
            zt_att_in16_of(mc, be, training, sp) >= ZT_ATT_IN16O;
 }

@@ -91,6 +91,27 @@ static int gpt_set_mesh(void *self, const zt_mesh *mesh, zt_status *st) {
 
 /* LoRA's groups: the block's matmuls (lora.h) */
 enum { LG_QKV, LG_PROJ, LG_FC, LG_FCPROJ };
+/* (gpt16, ZT_W16_GPT16: with LoRA, a matmul without adapters takes the bf16
+ * paths of no LoRA, and one whose adapters read the bf16 output gradient
+ * (lora.h dy16, ZT_W16_LORABT) the bf16 gradient paths: the same values.
+ * lora_off: group grp has no adapters (or there is no LoRA); lora_dy16:
+ * its adapters need no fp32 output gradient) */
+static int lora_off(const zt_gpt *g, int grp) {
+    return !g->sk.lora || (zt_w16_on(&g->cfg, ZT_W16_GPT16) && !zt_skel_lora_on(&g->sk, grp));
+}
+static int lora_dy16(const zt_gpt *g, int grp) {
+    return lora_off(g, grp) || (zt_w16_on(&g->cfg, ZT_W16_GPT16) && g->sk.lo.bt2d);
+}
+
+/* gpt.h: the config's lora_off / lora_dy16 of the attention's groups (the
+ * model's own gates are those; sk->lo.bt2d is ZT_W16_LORABT, model_skel.c) */
+int zt_gpt_lora_att16(const zt_model_config *mc, int do16) {
+    zt_lora lo;
+    if (mc->lora_r <= 0) return 1;
+    if (!zt_w16_on(mc, ZT_W16_GPT16) || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return 0;
+    if (do16) return lo.groups[LG_PROJ].n == 0;
+    return lo.groups[LG_QKV].n == 0 || zt_w16_on(mc, ZT_W16_LORABT);
+}
 
 void zt_gpt_set_checkpointing(zt_gpt *g, int k) { g->ckpt = k > 0 ? k : 0; }
 
@@ -392,7 +413,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         /* (o16: the attention reads the bf16 q|k|v itself, gqa_ext_fwd16 with
          * attention_fwd's options; qkv the cpu backends' fp32 staging) */
         const int o16 = s->qkv16 && zt_w16_on(&g->cfg, ZT_W16_O16);
-        if (o16 && !sk->lora) {
+        if (o16 && lora_off(g, LG_QKV)) {
             /* (the GEMM writes the bf16 q|k|v itself: the same values) */
             be->matmul_fwd_o16(s->qkv16, qkv, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), w->qkvb, N,
                                C, 3 * C);
@@ -447,7 +468,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * and writes the bf16 fchg16 itself; d4b and d4a the cpu backends'
          * fp32 staging: the same values as below, without their fp32 round
          * trip) */
-        if (!sk->lora) {
+        if (lora_off(g, LG_FC)) {
             be->matmul_fwd_o16(s->fch16, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N,
                                C, 4 * C);
         } else {
@@ -590,14 +611,16 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * projections' GEMM operand) */
     const uint16_t *dres16 = a->dres16 && zt_w16_on(&g->cfg, ZT_W16_D16) ? a->dres16 : NULL;
     /* MLP: dres flows to res2 unchanged and into the projection */
-    if (s->fch16 && dres16 && zt_w16_on(&g->cfg, ZT_W16_G16) && !sk->lora) {
+    uint16_t *dfc16 = NULL;   /* (fc's bf16 output gradient the GEMMs read: g16's, or gpt16's) */
+    if (s->fch16 && dres16 && zt_w16_on(&g->cfg, ZT_W16_G16) && lora_off(g, LG_FCPROJ) &&
+        lora_dy16(g, LG_FC)) {
         /* (g16: the projection's input gradient through the GELU written in
          * bf16, d4a's room, from the bf16 fc output as it is, and fc's bias
          * gradient the fp32 values' column sums (cuda: cuBLASLt's
          * DGELU_BGRAD with a bf16 D and aux); the fc GEMMs read that bf16
          * gradient, the values they rounded d4b to otherwise; d4b the fp32
          * scratch of the entry) */
-        uint16_t *dpre16 = (uint16_t *)(void *)a->d4a;
+        uint16_t *dpre16 = dfc16 = (uint16_t *)(void *)a->d4a;
         be->matmul_dgelu_bwd_o16(dpre16, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, dres16,
                                  s->fch_gelu, s->fchg16, s->fch16, w->fcprojw, W16(T_FCPW), N,
                                  4 * C, C);
@@ -627,10 +650,19 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             fch = a->d4b;
         }
         be->gelu_bwd(a->d4b, fch, a->d4a, (size_t)N * 4 * C);
-        zt_mm_bwd_x(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N,
-                    C, 4 * C);
+        /* (gpt16: fc's adapters reading the bf16 gradient, it is rounded
+         * once, into d4a's room, free now, and the GEMMs and the adapters
+         * read that: the values each rounded d4b to; the bias gradient from
+         * the fp32 values) */
+        if (dres16 && zt_skel_lora_on(sk, LG_FC) && !lora_off(g, LG_FCPROJ) && lora_dy16(g, LG_FC)) {
+            dfc16 = (uint16_t *)(void *)a->d4a;
+            be->to_bf16(dfc16, a->d4b, (size_t)N * 4 * C);
+        }
+        zt_mm_bwd_d(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, dfc16, s->ln2, s->ln216, w->fcw,
+                    W16(T_FCW), N, C, 4 * C);
     }
-    zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, NULL, a->dbuf, N, ls);
+    /* (with dfc16 the adapters read it alone: lora_dy16) */
+    zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, dfc16 ? NULL : a->d4b, dfc16, a->dbuf, N, ls);
     if (dres16)
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                             s->ln2_mean, s->ln2_rstd, N, C);
@@ -643,7 +675,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * zt_do16_of; no fp32 copy) */
     const zt_attn_opts dao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
     uint16_t *do16 = NULL;
-    if (dres16 && s->qkv16 && s->atty16 && !sk->lora && zt_do16_of(&g->cfg, be, 1, g->spn) &&
+    if (dres16 && s->qkv16 && s->atty16 && lora_off(g, LG_PROJ) && zt_do16_of(&g->cfg, be, 1, g->spn) &&
         be->att_do16(B, T, NH, NH, C / NH, &dao))
         do16 = (uint16_t *)a->dbuf;
     if (do16)
@@ -683,7 +715,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
          * path makes it so, cuDNN's, into dq16: d4b past the output's
          * staging [N, C], 256-byte aligned where that fits; the GEMM
          * below reads it as it is) */
-        if (ao16 && !sk->lora && zt_att_in16_of(&g->cfg, be, 1, g->spn) == ZT_ATT_IN16OD) {
+        if (ao16 && lora_dy16(g, LG_QKV) && zt_att_in16_of(&g->cfg, be, 1, g->spn) == ZT_ATT_IN16OD) {
             const uintptr_t lo = (uintptr_t)(a->d4b + (size_t)N * C), hi = (uintptr_t)(a->d4b + (size_t)N * 4 * C);
             const size_t need = (size_t)N * 3 * C * 2;
             uintptr_t p = (lo + 255) & ~(uintptr_t)255;
@@ -719,7 +751,8 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->ln1, s->ln116, w->qkvw, W16(T_QKVW), N,
                     C, 3 * C);
 #undef W16
-    zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq, NULL, a->dbuf, N, ls);
+    /* (with dq16 the adapters read it alone: lora_dy16) */
+    zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq16 ? NULL : dq, dq16, a->dbuf, N, ls);
     if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                             s->ln1_mean, s->ln1_rstd, N, C);

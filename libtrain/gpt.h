@@ -97,5 +97,12 @@ size_t zt_gpt_acts_bytes(const zt_model_config *mc, int B, int T, int training);
 size_t zt_gpt_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);
 /* Use activation checkpointing in activation blocks created from now on. */
 void zt_gpt_set_checkpointing(zt_gpt *g, int ckpt);
+/* With LoRA (ztrain.lora.r > 0): 1 when GPT-2's attention takes a bf16
+ * path of no LoRA (ZT_W16_GPT16; arch.h zt_att_in16_of, zt_do16_of):
+ * do16 != 0, the projection's backward writing dO in bf16 (no adapters on
+ * the attention's c_proj, which add into the fp32 dO); else ab16, the q|k|v
+ * GEMM reading the attention backward's bf16 gradient (no adapters on
+ * c_attn, or theirs reading it too, ZT_W16_LORABT) */
+int zt_gpt_lora_att16(const zt_model_config *mc, int do16);
 
 #endif

@@ -67,6 +67,7 @@ static const struct {
     {"ZT_TEST_NO_LORAACC", ZT_W16_LORAACC},
     {"ZT_TEST_NO_LORABT", ZT_W16_LORABT},
     {"ZT_TEST_NO_QKV16", ZT_W16_QKV16},
+    {"ZT_TEST_NO_GPT16", ZT_W16_GPT16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -12,6 +12,8 @@
 #    resume at another world size and stage matches within 1e-5;
 #  - LoRA's copy2d B^T and bf16 dy bitwise the path of before (ZT_TEST_NO_LORABT=1): llama
 #    with sequence parallel 2 and gpt2 checkpointed, bf16 matmuls;
+#  - gpt2's bf16 paths with LoRA bitwise the fp32 ones of before (ZT_TEST_NO_GPT16=1): c_attn
+#    and c_fc at stage 3 and all-linear at stage 1 checkpointed, 2 ranks, bf16 matmuls;
 #  - a LoRA checkpoint holds only the adapters and their state: its size
 #    against a full fine-tuning checkpoint of the same model;
 #  - a full fine-tuning checkpoint refuses a LoRA resume and back;
@@ -100,6 +102,18 @@ run gbt 2 tiny.json --stage 1 --micro-batch 6 --activation-checkpointing blocks 
     ZT_TEST_NO_LORABT=1 run gbtn 2 tiny.json --stage 1 --micro-batch 6 \
         --activation-checkpointing blocks "${BF[@]}" "${LORA[@]}" && same gbt gbtn
 ok $? "copy2d B^T and bf16 dy: gpt2, 2 ranks, stage 1, checkpointed, bf16: losses and checkpoint bitwise ZT_TEST_NO_LORABT=1"
+# gpt2 with LoRA taking the bf16 paths of its matmuls without adapters and the bf16 gradients
+# its adapters read (config.h ZT_W16_GPT16): bitwise the fp32 paths (ZT_TEST_NO_GPT16=1)
+CA=(--lora-r 4 --lora-alpha 8 --lora-targets c_attn,c_fc --lr 1e-2)
+run g16 2 tiny.json --stage 3 --micro-batch 6 "${BF[@]}" "${CA[@]}" &&
+    ZT_TEST_NO_GPT16=1 run g16n 2 tiny.json --stage 3 --micro-batch 6 "${BF[@]}" "${CA[@]}" &&
+    same g16 g16n
+ok $? "gpt2 bf16 paths with LoRA: c_attn and c_fc, 2 ranks, stage 3, bf16: losses and checkpoint bitwise ZT_TEST_NO_GPT16=1"
+run g16a 2 tiny.json --stage 1 --micro-batch 6 --activation-checkpointing blocks "${BF[@]}" \
+    "${LORA[@]}" &&
+    ZT_TEST_NO_GPT16=1 run g16an 2 tiny.json --stage 1 --micro-batch 6 \
+        --activation-checkpointing blocks "${BF[@]}" "${LORA[@]}" && same g16a g16an
+ok $? "gpt2 bf16 paths with LoRA: all-linear, 2 ranks, stage 1, checkpointed, bf16: losses and checkpoint bitwise ZT_TEST_NO_GPT16=1"
 
 # resume: 3 + 3 steps == 6 steps, bitwise (2 ranks, stage 2)
 run r6 2 llama-tiny.json --stage 2 --micro-batch 6 --resume never "${LORA[@]}" &&

@@ -593,7 +593,7 @@ static const struct {
     {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
-    {524288, "ZT_TEST_NO_LORABT"}, {2097152, "ZT_TEST_NO_QKV16"}};
+    {524288, "ZT_TEST_NO_LORABT"}, {2097152, "ZT_TEST_NO_QKV16"}, {8388608, "ZT_TEST_NO_GPT16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -1066,8 +1066,9 @@ static void bf16_activations(void) {
          * when recomputed, and backward; LoRA's adapters on them: x A^T
          * forward, and backward x A^T again and dA, and the two GEMMs
          * reading dy of each group whose dy the model has in bf16 (lora.h
-         * dy16: GPT-2's projections, 2; Llama's o, gate|up and down, 3) */
-        const long fwd = 1 + is_ck, g16 = is_lora ? (p.s.llama ? 3 : 2) : 0,
+         * dy16: GPT-2's projections and fc, its gradient rounded once,
+         * config.h ZT_W16_GPT16, 3; Llama's o, gate|up and down, 3) */
+        const long fwd = 1 + is_ck, g16 = is_lora ? 3 : 0,
                    want = 4L * p.s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora) + 2 * g16);
         tap_ok(p.ma.a16 == want && p.mb.a16 == 0 && p.ra < p.rb,
                "%s: %ld bf16-input calls (%ld without; %d expected), %ld roundings (%ld without)",
@@ -1402,7 +1403,8 @@ static void bf16_att_out(void) {
  * fp32 dqkv as before: every loss and gradient norm bitwise those of
  * ZT_TEST_NO_AB16=1 (gqa_ext_bwd16o, the path of before), stages 0 and 3,
  * checkpointed; the other counts and the activations' peak and plan
- * unchanged.  LoRA: no call; Llama (no q/k norms) calls it too, RoPE's
+ * unchanged.  LoRA (all-linear: c_attn's adapters read its bf16 gradient,
+ * config.h ZT_W16_GPT16, lora_gpt16): called too; Llama (no q/k norms) calls it too, RoPE's
  * backward in bf16 between (bf16_rope_bwd16).  (cuDNN's path, which
  * answers 1: cudnn_formulas, cudnn_model; its values: test_cuda on the
  * simulator.) */
@@ -1412,7 +1414,7 @@ static void bf16_att_bwd16(void) {
     /* (arg: the path taken) */
     static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
-        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}};
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 1}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         char what[128];
@@ -1577,19 +1579,24 @@ static void bf16_gradients(void) {
         if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
-        const long want = 4L * (p.s.llama ? 6L * p.s.L : 4L * p.s.L);
+        /* (GPT-2 LoRA all-linear: fc's gradient rounded once for its GEMMs
+         * and adapters, config.h ZT_W16_GPT16: fc's GEMMs a bf16-gradient
+         * call more, and one k_to_bf16 more a block) */
+        const int is_lora = c->extra == w16_lora, gl = is_lora && !p.s.llama;
+        const long want = 4L * (p.s.llama ? 6L * p.s.L : (4L + gl) * p.s.L), to16 = 4L * p.s.L * gl;
         /* (GPT-2 without LoRA: and fc's GEMMs read the gradient through
          * the GELU in bf16, bf16 GELU gradients below: one more; LoRA: the
          * two adapter GEMMs reading dy of each group with its bf16 copy,
-         * lora.h dy16: GPT-2's 2 projections, Llama's o, gate|up and down) */
-        const int is_lora = c->extra == w16_lora;
-        const long fewer = 4L * p.s.L * (p.s.llama ? 3 + 6 * is_lora : is_lora ? 2 + 4 : 3);
+         * lora.h dy16: GPT-2's 2 projections, Llama's o, gate|up and down;
+         * GPT-2's fc: its GEMMs' rounding and its adapters' 2) */
+        const long fewer = 4L * p.s.L * (p.s.llama ? 3 + 6 * is_lora : is_lora ? 2 + 4 + 3 : 3);
         tap_ok(p.ma.d16 == want && p.mb.d16 == 0 && p.rb - p.ra == fewer &&
-                   w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_TO16 |
-                                W16_SAME_ACTS),
+                   p.ma.to16 - p.mb.to16 == to16 &&
+                   w16_same(&p, W16_SAME_W16 | W16_SAME_O16 | W16_SAME_N16 | W16_SAME_ACTS),
                "%s: %ld bf16-gradient calls (%ld expected, %ld without), %ld k_round_bf16 (%ld "
-               "without, %ld fewer expected), activations' peak %llu bytes (%llu without)",
-               what, p.ma.d16, want, p.mb.d16, p.ra, p.rb, fewer,
+               "without, %ld fewer expected), %ld k_to_bf16 (%ld without, %ld more expected), "
+               "activations' peak %llu bytes (%llu without)",
+               what, p.ma.d16, want, p.mb.d16, p.ra, p.rb, fewer, p.ma.to16, p.mb.to16, to16,
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
         if (!p.s.llama) continue;
         /* SwiGLU / GeGLU's backward: gate|up (bf16) and dout (fp32) read,
@@ -1846,10 +1853,11 @@ static void lora_bt(void) {
     static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"},
                                       {part, " LoRA q,v,o,up"}, {drop, " LoRA dropout"},
                                       {f32, " LoRA fp32"}, {NULL, NULL}};
-    /* (arg: no_w16 of both runs) */
+    /* (arg: no_w16 of both runs; GPT-2: ZT_TEST_NO_GPT16, whose fc and
+     * q|k|v paths follow ZT_W16_LORABT too: lora_gpt16 below) */
     static const struct { w16_case c; int nq, ng, g16; } cases[] = {
-        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0, 2},
-        {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 0, 0, 2},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 8388608}, 0, 0, 2},
+        {{"gpt2:2,2,32,64,2,16", 3, ck, 8388608}, 0, 0, 2},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 5, 2, 3},
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 5, 2, 3},
         {{"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, 5, 2, 3},
@@ -1980,6 +1988,99 @@ static void lora_qkv16(void) {
                    what, p.ma.ab16, ab, p.mb.ab16, p.ma.rb16, t, p.mb.rb16, p.ma.ropeb, p.mb.ropeb,
                    p.ma.ao16, p.mb.ao16, p.ma.d16, p.mb.d16, p.ra, p.rb, t + lq, p.ma.a16, p.mb.a16, lq,
                    (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
+}
+
+/* ------------------------------------------------------------ GPT-2's bf16 paths with LoRA
+ * GPT-2 with LoRA (config.h ZT_W16_GPT16) takes the bf16 paths of no LoRA
+ * for its matmuls without adapters, and the bf16 gradient paths where the
+ * adapters read the bf16 output gradient (ZT_W16_LORABT): every loss and
+ * gradient norm over 4 steps (so the adapters' gradients too) bitwise those
+ * of the path of before (ZT_TEST_NO_GPT16=1), c_attn (the default), c_fc,
+ * all-linear, stages 0 and 3, with activation checkpointing and without,
+ * the adapters' dropout (fp32 activations: nothing changes), and
+ * ZT_TEST_NO_LORABT (the adapters read the fp32 gradient), over the cpu
+ * backend and the bf16-gradient one (bf16_rope_bwd16's: the attention
+ * backward's gradient in bf16, as cuDNN's).  Per step and block: fc's
+ * backward through the GELU in bf16 (matmul_dgelu_bwd_o16, g16) without
+ * adapters on mlp.c_proj and with c_fc's reading bf16 dy; the att_do16
+ * question without adapters on attn.c_proj; gqa_ext_bwd16d (ab16) with
+ * c_attn's adapters reading bf16 dy (or none); fc's forward GEMM writing
+ * bf16 (matmul_fwd_o16) without c_fc adapters; with mlp.c_proj's and c_fc's
+ * adapters (all-linear) fc's gradient rounded once (one k_to_bf16) for the
+ * GEMMs and the adapters; k_round_bf16: none more, fewer where a path is
+ * taken; the activations' peak and plan unchanged. */
+static void lora_gpt16(void) {
+    static const w16_kind kind = {8388608, " with and without GPT-2's bf16 paths with LoRA",
+                                  "LoRA fp32 paths'", NULL};
+    static const char cattn[] = "ztrain.lora.r=4 ztrain.lora.alpha=8";
+    static const char cattn_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                   "activation_checkpointing.policy=blocks";
+    static const char cfc[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_fc";
+    static const char all_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                 "activation_checkpointing.policy=blocks";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.1";
+    static const w16_xname names[] = {{cattn, " LoRA c_attn"}, {cattn_ck, " LoRA c_attn checkpointed"},
+                                      {cfc, " LoRA c_fc"}, {all_ck, " LoRA checkpointed"},
+                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+    /* (arg: no_w16 of both runs) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, cattn, 0},     {"gpt2:2,2,32,64,2,16", 3, cattn_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, cfc, 0},       {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
+        {"gpt2:2,2,32,64,2,16", 3, all_ck, 0},    {"gpt2:2,2,32,64,2,16", 0, drop, 0},
+        {"gpt2:2,2,32,64,2,16", 0, cattn, 524288}, {"gpt2:2,2,32,64,2,16", 3, w16_lora, 524288}};
+    g_bf16g = *zt_backend_cpu();
+    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
+    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const w16_case *c = &cases[i];
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, &kind, c, c->arg, names,
+                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+                continue;
+            const char *ex = c->extra;
+            const int bt = !(c->arg & 524288), dr = ex == drop;
+            /* the targeted groups */
+            const int qkv = ex != cfc, proj = ex == w16_lora || ex == all_ck || dr,
+                      fc = ex != cattn && ex != cattn_ck, fcp = proj;
+            const long n = 4L * p.s.L, P = 1 + (ex == cattn_ck || ex == all_ck);
+            const long g16 = !dr && !fcp && (!fc || bt) ? n : 0;
+            const long q = !dr && !proj ? n : 0, ab = !dr && (!qkv || bt) ? n : 0;
+            /* (the forward GEMMs without adapters writing bf16, each forward
+             * (and recompute): q|k|v's, fc's, one k_to_bf16 fewer each;
+             * all-linear fc's gradient rounded once, one k_to_bf16 more) */
+            const long o16 = !dr ? n * P * (!qkv + !fc) : 0, to16 = !dr && fc && fcp && bt ? n : 0;
+            /* (k_round_bf16 a block and backward: fc's bf16 gradient (g16 or
+             * to16) spares its GEMMs' rounding and, with c_fc's adapters,
+             * theirs 2; the attention's bf16 gradient (the bf16-gradient
+             * backend: gqa_ext_bwd16d answers 1) the q|k|v GEMM's and, with
+             * c_attn's adapters, theirs 2; each adapter GEMM so is a
+             * bf16-input call, and each model GEMM a bf16-gradient one) */
+            const int fcb = g16 || to16, qb = ab && b16;
+            const long rounds = (fcb ? n * (1 + 2 * fc) : 0) + (qb ? n * (1 + 2 * qkv) : 0);
+            const long a16 = (fcb ? 2 * n * fc : 0) + (qb ? 2 * n * qkv : 0);
+            const long d16 = (to16 ? n : 0) + (qb ? n : 0);
+            tap_ok(p.ma.g16 == g16 && p.mb.g16 == 0 && p.ma.do16q == q && p.mb.do16q == 0 &&
+                       p.ma.ab16 == ab && p.mb.ab16 == 0 && p.ma.o16 - p.mb.o16 == o16 &&
+                       p.ma.to16 - p.mb.to16 == to16 - o16 && p.rb - p.ra == rounds &&
+                       p.ma.a16 - p.mb.a16 == a16 && p.ma.d16 - p.mb.d16 == d16 &&
+                       w16_same(&p, W16_SAME_W16 | W16_SAME_ACTS | W16_SAME_GATHERED),
+                   "%s: %ld matmul_dgelu_bwd_o16 calls (%ld expected, %ld without), %ld att_do16 "
+                   "questions (%ld expected, %ld without), %ld gqa_ext_bwd16d calls (%ld expected, %ld "
+                   "without), %ld bf16-output calls (%ld without, %ld more expected), %ld k_to_bf16 "
+                   "(%ld without), %ld k_round_bf16 (%ld without, %ld fewer expected), %ld bf16-input "
+                   "calls (%ld without, %ld more expected), %ld bf16-gradient calls (%ld without, %ld "
+                   "more expected), activations' peak %llu bytes (%llu without)",
+                   what, p.ma.g16, g16, p.mb.g16, p.ma.do16q, q, p.mb.do16q, p.ma.ab16, ab, p.mb.ab16,
+                   p.ma.o16, p.mb.o16, o16, p.ma.to16, p.mb.to16, p.ra, p.rb, rounds, p.ma.a16,
+                   p.mb.a16, a16, p.ma.d16, p.mb.d16, d16, (unsigned long long)p.ma.acts_peak,
+                   (unsigned long long)p.mb.acts_peak);
         }
     }
     g_w16_inner = NULL;
@@ -2735,6 +2836,7 @@ int main(int argc, char **argv) {
     lora_acc();
     lora_bt();
     lora_qkv16();
+    lora_gpt16();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

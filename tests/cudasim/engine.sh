@@ -305,6 +305,56 @@ PY
 }
 qkv16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
+# ---- GPT-2's bf16 paths with LoRA (config.h ZT_W16_GPT16): on cuDNN's path
+# (ZT_CUDA_DETERMINISTIC=0), adapters on c_attn (the q|k|v adapters reading cuDNN's bf16
+# dQ|dK|dV, the bf16 dO, fc's GEMM writing bf16, fc's backward through the GELU in bf16) and on
+# every linear layer (fc's gradient rounded once for its GEMMs and adapters); after 4 steps the
+# adapters and their AdamW moments bitwise those of ZT_TEST_NO_GPT16=1 (the fp32 paths of
+# before; the final checkpoints' tensor checksums), the logged losses and gradient norms the
+# same, fewer launches (the device report's), and each run's device peak the planner's
+gpt16() {  # gpt16 TAG DIR TARGETS: runs in DIR (its c_train.bin), with and without the hook
+    local tag=$1 dir=$2 targets=$3
+    local h la lb why=""
+    [ -f "$dir/c_train.bin" ] || { ok 1 "gpt16 $tag: no $dir/c_train.bin (its group did not run)"; return; }
+    for h in 0 1; do
+        local hook=()
+        [ $h = 1 ] && hook=(ZT_TEST_NO_GPT16=1)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+            timeout 600 "$sim" train --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin \
+            --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
+            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
+            --lora-r 4 --lora-alpha 8 --lora-targets "$targets" \
+            --ckpt-dir "gpt16_ck_${tag}_$h" --metrics "gpt16_${tag}_$h.jsonl" --memory-report \
+            > "gpt16_${tag}_$h.out" 2>&1) ||
+            why="$why run $h failed;"
+    done
+    grep -q '^attention: cuDNN fused attention' "$dir/gpt16_${tag}_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
+    python3 - "$dir/gpt16_${tag}_0.jsonl" "$dir/gpt16_${tag}_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+sys.exit(0 if len(a) == 4 and a == b else 1)
+PY
+    local ca cb
+    ca=$("$sim" ckpt inspect "$dir/gpt16_ck_${tag}_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    cb=$("$sim" ckpt inspect "$dir/gpt16_ck_${tag}_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
+    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/gpt16_${tag}_0.out" 2> /dev/null)
+    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/gpt16_${tag}_1.out" 2> /dev/null)
+    [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -lt "$lb" ] || why="$why launches $la, not fewer than $lb;"
+    local m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$dir/gpt16_${tag}_$h.out" | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
+    done
+    [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/gpt16_${tag}_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "gpt16 $tag: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_GPT16=1 (losses and gradient norms the same), launches $la ($lb with the hook)${why:+: $why}"
+}
+gpt16 c_attn "$G" c_attn
+gpt16 all-linear "$G" all-linear
+
 # ---- the simulator's device report against the backend and the planner
 for out in "$W"/*/x_*.out; do
     [ -f "$out" ] || continue
