@@ -825,6 +825,15 @@ typedef struct zt_backend {
      * is matmul_bwd's with dinp alone); cpu: that sequence, the product in
      * host scratch of its own. */
     void (*matmul_dinp_acc)(float *dinp, const float *dout, const float *w, int N, int C, int OC);
+    /* ---- memory the caller wholly overwrites before it reads it (last;
+     * optional: NULL when the backend has none, and the caller uses alloc)
+     * ---- alloc_nz(bytes): alloc's block (the same alignment, failure and
+     * free) without the zero fill: its contents are unspecified until
+     * written.  cuda: cudaMallocAsync alone (no cudaMemsetAsync); cpu:
+     * posix_memalign alone; cpu-strict: the block filled with 0xff bytes
+     * (fp32 / bf16 NaN, NF4 code 15) so a read before the write shows in
+     * the results.  libtrain: zt_mem_alloc's ZT_MEM_NOZERO. */
+    void *(*alloc_nz)(size_t bytes);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

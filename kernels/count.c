@@ -304,6 +304,8 @@ typedef struct blk { uintptr_t p; size_t n; } blk;
 static blk *g_blk;
 static size_t g_nblk, g_capblk;
 
+static void *c_register(void *p, size_t bytes);
+
 static void *c_alloc(size_t bytes) {
     call(ZT_CE_alloc);
     /* cuda_alloc: cudaMallocAsync + a memset of the block */
@@ -317,6 +319,11 @@ static void *c_alloc(size_t bytes) {
         if (p == MAP_FAILED) return NULL;
     }
     if (!p) return NULL;
+    return c_register(p, bytes);
+}
+
+/* record block p of bytes in the registry (c_free finds its size) */
+static void *c_register(void *p, size_t bytes) {
     pthread_mutex_lock(&g_mu);
     if (g_nblk == g_capblk) {
         const size_t cap = g_capblk ? 2 * g_capblk : 256;
@@ -335,6 +342,22 @@ static void *c_alloc(size_t bytes) {
     if (g_live > g_peak) g_peak = g_live;
     pthread_mutex_unlock(&g_mu);
     return p;
+}
+
+/* alloc_nz: c_alloc without the memset (cuda_alloc_nz: cudaMallocAsync
+ * alone); the same registry */
+static void *c_alloc_nz(size_t bytes) {
+    call(ZT_CE_alloc_nz);
+    void *p;
+    if (g_inner) {
+        p = g_inner->alloc_nz ? g_inner->alloc_nz(bytes) : g_inner->alloc(bytes);
+    } else {
+        const size_t len = bytes ? bytes : 1;
+        p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+    }
+    if (!p) return NULL;
+    return c_register(p, bytes);
 }
 
 static void c_free(void *p) {
@@ -1950,6 +1973,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->error = c_error;
     t->synchronize = c_synchronize;
     t->alloc = c_alloc;
+    t->alloc_nz = c_alloc_nz;
     t->free = c_free;
     t->copy = c_copy;
     t->copy2d = c_copy2d;

@@ -76,6 +76,14 @@ const char *zt_json_error_text(const char *text, char *buf, size_t n);
  * says so) and the first failure is kept for zt_mem_pin_warning. */
 #define ZT_MEM_PIN 0x400
 
+/* OR'd into a tag of a device block: the caller wholly overwrites it before
+ * it reads it, so the block is made by the device backend's alloc_nz (no
+ * zero fill: cuda skips the cudaMemsetAsync of the whole block; cpu-strict
+ * fills it with 0xff bytes, NaN, so a read before the write shows).  The
+ * accounting is the same: the same tag, the same bytes.  A host block, or a
+ * backend without alloc_nz: zero-filled as always. */
+#define ZT_MEM_NOZERO 0x800
+
 /* The backend whose alloc() makes the accounted device blocks (process-wide;
  * set by context creation).  A backend with host_memory (cpu) or NULL: every
  * block is host memory, as always.  Otherwise every block whose tag has

@@ -316,7 +316,7 @@ void zt_mem_prefault_stop(void) {
 void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     const int on_host = (tag_flags & ZT_MEM_ON_HOST) != 0;
     const int host_only = (tag_flags & ZT_MEM_HOST) != 0;
-    const int tag = tag_flags & ~(ZT_MEM_ON_HOST | ZT_MEM_HOST | ZT_MEM_PIN);
+    const int tag = tag_flags & ~(ZT_MEM_ON_HOST | ZT_MEM_HOST | ZT_MEM_PIN | ZT_MEM_NOZERO);
     if (tag < 0 || tag >= ZT_MEM_NTAGS) {
         zt_fail(st, ZT_EINTERNAL, "zt_mem_alloc: bad tag %d", tag);
         return NULL;
@@ -325,7 +325,8 @@ void *zt_mem_alloc(size_t bytes, int tag_flags, zt_status *st) {
     const zt_backend *dev = g_dev;
     pthread_mutex_unlock(&g_mu);
     if (dev && !on_host && !host_only) {
-        void *p = dev->alloc(bytes ? bytes : 1);
+        void *p = (tag_flags & ZT_MEM_NOZERO) && dev->alloc_nz ? dev->alloc_nz(bytes ? bytes : 1)
+                                                              : dev->alloc(bytes ? bytes : 1);
         const char *err = dev->error ? dev->error() : NULL;
         if (!p) {
             zt_fail(st, ZT_ENOMEM, "out of %s device memory allocating %zu bytes of %s%s%s",

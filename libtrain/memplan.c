@@ -219,6 +219,8 @@ typedef struct layout {
     char *qplain;           /* [nu] with qtmp: the unit has no NF4 tensor */
     int qw16;               /* with n32: a unit with NF4 tensors is built in bf16 (shard_nf4.c,
                              * zt_shard_prec.nf4w16) */
+    int qinplace;           /* with qtmp: the store is read in place, no gathered rest, codes
+                             * or absmax (shard_nf4.c: nf4view, not sharded) */
     /* host-staged collectives (the planner's, shared by the engines; NULL:
      * none): req[u] the host buffer of unit u's all-gather in flight (stage
      * 3), preq[] those of the reduce-scatters in flight (pend[]) */
@@ -312,13 +314,17 @@ static void u_params(layout *y, int u) {
         /* (a unit without NF4 tensors whose GEMMs read 16-bit weights keeps
          * its gathered 16-bit rest, the whole unit, until the release; one
          * with NF4 tensors is built in a bf16 buffer of its own, kept so) */
-        const int keep = u_w16(y, u), own = keep && !y->qplain[u];
-        const uint64_t tmp = y->qtmp[u] + (keep ? 0 : y->q16[u]);
+        /* (in place: the store's rest, codes and absmax read, nothing
+         * gathered; a kept rest is the store's, lent) */
+        const int keep = u_w16(y, u), own = keep && !y->qplain[u], lent = keep && !own && y->qinplace;
+        const uint64_t tmp = (y->qinplace ? 0 : y->qtmp[u]) + (keep ? 0 : y->q16[u]);
         s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, u_copy(y, u) * 4);
         if (own) s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->n[u] * y->eb);
-        s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, tmp);
-        s_free(y->s, y->place_dev, ZT_MEM_GATHERED, tmp - (keep && !own ? y->n[u] * y->eb : 0));
-        if (keep) y->gathered[u] = y->n[u] * y->eb;
+        if (tmp) {
+            s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, tmp);
+            s_free(y->s, y->place_dev, ZT_MEM_GATHERED, tmp - (keep && !own && !lent ? y->n[u] * y->eb : 0));
+        }
+        if (keep && !lent) y->gathered[u] = y->n[u] * y->eb;
         return;
     }
     if (!y->p->mixed) {
@@ -805,6 +811,8 @@ static int plan_qlora(planner *q, zt_status *st) {
         !(q->y.qplain = calloc((size_t)q->y.nu, 1)))
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     q->y.qw16 = q->y.n32 && zt_nf4w16_of();   /* (train.c: zt_shard_prec.nf4w16) */
+    /* (train.c: zt_shard_prec.nf4view; shard_nf4.c's inplace) */
+    q->y.qinplace = zt_nf4view_of() && (p->stage != 3 || q->ax.shard_group == 1);
     for (int u = 0; u < q->y.nu; ++u) {
         uint64_t b;
         nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,

@@ -83,6 +83,12 @@ int zt_nf4w16_of(void) {
     return !getenv("ZT_TEST_NO_NF4W16");
 }
 
+int zt_nf4view_of(void) {
+    /* test hook (tests/test_count.c: bitwise the zero-filled, copied
+     * temporaries' path; outside the ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_NF4VIEW");
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

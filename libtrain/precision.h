@@ -72,6 +72,14 @@ void zt_out16_of(zt_model_config *mc);
  * ZT_TEST_NO_NF4W16 set then: 0, dequantized into the fp32 copy (bitwise the
  * same values: tests compare the two paths) */
 int zt_nf4w16_of(void);
+/* QLoRA: 1, a unit's compute copy is built in buffers allocated without the
+ * zero fill where they are wholly overwritten (ZT_MEM_NOZERO) and, where the
+ * store is not sharded (stages 0-2, a one-rank group), reads the store's
+ * codes, absmax and rest in place (shard_nf4.c; zt_shard_prec.nf4view),
+ * decided once when the engine is set up; the test hook ZT_TEST_NO_NF4VIEW
+ * set then: 0, the zero-filled gathered copies as before (bitwise the same
+ * values: tests compare the two paths) */
+int zt_nf4view_of(void);
 
 /* ------------------------------------------------------------ loss scaler */
 

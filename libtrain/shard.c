@@ -140,7 +140,7 @@ static int release(zt_shard *sh, int u, zt_status *st) {
     }
     if (!sh->gathered[u]) return ZT_OK;
     if (sh->req[u].active) ZT_TRY(sh->u[u].dgrp->ops->wait(sh->u[u].dgrp, &sh->req[u], st));
-    zt_mem_free(sh->gathered[u]);
+    if (!zt_nf4s_lent(sh, u)) zt_mem_free(sh->gathered[u]);   /* (lent: the NF4 store's) */
     sh->gathered[u] = NULL;
     return ZT_OK;
 }
@@ -822,7 +822,7 @@ void zt_shard_free(zt_shard *sh) {
         if (sh->gathered && sh->gathered[u]) {
             zt_status st;
             if (sh->req[u].active) sh->u[u].dgrp->ops->wait(sh->u[u].dgrp, &sh->req[u], &st);
-            zt_mem_free(sh->gathered[u]);
+            if (!zt_nf4s_lent(sh, u)) zt_mem_free(sh->gathered[u]);
         }
         if (sh->bucket && sh->bucket[u]) zt_mem_free(sh->bucket[u]);
         if (sh->view && sh->view[u]) zt_mem_free(sh->view[u]);

@@ -95,6 +95,11 @@ typedef struct zt_shard_prec {
     int nf4w16;               /* QLoRA with w16: a unit's NF4 tensors dequantized straight into
                                * a bf16 copy of the unit that its GEMMs read (shard_nf4.c;
                                * precision.h zt_nf4w16_of), else into its fp32 copy */
+    int nf4view;              /* QLoRA: a unit's compute copy built without zero-filling the
+                               * buffers it overwrites (ZT_MEM_NOZERO) and, unsharded (stages
+                               * 0-2, a one-rank group), from the store in place -- no gathered
+                               * copies of its codes, absmax and rest (shard_nf4.c; precision.h
+                               * zt_nf4view_of) */
 } zt_shard_prec;
 enum { ZT_SHARD_COMM_STAGED = ZT_MESH_COMM_STAGED, ZT_SHARD_COMM_NCCL = ZT_MESH_COMM_NCCL };
 
@@ -352,5 +357,12 @@ int zt_shard_weights16(const zt_shard *sh);
 int zt_nf4s_set_unit_host(zt_shard *sh, int u, const float *vals, zt_status *st);
 /* bytes this rank stores (codes, absmax, rest) */
 size_t zt_nf4s_bytes(const zt_shard *sh);
+/* 1 when sh->gathered[u] is the store's own rest, lent (a unit without NF4
+ * tensors read in place): the release drops it without freeing it */
+int zt_nf4s_lent(const zt_shard *sh, int u);
+/* 1 when unit u's rest segments and NF4 tensors tile it, [0, numel) each
+ * element once (zt_nf4s_create checks it; the compute copy is then
+ * allocated unzeroed) */
+int zt_nf4s_tiled(const zt_shard *sh, int u);
 
 #endif

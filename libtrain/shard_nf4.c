@@ -32,6 +32,17 @@
  * before it is quantized, as transformers quantizes the weights it loaded
  * in the model's dtype.  The double-quantization offset is torch's mean
  * with one thread (zt_nf4_torch NULL).
+ *
+ * Temporaries (zt_shard_prec.nf4view; the test hook ZT_TEST_NO_NF4VIEW
+ * restores the zero-filled gathered copies): every buffer of the compute
+ * copy is wholly overwritten before it is read, so it is allocated without
+ * the zero fill (ZT_MEM_NOZERO; the unit's fp32 copy and bf16 copy only
+ * where its rest segments and NF4 tensors tile it, `tiled`, checked at
+ * creation), and where the store is not sharded (stages 0-2, a one-rank
+ * group: the rank holds every block and the whole rest) the copy reads the
+ * store's codes, absmax / qabsmax and rest in place: no gathered copies.
+ * A unit kept as its 16-bit rest (below, `keep`) then lends the store's
+ * rest as zt_unit_params16's (`lent`: the release does not free it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +64,8 @@ typedef struct nf4_unit {
     size_t rest_n;
     int nseg;                 /* rest segments: [soff[i], soff[i] + sn[i]) of the unit */
     size_t *soff, *sn;
+    int tiled;                /* the segments and the NF4 tensors tile [0, numel) */
+    int lent;                 /* sh->gathered[u] is rest, lent (in place, keep) */
     int *rc, *rd;             /* stage 3: rest counts / displacements (elements) */
     int *cc, *cd;             /* stage 3: code bytes counts / displacements */
     int *bc, *bd;             /* stage 3: blocks counts / displacements */
@@ -67,6 +80,8 @@ typedef struct nf4_unit {
 struct zt_nf4_store {
     int dq;
     int w16;                  /* zt_shard_prec.nf4w16 */
+    int nz;                   /* zt_shard_prec.nf4view: temporaries unzeroed (ZT_MEM_NOZERO) */
+    int inplace;              /* nf4view, not sharded: the store read in place */
     nf4_unit *u;
     size_t bytes;
 };
@@ -99,6 +114,8 @@ int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
     sh->q = q;
     q->dq = p->nf4 == 2;
     q->w16 = p->nf4w16;
+    q->nz = p->nf4view;
+    q->inplace = p->nf4view && (sh->stage != 3 || sh->G == 1);
     if (!(q->u = calloc((size_t)sh->nu, sizeof *q->u))) return zt_fail(st, ZT_ENOMEM, "out of memory");
     const int g = sh->stage == 3 ? sh->G : 1, r = sh->stage == 3 ? sh->r : 0;
     for (int u = 0; u < sh->nu; ++u) {
@@ -109,9 +126,13 @@ int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
         qu->soff = calloc((size_t)nt + 1, sizeof(size_t));
         qu->sn = calloc((size_t)nt + 1, sizeof(size_t));
         if (!qu->t || !qu->soff || !qu->sn) return zt_fail(st, ZT_ENOMEM, "out of memory");
+        size_t at = 0;   /* tiled: each tensor starts where the one before ends */
+        qu->tiled = 1;
         for (int ti = ui->first_tensor; ti < ui->first_tensor + nt; ++ti) {
             const zt_tensor_info *t = &m->tensors[ti];
             const size_t uoff = t->offset - ui->offset;
+            if (uoff != at) qu->tiled = 0;
+            at = uoff + t->numel;
             if (p->nf4_tensor && p->nf4_tensor[ti]) {
                 nf4_tensor *x = &qu->t[qu->nt++];
                 x->uoff = uoff;
@@ -129,6 +150,7 @@ int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
                 qu->rest_n += t->numel;
             }
         }
+        if (at != ui->numel) qu->tiled = 0;
         if (slices(qu->rest_n, g, &qu->rc, &qu->rd, 1) || slices(qu->nb, g, &qu->cc, &qu->cd, 32) ||
             slices(qu->nb, g, &qu->bc, &qu->bd, 1))
             return zt_fail(st, ZT_ENOMEM, "out of memory");
@@ -166,6 +188,10 @@ void zt_nf4s_free(zt_shard *sh) {
 }
 
 size_t zt_nf4s_bytes(const zt_shard *sh) { return sh->q ? sh->q->bytes : 0; }
+
+int zt_nf4s_lent(const zt_shard *sh, int u) { return sh->q && sh->q->u && sh->q->u[u].lent; }
+
+int zt_nf4s_tiled(const zt_shard *sh, int u) { return sh->q && sh->q->u && sh->q->u[u].tiled; }
 
 int zt_nf4s_set_unit_host(zt_shard *sh, int u, const float *vals, zt_status *st) {
     const zt_backend *be = sh->be, *cpu = zt_backend_cpu();
@@ -276,26 +302,38 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     const int d16 = q->w16 && zt_shard_weights16(sh) && qu->nt > 0 && n32 < ui->numel &&
                     2 * n32 <= ui->numel;
     const size_t nv = keep || d16 ? n32 : ui->numel;
-    float *v = zt_mem_alloc((nv ? nv : 1) * sizeof(float), ZT_MEM_GATHERED, st);
-    uint16_t *b16 = d16 ? zt_mem_alloc(ui->numel * 2, ZT_MEM_GATHERED, st) : NULL;
-    char *rest = zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED, st);
-    uint8_t *codes = zt_mem_alloc(32 * nb, ZT_MEM_GATHERED, st);
-    void *am = zt_mem_alloc(nb * (q->dq ? 1 : sizeof(float)), ZT_MEM_GATHERED, st);
+    /* ZT_MEM_NOZERO where each buffer is wholly written before it is read:
+     * v by the widened runs (keep, d16: n32 elements) or by the segments
+     * and tensors (tiled); b16 by them (tiled); the gathered arrays by the
+     * own slice and the all-gather; t16 by each narrowing before its widening */
+    const int nz = q->nz ? ZT_MEM_NOZERO : 0;
+    const int vz = keep || d16 || qu->tiled ? nz : 0, bz = qu->tiled ? nz : 0;
+    float *v = zt_mem_alloc((nv ? nv : 1) * sizeof(float), ZT_MEM_GATHERED | vz, st);
+    uint16_t *b16 = d16 ? zt_mem_alloc(ui->numel * 2, ZT_MEM_GATHERED | bz, st) : NULL;
+    /* the rest, codes and absmax / qabsmax gathered, or (in place) the store's */
+    const int inpl = q->inplace;
+    char *rest = inpl ? NULL : zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED | nz, st);
+    uint8_t *codes = inpl ? NULL : zt_mem_alloc(32 * nb, ZT_MEM_GATHERED | nz, st);
+    void *am = inpl ? NULL : zt_mem_alloc(nb * (q->dq ? 1 : sizeof(float)), ZT_MEM_GATHERED | nz, st);
+    const char *rs = inpl ? (const char *)qu->rest : rest;
+    const uint8_t *cs = inpl ? qu->codes : codes;
+    const void *as = !inpl ? (const void *)am : q->dq ? (const void *)qu->qabsmax : (const void *)qu->absmax;
     size_t maxn = 1;
     for (int i = 0; i < qu->nt; ++i) if (qu->t[i].n > maxn) maxn = qu->t[i].n;
     const int need16 = mixed(sh) && qu->nt && !d16;
-    uint16_t *t16 = need16 ? zt_mem_alloc(maxn * 2, ZT_MEM_GATHERED, st) : NULL;
+    uint16_t *t16 = need16 ? zt_mem_alloc(maxn * 2, ZT_MEM_GATHERED | nz, st) : NULL;
     int rc = ZT_OK;
-    if (!v || (d16 && !b16) || !rest || !codes || !am || (need16 && !t16)) {
+    if (!v || (d16 && !b16) || (!inpl && (!rest || !codes || !am)) || (need16 && !t16)) {
         rc = zt_fail_prefix(st, "fp32 copy of the NF4 unit %s", ui->name);
         goto out;
     }
-    rc = gather(sh, rest, qu->rest, qu->rlo * es, qu->rlen * es, qu->rc, qu->rd, sh->pdt, "rest",
-                u, st);
-    if (rc == ZT_OK && qu->nb)
+    if (!inpl)
+        rc = gather(sh, rest, qu->rest, qu->rlo * es, qu->rlen * es, qu->rc, qu->rd, sh->pdt, "rest",
+                    u, st);
+    if (!inpl && rc == ZT_OK && qu->nb)
         rc = gather(sh, codes, qu->codes, 32 * qu->blo, 32 * qu->blen, qu->cc, qu->cd, ZT_U8,
                     "codes", u, st);
-    if (rc == ZT_OK && qu->nb)
+    if (!inpl && rc == ZT_OK && qu->nb)
         rc = q->dq ? gather(sh, am, qu->qabsmax, qu->blo, qu->blen, qu->bc, qu->bd, ZT_U8,
                             "qabsmax", u, st)
                    : gather(sh, am, qu->absmax, qu->blo * sizeof(float), qu->blen * sizeof(float),
@@ -304,19 +342,19 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     if (d16) {   /* the unit in bf16: the rest to its places, the NF4 tensors dequantized */
         size_t k = 0;
         for (int i = 0; i < qu->nseg; ++i) {
-            be->copy(b16 + qu->soff[i], rest + k * 2, qu->sn[i] * 2);
+            be->copy(b16 + qu->soff[i], rs + k * 2, qu->sn[i] * 2);
             k += qu->sn[i];
         }
         for (int i = 0; i < qu->nt; ++i) {
             const nf4_tensor *x = &qu->t[i];
-            be->nf4_dequant(b16 + x->uoff, 1, codes + 32 * x->b0,
-                            q->dq ? NULL : (const float *)am + x->b0,
-                            q->dq ? (const uint8_t *)am + x->b0 : NULL,
+            be->nf4_dequant(b16 + x->uoff, 1, cs + 32 * x->b0,
+                            q->dq ? NULL : (const float *)as + x->b0,
+                            q->dq ? (const uint8_t *)as + x->b0 : NULL,
                             q->dq ? qu->absmax2 + x->a2off : NULL, x->offset, x->n);
         }
     }
     if (keep || d16) {   /* the other tensors widened, in runs of adjacent ones */
-        const uint16_t *src = d16 ? b16 : (const uint16_t *)rest;
+        const uint16_t *src = d16 ? b16 : (const uint16_t *)rs;
         size_t o = 0;
         for (int i = 0; i < ui->n_tensors;) {
             if (t[i].gemm) {
@@ -334,23 +372,24 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
         if (d16) {
             sh->gathered[u] = b16;
             b16 = NULL;
-        } else {
-            sh->gathered[u] = rest;
+        } else {   /* (in place: the store's rest, lent) */
+            sh->gathered[u] = inpl ? qu->rest : rest;
             rest = NULL;
         }
+        qu->lent = !d16 && inpl;
         goto out;
     }
     size_t k = 0;
     for (int i = 0; i < qu->nseg; ++i) {
-        if (mixed(sh)) zt_prec_widen(be, sh->prec, v + qu->soff[i], rest + k * es, qu->sn[i]);
-        else be->copy(v + qu->soff[i], rest + k * es, qu->sn[i] * sizeof(float));
+        if (mixed(sh)) zt_prec_widen(be, sh->prec, v + qu->soff[i], rs + k * es, qu->sn[i]);
+        else be->copy(v + qu->soff[i], rs + k * es, qu->sn[i] * sizeof(float));
         k += qu->sn[i];
     }
     for (int i = 0; i < qu->nt; ++i) {
         const nf4_tensor *x = &qu->t[i];
         float *o = v + x->uoff;
-        be->nf4_dequant(o, 0, codes + 32 * x->b0, q->dq ? NULL : (const float *)am + x->b0,
-                        q->dq ? (const uint8_t *)am + x->b0 : NULL,
+        be->nf4_dequant(o, 0, cs + 32 * x->b0, q->dq ? NULL : (const float *)as + x->b0,
+                        q->dq ? (const uint8_t *)as + x->b0 : NULL,
                         q->dq ? qu->absmax2 + x->a2off : NULL, x->offset, x->n);
         if (mixed(sh)) {   /* the dequantized weight in the storage dtype */
             zt_prec_narrow(be, sh->prec, t16, o, x->n);

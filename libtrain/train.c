@@ -514,7 +514,7 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
                               ctx->device, c->overlap_comm, strcmp(c->offload_param, "none") != 0,
                               c->pin_optimizer, c->pin_param, 0, 0, NULL,
                               /* the GEMMs read the bf16 storage (precision.h) */
-                              ctx->prec == ZT_PREC_BF16 && zt_weights16_of(c), 0};
+                              ctx->prec == ZT_PREC_BF16 && zt_weights16_of(c), 0, 0};
     zt_shard_prec bp = sp;
     bp.frozen = ctx->lmodel != NULL;   /* LoRA: the base is frozen */
     unsigned char *qt = NULL;          /* QLoRA: which base tensors are NF4 */
@@ -526,6 +526,7 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
             qt[i] = (unsigned char)zt_lora_base_quantized(&c->model, ctx->model->tensors[i].name);
         bp.nf4_tensor = qt;
         bp.nf4w16 = zt_nf4w16_of();   /* (decided once: precision.h) */
+        bp.nf4view = zt_nf4view_of();
     }
     int rc0 = zt_shard_create_on(ctx->model, c->zero_stage, ctx->mesh, ZT_AX_SHARD, ZT_AX_REPLICA, &bp,
                                  &ctx->sh, st);

@@ -577,6 +577,10 @@ typedef struct w16_mem {
     long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
     long dacc;         /* matmul_dinp_acc calls */
     long copy, copy2d; /* copy and copy2d calls (device to device) */
+    long memset_n, d2d_n;       /* cudaMemsetAsync and cudaMemcpyAsync D2D launches */
+    double memset_b, d2d_b;     /* and their bytes */
+    long alloc, alloc_nz;       /* alloc and alloc_nz calls */
+    long dequant;               /* nf4_dequant calls */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -593,7 +597,8 @@ static const struct {
     {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
-    {524288, "ZT_TEST_NO_LORABT"}, {2097152, "ZT_TEST_NO_QKV16"}, {8388608, "ZT_TEST_NO_GPT16"}};
+    {524288, "ZT_TEST_NO_LORABT"}, {2097152, "ZT_TEST_NO_QKV16"}, {4194304, "ZT_TEST_NO_NF4VIEW"},
+    {8388608, "ZT_TEST_NO_GPT16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -737,6 +742,18 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->dacc = t.calls[ZT_CE_matmul_dinp_acc];
     mem->copy = t.calls[ZT_CE_copy];
     mem->copy2d = t.calls[ZT_CE_copy2d];
+    mem->alloc = t.calls[ZT_CE_alloc];
+    mem->alloc_nz = t.calls[ZT_CE_alloc_nz];
+    mem->dequant = t.calls[ZT_CE_nf4_dequant];
+    for (size_t i = 0; i < nk; i++) {
+        if (!strcmp(k[i].name, "cudaMemsetAsync")) {
+            mem->memset_n += k[i].launches;
+            mem->memset_b += k[i].bytes * (double)k[i].launches;
+        } else if (!strcmp(k[i].name, "cudaMemcpyAsync D2D")) {
+            mem->d2d_n += k[i].launches;
+            mem->d2d_b += k[i].bytes * (double)k[i].launches;
+        }
+    }
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
@@ -2086,6 +2103,86 @@ static void lora_gpt16(void) {
     g_w16_inner = NULL;
 }
 
+/* ------------------------------------------------------------ QLoRA's compute copy
+ * A frozen NF4 base's compute copy of a unit (shard_nf4.c zt_nf4s_view)
+ * built in buffers allocated without the zero fill (ZT_MEM_NOZERO: every
+ * one is wholly overwritten) and, the store not being sharded here (stages
+ * 0-2, or stage 3 on one rank), from the store's codes, absmax / qabsmax and
+ * rest read in place, against the path of before (ZT_TEST_NO_NF4VIEW=1:
+ * every buffer zero-filled, the store's arrays copied into gathered
+ * buffers): 4 steps, Llama tied and untied, stages 0 and 3, nf4 and nf4-dq,
+ * losses and gradient norms bitwise.  Per view of a unit (the compute copy
+ * built once a pass: the forward's units, then the backward's, all but the
+ * embeddings -- the frozen base has no embedding backward; tied, the head
+ * reads the embeddings' copy of the forward) the path of before queued a memset for
+ * each of its buffers: the fp32 copy (the norms' 2C elements a block, one
+ * placeholder element for the embeddings, whose table only GEMMs and the
+ * bf16 lookup read, the final norm's C for the head), a block's bf16 copy
+ * (its numel), the gathered rest (2 bytes an element: a block's norms, the
+ * table, the head's final norm and, untied, its weight), codes (32 bytes a
+ * block of 64 weights, a placeholder block where there are none) and absmax
+ * (4 bytes a block; nf4-dq qabsmax 1) -- none now -- and a D2D copy of the
+ * rest and, with NF4 tensors, of the codes and absmax (none now).  The rest
+ * is unchanged: the same kernels otherwise, the gathered parameters' peak the
+ * plan's in both runs, and lower now. */
+static void nf4_view(void) {
+    static const w16_kind kind = {4194304, " with and without the NF4 view in place and unzeroed",
+                                  "zero-filled copies' path's", NULL};
+    static const char nf4[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "ztrain.lora.base=nf4";
+    static const char dq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,down_proj "
+                             "ztrain.lora.base=nf4-dq";
+    static const w16_xname names[] = {{nf4, " QLoRA nf4"}, {dq, " QLoRA nf4-dq"}, {NULL, NULL}};
+    static const w16_case cases[] = {
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4, 0}, {"llama:2,4,2,32,48,1024,2,16", 3, nf4, 0},
+        {"llama:2,4,2,32,48,1024,2,16", 0, dq, 0}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, dq, 0}};
+    /* (over cpu-strict: its memory is the device's, so the engine's blocks
+     * come from the counted alloc / alloc_nz, and alloc_nz fills them with
+     * NaN: a read before the write would change the losses) */
+    g_w16_inner = zt_backend_cpu_strict();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const double C = p.s.C, I = p.s.I, V = p.s.V, hd = C / p.s.NH, kv = p.s.NKV * hd;
+        const int dqk = c->extra == dq, tied = !p.s.untied;
+        /* a block: q, o [C, C], k, v [kv, C], gate, up [I, C], down [C, I]
+         * quantized in blocks of 64 (each a whole number of them here), the
+         * two norms (2C) the rest */
+        const double blocks = (2 * C * C + 2 * kv * C + 3 * I * C) / 64, rest = 2 * C;
+        const double numel = 64 * blocks + rest, amb = dqk ? 1 : 4;
+        const double blk_b = 4 * rest + 2 * numel + 2 * rest + 32 * blocks + amb * blocks;
+        const double blk_c = 2 * (2 * rest + 32 * blocks + amb * blocks);
+        /* the embeddings (tied: the head's GEMM weight too) and the head:
+         * fp32 copy, rest, placeholder codes and absmax */
+        const double emb_b = 4 + 2 * V * C + 32 + amb, emb_c = 2 * (2 * V * C);
+        const double head_b = tied ? 4 * C + 2 * C + 32 + amb : 4 * C + 2 * (V * C + C) + 32 + amb;
+        const double head_c = tied ? 2 * (2 * C) : 2 * (2 * (V * C + C));
+        const long L = p.s.L, S = 4;   /* 4 steps */
+        const long vb = S * 2 * L, ve = S, vh = S * 2;   /* views */
+        const long mset = 5 * vb + 4 * ve + 4 * vh, cps = 3 * vb + ve + vh;
+        const double mset_b = vb * blk_b + ve * emb_b + vh * head_b;
+        const double cps_b = vb * blk_c + ve * emb_c + vh * head_c;
+        tap_ok(p.mb.memset_n - p.ma.memset_n == mset && p.mb.memset_b - p.ma.memset_b == mset_b &&
+                   p.mb.d2d_n - p.ma.d2d_n == cps && p.mb.d2d_b - p.ma.d2d_b == cps_b,
+               "%s: %ld cudaMemsetAsync, %.0f bytes (%ld, %.0f without: %ld, %.0f fewer expected); "
+               "%ld D2D copies, %.0f bytes (%ld, %.0f without: %ld, %.0f fewer expected)",
+               what, p.ma.memset_n, p.ma.memset_b, p.mb.memset_n, p.mb.memset_b, mset, mset_b,
+               p.ma.d2d_n, p.ma.d2d_b, p.mb.d2d_n, p.mb.d2d_b, cps, cps_b);
+        tap_ok(p.ma.dequant == p.mb.dequant && p.ma.dequant == S * 2 * L * 7 && p.mb.alloc_nz == 0 &&
+                   p.ma.peak == p.ma.plan && p.mb.peak == p.mb.plan && p.ma.peak < p.mb.peak &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_TO16 | W16_SAME_FROM16 |
+                                W16_SAME_ACTS),
+               "%s: %ld nf4_dequant calls (%ld without, %ld expected), %ld alloc_nz calls (%ld "
+               "without), the gathered parameters' peak %llu bytes (planned %llu; %llu without, "
+               "planned %llu)", what, p.ma.dequant, p.mb.dequant, S * 2 * L * 7, p.ma.alloc_nz,
+               p.mb.alloc_nz, (unsigned long long)p.ma.peak, (unsigned long long)p.ma.plan,
+               (unsigned long long)p.mb.peak, (unsigned long long)p.mb.plan);
+    }
+    g_w16_inner = NULL;
+}
+
 /* ------------------------------------------------------------ bf16 GELU gradients
  * GPT-2's fc backward through the GELU writing its gradient in bf16
  * (backend.h matmul_dgelu_bwd_o16: the bf16 fc output read as it is, the
@@ -2837,6 +2934,7 @@ int main(int argc, char **argv) {
     lora_bt();
     lora_qkv16();
     lora_gpt16();
+    nf4_view();
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();

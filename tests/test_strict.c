@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <stdint.h>
 #include "backend.h"
 #include "internal.h"
 #include "step_entries.h"
@@ -116,6 +117,26 @@ int main(void) {
     int zeros = 1;
     for (int i = 0; i < 64; i++) zeros &= hz[i] == 0.0f;
     tap_ok(dz && zeros && !S->error(), "alloc: zero-filled, read back with to_host");
+    /* ---- alloc_nz: no zero fill; cpu-strict fills the block with 0xff
+     * (NaN) so a read before the caller's write shows; a copy overwrites it
+     * and free takes it as alloc's */
+    uint32_t hn[67];
+    unsigned char *dn = S->alloc_nz && C->alloc_nz ? S->alloc_nz(sizeof hn) : NULL;
+    memset(hn, 0, sizeof hn);
+    if (dn) S->to_host(hn, dn, sizeof hn);
+    int poisoned = 1;
+    for (int i = 0; i < 67; i++) poisoned &= hn[i] == 0xffffffffu;
+    if (dn) {
+        S->copy(dn, dz, sizeof hz);   /* the first 64 words written: zeros; the rest as they were */
+        S->to_host(hn, dn, sizeof hn);
+        for (int i = 0; i < 67; i++) poisoned &= hn[i] == (i < 64 ? 0u : 0xffffffffu);
+        S->free(dn);
+    }
+    void *cn = C->alloc_nz ? C->alloc_nz(100) : NULL;
+    tap_ok(dn && poisoned && cn && ((uintptr_t)cn & 63) == 0 && !S->error(),
+           "alloc_nz: cpu-strict's block all 0xff bytes until written, freed as alloc's; cpu's "
+           "64-byte aligned");
+    C->free(cn);
 
     /* ---- kernels: bitwise the cpu backend's */
     float inp[N * Cc], w[OC * Cc], b[OC], out_c[N * OC], out_s[N * OC];

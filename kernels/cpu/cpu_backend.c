@@ -52,6 +52,13 @@ static void *cpu_alloc(size_t bytes) {
     return p;
 }
 
+/* alloc_nz: cpu_alloc without the zero fill */
+static void *cpu_alloc_nz(size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0) return NULL;
+    return p;
+}
+
 static void cpu_free(void *p) { free(p); }
 
 static void cpu_copy(void *dst, const void *src, size_t bytes) {
@@ -853,6 +860,7 @@ static const zt_backend cpu_backend = {
     .error = cpu_error,
     .synchronize = cpu_synchronize,
     .alloc = cpu_alloc,
+    .alloc_nz = cpu_alloc_nz,
     .free = cpu_free,
     .copy = cpu_copy,
     .copy2d = cpu_copy2d,

@@ -182,6 +182,20 @@ static void *s_alloc(size_t bytes) {
     return p;
 }
 
+/* alloc_nz: s_alloc's block filled with 0xff bytes (an fp32 or bf16 NaN,
+ * NF4 code 15): a read of it before the caller's write shows in the results */
+static void *s_alloc_nz(size_t bytes) {
+    void *p = s_alloc(bytes);
+    if (!p) return NULL;
+    const size_t map = ((bytes ? bytes : 1) + g_page - 1) / g_page * g_page;
+    pthread_mutex_lock(&g_mu);
+    mprotect(p, map, PROT_READ | PROT_WRITE);
+    memset(p, 0xff, bytes ? bytes : 1);
+    if (!g_depth) mprotect(p, map, PROT_NONE);
+    pthread_mutex_unlock(&g_mu);
+    return p;
+}
+
 static void s_free(void *p) {
     if (!p) return;
     pthread_mutex_lock(&g_mu);
@@ -1560,6 +1574,7 @@ static const zt_backend strict_backend = {
     .error = s_error,
     .synchronize = s_synchronize,
     .alloc = s_alloc,
+    .alloc_nz = s_alloc_nz,
     .free = s_free,
     .copy = s_copy,
     .copy2d = s_copy2d,

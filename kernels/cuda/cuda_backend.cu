@@ -231,6 +231,9 @@ static void *cuda_alloc(size_t bytes) {
     return p;
 }
 
+/* alloc_nz: cudaMallocAsync alone (the caller overwrites the whole block) */
+static void *cuda_alloc_nz(size_t bytes) { return zt_cuda_malloc_acct(bytes, "alloc"); }
+
 static void cuda_free(void *p) { zt_cuda_free_acct(p); }
 
 static void cuda_copy(void *dst, const void *src, size_t bytes) {
@@ -819,6 +822,7 @@ static void fill_table(zt_backend *t) {
     t->error = cuda_error;
     t->synchronize = cuda_synchronize;
     t->alloc = cuda_alloc;
+    t->alloc_nz = cuda_alloc_nz;
     t->free = cuda_free;
     t->copy = cuda_copy;
     t->copy2d = cuda_copy2d;
