@@ -181,13 +181,19 @@ typedef struct zt_model_config {
  *                   add a group), and the adapters' backward GEMMs reading
  *                   the bf16 copy of dy the model's GEMM reads (lora.h
  *                   zt_lora_bwd dy16; Llama's gate|up gradient then only
- *                   in bf16, as without adapters) */
+ *                   in bf16, as without adapters)
+ *   ZT_W16_LORASWAP ZT_TEST_NO_LORASWAP: a LoRA group's forward delta written
+ *                   first (beta 0) and the base GEMM adding its product into
+ *                   it (backend.h matmul_fwd_acc), not the base output then
+ *                   the delta added: the same fp32 sum of the same two fp32
+ *                   numbers (lora.h zt_lora_fwd_first; Llama's dense blocks
+ *                   without a bias, no dropout) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
     ZT_W16_G16 = 1u << 8, ZT_W16_SP16 = 1u << 9, ZT_W16_RB16 = 1u << 10, ZT_W16_DO16 = 1u << 11,
     ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13, ZT_W16_LORAACC = 1u << 14,
-    ZT_W16_LORABT = 1u << 15
+    ZT_W16_LORABT = 1u << 15, ZT_W16_LORASWAP = 1u << 16
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

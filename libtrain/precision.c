@@ -66,6 +66,7 @@ static const struct {
     {"ZT_TEST_NO_ADDFOLD", ZT_W16_ADDFOLD}, {"ZT_TEST_NO_HEADFUSE", ZT_W16_HEADFUSE},
     {"ZT_TEST_NO_LORAACC", ZT_W16_LORAACC},
     {"ZT_TEST_NO_LORABT", ZT_W16_LORABT},
+    {"ZT_TEST_NO_LORASWAP", ZT_W16_LORASWAP},
 };
 
 void zt_out16_of(zt_model_config *mc) {
