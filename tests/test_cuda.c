@@ -1052,27 +1052,30 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         static const char *vname[] = {"", "w16", "inp16", "inp16 w16"};
         float *hi = xmalloc(ni * 4), *start = xmalloc(no * 4), *ref = xmalloc(no * 4);
         float *bt = gpu->alloc((no + off) * 4), *tmp_d = bt + off;
+        /* (its own outputs: o[0] holds matmul_fwd's, read below) */
+        float *ba0 = gpu->alloc((no + off) * 4), *ba1 = gpu->alloc((no + off) * 4);
+        float *a0 = ba0 + off, *a1 = ba1 + off;
         gpu->to_host(hi, i_d, ni * 4);
         for (size_t i = 0; i < no; i++) start[i] = (float)((double)(i % 97) / 16.0 - 3.0);
         for (int v = 1; v < 4; v++) {
             const uint16_t *vw = v & 1 ? w16_d : NULL, *vx = v & 2 ? i16_d : NULL;
-            gpu->to_device(o[0], start, no * 4);
-            gpu->to_device(o[1], start, no * 4);
-            gpu->matmul_fwd_acc(o[0], vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
+            gpu->to_device(a0, start, no * 4);
+            gpu->to_device(a1, start, no * 4);
+            gpu->matmul_fwd_acc(a0, vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
             if (vx) gpu->matmul_fwd_a16(tmp_d, vx, vw ? NULL : w_d, vw, NULL, N, C, OC);
             else gpu->matmul_fwd_w16(tmp_d, i_d, vw, NULL, N, C, OC);
-            gpu->add(o[1], o[1], tmp_d, no);
+            gpu->add(a1, a1, tmp_d, no);
             snprintf(name, sizeof name, "matmul_fwd_acc (%s) %s: bitwise the beta-0 entry into a temporary, then add",
                      vname[v], tag);
-            tap_ok(same_bits(o[0], o[1], no * 4), "%s", name);
+            tap_ok(same_bits(a0, a1, no * 4), "%s", name);
             memcpy(ref, start, no * 4);
             cpu->matmul_fwd_acc(ref, v & 2 ? NULL : hi, v & 2 ? i16 : NULL, v & 1 ? NULL : w,
                                 v & 1 ? w16 : NULL, N, C, OC);
             snprintf(name, sizeof name, "matmul_fwd_acc (%s, +=) %s", vname[v], tag);
-            cmpd(name, o[0], ref, no, 1e-2, 1e-2 * maxabs(ref, no));
+            cmpd(name, a0, ref, no, 1e-2, 1e-2 * maxabs(ref, no));
         }
         free(hi); free(start); free(ref);
-        gpu->free(bt);
+        gpu->free(bt); gpu->free(ba0); gpu->free(ba1);
         no_error("matmul_fwd_acc bf16 operands");
     }
     /* the bf16-gradient entry (matmul_bwd_d16): dout16 = dout rounded, `off`
