@@ -834,6 +834,23 @@ typedef struct zt_backend {
      * (fp32 / bf16 NaN, NF4 code 15) so a read before the write shows in
      * the results.  libtrain: zt_mem_alloc's ZT_MEM_NOZERO. */
     void *(*alloc_nz)(size_t bytes);
+    /* ---- the forward product accumulated (last; optional: NULL when the
+     * backend has none; libtrain/lora.c's order swapped, config.h
+     * ZT_W16_LORASWAP: the adapters' delta written first, the base GEMM
+     * adding into it) ----
+     * out[N,OC] += inp[N,C] @ w[OC,C]^T: bitwise the beta-0 entry's product
+     * into a temporary tmp[N,OC] followed by add(out, out, tmp, N*OC), the
+     * entry being matmul_fwd_a16(tmp, inp16, w, w16, NULL, ...) when inp16 !=
+     * NULL (bf16 matmul mode only; inp unused), else matmul_fwd_w16(tmp, inp,
+     * w16, NULL, ...) when w16 != NULL (bf16 mode only; w unused), else
+     * matmul_fwd(tmp, inp, w, NULL, ...): the product rounded to fp32 once,
+     * then one fp32 addition an element (fl(product + out) = fl(out +
+     * product)).  No bias.  N, C or OC <= 0: nothing (out unchanged).  cuda:
+     * the forward GEMM with beta = 1 and C = D (no temporary, no add kernel;
+     * its scratch request is the beta-0 entry's); cpu: that sequence, the
+     * product in host scratch of its own. */
+    void (*matmul_fwd_acc)(float *out, const float *inp, const uint16_t *inp16, const float *w,
+                           const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -328,6 +328,14 @@ static void p_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, 
     k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
           2.0 * N * C + F4 * (double)N * OC + p_wbytes(w16, OC, C));
 }
+/* the forward product accumulated: matmul_fwd's GEMM with out read too */
+static void p_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16, const float *w,
+                             const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_fwd_acc(out, inp, inp16, w, w16, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          (inp16 ? 2.0 : F4) * N * C + 2.0 * F4 * (double)N * OC + p_wbytes(w16, OC, C));
+}
 static void p_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -802,6 +810,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_bwd_o16);
     W(gqa_ext_bwd16do);
     W(matmul_dinp_acc);
+    W(matmul_fwd_acc);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -381,6 +381,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
                    (!zt_w16_on(&m->cfg, ZT_W16_N16) || be->add_rmsnorm_fwd16));
     /* (LoRA's products added by their GEMMs: the activations' d, lora.h) */
     zt_w16_keep_if(&m->cfg, ZT_W16_LORAACC, be->matmul_dinp_acc != NULL);
+    /* (LoRA's delta first, the base GEMM adding into it: lora.h zt_lora_fwd_first) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_LORASWAP, be->matmul_fwd_acc != NULL);
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */
@@ -987,6 +989,25 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     return ZT_OK;
 }
 
+/* A dense block's linear layer with its LoRA group grp: out[N, OC] = x
+ * w^T (+ bias) + the adapters' delta.  Without a bias, where the group's
+ * delta can go first (lora.h zt_lora_fwd_first: swap on, adapters, no
+ * dropout), it is written and the base GEMM adds into it (matmul_fwd_acc:
+ * beta 1 under a compute-bound GEMM, where the delta's beta-1 GEMM read and
+ * wrote all of out); else the base GEMM, then the delta added.  The same
+ * bits either way (config.h ZT_W16_LORASWAP). */
+static void lora_lin_fwd(const zt_skel *sk, const zt_backend *be, int grp, float *out,
+                         const float *x, const uint16_t *x16, const float *w, const uint16_t *w16,
+                         const float *bias, int N, int C, int OC, const zt_lora_scratch *ls) {
+    if (!bias && zt_skel_lora_first16(sk, grp, x, x16, out, N, ls)) {
+        /* (w16 where zt_mm_fwd_x reads it: the a16 entry, or matmul_fwd_w16) */
+        be->matmul_fwd_acc(out, x, x16, w, x16 || be->matmul_fwd_w16 ? w16 : NULL, N, C, OC);
+        return;
+    }
+    zt_mm_fwd_x(be, out, x, x16, w, w16, bias, N, C, OC);
+    zt_skel_lora_fwd16(sk, grp, x, x16, out, N, ls);
+}
+
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
 static int block_fwd(void *self, void *acts, int l, zt_status *st) {
@@ -1058,8 +1079,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
          * datt, free in the forward, then rounded once) */
         float *qkv = s->qkv16 ? a->dqkv : s->qkv, *atty = s->atty16 ? a->datt : s->atty;
-        zt_mm_fwd_x(be, qkv, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C, sh->QKV);
-        zt_skel_lora_fwd16(sk, LG_QKV, s->xn, s->xn16, qkv, N, &a->lora);
+        lora_lin_fwd(sk, be, LG_QKV, qkv, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW), w->qkvb, N, C,
+                     sh->QKV, &a->lora);
         /* (qkr16: the q/k norms and RoPE in one entry writing the bf16 q|k|v,
          * below) */
         const int qkr16 = sh->qkn && s->qkv16 && zt_w16_on(&m->cfg, ZT_W16_QKR16);
@@ -1112,8 +1133,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
     }
     float *ao = sh->gemma ? s->ao : a->scratch;
-    zt_mm_fwd_x(be, ao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C);
-    zt_skel_lora_fwd16(sk, LG_O, s->atty, s->atty16, ao, N, &a->lora);
+    lora_lin_fwd(sk, be, LG_O, ao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C,
+                 &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
@@ -1147,16 +1168,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
             be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N,
                                C, 2 * H);
         } else {
-            zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
-            zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
+            lora_lin_fwd(sk, be, LG_GU, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
+                         2 * H, &a->lora);
             be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
         }
         if (sh->gemma) be->geglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
         else be->swiglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);
         goto down;
     }
-    zt_mm_fwd_x(be, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
-    zt_skel_lora_fwd16(sk, LG_GU, s->xn2, s->xn216, gu, N, &a->lora);
+    lora_lin_fwd(sk, be, LG_GU, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H,
+                 &a->lora);
     if (s->gu16) {
         be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
         be->from_bf16(gu, s->gu16, (size_t)N * 2 * H);
@@ -1167,8 +1188,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     if (s->h16) be->to_bf16(s->h16, hf, (size_t)N * H);
 down:;
     float *mo = sh->gemma ? s->mo : a->scratch;
-    zt_mm_fwd_x(be, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
-    zt_skel_lora_fwd16(sk, LG_DOWN, s->h, s->h16, mo, N, &a->lora);
+    lora_lin_fwd(sk, be, LG_DOWN, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C,
+                 &a->lora);
     if (sh->gemma)
         be->rmsnorm_fwd(a->scratch, s->rstd4, mo, norm_w(m, a, w->post_mlp_norm, C), eps, N, C);
     res_add(m, a, y, s, l);

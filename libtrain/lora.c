@@ -405,6 +405,20 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     acc_product(be, lo, out, sc->d, sc->h, bt, N, G->OUT, nr);
 }
 
+int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
+                      const float *x, const uint16_t *x16, float *out, int N,
+                      const zt_lora_scratch *sc) {
+    const zt_lora_group *G = &lo->groups[g];
+    if (!lo->swap || !G->n || sc->drop.on) return 0;
+    const int nr = G->n * lo->r;
+    /* h[N, nr] = s * x A^T; out[N, OUT] = h B (zt_lora_fwd's product, beta 0) */
+    lora_xa(be, G, ad, x, x16, sc->h, N, nr);
+    be->scale(sc->h, (size_t)N * nr, lo->scale);
+    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    be->matmul_bwd(out, NULL, NULL, sc->h, NULL, bt, N, G->OUT, nr);
+    return 1;
+}
+
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
                  const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
                  float *dx, int N, const zt_lora_scratch *sc) {

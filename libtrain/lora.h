@@ -80,6 +80,10 @@ typedef struct zt_lora {
      * zt_lora_plan): a group's B^T placed and its gradient taken with one
      * copy2d a module, and the backward's GEMMs reading dy16 */
     int bt2d;
+    /* config.h ZT_W16_LORASWAP (set by the model, model_skel.c, where the
+     * backend has matmul_fwd_acc; 0 from zt_lora_plan): zt_lora_fwd_first
+     * writes the delta, the caller's base GEMM then adds into it */
+    int swap;
 } zt_lora;
 
 /* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
@@ -150,6 +154,17 @@ uint64_t zt_lora_drop_key(const zt_lora_drop *d, int i);
  * *_a16 entries; no dropout: the models keep fp32 inputs with dropout). */
 void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
                  const uint16_t *x16, float *out, int N, const zt_lora_scratch *sc);
+/* The swapped order (lo->swap): group g's delta written, out[N, OUT] = s *
+ * (x A^T) B (beta 0: the product zt_lora_fwd adds, rounded to fp32 once),
+ * for the caller to add its base GEMM's product into (backend.h
+ * matmul_fwd_acc): fl(delta + base) = fl(base + delta), bitwise
+ * zt_lora_fwd after the base GEMM.  Returns 1 when it wrote out; 0 with
+ * nothing done (no swap, no adapters in the group, or dropout on: a group
+ * sums one product a module then, ((base + p1) + p2), not reorderable) --
+ * the caller then takes the old order. */
+int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
+                      const float *x, const uint16_t *x16, float *out, int N,
+                      const zt_lora_scratch *sc);
 /* Group g's backward: gradients of its A's and B's added into gad (the
  * block's adapter gradient unit), and dx[N, in] += the adapters' share of
  * the input gradient, from dy [N, OUT].  dy16 != NULL: to_bf16(dy), the

@@ -119,6 +119,13 @@ static inline void zt_skel_lora_fwd16(const zt_skel *sk, int grp, const float *x
                                       const zt_lora_scratch *ls) {
     if (sk->lora) zt_lora_fwd(sk->be, &sk->lo, grp, sk->ad, x, x16, y, N, ls);
 }
+/* 1: group grp's delta written into y first (lora.h zt_lora_fwd_first), the
+ * caller's base GEMM then adding into it (matmul_fwd_acc); 0: nothing done */
+static inline int zt_skel_lora_first16(const zt_skel *sk, int grp, const float *x,
+                                       const uint16_t *x16, float *y, int N,
+                                       const zt_lora_scratch *ls) {
+    return sk->lora && zt_lora_fwd_first(sk->be, &sk->lo, grp, sk->ad, x, x16, y, N, ls);
+}
 static inline void zt_skel_lora_bwd16(const zt_skel *sk, int grp, const float *x,
                                       const uint16_t *x16, const float *dy, const uint16_t *dy16,
                                       float *dx, int N, const zt_lora_scratch *ls) {

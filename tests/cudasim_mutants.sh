@@ -519,6 +519,10 @@ mutant dinp-acc-beta kernels/cuda/cuda_matmul.cu \
 mutant dinp-acc16-beta kernels/cuda/cuda_matmul.cu \
     'gemm\(false, false, C, N, OC, w, C, dout, OC, dinp, C, \K1\.0f(?=, NULL, NULL, NULL, \(const bf16_t \*\)s,)' '0.0f'
 
+# matmul_fwd_acc: the output overwritten (beta 0) instead of accumulated
+mutant fwd-acc-beta kernels/cuda/cuda_matmul.cu \
+    'gemm\(true, false, OC, N, C, wb \? NULL : w, C, x16 \? NULL : inp, C, out, OC, \K1\.0f(?=, NULL, NULL, wb,)' '0.0f'
+
 # matmul_bwd_d16: dout16 not passed on, so the GEMMs read dout rounded
 # (the same bits only where dout16 is dout's rounding)
 mutant d16-dout-rounded kernels/cuda/cuda_matmul.cu \

@@ -576,6 +576,9 @@ typedef struct w16_mem {
     long gemm;         /* cublasLt gemm launches (bf16 and fp32) */
     long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
     long dacc;         /* matmul_dinp_acc calls */
+    long facc;         /* matmul_fwd_acc calls */
+    long fwd, bwd;     /* matmul_fwd + _w16 + _a16 calls; matmul_bwd calls */
+    double gemm_b;     /* bytes of the cublasLt gemm launches (bf16 and fp32) */
     long copy, copy2d; /* copy and copy2d calls (device to device) */
     long memset_n, d2d_n;       /* cudaMemsetAsync and cudaMemcpyAsync D2D launches */
     double memset_b, d2d_b;     /* and their bytes */
@@ -597,10 +600,28 @@ static const struct {
     {1024, "ZT_TEST_NO_QKR16"},   {2048, "ZT_TEST_NO_G16"},   {4096, "ZT_TEST_NO_AB16"},
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
-    {524288, "ZT_TEST_NO_LORABT"}, {2097152, "ZT_TEST_NO_QKV16"}, {4194304, "ZT_TEST_NO_NF4VIEW"},
-    {8388608, "ZT_TEST_NO_GPT16"}};
+    {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
+    {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
+/* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
+ * (LoRA's swapped order, lora_swap: the base GEMM the *_w16 / *_a16 entries
+ * made before), counted by a table over the one w16_run counts over */
+static long g_facc_w16, g_facc_x16;
+static const zt_backend *g_facc_inner;
+static zt_backend g_facc_table;
+static void facc_wrap(float *out, const float *inp, const uint16_t *inp16, const float *w,
+                      const uint16_t *w16, int N, int C, int OC) {
+    g_facc_w16 += w16 && !inp16;   /* (with inp16: the a16 entry's call) */
+    g_facc_x16 += inp16 != NULL;
+    g_facc_inner->matmul_fwd_acc(out, inp, inp16, w, w16, N, C, OC);
+}
+static const zt_backend *facc_over(const zt_backend *inner) {
+    g_facc_inner = inner;
+    g_facc_table = *inner;
+    if (inner->matmul_fwd_acc) g_facc_table.matmul_fwd_acc = facc_wrap;
+    return &g_facc_table;
+}
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
@@ -651,7 +672,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
-        if (!moe) zt_backend_set_stand_in(zt_backend_count_over(g_w16_inner ? g_w16_inner : zt_backend_cpu()));
+        if (!moe)
+            zt_backend_set_stand_in(
+                zt_backend_count_over(facc_over(g_w16_inner ? g_w16_inner : zt_backend_cpu())));
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
     }
@@ -671,6 +694,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         if (rc != ZT_OK) free(V);
     }
     zt_count_reset();
+    g_facc_w16 = g_facc_x16 = 0;
     memset(res, 0, 4 * sizeof res[0]);
     for (int k = 0; rc == ZT_OK && k < 4; k++) {
         zt_metrics m;
@@ -686,7 +710,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     zt_count_totals t;
     zt_count_totals_get(&t);
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
-                 t.calls[ZT_CE_matmul_gelu_fwd_w16] + t.calls[ZT_CE_matmul_dgelu_bwd_w16];
+                 t.calls[ZT_CE_matmul_gelu_fwd_w16] + t.calls[ZT_CE_matmul_dgelu_bwd_w16] +
+                 g_facc_w16;
     const zt_count_kernel *k;
     const size_t nk = zt_count_kernels(&k);
     *rounds = launches_of_k(k, nk, "k_round_bf16");
@@ -719,7 +744,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
                t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16] +
-               t.calls[ZT_CE_matmul_bwd_o16];
+               t.calls[ZT_CE_matmul_bwd_o16] + g_facc_x16;
     mem->g16 = t.calls[ZT_CE_matmul_dgelu_bwd_o16];
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
@@ -740,6 +765,12 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->gemm = launches_of_k(k, nk, "cublasLt gemm bf16") + launches_of_k(k, nk, "cublasLt gemm fp32");
     mem->xf = t.calls[ZT_CE_xent16_fwd] + t.calls[ZT_CE_xent_fwd];
     mem->dacc = t.calls[ZT_CE_matmul_dinp_acc];
+    mem->facc = t.calls[ZT_CE_matmul_fwd_acc];
+    mem->fwd = t.calls[ZT_CE_matmul_fwd] + t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_fwd_a16];
+    mem->bwd = t.calls[ZT_CE_matmul_bwd];
+    for (size_t i = 0; i < nk; i++)
+        if (!strcmp(k[i].name, "cublasLt gemm bf16") || !strcmp(k[i].name, "cublasLt gemm fp32"))
+            mem->gemm_b += k[i].bytes * (double)k[i].launches;
     mem->copy = t.calls[ZT_CE_copy];
     mem->copy2d = t.calls[ZT_CE_copy2d];
     mem->alloc = t.calls[ZT_CE_alloc];
@@ -1795,7 +1826,11 @@ static void lora_acc(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         char what[160];
-        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg, names, NULL, what, sizeof what)) continue;
+        /* (the order of before, ZT_TEST_NO_LORASWAP: each forward delta
+         * added after its base GEMM, as these counts have it; the swapped
+         * order's: lora_swap) */
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | 1048576, names, NULL, what, sizeof what))
+            continue;
         const char *ex = cases[i].extra;
         const cm_shape *s = &p.s;
         const int ck = ex == all_ck || ex == drop_ck, dr = ex == drop || ex == drop_ck;
@@ -1824,6 +1859,72 @@ static void lora_acc(void) {
                what, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
                (unsigned long long)p.mb.acts_peak, (unsigned long long)p.mb.acts_plan,
                (unsigned long long)(p.mb.acts_peak - p.ma.acts_peak), (unsigned long long)fewer);
+    }
+}
+
+/* ------------------------------------------------------------ LoRA's delta first
+ * A LoRA group's forward delta written first (beta 0, matmul_bwd into the
+ * output) and the base GEMM adding its product into it (backend.h
+ * matmul_fwd_acc: beta 1, C = D under a compute-bound GEMM), not the base
+ * output then the delta added by the adapters' beta-1 GEMM
+ * (matmul_dinp_acc): every loss and gradient norm over 4 steps bitwise
+ * those of the order of before (ZT_TEST_NO_LORASWAP=1): Llama all-linear,
+ * stages 0 and 3, with activation checkpointing and without, the fp32
+ * activations, fp32 matmuls, QLoRA (nf4 base), a part of a group
+ * (q_proj,v_proj), Qwen2's q|k|v bias (that group keeps the old order);
+ * with the adapters' dropout and GPT-2 nothing changes.  Per step and block,
+ * ng the swapped groups (no bias), P the forward passes (2 checkpointed):
+ * ng P matmul_fwd_acc calls, as many base forward calls (matmul_fwd, _w16,
+ * _a16) and matmul_dinp_acc fewer, as many matmul_bwd more (the delta's
+ * beta-0 product); the GEMM launches, their bytes (the output's read moved
+ * from the rank-r GEMM to the base's), the k_add and k_round_bf16 launches
+ * and the activations' peak and plan the same. */
+static void lora_swap(void) {
+    static const w16_kind kind = {1048576, " with and without LoRA's delta first",
+                                  "delta-after path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char bias[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.model.attention_bias=true";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"},
+                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
+                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"},
+                                      {NULL, NULL}};
+    /* (arg: no_w16 of both runs; ng: the swapped groups) */
+    static const struct { w16_case c; int ng; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 4},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 3},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const long want = 4 * p.s.L * cases[i].ng * (1 + (c->extra == ck));
+        tap_ok(p.ma.facc == want && p.mb.facc == 0 && p.mb.fwd - p.ma.fwd == want &&
+                   p.mb.dacc - p.ma.dacc == want && p.ma.bwd - p.mb.bwd == want &&
+                   p.ma.gemm == p.mb.gemm && p.ma.gemm_b == p.mb.gemm_b && p.ma.add == p.mb.add &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_ACTS),
+               "%s: %ld matmul_fwd_acc calls (%ld expected, %ld without), %ld base forward calls "
+               "(%ld without), %ld matmul_dinp_acc (%ld without), %ld matmul_bwd (%ld without), "
+               "%ld GEMMs of %.0f bytes (%ld of %.0f without), %ld k_add (%ld without), "
+               "%ld k_round_bf16 (%ld without), activations' peak %llu bytes (%llu without)",
+               what, p.ma.facc, want, p.mb.facc, p.ma.fwd, p.mb.fwd, p.ma.dacc, p.mb.dacc, p.ma.bwd,
+               p.mb.bwd, p.ma.gemm, p.ma.gemm_b, p.mb.gemm, p.mb.gemm_b, p.ma.add, p.mb.add, p.ra,
+               p.rb, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -2932,6 +3033,7 @@ int main(int argc, char **argv) {
     head_fused();
     lora_acc();
     lora_bt();
+    lora_swap();
     lora_qkv16();
     lora_gpt16();
     nf4_view();

@@ -1045,6 +1045,39 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         tap_ok(!memcmp(c0, c1, no * 4) && !memcmp(e0, e1, ni * 4) && !memcmp(g0, g1, nw * 4), "%s", name);
         free(hi); free(hd); free(hb); free(c0); free(c1); free(e0); free(e1); free(g0); free(g1);
     }
+    /* matmul_fwd_acc with the bf16 operands (w16, inp16, both): bitwise
+     * the beta-0 entry taking them (matmul_fwd_w16, matmul_fwd_a16) into a
+     * temporary, then add; near the CPU's matmul_fwd_acc on them */
+    {
+        static const char *vname[] = {"", "w16", "inp16", "inp16 w16"};
+        float *hi = xmalloc(ni * 4), *start = xmalloc(no * 4), *ref = xmalloc(no * 4);
+        float *bt = gpu->alloc((no + off) * 4), *tmp_d = bt + off;
+        /* (its own outputs: o[0] holds matmul_fwd's, read below) */
+        float *ba0 = gpu->alloc((no + off) * 4), *ba1 = gpu->alloc((no + off) * 4);
+        float *a0 = ba0 + off, *a1 = ba1 + off;
+        gpu->to_host(hi, i_d, ni * 4);
+        for (size_t i = 0; i < no; i++) start[i] = (float)((double)(i % 97) / 16.0 - 3.0);
+        for (int v = 1; v < 4; v++) {
+            const uint16_t *vw = v & 1 ? w16_d : NULL, *vx = v & 2 ? i16_d : NULL;
+            gpu->to_device(a0, start, no * 4);
+            gpu->to_device(a1, start, no * 4);
+            gpu->matmul_fwd_acc(a0, vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
+            if (vx) gpu->matmul_fwd_a16(tmp_d, vx, vw ? NULL : w_d, vw, NULL, N, C, OC);
+            else gpu->matmul_fwd_w16(tmp_d, i_d, vw, NULL, N, C, OC);
+            gpu->add(a1, a1, tmp_d, no);
+            snprintf(name, sizeof name, "matmul_fwd_acc (%s) %s: bitwise the beta-0 entry into a temporary, then add",
+                     vname[v], tag);
+            tap_ok(same_bits(a0, a1, no * 4), "%s", name);
+            memcpy(ref, start, no * 4);
+            cpu->matmul_fwd_acc(ref, v & 2 ? NULL : hi, v & 2 ? i16 : NULL, v & 1 ? NULL : w,
+                                v & 1 ? w16 : NULL, N, C, OC);
+            snprintf(name, sizeof name, "matmul_fwd_acc (%s, +=) %s", vname[v], tag);
+            cmpd(name, a0, ref, no, 1e-2, 1e-2 * maxabs(ref, no));
+        }
+        free(hi); free(start); free(ref);
+        gpu->free(bt); gpu->free(ba0); gpu->free(ba1);
+        no_error("matmul_fwd_acc bf16 operands");
+    }
     /* the bf16-gradient entry (matmul_bwd_d16): dout16 = dout rounded, `off`
      * floats into its buffer (a copy to 256-byte alignment when not 0), with
      * the fp32 or bf16 input and weight: bitwise matmul_bwd on dout (dbias
@@ -1348,6 +1381,34 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
         free(start); free(ref);
         gpu->free(ba); gpu->free(bs); gpu->free(bt);
         no_error("matmul_dinp_acc");
+    }
+    /* the forward product accumulated (matmul_fwd_acc: the forward GEMM with
+     * beta 1, C = D), the fp32 operands: bitwise matmul_fwd into a temporary,
+     * then add; near the CPU's; the empty shapes leave out as it was (the
+     * bf16 operands: test_matmul_w16) */
+    {
+        float *start = fvec(no, 4.0), *ref = fdup(start, no);
+        float *ba = gpu->alloc((no + off) * 4), *bs = gpu->alloc((no + off) * 4), *bt = gpu->alloc((no + off) * 4);
+        float *acc_d = ba + off, *seq_d = bs + off, *tmp_d = bt + off;
+        gpu->to_device(acc_d, start, no * 4);
+        gpu->to_device(seq_d, start, no * 4);
+        gpu->matmul_fwd_acc(acc_d, i_d, NULL, w_d, NULL, N, C, OC);
+        gpu->matmul_fwd(tmp_d, i_d, w_d, NULL, N, C, OC);
+        gpu->add(seq_d, seq_d, tmp_d, no);
+        snprintf(name, sizeof name, "matmul_fwd_acc %s: bitwise matmul_fwd into a temporary, then add", tag);
+        tap_ok(same_bits(acc_d, seq_d, no * 4), "%s", name);
+        cpu->matmul_fwd_acc(ref, inp, NULL, w, NULL, N, C, OC);
+        snprintf(name, sizeof name, "matmul_fwd_acc (+=) %s", tag);
+        cmpd(name, acc_d, ref, no, rtol, atol * maxabs(ref, no));
+        gpu->copy(seq_d, acc_d, no * 4);
+        gpu->matmul_fwd_acc(acc_d, i_d, NULL, w_d, NULL, 0, C, OC);
+        gpu->matmul_fwd_acc(acc_d, i_d, NULL, w_d, NULL, N, C, 0);
+        gpu->matmul_fwd_acc(acc_d, i_d, NULL, w_d, NULL, N, 0, OC);
+        snprintf(name, sizeof name, "matmul_fwd_acc %s, N, OC or C 0: out unchanged", tag);
+        tap_ok(same_bits(acc_d, seq_d, no * 4), "%s", name);
+        free(start); free(ref);
+        gpu->free(ba); gpu->free(bs); gpu->free(bt);
+        no_error("matmul_fwd_acc");
     }
     /* NULL dinp and dbias are skipped */
     cpu->matmul_bwd(NULL, dw, NULL, dout, inp, w, N, C, OC);

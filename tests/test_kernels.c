@@ -957,6 +957,66 @@ static void test_matmul_dinp_acc(void) {
     tap_ok(be->error() == NULL, "matmul_dinp_acc: no backend error recorded");
 }
 
+/* matmul_fwd_acc: out += inp @ w^T, bitwise the beta-0 entry (matmul_fwd,
+ * and in bf16 mode matmul_fwd_w16 with the weight's bf16 copy,
+ * matmul_fwd_a16 with the input's, or both) into a temporary followed by
+ * add; near the double-precision sum; nothing at N, C or OC = 0 */
+static void test_matmul_fwd_acc(void) {
+    static const struct { int n, c, oc; } sh[] = {{37, 29, 48}, {300, 256, 64}, {33, 400, 40}};
+    static const char *vname[] = {"fp32 operands", "w16", "inp16", "inp16 w16"};
+    for (int mode = 0; mode < 2; mode++) {
+        be->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++) {
+            const int n = sh[k].n, c = sh[k].c, oc = sh[k].oc;
+            const size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+            float *w = fvec(nw, 1.0), *inp = fvec(ni, 1.0), *start = fvec(no, 4.0);
+            uint16_t *w16 = malloc(nw * 2), *x16 = malloc(ni * 2);
+            be->to_bf16(w16, w, nw);
+            be->to_bf16(x16, inp, ni);
+            /* start + inp w^T (bf16 mode: of the rounded operands), in double */
+            double *ref = dvec(no);
+            for (int i = 0; i < n; i++)
+                for (int o = 0; o < oc; o++) {
+                    double s = 0.0;
+                    for (int j = 0; j < c; j++) {
+                        const float a = inp[(size_t)i * c + j], b = w[(size_t)o * c + j];
+                        s += mode ? (double)ref_round_bf16(a) * ref_round_bf16(b) : (double)a * b;
+                    }
+                    ref[(size_t)i * oc + o] = start[(size_t)i * oc + o] + s;
+                }
+            for (int v = 0; v < (mode ? 4 : 1); v++) {
+                const uint16_t *vw16 = v & 1 ? w16 : NULL, *vx16 = v & 2 ? x16 : NULL;
+                float *acc = fdup(start, no), *seq = fdup(start, no), *tmp = fzeros(no);
+                be->matmul_fwd_acc(acc, vx16 ? NULL : inp, vx16, vw16 ? NULL : w, vw16, n, c, oc);
+                if (vx16) be->matmul_fwd_a16(tmp, vx16, w, vw16, NULL, n, c, oc);
+                else if (vw16) be->matmul_fwd_w16(tmp, inp, vw16, NULL, n, c, oc);
+                else be->matmul_fwd(tmp, inp, w, NULL, n, c, oc);
+                be->add(seq, seq, tmp, no);
+                char name[160];
+                snprintf(name, sizeof name, "matmul_fwd_acc N=%d C=%d OC=%d %s %s: bitwise the beta-0 entry, then add",
+                         n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+                check_same(name, acc, seq, no * sizeof(float));
+                snprintf(name, sizeof name, "matmul_fwd_acc N=%d C=%d OC=%d %s %s: out + inp w^T (accumulated)",
+                         n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+                check_arr(name, acc, ref, no, FWD_RTOL, FWD_ATOL * sqrt((double)c));
+                free(acc); free(seq); free(tmp);
+            }
+            free(w); free(inp); free(start); free(w16); free(x16); free(ref);
+        }
+        /* empty shapes: out unchanged */
+        float *w = fvec(64, 1.0), *inp = fvec(64, 1.0), *start = fvec(64, 1.0), *acc = fdup(start, 64);
+        be->matmul_fwd_acc(acc, inp, NULL, w, NULL, 0, 8, 8);
+        be->matmul_fwd_acc(acc, inp, NULL, w, NULL, 8, 8, 0);
+        be->matmul_fwd_acc(acc, inp, NULL, w, NULL, 8, 0, 8);
+        check_same(mode ? "matmul_fwd_acc bf16, N, OC or C 0: out unchanged"
+                        : "matmul_fwd_acc fp32, N, OC or C 0: out unchanged",
+                   acc, start, 64 * sizeof(float));
+        free(w); free(inp); free(start); free(acc);
+    }
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    tap_ok(be->error() == NULL, "matmul_fwd_acc: no backend error recorded");
+}
+
 /* ------------------------------------------------------------ precision conversion */
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
@@ -1154,6 +1214,7 @@ int main(void) {
     check_step_entries(be, "cpu");
     test_matmul_bf16();
     test_matmul_dinp_acc();
+    test_matmul_fwd_acc();
     test_precision();
     test_determinism();
     return tap_done();

@@ -688,6 +688,23 @@ static void cpu_matmul_dinp_acc(float *dinp, const float *dout, const float *w, 
     free(tmp);
 }
 
+/* matmul_fwd_acc (backend.h): the beta-0 entry's product into host scratch,
+ * then add (as matmul_dinp_acc: never sgemm with beta = 1) */
+static void cpu_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16, const float *w,
+                               const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    float *tmp = malloc((size_t)N * OC * sizeof(float));
+    if (!tmp) {
+        cpu_err = "cpu_backend.c: matmul_fwd_acc: out of memory for the product (nothing computed)";
+        return;
+    }
+    if (inp16) cpu_matmul_fwd_a16(tmp, inp16, w, w16, NULL, N, C, OC);
+    else if (w16) cpu_matmul_fwd_w16(tmp, inp, w16, NULL, N, C, OC);
+    else cpu_matmul_fwd(tmp, inp, w, NULL, N, C, OC);
+    cpu_add(out, out, tmp, (size_t)N * OC);
+    free(tmp);
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -968,6 +985,7 @@ static const zt_backend cpu_backend = {
     .matmul_bwd_o16 = cpu_matmul_bwd_o16,
     .gqa_ext_bwd16do = cpu_gqa_ext_bwd16do,
     .matmul_dinp_acc = cpu_matmul_dinp_acc,
+    .matmul_fwd_acc = cpu_matmul_fwd_acc,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

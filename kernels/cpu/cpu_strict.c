@@ -632,6 +632,15 @@ static void s_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, 
         cpu()->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
     leave();
 }
+/* (out read and written; the input inp16 or inp, the weight w16 or w) */
+static void s_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16, const float *w,
+                             const uint16_t *w16, int N, int C, int OC) {
+    enter();
+    if (NEED_ALL("matmul_fwd_acc", {"out", out, (size_t)N * OC * F},
+                 OPND_OR(1, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F), OPND_W(1)))
+        cpu()->matmul_fwd_acc(out, inp, inp16, w, w16, N, C, OC);
+    leave();
+}
 static void s_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -1688,6 +1697,7 @@ static const zt_backend strict_backend = {
     .matmul_bwd_o16 = s_matmul_bwd_o16,
     .gqa_ext_bwd16do = s_gqa_ext_bwd16do,
     .matmul_dinp_acc = s_matmul_dinp_acc,
+    .matmul_fwd_acc = s_matmul_fwd_acc,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

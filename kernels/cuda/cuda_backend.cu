@@ -939,6 +939,7 @@ static void fill_table(zt_backend *t) {
     t->matmul_bwd_o16 = zt_cuda_matmul_bwd_o16;
     t->gqa_ext_bwd16do = zt_cuda_gqa_ext_bwd16do;
     t->matmul_dinp_acc = zt_cuda_matmul_dinp_acc;
+    t->matmul_fwd_acc = zt_cuda_matmul_fwd_acc;
 }
 
 __global__ void k_probe(int *x) {

@@ -655,6 +655,21 @@ void zt_cuda_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, floa
                   C, OC, (const bf16_t *)inp16);
 }
 
+/* the forward product accumulated (backend.h matmul_fwd_acc): the forward
+ * GEMM with beta = 1 and C = D (D = inp w^T + out: the fp32 product, then
+ * one fp32 addition, the add after the beta-0 entry into a temporary); the
+ * operands as matmul_fwd_a16 (inp16), matmul_fwd_w16 (w16) or matmul_fwd
+ * take them, the scratch request theirs */
+void zt_cuda_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16, const float *w,
+                            const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    if (inp16 && !a16_ok("matmul_fwd_acc")) return;
+    if (!w16_ok(w16, "matmul_fwd_acc")) return;
+    const bf16_t *x16 = (const bf16_t *)inp16, *wb = (const bf16_t *)w16;
+    gemm(true, false, OC, N, C, wb ? NULL : w, C, x16 ? NULL : inp, C, out, OC, 1.0f, NULL, NULL, wb,
+         x16, NULL, x16 != NULL);
+}
+
 /* the bf16-gradient entries (backend.h): the entries above with the GEMMs'
  * dout operand dout16 itself (bf16 matmul mode only); dbias from the fp32
  * dout (matmul_bwd_d16 with dout NULL: from dout16, k_colsum16_part) */
