@@ -306,20 +306,25 @@ static size_t g_nblk, g_capblk;
 
 static void *c_register(void *p, size_t bytes);
 
-static void *c_alloc(size_t bytes) {
-    call(ZT_CE_alloc);
-    /* cuda_alloc: cudaMallocAsync + a memset of the block */
-    rec(K_MEMSET, 0, D(bytes ? bytes : 256));
+/* the block of c_alloc / c_alloc_nz: the inner table's (nz: its alloc_nz
+ * where it has one), else address space only; registered */
+static void *c_block(size_t bytes, int nz) {
     void *p;
     if (g_inner) {
-        p = g_inner->alloc(bytes);
+        p = nz && g_inner->alloc_nz ? g_inner->alloc_nz(bytes) : g_inner->alloc(bytes);
     } else {
         const size_t len = bytes ? bytes : 1;
         p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) return NULL;
     }
-    if (!p) return NULL;
-    return c_register(p, bytes);
+    return p ? c_register(p, bytes) : NULL;
+}
+
+static void *c_alloc(size_t bytes) {
+    call(ZT_CE_alloc);
+    /* cuda_alloc: cudaMallocAsync + a memset of the block */
+    rec(K_MEMSET, 0, D(bytes ? bytes : 256));
+    return c_block(bytes, 0);
 }
 
 /* record block p of bytes in the registry (c_free finds its size) */
@@ -348,16 +353,7 @@ static void *c_register(void *p, size_t bytes) {
  * alone); the same registry */
 static void *c_alloc_nz(size_t bytes) {
     call(ZT_CE_alloc_nz);
-    void *p;
-    if (g_inner) {
-        p = g_inner->alloc_nz ? g_inner->alloc_nz(bytes) : g_inner->alloc(bytes);
-    } else {
-        const size_t len = bytes ? bytes : 1;
-        p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) return NULL;
-    }
-    if (!p) return NULL;
-    return c_register(p, bytes);
+    return c_block(bytes, 1);
 }
 
 static void c_free(void *p) {
