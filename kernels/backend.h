@@ -851,6 +851,25 @@ typedef struct zt_backend {
      * product in host scratch of its own. */
     void (*matmul_fwd_acc)(float *out, const float *inp, const uint16_t *inp16, const float *w,
                            const uint16_t *w16, int N, int C, int OC);
+    /* ---- the base input gradient accumulated (last; optional: NULL when
+     * the backend has none; libtrain/lora.c's backward order swapped,
+     * config.h ZT_W16_BWDSWAP: the adapters' dx = dh A written first, the
+     * base dinp GEMM adding into it) ----
+     * dinp[N,C] += dout[N,OC] @ w[OC,C]: bitwise the beta-0 entry's dinp
+     * into a temporary tmp[N,C] followed by add(dinp, dinp, tmp, N*C), the
+     * entry being matmul_bwd_d16(tmp, NULL, NULL, NULL, dout16, NULL, NULL,
+     * w, w16, ...) when dout16 != NULL (bf16 matmul mode only; dout
+     * unused), else matmul_bwd_w16(tmp, NULL, NULL, dout, NULL, w16, ...)
+     * when w16 != NULL (bf16 mode only; w unused), else matmul_bwd(tmp,
+     * NULL, NULL, dout, NULL, w, ...) (in bf16 mode dout rounded to bf16 as
+     * matmul_bwd rounds it): the product rounded to fp32 once, then one
+     * fp32 addition an element (fl(product + dinp) = fl(dinp + product)).
+     * No dw, no dbias.  N, C or OC <= 0: nothing (dinp unchanged).  cuda:
+     * the input-gradient GEMM with beta = 1 and C = D (no temporary, no add
+     * kernel; its scratch request is the beta-0 entry's with dinp alone);
+     * cpu: that sequence, the product in host scratch of its own. */
+    void (*matmul_bwd_acc)(float *dinp, const float *dout, const uint16_t *dout16, const float *w,
+                           const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -755,6 +755,19 @@ static void c_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16
     if (N <= 0 || C <= 0 || OC <= 0) return;
     gemm_ex(1, 0, OC, N, C, C, C, 1, NULL, w16_of(w16), x16_of(inp16));
 }
+/* matmul_bwd_acc (cuda_matmul.cu): the input-gradient GEMM with beta 1,
+ * C = D (dinp read and written: N C f more than the beta-0 entry's, no
+ * k_add after it); dout16 read as matmul_bwd_d16 reads it (copied when not
+ * 256-aligned), else dout rounded once (round_dout); the weight as
+ * matmul_bwd_w16 / matmul_bwd take it.  N, C or OC <= 0: nothing. */
+static void c_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_bwd_acc);
+    if (g_inner) g_inner->matmul_bwd_acc(dinp, dout, dout16, w, w16, N, C, OC);
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    const int d16 = dout16 ? dout16_in(dout16, N, C, OC, 1) : round_dout(N, C, OC, 1);
+    gemm_ex(0, 0, C, N, OC, C, OC, 1, NULL, w16_of(w16), d16 ? D16 : NULL);
+}
 static void c_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -2088,6 +2101,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->gqa_ext_bwd16d = c_gqa_ext_bwd16d;
     if (!inner || inner->matmul_dinp_acc) t->matmul_dinp_acc = c_matmul_dinp_acc;
     if (!inner || inner->matmul_fwd_acc) t->matmul_fwd_acc = c_matmul_fwd_acc;
+    if (!inner || inner->matmul_bwd_acc) t->matmul_bwd_acc = c_matmul_bwd_acc;
 }
 
 const zt_backend *zt_backend_count(void) {

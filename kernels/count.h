@@ -91,7 +91,8 @@ typedef struct zt_count_kernel {
     X(gqa_ext_bwd16do) \
     X(matmul_dinp_acc) \
     X(alloc_nz) \
-    X(matmul_fwd_acc)
+    X(matmul_fwd_acc) \
+    X(matmul_bwd_acc)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

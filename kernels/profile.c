@@ -336,6 +336,14 @@ static void p_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16
     k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
           (inp16 ? 2.0 : F4) * N * C + 2.0 * F4 * (double)N * OC + p_wbytes(w16, OC, C));
 }
+/* the base input gradient accumulated: matmul_bwd's dinp GEMM with dinp read too */
+static void p_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_acc(dinp, dout, dout16, w, w16, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * N * C * OC,
+          (dout16 ? 2.0 : F4) * N * OC + 2.0 * F4 * (double)N * C + p_wbytes(w16, OC, C));
+}
 static void p_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -811,6 +819,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(gqa_ext_bwd16do);
     W(matmul_dinp_acc);
     W(matmul_fwd_acc);
+    W(matmul_bwd_acc);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -383,6 +383,9 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     zt_w16_keep_if(&m->cfg, ZT_W16_LORAACC, be->matmul_dinp_acc != NULL);
     /* (LoRA's delta first, the base GEMM adding into it: lora.h zt_lora_fwd_first) */
     zt_w16_keep_if(&m->cfg, ZT_W16_LORASWAP, be->matmul_fwd_acc != NULL);
+    /* (the adapters' input gradient first, the base dinp GEMM adding into
+     * it: lora.h zt_lora_bwd_first) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_BWDSWAP, be->matmul_bwd_acc != NULL);
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */
@@ -1008,6 +1011,28 @@ static void lora_lin_fwd(const zt_skel *sk, const zt_backend *be, int grp, float
     zt_skel_lora_fwd16(sk, grp, x, x16, out, N, ls);
 }
 
+/* Its backward: dx[N, C] = dy w (dw, dbias: the base's gradients, NULL when
+ * frozen) + the adapters' share of the input gradient.  With a frozen base
+ * (no dw, no dbias), where the group's backward can go first (lora.h
+ * zt_lora_bwd_first: bswap on, adapters, no dropout), it writes dx and the
+ * base dinp GEMM adds into it (matmul_bwd_acc: beta 1 under a
+ * compute-bound GEMM, where the adapters' beta-1 GEMM of K = n r read and
+ * wrote all of dx); else the base GEMM, then the adapters' product added.
+ * The same bits either way (config.h ZT_W16_BWDSWAP). */
+static void lora_lin_bwd(const zt_skel *sk, const zt_backend *be, int grp, float *dx, float *dw,
+                         float *dbias, const float *dy, const uint16_t *dy16, const float *x,
+                         const uint16_t *x16, const float *w, const uint16_t *w16, int N, int C,
+                         int OC, const zt_lora_scratch *ls) {
+    if (!dw && !dbias && zt_skel_lora_bwd_first16(sk, grp, x, x16, dy, dy16, dx, N, ls)) {
+        /* (w16 where zt_mm_bwd_d reads it: the d16 / a16 entries, or matmul_bwd_w16) */
+        be->matmul_bwd_acc(dx, dy, dy16, w, dy16 || x16 || be->matmul_bwd_w16 ? w16 : NULL, N, C,
+                           OC);
+        return;
+    }
+    zt_mm_bwd_d(be, dx, dw, dbias, dy, dy16, x, x16, w, w16, N, C, OC);
+    zt_skel_lora_bwd16(sk, grp, x, x16, dy, dy16, dx, N, ls);
+}
+
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
 static int block_fwd(void *self, void *acts, int l, zt_status *st) {
@@ -1361,9 +1386,8 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                 norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
         dmo = a->scratch;
     }
-    zt_mm_bwd_d(be, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW),
-                N, H, C);
-    zt_skel_lora_bwd16(sk, LG_DOWN, s->h, s->h16, dmo, dc16, a->dh, N, ls);
+    lora_lin_bwd(sk, be, LG_DOWN, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw,
+                 LW16(m, w, T_DOWNW), N, H, C, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
     if (s->gu16 && zt_w16_on(&m->cfg, ZT_W16_O16)) {   /* (the kernel reads gate|up in bf16) */
@@ -1391,9 +1415,8 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
 gu_bwd:
-    zt_mm_bwd_d(be, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
-                LW16(m, w, T_GATEW), N, C, 2 * H);
-    zt_skel_lora_bwd16(sk, LG_GU, s->xn2, s->xn216, dgu, dgu16, a->dbuf, N, ls);
+    lora_lin_bwd(sk, be, LG_GU, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
+                 LW16(m, w, T_GATEW), N, C, 2 * H, ls);
 mlp_norm:
     rms_bwd(be, a->dres, sh->gemma ? NULL : dc16, gw->mlp_norm, a->dbuf, s->res2,
             norm_w(m, a, w->mlp_norm, C), s->rstd2, N, C);
@@ -1414,13 +1437,13 @@ mlp_norm:
     if (dc16 && s->qkv16 && s->atty16 && !sk->lora && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
         be->att_do16(B, T, sh->NH, sh->NKV, sh->hd, &dao_o))
         do16 = (uint16_t *)a->datt;
+    /* (do16 only without LoRA: no adapters to add) */
     if (do16)
         be->matmul_bwd_o16(do16, a->sta, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
                            N, sh->AD, C);
     else
-        zt_mm_bwd_d(be, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
-                    N, sh->AD, C);
-    zt_skel_lora_bwd16(sk, LG_O, s->atty, s->atty16, dao, dc16, a->datt, N, ls);
+        lora_lin_bwd(sk, be, LG_O, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow,
+                     LW16(m, w, T_OW), N, sh->AD, C, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
      * read, llama_sp16; rb16: gqa_ext_bwd16d's bf16 values, rotated by
@@ -1512,13 +1535,11 @@ mlp_norm:
     if (dq16) {   /* (sp16: no q/k norms or bias, llama_sp16; rb16: the bias gradient
                    * taken by rope_bwd16 above; LoRA's GEMMs read dq16 as their
                    * dy16, no fp32 dy, zt_lora_dq16_of) */
-        be->matmul_bwd_d16(a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
-                           LW16(m, w, T_QW), N, C, sh->QKV);
-        zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, NULL, dq16, a->dbuf, N, ls);
+        lora_lin_bwd(sk, be, LG_QKV, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
+                     LW16(m, w, T_QW), N, C, sh->QKV, ls);
     } else {
-        zt_mm_bwd_x(be, a->dbuf, gw->qkvw, gw->qkvb, dq, s->xn, s->xn16, w->qkvw, LW16(m, w, T_QW),
-                    N, C, sh->QKV);
-        zt_skel_lora_bwd16(sk, LG_QKV, s->xn, s->xn16, dq, NULL, a->dbuf, N, ls);
+        lora_lin_bwd(sk, be, LG_QKV, a->dbuf, gw->qkvw, gw->qkvb, dq, NULL, s->xn, s->xn16, w->qkvw,
+                     LW16(m, w, T_QW), N, C, sh->QKV, ls);
     }
     /* (block 0's: the embedding reads the fp32 value) */
     rms_bwd(be, a->dres, sh->gemma || l == 0 ? NULL : dc16, gw->attn_norm, a->dbuf, a->res[l],

@@ -419,9 +419,11 @@ int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
     return 1;
 }
 
-void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
-                 const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
-                 float *dx, int N, const zt_lora_scratch *sc) {
+/* zt_lora_bwd and zt_lora_bwd_first (first: dx written, not added to;
+ * no dropout then) */
+static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                     const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                     float *dx, int N, const zt_lora_scratch *sc, int first) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
     if (!lo->bt2d) dy16 = NULL;   /* (ZT_TEST_NO_LORABT: the GEMMs round dy) */
@@ -449,5 +451,21 @@ void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     be->scale(sc->dh, (size_t)N * nr, lo->scale);
     if (x16) be->matmul_bwd_a16(NULL, gad + G->aoff, NULL, sc->dh, x16, NULL, NULL, N, G->in, nr);
     else be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
-    acc_product(be, lo, dx, sc->d, sc->dh, ad + G->aoff, N, G->in, nr);
+    /* (first: dx = dh A, acc_product's product with beta 0) */
+    if (first) be->matmul_bwd(dx, NULL, NULL, sc->dh, NULL, ad + G->aoff, N, G->in, nr);
+    else acc_product(be, lo, dx, sc->d, sc->dh, ad + G->aoff, N, G->in, nr);
+}
+
+void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                 const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                 float *dx, int N, const zt_lora_scratch *sc) {
+    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, dx, N, sc, 0);
+}
+
+int zt_lora_bwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                      const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                      float *dx, int N, const zt_lora_scratch *sc) {
+    if (!lo->bswap || !lo->groups[g].n || sc->drop.on) return 0;
+    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, dx, N, sc, 1);
+    return 1;
 }

@@ -84,6 +84,11 @@ typedef struct zt_lora {
      * backend has matmul_fwd_acc; 0 from zt_lora_plan): zt_lora_fwd_first
      * writes the delta, the caller's base GEMM then adds into it */
     int swap;
+    /* config.h ZT_W16_BWDSWAP (set by the model, model_skel.c, where the
+     * backend has matmul_bwd_acc; 0 from zt_lora_plan): zt_lora_bwd_first
+     * writes the adapters' input gradient, the caller's base dinp GEMM then
+     * adds into it */
+    int bswap;
 } zt_lora;
 
 /* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
@@ -176,6 +181,19 @@ int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
                  const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
                  float *dx, int N, const zt_lora_scratch *sc);
+
+/* The swapped order of the backward (lo->bswap): zt_lora_bwd with the
+ * group's input gradient written, dx[N, in] = dh A (beta 0: the product
+ * zt_lora_bwd adds, rounded to fp32 once), for the caller to add its base
+ * dinp GEMM's product into (backend.h matmul_bwd_acc): fl(lora + base) =
+ * fl(base + lora), bitwise zt_lora_bwd after the base GEMM.  Returns 1
+ * when it wrote dx (and added the adapters' gradients into gad); 0 with
+ * nothing done (no bswap, no adapters in the group, or dropout on: each
+ * module's product is added then, ((base + p1) + p2), not reorderable) --
+ * the caller then takes the old order. */
+int zt_lora_bwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                      const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                      float *dx, int N, const zt_lora_scratch *sc);
 
 /* The adapter engine of a base engine (NULL without LoRA). */
 struct zt_units *zt_units_peer(struct zt_units *U);

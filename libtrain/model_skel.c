@@ -20,6 +20,7 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
         if (!be->matmul_dinp_acc) sk->lo.acc = 0;
         sk->lo.bt2d = zt_w16_on(mc, ZT_W16_LORABT);
         sk->lo.swap = zt_w16_on(mc, ZT_W16_LORASWAP) && be->matmul_fwd_acc;
+        sk->lo.bswap = zt_w16_on(mc, ZT_W16_BWDSWAP) && be->matmul_bwd_acc;
         sk->lora = 1;
     }
     return ZT_OK;

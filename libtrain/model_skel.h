@@ -126,6 +126,16 @@ static inline int zt_skel_lora_first16(const zt_skel *sk, int grp, const float *
                                        const zt_lora_scratch *ls) {
     return sk->lora && zt_lora_fwd_first(sk->be, &sk->lo, grp, sk->ad, x, x16, y, N, ls);
 }
+/* 1: group grp's input gradient written into dx first (lora.h
+ * zt_lora_bwd_first: its adapters' backward done), the caller's base dinp
+ * GEMM then adding into it (matmul_bwd_acc); 0: nothing done */
+static inline int zt_skel_lora_bwd_first16(const zt_skel *sk, int grp, const float *x,
+                                           const uint16_t *x16, const float *dy,
+                                           const uint16_t *dy16, float *dx, int N,
+                                           const zt_lora_scratch *ls) {
+    return sk->lora &&
+           zt_lora_bwd_first(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dy16, dx, N, ls);
+}
 static inline void zt_skel_lora_bwd16(const zt_skel *sk, int grp, const float *x,
                                       const uint16_t *x16, const float *dy, const uint16_t *dy16,
                                       float *dx, int N, const zt_lora_scratch *ls) {

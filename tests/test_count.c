@@ -577,6 +577,8 @@ typedef struct w16_mem {
     long xf;           /* the head's loss-only calls: xent16_fwd + xent_fwd */
     long dacc;         /* matmul_dinp_acc calls */
     long facc;         /* matmul_fwd_acc calls */
+    long bacc;         /* matmul_bwd_acc calls */
+    long bwds;         /* matmul_bwd + _w16 + _a16 + _d16 calls */
     long fwd, bwd;     /* matmul_fwd + _w16 + _a16 calls; matmul_bwd calls */
     double gemm_b;     /* bytes of the cublasLt gemm launches (bf16 and fp32) */
     long copy, copy2d; /* copy and copy2d calls (device to device) */
@@ -601,7 +603,7 @@ static const struct {
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
-    {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}};
+    {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -616,10 +618,22 @@ static void facc_wrap(float *out, const float *inp, const uint16_t *inp16, const
     g_facc_x16 += inp16 != NULL;
     g_facc_inner->matmul_fwd_acc(out, inp, inp16, w, w16, N, C, OC);
 }
+/* matmul_bwd_acc's calls with the bf16 weight and a fp32 gradient, and
+ * with the bf16 gradient (LoRA's swapped backward, lora_bswap: the base
+ * dinp GEMM the *_w16 / *_d16 entries made before; a base that took the
+ * a16 entry with a fp32 gradient counts as the w16 one here) */
+static long g_bacc_w16, g_bacc_d16;
+static void bacc_wrap(float *dinp, const float *dout, const uint16_t *dout16, const float *w,
+                      const uint16_t *w16, int N, int C, int OC) {
+    g_bacc_w16 += w16 && !dout16;   /* (with dout16: the d16 entry's call) */
+    g_bacc_d16 += dout16 != NULL;
+    g_facc_inner->matmul_bwd_acc(dinp, dout, dout16, w, w16, N, C, OC);
+}
 static const zt_backend *facc_over(const zt_backend *inner) {
     g_facc_inner = inner;
     g_facc_table = *inner;
     if (inner->matmul_fwd_acc) g_facc_table.matmul_fwd_acc = facc_wrap;
+    if (inner->matmul_bwd_acc) g_facc_table.matmul_bwd_acc = bacc_wrap;
     return &g_facc_table;
 }
 static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
@@ -694,7 +708,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
         if (rc != ZT_OK) free(V);
     }
     zt_count_reset();
-    g_facc_w16 = g_facc_x16 = 0;
+    g_facc_w16 = g_facc_x16 = g_bacc_w16 = g_bacc_d16 = 0;
     memset(res, 0, 4 * sizeof res[0]);
     for (int k = 0; rc == ZT_OK && k < 4; k++) {
         zt_metrics m;
@@ -711,7 +725,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     zt_count_totals_get(&t);
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
                  t.calls[ZT_CE_matmul_gelu_fwd_w16] + t.calls[ZT_CE_matmul_dgelu_bwd_w16] +
-                 g_facc_w16;
+                 g_facc_w16 + g_bacc_w16;
     const zt_count_kernel *k;
     const size_t nk = zt_count_kernels(&k);
     *rounds = launches_of_k(k, nk, "k_round_bf16");
@@ -744,7 +758,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
                t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16] +
-               t.calls[ZT_CE_matmul_bwd_o16] + g_facc_x16;
+               t.calls[ZT_CE_matmul_bwd_o16] + g_facc_x16 + g_bacc_d16;
     mem->g16 = t.calls[ZT_CE_matmul_dgelu_bwd_o16];
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
                t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
@@ -766,6 +780,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->xf = t.calls[ZT_CE_xent16_fwd] + t.calls[ZT_CE_xent_fwd];
     mem->dacc = t.calls[ZT_CE_matmul_dinp_acc];
     mem->facc = t.calls[ZT_CE_matmul_fwd_acc];
+    mem->bacc = t.calls[ZT_CE_matmul_bwd_acc];
+    mem->bwds = t.calls[ZT_CE_matmul_bwd] + t.calls[ZT_CE_matmul_bwd_w16] +
+                t.calls[ZT_CE_matmul_bwd_a16] + t.calls[ZT_CE_matmul_bwd_d16];
     mem->fwd = t.calls[ZT_CE_matmul_fwd] + t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_fwd_a16];
     mem->bwd = t.calls[ZT_CE_matmul_bwd];
     for (size_t i = 0; i < nk; i++)
@@ -801,7 +818,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
                t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
                t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16] +
-               t.calls[ZT_CE_matmul_bwd_o16];
+               t.calls[ZT_CE_matmul_bwd_o16] + g_bacc_d16;
     if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
@@ -1108,7 +1125,9 @@ static void bf16_activations(void) {
         char what[96];
         snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
                  is_lora ? " LoRA" : "", is_ck ? " checkpointed" : "");
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 0, what, what)) continue;
+        /* (LoRA: the backward's order of before, ZT_TEST_NO_BWDSWAP, whose
+         * base dinp GEMMs these counts name: q|k|v's an a16 call; lora_bswap) */
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, is_lora ? 16777216 : 0, what, what)) continue;
         /* a block's four GEMMs reading a bf16 input (q|k|v, the attention
          * projection, fc / gate|up, the MLP's projection) forward, again
          * when recomputed, and backward; LoRA's adapters on them: x A^T
@@ -1624,7 +1643,11 @@ static void bf16_gradients(void) {
         const w16_case *c = &w16_common[i];
         w16_pair p;
         char what[96];
-        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
+        /* (LoRA: the backward's order of before, ZT_TEST_NO_BWDSWAP: the
+         * base dinp GEMMs of these counts; lora_bswap) */
+        if (!w16_case_run(&p, &kind, c, c->extra == w16_lora ? 16777216 : 0, NULL, NULL, what,
+                          sizeof what))
+            continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
         /* (GPT-2 LoRA all-linear: fc's gradient rounded once for its GEMMs
@@ -1829,7 +1852,10 @@ static void lora_acc(void) {
         /* (the order of before, ZT_TEST_NO_LORASWAP: each forward delta
          * added after its base GEMM, as these counts have it; the swapped
          * order's: lora_swap) */
-        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | 1048576, names, NULL, what, sizeof what))
+        /* (and ZT_TEST_NO_BWDSWAP: dx's product added after the base
+         * dinp GEMM, as these counts have it; lora_bswap) */
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | 1048576 | 16777216, names, NULL, what,
+                          sizeof what))
             continue;
         const char *ex = cases[i].extra;
         const cm_shape *s = &p.s;
@@ -1925,6 +1951,87 @@ static void lora_swap(void) {
                what, p.ma.facc, want, p.mb.facc, p.ma.fwd, p.mb.fwd, p.ma.dacc, p.mb.dacc, p.ma.bwd,
                p.mb.bwd, p.ma.gemm, p.ma.gemm_b, p.mb.gemm, p.mb.gemm_b, p.ma.add, p.mb.add, p.ra,
                p.rb, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
+/* ------------------------------------------------------------ LoRA's input gradient first
+ * A LoRA group's input gradient written first (zt_lora_bwd_first: dx = dh
+ * A, beta 0, matmul_bwd into dx) and the base dinp GEMM adding its product
+ * into it (backend.h matmul_bwd_acc: beta 1, C = D under a compute-bound
+ * GEMM), not the base dinp then the adapters' product added by their
+ * rank-r beta-1 GEMM (matmul_dinp_acc): every loss and gradient norm over 4
+ * steps (so the adapters' gradients too) bitwise those of the order of
+ * before (ZT_TEST_NO_BWDSWAP=1): Llama all-linear, stages 0 and 3, with
+ * activation checkpointing and without, the fp32 activations, fp32
+ * matmuls, QLoRA (nf4 base), a part of a group (q_proj,v_proj), Qwen2's
+ * q|k|v bias (frozen: no bias gradient, swapped too), ZT_TEST_NO_LORABT
+ * (the adapters rounding dy), ZT_TEST_NO_LORAACC (their product and an
+ * add before); with the adapters' dropout and GPT-2 nothing changes.  Per
+ * step and block, ng the swapped groups (one backward a step, checkpointed
+ * or not): ng matmul_bwd_acc calls, as many matmul_dinp_acc fewer (with
+ * ZT_TEST_NO_LORAACC: as many k_add fewer), the base dinp entries (matmul_bwd,
+ * _w16, _a16, _d16) and the adapters' beta-0 product together as many as
+ * those calls were; the GEMM launches, the k_round_bf16 launches and the
+ * activations' peak and plan the same; the GEMMs' bytes the same (dx's
+ * read moved from the rank-r GEMM to the base's; with ZT_TEST_NO_LORAACC
+ * N in f more a swapped group, the base's read of dx, where the k_add read
+ * and wrote it). */
+static void lora_bswap(void) {
+    static const w16_kind kind = {16777216, " with and without LoRA's input gradient first",
+                                  "base-first path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char bias[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.model.attention_bias=true";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"},
+                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
+                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"},
+                                      {NULL, NULL}};
+    /* (arg: no_w16 of both runs; ng: the swapped groups) */
+    static const struct { w16_case c; int ng; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 4},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0}, 4},
+        {{"llama:2,4,2,32,48,1024,2,16", 0, qlora, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 524288}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 262144}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 1048576}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const long want = 4 * p.s.L * cases[i].ng;
+        const int acc = !(c->arg & 262144);
+        /* (the swapped groups' inputs: q|k|v's, gate|up's C, o's NH hd, down's I) */
+        const double N = (double)p.s.B * p.s.T, hd = p.s.C / p.s.NH;
+        const double in = cases[i].ng == 4 ? 2.0 * p.s.C + p.s.NH * hd + p.s.I : p.s.C;
+        const double more = acc || !cases[i].ng ? 0 : 4 * p.s.L * N * in * 4;
+        tap_ok(p.ma.bacc == want && p.mb.bacc == 0 && p.mb.dacc - p.ma.dacc == (acc ? want : 0) &&
+                   p.mb.add - p.ma.add == (acc ? 0 : want) &&
+                   p.ma.bwds + p.ma.dacc + p.ma.bacc == p.mb.bwds + p.mb.dacc &&
+                   p.ma.gemm == p.mb.gemm && p.ma.gemm_b - p.mb.gemm_b == more &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_ACTS),
+               "%s: %ld matmul_bwd_acc calls (%ld expected, %ld without), %ld matmul_dinp_acc "
+               "(%ld without), %ld k_add (%ld without), %ld base dinp entries (%ld without), "
+               "%ld GEMMs of %.0f bytes (%ld of %.0f without, %.0f more expected), "
+               "%ld k_round_bf16 (%ld without), activations' peak %llu bytes (%llu without)",
+               what, p.ma.bacc, want, p.mb.bacc, p.ma.dacc, p.mb.dacc, p.ma.add, p.mb.add, p.ma.bwds,
+               p.mb.bwds, p.ma.gemm, p.ma.gemm_b, p.mb.gemm, p.mb.gemm_b, more, p.ra, p.rb,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -2085,7 +2192,9 @@ static void lora_qkv16(void) {
             const w16_case *c = &cases[i].c;
             w16_pair p;
             char what[192];
-            if (!w16_case_run(&p, &kind, c, c->arg, names,
+            /* (the backward's order of before, ZT_TEST_NO_BWDSWAP: q|k|v's
+             * base dinp GEMM the a16 / d16 entry these counts name; lora_bswap) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 16777216, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long bw = 4L * p.s.L, t = cases[i].taken && b16 ? bw : 0,
@@ -3034,6 +3143,7 @@ int main(int argc, char **argv) {
     lora_acc();
     lora_bt();
     lora_swap();
+    lora_bswap();
     lora_qkv16();
     lora_gpt16();
     nf4_view();

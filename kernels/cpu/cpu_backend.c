@@ -705,6 +705,23 @@ static void cpu_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp
     free(tmp);
 }
 
+/* matmul_bwd_acc (backend.h): the beta-0 entry's dinp into host scratch,
+ * then add (as matmul_dinp_acc: never sgemm with beta = 1) */
+static void cpu_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    float *tmp = malloc((size_t)N * C * sizeof(float));
+    if (!tmp) {
+        cpu_err = "cpu_backend.c: matmul_bwd_acc: out of memory for the product (nothing computed)";
+        return;
+    }
+    if (dout16) cpu_matmul_bwd_d16(tmp, NULL, NULL, NULL, dout16, NULL, NULL, w, w16, N, C, OC);
+    else if (w16) cpu_matmul_bwd_w16(tmp, NULL, NULL, dout, NULL, w16, N, C, OC);
+    else cpu_matmul_bwd(tmp, NULL, NULL, dout, NULL, w, N, C, OC);
+    cpu_add(dinp, dinp, tmp, (size_t)N * C);
+    free(tmp);
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -986,6 +1003,7 @@ static const zt_backend cpu_backend = {
     .gqa_ext_bwd16do = cpu_gqa_ext_bwd16do,
     .matmul_dinp_acc = cpu_matmul_dinp_acc,
     .matmul_fwd_acc = cpu_matmul_fwd_acc,
+    .matmul_bwd_acc = cpu_matmul_bwd_acc,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

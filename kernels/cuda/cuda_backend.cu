@@ -940,6 +940,7 @@ static void fill_table(zt_backend *t) {
     t->gqa_ext_bwd16do = zt_cuda_gqa_ext_bwd16do;
     t->matmul_dinp_acc = zt_cuda_matmul_dinp_acc;
     t->matmul_fwd_acc = zt_cuda_matmul_fwd_acc;
+    t->matmul_bwd_acc = zt_cuda_matmul_bwd_acc;
 }
 
 __global__ void k_probe(int *x) {

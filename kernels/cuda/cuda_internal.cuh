@@ -357,6 +357,9 @@ void zt_cuda_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int
 /* the forward product accumulated (backend.h matmul_fwd_acc) */
 void zt_cuda_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16, const float *w,
                             const uint16_t *w16, int N, int C, int OC);
+/* the base input gradient accumulated (backend.h matmul_bwd_acc) */
+void zt_cuda_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16, const float *w,
+                            const uint16_t *w16, int N, int C, int OC);
 /* the bf16-gradient entries (backend.h matmul_bwd_d16, ...) */
 void zt_cuda_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *dout,
                             const uint16_t *dout16, const float *inp, const uint16_t *inp16,

@@ -467,30 +467,32 @@ static char *given_dout(const bf16_t *dout16, int N, int C, int OC, bool dinp, b
  * the weight in bf16 */
 static void bwd16(char *s, float *dinp, float *dw, const float *dout, const float *inp,
                   const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16,
-                  const bf16_t *dd16 = NULL) {
+                  const bf16_t *dd16 = NULL, float dbeta = 0.0f) {
     const bf16_t *d16 = dd16 ? dd16 : (const bf16_t *)s;
     char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
-    if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL, NULL, w16, d16, room);
+    if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, dbeta, NULL, NULL, w16, d16, room);
     if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
 }
 
+/* dbeta: the input-gradient GEMM's beta (1: matmul_bwd_acc, dinp += the
+ * product, C = D; N, C and OC > 0 there) */
 static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                 const float *w, const bf16_t *w16, int N, int C, int OC, const bf16_t *x16 = NULL,
-                const bf16_t *dout16 = NULL) {
+                const bf16_t *dout16 = NULL, float dbeta = 0.0f) {
     if (N <= 0) return;
     if (g_mode == ZT_MATMUL_BF16 && C > 0 && OC > 0 && (dinp || dw)) {
         const bf16_t *dd16 = NULL;
         char *s = dout16 ? given_dout(dout16, N, C, OC, dinp != NULL, dw != NULL, 0, &dd16)
                          : round_dout(dout, N, C, OC, dinp != NULL, dw != NULL, 0);
         if (!s) return;
-        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16, dd16);
+        bwd16(s, dinp, dw, dout, inp, w, w16, N, C, OC, x16, dd16, dbeta);
         /* (dout NULL: matmul_bwd_d16's dbias from dout16) */
         if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
         else if (dbias) zt_cuda_colsum16_acc(dbias, (const uint16_t *)dout16, N, OC, (size_t)OC);
         return;
     }
     if (dinp && C > 0) {
-        if (OC > 0) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, 0.0f, NULL);
+        if (OC > 0) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, dbeta, NULL);
         else ZT_CU(cudaMemsetAsync(dinp, 0, (size_t)N * C * sizeof(float), zt_cu.stream));
     }
     if (OC <= 0) return;
@@ -668,6 +670,20 @@ void zt_cuda_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16,
     const bf16_t *x16 = (const bf16_t *)inp16, *wb = (const bf16_t *)w16;
     gemm(true, false, OC, N, C, wb ? NULL : w, C, x16 ? NULL : inp, C, out, OC, 1.0f, NULL, NULL, wb,
          x16, NULL, x16 != NULL);
+}
+
+/* the base input gradient accumulated (backend.h matmul_bwd_acc): the
+ * input-gradient GEMM with beta = 1 and C = D (D = dout w + dinp: the fp32
+ * product, then one fp32 addition, the add after the beta-0 entry into a
+ * temporary); the operands as matmul_bwd_d16 (dout16), matmul_bwd_w16 (w16)
+ * or matmul_bwd take them, the scratch request theirs with dinp alone */
+void zt_cuda_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16, const float *w,
+                            const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    if (dout16 && !a16_ok("matmul_bwd_acc")) return;
+    if (!w16_ok(w16, "matmul_bwd_acc")) return;
+    bwd(dinp, NULL, NULL, dout, NULL, w16 ? NULL : w, (const bf16_t *)w16, N, C, OC, NULL,
+        (const bf16_t *)dout16, 1.0f);
 }
 
 /* the bf16-gradient entries (backend.h): the entries above with the GEMMs'
