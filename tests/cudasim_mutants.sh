@@ -523,6 +523,11 @@ mutant dinp-acc16-beta kernels/cuda/cuda_matmul.cu \
 mutant fwd-acc-beta kernels/cuda/cuda_matmul.cu \
     'gemm\(true, false, OC, N, C, wb \? NULL : w, C, x16 \? NULL : inp, C, out, OC, \K1\.0f(?=, NULL, NULL, wb,)' '0.0f'
 
+# matmul_bwd_acc: the input gradient overwritten (beta 0) instead of
+# accumulated (every operand variant: fp32, w16, dout16)
+mutant bwd-acc-beta kernels/cuda/cuda_matmul.cu \
+    '\(const bf16_t \*\)w16, N, C, OC, NULL,\n\s+\(const bf16_t \*\)dout16, \K1\.0f(?=\);)' '0.0f'
+
 # matmul_bwd_d16: dout16 not passed on, so the GEMMs read dout rounded
 # (the same bits only where dout16 is dout's rounding)
 mutant d16-dout-rounded kernels/cuda/cuda_matmul.cu \

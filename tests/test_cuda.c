@@ -1131,6 +1131,39 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
             free(h2); free(x2); free(r16);
             gpu->free(x2_d); gpu->free(ei); gpu->free(eg); gpu->free(br16);
         }
+        /* matmul_bwd_acc with the bf16 operands (w16, dout16, both):
+         * bitwise the beta-0 entry taking them (matmul_bwd_w16,
+         * matmul_bwd_d16) into a temporary, then add; near the CPU's
+         * matmul_bwd_acc on them */
+        {
+            static const char *vname[] = {"", "w16", "dout16", "dout16 w16"};
+            float *start = xmalloc(ni * 4), *ref = xmalloc(ni * 4);
+            float *bt = gpu->alloc((ni + off) * 4), *tmp_d = bt + off;
+            float *ba0 = gpu->alloc((ni + off) * 4), *ba1 = gpu->alloc((ni + off) * 4);
+            float *a0 = ba0 + off, *a1 = ba1 + off;
+            for (size_t i = 0; i < ni; i++) start[i] = (float)((double)(i % 89) / 16.0 - 2.5);
+            for (int v = 1; v < 4; v++) {
+                const uint16_t *vw = v & 1 ? w16_d : NULL, *vd = v & 2 ? d16_d : NULL;
+                gpu->to_device(a0, start, ni * 4);
+                gpu->to_device(a1, start, ni * 4);
+                gpu->matmul_bwd_acc(a0, vd ? NULL : d_d, vd, vw ? NULL : w_d, vw, N, C, OC);
+                if (vd) gpu->matmul_bwd_d16(tmp_d, NULL, NULL, NULL, vd, NULL, NULL, vw ? NULL : w_d, vw, N, C, OC);
+                else gpu->matmul_bwd_w16(tmp_d, NULL, NULL, d_d, NULL, vw, N, C, OC);
+                gpu->add(a1, a1, tmp_d, ni);
+                snprintf(name, sizeof name,
+                         "matmul_bwd_acc (%s) %s: bitwise the beta-0 entry into a temporary, then add",
+                         vname[v], tag);
+                tap_ok(same_bits(a0, a1, ni * 4), "%s", name);
+                memcpy(ref, start, ni * 4);
+                cpu->matmul_bwd_acc(ref, v & 2 ? NULL : hd, v & 2 ? d16 : NULL, v & 1 ? NULL : w,
+                                    v & 1 ? w16 : NULL, N, C, OC);
+                snprintf(name, sizeof name, "matmul_bwd_acc (%s, +=) %s", vname[v], tag);
+                cmpd(name, a0, ref, ni, 1e-2, 1e-2 * maxabs(ref, ni));
+            }
+            free(start); free(ref);
+            gpu->free(bt); gpu->free(ba0); gpu->free(ba1);
+            no_error("matmul_bwd_acc bf16 operands");
+        }
         float *hi = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
         float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4), *b0 = calloc(OC, 4), *b1 = calloc(OC, 4);
         gpu->to_host(hi, i_d, ni * 4);
@@ -1409,6 +1442,34 @@ static void test_matmul(int N, int C, int OC, int impl, int mode, int off) {
         free(start); free(ref);
         gpu->free(ba); gpu->free(bs); gpu->free(bt);
         no_error("matmul_fwd_acc");
+    }
+    /* the base input gradient accumulated (matmul_bwd_acc: the
+     * input-gradient GEMM with beta 1, C = D), the fp32 operands: bitwise
+     * matmul_bwd's dinp into a temporary, then add; near the CPU's; the
+     * empty shapes leave dinp as it was (the bf16 operands: test_matmul_w16) */
+    {
+        float *start = fvec(ni, 5.0), *ref = fdup(start, ni);
+        float *ba = gpu->alloc((ni + off) * 4), *bs = gpu->alloc((ni + off) * 4), *bt = gpu->alloc((ni + off) * 4);
+        float *acc_d = ba + off, *seq_d = bs + off, *tmp_d = bt + off;
+        gpu->to_device(acc_d, start, ni * 4);
+        gpu->to_device(seq_d, start, ni * 4);
+        gpu->matmul_bwd_acc(acc_d, d_d, NULL, w_d, NULL, N, C, OC);
+        gpu->matmul_bwd(tmp_d, NULL, NULL, d_d, NULL, w_d, N, C, OC);
+        gpu->add(seq_d, seq_d, tmp_d, ni);
+        snprintf(name, sizeof name, "matmul_bwd_acc %s: bitwise matmul_bwd into a temporary, then add", tag);
+        tap_ok(same_bits(acc_d, seq_d, ni * 4), "%s", name);
+        cpu->matmul_bwd_acc(ref, dout, NULL, w, NULL, N, C, OC);
+        snprintf(name, sizeof name, "matmul_bwd_acc (+=) %s", tag);
+        cmpd(name, acc_d, ref, ni, rtol, atol * maxabs(ref, ni));
+        gpu->copy(seq_d, acc_d, ni * 4);
+        gpu->matmul_bwd_acc(acc_d, d_d, NULL, w_d, NULL, 0, C, OC);
+        gpu->matmul_bwd_acc(acc_d, d_d, NULL, w_d, NULL, N, C, 0);
+        gpu->matmul_bwd_acc(acc_d, d_d, NULL, w_d, NULL, N, 0, OC);
+        snprintf(name, sizeof name, "matmul_bwd_acc %s, N, OC or C 0: dinp unchanged", tag);
+        tap_ok(same_bits(acc_d, seq_d, ni * 4), "%s", name);
+        free(start); free(ref);
+        gpu->free(ba); gpu->free(bs); gpu->free(bt);
+        no_error("matmul_bwd_acc");
     }
     /* NULL dinp and dbias are skipped */
     cpu->matmul_bwd(NULL, dw, NULL, dout, inp, w, N, C, OC);

@@ -1017,6 +1017,66 @@ static void test_matmul_fwd_acc(void) {
     tap_ok(be->error() == NULL, "matmul_fwd_acc: no backend error recorded");
 }
 
+/* matmul_bwd_acc: dinp += dout @ w, bitwise the beta-0 entry's dinp
+ * (matmul_bwd, and in bf16 mode matmul_bwd_w16 with the weight's bf16 copy,
+ * matmul_bwd_d16 with the gradient's, or both) into a temporary followed
+ * by add; near the double-precision sum; nothing at N, C or OC = 0 */
+static void test_matmul_bwd_acc(void) {
+    static const struct { int n, c, oc; } sh[] = {{37, 29, 48}, {300, 256, 64}, {33, 40, 400}};
+    static const char *vname[] = {"fp32 operands", "w16", "dout16", "dout16 w16"};
+    for (int mode = 0; mode < 2; mode++) {
+        be->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++) {
+            const int n = sh[k].n, c = sh[k].c, oc = sh[k].oc;
+            const size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+            float *w = fvec(nw, 1.0), *dout = fvec(no, 1.0), *start = fvec(ni, 4.0);
+            uint16_t *w16 = malloc(nw * 2), *d16 = malloc(no * 2);
+            be->to_bf16(w16, w, nw);
+            be->to_bf16(d16, dout, no);
+            /* start + dout w (bf16 mode: of the rounded operands), in double */
+            double *ref = dvec(ni);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < c; j++) {
+                    double s = 0.0;
+                    for (int o = 0; o < oc; o++) {
+                        const float a = dout[(size_t)i * oc + o], b = w[(size_t)o * c + j];
+                        s += mode ? (double)ref_round_bf16(a) * ref_round_bf16(b) : (double)a * b;
+                    }
+                    ref[(size_t)i * c + j] = start[(size_t)i * c + j] + s;
+                }
+            for (int v = 0; v < (mode ? 4 : 1); v++) {
+                const uint16_t *vw16 = v & 1 ? w16 : NULL, *vd16 = v & 2 ? d16 : NULL;
+                float *acc = fdup(start, ni), *seq = fdup(start, ni), *tmp = fzeros(ni);
+                be->matmul_bwd_acc(acc, vd16 ? NULL : dout, vd16, vw16 ? NULL : w, vw16, n, c, oc);
+                if (vd16) be->matmul_bwd_d16(tmp, NULL, NULL, NULL, vd16, NULL, NULL, w, vw16, n, c, oc);
+                else if (vw16) be->matmul_bwd_w16(tmp, NULL, NULL, dout, NULL, vw16, n, c, oc);
+                else be->matmul_bwd(tmp, NULL, NULL, dout, NULL, w, n, c, oc);
+                be->add(seq, seq, tmp, ni);
+                char name[160];
+                snprintf(name, sizeof name, "matmul_bwd_acc N=%d C=%d OC=%d %s %s: bitwise the beta-0 entry, then add",
+                         n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+                check_same(name, acc, seq, ni * sizeof(float));
+                snprintf(name, sizeof name, "matmul_bwd_acc N=%d C=%d OC=%d %s %s: dinp + dout w (accumulated)",
+                         n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+                check_arr(name, acc, ref, ni, FWD_RTOL, FWD_ATOL * sqrt((double)oc));
+                free(acc); free(seq); free(tmp);
+            }
+            free(w); free(dout); free(start); free(w16); free(d16); free(ref);
+        }
+        /* empty shapes: dinp unchanged */
+        float *w = fvec(64, 1.0), *dout = fvec(64, 1.0), *start = fvec(64, 1.0), *acc = fdup(start, 64);
+        be->matmul_bwd_acc(acc, dout, NULL, w, NULL, 0, 8, 8);
+        be->matmul_bwd_acc(acc, dout, NULL, w, NULL, 8, 8, 0);
+        be->matmul_bwd_acc(acc, dout, NULL, w, NULL, 8, 0, 8);
+        check_same(mode ? "matmul_bwd_acc bf16, N, OC or C 0: dinp unchanged"
+                        : "matmul_bwd_acc fp32, N, OC or C 0: dinp unchanged",
+                   acc, start, 64 * sizeof(float));
+        free(w); free(dout); free(start); free(acc);
+    }
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    tap_ok(be->error() == NULL, "matmul_bwd_acc: no backend error recorded");
+}
+
 /* ------------------------------------------------------------ precision conversion */
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
@@ -1215,6 +1275,7 @@ int main(void) {
     test_matmul_bf16();
     test_matmul_dinp_acc();
     test_matmul_fwd_acc();
+    test_matmul_bwd_acc();
     test_precision();
     test_determinism();
     return tap_done();
