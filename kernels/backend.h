@@ -538,6 +538,20 @@ typedef struct zt_backend {
                          int H);
     void (*geglu_fwd16)(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
                         int H);
+    /* gelu_fwd16r / swiglu_fwd16r / geglu_fwd16r: the fp32 input rounded
+     * and the activation of the rounded values in one entry (LoRA's fc /
+     * gate|up output, made in fp32 with its adapters' delta): bitwise
+     * to_bf16(in16, in, n) then gelu_fwd16(out16, in16, tmp, n), and
+     * to_bf16(gu16, gu, N*2H) then swiglu_fwd16 / geglu_fwd16(out16, gu16,
+     * gu, tmp2, N, H).  in16[n] / gu16[N,2H] written (the rounded input,
+     * kept for the backward), out16[n] / [N,H] = bf16 of the activation;
+     * tmp[n], tmp2[N,H] fp32 scratch; gu[N,2H] read, then overwritten by
+     * the cpu backends with fp32(gu16) (the sequence's tmp; cuda leaves it
+     * alone).  Optional: NULL when the backend has none (the caller makes
+     * the two calls).  cuda: one kernel reading the fp32 input once.      */
+    void (*gelu_fwd16r)(uint16_t *out16, uint16_t *in16, const float *in, float *tmp, size_t n);
+    void (*swiglu_fwd16r)(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H);
+    void (*geglu_fwd16r)(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H);
     /* swiglu_bwd16 / geglu_bwd16: dgu[N,2H] (overwritten) = swiglu_bwd /
      * geglu_bwd of dout[N,H] and fp32(gu16[N,2H]) (the cpu backends widen
      * gu16 into dgu first) */

@@ -42,6 +42,7 @@ enum {
     K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
     K_LAYERNORM_BWD, K_RMSNORM_BWD, K_HEADNORM_BWD, K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
     K_GELU_FWD, K_GELU_BWD, K_GELU_FWD16, K_SWIGLU_FWD16, K_SWIGLU_BWD16, K_GEGLU_FWD16,
+    K_GELU_FWD16R, K_SWIGLU_FWD16R, K_GEGLU_FWD16R,
     K_GEGLU_BWD16, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
@@ -102,6 +103,9 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SWIGLU_FWD16] = {"k_swiglu_fwd16", ZT_CC_STREAM},
     [K_SWIGLU_BWD16] = {"k_swiglu_bwd16", ZT_CC_STREAM},
     [K_GEGLU_FWD16] = {"k_geglu_fwd16", ZT_CC_STREAM},
+    [K_GELU_FWD16R] = {"k_gelu_fwd16r", ZT_CC_STREAM},
+    [K_SWIGLU_FWD16R] = {"k_swiglu_fwd16r", ZT_CC_STREAM},
+    [K_GEGLU_FWD16R] = {"k_geglu_fwd16r", ZT_CC_STREAM},
     [K_GEGLU_BWD16] = {"k_geglu_bwd16", ZT_CC_STREAM},
     [K_ADD] = {"k_add", ZT_CC_STREAM},
     [K_SCALE] = {"k_scale", ZT_CC_STREAM},
@@ -1625,6 +1629,25 @@ static void c_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
     if (g_inner) g_inner->geglu_fwd16(out16, gu16, tmp, tmp2, N, H_);
     if (N > 0 && H_ > 0) rec(K_GEGLU_FWD16, 10 * D(N) * H_, 3 * D(N) * H_ * H);
 }
+/* (the fp32 input read once (4 bytes), its rounding and the activation
+ * written (2 + 2 / 2 + 1 an input element); flops: the 16-bit entry's) */
+static void c_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float *tmp, size_t n) {
+    call(ZT_CE_gelu_fwd16r);
+    if (g_inner) g_inner->gelu_fwd16r(out16, in16, in, tmp, n);
+    if (n) rec(K_GELU_FWD16R, 9 * D(n), D(n) * (F + 2 * H));
+}
+static void c_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N,
+                            int H_) {
+    call(ZT_CE_swiglu_fwd16r);
+    if (g_inner) g_inner->swiglu_fwd16r(out16, gu16, gu, tmp2, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_FWD16R, 5 * D(N) * H_, D(N) * H_ * (2 * F + 3 * H));
+}
+static void c_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N,
+                           int H_) {
+    call(ZT_CE_geglu_fwd16r);
+    if (g_inner) g_inner->geglu_fwd16r(out16, gu16, gu, tmp2, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_FWD16R, 10 * D(N) * H_, D(N) * H_ * (2 * F + 3 * H));
+}
 static void c_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H_) {
     call(ZT_CE_swiglu_bwd16);
     if (g_inner) g_inner->swiglu_bwd16(dgu, dout, gu16, N, H_);
@@ -2092,6 +2115,9 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->geglu_bwd_d16 = c_geglu_bwd_d16;
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
+    if (!inner || inner->gelu_fwd16r) t->gelu_fwd16r = c_gelu_fwd16r;
+    if (!inner || inner->swiglu_fwd16r) t->swiglu_fwd16r = c_swiglu_fwd16r;
+    if (!inner || inner->geglu_fwd16r) t->geglu_fwd16r = c_geglu_fwd16r;
     t->swiglu_bwd16 = c_swiglu_bwd16;
     t->geglu_bwd16 = c_geglu_bwd16;
     t->gqa_ext_fwd16 = c_gqa_ext_fwd16;

@@ -308,6 +308,21 @@ static void p_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
     inner->geglu_fwd16(out16, gu16, tmp, tmp2, N, H);
     k_end(t, ZT_PROF_ACT, 0, 6.0 * N * H);
 }
+static void p_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float *tmp, size_t n) {
+    double t = k_begin();
+    inner->gelu_fwd16r(out16, in16, in, tmp, n);
+    k_end(t, ZT_PROF_ACT, 0, (F4 + 4.0) * n);
+}
+static void p_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
+    double t = k_begin();
+    inner->swiglu_fwd16r(out16, gu16, gu, tmp2, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (2.0 * F4 + 6.0) * N * H);
+}
+static void p_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
+    double t = k_begin();
+    inner->geglu_fwd16r(out16, gu16, gu, tmp2, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (2.0 * F4 + 6.0) * N * H);
+}
 static void p_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     double t = k_begin();
     inner->swiglu_bwd16(dgu, dout, gu16, N, H);
@@ -791,6 +806,9 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(gelu_fwd16);
     W(swiglu_fwd16);
     W(geglu_fwd16);
+    W(gelu_fwd16r);
+    W(swiglu_fwd16r);
+    W(geglu_fwd16r);
     W(swiglu_bwd16);
     W(geglu_bwd16);
     W(gqa_ext_fwd16);

@@ -468,15 +468,20 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * and writes the bf16 fchg16 itself; d4b and d4a the cpu backends'
          * fp32 staging: the same values as below, without their fp32 round
          * trip) */
+        int glur = 0;
         if (lora_off(g, LG_FC)) {
             be->matmul_fwd_o16(s->fch16, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N,
                                C, 4 * C);
         } else {
             zt_mm_fwd_x(be, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N, C, 4 * C);
             zt_skel_lora_fwd16(sk, LG_FC, s->ln2, s->ln216, a->d4b, N, &a->lora);
-            be->to_bf16(s->fch16, a->d4b, (size_t)N * 4 * C);
+            /* (the rounding and the GELU in one entry: d4b read once, fch16
+             * written beside fchg16; config.h ZT_W16_GLUROUND) */
+            glur = be->gelu_fwd16r && zt_w16_on(&g->cfg, ZT_W16_GLUROUND);
+            if (!glur) be->to_bf16(s->fch16, a->d4b, (size_t)N * 4 * C);
         }
-        be->gelu_fwd16(s->fchg16, s->fch16, f32, (size_t)N * 4 * C);
+        if (glur) be->gelu_fwd16r(s->fchg16, s->fch16, a->d4b, f32, (size_t)N * 4 * C);
+        else be->gelu_fwd16(s->fchg16, s->fch16, f32, (size_t)N * 4 * C);
         gl = NULL;   /* (fchg16 written) */
     } else {
         /* (bf16 GEMM outputs: fc's output made in d4b, free in the forward,

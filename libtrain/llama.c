@@ -1195,6 +1195,14 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         } else {
             lora_lin_fwd(sk, be, LG_GU, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
                          2 * H, &a->lora);
+            /* (the rounding and SwiGLU / GeGLU in one entry: gu read once,
+             * gu16 written beside h16; config.h ZT_W16_GLUROUND) */
+            void (*glur)(uint16_t *, uint16_t *, float *, float *, int, int) =
+                sh->gemma ? be->geglu_fwd16r : be->swiglu_fwd16r;
+            if (glur && zt_w16_on(&m->cfg, ZT_W16_GLUROUND)) {
+                glur(s->h16, s->gu16, gu, a->dh, N, H);
+                goto down;
+            }
             be->to_bf16(s->gu16, gu, (size_t)N * 2 * H);
         }
         if (sh->gemma) be->geglu_fwd16(s->h16, s->gu16, gu, a->dh, N, H);

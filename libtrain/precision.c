@@ -70,6 +70,7 @@ static const struct {
     {"ZT_TEST_NO_QKV16", ZT_W16_QKV16},
     {"ZT_TEST_NO_GPT16", ZT_W16_GPT16},
     {"ZT_TEST_NO_BWDSWAP", ZT_W16_BWDSWAP},
+    {"ZT_TEST_NO_GLUROUND", ZT_W16_GLUROUND},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -385,6 +385,18 @@ mutant swiglu16-stride kernels/cuda/cuda_llama.cu \
 mutant geglu16-swap kernels/cuda/cuda_llama.cu \
     'out\[i\] = zt_cvt_f32_to_bf16\(geglu_val\(\Kzt_cvt_bf16_to_f32\(g\[0\]\), zt_cvt_bf16_to_f32\(g\[H\]\)(?=\)\);)' 'zt_cvt_bf16_to_f32(g[H]), zt_cvt_bf16_to_f32(g[0])'
 
+# gelu_fwd16r: the GELU of the fp32 input, not of its bf16 rounding
+mutant gelu16r-unrounded kernels/cuda/cuda_nn.cu \
+    'out\[i\] = zt_cvt_f32_to_bf16\(gelu_val\(\Kzt_cvt_bf16_to_f32\(r\)(?=\)\);)' 'inp[i]'
+
+# swiglu_fwd16r: the up half's rounding not written (gu16 keeps the gate's only)
+mutant swiglu16r-up kernels/cuda/cuda_llama.cu \
+    '\K        gu16\[o \+ H\] = u;\n(?=        out\[i\] = zt_cvt_f32_to_bf16\(zt_swiglu\()' ''
+
+# geglu_fwd16r: gate and up swapped
+mutant geglu16r-swap kernels/cuda/cuda_llama.cu \
+    'out\[i\] = zt_cvt_f32_to_bf16\(geglu_val\(\Kzt_cvt_bf16_to_f32\(g\), zt_cvt_bf16_to_f32\(u\)(?=\)\);)' 'zt_cvt_bf16_to_f32(u), zt_cvt_bf16_to_f32(g)'
+
 # swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
 mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \
     'zt_swiglu_bwd\(&dg, &du, zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\), dout)' 'i'

@@ -586,6 +586,8 @@ typedef struct w16_mem {
     double memset_b, d2d_b;     /* and their bytes */
     long alloc, alloc_nz;       /* alloc and alloc_nz calls */
     long dequant;               /* nf4_dequant calls */
+    long glur;                  /* gelu_fwd16r + swiglu_fwd16r + geglu_fwd16r calls */
+    double all_b;               /* the bytes of every launch */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -603,7 +605,8 @@ static const struct {
     {8192, "ZT_TEST_NO_X16"},     {16384, "ZT_TEST_NO_RB16"}, {32768, "ZT_TEST_NO_DO16"},
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
-    {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"}};
+    {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
+    {33554432, "ZT_TEST_NO_GLUROUND"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -760,8 +763,11 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
                t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16] +
                t.calls[ZT_CE_matmul_bwd_o16] + g_facc_x16 + g_bacc_d16;
     mem->g16 = t.calls[ZT_CE_matmul_dgelu_bwd_o16];
+    mem->glur = t.calls[ZT_CE_gelu_fwd16r] + t.calls[ZT_CE_swiglu_fwd16r] +
+                t.calls[ZT_CE_geglu_fwd16r];
+    for (size_t i = 0; i < nk; i++) mem->all_b += k[i].bytes * (double)k[i].launches;
     mem->o16 = t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_gelu_fwd16] +
-               t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] +
+               t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16] + mem->glur +
                t.calls[ZT_CE_swiglu_bwd16] + t.calls[ZT_CE_geglu_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
@@ -1162,7 +1168,8 @@ static void bf16_activations(void) {
  * too) GPT-2's q|k|v and fc GEMMs and the GELU (3), Llama's gate|up GEMM
  * and SwiGLU (2), and SwiGLU's backward take the new entries, and 3 (GPT-2) or 2
  * (Llama) k_to_bf16 fewer a forward (with LoRA, whose adapters add into the
- * fp32 GEMM outputs, rounded once after, only the GELU / SwiGLU: 1), and
+ * fp32 GEMM outputs, rounded once after: the GELU / SwiGLU, 1, and fc's /
+ * gate|up's rounding in the fused entry, gelu_fwd16r / swiglu_fwd16r, 1), and
  * the attention forward and backward (its
  * output written in bf16 too, gqa_ext_fwd16o: one k_to_bf16 fewer a
  * forward, LoRA too); the activations' peak unchanged. */
@@ -1184,7 +1191,7 @@ static void bf16_outputs(void) {
                           (fwd + 1 + (is_lora ? p.s.llama + fwd : p.s.llama ? 2 * fwd + 1 : 3 * fwd));
         /* (and the attention output's, which the attention writes in bf16
          * itself, gqa_ext_fwd16o, with LoRA too) */
-        const long fewer = 4L * p.s.L * fwd * ((is_lora ? 1 : p.s.llama ? 2 : 3) + 1);
+        const long fewer = 4L * p.s.L * fwd * ((is_lora ? 2 : p.s.llama ? 2 : 3) + 1);
         /* (Llama: without them SwiGLU's backward is the fp32 one, which
          * writes no bf16 copy of gate|up's gradient (bf16 gradients): its
          * GEMMs round it, one k_round_bf16 more a block, and with LoRA the
@@ -2035,6 +2042,69 @@ static void lora_bswap(void) {
     }
 }
 
+/* ------------------------------------------------------------ LoRA's gate|up rounded
+ * With LoRA on fc / gate|up (whose adapters add into the fp32 GEMM output),
+ * that output's bf16 rounding and the GELU / SwiGLU / GeGLU of the rounded
+ * values in one entry (backend.h gelu_fwd16r, swiglu_fwd16r / geglu_fwd16r),
+ * not to_bf16 then gelu_fwd16 / swiglu_fwd16 / geglu_fwd16 reading the
+ * rounding back (ZT_TEST_NO_GLUROUND=1, the path of before): every loss and
+ * gradient norm over 4 steps bitwise, GPT-2 and Llama all-linear (Gemma 2's
+ * GeGLU too), stages 0 and 3, with activation checkpointing and without,
+ * QLoRA, a LoRA leaving gate|up alone (q_proj,v_proj: a block with
+ * adapters makes gate|up in fp32 all the same); the fp32 activations and
+ * the bf16 outputs off (ZT_TEST_NO_O16) change nothing.
+ * Per step, block and forward pass (2 checkpointed: the recompute) one
+ * fused call and one k_to_bf16 fewer, as many bf16-output calls, and the
+ * bytes moved smaller by 2 N W a call (W: the [N, W] fp32 output, 4 C or
+ * 2 I; gate|up's rounding not read back); the k_round_bf16 launches and
+ * the activations' peak and plan the same. */
+static void lora_gluround(void) {
+    static const w16_kind kind = {33554432, " with and without the rounding and activation in one",
+                                  "to_bf16 path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"},
+                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
+                                      {f32, " LoRA fp32"}, {NULL, NULL}};
+    /* (arg: no_w16 of both runs (4: ZT_TEST_NO_O16); on: the path taken) */
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_lora, 4}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const long want = cases[i].on ? 4 * p.s.L * (1 + (c->extra == ck)) : 0;
+        const double W = p.s.llama ? 2.0 * p.s.I : 4.0 * p.s.C,
+                     fewer = (double)want * 2.0 * p.s.B * p.s.T * W;
+        tap_ok(p.ma.glur == want && p.mb.glur == 0 && p.mb.to16 - p.ma.to16 == want &&
+                   p.mb.all_b - p.ma.all_b == fewer &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_O16 | W16_SAME_ACTS),
+               "%s: %ld fused calls (%ld expected, %ld without), %ld k_to_bf16 (%ld without), "
+               "%.0f bytes moved (%.0f without, %.0f fewer expected), %ld bf16-output calls "
+               "(%ld without), %ld k_round_bf16 (%ld without), activations' peak %llu bytes "
+               "(%llu without)",
+               what, p.ma.glur, want, p.mb.glur, p.ma.to16, p.mb.to16, p.ma.all_b, p.mb.all_b, fewer,
+               p.ma.o16, p.mb.o16, p.ra, p.rb, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ LoRA's B^T and bf16 dy
  * LoRA's group B^T placed with one copy2d a module (lora.c group_bt: r
  * copies before), its gradient gathered out of dbt with one copy2d a module
@@ -2235,7 +2305,8 @@ static void lora_qkv16(void) {
  * adapters on mlp.c_proj and with c_fc's reading bf16 dy; the att_do16
  * question without adapters on attn.c_proj; gqa_ext_bwd16d (ab16) with
  * c_attn's adapters reading bf16 dy (or none); fc's forward GEMM writing
- * bf16 (matmul_fwd_o16) without c_fc adapters; with mlp.c_proj's and c_fc's
+ * bf16 (matmul_fwd_o16) without c_fc adapters (q|k|v's: one k_to_bf16 fewer;
+ * fc's: the same, gelu_fwd16r rounding it without); with mlp.c_proj's and c_fc's
  * adapters (all-linear) fc's gradient rounded once (one k_to_bf16) for the
  * GEMMs and the adapters; k_round_bf16: none more, fewer where a path is
  * taken; the activations' peak and plan unchanged. */
@@ -2280,9 +2351,12 @@ static void lora_gpt16(void) {
             const long g16 = !dr && !fcp && (!fc || bt) ? n : 0;
             const long q = !dr && !proj ? n : 0, ab = !dr && (!qkv || bt) ? n : 0;
             /* (the forward GEMMs without adapters writing bf16, each forward
-             * (and recompute): q|k|v's, fc's, one k_to_bf16 fewer each;
-             * all-linear fc's gradient rounded once, one k_to_bf16 more) */
-            const long o16 = !dr ? n * P * (!qkv + !fc) : 0, to16 = !dr && fc && fcp && bt ? n : 0;
+             * (and recompute): q|k|v's, fc's, one k_to_bf16 fewer each
+             * (fc's: none, its rounding being gelu_fwd16r's without:
+             * lora_gluround); all-linear fc's gradient rounded once, one
+             * k_to_bf16 more) */
+            const long o16 = !dr ? n * P * (!qkv + !fc) : 0, to16 = !dr && fc && fcp && bt ? n : 0,
+                       to16o = !dr ? n * P * !qkv : 0;
             /* (k_round_bf16 a block and backward: fc's bf16 gradient (g16 or
              * to16) spares its GEMMs' rounding and, with c_fc's adapters,
              * theirs 2; the attention's bf16 gradient (the bf16-gradient
@@ -2295,7 +2369,7 @@ static void lora_gpt16(void) {
             const long d16 = (to16 ? n : 0) + (qb ? n : 0);
             tap_ok(p.ma.g16 == g16 && p.mb.g16 == 0 && p.ma.do16q == q && p.mb.do16q == 0 &&
                        p.ma.ab16 == ab && p.mb.ab16 == 0 && p.ma.o16 - p.mb.o16 == o16 &&
-                       p.ma.to16 - p.mb.to16 == to16 - o16 && p.rb - p.ra == rounds &&
+                       p.ma.to16 - p.mb.to16 == to16 - to16o && p.rb - p.ra == rounds &&
                        p.ma.a16 - p.mb.a16 == a16 && p.ma.d16 - p.mb.d16 == d16 &&
                        w16_same(&p, W16_SAME_W16 | W16_SAME_ACTS | W16_SAME_GATHERED),
                    "%s: %ld matmul_dgelu_bwd_o16 calls (%ld expected, %ld without), %ld att_do16 "
@@ -3144,6 +3218,7 @@ int main(int argc, char **argv) {
     lora_bt();
     lora_swap();
     lora_bswap();
+    lora_gluround();
     lora_qkv16();
     lora_gpt16();
     nf4_view();

@@ -2049,6 +2049,63 @@ static void test_act16(int N, int H) {
     no_error("bf16-output elementwise");
 }
 
+/* the rounding entries (gelu_fwd16r, swiglu_fwd16r / geglu_fwd16r): the
+ * fp32 input's rounding bitwise the cpu backend's to_bf16, and both
+ * outputs bitwise to_bf16 then the 16-bit entry on the same backend (cuda:
+ * one kernel reading the fp32 input); on the CPU too */
+static void test_act16r(int N, int H) {
+    const size_t nh = (size_t)N * H, n2 = 2 * nh;
+    float *gu = fvec(n2, 6.0);
+    uint16_t *ref16 = xmalloc(n2 * 2), *h16 = xmalloc(n2 * 2);
+    cpu->to_bf16(ref16, gu, n2);
+    float *gu_d = devf(gu, n2), *t_d = gpu->alloc(n2 * 4), *t2_d = gpu->alloc(n2 * 4);
+    uint16_t *i16_d = gpu->alloc(n2 * 2), *o16_d = gpu->alloc(n2 * 2), *r16_d = gpu->alloc(n2 * 2),
+             *q16_d = gpu->alloc(n2 * 2);
+    char name[160];
+    for (int b = 0; b < 2; b++) {
+        const zt_backend *be = b ? cpu : gpu;
+        const char *who = b ? "cpu " : "";
+        float *x = gu_d, *t = t_d, *t2 = t2_d;
+        uint16_t *i16 = i16_d, *o16 = o16_d, *r16 = r16_d, *q16 = q16_d;
+        if (b) {   /* host memory */
+            x = xmalloc(n2 * 4); t = xmalloc(n2 * 4); t2 = xmalloc(n2 * 4);
+            i16 = xmalloc(n2 * 2); o16 = xmalloc(n2 * 2); r16 = xmalloc(n2 * 2); q16 = xmalloc(n2 * 2);
+        }
+        /* gelu over all 2 N H values */
+        be->to_device(x, gu, n2 * 4);
+        be->gelu_fwd16r(o16, i16, x, t, n2);
+        be->to_bf16(q16, x, n2);
+        be->gelu_fwd16(r16, q16, t, n2);
+        be->to_host(h16, i16, n2 * 2);
+        int ok = !memcmp(h16, ref16, n2 * 2) &&
+                 (b ? !memcmp(o16, r16, n2 * 2) : same_bits(o16, r16, n2 * 2));
+        snprintf(name, sizeof name, "%sgelu_fwd16r n=%zu: bitwise to_bf16 (the cpu's), gelu_fwd16",
+                 who, n2);
+        tap_ok(ok, "%s", name);
+        for (int g = 0; g < 2; g++) {
+            const char *fn = g ? "geglu" : "swiglu";
+            be->to_device(x, gu, n2 * 4);   /* (the cpu's gu overwritten) */
+            be->to_bf16(q16, x, n2);
+            if (g) be->geglu_fwd16(r16, q16, t, t2, N, H);
+            else be->swiglu_fwd16(r16, q16, t, t2, N, H);
+            be->zero(i16, n2 * 2);   /* (gelu_fwd16r's rounding gone) */
+            if (g) be->geglu_fwd16r(o16, i16, x, t2, N, H);
+            else be->swiglu_fwd16r(o16, i16, x, t2, N, H);
+            be->to_host(h16, i16, n2 * 2);
+            ok = !memcmp(h16, ref16, n2 * 2) &&
+                 (b ? !memcmp(o16, r16, nh * 2) : same_bits(o16, r16, nh * 2));
+            snprintf(name, sizeof name, "%s%s_fwd16r N=%d H=%d: bitwise to_bf16 (the cpu's), %s_fwd16",
+                     who, fn, N, H, fn);
+            tap_ok(ok, "%s", name);
+        }
+        if (b) { free(x); free(t); free(t2); free(i16); free(o16); free(r16); free(q16); }
+    }
+    free(gu); free(ref16); free(h16);
+    gpu->free(gu_d); gpu->free(t_d); gpu->free(t2_d); gpu->free(i16_d); gpu->free(o16_d);
+    gpu->free(r16_d); gpu->free(q16_d);
+    no_error("bf16 rounding elementwise");
+}
+
 /* the bf16-input attention (gqa_ext_fwd16 / _bwd16): bitwise gqa_ext_fwd /
  * _bwd on the widened q|k|v, on this backend (cuda in bf16 matmul mode:
  * the tensor-core paths read qkv16 itself; in fp32 matmul mode the fp32
@@ -3576,6 +3633,8 @@ int main(void) {
     if (full) test_qkrope16(1, 4101, 16, 8, 128, 0);
     test_swiglu(37, 13);
     test_act16(37, 13);
+    test_act16r(37, 13);
+    test_act16r(3, 2731);
     if (full) test_swiglu(512, 5632);
     test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */

@@ -16,6 +16,7 @@
  * determinism (bitwise for a fixed thread count) and 1 vs 2 threads.
  * Uses only zt_backend_cpu() and its table.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -677,6 +678,44 @@ static void test_gelu(void) {
     free(dinp); free(dinp2); free(ref); free(c.inp); free(c.out); free(c.R); free(c.dinp);
 }
 
+/* the rounding entries (backend.h gelu_fwd16r, swiglu_fwd16r / geglu_fwd16r):
+ * bitwise to_bf16 of the fp32 input then gelu_fwd16 / swiglu_fwd16 /
+ * geglu_fwd16 on the rounded values (the 16-bit input and the output);
+ * ties, a value rounding up to inf and a NaN among the inputs */
+static void test_act16r(void) {
+    const int rows = 7, hid = 45;
+    const size_t nh = (size_t)rows * hid, n2 = 2 * nh;
+    float *x = fvec(n2, 6.0), *t = fzeros(n2), *t2 = fzeros(n2);
+    x[0] = 1.0f + 0x1p-8f; x[1] = 1.0f + 3 * 0x1p-8f; x[2] = FLT_MAX; x[3] = NAN;
+    x[hid] = -(1.0f + 0x1p-8f); x[hid + 1] = -FLT_MAX;
+    uint16_t *i16 = calloc(n2, 2), *o16 = calloc(n2, 2), *q16 = calloc(n2, 2), *r16 = calloc(n2, 2);
+    float *xin = fdup(x, n2);
+    be->gelu_fwd16r(o16, i16, xin, t, n2);
+    be->to_bf16(q16, x, n2);
+    be->gelu_fwd16(r16, q16, t, n2);
+    check_same("gelu_fwd16r: in16 bitwise to_bf16 of the input", i16, q16, n2 * 2);
+    check_same("gelu_fwd16r: out16 bitwise gelu_fwd16 of the rounded input", o16, r16, n2 * 2);
+    check_same("gelu_fwd16r: the input left alone", xin, x, n2 * sizeof(float));
+    for (int g = 0; g < 2; g++) {
+        memcpy(xin, x, n2 * sizeof(float));
+        memset(i16, 0, n2 * 2);
+        if (g) be->geglu_fwd16r(o16, i16, xin, t2, rows, hid);
+        else be->swiglu_fwd16r(o16, i16, xin, t2, rows, hid);
+        if (g) be->geglu_fwd16(r16, q16, t, t2, rows, hid);
+        else be->swiglu_fwd16(r16, q16, t, t2, rows, hid);
+        char name[96];
+        snprintf(name, sizeof name, "%s_fwd16r: gu16 bitwise to_bf16 of gate|up", g ? "geglu" : "swiglu");
+        check_same(name, i16, q16, n2 * 2);
+        snprintf(name, sizeof name, "%s_fwd16r: out16 bitwise %s_fwd16 of the rounded gate|up",
+                 g ? "geglu" : "swiglu", g ? "geglu" : "swiglu");
+        check_same(name, o16, r16, nh * 2);
+        snprintf(name, sizeof name, "%s_fwd16r: gu overwritten with the widened rounding (the cpu's "
+                 "staging)", g ? "geglu" : "swiglu");
+        check_same(name, xin, t, n2 * sizeof(float));
+    }
+    free(x); free(t); free(t2); free(xin); free(i16); free(o16); free(q16); free(r16);
+}
+
 /* ------------------------------------------------------------ cross-entropy */
 
 struct xent_ctx {
@@ -1268,6 +1307,7 @@ int main(void) {
     test_attention();
     test_attention_long();
     test_gelu();
+    test_act16r();
     test_xent();
     test_xent_fused_large();
     test_adamw();

@@ -406,6 +406,26 @@ static void cpu_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, f
     zt_cpu_geglu_fwd(tmp2, tmp, N, H);
     zt_cpu_to_bf16(out16, tmp2, (size_t)N * H);
 }
+/* the fp32 input rounded, then the 16-bit entry on the rounded values
+ * (backend.h gelu_fwd16r / swiglu_fwd16r / geglu_fwd16r: that very sequence) */
+static void cpu_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float *tmp,
+                            size_t n) {
+    if (!n) return;
+    zt_cpu_to_bf16(in16, in, n);
+    cpu_gelu_fwd16(out16, in16, tmp, n);
+}
+static void cpu_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N,
+                              int H) {
+    if (N <= 0 || H <= 0) return;
+    zt_cpu_to_bf16(gu16, gu, (size_t)N * 2 * H);
+    cpu_swiglu_fwd16(out16, gu16, gu, tmp2, N, H);
+}
+static void cpu_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N,
+                             int H) {
+    if (N <= 0 || H <= 0) return;
+    zt_cpu_to_bf16(gu16, gu, (size_t)N * 2 * H);
+    cpu_geglu_fwd16(out16, gu16, gu, tmp2, N, H);
+}
 static void cpu_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     zt_cpu_from_bf16(dgu, gu16, (size_t)N * 2 * H);
@@ -974,6 +994,9 @@ static const zt_backend cpu_backend = {
     .gelu_fwd16 = cpu_gelu_fwd16,
     .swiglu_fwd16 = cpu_swiglu_fwd16,
     .geglu_fwd16 = cpu_geglu_fwd16,
+    .gelu_fwd16r = cpu_gelu_fwd16r,
+    .swiglu_fwd16r = cpu_swiglu_fwd16r,
+    .geglu_fwd16r = cpu_geglu_fwd16r,
     .swiglu_bwd16 = cpu_swiglu_bwd16,
     .geglu_bwd16 = cpu_geglu_bwd16,
     .gqa_ext_fwd16 = cpu_gqa_ext_fwd16,

@@ -1312,6 +1312,25 @@ static void s_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size
     }
 S_GLU_FWD16(swiglu_fwd16)
 S_GLU_FWD16(geglu_fwd16)
+static void s_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float *tmp, size_t n) {
+    enter();
+    if (NEED_ALL("gelu_fwd16r", {"out16", out16, n * 2}, {"in16", in16, n * 2}, {"in", in, n * F},
+                 {"tmp", tmp, n * F}))
+        cpu()->gelu_fwd16r(out16, in16, in, tmp, n);
+    leave();
+}
+#define S_GLU_FWD16R(name)                                                                  \
+    static void s_##name(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N,   \
+                         int H) {                                                           \
+        const size_t NH = (size_t)N * H;                                                    \
+        enter();                                                                            \
+        if (NEED_ALL(#name, {"out16", out16, NH * 2}, {"gu16", gu16, 2 * NH * 2},           \
+                     {"gu", gu, 2 * NH * F}, {"tmp2", tmp2, NH * F}))                       \
+            cpu()->name(out16, gu16, gu, tmp2, N, H);                                       \
+        leave();                                                                            \
+    }
+S_GLU_FWD16R(swiglu_fwd16r)
+S_GLU_FWD16R(geglu_fwd16r)
 #define S_GLU_BWD16(name)                                                                    \
     static void s_##name(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) { \
         const size_t NH = (size_t)N * H;                                                     \
@@ -1678,6 +1697,9 @@ static const zt_backend strict_backend = {
     .gelu_fwd16 = s_gelu_fwd16,
     .swiglu_fwd16 = s_swiglu_fwd16,
     .geglu_fwd16 = s_geglu_fwd16,
+    .gelu_fwd16r = s_gelu_fwd16r,
+    .swiglu_fwd16r = s_swiglu_fwd16r,
+    .geglu_fwd16r = s_geglu_fwd16r,
     .swiglu_bwd16 = s_swiglu_bwd16,
     .geglu_bwd16 = s_geglu_bwd16,
     .gqa_ext_fwd16 = s_gqa_ext_fwd16,

@@ -919,6 +919,9 @@ static void fill_table(zt_backend *t) {
     t->matmul_bwd_head16 = zt_cuda_matmul_bwd_head16;
     t->swiglu_fwd16 = zt_cuda_swiglu_fwd16;
     t->geglu_fwd16 = zt_cuda_geglu_fwd16;
+    t->gelu_fwd16r = zt_cuda_gelu_fwd16r;
+    t->swiglu_fwd16r = zt_cuda_swiglu_fwd16r;
+    t->geglu_fwd16r = zt_cuda_geglu_fwd16r;
     t->swiglu_bwd16 = zt_cuda_swiglu_bwd16;
     t->geglu_bwd16 = zt_cuda_geglu_bwd16;
     t->gqa_ext_fwd16 = zt_cuda_gqa_ext_fwd16;

@@ -340,6 +340,9 @@ void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
                           int H);
 void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
                          int H);
+void zt_cuda_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float *tmp, size_t n);
+void zt_cuda_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H);
+void zt_cuda_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H);
 void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
 void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H);
 void zt_cuda_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, const uint16_t *w16,

@@ -517,6 +517,21 @@ __global__ void k_swiglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t 
     }
 }
 
+/* swiglu_fwd16r (backend.h): the fp32 gate|up read once, its bf16 rounding
+ * written into gu16 and k_swiglu_fwd16's operations on the rounded values */
+__global__ void k_swiglu_fwd16r(uint16_t *out, uint16_t *gu16, const float *gu, int H,
+                                size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        const uint16_t g = zt_cvt_f32_to_bf16(gu[o]), u = zt_cvt_f32_to_bf16(gu[o + H]);
+        gu16[o] = g;
+        gu16[o + H] = u;
+        out[i] = zt_cvt_f32_to_bf16(zt_swiglu(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
+    }
+}
+
 __global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
                                size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
@@ -544,6 +559,15 @@ void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
     const size_t total = (size_t)N * H;
     k_swiglu_fwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, H, total);
     ZT_LAUNCHED("k_swiglu_fwd16");
+}
+
+void zt_cuda_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
+    (void)tmp2;
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_fwd16r<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, gu, H,
+                                                                          total);
+    ZT_LAUNCHED("k_swiglu_fwd16r");
 }
 
 void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
@@ -626,6 +650,20 @@ __global__ void k_geglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t t
     }
 }
 
+/* geglu_fwd16r (backend.h): as k_swiglu_fwd16r, k_geglu_fwd16's operations */
+__global__ void k_geglu_fwd16r(uint16_t *out, uint16_t *gu16, const float *gu, int H,
+                               size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        const uint16_t g = zt_cvt_f32_to_bf16(gu[o]), u = zt_cvt_f32_to_bf16(gu[o + H]);
+        gu16[o] = g;
+        gu16[o + H] = u;
+        out[i] = zt_cvt_f32_to_bf16(geglu_val(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
+    }
+}
+
 __global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
                               size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
@@ -653,6 +691,15 @@ void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, floa
     const size_t total = (size_t)N * H;
     k_geglu_fwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, H, total);
     ZT_LAUNCHED("k_geglu_fwd16");
+}
+
+void zt_cuda_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
+    (void)tmp2;
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_fwd16r<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, gu, H,
+                                                                         total);
+    ZT_LAUNCHED("k_geglu_fwd16r");
 }
 
 void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {

@@ -421,6 +421,17 @@ __global__ void k_gelu_fwd16(uint16_t *out, const uint16_t *inp, size_t n) {
         out[i] = zt_cvt_f32_to_bf16(gelu_val(zt_cvt_bf16_to_f32(inp[i])));
 }
 
+/* gelu_fwd16r (backend.h): the fp32 input read once, its bf16 rounding
+ * written into in16 and k_gelu_fwd16's operations on the rounded value */
+__global__ void k_gelu_fwd16r(uint16_t *out, uint16_t *in16, const float *inp, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint16_t r = zt_cvt_f32_to_bf16(inp[i]);
+        in16[i] = r;
+        out[i] = zt_cvt_f32_to_bf16(gelu_val(zt_cvt_bf16_to_f32(r)));
+    }
+}
+
 __device__ __forceinline__ float gelu_grad(float x) {
     const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
     const float th = tanhf(u);
@@ -458,6 +469,13 @@ void zt_cuda_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_
     if (!n) return;
     k_gelu_fwd16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, in16, n);
     ZT_LAUNCHED("k_gelu_fwd16");
+}
+
+void zt_cuda_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float *tmp, size_t n) {
+    (void)tmp;
+    if (!n) return;
+    k_gelu_fwd16r<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, in16, in, n);
+    ZT_LAUNCHED("k_gelu_fwd16r");
 }
 
 void zt_cuda_gelu_bwd_o16(uint16_t *dinp16, float *dinp, const uint16_t *inp16, const float *dout,
