@@ -210,14 +210,21 @@ typedef struct zt_model_config {
  *                   of the rounded values in one entry (backend.h
  *                   gelu_fwd16r / swiglu_fwd16r / geglu_fwd16r, where the
  *                   backend has it), not to_bf16 then the 16-bit entry
- *                   reading the rounding back: the same values */
+ *                   reading the rounding back: the same values
+ *   ZT_W16_KEEPH    ZT_TEST_NO_KEEPH: LoRA's h = s x A^T of each group kept
+ *                   from the forward in the block's activation slot for the
+ *                   backward ([N, n r] fp32 a group; checkpointing: the
+ *                   recomputed blocks' slots), not recomputed there (its
+ *                   GEMM reading x and its scale; lora.h zt_lora_keeph_on,
+ *                   no dropout) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
     ZT_W16_G16 = 1u << 8, ZT_W16_SP16 = 1u << 9, ZT_W16_RB16 = 1u << 10, ZT_W16_DO16 = 1u << 11,
     ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13, ZT_W16_LORAACC = 1u << 14,
     ZT_W16_LORABT = 1u << 15, ZT_W16_LORASWAP = 1u << 16, ZT_W16_QKV16 = 1u << 17,
-    ZT_W16_BWDSWAP = 1u << 18, ZT_W16_GPT16 = 1u << 19, ZT_W16_GLUROUND = 1u << 20
+    ZT_W16_BWDSWAP = 1u << 18, ZT_W16_GPT16 = 1u << 19, ZT_W16_GLUROUND = 1u << 20,
+    ZT_W16_KEEPH = 1u << 21
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

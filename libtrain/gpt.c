@@ -248,6 +248,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
         if (a16) TAKE16(la->fch16, N * 4 * C); else TAKE(la->fch, N * 4 * C);
         if (a16) TAKE16(la->fchg16, N * 4 * C); else TAKE(la->fch_gelu, N * 4 * C);
+        zt_carve_lora_keep(&cv, la->lora_h, mc, N, training);
     }
     TAKE(a->scratch, N * C);
     if (spn > 1) {   /* the all-to-alls' buffers and the local q|k|v rows */
@@ -364,6 +365,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     int B = a->fB, T = a->fT, C = g->cfg.n_embd, NH = g->cfg.n_head, N = B * T;
     const zt_gpt_layer *w = &g->p.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    a->lora.keep = s->lora_h;   /* (LoRA's kept h, lora.h) */
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     const uint16_t *u16 = g->p16[l + 1];   /* the block's bf16 bits (zt_mm_fwd), or NULL */
 #define W16(t) (u16 ? u16 + g->off[t] : NULL)
@@ -607,6 +609,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     const zt_gpt_layer *w = &g->p.h[l];
     zt_gpt_layer *gw = &g->g.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    a->lora.keep = s->lora_h;   /* (the forward's kept h, lora.h) */
     const zt_lora_scratch *ls = &a->lora;
     const uint16_t *u16 = g->p16[l + 1];
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */

@@ -60,6 +60,8 @@ typedef struct zt_gpt_acts {
          * output, fc's output (the GELU reads the rounded values, forward
          * and backward) */
         uint16_t *qkv16, *atty16, *fch16;
+        float *lora_h[ZT_LORA_MAX_GROUPS];   /* LoRA: each group's kept h [N, n r] (a
+                                              * training slot, lora.h zt_lora_keeph_on) */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     int fold;                  /* residual l + 1 = res2 + scratch of block l pending

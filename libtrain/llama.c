@@ -672,6 +672,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
+        zt_carve_lora_keep(&cv, la->lora_h, mc, N, training);
     }
     TAKE(a->scratch, N * C);
     if (sh.E) TAKES(a->moe_psum, (size_t)sh.E);
@@ -1045,6 +1046,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const float eps = (float)m->cfg.norm_eps;
     const zt_llama_layer *w = &m->p.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    a->lora.keep = s->lora_h;   /* (LoRA's kept h, lora.h) */
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) (gemma: the o
      * projection's output ao normalized before the residual add) */
@@ -1371,6 +1373,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     const zt_llama_layer *w = &m->p.h[l];
     zt_llama_layer *gw = &m->g.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
+    a->lora.keep = s->lora_h;   /* (the forward's kept h, lora.h) */
     const zt_lora_scratch *ls = &a->lora;
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
     /* MLP: dres flows to res2 unchanged and into the down projection */

@@ -100,6 +100,8 @@ typedef struct zt_llama_acts {
         float *mo, *rstd4;     /* [N, C], [N] */
         zt_moe_acts moe;       /* Mixture of Experts: the routing and the experts' rows */
         float *so, *sgl, *sg;  /* the shared expert's output [N, C], gate logit and sigmoid [N] */
+        float *lora_h[ZT_LORA_MAX_GROUPS];   /* LoRA: each group's kept h [N, n r] (a
+                                * training slot, lora.h zt_lora_keeph_on), else NULL */
     } *layer;                  /* [n_slots]; block l uses layer[l % n_slots] */
     float *scratch;            /* [N, C] projection outputs */
     int fold;                  /* residual l + 1 = res2 + scratch of block l pending

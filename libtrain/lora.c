@@ -398,11 +398,13 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
         return;
     }
     const int nr = G->n * lo->r;
-    /* h[N, nr] = s * x A^T; out[N, OUT] += h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
-    lora_xa(be, G, ad, x, x16, sc->h, N, nr);
-    be->scale(sc->h, (size_t)N * nr, lo->scale);
+    /* h[N, nr] = s * x A^T (into the slot's kept h where there is one);
+     * out[N, OUT] += h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
+    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
+    lora_xa(be, G, ad, x, x16, h, N, nr);
+    be->scale(h, (size_t)N * nr, lo->scale);
     const float *bt = group_bt(be, lo, G, ad, sc->bt);
-    acc_product(be, lo, out, sc->d, sc->h, bt, N, G->OUT, nr);
+    acc_product(be, lo, out, sc->d, h, bt, N, G->OUT, nr);
 }
 
 int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
@@ -411,11 +413,13 @@ int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
     const zt_lora_group *G = &lo->groups[g];
     if (!lo->swap || !G->n || sc->drop.on) return 0;
     const int nr = G->n * lo->r;
-    /* h[N, nr] = s * x A^T; out[N, OUT] = h B (zt_lora_fwd's product, beta 0) */
-    lora_xa(be, G, ad, x, x16, sc->h, N, nr);
-    be->scale(sc->h, (size_t)N * nr, lo->scale);
+    /* h[N, nr] = s * x A^T (kept as zt_lora_fwd's); out[N, OUT] = h B
+     * (zt_lora_fwd's product, beta 0) */
+    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
+    lora_xa(be, G, ad, x, x16, h, N, nr);
+    be->scale(h, (size_t)N * nr, lo->scale);
     const float *bt = group_bt(be, lo, G, ad, sc->bt);
-    be->matmul_bwd(out, NULL, NULL, sc->h, NULL, bt, N, G->OUT, nr);
+    be->matmul_bwd(out, NULL, NULL, h, NULL, bt, N, G->OUT, nr);
     return 1;
 }
 
@@ -432,17 +436,21 @@ static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float
         return;
     }
     const int nr = G->n * lo->r, OUT = G->OUT;
-    /* recompute h = s * x A^T (not kept: [N, nr] per module group and block) */
-    lora_xa(be, G, ad, x, x16, sc->h, N, nr);
-    be->scale(sc->h, (size_t)N * nr, lo->scale);
+    /* h = s * x A^T: the forward's, kept in the block's slot (sc->keep:
+     * the same fp32 values), else recomputed into sc->h */
+    const float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
+    if (h == sc->h) {
+        lora_xa(be, G, ad, x, x16, sc->h, N, nr);
+        be->scale(sc->h, (size_t)N * nr, lo->scale);
+    }
     /* dB^T[nr, OUT] += h^T dy: straight into the gradient when the group is
      * one module spanning the output, else through dbt and the rows taken */
     const zt_lora_mod *m0 = &lo->mods[G->first];
     if (G->n == 1 && m0->ooff == 0 && m0->out == OUT) {
-        lora_hdy(be, gad + lo->boff[G->first], sc->h, dy, dy16, N, OUT, nr);
+        lora_hdy(be, gad + lo->boff[G->first], h, dy, dy16, N, OUT, nr);
     } else {
         be->zero(sc->dbt, (size_t)nr * OUT * sizeof(float));
-        lora_hdy(be, sc->dbt, sc->h, dy, dy16, N, OUT, nr);
+        lora_hdy(be, sc->dbt, h, dy, dy16, N, OUT, nr);
         group_dbt_add(be, lo, G, gad, sc->dbt, sc->bt);   /* (bt: placed below) */
     }
     /* dh[N, nr] = s * dy B; dA[nr, in] += dh^T x; dx += dh A */

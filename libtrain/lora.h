@@ -143,7 +143,22 @@ typedef struct zt_lora_scratch {
     float *h, *d, *bt;     /* forward */
     float *dh, *dbt;       /* backward */
     zt_lora_drop drop;     /* the block's dropout, set by zt_lora_drop_at */
+    /* the current block's kept h of each group (indexed by the
+     * architecture's group), [N, n r] in its activation slot, set by the
+     * model per block (zt_lora_keeph_on; NULL: none kept, or a block
+     * without them): the forward writes h there, the backward reads it in
+     * place of its recompute (no dropout; with dropout h is per module of
+     * a masked input: recomputed) */
+    float *const *keep;
 } zt_lora_scratch;
+
+/* 1 when a training activation slot keeps each targeted group's h = s x
+ * A^T of the forward for the backward (lora.h zt_lora_scratch.keep): LoRA
+ * without dropout, config.h ZT_W16_KEEPH (off: ZT_TEST_NO_KEEPH, the
+ * backward recomputing h). */
+static inline int zt_lora_keeph_on(const zt_model_config *mc) {
+    return mc->lora_r > 0 && !(mc->lora_dropout > 0) && zt_w16_on(mc, ZT_W16_KEEPH);
+}
 
 /* Block l's dropout into sc->drop from the base engine's pass (U; T: the
  * batch's sequence length); off outside training passes or with p = 0. */

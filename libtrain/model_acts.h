@@ -97,6 +97,20 @@ static inline void zt_carve_lora(zt_carve *c, zt_lora_scratch *ls, float **dnorm
     if (c->base) { ls->dh = dh; ls->dbt = dbt; *dnorm = dn; }
 }
 
+/* A training slot's kept LoRA h (lora.h zt_lora_scratch.keep,
+ * zt_lora_keeph_on): [N, n r] a targeted group into keep[g] (indexed by
+ * the architecture's group; the others NULL). */
+static inline void zt_carve_lora_keep(zt_carve *c, float **keep, const zt_model_config *mc,
+                                      size_t N, int training) {
+    zt_lora lo;
+    if (!training || !zt_lora_keeph_on(mc) || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return;
+    for (int g = 0; g < lo.n_groups; ++g) {
+        if (!lo.groups[g].n) continue;
+        float *p = zt_carve_take(c, N * (size_t)lo.groups[g].n * (size_t)lo.r, 0);
+        if (c->base) keep[g] = p;
+    }
+}
+
 /* Group size of the checkpointing layout for a training block of L layers
  * (0: every layer's activations are kept). */
 static inline size_t zt_acts_ckpt_group(int ckpt, int training, size_t L) {

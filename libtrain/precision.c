@@ -71,6 +71,7 @@ static const struct {
     {"ZT_TEST_NO_GPT16", ZT_W16_GPT16},
     {"ZT_TEST_NO_BWDSWAP", ZT_W16_BWDSWAP},
     {"ZT_TEST_NO_GLUROUND", ZT_W16_GLUROUND},
+    {"ZT_TEST_NO_KEEPH", ZT_W16_KEEPH},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -588,6 +588,7 @@ typedef struct w16_mem {
     long dequant;               /* nf4_dequant calls */
     long glur;                  /* gelu_fwd16r + swiglu_fwd16r + geglu_fwd16r calls */
     double all_b;               /* the bytes of every launch */
+    long scale;                 /* scale calls */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -606,7 +607,7 @@ static const struct {
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
-    {33554432, "ZT_TEST_NO_GLUROUND"}};
+    {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -799,6 +800,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->alloc = t.calls[ZT_CE_alloc];
     mem->alloc_nz = t.calls[ZT_CE_alloc_nz];
     mem->dequant = t.calls[ZT_CE_nf4_dequant];
+    mem->scale = t.calls[ZT_CE_scale];
     for (size_t i = 0; i < nk; i++) {
         if (!strcmp(k[i].name, "cudaMemsetAsync")) {
             mem->memset_n += k[i].launches;
@@ -1137,12 +1139,13 @@ static void bf16_activations(void) {
         /* a block's four GEMMs reading a bf16 input (q|k|v, the attention
          * projection, fc / gate|up, the MLP's projection) forward, again
          * when recomputed, and backward; LoRA's adapters on them: x A^T
-         * forward, and backward x A^T again and dA, and the two GEMMs
+         * forward, and backward dA (h kept from the forward, lora.h
+         * zt_lora_scratch.keep: no x A^T again), and the two GEMMs
          * reading dy of each group whose dy the model has in bf16 (lora.h
          * dy16: GPT-2's projections and fc, its gradient rounded once,
          * config.h ZT_W16_GPT16, 3; Llama's o, gate|up and down, 3) */
         const long fwd = 1 + is_ck, g16 = is_lora ? 3 : 0,
-                   want = 4L * p.s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + 2 * is_lora) + 2 * g16);
+                   want = 4L * p.s.L * (4 * fwd * (1 + is_lora) + 4 * (1 + is_lora) + 2 * g16);
         tap_ok(p.ma.a16 == want && p.mb.a16 == 0 && p.ra < p.rb,
                "%s: %ld bf16-input calls (%ld without; %d expected), %ld roundings (%ld without)",
                what, p.ma.a16, p.mb.a16, (int)want, p.ra, p.rb);
@@ -2102,6 +2105,88 @@ static void lora_gluround(void) {
                what, p.ma.glur, want, p.mb.glur, p.ma.to16, p.mb.to16, p.ma.all_b, p.mb.all_b, fewer,
                p.ma.o16, p.mb.o16, p.ra, p.rb, (unsigned long long)p.ma.acts_peak,
                (unsigned long long)p.mb.acts_peak);
+    }
+}
+
+/* ------------------------------------------------------------ LoRA's kept h
+ * LoRA's h = s x A^T of each targeted group kept from the forward in the
+ * block's activation slot for the backward (lora.h zt_lora_scratch.keep),
+ * not recomputed there: every loss and gradient norm over 4 steps (so the
+ * adapters' gradients too) bitwise those of the recompute
+ * (ZT_TEST_NO_KEEPH=1), GPT-2 and Llama all-linear, stages 0 and 3, with
+ * activation checkpointing (the recomputed block's forward keeps it again)
+ * and without, the fp32 activations, fp32 matmuls, QLoRA (nf4 base), a part
+ * of a group (q_proj,v_proj); with the adapters' dropout nothing changes.
+ * Per step and block, ng the targeted groups: ng forward GEMM calls
+ * (matmul_fwd, _a16), GEMM launches and scale calls fewer, the other GEMM
+ * calls (matmul_bwd, matmul_dinp_acc) and k_add the same; the activations'
+ * peak larger by the kept h, [N, n r] fp32 a group (each rounded to 16
+ * elements) a slot (L slots, 1 checkpointed), and each run's peak its plan
+ * (but for the host token arrays). */
+static void lora_keeph(void) {
+    static const w16_kind kind = {67108864, " with and without LoRA's kept h",
+                                  "recompute path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"},
+                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
+                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_case cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2},
+        {"llama:2,4,2,32,48,64,2,16", 3, f32, 0},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, qv, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, drop, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
+        {"gpt2:2,2,32,64,2,16", 3, ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, f32, 0},
+        {"gpt2:2,2,32,64,2,16", 0, drop, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const cm_shape *s = &p.s;
+        const int dr = c->extra == drop;
+        /* the targeted groups' modules: Llama's q|k|v 3, o, gate|up 2, down
+         * (q_proj,v_proj: q|k|v's 2); GPT-2's four groups one each */
+        static const int nl[4] = {3, 1, 2, 1}, nq[4] = {2, 0, 0, 0}, ngp[4] = {1, 1, 1, 1};
+        const int *nm = !s->llama ? ngp : c->extra == qv ? nq : nl;
+        const int r = c->extra == qv ? 8 : 4;
+        const uint64_t N = (uint64_t)s->B * s->T;
+        long ng = 0;
+        uint64_t slot = 0;   /* the kept h of a slot, bytes */
+        for (int g = 0; g < 4; g++)
+            if (nm[g]) {
+                ng++;
+                slot += ((N * (uint64_t)(nm[g] * r) + 15) & ~(uint64_t)15) * 4;
+            }
+        const long want = dr ? 0 : 4 * s->L * ng;
+        const uint64_t more = dr ? 0 : slot * (uint64_t)(c->extra == ck ? 1 : s->L);
+        const uint64_t tok = 2 * N * 4;
+        tap_ok(p.mb.fwd - p.ma.fwd == want && p.mb.gemm - p.ma.gemm == want &&
+                   p.mb.scale - p.ma.scale == want && p.ma.bwd == p.mb.bwd &&
+                   p.ma.dacc == p.mb.dacc && p.ma.add == p.mb.add &&
+                   p.ma.acts_peak - p.mb.acts_peak == more &&
+                   p.ma.acts_plan - p.ma.acts_peak == tok && p.mb.acts_plan - p.mb.acts_peak == tok,
+               "%s: %ld forward GEMM calls (%ld without, %ld fewer expected), %ld GEMMs (%ld "
+               "without), %ld scale (%ld without), %ld matmul_bwd (%ld without), %ld "
+               "matmul_dinp_acc (%ld without), %ld k_add (%ld without), activations' peak %llu "
+               "bytes (planned %llu), %llu without (planned %llu): %llu more expected",
+               what, p.ma.fwd, p.mb.fwd, want, p.ma.gemm, p.mb.gemm, p.ma.scale, p.mb.scale,
+               p.ma.bwd, p.mb.bwd, p.ma.dacc, p.mb.dacc, p.ma.add, p.mb.add,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.ma.acts_plan,
+               (unsigned long long)p.mb.acts_peak, (unsigned long long)p.mb.acts_plan,
+               (unsigned long long)more);
     }
 }
 
@@ -3219,6 +3304,7 @@ int main(int argc, char **argv) {
     lora_swap();
     lora_bswap();
     lora_gluround();
+    lora_keeph();
     lora_qkv16();
     lora_gpt16();
     nf4_view();
