@@ -69,6 +69,7 @@ static const struct {
     {"ZT_TEST_NO_LORASWAP", ZT_W16_LORASWAP},
     {"ZT_TEST_NO_QKV16", ZT_W16_QKV16},
     {"ZT_TEST_NO_GPT16", ZT_W16_GPT16},
+    {"ZT_TEST_NO_LORA16", ZT_W16_LORA16},
 };
 
 void zt_out16_of(zt_model_config *mc) {
