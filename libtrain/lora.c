@@ -390,7 +390,8 @@ static void fwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
     for (int j = 0; j < G->n; ++j) {
         be->dropout(sc->d, x, (size_t)N, in, zt_lora_drop_key(&sc->drop, G->first + j),
                     sc->drop.row0, lo->dropout);
-        w_fwd(be, sc->h, sc->d, NULL, ad_w(ad, sc, G->aoff + (size_t)j * r * in), N, (int)in, (int)r);
+        const lora_w a = ad_w(ad, sc, G->aoff + (size_t)j * r * in);
+        w_fwd(be, sc->h, sc->d, NULL, a, N, (int)in, (int)r);
         be->scale(sc->h, (size_t)N * r, lo->scale);
         acc_product(be, lo, out, sc->d, sc->h, w_at(bt, (size_t)j * r * OUT), N, (int)OUT, (int)r);
     }

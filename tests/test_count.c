@@ -2016,7 +2016,8 @@ static void lora16(void) {
         const long F = ex == ck || ex == drop_ck ? 2 : 1, A = ex == acc ? 2 : 1;
         const int dr = ex == drop || ex == drop_ck, noacc = (c->arg & 262144) != 0;
         const long f = dr ? noacc : cases[i].swap || noacc;
-        const long per = dr ? cases[i].nm * (F * (1 + f) + 3) : cases[i].ng * (F * (1 + f) + 2 + noacc);
+        const long per =
+            dr ? cases[i].nm * (F * (1 + f) + 3) : cases[i].ng * (F * (1 + f) + 2 + noacc);
         const long fewer = cases[i].on ? 4 * A * p.s.L * per : 0;
         tap_ok(p.rb - p.ra == fewer && p.ma.gemm == p.mb.gemm && p.ma.memset_n == p.mb.memset_n &&
                    p.ma.copy2d == p.mb.copy2d && w16_same(&p, W16_SAME_ACTS | W16_SAME_GATHERED),
