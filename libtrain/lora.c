@@ -243,25 +243,70 @@ int zt_lora_model_create(const zt_lora *lo, const zt_model_config *mc, const zt_
 
 /* bt[n r, OUT] = the group's B^T rows at their column offsets (zeros
  * elsewhere); a group of one module spanning the output is its B^T itself.
- * (bt2d: module j's [r, out] placed by one copy2d, else one copy a row) */
-static const float *group_bt(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
-                             const float *ad, float *bt) {
+ * (bt2d: module j's [r, out] placed by one copy2d, else one copy a row)
+ * es: the element's bytes -- 4 the fp32 adapters ad, 2 their bf16 bits
+ * (lora.h ad16; bf16 zero is 0: the rounding of the fp32 placement's) */
+static const void *place_bt(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
+                            const void *ad, void *bt, size_t es) {
     const zt_lora_mod *m0 = &lo->mods[G->first];
-    if (G->n == 1 && m0->ooff == 0 && m0->out == G->OUT) return ad + lo->boff[G->first];
+    if (G->n == 1 && m0->ooff == 0 && m0->out == G->OUT)
+        return (const char *)ad + lo->boff[G->first] * es;
     const size_t r = (size_t)lo->r, OUT = (size_t)G->OUT;
-    be->zero(bt, (size_t)G->n * r * OUT * sizeof(float));
+    be->zero(bt, (size_t)G->n * r * OUT * es);
     for (int j = 0; j < G->n; ++j) {
         const zt_lora_mod *m = &lo->mods[G->first + j];
-        const float *b = ad + lo->boff[G->first + j];
-        const size_t w = (size_t)m->out * sizeof(float);
-        float *dst = bt + (size_t)j * r * OUT + (size_t)m->ooff;
+        const char *b = (const char *)ad + lo->boff[G->first + j] * es;
+        const size_t w = (size_t)m->out * es;
+        char *dst = (char *)bt + ((size_t)j * r * OUT + (size_t)m->ooff) * es;
         if (lo->bt2d && be->copy2d) {
-            be->copy2d(dst, OUT * sizeof(float), b, w, w, r);
+            be->copy2d(dst, OUT * es, b, w, w, r);
             continue;
         }
-        for (size_t i = 0; i < r; ++i) be->copy(dst + i * OUT, b + i * (size_t)m->out, w);
+        for (size_t i = 0; i < r; ++i) be->copy(dst + i * OUT * es, b + i * w, w);
     }
     return bt;
+}
+
+/* A GEMM's weight operand: the fp32 values f, and their bf16 bits h where
+ * the block has them (lora.h ad16; NULL: none) -- the GEMMs read h where an
+ * entry takes a bf16 weight (the *_w16 / *_a16 entries, bitwise the fp32
+ * entry on f, which rounds f to h in bf16 matmul mode), else f.  A placed
+ * bf16 B^T has no f. */
+typedef struct lora_w {
+    const float *f;
+    const uint16_t *h;
+} lora_w;
+static lora_w w_at(lora_w w, size_t o) {
+    lora_w r = {w.f ? w.f + o : NULL, w.h ? w.h + o : NULL};
+    return r;
+}
+/* The adapters' elements from offset o (an A) */
+static lora_w ad_w(const float *ad, const zt_lora_scratch *sc, size_t o) {
+    lora_w r = {ad + o, sc->ad16 ? sc->ad16 + o : NULL};
+    return r;
+}
+/* The group's B^T (place_bt into the scratch bt): bf16 from ad16 where
+ * the block has it and the GEMM reading it takes a bf16 weight (want16;
+ * matmul_dinp_acc does not), else fp32 */
+static lora_w group_btw(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
+                        const float *ad, const zt_lora_scratch *sc, int want16) {
+    lora_w r = {NULL, NULL};
+    if (want16 && sc->ad16) r.h = place_bt(be, lo, G, sc->ad16, sc->bt, sizeof(uint16_t));
+    else r.f = place_bt(be, lo, G, ad, sc->bt, sizeof(float));
+    return r;
+}
+/* out[N, OC] = inp[N, C] w^T (inp16: inp's bf16 bits, read instead) */
+static void w_fwd(const zt_backend *be, float *out, const float *inp, const uint16_t *inp16,
+                  lora_w w, int N, int C, int OC) {
+    if (inp16) be->matmul_fwd_a16(out, inp16, w.f, w.h, NULL, N, C, OC);
+    else if (w.h) be->matmul_fwd_w16(out, inp, w.h, NULL, N, C, OC);
+    else be->matmul_fwd(out, inp, w.f, NULL, N, C, OC);
+}
+/* dinp[N, C] = dout[N, OC] w */
+static void w_dinp(const zt_backend *be, float *dinp, const float *dout, lora_w w, int N, int C,
+                   int OC) {
+    if (w.h) be->matmul_bwd_w16(dinp, NULL, NULL, dout, NULL, w.h, N, C, OC);
+    else be->matmul_bwd(dinp, NULL, NULL, dout, NULL, w.f, N, C, OC);
 }
 
 /* The group's B^T gradients in gad += their blocks of dbt[n r, OUT]
@@ -303,9 +348,8 @@ static void lora_hdy(const zt_backend *be, float *dw, const float *h, const floa
     else be->matmul_bwd(NULL, dw, NULL, h, dy, NULL, N, OUT, nr);
 }
 static void lora_dyb(const zt_backend *be, float *dh, const float *dy, const uint16_t *dy16,
-                     const float *bt, int N, int OUT, int nr) {
-    if (dy16) be->matmul_fwd_a16(dh, dy16, bt, NULL, NULL, N, OUT, nr);
-    else be->matmul_fwd(dh, dy, bt, NULL, N, OUT, nr);
+                     lora_w bt, int N, int OUT, int nr) {
+    w_fwd(be, dh, dy, dy16, bt, N, OUT, nr);
 }
 
 /* ------------------------------------------------------------ dropout */
@@ -327,12 +371,12 @@ uint64_t zt_lora_drop_key(const zt_lora_drop *d, int i) {
 /* out[N, C] += dout[N, OC] w[OC, C]: lo->acc, the GEMM adds it
  * (matmul_dinp_acc); else the product into d, then add (bitwise the same) */
 static void acc_product(const zt_backend *be, const zt_lora *lo, float *out, float *d,
-                        const float *dout, const float *w, int N, int C, int OC) {
-    if (lo->acc) {
-        be->matmul_dinp_acc(out, dout, w, N, C, OC);
+                        const float *dout, lora_w w, int N, int C, int OC) {
+    if (lo->acc) {   /* (fp32 w: matmul_dinp_acc has no bf16 weight) */
+        be->matmul_dinp_acc(out, dout, w.f, N, C, OC);
         return;
     }
-    be->matmul_bwd(d, NULL, NULL, dout, NULL, w, N, C, OC);
+    w_dinp(be, d, dout, w, N, C, OC);
     be->add(out, out, d, (size_t)N * C);
 }
 
@@ -342,13 +386,14 @@ static void acc_product(const zt_backend *be, const zt_lora *lo, float *out, flo
 static void fwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_group *G,
                      const float *ad, const float *x, float *out, int N, const zt_lora_scratch *sc) {
     const size_t r = (size_t)lo->r, in = (size_t)G->in, OUT = (size_t)G->OUT;
-    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    const lora_w bt = group_btw(be, lo, G, ad, sc, !lo->acc);
     for (int j = 0; j < G->n; ++j) {
         be->dropout(sc->d, x, (size_t)N, in, zt_lora_drop_key(&sc->drop, G->first + j),
                     sc->drop.row0, lo->dropout);
-        be->matmul_fwd(sc->h, sc->d, ad + G->aoff + (size_t)j * r * in, NULL, N, (int)in, (int)r);
+        const lora_w a = ad_w(ad, sc, G->aoff + (size_t)j * r * in);
+        w_fwd(be, sc->h, sc->d, NULL, a, N, (int)in, (int)r);
         be->scale(sc->h, (size_t)N * r, lo->scale);
-        acc_product(be, lo, out, sc->d, sc->h, bt + (size_t)j * r * OUT, N, (int)OUT, (int)r);
+        acc_product(be, lo, out, sc->d, sc->h, w_at(bt, (size_t)j * r * OUT), N, (int)OUT, (int)r);
     }
 }
 
@@ -362,20 +407,20 @@ static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
     const size_t r = (size_t)lo->r, in = (size_t)G->in, OUT = (size_t)G->OUT;
     const zt_lora_mod *m0 = &lo->mods[G->first];
     const int single = G->n == 1 && m0->ooff == 0 && m0->out == G->OUT;
-    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    const lora_w bt = group_btw(be, lo, G, ad, sc, 1);
     if (!single) be->zero(sc->dbt, (size_t)G->n * r * OUT * sizeof(float));
     for (int j = 0; j < G->n; ++j) {
         const uint64_t key = zt_lora_drop_key(&sc->drop, G->first + j);
         const size_t ao = G->aoff + (size_t)j * r * in;
         be->dropout(sc->d, x, (size_t)N, in, key, sc->drop.row0, lo->dropout);
-        be->matmul_fwd(sc->h, sc->d, ad + ao, NULL, N, (int)in, (int)r);
+        w_fwd(be, sc->h, sc->d, NULL, ad_w(ad, sc, ao), N, (int)in, (int)r);
         be->scale(sc->h, (size_t)N * r, lo->scale);
         float *gbt = single ? gad + lo->boff[G->first] : sc->dbt + (size_t)j * r * OUT;
         lora_hdy(be, gbt, sc->h, dy, dy16, N, (int)OUT, (int)r);
-        lora_dyb(be, sc->dh, dy, dy16, bt + (size_t)j * r * OUT, N, (int)OUT, (int)r);
+        lora_dyb(be, sc->dh, dy, dy16, w_at(bt, (size_t)j * r * OUT), N, (int)OUT, (int)r);
         be->scale(sc->dh, (size_t)N * r, lo->scale);
         be->matmul_bwd(NULL, gad + ao, NULL, sc->dh, sc->d, NULL, N, (int)in, (int)r);
-        be->matmul_bwd(sc->d, NULL, NULL, sc->dh, NULL, ad + ao, N, (int)in, (int)r);
+        w_dinp(be, sc->d, sc->dh, ad_w(ad, sc, ao), N, (int)in, (int)r);
         be->dropout(sc->d, sc->d, (size_t)N, in, key, sc->drop.row0, lo->dropout);
         be->add(dx, dx, sc->d, (size_t)N * in);
     }
@@ -384,9 +429,8 @@ static void bwd_drop(const zt_backend *be, const zt_lora *lo, const zt_lora_grou
 
 /* h[N, nr] = x A^T of group G (x16: the bf16 input) */
 static void lora_xa(const zt_backend *be, const zt_lora_group *G, const float *ad, const float *x,
-                    const uint16_t *x16, float *h, int N, int nr) {
-    if (x16) be->matmul_fwd_a16(h, x16, ad + G->aoff, NULL, NULL, N, G->in, nr);
-    else be->matmul_fwd(h, x, ad + G->aoff, NULL, N, G->in, nr);
+                    const uint16_t *x16, float *h, int N, int nr, const zt_lora_scratch *sc) {
+    w_fwd(be, h, x, x16, ad_w(ad, sc, G->aoff), N, G->in, nr);
 }
 
 void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
@@ -401,9 +445,9 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     /* h[N, nr] = s * x A^T (into the slot's kept h where there is one);
      * out[N, OUT] += h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
     float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
-    lora_xa(be, G, ad, x, x16, h, N, nr);
+    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
     be->scale(h, (size_t)N * nr, lo->scale);
-    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    const lora_w bt = group_btw(be, lo, G, ad, sc, !lo->acc);
     acc_product(be, lo, out, sc->d, h, bt, N, G->OUT, nr);
 }
 
@@ -416,10 +460,9 @@ int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
     /* h[N, nr] = s * x A^T (kept as zt_lora_fwd's); out[N, OUT] = h B
      * (zt_lora_fwd's product, beta 0) */
     float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
-    lora_xa(be, G, ad, x, x16, h, N, nr);
+    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
     be->scale(h, (size_t)N * nr, lo->scale);
-    const float *bt = group_bt(be, lo, G, ad, sc->bt);
-    be->matmul_bwd(out, NULL, NULL, h, NULL, bt, N, G->OUT, nr);
+    w_dinp(be, out, h, group_btw(be, lo, G, ad, sc, 1), N, G->OUT, nr);
     return 1;
 }
 
@@ -440,7 +483,7 @@ static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float
      * the same fp32 values), else recomputed into sc->h */
     const float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
     if (h == sc->h) {
-        lora_xa(be, G, ad, x, x16, sc->h, N, nr);
+        lora_xa(be, G, ad, x, x16, sc->h, N, nr, sc);
         be->scale(sc->h, (size_t)N * nr, lo->scale);
     }
     /* dB^T[nr, OUT] += h^T dy: straight into the gradient when the group is
@@ -454,14 +497,14 @@ static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float
         group_dbt_add(be, lo, G, gad, sc->dbt, sc->bt);   /* (bt: placed below) */
     }
     /* dh[N, nr] = s * dy B; dA[nr, in] += dh^T x; dx += dh A */
-    const float *bt = group_bt(be, lo, G, ad, sc->bt);
+    const lora_w bt = group_btw(be, lo, G, ad, sc, 1);
     lora_dyb(be, sc->dh, dy, dy16, bt, N, OUT, nr);
     be->scale(sc->dh, (size_t)N * nr, lo->scale);
     if (x16) be->matmul_bwd_a16(NULL, gad + G->aoff, NULL, sc->dh, x16, NULL, NULL, N, G->in, nr);
     else be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
     /* (first: dx = dh A, acc_product's product with beta 0) */
-    if (first) be->matmul_bwd(dx, NULL, NULL, sc->dh, NULL, ad + G->aoff, N, G->in, nr);
-    else acc_product(be, lo, dx, sc->d, sc->dh, ad + G->aoff, N, G->in, nr);
+    if (first) w_dinp(be, dx, sc->dh, ad_w(ad, sc, G->aoff), N, G->in, nr);
+    else acc_product(be, lo, dx, sc->d, sc->dh, ad_w(ad, sc, G->aoff), N, G->in, nr);
 }
 
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,

@@ -89,6 +89,13 @@ typedef struct zt_lora {
      * writes the adapters' input gradient, the caller's base dinp GEMM then
      * adds into it */
     int bswap;
+    /* config.h ZT_W16_LORA16 (set by the model, model_skel.c, where the
+     * backend has the bf16-weight entries; 0 from zt_lora_plan): the
+     * adapters' GEMMs read the adapter engine's bf16 storage
+     * (zt_lora_scratch.ad16) as their weight operand -- A as it is, a
+     * group's B^T placed in bf16 -- where it has one, so nothing rounds
+     * the adapters per GEMM */
+    int w16;
 } zt_lora;
 
 /* The plan of mc's adapters (mc->lora_r > 0): targets resolved against the
@@ -150,6 +157,13 @@ typedef struct zt_lora_scratch {
      * place of its recompute (no dropout; with dropout h is per module of
      * a masked input: recomputed) */
     float *const *keep;
+    /* the block's adapters as bf16 bits, laid out as the fp32 ones
+     * (zt_unit_params16 of the adapter engine: its 16-bit storage, which
+     * the optimizer step writes and the fp32 copy is widened from, so each
+     * value is the fp32 one exactly), or NULL: the GEMMs read the fp32
+     * adapters and round them (fp32 or fp16 storage, fp32 matmuls, ZeRO
+     * stage 3, zt_lora.w16 off).  Set by the model with the adapters. */
+    const uint16_t *ad16;
 } zt_lora_scratch;
 
 /* 1 when a training activation slot keeps each targeted group's h = s x

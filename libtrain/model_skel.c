@@ -21,6 +21,8 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
         sk->lo.bt2d = zt_w16_on(mc, ZT_W16_LORABT);
         sk->lo.swap = zt_w16_on(mc, ZT_W16_LORASWAP) && be->matmul_fwd_acc;
         sk->lo.bswap = zt_w16_on(mc, ZT_W16_BWDSWAP) && be->matmul_bwd_acc;
+        sk->lo.w16 = zt_w16_on(mc, ZT_W16_LORA16) && be->matmul_fwd_w16 && be->matmul_bwd_w16 &&
+                     be->matmul_fwd_a16;
         sk->lora = 1;
     }
     return ZT_OK;
@@ -94,6 +96,8 @@ static int lora_params(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int l, 
     float *b = zt_unit_params(zt_units_peer(U), l, st);
     if (!b) return st->code;
     sk->ad = b;
+    /* (their bf16 storage, where the engine has one: lora.h ad16) */
+    sa->lora->ad16 = sk->lo.w16 ? zt_unit_params16(zt_units_peer(U), l) : NULL;
     zt_lora_drop_at(sa->lora, &sk->lo, U, l, sa->fT);
     return ZT_OK;
 }

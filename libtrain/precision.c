@@ -72,6 +72,7 @@ static const struct {
     {"ZT_TEST_NO_BWDSWAP", ZT_W16_BWDSWAP},
     {"ZT_TEST_NO_GLUROUND", ZT_W16_GLUROUND},
     {"ZT_TEST_NO_KEEPH", ZT_W16_KEEPH},
+    {"ZT_TEST_NO_LORA16", ZT_W16_LORA16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -14,6 +14,8 @@
 #    with sequence parallel 2 and gpt2 checkpointed, bf16 matmuls;
 #  - gpt2's bf16 paths with LoRA bitwise the fp32 ones of before (ZT_TEST_NO_GPT16=1): c_attn
 #    and c_fc at stage 3 and all-linear at stage 1 checkpointed, 2 ranks, bf16 matmuls;
+#  - the adapters' GEMMs reading their bf16 storage bitwise the fp32 adapters rounded per GEMM
+#    (ZT_TEST_NO_LORA16=1): llama accumulating 2, gpt2 checkpointed with dropout, and a resume;
 #  - a LoRA checkpoint holds only the adapters and their state: its size
 #    against a full fine-tuning checkpoint of the same model;
 #  - a full fine-tuning checkpoint refuses a LoRA resume and back;
@@ -114,6 +116,28 @@ run g16a 2 tiny.json --stage 1 --micro-batch 6 --activation-checkpointing blocks
     ZT_TEST_NO_GPT16=1 run g16an 2 tiny.json --stage 1 --micro-batch 6 \
         --activation-checkpointing blocks "${BF[@]}" "${LORA[@]}" && same g16a g16an
 ok $? "gpt2 bf16 paths with LoRA: all-linear, 2 ranks, stage 1, checkpointed, bf16: losses and checkpoint bitwise ZT_TEST_NO_GPT16=1"
+# the adapters' GEMMs reading the adapter engine's bf16 storage as their weight (lora.h ad16,
+# config.h ZT_W16_LORA16): bitwise the fp32 adapters rounded per GEMM (ZT_TEST_NO_LORA16=1) over
+# the 6 steps (the bf16 copy follows each optimizer step), bf16 matmuls: llama at 2 ranks, stage
+# 2, accumulation 2; gpt2 at 2 ranks, stage 1, checkpointed, with the adapters' dropout; and a
+# resume (3 + 3 steps, the bf16 storage restored) bitwise 6 straight steps of the path of before
+run l16 2 llama-tiny.json --stage 2 --micro-batch 3 --grad-accum 2 "${BF[@]}" "${LORA[@]}" &&
+    ZT_TEST_NO_LORA16=1 run l16n 2 llama-tiny.json --stage 2 --micro-batch 3 --grad-accum 2 \
+        "${BF[@]}" "${LORA[@]}" && same l16 l16n
+ok $? "bf16 adapters: llama, 2 ranks, stage 2, accumulation 2, bf16: losses and checkpoint bitwise ZT_TEST_NO_LORA16=1"
+run g16d 2 tiny.json --stage 1 --micro-batch 6 --activation-checkpointing blocks \
+    --ztrain.lora.dropout 0.1 "${BF[@]}" "${LORA[@]}" &&
+    ZT_TEST_NO_LORA16=1 run g16dn 2 tiny.json --stage 1 --micro-batch 6 --activation-checkpointing blocks \
+        --ztrain.lora.dropout 0.1 "${BF[@]}" "${LORA[@]}" && same g16d g16dn
+ok $? "bf16 adapters: gpt2, 2 ranks, stage 1, checkpointed, dropout 0.1, bf16: losses and checkpoint bitwise ZT_TEST_NO_LORA16=1"
+BR=(--bf16.enabled true --ztrain.matmul_precision bf16)
+STEPS=3 run l16r 2 llama-tiny.json --stage 1 --micro-batch 6 --resume never --ckpt-every 3 "${BR[@]}" \
+    "${LORA[@]}" &&
+    run l16r 2 llama-tiny.json --stage 1 --micro-batch 6 --resume auto "${BR[@]}" "${LORA[@]}" &&
+    grep -q "^checkpoint: resumed from ck_l16r/step-3" o_l16r.txt &&
+    ZT_TEST_NO_LORA16=1 run l16rn 2 llama-tiny.json --stage 1 --micro-batch 6 --resume never "${BR[@]}" \
+        "${LORA[@]}" && same l16rn l16r
+ok $? "bf16 adapters: resume at step 3 (2 ranks, stage 1, bf16): losses and checkpoint bitwise 6 straight steps with ZT_TEST_NO_LORA16=1"
 
 # resume: 3 + 3 steps == 6 steps, bitwise (2 ranks, stage 2)
 run r6 2 llama-tiny.json --stage 2 --micro-batch 6 --resume never "${LORA[@]}" &&

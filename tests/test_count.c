@@ -607,7 +607,7 @@ static const struct {
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
-    {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}};
+    {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -1016,8 +1016,10 @@ static void bf16_weights(void) {
                  ex == lora ? " LoRA" : ex == qlora ? " QLoRA" : ex == moe ? " MoE" : "");
         char label[112];
         snprintf(label, sizeof label, "%s stage %d", what, cases[i].stage);
-        /* (the activations in fp32: every GEMM through the *_w16 entries) */
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, label)) continue;
+        /* (the activations in fp32: every GEMM through the *_w16 entries;
+         * the adapters' GEMMs rounding their fp32 weights, ZT_TEST_NO_LORA16:
+         * the base's GEMMs counted) */
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2 | 134217728, what, label)) continue;
         /* a step (GPT-2, Llama): 4 GEMM calls forward and 4 backward per block; the
          * head's 2 chunks forward and backward (fused in the forward,
          * classifier.h: no chunk's logits again); 4 steps.  Stage 3:
@@ -1077,8 +1079,10 @@ static void bf16_nf4w16(void) {
         char what[128];
         snprintf(what, sizeof what, "%s stage %d QLoRA %s", cases[i].shape, cases[i].stage,
                  ex == dq ? "nf4-dq checkpointed" : "nf4");
-        /* (the activations in fp32: every GEMM through the *_w16 entries) */
-        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2, what, what)) continue;
+        /* (the activations in fp32: every GEMM through the *_w16 entries;
+         * the adapters' GEMMs rounding their fp32 weights, ZT_TEST_NO_LORA16:
+         * the base's GEMMs counted) */
+        if (!w16_pair_run(&p, &kind, cases[i].stage, ex, 2 | 134217728, what, what)) continue;
         /* (checkpointed: the blocks' forward GEMMs twice) */
         /* (the head: 2 chunks forward and backward, fused: classifier.h) */
         const long blocks = 4L * p.s.L * (4 * (1 + (ex == dq)) + 4), head = 4L * (2 + 2);
@@ -1654,9 +1658,12 @@ static void bf16_gradients(void) {
         w16_pair p;
         char what[96];
         /* (LoRA: the backward's order of before, ZT_TEST_NO_BWDSWAP: the
-         * base dinp GEMMs of these counts; lora_bswap) */
-        if (!w16_case_run(&p, &kind, c, c->extra == w16_lora ? 16777216 : 0, NULL, NULL, what,
-                          sizeof what))
+         * base dinp GEMMs of these counts; lora_bswap.  And the adapters'
+         * GEMMs rounding their fp32 weights, ZT_TEST_NO_LORA16: the bf16 dy
+         * moves their B^T's bf16-weight calls to the bf16-input entry
+         * otherwise) */
+        if (!w16_case_run(&p, &kind, c, c->extra == w16_lora ? 16777216 | 134217728 : 0, NULL, NULL,
+                          what, sizeof what))
             continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
@@ -1861,11 +1868,12 @@ static void lora_acc(void) {
         char what[160];
         /* (the order of before, ZT_TEST_NO_LORASWAP: each forward delta
          * added after its base GEMM, as these counts have it; the swapped
-         * order's: lora_swap) */
-        /* (and ZT_TEST_NO_BWDSWAP: dx's product added after the base
-         * dinp GEMM, as these counts have it; lora_bswap) */
-        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | 1048576 | 16777216, names, NULL, what,
-                          sizeof what))
+         * order's: lora_swap.  And ZT_TEST_NO_BWDSWAP: dx's product added
+         * after the base dinp GEMM, as these counts have it; lora_bswap.  And
+         * the adapters' GEMMs rounding their fp32 weights, ZT_TEST_NO_LORA16:
+         * lora16) */
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | 1048576 | 16777216 | 134217728, names,
+                          NULL, what, sizeof what))
             continue;
         const char *ex = cases[i].extra;
         const cm_shape *s = &p.s;
@@ -1948,7 +1956,10 @@ static void lora_swap(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[160];
-        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        /* (the adapters' GEMMs rounding their fp32 weights, as these counts
+         * have it, ZT_TEST_NO_LORA16: the bf16 adapters' counts, lora16) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 134217728, names, NULL, what, sizeof what))
+            continue;
         const long want = 4 * p.s.L * cases[i].ng * (1 + (c->extra == ck));
         tap_ok(p.ma.facc == want && p.mb.facc == 0 && p.mb.fwd - p.ma.fwd == want &&
                    p.mb.dacc - p.ma.dacc == want && p.ma.bwd - p.mb.bwd == want &&
@@ -2190,6 +2201,94 @@ static void lora_keeph(void) {
     }
 }
 
+/* ------------------------------------------------------------ LoRA's bf16 adapters
+ * LoRA's adapter GEMMs reading the adapter engine's bf16 storage as their
+ * weight (lora.h zt_lora_scratch.ad16: A as it is, a group's B^T placed in
+ * bf16 into the scratch bt), not the fp32 adapters rounded by each GEMM:
+ * every loss and gradient norm over 4 steps (the adapters trained, so the
+ * bf16 storage the optimizer writes is followed) bitwise those of the
+ * rounding path (ZT_TEST_NO_LORA16=1, the path of before), Llama and GPT-2,
+ * all-linear and q_proj,v_proj, stages 0, 2 and 3, activation
+ * checkpointing, QLoRA (nf4 base), gradient accumulation 2, the adapters'
+ * dropout, the products added (matmul_dinp_acc) and not
+ * (ZT_TEST_NO_LORAACC), fp32.  Per step, micro-batch and block, F the
+ * forward passes (2 checkpointed): a targeted group without dropout F (1 +
+ * f) + 2 k_round_bf16 fewer (A in the forward and its recompute in
+ * backward, B^T in the backward's dy B; f = 1 where the forward's delta
+ * reads B^T through a bf16-weight entry: Llama's delta first, or no
+ * matmul_dinp_acc; dx += dh A stays matmul_dinp_acc's fp32 A), with
+ * dropout a targeted module F (1 + f) + 3 (A_j forward, A_j, B_j^T and A_j
+ * again backward; f = 1 without matmul_dinp_acc), and without
+ * matmul_dinp_acc a group 1 more (dx += dh A through matmul_bwd_w16);
+ * none at stage 3 (the gathered adapters have no bf16 storage at hand) and
+ * in fp32.  The GEMM launches, the cudaMemsetAsync and copy2d calls (the
+ * placement in bf16: the same calls, half the bytes) and the activations'
+ * and gathered parameters' peaks and plans the same.  (Device copies are
+ * not compared, as bf16 gradients says: a bf16 adapter not 256-byte
+ * aligned is copied to alignment, which varies with the cpu's blocks under
+ * the counter; at the shapes of bench/costmodel's 8B step none is.) */
+static void lora16(void) {
+    static const w16_kind kind = {134217728, " with and without LoRA's bf16 adapters",
+                                  "rounding path's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                  "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
+    static const char acc[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "train_batch_size=4";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qv, " LoRA q_proj,v_proj"},
+                                      {qlora, " QLoRA"}, {drop, " LoRA dropout"},
+                                      {drop_ck, " LoRA dropout checkpointed"},
+                                      {acc, " LoRA accumulating 2"}, {f32, " LoRA fp32"},
+                                      {NULL, NULL}};
+    /* (c.arg: no_w16 of both runs; ng, nm: the targeted groups and modules;
+     * swap: Llama's delta first; on: 0 where the path is not taken) */
+    static const struct { w16_case c; int ng, nm, swap, on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4, 7, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 2, ck, 0}, 4, 7, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1, 2, 1, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 4, 7, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 2, acc, 0}, 4, 7, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 4, 7, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 262144}, 4, 7, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 262144 | 1048576}, 4, 7, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 4, 7, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 4, 7, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 4, 4, 0, 1},
+        {{"gpt2:2,2,32,64,2,16", 2, ck, 262144}, 4, 4, 0, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, drop, 0}, 4, 4, 0, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 4, 4, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[200];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const char *ex = c->extra;
+        const long F = ex == ck || ex == drop_ck ? 2 : 1, A = ex == acc ? 2 : 1;
+        const int dr = ex == drop || ex == drop_ck, noacc = (c->arg & 262144) != 0;
+        const long f = dr ? noacc : cases[i].swap || noacc;
+        const long per =
+            dr ? cases[i].nm * (F * (1 + f) + 3) : cases[i].ng * (F * (1 + f) + 2 + noacc);
+        const long fewer = cases[i].on ? 4 * A * p.s.L * per : 0;
+        tap_ok(p.rb - p.ra == fewer && p.ma.gemm == p.mb.gemm && p.ma.memset_n == p.mb.memset_n &&
+                   p.ma.copy2d == p.mb.copy2d && w16_same(&p, W16_SAME_ACTS | W16_SAME_GATHERED),
+               "%s: %ld k_round_bf16 (%ld without, %ld fewer expected), %ld GEMMs (%ld without), "
+               "%ld cudaMemsetAsync (%ld without), %ld copy2d (%ld without), activations' peak "
+               "%llu bytes (%llu without), gathered peak %llu (%llu without)",
+               what, p.ra, p.rb, fewer, p.ma.gemm, p.mb.gemm, p.ma.memset_n, p.mb.memset_n,
+               p.ma.copy2d, p.mb.copy2d,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak,
+               (unsigned long long)p.ma.peak, (unsigned long long)p.mb.peak);
+    }
+}
+
 /* ------------------------------------------------------------ LoRA's B^T and bf16 dy
  * LoRA's group B^T placed with one copy2d a module (lora.c group_bt: r
  * copies before), its gradient gathered out of dbt with one copy2d a module
@@ -2251,7 +2350,10 @@ static void lora_bt(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[160];
-        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        /* (the adapters' GEMMs rounding their fp32 weights, as these counts
+         * have it, ZT_TEST_NO_LORA16: the bf16 adapters' counts, lora16) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 134217728, names, NULL, what, sizeof what))
+            continue;
         const long r = 4, L = p.s.L, P = 2 + (c->extra == ck), nq = cases[i].nq,
                    ng = cases[i].ng, g16 = cases[i].g16;
         const long copies = 4 * L * r * nq * P, c2d = 4 * L * (nq * P + nq),
@@ -2348,8 +2450,10 @@ static void lora_qkv16(void) {
             w16_pair p;
             char what[192];
             /* (the backward's order of before, ZT_TEST_NO_BWDSWAP: q|k|v's
-             * base dinp GEMM the a16 / d16 entry these counts name; lora_bswap) */
-            if (!w16_case_run(&p, &kind, c, c->arg | 16777216, names,
+             * base dinp GEMM the a16 / d16 entry these counts name; lora_bswap;
+             * the adapters' GEMMs rounding their fp32 weights, as these
+             * counts have it, ZT_TEST_NO_LORA16: the bf16 adapters', lora16) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 16777216 | 134217728, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long bw = 4L * p.s.L, t = cases[i].taken && b16 ? bw : 0,
@@ -2424,7 +2528,9 @@ static void lora_gpt16(void) {
             const w16_case *c = &cases[i];
             w16_pair p;
             char what[192];
-            if (!w16_case_run(&p, &kind, c, c->arg, names,
+            /* (the adapters' GEMMs rounding their fp32 weights, as these
+             * counts have it, ZT_TEST_NO_LORA16: the bf16 adapters', lora16) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 134217728, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const char *ex = c->extra;
@@ -3307,6 +3413,7 @@ int main(int argc, char **argv) {
     lora_keeph();
     lora_qkv16();
     lora_gpt16();
+    lora16();
     nf4_view();
     bf16_hooks_once();
     cudnn_formulas();

@@ -305,6 +305,55 @@ PY
 }
 qkv16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
+# ---- LoRA's bf16 adapters (config.h ZT_W16_LORA16, lora.h ad16): the adapters' GEMMs read the
+# adapter engine's bf16 storage (A as it is, a group's B^T placed in bf16) instead of rounding the
+# fp32 adapters per GEMM: the Llama with adapters on every linear layer, bf16 at stage 1,
+# checkpointed, accumulating 2 micro-batches a step; after 4 steps every adapter and AdamW moment
+# bitwise those of ZT_TEST_NO_LORA16=1 (the final checkpoints' tensor checksums), losses and
+# gradient norms the same, fewer launches (a k_round_bf16 each bf16 weight operand fewer; an
+# operand not 256-byte aligned is copied instead: at this shape none is, 1187 against 1587), each
+# run's device peak the planner's
+lora16() {  # lora16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+    local dir=$1 cfg=$2; shift 2
+    local h la lb why=""
+    [ -f "$dir/c_train.bin" ] || { ok 1 "lora16: no $dir/c_train.bin (its group did not run)"; return; }
+    for h in 0 1; do
+        local hook=()
+        [ $h = 1 ] && hook=(ZT_TEST_NO_LORA16=1)
+        (cd "$dir" && env "${hook[@]}" \
+            timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
+            --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
+            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
+            --stage 1 --act-ckpt blocks --lora-r 4 --lora-targets all-linear \
+            --ckpt-dir "lora16_ck_$h" --metrics "lora16_$h.jsonl" \
+            --memory-report "$@" > "lora16_$h.out" 2>&1) ||
+            why="$why run $h failed;"
+    done
+    python3 - "$dir/lora16_0.jsonl" "$dir/lora16_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+sys.exit(0 if len(a) == 4 and a == b else 1)
+PY
+    local ca cb
+    ca=$("$sim" ckpt inspect "$dir/lora16_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    cb=$("$sim" ckpt inspect "$dir/lora16_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
+    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lora16_0.out" 2> /dev/null)
+    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lora16_1.out" 2> /dev/null)
+    [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -lt "$lb" ] || why="$why launches $la, not fewer than $lb;"
+    local m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$dir/lora16_$h.out" | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
+    done
+    [ -n "$why" ] && grep -hE '^ztrain: error' "$dir/lora16_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "lora16 llama LoRA: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_LORA16=1 (losses and gradient norms the same), launches $la ($lb with the hook)${why:+: $why}"
+}
+lora16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+
 # ---- GPT-2's bf16 paths with LoRA (config.h ZT_W16_GPT16): on cuDNN's path
 # (ZT_CUDA_DETERMINISTIC=0), adapters on c_attn (the q|k|v adapters reading cuDNN's bf16
 # dQ|dK|dV, the bf16 dO, fc's GEMM writing bf16, fc's backward through the GELU in bf16) and on
