@@ -220,7 +220,12 @@ typedef struct zt_model_config {
  *   ZT_W16_LORA16   ZT_TEST_NO_LORA16: LoRA's adapter GEMMs reading the adapter
  *                   engine's bf16 storage as their weight (lora.h
  *                   zt_lora_scratch.ad16; a group's B^T placed in bf16), not
- *                   the fp32 adapters rounded to the same bf16 by each GEMM */
+ *                   the fp32 adapters rounded to the same bf16 by each GEMM
+ *   ZT_W16_LGATE    ZT_TEST_NO_LGATE: with LoRA, Llama's gate|up GEMM writing
+ *                   its bf16 output itself (the path of no LoRA) where
+ *                   gate|up has no adapters (q_proj,v_proj), not its fp32
+ *                   output rounded wherever the block has adapters: the
+ *                   same values */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
@@ -228,7 +233,7 @@ enum {
     ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13, ZT_W16_LORAACC = 1u << 14,
     ZT_W16_LORABT = 1u << 15, ZT_W16_LORASWAP = 1u << 16, ZT_W16_QKV16 = 1u << 17,
     ZT_W16_BWDSWAP = 1u << 18, ZT_W16_GPT16 = 1u << 19, ZT_W16_GLUROUND = 1u << 20,
-    ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22
+    ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22, ZT_W16_LGATE = 1u << 23
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

@@ -1191,7 +1191,9 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * with its adapters' delta, rounded once), SwiGLU / GeGLU read it
          * and write the bf16 h; dgu and dh the cpu backends' fp32 staging:
          * the same values as below, without their fp32 round trip) */
-        if (!sk->lora) {
+        /* (lgate: with LoRA, only a gate|up with adapters makes its output in
+         * fp32; ZT_TEST_NO_LGATE: every block with adapters did) */
+        if (!sk->lora || (zt_w16_on(&m->cfg, ZT_W16_LGATE) && !zt_skel_lora_on(sk, LG_GU))) {
             be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N,
                                C, 2 * H);
         } else {

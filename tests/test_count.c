@@ -589,6 +589,7 @@ typedef struct w16_mem {
     long glur;                  /* gelu_fwd16r + swiglu_fwd16r + geglu_fwd16r calls */
     double all_b;               /* the bytes of every launch */
     long scale;                 /* scale calls */
+    long fo16, bo16;            /* matmul_fwd_o16 and matmul_bwd_o16 calls */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -607,7 +608,8 @@ static const struct {
     {65536, "ZT_TEST_NO_ADDFOLD"}, {131072, "ZT_TEST_NO_HEADFUSE"}, {262144, "ZT_TEST_NO_LORAACC"},
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
-    {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"}};
+    {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
+    {268435456, "ZT_TEST_NO_LGATE"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -801,6 +803,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
     mem->alloc_nz = t.calls[ZT_CE_alloc_nz];
     mem->dequant = t.calls[ZT_CE_nf4_dequant];
     mem->scale = t.calls[ZT_CE_scale];
+    mem->fo16 = t.calls[ZT_CE_matmul_fwd_o16];
+    mem->bo16 = t.calls[ZT_CE_matmul_bwd_o16];
     for (size_t i = 0; i < nk; i++) {
         if (!strcmp(k[i].name, "cudaMemsetAsync")) {
             mem->memset_n += k[i].launches;
@@ -2068,9 +2072,9 @@ static void lora_bswap(void) {
  * rounding back (ZT_TEST_NO_GLUROUND=1, the path of before): every loss and
  * gradient norm over 4 steps bitwise, GPT-2 and Llama all-linear (Gemma 2's
  * GeGLU too), stages 0 and 3, with activation checkpointing and without,
- * QLoRA, a LoRA leaving gate|up alone (q_proj,v_proj: a block with
- * adapters makes gate|up in fp32 all the same); the fp32 activations and
- * the bf16 outputs off (ZT_TEST_NO_O16) change nothing.
+ * QLoRA; a LoRA leaving gate|up alone (q_proj,v_proj: its GEMM writes
+ * bf16 itself, lora_lgate), the fp32 activations and the bf16 outputs off
+ * (ZT_TEST_NO_O16) change nothing.
  * Per step, block and forward pass (2 checkpointed: the recompute) one
  * fused call and one k_to_bf16 fewer, as many bf16-output calls, and the
  * bytes moved smaller by 2 N W a call (W: the [N, W] fp32 output, 4 C or
@@ -2099,7 +2103,7 @@ static void lora_gluround(void) {
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 1},
         {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 3, w16_lora, 4}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -2120,6 +2124,63 @@ static void lora_gluround(void) {
                what, p.ma.glur, want, p.mb.glur, p.ma.to16, p.mb.to16, p.ma.all_b, p.mb.all_b, fewer,
                p.ma.o16, p.mb.o16, p.ra, p.rb, (unsigned long long)p.ma.acts_peak,
                (unsigned long long)p.mb.acts_peak);
+    }
+}
+
+/* ------------------------------------------------------------ LoRA's untargeted gate|up
+ * With LoRA, Llama's gate|up GEMM writing its bf16 output itself (then
+ * SwiGLU / GeGLU reading it: the path of no LoRA) where gate|up has no
+ * adapters, not only where the model has none (ZT_TEST_NO_LGATE=1, the path
+ * of before: gate|up's fp32 output rounded by swiglu_fwd16r / geglu_fwd16r
+ * in every block with adapters): every loss and gradient norm over 4
+ * steps bitwise, q_proj,v_proj at stages 0 and 3, checkpointed (the
+ * recompute: gate|up again), QLoRA, Gemma 2's GeGLU, q_proj,v_proj,o_proj;
+ * all-linear and the fp32 activations change nothing.  Per step, block and
+ * forward pass (2 checkpointed) one swiglu_fwd16r / geglu_fwd16r call fewer
+ * and one matmul_fwd_o16 more; the o projection's backward unchanged
+ * (matmul_bwd_o16 the same), the k_round_bf16 launches and the activations'
+ * peak and plan the same. */
+static void lora_lgate(void) {
+    static const w16_kind kind = {268435456, " with and without LoRA's untargeted gate|up in bf16",
+                                  "fp32 outputs' path's", NULL};
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char qvck[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj "
+                               "activation_checkpointing.policy=blocks";
+    static const char qvo[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=q_proj,v_proj,o_proj";
+    static const char qvq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,v_proj "
+                              "ztrain.lora.base=nf4";
+    static const char qvg[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=q_proj,v_proj";
+    static const char qv32[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj "
+                               "bf16.enabled=false";
+    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qvck, " LoRA q_proj,v_proj checkpointed"},
+                                      {qvo, " LoRA q_proj,v_proj,o_proj"}, {qvq, " QLoRA q_proj,v_proj"},
+                                      {qvg, " gemma LoRA q_proj,v_proj"}, {qv32, " LoRA q_proj,v_proj fp32"},
+                                      {NULL, NULL}};
+    /* (gu: whether gate|up's path changes) */
+    static const struct { w16_case c; int gu; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, qvck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qvo, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qvq, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, qvg, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv32, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        const long F = c->extra == qvck ? 2 : 1;
+        const long gu = cases[i].gu ? 4 * p.s.L * F : 0;
+        tap_ok(p.mb.glur - p.ma.glur == gu && p.ma.fo16 - p.mb.fo16 == gu &&
+                   p.ma.bo16 == p.mb.bo16 && w16_same(&p, W16_SAME_ROUNDS | W16_SAME_ACTS),
+               "%s: %ld fused rounding calls (%ld without, %ld fewer expected), %ld matmul_fwd_o16 "
+               "(%ld without, %ld more expected), %ld matmul_bwd_o16 (%ld without), "
+               "%ld k_round_bf16 (%ld without), activations' peak %llu bytes (%llu without)",
+               what, p.ma.glur, p.mb.glur, gu, p.ma.fo16, p.mb.fo16, gu, p.ma.bo16, p.mb.bo16, p.ra,
+               p.rb, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -3420,6 +3481,7 @@ int main(int argc, char **argv) {
     lora_swap();
     lora_bswap();
     lora_gluround();
+    lora_lgate();
     lora_keeph();
     lora_qkv16();
     lora_gpt16();
