@@ -8,6 +8,7 @@
 #include "model.h"   /* zt_layout_mark_expert */
 #include "model_acts.h"   /* zt_acts16_on */
 #include "gpt.h"   /* zt_gpt_lora_att16 */
+#include "llama.h"   /* zt_llama_lora_do16 */
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 
@@ -438,10 +439,12 @@ int zt_lora_dq16_of(const zt_model_config *mc) {
 }
 
 int zt_do16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
-    /* (LoRA: GPT-2's where its attention's c_proj has no adapters, gpt.h
-     * zt_gpt_lora_att16) */
-    const int lora_ok =
-        mc->lora_r <= 0 || (zt_arch_of(mc)->id == ZT_ARCH_GPT2 && zt_gpt_lora_att16(mc, 1));
+    /* (LoRA: where the attention's output projection has no adapters,
+     * GPT-2's c_proj, gpt.h zt_gpt_lora_att16; Llama's o_proj, llama.h
+     * zt_llama_lora_do16) */
+    const int id = zt_arch_of(mc)->id;
+    const int lora_ok = mc->lora_r <= 0 || (id == ZT_ARCH_GPT2 && zt_gpt_lora_att16(mc, 1)) ||
+                        (id == ZT_ARCH_LLAMA && zt_llama_lora_do16(mc));
     return be && zt_w16_on(mc, ZT_W16_DO16) && zt_w16_on(mc, ZT_W16_D16) && lora_ok &&
            be->att_do16 && be->matmul_bwd_o16 && be->gqa_ext_bwd16do && zt_d16_ok(be) &&
            zt_att_in16_of(mc, be, training, sp) >= ZT_ATT_IN16O;

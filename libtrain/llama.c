@@ -1034,6 +1034,15 @@ static void lora_lin_bwd(const zt_skel *sk, const zt_backend *be, int grp, float
     zt_skel_lora_bwd16(sk, grp, x, x16, dy, dy16, dx, N, ls);
 }
 
+/* llama.h: the config's gate of the o projection's bf16 dO (the model's
+ * own is zt_skel_lora_on(sk, LG_O), model_skel.c: the same plan) */
+int zt_llama_lora_do16(const zt_model_config *mc) {
+    zt_lora lo;
+    if (mc->lora_r <= 0) return 1;
+    if (!zt_w16_on(mc, ZT_W16_LORAPATH) || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return 0;
+    return lo.groups[LG_O].n == 0;
+}
+
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
  * again to recompute a checkpointed block (bitwise the same values). */
 static int block_fwd(void *self, void *acts, int l, zt_status *st) {
@@ -1447,10 +1456,14 @@ mlp_norm:
      * zt_do16_of; sta the GEMM's fp32 scratch; no fp32 copy) */
     const zt_attn_opts dao_o = attn_opts(m, l, T);
     uint16_t *do16 = NULL;
-    if (dc16 && s->qkv16 && s->atty16 && !sk->lora && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
+    /* (LoRA: only where o has no adapters, which would add into the fp32
+     * dO; q|k|v's read the attention backward's gradient as they do
+     * without do16; ZT_TEST_NO_LORAPATH: only without LoRA) */
+    const int o_off =
+        !sk->lora || (zt_w16_on(&m->cfg, ZT_W16_LORAPATH) && !zt_skel_lora_on(sk, LG_O));
+    if (dc16 && s->qkv16 && s->atty16 && o_off && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
         be->att_do16(B, T, sh->NH, sh->NKV, sh->hd, &dao_o))
         do16 = (uint16_t *)a->datt;
-    /* (do16 only without LoRA: no adapters to add) */
     if (do16)
         be->matmul_bwd_o16(do16, a->sta, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
                            N, sh->AD, C);

@@ -609,7 +609,7 @@ static const struct {
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
     {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
-    {268435456, "ZT_TEST_NO_LGATE"}};
+    {268435456, "ZT_TEST_NO_LGATE"}, {1073741824, "ZT_TEST_NO_LORAPATH"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -1607,7 +1607,8 @@ static void bf16_rope_bwd16(void) {
  * no matmul_bwd_o16 or gqa_ext_bwd16do call and every loss and gradient
  * norm bitwise those of ZT_TEST_NO_DO16=1 (no question asked), stages 0
  * and 3, checkpointed; the other counts and the activations' peak and plan
- * unchanged.  LoRA: no question.  (cuDNN's path, which answers 1:
+ * unchanged.  LoRA with adapters on the output projection (all-linear):
+ * no question (without them: lora_lorapath).  (cuDNN's path, which answers 1:
  * cudnn_model; its values: test_cuda and engine.sh on the simulator.) */
 static void bf16_att_do16(void) {
     static const w16_kind kind = {32768, " with and without the attention output's bf16 gradient",
@@ -2182,6 +2183,118 @@ static void lora_lgate(void) {
                what, p.ma.glur, p.mb.glur, gu, p.ma.fo16, p.mb.fo16, gu, p.ma.bo16, p.mb.bo16, p.ra,
                p.rb, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
     }
+}
+
+/* ------------------------------------------------------------ LoRA's untargeted o projection
+ * With LoRA, Llama's o projection's backward writing the attention's dO in
+ * bf16 (the path of no LoRA, arch.h zt_do16_of) where o has no adapters
+ * (q_proj,v_proj), not only where the model has none (ZT_TEST_NO_LORAPATH=1,
+ * the path of before: the fp32 dO of every block with adapters).  Over the
+ * cpu backend att_do16 answers 0: one question a block and backward more,
+ * nothing else.  Over a backend whose attention backward reads dO rounded
+ * to bf16, as cuDNN's does (cuda_sdpa.cu k_sdpa_round), and answers 1: a
+ * block and backward one matmul_bwd_o16 for matmul_bwd_d16 and one
+ * gqa_ext_bwd16do for gqa_ext_bwd16d.  Both: every loss and gradient norm
+ * over 4 steps bitwise, q_proj,v_proj at stages 0 and 3, checkpointed,
+ * QLoRA; q_proj,v_proj,o_proj and GPT-2's c_attn (whose c_proj already took
+ * it, gpt.c lora_off) unchanged; k_round_bf16, the bf16-gradient calls and
+ * the activations' peak and plan the same. */
+static zt_backend g_do16b;
+/* dout rounded to bf16 in scratch of its own, then the cpu backend's */
+static float *do16b_round(const float *dout, size_t n) {
+    float *d = malloc((n ? n : 1) * sizeof(float));
+    if (!d) return NULL;   /* (the entry then computes nothing: the check fails) */
+    memcpy(d, dout, n * sizeof(float));
+    bf16g_round(d, n);
+    return d;
+}
+static int do16b_q(int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    (void)B, (void)T, (void)NH, (void)NKV, (void)hd, (void)o;
+    return 1;
+}
+static void do16b_bwd16o(float *dqkv, const float *dout, const uint16_t *qkv16, float *tmp, const uint16_t *out16,
+                         float *out, const float *lse, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    float *d = do16b_round(dout, (size_t)B * T * NH * hd);
+    if (d) zt_backend_cpu()->gqa_ext_bwd16o(dqkv, d, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    free(d);
+}
+static int do16b_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const uint16_t *qkv16, float *tmp,
+                        const uint16_t *out16, float *out, const float *lse, int B, int T, int NH, int NKV, int hd,
+                        const zt_attn_opts *o) {
+    float *d = do16b_round(dout, (size_t)B * T * NH * hd);
+    const int r = d ? zt_backend_cpu()->gqa_ext_bwd16d(dqkv, dqkv16, d, qkv16, tmp, out16, out, lse, B, T, NH,
+                                                        NKV, hd, o)
+                    : 0;
+    free(d);
+    return r;
+}
+/* (dout16 widened: exact, so the values do16b_bwd16d reads) */
+static int do16b_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, const uint16_t *qkv16, float *tmp,
+                         const uint16_t *out16, float *out, const float *lse, int B, int T, int NH, int NKV,
+                         int hd, const zt_attn_opts *o) {
+    const size_t n = (size_t)B * T * NH * hd;
+    float *d = malloc((n ? n : 1) * sizeof(float));
+    if (!d) return 0;
+    zt_backend_cpu()->from_bf16(d, dout16, n);
+    const int r = do16b_bwd16d(dqkv, dqkv16, d, qkv16, tmp, out16, out, lse, B, T, NH, NKV, hd, o);
+    free(d);
+    return r;
+}
+static void lora_lorapath(void) {
+    static const w16_kind kind = {1073741824, " with and without LoRA's untargeted o in bf16 dO",
+                                  "fp32 dO path's", NULL};
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char qvck[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj "
+                               "activation_checkpointing.policy=blocks";
+    static const char qvo[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=q_proj,v_proj,o_proj";
+    static const char qvq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,v_proj "
+                              "ztrain.lora.base=nf4";
+    static const char cattn[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_attn";
+    static const char cattn_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_attn "
+                                   "activation_checkpointing.policy=blocks";
+    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qvck, " LoRA q_proj,v_proj checkpointed"},
+                                      {qvo, " LoRA q_proj,v_proj,o_proj"}, {qvq, " QLoRA q_proj,v_proj"},
+                                      {cattn, " LoRA c_attn"}, {cattn_ck, " LoRA c_attn checkpointed"},
+                                      {NULL, NULL}};
+    /* (arg: whether the path changes) */
+    static const w16_case cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, qv, 1},           {"llama:2,4,2,32,48,64,2,16,untied", 3, qvck, 1},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, qvq, 1}, {"llama:2,4,2,32,48,64,2,16", 3, qvo, 0},
+        {"gpt2:2,2,32,64,2,16", 0, cattn, 0},              {"gpt2:2,2,32,64,2,16", 3, cattn_ck, 0}};
+    g_do16b = *zt_backend_cpu();
+    g_do16b.att_do16 = do16b_q;
+    g_do16b.gqa_ext_bwd16o = do16b_bwd16o;
+    g_do16b.gqa_ext_bwd16d = do16b_bwd16d;
+    g_do16b.gqa_ext_bwd16do = do16b_bwd16do;
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_do16b : NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const w16_case *c = &cases[i];
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, &kind, c, 0, names, b16 ? " (bf16-dO backend)" : " (cpu)", what, sizeof what))
+                continue;
+            /* (a block and backward: one question; the bf16-dO backend's
+             * answer 1: one matmul_bwd_o16 for matmul_bwd_d16, one
+             * gqa_ext_bwd16do for gqa_ext_bwd16d (ab16) or _bwd16o) */
+            const long n = c->arg ? 4L * p.s.L : 0, o = b16 ? n : 0;
+            tap_ok(p.ma.do16q - p.mb.do16q == n && p.ma.bo16 - p.mb.bo16 == o &&
+                       p.ma.do16 - p.mb.do16 == 2 * o && p.mb.ab16 - p.ma.ab16 == o &&
+                       p.ma.bwds - p.mb.bwds == -o &&
+                       w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_A16 |
+                                        W16_SAME_D16 | W16_SAME_AO16 | W16_SAME_TO16 | W16_SAME_FROM16 |
+                                        W16_SAME_ACTS | W16_SAME_GATHERED),
+                   "%s: %ld att_do16 questions (%ld without, %ld more expected), %ld matmul_bwd_o16 (%ld "
+                   "without, %ld more expected), %ld matmul_bwd_o16 + gqa_ext_bwd16do (%ld without), %ld "
+                   "gqa_ext_bwd16d (%ld without), %ld matmul_bwd* (%ld without), %ld k_round_bf16 (%ld "
+                   "without), activations' peak %llu bytes (%llu without)",
+                   what, p.ma.do16q, p.mb.do16q, n, p.ma.bo16, p.mb.bo16, o, p.ma.do16, p.mb.do16, p.ma.ab16,
+                   p.mb.ab16, p.ma.bwds, p.mb.bwds, p.ra, p.rb, (unsigned long long)p.ma.acts_peak,
+                   (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
 }
 
 /* ------------------------------------------------------------ LoRA's kept h
@@ -3354,6 +3467,41 @@ static void cudnn_model(void) {
         if (rc_d == ZT_OK) cm_counts_free(&d);
         if (rc_e == ZT_OK) cm_counts_free(&e);
     }
+    /* LoRA: Llama's o projection without adapters (q_proj,v_proj) takes do16
+     * as without LoRA (arch.h zt_do16_of): the same per block against
+     * ZT_TEST_NO_LORAPATH=1; with o_proj's adapters (q_proj,v_proj,o_proj)
+     * neither run takes it */
+    static const struct { const char *targets; int on; } lt[] = {{"q_proj,v_proj", 1},
+                                                                  {"q_proj,v_proj,o_proj", 0}};
+    for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++) {
+        cm_shape gs;
+        cm_counts d, e;
+        cm_run_opts ol = oc;
+        ol.lora_r = 4;
+        snprintf(ol.lora_targets, sizeof ol.lora_targets, "%s", lt[i].targets);
+        cm_shape_parse(do_shapes[1], &gs);
+        const int rc_d = cm_count_step(&gs, &ol, zt_backend_count(), &d, &st);
+        setenv("ZT_TEST_NO_LORAPATH", "1", 1);
+        const int rc_e = cm_count_step(&gs, &ol, zt_backend_count(), &e, &st);
+        unsetenv("ZT_TEST_NO_LORAPATH");
+        if (tap_ok(rc_d == ZT_OK && rc_e == ZT_OK,
+                   "%s LoRA %s: a cuDNN step counted with and without ZT_TEST_NO_LORAPATH=1", do_shapes[1],
+                   lt[i].targets)) {
+            const long n = lt[i].on ? 2 : 0;
+            const long od = d.tot.calls[ZT_CE_matmul_bwd_o16], oe = e.tot.calls[ZT_CE_matmul_bwd_o16];
+            const long ad = d.tot.calls[ZT_CE_gqa_ext_bwd16do], ae = e.tot.calls[ZT_CE_gqa_ext_bwd16do];
+            const long rd = launches_of_k(d.k, d.nk, "k_sdpa_round"), re = launches_of_k(e.k, e.nk, "k_sdpa_round");
+            tap_ok(od == n && ad == n && oe == 0 && ae == 0 && re - rd == n &&
+                       launches_of_k(d.k, d.nk, "cublasLt gemm bf16") ==
+                           launches_of_k(e.k, e.nk, "cublasLt gemm bf16") &&
+                       d.tot.launches + n == e.tot.launches && (n ? d.tot.bytes < e.tot.bytes : d.tot.bytes == e.tot.bytes),
+                   "%s LoRA %s cuDNN step: %ld matmul_bwd_o16 and %ld gqa_ext_bwd16do calls (%ld each), %ld "
+                   "k_sdpa_round, %ld launches; ZT_TEST_NO_LORAPATH=1: %ld, %ld, %ld k_sdpa_round, %ld launches",
+                   do_shapes[1], lt[i].targets, od, ad, n, rd, d.tot.launches, oe, ae, re, e.tot.launches);
+        }
+        if (rc_d == ZT_OK) cm_counts_free(&d);
+        if (rc_e == ZT_OK) cm_counts_free(&e);
+    }
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -3482,6 +3630,7 @@ int main(int argc, char **argv) {
     lora_bswap();
     lora_gluround();
     lora_lgate();
+    lora_lorapath();
     lora_keeph();
     lora_qkv16();
     lora_gpt16();
