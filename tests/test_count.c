@@ -595,9 +595,11 @@ typedef struct w16_mem {
  * run is set up (zt_ctx_create: the model reads them once), 64 =
  * ZT_TEST_NO_L16 over the whole run; 32 = ZT_TEST_NO_O16, ZT_TEST_NO_N16
  * and ZT_TEST_NO_R16 set only after the setup, for the steps.  The runs
- * count over the cpu backend, or over g_w16_inner where set. */
+ * count over the cpu backend, or over g_w16_inner where set.  (w16_bits:
+ * 64 of them, the int of before full at 1 << 30) */
+typedef unsigned long long w16_bits;
 static const struct {
-    int bit;
+    w16_bits bit;
     const char *env;
 } w16_hooks[] = {
     {1, "ZT_TEST_NO_W16"},        {2, "ZT_TEST_NO_ACT16"},    {4, "ZT_TEST_NO_O16"},
@@ -642,7 +644,7 @@ static const zt_backend *facc_over(const zt_backend *inner) {
     if (inner->matmul_bwd_acc) g_facc_table.matmul_bwd_acc = bacc_wrap;
     return &g_facc_table;
 }
-static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, double res[4][2],
+static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_w16, double res[4][2],
                    long *w16_calls, long *rounds, w16_mem *mem, zt_status *st) {
     zt_config *c = zt_config_new();
     char v[64];
@@ -853,7 +855,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, int no_w16, 
 /* A bf16 section's check: the path under test against the one without it
  * (w16_run with the no_w16 bit `bit` added), and how their losses compare */
 typedef struct w16_kind {
-    int bit;               /* the no_w16 bit of the run without */
+    w16_bits bit;          /* the no_w16 bit of the run without */
     const char *steps;     /* the words after "4 steps" */
     const char *ref;       /* the path the losses are held against (NULL: not here) */
     const char *rounded;   /* NULL: bitwise; else within ACT16_*_TOL and not bitwise, for this */
@@ -908,7 +910,7 @@ static int w16_same(const w16_pair *p, unsigned same) {
  * failure a diagnostic named `what`; checks the 4 steps ran and the losses
  * and gradient norms, both named `label`.  0 when a run failed (the counts
  * are not to be checked). */
-static int w16_pair_run(w16_pair *p, const w16_kind *k, int stage, const char *extra, int no,
+static int w16_pair_run(w16_pair *p, const w16_kind *k, int stage, const char *extra, w16_bits no,
                         const char *what, const char *label) {
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -956,7 +958,7 @@ typedef struct w16_case {
     const char *shape;
     int stage;
     const char *extra;
-    int arg;
+    w16_bits arg;
 } w16_case;
 /* an extra's name in the case's name */
 typedef struct w16_xname {
@@ -972,7 +974,7 @@ static const w16_case w16_common[] = {
 /* w16_pair_run on case c with no_w16 `no`, named (in what, n bytes) "shape
  * stage N", the extra's name (own's, else w16_names'; none: ""), the
  * hooks of `no` (" ZT_TEST_NO_..." each) and tail (NULL: none) */
-static int w16_case_run(w16_pair *p, const w16_kind *k, const w16_case *c, int no,
+static int w16_case_run(w16_pair *p, const w16_kind *k, const w16_case *c, w16_bits no,
                         const w16_xname *own, const char *tail, char *what, size_t n) {
     cm_shape_parse(c->shape, &p->s);
     const char *xn = "";
