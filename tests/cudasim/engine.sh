@@ -208,14 +208,16 @@ ZT_CUDA_DETERMINISTIC=0 PATOL=4.4e-5 group gptcudnn 1 tiny.json --cases none --c
 # k_sdpa_round: the path of before; the final checkpoints' tensor checksums), the logged
 # losses and gradient norms the same, GPT-2 and the Llama in bf16 at stage 0, with n_layer
 # k_sdpa_round launches a step fewer (the launch counts of the device report), and each run's
-# device peak the planner's (cuDNN's scratch without its dO buffer, ZT_ATT_DO16)
-do16() {  # do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+# device peak the planner's (cuDNN's scratch without its dO buffer, ZT_ATT_DO16).  HOOK=ZT_TEST_NO_LORAPATH
+# (config.h ZT_W16_LORAPATH): the Llama with LoRA adapters on q_proj,v_proj, whose o projection
+# has none and so takes that path as without LoRA, against the fp32 dO of before
+do16() {  # [HOOK=VAR] do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local tag=$1 dir=$2 cfg=$3; shift 3
-    local h r=0 la lb L why=""
+    local h r=0 la lb L why="" hk=${HOOK:-ZT_TEST_NO_DO16}
     [ -f "$dir/c_train.bin" ] || { ok 1 "do16 $tag: no $dir/c_train.bin (its group did not run)"; return; }
     for h in 0 1; do
         local hook=()
-        [ $h = 1 ] && hook=(ZT_TEST_NO_DO16=1)
+        [ $h = 1 ] && hook=("$hk=1")
         (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
             timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
@@ -249,11 +251,13 @@ PY
         [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
     done
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/do16_${tag}_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of ZT_TEST_NO_DO16=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L)) k_sdpa_round fewer)${why:+: $why}"
+    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of $hk=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L)) k_sdpa_round fewer)${why:+: $why}"
 }
 G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
 do16 gpt2 "$G" tiny.json
 do16 llama "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+HOOK=ZT_TEST_NO_LORAPATH do16 lorapath "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64 \
+    --lora-r 4 --lora-alpha 8 --lora-targets q_proj,v_proj
 
 # ---- LoRA's q|k|v gradient in bf16 (libtrain/arch.h zt_lora_dq16_of): the Llama with adapters on
 # every linear layer, bf16 at stage 0, on cuDNN's path (ZT_CUDA_DETERMINISTIC=0): cuDNN writes
