@@ -2198,7 +2198,7 @@ static void lora_lgate(void) {
  * block and backward one matmul_bwd_o16 for matmul_bwd_d16 and one
  * gqa_ext_bwd16do for gqa_ext_bwd16d.  Both: every loss and gradient norm
  * over 4 steps bitwise, q_proj,v_proj at stages 0 and 3, checkpointed,
- * QLoRA; q_proj,v_proj,o_proj and GPT-2's c_attn (whose c_proj already took
+ * QLoRA, Gemma 2; q_proj,v_proj,o_proj and GPT-2's c_attn (whose c_proj already took
  * it, gpt.c lora_off) unchanged; k_round_bf16, the bf16-gradient calls and
  * the activations' peak and plan the same. */
 static zt_backend g_do16b;
@@ -2252,17 +2252,20 @@ static void lora_lorapath(void) {
                               "ztrain.lora.targets=q_proj,v_proj,o_proj";
     static const char qvq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,v_proj "
                               "ztrain.lora.base=nf4";
+    static const char qvg[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=q_proj,v_proj";
     static const char cattn[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_attn";
     static const char cattn_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_attn "
                                    "activation_checkpointing.policy=blocks";
     static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qvck, " LoRA q_proj,v_proj checkpointed"},
                                       {qvo, " LoRA q_proj,v_proj,o_proj"}, {qvq, " QLoRA q_proj,v_proj"},
-                                      {cattn, " LoRA c_attn"}, {cattn_ck, " LoRA c_attn checkpointed"},
-                                      {NULL, NULL}};
+                                      {qvg, " gemma LoRA q_proj,v_proj"}, {cattn, " LoRA c_attn"},
+                                      {cattn_ck, " LoRA c_attn checkpointed"}, {NULL, NULL}};
     /* (arg: whether the path changes) */
     static const w16_case cases[] = {
         {"llama:2,4,2,32,48,64,2,16", 0, qv, 1},           {"llama:2,4,2,32,48,64,2,16,untied", 3, qvck, 1},
-        {"llama:2,4,2,32,48,1024,2,16,untied", 0, qvq, 1}, {"llama:2,4,2,32,48,64,2,16", 3, qvo, 0},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, qvq, 1}, {"llama:2,4,2,32,48,64,2,16", 3, qvg, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, qvo, 0},
         {"gpt2:2,2,32,64,2,16", 0, cattn, 0},              {"gpt2:2,2,32,64,2,16", 3, cattn_ck, 0}};
     g_do16b = *zt_backend_cpu();
     g_do16b.att_do16 = do16b_q;
