@@ -377,25 +377,25 @@ mutant head16-x16 kernels/cuda/cuda_matmul.cu \
 mutant gelu16-trunc kernels/cuda/cuda_nn.cu \
     'out\[i\] = \Kzt_cvt_f32_to_bf16\(gelu_val\(zt_cvt_bf16_to_f32\(inp\[i\]\)\)\)(?=;)' '(uint16_t)(zt_f2u(gelu_val(zt_cvt_bf16_to_f32(inp[i]))) >> 16)'
 
-# swiglu_fwd16: the gate|up row's stride H instead of 2 H
+# swiglu_fwd16 (k_glu_fwd16, the four GLU forwards' kernel): the gate|up row's stride H instead of 2 H
 mutant swiglu16-stride kernels/cuda/cuda_llama.cu \
-    'const uint16_t \*g = gu \+ n \* \K2 \* (?=\(size_t\)H \+ k;\n        out\[i\] = zt_cvt_f32_to_bf16\(zt_swiglu\()' ''
+    'const size_t o = n \* \K2 \* (?=\(size_t\)H \+ k;\n        uint16_t g, u;)' ''
 
-# geglu_fwd16: gate and up swapped
+# geglu_fwd16 (and _fwd16r: glu_geglu): gate and up swapped
 mutant geglu16-swap kernels/cuda/cuda_llama.cu \
-    'out\[i\] = zt_cvt_f32_to_bf16\(geglu_val\(\Kzt_cvt_bf16_to_f32\(g\[0\]\), zt_cvt_bf16_to_f32\(g\[H\]\)(?=\)\);)' 'zt_cvt_bf16_to_f32(g[H]), zt_cvt_bf16_to_f32(g[0])'
+    'return geglu_val\(\Kg, u(?=\); \})' 'u, g'
 
 # gelu_fwd16r: the GELU of the fp32 input, not of its bf16 rounding
 mutant gelu16r-unrounded kernels/cuda/cuda_nn.cu \
     'out\[i\] = zt_cvt_f32_to_bf16\(gelu_val\(\Kzt_cvt_bf16_to_f32\(r\)(?=\)\);)' 'inp[i]'
 
-# swiglu_fwd16r: the up half's rounding not written (gu16 keeps the gate's only)
+# swiglu_fwd16r (k_glu_fwd16's r forms): the up half's rounding not written (gu16 keeps the gate's only)
 mutant swiglu16r-up kernels/cuda/cuda_llama.cu \
-    '\K        gu16\[o \+ H\] = u;\n(?=        out\[i\] = zt_cvt_f32_to_bf16\(zt_swiglu\()' ''
+    '\K            gu16\[o \+ H\] = u;\n(?=        \} else \{)' ''
 
-# geglu_fwd16r: gate and up swapped
+# geglu_fwd16r (k_glu_fwd16's r forms): the gate rounded from the fp32 up's place
 mutant geglu16r-swap kernels/cuda/cuda_llama.cu \
-    'out\[i\] = zt_cvt_f32_to_bf16\(geglu_val\(\Kzt_cvt_bf16_to_f32\(g\), zt_cvt_bf16_to_f32\(u\)(?=\)\);)' 'zt_cvt_bf16_to_f32(u), zt_cvt_bf16_to_f32(g)'
+    'g = zt_cvt_f32_to_bf16\(gu\[\Ko(?=\]\);\n            u = zt_cvt_f32_to_bf16\(gu\[o \+ H\]\);)' 'o + H'
 
 # swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
 mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \

@@ -506,31 +506,36 @@ __global__ void k_swiglu_bwd(float *dgu, const float *dout, const float *gu, int
     }
 }
 
-/* the bf16 forms (backend.h swiglu_fwd16 / swiglu_bwd16): gate|up read in
- * bf16, h written in bf16; the fp32 kernels' operations */
-__global__ void k_swiglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t total) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const uint16_t *g = gu + n * 2 * (size_t)H + k;
-        out[i] = zt_cvt_f32_to_bf16(zt_swiglu(zt_cvt_bf16_to_f32(g[0]), zt_cvt_bf16_to_f32(g[H])));
-    }
-}
-
-/* swiglu_fwd16r (backend.h): the fp32 gate|up read once, its bf16 rounding
- * written into gu16 and k_swiglu_fwd16's operations on the rounded values */
-__global__ void k_swiglu_fwd16r(uint16_t *out, uint16_t *gu16, const float *gu, int H,
-                                size_t total) {
+/* the bf16 forward of a GLU (backend.h swiglu_fwd16 / geglu_fwd16 and their
+ * r forms), Act its activation (glu_swiglu, glu_geglu: the fp32 kernels'
+ * operations): h[N, H] = bf16(Act(g, u)) of gate|up's bf16 g = [:, :H] and
+ * u = [:, H:], read from gu16 [N, 2H]; the r forms (gu [N, 2H] fp32 given):
+ * gate|up read once in fp32, its bf16 rounding written into gu16 and Act of
+ * the rounded values.  One kernel for the four entries; their launches keep
+ * the entries' kernel names (ZT_LAUNCHED: k_swiglu_fwd16, k_swiglu_fwd16r,
+ * k_geglu_fwd16, k_geglu_fwd16r) */
+template <class Act>
+__global__ void k_glu_fwd16(uint16_t *out, uint16_t *gu16, const float *gu, int H, size_t total) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
-        const uint16_t g = zt_cvt_f32_to_bf16(gu[o]), u = zt_cvt_f32_to_bf16(gu[o + H]);
-        gu16[o] = g;
-        gu16[o + H] = u;
-        out[i] = zt_cvt_f32_to_bf16(zt_swiglu(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
+        uint16_t g, u;
+        if (gu) {   /* (the r forms) */
+            g = zt_cvt_f32_to_bf16(gu[o]);
+            u = zt_cvt_f32_to_bf16(gu[o + H]);
+            gu16[o] = g;
+            gu16[o + H] = u;
+        } else {
+            g = gu16[o];
+            u = gu16[o + H];
+        }
+        out[i] = zt_cvt_f32_to_bf16(Act()(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
     }
 }
+struct glu_swiglu {
+    __device__ __forceinline__ float operator()(float g, float u) const { return zt_swiglu(g, u); }
+};
 
 __global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
                                size_t total, uint16_t *dgu16) {
@@ -557,7 +562,9 @@ void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, flo
     (void)tmp2;
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_fwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, H, total);
+    /* (gu NULL: gu16 read, not written) */
+    k_glu_fwd16<glu_swiglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        out16, (uint16_t *)gu16, (const float *)NULL, H, total);
     ZT_LAUNCHED("k_swiglu_fwd16");
 }
 
@@ -565,8 +572,8 @@ void zt_cuda_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tm
     (void)tmp2;
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_fwd16r<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, gu, H,
-                                                                          total);
+    k_glu_fwd16<glu_swiglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        out16, gu16, gu, H, total);
     ZT_LAUNCHED("k_swiglu_fwd16r");
 }
 
@@ -641,28 +648,10 @@ __global__ void k_geglu_bwd(float *dgu, const float *dout, const float *gu, int 
     }
 }
 
-__global__ void k_geglu_fwd16(uint16_t *out, const uint16_t *gu, int H, size_t total) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const uint16_t *g = gu + n * 2 * (size_t)H + k;
-        out[i] = zt_cvt_f32_to_bf16(geglu_val(zt_cvt_bf16_to_f32(g[0]), zt_cvt_bf16_to_f32(g[H])));
-    }
-}
-
-/* geglu_fwd16r (backend.h): as k_swiglu_fwd16r, k_geglu_fwd16's operations */
-__global__ void k_geglu_fwd16r(uint16_t *out, uint16_t *gu16, const float *gu, int H,
-                               size_t total) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const size_t o = n * 2 * (size_t)H + k;
-        const uint16_t g = zt_cvt_f32_to_bf16(gu[o]), u = zt_cvt_f32_to_bf16(gu[o + H]);
-        gu16[o] = g;
-        gu16[o + H] = u;
-        out[i] = zt_cvt_f32_to_bf16(geglu_val(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
-    }
-}
+/* (the bf16 forward and its r form: k_glu_fwd16) */
+struct glu_geglu {
+    __device__ __forceinline__ float operator()(float g, float u) const { return geglu_val(g, u); }
+};
 
 __global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
                               size_t total, uint16_t *dgu16) {
@@ -689,7 +678,9 @@ void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, floa
     (void)tmp2;
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_fwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, H, total);
+    /* (gu NULL: gu16 read, not written) */
+    k_glu_fwd16<glu_geglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        out16, (uint16_t *)gu16, (const float *)NULL, H, total);
     ZT_LAUNCHED("k_geglu_fwd16");
 }
 
@@ -697,8 +688,8 @@ void zt_cuda_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp
     (void)tmp2;
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_fwd16r<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, gu, H,
-                                                                         total);
+    k_glu_fwd16<glu_geglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        out16, gu16, gu, H, total);
     ZT_LAUNCHED("k_geglu_fwd16r");
 }
 
