@@ -884,6 +884,26 @@ typedef struct zt_backend {
      * cpu: that sequence, the product in host scratch of its own. */
     void (*matmul_bwd_acc)(float *dinp, const float *dout, const uint16_t *dout16, const float *w,
                            const uint16_t *w16, int N, int C, int OC);
+    /* ---- the forward product accumulated into a bf16 output (last;
+     * optional: NULL when the backend has none; libtrain/llama.c's LoRA
+     * gate|up, config.h ZT_W16_GU16: the adapters' delta written in bf16
+     * first, the base GEMM adding into it and writing the bf16 gate|up) ----
+     * out16[N,OC] = bf16(inp[N,C] @ w[OC,C]^T + fp32(out16)), in place: the
+     * beta-0 entry's product (matmul_fwd_a16(tmp, inp16, w, w16, NULL, ...)
+     * when inp16 != NULL, inp unused; else matmul_fwd_w16(tmp, inp, w16,
+     * NULL, ...) when w16 != NULL, w unused; else matmul_fwd(tmp, inp, w,
+     * NULL, ...)) rounded to fp32 once, plus the widened out16 (exact) in one
+     * fp32 addition, then rounded to bf16 once (nearest even): to_bf16 of
+     * matmul_fwd_acc's out from out = fp32(out16).  No bias.  N, C or OC <=
+     * 0: nothing (out16 unchanged).  cuda: the forward GEMM with beta = 1, C
+     * = D in bf16 (cuBLASLt: bf16 A, B, C, D, fp32 compute: the epilogue adds
+     * C in fp32 and rounds D once; where Lt has no such algorithm,
+     * cublasGemmEx with the same types), bf16 matmul mode only (fp32 mode
+     * records an error and computes nothing); its scratch request is the
+     * beta-0 entry's.  cpu: that sequence, the product in host scratch of
+     * its own (either matmul mode). */
+    void (*matmul_fwd_acc16)(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -748,6 +748,17 @@ static void c_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, 
     if (g_inner) g_inner->matmul_fwd_a16(out, inp16, w, w16, bias, N, C, OC);
     mm_fwd(N, C, OC, bias, w16_of(w16), x16_of(inp16));
 }
+/* matmul_fwd_acc16 (cuda_matmul.cu): the forward GEMM with beta 1, C = D
+ * in bf16 (out16 read and written: 2 N OC h, matmul_fwd_o16's D read
+ * too); the operands as matmul_fwd_acc's.  N, C or OC <= 0, or fp32
+ * matmul mode (an error): nothing. */
+static void c_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_fwd_acc16);
+    if (g_inner) g_inner->matmul_fwd_acc16(out16, inp, inp16, w, w16, N, C, OC);
+    if (N <= 0 || C <= 0 || OC <= 0 || g_mode != ZT_MATMUL_BF16) return;
+    gemm_exo(1, 0, OC, N, C, C, C, 1, NULL, w16_of(w16), inp16 ? x16_of(inp16) : NULL, 1);
+}
 /* matmul_fwd_acc (cuda_matmul.cu): the forward GEMM with beta 1, C = D
  * (out read and written: N OC f more than matmul_fwd's, no k_add after
  * it); the operands as matmul_fwd_a16 / _w16 / matmul_fwd take them.  N, C
@@ -2128,6 +2139,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->matmul_dinp_acc) t->matmul_dinp_acc = c_matmul_dinp_acc;
     if (!inner || inner->matmul_fwd_acc) t->matmul_fwd_acc = c_matmul_fwd_acc;
     if (!inner || inner->matmul_bwd_acc) t->matmul_bwd_acc = c_matmul_bwd_acc;
+    if (!inner || inner->matmul_fwd_acc16) t->matmul_fwd_acc16 = c_matmul_fwd_acc16;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -343,6 +343,15 @@ static void p_matmul_fwd_a16(float *out, const uint16_t *inp16, const float *w, 
     k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
           2.0 * N * C + F4 * (double)N * OC + p_wbytes(w16, OC, C));
 }
+/* the forward product accumulated into bf16: matmul_fwd_o16's counts with
+ * out16 read too */
+static void p_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_fwd_acc16(out16, inp, inp16, w, w16, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * N * C * OC,
+          (inp16 ? 2.0 : F4) * N * C + 2.0 * 2.0 * N * OC + p_wbytes(w16, OC, C));
+}
 /* the forward product accumulated: matmul_fwd's GEMM with out read too */
 static void p_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16, const float *w,
                              const uint16_t *w16, int N, int C, int OC) {
@@ -838,6 +847,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_dinp_acc);
     W(matmul_fwd_acc);
     W(matmul_bwd_acc);
+    W(matmul_fwd_acc16);
     W(adamw);
     W(sumsq);
     W(scale);

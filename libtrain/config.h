@@ -226,15 +226,19 @@ typedef struct zt_model_config {
  *                   gate|up has no adapters (q_proj,v_proj), not its fp32
  *                   output rounded wherever the block has adapters: the
  *                   same values
+ *   ZT_W16_GU16     ZT_TEST_NO_GU16: with adapters on Llama's gate|up (bf16
+ *                   matmul mode, no dropout), their delta written in bf16
+ *                   first (lora.h zt_lora_fwd_first16) and the base GEMM
+ *                   adding into it in place, writing the bf16 gate|up
+ *                   (backend.h matmul_fwd_acc16), SwiGLU / GeGLU reading
+ *                   it: no fp32 [N, 2I] gate|up.  NOT the same values: the
+ *                   delta rounded to bf16 once before the add (off: the
+ *                   fp32 delta, the fp32 sum rounded; docs/precision.md)
  *   ZT_W16_LORAPATH ZT_TEST_NO_LORAPATH: with LoRA, a path of no LoRA taken
  *                   where only a group without adapters is involved, not
  *                   only where the model has none: Llama's o projection's
  *                   backward writing cuDNN's bf16 dO (zt_do16_of) where o
- *                   has none (q_proj,v_proj), GPT-2's fc GEMM with the GELU
- *                   (matmul_gelu_fwd) where c_fc has none and the
- *                   projection's backward through the GELU
- *                   (matmul_dgelu_bwd) where the MLP's c_proj has none:
- *                   the same values */
+ *                   has none (q_proj,v_proj): the same values */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
@@ -243,7 +247,7 @@ enum {
     ZT_W16_LORABT = 1u << 15, ZT_W16_LORASWAP = 1u << 16, ZT_W16_QKV16 = 1u << 17,
     ZT_W16_BWDSWAP = 1u << 18, ZT_W16_GPT16 = 1u << 19, ZT_W16_GLUROUND = 1u << 20,
     ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22, ZT_W16_LGATE = 1u << 23,
-    ZT_W16_LORAPATH = 1u << 25
+    ZT_W16_GU16 = 1u << 24, ZT_W16_LORAPATH = 1u << 25
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

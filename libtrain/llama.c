@@ -1202,9 +1202,21 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * the same values as below, without their fp32 round trip) */
         /* (lgate: with LoRA, only a gate|up with adapters makes its output in
          * fp32; ZT_TEST_NO_LGATE: every block with adapters did) */
+        /* (gu16: with adapters on gate|up, their delta written in bf16 into
+         * gu16 first, the base GEMM adding into it in place and rounding
+         * once: no fp32 gate|up; h16 scratch [N, n r] in dh, dgu the cpu
+         * backends' fp32 staging.  NOT today's values: the delta rounded
+         * before the add; ZT_TEST_NO_GU16: the fp32 path below.  With the
+         * bf16 weight only: a stage 3 without it keeps the fp32 path) */
+        const uint16_t *guw16 = LW16(m, w, T_GATEW);
         if (!sk->lora || (zt_w16_on(&m->cfg, ZT_W16_LGATE) && !zt_skel_lora_on(sk, LG_GU))) {
-            be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N,
-                               C, 2 * H);
+            be->matmul_fwd_o16(s->gu16, gu, s->xn2, s->xn216, w->guw, guw16, NULL, N, C, 2 * H);
+        } else if (zt_w16_on(&m->cfg, ZT_W16_GU16) && be->matmul_fwd_acc16 && guw16 &&
+                   (size_t)sk->lo.groups[LG_GU].n * (size_t)sk->lo.r <= 2 * (size_t)H &&
+                   zt_skel_lora_first16o(sk, LG_GU, s->xn2, s->xn216, s->gu16, gu,
+                                         (uint16_t *)a->dh, N, &a->lora)) {
+            be->matmul_fwd_acc16(s->gu16, s->xn2, s->xn216, w->guw,
+                                 s->xn216 || be->matmul_fwd_w16 ? guw16 : NULL, N, C, 2 * H);
         } else {
             lora_lin_fwd(sk, be, LG_GU, gu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
                          2 * H, &a->lora);

@@ -466,6 +466,23 @@ int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
     return 1;
 }
 
+int zt_lora_fwd_first16(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
+                        const float *x, const uint16_t *x16, uint16_t *out16, float *tmp,
+                        uint16_t *h16, int N, const zt_lora_scratch *sc) {
+    const zt_lora_group *G = &lo->groups[g];
+    if (!lo->swap || !G->n || sc->drop.on || !be->matmul_bwd_o16) return 0;
+    const int nr = G->n * lo->r;
+    /* h[N, nr] = s * x A^T (kept as zt_lora_fwd's); h16 = bf16(h), the
+     * operand w_dinp's GEMM rounds; out16[N, OUT] = bf16(h16 B) */
+    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
+    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
+    be->scale(h, (size_t)N * nr, lo->scale);
+    be->to_bf16(h16, h, (size_t)N * nr);
+    const lora_w bt = group_btw(be, lo, G, ad, sc, 1);
+    be->matmul_bwd_o16(out16, tmp, NULL, NULL, NULL, h16, NULL, NULL, bt.f, bt.h, N, G->OUT, nr);
+    return 1;
+}
+
 /* zt_lora_bwd and zt_lora_bwd_first (first: dx written, not added to;
  * no dropout then) */
 static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,

@@ -199,6 +199,17 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
 int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
                       const float *x, const uint16_t *x16, float *out, int N,
                       const zt_lora_scratch *sc);
+/* zt_lora_fwd_first's delta written in bf16 (config.h ZT_W16_GU16; bf16
+ * matmul mode): out16[N, OUT] = bf16(s * (x A^T) B), the fp32 product
+ * zt_lora_fwd_first writes rounded once to nearest even (h rounded to bf16
+ * into h16 [N, n r] first, as the product's GEMM rounds it; backend.h
+ * matmul_bwd_o16, tmp [N, OUT] its fp32 scratch), for the caller's base
+ * GEMM to add into (backend.h matmul_fwd_acc16).  Returns 1 when it wrote
+ * out16; 0 with nothing done where zt_lora_fwd_first would do nothing, or
+ * the backend has no matmul_bwd_o16. */
+int zt_lora_fwd_first16(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
+                        const float *x, const uint16_t *x16, uint16_t *out16, float *tmp,
+                        uint16_t *h16, int N, const zt_lora_scratch *sc);
 /* Group g's backward: gradients of its A's and B's added into gad (the
  * block's adapter gradient unit), and dx[N, in] += the adapters' share of
  * the input gradient, from dy [N, OUT].  dy16 != NULL: to_bf16(dy), the

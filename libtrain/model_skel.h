@@ -126,6 +126,16 @@ static inline int zt_skel_lora_first16(const zt_skel *sk, int grp, const float *
                                        const zt_lora_scratch *ls) {
     return sk->lora && zt_lora_fwd_first(sk->be, &sk->lo, grp, sk->ad, x, x16, y, N, ls);
 }
+/* 1: group grp's delta written into y16 in bf16 first (lora.h
+ * zt_lora_fwd_first16; tmp [N, OUT] fp32 and h16 [N, n r] bf16 scratch),
+ * the caller's base GEMM then adding into it (matmul_fwd_acc16); 0:
+ * nothing done */
+static inline int zt_skel_lora_first16o(const zt_skel *sk, int grp, const float *x,
+                                        const uint16_t *x16, uint16_t *y16, float *tmp,
+                                        uint16_t *h16, int N, const zt_lora_scratch *ls) {
+    return sk->lora &&
+           zt_lora_fwd_first16(sk->be, &sk->lo, grp, sk->ad, x, x16, y16, tmp, h16, N, ls);
+}
 /* 1: group grp's input gradient written into dx first (lora.h
  * zt_lora_bwd_first: its adapters' backward done), the caller's base dinp
  * GEMM then adding into it (matmul_bwd_acc); 0: nothing done */

@@ -74,6 +74,7 @@ static const struct {
     {"ZT_TEST_NO_KEEPH", ZT_W16_KEEPH},
     {"ZT_TEST_NO_LORA16", ZT_W16_LORA16},
     {"ZT_TEST_NO_LGATE", ZT_W16_LGATE},
+    {"ZT_TEST_NO_GU16", ZT_W16_GU16},
     {"ZT_TEST_NO_LORAPATH", ZT_W16_LORAPATH},
 };
 

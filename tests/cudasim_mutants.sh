@@ -535,6 +535,13 @@ mutant dinp-acc16-beta kernels/cuda/cuda_matmul.cu \
 mutant fwd-acc-beta kernels/cuda/cuda_matmul.cu \
     'gemm\(true, false, OC, N, C, wb \? NULL : w, C, x16 \? NULL : inp, C, out, OC, \K1\.0f(?=, NULL, NULL, wb,)' '0.0f'
 
+# matmul_fwd_acc16: the bf16 output overwritten (beta 0) instead of
+# accumulated, the cuBLASLt GEMM with a bf16 C = D; and cublasGemmEx's
+mutant fwd-acc16-beta kernels/cuda/cuda_matmul.cu \
+    'gemm\(true, false, OC, N, C, w, C, inp, C, NULL, OC, \K1\.0f(?=, NULL, NULL, ww16, x16,)' '0.0f'
+mutant fwd-acc16-gemmex-beta kernels/cuda/cuda_matmul.cu \
+    'gemmex_o16\(out16, inp, x16, w, ww16, N, C, OC, \K1\.0f(?=\);)' '0.0f'
+
 # matmul_bwd_acc: the input gradient overwritten (beta 0) instead of
 # accumulated (every operand variant: fp32, w16, dout16)
 mutant bwd-acc-beta kernels/cuda/cuda_matmul.cu \

@@ -590,6 +590,7 @@ typedef struct w16_mem {
     double all_b;               /* the bytes of every launch */
     long scale;                 /* scale calls */
     long fo16, bo16;            /* matmul_fwd_o16 and matmul_bwd_o16 calls */
+    long facc16, glu16;         /* matmul_fwd_acc16 calls; swiglu_fwd16 + geglu_fwd16 calls */
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -611,7 +612,8 @@ static const struct {
     {524288, "ZT_TEST_NO_LORABT"}, {1048576, "ZT_TEST_NO_LORASWAP"}, {2097152, "ZT_TEST_NO_QKV16"},
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
     {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
-    {268435456, "ZT_TEST_NO_LGATE"}, {1073741824, "ZT_TEST_NO_LORAPATH"}};
+    {268435456, "ZT_TEST_NO_LGATE"}, {536870912, "ZT_TEST_NO_GU16"},
+    {1073741824, "ZT_TEST_NO_LORAPATH"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -807,6 +809,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->scale = t.calls[ZT_CE_scale];
     mem->fo16 = t.calls[ZT_CE_matmul_fwd_o16];
     mem->bo16 = t.calls[ZT_CE_matmul_bwd_o16];
+    mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
+    mem->glu16 = t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16];
     for (size_t i = 0; i < nk; i++) {
         if (!strcmp(k[i].name, "cudaMemsetAsync")) {
             mem->memset_n += k[i].launches;
@@ -1194,7 +1198,11 @@ static void bf16_outputs(void) {
         const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
         w16_pair p;
         char what[96];
-        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
+        /* (Llama LoRA: gate|up's fp32 delta, ZT_TEST_NO_GU16: the counts
+         * below; its bf16 delta, not bitwise, is lora_gu16's) */
+        if (!w16_case_run(&p, &kind, c, is_lora && !strncmp(c->shape, "llama", 5) ? 536870912 : 0,
+                          NULL, NULL, what, sizeof what))
+            continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
         const long fwd = 1 + is_ck;
         /* (the attention forward and backward too; with LoRA the GEMMs
@@ -1623,7 +1631,11 @@ static void bf16_att_do16(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         char what[128];
-        if (!w16_case_run(&p, &kind, &cases[i], 0, NULL, NULL, what, sizeof what)) continue;
+        /* (Llama LoRA: gate|up's fp32 delta, ZT_TEST_NO_GU16: its bf16
+         * delta's forward is a matmul_bwd_o16 call, lora_gu16) */
+        const int lgu = cases[i].extra == w16_lora && !strncmp(cases[i].shape, "llama", 5);
+        if (!w16_case_run(&p, &kind, &cases[i], lgu ? 536870912 : 0, NULL, NULL, what, sizeof what))
+            continue;
         const long q = cases[i].arg ? 4L * p.s.L : 0;
         tap_ok(p.ma.do16q == q && p.mb.do16q == 0 && p.ma.do16 == 0 && p.mb.do16 == 0 &&
                    w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_O16 | W16_SAME_A16 |
@@ -1668,9 +1680,12 @@ static void bf16_gradients(void) {
          * base dinp GEMMs of these counts; lora_bswap.  And the adapters'
          * GEMMs rounding their fp32 weights, ZT_TEST_NO_LORA16: the bf16 dy
          * moves their B^T's bf16-weight calls to the bf16-input entry
-         * otherwise) */
-        if (!w16_case_run(&p, &kind, c, c->extra == w16_lora ? 16777216 | 134217728 : 0, NULL, NULL,
-                          what, sizeof what))
+         * otherwise.  Llama's gate|up: its fp32 delta, ZT_TEST_NO_GU16, the
+         * bf16 delta's forward a matmul_bwd_o16 call, lora_gu16) */
+        const int lgu = c->extra == w16_lora && !strncmp(c->shape, "llama", 5);
+        if (!w16_case_run(&p, &kind, c,
+                          c->extra == w16_lora ? 16777216 | 134217728 | (lgu ? 536870912 : 0) : 0,
+                          NULL, NULL, what, sizeof what))
             continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
          * final norm; Llama: 6 (block 0: 5) and the final norm; Gemma 2: 6 */
@@ -1965,7 +1980,11 @@ static void lora_swap(void) {
         char what[160];
         /* (the adapters' GEMMs rounding their fp32 weights, as these counts
          * have it, ZT_TEST_NO_LORA16: the bf16 adapters' counts, lora16) */
-        if (!w16_case_run(&p, &kind, c, c->arg | 134217728, names, NULL, what, sizeof what))
+        /* (ZT_TEST_NO_GU16: Llama's gate|up with its fp32 delta, the order
+         * swapped or not; the bf16 delta takes the swapped order alone,
+         * lora_gu16) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 536870912, names, NULL, what,
+                          sizeof what))
             continue;
         const long want = 4 * p.s.L * cases[i].ng * (1 + (c->extra == ck));
         tap_ok(p.ma.facc == want && p.mb.facc == 0 && p.mb.fwd - p.ma.fwd == want &&
@@ -2113,7 +2132,10 @@ static void lora_gluround(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[160];
-        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        /* (ZT_TEST_NO_GU16: Llama's fp32 gate|up, which the fused rounding
+         * reads; the bf16 one has no fp32 values to round, lora_gu16) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 536870912, names, NULL, what, sizeof what))
+            continue;
         const long want = cases[i].on ? 4 * p.s.L * (1 + (c->extra == ck)) : 0;
         const double W = p.s.llama ? 2.0 * p.s.I : 4.0 * p.s.C,
                      fewer = (double)want * 2.0 * p.s.B * p.s.T * W;
@@ -2300,6 +2322,85 @@ static void lora_lorapath(void) {
         }
     }
     g_w16_inner = NULL;
+}
+
+/* ------------------------------------------------------------ LoRA's gate|up in bf16
+ * With adapters on Llama's gate|up (bf16 activations, no dropout), their
+ * delta written in bf16 first (lora.h zt_lora_fwd_first16: h rounded by
+ * one k_to_bf16, the product by matmul_bwd_o16) and the base GEMM adding
+ * into it in place (matmul_fwd_acc16), SwiGLU / GeGLU reading the bf16
+ * gate|up (swiglu_fwd16 / geglu_fwd16), against the fp32 delta, the fp32
+ * sum (matmul_fwd_acc) and its fused rounding (swiglu_fwd16r / geglu_fwd16r;
+ * ZT_TEST_NO_GU16=1).  NOT bitwise: the delta rounded to bf16 once more
+ * before the add, a relative change of at most 2^-9 of the delta, itself a
+ * small part of gate|up (B starts at zero: step 1 is the same); the
+ * losses within 2^-12 and the gradient norms within 2^-9 relative
+ * (ACT16_*_TOL: the bounds the bf16 activations' rounding of gate|up
+ * itself keeps, one rounding of a part of those values here), and not
+ * bitwise over the 4 steps.  Per step, block and forward pass (2
+ * checkpointed): one matmul_fwd_acc16 call, one matmul_bwd_o16 and one
+ * k_to_bf16 (h) more; one matmul_fwd_acc, one fused rounding call and one
+ * k_round_bf16 (w_dinp's of h) fewer; one swiglu_fwd16 / geglu_fwd16 more;
+ * fewer bytes moved (no fp32 [N, 2I] gate|up written, read back and
+ * rounded); the activations' peak and plan the same.  All-linear at stages
+ * 0 and 3, checkpointed, QLoRA, Gemma 2's GeGLU.  Bitwise and the same
+ * counts: q_proj,v_proj (no adapters on gate|up), the fp32 matmuls, the fp32
+ * activations (ZT_TEST_NO_ACT16), the adapters' dropout, GPT-2 (its fc
+ * keeps the fp32 path). */
+static void lora_gu16(void) {
+    static const w16_kind kind = {536870912, " with and without LoRA's gate|up in bf16",
+                                  "fp32 gate|up's", "the adapters' delta rounded to bf16"};
+    static const w16_kind same = {536870912, " with and without LoRA's gate|up in bf16 (not taken)",
+                                  "fp32 gate|up's", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
+                                      {gemma, " gemma LoRA"}, {qv, " LoRA q_proj,v_proj"},
+                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    /* (on: whether gate|up's path changes; arg: the no_w16 bits of both runs) */
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
+            continue;
+        const long F = c->extra == ck ? 2 : 1;
+        const long n = cases[i].on ? 4 * p.s.L * F : 0;
+        tap_ok(p.ma.facc16 == n && p.mb.facc16 == 0 && p.mb.facc - p.ma.facc == n &&
+                   p.ma.bo16 - p.mb.bo16 == n && p.mb.glur - p.ma.glur == n &&
+                   p.ma.glu16 - p.mb.glu16 == n && p.ma.to16 - p.mb.to16 == n &&
+                   p.rb - p.ra == n && (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                   w16_same(&p, W16_SAME_ACTS),
+               "%s: %ld matmul_fwd_acc16 (%ld expected, %ld without), %ld matmul_fwd_acc (%ld "
+               "without), %ld matmul_bwd_o16 (%ld without), %ld fused rounding calls (%ld without), "
+               "%ld swiglu_fwd16 / geglu_fwd16 (%ld without), %ld k_to_bf16 (%ld without), %ld "
+               "k_round_bf16 (%ld without), %.0f bytes moved (%.0f without), activations' peak %llu "
+               "bytes (%llu without)",
+               what, p.ma.facc16, n, p.mb.facc16, p.ma.facc, p.mb.facc, p.ma.bo16, p.mb.bo16,
+               p.ma.glur, p.mb.glur, p.ma.glu16, p.mb.glu16, p.ma.to16, p.mb.to16, p.ra, p.rb,
+               p.ma.all_b, p.mb.all_b, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
 }
 
 /* ------------------------------------------------------------ LoRA's kept h
@@ -3636,6 +3737,7 @@ int main(int argc, char **argv) {
     lora_gluround();
     lora_lgate();
     lora_lorapath();
+    lora_gu16();
     lora_keeph();
     lora_qkv16();
     lora_gpt16();

@@ -1078,6 +1078,51 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
         gpu->free(bt); gpu->free(ba0); gpu->free(ba1);
         no_error("matmul_fwd_acc bf16 operands");
     }
+    /* matmul_fwd_acc16 (fp32 and bf16 operands): out16 = bf16(inp w^T +
+     * fp32(out16)) in place, bitwise the GPU's matmul_fwd_acc on the
+     * widened out16 followed by to_bf16 (the Lt GEMM with a bf16 C = D and
+     * beta 1, or cublasGemmEx's with impl); near the CPU's matmul_fwd_acc16 */
+    {
+        static const char *vname[] = {"fp32 operands", "w16", "inp16", "inp16 w16"};
+        float *hi = xmalloc(ni * 4), *start = xmalloc(no * 4), *ref = xmalloc(no * 4);
+        uint16_t *s16 = xmalloc(no * 2), *r16 = xmalloc(no * 2);
+        char *bo = gpu->alloc(no * 2 + 4 * off), *bs = gpu->alloc(no * 2 + 4 * off);
+        uint16_t *o16_d = (uint16_t *)(bo + 4 * off), *sq16_d = (uint16_t *)(bs + 4 * off);
+        float *bf = gpu->alloc((no + off) * 4), *f_d = bf + off;
+        gpu->to_host(hi, i_d, ni * 4);
+        for (size_t i = 0; i < no; i++) start[i] = (float)((double)(i % 89) / 8.0 - 5.0);
+        cpu->to_bf16(s16, start, no);
+        for (int v = 0; v < 4; v++) {
+            const uint16_t *vw = v & 1 ? w16_d : NULL, *vx = v & 2 ? i16_d : NULL;
+            gpu->to_device(o16_d, s16, no * 2);
+            gpu->matmul_fwd_acc16(o16_d, vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
+            gpu->to_device(sq16_d, s16, no * 2);
+            gpu->from_bf16(f_d, sq16_d, no);
+            gpu->matmul_fwd_acc(f_d, vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
+            gpu->to_bf16(sq16_d, f_d, no);
+            snprintf(name, sizeof name, "matmul_fwd_acc16 (%s) %s: bitwise matmul_fwd_acc on the widened "
+                     "out16, then to_bf16", vname[v], tag);
+            tap_ok(same_bits(o16_d, sq16_d, no * 2), "%s", name);
+            memcpy(r16, s16, no * 2);
+            cpu->matmul_fwd_acc16(r16, v & 2 ? NULL : hi, v & 2 ? i16 : NULL, v & 1 ? NULL : w,
+                                  v & 1 ? w16 : NULL, N, C, OC);
+            cpu->from_bf16(ref, r16, no);
+            gpu->from_bf16(f_d, o16_d, no);
+            snprintf(name, sizeof name, "matmul_fwd_acc16 (%s, in place) %s", vname[v], tag);
+            cmpd(name, f_d, ref, no, 1e-2, 1e-2 * maxabs(ref, no));
+        }
+        /* N, C or OC 0: out16 unchanged */
+        gpu->to_device(o16_d, s16, no * 2);
+        gpu->matmul_fwd_acc16(o16_d, i_d, NULL, w_d, NULL, 0, C, OC);
+        gpu->matmul_fwd_acc16(o16_d, i_d, NULL, w_d, NULL, N, 0, OC);
+        gpu->matmul_fwd_acc16(o16_d, i_d, NULL, w_d, NULL, N, C, 0);
+        gpu->to_device(sq16_d, s16, no * 2);
+        snprintf(name, sizeof name, "matmul_fwd_acc16 %s, N, C or OC 0: out16 unchanged", tag);
+        tap_ok(same_bits(o16_d, sq16_d, no * 2), "%s", name);
+        free(hi); free(start); free(ref); free(s16); free(r16);
+        gpu->free(bo); gpu->free(bs); gpu->free(bf);
+        no_error("matmul_fwd_acc16");
+    }
     /* the bf16-gradient entry (matmul_bwd_d16): dout16 = dout rounded, `off`
      * floats into its buffer (a copy to 256-byte alignment when not 0), with
      * the fp32 or bf16 input and weight: bitwise matmul_bwd on dout (dbias

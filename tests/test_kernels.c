@@ -1056,6 +1056,99 @@ static void test_matmul_fwd_acc(void) {
     tap_ok(be->error() == NULL, "matmul_fwd_acc: no backend error recorded");
 }
 
+/* the fp32 value of bf16 bits b (exact: the high half) */
+static float ref_widen_bf16(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* matmul_fwd_acc16: out16 = bf16(inp @ w^T + fp32(out16)) in place,
+ * bitwise matmul_fwd_acc on the widened out16 followed by to_bf16 (each
+ * operand form, both matmul modes); near the double-precision sum within
+ * one bf16 rounding; exact where every value is (small integers); nothing
+ * at N, C or OC = 0 */
+static void test_matmul_fwd_acc16(void) {
+    static const struct { int n, c, oc; } sh[] = {{37, 29, 48}, {300, 256, 64}, {33, 400, 40}};
+    static const char *vname[] = {"fp32 operands", "w16", "inp16", "inp16 w16"};
+    for (int mode = 0; mode < 2; mode++) {
+        be->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++) {
+            const int n = sh[k].n, c = sh[k].c, oc = sh[k].oc;
+            const size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+            float *w = fvec(nw, 1.0), *inp = fvec(ni, 1.0), *startf = fvec(no, 4.0);
+            uint16_t *w16 = malloc(nw * 2), *x16 = malloc(ni * 2), *start16 = malloc(no * 2);
+            be->to_bf16(w16, w, nw);
+            be->to_bf16(x16, inp, ni);
+            be->to_bf16(start16, startf, no);
+            /* fp32(start16) + inp w^T (bf16 mode: of the rounded operands), in double */
+            double *ref = dvec(no);
+            for (int i = 0; i < n; i++)
+                for (int o = 0; o < oc; o++) {
+                    double s = 0.0;
+                    for (int j = 0; j < c; j++) {
+                        const float a = inp[(size_t)i * c + j], b = w[(size_t)o * c + j];
+                        s += mode ? (double)ref_round_bf16(a) * ref_round_bf16(b) : (double)a * b;
+                    }
+                    ref[(size_t)i * oc + o] = (double)ref_widen_bf16(start16[(size_t)i * oc + o]) + s;
+                }
+            for (int v = 0; v < (mode ? 4 : 1); v++) {
+                const uint16_t *vw16 = v & 1 ? w16 : NULL, *vx16 = v & 2 ? x16 : NULL;
+                uint16_t *acc16 = malloc(no * 2), *seq16 = malloc(no * 2);
+                memcpy(acc16, start16, no * 2);
+                float *seq = fzeros(no), *got = fzeros(no);
+                be->matmul_fwd_acc16(acc16, vx16 ? NULL : inp, vx16, vw16 ? NULL : w, vw16, n, c, oc);
+                be->from_bf16(seq, start16, no);
+                be->matmul_fwd_acc(seq, vx16 ? NULL : inp, vx16, vw16 ? NULL : w, vw16, n, c, oc);
+                be->to_bf16(seq16, seq, no);
+                char name[160];
+                snprintf(name, sizeof name, "matmul_fwd_acc16 N=%d C=%d OC=%d %s %s: bitwise matmul_fwd_acc "
+                         "on the widened out16, then to_bf16", n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+                check_same(name, acc16, seq16, no * 2);
+                be->from_bf16(got, acc16, no);
+                snprintf(name, sizeof name, "matmul_fwd_acc16 N=%d C=%d OC=%d %s %s: bf16(out16 + inp w^T)",
+                         n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+                /* (one bf16 rounding of the sum: 2^-8 relative) */
+                check_arr(name, got, ref, no, 1.0 / 256 + FWD_RTOL, FWD_ATOL * sqrt((double)c));
+                free(acc16); free(seq16); free(seq); free(got);
+            }
+            free(w); free(inp); free(startf); free(w16); free(x16); free(start16); free(ref);
+        }
+        {
+            /* small integers: the product, the sum and its bf16 all exact */
+            enum { n = 5, c = 7, oc = 6 };
+            float w[oc * c], inp[n * c], st[n * oc], want[n * oc], got[n * oc];
+            uint16_t st16[n * oc], out16[n * oc];
+            for (int i = 0; i < oc * c; i++) w[i] = (float)(i % 5 - 2);
+            for (int i = 0; i < n * c; i++) inp[i] = (float)(i % 3 - 1);
+            for (int i = 0; i < n * oc; i++) st[i] = (float)(i % 9 - 4);
+            for (int i = 0; i < n; i++)
+                for (int o = 0; o < oc; o++) {
+                    float s = st[i * oc + o];
+                    for (int j = 0; j < c; j++) s += inp[i * c + j] * w[o * c + j];
+                    want[i * oc + o] = s;
+                }
+            be->to_bf16(st16, st, n * oc);
+            memcpy(out16, st16, sizeof out16);
+            be->matmul_fwd_acc16(out16, inp, NULL, w, NULL, n, c, oc);
+            be->from_bf16(got, out16, n * oc);
+            check_same(mode ? "matmul_fwd_acc16 bf16, small integers: exact"
+                            : "matmul_fwd_acc16 fp32, small integers: exact", got, want, sizeof got);
+            /* empty shapes: out16 unchanged */
+            be->matmul_fwd_acc16(out16, inp, NULL, w, NULL, 0, c, oc);
+            be->matmul_fwd_acc16(out16, inp, NULL, w, NULL, n, c, 0);
+            memcpy(st16, out16, sizeof out16);
+            be->matmul_fwd_acc16(out16, inp, NULL, w, NULL, n, 0, oc);
+            check_same(mode ? "matmul_fwd_acc16 bf16, N, OC or C 0: out16 unchanged"
+                            : "matmul_fwd_acc16 fp32, N, OC or C 0: out16 unchanged",
+                       out16, st16, sizeof out16);
+        }
+    }
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    tap_ok(be->error() == NULL, "matmul_fwd_acc16: no backend error recorded");
+}
+
 /* matmul_bwd_acc: dinp += dout @ w, bitwise the beta-0 entry's dinp
  * (matmul_bwd, and in bf16 mode matmul_bwd_w16 with the weight's bf16 copy,
  * matmul_bwd_d16 with the gradient's, or both) into a temporary followed
@@ -1315,6 +1408,7 @@ int main(void) {
     test_matmul_bf16();
     test_matmul_dinp_acc();
     test_matmul_fwd_acc();
+    test_matmul_fwd_acc16();
     test_matmul_bwd_acc();
     test_precision();
     test_determinism();

@@ -149,6 +149,29 @@ int main(void) {
     S->matmul_fwd(d_out, d_inp, d_w, d_b, N, Cc, OC);
     S->to_host(out_s, d_out, sizeof out_s);
     tap_ok(!memcmp(out_c, out_s, sizeof out_c) && !S->error(), "matmul_fwd: bitwise the cpu result");
+    /* matmul_fwd_acc16 (out16 read and written in place): bitwise the cpu
+     * result; out16 one row short of N OC: refused, out16 unchanged */
+    {
+        uint16_t o16_c[N * OC], o16_s[N * OC], o16_b[N * OC];
+        C->to_bf16(o16_c, out_c, N * OC);
+        uint16_t *d_o16 = dput(o16_c, sizeof o16_c);
+        C->matmul_fwd_acc16(o16_c, inp, NULL, w, NULL, N, Cc, OC);
+        S->matmul_fwd_acc16(d_o16, d_inp, NULL, d_w, NULL, N, Cc, OC);
+        S->to_host(o16_s, d_o16, sizeof o16_s);
+        tap_ok(!memcmp(o16_c, o16_s, sizeof o16_c) && !S->error(),
+               "matmul_fwd_acc16: bitwise the cpu result");
+        uint16_t *d_short = S->alloc(sizeof o16_c - OC * 2);
+        S->to_device(d_short, o16_c, sizeof o16_c - OC * 2);
+        S->matmul_fwd_acc16(d_short, d_inp, NULL, d_w, NULL, N, Cc, OC);
+        const char *e16 = S->error();
+        S->to_host(o16_b, d_short, sizeof o16_c - OC * 2);
+        tap_ok(e16 && strstr(e16, "matmul_fwd_acc16") && strstr(e16, "out16") &&
+                   !memcmp(o16_b, o16_c, sizeof o16_c - OC * 2),
+               "matmul_fwd_acc16 with out16 a row short: refused, not run, error(): %s",
+               e16 ? e16 : "(none)");
+        S->free(d_o16);
+        S->free(d_short);
+    }
 
     float logits[N * V], probs_c[N * V], loss_c[N], loss_s[N];
     int tg[N];

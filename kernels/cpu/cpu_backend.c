@@ -725,6 +725,23 @@ static void cpu_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp
     free(tmp);
 }
 
+/* matmul_fwd_acc16 (backend.h): out widened (exact) into host scratch,
+ * matmul_fwd_acc on it, then to_bf16: that sequence by construction */
+static void cpu_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                                 const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    const size_t n = (size_t)N * OC;
+    float *out = malloc(n * sizeof(float));
+    if (!out) {
+        cpu_err = "cpu_backend.c: matmul_fwd_acc16: out of memory for the fp32 output (nothing computed)";
+        return;
+    }
+    zt_cpu_from_bf16(out, out16, n);
+    cpu_matmul_fwd_acc(out, inp, inp16, w, w16, N, C, OC);
+    zt_cpu_to_bf16(out16, out, n);
+    free(out);
+}
+
 /* matmul_bwd_acc (backend.h): the beta-0 entry's dinp into host scratch,
  * then add (as matmul_dinp_acc: never sgemm with beta = 1) */
 static void cpu_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16,
@@ -1026,6 +1043,7 @@ static const zt_backend cpu_backend = {
     .gqa_ext_bwd16do = cpu_gqa_ext_bwd16do,
     .matmul_dinp_acc = cpu_matmul_dinp_acc,
     .matmul_fwd_acc = cpu_matmul_fwd_acc,
+    .matmul_fwd_acc16 = cpu_matmul_fwd_acc16,
     .matmul_bwd_acc = cpu_matmul_bwd_acc,
 };
 

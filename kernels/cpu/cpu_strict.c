@@ -641,6 +641,15 @@ static void s_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16
         cpu()->matmul_fwd_acc(out, inp, inp16, w, w16, N, C, OC);
     leave();
 }
+/* (out16 read and written; the input inp16 or inp, the weight w16 or w) */
+static void s_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    enter();
+    if (NEED_ALL("matmul_fwd_acc16", {"out16", out16, (size_t)N * OC * 2},
+                 OPND_OR(1, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F), OPND_W(1)))
+        cpu()->matmul_fwd_acc16(out16, inp, inp16, w, w16, N, C, OC);
+    leave();
+}
 /* (dinp read and written; the gradient dout16 or dout, the weight w16 or w) */
 static void s_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dout16,
                              const float *w, const uint16_t *w16, int N, int C, int OC) {
@@ -1729,6 +1738,7 @@ static const zt_backend strict_backend = {
     .gqa_ext_bwd16do = s_gqa_ext_bwd16do,
     .matmul_dinp_acc = s_matmul_dinp_acc,
     .matmul_fwd_acc = s_matmul_fwd_acc,
+    .matmul_fwd_acc16 = s_matmul_fwd_acc16,
     .matmul_bwd_acc = s_matmul_bwd_acc,
 };
 

@@ -800,6 +800,40 @@ void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias
     if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, tmp, N, C, (size_t)C);
 }
 
+/* The forward GEMM with a bf16 D by cublasGemmEx (fp32 compute; beta 1:
+ * C = D, the bf16 out16 read and added in fp32 before D's one rounding):
+ * the operands not given in bf16 rounded into the scratch of
+ * zt_cuda_ws_matmul_fwd (matmul_fwd's request), a bf16 input not 256-byte
+ * aligned copied where the rounded one would be.  N, C, OC > 0. */
+static void gemmex_o16(uint16_t *out16, const float *inp, const bf16_t *x16, const float *w,
+                       const bf16_t *ww16, int N, int C, int OC, float beta) {
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_fwd(1, N, C, OC), "bf16 matmul operands");
+    if (!s) return;
+    const size_t na = (size_t)C * OC, nb = (size_t)C * N;
+    const bf16_t *a = ww16, *b = x16;
+    if (!a) {
+        k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>((bf16_t *)s, w, na);
+        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        a = (const bf16_t *)s;
+    }
+    if (!b) {
+        bf16_t *r = (bf16_t *)(s + zt_al256(na * 2));
+        k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, inp, nb);
+        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        b = r;
+    } else if (((uintptr_t)b & 255) != 0) {
+        /* (a bf16 input not 256-byte aligned, the final norm's rows:
+         * copied where the rounded one would be, as gemm() does) */
+        bf16_t *r = (bf16_t *)(s + zt_al256(na * 2));
+        if (!ZT_CU(cudaMemcpyAsync(r, b, nb * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))) return;
+        b = r;
+    }
+    const float alpha = 1.0f;
+    ZT_BLAS(cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, a, CUDA_R_16BF, C, b,
+                         CUDA_R_16BF, C, &beta, out16, CUDA_R_16BF, OC, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT));
+}
+
 /* the bf16-output entry (backend.h): one cuBLASLt GEMM with D in bf16 (fp32
  * compute, the fp32 bias in its epilogue: D = bf16(acc + bias), round to
  * nearest); where Lt has no such algorithm (or the bias is not 16-byte
@@ -826,35 +860,29 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
             ZT_CU(cudaMemsetAsync(out16, 0, (size_t)N * OC * 2, zt_cu.stream));
             return;
         }
-        char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_fwd(1, N, C, OC), "bf16 matmul operands");
-        if (!s) return;
-        const size_t na = (size_t)C * OC, nb = (size_t)C * N;
-        const bf16_t *a = ww16, *b = x16;
-        if (!a) {
-            k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>((bf16_t *)s, w, na);
-            if (!ZT_LAUNCHED("k_round_bf16")) return;
-            a = (const bf16_t *)s;
-        }
-        if (!b) {
-            bf16_t *r = (bf16_t *)(s + zt_al256(na * 2));
-            k_round_bf16<<<zt_ew_blocks(nb), ZT_EW_THREADS, 0, zt_cu.stream>>>(r, inp, nb);
-            if (!ZT_LAUNCHED("k_round_bf16")) return;
-            b = r;
-        } else if (((uintptr_t)b & 255) != 0) {
-            /* (a bf16 input not 256-byte aligned, the final norm's rows:
-             * copied where the rounded one would be, as gemm() does) */
-            bf16_t *r = (bf16_t *)(s + zt_al256(na * 2));
-            if (!ZT_CU(cudaMemcpyAsync(r, b, nb * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))) return;
-            b = r;
-        }
-        const float alpha = 1.0f, beta = 0.0f;
-        ZT_BLAS(cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, a, CUDA_R_16BF, C, b,
-                             CUDA_R_16BF, C, &beta, out16, CUDA_R_16BF, OC, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT));
+        gemmex_o16(out16, inp, x16, w, ww16, N, C, OC, 0.0f);
         return;
     }
     fwd(tmp, inp, w, ww16, bias, N, C, OC, x16);
     zt_cuda_to_bf16(out16, tmp, (size_t)N * OC);
+}
+
+/* the forward product accumulated into a bf16 output (backend.h
+ * matmul_fwd_acc16): one cuBLASLt GEMM with beta = 1, C = D in bf16 (fp32
+ * compute: D = bf16(acc + fp32(C)), rounded once); where Lt has no such
+ * algorithm, cublasGemmEx with the same types (gemmex_o16).  The scratch
+ * request: matmul_fwd's (the operands rounded, or a bf16 input copied, as
+ * the beta-0 entry's). */
+void zt_cuda_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                              const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (!a16_ok("matmul_fwd_acc16") || N <= 0 || C <= 0 || OC <= 0) return;
+    const bf16_t *x16 = (const bf16_t *)inp16, *ww16 = (const bf16_t *)w16;
+    if (x16) inp = NULL;
+    if (ww16) w = NULL;
+    if (g_use_lt && gemm(true, false, OC, N, C, w, C, inp, C, NULL, OC, 1.0f, NULL, NULL, ww16, x16,
+                         NULL, x16 != NULL, out16))
+        return;
+    gemmex_o16(out16, inp, x16, w, ww16, N, C, OC, 1.0f);
 }
 
 /* the LM head's backward on its bf16 gradient (backend.h matmul_bwd_head16):
