@@ -409,10 +409,10 @@ gpt16 all-linear "$G" all-linear
 # lora16 run (bf16, stage 1, checkpointed, accumulating 2 micro-batches a step, 4 steps, NCCL
 # on 1 rank) with and without ZT_TEST_NO_LGATE: every adapter and AdamW moment bitwise the
 # same (the final checkpoints' tensor checksums), losses and gradient norms the same, each
-# run's device peak the planner's.  Each run ends inside its timeout: this run once hung in
-# the simulator (a polled event's stream ran one operation a poll, so a host yielding between
-# polls under load ran the device's work a scheduler slice an operation; cudasim.cc's
-# cudaEventQuery now runs the work up to the record)
+# run's device peak the planner's.  Each run must end inside its timeout (killed otherwise):
+# this run was seen to hang under load (the host polling the batch upload's event, the
+# simulator's query answering not ready), not reproduced since; a simulator query now runs the
+# work up to the record, and a record lost from its stream aborts with a report (README)
 loraqv() {  # loraqv DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local dir=$1 cfg=$2; shift 2
     local h la lb why=""
