@@ -345,49 +345,66 @@ extern "C" cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     return cudaSuccess;
 }
 
+/* A record that its stream's queue no longer holds while the event has not
+ * reached it: on a device impossible (a record completes once the work
+ * before it has), so here a simulator fault (a queue changed under it, say
+ * by a thread calling in without a lock), reported rather than answered
+ * "not ready" forever or waited past */
+[[noreturn]] static void lost_record(cudaEvent_t e, uint64_t want, const char *who) {
+    fprintf(stderr, "cudasim: %s: event %p waits for its record %llu, reached %llu, and its stream %p has "
+            "no work left: the record was lost (a simulator fault)\n", who, (void *)e,
+            (unsigned long long)want, (unsigned long long)*e->reached, (void *)e->s);
+    abort();
+}
+
+/* run e's stream until e reached record `want` (the work before it, and
+ * the other streams' work that it waits for: cudaStreamWaitEvent's
+ * markers); how many operations ran */
+static unsigned long long run_to_record(cudaEvent_t e, uint64_t want, const char *who) {
+    const unsigned long long n0 = g_ops_run;
+    cudaStream_t s = e->s;
+    dev_window open;
+    while (!s->q.empty() && *e->reached < want) {
+        std::function<void()> op = std::move(s->q.front());
+        s->q.pop_front();
+        g_ops_run++;
+        op();
+    }
+    if (*e->reached < want) lost_record(e, want, who);
+    return g_ops_run - n0;
+}
+
 extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
     if (e->s && *e->reached < e->recorded) {
-        bool stop = false;
-        const uint64_t want = e->recorded;
-        cudaStream_t s = e->s;
         host_wait w;
-        dev_window open;
-        while (!s->q.empty() && *e->reached < want) {
-            std::function<void()> op = std::move(s->q.front());
-            s->q.pop_front();
-            g_ops_run++;
-            op();
-        }
-        (void)stop;
+        run_to_record(e, e->recorded, "cudaEventSynchronize");
     }
     return sync_result();
 }
 
 extern "C" cudaError_t cudaEventQuery(cudaEvent_t e) {
     if (!e) return set_last(cudaErrorInvalidResourceHandle);
-    /* work runs only when the host synchronizes, and a host that polls an
-     * event waits for it (a GPU progresses meanwhile): each query of an
-     * incomplete event runs the next queued operation of its stream and
-     * says not ready, so an event with work before it answers not ready at
-     * least once; a failure of that work is the answer instead */
+    /* never recorded, or its last record reached: complete (CUDA: a query
+     * of an event never recorded returns cudaSuccess) */
     if (*e->reached >= e->recorded) return cudaSuccess;
-    if (e->s && !e->s->q.empty()) {
-        std::function<void()> op = std::move(e->s->q.front());
-        e->s->q.pop_front();
-        const unsigned long long w0 = work_run();
-        {
-            dev_window open;   /* the operation is device work */
-            g_ops_run++;
-            op();
-        }
-        if (work_run() > w0 && e->waited < e->recorded) {   /* one wait per record */
-            e->waited = e->recorded;
-            g_host_waits++;
-        }
-        const cudaError_t r = sync_result();
-        if (r != cudaSuccess) return r;
+    /* Work runs only when the host waits, and a host that polls an event
+     * waits for it while a GPU progresses on its own: the first query of
+     * an incomplete record runs its stream up to the record (the work
+     * before it, and what that work waits for on other streams) and says
+     * not ready, so the host's poll loop sees "not ready" at least once
+     * and the next query finds the event complete; a failure of that work
+     * is the answer instead.  (One operation a query made the device's
+     * progress the host's: a loop that yields between polls then ran a
+     * micro-step's kernels one scheduler slice each.) */
+    const unsigned long long w0 = work_run();
+    run_to_record(e, e->recorded, "cudaEventQuery");
+    if (work_run() > w0 && e->waited < e->recorded) {   /* one wait per record */
+        e->waited = e->recorded;
+        g_host_waits++;
     }
+    const cudaError_t r = sync_result();
+    if (r != cudaSuccess) return r;
     return cudaErrorNotReady;
 }
 
@@ -397,13 +414,19 @@ extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsign
     const uint64_t want = e->recorded;
     cudaStream_t src = e->s;
     std::shared_ptr<uint64_t> r = e->reached;
-    S(s)->q.push_back([r, want, src]() {
+    S(s)->q.push_back([r, want, src, e]() {
         g_markers_run++;
         while (!src->q.empty() && *r < want) {
             std::function<void()> op = std::move(src->q.front());
             src->q.pop_front();
             g_ops_run++;
             op();
+        }
+        if (*r < want) {   /* (e may be destroyed: its address only) */
+            fprintf(stderr, "cudasim: cudaStreamWaitEvent: the wait for record %llu of event %p (reached %llu) "
+                    "found its stream %p without work: the record was lost (a simulator fault)\n",
+                    (unsigned long long)want, (void *)e, (unsigned long long)*r, (void *)src);
+            abort();
         }
     });
     return cudaSuccess;

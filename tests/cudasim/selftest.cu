@@ -98,6 +98,12 @@ __global__ void k_oob_read(float *out, int n) {
     if (threadIdx.x == 0) out[0] = dyn[n];
 }
 
+/* out[i] = in[i] + 1 */
+__global__ void k_add1(float *out, const float *in, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] + 1.0f;
+}
+
 /* run fn(arg) in a child whose stderr is captured into out; true when the
  * child died of SIGABRT and its stderr holds want1 and want2 */
 static bool child_aborts(void (*fn)(void *), void *arg, const char *want1, const char *want2, char *out,
@@ -163,6 +169,106 @@ static void foreign_then_null(void *p) {
 
 static bool failed_with(cudaError_t e, const char *word) {
     return e != cudaSuccess && strstr(cudaGetErrorString(e), word) != NULL;
+}
+
+extern "C" unsigned long long zt_sim_host_waits(void);
+
+/* Events and streams as the CUDA runtime documents them: cudaEventQuery of
+ * an event never recorded returns cudaSuccess; a record completes once the
+ * work queued before it on its stream has, and that work includes
+ * cudaStreamWaitEvent's waits on other streams, which no host call drives
+ * otherwise.  A host polling an event is waiting for it (the device
+ * progresses meanwhile): the first query of an incomplete record runs the
+ * work up to it and says not ready, the next says complete, whatever the
+ * number of operations before it (one host wait).  Polls counted here are
+ * bounded: a lost record would show as a poll that never ends. */
+static int poll_count(cudaEvent_t e, int cap) {
+    for (int n = 1; n <= cap; n++) {
+        const cudaError_t r = cudaEventQuery(e);
+        if (r == cudaSuccess) return n;
+        if (r != cudaErrorNotReady) return -1;
+    }
+    return 0;
+}
+static void events(void) {
+    const int N = 64;
+    cudaStream_t a, b;
+    cudaEvent_t never, ea, eb;
+    float *x, *y;
+    ok(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess &&
+       cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess &&
+       cudaEventCreateWithFlags(&never, cudaEventDisableTiming) == cudaSuccess &&
+       cudaEventCreateWithFlags(&ea, cudaEventDisableTiming) == cudaSuccess &&
+       cudaEventCreateWithFlags(&eb, cudaEventDisableTiming) == cudaSuccess &&
+       cudaMalloc((void **)&x, N * sizeof(float)) == cudaSuccess &&
+       cudaMalloc((void **)&y, N * sizeof(float)) == cudaSuccess, "events: streams, events, buffers");
+    ok(cudaEventQuery(never) == cudaSuccess && cudaEventSynchronize(never) == cudaSuccess &&
+       cudaStreamWaitEvent(a, never, 0) == cudaSuccess && cudaStreamSynchronize(a) == cudaSuccess,
+       "events: an event never recorded is complete (query, synchronize, a stream's wait)");
+
+    /* 200 kernels, then the record: two polls, one host wait */
+    for (int i = 0; i < 200; i++) k_fill<<<1, N, 0, a>>>(x, (float)i, N);
+    cudaEventRecord(ea, a);
+    unsigned long long w0 = zt_sim_host_waits();
+    int n = poll_count(ea, 1000);
+    float h[2] = {0, 0};
+    cudaMemcpy(h, x + N - 1, sizeof(float), cudaMemcpyDeviceToHost);
+    char what[256];
+    snprintf(what, sizeof what, "events: a record after 200 kernels: complete at the 2nd poll (%d), its work "
+             "done (%g), one host wait (%llu)", n, (double)h[0], zt_sim_host_waits() - w0 - 1);
+    ok(n == 2 && h[0] == 199.0f && zt_sim_host_waits() - w0 == 2, what);   /* (+1: the cudaMemcpy) */
+
+    /* a record on a that waits for b's work, b driven by no host call: the
+     * poll of a's record completes b's kernel first (y = x + 1 = 8) */
+    k_fill<<<1, N, 0, b>>>(x, 7.0f, N);
+    cudaEventRecord(eb, b);
+    cudaStreamWaitEvent(a, eb, 0);
+    k_add1<<<1, N, 0, a>>>(y, x, N);
+    cudaEventRecord(ea, a);
+    n = poll_count(ea, 1000);
+    const cudaError_t qb = cudaEventQuery(eb);
+    cudaMemcpy(h, y, sizeof(float), cudaMemcpyDeviceToHost);
+    snprintf(what, sizeof what, "events: a's record behind a wait for b's: complete at the 2nd poll (%d), b's "
+             "record with it (%s), y = x + 1 = %g", n, cudaGetErrorString(qb), (double)h[0]);
+    ok(n == 2 && qb == cudaSuccess && h[0] == 8.0f, what);
+
+    /* each stream waits for the other's earlier record (a -> b -> a) */
+    k_fill<<<1, N, 0, a>>>(x, 1.0f, N);
+    cudaEventRecord(ea, a);
+    cudaStreamWaitEvent(b, ea, 0);
+    k_add1<<<1, N, 0, b>>>(y, x, N);   /* y = 2 */
+    cudaEventRecord(eb, b);
+    cudaStreamWaitEvent(a, eb, 0);
+    k_add1<<<1, N, 0, a>>>(x, y, N);   /* x = 3 */
+    cudaEventRecord(ea, a);
+    k_add1<<<1, N, 0, b>>>(y, y, N);   /* y = 3, after b's record: not waited for */
+    n = poll_count(ea, 1000);
+    cudaMemcpy(h, x, sizeof(float), cudaMemcpyDeviceToHost);
+    cudaStreamSynchronize(b);
+    cudaMemcpy(h + 1, y, sizeof(float), cudaMemcpyDeviceToHost);
+    snprintf(what, sizeof what, "events: waits both ways (a, b, a): a's last record at the 2nd poll (%d), "
+             "x = %g, then y = %g", n, (double)h[0], (double)h[1]);
+    ok(n == 2 && h[0] == 3.0f && h[1] == 3.0f, what);
+
+    /* re-recorded between polls: the query answers for the last record */
+    k_fill<<<1, N, 0, a>>>(x, 4.0f, N);
+    cudaEventRecord(ea, a);
+    const cudaError_t q1 = cudaEventQuery(ea);
+    k_fill<<<1, N, 0, a>>>(x, 5.0f, N);
+    cudaEventRecord(ea, a);
+    n = poll_count(ea, 1000);
+    cudaMemcpy(h, x, sizeof(float), cudaMemcpyDeviceToHost);
+    snprintf(what, sizeof what, "events: re-recorded after a not-ready query (%s): the new record not ready, "
+             "then complete (%d polls), x = %g", cudaGetErrorString(q1), n, (double)h[0]);
+    ok(q1 == cudaErrorNotReady && n == 2 && h[0] == 5.0f, what);
+
+    cudaFree(x);
+    cudaFree(y);
+    cudaEventDestroy(never);
+    cudaEventDestroy(ea);
+    cudaEventDestroy(eb);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
 }
 
 int main(void) {
@@ -434,6 +540,7 @@ int main(void) {
     v = 0.0f;
     cudaMemcpy(&v, d + 2, 4, cudaMemcpyDeviceToHost);
     ok(v == h[2], "the same memory through cudaMemcpy: the value");
+    events();
 
     printf("1..%d\n", n_test);
     return n_fail ? 1 : 0;
