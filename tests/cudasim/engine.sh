@@ -414,9 +414,9 @@ gpt16 all-linear "$G" all-linear
 # on 1 rank) with and without ZT_TEST_NO_LGATE: every adapter and AdamW moment bitwise the
 # same (the final checkpoints' tensor checksums), losses and gradient norms the same, each
 # run's device peak the planner's.  Each run must end inside its timeout (killed otherwise):
-# this run was seen to hang under load (the host polling the batch upload's event, the
-# simulator's query answering not ready), not reproduced since; a simulator query now runs the
-# work up to the record, and a record lost from its stream aborts with a report (README)
+# this run was seen to hang (the host polling the batch upload's event forever): an
+# incremental simulator build whose gen/mesh.o predated a new kernels/backend.h entry called
+# the wrong table slot for copy_done (the gen/ objects now track their headers, cudasim.am)
 loraqv() {  # loraqv DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local dir=$1 cfg=$2; shift 2
     local h la lb why=""
