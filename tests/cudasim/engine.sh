@@ -317,23 +317,24 @@ qkv16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 # gradient norms the same, fewer launches (a k_round_bf16 each bf16 weight operand fewer; an
 # operand not 256-byte aligned is copied instead: at this shape none is, 1187 against 1587), each
 # run's device peak the planner's
-lora16() {  # lora16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
-    local dir=$1 cfg=$2; shift 2
+lorahook() {  # lorahook TAG HOOK TARGETS FEWER DIR CONFIG ARGS...: TAG's runs in DIR (its c_train.bin)
+    # with and without HOOK=1, LoRA on TARGETS; FEWER=1: launches fewer with the change, else no more
+    local tag=$1 hookvar=$2 targets=$3 fewer=$4 dir=$5 cfg=$6; shift 6
     local h la lb why=""
-    [ -f "$dir/c_train.bin" ] || { ok 1 "lora16: no $dir/c_train.bin (its group did not run)"; return; }
+    [ -f "$dir/c_train.bin" ] || { ok 1 "$tag: no $dir/c_train.bin (its group did not run)"; return; }
     for h in 0 1; do
         local hook=()
-        [ $h = 1 ] && hook=(ZT_TEST_NO_LORA16=1)
+        [ $h = 1 ] && hook=("$hookvar=1")
         (cd "$dir" && env "${hook[@]}" \
-            timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
+            timeout -s KILL 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
-            --stage 1 --act-ckpt blocks --lora-r 4 --lora-targets all-linear \
-            --ckpt-dir "lora16_ck_$h" --metrics "lora16_$h.jsonl" \
-            --memory-report "$@" > "lora16_$h.out" 2>&1) ||
-            why="$why run $h failed;"
+            --stage 1 --act-ckpt blocks --lora-r 4 --lora-targets "$targets" \
+            --ckpt-dir "${tag}_ck_$h" --metrics "${tag}_$h.jsonl" \
+            --memory-report "$@" > "${tag}_$h.out" 2>&1) ||
+            why="$why run $h failed (exit $?);"
     done
-    python3 - "$dir/lora16_0.jsonl" "$dir/lora16_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
+    python3 - "$dir/${tag}_0.jsonl" "$dir/${tag}_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
 import json, sys
 def recs(p):
     return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
@@ -341,22 +342,26 @@ a, b = recs(sys.argv[1]), recs(sys.argv[2])
 sys.exit(0 if len(a) == 4 and a == b else 1)
 PY
     local ca cb
-    ca=$("$sim" ckpt inspect "$dir/lora16_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
-    cb=$("$sim" ckpt inspect "$dir/lora16_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    ca=$("$sim" ckpt inspect "$dir/${tag}_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
+    cb=$("$sim" ckpt inspect "$dir/${tag}_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lora16_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lora16_1.out" 2> /dev/null)
-    [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -lt "$lb" ] || why="$why launches $la, not fewer than $lb;"
+    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/${tag}_0.out" 2> /dev/null)
+    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/${tag}_1.out" 2> /dev/null)
+    if [ "$fewer" = 1 ]; then
+        [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -lt "$lb" ] || why="$why launches $la, not fewer than $lb;"
+    else
+        [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -le "$lb" ] || why="$why launches $la, more than $lb;"
+    fi
     local m p
     for h in 0 1; do
         read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/lora16_$h.out" | tail -1)"
+            "$dir/${tag}_$h.out" | tail -1)"
         [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
     done
-    [ -n "$why" ] && grep -hE '^ztrain: error' "$dir/lora16_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "lora16 llama LoRA: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_LORA16=1 (losses and gradient norms the same), launches $la ($lb with the hook)${why:+: $why}"
+    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/${tag}_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "$tag llama LoRA $targets: after 4 steps adapters and AdamW moments bitwise those of $hookvar=1 (losses and gradient norms the same), launches $la ($lb with the hook), each run inside its timeout${why:+: $why}"
 }
-lora16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+lorahook lora16 ZT_TEST_NO_LORA16 all-linear 1 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
 # ---- GPT-2's bf16 paths with LoRA (config.h ZT_W16_GPT16): on cuDNN's path
 # (ZT_CUDA_DETERMINISTIC=0), adapters on c_attn (the q|k|v adapters reading cuDNN's bf16
@@ -417,46 +422,7 @@ gpt16 all-linear "$G" all-linear
 # this run was seen to hang (the host polling the batch upload's event forever): an
 # incremental simulator build whose gen/mesh.o predated a new kernels/backend.h entry called
 # the wrong table slot for copy_done (the gen/ objects now track their headers, cudasim.am)
-loraqv() {  # loraqv DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
-    local dir=$1 cfg=$2; shift 2
-    local h la lb why=""
-    [ -f "$dir/c_train.bin" ] || { ok 1 "loraqv: no $dir/c_train.bin (its group did not run)"; return; }
-    for h in 0 1; do
-        local hook=()
-        [ $h = 1 ] && hook=(ZT_TEST_NO_LGATE=1)
-        (cd "$dir" && env "${hook[@]}" \
-            timeout -s KILL 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
-            --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
-            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
-            --stage 1 --act-ckpt blocks --lora-r 4 --lora-targets q_proj,v_proj \
-            --ckpt-dir "loraqv_ck_$h" --metrics "loraqv_$h.jsonl" \
-            --memory-report "$@" > "loraqv_$h.out" 2>&1) ||
-            why="$why run $h failed (exit $?);"
-    done
-    python3 - "$dir/loraqv_0.jsonl" "$dir/loraqv_1.jsonl" <<'PY' || why="$why losses or gradient norms differ;"
-import json, sys
-def recs(p):
-    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
-a, b = recs(sys.argv[1]), recs(sys.argv[2])
-sys.exit(0 if len(a) == 4 and a == b else 1)
-PY
-    local ca cb
-    ca=$("$sim" ckpt inspect "$dir/loraqv_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
-    cb=$("$sim" ckpt inspect "$dir/loraqv_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
-    [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/loraqv_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/loraqv_1.out" 2> /dev/null)
-    [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -le "$lb" ] || why="$why launches $la, more than $lb;"
-    local m p
-    for h in 0 1; do
-        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/loraqv_$h.out" | tail -1)"
-        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
-    done
-    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/loraqv_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "loraqv llama LoRA q_proj,v_proj: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_LGATE=1 (losses and gradient norms the same), launches $la ($lb with the hook), each run inside its timeout${why:+: $why}"
-}
-loraqv "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+lorahook loraqv ZT_TEST_NO_LGATE q_proj,v_proj 0 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
 # ---- the simulator's device report against the backend and the planner
 for out in "$W"/*/x_*.out; do
