@@ -433,6 +433,18 @@ static void lora_xa(const zt_backend *be, const zt_lora_group *G, const float *a
     w_fwd(be, h, x, x16, ad_w(ad, sc, G->aoff), N, G->in, nr);
 }
 
+/* h[N, nr] = s * x A^T of group G, into the slot's kept h where there is
+ * one (sc->keep), else sc->h; returns it */
+static float *lora_fwd_h(const zt_backend *be, const zt_lora *lo, int g, const float *ad,
+                         const float *x, const uint16_t *x16, int N, const zt_lora_scratch *sc) {
+    const zt_lora_group *G = &lo->groups[g];
+    const int nr = G->n * lo->r;
+    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
+    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
+    be->scale(h, (size_t)N * nr, lo->scale);
+    return h;
+}
+
 void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, const float *x,
                  const uint16_t *x16, float *out, int N, const zt_lora_scratch *sc) {
     const zt_lora_group *G = &lo->groups[g];
@@ -444,9 +456,7 @@ void zt_lora_fwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad
     const int nr = G->n * lo->r;
     /* h[N, nr] = s * x A^T (into the slot's kept h where there is one);
      * out[N, OUT] += h B (B^T as the matmul's [OC, C] = [nr, OUT]) */
-    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
-    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
-    be->scale(h, (size_t)N * nr, lo->scale);
+    float *h = lora_fwd_h(be, lo, g, ad, x, x16, N, sc);
     const lora_w bt = group_btw(be, lo, G, ad, sc, !lo->acc);
     acc_product(be, lo, out, sc->d, h, bt, N, G->OUT, nr);
 }
@@ -459,9 +469,7 @@ int zt_lora_fwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
     const int nr = G->n * lo->r;
     /* h[N, nr] = s * x A^T (kept as zt_lora_fwd's); out[N, OUT] = h B
      * (zt_lora_fwd's product, beta 0) */
-    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
-    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
-    be->scale(h, (size_t)N * nr, lo->scale);
+    const float *h = lora_fwd_h(be, lo, g, ad, x, x16, N, sc);
     w_dinp(be, out, h, group_btw(be, lo, G, ad, sc, 1), N, G->OUT, nr);
     return 1;
 }
@@ -474,9 +482,7 @@ int zt_lora_fwd_first16(const zt_backend *be, const zt_lora *lo, int g, const fl
     const int nr = G->n * lo->r;
     /* h[N, nr] = s * x A^T (kept as zt_lora_fwd's); h16 = bf16(h), the
      * operand w_dinp's GEMM rounds; out16[N, OUT] = bf16(h16 B) */
-    float *h = sc->keep && sc->keep[g] ? sc->keep[g] : sc->h;
-    lora_xa(be, G, ad, x, x16, h, N, nr, sc);
-    be->scale(h, (size_t)N * nr, lo->scale);
+    const float *h = lora_fwd_h(be, lo, g, ad, x, x16, N, sc);
     be->to_bf16(h16, h, (size_t)N * nr);
     const lora_w bt = group_btw(be, lo, G, ad, sc, 1);
     be->matmul_bwd_o16(out16, tmp, NULL, NULL, NULL, h16, NULL, NULL, bt.f, bt.h, N, G->OUT, nr);
