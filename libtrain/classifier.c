@@ -3,9 +3,26 @@
 #include "classifier.h"
 #include "model.h"
 
-long zt_classifier_max_rows(const zt_model_config *mc) {
+/* The auto rule (ztrain.classifier_chunk_rows = 0).  Every chunk's dw
+ * GEMM, dw[V, C] += dlogits_chunk^T x_chunk, reads and writes the whole
+ * fp32 [V, C] head gradient (8 V C bytes) for 2 R V C FLOPs: R / 4 FLOP per
+ * byte, memory-bound below the GPU's ridge (an H100 SXM's 989 bf16
+ * TFLOP/s over 3.35 TB/s: ~295 FLOP/byte).  At 512 rows (Llama 3's
+ * V = 128256 in 256 MiB of fp32 logits) the GEMM takes about twice its
+ * compute-bound time.  So where the block keeps bf16 logits
+ * (zt_classifier_l16) and the head takes a gradient (full fine-tuning; not
+ * LoRA, whose base, the head included, is frozen: lora.h), the chunk holds
+ * ZT_CLASSIFIER_AUTO_BYTES of bf16 logits: twice the rows, half the dw
+ * passes over [V, C], the chunk's bytes those of an fp32 chunk.  Everywhere
+ * else the rows of ZT_CLASSIFIER_AUTO_BYTES of fp32 logits: fp32 logits
+ * (eval, sampling, a final soft-cap, ZT_TEST_NO_L16), and a frozen head,
+ * which runs no dw GEMM and where memory matters most. */
+long zt_classifier_max_rows(const zt_model_config *mc, int training, int capped) {
     if (mc->classifier_rows > 0) return mc->classifier_rows;
-    const size_t row = (size_t)(mc->vocab > 0 ? mc->vocab : 1) * sizeof(float);
+    const size_t elem = zt_classifier_l16(mc, training, capped) && mc->lora_r <= 0
+                            ? sizeof(uint16_t)
+                            : sizeof(float);
+    const size_t row = (size_t)(mc->vocab > 0 ? mc->vocab : 1) * elem;
     const size_t r = ZT_CLASSIFIER_AUTO_BYTES / row;
     return r > 0 ? (long)r : 1;
 }
@@ -17,12 +34,12 @@ static long rows_for(long rmax, long N) {
     return (N + nch - 1) / nch;
 }
 
-long zt_classifier_rows(const zt_model_config *mc, long N) {
-    return rows_for(zt_classifier_max_rows(mc), N);
+long zt_classifier_rows(const zt_model_config *mc, long N, int training, int capped) {
+    return rows_for(zt_classifier_max_rows(mc, training, capped), N);
 }
 
-long zt_classifier_buffer_rows(const zt_model_config *mc, long N) {
-    const long rmax = zt_classifier_max_rows(mc);
+long zt_classifier_buffer_rows(const zt_model_config *mc, long N, int training, int capped) {
+    const long rmax = zt_classifier_max_rows(mc, training, capped);
     return N < rmax ? N : rmax;
 }
 
@@ -31,14 +48,15 @@ int zt_classifier_l16(const zt_model_config *mc, int training, int capped) {
 }
 
 size_t zt_classifier_chunk_bytes(const zt_model_config *mc, long N, int training, int capped) {
-    const size_t RV = (size_t)zt_classifier_buffer_rows(mc, N) * (size_t)mc->vocab;
+    const size_t RV = (size_t)zt_classifier_buffer_rows(mc, N, training, capped) * (size_t)mc->vocab;
     if (zt_classifier_l16(mc, training, capped)) return ((RV + 127) & ~(size_t)127) * 2;
     return ZT_ACTS_ROUND(RV) * (training && capped ? 2 : 1) * sizeof(float);
 }
 
 void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *mc, size_t N,
                          int training, int capped) {
-    const size_t RV = (size_t)zt_classifier_buffer_rows(mc, (long)N) * (size_t)mc->vocab;
+    const size_t RV =
+        (size_t)zt_classifier_buffer_rows(mc, (long)N, training, capped) * (size_t)mc->vocab;
     float *p;
     if (zt_classifier_l16(mc, training, capped)) {
         uint16_t *p16 = zt_carve_take16(cv, RV);
@@ -53,7 +71,7 @@ void zt_classifier_carve(zt_carve *cv, zt_classifier *c, const zt_model_config *
         p = zt_carve_take(cv, RV, 0);
         if (cv->base) c->capped = p;
     }
-    c->rmax = zt_classifier_max_rows(mc);
+    c->rmax = zt_classifier_max_rows(mc, training, capped);
 }
 
 /* chunk k of a pass over N rows in chunks of R: first row, rows */

@@ -59,7 +59,14 @@
  *
  * Chunk rows: ztrain.classifier_chunk_rows (zt_model_config.classifier_rows),
  * 0 = auto: as many rows as ZT_CLASSIFIER_AUTO_BYTES of fp32 logits hold
- * (at least 1; the same rows with bf16 logits).  A forward of N rows runs
+ * (at least 1), except where the block keeps bf16 logits and the head takes
+ * a gradient (full fine-tuning; a LoRA run's head is frozen): as many as
+ * ZT_CLASSIFIER_AUTO_BYTES of bf16 logits hold, twice the rows, so the dw
+ * GEMM, which reads and writes all of the fp32 [V, C] gradient per chunk,
+ * runs half as many times (classifier.c zt_classifier_max_rows).  The
+ * head's dw then sums other chunks than with the fp32 rows (not bitwise;
+ * losses and dx are per row, unchanged): ztrain.classifier_chunk_rows
+ * set to those rows gives the run of before.  A forward of N rows runs
  * ceil(N / max) chunks of equal size (the last one smaller when they do not
  * divide N); the activations hold min(N, max) rows.
  */
@@ -93,14 +100,17 @@ typedef struct zt_classifier {
     const uint16_t *x16;
 } zt_classifier;
 
-/* Most rows of one chunk: ztrain.classifier_chunk_rows, or for 0 as many as
- * ZT_CLASSIFIER_AUTO_BYTES of fp32 logits hold; at least 1. */
-long zt_classifier_max_rows(const zt_model_config *mc);
+/* Most rows of one chunk of a block (training, capped: as
+ * zt_classifier_l16's): ztrain.classifier_chunk_rows, or for 0 as many as
+ * ZT_CLASSIFIER_AUTO_BYTES of fp32 logits hold -- of bf16 logits where the
+ * block keeps bf16 logits (zt_classifier_l16) and the head takes a gradient
+ * (mc->lora_r <= 0: not LoRA's frozen head); at least 1. */
+long zt_classifier_max_rows(const zt_model_config *mc, int training, int capped);
 /* Rows of the chunks of a forward of N rows: ceil(N / max) chunks of this
  * many rows, the last one the rest. */
-long zt_classifier_rows(const zt_model_config *mc, long N);
+long zt_classifier_rows(const zt_model_config *mc, long N, int training, int capped);
 /* Rows the activations of N rows hold: min(N, max). */
-long zt_classifier_buffer_rows(const zt_model_config *mc, long N);
+long zt_classifier_buffer_rows(const zt_model_config *mc, long N, int training, int capped);
 /* 1: the block's chunk holds bf16 logits (a training block with the bf16
  * activations, zt_acts16_on, without a final soft-cap (capped); model.h
  * zt_l16_test_on). */

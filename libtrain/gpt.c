@@ -881,21 +881,22 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
-#define FWD(Bf, I16)                                                             \
+#define FWD(Bf, I16, TR)                                                         \
     do {                                                                         \
         const int Nf = (Bf) * T;                                                 \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 3 * C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, C));                               \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 4 * C));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, 4 * C, C));                           \
-        WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
+        /* head chunk (TR: a training block's rows) */                           \
+        WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf, (TR), 0), C, V)); \
         if (AH > 0) WS(zt_att_ws_of(att, 0, bf16, (I16), (Bf), T * SPN, AH, AH, hs, &ao)); \
     } while (0)
-    FWD(B, in16);
+    FWD(B, in16, 1);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* backward */
     /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
-    const int Rh = (int)zt_classifier_rows(mc, N);
+    const int Rh = (int)zt_classifier_rows(mc, N, 1, 0);
     WS(zt_classifier_l16(mc, 1, 0) ? zt_cuda_ws_matmul_bwd_head16(Rh, C, V, 1, 1)
                                    : zt_cuda_ws_matmul_bwd(bf16, Rh, C, V, 1, 1, 0));
     WS(zt_cuda_ws_layernorm_bwd(N, C));
@@ -912,8 +913,8 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_reduce((size_t)psi));
     /* eval and sample forwards */
     if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    if (E > 0) FWD(E, ZT_ATT_IN32);
-    FWD(1, ZT_ATT_IN32);
+    if (E > 0) FWD(E, ZT_ATT_IN32, 0);
+    FWD(1, ZT_ATT_IN32, 0);
 #undef FWD
 #undef WS
     return w;

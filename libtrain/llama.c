@@ -1865,21 +1865,22 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     uint64_t w = 0;
 #define WS(x) do { uint64_t v_ = (uint64_t)(x); if (v_ > w) w = v_; } while (0)
     /* a forward of [Bf, T]: the training step's, eval's [E, T], sample's [1, T] */
-#define FWD(Bf, I16)                                                             \
+#define FWD(Bf, I16, TR)                                                         \
     do {                                                                         \
         const int Nf = (Bf) * T;                                                 \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, QKV));                             \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, AD, C));                              \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, C, 2 * H));                           \
         WS(zt_cuda_ws_matmul_fwd(bf16, Nf, H, C));                               \
-        WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf), C, V)); /* head chunk */ \
+        /* head chunk (TR: a training block's rows) */                           \
+        WS(zt_cuda_ws_matmul_fwd(bf16, (int)zt_classifier_rows(mc, Nf, (TR), s.fcap > 0), C, V)); \
         for (int k_ = 0; k_ <= slide; ++k_)                                      \
             WS(zt_att_ws_of(att, 0, bf16, (I16), (Bf), Ta, s.NHl, s.NKVl, s.hd, &ao[k_])); \
     } while (0)
-    FWD(B, in16);
+    FWD(B, in16, 1);
     WS(zt_cuda_ws_reduce((size_t)N));
     /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
-    const int Rh = (int)zt_classifier_rows(mc, N);
+    const int Rh = (int)zt_classifier_rows(mc, N, 1, s.fcap > 0);
     WS(zt_classifier_l16(mc, 1, s.fcap > 0) ? zt_cuda_ws_matmul_bwd_head16(Rh, C, V, 1, 1)
                                             : zt_cuda_ws_matmul_bwd(bf16, Rh, C, V, 1, 1, 0));
     WS(zt_cuda_ws_rmsnorm_bwd(N, C));                         /* final, mlp, attn norms */
@@ -1896,8 +1897,8 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_encoder_bwd(N, 0));
     WS(zt_cuda_ws_reduce((size_t)psi));
     if (E > 0) WS(zt_cuda_ws_reduce((size_t)E * (size_t)T));
-    if (E > 0) FWD(E, ZT_ATT_IN32);
-    FWD(1, ZT_ATT_IN32);
+    if (E > 0) FWD(E, ZT_ATT_IN32, 0);
+    FWD(1, ZT_ATT_IN32, 0);
 #undef FWD
 #undef WS
     return w;

@@ -964,7 +964,7 @@ static void plan_classifier(planner *q) {
     zt_memplan *p = q->p;
     const int capped = mc->gemma && mc->final_softcap > 0;
     const long Nl = (long)p->micro_batch * (long)q->Sl;
-    p->chunk_rows = zt_classifier_rows(mc, Nl);
+    p->chunk_rows = zt_classifier_rows(mc, Nl, 1, capped);
     p->logits_bytes = zt_classifier_chunk_bytes(mc, Nl, 1, capped);
     const uint64_t elem = zt_classifier_l16(mc, 1, capped) ? 2 : 4;
     p->full_logits_bytes = (uint64_t)Nl * (uint64_t)mc->vocab * elem * (capped ? 2 : 1);

@@ -129,7 +129,7 @@ static void check_model(const zt_model_config *base, const char *what) {
     for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ++ri) {
         zt_model_config mc = *base;
         mc.classifier_rows = rows[ri];
-        const long R = zt_classifier_rows(&mc, N), nch = (N + R - 1) / R;
+        const long R = zt_classifier_rows(&mc, N, 1, capped), nch = (N + R - 1) / R;
         char tag[96];
         snprintf(tag, sizeof tag, "%s, chunk rows %d (%ld chunks of %ld)", what, rows[ri], nch, R);
         run r;
@@ -180,7 +180,7 @@ static void check_model(const zt_model_config *base, const char *what) {
         /* the activations hold one chunk of logits (and capped logits) */
         const size_t RV = ZT_ACTS_ROUND((size_t)R * V), NV = ZT_ACTS_ROUND((size_t)N * V);
         const size_t tr = acts_bytes(base, 1) - acts_bytes(&mc, 1), ev = acts_bytes(base, 0) - acts_bytes(&mc, 0);
-        const long held = zt_classifier_buffer_rows(&mc, N);
+        const long held = zt_classifier_buffer_rows(&mc, N, 1, capped);
         const size_t HV = ZT_ACTS_ROUND((size_t)held * V);
         tap_ok(held == (rows[ri] < N ? rows[ri] : N) && HV >= RV &&
                    tr == (NV - HV) * 4 * (capped ? 2 : 1) && ev == (NV - HV) * 4 &&
@@ -256,26 +256,84 @@ static zt_model_config llama_config(void) {
     return mc;
 }
 
+/* The auto rows of a block (training, capped) of mc at vocab 128256 and 8192
+ * rows: the most rows, the chunks' rows, the rows held, the rows the carve
+ * sets (rmax) and the chunk's bytes, which must agree. */
+static int auto_rows(const zt_model_config *mc, int training, int capped, long want_max,
+                     long want_rows) {
+    zt_carve cv = {0};
+    zt_classifier c = {0};
+    zt_classifier_carve(&cv, &c, mc, 8192, training, capped);
+    const size_t RV = (size_t)want_max * (size_t)mc->vocab;
+    const size_t bytes = zt_classifier_l16(mc, training, capped)
+                             ? ((RV + 127) & ~(size_t)127) * 2
+                             : ZT_ACTS_ROUND(RV) * (training && capped ? 2 : 1) * 4;
+    return zt_classifier_max_rows(mc, training, capped) == want_max &&
+           zt_classifier_rows(mc, 8192, training, capped) == want_rows &&
+           zt_classifier_buffer_rows(mc, 8192, training, capped) == want_max && c.rmax == want_max &&
+           zt_classifier_chunk_bytes(mc, 8192, training, capped) == bytes;
+}
+
 static void check_rows(void) {
+    /* (the bf16 logits' rule: ZT_TEST_NO_L16 unset here, restored after) */
+    const char *nl = getenv("ZT_TEST_NO_L16");
+    char *nl_was = nl ? strdup(nl) : NULL;
+    unsetenv("ZT_TEST_NO_L16");
     zt_model_config mc = {.vocab = 128256};
-    const long rmax = zt_classifier_max_rows(&mc);
+    const long rmax = zt_classifier_max_rows(&mc, 1, 0);
     tap_ok(rmax == (long)(ZT_CLASSIFIER_AUTO_BYTES / (128256 * 4)) && rmax == 523 &&
-               zt_classifier_rows(&mc, 8192) == 512 && zt_classifier_buffer_rows(&mc, 8192) == 523 &&
-               zt_classifier_rows(&mc, 100) == 100 && zt_classifier_buffer_rows(&mc, 100) == 100 &&
-               zt_classifier_rows(&mc, 524) == 262,
-           "auto at vocab 128256: %ld rows (256 MiB); 8192 rows in 16 chunks of 512 (the block holds "
-           "523), 100 rows in one, 524 in two of 262", rmax);
+               zt_classifier_rows(&mc, 8192, 1, 0) == 512 &&
+               zt_classifier_buffer_rows(&mc, 8192, 1, 0) == 523 &&
+               zt_classifier_rows(&mc, 100, 1, 0) == 100 &&
+               zt_classifier_buffer_rows(&mc, 100, 1, 0) == 100 &&
+               zt_classifier_rows(&mc, 524, 1, 0) == 262 && auto_rows(&mc, 1, 0, 523, 512),
+           "auto at vocab 128256, fp32 logits: %ld rows (256 MiB); 8192 rows in 16 chunks of 512 "
+           "(the block holds 523), 100 rows in one, 524 in two of 262", rmax);
+    /* bf16 logits (a training block with the bf16 activations, no soft-cap)
+     * and a head that takes a gradient: 256 MiB of bf16 logits */
+    mc.acts16 = 1;
+    const long r16 = zt_classifier_max_rows(&mc, 1, 0);
+    tap_ok(zt_classifier_l16(&mc, 1, 0) && r16 == (long)(ZT_CLASSIFIER_AUTO_BYTES / (128256 * 2)) &&
+               r16 == 1046 && auto_rows(&mc, 1, 0, 1046, 1024) &&
+               zt_classifier_rows(&mc, 1046, 1, 0) == 1046 && zt_classifier_rows(&mc, 1047, 1, 0) == 524,
+           "auto, bf16 logits, full fine-tuning: %ld rows (256 MiB of bf16); 8192 rows in 8 chunks "
+           "of 1024, 1047 in two of 524", r16);
+    tap_ok(auto_rows(&mc, 0, 0, 523, 512) && auto_rows(&mc, 1, 1, 523, 512),
+           "auto, the same model's eval block (fp32 logits) and a training block with a final "
+           "soft-cap (fp32): 523 rows, 16 chunks of 512");
+    setenv("ZT_TEST_NO_L16", "1", 1);
+    tap_ok(!zt_classifier_l16(&mc, 1, 0) && auto_rows(&mc, 1, 0, 523, 512),
+           "auto, ZT_TEST_NO_L16 (fp32 logits): 523 rows, 16 chunks of 512");
+    unsetenv("ZT_TEST_NO_L16");
+    /* LoRA: the head is frozen (no dw GEMM), the bf16 chunk keeps the rows
+     * of fp32 logits (128 MiB) */
+    mc.lora_r = 16;
+    tap_ok(zt_classifier_l16(&mc, 1, 0) && auto_rows(&mc, 1, 0, 523, 512),
+           "auto, bf16 logits, LoRA (the head frozen): 523 rows, 16 chunks of 512");
+    mc.lora_r = 0;
+    mc.acts16 = 0;
+    tap_ok(auto_rows(&mc, 1, 0, 523, 512), "auto, fp32 activations (fp32 logits): 523 rows");
+    /* set rows: as given, whatever the block */
+    mc.acts16 = 1;
+    mc.classifier_rows = 512;
+    tap_ok(auto_rows(&mc, 1, 0, 512, 512) && auto_rows(&mc, 0, 0, 512, 512),
+           "classifier_chunk_rows 512, bf16 logits, full fine-tuning: 16 chunks of 512 (the rows "
+           "of before); eval 512");
+    mc.classifier_rows = 0;
     mc.vocab = 1 << 30;
-    tap_ok(zt_classifier_max_rows(&mc) == 1, "auto: at least one row");
+    tap_ok(zt_classifier_max_rows(&mc, 1, 0) == 1 && zt_classifier_max_rows(&mc, 0, 0) == 1,
+           "auto: at least one row");
     mc.vocab = 11;
     mc.classifier_rows = 3;
-    tap_ok(zt_classifier_max_rows(&mc) == 3 && zt_classifier_rows(&mc, 10) == 3 &&
-               zt_classifier_rows(&mc, 9) == 3 && zt_classifier_rows(&mc, 2) == 2 &&
-               zt_classifier_buffer_rows(&mc, 2) == 2,
+    tap_ok(zt_classifier_max_rows(&mc, 1, 0) == 3 && zt_classifier_rows(&mc, 10, 1, 0) == 3 &&
+               zt_classifier_rows(&mc, 9, 1, 0) == 3 && zt_classifier_rows(&mc, 2, 1, 0) == 2 &&
+               zt_classifier_buffer_rows(&mc, 2, 1, 0) == 2,
            "classifier_chunk_rows 3: 10 rows in chunks of 3 (3, 3, 3, 1), 9 in 3, 2 in one");
     mc.classifier_rows = 4;
-    tap_ok(zt_classifier_rows(&mc, 10) == 4 && zt_classifier_rows(&mc, 9) == 3,
+    tap_ok(zt_classifier_rows(&mc, 10, 1, 0) == 4 && zt_classifier_rows(&mc, 9, 0, 0) == 3,
            "classifier_chunk_rows 4: 10 rows in chunks of 4 (4, 4, 2), 9 in three of 3");
+    if (nl_was) setenv("ZT_TEST_NO_L16", nl_was, 1);
+    free(nl_was);
 }
 
 int main(void) {
