@@ -701,8 +701,11 @@ static void test_classifier_chunk(void) {
     zt_model_config one = c->model;
     tu_set(c, "ztrain.classifier_chunk_rows", "0");
     const zt_model_config *mc = &c->model;
-    const uint64_t NV = 8192ull * 128256, RV = 523ull * 128256;   /* multiples of 16 */
-    const uint64_t d = (NV - RV) * 4;
+    /* (fp32 logits: 523 rows, 256 MiB; a training block's bf16 logits, the
+     * head trained: 1046 rows, 256 MiB of bf16, in chunks of 1024; multiples
+     * of 128) */
+    const uint64_t NV = 8192ull * 128256, RV = 523ull * 128256, RT = 1046ull * 128256;
+    const uint64_t d = (NV - RV) * 4, d16 = (NV - RT) * 2;
     const uint64_t tr = zt_memplan_acts_bytes(&one, 1, 8192, 1, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 1, 0, 4);
     const uint64_t ev = zt_memplan_acts_bytes(&one, 1, 8192, 0, 0, 4) - zt_memplan_acts_bytes(mc, 1, 8192, 0, 0, 4);
     const uint64_t *ca = a.cat[ZT_MP_DEVICE], *cw = w.cat[ZT_MP_DEVICE];
@@ -711,36 +714,49 @@ static void test_classifier_chunk(void) {
     b16.acts16 = one16.acts16 = 1;
     const uint64_t tr16 = zt_memplan_acts_bytes(&one16, 1, 8192, 1, 0, 4) -
                           zt_memplan_acts_bytes(&b16, 1, 8192, 1, 0, 4);
-    tap_ok(rc == ZT_OK && tr == d && tr16 == d / 2 && ev == d &&
-               cw[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == d / 2 &&
-               cw[ZT_MEM_EVAL] - ca[ZT_MEM_EVAL] == d && a.logits_bytes == RV * 2 &&
-               a.full_logits_bytes == NV * 2 && a.logits_elem == 2 && a.chunk_rows == 512 &&
+    tap_ok(rc == ZT_OK && tr == d && tr16 == d16 && ev == d &&
+               cw[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == d16 &&
+               cw[ZT_MEM_EVAL] - ca[ZT_MEM_EVAL] == d && a.logits_bytes == RT * 2 &&
+               a.full_logits_bytes == NV * 2 && a.logits_elem == 2 && a.chunk_rows == 1024 &&
                w.logits_bytes == NV * 2 && w.chunk_rows == 8192 && a.kernel_ws_bytes < w.kernel_ws_bytes &&
-               w.peak_bytes - a.peak_bytes >= d + d / 2,
-           "Llama-3-8B shape, T 8192, bf16, GPU: the activations and the eval block hold 523 rows of "
-           "logits (%llu bytes of bf16 in training, %llu of fp32 in eval) instead of 8192 (%llu, "
-           "%llu): %llu and %llu bytes less, as the planner counts; chunks of 512; kernel workspace "
-           "%llu instead of %llu; peak %llu instead of %llu",
-           (unsigned long long)(RV * 2), (unsigned long long)(RV * 4), (unsigned long long)(NV * 2),
-           (unsigned long long)(NV * 4), (unsigned long long)(d / 2), (unsigned long long)d,
+               w.peak_bytes - a.peak_bytes >= d + d16,
+           "Llama-3-8B shape, T 8192, bf16, GPU: the activations hold 1046 rows of bf16 logits "
+           "(%llu bytes) and the eval block 523 of fp32 (%llu) instead of 8192 (%llu, %llu): %llu "
+           "and %llu bytes less, as the planner counts; chunks of 1024; kernel workspace %llu "
+           "instead of %llu; peak %llu instead of %llu",
+           (unsigned long long)(RT * 2), (unsigned long long)(RV * 4), (unsigned long long)(NV * 2),
+           (unsigned long long)(NV * 4), (unsigned long long)d16, (unsigned long long)d,
            (unsigned long long)a.kernel_ws_bytes, (unsigned long long)w.kernel_ws_bytes,
            (unsigned long long)a.peak_bytes, (unsigned long long)w.peak_bytes);
-    /* the fp32 logits of before (the test hook): the training chunk twice the bytes */
+    /* the fp32 logits (the test hook): 523 rows of fp32, the same bytes as
+     * 1046 of bf16 */
     zt_memplan f;
     setenv("ZT_TEST_NO_L16", "1", 1);
     rc = zt_memplan_compute(c, &o, &f, &st);
     unsetenv("ZT_TEST_NO_L16");
     const uint64_t *cf = f.cat[ZT_MP_DEVICE];
-    tap_ok(rc == ZT_OK && f.logits_bytes == RV * 4 && f.logits_elem == 4 &&
-               cf[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS] == RV * 2 &&
+    tap_ok(rc == ZT_OK && f.logits_bytes == RV * 4 && f.logits_elem == 4 && f.chunk_rows == 512 &&
+               RV * 4 == RT * 2 && cf[ZT_MEM_ACTIVATIONS] == ca[ZT_MEM_ACTIVATIONS] &&
                cf[ZT_MEM_EVAL] == ca[ZT_MEM_EVAL] && f.kernel_ws_bytes >= a.kernel_ws_bytes &&
                f.peak_bytes > a.peak_bytes,
-           "ZT_TEST_NO_L16 (fp32 logits): the training chunk %llu bytes (bf16: %llu), activations "
-           "%llu more, kernel workspace %llu (bf16 logits: %llu), peak %llu (%llu)",
+           "ZT_TEST_NO_L16 (fp32 logits): the training chunk %llu bytes in 523 rows, chunks of "
+           "512 (bf16: %llu in 1046), activations %llu more, kernel workspace %llu (bf16 logits: "
+           "%llu), peak %llu (%llu)",
            (unsigned long long)f.logits_bytes, (unsigned long long)a.logits_bytes,
            (unsigned long long)(cf[ZT_MEM_ACTIVATIONS] - ca[ZT_MEM_ACTIVATIONS]),
            (unsigned long long)f.kernel_ws_bytes, (unsigned long long)a.kernel_ws_bytes,
            (unsigned long long)f.peak_bytes, (unsigned long long)a.peak_bytes);
+    /* LoRA: the head frozen (no dw GEMM), the bf16 chunk keeps 523 rows
+     * (128 MiB) */
+    zt_memplan lo;
+    tu_set(c, "ztrain.lora.r", "16");
+    rc = zt_memplan_compute(c, &o, &lo, &st);
+    tu_set(c, "ztrain.lora.r", "0");
+    tap_ok(rc == ZT_OK && lo.logits_elem == 2 && lo.logits_bytes == RV * 2 && lo.chunk_rows == 512,
+           "LoRA (the head frozen): the training chunk %llu bytes of bf16 logits in chunks of %ld "
+           "(full fine-tuning: %llu in %ld)%s%s", (unsigned long long)lo.logits_bytes, lo.chunk_rows,
+           (unsigned long long)a.logits_bytes, a.chunk_rows, rc == ZT_OK ? "" : ": ",
+           rc == ZT_OK ? "" : st.msg);
     /* Gemma 2's final soft-cap: the capped logits' chunk too (training only) */
     tu_set(c, "ztrain.model.gemma", "2");
     tu_set(c, "ztrain.model.final_softcap", "30");
