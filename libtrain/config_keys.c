@@ -405,7 +405,9 @@ const keydef zt_cfg_keys[] = {
      FLD(model.classifier_rows), 0, 0, KF_NO_HI, "0", NULL,
      "rows of each chunk of the LM head + loss (logits, loss and their gradient chunk by "
      "chunk; never all positions' logits at once); 0 = auto (chunks of at most 256 MiB of "
-     "fp32 logits); a value >= micro-batch x seq_len: one chunk"},
+     "fp32 logits; of 256 MiB of bf16 logits, twice the rows, where a training block keeps "
+     "them in bf16 and the head is trained: full fine-tuning, not LoRA); a value >= "
+     "micro-batch x seq_len: one chunk"},
     {"ztrain.memory_limit", "memory-limit", NULL, NULL, T_U64,
      FLD(memory_limit), 0, 0, KF_SIZE, "0", NULL,
      "memory one rank may use (bytes; K/M/G/T suffixes are binary: 8G = 8 GiB); the "
