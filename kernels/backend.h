@@ -904,6 +904,21 @@ typedef struct zt_backend {
      * its own (either matmul mode). */
     void (*matmul_fwd_acc16)(uint16_t *out16, const float *inp, const uint16_t *inp16,
                              const float *w, const uint16_t *w16, int N, int C, int OC);
+    /* ---- weight gradients written fresh (last; optional: NULL when the
+     * backend has none, and the engine zeroes the gradients before the
+     * backward; libtrain/train.c, config.h ZT_W16_GRADFRESH) ----
+     * From now on the weight-gradient GEMM of matmul_bwd and its family
+     * (matmul_bwd_w16 / _a16 / _d16 / _o16 / _head16, matmul_dgelu_bwd and
+     * its _w16 / _a16 / _d16 / _o16) whose dw lies in g[0, n) (dw >= g and
+     * dw < g + n) overwrites it: dw[OC,C] = dout^T @ inp (GEMM beta 0, dw
+     * not read), bitwise the (+=) entry on a zeroed dw except that an
+     * element whose sum is -0.0 stays -0.0 (0 + -0 = +0 there); any other
+     * dw (and dinp, dbias, dpre_bias) as before.  g NULL or n 0: none (the
+     * default).  The caller makes each such GEMM its dw's first write since
+     * the zeros it no longer writes.  cpu: cblas beta 0 (which zeroes C
+     * itself: the same bits as the zeroed dw, -0.0 included); cuda: the
+     * GEMM's beta 0 (C = D not read). */
+    void (*set_dw_fresh)(float *g, size_t n);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -534,6 +534,13 @@ static void c_mem_stats(size_t *cur, size_t *peak) {
 #define D16 ((const void *)(uintptr_t)256)
 static void gemm_exo(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
                      const float *bias, const void *a16, const void *b16, int d16);
+/* set_dw_fresh (cuda_matmul.cu): a dW GEMM into g_fresh[0, g_fresh_n) has
+ * beta 0 (dw written, not read: m n f less), any other beta 1 */
+static const float *g_fresh;
+static size_t g_fresh_n;
+static int dw_beta1(const float *dw) {
+    return !(g_fresh && dw >= g_fresh && dw < g_fresh + g_fresh_n);
+}
 static void gemm_ex(int ta, int tb, long m, long n, long k, long lda, long ldb, int beta1,
                     const float *bias, const void *a16, const void *b16) {
     gemm_exo(ta, tb, m, n, k, lda, ldb, beta1, bias, a16, b16, 0);
@@ -639,7 +646,7 @@ static void mm_bwd_o(const float *dinp, const float *dw, const float *dbias, int
         else rec(K_MEMSET, 0, D(N) * D(C) * F);
     }
     if (OC <= 0) return;
-    if (dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
+    if (dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, dw_beta1(dw), NULL, x16, d16 ? D16 : NULL);
     if (dbias) colsum(N, OC);
 }
 static void c_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
@@ -839,7 +846,7 @@ static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float 
         rec(bf16 ? K_GEMM_BF16 : K_GEMM_F32, 2 * D(C) * D(N) * D(OC) + 16 * nc,
             (D(C) * D(OC) + D(OC) * D(N)) * e + 2 * nc * (o16 ? H : F) + D(C) * F);
         if (dpre_bias) rec(K_BGRAD_ACC, D(C), 3 * D(C) * F);
-        if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
+        if (dw) gemm_ex(0, 1, C, OC, N, C, OC, dw_beta1(dw), NULL, x16, d16 ? D16 : NULL);
         if (dbias) colsum(N, OC);
         return;
     }
@@ -847,12 +854,19 @@ static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float 
         if (OC > 0) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16, d16 ? D16 : NULL);
         else rec(K_MEMSET, 0, nc * F);
     }
-    if (OC > 0 && dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16, d16 ? D16 : NULL);
+    if (OC > 0 && dw && C > 0) gemm_ex(0, 1, C, OC, N, C, OC, dw_beta1(dw), NULL, x16, d16 ? D16 : NULL);
     if (OC > 0 && dbias) colsum(N, OC);
     if (C <= 0) return;
     if (o16) rec(K_GELU_BWD_O16, 15 * nc, nc * (2 * F + 2 * H));
     else rec(K_GELU_BWD, 15 * nc, 3 * nc * F);
     if (dpre_bias) colsum(N, C);
+}
+
+static void c_set_dw_fresh(float *g, size_t n) {
+    call(ZT_CE_set_dw_fresh);
+    g_fresh = g && n ? g : NULL;
+    g_fresh_n = g ? n : 0;
+    if (g_inner) g_inner->set_dw_fresh(g, n);
 }
 
 static void c_set_matmul_precision(int mode) {
@@ -1712,7 +1726,7 @@ static void c_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbi
     }
     const int d16 = dout16_in(dout16, N, C, OC, 1);
     gemm_exo(0, 0, C, N, OC, C, OC, 0, NULL, w16_of(w16), d16 ? D16 : NULL, 1);
-    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, x16_of(inp16), d16 ? D16 : NULL);
+    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, dw_beta1(dw), NULL, x16_of(inp16), d16 ? D16 : NULL);
     if (dbias && dout) colsum(N, OC);
     else if (dbias) colsum16(N, OC);
 }
@@ -1857,7 +1871,7 @@ static void c_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, 
     if (g_mode != ZT_MATMUL_BF16 || ((uintptr_t)dout16 & 255) || N <= 0 || OC <= 0 || C <= 0)
         return;
     if (dinp) gemm_ex(0, 0, C, N, OC, C, OC, 0, NULL, w16_of(w16), D16);
-    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, 1, NULL, inp16 ? x16_of(inp16) : NULL, D16);
+    if (dw) gemm_ex(0, 1, C, OC, N, C, OC, dw_beta1(dw), NULL, inp16 ? x16_of(inp16) : NULL, D16);
 }
 
 /* ------------------------------------------------------------ optimizer, reductions */
@@ -2140,6 +2154,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->matmul_fwd_acc) t->matmul_fwd_acc = c_matmul_fwd_acc;
     if (!inner || inner->matmul_bwd_acc) t->matmul_bwd_acc = c_matmul_bwd_acc;
     if (!inner || inner->matmul_fwd_acc16) t->matmul_fwd_acc16 = c_matmul_fwd_acc16;
+    if (!inner || inner->set_dw_fresh) t->set_dw_fresh = c_set_dw_fresh;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -215,6 +215,19 @@ static void p_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, 
     inner->swiglu_bwd(dgu, dout, gu, N, H);
     k_end(t, ZT_PROF_ACT, 0, F4 * 5.0 * N * H);
 }
+/* set_dw_fresh (backend.h): the gradients p_fresh[0, p_fresh_n) whose dW
+ * GEMM writes dw without reading it; dw_rw: dw's elements moved, 1 or 2 a
+ * weight (read and written) */
+static const float *p_fresh;
+static size_t p_fresh_n;
+static void p_set_dw_fresh(float *g, size_t n) {
+    p_fresh = g && n ? g : NULL;
+    p_fresh_n = g ? n : 0;
+    inner->set_dw_fresh(g, n);
+}
+static double dw_rw(const float *dw) {
+    return p_fresh && dw >= p_fresh && dw < p_fresh + p_fresh_n ? 1.0 : 2.0;
+}
 static void p_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
                          int N, int C, int OC) {
     double t = k_begin();
@@ -229,7 +242,7 @@ static void p_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
           F4 * ((double)N * OC + (dinp ? (double)OC * C + (double)N * C : 0) +
-                (dw ? 2.0 * OC * C + (double)N * C : 0)));
+                (dw ? dw_rw(dw) * OC * C + (double)N * C : 0)));
 }
 /* the input gradient accumulated: matmul_bwd's dinp GEMM with dinp read too */
 static void p_matmul_dinp_acc(float *dinp, const float *dout, const float *w, int N, int C,
@@ -262,7 +275,7 @@ static void p_matmul_bwd_w16(float *dinp, float *dw, float *dbias, const float *
     inner->matmul_bwd_w16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          F4 * ((double)N * OC + (dinp ? (double)N * C : 0) + (dw ? 2.0 * OC * C + (double)N * C : 0)) +
+          F4 * ((double)N * OC + (dinp ? (double)N * C : 0) + (dw ? dw_rw(dw) * OC * C + (double)N * C : 0)) +
               (dinp ? 2.0 * OC * C : 0));
 }
 static void p_matmul_gelu_fwd_w16(float *out, float *pre, const float *inp, const uint16_t *w16,
@@ -279,7 +292,7 @@ static void p_matmul_dgelu_bwd_w16(float *dpre, float *dpre_bias, float *dw, flo
     inner->matmul_dgelu_bwd_w16(dpre, dpre_bias, dw, dbias, dout, inp, pre, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C + (double)N * C : 0)) + 2.0 * OC * C);
+          F4 * ((double)N * OC + 2.0 * N * C + (dw ? dw_rw(dw) * OC * C + (double)N * C : 0)) + 2.0 * OC * C);
 }
 /* the bf16-output entries: matmul_fwd's counts with the output written in 2
  * bytes an element; the elementwise ones with the bf16 tensors in 2 */
@@ -375,7 +388,7 @@ static void p_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *
     inner->matmul_bwd_a16(dinp, dw, dbias, dout, inp16, w, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          F4 * ((double)N * OC + (dinp ? (double)N * C : 0) + (dw ? 2.0 * OC * C : 0)) +
+          F4 * ((double)N * OC + (dinp ? (double)N * C : 0) + (dw ? dw_rw(dw) * OC * C : 0)) +
               (dw ? 2.0 * N * C : 0) + (dinp ? p_wbytes(w16, OC, C) : 0));
 }
 static void p_matmul_gelu_fwd_a16(float *out, float *pre, const uint16_t *inp16, const float *w,
@@ -392,7 +405,7 @@ static void p_matmul_dgelu_bwd_a16(float *dpre, float *dpre_bias, float *dw, flo
     inner->matmul_dgelu_bwd_a16(dpre, dpre_bias, dw, dbias, dout, inp16, pre, w, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          F4 * ((double)N * OC + 2.0 * N * C + (dw ? 2.0 * OC * C : 0)) + (dw ? 2.0 * N * C : 0) +
+          F4 * ((double)N * OC + 2.0 * N * C + (dw ? dw_rw(dw) * OC * C : 0)) + (dw ? 2.0 * N * C : 0) +
               p_wbytes(w16, OC, C));
 }
 /* the bf16-gradient entries: the bf16-input entries' counts with dout
@@ -407,7 +420,7 @@ static void p_matmul_bwd_d16(float *dinp, float *dw, float *dbias, const float *
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, (dinp ? g : 0) + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
           2.0 * N * OC + (dbias ? F4 * N * OC : 0) +
-              F4 * ((dinp ? (double)N * C : 0) + (dw ? 2.0 * OC * C : 0)) +
+              F4 * ((dinp ? (double)N * C : 0) + (dw ? dw_rw(dw) * OC * C : 0)) +
               (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + (dinp ? p_wbytes(w16, OC, C) : 0));
 }
 static void p_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, float *dbias,
@@ -419,7 +432,7 @@ static void p_matmul_dgelu_bwd_d16(float *dpre, float *dpre_bias, float *dw, flo
                                 N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          2.0 * N * OC + (dbias ? F4 * N * OC : 0) + F4 * (2.0 * N * C + (dw ? 2.0 * OC * C : 0)) +
+          2.0 * N * OC + (dbias ? F4 * N * OC : 0) + F4 * (2.0 * N * C + (dw ? dw_rw(dw) * OC * C : 0)) +
               (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
 }
 /* (matmul_dgelu_bwd_d16's with dpre written in bf16 and pre read in bf16) */
@@ -430,7 +443,7 @@ static void p_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbi
     inner->matmul_bwd_o16(dinp16, tmp, dw, dbias, dout, dout16, inp, inp16, w, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          2.0 * N * OC + (dbias ? (dout ? F4 : 2.0) * N * OC : 0) + 2.0 * N * C + (dw ? F4 * 2.0 * OC * C : 0) +
+          2.0 * N * OC + (dbias ? (dout ? F4 : 2.0) * N * OC : 0) + 2.0 * N * C + (dw ? F4 * dw_rw(dw) * OC * C : 0) +
               (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
 }
 static void p_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
@@ -442,7 +455,7 @@ static void p_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bia
                                 w, w16, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          2.0 * N * OC + (dbias ? F4 * N * OC : 0) + 2.0 * 2.0 * N * C + (dw ? F4 * 2.0 * OC * C : 0) +
+          2.0 * N * OC + (dbias ? F4 * N * OC : 0) + 2.0 * 2.0 * N * C + (dw ? F4 * dw_rw(dw) * OC * C : 0) +
               (dw ? (inp16 ? 2.0 : F4) * N * C : 0) + p_wbytes(w16, OC, C));
 }
 static void p_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
@@ -477,7 +490,7 @@ static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *
     inner->matmul_dgelu_bwd(dpre, dpre_bias, dw, dbias, dout, inp, pre, w, N, C, OC);
     const double g = 2.0 * N * C * OC;
     k_end(t, ZT_PROF_MATMUL_BWD, g + (dw ? g : 0) + (dbias ? (double)N * OC : 0),
-          F4 * ((double)N * OC + (double)OC * C + 2.0 * N * C + (dw ? 2.0 * OC * C + (double)N * C : 0)));
+          F4 * ((double)N * OC + (double)OC * C + 2.0 * N * C + (dw ? dw_rw(dw) * OC * C + (double)N * C : 0)));
 }
 /* the residual add and the next norm: the norm's family */
 static void p_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
@@ -848,6 +861,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_fwd_acc);
     W(matmul_bwd_acc);
     W(matmul_fwd_acc16);
+    W(set_dw_fresh);
     W(adamw);
     W(sumsq);
     W(scale);

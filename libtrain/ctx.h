@@ -77,6 +77,8 @@ struct zt_ctx {
     char limit_what[384], host_limit_what[64];
     int plan_forced;
     zt_startup startup;          /* zt_ctx_startup: where the context's start-up went */
+    int gradfresh;               /* the blocks' weight gradients written fresh (precision.h
+                                  * zt_gradfresh_of, shard.h zt_shard_fresh_range) */
     int prefaulting;             /* its blocks may be queued for pre-faulting (mem.c) */
 };
 

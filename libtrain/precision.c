@@ -97,6 +97,12 @@ int zt_nf4view_of(void) {
     return !getenv("ZT_TEST_NO_NF4VIEW");
 }
 
+int zt_gradfresh_of(void) {
+    /* test hook (tests/test_count.c: bitwise the zeroed gradients' path;
+     * outside the ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_GRADFRESH");
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

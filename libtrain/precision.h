@@ -80,6 +80,14 @@ int zt_nf4w16_of(void);
  * set then: 0, the zero-filled gathered copies as before (bitwise the same
  * values: tests compare the two paths) */
 int zt_nf4view_of(void);
+/* Full fine-tuning: 1, the blocks' weight gradients are written fresh by
+ * their first micro-batch's dW GEMMs (beta 0, backend.h set_dw_fresh) and
+ * the step's zeroing skips them (shard.h zt_shard_fresh_range, where the
+ * engine can prove it), decided once when the engine is set up; the test
+ * hook ZT_TEST_NO_GRADFRESH set then: 0, the whole gradient block zeroed
+ * and every dW GEMM adding into it as before (the same values but the sign
+ * of a zero: a -0.0 sum stays -0.0; tests compare the two paths) */
+int zt_gradfresh_of(void);
 
 /* ------------------------------------------------------------ loss scaler */
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "count.h"
+#include "arch.h"
 #include "devmem.h"
 #include "profile.h"
 #include "shard.h"
@@ -1027,6 +1028,49 @@ void zt_shard_zero_grads(zt_shard *sh) {
     if (sh->grads_zero) return;   /* still the allocation's zeros */
     if (sh->m->grads) sh->be->zero(sh->m->grads, sh->nblk * sizeof(float));
     if (sh->gshard) sh->be->zero(sh->gshard, sh->shard_total * sizeof(float));
+}
+
+/* Is tensor t a block's GEMM weight (zt_shard_fresh_range)? */
+static int fresh_tensor(const zt_model *m, int t) {
+    const zt_tensor_info *ti = &m->tensors[t];
+    return ti->gemm && ti->unit > 0 && ti->unit < m->n_units - 1;
+}
+
+int zt_shard_fresh_range(const zt_shard *sh, float **g, size_t *n) {
+    const zt_model *m = sh->m;
+    *g = NULL;
+    *n = 0;
+    if (sh->stage > 1 || !m->grads || sh->frozen || !sh->be->set_dw_fresh ||
+        !zt_arch_of_ops(m->ops) || m->cfg.n_experts > 0 || m->cfg.lora_r > 0 || m->n_units < 3 ||
+        sh->nblk != m->num_params)
+        return 0;
+    /* (the tensors in layout order, each unit where the model's views of
+     * m->grads put it) */
+    size_t at = 0;
+    for (int t = 0; t < m->n_tensors; ++t) {
+        if (m->tensors[t].offset < at) return 0;
+        at = m->tensors[t].offset + m->tensors[t].numel;
+    }
+    for (int u = 0; u < sh->nu; ++u)
+        if (sh->u[u].coff != m->units[u].offset || sh->u[u].w0) return 0;
+    const size_t lo = m->units[1].offset, hi = m->units[m->n_units - 1].offset;
+    if (hi <= lo) return 0;
+    *g = m->grads + lo;
+    *n = hi - lo;
+    return 1;
+}
+
+void zt_shard_zero_grads_fresh(zt_shard *sh) {
+    if (sh->grads_zero) return;   /* still the allocation's zeros */
+    const zt_model *m = sh->m;
+    size_t at = 0;   /* the start of the run not zeroed yet */
+    for (int t = 0; t < m->n_tensors; ++t) {
+        if (!fresh_tensor(m, t)) continue;
+        const size_t o = m->tensors[t].offset;
+        if (o > at) sh->be->zero(m->grads + at, (o - at) * sizeof(float));
+        at = o + m->tensors[t].numel;
+    }
+    if (at < sh->nblk) sh->be->zero(m->grads + at, (sh->nblk - at) * sizeof(float));
 }
 
 /* ------------------------------------------------------------ the step */

@@ -286,6 +286,22 @@ void zt_shard_params_written(zt_shard *sh, int u);
 int zt_shard_init_pending(zt_shard *sh);
 /* Start a step: zero gradient storage. */
 void zt_shard_zero_grads(zt_shard *sh);
+/* Gradients written fresh (backend.h set_dw_fresh; precision.h
+ * zt_gradfresh_of): 1 when the engine can prove that each GEMM weight of
+ * the blocks (ZT_TENSOR_GEMM outside the first unit, the embeddings, and the
+ * last, the head) gets its gradient's first write of a step from one
+ * whole-tensor dW GEMM of the first micro-batch's backward, and that no
+ * other dW GEMM writes into the blocks: stages 0 and 1 (the full local
+ * gradient block, the model's backward writing it in place), a built-in
+ * model (GPT-2, Llama) with neither experts nor LoRA, a backend with
+ * set_dw_fresh.  Then *g, *n: the blocks' gradients m->grads[lo, lo + n),
+ * for set_dw_fresh around that backward.  0 otherwise (the step zeroes all
+ * of them: zt_shard_zero_grads). */
+int zt_shard_fresh_range(const zt_shard *sh, float **g, size_t *n);
+/* zt_shard_zero_grads less the blocks' GEMM weights (zt_shard_fresh_range
+ * answered 1): each run of the other tensors (norms, biases, embeddings,
+ * the head) zeroed with one memset. */
+void zt_shard_zero_grads_fresh(zt_shard *sh);
 /* After the last micro-step: finish the gradient reduction. */
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st);
 /* Test hook: make this rank's first owned gradient +inf (forced overflow). */

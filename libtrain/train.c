@@ -546,6 +546,10 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
         if (rc != ZT_OK) return zt_fail(st, rc, "out of memory initializing the LoRA adapters");
     }
     ctx->startup.init_s += zt_now_s() - t0;
+    /* (decided once: precision.h) */
+    float *fg;
+    size_t fn;
+    ctx->gradfresh = zt_gradfresh_of() && zt_shard_fresh_range(zt_ctx_tsh(ctx), &fg, &fn);
     ZT_TRY(train_acts_ready(ctx, st));
     if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
@@ -909,7 +913,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     sh->step = ctx->step;
     ctx->sh->step = ctx->step;
     uint64_t comm0 = comm_total(ctx), a2a0 = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL);
-    zt_shard_zero_grads(sh);
+    /* the blocks' weight gradients: written fresh by the first
+     * micro-batch's dW GEMMs (backend.h set_dw_fresh over fg[0, fn)), the
+     * rest zeroed; else all zeroed */
+    float *fg = NULL;
+    size_t fn = 0;
+    if (ctx->gradfresh && zt_shard_fresh_range(sh, &fg, &fn)) zt_shard_zero_grads_fresh(sh);
+    else zt_shard_zero_grads(sh);
     /* the step's scalars (loss sum, gradient sum of squares, fp16's
      * non-finite count) are computed into backend memory and read back
      * once, below */
@@ -965,7 +975,10 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
             aux[0] += ax;
             aux[1] += 1;
         }
-        ZT_TRY(zt_shard_backward(ctx->sh, ctx->acts.acts, bwd_dloss, st));
+        if (fg && micro == 0) sh->be->set_dw_fresh(fg, fn);
+        rc = zt_shard_backward(ctx->sh, ctx->acts.acts, bwd_dloss, st);
+        if (fg && micro == 0) sh->be->set_dw_fresh(NULL, 0);
+        if (rc != ZT_OK) return rc;
         zt_prof_end(&pm_pass, ZT_PROF_COMM);
     }
     /* communication and the engine's bookkeeping from here to the end of

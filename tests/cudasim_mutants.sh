@@ -242,6 +242,16 @@ mutant dout16-half kernels/cuda/cuda_matmul.cu \
 mutant w16-copy-half kernels/cuda/cuda_matmul.cu \
     'cudaMemcpyAsync\(s, a16, \Kna \* 2(?=, cudaMemcpyDeviceToDevice)' 'na'
 
+# set_dw_fresh: the dW GEMM of a dw in the fresh range still adds (beta 1:
+# it reads the stale gradient the step no longer zeroes)
+mutant dw-fresh-beta1 kernels/cuda/cuda_matmul.cu \
+    'return g_fresh && dw >= g_fresh && dw < g_fresh \+ g_fresh_n \? \K0\.0f(?= : 1\.0f;)' '1.0f'
+
+# set_dw_fresh: the range ignored, every dW GEMM overwrites while one is set
+# (a gradient outside it loses what it held)
+mutant dw-fresh-range kernels/cuda/cuda_matmul.cu \
+    'return \Kg_fresh && dw >= g_fresh && dw < g_fresh \+ g_fresh_n(?= \? 0\.0f : 1\.0f;)' 'g_fresh'
+
 # the residual add fused with LayerNorm: the sum is not stored, so the row
 # is normalized from whatever res held
 mutant add-ln-store kernels/cuda/cuda_nn.cu \

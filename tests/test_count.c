@@ -591,6 +591,11 @@ typedef struct w16_mem {
     long scale;                 /* scale calls */
     long fo16, bo16;            /* matmul_fwd_o16 and matmul_bwd_o16 calls */
     long facc16, glu16;         /* matmul_fwd_acc16 calls; swiglu_fwd16 + geglu_fwd16 calls */
+    /* the last step's gradient block (stages 0 and 1: m->grads): a hash of
+     * its bits with -0.0 read as +0.0 (ghave 0: none), its -0.0 elements */
+    int ghave;
+    uint64_t ghash;
+    long gneg0;
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -613,7 +618,7 @@ static const struct {
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
     {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
     {268435456, "ZT_TEST_NO_LGATE"}, {536870912, "ZT_TEST_NO_GU16"},
-    {1073741824, "ZT_TEST_NO_LORAPATH"}};
+    {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -837,6 +842,26 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
                t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
                t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16] +
                t.calls[ZT_CE_matmul_bwd_o16] + g_bacc_d16;
+    if (ctx && rc == ZT_OK && ctx->sh->m->grads && !ctx->lsh) {
+        const size_t n = ctx->sh->m->num_params;
+        float *g = malloc((n ? n : 1) * sizeof *g);
+        if (g) {
+            ctx->be->to_host(g, ctx->sh->m->grads, n * sizeof *g);
+            uint64_t h = 1469598103934665603ULL;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t b;
+                memcpy(&b, &g[i], sizeof b);
+                if (b == 0x80000000u) {
+                    mem->gneg0++;
+                    b = 0;
+                }
+                h = (h ^ b) * 1099511628211ULL;
+            }
+            mem->ghave = 1;
+            mem->ghash = h;
+            free(g);
+        }
+    }
     if (ctx && ctx->have_plan) {
         mem->plan = ctx->plan.cat[ZT_MP_HOST][ZT_MEM_GATHERED] +
                     ctx->plan.cat[ZT_MP_DEVICE][ZT_MEM_GATHERED];
@@ -2324,6 +2349,74 @@ static void lora_lorapath(void) {
     g_w16_inner = NULL;
 }
 
+/* ------------------------------------------------------------ fresh weight gradients
+ * Full fine-tuning at stages 0 and 1: each block GEMM weight's gradient
+ * written by its first micro-batch's dW GEMM (beta 0, backend.h
+ * set_dw_fresh) and left out of the step's zeroing (shard.h
+ * zt_shard_fresh_range), against ZT_TEST_NO_GRADFRESH=1 (the whole block
+ * zeroed, every dW GEMM adding into it).  Every loss and gradient norm
+ * over 4 steps bitwise (a -0.0 gradient element is +0.0 there: the same
+ * square, the same AdamW update; any other difference would show in the
+ * norms and the later steps' losses), and at stages 0 and 1 the last
+ * step's gradient block bitwise, -0.0 read as +0.0: GPT-2 and Llama, tied and untied,
+ * stages 0 and 1, gradient accumulation 2, checkpointed, bf16 and fp32
+ * matmuls, Gemma 2.  The counts: a step's memsets 4 W bytes fewer (W: the
+ * blocks' GEMM weights' elements; but the first step's: the gradients are
+ * still the allocation's zeros, zeroed in neither run) and its
+ * cublasLt GEMMs 4 W bytes fewer (dw not read: the first micro-batch's
+ * only), every GEMM and every call the same.  Stages 2 and 3, LoRA and a
+ * Mixture of Experts: unchanged (the same counts, losses bitwise). */
+/* W: q|k|v, the attention's output projection, the MLP's matrices, per block */
+static double fresh_elems(const cm_shape *s) {
+    const double C = s->C;
+    if (!s->llama) return s->L * 12.0 * C * C;
+    const double hd = C / s->NH;
+    return s->L * (C * (s->NH + 2.0 * s->NKV) * hd + s->NH * hd * C + 3.0 * s->I * C);
+}
+static void grad_fresh(void) {
+    static const w16_kind kind = {2147483648ULL, " with and without the fresh weight gradients",
+                                  "zeroed gradients' path's", NULL};
+    static const char acc[] = "gradient_accumulation_steps=2 train_batch_size=4";
+    static const char fp32[] = "bf16.enabled=false";
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24";
+    static const w16_xname names[] = {{acc, " accumulation 2"}, {fp32, " fp32"}, {moe, " MoE"},
+                                      {NULL, NULL}};
+    /* (arg: whether the path is taken) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1},         {"gpt2:2,2,32,64,2,16", 1, NULL, 1},
+        {"gpt2:2,2,32,64,2,16", 0, acc, 1},          {"gpt2:2,2,32,64,2,16", 1, w16_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, fp32, 1},         {"gpt2:2,2,32,64,2,16", 2, NULL, 0},
+        {"gpt2:2,2,32,64,2,16", 3, NULL, 0},         {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1},   {"llama:2,4,2,32,48,64,2,16,untied", 1, NULL, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, acc, 1}, {"llama:2,4,2,32,48,64,2,16", 1, acc, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_ck, 1}, {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 1, fp32, 1}, {"llama:2,4,2,32,48,64,2,16", 2, NULL, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 1, w16_lora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        w16_pair p;
+        char what[192];
+        if (!w16_case_run(&p, &kind, c, 0, names, NULL, what, sizeof what)) continue;
+        const double w4 = c->arg ? 4 * fresh_elems(&p.s) : 0;
+        const double dm = p.mb.memset_b - p.ma.memset_b, dg = p.mb.gemm_b - p.ma.gemm_b;
+        if (c->stage <= 1 && c->extra != w16_lora && c->extra != moe)
+            tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash,
+                   "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx "
+                   "without; %ld -0.0 elements, %ld without)",
+                   what, (unsigned long long)p.ma.ghash, (unsigned long long)p.mb.ghash, p.ma.gneg0,
+                   p.mb.gneg0);
+        tap_ok(dg == 4 * w4 && dm == 3 * w4 && p.ma.gemm == p.mb.gemm &&
+                   p.ma.bwds == p.mb.bwds && (c->arg ? p.ma.memset_n > p.mb.memset_n : p.ma.memset_n == p.mb.memset_n),
+               "%s: memsets %.0f bytes in %ld launches (%.0f in %ld without: %.0f fewer, 4 W = %.0f a "
+               "step), cublasLt GEMMs %.0f bytes (%.0f without: %.0f fewer, 4 steps' 4 W expected), "
+               "%ld GEMMs and %ld matmul_bwd* (%ld, %ld without)",
+               what, p.ma.memset_b, p.ma.memset_n, p.mb.memset_b, p.mb.memset_n, dm, w4, p.ma.gemm_b,
+               p.mb.gemm_b, dg, p.ma.gemm, p.ma.bwds, p.mb.gemm, p.mb.bwds);
+    }
+}
+
 /* ------------------------------------------------------------ LoRA's gate|up in bf16
  * With adapters on Llama's gate|up (bf16 activations, no dropout), their
  * delta written in bf16 first (lora.h zt_lora_fwd_first16: h rounded by
@@ -3737,6 +3830,7 @@ int main(int argc, char **argv) {
     lora_gluround();
     lora_lgate();
     lora_lorapath();
+    grad_fresh();
     lora_gu16();
     lora_keeph();
     lora_qkv16();

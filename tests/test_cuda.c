@@ -51,6 +51,7 @@
 #include "backend.h"
 #include "gpu.h"
 #include "nf4.h"
+#include "dw_fresh.h"
 #include "step_entries.h"
 #include "table_gpt.h"
 #include "tap.h"
@@ -3616,6 +3617,8 @@ int main(void) {
     test_elementwise();
     test_adamw();
     check_step_entries(gpu, selftest ? "cpu (self-test)" : "cuda");
+    dw_fresh_checks(gpu, selftest ? "cpu (self-test)" : "cuda", 64, 48, 80);
+    dw_fresh_checks(gpu, selftest ? "cpu (self-test)" : "cuda", 37, 29, 48);
     no_error("the step's entries");
     test_conversions();
     test_nf4(1);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "dw_fresh.h"
 #include "step_entries.h"
 #include "tap.h"
 
@@ -1405,6 +1406,8 @@ int main(void) {
     test_xent_fused_large();
     test_adamw();
     check_step_entries(be, "cpu");
+    dw_fresh_checks(be, "cpu", 37, 29, 48);
+    dw_fresh_checks(be, "cpu", 300, 256, 64);
     test_matmul_bf16();
     test_matmul_dinp_acc();
     test_matmul_fwd_acc();

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include "backend.h"
 #include "internal.h"
+#include "dw_fresh.h"
 #include "step_entries.h"
 #include "tap.h"
 
@@ -529,6 +530,7 @@ int main(void) {
     zt_mem_set_backend(NULL);
     /* the step's entries on device memory: bitwise the entries they replace */
     check_step_entries(S, "cpu-strict");
+    dw_fresh_checks(S, "cpu-strict", 37, 29, 48);
     tap_ok(S->error() == NULL, "the step's entries: no misuse reported");
     return tap_done();
 }

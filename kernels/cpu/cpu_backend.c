@@ -132,6 +132,20 @@ static void cpu_set_matmul_precision(int mode) {
 
 int zt_cpu_matmul_mode(void) { return cpu_mm_mode; }
 
+/* set_dw_fresh (backend.h): the weight gradients [fresh, fresh + fresh_n)
+ * the dW GEMM overwrites (beta 0) */
+static const float *cpu_fresh;
+static size_t cpu_fresh_n;
+
+static void cpu_set_dw_fresh(float *g, size_t n) {
+    cpu_fresh = g && n ? g : NULL;
+    cpu_fresh_n = g ? n : 0;
+}
+
+static float dw_beta(const float *dw) {
+    return cpu_fresh && dw >= cpu_fresh && dw < cpu_fresh + cpu_fresh_n ? 0.0f : 1.0f;
+}
+
 /* In bf16 mode, a copy of src[n] rounded to bf16 (free with free()); in
  * fp32 mode, or when out of memory (recorded), src itself. */
 static const float *mm_operand(const float *src, size_t n, float **owned) {
@@ -233,10 +247,10 @@ static void cpu_matmul_bwd(float *dinp, float *dw, float *dbias,
         }
     }
     if (OC > 0 && dw && C > 0) {
-        /* dw[OC,C] += dout[N,OC]^T @ inp[N,C] */
+        /* dw[OC,C] += dout[N,OC]^T @ inp[N,C] (set_dw_fresh: =) */
         float *own_i;
         const float *a = mm_operand(inp, (size_t)N * C, &own_i);
-        gemm_par(1, 0, OC, C, N, dr, OC, a, C, 1.0f, dw, C);
+        gemm_par(1, 0, OC, C, N, dr, OC, a, C, dw_beta(dw), dw, C);
         free(own_i);
     }
     free(own_d);
@@ -1045,6 +1059,7 @@ static const zt_backend cpu_backend = {
     .matmul_fwd_acc = cpu_matmul_fwd_acc,
     .matmul_fwd_acc16 = cpu_matmul_fwd_acc16,
     .matmul_bwd_acc = cpu_matmul_bwd_acc,
+    .set_dw_fresh = cpu_set_dw_fresh,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -659,6 +659,13 @@ static void s_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dou
         cpu()->matmul_bwd_acc(dinp, dout, dout16, w, w16, N, C, OC);
     leave();
 }
+/* (the gradients g[n] the dW GEMMs may overwrite: device memory; g NULL:
+ * none) */
+static void s_set_dw_fresh(float *g, size_t n) {
+    enter();
+    if (NEED_ALL("set_dw_fresh", {"g", n ? g : NULL, n * F})) cpu()->set_dw_fresh(g, n);
+    leave();
+}
 static void s_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -1740,6 +1747,7 @@ static const zt_backend strict_backend = {
     .matmul_fwd_acc = s_matmul_fwd_acc,
     .matmul_fwd_acc16 = s_matmul_fwd_acc16,
     .matmul_bwd_acc = s_matmul_bwd_acc,
+    .set_dw_fresh = s_set_dw_fresh,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -388,6 +388,8 @@ void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias
                                   const float *inp, const uint16_t *inp16, const uint16_t *pre16,
                                   const float *w, const uint16_t *w16, int N, int C, int OC);
 void zt_cuda_set_matmul_precision(int mode);
+/* the weight gradients the dW GEMMs overwrite (backend.h set_dw_fresh) */
+void zt_cuda_set_dw_fresh(float *g, size_t n);
 /* the precision set last (ZT_MATMUL_FP32 or ZT_MATMUL_BF16) */
 int zt_cuda_matmul_mode(void);
 /* batch column-major products C_i[m,n] (ldc) = op(A_i) op(B_i) + beta C_i,

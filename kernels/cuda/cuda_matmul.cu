@@ -109,6 +109,21 @@ void zt_cuda_set_matmul_precision(int mode) {
 
 int zt_cuda_matmul_mode(void) { return g_mode; }
 
+/* set_dw_fresh (backend.h): the weight gradients [g_fresh, g_fresh +
+ * g_fresh_n) whose dW GEMM overwrites dw (beta 0: C not read) */
+static const float *g_fresh;
+static size_t g_fresh_n;
+
+void zt_cuda_set_dw_fresh(float *g, size_t n) {
+    g_fresh = g && n ? g : NULL;
+    g_fresh_n = g ? n : 0;
+}
+
+/* the dW GEMM's beta: 0 into a fresh gradient, else 1 (dw +=) */
+static float dw_beta(const float *dw) {
+    return g_fresh && dw >= g_fresh && dw < g_fresh + g_fresh_n ? 0.0f : 1.0f;
+}
+
 extern "C" void zt_cuda_set_gemm_impl(int use_lt) { g_use_lt = use_lt ? 1 : 0; }
 
 bool zt_cuda_gemm_bf16_batched(bool ta, bool tb, int m, int n, int k, const void *A, int lda,
@@ -471,7 +486,7 @@ static void bwd16(char *s, float *dinp, float *dw, const float *dout, const floa
     const bf16_t *d16 = dd16 ? dd16 : (const bf16_t *)s;
     char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
     if (dinp) gemm(false, false, C, N, OC, w, C, dout, OC, dinp, C, dbeta, NULL, NULL, w16, d16, room);
-    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, dw_beta(dw), NULL, NULL, x16, d16, room);
 }
 
 /* dbeta: the input-gradient GEMM's beta (1: matmul_bwd_acc, dinp += the
@@ -496,7 +511,7 @@ static void bwd(float *dinp, float *dw, float *dbias, const float *dout, const f
         else ZT_CU(cudaMemsetAsync(dinp, 0, (size_t)N * C * sizeof(float), zt_cu.stream));
     }
     if (OC <= 0) return;
-    if (dw && C > 0) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL);
+    if (dw && C > 0) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, dw_beta(dw), NULL);
     if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
     else if (dbias) zt_cuda_colsum16_acc(dbias, (const uint16_t *)dout16, N, OC, (size_t)OC);
 }
@@ -580,7 +595,7 @@ static void dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias, co
             if (!ZT_LAUNCHED("k_bgrad_acc")) return;
         }
         if (bf16) {
-            if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
+            if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, dw_beta(dw), NULL, NULL, x16, d16, room);
             if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
         } else {
             bwd(NULL, dw, dbias, dout, inp, w, NULL, N, C, OC);
@@ -737,7 +752,7 @@ void zt_cuda_matmul_bwd_o16(uint16_t *dinp16, float *tmp, float *dw, float *dbia
         gemm(false, false, C, N, OC, w, C, dout, OC, tmp, C, 0.0f, NULL, NULL, ww16, d16, room);
         g_use_lt = use;
     }
-    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, dw_beta(dw), NULL, NULL, x16, d16, room);
     if (dbias && dout) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
     else if (dbias) zt_cuda_colsum16_acc(dbias, dout16, N, OC, (size_t)OC);
     if (!lt) zt_cuda_to_bf16(dinp16, tmp, (size_t)N * C);
@@ -792,7 +807,7 @@ void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias
     }
     /* (dw's GEMM before the column sums, which may reuse the scratch
      * holding d16, bg and room) */
-    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, 1.0f, NULL, NULL, x16, d16, room);
+    if (dw) gemm(false, true, C, OC, N, inp, C, dout, OC, dw, C, dw_beta(dw), NULL, NULL, x16, d16, room);
     if (dbias) zt_cuda_colsum_acc(dbias, dout, N, OC, (size_t)OC);
     if (fused) return;
     /* the GELU unfused */
@@ -914,6 +929,6 @@ void zt_cuda_matmul_bwd_head16(float *dinp, float *dw, const uint16_t *dout16, c
              room);
     const bf16_t *x16 = (const bf16_t *)inp16;
     if (dw)
-        gemm(false, true, C, OC, N, x16 ? NULL : inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, x16, d16,
+        gemm(false, true, C, OC, N, x16 ? NULL : inp, C, NULL, OC, dw, C, dw_beta(dw), NULL, NULL, x16, d16,
              room);
 }
