@@ -379,6 +379,11 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     /* (each block's last residual add in the next norm: arch.h addfold) */
     zt_w16_keep_if(&m->cfg, ZT_W16_ADDFOLD, be->add_rmsnorm_fwd &&
                    (!zt_w16_on(&m->cfg, ZT_W16_N16) || be->add_rmsnorm_fwd16));
+    /* (the o / down projections' outputs in bf16, the residual add widening
+     * them: with the bf16 GEMM output and the fused norm reading bf16, the
+     * norms writing bf16 and the add folded into them) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_BRANCH16, be->add_rmsnorm_fwd16b && be->matmul_fwd_o16 &&
+                   zt_w16_on(&m->cfg, ZT_W16_N16) && zt_w16_on(&m->cfg, ZT_W16_ADDFOLD));
     /* (LoRA's products added by their GEMMs: the activations' d, lora.h) */
     zt_w16_keep_if(&m->cfg, ZT_W16_LORAACC, be->matmul_dinp_acc != NULL);
     /* (LoRA's delta first, the base GEMM adding into it: lora.h zt_lora_fwd_first) */
@@ -930,6 +935,7 @@ static void attn_bwd(const zt_llama *m, int l, float *dqkv, const float *dout, c
  * pending for the next norm to add (arch.h addfold) */
 static void res_add(const zt_llama *m, zt_llama_acts *a, float *y,
                     const struct zt_llama_layer_acts *s, int l) {
+    a->fold16 = 0;
     if (zt_w16_on(&m->cfg, ZT_W16_ADDFOLD)) a->fold = l + 1;
     else m->be->add(y, s->res2, a->scratch, (size_t)a->fB * a->fT * m->s.C);
 }
@@ -1070,7 +1076,10 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const float *nw = norm_w(m, a, w->attn_norm, C);
     a->fold = 0;
     if (s->xn16 && n16) {
-        if (fold)
+        if (fold && a->fold16)   /* (branch16: block l - 1's down output in bf16) */
+            be->add_rmsnorm_fwd16b(x, s->xn16, a->f32, s->rstd1, pa,
+                                   (const uint16_t *)(void *)a->scratch, nw, eps, N, C);
+        else if (fold)
             be->add_rmsnorm_fwd16(x, s->xn16, a->f32, s->rstd1, pa, a->scratch, nw, eps, N, C);
         else
             be->rmsnorm_fwd16(s->xn16, a->f32, s->rstd1, x, nw, eps, N, C);
@@ -1168,6 +1177,24 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
             if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * sh->AD);
         }
     }
+    /* (branch16: in a training block with the bf16 activations, a
+     * projection without adapters (no Gemma post norm) writes its output,
+     * the residual branch, in bf16 as autocast's Linear does (matmul_fwd_o16
+     * into scratch, f32 the cpu backends' staging) and the residual add
+     * widens it (add_rmsnorm_fwd16b): no fp32 branch written or read.  NOT
+     * the values of before (the branch rounded once more before the add);
+     * ZT_TEST_NO_BRANCH16: the fp32 branch, config.h) */
+    const int br16 = !sh->gemma && s->xn216 && s->h16 && n16 &&
+                     zt_w16_on(&m->cfg, ZT_W16_BRANCH16);
+    uint16_t *b16 = (uint16_t *)(void *)a->scratch;
+    const float *mlp_w;
+    if (br16 && !zt_skel_lora_on(sk, LG_O)) {
+        be->matmul_fwd_o16(b16, a->f32, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N,
+                           sh->AD, C);
+        mlp_w = norm_w(m, a, w->mlp_norm, C);
+        be->add_rmsnorm_fwd16b(s->res2, s->xn216, a->f32, s->rstd2, x, b16, mlp_w, eps, N, C);
+        goto mlp;
+    }
     float *ao = sh->gemma ? s->ao : a->scratch;
     lora_lin_fwd(sk, be, LG_O, ao, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N, sh->AD, C,
                  &a->lora);
@@ -1175,7 +1202,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         be->rmsnorm_fwd(a->scratch, s->rstd3, ao, norm_w(m, a, w->post_attn_norm, C), eps, N, C);
     /* MLP: y = res2 + down(swiglu(gate|up(rmsnorm(res2)))) (gemma: geglu,
      * and the down projection's output mo normalized before the add) */
-    const float *mlp_w = norm_w(m, a, w->mlp_norm, C);
+    mlp_w = norm_w(m, a, w->mlp_norm, C);
     float *xn2 = s->xn216 ? a->f32 : s->xn2;
     if (s->xn216 && n16) {   /* (xn2 written in bf16 by the fused kernel) */
         be->add_rmsnorm_fwd16(s->res2, s->xn216, a->f32, s->rstd2, x, a->scratch, mlp_w, eps, N, C);
@@ -1188,6 +1215,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
         if (s->xn216) be->to_bf16(s->xn216, a->f32, (size_t)N * C);
     }
+mlp:
     if (m->sparse[l]) {
         m->mh.layer = l;
         return moe_fwd(m, a, s, w, y, l, st);
@@ -1245,6 +1273,16 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     else be->swiglu_fwd(hf, gu, N, H);
     if (s->h16) be->to_bf16(s->h16, hf, (size_t)N * H);
 down:;
+    /* (branch16: down's output in bf16 likewise, left pending for the next
+     * norm, which widens it: the block above's first norm or the final norm,
+     * both writing bf16 then (the final one: the LM head's bf16 input)) */
+    if (br16 && !zt_skel_lora_on(sk, LG_DOWN) && (l + 1 < sh->L || a->lnf16)) {
+        be->matmul_fwd_o16(b16, a->f32, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H,
+                           C);
+        a->fold = l + 1;
+        a->fold16 = 1;
+        return ZT_OK;
+    }
     float *mo = sh->gemma ? s->mo : a->scratch;
     lora_lin_fwd(sk, be, LG_DOWN, mo, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C,
                  &a->lora);
@@ -1269,7 +1307,10 @@ static void norm_fwd(void *self, void *acts) {
     float *res = ZT_ACTS_RES(a, L);
     a->fold = 0;
     if (a->lnf16 && zt_w16_on(&m->cfg, ZT_W16_N16)) {
-        if (fold)
+        if (fold && a->fold16)   /* (branch16: the last block's down output in bf16) */
+            be->add_rmsnorm_fwd16b(res, a->lnf16, a->f32, a->lnf_rstd, pa,
+                                   (const uint16_t *)(void *)a->scratch, w, eps, N, C);
+        else if (fold)
             be->add_rmsnorm_fwd16(res, a->lnf16, a->f32, a->lnf_rstd, pa, a->scratch, w, eps, N,
                                   C);
         else

@@ -106,6 +106,8 @@ typedef struct zt_llama_acts {
     float *scratch;            /* [N, C] projection outputs */
     int fold;                  /* residual l + 1 = res2 + scratch of block l pending
                                   (arch.h addfold), 0 none */
+    int fold16;                /* 1: that pending scratch holds the branch in bf16
+                                  (uint16_t [N, C], config.h ZT_W16_BRANCH16) */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, QKV] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, QKV] local q|k|v rows (else NULL) */
     uint16_t *sp_dq16;         /* sequence parallel with sp16's bf16 q|k|v gradient (a training

@@ -591,6 +591,7 @@ typedef struct w16_mem {
     long scale;                 /* scale calls */
     long fo16, bo16;            /* matmul_fwd_o16 and matmul_bwd_o16 calls */
     long facc16, glu16;         /* matmul_fwd_acc16 calls; swiglu_fwd16 + geglu_fwd16 calls */
+    long anb16, an16;           /* add_rmsnorm_fwd16b and add_rmsnorm_fwd16 calls */
     /* the last step's gradient block (stages 0 and 1: m->grads): a hash of
      * its bits with -0.0 read as +0.0 (ghave 0: none), its -0.0 elements */
     int ghave;
@@ -618,7 +619,8 @@ static const struct {
     {4194304, "ZT_TEST_NO_NF4VIEW"}, {8388608, "ZT_TEST_NO_GPT16"}, {16777216, "ZT_TEST_NO_BWDSWAP"},
     {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
     {268435456, "ZT_TEST_NO_LGATE"}, {536870912, "ZT_TEST_NO_GU16"},
-    {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"}};
+    {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"},
+    {4294967296ULL, "ZT_TEST_NO_BRANCH16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -816,6 +818,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->bo16 = t.calls[ZT_CE_matmul_bwd_o16];
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
     mem->glu16 = t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16];
+    mem->anb16 = t.calls[ZT_CE_add_rmsnorm_fwd16b];
+    mem->an16 = t.calls[ZT_CE_add_rmsnorm_fwd16];
     for (size_t i = 0; i < nk; i++) {
         if (!strcmp(k[i].name, "cudaMemsetAsync")) {
             mem->memset_n += k[i].launches;
@@ -826,7 +830,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
         }
     }
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
-                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
+                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16] +
+                t.calls[ZT_CE_add_rmsnorm_fwd16b];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
     mem->rb16 = t.calls[ZT_CE_rope_bwd16];
     mem->ropeb = t.calls[ZT_CE_rope_bwd];
@@ -837,7 +842,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->qkr_k = launches_of_k(k, nk, "k_qknorm_rope_fwd16");
     mem->hn_k = launches_of_k(k, nk, "k_headnorm_fwd");
     mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
-               t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16];
+               t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16] +
+               t.calls[ZT_CE_add_rmsnorm_fwd16b];
     mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
                t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
                t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16] +
@@ -1000,6 +1006,12 @@ static const w16_case w16_common[] = {
     {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
     {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0},
     {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}};
+/* ZT_TEST_NO_BRANCH16's bit for a Llama shape, else 0: the sections whose
+ * counts and bitwise losses hold the fp32 residual branch (the o / down
+ * outputs in bf16 depend on the paths they switch off: branch16 below) */
+static w16_bits w16_nobr16(const char *shape) {
+    return strncmp(shape, "llama", 5) ? 0 : 4294967296ULL;
+}
 /* w16_pair_run on case c with no_w16 `no`, named (in what, n bytes) "shape
  * stage N", the extra's name (own's, else w16_names'; none: ""), the
  * hooks of `no` (" ZT_TEST_NO_..." each) and tail (NULL: none) */
@@ -1222,10 +1234,14 @@ static void bf16_outputs(void) {
         const w16_case *c = &w16_common[i];
         const int is_ck = c->extra == w16_ck, is_lora = c->extra == w16_lora;
         w16_pair p;
-        char what[96];
+        char what[128];
         /* (Llama LoRA: gate|up's fp32 delta, ZT_TEST_NO_GU16: the counts
          * below; its bf16 delta, not bitwise, is lora_gu16's) */
-        if (!w16_case_run(&p, &kind, c, is_lora && !strncmp(c->shape, "llama", 5) ? 536870912 : 0,
+        /* (ZT_TEST_NO_BRANCH16: o's and down's fp32 outputs, the counts
+         * below; their bf16 ones are branch16's) */
+        if (!w16_case_run(&p, &kind, c,
+                          (is_lora && !strncmp(c->shape, "llama", 5) ? 536870912 : 0) |
+                              w16_nobr16(c->shape),
                           NULL, NULL, what, sizeof what))
             continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
@@ -1269,8 +1285,11 @@ static void bf16_norms(void) {
         const w16_case *c = &w16_common[i];
         const int is_ck = c->extra == w16_ck;
         w16_pair p;
-        char what[96];
-        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
+        char what[128];
+        /* (ZT_TEST_NO_BRANCH16 in both runs: without the bf16 norms the
+         * fp32 branch's path, branch16 below) */
+        if (!w16_case_run(&p, &kind, c, w16_nobr16(c->shape), NULL, NULL, what, sizeof what))
+            continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute); 2 norms a
          * block, and the final norm once a step */
         const long want = 4L * p.s.L * (1 + is_ck) * 2 + 4;
@@ -1785,7 +1804,11 @@ static void residual_fold(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         char what[128];
-        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg, names, NULL, what, sizeof what)) continue;
+        /* (ZT_TEST_NO_BRANCH16 in both runs: without the fold the fp32
+         * branch's path, branch16 below) */
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | w16_nobr16(cases[i].shape), names,
+                          NULL, what, sizeof what))
+            continue;
         const char *ex = cases[i].extra;
         if (ex == moe) continue;   /* (uncounted) */
         /* 4 steps: L a forward, L more a recompute (every block); the
@@ -2496,6 +2519,87 @@ static void lora_gu16(void) {
     }
 }
 
+/* ------------------------------------------------------------ the residual branch in bf16
+ * Llama's o and down projections without adapters writing their outputs,
+ * the residual branches, in bf16 (matmul_fwd_o16, PyTorch autocast's
+ * Linear) and the residual add + RMSNorm widening them (add_rmsnorm_fwd16b:
+ * the attention's in the MLP's norm, down's in the block above's first norm
+ * or the final norm, the add folded there), against the fp32 branches
+ * (ZT_TEST_NO_BRANCH16=1).  NOT bitwise: each branch rounded to bf16 once
+ * before the add, a relative change of at most 2^-9 of the branch, itself a
+ * part of the residual; the losses within 2^-12 and the gradient norms
+ * within 2^-9 relative (ACT16_*_TOL: the bounds of the bf16 activations,
+ * which round the normalized residual itself, a larger value, each block;
+ * measured: the printed differences), and not bitwise over the 4 steps.
+ * Per step and forward pass (2 checkpointed: the recompute writes both
+ * branches again, its down output left pending for nobody): L matmul_fwd_o16
+ * calls more for o and L for down (ZT_TEST_NO_X16: L - 1, the last block's
+ * down fp32 for the fp32 final norm), as many bf16-input GEMM calls
+ * (matmul_fwd_a16) fewer; L + L add_rmsnorm_fwd16b calls in the forward
+ * (the MLP's norms, and each block's first norm but block 0's and the final
+ * norm; ZT_TEST_NO_X16: the final norm's not) and L in a recompute, as many
+ * add_rmsnorm_fwd16 fewer; the same k_to_bf16 and k_round_bf16; fewer bytes
+ * moved (no fp32 [N, C] branch written and read back: 4 bytes an element
+ * written and read, against 2 and 2), the activations' peak and plan the
+ * same (the branch in the [N, C] fp32 scratch it took).  Bitwise and the
+ * same counts where the path is not taken: adapters on o and down
+ * (all-linear), Gemma 2's post norms, the fp32 matmuls, the fp32
+ * activations (ZT_TEST_NO_ACT16; so a Mixture of Experts, whose blocks keep
+ * the fp32 activations, model_acts.h zt_acts16_on: the cpu backend itself,
+ * uncounted, losses only), the separate residual add (ZT_TEST_NO_ADDFOLD),
+ * GPT-2. */
+static void branch16(void) {
+    static const w16_kind kind = {4294967296ULL, " with and without the bf16 residual branches",
+                                  "fp32 branches'", "the o / down outputs rounded to bf16"};
+    static const w16_kind same = {4294967296ULL,
+                                  " with and without the bf16 residual branches (not taken)",
+                                  "fp32 branches'", NULL};
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char f32[] = "bf16.enabled=false";
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24";
+    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {f32, " fp32"}, {moe, " MoE"},
+                                      {NULL, NULL}};
+    /* (on: whether the path is taken; arg: the no_w16 bits of both runs) */
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 0, NULL, 8192}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, moe, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 2}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, NULL, 65536}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
+            continue;
+        if (c->extra == moe) continue;   /* (uncounted) */
+        const long F = c->extra == w16_ck ? 2 : 1, L = p.s.L;
+        /* down's bf16 outputs a pass: L, or L - 1 with the fp32 final norm */
+        const long Ld = c->arg & 8192 ? L - 1 : L;
+        const long o16 = cases[i].on ? 4 * (L + Ld) * F : 0;
+        const long nb = cases[i].on ? 4 * (L * F + Ld) : 0;
+        tap_ok(p.ma.fo16 - p.mb.fo16 == o16 && p.mb.fwd - p.ma.fwd == o16 && p.ma.anb16 == nb &&
+                   p.mb.anb16 == 0 && p.mb.an16 - p.ma.an16 == nb &&
+                   (o16 ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_TO16 | W16_SAME_N16 | W16_SAME_ACTS),
+               "%s: %ld matmul_fwd_o16 (%ld without, %ld more expected), %ld matmul_fwd* (%ld "
+               "without), %ld add_rmsnorm_fwd16b (%ld expected, %ld without), %ld "
+               "add_rmsnorm_fwd16 (%ld without), %ld k_to_bf16 (%ld without), %ld k_round_bf16 "
+               "(%ld without), %.0f bytes moved (%.0f without), activations' peak %llu bytes (%llu "
+               "without)",
+               what, p.ma.fo16, p.mb.fo16, o16, p.ma.fwd, p.mb.fwd, p.ma.anb16, nb, p.mb.anb16,
+               p.ma.an16, p.mb.an16, p.ma.to16, p.mb.to16, p.ra, p.rb, p.ma.all_b, p.mb.all_b,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ LoRA's kept h
  * LoRA's h = s x A^T of each targeted group kept from the forward in the
  * block's activation slot for the backward (lora.h zt_lora_scratch.keep),
@@ -3106,7 +3210,11 @@ static void bf16_final_norm(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         char what[128];
-        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg, names, NULL, what, sizeof what)) continue;
+        /* (ZT_TEST_NO_BRANCH16 in both runs: without the bf16 final norm
+         * the last block's fp32 down output, branch16 below) */
+        if (!w16_case_run(&p, &kind, &cases[i], cases[i].arg | w16_nobr16(cases[i].shape), names,
+                          NULL, what, sizeof what))
+            continue;
         const char *ex = cases[i].extra;
         const int no = cases[i].arg, is_lora = ex == w16_lora;
         /* the fp32 logits: ZT_TEST_NO_L16, or the final soft-cap */
@@ -3832,6 +3940,7 @@ int main(int argc, char **argv) {
     lora_lorapath();
     grad_fresh();
     lora_gu16();
+    branch16();
     lora_keeph();
     lora_qkv16();
     lora_gpt16();

@@ -912,6 +912,7 @@ static void fill_table(zt_backend *t) {
     t->rmsnorm_fwd16 = zt_cuda_rmsnorm_fwd16;
     t->add_layernorm_fwd16 = zt_cuda_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = zt_cuda_add_rmsnorm_fwd16;
+    t->add_rmsnorm_fwd16b = zt_cuda_add_rmsnorm_fwd16b;
     t->rope_fwd16 = zt_cuda_rope_fwd16;
     t->qknorm_rope_fwd16 = zt_cuda_qknorm_rope_fwd16;
     t->xent16_fwd = zt_cuda_xent16_fwd;

@@ -329,6 +329,9 @@ void zt_cuda_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float 
                                  int N, int C);
 void zt_cuda_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd, const float *a,
                                const float *b, const float *w, float eps, int N, int C);
+void zt_cuda_add_rmsnorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *rstd,
+                                const float *a, const uint16_t *b16, const float *w, float eps,
+                                int N, int C);
 void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B, int T,
                         int n_heads, int stride, int hd, float scale);
 void zt_cuda_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
