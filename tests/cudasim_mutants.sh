@@ -458,6 +458,11 @@ mutant add-ln16-stats kernels/cuda/cuda_nn.cu \
 mutant add-rms16-rows kernels/cuda/cuda_llama.cu \
     'const int rows = ZT_RMS_THREADS / \K32(?=;\n    k_add_rmsnorm_fwd<uint16_t>)' '4'
 
+# add_rmsnorm_fwd16b: the bf16 branch's bits read as an integer, not
+# widened (bf16 -> fp32 is the 16 bits shifted up)
+mutant add-rms16b-widen kernels/cuda/cuda_llama.cu \
+    'zt_ld_branch\(const uint16_t \*p\) \{ return \Kzt_cvt_bf16_to_f32\(\*p\)(?=; \})' '(float)*p'
+
 # rope_fwd16: the unrotated rest copied from column np of the row instead
 # of 2 np (each rotated pair spans two columns)
 mutant rope16-rest kernels/cuda/cuda_llama.cu \

@@ -745,6 +745,28 @@ static void test_norm16(int N, int C) {
                      "rounded",
                      who, ip, N, C);
             tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(s1, s2, N * 4), "%s", name);
+            /* add_rmsnorm_fwd16b: the branch b in bf16 (b16 in o2's
+             * place, widened into y): res, out16, rstd bitwise
+             * add_rmsnorm_fwd16 of the widened branch */
+            {
+                uint16_t *b16 = k ? xmalloc(nn * 2) : gpu->alloc(nn * 2);
+                be->to_bf16(b16, Bv, nn);
+                be->from_bf16(y, b16, nn);
+                if (pass) {
+                    be->copy(r1, A, nn * 4);
+                    be->copy(r2, A, nn * 4);
+                }
+                be->add_rmsnorm_fwd16b(r1, o1, t, s1, A1, b16, W, 1e-5f, N, C);
+                be->add_rmsnorm_fwd16(r2, o2, t, s2, A2, y, W, 1e-5f, N, C);
+                snprintf(name, sizeof name,
+                         "%sadd_rmsnorm_fwd16b%s N=%d C=%d: res, out16, rstd bitwise add_rmsnorm_fwd16 "
+                         "of the widened bf16 branch",
+                         who, ip, N, C);
+                tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(s1, s2, N * 4), "%s",
+                       name);
+                if (k) free(b16);
+                else gpu->free(b16);
+            }
         }
         /* the norm backwards writing the bf16 copy (layernorm_bwd16,
          * rmsnorm_bwd16): dinp (+= onto B), dw, db bitwise the fp32 entry's,

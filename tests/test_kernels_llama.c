@@ -232,6 +232,63 @@ static void test_rmsnorm(int N, int C) {
     free(e1); free(e2); free(fd); free(fdw); free(k1); free(k2);
 }
 
+/* ------------------------------------------------------------ residual add + RMSNorm, bf16 branch */
+
+/* add_rmsnorm_fwd16b: res = a + the bf16 branch widened (exactly: the float
+ * sum bitwise), rstd and out against the double reference of that res (out
+ * rounded to bf16 once: within 2^-8 relative), tmp only scratch; in place
+ * (res = a) the same bits; cpu-strict the same bits, no error */
+static void test_add_rmsnorm16b(int N, int C) {
+    char name[160];
+    const size_t NC = (size_t)N * C;
+    const float eps = 1e-5f;
+    float *a = fvec(NC, 2.0), *b = fvec(NC, 1.0), *w = fvec(C, 1.0), *bw = fvec(NC, 0.0);
+    float *res = fvec(NC, 0.0), *tmp = fvec(NC, 0.0), *rstd = fvec(N, 0.0), *out = fvec(NC, 0.0);
+    float *sum = fvec(NC, 0.0);
+    uint16_t *b16 = xcalloc(NC, 2), *o16 = xcalloc(NC, 2), *o2 = xcalloc(NC, 2);
+    for (int c = 0; c < C; c++) w[c] += 1.0f;
+    be->to_bf16(b16, b, NC);
+    be->from_bf16(bw, b16, NC);
+    for (size_t i = 0; i < NC; i++) sum[i] = a[i] + bw[i];
+    be->add_rmsnorm_fwd16b(res, o16, tmp, rstd, a, b16, w, eps, N, C);
+    double *dres = dcopy(sum, NC), *dw = dcopy(w, C), *rout = dvec(NC), *rr = dvec(N);
+    rms_ref(rout, rr, dres, dw, eps, N, C);
+    tap_ok(!memcmp(res, sum, NC * sizeof(float)),
+           "add_rmsnorm_fwd16b N=%d C=%d: res bitwise a + the widened bf16 branch", N, C);
+    be->from_bf16(out, o16, NC);
+    snprintf(name, sizeof name, "add_rmsnorm_fwd16b N=%d C=%d: out16 vs double reference", N, C);
+    check_arr(name, out, rout, NC, 4e-3, 1e-6);   /* (bf16: 2^-8, and fp32's error) */
+    snprintf(name, sizeof name, "add_rmsnorm_fwd16b N=%d C=%d: rstd vs double reference", N, C);
+    check_arr(name, rstd, rr, N, 1e-5, 0);
+    /* in place: res = a */
+    float *r2 = fdup(a, NC), *s2 = fvec(N, 0.0);
+    be->add_rmsnorm_fwd16b(r2, o2, tmp, s2, r2, b16, w, eps, N, C);
+    tap_ok(!memcmp(r2, res, NC * sizeof(float)) && !memcmp(o2, o16, NC * 2) &&
+               !memcmp(s2, rstd, (size_t)N * sizeof(float)),
+           "add_rmsnorm_fwd16b N=%d C=%d in place (res = a): the same bits", N, C);
+    const zt_backend *S = zt_backend_cpu_strict();
+    if (!S) {
+        tap_skip("cpu-strict add_rmsnorm_fwd16b", "no cpu-strict backend (mmap/mprotect)");
+    } else {
+        float *sa = S->alloc(NC * 4), *sr = S->alloc(NC * 4), *st = S->alloc(NC * 4);
+        float *ss = S->alloc((size_t)N * 4), *sw = S->alloc((size_t)C * 4);
+        uint16_t *sb = S->alloc(NC * 2), *so = S->alloc(NC * 2);
+        S->to_device(sa, a, NC * 4);
+        S->to_device(sw, w, (size_t)C * 4);
+        S->to_device(sb, b16, NC * 2);
+        S->add_rmsnorm_fwd16b(sr, so, st, ss, sa, sb, sw, eps, N, C);
+        S->to_host(r2, sr, NC * 4);
+        S->to_host(o2, so, NC * 2);
+        S->to_host(s2, ss, (size_t)N * 4);
+        tap_ok(!memcmp(r2, res, NC * sizeof(float)) && !memcmp(o2, o16, NC * 2) &&
+                   !memcmp(s2, rstd, (size_t)N * sizeof(float)) && !S->error(),
+               "cpu-strict add_rmsnorm_fwd16b N=%d C=%d: bitwise the cpu's, no error", N, C);
+        S->free(sa); S->free(sr); S->free(st); S->free(ss); S->free(sw); S->free(sb); S->free(so);
+    }
+    free(a); free(b); free(w); free(bw); free(res); free(tmp); free(rstd); free(out); free(sum);
+    free(b16); free(o16); free(o2); free(dres); free(dw); free(rout); free(rr); free(r2); free(s2);
+}
+
 /* ------------------------------------------------------------ per-head RMSNorm */
 
 /* headnorm over the first nh heads of rows of `stride` floats: each head as
@@ -940,6 +997,8 @@ int main(void) {
     test_math();
     test_rmsnorm(7, 13);
     test_rmsnorm(3, 300);
+    test_add_rmsnorm16b(7, 13);
+    test_add_rmsnorm16b(3, 300);
     test_headnorm(5, 3, 40, 8);      /* 3 heads of a 40-wide row (q heads of a qkv row) */
     test_headnorm(70, 4, 128, 32);   /* above the parallel threshold */
     test_rope(2, 9, 3, 3 * 6 + 6, 6);     /* q, k heads of a qkv row; hd 6 */

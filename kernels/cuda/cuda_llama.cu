@@ -41,13 +41,13 @@ k_rmsnorm_fwd(O *out, float *rstd, const float *inp, const float *w, float eps, 
 
 /* res = a + b, then k_rmsnorm_fwd's row of res (each lane reads back
  * what it wrote: bitwise add then rmsnorm_fwd; res may alias a); b in
- * fp32, or (Bt uint16_t, add_rmsnorm_fwd16b) bf16 bits widened exactly */
+ * fp32, or (Bt uint16_t, k_add_rmsnorm_fwd16b) bf16 bits widened exactly */
 __device__ __forceinline__ float zt_ld_branch(const float *p) { return *p; }
 __device__ __forceinline__ float zt_ld_branch(const uint16_t *p) { return zt_cvt_bf16_to_f32(*p); }
-template <typename O, typename Bt = float>
-__global__ void __launch_bounds__(ZT_RMS_THREADS)
-k_add_rmsnorm_fwd(float *res, O *out, float *rstd, const float *a, const Bt *b,
-                  const float *w, float eps, int N, int C) {
+template <typename O, typename Bt>
+__device__ __forceinline__ void add_rmsnorm_fwd_row(float *res, O *out, float *rstd, const float *a,
+                                                    const Bt *b, const float *w, float eps, int N,
+                                                    int C) {
     const int row = blockIdx.x * (ZT_RMS_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -65,6 +65,18 @@ k_add_rmsnorm_fwd(float *res, O *out, float *rstd, const float *a, const Bt *b,
     const float r = zt_rms_rstd(ss, C, eps);
     for (int c = lane; c < C; c += 32) zt_st_out(&o[c], zt_rms_out(x[c], r, w[c]));
     if (lane == 0) rstd[row] = r;
+}
+template <typename O>
+__global__ void __launch_bounds__(ZT_RMS_THREADS)
+k_add_rmsnorm_fwd(float *res, O *out, float *rstd, const float *a, const float *b,
+                  const float *w, float eps, int N, int C) {
+    add_rmsnorm_fwd_row<O, float>(res, out, rstd, a, b, w, eps, N, C);
+}
+/* the branch b16 in bf16, out16 bf16 (backend.h add_rmsnorm_fwd16b) */
+__global__ void __launch_bounds__(ZT_RMS_THREADS)
+k_add_rmsnorm_fwd16b(float *res, uint16_t *out16, float *rstd, const float *a,
+                     const uint16_t *b16, const float *w, float eps, int N, int C) {
+    add_rmsnorm_fwd_row<uint16_t, uint16_t>(res, out16, rstd, a, b16, w, eps, N, C);
 }
 
 void zt_cuda_add_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
@@ -84,17 +96,16 @@ void zt_cuda_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *r
         res, out16, rstd, a, b, w, eps, N, C);
     ZT_LAUNCHED("k_add_rmsnorm_fwd16");
 }
-/* the branch in bf16 (backend.h add_rmsnorm_fwd16b): the same kernel
- * reading b16 widened, no fp32 branch */
+/* the branch in bf16 (backend.h add_rmsnorm_fwd16b): the same row reading
+ * b16 widened, no fp32 branch */
 void zt_cuda_add_rmsnorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *rstd,
                                 const float *a, const uint16_t *b16, const float *w, float eps,
                                 int N, int C) {
     (void)tmp;
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_RMS_THREADS / 32;
-    k_add_rmsnorm_fwd<uint16_t, uint16_t>
-        <<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(res, out16, rstd, a, b16, w,
-                                                                     eps, N, C);
+    k_add_rmsnorm_fwd16b<<<(N + rows - 1) / rows, ZT_RMS_THREADS, 0, zt_cu.stream>>>(
+        res, out16, rstd, a, b16, w, eps, N, C);
     ZT_LAUNCHED("k_add_rmsnorm_fwd16b");
 }
 
