@@ -90,7 +90,9 @@ int zt_do16_of(const zt_model_config *mc, const struct zt_backend *be, int train
  * is a recomputed group's top block's: its y is a kept residual (the next
  * group's input, or res[L]) the forward wrote, which the backward reads as
  * it is.  An eval block's single slot is read (res2) before the next block
- * writes it (ln1 / xn, the statistics: other arrays). */
+ * writes it (ln1 / xn, the statistics: other arrays).  Llama with
+ * ZT_W16_BRANCH16 (config.h): the pending scratch may hold down's output in
+ * bf16 (acts->fold16), which the reader widens (add_rmsnorm_fwd16b). */
 
 /* ---- settings: the architecture keys of zt_model_config (ztrain.model.<key>,
  * and the /model attribute of the same name in a checkpoint) */
