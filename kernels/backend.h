@@ -695,7 +695,7 @@ typedef struct zt_backend {
      * dout16[N,C]: bitwise rmsnorm_bwd (dinp16 NULL) or rmsnorm_bwd16 with
      * dout = fp32(dout16) (widened exactly; the same fp32 arithmetic in the
      * same order), dinp16 rounded to nearest even from the accumulated
-     * dinp.  dinp16 may be NULL (only dinp, += , and dw, +=, written).
+     * dinp.  dinp16 may be NULL (only dinp and dw written, both +=).
      * dout16 must not overlap dinp16 (cuda: the dw pass reads dout16 after
      * the row pass wrote dinp16).  cuda: the same kernel as rmsnorm_bwd,
      * no fp32 dout read. */
