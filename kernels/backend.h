@@ -700,6 +700,16 @@ typedef struct zt_backend {
                             int N, int C);
     void (*rmsnorm_bwd16)(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                           const float *inp, const float *w, const float *rstd, int N, int C);
+    /* rmsnorm_bwd16d: rmsnorm_bwd16 reading the output's gradient in bf16,
+     * dout16[N,C]: bitwise rmsnorm_bwd (dinp16 NULL) or rmsnorm_bwd16 with
+     * dout = fp32(dout16) (widened exactly; the same fp32 arithmetic in the
+     * same order), dinp16 rounded to nearest even from the accumulated
+     * dinp.  dinp16 may be NULL (only dinp and dw written, both +=).
+     * dout16 must not overlap dinp16 (cuda: the dw pass reads dout16 after
+     * the row pass wrote dinp16).  cuda: the same kernel as rmsnorm_bwd,
+     * no fp32 dout read. */
+    void (*rmsnorm_bwd16d)(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
+                           const float *inp, const float *w, const float *rstd, int N, int C);
     /* swiglu_bwd_d16 / geglu_bwd_d16: swiglu_bwd16 / geglu_bwd16, bitwise,
      * and dgu16[N,2H] = to_bf16(dgu) (cuda: the same kernel writes both).
      * dgu16 may be gu16 (the models write it in place of gate|up): an

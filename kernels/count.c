@@ -1452,16 +1452,20 @@ static void c_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float
  * k_rmsnorm_bwd_dx (8 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f,
  * rstd N f; writes dinp N C f, dinp16 N C h) then k_rmsnorm_bwd_part (3 N C
  * FLOPs; reads inp and dout again 2 N C f, rstd once per column block
- * ceil(C/128) N f; writes P C 8). */
-static void rmsnorm_bwd_counts(int N, int C, int d16) {
+ * ceil(C/128) N f; writes P C 8).  rmsnorm_bwd16d: dout read in bf16, N C h
+ * for N C f in each pass reading it (dout16h). */
+static void rmsnorm_bwd_counts(int N, int C, int d16, int dout16h) {
     if (N <= 0 || C <= 0) return;
     const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
     const double out16 = d16 ? D(N) * C * H : 0;
+    /* (dout's bytes, each pass's read) */
+    const double dout = D(N) * C * (dout16h ? H : F);
     if (g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) {
-        rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + D(N) * F);
-        rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, 2 * D(N) * C * F + cb * D(N) * F + P * C * 8);
+        rec(K_RMSNORM_BWD_DX, 8 * D(N) * C, 3 * D(N) * C * F + dout + out16 + D(C) * F + D(N) * F);
+        rec(K_RMSNORM_BWD_PART, 3 * D(N) * C, D(N) * C * F + dout + cb * D(N) * F + P * C * 8);
     } else {
-        rec(K_RMSNORM_BWD, 11 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + D(N) * F + P * C * 8);
+        rec(K_RMSNORM_BWD, 11 * D(N) * C,
+            3 * D(N) * C * F + dout + out16 + D(C) * F + D(N) * F + P * C * 8);
     }
     rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
 }
@@ -1469,7 +1473,7 @@ static void c_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float
                           const float *rstd, int N, int C) {
     call(ZT_CE_rmsnorm_bwd);
     if (g_inner) g_inner->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
-    rmsnorm_bwd_counts(N, C, 0);
+    rmsnorm_bwd_counts(N, C, 0, 0);
 }
 
 /* Per-head RMSNorm over R = N n_heads heads of hd.  k_headnorm_fwd:
@@ -1766,7 +1770,15 @@ static void c_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const floa
                             const float *inp, const float *w, const float *rstd, int N, int C) {
     call(ZT_CE_rmsnorm_bwd16);
     if (g_inner) g_inner->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
-    rmsnorm_bwd_counts(N, C, 1);
+    rmsnorm_bwd_counts(N, C, 1, 0);
+}
+/* rmsnorm_bwd16d: k_rmsnorm_bwd reading dout16 (dinp16 NULL: no bf16 copy
+ * written) */
+static void c_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
+                             const float *inp, const float *w, const float *rstd, int N, int C) {
+    call(ZT_CE_rmsnorm_bwd16d);
+    if (g_inner) g_inner->rmsnorm_bwd16d(dinp, dinp16, dw, dout16, inp, w, rstd, N, C);
+    rmsnorm_bwd_counts(N, C, dinp16 != NULL, 1);
 }
 static void c_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                              int N, int H_) {
@@ -2150,6 +2162,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->gqa_ext_bwd16do = c_gqa_ext_bwd16do;
     t->layernorm_bwd16 = c_layernorm_bwd16;
     t->rmsnorm_bwd16 = c_rmsnorm_bwd16;
+    t->rmsnorm_bwd16d = c_rmsnorm_bwd16d;
     t->swiglu_bwd_d16 = c_swiglu_bwd_d16;
     t->geglu_bwd_d16 = c_geglu_bwd_d16;
     t->swiglu_fwd16 = c_swiglu_fwd16;

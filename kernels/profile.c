@@ -471,6 +471,12 @@ static void p_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const floa
     inner->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
     k_end(t, ZT_PROF_NORM, 10.0 * N * C, (F4 * 4.0 + 2.0) * N * C);
 }
+static void p_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
+                             const float *inp, const float *w, const float *rstd, int N, int C) {
+    double t = k_begin();
+    inner->rmsnorm_bwd16d(dinp, dinp16, dw, dout16, inp, w, rstd, N, C);
+    k_end(t, ZT_PROF_NORM, 10.0 * N * C, (F4 * 3.0 + 2.0 + (dinp16 ? 2.0 : 0.0)) * N * C);
+}
 static void p_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                              int N, int H) {
     double t = k_begin();
@@ -859,6 +865,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_dgelu_bwd_o16);
     W(layernorm_bwd16);
     W(rmsnorm_bwd16);
+    W(rmsnorm_bwd16d);
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
     W(gqa_ext_bwd16d);

@@ -1424,6 +1424,26 @@ static void rms_bwd(const zt_backend *be, float *dinp, uint16_t *dinp16, float *
     else be->rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
 }
 
+/* dout16n (config.h ZT_W16_DOUT16N): q|k|v's or gate|up's input gradient
+ * (group grp, its output's gradient in bf16, dy16) written in bf16 by the
+ * GEMM (backend.h matmul_bwd_o16, dbuf its fp32 scratch) and read by the
+ * norm backward below it (rmsnorm_bwd16d): [N, C] bf16 over dh ([N, H]
+ * floats; gate|up: SwiGLU / GeGLU's backward has read it; q|k|v: sta over
+ * it is dead once the attention backward has run; the next writer is block
+ * l - 1's down projection).  NULL: the fp32 gradient in dbuf, as with
+ * adapters on grp (they add into it), Gemma (post-norms), MoE blocks,
+ * sequence parallelism, fp32 gradients. */
+static uint16_t *dn16_of(const zt_llama *m, const zt_llama_acts *a, int l, int grp,
+                         const uint16_t *dy16) {
+    const shape *sh = &m->s;
+    if (!dy16 || !a->dh || sh->gemma || sh->sp > 1 || m->sparse[l] ||
+        !zt_w16_on(&m->cfg, ZT_W16_DOUT16N) || zt_skel_lora_on(&m->sk, grp) ||
+        !m->be->matmul_bwd_o16 || !m->be->rmsnorm_bwd16d ||
+        (size_t)sh->H * sizeof(float) < (size_t)sh->C * sizeof(uint16_t))
+        return NULL;
+    return (uint16_t *)a->dh;
+}
+
 /* Block l's backward: dres of res[l+1] in, dres of res[l] out (its
  * activations forward's or recomputed). */
 static int block_bwd(void *self, void *acts, int l, zt_status *st) {
@@ -1450,6 +1470,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     uint16_t *dc16 = d16_of(m, a->dc16);
     const uint16_t *dgu16 = NULL;
     float *dgu = a->dgu;   /* (NULL: gate|up's gradient in bf16 only) */
+    uint16_t *dn16 = NULL;   /* (dout16n: the norms' output gradient in bf16, dn16_of) */
     if (m->sparse[l]) {
         m->mh.layer = l;
         ZT_TRY(moe_bwd(m, a, s, w, gw, st));
@@ -1490,11 +1511,21 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     if (sh->gemma) be->geglu_bwd(a->dgu, a->dh, gu, N, H);
     else be->swiglu_bwd(a->dgu, a->dh, gu, N, H);
 gu_bwd:
-    lora_lin_bwd(sk, be, LG_GU, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
-                 LW16(m, w, T_GATEW), N, C, 2 * H, ls);
+    /* (dout16n: gate|up's input gradient in bf16 into dn16, dn16_of) */
+    dn16 = dn16_of(m, a, l, LG_GU, dgu16);
+    if (dn16)
+        be->matmul_bwd_o16(dn16, a->dbuf, gw->guw, NULL, NULL, dgu16, s->xn2, s->xn216, w->guw,
+                           LW16(m, w, T_GATEW), N, C, 2 * H);
+    else
+        lora_lin_bwd(sk, be, LG_GU, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
+                     LW16(m, w, T_GATEW), N, C, 2 * H, ls);
 mlp_norm:
-    rms_bwd(be, a->dres, sh->gemma ? NULL : dc16, gw->mlp_norm, a->dbuf, s->res2,
-            norm_w(m, a, w->mlp_norm, C), s->rstd2, N, C);
+    if (dn16)
+        be->rmsnorm_bwd16d(a->dres, dc16, gw->mlp_norm, dn16, s->res2, norm_w(m, a, w->mlp_norm, C),
+                           s->rstd2, N, C);
+    else
+        rms_bwd(be, a->dres, sh->gemma ? NULL : dc16, gw->mlp_norm, a->dbuf, s->res2,
+                norm_w(m, a, w->mlp_norm, C), s->rstd2, N, C);
     /* attention; the rotation's gradient is the inverse rotation (gemma:
      * through the post-attention norm first) */
     const float *dao = a->dres;
@@ -1614,15 +1645,25 @@ mlp_norm:
     if (dq16) {   /* (sp16: no q/k norms or bias, llama_sp16; rb16: the bias gradient
                    * taken by rope_bwd16 above; LoRA's GEMMs read dq16 as their
                    * dy16, no fp32 dy, zt_lora_dq16_of) */
-        lora_lin_bwd(sk, be, LG_QKV, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
-                     LW16(m, w, T_QW), N, C, sh->QKV, ls);
+        /* (dout16n: the input gradient in bf16 into dn16, dn16_of) */
+        if ((dn16 = dn16_of(m, a, l, LG_QKV, dq16)))
+            be->matmul_bwd_o16(dn16, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
+                               LW16(m, w, T_QW), N, C, sh->QKV);
+        else
+            lora_lin_bwd(sk, be, LG_QKV, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16,
+                         w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV, ls);
     } else {
+        dn16 = NULL;
         lora_lin_bwd(sk, be, LG_QKV, a->dbuf, gw->qkvw, gw->qkvb, dq, NULL, s->xn, s->xn16, w->qkvw,
                      LW16(m, w, T_QW), N, C, sh->QKV, ls);
     }
     /* (block 0's: the embedding reads the fp32 value) */
-    rms_bwd(be, a->dres, sh->gemma || l == 0 ? NULL : dc16, gw->attn_norm, a->dbuf, a->res[l],
-            norm_w(m, a, w->attn_norm, C), s->rstd1, N, C);
+    if (dn16)
+        be->rmsnorm_bwd16d(a->dres, l == 0 ? NULL : dc16, gw->attn_norm, dn16, a->res[l],
+                           norm_w(m, a, w->attn_norm, C), s->rstd1, N, C);
+    else
+        rms_bwd(be, a->dres, sh->gemma || l == 0 ? NULL : dc16, gw->attn_norm, a->dbuf, a->res[l],
+                norm_w(m, a, w->attn_norm, C), s->rstd1, N, C);
     return ZT_OK;
 }
 

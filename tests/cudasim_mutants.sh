@@ -580,6 +580,11 @@ mutant ln16-bwd-inc kernels/cuda/cuda_nn.cu \
 mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
     'uint16_t \*d16 = dinp16 \+ \K\(size_t\)row \* C(?=;)' '(size_t)row'
 
+# rmsnorm_bwd16d: the bf16 output gradient widened with its low 4 mantissa
+# bits dropped (not the exact widening: dinp and dw off)
+mutant rms16d-widen kernels/cuda/cuda_llama.cu \
+    'float rms_dout\(const uint16_t \*p\) \{ return zt_cvt_bf16_to_f32\(\K\*p(?=\); \})' '(uint16_t)(*p & 0xfff0)'
+
 # swiglu_bwd_d16: the up's bf16 gradient the gate's value (dg)
 mutant swiglu-d16-up kernels/cuda/cuda_llama.cu \
     'swiglu_bwd_d16: the values rounded beside them \*/\n            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n            dgu16\[o \+ H\] = zt_cvt_f32_to_bf16\(\Kdu(?=\);)' 'dg'

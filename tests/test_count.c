@@ -592,6 +592,7 @@ typedef struct w16_mem {
     long fo16, bo16;            /* matmul_fwd_o16 and matmul_bwd_o16 calls */
     long facc16, glu16;         /* matmul_fwd_acc16 calls; swiglu_fwd16 + geglu_fwd16 calls */
     long anb16, an16;           /* add_rmsnorm_fwd16b and add_rmsnorm_fwd16 calls */
+    long rbd, rmsb;             /* rmsnorm_bwd16d calls; rmsnorm_bwd + _bwd16 + _bwd16d calls */
     /* the last step's gradient block (stages 0 and 1: m->grads): a hash of
      * its bits with -0.0 read as +0.0 (ghave 0: none), its -0.0 elements */
     int ghave;
@@ -620,7 +621,7 @@ static const struct {
     {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
     {268435456, "ZT_TEST_NO_LGATE"}, {536870912, "ZT_TEST_NO_GU16"},
     {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"},
-    {4294967296ULL, "ZT_TEST_NO_BRANCH16"}};
+    {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -816,6 +817,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->scale = t.calls[ZT_CE_scale];
     mem->fo16 = t.calls[ZT_CE_matmul_fwd_o16];
     mem->bo16 = t.calls[ZT_CE_matmul_bwd_o16];
+    mem->rbd = t.calls[ZT_CE_rmsnorm_bwd16d];
+    mem->rmsb = t.calls[ZT_CE_rmsnorm_bwd] + t.calls[ZT_CE_rmsnorm_bwd16] + mem->rbd;
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
     mem->glu16 = t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16];
     mem->anb16 = t.calls[ZT_CE_add_rmsnorm_fwd16b];
@@ -1030,6 +1033,14 @@ static int w16_case_run(w16_pair *p, const w16_kind *k, const w16_case *c, w16_b
     return w16_pair_run(p, k, c->stage, c->extra, no, what, what);
 }
 
+/* ZT_TEST_NO_DOUT16N's bit for a Llama shape (else 0): the sections whose
+ * counts and bitwise losses are those of the fp32 norm-output gradient
+ * (q|k|v's and gate|up's dinp in fp32) set it in both runs; the bf16
+ * gradient, not bitwise, is bf16_dout16n's */
+static w16_bits w16_dout32(const char *shape) {
+    return !strncmp(shape, "llama", 5) ? 8589934592ULL : 0;
+}
+
 static void bf16_weights(void) {
     static const w16_kind kind = {1, " with and without the bf16 weights", "rounding path's", NULL};
     /* (a Llama block's GEMMs: q|k|v, o, gate|up, down) */
@@ -1241,7 +1252,7 @@ static void bf16_outputs(void) {
          * below; their bf16 ones are branch16's) */
         if (!w16_case_run(&p, &kind, c,
                           (is_lora && !strncmp(c->shape, "llama", 5) ? 536870912 : 0) |
-                              w16_nobr16(c->shape),
+                              w16_nobr16(c->shape) | w16_dout32(c->shape),
                           NULL, NULL, what, sizeof what))
             continue;
         /* forwards a step: 1, or 2 checkpointed (the recompute) */
@@ -1633,7 +1644,8 @@ static void bf16_rope_bwd16(void) {
             if (!b16 && i > 1) continue;   /* (over the cpu: the first two) */
             w16_pair p;
             char what[160];
-            if (!w16_case_run(&p, &kind, &cases[i], 0, names,
+            /* (the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N) */
+            if (!w16_case_run(&p, &kind, &cases[i], w16_dout32(cases[i].shape), names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long bw = 4L * p.s.L, d = cases[i].arg ? bw : 0, r = cases[i].arg && b16 ? bw : 0;
@@ -1678,7 +1690,10 @@ static void bf16_att_do16(void) {
         /* (Llama LoRA: gate|up's fp32 delta, ZT_TEST_NO_GU16: its bf16
          * delta's forward is a matmul_bwd_o16 call, lora_gu16) */
         const int lgu = cases[i].extra == w16_lora && !strncmp(cases[i].shape, "llama", 5);
-        if (!w16_case_run(&p, &kind, &cases[i], lgu ? 536870912 : 0, NULL, NULL, what, sizeof what))
+        /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: its GEMMs
+         * are matmul_bwd_o16 calls otherwise) */
+        if (!w16_case_run(&p, &kind, &cases[i], (lgu ? 536870912 : 0) | w16_dout32(cases[i].shape),
+                          NULL, NULL, what, sizeof what))
             continue;
         const long q = cases[i].arg ? 4L * p.s.L : 0;
         tap_ok(p.ma.do16q == q && p.mb.do16q == 0 && p.ma.do16 == 0 && p.mb.do16 == 0 &&
@@ -1727,8 +1742,11 @@ static void bf16_gradients(void) {
          * otherwise.  Llama's gate|up: its fp32 delta, ZT_TEST_NO_GU16, the
          * bf16 delta's forward a matmul_bwd_o16 call, lora_gu16) */
         const int lgu = c->extra == w16_lora && !strncmp(c->shape, "llama", 5);
+        /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: these
+         * counts' matmul_bwd_d16 and rmsnorm_bwd16 calls) */
         if (!w16_case_run(&p, &kind, c,
-                          c->extra == w16_lora ? 16777216 | 134217728 | (lgu ? 536870912 : 0) : 0,
+                          (c->extra == w16_lora ? 16777216 | 134217728 | (lgu ? 536870912 : 0) : 0) |
+                              w16_dout32(c->shape),
                           NULL, NULL, what, sizeof what))
             continue;
         /* one backward a step; GPT-2: 4 calls a block (block 0: 3) and the
@@ -2600,6 +2618,79 @@ static void branch16(void) {
     }
 }
 
+/* ------------------------------------------------------------ the norms' bf16 output gradient
+ * Llama's q|k|v and gate|up GEMMs, where their output's gradient is bf16
+ * and they have no adapters, writing their input gradient in bf16
+ * (matmul_bwd_o16, not matmul_bwd_d16) and mlp_norm's / attn_norm's
+ * backward reading it (rmsnorm_bwd16d, not rmsnorm_bwd16 / rmsnorm_bwd),
+ * against the fp32 gradient (ZT_TEST_NO_DOUT16N=1).  NOT bitwise: that
+ * gradient rounded to bf16 once (a relative change of at most 2^-9 an
+ * element, PyTorch autocast's bf16 dX); the residual gradient it adds into
+ * stays fp32, so the losses stay within 2^-12 and the gradient norms
+ * within 2^-9 relative (ACT16_*_TOL: the bounds of the bf16 activations,
+ * whose roundings of the GEMMs' inputs are of the same size and more of
+ * them), and not bitwise over the 4 steps (step 1's loss the same: the
+ * forward is unchanged).  Over the cpu backend (its attention gradient
+ * fp32: q|k|v's GEMM keeps the fp32 path) gate|up's only; over the
+ * bf16-gradient backend (g_bf16g: q|k|v's gradient in bf16, rb16) both.
+ * Per step and block: n = 4 L (a path) matmul_bwd_o16 and rmsnorm_bwd16d
+ * calls more (none without), as many matmul_bwd_d16 fewer, the norm
+ * backward calls the same, the weight roundings the same, fewer bytes
+ * moved, the activations' peak and plan the same (the bf16 gradient over
+ * dh, the GEMM's fp32 scratch dbuf: no buffer added or dropped).
+ * Checkpointed at stage 3, untied; LoRA q_proj,v_proj (gate|up without
+ * adapters: its path; q|k|v's adapters add into its fp32 gradient: not).
+ * Bitwise and the same counts where not taken: LoRA all-linear, Gemma 2
+ * (post norms), the fp32 activations (ZT_TEST_NO_ACT16), GPT-2. */
+static void bf16_dout16n(void) {
+    static const w16_kind kind = {8589934592ULL, " with and without the norms' bf16 output gradient",
+                                  "fp32 gradient's", "q|k|v's and gate|up's dinp rounded to bf16"};
+    static const w16_kind same = {8589934592ULL,
+                                  " with and without the norms' bf16 output gradient (not taken)",
+                                  "fp32 gradient's", NULL};
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {NULL, NULL}};
+    /* (gu, qkv: gate|up's and q|k|v's paths taken over the bf16-gradient
+     * backend; over the cpu q|k|v's never) */
+    static const struct { w16_case c; int gu, qkv; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 2}, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 0, 0}};
+    g_bf16g = *zt_backend_cpu();
+    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
+    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const w16_case *c = &cases[i].c;
+            const int paths = cases[i].gu + (b16 ? cases[i].qkv : 0);
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, paths ? &kind : &same, c, c->arg, names,
+                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+                continue;
+            const long n = 4L * p.s.L * paths;
+            tap_ok(p.ma.rbd == n && p.mb.rbd == 0 && p.ma.bo16 - p.mb.bo16 == n &&
+                       p.ma.rmsb == p.mb.rmsb && p.mb.bwds - p.ma.bwds == n &&
+                       (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                       w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+                   "%s: %ld rmsnorm_bwd16d (%ld expected, %ld without), %ld matmul_bwd_o16 (%ld "
+                   "without), %ld other backward GEMM calls (%ld without), %ld norm backward calls "
+                   "(%ld without), %.0f bytes moved (%.0f without), activations' peak %llu bytes "
+                   "(%llu without)",
+                   what, p.ma.rbd, n, p.mb.rbd, p.ma.bo16, p.mb.bo16, p.ma.bwds, p.mb.bwds, p.ma.rmsb,
+                   p.mb.rmsb,
+                   p.ma.all_b, p.mb.all_b, (unsigned long long)p.ma.acts_peak,
+                   (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
+}
+
 /* ------------------------------------------------------------ LoRA's kept h
  * LoRA's h = s x A^T of each targeted group kept from the forward in the
  * block's activation slot for the backward (lora.h zt_lora_scratch.keep),
@@ -2940,7 +3031,9 @@ static void lora_qkv16(void) {
              * base dinp GEMM the a16 / d16 entry these counts name; lora_bswap;
              * the adapters' GEMMs rounding their fp32 weights, as these
              * counts have it, ZT_TEST_NO_LORA16: the bf16 adapters', lora16) */
-            if (!w16_case_run(&p, &kind, c, c->arg | 16777216 | 134217728, names,
+            /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: o,down's
+             * q|k|v GEMM a matmul_bwd_o16 call otherwise) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 16777216 | 134217728 | 8589934592ULL, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long bw = 4L * p.s.L, t = cases[i].taken && b16 ? bw : 0,
@@ -3746,7 +3839,11 @@ static void cudnn_model(void) {
      * matmul_bwd_o16 for matmul_bwd_d16 and gqa_ext_bwd16do for
      * gqa_ext_bwd16d, no k_sdpa_round of the fp32 dout (2 fewer), the same
      * GEMM launches; ZT_TEST_NO_DO16=1: rounded, as before.  Llama (GQA) too,
-     * its q|k|v gradient in bf16 through rope_bwd16 either way (rb16). */
+     * its q|k|v gradient in bf16 through rope_bwd16 either way (rb16).
+     * (Here and in the LoRA case below ZT_TEST_NO_DOUT16N=1: q|k|v's and
+     * gate|up's input gradients in fp32, no matmul_bwd_o16 calls of theirs;
+     * bf16_dout16n counts those.) */
+    setenv("ZT_TEST_NO_DOUT16N", "1", 1);
     static const char *const do_shapes[] = {"gpt2:2,4,64,512,2,96", "llama:2,4,2,64,96,512,2,96"};
     for (size_t i = 0; i < sizeof do_shapes / sizeof do_shapes[0]; i++) {
         cm_shape gs;
@@ -3809,6 +3906,7 @@ static void cudnn_model(void) {
         if (rc_d == ZT_OK) cm_counts_free(&d);
         if (rc_e == ZT_OK) cm_counts_free(&e);
     }
+    unsetenv("ZT_TEST_NO_DOUT16N");
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -3941,6 +4039,7 @@ int main(int argc, char **argv) {
     grad_fresh();
     lora_gu16();
     branch16();
+    bf16_dout16n();
     lora_keeph();
     lora_qkv16();
     lora_gpt16();

@@ -795,6 +795,24 @@ static void test_norm16(int N, int C) {
                            SAME(c1, c2, C * 4),
                        "%s", name);
             }
+            /* rmsnorm_bwd16d: the output gradient in bf16 (b rounded, in
+             * o2): bitwise rmsnorm_bwd on its widened values (in y), dinp16
+             * (o1) its dinp rounded; and with dinp16 NULL */
+            for (int n16 = 0; n16 < 2; n16++) {
+                be->to_bf16(o2, Bv, nn);
+                be->from_bf16(y, o2, nn);
+                be->copy(r1, Bv, nn * 4);
+                be->copy(r2, Bv, nn * 4);
+                be->zero(w1, C * 4); be->zero(w2, C * 4);
+                be->rmsnorm_bwd16d(r1, n16 ? NULL : o1, w1, o2, A, W, s2, N, C);
+                be->rmsnorm_bwd(r2, w2, y, A, W, s2, N, C);
+                be->to_bf16(o2, r2, nn);
+                snprintf(name, sizeof name,
+                         "%srmsnorm_bwd16d N=%d C=%d%s: bitwise rmsnorm_bwd on the widened bf16 dout%s",
+                         who, N, C, n16 ? " (no dinp16)" : "", n16 ? "" : ", dinp16 its dinp rounded");
+                tap_ok(SAME(r1, r2, nn * 4) && (n16 || SAME(o1, o2, nn * 2)) && SAME(w1, w2, C * 4),
+                       "%s", name);
+            }
             void *wb[] = {w1, w2, c1, c2};
             for (size_t i = 0; i < 4; i++) {
                 if (k) free(wb[i]);

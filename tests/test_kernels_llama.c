@@ -227,6 +227,41 @@ static void test_rmsnorm(int N, int C) {
     check_arr(name, k1, fd, NC, 1e-4, 1e-5);
     snprintf(name, sizeof name, "rmsnorm_bwd N=%d C=%d: dw vs finite differences", N, C);
     check_arr(name, k2, fdw, C, 1e-4, 1e-5);
+    /* rmsnorm_bwd16d: dout in bf16 (R rounded), its widened values the
+     * analytic reference's dout; dinp and dw (+=) onto gi0, gw0; dinp16 the
+     * accumulated dinp rounded (to_bf16), exactly; and with dinp16 NULL */
+    uint16_t *R16 = xcalloc(NC, 2), *d16 = xcalloc(NC, 2), *e16 = xcalloc(NC, 2);
+    float *Rw = xcalloc(NC, sizeof(float));
+    be->to_bf16(R16, R, NC);
+    be->from_bf16(Rw, R16, NC);
+    for (int c = 0; c < C; c++) agw[c] = 0;
+    for (int n = 0; n < N; n++) {
+        double s = 0;
+        const double r = rr[n];
+        for (int c = 0; c < C; c++) s += dw[c] * Rw[(size_t)n * C + c] * dx[(size_t)n * C + c];
+        for (int c = 0; c < C; c++) {
+            const size_t i = (size_t)n * C + c;
+            e1[i] = gi0[i] + r * dw[c] * Rw[i] - dx[i] * r * r * r * s / C;
+            agw[c] += dx[i] * r * Rw[i];
+        }
+    }
+    for (int c = 0; c < C; c++) e2[c] = gw0[c] + agw[c];
+    for (int n16 = 0; n16 < 2; n16++) {
+        for (size_t i = 0; i < NC; i++) gi[i] = (float)gi0[i];
+        for (int c = 0; c < C; c++) gw[c] = (float)gw0[c];
+        be->rmsnorm_bwd16d(gi, n16 ? NULL : d16, gw, R16, x, w, rstd, N, C);
+        snprintf(name, sizeof name, "rmsnorm_bwd16d N=%d C=%d%s: dinp (+=) vs analytic reference", N, C,
+                 n16 ? " (no dinp16)" : "");
+        check_arr(name, gi, e1, NC, 1e-5, 1e-6);
+        snprintf(name, sizeof name, "rmsnorm_bwd16d N=%d C=%d%s: dw (+=) vs analytic reference", N, C,
+                 n16 ? " (no dinp16)" : "");
+        check_arr(name, gw, e2, C, 1e-5, 1e-6);
+    }
+    /* (dinp16 from the first pass: gi of the second is the same values) */
+    be->to_bf16(e16, gi, NC);
+    snprintf(name, sizeof name, "rmsnorm_bwd16d N=%d C=%d: dinp16 its dinp rounded, exactly", N, C);
+    tap_ok(memcmp(d16, e16, NC * 2) == 0, "%s", name);
+    free(R16); free(d16); free(e16); free(Rw);
     free(x); free(w); free(R); free(out); free(rstd); free(dx); free(dw); free(dR);
     free(rout); free(rr); free(gi); free(gw); free(gi0); free(gw0); free(agi); free(agw);
     free(e1); free(e2); free(fd); free(fdw); free(k1); free(k2);

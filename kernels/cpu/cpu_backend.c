@@ -536,6 +536,22 @@ static void cpu_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const fl
     zt_cpu_rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C);
     if (N > 0 && C > 0) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
 }
+/* rmsnorm_bwd16d (backend.h): dout16 widened into host scratch of our own,
+ * then rmsnorm_bwd (and dinp16's rounding) on those exact values */
+static void cpu_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
+                               const float *inp, const float *w, const float *rstd, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    float *d = malloc((size_t)N * C * sizeof(float));
+    if (!d) {
+        cpu_err = "cpu_backend.c: rmsnorm_bwd16d: out of memory for the widened gradient "
+                  "(nothing computed)";
+        return;
+    }
+    zt_cpu_from_bf16(d, dout16, (size_t)N * C);
+    zt_cpu_rmsnorm_bwd(dinp, dw, d, inp, w, rstd, N, C);
+    if (dinp16) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
+    free(d);
+}
 /* (dgu NULL: the fp32 values made in host scratch of our own, then only
  * dgu16 written) */
 static float *glu_dgu(float *dgu, int N, int H, float **own) {
@@ -1057,6 +1073,7 @@ static const zt_backend cpu_backend = {
     .matmul_dgelu_bwd_d16 = cpu_matmul_dgelu_bwd_d16,
     .layernorm_bwd16 = cpu_layernorm_bwd16,
     .rmsnorm_bwd16 = cpu_rmsnorm_bwd16,
+    .rmsnorm_bwd16d = cpu_rmsnorm_bwd16d,
     .swiglu_bwd_d16 = cpu_swiglu_bwd_d16,
     .geglu_bwd_d16 = cpu_geglu_bwd_d16,
     .gqa_ext_bwd16d = cpu_gqa_ext_bwd16d,

@@ -1619,6 +1619,17 @@ static void s_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const floa
         cpu()->rmsnorm_bwd16(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
     leave();
 }
+static void s_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
+                             const float *inp, const float *w, const float *rstd, int N, int C) {
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    if (NEED_ALL("rmsnorm_bwd16d", {"dinp", dinp, NC}, {"dw", dw, (size_t)C * F},
+                 {"dout16", dout16, (size_t)N * C * 2}, {"inp", inp, NC}, {"w", w, (size_t)C * F},
+                 {"rstd", rstd, (size_t)N * F}) &&
+        (!dinp16 || NEED_ALL("rmsnorm_bwd16d", {"dinp16", dinp16, (size_t)N * C * 2})))
+        cpu()->rmsnorm_bwd16d(dinp, dinp16, dw, dout16, inp, w, rstd, N, C);
+    leave();
+}
 #define S_GLU_BWD_D16(name)                                                                \
     static void s_##name(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16, \
                          int N, int H) {                                                   \
@@ -1747,6 +1758,7 @@ static const zt_backend strict_backend = {
     .matmul_dgelu_bwd_d16 = s_matmul_dgelu_bwd_d16,
     .layernorm_bwd16 = s_layernorm_bwd16,
     .rmsnorm_bwd16 = s_rmsnorm_bwd16,
+    .rmsnorm_bwd16d = s_rmsnorm_bwd16d,
     .swiglu_bwd_d16 = s_swiglu_bwd_d16,
     .geglu_bwd_d16 = s_geglu_bwd_d16,
     .gqa_ext_bwd16d = s_gqa_ext_bwd16d,

@@ -127,27 +127,33 @@ void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float
     ZT_LAUNCHED("k_rmsnorm_fwd16");
 }
 
+/* the output gradient's element: fp32, or bf16 widened exactly
+ * (rmsnorm_bwd16d) */
+__device__ __forceinline__ float rms_dout(const float *p) { return *p; }
+__device__ __forceinline__ float rms_dout(const uint16_t *p) { return zt_cvt_bf16_to_f32(*p); }
+
 /* One row of dinp (+=), by one warp (lane-strided sum in double,
- * zt_warp_sum_d) */
-__device__ __forceinline__ void rmsnorm_bwd_row(float *dinp, const float *dout, const float *inp,
+ * zt_warp_sum_d); Tout: dout's type (uint16_t: rmsnorm_bwd16d) */
+template <typename Tout>
+__device__ __forceinline__ void rmsnorm_bwd_row(float *dinp, const Tout *dout, const float *inp,
                                                 const float *w, const float *rstd, int row,
                                                 int lane, int C, uint16_t *dinp16) {
     const float *x = inp + (size_t)row * C;
-    const float *d = dout + (size_t)row * C;
+    const Tout *d = dout + (size_t)row * C;
     float *di = dinp + (size_t)row * C;
     const float r = rstd[row];
     double s = 0.0;
-    for (int c = lane; c < C; c += 32) s += (double)(w[c] * d[c]) * x[c];
+    for (int c = lane; c < C; c += 32) s += (double)(w[c] * rms_dout(&d[c])) * x[c];
     s = zt_warp_sum_d(s);
     const float k = zt_rms_k(s, r, C);
     if (!dinp16) {
-        for (int c = lane; c < C; c += 32) di[c] += zt_rms_dx(x[c], d[c], w[c], r, k);
+        for (int c = lane; c < C; c += 32) di[c] += zt_rms_dx(x[c], rms_dout(&d[c]), w[c], r, k);
         return;
     }
     /* rmsnorm_bwd16: the accumulated value rounded beside it */
     uint16_t *d16 = dinp16 + (size_t)row * C;
     for (int c = lane; c < C; c += 32) {
-        di[c] += zt_rms_dx(x[c], d[c], w[c], r, k);
+        di[c] += zt_rms_dx(x[c], rms_dout(&d[c]), w[c], r, k);
         d16[c] = zt_cvt_f32_to_bf16(di[c]);
     }
 }
@@ -159,8 +165,9 @@ __device__ __forceinline__ void rmsnorm_bwd_row(float *dinp, const float *dout, 
  * the chunk */
 #define ZT_RMSB_WARPS 16
 #define ZT_RMSB_THREADS (ZT_RMSB_WARPS * 32)
+template <typename Tout>
 __global__ void __launch_bounds__(ZT_RMSB_THREADS)
-k_rmsnorm_bwd(float *dinp, double *pw, const float *dout, const float *inp, const float *w,
+k_rmsnorm_bwd(float *dinp, double *pw, const Tout *dout, const float *inp, const float *w,
               const float *rstd, int N, int C, int R, uint16_t *dinp16) {
     const int p = blockIdx.x, lane = threadIdx.x & 31;
     const int n0 = p * R, n1 = min(N, n0 + R);
@@ -172,32 +179,39 @@ k_rmsnorm_bwd(float *dinp, double *pw, const float *dout, const float *inp, cons
         for (int c = threadIdx.x; c < C; c += ZT_RMSB_THREADS) {
             double aw = g0 == n0 ? 0.0 : qw[c];
             for (int n = g0; n < g1; n++)
-                aw += (double)(inp[(size_t)n * C + c] * rstd[n] * dout[(size_t)n * C + c]);
+                aw += (double)(inp[(size_t)n * C + c] * rstd[n] * rms_dout(&dout[(size_t)n * C + c]));
             qw[c] = aw;
         }
     }
 }
 
-static void rmsnorm_bwd(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
+template <typename Tout>
+static void rmsnorm_bwd(float *dinp, uint16_t *dinp16, float *dw, const Tout *dout,
                         const float *inp, const float *w, const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
     int R;
     const int P = zt_cuda_ws_col_chunks(N, &R);
     double *pw = (double *)zt_cuda_scratch(zt_cuda_ws_rmsnorm_bwd(N, C), "rmsnorm backward");
     if (!pw) return;
-    k_rmsnorm_bwd<<<P, ZT_RMSB_THREADS, 0, zt_cu.stream>>>(dinp, pw, dout, inp, w, rstd, N, C, R,
-                                                           dinp16);
+    k_rmsnorm_bwd<Tout><<<P, ZT_RMSB_THREADS, 0, zt_cu.stream>>>(dinp, pw, dout, inp, w, rstd, N, C,
+                                                                 R, dinp16);
     if (!ZT_LAUNCHED("k_rmsnorm_bwd")) return;
     zt_cuda_colsum_final(dw, pw, P, C);
 }
 
 void zt_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, const float *rstd, int N, int C) {
-    rmsnorm_bwd(dinp, NULL, dw, dout, inp, w, rstd, N, C);
+    rmsnorm_bwd(dinp, (uint16_t *)NULL, dw, dout, inp, w, rstd, N, C);
 }
 void zt_cuda_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                            const float *inp, const float *w, const float *rstd, int N, int C) {
     rmsnorm_bwd(dinp, dinp16, dw, dout, inp, w, rstd, N, C);
+}
+/* rmsnorm_bwd16d (backend.h): the same kernel reading dout16 (dinp16 may be
+ * NULL) */
+void zt_cuda_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
+                            const float *inp, const float *w, const float *rstd, int N, int C) {
+    rmsnorm_bwd(dinp, dinp16, dw, dout16, inp, w, rstd, N, C);
 }
 
 /* ------------------------------------------------------------ per-head RMSNorm */
