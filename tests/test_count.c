@@ -1615,6 +1615,14 @@ static int bf16g_bwd16d(float *dqkv, uint16_t *dqkv16, const float *dout, const 
     return 1;
 }
 
+/* g_bf16g: the cpu backend with the bf16-gradient attention backward
+ * (bf16g_bwd16o / bf16g_bwd16d) */
+static void bf16g_init(void) {
+    g_bf16g = *zt_backend_cpu();
+    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
+    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+}
+
 /* Llama's training blocks without q/k norms call gqa_ext_bwd16d; where it
  * answers 1 (the bf16-gradient backend above) RoPE's backward runs in bf16
  * on it (rope_bwd16: the bias gradient from its fp32 values) and the q|k|v
@@ -1635,9 +1643,7 @@ static void bf16_rope_bwd16(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 1},
         {"llama:2,4,2,32,48,64,2,16", 0, bias, 1}, {"llama:2,4,2,32,48,64,2,16", 3, bias, 1},
         {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qkn, 0}};
-    g_bf16g = *zt_backend_cpu();
-    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
-    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    bf16g_init();
     for (int b16 = 0; b16 < 2; b16++) {
         g_w16_inner = b16 ? &g_bf16g : NULL;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -2660,9 +2666,7 @@ static void bf16_dout16n(void) {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 2}, 0, 0},
         {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 0, 0}};
-    g_bf16g = *zt_backend_cpu();
-    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
-    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    bf16g_init();
     for (int b16 = 0; b16 < 2; b16++) {
         g_w16_inner = b16 ? &g_bf16g : NULL;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -3017,9 +3021,7 @@ static void lora_qkv16(void) {
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 524288}, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16384}, 0, 1}};
-    g_bf16g = *zt_backend_cpu();
-    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
-    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    bf16g_init();
     for (int b16 = 0; b16 < 2; b16++) {
         g_w16_inner = b16 ? &g_bf16g : NULL;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -3099,9 +3101,7 @@ static void lora_gpt16(void) {
         {"gpt2:2,2,32,64,2,16", 0, cfc, 0},       {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
         {"gpt2:2,2,32,64,2,16", 3, all_ck, 0},    {"gpt2:2,2,32,64,2,16", 0, drop, 0},
         {"gpt2:2,2,32,64,2,16", 0, cattn, 524288}, {"gpt2:2,2,32,64,2,16", 3, w16_lora, 524288}};
-    g_bf16g = *zt_backend_cpu();
-    g_bf16g.gqa_ext_bwd16o = bf16g_bwd16o;
-    g_bf16g.gqa_ext_bwd16d = bf16g_bwd16d;
+    bf16g_init();
     for (int b16 = 0; b16 < 2; b16++) {
         g_w16_inner = b16 ? &g_bf16g : NULL;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
