@@ -2,7 +2,7 @@
  * costmodel.c -- a GPU training step predicted without a GPU.
  *
  *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
- *                   [--what-if bf16-operands,fused-xent] [--kernels N]
+ *                   [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]
  *                   [--attention cudnn|ztrain] [--assume cudnn=E]
  *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
  *   bench/costmodel --rows BENCH.txt [--calib FILE]
@@ -25,6 +25,9 @@
  * attention"), their launches listed as uncalibrated; --assume cudnn=E
  * gives them an efficiency E of the bf16 peak, printed as a WHAT-IF.
  *
+ * --launches N lists the N costliest launch signatures (a kernel with its
+ * per-launch FLOPs and bytes: one GEMM shape, one norm size), -1 all.
+ *
  * --calibrate fits the classes on a bench.txt's kernel rows (costmodel.h);
  * --rows prints those rows measured against predicted.  --what-if models
  * planned changes (count.h): the output is then a model of code that does
@@ -45,7 +48,7 @@ static void usage(void) {
             "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
             "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N] [--lora R[:TARGETS]] [--lora-base nf4|nf4-dq]\n"
-            "                 [--what-if bf16-operands,fused-xent] [--kernels N]\n"
+            "                 [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]\n"
             "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"
             "       costmodel --calibrate BENCH.txt\n"
             "       costmodel --rows BENCH.txt [--calib FILE]\n");
@@ -64,7 +67,7 @@ static void rate(char *buf, size_t n, int cls, double flops, double bytes, doubl
     else snprintf(buf, n, "%7.1f GB/s", bytes / s * 1e-9);
 }
 
-static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o, int top) {
+static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o, int top, int nlaunch) {
     zt_status st;
     memset(&st, 0, sizeof st);
     cm_counts cn;
@@ -230,6 +233,31 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         if (left) printf("  (%zu more kernels; --kernels 0 lists all)\n", left);
     }
     free(a);
+    /* by launch signature (name, FLOPs, bytes): the counting backend's own entries */
+    if (nlaunch != 0) {
+        agg *e = calloc(cn.nk ? cn.nk : 1, sizeof *e);
+        for (size_t i = 0; e && i < cn.nk; i++)
+            e[i] = (agg){cn.k[i].name, cn.k[i].cls, cn.k[i].launches, cn.k[i].flops, cn.k[i].bytes,
+                         cm_kernel_s(cal, cn.k[i].cls, cn.k[i].flops, cn.k[i].bytes) * cn.k[i].launches};
+        if (e) {
+            qsort(e, cn.nk, sizeof *e, by_time);
+            printf("  %-38s %-10s %9s %6s %8s %12s %12s %16s\n", "launch (per-launch FLOPs and bytes)", "class",
+                   "ms", "%", "launches", "MFLOP", "MB", "achieved");
+            size_t shown = 0;
+            for (size_t j = 0; j < cn.nk; j++) {
+                if (cm_uncalibrated(cal, e[j].cls)) continue;
+                if (nlaunch > 0 && (int)shown >= nlaunch) break;
+                shown++;
+                char r[32];
+                rate(r, sizeof r, e[j].cls, e[j].flops * e[j].launches, e[j].bytes * e[j].launches, e[j].s);
+                printf("  %-38s %-10s %9.3f %5.1f%% %8ld %12.1f %12.2f %16s\n", e[j].name,
+                       zt_count_class_name(e[j].cls), e[j].s * 1e3, 100 * e[j].s / step, e[j].launches,
+                       e[j].flops / 1e6, e[j].bytes / 1e6, e[j].cls == ZT_CC_HOST ? "(bus)" : r);
+            }
+            if (shown < cn.nk) printf("  (%zu launch signatures in all; --launches -1 lists all)\n", cn.nk);
+        }
+        free(e);
+    }
     cm_counts_free(&cn);
     return 0;
 }
@@ -268,7 +296,7 @@ static int rows(const cm_calib *cal, const char *path) {
 int main(int argc, char **argv) {
     const char *calib = CM_DEFAULT_CALIB, *calibrate = NULL, *rows_of = NULL;
     cm_shape shapes[16];
-    int nshapes = 0, top = 25;
+    int nshapes = 0, top = 25, nlaunch = 0;
     cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET, 0, "", ""};
     double assume_fwd = 0, assume_bwd = 0;
     for (int i = 1; i < argc; i++) {
@@ -295,6 +323,9 @@ int main(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--classifier-chunk-rows") && v) {
             o.head_rows = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--launches") && v) {
+            nlaunch = atoi(v);
             i++;
         } else if (!strcmp(a, "--kernels") && v) {
             top = atoi(v);
@@ -410,7 +441,7 @@ int main(int argc, char **argv) {
     printf("cost model %s: fitted on %s (%s), %d kernel rows, rms log error %.3f\n", calib, cal.source,
            cal.device, cal.nrows, cal.rms_log_err);
     int rc = 0;
-    for (int i = 0; i < nshapes && !rc; i++) rc = report(&cal, &shapes[i], &o, top);
+    for (int i = 0; i < nshapes && !rc; i++) rc = report(&cal, &shapes[i], &o, top, nlaunch);
     zt_finalize();
     return rc;
 }

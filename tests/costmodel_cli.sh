@@ -24,6 +24,25 @@ check "bf16 GEMMs and their operand rounding listed" \
 check "no recorded step for shapes the table did not run" bash -c "! grep -q '^  measured' '$W/out'"
 [ -s "$W/err" ] && diag "$W/err"
 
+# --launches: the counting backend's launch signatures, each a kernel at one per-launch FLOPs / bytes;
+# all of them (-1) add up to the kernel list's time and to the step's launches
+"$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16 --kernels 0 --launches -1 --attention ztrain \
+    > "$W/la" 2>&1
+ok $? "--launches -1: exit 0"
+kern=$(awk '/^  kernel /{k=1;next} /^  launch /{k=0} k && $NF ~ /s$/ && $0 !~ /\(bus\)/ {
+    for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9][0-9]$/) { s += $i; break } } END {printf "%.2f", s}' "$W/la")
+laun=$(awk '/^  launch /{k=1;next} k && /^  \(/{k=0} k && $0 !~ /\(bus\)/ {
+    for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9][0-9]$/) { s += $i; n += $(i+2); break } }
+    END {printf "%.2f %d", s, n}' "$W/la")
+steplaunches=$(sed -n 's/^  predicted step .*); \([0-9]*\) launches,.*/\1/p' "$W/la")
+check "--launches -1: the signatures' ms ($laun) sum to the kernel list's ($kern) and to the step's $steplaunches launches" \
+    bash -c "[ '${laun% *}' = '$kern' ] && [ '${laun#* }' = '$steplaunches' ]"
+check "--launches -1: more signatures than kernel names (one GEMM name, several shapes)" \
+    [ "$(awk '/^  launch /{k=1;next} k && /^  cublasLt gemm bf16 /{n++} END{print n+0}' "$W/la")" -gt 1 ]
+"$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16 --launches 3 --attention ztrain > "$W/l3" 2>&1
+check "--launches 3: three rows and the count of the rest" \
+    bash -c "[ \$(awk '/^  launch /{k=1;next} k && /^  \\(/{k=0} k{n++} END{print n+0}' '$W/l3') = 3 ] && grep -q 'launch signatures in all; --launches -1 lists all' '$W/l3'"
+
 "$CM" --calib "$CAL" --shape gpt2:2,2,32,64,2,16 --what-if bf16-operands,fused-xent > "$W/wi" 2>&1
 ok $? "--what-if bf16-operands,fused-xent: exit 0"
 check "a what-if says it is a model of planned changes" grep -q 'WHAT-IF bf16-operands fused-xent: a model' "$W/wi"
