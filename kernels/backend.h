@@ -721,6 +721,19 @@ typedef struct zt_backend {
                            int N, int H);
     void (*geglu_bwd_d16)(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                           int N, int H);
+    /* swiglu_bwd_dd16 / geglu_bwd_dd16: swiglu_bwd_d16 / geglu_bwd_d16
+     * reading the output's gradient in bf16, dout16[N,H]: bitwise them with
+     * dout = fp32(dout16) (widened exactly; the same fp32 arithmetic), the
+     * same in-place rule (dgu16 may be gu16) and dgu NULL allowed (only
+     * dgu16 written).  dout16 must not overlap dgu16, gu16 or dgu.  The
+     * cpu backends widen dout16 into host scratch of their own.  cuda: the
+     * same kernel as swiglu_bwd16 / geglu_bwd16, no fp32 dout read (Llama
+     * and Gemma's down projection writing its input gradient in bf16,
+     * config.h ZT_W16_DH16).  Optional: NULL when the backend has none. */
+    void (*swiglu_bwd_dd16)(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                            const uint16_t *gu16, int N, int H);
+    void (*geglu_bwd_dd16)(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                           const uint16_t *gu16, int N, int H);
     /* ---- Qwen3's q/k norms and RoPE writing bf16 (last; libtrain/model.h
      * zt_qkr16_ok).  Optional: NULL when the backend has none (the caller
      * runs headnorm_fwd on the q and the k heads, then rope_fwd16).

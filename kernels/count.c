@@ -1792,6 +1792,20 @@ static void c_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, cons
     if (g_inner) g_inner->geglu_bwd_d16(dgu, dgu16, dout, gu16, N, H_);
     if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (4 * H + (dgu ? 3 : 1) * F));
 }
+/* swiglu_bwd_dd16 / geglu_bwd_dd16: the same kernels reading dout in bf16
+ * (2 B an element for _bwd_d16's 4) */
+static void c_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                              const uint16_t *gu16, int N, int H_) {
+    call(ZT_CE_swiglu_bwd_dd16);
+    if (g_inner) g_inner->swiglu_bwd_dd16(dgu, dgu16, dout16, gu16, N, H_);
+    if (N > 0 && H_ > 0) rec(K_SWIGLU_BWD16, 10 * D(N) * H_, D(N) * H_ * (5 * H + (dgu ? 2 : 0) * F));
+}
+static void c_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                             const uint16_t *gu16, int N, int H_) {
+    call(ZT_CE_geglu_bwd_dd16);
+    if (g_inner) g_inner->geglu_bwd_dd16(dgu, dgu16, dout16, gu16, N, H_);
+    if (N > 0 && H_ > 0) rec(K_GEGLU_BWD16, 18 * D(N) * H_, D(N) * H_ * (5 * H + (dgu ? 2 : 0) * F));
+}
 
 /* k_softcap_fwd: 3 FLOPs, 2 f per element; _bwd: 4 FLOPs, 3 f */
 static void c_softcap_fwd(float *y, const float *x, size_t n, float cap) {
@@ -2165,6 +2179,8 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->rmsnorm_bwd16d = c_rmsnorm_bwd16d;
     t->swiglu_bwd_d16 = c_swiglu_bwd_d16;
     t->geglu_bwd_d16 = c_geglu_bwd_d16;
+    t->swiglu_bwd_dd16 = c_swiglu_bwd_dd16;
+    t->geglu_bwd_dd16 = c_geglu_bwd_dd16;
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
     if (!inner || inner->gelu_fwd16r) t->gelu_fwd16r = c_gelu_fwd16r;

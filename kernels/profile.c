@@ -489,6 +489,18 @@ static void p_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, cons
     inner->geglu_bwd_d16(dgu, dgu16, dout, gu16, N, H);
     k_end(t, ZT_PROF_ACT, 0, (8.0 + F4 * (dgu ? 3.0 : 1.0)) * N * H);
 }
+static void p_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                              const uint16_t *gu16, int N, int H) {
+    double t = k_begin();
+    inner->swiglu_bwd_dd16(dgu, dgu16, dout16, gu16, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (10.0 + F4 * (dgu ? 2.0 : 0.0)) * N * H);
+}
+static void p_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                             const uint16_t *gu16, int N, int H) {
+    double t = k_begin();
+    inner->geglu_bwd_dd16(dgu, dgu16, dout16, gu16, N, H);
+    k_end(t, ZT_PROF_ACT, 0, (10.0 + F4 * (dgu ? 2.0 : 0.0)) * N * H);
+}
 static void p_matmul_dgelu_bwd(float *dpre, float *dpre_bias, float *dw, float *dbias,
                                const float *dout, const float *inp, const float *pre,
                                const float *w, int N, int C, int OC) {
@@ -868,6 +880,8 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rmsnorm_bwd16d);
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
+    W(swiglu_bwd_dd16);
+    W(geglu_bwd_dd16);
     W(gqa_ext_bwd16d);
     W(rope_bwd16);
     W(matmul_bwd_o16);

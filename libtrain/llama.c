@@ -1444,6 +1444,29 @@ static uint16_t *dn16_of(const zt_llama *m, const zt_llama_acts *a, int l, int g
     return (uint16_t *)a->dh;
 }
 
+/* dh16 (config.h ZT_W16_DH16): the down projection's input gradient dh
+ * written in bf16 by its GEMM (backend.h matmul_bwd_o16, dy16 its output's
+ * gradient in bf16) over dh's own bytes ([N, H] bf16 in the first half of
+ * the [N, H] floats), the GEMM's fp32 scratch in dgu ([N, 2H] floats, which
+ * nothing reads before SwiGLU / GeGLU's backward writes it), and read by
+ * that backward (swiglu_bwd_dd16 / geglu_bwd_dd16), which writes gate|up's
+ * gradient in bf16 over gu16 (gu16_d, d16_of) and, only for gate|up's
+ * adapters, in fp32 into dgu: dh is dead once it has run (the next writer
+ * is dn16_of's gate|up input gradient over it).  NULL: the fp32 dh, as with
+ * adapters on down (they add into it), MoE blocks, no bf16 gate|up
+ * gradient, fp32 gradients, the backend without the entries. */
+static uint16_t *dh16_of(const zt_llama *m, const zt_llama_acts *a, int l, const uint16_t *dy16,
+                         const uint16_t *gu16_d) {
+    const shape *sh = &m->s;
+    const zt_backend *be = m->be;
+    if (!dy16 || !gu16_d || !a->dh || !a->dgu || m->sparse[l] ||
+        !zt_w16_on(&m->cfg, ZT_W16_DH16) || !zt_w16_on(&m->cfg, ZT_W16_O16) ||
+        zt_skel_lora_on(&m->sk, LG_DOWN) || !be->matmul_bwd_o16 ||
+        !(sh->gemma ? be->geglu_bwd_dd16 : be->swiglu_bwd_dd16))
+        return NULL;
+    return (uint16_t *)a->dh;
+}
+
 /* Block l's backward: dres of res[l+1] in, dres of res[l] out (its
  * activations forward's or recomputed). */
 static int block_bwd(void *self, void *acts, int l, zt_status *st) {
@@ -1482,8 +1505,15 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                 norm_w(m, a, w->post_mlp_norm, C), s->rstd4, N, C);
         dmo = a->scratch;
     }
-    lora_lin_bwd(sk, be, LG_DOWN, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw,
-                 LW16(m, w, T_DOWNW), N, H, C, ls);
+    /* (dh16: dh written in bf16 over dh, dh16_of; only with the bf16
+     * gate|up gradient below) */
+    uint16_t *dh16 = s->gu16 ? dh16_of(m, a, l, dc16, d16_of(m, s->gu16)) : NULL;
+    if (dh16)
+        be->matmul_bwd_o16(dh16, a->dgu, gw->downw, NULL, dmo, dc16, s->h, s->h16,
+                           w->downw, LW16(m, w, T_DOWNW), N, H, C);
+    else
+        lora_lin_bwd(sk, be, LG_DOWN, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw,
+                     LW16(m, w, T_DOWNW), N, H, C, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
     const float *gu = s->gu;
     if (s->gu16 && zt_w16_on(&m->cfg, ZT_W16_O16)) {   /* (the kernel reads gate|up in bf16) */
@@ -1495,7 +1525,9 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
              * for them where their GEMMs read dgu16 too, ZT_W16_LORABT
              * (lora.h dy16): the GEMMs read dgu16, and gate|up has no bias) */
             if (!zt_skel_lora_on(sk, LG_GU) || sk->lo.bt2d) dgu = NULL;
-            if (sh->gemma) be->geglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
+            if (dh16 && sh->gemma) be->geglu_bwd_dd16(dgu, s->gu16, dh16, s->gu16, N, H);
+            else if (dh16) be->swiglu_bwd_dd16(dgu, s->gu16, dh16, s->gu16, N, H);
+            else if (sh->gemma) be->geglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
             else be->swiglu_bwd_d16(dgu, s->gu16, a->dh, s->gu16, N, H);
         } else if (sh->gemma) {
             be->geglu_bwd16(a->dgu, a->dh, s->gu16, N, H);

@@ -581,6 +581,30 @@ static void cpu_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, co
     zt_cpu_to_bf16(dgu16, d, (size_t)N * 2 * H);
     free(own);
 }
+/* swiglu_bwd_dd16 / geglu_bwd_dd16 (backend.h): dout16 widened into host
+ * scratch of our own, then the _bwd_d16 entry on those exact values */
+static void glu_bwd_dd16(int geglu, float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                         const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    float *d = malloc((size_t)N * H * sizeof(float));
+    if (!d) {
+        cpu_err = "cpu_backend.c: swiglu / geglu _bwd_dd16: out of memory for the widened "
+                  "gradient (nothing computed)";
+        return;
+    }
+    zt_cpu_from_bf16(d, dout16, (size_t)N * H);
+    if (geglu) cpu_geglu_bwd_d16(dgu, dgu16, d, gu16, N, H);
+    else cpu_swiglu_bwd_d16(dgu, dgu16, d, gu16, N, H);
+    free(d);
+}
+static void cpu_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                                const uint16_t *gu16, int N, int H) {
+    glu_bwd_dd16(0, dgu, dgu16, dout16, gu16, N, H);
+}
+static void cpu_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                               const uint16_t *gu16, int N, int H) {
+    glu_bwd_dd16(1, dgu, dgu16, dout16, gu16, N, H);
+}
 
 /* ------------------------------------------------------------ elementwise */
 
@@ -1076,6 +1100,8 @@ static const zt_backend cpu_backend = {
     .rmsnorm_bwd16d = cpu_rmsnorm_bwd16d,
     .swiglu_bwd_d16 = cpu_swiglu_bwd_d16,
     .geglu_bwd_d16 = cpu_geglu_bwd_d16,
+    .swiglu_bwd_dd16 = cpu_swiglu_bwd_dd16,
+    .geglu_bwd_dd16 = cpu_geglu_bwd_dd16,
     .gqa_ext_bwd16d = cpu_gqa_ext_bwd16d,
     .matmul_dgelu_bwd_o16 = cpu_matmul_dgelu_bwd_o16,
     .rope_bwd16 = cpu_rope_bwd16,

@@ -1642,6 +1642,19 @@ static void s_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uin
     }
 S_GLU_BWD_D16(swiglu_bwd_d16)
 S_GLU_BWD_D16(geglu_bwd_d16)
+#define S_GLU_BWD_DD16(name)                                                               \
+    static void s_##name(float *dgu, uint16_t *dgu16, const uint16_t *dout16,              \
+                         const uint16_t *gu16, int N, int H) {                             \
+        const size_t NH = (size_t)N * H;                                                   \
+        enter();                                                                           \
+        if (NEED_ALL(#name, {"dgu16", dgu16, 2 * NH * 2}, {"dout16", dout16, NH * 2},      \
+                     {"gu16", gu16, 2 * NH * 2}) &&                                        \
+            (!dgu || NEED_ALL(#name, {"dgu", dgu, 2 * NH * F})))                           \
+            cpu()->name(dgu, dgu16, dout16, gu16, N, H);                                   \
+        leave();                                                                           \
+    }
+S_GLU_BWD_DD16(swiglu_bwd_dd16)
+S_GLU_BWD_DD16(geglu_bwd_dd16)
 
 static const zt_backend strict_backend = {
     .name = "cpu-strict",
@@ -1761,6 +1774,8 @@ static const zt_backend strict_backend = {
     .rmsnorm_bwd16d = s_rmsnorm_bwd16d,
     .swiglu_bwd_d16 = s_swiglu_bwd_d16,
     .geglu_bwd_d16 = s_geglu_bwd_d16,
+    .swiglu_bwd_dd16 = s_swiglu_bwd_dd16,
+    .geglu_bwd_dd16 = s_geglu_bwd_dd16,
     .gqa_ext_bwd16d = s_gqa_ext_bwd16d,
     .matmul_dgelu_bwd_o16 = s_matmul_dgelu_bwd_o16,
     .rope_bwd16 = s_rope_bwd16,

@@ -936,6 +936,8 @@ static void fill_table(zt_backend *t) {
     t->rmsnorm_bwd16d = zt_cuda_rmsnorm_bwd16d;
     t->swiglu_bwd_d16 = zt_cuda_swiglu_bwd_d16;
     t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;
+    t->swiglu_bwd_dd16 = zt_cuda_swiglu_bwd_dd16;
+    t->geglu_bwd_dd16 = zt_cuda_geglu_bwd_dd16;
     t->att_scratch = zt_cuda_att_scratch;
     t->gqa_ext_bwd16d = zt_cuda_gqa_ext_bwd16d;
     t->rope_bwd16 = zt_cuda_rope_bwd16;

@@ -388,6 +388,10 @@ void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, cons
                             int N, int H);
 void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                            int N, int H);
+void zt_cuda_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                             const uint16_t *gu16, int N, int H);
+void zt_cuda_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                            const uint16_t *gu16, int N, int H);
 void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias, float *dw,
                                   float *dbias, const float *dout, const uint16_t *dout16,
                                   const float *inp, const uint16_t *inp16, const uint16_t *pre16,

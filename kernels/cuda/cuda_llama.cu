@@ -128,7 +128,8 @@ void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float
 }
 
 /* the output gradient's element: fp32, or bf16 widened exactly
- * (rmsnorm_bwd16d) */
+ * (rmsnorm_bwd16d; swiglu_bwd_dd16 / geglu_bwd_dd16's k_swiglu_bwd16 /
+ * k_geglu_bwd16) */
 __device__ __forceinline__ float rms_dout(const float *p) { return *p; }
 __device__ __forceinline__ float rms_dout(const uint16_t *p) { return zt_cvt_bf16_to_f32(*p); }
 
@@ -579,14 +580,17 @@ struct glu_swiglu {
     __device__ __forceinline__ float operator()(float g, float u) const { return zt_swiglu(g, u); }
 };
 
-__global__ void k_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
+/* (Tout: dout's type, uint16_t: swiglu_bwd_dd16, widened by rms_dout) */
+template <typename Tout>
+__global__ void k_swiglu_bwd16(float *dgu, const Tout *dout, const uint16_t *gu, int H,
                                size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
         float dg, du;
-        zt_swiglu_bwd(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]), dout[i]);
+        zt_swiglu_bwd(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
+                      rms_dout(&dout[i]));
         if (dgu) {   /* (swiglu_bwd_d16 with dgu NULL: the bf16 values only) */
             dgu[o] = dg;
             dgu[o + H] = du;
@@ -632,6 +636,15 @@ void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, cons
     const size_t total = (size_t)N * H;
     k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
                                                                            dgu16);
+    ZT_LAUNCHED("k_swiglu_bwd16");
+}
+/* swiglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
+void zt_cuda_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                             const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout16, gu16, H,
+                                                                           total, dgu16);
     ZT_LAUNCHED("k_swiglu_bwd16");
 }
 
@@ -695,14 +708,17 @@ struct glu_geglu {
     __device__ __forceinline__ float operator()(float g, float u) const { return geglu_val(g, u); }
 };
 
-__global__ void k_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu, int H,
+/* (Tout: dout's type, uint16_t: geglu_bwd_dd16) */
+template <typename Tout>
+__global__ void k_geglu_bwd16(float *dgu, const Tout *dout, const uint16_t *gu, int H,
                               size_t total, uint16_t *dgu16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
         float dg, du;
-        geglu_grad(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]), dout[i]);
+        geglu_grad(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
+                   rms_dout(&dout[i]));
         if (dgu) {   /* (geglu_bwd_d16 with dgu NULL: the bf16 values only) */
             dgu[o] = dg;
             dgu[o + H] = du;
@@ -748,6 +764,15 @@ void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const
     const size_t total = (size_t)N * H;
     k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
                                                                           dgu16);
+    ZT_LAUNCHED("k_geglu_bwd16");
+}
+/* geglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
+void zt_cuda_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                            const uint16_t *gu16, int N, int H) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout16, gu16, H,
+                                                                          total, dgu16);
     ZT_LAUNCHED("k_geglu_bwd16");
 }
 
