@@ -593,6 +593,8 @@ typedef struct w16_mem {
     long facc16, glu16;         /* matmul_fwd_acc16 calls; swiglu_fwd16 + geglu_fwd16 calls */
     long anb16, an16;           /* add_rmsnorm_fwd16b and add_rmsnorm_fwd16 calls */
     long rbd, rmsb;             /* rmsnorm_bwd16d calls; rmsnorm_bwd + _bwd16 + _bwd16d calls */
+    long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
+                                 * geglu_bwd_d16 calls */
     /* the last step's gradient block (stages 0 and 1: m->grads): a hash of
      * its bits with -0.0 read as +0.0 (ghave 0: none), its -0.0 elements */
     int ghave;
@@ -621,7 +623,8 @@ static const struct {
     {33554432, "ZT_TEST_NO_GLUROUND"}, {67108864, "ZT_TEST_NO_KEEPH"}, {134217728, "ZT_TEST_NO_LORA16"},
     {268435456, "ZT_TEST_NO_LGATE"}, {536870912, "ZT_TEST_NO_GU16"},
     {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"},
-    {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"}};
+    {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"},
+    {17179869184ULL, "ZT_TEST_NO_DH16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -787,7 +790,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_bwd16] +
                t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
                t.calls[ZT_CE_gqa_ext_bwd16d] + t.calls[ZT_CE_swiglu_bwd_d16] +
-               t.calls[ZT_CE_geglu_bwd_d16] + t.calls[ZT_CE_gqa_ext_bwd16do];
+               t.calls[ZT_CE_geglu_bwd_d16] + t.calls[ZT_CE_swiglu_bwd_dd16] +
+               t.calls[ZT_CE_geglu_bwd_dd16] + t.calls[ZT_CE_gqa_ext_bwd16do];
     /* (gqa_ext_bwd16d: gqa_ext_bwd16o where its path has no bf16 gradient) */
     mem->ao16 = t.calls[ZT_CE_gqa_ext_fwd16o] + t.calls[ZT_CE_gqa_ext_bwd16o] +
                 t.calls[ZT_CE_gqa_ext_bwd16d] + t.calls[ZT_CE_gqa_ext_bwd16do];
@@ -819,6 +823,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->bo16 = t.calls[ZT_CE_matmul_bwd_o16];
     mem->rbd = t.calls[ZT_CE_rmsnorm_bwd16d];
     mem->rmsb = t.calls[ZT_CE_rmsnorm_bwd] + t.calls[ZT_CE_rmsnorm_bwd16] + mem->rbd;
+    mem->gdd16 = t.calls[ZT_CE_swiglu_bwd_dd16] + t.calls[ZT_CE_geglu_bwd_dd16];
+    mem->gd16 = t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
     mem->glu16 = t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16];
     mem->anb16 = t.calls[ZT_CE_add_rmsnorm_fwd16b];
@@ -850,6 +856,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
                t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
                t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16] +
+               t.calls[ZT_CE_swiglu_bwd_dd16] + t.calls[ZT_CE_geglu_bwd_dd16] +
                t.calls[ZT_CE_matmul_bwd_o16] + g_bacc_d16;
     if (ctx && rc == ZT_OK && ctx->sh->m->grads && !ctx->lsh) {
         const size_t n = ctx->sh->m->num_params;
@@ -1033,12 +1040,19 @@ static int w16_case_run(w16_pair *p, const w16_kind *k, const w16_case *c, w16_b
     return w16_pair_run(p, k, c->stage, c->extra, no, what, what);
 }
 
-/* ZT_TEST_NO_DOUT16N's bit for a Llama shape (else 0): the sections whose
- * counts and bitwise losses are those of the fp32 norm-output gradient
- * (q|k|v's and gate|up's dinp in fp32) set it in both runs; the bf16
- * gradient, not bitwise, is bf16_dout16n's */
+/* ZT_TEST_NO_DH16's bit for a Llama shape (else 0): the down projection's
+ * input gradient dh in fp32 (SwiGLU / GeGLU's backward reading it,
+ * swiglu_bwd_d16); the bf16 dh, not bitwise, is bf16_dh16's */
+static w16_bits w16_dh32(const char *shape) {
+    return !strncmp(shape, "llama", 5) ? 17179869184ULL : 0;
+}
+/* ZT_TEST_NO_DOUT16N's bit for a Llama shape (else 0), and ZT_TEST_NO_DH16's
+ * (w16_dh32): the sections whose counts and bitwise losses are those of the
+ * fp32 norm-output gradient (q|k|v's and gate|up's dinp in fp32) and of the
+ * fp32 dh set them in both runs; the bf16 gradients, not bitwise, are
+ * bf16_dout16n's and bf16_dh16's */
 static w16_bits w16_dout32(const char *shape) {
-    return !strncmp(shape, "llama", 5) ? 8589934592ULL : 0;
+    return !strncmp(shape, "llama", 5) ? 8589934592ULL | w16_dh32(shape) : 0;
 }
 
 static void bf16_weights(void) {
@@ -2695,6 +2709,79 @@ static void bf16_dout16n(void) {
     g_w16_inner = NULL;
 }
 
+/* ------------------------------------------------------------ the down projection's bf16 dh
+ * Llama's and Gemma's down projection, where its output's gradient is bf16,
+ * it has no adapters and gate|up's gradient is written in bf16, writing its
+ * input gradient dh in bf16 (matmul_bwd_o16, not matmul_bwd_d16) and SwiGLU
+ * / GeGLU's backward reading it (swiglu_bwd_dd16 / geglu_bwd_dd16, not
+ * swiglu_bwd_d16 / geglu_bwd_d16), against the fp32 dh (ZT_TEST_NO_DH16=1).
+ * NOT bitwise: dh rounded to bf16 once (a relative change of at most 2^-9
+ * an element, PyTorch autocast's bf16 dX of a Linear), so the losses within
+ * 2^-12 and the gradient norms within 2^-9 relative (ACT16_*_TOL, as
+ * bf16_dout16n), not bitwise over the 4 steps.  Per step and block (n = 4
+ * L calls): n matmul_bwd_o16 and n _bwd_dd16 calls more, as many
+ * matmul_bwd_d16 and _bwd_d16 calls fewer, and exactly 4 N H bytes a call
+ * fewer moved (N = B T, H the intermediate size): the GEMM's D in bf16 (2 N
+ * H of the cublasLt launches' bytes) and the GLU backward's dout read in
+ * bf16 (2 N H of its launch's); the weight roundings and the activations'
+ * peak and plan the same (the bf16 dh over dh's own bytes, the GEMM's fp32
+ * scratch dgu: no buffer added or dropped).  Checkpointed at stage 3,
+ * untied; LoRA q_proj,v_proj (down without adapters: taken); Gemma 2
+ * (geglu_bwd_dd16).  Bitwise and the same counts where not taken: LoRA
+ * all-linear (down's adapters add into its fp32 dh), a Mixture of Experts
+ * (its blocks' MLP is moe.c's; bitwise only: uncounted), the fp32 activations (ZT_TEST_NO_ACT16: no
+ * bf16 gate|up), the bf16 gradients off (ZT_TEST_NO_D16), GPT-2.  Over the
+ * cpu backend (the path needs no bf16 attention gradient). */
+static void bf16_dh16(void) {
+    static const w16_kind kind = {17179869184ULL, " with and without the down projection's bf16 dh",
+                                  "fp32 dh's", "down's dinp rounded to bf16"};
+    static const w16_kind same = {17179869184ULL,
+                                  " with and without the down projection's bf16 dh (not taken)",
+                                  "fp32 dh's", NULL};
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
+    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {moe, " MoE"}, {NULL, NULL}};
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, moe, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 2}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 256}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[192];
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, " (cpu)", what,
+                          sizeof what))
+            continue;
+        /* (uncounted: w16_run runs a Mixture of Experts over the plain cpu
+         * backend; its check is the bitwise losses above) */
+        if (c->extra == moe) continue;
+        const long n = cases[i].on ? 4L * p.s.L : 0;
+        /* (the bytes a call fewer: the GEMM's D and the GLU's dout, 2 N H each) */
+        const double nh = (double)p.s.B * p.s.T * p.s.I, gemm = n * 2 * nh, all = n * 4 * nh;
+        tap_ok(p.ma.gdd16 == n && p.mb.gdd16 == 0 && p.mb.gd16 - p.ma.gd16 == n &&
+                   p.ma.bo16 - p.mb.bo16 == n && p.mb.bwds - p.ma.bwds == n &&
+                   p.mb.gemm_b - p.ma.gemm_b == gemm && p.mb.all_b - p.ma.all_b == all &&
+                   p.ma.gemm == p.mb.gemm &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+               "%s: %ld _bwd_dd16 (%ld expected, %ld without), %ld _bwd_d16 (%ld without), %ld "
+               "matmul_bwd_o16 (%ld without), %ld other backward GEMM calls (%ld without), GEMM "
+               "bytes %.0f (%.0f without, %.0f fewer expected), bytes moved %.0f (%.0f without, "
+               "%.0f fewer expected), %ld GEMM launches (%ld without), activations' peak %llu "
+               "bytes (%llu without)",
+               what, p.ma.gdd16, n, p.mb.gdd16, p.ma.gd16, p.mb.gd16, p.ma.bo16, p.mb.bo16,
+               p.ma.bwds, p.mb.bwds, p.ma.gemm_b, p.mb.gemm_b, gemm, p.ma.all_b, p.mb.all_b, all,
+               p.ma.gemm, p.mb.gemm, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ LoRA's kept h
  * LoRA's h = s x A^T of each targeted group kept from the forward in the
  * block's activation slot for the backward (lora.h zt_lora_scratch.keep),
@@ -2933,8 +3020,11 @@ static void lora_bt(void) {
         w16_pair p;
         char what[160];
         /* (the adapters' GEMMs rounding their fp32 weights, as these counts
-         * have it, ZT_TEST_NO_LORA16: the bf16 adapters' counts, lora16) */
-        if (!w16_case_run(&p, &kind, c, c->arg | 134217728, names, NULL, what, sizeof what))
+         * have it, ZT_TEST_NO_LORA16: the bf16 adapters' counts, lora16;
+         * and the fp32 dh, ZT_TEST_NO_DH16: these bytes a launch of the
+         * gate|up backward read it, q,v,o,up's down has no adapters) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | w16_dh32(c->shape), names, NULL,
+                          what, sizeof what))
             continue;
         const long r = 4, L = p.s.L, P = 2 + (c->extra == ck), nq = cases[i].nq,
                    ng = cases[i].ng, g16 = cases[i].g16;
@@ -3034,9 +3124,10 @@ static void lora_qkv16(void) {
              * the adapters' GEMMs rounding their fp32 weights, as these
              * counts have it, ZT_TEST_NO_LORA16: the bf16 adapters', lora16) */
             /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: o,down's
-             * q|k|v GEMM a matmul_bwd_o16 call otherwise) */
-            if (!w16_case_run(&p, &kind, c, c->arg | 16777216 | 134217728 | 8589934592ULL, names,
-                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+             * q|k|v GEMM a matmul_bwd_o16 call otherwise; and down's fp32 dh,
+             * ZT_TEST_NO_DH16, w16_dout32: its GEMM one too) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 16777216 | 134217728 | w16_dout32(c->shape),
+                              names, b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long bw = 4L * p.s.L, t = cases[i].taken && b16 ? bw : 0,
                        lq = cases[i].qkv ? 2 * t : 0;
@@ -3844,6 +3935,7 @@ static void cudnn_model(void) {
      * gate|up's input gradients in fp32, no matmul_bwd_o16 calls of theirs;
      * bf16_dout16n counts those.) */
     setenv("ZT_TEST_NO_DOUT16N", "1", 1);
+    setenv("ZT_TEST_NO_DH16", "1", 1);   /* (and down's fp32 dh: no matmul_bwd_o16 of its) */
     static const char *const do_shapes[] = {"gpt2:2,4,64,512,2,96", "llama:2,4,2,64,96,512,2,96"};
     for (size_t i = 0; i < sizeof do_shapes / sizeof do_shapes[0]; i++) {
         cm_shape gs;
@@ -3907,6 +3999,7 @@ static void cudnn_model(void) {
         if (rc_e == ZT_OK) cm_counts_free(&e);
     }
     unsetenv("ZT_TEST_NO_DOUT16N");
+    unsetenv("ZT_TEST_NO_DH16");
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -4040,6 +4133,7 @@ int main(int argc, char **argv) {
     lora_gu16();
     branch16();
     bf16_dout16n();
+    bf16_dh16();
     lora_keeph();
     lora_qkv16();
     lora_gpt16();
