@@ -626,16 +626,16 @@ void zt_cuda_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tm
 void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
-                                                                       (uint16_t *)NULL);
+    k_swiglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        dgu, dout, gu16, H, total, (uint16_t *)NULL);
     ZT_LAUNCHED("k_swiglu_bwd16");
 }
 void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                             int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
-                                                                           dgu16);
+    k_swiglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        dgu, dout, gu16, H, total, dgu16);
     ZT_LAUNCHED("k_swiglu_bwd16");
 }
 /* swiglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
@@ -643,8 +643,8 @@ void zt_cuda_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16
                              const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout16, gu16, H,
-                                                                           total, dgu16);
+    k_swiglu_bwd16<uint16_t><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        dgu, dout16, gu16, H, total, dgu16);
     ZT_LAUNCHED("k_swiglu_bwd16");
 }
 
@@ -754,16 +754,16 @@ void zt_cuda_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp
 void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
-                                                                       (uint16_t *)NULL);
+    k_geglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        dgu, dout, gu16, H, total, (uint16_t *)NULL);
     ZT_LAUNCHED("k_geglu_bwd16");
 }
 void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                            int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H, total,
-                                                                          dgu16);
+    k_geglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        dgu, dout, gu16, H, total, dgu16);
     ZT_LAUNCHED("k_geglu_bwd16");
 }
 /* geglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
@@ -771,8 +771,8 @@ void zt_cuda_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
                             const uint16_t *gu16, int N, int H) {
     if (N <= 0 || H <= 0) return;
     const size_t total = (size_t)N * H;
-    k_geglu_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout16, gu16, H,
-                                                                          total, dgu16);
+    k_geglu_bwd16<uint16_t><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
+        dgu, dout16, gu16, H, total, dgu16);
     ZT_LAUNCHED("k_geglu_bwd16");
 }
 
