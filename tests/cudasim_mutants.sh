@@ -409,7 +409,7 @@ mutant geglu16r-swap kernels/cuda/cuda_llama.cu \
 
 # swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
 mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \
-    'zt_swiglu_bwd\(&dg, &du, zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\), dout)' 'i'
+    'zt_swiglu_bwd\(&dg, &du, zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\),\s+rms_dout)' 'i'
 
 # geglu_bwd16: the gate's and the up's gradients written to each other's place
 mutant geglu16-bwd-swap kernels/cuda/cuda_llama.cu \
@@ -593,6 +593,16 @@ mutant swiglu-d16-up kernels/cuda/cuda_llama.cu \
 # it held: in place, the gate's value)
 mutant geglu-d16-gate kernels/cuda/cuda_llama.cu \
     'geglu_bwd_d16 \*/\n\K            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n' ''
+
+# swiglu_bwd_dd16 (k_swiglu_bwd16<uint16_t>): launched over the first half
+# of the N H elements only (the second half's dgu / dgu16 left as they were)
+mutant swiglu-dd16-half kernels/cuda/cuda_llama.cu \
+    'k_swiglu_bwd16<uint16_t><<<zt_ew_blocks\(total\), ZT_EW_THREADS, 0, zt_cu\.stream>>>\(\s+dgu, dout16, gu16, H, \Ktotal(?=, dgu16\);)' 'total / 2'
+
+# geglu_bwd_dd16 (k_geglu_bwd16<uint16_t>): dout16 read as the gate|up's
+# bf16 (the gradient's values never read)
+mutant geglu-dd16-dout kernels/cuda/cuda_llama.cu \
+    'k_geglu_bwd16<uint16_t><<<zt_ew_blocks\(total\), ZT_EW_THREADS, 0, zt_cu\.stream>>>\(\s+dgu, \Kdout16(?=, gu16, H,)' 'gu16'
 
 # qknorm_rope_fwd16 (k_qknorm_rope): the pair's second value normalized
 # with the first one's weight (w[o], not w[o + h2])

@@ -2061,14 +2061,15 @@ static void test_act16(int N, int H) {
     uint16_t *gu16_d = dev(gu16, n2 * 2), *o16_d = gpu->alloc(n2 * 2), *r16_d = gpu->alloc(n2 * 2);
     float *dout_d = devf(dout, nh), *t_d = gpu->alloc(n2 * 4), *t2_d = gpu->alloc(n2 * 4);
     float *d1_d = gpu->alloc(n2 * 4), *d2_d = gpu->alloc(n2 * 4);
+    uint16_t *p16_d = gpu->alloc(nh * 2);   /* (dout in bf16: _bwd_dd16) */
     char name[128];
     for (int b = 0; b < 2; b++) {
         const zt_backend *be = b ? cpu : gpu;
         const char *who = b ? "cpu " : "";
-        uint16_t *gin = gu16_d, *o16 = o16_d, *r16 = r16_d;
+        uint16_t *gin = gu16_d, *o16 = o16_d, *r16 = r16_d, *p16 = p16_d;
         float *dd = dout_d, *t = t_d, *t2 = t2_d, *d1 = d1_d, *d2 = d2_d;
         if (b) {   /* host memory */
-            gin = gu16; o16 = xmalloc(n2 * 2); r16 = xmalloc(n2 * 2); dd = dout;
+            gin = gu16; o16 = xmalloc(n2 * 2); r16 = xmalloc(n2 * 2); dd = dout; p16 = xmalloc(nh * 2);
             t = xmalloc(n2 * 4); t2 = xmalloc(n2 * 4); d1 = xmalloc(n2 * 4); d2 = xmalloc(n2 * 4);
         }
         /* gelu over all 2 N H values */
@@ -2126,10 +2127,32 @@ static void test_act16(int N, int H) {
             snprintf(name, sizeof name, "%s%s_bwd_d16 N=%d H=%d dgu NULL in place of gu16: the same dgu16",
                      who, fn, N, H);
             tap_ok(ok, "%s", name);
+            /* _bwd_dd16: dout in bf16 (dd rounded into p16): bitwise
+             * _bwd_d16 on its widened values (t), dgu and dgu16; and with
+             * dgu NULL in place of gate|up the same dgu16 */
+            be->to_bf16(p16, dd, nh);
+            be->from_bf16(t, p16, nh);
+            if (g) be->geglu_bwd_d16(d2, r16, t, gin, N, H);
+            else be->swiglu_bwd_d16(d2, r16, t, gin, N, H);
+            if (g) be->geglu_bwd_dd16(d1, o16, p16, gin, N, H);
+            else be->swiglu_bwd_dd16(d1, o16, p16, gin, N, H);
+            ok = b ? !memcmp(d1, d2, n2 * 4) && !memcmp(o16, r16, n2 * 2)
+                   : same_bits(d1, d2, n2 * 4) && same_bits(o16, r16, n2 * 2);
+            snprintf(name, sizeof name, "%s%s_bwd_dd16 N=%d H=%d: bitwise %s_bwd_d16 on the widened dout16",
+                     who, fn, N, H, fn);
+            tap_ok(ok, "%s", name);
+            be->copy(o16, gin, n2 * 2);
+            if (g) be->geglu_bwd_dd16(NULL, o16, p16, o16, N, H);
+            else be->swiglu_bwd_dd16(NULL, o16, p16, o16, N, H);
+            ok = b ? !memcmp(o16, r16, n2 * 2) : same_bits(o16, r16, n2 * 2);
+            snprintf(name, sizeof name, "%s%s_bwd_dd16 N=%d H=%d dgu NULL in place of gu16: the same dgu16",
+                     who, fn, N, H);
+            tap_ok(ok, "%s", name);
         }
-        if (b) { free(o16); free(r16); free(t); free(t2); free(d1); free(d2); }
+        if (b) { free(o16); free(r16); free(t); free(t2); free(d1); free(d2); free(p16); }
     }
     free(gu); free(dout); free(gu16);
+    gpu->free(p16_d);
     gpu->free(gu16_d); gpu->free(o16_d); gpu->free(r16_d); gpu->free(dout_d); gpu->free(t_d);
     gpu->free(t2_d); gpu->free(d1_d); gpu->free(d2_d);
     no_error("bf16-output elementwise");

@@ -778,6 +778,61 @@ static void test_geglu(int N, int H) {
     free(gu); free(R); free(out); free(dgu); free(dgu_d); free(dR); free(ro); free(fd);
 }
 
+/* swiglu_bwd_dd16 / geglu_bwd_dd16 (the down projection's input gradient
+ * in bf16): dout16 the bf16 rounding of R, gate|up in bf16; dgu against the
+ * analytic gradient in double at the widened dout16 and gate|up; dgu16 its
+ * dgu rounded (to_bf16), exactly; with dgu NULL and in place of gu16
+ * (dgu16 == gu16, the models' call) the same dgu16 */
+static void test_glu_bwd_dd16(int geglu, int N, int H) {
+    char name[200];
+    const char *fn = geglu ? "geglu_bwd_dd16" : "swiglu_bwd_dd16";
+    const size_t NH = (size_t)N * H;
+    float *gu = fvec(2 * NH, 4.0), *R = fvec(NH, 1.0), *guw = xcalloc(2 * NH, sizeof(float));
+    float *Rw = xcalloc(NH, sizeof(float)), *dgu = fvec(2 * NH, 1.0);
+    uint16_t *gu16 = xcalloc(2 * NH, 2), *R16 = xcalloc(NH, 2), *o16 = xcalloc(2 * NH, 2);
+    uint16_t *e16 = xcalloc(2 * NH, 2), *p16 = xcalloc(2 * NH, 2);
+    double *rg = dvec(2 * NH);
+    be->to_bf16(gu16, gu, 2 * NH);
+    be->from_bf16(guw, gu16, 2 * NH);
+    be->to_bf16(R16, R, NH);
+    be->from_bf16(Rw, R16, NH);
+    /* (the widened dout differs from R: the bf16 values are what is read) */
+    int differs = 0;
+    for (size_t i = 0; i < NH; i++) differs += Rw[i] != R[i];
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < H; i++) {
+            const size_t gi = (size_t)n * 2 * H + i, ui = gi + H, oi = (size_t)n * H + i;
+            const double g = guw[gi], u = guw[ui], d = Rw[oi];
+            if (geglu) {
+                const double k = 0.7978845608028654, t = tanh(k * (g + 0.044715 * g * g * g));
+                const double dgel = 0.5 * (1.0 + t) +
+                                    0.5 * g * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * g * g);
+                rg[gi] = d * u * dgel;
+                rg[ui] = d * gelu_tanh_d(g);
+            } else {
+                const double sig = 1.0 / (1.0 + exp(-g));
+                rg[gi] = d * u * sig * (1.0 + g * (1.0 - sig));
+                rg[ui] = d * g * sig;
+            }
+        }
+    if (geglu) be->geglu_bwd_dd16(dgu, o16, R16, gu16, N, H);
+    else be->swiglu_bwd_dd16(dgu, o16, R16, gu16, N, H);
+    snprintf(name, sizeof name, "%s N=%d H=%d: dgu vs analytic reference at the widened dout16 "
+             "(%d of %zu dout elements changed by the rounding)", fn, N, H, differs, NH);
+    check_arr(name, dgu, rg, 2 * NH, 1e-5, 1e-6);
+    be->to_bf16(e16, dgu, 2 * NH);
+    tap_ok(differs > 0 && memcmp(o16, e16, 2 * NH * 2) == 0,
+           "%s N=%d H=%d: dgu16 its dgu rounded, exactly", fn, N, H);
+    /* dgu NULL, in place of gate|up */
+    memcpy(p16, gu16, 2 * NH * 2);
+    if (geglu) be->geglu_bwd_dd16(NULL, p16, R16, p16, N, H);
+    else be->swiglu_bwd_dd16(NULL, p16, R16, p16, N, H);
+    tap_ok(memcmp(p16, e16, 2 * NH * 2) == 0,
+           "%s N=%d H=%d dgu NULL in place of gu16: the same dgu16", fn, N, H);
+    free(gu); free(R); free(guw); free(Rw); free(dgu); free(gu16); free(R16); free(o16);
+    free(e16); free(p16); free(rg);
+}
+
 static void test_softcap(size_t n, float cap) {
     char name[160];
     float *x = fvec(n, 4.0 * cap), *y = fvec(n, 1.0), *dy = fvec(n, 1.0), *dx = fvec(n, 1.0);
@@ -1057,6 +1112,9 @@ int main(void) {
     test_gqa_ext(1, 11, 2, 2, 16, 0.25f, 50.0f, 1, 1);   /* window 1: each row sees itself */
     test_gqa_ext(1, 140, 2, 1, 6, 0.4f, 3.0f, 131, 37);  /* past one 128-key block */
     test_geglu(5, 11);
+    test_glu_bwd_dd16(0, 5, 11);
+    test_glu_bwd_dd16(1, 5, 11);
+    test_glu_bwd_dd16(0, 3, 300);
     test_softcap(1000, 30.0f);
     test_softcap(77, 50.0f);
     test_ext_threads_strict();
