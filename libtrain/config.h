@@ -247,7 +247,8 @@ typedef struct zt_model_config {
  *                   it (add_rmsnorm_fwd16b): no fp32 [N, C] branch.  NOT
  *                   the same values: the branch rounded to bf16 before the
  *                   add, PyTorch autocast's Linear output (off: the fp32
- *                   branch; docs/precision.md)
+ *                   branch; docs/precision.md).  With adapters on o / down:
+ *                   ZT_W16_LBRANCH16
  *   ZT_W16_DOUT16N  ZT_TEST_NO_DOUT16N: Llama's q|k|v and gate|up GEMMs (no
  *                   adapters there, bf16 gradients in, not Gemma, no sequence
  *                   parallelism) writing their input gradient in bf16
