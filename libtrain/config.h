@@ -247,7 +247,8 @@ typedef struct zt_model_config {
  *                   it (add_rmsnorm_fwd16b): no fp32 [N, C] branch.  NOT
  *                   the same values: the branch rounded to bf16 before the
  *                   add, PyTorch autocast's Linear output (off: the fp32
- *                   branch; docs/precision.md)
+ *                   branch; docs/precision.md).  With adapters on o / down:
+ *                   ZT_W16_LBRANCH16
  *   ZT_W16_DOUT16N  ZT_TEST_NO_DOUT16N: Llama's q|k|v and gate|up GEMMs (no
  *                   adapters there, bf16 gradients in, not Gemma, no sequence
  *                   parallelism) writing their input gradient in bf16
@@ -263,7 +264,17 @@ typedef struct zt_model_config {
  *                   backward reading it (swiglu_bwd_dd16 / geglu_bwd_dd16):
  *                   no fp32 [N, H] dh.  NOT the same values: dh rounded to
  *                   bf16 once (PyTorch autocast's bf16 dX of a Linear; off:
- *                   fp32, docs/precision.md) */
+ *                   fp32, docs/precision.md)
+ *   ZT_W16_LBRANCH16 ZT_TEST_NO_LBRANCH16: ZT_W16_BRANCH16's bf16 residual
+ *                   branch also where o / down have adapters (no dropout,
+ *                   the bf16 weight): their delta written in bf16 first
+ *                   (lora.h zt_lora_fwd_first16) and the base GEMM adding
+ *                   into it in place (backend.h matmul_fwd_acc16), the
+ *                   residual add + RMSNorm widening it (add_rmsnorm_fwd16b),
+ *                   as gate|up's ZT_W16_GU16: no fp32 [N, C] branch.  NOT
+ *                   the same values: the delta rounded to bf16 once before
+ *                   the add, the sum rounded to bf16 (off: the fp32 delta
+ *                   and branch; docs/precision.md) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
@@ -273,7 +284,8 @@ enum {
     ZT_W16_BWDSWAP = 1u << 18, ZT_W16_GPT16 = 1u << 19, ZT_W16_GLUROUND = 1u << 20,
     ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22, ZT_W16_LGATE = 1u << 23,
     ZT_W16_GU16 = 1u << 24, ZT_W16_LORAPATH = 1u << 25, ZT_W16_BRANCH16 = 1u << 26,
-    ZT_W16_DOUT16N = 1u << 27, ZT_W16_DH16 = 1u << 28
+    ZT_W16_DOUT16N = 1u << 27, ZT_W16_DH16 = 1u << 28,
+    ZT_W16_LBRANCH16 = 1u << 29
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

@@ -384,6 +384,10 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
      * norms writing bf16 and the add folded into them) */
     zt_w16_keep_if(&m->cfg, ZT_W16_BRANCH16, be->add_rmsnorm_fwd16b && be->matmul_fwd_o16 &&
                    zt_w16_on(&m->cfg, ZT_W16_N16) && zt_w16_on(&m->cfg, ZT_W16_ADDFOLD));
+    /* (and with adapters on o / down: their delta in bf16, the base GEMM
+     * adding into it, lora_lin_fwd16) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_LBRANCH16, zt_w16_on(&m->cfg, ZT_W16_BRANCH16) &&
+                   be->matmul_fwd_acc16 && be->matmul_bwd_o16);
     /* (LoRA's products added by their GEMMs: the activations' d, lora.h) */
     zt_w16_keep_if(&m->cfg, ZT_W16_LORAACC, be->matmul_dinp_acc != NULL);
     /* (LoRA's delta first, the base GEMM adding into it: lora.h zt_lora_fwd_first) */
@@ -1018,6 +1022,33 @@ static void lora_lin_fwd(const zt_skel *sk, const zt_backend *be, int grp, float
     zt_skel_lora_fwd16(sk, grp, x, x16, out, N, ls);
 }
 
+/* (lbranch16) Llama's o / down projection with adapters writing the residual
+ * branch in bf16: out16[N, OC] = bf16(x w^T + fp32(bf16(delta))), the
+ * adapters' delta written in bf16 first (lora.h zt_lora_fwd_first16: h kept
+ * as zt_lora_fwd's, rounded into h16 = dh, f32 the product's fp32 staging,
+ * both free in the forward and in a checkpointed block's recompute) and the
+ * base GEMM adding into it in place (matmul_fwd_acc16), as gate|up's
+ * ZT_W16_GU16 path.  Returns 1 when it wrote out16; 0 with nothing done
+ * (ZT_TEST_NO_LBRANCH16, no matmul_fwd_acc16, no bf16 weight w16 (a stage
+ * 3 without it), n r above dh's 2 H bf16 a row, or zt_lora_fwd_first16
+ * declining: dropout, no swap, no matmul_bwd_o16): the caller's fp32
+ * branch then.  NOT the values of that fp32 branch (the delta rounded to
+ * bf16 once before the add, config.h ZT_W16_LBRANCH16). */
+static int lora_lin_fwd16(const zt_llama *m, zt_llama_acts *a, int grp, uint16_t *out16,
+                          const float *x, const uint16_t *x16, const float *w, const uint16_t *w16,
+                          int N, int C, int OC, int H) {
+    const zt_skel *sk = &m->sk;
+    const zt_backend *be = m->be;
+    if (!zt_w16_on(&m->cfg, ZT_W16_LBRANCH16) || !be->matmul_fwd_acc16 || !w16 ||
+        (size_t)sk->lo.groups[grp].n * (size_t)sk->lo.r > 2 * (size_t)H ||
+        !zt_skel_lora_first16o(sk, grp, x, x16, out16, a->f32, (uint16_t *)(void *)a->dh, N,
+                               &a->lora))
+        return 0;
+    /* (w16 where matmul_fwd_acc16 reads it: the a16 entry, or matmul_fwd_w16) */
+    be->matmul_fwd_acc16(out16, x, x16, w, x16 || be->matmul_fwd_w16 ? w16 : NULL, N, C, OC);
+    return 1;
+}
+
 /* Its backward: dx[N, C] = dy w (dw, dbias: the base's gradients, NULL when
  * frozen) + the adapters' share of the input gradient.  With a frozen base
  * (no dw, no dbias), where the group's backward can go first (lora.h
@@ -1178,7 +1209,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         }
     }
     /* (branch16: in a training block with the bf16 activations, a
-     * projection without adapters (no Gemma post norm) writes its output,
+     * projection (no Gemma post norm; with adapters: lbranch16 below) writes its output,
      * the residual branch, in bf16 as autocast's Linear does (matmul_fwd_o16
      * into scratch, f32 the cpu backends' staging) and the residual add
      * widens it (add_rmsnorm_fwd16b): no fp32 branch written or read.  NOT
@@ -1188,9 +1219,18 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                      zt_w16_on(&m->cfg, ZT_W16_BRANCH16);
     uint16_t *b16 = (uint16_t *)(void *)a->scratch;
     const float *mlp_w;
+    /* (lbranch16: with adapters on o, their delta in bf16 and the base GEMM
+     * adding into it, lora_lin_fwd16; where it declines, the fp32 branch) */
+    int bw16 = 0;   /* 1: o's branch written in bf16 into b16 */
     if (br16 && !zt_skel_lora_on(sk, LG_O)) {
         be->matmul_fwd_o16(b16, a->f32, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), NULL, N,
                            sh->AD, C);
+        bw16 = 1;
+    } else if (br16) {
+        bw16 = lora_lin_fwd16(m, a, LG_O, b16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW), N,
+                              sh->AD, C, H);
+    }
+    if (bw16) {
         mlp_w = norm_w(m, a, w->mlp_norm, C);
         be->add_rmsnorm_fwd16b(s->res2, s->xn216, a->f32, s->rstd2, x, b16, mlp_w, eps, N, C);
         goto mlp;
@@ -1276,9 +1316,19 @@ down:;
     /* (branch16: down's output in bf16 likewise, left pending for the next
      * norm, which widens it: the block above's first norm or the final norm,
      * both writing bf16 then (the final one: the LM head's bf16 input)) */
-    if (br16 && !zt_skel_lora_on(sk, LG_DOWN) && (l + 1 < sh->L || a->lnf16)) {
-        be->matmul_fwd_o16(b16, a->f32, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H,
-                           C);
+    /* (lbranch16: with adapters on down likewise, lora_lin_fwd16) */
+    bw16 = 0;
+    if (br16 && (l + 1 < sh->L || a->lnf16)) {
+        if (!zt_skel_lora_on(sk, LG_DOWN)) {
+            be->matmul_fwd_o16(b16, a->f32, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N,
+                               H, C);
+            bw16 = 1;
+        } else {
+            bw16 = lora_lin_fwd16(m, a, LG_DOWN, b16, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW),
+                                  N, H, C, H);
+        }
+    }
+    if (bw16) {
         a->fold = l + 1;
         a->fold16 = 1;
         return ZT_OK;

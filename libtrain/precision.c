@@ -79,6 +79,7 @@ static const struct {
     {"ZT_TEST_NO_BRANCH16", ZT_W16_BRANCH16},
     {"ZT_TEST_NO_DOUT16N", ZT_W16_DOUT16N},
     {"ZT_TEST_NO_DH16", ZT_W16_DH16},
+    {"ZT_TEST_NO_LBRANCH16", ZT_W16_LBRANCH16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

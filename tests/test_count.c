@@ -624,7 +624,8 @@ static const struct {
     {268435456, "ZT_TEST_NO_LGATE"}, {536870912, "ZT_TEST_NO_GU16"},
     {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"},
     {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"},
-    {17179869184ULL, "ZT_TEST_NO_DH16"}};
+    {17179869184ULL, "ZT_TEST_NO_DH16"},
+    {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -1711,9 +1712,12 @@ static void bf16_att_do16(void) {
          * delta's forward is a matmul_bwd_o16 call, lora_gu16) */
         const int lgu = cases[i].extra == w16_lora && !strncmp(cases[i].shape, "llama", 5);
         /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: its GEMMs
-         * are matmul_bwd_o16 calls otherwise) */
-        if (!w16_case_run(&p, &kind, &cases[i], (lgu ? 536870912 : 0) | w16_dout32(cases[i].shape),
-                          NULL, NULL, what, sizeof what))
+         * are matmul_bwd_o16 calls otherwise; o's and down's fp32 delta,
+         * ZT_TEST_NO_LBRANCH16: their bf16 delta's forward is a
+         * matmul_bwd_o16 call each, lora_branch16) */
+        if (!w16_case_run(&p, &kind, &cases[i],
+                          (lgu ? 536870912 | 34359738368ULL : 0) | w16_dout32(cases[i].shape), NULL,
+                          NULL, what, sizeof what))
             continue;
         const long q = cases[i].arg ? 4L * p.s.L : 0;
         tap_ok(p.ma.do16q == q && p.mb.do16q == 0 && p.ma.do16 == 0 && p.mb.do16 == 0 &&
@@ -1763,9 +1767,12 @@ static void bf16_gradients(void) {
          * bf16 delta's forward a matmul_bwd_o16 call, lora_gu16) */
         const int lgu = c->extra == w16_lora && !strncmp(c->shape, "llama", 5);
         /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: these
-         * counts' matmul_bwd_d16 and rmsnorm_bwd16 calls) */
+         * counts' matmul_bwd_d16 and rmsnorm_bwd16 calls; Llama's o and down:
+         * their fp32 delta, ZT_TEST_NO_LBRANCH16, lora_branch16) */
         if (!w16_case_run(&p, &kind, c,
-                          (c->extra == w16_lora ? 16777216 | 134217728 | (lgu ? 536870912 : 0) : 0) |
+                          (c->extra == w16_lora
+                               ? 16777216 | 134217728 | (lgu ? 536870912 | 34359738368ULL : 0)
+                               : 0) |
                               w16_dout32(c->shape),
                           NULL, NULL, what, sizeof what))
             continue;
@@ -2068,9 +2075,10 @@ static void lora_swap(void) {
          * have it, ZT_TEST_NO_LORA16: the bf16 adapters' counts, lora16) */
         /* (ZT_TEST_NO_GU16: Llama's gate|up with its fp32 delta, the order
          * swapped or not; the bf16 delta takes the swapped order alone,
-         * lora_gu16) */
-        if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 536870912, names, NULL, what,
-                          sizeof what))
+         * lora_gu16; ZT_TEST_NO_LBRANCH16 likewise for o and down,
+         * lora_branch16) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 536870912 | 34359738368ULL, names,
+                          NULL, what, sizeof what))
             continue;
         const long want = 4 * p.s.L * cases[i].ng * (1 + (c->extra == ck));
         tap_ok(p.ma.facc == want && p.mb.facc == 0 && p.mb.fwd - p.ma.fwd == want &&
@@ -2535,8 +2543,11 @@ static void lora_gu16(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
-        char what[160];
-        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
+        char what[192];
+        /* (ZT_TEST_NO_LBRANCH16: o's and down's fp32 delta in both runs, the
+         * counts below gate|up's alone; lora_branch16) */
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 34359738368ULL, names, NULL,
+                          what, sizeof what))
             continue;
         const long F = c->extra == ck ? 2 : 1;
         const long n = cases[i].on ? 4 * p.s.L * F : 0;
@@ -2605,7 +2616,9 @@ static void branch16(void) {
         {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 0, NULL, 8192}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, moe, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0},
+        /* (adapters on o / down: their fp32 branch, ZT_TEST_NO_LBRANCH16;
+         * the bf16 one is lora_branch16's) */
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 34359738368ULL}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 2}, 0},
@@ -2635,6 +2648,112 @@ static void branch16(void) {
                what, p.ma.fo16, p.mb.fo16, o16, p.ma.fwd, p.mb.fwd, p.ma.anb16, nb, p.mb.anb16,
                p.ma.an16, p.mb.an16, p.ma.to16, p.mb.to16, p.ra, p.rb, p.ma.all_b, p.mb.all_b,
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
+/* ------------------------------------------------------------ LoRA's residual branch in bf16
+ * Llama's o and down projections WITH adapters (bf16 activations, no
+ * dropout, the bf16 weight) writing the residual branch in bf16 as branch16
+ * does without adapters: the adapters' delta written in bf16 first (lora.h
+ * zt_lora_fwd_first16: h rounded by one k_to_bf16, the product by
+ * matmul_bwd_o16) and the base GEMM adding into it in place
+ * (matmul_fwd_acc16), the residual add + RMSNorm widening it
+ * (add_rmsnorm_fwd16b), against the fp32 delta, the fp32 sum
+ * (matmul_fwd_acc) and the fp32 branch (add_rmsnorm_fwd16;
+ * ZT_TEST_NO_LBRANCH16=1).  NOT bitwise: the delta rounded to bf16 once
+ * before the add and the branch rounded once after it; the losses within
+ * 2^-12 and the gradient norms within 2^-9 relative (ACT16_*_TOL, the
+ * bounds branch16 and lora_gu16 hold), and not bitwise over the 4 steps.
+ * Per step and forward pass (2 checkpointed), n = 4 L a projection: n
+ * matmul_fwd_acc16 calls, n matmul_bwd_o16 and n k_to_bf16 (h) more for o
+ * and as many for down (Ld blocks: L, or L - 1 with ZT_TEST_NO_X16, whose
+ * last block's down output stays fp32 for the fp32 final norm); as many
+ * matmul_fwd_acc, k_round_bf16 (w_dinp's rounding of h) and bf16-weight
+ * calls (w_dinp's matmul_bwd_w16 of the adapters' bf16 B^T; stage 3,
+ * without the bf16 adapters, its matmul_bwd rounds B: the same) fewer;
+ * add_rmsnorm_fwd16b: L (the MLP's norms) and Ld (the norms reading down's
+ * pending branch) in the forward, L in a recompute (its down output pending
+ * for nobody), as many add_rmsnorm_fwd16 fewer.  Bytes: each bf16 branch
+ * written by the delta's GEMM, read and written by the base GEMM's beta 1
+ * and read by the norm in 2 bytes an element, not 4: 8 N C bytes fewer a
+ * projection, 6 N C for a recompute's down (no norm reads it), exactly
+ * (the rest of the launches the same bytes).  The activations' peak and
+ * plan the same (the branch in the [N, C] scratch, h16 in dh, the delta's
+ * fp32 staging in f32: no buffer added).  All-linear at stages 0 and 3,
+ * untied, checkpointed, QLoRA (nf4 base: its GEMMs read the dequantized
+ * bf16 block), ZT_TEST_NO_X16.  Bitwise and the same counts where not
+ * taken: q_proj,v_proj (o and down without adapters: branch16's path both
+ * runs), the adapters' dropout, the fp32 matmuls, Gemma 2's post norms,
+ * ZT_TEST_NO_BRANCH16 (the fp32 branch both runs), GPT-2. */
+static void lora_branch16(void) {
+    static const w16_kind kind = {34359738368ULL, " with and without LoRA's bf16 residual branches",
+                                  "fp32 branches'", "o / down's delta and branch rounded to bf16"};
+    static const w16_kind same = {34359738368ULL,
+                                  " with and without LoRA's bf16 residual branches (not taken)",
+                                  "fp32 branches'", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char qlck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.base=nf4 activation_checkpointing.policy=blocks";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
+                                      {qlck, " QLoRA checkpointed"}, {gemma, " gemma LoRA"},
+                                      {qv, " LoRA q_proj,v_proj"}, {f32, " LoRA fp32"},
+                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+    /* (on: whether the path is taken; arg: the no_w16 bits of both runs) */
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 0, w16_lora, 8192}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 4294967296ULL}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[192];
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
+            continue;
+        const int ckd = c->extra == ck || c->extra == qlck;
+        const long F = ckd ? 2 : 1, L = p.s.L;
+        /* down's bf16 outputs a pass: L, or L - 1 with the fp32 final norm */
+        const long Ld = c->arg & 8192 ? L - 1 : L;
+        const long n = cases[i].on ? 4 * (L + Ld) * F : 0;
+        const long nb = cases[i].on ? 4 * (L * F + Ld) : 0;
+        /* 8 N C bytes fewer a projection, 6 N C a recompute's down */
+        const double NC = (double)p.s.B * p.s.T * p.s.C;
+        const double fewer =
+            cases[i].on ? 4.0 * NC * (8.0 * (L + Ld) + (ckd ? 8.0 * L + 6.0 * Ld : 0)) : 0;
+        tap_ok(p.ma.facc16 - p.mb.facc16 == n && p.mb.facc - p.ma.facc == n &&
+                   p.ma.bo16 - p.mb.bo16 == n && p.ma.to16 - p.mb.to16 == n && p.rb - p.ra == n &&
+                   p.ma.anb16 - p.mb.anb16 == nb && p.mb.an16 - p.ma.an16 == nb &&
+                   p.wb - p.wa == (c->stage < 3 ? n : 0) && p.mb.all_b - p.ma.all_b == fewer &&
+                   w16_same(&p, W16_SAME_ACTS),
+               "%s: %ld matmul_fwd_acc16 (%ld without, %ld more expected), %ld matmul_fwd_acc "
+               "(%ld without), %ld matmul_bwd_o16 (%ld without), %ld bf16-weight calls (%ld "
+               "without), %ld k_to_bf16 (%ld without), %ld "
+               "k_round_bf16 (%ld without), %ld add_rmsnorm_fwd16b (%ld without, %ld more "
+               "expected), %ld add_rmsnorm_fwd16 (%ld without), %.0f bytes moved (%.0f without, "
+               "%.0f fewer expected), activations' peak %llu bytes (%llu without)",
+               what, p.ma.facc16, p.mb.facc16, n, p.ma.facc, p.mb.facc, p.ma.bo16, p.mb.bo16,
+               p.wa, p.wb, p.ma.to16, p.mb.to16, p.ra, p.rb, p.ma.anb16, p.mb.anb16, nb, p.ma.an16,
+               p.mb.an16,
+               p.ma.all_b, p.mb.all_b, fewer, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
     }
 }
 
@@ -3933,9 +4052,11 @@ static void cudnn_model(void) {
      * its q|k|v gradient in bf16 through rope_bwd16 either way (rb16).
      * (Here and in the LoRA case below ZT_TEST_NO_DOUT16N=1: q|k|v's and
      * gate|up's input gradients in fp32, no matmul_bwd_o16 calls of theirs;
-     * bf16_dout16n counts those.) */
+     * bf16_dout16n counts those.  And ZT_TEST_NO_LBRANCH16=1: o's adapters'
+     * delta in fp32, not a matmul_bwd_o16 call a block; lora_branch16.) */
     setenv("ZT_TEST_NO_DOUT16N", "1", 1);
     setenv("ZT_TEST_NO_DH16", "1", 1);   /* (and down's fp32 dh: no matmul_bwd_o16 of its) */
+    setenv("ZT_TEST_NO_LBRANCH16", "1", 1);
     static const char *const do_shapes[] = {"gpt2:2,4,64,512,2,96", "llama:2,4,2,64,96,512,2,96"};
     for (size_t i = 0; i < sizeof do_shapes / sizeof do_shapes[0]; i++) {
         cm_shape gs;
@@ -4000,6 +4121,7 @@ static void cudnn_model(void) {
     }
     unsetenv("ZT_TEST_NO_DOUT16N");
     unsetenv("ZT_TEST_NO_DH16");
+    unsetenv("ZT_TEST_NO_LBRANCH16");
     cm_counts_free(&a);
     cm_counts_free(&b);
 
@@ -4132,6 +4254,7 @@ int main(int argc, char **argv) {
     grad_fresh();
     lora_gu16();
     branch16();
+    lora_branch16();
     bf16_dout16n();
     bf16_dh16();
     lora_keeph();
