@@ -2681,7 +2681,9 @@ static void branch16(void) {
  * plan the same (the branch in the [N, C] scratch, h16 in dh, the delta's
  * fp32 staging in f32: no buffer added).  All-linear at stages 0 and 3,
  * untied, checkpointed, QLoRA (nf4 base: its GEMMs read the dequantized
- * bf16 block), ZT_TEST_NO_X16.  Bitwise and the same counts where not
+ * bf16 block), ZT_TEST_NO_X16; a checkpointed run's losses and gradient
+ * norms bitwise those of the same run without checkpointing, with the path
+ * and without (the recompute's delta, kept h and branch the same values).  Bitwise and the same counts where not
  * taken: q_proj,v_proj (o and down without adapters: branch16's path both
  * runs), the adapters' dropout, the fp32 matmuls, Gemma 2's post norms,
  * ZT_TEST_NO_BRANCH16 (the fp32 branch both runs), GPT-2. */
@@ -2708,26 +2710,41 @@ static void lora_branch16(void) {
                                       {qlck, " QLoRA checkpointed"}, {gemma, " gemma LoRA"},
                                       {qv, " LoRA q_proj,v_proj"}, {f32, " LoRA fp32"},
                                       {drop, " LoRA dropout"}, {NULL, NULL}};
-    /* (on: whether the path is taken; arg: the no_w16 bits of both runs) */
-    static const struct { w16_case c; int on; } cases[] = {
-        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlck, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 0, w16_lora, 8192}, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 4294967296ULL}, 0},
-        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+    /* (on: whether the path is taken; arg: the no_w16 bits of both runs;
+     * of: a checkpointed case's uncheckpointed one, index + 1 (0: none),
+     * whose losses and gradient norms its own must equal bitwise with the
+     * path and without it: the recompute writes the same values) */
+    static const struct { w16_case c; int on, of; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 2},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlck, 0}, 1, 4},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 0, w16_lora, 8192}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 4294967296ULL}, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0}};
+    static double ra[sizeof cases / sizeof cases[0]][4][2], rb[sizeof cases / sizeof cases[0]][4][2];
+    static int ran[sizeof cases / sizeof cases[0]];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[192];
         if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
             continue;
+        memcpy(ra[i], p.a, sizeof p.a);
+        memcpy(rb[i], p.b, sizeof p.b);
+        ran[i] = 1;
+        if (cases[i].of) {
+            const int j = cases[i].of - 1;
+            tap_ok(ran[j] && !memcmp(ra[j], p.a, sizeof p.a) && !memcmp(rb[j], p.b, sizeof p.b),
+                   "%s: losses and gradient norms bitwise those of the run without checkpointing, "
+                   "with the bf16 branches (%.9g ... %.9g) and without (%.9g ... %.9g)",
+                   what, p.a[0][0], p.a[3][0], p.b[0][0], p.b[3][0]);
+        }
         const int ckd = c->extra == ck || c->extra == qlck;
         const long F = ckd ? 2 : 1, L = p.s.L;
         /* down's bf16 outputs a pass: L, or L - 1 with the fp32 final norm */
