@@ -72,6 +72,10 @@ set -uo pipefail
 SRC=${ZT_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 sim=${1:-tests/cudasim/ztrain_sim}
 mpirun=${ZT_MPIRUN:-mpirun}
+# (its own mpirun runs as root too, run by hand as well as through check.sh:
+# as scripts/engine-check.sh, Open MPI allowed to start as root unless set)
+export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 [ -x "$sim" ] || { echo "Bail out! no $sim (make tests/cudasim/ztrain_sim)"; exit 1; }
 sim=$(cd "$(dirname "$sim")" && echo "$PWD/$(basename "$sim")")
 W=$(dirname "$sim")/engine.d
