@@ -2,10 +2,12 @@
 # classifier_mpi.sh -- the LM head + loss in chunks of rows (ztrain.classifier_chunk_rows,
 # libtrain/classifier.h) through `ztrain train`: each run with chunks that do not divide the
 # rows of its micro batch against the same run in one chunk (the head as one [N, vocab]
-# array): every step's loss and gradient norm and the validation losses within 1e-6 relative
-# (the metrics' printed digits), final parameters within 1e-5 after 4 AdamW steps (the head's
-# weight gradient sums its rows chunk by chunk, and AdamW normalizes the difference; measured:
-# at most 1.7e-6):
+# array): every step's loss and gradient norm and the validation losses within 5e-6 relative
+# (a few units in the last of the metrics' 7 printed digits: the head's weight gradient sums
+# its rows chunk by chunk, fp32 rounding that grows over the steps; measured: 0 to 5.3e-7 in
+# the -O2 build, up to 1.05e-6 -- 1.902815 vs 1.902813 -- in the ASan/UBSan build, whose
+# code rounds the chunked run apart from the one-chunk run), final parameters within 1e-5 after 4 AdamW steps (AdamW
+# normalizes the difference; measured: at most 1.7e-6):
 #  - gpt2: 1 rank; 2 ranks at stage 3 with gradient accumulation and activation
 #    checkpointing; fp16 with its dynamic loss scale (the scale is in the gradient the
 #    chunks form) at stage 1; bf16 at stage 2; LoRA (a frozen head: no head gradient);
@@ -59,7 +61,7 @@ v = [[d["val_loss"] for d in x if "val_loss" in d] for x in r]
 d = max(abs(x - y) / abs(x) for x, y in zip(t[0] + v[0] + g[0], t[1] + v[1] + g[1]))
 print("# training losses, gradient norms and validation losses within %.2e relative (gradient norms %s vs %s)"
       % (d, g[0], g[1]))
-sys.exit(0 if len(t[0]) == len(t[1]) == 4 and len(v[0]) == len(v[1]) >= 1 and d <= 1e-6 else 1)
+sys.exit(0 if len(t[0]) == len(t[1]) == 4 and len(v[0]) == len(v[1]) >= 1 and d <= 5e-6 else 1)
 PY
         python3 "$ZT_SRCDIR/tests/run_compare.py" "m_${tag}_1.jsonl" "m_${tag}_k.jsonl" \
             "w_${tag}_1.safetensors" "w_${tag}_k.safetensors" 1e-5 "$STEPS"
