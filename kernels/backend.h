@@ -951,6 +951,36 @@ typedef struct zt_backend {
      * itself: the same bits as the zeroed dw, -0.0 included); cuda: the
      * GEMM's beta 0 (C = D not read). */
     void (*set_dw_fresh)(float *g, size_t n);
+    /* ---- Qwen3's q/k norms' backward on the bf16 gradient (last;
+     * libtrain/arch.h zt_att_in16_of ZT_ATT_IN16OD on Llama's blocks with
+     * q/k norms: gqa_ext_bwd16d's bf16 dQ|dK|dV taken back through RoPE
+     * and the norms in place, then the q|k|v GEMM reads it, matmul_bwd_d16
+     * with dout NULL).  Optional: NULL when the backend has none (the
+     * caller's gradient stays fp32: gqa_ext_bwd16o, rope_bwd, headnorm_bwd
+     * twice).
+     * qknorm_rope_bwd16: dqkv16[N = B T, stride] (bf16 bits) overwritten
+     * with the bf16 rounding (nearest even) of the fp32 rows x that the
+     * sequence x = from_bf16(dqkv16); rope_bwd(x, inv_freq, B, T, NH +
+     * NKV, stride, hd, scale); headnorm_bwd(x, dqw, raw, qw, rstd, N, qnh,
+     * stride, NH hd / qnh); headnorm_bwd(x + NH hd, dkw, raw + N NH hd, kw,
+     * rstd + N NH, N, knh, stride, NKV hd / knh) leaves, bitwise, and dqw,
+     * dkw (+=) as that sequence adds to them, bitwise (raw, rstd: what
+     * qknorm_rope_fwd16 / headnorm_fwd saved; qnh, knh the norms' groups
+     * of a row as there).  The columns past the q and k heads (v) are not
+     * touched.  cpu: the sequence in host scratch of its own; cuda:
+     * k_qknorm_rope_bwd16, a block per chunk of k_headnorm_bwd's (row,
+     * group) pairs of the q norm and then of the k norm (its chunks, its
+     * order: each value k_rope's rotation of the widened pair, computed
+     * where it is read), the partial dw then each pair's gradient stored
+     * rounded in place, then k_colsum_final for dqw and for dkw; hd even
+     * and NH, NKV multiples of qnh, knh on cuda (otherwise it records an
+     * error and computes nothing: Llama's head_dim is even, its groups a
+     * head or the projection); scratch cuda_workspace.h
+     * zt_cuda_ws_qknorm_rope_bwd16. */
+    void (*qknorm_rope_bwd16)(uint16_t *dqkv16, float *dqw, float *dkw, const float *raw,
+                              const float *rstd, const float *qw, const float *kw,
+                              const float *inv_freq, int B, int T, int NH, int NKV, int qnh, int knh,
+                              int stride, int hd, float scale);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -50,7 +50,8 @@ enum {
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ADD_RMSNORM_FWD16B, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
-    K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART, K_N
+    K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
+    K_QKNORM_ROPE_BWD16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -100,6 +101,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_GELU_FWD] = {"k_gelu_fwd", ZT_CC_STREAM},
     [K_GELU_BWD] = {"k_gelu_bwd", ZT_CC_STREAM},
     [K_GELU_BWD_O16] = {"k_gelu_bwd_o16", ZT_CC_STREAM},
+    [K_QKNORM_ROPE_BWD16] = {"k_qknorm_rope_bwd16", ZT_CC_ROWNORM},
     [K_GELU_FWD16] = {"k_gelu_fwd16", ZT_CC_STREAM},
     [K_SWIGLU_FWD16] = {"k_swiglu_fwd16", ZT_CC_STREAM},
     [K_SWIGLU_BWD16] = {"k_swiglu_bwd16", ZT_CC_STREAM},
@@ -1571,6 +1573,37 @@ static void c_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int
     if (pairs) rec(K_ROPE_BWD16, 6 * pairs, pairs * 4 * H + D(h2) * F);
 }
 
+/* k_qknorm_rope_bwd16 (backend.h qknorm_rope_bwd16): k_headnorm_bwd's
+ * work on the q and then the k groups in one launch (11 FLOPs a value,
+ * and k_rope's rotation of the widened pair, 6 FLOPs a pair, evaluated
+ * where the partial dw, the row's sum and the store read it: 9 a value;
+ * the q and k heads read and written in bf16, 2 h each a value, raw f a
+ * value, rstd f a group, the weights, inv_freq hd/2 f, the partial dw P'
+ * g 8 of each norm, P' its chunks of (row, group) pairs), then
+ * k_colsum_final for dqw and for dkw; the shapes zt_cuda_qknorm_rope_bwd16
+ * refuses (odd hd, groups not whole heads) nothing */
+static void c_qknorm_rope_bwd16(uint16_t *dqkv16, float *dqw, float *dkw, const float *raw,
+                                const float *rstd, const float *qw, const float *kw,
+                                const float *inv_freq, int B, int T, int NH, int NKV, int qnh,
+                                int knh, int stride, int hd, float scale) {
+    call(ZT_CE_qknorm_rope_bwd16);
+    if (g_inner)
+        g_inner->qknorm_rope_bwd16(dqkv16, dqw, dkw, raw, rstd, qw, kw, inv_freq, B, T, NH, NKV, qnh,
+                                   knh, stride, hd, scale);
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    if (NH <= 0 || NKV <= 0 || qnh <= 0 || knh <= 0 || hd <= 0 || hd % 2 || NH % qnh || NKV % knh ||
+        (NH + NKV) * hd > stride)
+        return;
+    const int N = B * T;
+    const double vals = D(N) * (NH + NKV) * hd, groups = D(N) * (qnh + knh);
+    const double qg = D(NH) * hd / qnh, kg = D(NKV) * hd / knh;
+    const double Pq = zt_cuda_ws_col_chunks(N * qnh, NULL), Pk = zt_cuda_ws_col_chunks(N * knh, NULL);
+    rec(K_QKNORM_ROPE_BWD16, 20 * vals,
+        vals * (4 * H + F) + groups * F + (qg + kg) * F + D(hd / 2) * F + (Pq * qg + Pk * kg) * 8);
+    rec(K_COLSUM_FINAL, Pq * qg, Pq * qg * 8 + 2 * qg * F);
+    rec(K_COLSUM_FINAL, Pk * kg, Pk * kg * 8 + 2 * kg * F);
+}
+
 /* k_qknorm_rope_fwd16 (backend.h qknorm_rope_fwd16): k_headnorm_fwd's
  * work on the q and k groups (4 FLOPs a value; reads x, writes raw a
  * value f, rstd a group f, the weights) and k_rope_fwd16's rotation (6
@@ -2198,6 +2231,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->matmul_bwd_acc) t->matmul_bwd_acc = c_matmul_bwd_acc;
     if (!inner || inner->matmul_fwd_acc16) t->matmul_fwd_acc16 = c_matmul_fwd_acc16;
     if (!inner || inner->set_dw_fresh) t->set_dw_fresh = c_set_dw_fresh;
+    if (!inner || inner->qknorm_rope_bwd16) t->qknorm_rope_bwd16 = c_qknorm_rope_bwd16;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -95,7 +95,8 @@ typedef struct zt_count_kernel {
     X(matmul_fwd_acc) \
     X(matmul_bwd_acc) \
     X(matmul_fwd_acc16) \
-    X(set_dw_fresh)
+    X(set_dw_fresh) \
+    X(qknorm_rope_bwd16)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

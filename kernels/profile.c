@@ -193,6 +193,19 @@ static void p_qknorm_rope_fwd16(uint16_t *q16, float *x, float *raw, float *rstd
     const double nhd = (double)B * T * (NH + NKV) * hd;
     k_end(t, ZT_PROF_NORM, 7.0 * nhd, (F4 + 2.0) * B * T * stride + F4 * nhd);
 }
+/* Qwen3's q/k norms' backward on the bf16 gradient: the norm family,
+ * headnorm_bwd's FLOPs and the rotation's (8 + 3 a value), the q and k heads read and
+ * written in 2 bytes, raw read (4 bytes) */
+static void p_qknorm_rope_bwd16(uint16_t *d16, float *dqw, float *dkw, const float *raw,
+                                const float *rstd, const float *qw, const float *kw, const float *f,
+                                int B, int T, int NH, int NKV, int qnh, int knh, int stride, int hd,
+                                float sc) {
+    double t = k_begin();
+    inner->qknorm_rope_bwd16(d16, dqw, dkw, raw, rstd, qw, kw, f, B, T, NH, NKV, qnh, knh, stride,
+                             hd, sc);
+    const double nhd = (double)B * T * (NH + NKV) * hd;
+    k_end(t, ZT_PROF_NORM, 11.0 * nhd, (4.0 + F4) * nhd);
+}
 static void p_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, float eps, int N,
                            int nh, int stride, int hd) {
     double t = k_begin();
@@ -891,6 +904,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_bwd_acc);
     W(matmul_fwd_acc16);
     W(set_dw_fresh);
+    W(qknorm_rope_bwd16);
     W(adamw);
     W(sumsq);
     W(scale);

@@ -417,14 +417,17 @@ int zt_att_in16_of(const zt_model_config *mc, const zt_backend *be, int training
     if (!zt_w16_on(mc, ZT_W16_AO16) || !zt_ao16_ok(be)) return ZT_ATT_IN16;
     /* the q|k|v GEMM reads the backward's bf16 gradient (gqa_ext_bwd16d):
      * GPT-2 (no RoPE between them), or with rb16 Llama's blocks without
-     * q/k norms (RoPE's backward in bf16 between them, rope_bwd16; the
+     * q/k norms (RoPE's backward in bf16 between them, rope_bwd16) or with
+     * them and qkb16 (RoPE's and the norms' backward in bf16,
+     * qknorm_rope_bwd16; no q|k|v bias: without qkb16 or with a bias the
      * norms' backward reads the fp32 gradient), without adapters or, on
      * Llama's, with adapters reading the bf16 gradient too
      * (zt_lora_dq16_of); GPT-2's where its q|k|v adapters allow it (gpt.h
      * zt_gpt_lora_att16) */
     const int id = zt_arch_of(mc)->id;
     const int rope16 =
-        id == ZT_ARCH_LLAMA && zt_w16_on(mc, ZT_W16_RB16) && be->rope_bwd16 && !mc->qk_norm;
+        id == ZT_ARCH_LLAMA && zt_w16_on(mc, ZT_W16_RB16) && be->rope_bwd16 &&
+        (!mc->qk_norm || (zt_w16_on(mc, ZT_W16_QKB16) && be->qknorm_rope_bwd16 && !mc->attention_bias));
     return zt_w16_on(mc, ZT_W16_AB16) && be->gqa_ext_bwd16d && (id == ZT_ARCH_GPT2 || rope16) &&
                    (id == ZT_ARCH_LLAMA
                         ? zt_lora_dq16_of(mc)

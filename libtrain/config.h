@@ -274,7 +274,14 @@ typedef struct zt_model_config {
  *                   as gate|up's ZT_W16_GU16: no fp32 [N, C] branch.  NOT
  *                   the same values: the delta rounded to bf16 once before
  *                   the add, the sum rounded to bf16 (off: the fp32 delta
- *                   and branch; docs/precision.md) */
+ *                   and branch; docs/precision.md)
+ *   ZT_W16_QKB16    ZT_TEST_NO_QKB16: Llama's blocks with q/k norms (Qwen3,
+ *                   Gemma 3, OLMoE; no q|k|v bias) taking AB16's bf16
+ *                   gradient through RoPE's and the norms' backward in bf16
+ *                   (qknorm_rope_bwd16) into the q|k|v GEMM, as RB16 without
+ *                   norms (arch.h zt_att_in16_of ZT_ATT_IN16OD): the same
+ *                   values (off: widened, rope_bwd, headnorm_bwd twice in
+ *                   fp32, rounded by the GEMM) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
@@ -285,7 +292,7 @@ enum {
     ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22, ZT_W16_LGATE = 1u << 23,
     ZT_W16_GU16 = 1u << 24, ZT_W16_LORAPATH = 1u << 25, ZT_W16_BRANCH16 = 1u << 26,
     ZT_W16_DOUT16N = 1u << 27, ZT_W16_DH16 = 1u << 28,
-    ZT_W16_LBRANCH16 = 1u << 29
+    ZT_W16_LBRANCH16 = 1u << 29, ZT_W16_QKB16 = 1u << 30
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

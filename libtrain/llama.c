@@ -1639,8 +1639,9 @@ mlp_norm:
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     /* (sp16: exchanged in bf16 into dq16, sp_dq16, which the qkv GEMMs
      * read, llama_sp16; rb16: gqa_ext_bwd16d's bf16 values, rotated by
-     * rope_bwd16) */
+     * rope_bwd16, or with q/k norms qknorm_rope_bwd16: qkb16) */
     uint16_t *dq16 = NULL;
+    int qkb16 = 0;
     if (sh->sp > 1) {
         /* sequence parallel: the forward's exchanges in reverse */
         const int Tf = T * sh->sp;
@@ -1681,8 +1682,10 @@ mlp_norm:
          * the q|k|v's fp32 staging, which that path leaves alone (256-byte
          * aligned where that fits); RoPE's backward rotates it there in
          * bf16 and the GEMM below reads it as it is, and LoRA's adapters
-         * too where they may, zt_lora_dq16_of) */
-        if (ao16 && zt_lora_dq16_of(&m->cfg) && !sh->qkn && a->stq &&
+         * too where they may, zt_lora_dq16_of; with q/k norms, qkb16,
+         * qknorm_rope_bwd16 takes it through RoPE and the norms in bf16,
+         * zt_att_in16_of deciding: no q|k|v bias then) */
+        if (ao16 && zt_lora_dq16_of(&m->cfg) && a->stq &&
             zt_att_in16_of(&m->cfg, be, 1, sh->sp) == ZT_ATT_IN16OD) {
             const uintptr_t lo = (uintptr_t)a->stq, hi = (uintptr_t)(a->stq + (size_t)N * sh->QKV);
             const size_t need = (size_t)N * sh->QKV * 2;
@@ -1709,15 +1712,30 @@ mlp_norm:
         }
         /* (dq16: the bias gradient the column sums of the fp32 values
          * rope_bwd gives, taken by rope_bwd16 before it rounds them, as the
-         * GEMM took them from the fp32 dqkv: bitwise) */
-        if (dq16)
+         * GEMM took them from the fp32 dqkv: bitwise; with q/k norms
+         * (qkb16, no bias) qknorm_rope_bwd16: rope_bwd then headnorm_bwd on
+         * the q and the k groups, bitwise, the rows rounded after as the
+         * GEMM rounded the fp32 dqkv) */
+        if (dq16 && sh->qkn) {
+            const float *qw = w->q_norm, *kw = w->k_norm;
+            if (sh->gemma) {   /* (1 + w, both: a->w1 holds 2 hd floats then) */
+                be->add(a->w1, a->ones, qw, (size_t)sh->hd);
+                be->add(a->w1 + sh->hd, a->ones, kw, (size_t)sh->hd);
+                qw = a->w1;
+                kw = a->w1 + sh->hd;
+            }
+            be->qknorm_rope_bwd16(dq16, gw->q_norm, gw->k_norm, s->qkraw, s->qkrstd, qw, kw,
+                                  layer_freq(m, a, l, T), B, T, sh->NH, sh->NKV, sh->qnh, sh->knh,
+                                  sh->QKV, sh->hd, layer_rope_scale(m, l));
+            qkb16 = 1;
+        } else if (dq16)
             be->rope_bwd16(dq16, gw->qkvb, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV,
                            sh->hd, layer_rope_scale(m, l));
         else
             be->rope_bwd(a->dqkv, layer_freq(m, a, l, T), B, T, sh->NH + sh->NKV, sh->QKV, sh->hd,
                          layer_rope_scale(m, l));
     }
-    if (sh->qkn) {
+    if (sh->qkn && !qkb16) {
         be->headnorm_bwd(dq, gw->q_norm, s->qkraw, norm_w(m, a, w->q_norm, sh->hd), s->qkrstd, N,
                          sh->qnh, sh->QKV, sh->qw);
         be->headnorm_bwd(dq + sh->AD, gw->k_norm, s->qkraw + (size_t)N * sh->AD,
@@ -2054,7 +2072,11 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
     for (int k = 0; k <= slide; ++k)
         WS(zt_att_ws_of(att, 1, bf16, in16 | do16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
-    if (s.qkn) WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));   /* q_norm (k_norm: no more) */
+    /* q_norm (k_norm: no more); ZT_ATT_IN16OD with them (qkb16):
+     * qknorm_rope_bwd16's both norms' partial dw, more */
+    if (s.qkn)
+        WS(in16 == ZT_ATT_IN16OD ? zt_cuda_ws_qknorm_rope_bwd16(N, s.NH, s.NKV, s.qnh, s.knh, s.hd)
+                                 : zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));
     /* (ZT_ATT_IN16OD: the GEMM without the bias gradient, rope_bwd16 taking
      * it, zt_cuda_ws_colsum(N, QKV): the same largest request) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));

@@ -750,6 +750,34 @@ static void cpu_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *
     cpu_rope_fwd16(qkv16, x, inv_freq, B, T, NH + NKV, stride, hd, scale);
 }
 
+/* Qwen3's q/k norms' backward on the bf16 gradient (backend.h
+ * qknorm_rope_bwd16): the rows widened into host scratch (exact),
+ * rope_bwd, headnorm_bwd on the q and the k groups in place there, then
+ * the q and k heads' columns rounded back into dqkv16 (the v columns, not
+ * touched, would round to themselves); bitwise that sequence by
+ * construction */
+static void cpu_qknorm_rope_bwd16(uint16_t *dqkv16, float *dqw, float *dkw, const float *raw,
+                                  const float *rstd, const float *qw, const float *kw,
+                                  const float *inv_freq, int B, int T, int NH, int NKV, int qnh,
+                                  int knh, int stride, int hd, float scale) {
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    const int N = B * T;
+    const size_t AD = NH > 0 && hd > 0 ? (size_t)NH * hd : 0;
+    const size_t qk = NKV > 0 && hd > 0 ? AD + (size_t)NKV * hd : AD;
+    if (qk > (size_t)stride) return;   /* (heads past the row: nothing computed) */
+    float *x = widen_a16(dqkv16, N, stride);
+    if (!x) return;
+    zt_cpu_rope_bwd(x, inv_freq, B, T, NH + NKV, stride, hd, scale);
+    if (qnh > 0 && NH > 0 && hd > 0)
+        zt_cpu_headnorm_bwd(x, dqw, raw, qw, rstd, N, qnh, stride, NH * hd / qnh);
+    if (knh > 0 && NKV > 0 && hd > 0)
+        zt_cpu_headnorm_bwd(x + AD, dkw, raw + (size_t)N * AD, kw, rstd + (size_t)N * NH, N, knh,
+                            stride, NKV * hd / knh);
+    for (int n = 0; n < N; n++)
+        zt_cpu_to_bf16(dqkv16 + (size_t)n * stride, x + (size_t)n * stride, qk);
+    free(x);
+}
+
 static void cpu_add(float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -1113,6 +1141,7 @@ static const zt_backend cpu_backend = {
     .matmul_fwd_acc16 = cpu_matmul_fwd_acc16,
     .matmul_bwd_acc = cpu_matmul_bwd_acc,
     .set_dw_fresh = cpu_set_dw_fresh,
+    .qknorm_rope_bwd16 = cpu_qknorm_rope_bwd16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

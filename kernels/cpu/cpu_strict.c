@@ -1457,6 +1457,26 @@ static void s_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rs
     leave();
 }
 
+/* Qwen3's q/k norms' backward on the bf16 gradient: dqkv16 B*T whole rows
+ * of stride, raw and rstd as qknorm_rope_fwd16's, the weights and their
+ * gradients their groups' widths */
+static void s_qknorm_rope_bwd16(uint16_t *dqkv16, float *dqw, float *dkw, const float *raw,
+                                const float *rstd, const float *qw, const float *kw,
+                                const float *inv_freq, int B, int T, int NH, int NKV, int qnh,
+                                int knh, int stride, int hd, float scale) {
+    const size_t N = (size_t)B * T, NS = N * stride;
+    const size_t qg = qnh > 0 ? (size_t)NH * hd / qnh : 0, kg = knh > 0 ? (size_t)NKV * hd / knh : 0;
+    enter();
+    if (NEED_ALL("qknorm_rope_bwd16", {"dqkv16", dqkv16, NS * 2},
+                 {"raw", raw, N * (size_t)(NH + NKV) * hd * F},
+                 {"rstd", rstd, (N * NH + N * knh) * F}, {"q weight", qw, qg * F},
+                 {"k weight", kw, kg * F}, {"q weight gradient", dqw, qg * F},
+                 {"k weight gradient", dkw, kg * F}, {"inv_freq", inv_freq, (size_t)(hd / 2) * F}))
+        cpu()->qknorm_rope_bwd16(dqkv16, dqw, dkw, raw, rstd, qw, kw, inv_freq, B, T, NH, NKV, qnh,
+                                 knh, stride, hd, scale);
+    leave();
+}
+
 /* the LM head's bf16 logits */
 static void s_xent16_fwd(float *losses, const uint16_t *logits16, const int *targets, int N, int V) {
     enter();
@@ -1787,6 +1807,7 @@ static const zt_backend strict_backend = {
     .matmul_fwd_acc16 = s_matmul_fwd_acc16,
     .matmul_bwd_acc = s_matmul_bwd_acc,
     .set_dw_fresh = s_set_dw_fresh,
+    .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -336,6 +336,10 @@ void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B,
                         int n_heads, int stride, int hd, float scale);
 void zt_cuda_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int B, int T, int n_heads,
                         int stride, int hd, float scale);
+void zt_cuda_qknorm_rope_bwd16(uint16_t *dqkv16, float *dqw, float *dkw, const float *raw,
+                               const float *rstd, const float *qw, const float *kw,
+                               const float *inv_freq, int B, int T, int NH, int NKV, int qnh,
+                               int knh, int stride, int hd, float scale);
 void zt_cuda_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rstd, const float *qw,
                                const float *kw, float eps, const float *inv_freq, int B, int T,
                                int NH, int NKV, int qnh, int knh, int stride, int hd, float scale);

@@ -252,21 +252,33 @@ void zt_cuda_headnorm_fwd(float *x, float *raw, float *rstd, const float *w, flo
  * group's pairs in order to the chunk's partial dw, pw[p, c] (double, kept
  * there between groups: bitwise a channel's loop over the chunk), then,
  * past the barrier (dx is read there and overwritten here), a thread per
- * pair writes its input gradient in place (the CPU's channel order). */
+ * pair writes its input gradient in place (the CPU's channel order).
+ * headnorm_bwd_chunk is that chunk's work on the gradient G gives: G.ld(n,
+ * col) the value of row n's column col (col from the norm's first column:
+ * h hd + c), G.upd(n, col0, hd, f) storing f(c, value) for the channels c
+ * of the group at col0 (each value read before its group is stored):
+ * HnF32, the fp32 rows in place (k_headnorm_bwd); HnRope16, the bf16 rows
+ * seen through RoPE's backward (k_qknorm_rope_bwd16). */
 #define ZT_HNB_THREADS 256
-__global__ void __launch_bounds__(ZT_HNB_THREADS)
-k_headnorm_bwd(float *dx, double *pw, const float *raw, const float *w, const float *rstd, int R,
-               int n_heads, int stride, int hd, int chunk) {
-    const int p = blockIdx.x;
-    const int r0 = p * chunk, r1 = min(R, r0 + chunk);
-    double *qw = pw + (size_t)p * hd;
+/* the input gradient of a group's channel c from its output gradient d */
+struct HnDx {
+    const float *k, *w;
+    float q, kk;
+    __device__ __forceinline__ float operator()(int c, float d) const {
+        return zt_rms_dx(k[c], d, w[c], q, kk);
+    }
+};
+template <typename G>
+__device__ __forceinline__ void headnorm_bwd_chunk(const G &g, double *qw, const float *raw,
+                                                   const float *w, const float *rstd, int r0,
+                                                   int r1, int n_heads, int hd) {
     for (int g0 = r0; g0 < r1; g0 += ZT_HNB_THREADS) {
         const int g1 = min(r1, g0 + ZT_HNB_THREADS);
         for (int c = threadIdx.x; c < hd; c += ZT_HNB_THREADS) {
             double aw = g0 == r0 ? 0.0 : qw[c];
             for (int r = g0; r < g1; r++) {
                 const size_t n = (size_t)(r / n_heads), h = (size_t)(r % n_heads);
-                aw += (double)(raw[(size_t)r * hd + c] * rstd[r] * dx[n * stride + h * hd + c]);
+                aw += (double)(raw[(size_t)r * hd + c] * rstd[r] * g.ld(n, h * hd + c));
             }
             qw[c] = aw;
         }
@@ -274,14 +286,37 @@ k_headnorm_bwd(float *dx, double *pw, const float *raw, const float *w, const fl
         const int r = g0 + (int)threadIdx.x;
         if (r < g1) {
             const size_t n = (size_t)(r / n_heads), h = (size_t)(r % n_heads);
-            const float *k = raw + (size_t)r * hd, q = rstd[r];
-            float *d = dx + n * (size_t)stride + h * (size_t)hd;
+            HnDx f;
+            f.k = raw + (size_t)r * hd;
+            f.w = w;
+            f.q = rstd[r];
             double s = 0.0;
-            for (int c = 0; c < hd; c++) s += (double)(w[c] * d[c]) * k[c];
-            const float kk = zt_rms_k(s, q, hd);
-            for (int c = 0; c < hd; c++) d[c] = zt_rms_dx(k[c], d[c], w[c], q, kk);
+            for (int c = 0; c < hd; c++) s += (double)(w[c] * g.ld(n, h * hd + c)) * f.k[c];
+            f.kk = zt_rms_k(s, f.q, hd);
+            g.upd(n, h * hd, hd, f);
         }
     }
+}
+/* fp32 rows of stride, in place */
+struct HnF32 {
+    float *dx;
+    int stride;
+    __device__ __forceinline__ float ld(size_t n, size_t col) const { return dx[n * stride + col]; }
+    template <typename Fn>
+    __device__ __forceinline__ void upd(size_t n, size_t col0, int hd, const Fn &f) const {
+        float *d = dx + n * (size_t)stride + col0;
+        for (int c = 0; c < hd; c++) d[c] = f(c, d[c]);
+    }
+};
+__global__ void __launch_bounds__(ZT_HNB_THREADS)
+k_headnorm_bwd(float *dx, double *pw, const float *raw, const float *w, const float *rstd, int R,
+               int n_heads, int stride, int hd, int chunk) {
+    const int p = blockIdx.x;
+    const int r0 = p * chunk, r1 = min(R, r0 + chunk);
+    HnF32 g;
+    g.dx = dx;
+    g.stride = stride;
+    headnorm_bwd_chunk(g, pw + (size_t)p * hd, raw, w, rstd, r0, r1, n_heads, hd);
 }
 
 void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w,
@@ -300,6 +335,14 @@ void zt_cuda_headnorm_bwd(float *dx, float *dw, const float *raw, const float *w
 
 /* ------------------------------------------------------------ RoPE */
 
+/* k_rope's rotation of the pair (x1, x2) = (x[j], x[j + h2]) of a head at
+ * position t, inv_freq[j] f: by +angle (dir 1) or -angle (dir -1) */
+__device__ __forceinline__ void rope_pair(float *x1, float *x2, int t, float f, float dir,
+                                          float scale) {
+    const float a = zt_rope_angle(t, f);
+    zt_rope_rotate(x1, x2, cosf(a) * scale, dir * (sinf(a) * scale));
+}
+
 /* one thread per (row, head, pair j): rotate by +angle (dir 1) or -angle
  * (dir -1), x's pair into out's (in place: out = x, fp32); and, O =
  * uint16_t (rope_fwd16), one thread per (row, column past the rotated
@@ -315,10 +358,9 @@ __global__ void k_rope(O *out, const float *x, const float *inv_freq, int T, int
         if (c < np) {
             const int j = (int)(c % (size_t)h2);
             const int h = (int)(c / (size_t)h2);
-            const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
             const size_t o = n * (size_t)stride + (size_t)h * 2 * h2 + j;
             float x1 = x[o], x2 = x[o + h2];
-            zt_rope_rotate(&x1, &x2, cosf(a) * scale, dir * (sinf(a) * scale));
+            rope_pair(&x1, &x2, (int)(n % (size_t)T), inv_freq[j], dir, scale);
             zt_st_out(&out[o], x1);
             zt_st_out(&out[o + h2], x2);
         } else {
@@ -412,10 +454,9 @@ __global__ void k_rope_bwd16(uint16_t *x16, const float *inv_freq, int T, int n_
         const size_t n = i / np, c = i % np;
         const int j = (int)(c % (size_t)h2);
         const int h = (int)(c / (size_t)h2);
-        const float a = zt_rope_angle((int)(n % (size_t)T), inv_freq[j]);
         const size_t o = n * (size_t)stride + (size_t)h * 2 * h2 + j;
         float x1 = zt_cvt_bf16_to_f32(x16[o]), x2 = zt_cvt_bf16_to_f32(x16[o + h2]);
-        zt_rope_rotate(&x1, &x2, cosf(a) * scale, dir * (sinf(a) * scale));
+        rope_pair(&x1, &x2, (int)(n % (size_t)T), inv_freq[j], dir, scale);
         zt_st_out(&x16[o], x1);
         zt_st_out(&x16[o + h2], x2);
     }
@@ -443,6 +484,94 @@ void zt_cuda_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int 
     k_rope_bwd16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(x16, inv_freq, T, n_heads, stride,
                                                                          h2, scale, total);
     ZT_LAUNCHED("k_rope_bwd16");
+}
+
+/* qknorm_rope_bwd16 (backend.h): headnorm_bwd_chunk on the bf16 rows
+ * seen through RoPE's backward: G.ld widens the column's pair of its rope
+ * head and rotates it as k_rope does (dir -1, rope_pair), G.upd stores the
+ * group's pairs rounded (zt_st_out, k_to_bf16's) after reading both
+ * values.  x: the norm's first column of row 0 (the groups whole rope
+ * heads of 2 h2). */
+struct HnRope16 {
+    uint16_t *x;
+    const float *inv_freq;
+    int stride, T, h2;
+    float scale;
+    __device__ __forceinline__ float ld(size_t n, size_t col) const {
+        const int j = (int)(col % (size_t)(2 * h2)), i = j < h2 ? j : j - h2;
+        const uint16_t *p = x + n * (size_t)stride + (col - (size_t)j);
+        float x1 = zt_cvt_bf16_to_f32(p[i]), x2 = zt_cvt_bf16_to_f32(p[i + h2]);
+        rope_pair(&x1, &x2, (int)(n % (size_t)T), inv_freq[i], -1.0f, scale);
+        return j < h2 ? x1 : x2;
+    }
+    template <typename Fn>
+    __device__ __forceinline__ void upd(size_t n, size_t col0, int hd, const Fn &f) const {
+        uint16_t *d = x + n * (size_t)stride + col0;
+        const int t = (int)(n % (size_t)T);
+        for (int h0 = 0; h0 < hd; h0 += 2 * h2)
+            for (int i = 0; i < h2; i++) {
+                float x1 = zt_cvt_bf16_to_f32(d[h0 + i]), x2 = zt_cvt_bf16_to_f32(d[h0 + i + h2]);
+                rope_pair(&x1, &x2, t, inv_freq[i], -1.0f, scale);
+                zt_st_out(&d[h0 + i], f(h0 + i, x1));
+                zt_st_out(&d[h0 + i + h2], f(h0 + i + h2, x2));
+            }
+    }
+};
+/* k_qknorm_rope_bwd16: blocks [0, Pq) the q norm's chunks of its N qnh
+ * (row, group) pairs (cq each; groups of qg channels, partial dw pwq),
+ * then Pk blocks the k norm's (ck, kg, pwk): k_headnorm_bwd's chunks */
+__global__ void __launch_bounds__(ZT_HNB_THREADS)
+k_qknorm_rope_bwd16(uint16_t *x16, double *pwq, double *pwk, const float *raw, const float *rstd,
+                    const float *qw, const float *kw, const float *inv_freq, int T, int stride,
+                    int h2, float scale, int N, int NH, int qnh, int knh, int qg, int kg, int Pq,
+                    int cq, int ck) {
+    HnRope16 g;
+    g.inv_freq = inv_freq;
+    g.stride = stride;
+    g.T = T;
+    g.h2 = h2;
+    g.scale = scale;
+    const size_t AD = (size_t)NH * 2 * h2;
+    int p = blockIdx.x;
+    if (p < Pq) {
+        const int r0 = p * cq, r1 = min(N * qnh, r0 + cq);
+        g.x = x16;
+        headnorm_bwd_chunk(g, pwq + (size_t)p * qg, raw, qw, rstd, r0, r1, qnh, qg);
+    } else {
+        p -= Pq;
+        const int r0 = p * ck, r1 = min(N * knh, r0 + ck);
+        g.x = x16 + AD;
+        headnorm_bwd_chunk(g, pwk + (size_t)p * kg, raw + (size_t)N * AD, kw, rstd + (size_t)N * NH,
+                           r0, r1, knh, kg);
+    }
+}
+
+void zt_cuda_qknorm_rope_bwd16(uint16_t *dqkv16, float *dqw, float *dkw, const float *raw,
+                               const float *rstd, const float *qw, const float *kw,
+                               const float *inv_freq, int B, int T, int NH, int NKV, int qnh,
+                               int knh, int stride, int hd, float scale) {
+    if (B <= 0 || T <= 0 || stride <= 0) return;
+    const size_t ws = zt_cuda_ws_qknorm_rope_bwd16(B * T, NH, NKV, qnh, knh, hd);
+    if (!ws || (NH + NKV) * hd > stride) {
+        zt_cuda_fail(__FILE__, __LINE__, "qknorm_rope_bwd16",
+                     "an odd head_dim, q/k norm groups that are not whole heads, or heads past "
+                     "the row (nothing computed)",
+                     NULL);
+        return;
+    }
+    const int N = B * T;
+    int cq, ck;
+    const int Pq = zt_cuda_ws_col_chunks(N * qnh, &cq), Pk = zt_cuda_ws_col_chunks(N * knh, &ck);
+    const int qg = NH * hd / qnh, kg = NKV * hd / knh;
+    double *pwq = (double *)zt_cuda_scratch(ws, "q/k norms' backward");
+    if (!pwq) return;
+    double *pwk = pwq + zt_cuda_ws_al256((size_t)Pq * qg * sizeof(double)) / sizeof(double);
+    k_qknorm_rope_bwd16<<<Pq + Pk, ZT_HNB_THREADS, 0, zt_cu.stream>>>(
+        dqkv16, pwq, pwk, raw, rstd, qw, kw, inv_freq, T, stride, hd / 2, scale, N, NH, qnh, knh, qg,
+        kg, Pq, cq, ck);
+    if (!ZT_LAUNCHED("k_qknorm_rope_bwd16")) return;
+    zt_cuda_colsum_final(dqw, pwq, Pq, qg);
+    zt_cuda_colsum_final(dkw, pwk, Pk, kg);
 }
 
 /* qknorm_rope_fwd16 (Qwen3): a warp per (row, norm group: a q or k head,

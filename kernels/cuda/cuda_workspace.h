@@ -215,6 +215,18 @@ static inline size_t zt_cuda_ws_rmsnorm_bwd(int N, int C) {
     if (N <= 0 || C <= 0) return 0;
     return (size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double);
 }
+/* qknorm_rope_bwd16 [N rows]: the q norm's partial dw (one double per
+ * chunk of its N qnh (row, group) pairs and channel of its NH hd / qnh),
+ * 256-byte aligned, then the k norm's; 0 for the shapes it refuses (odd
+ * hd, groups not whole heads) */
+static inline size_t zt_cuda_ws_qknorm_rope_bwd16(int N, int NH, int NKV, int qnh, int knh, int hd) {
+    if (N <= 0 || NH <= 0 || NKV <= 0 || qnh <= 0 || knh <= 0 || hd <= 0 || hd % 2 || NH % qnh ||
+        NKV % knh)
+        return 0;
+    return zt_cuda_ws_al256((size_t)zt_cuda_ws_col_chunks(N * qnh, NULL) * (size_t)(NH / qnh) * hd *
+                            sizeof(double)) +
+           (size_t)zt_cuda_ws_col_chunks(N * knh, NULL) * (size_t)(NKV / knh) * hd * sizeof(double);
+}
 /* encoder_bwd: CUB's radix sort of N (token, position) int pairs needs
  * temporary storage the library reports only at run time.  This is an upper
  * bound of what its one-sweep sort asks for (the alternate key and value
