@@ -1577,7 +1577,7 @@ static void c_rope_bwd16(uint16_t *x16, float *dbias, const float *inv_freq, int
  * work on the q and then the k groups in one launch (11 FLOPs a value,
  * and k_rope's rotation of the widened pair, 6 FLOPs a pair, evaluated
  * where the partial dw, the row's sum and the store read it: 9 a value;
- * the q and k heads read and written in bf16, 2 h each a value, raw f a
+ * the q and k heads read and written in bf16, 2 h a value, raw f a
  * value, rstd f a group, the weights, inv_freq hd/2 f, the partial dw P'
  * g 8 of each norm, P' its chunks of (row, group) pairs), then
  * k_colsum_final for dqw and for dkw; the shapes zt_cuda_qknorm_rope_bwd16
@@ -1599,7 +1599,7 @@ static void c_qknorm_rope_bwd16(uint16_t *dqkv16, float *dqw, float *dkw, const 
     const double qg = D(NH) * hd / qnh, kg = D(NKV) * hd / knh;
     const double Pq = zt_cuda_ws_col_chunks(N * qnh, NULL), Pk = zt_cuda_ws_col_chunks(N * knh, NULL);
     rec(K_QKNORM_ROPE_BWD16, 20 * vals,
-        vals * (4 * H + F) + groups * F + (qg + kg) * F + D(hd / 2) * F + (Pq * qg + Pk * kg) * 8);
+        vals * (2 * H + F) + groups * F + (qg + kg) * F + D(hd / 2) * F + (Pq * qg + Pk * kg) * 8);
     rec(K_COLSUM_FINAL, Pq * qg, Pq * qg * 8 + 2 * qg * F);
     rec(K_COLSUM_FINAL, Pk * kg, Pk * kg * 8 + 2 * kg * F);
 }

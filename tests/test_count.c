@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "costmodel_run.h"
+#include "cuda/cuda_workspace.h"
 #include "ctx.h"
 #include "tap.h"
 
@@ -61,6 +62,13 @@ static long launches_of(const char *name, double *flops, double *bytes) {
     if (flops) *flops = f;
     if (bytes) *bytes = b;
     return c;
+}
+
+static double bytes_of_k(const zt_count_kernel *k, size_t n, const char *name) {
+    double b = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(k[i].name, name)) b += k[i].bytes * (double)k[i].launches;
+    return b;
 }
 
 static long launches_of_k(const zt_count_kernel *k, size_t n, const char *name) {
@@ -595,6 +603,15 @@ typedef struct w16_mem {
     long rbd, rmsb;             /* rmsnorm_bwd16d calls; rmsnorm_bwd + _bwd16 + _bwd16d calls */
     long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
                                  * geglu_bwd_d16 calls */
+    long qkb, hnb;              /* qknorm_rope_bwd16 and headnorm_bwd calls */
+    /* launches and bytes of k_qknorm_rope_bwd16, k_headnorm_bwd, k_rope,
+     * k_round_bf16, k_sdpa_widen, k_colsum_final (qkb16's kernels) */
+    long qkb_k, hnb_k, rope_k, final_k;
+    double qkb_b, hnb_b, rope_b, round_b, widen_b, final_b;
+    /* the bytes of the attention backward's kernels (cuDNN's path the
+     * counter models for gqa_ext_bwd16d, the tensor-core flash kernels for
+     * gqa_ext_bwd16o over the cpu, and the memsets) */
+    double attb_b;
     /* the last step's gradient block (stages 0 and 1: m->grads): a hash of
      * its bits with -0.0 read as +0.0 (ghave 0: none), its -0.0 elements */
     int ghave;
@@ -625,7 +642,7 @@ static const struct {
     {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"},
     {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"},
     {17179869184ULL, "ZT_TEST_NO_DH16"},
-    {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}};
+    {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -830,6 +847,24 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->glu16 = t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16];
     mem->anb16 = t.calls[ZT_CE_add_rmsnorm_fwd16b];
     mem->an16 = t.calls[ZT_CE_add_rmsnorm_fwd16];
+    mem->qkb = t.calls[ZT_CE_qknorm_rope_bwd16];
+    mem->hnb = t.calls[ZT_CE_headnorm_bwd];
+    mem->qkb_k = launches_of_k(k, nk, "k_qknorm_rope_bwd16");
+    mem->hnb_k = launches_of_k(k, nk, "k_headnorm_bwd");
+    mem->rope_k = launches_of_k(k, nk, "k_rope");
+    mem->final_k = launches_of_k(k, nk, "k_colsum_final");
+    mem->qkb_b = bytes_of_k(k, nk, "k_qknorm_rope_bwd16");
+    mem->hnb_b = bytes_of_k(k, nk, "k_headnorm_bwd");
+    mem->rope_b = bytes_of_k(k, nk, "k_rope");
+    mem->round_b = bytes_of_k(k, nk, "k_round_bf16");
+    mem->widen_b = bytes_of_k(k, nk, "k_sdpa_widen");
+    mem->final_b = bytes_of_k(k, nk, "k_colsum_final");
+    {
+        static const char *const att[] = {"cudnnBackendExecute (SDPA backward)", "k_sdpa_round",
+                                          "cudaMemsetAsync", "k_att_rowdot", "k_att_tc_round",
+                                          "k_ft_bwd_dkv", "k_ft_bwd_dq"};
+        for (size_t j = 0; j < sizeof att / sizeof att[0]; j++) mem->attb_b += bytes_of_k(k, nk, att[j]);
+    }
     for (size_t i = 0; i < nk; i++) {
         if (!strcmp(k[i].name, "cudaMemsetAsync")) {
             mem->memset_n += k[i].launches;
@@ -1647,7 +1682,8 @@ static void bf16g_init(void) {
  * untied, Qwen2.5's q|k|v biases, Gemma 2; the bf16-output calls and the
  * activations' peak and plan unchanged.  Over the cpu backend (0: its
  * gradient is fp32) the fp32 gradient's path, as before.  q/k norms
- * (Qwen3): neither entry called (ZT_ATT_IN16O).  (LoRA: lora_qkv16.) */
+ * (Qwen3) with ZT_TEST_NO_QKB16: neither entry called (ZT_ATT_IN16O; with
+ * the hook off, qknorm_rope_bwd16: bf16_qknorm_bwd16).  (LoRA: lora_qkv16.) */
 static void bf16_rope_bwd16(void) {
     static const w16_kind kind = {16384, " with and without RoPE's backward in bf16", "rope_bwd path's", NULL};
     static const char bias[] = "ztrain.model.attention_bias=true";
@@ -1665,9 +1701,11 @@ static void bf16_rope_bwd16(void) {
             if (!b16 && i > 1) continue;   /* (over the cpu: the first two) */
             w16_pair p;
             char what[160];
-            /* (the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N) */
-            if (!w16_case_run(&p, &kind, &cases[i], w16_dout32(cases[i].shape), names,
-                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+            /* (the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N; q/k norms:
+             * ZT_TEST_NO_QKB16, their fp32 backward) */
+            if (!w16_case_run(&p, &kind, &cases[i],
+                              w16_dout32(cases[i].shape) | (cases[i].extra == qkn ? 68719476736ULL : 0),
+                              names, b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long bw = 4L * p.s.L, d = cases[i].arg ? bw : 0, r = cases[i].arg && b16 ? bw : 0;
             tap_ok(p.ma.ab16 == d && p.mb.ab16 == 0 && p.ma.rb16 == r && p.mb.rb16 == 0 &&
@@ -1682,6 +1720,115 @@ static void bf16_rope_bwd16(void) {
                    what, p.ma.ab16, d, p.mb.ab16, p.ma.rb16, r, p.mb.rb16, p.ma.ropeb, p.mb.ropeb, p.ma.d16,
                    p.mb.d16, p.ra, p.rb, (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
         }
+    }
+    g_w16_inner = NULL;
+}
+
+/* ------------------------------------------------------------ the q/k norms' backward in bf16
+ * Llama's training blocks with q/k norms (Qwen3 per head, OLMoE's whole
+ * projections, Gemma 3's 1 + w weights) call gqa_ext_bwd16d; where it
+ * answers 1 (the bf16-gradient backend of bf16_rope_bwd16) RoPE's and the
+ * norms' backward run on its bf16 values in place (qknorm_rope_bwd16, one
+ * call and one k_qknorm_rope_bwd16 launch a block and backward) and the
+ * q|k|v GEMM reads them (matmul_bwd_d16, or matmul_bwd_o16 with the bf16
+ * norm-output gradient): every loss and gradient norm, and the last step's
+ * gradients (stages 0 and 1), bitwise those of ZT_TEST_NO_QKB16=1
+ * (gqa_ext_bwd16o widening them, rope_bwd, headnorm_bwd on the q and the k
+ * heads in fp32, the GEMM rounding dout: the path of before), stages 0 and
+ * 3, checkpointed, LoRA (all-linear, and q_proj,v_proj: q|k|v's adapters
+ * read dq16); a block and backward 2 headnorm_bwd, 1 rope_bwd, 1 k_rope
+ * and 1 k_round_bf16 fewer (3 with q|k|v adapters: their dy GEMMs'), the k_colsum_final launches the same; a k_qknorm_rope_bwd16
+ * launch moves the q and k heads' gradient read and written in bf16 (2 + 2
+ * bytes a value), raw (4 a value), rstd (4 a group), the two weights, hd/2
+ * inv_freq and the two norms' partial dw (8 bytes a chunk and channel);
+ * the kernels of the path of before (k_headnorm_bwd, k_rope, k_round_bf16,
+ * k_sdpa_widen) and of the new one move fewer bytes in all, and the bytes
+ * of the step differ by theirs and the attention backward's alone (the
+ * counter models gqa_ext_bwd16d as cuDNN's path, gqa_ext_bwd16o over the
+ * cpu as the flash kernels); the activations' peak and plan unchanged, and
+ * the bf16-output, -input and -weight calls (with q|k|v adapters the
+ * latter two not: their dy GEMMs read dq16 through the bf16-input entries,
+ * lora_qkv16's accounting).  Over the cpu
+ * (gqa_ext_bwd16d answers 0) and with q|k|v biases (ZT_ATT_IN16O: no
+ * gqa_ext_bwd16d) the path of before. */
+static void bf16_qknorm_bwd16(void) {
+    static const w16_kind kind = {68719476736ULL, " with and without the q/k norms' backward in bf16",
+                                  "fp32 q/k norm backward path's", NULL};
+    static const char qwen3[] = "ztrain.model.qk_norm=true";
+    static const char ck[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks";
+    static const char full[] = "ztrain.model.qk_norm=true ztrain.model.qk_norm_full=true";
+    static const char gemma3[] = "ztrain.model.qk_norm=true ztrain.model.gemma=3";
+    static const char lora[] = "ztrain.model.qk_norm=true ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                               "ztrain.lora.targets=all-linear";
+    static const char lqv[] = "ztrain.model.qk_norm=true ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=q_proj,v_proj";
+    static const char bias[] = "ztrain.model.qk_norm=true ztrain.model.attention_bias=true";
+    static const w16_xname names[] = {{qwen3, " qk_norm"}, {ck, " qk_norm checkpointed"},
+                                      {full, " qk_norm full"}, {gemma3, " qk_norm gemma 3"},
+                                      {lora, " qk_norm LoRA"}, {lqv, " qk_norm LoRA q,v"},
+                                      {bias, " qk_norm q|k|v biases"}, {NULL, NULL}};
+    /* (arg: 1 the bf16-gradient backend (else the cpu), 2 the path taken;
+     * ZT_TEST_NO_DOUT16N, w16_dout32, in both runs: with the bf16
+     * norm-output gradient the new path's q|k|v GEMM would write its input
+     * gradient in bf16, not bitwise, bf16_dout16n's) */
+    static const w16_case cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 3}, {"llama:2,4,2,32,48,64,2,16", 3, qwen3, 3},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 3}, {"llama:2,4,2,32,48,64,2,16", 0, full, 3},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma3, 3},
+        {"llama:2,4,2,32,48,64,2,16", 0, lora, 3}, {"llama:2,4,2,32,48,64,2,16", 3, lqv, 3},
+        {"llama:2,4,2,32,48,64,2,16", 0, bias, 1}, {"llama:2,4,2,32,48,64,2,16", 0, qwen3, 0}};
+    bf16g_init();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        g_w16_inner = c->arg & 1 ? &g_bf16g : NULL;
+        w16_pair p;
+        char what[192];
+        if (!w16_case_run(&p, &kind, c, w16_dout32(c->shape), names,
+                          c->arg & 1 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+            continue;
+        const long bw = 4L * p.s.L, want = c->arg & 2 ? bw : 0;
+        const long ab = c->extra == bias ? 0 : bw;   /* (gqa_ext_bwd16d asked) */
+        /* (k_round_bf16 fewer: the GEMM's dout rounding, and with q|k|v
+         * adapters their two dy GEMMs', which read dq16 too, lora_qkv16) */
+        const int lq = c->extra == lora || c->extra == lqv;
+        const long rounds = want + (lq ? 2 * want : 0);
+        const w16_mem *a = &p.ma, *b = &p.mb;
+        const double ka = a->qkb_b + a->hnb_b + a->rope_b + a->round_b + a->widen_b + a->final_b;
+        const double kb = b->qkb_b + b->hnb_b + b->rope_b + b->round_b + b->widen_b + b->final_b;
+        /* (a launch's bytes: N = B T rows, groups of qg and kg channels) */
+        const int isfull = c->extra == full, hd = p.s.C / p.s.NH, N = p.s.B * p.s.T;
+        const int qnh = isfull ? 1 : p.s.NH, knh = isfull ? 1 : p.s.NKV;
+        const double qg = (double)p.s.NH * hd / qnh, kg = (double)p.s.NKV * hd / knh;
+        const double vals = (double)N * (p.s.NH + p.s.NKV) * hd;
+        const double one = vals * (2 + 2 + 4) + (double)N * (qnh + knh) * 4 + (qg + kg) * 4 +
+                           (hd / 2) * 4.0 +
+                           (zt_cuda_ws_col_chunks(N * qnh, NULL) * qg +
+                            zt_cuda_ws_col_chunks(N * knh, NULL) * kg) * 8;
+        /* (the last step's gradients: not with LoRA, whose frozen base has none captured) */
+        const int grads = a->ghave == b->ghave && (!a->ghave || a->ghash == b->ghash);
+        tap_ok(a->qkb == want && b->qkb == 0 && a->qkb_k == want && b->qkb_k == 0 &&
+                   a->ab16 == ab && b->ab16 == 0 && a->rb16 == 0 && b->rb16 == 0 &&
+                   b->hnb - a->hnb == 2 * want && b->hnb_k - a->hnb_k == 2 * want &&
+                   b->ropeb - a->ropeb == want && b->rope_k - a->rope_k == want &&
+                   p.rb - p.ra == rounds && a->final_k == b->final_k && grads &&
+                   a->qkb_b == want * one && (want ? ka < kb : ka == kb) &&
+                   b->all_b - a->all_b == (kb - ka) + (b->attb_b - a->attb_b) &&
+                   w16_same(&p, (lq ? 0 : W16_SAME_W16 | W16_SAME_A16) | W16_SAME_O16 |
+                                    W16_SAME_AO16 | W16_SAME_TO16 | W16_SAME_FROM16 |
+                                    W16_SAME_ACTS | W16_SAME_GATHERED),
+               "%s: %ld qknorm_rope_bwd16 calls, %ld launches (%ld expected, %ld without), "
+               "%ld gqa_ext_bwd16d (%ld expected), headnorm_bwd %ld (%ld without), rope_bwd %ld (%ld "
+               "without), k_rope %ld (%ld), k_round_bf16 %ld (%ld, %ld fewer expected), "
+               "k_colsum_final %ld (%ld), the last gradients %s, k_qknorm_rope_bwd16 %.0f bytes (%.0f a launch expected), bytes "
+               "%.0f (%.0f without; qkb16's kernels %.0f, %.0f without; the attention backward's "
+               "%.0f, %.0f without), bf16-gradient calls %ld (%ld without), bf16-input %ld (%ld), "
+               "bf16-weight %ld (%ld), activations' peak %llu bytes (%llu without)",
+               what, a->qkb, a->qkb_k, want, b->qkb, a->ab16, ab, a->hnb, b->hnb, a->ropeb, b->ropeb,
+               a->rope_k, b->rope_k, p.ra, p.rb, rounds, a->final_k, b->final_k,
+               !a->ghave ? "(not captured)" : grads ? "bitwise" : "DIFFER", a->qkb_b, one, a->all_b,
+               b->all_b, ka, kb, a->attb_b, b->attb_b, a->d16, b->d16, a->a16, b->a16, p.wa, p.wb,
+               (unsigned long long)a->acts_peak,
+               (unsigned long long)b->acts_peak);
     }
     g_w16_inner = NULL;
 }
@@ -3210,7 +3357,8 @@ static void lora_bt(void) {
  * adapters (2 bw bf16-input calls more; the GEMM's matmul_bwd_d16 one in
  * place of its matmul_bwd_a16); the activations' peak and plan
  * unchanged (dq16 over stq, as without adapters).  Neither path changes
- * anything where it is not taken: q/k norms (Qwen3), the adapters' dropout
+ * anything where it is not taken: q/k norms (Qwen3) with ZT_TEST_NO_QKB16
+ * (without it: bf16_qknorm_bwd16), the adapters' dropout
  * (fp32 activations), ZT_TEST_NO_LORABT (the adapters' GEMMs read fp32 dy)
  * and ZT_TEST_NO_RB16 set in both runs, and over the cpu backend (its
  * gradient fp32). */
@@ -3243,7 +3391,7 @@ static void lora_qkv16(void) {
         {{"llama:2,4,2,32,48,64,2,16", 0, od, 0}, 1, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, 1, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qkn, 0}, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qkn, 68719476736ULL}, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 524288}, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16384}, 0, 1}};
@@ -4255,6 +4403,7 @@ int main(int argc, char **argv) {
     bf16_att_out();
     bf16_att_bwd16();
     bf16_rope_bwd16();
+    bf16_qknorm_bwd16();
     bf16_att_do16();
     bf16_gradients();
     bf16_final_norm();
