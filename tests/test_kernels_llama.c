@@ -1081,6 +1081,75 @@ static void test_rope_bwd16(int B, int T, int nh, int stride, int hd) {
     free(db); free(db0); free(ref);
 }
 
+/* Qwen3's q/k norms' backward on a bf16 gradient (qknorm_rope_bwd16): the
+ * q and k heads bitwise to_bf16 of from_bf16, rope_bwd, headnorm_bwd on
+ * the q groups and on the k groups (raw and rstd the forward's
+ * headnorm_fwd's), the v heads as they were, dqw and dkw (+=) bitwise
+ * that sequence's; cpu-strict bitwise the cpu's */
+static void test_qknorm_rope_bwd16(int B, int T, int NH, int NKV, int qnh, int knh, int hd) {
+    char name[200];
+    const int N = B * T, stride = (NH + 2 * NKV) * hd, AD = NH * hd;
+    const int qg = NH * hd / qnh, kg = NKV * hd / knh;
+    const size_t n = (size_t)N * stride, nraw = (size_t)N * (NH + NKV) * hd, nrs = (size_t)N * NH + (size_t)N * knh;
+    float *f = inv_freq_of(hd, 10000.0), *x = fvec(n, 2.0), *g = fvec(n, 0.5), *y = xcalloc(n, sizeof(float));
+    float *raw = xcalloc(nraw, sizeof(float)), *rs = xcalloc(nrs, sizeof(float));
+    float *qw = fvec((size_t)qg, 1.0), *kw = fvec((size_t)kg, 1.0);
+    /* (the forward's raw and rstd) */
+    be->headnorm_fwd(x, raw, rs, qw, 1e-6f, N, qnh, stride, qg);
+    be->headnorm_fwd(x + AD, raw + (size_t)N * AD, rs + (size_t)N * NH, kw, 1e-6f, N, knh, stride, kg);
+    uint16_t *x16 = xcalloc(n, 2), *a16 = xcalloc(n, 2), *r16 = xcalloc(n, 2);
+    be->to_bf16(x16, g, n);
+    memcpy(a16, x16, n * 2);
+    float *dq = fvec((size_t)qg, 1.0), *dk = fvec((size_t)kg, 1.0);
+    float *dq0 = fdup(dq, (size_t)qg), *dk0 = fdup(dk, (size_t)kg);
+    float *rq = fdup(dq, (size_t)qg), *rk = fdup(dk, (size_t)kg);
+    be->qknorm_rope_bwd16(a16, dq, dk, raw, rs, qw, kw, f, B, T, NH, NKV, qnh, knh, stride, hd, 1.125f);
+    be->from_bf16(y, x16, n);
+    be->rope_bwd(y, f, B, T, NH + NKV, stride, hd, 1.125f);
+    be->headnorm_bwd(y, rq, raw, qw, rs, N, qnh, stride, qg);
+    be->headnorm_bwd(y + AD, rk, raw + (size_t)N * AD, kw, rs + (size_t)N * NH, N, knh, stride, kg);
+    be->to_bf16(r16, y, n);
+    int qk = 1, v = 1;
+    for (size_t i = 0; i < n; i++) {
+        if ((int)(i % stride) < (NH + NKV) * hd) qk &= a16[i] == r16[i];
+        else v &= a16[i] == x16[i];
+    }
+    snprintf(name, sizeof name, "qknorm_rope_bwd16 B=%d T=%d NH=%d NKV=%d groups %d|%d hd=%d: q|k bitwise from_bf16, "
+             "rope_bwd, headnorm_bwd (q, k), to_bf16; v as it was; dqw, dkw bitwise", B, T, NH, NKV, qnh, knh, hd);
+    tap_ok(qk && v && bitwise(dq, rq, (size_t)qg) && bitwise(dk, rk, (size_t)kg) &&
+               !bitwise(dq, dq0, (size_t)qg) && !bitwise(dk, dk0, (size_t)kg),
+           "%s", name);
+    /* cpu-strict: the same bits */
+    const zt_backend *S = zt_backend_cpu_strict();
+    uint16_t *s16 = S->alloc(n * 2);
+    float *sraw = S->alloc(nraw * sizeof(float)), *srs = S->alloc(nrs * sizeof(float));
+    float *sqw = S->alloc((size_t)qg * sizeof(float)), *skw = S->alloc((size_t)kg * sizeof(float));
+    float *sdq = S->alloc((size_t)qg * sizeof(float)), *sdk = S->alloc((size_t)kg * sizeof(float));
+    float *sf = S->alloc((size_t)(hd / 2) * sizeof(float));
+    S->to_device(s16, x16, n * 2);
+    S->to_device(sraw, raw, nraw * sizeof(float));
+    S->to_device(srs, rs, nrs * sizeof(float));
+    S->to_device(sqw, qw, (size_t)qg * sizeof(float));
+    S->to_device(skw, kw, (size_t)kg * sizeof(float));
+    S->to_device(sdq, dq0, (size_t)qg * sizeof(float));
+    S->to_device(sdk, dk0, (size_t)kg * sizeof(float));
+    S->to_device(sf, f, (size_t)(hd / 2) * sizeof(float));
+    S->qknorm_rope_bwd16(s16, sdq, sdk, sraw, srs, sqw, skw, sf, B, T, NH, NKV, qnh, knh, stride, hd, 1.125f);
+    uint16_t *h16 = xcalloc(n, 2);
+    float *hq = xcalloc((size_t)qg, sizeof(float)), *hk = xcalloc((size_t)kg, sizeof(float));
+    S->to_host(h16, s16, n * 2);
+    S->to_host(hq, sdq, (size_t)qg * sizeof(float));
+    S->to_host(hk, sdk, (size_t)kg * sizeof(float));
+    const char *err = S->error();
+    tap_ok(!memcmp(h16, a16, n * 2) && bitwise(hq, dq, (size_t)qg) && bitwise(hk, dk, (size_t)kg) && !err,
+           "cpu-strict qknorm_rope_bwd16 groups %d|%d hd=%d: bitwise the cpu's, no error%s%s", qnh, knh, hd,
+           err ? ": " : "", err ? err : "");
+    S->free(s16); S->free(sraw); S->free(srs); S->free(sqw); S->free(skw); S->free(sdq); S->free(sdk);
+    S->free(sf);
+    free(h16); free(hq); free(hk); free(f); free(x); free(g); free(y); free(raw); free(rs); free(qw);
+    free(kw); free(x16); free(a16); free(r16); free(dq); free(dk); free(dq0); free(dk0); free(rq); free(rk);
+}
+
 int main(void) {
     be = zt_backend_cpu();
     be->set_threads(2);
@@ -1096,6 +1165,10 @@ int main(void) {
     test_rope(1, 4101, 1, 16, 16);        /* large positions: range reduction */
     test_rope_bwd16(2, 9, 3, 3 * 6 + 6, 6);      /* q, k heads rotated; the v heads as they were */
     test_rope_bwd16(1, 300, 5, 5 * 16 + 16, 16); /* GQA 4 + 1 | 1 */
+    test_qknorm_rope_bwd16(2, 9, 3, 1, 3, 1, 6);     /* per head, hd 6 */
+    test_qknorm_rope_bwd16(1, 37, 4, 2, 4, 2, 16);   /* per head, GQA, 37 rows */
+    test_qknorm_rope_bwd16(3, 11, 4, 2, 1, 1, 8);    /* qk_norm_full: one group a projection */
+    test_qknorm_rope_bwd16(2, 300, 4, 2, 4, 2, 32);  /* above the parallel threshold */
     test_swiglu(5, 11);
     test_gqa(2, 13, 4, 4, 6, 1);
     test_gqa(2, 13, 4, 2, 6, 1);

@@ -652,9 +652,11 @@ static void test_attention_backend(void) {
            "window)", g_asked.n, g_asked.nwin);
     /* a Llama in bf16 (no window): the backward's bf16 gradient through
      * RoPE's backward in bf16 (rb16, the backend's rope_bwd16); the test
-     * hook ZT_TEST_NO_RB16, or q/k norms (Qwen3: their backward reads the
-     * fp32 gradient): ZT_ATT_IN16O; the backward's with ZT_ATT_DO16 (the bf16 dO,
-     * do16) in each */
+     * hook ZT_TEST_NO_RB16: ZT_ATT_IN16O; q/k norms (Qwen3) the same
+     * (qkb16: RoPE's and the norms' backward in bf16, qknorm_rope_bwd16),
+     * but with ZT_TEST_NO_QKB16 or q|k|v biases (their backward reads the
+     * fp32 gradient): ZT_ATT_IN16O; the backward's with ZT_ATT_DO16 (the
+     * bf16 dO, do16) in each */
     tu_set(c, "ztrain.model.sliding_window", "0");
     tu_set(c, "precision", "bf16");
     rc = plan_asked(c, &o, &a, NULL, &st);
@@ -667,8 +669,15 @@ static void test_attention_backend(void) {
            "bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     tu_set(c, "ztrain.model.qk_norm", "true");
     rc = plan_asked(c, &o, &a, NULL, &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms: the training calls asked for the bf16 "
-           "q|k|v and output entries (ZT_ATT_IN16O)");
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16OD, ZT_ATT_DO16), "Llama with q/k norms: the training calls asked for the "
+           "bf16 q|k|v and output entries with the backward's bf16 gradient (ZT_ATT_IN16OD: qknorm_rope_bwd16)");
+    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_QKB16", &st);
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms, ZT_TEST_NO_QKB16: the training "
+           "calls asked for the bf16 q|k|v and output entries (ZT_ATT_IN16O)");
+    tu_set(c, "ztrain.model.attention_bias", "true");
+    rc = plan_asked(c, &o, &a, NULL, &st);
+    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms and q|k|v biases: the training "
+           "calls asked for the bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     zt_config_free(c);
 }
 
