@@ -994,6 +994,99 @@ static void test_qkrope16(int B, int T, int NH, int NKV, int hd, int full) {
     no_error("qkrope16");
 }
 
+/* Qwen3's q/k norms' backward on the bf16 gradient (qknorm_rope_bwd16): the
+ * rows (q|k rounded, v as they were), dqw and dkw (+=) bitwise from_bf16,
+ * rope_bwd, headnorm_bwd on the q and the k groups (per head, or full:
+ * one group a projection), to_bf16 on the same backend (cuda: one kernel
+ * over k_headnorm_bwd's chunks of both norms, then k_colsum_final twice)
+ * and on the CPU; raw and rstd the backend's headnorm_fwd's.  cuda: an odd
+ * head_dim refused (an error recorded, the rows untouched). */
+static void test_qkbwd16(int B, int T, int NH, int NKV, int hd, int full) {
+    const int N = B * T, stride = (NH + 2 * NKV) * hd, qnh = full ? 1 : NH, knh = full ? 1 : NKV;
+    const int qg = NH * hd / qnh, kg = NKV * hd / knh, AD = NH * hd;
+    const size_t n = (size_t)N * stride, nr = (size_t)N * (NH + NKV) * hd;
+    const size_t ns = (size_t)N * NH + (size_t)N * knh;
+    float *f = xmalloc((size_t)(hd / 2) * 4);
+    for (int j = 0; j < hd / 2; j++) f[j] = (float)pow(10000.0, -2.0 * j / hd);
+    float *x = fvec(n, 3.0), *g = fvec(n, 0.5), *qw = fvec((size_t)qg, 1.0), *kw = fvec((size_t)kg, 1.0);
+    float *dq0 = fvec((size_t)qg, 1.0), *dk0 = fvec((size_t)kg, 1.0);
+    uint16_t *g16 = xmalloc(n * 2);
+    cpu->to_bf16(g16, g, n);
+    char name[220];
+    for (int k = 0; k < 2; k++) {
+        const zt_backend *be = k ? cpu : gpu;
+#define ALLOC(b) (k ? xmalloc(b) : gpu->alloc(b))
+#define PUT(d, h, b) (k ? (void)memcpy(d, h, b) : gpu->to_device(d, h, b))
+        float *xx = ALLOC(n * 4), *y = ALLOC(n * 4), *raw = ALLOC(nr * 4), *rs = ALLOC(ns * 4);
+        float *Fq = ALLOC((size_t)(hd / 2) * 4), *QW = ALLOC((size_t)qg * 4), *KW = ALLOC((size_t)kg * 4);
+        float *d1 = ALLOC((size_t)qg * 4), *d2 = ALLOC((size_t)qg * 4);
+        float *e1 = ALLOC((size_t)kg * 4), *e2 = ALLOC((size_t)kg * 4);
+        uint16_t *o1 = ALLOC(n * 2), *o2 = ALLOC(n * 2);
+#undef ALLOC
+        PUT(xx, x, n * 4);
+        PUT(Fq, f, (size_t)(hd / 2) * 4);
+        PUT(QW, qw, (size_t)qg * 4);
+        PUT(KW, kw, (size_t)kg * 4);
+        PUT(d1, dq0, (size_t)qg * 4);
+        PUT(d2, dq0, (size_t)qg * 4);
+        PUT(e1, dk0, (size_t)kg * 4);
+        PUT(e2, dk0, (size_t)kg * 4);
+        PUT(o1, g16, n * 2);
+#undef PUT
+        be->headnorm_fwd(xx, raw, rs, QW, 1e-6f, N, qnh, stride, qg);
+        be->headnorm_fwd(xx + AD, raw + (size_t)N * AD, rs + (size_t)N * NH, KW, 1e-6f, N, knh, stride, kg);
+        be->qknorm_rope_bwd16(o1, d1, e1, raw, rs, QW, KW, Fq, B, T, NH, NKV, qnh, knh, stride, hd, 1.125f);
+        if (k) {
+            be->from_bf16(y, g16, n);
+        } else {
+            uint16_t *t16 = gpu->alloc(n * 2);
+            gpu->to_device(t16, g16, n * 2);
+            be->from_bf16(y, t16, n);
+            gpu->free(t16);
+        }
+        be->rope_bwd(y, Fq, B, T, NH + NKV, stride, hd, 1.125f);
+        be->headnorm_bwd(y, d2, raw, QW, rs, N, qnh, stride, qg);
+        be->headnorm_bwd(y + AD, e2, raw + (size_t)N * AD, KW, rs + (size_t)N * NH, N, knh, stride, kg);
+        be->to_bf16(o2, y, n);
+        snprintf(name, sizeof name,
+                 "%sqknorm_rope_bwd16 B=%d T=%d NH=%d NKV=%d hd=%d%s: the rows, dqw and dkw bitwise "
+                 "from_bf16, rope_bwd, headnorm_bwd (q, k), to_bf16",
+                 k ? "cpu " : "", B, T, NH, NKV, hd, full ? " (full)" : "");
+        tap_ok(k ? !memcmp(o1, o2, n * 2) && !memcmp(d1, d2, (size_t)qg * 4) && !memcmp(e1, e2, (size_t)kg * 4)
+                 : same_bits(o1, o2, n * 2) && same_bits(d1, d2, (size_t)qg * 4) &&
+                       same_bits(e1, e2, (size_t)kg * 4),
+               "%s", name);
+        void *bufs[] = {xx, y, raw, rs, Fq, QW, KW, d1, d2, e1, e2, o1, o2};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (k) free(bufs[i]);
+            else gpu->free(bufs[i]);
+        }
+    }
+    free(f); free(x); free(g); free(qw); free(kw); free(dq0); free(dk0); free(g16);
+    no_error("qkbwd16");
+}
+/* cuda: an odd head_dim (hd 5) refused, the rows and dw untouched */
+static void test_qkbwd16_refused(void) {
+    const int N = 3, hd = 5, stride = 4 * hd;
+    uint16_t *h16 = xmalloc((size_t)N * stride * 2), *b16 = xmalloc((size_t)N * stride * 2);
+    for (int i = 0; i < N * stride; i++) h16[i] = (uint16_t)(0x3f80 + i);
+    uint16_t *d16 = dev(h16, (size_t)N * stride * 2);
+    float *z = xmalloc(64 * 4);
+    for (int i = 0; i < 64; i++) z[i] = 1.0f;
+    float *w = devf(z, 64), *dw = devf(z, 64), *raw = devf(z, 64), *rs = devf(z, 64), *fq = devf(z, 64);
+    gpu->qknorm_rope_bwd16(d16, dw, dw + 8, raw, rs, w, w, fq, 1, N, 2, 1, 2, 1, stride, hd, 1.0f);
+    gpu->synchronize();
+    const char *e = gpu->error();
+    gpu->to_host(b16, d16, (size_t)N * stride * 2);
+    float *hdw = host(dw, 64);
+    int same = !memcmp(b16, h16, (size_t)N * stride * 2);
+    for (int i = 0; i < 64; i++) same &= hdw[i] == 1.0f;
+    tap_ok(e && strstr(e, "qknorm_rope_bwd16") && same,
+           "qknorm_rope_bwd16 hd 5: refused (%s), the rows and dw untouched", e ? e : "(no error)");
+    free(h16); free(b16); free(z); free(hdw);
+    gpu->free(d16); gpu->free(w); gpu->free(dw); gpu->free(raw); gpu->free(rs); gpu->free(fq);
+}
+
 /* ------------------------------------------------------------ matmul */
 
 /* The bf16-weight entries (bf16 mode): w16 = w rounded; each bitwise its
@@ -3742,6 +3835,11 @@ int main(void) {
     test_qkrope16(1, 67, 4, 2, 64, 0);  /* 32 pairs a head: every lane */
     test_qkrope16(2, 19, 4, 2, 40, 1);  /* full (OLMoE): 80 pairs a q group, 40 a k group */
     if (full) test_qkrope16(1, 4101, 16, 8, 128, 0);
+    test_qkbwd16(2, 37, 3, 1, 6, 0);   /* Qwen3: per head, hd 6, 74 rows (odd T) */
+    test_qkbwd16(1, 67, 4, 2, 64, 0);  /* hd 64, odd N */
+    test_qkbwd16(3, 19, 4, 2, 40, 1);  /* full (OLMoE): one group a projection, 57 rows */
+    test_qkbwd16_refused();
+    if (full) test_qkbwd16(1, 4101, 16, 8, 128, 0);   /* chunks past a block's 256 pairs */
     test_swiglu(37, 13);
     test_act16(37, 13);
     test_act16r(37, 13);
