@@ -2942,7 +2942,8 @@ static void lora_branch16(void) {
  * moved, the activations' peak and plan the same (the bf16 gradient over
  * dh, the GEMM's fp32 scratch dbuf: no buffer added or dropped).
  * Checkpointed at stage 3, untied; LoRA q_proj,v_proj (gate|up without
- * adapters: its path; q|k|v's adapters add into its fp32 gradient: not).
+ * adapters: its path; q|k|v's adapters add into its fp32 gradient: not);
+ * Qwen3's q/k norms (q|k|v's gradient bf16 from qknorm_rope_bwd16, qkb16).
  * Bitwise and the same counts where not taken: LoRA all-linear, Gemma 2
  * (post norms), the fp32 activations (ZT_TEST_NO_ACT16), GPT-2. */
 static void bf16_dout16n(void) {
@@ -2952,13 +2953,15 @@ static void bf16_dout16n(void) {
                                   " with and without the norms' bf16 output gradient (not taken)",
                                   "fp32 gradient's", NULL};
     static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
-    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {NULL, NULL}};
+    static const char qkn[] = "ztrain.model.qk_norm=true";
+    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qkn, " q/k norms"}, {NULL, NULL}};
     /* (gu, qkv: gate|up's and q|k|v's paths taken over the bf16-gradient
      * backend; over the cpu q|k|v's never) */
     static const struct { w16_case c; int gu, qkv; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qkn, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 2}, 0, 0},
