@@ -609,6 +609,12 @@ mutant geglu-dd16-dout kernels/cuda/cuda_llama.cu \
 mutant qkrope16-weight kernels/cuda/cuda_llama.cu \
     'x2 = zt_rms_out\(v\[o \+ h2\], q, w\[\Ko \+ h2(?=\]\);)' 'o'
 
+# qknorm_rope_bwd16 (k_qknorm_rope_bwd16, HnRope16::ld): a column's value
+# read as its rope pair's other rotated value (x2 for x1), so the partial
+# dw and the rows' sums see the wrong gradient
+mutant qkb16-pair kernels/cuda/cuda_llama.cu \
+    'return j < h2 \? \Kx1 : x2(?=;)' 'x2 : x1'
+
 # nf4_dequant to bf16: the first weight of a byte truncated, not rounded
 mutant nf4-bf16-trunc kernels/cuda/cuda_nf4.cu \
     'oh\[i\] = \Kzt_cvt_f32_to_bf16\(v0\)(?=;)' '(uint16_t)(zt_f2u(v0) >> 16)'
