@@ -43,7 +43,8 @@ uint64_t zt_att_ws_of(zt_att_ws *a, int bwd, int bf16, int in16, int B, int T, i
  * and bf16-logits entries), without sequence parallelism (sp <= 1), reads
  * the bf16 q|k|v (the o16 entries; ZT_ATT_IN16) and with ao16 also writes
  * and reads the bf16 output (ZT_ATT_IN16O), and with ab16 (GPT-2, or with
- * rb16 and the backend's rope_bwd16 Llama without q/k norms; without
+ * rb16 and the backend's rope_bwd16 Llama without q/k norms, or with them,
+ * no q|k|v bias, qkb16 and the backend's qknorm_rope_bwd16; without
  * LoRA, the backend's gqa_ext_bwd16d and bf16-gradient entries) its
  * backward writes the bf16 q|k|v gradient the GEMM reads (ZT_ATT_IN16OD:
  * on cuDNN's path; gpt.c places dqkv16 in d4b past the output's staging,

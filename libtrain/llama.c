@@ -2070,13 +2070,20 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 2 * H, 1, 1, 0));   /* gate | up */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, AD, C, 1, 1, 0));      /* o */
     /* (sequence parallel: all T, NH/N heads; Gemma 2's soft-cap keeps its derivative) */
+    const int cud0 = att ? att->cudnn : 0;
     for (int k = 0; k <= slide; ++k)
         WS(zt_att_ws_of(att, 1, bf16, in16 | do16, B, Ta, s.NHl, s.NKVl, s.hd, &ao[k]));
-    /* q_norm (k_norm: no more); ZT_ATT_IN16OD with them (qkb16):
-     * qknorm_rope_bwd16's both norms' partial dw, more */
-    if (s.qkn)
-        WS(in16 == ZT_ATT_IN16OD ? zt_cuda_ws_qknorm_rope_bwd16(N, s.NH, s.NKV, s.qnh, s.knh, s.hd)
-                                 : zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));
+    /* (of those backward calls, on cuDNN's path: with ZT_ATT_IN16OD they
+     * write the bf16 gradient, gqa_ext_bwd16d answering 1; the others the
+     * fp32 one) */
+    const int cud = att ? att->cudnn - cud0 : 0;
+    /* q_norm (k_norm: no more); ZT_ATT_IN16OD with them (qkb16), where
+     * cuDNN's path writes the bf16 gradient: qknorm_rope_bwd16's both
+     * norms' partial dw, more */
+    if (s.qkn && in16 == ZT_ATT_IN16OD && cud > 0)
+        WS(zt_cuda_ws_qknorm_rope_bwd16(N, s.NH, s.NKV, s.qnh, s.knh, s.hd));
+    if (s.qkn && !(in16 == ZT_ATT_IN16OD && cud == slide + 1))
+        WS(zt_cuda_ws_rmsnorm_bwd(N * s.qnh, s.qw));
     /* (ZT_ATT_IN16OD: the GEMM without the bias gradient, rope_bwd16 taking
      * it, zt_cuda_ws_colsum(N, QKV): the same largest request) */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, QKV, 1, 1, s.bias));

@@ -214,14 +214,22 @@ ZT_CUDA_DETERMINISTIC=0 PATOL=4.4e-5 group gptcudnn 1 tiny.json --cases none --c
 # k_sdpa_round launches a step fewer (the launch counts of the device report), and each run's
 # device peak the planner's (cuDNN's scratch without its dO buffer, ZT_ATT_DO16).  HOOK=ZT_TEST_NO_LORAPATH
 # (config.h ZT_W16_LORAPATH): the Llama with LoRA adapters on q_proj,v_proj, whose o projection
-# has none and so takes that path as without LoRA, against the fp32 dO of before
-do16() {  # [HOOK=VAR] do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+# has none and so takes that path as without LoRA, against the fp32 dO of before.
+# HOOK=ZT_TEST_NO_QKB16 PER=4 (config.h ZT_W16_QKB16): the Llama with Qwen3's q/k norms, whose
+# backward runs on cuDNN's bf16 dQ|dK|dV in place (qknorm_rope_bwd16), against widening it, the
+# fp32 k_rope, two k_headnorm_bwd and the GEMM's k_round_bf16 of before: 4 launches a block and
+# step fewer (PER), the planner's device peak with k_qknorm_rope_bwd16's scratch; both runs with
+# ZT_TEST_NO_DOUT16N=1 (BOTH: with the bf16 gradient the q|k|v GEMM would write its input
+# gradient in bf16, one rounding more, not bitwise: tests/test_count's bf16_dout16n)
+do16() {  # [HOOK=VAR PER=N WHAT=S BOTH="VAR=V ..."] do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local tag=$1 dir=$2 cfg=$3; shift 3
-    local h r=0 la lb L why="" hk=${HOOK:-ZT_TEST_NO_DO16}
+    local h r=0 la lb L why="" hk=${HOOK:-ZT_TEST_NO_DO16} per=${PER:-1} what=${WHAT:-k_sdpa_round}
+    local both
+    read -r -a both <<< "${BOTH:-}"
     [ -f "$dir/c_train.bin" ] || { ok 1 "do16 $tag: no $dir/c_train.bin (its group did not run)"; return; }
     for h in 0 1; do
-        local hook=()
-        [ $h = 1 ] && hook=("$hk=1")
+        local hook=("${both[@]}")
+        [ $h = 1 ] && hook+=("$hk=1")
         (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
             timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
@@ -246,7 +254,7 @@ PY
     la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_0.out" 2> /dev/null)
     lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_1.out" 2> /dev/null)
     L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
-    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((4 * L)) ] || why="$why launches $la vs $lb, not $((4 * L)) fewer;"
+    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((4 * L * per)) ] || why="$why launches $la vs $lb, not $((4 * L * per)) fewer;"
     # (the planner counts cuDNN's scratch without its dO buffer: the backend's device peak its prediction)
     local m p
     for h in 0 1; do
@@ -255,13 +263,16 @@ PY
         [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
     done
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/do16_${tag}_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of $hk=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L)) k_sdpa_round fewer)${why:+: $why}"
+    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of $hk=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L * per)) fewer, $what)${why:+: $why}"
 }
 G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
 do16 gpt2 "$G" tiny.json
 do16 llama "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 HOOK=ZT_TEST_NO_LORAPATH do16 lorapath "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64 \
     --lora-r 4 --lora-alpha 8 --lora-targets q_proj,v_proj
+HOOK=ZT_TEST_NO_QKB16 PER=4 BOTH=ZT_TEST_NO_DOUT16N=1 \
+    WHAT="k_sdpa_widen, k_rope, 2 k_headnorm_bwd and k_round_bf16 for k_qknorm_rope_bwd16 a block" \
+    do16 qwen3 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64 --ztrain.model.qk_norm true
 
 # ---- LoRA's q|k|v gradient in bf16 (libtrain/arch.h zt_lora_dq16_of): the Llama with adapters on
 # every linear layer, bf16 at stage 0, on cuDNN's path (ZT_CUDA_DETERMINISTIC=0): cuDNN writes
