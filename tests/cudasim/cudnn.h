@@ -9,7 +9,7 @@
 #include "cuda_runtime.h"
 
 #define CUDNN_MAJOR 9
-#define CUDNN_MINOR 0
+#define CUDNN_MINOR 19
 #define CUDNN_PATCHLEVEL 0
 #define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)
 
@@ -152,6 +152,7 @@ extern "C" {
 #endif
 size_t cudnnGetVersion(void);
 const char *cudnnGetErrorString(cudnnStatus_t status);
+void cudnnGetLastErrorString(char *message, size_t max_size);
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle);
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle);
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream);
