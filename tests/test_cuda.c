@@ -3069,6 +3069,45 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
     precision_left_fp32(tag);
 }
 
+/* The probe a GPU session reads first (scripts/gpu-measure.sh prints these
+ * lines at the top of its tests section): cuDNN's SDPA plans, forward and
+ * backward, at the measured models' shapes (GPT-2 124M: B 8, T 1024, 12
+ * heads of 64; SmolLM-135M: B 8, T 2048, 9 q and 3 kv heads of 64; Llama
+ * 3.2 3B: B 4, T 2048, 24 q and 8 kv heads of 128), built as the memory
+ * planner builds them (att_scratch, bf16 q|k|v and output: no execution),
+ * each FINALIZED or why not (cuDNN's own message), and one check a plan.
+ * Early in the run: a declined plan here means the run's attention falls
+ * back to ztrain's kernels. */
+static void test_cudnn_plans(void) {
+    if (!cudnn_built()) {
+        tap_skip("cuDNN SDPA plans at the models' shapes", "this build has no cuDNN");
+        return;
+    }
+    struct { const char *name; int B, T, NH, NKV, hd; } c[] = {
+        {"GPT-2 124M", 8, 1024, 12, 12, 64},
+        {"SmolLM-135M", 8, 2048, 9, 3, 64},
+        {"Llama 3.2 3B", 4, 2048, 24, 8, 128},
+    };
+    zt_cuda_att_cudnn_for_test(1, 0);
+    zt_cuda_att_cudnn_version_for_test(0);   /* (fresh plans, the run-time version) */
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const zt_attn_opts o = {1.0f / sqrtf((float)c[i].hd), 0.0f, 0};
+            int cud = -1;
+            const size_t need = gpu->att_scratch ? gpu->att_scratch(bwd, ZT_MATMUL_BF16, ZT_ATT_IN16O, c[i].B, c[i].T,
+                                                                    c[i].NH, c[i].NKV, c[i].hd, &o, &cud)
+                                                 : 0;
+            tap_ok(cud == 1, "cuDNN SDPA %s plan finalized at %s (B=%d T=%d NH=%d NKV=%d hd=%d; scratch %zu bytes)",
+                   bwd ? "backward" : "forward", c[i].name, c[i].B, c[i].T, c[i].NH, c[i].NKV, c[i].hd, need);
+        }
+    char rep[4096];
+    zt_cuda_att_cudnn_report(rep, sizeof rep);
+    for (char *l = strtok(rep, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
+    no_error("cuDNN SDPA plans at the models' shapes");
+    zt_cuda_att_cudnn_version_for_test(0);
+    zt_cuda_att_cudnn_for_test(0, 0);
+}
+
 /* The rules on the cuDNN version found at run time (cuda_sdpa.cu, as
  * cudnn-frontend refuses or works around what a version does not take or
  * gets wrong): at each assumed version (zt_cuda_att_cudnn_version_for_test,
@@ -3769,6 +3808,8 @@ int main(void) {
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
 
+    /* cuDNN's plans at the models' shapes first (a GPU session's probe) */
+    test_cudnn_plans();
     /* ztrain's own attention kernels unless a test asks for cuDNN's */
     zt_cuda_att_cudnn_for_test(0, 0);
     const int full = !(getenv("ZT_CUDA_TEST_QUICK") && atoi(getenv("ZT_CUDA_TEST_QUICK")));
