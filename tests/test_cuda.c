@@ -3089,7 +3089,7 @@ static void test_cudnn_plans(void) {
         {"Llama 3.2 3B", 4, 2048, 24, 8, 128},
     };
     zt_cuda_att_cudnn_for_test(1, 0);
-    zt_cuda_att_cudnn_version_for_test(0);   /* (fresh plans, the run-time version) */
+    zt_cuda_att_cudnn_version_for_test(0, 0);   /* (fresh plans, the run-time version) */
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         for (int bwd = 0; bwd < 2; bwd++) {
             const zt_attn_opts o = {1.0f / sqrtf((float)c[i].hd), 0.0f, 0};
@@ -3104,14 +3104,15 @@ static void test_cudnn_plans(void) {
     zt_cuda_att_cudnn_report(rep, sizeof rep);
     for (char *l = strtok(rep, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
     no_error("cuDNN SDPA plans at the models' shapes");
-    zt_cuda_att_cudnn_version_for_test(0);
+    zt_cuda_att_cudnn_version_for_test(0, 0);
     zt_cuda_att_cudnn_for_test(0, 0);
 }
 
-/* The rules on the cuDNN version found at run time (cuda_sdpa.cu, as
- * cudnn-frontend refuses or works around what a version does not take or
- * gets wrong): at each assumed version (zt_cuda_att_cudnn_version_for_test,
- * and on the simulator ZT_SIM_CUDNN_VERSION, the version it reports) which
+/* The rules on the cuDNN version found at run time and the device
+ * (cuda_sdpa.cu, as cudnn-frontend refuses or works around what a version
+ * or device does not take or gets wrong): at each assumed version and
+ * compute capability (zt_cuda_att_cudnn_version_for_test, and on the
+ * simulator ZT_SIM_CUDNN_VERSION, the version it reports) which
  * of the forward and the backward cuDNN ran and which were declined (run
  * on our kernels), the results against the double reference either way,
  * and the plan report's lines.  On the simulator also that the rule is
@@ -3126,24 +3127,28 @@ static void test_cudnn_versions(void) {
     char dn[160] = "";
     size_t fr, to;
     const int sim = gpu->device_memory && gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 && strstr(dn, "cudasim");
-    struct { long ver; int T, window, fwd, bwd; const char *why; } c[] = {
-        {90000, 37, 0, 1, 0, "multiple of 128"},
-        {90000, 128, 0, 1, 1, NULL},
-        {91000, 128, 0, 1, 0, "9.10.0 / 9.10.1"},
-        {91600, 37, 0, 1, 1, NULL},
-        {80907, 128, 0, 0, 0, "before 9.0"},
-        {90100, 128, 5, 0, 0, "sliding window before"},
-        {90200, 128, 5, 1, 1, NULL},
+    struct { long ver; int sm, hd, T, window, fwd, bwd; const char *why; } c[] = {
+        {90000, 9, 16, 37, 0, 1, 0, "multiple of 128"},
+        {90000, 9, 16, 128, 0, 1, 1, NULL},
+        {91000, 9, 16, 128, 0, 0, 0, "9.10.0 / 9.10.1"},
+        {91600, 9, 16, 37, 0, 1, 1, NULL},
+        {80907, 9, 16, 128, 0, 0, 0, "before 9.0"},
+        {91900, 7, 16, 128, 0, 0, 0, "before sm_80"},
+        {90100, 9, 16, 128, 5, 0, 0, "sliding window before"},
+        {90200, 9, 16, 128, 5, 1, 1, NULL},
+        {91900, 8, 136, 128, 0, 1, 0, "head size above 128 off sm_90"},
+        {90900, 8, 136, 128, 0, 0, 0, "head size above 128"},
+        {90900, 9, 136, 128, 0, 1, 1, NULL},
     };
-    const int B = 1, NH = 2, NKV = 1, hd = 16;
+    const int B = 1, NH = 2, NKV = 1;
     gpu->set_matmul_precision(ZT_MATMUL_BF16);
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        const int T = c[i].T;
+        const int T = c[i].T, hd = c[i].hd;
         char tag[160], name[300], env[32], rep[2048];
-        snprintf(tag, sizeof tag, "cuDNN %ld, T=%d window=%d", c[i].ver, T, c[i].window);
+        snprintf(tag, sizeof tag, "cuDNN %ld, sm_%d0, hd=%d T=%d window=%d", c[i].ver, c[i].sm, hd, T, c[i].window);
         snprintf(env, sizeof env, "%ld", c[i].ver);
         setenv("ZT_SIM_CUDNN_VERSION", env, 1);
-        zt_cuda_att_cudnn_version_for_test(c[i].ver);
+        zt_cuda_att_cudnn_version_for_test(c[i].ver, c[i].sm);
         zt_cuda_att_cudnn_for_test(1, 0);
         const zt_attn_opts o = {0.25f, 0.0f, c[i].window};
         const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd, nl = (size_t)B * NH * T;
@@ -3181,7 +3186,7 @@ static void test_cudnn_versions(void) {
         no_error(tag);
         if (sim && c[i].ver == 90000 && T == 37) {
             /* the rule believing 9.16 on a 9.0: the backward runs on cuDNN, and gets it wrong */
-            zt_cuda_att_cudnn_version_for_test(91600);
+            zt_cuda_att_cudnn_version_for_test(91600, 9);
             gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
             gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
             float *h = host(dq_d, nq);
@@ -3196,7 +3201,7 @@ static void test_cudnn_versions(void) {
         gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
     }
     unsetenv("ZT_SIM_CUDNN_VERSION");
-    zt_cuda_att_cudnn_version_for_test(0);
+    zt_cuda_att_cudnn_version_for_test(0, 0);
     zt_cuda_att_cudnn_for_test(0, 0);
     gpu->set_matmul_precision(ZT_MATMUL_FP32);
     precision_left_fp32("the cuDNN version rules");

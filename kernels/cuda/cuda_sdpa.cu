@@ -43,10 +43,12 @@
  * shape cuDNN declines (heuristics give no engine, or no engine's plan
  * finalizes: CUDNN_STATUS_NOT_SUPPORTED*) is remembered and runs on our
  * kernels; so is one the cuDNN found at run time (cudnnGetVersion, not the
- * header's) is known not to take or to get wrong, as the frontend refuses
- * or works around it: cuDNN before 9.0; a window before 9.2; the backward
- * on 9.10.0 and 9.10.1, at s_q = s_kv = 1, and at T not a multiple of 128
- * up to 9.15 (the frontend adds a padding mask there for a backend bug).
+ * header's) or the device is known not to take or to get wrong, as the
+ * frontend refuses or works around it: cuDNN before 9.0, a device before
+ * sm_80, a window before 9.2, cuDNN 9.10.0 and 9.10.1, a head size above
+ * 128 before 9.9 on sm_80 / sm_100 (forward) or off sm_90 (backward); the
+ * backward at s_q = s_kv = 1 and at T not a multiple of 128 up to 9.15
+ * (the frontend adds a padding mask there for a backend bug).
  * Any other cuDNN error is recorded like a CUDA error, with cuDNN's own
  * message (cudnnGetLastErrorString).
  */
@@ -318,9 +320,20 @@ struct Plan {
 static cudnnHandle_t g_handle;
 static std::vector<Plan *> g_plans;
 static long g_ver_test;   /* tests: the cuDNN version assumed (0: cudnnGetVersion()'s) */
+static int g_sm_test;     /* tests: the compute capability major assumed (0: the device's) */
 
 /* the cuDNN found at run time (the library loaded, not the header built against) */
 static long cudnn_version(void) { return g_ver_test > 0 ? g_ver_test : (long)cudnnGetVersion(); }
+/* the device's compute capability major (0: unknown) */
+static int sm_major(void) {
+    int major = 0;
+    if (g_sm_test > 0) return g_sm_test;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, zt_cu.device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major;
+}
 
 /* cuDNN's message for its last failed call (cuDNN 9: cudnnGetLastErrorString) */
 static void last_error(char *buf, size_t n) {
@@ -511,11 +524,17 @@ static Plan *get_plan(int bwd, int B, int T, int NH, int NKV, int hs, int window
     /* what the cuDNN found at run time does not take, or gets wrong (as
      * cudnn-frontend refuses or works around it): declined */
     const long v = cudnn_version();
+    const int sm = sm_major();
     p->ninf = v < 91000 ? -FLT_MAX : -INFINITY;
     const char *no = v < 90000 ? "cuDNN before 9.0"
+                     : sm > 0 && sm < 8 ? "a device before sm_80 (cudnn-frontend: SDPA bf16 needs Ampere)"
                      : window && v < 90200 ? "a sliding window before cuDNN 9.2"
-                     : bwd && (v == 91000 || v == 91001)
-                         ? "the backward on cuDNN 9.10.0 / 9.10.1 (known bugs: cudnn-frontend refuses it)"
+                     : v == 91000 || v == 91001
+                         ? "cuDNN 9.10.0 / 9.10.1 (known SDPA bugs: cudnn-frontend refuses them)"
+                     : !bwd && hs > 128 && ((sm == 8 && v <= 90900) || (sm == 10 && v < 90900))
+                         ? "a head size above 128 on this device before cuDNN 9.9 (cudnn-frontend refuses it)"
+                     : bwd && hs > 128 && sm != 9
+                         ? "the backward at a head size above 128 off sm_90 (cudnn-frontend refuses it)"
                      : bwd && T == 1 ? "the backward at s_q = s_kv = 1 (cudnn-frontend refuses it)"
                      : bwd && T % 128 != 0 && v <= 91500
                          ? "the backward at T not a multiple of 128 up to cuDNN 9.15 (a backend bug "
@@ -626,9 +645,10 @@ extern "C" void zt_cuda_sdpa_fini(void) {
     g_handle = NULL;
 }
 
-extern "C" void zt_cuda_att_cudnn_version_for_test(long version) {
+extern "C" void zt_cuda_att_cudnn_version_for_test(long version, int sm) {
     zt_cuda_sdpa_fini();
     g_ver_test = version > 0 ? version : 0;
+    g_sm_test = sm > 0 ? sm : 0;
 }
 
 extern "C" int zt_cuda_att_cudnn_report(char *buf, size_t n) {
@@ -798,7 +818,7 @@ static int plan_ws(int bwd, int B, int T, int NH, int NKV, int hs, int window, s
 }
 
 extern "C" void zt_cuda_sdpa_fini(void) {}
-extern "C" void zt_cuda_att_cudnn_version_for_test(long version) { (void)version; }
+extern "C" void zt_cuda_att_cudnn_version_for_test(long version, int sm) { (void)version, (void)sm; }
 extern "C" int zt_cuda_att_cudnn_report(char *buf, size_t n) {
     if (buf && n) buf[0] = 0;
     return 0;
