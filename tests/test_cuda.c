@@ -3201,6 +3201,38 @@ static void test_cudnn_versions(void) {
         gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
     }
     unsetenv("ZT_SIM_CUDNN_VERSION");
+    if (sim) {
+        /* cuDNN's sub-libraries missing (the simulator's ZT_SIM_CUDNN_SUBLIB): cudnnCreate fails
+         * with SUBLIBRARY_LOADING_FAILED; both directions declined, our kernels, no error recorded */
+        const int T = 37, hd = 16;
+        const zt_attn_opts o = {0.25f, 0.0f, 0};
+        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd, nl = (size_t)B * NH * T;
+        float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+        float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
+        float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
+        float *lse_d = gpu->alloc(nl * 4), *dq_d = gpu->alloc(nq * 4);
+        ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        setenv("ZT_SIM_CUDNN_SUBLIB", "missing", 1);
+        zt_cuda_att_cudnn_version_for_test(0, 0);
+        zt_cuda_att_cudnn_for_test(1, 0);
+        long f0, b0, x0, f1, b1, x1;
+        char rep[2048];
+        zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
+        gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+        zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
+        zt_cuda_att_cudnn_report(rep, sizeof rep);
+        tap_ok(f1 == f0 && b1 == b0 && x1 == x0 + 2 && strstr(rep, "DECLINED: cudnnCreate: "
+                                                                    "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED"),
+               "cuDNN's sub-libraries missing: forward and backward declined, the report says why");
+        cmpd("cuDNN's sub-libraries missing: out = double reference", out_d, out, no, 1e-2, 1e-2 * maxabs(out, no));
+        cmpd("cuDNN's sub-libraries missing: dqkv = double reference", dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
+        no_error("cuDNN's sub-libraries missing");
+        unsetenv("ZT_SIM_CUDNN_SUBLIB");
+        free(qkv); free(dout); free(out); free(lse); free(dqkv);
+        gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+    }
     zt_cuda_att_cudnn_version_for_test(0, 0);
     zt_cuda_att_cudnn_for_test(0, 0);
     gpu->set_matmul_precision(ZT_MATMUL_FP32);

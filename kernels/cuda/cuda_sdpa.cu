@@ -351,7 +351,12 @@ static void fail_cudnn(const char *what, cudnnStatus_t s, const char *detail = N
     zt_cuda_fail(__FILE__, __LINE__, what, msg, "a cuDNN attention graph failed: ZT_CUDA_DETERMINISTIC=1 "
                  "runs ztrain's own kernels");
 }
-static bool declined(cudnnStatus_t s) { return s >= 3000 && s < 4000; }   /* CUDNN_STATUS_NOT_SUPPORTED* */
+/* CUDNN_STATUS_NOT_SUPPORTED*, and the NOT_INITIALIZED category
+ * (SUBLIBRARY_LOADING_FAILED, SUBLIBRARY_VERSION_MISMATCH: cuDNN 9 loads
+ * its sub-libraries, libcudnn_graph, _engines_*, _heuristic, at run time,
+ * so a machine without them, or with another version's, fails only then):
+ * our kernels run the shape */
+static bool declined(cudnnStatus_t s) { return (s >= 3000 && s < 4000) || (s >= 1000 && s < 2000); }
 
 /* Q, K^T, V views into q16 (the forward's and the backward's) */
 static void qkv_dims(int B, int T, int NH, int NKV, int hs, int64_t *qd, int64_t *qs, int64_t *kd,
@@ -549,9 +554,16 @@ static Plan *get_plan(int bwd, int B, int T, int NH, int NKV, int hs, int window
     if (!g_handle) {
         cudnnStatus_t s = cudnnCreate(&g_handle);
         if (s != CUDNN_STATUS_SUCCESS) {
+            char msg[300];
             g_handle = NULL;
-            last_error(p->why, sizeof p->why);
-            fail_cudnn("cudnnCreate", s, p->why);
+            last_error(msg, sizeof msg);
+            snprintf(p->why, sizeof p->why, "cudnnCreate: %s (%s)", cudnnGetErrorString(s), msg[0] ? msg : "-");
+            if (declined(s)) {
+                p->state = 0;
+                g_calls[2]++;
+            } else {
+                fail_cudnn("cudnnCreate", s, msg);
+            }
             return p;
         }
     }

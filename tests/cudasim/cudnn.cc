@@ -35,8 +35,10 @@
  * backward on 9.10.0 / 9.10.1, or at s_kv not a multiple of 128 up to
  * 9.15, writes NaN into its outputs (the known bugs the frontend refuses or
  * works around: what real cuDNN computes there is not known, so the
- * simulator makes it unmissable).  cudnnGetLastErrorString: the reason for
- * the last failed call.
+ * simulator makes it unmissable).  ZT_SIM_CUDNN_SUBLIB=missing: cudnnCreate
+ * fails with SUBLIBRARY_LOADING_FAILED, as cuDNN 9 without its run-time
+ * loaded sub-libraries.  cudnnGetLastErrorString: the reason for the last
+ * failed call.
  *
  * The graph runs on the handle's stream, like a kernel, through an
  * interpreter: each tensor a dense fp32 array over its dims, operands
@@ -571,6 +573,8 @@ extern "C" const char *cudnnGetErrorString(cudnnStatus_t s) {
     switch (s) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
     case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH: return "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH";
+    case CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED: return "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
     case CUDNN_STATUS_BAD_PARAM_NULL_POINTER: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
     case CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER: return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
@@ -594,6 +598,11 @@ extern "C" const char *cudnnGetErrorString(cudnnStatus_t s) {
 
 extern "C" cudnnStatus_t cudnnCreate(cudnnHandle_t *h) {
     if (!h) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    /* ZT_SIM_CUDNN_SUBLIB=missing: as cuDNN 9 whose sub-libraries (loaded at
+     * run time) are not on the machine */
+    const char *sub = getenv("ZT_SIM_CUDNN_SUBLIB");
+    if (sub && strcmp(sub, "missing") == 0)
+        return fail(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, "libcudnn_graph.so.9 not found (ZT_SIM_CUDNN_SUBLIB)");
     *h = new cudnnContext();
     (*h)->stream = nullptr;
     return CUDNN_STATUS_SUCCESS;
