@@ -1068,8 +1068,9 @@ static void sdpa_fwd(long B, long T, long NH, long NKV, long hs, long window, co
  * of dQ_accum (B T AD f: cuDNN accumulates dQ in it, as cudnn-frontend
  * zeroes it); the backward graph: reads q|k|v (B T R h), O and dO (2 B T AD
  * h), Stats (B NH T f), writes and reads softmax_sum (2 B NH T f) and
- * dQ_accum (2 B T AD f), with NKV < NH the per-q-head dK and dV (4 B T AD
- * f), writes dQ, dK, dV into dqkv16 (B T R h); k_sdpa_widen of dqkv16 into
+ * dQ_accum (2 B T AD f) (with NKV < NH the per-q-head dK and dV are virtual
+ * tensors of the graph, as cudnn-frontend's: no memory), writes dQ, dK, dV
+ * into dqkv16 (B T R h); k_sdpa_widen of dqkv16 into
  * dqkv (B T R: h read, f written), or (d16: gqa_ext_bwd16d, dqkv16 the
  * caller's) none.  No k_att_rowdot: the graph computes softmax_sum itself. */
 static void sdpa_bwd_do(long B, long T, long NH, long NKV, long hs, long window, const void *q16,
@@ -1091,8 +1092,7 @@ static void sdpa_bwd_do(long B, long T, long NH, long NKV, long hs, long window,
     else if ((uintptr_t)do16 & 15) rec(K_MEMCPY, 0, 2 * BT * AD * H);
     rec(K_MEMSET, 0, BT * AD * F);
     rec(K_CUDNN_BWD, D(B) * D(NH) * sdpa_pairs(T, window) * 10 * D(hs),
-        BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + (NKV != NH ? 4 * BT * AD * F : 0) +
-            BT * R * H);
+        BT * R * H + 2 * BT * AD * H + st * F + 2 * st * F + 2 * BT * AD * F + BT * R * H);
     if (!d16) rec(K_SDPA_WIDEN, 0, BT * R * (H + F));
 }
 

@@ -13,7 +13,10 @@
 # source and build tree, default this script's ..) holds configs/,
 # data/tinyshakespeare.txt, scripts/engine-check.sh.  Sections, most important first:
 #   1. device: nvidia-smi name, driver, clocks, power (again at the end)
-#   2. test_cuda with ZT_CUDA_TEST_QUICK=1; engine check case s0 (1 rank)
+#   2. test_cuda with ZT_CUDA_TEST_QUICK=1 (its first checks: cuDNN's SDPA
+#      plans at the GPT-2, SmolLM and 3B shapes, printed after it as
+#      "== cuDNN SDPA plans": FINALIZED, or DECLINED / FAILED with cuDNN's
+#      message); engine check case s0 (1 rank)
 #   3. per shape (ZT_MEASURE_SHAPES): ztrain estimate --json (predicted device
 #      peak), bench/costmodel (predicted step: the build's attention path, then
 #      --attention ztrain), ztrain train --backend X --precision bf16 --stage 0
@@ -173,6 +176,16 @@ elif [ ${#TC[@]} = 0 ]; then
     skip "$T2" test_cuda "no tests/test_cuda (a build without --with-cuda)"
 else
     section "$T2" test_cuda 120 $((BUDGET - RESERVE)) env ZT_CUDA_TEST_QUICK=1 "${TC[@]}"
+    # cuDNN's SDPA plans at the shapes below (test_cuda's first checks, test_cudnn_plans): whether
+    # cuDNN's engine took the graphs, else cuDNN's own message; a DECLINED or FAILED plan means that
+    # shape's attention ran ztrain's kernels
+    if [ -f "$T2/test_cuda.out" ]; then
+        echo "== cuDNN SDPA plans (test_cuda)"
+        grep -E '^# cuDNN|cuDNN SDPA .* plan finalized' "$T2/test_cuda.out" | sed 's/^/  /' ||
+            echo "  none reported (a build without cuDNN, or test_cuda stopped before them)"
+        grep -qE '^not ok .*cuDNN SDPA' "$T2/test_cuda.out" &&
+            echo "  !!!! cuDNN DECLINED OR FAILED AN SDPA PLAN: that attention runs ztrain's kernels (lines above) !!!!"
+    fi
 fi
 ZT_ENGINE_THREADS=$THREADS ZT_ENGINE_TIMEOUT=90 section "$T2" engine_s0 120 $((BUDGET - RESERVE)) \
     bash "$SRC/scripts/engine-check.sh" --backend "$backend" --ztrain "$zt" --mpirun "$mpirun" --np 1 \

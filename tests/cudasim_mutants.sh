@@ -290,9 +290,25 @@ mutant flash-dq-no-sync kernels/cuda/cuda_attention_tc.cu \
 mutant sdpa-causal-edge kernels/cuda/cuda_sdpa.cu \
     'pw\(CUDNN_POINTWISE_\KCMP_GE(?=, row, col)' 'CMP_GT'
 
-# cuDNN attention: the sliding window one key wider (row - col <= window)
+# cuDNN attention: the sliding window one key wider (col + window >= row)
 mutant sdpa-window-edge kernels/cuda/cuda_sdpa.cu \
-    'pw\(CUDNN_POINTWISE_\KCMP_LT(?=, d, scalar\(U_WIN\))' 'CMP_LE'
+    'pw\(CUDNN_POINTWISE_\KCMP_GT(?=, cw, row)' 'CMP_GE'
+
+# cuDNN attention forward: P in fp32 into P V (cudnn-frontend sets it to the
+# I/O type, bf16: the simulator's engine declines the graph, like cuDNN's)
+mutant sdpa-p-fp32 kernels/cuda/cuda_sdpa.cu \
+    'g\.pw\(CUDNN_POINTWISE_DIV, e, sum, NULL, g\.virt\(CUDNN_DATA_\KBFLOAT16(?=, sd\)\))' 'FLOAT'
+
+# cuDNN attention: the causal comparison in INT32 math (cudnn-frontend's is
+# BOOLEAN: the simulator's engine declines the graph)
+mutant sdpa-cmp-int32 kernels/cuda/cuda_sdpa.cu \
+    'pw\(CUDNN_POINTWISE_CMP_GE, row, col, NULL, virt\(CUDNN_DATA_BOOLEAN, sd\),\s+CUDNN_DATA_\KBOOLEAN(?=\))' 'INT32'
+
+# cuDNN attention backward: the version rule for T not a multiple of 128 up
+# to cuDNN 9.15 dropped (the backend bug cudnn-frontend works around: the
+# simulator's backward at version 9.0, T = 37, writes NaN)
+mutant sdpa-t128-rule kernels/cuda/cuda_sdpa.cu \
+    ': bwd && T \K% 128 != 0(?= && v <= 91500)' '< 0'
 
 # cuDNN attention backward, GQA: dK summed over the wrong q heads (the
 # full-head dK reduced into dV's place and dV's into dK's)

@@ -4011,8 +4011,7 @@ static void cudnn_formulas(void) {
                "%s: backward rounds q|k|v, out and dout (3 k_sdpa_round, %.0f bytes)", what, br);
         check_kernel(what, "cudaMemsetAsync", 1, 0, BT * AD * f);
         check_kernel(what, "cudnnBackendExecute (SDPA backward)", 1, pairs * 10 * hs,
-                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f +
-                         (NKV < NH ? 4 * BT * AD * f : 0) + BT * R * h);
+                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f + BT * R * h);
         check_kernel(what, "k_sdpa_widen", 1, 0, BT * R * (h + f));
         tap_ok(tot().launches == 6 && launches_of("k_att_rowdot", NULL, NULL) == 0,
                "%s: backward, 6 launches, no k_att_rowdot", what);
@@ -4069,8 +4068,7 @@ static void cudnn_formulas(void) {
                    launches_of("cudaMemsetAsync", NULL, NULL) == 1,
                "%s: bf16 gradient backward: dout rounded, memset, the graph, no widening (3 launches, 1)", what);
         check_kernel(what, "cudnnBackendExecute (SDPA backward)", 1, pairs * 10 * hs,
-                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f +
-                         (NKV < NH ? 4 * BT * AD * f : 0) + BT * R * h);
+                     BT * R * h + 2 * BT * AD * h + st * f + 2 * st * f + 2 * BT * AD * f + BT * R * h);
         zt_count_reset();
         const int r0 = K->gqa_ext_bwd16d(y, d16m, z, q16, x, h16, z, lse, B, T, NH, NKV, hs, &o);
         tap_ok(r0 == 0 && tot().launches == 4 && launches_of("k_sdpa_widen", &fr, &br) == 1 && br == BT * R * (h + f),

@@ -2970,7 +2970,11 @@ static void test_cudnn_attention(int B, int T, int NH, int NKV, int hd, float sc
     gpu->to_device(lse_d, lse, nl * 4);
     gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
     zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
-    tap_ok(b0 == b1 + 1 && x0 == x1, "cuDNN ran the backward %s", tag);
+    /* (s_q = s_kv = 1: cudnn-frontend refuses the backward, so does cuda_sdpa.cu: our kernels) */
+    if (T > 1)
+        tap_ok(b0 == b1 + 1 && x0 == x1, "cuDNN ran the backward %s", tag);
+    else
+        tap_ok(b0 == b1 && x0 == x1 + 1, "cuDNN declined the backward at s_q = s_kv = 1 %s", tag);
     snprintf(name, sizeof name, "cuDNN backward dqkv (overwritten) = double reference (bf16 grads) %s", tag);
     cmpd(name, dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
     gpu->gqa_ext_bwd(d2, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
@@ -3156,6 +3160,176 @@ static void test_cudnn16(int B, int T, int NH, int NKV, int hd, float scale, int
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu->free(bufs[i]);
     no_error(tag);
     precision_left_fp32(tag);
+}
+
+/* The probe a GPU session reads first (scripts/gpu-measure.sh prints these
+ * lines at the top of its tests section): cuDNN's SDPA plans, forward and
+ * backward, at the measured models' shapes (GPT-2 124M: B 8, T 1024, 12
+ * heads of 64; SmolLM-135M: B 8, T 2048, 9 q and 3 kv heads of 64; Llama
+ * 3.2 3B: B 4, T 2048, 24 q and 8 kv heads of 128), built as the memory
+ * planner builds them (att_scratch, bf16 q|k|v and output: no execution),
+ * each FINALIZED or why not (cuDNN's own message), and one check a plan.
+ * Early in the run: a declined plan here means the run's attention falls
+ * back to ztrain's kernels. */
+static void test_cudnn_plans(void) {
+    if (!cudnn_built()) {
+        tap_skip("cuDNN SDPA plans at the models' shapes", "this build has no cuDNN");
+        return;
+    }
+    struct { const char *name; int B, T, NH, NKV, hd; } c[] = {
+        {"GPT-2 124M", 8, 1024, 12, 12, 64},
+        {"SmolLM-135M", 8, 2048, 9, 3, 64},
+        {"Llama 3.2 3B", 4, 2048, 24, 8, 128},
+    };
+    zt_cuda_att_cudnn_for_test(1, 0);
+    zt_cuda_att_cudnn_version_for_test(0, 0);   /* (fresh plans, the run-time version) */
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const zt_attn_opts o = {1.0f / sqrtf((float)c[i].hd), 0.0f, 0};
+            int cud = -1;
+            const size_t need = gpu->att_scratch ? gpu->att_scratch(bwd, ZT_MATMUL_BF16, ZT_ATT_IN16O, c[i].B, c[i].T,
+                                                                    c[i].NH, c[i].NKV, c[i].hd, &o, &cud)
+                                                 : 0;
+            tap_ok(cud == 1, "cuDNN SDPA %s plan finalized at %s (B=%d T=%d NH=%d NKV=%d hd=%d; scratch %zu bytes)",
+                   bwd ? "backward" : "forward", c[i].name, c[i].B, c[i].T, c[i].NH, c[i].NKV, c[i].hd, need);
+        }
+    char rep[4096];
+    zt_cuda_att_cudnn_report(rep, sizeof rep);
+    for (char *l = strtok(rep, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
+    no_error("cuDNN SDPA plans at the models' shapes");
+    zt_cuda_att_cudnn_version_for_test(0, 0);
+    zt_cuda_att_cudnn_for_test(0, 0);
+}
+
+/* The rules on the cuDNN version found at run time and the device
+ * (cuda_sdpa.cu, as cudnn-frontend refuses or works around what a version
+ * or device does not take or gets wrong): at each assumed version and
+ * compute capability (zt_cuda_att_cudnn_version_for_test, and on the
+ * simulator ZT_SIM_CUDNN_VERSION, the version it reports) which
+ * of the forward and the backward cuDNN ran and which were declined (run
+ * on our kernels), the results against the double reference either way,
+ * and the plan report's lines.  On the simulator also that the rule is
+ * needed: its backward at T = 37 on a 9.0 that the rule believes is 9.16
+ * writes NaN (the simulator's stand-in for the backend bug the frontend
+ * works around). */
+static void test_cudnn_versions(void) {
+    if (!cudnn_built()) {
+        tap_skip("cuDNN attention: the version rules", "this build has no cuDNN");
+        return;
+    }
+    char dn[160] = "";
+    size_t fr, to;
+    const int sim = gpu->device_memory && gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 && strstr(dn, "cudasim");
+    struct { long ver; int sm, hd, T, window, fwd, bwd; const char *why; } c[] = {
+        {90000, 9, 16, 37, 0, 1, 0, "multiple of 128"},
+        {90000, 9, 16, 128, 0, 1, 1, NULL},
+        {91000, 9, 16, 128, 0, 0, 0, "9.10.0 / 9.10.1"},
+        {91600, 9, 16, 37, 0, 1, 1, NULL},
+        {80907, 9, 16, 128, 0, 0, 0, "before 9.0"},
+        {91900, 7, 16, 128, 0, 0, 0, "before sm_80"},
+        {90100, 9, 16, 128, 5, 0, 0, "sliding window before"},
+        {90200, 9, 16, 128, 5, 1, 1, NULL},
+        {91900, 8, 136, 128, 0, 1, 0, "head size above 128 off sm_90"},
+        {90900, 8, 136, 128, 0, 0, 0, "head size above 128"},
+        {90900, 9, 136, 128, 0, 1, 1, NULL},
+    };
+    const int B = 1, NH = 2, NKV = 1;
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const int T = c[i].T, hd = c[i].hd;
+        char tag[160], name[300], env[32], rep[2048];
+        snprintf(tag, sizeof tag, "cuDNN %ld, sm_%d0, hd=%d T=%d window=%d", c[i].ver, c[i].sm, hd, T, c[i].window);
+        snprintf(env, sizeof env, "%ld", c[i].ver);
+        setenv("ZT_SIM_CUDNN_VERSION", env, 1);
+        zt_cuda_att_cudnn_version_for_test(c[i].ver, c[i].sm);
+        zt_cuda_att_cudnn_for_test(1, 0);
+        const zt_attn_opts o = {0.25f, 0.0f, c[i].window};
+        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd, nl = (size_t)B * NH * T;
+        float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+        float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
+        float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
+        float *lse_d = gpu->alloc(nl * 4), *dq_d = gpu->alloc(nq * 4);
+        ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        long f0, b0, x0, f1, b1, x1;
+        zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
+        gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+        zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
+        tap_ok(f1 - f0 == c[i].fwd && b1 - b0 == c[i].bwd && x1 - x0 == (1 - c[i].fwd) + (1 - c[i].bwd),
+               "%s: forward %s, backward %s (ran %ld / %ld, declined %ld)", tag, c[i].fwd ? "cuDNN" : "declined",
+               c[i].bwd ? "cuDNN" : "declined", f1 - f0, b1 - b0, x1 - x0);
+        snprintf(name, sizeof name, "%s: out = double reference", tag);
+        cmpd(name, out_d, out, no, 1e-2, 1e-2 * maxabs(out, no));
+        snprintf(name, sizeof name, "%s: dqkv = double reference", tag);
+        cmpd(name, dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
+        const int np = zt_cuda_att_cudnn_report(rep, sizeof rep);
+        int okr = np == 2 && strstr(rep, env) != NULL;
+        for (int bwd = 0; bwd < 2; bwd++) {
+            char key[64];
+            snprintf(key, sizeof key, "cuDNN SDPA %s B=%d T=%d", bwd ? "backward" : "forward", B, T);
+            const char *l = strstr(rep, key), *e = l ? strchr(l, '\n') : NULL;
+            const int on = bwd ? c[i].bwd : c[i].fwd;
+            okr = okr && l && e && (on ? strstr(l, ": FINALIZED") != NULL && strstr(l, ": FINALIZED") < e
+                                       : strstr(l, ": DECLINED") && strstr(l, ": DECLINED") < e && c[i].why &&
+                                             strstr(l, c[i].why) && strstr(l, c[i].why) < e);
+        }
+        tap_ok(okr, "%s: the plan report says so (%d plans)", tag, np);
+        if (!okr) fprintf(stderr, "# %s", rep);
+        no_error(tag);
+        if (sim && c[i].ver == 90000 && T == 37) {
+            /* the rule believing 9.16 on a 9.0: the backward runs on cuDNN, and gets it wrong */
+            zt_cuda_att_cudnn_version_for_test(91600, 9);
+            gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+            gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+            float *h = host(dq_d, nq);
+            size_t nan = 0;
+            for (size_t k = 0; k < nq; k++) nan += isnan(h[k]) != 0;
+            tap_ok(nan == nq, "%s, the rule off (believing 9.16): the simulator's backward writes NaN (%zu of %zu)",
+                   tag, nan, nq);
+            free(h);
+            no_error(tag);
+        }
+        free(qkv); free(dout); free(out); free(lse); free(dqkv);
+        gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+    }
+    unsetenv("ZT_SIM_CUDNN_VERSION");
+    if (sim) {
+        /* cuDNN's sub-libraries missing (the simulator's ZT_SIM_CUDNN_SUBLIB): cudnnCreate fails
+         * with SUBLIBRARY_LOADING_FAILED; both directions declined, our kernels, no error recorded */
+        const int T = 37, hd = 16;
+        const zt_attn_opts o = {0.25f, 0.0f, 0};
+        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd, nl = (size_t)B * NH * T;
+        float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
+        float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
+        float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
+        float *lse_d = gpu->alloc(nl * 4), *dq_d = gpu->alloc(nq * 4);
+        ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        setenv("ZT_SIM_CUDNN_SUBLIB", "missing", 1);
+        zt_cuda_att_cudnn_version_for_test(0, 0);
+        zt_cuda_att_cudnn_for_test(1, 0);
+        long f0, b0, x0, f1, b1, x1;
+        char rep[2048];
+        zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
+        gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
+        gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+        zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
+        zt_cuda_att_cudnn_report(rep, sizeof rep);
+        tap_ok(f1 == f0 && b1 == b0 && x1 == x0 + 2 && strstr(rep, "DECLINED: cudnnCreate: "
+                                                                    "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED"),
+               "cuDNN's sub-libraries missing: forward and backward declined, the report says why");
+        cmpd("cuDNN's sub-libraries missing: out = double reference", out_d, out, no, 1e-2, 1e-2 * maxabs(out, no));
+        cmpd("cuDNN's sub-libraries missing: dqkv = double reference", dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
+        no_error("cuDNN's sub-libraries missing");
+        unsetenv("ZT_SIM_CUDNN_SUBLIB");
+        free(qkv); free(dout); free(out); free(lse); free(dqkv);
+        gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+    }
+    zt_cuda_att_cudnn_version_for_test(0, 0);
+    zt_cuda_att_cudnn_for_test(0, 0);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    precision_left_fp32("the cuDNN version rules");
 }
 
 /* The rule: cuDNN only in bf16 mode, without soft-cap, at head sizes that
@@ -3764,6 +3938,8 @@ int main(void) {
     if (!selftest) tap_ok(zt_backend_cuda() == gpu, "zt_backend_cuda() twice: the same table");
     if (!selftest) tap_ok(gpu->host_memory == 0, "cuda memory is device memory (host_memory 0)");
 
+    /* cuDNN's plans at the models' shapes first (a GPU session's probe) */
+    test_cudnn_plans();
     /* ztrain's own attention kernels unless a test asks for cuDNN's */
     zt_cuda_att_cudnn_for_test(0, 0);
     const int full = !(getenv("ZT_CUDA_TEST_QUICK") && atoi(getenv("ZT_CUDA_TEST_QUICK")));
@@ -3899,6 +4075,7 @@ int main(void) {
     }
     /* cuDNN's fused attention: causal, GQA, MQA, sliding window, odd T */
     test_cudnn_rule();
+    test_cudnn_versions();
     test_cudnn_attention(1, 37, 2, 2, 16, 0.25f, 0);    /* NKV = NH, odd T */
     test_cudnn_attention(2, 33, 6, 2, 8, 0.35f, 0);     /* GQA, 3 q heads per kv head */
     test_cudnn_attention(1, 20, 4, 1, 32, 0.17f, 0);    /* MQA */

@@ -11,35 +11,52 @@
  * [B, NKV, T, hs] at columns NH hs and (NH + NKV) hs; q head h uses kv head
  * h / (NH / NKV) (the matmuls broadcast K and V over the group: GQA, MQA).
  *
- * Forward graph: S = Q K^T (fp32), S *= scale, causal mask (gen-index of
- * rows and columns, row >= col, select -inf), with a window also
- * row - col < window, then softmax with its stats: m = max, e = exp(S - m),
- * s = sum e, Stats = m + log s (our lse[B, NH, T], fp32, written in place),
- * P = e / s, O = P V (bf16 [B, NH, T, hs]: the *16o entries' out16
- * itself, else widened into out).
+ * Forward graph (cudnn-frontend's CompositeSDPANode, checked against its
+ * source, v1.0 to v1.23: docs/gpu.md "### Attention through cuDNN"): S =
+ * Q K^T (fp32), S *= scale, causal mask (gen-index of rows and columns,
+ * row >= col in BOOLEAN, select the mask value), with a window a second
+ * mask on its own gen-index (col + window > row: the window a FLOAT
+ * by-value scalar added to the column), then softmax with its stats: m =
+ * max, e = exp(S - m), s = sum e, Stats = m + log s (our lse[B, NH, T],
+ * fp32, written in place), P = e / s in bf16 (the frontend sets P to the
+ * I/O type: cuDNN's second matmul takes bf16 operands), O = P V (bf16 [B,
+ * NH, T, hs]: the *16o entries' out16 itself, else widened into out).  The
+ * mask value: -FLT_MAX before cuDNN 9.10, -inf from 9.10 (the frontend's
+ * get_negative_inf_value()).
  *
- * Backward graph (cudnn-frontend's composite SDPA backward):
+ * Backward graph (cudnn-frontend's CompositeSDPABackwardNode):
  * softmax_sum = rowsum(dO * O) (x 1, the dropout-scale slot), P = exp(S
  * scale - Stats) masked, dV = P^T dO, dP = dO V^T, dS = P (dP - softmax_sum)
- * scale, dK = dS^T Q, dQ = dS K accumulated in fp32 (dQ_accum) then cast;
- * with NKV < NH, dK and dV are computed per q head (fp32 dK_fullhead,
- * dV_fullhead) and summed over the group by a reduction.  dQ, dK, dV are
- * bf16 in place of q16 (dqkv16), widened into dqkv; O is the *16o entries'
- * out16 itself, else out rounded; dO is dout rounded.  softmax_sum, dQ_accum
- * and the full-head buffers live in the backend's scratch (dQ_accum zeroed
- * before each execution: cuDNN accumulates into it), with cuDNN's
- * workspace after them (zt_cuda_ws_sdpa_fwd / _bwd: our buffers, plus the
- * plan's workspace, which cuDNN reports at run time).
+ * scale, dK = dS^T Q, dQ = dS K (K a reshape of the K^T tensor, as the
+ * frontend's "reshape_k") accumulated in fp32 (dQ_accum) then cast; with
+ * NKV < NH, dK and dV are computed per q head (dK_fullhead, dV_fullhead:
+ * virtual bf16 tensors, as the frontend's without ragged offsets) and
+ * summed over the group by a reduction.  dQ, dK, dV are bf16 in place of
+ * q16 (dqkv16), widened into dqkv; O is the *16o entries' out16 itself,
+ * else out rounded; dO is dout rounded.  softmax_sum and dQ_accum live in
+ * the backend's scratch (dQ_accum zeroed before each execution: cuDNN
+ * before 9.6 accumulates into it, the frontend zeroes it there), with
+ * cuDNN's workspace after them (zt_cuda_ws_sdpa_fwd / _bwd: our buffers,
+ * plus the plan's workspace, which cuDNN reports at run time).
  *
  * Which path: zt_cuda_sdpa_rule() (one rule for forward and backward).  A
  * shape cuDNN declines (heuristics give no engine, or no engine's plan
  * finalizes: CUDNN_STATUS_NOT_SUPPORTED*) is remembered and runs on our
- * kernels; any other cuDNN error is recorded like a CUDA error.
+ * kernels; so is one the cuDNN found at run time (cudnnGetVersion, not the
+ * header's) or the device is known not to take or to get wrong, as the
+ * frontend refuses or works around it: cuDNN before 9.0, a device before
+ * sm_80, a window before 9.2, cuDNN 9.10.0 and 9.10.1, a head size above
+ * 128 before 9.9 on sm_80 / sm_100 (forward) or off sm_90 (backward); the
+ * backward at s_q = s_kv = 1 and at T not a multiple of 128 up to 9.15
+ * (the frontend adds a padding mask there for a backend bug).
+ * Any other cuDNN error is recorded like a CUDA error, with cuDNN's own
+ * message (cudnnGetLastErrorString).
  */
 #ifdef HAVE_CONFIG_H
 #include "ztconfig.h"
 #endif
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,8 +147,8 @@ static const cudnnBackendAttributeName_t ATTR_PLAN_HANDLE = (cudnnBackendAttribu
 
 /* tensor unique ids of the variant pack */
 enum {
-    U_Q = 1, U_KT, U_V, U_O, U_STATS, U_SCALE, U_NINF, U_WIN, U_DO, U_VT, U_KN, U_ONE, U_SSUM, U_DQACC,
-    U_DKF, U_DVF, U_DQ, U_DK, U_DV, U_VIRT = 100
+    U_Q = 1, U_KT, U_V, U_O, U_STATS, U_SCALE, U_NINF, U_WIN, U_DO, U_VT, U_ONE, U_SSUM, U_DQACC, U_DQ, U_DK,
+    U_DV, U_VIRT = 100
 };
 
 struct Graph {
@@ -193,7 +210,8 @@ struct Graph {
         fin(op);
         if (st == CUDNN_STATUS_SUCCESS) ops.push_back(op);
     }
-    /* y = mode(x, b, t); axis for GEN_INDEX */
+    /* y = mode(x, b, t) in math precision prec; axis: GEN_INDEX's (the
+     * frontend sets CUDNN_ATTR_POINTWISE_AXIS for GEN_INDEX only) */
     cudnnBackendDescriptor_t pw(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                                 cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y,
                                 cudnnDataType_t prec = CUDNN_DATA_FLOAT, int64_t axis = -1) {
@@ -239,10 +257,16 @@ struct Graph {
         add_op(op);
         return y;
     }
-    /* the transpose of the last two dims of a virtual [b, h, m, n] tensor, in bf16 */
-    cudnnBackendDescriptor_t transposed(cudnnBackendDescriptor_t x, const int64_t *dims) {
+    /* the transpose of the last two dims of a [b, h, m, n] tensor of
+     * strides xs (NULL: dense), a virtual bf16 tensor of x's strides
+     * swapped (a reshape, as the frontend's reshape_p / reshape_dS /
+     * reshape_k) */
+    cudnnBackendDescriptor_t transposed(cudnnBackendDescriptor_t x, const int64_t *dims,
+                                        const int64_t *xs = NULL) {
         const int64_t td[4] = {dims[0], dims[1], dims[3], dims[2]};
-        const int64_t ts[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], 1, dims[3]};
+        const int64_t ds[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+        if (!xs) xs = ds;
+        const int64_t ts[4] = {xs[0], xs[1], xs[3], xs[2]};
         cudnnBackendDescriptor_t y = tensor(next_virt++, CUDNN_DATA_BFLOAT16, td, ts, true);
         cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
         set_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
@@ -250,7 +274,12 @@ struct Graph {
         add_op(op);
         return y;
     }
-    /* s masked: causal (row >= col) and, with a window, row - col < window */
+    /* s masked as cudnn-frontend's sliding_window_mask builds it (top-left
+     * diagonal; its CompositeDiagonalBandMaskNode): the right bound 0, row
+     * >= col (the causal mask), then with a window the left bound on the
+     * masked scores' own indices, col + window > row, the window a FLOAT
+     * by-value scalar added to the column index in FLOAT; indices INT32,
+     * comparisons in BOOLEAN */
     cudnnBackendDescriptor_t mask(cudnnBackendDescriptor_t s, const int64_t *sd, bool window) {
         cudnnBackendDescriptor_t row = pw(CUDNN_POINTWISE_GEN_INDEX, s, NULL, NULL, virt(CUDNN_DATA_INT32, sd),
                                           CUDNN_DATA_INT32, 2);
@@ -258,13 +287,15 @@ struct Graph {
                                           CUDNN_DATA_INT32, 3);
         cudnnBackendDescriptor_t ninf = scalar(U_NINF);
         cudnnBackendDescriptor_t m = pw(CUDNN_POINTWISE_CMP_GE, row, col, NULL, virt(CUDNN_DATA_BOOLEAN, sd),
-                                        CUDNN_DATA_INT32);
+                                        CUDNN_DATA_BOOLEAN);
         s = pw(CUDNN_POINTWISE_BINARY_SELECT, s, ninf, m, virt(CUDNN_DATA_FLOAT, sd));
         if (window) {
-            cudnnBackendDescriptor_t d = pw(CUDNN_POINTWISE_SUB, row, col, NULL, virt(CUDNN_DATA_INT32, sd),
-                                            CUDNN_DATA_INT32);
-            cudnnBackendDescriptor_t w = pw(CUDNN_POINTWISE_CMP_LT, d, scalar(U_WIN), NULL,
-                                            virt(CUDNN_DATA_BOOLEAN, sd));
+            row = pw(CUDNN_POINTWISE_GEN_INDEX, s, NULL, NULL, virt(CUDNN_DATA_INT32, sd), CUDNN_DATA_INT32, 2);
+            col = pw(CUDNN_POINTWISE_GEN_INDEX, s, NULL, NULL, virt(CUDNN_DATA_INT32, sd), CUDNN_DATA_INT32, 3);
+            cudnnBackendDescriptor_t cw = pw(CUDNN_POINTWISE_ADD, col, scalar(U_WIN), NULL,
+                                             virt(CUDNN_DATA_FLOAT, sd), CUDNN_DATA_FLOAT);
+            cudnnBackendDescriptor_t w = pw(CUDNN_POINTWISE_CMP_GT, cw, row, NULL, virt(CUDNN_DATA_BOOLEAN, sd),
+                                            CUDNN_DATA_BOOLEAN);
             s = pw(CUDNN_POINTWISE_BINARY_SELECT, s, ninf, w, virt(CUDNN_DATA_FLOAT, sd));
         }
         return s;
@@ -279,21 +310,53 @@ struct Graph {
 /* one cached plan per shape and direction */
 struct Plan {
     int bwd, B, T, NH, NKV, hs, window;
-    int state;   /* 1 ready, 0 declined by cuDNN, -1 failed (recorded) */
+    int state;   /* 1 ready, 0 declined by cuDNN (or by the version rules), -1 failed (recorded) */
     cudnnBackendDescriptor_t plan;
     int64_t ws;
+    float ninf;      /* the mask value: -FLT_MAX before cuDNN 9.10, else -inf */
+    char why[400];   /* state 1: the engine config taken; else why not (cuDNN's own message) */
     Graph g;
 };
 static cudnnHandle_t g_handle;
 static std::vector<Plan *> g_plans;
+static long g_ver_test;   /* tests: the cuDNN version assumed (0: cudnnGetVersion()'s) */
+static int g_sm_test;     /* tests: the compute capability major assumed (0: the device's) */
 
-static void fail_cudnn(const char *what, cudnnStatus_t s) {
-    char msg[200];
-    snprintf(msg, sizeof msg, "%s", cudnnGetErrorString(s));
+/* the cuDNN found at run time (the library loaded, not the header built against) */
+static long cudnn_version(void) { return g_ver_test > 0 ? g_ver_test : (long)cudnnGetVersion(); }
+/* the device's compute capability major (0: unknown) */
+static int sm_major(void) {
+    int major = 0;
+    if (g_sm_test > 0) return g_sm_test;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, zt_cu.device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major;
+}
+
+/* cuDNN's message for its last failed call (cuDNN 9: cudnnGetLastErrorString) */
+static void last_error(char *buf, size_t n) {
+    buf[0] = 0;
+    cudnnGetLastErrorString(buf, n);
+    buf[n - 1] = 0;
+    for (char *c = buf; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
+static void fail_cudnn(const char *what, cudnnStatus_t s, const char *detail = NULL) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s%s%s", cudnnGetErrorString(s), detail && *detail ? ": " : "",
+             detail ? detail : "");
     zt_cuda_fail(__FILE__, __LINE__, what, msg, "a cuDNN attention graph failed: ZT_CUDA_DETERMINISTIC=1 "
                  "runs ztrain's own kernels");
 }
-static bool declined(cudnnStatus_t s) { return s >= 3000 && s < 4000; }   /* CUDNN_STATUS_NOT_SUPPORTED* */
+/* CUDNN_STATUS_NOT_SUPPORTED*, and the NOT_INITIALIZED category
+ * (SUBLIBRARY_LOADING_FAILED, SUBLIBRARY_VERSION_MISMATCH: cuDNN 9 loads
+ * its sub-libraries, libcudnn_graph, _engines_*, _heuristic, at run time,
+ * so a machine without them, or with another version's, fails only then):
+ * our kernels run the shape */
+static bool declined(cudnnStatus_t s) { return (s >= 3000 && s < 4000) || (s >= 1000 && s < 2000); }
 
 /* Q, K^T, V views into q16 (the forward's and the backward's) */
 static void qkv_dims(int B, int T, int NH, int NKV, int hs, int64_t *qd, int64_t *qs, int64_t *kd,
@@ -325,7 +388,9 @@ static void build_fwd(Graph &g, int B, int T, int NH, int NKV, int hs, bool wind
     cudnnBackendDescriptor_t sum = g.reduce(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, st));
     cudnnBackendDescriptor_t lg = g.pw(CUDNN_POINTWISE_LOG, sum, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, st));
     g.pw(CUDNN_POINTWISE_ADD, mx, lg, NULL, Stats);
-    cudnnBackendDescriptor_t P = g.pw(CUDNN_POINTWISE_DIV, e, sum, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
+    /* P in bf16: "Requirement by cudnn backend to take in bmm2 aType as i/o
+     * type" (the frontend sets P's data type to Q's) */
+    cudnnBackendDescriptor_t P = g.pw(CUDNN_POINTWISE_DIV, e, sum, NULL, g.virt(CUDNN_DATA_BFLOAT16, sd));
     g.matmul(P, V, O);
 }
 
@@ -338,7 +403,6 @@ static void build_bwd(Graph &g, int B, int T, int NH, int NKV, int hs, bool wind
     const bool gqa = NKV != NH;
     cudnnBackendDescriptor_t Q = g.tensor(U_Q, CUDNN_DATA_BFLOAT16, qd, qs);
     cudnnBackendDescriptor_t Kt = g.tensor(U_KT, CUDNN_DATA_BFLOAT16, ktd, kts);
-    cudnnBackendDescriptor_t Kn = g.tensor(U_KN, CUDNN_DATA_BFLOAT16, kd, qs);
     cudnnBackendDescriptor_t Vt = g.tensor(U_VT, CUDNN_DATA_BFLOAT16, ktd, kts);
     cudnnBackendDescriptor_t O = g.tensor(U_O, CUDNN_DATA_BFLOAT16, od, os);
     cudnnBackendDescriptor_t dO = g.tensor(U_DO, CUDNN_DATA_BFLOAT16, od, os);
@@ -362,7 +426,8 @@ static void build_bwd(Graph &g, int B, int T, int NH, int NKV, int hs, bool wind
     /* dV = P^T dO (per q head, then summed over the group) */
     cudnnBackendDescriptor_t Pt = g.transposed(P, sd);
     if (gqa) {
-        cudnnBackendDescriptor_t dVf = g.tensor(U_DVF, CUDNN_DATA_FLOAT, od, NULL);
+        /* (dV_fullhead [B, NH, T, hs]: virtual, bf16, as the frontend's) */
+        cudnnBackendDescriptor_t dVf = g.virt(CUDNN_DATA_BFLOAT16, od);
         g.reduce(CUDNN_REDUCE_TENSOR_ADD, g.matmul(Pt, dO, dVf), dV);
     } else {
         g.matmul(Pt, dO, dV);
@@ -375,17 +440,83 @@ static void build_bwd(Graph &g, int B, int T, int NH, int NKV, int hs, bool wind
     /* dK = dS^T Q */
     cudnnBackendDescriptor_t dSt = g.transposed(dS, sd);
     if (gqa) {
-        cudnnBackendDescriptor_t dKf = g.tensor(U_DKF, CUDNN_DATA_FLOAT, od, NULL);
+        cudnnBackendDescriptor_t dKf = g.virt(CUDNN_DATA_BFLOAT16, od);
         g.reduce(CUDNN_REDUCE_TENSOR_ADD, g.matmul(dSt, Q, dKf), dK);
     } else {
         g.matmul(dSt, Q, dK);
     }
-    /* dQ = dS K in fp32, then bf16 */
+    /* dQ = dS K in fp32, then bf16; K the reshape of K^T (one K tensor in
+     * the graph, as the frontend's reshape_k) */
+    cudnnBackendDescriptor_t Kn = g.transposed(Kt, ktd, kts);
     g.pw(CUDNN_POINTWISE_IDENTITY, g.matmul(dS, Kn, dQacc), NULL, NULL, dQ);
 }
 
-/* the plan of a shape: built (graph, heuristics, the first engine config
- * whose plan finalizes) on first use, then cached */
+/* the engine configs heuristics mode `mode` lists for the finalized
+ * operation graph, in its order: the first whose plan finalizes (p->plan);
+ * CUDNN_STATUS_NOT_SUPPORTED* when none does (or none is listed), another
+ * status for any other failure (*where: the call) */
+static cudnnStatus_t plan_from(Graph &g, cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, Plan *p,
+                               const char **where) {
+    cudnnStatus_t s;
+#define TRY(call, w)                                                                                                \
+    do {                                                                                                            \
+        if ((s = (call)) != CUDNN_STATUS_SUCCESS) {                                                                 \
+            *where = (w);                                                                                           \
+            return s;                                                                                               \
+        }                                                                                                           \
+    } while (0)
+    cudnnBackendDescriptor_t heur = NULL;
+    TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur), "cudnnBackendCreateDescriptor");
+    g.all.push_back(heur);
+    TRY(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &graph),
+        "cudnnBackendSetAttribute(ENGINEHEUR_OPERATION_GRAPH)");
+    TRY(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode),
+        "cudnnBackendSetAttribute(ENGINEHEUR_MODE)");
+    TRY(cudnnBackendFinalize(heur), "cudnnBackendFinalize(ENGINEHEUR)");
+    int64_t n = 0, got = 0;
+    TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL),
+        "cudnnBackendGetAttribute(ENGINEHEUR_RESULTS)");
+    std::vector<cudnnBackendDescriptor_t> cfgs;
+    for (int64_t i = 0; i < n; i++) {
+        cudnnBackendDescriptor_t c = NULL;
+        TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c), "cudnnBackendCreateDescriptor");
+        g.all.push_back(c);
+        cfgs.push_back(c);
+    }
+    if (n > 0)
+        TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
+                                     cfgs.data()),
+            "cudnnBackendGetAttribute(ENGINEHEUR_RESULTS)");
+    *where = "engine heuristics: no engine config";
+    s = CUDNN_STATUS_NOT_SUPPORTED;
+    for (int64_t i = 0; i < got && i < n; i++) {
+        cudnnBackendDescriptor_t plan = NULL;
+        TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan),
+            "cudnnBackendCreateDescriptor");
+        g.all.push_back(plan);
+        TRY(cudnnBackendSetAttribute(plan, ATTR_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &g_handle),
+            "cudnnBackendSetAttribute(EXECUTION_PLAN_HANDLE)");
+        TRY(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     &cfgs[(size_t)i]),
+            "cudnnBackendSetAttribute(EXECUTION_PLAN_ENGINE_CONFIG)");
+        s = cudnnBackendFinalize(plan);
+        if (s == CUDNN_STATUS_SUCCESS) {
+            p->plan = plan;
+            snprintf(p->why, sizeof p->why, "heuristics mode %s, engine config %lld of %lld",
+                     mode == CUDNN_HEUR_MODE_A ? "A" : "FALLBACK", (long long)i + 1, (long long)got);
+            return s;
+        }
+        *where = "cudnnBackendFinalize(EXECUTION_PLAN)";
+        if (!declined(s)) return s;
+    }
+    return s;
+#undef TRY
+}
+
+/* the plan of a shape: built (graph, heuristics mode A, the first engine
+ * config whose plan finalizes; then mode FALLBACK's, as cudnn-frontend's
+ * create_execution_plans({A, FALLBACK})) on first use, then cached */
 static Plan *get_plan(int bwd, int B, int T, int NH, int NKV, int hs, int window) {
     for (Plan *p : g_plans)
         if (p->bwd == bwd && p->B == B && p->T == T && p->NH == NH && p->NKV == NKV && p->hs == hs &&
@@ -393,19 +524,53 @@ static Plan *get_plan(int bwd, int B, int T, int NH, int NKV, int hs, int window
             return p;
     Plan *p = new Plan();
     p->bwd = bwd, p->B = B, p->T = T, p->NH = NH, p->NKV = NKV, p->hs = hs, p->window = window;
-    p->state = -1, p->plan = NULL, p->ws = 0;
+    p->state = -1, p->plan = NULL, p->ws = 0, p->why[0] = 0;
     g_plans.push_back(p);
+    /* what the cuDNN found at run time does not take, or gets wrong (as
+     * cudnn-frontend refuses or works around it): declined */
+    const long v = cudnn_version();
+    const int sm = sm_major();
+    p->ninf = v < 91000 ? -FLT_MAX : -INFINITY;
+    const char *no = v < 90000 ? "cuDNN before 9.0"
+                     : sm > 0 && sm < 8 ? "a device before sm_80 (cudnn-frontend: SDPA bf16 needs Ampere)"
+                     : window && v < 90200 ? "a sliding window before cuDNN 9.2"
+                     : v == 91000 || v == 91001
+                         ? "cuDNN 9.10.0 / 9.10.1 (known SDPA bugs: cudnn-frontend refuses them)"
+                     : !bwd && hs > 128 && ((sm == 8 && v <= 90900) || (sm == 10 && v < 90900))
+                         ? "a head size above 128 on this device before cuDNN 9.9 (cudnn-frontend refuses it)"
+                     : bwd && hs > 128 && sm != 9
+                         ? "the backward at a head size above 128 off sm_90 (cudnn-frontend refuses it)"
+                     : bwd && T == 1 ? "the backward at s_q = s_kv = 1 (cudnn-frontend refuses it)"
+                     : bwd && T % 128 != 0 && v <= 91500
+                         ? "the backward at T not a multiple of 128 up to cuDNN 9.15 (a backend bug "
+                           "cudnn-frontend works around with a padding mask)"
+                         : NULL;
+    if (no) {
+        snprintf(p->why, sizeof p->why, "cuDNN %ld: %s", v, no);
+        p->state = 0;
+        g_calls[2]++;
+        return p;
+    }
     if (!g_handle) {
         cudnnStatus_t s = cudnnCreate(&g_handle);
         if (s != CUDNN_STATUS_SUCCESS) {
+            char msg[300];
             g_handle = NULL;
-            fail_cudnn("cudnnCreate", s);
+            last_error(msg, sizeof msg);
+            snprintf(p->why, sizeof p->why, "cudnnCreate: %s (%s)", cudnnGetErrorString(s), msg[0] ? msg : "-");
+            if (declined(s)) {
+                p->state = 0;
+                g_calls[2]++;
+            } else {
+                fail_cudnn("cudnnCreate", s, msg);
+            }
             return p;
         }
     }
     cudnnStatus_t s = cudnnSetStream(g_handle, zt_cu.stream);
     if (s != CUDNN_STATUS_SUCCESS) {
-        fail_cudnn("cudnnSetStream", s);
+        last_error(p->why, sizeof p->why);
+        fail_cudnn("cudnnSetStream", s, p->why);
         return p;
     }
     Graph &g = p->g;
@@ -417,49 +582,47 @@ static Plan *get_plan(int bwd, int B, int T, int NH, int NKV, int hs, int window
         g.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, (int64_t)g.ops.size(),
               g.ops.data());
     g.fin(graph);
-    cudnnBackendDescriptor_t heur = g.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    g.set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
-    g.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    g.fin(heur);
-    int64_t n = 0;
-    if (g.st == CUDNN_STATUS_SUCCESS)
-        g.ok(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n,
-                                      NULL),
-             "cudnnBackendGetAttribute(ENGINEHEUR_RESULTS)");
-    std::vector<cudnnBackendDescriptor_t> cfgs;
-    for (int64_t i = 0; i < n && g.st == CUDNN_STATUS_SUCCESS; i++)
-        cfgs.push_back(g.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    int64_t got = 0;
-    if (n > 0 && g.st == CUDNN_STATUS_SUCCESS)
-        g.ok(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
-                                      cfgs.data()),
-             "cudnnBackendGetAttribute(ENGINEHEUR_RESULTS)");
-    if (g.st == CUDNN_STATUS_SUCCESS && got == 0) g.ok(CUDNN_STATUS_NOT_SUPPORTED, "engine heuristics: no engine");
-    /* the heuristics' order: the first config whose plan finalizes */
-    for (int64_t i = 0; i < got && g.st == CUDNN_STATUS_SUCCESS; i++) {
-        cudnnBackendDescriptor_t plan = g.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-        g.set(plan, ATTR_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &g_handle);
-        g.set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[(size_t)i]);
-        if (g.st != CUDNN_STATUS_SUCCESS) break;
-        const cudnnStatus_t fs = cudnnBackendFinalize(plan);
-        if (fs == CUDNN_STATUS_SUCCESS) {
-            p->plan = plan;
-            break;
+    const char *where = g.where;
+    s = g.st;
+    char msg[400] = "";
+    if (s == CUDNN_STATUS_SUCCESS) {
+        s = plan_from(g, graph, CUDNN_HEUR_MODE_A, p, &where);
+        if (declined(s)) {
+            last_error(msg, sizeof msg);
+            const char *wa = where;
+            const cudnnStatus_t sa = s;
+            s = plan_from(g, graph, CUDNN_HEUR_MODE_FALLBACK, p, &where);
+            if (declined(s)) {
+                char m2[400];
+                last_error(m2, sizeof m2);
+                snprintf(p->why, sizeof p->why, "mode A: %s: %s (%s); mode FALLBACK: %s: %s (%s)", wa,
+                         cudnnGetErrorString(sa), msg[0] ? msg : "-",
+                         where, cudnnGetErrorString(s), m2[0] ? m2 : "-");
+            }
         }
-        if (!declined(fs) || i + 1 == got) g.ok(fs, "cudnnBackendFinalize(EXECUTION_PLAN)");
     }
-    if (p->plan && g.st == CUDNN_STATUS_SUCCESS)
-        g.ok(cudnnBackendGetAttribute(p->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                      &p->ws),
-             "cudnnBackendGetAttribute(EXECUTION_PLAN_WORKSPACE_SIZE)");
-    if (g.st == CUDNN_STATUS_SUCCESS && p->plan) {
+    int64_t cnt = 0;
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnBackendGetAttribute(p->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt,
+                                     &p->ws),
+        where = "cudnnBackendGetAttribute(EXECUTION_PLAN_WORKSPACE_SIZE)";
+    if (s == CUDNN_STATUS_SUCCESS) {
         p->state = 1;
-    } else if (declined(g.st)) {
+    } else if (declined(s)) {
+        if (!p->why[0]) {
+            last_error(msg, sizeof msg);
+            snprintf(p->why, sizeof p->why, "%s: %s (%s)", where, cudnnGetErrorString(s), msg[0] ? msg : "-");
+        }
+        p->plan = NULL;
         p->state = 0;
         g_calls[2]++;
+        g.destroy();   /* (a declined shape keeps only its state and why) */
     } else {
-        fail_cudnn(g.where, g.st);
+        last_error(msg, sizeof msg);
+        snprintf(p->why, sizeof p->why, "%s: %s (%s)", where, cudnnGetErrorString(s), msg[0] ? msg : "-");
+        p->plan = NULL;
+        fail_cudnn(where, s, msg);
+        g.destroy();
     }
     return p;
 }
@@ -473,7 +636,11 @@ static bool execute(Plan *p, const int64_t *uids, void *const *ptrs, int n, void
     g.fin(pack);
     if (g.st == CUDNN_STATUS_SUCCESS) g.ok(cudnnBackendExecute(g_handle, p->plan, pack), "cudnnBackendExecute");
     const bool ok = g.st == CUDNN_STATUS_SUCCESS;
-    if (!ok) fail_cudnn(g.where, g.st);
+    if (!ok) {
+        char msg[400];
+        last_error(msg, sizeof msg);
+        fail_cudnn(g.where, g.st, msg);
+    }
     g.destroy();
     return ok;
 }
@@ -488,6 +655,32 @@ extern "C" void zt_cuda_sdpa_fini(void) {
     g_plans.clear();
     if (g_handle) cudnnDestroy(g_handle);
     g_handle = NULL;
+}
+
+extern "C" void zt_cuda_att_cudnn_version_for_test(long version, int sm) {
+    zt_cuda_sdpa_fini();
+    g_ver_test = version > 0 ? version : 0;
+    g_sm_test = sm > 0 ? sm : 0;
+}
+
+extern "C" int zt_cuda_att_cudnn_report(char *buf, size_t n) {
+    size_t off = 0;
+    if (buf && n) buf[0] = 0;
+    if (buf && n && !g_plans.empty()) {
+        const int w = snprintf(buf, n, "cuDNN %ld at run time (built against %d)\n", cudnn_version(),
+                               (int)CUDNN_VERSION);
+        off = w > 0 ? (size_t)w : 0;
+    }
+    for (const Plan *p : g_plans) {
+        if (!buf || off >= n) continue;
+        const int w = snprintf(buf + off, n - off, "cuDNN SDPA %s B=%d T=%d NH=%d NKV=%d hs=%d%s: %s%s%s\n",
+                               p->bwd ? "backward" : "forward", p->B, p->T, p->NH, p->NKV, p->hs,
+                               p->window ? " window" : "",
+                               p->state == 1 ? "FINALIZED" : p->state == 0 ? "DECLINED" : "FAILED",
+                               p->why[0] ? ": " : "", p->why);
+        off += w > 0 ? (size_t)w : 0;
+    }
+    return (int)g_plans.size();
 }
 
 /* cuDNN reads the caller's bf16 q|k|v in place (Q at its base, K and V at
@@ -529,7 +722,7 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
         s += zt_al256(nout * 2);
     }
     void *ws = s;
-    float scale = o->scale, ninf = -INFINITY, win = (float)o->window;
+    float scale = o->scale, ninf = p->ninf, win = (float)o->window;
     const int64_t uids[] = {U_Q, U_KT, U_V, U_O, U_STATS, U_SCALE, U_NINF, U_WIN};
     void *const ptrs[] = {(void *)q16, (void *)(q16 + (size_t)NH * hs), (void *)(q16 + (size_t)(NH + NKV) * hs),
                           o16, lse, &scale, &ninf, &win};
@@ -598,13 +791,6 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     s += zt_al256(nst * 4);
     float *dqacc = (float *)s;
     s += zt_al256(nout * 4);
-    float *dkf = NULL, *dvf = NULL;
-    if (NKV != NH) {
-        dkf = (float *)s;
-        s += zt_al256(nout * 4);
-        dvf = (float *)s;
-        s += zt_al256(nout * 4);
-    }
     void *ws = s;
     /* (dout16: no k_sdpa_round; copied into the buffer when not 16-byte aligned) */
     if (!dod && (dout16 ? !ZT_CU(cudaMemcpyAsync(do16, dout16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
@@ -613,18 +799,13 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     /* cuDNN accumulates dQ into dQ_accum: zeroed first, as cudnn-frontend's
      * SDPA backward does (its workspace memset of dQ_accum) */
     if (!ZT_CU(cudaMemsetAsync(dqacc, 0, nout * sizeof(float), zt_cu.stream))) return true;
-    float scale = o->scale, ninf = -INFINITY, win = (float)o->window, one = 1.0f;
+    float scale = o->scale, ninf = p->ninf, win = (float)o->window, one = 1.0f;
     const size_t ko = (size_t)NH * hs, vo = (size_t)(NH + NKV) * hs;
-    std::vector<int64_t> uids = {U_Q, U_KT, U_KN, U_VT, U_O, U_DO, U_STATS, U_SSUM, U_DQACC,
+    std::vector<int64_t> uids = {U_Q, U_KT, U_VT, U_O, U_DO, U_STATS, U_SSUM, U_DQACC,
                                  U_DQ, U_DK, U_DV, U_SCALE, U_NINF, U_ONE};
-    std::vector<void *> ptrs = {(void *)q16, (void *)(q16 + ko), (void *)(q16 + ko), (void *)(q16 + vo),
-                                (void *)o16, do16, (void *)lse, ssum, dqacc, dq16, dq16 + ko, dq16 + vo,
-                                &scale, &ninf, &one};
+    std::vector<void *> ptrs = {(void *)q16, (void *)(q16 + ko), (void *)(q16 + vo), (void *)o16, do16,
+                                (void *)lse, ssum, dqacc, dq16, dq16 + ko, dq16 + vo, &scale, &ninf, &one};
     if (window) uids.push_back(U_WIN), ptrs.push_back(&win);
-    if (NKV != NH) {
-        uids.push_back(U_DKF), ptrs.push_back(dkf);
-        uids.push_back(U_DVF), ptrs.push_back(dvf);
-    }
     if (!execute(p, uids.data(), ptrs.data(), (int)uids.size(), ws)) return true;
     if (dd) *d16 = true;
     else widen_to(dqkv, dq16, nqkv);
@@ -649,6 +830,11 @@ static int plan_ws(int bwd, int B, int T, int NH, int NKV, int hs, int window, s
 }
 
 extern "C" void zt_cuda_sdpa_fini(void) {}
+extern "C" void zt_cuda_att_cudnn_version_for_test(long version, int sm) { (void)version, (void)sm; }
+extern "C" int zt_cuda_att_cudnn_report(char *buf, size_t n) {
+    if (buf && n) buf[0] = 0;
+    return 0;
+}
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o, uint16_t *out16, const uint16_t *qkv16) {
     return false;

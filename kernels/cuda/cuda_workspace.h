@@ -182,8 +182,9 @@ static inline size_t zt_cuda_ws_gqa_bwd(int bf16, int B, int T, int NH, int NKV,
  * rounded to bf16 (in16 0) and O in bf16 (in16 < 2: widened into out);
  * backward: q|k|v rounded (in16 0), dqkv16 (in16 < 3; 3: the caller's,
  * gqa_ext_bwd16d), O rounded (in16 < 2) and dO in
- * bf16, softmax_sum [B, NH, T] and dQ_accum [B, NH, T, hs] in fp32 and,
- * with NKV < NH, dK and dV per q head in fp32.  (A bf16 input that is not
+ * bf16, softmax_sum [B, NH, T] and dQ_accum [B, NH, T, hs] in fp32 (with
+ * NKV < NH, dK and dV per q head are virtual tensors of cuDNN's graph, as
+ * cudnn-frontend's: no buffers).  (A bf16 input that is not
  * 16-byte aligned is copied into its buffer: cuda_sdpa.cu asks the in16 0
  * or 1 size then; the models' are 256-byte aligned.) */
 static inline size_t zt_cuda_ws_sdpa_fwd(int in16, int B, int T, int NH, int NKV, int hs, size_t cudnn_ws) {
@@ -200,7 +201,7 @@ static inline size_t zt_cuda_ws_sdpa_bwd(int in16, int B, int T, int NH, int NKV
     in16 &= 3;
     return (size_t)(in16 < 1 ? 2 : in16 < 3 ? 1 : 0) * nqkv +
            (size_t)((in16 < 2 ? 2 : 1) - do16) * zt_cuda_ws_al256(nout * 2) +
-           zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) + (NKV != NH ? 3 : 1) * zt_cuda_ws_al256(nout * 4) +
+           zt_cuda_ws_al256((size_t)B * NH * (size_t)T * 4) + zt_cuda_ws_al256(nout * 4) +
            cudnn_ws;
 }
 /* GPT-2's attention [B, T, C], NH heads of C / NH (NKV = NH) */

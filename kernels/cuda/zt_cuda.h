@@ -69,6 +69,17 @@ const char *zt_cuda_attention_path(void);
  * the shapes it declined.  Nothing / zeros without cuDNN. */
 void zt_cuda_att_cudnn_for_test(int on, int deterministic);
 void zt_cuda_att_cudnn_calls_for_test(long *fwd, long *bwd, long *declined);
+/* Tests: the cuDNN version (9.x as 9xxyy, as cudnnGetVersion() reports it)
+ * and the device's compute capability major cuda_sdpa.cu's rules assume
+ * (0: the real ones, the default); drops every cached cuDNN plan.  Nothing
+ * without cuDNN. */
+void zt_cuda_att_cudnn_version_for_test(long version, int sm);
+/* The cuDNN attention plans built so far, for a GPU session's log: a line
+ * with the cuDNN version at run time, then one per plan (direction, shape,
+ * FINALIZED with the engine config taken, DECLINED or FAILED with why:
+ * the rule or cuDNN's own message) written into buf (n bytes, truncated);
+ * returns the number of plans.  0 and "" without cuDNN. */
+int zt_cuda_att_cudnn_report(char *buf, size_t n);
 
 #ifdef __cplusplus
 }

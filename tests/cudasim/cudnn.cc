@@ -18,7 +18,27 @@
  * take is CUDNN_STATUS_NOT_SUPPORTED (heuristics return no engine, the plan
  * does not finalize): matmul I/O not bf16/fp16, neither of the last two
  * strides 1, a head
- * size not a multiple of 8 or above 256, byte alignment below 16.
+ * size not a multiple of 8 or above 256, byte alignment below 16; and
+ * where the graph differs from what cudnn-frontend builds (its SDPA nodes,
+ * v1.0 to v1.23, the reference known to run on cuDNN 9: docs/gpu.md): a
+ * matmul operand not bf16/fp16, virtual ones included (the frontend sets
+ * P to the I/O type: "Requirement by cudnn backend to take in bmm2 aType
+ * as i/o type"), but for the fp32 dS of the matmul into dQ_accum; a
+ * non-virtual matmul output another operation reads other than dQ_accum
+ * (fp32, read by pointwise operations only: the GQA full-head dK / dV are
+ * virtual without ragged offsets); the backward's dQ = dS K with K other
+ * than a reshape of the K^T tensor Q K^T reads; a comparison not in
+ * BOOLEAN math into a BOOLEAN tensor, a select whose mask is not BOOLEAN,
+ * a gen-index not into INT32; the backward at s_q = s_kv = 1.  The version
+ * (cudnnGetVersion: ZT_SIM_CUDNN_VERSION, else this header's 9.19.0): no
+ * engine before 9.0, nor for a window (a CMP_GT) before 9.2; and a
+ * backward on 9.10.0 / 9.10.1, or at s_kv not a multiple of 128 up to
+ * 9.15, writes NaN into its outputs (the known bugs the frontend refuses or
+ * works around: what real cuDNN computes there is not known, so the
+ * simulator makes it unmissable).  ZT_SIM_CUDNN_SUBLIB=missing: cudnnCreate
+ * fails with SUBLIBRARY_LOADING_FAILED, as cuDNN 9 without its run-time
+ * loaded sub-libraries.  cudnnGetLastErrorString: the reason for the last
+ * failed call.
  *
  * The graph runs on the handle's stream, like a kernel, through an
  * interpreter: each tensor a dense fp32 array over its dims, operands
@@ -53,6 +73,18 @@
 #include <vector>
 
 bool zt_sim_is_device(const void *p, size_t bytes);
+
+/* the message cudnnGetLastErrorString returns: the last failure's */
+static char g_last_err[512];
+static cudnnStatus_t fail(cudnnStatus_t s, const char *why) {
+    snprintf(g_last_err, sizeof g_last_err, "cudasim cudnn: %s", why);
+    return s;
+}
+static long sim_version(void) {
+    const char *e = getenv("ZT_SIM_CUDNN_VERSION");
+    const long v = e && *e ? strtol(e, NULL, 10) : 0;
+    return v > 0 ? v : (long)CUDNN_VERSION;
+}
 void zt_sim_enqueue(cudaStream_t s, std::function<void()> op);
 
 struct cudnnContext {
@@ -243,30 +275,98 @@ cudnnStatus_t finalize_graph(Desc *g) {
     return CUDNN_STATUS_SUCCESS;
 }
 
-/* what the fused attention engine takes (else NOT_SUPPORTED) */
-bool graph_supported(const Desc *g, int64_t *ws) {
+/* the operation of the graph that writes t (NULL: none) */
+const Desc *writer(const Desc *g, const Desc *t) {
+    for (const Desc *o : g->ops)
+        if (o->y == t) return o;
+    return nullptr;
+}
+bool is16(const Desc *t) { return t->dtype == CUDNN_DATA_BFLOAT16 || t->dtype == CUDNN_DATA_HALF; }
+/* a matmul into a non-virtual fp32 tensor: the backward's dQ_accum */
+bool is_dq_acc(const Desc *o) {
+    return o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR && !o->y->virt && o->y->dtype == CUDNN_DATA_FLOAT;
+}
+/* the backward graph: it has the dQ accumulation */
+bool is_bwd(const Desc *g) {
+    for (const Desc *o : g->ops)
+        if (is_dq_acc(o)) return true;
+    return false;
+}
+/* s_kv: the last dim of the first matmul's output (Q K^T) */
+int64_t s_kv(const Desc *g) {
+    for (const Desc *o : g->ops)
+        if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) return o->y->dims.back();
+    return 0;
+}
+
+/* what the fused attention engine takes (else NOT_SUPPORTED; why: the
+ * reason, for cudnnGetLastErrorString) */
+bool graph_supported(const Desc *g, int64_t *ws, const char **why) {
     *ws = 0;
     int mm = 0;
+    const long ver = sim_version();
+    if (ver < 90000) return *why = "no fused attention engine before cuDNN 9.0", false;
     for (const Desc *o : g->ops) {
         for (const Desc *t : {o->x, o->b, o->t, o->y}) {
             if (!t || t->virt) continue;
-            if (t->align < 16 && !t->byval) return false;
+            if (t->align < 16 && !t->byval) return *why = "a tensor's byte alignment below 16", false;
             /* the head dim contiguous (the last, or next to last in a transposed view) */
             const size_t n = t->strides.size();
-            if (!t->byval && t->strides[n - 1] != 1 && (n < 2 || t->strides[n - 2] != 1)) return false;
+            if (!t->byval && t->strides[n - 1] != 1 && (n < 2 || t->strides[n - 2] != 1))
+                return *why = "neither of a tensor's last two strides 1", false;
         }
+        if (o->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+            const int64_t m = o->op->mode;
+            if (m == CUDNN_POINTWISE_CMP_GT || m == CUDNN_POINTWISE_CMP_GE || m == CUDNN_POINTWISE_CMP_LT ||
+                m == CUDNN_POINTWISE_CMP_LE) {
+                if (o->op->comp != CUDNN_DATA_BOOLEAN || o->y->dtype != CUDNN_DATA_BOOLEAN)
+                    return *why = "a comparison not in BOOLEAN math into a BOOLEAN tensor (cudnn-frontend's)", false;
+                if (m == CUDNN_POINTWISE_CMP_GT && ver < 90200)
+                    return *why = "a sliding window (col + window > row) before cuDNN 9.2", false;
+            }
+            if (m == CUDNN_POINTWISE_BINARY_SELECT && o->t->dtype != CUDNN_DATA_BOOLEAN)
+                return *why = "a select's mask not BOOLEAN", false;
+            if (m == CUDNN_POINTWISE_GEN_INDEX && o->y->dtype != CUDNN_DATA_INT32)
+                return *why = "a gen-index not into INT32", false;
+        }
+        /* a non-virtual tensor written by a matmul and read in the graph:
+         * only dQ_accum (fp32, read by pointwise operations) */
+        if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR && !o->y->virt)
+            for (const Desc *r : g->ops)
+                if (r != o && (r->x == o->y || r->b == o->y || r->t == o->y) &&
+                    (r->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR || o->y->dtype != CUDNN_DATA_FLOAT))
+                    return *why = "a non-virtual matmul output read by a reduction or matmul (cudnn-frontend's "
+                                  "full-head dK / dV are virtual without ragged offsets)", false;
         if (o->type != CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) continue;
         mm++;
-        for (const Desc *t : {o->x, o->b})
-            if (!t->virt && t->dtype != CUDNN_DATA_BFLOAT16 && t->dtype != CUDNN_DATA_HALF) return false;
+        /* every operand bf16 / fp16, virtual ones too (P of P V, P^T, dS^T), but
+         * the fp32 dS of dQ_accum = dS K */
+        if (!is16(o->b) || (!is16(o->x) && !is_dq_acc(o)))
+            return *why = "a matmul operand not bf16 / fp16 (cudnn-frontend sets P to the I/O type)", false;
         const int64_t k = o->x->dims.back();
         const int64_t n = o->y->dims.back();
         /* the head size is the inner dim of Q.K^T or the outer of P.V */
         const int64_t hd = o->x->virt ? n : k;
-        if (hd % 8 != 0 || hd > 256) return false;
+        if (hd % 8 != 0 || hd > 256) return *why = "a head size not a multiple of 8 or above 256", false;
         if (!o->y->virt) *ws += 4 * numel(o->y);
     }
-    return mm >= 2;
+    if (mm < 2) return *why = "fewer than 2 matmuls", false;
+    if (is_bwd(g)) {
+        /* K of dQ = dS K: a reshape of the K^T that Q K^T reads (cudnn-frontend's reshape_k) */
+        const Desc *first = nullptr, *acc = nullptr;
+        for (const Desc *o : g->ops)
+            if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
+                if (!first) first = o;
+                if (is_dq_acc(o)) acc = o;
+            }
+        const Desc *rk = writer(g, acc->b);
+        if (!acc->b->virt || !rk || rk->type != CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR || rk->x != first->b)
+            return *why = "the backward's dQ = dS K with K not a reshape of the K^T of Q K^T", false;
+        const std::vector<int64_t> &sd = first->y->dims;
+        if (sd[sd.size() - 1] == 1 && sd[sd.size() - 2] == 1)
+            return *why = "the backward at s_q = s_kv = 1", false;
+    }
+    return true;
 }
 
 /* ---- the interpreter ---- */
@@ -290,6 +390,7 @@ void unflat(const std::vector<int64_t> &dims, size_t f, int64_t *idx) {
 }
 
 struct Run {
+    bool poison = false;   /* a known-bug backward: NaN outputs (the header) */
     std::vector<Desc *> ops;
     std::map<const Desc *, void *> ptr;
     std::map<const Desc *, Buf> val;
@@ -317,7 +418,7 @@ void write_tensor(Run &r, const Desc *t) {
         unflat(t->dims, f, idx);
         size_t off = 0;
         for (size_t i = 0; i < t->dims.size(); i++) off += (size_t)(idx[i] * t->strides[i]);
-        store(p, t->dtype, off, v[f]);
+        store(p, t->dtype, off, r.poison ? NAN : v[f]);
     }
 }
 /* a value as stored in the tensor's type (virtual ones too: bf16 rounds) */
@@ -460,12 +561,20 @@ bool get1(int64_t count, const void *e, T *out) {
 
 }  // namespace
 
-extern "C" size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
+extern "C" size_t cudnnGetVersion(void) { return (size_t)sim_version(); }
+
+extern "C" void cudnnGetLastErrorString(char *message, size_t max_size) {
+    if (!message || !max_size) return;
+    snprintf(message, max_size, "%s", g_last_err);
+    g_last_err[0] = 0;
+}
 
 extern "C" const char *cudnnGetErrorString(cudnnStatus_t s) {
     switch (s) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
     case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH: return "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH";
+    case CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED: return "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
     case CUDNN_STATUS_BAD_PARAM_NULL_POINTER: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
     case CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER: return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
@@ -489,6 +598,11 @@ extern "C" const char *cudnnGetErrorString(cudnnStatus_t s) {
 
 extern "C" cudnnStatus_t cudnnCreate(cudnnHandle_t *h) {
     if (!h) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    /* ZT_SIM_CUDNN_SUBLIB=missing: as cuDNN 9 whose sub-libraries (loaded at
+     * run time) are not on the machine */
+    const char *sub = getenv("ZT_SIM_CUDNN_SUBLIB");
+    if (sub && strcmp(sub, "missing") == 0)
+        return fail(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, "libcudnn_graph.so.9 not found (ZT_SIM_CUDNN_SUBLIB)");
     *h = new cudnnContext();
     (*h)->stream = nullptr;
     return CUDNN_STATUS_SUCCESS;
@@ -699,8 +813,12 @@ extern "C" cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t dd) {
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
         if (!d->graph || d->mode < 0) return CUDNN_STATUS_BAD_PARAM;
         if (!d->graph->final) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
-        d->supported = graph_supported(d->graph, &d->ws);
+        {
+        const char *why = "";
+        d->supported = graph_supported(d->graph, &d->ws, &why);
+        if (!d->supported) fail(CUDNN_STATUS_NOT_SUPPORTED, why);
         break;
+    }
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR: return CUDNN_STATUS_BAD_PARAM;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
         if (!d->handle || !d->cfg) return CUDNN_STATUS_BAD_PARAM;
@@ -778,6 +896,8 @@ extern "C" cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescri
     for (Desc *t : ts)
         if (t->byval) read_tensor(*r, t);
     r->ws = (float *)v->wsp;
+    const long ver = sim_version();
+    r->poison = is_bwd(p->graph) && (ver == 91000 || ver == 91001 || (ver <= 91500 && s_kv(p->graph) % 128 != 0));
     zt_sim_enqueue(h->stream, [r]() { run_graph(*r); });
     return CUDNN_STATUS_SUCCESS;
 }

@@ -9,13 +9,15 @@
 #include "cuda_runtime.h"
 
 #define CUDNN_MAJOR 9
-#define CUDNN_MINOR 0
+#define CUDNN_MINOR 19
 #define CUDNN_PATCHLEVEL 0
 #define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)
 
 typedef enum {
     CUDNN_STATUS_SUCCESS = 0,
     CUDNN_STATUS_NOT_INITIALIZED = 1001,
+    CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH = 1002,
+    CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED = 1008,
     CUDNN_STATUS_BAD_PARAM = 2000,
     CUDNN_STATUS_BAD_PARAM_NULL_POINTER = 2002,
     CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER = 2003,
@@ -152,6 +154,7 @@ extern "C" {
 #endif
 size_t cudnnGetVersion(void);
 const char *cudnnGetErrorString(cudnnStatus_t status);
+void cudnnGetLastErrorString(char *message, size_t max_size);
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle);
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle);
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream);

@@ -61,7 +61,7 @@
 # parallelism 2 at 4 experts (fp32 stage 3 host-staged; fp32 stage 2 with
 # activation checkpointing over NCCL); and the Llama in bf16 at seq_len 64, micro batch 16, on
 # cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: the plan counts its buffers and plan
-# workspace, larger than our kernels') and on ztrain's kernels, and GPT-2 in bf16 on cuDNN's
+# workspace) and on ztrain's kernels, and GPT-2 in bf16 on cuDNN's
 # attention, its weights compared.  With
 # CUDASIM_ENGINE_FULL=1: engine-check.sh's whole matrix (stages 0-3, bf16,
 # offload fp32 and bf16, resume, at 1 and 2 ranks) for both models, plus
@@ -180,10 +180,9 @@ fi
 # the attention path the memory plan counts (docs/gpu.md): every group above runs ztrain's
 # kernels (engine-check.sh sets ZT_CUDA_DETERMINISTIC=1); these run the Llama in bf16 at
 # seq_len 64, micro batch 16, on cuDNN's fused attention (ZT_CUDA_DETERMINISTIC=0: its
-# buffers and plan workspace, which only cuDNN reports, outgrow every other kernel's scratch;
-# at micro batch 8, with the bf16 q|k|v and output handed to cuDNN as they are, no copies,
-# both paths' scratch rounds to the same MiB) and on ztrain's kernels, each planned from
-# the backend's answer at the run's shapes
+# buffers and plan workspace, which only cuDNN reports; since its GQA full-head dK / dV are
+# virtual tensors, h-sdpa, both paths' scratch rounds to the same MiB here) and on ztrain's
+# kernels, each planned from the backend's answer at the run's shapes
 ZT_CUDA_DETERMINISTIC=0 group attcudnn 1 llama-tiny.json --batch-size 16 --cases none \
     --case "cudnn bf16 --stage 0 --ztrain.seq_len 64"
 ZT_CUDA_DETERMINISTIC=1 group attdet 1 llama-tiny.json --batch-size 16 --cases none \
@@ -478,15 +477,17 @@ for out in "$W"/*/x_*.out; do
     ok "$([ -z "$why" ]; echo $?)" "memory $run: backend's device peak == planner's ($meas bytes), simulator's ${p0:-?} in [$meas, $end + $slack] ($np rank(s))${why:+: $why}"
     p0=""
 done
-# ---- the two attention paths: cuDNN ran in attcudnn (its start-up line), and the plan
-# followed it: a larger kernel workspace than ztrain's kernels' in attdet (each equal to the
-# device's peak above)
+# ---- the two attention paths: cuDNN ran in attcudnn (its start-up line), ztrain's kernels in
+# attdet, each run's planned kernel workspace reported (each equal to the device's peak: the
+# memory checks above).  (Until h-sdpa cuDNN's was larger here, 34 MiB against 33, by its fp32
+# GQA full-head dK / dV buffers; they are virtual tensors of cuDNN's graph now, as
+# cudnn-frontend's, and both round to the same MiB at this shape and at micro batch 32 and 128.)
 kw() { sed -n 's/^device memory peak per rank (cuda .*; of it kernel workspace \([0-9]*\) bytes).*/\1/p' "$1" 2> /dev/null | tail -1; }
 kc=$(kw "$W/attcudnn/x_n1cudnn.out"); kd=$(kw "$W/attdet/x_n1det.out")
 grep -q '^attention: cuDNN fused attention' "$W/attcudnn/x_n1cudnn.out" 2> /dev/null &&
     grep -q '^attention: ztrain.s kernels (deterministic mode' "$W/attdet/x_n1det.out" 2> /dev/null &&
-    [ -n "$kc" ] && [ -n "$kd" ] && [ "$kc" -gt "$kd" ]
-ok $? "attention paths: cuDNN's run planned kernel workspace ${kc:-?} bytes > ztrain's kernels' ${kd:-?} (both == the device's)"
+    [ -n "$kc" ] && [ -n "$kd" ]
+ok $? "attention paths: cuDNN in attcudnn, ztrain's kernels in attdet; planned kernel workspace ${kc:-?} and ${kd:-?} bytes (each == the device's)"
 # (and GPT-2's bf16 run above took cuDNN's path, so its weights were compared on it)
 grep -q '^attention: cuDNN fused attention' "$W/gptcudnn/x_n1cudnn.out" 2> /dev/null
 ok $? "attention paths: GPT-2's gptcudnn run ruled onto cuDNN's fused attention (its start-up line)"
