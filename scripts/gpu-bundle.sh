@@ -114,7 +114,14 @@ if [ -d "$pmix_root/usr/lib/$MA/pmix2" ]; then cp -a "$pmix_root/usr/lib/$MA/pmi
 echo "== shared libraries"
 # libraries never bundled: the C library (lib/sys/ has a copy), the driver
 system_re='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libresolv\.so|libutil\.so|libgcc_s\.so|libcuda\.so|libnvidia-)'
-cuda_re='^(libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcurand|libcufft)\.so'
+# cuDNN: libcudnn.so.9 is a small shim that loads its sub-libraries
+# (libcudnn_graph, _engines_*, _heuristic, _ops, ...: ~490 MB) at run time,
+# which ldd does not list; they must be of the shim's very version (else
+# CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH).  So the shim is never bundled
+# alone: the GPU machine's cuDNN (its toolkit's, or PyTorch's nvidia-cudnn
+# package, on run.sh's LD_LIBRARY_PATH) is used whole, or with
+# --with-cuda-libs this machine's shim and every sub-library beside it.
+cuda_re='^(libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcurand|libcufft|libcudnn)\.so'
 extra_path="$ompi_root/usr/lib/$MA/openmpi/lib:$ompi_root/usr/lib/$MA:$pmix_root/usr/lib/$MA"
 missing=""
 elfs=$(find "$OUT/bin" "$OUT/lib" "$OUT/ompi" "$OUT/pmix" -type f \( -name '*.so*' -o -perm -u+x \) 2> /dev/null |
@@ -130,6 +137,12 @@ while read -r name path; do
     fi
     if echo "$name" | grep -Eq "$cuda_re" && [ $with_cuda_libs = 0 ]; then continue; fi
     [ -f "$OUT/lib/$name" ] || cp -L "$path" "$OUT/lib/$name"
+    case "$name" in   # (--with-cuda-libs) cuDNN's sub-libraries, of the shim's version, beside it
+        libcudnn.so*)
+            for sub in "$(dirname "$path")"/libcudnn_*.so.[0-9]*; do
+                [ -f "$sub" ] && [ ! -f "$OUT/lib/$(basename "$sub")" ] && cp -L "$sub" "$OUT/lib/"
+            done ;;
+    esac
 done < "$TMP/deps"
 # the loader itself, for lib/sys/
 ld=$(ldd "$OUT/bin/test_cuda" | awk '/ld-linux/ { print $1 }')
@@ -166,6 +179,19 @@ PY
 )
 for d in $py_dirs; do cuda_dirs="$cuda_dirs:$d"; done
 export LD_LIBRARY_PATH="$B/lib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuDNN whole from one directory: the first on the path with the shim
+# (libcudnn.so.9) and its sub-libraries beside it goes first, so that the shim
+# loads sub-libraries of its own version (ZT_BUNDLE_CUDNN: that directory, or
+# "none"; gpu-measure.sh prints it)
+ZT_BUNDLE_CUDNN=none
+IFS=: read -r -a ld_dirs <<< "$LD_LIBRARY_PATH"
+for d in "${ld_dirs[@]}"; do
+    if [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] && [ -e "$d/libcudnn_graph.so.9" ]; then
+        ZT_BUNDLE_CUDNN=$d; break
+    fi
+done
+[ "$ZT_BUNDLE_CUDNN" != none ] && LD_LIBRARY_PATH="$B/lib:$ZT_BUNDLE_CUDNN:$LD_LIBRARY_PATH"
+export ZT_BUNDLE_CUDNN
 
 # Open MPI and PMIx from the bundle
 export OPAL_PREFIX="$B/ompi" OPAL_BINDIR="$B/ompi/bin" OPAL_LIBDIR="$B/lib"

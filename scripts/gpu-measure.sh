@@ -162,6 +162,8 @@ if command -v nvidia-smi > /dev/null; then
 else
     echo "no nvidia-smi: device $(uname -m) CPU" | tee "$W/device/none.txt"
 fi
+# cuDNN's libraries (run.sh: the directory with the shim and its sub-libraries first on the path)
+[ -n "${ZT_BUNDLE_CUDNN:-}" ] && echo "cuDNN libraries: $ZT_BUNDLE_CUDNN" | tee "$W/device/cudnn.txt"
 
 # ---- 2. test_cuda (quick), engine check s0
 echo "== tests"
