@@ -9,6 +9,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 # quiet Open MPI's fork/shm warnings in containers
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# each test script its own Open MPI session directory base: mpirun makes
+# BASE/ompi.HOST.UID/pid.PID and removes the top directory once it is empty,
+# so two scripts' mpiruns under `make -j check` sharing /tmp can race
+# (one removes the top between the other's mkdir of it and of its pid.PID:
+# "orte_session_dir failed", seen once in a sanitizer run of lora_dropout.sh).
+# An empty base is left behind; those of scripts an hour gone are removed.
+find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'zt-ompi-*' -type d -empty -mmin +60 -delete 2> /dev/null
+export OMPI_MCA_orte_tmpdir_base="${TMPDIR:-/tmp}/zt-ompi-$$"
+mkdir -p "$OMPI_MCA_orte_tmpdir_base" || unset OMPI_MCA_orte_tmpdir_base
 TAP_N=0
 TAP_FAILED=0
 ok() {  # ok COND_STATUS NAME
