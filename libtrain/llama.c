@@ -864,6 +864,19 @@ static const float *norm_w(const zt_llama *m, const zt_llama_acts *a, const floa
     m->be->add(a->w1, a->ones, w, (size_t)n);
     return a->w1;
 }
+/* q_norm's and k_norm's weights together, as norm_w gives each (Gemma 3:
+ * a->w1 holds the two 1 + w of hd floats), for the fused q/k-norm entries */
+static void qk_norm_w(const zt_llama *m, const zt_llama_acts *a, const float *qw, const float *kw,
+                      const float **qo, const float **ko) {
+    const int hd = m->s.hd;
+    *qo = qw;
+    *ko = kw;
+    if (!m->s.gemma) return;
+    m->be->add(a->w1, a->ones, qw, (size_t)hd);
+    m->be->add(a->w1 + hd, a->ones, kw, (size_t)hd);
+    *qo = a->w1;
+    *ko = a->w1 + hd;
+}
 
 /* Block l's attention over T tokens: Llama's gqa, Gemma's with its scale,
  * soft-cap and (sliding layers) window; the other families' sliding layers
@@ -1174,13 +1187,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
             /* (qkr16: the q and k heads normalized and rotated in one entry
              * writing the bf16 q|k|v, qkv its scratch: the same values,
              * qkraw and qkrstd as headnorm_fwd writes them) */
-            const float *qw = w->q_norm, *kw = w->k_norm;
-            if (sh->gemma) {   /* (1 + w, both: a->w1 holds 2 hd floats then) */
-                be->add(a->w1, a->ones, qw, (size_t)sh->hd);
-                be->add(a->w1 + sh->hd, a->ones, kw, (size_t)sh->hd);
-                qw = a->w1;
-                kw = a->w1 + sh->hd;
-            }
+            const float *qw, *kw;
+            qk_norm_w(m, a, w->q_norm, w->k_norm, &qw, &kw);
             be->qknorm_rope_fwd16(s->qkv16, qkv, s->qkraw, s->qkrstd, qw, kw, eps,
                                   layer_freq(m, a, l, T), B, T, sh->NH, sh->NKV, sh->qnh, sh->knh,
                                   sh->QKV, sh->hd, layer_rope_scale(m, l));
@@ -1717,13 +1725,8 @@ mlp_norm:
          * the q and the k groups, bitwise, the rows rounded after as the
          * GEMM rounded the fp32 dqkv) */
         if (dq16 && sh->qkn) {
-            const float *qw = w->q_norm, *kw = w->k_norm;
-            if (sh->gemma) {   /* (1 + w, both: a->w1 holds 2 hd floats then) */
-                be->add(a->w1, a->ones, qw, (size_t)sh->hd);
-                be->add(a->w1 + sh->hd, a->ones, kw, (size_t)sh->hd);
-                qw = a->w1;
-                kw = a->w1 + sh->hd;
-            }
+            const float *qw, *kw;
+            qk_norm_w(m, a, w->q_norm, w->k_norm, &qw, &kw);
             be->qknorm_rope_bwd16(dq16, gw->q_norm, gw->k_norm, s->qkraw, s->qkrstd, qw, kw,
                                   layer_freq(m, a, l, T), B, T, sh->NH, sh->NKV, sh->qnh, sh->knh,
                                   sh->QKV, sh->hd, layer_rope_scale(m, l));
