@@ -423,18 +423,18 @@ mutant swiglu16r-up kernels/cuda/cuda_llama.cu \
 mutant geglu16r-swap kernels/cuda/cuda_llama.cu \
     'g = zt_cvt_f32_to_bf16\(gu\[\Ko(?=\]\);\n            u = zt_cvt_f32_to_bf16\(gu\[o \+ H\]\);)' 'o + H'
 
-# swiglu_bwd16: the up value read at out's index i + H, not the row's o + H
+# swiglu_bwd16 (k_glu_bwd16, the GLUs' bf16 backward): the up value read at out's index i + H, not the row's o + H
 mutant swiglu16-bwd-up kernels/cuda/cuda_llama.cu \
-    'zt_swiglu_bwd\(&dg, &du, zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\),\s+rms_dout)' 'i'
+    'Act\(\)\.grad\(&dg, &du, zt_cvt_bf16_to_f32\(gu\[o\]\), zt_cvt_bf16_to_f32\(gu\[\Ko(?= \+ H\]\),\s+rms_dout)' 'i'
 
-# geglu_bwd16: the gate's and the up's gradients written to each other's place
+# geglu_bwd16 (glu_geglu's grad, also geglu_bwd's): the gate's and the up's gradients written to each other's place
 mutant geglu16-bwd-swap kernels/cuda/cuda_llama.cu \
-    'geglu_grad\(\K&dg, &du(?=, zt_cvt_bf16_to_f32\(gu\[o\]\))' '&du, &dg'
+    'geglu_grad\(\Kdg, du(?=, g, u, d\);)' 'du, dg'
 
-# swiglu_bwd_d16 with dgu NULL: the fp32 values' write guarded by dgu16
+# swiglu_bwd_d16 with dgu NULL (k_glu_bwd16): the fp32 values' write guarded by dgu16
 # instead of dgu (writes through the NULL dgu)
 mutant swiglu-d16-null kernels/cuda/cuda_llama.cu \
-    'if \(\Kdgu(?=\) \{   /\* \(swiglu_bwd_d16 with dgu NULL)' 'dgu16'
+    'if \(\Kdgu(?=\) \{   /\* \(the _d16 forms with dgu NULL)' 'dgu16'
 
 # matmul_dgelu_bwd_o16's unfused path: the GELU's derivative taken at the
 # wrong element of the bf16 pre-activation
@@ -601,24 +601,24 @@ mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
 mutant rms16d-widen kernels/cuda/cuda_llama.cu \
     'float rms_dout\(const uint16_t \*p\) \{ return zt_cvt_bf16_to_f32\(\K\*p(?=\); \})' '(uint16_t)(*p & 0xfff0)'
 
-# swiglu_bwd_d16: the up's bf16 gradient the gate's value (dg)
+# swiglu_bwd_d16 (k_glu_bwd16): the up's bf16 gradient the gate's value (dg)
 mutant swiglu-d16-up kernels/cuda/cuda_llama.cu \
-    'swiglu_bwd_d16: the values rounded beside them \*/\n            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n            dgu16\[o \+ H\] = zt_cvt_f32_to_bf16\(\Kdu(?=\);)' 'dg'
+    'the _d16 forms: the values rounded beside them \*/\n            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n            dgu16\[o \+ H\] = zt_cvt_f32_to_bf16\(\Kdu(?=\);)' 'dg'
 
-# geglu_bwd_d16: the gate's bf16 gradient not stored (dgu16[o] keeps what
+# geglu_bwd_d16 (k_glu_bwd16): the gate's bf16 gradient not stored (dgu16[o] keeps what
 # it held: in place, the gate's value)
 mutant geglu-d16-gate kernels/cuda/cuda_llama.cu \
-    'geglu_bwd_d16 \*/\n\K            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n' ''
+    'the _d16 forms: the values rounded beside them \*/\n\K            dgu16\[o\] = zt_cvt_f32_to_bf16\(dg\);\n' ''
 
-# swiglu_bwd_dd16 (k_swiglu_bwd16<uint16_t>): launched over the first half
-# of the N H elements only (the second half's dgu / dgu16 left as they were)
+# swiglu_bwd_dd16 (k_glu_bwd16, glu_swiglu with uint16_t dout): launched over the first half
+# of the N rows only (the second half's dgu / dgu16 left as they were)
 mutant swiglu-dd16-half kernels/cuda/cuda_llama.cu \
-    'k_swiglu_bwd16<uint16_t><<<zt_ew_blocks\(total\), ZT_EW_THREADS, 0, zt_cu\.stream>>>\(\s+dgu, dout16, gu16, H, \Ktotal(?=, dgu16\);)' 'total / 2'
+    'glu_bwd16<glu_swiglu>\(dgu, dgu16, dout16, gu16, \KN(?=, H, "k_swiglu_bwd16"\);)' 'N / 2'
 
-# geglu_bwd_dd16 (k_geglu_bwd16<uint16_t>): dout16 read as the gate|up's
+# geglu_bwd_dd16 (k_glu_bwd16, glu_geglu with uint16_t dout): dout16 read as the gate|up's
 # bf16 (the gradient's values never read)
 mutant geglu-dd16-dout kernels/cuda/cuda_llama.cu \
-    'k_geglu_bwd16<uint16_t><<<zt_ew_blocks\(total\), ZT_EW_THREADS, 0, zt_cu\.stream>>>\(\s+dgu, \Kdout16(?=, gu16, H,)' 'gu16'
+    'glu_bwd16<glu_geglu>\(dgu, dgu16, \Kdout16(?=, gu16, N, H,)' 'gu16'
 
 # qknorm_rope_fwd16 (k_qknorm_rope): the pair's second value normalized
 # with the first one's weight (w[o], not w[o + h2])

@@ -658,141 +658,20 @@ void zt_cuda_qknorm_rope_fwd16(uint16_t *qkv16, float *x, float *raw, float *rst
     ZT_LAUNCHED("k_qknorm_rope_fwd16");
 }
 
-/* ------------------------------------------------------------ SwiGLU */
+/* ------------------------------------------------------------ SwiGLU, GeGLU (Gemma)
+ * One set of kernels and launchers for both GLUs, Act the activation
+ * (glu_swiglu, glu_geglu): operator() its value h = Act(g, u) of the gate g
+ * and the up u, grad its gradients (dg, du) given dh = d.  The entries keep
+ * their own kernel names (ZT_LAUNCHED: k_swiglu_fwd16, k_geglu_bwd16, ...). */
 
-__global__ void k_swiglu_fwd(float *out, const float *gu, int H, size_t total) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const float *g = gu + n * 2 * (size_t)H + k;
-        out[i] = zt_swiglu(g[0], g[H]);
-    }
-}
-
-__global__ void k_swiglu_bwd(float *dgu, const float *dout, const float *gu, int H, size_t total) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const size_t o = n * 2 * (size_t)H + k;
-        zt_swiglu_bwd(&dgu[o], &dgu[o + H], gu[o], gu[o + H], dout[i]);
-    }
-}
-
-/* the bf16 forward of a GLU (backend.h swiglu_fwd16 / geglu_fwd16 and their
- * r forms), Act its activation (glu_swiglu, glu_geglu: the fp32 kernels'
- * operations): h[N, H] = bf16(Act(g, u)) of gate|up's bf16 g = [:, :H] and
- * u = [:, H:], read from gu16 [N, 2H]; the r forms (gu [N, 2H] fp32 given):
- * gate|up read once in fp32, its bf16 rounding written into gu16 and Act of
- * the rounded values.  One kernel for the four entries; their launches keep
- * the entries' kernel names (ZT_LAUNCHED: k_swiglu_fwd16, k_swiglu_fwd16r,
- * k_geglu_fwd16, k_geglu_fwd16r) */
-template <class Act>
-__global__ void k_glu_fwd16(uint16_t *out, uint16_t *gu16, const float *gu, int H, size_t total) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const size_t o = n * 2 * (size_t)H + k;
-        uint16_t g, u;
-        if (gu) {   /* (the r forms) */
-            g = zt_cvt_f32_to_bf16(gu[o]);
-            u = zt_cvt_f32_to_bf16(gu[o + H]);
-            gu16[o] = g;
-            gu16[o + H] = u;
-        } else {
-            g = gu16[o];
-            u = gu16[o + H];
-        }
-        out[i] = zt_cvt_f32_to_bf16(Act()(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
-    }
-}
 struct glu_swiglu {
     __device__ __forceinline__ float operator()(float g, float u) const { return zt_swiglu(g, u); }
+    __device__ __forceinline__ void grad(float *dg, float *du, float g, float u, float d) const {
+        zt_swiglu_bwd(dg, du, g, u, d);
+    }
 };
 
-/* (Tout: dout's type, uint16_t: swiglu_bwd_dd16, widened by rms_dout) */
-template <typename Tout>
-__global__ void k_swiglu_bwd16(float *dgu, const Tout *dout, const uint16_t *gu, int H,
-                               size_t total, uint16_t *dgu16) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
-        const size_t o = n * 2 * (size_t)H + k;
-        float dg, du;
-        zt_swiglu_bwd(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
-                      rms_dout(&dout[i]));
-        if (dgu) {   /* (swiglu_bwd_d16 with dgu NULL: the bf16 values only) */
-            dgu[o] = dg;
-            dgu[o + H] = du;
-        }
-        if (dgu16) {   /* swiglu_bwd_d16: the values rounded beside them */
-            dgu16[o] = zt_cvt_f32_to_bf16(dg);
-            dgu16[o + H] = zt_cvt_f32_to_bf16(du);
-        }
-    }
-}
-
-void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
-                          int H) {
-    (void)tmp;
-    (void)tmp2;
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    /* (gu NULL: gu16 read, not written) */
-    k_glu_fwd16<glu_swiglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        out16, (uint16_t *)gu16, (const float *)NULL, H, total);
-    ZT_LAUNCHED("k_swiglu_fwd16");
-}
-
-void zt_cuda_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
-    (void)tmp2;
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_glu_fwd16<glu_swiglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        out16, gu16, gu, H, total);
-    ZT_LAUNCHED("k_swiglu_fwd16r");
-}
-
-void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        dgu, dout, gu16, H, total, (uint16_t *)NULL);
-    ZT_LAUNCHED("k_swiglu_bwd16");
-}
-void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
-                            int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        dgu, dout, gu16, H, total, dgu16);
-    ZT_LAUNCHED("k_swiglu_bwd16");
-}
-/* swiglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
-void zt_cuda_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
-                             const uint16_t *gu16, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_swiglu_bwd16<uint16_t><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        dgu, dout16, gu16, H, total, dgu16);
-    ZT_LAUNCHED("k_swiglu_bwd16");
-}
-
-void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_swiglu_fwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, gu, H, total);
-    ZT_LAUNCHED("k_swiglu_fwd");
-}
-
-void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_swiglu_bwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu, H, total);
-    ZT_LAUNCHED("k_swiglu_bwd");
-}
-
-/* ------------------------------------------------------------ GeGLU (Gemma)
- * gelu, tanh approximation: gelu(g) = 0.5 g (1 + tanh(u)),
+/* GeGLU: gelu, tanh approximation: gelu(g) = 0.5 g (1 + tanh(u)),
  * u = sqrt(2/pi) (g + 0.044715 g^3);
  * gelu'(g) = 0.5 (1 + tanh u) + 0.5 g (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 g^2) */
 
@@ -814,109 +693,189 @@ __device__ __forceinline__ void geglu_grad(float *dg, float *du_, float x, float
     *du_ = d * gelu;
 }
 
-__global__ void k_geglu_fwd(float *out, const float *gu, int H, size_t total) {
+struct glu_geglu {
+    __device__ __forceinline__ float operator()(float g, float u) const { return geglu_val(g, u); }
+    __device__ __forceinline__ void grad(float *dg, float *du, float g, float u, float d) const {
+        geglu_grad(dg, du, g, u, d);
+    }
+};
+
+/* the fp32 forward and backward (backend.h swiglu_fwd / geglu_fwd, _bwd) */
+template <class Act>
+__global__ void k_glu_fwd(float *out, const float *gu, int H, size_t total) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const float *g = gu + n * 2 * (size_t)H + k;
-        out[i] = geglu_val(g[0], g[H]);
+        out[i] = Act()(g[0], g[H]);
     }
 }
 
-__global__ void k_geglu_bwd(float *dgu, const float *dout, const float *gu, int H, size_t total) {
+template <class Act>
+__global__ void k_glu_bwd(float *dgu, const float *dout, const float *gu, int H, size_t total) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
-        geglu_grad(&dgu[o], &dgu[o + H], gu[o], gu[o + H], dout[i]);
+        Act().grad(&dgu[o], &dgu[o + H], gu[o], gu[o + H], dout[i]);
     }
 }
 
-/* (the bf16 forward and its r form: k_glu_fwd16) */
-struct glu_geglu {
-    __device__ __forceinline__ float operator()(float g, float u) const { return geglu_val(g, u); }
-};
+/* the bf16 forward of a GLU (backend.h swiglu_fwd16 / geglu_fwd16 and their
+ * r forms): h[N, H] = bf16(Act(g, u)) of gate|up's bf16 g = [:, :H] and
+ * u = [:, H:], read from gu16 [N, 2H]; the r forms (gu [N, 2H] fp32 given):
+ * gate|up read once in fp32, its bf16 rounding written into gu16 and Act of
+ * the rounded values.  One kernel for the four entries */
+template <class Act>
+__global__ void k_glu_fwd16(uint16_t *out, uint16_t *gu16, const float *gu, int H, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t n = i / (size_t)H, k = i - n * (size_t)H;
+        const size_t o = n * 2 * (size_t)H + k;
+        uint16_t g, u;
+        if (gu) {   /* (the r forms) */
+            g = zt_cvt_f32_to_bf16(gu[o]);
+            u = zt_cvt_f32_to_bf16(gu[o + H]);
+            gu16[o] = g;
+            gu16[o + H] = u;
+        } else {
+            g = gu16[o];
+            u = gu16[o + H];
+        }
+        out[i] = zt_cvt_f32_to_bf16(Act()(zt_cvt_bf16_to_f32(g), zt_cvt_bf16_to_f32(u)));
+    }
+}
 
-/* (Tout: dout's type, uint16_t: geglu_bwd_dd16) */
-template <typename Tout>
-__global__ void k_geglu_bwd16(float *dgu, const Tout *dout, const uint16_t *gu, int H,
-                              size_t total, uint16_t *dgu16) {
+/* the bf16 backward (backend.h swiglu_bwd16 / geglu_bwd16, their _d16 and
+ * _dd16 forms), G a glu_bwd16_of: its Act, and Tout dout's type (uint16_t:
+ * the _dd16 forms, widened by rms_dout).  (The two in one type: the
+ * simulator's launch rewrite, tests/cudasim/launch.pl, takes a kernel of
+ * one template argument) */
+template <class Act_, typename Tout_>
+struct glu_bwd16_of {
+    typedef Act_ Act;
+    typedef Tout_ Tout;
+};
+template <class G>
+__global__ void k_glu_bwd16(float *dgu, const typename G::Tout *dout, const uint16_t *gu, int H,
+                            size_t total, uint16_t *dgu16) {
+    typedef typename G::Act Act;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t n = i / (size_t)H, k = i - n * (size_t)H;
         const size_t o = n * 2 * (size_t)H + k;
         float dg, du;
-        geglu_grad(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
+        Act().grad(&dg, &du, zt_cvt_bf16_to_f32(gu[o]), zt_cvt_bf16_to_f32(gu[o + H]),
                    rms_dout(&dout[i]));
-        if (dgu) {   /* (geglu_bwd_d16 with dgu NULL: the bf16 values only) */
+        if (dgu) {   /* (the _d16 forms with dgu NULL: the bf16 values only) */
             dgu[o] = dg;
             dgu[o + H] = du;
         }
-        if (dgu16) {   /* geglu_bwd_d16 */
+        if (dgu16) {   /* the _d16 forms: the values rounded beside them */
             dgu16[o] = zt_cvt_f32_to_bf16(dg);
             dgu16[o + H] = zt_cvt_f32_to_bf16(du);
         }
     }
 }
 
+/* the launches (name: the entry's kernel name for ZT_LAUNCHED) */
+template <class Act>
+static void glu_fwd(float *out, const float *gu, int N, int H, const char *name) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_glu_fwd<Act><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, gu, H, total);
+    ZT_LAUNCHED(name);
+}
+
+template <class Act>
+static void glu_bwd(float *dgu, const float *dout, const float *gu, int N, int H,
+                    const char *name) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_glu_bwd<Act><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu, H,
+                                                                               total);
+    ZT_LAUNCHED(name);
+}
+
+/* (gu NULL: gu16 read, not written) */
+template <class Act>
+static void glu_fwd16(uint16_t *out16, uint16_t *gu16, const float *gu, int N, int H,
+                      const char *name) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    k_glu_fwd16<Act><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, gu16, gu,
+                                                                                 H, total);
+    ZT_LAUNCHED(name);
+}
+
+/* (dgu16 NULL: _bwd16, the fp32 values only) */
+template <class Act, typename Tout>
+static void glu_bwd16(float *dgu, uint16_t *dgu16, const Tout *dout, const uint16_t *gu16, int N,
+                      int H, const char *name) {
+    if (N <= 0 || H <= 0) return;
+    const size_t total = (size_t)N * H;
+    typedef glu_bwd16_of<Act, Tout> G;
+    k_glu_bwd16<G><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu16, H,
+                                                                             total, dgu16);
+    ZT_LAUNCHED(name);
+}
+
+void zt_cuda_swiglu_fwd(float *out, const float *gu, int N, int H) {
+    glu_fwd<glu_swiglu>(out, gu, N, H, "k_swiglu_fwd");
+}
+void zt_cuda_swiglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    glu_bwd<glu_swiglu>(dgu, dout, gu, N, H, "k_swiglu_bwd");
+}
+void zt_cuda_swiglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
+                          int H) {
+    (void)tmp;
+    (void)tmp2;
+    glu_fwd16<glu_swiglu>(out16, (uint16_t *)gu16, (const float *)NULL, N, H, "k_swiglu_fwd16");
+}
+void zt_cuda_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
+    (void)tmp2;
+    glu_fwd16<glu_swiglu>(out16, gu16, gu, N, H, "k_swiglu_fwd16r");
+}
+void zt_cuda_swiglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
+    glu_bwd16<glu_swiglu>(dgu, (uint16_t *)NULL, dout, gu16, N, H, "k_swiglu_bwd16");
+}
+void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
+                            int N, int H) {
+    glu_bwd16<glu_swiglu>(dgu, dgu16, dout, gu16, N, H, "k_swiglu_bwd16");
+}
+/* swiglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
+void zt_cuda_swiglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
+                             const uint16_t *gu16, int N, int H) {
+    glu_bwd16<glu_swiglu>(dgu, dgu16, dout16, gu16, N, H, "k_swiglu_bwd16");
+}
+
+void zt_cuda_geglu_fwd(float *out, const float *gu, int N, int H) {
+    glu_fwd<glu_geglu>(out, gu, N, H, "k_geglu_fwd");
+}
+void zt_cuda_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
+    glu_bwd<glu_geglu>(dgu, dout, gu, N, H, "k_geglu_bwd");
+}
 void zt_cuda_geglu_fwd16(uint16_t *out16, const uint16_t *gu16, float *tmp, float *tmp2, int N,
                          int H) {
     (void)tmp;
     (void)tmp2;
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    /* (gu NULL: gu16 read, not written) */
-    k_glu_fwd16<glu_geglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        out16, (uint16_t *)gu16, (const float *)NULL, H, total);
-    ZT_LAUNCHED("k_geglu_fwd16");
+    glu_fwd16<glu_geglu>(out16, (uint16_t *)gu16, (const float *)NULL, N, H, "k_geglu_fwd16");
 }
-
 void zt_cuda_geglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N, int H) {
     (void)tmp2;
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_glu_fwd16<glu_geglu><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        out16, gu16, gu, H, total);
-    ZT_LAUNCHED("k_geglu_fwd16r");
+    glu_fwd16<glu_geglu>(out16, gu16, gu, N, H, "k_geglu_fwd16r");
 }
-
 void zt_cuda_geglu_bwd16(float *dgu, const float *dout, const uint16_t *gu16, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_geglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        dgu, dout, gu16, H, total, (uint16_t *)NULL);
-    ZT_LAUNCHED("k_geglu_bwd16");
+    glu_bwd16<glu_geglu>(dgu, (uint16_t *)NULL, dout, gu16, N, H, "k_geglu_bwd16");
 }
 void zt_cuda_geglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,
                            int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_geglu_bwd16<float><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        dgu, dout, gu16, H, total, dgu16);
-    ZT_LAUNCHED("k_geglu_bwd16");
+    glu_bwd16<glu_geglu>(dgu, dgu16, dout, gu16, N, H, "k_geglu_bwd16");
 }
 /* geglu_bwd_dd16 (backend.h): the same kernel reading dout16 */
 void zt_cuda_geglu_bwd_dd16(float *dgu, uint16_t *dgu16, const uint16_t *dout16,
                             const uint16_t *gu16, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_geglu_bwd16<uint16_t><<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(
-        dgu, dout16, gu16, H, total, dgu16);
-    ZT_LAUNCHED("k_geglu_bwd16");
-}
-
-void zt_cuda_geglu_fwd(float *out, const float *gu, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_geglu_fwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, gu, H, total);
-    ZT_LAUNCHED("k_geglu_fwd");
-}
-
-void zt_cuda_geglu_bwd(float *dgu, const float *dout, const float *gu, int N, int H) {
-    if (N <= 0 || H <= 0) return;
-    const size_t total = (size_t)N * H;
-    k_geglu_bwd<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(dgu, dout, gu, H, total);
-    ZT_LAUNCHED("k_geglu_bwd");
+    glu_bwd16<glu_geglu>(dgu, dgu16, dout16, gu16, N, H, "k_geglu_bwd16");
 }
 
 /* ------------------------------------------------------------ logit soft-capping (Gemma 2)
