@@ -408,10 +408,10 @@ void zt_cuda_rope_fwd16(uint16_t *qkv16, float *x, const float *inv_freq, int B,
 /* rope_bwd16 (backend.h): the inverse rotation of bf16 rows in place.
  * k_rope_colsum16_part: a thread per (unit, chunk p of R rows), a unit a
  * pair of rotated columns (h, j | j + h2) or one other column; the pair
- * widened and rotated as k_rope does (dir -1), each of its two fp32 values
- * summed in double over the chunk's rows in order (k_colsum_part's sums of
- * the fp32 gradient rope_bwd gives), the other columns' widened values
- * likewise; part[p, stride] */
+ * widened and rotated as k_rope does (rope_pair, dir -1), each of its two
+ * fp32 values summed in double over the chunk's rows in order
+ * (k_colsum_part's sums of the fp32 gradient rope_bwd gives), the other
+ * columns' widened values likewise; part[p, stride] */
 __global__ void k_rope_colsum16_part(double *part, const uint16_t *x16, const float *inv_freq, int N,
                                      int T, int n_heads, int stride, int h2, int rest, float scale,
                                      int R) {
@@ -426,10 +426,9 @@ __global__ void k_rope_colsum16_part(double *part, const uint16_t *x16, const fl
         const int c = h * 2 * h2 + j;
         double acc1 = 0.0, acc2 = 0.0;
         for (int n = n0; n < n1; n++) {
-            const float a = zt_rope_angle(n % T, inv_freq[j]);
             const size_t o = (size_t)n * stride + c;
             float x1 = zt_cvt_bf16_to_f32(x16[o]), x2 = zt_cvt_bf16_to_f32(x16[o + h2]);
-            zt_rope_rotate(&x1, &x2, cosf(a) * scale, dir * (sinf(a) * scale));
+            rope_pair(&x1, &x2, n % T, inv_freq[j], dir, scale);
             acc1 += (double)x1;
             acc2 += (double)x2;
         }
