@@ -297,7 +297,7 @@ mutant sdpa-window-edge kernels/cuda/cuda_sdpa.cu \
 # cuDNN attention forward: P in fp32 into P V (cudnn-frontend sets it to the
 # I/O type, bf16: the simulator's engine declines the graph, like cuDNN's)
 mutant sdpa-p-fp32 kernels/cuda/cuda_sdpa.cu \
-    'g\.pw\(CUDNN_POINTWISE_DIV, e, sum, NULL, g\.virt\(CUDNN_DATA_\KBFLOAT16(?=, sd\)\))' 'FLOAT'
+    'g\.pw\(CUDNN_POINTWISE_DIV, e, sum, NULL, g\.virt\(CUDNN_DATA_\KBFLOAT16(?=, d\.sd\)\))' 'FLOAT'
 
 # cuDNN attention: the causal comparison in INT32 math (cudnn-frontend's is
 # BOOLEAN: the simulator's engine declines the graph)

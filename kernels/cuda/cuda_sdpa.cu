@@ -358,96 +358,96 @@ static void fail_cudnn(const char *what, cudnnStatus_t s, const char *detail = N
  * our kernels run the shape */
 static bool declined(cudnnStatus_t s) { return (s >= 3000 && s < 4000) || (s >= 1000 && s < 2000); }
 
-/* Q, K^T, V views into q16 (the forward's and the backward's) */
-static void qkv_dims(int B, int T, int NH, int NKV, int hs, int64_t *qd, int64_t *qs, int64_t *kd,
-                     int64_t *kts, int64_t *ktd) {
-    const int64_t R = (int64_t)(NH + 2 * NKV) * hs;
-    const int64_t q[4] = {B, NH, T, hs}, s[4] = {T * R, hs, R, 1}, k[4] = {B, NKV, T, hs};
-    const int64_t kt[4] = {B, NKV, hs, T}, kts_[4] = {T * R, hs, 1, R};
-    memcpy(qd, q, sizeof q), memcpy(qs, s, sizeof s), memcpy(kd, k, sizeof k);
-    memcpy(ktd, kt, sizeof kt), memcpy(kts, kts_, sizeof kts_);
-}
+/* the graphs' shapes and strides (the forward's and the backward's): Q,
+ * K^T, V views into q16 (qd, qs; ktd, kts; kd), O and dO (od, os), the
+ * scores (sd) and the per-row statistics (st, sts) */
+struct Dims {
+    int64_t qd[4], qs[4], kd[4], kts[4], ktd[4], od[4], os[4], sd[4], st[4], sts[4];
+    Dims(int B, int T, int NH, int NKV, int hs) {
+        const int64_t R = (int64_t)(NH + 2 * NKV) * hs, AD = (int64_t)NH * hs;
+        const int64_t q[4] = {B, NH, T, hs}, s[4] = {T * R, hs, R, 1}, k[4] = {B, NKV, T, hs};
+        const int64_t kt[4] = {B, NKV, hs, T}, kts_[4] = {T * R, hs, 1, R};
+        const int64_t o[4] = {B, NH, T, hs}, os_[4] = {T * AD, hs, AD, 1};
+        const int64_t sd_[4] = {B, NH, T, T}, st_[4] = {B, NH, T, 1}, sts_[4] = {(int64_t)NH * T, T, 1, 1};
+        memcpy(qd, q, sizeof q), memcpy(qs, s, sizeof s), memcpy(kd, k, sizeof k);
+        memcpy(ktd, kt, sizeof kt), memcpy(kts, kts_, sizeof kts_);
+        memcpy(od, o, sizeof o), memcpy(os, os_, sizeof os_);
+        memcpy(sd, sd_, sizeof sd_), memcpy(st, st_, sizeof st_), memcpy(sts, sts_, sizeof sts_);
+    }
+};
 
 static void build_fwd(Graph &g, int B, int T, int NH, int NKV, int hs, bool window) {
-    int64_t qd[4], qs[4], kd[4], kts[4], ktd[4];
-    qkv_dims(B, T, NH, NKV, hs, qd, qs, kd, kts, ktd);
-    const int64_t AD = (int64_t)NH * hs;
-    const int64_t od[4] = {B, NH, T, hs}, os[4] = {T * AD, hs, AD, 1};
-    const int64_t sd[4] = {B, NH, T, T}, st[4] = {B, NH, T, 1}, sts[4] = {(int64_t)NH * T, T, 1, 1};
-    cudnnBackendDescriptor_t Q = g.tensor(U_Q, CUDNN_DATA_BFLOAT16, qd, qs);
-    cudnnBackendDescriptor_t Kt = g.tensor(U_KT, CUDNN_DATA_BFLOAT16, ktd, kts);
-    cudnnBackendDescriptor_t V = g.tensor(U_V, CUDNN_DATA_BFLOAT16, kd, qs);
-    cudnnBackendDescriptor_t O = g.tensor(U_O, CUDNN_DATA_BFLOAT16, od, os);
-    cudnnBackendDescriptor_t Stats = g.tensor(U_STATS, CUDNN_DATA_FLOAT, st, sts);
-    cudnnBackendDescriptor_t S = g.matmul(Q, Kt, g.virt(CUDNN_DATA_FLOAT, sd));
-    S = g.pw(CUDNN_POINTWISE_MUL, S, g.scalar(U_SCALE), NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    S = g.mask(S, sd, window);
-    cudnnBackendDescriptor_t mx = g.reduce(CUDNN_REDUCE_TENSOR_MAX, S, g.virt(CUDNN_DATA_FLOAT, st));
-    cudnnBackendDescriptor_t e = g.pw(CUDNN_POINTWISE_SUB, S, mx, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    e = g.pw(CUDNN_POINTWISE_EXP, e, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    cudnnBackendDescriptor_t sum = g.reduce(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, st));
-    cudnnBackendDescriptor_t lg = g.pw(CUDNN_POINTWISE_LOG, sum, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, st));
+    const Dims d(B, T, NH, NKV, hs);
+    cudnnBackendDescriptor_t Q = g.tensor(U_Q, CUDNN_DATA_BFLOAT16, d.qd, d.qs);
+    cudnnBackendDescriptor_t Kt = g.tensor(U_KT, CUDNN_DATA_BFLOAT16, d.ktd, d.kts);
+    cudnnBackendDescriptor_t V = g.tensor(U_V, CUDNN_DATA_BFLOAT16, d.kd, d.qs);
+    cudnnBackendDescriptor_t O = g.tensor(U_O, CUDNN_DATA_BFLOAT16, d.od, d.os);
+    cudnnBackendDescriptor_t Stats = g.tensor(U_STATS, CUDNN_DATA_FLOAT, d.st, d.sts);
+    cudnnBackendDescriptor_t S = g.matmul(Q, Kt, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    S = g.pw(CUDNN_POINTWISE_MUL, S, g.scalar(U_SCALE), NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    S = g.mask(S, d.sd, window);
+    cudnnBackendDescriptor_t mx = g.reduce(CUDNN_REDUCE_TENSOR_MAX, S, g.virt(CUDNN_DATA_FLOAT, d.st));
+    cudnnBackendDescriptor_t e = g.pw(CUDNN_POINTWISE_SUB, S, mx, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    e = g.pw(CUDNN_POINTWISE_EXP, e, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    cudnnBackendDescriptor_t sum = g.reduce(CUDNN_REDUCE_TENSOR_ADD, e, g.virt(CUDNN_DATA_FLOAT, d.st));
+    cudnnBackendDescriptor_t lg = g.pw(CUDNN_POINTWISE_LOG, sum, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, d.st));
     g.pw(CUDNN_POINTWISE_ADD, mx, lg, NULL, Stats);
     /* P in bf16: "Requirement by cudnn backend to take in bmm2 aType as i/o
      * type" (the frontend sets P's data type to Q's) */
-    cudnnBackendDescriptor_t P = g.pw(CUDNN_POINTWISE_DIV, e, sum, NULL, g.virt(CUDNN_DATA_BFLOAT16, sd));
+    cudnnBackendDescriptor_t P = g.pw(CUDNN_POINTWISE_DIV, e, sum, NULL, g.virt(CUDNN_DATA_BFLOAT16, d.sd));
     g.matmul(P, V, O);
 }
 
 static void build_bwd(Graph &g, int B, int T, int NH, int NKV, int hs, bool window) {
-    int64_t qd[4], qs[4], kd[4], kts[4], ktd[4];
-    qkv_dims(B, T, NH, NKV, hs, qd, qs, kd, kts, ktd);
-    const int64_t AD = (int64_t)NH * hs;
-    const int64_t od[4] = {B, NH, T, hs}, os[4] = {T * AD, hs, AD, 1};
-    const int64_t sd[4] = {B, NH, T, T}, st[4] = {B, NH, T, 1}, sts[4] = {(int64_t)NH * T, T, 1, 1};
+    const Dims d(B, T, NH, NKV, hs);
     const bool gqa = NKV != NH;
-    cudnnBackendDescriptor_t Q = g.tensor(U_Q, CUDNN_DATA_BFLOAT16, qd, qs);
-    cudnnBackendDescriptor_t Kt = g.tensor(U_KT, CUDNN_DATA_BFLOAT16, ktd, kts);
-    cudnnBackendDescriptor_t Vt = g.tensor(U_VT, CUDNN_DATA_BFLOAT16, ktd, kts);
-    cudnnBackendDescriptor_t O = g.tensor(U_O, CUDNN_DATA_BFLOAT16, od, os);
-    cudnnBackendDescriptor_t dO = g.tensor(U_DO, CUDNN_DATA_BFLOAT16, od, os);
-    cudnnBackendDescriptor_t Stats = g.tensor(U_STATS, CUDNN_DATA_FLOAT, st, sts);
-    cudnnBackendDescriptor_t ssum = g.tensor(U_SSUM, CUDNN_DATA_FLOAT, st, sts);
-    cudnnBackendDescriptor_t dQacc = g.tensor(U_DQACC, CUDNN_DATA_FLOAT, od, NULL);
-    cudnnBackendDescriptor_t dQ = g.tensor(U_DQ, CUDNN_DATA_BFLOAT16, qd, qs);
-    cudnnBackendDescriptor_t dK = g.tensor(U_DK, CUDNN_DATA_BFLOAT16, kd, qs);
-    cudnnBackendDescriptor_t dV = g.tensor(U_DV, CUDNN_DATA_BFLOAT16, kd, qs);
+    cudnnBackendDescriptor_t Q = g.tensor(U_Q, CUDNN_DATA_BFLOAT16, d.qd, d.qs);
+    cudnnBackendDescriptor_t Kt = g.tensor(U_KT, CUDNN_DATA_BFLOAT16, d.ktd, d.kts);
+    cudnnBackendDescriptor_t Vt = g.tensor(U_VT, CUDNN_DATA_BFLOAT16, d.ktd, d.kts);
+    cudnnBackendDescriptor_t O = g.tensor(U_O, CUDNN_DATA_BFLOAT16, d.od, d.os);
+    cudnnBackendDescriptor_t dO = g.tensor(U_DO, CUDNN_DATA_BFLOAT16, d.od, d.os);
+    cudnnBackendDescriptor_t Stats = g.tensor(U_STATS, CUDNN_DATA_FLOAT, d.st, d.sts);
+    cudnnBackendDescriptor_t ssum = g.tensor(U_SSUM, CUDNN_DATA_FLOAT, d.st, d.sts);
+    cudnnBackendDescriptor_t dQacc = g.tensor(U_DQACC, CUDNN_DATA_FLOAT, d.od, NULL);
+    cudnnBackendDescriptor_t dQ = g.tensor(U_DQ, CUDNN_DATA_BFLOAT16, d.qd, d.qs);
+    cudnnBackendDescriptor_t dK = g.tensor(U_DK, CUDNN_DATA_BFLOAT16, d.kd, d.qs);
+    cudnnBackendDescriptor_t dV = g.tensor(U_DV, CUDNN_DATA_BFLOAT16, d.kd, d.qs);
     cudnnBackendDescriptor_t scale = g.scalar(U_SCALE);
     /* softmax_sum = rowsum(dO * O) * 1 */
-    cudnnBackendDescriptor_t doo = g.pw(CUDNN_POINTWISE_MUL, dO, O, NULL, g.virt(CUDNN_DATA_FLOAT, od));
-    doo = g.reduce(CUDNN_REDUCE_TENSOR_ADD, doo, g.virt(CUDNN_DATA_FLOAT, st));
+    cudnnBackendDescriptor_t doo = g.pw(CUDNN_POINTWISE_MUL, dO, O, NULL, g.virt(CUDNN_DATA_FLOAT, d.od));
+    doo = g.reduce(CUDNN_REDUCE_TENSOR_ADD, doo, g.virt(CUDNN_DATA_FLOAT, d.st));
     g.pw(CUDNN_POINTWISE_MUL, doo, g.scalar(U_ONE), NULL, ssum);
     /* P = exp(S scale - Stats), masked */
-    cudnnBackendDescriptor_t S = g.matmul(Q, Kt, g.virt(CUDNN_DATA_FLOAT, sd));
-    S = g.pw(CUDNN_POINTWISE_MUL, S, scale, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    S = g.pw(CUDNN_POINTWISE_SUB, S, Stats, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    S = g.mask(S, sd, window);
-    cudnnBackendDescriptor_t P = g.pw(CUDNN_POINTWISE_EXP, S, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
+    cudnnBackendDescriptor_t S = g.matmul(Q, Kt, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    S = g.pw(CUDNN_POINTWISE_MUL, S, scale, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    S = g.pw(CUDNN_POINTWISE_SUB, S, Stats, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    S = g.mask(S, d.sd, window);
+    cudnnBackendDescriptor_t P = g.pw(CUDNN_POINTWISE_EXP, S, NULL, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
     /* dV = P^T dO (per q head, then summed over the group) */
-    cudnnBackendDescriptor_t Pt = g.transposed(P, sd);
+    cudnnBackendDescriptor_t Pt = g.transposed(P, d.sd);
     if (gqa) {
         /* (dV_fullhead [B, NH, T, hs]: virtual, bf16, as the frontend's) */
-        cudnnBackendDescriptor_t dVf = g.virt(CUDNN_DATA_BFLOAT16, od);
+        cudnnBackendDescriptor_t dVf = g.virt(CUDNN_DATA_BFLOAT16, d.od);
         g.reduce(CUDNN_REDUCE_TENSOR_ADD, g.matmul(Pt, dO, dVf), dV);
     } else {
         g.matmul(Pt, dO, dV);
     }
     /* dS = P (dO V^T - softmax_sum) scale */
-    cudnnBackendDescriptor_t dP = g.matmul(dO, Vt, g.virt(CUDNN_DATA_FLOAT, sd));
-    dP = g.pw(CUDNN_POINTWISE_SUB, dP, ssum, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    dP = g.pw(CUDNN_POINTWISE_MUL, dP, P, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
-    cudnnBackendDescriptor_t dS = g.pw(CUDNN_POINTWISE_MUL, dP, scale, NULL, g.virt(CUDNN_DATA_FLOAT, sd));
+    cudnnBackendDescriptor_t dP = g.matmul(dO, Vt, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    dP = g.pw(CUDNN_POINTWISE_SUB, dP, ssum, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    dP = g.pw(CUDNN_POINTWISE_MUL, dP, P, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
+    cudnnBackendDescriptor_t dS = g.pw(CUDNN_POINTWISE_MUL, dP, scale, NULL, g.virt(CUDNN_DATA_FLOAT, d.sd));
     /* dK = dS^T Q */
-    cudnnBackendDescriptor_t dSt = g.transposed(dS, sd);
+    cudnnBackendDescriptor_t dSt = g.transposed(dS, d.sd);
     if (gqa) {
-        cudnnBackendDescriptor_t dKf = g.virt(CUDNN_DATA_BFLOAT16, od);
+        cudnnBackendDescriptor_t dKf = g.virt(CUDNN_DATA_BFLOAT16, d.od);
         g.reduce(CUDNN_REDUCE_TENSOR_ADD, g.matmul(dSt, Q, dKf), dK);
     } else {
         g.matmul(dSt, Q, dK);
     }
     /* dQ = dS K in fp32, then bf16; K the reshape of K^T (one K tensor in
      * the graph, as the frontend's reshape_k) */
-    cudnnBackendDescriptor_t Kn = g.transposed(Kt, ktd, kts);
+    cudnnBackendDescriptor_t Kn = g.transposed(Kt, d.ktd, d.kts);
     g.pw(CUDNN_POINTWISE_IDENTITY, g.matmul(dS, Kn, dQacc), NULL, NULL, dQ);
 }
 
@@ -692,6 +692,20 @@ static bool qkv16_direct(const uint16_t *qkv16, int NH, int NKV, int hs) {
            (R * 2) % 16 == 0;
 }
 
+/* a bf16 operand of n elements cuDNN reads: src16 as it is when direct,
+ * else a buffer carved from the scratch at *s (*s moved past it) holding
+ * src16's copy or, src16 NULL, src's rounding; NULL when that failed
+ * (recorded) */
+static const uint16_t *operand16(char **s, bool direct, const uint16_t *src16, const float *src, size_t n) {
+    if (direct) return src16;
+    uint16_t *c = (uint16_t *)*s;
+    *s += zt_al256(n * 2);
+    if (src16 ? !ZT_CU(cudaMemcpyAsync(c, src16, n * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
+              : !round_to(c, src, n))
+        return NULL;
+    return c;
+}
+
 bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, int NH, int NKV, int hs,
                       const zt_attn_opts *o, uint16_t *out16, const uint16_t *qkv16) {
     if (!rule(hs, o) || !aligned16(lse)) return false;
@@ -707,15 +721,8 @@ bool zt_cuda_sdpa_fwd(float *out, float *lse, const float *qkv, int B, int T, in
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_fwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention forward (cuDNN)");
     if (!s) return true;
-    const uint16_t *q16 = qkv16;
-    if (!qd) {
-        uint16_t *c = (uint16_t *)s;
-        s += zt_al256(nqkv * 2);
-        if (qkv16 ? !ZT_CU(cudaMemcpyAsync(c, qkv16, nqkv * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
-                  : !round_to(c, qkv, nqkv))
-            return true;
-        q16 = c;
-    }
+    const uint16_t *q16 = operand16(&s, qd, qkv16, qkv, nqkv);
+    if (!q16) return true;
     uint16_t *o16 = out16;
     if (!od) {
         o16 = (uint16_t *)s;
@@ -759,29 +766,15 @@ bool zt_cuda_sdpa_bwd(float *dqkv, const float *dout, const float *qkv, const fl
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_sdpa_bwd(in16, B, T, NH, NKV, hs, (size_t)p->ws),
                                       "attention backward (cuDNN)");
     if (!s) return true;
-    const uint16_t *q16 = qkv16;
-    if (!qd) {
-        uint16_t *c = (uint16_t *)s;
-        s += zt_al256(nqkv * 2);
-        if (qkv16 ? !ZT_CU(cudaMemcpyAsync(c, qkv16, nqkv * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
-                  : !round_to(c, qkv, nqkv))
-            return true;
-        q16 = c;
-    }
+    const uint16_t *q16 = operand16(&s, qd, qkv16, qkv, nqkv);
+    if (!q16) return true;
     uint16_t *dq16 = dqkv16;
     if (!dd) {
         dq16 = (uint16_t *)s;
         s += zt_al256(nqkv * 2);
     }
-    const uint16_t *o16 = out16;
-    if (!od) {
-        uint16_t *c = (uint16_t *)s;
-        s += zt_al256(nout * 2);
-        if (out16 ? !ZT_CU(cudaMemcpyAsync(c, out16, nout * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))
-                  : !round_to(c, out, nout))
-            return true;
-        o16 = c;
-    }
+    const uint16_t *o16 = operand16(&s, od, out16, out, nout);
+    if (!o16) return true;
     uint16_t *do16 = (uint16_t *)dout16;
     if (!dod) {
         do16 = (uint16_t *)s;
