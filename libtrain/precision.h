@@ -63,8 +63,9 @@ int zt_acts16_of(const zt_config *cfg, int cuda);
 /* The bf16-output paths a run's model takes where its backend has the
  * entries (zt_model_config.w16, config.h ZT_W16_*; model.h): every bit set,
  * decided once when the run's model is set up; a bit's test hook
- * (ZT_TEST_NO_O16, ..., ZT_TEST_NO_HEADFUSE: config.h) set then: that path
- * off (tests compare the two paths) */
+ * (ZT_TEST_NO_*: the list beside the ZT_W16_* bits in config.h, the table
+ * out16_hooks in precision.c) set then: that path off (tests compare the two
+ * paths) */
 void zt_out16_of(zt_model_config *mc);
 /* QLoRA where the GEMMs read bf16 weights (zt_weights16_of): 1, a block's
  * NF4 weights are dequantized straight into bf16 (shard_nf4.c; zt_shard_prec
