@@ -3201,6 +3201,36 @@ static void test_cudnn_plans(void) {
     zt_cuda_att_cudnn_for_test(0, 0);
 }
 
+/* test_cudnn_versions' tensors at one shape (B, T, NH, NKV heads of hd):
+ * q|k|v and dout, the double reference's out, lse and dqkv (bf16
+ * operands), and the device copies and outputs (*_d) */
+typedef struct {
+    size_t nq, no, nl;
+    float *qkv, *dout, *out, *lse, *dqkv;
+    float *qkv_d, *dout_d, *out_d, *lse_d, *dq_d;
+} att_case;
+
+static void att_case_init(att_case *a, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    a->nq = (size_t)B * T * (NH + 2 * NKV) * hd, a->no = (size_t)B * T * NH * hd, a->nl = (size_t)B * NH * T;
+    a->qkv = fvec(a->nq, 1.5), a->dout = fvec(a->no, 1.0);
+    a->out = xmalloc(a->no * 4), a->lse = xmalloc(a->nl * 4), a->dqkv = xmalloc(a->nq * 4);
+    a->qkv_d = devf(a->qkv, a->nq), a->dout_d = devf(a->dout, a->no), a->out_d = gpu->alloc(a->no * 4);
+    a->lse_d = gpu->alloc(a->nl * 4), a->dq_d = gpu->alloc(a->nq * 4);
+    ref_gqa_ext(0, a->out, a->lse, NULL, a->qkv, a->dout, B, T, NH, NKV, hd, o, 1);
+    ref_gqa_ext(1, a->out, a->lse, a->dqkv, a->qkv, a->dout, B, T, NH, NKV, hd, o, 1);
+}
+
+/* the backend's forward and backward of the case */
+static void att_case_run(att_case *a, int B, int T, int NH, int NKV, int hd, const zt_attn_opts *o) {
+    gpu->gqa_ext_fwd(a->out_d, a->lse_d, a->qkv_d, B, T, NH, NKV, hd, o);
+    gpu->gqa_ext_bwd(a->dq_d, a->dout_d, a->qkv_d, a->out_d, a->lse_d, B, T, NH, NKV, hd, o);
+}
+
+static void att_case_free(att_case *a) {
+    free(a->qkv); free(a->dout); free(a->out); free(a->lse); free(a->dqkv);
+    gpu->free(a->qkv_d); gpu->free(a->dout_d); gpu->free(a->out_d); gpu->free(a->lse_d); gpu->free(a->dq_d);
+}
+
 /* The rules on the cuDNN version found at run time and the device
  * (cuda_sdpa.cu, as cudnn-frontend refuses or works around what a version
  * or device does not take or gets wrong): at each assumed version and
@@ -3244,25 +3274,19 @@ static void test_cudnn_versions(void) {
         zt_cuda_att_cudnn_version_for_test(c[i].ver, c[i].sm);
         zt_cuda_att_cudnn_for_test(1, 0);
         const zt_attn_opts o = {0.25f, 0.0f, c[i].window};
-        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd, nl = (size_t)B * NH * T;
-        float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
-        float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
-        float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
-        float *lse_d = gpu->alloc(nl * 4), *dq_d = gpu->alloc(nq * 4);
-        ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, 1);
-        ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        att_case a;
+        att_case_init(&a, B, T, NH, NKV, hd, &o);
         long f0, b0, x0, f1, b1, x1;
         zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
-        gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
-        gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+        att_case_run(&a, B, T, NH, NKV, hd, &o);
         zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
         tap_ok(f1 - f0 == c[i].fwd && b1 - b0 == c[i].bwd && x1 - x0 == (1 - c[i].fwd) + (1 - c[i].bwd),
                "%s: forward %s, backward %s (ran %ld / %ld, declined %ld)", tag, c[i].fwd ? "cuDNN" : "declined",
                c[i].bwd ? "cuDNN" : "declined", f1 - f0, b1 - b0, x1 - x0);
         snprintf(name, sizeof name, "%s: out = double reference", tag);
-        cmpd(name, out_d, out, no, 1e-2, 1e-2 * maxabs(out, no));
+        cmpd(name, a.out_d, a.out, a.no, 1e-2, 1e-2 * maxabs(a.out, a.no));
         snprintf(name, sizeof name, "%s: dqkv = double reference", tag);
-        cmpd(name, dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
+        cmpd(name, a.dq_d, a.dqkv, a.nq, 2e-2, 2e-2 * maxabs(a.dqkv, a.nq));
         const int np = zt_cuda_att_cudnn_report(rep, sizeof rep);
         int okr = np == 2 && strstr(rep, env) != NULL;
         for (int bwd = 0; bwd < 2; bwd++) {
@@ -3280,18 +3304,16 @@ static void test_cudnn_versions(void) {
         if (sim && c[i].ver == 90000 && T == 37) {
             /* the rule believing 9.16 on a 9.0: the backward runs on cuDNN, and gets it wrong */
             zt_cuda_att_cudnn_version_for_test(91600, 9);
-            gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
-            gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
-            float *h = host(dq_d, nq);
+            att_case_run(&a, B, T, NH, NKV, hd, &o);
+            float *h = host(a.dq_d, a.nq);
             size_t nan = 0;
-            for (size_t k = 0; k < nq; k++) nan += isnan(h[k]) != 0;
-            tap_ok(nan == nq, "%s, the rule off (believing 9.16): the simulator's backward writes NaN (%zu of %zu)",
-                   tag, nan, nq);
+            for (size_t k = 0; k < a.nq; k++) nan += isnan(h[k]) != 0;
+            tap_ok(nan == a.nq, "%s, the rule off (believing 9.16): the simulator's backward writes NaN (%zu of %zu)",
+                   tag, nan, a.nq);
             free(h);
             no_error(tag);
         }
-        free(qkv); free(dout); free(out); free(lse); free(dqkv);
-        gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+        att_case_free(&a);
     }
     unsetenv("ZT_SIM_CUDNN_VERSION");
     if (sim) {
@@ -3299,32 +3321,27 @@ static void test_cudnn_versions(void) {
          * with SUBLIBRARY_LOADING_FAILED; both directions declined, our kernels, no error recorded */
         const int T = 37, hd = 16;
         const zt_attn_opts o = {0.25f, 0.0f, 0};
-        const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hd, no = (size_t)B * T * NH * hd, nl = (size_t)B * NH * T;
-        float *qkv = fvec(nq, 1.5), *dout = fvec(no, 1.0);
-        float *out = xmalloc(no * 4), *lse = xmalloc(nl * 4), *dqkv = xmalloc(nq * 4);
-        float *qkv_d = devf(qkv, nq), *dout_d = devf(dout, no), *out_d = gpu->alloc(no * 4);
-        float *lse_d = gpu->alloc(nl * 4), *dq_d = gpu->alloc(nq * 4);
-        ref_gqa_ext(0, out, lse, NULL, qkv, dout, B, T, NH, NKV, hd, &o, 1);
-        ref_gqa_ext(1, out, lse, dqkv, qkv, dout, B, T, NH, NKV, hd, &o, 1);
+        att_case a;
+        att_case_init(&a, B, T, NH, NKV, hd, &o);
         setenv("ZT_SIM_CUDNN_SUBLIB", "missing", 1);
         zt_cuda_att_cudnn_version_for_test(0, 0);
         zt_cuda_att_cudnn_for_test(1, 0);
         long f0, b0, x0, f1, b1, x1;
         char rep[2048];
         zt_cuda_att_cudnn_calls_for_test(&f0, &b0, &x0);
-        gpu->gqa_ext_fwd(out_d, lse_d, qkv_d, B, T, NH, NKV, hd, &o);
-        gpu->gqa_ext_bwd(dq_d, dout_d, qkv_d, out_d, lse_d, B, T, NH, NKV, hd, &o);
+        att_case_run(&a, B, T, NH, NKV, hd, &o);
         zt_cuda_att_cudnn_calls_for_test(&f1, &b1, &x1);
         zt_cuda_att_cudnn_report(rep, sizeof rep);
         tap_ok(f1 == f0 && b1 == b0 && x1 == x0 + 2 && strstr(rep, "DECLINED: cudnnCreate: "
                                                                     "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED"),
                "cuDNN's sub-libraries missing: forward and backward declined, the report says why");
-        cmpd("cuDNN's sub-libraries missing: out = double reference", out_d, out, no, 1e-2, 1e-2 * maxabs(out, no));
-        cmpd("cuDNN's sub-libraries missing: dqkv = double reference", dq_d, dqkv, nq, 2e-2, 2e-2 * maxabs(dqkv, nq));
+        cmpd("cuDNN's sub-libraries missing: out = double reference", a.out_d, a.out, a.no, 1e-2,
+             1e-2 * maxabs(a.out, a.no));
+        cmpd("cuDNN's sub-libraries missing: dqkv = double reference", a.dq_d, a.dqkv, a.nq, 2e-2,
+             2e-2 * maxabs(a.dqkv, a.nq));
         no_error("cuDNN's sub-libraries missing");
         unsetenv("ZT_SIM_CUDNN_SUBLIB");
-        free(qkv); free(dout); free(out); free(lse); free(dqkv);
-        gpu->free(qkv_d); gpu->free(dout_d); gpu->free(out_d); gpu->free(lse_d); gpu->free(dq_d);
+        att_case_free(&a);
     }
     zt_cuda_att_cudnn_version_for_test(0, 0);
     zt_cuda_att_cudnn_for_test(0, 0);
