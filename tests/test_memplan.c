@@ -592,6 +592,12 @@ static int plan_asked(zt_config *c, const zt_memplan_opts *o, zt_memplan *a, con
     if (hook) unsetenv(hook);
     return rc;
 }
+/* plan_asked's plan computed and the calls asked for train_in16's
+ * entries, do16 or'ed into the training backward's (asked_in16_do) */
+static int asked_ok(zt_config *c, const zt_memplan_opts *o, zt_memplan *a, const char *hook, zt_status *st,
+                    int train_in16, int do16) {
+    return plan_asked(c, o, a, hook, st) == ZT_OK && asked_in16_do(train_in16, do16);
+}
 static void test_attention_backend(void) {
     zt_backend fake = *zt_backend_cpu();   /* (the CPU's entries: the bf16 activations and outputs) */
     fake.name = "fake";
@@ -628,14 +634,14 @@ static void test_attention_backend(void) {
            "GPT-2 in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
            "the backward's bf16 gradient (ZT_ATT_IN16OD) and bf16 dO (| ZT_ATT_DO16), eval and sample for the "
            "fp32 ones");
-    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_DO16", &st);
-    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16OD), "ZT_TEST_NO_DO16: the backward asked without ZT_ATT_DO16 "
+    tap_ok(asked_ok(c, &o, &a, "ZT_TEST_NO_DO16", &st, ZT_ATT_IN16OD, 0),
+           "ZT_TEST_NO_DO16: the backward asked without ZT_ATT_DO16 "
            "(ZT_ATT_IN16OD)");
-    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_AB16", &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "ZT_TEST_NO_AB16: the training calls asked "
+    tap_ok(asked_ok(c, &o, &a, "ZT_TEST_NO_AB16", &st, ZT_ATT_IN16O, ZT_ATT_DO16),
+           "ZT_TEST_NO_AB16: the training calls asked "
            "for the bf16 q|k|v and output entries (ZT_ATT_IN16O; the backward | ZT_ATT_DO16)");
-    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_AO16", &st);
-    tap_ok(rc == ZT_OK && asked_in16(ZT_ATT_IN16), "ZT_TEST_NO_AO16: the training calls asked for the bf16 q|k|v "
+    tap_ok(asked_ok(c, &o, &a, "ZT_TEST_NO_AO16", &st, ZT_ATT_IN16, 0),
+           "ZT_TEST_NO_AO16: the training calls asked for the bf16 q|k|v "
            "entries (fp32 output)");
     tu_set(c, "precision", "fp32");
     rc = plan_asked(c, &o, &a, NULL, &st);
@@ -659,24 +665,23 @@ static void test_attention_backend(void) {
      * bf16 dO, do16) in each */
     tu_set(c, "ztrain.model.sliding_window", "0");
     tu_set(c, "precision", "bf16");
-    rc = plan_asked(c, &o, &a, NULL, &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16OD, ZT_ATT_DO16),
+    tap_ok(asked_ok(c, &o, &a, NULL, &st, ZT_ATT_IN16OD, ZT_ATT_DO16),
            "Llama in bf16: the training forward and backward asked for the bf16 q|k|v and output entries with "
            "the backward's bf16 gradient (ZT_ATT_IN16OD: rope_bwd16) and bf16 dO (| ZT_ATT_DO16), eval and sample "
            "for the fp32 ones");
-    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_RB16", &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama, ZT_TEST_NO_RB16: the training calls asked for the "
+    tap_ok(asked_ok(c, &o, &a, "ZT_TEST_NO_RB16", &st, ZT_ATT_IN16O, ZT_ATT_DO16),
+           "Llama, ZT_TEST_NO_RB16: the training calls asked for the "
            "bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     tu_set(c, "ztrain.model.qk_norm", "true");
-    rc = plan_asked(c, &o, &a, NULL, &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16OD, ZT_ATT_DO16), "Llama with q/k norms: the training calls asked for the "
+    tap_ok(asked_ok(c, &o, &a, NULL, &st, ZT_ATT_IN16OD, ZT_ATT_DO16),
+           "Llama with q/k norms: the training calls asked for the "
            "bf16 q|k|v and output entries with the backward's bf16 gradient (ZT_ATT_IN16OD: qknorm_rope_bwd16)");
-    rc = plan_asked(c, &o, &a, "ZT_TEST_NO_QKB16", &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms, ZT_TEST_NO_QKB16: the training "
+    tap_ok(asked_ok(c, &o, &a, "ZT_TEST_NO_QKB16", &st, ZT_ATT_IN16O, ZT_ATT_DO16),
+           "Llama with q/k norms, ZT_TEST_NO_QKB16: the training "
            "calls asked for the bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     tu_set(c, "ztrain.model.attention_bias", "true");
-    rc = plan_asked(c, &o, &a, NULL, &st);
-    tap_ok(rc == ZT_OK && asked_in16_do(ZT_ATT_IN16O, ZT_ATT_DO16), "Llama with q/k norms and q|k|v biases: the training "
+    tap_ok(asked_ok(c, &o, &a, NULL, &st, ZT_ATT_IN16O, ZT_ATT_DO16),
+           "Llama with q/k norms and q|k|v biases: the training "
            "calls asked for the bf16 q|k|v and output entries (ZT_ATT_IN16O)");
     zt_config_free(c);
 }
