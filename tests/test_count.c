@@ -1033,6 +1033,7 @@ static int w16_pair_run(w16_pair *p, const w16_kind *k, int stage, const char *e
 static const char w16_ck[] = "activation_checkpointing.policy=blocks";
 static const char w16_gemma[] = "ztrain.model.gemma=2";
 static const char w16_lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
+static const char w16_qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
 /* a case: the shape, the stage, the extra config words, and the section's
  * own number (the no_w16 bits of both runs, or whether the path is taken) */
 typedef struct w16_case {
@@ -1046,7 +1047,8 @@ typedef struct w16_xname {
     const char *extra, *name;
 } w16_xname;
 static const w16_xname w16_names[] = {
-    {w16_ck, " checkpointed"}, {w16_gemma, " gemma"}, {w16_lora, " LoRA"}, {NULL, NULL}};
+    {w16_ck, " checkpointed"}, {w16_gemma, " gemma"}, {w16_lora, " LoRA"},
+    {w16_qv, " LoRA q_proj,v_proj"}, {NULL, NULL}};
 static const w16_case w16_common[] = {
     {"gpt2:2,2,32,64,2,16", 0, NULL, 0}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
     {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
@@ -2115,16 +2117,14 @@ static void lora_acc(void) {
                                "ztrain.lora.dropout=0.25";
     static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                   "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
-    static const w16_xname names[] = {{all, " LoRA"}, {all_ck, " LoRA checkpointed"},
-                                      {drop, " LoRA dropout"}, {drop_ck, " LoRA dropout checkpointed"},
-                                      {qv, " LoRA q_proj,v_proj"}, {NULL, NULL}};
+    static const w16_xname names[] = {{all, " LoRA"}, {all_ck, " LoRA checkpointed"}, {drop, " LoRA dropout"},
+                                      {drop_ck, " LoRA dropout checkpointed"}, {NULL, NULL}};
     static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, all, 0},          {"gpt2:2,2,32,64,2,16", 3, all_ck, 0},
         {"gpt2:2,2,32,64,2,16", 0, drop, 0},         {"gpt2:2,2,32,64,2,16", 2, all, 2},
         {"llama:2,4,2,32,48,64,2,16", 0, all, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, all_ck, 0},
         {"llama:2,4,2,32,48,64,2,16", 3, drop, 0},   {"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 0},
-        {"llama:2,4,2,32,48,64,2,16", 3, qv, 0},     {"llama:2,4,2,32,48,64,2,16", 2, all, 2}};
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, {"llama:2,4,2,32,48,64,2,16", 2, all, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         char what[160];
@@ -2146,9 +2146,9 @@ static void lora_acc(void) {
          * [C, (NH + 2 NKV) hd] (q_proj, v_proj: that group alone), o [NH hd,
          * C], gate|up [C, 2I], down [I, C] */
         const long C = s->C, QKV = (long)(s->NH + 2 * s->NKV) * (s->C / s->NH);
-        const long ng = s->llama && ex == qv ? 1 : 4, nm = !s->llama ? 4 : ex == qv ? 2 : 7;
-        const long mw = !s->llama ? 4 * C : ex == qv ? (QKV > C ? QKV : C) : (2L * s->I > QKV ? 2L * s->I : QKV);
-        const long mi = !s->llama ? 4 * C : ex == qv ? C : (s->I > C ? s->I : C);
+        const long ng = s->llama && ex == w16_qv ? 1 : 4, nm = !s->llama ? 4 : ex == w16_qv ? 2 : 7;
+        const long mw = !s->llama ? 4 * C : ex == w16_qv ? (QKV > C ? QKV : C) : (2L * s->I > QKV ? 2L * s->I : QKV);
+        const long mi = !s->llama ? 4 * C : ex == w16_qv ? C : (s->I > C ? s->I : C);
         const long L = s->L, want = dr ? 4 * L * nm * (1 + ck) : 4 * L * ng * (2 + ck);
         const uint64_t N = (uint64_t)s->B * s->T, fewer = N * (uint64_t)(mw - (dr ? mi : 0)) * 4;
         tap_ok(p.ma.dacc == want && p.mb.dacc == 0 && p.mb.add - p.ma.add == want &&
@@ -2194,15 +2194,12 @@ static void lora_swap(void) {
                               "bf16.enabled=false";
     static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                 "ztrain.lora.base=nf4";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char bias[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.model.attention_bias=true";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"},
-                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
-                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"},
-                                      {NULL, NULL}};
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"}, {qlora, " QLoRA"},
+                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs; ng: the swapped groups) */
     static const struct { w16_case c; int ng; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4},
@@ -2210,7 +2207,7 @@ static void lora_swap(void) {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 4},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0}, 4},
-        {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 3},
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
@@ -2273,15 +2270,12 @@ static void lora_bswap(void) {
                               "bf16.enabled=false";
     static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                 "ztrain.lora.base=nf4";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char bias[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.model.attention_bias=true";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"},
-                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
-                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"},
-                                      {NULL, NULL}};
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"}, {qlora, " QLoRA"},
+                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs; ng: the swapped groups) */
     static const struct { w16_case c; int ng; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4},
@@ -2290,7 +2284,7 @@ static void lora_bswap(void) {
         {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 4},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0}, 4},
         {{"llama:2,4,2,32,48,1024,2,16", 0, qlora, 0}, 4},
-        {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 524288}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 262144}, 4},
@@ -2352,11 +2346,9 @@ static void lora_gluround(void) {
                                 "ztrain.lora.targets=all-linear";
     static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                 "ztrain.lora.base=nf4";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "bf16.enabled=false";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"},
-                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"}, {qlora, " QLoRA"},
                                       {f32, " LoRA fp32"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs (4: ZT_TEST_NO_O16); on: the path taken) */
     static const struct { w16_case c; int on; } cases[] = {
@@ -2366,7 +2358,7 @@ static void lora_gluround(void) {
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 1},
         {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 3, w16_lora, 4}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -2409,7 +2401,6 @@ static void lora_gluround(void) {
 static void lora_lgate(void) {
     static const w16_kind kind = {268435456, " with and without LoRA's untargeted gate|up in bf16",
                                   "fp32 outputs' path's", NULL};
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char qvck[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj "
                                "activation_checkpointing.policy=blocks";
     static const char qvo[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
@@ -2420,13 +2411,13 @@ static void lora_lgate(void) {
                               "ztrain.lora.targets=q_proj,v_proj";
     static const char qv32[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj "
                                "bf16.enabled=false";
-    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qvck, " LoRA q_proj,v_proj checkpointed"},
+    static const w16_xname names[] = {{qvck, " LoRA q_proj,v_proj checkpointed"},
                                       {qvo, " LoRA q_proj,v_proj,o_proj"}, {qvq, " QLoRA q_proj,v_proj"},
                                       {qvg, " gemma LoRA q_proj,v_proj"}, {qv32, " LoRA q_proj,v_proj fp32"},
                                       {NULL, NULL}};
     /* (gu: whether gate|up's path changes) */
     static const struct { w16_case c; int gu; } cases[] = {
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, qvck, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, qvo, 0}, 1},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qvq, 0}, 1},
@@ -2508,7 +2499,6 @@ static int do16b_bwd16do(float *dqkv, uint16_t *dqkv16, const uint16_t *dout16, 
 static void lora_lorapath(void) {
     static const w16_kind kind = {1073741824, " with and without LoRA's untargeted o in bf16 dO",
                                   "fp32 dO path's", NULL};
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char qvck[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj "
                                "activation_checkpointing.policy=blocks";
     static const char qvo[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
@@ -2520,13 +2510,13 @@ static void lora_lorapath(void) {
     static const char cattn[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_attn";
     static const char cattn_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_attn "
                                    "activation_checkpointing.policy=blocks";
-    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qvck, " LoRA q_proj,v_proj checkpointed"},
+    static const w16_xname names[] = {{qvck, " LoRA q_proj,v_proj checkpointed"},
                                       {qvo, " LoRA q_proj,v_proj,o_proj"}, {qvq, " QLoRA q_proj,v_proj"},
                                       {qvg, " gemma LoRA q_proj,v_proj"}, {cattn, " LoRA c_attn"},
                                       {cattn_ck, " LoRA c_attn checkpointed"}, {NULL, NULL}};
     /* (arg: whether the path changes) */
     static const w16_case cases[] = {
-        {"llama:2,4,2,32,48,64,2,16", 0, qv, 1},           {"llama:2,4,2,32,48,64,2,16,untied", 3, qvck, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 1},       {"llama:2,4,2,32,48,64,2,16,untied", 3, qvck, 1},
         {"llama:2,4,2,32,48,1024,2,16,untied", 0, qvq, 1}, {"llama:2,4,2,32,48,64,2,16", 3, qvg, 1},
         {"llama:2,4,2,32,48,64,2,16", 3, qvo, 0},
         {"gpt2:2,2,32,64,2,16", 0, cattn, 0},              {"gpt2:2,2,32,64,2,16", 3, cattn_ck, 0}};
@@ -2667,13 +2657,11 @@ static void lora_gu16(void) {
                                 "ztrain.lora.base=nf4";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "bf16.enabled=false";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
-                                      {gemma, " gemma LoRA"}, {qv, " LoRA q_proj,v_proj"},
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"}, {gemma, " gemma LoRA"},
                                       {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (on: whether gate|up's path changes; arg: the no_w16 bits of both runs) */
     static const struct { w16_case c; int on; } cases[] = {
@@ -2682,7 +2670,7 @@ static void lora_gu16(void) {
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
@@ -2750,17 +2738,15 @@ static void branch16(void) {
     static const w16_kind same = {4294967296ULL,
                                   " with and without the bf16 residual branches (not taken)",
                                   "fp32 branches'", NULL};
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char f32[] = "bf16.enabled=false";
     static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                               "ztrain.model.moe_intermediate_size=24";
-    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {f32, " fp32"}, {moe, " MoE"},
-                                      {NULL, NULL}};
+    static const w16_xname names[] = {{f32, " fp32"}, {moe, " MoE"}, {NULL, NULL}};
     /* (on: whether the path is taken; arg: the no_w16 bits of both runs) */
     static const struct { w16_case c; int on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1},
         {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 3, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 0, NULL, 8192}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, moe, 0}, 0},
         /* (adapters on o / down: their fp32 branch, ZT_TEST_NO_LBRANCH16;
@@ -2848,15 +2834,13 @@ static void lora_branch16(void) {
                                "ztrain.lora.base=nf4 activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "bf16.enabled=false";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.25";
     static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
                                       {qlck, " QLoRA checkpointed"}, {gemma, " gemma LoRA"},
-                                      {qv, " LoRA q_proj,v_proj"}, {f32, " LoRA fp32"},
-                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (on: whether the path is taken; arg: the no_w16 bits of both runs;
      * of: a checkpointed case's uncheckpointed one, index + 1 (0: none),
      * whose losses and gradient norms its own must equal bitwise with the
@@ -2868,7 +2852,7 @@ static void lora_branch16(void) {
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 0},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlck, 0}, 1, 4},
         {{"llama:2,4,2,32,48,64,2,16,untied", 0, w16_lora, 8192}, 1, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0},
@@ -2952,15 +2936,14 @@ static void bf16_dout16n(void) {
     static const w16_kind same = {8589934592ULL,
                                   " with and without the norms' bf16 output gradient (not taken)",
                                   "fp32 gradient's", NULL};
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char qkn[] = "ztrain.model.qk_norm=true";
-    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {qkn, " q/k norms"}, {NULL, NULL}};
+    static const w16_xname names[] = {{qkn, " q/k norms"}, {NULL, NULL}};
     /* (gu, qkv: gate|up's and q|k|v's paths taken over the bf16-gradient
      * backend; over the cpu q|k|v's never) */
     static const struct { w16_case c; int gu, qkv; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 1, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, qkn, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 0, 0},
@@ -3024,14 +3007,13 @@ static void bf16_dh16(void) {
     static const w16_kind same = {17179869184ULL,
                                   " with and without the down projection's bf16 dh (not taken)",
                                   "fp32 dh's", NULL};
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                               "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
-    static const w16_xname names[] = {{qv, " LoRA q_proj,v_proj"}, {moe, " MoE"}, {NULL, NULL}};
+    static const w16_xname names[] = {{moe, " MoE"}, {NULL, NULL}};
     static const struct { w16_case c; int on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, moe, 0}, 0},
@@ -3092,11 +3074,9 @@ static void lora_keeph(void) {
                               "bf16.enabled=false";
     static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                 "ztrain.lora.base=nf4";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"},
-                                      {qlora, " QLoRA"}, {qv, " LoRA q_proj,v_proj"},
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"}, {qlora, " QLoRA"},
                                       {drop, " LoRA dropout"}, {NULL, NULL}};
     static const w16_case cases[] = {
         {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0},
@@ -3104,7 +3084,7 @@ static void lora_keeph(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2},
         {"llama:2,4,2,32,48,64,2,16", 3, f32, 0},
         {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0},
-        {"llama:2,4,2,32,48,64,2,16", 0, qv, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0},
         {"llama:2,4,2,32,48,64,2,16", 3, drop, 0},
         {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
         {"gpt2:2,2,32,64,2,16", 3, ck, 0},
@@ -3120,8 +3100,8 @@ static void lora_keeph(void) {
         /* the targeted groups' modules: Llama's q|k|v 3, o, gate|up 2, down
          * (q_proj,v_proj: q|k|v's 2); GPT-2's four groups one each */
         static const int nl[4] = {3, 1, 2, 1}, nq[4] = {2, 0, 0, 0}, ngp[4] = {1, 1, 1, 1};
-        const int *nm = !s->llama ? ngp : c->extra == qv ? nq : nl;
-        const int r = c->extra == qv ? 8 : 4;
+        const int *nm = !s->llama ? ngp : c->extra == w16_qv ? nq : nl;
+        const int r = c->extra == w16_qv ? 8 : 4;
         const uint64_t N = (uint64_t)s->B * s->T;
         long ng = 0;
         uint64_t slot = 0;   /* the kept h of a slot, bytes */
@@ -3183,7 +3163,6 @@ static void lora16(void) {
                                   "rounding path's", NULL};
     static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                              "activation_checkpointing.policy=blocks";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                 "ztrain.lora.base=nf4";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
@@ -3194,17 +3173,15 @@ static void lora16(void) {
                               "train_batch_size=4";
     static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "bf16.enabled=false";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qv, " LoRA q_proj,v_proj"},
-                                      {qlora, " QLoRA"}, {drop, " LoRA dropout"},
-                                      {drop_ck, " LoRA dropout checkpointed"},
-                                      {acc, " LoRA accumulating 2"}, {f32, " LoRA fp32"},
-                                      {NULL, NULL}};
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"}, {drop, " LoRA dropout"},
+                                      {drop_ck, " LoRA dropout checkpointed"}, {acc, " LoRA accumulating 2"},
+                                      {f32, " LoRA fp32"}, {NULL, NULL}};
     /* (c.arg: no_w16 of both runs; ng, nm: the targeted groups and modules;
      * swap: Llama's delta first; on: 0 where the path is not taken) */
     static const struct { w16_case c; int ng, nm, swap, on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4, 7, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 2, ck, 0}, 4, 7, 1, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 1, 2, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 1, 2, 1, 1},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 4, 7, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 2, acc, 0}, 4, 7, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 4, 7, 0, 1},
