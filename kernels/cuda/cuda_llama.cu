@@ -128,8 +128,8 @@ void zt_cuda_rmsnorm_fwd16(uint16_t *out16, float *tmp, float *rstd, const float
 }
 
 /* the output gradient's element: fp32, or bf16 widened exactly
- * (rmsnorm_bwd16d; swiglu_bwd_dd16 / geglu_bwd_dd16's k_swiglu_bwd16 /
- * k_geglu_bwd16) */
+ * (rmsnorm_bwd16d; swiglu_bwd_dd16 / geglu_bwd_dd16's k_glu_bwd16, its
+ * Tout uint16_t) */
 __device__ __forceinline__ float rms_dout(const float *p) { return *p; }
 __device__ __forceinline__ float rms_dout(const uint16_t *p) { return zt_cvt_bf16_to_f32(*p); }
 
