@@ -397,7 +397,7 @@ mutant o16-bias kernels/cuda/cuda_matmul.cu \
 # its fp32 A is NULL too, so k_round_bf16 reads address 0, a fault on the simulator, exit 139,
 # as on a GPU; no value to compare: head16-x16-inp below is the variant a value check sees)
 mutant head16-x16 kernels/cuda/cuda_matmul.cu \
-    'gemm\(false, true, C, OC, N, x16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, \Kx16(?=, d16,)' 'NULL'
+    'gemm\(false, true, C, OC, N, x16 \? NULL : inp, C, NULL, OC, dw, C, dw_beta\(dw\), NULL, NULL, \Kx16(?=, d16,)' 'NULL'
 
 # gelu_fwd16: the result truncated to bf16 instead of rounded to nearest even
 mutant gelu16-trunc kernels/cuda/cuda_nn.cu \
@@ -524,7 +524,7 @@ mutant head-bwd-group kernels/cuda/cuda_llama.cu \
 # a fault; with an fp32 inp of other values beside inp16, wrong values;
 # x16 ? nullptr : nullptr keeps x16 read, so the copy compiles without warnings)
 mutant head16-x16-inp kernels/cuda/cuda_matmul.cu \
-    'gemm\(false, true, C, OC, N, \Kx16 \? NULL : inp, C, NULL, OC, dw, C, 1\.0f, NULL, NULL, x16(?=, d16,)' 'inp, C, NULL, OC, dw, C, 1.0f, NULL, NULL, x16 ? nullptr : nullptr'
+    'gemm\(false, true, C, OC, N, \Kx16 \? NULL : inp, C, NULL, OC, dw, C, dw_beta\(dw\), NULL, NULL, x16(?=, d16,)' 'inp, C, NULL, OC, dw, C, dw_beta(dw), NULL, NULL, x16 ? nullptr : nullptr'
 
 # the NCCL groups' pool of completion events (libtrain/comm_nccl.c): its
 # last free event never handed out again (ev_nfree > 1), so the pool grows
@@ -553,7 +553,7 @@ mutant xent16-fused-tgt kernels/cuda/cuda_nn.cu \
 
 # matmul_bwd_head16: dw overwritten (beta 0) instead of accumulated
 mutant head16-dw-beta kernels/cuda/cuda_matmul.cu \
-    'gemm\(false, true, C, OC, N, (?:x16 \? NULL : )?inp, C, NULL, OC, dw, C, \K1\.0f(?=, NULL, NULL, )' '0.0f'
+    'gemm\(false, true, C, OC, N, (?:x16 \? NULL : )?inp, C, NULL, OC, dw, C, \Kdw_beta\(dw\)(?=, NULL, NULL, )' '0.0f'
 
 # matmul_dinp_acc: the input gradient overwritten (beta 0) instead of
 # accumulated, fp32 mode; and in bf16 mode
