@@ -1543,16 +1543,21 @@ static uint16_t *dn16_of(const zt_llama *m, const zt_llama_acts *a, int l, int g
  * that backward (swiglu_bwd_dd16 / geglu_bwd_dd16), which writes gate|up's
  * gradient in bf16 over gu16 (gu16_d, d16_of) and, only for gate|up's
  * adapters, in fp32 into dgu: dh is dead once it has run (the next writer
- * is dn16_of's gate|up input gradient over it).  NULL: the fp32 dh, as with
- * adapters on down (they add into it), MoE blocks, no bf16 gate|up
- * gradient, fp32 gradients, the backend without the entries. */
+ * is dn16_of's gate|up input gradient over it).  With adapters on down
+ * only where their share may go first in bf16 (config.h ZT_W16_LGRAD16,
+ * lora_lin_bwd16, which may still decline: the caller then takes the fp32
+ * dh; not Gemma).  NULL: the fp32 dh, as with adapters on down otherwise
+ * (they add into it), MoE blocks, no bf16 gate|up gradient, fp32
+ * gradients, the backend without the entries. */
 static uint16_t *dh16_of(const zt_llama *m, const zt_llama_acts *a, int l, const uint16_t *dy16,
                          const uint16_t *gu16_d) {
     const shape *sh = &m->s;
     const zt_backend *be = m->be;
     if (!dy16 || !gu16_d || !a->dh || !a->dgu || m->sparse[l] ||
         !zt_w16_on(&m->cfg, ZT_W16_DH16) || !zt_w16_on(&m->cfg, ZT_W16_O16) ||
-        zt_skel_lora_on(&m->sk, LG_DOWN) || !be->matmul_bwd_o16 ||
+        (zt_skel_lora_on(&m->sk, LG_DOWN) &&
+         (!zt_w16_on(&m->cfg, ZT_W16_LGRAD16) || sh->gemma)) ||
+        !be->matmul_bwd_o16 ||
         !(sh->gemma ? be->geglu_bwd_dd16 : be->swiglu_bwd_dd16))
         return NULL;
     return (uint16_t *)a->dh;
@@ -1599,10 +1604,17 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* (dh16: dh written in bf16 over dh, dh16_of; only with the bf16
      * gate|up gradient below) */
     uint16_t *dh16 = s->gu16 ? dh16_of(m, a, l, dc16, d16_of(m, s->gu16)) : NULL;
-    if (dh16)
+    if (dh16 && zt_skel_lora_on(sk, LG_DOWN)) {
+        /* (lgrad16: the adapters' share first in bf16, the base adding
+         * into it, dgu the fp32 staging; declined: the fp32 dh below) */
+        if (!lora_lin_bwd16(sk, be, LG_DOWN, dh16, a->dgu, gw->downw, dmo, dc16, s->h, s->h16,
+                            w->downw, LW16(m, w, T_DOWNW), N, H, C, ls))
+            dh16 = NULL;
+    } else if (dh16) {
         be->matmul_bwd_o16(dh16, a->dgu, gw->downw, NULL, dmo, dc16, s->h, s->h16,
                            w->downw, LW16(m, w, T_DOWNW), N, H, C);
-    else
+    }
+    if (!dh16)
         lora_lin_bwd(sk, be, LG_DOWN, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw,
                      LW16(m, w, T_DOWNW), N, H, C, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */

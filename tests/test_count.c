@@ -2937,28 +2937,33 @@ static void lora_branch16(void) {
  * into it in place (matmul_bwd_acc16), the norm backward reading it
  * (rmsnorm_bwd16d), against the fp32 share, the fp32 sum (matmul_bwd_acc)
  * and the fp32 norm-output gradient (rmsnorm_bwd16 / rmsnorm_bwd;
- * ZT_TEST_NO_LGRAD16=1).  NOT bitwise: the share rounded to bf16 once
+ * ZT_TEST_NO_LGRAD16=1); and down WITH adapters likewise as dh16 does
+ * without them (its bf16 dh read by swiglu_bwd_dd16, not swiglu_bwd_d16;
+ * not Gemma).  NOT bitwise: the share rounded to bf16 once
  * before the add and the sum rounded once after it; the losses within
  * 2^-12 and the gradient norms within 2^-9 relative (ACT16_*_TOL, the
  * bounds of bf16_dout16n and lora_branch16), not bitwise over the 4 steps.
  * Over the cpu backend (its attention gradient fp32: q|k|v keeps the fp32
  * path) gate|up's only; over the bf16-gradient backend (g_bf16g) both.
  * Per step and path (one backward a step, checkpointed or not), n = 4 L
- * paths: n matmul_bwd_acc16, matmul_bwd_o16, rmsnorm_bwd16d and k_to_bf16
- * more; as many matmul_bwd_acc, k_round_bf16 (w_dinp's rounding of dh)
+ * paths: n matmul_bwd_acc16, matmul_bwd_o16 and k_to_bf16 more, and per
+ * norm path rmsnorm_bwd16d, per down path _bwd_dd16 more and _bwd_d16
+ * fewer; as many matmul_bwd_acc, k_round_bf16 (w_dinp's rounding of dh)
  * and other backward GEMM calls (w_dinp's matmul_bwd_w16 / matmul_bwd)
  * fewer, as many bf16-weight calls fewer where the adapters are bf16
  * (stages 0-2: w_dinp's matmul_bwd_w16 of A; stage 3 its matmul_bwd rounds
  * A, as matmul_bwd_o16 does); the norm backward calls and the GEMM launches
  * the same.  Bytes: the share written in bf16 (2 N C fewer), read and
  * written by the base GEMM's beta 1 in bf16 (4 N C fewer) and read by the
- * norm in bf16 (2 N C fewer): 8 N C bytes fewer a path, exactly (N = B T;
- * dh's k_to_bf16 moves what its k_round_bf16 did).  The activations' peak
+ * norm in bf16 (2 N C fewer): 8 N C bytes fewer a path, exactly, 8 N I a
+ * down path (N = B T, I the intermediate size; the GLU backward's read of
+ * dh the last 2 N I; dh's k_to_bf16 moves what its k_round_bf16 did).  The activations' peak
  * and plan the same (the bf16 gradient over dh as dout16n's, dh16 in the
  * LoRA scratch h, the product's fp32 staging in dbuf: no buffer added).
  * All-linear at stages 0 and 3, untied, checkpointed (bitwise the run
  * without checkpointing, with the path and without), QLoRA (nf4 base),
- * q_proj,v_proj (q|k|v's path only, on the bf16-gradient backend).
+ * q_proj,v_proj (q|k|v's path only, on the bf16-gradient backend; down
+ * without adapters takes dh16 both runs).
  * Bitwise and the same counts where not taken: no LoRA, the adapters'
  * dropout, the fp32 matmuls, Gemma 2's post norms, ZT_TEST_NO_DOUT16N and
  * ZT_TEST_NO_BWDSWAP (the fp32 gradient both runs), GPT-2. */
@@ -2982,22 +2987,23 @@ static void lora_grad16(void) {
     static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
                                       {gemma, " gemma LoRA"}, {qv, " LoRA q_proj,v_proj"},
                                       {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
-    /* (gu, qkv: gate|up's and q|k|v's paths taken over the bf16-gradient
-     * backend, over the cpu q|k|v's never; arg: the no_w16 bits of both
-     * runs; of: a checkpointed case's uncheckpointed one, index + 1) */
-    static const struct { w16_case c; int gu, qkv, of; } cases[] = {
-        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 1, 0},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 1, 0},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1, 2},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 1, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0, 1, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 8589934592ULL}, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0, 0, 0},
-        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0, 0}};
+    /* (gu, qkv, dn: gate|up's, q|k|v's and down's paths taken over the
+     * bf16-gradient backend, over the cpu q|k|v's never; arg: the no_w16
+     * bits of both runs; of: a checkpointed case's uncheckpointed one,
+     * index + 1) */
+    static const struct { w16_case c; int gu, qkv, dn, of; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 1, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 1, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1, 1, 2},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 1, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0, 1, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 8589934592ULL}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0, 0, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0, 0, 0}};
     enum { NC_ = sizeof cases / sizeof cases[0] };
     static double ra[NC_][4][2], rb[NC_][4][2];
     static int ran[NC_];
@@ -3007,7 +3013,7 @@ static void lora_grad16(void) {
         memset(ran, 0, sizeof ran);
         for (size_t i = 0; i < NC_; i++) {
             const w16_case *c = &cases[i].c;
-            const int paths = cases[i].gu + (b16 ? cases[i].qkv : 0);
+            const int npaths = cases[i].gu + (b16 ? cases[i].qkv : 0), paths = npaths + cases[i].dn;
             w16_pair p;
             char what[192];
             if (!w16_case_run(&p, paths ? &kind : &same, c, c->arg, names,
@@ -3024,27 +3030,30 @@ static void lora_grad16(void) {
                        "(%.9g ... %.9g)",
                        what, p.a[0][0], p.a[3][0], p.b[0][0], p.b[3][0]);
             }
-            const long n = 4L * p.s.L * paths;
-            const double NC = (double)p.s.B * p.s.T * p.s.C;
-            const double fewer = 8.0 * NC * (double)n;
+            const long n = 4L * p.s.L * paths, nn = 4L * p.s.L * npaths, nd = 4L * p.s.L * cases[i].dn;
+            const double NC = (double)p.s.B * p.s.T * p.s.C, NI = (double)p.s.B * p.s.T * p.s.I;
+            const double fewer = 8.0 * NC * (double)nn + 8.0 * NI * (double)nd;
             /* (the adapters' bf16 A where the block has them: stages 0-2
              * with bf16 matmuls) */
             const long w16n = c->stage < 3 ? n : 0;
             tap_ok(p.ma.bacc16 == n && p.mb.bacc16 == 0 && p.mb.bacc - p.ma.bacc == n &&
-                       p.ma.bo16 - p.mb.bo16 == n && p.ma.rbd - p.mb.rbd == n &&
+                       p.ma.bo16 - p.mb.bo16 == n && p.ma.rbd - p.mb.rbd == nn &&
+                       p.ma.gdd16 - p.mb.gdd16 == nd && p.mb.gd16 - p.ma.gd16 == nd &&
                        p.ma.rmsb == p.mb.rmsb && p.ma.to16 - p.mb.to16 == n && p.rb - p.ra == n &&
                        p.mb.bwds - p.ma.bwds == n && p.wb - p.wa == w16n &&
                        p.ma.gemm == p.mb.gemm && p.mb.all_b - p.ma.all_b == fewer &&
                        w16_same(&p, W16_SAME_ACTS),
                    "%s: %ld matmul_bwd_acc16 (%ld expected, %ld without), %ld matmul_bwd_acc (%ld "
                    "without), %ld matmul_bwd_o16 (%ld without), %ld rmsnorm_bwd16d (%ld without), "
+                   "%ld _bwd_dd16 (%ld without, %ld more expected), %ld _bwd_d16 (%ld without), "
                    "%ld norm backward calls (%ld without), %ld k_to_bf16 (%ld without), %ld "
                    "k_round_bf16 (%ld without), %ld other backward GEMM calls (%ld without), %ld "
                    "bf16-weight calls (%ld without, %ld fewer expected), %ld GEMMs (%ld without), "
                    "%.0f bytes moved (%.0f without, %.0f fewer expected), activations' peak %llu "
                    "bytes (%llu without)",
                    what, p.ma.bacc16, n, p.mb.bacc16, p.ma.bacc, p.mb.bacc, p.ma.bo16, p.mb.bo16,
-                   p.ma.rbd, p.mb.rbd, p.ma.rmsb, p.mb.rmsb, p.ma.to16, p.mb.to16, p.ra, p.rb,
+                   p.ma.rbd, p.mb.rbd, p.ma.gdd16, p.mb.gdd16, nd, p.ma.gd16, p.mb.gd16, p.ma.rmsb,
+                   p.mb.rmsb, p.ma.to16, p.mb.to16, p.ra, p.rb,
                    p.ma.bwds, p.mb.bwds, p.wa, p.wb, w16n, p.ma.gemm, p.mb.gemm, p.ma.all_b,
                    p.mb.all_b, fewer, (unsigned long long)p.ma.acts_peak,
                    (unsigned long long)p.mb.acts_peak);
@@ -3151,7 +3160,9 @@ static void bf16_dout16n(void) {
  * all-linear (down's adapters add into its fp32 dh), a Mixture of Experts
  * (its blocks' MLP is moe.c's; bitwise only: uncounted), the fp32 activations (ZT_TEST_NO_ACT16: no
  * bf16 gate|up), the bf16 gradients off (ZT_TEST_NO_D16), GPT-2.  Over the
- * cpu backend (the path needs no bf16 attention gradient). */
+ * cpu backend (the path needs no bf16 attention gradient).  (LoRA's down
+ * with the path, its adapters' share first in bf16: lora_grad16; here
+ * ZT_TEST_NO_LGRAD16 both runs.) */
 static void bf16_dh16(void) {
     static const w16_kind kind = {17179869184ULL, " with and without the down projection's bf16 dh",
                                   "fp32 dh's", "down's dinp rounded to bf16"};
@@ -3176,8 +3187,8 @@ static void bf16_dh16(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[192];
-        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, " (cpu)", what,
-                          sizeof what))
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 137438953472ULL, names,
+                          " (cpu)", what, sizeof what))
             continue;
         /* (uncounted: w16_run runs a Mixture of Experts over the plain cpu
          * backend; its check is the bitwise losses above) */
