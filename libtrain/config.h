@@ -284,13 +284,15 @@ typedef struct zt_model_config {
  *                   values (off: widened, rope_bwd, headnorm_bwd twice in
  *                   fp32, rounded by the GEMM)
  *   ZT_W16_LGRAD16  ZT_TEST_NO_LGRAD16: ZT_W16_DOUT16N's bf16 input
- *                   gradient also where q|k|v / gate|up have adapters (a
- *                   frozen base, no dropout, the backward's order swapped,
+ *                   gradient also where q|k|v / gate|up have adapters, and
+ *                   ZT_W16_DH16's where down has them (not Gemma; a frozen
+ *                   base, no dropout, the backward's order swapped,
  *                   ZT_W16_BWDSWAP): the adapters' share written in bf16
  *                   first (lora.h zt_lora_bwd_first16) and the base dinp
  *                   GEMM adding into it in place (backend.h
  *                   matmul_bwd_acc16), the norm backward reading it
- *                   (rmsnorm_bwd16d): no fp32 [N, C] norm-output gradient.
+ *                   (rmsnorm_bwd16d; down's: swiglu_bwd_dd16): no fp32
+ *                   [N, C] norm-output gradient, no fp32 [N, I] dh.
  *                   NOT the same values: the adapters' share rounded to
  *                   bf16 once before the add, the sum rounded to bf16 (off:
  *                   the fp32 share and gradient; docs/precision.md) */

@@ -1090,11 +1090,12 @@ static void lora_lin_bwd(const zt_skel *sk, const zt_backend *be, int grp, float
 }
 
 /* (lgrad16) Its backward writing the input gradient in bf16 (q|k|v,
- * gate|up: dn16_of's dx16, read by rmsnorm_bwd16d): dx16[N, C] = bf16(dy w
- * + fp32(bf16(the adapters' share))), the adapters' share written in bf16
- * first (lora.h zt_lora_bwd_first16: dh rounded into the LoRA scratch h,
- * tmp [N, C] the product's fp32 scratch: the dbuf dout16n's GEMM would
- * have used) and the base dinp GEMM adding into it in place
+ * gate|up: dn16_of's dx16, read by rmsnorm_bwd16d; down: dh16_of's, read
+ * by swiglu_bwd_dd16): dx16[N, C] = bf16(dy w + fp32(bf16(the adapters'
+ * share))), the adapters' share written in bf16 first (lora.h
+ * zt_lora_bwd_first16: dh rounded into the LoRA scratch h, tmp [N, C] the
+ * product's fp32 scratch: the one the GEMM without adapters would have
+ * used, dbuf / dgu) and the base dinp GEMM adding into it in place
  * (matmul_bwd_acc16), the mirror of lora_lin_fwd16.  Returns 1 when it
  * wrote dx16; 0 with nothing done (a base with gradients dw, no
  * matmul_bwd_acc16, or zt_lora_bwd_first16 declining: dropout, no bswap,
