@@ -395,8 +395,9 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     /* (the adapters' input gradient first, the base dinp GEMM adding into
      * it: lora.h zt_lora_bwd_first) */
     zt_w16_keep_if(&m->cfg, ZT_W16_BWDSWAP, be->matmul_bwd_acc != NULL);
-    /* (and with adapters on q|k|v / gate|up: their share of the bf16 input
-     * gradient first, the base dinp GEMM adding into it, lora_lin_bwd16) */
+    /* (and with adapters on q|k|v / gate|up / down: their share of the bf16
+     * input gradient first, the base dinp GEMM adding into it,
+     * lora_lin_bwd16; ZT_TEST_NO_DOUT16N takes it off for down too) */
     zt_w16_keep_if(&m->cfg, ZT_W16_LGRAD16, zt_w16_on(&m->cfg, ZT_W16_DOUT16N) &&
                    zt_w16_on(&m->cfg, ZT_W16_BWDSWAP) && be->matmul_bwd_acc16 &&
                    be->matmul_bwd_o16);
