@@ -981,6 +981,31 @@ typedef struct zt_backend {
                               const float *rstd, const float *qw, const float *kw,
                               const float *inv_freq, int B, int T, int NH, int NKV, int qnh, int knh,
                               int stride, int hd, float scale);
+    /* ---- the base input gradient accumulated into a bf16 input gradient
+     * (last; optional: NULL when the backend has none; libtrain/llama.c's
+     * LoRA q|k|v and gate|up, config.h ZT_W16_LGRAD16: the adapters' share
+     * of the input gradient written in bf16 first, lora.h
+     * zt_lora_bwd_first16, the base dinp GEMM adding into it and writing
+     * the bf16 gradient the norm backward reads, rmsnorm_bwd16d) ----
+     * dinp16[N,C] = bf16(dout[N,OC] @ w[OC,C] + fp32(dinp16)), in place: the
+     * beta-0 entry's product (matmul_bwd_d16(tmp, NULL, NULL, NULL, dout16,
+     * NULL, NULL, w, w16, ...) when dout16 != NULL, dout unused; else
+     * matmul_bwd_w16(tmp, NULL, NULL, dout, NULL, w16, ...) when w16 !=
+     * NULL, w unused; else matmul_bwd(tmp, NULL, NULL, dout, NULL, w, ...),
+     * dout rounded to bf16 as matmul_bwd rounds it) rounded to fp32 once,
+     * plus the widened dinp16 (exact) in one fp32 addition, then rounded to
+     * bf16 once (nearest even): to_bf16 of matmul_bwd_acc's dinp from dinp
+     * = fp32(dinp16).  No dw, no dbias.  N, C or OC <= 0: nothing (dinp16
+     * unchanged).  cuda: the input-gradient GEMM with beta = 1, C = D in
+     * bf16 (cuBLASLt: bf16 A, B, C, D, fp32 compute: the epilogue adds C in
+     * fp32 and rounds D once; where Lt has no such algorithm, cublasGemmEx
+     * with the same types, as matmul_fwd_acc16), bf16 matmul mode only
+     * (fp32 mode records an error and computes nothing); its scratch
+     * request is the beta-0 entry's with dinp alone (matmul_bwd_acc's).
+     * cpu: that sequence, the product in host scratch of its own (either
+     * matmul mode). */
+    void (*matmul_bwd_acc16)(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
+                             const float *w, const uint16_t *w16, int N, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

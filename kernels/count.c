@@ -793,6 +793,18 @@ static void c_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dou
     const int d16 = dout16 ? dout16_in(dout16, N, C, OC, 1) : round_dout(N, C, OC, 1);
     gemm_ex(0, 0, C, N, OC, C, OC, 1, NULL, w16_of(w16), d16 ? D16 : NULL);
 }
+/* matmul_bwd_acc16 (cuda_matmul.cu): matmul_bwd_acc's GEMM with C = D in
+ * bf16 (dinp16 read and written: 2 N C h where matmul_bwd_acc's moves 2 N
+ * C f); the operands as matmul_bwd_acc's.  N, C or OC <= 0, or fp32
+ * matmul mode (an error): nothing. */
+static void c_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    call(ZT_CE_matmul_bwd_acc16);
+    if (g_inner) g_inner->matmul_bwd_acc16(dinp16, dout, dout16, w, w16, N, C, OC);
+    if (N <= 0 || C <= 0 || OC <= 0 || g_mode != ZT_MATMUL_BF16) return;
+    const int d16 = dout16 ? dout16_in(dout16, N, C, OC, 1) : round_dout(N, C, OC, 1);
+    gemm_exo(0, 0, C, N, OC, C, OC, 1, NULL, w16_of(w16), d16 ? D16 : NULL, 1);
+}
 static void c_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -2232,6 +2244,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->matmul_fwd_acc16) t->matmul_fwd_acc16 = c_matmul_fwd_acc16;
     if (!inner || inner->set_dw_fresh) t->set_dw_fresh = c_set_dw_fresh;
     if (!inner || inner->qknorm_rope_bwd16) t->qknorm_rope_bwd16 = c_qknorm_rope_bwd16;
+    if (!inner || inner->matmul_bwd_acc16) t->matmul_bwd_acc16 = c_matmul_bwd_acc16;
 }
 
 const zt_backend *zt_backend_count(void) {

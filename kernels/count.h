@@ -96,7 +96,8 @@ typedef struct zt_count_kernel {
     X(matmul_bwd_acc) \
     X(matmul_fwd_acc16) \
     X(set_dw_fresh) \
-    X(qknorm_rope_bwd16)
+    X(qknorm_rope_bwd16) \
+    X(matmul_bwd_acc16)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

@@ -394,6 +394,15 @@ static void p_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dou
     k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * N * C * OC,
           (dout16 ? 2.0 : F4) * N * OC + 2.0 * F4 * (double)N * C + p_wbytes(w16, OC, C));
 }
+/* the base input gradient accumulated into bf16: matmul_bwd_acc's counts
+ * with dinp16 read and written in bf16 */
+static void p_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_bwd_acc16(dinp16, dout, dout16, w, w16, N, C, OC);
+    k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * N * C * OC,
+          (dout16 ? 2.0 : F4) * N * OC + 2.0 * 2.0 * N * C + p_wbytes(w16, OC, C));
+}
 static void p_matmul_bwd_a16(float *dinp, float *dw, float *dbias, const float *dout,
                              const uint16_t *inp16, const float *w, const uint16_t *w16, int N,
                              int C, int OC) {
@@ -905,6 +914,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_fwd_acc16);
     W(set_dw_fresh);
     W(qknorm_rope_bwd16);
+    W(matmul_bwd_acc16);
     W(adamw);
     W(sumsq);
     W(scale);

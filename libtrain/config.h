@@ -250,7 +250,8 @@ typedef struct zt_model_config {
  *                   branch; docs/precision.md).  With adapters on o / down:
  *                   ZT_W16_LBRANCH16
  *   ZT_W16_DOUT16N  ZT_TEST_NO_DOUT16N: Llama's q|k|v and gate|up GEMMs (no
- *                   adapters there, bf16 gradients in, not Gemma, no sequence
+ *                   adapters there, with them ZT_W16_LGRAD16; bf16
+ *                   gradients in, not Gemma, no sequence
  *                   parallelism) writing their input gradient in bf16
  *                   (backend.h matmul_bwd_o16) and the norm backward reading
  *                   it (rmsnorm_bwd16d): no fp32 norm-output gradient.  NOT
@@ -281,7 +282,20 @@ typedef struct zt_model_config {
  *                   (qknorm_rope_bwd16) into the q|k|v GEMM, as RB16 without
  *                   norms (arch.h zt_att_in16_of ZT_ATT_IN16OD): the same
  *                   values (off: widened, rope_bwd, headnorm_bwd twice in
- *                   fp32, rounded by the GEMM) */
+ *                   fp32, rounded by the GEMM)
+ *   ZT_W16_LGRAD16  ZT_TEST_NO_LGRAD16: ZT_W16_DOUT16N's bf16 input
+ *                   gradient also where q|k|v / gate|up have adapters, and
+ *                   ZT_W16_DH16's where down has them (not Gemma; a frozen
+ *                   base, no dropout, the backward's order swapped,
+ *                   ZT_W16_BWDSWAP): the adapters' share written in bf16
+ *                   first (lora.h zt_lora_bwd_first16) and the base dinp
+ *                   GEMM adding into it in place (backend.h
+ *                   matmul_bwd_acc16), the norm backward reading it
+ *                   (rmsnorm_bwd16d; down's: swiglu_bwd_dd16): no fp32
+ *                   [N, C] norm-output gradient, no fp32 [N, I] dh.
+ *                   NOT the same values: the adapters' share rounded to
+ *                   bf16 once before the add, the sum rounded to bf16 (off:
+ *                   the fp32 share and gradient; docs/precision.md) */
 enum {
     ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
     ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
@@ -292,7 +306,7 @@ enum {
     ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22, ZT_W16_LGATE = 1u << 23,
     ZT_W16_GU16 = 1u << 24, ZT_W16_LORAPATH = 1u << 25, ZT_W16_BRANCH16 = 1u << 26,
     ZT_W16_DOUT16N = 1u << 27, ZT_W16_DH16 = 1u << 28,
-    ZT_W16_LBRANCH16 = 1u << 29, ZT_W16_QKB16 = 1u << 30
+    ZT_W16_LBRANCH16 = 1u << 29, ZT_W16_QKB16 = 1u << 30, ZT_W16_LGRAD16 = 1u << 31
 };
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }

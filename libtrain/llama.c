@@ -395,6 +395,12 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     /* (the adapters' input gradient first, the base dinp GEMM adding into
      * it: lora.h zt_lora_bwd_first) */
     zt_w16_keep_if(&m->cfg, ZT_W16_BWDSWAP, be->matmul_bwd_acc != NULL);
+    /* (and with adapters on q|k|v / gate|up / down: their share of the bf16
+     * input gradient first, the base dinp GEMM adding into it,
+     * lora_lin_bwd16; ZT_TEST_NO_DOUT16N takes it off for down too) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_LGRAD16, zt_w16_on(&m->cfg, ZT_W16_DOUT16N) &&
+                   zt_w16_on(&m->cfg, ZT_W16_BWDSWAP) && be->matmul_bwd_acc16 &&
+                   be->matmul_bwd_o16);
     /* (Qwen3's q/k norms and RoPE in one entry, with r16) */
     /* (Gemma 3: both weights 1 + w at once, in the staging a->w1 of
      * max(C, hd) floats: where it holds 2 hd) */
@@ -1084,6 +1090,32 @@ static void lora_lin_bwd(const zt_skel *sk, const zt_backend *be, int grp, float
     zt_skel_lora_bwd16(sk, grp, x, x16, dy, dy16, dx, N, ls);
 }
 
+/* (lgrad16) Its backward writing the input gradient in bf16 (q|k|v,
+ * gate|up: dn16_of's dx16, read by rmsnorm_bwd16d; down: dh16_of's, read
+ * by swiglu_bwd_dd16): dx16[N, C] = bf16(dy w + fp32(bf16(the adapters'
+ * share))), the adapters' share written in bf16 first (lora.h
+ * zt_lora_bwd_first16: dh rounded into the LoRA scratch h, tmp [N, C] the
+ * product's fp32 scratch: the one the GEMM without adapters would have
+ * used, dbuf / dgu) and the base dinp GEMM adding into it in place
+ * (matmul_bwd_acc16), the mirror of lora_lin_fwd16.  Returns 1 when it
+ * wrote dx16; 0 with nothing done (a base with gradients dw, no
+ * matmul_bwd_acc16, or zt_lora_bwd_first16 declining: dropout, no bswap,
+ * no matmul_bwd_o16): the caller's fp32 gradient then (lora_lin_bwd).  NOT
+ * the values of that fp32 gradient rounded (the share rounded to bf16 once
+ * before the add, config.h ZT_W16_LGRAD16). */
+static int lora_lin_bwd16(const zt_skel *sk, const zt_backend *be, int grp, uint16_t *dx16,
+                          float *tmp, const float *dw, const float *dy, const uint16_t *dy16,
+                          const float *x, const uint16_t *x16, const float *w, const uint16_t *w16,
+                          int N, int C, int OC, const zt_lora_scratch *ls) {
+    if (dw || !be->matmul_bwd_acc16 ||
+        !zt_skel_lora_bwd_first16o(sk, grp, x, x16, dy, dy16, dx16, tmp, N, ls))
+        return 0;
+    /* (w16 where lora_lin_bwd's matmul_bwd_acc reads it) */
+    be->matmul_bwd_acc16(dx16, dy, dy16, w, dy16 || x16 || be->matmul_bwd_w16 ? w16 : NULL, N, C,
+                         OC);
+    return 1;
+}
+
 /* llama.h: the config's gate of the o projection's bf16 dO (the model's
  * own is zt_skel_lora_on(sk, LG_O), model_skel.c: the same plan) */
 int zt_llama_lora_do16(const zt_model_config *mc) {
@@ -1488,14 +1520,17 @@ static void rms_bwd(const zt_backend *be, float *dinp, uint16_t *dinp16, float *
  * norm backward below it (rmsnorm_bwd16d): [N, C] bf16 over dh ([N, H]
  * floats; gate|up: SwiGLU / GeGLU's backward has read it; q|k|v: sta over
  * it is dead once the attention backward has run; the next writer is block
- * l - 1's down projection).  NULL: the fp32 gradient in dbuf, as with
- * adapters on grp (they add into it), Gemma (post-norms), MoE blocks,
- * sequence parallelism, fp32 gradients. */
+ * l - 1's down projection).  With adapters on grp only where their share
+ * may go first in bf16 (config.h ZT_W16_LGRAD16, lora_lin_bwd16, which may
+ * still decline: the caller then takes the fp32 gradient).  NULL: the fp32
+ * gradient in dbuf, as with adapters on grp otherwise (they add into it),
+ * Gemma (post-norms), MoE blocks, sequence parallelism, fp32 gradients. */
 static uint16_t *dn16_of(const zt_llama *m, const zt_llama_acts *a, int l, int grp,
                          const uint16_t *dy16) {
     const shape *sh = &m->s;
     if (!dy16 || !a->dh || sh->gemma || sh->sp > 1 || m->sparse[l] ||
-        !zt_w16_on(&m->cfg, ZT_W16_DOUT16N) || zt_skel_lora_on(&m->sk, grp) ||
+        !zt_w16_on(&m->cfg, ZT_W16_DOUT16N) ||
+        (zt_skel_lora_on(&m->sk, grp) && !zt_w16_on(&m->cfg, ZT_W16_LGRAD16)) ||
         !m->be->matmul_bwd_o16 || !m->be->rmsnorm_bwd16d ||
         (size_t)sh->H * sizeof(float) < (size_t)sh->C * sizeof(uint16_t))
         return NULL;
@@ -1510,16 +1545,21 @@ static uint16_t *dn16_of(const zt_llama *m, const zt_llama_acts *a, int l, int g
  * that backward (swiglu_bwd_dd16 / geglu_bwd_dd16), which writes gate|up's
  * gradient in bf16 over gu16 (gu16_d, d16_of) and, only for gate|up's
  * adapters, in fp32 into dgu: dh is dead once it has run (the next writer
- * is dn16_of's gate|up input gradient over it).  NULL: the fp32 dh, as with
- * adapters on down (they add into it), MoE blocks, no bf16 gate|up
- * gradient, fp32 gradients, the backend without the entries. */
+ * is dn16_of's gate|up input gradient over it).  With adapters on down
+ * only where their share may go first in bf16 (config.h ZT_W16_LGRAD16,
+ * lora_lin_bwd16, which may still decline: the caller then takes the fp32
+ * dh; not Gemma).  NULL: the fp32 dh, as with adapters on down otherwise
+ * (they add into it), MoE blocks, no bf16 gate|up gradient, fp32
+ * gradients, the backend without the entries. */
 static uint16_t *dh16_of(const zt_llama *m, const zt_llama_acts *a, int l, const uint16_t *dy16,
                          const uint16_t *gu16_d) {
     const shape *sh = &m->s;
     const zt_backend *be = m->be;
     if (!dy16 || !gu16_d || !a->dh || !a->dgu || m->sparse[l] ||
         !zt_w16_on(&m->cfg, ZT_W16_DH16) || !zt_w16_on(&m->cfg, ZT_W16_O16) ||
-        zt_skel_lora_on(&m->sk, LG_DOWN) || !be->matmul_bwd_o16 ||
+        (zt_skel_lora_on(&m->sk, LG_DOWN) &&
+         (!zt_w16_on(&m->cfg, ZT_W16_LGRAD16) || sh->gemma)) ||
+        !be->matmul_bwd_o16 ||
         !(sh->gemma ? be->geglu_bwd_dd16 : be->swiglu_bwd_dd16))
         return NULL;
     return (uint16_t *)a->dh;
@@ -1566,10 +1606,17 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     /* (dh16: dh written in bf16 over dh, dh16_of; only with the bf16
      * gate|up gradient below) */
     uint16_t *dh16 = s->gu16 ? dh16_of(m, a, l, dc16, d16_of(m, s->gu16)) : NULL;
-    if (dh16)
+    if (dh16 && zt_skel_lora_on(sk, LG_DOWN)) {
+        /* (lgrad16: the adapters' share first in bf16, the base adding
+         * into it, dgu the fp32 staging; declined: the fp32 dh below) */
+        if (!lora_lin_bwd16(sk, be, LG_DOWN, dh16, a->dgu, gw->downw, dmo, dc16, s->h, s->h16,
+                            w->downw, LW16(m, w, T_DOWNW), N, H, C, ls))
+            dh16 = NULL;
+    } else if (dh16) {
         be->matmul_bwd_o16(dh16, a->dgu, gw->downw, NULL, dmo, dc16, s->h, s->h16,
                            w->downw, LW16(m, w, T_DOWNW), N, H, C);
-    else
+    }
+    if (!dh16)
         lora_lin_bwd(sk, be, LG_DOWN, a->dh, gw->downw, NULL, dmo, dc16, s->h, s->h16, w->downw,
                      LW16(m, w, T_DOWNW), N, H, C, ls);
     /* (bf16 gate|up: its values widened into dgu, the gradient made in place) */
@@ -1603,10 +1650,17 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
 gu_bwd:
     /* (dout16n: gate|up's input gradient in bf16 into dn16, dn16_of) */
     dn16 = dn16_of(m, a, l, LG_GU, dgu16);
-    if (dn16)
+    if (dn16 && zt_skel_lora_on(sk, LG_GU)) {
+        /* (lgrad16: the adapters' share first in bf16, the base adding
+         * into it; declined: the fp32 gradient below) */
+        if (!lora_lin_bwd16(sk, be, LG_GU, dn16, a->dbuf, gw->guw, dgu, dgu16, s->xn2, s->xn216,
+                            w->guw, LW16(m, w, T_GATEW), N, C, 2 * H, ls))
+            dn16 = NULL;
+    } else if (dn16) {
         be->matmul_bwd_o16(dn16, a->dbuf, gw->guw, NULL, NULL, dgu16, s->xn2, s->xn216, w->guw,
                            LW16(m, w, T_GATEW), N, C, 2 * H);
-    else
+    }
+    if (!dn16)
         lora_lin_bwd(sk, be, LG_GU, a->dbuf, gw->guw, NULL, dgu, dgu16, s->xn2, s->xn216, w->guw,
                      LW16(m, w, T_GATEW), N, C, 2 * H, ls);
 mlp_norm:
@@ -1749,10 +1803,18 @@ mlp_norm:
                    * taken by rope_bwd16 above; LoRA's GEMMs read dq16 as their
                    * dy16, no fp32 dy, zt_lora_dq16_of) */
         /* (dout16n: the input gradient in bf16 into dn16, dn16_of) */
-        if ((dn16 = dn16_of(m, a, l, LG_QKV, dq16)))
+        dn16 = dn16_of(m, a, l, LG_QKV, dq16);
+        if (dn16 && zt_skel_lora_on(sk, LG_QKV)) {
+            /* (lgrad16: the adapters' share first in bf16, the base adding
+             * into it; declined: the fp32 gradient below) */
+            if (!lora_lin_bwd16(sk, be, LG_QKV, dn16, a->dbuf, gw->qkvw, NULL, dq16, s->xn, s->xn16,
+                                w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV, ls))
+                dn16 = NULL;
+        } else if (dn16) {
             be->matmul_bwd_o16(dn16, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,
                                LW16(m, w, T_QW), N, C, sh->QKV);
-        else
+        }
+        if (!dn16)
             lora_lin_bwd(sk, be, LG_QKV, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16,
                          w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV, ls);
     } else {

@@ -489,11 +489,13 @@ int zt_lora_fwd_first16(const zt_backend *be, const zt_lora *lo, int g, const fl
     return 1;
 }
 
-/* zt_lora_bwd and zt_lora_bwd_first (first: dx written, not added to;
- * no dropout then) */
+/* zt_lora_bwd, zt_lora_bwd_first and zt_lora_bwd_first16 (first: dx
+ * written, not added to; dx16 != NULL: written in bf16 into dx16 instead,
+ * tmp its GEMM's fp32 scratch; no dropout then) */
 static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
                      const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
-                     float *dx, int N, const zt_lora_scratch *sc, int first) {
+                     float *dx, int N, const zt_lora_scratch *sc, int first, uint16_t *dx16,
+                     float *tmp) {
     const zt_lora_group *G = &lo->groups[g];
     if (!G->n) return;
     if (!lo->bt2d) dy16 = NULL;   /* (ZT_TEST_NO_LORABT: the GEMMs round dy) */
@@ -525,6 +527,18 @@ static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float
     be->scale(sc->dh, (size_t)N * nr, lo->scale);
     if (x16) be->matmul_bwd_a16(NULL, gad + G->aoff, NULL, sc->dh, x16, NULL, NULL, N, G->in, nr);
     else be->matmul_bwd(NULL, gad + G->aoff, NULL, sc->dh, x, NULL, N, G->in, nr);
+    /* (first16: dx16 = bf16(dh A): dh rounded to bf16 into h's scratch
+     * (h read above, by dB^T's GEMM, and dead now; [N, nr] bf16 in its [N,
+     * max_nr] floats), the operand w_dinp's GEMM rounds, then the product
+     * written in bf16 by matmul_bwd_o16: to_bf16 of first's dx) */
+    if (dx16) {
+        uint16_t *dh16 = (uint16_t *)(void *)sc->h;
+        be->to_bf16(dh16, sc->dh, (size_t)N * nr);
+        const lora_w a = ad_w(ad, sc, G->aoff);
+        be->matmul_bwd_o16(dx16, tmp, NULL, NULL, NULL, dh16, NULL, NULL, a.h ? NULL : a.f, a.h, N,
+                           G->in, nr);
+        return;
+    }
     /* (first: dx = dh A, acc_product's product with beta 0) */
     if (first) w_dinp(be, dx, sc->dh, ad_w(ad, sc, G->aoff), N, G->in, nr);
     else acc_product(be, lo, dx, sc->d, sc->dh, ad_w(ad, sc, G->aoff), N, G->in, nr);
@@ -533,13 +547,21 @@ static void lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float
 void zt_lora_bwd(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
                  const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
                  float *dx, int N, const zt_lora_scratch *sc) {
-    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, dx, N, sc, 0);
+    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, dx, N, sc, 0, NULL, NULL);
 }
 
 int zt_lora_bwd_first(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
                       const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
                       float *dx, int N, const zt_lora_scratch *sc) {
     if (!lo->bswap || !lo->groups[g].n || sc->drop.on) return 0;
-    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, dx, N, sc, 1);
+    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, dx, N, sc, 1, NULL, NULL);
+    return 1;
+}
+
+int zt_lora_bwd_first16(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                        const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                        uint16_t *dx16, float *tmp, int N, const zt_lora_scratch *sc) {
+    if (!lo->bswap || !lo->groups[g].n || sc->drop.on || !be->matmul_bwd_o16 || !sc->h) return 0;
+    lora_bwd(be, lo, g, ad, gad, x, x16, dy, dy16, NULL, N, sc, 1, dx16, tmp);
     return 1;
 }

@@ -235,6 +235,20 @@ int zt_lora_bwd_first(const zt_backend *be, const zt_lora *lo, int g, const floa
                       const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
                       float *dx, int N, const zt_lora_scratch *sc);
 
+/* zt_lora_bwd_first's input gradient written in bf16 (config.h
+ * ZT_W16_LGRAD16; bf16 matmul mode): dx16[N, in] = bf16(dh A), the fp32
+ * product zt_lora_bwd_first writes rounded once to nearest even (dh rounded
+ * to bf16 first into the scratch h, dead by then, as that product's GEMM
+ * rounds it; backend.h matmul_bwd_o16, tmp [N, in] its fp32 scratch), for
+ * the caller's base dinp GEMM to add into (backend.h matmul_bwd_acc16);
+ * the adapters' gradients added into gad as zt_lora_bwd_first adds them
+ * (bitwise).  Returns 1 when it wrote dx16; 0 with nothing done where
+ * zt_lora_bwd_first would do nothing, or the backend has no
+ * matmul_bwd_o16. */
+int zt_lora_bwd_first16(const zt_backend *be, const zt_lora *lo, int g, const float *ad, float *gad,
+                        const float *x, const uint16_t *x16, const float *dy, const uint16_t *dy16,
+                        uint16_t *dx16, float *tmp, int N, const zt_lora_scratch *sc);
+
 /* The adapter engine of a base engine (NULL without LoRA). */
 struct zt_units *zt_units_peer(struct zt_units *U);
 /* 1 in a training pass of U, with the step, the micro batch's first global

@@ -146,6 +146,17 @@ static inline int zt_skel_lora_bwd_first16(const zt_skel *sk, int grp, const flo
     return sk->lora &&
            zt_lora_bwd_first(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dy16, dx, N, ls);
 }
+/* 1: group grp's input gradient written into dx16 in bf16 first (lora.h
+ * zt_lora_bwd_first16: its adapters' backward done; tmp [N, in] fp32
+ * scratch), the caller's base dinp GEMM then adding into it
+ * (matmul_bwd_acc16); 0: nothing done */
+static inline int zt_skel_lora_bwd_first16o(const zt_skel *sk, int grp, const float *x,
+                                            const uint16_t *x16, const float *dy,
+                                            const uint16_t *dy16, uint16_t *dx16, float *tmp,
+                                            int N, const zt_lora_scratch *ls) {
+    return sk->lora && zt_lora_bwd_first16(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dy16,
+                                           dx16, tmp, N, ls);
+}
 static inline void zt_skel_lora_bwd16(const zt_skel *sk, int grp, const float *x,
                                       const uint16_t *x16, const float *dy, const uint16_t *dy16,
                                       float *dx, int N, const zt_lora_scratch *ls) {

@@ -81,6 +81,7 @@ static const struct {
     {"ZT_TEST_NO_QKB16", ZT_W16_QKB16},
     {"ZT_TEST_NO_DH16", ZT_W16_DH16},
     {"ZT_TEST_NO_LBRANCH16", ZT_W16_LBRANCH16},
+    {"ZT_TEST_NO_LGRAD16", ZT_W16_LGRAD16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -573,6 +573,13 @@ mutant fwd-acc16-beta kernels/cuda/cuda_matmul.cu \
 mutant fwd-acc16-gemmex-beta kernels/cuda/cuda_matmul.cu \
     'gemmex_o16\(out16, inp, x16, w, ww16, N, C, OC, \K1\.0f(?=\);)' '0.0f'
 
+# matmul_bwd_acc16: the bf16 input gradient overwritten (beta 0) instead
+# of accumulated, the cuBLASLt GEMM with a bf16 C = D; and cublasGemmEx's
+mutant bwd-acc16-beta kernels/cuda/cuda_matmul.cu \
+    'gemm\(false, false, C, N, OC, NULL, C, NULL, OC, NULL, C, \K1\.0f(?=, NULL, NULL, a, d16,)' '0.0f'
+mutant bwd-acc16-gemmex-beta kernels/cuda/cuda_matmul.cu \
+    'gemmex16\(false, C, N, OC, a, C, d16, OC, \K1\.0f(?=, dinp16, C\);)' '0.0f'
+
 # matmul_bwd_acc: the input gradient overwritten (beta 0) instead of
 # accumulated (every operand variant: fp32, w16, dout16)
 mutant bwd-acc-beta kernels/cuda/cuda_matmul.cu \

@@ -599,6 +599,7 @@ typedef struct w16_mem {
     long scale;                 /* scale calls */
     long fo16, bo16;            /* matmul_fwd_o16 and matmul_bwd_o16 calls */
     long facc16, glu16;         /* matmul_fwd_acc16 calls; swiglu_fwd16 + geglu_fwd16 calls */
+    long bacc16;                /* matmul_bwd_acc16 calls */
     long anb16, an16;           /* add_rmsnorm_fwd16b and add_rmsnorm_fwd16 calls */
     long rbd, rmsb;             /* rmsnorm_bwd16d calls; rmsnorm_bwd + _bwd16 + _bwd16d calls */
     long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
@@ -642,7 +643,8 @@ static const struct {
     {1073741824, "ZT_TEST_NO_LORAPATH"}, {2147483648ULL, "ZT_TEST_NO_GRADFRESH"},
     {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"},
     {17179869184ULL, "ZT_TEST_NO_DH16"},
-    {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"}};
+    {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"},
+    {137438953472ULL, "ZT_TEST_NO_LGRAD16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
@@ -844,6 +846,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->gdd16 = t.calls[ZT_CE_swiglu_bwd_dd16] + t.calls[ZT_CE_geglu_bwd_dd16];
     mem->gd16 = t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
+    mem->bacc16 = t.calls[ZT_CE_matmul_bwd_acc16];
     mem->glu16 = t.calls[ZT_CE_swiglu_fwd16] + t.calls[ZT_CE_geglu_fwd16];
     mem->anb16 = t.calls[ZT_CE_add_rmsnorm_fwd16b];
     mem->an16 = t.calls[ZT_CE_add_rmsnorm_fwd16];
@@ -2295,7 +2298,11 @@ static void lora_bswap(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[160];
-        if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
+        /* (ZT_TEST_NO_LGRAD16: q|k|v's and gate|up's swapped input
+         * gradient in fp32, this section's path; its bf16 one is
+         * lora_grad16's) */
+        if (!w16_case_run(&p, &kind, c, c->arg | 137438953472ULL, names, NULL, what, sizeof what))
+            continue;
         const long want = 4 * p.s.L * cases[i].ng;
         const int acc = !(c->arg & 262144);
         /* (the swapped groups' inputs: q|k|v's, gate|up's C, o's NH hd, down's I) */
@@ -2905,6 +2912,140 @@ static void lora_branch16(void) {
     }
 }
 
+/* ------------------------------------------------------------ LoRA's input gradient in bf16
+ * Llama's q|k|v and gate|up WITH adapters (a frozen base, bf16 gradients
+ * in, no dropout, the backward's swapped order) writing their input
+ * gradient in bf16 as dout16n does without adapters: the adapters' share
+ * written in bf16 first (lora.h zt_lora_bwd_first16: dh rounded by one
+ * k_to_bf16, the product by matmul_bwd_o16) and the base dinp GEMM adding
+ * into it in place (matmul_bwd_acc16), the norm backward reading it
+ * (rmsnorm_bwd16d), against the fp32 share, the fp32 sum (matmul_bwd_acc)
+ * and the fp32 norm-output gradient (rmsnorm_bwd16 / rmsnorm_bwd;
+ * ZT_TEST_NO_LGRAD16=1); and down WITH adapters likewise as dh16 does
+ * without them (its bf16 dh read by swiglu_bwd_dd16, not swiglu_bwd_d16;
+ * not Gemma).  NOT bitwise: the share rounded to bf16 once
+ * before the add and the sum rounded once after it; the losses within
+ * 2^-12 and the gradient norms within 2^-9 relative (ACT16_*_TOL, the
+ * bounds of bf16_dout16n and lora_branch16), not bitwise over the 4 steps.
+ * Over the cpu backend (its attention gradient fp32: q|k|v keeps the fp32
+ * path) gate|up's only; over the bf16-gradient backend (g_bf16g) both.
+ * Per step and path (one backward a step, checkpointed or not), n = 4 L
+ * paths: n matmul_bwd_acc16, matmul_bwd_o16 and k_to_bf16 more, and per
+ * norm path rmsnorm_bwd16d, per down path _bwd_dd16 more and _bwd_d16
+ * fewer; as many matmul_bwd_acc, k_round_bf16 (w_dinp's rounding of dh)
+ * and other backward GEMM calls (w_dinp's matmul_bwd_w16 / matmul_bwd)
+ * fewer, as many bf16-weight calls fewer where the adapters are bf16
+ * (stages 0-2: w_dinp's matmul_bwd_w16 of A; stage 3 its matmul_bwd rounds
+ * A, as matmul_bwd_o16 does); the norm backward calls and the GEMM launches
+ * the same.  Bytes: the share written in bf16 (2 N C fewer), read and
+ * written by the base GEMM's beta 1 in bf16 (4 N C fewer) and read by the
+ * norm in bf16 (2 N C fewer): 8 N C bytes fewer a path, exactly, 8 N I a
+ * down path (N = B T, I the intermediate size; the GLU backward's read of
+ * dh the last 2 N I; dh's k_to_bf16 moves what its k_round_bf16 did).  The activations' peak
+ * and plan the same (the bf16 gradient over dh as dout16n's, dh16 in the
+ * LoRA scratch h, the product's fp32 staging in dbuf: no buffer added).
+ * All-linear at stages 0 and 3, untied, checkpointed (bitwise the run
+ * without checkpointing, with the path and without), QLoRA (nf4 base),
+ * q_proj,v_proj (q|k|v's path only, on the bf16-gradient backend; down
+ * without adapters takes dh16 both runs).
+ * Bitwise and the same counts where not taken: no LoRA, the adapters'
+ * dropout, the fp32 matmuls, Gemma 2's post norms, ZT_TEST_NO_DOUT16N and
+ * ZT_TEST_NO_BWDSWAP (the fp32 gradient both runs), GPT-2. */
+static void lora_grad16(void) {
+    static const w16_kind kind = {137438953472ULL, " with and without LoRA's bf16 input gradients",
+                                  "fp32 gradients'", "the adapters' share and the sum rounded to bf16"};
+    static const w16_kind same = {137438953472ULL,
+                                  " with and without LoRA's bf16 input gradients (not taken)",
+                                  "fp32 gradients'", NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
+                                      {gemma, " gemma LoRA"}, {qv, " LoRA q_proj,v_proj"},
+                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    /* (gu, qkv, dn: gate|up's, q|k|v's and down's paths taken over the
+     * bf16-gradient backend, over the cpu q|k|v's never; arg: the no_w16
+     * bits of both runs; of: a checkpointed case's uncheckpointed one,
+     * index + 1) */
+    static const struct { w16_case c; int gu, qkv, dn, of; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 1, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 1, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1, 1, 2},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 1, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0, 1, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 8589934592ULL}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0, 0, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0, 0, 0}};
+    enum { NC_ = sizeof cases / sizeof cases[0] };
+    static double ra[NC_][4][2], rb[NC_][4][2];
+    static int ran[NC_];
+    bf16g_init();
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        memset(ran, 0, sizeof ran);
+        for (size_t i = 0; i < NC_; i++) {
+            const w16_case *c = &cases[i].c;
+            const int npaths = cases[i].gu + (b16 ? cases[i].qkv : 0), paths = npaths + cases[i].dn;
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, paths ? &kind : &same, c, c->arg, names,
+                              b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
+                continue;
+            memcpy(ra[i], p.a, sizeof p.a);
+            memcpy(rb[i], p.b, sizeof p.b);
+            ran[i] = 1;
+            if (cases[i].of) {
+                const int j = cases[i].of - 1;
+                tap_ok(ran[j] && !memcmp(ra[j], p.a, sizeof p.a) && !memcmp(rb[j], p.b, sizeof p.b),
+                       "%s: losses and gradient norms bitwise those of the run without "
+                       "checkpointing, with the bf16 input gradients (%.9g ... %.9g) and without "
+                       "(%.9g ... %.9g)",
+                       what, p.a[0][0], p.a[3][0], p.b[0][0], p.b[3][0]);
+            }
+            const long n = 4L * p.s.L * paths, nn = 4L * p.s.L * npaths, nd = 4L * p.s.L * cases[i].dn;
+            const double NC = (double)p.s.B * p.s.T * p.s.C, NI = (double)p.s.B * p.s.T * p.s.I;
+            const double fewer = 8.0 * NC * (double)nn + 8.0 * NI * (double)nd;
+            /* (the adapters' bf16 A where the block has them: stages 0-2
+             * with bf16 matmuls) */
+            const long w16n = c->stage < 3 ? n : 0;
+            tap_ok(p.ma.bacc16 == n && p.mb.bacc16 == 0 && p.mb.bacc - p.ma.bacc == n &&
+                       p.ma.bo16 - p.mb.bo16 == n && p.ma.rbd - p.mb.rbd == nn &&
+                       p.ma.gdd16 - p.mb.gdd16 == nd && p.mb.gd16 - p.ma.gd16 == nd &&
+                       p.ma.rmsb == p.mb.rmsb && p.ma.to16 - p.mb.to16 == n && p.rb - p.ra == n &&
+                       p.mb.bwds - p.ma.bwds == n && p.wb - p.wa == w16n &&
+                       p.ma.gemm == p.mb.gemm && p.mb.all_b - p.ma.all_b == fewer &&
+                       w16_same(&p, W16_SAME_ACTS),
+                   "%s: %ld matmul_bwd_acc16 (%ld expected, %ld without), %ld matmul_bwd_acc (%ld "
+                   "without), %ld matmul_bwd_o16 (%ld without), %ld rmsnorm_bwd16d (%ld without), "
+                   "%ld _bwd_dd16 (%ld without, %ld more expected), %ld _bwd_d16 (%ld without), "
+                   "%ld norm backward calls (%ld without), %ld k_to_bf16 (%ld without), %ld "
+                   "k_round_bf16 (%ld without), %ld other backward GEMM calls (%ld without), %ld "
+                   "bf16-weight calls (%ld without, %ld fewer expected), %ld GEMMs (%ld without), "
+                   "%.0f bytes moved (%.0f without, %.0f fewer expected), activations' peak %llu "
+                   "bytes (%llu without)",
+                   what, p.ma.bacc16, n, p.mb.bacc16, p.ma.bacc, p.mb.bacc, p.ma.bo16, p.mb.bo16,
+                   p.ma.rbd, p.mb.rbd, p.ma.gdd16, p.mb.gdd16, nd, p.ma.gd16, p.mb.gd16, p.ma.rmsb,
+                   p.mb.rmsb, p.ma.to16, p.mb.to16, p.ra, p.rb,
+                   p.ma.bwds, p.mb.bwds, p.wa, p.wb, w16n, p.ma.gemm, p.mb.gemm, p.ma.all_b,
+                   p.mb.all_b, fewer, (unsigned long long)p.ma.acts_peak,
+                   (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
+}
+
 /* ------------------------------------------------------------ the norms' bf16 output gradient
  * Llama's q|k|v and gate|up GEMMs, where their output's gradient is bf16
  * and they have no adapters, writing their input gradient in bf16
@@ -2957,7 +3098,9 @@ static void bf16_dout16n(void) {
             const int paths = cases[i].gu + (b16 ? cases[i].qkv : 0);
             w16_pair p;
             char what[192];
-            if (!w16_case_run(&p, paths ? &kind : &same, c, c->arg, names,
+            /* (ZT_TEST_NO_LGRAD16: the groups with adapters keep the fp32
+             * input gradient both runs; with them, lora_grad16) */
+            if (!w16_case_run(&p, paths ? &kind : &same, c, c->arg | 137438953472ULL, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const long n = 4L * p.s.L * paths;
@@ -3000,7 +3143,9 @@ static void bf16_dout16n(void) {
  * all-linear (down's adapters add into its fp32 dh), a Mixture of Experts
  * (its blocks' MLP is moe.c's; bitwise only: uncounted), the fp32 activations (ZT_TEST_NO_ACT16: no
  * bf16 gate|up), the bf16 gradients off (ZT_TEST_NO_D16), GPT-2.  Over the
- * cpu backend (the path needs no bf16 attention gradient). */
+ * cpu backend (the path needs no bf16 attention gradient).  (LoRA's down
+ * with the path, its adapters' share first in bf16: lora_grad16; here
+ * ZT_TEST_NO_LGRAD16 both runs.) */
 static void bf16_dh16(void) {
     static const w16_kind kind = {17179869184ULL, " with and without the down projection's bf16 dh",
                                   "fp32 dh's", "down's dinp rounded to bf16"};
@@ -3024,8 +3169,8 @@ static void bf16_dh16(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[192];
-        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, " (cpu)", what,
-                          sizeof what))
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 137438953472ULL, names,
+                          " (cpu)", what, sizeof what))
             continue;
         /* (uncounted: w16_run runs a Mixture of Experts over the plain cpu
          * backend; its check is the bitwise losses above) */
@@ -4399,6 +4544,7 @@ int main(int argc, char **argv) {
     lora_gu16();
     branch16();
     lora_branch16();
+    lora_grad16();
     bf16_dout16n();
     bf16_dh16();
     lora_keeph();

@@ -1343,6 +1343,50 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
             gpu->free(bt); gpu->free(ba0); gpu->free(ba1);
             no_error("matmul_bwd_acc bf16 operands");
         }
+        /* matmul_bwd_acc16 (fp32 and bf16 operands): dinp16 = bf16(dout w
+         * + fp32(dinp16)) in place, bitwise the GPU's matmul_bwd_acc on the
+         * widened dinp16 followed by to_bf16 (the Lt GEMM with a bf16 C = D
+         * and beta 1, or cublasGemmEx's with impl); near the CPU's
+         * matmul_bwd_acc16; N, C or OC 0: dinp16 unchanged */
+        {
+            static const char *vname[] = {"fp32 operands", "w16", "dout16", "dout16 w16"};
+            float *start = xmalloc(ni * 4), *ref = xmalloc(ni * 4);
+            uint16_t *s16 = xmalloc(ni * 2), *r16 = xmalloc(ni * 2);
+            char *bo = gpu->alloc(ni * 2 + 4 * off), *bs = gpu->alloc(ni * 2 + 4 * off);
+            uint16_t *o16_d = (uint16_t *)(bo + 4 * off), *sq16_d = (uint16_t *)(bs + 4 * off);
+            float *bf = gpu->alloc((ni + off) * 4), *f_d = bf + off;
+            for (size_t i = 0; i < ni; i++) start[i] = (float)((double)(i % 83) / 8.0 - 5.0);
+            cpu->to_bf16(s16, start, ni);
+            for (int v = 0; v < 4; v++) {
+                const uint16_t *vw = v & 1 ? w16_d : NULL, *vd = v & 2 ? d16_d : NULL;
+                gpu->to_device(o16_d, s16, ni * 2);
+                gpu->matmul_bwd_acc16(o16_d, vd ? NULL : d_d, vd, vw ? NULL : w_d, vw, N, C, OC);
+                gpu->to_device(sq16_d, s16, ni * 2);
+                gpu->from_bf16(f_d, sq16_d, ni);
+                gpu->matmul_bwd_acc(f_d, vd ? NULL : d_d, vd, vw ? NULL : w_d, vw, N, C, OC);
+                gpu->to_bf16(sq16_d, f_d, ni);
+                snprintf(name, sizeof name, "matmul_bwd_acc16 (%s) %s: bitwise matmul_bwd_acc on the "
+                         "widened dinp16, then to_bf16", vname[v], tag);
+                tap_ok(same_bits(o16_d, sq16_d, ni * 2), "%s", name);
+                memcpy(r16, s16, ni * 2);
+                cpu->matmul_bwd_acc16(r16, v & 2 ? NULL : hd, v & 2 ? d16 : NULL, v & 1 ? NULL : w,
+                                      v & 1 ? w16 : NULL, N, C, OC);
+                cpu->from_bf16(ref, r16, ni);
+                gpu->from_bf16(f_d, o16_d, ni);
+                snprintf(name, sizeof name, "matmul_bwd_acc16 (%s, in place) %s", vname[v], tag);
+                cmpd(name, f_d, ref, ni, 1e-2, 1e-2 * maxabs(ref, ni));
+            }
+            gpu->to_device(o16_d, s16, ni * 2);
+            gpu->matmul_bwd_acc16(o16_d, d_d, NULL, w_d, NULL, 0, C, OC);
+            gpu->matmul_bwd_acc16(o16_d, d_d, NULL, w_d, NULL, N, 0, OC);
+            gpu->matmul_bwd_acc16(o16_d, d_d, NULL, w_d, NULL, N, C, 0);
+            gpu->to_device(sq16_d, s16, ni * 2);
+            snprintf(name, sizeof name, "matmul_bwd_acc16 %s, N, C or OC 0: dinp16 unchanged", tag);
+            tap_ok(same_bits(o16_d, sq16_d, ni * 2), "%s", name);
+            free(start); free(ref); free(s16); free(r16);
+            gpu->free(bo); gpu->free(bs); gpu->free(bf);
+            no_error("matmul_bwd_acc16");
+        }
         float *hi = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
         float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4), *b0 = calloc(OC, 4), *b1 = calloc(OC, 4);
         gpu->to_host(hi, i_d, ni * 4);

@@ -1150,6 +1150,123 @@ static void test_qknorm_rope_bwd16(int B, int T, int NH, int NKV, int qnh, int k
     free(kw); free(x16); free(a16); free(r16); free(dq); free(dk); free(dq0); free(dk0); free(rq); free(rk);
 }
 
+/* ------------------------------------------------------------ the base input gradient into bf16 */
+
+/* the bf16 value of x (round to nearest even), widened back: exact */
+static double bf16_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* matmul_bwd_acc16 (Llama's LoRA q|k|v and gate|up, lgrad16): dinp16 =
+ * bf16(dout @ w + fp32(dinp16)) in place, bitwise matmul_bwd_acc on the
+ * widened dinp16 followed by to_bf16 (each operand form: fp32, w16,
+ * dout16, both; fp32 and bf16 matmul mode); near the double-precision sum
+ * (bf16 mode: of the rounded operands) within one bf16 rounding; small
+ * integers exact; N, C or OC 0: dinp16 unchanged; cpu-strict bitwise the
+ * cpu's, no error */
+static void test_matmul_bwd_acc16(int n, int c, int oc) {
+    static const char *vname[] = {"fp32 operands", "w16", "dout16", "dout16 w16"};
+    const size_t nd = (size_t)n * oc, nw = (size_t)oc * c, ni = (size_t)n * c;
+    float *dout = fvec(nd, 1.0), *w = fvec(nw, 1.0), *startf = fvec(ni, 4.0);
+    uint16_t *d16 = xcalloc(nd, 2), *w16 = xcalloc(nw, 2), *start16 = xcalloc(ni, 2);
+    uint16_t *acc16 = xcalloc(ni, 2), *seq16 = xcalloc(ni, 2), *st16 = xcalloc(ni, 2);
+    float *seq = fvec(ni, 0.0), *got = fvec(ni, 0.0);
+    double *ref = dvec(ni);
+    char name[192];
+    be->to_bf16(d16, dout, nd);
+    be->to_bf16(w16, w, nw);
+    be->to_bf16(start16, startf, ni);
+    const zt_backend *S = zt_backend_cpu_strict();
+    for (int mode = 0; mode < 2; mode++) {
+        be->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        if (S) S->set_matmul_precision(mode ? ZT_MATMUL_BF16 : ZT_MATMUL_FP32);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < c; j++) {
+                double s = 0.0;
+                for (int o = 0; o < oc; o++) {
+                    const float a = dout[(size_t)i * oc + o], b = w[(size_t)o * c + j];
+                    s += mode ? bf16_of(a) * bf16_of(b) : (double)a * b;
+                }
+                float st;
+                be->from_bf16(&st, &start16[(size_t)i * c + j], 1);
+                ref[(size_t)i * c + j] = (double)st + s;
+            }
+        for (int v = 0; v < (mode ? 4 : 1); v++) {
+            const uint16_t *vw16 = v & 1 ? w16 : NULL, *vd16 = v & 2 ? d16 : NULL;
+            const float *vw = vw16 ? NULL : w, *vd = vd16 ? NULL : dout;
+            memcpy(acc16, start16, ni * 2);
+            be->matmul_bwd_acc16(acc16, vd, vd16, vw, vw16, n, c, oc);
+            be->from_bf16(seq, start16, ni);
+            be->matmul_bwd_acc(seq, vd, vd16, vw, vw16, n, c, oc);
+            be->to_bf16(seq16, seq, ni);
+            snprintf(name, sizeof name, "matmul_bwd_acc16 N=%d C=%d OC=%d %s %s: bitwise matmul_bwd_acc "
+                     "on the widened dinp16, then to_bf16", n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+            tap_ok(!memcmp(acc16, seq16, ni * 2), "%s", name);
+            be->from_bf16(got, acc16, ni);
+            snprintf(name, sizeof name, "matmul_bwd_acc16 N=%d C=%d OC=%d %s %s: bf16(dinp16 + dout w)",
+                     n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+            /* (one bf16 rounding of the sum, 2^-8 relative, and fp32's sums) */
+            check_arr(name, got, ref, ni, 1.0 / 256 + 1e-5, 1e-5 * sqrt((double)oc));
+            if (!S) {
+                tap_skip("cpu-strict matmul_bwd_acc16", "no cpu-strict backend (mmap/mprotect)");
+                continue;
+            }
+            uint16_t *sa = S->alloc(ni * 2), *sd16 = S->alloc(nd * 2), *sw16 = S->alloc(nw * 2);
+            float *sd = S->alloc(nd * 4), *sw = S->alloc(nw * 4);
+            S->to_device(sa, start16, ni * 2);
+            S->to_device(sd16, d16, nd * 2);
+            S->to_device(sw16, w16, nw * 2);
+            S->to_device(sd, dout, nd * 4);
+            S->to_device(sw, w, nw * 4);
+            S->matmul_bwd_acc16(sa, vd ? sd : NULL, vd16 ? sd16 : NULL, vw ? sw : NULL,
+                                vw16 ? sw16 : NULL, n, c, oc);
+            S->to_host(st16, sa, ni * 2);
+            tap_ok(!memcmp(st16, acc16, ni * 2) && !S->error(),
+                   "cpu-strict matmul_bwd_acc16 N=%d C=%d OC=%d %s %s: bitwise the cpu's, no error",
+                   n, c, oc, mode ? "bf16" : "fp32", vname[v]);
+            S->free(sa); S->free(sd16); S->free(sw16); S->free(sd); S->free(sw);
+        }
+        /* N, C or OC 0: dinp16 unchanged */
+        memcpy(acc16, start16, ni * 2);
+        be->matmul_bwd_acc16(acc16, dout, NULL, w, NULL, 0, c, oc);
+        be->matmul_bwd_acc16(acc16, dout, NULL, w, NULL, n, 0, oc);
+        be->matmul_bwd_acc16(acc16, dout, NULL, w, NULL, n, c, 0);
+        tap_ok(!memcmp(acc16, start16, ni * 2),
+               "matmul_bwd_acc16 %s N=%d C=%d OC=%d: N, C or OC 0 leave dinp16 unchanged",
+               mode ? "bf16" : "fp32", n, c, oc);
+    }
+    {
+        /* small integers: the product, the sum and its bf16 all exact */
+        enum { N = 5, Cc = 7, OC = 6 };
+        float di[N * OC], wi[OC * Cc], st[N * Cc], want[N * Cc], g2[N * Cc];
+        uint16_t s16[N * Cc];
+        for (int i = 0; i < N * OC; i++) di[i] = (float)(i % 5 - 2);
+        for (int i = 0; i < OC * Cc; i++) wi[i] = (float)(i % 3 - 1);
+        for (int i = 0; i < N * Cc; i++) st[i] = (float)(i % 9 - 4);
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < Cc; j++) {
+                float s = st[i * Cc + j];
+                for (int o = 0; o < OC; o++) s += di[i * OC + o] * wi[o * Cc + j];
+                want[i * Cc + j] = s;
+            }
+        be->set_matmul_precision(ZT_MATMUL_BF16);
+        be->to_bf16(s16, st, N * Cc);
+        be->matmul_bwd_acc16(s16, di, NULL, wi, NULL, N, Cc, OC);
+        be->from_bf16(g2, s16, N * Cc);
+        tap_ok(!memcmp(g2, want, sizeof g2), "matmul_bwd_acc16 bf16, small integers: exact");
+    }
+    be->set_matmul_precision(ZT_MATMUL_FP32);
+    if (S) S->set_matmul_precision(ZT_MATMUL_FP32);
+    tap_ok(be->error() == NULL, "matmul_bwd_acc16 N=%d C=%d OC=%d: no backend error recorded", n, c, oc);
+    free(dout); free(w); free(startf); free(d16); free(w16); free(start16); free(acc16);
+    free(seq16); free(st16); free(seq); free(got); free(ref);
+}
+
 int main(void) {
     be = zt_backend_cpu();
     be->set_threads(2);
@@ -1193,5 +1310,8 @@ int main(void) {
     test_ext_threads_strict();
     test_encoder_nowpe();
     test_threads_strict();
+    test_matmul_bwd_acc16(37, 29, 48);    /* odd N */
+    test_matmul_bwd_acc16(300, 256, 64);  /* above the parallel threshold */
+    test_matmul_bwd_acc16(33, 40, 400);
     return tap_done();
 }

@@ -173,6 +173,32 @@ int main(void) {
         S->free(d_o16);
         S->free(d_short);
     }
+    /* matmul_bwd_acc16 (dinp16 read and written in place; dout = out):
+     * bitwise the cpu result; dinp16 one row short of N C: refused, dinp16
+     * unchanged */
+    {
+        uint16_t i16_c[N * Cc], i16_s[N * Cc], i16_b[N * Cc];
+        C->to_bf16(i16_c, inp, N * Cc);
+        uint16_t *d_i16 = dput(i16_c, sizeof i16_c);
+        C->matmul_bwd_acc16(i16_c, out_c, NULL, w, NULL, N, Cc, OC);
+        float *d_dout = dput(out_c, sizeof out_c);
+        S->matmul_bwd_acc16(d_i16, d_dout, NULL, d_w, NULL, N, Cc, OC);
+        S->to_host(i16_s, d_i16, sizeof i16_s);
+        tap_ok(!memcmp(i16_c, i16_s, sizeof i16_c) && !S->error(),
+               "matmul_bwd_acc16: bitwise the cpu result");
+        uint16_t *d_short = S->alloc(sizeof i16_c - Cc * 2);
+        S->to_device(d_short, i16_c, sizeof i16_c - Cc * 2);
+        S->matmul_bwd_acc16(d_short, d_dout, NULL, d_w, NULL, N, Cc, OC);
+        const char *e16 = S->error();
+        S->to_host(i16_b, d_short, sizeof i16_c - Cc * 2);
+        tap_ok(e16 && strstr(e16, "matmul_bwd_acc16") && strstr(e16, "dinp16") &&
+                   !memcmp(i16_b, i16_c, sizeof i16_c - Cc * 2),
+               "matmul_bwd_acc16 with dinp16 a row short: refused, not run, error(): %s",
+               e16 ? e16 : "(none)");
+        S->free(d_i16);
+        S->free(d_dout);
+        S->free(d_short);
+    }
 
     float logits[N * V], probs_c[N * V], loss_c[N], loss_s[N];
     int tg[N];

@@ -850,6 +850,23 @@ static void cpu_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *d
     free(tmp);
 }
 
+/* matmul_bwd_acc16 (backend.h): dinp16 widened (exact) into host scratch,
+ * matmul_bwd_acc on it, then to_bf16: that sequence by construction */
+static void cpu_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
+                                 const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (N <= 0 || C <= 0 || OC <= 0) return;
+    const size_t n = (size_t)N * C;
+    float *dinp = malloc(n * sizeof(float));
+    if (!dinp) {
+        cpu_err = "cpu_backend.c: matmul_bwd_acc16: out of memory for the fp32 gradient (nothing computed)";
+        return;
+    }
+    zt_cpu_from_bf16(dinp, dinp16, n);
+    cpu_matmul_bwd_acc(dinp, dout, dout16, w, w16, N, C, OC);
+    zt_cpu_to_bf16(dinp16, dinp, n);
+    free(dinp);
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -1140,6 +1157,7 @@ static const zt_backend cpu_backend = {
     .matmul_fwd_acc = cpu_matmul_fwd_acc,
     .matmul_fwd_acc16 = cpu_matmul_fwd_acc16,
     .matmul_bwd_acc = cpu_matmul_bwd_acc,
+    .matmul_bwd_acc16 = cpu_matmul_bwd_acc16,
     .set_dw_fresh = cpu_set_dw_fresh,
     .qknorm_rope_bwd16 = cpu_qknorm_rope_bwd16,
 };

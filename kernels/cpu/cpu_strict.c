@@ -659,6 +659,15 @@ static void s_matmul_bwd_acc(float *dinp, const float *dout, const uint16_t *dou
         cpu()->matmul_bwd_acc(dinp, dout, dout16, w, w16, N, C, OC);
     leave();
 }
+/* (dinp16 read and written; the gradient dout16 or dout, the weight w16 or w) */
+static void s_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
+                               const float *w, const uint16_t *w16, int N, int C, int OC) {
+    enter();
+    if (NEED_ALL("matmul_bwd_acc16", {"dinp16", dinp16, (size_t)N * C * 2},
+                 OPND_OR(1, dout16, (size_t)N * OC * 2, dout, (size_t)N * OC * F), OPND_W(1)))
+        cpu()->matmul_bwd_acc16(dinp16, dout, dout16, w, w16, N, C, OC);
+    leave();
+}
 /* (the gradients g[n] the dW GEMMs may overwrite: device memory; g NULL:
  * none) */
 static void s_set_dw_fresh(float *g, size_t n) {
@@ -1806,6 +1815,7 @@ static const zt_backend strict_backend = {
     .matmul_fwd_acc = s_matmul_fwd_acc,
     .matmul_fwd_acc16 = s_matmul_fwd_acc16,
     .matmul_bwd_acc = s_matmul_bwd_acc,
+    .matmul_bwd_acc16 = s_matmul_bwd_acc16,
     .set_dw_fresh = s_set_dw_fresh,
     .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
 };

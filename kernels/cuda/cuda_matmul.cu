@@ -815,6 +815,18 @@ void zt_cuda_matmul_dgelu_bwd_o16(uint16_t *dpre16, float *tmp, float *dpre_bias
     if (dpre_bias) zt_cuda_colsum_acc(dpre_bias, tmp, N, C, (size_t)C);
 }
 
+/* D[m, n] (ldc) = op(A) B (+ C, beta 1: C = D) by cublasGemmEx with A, B,
+ * C and D in bf16 (fp32 compute: C widened and added in fp32 before D's one
+ * rounding); A [m, k] (ta: stored transposed) with lda, B [k, n] with ldb,
+ * both already bf16 (gemmex_o16, zt_cuda_matmul_bwd_acc16) */
+static void gemmex16(bool ta, int m, int n, int k, const bf16_t *a, int lda, const bf16_t *b, int ldb,
+                     float beta, uint16_t *d16, int ldc) {
+    const float alpha = 1.0f;
+    ZT_BLAS(cublasGemmEx(g_blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a,
+                         CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &beta, d16, CUDA_R_16BF, ldc,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 /* The forward GEMM with a bf16 D by cublasGemmEx (fp32 compute; beta 1:
  * C = D, the bf16 out16 read and added in fp32 before D's one rounding):
  * the operands not given in bf16 rounded into the scratch of
@@ -843,10 +855,7 @@ static void gemmex_o16(uint16_t *out16, const float *inp, const bf16_t *x16, con
         if (!ZT_CU(cudaMemcpyAsync(r, b, nb * 2, cudaMemcpyDeviceToDevice, zt_cu.stream))) return;
         b = r;
     }
-    const float alpha = 1.0f;
-    ZT_BLAS(cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, a, CUDA_R_16BF, C, b,
-                         CUDA_R_16BF, C, &beta, out16, CUDA_R_16BF, OC, CUBLAS_COMPUTE_32F,
-                         CUBLAS_GEMM_DEFAULT));
+    gemmex16(true, OC, N, C, a, C, b, C, beta, out16, OC);
 }
 
 /* the bf16-output entry (backend.h): one cuBLASLt GEMM with D in bf16 (fp32
@@ -898,6 +907,37 @@ void zt_cuda_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t 
                          NULL, x16 != NULL, out16))
         return;
     gemmex_o16(out16, inp, x16, w, ww16, N, C, OC, 1.0f);
+}
+
+/* the base input gradient accumulated into a bf16 gradient (backend.h
+ * matmul_bwd_acc16): matmul_bwd_acc's input-gradient GEMM with C = D in
+ * bf16, beta 1 (fp32 compute: D = bf16(acc + fp32(C)), rounded once), by
+ * cuBLASLt as matmul_fwd_acc16's (gemm with d16), where Lt has no such
+ * algorithm by cublasGemmEx with the same types (gemmex16).  dout16 read as
+ * matmul_bwd_acc reads it (given_dout: copied when not 256-byte aligned),
+ * else dout rounded once (round_dout); the fp32 weight rounded into the
+ * room after it (where gemm would round it): the scratch request is
+ * matmul_bwd_acc's (the beta-0 entry's with dinp alone). */
+void zt_cuda_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
+                              const float *w, const uint16_t *w16, int N, int C, int OC) {
+    if (!a16_ok("matmul_bwd_acc16") || N <= 0 || C <= 0 || OC <= 0) return;
+    const bf16_t *d16 = NULL;
+    char *s = dout16 ? given_dout((const bf16_t *)dout16, N, C, OC, true, false, 0, &d16)
+                     : round_dout(dout, N, C, OC, true, false, 0);
+    if (!s) return;
+    if (!d16) d16 = (const bf16_t *)s;
+    char *room = s + zt_al256((size_t)OC * (size_t)N * 2);
+    const bf16_t *a = (const bf16_t *)w16;
+    if (!a) {
+        const size_t na = (size_t)OC * (size_t)C;
+        k_round_bf16<<<zt_ew_blocks(na), ZT_EW_THREADS, 0, zt_cu.stream>>>((bf16_t *)room, w, na);
+        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        a = (const bf16_t *)room;
+    }
+    if (g_use_lt && gemm(false, false, C, N, OC, NULL, C, NULL, OC, NULL, C, 1.0f, NULL, NULL, a, d16,
+                         room, false, dinp16))
+        return;
+    gemmex16(false, C, N, OC, a, C, d16, OC, 1.0f, dinp16, C);
 }
 
 /* the LM head's backward on its bf16 gradient (backend.h matmul_bwd_head16):

@@ -280,7 +280,9 @@ HOOK=ZT_TEST_NO_QKB16 PER=4 BOTH=ZT_TEST_NO_DOUT16N=1 \
 # bitwise those of ZT_TEST_NO_QKV16=1 (k_sdpa_widen, the fp32 k_rope, the GEMMs rounding dy: the
 # path of before; the final checkpoints' tensor checksums), losses and gradient norms the same,
 # per block and step 4 launches fewer (k_sdpa_widen, k_rope for k_rope_bwd16, the 3 k_round_bf16
-# of the q|k|v GEMM's and its adapters' two dy operands), each run's device peak the planner's
+# of the q|k|v GEMM's and its adapters' two dy operands), each run's device peak the planner's.
+# Both runs with ZT_TEST_NO_LGRAD16=1 (config.h ZT_W16_LGRAD16): with dQ|dK|dV in bf16 the q|k|v
+# adapters' share of the input gradient would go first in bf16 (not bitwise the hook's path)
 qkv16() {  # qkv16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local dir=$1 cfg=$2; shift 2
     local h la lb L why=""
@@ -288,7 +290,7 @@ qkv16() {  # qkv16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and w
     for h in 0 1; do
         local hook=()
         [ $h = 1 ] && hook=(ZT_TEST_NO_QKV16=1)
-        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 ZT_TEST_NO_LGRAD16=1 "${hook[@]}" \
             timeout 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
