@@ -2,6 +2,7 @@
  * costmodel.c -- a GPU training step predicted without a GPU.
  *
  *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
+ *                   [--act-ckpt none|blocks|every-K]
  *                   [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]
  *                   [--attention cudnn|ztrain] [--assume cudnn=E]
  *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
@@ -24,6 +25,11 @@
  * fitted: the step is then printed without them ("predicted step without
  * attention"), their launches listed as uncalibrated; --assume cudnn=E
  * gives them an efficiency E of the bf16 peak, printed as a WHAT-IF.
+ *
+ * --act-ckpt: the step with activation checkpointing
+ * (activation_checkpointing.policy): the backward's recomputed forwards
+ * are counted and timed like any launch; MFU still counts the model's
+ * FLOPs only (6 a trained parameter a token), so the recompute lowers it.
  *
  * --launches N lists the N costliest launch signatures (a kernel with its
  * per-launch FLOPs and bytes: one GEMM shape, one norm size), -1 all.
@@ -48,6 +54,7 @@ static void usage(void) {
             "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
             "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N] [--lora R[:TARGETS]] [--lora-base nf4|nf4-dq]\n"
+            "                 [--act-ckpt none|blocks|every-K]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]\n"
             "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"
             "       costmodel --calibrate BENCH.txt\n"
@@ -99,6 +106,9 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         printf("shape %s: gpt2 L=%d H=%d C=%d V=%d, B=%d T=%d", sh->name, sh->L, sh->NH, sh->C, sh->V, sh->B,
                sh->T);
     printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
+    if (o->act_ckpt[0])
+        printf("  activation checkpointing %s: the backward's recomputed forwards counted and timed; MFU counts "
+               "the model's FLOPs only\n", o->act_ckpt);
     if (o->lora_r > 0)
         printf("  LoRA r=%d on %s, the base frozen in %s: %.0f trained parameters; MFU counts 6 FLOPs a "
                "trained parameter and 4 a frozen one (no weight gradient) a token\n",
@@ -297,7 +307,7 @@ int main(int argc, char **argv) {
     const char *calib = CM_DEFAULT_CALIB, *calibrate = NULL, *rows_of = NULL;
     cm_shape shapes[16];
     int nshapes = 0, top = 25, nlaunch = 0;
-    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET, 0, "", ""};
+    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET, 0, "", "", ""};
     double assume_fwd = 0, assume_bwd = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -370,6 +380,10 @@ int main(int argc, char **argv) {
                 return 2;
             }
             snprintf(o.lora_base, sizeof o.lora_base, "%s", v);
+            i++;
+        } else if (!strcmp(a, "--act-ckpt") && v) {
+            /* (checked by the engine's config: activation_checkpointing.policy) */
+            snprintf(o.act_ckpt, sizeof o.act_ckpt, "%s", strcmp(v, "none") ? v : "");
             i++;
         } else if (!strcmp(a, "--fp32")) {
             o.fp32 = 1;

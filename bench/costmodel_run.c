@@ -128,6 +128,7 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         if (o->lora_targets[0]) SET("ztrain.lora.targets", "%s", o->lora_targets);
         if (o->lora_base[0]) SET("ztrain.lora.base", "%s", o->lora_base);
     }
+    if (o->act_ckpt[0]) SET("activation_checkpointing.policy", "%s", o->act_ckpt);
 #undef SET
     zt_ctx *ctx = NULL;
     int *V = NULL;

@@ -500,7 +500,7 @@ static void engine(void) {
             tap_ok(0, "%s: shape parses", what);
             continue;
         }
-        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0, CM_ATT_AS_SET, 0, "", ""};
+        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0, CM_ATT_AS_SET, 0, "", "", ""};
         cm_counts a, b;
         zt_status st;
         memset(&st, 0, sizeof st);
@@ -3922,8 +3922,8 @@ static void model(void) {
     cm_shape_parse("smollm", &s);
     /* as the recorded runs computed them: the LM head in one chunk, the
      * kernels of then (count.h ZT_COUNT_AS_RECORDED) */
-    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", ""},
-                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T, CM_ATT_ZTRAIN, 0, "", ""};
+    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", ""},
+                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T, CM_ATT_ZTRAIN, 0, "", "", ""};
     cm_counts cg, cs;
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -3989,7 +3989,7 @@ static void model(void) {
          * head fused in the forward (classifier.h: k_xent16_fused gives the
          * losses, no k_xent16_fwd) */
         cm_counts cn;
-        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", ""};
+        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", ""};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
@@ -4033,7 +4033,7 @@ static void model(void) {
          * fused in the forward (classifier.h): no chunk recomputes its logits, no k_xent16_fwd
          * (ZT_TEST_NO_HEADFUSE=1: 3 GEMMs and 4 k_xent16_fwd more) */
         cm_counts cd;
-        const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN, 0, "", ""};
+        const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN, 0, "", "", ""};
         if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
                    "the GPT-2 step counted with the default chunked head")) {
             tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 3 * 4 &&
@@ -4265,8 +4265,8 @@ static void cudnn_model(void) {
     /* a GPT-2-like step with cuDNN attention: its launches, and the step without them */
     cm_shape g;
     cm_shape_parse("gpt2:2,4,64,512,2,96", &g);
-    const cm_run_opts oc = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", ""},
-                      oz = {0, 0, 0, 1, 0, CM_ATT_ZTRAIN, 0, "", ""};
+    const cm_run_opts oc = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", "", ""},
+                      oz = {0, 0, 0, 1, 0, CM_ATT_ZTRAIN, 0, "", "", ""};
     cm_counts a, b;
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -4499,6 +4499,67 @@ static void cudnn_model(void) {
     unlink(tp);
 }
 
+/* bench/costmodel --act-ckpt blocks: the engine's checkpointed step
+ * counted as it runs.  A tiny Llama (no biases, untied head, cuDNN's
+ * attention): each block's forward runs once more inside the backward, so
+ * the bf16 GEMMs do exactly the blocks' forward FLOPs more (2 N of q|k|v,
+ * o, gate|up and down each: 2 N C (QKV + AD + 2 I) + 2 N I C a block) and
+ * cuDNN runs L forwards more; the predicted step is longer; none: the
+ * default's counts, bitwise. */
+static double gemm_flops_of(const cm_counts *c) {
+    double f = 0;
+    for (size_t i = 0; i < c->nk; i++)
+        if (c->k[i].cls == ZT_CC_GEMM_BF16) f += c->k[i].flops * (double)c->k[i].launches;
+    return f;
+}
+
+static void costmodel_ckpt(void) {
+    char p[1024], err[512];
+    cm_calib cal;
+    if (!tap_ok(cm_load(src("bench/costmodel_h100.txt", p, sizeof p), &cal, err, sizeof err) == 0,
+                "checkpointed model: the committed calibration loads"))
+        return;
+    cal.cls[ZT_CC_CUDNN_FWD] = (cm_class){0.35, cal.cls[ZT_CC_STREAM].t0_us, 0, 1};
+    cal.cls[ZT_CC_CUDNN_BWD] = (cm_class){0.35, cal.cls[ZT_CC_STREAM].t0_us, 0, 1};
+    cm_shape ls;
+    cm_shape_parse("llama:3,4,2,64,96,512,2,96,untied", &ls);
+    cm_run_opts o0 = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", "", ""}, on = o0, ob = o0;
+    snprintf(on.act_ckpt, sizeof on.act_ckpt, "none");
+    snprintf(ob.act_ckpt, sizeof ob.act_ckpt, "blocks");
+    cm_counts a, n, b;
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    const int r0 = cm_count_step(&ls, &o0, zt_backend_count(), &a, &st);
+    if (r0) tap_diag("default: %s", st.msg);
+    const int r1 = r0 ? r0 : cm_count_step(&ls, &on, zt_backend_count(), &n, &st);
+    if (!r0 && r1) tap_diag("none: %s", st.msg);
+    const int r2 = r1 ? r1 : cm_count_step(&ls, &ob, zt_backend_count(), &b, &st);
+    if (!r1 && r2) tap_diag("blocks: %s", st.msg);
+    if (!tap_ok(!r0 && !r1 && !r2, "a tiny Llama step counted without, with 'none' and with 'blocks' "
+                                   "activation checkpointing"))
+        goto out;
+    const double L = ls.L, N = (double)ls.B * ls.T, C = ls.C, I = ls.I, hd = (double)ls.C / ls.NH;
+    const double QKV = (ls.NH + 2.0 * ls.NKV) * hd, AD = ls.NH * hd;
+    const double fwd = L * (2 * N * C * (QKV + AD + 2 * I) + 2 * N * I * C);
+    const double ga = gemm_flops_of(&a), gb = gemm_flops_of(&b);
+    const long fa = launches_of_k(a.k, a.nk, "cudnnBackendExecute (SDPA forward)"),
+               fb = launches_of_k(b.k, b.nk, "cudnnBackendExecute (SDPA forward)");
+    tap_ok(gb - ga == fwd && fa == ls.L && fb == 2 * ls.L && b.tot.launches > a.tot.launches,
+           "blocks: the bf16 GEMMs %.0f FLOPs more (the %d blocks' forwards: %.0f), %ld cuDNN forwards "
+           "(%ld without), %ld launches (%ld)", gb - ga, ls.L, fwd, fb, fa, b.tot.launches, a.tot.launches);
+    double per[ZT_CC_N];
+    const double sa = cm_step_s(&cal, a.k, a.nk, &a.tot, per), sb = cm_step_s(&cal, b.k, b.nk, &b.tot, per),
+                 sn = cm_step_s(&cal, n.k, n.nk, &n.tot, per);
+    tap_ok(sb > sa && sn == sa && n.tot.launches == a.tot.launches && n.tot.bytes == a.tot.bytes &&
+               n.tot.flops == a.tot.flops,
+           "the checkpointed step predicted longer (%.4f ms against %.4f); 'none' the default's counts and "
+           "time", sb * 1e3, sa * 1e3);
+out:
+    if (!r0) cm_counts_free(&a);
+    if (!r1) cm_counts_free(&n);
+    if (!r2) cm_counts_free(&b);
+}
+
 int main(int argc, char **argv) {
     zt_status st;
     if (zt_init(&argc, &argv, &st) != ZT_OK) {
@@ -4555,6 +4616,7 @@ int main(int argc, char **argv) {
     bf16_hooks_once();
     cudnn_formulas();
     cudnn_model();
+    costmodel_ckpt();
     zt_finalize();
     return tap_done();
 }
