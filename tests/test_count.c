@@ -2963,14 +2963,13 @@ static void lora_grad16(void) {
                                 "ztrain.lora.base=nf4";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
     static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "bf16.enabled=false";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.25";
     static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
-                                      {gemma, " gemma LoRA"}, {qv, " LoRA q_proj,v_proj"},
-                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+                                      {gemma, " gemma LoRA"}, {f32, " LoRA fp32"},
+                                      {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (gu, qkv, dn: gate|up's, q|k|v's and down's paths taken over the
      * bf16-gradient backend, over the cpu q|k|v's never; arg: the no_w16
      * bits of both runs; of: a checkpointed case's uncheckpointed one,
@@ -2980,7 +2979,7 @@ static void lora_grad16(void) {
         {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 1, 1, 0},
         {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1, 1, 2},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 1, 1, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, qv, 0}, 0, 1, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0, 1, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0, 0, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0, 0, 0},

@@ -1089,6 +1089,66 @@ static void test_qkbwd16_refused(void) {
 
 /* ------------------------------------------------------------ matmul */
 
+/* matmul_fwd_acc16 (bwd 0: x the input [N, C], the result out16 [N, OC])
+ * or matmul_bwd_acc16 (bwd 1: x the gradient dout [N, OC], the result
+ * dinp16 [N, C]), n the result's elements, bf16 start values of i % mod:
+ * for the four operand forms (vname: fp32, w16, x16, x16 w16) bitwise the
+ * GPU's fp32 entry (matmul_fwd_acc / matmul_bwd_acc) on the widened result
+ * followed by to_bf16, and near the CPU's entry (hx, hx16: x on the host);
+ * N, C or OC 0: the result unchanged.  Buffers offset by `off` floats, as
+ * test_matmul's. */
+static void acc16_checks(int bwd, const char *const vname[4], int mod, size_t n, const float *x_d,
+                         const uint16_t *x16_d, const float *hx, const uint16_t *hx16,
+                         const float *w_d, const uint16_t *w16_d, const float *w,
+                         const uint16_t *w16, int N, int C, int OC, int off, const char *tag) {
+    typedef void (*acc16_fn)(uint16_t *, const float *, const uint16_t *, const float *,
+                             const uint16_t *, int, int, int);
+    typedef void (*acc_fn)(float *, const float *, const uint16_t *, const float *,
+                           const uint16_t *, int, int, int);
+    const acc16_fn g16 = bwd ? gpu->matmul_bwd_acc16 : gpu->matmul_fwd_acc16,
+                   c16 = bwd ? cpu->matmul_bwd_acc16 : cpu->matmul_fwd_acc16;
+    const acc_fn g32 = bwd ? gpu->matmul_bwd_acc : gpu->matmul_fwd_acc;
+    const char *e16 = bwd ? "matmul_bwd_acc16" : "matmul_fwd_acc16",
+               *e32 = bwd ? "matmul_bwd_acc" : "matmul_fwd_acc", *r = bwd ? "dinp16" : "out16";
+    char name[192];
+    float *start = xmalloc(n * 4), *ref = xmalloc(n * 4);
+    uint16_t *s16 = xmalloc(n * 2), *r16 = xmalloc(n * 2);
+    char *bo = gpu->alloc(n * 2 + 4 * off), *bs = gpu->alloc(n * 2 + 4 * off);
+    uint16_t *o16_d = (uint16_t *)(bo + 4 * off), *sq16_d = (uint16_t *)(bs + 4 * off);
+    float *bf = gpu->alloc((n + off) * 4), *f_d = bf + off;
+    for (size_t i = 0; i < n; i++) start[i] = (float)((double)(i % mod) / 8.0 - 5.0);
+    cpu->to_bf16(s16, start, n);
+    for (int v = 0; v < 4; v++) {
+        const uint16_t *vw = v & 1 ? w16_d : NULL, *vx = v & 2 ? x16_d : NULL;
+        gpu->to_device(o16_d, s16, n * 2);
+        g16(o16_d, vx ? NULL : x_d, vx, vw ? NULL : w_d, vw, N, C, OC);
+        gpu->to_device(sq16_d, s16, n * 2);
+        gpu->from_bf16(f_d, sq16_d, n);
+        g32(f_d, vx ? NULL : x_d, vx, vw ? NULL : w_d, vw, N, C, OC);
+        gpu->to_bf16(sq16_d, f_d, n);
+        snprintf(name, sizeof name, "%s (%s) %s: bitwise %s on the widened %s, then to_bf16", e16,
+                 vname[v], tag, e32, r);
+        tap_ok(same_bits(o16_d, sq16_d, n * 2), "%s", name);
+        memcpy(r16, s16, n * 2);
+        c16(r16, v & 2 ? NULL : hx, v & 2 ? hx16 : NULL, v & 1 ? NULL : w, v & 1 ? w16 : NULL, N, C,
+            OC);
+        cpu->from_bf16(ref, r16, n);
+        gpu->from_bf16(f_d, o16_d, n);
+        snprintf(name, sizeof name, "%s (%s, in place) %s", e16, vname[v], tag);
+        cmpd(name, f_d, ref, n, 1e-2, 1e-2 * maxabs(ref, n));
+    }
+    gpu->to_device(o16_d, s16, n * 2);
+    g16(o16_d, x_d, NULL, w_d, NULL, 0, C, OC);
+    g16(o16_d, x_d, NULL, w_d, NULL, N, 0, OC);
+    g16(o16_d, x_d, NULL, w_d, NULL, N, C, 0);
+    gpu->to_device(sq16_d, s16, n * 2);
+    snprintf(name, sizeof name, "%s %s, N, C or OC 0: %s unchanged", e16, tag, r);
+    tap_ok(same_bits(o16_d, sq16_d, n * 2), "%s", name);
+    free(start); free(ref); free(s16); free(r16);
+    gpu->free(bo); gpu->free(bs); gpu->free(bf);
+    no_error(e16);
+}
+
 /* The bf16-weight entries (bf16 mode): w16 = w rounded; each bitwise its
  * fp32-weight entry on w (the GPU's, and the CPU's on the CPU), on
  * buffers offset as test_matmul's (`off` floats: the same alignments) */
@@ -1218,44 +1278,10 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
      * beta 1, or cublasGemmEx's with impl); near the CPU's matmul_fwd_acc16 */
     {
         static const char *vname[] = {"fp32 operands", "w16", "inp16", "inp16 w16"};
-        float *hi = xmalloc(ni * 4), *start = xmalloc(no * 4), *ref = xmalloc(no * 4);
-        uint16_t *s16 = xmalloc(no * 2), *r16 = xmalloc(no * 2);
-        char *bo = gpu->alloc(no * 2 + 4 * off), *bs = gpu->alloc(no * 2 + 4 * off);
-        uint16_t *o16_d = (uint16_t *)(bo + 4 * off), *sq16_d = (uint16_t *)(bs + 4 * off);
-        float *bf = gpu->alloc((no + off) * 4), *f_d = bf + off;
+        float *hi = xmalloc(ni * 4);
         gpu->to_host(hi, i_d, ni * 4);
-        for (size_t i = 0; i < no; i++) start[i] = (float)((double)(i % 89) / 8.0 - 5.0);
-        cpu->to_bf16(s16, start, no);
-        for (int v = 0; v < 4; v++) {
-            const uint16_t *vw = v & 1 ? w16_d : NULL, *vx = v & 2 ? i16_d : NULL;
-            gpu->to_device(o16_d, s16, no * 2);
-            gpu->matmul_fwd_acc16(o16_d, vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
-            gpu->to_device(sq16_d, s16, no * 2);
-            gpu->from_bf16(f_d, sq16_d, no);
-            gpu->matmul_fwd_acc(f_d, vx ? NULL : i_d, vx, vw ? NULL : w_d, vw, N, C, OC);
-            gpu->to_bf16(sq16_d, f_d, no);
-            snprintf(name, sizeof name, "matmul_fwd_acc16 (%s) %s: bitwise matmul_fwd_acc on the widened "
-                     "out16, then to_bf16", vname[v], tag);
-            tap_ok(same_bits(o16_d, sq16_d, no * 2), "%s", name);
-            memcpy(r16, s16, no * 2);
-            cpu->matmul_fwd_acc16(r16, v & 2 ? NULL : hi, v & 2 ? i16 : NULL, v & 1 ? NULL : w,
-                                  v & 1 ? w16 : NULL, N, C, OC);
-            cpu->from_bf16(ref, r16, no);
-            gpu->from_bf16(f_d, o16_d, no);
-            snprintf(name, sizeof name, "matmul_fwd_acc16 (%s, in place) %s", vname[v], tag);
-            cmpd(name, f_d, ref, no, 1e-2, 1e-2 * maxabs(ref, no));
-        }
-        /* N, C or OC 0: out16 unchanged */
-        gpu->to_device(o16_d, s16, no * 2);
-        gpu->matmul_fwd_acc16(o16_d, i_d, NULL, w_d, NULL, 0, C, OC);
-        gpu->matmul_fwd_acc16(o16_d, i_d, NULL, w_d, NULL, N, 0, OC);
-        gpu->matmul_fwd_acc16(o16_d, i_d, NULL, w_d, NULL, N, C, 0);
-        gpu->to_device(sq16_d, s16, no * 2);
-        snprintf(name, sizeof name, "matmul_fwd_acc16 %s, N, C or OC 0: out16 unchanged", tag);
-        tap_ok(same_bits(o16_d, sq16_d, no * 2), "%s", name);
-        free(hi); free(start); free(ref); free(s16); free(r16);
-        gpu->free(bo); gpu->free(bs); gpu->free(bf);
-        no_error("matmul_fwd_acc16");
+        acc16_checks(0, vname, 89, no, i_d, i16_d, hi, i16, w_d, w16_d, w, w16, N, C, OC, off, tag);
+        free(hi);
     }
     /* the bf16-gradient entry (matmul_bwd_d16): dout16 = dout rounded, `off`
      * floats into its buffer (a copy to 256-byte alignment when not 0), with
@@ -1350,42 +1376,7 @@ static void test_matmul_w16(int N, int C, int OC, int off, const float *w_d, con
          * matmul_bwd_acc16; N, C or OC 0: dinp16 unchanged */
         {
             static const char *vname[] = {"fp32 operands", "w16", "dout16", "dout16 w16"};
-            float *start = xmalloc(ni * 4), *ref = xmalloc(ni * 4);
-            uint16_t *s16 = xmalloc(ni * 2), *r16 = xmalloc(ni * 2);
-            char *bo = gpu->alloc(ni * 2 + 4 * off), *bs = gpu->alloc(ni * 2 + 4 * off);
-            uint16_t *o16_d = (uint16_t *)(bo + 4 * off), *sq16_d = (uint16_t *)(bs + 4 * off);
-            float *bf = gpu->alloc((ni + off) * 4), *f_d = bf + off;
-            for (size_t i = 0; i < ni; i++) start[i] = (float)((double)(i % 83) / 8.0 - 5.0);
-            cpu->to_bf16(s16, start, ni);
-            for (int v = 0; v < 4; v++) {
-                const uint16_t *vw = v & 1 ? w16_d : NULL, *vd = v & 2 ? d16_d : NULL;
-                gpu->to_device(o16_d, s16, ni * 2);
-                gpu->matmul_bwd_acc16(o16_d, vd ? NULL : d_d, vd, vw ? NULL : w_d, vw, N, C, OC);
-                gpu->to_device(sq16_d, s16, ni * 2);
-                gpu->from_bf16(f_d, sq16_d, ni);
-                gpu->matmul_bwd_acc(f_d, vd ? NULL : d_d, vd, vw ? NULL : w_d, vw, N, C, OC);
-                gpu->to_bf16(sq16_d, f_d, ni);
-                snprintf(name, sizeof name, "matmul_bwd_acc16 (%s) %s: bitwise matmul_bwd_acc on the "
-                         "widened dinp16, then to_bf16", vname[v], tag);
-                tap_ok(same_bits(o16_d, sq16_d, ni * 2), "%s", name);
-                memcpy(r16, s16, ni * 2);
-                cpu->matmul_bwd_acc16(r16, v & 2 ? NULL : hd, v & 2 ? d16 : NULL, v & 1 ? NULL : w,
-                                      v & 1 ? w16 : NULL, N, C, OC);
-                cpu->from_bf16(ref, r16, ni);
-                gpu->from_bf16(f_d, o16_d, ni);
-                snprintf(name, sizeof name, "matmul_bwd_acc16 (%s, in place) %s", vname[v], tag);
-                cmpd(name, f_d, ref, ni, 1e-2, 1e-2 * maxabs(ref, ni));
-            }
-            gpu->to_device(o16_d, s16, ni * 2);
-            gpu->matmul_bwd_acc16(o16_d, d_d, NULL, w_d, NULL, 0, C, OC);
-            gpu->matmul_bwd_acc16(o16_d, d_d, NULL, w_d, NULL, N, 0, OC);
-            gpu->matmul_bwd_acc16(o16_d, d_d, NULL, w_d, NULL, N, C, 0);
-            gpu->to_device(sq16_d, s16, ni * 2);
-            snprintf(name, sizeof name, "matmul_bwd_acc16 %s, N, C or OC 0: dinp16 unchanged", tag);
-            tap_ok(same_bits(o16_d, sq16_d, ni * 2), "%s", name);
-            free(start); free(ref); free(s16); free(r16);
-            gpu->free(bo); gpu->free(bs); gpu->free(bf);
-            no_error("matmul_bwd_acc16");
+            acc16_checks(1, vname, 83, ni, d_d, d16_d, hd, d16, w_d, w16_d, w, w16, N, C, OC, off, tag);
         }
         float *hi = xmalloc(ni * 4), *e0 = xmalloc(ni * 4), *e1 = xmalloc(ni * 4);
         float *g0 = calloc(nw, 4), *g1 = calloc(nw, 4), *b0 = calloc(OC, 4), *b1 = calloc(OC, 4);
