@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "cuda/cuda_workspace.h"
 #include "state.h"   /* ZT_CKPT_STAGE_ELEMS */
+#include "model_acts.h"   /* the checkpoint groups */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -444,8 +445,9 @@ static void sim_forward(layout *y, int training) {
 
 /* gpt.c's and llama.c's backward; with checkpointing group size k, the top
  * block of a group recomputes the blocks below it first (their parameters
- * only). */
-static void sim_backward(layout *y, int k) {
+ * only), but for the last group with keep (model_skel.c: right after the
+ * training forward, precision.h zt_ckptkeep_of). */
+static void sim_backward(layout *y, int k, int keep) {
     const int L = y->L, H = y->ub[L];
     layout *a = y->peer;
     if (k > L) k = L;
@@ -463,7 +465,7 @@ static void sim_backward(layout *y, int k) {
     u_release(y, H);
     u_grads_done(y, H);
     for (int l = L - 1; l >= 0; --l) {
-        int top = k > 0 && (l == L - 1 || (l + 1) % k == 0);
+        const int top = zt_acts_ckpt_top(k, L, l) && zt_acts_ckpt_redo(k, L, l, keep);
         if (top)
             for (int i = (l / k) * k; i < l; ++i) {
                 sim_block_params(y, i, 0);
@@ -982,7 +984,9 @@ static void plan_seqpar_comm(planner *q) {
     const int x16 = q->arch->sp16 ? q->arch->sp16(mc) : 0;   /* (bf16 exchanges) */
     p->alltoall_bytes = (uint64_t)p->grad_accum *
                         zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L,
-                                             p->ckpt_k ? q->L : 0, (nh + 2 * nkv) * hd, nh * hd, x16);
+                                             zt_acts_ckpt_recomputed(zt_acts_ckpt_group(p->ckpt_k, 1, (size_t)q->L), q->L,
+                                                                     zt_ckptkeep_of()),
+                                             (nh + 2 * nkv) * hd, nh * hd, x16);
 }
 
 /* Activations of one micro batch (by checkpointing mode: zt_memplan_acts_bytes
@@ -1216,7 +1220,7 @@ static void plan_step(planner *q) {
     s->phase = "forward";
     sim_forward(&q->y, 1);
     s->phase = "backward";
-    sim_backward(&q->y, p->ckpt_k);
+    sim_backward(&q->y, p->ckpt_k, zt_ckptkeep_of());
     plan_reduce_update(q);
     if (p->with_eval) {
         s->phase = "evaluation";

@@ -179,6 +179,16 @@ static inline int zt_acts_ckpt_top(int k, int L, int l) {
     return k > 0 && (l == L - 1 || (l + 1) % k == 0);
 }
 static inline int zt_acts_ckpt_first(int k, int l) { return (l / k) * k; }
+/* ... and whether the backward recomputes block l's group (keep: the last
+ * group's blocks kept from the training forward, precision.h
+ * zt_ckptkeep_of: its slots and scratch residuals still hold them), and how
+ * many of L blocks it recomputes so (seqpar.h's recomputed layers). */
+static inline int zt_acts_ckpt_redo(int k, int L, int l, int keep) {
+    return k > 0 && !(keep && zt_acts_ckpt_first(k, l) == zt_acts_ckpt_first(k, L - 1));
+}
+static inline int zt_acts_ckpt_recomputed(int k, int L, int keep) {
+    return k <= 0 ? 0 : keep ? zt_acts_ckpt_first(k, L - 1) : L;
+}
 
 /* Shared by the models' acts_create: a calloc'ed activations struct a
  * with B, T, training, ckpt, n_slots, res and layer set for a model of L

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "classifier.h"
 #include "model_acts.h"
+#include "precision.h"
 
 int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model_config *mc,
                  const zt_backend *be, int tied, zt_status *st) {
@@ -14,6 +15,8 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
     sk->lora = 0;
     sk->headfuse = zt_w16_on(mc, ZT_W16_HEADFUSE);
     sk->fused = 0;
+    sk->ckkeep = zt_ckptkeep_of();
+    sk->kept = NULL;
     if (mc->lora_r > 0) {
         ZT_TRY(zt_lora_plan(mc, &sk->lo, st));
         /* (as the models' keep_if: a backend without matmul_dinp_acc) */
@@ -141,6 +144,9 @@ int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_ta
     float fdl = 0.0f;
     const int fuse = sk->headfuse && sa->training && has_targets && zt_units_fwd_dloss(U, &fdl);
     sk->fused = 0;
+    /* (set again once every block has run; an eval forward writes its own
+     * acts, not a training forward's) */
+    if (sa->training) sk->kept = NULL;
     ZT_TRY(params(sk, U, 0, st));
     o->embed_fwd(self, a);
     if (!sk->tied) ZT_TRY(zt_unit_release(U, 0, st));   /* tied: kept for the LM head */
@@ -165,6 +171,9 @@ int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_ta
         sk->fused = 1;
         sk->fused_dloss = fdl;
     }
+    /* the last checkpoint group's slots and scratch residuals hold this
+     * forward's values (the head and the final norm write neither) */
+    if (sa->training && sa->ckpt > 0 && sk->ckkeep) sk->kept = a;
     return ZT_OK;
 }
 
@@ -175,6 +184,10 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
     const zt_skel_ops *o = sk->ops;
     void *self = sk->self, *a = sa->acts;
     const int L = sk->L, k = sa->ckpt;
+    /* (keep: right after the training forward of these acts, the last
+     * group's blocks run on what it left; a second backward recomputes) */
+    const int keep = sk->kept == a;
+    sk->kept = NULL;
     int H;   /* the head's unit */
     units_of(sk, L, &H);
     /* the LM head: its weight's unit (tied: the embedding's, released
@@ -206,8 +219,9 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
     for (int l = L - 1; l >= 0; --l) {
         /* checkpointing with group size k: at the top block of a group,
          * recompute the blocks below it from the group's kept input; the
-         * top block is recomputed inside its own window below */
-        const int top = zt_acts_ckpt_top(k, L, l);
+         * top block is recomputed inside its own window below (keep: not
+         * the last group, its blocks as the forward left them) */
+        const int top = zt_acts_ckpt_top(k, L, l) && zt_acts_ckpt_redo(k, L, l, keep);
         if (top)
             for (int i = zt_acts_ckpt_first(k, l); i < l; ++i)
                 ZT_TRY(block_fwd_unit(sk, U, sa, i, st));

@@ -65,6 +65,11 @@ typedef struct zt_skel {
     int headfuse;                      /* ZT_W16_HEADFUSE (classifier.h "fused") */
     int fused;                         /* the last forward fused the head ... */
     float fused_dloss;                 /* ... with this dloss (the backward's, checked) */
+    int ckkeep;                        /* precision.h zt_ckptkeep_of ... */
+    const void *kept;                  /* ... and the acts whose training forward ran last
+                                        * (the backward that follows runs the last
+                                        * checkpoint group on them: model_acts.h
+                                        * zt_acts_ckpt_redo), NULL once a backward began */
     zt_lora lo;
     const float *ad;                   /* the current block's adapters ... */
     float *gad;                        /* ... and their gradients (backward) */

@@ -109,6 +109,12 @@ int zt_gradfresh_of(void) {
     return !getenv("ZT_TEST_NO_GRADFRESH");
 }
 
+int zt_ckptkeep_of(void) {
+    /* test hook (tests/test_count.c, tests/test_memplan.c: bitwise every
+     * group recomputed; outside the ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_CKPTKEEP");
+}
+
 zt_dtype zt_comm_dtype_of(const zt_config *cfg) {
     if (strcmp(cfg->comm_dtype, "bf16") == 0) return ZT_BF16;
     if (strcmp(cfg->comm_dtype, "fp16") == 0) return ZT_F16;

@@ -89,6 +89,14 @@ int zt_nf4view_of(void);
  * and every dW GEMM adding into it as before (the same values but the sign
  * of a zero: a -0.0 sum stays -0.0; tests compare the two paths) */
 int zt_gradfresh_of(void);
+/* Activation checkpointing: 1, the backward runs the last checkpoint
+ * group's blocks on the activations the training forward just left in
+ * their slots and recomputes only the groups below it (model_skel.c, the
+ * planner's replay memplan.c sim_backward, seqpar.h's recomputed layers:
+ * zt_acts_ckpt_recomputed), read once where each is set up; the test hook
+ * ZT_TEST_NO_CKPTKEEP set: 0, every group recomputed as before (bitwise
+ * the same values: tests compare the two paths) */
+int zt_ckptkeep_of(void);
 
 /* ------------------------------------------------------------ loss scaler */
 

@@ -618,6 +618,10 @@ typedef struct w16_mem {
     int ghave;
     uint64_t ghash;
     long gneg0;
+    /* the GEMMs' FLOPs and launches (every GEMM class), the attention
+     * forwards (every forward entry's calls) */
+    double gemm_fl;
+    long gemm_n, attf;
 } w16_mem;
 /* no_w16: the bits of w16_hooks (or'ed), each its test hook set while the
  * run is set up (zt_ctx_create: the model reads them once), 64 =
@@ -644,9 +648,15 @@ static const struct {
     {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"},
     {17179869184ULL, "ZT_TEST_NO_DH16"},
     {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"},
-    {137438953472ULL, "ZT_TEST_NO_LGRAD16"}};
+    {137438953472ULL, "ZT_TEST_NO_LGRAD16"},
+    {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
+/* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
+ * added to its no_w16: the sections' counts of a checkpointed step are of P
+ * = 2 forwards a block), 1: the default's kept last group (ckpt_keep, which
+ * counts what it saves against that) */
+static int g_w16_ckkeep;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
  * (LoRA's swapped order, lora_swap: the base GEMM the *_w16 / *_a16 entries
  * made before), counted by a table over the one w16_run counts over */
@@ -682,6 +692,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     zt_config *c = zt_config_new();
     char v[64];
     int rc = c ? ZT_OK : ZT_ENOMEM;
+    if (!g_w16_ckkeep) no_w16 |= 549755813888ULL;
 #define SET(k, fmt, x)                                                          \
     do {                                                                        \
         snprintf(v, sizeof v, fmt, x);                                          \
@@ -833,6 +844,13 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     for (size_t i = 0; i < nk; i++)
         if (!strcmp(k[i].name, "cublasLt gemm bf16") || !strcmp(k[i].name, "cublasLt gemm fp32"))
             mem->gemm_b += k[i].bytes * (double)k[i].launches;
+    for (size_t i = 0; i < nk; i++)
+        if (k[i].cls == ZT_CC_GEMM_BF16 || k[i].cls == ZT_CC_GEMM_FP32) {
+            mem->gemm_fl += k[i].flops * (double)k[i].launches;
+            mem->gemm_n += k[i].launches;
+        }
+    mem->attf = t.calls[ZT_CE_attention_fwd] + t.calls[ZT_CE_gqa_fwd] + t.calls[ZT_CE_gqa_ext_fwd] +
+                t.calls[ZT_CE_gqa_ext_fwd16] + t.calls[ZT_CE_gqa_ext_fwd16o];
     mem->copy = t.calls[ZT_CE_copy];
     mem->copy2d = t.calls[ZT_CE_copy2d];
     mem->alloc = t.calls[ZT_CE_alloc];
@@ -4498,13 +4516,106 @@ static void cudnn_model(void) {
     unlink(tp);
 }
 
+/* ------------------------------------------------------------ checkpoint keep
+ * Activation checkpointing with group size k keeps the last group: right
+ * after the training forward the backward runs the last group's blocks on
+ * what that forward left in their slots and scratch residuals, and
+ * recomputes only the R = (L - 1) / k * k blocks below it (precision.h
+ * zt_ckptkeep_of, model_acts.h zt_acts_ckpt_redo).  Against every group
+ * recomputed (ZT_TEST_NO_CKPTKEEP), GPT-2 and Llama, stages 0 and 3, groups
+ * of 1 and of 2 of 3 blocks, Gemma 2, Qwen3's q/k norms, LoRA (with
+ * dropout), QLoRA, gradient accumulation: 4 steps' losses and gradient
+ * norms bitwise, and the last step's gradients where the counter keeps
+ * them; over the run without checkpointing (n) the recompute's GEMM FLOPs
+ * and launches exactly R / L of the full recompute's, (keep - n) L ==
+ * (all - n) R, R attention forwards a step more; the planner's peak of the
+ * gathered units the measured one on both paths, the activations' peak the
+ * same on both, and planned so (the slots are the same arrays). */
+static void ckpt_keep(void) {
+    static const w16_kind kind = {549755813888ULL, " kept and recomputed",
+                                  "run recomputing every checkpoint group", NULL};
+    static const char ck2[] = "activation_checkpointing.policy=every-2";
+    static const char lora_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                  "activation_checkpointing.policy=blocks";
+    static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                  "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
+    static const char nf4_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                 "ztrain.lora.base=nf4 activation_checkpointing.policy=blocks";
+    static const char gemma_ck[] = "ztrain.model.gemma=2 activation_checkpointing.policy=blocks";
+    static const char qk_ck[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks";
+    static const char acc_ck[] = "train_batch_size=4 activation_checkpointing.policy=blocks";
+    static const w16_xname names[] = {
+        {w16_ck, " checkpointed"}, {ck2, " checkpointed every 2"}, {lora_ck, " LoRA checkpointed"},
+        {drop_ck, " LoRA dropout checkpointed"}, {nf4_ck, " QLoRA checkpointed"},
+        {gemma_ck, " gemma checkpointed"}, {qk_ck, " qk_norm checkpointed"},
+        {acc_ck, " accumulation 2 checkpointed"}, {NULL, NULL}};
+    /* arg: the group size */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
+        {"gpt2:3,2,32,64,2,16", 0, ck2, 2},
+        {"gpt2:2,2,32,64,2,16", 0, lora_ck, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 1},
+        {"llama:3,4,2,32,48,64,2,16,untied", 0, ck2, 2},
+        {"llama:3,4,2,32,48,64,2,16", 3, ck2, 2},
+        {"llama:2,4,2,32,48,64,2,16", 0, gemma_ck, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, qk_ck, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, lora_ck, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 1},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4_ck, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 1, acc_ck, 1}};
+    g_w16_ckkeep = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, &kind, c, 0, names, NULL, what, sizeof what)) continue;
+        /* the run without checkpointing */
+        char none[512];
+        snprintf(none, sizeof none, "%s activation_checkpointing.policy=none", c->extra);
+        double res[4][2];
+        long wn = 0, rn = 0;
+        w16_mem mn;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        const int rc = w16_run(&p.s, c->stage, none, 0, res, &wn, &rn, &mn, &st);
+        if (!tap_ok(rc == ZT_OK, "%s: 4 steps without checkpointing", what)) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        const int L = p.s.L, k = (int)c->arg, R = (L - 1) / k * k;
+        /* micro-batches a step (accumulation 2: 2) */
+        const long mb = c->extra == acc_ck ? 2 : 1, steps = 4 * mb;
+        tap_ok(p.ma.ghave == p.mb.ghave && (!p.ma.ghave || p.ma.ghash == p.mb.ghash),
+               "%s: the last step's gradients bitwise%s", what,
+               p.ma.ghave ? "" : " (not kept by the counter at this stage: the losses above)");
+        const double fa = p.ma.gemm_fl - mn.gemm_fl, fb = p.mb.gemm_fl - mn.gemm_fl;
+        const long na = p.ma.gemm_n - mn.gemm_n, nb = p.mb.gemm_n - mn.gemm_n;
+        tap_ok(fb > 0 && nb > 0 && fa * L == fb * R && na * L == nb * R &&
+                   p.ma.attf == mn.attf + steps * R && p.mb.attf == mn.attf + steps * L,
+               "%s: the recompute's GEMMs %.0f FLOPs in %ld launches (every group: %.0f in %ld; "
+               "R / L = %d / %d), %ld attention forwards (%ld, %ld without checkpointing)",
+               what, fa, na, fb, nb, R, L, p.ma.attf, p.mb.attf, mn.attf);
+        tap_ok(p.ma.peak == p.ma.plan && p.mb.peak == p.mb.plan && p.ma.acts_peak == p.mb.acts_peak &&
+                   p.ma.acts_plan == p.mb.acts_plan && p.ma.peak <= p.mb.peak,
+               "%s: gathered units' peak %llu bytes (planned %llu; every group %llu, planned %llu), "
+               "activations' %llu (%llu), planned the same",
+               what, (unsigned long long)p.ma.peak, (unsigned long long)p.ma.plan,
+               (unsigned long long)p.mb.peak, (unsigned long long)p.mb.plan,
+               (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+    g_w16_ckkeep = 0;
+}
+
 /* bench/costmodel --act-ckpt blocks: the engine's checkpointed step
  * counted as it runs.  A tiny Llama (no biases, untied head, cuDNN's
- * attention): each block's forward runs once more inside the backward, so
- * the bf16 GEMMs do exactly the blocks' forward FLOPs more (2 N of q|k|v,
- * o, gate|up and down each: 2 N C (QKV + AD + 2 I) + 2 N I C a block) and
- * cuDNN runs L forwards more; the predicted step is longer; none: the
- * default's counts, bitwise. */
+ * attention): each block's forward but the last's (kept from the forward:
+ * ckpt_keep below) runs once more inside the backward, so the bf16 GEMMs do
+ * exactly (L - 1) / L of the blocks' forward FLOPs more (2 N of q|k|v, o,
+ * gate|up and down each: 2 N C (QKV + AD + 2 I) + 2 N I C a block) and
+ * cuDNN runs L - 1 forwards more; every group recomputed
+ * (ZT_TEST_NO_CKPTKEEP): all of them, L more; the predicted step is longer
+ * (longer still recomputing every group); none: the default's counts,
+ * bitwise. */
 static double gemm_flops_of(const cm_counts *c) {
     double f = 0;
     for (size_t i = 0; i < c->nk; i++)
@@ -4534,29 +4645,44 @@ static void costmodel_ckpt(void) {
     if (!r0 && r1) tap_diag("none: %s", st.msg);
     const int r2 = r1 ? r1 : cm_count_step(&ls, &ob, zt_backend_count(), &b, &st);
     if (!r1 && r2) tap_diag("blocks: %s", st.msg);
-    if (!tap_ok(!r0 && !r1 && !r2, "a tiny Llama step counted without, with 'none' and with 'blocks' "
-                                   "activation checkpointing"))
+    /* (every group recomputed, the last one too: ZT_TEST_NO_CKPTKEEP) */
+    cm_counts e;
+    setenv("ZT_TEST_NO_CKPTKEEP", "1", 1);
+    const int r3 = r2 ? r2 : cm_count_step(&ls, &ob, zt_backend_count(), &e, &st);
+    unsetenv("ZT_TEST_NO_CKPTKEEP");
+    if (!r2 && r3) tap_diag("blocks, every group recomputed: %s", st.msg);
+    if (!tap_ok(!r0 && !r1 && !r2 && !r3, "a tiny Llama step counted without, with 'none' and with "
+                                          "'blocks' activation checkpointing (and every group recomputed)"))
         goto out;
     const double L = ls.L, N = (double)ls.B * ls.T, C = ls.C, I = ls.I, hd = (double)ls.C / ls.NH;
     const double QKV = (ls.NH + 2.0 * ls.NKV) * hd, AD = ls.NH * hd;
     const double fwd = L * (2 * N * C * (QKV + AD + 2 * I) + 2 * N * I * C);
-    const double ga = gemm_flops_of(&a), gb = gemm_flops_of(&b);
+    const double ga = gemm_flops_of(&a), gb = gemm_flops_of(&b), ge = gemm_flops_of(&e);
     const long fa = launches_of_k(a.k, a.nk, "cudnnBackendExecute (SDPA forward)"),
-               fb = launches_of_k(b.k, b.nk, "cudnnBackendExecute (SDPA forward)");
-    tap_ok(gb - ga == fwd && fa == ls.L && fb == 2 * ls.L && b.tot.launches > a.tot.launches,
-           "blocks: the bf16 GEMMs %.0f FLOPs more (the %d blocks' forwards: %.0f), %ld cuDNN forwards "
-           "(%ld without), %ld launches (%ld)", gb - ga, ls.L, fwd, fb, fa, b.tot.launches, a.tot.launches);
+               fb = launches_of_k(b.k, b.nk, "cudnnBackendExecute (SDPA forward)"),
+               fe = launches_of_k(e.k, e.nk, "cudnnBackendExecute (SDPA forward)");
+    /* (the last block kept from the forward: L - 1 recomputed) */
+    tap_ok(gb - ga == fwd * (L - 1) / L && fa == ls.L && fb == 2 * ls.L - 1 &&
+               b.tot.launches > a.tot.launches,
+           "blocks: the bf16 GEMMs %.0f FLOPs more (the %d blocks' forwards but the last's: %.0f), %ld "
+           "cuDNN forwards (%ld without), %ld launches (%ld)", gb - ga, ls.L, fwd * (L - 1) / L, fb, fa,
+           b.tot.launches, a.tot.launches);
+    tap_ok(ge - ga == fwd && fe == 2 * ls.L && e.tot.launches > b.tot.launches,
+           "blocks, every group recomputed: the bf16 GEMMs %.0f FLOPs more (the %d blocks' forwards: "
+           "%.0f), %ld cuDNN forwards, %ld launches (%ld kept)", ge - ga, ls.L, fwd, fe, e.tot.launches,
+           b.tot.launches);
     double per[ZT_CC_N];
     const double sa = cm_step_s(&cal, a.k, a.nk, &a.tot, per), sb = cm_step_s(&cal, b.k, b.nk, &b.tot, per),
-                 sn = cm_step_s(&cal, n.k, n.nk, &n.tot, per);
-    tap_ok(sb > sa && sn == sa && n.tot.launches == a.tot.launches && n.tot.bytes == a.tot.bytes &&
+                 sn = cm_step_s(&cal, n.k, n.nk, &n.tot, per), se = cm_step_s(&cal, e.k, e.nk, &e.tot, per);
+    tap_ok(se > sb && sb > sa && sn == sa && n.tot.launches == a.tot.launches && n.tot.bytes == a.tot.bytes &&
                n.tot.flops == a.tot.flops,
-           "the checkpointed step predicted longer (%.4f ms against %.4f); 'none' the default's counts and "
-           "time", sb * 1e3, sa * 1e3);
+           "the checkpointed step predicted longer (%.4f ms against %.4f; every group recomputed "
+           "%.4f); 'none' the default's counts and time", sb * 1e3, sa * 1e3, se * 1e3);
 out:
     if (!r0) cm_counts_free(&a);
     if (!r1) cm_counts_free(&n);
     if (!r2) cm_counts_free(&b);
+    if (!r3) cm_counts_free(&e);
 }
 
 int main(int argc, char **argv) {
@@ -4616,6 +4742,7 @@ int main(int argc, char **argv) {
     cudnn_formulas();
     cudnn_model();
     costmodel_ckpt();
+    ckpt_keep();
     zt_finalize();
     return tap_done();
 }
