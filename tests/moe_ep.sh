@@ -142,13 +142,15 @@ ok $? "bf16 with the optimizer state and parameters offloaded: EP 2 (2 ranks, st
 # forced imbalance: every token's experts are 0 and 1 (rank 0's); rank 1's
 # K N rows a layer go to rank 0 and come back.  Rank 0 sends, per layer and
 # forward, K N rows of C = 64 floats back (the counts go by all-gather); the
-# backward the same; N = 32 tokens, 2 layers, 2 forwards (each recomputed)
+# backward the same; N = 32 tokens, 2 layers, the forward of each, the
+# recomputed forward of the first (the last block runs on the forward's
+# activations: docs/memory.md, activation checkpointing) and the backward of each
 ZT_TEST_MOE_ROUTE_ALL=0 run fr 1 --micro-batch 2 --grad-accum 2 &&
     ZT_TEST_MOE_ROUTE_ALL=0 run fe 2 --ep 2 --micro-batch 1 --grad-accum 2 --act-ckpt blocks &&
     compare fr fe && python3 - m_fe.jsonl <<'PY'
 import json, sys
 N, K, C, L, A = 32, 2, 64, 2, 2
-want = A * L * 3 * N * K * C * 4   # forward, recomputed forward, backward
+want = A * (3 * L - 1) * N * K * C * 4   # forward, recomputed forward (L - 1 blocks), backward
 got = [json.loads(l).get("alltoall_bytes") for l in open(sys.argv[1]) if '"loss"' in l]
 print("# all-to-all bytes per step (rank 0): %s, formula %d" % (got, want))
 sys.exit(0 if got and all(g == want for g in got) else 1)
