@@ -55,7 +55,7 @@ int zt_acts16_of(const zt_config *cfg, int cuda) {
  * hook set, its path off.  A new hook: one row. */
 static const struct {
     const char *env;
-    unsigned bit;
+    uint64_t bit;
 } out16_hooks[] = {
     {"ZT_TEST_NO_O16", ZT_W16_O16},     {"ZT_TEST_NO_N16", ZT_W16_N16},
     {"ZT_TEST_NO_R16", ZT_W16_R16},     {"ZT_TEST_NO_AO16", ZT_W16_AO16},
