@@ -295,7 +295,20 @@ typedef struct zt_model_config {
  *                   [N, C] norm-output gradient, no fp32 [N, I] dh.
  *                   NOT the same values: the adapters' share rounded to
  *                   bf16 once before the add, the sum rounded to bf16 (off:
- *                   the fp32 share and gradient; docs/precision.md) */
+ *                   the fp32 share and gradient; docs/precision.md)
+ *   ZT_W16_LO16     ZT_TEST_NO_LO16: ZT_W16_DO16's bf16 dO also where
+ *                   Llama's o projection has adapters (a frozen base, no
+ *                   dropout, the backward's order swapped, ZT_W16_BWDSWAP;
+ *                   llama.h zt_llama_lora_do16, the planner's gate too):
+ *                   the adapters' share written in bf16 first into datt's
+ *                   memory (lora.h zt_lora_bwd_first16) and the base dinp
+ *                   GEMM adding into it in place (backend.h
+ *                   matmul_bwd_acc16), the attention backward reading it as
+ *                   its dO (gqa_ext_bwd16do): no fp32 [N, AD] dO, no
+ *                   conversion of it by the attention backward.  NOT the
+ *                   same values: the share rounded to bf16 once before the
+ *                   add (off: the fp32 share and dO, rounded by the
+ *                   attention backward; docs/precision.md) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -329,6 +342,7 @@ typedef struct zt_model_config {
 #define ZT_W16_LBRANCH16  (UINT64_C(1) << 29)
 #define ZT_W16_QKB16      (UINT64_C(1) << 30)
 #define ZT_W16_LGRAD16    (UINT64_C(1) << 31)
+#define ZT_W16_LO16       (UINT64_C(1) << 32)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config
