@@ -134,7 +134,7 @@ typedef struct zt_model_config {
      * cleared by the model (gpt.c, llama.c) where the backend lacks the
      * entries; 0 in a config (the to_bf16 paths, the separate add, the head
      * recomputed in backward) */
-    unsigned w16;
+    uint64_t w16;
 } zt_model_config;
 
 /* The bits of zt_model_config.w16, each a path bitwise the one of before
@@ -295,24 +295,59 @@ typedef struct zt_model_config {
  *                   [N, C] norm-output gradient, no fp32 [N, I] dh.
  *                   NOT the same values: the adapters' share rounded to
  *                   bf16 once before the add, the sum rounded to bf16 (off:
- *                   the fp32 share and gradient; docs/precision.md) */
-enum {
-    ZT_W16_O16 = 1u << 0, ZT_W16_N16 = 1u << 1, ZT_W16_R16 = 1u << 2, ZT_W16_AO16 = 1u << 3,
-    ZT_W16_D16 = 1u << 4, ZT_W16_QKR16 = 1u << 5, ZT_W16_AB16 = 1u << 6, ZT_W16_X16 = 1u << 7,
-    ZT_W16_G16 = 1u << 8, ZT_W16_SP16 = 1u << 9, ZT_W16_RB16 = 1u << 10, ZT_W16_DO16 = 1u << 11,
-    ZT_W16_ADDFOLD = 1u << 12, ZT_W16_HEADFUSE = 1u << 13, ZT_W16_LORAACC = 1u << 14,
-    ZT_W16_LORABT = 1u << 15, ZT_W16_LORASWAP = 1u << 16, ZT_W16_QKV16 = 1u << 17,
-    ZT_W16_BWDSWAP = 1u << 18, ZT_W16_GPT16 = 1u << 19, ZT_W16_GLUROUND = 1u << 20,
-    ZT_W16_KEEPH = 1u << 21, ZT_W16_LORA16 = 1u << 22, ZT_W16_LGATE = 1u << 23,
-    ZT_W16_GU16 = 1u << 24, ZT_W16_LORAPATH = 1u << 25, ZT_W16_BRANCH16 = 1u << 26,
-    ZT_W16_DOUT16N = 1u << 27, ZT_W16_DH16 = 1u << 28,
-    ZT_W16_LBRANCH16 = 1u << 29, ZT_W16_QKB16 = 1u << 30, ZT_W16_LGRAD16 = 1u << 31
-};
+ *                   the fp32 share and gradient; docs/precision.md)
+ *   ZT_W16_LO16     ZT_TEST_NO_LO16: ZT_W16_DO16's bf16 dO also where
+ *                   Llama's o projection has adapters (a frozen base, no
+ *                   dropout, the backward's order swapped, ZT_W16_BWDSWAP;
+ *                   llama.h zt_llama_lora_do16, the planner's gate too):
+ *                   the adapters' share written in bf16 first into datt's
+ *                   memory (lora.h zt_lora_bwd_first16) and the base dinp
+ *                   GEMM adding into it in place (backend.h
+ *                   matmul_bwd_acc16), the attention backward reading it as
+ *                   its dO (gqa_ext_bwd16do): no fp32 [N, AD] dO, no
+ *                   conversion of it by the attention backward.  NOT the
+ *                   same values: the share rounded to bf16 once before the
+ *                   add (off: the fp32 share and dO, rounded by the
+ *                   attention backward; docs/precision.md) */
+/* (macros, not an enum: bit 32 and on need 64 bits) */
+#define ZT_W16_O16        (UINT64_C(1) << 0)
+#define ZT_W16_N16        (UINT64_C(1) << 1)
+#define ZT_W16_R16        (UINT64_C(1) << 2)
+#define ZT_W16_AO16       (UINT64_C(1) << 3)
+#define ZT_W16_D16        (UINT64_C(1) << 4)
+#define ZT_W16_QKR16      (UINT64_C(1) << 5)
+#define ZT_W16_AB16       (UINT64_C(1) << 6)
+#define ZT_W16_X16        (UINT64_C(1) << 7)
+#define ZT_W16_G16        (UINT64_C(1) << 8)
+#define ZT_W16_SP16       (UINT64_C(1) << 9)
+#define ZT_W16_RB16       (UINT64_C(1) << 10)
+#define ZT_W16_DO16       (UINT64_C(1) << 11)
+#define ZT_W16_ADDFOLD    (UINT64_C(1) << 12)
+#define ZT_W16_HEADFUSE   (UINT64_C(1) << 13)
+#define ZT_W16_LORAACC    (UINT64_C(1) << 14)
+#define ZT_W16_LORABT     (UINT64_C(1) << 15)
+#define ZT_W16_LORASWAP   (UINT64_C(1) << 16)
+#define ZT_W16_QKV16      (UINT64_C(1) << 17)
+#define ZT_W16_BWDSWAP    (UINT64_C(1) << 18)
+#define ZT_W16_GPT16      (UINT64_C(1) << 19)
+#define ZT_W16_GLUROUND   (UINT64_C(1) << 20)
+#define ZT_W16_KEEPH      (UINT64_C(1) << 21)
+#define ZT_W16_LORA16     (UINT64_C(1) << 22)
+#define ZT_W16_LGATE      (UINT64_C(1) << 23)
+#define ZT_W16_GU16       (UINT64_C(1) << 24)
+#define ZT_W16_LORAPATH   (UINT64_C(1) << 25)
+#define ZT_W16_BRANCH16   (UINT64_C(1) << 26)
+#define ZT_W16_DOUT16N    (UINT64_C(1) << 27)
+#define ZT_W16_DH16       (UINT64_C(1) << 28)
+#define ZT_W16_LBRANCH16  (UINT64_C(1) << 29)
+#define ZT_W16_QKB16      (UINT64_C(1) << 30)
+#define ZT_W16_LGRAD16    (UINT64_C(1) << 31)
+#define ZT_W16_LO16       (UINT64_C(1) << 32)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
-static inline int zt_w16_on(const zt_model_config *mc, unsigned bit) { return (mc->w16 & bit) != 0; }
+static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config
  * drops a path its backend (or its shape) cannot take */
-static inline void zt_w16_keep_if(zt_model_config *mc, unsigned bit, int ok) {
+static inline void zt_w16_keep_if(zt_model_config *mc, uint64_t bit, int ok) {
     if (!ok) mc->w16 &= ~bit;
 }
 

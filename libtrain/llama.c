@@ -1117,12 +1117,21 @@ static int lora_lin_bwd16(const zt_skel *sk, const zt_backend *be, int grp, uint
 }
 
 /* llama.h: the config's gate of the o projection's bf16 dO (the model's
- * own is zt_skel_lora_on(sk, LG_O), model_skel.c: the same plan) */
-int zt_llama_lora_do16(const zt_model_config *mc) {
+ * own is zt_skel_lora_on(sk, LG_O), model_skel.c: the same plan).  With
+ * adapters on o (lo16, ZT_W16_LO16): every condition under which block_bwd's
+ * lora_lin_bwd16 takes o's bf16 dO, so the planner's cuDNN workspace (no
+ * dO buffer of its own, zt_do16_of) is the engine's: no dropout (lora.c
+ * zt_lora_bwd_first16's drop.on), the swapped backward (model_skel.c
+ * lo.bswap: ZT_W16_BWDSWAP and matmul_bwd_acc), matmul_bwd_acc16 (and
+ * zt_do16_of's matmul_bwd_o16); the base is frozen (no dw) and the LoRA
+ * scratch h always carved (model_acts.h zt_carve_lora). */
+int zt_llama_lora_do16(const zt_model_config *mc, const zt_backend *be) {
     zt_lora lo;
     if (mc->lora_r <= 0) return 1;
-    if (!zt_w16_on(mc, ZT_W16_LORAPATH) || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return 0;
-    return lo.groups[LG_O].n == 0;
+    if (zt_lora_plan(mc, &lo, NULL) != ZT_OK) return 0;
+    if (lo.groups[LG_O].n == 0) return zt_w16_on(mc, ZT_W16_LORAPATH);
+    return zt_w16_on(mc, ZT_W16_LO16) && zt_w16_on(mc, ZT_W16_BWDSWAP) && mc->lora_dropout <= 0 &&
+           be && be->matmul_bwd_acc && be->matmul_bwd_acc16 && be->matmul_bwd_o16;
 }
 
 /* Block l's forward from res[l] into its slot and res[l+1]; backward runs it
@@ -1684,18 +1693,27 @@ mlp_norm:
      * zt_do16_of; sta the GEMM's fp32 scratch; no fp32 copy) */
     const zt_attn_opts dao_o = attn_opts(m, l, T);
     uint16_t *do16 = NULL;
-    /* (LoRA: only where o has no adapters, which would add into the fp32
-     * dO; q|k|v's read the attention backward's gradient as they do
-     * without do16; ZT_TEST_NO_LORAPATH: only without LoRA) */
-    const int o_off =
-        !sk->lora || (zt_w16_on(&m->cfg, ZT_W16_LORAPATH) && !zt_skel_lora_on(sk, LG_O));
-    if (dc16 && s->qkv16 && s->atty16 && o_off && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
+    /* (LoRA: where o has no adapters (ZT_TEST_NO_LORAPATH: only without
+     * LoRA), or (lo16, ZT_W16_LO16) where it has them and their share can
+     * go first in bf16 (lora_lin_bwd16: the share, then the base adding
+     * into it; zt_do16_of's zt_llama_lora_do16 takes the same decision from
+     * the config, the planner's cuDNN workspace); q|k|v's read the
+     * attention backward's gradient as they do without do16) */
+    const int o_lora = zt_skel_lora_on(sk, LG_O);
+    if (dc16 && s->qkv16 && s->atty16 && zt_do16_of(&m->cfg, be, 1, sh->sp) &&
         be->att_do16(B, T, sh->NH, sh->NKV, sh->hd, &dao_o))
         do16 = (uint16_t *)a->datt;
-    if (do16)
+    if (do16 && o_lora) {
+        /* (sta the share's fp32 scratch, [N, AD] as the GEMM's below; a
+         * decline, which the gate above rules out, the fp32 dO below) */
+        if (!lora_lin_bwd16(sk, be, LG_O, do16, a->sta, gw->ow, dao, dc16, s->atty, s->atty16,
+                            w->ow, LW16(m, w, T_OW), N, sh->AD, C, ls))
+            do16 = NULL;
+    } else if (do16) {
         be->matmul_bwd_o16(do16, a->sta, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
                            N, sh->AD, C);
-    else
+    }
+    if (!do16)
         lora_lin_bwd(sk, be, LG_O, a->datt, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow,
                      LW16(m, w, T_OW), N, sh->AD, C, ls);
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */

@@ -160,11 +160,14 @@ int zt_llama_aux_loss(const zt_model *m, double *aux);
 /* Use activation checkpointing (group size k as zt_gpt_set_checkpointing)
  * in activation blocks created from now on. */
 void zt_llama_set_checkpointing(zt_llama *m, int k);
-/* With LoRA (ztrain.lora.r > 0): 1 when Llama's o projection has no
- * adapters (q_proj,v_proj) and so its backward takes the path of no LoRA
- * that writes the attention's dO in bf16 (ZT_W16_LORAPATH; arch.h
- * zt_do16_of): o's adapters would add into the fp32 dO */
-int zt_llama_lora_do16(const zt_model_config *mc);
+/* With LoRA (ztrain.lora.r > 0): 1 when Llama's o projection's backward
+ * writes the attention's dO in bf16 (arch.h zt_do16_of, be its backend or
+ * NULL): o without adapters (q_proj,v_proj) taking the path of no LoRA
+ * (ZT_W16_LORAPATH), or o with adapters whose share of dO is written in
+ * bf16 first and the base GEMM adds into it (ZT_W16_LO16: no dropout, the
+ * swapped backward ZT_W16_BWDSWAP, be's matmul_bwd_acc, matmul_bwd_acc16
+ * and matmul_bwd_o16) */
+int zt_llama_lora_do16(const zt_model_config *mc, const zt_backend *be);
 /* Bytes of the activation block acts_create allocates for [B, T] with
  * checkpointing group size ckpt (the planner's activation bytes). */
 size_t zt_llama_acts_bytes_ckpt(const zt_model_config *mc, int B, int T, int training, int ckpt);

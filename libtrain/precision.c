@@ -55,7 +55,7 @@ int zt_acts16_of(const zt_config *cfg, int cuda) {
  * hook set, its path off.  A new hook: one row. */
 static const struct {
     const char *env;
-    unsigned bit;
+    uint64_t bit;
 } out16_hooks[] = {
     {"ZT_TEST_NO_O16", ZT_W16_O16},     {"ZT_TEST_NO_N16", ZT_W16_N16},
     {"ZT_TEST_NO_R16", ZT_W16_R16},     {"ZT_TEST_NO_AO16", ZT_W16_AO16},
@@ -82,6 +82,7 @@ static const struct {
     {"ZT_TEST_NO_DH16", ZT_W16_DH16},
     {"ZT_TEST_NO_LBRANCH16", ZT_W16_LBRANCH16},
     {"ZT_TEST_NO_LGRAD16", ZT_W16_LGRAD16},
+    {"ZT_TEST_NO_LO16", ZT_W16_LO16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

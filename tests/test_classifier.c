@@ -225,7 +225,7 @@ static void check_fused(const zt_model_config *base, const char *what) {
     /* the hook: headfuse 0, the dloss told, the path of before */
     r.sh->fwd_dloss_set = 0;
     unbuild(&r);
-    mc.w16 &= ~(unsigned)ZT_W16_HEADFUSE;
+    mc.w16 &= ~ZT_W16_HEADFUSE;
     if (build(&mc, &r, &st) == ZT_OK) {
         r.sh->fwd_dloss = dl;
         r.sh->fwd_dloss_set = 1;

@@ -648,7 +648,7 @@ static const struct {
     {4294967296ULL, "ZT_TEST_NO_BRANCH16"}, {8589934592ULL, "ZT_TEST_NO_DOUT16N"},
     {17179869184ULL, "ZT_TEST_NO_DH16"},
     {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"},
-    {137438953472ULL, "ZT_TEST_NO_LGRAD16"},
+    {137438953472ULL, "ZT_TEST_NO_LGRAD16"}, {274877906944ULL, "ZT_TEST_NO_LO16"},
     {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
@@ -1865,7 +1865,8 @@ static void bf16_qknorm_bwd16(void) {
  * norm bitwise those of ZT_TEST_NO_DO16=1 (no question asked), stages 0
  * and 3, checkpointed; the other counts and the activations' peak and plan
  * unchanged.  LoRA with adapters on the output projection (all-linear):
- * no question (without them: lora_lorapath).  (cuDNN's path, which answers 1:
+ * no question with ZT_TEST_NO_LO16 (with it: lora_o16; without them:
+ * lora_lorapath).  (cuDNN's path, which answers 1:
  * cudnn_model; its values: test_cuda and engine.sh on the simulator.) */
 static void bf16_att_do16(void) {
     static const w16_kind kind = {32768, " with and without the attention output's bf16 gradient",
@@ -1884,9 +1885,11 @@ static void bf16_att_do16(void) {
         /* (and the fp32 norm-output gradient, ZT_TEST_NO_DOUT16N: its GEMMs
          * are matmul_bwd_o16 calls otherwise; o's and down's fp32 delta,
          * ZT_TEST_NO_LBRANCH16: their bf16 delta's forward is a
-         * matmul_bwd_o16 call each, lora_branch16) */
+         * matmul_bwd_o16 call each, lora_branch16; and o's fp32 dO,
+         * ZT_TEST_NO_LO16: with it the question is asked, lora_o16) */
         if (!w16_case_run(&p, &kind, &cases[i],
-                          (lgu ? 536870912 | 34359738368ULL : 0) | w16_dout32(cases[i].shape), NULL,
+                          (lgu ? 536870912 | 34359738368ULL | 274877906944ULL : 0) |
+                              w16_dout32(cases[i].shape), NULL,
                           NULL, what, sizeof what))
             continue;
         const long q = cases[i].arg ? 4L * p.s.L : 0;
@@ -3061,6 +3064,129 @@ static void lora_grad16(void) {
         }
     }
     g_w16_inner = NULL;
+}
+
+/* ------------------------------------------------------------ LoRA's o with a bf16 dO
+ * Llama's o projection WITH adapters (a frozen base, bf16 gradients in, no
+ * dropout, the backward's swapped order) writing the attention's dO in
+ * bf16 into datt's memory as it does without adapters (do16): the
+ * adapters' share written in bf16 first (lora.h zt_lora_bwd_first16: dh
+ * rounded by one k_to_bf16, the product by matmul_bwd_o16) and the base
+ * dinp GEMM adding into it in place (matmul_bwd_acc16), the attention
+ * backward reading it as its dO (gqa_ext_bwd16do), against the fp32 share,
+ * the fp32 sum (matmul_bwd_acc) and the attention backward rounding the
+ * fp32 dO itself (gqa_ext_bwd16d / _bwd16o; ZT_TEST_NO_LO16=1).  NOT
+ * bitwise: the share rounded to bf16 once before the add; the losses
+ * within 2^-12 and the gradient norms within 2^-9 relative (ACT16_*_TOL,
+ * lora_grad16's bounds).  Over the bf16-dO backend (g_do16b: att_do16
+ * answering 1, lora_lorapath's), per step and block (n = 4 L): n att_do16
+ * questions more (none without: zt_do16_of says no for o with adapters),
+ * n matmul_bwd_acc16, matmul_bwd_o16, gqa_ext_bwd16do and k_to_bf16 more,
+ * as many matmul_bwd_acc, gqa_ext_bwd16d + _bwd16o, k_round_bf16 (w_dinp's
+ * rounding of dh) and other backward GEMM calls (w_dinp's) fewer, as many
+ * bf16-weight calls fewer at stages 0-2 (w_dinp's matmul_bwd_w16 of A), the
+ * GEMM launches the same; fewer bytes, not an exact figure here (count.c
+ * counts gqa_ext_bwd16do as cuDNN's graph whatever the inner answers, and
+ * gqa_ext_bwd16d, which the cpu inner answers 0, as the flash kernels':
+ * the exact figure, 12 N AD bytes fewer a block, is the cuDNN step's in
+ * cudnn_model).  The activations' peak and
+ * plan the same (the bf16 dO in datt, dh16 in the LoRA scratch h, the
+ * share's fp32 staging in sta: no buffer added).  Over the cpu backend
+ * (att_do16 answering 0): n questions more, nothing else: bitwise.
+ * All-linear at stages 0 and 3 (untied, checkpointed), q_proj,v_proj,o_proj,
+ * QLoRA (nf4 base), Gemma 2's post norms (dO through the post-attention
+ * norm's backward as without adapters).  Bitwise and the same counts where
+ * not taken: no LoRA, q_proj,v_proj (o without adapters: lora_lorapath's
+ * path both runs), the adapters' dropout, the fp32 matmuls,
+ * ZT_TEST_NO_BWDSWAP (the fp32 share both runs), GPT-2 (c_proj keeps the
+ * fp32 dO with adapters). */
+static void lora_o16(void) {
+    static const w16_kind kind = {274877906944ULL, " with and without LoRA's o in bf16 dO",
+                                  "fp32 dO's", "the adapters' share rounded to bf16 before the add"};
+    static const w16_kind same = {274877906944ULL,
+                                  " with and without LoRA's o in bf16 dO (not taken)", "fp32 dO's",
+                                  NULL};
+    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                             "activation_checkpointing.policy=blocks";
+    static const char qvo[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                              "ztrain.lora.targets=q_proj,v_proj,o_proj";
+    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                "ztrain.lora.base=nf4";
+    static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                "ztrain.lora.targets=all-linear";
+    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                              "bf16.enabled=false";
+    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
+    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qvo, " LoRA q_proj,v_proj,o_proj"},
+                                      {qlora, " QLoRA"}, {gemma, " gemma LoRA"},
+                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    /* (on: the path taken where att_do16 answers 1; arg: the no_w16 bits
+     * of both runs) */
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, qvo, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+    g_do16b = *zt_backend_cpu();
+    g_do16b.att_do16 = do16b_q;
+    g_do16b.gqa_ext_bwd16o = do16b_bwd16o;
+    g_do16b.gqa_ext_bwd16d = do16b_bwd16d;
+    g_do16b.gqa_ext_bwd16do = do16b_bwd16do;
+    double dl = 0, dg = 0;   /* (the largest relative differences, reported) */
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_do16b : NULL;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const w16_case *c = &cases[i].c;
+            const int on = b16 && cases[i].on;
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, on ? &kind : &same, c, c->arg, names,
+                              b16 ? " (bf16-dO backend)" : " (cpu)", what, sizeof what))
+                continue;
+            for (int k = 0; on && k < 4; k++) {
+                const double el = fabs(p.a[k][0] - p.b[k][0]) / fabs(p.b[k][0]);
+                const double eg = fabs(p.a[k][1] - p.b[k][1]) / fabs(p.b[k][1]);
+                if (el > dl) dl = el;
+                if (eg > dg) dg = eg;
+            }
+            /* (q: the questions asked where o has adapters and the gate
+             * says yes; the cpu answers 0) */
+            const long q = cases[i].on ? 4L * p.s.L : 0, n = on ? q : 0;
+            const long w16n = c->stage < 3 ? n : 0;
+            tap_ok(p.ma.do16q - p.mb.do16q == q && p.ma.do16 - p.mb.do16 == 2 * n &&
+                       p.ma.bacc16 - p.mb.bacc16 == n && p.mb.bacc - p.ma.bacc == n &&
+                       p.ma.bo16 - p.mb.bo16 == n &&
+                       (p.mb.ab16 + p.mb.ao16) - (p.ma.ab16 + p.ma.ao16) == n &&
+                       p.ma.to16 - p.mb.to16 == n && p.rb - p.ra == n &&
+                       p.mb.bwds - p.ma.bwds == n && p.wb - p.wa == w16n &&
+                       p.ma.gemm == p.mb.gemm &&
+                       (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                       w16_same(&p, W16_SAME_ACTS),
+                   "%s: %ld att_do16 questions (%ld without, %ld more expected), %ld "
+                   "matmul_bwd_o16 + gqa_ext_bwd16do (%ld without), %ld matmul_bwd_acc16 (%ld "
+                   "without), %ld matmul_bwd_acc (%ld without), %ld matmul_bwd_o16 (%ld without), "
+                   "%ld gqa_ext_bwd16d + _bwd16o (%ld without), %ld k_to_bf16 (%ld without), %ld "
+                   "k_round_bf16 (%ld without), %ld other backward GEMM calls (%ld without), %ld "
+                   "bf16-weight calls (%ld without, %ld fewer expected), %ld GEMMs (%ld without), "
+                   "%.0f bytes moved (%.0f without), activations' peak %llu bytes (%llu without)",
+                   what, p.ma.do16q, p.mb.do16q, q, p.ma.do16, p.mb.do16, p.ma.bacc16, p.mb.bacc16,
+                   p.ma.bacc, p.mb.bacc, p.ma.bo16, p.mb.bo16, p.ma.ab16 + p.ma.ao16,
+                   p.mb.ab16 + p.mb.ao16, p.ma.to16, p.mb.to16, p.ra, p.rb, p.ma.bwds, p.mb.bwds,
+                   p.wa, p.wb, w16n, p.ma.gemm, p.mb.gemm, p.ma.all_b, p.mb.all_b,
+                   (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+        }
+    }
+    g_w16_inner = NULL;
+    tap_diag("lora_o16: the largest relative differences with the bf16 dO: losses %.3g, "
+             "gradient norms %.3g", dl, dg);
 }
 
 /* ------------------------------------------------------------ the norms' bf16 output gradient
@@ -4392,7 +4518,7 @@ static void cudnn_model(void) {
     /* LoRA: Llama's o projection without adapters (q_proj,v_proj) takes do16
      * as without LoRA (arch.h zt_do16_of): the same per block against
      * ZT_TEST_NO_LORAPATH=1; with o_proj's adapters (q_proj,v_proj,o_proj)
-     * neither run takes it */
+     * neither run takes it (ZT_TEST_NO_LO16=1 here: their bf16 dO below) */
     static const struct { const char *targets; int on; } lt[] = {{"q_proj,v_proj", 1},
                                                                   {"q_proj,v_proj,o_proj", 0}};
     for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++) {
@@ -4402,10 +4528,12 @@ static void cudnn_model(void) {
         ol.lora_r = 4;
         snprintf(ol.lora_targets, sizeof ol.lora_targets, "%s", lt[i].targets);
         cm_shape_parse(do_shapes[1], &gs);
+        setenv("ZT_TEST_NO_LO16", "1", 1);
         const int rc_d = cm_count_step(&gs, &ol, zt_backend_count(), &d, &st);
         setenv("ZT_TEST_NO_LORAPATH", "1", 1);
         const int rc_e = cm_count_step(&gs, &ol, zt_backend_count(), &e, &st);
         unsetenv("ZT_TEST_NO_LORAPATH");
+        unsetenv("ZT_TEST_NO_LO16");
         if (tap_ok(rc_d == ZT_OK && rc_e == ZT_OK,
                    "%s LoRA %s: a cuDNN step counted with and without ZT_TEST_NO_LORAPATH=1", do_shapes[1],
                    lt[i].targets)) {
@@ -4420,6 +4548,51 @@ static void cudnn_model(void) {
                    "%s LoRA %s cuDNN step: %ld matmul_bwd_o16 and %ld gqa_ext_bwd16do calls (%ld each), %ld "
                    "k_sdpa_round, %ld launches; ZT_TEST_NO_LORAPATH=1: %ld, %ld, %ld k_sdpa_round, %ld launches",
                    do_shapes[1], lt[i].targets, od, ad, n, rd, d.tot.launches, oe, ae, re, e.tot.launches);
+        }
+        if (rc_d == ZT_OK) cm_counts_free(&d);
+        if (rc_e == ZT_OK) cm_counts_free(&e);
+    }
+    /* LoRA WITH adapters on o (q_proj,v_proj,o_proj; all-linear): o's bf16
+     * dO (config.h ZT_W16_LO16, arch.h zt_do16_of): per block the
+     * adapters' share by one matmul_bwd_o16 (its dh rounded by k_to_bf16,
+     * not the fp32 w_dinp GEMM's k_round_bf16), the base by
+     * matmul_bwd_acc16 (not matmul_bwd_acc), gqa_ext_bwd16do for
+     * gqa_ext_bwd16d: no k_sdpa_round of the fp32 dO (one launch fewer a
+     * block), the same GEMM launches, and 12 N AD bytes fewer a block (the
+     * share written in bf16 2 N AD, the base's beta 1 read and write 4 N
+     * AD, k_sdpa_round's 6 N AD; lora_o16), against ZT_TEST_NO_LO16=1 */
+    static const char *const lo_t[] = {"q_proj,v_proj,o_proj", "all-linear"};
+    for (size_t i = 0; i < sizeof lo_t / sizeof lo_t[0]; i++) {
+        cm_shape gs;
+        cm_counts d, e;
+        cm_run_opts ol = oc;
+        ol.lora_r = 4;
+        snprintf(ol.lora_targets, sizeof ol.lora_targets, "%s", lo_t[i]);
+        cm_shape_parse(do_shapes[1], &gs);
+        const int rc_d = cm_count_step(&gs, &ol, zt_backend_count(), &d, &st);
+        setenv("ZT_TEST_NO_LO16", "1", 1);
+        const int rc_e = cm_count_step(&gs, &ol, zt_backend_count(), &e, &st);
+        unsetenv("ZT_TEST_NO_LO16");
+        if (tap_ok(rc_d == ZT_OK && rc_e == ZT_OK,
+                   "%s LoRA %s: a cuDNN step counted with and without ZT_TEST_NO_LO16=1", do_shapes[1],
+                   lo_t[i])) {
+            const long n = gs.L;
+            const double fewer = 12.0 * gs.B * gs.T * gs.C * (double)n;   /* (AD = C here) */
+            const long od = d.tot.calls[ZT_CE_matmul_bwd_o16], oe = e.tot.calls[ZT_CE_matmul_bwd_o16];
+            const long ad = d.tot.calls[ZT_CE_gqa_ext_bwd16do], ae = e.tot.calls[ZT_CE_gqa_ext_bwd16do];
+            const long bd = d.tot.calls[ZT_CE_matmul_bwd_acc16], be_ = e.tot.calls[ZT_CE_matmul_bwd_acc16];
+            const long rd = launches_of_k(d.k, d.nk, "k_sdpa_round"), re = launches_of_k(e.k, e.nk, "k_sdpa_round");
+            tap_ok(od - oe == n && ad == n && ae == 0 && bd - be_ == n &&
+                       e.tot.calls[ZT_CE_matmul_bwd_acc] - d.tot.calls[ZT_CE_matmul_bwd_acc] == n &&
+                       re - rd == n &&
+                       launches_of_k(d.k, d.nk, "cublasLt gemm bf16") ==
+                           launches_of_k(e.k, e.nk, "cublasLt gemm bf16") &&
+                       d.tot.launches + n == e.tot.launches && e.tot.bytes - d.tot.bytes == fewer,
+                   "%s LoRA %s cuDNN step: %ld matmul_bwd_o16 (%ld without), %ld gqa_ext_bwd16do (%ld "
+                   "without), %ld matmul_bwd_acc16 (%ld without), %ld k_sdpa_round (%ld without), %ld "
+                   "launches (%ld without), %.0f bytes (%.0f without, %.0f fewer expected)",
+                   do_shapes[1], lo_t[i], od, oe, ad, ae, bd, be_, rd, re, d.tot.launches,
+                   e.tot.launches, d.tot.bytes, e.tot.bytes, fewer);
         }
         if (rc_d == ZT_OK) cm_counts_free(&d);
         if (rc_e == ZT_OK) cm_counts_free(&e);
@@ -4731,6 +4904,7 @@ int main(int argc, char **argv) {
     branch16();
     lora_branch16();
     lora_grad16();
+    lora_o16();
     bf16_dout16n();
     bf16_dh16();
     lora_keeph();

@@ -282,7 +282,9 @@ HOOK=ZT_TEST_NO_QKB16 PER=4 BOTH=ZT_TEST_NO_DOUT16N=1 \
 # per block and step 4 launches fewer (k_sdpa_widen, k_rope for k_rope_bwd16, the 3 k_round_bf16
 # of the q|k|v GEMM's and its adapters' two dy operands), each run's device peak the planner's.
 # Both runs with ZT_TEST_NO_LGRAD16=1 (config.h ZT_W16_LGRAD16): with dQ|dK|dV in bf16 the q|k|v
-# adapters' share of the input gradient would go first in bf16 (not bitwise the hook's path)
+# adapters' share of the input gradient would go first in bf16 (not bitwise the hook's path).
+# o's adapters give cuDNN a bf16 dO in both runs (config.h ZT_W16_LO16; gqa_ext_bwd16do, with
+# ZT_TEST_NO_QKV16 writing the fp32 dQ|dK|dV): the same dO either way
 qkv16() {  # qkv16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
     local dir=$1 cfg=$2; shift 2
     local h la lb L why=""
@@ -378,6 +380,57 @@ PY
     ok "$([ -z "$why" ]; echo $?)" "$tag llama LoRA $targets: after 4 steps adapters and AdamW moments bitwise those of $hookvar=1 (losses and gradient norms the same), launches $la ($lb with the hook), each run inside its timeout${why:+: $why}"
 }
 lorahook lora16 ZT_TEST_NO_LORA16 all-linear 1 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+
+# ---- o's adapters giving cuDNN a bf16 dO (config.h ZT_W16_LO16): the Llama with adapters on
+# every linear layer, bf16 at stage 1, checkpointed, 2 micro-batches a step, on cuDNN's path
+# (ZT_CUDA_DETERMINISTIC=0): o's adapters' share of dO written in bf16 first, the base GEMM adding
+# into it (matmul_bwd_acc16), cuDNN reading it as it is (gqa_ext_bwd16do), against
+# ZT_TEST_NO_LO16=1 (the fp32 dO, k_sdpa_round): NOT bitwise (the share rounded once), so the
+# logged losses within 2^-12 and the gradient norms within 2^-9 relative, one launch fewer per
+# block and micro-batch (k_sdpa_round), and each run's device peak the planner's (the planner
+# takes the same decision from the config: arch.h zt_do16_of, no dO buffer in cuDNN's workspace)
+lo16() {  # lo16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+    local dir=$1 cfg=$2; shift 2
+    local h la lb L why=""
+    [ -f "$dir/c_train.bin" ] || { ok 1 "lo16: no $dir/c_train.bin (its group did not run)"; return; }
+    for h in 0 1; do
+        local hook=()
+        [ $h = 1 ] && hook=(ZT_TEST_NO_LO16=1)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+            timeout -s KILL 600 "$sim" train --config "$SRC/configs/$cfg" --train c_train.bin --val c_val.bin \
+            --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
+            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
+            --stage 1 --act-ckpt blocks --lora-r 4 --lora-targets all-linear \
+            --ckpt-dir "lo16_ck_$h" --metrics "lo16_$h.jsonl" --memory-report "$@" > "lo16_$h.out" 2>&1) ||
+            why="$why run $h failed (exit $?);"
+    done
+    local d
+    d=$(python3 - "$dir/lo16_0.jsonl" "$dir/lo16_1.jsonl" <<'PY'
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+dl = max(abs(x[1] - y[1]) / abs(y[1]) for x, y in zip(a, b)) if a and b else 1
+dg = max(abs(x[2] - y[2]) / abs(y[2]) for x, y in zip(a, b)) if a and b else 1
+print("%.3g %.3g" % (dl, dg))
+sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
+PY
+    ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
+    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lo16_0.out" 2> /dev/null)
+    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lo16_1.out" 2> /dev/null)
+    L=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg" 2> /dev/null)
+    [ -n "$la" ] && [ -n "$lb" ] && [ -n "$L" ] && [ $((lb - la)) -eq $((L * 4 * 2)) ] ||
+        why="$why launches $la, not $lb less one a block and micro-batch;"
+    local m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$dir/lo16_$h.out" | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
+    done
+    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/lo16_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "lo16 llama LoRA all-linear: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of ZT_TEST_NO_LO16=1, not bitwise (max ${d:-?}), launches $la ($lb with the hook: one fewer a block and micro-batch), each run's device peak the planner's${why:+: $why}"
+}
+lo16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
 # ---- GPT-2's bf16 paths with LoRA (config.h ZT_W16_GPT16): on cuDNN's path
 # (ZT_CUDA_DETERMINISTIC=0), adapters on c_attn (the q|k|v adapters reading cuDNN's bf16
