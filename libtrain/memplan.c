@@ -1378,6 +1378,8 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* and the bf16-output paths (train.c; the attention entries' scratch,
      * arch.h zt_att_in16_of) */
     zt_out16_of(&q.c->model);
+    /* (blocks-attn: the attention kept per layer, as the run's model) */
+    q.c->model.ckpt_attn = zt_config_act_ckpt_attn(q.c);
     rc = plan_axes(q.c, out->world, out->ranks_per_node, &q.ax, st);
     /* training / eval windows are seq_len long; T (the model's positions)
      * sizes the position table and the sample's window */
