@@ -1739,6 +1739,11 @@ static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, cons
     if (zt_config_act_ckpt_k(fin) != 1) {
         const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
         offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, nl);
+    } else if (zt_config_act_ckpt_attn(fin)) {
+        /* (blocks-attn: blocks drops the L - 1 kept attention outputs and lse) */
+        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
+        offer(fin, o, kv, limit, NULL, "activation checkpointing recomputing the attention too",
+              "--act-ckpt blocks", list, nl);
     }
     /* expert parallelism (a Mixture of Experts): each rank stores E / N of the
      * experts (all-to-alls of the routed rows per MoE layer); the smallest N
