@@ -4613,10 +4613,12 @@ static void ckpt_keep(void) {
  * the backward's recompute of a block skips the attention.  Against blocks
  * (the last block kept from the forward, the L - 1 below it recomputed)
  * and against no checkpointing, GPT-2 and Llama (tied and untied), stages
- * 0 and 3, LoRA, a Mixture of Experts: 4 steps' losses and gradient norms
- * bitwise, and the last step's gradients where the counter keeps them;
- * counted (the dense runs): L attention forwards a micro-batch (blocks: 2L
- * - 1; none: L), the GEMMs' FLOPs and launches those of blocks; the
+ * 0, 1 and 3, LoRA, Gemma 2, Qwen3's q/k norms, accumulation 2, every block
+ * recomputed (ZT_TEST_NO_CKPTKEEP), a Mixture of Experts: 4 steps' losses
+ * and gradient norms bitwise, and the last step's gradients where the
+ * counter keeps them; counted (the dense runs): L attention forwards a
+ * micro-batch (blocks: 2L - 1, 2L with every block recomputed; none: L),
+ * the GEMMs' FLOPs and launches those of blocks; the
  * activations' peak blocks' plus exactly (L - 1) (A + S) bytes, A the
  * attention output [N, AD] in bf16 (rounded up to 128 elements, 2 bytes
  * each; the MoE's fp32, 16 and 4) and S lse [B, NH, T] (rounded up to 16 floats): the shapes keep
@@ -4632,18 +4634,28 @@ static void ckpt_attn(void) {
     static const char sac_moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                                   "ztrain.model.moe_intermediate_size=24 "
                                   "activation_checkpointing.policy=blocks-attn";
-    static const struct { const char *shape; int stage; const char *extra, *name; } cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, sac, ""},
-        {"gpt2:3,2,32,64,2,16", 3, sac, ""},
-        {"gpt2:2,2,32,64,2,16", 0, sac_lora, " LoRA"},
-        {"llama:2,4,2,32,48,64,2,16", 0, sac, ""},
-        {"llama:3,4,2,32,48,64,2,16,untied", 3, sac, ""},
-        {"llama:3,4,2,32,48,64,2,16", 3, sac, ""},
-        {"llama:2,4,2,32,48,64,2,16,untied", 0, sac_lora, " LoRA"},
-        {"llama:2,4,2,32,48,64,2,16", 3, sac_lora, " LoRA"},
-        {"llama:2,4,2,32,48,64,2,16,untied", 0, sac_moe, " MoE"}};
-    g_w16_ckkeep = 1;
+    static const char sac_gemma[] = "ztrain.model.gemma=2 activation_checkpointing.policy=blocks-attn";
+    static const char sac_qk[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks-attn";
+    static const char sac_acc[] = "train_batch_size=4 activation_checkpointing.policy=blocks-attn";
+    /* keep 0: every block recomputed (ZT_TEST_NO_CKPTKEEP; blocks: 2L
+     * forwards a micro-batch, blocks-attn still L) */
+    static const struct { const char *shape; int stage; const char *extra, *name; int keep; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, sac, "", 1},
+        {"gpt2:3,2,32,64,2,16", 3, sac, "", 1},
+        {"gpt2:2,2,32,64,2,16", 0, sac_lora, " LoRA", 1},
+        {"gpt2:3,2,32,64,2,16", 0, sac, " ZT_TEST_NO_CKPTKEEP", 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, sac, "", 1},
+        {"llama:3,4,2,32,48,64,2,16,untied", 3, sac, "", 1},
+        {"llama:3,4,2,32,48,64,2,16", 3, sac, "", 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, sac_lora, " LoRA", 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, sac_lora, " LoRA", 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, sac_gemma, " gemma", 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, sac_qk, " qk_norm", 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 1, sac_acc, " accumulation 2", 1},
+        {"llama:3,4,2,32,48,64,2,16,untied", 3, sac, " ZT_TEST_NO_CKPTKEEP", 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, sac_moe, " MoE", 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g_w16_ckkeep = cases[i].keep;
         cm_shape sh;
         cm_shape_parse(cases[i].shape, &sh);
         char what[160];
@@ -4673,12 +4685,15 @@ static void ckpt_attn(void) {
                "%s: the last step's gradients bitwise%s", what,
                ma.ghave ? "" : " (not kept by the counter at this stage: the losses above)");
         const int L = sh.L, moe = cases[i].extra == sac_moe;
+        /* micro-batches in the 4 steps (accumulation 2: 8) */
+        const long mbs = cases[i].extra == sac_acc ? 8 : 4;
         if (!moe) {
-            tap_ok(ma.attf == 4L * L && mb.attf == 4L * (2 * L - 1) && mn.attf == 4L * L &&
+            tap_ok(ma.attf == mbs * L && mb.attf == mbs * (cases[i].keep ? 2 * L - 1 : 2 * L) &&
+                       mn.attf == mbs * L &&
                        ma.gemm_fl == mb.gemm_fl && ma.gemm_n == mb.gemm_n && ma.gemm_fl > mn.gemm_fl,
-                   "%s: %ld attention forwards in 4 steps (blocks %ld, none %ld), the GEMMs "
+                   "%s: %ld attention forwards in %ld micro-batches (blocks %ld, none %ld), the GEMMs "
                    "blocks' %.0f FLOPs in %ld launches (%.0f in %ld; none %.0f)",
-                   what, ma.attf, mb.attf, mn.attf, ma.gemm_fl, ma.gemm_n, mb.gemm_fl, mb.gemm_n,
+                   what, ma.attf, mbs, mb.attf, mn.attf, ma.gemm_fl, ma.gemm_n, mb.gemm_fl, mb.gemm_n,
                    mn.gemm_fl);
         }
         /* (AD = C for both architectures' shapes here: NH hd = C) */
