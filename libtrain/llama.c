@@ -1594,7 +1594,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_llama_layer *gw = &m->g.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
     a->lora.keep = s->lora_h;   /* (the forward's kept h, lora.h) */
-    /* (blocks-attn: layer l's kept attention output and lse) */
+    /* (blocks-attn: layer l's kept attention output and lse; block_fwd of
+     * layer l, the recompute or the forward's last block, pointed the slot
+     * at them already: bound again so the backward reads layer l's whatever
+     * ran before it) */
     if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
     const zt_lora_scratch *ls = &a->lora;
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
