@@ -245,7 +245,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
          * without sequence parallel for the first two) */
         const int o16 = a16 && spn <= 1;
         if (o16) TAKE16(la->qkv16, N * 3 * C); else TAKE(la->qkv, N * 3 * C);
-        if (!katt) {   /* (blocks-attn: carved per layer below) */
+        if (!katt) {   /* (blocks-attn: carved per layer at the block's start) */
             if (o16) TAKE16(la->atty16, N * C); else TAKE(la->atty, N * C);
             TAKES(la->lse, (size_t)B * NH * T);
         }

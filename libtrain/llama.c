@@ -675,7 +675,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
             TAKES(la->qkrstd, N * (size_t)(sh.NH + sh.NKV));
         }
-        /* (blocks-attn: carved per layer below, katt) */
+        /* (blocks-attn: carved per layer at the block's start, katt) */
         if (!katt) {
             if (att16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
             TAKES(la->lse, (size_t)B * sh.NH * T);
