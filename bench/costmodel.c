@@ -2,7 +2,7 @@
  * costmodel.c -- a GPU training step predicted without a GPU.
  *
  *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
- *                   [--act-ckpt none|blocks|every-K]
+ *                   [--act-ckpt none|blocks|blocks-attn|every-K]
  *                   [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]
  *                   [--attention cudnn|ztrain] [--assume cudnn=E]
  *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
@@ -54,7 +54,7 @@ static void usage(void) {
             "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
             "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N] [--lora R[:TARGETS]] [--lora-base nf4|nf4-dq]\n"
-            "                 [--act-ckpt none|blocks|every-K]\n"
+            "                 [--act-ckpt none|blocks|blocks-attn|every-K]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]\n"
             "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"
             "       costmodel --calibrate BENCH.txt\n"

@@ -34,7 +34,7 @@ typedef struct cm_run_opts {
     int lora_r;         /* ztrain.lora.r (0: full fine-tuning) */
     char lora_targets[64];  /* ztrain.lora.targets ("": the default, q and v) */
     char lora_base[16];     /* ztrain.lora.base ("": the compute dtype; nf4, nf4-dq: QLoRA) */
-    char act_ckpt[32];      /* activation_checkpointing.policy ("": none; blocks, every-K) */
+    char act_ckpt[32];      /* activation_checkpointing.policy ("": none; blocks, blocks-attn, every-K) */
 } cm_run_opts;
 #define CM_ATT_AS_SET 0   /* as the counting backend is set (zt_count_set_cudnn; default: this build) */
 #define CM_ATT_ZTRAIN 1   /* ztrain's kernels (a build without cuDNN, or ZT_CUDA_DETERMINISTIC=1) */

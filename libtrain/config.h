@@ -120,6 +120,13 @@ typedef struct zt_model_config {
     /* ---- the LM head's chunks (libtrain/classifier.h): kept with the model's
      * shape because the activations and the memory plan depend on it */
     int classifier_rows;      /* ztrain.classifier_chunk_rows: rows per chunk, 0 = auto */
+    /* ---- activation checkpointing's blocks-attn: not a key; set by the
+     * engine (train.c) and the memory planner from zt_config_act_ckpt_attn,
+     * 0 in a config.  1 with checkpointing group size 1: a training block's
+     * attention output (atty16 or atty) and lse carved per layer, not per
+     * slot, and the backward's recompute of a block skips the attention
+     * (gpt.c, llama.c; sequence parallel keeps the plain blocks layout) */
+    int ckpt_attn;
     /* ---- bf16 activation storage: not a key; set by the engine (train.c)
      * and the memory planner from zt_acts16_of (precision.h), 0 in a config.
      * 1: the saved activations only GEMMs read (norm outputs, the MLP's
@@ -453,7 +460,8 @@ struct zt_config {
     double comm_timeout_s;        /* ztrain.comm_timeout_s, 0 = no limit */
 
     /* memory planner (memplan.h, docs/memory.md) */
-    char act_ckpt[16];            /* activation_checkpointing.policy: none | blocks | every-K */
+    char act_ckpt[16];            /* activation_checkpointing.policy: none | blocks | blocks-attn
+                                   * | every-K */
     unsigned long long memory_limit; /* ztrain.memory_limit bytes per rank, 0 = auto */
     unsigned long long strict_device_memory; /* ztrain.strict_device_memory: cpu-strict's
                                               * emulated capacity, 0 = none */
@@ -492,8 +500,14 @@ int zt_config_key_is_bool(const char *key_or_alias);
 /* Like zt_config_finalize, but accepts settings this build cannot run yet
  * (bf16/fp16, offload, the cuda backend): for memory estimates only. */
 int zt_config_finalize_plan(zt_config *cfg, int world_size, zt_status *st);
-/* activation_checkpointing.policy as a group size: 0 none, 1 blocks, K every-K. */
+/* activation_checkpointing.policy as a group size: 0 none, 1 blocks or
+ * blocks-attn, K every-K. */
 int zt_config_act_ckpt_k(const zt_config *cfg);
+/* 1 for blocks-attn: each block's attention output and softmax statistics
+ * (lse) kept per layer through the forward, the backward's recompute of a
+ * block skipping the attention (zt_model_config.ckpt_attn, which the engine
+ * and the planner set from it); else 0. */
+int zt_config_act_ckpt_attn(const zt_config *cfg);
 /* Rows of one evaluation forward on a rank of dp data parallel groups (after
  * finalize): the rank's share of ztrain.eval_batch_size, ceil(E / dp); the
  * derived default (E = train_batch_size) in forwards of at most

@@ -426,12 +426,16 @@ int zt_config_shard_group(const zt_config *cfg, int world, int ranks_per_node) {
 
 int zt_config_act_ckpt_k(const zt_config *cfg) {
     const char *p = cfg->act_ckpt;
-    if (strcmp(p, "blocks") == 0) return 1;
+    if (strcmp(p, "blocks") == 0 || strcmp(p, "blocks-attn") == 0) return 1;
     if (strncmp(p, "every-", 6) == 0) {
         long k = strtol(p + 6, NULL, 10);
         return k >= 1 ? (int)k : 1;
     }
     return 0;
+}
+
+int zt_config_act_ckpt_attn(const zt_config *cfg) {
+    return strcmp(cfg->act_ckpt, "blocks-attn") == 0;
 }
 
 int zt_config_eval_rows(const zt_config *cfg, int dp) {

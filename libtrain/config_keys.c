@@ -399,8 +399,10 @@ const keydef zt_cfg_keys[] = {
     /* ---- memory planner (docs/memory.md) */
     {"activation_checkpointing.policy", "activation-checkpointing act-ckpt", ZTRAIN_ENV_ACT_CKPT,
      NULL, T_STRING, FLD(act_ckpt), 0, 0, KF_ACKPT, "none", NULL,
-     "keep only block inputs and recompute blocks in backward: none | blocks | every-K "
-     "(keep the input of every K-th block, recompute groups of K blocks)"},
+     "keep only block inputs and recompute blocks in backward: none | blocks | blocks-attn "
+     "| every-K (blocks-attn: blocks keeping each block's attention output and softmax "
+     "statistics, the recompute skipping the attention; every-K: keep the input of every "
+     "K-th block, recompute groups of K blocks)"},
     {"ztrain.classifier_chunk_rows", "classifier-chunk-rows", NULL, NULL, T_INT,
      FLD(model.classifier_rows), 0, 0, KF_NO_HI, "0", NULL,
      "rows of each chunk of the LM head + loss (logits, loss and their gradient chunk by "

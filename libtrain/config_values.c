@@ -101,7 +101,7 @@ void zt_cfg_requirement(const keydef *k, char *buf, size_t n) {
     }
     case T_STRING:
         if (k->kf & KF_ACKPT)
-            snprintf(buf, n, "must be none, blocks or every-K with K an integer >= 1");
+            snprintf(buf, n, "must be none, blocks, blocks-attn or every-K with K an integer >= 1");
         else if (k->kf & KF_REPORT)
             snprintf(buf, n, "must be off, end or a step interval N >= 1");
         else if (strcmp(k->key, "ztrain.checkpoint.resume") == 0)
@@ -222,12 +222,15 @@ static int parse_pair_str(const char *s, double out[2]) {
     return 0;
 }
 
-/* activation_checkpointing.policy: canonical "none", "blocks" or "every-K". */
+/* activation_checkpointing.policy: canonical "none", "blocks", "blocks-attn"
+ * or "every-K". */
 static int parse_ackpt(const char *s, kval *out) {
     if (strcasecmp(s, "none") == 0 || strcasecmp(s, "false") == 0 || strcasecmp(s, "off") == 0)
         snprintf(out->canon, sizeof out->canon, "none");
     else if (strcasecmp(s, "blocks") == 0 || strcasecmp(s, "true") == 0)
         snprintf(out->canon, sizeof out->canon, "blocks");
+    else if (strcasecmp(s, "blocks-attn") == 0)
+        snprintf(out->canon, sizeof out->canon, "blocks-attn");
     else if (strncasecmp(s, "every-", 6) == 0) {
         long long k;
         if (strict_ll(s + 6, &k) || k < 1 || k > 4096) return ZT_EINVAL;

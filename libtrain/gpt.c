@@ -226,10 +226,15 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     zt_carve cv = {base, 0, 0};
     /* (bf16 activations; their fp32 values staged in d4a, free in the forward) */
     const int a16 = training && zt_acts16_on(mc);
+    /* (blocks-attn: each layer's attention output and lse, model_acts.h) */
+    const int katt = zt_acts_katt_on(mc, training, k, spn);
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
 #define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
-    cv.off = zt_acts_carve_res(a->res, base, 0, training, L, k, N * C);
+    /* (blocks-attn: first, at the block's aligned start; bf16 where the
+     * slot's atty16 would be, a16 without sequence parallel) */
+    if (katt) zt_carve_katt(&cv, &a->katt, L, a16, N * C, (size_t)B * NH * T);
+    cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_layer_acts *la = &a->layer[base ? s : 0];
         if (a16) TAKE16(la->ln116, N * C); else TAKE(la->ln1, N * C);
@@ -240,8 +245,10 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
          * without sequence parallel for the first two) */
         const int o16 = a16 && spn <= 1;
         if (o16) TAKE16(la->qkv16, N * 3 * C); else TAKE(la->qkv, N * 3 * C);
-        if (o16) TAKE16(la->atty16, N * C); else TAKE(la->atty, N * C);
-        TAKES(la->lse, (size_t)B * NH * T);
+        if (!katt) {   /* (blocks-attn: carved per layer at the block's start) */
+            if (o16) TAKE16(la->atty16, N * C); else TAKE(la->atty, N * C);
+            TAKES(la->lse, (size_t)B * NH * T);
+        }
         if (spn > 1) TAKE(la->atth, N * C);
         TAKE(la->res2, N * C);
         if (a16) TAKE16(la->ln216, N * C); else TAKE(la->ln2, N * C);
@@ -366,6 +373,11 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const zt_gpt_layer *w = &g->p.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
     a->lora.keep = s->lora_h;   /* (LoRA's kept h, lora.h) */
+    /* (blocks-attn: layer l's kept attention output and lse, which the
+     * backward's recompute (sk->redo) reads as the forward left them) */
+    const int katt = a->training && a->katt.lse;
+    if (katt) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
+    const int skip = katt && sk->redo;
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     const uint16_t *u16 = g->p16[l + 1];   /* the block's bf16 bits (zt_mm_fwd), or NULL */
 #define W16(t) (u16 ? u16 + g->off[t] : NULL)
@@ -427,7 +439,9 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                 if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * 3 * C);
             }
         }
-        if (o16 && s->atty16 && zt_w16_on(&g->cfg, ZT_W16_AO16)) {
+        if (skip) {
+            /* (blocks-attn's recompute: the attention output kept) */
+        } else if (o16 && s->atty16 && zt_w16_on(&g->cfg, ZT_W16_AO16)) {
             /* (the attention writes its bf16 output itself, atty its fp32
              * staging: the same values) */
             const zt_attn_opts ao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
@@ -610,6 +624,11 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_gpt_layer *gw = &g->g.h[l];
     struct zt_layer_acts *s = ZT_ACTS_SLOT(a, l);
     a->lora.keep = s->lora_h;   /* (the forward's kept h, lora.h) */
+    /* (blocks-attn: layer l's kept attention output and lse; block_fwd of
+     * layer l, the recompute or the forward's last block, pointed the slot
+     * at them already: bound again so the backward reads layer l's whatever
+     * ran before it) */
+    if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
     const zt_lora_scratch *ls = &a->lora;
     const uint16_t *u16 = g->p16[l + 1];
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */

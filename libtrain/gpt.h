@@ -11,6 +11,7 @@
 #define ZT_GPT_H
 #include "classifier.h"
 #include "lora.h"
+#include "model_acts.h"   /* zt_acts_katt */
 #include "model.h"
 
 /* Pointers into a unit-shaped buffer, one family per tensor kind. */
@@ -82,6 +83,8 @@ typedef struct zt_gpt_acts {
     /* LoRA (ztrain.lora.r > 0) */
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [2C] the frozen LayerNorms' gradients (discarded) */
+    zt_acts_katt katt;         /* blocks-attn: every layer's attention output and lse
+                                * (model_acts.h; katt.lse NULL: the slot's own) */
 } zt_gpt_acts;
 
 typedef struct zt_gpt zt_gpt;

@@ -630,9 +630,14 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     zt_carve cv = {base, 0, 0};
     const int a16 = training && zt_acts16_on(mc);   /* (bf16 activations) */
     const int sp16 = llama_sp16(mc);                /* (bf16 exchanges) */
+    /* (blocks-attn: each layer's attention output and lse, model_acts.h) */
+    const int katt = zt_acts_katt_on(mc, training, k, sh.sp);
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
+    /* (blocks-attn: first, at the block's aligned start; bf16 where the
+     * slot's atty16 would be, a16 without sequence parallel) */
+    if (katt) zt_carve_katt(&cv, &a->katt, L, a16, N * AD, (size_t)B * sh.NH * T);
     /* longrope: the short frequencies, then the long ones */
     TAKES(a->inv_freq, (size_t)sh.hd / 2 * (is_longrope(mc) ? 2 : 1));
     if (sh.local_rope) TAKES(a->inv_freq_local, (size_t)sh.hd / 2);
@@ -670,8 +675,11 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
             TAKES(la->qkrstd, N * (size_t)(sh.NH + sh.NKV));
         }
-        if (att16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
-        TAKES(la->lse, (size_t)B * sh.NH * T);
+        /* (blocks-attn: carved per layer at the block's start, katt) */
+        if (!katt) {
+            if (att16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
+            TAKES(la->lse, (size_t)B * sh.NH * T);
+        }
         if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         if (a16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
@@ -1147,6 +1155,11 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const zt_llama_layer *w = &m->p.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
     a->lora.keep = s->lora_h;   /* (LoRA's kept h, lora.h) */
+    /* (blocks-attn: layer l's kept attention output and lse, which the
+     * backward's recompute (sk->redo) reads as the forward left them) */
+    const int katt = a->training && a->katt.lse;
+    if (katt) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
+    const int skip = katt && sk->redo;
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) (gemma: the o
      * projection's output ao normalized before the residual add) */
@@ -1247,7 +1260,9 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                 if (!o16) be->from_bf16(qkv, s->qkv16, (size_t)N * sh->QKV);
             }
         }
-        if (o16 && s->atty16 && zt_w16_on(&m->cfg, ZT_W16_AO16)) {
+        if (skip) {
+            /* (blocks-attn's recompute: the attention output kept) */
+        } else if (o16 && s->atty16 && zt_w16_on(&m->cfg, ZT_W16_AO16)) {
             /* (the attention writes its bf16 output itself, atty its fp32
              * staging: the same values) */
             attn_fwd16o(m, l, s->atty16, atty, s->lse, s->qkv16, qkv, B, T, sh->NH, sh->NKV);
@@ -1588,6 +1603,11 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     zt_llama_layer *gw = &m->g.h[l];
     struct zt_llama_layer_acts *s = ZT_ACTS_SLOT(a, l);
     a->lora.keep = s->lora_h;   /* (the forward's kept h, lora.h) */
+    /* (blocks-attn: layer l's kept attention output and lse; block_fwd of
+     * layer l, the recompute or the forward's last block, pointed the slot
+     * at them already: bound again so the backward reads layer l's whatever
+     * ran before it) */
+    if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
     const zt_lora_scratch *ls = &a->lora;
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
     /* MLP: dres flows to res2 unchanged and into the down projection */

@@ -32,6 +32,7 @@
 #define ZT_LLAMA_H
 #include "classifier.h"
 #include "lora.h"
+#include "model_acts.h"   /* zt_acts_katt */
 #include "model.h"
 #include "moe.h"
 
@@ -144,6 +145,8 @@ typedef struct zt_llama_acts {
     /* LoRA (ztrain.lora.r > 0) */
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [C] the frozen norms' weight gradients (discarded) */
+    zt_acts_katt katt;         /* blocks-attn: every layer's attention output and lse
+                                * (model_acts.h; katt.lse NULL: the slot's own) */
 } zt_llama_acts;
 
 typedef struct zt_llama zt_llama;

@@ -1378,6 +1378,8 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
     /* and the bf16-output paths (train.c; the attention entries' scratch,
      * arch.h zt_att_in16_of) */
     zt_out16_of(&q.c->model);
+    /* (blocks-attn: the attention kept per layer, as the run's model) */
+    q.c->model.ckpt_attn = zt_config_act_ckpt_attn(q.c);
     rc = plan_axes(q.c, out->world, out->ranks_per_node, &q.ax, st);
     /* training / eval windows are seq_len long; T (the model's positions)
      * sizes the position table and the sample's window */
@@ -1737,6 +1739,11 @@ static void suggest_singles(const zt_config *fin, const zt_memplan_opts *o, cons
     if (zt_config_act_ckpt_k(fin) != 1) {
         const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
         offer(fin, o, kv, limit, NULL, "enable activation checkpointing", "--act-ckpt blocks", list, nl);
+    } else if (zt_config_act_ckpt_attn(fin)) {
+        /* (blocks-attn: blocks drops the L - 1 kept attention outputs and lse) */
+        const char *kv[] = {"activation_checkpointing.policy", "blocks", NULL};
+        offer(fin, o, kv, limit, NULL, "activation checkpointing recomputing the attention too",
+              "--act-ckpt blocks", list, nl);
     }
     /* expert parallelism (a Mixture of Experts): each rank stores E / N of the
      * experts (all-to-alls of the routed rows per MoE layer); the smallest N

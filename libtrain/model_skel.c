@@ -17,6 +17,7 @@ int zt_skel_init(zt_skel *sk, const zt_skel_ops *ops, void *self, const zt_model
     sk->fused = 0;
     sk->ckkeep = zt_ckptkeep_of();
     sk->kept = NULL;
+    sk->redo = 0;
     if (mc->lora_r > 0) {
         ZT_TRY(zt_lora_plan(mc, &sk->lo, st));
         /* (as the models' keep_if: a backend without matmul_dinp_acc) */
@@ -147,6 +148,7 @@ int zt_skel_forward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, int has_ta
     /* (set again once every block has run; an eval forward writes its own
      * acts, not a training forward's) */
     if (sa->training) sk->kept = NULL;
+    sk->redo = 0;   /* (a backward that failed midway left it set) */
     ZT_TRY(params(sk, U, 0, st));
     o->embed_fwd(self, a);
     if (!sk->tied) ZT_TRY(zt_unit_release(U, 0, st));   /* tied: kept for the LM head */
@@ -222,6 +224,7 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
          * top block is recomputed inside its own window below (keep: not
          * the last group, its blocks as the forward left them) */
         const int top = zt_acts_ckpt_top(k, L, l) && zt_acts_ckpt_redo(k, L, l, keep);
+        sk->redo = top;   /* (the recomputed forwards' flag: zt_skel.redo) */
         if (top)
             for (int i = zt_acts_ckpt_first(k, l); i < l; ++i)
                 ZT_TRY(block_fwd_unit(sk, U, sa, i, st));
@@ -231,6 +234,7 @@ int zt_skel_backward(zt_skel *sk, zt_units *U, const zt_skel_acts *sa, float dlo
         ZT_TRY(lora_params(sk, U, sa, l, st));
         ZT_TRY(lora_grads(sk, U, l, st));
         if (top) ZT_TRY(o->block_fwd(self, a, l, st));
+        sk->redo = 0;
         ZT_TRY(o->block_bwd(self, a, l, st));
         ZT_TRY(lora_release(sk, U, l, st));
         ZT_TRY(lora_grads_done(sk, U, l, st));

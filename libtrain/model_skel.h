@@ -30,7 +30,7 @@ typedef struct zt_skel_ops {
     void (*frozen)(void *self, void *acts, int u);
     /* forward: the embedding into residual 0; block l from residual l into
      * its slot and residual l + 1 (backward runs it again to recompute a
-     * checkpointed block: bitwise the same values); the final norm; the LM
+     * checkpointed block: bitwise the same values, zt_skel.redo set); the final norm; the LM
      * head and loss (has_targets, loss_sum, the engine's loss_acc); fuse
      * non-NULL: the fused head (classifier.h) with dloss *fuse, its
      * gradients into the bound gradient view and dbuf (head_bwd's) */
@@ -70,6 +70,9 @@ typedef struct zt_skel {
                                         * (the backward that follows runs the last
                                         * checkpoint group on them: model_acts.h
                                         * zt_acts_ckpt_redo), NULL once a backward began */
+    int redo;                          /* 1 while the backward recomputes a block
+                                        * (block_fwd: blocks-attn skips the attention,
+                                        * zt_model_config.ckpt_attn) */
     zt_lora lo;
     const float *ad;                   /* the current block's adapters ... */
     float *gad;                        /* ... and their gradients (backward) */

@@ -5,7 +5,7 @@
 # parameters within 1e-5, fp32):
 #  - llama (8 query / 4 key-value heads, tied head): N=2 (2 ranks, stage 0),
 #    N=4 (4 ranks, stage 0), N=2 x data parallel 2 at stage 3 with gradient
-#    accumulation 2 and activation checkpointing;
+#    accumulation 2 and activation checkpointing (blocks-attn there: blocks);
 #  - gpt2: N=2 at stage 3, N=4 at stage 0 (with the validation loss);
 #  - llama with longrope RoPE past its original context at N=2;
 #  - losses: LoRA at N=2; masked SFT data at N=2 x dp 2 (training and
@@ -85,6 +85,21 @@ print("# estimate: all-to-all %d bytes per step, measured %s" % (e["alltoall_byt
 sys.exit(0 if e["sequence_parallel_size"] == 2 and all(x == e["alltoall_bytes_per_step"] for x in m) else 1)
 PY
 ok $? "N=2 x dp 2: predicted peak == accounted peak; ztrain estimate's all-to-all bytes == measured"
+# blocks-attn with sequence parallel runs as blocks (the attention recomputed): the log says so, the
+# same bits, all-to-all bytes and accounted peak as l22's
+run l22a 4 "${L22[@]}" --act-ckpt blocks-attn --memory-report end &&
+    grep -q "activation checkpointing blocks-attn with sequence parallel (2 ranks): the blocks recompute" \
+        o_l22a.txt && python3 - m_l22.jsonl m_l22a.jsonl <<'PY' &&
+import json, sys
+k = ("loss", "grad_norm", "alltoall_bytes")
+a, b = [[tuple(json.loads(l).get(x) for x in k) for l in open(p) if '"loss"' in l] for p in sys.argv[1:]]
+print("# blocks %s\n# blocks-attn %s" % (a, b))
+sys.exit(0 if a and a == b else 1)
+PY
+    [ -n "$(grep -o 'memory peak per rank: accounted [0-9]* bytes' o_l22.txt)" ] &&
+    [ "$(grep -o 'memory peak per rank: accounted [0-9]* bytes' o_l22.txt)" = \
+      "$(grep -o 'memory peak per rank: accounted [0-9]* bytes' o_l22a.txt)" ]
+ok $? "N=2 x dp 2 --act-ckpt blocks-attn: runs as blocks (logged), metrics and accounted peak l22's"
 
 # gpt2: QKV = 3 * 32, AD = 32, 2 layers, seq_len 32 (its context)
 run gref 1 "${GPT[@]}" --micro-batch 4 --eval-every 4

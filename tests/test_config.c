@@ -419,14 +419,29 @@ static void test_set_and_aliases(void) {
            zt_config_act_ckpt_k(c) == 4 &&
            zt_config_set(c, "activation_checkpointing.policy", "Blocks", ZT_SRC_FLAG, &st) == ZT_OK &&
            strcmp(c->act_ckpt, "blocks") == 0 && zt_config_act_ckpt_k(c) == 1 &&
+           zt_config_act_ckpt_attn(c) == 0 &&
            zt_config_set(c, "act-ckpt", "every-1", ZT_SRC_FLAG, &st) == ZT_OK &&
            strcmp(c->act_ckpt, "blocks") == 0 &&
            zt_config_set(c, "act-ckpt", "every-0", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
-           contains(st.msg, "none, blocks or every-K") &&
+           contains(st.msg, "must be none, blocks, blocks-attn or every-K with K an integer >= 1") &&
            zt_config_set(c, "act-ckpt", "sometimes", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
            zt_config_set(c, "act-ckpt", "none", ZT_SRC_FLAG, &st) == ZT_OK &&
-           zt_config_act_ckpt_k(c) == 0,
+           zt_config_act_ckpt_k(c) == 0 && zt_config_act_ckpt_attn(c) == 0,
            "activation_checkpointing.policy: none | blocks | every-K, every-1 = blocks");
+    tap_ok(zt_config_set(c, "act-ckpt", "Blocks-Attn", ZT_SRC_FLAG, &st) == ZT_OK &&
+           strcmp(c->act_ckpt, "blocks-attn") == 0 && zt_config_act_ckpt_k(c) == 1 &&
+           zt_config_act_ckpt_attn(c) == 1 &&
+           zt_config_set(c, "activation_checkpointing.policy", "BLOCKS-ATTN", ZT_SRC_FLAG, &st) ==
+               ZT_OK && strcmp(c->act_ckpt, "blocks-attn") == 0 &&
+           zt_config_set(c, "act-ckpt", "blocks-att", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           contains(st.msg, "must be none, blocks, blocks-attn or every-K") &&
+           strcmp(c->act_ckpt, "blocks-attn") == 0 &&
+           zt_config_set(c, "act-ckpt", "blocks-attn-2", ZT_SRC_FLAG, &st) == ZT_EINVAL &&
+           zt_config_set(c, "act-ckpt", "every-2", ZT_SRC_FLAG, &st) == ZT_OK &&
+           zt_config_act_ckpt_attn(c) == 0 &&
+           zt_config_set(c, "act-ckpt", "none", ZT_SRC_FLAG, &st) == ZT_OK,
+           "activation_checkpointing.policy blocks-attn (case-insensitive): group size 1, the "
+           "attention kept; a bad value's message names it");
     unsigned long long sz = 0;
     tap_ok(zt_config_set(c, "memory-limit", "8G", ZT_SRC_FLAG, &st) == ZT_OK &&
            c->memory_limit == 8ULL << 30 &&

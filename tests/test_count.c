@@ -4779,6 +4779,119 @@ static void ckpt_keep(void) {
     g_w16_ckkeep = 0;
 }
 
+/* ------------------------------------------------------------ blocks-attn
+ * Activation checkpointing's blocks-attn (zt_model_config.ckpt_attn): the
+ * blocks policy with each layer's attention output (bf16 here: the runs'
+ * bf16 activations) and softmax statistics lse kept through the forward, so
+ * the backward's recompute of a block skips the attention.  Against blocks
+ * (the last block kept from the forward, the L - 1 below it recomputed)
+ * and against no checkpointing, GPT-2 and Llama (tied and untied), stages
+ * 0, 1 and 3, LoRA, Gemma 2, Qwen3's q/k norms, accumulation 2, every block
+ * recomputed (ZT_TEST_NO_CKPTKEEP), a Mixture of Experts: 4 steps' losses
+ * and gradient norms bitwise, and the last step's gradients where the
+ * counter keeps them; counted (the dense runs): L attention forwards a
+ * micro-batch (blocks: 2L - 1, 2L with every block recomputed; none: L),
+ * the GEMMs' FLOPs and launches those of blocks; the
+ * activations' peak blocks' plus exactly (L - 1) (A + S) bytes, A the
+ * attention output [N, AD] in bf16 (rounded up to 128 elements, 2 bytes
+ * each; the MoE's fp32, 16 and 4) and S lse [B, NH, T] (rounded up to 16 floats): the shapes keep
+ * every array a multiple of 256 bytes, so no alignment pad moves
+ * (model_acts.h zt_carve_katt); the planner's activations the measured
+ * ones on both policies (a cuda plan's with the host's tokens and targets,
+ * 8 B T bytes, which the cpu-backed counter does not allocate), and its
+ * gathered units' peak the measured one. */
+static void ckpt_attn(void) {
+    static const char sac[] = "activation_checkpointing.policy=blocks-attn";
+    static const char sac_lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                                   "activation_checkpointing.policy=blocks-attn";
+    static const char sac_moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                                  "ztrain.model.moe_intermediate_size=24 "
+                                  "activation_checkpointing.policy=blocks-attn";
+    static const char sac_gemma[] = "ztrain.model.gemma=2 activation_checkpointing.policy=blocks-attn";
+    static const char sac_qk[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks-attn";
+    static const char sac_acc[] = "train_batch_size=4 activation_checkpointing.policy=blocks-attn";
+    /* keep 0: every block recomputed (ZT_TEST_NO_CKPTKEEP; blocks: 2L
+     * forwards a micro-batch, blocks-attn still L) */
+    static const struct { const char *shape; int stage; const char *extra, *name; int keep; } cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, sac, "", 1},
+        {"gpt2:3,2,32,64,2,16", 3, sac, "", 1},
+        {"gpt2:2,2,32,64,2,16", 0, sac_lora, " LoRA", 1},
+        {"gpt2:3,2,32,64,2,16", 0, sac, " ZT_TEST_NO_CKPTKEEP", 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, sac, "", 1},
+        {"llama:3,4,2,32,48,64,2,16,untied", 3, sac, "", 1},
+        {"llama:3,4,2,32,48,64,2,16", 3, sac, "", 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, sac_lora, " LoRA", 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, sac_lora, " LoRA", 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, sac_gemma, " gemma", 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, sac_qk, " qk_norm", 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 1, sac_acc, " accumulation 2", 1},
+        {"llama:3,4,2,32,48,64,2,16,untied", 3, sac, " ZT_TEST_NO_CKPTKEEP", 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 0, sac_moe, " MoE", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g_w16_ckkeep = cases[i].keep;
+        cm_shape sh;
+        cm_shape_parse(cases[i].shape, &sh);
+        char what[160];
+        snprintf(what, sizeof what, "blocks-attn %s stage %d%s", cases[i].shape, cases[i].stage,
+                 cases[i].name);
+        /* the same run with blocks and without checkpointing */
+        char blk[512], none[512];
+        snprintf(blk, sizeof blk, "%s activation_checkpointing.policy=blocks", cases[i].extra);
+        snprintf(none, sizeof none, "%s activation_checkpointing.policy=none", cases[i].extra);
+        double ra[4][2], rb[4][2], rn[4][2];
+        long w = 0, r = 0;
+        w16_mem ma, mb, mn;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        int rc = w16_run(&sh, cases[i].stage, cases[i].extra, 0, ra, &w, &r, &ma, &st);
+        if (rc == ZT_OK) rc = w16_run(&sh, cases[i].stage, blk, 0, rb, &w, &r, &mb, &st);
+        if (rc == ZT_OK) rc = w16_run(&sh, cases[i].stage, none, 0, rn, &w, &r, &mn, &st);
+        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, and with blocks and none", what)) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        tap_ok(!memcmp(ra, rb, sizeof ra) && !memcmp(ra, rn, sizeof ra),
+               "%s: losses and gradient norms bitwise blocks' and none's (%.9g %.9g ... %.9g)",
+               what, ra[0][0], ra[1][0], ra[3][0]);
+        tap_ok(ma.ghave == mb.ghave && ma.ghave == mn.ghave &&
+                   (!ma.ghave || (ma.ghash == mb.ghash && ma.ghash == mn.ghash)),
+               "%s: the last step's gradients bitwise%s", what,
+               ma.ghave ? "" : " (not kept by the counter at this stage: the losses above)");
+        const int L = sh.L, moe = cases[i].extra == sac_moe;
+        /* micro-batches in the 4 steps (accumulation 2: 8) */
+        const long mbs = cases[i].extra == sac_acc ? 8 : 4;
+        if (!moe) {
+            tap_ok(ma.attf == mbs * L && mb.attf == mbs * (cases[i].keep ? 2 * L - 1 : 2 * L) &&
+                       mn.attf == mbs * L &&
+                       ma.gemm_fl == mb.gemm_fl && ma.gemm_n == mb.gemm_n && ma.gemm_fl > mn.gemm_fl,
+                   "%s: %ld attention forwards in %ld micro-batches (blocks %ld, none %ld), the GEMMs "
+                   "blocks' %.0f FLOPs in %ld launches (%.0f in %ld; none %.0f)",
+                   what, ma.attf, mbs, mb.attf, mn.attf, ma.gemm_fl, ma.gemm_n, mb.gemm_fl, mb.gemm_n,
+                   mn.gemm_fl);
+        }
+        /* (AD = C for both architectures' shapes here: NH hd = C) */
+        const uint64_t N = (uint64_t)sh.B * sh.T;
+        /* (the MoE's activations fp32: model_acts.h zt_acts16_on) */
+        const uint64_t A = moe ? ((N * (uint64_t)sh.C + 15) & ~(uint64_t)15) * 4
+                               : ((N * (uint64_t)sh.C + 127) & ~(uint64_t)127) * 2;
+        const uint64_t S = (((uint64_t)sh.B * sh.NH * sh.T + 15) & ~(uint64_t)15) * 4;
+        const uint64_t d = (uint64_t)(L - 1) * (A + S);
+        /* (the plan of a cuda run adds the host's [B, T] tokens and targets,
+         * memplan.c, which the cpu-backed counter does not allocate) */
+        const uint64_t host = moe ? 0 : N * 4 * 2;
+        tap_ok(ma.acts_peak == mb.acts_peak + d && ma.acts_plan == ma.acts_peak + host &&
+                   mb.acts_plan == mb.acts_peak + host && ma.acts_peak < mn.acts_peak &&
+                   ma.peak == ma.plan && mb.peak == mb.plan,
+               "%s: activations' peak %llu bytes, blocks' %llu + (L - 1) (%llu + %llu) = %llu "
+               "(none %llu); planned %llu and %llu (+ %llu host tokens)",
+               what, (unsigned long long)ma.acts_peak, (unsigned long long)mb.acts_peak,
+               (unsigned long long)A, (unsigned long long)S, (unsigned long long)d,
+               (unsigned long long)mn.acts_peak, (unsigned long long)ma.acts_plan,
+               (unsigned long long)mb.acts_plan, (unsigned long long)host);
+    }
+    g_w16_ckkeep = 0;
+}
+
 /* bench/costmodel --act-ckpt blocks: the engine's checkpointed step
  * counted as it runs.  A tiny Llama (no biases, untied head, cuDNN's
  * attention): each block's forward but the last's (kept from the forward:
@@ -4917,6 +5030,7 @@ int main(int argc, char **argv) {
     cudnn_model();
     costmodel_ckpt();
     ckpt_keep();
+    ckpt_attn();
     zt_finalize();
     return tap_done();
 }

@@ -340,6 +340,36 @@ static void test_check_and_auto(void) {
     tap_ok(rc == ZT_ENOMEM && contains(st.msg, "no change"), "nothing fits: says so");
     zt_config_free(c);
 
+    /* blocks-attn (the attention outputs and lse kept per layer): between
+     * blocks and none, and where only blocks fits, the suggestion is blocks */
+    {
+        zt_memplan_opts o2;
+        zt_memplan_opts_init(&o2, 1);
+        zt_memplan pn, pb, pa;
+        c = shape(6, 4, 64, 64, 256);
+        tu_set(c, "train_micro_batch_size_per_gpu", "8");
+        int r1 = zt_memplan_compute(c, &o2, &pn, &st);
+        tu_set(c, "activation_checkpointing.policy", "blocks");
+        int r2 = zt_memplan_compute(c, &o2, &pb, &st);
+        tu_set(c, "activation_checkpointing.policy", "blocks-attn");
+        int r3 = zt_memplan_compute(c, &o2, &pa, &st);
+        const uint64_t an = pn.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS],
+                       ab = pb.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS],
+                       aa = pa.cat[ZT_MP_HOST][ZT_MEM_ACTIVATIONS];
+        /* (fp32 here: (L - 1) x ([N, C] + [B, NH, T]) floats, every count a multiple of 16) */
+        const uint64_t d = 5ull * (8 * 64 * 64 + 8 * 4 * 64) * 4;
+        tap_ok(!r1 && !r2 && !r3 && ab < aa && aa < an && aa - ab == d,
+               "blocks-attn plans activations %llu bytes: blocks' %llu + 5 x the attention "
+               "output and lse (%llu), none %llu", (unsigned long long)aa,
+               (unsigned long long)ab, (unsigned long long)d, (unsigned long long)an);
+        const uint64_t lim = pb.peak_bytes + (pa.peak_bytes - pb.peak_bytes) / 2;
+        ns = zt_memplan_suggest(c, &o2, &pa, lim, sug, sizeof sug, first, sizeof first);
+        tap_ok(ns >= 1 && contains(sug, "--act-ckpt blocks") &&
+                   contains(sug, "recomputing the attention too"),
+               "blocks-attn over the limit, blocks under it: blocks suggested (%s)", sug);
+        zt_config_free(c);
+    }
+
     /* an eval batch far larger than the micro batch: the cheapest fix keeps
      * training as it is and evaluates the same samples in smaller batches */
     c = shape(6, 4, 64, 64, 256);

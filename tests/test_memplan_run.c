@@ -19,9 +19,10 @@
  *    exact per category (model states on cpu-strict), the parameter shards
  *    wholly offloaded, 0 pinned bytes without a pinning backend, shards
  *    bitwise those of the run without offload (test_offload_param);
- *  - activation checkpointing: losses, gradients and parameters bitwise
- *    identical to no checkpointing at stages 0 and 3; the accounted
- *    activation block shrinks as predicted;
+ *  - activation checkpointing (blocks, every-2, every-3, blocks-attn):
+ *    losses, gradients and parameters bitwise identical to no checkpointing
+ *    at stages 0 and 3; the accounted activation block shrinks as predicted
+ *    (blocks-attn's between blocks' and none's);
  *  - a configuration that cannot fit is refused before any allocation, with
  *    suggestions; the first one fits and trains;
  *  - "auto" micro batch under a small limit: runs, keeps the global batch,
@@ -472,14 +473,14 @@ static void state_views(zt_ctx *ctx, const float **g, size_t *ng, const float **
 }
 
 static void test_checkpointing(int N) {
-    static const char *const ckpt[] = {"none", "blocks", "every-2", "every-3"};
+    static const char *const ckpt[] = {"none", "blocks", "every-2", "every-3", "blocks-attn"};
     for (int stage = 0; stage <= 3; stage += 3) {
         double loss0[3] = {0}, norm0[3] = {0};
         float *g0 = NULL, *p0 = NULL;
         size_t ng0 = 0, np0 = 0;
-        uint64_t acts[4] = {0}, pred[4] = {0};
+        uint64_t acts[5] = {0}, pred[5] = {0};
         int ok = 1;
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < 5; ++k) {
             zt_config *c = base_config(5);
             tu_set(c, "zero_optimization.stage", "%d", stage);
             tu_set(c, "activation_checkpointing.policy", "%s", ckpt[k]);
@@ -529,14 +530,18 @@ static void test_checkpointing(int N) {
         }
         free(g0);
         free(p0);
-        tap_ok(all_ok(ok), "N=%d stage %d: blocks, every-2, every-3: losses, gradient norms, "
-               "gradients and parameters bitwise equal to no checkpointing (3 steps)", N, stage);
+        tap_ok(all_ok(ok), "N=%d stage %d: blocks, every-2, every-3, blocks-attn: losses, "
+               "gradient norms, gradients and parameters bitwise equal to no checkpointing "
+               "(3 steps)", N, stage);
         tap_ok(all_ok(acts[1] < acts[2] && acts[2] < acts[0] && acts[3] < acts[0] &&
+                      acts[1] < acts[4] && acts[4] < acts[0] &&
                       acts[0] == pred[0] && acts[1] == pred[1] && acts[2] == pred[2] &&
-                      acts[3] == pred[3]),
+                      acts[3] == pred[3] && acts[4] == pred[4]),
                "N=%d stage %d: accounted activations none %llu > every-2 %llu > blocks %llu bytes "
-               "(every-3 %llu), each as predicted", N, stage, (unsigned long long)acts[0],
-               (unsigned long long)acts[2], (unsigned long long)acts[1], (unsigned long long)acts[3]);
+               "(every-3 %llu; blocks-attn %llu, between blocks and none), each as predicted", N,
+               stage, (unsigned long long)acts[0], (unsigned long long)acts[2],
+               (unsigned long long)acts[1], (unsigned long long)acts[3],
+               (unsigned long long)acts[4]);
     }
 }
 
