@@ -53,7 +53,7 @@ enum ktype {
 #define KF_AUTO      0x10u  /* "auto" accepted: 0 (derive), or -1 with KF_FIT */
 #define KF_FIT       0x20u  /* with KF_AUTO: "auto" = fit to the memory limit (-1) */
 #define KF_SIZE      0x40u  /* T_U64: a byte size, "8G", "512M", "auto" = 0 */
-#define KF_ACKPT     0x80u  /* T_STRING: none | blocks | every-K */
+#define KF_ACKPT     0x80u  /* T_STRING: none | blocks | blocks-attn | every-K */
 #define KF_REPORT    0x100u /* T_STRING: off | end | N; a flag may omit the value */
 #define KF_NODE      0x200u /* T_INT: "node" accepted (ZT_SHARD_GROUP_NODE) */
 

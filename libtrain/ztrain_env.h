@@ -36,7 +36,7 @@
 #define ZTRAIN_ENV_OFFLOAD      "ZTRAIN_OFFLOAD"
 /* precision: fp32 | bf16 | fp16 (sets bf16.enabled / fp16.enabled) */
 #define ZTRAIN_ENV_PRECISION    "ZTRAIN_PRECISION"
-/* activation_checkpointing.policy: none | blocks | every-K */
+/* activation_checkpointing.policy: none | blocks | blocks-attn | every-K */
 #define ZTRAIN_ENV_ACT_CKPT     "ZTRAIN_ACT_CKPT"
 
 /* Informational variables set by the plugin (not configuration keys). */
