@@ -1055,6 +1055,16 @@ static const char w16_ck[] = "activation_checkpointing.policy=blocks";
 static const char w16_gemma[] = "ztrain.model.gemma=2";
 static const char w16_lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
 static const char w16_qv[] = "ztrain.lora.r=8 ztrain.lora.alpha=16 ztrain.lora.targets=q_proj,v_proj";
+/* the LoRA cases (all-linear, r 4) many sections share: checkpointed,
+ * QLoRA's nf4 base, the fp32 matmuls, the adapters' dropout */
+static const char w16_lck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "activation_checkpointing.policy=blocks";
+static const char w16_lnf4[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.base=nf4";
+static const char w16_lf32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "bf16.enabled=false";
+static const char w16_ldrop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
+                               "ztrain.lora.dropout=0.25";
 /* a case: the shape, the stage, the extra config words, and the section's
  * own number (the no_w16 bits of both runs, or whether the path is taken) */
 typedef struct w16_case {
@@ -1069,7 +1079,8 @@ typedef struct w16_xname {
 } w16_xname;
 static const w16_xname w16_names[] = {
     {w16_ck, " checkpointed"}, {w16_gemma, " gemma"}, {w16_lora, " LoRA"},
-    {w16_qv, " LoRA q_proj,v_proj"}, {NULL, NULL}};
+    {w16_qv, " LoRA q_proj,v_proj"}, {w16_lck, " LoRA checkpointed"}, {w16_lnf4, " QLoRA"},
+    {w16_lf32, " LoRA fp32"}, {w16_ldrop, " LoRA dropout"}, {NULL, NULL}};
 static const w16_case w16_common[] = {
     {"gpt2:2,2,32,64,2,16", 0, NULL, 0}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 0},
     {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
@@ -1122,8 +1133,6 @@ static void bf16_weights(void) {
      * the router's and the routed experts' (moe.c) too, takes the bf16
      * weights) */
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                               "ztrain.model.moe_intermediate_size=24 ztrain.model.shared_expert_size=16";
     static const struct { const char *shape; int stage; const char *extra; } cases[] = {
@@ -1132,19 +1141,20 @@ static void bf16_weights(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 1, NULL},
         {"llama:2,4,2,32,48,64,2,16", 3, NULL}, {"gpt2:2,2,32,64,2,16", 2, lora},
         {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora},
-        {"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 3, w16_lnf4},
         {"llama:2,4,2,32,48,64,2,16", 0, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 2, moe},
         {"llama:2,4,2,32,48,64,2,16", 3, moe}, {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL},
-        {"gpt2:2,2,32,64,2,16", 3, lora}, {"llama:2,4,2,32,48,1024,2,16", 3, qlora},
-        {"llama:2,4,2,32,48,1024,2,16", 0, qlora}, {"llama:2,4,2,32,48,64,2,16", 2, NULL},
-        {"llama:2,4,2,32,48,64,2,16,untied", 2, lora}, {"llama:2,4,2,32,48,1024,2,16", 1, qlora}};
+        {"gpt2:2,2,32,64,2,16", 3, lora}, {"llama:2,4,2,32,48,1024,2,16", 3, w16_lnf4},
+        {"llama:2,4,2,32,48,1024,2,16", 0, w16_lnf4}, {"llama:2,4,2,32,48,64,2,16", 2, NULL},
+        {"llama:2,4,2,32,48,64,2,16,untied", 2, lora}, {"llama:2,4,2,32,48,1024,2,16", 1, w16_lnf4}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
         char what[96];
         snprintf(what, sizeof what, "%s%s", cases[i].shape,
-                 ex == lora ? " LoRA" : ex == qlora ? " QLoRA" : ex == moe ? " MoE" : "");
+                 ex == lora ? " LoRA" : ex == w16_lnf4 ? " QLoRA" : ex == moe ? " MoE" : "");
         char label[112];
         snprintf(label, sizeof label, "%s stage %d", what, cases[i].stage);
         /* (the activations in fp32: every GEMM through the *_w16 entries;
@@ -1195,13 +1205,12 @@ static void bf16_nf4w16(void) {
     static const w16_kind kind = {
         512, " with the NF4 weights dequantized into bf16 and into the fp32 copy",
         "fp32 copy's path's", NULL};
-    static const char nf4[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "ztrain.lora.base=nf4";
     static const char dq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,down_proj "
                              "ztrain.lora.base=nf4-dq activation_checkpointing.policy=blocks";
     static const struct { const char *shape; int stage; const char *extra; } cases[] = {
-        {"llama:2,4,2,32,48,1024,2,16", 0, nf4}, {"llama:2,4,2,32,48,1024,2,16", 3, nf4},
-        {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, nf4},
+        {"llama:2,4,2,32,48,1024,2,16", 0, w16_lnf4}, {"llama:2,4,2,32,48,1024,2,16", 3, w16_lnf4},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 3, w16_lnf4},
         {"llama:2,4,2,32,48,1024,2,16", 3, dq}, {"llama:2,4,2,32,48,1024,2,16,untied", 0, dq}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
@@ -1252,19 +1261,17 @@ static void bf16_activations(void) {
                                   "the GEMM outputs rounded"};
     static const char ck[] = "activation_checkpointing.policy=blocks";
     static const char lora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const char lora_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                  "activation_checkpointing.policy=blocks";
     static const struct { const char *shape; int stage; const char *extra; } cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL}, {"gpt2:2,2,32,64,2,16", 3, ck},
-        {"gpt2:2,2,32,64,2,16", 3, lora}, {"gpt2:2,2,32,64,2,16", 0, lora_ck},
+        {"gpt2:2,2,32,64,2,16", 3, lora}, {"gpt2:2,2,32,64,2,16", 0, w16_lck},
         {"llama:2,4,2,32,48,64,2,16", 0, NULL}, {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL},
         {"llama:2,4,2,32,48,64,2,16", 0, ck}, {"llama:2,4,2,32,48,64,2,16,untied", 3, ck},
-        {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, lora_ck}};
+        {"llama:2,4,2,32,48,64,2,16", 0, lora}, {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
         cm_shape_parse(cases[i].shape, &p.s);
         const char *ex = cases[i].extra;
-        const int is_lora = ex == lora || ex == lora_ck, is_ck = ex == ck || ex == lora_ck;
+        const int is_lora = ex == lora || ex == w16_lck, is_ck = ex == ck || ex == w16_lck;
         char what[96];
         snprintf(what, sizeof what, "%s stage %d%s%s", cases[i].shape, cases[i].stage,
                  is_lora ? " LoRA" : "", is_ck ? " checkpointed" : "");
@@ -2135,19 +2142,14 @@ static void lora_acc(void) {
     static const w16_kind kind = {262144, " with and without the LoRA products accumulated",
                                   "product-and-add path's", NULL};
     static const char all[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear";
-    static const char all_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                 "activation_checkpointing.policy=blocks";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
     static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                   "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
-    static const w16_xname names[] = {{all, " LoRA"}, {all_ck, " LoRA checkpointed"}, {drop, " LoRA dropout"},
-                                      {drop_ck, " LoRA dropout checkpointed"}, {NULL, NULL}};
+    static const w16_xname names[] = {{all, " LoRA"}, {drop_ck, " LoRA dropout checkpointed"}, {NULL, NULL}};
     static const w16_case cases[] = {
-        {"gpt2:2,2,32,64,2,16", 0, all, 0},          {"gpt2:2,2,32,64,2,16", 3, all_ck, 0},
-        {"gpt2:2,2,32,64,2,16", 0, drop, 0},         {"gpt2:2,2,32,64,2,16", 2, all, 2},
-        {"llama:2,4,2,32,48,64,2,16", 0, all, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, all_ck, 0},
-        {"llama:2,4,2,32,48,64,2,16", 3, drop, 0},   {"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, all, 0},          {"gpt2:2,2,32,64,2,16", 3, w16_lck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_ldrop, 0},         {"gpt2:2,2,32,64,2,16", 2, all, 2},
+        {"llama:2,4,2,32,48,64,2,16", 0, all, 0},    {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_ldrop, 0},   {"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 0},
         {"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, {"llama:2,4,2,32,48,64,2,16", 2, all, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         w16_pair p;
@@ -2163,7 +2165,7 @@ static void lora_acc(void) {
             continue;
         const char *ex = cases[i].extra;
         const cm_shape *s = &p.s;
-        const int ck = ex == all_ck || ex == drop_ck, dr = ex == drop || ex == drop_ck;
+        const int ck = ex == w16_lck || ex == drop_ck, dr = ex == w16_ldrop || ex == drop_ck;
         /* the targeted groups and modules; the widest of their inputs and
          * outputs (max_w) and of their inputs: GPT-2's c_attn [C, 3C],
          * attn.c_proj [C, C], c_fc [C, 4C], mlp.c_proj [4C, C]; Llama's q|k|v
@@ -2212,28 +2214,19 @@ static void lora_acc(void) {
 static void lora_swap(void) {
     static const w16_kind kind = {1048576, " with and without LoRA's delta first",
                                   "delta-after path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char bias[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.model.attention_bias=true";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"}, {qlora, " QLoRA"},
-                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{bias, " LoRA qkv bias"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs; ng: the swapped groups) */
     static const struct { w16_case c; int ng; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 4},
-        {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 4},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lf32, 0}, 4},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 3, w16_lnf4, 0}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 3},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
@@ -2248,7 +2241,7 @@ static void lora_swap(void) {
         if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 536870912 | 34359738368ULL, names,
                           NULL, what, sizeof what))
             continue;
-        const long want = 4 * p.s.L * cases[i].ng * (1 + (c->extra == ck));
+        const long want = 4 * p.s.L * cases[i].ng * (1 + (c->extra == w16_lck));
         tap_ok(p.ma.facc == want && p.mb.facc == 0 && p.mb.fwd - p.ma.fwd == want &&
                    p.mb.dacc - p.ma.dacc == want && p.ma.bwd - p.mb.bwd == want &&
                    p.ma.gemm == p.mb.gemm && p.ma.gemm_b == p.mb.gemm_b && p.ma.add == p.mb.add &&
@@ -2288,32 +2281,23 @@ static void lora_swap(void) {
 static void lora_bswap(void) {
     static const w16_kind kind = {16777216, " with and without LoRA's input gradient first",
                                   "base-first path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char bias[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.model.attention_bias=true";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"}, {qlora, " QLoRA"},
-                                      {bias, " LoRA qkv bias"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{bias, " LoRA qkv bias"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs; ng: the swapped groups) */
     static const struct { w16_case c; int ng; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 4},
-        {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 4},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0}, 4},
-        {{"llama:2,4,2,32,48,1024,2,16", 0, qlora, 0}, 4},
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lf32, 0}, 4},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 3, w16_lnf4, 0}, 4},
+        {{"llama:2,4,2,32,48,1024,2,16", 0, w16_lnf4, 0}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_qv, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, bias, 0}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 524288}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 262144}, 4},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 1048576}, 4},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
@@ -2332,7 +2316,7 @@ static void lora_bswap(void) {
         const double more = acc || !cases[i].ng ? 0 : 4 * p.s.L * N * in * 4;
         /* (the adapters' bf16 A, lora16, at stages 0-2 with bf16 matmuls:
          * dx = dh A written reads it, where matmul_dinp_acc rounded A) */
-        const long r16 = c->stage < 3 && c->extra != f32 ? want : 0;
+        const long r16 = c->stage < 3 && c->extra != w16_lf32 ? want : 0;
         tap_ok(p.ma.bacc == want && p.mb.bacc == 0 && p.mb.dacc - p.ma.dacc == (acc ? want : 0) &&
                    p.mb.add - p.ma.add == (acc ? 0 : want) &&
                    p.ma.bwds + p.ma.dacc + p.ma.bacc == p.mb.bwds + p.mb.dacc &&
@@ -2368,26 +2352,19 @@ static void lora_bswap(void) {
 static void lora_gluround(void) {
     static const w16_kind kind = {33554432, " with and without the rounding and activation in one",
                                   "to_bf16 path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"}, {qlora, " QLoRA"},
-                                      {f32, " LoRA fp32"}, {NULL, NULL}};
+    static const w16_xname names[] = {{gemma, " gemma LoRA"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs (4: ZT_TEST_NO_O16); on: the path taken) */
     static const struct { w16_case c; int on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, 1},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 1},
-        {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_lck, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 3, w16_lora, 4}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
@@ -2397,7 +2374,7 @@ static void lora_gluround(void) {
          * reads; the bf16 one has no fp32 values to round, lora_gu16) */
         if (!w16_case_run(&p, &kind, c, c->arg | 536870912, names, NULL, what, sizeof what))
             continue;
-        const long want = cases[i].on ? 4 * p.s.L * (1 + (c->extra == ck)) : 0;
+        const long want = cases[i].on ? 4 * p.s.L * (1 + (c->extra == w16_lck)) : 0;
         const double W = p.s.llama ? 2.0 * p.s.I : 4.0 * p.s.C,
                      fewer = (double)want * 2.0 * p.s.B * p.s.T * W;
         tap_ok(p.ma.glur == want && p.mb.glur == 0 && p.mb.to16 - p.ma.to16 == want &&
@@ -2614,8 +2591,7 @@ static void grad_fresh(void) {
     static const char fp32[] = "bf16.enabled=false";
     static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
                               "ztrain.model.moe_intermediate_size=24";
-    static const w16_xname names[] = {{acc, " accumulation 2"}, {fp32, " fp32"}, {moe, " MoE"},
-                                      {NULL, NULL}};
+    static const w16_xname names[] = {{acc, " accumulation 2"}, {fp32, " fp32"}, {moe, " MoE"}, {NULL, NULL}};
     /* (arg: whether the path is taken) */
     static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 1},         {"gpt2:2,2,32,64,2,16", 1, NULL, 1},
@@ -2679,29 +2655,20 @@ static void lora_gu16(void) {
                                   "fp32 gate|up's", "the adapters' delta rounded to bf16"};
     static const w16_kind same = {536870912, " with and without LoRA's gate|up in bf16 (not taken)",
                                   "fp32 gate|up's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"}, {gemma, " gemma LoRA"},
-                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{gemma, " gemma LoRA"}, {NULL, NULL}};
     /* (on: whether gate|up's path changes; arg: the no_w16 bits of both runs) */
     static const struct { w16_case c; int on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
@@ -2712,7 +2679,7 @@ static void lora_gu16(void) {
         if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 34359738368ULL, names, NULL,
                           what, sizeof what))
             continue;
-        const long F = c->extra == ck ? 2 : 1;
+        const long F = c->extra == w16_lck ? 2 : 1;
         const long n = cases[i].on ? 4 * p.s.L * F : 0;
         tap_ok(p.ma.facc16 == n && p.mb.facc16 == 0 && p.mb.facc - p.ma.facc == n &&
                    p.ma.bo16 - p.mb.bo16 == n && p.mb.glur - p.ma.glur == n &&
@@ -2854,21 +2821,11 @@ static void lora_branch16(void) {
     static const w16_kind same = {34359738368ULL,
                                   " with and without LoRA's bf16 residual branches (not taken)",
                                   "fp32 branches'", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char qlck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.base=nf4 activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
-                                      {qlck, " QLoRA checkpointed"}, {gemma, " gemma LoRA"},
-                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{qlck, " QLoRA checkpointed"}, {gemma, " gemma LoRA"}, {NULL, NULL}};
     /* (on: whether the path is taken; arg: the no_w16 bits of both runs;
      * of: a checkpointed case's uncheckpointed one, index + 1 (0: none),
      * whose losses and gradient norms its own must equal bitwise with the
@@ -2876,13 +2833,13 @@ static void lora_branch16(void) {
     static const struct { w16_case c; int on, of; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 0},
         {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 0},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 2},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 1, 2},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, 1, 0},
         {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlck, 0}, 1, 4},
         {{"llama:2,4,2,32,48,64,2,16,untied", 0, w16_lora, 8192}, 1, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 4294967296ULL}, 0, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0}};
@@ -2904,7 +2861,7 @@ static void lora_branch16(void) {
                    "with the bf16 branches (%.9g ... %.9g) and without (%.9g ... %.9g)",
                    what, p.a[0][0], p.a[3][0], p.b[0][0], p.b[3][0]);
         }
-        const int ckd = c->extra == ck || c->extra == qlck;
+        const int ckd = c->extra == w16_lck || c->extra == qlck;
         const long F = ckd ? 2 : 1, L = p.s.L;
         /* down's bf16 outputs a pass: L, or L - 1 with the fp32 final norm */
         const long Ld = c->arg & 8192 ? L - 1 : L;
@@ -2978,19 +2935,9 @@ static void lora_grad16(void) {
     static const w16_kind same = {137438953472ULL,
                                   " with and without LoRA's bf16 input gradients (not taken)",
                                   "fp32 gradients'", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"},
-                                      {gemma, " gemma LoRA"}, {f32, " LoRA fp32"},
-                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{gemma, " gemma LoRA"}, {NULL, NULL}};
     /* (gu, qkv, dn: gate|up's, q|k|v's and down's paths taken over the
      * bf16-gradient backend, over the cpu q|k|v's never; arg: the no_w16
      * bits of both runs; of: a checkpointed case's uncheckpointed one,
@@ -2998,12 +2945,12 @@ static void lora_grad16(void) {
     static const struct { w16_case c; int gu, qkv, dn, of; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 1, 1, 0},
         {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lora, 0}, 1, 1, 1, 0},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1, 1, 2},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1, 1, 1, 0},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 1, 1, 1, 2},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, 1, 1, 1, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0, 1, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0, 0, 0, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0, 0, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 0, 0, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 0, 0, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 8589934592ULL}, 0, 0, 0, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0, 0, 0, 0},
@@ -3106,33 +3053,25 @@ static void lora_o16(void) {
     static const w16_kind same = {274877906944ULL,
                                   " with and without LoRA's o in bf16 dO (not taken)", "fp32 dO's",
                                   NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
     static const char qvo[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
                               "ztrain.lora.targets=q_proj,v_proj,o_proj";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qvo, " LoRA q_proj,v_proj,o_proj"},
-                                      {qlora, " QLoRA"}, {gemma, " gemma LoRA"},
-                                      {f32, " LoRA fp32"}, {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{qvo, " LoRA q_proj,v_proj,o_proj"},
+                                      {gemma, " gemma LoRA"},
+                                      {NULL, NULL}};
     /* (on: the path taken where att_do16 answers 1; arg: the no_w16 bits
      * of both runs) */
     static const struct { w16_case c; int on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1},
-        {{"llama:3,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, qvo, 0}, 1},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, gemma, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
     g_do16b = *zt_backend_cpu();
@@ -3356,35 +3295,26 @@ static void bf16_dh16(void) {
 static void lora_keeph(void) {
     static const w16_kind kind = {67108864, " with and without LoRA's kept h",
                                   "recompute path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {f32, " LoRA fp32"}, {qlora, " QLoRA"},
-                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+    static const w16_xname names[] = {{NULL, NULL}};
     static const w16_case cases[] = {
         {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0},
-        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0},
         {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 2},
-        {"llama:2,4,2,32,48,64,2,16", 3, f32, 0},
-        {"llama:2,4,2,32,48,1024,2,16,untied", 3, qlora, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lf32, 0},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 3, w16_lnf4, 0},
         {"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0},
-        {"llama:2,4,2,32,48,64,2,16", 3, drop, 0},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_ldrop, 0},
         {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
-        {"gpt2:2,2,32,64,2,16", 3, ck, 0},
-        {"gpt2:2,2,32,64,2,16", 0, f32, 0},
-        {"gpt2:2,2,32,64,2,16", 0, drop, 0}};
+        {"gpt2:2,2,32,64,2,16", 3, w16_lck, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lf32, 0},
+        {"gpt2:2,2,32,64,2,16", 0, w16_ldrop, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i];
         w16_pair p;
         char what[160];
         if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
         const cm_shape *s = &p.s;
-        const int dr = c->extra == drop;
+        const int dr = c->extra == w16_ldrop;
         /* the targeted groups' modules: Llama's q|k|v 3, o, gate|up 2, down
          * (q_proj,v_proj: q|k|v's 2); GPT-2's four groups one each */
         static const int nl[4] = {3, 1, 2, 1}, nq[4] = {2, 0, 0, 0}, ngp[4] = {1, 1, 1, 1};
@@ -3399,7 +3329,7 @@ static void lora_keeph(void) {
                 slot += ((N * (uint64_t)(nm[g] * r) + 15) & ~(uint64_t)15) * 4;
             }
         const long want = dr ? 0 : 4 * s->L * ng;
-        const uint64_t more = dr ? 0 : slot * (uint64_t)(c->extra == ck ? 1 : s->L);
+        const uint64_t more = dr ? 0 : slot * (uint64_t)(c->extra == w16_lck ? 1 : s->L);
         const uint64_t tok = 2 * N * 4;
         tap_ok(p.mb.fwd - p.ma.fwd == want && p.mb.gemm - p.ma.gemm == want &&
                    p.mb.scale - p.ma.scale == want && p.ma.bwd == p.mb.bwd &&
@@ -3449,46 +3379,37 @@ static void lora_keeph(void) {
 static void lora16(void) {
     static const w16_kind kind = {134217728, " with and without LoRA's bf16 adapters",
                                   "rounding path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
-    static const char qlora[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                "ztrain.lora.base=nf4";
-    static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                               "ztrain.lora.dropout=0.25";
     static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                   "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
     static const char acc[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                               "train_batch_size=4";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {qlora, " QLoRA"}, {drop, " LoRA dropout"},
-                                      {drop_ck, " LoRA dropout checkpointed"}, {acc, " LoRA accumulating 2"},
-                                      {f32, " LoRA fp32"}, {NULL, NULL}};
+    static const w16_xname names[] = {{drop_ck, " LoRA dropout checkpointed"}, {acc, " LoRA accumulating 2"},
+                                      {NULL, NULL}};
     /* (c.arg: no_w16 of both runs; ng, nm: the targeted groups and modules;
      * swap: Llama's delta first; on: 0 where the path is not taken) */
     static const struct { w16_case c; int ng, nm, swap, on; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 4, 7, 1, 1},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 2, ck, 0}, 4, 7, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 2, w16_lck, 0}, 4, 7, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_qv, 0}, 1, 2, 1, 1},
-        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, qlora, 0}, 4, 7, 1, 1},
+        {{"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, 4, 7, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 2, acc, 0}, 4, 7, 1, 1},
-        {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 4, 7, 0, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 4, 7, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 262144}, 4, 7, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 262144 | 1048576}, 4, 7, 0, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 4, 7, 1, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 4, 7, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 4, 7, 1, 0},
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 4, 4, 0, 1},
-        {{"gpt2:2,2,32,64,2,16", 2, ck, 262144}, 4, 4, 0, 1},
-        {{"gpt2:2,2,32,64,2,16", 0, drop, 0}, 4, 4, 0, 1},
-        {{"gpt2:2,2,32,64,2,16", 3, ck, 0}, 4, 4, 0, 0}};
+        {{"gpt2:2,2,32,64,2,16", 2, w16_lck, 262144}, 4, 4, 0, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_ldrop, 0}, 4, 4, 0, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_lck, 0}, 4, 4, 0, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[200];
         if (!w16_case_run(&p, &kind, c, c->arg, names, NULL, what, sizeof what)) continue;
         const char *ex = c->extra;
-        const long F = ex == ck || ex == drop_ck ? 2 : 1, A = ex == acc ? 2 : 1;
-        const int dr = ex == drop || ex == drop_ck, noacc = (c->arg & 262144) != 0;
+        const long F = ex == w16_lck || ex == drop_ck ? 2 : 1, A = ex == acc ? 2 : 1;
+        const int dr = ex == w16_ldrop || ex == drop_ck, noacc = (c->arg & 262144) != 0;
         const long f = dr ? noacc : cases[i].swap || noacc;
         /* (bs: Llama's input gradient first, lora_bswap: dx = dh A written
          * through matmul_bwd_w16, as without matmul_dinp_acc; h kept from
@@ -3539,33 +3460,29 @@ static void lora16(void) {
 static void lora_bt(void) {
     static const w16_kind kind = {524288, " with and without LoRA's copy2d B^T and bf16 dy",
                                   "row copies' path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
     static const char gemma[] = "ztrain.model.gemma=2 ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                 "ztrain.lora.targets=all-linear";
     static const char part[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                "ztrain.lora.targets=q_proj,v_proj,o_proj,up_proj";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.1";
-    static const char f32[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "bf16.enabled=false";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {gemma, " gemma LoRA"},
+    static const w16_xname names[] = {{gemma, " gemma LoRA"},
                                       {part, " LoRA q,v,o,up"}, {drop, " LoRA dropout"},
-                                      {f32, " LoRA fp32"}, {NULL, NULL}};
+                                      {NULL, NULL}};
     /* (arg: no_w16 of both runs; GPT-2: ZT_TEST_NO_GPT16, whose fc and
      * q|k|v paths follow ZT_W16_LORABT too: lora_gpt16 below) */
     static const struct { w16_case c; int nq, ng, g16; } cases[] = {
         {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 8388608}, 0, 0, 2},
-        {{"gpt2:2,2,32,64,2,16", 3, ck, 8388608}, 0, 0, 2},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_lck, 8388608}, 0, 0, 2},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 5, 2, 3},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 5, 2, 3},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 5, 2, 3},
         {{"llama:2,4,2,32,48,64,2,16", 0, gemma, 0}, 5, 2, 3},
         /* (q|k|v: q and v, 2 modules; gate|up: up alone, 1; no dy16 for q|k|v) */
         {{"llama:2,4,2,32,48,64,2,16", 3, part, 0}, 3, 2, 2},
         /* (dropout: fp32 activations, no bf16 gradient copies to read) */
         {{"llama:2,4,2,32,48,64,2,16", 0, drop, 0}, 5, 2, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 256}, 5, 2, 0},
-        {{"llama:2,4,2,32,48,64,2,16", 3, f32, 0}, 5, 2, 0}};
+        {{"llama:2,4,2,32,48,64,2,16", 3, w16_lf32, 0}, 5, 2, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
@@ -3577,7 +3494,7 @@ static void lora_bt(void) {
         if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | w16_dh32(c->shape), names, NULL,
                           what, sizeof what))
             continue;
-        const long r = 4, L = p.s.L, P = 2 + (c->extra == ck), nq = cases[i].nq,
+        const long r = 4, L = p.s.L, P = 2 + (c->extra == w16_lck), nq = cases[i].nq,
                    ng = cases[i].ng, g16 = cases[i].g16;
         const long copies = 4 * L * r * nq * P, c2d = 4 * L * (nq * P + nq),
                    adds = 4 * L * (r * nq - ng), rounds = 4 * L * 2 * g16;
@@ -3633,8 +3550,6 @@ static void lora_bt(void) {
 static void lora_qkv16(void) {
     static const w16_kind kind = {2097152, " with and without LoRA's q|k|v gradient in bf16",
                                   "fp32 q|k|v gradient's path's", NULL};
-    static const char ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                             "activation_checkpointing.policy=blocks";
     static const char part[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                "ztrain.lora.targets=q_proj,v_proj,o_proj,up_proj";
     static const char od[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=o_proj,down_proj";
@@ -3646,14 +3561,14 @@ static void lora_qkv16(void) {
                               "ztrain.lora.targets=all-linear";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.1";
-    static const w16_xname names[] = {{ck, " LoRA checkpointed"}, {part, " LoRA q,v,o,up"},
+    static const w16_xname names[] = {{part, " LoRA q,v,o,up"},
                                       {od, " LoRA o,down"}, {bias, " LoRA q|k|v biases"},
                                       {gemma, " gemma LoRA"}, {qkn, " LoRA q/k norms"},
                                       {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs; taken: the path taken; qkv: adapters on q|k|v) */
     static const struct { w16_case c; int taken, qkv; } cases[] = {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, 1, 1},
-        {{"llama:2,4,2,32,48,64,2,16,untied", 3, ck, 0}, 1, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, w16_lck, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, part, 0}, 1, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, od, 0}, 1, 0},
@@ -3731,18 +3646,15 @@ static void lora_gpt16(void) {
     static const char cattn_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                    "activation_checkpointing.policy=blocks";
     static const char cfc[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_fc";
-    static const char all_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                 "activation_checkpointing.policy=blocks";
     static const char drop[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                "ztrain.lora.dropout=0.1";
     static const w16_xname names[] = {{cattn, " LoRA c_attn"}, {cattn_ck, " LoRA c_attn checkpointed"},
-                                      {cfc, " LoRA c_fc"}, {all_ck, " LoRA checkpointed"},
-                                      {drop, " LoRA dropout"}, {NULL, NULL}};
+                                      {cfc, " LoRA c_fc"}, {drop, " LoRA dropout"}, {NULL, NULL}};
     /* (arg: no_w16 of both runs) */
     static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, cattn, 0},     {"gpt2:2,2,32,64,2,16", 3, cattn_ck, 0},
         {"gpt2:2,2,32,64,2,16", 0, cfc, 0},       {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
-        {"gpt2:2,2,32,64,2,16", 3, all_ck, 0},    {"gpt2:2,2,32,64,2,16", 0, drop, 0},
+        {"gpt2:2,2,32,64,2,16", 3, w16_lck, 0},    {"gpt2:2,2,32,64,2,16", 0, drop, 0},
         {"gpt2:2,2,32,64,2,16", 0, cattn, 524288}, {"gpt2:2,2,32,64,2,16", 3, w16_lora, 524288}};
     bf16g_init();
     for (int b16 = 0; b16 < 2; b16++) {
@@ -3759,9 +3671,9 @@ static void lora_gpt16(void) {
             const char *ex = c->extra;
             const int bt = !(c->arg & 524288), dr = ex == drop;
             /* the targeted groups */
-            const int qkv = ex != cfc, proj = ex == w16_lora || ex == all_ck || dr,
+            const int qkv = ex != cfc, proj = ex == w16_lora || ex == w16_lck || dr,
                       fc = ex != cattn && ex != cattn_ck, fcp = proj;
-            const long n = 4L * p.s.L, P = 1 + (ex == cattn_ck || ex == all_ck);
+            const long n = 4L * p.s.L, P = 1 + (ex == cattn_ck || ex == w16_lck);
             const long g16 = !dr && !fcp && (!fc || bt) ? n : 0;
             const long q = !dr && !proj ? n : 0, ab = !dr && (!qkv || bt) ? n : 0;
             /* (the forward GEMMs without adapters writing bf16, each forward
@@ -3826,13 +3738,11 @@ static void lora_gpt16(void) {
 static void nf4_view(void) {
     static const w16_kind kind = {4194304, " with and without the NF4 view in place and unzeroed",
                                   "zero-filled copies' path's", NULL};
-    static const char nf4[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                              "ztrain.lora.base=nf4";
     static const char dq[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=q_proj,down_proj "
                              "ztrain.lora.base=nf4-dq";
-    static const w16_xname names[] = {{nf4, " QLoRA nf4"}, {dq, " QLoRA nf4-dq"}, {NULL, NULL}};
+    static const w16_xname names[] = {{w16_lnf4, " QLoRA nf4"}, {dq, " QLoRA nf4-dq"}, {NULL, NULL}};
     static const w16_case cases[] = {
-        {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4, 0}, {"llama:2,4,2,32,48,1024,2,16", 3, nf4, 0},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}, {"llama:2,4,2,32,48,1024,2,16", 3, w16_lnf4, 0},
         {"llama:2,4,2,32,48,1024,2,16", 0, dq, 0}, {"llama:2,4,2,32,48,1024,2,16,untied", 3, dq, 0}};
     /* (over cpu-strict: its memory is the device's, so the engine's blocks
      * come from the counted alloc / alloc_nz, and alloc_nz fills them with
@@ -4708,8 +4618,6 @@ static void ckpt_keep(void) {
     static const w16_kind kind = {549755813888ULL, " kept and recomputed",
                                   "run recomputing every checkpoint group", NULL};
     static const char ck2[] = "activation_checkpointing.policy=every-2";
-    static const char lora_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
-                                  "activation_checkpointing.policy=blocks";
     static const char drop_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
                                   "ztrain.lora.dropout=0.25 activation_checkpointing.policy=blocks";
     static const char nf4_ck[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=all-linear "
@@ -4718,7 +4626,7 @@ static void ckpt_keep(void) {
     static const char qk_ck[] = "ztrain.model.qk_norm=true activation_checkpointing.policy=blocks";
     static const char acc_ck[] = "train_batch_size=4 activation_checkpointing.policy=blocks";
     static const w16_xname names[] = {
-        {w16_ck, " checkpointed"}, {ck2, " checkpointed every 2"}, {lora_ck, " LoRA checkpointed"},
+        {ck2, " checkpointed every 2"},
         {drop_ck, " LoRA dropout checkpointed"}, {nf4_ck, " QLoRA checkpointed"},
         {gemma_ck, " gemma checkpointed"}, {qk_ck, " qk_norm checkpointed"},
         {acc_ck, " accumulation 2 checkpointed"}, {NULL, NULL}};
@@ -4726,13 +4634,13 @@ static void ckpt_keep(void) {
     static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
         {"gpt2:3,2,32,64,2,16", 0, ck2, 2},
-        {"gpt2:2,2,32,64,2,16", 0, lora_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 0, w16_lck, 1},
         {"llama:2,4,2,32,48,64,2,16,untied", 3, w16_ck, 1},
         {"llama:3,4,2,32,48,64,2,16,untied", 0, ck2, 2},
         {"llama:3,4,2,32,48,64,2,16", 3, ck2, 2},
         {"llama:2,4,2,32,48,64,2,16", 0, gemma_ck, 1},
         {"llama:2,4,2,32,48,64,2,16,untied", 3, qk_ck, 1},
-        {"llama:2,4,2,32,48,64,2,16", 3, lora_ck, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lck, 1},
         {"llama:2,4,2,32,48,64,2,16,untied", 0, drop_ck, 1},
         {"llama:2,4,2,32,48,1024,2,16,untied", 0, nf4_ck, 1},
         {"llama:2,4,2,32,48,64,2,16,untied", 1, acc_ck, 1}};
