@@ -89,6 +89,18 @@ ok() {  # ok STATUS NAME
     N=$((N + 1))
     if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
 }
+# launches FILE: a run's launches (its cudasim-report line)
+launches() { sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$1" 2> /dev/null; }
+# peaks_why PREFIX: " run H: ...;" for each of the runs PREFIX0.out, PREFIX1.out whose backend's
+# device peak is not the planner's prediction (nothing when both are)
+peaks_why() {
+    local h m p
+    for h in 0 1; do
+        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
+            "$1$h.out" 2> /dev/null | tail -1)"
+        [ -n "$m" ] && [ "$m" = "$p" ] || printf " run %s: the backend's device peak %s != predicted %s;" "$h" "${m:-?}" "${p:-?}"
+    done
+}
 PATOL=2e-5
 # group NAME NP CONFIG ARGS...: engine-check.sh in $W/NAME, its TAP renumbered;
 # COMM=nccl: ztrain.comm_backend=nccl, a simulated device per rank
@@ -250,17 +262,12 @@ PY
     ca=$("$sim" ckpt inspect "$dir/do16_ck_${tag}_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     cb=$("$sim" ckpt inspect "$dir/do16_ck_${tag}_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/do16_${tag}_1.out" 2> /dev/null)
+    la=$(launches "$dir/do16_${tag}_0.out")
+    lb=$(launches "$dir/do16_${tag}_1.out")
     L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
     [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((4 * L * per)) ] || why="$why launches $la vs $lb, not $((4 * L * per)) fewer;"
     # (the planner counts cuDNN's scratch without its dO buffer: the backend's device peak its prediction)
-    local m p
-    for h in 0 1; do
-        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/do16_${tag}_$h.out" | tail -1)"
-        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
-    done
+    why="$why$(peaks_why "$dir/do16_${tag}_")"
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/do16_${tag}_"*.out | sed 's/^/# /'
     ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of $hk=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L * per)) fewer, $what)${why:+: $why}"
 }
@@ -312,16 +319,11 @@ PY
     ca=$("$sim" ckpt inspect "$dir/qkv16_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     cb=$("$sim" ckpt inspect "$dir/qkv16_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/qkv16_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/qkv16_1.out" 2> /dev/null)
+    la=$(launches "$dir/qkv16_0.out")
+    lb=$(launches "$dir/qkv16_1.out")
     L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
     [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((16 * L)) ] || why="$why launches $la vs $lb, not $((16 * L)) fewer;"
-    local m p
-    for h in 0 1; do
-        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/qkv16_$h.out" | tail -1)"
-        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
-    done
+    why="$why$(peaks_why "$dir/qkv16_")"
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/qkv16_"*.out | sed 's/^/# /'
     ok "$([ -z "$why" ]; echo $?)" "qkv16 llama LoRA: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_QKV16=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((16 * L)) fewer)${why:+: $why}"
 }
@@ -363,19 +365,14 @@ PY
     ca=$("$sim" ckpt inspect "$dir/${tag}_ck_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     cb=$("$sim" ckpt inspect "$dir/${tag}_ck_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/${tag}_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/${tag}_1.out" 2> /dev/null)
+    la=$(launches "$dir/${tag}_0.out")
+    lb=$(launches "$dir/${tag}_1.out")
     if [ "$fewer" = 1 ]; then
         [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -lt "$lb" ] || why="$why launches $la, not fewer than $lb;"
     else
         [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -le "$lb" ] || why="$why launches $la, more than $lb;"
     fi
-    local m p
-    for h in 0 1; do
-        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/${tag}_$h.out" | tail -1)"
-        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
-    done
+    why="$why$(peaks_why "$dir/${tag}_")"
     [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/${tag}_"*.out | sed 's/^/# /'
     ok "$([ -z "$why" ]; echo $?)" "$tag llama LoRA $targets: after 4 steps adapters and AdamW moments bitwise those of $hookvar=1 (losses and gradient norms the same), launches $la ($lb with the hook), each run inside its timeout${why:+: $why}"
 }
@@ -416,17 +413,12 @@ print("%.3g %.3g" % (dl, dg))
 sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
 PY
     ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lo16_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/lo16_1.out" 2> /dev/null)
+    la=$(launches "$dir/lo16_0.out")
+    lb=$(launches "$dir/lo16_1.out")
     L=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg" 2> /dev/null)
     [ -n "$la" ] && [ -n "$lb" ] && [ -n "$L" ] && [ $((lb - la)) -eq $((L * 4 * 2)) ] ||
         why="$why launches $la, not $lb less one a block and micro-batch;"
-    local m p
-    for h in 0 1; do
-        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/lo16_$h.out" | tail -1)"
-        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
-    done
+    why="$why$(peaks_why "$dir/lo16_")"
     [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/lo16_"*.out | sed 's/^/# /'
     ok "$([ -z "$why" ]; echo $?)" "lo16 llama LoRA all-linear: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of ZT_TEST_NO_LO16=1, not bitwise (max ${d:-?}), launches $la ($lb with the hook: one fewer a block and micro-batch), each run's device peak the planner's${why:+: $why}"
 }
@@ -467,15 +459,10 @@ PY
     ca=$("$sim" ckpt inspect "$dir/gpt16_ck_${tag}_0/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     cb=$("$sim" ckpt inspect "$dir/gpt16_ck_${tag}_1/step-4" --tensors --no-config 2> /dev/null | grep ' checksum ')
     [ -n "$ca" ] && [ "$ca" = "$cb" ] || why="$why the checkpoints' tensors differ;"
-    la=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/gpt16_${tag}_0.out" 2> /dev/null)
-    lb=$(sed -n 's/^cudasim-report: .* launches \([0-9]*\) .*/\1/p' "$dir/gpt16_${tag}_1.out" 2> /dev/null)
+    la=$(launches "$dir/gpt16_${tag}_0.out")
+    lb=$(launches "$dir/gpt16_${tag}_1.out")
     [ -n "$la" ] && [ -n "$lb" ] && [ "$la" -lt "$lb" ] || why="$why launches $la, not fewer than $lb;"
-    local m p
-    for h in 0 1; do
-        read -r m p <<< "$(sed -n 's/^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \([0-9]*\) bytes.*/\1 \2/p' \
-            "$dir/gpt16_${tag}_$h.out" | tail -1)"
-        [ -n "$m" ] && [ "$m" = "$p" ] || why="$why run $h: the backend's device peak ${m:-?} != predicted ${p:-?};"
-    done
+    why="$why$(peaks_why "$dir/gpt16_${tag}_")"
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/gpt16_${tag}_"*.out | sed 's/^/# /'
     ok "$([ -z "$why" ]; echo $?)" "gpt16 $tag: after 4 steps adapters and AdamW moments bitwise those of ZT_TEST_NO_GPT16=1 (losses and gradient norms the same), launches $la ($lb with the hook)${why:+: $why}"
 }
