@@ -404,7 +404,7 @@ static void print_end_fit(const zt_memplan *p, uint64_t limit) {
 /* The peak per node and per rank, per GPU process with the CUDA context, and whether it fits the
  * limit (with the changes that would). */
 static void print_peak(const zt_memplan *p, uint64_t cuda_ctx, uint64_t limit, const char *limit_what,
-                       const char *sug, int nsug) {
+                       const char *sug, int nsug, const char *hint) {
     char a[32], b[32], f[32];
     fmtb((double)p->peak[ZT_MP_HOST] * p->ranks_per_node, b, sizeof b);
     printf("  host memory per node (%d rank%s): %s\n", p->ranks_per_node,
@@ -430,6 +430,7 @@ static void print_peak(const zt_memplan *p, uint64_t cuda_ctx, uint64_t limit, c
             printf("does not fit: %s > %s (%s); no change of stage, micro batch or activation "
                    "checkpointing fits\n", a, b, limit_what);
     }
+    if (hint && *hint) printf("speed: %s\n", hint);
 }
 
 /* One row per ZeRO stage / offload option: model states and peak per rank, DeepSpeed's estimator, the
@@ -459,13 +460,14 @@ static void print_options(const row *rows, int nrows, uint64_t limit) {
 
 static void print_text(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
                        uint64_t cuda_ctx, uint64_t limit, const char *limit_what, const char *sug, int nsug,
-                       const char *auto_why, const char *hf_arch, const char *shape_from) {
+                       const char *hint, const char *auto_why, const char *hf_arch,
+                       const char *shape_from) {
     print_run(c, p, auto_why, hf_arch, shape_from);
     if (p->lora_r) print_lora(c, p);
     else print_model_states(p);
     print_categories(c, p);
     print_run_end(p);
-    print_peak(p, cuda_ctx, limit, limit_what, sug, nsug);
+    print_peak(p, cuda_ctx, limit, limit_what, sug, nsug, hint);
     print_options(rows, nrows, limit);
 }
 
@@ -487,7 +489,8 @@ static void json_str(const char *s) {
 }
 
 static void print_json(const zt_config *c, const zt_memplan *p, const row *rows, int nrows,
-                       uint64_t cuda_ctx, uint64_t limit, const char *sug, const char *auto_why) {
+                       uint64_t cuda_ctx, uint64_t limit, const char *sug, const char *hint,
+                       const char *auto_why) {
     const zt_model_config *mc = &c->model;
     printf("{\n  \"model\": {\"arch\": \"%s\", \"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"context\": %d, "
            "\"vocab\": %d, \"num_params\": %llu, \"active_params\": %llu, \"largest_unit_params\": %llu, "
@@ -570,6 +573,9 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
         json_str(sug ? sug : "");
         printf(",\n");
     }
+    printf("  \"speed_hint\": ");
+    json_str(hint ? hint : "");
+    printf(",\n");
     printf("  \"options\": [");
     int first = 1;
     for (int i = 0; i < nrows; ++i) {
@@ -878,8 +884,11 @@ int cmd_estimate(int argc, char **argv) {
     int nsug = 0;
     if (limit && p.peak_bytes > limit)
         nsug = zt_memplan_suggest(cfg, &o, &p, limit, sug, sizeof sug, first, sizeof first);
-    if (json) print_json(cfg, &p, rows, nrows, cuda_ctx, limit, sug, why);
-    else print_text(cfg, &p, rows, nrows, cuda_ctx, limit, limit_what, sug, nsug, why, hf_arch, shape_from);
+    char hint[320] = "";
+    zt_memplan_speed_hint(cfg, &o, &p, limit, hint, sizeof hint);
+    if (json) print_json(cfg, &p, rows, nrows, cuda_ctx, limit, sug, hint, why);
+    else print_text(cfg, &p, rows, nrows, cuda_ctx, limit, limit_what, sug, nsug, hint, why, hf_arch,
+                    shape_from);
     fflush(stdout);
     if (plot && write_plot(plot, &p, rows, nrows, limit, limit_what, &st) != ZT_OK) {
         cli_error("%s", st.msg);

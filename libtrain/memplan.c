@@ -1926,6 +1926,41 @@ int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t li
                    where, pk, top, p->peak_phase[pl], lim, lw);
 }
 
+/* A run that fits with activation checkpointing `blocks`: whether
+ * `blocks-attn` (the attention output and lse kept per layer, the
+ * recompute skipping the attention) fits the same limit, and what it costs.
+ * A speed hint, not a memory cure. */
+int zt_memplan_speed_hint(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
+                          uint64_t limit, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    if (zt_config_act_ckpt_k(cfg) != 1 || zt_config_act_ckpt_attn(cfg) ||
+        (limit && !fits(cur->peak_bytes, limit)))
+        return 0;
+    zt_config *fin = zt_config_dup(cfg);
+    zt_status st;
+    if (!fin || zt_config_finalize_plan(fin, o->world_size, &st) != ZT_OK) {
+        zt_config_free(fin);
+        return 0;
+    }
+    /* (a plan that keeps nothing more, one layer say, gains nothing) */
+    const char *kv[] = {"activation_checkpointing.policy", "blocks-attn", NULL};
+    change c;
+    memset(&c, 0, sizeof c);
+    const int ok = try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && c.peak > cur->peak_bytes;
+    const int L = fin->model.n_layer;
+    zt_config_free(fin);
+    if (!ok) return 0;
+    char pk[32], d[32], lim[32];
+    zt_memplan_fmt_bytes((double)c.peak, pk, sizeof pk);
+    zt_memplan_fmt_bytes((double)(c.peak - cur->peak_bytes), d, sizeof d);
+    zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
+    snprintf(buf, n, "--act-ckpt blocks-attn %s: predicted peak %s per rank (+%s%s%s), and the "
+             "backward's recompute skips the attention (%d attention forward%s fewer a micro batch)",
+             limit ? "fits too" : "would cost", pk, d, limit ? "; limit " : "", limit ? lim : "",
+             L - 1, L - 1 == 1 ? "" : "s");
+    return 1;
+}
+
 /* ------------------------------------------------------------ auto micro batch */
 
 int zt_memplan_auto_micro(zt_config *cfg, const zt_memplan_opts *o, uint64_t limit,

@@ -253,6 +253,14 @@ int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t li
 int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
                        uint64_t limit, char *buf, size_t n, char *first, size_t nfirst);
 
+/* A speed hint for a run that fits (limit 0: no limit known) with
+ * activation checkpointing `blocks`: when `blocks-attn` fits the same limit
+ * (it keeps each layer's attention output and lse; the backward's recompute
+ * skips the attention), one sentence with its predicted peak and the cost,
+ * and 1; else "" and 0. */
+int zt_memplan_speed_hint(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
+                          uint64_t limit, char *buf, size_t n);
+
 /* train_micro_batch_size_per_gpu = "auto": the largest micro batch whose
  * predicted peak is within (1 - margin) * limit, dividing train_batch_size /
  * world; gradient accumulation keeps train_batch_size.  Writes the choice

@@ -83,6 +83,19 @@ for cap in $(( need / 2 )) 64K; do
     ok $r "(c) --force with a capacity of $cap bytes fails cleanly with out of memory (exit $rc)"
 done
 
+# ---- the speed hint: a blocks run that fits hears that blocks-attn fits too,
+# with blocks-attn's predicted peak, which its own run predicts and measures
+ARGS2=(--stage 0 --batch-size 12 --micro-batch 6 --grad-accum 2 --strict-device-memory 256M)
+zrun s1 1 "${ARGS2[@]}" --act-ckpt blocks; rc1=$?
+hint=$(sed -n 's/.*memory: --act-ckpt blocks-attn fits too: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p' s1.out s1.err | head -1)
+zrun s2 1 "${ARGS2[@]}" --act-ckpt blocks-attn --memory-report; rc2=$?
+pk=$(sed -n 's/.*memory: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p' s2.out s2.err | head -1)
+read -r meas pred <<< "$(dev_peaks s2.out)"
+[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -n "$hint" ] && [ "$hint" = "$pk" ] && [ -n "$meas" ] && [ "$meas" = "$pred" ] &&
+    ! grep -q "blocks-attn fits too" s2.out s2.err; r=$?
+[ $r = 0 ] || { diag <(echo "exit $rc1 $rc2; hint '$hint', blocks-attn predicted '$pk', measured '$meas' '$pred'"); diag s1.err; grep -i "memory" s1.out | diag /dev/stdin; }
+ok $r "a blocks run that fits is told blocks-attn fits too at $hint, the peak its run predicts ($pk) and measures ($meas bytes)"
+
 # ---- the host place is checked too (ztrain.memory_limit binds the device only)
 zrun h1 1 "${ARGS[@]}" --memory-limit 64M; rc=$?
 [ $rc = 0 ] && grep -q "limit 64.00 MiB (ztrain.memory_limit, device memory of cpu-strict" h1.out; r=$?

@@ -367,6 +367,29 @@ static void test_check_and_auto(void) {
         tap_ok(ns >= 1 && contains(sug, "--act-ckpt blocks") &&
                    contains(sug, "recomputing the attention too"),
                "blocks-attn over the limit, blocks under it: blocks suggested (%s)", sug);
+        /* the speed hint: a blocks run that fits is told blocks-attn fits too
+         * (with its peak), at a limit it fits, and not where it does not, nor
+         * to a blocks-attn, none or every-2 run */
+        char hint[320];
+        tu_set(c, "activation_checkpointing.policy", "blocks");
+        int h1 = zt_memplan_speed_hint(c, &o2, &pb, pa.peak_bytes, hint, sizeof hint);
+        char pkw[32];
+        zt_memplan_fmt_bytes((double)pa.peak_bytes, pkw, sizeof pkw);
+        tap_ok(h1 == 1 && contains(hint, "--act-ckpt blocks-attn fits too") && contains(hint, pkw) &&
+                   contains(hint, "5 attention forwards fewer"),
+               "blocks that fits, blocks-attn fits the limit (its peak): hinted (%s)", hint);
+        int h2 = zt_memplan_speed_hint(c, &o2, &pb, lim, hint, sizeof hint);
+        tap_ok(h2 == 0 && !hint[0], "blocks-attn over the limit: no hint");
+        int h3 = zt_memplan_speed_hint(c, &o2, &pb, 0, hint, sizeof hint);
+        tap_ok(h3 == 1 && contains(hint, "would cost") && !contains(hint, "limit"),
+               "no limit known: the hint states the cost only (%s)", hint);
+        tu_set(c, "activation_checkpointing.policy", "blocks-attn");
+        int h4 = zt_memplan_speed_hint(c, &o2, &pa, 0, hint, sizeof hint);
+        tu_set(c, "activation_checkpointing.policy", "none");
+        int h5 = zt_memplan_speed_hint(c, &o2, &pn, 0, hint, sizeof hint);
+        tu_set(c, "activation_checkpointing.policy", "every-2");
+        int h6 = zt_memplan_speed_hint(c, &o2, &pn, 0, hint, sizeof hint);
+        tap_ok(h4 == 0 && h5 == 0 && h6 == 0, "blocks-attn, none, every-2: no hint");
         zt_config_free(c);
     }
 
