@@ -443,11 +443,11 @@ int zt_lora_dq16_of(const zt_model_config *mc) {
 
 int zt_do16_of(const zt_model_config *mc, const zt_backend *be, int training, int sp) {
     /* (LoRA: where the attention's output projection has no adapters,
-     * GPT-2's c_proj, gpt.h zt_gpt_lora_att16; Llama's o_proj, llama.h
+     * GPT-2's c_proj, gpt.h zt_gpt_lora_do16; Llama's o_proj, llama.h
      * zt_llama_lora_do16, or where its adapters' share of dO can go first
      * in bf16, ZT_W16_LO16) */
     const int id = zt_arch_of(mc)->id;
-    const int lora_ok = mc->lora_r <= 0 || (id == ZT_ARCH_GPT2 && zt_gpt_lora_att16(mc, 1)) ||
+    const int lora_ok = mc->lora_r <= 0 || (id == ZT_ARCH_GPT2 && zt_gpt_lora_do16(mc, be)) ||
                         (id == ZT_ARCH_LLAMA && zt_llama_lora_do16(mc, be));
     return be && zt_w16_on(mc, ZT_W16_DO16) && zt_w16_on(mc, ZT_W16_D16) && lora_ok &&
            be->att_do16 && be->matmul_bwd_o16 && be->gqa_ext_bwd16do && zt_d16_ok(be) &&

@@ -304,11 +304,13 @@ typedef struct zt_model_config {
  *                   bf16 once before the add, the sum rounded to bf16 (off:
  *                   the fp32 share and gradient; docs/precision.md)
  *   ZT_W16_LO16     ZT_TEST_NO_LO16: ZT_W16_DO16's bf16 dO also where
- *                   Llama's o projection has adapters (a frozen base, no
- *                   dropout, the backward's order swapped, ZT_W16_BWDSWAP;
- *                   llama.h zt_llama_lora_do16, the planner's gate too):
- *                   the adapters' share written in bf16 first into datt's
- *                   memory (lora.h zt_lora_bwd_first16) and the base dinp
+ *                   Llama's o projection or GPT-2's c_proj has adapters (a
+ *                   frozen base, no dropout, the backward's order swapped,
+ *                   ZT_W16_BWDSWAP; llama.h zt_llama_lora_do16, gpt.h
+ *                   zt_gpt_lora_do16, the planner's gate too): the
+ *                   adapters' share written in bf16 first into datt's (GPT-2:
+ *                   dbuf's) memory (model_skel.h zt_skel_lora_lin_bwd16,
+ *                   lora.h zt_lora_bwd_first16) and the base dinp
  *                   GEMM adding into it in place (backend.h
  *                   matmul_bwd_acc16), the attention backward reading it as
  *                   its dO (gqa_ext_bwd16do): no fp32 [N, AD] dO, no

@@ -113,6 +113,22 @@ int zt_gpt_lora_att16(const zt_model_config *mc, int do16) {
     return lo.groups[LG_QKV].n == 0 || zt_w16_on(mc, ZT_W16_LORABT);
 }
 
+/* gpt.h: the config's gate of c_proj's bf16 dO (arch.h zt_do16_of): c_proj
+ * without adapters on the path of no LoRA (zt_gpt_lora_att16), or (lo16,
+ * ZT_W16_LO16) with adapters whose share of dO goes first in bf16 and the
+ * frozen base GEMM adds into it (model_skel.h zt_skel_lora_lin_bwd16): no
+ * dropout, the swapped order (model_skel.c lo.bswap: ZT_W16_BWDSWAP and
+ * matmul_bwd_acc), matmul_bwd_acc16 and matmul_bwd_o16 -- every condition
+ * under which block_bwd takes it, so the planner's cuDNN workspace is the
+ * engine's; the LoRA scratch h is always carved (zt_carve_lora). */
+int zt_gpt_lora_do16(const zt_model_config *mc, const zt_backend *be) {
+    zt_lora lo;
+    if (mc->lora_r <= 0 || zt_gpt_lora_att16(mc, 1)) return 1;
+    if (!zt_w16_on(mc, ZT_W16_GPT16) || zt_lora_plan(mc, &lo, NULL) != ZT_OK) return 0;
+    return zt_w16_on(mc, ZT_W16_LO16) && zt_w16_on(mc, ZT_W16_BWDSWAP) && mc->lora_dropout <= 0 &&
+           be && be->matmul_bwd_acc && be->matmul_bwd_acc16 && be->matmul_bwd_o16;
+}
+
 void zt_gpt_set_checkpointing(zt_gpt *g, int k) { g->ckpt = k > 0 ? k : 0; }
 
 /* ------------------------------------------------------------ layout */
@@ -701,17 +717,28 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * [N, C] bf16, read by the attention backward as its dO: arch.h
      * zt_do16_of; no fp32 copy) */
     const zt_attn_opts dao = {1.0f / sqrtf((float)(C / NH)), 0.0f, 0};
+    /* (LoRA: c_proj without adapters on the path of no LoRA, or (lo16,
+     * ZT_W16_LO16) with adapters whose share goes first in bf16, the frozen
+     * base adding into it: zt_gpt_lora_do16, zt_do16_of's gate; d4a the
+     * share's fp32 scratch, as matmul_bwd_o16's; a decline, which that gate
+     * rules out, the fp32 dO) */
     uint16_t *do16 = NULL;
-    if (dres16 && s->qkv16 && s->atty16 && lora_off(g, LG_PROJ) && zt_do16_of(&g->cfg, be, 1, g->spn) &&
+    if (dres16 && s->qkv16 && s->atty16 && zt_do16_of(&g->cfg, be, 1, g->spn) &&
         be->att_do16(B, T, NH, NH, C / NH, &dao))
         do16 = (uint16_t *)a->dbuf;
-    if (do16)
+    if (do16 && zt_skel_lora_on(sk, LG_PROJ)) {
+        if (!zt_skel_lora_lin_bwd16(sk, be, LG_PROJ, do16, a->d4a, gw->attprojw, a->dres, dres16, s->atty,
+                                    s->atty16, w->attprojw, W16(T_PROJW), N, C, C, ls))
+            do16 = NULL;
+    } else if (do16) {
         be->matmul_bwd_o16(do16, a->d4a, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
                            w->attprojw, W16(T_PROJW), N, C, C);
-    else
+    }
+    if (!do16) {
         zt_mm_bwd_d(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
                     w->attprojw, W16(T_PROJW), N, C, C);
-    zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, dres16, a->dbuf, N, ls);
+        zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, dres16, a->dbuf, N, ls);
+    }
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
     uint16_t *dq16 = NULL;   /* (or its bf16 values, gqa_ext_bwd16d's) */
     if (g->spn > 1) {

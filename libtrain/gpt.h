@@ -109,5 +109,11 @@ void zt_gpt_set_checkpointing(zt_gpt *g, int ckpt);
  * GEMM reading the attention backward's bf16 gradient (no adapters on
  * c_attn, or theirs reading it too, ZT_W16_LORABT) */
 int zt_gpt_lora_att16(const zt_model_config *mc, int do16);
+/* With LoRA: 1 when GPT-2's c_proj backward writes the attention's dO in
+ * bf16 (arch.h zt_do16_of, be its backend or NULL): c_proj without adapters
+ * (zt_gpt_lora_att16(mc, 1)), or with adapters whose share of dO goes first
+ * in bf16 (ZT_W16_LO16: no dropout, ZT_W16_BWDSWAP, be's matmul_bwd_acc,
+ * matmul_bwd_acc16 and matmul_bwd_o16) */
+int zt_gpt_lora_do16(const zt_model_config *mc, const zt_backend *be);
 
 #endif

@@ -1115,13 +1115,8 @@ static int lora_lin_bwd16(const zt_skel *sk, const zt_backend *be, int grp, uint
                           float *tmp, const float *dw, const float *dy, const uint16_t *dy16,
                           const float *x, const uint16_t *x16, const float *w, const uint16_t *w16,
                           int N, int C, int OC, const zt_lora_scratch *ls) {
-    if (dw || !be->matmul_bwd_acc16 ||
-        !zt_skel_lora_bwd_first16o(sk, grp, x, x16, dy, dy16, dx16, tmp, N, ls))
-        return 0;
-    /* (w16 where lora_lin_bwd's matmul_bwd_acc reads it) */
-    be->matmul_bwd_acc16(dx16, dy, dy16, w, dy16 || x16 || be->matmul_bwd_w16 ? w16 : NULL, N, C,
-                         OC);
-    return 1;
+    /* (model_skel.h's, which GPT-2's c_proj takes too) */
+    return zt_skel_lora_lin_bwd16(sk, be, grp, dx16, tmp, dw, dy, dy16, x, x16, w, w16, N, C, OC, ls);
 }
 
 /* llama.h: the config's gate of the o projection's bf16 dO (the model's

@@ -165,6 +165,25 @@ static inline int zt_skel_lora_bwd_first16o(const zt_skel *sk, int grp, const fl
     return sk->lora && zt_lora_bwd_first16(sk->be, &sk->lo, grp, sk->ad, sk->gad, x, x16, dy, dy16,
                                            dx16, tmp, N, ls);
 }
+/* A frozen base GEMM's input gradient in bf16 with group grp's adapters
+ * (GPT-2 and Llama): the adapters' share written first into dx16
+ * (zt_skel_lora_bwd_first16o; tmp [N, C] fp32 scratch), then the base's
+ * dinp GEMM adding into it in place (matmul_bwd_acc16, w16 where
+ * matmul_bwd_acc would read it).  1: done; 0: nothing done (a trained base,
+ * dw; no matmul_bwd_acc16; the adapters' first pass declining: dropout, no
+ * swapped order), the caller then takes the fp32 path. */
+static inline int zt_skel_lora_lin_bwd16(const zt_skel *sk, const zt_backend *be, int grp,
+                                         uint16_t *dx16, float *tmp, const float *dw,
+                                         const float *dy, const uint16_t *dy16, const float *x,
+                                         const uint16_t *x16, const float *w, const uint16_t *w16,
+                                         int N, int C, int OC, const zt_lora_scratch *ls) {
+    if (dw || !be->matmul_bwd_acc16 ||
+        !zt_skel_lora_bwd_first16o(sk, grp, x, x16, dy, dy16, dx16, tmp, N, ls))
+        return 0;
+    be->matmul_bwd_acc16(dx16, dy, dy16, w, dy16 || x16 || be->matmul_bwd_w16 ? w16 : NULL, N, C,
+                         OC);
+    return 1;
+}
 static inline void zt_skel_lora_bwd16(const zt_skel *sk, int grp, const float *x,
                                       const uint16_t *x16, const float *dy, const uint16_t *dy16,
                                       float *dx, int N, const zt_lora_scratch *ls) {

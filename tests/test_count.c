@@ -1871,9 +1871,9 @@ static void bf16_qknorm_bwd16(void) {
  * no matmul_bwd_o16 or gqa_ext_bwd16do call and every loss and gradient
  * norm bitwise those of ZT_TEST_NO_DO16=1 (no question asked), stages 0
  * and 3, checkpointed; the other counts and the activations' peak and plan
- * unchanged.  LoRA with adapters on the output projection (all-linear):
- * no question with ZT_TEST_NO_LO16 (with it: lora_o16; without them:
- * lora_lorapath).  (cuDNN's path, which answers 1:
+ * unchanged.  LoRA with adapters on the output projection (all-linear,
+ * Llama's o and GPT-2's c_proj): no question with ZT_TEST_NO_LO16 (with
+ * it: lora_o16; without them: lora_lorapath).  (cuDNN's path, which answers 1:
  * cudnn_model; its values: test_cuda and engine.sh on the simulator.) */
 static void bf16_att_do16(void) {
     static const w16_kind kind = {32768, " with and without the attention output's bf16 gradient",
@@ -1894,9 +1894,11 @@ static void bf16_att_do16(void) {
          * ZT_TEST_NO_LBRANCH16: their bf16 delta's forward is a
          * matmul_bwd_o16 call each, lora_branch16; and o's fp32 dO,
          * ZT_TEST_NO_LO16: with it the question is asked, lora_o16) */
+        /* (GPT-2 LoRA: c_proj's fp32 dO, ZT_TEST_NO_LO16, as Llama's o) */
+        const int lg2 = cases[i].extra == w16_lora && !lgu;
         if (!w16_case_run(&p, &kind, &cases[i],
                           (lgu ? 536870912 | 34359738368ULL | 274877906944ULL : 0) |
-                              w16_dout32(cases[i].shape), NULL,
+                              (lg2 ? 274877906944ULL : 0) | w16_dout32(cases[i].shape), NULL,
                           NULL, what, sizeof what))
             continue;
         const long q = cases[i].arg ? 4L * p.s.L : 0;
@@ -3045,8 +3047,14 @@ static void lora_grad16(void) {
  * norm's backward as without adapters).  Bitwise and the same counts where
  * not taken: no LoRA, q_proj,v_proj (o without adapters: lora_lorapath's
  * path both runs), the adapters' dropout, the fp32 matmuls,
- * ZT_TEST_NO_BWDSWAP (the fp32 share both runs), GPT-2 (c_proj keeps the
- * fp32 dO with adapters). */
+ * ZT_TEST_NO_BWDSWAP (the fp32 share both runs).  GPT-2's c_proj with
+ * adapters too (gpt.h zt_gpt_lora_do16, model_skel.h
+ * zt_skel_lora_lin_bwd16, the same entries): its fp32 path is the
+ * unswapped order (the base GEMM writing dO, the adapters adding theirs
+ * through matmul_dinp_acc, whose fp32 A it rounds with dh), so against it
+ * no matmul_bwd_acc fewer, the bf16-weight calls the same, and n
+ * k_round_bf16 fewer (dh's) plus n at stages 0-2 (A's: the new product
+ * reads A's bf16 copy; stage 3 has none and rounds A both runs). */
 static void lora_o16(void) {
     static const w16_kind kind = {274877906944ULL, " with and without LoRA's o in bf16 dO",
                                   "fp32 dO's", "the adapters' share rounded to bf16 before the add"};
@@ -3073,7 +3081,9 @@ static void lora_o16(void) {
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_ldrop, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lf32, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 16777216}, 0},
-        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0}};
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_lck, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_ldrop, 0}, 0}};
     g_do16b = *zt_backend_cpu();
     g_do16b.att_do16 = do16b_q;
     g_do16b.gqa_ext_bwd16o = do16b_bwd16o;
@@ -3099,12 +3109,15 @@ static void lora_o16(void) {
             /* (q: the questions asked where o has adapters and the gate
              * says yes; the cpu answers 0) */
             const long q = cases[i].on ? 4L * p.s.L : 0, n = on ? q : 0;
-            const long w16n = c->stage < 3 ? n : 0;
+            /* (GPT-2: against the unswapped fp32 path, above) */
+            const int gpt = !strncmp(c->shape, "gpt2", 4);
+            const long w16n = c->stage < 3 && !gpt ? n : 0, accn = gpt ? 0 : n,
+                       rn = gpt && c->stage < 3 ? 2 * n : n;
             tap_ok(p.ma.do16q - p.mb.do16q == q && p.ma.do16 - p.mb.do16 == 2 * n &&
-                       p.ma.bacc16 - p.mb.bacc16 == n && p.mb.bacc - p.ma.bacc == n &&
+                       p.ma.bacc16 - p.mb.bacc16 == n && p.mb.bacc - p.ma.bacc == accn &&
                        p.ma.bo16 - p.mb.bo16 == n &&
                        (p.mb.ab16 + p.mb.ao16) - (p.ma.ab16 + p.ma.ao16) == n &&
-                       p.ma.to16 - p.mb.to16 == n && p.rb - p.ra == n &&
+                       p.ma.to16 - p.mb.to16 == n && p.rb - p.ra == rn &&
                        p.mb.bwds - p.ma.bwds == n && p.wb - p.wa == w16n &&
                        p.ma.gemm == p.mb.gemm &&
                        (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
@@ -3665,7 +3678,9 @@ static void lora_gpt16(void) {
             char what[192];
             /* (the adapters' GEMMs rounding their fp32 weights, as these
              * counts have it, ZT_TEST_NO_LORA16: the bf16 adapters', lora16) */
-            if (!w16_case_run(&p, &kind, c, c->arg | 134217728, names,
+            /* (and c_proj's fp32 dO with adapters, ZT_TEST_NO_LO16: the att_do16
+             * question is asked otherwise, lora_o16) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 274877906944ULL, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const char *ex = c->extra;
