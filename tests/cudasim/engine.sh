@@ -378,16 +378,18 @@ PY
 }
 lorahook lora16 ZT_TEST_NO_LORA16 all-linear 1 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 
-# ---- o's adapters giving cuDNN a bf16 dO (config.h ZT_W16_LO16): the Llama with adapters on
-# every linear layer, bf16 at stage 1, checkpointed, 2 micro-batches a step, on cuDNN's path
+# ---- o's adapters giving cuDNN a bf16 dO (config.h ZT_W16_LO16): the Llama (o) and GPT-2
+# (c_proj) with adapters on every linear layer, bf16 at stage 1, checkpointed, 2 micro-batches a step, on cuDNN's path
 # (ZT_CUDA_DETERMINISTIC=0): o's adapters' share of dO written in bf16 first, the base GEMM adding
 # into it (matmul_bwd_acc16), cuDNN reading it as it is (gqa_ext_bwd16do), against
 # ZT_TEST_NO_LO16=1 (the fp32 dO, k_sdpa_round): NOT bitwise (the share rounded once), so the
 # logged losses within 2^-12 and the gradient norms within 2^-9 relative, one launch fewer per
-# block and micro-batch (k_sdpa_round), and each run's device peak the planner's (the planner
+# block and micro-batch (k_sdpa_round; GPT-2 two: its fp32 path's adapters round their A for
+# matmul_dinp_acc, the bf16 share reads A's bf16 copy), and each run's device peak the planner's (the planner
 # takes the same decision from the config: arch.h zt_do16_of, no dO buffer in cuDNN's workspace)
-lo16() {  # lo16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
-    local dir=$1 cfg=$2; shift 2
+lo16() {  # lo16 TAG PER DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the
+    # hook; PER: the launches fewer a block and micro-batch
+    local tag=$1 per=$2 dir=$3 cfg=$4; shift 4
     local h la lb L why=""
     [ -f "$dir/c_train.bin" ] || { ok 1 "lo16: no $dir/c_train.bin (its group did not run)"; return; }
     for h in 0 1; do
@@ -398,11 +400,11 @@ lo16() {  # lo16 DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and wit
             --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
             --stage 1 --act-ckpt blocks --lora-r 4 --lora-targets all-linear \
-            --ckpt-dir "lo16_ck_$h" --metrics "lo16_$h.jsonl" --memory-report "$@" > "lo16_$h.out" 2>&1) ||
+            --ckpt-dir "lo16_${tag}_ck_$h" --metrics "lo16_${tag}_$h.jsonl" --memory-report "$@" > "lo16_${tag}_$h.out" 2>&1) ||
             why="$why run $h failed (exit $?);"
     done
     local d
-    d=$(python3 - "$dir/lo16_0.jsonl" "$dir/lo16_1.jsonl" <<'PY'
+    d=$(python3 - "$dir/lo16_${tag}_0.jsonl" "$dir/lo16_${tag}_1.jsonl" <<'PY'
 import json, sys
 def recs(p):
     return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
@@ -413,16 +415,17 @@ print("%.3g %.3g" % (dl, dg))
 sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
 PY
     ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
-    la=$(launches "$dir/lo16_0.out")
-    lb=$(launches "$dir/lo16_1.out")
+    la=$(launches "$dir/lo16_${tag}_0.out")
+    lb=$(launches "$dir/lo16_${tag}_1.out")
     L=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg" 2> /dev/null)
-    [ -n "$la" ] && [ -n "$lb" ] && [ -n "$L" ] && [ $((lb - la)) -eq $((L * 4 * 2)) ] ||
-        why="$why launches $la, not $lb less one a block and micro-batch;"
-    why="$why$(peaks_why "$dir/lo16_")"
-    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/lo16_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "lo16 llama LoRA all-linear: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of ZT_TEST_NO_LO16=1, not bitwise (max ${d:-?}), launches $la ($lb with the hook: one fewer a block and micro-batch), each run's device peak the planner's${why:+: $why}"
+    [ -n "$la" ] && [ -n "$lb" ] && [ -n "$L" ] && [ $((lb - la)) -eq $((per * L * 4 * 2)) ] ||
+        why="$why launches $la, not $lb less $per a block and micro-batch;"
+    why="$why$(peaks_why "$dir/lo16_${tag}_")"
+    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/lo16_${tag}_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "lo16 $tag LoRA all-linear: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of ZT_TEST_NO_LO16=1, not bitwise (max ${d:-?}), launches $la ($lb with the hook: $per fewer a block and micro-batch), each run's device peak the planner's${why:+: $why}"
 }
-lo16 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+lo16 llama 1 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+lo16 gpt2 2 "$W/attcudnn" tiny.json
 
 # ---- GPT-2's bf16 paths with LoRA (config.h ZT_W16_GPT16): on cuDNN's path
 # (ZT_CUDA_DETERMINISTIC=0), adapters on c_attn (the q|k|v adapters reading cuDNN's bf16
