@@ -80,7 +80,8 @@ typedef struct zt_shard_prec {
     int overlap_comm;         /* stages 2-3: gradient reduce-scatters run while the backward of
                                * the next units computes (zero_optimization.overlap_comm) */
     int offload_param;        /* stage 3 (with offload_optimizer): the owned parameter shards
-                               * in host memory; gathers upload the own slice */
+                               * in host memory (an NF4 base's slices too, shard_nf4.c);
+                               * gathers upload the own slice */
     int pin_optimizer;        /* pin_memory: page-lock the offloaded master weights (and */
     int pin_param;            /* AdamW state: optim.c) / the offloaded parameter shards */
     int frozen;               /* LoRA's base (lora.h): parameters only -- no gradients, no
