@@ -600,9 +600,11 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
         if (nf4_a2) s_alloc(s, y->place_dev, ZT_MEM_PARAMS, nf4_a2);
     } else if (nf4) {
         s_alloc(s, y->place_params, ZT_MEM_PARAMS, nf4_bytes);
+    } else if (p->mixed) {
+        s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    } else if (p->stage == 3) {
+        s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     }
-    else if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
-    else if (p->stage == 3) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
     if (p->mixed && !nf4) {
         const uint64_t t = (p->stage < 3 ? umax(y->max_n, 1) : y->max_len) * 4;
