@@ -541,9 +541,11 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
 
 /* shard_nf4.c's sizes for unit u of a frozen NF4 base (units: embeddings,
  * L blocks, head): *store its bytes on a rank (group index 0 at stage 3,
- * g = the shard group, else g = 1), *tmp the temporaries of its compute copy. */
+ * g = the shard group, else g = 1), of which *a2 the absmax2 (nf4-dq: never
+ * offloaded), *tmp the temporaries of its compute copy. */
 static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, uint64_t g, int es,
-                     int dq, int mixed, uint64_t *store, uint64_t *tmp, uint64_t *t16, char *plain) {
+                     int dq, int mixed, uint64_t *store, uint64_t *a2, uint64_t *tmp, uint64_t *t16,
+                     char *plain) {
     const int part = u == 0 ? ZT_AT_EMBED : u <= L ? ZT_AT_BLOCK : ZT_AT_HEAD;
     uint64_t rest = 0, nb = 0, na2 = 0, maxn = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
@@ -564,7 +566,8 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
     }
     *plain = nb == 0;
     const uint64_t rlen = umax(cdiv(rest, g), 1), blen = umax(cdiv(nb, g), 1);
-    *store = rlen * (uint64_t)es + 32 * blen + (dq ? blen + umax(na2, 1) * 4 : blen * 4);
+    *a2 = dq ? umax(na2, 1) * 4 : 0;
+    *store = rlen * (uint64_t)es + 32 * blen + (dq ? blen : blen * 4) + *a2;
     *tmp = umax(rest, 1) * (uint64_t)es + 32 * umax(nb, 1) + umax(nb, 1) * (dq ? 1 : 4);
     *t16 = mixed && maxn ? maxn * 2 : 0;
 }
@@ -576,7 +579,8 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
  * initialization, then the adapters' engine and initialization exactly as a
  * trainable model's (the same sequence as below for the base without LoRA). */
 static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_tag_place,
-                       int optim_tag_place, int comm16, uint64_t nf4_bytes, uint64_t moe_counts) {
+                       int optim_tag_place, int comm16, uint64_t nf4_bytes, uint64_t nf4_a2,
+                       uint64_t moe_counts) {
     const uint64_t Psi = y->nblk, own = umax(y->shard_total, 1);   /* (the base's full blocks) */
     const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
     const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
@@ -589,10 +593,18 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     if (p->stage < 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, Pa * 4);
     if (moe_counts) s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, moe_counts);   /* (zt_moe_set_mesh) */
     /* the frozen engine and its initialization (NF4: the store, quantized
-     * on the host in unaccounted buffers) */
-    if (nf4) s_alloc(s, y->place_params, ZT_MEM_PARAMS, nf4_bytes);
-    else if (p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
-    else if (p->stage == 3) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
+     * on the host in unaccounted buffers; offload_param: its slices placed
+     * and tagged as offloaded parameter shards, the absmax2 on the device) */
+    if (nf4 && p->offload_param) {
+        s_alloc(s, param_tag_place, ZT_MEM_PARAMS, nf4_bytes - nf4_a2);
+        if (nf4_a2) s_alloc(s, y->place_dev, ZT_MEM_PARAMS, nf4_a2);
+    } else if (nf4) {
+        s_alloc(s, y->place_params, ZT_MEM_PARAMS, nf4_bytes);
+    } else if (p->mixed) {
+        s_alloc(s, param_tag_place, ZT_MEM_PARAMS, (p->stage == 3 ? own : umax(Psi, 1)) * 2);
+    } else if (p->stage == 3) {
+        s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
+    }
     const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
     if (p->mixed && !nf4) {
         const uint64_t t = (p->stage < 3 ? umax(y->max_n, 1) : y->max_len) * 4;
@@ -653,6 +665,7 @@ typedef struct planner {
     int lora;
     zt_lora lo;
     uint64_t nf4_bytes;           /* QLoRA: the frozen NF4 store on a rank */
+    uint64_t nf4_a2;              /* of which the absmax2 (nf4-dq; on the device when offloaded) */
     sim s;
     int comm16;                   /* 16-bit gradient reductions with more than one rank */
     int optim_tag_place, param_tag_place;   /* offloaded: host bytes tagged ZT_MEM_ON_HOST */
@@ -804,23 +817,21 @@ static int plan_units(planner *q, zt_status *st) {
 static int plan_qlora(planner *q, zt_status *st) {
     zt_memplan *p = q->p;
     const zt_model_config *mc = q->mc;
-    if (p->offload_param)   /* (as zt_nf4s_create) */
-        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
-                       "offloaded (zero_optimization.offload_param); use offload_param none",
-                       mc->lora_base);
     if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)) ||
         !(q->y.q16 = calloc((size_t)q->y.nu, sizeof *q->y.q16)) ||
         !(q->y.qplain = calloc((size_t)q->y.nu, 1)))
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     q->y.qw16 = q->y.n32 && zt_nf4w16_of();   /* (train.c: zt_shard_prec.nf4w16) */
-    /* (train.c: zt_shard_prec.nf4view; shard_nf4.c's inplace) */
-    q->y.qinplace = zt_nf4view_of() && (p->stage != 3 || q->ax.shard_group == 1);
+    /* (train.c: zt_shard_prec.nf4view; shard_nf4.c's inplace: never with
+     * the store offloaded, whose slices are uploaded into gathered copies) */
+    q->y.qinplace = zt_nf4view_of() && !p->offload_param && (p->stage != 3 || q->ax.shard_group == 1);
     for (int u = 0; u < q->y.nu; ++u) {
-        uint64_t b;
+        uint64_t b, a2;
         nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,
-                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &q->y.qtmp[u], &q->y.q16[u],
+                 zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &a2, &q->y.qtmp[u], &q->y.q16[u],
                  &q->y.qplain[u]);
         q->nf4_bytes += b;
+        q->nf4_a2 += a2;
     }
     return ZT_OK;
 }
@@ -904,7 +915,7 @@ static void plan_states(planner *q) {
     s->phase = "setup";
     if (q->lora) {
         lora_setup(s, p, &q->y, &q->ya, param_tag_place, optim_tag_place, comm16, q->nf4_bytes,
-                   q->moe_counts);
+                   q->nf4_a2, q->moe_counts);
         return;
     }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;

@@ -80,7 +80,8 @@ typedef struct zt_shard_prec {
     int overlap_comm;         /* stages 2-3: gradient reduce-scatters run while the backward of
                                * the next units computes (zero_optimization.overlap_comm) */
     int offload_param;        /* stage 3 (with offload_optimizer): the owned parameter shards
-                               * in host memory; gathers upload the own slice */
+                               * in host memory (an NF4 base's slices too, shard_nf4.c);
+                               * gathers upload the own slice */
     int pin_optimizer;        /* pin_memory: page-lock the offloaded master weights (and */
     int pin_param;            /* AdamW state: optim.c) / the offloaded parameter shards */
     int frozen;               /* LoRA's base (lora.h): parameters only -- no gradients, no
@@ -362,7 +363,10 @@ int zt_shard_state_on_device(const zt_shard *sh);
  * storage precision); at stage 3 both are sharded over the shard group
  * (the blocks in whole 64-element blocks) and gathered per unit; the unit's
  * fp32 compute copy is the rest widened plus the tensors dequantized (and
- * rounded to the storage precision when mixed). */
+ * rounded to the storage precision when mixed).  With offload_param
+ * (stage 3) the rank's slices are host memory (ZT_MEM_ON_HOST, | ZT_MEM_PIN
+ * with pin_memory), uploaded into the gathered copies; absmax2 stays on
+ * the device. */
 int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st);
 void zt_nf4s_free(zt_shard *sh);
 /* unit u's compute copy into sh->view[u] (collective at stage 3) */
@@ -373,6 +377,8 @@ int zt_shard_weights16(const zt_shard *sh);
 int zt_nf4s_set_unit_host(zt_shard *sh, int u, const float *vals, zt_status *st);
 /* bytes this rank stores (codes, absmax, rest) */
 size_t zt_nf4s_bytes(const zt_shard *sh);
+/* of them, those in host memory (offload_param: all but nf4-dq's absmax2; else 0) */
+size_t zt_nf4s_host_bytes(const zt_shard *sh);
 /* 1 when sh->gathered[u] is the store's own rest, lent (a unit without NF4
  * tensors read in place): the release drops it without freeing it */
 int zt_nf4s_lent(const zt_shard *sh, int u);

@@ -43,6 +43,20 @@
  * store's codes, absmax / qabsmax and rest in place: no gathered copies.
  * A unit kept as its 16-bit rest (below, `keep`) then lends the store's
  * rest as zt_unit_params16's (`lent`: the release does not free it).
+ *
+ * Parameter offload (zero_optimization.offload_param, stage 3 only:
+ * shard.c refuses it elsewhere): each rank's slices of the store -- rest,
+ * codes, absmax / qabsmax -- are host memory, tagged as shard.c tags its
+ * offloaded shards (ZT_MEM_PARAMS | ZT_MEM_ON_HOST, | ZT_MEM_PIN with
+ * offload_param.pin_memory); absmax2 (nf4-dq: whole on every rank, 4 bytes
+ * per 16384 weights) stays device memory, read by nf4_dequant.  The
+ * quantization writes the slices with memcpy; the compute copy uploads the
+ * own slices into the gathered device buffers (be->to_device) before the
+ * all-gathers, and is never built from host memory: the store is not read
+ * in place (no `inplace`) even where it is not sharded (a one-rank group),
+ * so the rest, codes and absmax / qabsmax are always gathered copies.  On
+ * the cpu backend host memory is its memory: the same buffers and tags,
+ * plain copies.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,9 +95,11 @@ struct zt_nf4_store {
     int dq;
     int w16;                  /* zt_shard_prec.nf4w16 */
     int nz;                   /* zt_shard_prec.nf4view: temporaries unzeroed (ZT_MEM_NOZERO) */
-    int inplace;              /* nf4view, not sharded: the store read in place */
+    int inplace;              /* nf4view, not sharded, not offloaded: the store read in place */
+    int host;                 /* offload_param: the slices are host memory (absmax2 is not) */
     nf4_unit *u;
     size_t bytes;
+    size_t host_bytes;        /* of bytes, in host memory (host) */
 };
 
 static int mixed(const zt_shard *sh) { return sh->prec != ZT_PREC_FP32; }
@@ -105,17 +121,17 @@ static int slices(size_t n, int g, int **c, int **d, size_t unit) {
 
 int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
     zt_model *m = sh->m;
-    if (p->offload_param)
-        return zt_fail(st, ZT_EUNSUPPORTED, "ztrain.lora.base=%s: the 4-bit base is not "
-                       "offloaded (zero_optimization.offload_param); use offload_param none",
-                       p->nf4 == 2 ? "nf4-dq" : "nf4");
     struct zt_nf4_store *q = calloc(1, sizeof *q);
     if (!q) return zt_fail(st, ZT_ENOMEM, "out of memory (NF4 base)");
     sh->q = q;
     q->dq = p->nf4 == 2;
     q->w16 = p->nf4w16;
     q->nz = p->nf4view;
-    q->inplace = p->nf4view && (sh->stage != 3 || sh->G == 1);
+    q->host = p->offload_param;   /* (stage 3: shard.c checked it) */
+    q->inplace = p->nf4view && !q->host && (sh->stage != 3 || sh->G == 1);
+    /* the slices' tag: offloaded as shard.c's host_params shards (ptag) */
+    const int tag = ZT_MEM_PARAMS |
+                    (q->host ? ZT_MEM_ON_HOST | (p->pin_param ? ZT_MEM_PIN : 0) : 0);
     if (!(q->u = calloc((size_t)sh->nu, sizeof *q->u))) return zt_fail(st, ZT_ENOMEM, "out of memory");
     const int g = sh->stage == 3 ? sh->G : 1, r = sh->stage == 3 ? sh->r : 0;
     for (int u = 0; u < sh->nu; ++u) {
@@ -159,15 +175,16 @@ int zt_nf4s_create(zt_shard *sh, const zt_shard_prec *p, zt_status *st) {
         qu->blo = (size_t)qu->bd[r];
         qu->blen = (size_t)qu->bc[r];
         const size_t rb = (qu->rlen ? qu->rlen : 1) * sh->pes, bl = qu->blen ? qu->blen : 1;
-        if (!(qu->rest = zt_mem_alloc(rb, ZT_MEM_PARAMS, st)) ||
-            !(qu->codes = zt_mem_alloc(32 * bl, ZT_MEM_PARAMS, st)) ||
-            (!q->dq && !(qu->absmax = zt_mem_alloc(bl * sizeof(float), ZT_MEM_PARAMS, st))) ||
-            (q->dq && !(qu->qabsmax = zt_mem_alloc(bl, ZT_MEM_PARAMS, st))) ||
+        if (!(qu->rest = zt_mem_alloc(rb, tag, st)) ||
+            !(qu->codes = zt_mem_alloc(32 * bl, tag, st)) ||
+            (!q->dq && !(qu->absmax = zt_mem_alloc(bl * sizeof(float), tag, st))) ||
+            (q->dq && !(qu->qabsmax = zt_mem_alloc(bl, tag, st))) ||
             (q->dq && !(qu->absmax2 = zt_mem_alloc((qu->na2 ? qu->na2 : 1) * sizeof(float),
                                                    ZT_MEM_PARAMS, st))))
             return zt_fail_prefix(st, "NF4 base, unit %s", ui->name);
-        q->bytes += rb + 32 * bl + (q->dq ? bl + (qu->na2 ? qu->na2 : 1) * sizeof(float)
-                                          : bl * sizeof(float));
+        const size_t sl = rb + 32 * bl + (q->dq ? bl : bl * sizeof(float));   /* the slices */
+        q->bytes += sl + (q->dq ? (qu->na2 ? qu->na2 : 1) * sizeof(float) : 0);
+        if (q->host) q->host_bytes += sl;
     }
     return ZT_OK;
 }
@@ -188,6 +205,8 @@ void zt_nf4s_free(zt_shard *sh) {
 }
 
 size_t zt_nf4s_bytes(const zt_shard *sh) { return sh->q ? sh->q->bytes : 0; }
+
+size_t zt_nf4s_host_bytes(const zt_shard *sh) { return sh->q ? sh->q->host_bytes : 0; }
 
 int zt_nf4s_lent(const zt_shard *sh, int u) { return sh->q && sh->q->u && sh->q->u[u].lent; }
 
@@ -249,18 +268,20 @@ int zt_nf4s_set_unit_host(zt_shard *sh, int u, const float *vals, zt_status *st)
         zt_nf4_free(&t);
     }
     if (rc != ZT_OK) goto out;
+    /* this rank's slices: into the device store, or (offloaded) host memory */
+    const int dv = !q->host;
     if (qu->rlen) {
         if (mixed(sh)) {
             zt_prec_narrow(cpu, sh->prec, r16, rest + qu->rlo, qu->rlen);
-            be->to_device(qu->rest, r16, qu->rlen * 2);
+            zt_xcopy(be, qu->rest, dv, r16, 0, qu->rlen * 2);
         } else {
-            be->to_device(qu->rest, rest + qu->rlo, qu->rlen * sizeof(float));
+            zt_xcopy(be, qu->rest, dv, rest + qu->rlo, 0, qu->rlen * sizeof(float));
         }
     }
     if (qu->blen) {
-        be->to_device(qu->codes, codes + 32 * qu->blo, 32 * qu->blen);
-        if (q->dq) be->to_device(qu->qabsmax, qam + qu->blo, qu->blen);
-        else be->to_device(qu->absmax, am + qu->blo, qu->blen * sizeof(float));
+        zt_xcopy(be, qu->codes, dv, codes + 32 * qu->blo, 0, 32 * qu->blen);
+        if (q->dq) zt_xcopy(be, qu->qabsmax, dv, qam + qu->blo, 0, qu->blen);
+        else zt_xcopy(be, qu->absmax, dv, am + qu->blo, 0, qu->blen * sizeof(float));
     }
     if (q->dq && qu->na2) be->to_device(qu->absmax2, a2, qu->na2 * sizeof(float));
 out:
@@ -268,11 +289,12 @@ out:
     return rc;
 }
 
-/* all-gather a slice-sharded array (stage 3, G > 1) into full (own slice copied first) */
+/* all-gather a slice-sharded array (stage 3, G > 1) into full (own slice
+ * copied first: uploaded where the store is host memory, offload_param) */
 static int gather(zt_shard *sh, void *full, const void *own, size_t lo_bytes, size_t len_bytes,
                   const int *counts, const int *displs, zt_dtype dt, const char *what, int u,
                   zt_status *st) {
-    if (len_bytes) sh->be->copy((char *)full + lo_bytes, own, len_bytes);
+    if (len_bytes) zt_xcopy(sh->be, (char *)full + lo_bytes, 1, own, !sh->q->host, len_bytes);
     if (sh->stage != 3 || sh->G == 1) return ZT_OK;
     zt_group_where(sh->dshard, "step %ld, unit %s (NF4 %s)", sh->step + 1, sh->m->units[u].name, what);
     return sh->dshard->ops->allgather_inplace(sh->dshard, full, counts, displs, dt, st);
@@ -310,7 +332,8 @@ int zt_nf4s_view(zt_shard *sh, int u, zt_status *st) {
     const int vz = keep || d16 || qu->tiled ? nz : 0, bz = qu->tiled ? nz : 0;
     float *v = zt_mem_alloc((nv ? nv : 1) * sizeof(float), ZT_MEM_GATHERED | vz, st);
     uint16_t *b16 = d16 ? zt_mem_alloc(ui->numel * 2, ZT_MEM_GATHERED | bz, st) : NULL;
-    /* the rest, codes and absmax / qabsmax gathered, or (in place) the store's */
+    /* the rest, codes and absmax / qabsmax gathered (offloaded: uploaded
+     * and gathered), or (in place) the store's */
     const int inpl = q->inplace;
     char *rest = inpl ? NULL : zt_mem_alloc((qu->rest_n ? qu->rest_n : 1) * es, ZT_MEM_GATHERED | nz, st);
     uint8_t *codes = inpl ? NULL : zt_mem_alloc(32 * nb, ZT_MEM_GATHERED | nz, st);

@@ -4,7 +4,7 @@
 # tests/fixtures/hf model with LoRA adapters on cpu-strict (which accounts
 # every device allocation) at ZeRO stages 0-3, fp32 and bf16, with and without
 # activation checkpointing, 1 rank (and 2 ranks at stages 1-3), QLoRA (nf4,
-# nf4-dq, bf16), one step:
+# nf4-dq, bf16; at stage 3 also with the 4-bit base offloaded), one step:
 # the measured device peak equals the prediction of the run's memory line and
 # `ztrain estimate --json`'s peak_bytes for the same configuration (the
 # frozen base's load through a device buffer of its largest unit, and
@@ -65,6 +65,13 @@ for stage in 0 3; do
 done
 args llama 3 bf16 none
 peak 2 "llama QLoRA nf4-dq on 2 ranks, stage 3, bf16" --lora-base nf4-dq
+# the 4-bit base offloaded (--offload params): its slices host memory, uploaded into the
+# gathered copies (one rank too: not read in place); the device keeps nf4-dq's absmax2
+args llama 3 bf16 blocks
+peak 1 "llama QLoRA nf4 offloaded, stage 3, bf16, checkpointing blocks" --lora-base nf4 --offload params \
+    --zero_optimization.offload_param.pin_memory true
+args llama 3 bf16 none
+peak 2 "llama QLoRA nf4-dq offloaded on 2 ranks, stage 3, bf16" --lora-base nf4-dq --offload params
 # the adapters from a PEFT adapter (ztrain.lora.from): a step of the llama
 # stage-0 run's checkpoint, exported
 "$ZTRAIN" ckpt export "ck_llama, stage 0, fp32/step-1" --peft pe > o_pe.txt 2>&1

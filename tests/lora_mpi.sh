@@ -21,6 +21,9 @@
 #  - a full fine-tuning checkpoint refuses a LoRA resume and back;
 #  - QLoRA (--lora-base nf4 / nf4-dq): 3 ranks at stage 3 (NF4 codes sharded)
 #    match 1 rank at stage 0, a resume is bitwise, cpu-strict is bitwise cpu,
+#    the base offloaded (--offload params: the NF4 slices in host memory) is
+#    bitwise the run without, on cpu and cpu-strict, 2 ranks (nf4, bf16) and
+#    1 rank (nf4-dq: the one-rank group's store uploaded, not read in place),
 #    and a resume on a base stored otherwise is refused;
 #  - ztrain ckpt export --peft, then --lora-from that adapter: on a token file
 #    of one window (every step's loss is that window's loss before the step's
@@ -167,6 +170,16 @@ run qc 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume 
     run qcs 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --resume never \
         --backend cpu-strict "${LORA[@]}" --lora-base nf4 && same qc qcs
 ok $? "QLoRA nf4 on cpu-strict, 2 ranks, stage 3, bf16: losses and checkpoint bitwise those of the cpu backend"
+run qo 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --offload params --resume never \
+    "${LORA[@]}" --lora-base nf4 &&
+    run qos 2 llama-tiny.json --stage 3 --micro-batch 6 --bf16.enabled true --offload params \
+        --zero_optimization.offload_param.pin_memory true --resume never --backend cpu-strict \
+        "${LORA[@]}" --lora-base nf4 && same qc qo && same qc qos
+ok $? "QLoRA nf4 with the 4-bit base offloaded (--offload params), 2 ranks, stage 3, bf16: cpu and cpu-strict losses and checkpoint bitwise those without offload"
+run qd 1 llama-tiny.json --stage 3 --micro-batch 12 --resume never "${LORA[@]}" "${QL[@]}" &&
+    run qdo 1 llama-tiny.json --stage 3 --micro-batch 12 --offload params --resume never \
+        --backend cpu-strict "${LORA[@]}" "${QL[@]}" && same qd qdo
+ok $? "QLoRA nf4-dq offloaded on 1 rank (stage 3, the store uploaded, not read in place) on cpu-strict: bitwise the cpu run without offload"
 run qx 1 llama-tiny.json --stage 0 --micro-batch 12 --resume auto --ckpt-dir ck_qr6 "${LORA[@]}"
 grep -q "trained on a base stored as nf4, this run stores it as the compute dtype" o_qx.txt
 ok $? "adapters trained on an nf4 base refuse a resume on a base of the compute dtype"

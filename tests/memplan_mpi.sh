@@ -1,11 +1,13 @@
 #!/bin/bash
 # memplan_mpi.sh -- the memory planner against real runs: tests/test_memplan_run
 # at 1 to 4 ranks (grid of stages, shard groups, checkpointing, micro batches;
-# bf16/fp16 grid with 16-bit reductions and optimizer offload; checkpointing
-# equivalence; refusal; auto micro batch), then the CLI:
+# bf16/fp16 grid with 16-bit reductions and optimizer offload; parameter
+# offload, a QLoRA base's too; checkpointing equivalence; refusal; auto micro
+# batch), then the CLI:
 # `ztrain train --memory-report` with real data loaders (fp32, bf16, fp16,
 # optimizer and parameter offload, pin_memory on cpu / cpu-strict), the pre-flight
-# refusal and its first suggestion, micro batch auto, and `ztrain estimate`.
+# refusal and its first suggestion, micro batch auto, and `ztrain estimate`
+# (a 70B QLoRA shape on 2 x 24 GB: the 4-bit base's offload suggested, fits).
 . "$(dirname "$0")/lib.sh"
 command -v "$ZT_MPIRUN" > /dev/null || skip_all "no MPI launcher ($ZT_MPIRUN)"
 command -v python3 > /dev/null || skip_all "no python3"
@@ -245,6 +247,36 @@ fits8 "estimate: Llama-3-8B LoRA (bf16 base, 2048 tokens) on one 24 GB GPU fits"
 fits8 "estimate: Llama-3-8B QLoRA (nf4 base, 2048 tokens, checkpointing) on one 16 GB GPU fits" \
     --device gpu --device-memory 16G --lora-base nf4
 grep -h "^does not fit\|^fits" lo1.txt lo2.txt | sed 's/^/# /'
+# QLoRA of a Llama-3-70B shape (docs/lora.md) on 2 x 24 GB, stage 3: the 4-bit base (19.9 GiB a
+# rank) does not fit next to the activations; its offload to the host is suggested, and with it
+# (the NF4 slices in host memory, uploaded per unit) the run fits, the parameters on the host
+# being exactly the 4-bit base and the adapters
+cat > l70b.json <<'EOF'
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+ "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64,
+ "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+ "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": false,
+ "rope_theta": 500000.0, "torch_dtype": "bfloat16"}
+EOF
+Q70=(--model l70b.json --world-size 2 --device gpu --device-memory 24G --bf16.enabled true --micro-batch 1
+     --seq-len 2048 --act-ckpt blocks --stage 3 --lora-r 16 --lora-alpha 32 --lora-targets all-linear
+     --lora-base nf4)
+"$ZTRAIN" estimate "${Q70[@]}" > q70a.txt 2>&1
+"$ZTRAIN" estimate "${Q70[@]}" --offload params --json > q70b.json 2> q70b.err
+grep -q "^does not fit: .*; changes that fit: ZeRO stage 3 with the parameters offloaded to the host (--offload params): -[0-9]*%$" q70a.txt &&
+python3 - q70b.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+lo, off = j["lora"], j["host"]["offloaded_categories"]["params"]
+print("# 70B QLoRA offloaded: device peak %d B <= limit %d B; params offloaded %d B = 4-bit base %d B + adapters %d B" %
+      (j["peak_bytes"], j["limit_bytes"], off, lo["frozen_base_bytes"], lo["adapter_bytes"]))
+ok = (j["fits"] is True and 0 < j["peak_bytes"] <= j["limit_bytes"] and
+      j["device"]["categories"]["params"] == 0 and
+      off == lo["frozen_base_bytes"] + lo["adapter_bytes"] and lo["frozen_base_bytes"] > 0)
+sys.exit(0 if ok else 1)
+PY
+ok $? "estimate: Llama-3-70B QLoRA (nf4) on 2 x 24 GB, stage 3: does not fit, --offload params suggested; with it fits, the 4-bit base and the adapters wholly offloaded"
+grep -h "^does not fit" q70a.txt | sed 's/^/# /'
 # issue 41's memory target: Llama-3-8B at 8192 tokens, bf16, 8 ranks, stage 3, no checkpointing:
 # activations per rank <= 0.6 x 74.2 GiB, with the bf16 activations and GEMM outputs (the fp32
 # activations, ZT_TEST_NO_ACT16=1, for comparison: above it)

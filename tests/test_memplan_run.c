@@ -19,6 +19,11 @@
  *    exact per category (model states on cpu-strict), the parameter shards
  *    wholly offloaded, 0 pinned bytes without a pinning backend, shards
  *    bitwise those of the run without offload (test_offload_param);
+ *  - QLoRA with offload_param=cpu (nf4, nf4-dq; fp32, bf16; cpu and
+ *    cpu-strict; every shard group): the NF4 store's slices in host memory
+ *    (nf4-dq's absmax2 alone on the device), every category exact as
+ *    predicted, the adapters, the dequantized base and the eval loss
+ *    bitwise those of the stage-3 run without offload (test_offload_nf4);
  *  - activation checkpointing (blocks, every-2, every-3, blocks-attn):
  *    losses, gradients and parameters bitwise identical to no checkpointing
  *    at stages 0 and 3; the accounted activation block shrinks as predicted
@@ -463,6 +468,148 @@ static void test_offload_param(int N) {
            "(%d runs not)", N, wrt);
 }
 
+/* zt_shard_full_params of sh into a malloc'd copy (collective; NULL on failure) */
+static float *full_copy(zt_shard *sh, size_t n) {
+    float *full, *out = malloc((n ? n : 1) * sizeof(float));
+    int owned;
+    zt_status st;
+    if (!out || zt_shard_full_params(sh, &full, &owned, &st) != ZT_OK) {
+        free(out);
+        return NULL;
+    }
+    if (sh->dev) sh->be->to_host(out, full, n * sizeof(float));   /* (device memory) */
+    else memcpy(out, full, n * sizeof(float));
+    if (owned) zt_mem_free(full);
+    return out;
+}
+
+/* QLoRA (llama, adapters on all-linear, an nf4 / nf4-dq base) at stage 3
+ * with offload_param=cpu + pin_memory, fp32 and bf16 x every shard group:
+ *  the NF4 store's slices (rest, codes, absmax / qabsmax) are host memory:
+ *    zt_nf4s_host_bytes is the whole store (nf4) or all but the absmax2
+ *    (nf4-dq), and the accounted parameters' device part is exactly that
+ *    remainder;
+ *  cpu: every category's predicted peak and offloaded peak equal the
+ *    accounted ones on shard-group index 0 (bound them elsewhere);
+ *  cpu-strict: the model states and the gathered copies (the slices
+ *    uploaded and all-gathered, no in-place read even with a one-rank
+ *    group) exactly as predicted;
+ *  both: the adapters, the dequantized base (zt_shard_full_params) and the
+ *    eval loss bitwise those of the same run on cpu without offload. */
+static void test_offload_nf4(int N) {
+    static const char *const bases[] = {"nf4", "nf4-dq"};
+    static const char *const precs[] = {"fp32", "bf16"};
+    static const char *const bes[] = {"cpu", "cpu-strict"};
+    int runs = 0, failed = 0, inexact = 0, notoff = 0, differ = 0;
+    for (int bi = 0; bi < 2; ++bi)
+        for (int pi = 0; pi < 2; ++pi)
+            for (int G = 1; G <= N; ++G) {
+                if (N % G) continue;
+                float *ref_a = NULL, *ref_b = NULL;
+                double ref_loss = 0;
+                size_t na = 0, nb = 0;
+                /* k = 0: cpu without offload (the reference), 1: cpu, 2: cpu-strict */
+                for (int k = 0; k < 3; ++k) {
+                    zt_config *c = base_config(3);
+                    const int off = k > 0, strict = k == 2;
+                    tu_set(c, "ztrain.model.arch", "llama");
+                    tu_set(c, "ztrain.model.n_head", "4");
+                    tu_set(c, "ztrain.model.n_kv_head", "2");
+                    tu_set(c, "ztrain.model.intermediate_size", "48");
+                    tu_set(c, "ztrain.lora.r", "2");
+                    tu_set(c, "ztrain.lora.alpha", "3");
+                    tu_set(c, "ztrain.lora.targets", "all-linear");
+                    tu_set(c, "ztrain.lora.base", "%s", bases[bi]);
+                    tu_set(c, "precision", "%s", precs[pi]);
+                    tu_set(c, "zero_optimization.stage", "3");
+                    tu_set(c, "zero_optimization.shard_group_size", "%d", G);
+                    tu_set(c, "offload", "%s", off ? "params" : "none");
+                    tu_set(c, "zero_optimization.offload_optimizer.pin_memory", "%s", off ? "true" : "false");
+                    tu_set(c, "zero_optimization.offload_param.pin_memory", "%s", off ? "true" : "false");
+                    tu_set(c, "ztrain.backend", "%s", bes[strict]);
+                    tu_set(c, "train_micro_batch_size_per_gpu", "2");
+                    tu_set(c, "ztrain.eval_batch_size", "4");
+                    char what[160];
+                    snprintf(what, sizeof what, "%s %s %s stage 3 G %d offload %s", bes[strict],
+                             bases[bi], precs[pi], G, off ? "params" : "none");
+                    zt_ctx *ctx;
+                    zt_status st;
+                    int rc = create_and_train(c, &ctx, &st);
+                    if (rc != ZT_OK || !ctx->sh->q) {
+                        if (!failed++) tap_diag("%s: %s", what, rc ? st.msg : "no NF4 store");
+                        zt_ctx_free(ctx);
+                        zt_config_free(c);
+                        continue;
+                    }
+                    zt_mem_stats ms;
+                    zt_mem_get(&ms);   /* (before the full copies below) */
+                    const size_t qb = zt_nf4s_bytes(ctx->sh), qh = zt_nf4s_host_bytes(ctx->sh);
+                    na = ctx->lmodel->num_params;
+                    nb = ctx->model->num_params;
+                    float *a = full_copy(ctx->lsh, na), *b = full_copy(ctx->sh, nb);
+                    const double loss = ctx->last_val_loss;
+                    if (k == 0) {
+                        ref_a = a;
+                        ref_b = b;
+                        ref_loss = loss;
+                        zt_ctx_free(ctx);
+                        zt_config_free(c);
+                        continue;
+                    }
+                    if (!a || !b || !ref_a || !ref_b || memcmp(a, ref_a, na * sizeof(float)) ||
+                        memcmp(b, ref_b, nb * sizeof(float)) || memcmp(&loss, &ref_loss, sizeof loss)) {
+                        if (!differ++) tap_diag("%s: adapters, base or eval loss differ from no offload "
+                                                "(loss %.9g vs %.9g)", what, loss, ref_loss);
+                    }
+                    free(a);
+                    free(b);
+                    runs++;
+                    if (!qh || (bi == 0 ? qh != qb : qh >= qb) ||
+                        ms.cur[ZT_MEM_PARAMS] - ms.host_cur[ZT_MEM_PARAMS] != qb - qh) {
+                        if (!notoff++) tap_diag("%s: store %zu bytes, %zu of them host; parameters %llu "
+                                                "bytes, %llu host", what, qb, qh,
+                                                (unsigned long long)ms.cur[ZT_MEM_PARAMS],
+                                                (unsigned long long)ms.host_cur[ZT_MEM_PARAMS]);
+                    }
+                    const zt_memplan *p = &ctx->plan;
+                    const int first = zt_world_rank() % G == 0;
+                    int exact = strict || (first ? p->peak_bytes == ms.peak_total
+                                                 : p->peak_bytes >= ms.peak_total);
+                    for (int t = 0; t < ZT_MEM_NTAGS; ++t) {
+                        if (strict && t != ZT_MEM_PARAMS && t != ZT_MEM_GRADS &&
+                            t != ZT_MEM_OPTIMIZER && t != ZT_MEM_GATHERED)
+                            continue;
+                        const uint64_t pc = p->cat[ZT_MP_HOST][t] + (strict ? p->cat[ZT_MP_DEVICE][t] : 0);
+                        if (first ? pc != ms.peak[t] || p->offloaded[t] != ms.host_peak[t]
+                                  : pc < ms.peak[t] || p->offloaded[t] < ms.host_peak[t]) {
+                            if (exact) tap_diag("%s: %s predicted %llu (offloaded %llu), accounted "
+                                                "%llu (host %llu)", what, zt_mem_tag_name(t),
+                                                (unsigned long long)pc,
+                                                (unsigned long long)p->offloaded[t],
+                                                (unsigned long long)ms.peak[t],
+                                                (unsigned long long)ms.host_peak[t]);
+                            exact = 0;
+                        }
+                    }
+                    if (!exact) inexact++;
+                    zt_ctx_free(ctx);
+                    zt_config_free(c);
+                }
+                free(ref_a);
+                free(ref_b);
+            }
+    tap_ok(all_ok(runs > 0 && failed == 0 && inexact == 0),
+           "N=%d QLoRA offload_param=cpu (nf4, nf4-dq; fp32, bf16; cpu and cpu-strict; every "
+           "shard group): %d runs, predicted categories and offloaded peaks equal the accounted "
+           "ones on shard-group index 0 (%d differ)", N, runs, inexact);
+    tap_ok(all_ok(runs > 0 && notoff == 0),
+           "N=%d QLoRA offload_param=cpu: the NF4 store's slices are host (offloaded) memory, "
+           "the device keeps only nf4-dq's absmax2 (%d runs not)", N, notoff);
+    tap_ok(all_ok(runs > 0 && differ == 0),
+           "N=%d QLoRA offload_param=cpu: adapters, dequantized base and eval loss bitwise those "
+           "of the stage-3 run without offload, on cpu and cpu-strict (%d differ)", N, differ);
+}
+
 /* Gradient / parameter block of this rank after a step. */
 static void state_views(zt_ctx *ctx, const float **g, size_t *ng, const float **p, size_t *np) {
     zt_shard *sh = ctx->sh;
@@ -659,6 +806,7 @@ int main(int argc, char **argv) {
     test_grid_mixed(N);
     test_llama_grid(N);
     test_offload_param(N);
+    test_offload_nf4(N);
     test_checkpointing(N);
     test_refusal(N);
     test_auto(N);

@@ -54,7 +54,7 @@
 # groups of 1, with bf16 reductions); a Gemma 2 (configs/gemma2-tiny.json) at 1 rank
 # (fp32 stage 0, bf16 stage 3); the Llama with LoRA adapters on every linear
 # layer at 1 rank (bf16 stage 3 with activation checkpointing; QLoRA's NF4
-# base, bf16 stage 0); the LM head in chunks (ztrain.classifier_chunk_rows:
+# base, bf16 stage 0, and nf4-dq offloaded to pinned host memory at stage 3); the LM head in chunks (ztrain.classifier_chunk_rows:
 # Llama bf16 stage 3, Gemma 2 fp32 stage 0); a Mixture of Experts
 # (configs/moe-tiny.json) at 1 rank (fp32 stage 0, bf16 stage 3) and 2
 # ranks (fp32 stage 2 with activation checkpointing), and with expert
@@ -145,10 +145,12 @@ fi
 group gemma 1 gemma2-tiny.json --cases none --case "g2s0 fp32 --stage 0" --case "g2bf16s3 bf16 --stage 3" \
     --case "g2ch fp32 --stage 0 --classifier-chunk-rows 7"
 # LoRA and QLoRA (all-linear, rank 4, bf16): the adapters' GEMMs, the frozen base read in bf16 (or
-# dequantized from NF4 per unit, nf4_dequant), the bf16 activations rounded after the adapters' delta
+# dequantized from NF4 per unit, nf4_dequant), the bf16 activations rounded after the adapters' delta;
+# the 4-bit base offloaded (its slices in pinned host memory, uploaded per unit; absmax2 on the device)
 group lora 1 llama-tiny.json --cases none \
     --case "lorabf16s3ck bf16 --stage 3 --lora-r 4 --lora-targets all-linear --act-ckpt blocks" \
-    --case "qlorabf16s0 bf16 --stage 0 --lora-r 4 --lora-targets all-linear --lora-base nf4"
+    --case "qlorabf16s0 bf16 --stage 0 --lora-r 4 --lora-targets all-linear --lora-base nf4" \
+    --case "qloraoffs3 bf16 --stage 3 --lora-r 4 --lora-targets all-linear --lora-base nf4-dq --offload params --zero_optimization.offload_param.pin_memory true"
 # Mixture of Experts (configs/moe-tiny.json: 5 experts, 2 a token, expert width 37 (odd: the
 # per-expert GEMMs' row slices are not 16-byte aligned), a shared expert and its sigmoid gate,
 # the load-balancing loss): cuda_moe.cu's routing, gather/scatter and sigmoid on the device
