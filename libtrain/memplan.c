@@ -985,10 +985,10 @@ static void plan_seqpar_comm(planner *q) {
     const int x16 = q->arch->sp16 ? q->arch->sp16(mc) : 0;   /* (bf16 exchanges) */
     const size_t k = zt_acts_ckpt_group(p->ckpt_k, 1, (size_t)q->L);
     const int katt = zt_acts_katt_on(mc, 1, k);   /* (ckpt_attn: zt_memplan_compute) */
+    const int R = zt_acts_ckpt_recomputed((int)k, q->L, zt_ckptkeep_of());
     p->alltoall_bytes = (uint64_t)p->grad_accum *
-                        zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L,
-                                             zt_acts_ckpt_recomputed((int)k, q->L, zt_ckptkeep_of()),
-                                             katt, (nh + 2 * nkv) * hd, nh * hd, x16);
+                        zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L, R, katt,
+                                             (nh + 2 * nkv) * hd, nh * hd, x16);
 }
 
 /* Activations of one micro batch (by checkpointing mode: zt_memplan_acts_bytes
