@@ -125,7 +125,8 @@ typedef struct zt_model_config {
      * 0 in a config.  1 with checkpointing group size 1: a training block's
      * attention output (atty16 or atty) and lse carved per layer, not per
      * slot, and the backward's recompute of a block skips the attention
-     * (gpt.c, llama.c; sequence parallel keeps the plain blocks layout) */
+     * (gpt.c, llama.c; sequence parallel: the head-sharded output atth kept
+     * per layer too, the recompute skipping the output's all-to-all) */
     int ckpt_attn;
     /* ---- bf16 activation storage: not a key; set by the engine (train.c)
      * and the memory planner from zt_acts16_of (precision.h), 0 in a config.

@@ -243,13 +243,14 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     /* (bf16 activations; their fp32 values staged in d4a, free in the forward) */
     const int a16 = training && zt_acts16_on(mc);
     /* (blocks-attn: each layer's attention output and lse, model_acts.h) */
-    const int katt = zt_acts_katt_on(mc, training, k, spn);
+    const int katt = zt_acts_katt_on(mc, training, k);
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
 #define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
     /* (blocks-attn: first, at the block's aligned start; bf16 where the
-     * slot's atty16 would be, a16 without sequence parallel) */
-    if (katt) zt_carve_katt(&cv, &a->katt, L, a16, N * C, (size_t)B * NH * T);
+     * slot's atty16 would be, a16 without sequence parallel; sequence
+     * parallel: fp32, and the head-sharded atth too) */
+    if (katt) zt_carve_katt(&cv, &a->katt, L, a16 && spn <= 1, N * C, (size_t)B * NH * T, spn);
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     for (size_t s = 0; s < slots; ++s) {
         struct zt_layer_acts *la = &a->layer[base ? s : 0];
@@ -264,8 +265,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         if (!katt) {   /* (blocks-attn: carved per layer at the block's start) */
             if (o16) TAKE16(la->atty16, N * C); else TAKE(la->atty, N * C);
             TAKES(la->lse, (size_t)B * NH * T);
+            if (spn > 1) TAKE(la->atth, N * C);
         }
-        if (spn > 1) TAKE(la->atth, N * C);
         TAKE(la->res2, N * C);
         if (a16) TAKE16(la->ln216, N * C); else TAKE(la->ln2, N * C);
         TAKES(la->ln2_mean, N); TAKES(la->ln2_rstd, N);
@@ -392,7 +393,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (blocks-attn: layer l's kept attention output and lse, which the
      * backward's recompute (sk->redo) reads as the forward left them) */
     const int katt = a->training && a->katt.lse;
-    if (katt) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
+    if (katt) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse, &s->atth);
     const int skip = katt && sk->redo;
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     const uint16_t *u16 = g->p16[l + 1];   /* the block's bf16 bits (zt_mm_fwd), or NULL */
@@ -433,9 +434,14 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_group_where(g->sp.g, "block %d attention, forward", l);
         ZT_TRY(zt_sp_to_heads(&g->sp, be, s->qkv, a->sp_h, B, T, &g->qkv_sl, a->sp_send,
                               a->sp_recv, st));
-        be->attention_fwd(s->atth, s->lse, s->qkv, B, T * P, C / P, NH / P);
-        ZT_TRY(zt_sp_to_tokens(&g->sp, be, s->atty, s->atth, B, T, &g->att_sl, a->sp_send,
-                               a->sp_recv, st));
+        /* (blocks-attn's recompute: the head-sharded output and lse, and
+         * the token-sharded output, kept from the forward: neither the
+         * attention nor the output's exchange runs) */
+        if (!skip) {
+            be->attention_fwd(s->atth, s->lse, s->qkv, B, T * P, C / P, NH / P);
+            ZT_TRY(zt_sp_to_tokens(&g->sp, be, s->atty, s->atth, B, T, &g->att_sl, a->sp_send,
+                                   a->sp_recv, st));
+        }
     } else {
         /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
          * d4b, free in the forward, then rounded once) */
@@ -644,7 +650,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * layer l, the recompute or the forward's last block, pointed the slot
      * at them already: bound again so the backward reads layer l's whatever
      * ran before it) */
-    if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
+    if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse, &s->atth);
     const zt_lora_scratch *ls = &a->lora;
     const uint16_t *u16 = g->p16[l + 1];
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */

@@ -84,7 +84,8 @@ typedef struct zt_gpt_acts {
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [2C] the frozen LayerNorms' gradients (discarded) */
     zt_acts_katt katt;         /* blocks-attn: every layer's attention output and lse
-                                * (model_acts.h; katt.lse NULL: the slot's own) */
+                                * (and atth with sequence parallel; model_acts.h;
+                                * katt.lse NULL: the slot's own) */
 } zt_gpt_acts;
 
 typedef struct zt_gpt zt_gpt;

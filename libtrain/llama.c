@@ -631,13 +631,19 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     const int a16 = training && zt_acts16_on(mc);   /* (bf16 activations) */
     const int sp16 = llama_sp16(mc);                /* (bf16 exchanges) */
     /* (blocks-attn: each layer's attention output and lse, model_acts.h) */
-    const int katt = zt_acts_katt_on(mc, training, k, sh.sp);
+    const int katt = zt_acts_katt_on(mc, training, k);
 #define TAKE(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 0); if (base) (ptr) = p_; } while (0)
 #define TAKE16(ptr, n) do { uint16_t *p_ = zt_carve_take16(&cv, (n)); if (base) (ptr) = p_; } while (0)
 #define TAKES(ptr, n) do { float *p_ = zt_carve_take(&cv, (n), 1); if (base) (ptr) = p_; } while (0)
+    /* (bf16 GEMM outputs: q|k|v, the attention output, gate|up, without
+     * sequence parallel for the first two; sequence parallel with sp16:
+     * the attention output exchanged in bf16 into atty16) */
+    const int o16 = a16 && sh.sp <= 1;
+    const int att16 = o16 || (a16 && (sp16 & ZT_SP16_ATT));
     /* (blocks-attn: first, at the block's aligned start; bf16 where the
-     * slot's atty16 would be, a16 without sequence parallel) */
-    if (katt) zt_carve_katt(&cv, &a->katt, L, a16, N * AD, (size_t)B * sh.NH * T);
+     * slot's atty16 would be; sequence parallel: the head-sharded atth
+     * too) */
+    if (katt) zt_carve_katt(&cv, &a->katt, L, att16, N * AD, (size_t)B * sh.NH * T, sh.sp);
     /* longrope: the short frequencies, then the long ones */
     TAKES(a->inv_freq, (size_t)sh.hd / 2 * (is_longrope(mc) ? 2 : 1));
     if (sh.local_rope) TAKES(a->inv_freq_local, (size_t)sh.hd / 2);
@@ -665,11 +671,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (sequence parallel: qkv [B, N_sp T, QKV/N_sp] head-sharded, the
          * same count; atth the head-sharded attention output [B, N_sp T,
          * AD/N_sp]; lse [B, NH/N_sp, N_sp T]) */
-        /* (bf16 GEMM outputs: q|k|v, the attention output, gate|up, without
-         * sequence parallel for the first two; sequence parallel with sp16:
-         * the attention output exchanged in bf16 into atty16) */
-        const int o16 = a16 && sh.sp <= 1;
-        const int att16 = o16 || (a16 && (sp16 & ZT_SP16_ATT));
+        /* (o16, att16: above) */
         if (o16) TAKE16(la->qkv16, N * QKV); else TAKE(la->qkv, N * QKV);
         if (sh.qkn) {
             TAKE(la->qkraw, N * (QKV - (size_t)sh.NKV * sh.hd));
@@ -679,8 +681,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         if (!katt) {
             if (att16) TAKE16(la->atty16, N * AD); else TAKE(la->atty, N * AD);
             TAKES(la->lse, (size_t)B * sh.NH * T);
+            if (sh.sp > 1) TAKE(la->atth, N * AD);
         }
-        if (sh.sp > 1) TAKE(la->atth, N * AD);
         TAKE(la->res2, N * C);
         if (a16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
         TAKES(la->rstd2, N);
@@ -1153,7 +1155,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (blocks-attn: layer l's kept attention output and lse, which the
      * backward's recompute (sk->redo) reads as the forward left them) */
     const int katt = a->training && a->katt.lse;
-    if (katt) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
+    if (katt) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse, &s->atth);
     const int skip = katt && sk->redo;
     float *x = ZT_ACTS_RES(a, l), *y = ZT_ACTS_RES(a, l + 1);
     /* attention: res2 = x + o(gqa(rope(qkv(rmsnorm(x))))) (gemma: the o
@@ -1204,15 +1206,22 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
                               st));
         be->rope_fwd(s->qkv, layer_freq(m, a, l, Tf), B, Tf, sh->NHl + sh->NKVl, sh->QKVl, sh->hd,
                      layer_rope_scale(m, l));
-        ZT_TRY(attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, st));
-        /* (sp16: exchanged in bf16 into atty16, the values the o projection
-         * rounds) */
-        if (s->atty16)
-            ZT_TRY(zt_sp_to_tokens16(&m->sp, be, s->atty16, s->atth, B, T, &m->att_sl, a->sp_send,
-                                     a->sp_recv, st));
-        else
-            ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
-                                   a->sp_recv, st));
+        /* (blocks-attn's recompute: the head-sharded output and lse the
+         * attention backward reads, and the token-sharded output the o
+         * projection reads, kept from the forward: neither the attention nor
+         * the output's exchange runs; send and recv are scratch, nothing
+         * reads what the exchange would have left in them) */
+        if (!skip) {
+            ZT_TRY(attn_fwd(m, l, s->atth, s->lse, s->qkv, B, Tf, sh->NHl, sh->NKVl, st));
+            /* (sp16: exchanged in bf16 into atty16, the values the o
+             * projection rounds) */
+            if (s->atty16)
+                ZT_TRY(zt_sp_to_tokens16(&m->sp, be, s->atty16, s->atth, B, T, &m->att_sl,
+                                         a->sp_send, a->sp_recv, st));
+            else
+                ZT_TRY(zt_sp_to_tokens(&m->sp, be, s->atty, s->atth, B, T, &m->att_sl, a->sp_send,
+                                       a->sp_recv, st));
+        }
     } else {
         /* (bf16 GEMM outputs: q|k|v made in dqkv and the attention output in
          * datt, free in the forward, then rounded once) */
@@ -1602,7 +1611,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * layer l, the recompute or the forward's last block, pointed the slot
      * at them already: bound again so the backward reads layer l's whatever
      * ran before it) */
-    if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse);
+    if (a->katt.lse) zt_acts_katt_at(&a->katt, l, &s->atty, &s->atty16, &s->lse, &s->atth);
     const zt_lora_scratch *ls = &a->lora;
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
     /* MLP: dres flows to res2 unchanged and into the down projection */

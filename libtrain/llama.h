@@ -146,7 +146,8 @@ typedef struct zt_llama_acts {
     zt_lora_scratch lora;      /* the adapter matmuls' scratch (lora.h) */
     float *dnorm;              /* [C] the frozen norms' weight gradients (discarded) */
     zt_acts_katt katt;         /* blocks-attn: every layer's attention output and lse
-                                * (model_acts.h; katt.lse NULL: the slot's own) */
+                                * (and atth with sequence parallel; model_acts.h;
+                                * katt.lse NULL: the slot's own) */
 } zt_llama_acts;
 
 typedef struct zt_llama zt_llama;

@@ -985,7 +985,8 @@ static void plan_classifier(planner *q) {
 }
 
 /* Sequence parallel communication: the all-to-alls' bytes per step around
- * every attention (forward, backward, and the recomputed forwards). */
+ * every attention (forward, backward, and the recomputed forwards: q|k|v's
+ * alone with blocks-attn, the attention's output kept). */
 static void plan_seqpar_comm(planner *q) {
     const zt_model_config *mc = q->mc;
     zt_memplan *p = q->p;
@@ -993,10 +994,11 @@ static void plan_seqpar_comm(planner *q) {
     const size_t hd = (size_t)zt_model_head_dim(mc), nh = (size_t)mc->n_head;
     const size_t nkv = (size_t)zt_model_kv_heads(mc);
     const int x16 = q->arch->sp16 ? q->arch->sp16(mc) : 0;   /* (bf16 exchanges) */
+    const size_t k = zt_acts_ckpt_group(p->ckpt_k, 1, (size_t)q->L);
+    const int katt = zt_acts_katt_on(mc, 1, k);   /* (ckpt_attn: zt_memplan_compute) */
+    const int R = zt_acts_ckpt_recomputed((int)k, q->L, zt_ckptkeep_of());
     p->alltoall_bytes = (uint64_t)p->grad_accum *
-                        zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L,
-                                             zt_acts_ckpt_recomputed(zt_acts_ckpt_group(p->ckpt_k, 1, (size_t)q->L), q->L,
-                                                                     zt_ckptkeep_of()),
+                        zt_sp_alltoall_bytes(q->ax.sp, p->micro_batch, (int)q->Sl, q->L, R, katt,
                                              (nh + 2 * nkv) * hd, nh * hd, x16);
 }
 

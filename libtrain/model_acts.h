@@ -112,27 +112,37 @@ static inline void zt_carve_lora_keep(zt_carve *c, float **keep, const zt_model_
 }
 
 /* Activation checkpointing's blocks-attn (zt_model_config.ckpt_attn): a
- * training block with checkpointing group size 1 and no sequence parallel
- * keeps every layer's attention output ([N, AD]: bf16 att16 where the slot
- * would hold atty16, else fp32 att) and softmax statistics (lse, [B, NH,
- * T] fp32) through the forward, L of each carved one after the other (at
- * the start of the block, the slot carving neither), so the backward's
- * recompute of a block skips the attention.  Strides in elements of their
- * type (the bf16 ones rounded to 128 elements, 256-byte aligned as
- * zt_carve_take16's; the fp32 ones to 16). */
+ * training block with checkpointing group size 1 keeps every layer's
+ * attention output ([N, AD]: bf16 att16 where the slot would hold atty16,
+ * else fp32 att) and softmax statistics (lse, [B, NH, T] fp32) through the
+ * forward, L of each carved one after the other (at the start of the
+ * block, the slot carving neither), so the backward's recompute of a block
+ * skips the attention.  With sequence parallel (sp > 1) the att / att16
+ * arrays are the token-sharded output the o projection reads (what the
+ * forward's to-tokens exchange wrote), lse the head-sharded statistics
+ * [B, NH/sp, sp T], and L more fp32 arrays atth hold the head-sharded
+ * output [B, sp T, AD/sp] the attention backward reads (the same count as
+ * att): the recompute skips the attention and the output's exchange, and
+ * still runs q|k|v's GEMM and to-heads exchange (the attention backward
+ * reads the head-sharded q|k|v).  Strides in elements of their type (the
+ * bf16 ones rounded to 128 elements, 256-byte aligned as zt_carve_take16's;
+ * the fp32 ones to 16). */
 typedef struct zt_acts_katt {
     float *att;
     uint16_t *att16;
     float *lse;            /* NULL: no kept attention (the slot's own arrays) */
-    size_t att_st, lse_st;
+    float *atth;           /* sequence parallel: the head-sharded output (else NULL) */
+    size_t att_st, lse_st, atth_st;
 } zt_acts_katt;
-/* Whether a block carved with these settings keeps the attention per layer. */
-static inline int zt_acts_katt_on(const zt_model_config *mc, int training, size_t k, int sp) {
-    return training && mc->ckpt_attn && k == 1 && sp <= 1;
+/* Whether a block carved with these settings keeps the attention per layer
+ * (with or without sequence parallel). */
+static inline int zt_acts_katt_on(const zt_model_config *mc, int training, size_t k) {
+    return training && mc->ckpt_attn && k == 1;
 }
+/* sp > 1: the atth arrays too (natt fp32 elements each, after the lse). */
 static inline void zt_carve_katt(zt_carve *c, zt_acts_katt *ka, size_t L, int att16, size_t natt,
-                                 size_t nlse) {
-    float *att = NULL, *lse = NULL;
+                                 size_t nlse, int sp) {
+    float *att = NULL, *lse = NULL, *atth = NULL;
     uint16_t *a16 = NULL;
     for (size_t l = 0; l < L; ++l) {
         if (att16) {
@@ -147,20 +157,27 @@ static inline void zt_carve_katt(zt_carve *c, zt_acts_katt *ka, size_t L, int at
         float *p = zt_carve_take(c, nlse, 1);
         if (!l) lse = p;
     }
+    for (size_t l = 0; sp > 1 && l < L; ++l) {
+        float *p = zt_carve_take(c, natt, 0);
+        if (!l) atth = p;
+    }
     if (!c->base) return;
     ka->att = att;
     ka->att16 = a16;
     ka->lse = lse;
+    ka->atth = atth;
     ka->att_st = att16 ? (((size_t)natt + 127) & ~(size_t)127) : ZT_ACTS_ROUND(natt);
     ka->lse_st = ZT_ACTS_ROUND(nlse);
+    ka->atth_st = ZT_ACTS_ROUND(natt);
 }
 /* Layer l's kept attention output and lse into a slot's pointers (the one
- * of *att / *att16 the block carves). */
+ * of *att / *att16 the block carves; *atth with sequence parallel). */
 static inline void zt_acts_katt_at(const zt_acts_katt *ka, int l, float **att, uint16_t **att16,
-                                   float **lse) {
+                                   float **lse, float **atth) {
     if (ka->att16) *att16 = ka->att16 + (size_t)l * ka->att_st;
     else *att = ka->att + (size_t)l * ka->att_st;
     *lse = ka->lse + (size_t)l * ka->lse_st;
+    if (ka->atth) *atth = ka->atth + (size_t)l * ka->atth_st;
 }
 
 /* Group size of the checkpointing layout for a training block of L layers

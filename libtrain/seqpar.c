@@ -108,8 +108,8 @@ int zt_sp_to_tokens16(const zt_seqpar *sp, const zt_backend *be, uint16_t *loc16
     return ZT_OK;
 }
 
-uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, size_t QKV, size_t AD,
-                              int x16) {
+uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, int katt, size_t QKV,
+                              size_t AD, int x16) {
     if (N < 2) return 0;
     const uint64_t rows = (uint64_t)B * (uint64_t)Tl, n1 = (uint64_t)(N - 1);
     /* one exchange of a [rows, W] array of es-byte elements: every head
@@ -119,5 +119,7 @@ uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, size_
     /* forward: q|k|v fp32, the attention output; backward: the attention
      * output's gradient fp32, q|k|v's */
     const uint64_t fwd = qkv * 4 + att * att_es, bwd = att * 4 + qkv * dqkv_es;
-    return fwd * (uint64_t)(L + recomputed) + bwd * (uint64_t)L;
+    /* (blocks-attn: a recomputed forward's q|k|v exchange alone) */
+    const uint64_t redo = katt ? qkv * 4 : fwd;
+    return fwd * (uint64_t)L + redo * (uint64_t)recomputed + bwd * (uint64_t)L;
 }

@@ -79,11 +79,13 @@ enum { ZT_SP16_ATT = 1, ZT_SP16_DQKV = 2 };
 /* Bytes one rank sends in the all-to-alls of one micro-batch's training
  * pass at B x Tl local tokens of L layers (forward + backward, each layer
  * two exchanges each way), with `recomputed` layers' forwards run twice
- * (activation checkpointing): per exchange (N-1)/N of the local rows'
- * bytes.  QKV, AD: the widths of the qkv row and the attention output
- * ((NH + 2 NKV) hd and NH hd); x16: the exchanges sent in bf16 (ZT_SP16_*),
- * the others fp32. */
-uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, size_t QKV, size_t AD,
-                              int x16);
+ * (activation checkpointing; katt: blocks-attn, model_acts.h
+ * zt_acts_katt_on, whose recomputed forwards exchange q|k|v alone, the
+ * attention's output kept): per exchange (N-1)/N of the local rows' bytes.
+ * QKV, AD: the widths of the qkv row and the attention output ((NH + 2 NKV)
+ * hd and NH hd); x16: the exchanges sent in bf16 (ZT_SP16_*), the others
+ * fp32. */
+uint64_t zt_sp_alltoall_bytes(int N, int B, int Tl, int L, int recomputed, int katt, size_t QKV,
+                              size_t AD, int x16);
 
 #endif

@@ -420,10 +420,6 @@ static int builtin_model(const zt_ctx *ctx, const zt_model_ops **ops, void **sel
     zt_model_config mc = c->model;
     mc.acts16 = zt_acts16_of(c, strcmp(c->backend, "cuda") == 0);
     mc.ckpt_attn = zt_config_act_ckpt_attn(c);   /* (blocks-attn) */
-    if (mc.ckpt_attn && mc.seq_parallel > 1)
-        zt_log(ctx, ZT_LOG_INFO, "activation checkpointing blocks-attn with sequence parallel "
-               "(%d ranks): the blocks recompute, the attention included (model_acts.h "
-               "zt_acts_katt_on)", mc.seq_parallel);
     zt_out16_of(&mc);
     return zt_arch_of(&mc)->create(&mc, ctx->be, zt_config_act_ckpt_k(c), ops, self, st);
 }

@@ -5,7 +5,8 @@
 # parameters within 1e-5, fp32):
 #  - llama (8 query / 4 key-value heads, tied head): N=2 (2 ranks, stage 0),
 #    N=4 (4 ranks, stage 0), N=2 x data parallel 2 at stage 3 with gradient
-#    accumulation 2 and activation checkpointing (blocks-attn there: blocks);
+#    accumulation 2 and activation checkpointing; blocks-attn (llama and gpt2, N=2 x dp 2 stage 3
+#    and N=4 stage 0, fp32 and bf16) bitwise blocks', its all-to-all bytes the formula;
 #  - gpt2: N=2 at stage 3, N=4 at stage 0 (with the validation loss);
 #  - llama with longrope RoPE past its original context at N=2;
 #  - losses: LoRA at N=2; masked SFT data at N=2 x dp 2 (training and
@@ -85,21 +86,76 @@ print("# estimate: all-to-all %d bytes per step, measured %s" % (e["alltoall_byt
 sys.exit(0 if e["sequence_parallel_size"] == 2 and all(x == e["alltoall_bytes_per_step"] for x in m) else 1)
 PY
 ok $? "N=2 x dp 2: predicted peak == accounted peak; ztrain estimate's all-to-all bytes == measured"
-# blocks-attn with sequence parallel runs as blocks (the attention recomputed): the log says so, the
-# same bits, all-to-all bytes and accounted peak as l22's
-run l22a 4 "${L22[@]}" --act-ckpt blocks-attn --memory-report end &&
-    grep -q "activation checkpointing blocks-attn with sequence parallel (2 ranks): the blocks recompute" \
-        o_l22a.txt && python3 - m_l22.jsonl m_l22a.jsonl <<'PY' &&
+# blocks-attn with sequence parallel (model_acts.h zt_acts_katt_on): each layer's head-sharded
+# attention output, lse and token-sharded output kept, the recompute running q|k|v's GEMM and
+# to-heads exchange but neither the attention nor the output's exchange: per micro-batch
+# 2L + R q|k|v exchanges (forward, recompute, backward) and 2L output ones (blocks: 2L + R of
+# each; R = L - 1 recomputed layers, the last one kept), so the bytes per step are
+# A ((2 L + R) q + 2 L o) against blocks' A (2 L + R) (q + o), with q, o one exchange's bytes of
+# q|k|v and of the output.  Bitwise blocks' parameters, losses and gradient norms (fp32 here, bf16 with
+# sp16's bf16 exchanges below, GPT-2 at stage 0 and N=4); the planner's peak == accounted, above
+# blocks' by the kept arrays; ztrain estimate's all-to-all bytes == measured.
+a2ak() {  # a2ak TAG N B T L QKV AD A R X16: the blocks-attn bytes (X16 as a2a16's)
+    python3 - "m_$1.jsonl" "${@:2}" <<'PY'
 import json, sys
-k = ("loss", "grad_norm", "alltoall_bytes")
+p, N, B, T, L, QKV, AD, A, R, X = sys.argv[1], *map(int, sys.argv[2:])
+Tl = T // N
+q, o = (N - 1) * (B * Tl * QKV // N), (N - 1) * (B * Tl * AD // N)
+want = A * (4 * q * (L + R) + (2 if X & 1 else 4) * o * L + 4 * o * L + (2 if X & 2 else 4) * q * L)
+got = [json.loads(l).get("alltoall_bytes") for l in open(p) if '"loss"' in l]
+print("# blocks-attn all-to-all bytes per step and rank: %s, formula %d" % (got[0], want))
+sys.exit(0 if got and all(g == want for g in got) else 1)
+PY
+}
+same_bits() {  # same_bits A B: per-step losses and gradient norms (as the metrics print them)
+    # equal, the final parameters bitwise (compare's tolerance 0)
+    python3 - "m_$1.jsonl" "m_$2.jsonl" <<'PY' && compare "$1" "$2" 0
+import json, sys
+k = ("loss", "grad_norm")
 a, b = [[tuple(json.loads(l).get(x) for x in k) for l in open(p) if '"loss"' in l] for p in sys.argv[1:]]
-print("# blocks %s\n# blocks-attn %s" % (a, b))
+print("# %s\n# %s" % (a, b))
 sys.exit(0 if a and a == b else 1)
 PY
-    [ -n "$(grep -o 'memory peak per rank: accounted [0-9]* bytes' o_l22.txt)" ] &&
-    [ "$(grep -o 'memory peak per rank: accounted [0-9]* bytes' o_l22.txt)" = \
-      "$(grep -o 'memory peak per rank: accounted [0-9]* bytes' o_l22a.txt)" ]
-ok $? "N=2 x dp 2 --act-ckpt blocks-attn: runs as blocks (logged), metrics and accounted peak l22's"
+}
+peak_above() {  # peak_above A B: both peaks planned exactly, B's above A's
+    grep -q "$PK" "o_$1.txt" && grep -q "$PK" "o_$2.txt" && python3 - "o_$1.txt" "o_$2.txt" <<'PY'
+import re, sys
+pk = [int(re.search(r"accounted (\d+) bytes", open(f).read()).group(1)) for f in sys.argv[1:]]
+print("# peak blocks %d, blocks-attn %d" % tuple(pk))
+sys.exit(0 if pk[0] < pk[1] else 1)
+PY
+}
+est_a2a() {  # est_a2a TAG WORLD ARGS...: ztrain estimate's all-to-all bytes == every step's measured
+    local tag=$1 w=$2; shift 2
+    "$ZTRAIN" estimate --world-size "$w" "$@" --train c_train.bin --val c_val.bin --batch-size 4 \
+        --json > "e_$tag.json" && python3 - "e_$tag.json" "m_$tag.jsonl" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))["run"]
+m = [json.loads(l)["alltoall_bytes"] for l in open(sys.argv[2]) if '"loss"' in l]
+print("# estimate: all-to-all %d bytes per step, measured %s" % (e["alltoall_bytes_per_step"], m))
+sys.exit(0 if m and all(x == e["alltoall_bytes_per_step"] for x in m) else 1)
+PY
+}
+PK="memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)"
+run l22a 4 "${L22[@]}" --act-ckpt blocks-attn --memory-report end && same_bits l22 l22a &&
+    a2ak l22a 2 1 32 2 128 64 2 1 0 && peak_above l22 l22a &&
+    est_a2a l22a 4 "${L22[@]}" --act-ckpt blocks-attn &&
+    ! grep -q "blocks-attn with sequence parallel" o_l22a.txt
+ok $? "llama N=2 x dp 2 stage 3 --act-ckpt blocks-attn: bitwise blocks'; bytes == formula == estimate; peak planned, above blocks'"
+L4K=("${LLAMA[@]}" --sp 4 --micro-batch 4 --n-layer 3 --memory-report end)
+run l4k 4 "${L4K[@]}" --act-ckpt blocks && run l4ka 4 "${L4K[@]}" --act-ckpt blocks-attn &&
+    same_bits l4k l4ka && a2a l4k 4 4 32 3 128 64 1 2 && a2ak l4ka 4 4 32 3 128 64 1 2 0 &&
+    peak_above l4k l4ka && est_a2a l4ka 4 "${L4K[@]}" --act-ckpt blocks-attn
+ok $? "llama N=4 stage 0, 3 layers --act-ckpt blocks-attn: bitwise blocks'; bytes == formula == estimate; peak planned"
+G22=("${GPT[@]}" --sp 2 --stage 3 --micro-batch 1 --grad-accum 2 --memory-report end)
+run g22 4 "${G22[@]}" --act-ckpt blocks && run g22a 4 "${G22[@]}" --act-ckpt blocks-attn &&
+    same_bits g22 g22a && a2a g22 2 1 32 2 96 32 2 1 && a2ak g22a 2 1 32 2 96 32 2 1 0 &&
+    peak_above g22 g22a && est_a2a g22a 4 "${G22[@]}" --act-ckpt blocks-attn
+ok $? "gpt2 N=2 x dp 2 stage 3 --act-ckpt blocks-attn: bitwise blocks'; bytes == formula == estimate; peak planned"
+G4K=("${GPT[@]}" --sp 4 --micro-batch 4 --memory-report end)
+run g4k 4 "${G4K[@]}" --act-ckpt blocks && run g4ka 4 "${G4K[@]}" --act-ckpt blocks-attn &&
+    same_bits g4k g4ka && a2ak g4ka 4 4 32 2 96 32 1 1 0 && peak_above g4k g4ka
+ok $? "gpt2 N=4 stage 0 --act-ckpt blocks-attn: bitwise blocks'; bytes == formula; peak planned"
 
 # gpt2: QKV = 3 * 32, AD = 32, 2 layers, seq_len 32 (its context)
 run gref 1 "${GPT[@]}" --micro-batch 4 --eval-every 4
@@ -212,12 +268,16 @@ print("# estimate: all-to-all %d bytes per step, measured %s; peak %d (fp32 exch
 sys.exit(0 if all(x == e["alltoall_bytes_per_step"] for x in m) and pk[0] < pk[1] else 1)
 PY
 ok $? "sp16 at N=2 x dp 2, stage 3, accumulation, checkpointing: bitwise; bytes == formula == estimate; peak planned exactly, below the hook's"
+run x22a 4 "${X22[@]}" --act-ckpt blocks-attn --memory-report end && same_bits x22 x22a &&
+    a2ak x22a 2 1 32 2 128 64 2 1 3 && peak_above x22 x22a &&
+    est_a2a x22a 4 "${X22[@]}" --act-ckpt blocks-attn
+ok $? "sp16 blocks-attn at N=2 x dp 2, stage 3 (bf16 kept output): bitwise blocks'; bytes == formula == estimate; peak planned"
 sp16 xq 2 1 2 4 32 2 128 64 1 0 -- "${B16[@]}" --qk-norm true --sp 2 --stage 3 --micro-batch 4
 ok $? "sp16 with Qwen3 q/k norms: attention output in bf16, q|k|v gradient fp32; bitwise"
 # (LoRA: the adapters' GEMMs read the bf16 q|k|v gradient too, arch.h zt_lora_dq16_of;
 # ZT_TEST_NO_QKV16=1 the fp32 one, as before: bitwise the same)
 # (the bf16 gradient's buffer, sp_dq16, in place of sp_h's fp32 one: the peak planned exactly)
-PK="memory peak per rank: accounted \([0-9]*\) bytes, predicted \1 bytes (+0.00%)"
+# (PK: above)
 sp16 xl 2 3 2 4 32 2 128 64 1 0 -- "${B16[@]}" "${LORA[@]}" --sp 2 --stage 3 --micro-batch 4 \
     --memory-report end && grep -q "$PK" o_xl.txt && grep -q "$PK" o_xlh.txt
 ok $? "sp16 with LoRA: attention output and q|k|v gradient in bf16; bitwise; peak planned exactly"

@@ -163,18 +163,21 @@ COMM=nccl group moeepnccl 2 moe-tiny.json --cases none \
     --case "ep2cks2 fp32 --stage 2 --ep 2 --ztrain.model.n_experts 4 --act-ckpt blocks"
 # sequence parallelism (docs/long-context.md): the all-to-alls through NCCL's send/recv
 # (bf16: the attention output and the q|k|v gradient exchanged in bf16, sp16, on both backends)
+# (blocks-attn: each layer's attention output kept on the device, the recompute's exchange of
+# q|k|v alone)
 COMM=nccl group llamasp 2 llama-tiny.json --cases none --case "sp2s3 fp32 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" \
-    --case "sp2bf16s3 bf16 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks"
+    --case "sp2bf16s3 bf16 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks" \
+    --case "sp2bf16s3a bf16 --stage 3 --sp 2 --micro-batch 8 --act-ckpt blocks-attn"
 # sp16 on the device: bitwise the fp32 exchanges (ZT_TEST_NO_SP16=1; losses, gradient norms,
 # validation losses) at fewer all-to-all bytes, through the simulated NCCL
 G=$W/llamasp
 if [ -f "$G/c_train.bin" ]; then
-    sp16r() {  # sp16r TAG [ENV...]
+    sp16r() {  # sp16r TAG [ENV...] (ACT: the checkpointing policy, blocks unless set)
         local tag=$1; shift
         (cd "$G" && env ZT_CUDASIM_DEVICES=2 "$@" timeout 600 "$mpirun" --oversubscribe -np 2 --bind-to none \
             "$sim" train --config "$SRC/configs/llama-tiny.json" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 3 --eval-every 3 --eval-batches 2 --sample-tokens 0 \
-            --backend cuda --comm-backend nccl --precision bf16 --stage 3 --sp 2 --act-ckpt blocks \
+            --backend cuda --comm-backend nccl --precision bf16 --stage 3 --sp 2 --act-ckpt "${ACT:-blocks}" \
             --resume never --ckpt-dir "ck_$tag" --metrics "$tag.jsonl" > "$tag.out" 2>&1)
     }
     sp16r sp16h ZT_TEST_NO_SP16=1 && sp16r sp16 && python3 - "$G/sp16h.jsonl" "$G/sp16.jsonl" <<'PY'
@@ -188,8 +191,22 @@ print("# %d records; all-to-all bytes per step %s (fp32 exchanges: %s)" % (len(a
 sys.exit(0 if a and a == b and ax and len(ax) == len(ah) and all(u < v for u, v in zip(ax, ah)) else 1)
 PY
     ok $? "llamasp sp16 (cuda, NCCL, bf16, stage 3, checkpointing): bitwise the fp32 exchanges (ZT_TEST_NO_SP16=1), fewer all-to-all bytes"
+    # blocks-attn on the device: bitwise blocks' (losses, gradient norms, validation losses), the
+    # recompute's output exchanges gone (fewer all-to-all bytes)
+    ACT=blocks-attn sp16r sp16a && python3 - "$G/sp16.jsonl" "$G/sp16a.jsonl" <<'PY'
+import json, sys
+h, x = ([json.loads(l) for l in open(p) if '"loss"' in l or '"val_loss"' in l] for p in sys.argv[1:])
+k = ("loss", "grad_norm", "val_loss")
+a, b = ([[r.get(n) for n in k] for r in v] for v in (h, x))
+ah = [r["alltoall_bytes"] for r in h if "alltoall_bytes" in r]
+ax = [r["alltoall_bytes"] for r in x if "alltoall_bytes" in r]
+print("# %d records; all-to-all bytes per step %s (blocks: %s)" % (len(a), ax[:1], ah[:1]))
+sys.exit(0 if a and a == b and ax and len(ax) == len(ah) and all(u < v for u, v in zip(ax, ah)) else 1)
+PY
+    ok $? "llamasp blocks-attn (cuda, NCCL, bf16, stage 3): bitwise blocks', fewer all-to-all bytes"
 else
     ok 1 "llamasp sp16: no $G/c_train.bin"
+    ok 1 "llamasp blocks-attn: no $G/c_train.bin"
 fi
 # the attention path the memory plan counts (docs/gpu.md): every group above runs ztrain's
 # kernels (engine-check.sh sets ZT_CUDA_DETERMINISTIC=1); these run the Llama in bf16 at
