@@ -1939,38 +1939,54 @@ int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t li
                    where, pk, top, p->peak_phase[pl], lim, lw);
 }
 
-/* A run that fits with activation checkpointing `blocks`: whether
- * `blocks-attn` (the attention output and lse kept per layer, the
- * recompute skipping the attention) fits the same limit, and what it costs.
- * A speed hint, not a memory cure. */
+/* A checkpointed run that fits: whether it fits the same limit without
+ * checkpointing (`none`: no recompute at all), else, with `blocks`,
+ * whether `blocks-attn` (the attention output and lse kept per layer, the
+ * recompute skipping the attention) does, and what it costs.  A speed
+ * hint, not a memory cure; `none` only against a known limit. */
 int zt_memplan_speed_hint(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
                           uint64_t limit, char *buf, size_t n) {
     if (n) buf[0] = '\0';
-    if (zt_config_act_ckpt_k(cfg) != 1 || zt_config_act_ckpt_attn(cfg) ||
-        (limit && !fits(cur->peak_bytes, limit)))
-        return 0;
+    const int k = zt_config_act_ckpt_k(cfg), attn = zt_config_act_ckpt_attn(cfg);
+    if (k < 1 || (limit && !fits(cur->peak_bytes, limit))) return 0;
     zt_config *fin = zt_config_dup(cfg);
     zt_status st;
     if (!fin || zt_config_finalize_plan(fin, o->world_size, &st) != ZT_OK) {
         zt_config_free(fin);
         return 0;
     }
-    /* (a plan that keeps nothing more, one layer say, gains nothing) */
-    const char *kv[] = {"activation_checkpointing.policy", "blocks-attn", NULL};
+    const int L = fin->model.n_layer;
+    /* the block forwards the backward recomputes now (the last group kept) */
+    const int R = zt_acts_ckpt_recomputed((int)zt_acts_ckpt_group(k, 1, (size_t)L), L, zt_ckptkeep_of());
     change c;
     memset(&c, 0, sizeof c);
-    const int ok = try_change(fin, o, kv, &c) && fits_ch(&c, limit, o) && c.peak > cur->peak_bytes;
-    const int L = fin->model.n_layer;
+    const char *none[] = {"activation_checkpointing.policy", "none", NULL};
+    const char *battn[] = {"activation_checkpointing.policy", "blocks-attn", NULL};
+    const char *what = NULL;
+    if (limit && R > 0 && try_change(fin, o, none, &c) && fits_ch(&c, limit, o)) {
+        what = "none";
+    } else if (k == 1 && !attn) {
+        /* (a plan that keeps nothing more, one layer say, gains nothing) */
+        memset(&c, 0, sizeof c);
+        if (try_change(fin, o, battn, &c) && fits_ch(&c, limit, o) && c.peak > cur->peak_bytes)
+            what = "blocks-attn";
+    }
     zt_config_free(fin);
-    if (!ok) return 0;
-    char pk[32], d[32], lim[32];
+    if (!what) return 0;
+    char pk[32], d[32], lim[32], lw[48] = "";
     zt_memplan_fmt_bytes((double)c.peak, pk, sizeof pk);
-    zt_memplan_fmt_bytes((double)(c.peak - cur->peak_bytes), d, sizeof d);
+    zt_memplan_fmt_bytes(fabs((double)c.peak - (double)cur->peak_bytes), d, sizeof d);
     zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
-    snprintf(buf, n, "--act-ckpt blocks-attn %s: predicted peak %s per rank (+%s%s%s), and the "
-             "backward's recompute skips the attention (%d attention forward%s fewer a micro batch)",
-             limit ? "fits too" : "would cost", pk, d, limit ? "; limit " : "", limit ? lim : "",
-             L - 1, L - 1 == 1 ? "" : "s");
+    if (limit) snprintf(lw, sizeof lw, "; limit %s", lim);
+    const char sign = c.peak >= cur->peak_bytes ? '+' : '-';
+    if (what[0] == 'n')
+        snprintf(buf, n, "--act-ckpt none fits too: predicted peak %s per rank (%c%s%s), and the "
+                 "backward recomputes nothing (now %d block forward%s a micro batch%s)", pk, sign, d,
+                 lw, R, R == 1 ? "" : "s", attn ? ", their attention skipped" : "");
+    else
+        snprintf(buf, n, "--act-ckpt blocks-attn %s: predicted peak %s per rank (%c%s%s), and the "
+                 "backward's recompute skips the attention (%d attention forward%s fewer a micro "
+                 "batch)", limit ? "fits too" : "would cost", pk, sign, d, lw, R, R == 1 ? "" : "s");
     return 1;
 }
 

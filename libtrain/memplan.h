@@ -253,11 +253,12 @@ int zt_memplan_check(const zt_config *cfg, const zt_memplan_opts *o, uint64_t li
 int zt_memplan_suggest(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
                        uint64_t limit, char *buf, size_t n, char *first, size_t nfirst);
 
-/* A speed hint for a run that fits (limit 0: no limit known) with
- * activation checkpointing `blocks`: when `blocks-attn` fits the same limit
- * (it keeps each layer's attention output and lse; the backward's recompute
- * skips the attention), one sentence with its predicted peak and the cost,
- * and 1; else "" and 0. */
+/* A speed hint for a checkpointed run that fits (limit 0: no limit
+ * known): `none` when the run fits the limit without checkpointing (no
+ * recompute; only against a known limit), else, for `blocks`,
+ * `blocks-attn` when it fits the same limit (it keeps each layer's
+ * attention output and lse; the backward's recompute skips the attention):
+ * one sentence with the predicted peak and the cost, and 1; else "" and 0. */
 int zt_memplan_speed_hint(const zt_config *cfg, const zt_memplan_opts *o, const zt_memplan *cur,
                           uint64_t limit, char *buf, size_t n);
 

@@ -83,18 +83,28 @@ for cap in $(( need / 2 )) 64K; do
     ok $r "(c) --force with a capacity of $cap bytes fails cleanly with out of memory (exit $rc)"
 done
 
-# ---- the speed hint: a blocks run that fits hears that blocks-attn fits too,
-# with blocks-attn's predicted peak, which its own run predicts and measures
-ARGS2=(--stage 0 --batch-size 12 --micro-batch 6 --grad-accum 2 --strict-device-memory 256M)
-zrun s1 1 "${ARGS2[@]}" --act-ckpt blocks; rc1=$?
-hint=$(sed -n 's/.*memory: --act-ckpt blocks-attn fits too: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p' s1.out s1.err | head -1)
-zrun s2 1 "${ARGS2[@]}" --act-ckpt blocks-attn --memory-report; rc2=$?
-pk=$(sed -n 's/.*memory: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p' s2.out s2.err | head -1)
+# ---- the speed hint: a checkpointed run that fits hears that `none` fits too
+# where it does (at a capacity of none's predicted peak), else (one byte
+# less) that blocks-attn does, with blocks-attn's predicted peak, which its
+# own run predicts and measures
+ARGS2=(--stage 0 --batch-size 12 --micro-batch 6 --grad-accum 2)
+hintpk() { sed -n "s/.*memory: --act-ckpt $1 fits too: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p" "$2.out" "$2.err" | head -1; }
+zrun s0 1 "${ARGS2[@]}" --act-ckpt none --memory-report; rc0=$?
+read -r _ pn <<< "$(dev_peaks s0.out)"
+zrun s3 1 "${ARGS2[@]}" --act-ckpt blocks --strict-device-memory "${pn:-0}"; rc3=$?
+zrun s1 1 "${ARGS2[@]}" --act-ckpt blocks --strict-device-memory "$(( ${pn:-1} - 1 ))"; rc1=$?
+zrun s2 1 "${ARGS2[@]}" --act-ckpt blocks-attn --memory-report --strict-device-memory "$(( ${pn:-1} - 1 ))"; rc2=$?
+pk0=$(sed -n 's/.*memory: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p' s0.out s0.err | head -1)
+pk2=$(sed -n 's/.*memory: predicted peak \([^ ]* [^ ]*\) per rank.*/\1/p' s2.out s2.err | head -1)
+h3=$(hintpk none s3); h1=$(hintpk blocks-attn s1)
 read -r meas pred <<< "$(dev_peaks s2.out)"
-[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -n "$hint" ] && [ "$hint" = "$pk" ] && [ -n "$meas" ] && [ "$meas" = "$pred" ] &&
-    ! grep -q "blocks-attn fits too" s2.out s2.err; r=$?
-[ $r = 0 ] || { diag <(echo "exit $rc1 $rc2; hint '$hint', blocks-attn predicted '$pk', measured '$meas' '$pred'"); diag s1.err; grep -i "memory" s1.out | diag /dev/stdin; }
-ok $r "a blocks run that fits is told blocks-attn fits too at $hint, the peak its run predicts ($pk) and measures ($meas bytes)"
+[ $rc0 = 0 ] && [ $rc3 = 0 ] && [ -n "$h3" ] && [ "$h3" = "$pk0" ] && [ -z "$(hintpk blocks-attn s3)" ]; r=$?
+[ $r = 0 ] || { diag <(echo "exit $rc0 $rc3; none's peak '$pn' ($pk0), hinted '$h3'"); diag s3.err; grep "memory" s3.out | diag /dev/stdin; }
+ok $r "a blocks run at a capacity of none's predicted peak ($pn bytes) is told none fits too, at $h3 (none's run: $pk0)"
+[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -n "$h1" ] && [ "$h1" = "$pk2" ] && [ -n "$meas" ] && [ "$meas" = "$pred" ] &&
+    [ -z "$(hintpk none s1)" ] && ! grep -q "fits too" s2.out s2.err; r=$?
+[ $r = 0 ] || { diag <(echo "exit $rc1 $rc2; hint '$h1', blocks-attn predicted '$pk2', measured '$meas' '$pred'"); diag s1.err; grep "memory" s1.out | diag /dev/stdin; }
+ok $r "one byte less: told blocks-attn fits too at $h1, the peak its run predicts ($pk2) and measures ($meas bytes)"
 
 # ---- the host place is checked too (ztrain.memory_limit binds the device only)
 zrun h1 1 "${ARGS[@]}" --memory-limit 64M; rc=$?

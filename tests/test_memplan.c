@@ -390,6 +390,27 @@ static void test_check_and_auto(void) {
         tu_set(c, "activation_checkpointing.policy", "every-2");
         int h6 = zt_memplan_speed_hint(c, &o2, &pn, 0, hint, sizeof hint);
         tap_ok(h4 == 0 && h5 == 0 && h6 == 0, "blocks-attn, none, every-2: no hint");
+        /* where none fits the limit: none hinted to blocks, every-2 and
+         * blocks-attn (the recomputed forwards: L - 1, the last group kept;
+         * every-2 of 6 layers: 4), with none's peak */
+        char pkn[32];
+        zt_memplan_fmt_bytes((double)pn.peak_bytes, pkn, sizeof pkn);
+        static const struct { const char *pol, *say; } nh[] = {
+            {"blocks", "(now 5 block forwards a micro batch)"},
+            {"every-2", "(now 4 block forwards a micro batch)"},
+            {"blocks-attn", "(now 5 block forwards a micro batch, their attention skipped)"}};
+        for (size_t i = 0; i < sizeof nh / sizeof nh[0]; ++i) {
+            zt_memplan pc;
+            tu_set(c, "activation_checkpointing.policy", "%s", nh[i].pol);
+            int rc1 = zt_memplan_compute(c, &o2, &pc, &st);
+            int h7 = zt_memplan_speed_hint(c, &o2, &pc, pn.peak_bytes, hint, sizeof hint);
+            char hint2[320];
+            int h8 = zt_memplan_speed_hint(c, &o2, &pc, pn.peak_bytes - 1, hint2, sizeof hint2);
+            tap_ok(!rc1 && h7 == 1 && contains(hint, "--act-ckpt none fits too") && contains(hint, pkn) &&
+                       contains(hint, nh[i].say) && !(h8 && contains(hint2, "none")),
+                   "%s, none fits the limit: none hinted (%s); one byte under none's peak: not (%s)",
+                   nh[i].pol, hint, h8 ? hint2 : "no hint");
+        }
         zt_config_free(c);
     }
 
