@@ -460,7 +460,8 @@ gpt16() {  # gpt16 TAG DIR TARGETS: runs in DIR (its c_train.bin), with and with
     for h in 0 1; do
         local hook=()
         [ $h = 1 ] && hook=(ZT_TEST_NO_GPT16=1)
-        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+        # (c_proj's adapters' bf16 dO off in both runs, ZT_TEST_NO_LO16: not bitwise, the lo16 pair)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 ZT_TEST_NO_LO16=1 "${hook[@]}" \
             timeout 600 "$sim" train --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
