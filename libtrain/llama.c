@@ -397,7 +397,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     zt_w16_keep_if(&m->cfg, ZT_W16_BWDSWAP, be->matmul_bwd_acc != NULL);
     /* (and with adapters on q|k|v / gate|up / down: their share of the bf16
      * input gradient first, the base dinp GEMM adding into it,
-     * lora_lin_bwd16; ZT_TEST_NO_DOUT16N takes it off for down too) */
+     * zt_skel_lora_lin_bwd16; ZT_TEST_NO_DOUT16N takes it off for down too) */
     zt_w16_keep_if(&m->cfg, ZT_W16_LGRAD16, zt_w16_on(&m->cfg, ZT_W16_DOUT16N) &&
                    zt_w16_on(&m->cfg, ZT_W16_BWDSWAP) && be->matmul_bwd_acc16 &&
                    be->matmul_bwd_o16);
@@ -1100,31 +1100,19 @@ static void lora_lin_bwd(const zt_skel *sk, const zt_backend *be, int grp, float
     zt_skel_lora_bwd16(sk, grp, x, x16, dy, dy16, dx, N, ls);
 }
 
-/* (lgrad16) Its backward writing the input gradient in bf16 (q|k|v,
- * gate|up: dn16_of's dx16, read by rmsnorm_bwd16d; down: dh16_of's, read
- * by swiglu_bwd_dd16): dx16[N, C] = bf16(dy w + fp32(bf16(the adapters'
- * share))), the adapters' share written in bf16 first (lora.h
- * zt_lora_bwd_first16: dh rounded into the LoRA scratch h, tmp [N, C] the
- * product's fp32 scratch: the one the GEMM without adapters would have
- * used, dbuf / dgu) and the base dinp GEMM adding into it in place
- * (matmul_bwd_acc16), the mirror of lora_lin_fwd16.  Returns 1 when it
- * wrote dx16; 0 with nothing done (a base with gradients dw, no
- * matmul_bwd_acc16, or zt_lora_bwd_first16 declining: dropout, no bswap,
- * no matmul_bwd_o16): the caller's fp32 gradient then (lora_lin_bwd).  NOT
- * the values of that fp32 gradient rounded (the share rounded to bf16 once
- * before the add, config.h ZT_W16_LGRAD16). */
-static int lora_lin_bwd16(const zt_skel *sk, const zt_backend *be, int grp, uint16_t *dx16,
-                          float *tmp, const float *dw, const float *dy, const uint16_t *dy16,
-                          const float *x, const uint16_t *x16, const float *w, const uint16_t *w16,
-                          int N, int C, int OC, const zt_lora_scratch *ls) {
-    /* (model_skel.h's, which GPT-2's c_proj takes too) */
-    return zt_skel_lora_lin_bwd16(sk, be, grp, dx16, tmp, dw, dy, dy16, x, x16, w, w16, N, C, OC, ls);
-}
+/* (lgrad16) Its backward writing the input gradient in bf16 is
+ * model_skel.h zt_skel_lora_lin_bwd16 (the mirror of lora_lin_fwd16):
+ * q|k|v's and gate|up's dx16 (dn16_of's) read by rmsnorm_bwd16d, down's
+ * (dh16_of's) by swiglu_bwd_dd16, tmp the fp32 scratch the GEMM without
+ * adapters would have used (dbuf / dgu); where it declines, the caller's
+ * fp32 gradient (lora_lin_bwd).  NOT the values of that fp32 gradient
+ * rounded (the share rounded to bf16 once before the add, config.h
+ * ZT_W16_LGRAD16). */
 
 /* llama.h: the config's gate of the o projection's bf16 dO (the model's
  * own is zt_skel_lora_on(sk, LG_O), model_skel.c: the same plan).  With
  * adapters on o (lo16, ZT_W16_LO16): every condition under which block_bwd's
- * lora_lin_bwd16 takes o's bf16 dO, so the planner's cuDNN workspace (no
+ * zt_skel_lora_lin_bwd16 takes o's bf16 dO, so the planner's cuDNN workspace (no
  * dO buffer of its own, zt_do16_of) is the engine's: no dropout (lora.c
  * zt_lora_bwd_first16's drop.on), the swapped backward (model_skel.c
  * lo.bswap: ZT_W16_BWDSWAP and matmul_bwd_acc), matmul_bwd_acc16 (and
@@ -1549,7 +1537,7 @@ static void rms_bwd(const zt_backend *be, float *dinp, uint16_t *dinp16, float *
  * floats; gate|up: SwiGLU / GeGLU's backward has read it; q|k|v: sta over
  * it is dead once the attention backward has run; the next writer is block
  * l - 1's down projection).  With adapters on grp only where their share
- * may go first in bf16 (config.h ZT_W16_LGRAD16, lora_lin_bwd16, which may
+ * may go first in bf16 (config.h ZT_W16_LGRAD16, zt_skel_lora_lin_bwd16, which may
  * still decline: the caller then takes the fp32 gradient).  NULL: the fp32
  * gradient in dbuf, as with adapters on grp otherwise (they add into it),
  * Gemma (post-norms), MoE blocks, sequence parallelism, fp32 gradients. */
@@ -1575,7 +1563,7 @@ static uint16_t *dn16_of(const zt_llama *m, const zt_llama_acts *a, int l, int g
  * adapters, in fp32 into dgu: dh is dead once it has run (the next writer
  * is dn16_of's gate|up input gradient over it).  With adapters on down
  * only where their share may go first in bf16 (config.h ZT_W16_LGRAD16,
- * lora_lin_bwd16, which may still decline: the caller then takes the fp32
+ * zt_skel_lora_lin_bwd16, which may still decline: the caller then takes the fp32
  * dh; not Gemma).  NULL: the fp32 dh, as with adapters on down otherwise
  * (they add into it), MoE blocks, no bf16 gate|up gradient, fp32
  * gradients, the backend without the entries. */
@@ -1642,8 +1630,8 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     if (dh16 && zt_skel_lora_on(sk, LG_DOWN)) {
         /* (lgrad16: the adapters' share first in bf16, the base adding
          * into it, dgu the fp32 staging; declined: the fp32 dh below) */
-        if (!lora_lin_bwd16(sk, be, LG_DOWN, dh16, a->dgu, gw->downw, dmo, dc16, s->h, s->h16,
-                            w->downw, LW16(m, w, T_DOWNW), N, H, C, ls))
+        if (!zt_skel_lora_lin_bwd16(sk, be, LG_DOWN, dh16, a->dgu, gw->downw, dmo, dc16, s->h,
+                                    s->h16, w->downw, LW16(m, w, T_DOWNW), N, H, C, ls))
             dh16 = NULL;
     } else if (dh16) {
         be->matmul_bwd_o16(dh16, a->dgu, gw->downw, NULL, dmo, dc16, s->h, s->h16,
@@ -1686,8 +1674,8 @@ gu_bwd:
     if (dn16 && zt_skel_lora_on(sk, LG_GU)) {
         /* (lgrad16: the adapters' share first in bf16, the base adding
          * into it; declined: the fp32 gradient below) */
-        if (!lora_lin_bwd16(sk, be, LG_GU, dn16, a->dbuf, gw->guw, dgu, dgu16, s->xn2, s->xn216,
-                            w->guw, LW16(m, w, T_GATEW), N, C, 2 * H, ls))
+        if (!zt_skel_lora_lin_bwd16(sk, be, LG_GU, dn16, a->dbuf, gw->guw, dgu, dgu16, s->xn2,
+                                    s->xn216, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H, ls))
             dn16 = NULL;
     } else if (dn16) {
         be->matmul_bwd_o16(dn16, a->dbuf, gw->guw, NULL, NULL, dgu16, s->xn2, s->xn216, w->guw,
@@ -1719,7 +1707,7 @@ mlp_norm:
     uint16_t *do16 = NULL;
     /* (LoRA: where o has no adapters (ZT_TEST_NO_LORAPATH: only without
      * LoRA), or (lo16, ZT_W16_LO16) where it has them and their share can
-     * go first in bf16 (lora_lin_bwd16: the share, then the base adding
+     * go first in bf16 (zt_skel_lora_lin_bwd16: the share, then the base adding
      * into it; zt_do16_of's zt_llama_lora_do16 takes the same decision from
      * the config, the planner's cuDNN workspace); q|k|v's read the
      * attention backward's gradient as they do without do16) */
@@ -1730,8 +1718,8 @@ mlp_norm:
     if (do16 && o_lora) {
         /* (sta the share's fp32 scratch, [N, AD] as the GEMM's below; a
          * decline, which the gate above rules out, the fp32 dO below) */
-        if (!lora_lin_bwd16(sk, be, LG_O, do16, a->sta, gw->ow, dao, dc16, s->atty, s->atty16,
-                            w->ow, LW16(m, w, T_OW), N, sh->AD, C, ls))
+        if (!zt_skel_lora_lin_bwd16(sk, be, LG_O, do16, a->sta, gw->ow, dao, dc16, s->atty,
+                                    s->atty16, w->ow, LW16(m, w, T_OW), N, sh->AD, C, ls))
             do16 = NULL;
     } else if (do16) {
         be->matmul_bwd_o16(do16, a->sta, gw->ow, NULL, dao, dc16, s->atty, s->atty16, w->ow, LW16(m, w, T_OW),
@@ -1849,8 +1837,8 @@ mlp_norm:
         if (dn16 && zt_skel_lora_on(sk, LG_QKV)) {
             /* (lgrad16: the adapters' share first in bf16, the base adding
              * into it; declined: the fp32 gradient below) */
-            if (!lora_lin_bwd16(sk, be, LG_QKV, dn16, a->dbuf, gw->qkvw, NULL, dq16, s->xn, s->xn16,
-                                w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV, ls))
+            if (!zt_skel_lora_lin_bwd16(sk, be, LG_QKV, dn16, a->dbuf, gw->qkvw, NULL, dq16, s->xn,
+                                        s->xn16, w->qkvw, LW16(m, w, T_QW), N, C, sh->QKV, ls))
                 dn16 = NULL;
         } else if (dn16) {
             be->matmul_bwd_o16(dn16, a->dbuf, gw->qkvw, NULL, NULL, dq16, s->xn, s->xn16, w->qkvw,

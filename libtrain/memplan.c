@@ -1962,24 +1962,19 @@ int zt_memplan_speed_hint(const zt_config *cfg, const zt_memplan_opts *o, const 
     memset(&c, 0, sizeof c);
     const char *none[] = {"activation_checkpointing.policy", "none", NULL};
     const char *battn[] = {"activation_checkpointing.policy", "blocks-attn", NULL};
-    const char *what = NULL;
-    if (limit && R > 0 && try_change(fin, o, none, &c) && fits_ch(&c, limit, o)) {
-        what = "none";
-    } else if (k == 1 && !attn) {
-        /* (a plan that keeps nothing more, one layer say, gains nothing) */
-        memset(&c, 0, sizeof c);
-        if (try_change(fin, o, battn, &c) && fits_ch(&c, limit, o) && c.peak > cur->peak_bytes)
-            what = "blocks-attn";
-    }
+    /* (blocks-attn: a plan that keeps nothing more, one layer say, gains nothing) */
+    const int to_none = limit && R > 0 && try_change(fin, o, none, &c) && fits_ch(&c, limit, o);
+    const int to_attn = !to_none && k == 1 && !attn && try_change(fin, o, battn, &c) &&
+                        fits_ch(&c, limit, o) && c.peak > cur->peak_bytes;
     zt_config_free(fin);
-    if (!what) return 0;
+    if (!to_none && !to_attn) return 0;
     char pk[32], d[32], lim[32], lw[48] = "";
     zt_memplan_fmt_bytes((double)c.peak, pk, sizeof pk);
     zt_memplan_fmt_bytes(fabs((double)c.peak - (double)cur->peak_bytes), d, sizeof d);
     zt_memplan_fmt_bytes((double)limit, lim, sizeof lim);
     if (limit) snprintf(lw, sizeof lw, "; limit %s", lim);
     const char sign = c.peak >= cur->peak_bytes ? '+' : '-';
-    if (what[0] == 'n')
+    if (to_none)
         snprintf(buf, n, "--act-ckpt none fits too: predicted peak %s per rank (%c%s%s), and the "
                  "backward recomputes nothing (now %d block forward%s a micro batch%s)", pk, sign, d,
                  lw, R, R == 1 ? "" : "s", attn ? ", their attention skipped" : "");

@@ -351,8 +351,11 @@ static int preflight(zt_ctx *ctx, const mem_limits *ml, zt_status *st) {
     else
         zt_log(ctx, ZT_LOG_INFO, "memory: predicted peak %s per rank (at %s); not checked: %s", pk,
                ctx->plan.peak_phase[ctx->plan.gpu ? ZT_MP_DEVICE : ZT_MP_HOST], ml->limit_what);
+    /* (the speed hint: advice, the same on every rank, planned on rank 0
+     * alone, whose log the CLI prints) */
     char hint[320];
-    if (limit && !forced && zt_memplan_speed_hint(c, &ml->mo, &ctx->plan, limit, hint, sizeof hint))
+    if (limit && !forced && zt_world_rank() == 0 &&
+        zt_memplan_speed_hint(c, &ml->mo, &ctx->plan, limit, hint, sizeof hint))
         zt_log(ctx, ZT_LOG_INFO, "memory: %s", hint);
     return ZT_OK;
 }

@@ -180,29 +180,25 @@ if [ -f "$G/c_train.bin" ]; then
             --backend cuda --comm-backend nccl --precision bf16 --stage 3 --sp 2 --act-ckpt "${ACT:-blocks}" \
             --resume never --ckpt-dir "ck_$tag" --metrics "$tag.jsonl" > "$tag.out" 2>&1)
     }
-    sp16r sp16h ZT_TEST_NO_SP16=1 && sp16r sp16 && python3 - "$G/sp16h.jsonl" "$G/sp16.jsonl" <<'PY'
+    # fewer_a2a BASE NEW WHAT: NEW's losses, gradient norms and validation losses bitwise BASE's,
+    # at fewer all-to-all bytes every step (WHAT names BASE in the diagnostic)
+    fewer_a2a() {
+        python3 - "$G/$1.jsonl" "$G/$2.jsonl" "$3" <<'PY'
 import json, sys
-h, x = ([json.loads(l) for l in open(p) if '"loss"' in l or '"val_loss"' in l] for p in sys.argv[1:])
+h, x = ([json.loads(l) for l in open(p) if '"loss"' in l or '"val_loss"' in l] for p in sys.argv[1:3])
 k = ("loss", "grad_norm", "val_loss")
 a, b = ([[r.get(n) for n in k] for r in v] for v in (h, x))
 ah = [r["alltoall_bytes"] for r in h if "alltoall_bytes" in r]
 ax = [r["alltoall_bytes"] for r in x if "alltoall_bytes" in r]
-print("# %d records; all-to-all bytes per step %s (fp32 exchanges: %s)" % (len(a), ax[:1], ah[:1]))
+print("# %d records; all-to-all bytes per step %s (%s: %s)" % (len(a), ax[:1], sys.argv[3], ah[:1]))
 sys.exit(0 if a and a == b and ax and len(ax) == len(ah) and all(u < v for u, v in zip(ax, ah)) else 1)
 PY
+    }
+    sp16r sp16h ZT_TEST_NO_SP16=1 && sp16r sp16 && fewer_a2a sp16h sp16 "fp32 exchanges"
     ok $? "llamasp sp16 (cuda, NCCL, bf16, stage 3, checkpointing): bitwise the fp32 exchanges (ZT_TEST_NO_SP16=1), fewer all-to-all bytes"
     # blocks-attn on the device: bitwise blocks' (losses, gradient norms, validation losses), the
     # recompute's output exchanges gone (fewer all-to-all bytes)
-    ACT=blocks-attn sp16r sp16a && python3 - "$G/sp16.jsonl" "$G/sp16a.jsonl" <<'PY'
-import json, sys
-h, x = ([json.loads(l) for l in open(p) if '"loss"' in l or '"val_loss"' in l] for p in sys.argv[1:])
-k = ("loss", "grad_norm", "val_loss")
-a, b = ([[r.get(n) for n in k] for r in v] for v in (h, x))
-ah = [r["alltoall_bytes"] for r in h if "alltoall_bytes" in r]
-ax = [r["alltoall_bytes"] for r in x if "alltoall_bytes" in r]
-print("# %d records; all-to-all bytes per step %s (blocks: %s)" % (len(a), ax[:1], ah[:1]))
-sys.exit(0 if a and a == b and ax and len(ax) == len(ah) and all(u < v for u, v in zip(ax, ah)) else 1)
-PY
+    ACT=blocks-attn sp16r sp16a && fewer_a2a sp16 sp16a blocks
     ok $? "llamasp blocks-attn (cuda, NCCL, bf16, stage 3): bitwise blocks', fewer all-to-all bytes"
 else
     ok 1 "llamasp sp16: no $G/c_train.bin"
