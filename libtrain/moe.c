@@ -16,7 +16,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
                   const zt_moe_acts *x) {
     const size_t E = (size_t)s->E, K = (size_t)s->K, NK = N * K, C = (size_t)s->C, I = (size_t)s->I;
     const size_t R = zt_moe_recv_rows(s, N);
-    float *p[11];
+    float *p[11] = {0};
     p[0] = zt_carve_take(cv, N * E, 1);
     p[1] = zt_carve_take(cv, N * E, 1);
     p[2] = zt_carve_take(cv, NK, 1);
@@ -25,9 +25,9 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     p[5] = zt_carve_take(cv, NK, 1);
     p[6] = zt_carve_take(cv, NK, 1);
     p[10] = zt_carve_take(cv, E + 1, 1);
-    /* (expert parallelism: the routed inputs are only sent, from the
-     * shared xs) */
-    p[7] = s->P > 1 ? NULL : zt_carve_take(cv, NK * C, 0);
+    /* (the routed inputs: the shared rows, zt_moe_carve_shared -- xs with
+     * expert parallelism, where they are only sent; without, xp, which the
+     * backward gathers again from the block's input) */
     p[8] = zt_carve_take(cv, R * 2 * I, 0);
     p[9] = zt_carve_take(cv, R * I, 0);
     float *yp = zt_carve_take(cv, NK * C, 0);
@@ -40,7 +40,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->logits = p[0]; a->probs = p[1]; a->wts = p[2];
     a->idx = (int *)(void *)p[3]; a->perm = (int *)(void *)p[4]; a->rows = (int *)(void *)p[5];
     a->off = (int *)(void *)p[10];
-    a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : p[7]; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
+    a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
@@ -50,7 +50,11 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
 
 void zt_moe_carve_shared(zt_carve *cv, zt_moe_acts *x, const zt_moe_shape *s, size_t N,
                          float *base) {
-    if (s->P <= 1) return;
+    if (s->P <= 1) {   /* the routed inputs [NK, C], gathered again by the backward */
+        float *xp = zt_carve_take(cv, N * (size_t)s->K * (size_t)s->C, 0);
+        if (base) x->xp = xp;
+        return;
+    }
     const size_t R = zt_moe_recv_rows(s, N), C = (size_t)s->C;
     float *xs = zt_carve_take(cv, R * C, 0);
     float *gp = zt_carve_take(cv, R, 1), *gi = zt_carve_take(cv, R, 1);
@@ -390,6 +394,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks */
     be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
+    /* (without expert parallelism the routed inputs are the blocks' shared
+     * rows, zt_moe_carve_shared: gathered again, the forward's values) */
+    if (P <= 1) be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* by rank into dxr, then by expert into dyr */

@@ -65,7 +65,9 @@ typedef struct zt_moe_acts {
     int *perm;                 /* [NK] routed slot n K + k of each row, grouped by expert */
     int *rows;                 /* [NK] its token n */
     float *wsel;               /* [NK] its weight */
-    float *xp;                 /* [NK, C] the routed inputs (expert parallelism: = xs) */
+    float *xp;                 /* [NK, C] the routed inputs: the rows every block shares
+                                * (zt_moe_carve_shared; expert parallelism: = xs), not
+                                * kept: the backward gathers them again */
     float *yp;                 /* [NK, C] expert outputs */
     /* the rows this rank's experts run, R = zt_moe_recv_rows, grouped by
      * local expert (each expert's rows from every rank of the group
@@ -133,7 +135,7 @@ int zt_moe_set_mesh(zt_moe_host *h, const zt_moe_shape *s, const zt_mesh *mesh, 
 void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N, float *base,
                   const zt_moe_acts *x);
 /* The arrays every block shares (expert parallelism: xs, gperm, ginv,
- * gcnt; nothing without) */
+ * gcnt; without: xp) */
 void zt_moe_carve_shared(zt_carve *cv, zt_moe_acts *x, const zt_moe_shape *s, size_t N,
                          float *base);
 void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size_t N, float *base);
