@@ -318,7 +318,16 @@ typedef struct zt_model_config {
  *                   conversion of it by the attention backward.  NOT the
  *                   same values: the share rounded to bf16 once before the
  *                   add (off: the fp32 share and dO, rounded by the
- *                   attention backward; docs/precision.md) */
+ *                   attention backward; docs/precision.md)
+ *   ZT_W16_MOE16    ZT_TEST_NO_MOE16: a Mixture of Experts model takes the
+ *                   bf16 activations too (model_acts.h zt_acts16_on): every
+ *                   block's attention half and the dense blocks' MLP, the
+ *                   LM head's bf16 input and logits; an activation slot
+ *                   holding a sparse block keeps its MLP half in fp32 (the
+ *                   norm's output, the shared expert's gate|up and h: the
+ *                   experts' path, moe.c).  NOT the same values (the bf16
+ *                   GEMM outputs and branches of the dense models; off: the
+ *                   fp32 activations everywhere, as before) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -353,6 +362,7 @@ typedef struct zt_model_config {
 #define ZT_W16_QKB16      (UINT64_C(1) << 30)
 #define ZT_W16_LGRAD16    (UINT64_C(1) << 31)
 #define ZT_W16_LO16       (UINT64_C(1) << 32)
+#define ZT_W16_MOE16      (UINT64_C(1) << 33)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -684,10 +684,13 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             if (sh.sp > 1) TAKE(la->atth, N * AD);
         }
         TAKE(la->res2, N * C);
-        if (a16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
+        /* (a slot holding a sparse block: its MLP half in fp32, the
+         * experts' and the shared expert's path, moe_fwd; ZT_W16_MOE16) */
+        const int m16 = a16 && !sp_any;
+        if (m16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
         TAKES(la->rstd2, N);
-        if (a16) TAKE16(la->gu16, N * 2 * Hs); else TAKE(la->gu, N * 2 * Hs);
-        if (a16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
+        if (m16) TAKE16(la->gu16, N * 2 * Hs); else TAKE(la->gu, N * 2 * Hs);
+        if (m16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
         if (sh.gemma) {
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
@@ -728,22 +731,33 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
          * gu16, block_bwd) */
         if (a16 && !zt_carve_over16(&cv, lnf_off, lnf_n, N * C, &a->dc16))
             TAKE16(a->dc16, N * C);
-        if (a16) {
-            const size_t W = C > H ? C : H;
-            if (W <= 2 * H) { if (base) a->f32 = a->dgu; }
-            else TAKE(a->f32, N * W);
-            if (sh.sp <= 1) {   /* the backward's fp32 q|k|v and attention output */
-                if (QKV <= 2 * H) { if (base) a->stq = a->dgu; }
-                else TAKE(a->stq, N * QKV);
-                if (AD <= H) { if (base) a->sta = a->dh; }
-                else TAKE(a->sta, N * AD);
-            }
-        }
+        /* (the experts' backward scratch: only moe_bwd uses it) */
+        size_t moe_ri = 0, moe_nkc = 0;   /* (its [R, I] and [N K, C] floats) */
         if (sh.E) {
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
             TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
+            moe_ri = zt_moe_recv_rows(&ms, N) * (size_t)sh.I;
+            moe_nkc = N * (size_t)sh.K * C;
+        }
+        if (a16) {
+            /* (the fp32 stagings over the MLP's gradients where they fit,
+             * else, a Mixture of Experts, over the experts' backward
+             * scratch: dgup [R, 2I], dyp and dxp [N K, C], which no
+             * staging's reader outlives, moe_bwd their only user) */
+            const size_t W = C > H ? C : H;
+            if (W <= 2 * H) { if (base) a->f32 = a->dgu; }
+            else if (N * W <= 2 * moe_ri) { if (base) a->f32 = a->moeg.dgup; }
+            else TAKE(a->f32, N * W);
+            if (sh.sp <= 1) {   /* the backward's fp32 q|k|v and attention output */
+                if (QKV <= 2 * H) { if (base) a->stq = a->dgu; }
+                else if (N * QKV <= moe_nkc) { if (base) a->stq = a->moeg.dyp; }
+                else TAKE(a->stq, N * QKV);
+                if (AD <= H) { if (base) a->sta = a->dh; }
+                else if (N * AD <= moe_nkc) { if (base) a->sta = a->moeg.dxp; }
+                else TAKE(a->sta, N * AD);
+            }
         }
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, CW);

@@ -649,7 +649,7 @@ static const struct {
     {17179869184ULL, "ZT_TEST_NO_DH16"},
     {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"},
     {137438953472ULL, "ZT_TEST_NO_LGRAD16"}, {274877906944ULL, "ZT_TEST_NO_LO16"},
-    {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}};
+    {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -2778,6 +2778,67 @@ static void branch16(void) {
                what, p.ma.fo16, p.mb.fo16, o16, p.ma.fwd, p.mb.fwd, p.ma.anb16, nb, p.mb.anb16,
                p.ma.an16, p.mb.an16, p.ma.to16, p.mb.to16, p.ra, p.rb, p.ma.all_b, p.mb.all_b,
                (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+    }
+}
+
+/* ------------------------------------------------------------ a Mixture of Experts with the bf16 activations
+ * A MoE model (config.h ZT_W16_MOE16) takes the bf16 activations of the
+ * dense models in every block's attention half, the dense blocks' MLP and
+ * the LM head; an activation slot holding a sparse block keeps its MLP half
+ * in fp32 (the experts' path, moe.c), against the fp32 activations
+ * everywhere (ZT_TEST_NO_MOE16=1).  NOT bitwise (the GEMM outputs kept in
+ * bf16: q|k|v, the attention output, the dense gate|up; the bf16 branches
+ * and logits), the losses within 2^-12 and the gradient norms within 2^-9
+ * relative of the fp32 activations' (ACT16_*_TOL), the activations' peak
+ * lower and the plan following it exactly (the planner's carve is the
+ * model's).  All blocks sparse with a shared expert, stages 0 and 3, and
+ * checkpointed; dense and sparse blocks mixed (decoder_sparse_step 2: block
+ * 1 sparse), also checkpointed (slots holding both kinds); expert
+ * parallelism is moe_ep.sh's.  Not taken, bitwise and the same peak: the
+ * fp32 matmuls (the cpu backend's default; the bf16 activations need bf16
+ * GEMMs), fp32.  The cpu backend itself, uncounted (the counting backend
+ * has no MoE kernels). */
+static void moe16(void) {
+    static const w16_kind kind = {1099511627776ULL, " with and without a MoE's bf16 activations",
+                                  "fp32 activations'", "the bf16 activations of the dense models"};
+    static const w16_kind same = {1099511627776ULL,
+                                  " with and without a MoE's bf16 activations (not taken)",
+                                  "fp32 activations'", NULL};
+#define MOE "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 ztrain.model.moe_intermediate_size=24 "
+    static const char all[] = MOE "ztrain.model.shared_expert_size=16 ztrain.matmul_precision=bf16";
+    static const char allck[] = MOE "ztrain.model.shared_expert_size=16 ztrain.matmul_precision=bf16 "
+                                    "activation_checkpointing.policy=blocks";
+    static const char mix[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.matmul_precision=bf16";
+    static const char mixck[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.matmul_precision=bf16 "
+                                    "activation_checkpointing.policy=every-2";
+    static const char f32mm[] = MOE "ztrain.model.shared_expert_size=16";
+    static const char f32[] = MOE "ztrain.model.shared_expert_size=16 bf16.enabled=false "
+                                  "ztrain.matmul_precision=bf16";
+#undef MOE
+    static const w16_xname names[] = {{all, " MoE"}, {allck, " MoE checkpointed"},
+                                      {mix, " MoE mixed"}, {mixck, " MoE mixed checkpointed every 2"},
+                                      {f32mm, " MoE fp32 matmuls"}, {f32, " MoE fp32"},
+                                      {NULL, NULL}};
+    static const struct { w16_case c; int on; } cases[] = {
+        {{"llama:2,4,2,32,48,64,2,16", 0, all, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 3, all, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 3, allck, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16", 0, mix, 0}, 1},
+        {{"llama:4,4,2,32,48,64,2,16,untied", 0, mixck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32mm, 0}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        w16_pair p;
+        char what[200];
+        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
+            continue;
+        const w16_mem *a = &p.ma, *b = &p.mb;
+        tap_ok((cases[i].on ? a->acts_peak < b->acts_peak : a->acts_peak == b->acts_peak) &&
+                   a->acts_plan - a->acts_peak == b->acts_plan - b->acts_peak,
+               "%s: activations' peak %llu bytes (planned %llu), fp32 activations %llu (planned %llu)",
+               what, (unsigned long long)a->acts_peak, (unsigned long long)a->acts_plan,
+               (unsigned long long)b->acts_peak, (unsigned long long)b->acts_plan);
     }
 }
 
@@ -4938,6 +4999,7 @@ int main(int argc, char **argv) {
     grad_fresh();
     lora_gu16();
     branch16();
+    moe16();
     lora_branch16();
     lora_grad16();
     lora_o16();
