@@ -154,7 +154,8 @@ group lora 1 llama-tiny.json --cases none \
 # Mixture of Experts (configs/moe-tiny.json: 5 experts, 2 a token, expert width 37 (odd: the
 # per-expert GEMMs' row slices are not 16-byte aligned), a shared expert and its sigmoid gate,
 # the load-balancing loss): cuda_moe.cu's routing, gather/scatter and sigmoid on the device
-group moe1 1 moe-tiny.json --cases none --case "m0 fp32 --stage 0" --case "mbf16s3 bf16 --stage 3"
+group moe1 1 moe-tiny.json --cases none --case "m0 fp32 --stage 0" --case "mbf16s3 bf16 --stage 3" \
+    --case "mbf16cks0 bf16 --stage 0 --act-ckpt blocks"
 group moe2 2 moe-tiny.json --cases none --case "mcks2 fp32 --stage 2 --act-ckpt blocks"
 # expert parallelism (docs/moe.md): 4 experts, 2 a rank; the rows to their experts' ranks and
 # back through the all-to-all of variable counts, host-staged MPI and the simulator's NCCL
