@@ -322,10 +322,12 @@ typedef struct zt_model_config {
  *   ZT_W16_MOE16    ZT_TEST_NO_MOE16: a Mixture of Experts model takes the
  *                   bf16 activations too (model_acts.h zt_acts16_on): every
  *                   block's attention half and the dense blocks' MLP, the
- *                   LM head's bf16 input and logits; an activation slot
- *                   holding a sparse block keeps its MLP half in fp32 (the
- *                   norm's output, the shared expert's gate|up and h: the
- *                   experts' path, moe.c).  NOT the same values (the bf16
+ *                   LM head's bf16 input and logits, the routed experts'
+ *                   gate|up and SwiGLU output (moe.h b16, with ZT_W16_O16);
+ *                   an activation slot holding a sparse block keeps the
+ *                   rest of its MLP half in fp32 (the norm's output, the
+ *                   routed rows and outputs, the shared expert's gate|up
+ *                   and h).  NOT the same values (the bf16
  *                   GEMM outputs and branches of the dense models; off: the
  *                   fp32 activations everywhere, as before) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */

@@ -355,7 +355,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
-    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep};
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0};
     if (s.E) {
         m->aux_cnt = calloc((size_t)s.E, sizeof(double));
         m->aux_psum = calloc((size_t)s.E, sizeof(double));
@@ -653,7 +653,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     zt_moe_acts mx;   /* (expert parallelism: the MoE blocks' shared rows) */
     memset(&mx, 0, sizeof mx);
     if (sh.E) {
-        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0};
         zt_moe_carve_shared(&cv, &mx, &ms, N, base);
     }
     for (size_t s = 0; s < slots; ++s) {
@@ -696,7 +696,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
         }
         if (sp_any) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
+            /* (b16: the experts' gate|up and SwiGLU output in bf16, moe.h) */
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep,
+                                     a16 && zt_w16_on(mc, ZT_W16_O16)};
             zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
@@ -734,7 +736,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (the experts' backward scratch: only moe_bwd uses it) */
         size_t moe_ri = 0, moe_nkc = 0;   /* (its [R, I] and [N K, C] floats) */
         if (sh.E) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
             TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
@@ -995,7 +997,7 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
     const int N = a->fB * a->fT, C = m->s.C, H = m->s.H;
     const zt_moe_w mw = {w->router, w->exgu, w->exdown, LW16(m, w, T_ROUTER), LW16(m, w, T_EXGU),
                          LW16(m, w, T_EXDOWN)};
-    ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, s->xn2, a->scratch, N, st));
+    ZT_TRY(zt_moe_forward(&m->ms, be, &m->mh, &mw, &s->moe, &a->moeg, s->xn2, a->scratch, N, st));
     if (m->aux_fwd) {
         /* the load-balancing loss's sums: top-k counts (the routing's groups)
          * and the probabilities' column sums (a matmul backward's bias sum) */

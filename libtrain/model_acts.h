@@ -70,8 +70,9 @@ static inline void zt_carve_lnf(zt_carve *c, int x16, size_t n, float **lnf, uin
 /* Whether a model keeps its GEMM-only activations in bf16: the engine asked
  * (mc->acts16), and none of them has another reader that needs the fp32
  * values (LoRA's dropout of the adapters' input).  A Mixture of Experts
- * model too (config.h ZT_W16_MOE16), but for the MLP half of a slot that
- * holds a sparse block (llama.c carve: the experts' path reads fp32). */
+ * model too (config.h ZT_W16_MOE16): a slot that holds a sparse block keeps
+ * its MLP half in fp32 but the experts' gate|up and SwiGLU output (llama.c
+ * carve, moe.h b16). */
 static inline int zt_acts16_on(const zt_model_config *mc) {
     return mc->acts16 && (mc->n_experts <= 0 || zt_w16_on(mc, ZT_W16_MOE16)) &&
            !(mc->lora_r > 0 && mc->lora_dropout > 0);

@@ -28,8 +28,14 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     /* (the routed inputs: the shared rows, zt_moe_carve_shared -- xs with
      * expert parallelism, where they are only sent; without, xp, which the
      * backward gathers again from the block's input) */
-    p[8] = zt_carve_take(cv, R * 2 * I, 0);
-    p[9] = zt_carve_take(cv, R * I, 0);
+    uint16_t *gup16 = NULL, *hp16 = NULL;
+    if (s->b16) {
+        gup16 = zt_carve_take16(cv, R * 2 * I);
+        hp16 = zt_carve_take16(cv, R * I);
+    } else {
+        p[8] = zt_carve_take(cv, R * 2 * I, 0);
+        p[9] = zt_carve_take(cv, R * I, 0);
+    }
     float *yp = zt_carve_take(cv, NK * C, 0);
     float *xr = p[7], *yr = yp;
     if (s->P > 1) {
@@ -42,6 +48,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->off = (int *)(void *)p[10];
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
+    a->gup16 = gup16; a->hp16 = hp16;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
     a->ginv = s->P > 1 ? x->ginv : NULL;
@@ -342,11 +349,14 @@ static void local_rows(const zt_moe_shape *s, const zt_backend *be, const zt_moe
 }
 
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
-                   zt_moe_acts *a, const float *x, float *y, int N, zt_status *st) {
+                   zt_moe_acts *a, const zt_moe_grad *g, const float *x, float *y, int N,
+                   zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P;
     zt_mm_fwd(be, a->logits, x, w->router, w->router16, NULL, N, C, E);
     be->moe_route_fwd(a->wts, a->idx, a->probs, a->logits, N, E, K, s->norm);
+    if (a->gup16 && (!g || !g->dgup || !g->dhp))
+        return zt_fail(st, ZT_EINTERNAL, "MoE forward: the bf16 experts' path without its scratch");
     ZT_TRY(route_groups(s, be, h, a, N, 1, st));
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
@@ -360,7 +370,30 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     }
     /* this rank's experts, one GEMM each over its rows from every rank */
     size_t o = 0;
-    for (int l = 0; l < El; ++l) {
+    if (a->gup16) {
+        /* (bf16: each expert's gate|up rounded once by its GEMM, then
+         * SwiGLU over every row at once, then the down GEMMs; scratch: the
+         * backward's dgup and dhp, free in a forward) */
+        for (int l = 0; l < El; ++l) {
+            const int c = nl[l];
+            if (c == 0) continue;
+            const size_t gu = (size_t)l * 2 * I * C;
+            be->matmul_fwd_o16(a->gup16 + o * 2 * I, g->dgup + o * 2 * I, a->xr + o * C, NULL,
+                               W(gate_up, gu), W16(gate_up16, gu), NULL, c, C, 2 * I);
+            o += (size_t)c;
+        }
+        if (o) be->swiglu_fwd16(a->hp16, a->gup16, g->dgup, g->dhp, (int)o, I);
+        o = 0;
+        for (int l = 0; l < El; ++l) {
+            const int c = nl[l];
+            if (c == 0) continue;
+            const size_t dn = (size_t)l * C * I;
+            be->matmul_fwd_a16(a->yr + o * C, a->hp16 + o * I, W(down, dn), W16(down16, dn), NULL,
+                               c, I, C);
+            o += (size_t)c;
+        }
+    }
+    for (int l = 0; l < El && !a->gup16; ++l) {
         const int c = nl[l];
         if (c == 0) continue;
         const size_t e = (size_t)l;   /* (w: this rank's experts, local l) */
@@ -408,7 +441,31 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
      * input gradients by expert into dyr (read), then by rank into dxr */
     float *dxe = P > 1 ? g->dyr : g->dxr;
     size_t o = 0;
-    for (int l = 0; l < El; ++l) {
+    if (a->gup16) {
+        /* (bf16: the down GEMMs' backward reading hp16, SwiGLU's over every
+         * row at once reading gup16, then gate|up's) */
+        for (int l = 0; l < El; ++l) {
+            const int c = nl[l];
+            if (c == 0) continue;
+            const size_t dn = (size_t)l * C * I;
+            be->matmul_bwd_a16(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL,
+                               g->dyr + o * C, a->hp16 + o * I, W(down, dn), W16(down16, dn), c, I,
+                               C);
+            o += (size_t)c;
+        }
+        if (o) be->swiglu_bwd16(g->dgup, g->dhp, a->gup16, (int)o, I);
+        o = 0;
+        for (int l = 0; l < El; ++l) {
+            const int c = nl[l];
+            if (c == 0) continue;
+            const size_t gu = (size_t)l * 2 * I * C;
+            zt_mm_bwd(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                      g->dgup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), c, C,
+                      2 * I);
+            o += (size_t)c;
+        }
+    }
+    for (int l = 0; l < El && !a->gup16; ++l) {
         const int c = nl[l];
         if (c == 0) continue;
         const size_t e = (size_t)l, gu = e * 2 * I * C, dn = e * C * I;

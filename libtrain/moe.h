@@ -39,6 +39,9 @@
 typedef struct zt_moe_shape {
     int C, E, K, I, norm;
     int P;                     /* expert_parallel_size (0 or 1: off) */
+    /* the experts' gate|up and SwiGLU output kept in bf16 (zt_moe_carve:
+     * gup16, hp16; a training block with the bf16 activations, llama.c) */
+    int b16;
 } zt_moe_shape;
 
 /* Routed rows one rank's experts can receive in a forward of N tokens per
@@ -76,6 +79,12 @@ typedef struct zt_moe_acts {
     float *xr;                 /* [R, C] received inputs, by expert */
     float *gup;                /* [R, 2I] gate | up */
     float *hp;                 /* [R, I] swiglu */
+    /* b16 (zt_moe_shape): the same in bf16 instead (gup, hp NULL): each
+     * expert's gate|up GEMM writes its output rounded once (matmul_fwd_o16),
+     * SwiGLU reads and writes bf16 (swiglu_fwd16), the down GEMMs read it
+     * (the a16 entries), the backward's SwiGLU reads gup16 (swiglu_bwd16):
+     * the dense blocks' policy (docs/precision.md) */
+    uint16_t *gup16, *hp16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block
@@ -143,9 +152,12 @@ void zt_moe_carve_grad(zt_carve *cv, zt_moe_grad *g, const zt_moe_shape *s, size
 /* Whether backend be has the kernels (else a ZT_EUNSUPPORTED naming it). */
 int zt_moe_check_backend(const zt_backend *be, zt_status *st);
 
-/* y[N, C] (overwritten) = the experts' weighted sum for x[N, C]. */
+/* y[N, C] (overwritten) = the experts' weighted sum for x[N, C]; g: the
+ * backward's scratch, the bf16 path's fp32 staging (a->gup16; else unused,
+ * may be NULL). */
 int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, const zt_moe_w *w,
-                   zt_moe_acts *a, const float *x, float *y, int N, zt_status *st);
+                   zt_moe_acts *a, const zt_moe_grad *g, const float *x, float *y, int N,
+                   zt_status *st);
 /* From dy[N, C] (and dprobs[E], NULL: none, added to every token's
  * routing probabilities' gradient: the load-balancing loss's): g->dx[N, C]
  * (overwritten), the weight gradients (+=). */

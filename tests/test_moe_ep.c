@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
         zt_finalize();
         return tap_done();
     }
-    const zt_moe_shape s1 = {C, E, K, I, 1, 1}, s2 = {C, E, K, I, 1, 2};
+    const zt_moe_shape s1 = {C, E, K, I, 1, 1, 0}, s2 = {C, E, K, I, 1, 2, 0};
     /* the same weights everywhere; tokens and output gradients per rank */
     uint64_t seed = 7;
     float router[E * C], gu[E * 2 * I * C], dn[E * C * I];
@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
 #define XFER_END(k) (xf[k][0] = n_th - xf[k][0], xf[k][1] = b_th - xf[k][1], \
                      xf[k][2] = n_td - xf[k][2], xf[k][3] = b_td - xf[k][3])
     XFER(0);
-    if (rc == ZT_OK) rc = zt_moe_forward(&s1, be, &h1, &w, &b1.a, x, y1, N, &st);
+    if (rc == ZT_OK) rc = zt_moe_forward(&s1, be, &h1, &w, &b1.a, &b1.g, x, y1, N, &st);
     XFER_END(0);
     XFER(1);
     if (rc == ZT_OK) rc = zt_moe_backward(&s1, be, &h1, &w, &gw1, &b1.a, &b1.g, x, dy, NULL, N, &st);
@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
     zt_moe_w gwl = {g2r, g2gu + gw0, g2dn + dw0, NULL, NULL, NULL};
     long f0 = n_fwd, f1 = 0, k0 = 0, k1 = 0;
     XFER(2);
-    if (rc == ZT_OK) rc = zt_moe_forward(&s2, be, &h2, &wl, &b2.a, x, y2, N, &st);
+    if (rc == ZT_OK) rc = zt_moe_forward(&s2, be, &h2, &wl, &b2.a, &b2.g, x, y2, N, &st);
     XFER_END(2);
     f1 = n_fwd;
     k0 = n_bwd;
@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
         zt_moe_host ha;
         memset(&ha, 0, sizeof ha);
         alloc_bufs(&ba, &s1, 2 * N);
-        int rca = zt_moe_forward(&s1, be, &ha, &w, &ba.a, xa, ya, 2 * N, &st);
+        int rca = zt_moe_forward(&s1, be, &ha, &w, &ba.a, &ba.g, xa, ya, 2 * N, &st);
         if (rca == ZT_OK)
             rca = zt_moe_backward(&s1, be, &ha, &w, &gwa, &ba.a, &ba.g, xa, dya, NULL, 2 * N, &st);
         /* (g2gu, g2dn: summed over the ranks above, so every expert's from
@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
     h2.layer = 3;
     float y3[6 * C];
     zt_status st3;
-    rc = zt_moe_forward(&s2, be, &h2, &wl, &b3.a, x, y3, Nr, &st3);
+    rc = zt_moe_forward(&s2, be, &h2, &wl, &b3.a, &b3.g, x, y3, Nr, &st3);
     unsetenv("ZT_TEST_MOE_ROUTE_ALL");
     int32_t ok3 = rc == ZT_ENOMEM &&
                   strstr(st3.msg, "step 7, MoE layer 3: 16 routed rows go to the 2 experts of rank 0 "
