@@ -658,12 +658,13 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     }
     for (size_t s = 0; s < slots; ++s) {
         struct zt_llama_layer_acts *la = &a->layer[base ? s : 0];
-        int sp_any = 0;
+        int sp_any = 0, sp_all = 1;
         size_t Hs = 0;
         for (size_t l = s; l < L; l += slots) {
             const int sp = zt_model_layer_sparse(mc, (int)l);
             const size_t Hl = (size_t)layer_H(&sh, sp);
             sp_any |= sp;
+            sp_all &= sp;
             if (Hl > Hs) Hs = Hl;
         }
         if (a16) TAKE16(la->xn16, N * C); else TAKE(la->xn, N * C);
@@ -685,12 +686,15 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         }
         TAKE(la->res2, N * C);
         /* (a slot holding a sparse block: its MLP half in fp32, the
-         * experts' and the shared expert's path, moe_fwd; ZT_W16_MOE16) */
+         * experts' path, moe_fwd; ZT_W16_MOE16; but for a slot of sparse
+         * blocks alone without LoRA the shared expert's gate|up and h in
+         * bf16, g16: its gate|up GEMM writing them rounded, moe_fwd) */
         const int m16 = a16 && !sp_any;
+        const int g16 = m16 || (a16 && sp_all && Hs && mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_O16));
         if (m16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
         TAKES(la->rstd2, N);
-        if (m16) TAKE16(la->gu16, N * 2 * Hs); else TAKE(la->gu, N * 2 * Hs);
-        if (m16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
+        if (g16) TAKE16(la->gu16, N * 2 * Hs); else TAKE(la->gu, N * 2 * Hs);
+        if (g16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
         if (sh.gemma) {
             TAKE(la->ao, N * C); TAKES(la->rstd3, N);
             TAKE(la->mo, N * C); TAKES(la->rstd4, N);
@@ -1004,12 +1008,22 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         for (int e = 0; e < m->s.E; ++e) m->aux_cnt[e] += m->mh.count[e + 1] - m->mh.count[e];
         be->matmul_bwd(NULL, NULL, a->moe_psum, s->moe.probs, NULL, NULL, N, 1, m->s.E);
     }
-    if (H) {   /* (LoRA: the shared expert's gate|up and down, Qwen2-MoE) */
+    if (H && s->gu16) {
+        /* (bf16, no LoRA: the shared expert's gate|up rounded once by its
+         * GEMM, SwiGLU reading and writing bf16, down reading it; dgu and
+         * dh the cpu backends' fp32 staging, free in a forward) */
+        be->matmul_fwd_o16(s->gu16, a->dgu, s->xn2, NULL, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
+                           2 * H);
+        be->swiglu_fwd16(s->h16, s->gu16, a->dgu, a->dh, N, H);
+        be->matmul_fwd_a16(s->so, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
+    } else if (H) {   /* (LoRA: the shared expert's gate|up and down, Qwen2-MoE) */
         zt_mm_fwd(be, s->gu, s->xn2, w->guw, LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
         zt_skel_lora_fwd(&m->sk, LG_GU, s->xn2, s->gu, N, &a->lora);
         be->swiglu_fwd(s->h, s->gu, N, H);
         zt_mm_fwd(be, s->so, s->h, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
         zt_skel_lora_fwd(&m->sk, LG_DOWN, s->h, s->so, N, &a->lora);
+    }
+    if (H) {
         zt_mm_fwd(be, s->sgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), NULL, N, C, 1);
         be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
         be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
@@ -1039,9 +1053,14 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     zt_mm_bwd(be, a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), N, C, 1);
     be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
     be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
-    zt_mm_bwd(be, a->dh, gw->downw, NULL, a->scratch, s->h, w->downw, LW16(m, w, T_DOWNW), N, H, C);
-    zt_skel_lora_bwd(&m->sk, LG_DOWN, s->h, a->scratch, a->dh, N, &a->lora);
-    be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    zt_mm_bwd_x(be, a->dh, gw->downw, NULL, a->scratch, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW),
+                N, H, C);
+    if (s->gu16) {   /* (bf16: moe_fwd; no adapters) */
+        be->swiglu_bwd16(a->dgu, a->dh, s->gu16, N, H);
+    } else {
+        zt_skel_lora_bwd(&m->sk, LG_DOWN, s->h, a->scratch, a->dh, N, &a->lora);
+        be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
+    }
     zt_mm_bwd(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H);
     zt_skel_lora_bwd(&m->sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, &a->lora);
     be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);

@@ -2811,12 +2811,22 @@ static void moe16(void) {
     static const char mix[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.matmul_precision=bf16";
     static const char mixck[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.matmul_precision=bf16 "
                                     "activation_checkpointing.policy=every-2";
+    static const char mixsh[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.model.shared_expert_size=16 "
+                                    "ztrain.matmul_precision=bf16";
+    static const char mixshck[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.model.shared_expert_size=16 "
+                                      "ztrain.matmul_precision=bf16 activation_checkpointing.policy=every-2";
+    static const char lsh[] = MOE "ztrain.model.shared_expert_size=16 ztrain.matmul_precision=bf16 "
+                                  "ztrain.lora.r=4 ztrain.lora.alpha=8 "
+                                  "ztrain.lora.targets=q_proj,v_proj,gate_proj,up_proj,down_proj";
     static const char f32mm[] = MOE "ztrain.model.shared_expert_size=16";
     static const char f32[] = MOE "ztrain.model.shared_expert_size=16 bf16.enabled=false "
                                   "ztrain.matmul_precision=bf16";
 #undef MOE
     static const w16_xname names[] = {{all, " MoE"}, {allck, " MoE checkpointed"},
                                       {mix, " MoE mixed"}, {mixck, " MoE mixed checkpointed every 2"},
+                                      {mixsh, " MoE mixed, shared expert"},
+                                      {mixshck, " MoE mixed, shared expert, checkpointed every 2"},
+                                      {lsh, " MoE LoRA on the shared expert"},
                                       {f32mm, " MoE fp32 matmuls"}, {f32, " MoE fp32"},
                                       {NULL, NULL}};
     static const struct { w16_case c; int on; } cases[] = {
@@ -2825,6 +2835,9 @@ static void moe16(void) {
         {{"llama:2,4,2,32,48,64,2,16", 3, allck, 0}, 1},
         {{"llama:3,4,2,32,48,64,2,16", 0, mix, 0}, 1},
         {{"llama:4,4,2,32,48,64,2,16,untied", 0, mixck, 0}, 1},
+        {{"llama:3,4,2,32,48,64,2,16", 3, mixsh, 0}, 1},
+        {{"llama:4,4,2,32,48,64,2,16", 0, mixshck, 0}, 1},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 0, lsh, 0}, 1},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32mm, 0}, 0},
         {{"llama:2,4,2,32,48,64,2,16", 0, f32, 0}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
