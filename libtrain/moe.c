@@ -36,7 +36,11 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
         p[8] = zt_carve_take(cv, R * 2 * I, 0);
         p[9] = zt_carve_take(cv, R * I, 0);
     }
-    float *yp = zt_carve_take(cv, NK * C, 0);
+    /* (b16 without expert parallelism: the experts' outputs in bf16, yp16) */
+    uint16_t *yp16 = NULL;
+    float *yp = NULL;
+    if (s->b16 && s->P <= 1) yp16 = zt_carve_take16(cv, NK * C);
+    else yp = zt_carve_take(cv, NK * C, 0);
     float *xr = p[7], *yr = yp;
     if (s->P > 1) {
         xr = zt_carve_take(cv, R * C, 0);
@@ -48,7 +52,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->off = (int *)(void *)p[10];
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
-    a->gup16 = gup16; a->hp16 = hp16;
+    a->gup16 = gup16; a->hp16 = hp16; a->yp16 = yp16;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
     a->ginv = s->P > 1 ? x->ginv : NULL;
@@ -383,15 +387,21 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
             o += (size_t)c;
         }
         if (o) be->swiglu_fwd16(a->hp16, a->gup16, g->dgup, g->dhp, (int)o, I);
+        /* (each output rounded once: into yp16, or with expert
+         * parallelism into dyr's bytes, widened into yr after, the values
+         * every layout sends back; dyp / dxr the cpu backends' staging) */
+        uint16_t *y16 = a->yp16 ? a->yp16 : (uint16_t *)(void *)g->dyr;
+        float *ytmp = a->yp16 ? g->dyp : g->dxr;
         o = 0;
         for (int l = 0; l < El; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t dn = (size_t)l * C * I;
-            be->matmul_fwd_a16(a->yr + o * C, a->hp16 + o * I, W(down, dn), W16(down16, dn), NULL,
-                               c, I, C);
+            be->matmul_fwd_o16(y16 + o * C, ytmp + o * C, NULL, a->hp16 + o * I, W(down, dn),
+                               W16(down16, dn), NULL, c, I, C);
             o += (size_t)c;
         }
+        if (!a->yp16 && o) be->from_bf16(a->yr, y16, o * (size_t)C);
     }
     for (int l = 0; l < El && !a->gup16; ++l) {
         const int c = nl[l];
@@ -409,7 +419,12 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         ZT_TRY(exchange_rows(h, a->xs, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
     }
     be->zero(y, (size_t)N * C * sizeof(float));
-    be->rows_scatter(y, a->yp, a->rows, a->wsel, NK, C);
+    const float *yp = a->yp;
+    if (a->yp16) {   /* (widened into dyp, free in a forward) */
+        be->from_bf16(g->dyp, a->yp16, (size_t)NK * C);
+        yp = g->dyp;
+    }
+    be->rows_scatter(y, yp, a->rows, a->wsel, NK, C);
     return ZT_OK;
 }
 
@@ -422,7 +437,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
-    be->rows_dot(g->dwsel, dy, a->rows, a->yp, NK, C);
+    const float *yp = a->yp;
+    if (a->yp16) {   /* (widened into dyp, which the next gather overwrites) */
+        be->from_bf16(g->dyp, a->yp16, (size_t)NK * C);
+        yp = g->dyp;
+    }
+    be->rows_dot(g->dwsel, dy, a->rows, yp, NK, C);
     be->zero(g->dwts, (size_t)NK * sizeof(float));
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks */

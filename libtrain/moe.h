@@ -85,6 +85,13 @@ typedef struct zt_moe_acts {
      * (the a16 entries), the backward's SwiGLU reads gup16 (swiglu_bwd16):
      * the dense blocks' policy (docs/precision.md) */
     uint16_t *gup16, *hp16;
+    /* b16: each expert's down GEMM writes its output rounded once
+     * (matmul_fwd_o16; autocast's bf16 expert outputs); without expert
+     * parallelism kept so, [NK, C] in bf16 instead of yp (yp, yr NULL),
+     * widened into the backward's dyp for the weighted sum and for the
+     * routing weights' gradient; with it widened into yr (the exchanges'
+     * fp32 rows): the same values */
+    uint16_t *yp16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block
