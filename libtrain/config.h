@@ -323,12 +323,12 @@ typedef struct zt_model_config {
  *                   bf16 activations too (model_acts.h zt_acts16_on): every
  *                   block's attention half and the dense blocks' MLP, the
  *                   LM head's bf16 input and logits, the routed experts'
- *                   gate|up and SwiGLU output (moe.h b16, with ZT_W16_O16);
+ *                   gate|up, SwiGLU output and outputs (moe.h b16, with
+ *                   ZT_W16_O16);
  *                   the shared expert's gate|up and h where the slot holds
  *                   sparse blocks alone and LoRA is off; an activation slot
  *                   holding a sparse block keeps the rest of its MLP half
- *                   in fp32 (the norm's output, the routed rows and
- *                   outputs).  NOT the same values (the bf16
+ *                   in fp32 (the norm's output, the routed rows).  NOT the same values (the bf16
  *                   GEMM outputs and branches of the dense models; off: the
  *                   fp32 activations everywhere, as before) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
