@@ -324,13 +324,19 @@ typedef struct zt_model_config {
  *                   block's attention half and the dense blocks' MLP, the
  *                   LM head's bf16 input and logits, the routed experts'
  *                   gate|up, SwiGLU output and outputs (moe.h b16, with
- *                   ZT_W16_O16);
- *                   the shared expert's gate|up and h where the slot holds
- *                   sparse blocks alone and LoRA is off; an activation slot
- *                   holding a sparse block keeps the rest of its MLP half
- *                   in fp32 (the norm's output, the routed rows).  NOT the same values (the bf16
- *                   GEMM outputs and branches of the dense models; off: the
- *                   fp32 activations everywhere, as before) */
+ *                   ZT_W16_O16), the shared expert's gate|up and h where
+ *                   the slot holds sparse blocks alone and LoRA is off; an
+ *                   activation slot holding a sparse block keeps the rest
+ *                   of its MLP half
+ *                   in fp32 (the norm's output, the routed rows).  NOT the
+ *                   same values (the bf16 GEMM outputs and branches of the
+ *                   dense models; off: the fp32 activations everywhere, as
+ *                   before)
+ *   ZT_W16_EP16     ZT_TEST_NO_EP16: with ZT_W16_MOE16's bf16 experts and
+ *                   expert parallelism, the routed inputs, the experts'
+ *                   outputs and their gradients exchanged in bf16 (moe.h
+ *                   ex16): half the bytes of three of the four all-to-alls,
+ *                   the same values (bitwise: tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -366,6 +372,7 @@ typedef struct zt_model_config {
 #define ZT_W16_LGRAD16    (UINT64_C(1) << 31)
 #define ZT_W16_LO16       (UINT64_C(1) << 32)
 #define ZT_W16_MOE16      (UINT64_C(1) << 33)
+#define ZT_W16_EP16       (UINT64_C(1) << 34)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -53,6 +53,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
     a->gup16 = gup16; a->hp16 = hp16; a->yp16 = yp16;
+    a->ex16 = s->b16 && s->ex16 && s->P > 1;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
     a->ginv = s->P > 1 ? x->ginv : NULL;
@@ -330,6 +331,22 @@ static int exchange_rows(const zt_moe_host *h, const float *send, const size_t *
     return g->ops->alltoallv(g, send, sc, sd, recv, rc, rd, ZT_F32, st);
 }
 
+/* The same rows of n16 elements in bf16 (ex16, moe.h): send (fp32) rounded
+ * into send16, exchanged, widened from recv16 into recv; exact where every
+ * value sent is a bf16 value already or every reader rounds it to bf16
+ * (the counts and displacements are elements, as exchange_rows'). */
+static int exchange_rows16(const zt_moe_host *h, const zt_backend *be, const float *send, size_t n16,
+                           uint16_t *send16, const size_t *sc, const size_t *sd, float *recv,
+                           uint16_t *recv16, size_t nr16, const size_t *rc, const size_t *rd,
+                           const char *what, zt_status *st) {
+    zt_group *g = h->ep.dg;
+    if (n16) be->to_bf16(send16, send, n16);
+    zt_group_where(g, "step %ld, MoE layer %d: %s", h->step, h->layer, what);
+    ZT_TRY(g->ops->alltoallv(g, send16, sc, sd, recv16, rc, rd, ZT_BF16, st));
+    if (nr16) be->from_bf16(recv, recv16, nr16);
+    return ZT_OK;
+}
+
 /* expert weights at element offset o: fp32 (NULL where only the bf16 bits
  * are bound) and bf16 (model.h zt_mm_fwd) */
 #define W(f, o) (w->f ? w->f + (o) : NULL)
@@ -369,7 +386,12 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* the rows by rank into yr, then by expert into xr */
-        ZT_TRY(exchange_rows(h, a->xp, h->sc, h->sd, a->yr, h->rc, h->rd, "expert inputs", st));
+        if (a->ex16)   /* (in bf16: the experts' GEMMs round them; dxr, dyr the bf16 rows) */
+            ZT_TRY(exchange_rows16(h, be, a->xp, (size_t)NK * C, (uint16_t *)(void *)g->dxr, h->sc,
+                                   h->sd, a->yr, (uint16_t *)(void *)g->dyr, R * C, h->rc, h->rd,
+                                   "expert inputs", st));
+        else
+            ZT_TRY(exchange_rows(h, a->xp, h->sc, h->sd, a->yr, h->rc, h->rd, "expert inputs", st));
         be->rows_gather(a->xr, a->yr, a->gperm, NULL, (int)R, C);
     }
     /* this rank's experts, one GEMM each over its rows from every rank */
@@ -416,7 +438,12 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     }
     if (P > 1) {   /* the outputs by rank, back */
         be->rows_gather(a->xs, a->yr, a->ginv, NULL, (int)R, C);
-        ZT_TRY(exchange_rows(h, a->xs, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
+        if (a->ex16)   /* (in bf16: the down GEMMs rounded them) */
+            ZT_TRY(exchange_rows16(h, be, a->xs, R * C, (uint16_t *)(void *)g->dxr, h->rc, h->rd,
+                                   a->yp, (uint16_t *)(void *)g->dyr, (size_t)NK * C, h->sc, h->sd,
+                                   "expert outputs", st));
+        else
+            ZT_TRY(exchange_rows(h, a->xs, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
     }
     be->zero(y, (size_t)N * C * sizeof(float));
     const float *yp = a->yp;
@@ -453,8 +480,13 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* by rank into dxr, then by expert into dyr */
-        ZT_TRY(exchange_rows(h, g->dyp, h->sc, h->sd, g->dxr, h->rc, h->rd, "expert output gradients",
-                             st));
+        if (a->ex16)   /* (in bf16: the down GEMMs' backward rounds them; dxp, dyr the bf16 rows) */
+            ZT_TRY(exchange_rows16(h, be, g->dyp, (size_t)NK * C, (uint16_t *)(void *)g->dxp, h->sc,
+                                   h->sd, g->dxr, (uint16_t *)(void *)g->dyr, R * C, h->rc, h->rd,
+                                   "expert output gradients", st));
+        else
+            ZT_TRY(exchange_rows(h, g->dyp, h->sc, h->sd, g->dxr, h->rc, h->rd,
+                                 "expert output gradients", st));
         be->rows_gather(g->dyr, g->dxr, a->gperm, NULL, (int)R, C);
     }
     /* one GEMM an expert (each of the three); with expert parallelism the

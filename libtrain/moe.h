@@ -42,6 +42,9 @@ typedef struct zt_moe_shape {
     /* the experts' gate|up and SwiGLU output kept in bf16 (zt_moe_carve:
      * gup16, hp16; a training block with the bf16 activations, llama.c) */
     int b16;
+    /* with b16 and expert parallelism: three of the four row exchanges in
+     * bf16 (zt_moe_acts ex16) */
+    int ex16;
 } zt_moe_shape;
 
 /* Routed rows one rank's experts can receive in a forward of N tokens per
@@ -92,6 +95,14 @@ typedef struct zt_moe_acts {
      * routing weights' gradient; with it widened into yr (the exchanges'
      * fp32 rows): the same values */
     uint16_t *yp16;
+    /* b16 with expert parallelism (zt_moe_shape ex16; config.h
+     * ZT_W16_EP16): the routed inputs, the experts' outputs and their
+     * gradients exchanged in bf16, half the bytes, the same values (every
+     * reader of the inputs and the output gradients is a bf16 GEMM that
+     * rounds them, the outputs are rounded already); the input gradients,
+     * which the backward sums, in fp32.  The bf16 rows lie in the
+     * backward's scratch (dxr, dyr, dxp), free around each exchange. */
+    int ex16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block
