@@ -1207,6 +1207,11 @@ static int next_owned(const zt_shard *sh, int u) {
 static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
                             zt_status *st) {
     const zt_backend *cpu = zt_backend_cpu();
+    /* the counting table (kernels/count.h, bench/costmodel) has no values:
+     * the host's AdamW and narrowing are skipped (no device work, nothing
+     * counted; the host state stays untouched, never paged in), the copies
+     * are made as always */
+    const int values = !zt_count_bare(sh->be);
     void *down[2] = {NULL, NULL}, *up[2] = {NULL, NULL};
     int u = next_owned(sh, -1);
     if (u >= 0) down[0] = down_async(sh, sh->hgrad, grad_slice(sh, u), sh->u[u].len * sizeof(float));
@@ -1221,20 +1226,21 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
         /* the host master weights; with offload_param at fp32 the host
          * parameter shard itself */
         float *master = zt_shard_param_slice(sh, u);
-        zt_adamw_range(o, sh->m, cpu, us->off + us->lo, us->off + us->lo + us->len, master,
-                       sh->hgrad + (size_t)b * sh->max_len, o->m + us->soff, o->v + us->soff, lr,
-                       grad_scale);
+        if (values)
+            zt_adamw_range(o, sh->m, cpu, us->off + us->lo, us->off + us->lo + us->len, master,
+                           sh->hgrad + (size_t)b * sh->max_len, o->m + us->soff, o->v + us->soff, lr,
+                           grad_scale);
         xfer_wait(sh, &up[b]);   /* staging slice b: free again */
         if (sh->host_params) {
             /* the parameter shard is host memory: nothing goes up (the next
              * gather uploads it); mixed: narrowed into it in place */
-            if (mixed(sh)) zt_prec_narrow(cpu, sh->prec, store_slice(sh, u), master, us->len);
+            if (mixed(sh) && values) zt_prec_narrow(cpu, sh->prec, store_slice(sh, u), master, us->len);
         } else if (!mixed(sh)) {
             float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->coff + us->lo;
             up[b] = up_async(sh, dst, master, us->len * sizeof(float));
         } else {
             uint16_t *h16 = sh->h16 + (size_t)b * sh->max_len;
-            zt_prec_narrow(cpu, sh->prec, h16, master, us->len);
+            if (values) zt_prec_narrow(cpu, sh->prec, h16, master, us->len);
             up[b] = up_async(sh, store_slice(sh, u), h16, us->len * sizeof(uint16_t));
         }
         u = nx;
