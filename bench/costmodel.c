@@ -2,9 +2,9 @@
  * costmodel.c -- a GPU training step predicted without a GPU.
  *
  *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
- *                   [--act-ckpt none|blocks|blocks-attn|every-K]
+ *                   [--act-ckpt none|blocks|blocks-attn|every-K] [--offload none|optimizer|params]
  *                   [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]
- *                   [--attention cudnn|ztrain] [--assume cudnn=E]
+ *                   [--attention cudnn|ztrain] [--assume cudnn=E][,host_adam=G]
  *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
  *   bench/costmodel --rows BENCH.txt [--calib FILE]
  *
@@ -30,6 +30,18 @@
  * (activation_checkpointing.policy): the backward's recomputed forwards
  * are counted and timed like any launch; MFU still counts the model's
  * FLOPs only (6 a trained parameter a token), so the recompute lowers it.
+ *
+ * --offload optimizer|params: the step with ZeRO-Offload
+ * (zero_optimization.offload_optimizer.device=cpu, --stage >= 1) or the
+ * parameters offloaded too (offload_param.device=cpu, --stage 3; a QLoRA
+ * base's 4-bit slices with --lora-base): the step's host <-> device copies
+ * by direction, of them what offloading adds (the planner's figure, as
+ * `ztrain estimate` prints it), their time at the calibration's ASSUMED
+ * bus rate, and the share of the step; the host's AdamW is no device
+ * kernel: --assume host_adam=G times the bytes it moves (the engine's host
+ * optimizer state read and written, the gradients read, the 16-bit
+ * parameters written) at an assumed G GB/s, else it is left out and the
+ * output says so.  --offload none reports the step's copies alone.
  *
  * --launches N lists the N costliest launch signatures (a kernel with its
  * per-launch FLOPs and bytes: one GEMM shape, one norm size), -1 all.

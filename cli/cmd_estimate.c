@@ -205,8 +205,9 @@ static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_
             printf("offload traffic: %s host->device, %s device->host a step per rank (up: %s a micro-step "
                    "x accumulation %d%s + %s of the update; down: the fp32 gradients for the host's AdamW, "
                    "once a step; bytes, not a time: the bus is the site's)\n", up, down, mu, p->grad_accum,
-                   p->offload_param ? ", the gathers' uploads of forward and backward with the recomputes'"
-                                    : "", uu);
+                   !p->offload_param ? ""
+                   : p->ckpt_k ? ", the gathers' uploads: forward, backward and its recomputes"
+                               : ", the gathers' uploads: forward and backward", uu);
     }
     if (p->expert_parallel > 1) {   /* docs/moe.md, "Expert parallelism" */
         const zt_model_config *m = &c->model;
