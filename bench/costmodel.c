@@ -131,17 +131,21 @@ static void offload_report(const cm_calib *cal, const cm_counts *cn, const cm_ru
     const double hb = 2.0 * cn->host_opt_bytes + 4 * n + (o->fp32 ? (o->offload == CM_OFFLOAD_PARAMS ? 8 * n : 0) : 2 * n);
     if (host_adam_gbs > 0) {
         const double ha = hb / (host_adam_gbs * 1e9);
-        printf("  host AdamW: %.3f GB a step (%.0f elements; %.3f GB of master weights and moments read and "
-               "written, the fp32 gradients read%s) at an ASSUMED %g GB/s (--assume host_adam; not measured): "
-               "%.1f ms; the host runs it after the gradients come down, nothing overlaps it in this model\n",
-               hb / 1e9, n, cn->host_opt_bytes / 1e9, o->fp32 ? "" : ", bf16 parameters written", host_adam_gbs,
-               ha * 1e3);
+        printf("  host AdamW: %.3f GB a step (%.0f bytes, %.0f elements: the host optimizer state, %.0f bytes of "
+               "%s, read and written, the fp32 gradients read%s) at an ASSUMED %g GB/s (--assume host_adam; not "
+               "measured): %.1f ms; the host runs it after the gradients come down, nothing overlaps it in this "
+               "model\n",
+               hb / 1e9, hb, n, cn->host_opt_bytes,
+               o->fp32 && o->offload == CM_OFFLOAD_PARAMS ? "moments (the fp32 parameter shard, the master, read "
+                                                            "and written too)"
+                                                          : "master weights and moments",
+               o->fp32 ? "" : ", the bf16 parameters written", host_adam_gbs, ha * 1e3);
         printf("  WHAT-IF step with the host AdamW: %.1f ms (device and transfers %.1f ms + host %.1f ms; the "
                "transfers %.1f%% of it; the engine overlaps the update's copies with the host AdamW unit by unit: "
                "an upper bound on that part)\n", (step + ha) * 1e3, step * 1e3, ha * 1e3, 100 * ts / (step + ha));
     } else {
-        printf("  host AdamW: %.3f GB a step (%.0f elements) LEFT OUT of the step above (the host's memory "
-               "bandwidth is the site's: --assume host_adam=GB/s times it)\n", hb / 1e9, n);
+        printf("  host AdamW: %.3f GB a step (%.0f bytes, %.0f elements) LEFT OUT of the step above (the host's "
+               "memory bandwidth is the site's: --assume host_adam=GB/s times it)\n", hb / 1e9, hb, n);
     }
 }
 

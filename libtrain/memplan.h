@@ -102,7 +102,9 @@ typedef struct zt_memplan {
      * offload_update_d2h (the owned fp32 gradient slices down for the host's
      * AdamW, once per optimizer step).  What the engine moves besides (the
      * token batches, the step's scalars, host-staged collectives) is not
-     * offloading and not counted here.  0 without offload. */
+     * offloading and not counted here; an fp16 step skipped on overflow
+     * makes no update (its gathers only).  0 without offload, and on a CPU
+     * target (nothing moves). */
     uint64_t offload_h2d_bytes, offload_d2h_bytes;
     uint64_t offload_micro_h2d, offload_update_h2d, offload_update_d2h;
     int mixed;             /* bf16 / fp16 */

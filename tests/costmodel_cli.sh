@@ -166,9 +166,15 @@ check "--offload: the bus rate said to be assumed, the host AdamW left out witho
              grep -q '^  host AdamW: .* LEFT OUT of the step above' '$W/o1'"
 "$CM" --calib "$CAL" --shape $TL --stage 3 --offload params --assume host_adam=50 --attention ztrain > "$W/ha" 2>&1
 ok $? "--assume host_adam=50: exit 0"
-check "--assume host_adam: the host AdamW's 17568 elements at an ASSUMED 50 GB/s, a WHAT-IF step with it" \
-    bash -c "grep -q '^  host AdamW: [0-9.]* GB a step (17568 elements; .* at an ASSUMED 50 GB/s (--assume host_adam; not measured)' '$W/ha' &&
+# (bf16: the 12 bytes an element of master weights and moments read and written, the fp32 gradient read,
+# the bf16 parameter written: 30 x 17568 = 527040 bytes; fp32 with the parameters offloaded: the 8 of the
+# moments and the fp32 shard's 4, read and written, the gradient read: 28 x 17568 = 491904)
+check "--assume host_adam: the host AdamW's 527040 bytes (17568 elements) at an ASSUMED 50 GB/s, a WHAT-IF step with it" \
+    bash -c "grep -q '^  host AdamW: [0-9.]* GB a step (527040 bytes, 17568 elements: the host optimizer state, 210816 bytes of master weights and moments, .* at an ASSUMED 50 GB/s (--assume host_adam; not measured)' '$W/ha' &&
              grep -q '^  WHAT-IF step with the host AdamW: ' '$W/ha'"
+"$CM" --calib "$CAL" --shape $TL --stage 3 --offload params --fp32 --attention ztrain > "$W/ha32" 2>&1
+check "--fp32 --offload params: the host AdamW's 491904 bytes, left out without --assume host_adam" \
+    grep -q '^  host AdamW: [0-9.]* GB a step (491904 bytes, 17568 elements) LEFT OUT' "$W/ha32"
 for bad in "--stage 0 --offload optimizer" "--stage 2 --offload params" "--stage 3 --offload gpu" \
            "--stage 3 --assume host_adam=50" "--stage 3 --offload params --assume host_adam=0"; do
     "$CM" --calib "$CAL" --shape $TL $bad > /dev/null 2> "$W/bad"
