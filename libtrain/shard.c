@@ -858,7 +858,9 @@ void zt_shard_free(zt_shard *sh) {
  * when dst_dev, else host): computed on the host, staged in bounded chunks. */
 static int init_into(zt_shard *sh, uint64_t seed, size_t lo, size_t hi, float *dst, int dst_dev) {
     if (!dst_dev || !sh->dev) {
-        zt_model_init_range(sh->m, seed, lo, hi, dst);
+        /* (the counting table takes no values: offloaded host state is left
+         * as allocated, zero, never paged in; bench/costmodel --offload) */
+        if (!zt_count_bare(sh->be)) zt_model_init_range(sh->m, seed, lo, hi, dst);
         return ZT_OK;
     }
     const size_t n = hi - lo, cap = n < ZT_STAGE_ELEMS ? n : ZT_STAGE_ELEMS;
@@ -891,7 +893,7 @@ static void push_slice(zt_shard *sh, int u) {
         return;
     }
     if (sh->host_params) {   /* the 16-bit shard is host memory too: narrowed in place */
-        zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), src, us->len);
+        if (!zt_count_bare(sh->be)) zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), src, us->len);
         return;
     }
     /* narrowed on the host (the cpu kernels), then moved to the device */
