@@ -2,9 +2,9 @@
  * costmodel.c -- a GPU training step predicted without a GPU.
  *
  *   bench/costmodel [--shape S]... [--calib FILE] [--stage N] [--fp32]
- *                   [--act-ckpt none|blocks|blocks-attn|every-K]
+ *                   [--act-ckpt none|blocks|blocks-attn|every-K] [--offload none|optimizer|params]
  *                   [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]
- *                   [--attention cudnn|ztrain] [--assume cudnn=E]
+ *                   [--attention cudnn|ztrain] [--assume cudnn=E][,host_adam=G]
  *   bench/costmodel --calibrate BENCH.txt      (a calibration file on stdout)
  *   bench/costmodel --rows BENCH.txt [--calib FILE]
  *
@@ -31,6 +31,18 @@
  * are counted and timed like any launch; MFU still counts the model's
  * FLOPs only (6 a trained parameter a token), so the recompute lowers it.
  *
+ * --offload optimizer|params: the step with ZeRO-Offload
+ * (zero_optimization.offload_optimizer.device=cpu, --stage >= 1) or the
+ * parameters offloaded too (offload_param.device=cpu, --stage 3; a QLoRA
+ * base's 4-bit slices with --lora-base): the step's host <-> device copies
+ * by direction, of them what offloading adds (the planner's figure, as
+ * `ztrain estimate` prints it), their time at the calibration's ASSUMED
+ * bus rate, and the share of the step; the host's AdamW is no device
+ * kernel: --assume host_adam=G times the bytes it moves (the engine's host
+ * optimizer state read and written, the gradients read, the 16-bit
+ * parameters written) at an assumed G GB/s, else it is left out and the
+ * output says so.  --offload none reports the step's copies alone.
+ *
  * --launches N lists the N costliest launch signatures (a kernel with its
  * per-launch FLOPs and bytes: one GEMM shape, one norm size), -1 all.
  *
@@ -54,9 +66,9 @@ static void usage(void) {
             "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
             "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N] [--lora R[:TARGETS]] [--lora-base nf4|nf4-dq]\n"
-            "                 [--act-ckpt none|blocks|blocks-attn|every-K]\n"
+            "                 [--act-ckpt none|blocks|blocks-attn|every-K] [--offload none|optimizer|params]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]\n"
-            "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E]\n"
+            "                 [--attention cudnn|ztrain] [--assume cudnn=E|cudnn_fwd=E,cudnn_bwd=E][,host_adam=GB/s]\n"
             "       costmodel --calibrate BENCH.txt\n"
             "       costmodel --rows BENCH.txt [--calib FILE]\n");
 }
@@ -72,6 +84,69 @@ static void rate(char *buf, size_t n, int cls, double flops, double bytes, doubl
     if (s <= 0) snprintf(buf, n, "-");
     else if (cm_compute_class(cls)) snprintf(buf, n, "%7.1f TFLOP/s", flops / s * 1e-12);
     else snprintf(buf, n, "%7.1f GB/s", bytes / s * 1e-9);
+}
+
+/* --assume host_adam=G: the host memory bandwidth (GB/s) the offloaded AdamW is timed at (0: left out) */
+static double host_adam_gbs;
+/* --offload given (none too: the step's transfers are reported) */
+static int offload_asked;
+
+/* --offload: the step's host <-> device copies by direction, their time at
+ * the calibration's assumed bus rate, and the host's AdamW (not a device
+ * kernel: counted nowhere else) at --assume host_adam's bandwidth, or left
+ * out; the step with and without the host part */
+static void offload_report(const cm_calib *cal, const cm_counts *cn, const cm_run_opts *o, double step,
+                           int uncal) {
+    double up = 0, down = 0, ts = 0;
+    long nup = 0, ndown = 0;
+    for (size_t i = 0; i < cn->nk; i++) {
+        if (cn->k[i].cls != ZT_CC_HOST) continue;
+        const int h2d = !strcmp(cn->k[i].name, "cudaMemcpyAsync H2D");
+        if (h2d) up += cn->k[i].bytes * cn->k[i].launches, nup += cn->k[i].launches;
+        else down += cn->k[i].bytes * cn->k[i].launches, ndown += cn->k[i].launches;
+        ts += cn->k[i].launches * cm_kernel_s(cal, ZT_CC_HOST, cn->k[i].flops, cn->k[i].bytes);
+    }
+    if (!o->offload) {
+        printf("  offload none: host<->device a step: %.0f bytes up (%ld H2D), %.0f bytes down (%ld D2H) counted "
+               "(the token batches, the step's scalars); %.1f ms at the ASSUMED bus rate of %s (%g GB/s + %g us a "
+               "transfer; not measured)\n", up, nup, down, ndown, ts * 1e3, cal->source, cal->host_gbs, cal->host_us);
+        return;
+    }
+    printf("  offload %s (%s = cpu, pin_memory false): AdamW on the host%s\n",
+           o->offload == CM_OFFLOAD_PARAMS ? "params" : "optimizer",
+           o->offload == CM_OFFLOAD_PARAMS ? "offload_param and offload_optimizer" : "offload_optimizer",
+           o->offload == CM_OFFLOAD_PARAMS ? ", the parameter shards in host memory (each gather uploads its "
+                                             "slice)" : "");
+    printf("  host<->device a step: %.0f bytes up (%ld H2D), %.0f bytes down (%ld D2H) counted; of them offloading "
+           "%.0f up, %.0f down (%.3f GB, %.3f GB: the planner's, ztrain estimate's 'offload traffic'); %.1f ms at "
+           "the ASSUMED bus rate of %s (%g GB/s + %g us a transfer; not measured), one after another, no overlap: "
+           "%.1f%% of the step%s\n",
+           up, nup, down, ndown, cn->off_h2d, cn->off_d2h, cn->off_h2d / 1e9, cn->off_d2h / 1e9, ts * 1e3,
+           cal->source, cal->host_gbs, cal->host_us, 100 * ts / step, uncal ? " without attention" : "");
+    /* the bytes the host's AdamW moves: the offloaded state read and written
+     * (master weights and moments: the engine's host optimizer bytes; fp32
+     * with the parameters offloaded, the parameter shard is the master), the
+     * gradient slice read, the 16-bit parameters written (mixed) */
+    const double n = cn->host_adam_elems;
+    const double hb = 2.0 * cn->host_opt_bytes + 4 * n + (o->fp32 ? (o->offload == CM_OFFLOAD_PARAMS ? 8 * n : 0) : 2 * n);
+    if (host_adam_gbs > 0) {
+        const double ha = hb / (host_adam_gbs * 1e9);
+        printf("  host AdamW: %.3f GB a step (%.0f bytes, %.0f elements: the host optimizer state, %.0f bytes of "
+               "%s, read and written, the fp32 gradients read%s) at an ASSUMED %g GB/s (--assume host_adam; not "
+               "measured): %.1f ms; the host runs it after the gradients come down, nothing overlaps it in this "
+               "model\n",
+               hb / 1e9, hb, n, cn->host_opt_bytes,
+               o->fp32 && o->offload == CM_OFFLOAD_PARAMS ? "moments (the fp32 parameter shard, the master, read "
+                                                            "and written too)"
+                                                          : "master weights and moments",
+               o->fp32 ? "" : ", the bf16 parameters written", host_adam_gbs, ha * 1e3);
+        printf("  WHAT-IF step with the host AdamW: %.1f ms (device and transfers %.1f ms + host %.1f ms; the "
+               "transfers %.1f%% of it; the engine overlaps the update's copies with the host AdamW unit by unit: "
+               "an upper bound on that part)\n", (step + ha) * 1e3, step * 1e3, ha * 1e3, 100 * ts / (step + ha));
+    } else {
+        printf("  host AdamW: %.3f GB a step (%.0f bytes, %.0f elements) LEFT OUT of the step above (the host's "
+               "memory bandwidth is the site's: --assume host_adam=GB/s times it)\n", hb / 1e9, hb, n);
+    }
 }
 
 static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o, int top, int nlaunch) {
@@ -105,7 +180,9 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
     else
         printf("shape %s: gpt2 L=%d H=%d C=%d V=%d, B=%d T=%d", sh->name, sh->L, sh->NH, sh->C, sh->V, sh->B,
                sh->T);
-    printf("; %s, stage %d, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage, cn.params / 1e6);
+    printf("; %s, stage %d%s, 1 rank; %.1fM params\n", o->fp32 ? "fp32" : "bf16", o->stage,
+           o->offload == CM_OFFLOAD_PARAMS ? ", offload params" : o->offload ? ", offload optimizer" : "",
+           cn.params / 1e6);
     if (o->act_ckpt[0])
         printf("  activation checkpointing %s: the backward's recomputed forwards counted and timed; MFU counts "
                "the model's FLOPs only\n", o->act_ckpt);
@@ -153,6 +230,7 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
                cal->peak_bf16, cn.tot.launches, cn.tot.syncs, cn.tot.transfers, cn.tot.host_bytes / 1e6,
                cn.tot.flops / 1e12, cn.tot.bytes / 1e9);
     }
+    if (offload_asked) offload_report(cal, &cn, o, step, nuncal != 0);
     for (int i = 0; i < cal->nmeasured; i++) {
         if (strcmp(cal->measured[i].what, sh->llama ? "llama" : "gpt2") || strcmp(cal->measured[i].shape, key) ||
             o->stage != 0 || o->fp32 || o->whatif || o->lora_r > 0)
@@ -307,7 +385,7 @@ int main(int argc, char **argv) {
     const char *calib = CM_DEFAULT_CALIB, *calibrate = NULL, *rows_of = NULL;
     cm_shape shapes[16];
     int nshapes = 0, top = 25, nlaunch = 0;
-    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET, 0, "", "", ""};
+    cm_run_opts o = {0, 0, 0, 1, 0, CM_ATT_AS_SET, 0, "", "", "", CM_OFFLOAD_NONE};
     double assume_fwd = 0, assume_bwd = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -354,10 +432,19 @@ int main(int argc, char **argv) {
             for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
                 char k[32];
                 double e = 0;
+                if (sscanf(t, "%31[a-z_]=%lf", k, &e) == 2 && !strcmp(k, "host_adam")) {
+                    if (!(e > 0 && e < 1e6)) {
+                        fprintf(stderr, "costmodel: --assume: '%s': host_adam=G takes the host's memory "
+                                        "bandwidth for its AdamW in GB/s (> 0)\n", t);
+                        return 2;
+                    }
+                    host_adam_gbs = e;
+                    continue;
+                }
                 if (sscanf(t, "%31[a-z_]=%lf", k, &e) != 2 || !(e > 0 && e <= 1) ||
                     (strcmp(k, "cudnn") && strcmp(k, "cudnn_fwd") && strcmp(k, "cudnn_bwd"))) {
                     fprintf(stderr, "costmodel: --assume: '%s' is not cudnn=E, cudnn_fwd=E or cudnn_bwd=E with "
-                                    "0 < E <= 1 (of the bf16 peak)\n", t);
+                                    "0 < E <= 1 (of the bf16 peak), or host_adam=G (GB/s)\n", t);
                     return 2;
                 }
                 if (strcmp(k, "cudnn_bwd")) assume_fwd = e;
@@ -380,6 +467,16 @@ int main(int argc, char **argv) {
                 return 2;
             }
             snprintf(o.lora_base, sizeof o.lora_base, "%s", v);
+            i++;
+        } else if (!strcmp(a, "--offload") && v) {
+            if (!strcmp(v, "none")) o.offload = CM_OFFLOAD_NONE;
+            else if (!strcmp(v, "optimizer")) o.offload = CM_OFFLOAD_OPTIMIZER;
+            else if (!strcmp(v, "params")) o.offload = CM_OFFLOAD_PARAMS;
+            else {
+                fprintf(stderr, "costmodel: --offload: '%s' is not none, optimizer or params\n", v);
+                return 2;
+            }
+            offload_asked = 1;
             i++;
         } else if (!strcmp(a, "--act-ckpt") && v) {
             /* (checked by the engine's config: activation_checkpointing.policy) */
@@ -437,6 +534,14 @@ int main(int argc, char **argv) {
         cal.cls[acls[k]] = (cm_class){assumed[k], cal.cls[ZT_CC_STREAM].t0_us, 0, 1};
     }
     if (rows_of) return rows(&cal, rows_of);
+    if (cm_offload_check(&o)) {
+        fprintf(stderr, "costmodel: %s\n", cm_offload_check(&o));
+        return 2;
+    }
+    if (host_adam_gbs > 0 && !o.offload) {
+        fprintf(stderr, "costmodel: --assume host_adam: no host AdamW without --offload optimizer|params\n");
+        return 2;
+    }
     if (o.lora_base[0] && !o.lora_r) {
         fprintf(stderr, "costmodel: --lora-base %s without --lora R: the base is frozen only under LoRA\n",
                 o.lora_base);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "costmodel_run.h"
+#include "memplan.h"
 
 int cm_shape_parse(const char *s, cm_shape *out) {
     static const cm_shape builtin[] = {
@@ -86,9 +87,25 @@ static int synth_get(void *st_, long step, uint64_t first, int count, int T, int
     return ZT_OK;
 }
 
+const char *cm_offload_check(const cm_run_opts *o) {
+    /* the engine's rules (config_check.c, shard.c) */
+    if (o->offload == CM_OFFLOAD_OPTIMIZER && o->stage < 1)
+        return "--offload optimizer needs --stage 1, 2 or 3 (zero_optimization.offload_optimizer.device=cpu "
+               "needs ZeRO stage >= 1)";
+    if (o->offload == CM_OFFLOAD_PARAMS && o->stage != 3)
+        return "--offload params needs --stage 3 (zero_optimization.offload_param.device=cpu: only sharded "
+               "parameters can be offloaded)";
+    return NULL;
+}
+
 int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be, cm_counts *out,
                   zt_status *st) {
     memset(out, 0, sizeof *out);
+    if (cm_offload_check(o)) {
+        st->code = ZT_EINVAL;
+        snprintf(st->msg, sizeof st->msg, "%s", cm_offload_check(o));
+        return ZT_EINVAL;
+    }
     zt_config *c = zt_config_new();
     if (!c) return oom(st);
     char v[64];
@@ -129,6 +146,8 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         if (o->lora_base[0]) SET("ztrain.lora.base", "%s", o->lora_base);
     }
     if (o->act_ckpt[0]) SET("activation_checkpointing.policy", "%s", o->act_ckpt);
+    if (o->offload >= CM_OFFLOAD_OPTIMIZER) SET("zero_optimization.offload_optimizer.device", "%s", "cpu");
+    if (o->offload == CM_OFFLOAD_PARAMS) SET("zero_optimization.offload_param.device", "%s", "cpu");
 #undef SET
     zt_ctx *ctx = NULL;
     int *V = NULL;
@@ -179,6 +198,18 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         out->trained = o->lora_r > 0 ? (double)(su.num_params - zt_ctx_num_params(ctx)) : out->params;
         size_t cur = 0;
         be->mem_stats(&cur, &out->peak_bytes);
+        if (o->offload) {
+            zt_memory_report r;
+            zt_memory(&r);
+            out->host_opt_bytes = (double)r.host_current[ZT_MEM_OPTIMIZER];
+            out->host_adam_elems = out->trained;
+            zt_memplan_opts po;
+            zt_memplan_opts_init(&po, 1);
+            zt_memplan plan;
+            rc = zt_memplan_compute(c, &po, &plan, st);
+            out->off_h2d = (double)plan.offload_h2d_bytes;
+            out->off_d2h = (double)plan.offload_d2h_bytes;
+        }
     }
     zt_count_set_whatif(0);
     zt_count_set_cudnn(cudnn_was);

@@ -35,7 +35,15 @@ typedef struct cm_run_opts {
     char lora_targets[64];  /* ztrain.lora.targets ("": the default, q and v) */
     char lora_base[16];     /* ztrain.lora.base ("": the compute dtype; nf4, nf4-dq: QLoRA) */
     char act_ckpt[32];      /* activation_checkpointing.policy ("": none; blocks, blocks-attn, every-K) */
+    int offload;            /* CM_OFFLOAD_*: zero_optimization.offload_optimizer.device /
+                             * offload_param.device = cpu (the engine's rules: optimizer needs
+                             * stage >= 1, params stage 3; cm_offload_check) */
 } cm_run_opts;
+#define CM_OFFLOAD_NONE 0
+#define CM_OFFLOAD_OPTIMIZER 1   /* offload_optimizer.device=cpu: AdamW on the host (ZeRO-Offload) */
+#define CM_OFFLOAD_PARAMS 2      /* offload_param.device=cpu too (stage 3): the shards in host memory */
+/* NULL when o's offload suits its stage, else why not (one line) */
+const char *cm_offload_check(const cm_run_opts *o);
 #define CM_ATT_AS_SET 0   /* as the counting backend is set (zt_count_set_cudnn; default: this build) */
 #define CM_ATT_ZTRAIN 1   /* ztrain's kernels (a build without cuDNN, or ZT_CUDA_DETERMINISTIC=1) */
 #define CM_ATT_CUDNN 2    /* cuDNN's fused attention where cuda_sdpa.cu's rule takes it */
@@ -47,6 +55,15 @@ typedef struct cm_counts {
     double params;       /* every parameter (with LoRA: the base and the adapters) */
     double trained;      /* the trained ones (with LoRA: the adapters) */
     size_t peak_bytes;   /* device memory the engine held at most (count's alloc) */
+    /* --offload: the host AdamW's state (the engine's accounting: host bytes of
+     * the optimizer category, master weights and moments) and the elements it
+     * updates (the trained ones: one rank owns them all) */
+    double host_opt_bytes, host_adam_elems;
+    /* --offload: the planner's offload traffic of the step (zt_memplan
+     * offload_h2d_bytes / offload_d2h_bytes, ztrain estimate's figure; of
+     * the counted transfers, tests/test_memplan_run checks it is exactly
+     * the part offloading adds) */
+    double off_h2d, off_d2h;
 } cm_counts;
 
 /* The engine (built like bench_train: synthetic tokens, 1 rank,

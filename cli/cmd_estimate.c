@@ -193,6 +193,22 @@ static void print_run(const zt_config *c, const zt_memplan *p, const char *auto_
                c->seq_len / p->seq_parallel, c->seq_len, lg, p->logits_elem == 2 ? "bf16" : "fp32",
                aa);
     }
+    if (p->offload_optimizer || p->offload_param) {   /* docs/memory.md, "Offload traffic" */
+        char up[32], down[32], mu[32], uu[32];
+        fmtb((double)p->offload_h2d_bytes, up, sizeof up);
+        fmtb((double)p->offload_d2h_bytes, down, sizeof down);
+        fmtb((double)p->offload_micro_h2d, mu, sizeof mu);
+        fmtb((double)p->offload_update_h2d, uu, sizeof uu);
+        if (!p->gpu)
+            printf("offload traffic: none (a CPU target: the offloaded state is host memory like the rest)\n");
+        else
+            printf("offload traffic: %s host->device, %s device->host a step per rank (up: %s a micro-step "
+                   "x accumulation %d%s + %s of the update; down: the fp32 gradients for the host's AdamW, "
+                   "once a step; bytes, not a time: the bus is the site's)\n", up, down, mu, p->grad_accum,
+                   !p->offload_param ? ""
+                   : p->ckpt_k ? ", the gathers' uploads: forward, backward and its recomputes"
+                               : ", the gathers' uploads: forward and backward", uu);
+    }
     if (p->expert_parallel > 1) {   /* docs/moe.md, "Expert parallelism" */
         const zt_model_config *m = &c->model;
         const double row = (2.0 * m->n_embd + 3.0 * m->moe_intermediate) * 4;
@@ -506,7 +522,9 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            "\"logits_bytes\": %llu, \"full_logits_bytes\": %llu, \"classifier_chunk_rows\": %ld, "
            "\"alltoall_bytes_per_step\": %llu, \"expert_parallel_size\": %d, "
            "\"ep_recv_rows_worst\": %llu, \"ep_recv_rows_balanced\": %llu, "
-           "\"expert_params\": %llu, \"rank_params\": %llu},\n",
+           "\"expert_params\": %llu, \"rank_params\": %llu, \"offload_h2d_bytes_per_step\": %llu, "
+           "\"offload_d2h_bytes_per_step\": %llu, \"offload_h2d_bytes_per_micro_step\": %llu, "
+           "\"offload_update_h2d_bytes\": %llu, \"offload_update_d2h_bytes\": %llu},\n",
            p->world, p->ranks_per_node, p->shard_group, p->stage, precision_name(c),
            c->train_batch_size, p->micro_batch, p->grad_accum, p->eval_batch,
            p->with_eval ? "true" : "false", p->with_data ? "true" : "false", c->act_ckpt,
@@ -514,7 +532,10 @@ static void print_json(const zt_config *c, const zt_memplan *p, const row *rows,
            (unsigned long long)p->logits_bytes, (unsigned long long)p->full_logits_bytes,
            p->chunk_rows, (unsigned long long)p->alltoall_bytes, p->expert_parallel,
            (unsigned long long)p->ep_rows_worst, (unsigned long long)p->ep_rows_balanced,
-           (unsigned long long)p->expert_params, (unsigned long long)p->rank_params);
+           (unsigned long long)p->expert_params, (unsigned long long)p->rank_params,
+           (unsigned long long)p->offload_h2d_bytes, (unsigned long long)p->offload_d2h_bytes,
+           (unsigned long long)p->offload_micro_h2d, (unsigned long long)p->offload_update_h2d,
+           (unsigned long long)p->offload_update_d2h);
     if (p->lora_r)
         printf("  \"lora\": {\"r\": %d, \"adapter_params\": %llu, \"frozen_base_bytes\": %llu, "
                "\"adapter_bytes\": %llu, \"adapter_grads_bytes\": %llu, "

@@ -115,6 +115,9 @@ typedef struct sim {
     /* what the engine tags ZT_MEM_ON_HOST (offload): mem.c's host_cur/host_peak */
     uint64_t hcur[ZT_MEM_NTAGS], hpk[ZT_MEM_NTAGS];
     const char *phase, *pphase[ZT_MP_NPLACES];
+    /* parameter offload: bytes uploaded host -> device by the gathers so far
+     * (shard.c gather_start, shard_nf4.c gather: the owned slices) */
+    uint64_t h2d;
 } sim;
 
 /* or'ed into a place: the engine allocates it with ZT_MEM_ON_HOST */
@@ -217,6 +220,8 @@ typedef struct layout {
     uint64_t *qtmp;
     uint64_t *q16;          /* [nu] with qtmp: the 16-bit rounding buffer (in qtmp's place
                              * where the unit is built in bf16) */
+    uint64_t *qup;          /* [nu] with qtmp: the owned slices of the rest, codes and absmax /
+                             * qabsmax a compute copy uploads when the store is offloaded */
     char *qplain;           /* [nu] with qtmp: the unit has no NF4 tensor */
     int qw16;               /* with n32: a unit with NF4 tensors is built in bf16 (shard_nf4.c,
                              * zt_shard_prec.nf4w16) */
@@ -276,6 +281,8 @@ static void stg_allreduce_grads(layout *y, int grp, uint64_t n) {
  * host-staged, the all-gather's host buffer) */
 static void u_gather(layout *y, int u) {
     if (y->gathered[u] || y->view[u]) return;
+    /* (offload_param: the owned slice, rank 0's, uploaded into the buffer) */
+    if (y->p->gpu && y->p->offload_param) y->s->h2d += cdiv(y->n[u], u_gsize(y, u)) * y->eb;
     y->gathered[u] = y->n[u] * y->eb;
     s_alloc(y->s, y->place_dev, ZT_MEM_GATHERED, y->gathered[u]);
     if (u_gsize(y, u) > 1 && y->req) y->req[u] = stg_req(y, y->n[u] * y->eb);
@@ -312,6 +319,7 @@ static void u_params(layout *y, int u) {
     if (y->qtmp) {   /* NF4 base: the compute copy built at once, no prefetch */
         if (y->view[u]) return;
         y->view[u] = 1;
+        if (y->p->gpu && y->p->offload_param) y->s->h2d += y->qup[u];   /* (the store offloaded) */
         /* (a unit without NF4 tensors whose GEMMs read 16-bit weights keeps
          * its gathered 16-bit rest, the whole unit, until the release; one
          * with NF4 tensors is built in a bf16 buffer of its own, kept so) */
@@ -545,7 +553,7 @@ static int resolve_opts(const zt_config *c, const zt_memplan_opts *o, zt_memplan
  * offloaded), *tmp the temporaries of its compute copy. */
 static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, uint64_t g, int es,
                      int dq, int mixed, uint64_t *store, uint64_t *a2, uint64_t *tmp, uint64_t *t16,
-                     char *plain) {
+                     char *plain, uint64_t *up) {
     const int part = u == 0 ? ZT_AT_EMBED : u <= L ? ZT_AT_BLOCK : ZT_AT_HEAD;
     uint64_t rest = 0, nb = 0, na2 = 0, maxn = 0;
     for (int k = 0; k < a->n_tensors; ++k) {
@@ -570,6 +578,9 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
     *store = rlen * (uint64_t)es + 32 * blen + (dq ? blen : blen * 4) + *a2;
     *tmp = umax(rest, 1) * (uint64_t)es + 32 * umax(nb, 1) + umax(nb, 1) * (dq ? 1 : 4);
     *t16 = mixed && maxn ? maxn * 2 : 0;
+    /* offloaded, a compute copy uploads the owned slices (rank 0's): the
+     * rest, and the codes and absmax / qabsmax of a unit with NF4 tensors */
+    *up = (rest ? cdiv(rest, g) * (uint64_t)es : 0) + (nb ? cdiv(nb, g) * (32 + (dq ? 1 : 4)) : 0);
 }
 
 /* LoRA's model states (zt_ctx_create with ztrain.lora.r > 0, train.c):
@@ -687,6 +698,7 @@ static void layout_free(layout *y) {
     free(y->n32);
     free(y->qtmp);
     free(y->q16);
+    free(y->qup);
     free(y->qplain);
     free(y->win);
     free(y->ug);
@@ -819,7 +831,8 @@ static int plan_qlora(planner *q, zt_status *st) {
     const zt_model_config *mc = q->mc;
     if (!(q->y.qtmp = calloc((size_t)q->y.nu, sizeof *q->y.qtmp)) ||
         !(q->y.q16 = calloc((size_t)q->y.nu, sizeof *q->y.q16)) ||
-        !(q->y.qplain = calloc((size_t)q->y.nu, 1)))
+        !(q->y.qplain = calloc((size_t)q->y.nu, 1)) ||
+        !(q->y.qup = calloc((size_t)q->y.nu, sizeof *q->y.qup)))
         return zt_fail(st, ZT_ENOMEM, "out of memory (memory plan)");
     q->y.qw16 = q->y.n32 && zt_nf4w16_of();   /* (train.c: zt_shard_prec.nf4w16) */
     /* (train.c: zt_shard_prec.nf4view; shard_nf4.c's inplace: never with
@@ -829,7 +842,7 @@ static int plan_qlora(planner *q, zt_status *st) {
         uint64_t b, a2;
         nf4_unit(q->arch, mc, u, q->L, p->stage == 3 ? (uint64_t)q->ax.shard_group : 1, (int)q->y.eb,
                  zt_lora_base_kind(mc, NULL) == 2, p->mixed, &b, &a2, &q->y.qtmp[u], &q->y.q16[u],
-                 &q->y.qplain[u]);
+                 &q->y.qplain[u], &q->y.qup[u]);
         q->nf4_bytes += b;
         q->nf4_a2 += a2;
     }
@@ -845,6 +858,7 @@ static int plan_adapters(planner *q, zt_status *st) {
     *ya = q->y;
     ya->qtmp = NULL;   /* the adapters are never NF4 */
     ya->q16 = NULL;
+    ya->qup = NULL;
     ya->qw16 = 0;
     ya->ub = NULL;     /* (one unit per block, never simulated as the base is) */
     ya->qplain = NULL;
@@ -1223,6 +1237,27 @@ static void plan_reduce_update(planner *q) {
             if (u_gsize(y, u) > 1) stg_ensure(y->s, y->stg, u_grp(y, u), y->n[u] * y->eb);
 }
 
+/* Host <-> device bytes of offloading, per rank (shard-group index 0's
+ * slices), after a micro-step's simulation: the gathers' uploads of a
+ * micro-step (offload_param: forward, backward, checkpointing's
+ * recomputes), then the offloaded update's (shard.c update_offloaded: each
+ * owned fp32 gradient slice down; unless the parameter shards are host
+ * memory, each updated slice up in the storage type) */
+static void plan_offload_traffic(planner *q) {
+    zt_memplan *p = q->p;
+    if (!p->gpu || (!p->offload_optimizer && !p->offload_param)) return;
+    const layout *y = q->lora ? &q->ya : &q->y;   /* the trained engine */
+    p->offload_micro_h2d = q->s.h2d;
+    uint64_t own = 0;
+    for (int u = 0; u < y->nu; ++u) own += cdiv(y->n[u], u_gsize(y, u));
+    if (p->offload_optimizer) {
+        p->offload_update_d2h = own * 4;
+        p->offload_update_h2d = p->offload_param ? 0 : own * y->eb;
+    }
+    p->offload_h2d_bytes = (uint64_t)p->grad_accum * p->offload_micro_h2d + p->offload_update_h2d;
+    p->offload_d2h_bytes = p->offload_update_d2h;
+}
+
 /* The training step (forward, backward: gathered units, gradient buckets,
  * reduce-scatters in flight; the reductions and the update's all-gathers)
  * and an evaluation forward; the peaks per place and category, the
@@ -1234,6 +1269,7 @@ static void plan_step(planner *q) {
     sim_forward(&q->y, 1);
     s->phase = "backward";
     sim_backward(&q->y, p->ckpt_k, zt_ckptkeep_of());
+    plan_offload_traffic(q);
     plan_reduce_update(q);
     if (p->with_eval) {
         s->phase = "evaluation";

@@ -92,6 +92,21 @@ typedef struct zt_memplan {
     int logits_elem;         /* the chunk's element: 4 (fp32) or 2 (bf16, zt_classifier_l16) */
     uint64_t alltoall_bytes; /* sequence parallel: all-to-all bytes one rank sends per
                               * training step (seqpar.h zt_sp_alltoall_bytes x accumulation) */
+    /* offload (a GPU target): host <-> device bytes per training step on a
+     * rank (shard-group index 0, the largest slices): offload_h2d_bytes =
+     * grad_accum x offload_micro_h2d (offload_param: each gather uploads the
+     * owned slice of its unit, or of an NF4 base unit's rest, codes and
+     * absmax; forward, backward and checkpointing's recomputes re-gather)
+     * + offload_update_h2d (offload_optimizer without offload_param: the
+     * updated slices up in the storage type); offload_d2h_bytes =
+     * offload_update_d2h (the owned fp32 gradient slices down for the host's
+     * AdamW, once per optimizer step).  What the engine moves besides (the
+     * token batches, the step's scalars, host-staged collectives) is not
+     * offloading and not counted here; an fp16 step skipped on overflow
+     * makes no update (its gathers only).  0 without offload, and on a CPU
+     * target (nothing moves). */
+    uint64_t offload_h2d_bytes, offload_d2h_bytes;
+    uint64_t offload_micro_h2d, offload_update_h2d, offload_update_d2h;
     int mixed;             /* bf16 / fp16 */
     int gpu;               /* GPU target: device and host places */
     int offload_optimizer, offload_param, with_data, with_eval;

@@ -858,7 +858,9 @@ void zt_shard_free(zt_shard *sh) {
  * when dst_dev, else host): computed on the host, staged in bounded chunks. */
 static int init_into(zt_shard *sh, uint64_t seed, size_t lo, size_t hi, float *dst, int dst_dev) {
     if (!dst_dev || !sh->dev) {
-        zt_model_init_range(sh->m, seed, lo, hi, dst);
+        /* (the counting table takes no values: offloaded host state is left
+         * as allocated, zero, never paged in; bench/costmodel --offload) */
+        if (!zt_count_bare(sh->be)) zt_model_init_range(sh->m, seed, lo, hi, dst);
         return ZT_OK;
     }
     const size_t n = hi - lo, cap = n < ZT_STAGE_ELEMS ? n : ZT_STAGE_ELEMS;
@@ -891,7 +893,7 @@ static void push_slice(zt_shard *sh, int u) {
         return;
     }
     if (sh->host_params) {   /* the 16-bit shard is host memory too: narrowed in place */
-        zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), src, us->len);
+        if (!zt_count_bare(sh->be)) zt_prec_narrow(zt_backend_cpu(), sh->prec, store_slice(sh, u), src, us->len);
         return;
     }
     /* narrowed on the host (the cpu kernels), then moved to the device */
@@ -1207,6 +1209,11 @@ static int next_owned(const zt_shard *sh, int u) {
 static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_scale,
                             zt_status *st) {
     const zt_backend *cpu = zt_backend_cpu();
+    /* the counting table (kernels/count.h, bench/costmodel) has no values:
+     * the host's AdamW and narrowing are skipped (no device work, nothing
+     * counted; the host state stays untouched, never paged in), the copies
+     * are made as always */
+    const int values = !zt_count_bare(sh->be);
     void *down[2] = {NULL, NULL}, *up[2] = {NULL, NULL};
     int u = next_owned(sh, -1);
     if (u >= 0) down[0] = down_async(sh, sh->hgrad, grad_slice(sh, u), sh->u[u].len * sizeof(float));
@@ -1221,20 +1228,21 @@ static int update_offloaded(zt_shard *sh, zt_adamw *o, double lr, double grad_sc
         /* the host master weights; with offload_param at fp32 the host
          * parameter shard itself */
         float *master = zt_shard_param_slice(sh, u);
-        zt_adamw_range(o, sh->m, cpu, us->off + us->lo, us->off + us->lo + us->len, master,
-                       sh->hgrad + (size_t)b * sh->max_len, o->m + us->soff, o->v + us->soff, lr,
-                       grad_scale);
+        if (values)
+            zt_adamw_range(o, sh->m, cpu, us->off + us->lo, us->off + us->lo + us->len, master,
+                           sh->hgrad + (size_t)b * sh->max_len, o->m + us->soff, o->v + us->soff, lr,
+                           grad_scale);
         xfer_wait(sh, &up[b]);   /* staging slice b: free again */
         if (sh->host_params) {
             /* the parameter shard is host memory: nothing goes up (the next
              * gather uploads it); mixed: narrowed into it in place */
-            if (mixed(sh)) zt_prec_narrow(cpu, sh->prec, store_slice(sh, u), master, us->len);
+            if (mixed(sh) && values) zt_prec_narrow(cpu, sh->prec, store_slice(sh, u), master, us->len);
         } else if (!mixed(sh)) {
             float *dst = sh->stage == 3 ? sh->pshard + us->soff : sh->m->params + us->coff + us->lo;
             up[b] = up_async(sh, dst, master, us->len * sizeof(float));
         } else {
             uint16_t *h16 = sh->h16 + (size_t)b * sh->max_len;
-            zt_prec_narrow(cpu, sh->prec, h16, master, us->len);
+            if (values) zt_prec_narrow(cpu, sh->prec, h16, master, us->len);
             up[b] = up_async(sh, store_slice(sh, u), h16, us->len * sizeof(uint16_t));
         }
         u = nx;

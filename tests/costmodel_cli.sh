@@ -121,6 +121,70 @@ for bad in "--lora x" "--lora 0" "--lora-base nf4" "--lora 4 --lora-base int8"; 
     check "costmodel $bad: exit 2, one line" bash -c "[ $rc = 2 ] && [ \$(wc -l < '$W/bad') = 1 ]"
 done
 
+# --offload (ZeRO-Offload, parameter offload): the step's host<->device copies counted by direction,
+# and of them what offloading adds, the planner's figure: with offload the counted bytes are exactly
+# those of the same step without it (--offload none: the token batches, the step's scalars) plus the
+# planned ones, each way; the tiny Llama's 17568 parameters (embedding 2048, two blocks of 7744, the
+# final norm 32) are what the host AdamW updates
+TL=llama:2,4,2,32,48,64,2,16
+declare -A CNT
+xfer() {   # FILE: "UP DOWN" counted; with offload also "PUP PDOWN" planned
+    sed -n 's/^  offload none: host<->device a step: \([0-9]*\) bytes up .*, \([0-9]*\) bytes down .*/\1 \2/p;
+            s/^  host<->device a step: \([0-9]*\) bytes up .*, \([0-9]*\) bytes down .* counted; of them offloading \([0-9]*\) up, \([0-9]*\) down .*/\1 \2 \3 \4/p' "$1"
+}
+for c in "1 optimizer" "2 optimizer" "3 optimizer" "3 params" "3 params --lora 4:all-linear --lora-base nf4"; do
+    set -- $c
+    st=$1; off=$2; shift 2
+    "$CM" --calib "$CAL" --shape $TL --stage $st --offload none "$@" --attention ztrain > "$W/o0" 2>&1
+    "$CM" --calib "$CAL" --shape $TL --stage $st --offload $off "$@" --attention ztrain > "$W/o1" 2>&1
+    ok $? "--stage $st --offload $off${*:+ $*}: exit 0"
+    read -r u0 d0 < <(xfer "$W/o0")
+    read -r u1 d1 pu pd < <(xfer "$W/o1")
+    check "--stage $st --offload $off${*:+ $*}: counted $u1 up, $d1 down = without offload ($u0, $d0) + the planned offloading ($pu, $pd), both > 0" \
+        bash -c "[ -n '$pd' ] && [ '$pu' -gt 0 ] && [ '$pd' -gt 0 ] && [ \$(( $u1 - $u0 )) = '$pu' ] && [ \$(( $d1 - $d0 )) = '$pd' ]"
+    [ $# = 0 ] && CNT[$st$off]="$(( u1 - u0 )) $(( d1 - d0 ))"
+done
+# ztrain estimate of the same run (the tiny Llama, bf16, one GPU): its offload traffic, in --json and
+# in its text line, is the counted difference above
+ZTRAIN="$ZT_BUILDDIR/ztrain"
+for c in "1 optimizer" "3 params"; do
+    set -- $c
+    EST=(estimate --world-size 1 --device gpu --arch llama --n-layer 2 --n-head 4 --n-kv-head 2 --n-embd 32
+         --intermediate-size 48 --vocab 64 --context 16 --seq-len 16 --micro-batch 2 --bf16.enabled true
+         --stage $1 --offload $2)
+    got=$("$ZTRAIN" "${EST[@]}" --json 2> "$W/err" | python3 -c 'import json, sys
+r = json.load(sys.stdin)["run"]
+print(r["offload_h2d_bytes_per_step"], r["offload_d2h_bytes_per_step"])')
+    check "ztrain estimate --stage $1 --offload $2 --json: offload bytes a step ($got) = costmodel's counted difference (${CNT[$1$2]})" \
+        bash -c "[ -n '$got' ] && [ '$got' = '${CNT[$1$2]}' ]"
+    "$ZTRAIN" "${EST[@]}" > "$W/est" 2>&1
+    check "ztrain estimate --stage $1 --offload $2: one 'offload traffic:' line, up and down a step per rank" \
+        bash -c "[ \$(grep -c '^offload traffic: .* host->device, .* device->host a step per rank' '$W/est') = 1 ]"
+done
+check "--offload: the bus rate said to be assumed, the host AdamW left out without --assume host_adam" \
+    bash -c "grep -q 'at the ASSUMED bus rate of .* (20 GB/s + 10 us a transfer; not measured)' '$W/o1' &&
+             grep -q '^  host AdamW: .* LEFT OUT of the step above' '$W/o1'"
+"$CM" --calib "$CAL" --shape $TL --stage 3 --offload params --assume host_adam=50 --attention ztrain > "$W/ha" 2>&1
+ok $? "--assume host_adam=50: exit 0"
+# (bf16: the 12 bytes an element of master weights and moments read and written, the fp32 gradient read,
+# the bf16 parameter written: 30 x 17568 = 527040 bytes; fp32 with the parameters offloaded: the 8 of the
+# moments and the fp32 shard's 4, read and written, the gradient read: 28 x 17568 = 491904)
+check "--assume host_adam: the host AdamW's 527040 bytes (17568 elements) at an ASSUMED 50 GB/s, a WHAT-IF step with it" \
+    bash -c "grep -q '^  host AdamW: [0-9.]* GB a step (527040 bytes, 17568 elements: the host optimizer state, 210816 bytes of master weights and moments, .* at an ASSUMED 50 GB/s (--assume host_adam; not measured)' '$W/ha' &&
+             grep -q '^  WHAT-IF step with the host AdamW: ' '$W/ha'"
+"$CM" --calib "$CAL" --shape $TL --stage 3 --offload params --fp32 --attention ztrain > "$W/ha32" 2>&1
+check "--fp32 --offload params: the host AdamW's 491904 bytes, left out without --assume host_adam" \
+    grep -q '^  host AdamW: [0-9.]* GB a step (491904 bytes, 17568 elements) LEFT OUT' "$W/ha32"
+for bad in "--stage 0 --offload optimizer" "--stage 2 --offload params" "--stage 3 --offload gpu" \
+           "--stage 3 --assume host_adam=50" "--stage 3 --offload params --assume host_adam=0"; do
+    "$CM" --calib "$CAL" --shape $TL $bad > /dev/null 2> "$W/bad"
+    rc=$?
+    check "costmodel $bad: exit 2, one line" bash -c "[ $rc = 2 ] && [ \$(wc -l < '$W/bad') = 1 ]"
+done
+"$CM" --calib "$CAL" --shape $TL --stage 2 --offload params > "$W/out2" 2> "$W/bad"
+check "--offload params at stage 2: refused with the rule named, no step (the stage not changed)" \
+    bash -c "grep -q '^costmodel: --offload params needs --stage 3' '$W/bad' && ! [ -s '$W/out2' ]"
+
 "$CM" --calib "$W/none.txt" > /dev/null 2> "$W/bad"
 rc=$?
 check "a missing calibration file: exit 1, one line naming it" \

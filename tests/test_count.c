@@ -500,7 +500,7 @@ static void engine(void) {
             tap_ok(0, "%s: shape parses", what);
             continue;
         }
-        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0, CM_ATT_AS_SET, 0, "", "", ""};
+        const cm_run_opts o = {cases[i].stage, cases[i].fp32, 0, 1, 0, CM_ATT_AS_SET, 0, "", "", "", CM_OFFLOAD_NONE};
         cm_counts a, b;
         zt_status st;
         memset(&st, 0, sizeof st);
@@ -4064,8 +4064,8 @@ static void model(void) {
     cm_shape_parse("smollm", &s);
     /* as the recorded runs computed them: the LM head in one chunk, the
      * kernels of then (count.h ZT_COUNT_AS_RECORDED) */
-    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", ""},
-                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T, CM_ATT_ZTRAIN, 0, "", "", ""};
+    const cm_run_opts og = {0, 0, ZT_COUNT_AS_RECORDED, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE},
+                      os = {0, 0, ZT_COUNT_AS_RECORDED, 2, s.B * s.T, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE};
     cm_counts cg, cs;
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -4131,7 +4131,7 @@ static void model(void) {
          * head fused in the forward (classifier.h: k_xent16_fused gives the
          * losses, no k_xent16_fwd) */
         cm_counts cn;
-        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", ""};
+        const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
                    "the GPT-2 step counted with today's kernels")) {
             tap_ok(launches_of_k(cn.k, cn.nk, "cublasLt gemm bf16") == 12 * 12 + 3 &&
@@ -4175,7 +4175,7 @@ static void model(void) {
          * fused in the forward (classifier.h): no chunk recomputes its logits, no k_xent16_fwd
          * (ZT_TEST_NO_HEADFUSE=1: 3 GEMMs and 4 k_xent16_fwd more) */
         cm_counts cd;
-        const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN, 0, "", "", ""};
+        const cm_run_opts od = {0, 0, 0, 2, 0, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE};
         if (tap_ok(cm_count_step(&g, &od, zt_backend_count(), &cd, &st) == ZT_OK,
                    "the GPT-2 step counted with the default chunked head")) {
             tap_ok(launches_of_k(cd.k, cd.nk, "cublasLt gemm bf16") == 12 * 12 + 3 * 4 &&
@@ -4407,8 +4407,8 @@ static void cudnn_model(void) {
     /* a GPT-2-like step with cuDNN attention: its launches, and the step without them */
     cm_shape g;
     cm_shape_parse("gpt2:2,4,64,512,2,96", &g);
-    const cm_run_opts oc = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", "", ""},
-                      oz = {0, 0, 0, 1, 0, CM_ATT_ZTRAIN, 0, "", "", ""};
+    const cm_run_opts oc = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", "", "", CM_OFFLOAD_NONE},
+                      oz = {0, 0, 0, 1, 0, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE};
     cm_counts a, b;
     zt_status st;
     memset(&st, 0, sizeof st);
@@ -4916,7 +4916,7 @@ static void costmodel_ckpt(void) {
     cal.cls[ZT_CC_CUDNN_BWD] = (cm_class){0.35, cal.cls[ZT_CC_STREAM].t0_us, 0, 1};
     cm_shape ls;
     cm_shape_parse("llama:3,4,2,64,96,512,2,96,untied", &ls);
-    cm_run_opts o0 = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", "", ""}, on = o0, ob = o0;
+    cm_run_opts o0 = {0, 0, 0, 1, 0, CM_ATT_CUDNN, 0, "", "", "", CM_OFFLOAD_NONE}, on = o0, ob = o0;
     snprintf(on.act_ckpt, sizeof on.act_ckpt, "none");
     snprintf(ob.act_ckpt, sizeof ob.act_ckpt, "blocks");
     cm_counts a, n, b;

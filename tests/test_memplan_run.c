@@ -24,6 +24,9 @@
  *    (nf4-dq's absmax2 alone on the device), every category exact as
  *    predicted, the adapters, the dequantized base and the eval loss
  *    bitwise those of the stage-3 run without offload (test_offload_nf4);
+ *  - offload traffic (test_offload_traffic): the plan's host <-> device
+ *    bytes a step of offloading equal what the counting backend counts
+ *    over cpu-strict, less the same step without offload;
  *  - activation checkpointing (blocks, every-2, every-3, blocks-attn):
  *    losses, gradients and parameters bitwise identical to no checkpointing
  *    at stages 0 and 3; the accounted activation block shrinks as predicted
@@ -40,6 +43,7 @@
 #include <math.h>
 #include <mpi.h>
 #include <unistd.h>
+#include "count.h"
 #include "ctx.h"
 #include "ztrain_ckpt.h"
 #include "tap.h"
@@ -496,6 +500,118 @@ static float *full_copy(zt_shard *sh, size_t n) {
  *    group) exactly as predicted;
  *  both: the adapters, the dequantized base (zt_shard_full_params) and the
  *    eval loss bitwise those of the same run on cpu without offload. */
+/* Offload traffic: the plan's host <-> device bytes of offloading a
+ *    training step (zt_memplan offload_h2d_bytes / offload_d2h_bytes) equal
+ *    what the engine moves: a step counted by the counting backend over
+ *    cpu-strict (kernels/count.h: every to_device / to_host and async copy)
+ *    with offload, less the same step without it (the token batches and the
+ *    step's scalars move either way), on shard-group index 0 (bounded
+ *    elsewhere: smaller slices); gradient accumulation 2, activation
+ *    checkpointing, stages 1-3, bf16 and fp32, a QLoRA NF4 base and a LoRA
+ *    bf16 base offloaded. */
+static void step_transfers(const zt_config *c0, const char *offload, double *up, double *down,
+                           const zt_memplan **plan, zt_ctx **keep, zt_status *st, int *rc) {
+    zt_config *c = zt_config_dup(c0);
+    tu_set(c, "offload", "%s", offload);
+    zt_ctx *ctx = NULL;
+    *up = *down = 0;
+    zt_backend_set_stand_in(zt_backend_count_over(zt_backend_cpu_strict()));
+    *rc = c ? zt_ctx_create(c, NULL, &ctx, st) : ZT_ENOMEM;
+    zt_backend_set_stand_in(NULL);
+    zt_metrics m;
+    if (*rc == ZT_OK) {
+        attach(ctx);
+        *rc = zt_train_step(ctx, &m, st);   /* (the start-up's copies before the reset) */
+    }
+    zt_count_reset();
+    if (*rc == ZT_OK) *rc = zt_train_step(ctx, &m, st);
+    const zt_count_kernel *k;
+    const size_t nk = zt_count_kernels(&k);
+    for (size_t i = 0; i < nk; ++i) {
+        if (k[i].cls != ZT_CC_HOST) continue;
+        if (!strcmp(k[i].name, "cudaMemcpyAsync H2D")) *up += k[i].bytes * (double)k[i].launches;
+        else *down += k[i].bytes * (double)k[i].launches;
+    }
+    zt_count_reset();
+    *plan = ctx ? &ctx->plan : NULL;
+    *keep = ctx;
+    zt_config_free(c);
+}
+
+static void test_offload_traffic(int N) {
+    static const struct {
+        int stage, fp32, lora;   /* lora: 0 none, 1 bf16 base, 2 nf4, 3 nf4-dq */
+        const char *off, *ckpt;
+    } cases[] = {
+        {1, 0, 0, "optimizer", "blocks"}, {2, 0, 0, "optimizer", "none"}, {2, 1, 0, "optimizer", "every-2"},
+        {3, 0, 0, "optimizer", "blocks"}, {3, 0, 0, "params", "none"}, {3, 0, 0, "params", "blocks"},
+        {3, 0, 0, "params", "every-2"}, {3, 1, 0, "params", "blocks"}, {3, 0, 1, "params", "blocks"},
+        {3, 0, 2, "params", "blocks"}, {3, 1, 3, "params", "none"}, {2, 0, 2, "optimizer", "blocks"},
+    };
+    const int nc = (int)(sizeof cases / sizeof cases[0]);
+    int runs = 0, failed = 0, bad = 0, nonzero = 0;
+    for (int i = 0; i < nc; ++i)
+        for (int G = 1; G <= N; ++G) {
+            if (N % G) continue;
+            zt_config *c = base_config(4);
+            tu_set(c, "ztrain.data.val", "%s", "");
+            tu_set(c, "ztrain.model.arch", "llama");
+            tu_set(c, "ztrain.model.n_head", "4");
+            tu_set(c, "ztrain.model.n_kv_head", "2");
+            tu_set(c, "ztrain.model.intermediate_size", "48");
+            if (cases[i].lora) {
+                tu_set(c, "ztrain.lora.r", "2");
+                tu_set(c, "ztrain.lora.targets", "all-linear");
+                if (cases[i].lora > 1) tu_set(c, "ztrain.lora.base", "%s", cases[i].lora == 2 ? "nf4" : "nf4-dq");
+            }
+            tu_set(c, "precision", "%s", cases[i].fp32 ? "fp32" : "bf16");
+            tu_set(c, "zero_optimization.stage", "%d", cases[i].stage);
+            tu_set(c, "zero_optimization.shard_group_size", "%d", G);
+            tu_set(c, "activation_checkpointing.policy", "%s", cases[i].ckpt);
+            tu_set(c, "ztrain.backend", "%s", "cpu-strict");
+            tu_set(c, "train_micro_batch_size_per_gpu", "2");
+            tu_set(c, "gradient_accumulation_steps", "2");
+            char what[200];
+            snprintf(what, sizeof what, "%s stage %d G %d offload %s, %s%s, accumulation 2",
+                     cases[i].fp32 ? "fp32" : "bf16", cases[i].stage, G, cases[i].off, cases[i].ckpt,
+                     cases[i].lora == 1 ? ", LoRA bf16 base" : cases[i].lora == 2 ? ", QLoRA nf4"
+                     : cases[i].lora == 3 ? ", QLoRA nf4-dq" : "");
+            zt_status st;
+            int rc;
+            double u0, d0, u1, d1;
+            const zt_memplan *p0, *p1;
+            zt_ctx *c0 = NULL, *c1 = NULL;
+            step_transfers(c, "none", &u0, &d0, &p0, &c0, &st, &rc);
+            if (rc == ZT_OK) step_transfers(c, cases[i].off, &u1, &d1, &p1, &c1, &st, &rc);
+            if (rc != ZT_OK) {
+                if (!failed++) tap_diag("%s: %s", what, st.msg);
+            } else {
+                runs++;
+                const double pu = (double)p1->offload_h2d_bytes, pd = (double)p1->offload_d2h_bytes;
+                const int first = zt_world_rank() % G == 0;
+                const int ok = first ? u1 - u0 == pu && d1 - d0 == pd : u1 - u0 <= pu && d1 - d0 <= pd;
+                if (!ok && !bad++)
+                    tap_diag("%s: counted %.0f up, %.0f down more than without offload; planned %.0f up "
+                             "(micro-step %llu, update %llu), %.0f down", what, u1 - u0, d1 - d0, pu,
+                             (unsigned long long)p1->offload_micro_h2d,
+                             (unsigned long long)p1->offload_update_h2d, pd);
+                if (pu > 0 && pd > 0 && p0->offload_h2d_bytes == 0 && p0->offload_d2h_bytes == 0) nonzero++;
+                if (i == 0 && G == 1) tap_diag("%s: %.0f up, %.0f down", what, pu, pd);
+            }
+            zt_ctx_free(c0);
+            zt_ctx_free(c1);
+            zt_config_free(c);
+        }
+    tap_ok(all_ok(runs > 0 && failed == 0 && bad == 0),
+           "N=%d offload traffic (stages 1-3, optimizer / params, fp32 and bf16, LoRA bf16 and QLoRA "
+           "nf4/nf4-dq bases, checkpointing none/blocks/every-2, accumulation 2; every shard group): "
+           "%d runs, the planned host<->device bytes a step equal the counted ones on shard-group "
+           "index 0 less those without offload (%d differ)", N, runs, bad);
+    tap_ok(all_ok(runs > 0 && nonzero == runs),
+           "N=%d offload traffic: both directions planned non-zero with offload, 0 without "
+           "(%d of %d runs)", N, nonzero, runs);
+}
+
 static void test_offload_nf4(int N) {
     static const char *const bases[] = {"nf4", "nf4-dq"};
     static const char *const precs[] = {"fp32", "bf16"};
@@ -807,6 +923,7 @@ int main(int argc, char **argv) {
     test_llama_grid(N);
     test_offload_param(N);
     test_offload_nf4(N);
+    test_offload_traffic(N);
     test_checkpointing(N);
     test_refusal(N);
     test_auto(N);
