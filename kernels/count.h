@@ -16,7 +16,9 @@
  *
  * Memory: alloc() reserves address space only (PROT_NONE, not committed),
  * so a full-shape model "fits" on any host; host_memory is 0, so the engine
- * never touches it.  to_host writes zeros; sum / sumsq return 0 and
+ * never touches it.  to_host writes zeros (but of the few buffers whose
+ * contents it knows: what to_device wrote, its moe_permute's offsets;
+ * count.c "known words"); sum / sumsq return 0 and
  * nonfinite 0 (every loss is 0).  zt_backend_count_over(inner) counts the
  * same way and also runs `inner` (its memory, its results): the tests
  * compare the two.

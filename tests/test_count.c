@@ -92,6 +92,115 @@ static void check_kernel(const char *what, const char *name, long n, double flop
         tap_diag("got %s x%ld, %.0f FLOPs, %.0f bytes", name, c, f, b);
 }
 
+/* The Mixture of Experts entries (cuda_moe.cu; count.c's formulas): N = 6
+ * tokens, E = 4 experts, top-K = 2, NK = 12 rows of C = 5 */
+static void moe_formulas(void) {
+    float *x = FAKE(float, 11), *y = FAKE(float, 12), *w = FAKE(float, 13), *p = FAKE(float, 14);
+    int *idx = FAKE(int, 15), *off = FAKE(int, 16), *perm = FAKE(int, 17), *rows = FAKE(int, 18);
+    const double N = 6, E = 4, K2 = 2, NK = 12, C = 5, f = 4, i4 = 4;
+    zt_count_reset();
+    K->moe_route_fwd(w, idx, p, x, 6, 4, 2, 1);
+    check_kernel("moe_route_fwd", "k_moe_route_fwd", 1, N * (5 * E + K2 * E + K2 + K2),
+                 2 * N * E * f + N * K2 * (f + i4));
+    zt_count_reset();
+    K->moe_route_bwd(y, w, p, x, idx, 6, 4, 2, 1);
+    check_kernel("moe_route_bwd, norm, dprobs", "k_moe_route_bwd", 1, N * (6 * K2 + E + 4 * E),
+                 2 * N * E * f + N * K2 * (f + i4) + E * f);
+    zt_count_reset();
+    K->moe_route_bwd(y, w, NULL, x, idx, 6, 4, 2, 0);
+    check_kernel("moe_route_bwd", "k_moe_route_bwd", 1, N * (3 * K2 + 4 * E), 2 * N * E * f + N * K2 * (f + i4));
+    zt_count_reset();
+    K->rows_gather(y, x, rows, w, 12, 5);
+    check_kernel("rows_gather, rows and w", "k_rows_gather", 1, NK * C, 2 * NK * C * f + NK * i4 + NK * f);
+    zt_count_reset();
+    K->rows_gather(y, x, NULL, NULL, 12, 5);
+    check_kernel("rows_gather", "k_rows_gather", 1, 0, 2 * NK * C * f);
+    zt_count_reset();
+    K->rows_scatter(y, x, rows, w, 12, 5);
+    check_kernel("rows_scatter, rows and w", "k_rows_scatter", 1, 2 * NK * C,
+                 3 * NK * C * f + NK * i4 + NK * f);
+    zt_count_reset();
+    K->rows_scatter(y, x, rows, NULL, 12, 1);
+    check_kernel("rows_scatter, C 1", "k_rows_scatter", 1, NK, 3 * NK * f + NK * i4);
+    zt_count_reset();
+    K->rows_dot(y, x, rows, w, 12, 5);
+    check_kernel("rows_dot", "k_rows_dot", 1, 2 * NK * C, 2 * NK * C * f + NK * i4 + NK * f);
+    zt_count_reset();
+    K->sigmoid_fwd(y, x, 10);
+    check_kernel("sigmoid_fwd", "k_sigmoid_fwd", 1, 40, 80);
+    K->sigmoid_bwd(y, x, w, 10);
+    check_kernel("sigmoid_bwd", "k_sigmoid_bwd", 1, 30, 120);
+    /* empty shapes: nothing launched, as cuda_moe.cu's early returns */
+    zt_count_reset();
+    K->moe_route_fwd(w, idx, p, x, 0, 4, 2, 1);
+    K->moe_route_bwd(y, w, NULL, x, idx, 6, 4, 0, 0);
+    K->rows_gather(y, x, rows, w, 0, 5);
+    K->rows_scatter(y, x, rows, w, 12, 0);
+    K->rows_dot(y, x, rows, w, 0, 5);
+    K->moe_permute(off, perm, rows, idx, 6, 2, 0);
+    K->moe_regroup(perm, rows, idx, 0, 2);
+    K->sigmoid_fwd(y, x, 0);
+    tap_ok(tot().launches == 0 && tot().calls[ZT_CE_rows_gather] == 1 && tot().calls[ZT_CE_moe_permute] == 1,
+           "MoE entries on empty shapes: counted calls, no launch");
+    zt_count_reset();
+    K->rows_dot(y, x, rows, w, 12, 0);
+    check_kernel("rows_dot, C 0 (launched: zeros)", "k_rows_dot", 1, 0, NK * i4 + NK * f);
+
+    /* moe_permute: k_moe_count, k_moe_offsets, k_moe_fill; the bare table
+     * knows no idx: the balanced routing, NK / E = 3 rows an expert,
+     * read back by to_host (route_groups' read: D2H and a sync) */
+    zt_count_reset();
+    K->moe_permute(off, perm, rows, idx, 6, 2, 4);
+    check_kernel("moe_permute", "k_moe_count", 1, E * NK, NK * i4 + (E + 1) * i4);
+    check_kernel("moe_permute", "k_moe_offsets", 1, E, (2 * E + 1) * i4);
+    check_kernel("moe_permute", "k_moe_fill", 1, E * NK + E * 128 * 7, E * i4 + NK * i4 + 2 * NK * i4);
+    int o[5] = {-1, -1, -1, -1, -1};
+    K->to_host(o, off, sizeof o);
+    tap_ok(o[0] == 0 && o[1] == 3 && o[2] == 6 && o[3] == 9 && o[4] == 12 && tot().launches == 3 &&
+               tot().syncs == 1 && tot().host_bytes == 20,
+           "moe_permute, bare: the balanced offsets read back (0 3 6 9 12), 3 launches, 1 sync, 20 bytes");
+    /* 7 rows: 5 tokens of K 1 + an expert outside [0, E) left out */
+    int ix[12] = {1, 1, 3, 1, 0, 9, 1, 0, 3, 1, 1, 2};
+    K->to_device(idx, ix, sizeof ix);
+    zt_count_reset();
+    K->moe_permute(off, perm, rows, idx, 6, 2, 4);
+    K->to_host(o, off, sizeof o);
+    tap_ok(o[0] == 0 && o[1] == 2 && o[2] == 8 && o[3] == 9 && o[4] == 11,
+           "moe_permute, bare, a known idx: its counts (0 2 8 9 11: the slot of expert 9 left out)");
+    check_kernel("moe_permute, 11 rows", "k_moe_fill", 1, E * NK + E * 128 * 7, E * i4 + NK * i4 + 2 * 11 * i4);
+    /* a routing the router wrote (moe_route_fwd: unknown): balanced again */
+    K->moe_route_fwd(w, idx, p, x, 6, 4, 2, 1);
+    K->moe_permute(off, perm, rows, idx, 6, 2, 4);
+    K->to_host(o, off, sizeof o);
+    tap_ok(o[1] == 3 && o[4] == 12, "moe_permute after moe_route_fwd: idx forgotten, balanced");
+    zt_count_reset();
+    K->moe_permute(off, perm, rows, idx, 0, 2, 4);
+    tap_ok(tot().launches == 2 && launches_of("k_moe_fill", NULL, NULL) == 0,
+           "moe_permute of no rows: k_moe_count and k_moe_offsets only");
+    /* moe_regroup: P 2 ranks x El 2 experts, R = 10 rows (cnt known) */
+    int cnt[4] = {1, 2, 3, 4};
+    K->to_device(idx, cnt, sizeof cnt);
+    zt_count_reset();
+    K->moe_regroup(perm, rows, idx, 2, 2);
+    check_kernel("moe_regroup", "k_moe_regroup", 1, 4 * 3 / 2 + 16, 4 * i4 + 2 * 10 * i4);
+    /* over cpu: the same counts, the cpu's results */
+    const zt_backend *cpu = zt_backend_cpu(), *O = zt_backend_count_over(cpu);
+    float lg[12], pr[12], pr2[12], wt[4], wt2[4];
+    int id[4], id2[4], of[5], of2[5], pe[4], pe2[4], ro[4], ro2[4];
+    for (int k = 0; k < 12; k++) lg[k] = (float)((k * 7) % 5) * 0.25f - 0.3f;
+    zt_count_reset();
+    O->moe_route_fwd(wt, id, pr, lg, 2, 6, 2, 1);
+    cpu->moe_route_fwd(wt2, id2, pr2, lg, 2, 6, 2, 1);
+    O->moe_permute(of, pe, ro, id, 2, 2, 6);
+    cpu->moe_permute(of2, pe2, ro2, id2, 2, 2, 6);
+    tap_ok(!memcmp(wt, wt2, sizeof wt) && !memcmp(id, id2, sizeof id) && !memcmp(pr, pr2, sizeof pr) &&
+               !memcmp(of, of2, sizeof of) && !memcmp(pe, pe2, sizeof pe) && !memcmp(ro, ro2, sizeof ro),
+           "count over cpu: moe_route_fwd and moe_permute bitwise the cpu's");
+    check_kernel("moe_permute over cpu", "k_moe_fill", 1, 6 * 4 + 6 * 128 * 7.0, 6 * 4 + 4 * 4 + 2 * 4 * 4.0);
+    K = zt_backend_count();
+    zt_count_reset();
+}
+
 static void formulas(void) {
     float *x = FAKE(float, 1), *y = FAKE(float, 2), *w = FAKE(float, 3), *b = FAKE(float, 4);
     float *dw = FAKE(float, 5), *mis = (float *)((uintptr_t)FAKE(float, 6) + 4);
@@ -437,7 +546,13 @@ static void formulas(void) {
     const zt_count_totals t = tot();
     tap_ok(t.syncs == 3 && t.transfers == 2 && t.host_bytes == 128 && t.launches == 2 && t.bytes == 300,
            "to_device, to_host, copy, zero, synchronize: 3 syncs, 2 transfers, 2 launches");
-    tap_ok(host[0] == 0 && host[63] == 0, "to_host writes zeros");
+    tap_ok(host[0] == 1 && host[63] == 1, "to_host of what to_device wrote: its bytes (count.c known words)");
+    K->to_host(host, y, 64);
+    tap_ok(host[0] == 0 && host[63] == 0, "to_host of a buffer the bare table cannot know: zeros");
+    K->zero(x, 4);
+    memset(host, 1, sizeof host);
+    K->to_host(host, x, 64);
+    tap_ok(host[0] == 0 && host[63] == 0, "to_host after a zero(): forgotten, zeros");
     tap_ok(t.calls[ZT_CE_to_device] == 1 && t.calls[ZT_CE_copy] == 1 && t.calls[ZT_CE_synchronize] == 1,
            "entry tallies");
 
@@ -448,6 +563,8 @@ static void formulas(void) {
     tap_ok(tot().launches == 9, "encoder_bwd: 9 launches");
     check_kernel("encoder_bwd", "cub radix sort: onesweep pass", 4, 0, 4 * 16 * 16.0);
     check_kernel("encoder_bwd", "k_encoder_bwd_wte", 1, 16 * 16.0, 3 * 16 * 16 * 4.0 + 8 * 16);
+
+    moe_formulas();
 
     /* memory is address space only: 64 GiB "fits" */
     size_t cur0, peak;
@@ -657,6 +774,8 @@ static const zt_backend *g_w16_inner;
  * = 2 forwards a block), 1: the default's kept last group (ckpt_keep, which
  * counts what it saves against that) */
 static int g_w16_ckkeep;
+/* 1: a Mixture of Experts runs on the cpu backend itself, uncounted */
+static int g_w16_moe_cpu;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
  * (LoRA's swapped order, lora_swap: the base GEMM the *_w16 / *_a16 entries
  * made before), counted by a table over the one w16_run counts over */
@@ -714,9 +833,10 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     SET("train_batch_size", "%d", s->B);
     SET("zero_optimization.stage", "%d", stage);
     SET("gradient_clipping", "%s", "1.0");
-    /* (a Mixture of Experts: the cpu backend itself, uncounted: the
-     * counter has no MoE kernels) */
-    const int moe = extra && strstr(extra, "n_experts");
+    /* (a Mixture of Experts: counted as every run since count.c has its
+     * kernels; g_w16_moe_cpu: the cpu backend itself, uncounted, as before,
+     * for moe_counted's bitwise comparison) */
+    const int moe = extra && strstr(extra, "n_experts") && g_w16_moe_cpu;
     SET("ztrain.backend", "%s", moe ? "cpu" : "cuda");
     SET("ztrain.comm_backend", "%s", "mpi");
     SET("bf16.enabled", "%s", "true");
@@ -1168,11 +1288,14 @@ static void bf16_weights(void) {
          * embedding is the encoder's zt_enc_fwd's only other reader: it reads
          * the bf16 bits, so the table is a GEMM-only tensor).
          * Each call rounds no weight.  QLoRA: the blocks' weights are NF4,
-         * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  (A
-         * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2);
+         * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  A
+         * Mixture of Experts (E = 4, every expert taking rows in every
+         * block and step of these tokens' routing): per block forward and
+         * backward q|k|v, o, the router, the shared expert's gate|up, down
+         * and gate, and each expert's gate|up and down, 6 + 2 E calls. */
+        const long want = ex == moe ? 4L * (2 * p.s.L * (6 + 2 * 4) + 2 + 2) : 4L * (8 * p.s.L + 2 + 2);
         /* the embedding lookup: one a step, on the bf16 table */
-        tap_ok(ex == moe || (p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4),
+        tap_ok(p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4,
                "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
                "without: %ld and %ld)",
                what, cases[i].stage, p.ma.enc16, p.ma.enc, p.mb.enc16, p.mb.enc);
@@ -2811,7 +2934,7 @@ static void moe16(void) {
     static const char mix[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.matmul_precision=bf16";
     static const char mixck[] = MOE "ztrain.model.decoder_sparse_step=2 ztrain.matmul_precision=bf16 "
                                     "activation_checkpointing.policy=every-2";
-    static const char f32mm[] = MOE "ztrain.model.shared_expert_size=16";
+    static const char f32mm[] = MOE "ztrain.model.shared_expert_size=16 ztrain.matmul_precision=fp32";
     static const char f32[] = MOE "ztrain.model.shared_expert_size=16 bf16.enabled=false "
                                   "ztrain.matmul_precision=bf16";
 #undef MOE
@@ -4773,12 +4896,12 @@ static void ckpt_keep(void) {
  * 0, 1 and 3, LoRA, Gemma 2, Qwen3's q/k norms, accumulation 2, every block
  * recomputed (ZT_TEST_NO_CKPTKEEP), a Mixture of Experts: 4 steps' losses
  * and gradient norms bitwise, and the last step's gradients where the
- * counter keeps them; counted (the dense runs): L attention forwards a
+ * counter keeps them; counted (the MoE too): L attention forwards a
  * micro-batch (blocks: 2L - 1, 2L with every block recomputed; none: L),
  * the GEMMs' FLOPs and launches those of blocks; the
  * activations' peak blocks' plus exactly (L - 1) (A + S) bytes, A the
  * attention output [N, AD] in bf16 (rounded up to 128 elements, 2 bytes
- * each; the MoE's fp32, 16 and 4) and S lse [B, NH, T] (rounded up to 16 floats): the shapes keep
+ * each; the MoE's as well, counted on the cuda table) and S lse [B, NH, T] (rounded up to 16 floats): the shapes keep
  * every array a multiple of 256 bytes, so no alignment pad moves
  * (model_acts.h zt_carve_katt); the planner's activations the measured
  * ones on both policies (a cuda plan's with the host's tokens and targets,
@@ -4841,10 +4964,10 @@ static void ckpt_attn(void) {
                    (!ma.ghave || (ma.ghash == mb.ghash && ma.ghash == mn.ghash)),
                "%s: the last step's gradients bitwise%s", what,
                ma.ghave ? "" : " (not kept by the counter at this stage: the losses above)");
-        const int L = sh.L, moe = cases[i].extra == sac_moe;
+        const int L = sh.L;
         /* micro-batches in the 4 steps (accumulation 2: 8) */
         const long mbs = cases[i].extra == sac_acc ? 8 : 4;
-        if (!moe) {
+        {   /* (the MoE counted too: count.c has its kernels) */
             tap_ok(ma.attf == mbs * L && mb.attf == mbs * (cases[i].keep ? 2 * L - 1 : 2 * L) &&
                        mn.attf == mbs * L &&
                        ma.gemm_fl == mb.gemm_fl && ma.gemm_n == mb.gemm_n && ma.gemm_fl > mn.gemm_fl,
@@ -4855,14 +4978,14 @@ static void ckpt_attn(void) {
         }
         /* (AD = C for both architectures' shapes here: NH hd = C) */
         const uint64_t N = (uint64_t)sh.B * sh.T;
-        /* (the MoE's activations fp32: model_acts.h zt_acts16_on) */
-        const uint64_t A = moe ? ((N * (uint64_t)sh.C + 15) & ~(uint64_t)15) * 4
-                               : ((N * (uint64_t)sh.C + 127) & ~(uint64_t)127) * 2;
+        /* (the MoE's activations bf16 too on the cuda backend the counter
+         * stands in for: model_acts.h zt_acts16_on, config.h ZT_W16_MOE16) */
+        const uint64_t A = ((N * (uint64_t)sh.C + 127) & ~(uint64_t)127) * 2;
         const uint64_t S = (((uint64_t)sh.B * sh.NH * sh.T + 15) & ~(uint64_t)15) * 4;
         const uint64_t d = (uint64_t)(L - 1) * (A + S);
         /* (the plan of a cuda run adds the host's [B, T] tokens and targets,
          * memplan.c, which the cpu-backed counter does not allocate) */
-        const uint64_t host = moe ? 0 : N * 4 * 2;
+        const uint64_t host = N * 4 * 2;
         tap_ok(ma.acts_peak == mb.acts_peak + d && ma.acts_plan == ma.acts_peak + host &&
                    mb.acts_plan == mb.acts_peak + host && ma.acts_peak < mn.acts_peak &&
                    ma.peak == ma.plan && mb.peak == mb.plan,
