@@ -774,7 +774,11 @@ static const zt_backend *g_w16_inner;
  * = 2 forwards a block), 1: the default's kept last group (ckpt_keep, which
  * counts what it saves against that) */
 static int g_w16_ckkeep;
-/* 1: a Mixture of Experts runs on the cpu backend itself, uncounted */
+/* the last w16_run's totals and a few of its launches (moe_counted) */
+static zt_count_totals g_w16_tot;
+static struct { long count, offsets, fill, gather, sw16; double sw16b; } g_w16_moek;
+/* 1: a Mixture of Experts runs on the cpu backend itself, uncounted; 2:
+ * every run on the inner table without the counter (backend cuda) */
 static int g_w16_moe_cpu;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
  * (LoRA's swapped order, lora_swap: the base GEMM the *_w16 / *_a16 entries
@@ -858,9 +862,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
-        if (!moe)
-            zt_backend_set_stand_in(
-                zt_backend_count_over(facc_over(g_w16_inner ? g_w16_inner : zt_backend_cpu())));
+        const zt_backend *in = facc_over(g_w16_inner ? g_w16_inner : zt_backend_cpu());
+        /* (g_w16_moe_cpu 2: the same table uncounted, backend cuda) */
+        if (!moe) zt_backend_set_stand_in(g_w16_moe_cpu == 2 ? in : zt_backend_count_over(in));
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
     }
@@ -895,6 +899,17 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     unsetenv("ZT_TEST_NO_L16");
     zt_count_totals t;
     zt_count_totals_get(&t);
+    g_w16_tot = t;
+    {
+        const zt_count_kernel *kk;
+        const size_t nkk = zt_count_kernels(&kk);
+        g_w16_moek.count = launches_of_k(kk, nkk, "k_moe_count");
+        g_w16_moek.offsets = launches_of_k(kk, nkk, "k_moe_offsets");
+        g_w16_moek.fill = launches_of_k(kk, nkk, "k_moe_fill");
+        g_w16_moek.gather = launches_of_k(kk, nkk, "k_rows_gather");
+        g_w16_moek.sw16 = launches_of_k(kk, nkk, "k_swiglu_fwd16");
+        g_w16_moek.sw16b = bytes_of_k(kk, nkk, "k_swiglu_fwd16");
+    }
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
                  t.calls[ZT_CE_matmul_gelu_fwd_w16] + t.calls[ZT_CE_matmul_dgelu_bwd_w16] +
                  g_facc_w16 + g_bacc_w16;
@@ -1306,7 +1321,7 @@ static void bf16_weights(void) {
          * the plan's, below the rounding path's, and the widening moves
          * fewer bytes */
         tap_ok(p.ma.peak == p.ma.plan && p.mb.peak == p.mb.plan && p.ma.peak < p.mb.peak &&
-                   (ex == moe || p.ma.widened < p.mb.widened),
+                   p.ma.widened < p.mb.widened,
                "%s stage %d: the fp32 copies' peak %llu bytes (planned %llu; %llu without the bf16 "
                "weights, planned %llu), widened %.0f bytes (%.0f)",
                what, cases[i].stage, (unsigned long long)p.ma.peak, (unsigned long long)p.ma.plan,
@@ -2126,8 +2141,8 @@ static void bf16_gradients(void) {
  * checkpointing (every block its own group, or groups of 2 of 3 blocks,
  * recomputed) and without, LoRA,
  * the norms' to_bf16 path (ZT_TEST_NO_N16), the fp32 activations
- * (ZT_TEST_NO_ACT16), a Mixture of Experts (the cpu backend itself,
- * uncounted: losses only).  Per step L k_add fewer in the forward, and with
+ * (ZT_TEST_NO_ACT16), a Mixture of Experts (counted: count.c has its
+ * kernels).  Per step L k_add fewer in the forward, and with
  * checkpointing L more in the recompute (a recomputed block's y is the kept
  * residual, added by nobody again); L fused calls more, and with
  * checkpointing each recomputed block's but a group's first (which reads
@@ -2160,7 +2175,6 @@ static void residual_fold(void) {
                           NULL, what, sizeof what))
             continue;
         const char *ex = cases[i].extra;
-        if (ex == moe) continue;   /* (uncounted) */
         /* 4 steps: L a forward, L more a recompute (every block); the
          * fused calls L a forward, and in a recompute each block but a
          * group's first (k = 1: none) */
@@ -2188,7 +2202,7 @@ static void residual_fold(void) {
  * gradient accumulation 2, activation checkpointing, LoRA (a frozen head:
  * dx alone), Gemma 2's final soft-cap (fp32 logits), the fp32 activations
  * (fp32 logits), fp32 and fp16 (dloss with the loss scale) runs, a Mixture
- * of Experts (the cpu backend itself, uncounted: losses only).  With the
+ * of Experts (counted: count.c has its kernels).  With the
  * head in 2 chunks (w16_run), per micro-batch one head GEMM fewer (the
  * recomputed chunk's: no head GEMM in backward), no loss-only xent call
  * (xent16_fwd / xent_fwd) left, and the gathered units' and activations'
@@ -2228,7 +2242,6 @@ static void head_fused(void) {
                  ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "", ex == f32 ? " fp32" : "",
                  ex == f16 ? " fp16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "", "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
-        if (ex == moe) continue;   /* (uncounted) */
         /* 4 steps of A micro-batches, the head in 2 chunks: one head GEMM
          * fewer each */
         const long fewer = 4L * cases[i].A;
@@ -2849,8 +2862,7 @@ static void lora_gu16(void) {
  * same counts where the path is not taken: adapters on o and down
  * (all-linear), Gemma 2's post norms, the fp32 matmuls, the fp32
  * activations (ZT_TEST_NO_ACT16; so a Mixture of Experts, whose blocks keep
- * the fp32 activations, model_acts.h zt_acts16_on: the cpu backend itself,
- * uncounted, losses only), the separate residual add (ZT_TEST_NO_ADDFOLD),
+ * the fp32 activations, model_acts.h zt_acts16_on; counted), the separate residual add (ZT_TEST_NO_ADDFOLD),
  * GPT-2. */
 static void branch16(void) {
     static const w16_kind kind = {4294967296ULL, " with and without the bf16 residual branches",
@@ -2883,7 +2895,6 @@ static void branch16(void) {
         char what[160];
         if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
             continue;
-        if (c->extra == moe) continue;   /* (uncounted) */
         const long F = c->extra == w16_ck ? 2 : 1, L = p.s.L;
         /* down's bf16 outputs a pass: L, or L - 1 with the fp32 final norm */
         const long Ld = c->arg & 8192 ? L - 1 : L;
@@ -2918,9 +2929,194 @@ static void branch16(void) {
  * checkpointed; dense and sparse blocks mixed (decoder_sparse_step 2: block
  * 1 sparse), also checkpointed (slots holding both kinds); expert
  * parallelism is moe_ep.sh's.  Not taken, bitwise and the same peak: the
- * fp32 matmuls (the cpu backend's default; the bf16 activations need bf16
- * GEMMs), fp32.  The cpu backend itself, uncounted (the counting backend
- * has no MoE kernels). */
+ * fp32 matmuls (ztrain.matmul_precision=fp32; the bf16 activations need
+ * bf16 GEMMs), fp32.  Counted (backend cuda over cpu, as every case; the
+ * counts of the experts' path: moe_counted). */
+/* ------------------------------------------------------------ a MoE step counted
+ * A Mixture of Experts (E 4 experts, top-2, width 24; libtrain/moe.c) on
+ * the counting table over cpu (backend cuda, as every case): 4 steps'
+ * losses and gradient norms bitwise those of the same run on the cpu table
+ * without the counter (counting changes no value; the cpu backend itself,
+ * ztrain.backend=cpu, is another configuration: no bf16 weight storage,
+ * not bitwise), and per step and MoE block (P forwards: 2 checkpointed,
+ * every block recomputed) the entries moe.c calls: moe_route_fwd and
+ * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather 2 P
+ * (x's routed rows, the weights) + 2 (dy's rows, the routed rows gathered
+ * again), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
+ * moe_route_bwd, swiglu_bwd16 1, swiglu_fwd16 P (one over every routed
+ * row), moe_regroup none (no expert parallelism); a shared expert (llama.c
+ * moe_fwd / moe_bwd, fp32) adds per block swiglu_fwd, sigmoid_fwd and
+ * rows_scatter P (its gated output), swiglu_bwd, sigmoid_bwd, rows_dot and
+ * rows_gather 1 (none without one).  With every token on
+ * experts 1 and 2 (ZT_TEST_MOE_ROUTE_ALL=1: K of E take rows, N each): the
+ * bf16 experts' path's matmul_fwd_o16 1 + K a forward (q|k|v's and the
+ * experts' gate|up), one k_swiglu_fwd16 of N K rows (3 N K Im 2 bytes),
+ * matmul_fwd_a16 and matmul_bwd_a16 K each more than ZT_TEST_NO_MOE16's
+ * fp32 experts (which call swiglu_fwd K a forward and swiglu_bwd K, no
+ * 16-bit SwiGLU).  The bare table (no values) through bench/costmodel's
+ * step: with the forced routing (idx known to it: to_device) the same
+ * GEMMs and MoE kernels (launches, FLOPs, bytes) as over cpu (the rest
+ * differs by the host-memory table's staging: memsets, transfers); the
+ * routing counts read back
+ * (route_groups: E + 1 ints, a D2H and a host sync) 2 a block and step
+ * (forward and backward), 1 more a recomputed block. */
+static void moe_counted(void) {
+#define MOE "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 ztrain.model.moe_intermediate_size=24 " \
+            "ztrain.matmul_precision=bf16"
+    static const char base[] = MOE;
+    static const char ck[] = MOE " activation_checkpointing.policy=blocks";
+    static const char sh[] = MOE " ztrain.model.shared_expert_size=16";
+#undef MOE
+    static const struct { const char *shape; int stage; const char *extra, *name; int P, shared; } cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, base, "", 1, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, ck, " checkpointed", 2, 0},
+        {"llama:3,4,2,32,48,64,2,16,untied", 3, sh, " shared expert", 1, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, " checkpointed", 2, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        char what[160];
+        snprintf(what, sizeof what, "MoE counted %s stage %d%s", cases[i].shape, cases[i].stage, cases[i].name);
+        double ra[4][2], rb[4][2];
+        long w = 0, r = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        g_w16_moe_cpu = 2;
+        int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rb, &w, &r, &mb, &st);
+        g_w16_moe_cpu = 0;
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, ra, &w, &r, &ma, &st);
+        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, counted and not", what)) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        const zt_count_totals t = g_w16_tot;
+        tap_ok(!memcmp(ra, rb, sizeof ra), "%s: losses and gradient norms bitwise the uncounted run's "
+               "(%.9g %.9g ... %.9g)", what, ra[0][0], ra[1][0], ra[3][0]);
+        const long n = 4L * s.L, P = cases[i].P, sh1 = cases[i].shared;
+        const long perm = g_w16_moek.count;
+        tap_ok(t.calls[ZT_CE_moe_route_fwd] == n * P && t.calls[ZT_CE_moe_permute] == n * P &&
+                   perm == n * P && g_w16_moek.offsets == n * P &&
+                   g_w16_moek.fill == n * P && t.calls[ZT_CE_moe_route_bwd] == n &&
+                   t.calls[ZT_CE_moe_regroup] == 0,
+               "%s: %ld moe_route_fwd, %ld moe_permute (%ld k_moe_count), %ld moe_route_bwd, %ld "
+               "moe_regroup (4 steps x %d blocks x %ld forwards)",
+               what, t.calls[ZT_CE_moe_route_fwd], t.calls[ZT_CE_moe_permute], perm,
+               t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
+        tap_ok(t.calls[ZT_CE_rows_gather] == n * (2 * P + 2 + sh1) &&
+                   t.calls[ZT_CE_rows_scatter] == n * (P + 2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * (1 + sh1) &&
+                   g_w16_moek.gather == n * (2 * P + 2 + sh1),
+               "%s: %ld rows_gather (the backward's 2: dy's rows and the routed rows again), %ld "
+               "rows_scatter, %ld rows_dot",
+               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_dot]);
+        tap_ok(t.calls[ZT_CE_swiglu_fwd16] == n * P && t.calls[ZT_CE_swiglu_bwd16] == n &&
+                   t.calls[ZT_CE_swiglu_fwd] == n * P * sh1 && t.calls[ZT_CE_swiglu_bwd] == n * sh1 &&
+                   t.calls[ZT_CE_sigmoid_fwd] == n * P * sh1 && t.calls[ZT_CE_sigmoid_bwd] == n * sh1,
+               "%s: %ld swiglu_fwd16 (one over every routed row), %ld swiglu_bwd16, %ld swiglu_fwd and %ld "
+               "swiglu_bwd (the shared expert's), %ld sigmoid_fwd, %ld sigmoid_bwd",
+               what, t.calls[ZT_CE_swiglu_fwd16], t.calls[ZT_CE_swiglu_bwd16], t.calls[ZT_CE_swiglu_fwd],
+               t.calls[ZT_CE_swiglu_bwd], t.calls[ZT_CE_sigmoid_fwd], t.calls[ZT_CE_sigmoid_bwd]);
+    }
+
+    /* the bf16 experts' path against ZT_TEST_NO_MOE16, every token on
+     * experts 1 and 2 */
+    {
+        static const char ex[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                                 "ztrain.model.moe_intermediate_size=24 ztrain.matmul_precision=bf16";
+        cm_shape s;
+        cm_shape_parse("llama:2,4,2,32,48,64,2,16", &s);
+        const long n = 4L * s.L, K2 = 2, NKr = 2L * s.B * s.T;
+        double ra[4][2], rb[4][2];
+        long w = 0, r = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        setenv("ZT_TEST_MOE_ROUTE_ALL", "1", 1);
+        int rc = w16_run(&s, 0, ex, 1099511627776ULL, rb, &w, &r, &mb, &st);
+        const zt_count_totals tb = g_w16_tot;
+        if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, ra, &w, &r, &ma, &st);
+        const zt_count_totals ta = g_w16_tot;
+        const double sb = g_w16_moek.sw16b;
+        const long sl = g_w16_moek.sw16;
+        unsetenv("ZT_TEST_MOE_ROUTE_ALL");
+        if (tap_ok(rc == ZT_OK, "MoE experts 1 and 2: 4 steps with the bf16 experts' path and without")) {
+            tap_ok(ta.calls[ZT_CE_matmul_fwd_o16] == n * (1 + K2) && ta.calls[ZT_CE_swiglu_fwd16] == n &&
+                       sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
+                       ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
+                   "MoE experts 1 and 2, bf16 experts: %ld matmul_fwd_o16 (q|k|v's and K gate|up a "
+                   "forward), %ld k_swiglu_fwd16 of N K = %ld rows (%.0f bytes), %ld swiglu_bwd16",
+                   ta.calls[ZT_CE_matmul_fwd_o16], sl, NKr, sb, ta.calls[ZT_CE_swiglu_bwd16]);
+            tap_ok(tb.calls[ZT_CE_swiglu_fwd] == n * K2 && tb.calls[ZT_CE_swiglu_bwd] == n * K2 &&
+                       tb.calls[ZT_CE_swiglu_fwd16] == 0 && tb.calls[ZT_CE_swiglu_bwd16] == 0 &&
+                       ta.calls[ZT_CE_matmul_fwd_a16] - tb.calls[ZT_CE_matmul_fwd_a16] >= n * K2 &&
+                       ta.calls[ZT_CE_matmul_bwd_a16] - tb.calls[ZT_CE_matmul_bwd_a16] >= n * K2,
+                   "MoE experts 1 and 2, ZT_TEST_NO_MOE16: %ld swiglu_fwd and %ld swiglu_bwd (K a "
+                   "block), no 16-bit SwiGLU; matmul_fwd_a16 %ld (bf16 path %ld), matmul_bwd_a16 %ld (%ld)",
+                   tb.calls[ZT_CE_swiglu_fwd], tb.calls[ZT_CE_swiglu_bwd], tb.calls[ZT_CE_matmul_fwd_a16],
+                   ta.calls[ZT_CE_matmul_fwd_a16], tb.calls[ZT_CE_matmul_bwd_a16],
+                   ta.calls[ZT_CE_matmul_bwd_a16]);
+        }
+    }
+
+    /* the bare table through bench/costmodel's step */
+    for (int ckp = 0; ckp < 2; ckp++) {
+        cm_shape s;
+        cm_shape_parse("llama:2,4,2,32,48,64,2,16,moe=4:2:24", &s);
+        cm_run_opts o;
+        memset(&o, 0, sizeof o);
+        if (ckp) snprintf(o.act_ckpt, sizeof o.act_ckpt, "blocks");
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        cm_counts bare, over;
+        setenv("ZT_TEST_MOE_ROUTE_ALL", "1", 1);
+        int rc = cm_count_step(&s, &o, zt_backend_count(), &bare, &st);
+        if (rc == ZT_OK) {
+            rc = cm_count_step(&s, &o, zt_backend_count_over(zt_backend_cpu()), &over, &st);
+            if (rc != ZT_OK) cm_counts_free(&bare);
+        }
+        unsetenv("ZT_TEST_MOE_ROUTE_ALL");
+        K = zt_backend_count();
+        if (!tap_ok(rc == ZT_OK, "MoE costmodel step%s: bare and over cpu", ckp ? " checkpointed" : "")) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        static const char *const names[] = {"cublasLt gemm bf16", "k_moe_route_fwd", "k_moe_route_bwd",
+                                            "k_rows_gather", "k_rows_scatter", "k_rows_dot", "k_moe_count",
+                                            "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16"};
+        int same = 1;
+        long nb = 0;
+        for (size_t q = 0; q < sizeof names / sizeof names[0]; q++) {
+            double f[2] = {0, 0}, b[2] = {0, 0};
+            long l[2] = {0, 0};
+            for (int side = 0; side < 2; side++) {
+                const cm_counts *c = side ? &over : &bare;
+                for (size_t j = 0; j < c->nk; j++)
+                    if (!strcmp(c->k[j].name, names[q])) {
+                        l[side] += c->k[j].launches;
+                        f[side] += c->k[j].flops * (double)c->k[j].launches;
+                        b[side] += c->k[j].bytes * (double)c->k[j].launches;
+                    }
+            }
+            if (l[0] != l[1] || f[0] != f[1] || b[0] != b[1] || !l[0]) {
+                same = 0;
+                tap_diag("%s: bare x%ld %.0f FLOPs %.0f bytes, over cpu x%ld %.0f %.0f", names[q], l[0], f[0],
+                         b[0], l[1], f[1], b[1]);
+            }
+            nb += l[0];
+        }
+        tap_ok(same, "MoE costmodel step%s, experts 1 and 2: the GEMMs and MoE kernels (%ld launches) the same "
+               "bare and over cpu", ckp ? " checkpointed" : "", nb);
+        long d2h = 0;
+        for (size_t j = 0; j < bare.nk; j++)
+            if (!strcmp(bare.k[j].name, "cudaMemcpyAsync D2H") && bare.k[j].bytes == 5 * 4) d2h += bare.k[j].launches;
+        const long want = 2L * s.L + (ckp ? s.L - 1 : 0);
+        tap_ok(d2h == want, "MoE costmodel step%s, bare: %ld reads of the routing's E + 1 counts (%ld: 2 a "
+               "block%s)", ckp ? " checkpointed" : "", d2h, want, ckp ? ", 1 a recomputed block (the last kept)" : "");
+        cm_counts_free(&bare);
+        cm_counts_free(&over);
+    }
+}
+
 static void moe16(void) {
     static const w16_kind kind = {1099511627776ULL, " with and without a MoE's bf16 activations",
                                   "fp32 activations'", "the bf16 activations of the dense models"};
@@ -3420,7 +3616,7 @@ static void bf16_dout16n(void) {
  * untied; LoRA q_proj,v_proj (down without adapters: taken); Gemma 2
  * (geglu_bwd_dd16).  Bitwise and the same counts where not taken: LoRA
  * all-linear (down's adapters add into its fp32 dh), a Mixture of Experts
- * (its blocks' MLP is moe.c's; bitwise only: uncounted), the fp32 activations (ZT_TEST_NO_ACT16: no
+ * (its blocks' MLP is moe.c's; counted), the fp32 activations (ZT_TEST_NO_ACT16: no
  * bf16 gate|up), the bf16 gradients off (ZT_TEST_NO_D16), GPT-2.  Over the
  * cpu backend (the path needs no bf16 attention gradient).  (LoRA's down
  * with the path, its adapters' share first in bf16: lora_grad16; here
@@ -3451,9 +3647,6 @@ static void bf16_dh16(void) {
         if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 137438953472ULL, names,
                           " (cpu)", what, sizeof what))
             continue;
-        /* (uncounted: w16_run runs a Mixture of Experts over the plain cpu
-         * backend; its check is the bitwise losses above) */
-        if (c->extra == moe) continue;
         const long n = cases[i].on ? 4L * p.s.L : 0;
         /* (the bytes a call fewer: the GEMM's D and the GLU's dout, 2 N H each) */
         const double nh = (double)p.s.B * p.s.T * p.s.I, gemm = n * 2 * nh, all = n * 4 * nh;
@@ -5123,6 +5316,7 @@ int main(int argc, char **argv) {
     lora_gu16();
     branch16();
     moe16();
+    moe_counted();
     lora_branch16();
     lora_grad16();
     lora_o16();
