@@ -39,18 +39,46 @@ int cm_shape_parse(const char *s, cm_shape *out) {
         const int k = sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d,%95s", &sh.L, &sh.NH, &sh.NKV, &sh.C, &sh.I,
                              &sh.V, &sh.B, &sh.T, tail);
         if (k < 8) return -1;
-        /* the flags, comma-separated, each once: untied, qk_norm, hd=D,
-         * moe=E:K:Im[:S] */
+        /* the flags, comma-separated, each at most once and in this order:
+         * untied, qk_norm, hd=D, moe=E:K:Im[:S] */
+        int last = 0;
         for (char *sv = NULL, *t = strtok_r(tail, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
             char end = 0;
-            if (!strcmp(t, "untied") && !sh.untied) sh.untied = 1;
-            else if (!strcmp(t, "qk_norm") && !sh.qk_norm) sh.qk_norm = 1;
-            else if (!sh.hd && sscanf(t, "hd=%d%c", &sh.hd, &end) == 1 && sh.hd > 0) continue;
-            else if (!sh.E && !strncmp(t, "moe=", 4)) {
-                const int n = sscanf(t + 4, "%d:%d:%d:%d%c", &sh.E, &sh.K, &sh.Im, &sh.S, &end);
-                if ((n != 3 && n != 4) || sh.E < 1 || sh.K < 1 || sh.K > sh.E || sh.Im < 1 || sh.S < 0)
-                    return -1;
-            } else return -1;
+            int at;
+            if (!strcmp(t, "untied")) {
+                at = 1;
+                sh.untied = 1;
+            } else if (!strcmp(t, "qk_norm")) {
+                at = 2;
+                sh.qk_norm = 1;
+            } else if (!strncmp(t, "hd=", 3)) {
+                at = 3;
+                if (sscanf(t, "hd=%d%c", &sh.hd, &end) != 1 || sh.hd < 1) return -1;
+            } else if (!strncmp(t, "moe=", 4)) {
+                at = 4;
+                long v[4] = {0, 0, 0, 0};
+                int n = 0;
+                const char *q = t + 4;
+                while (n < 4) {   /* E:K:Im[:S], nothing after */
+                    char *e;
+                    v[n] = strtol(q, &e, 10);
+                    if (e == q || v[n] < 0 || v[n] > (1L << 30)) return -1;
+                    n++;
+                    q = e;
+                    if (*q != ':') break;
+                    q++;
+                }
+                if (*q || n < 3) return -1;
+                sh.E = (int)v[0];
+                sh.K = (int)v[1];
+                sh.Im = (int)v[2];
+                sh.S = (int)v[3];
+                if (sh.E < 1 || sh.K < 1 || sh.K > sh.E || sh.Im < 1) return -1;
+            } else {
+                return -1;
+            }
+            if (at <= last) return -1;
+            last = at;
         }
         if (s[strlen(s) - 1] == ',') return -1;
     } else {

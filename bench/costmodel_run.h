@@ -23,7 +23,7 @@ typedef struct cm_shape {
 /* Built-in names (gpt2, smollm, llama3.2-1b, llama3.2-3b, llama3.1-8b,
  * mixtral-8x7b, qwen3-30b-a3b), gpt2:L,H,C,V,B,T or
  * llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm][,hd=D][,moe=E:K:Im[:S]]
- * (the flags after the eight numbers in any order); 0 or -1. */
+ * (the flags after the eight numbers in that order); 0 or -1. */
 int cm_shape_parse(const char *s, cm_shape *out);
 /* The shape as the recorded tables write it (gpt2: L,H,C,V,B,T; llama:
  * L,NH,NKV,C,I,V,B,T; a MoE's and a head size's flags after them). */
