@@ -50,7 +50,9 @@ typedef enum zt_count_class {
     ZT_CC_SOFTMAX,        /* a block per row over the vocabulary (k_xent_fwd), attention softmax */
     ZT_CC_REDUCE,         /* sum / sumsq / nonfinite: a reduction read back by the host */
     ZT_CC_OPTIM,          /* AdamW */
-    ZT_CC_SCATTER,        /* embedding backward: radix sort of the tokens, per-token row sums */
+    ZT_CC_SCATTER,        /* embedding backward: radix sort of the tokens, per-token row sums;
+                           * the MoE routing, permutation, row scatter and row dot (uncoalesced
+                           * rows: a thread a row or a block an expert) */
     ZT_CC_COPY,           /* device memcpy / memset */
     ZT_CC_HOST,           /* host <-> device transfers (bytes over the bus) */
     ZT_CC_N
