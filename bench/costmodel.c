@@ -63,8 +63,10 @@
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|gpt2:L,H,C,V,B,T|"
-            "llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]]... [--calib FILE] [--stage N] [--fp32]\n"
+            "usage: costmodel [--shape gpt2|smollm|llama3.2-1b|llama3.2-3b|llama3.1-8b|mixtral-8x7b|qwen3-30b-a3b|"
+            "gpt2:L,H,C,V,B,T|\n"
+            "                  llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm][,hd=D][,moe=E:K:Im[:S]]]... [--calib FILE]\n"
+            "                 [--stage N] [--fp32]\n"
             "                 [--classifier-chunk-rows N] [--lora R[:TARGETS]] [--lora-base nf4|nf4-dq]\n"
             "                 [--act-ckpt none|blocks|blocks-attn|every-K] [--offload none|optimizer|params]\n"
             "                 [--what-if bf16-operands,fused-xent] [--kernels N] [--launches N]\n"
@@ -174,7 +176,11 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
         }
     char key[96];
     cm_shape_key(sh, key, sizeof key);
-    if (sh->llama)
+    if (sh->llama && sh->E)
+        printf("shape %s: llama MoE L=%d NH=%d NKV=%d C=%d%s E=%d K=%d Im=%d S=%d V=%d %s, B=%d T=%d", sh->name, sh->L,
+               sh->NH, sh->NKV, sh->C, sh->qk_norm ? " qk_norm" : "", sh->E, sh->K, sh->Im, sh->S, sh->V,
+               sh->untied ? "untied" : "tied", sh->B, sh->T);
+    else if (sh->llama)
         printf("shape %s: llama L=%d NH=%d NKV=%d C=%d I=%d V=%d %s, B=%d T=%d", sh->name, sh->L, sh->NH,
                sh->NKV, sh->C, sh->I, sh->V, sh->untied ? "untied" : "tied", sh->B, sh->T);
     else
@@ -209,9 +215,20 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
                o->whatif & ZT_COUNT_WHATIF_BF16_OPERANDS ? " bf16-operands" : "",
                o->whatif & ZT_COUNT_WHATIF_FUSED_XENT ? " fused-xent" : "");
     const double tokens = (double)sh->B * sh->T;
+    /* a Mixture of Experts: a token runs K of the E routed experts of every
+     * block (3 C Im each): the active parameters (the others' weights are
+     * neither read nor trained by its FLOPs) */
+    const double idle = sh->E ? (double)sh->L * (sh->E - sh->K) * 3.0 * sh->C * sh->Im : 0;
+    const double active = cn.params - idle;
+    if (sh->E)
+        printf("  Mixture of Experts: routing as the counting backend's balanced one (each expert NK / E of the "
+               "NK = %.0f routed rows a block; count.c); MFU counts the ACTIVE parameters, %.1fM of %.1fM (the "
+               "routed experts' K of E)\n",
+               tokens * sh->K, active / 1e6, cn.params / 1e6);
     /* bench/README.md (LoRA: no weight gradient for the frozen base) */
+    const double att_w = sh->hd ? (double)sh->NH * sh->hd : (double)sh->C;
     const double mflops =
-        6.0 * cn.trained + 4.0 * (cn.params - cn.trained) + 6.0 * sh->L * (double)sh->C * sh->T;
+        6.0 * cn.trained + 4.0 * (active - cn.trained) + 6.0 * sh->L * att_w * sh->T;
     if (nuncal) {
         /* no time for the step: the part that has one, and what is left out */
         printf("  UNCALIBRATED: %s (no bench_gpu row of %s timed them; bench/costmodel --calibrate fits them "

@@ -15,11 +15,14 @@
 
 int cm_shape_parse(const char *s, cm_shape *out) {
     static const cm_shape builtin[] = {
-        {"gpt2", 0, 12, 12, 12, 768, 0, 50304, 8, 1024, 0, 0},
-        {"smollm", 1, 30, 9, 3, 576, 1536, 49152, 8, 2048, 0, 0},
-        {"llama3.2-1b", 1, 16, 32, 8, 2048, 8192, 128256, 4, 2048, 0, 0},
-        {"llama3.2-3b", 1, 28, 24, 8, 3072, 8192, 128256, 4, 2048, 0, 0},
-        {"llama3.1-8b", 1, 32, 32, 8, 4096, 14336, 128256, 4, 2048, 1, 0},
+        {"gpt2", 0, 12, 12, 12, 768, 0, 50304, 8, 1024, 0, 0, 0, 0, 0, 0, 0},
+        {"smollm", 1, 30, 9, 3, 576, 1536, 49152, 8, 2048, 0, 0, 0, 0, 0, 0, 0},
+        {"llama3.2-1b", 1, 16, 32, 8, 2048, 8192, 128256, 4, 2048, 0, 0, 0, 0, 0, 0, 0},
+        {"llama3.2-3b", 1, 28, 24, 8, 3072, 8192, 128256, 4, 2048, 0, 0, 0, 0, 0, 0, 0},
+        {"llama3.1-8b", 1, 32, 32, 8, 4096, 14336, 128256, 4, 2048, 1, 0, 0, 0, 0, 0, 0},
+        /* Mixture of Experts (config.json's sizes; B=1, T=4096) */
+        {"mixtral-8x7b", 1, 32, 32, 8, 4096, 14336, 32000, 1, 4096, 1, 0, 8, 2, 14336, 0, 0},
+        {"qwen3-30b-a3b", 1, 48, 32, 4, 2048, 6144, 151936, 1, 4096, 1, 1, 128, 8, 768, 0, 128},
     };
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
         if (!strcmp(s, builtin[i].name)) {
@@ -28,31 +31,62 @@ int cm_shape_parse(const char *s, cm_shape *out) {
         }
     cm_shape sh;
     memset(&sh, 0, sizeof sh);
-    char tail[32] = "";
+    char tail[96] = "";
     if (!strncmp(s, "gpt2:", 5)) {
         if (sscanf(s + 5, "%d,%d,%d,%d,%d,%d", &sh.L, &sh.NH, &sh.C, &sh.V, &sh.B, &sh.T) != 6) return -1;
         sh.NKV = sh.NH;
     } else if (!strncmp(s, "llama:", 6)) {
         sh.llama = 1;
-        const int k = sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d,%31s", &sh.L, &sh.NH, &sh.NKV, &sh.C, &sh.I,
+        const int k = sscanf(s + 6, "%d,%d,%d,%d,%d,%d,%d,%d,%95s", &sh.L, &sh.NH, &sh.NKV, &sh.C, &sh.I,
                              &sh.V, &sh.B, &sh.T, tail);
         if (k < 8) return -1;
-        /* the flags: untied, qk_norm (in that order) */
-        const char *t = tail;
-        if (!strncmp(t, "untied", 6) && (t[6] == 0 || t[6] == ',')) {
-            sh.untied = 1;
-            t += t[6] ? 7 : 6;
+        /* the flags, comma-separated, each at most once and in this order:
+         * untied, qk_norm, hd=D, moe=E:K:Im[:S] */
+        int last = 0;
+        for (char *sv = NULL, *t = strtok_r(tail, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+            char end = 0;
+            int at;
+            if (!strcmp(t, "untied")) {
+                at = 1;
+                sh.untied = 1;
+            } else if (!strcmp(t, "qk_norm")) {
+                at = 2;
+                sh.qk_norm = 1;
+            } else if (!strncmp(t, "hd=", 3)) {
+                at = 3;
+                if (sscanf(t, "hd=%d%c", &sh.hd, &end) != 1 || sh.hd < 1) return -1;
+            } else if (!strncmp(t, "moe=", 4)) {
+                at = 4;
+                long v[4] = {0, 0, 0, 0};
+                int n = 0;
+                const char *q = t + 4;
+                while (n < 4) {   /* E:K:Im[:S], nothing after */
+                    char *e;
+                    v[n] = strtol(q, &e, 10);
+                    if (e == q || v[n] < 0 || v[n] > (1L << 30)) return -1;
+                    n++;
+                    q = e;
+                    if (*q != ':') break;
+                    q++;
+                }
+                if (*q || n < 3) return -1;
+                sh.E = (int)v[0];
+                sh.K = (int)v[1];
+                sh.Im = (int)v[2];
+                sh.S = (int)v[3];
+                if (sh.E < 1 || sh.K < 1 || sh.K > sh.E || sh.Im < 1) return -1;
+            } else {
+                return -1;
+            }
+            if (at <= last) return -1;
+            last = at;
         }
-        if (!strcmp(t, "qk_norm")) {
-            sh.qk_norm = 1;
-            t += 7;
-        }
-        if (*t) return -1;
+        if (s[strlen(s) - 1] == ',') return -1;
     } else {
         return -1;
     }
     if (sh.L < 1 || sh.NH < 1 || sh.NKV < 1 || sh.C < 1 || sh.V < 1 || sh.B < 1 || sh.T < 1 ||
-        sh.C % sh.NH || sh.NH % sh.NKV || (sh.llama && sh.I < 1))
+        (sh.C % sh.NH && !sh.hd) || sh.NH % sh.NKV || (sh.llama && sh.I < 1))
         return -1;
     snprintf(sh.name, sizeof sh.name, "%s", s);
     *out = sh;
@@ -60,9 +94,14 @@ int cm_shape_parse(const char *s, cm_shape *out) {
 }
 
 void cm_shape_key(const cm_shape *s, char *buf, size_t n) {
-    if (s->llama) snprintf(buf, n, "%d,%d,%d,%d,%d,%d,%d,%d%s", s->L, s->NH, s->NKV, s->C, s->I, s->V, s->B, s->T,
-                           s->qk_norm ? ",qk_norm" : "");
-    else snprintf(buf, n, "%d,%d,%d,%d,%d,%d", s->L, s->NH, s->C, s->V, s->B, s->T);
+    if (s->llama) {
+        const int k = snprintf(buf, n, "%d,%d,%d,%d,%d,%d,%d,%d%s", s->L, s->NH, s->NKV, s->C, s->I, s->V, s->B,
+                               s->T, s->qk_norm ? ",qk_norm" : "");
+        if (k < 0 || (size_t)k >= n) return;
+        if (s->hd) snprintf(buf + k, n - (size_t)k, ",hd=%d", s->hd);
+        const size_t l = strlen(buf);
+        if (s->E && l < n) snprintf(buf + l, n - l, ",moe=%d:%d:%d:%d", s->E, s->K, s->Im, s->S);
+    } else snprintf(buf, n, "%d,%d,%d,%d,%d,%d", s->L, s->NH, s->C, s->V, s->B, s->T);
 }
 
 static int oom(zt_status *st) {
@@ -125,6 +164,13 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         SET("ztrain.model.intermediate_size", "%d", s->I);
         SET("ztrain.model.tie_embeddings", "%s", s->untied ? "false" : "true");
         if (s->qk_norm) SET("ztrain.model.qk_norm", "%s", "true");
+        if (s->hd) SET("ztrain.model.head_dim", "%d", s->hd);
+        if (s->E) {
+            SET("ztrain.model.n_experts", "%d", s->E);
+            SET("ztrain.model.experts_per_token", "%d", s->K);
+            SET("ztrain.model.moe_intermediate_size", "%d", s->Im);
+            if (s->S) SET("ztrain.model.shared_expert_size", "%d", s->S);
+        }
     }
     SET("ztrain.model.context", "%d", s->T);
     SET("ztrain.seq_len", "%d", s->T);

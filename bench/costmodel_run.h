@@ -14,13 +14,19 @@ typedef struct cm_shape {
     char name[64];
     int llama, L, NH, NKV, C, I, V, B, T, untied;
     int qk_norm;   /* Qwen3's per-head q/k norms (ztrain.model.qk_norm) */
+    /* Mixture of Experts (docs/moe.md) in every block: E experts (0: a
+     * dense MLP of I), top-K, each of width Im, a shared expert of width S
+     * (0: none); hd the head size (0: C / NH) */
+    int E, K, Im, S, hd;
 } cm_shape;
 
-/* Built-in names (gpt2, smollm, llama3.2-1b, llama3.2-3b, llama3.1-8b),
- * gpt2:L,H,C,V,B,T or llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm]; 0 or -1. */
+/* Built-in names (gpt2, smollm, llama3.2-1b, llama3.2-3b, llama3.1-8b,
+ * mixtral-8x7b, qwen3-30b-a3b), gpt2:L,H,C,V,B,T or
+ * llama:L,NH,NKV,C,I,V,B,T[,untied][,qk_norm][,hd=D][,moe=E:K:Im[:S]]
+ * (the flags after the eight numbers in that order); 0 or -1. */
 int cm_shape_parse(const char *s, cm_shape *out);
 /* The shape as the recorded tables write it (gpt2: L,H,C,V,B,T; llama:
- * L,NH,NKV,C,I,V,B,T). */
+ * L,NH,NKV,C,I,V,B,T; a MoE's and a head size's flags after them). */
 void cm_shape_key(const cm_shape *s, char *buf, size_t n);
 
 typedef struct cm_run_opts {

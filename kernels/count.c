@@ -51,7 +51,9 @@ enum {
     K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ADD_RMSNORM_FWD16B, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
-    K_QKNORM_ROPE_BWD16, K_N
+    K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
+    K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
+    K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -154,6 +156,20 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_ROPE_COLSUM16_PART] = {"k_rope_colsum16_part", ZT_CC_COLSUM},
     [K_CUDNN_FWD] = {"cudnnBackendExecute (SDPA forward)", ZT_CC_CUDNN_FWD},
     [K_CUDNN_BWD] = {"cudnnBackendExecute (SDPA backward)", ZT_CC_CUDNN_BWD},
+    /* (Mixture of Experts, cuda_moe.cu: a thread a row or a block an expert
+     * over uncoalesced rows, the scatter class's roofline; the gather
+     * grid-stride and coalesced, the sigmoid elementwise: stream) */
+    [K_MOE_ROUTE_FWD] = {"k_moe_route_fwd", ZT_CC_SCATTER},
+    [K_MOE_ROUTE_BWD] = {"k_moe_route_bwd", ZT_CC_SCATTER},
+    [K_ROWS_GATHER] = {"k_rows_gather", ZT_CC_STREAM},
+    [K_ROWS_SCATTER] = {"k_rows_scatter", ZT_CC_SCATTER},
+    [K_ROWS_DOT] = {"k_rows_dot", ZT_CC_SCATTER},
+    [K_MOE_COUNT] = {"k_moe_count", ZT_CC_SCATTER},
+    [K_MOE_OFFSETS] = {"k_moe_offsets", ZT_CC_SCATTER},
+    [K_MOE_FILL] = {"k_moe_fill", ZT_CC_SCATTER},
+    [K_MOE_REGROUP] = {"k_moe_regroup", ZT_CC_SCATTER},
+    [K_SIGMOID_FWD] = {"k_sigmoid_fwd", ZT_CC_STREAM},
+    [K_SIGMOID_BWD] = {"k_sigmoid_bwd", ZT_CC_STREAM},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -313,6 +329,68 @@ static size_t g_nblk, g_capblk;
 
 static void *c_register(void *p, size_t bytes);
 
+/* ------------------------------------------------------------ known words
+ * The bare table (no inner) computes nothing, yet the Mixture of Experts
+ * reads its routing's counts back to the host (libtrain/moe.c
+ * route_groups: E + 1 ints) and sizes every expert's GEMM by them.  So the
+ * bare table remembers the contents of the few device buffers it can know:
+ * what to_device copied there (up to ZT_KNOWN_MAX bytes a copy) and the
+ * offsets its moe_permute makes (c_moe_permute: from a known idx, else the
+ * balanced routing); to_host / to_host_async of a known buffer return them
+ * (else zeros, as before).  A write it cannot know (moe_route_fwd's idx,
+ * zero, a copy into it, free) forgets the buffer.  With an inner table
+ * nothing is kept: the inner's memory holds the values.                  */
+#define ZT_KNOWN_MAX ((size_t)4 << 20)
+typedef struct known { uintptr_t p; size_t n; void *v; } known;
+static known *g_kn;
+static size_t g_nkn, g_capkn;
+/* forget every known buffer overlapping [p, p + n) (n = 0: p alone) */
+static void known_forget(const void *p, size_t n) {
+    const uintptr_t a = (uintptr_t)p, b = a + (n ? n : 1);
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = g_nkn; i-- > 0;)
+        if (g_kn[i].p < b && a < g_kn[i].p + g_kn[i].n) {
+            free(g_kn[i].v);
+            g_kn[i] = g_kn[--g_nkn];
+        }
+    pthread_mutex_unlock(&g_mu);
+}
+/* [p, p + n) holds v's n bytes now (bare table only; dropped when out of memory) */
+static void known_set(void *p, const void *v, size_t n) {
+    if (g_inner || !p) return;
+    known_forget(p, n);
+    if (!n || n > ZT_KNOWN_MAX) return;
+    void *c = malloc(n);
+    if (!c) return;
+    memcpy(c, v, n);
+    pthread_mutex_lock(&g_mu);
+    if (g_nkn == g_capkn) {
+        const size_t cap = g_capkn ? 2 * g_capkn : 64;
+        known *nk = realloc(g_kn, cap * sizeof *nk);
+        if (!nk) {
+            pthread_mutex_unlock(&g_mu);
+            free(c);
+            return;
+        }
+        g_kn = nk;
+        g_capkn = cap;
+    }
+    g_kn[g_nkn++] = (known){(uintptr_t)p, n, c};
+    pthread_mutex_unlock(&g_mu);
+}
+/* 1 and dst the n bytes at p when a known buffer starting at p holds them */
+static int known_get(void *dst, const void *p, size_t n) {
+    int hit = 0;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_nkn && !hit; i++)
+        if (g_kn[i].p == (uintptr_t)p && n <= g_kn[i].n) {
+            memcpy(dst, g_kn[i].v, n);
+            hit = 1;
+        }
+    pthread_mutex_unlock(&g_mu);
+    return hit;
+}
+
 /* the block of c_alloc / c_alloc_nz: the inner table's (nz: its alloc_nz
  * where it has one), else address space only; registered */
 static void *c_block(size_t bytes, int nz) {
@@ -384,7 +462,10 @@ static void c_free(void *p) {
     }
     pthread_mutex_unlock(&g_mu);
     if (g_inner) g_inner->free(p);
-    else if (found) munmap(p, n ? n : 1);
+    else if (found) {
+        known_forget(p, n);
+        munmap(p, n ? n : 1);
+    }
 }
 
 static const char *c_error(void) { return g_inner ? g_inner->error() : NULL; }
@@ -402,6 +483,7 @@ static void c_copy(void *dst, const void *src, size_t bytes) {
     call(ZT_CE_copy);
     if (bytes && dst != src) rec(K_MEMCPY, 0, 2 * D(bytes));
     if (g_inner) g_inner->copy(dst, src, bytes);
+    else if (bytes && dst != src) known_forget(dst, bytes);
 }
 /* cudaMemcpy2DAsync: 2 width height */
 static void c_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
@@ -422,7 +504,7 @@ static void c_to_host(void *host_dst, const void *dev_src, size_t bytes) {
     rec(K_D2H, 0, D(bytes));
     sync1();
     if (g_inner) g_inner->to_host(host_dst, dev_src, bytes);
-    else memset(host_dst, 0, bytes);
+    else if (!known_get(host_dst, dev_src, bytes)) memset(host_dst, 0, bytes);
 }
 /* H2D of bytes, then cudaStreamSynchronize (cuda_to_device is synchronous) */
 static void c_to_device(void *dev_dst, const void *host_src, size_t bytes) {
@@ -431,12 +513,14 @@ static void c_to_device(void *dev_dst, const void *host_src, size_t bytes) {
     rec(K_H2D, 0, D(bytes));
     sync1();
     if (g_inner) g_inner->to_device(dev_dst, host_src, bytes);
+    else known_set(dev_dst, host_src, bytes);
 }
 /* cudaMemsetAsync: bytes written */
 static void c_zero(void *p, size_t bytes) {
     call(ZT_CE_zero);
     if (bytes) rec(K_MEMSET, 0, D(bytes));
     if (g_inner) g_inner->zero(p, bytes);
+    else if (bytes) known_forget(p, bytes);
 }
 /* asynchronous copies: the transfer now, the host's wait in copy_wait
  * (a sync unless a later sync already covered the copy).  The handles in
@@ -469,7 +553,7 @@ static void *c_to_host_async(void *host_dst, const void *dev_src, size_t bytes) 
         void *h = g_inner->to_host_async(host_dst, dev_src, bytes);
         return h ? track(h) : NULL;
     }
-    memset(host_dst, 0, bytes);
+    if (!known_get(host_dst, dev_src, bytes)) memset(host_dst, 0, bytes);
     return track(NULL);
 }
 static void *c_to_device_async(void *dev_dst, const void *host_src, size_t bytes) {
@@ -480,6 +564,7 @@ static void *c_to_device_async(void *dev_dst, const void *host_src, size_t bytes
         void *h = g_inner->to_device_async(dev_dst, host_src, bytes);
         return h ? track(h) : NULL;
     }
+    known_set(dev_dst, host_src, bytes);
     return track(NULL);
 }
 static void c_copy_wait(void *h) {
@@ -2114,6 +2199,148 @@ static void c_nf4_dequant(void *out, int out_bf16, const uint8_t *codes, const f
     rec(K_NF4, D(n) * (qabsmax ? 3 : 2), D((n + 1) / 2) + sc + D(n) * (out_bf16 ? H : F));
 }
 
+/* ------------------------------------------------------------ Mixture of Experts
+ * cuda_moe.cu's kernels, one launch an entry but moe_permute's three; none
+ * on an empty shape (the same early returns).  i = 4 bytes (an int).     */
+
+/* k_moe_route_fwd, a thread a token: reads logits N E f, writes probs
+ * N E f (re-read by the top-k from cache), idx N K i and wts N K f.
+ * FLOPs per token: the softmax 5 E (max, subtract, exp, sum, divide), the
+ * top-k K E comparisons and the K weights' sum, the renormalisation K
+ * (with norm) */
+static void c_moe_route_fwd(float *wts, int *idx, float *probs, const float *logits, int N, int E,
+                            int K, int norm) {
+    call(ZT_CE_moe_route_fwd);
+    if (g_inner) g_inner->moe_route_fwd(wts, idx, probs, logits, N, E, K, norm);
+    else if (N > 0 && K > 0) known_forget(idx, (size_t)N * (size_t)K * sizeof(int));
+    if (N <= 0 || E <= 0 || K <= 0) return;
+    rec(K_MOE_ROUTE_FWD, D(N) * (5 * D(E) + D(K) * E + K + (norm ? K : 0)),
+        2 * D(N) * E * F + D(N) * K * (F + 4));
+}
+/* k_moe_route_bwd, a thread a token: reads probs N E f, dwts N K f, idx
+ * N K i, dprobs E f (when given; every thread the same E, once), writes
+ * dlogits N E f (zeroed, set and re-read in the thread: written once).
+ * FLOPs per token: 3 K (S, dot), 3 K with norm (the top-k's gradient),
+ * E (dprobs), 4 E (the softmax's: the dot and the products) */
+static void c_moe_route_bwd(float *dlogits, const float *dwts, const float *dprobs,
+                            const float *probs, const int *idx, int N, int E, int K, int norm) {
+    call(ZT_CE_moe_route_bwd);
+    if (g_inner) g_inner->moe_route_bwd(dlogits, dwts, dprobs, probs, idx, N, E, K, norm);
+    if (N <= 0 || E <= 0 || K <= 0) return;
+    rec(K_MOE_ROUTE_BWD, D(N) * ((norm ? 6 : 3) * D(K) + (dprobs ? E : 0) + 4 * D(E)),
+        2 * D(N) * E * F + D(N) * K * (F + 4) + (dprobs ? D(E) * F : 0));
+}
+/* k_rows_gather, grid-stride over n C: reads rows n i and w n f (when
+ * given), the n gathered rows of x n C f, writes out n C f; FLOPs n C with
+ * w (the scaling), else 0 */
+static void c_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C) {
+    call(ZT_CE_rows_gather);
+    if (g_inner) g_inner->rows_gather(out, x, rows, w, n, C);
+    if (n <= 0 || C <= 0) return;
+    rec(K_ROWS_GATHER, w ? D(n) * C : 0,
+        2 * D(n) * C * F + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
+}
+/* k_rows_scatter, a thread a column (C threads), the n rows in order:
+ * reads rows n i, w n f (when given), x n C f, and y's n row updates read
+ * and written each time (rows repeat: each a read-modify-write of global
+ * memory, 2 n C f); FLOPs 2 n C with w, else n C.  (Only C threads: its
+ * serial loop over n makes it latency-bound where n >> C / 128 blocks;
+ * the roofline of its class does not see that.) */
+static void c_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
+    call(ZT_CE_rows_scatter);
+    if (g_inner) g_inner->rows_scatter(y, x, rows, w, n, C);
+    if (n <= 0 || C <= 0) return;
+    rec(K_ROWS_SCATTER, (w ? 2 : 1) * D(n) * C,
+        3 * D(n) * C * F + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
+}
+/* k_rows_dot, a thread a row: reads rows n i, a's n rows n C f, b n C f,
+ * writes out n f; FLOPs 2 n C (launched for C = 0 too: zeros) */
+static void c_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C) {
+    call(ZT_CE_rows_dot);
+    if (g_inner) g_inner->rows_dot(out, a, rows, b, n, C);
+    if (n <= 0) return;
+    rec(K_ROWS_DOT, 2 * D(n) * (C > 0 ? C : 0),
+        2 * D(n) * (C > 0 ? C : 0) * F + (rows ? D(n) * 4 : 0) + D(n) * F);
+}
+/* moe_permute, NK = N K slots: k_moe_count (a block an expert, each over
+ * idx: read once, NK i, from cache after the first; writes off E + 1 i;
+ * FLOPs E NK compare-adds), k_moe_offsets (one thread: reads E + 1,
+ * writes E i; E adds), and when NK > 0 k_moe_fill (a block an expert:
+ * reads off E i and idx NK i, writes perm and rows of the M counted slots,
+ * 2 M i (M = off[E]: NK unless an expert is outside [0, E)); FLOPs E NK
+ * flags and E ceil(NK / 128) 128 log2(128) scan adds).
+ * The bare table (no values) knows idx only where to_device wrote it (the
+ * test hook's forced routing, moe.c): off from it, the same stable counts;
+ * else the balanced routing, expert e NK / E rows (and one more for the
+ * first NK mod E).  off is remembered (known_set) for route_groups' read. */
+static void c_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
+    call(ZT_CE_moe_permute);
+    if (g_inner) g_inner->moe_permute(off, perm, rows, idx, N, K, E);
+    if (E <= 0) return;
+    const long NK = (long)N * K;
+    long M = NK > 0 ? NK : 0;
+    if (g_inner && NK > 0) {
+        int m = 0;   /* (the counted rows: the inner's result, read uncounted) */
+        if (g_inner->host_memory) m = off[E];
+        else g_inner->to_host(&m, off + E, sizeof m);
+        M = m;
+    } else if (!g_inner) {
+        int *o = calloc((size_t)E + 1, sizeof *o), *ix = NK > 0 ? malloc((size_t)NK * sizeof *ix) : NULL;
+        if (o) {
+            if (ix && known_get(ix, idx, (size_t)NK * sizeof *ix)) {
+                for (long i = 0; i < NK; i++)
+                    if (ix[i] >= 0 && ix[i] < E) o[ix[i] + 1]++;
+            } else {
+                for (int e = 0; e < E; e++) o[e + 1] = (int)(M / E + (e < M % E));
+            }
+            for (int e = 0; e < E; e++) o[e + 1] += o[e];
+            M = o[E];
+            known_set(off, o, ((size_t)E + 1) * sizeof *o);
+        }
+        free(o);
+        free(ix);
+    }
+    rec(K_MOE_COUNT, D(E) * (NK > 0 ? NK : 0), (NK > 0 ? D(NK) * 4 : 0) + (D(E) + 1) * 4);
+    rec(K_MOE_OFFSETS, D(E), (2 * D(E) + 1) * 4);
+    if (NK <= 0) return;
+    rec(K_MOE_FILL, D(E) * NK + D(E) * (D((NK + 127) / 128) * 128 * 7),
+        D(E) * 4 + D(NK) * 4 + 2 * D(M) * 4);
+}
+/* k_moe_regroup, a block a piece (P El): reads cnt P El i (each block its
+ * prefix: from cache), writes perm and inv R i each (R = sum cnt: read
+ * uncounted from the inner table, or known to the bare one; else 0);
+ * FLOPs: the offsets, block b b adds by rank and P El by expert: n (n - 1)
+ * / 2 + n^2 (n = P El) */
+static void c_moe_regroup(int *perm, int *inv, const int *cnt, int P, int El) {
+    call(ZT_CE_moe_regroup);
+    if (g_inner) g_inner->moe_regroup(perm, inv, cnt, P, El);
+    if (P <= 0 || El <= 0) return;
+    const size_t n = (size_t)P * (size_t)El;
+    int *c = malloc(n * sizeof *c);
+    double R = 0;
+    if (c) {
+        int ok = 1;
+        if (!g_inner) ok = known_get(c, cnt, n * sizeof *c);
+        else if (g_inner->host_memory) memcpy(c, cnt, n * sizeof *c);
+        else g_inner->to_host(c, cnt, n * sizeof *c);
+        for (size_t i = 0; ok && i < n; i++) R += c[i];
+        free(c);
+    }
+    rec(K_MOE_REGROUP, D(n) * (D(n) - 1) / 2 + D(n) * D(n), D(n) * 4 + 2 * R * 4);
+}
+/* k_sigmoid_fwd: 4 FLOPs (negate, exp, add, divide), 2 f per element;
+ * k_sigmoid_bwd: 3 FLOPs, 3 f */
+static void c_sigmoid_fwd(float *y, const float *x, size_t n) {
+    call(ZT_CE_sigmoid_fwd);
+    if (g_inner) g_inner->sigmoid_fwd(y, x, n);
+    if (n) rec(K_SIGMOID_FWD, 4 * D(n), 2 * D(n) * F);
+}
+static void c_sigmoid_bwd(float *dx, const float *dy, const float *y, size_t n) {
+    call(ZT_CE_sigmoid_bwd);
+    if (g_inner) g_inner->sigmoid_bwd(dx, dy, y, n);
+    if (n) rec(K_SIGMOID_BWD, 3 * D(n), 3 * D(n) * F);
+}
+
 /* ------------------------------------------------------------ the tables */
 
 static zt_backend g_count, g_over;
@@ -2245,6 +2472,20 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->set_dw_fresh) t->set_dw_fresh = c_set_dw_fresh;
     if (!inner || inner->qknorm_rope_bwd16) t->qknorm_rope_bwd16 = c_qknorm_rope_bwd16;
     if (!inner || inner->matmul_bwd_acc16) t->matmul_bwd_acc16 = c_matmul_bwd_acc16;
+    /* (Mixture of Experts: where the inner table has them, every one) */
+    if (!inner || (inner->moe_route_fwd && inner->moe_route_bwd && inner->rows_gather &&
+                   inner->rows_scatter && inner->rows_dot && inner->moe_permute &&
+                   inner->moe_regroup && inner->sigmoid_fwd && inner->sigmoid_bwd)) {
+        t->moe_route_fwd = c_moe_route_fwd;
+        t->moe_route_bwd = c_moe_route_bwd;
+        t->rows_gather = c_rows_gather;
+        t->rows_scatter = c_rows_scatter;
+        t->rows_dot = c_rows_dot;
+        t->moe_permute = c_moe_permute;
+        t->moe_regroup = c_moe_regroup;
+        t->sigmoid_fwd = c_sigmoid_fwd;
+        t->sigmoid_bwd = c_sigmoid_bwd;
+    }
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -16,7 +16,9 @@
  *
  * Memory: alloc() reserves address space only (PROT_NONE, not committed),
  * so a full-shape model "fits" on any host; host_memory is 0, so the engine
- * never touches it.  to_host writes zeros; sum / sumsq return 0 and
+ * never touches it.  to_host writes zeros (but of the few buffers whose
+ * contents it knows: what to_device wrote, its moe_permute's offsets;
+ * count.c "known words"); sum / sumsq return 0 and
  * nonfinite 0 (every loss is 0).  zt_backend_count_over(inner) counts the
  * same way and also runs `inner` (its memory, its results): the tests
  * compare the two.
@@ -48,7 +50,9 @@ typedef enum zt_count_class {
     ZT_CC_SOFTMAX,        /* a block per row over the vocabulary (k_xent_fwd), attention softmax */
     ZT_CC_REDUCE,         /* sum / sumsq / nonfinite: a reduction read back by the host */
     ZT_CC_OPTIM,          /* AdamW */
-    ZT_CC_SCATTER,        /* embedding backward: radix sort of the tokens, per-token row sums */
+    ZT_CC_SCATTER,        /* embedding backward: radix sort of the tokens, per-token row sums;
+                           * the MoE routing, permutation, row scatter and row dot (uncoalesced
+                           * rows: a thread a row or a block an expert) */
     ZT_CC_COPY,           /* device memcpy / memset */
     ZT_CC_HOST,           /* host <-> device transfers (bytes over the bus) */
     ZT_CC_N
@@ -97,7 +101,9 @@ typedef struct zt_count_kernel {
     X(matmul_fwd_acc16) \
     X(set_dw_fresh) \
     X(qknorm_rope_bwd16) \
-    X(matmul_bwd_acc16)
+    X(matmul_bwd_acc16) \
+    X(moe_route_fwd) X(moe_route_bwd) X(rows_gather) X(rows_scatter) X(rows_dot) \
+    X(moe_permute) X(moe_regroup) X(sigmoid_fwd) X(sigmoid_bwd)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

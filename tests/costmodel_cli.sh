@@ -95,11 +95,40 @@ ok $? "costmodel on a tiny Llama with q/k norms: exit 0"
 check ",qk_norm: k_qknorm_rope_fwd16 launched once a block, no k_headnorm_fwd, no k_rope_fwd16" \
     bash -c "grep -Eq '^  k_qknorm_rope_fwd16 +rownorm +[0-9.]+ +[0-9.]+% +2 ' '$W/qk' &&
              ! grep -Eq '^  (k_headnorm_fwd|k_rope_fwd16) ' '$W/qk' && grep -q 'untied' '$W/qk'"
-for bad in llama:2,4,2,32,48,64,2,16,qk_norm,untied llama:2,4,2,32,48,64,2,16,qk; do
+for bad in llama:2,4,2,32,48,64,2,16,qk_norm,untied llama:2,4,2,32,48,64,2,16,qk \
+    llama:2,4,2,32,48,64,2,16,moe=4:2:24,untied llama:2,4,2,32,48,64,2,16,moe=4:5:24 \
+    llama:2,4,2,32,48,64,2,16,moe=4:2 llama:2,4,2,32,48,64,2,16,moe=4:2:24:8:1 \
+    llama:2,4,2,32,48,64,2,16,moe=4:2:24x llama:2,4,2,32,48,64,2,16,hd=0 \
+    llama:2,4,2,32,48,64,2,16,untied,untied llama:2,4,2,32,48,64,2,16,; do
     "$CM" --shape $bad > /dev/null 2> "$W/bad"
     rc=$?
     check "a bad --shape $bad: exit 2 and the shape named" bash -c "[ $rc = 2 ] && grep -q \"bad --shape '$bad'\" '$W/bad'"
 done
+# A Mixture of Experts (,moe=E:K:Im[:S], after ,hd=D): the routing, permutation and row kernels once a
+# block forward (the permutation's 3: k_moe_count, k_moe_offsets, k_moe_fill), the routing counts read
+# back twice a block (forward, backward), MFU over the active parameters
+"$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16,untied,qk_norm,hd=16,moe=4:2:24:16 --kernels -1 \
+    --attention ztrain > "$W/moe" 2> "$W/err"
+ok $? "costmodel on a tiny Llama MoE (shared expert, head size 16): exit 0"
+check "moe: the shape line and the active parameters' MFU" \
+    bash -c "grep -q 'llama MoE L=2 NH=4 NKV=2 C=32 qk_norm E=4 K=2 Im=24 S=16' '$W/moe' &&
+             grep -q 'MFU counts the ACTIVE parameters' '$W/moe' && grep -q '^  predicted step ' '$W/moe'"
+check "moe: k_moe_route_fwd, k_moe_count, k_moe_offsets, k_moe_fill 2 launches each (one a block)" \
+    bash -c "for k in k_moe_route_fwd k_moe_route_bwd k_moe_count k_moe_offsets k_moe_fill k_rows_dot; do
+                 grep -Eq \"^  \$k +scatter +[0-9.]+ +[0-9.]+% +[24] \" '$W/moe' || exit 1; done"
+check "moe: k_rows_gather (stream) and k_sigmoid_fwd listed" \
+    bash -c "grep -Eq '^  k_rows_gather +stream ' '$W/moe' && grep -Eq '^  k_sigmoid_fwd +stream ' '$W/moe'"
+check "moe: 2 routing-count reads a block, the load-balancing sums' read and the step's: 6 host syncs" \
+    grep -q ' 6 host syncs' "$W/moe"
+[ -s "$W/err" ] && diag "$W/err"
+"$CM" --calib "$CAL" --shape llama:32,32,8,4096,14336,32000,1,4096,untied,moe=8:2:14336 --kernels 0 \
+    --attention ztrain > "$W/mx" 2>&1 && "$CM" --calib "$CAL" --shape mixtral-8x7b --kernels 0 --attention ztrain \
+    > "$W/mx2" 2>&1
+ok $? "mixtral-8x7b and its llama: spelling: exit 0"
+check "mixtral-8x7b: the built-in is its llama: spelling (the same step), 12879.9M of 46702.8M active" \
+    bash -c "[ \"\$(grep 'predicted step' '$W/mx')\" = \"\$(grep 'predicted step' '$W/mx2')\" ] &&
+             grep -q 'ACTIVE parameters, 12879.9M of 46702.8M' '$W/mx2'"
+
 # LoRA (--lora R[:TARGETS], --lora-base): the frozen base's step.  Rank 4
 # on all-linear of the tiny Llama trains 4 (in + out) a projection: q and o
 # 4 (32 + 32), k and v 4 (32 + 16), gate and up 4 (32 + 48), down 4 (48 +

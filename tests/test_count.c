@@ -92,6 +92,115 @@ static void check_kernel(const char *what, const char *name, long n, double flop
         tap_diag("got %s x%ld, %.0f FLOPs, %.0f bytes", name, c, f, b);
 }
 
+/* The Mixture of Experts entries (cuda_moe.cu; count.c's formulas): N = 6
+ * tokens, E = 4 experts, top-K = 2, NK = 12 rows of C = 5 */
+static void moe_formulas(void) {
+    float *x = FAKE(float, 11), *y = FAKE(float, 12), *w = FAKE(float, 13), *p = FAKE(float, 14);
+    int *idx = FAKE(int, 15), *off = FAKE(int, 16), *perm = FAKE(int, 17), *rows = FAKE(int, 18);
+    const double N = 6, E = 4, K2 = 2, NK = 12, C = 5, f = 4, i4 = 4;
+    zt_count_reset();
+    K->moe_route_fwd(w, idx, p, x, 6, 4, 2, 1);
+    check_kernel("moe_route_fwd", "k_moe_route_fwd", 1, N * (5 * E + K2 * E + K2 + K2),
+                 2 * N * E * f + N * K2 * (f + i4));
+    zt_count_reset();
+    K->moe_route_bwd(y, w, p, x, idx, 6, 4, 2, 1);
+    check_kernel("moe_route_bwd, norm, dprobs", "k_moe_route_bwd", 1, N * (6 * K2 + E + 4 * E),
+                 2 * N * E * f + N * K2 * (f + i4) + E * f);
+    zt_count_reset();
+    K->moe_route_bwd(y, w, NULL, x, idx, 6, 4, 2, 0);
+    check_kernel("moe_route_bwd", "k_moe_route_bwd", 1, N * (3 * K2 + 4 * E), 2 * N * E * f + N * K2 * (f + i4));
+    zt_count_reset();
+    K->rows_gather(y, x, rows, w, 12, 5);
+    check_kernel("rows_gather, rows and w", "k_rows_gather", 1, NK * C, 2 * NK * C * f + NK * i4 + NK * f);
+    zt_count_reset();
+    K->rows_gather(y, x, NULL, NULL, 12, 5);
+    check_kernel("rows_gather", "k_rows_gather", 1, 0, 2 * NK * C * f);
+    zt_count_reset();
+    K->rows_scatter(y, x, rows, w, 12, 5);
+    check_kernel("rows_scatter, rows and w", "k_rows_scatter", 1, 2 * NK * C,
+                 3 * NK * C * f + NK * i4 + NK * f);
+    zt_count_reset();
+    K->rows_scatter(y, x, rows, NULL, 12, 1);
+    check_kernel("rows_scatter, C 1", "k_rows_scatter", 1, NK, 3 * NK * f + NK * i4);
+    zt_count_reset();
+    K->rows_dot(y, x, rows, w, 12, 5);
+    check_kernel("rows_dot", "k_rows_dot", 1, 2 * NK * C, 2 * NK * C * f + NK * i4 + NK * f);
+    zt_count_reset();
+    K->sigmoid_fwd(y, x, 10);
+    check_kernel("sigmoid_fwd", "k_sigmoid_fwd", 1, 40, 80);
+    K->sigmoid_bwd(y, x, w, 10);
+    check_kernel("sigmoid_bwd", "k_sigmoid_bwd", 1, 30, 120);
+    /* empty shapes: nothing launched, as cuda_moe.cu's early returns */
+    zt_count_reset();
+    K->moe_route_fwd(w, idx, p, x, 0, 4, 2, 1);
+    K->moe_route_bwd(y, w, NULL, x, idx, 6, 4, 0, 0);
+    K->rows_gather(y, x, rows, w, 0, 5);
+    K->rows_scatter(y, x, rows, w, 12, 0);
+    K->rows_dot(y, x, rows, w, 0, 5);
+    K->moe_permute(off, perm, rows, idx, 6, 2, 0);
+    K->moe_regroup(perm, rows, idx, 0, 2);
+    K->sigmoid_fwd(y, x, 0);
+    tap_ok(tot().launches == 0 && tot().calls[ZT_CE_rows_gather] == 1 && tot().calls[ZT_CE_moe_permute] == 1,
+           "MoE entries on empty shapes: counted calls, no launch");
+    zt_count_reset();
+    K->rows_dot(y, x, rows, w, 12, 0);
+    check_kernel("rows_dot, C 0 (launched: zeros)", "k_rows_dot", 1, 0, NK * i4 + NK * f);
+
+    /* moe_permute: k_moe_count, k_moe_offsets, k_moe_fill; the bare table
+     * knows no idx: the balanced routing, NK / E = 3 rows an expert,
+     * read back by to_host (route_groups' read: D2H and a sync) */
+    zt_count_reset();
+    K->moe_permute(off, perm, rows, idx, 6, 2, 4);
+    check_kernel("moe_permute", "k_moe_count", 1, E * NK, NK * i4 + (E + 1) * i4);
+    check_kernel("moe_permute", "k_moe_offsets", 1, E, (2 * E + 1) * i4);
+    check_kernel("moe_permute", "k_moe_fill", 1, E * NK + E * 128 * 7, E * i4 + NK * i4 + 2 * NK * i4);
+    int o[5] = {-1, -1, -1, -1, -1};
+    K->to_host(o, off, sizeof o);
+    tap_ok(o[0] == 0 && o[1] == 3 && o[2] == 6 && o[3] == 9 && o[4] == 12 && tot().launches == 3 &&
+               tot().syncs == 1 && tot().host_bytes == 20,
+           "moe_permute, bare: the balanced offsets read back (0 3 6 9 12), 3 launches, 1 sync, 20 bytes");
+    /* 7 rows: 5 tokens of K 1 + an expert outside [0, E) left out */
+    int ix[12] = {1, 1, 3, 1, 0, 9, 1, 0, 3, 1, 1, 2};
+    K->to_device(idx, ix, sizeof ix);
+    zt_count_reset();
+    K->moe_permute(off, perm, rows, idx, 6, 2, 4);
+    K->to_host(o, off, sizeof o);
+    tap_ok(o[0] == 0 && o[1] == 2 && o[2] == 8 && o[3] == 9 && o[4] == 11,
+           "moe_permute, bare, a known idx: its counts (0 2 8 9 11: the slot of expert 9 left out)");
+    check_kernel("moe_permute, 11 rows", "k_moe_fill", 1, E * NK + E * 128 * 7, E * i4 + NK * i4 + 2 * 11 * i4);
+    /* a routing the router wrote (moe_route_fwd: unknown): balanced again */
+    K->moe_route_fwd(w, idx, p, x, 6, 4, 2, 1);
+    K->moe_permute(off, perm, rows, idx, 6, 2, 4);
+    K->to_host(o, off, sizeof o);
+    tap_ok(o[1] == 3 && o[4] == 12, "moe_permute after moe_route_fwd: idx forgotten, balanced");
+    zt_count_reset();
+    K->moe_permute(off, perm, rows, idx, 0, 2, 4);
+    tap_ok(tot().launches == 2 && launches_of("k_moe_fill", NULL, NULL) == 0,
+           "moe_permute of no rows: k_moe_count and k_moe_offsets only");
+    /* moe_regroup: P 2 ranks x El 2 experts, R = 10 rows (cnt known) */
+    int cnt[4] = {1, 2, 3, 4};
+    K->to_device(idx, cnt, sizeof cnt);
+    zt_count_reset();
+    K->moe_regroup(perm, rows, idx, 2, 2);
+    check_kernel("moe_regroup", "k_moe_regroup", 1, 4 * 3 / 2 + 16, 4 * i4 + 2 * 10 * i4);
+    /* over cpu: the same counts, the cpu's results */
+    const zt_backend *cpu = zt_backend_cpu(), *O = zt_backend_count_over(cpu);
+    float lg[12], pr[12], pr2[12], wt[4], wt2[4];
+    int id[4], id2[4], of[5], of2[5], pe[4], pe2[4], ro[4], ro2[4];
+    for (int k = 0; k < 12; k++) lg[k] = (float)((k * 7) % 5) * 0.25f - 0.3f;
+    zt_count_reset();
+    O->moe_route_fwd(wt, id, pr, lg, 2, 6, 2, 1);
+    cpu->moe_route_fwd(wt2, id2, pr2, lg, 2, 6, 2, 1);
+    O->moe_permute(of, pe, ro, id, 2, 2, 6);
+    cpu->moe_permute(of2, pe2, ro2, id2, 2, 2, 6);
+    tap_ok(!memcmp(wt, wt2, sizeof wt) && !memcmp(id, id2, sizeof id) && !memcmp(pr, pr2, sizeof pr) &&
+               !memcmp(of, of2, sizeof of) && !memcmp(pe, pe2, sizeof pe) && !memcmp(ro, ro2, sizeof ro),
+           "count over cpu: moe_route_fwd and moe_permute bitwise the cpu's");
+    check_kernel("moe_permute over cpu", "k_moe_fill", 1, 6 * 4 + 6 * 128 * 7.0, 6 * 4 + 4 * 4 + 2 * 4 * 4.0);
+    K = zt_backend_count();
+    zt_count_reset();
+}
+
 static void formulas(void) {
     float *x = FAKE(float, 1), *y = FAKE(float, 2), *w = FAKE(float, 3), *b = FAKE(float, 4);
     float *dw = FAKE(float, 5), *mis = (float *)((uintptr_t)FAKE(float, 6) + 4);
@@ -437,7 +546,13 @@ static void formulas(void) {
     const zt_count_totals t = tot();
     tap_ok(t.syncs == 3 && t.transfers == 2 && t.host_bytes == 128 && t.launches == 2 && t.bytes == 300,
            "to_device, to_host, copy, zero, synchronize: 3 syncs, 2 transfers, 2 launches");
-    tap_ok(host[0] == 0 && host[63] == 0, "to_host writes zeros");
+    tap_ok(host[0] == 1 && host[63] == 1, "to_host of what to_device wrote: its bytes (count.c known words)");
+    K->to_host(host, y, 64);
+    tap_ok(host[0] == 0 && host[63] == 0, "to_host of a buffer the bare table cannot know: zeros");
+    K->zero(x, 4);
+    memset(host, 1, sizeof host);
+    K->to_host(host, x, 64);
+    tap_ok(host[0] == 0 && host[63] == 0, "to_host after a zero(): forgotten, zeros");
     tap_ok(t.calls[ZT_CE_to_device] == 1 && t.calls[ZT_CE_copy] == 1 && t.calls[ZT_CE_synchronize] == 1,
            "entry tallies");
 
@@ -448,6 +563,8 @@ static void formulas(void) {
     tap_ok(tot().launches == 9, "encoder_bwd: 9 launches");
     check_kernel("encoder_bwd", "cub radix sort: onesweep pass", 4, 0, 4 * 16 * 16.0);
     check_kernel("encoder_bwd", "k_encoder_bwd_wte", 1, 16 * 16.0, 3 * 16 * 16 * 4.0 + 8 * 16);
+
+    moe_formulas();
 
     /* memory is address space only: 64 GiB "fits" */
     size_t cur0, peak;
@@ -657,6 +774,12 @@ static const zt_backend *g_w16_inner;
  * = 2 forwards a block), 1: the default's kept last group (ckpt_keep, which
  * counts what it saves against that) */
 static int g_w16_ckkeep;
+/* the last w16_run's totals and a few of its launches (moe_counted) */
+static zt_count_totals g_w16_tot;
+static struct { long count, offsets, fill, gather, sw16; double sw16b; } g_w16_moek;
+/* 1: a Mixture of Experts runs on the cpu backend itself, uncounted; 2:
+ * every run on the inner table without the counter (backend cuda) */
+static int g_w16_moe_cpu;
 /* matmul_fwd_acc's calls with the bf16 weight and with the bf16 input
  * (LoRA's swapped order, lora_swap: the base GEMM the *_w16 / *_a16 entries
  * made before), counted by a table over the one w16_run counts over */
@@ -714,9 +837,10 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     SET("train_batch_size", "%d", s->B);
     SET("zero_optimization.stage", "%d", stage);
     SET("gradient_clipping", "%s", "1.0");
-    /* (a Mixture of Experts: the cpu backend itself, uncounted: the
-     * counter has no MoE kernels) */
-    const int moe = extra && strstr(extra, "n_experts");
+    /* (a Mixture of Experts: counted as every run since count.c has its
+     * kernels; g_w16_moe_cpu: the cpu backend itself, uncounted, as before,
+     * for moe_counted's bitwise comparison) */
+    const int moe = extra && strstr(extra, "n_experts") && g_w16_moe_cpu;
     SET("ztrain.backend", "%s", moe ? "cpu" : "cuda");
     SET("ztrain.comm_backend", "%s", "mpi");
     SET("bf16.enabled", "%s", "true");
@@ -738,9 +862,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     zt_ctx *ctx = NULL;
     zt_mem_reset_peaks();
     if (rc == ZT_OK) {
-        if (!moe)
-            zt_backend_set_stand_in(
-                zt_backend_count_over(facc_over(g_w16_inner ? g_w16_inner : zt_backend_cpu())));
+        const zt_backend *in = facc_over(g_w16_inner ? g_w16_inner : zt_backend_cpu());
+        /* (g_w16_moe_cpu 2: the same table uncounted, backend cuda) */
+        if (!moe) zt_backend_set_stand_in(g_w16_moe_cpu == 2 ? in : zt_backend_count_over(in));
         rc = zt_ctx_create(c, NULL, &ctx, st);
         zt_backend_set_stand_in(NULL);
     }
@@ -775,6 +899,17 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     unsetenv("ZT_TEST_NO_L16");
     zt_count_totals t;
     zt_count_totals_get(&t);
+    g_w16_tot = t;
+    {
+        const zt_count_kernel *kk;
+        const size_t nkk = zt_count_kernels(&kk);
+        g_w16_moek.count = launches_of_k(kk, nkk, "k_moe_count");
+        g_w16_moek.offsets = launches_of_k(kk, nkk, "k_moe_offsets");
+        g_w16_moek.fill = launches_of_k(kk, nkk, "k_moe_fill");
+        g_w16_moek.gather = launches_of_k(kk, nkk, "k_rows_gather");
+        g_w16_moek.sw16 = launches_of_k(kk, nkk, "k_swiglu_fwd16");
+        g_w16_moek.sw16b = bytes_of_k(kk, nkk, "k_swiglu_fwd16");
+    }
     *w16_calls = t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_bwd_w16] +
                  t.calls[ZT_CE_matmul_gelu_fwd_w16] + t.calls[ZT_CE_matmul_dgelu_bwd_w16] +
                  g_facc_w16 + g_bacc_w16;
@@ -1168,11 +1303,14 @@ static void bf16_weights(void) {
          * embedding is the encoder's zt_enc_fwd's only other reader: it reads
          * the bf16 bits, so the table is a GEMM-only tensor).
          * Each call rounds no weight.  QLoRA: the blocks' weights are NF4,
-         * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  (A
-         * Mixture of Experts runs on the cpu backend, uncounted.) */
-        const long want = ex == moe ? 0 : 4L * (8 * p.s.L + 2 + 2);
+         * dequantized straight into bf16 (shard_nf4.c), the head's bf16.  A
+         * Mixture of Experts (E = 4, every expert taking rows in every
+         * block and step of these tokens' routing): per block forward and
+         * backward q|k|v, o, the router, the shared expert's gate|up, down
+         * and gate, and each expert's gate|up and down, 6 + 2 E calls. */
+        const long want = ex == moe ? 4L * (2 * p.s.L * (6 + 2 * 4) + 2 + 2) : 4L * (8 * p.s.L + 2 + 2);
         /* the embedding lookup: one a step, on the bf16 table */
-        tap_ok(ex == moe || (p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4),
+        tap_ok(p.ma.enc16 == 4 && p.ma.enc == 0 && p.mb.enc16 == 0 && p.mb.enc == 4,
                "%s stage %d: the embedding lookup on the bf16 table: %ld calls (%ld on fp32; "
                "without: %ld and %ld)",
                what, cases[i].stage, p.ma.enc16, p.ma.enc, p.mb.enc16, p.mb.enc);
@@ -1183,7 +1321,7 @@ static void bf16_weights(void) {
          * the plan's, below the rounding path's, and the widening moves
          * fewer bytes */
         tap_ok(p.ma.peak == p.ma.plan && p.mb.peak == p.mb.plan && p.ma.peak < p.mb.peak &&
-                   (ex == moe || p.ma.widened < p.mb.widened),
+                   p.ma.widened < p.mb.widened,
                "%s stage %d: the fp32 copies' peak %llu bytes (planned %llu; %llu without the bf16 "
                "weights, planned %llu), widened %.0f bytes (%.0f)",
                what, cases[i].stage, (unsigned long long)p.ma.peak, (unsigned long long)p.ma.plan,
@@ -2003,8 +2141,8 @@ static void bf16_gradients(void) {
  * checkpointing (every block its own group, or groups of 2 of 3 blocks,
  * recomputed) and without, LoRA,
  * the norms' to_bf16 path (ZT_TEST_NO_N16), the fp32 activations
- * (ZT_TEST_NO_ACT16), a Mixture of Experts (the cpu backend itself,
- * uncounted: losses only).  Per step L k_add fewer in the forward, and with
+ * (ZT_TEST_NO_ACT16), a Mixture of Experts (counted: count.c has its
+ * kernels).  Per step L k_add fewer in the forward, and with
  * checkpointing L more in the recompute (a recomputed block's y is the kept
  * residual, added by nobody again); L fused calls more, and with
  * checkpointing each recomputed block's but a group's first (which reads
@@ -2037,7 +2175,6 @@ static void residual_fold(void) {
                           NULL, what, sizeof what))
             continue;
         const char *ex = cases[i].extra;
-        if (ex == moe) continue;   /* (uncounted) */
         /* 4 steps: L a forward, L more a recompute (every block); the
          * fused calls L a forward, and in a recompute each block but a
          * group's first (k = 1: none) */
@@ -2065,7 +2202,7 @@ static void residual_fold(void) {
  * gradient accumulation 2, activation checkpointing, LoRA (a frozen head:
  * dx alone), Gemma 2's final soft-cap (fp32 logits), the fp32 activations
  * (fp32 logits), fp32 and fp16 (dloss with the loss scale) runs, a Mixture
- * of Experts (the cpu backend itself, uncounted: losses only).  With the
+ * of Experts (counted: count.c has its kernels).  With the
  * head in 2 chunks (w16_run), per micro-batch one head GEMM fewer (the
  * recomputed chunk's: no head GEMM in backward), no loss-only xent call
  * (xent16_fwd / xent_fwd) left, and the gathered units' and activations'
@@ -2105,7 +2242,6 @@ static void head_fused(void) {
                  ex == w16_lora ? " LoRA" : "", ex == moe ? " MoE" : "", ex == f32 ? " fp32" : "",
                  ex == f16 ? " fp16" : "", no & 2 ? " ZT_TEST_NO_ACT16" : "", "");
         if (!w16_pair_run(&p, &kind, cases[i].stage, ex, no, what, what)) continue;
-        if (ex == moe) continue;   /* (uncounted) */
         /* 4 steps of A micro-batches, the head in 2 chunks: one head GEMM
          * fewer each */
         const long fewer = 4L * cases[i].A;
@@ -2726,8 +2862,7 @@ static void lora_gu16(void) {
  * same counts where the path is not taken: adapters on o and down
  * (all-linear), Gemma 2's post norms, the fp32 matmuls, the fp32
  * activations (ZT_TEST_NO_ACT16; so a Mixture of Experts, whose blocks keep
- * the fp32 activations, model_acts.h zt_acts16_on: the cpu backend itself,
- * uncounted, losses only), the separate residual add (ZT_TEST_NO_ADDFOLD),
+ * the fp32 activations, model_acts.h zt_acts16_on; counted), the separate residual add (ZT_TEST_NO_ADDFOLD),
  * GPT-2. */
 static void branch16(void) {
     static const w16_kind kind = {4294967296ULL, " with and without the bf16 residual branches",
@@ -2760,7 +2895,6 @@ static void branch16(void) {
         char what[160];
         if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg, names, NULL, what, sizeof what))
             continue;
-        if (c->extra == moe) continue;   /* (uncounted) */
         const long F = c->extra == w16_ck ? 2 : 1, L = p.s.L;
         /* down's bf16 outputs a pass: L, or L - 1 with the fp32 final norm */
         const long Ld = c->arg & 8192 ? L - 1 : L;
@@ -2795,9 +2929,198 @@ static void branch16(void) {
  * checkpointed; dense and sparse blocks mixed (decoder_sparse_step 2: block
  * 1 sparse), also checkpointed (slots holding both kinds); expert
  * parallelism is moe_ep.sh's.  Not taken, bitwise and the same peak: the
- * fp32 matmuls (the cpu backend's default; the bf16 activations need bf16
- * GEMMs), fp32.  The cpu backend itself, uncounted (the counting backend
- * has no MoE kernels). */
+ * fp32 matmuls (ztrain.matmul_precision=fp32; the bf16 activations need
+ * bf16 GEMMs), fp32.  Counted (backend cuda over cpu, as every case; the
+ * counts of the experts' path: moe_counted). */
+/* ------------------------------------------------------------ a MoE step counted
+ * A Mixture of Experts (E 4 experts, top-2, width 24; libtrain/moe.c) on
+ * the counting table over cpu (backend cuda, as every case): 4 steps'
+ * losses and gradient norms bitwise those of the same run on the cpu table
+ * without the counter (counting changes no value; the cpu backend itself,
+ * ztrain.backend=cpu, is another configuration: no bf16 weight storage,
+ * not bitwise), and per step and MoE block (P forwards: 2 checkpointed,
+ * every block recomputed) the entries moe.c calls: moe_route_fwd and
+ * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather 2 P
+ * (x's routed rows, the weights) + 2 (dy's rows, the routed rows gathered
+ * again), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
+ * moe_route_bwd, swiglu_bwd16 1, swiglu_fwd16 P (one over every routed
+ * row), moe_regroup none (no expert parallelism); a shared expert (llama.c
+ * moe_fwd / moe_bwd, fp32) adds per block swiglu_fwd, sigmoid_fwd and
+ * rows_scatter P (its gated output), swiglu_bwd, sigmoid_bwd, rows_dot and
+ * rows_gather 1 (none without one).  With every token on
+ * experts 1 and 2 (ZT_TEST_MOE_ROUTE_ALL=1: K of E take rows, N each): the
+ * bf16 experts' path's matmul_fwd_o16 1 + K a forward (q|k|v's and the
+ * experts' gate|up), one k_swiglu_fwd16 of N K rows (3 N K Im 2 bytes),
+ * matmul_fwd_a16 and matmul_bwd_a16 K each more than ZT_TEST_NO_MOE16's
+ * fp32 experts (which call swiglu_fwd K a forward and swiglu_bwd K, no
+ * 16-bit SwiGLU).  The bare table (no values) through bench/costmodel's
+ * step: with the forced routing (idx known to it: to_device) the same
+ * GEMMs and MoE kernels (launches, FLOPs, bytes) as over cpu (the rest
+ * differs by the host-memory table's staging: memsets, transfers); the
+ * routing counts read back
+ * (route_groups: E + 1 ints, a D2H and a host sync) 2 a block and step
+ * (forward and backward), 1 more a recomputed block. */
+static void moe_counted(void) {
+#define MOE "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 ztrain.model.moe_intermediate_size=24 " \
+            "ztrain.matmul_precision=bf16"
+    static const char base[] = MOE;
+    static const char ck[] = MOE " activation_checkpointing.policy=blocks";
+    static const char sh[] = MOE " ztrain.model.shared_expert_size=16";
+#undef MOE
+    static const struct { const char *shape; int stage; const char *extra, *name; int P, shared; } cases[] = {
+        {"llama:2,4,2,32,48,64,2,16", 0, base, "", 1, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, ck, " checkpointed", 2, 0},
+        {"llama:3,4,2,32,48,64,2,16,untied", 3, sh, " shared expert", 1, 1},
+        {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, " checkpointed", 2, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        char what[160];
+        snprintf(what, sizeof what, "MoE counted %s stage %d%s", cases[i].shape, cases[i].stage, cases[i].name);
+        double ra[4][2], rb[4][2];
+        long w = 0, r = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        g_w16_moe_cpu = 2;
+        int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rb, &w, &r, &mb, &st);
+        g_w16_moe_cpu = 0;
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, ra, &w, &r, &ma, &st);
+        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, counted and not", what)) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        const zt_count_totals t = g_w16_tot;
+        tap_ok(!memcmp(ra, rb, sizeof ra), "%s: losses and gradient norms bitwise the uncounted run's "
+               "(%.9g %.9g ... %.9g)", what, ra[0][0], ra[1][0], ra[3][0]);
+        const long n = 4L * s.L, P = cases[i].P, sh1 = cases[i].shared;
+        const long perm = g_w16_moek.count;
+        tap_ok(t.calls[ZT_CE_moe_route_fwd] == n * P && t.calls[ZT_CE_moe_permute] == n * P &&
+                   perm == n * P && g_w16_moek.offsets == n * P &&
+                   g_w16_moek.fill == n * P && t.calls[ZT_CE_moe_route_bwd] == n &&
+                   t.calls[ZT_CE_moe_regroup] == 0,
+               "%s: %ld moe_route_fwd, %ld moe_permute (%ld k_moe_count), %ld moe_route_bwd, %ld "
+               "moe_regroup (4 steps x %d blocks x %ld forwards)",
+               what, t.calls[ZT_CE_moe_route_fwd], t.calls[ZT_CE_moe_permute], perm,
+               t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
+        tap_ok(t.calls[ZT_CE_rows_gather] == n * (2 * P + 2 + sh1) &&
+                   t.calls[ZT_CE_rows_scatter] == n * (P + 2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * (1 + sh1) &&
+                   g_w16_moek.gather == n * (2 * P + 2 + sh1),
+               "%s: %ld rows_gather (the backward's 2: dy's rows and the routed rows again), %ld "
+               "rows_scatter, %ld rows_dot",
+               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_dot]);
+        /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
+         * blocks alone, no LoRA; llama.c moe_fwd) */
+        tap_ok(t.calls[ZT_CE_swiglu_fwd16] == n * P * (1 + sh1) &&
+                   t.calls[ZT_CE_swiglu_bwd16] == n * (1 + sh1) && t.calls[ZT_CE_swiglu_fwd] == 0 &&
+                   t.calls[ZT_CE_swiglu_bwd] == 0 && t.calls[ZT_CE_sigmoid_fwd] == n * P * sh1 &&
+                   t.calls[ZT_CE_sigmoid_bwd] == n * sh1,
+               "%s: %ld swiglu_fwd16 (one over every routed row, and the shared expert's), %ld "
+               "swiglu_bwd16, %ld swiglu_fwd and %ld swiglu_bwd, %ld sigmoid_fwd, %ld sigmoid_bwd",
+               what, t.calls[ZT_CE_swiglu_fwd16], t.calls[ZT_CE_swiglu_bwd16], t.calls[ZT_CE_swiglu_fwd],
+               t.calls[ZT_CE_swiglu_bwd], t.calls[ZT_CE_sigmoid_fwd], t.calls[ZT_CE_sigmoid_bwd]);
+    }
+
+    /* the bf16 experts' path against ZT_TEST_NO_MOE16, every token on
+     * experts 1 and 2 */
+    {
+        static const char ex[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                                 "ztrain.model.moe_intermediate_size=24 ztrain.matmul_precision=bf16";
+        cm_shape s;
+        cm_shape_parse("llama:2,4,2,32,48,64,2,16", &s);
+        const long n = 4L * s.L, K2 = 2, NKr = 2L * s.B * s.T;
+        double ra[4][2], rb[4][2];
+        long w = 0, r = 0;
+        w16_mem ma, mb;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        setenv("ZT_TEST_MOE_ROUTE_ALL", "1", 1);
+        int rc = w16_run(&s, 0, ex, 1099511627776ULL, rb, &w, &r, &mb, &st);
+        const zt_count_totals tb = g_w16_tot;
+        if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, ra, &w, &r, &ma, &st);
+        const zt_count_totals ta = g_w16_tot;
+        const double sb = g_w16_moek.sw16b;
+        const long sl = g_w16_moek.sw16;
+        unsetenv("ZT_TEST_MOE_ROUTE_ALL");
+        if (tap_ok(rc == ZT_OK, "MoE experts 1 and 2: 4 steps with the bf16 experts' path and without")) {
+            /* (the experts' outputs rounded by their down GEMMs too: K
+             * matmul_fwd_o16 more a block, moe.h yp16) */
+            tap_ok(ta.calls[ZT_CE_matmul_fwd_o16] == n * (1 + 2 * K2) && ta.calls[ZT_CE_swiglu_fwd16] == n &&
+                       sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
+                       ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
+                   "MoE experts 1 and 2, bf16 experts: %ld matmul_fwd_o16 (q|k|v's, K gate|up's and K "
+                   "down's a forward), %ld k_swiglu_fwd16 of N K = %ld rows (%.0f bytes), %ld swiglu_bwd16",
+                   ta.calls[ZT_CE_matmul_fwd_o16], sl, NKr, sb, ta.calls[ZT_CE_swiglu_bwd16]);
+            tap_ok(tb.calls[ZT_CE_swiglu_fwd] == n * K2 && tb.calls[ZT_CE_swiglu_bwd] == n * K2 &&
+                       tb.calls[ZT_CE_swiglu_fwd16] == 0 && tb.calls[ZT_CE_swiglu_bwd16] == 0 &&
+                       ta.calls[ZT_CE_matmul_bwd_a16] - tb.calls[ZT_CE_matmul_bwd_a16] >= n * K2,
+                   "MoE experts 1 and 2, ZT_TEST_NO_MOE16: %ld swiglu_fwd and %ld swiglu_bwd (K a "
+                   "block), no 16-bit SwiGLU; matmul_fwd_a16 %ld (bf16 path %ld), matmul_bwd_a16 %ld (%ld)",
+                   tb.calls[ZT_CE_swiglu_fwd], tb.calls[ZT_CE_swiglu_bwd], tb.calls[ZT_CE_matmul_fwd_a16],
+                   ta.calls[ZT_CE_matmul_fwd_a16], tb.calls[ZT_CE_matmul_bwd_a16],
+                   ta.calls[ZT_CE_matmul_bwd_a16]);
+        }
+    }
+
+    /* the bare table through bench/costmodel's step */
+    for (int ckp = 0; ckp < 2; ckp++) {
+        cm_shape s;
+        cm_shape_parse("llama:2,4,2,32,48,64,2,16,moe=4:2:24", &s);
+        cm_run_opts o;
+        memset(&o, 0, sizeof o);
+        if (ckp) snprintf(o.act_ckpt, sizeof o.act_ckpt, "blocks");
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        cm_counts bare, over;
+        setenv("ZT_TEST_MOE_ROUTE_ALL", "1", 1);
+        int rc = cm_count_step(&s, &o, zt_backend_count(), &bare, &st);
+        if (rc == ZT_OK) {
+            rc = cm_count_step(&s, &o, zt_backend_count_over(zt_backend_cpu()), &over, &st);
+            if (rc != ZT_OK) cm_counts_free(&bare);
+        }
+        unsetenv("ZT_TEST_MOE_ROUTE_ALL");
+        K = zt_backend_count();
+        if (!tap_ok(rc == ZT_OK, "MoE costmodel step%s: bare and over cpu", ckp ? " checkpointed" : "")) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        static const char *const names[] = {"cublasLt gemm bf16", "k_moe_route_fwd", "k_moe_route_bwd",
+                                            "k_rows_gather", "k_rows_scatter", "k_rows_dot", "k_moe_count",
+                                            "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16"};
+        int same = 1;
+        long nb = 0;
+        for (size_t q = 0; q < sizeof names / sizeof names[0]; q++) {
+            double f[2] = {0, 0}, b[2] = {0, 0};
+            long l[2] = {0, 0};
+            for (int side = 0; side < 2; side++) {
+                const cm_counts *c = side ? &over : &bare;
+                for (size_t j = 0; j < c->nk; j++)
+                    if (!strcmp(c->k[j].name, names[q])) {
+                        l[side] += c->k[j].launches;
+                        f[side] += c->k[j].flops * (double)c->k[j].launches;
+                        b[side] += c->k[j].bytes * (double)c->k[j].launches;
+                    }
+            }
+            if (l[0] != l[1] || f[0] != f[1] || b[0] != b[1] || !l[0]) {
+                same = 0;
+                tap_diag("%s: bare x%ld %.0f FLOPs %.0f bytes, over cpu x%ld %.0f %.0f", names[q], l[0], f[0],
+                         b[0], l[1], f[1], b[1]);
+            }
+            nb += l[0];
+        }
+        tap_ok(same, "MoE costmodel step%s, experts 1 and 2: the GEMMs and MoE kernels (%ld launches) the same "
+               "bare and over cpu", ckp ? " checkpointed" : "", nb);
+        long d2h = 0;
+        for (size_t j = 0; j < bare.nk; j++)
+            if (!strcmp(bare.k[j].name, "cudaMemcpyAsync D2H") && bare.k[j].bytes == 5 * 4) d2h += bare.k[j].launches;
+        const long want = 2L * s.L + (ckp ? s.L - 1 : 0);
+        tap_ok(d2h == want, "MoE costmodel step%s, bare: %ld reads of the routing's E + 1 counts (%ld: 2 a "
+               "block%s)", ckp ? " checkpointed" : "", d2h, want, ckp ? ", 1 a recomputed block (the last kept)" : "");
+        cm_counts_free(&bare);
+        cm_counts_free(&over);
+    }
+}
+
 static void moe16(void) {
     static const w16_kind kind = {1099511627776ULL, " with and without a MoE's bf16 activations",
                                   "fp32 activations'", "the bf16 activations of the dense models"};
@@ -2818,7 +3141,7 @@ static void moe16(void) {
     static const char lsh[] = MOE "ztrain.model.shared_expert_size=16 ztrain.matmul_precision=bf16 "
                                   "ztrain.lora.r=4 ztrain.lora.alpha=8 "
                                   "ztrain.lora.targets=q_proj,v_proj,gate_proj,up_proj,down_proj";
-    static const char f32mm[] = MOE "ztrain.model.shared_expert_size=16";
+    static const char f32mm[] = MOE "ztrain.model.shared_expert_size=16 ztrain.matmul_precision=fp32";
     static const char f32[] = MOE "ztrain.model.shared_expert_size=16 bf16.enabled=false "
                                   "ztrain.matmul_precision=bf16";
 #undef MOE
@@ -3310,7 +3633,7 @@ static void bf16_dout16n(void) {
  * untied; LoRA q_proj,v_proj (down without adapters: taken); Gemma 2
  * (geglu_bwd_dd16).  Bitwise and the same counts where not taken: LoRA
  * all-linear (down's adapters add into its fp32 dh), a Mixture of Experts
- * (its blocks' MLP is moe.c's; bitwise only: uncounted), the fp32 activations (ZT_TEST_NO_ACT16: no
+ * (its blocks' MLP is moe.c's; counted), the fp32 activations (ZT_TEST_NO_ACT16: no
  * bf16 gate|up), the bf16 gradients off (ZT_TEST_NO_D16), GPT-2.  Over the
  * cpu backend (the path needs no bf16 attention gradient).  (LoRA's down
  * with the path, its adapters' share first in bf16: lora_grad16; here
@@ -3341,9 +3664,6 @@ static void bf16_dh16(void) {
         if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 137438953472ULL, names,
                           " (cpu)", what, sizeof what))
             continue;
-        /* (uncounted: w16_run runs a Mixture of Experts over the plain cpu
-         * backend; its check is the bitwise losses above) */
-        if (c->extra == moe) continue;
         const long n = cases[i].on ? 4L * p.s.L : 0;
         /* (the bytes a call fewer: the GEMM's D and the GLU's dout, 2 N H each) */
         const double nh = (double)p.s.B * p.s.T * p.s.I, gemm = n * 2 * nh, all = n * 4 * nh;
@@ -4786,12 +5106,12 @@ static void ckpt_keep(void) {
  * 0, 1 and 3, LoRA, Gemma 2, Qwen3's q/k norms, accumulation 2, every block
  * recomputed (ZT_TEST_NO_CKPTKEEP), a Mixture of Experts: 4 steps' losses
  * and gradient norms bitwise, and the last step's gradients where the
- * counter keeps them; counted (the dense runs): L attention forwards a
+ * counter keeps them; counted (the MoE too): L attention forwards a
  * micro-batch (blocks: 2L - 1, 2L with every block recomputed; none: L),
  * the GEMMs' FLOPs and launches those of blocks; the
  * activations' peak blocks' plus exactly (L - 1) (A + S) bytes, A the
  * attention output [N, AD] in bf16 (rounded up to 128 elements, 2 bytes
- * each; the MoE's fp32, 16 and 4) and S lse [B, NH, T] (rounded up to 16 floats): the shapes keep
+ * each; the MoE's as well, counted on the cuda table) and S lse [B, NH, T] (rounded up to 16 floats): the shapes keep
  * every array a multiple of 256 bytes, so no alignment pad moves
  * (model_acts.h zt_carve_katt); the planner's activations the measured
  * ones on both policies (a cuda plan's with the host's tokens and targets,
@@ -4854,10 +5174,10 @@ static void ckpt_attn(void) {
                    (!ma.ghave || (ma.ghash == mb.ghash && ma.ghash == mn.ghash)),
                "%s: the last step's gradients bitwise%s", what,
                ma.ghave ? "" : " (not kept by the counter at this stage: the losses above)");
-        const int L = sh.L, moe = cases[i].extra == sac_moe;
+        const int L = sh.L;
         /* micro-batches in the 4 steps (accumulation 2: 8) */
         const long mbs = cases[i].extra == sac_acc ? 8 : 4;
-        if (!moe) {
+        {   /* (the MoE counted too: count.c has its kernels) */
             tap_ok(ma.attf == mbs * L && mb.attf == mbs * (cases[i].keep ? 2 * L - 1 : 2 * L) &&
                        mn.attf == mbs * L &&
                        ma.gemm_fl == mb.gemm_fl && ma.gemm_n == mb.gemm_n && ma.gemm_fl > mn.gemm_fl,
@@ -4868,14 +5188,14 @@ static void ckpt_attn(void) {
         }
         /* (AD = C for both architectures' shapes here: NH hd = C) */
         const uint64_t N = (uint64_t)sh.B * sh.T;
-        /* (the MoE's activations fp32: model_acts.h zt_acts16_on) */
-        const uint64_t A = moe ? ((N * (uint64_t)sh.C + 15) & ~(uint64_t)15) * 4
-                               : ((N * (uint64_t)sh.C + 127) & ~(uint64_t)127) * 2;
+        /* (the MoE's activations bf16 too on the cuda backend the counter
+         * stands in for: model_acts.h zt_acts16_on, config.h ZT_W16_MOE16) */
+        const uint64_t A = ((N * (uint64_t)sh.C + 127) & ~(uint64_t)127) * 2;
         const uint64_t S = (((uint64_t)sh.B * sh.NH * sh.T + 15) & ~(uint64_t)15) * 4;
         const uint64_t d = (uint64_t)(L - 1) * (A + S);
         /* (the plan of a cuda run adds the host's [B, T] tokens and targets,
          * memplan.c, which the cpu-backed counter does not allocate) */
-        const uint64_t host = moe ? 0 : N * 4 * 2;
+        const uint64_t host = N * 4 * 2;
         tap_ok(ma.acts_peak == mb.acts_peak + d && ma.acts_plan == ma.acts_peak + host &&
                    mb.acts_plan == mb.acts_peak + host && ma.acts_peak < mn.acts_peak &&
                    ma.peak == ma.plan && mb.peak == mb.plan,
@@ -5013,6 +5333,7 @@ int main(int argc, char **argv) {
     lora_gu16();
     branch16();
     moe16();
+    moe_counted();
     lora_branch16();
     lora_grad16();
     lora_o16();
