@@ -540,13 +540,14 @@ static void step_transfers(const zt_config *c0, const char *offload, double *up,
 
 static void test_offload_traffic(int N) {
     static const struct {
-        int stage, fp32, lora;   /* lora: 0 none, 1 bf16 base, 2 nf4, 3 nf4-dq */
+        int stage, fp32, lora;   /* lora: 0 none, 1 bf16 base, 2 nf4, 3 nf4-dq; 4 a MoE, no LoRA */
         const char *off, *ckpt;
     } cases[] = {
         {1, 0, 0, "optimizer", "blocks"}, {2, 0, 0, "optimizer", "none"}, {2, 1, 0, "optimizer", "every-2"},
         {3, 0, 0, "optimizer", "blocks"}, {3, 0, 0, "params", "none"}, {3, 0, 0, "params", "blocks"},
         {3, 0, 0, "params", "every-2"}, {3, 1, 0, "params", "blocks"}, {3, 0, 1, "params", "blocks"},
         {3, 0, 2, "params", "blocks"}, {3, 1, 3, "params", "none"}, {2, 0, 2, "optimizer", "blocks"},
+        {1, 0, 4, "optimizer", "none"}, {3, 0, 4, "params", "blocks"}, {3, 1, 4, "params", "none"},
     };
     const int nc = (int)(sizeof cases / sizeof cases[0]);
     int runs = 0, failed = 0, bad = 0, nonzero = 0;
@@ -559,7 +560,12 @@ static void test_offload_traffic(int N) {
             tu_set(c, "ztrain.model.n_head", "4");
             tu_set(c, "ztrain.model.n_kv_head", "2");
             tu_set(c, "ztrain.model.intermediate_size", "48");
-            if (cases[i].lora) {
+            if (cases[i].lora == 4) {   /* (the expert windows: every expert a unit of its own) */
+                tu_set(c, "ztrain.model.n_experts", "4");
+                tu_set(c, "ztrain.model.experts_per_token", "2");
+                tu_set(c, "ztrain.model.moe_intermediate_size", "24");
+                tu_set(c, "ztrain.model.shared_expert_size", "16");
+            } else if (cases[i].lora) {
                 tu_set(c, "ztrain.lora.r", "2");
                 tu_set(c, "ztrain.lora.targets", "all-linear");
                 if (cases[i].lora > 1) tu_set(c, "ztrain.lora.base", "%s", cases[i].lora == 2 ? "nf4" : "nf4-dq");
@@ -575,7 +581,7 @@ static void test_offload_traffic(int N) {
             snprintf(what, sizeof what, "%s stage %d G %d offload %s, %s%s, accumulation 2",
                      cases[i].fp32 ? "fp32" : "bf16", cases[i].stage, G, cases[i].off, cases[i].ckpt,
                      cases[i].lora == 1 ? ", LoRA bf16 base" : cases[i].lora == 2 ? ", QLoRA nf4"
-                     : cases[i].lora == 3 ? ", QLoRA nf4-dq" : "");
+                     : cases[i].lora == 3 ? ", QLoRA nf4-dq" : cases[i].lora == 4 ? ", MoE" : "");
             zt_status st;
             int rc;
             double u0, d0, u1, d1;
@@ -604,7 +610,8 @@ static void test_offload_traffic(int N) {
         }
     tap_ok(all_ok(runs > 0 && failed == 0 && bad == 0),
            "N=%d offload traffic (stages 1-3, optimizer / params, fp32 and bf16, LoRA bf16 and QLoRA "
-           "nf4/nf4-dq bases, checkpointing none/blocks/every-2, accumulation 2; every shard group): "
+           "nf4/nf4-dq bases, a Mixture of Experts, checkpointing none/blocks/every-2, accumulation 2; "
+           "every shard group): "
            "%d runs, the planned host<->device bytes a step equal the counted ones on shard-group "
            "index 0 less those without offload (%d differ)", N, runs, bad);
     tap_ok(all_ok(runs > 0 && nonzero == runs),
