@@ -641,6 +641,37 @@ if [ -f "$W/moeepnccl/c_train.bin" ]; then
 else
     ok 1 "pageable reads: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
+# ---- expert parallelism's bf16 exchanges over the simulated NCCL (docs/moe.md): with the bf16
+# activations the routed inputs, the experts' outputs and their gradients go in bf16, bitwise the fp32
+# exchanges (ZT_TEST_NO_EP16=1: metrics and exported weights); every token on rank 0's experts
+# (ZT_TEST_MOE_ROUTE_ALL=0), so rank 0 sends only the outputs (bf16) and the input gradients (fp32):
+# 3/4 of the fp32 exchanges' bytes
+if [ -f "$W/moeepnccl/c_train.bin" ]; then
+    ep16() {  # ep16 TAG [ENV=VALUE]: 3 steps, EP 2, stage 1, bf16; exported weights w_TAG
+        (cd "$W/moeepnccl" && env ${2:+"$2"} ZT_TEST_MOE_ROUTE_ALL=0 ZT_CUDASIM_DEVICES=2 timeout 600 \
+            "$mpirun" --oversubscribe -np 2 --bind-to none "$sim" train --config "$SRC/configs/moe-tiny.json" \
+            --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 --steps 3 --eval-every 100 \
+            --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl --resume never \
+            --ckpt-dir "ep16_ck_$1" --stage 1 --ep 2 --ztrain.model.n_experts 4 --bf16.enabled true \
+            --metrics "ep16_m_$1.jsonl" > "ep16_$1.out" 2>&1 &&
+            "$sim" ckpt export "ep16_ck_$1" --output "ep16_w_$1.safetensors" > /dev/null 2>&1)
+    }
+    ep16 b16 && ep16 f32 ZT_TEST_NO_EP16=1 && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
+        "$W/moeepnccl/ep16_w_f32.safetensors" && python3 - "$W/moeepnccl/ep16_m_b16.jsonl" \
+        "$W/moeepnccl/ep16_m_f32.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(f) if '"loss"' in l] for f in sys.argv[1:3])
+la, lb = [(r["loss"], r["grad_norm"]) for r in a], [(r["loss"], r["grad_norm"]) for r in b]
+ba, bb = [r.get("alltoall_bytes") for r in a], [r.get("alltoall_bytes") for r in b]
+print("# bf16 exchanges: losses, grad norms %s; rank 0's all-to-all bytes %s, fp32 %s" % (la, ba, bb))
+sys.exit(0 if len(a) == 3 and la == lb and all(x and y and 4 * x == 3 * y for x, y in zip(ba, bb)) else 1)
+PY
+    r=$?
+    [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_*.out | sed 's/^/# /'
+    ok $r "MoE EP 2 bf16 exchanges over NCCL: weights and metrics bitwise the fp32 exchanges', rank 0's bytes 3/4 of theirs"
+else
+    ok 1 "MoE bf16 exchanges: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
+fi
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
 # 32 MiB cuBLAS workspace, which the plan counts), less the reserve (512
