@@ -186,7 +186,7 @@ static void moe_formulas(void) {
     /* over cpu: the same counts, the cpu's results */
     const zt_backend *cpu = zt_backend_cpu(), *O = zt_backend_count_over(cpu);
     float lg[12], pr[12], pr2[12], wt[4], wt2[4];
-    int id[4], id2[4], of[5], of2[5], pe[4], pe2[4], ro[4], ro2[4];
+    int id[4], id2[4], of[7], of2[7], pe[4], pe2[4], ro[4], ro2[4];   /* (off: E + 1 = 7) */
     for (int k = 0; k < 12; k++) lg[k] = (float)((k * 7) % 5) * 0.25f - 0.3f;
     zt_count_reset();
     O->moe_route_fwd(wt, id, pr, lg, 2, 6, 2, 1);
