@@ -41,7 +41,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     float *yp = NULL;
     if (s->b16 && s->P <= 1) yp16 = zt_carve_take16(cv, NK * C);
     else yp = zt_carve_take(cv, NK * C, 0);
-    float *xr = p[7], *yr = yp;
+    float *xr = NULL, *yr = yp;
     if (s->P > 1) {
         xr = zt_carve_take(cv, R * C, 0);
         yr = zt_carve_take(cv, R * C, 0);
@@ -322,29 +322,34 @@ static int exchange_counts(const zt_moe_shape *s, zt_moe_host *h, size_t cap, si
     return ZT_OK;
 }
 
-/* Rows [*, C] over the expert group: send[sc, sd] -> recv[rc, rd]. */
-static int exchange_rows(const zt_moe_host *h, const float *send, const size_t *sc, const size_t *sd,
-                         float *recv, const size_t *rc, const size_t *rd, const char *what,
-                         zt_status *st) {
+/* Rows [*, C] over the expert group: send[sc, sd] -> recv[rc, rd] (ns and
+ * nr elements sent and received).  In fp32, or with send16 and recv16 (ex16,
+ * moe.h) in bf16: send rounded into send16, exchanged, widened from recv16
+ * into recv; exact where every value sent is a bf16 value already or every
+ * reader rounds it to bf16 (the counts and displacements are elements
+ * either way). */
+static int exchange_rows(const zt_moe_host *h, const zt_backend *be, const float *send, size_t ns,
+                         uint16_t *send16, const size_t *sc, const size_t *sd, float *recv,
+                         uint16_t *recv16, size_t nr, const size_t *rc, const size_t *rd,
+                         const char *what, zt_status *st) {
     zt_group *g = h->ep.dg;
     zt_group_where(g, "step %ld, MoE layer %d: %s", h->step, h->layer, what);
-    return g->ops->alltoallv(g, send, sc, sd, recv, rc, rd, ZT_F32, st);
+    if (!send16 || !recv16) return g->ops->alltoallv(g, send, sc, sd, recv, rc, rd, ZT_F32, st);
+    if (ns) be->to_bf16(send16, send, ns);
+    ZT_TRY(g->ops->alltoallv(g, send16, sc, sd, recv16, rc, rd, ZT_BF16, st));
+    if (nr) be->from_bf16(recv, recv16, nr);
+    return ZT_OK;
 }
 
-/* The same rows of n16 elements in bf16 (ex16, moe.h): send (fp32) rounded
- * into send16, exchanged, widened from recv16 into recv; exact where every
- * value sent is a bf16 value already or every reader rounds it to bf16
- * (the counts and displacements are elements, as exchange_rows'). */
-static int exchange_rows16(const zt_moe_host *h, const zt_backend *be, const float *send, size_t n16,
-                           uint16_t *send16, const size_t *sc, const size_t *sd, float *recv,
-                           uint16_t *recv16, size_t nr16, const size_t *rc, const size_t *rd,
-                           const char *what, zt_status *st) {
-    zt_group *g = h->ep.dg;
-    if (n16) be->to_bf16(send16, send, n16);
-    zt_group_where(g, "step %ld, MoE layer %d: %s", h->step, h->layer, what);
-    ZT_TRY(g->ops->alltoallv(g, send16, sc, sd, recv16, rc, rd, ZT_BF16, st));
-    if (nr16) be->from_bf16(recv, recv16, nr16);
-    return ZT_OK;
+/* A's bf16 rows in the bytes of the fp32 scratch p (ex16), else NULL */
+static uint16_t *rows16(const zt_moe_acts *a, float *p) { return a->ex16 ? (uint16_t *)(void *)p : NULL; }
+
+/* The experts' outputs [NK, C] in fp32: a->yp, or yp16 widened into dyp */
+static const float *outputs32(const zt_backend *be, const zt_moe_acts *a, const zt_moe_grad *g,
+                              size_t n) {
+    if (!a->yp16) return a->yp;
+    be->from_bf16(g->dyp, a->yp16, n);
+    return g->dyp;
 }
 
 /* expert weights at element offset o: fp32 (NULL where only the bf16 bits
@@ -386,12 +391,9 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* the rows by rank into yr, then by expert into xr */
-        if (a->ex16)   /* (in bf16: the experts' GEMMs round them; dxr, dyr the bf16 rows) */
-            ZT_TRY(exchange_rows16(h, be, a->xp, (size_t)NK * C, (uint16_t *)(void *)g->dxr, h->sc,
-                                   h->sd, a->yr, (uint16_t *)(void *)g->dyr, R * C, h->rc, h->rd,
-                                   "expert inputs", st));
-        else
-            ZT_TRY(exchange_rows(h, a->xp, h->sc, h->sd, a->yr, h->rc, h->rd, "expert inputs", st));
+        /* (ex16: in bf16, the experts' GEMMs round them; dxr, dyr the bf16 rows) */
+        ZT_TRY(exchange_rows(h, be, a->xp, (size_t)NK * C, rows16(a, g->dxr), h->sc, h->sd, a->yr,
+                             rows16(a, g->dyr), R * C, h->rc, h->rd, "expert inputs", st));
         be->rows_gather(a->xr, a->yr, a->gperm, NULL, (int)R, C);
     }
     /* this rank's experts, one GEMM each over its rows from every rank */
@@ -438,20 +440,13 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     }
     if (P > 1) {   /* the outputs by rank, back */
         be->rows_gather(a->xs, a->yr, a->ginv, NULL, (int)R, C);
-        if (a->ex16)   /* (in bf16: the down GEMMs rounded them) */
-            ZT_TRY(exchange_rows16(h, be, a->xs, R * C, (uint16_t *)(void *)g->dxr, h->rc, h->rd,
-                                   a->yp, (uint16_t *)(void *)g->dyr, (size_t)NK * C, h->sc, h->sd,
-                                   "expert outputs", st));
-        else
-            ZT_TRY(exchange_rows(h, a->xs, h->rc, h->rd, a->yp, h->sc, h->sd, "expert outputs", st));
+        /* (ex16: in bf16, the down GEMMs rounded them) */
+        ZT_TRY(exchange_rows(h, be, a->xs, R * C, rows16(a, g->dxr), h->rc, h->rd, a->yp,
+                             rows16(a, g->dyr), (size_t)NK * C, h->sc, h->sd, "expert outputs", st));
     }
     be->zero(y, (size_t)N * C * sizeof(float));
-    const float *yp = a->yp;
-    if (a->yp16) {   /* (widened into dyp, free in a forward) */
-        be->from_bf16(g->dyp, a->yp16, (size_t)NK * C);
-        yp = g->dyp;
-    }
-    be->rows_scatter(y, yp, a->rows, a->wsel, NK, C);
+    /* (bf16 outputs widened into dyp, free in a forward) */
+    be->rows_scatter(y, outputs32(be, a, g, (size_t)NK * C), a->rows, a->wsel, NK, C);
     return ZT_OK;
 }
 
@@ -464,12 +459,8 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
-    const float *yp = a->yp;
-    if (a->yp16) {   /* (widened into dyp, which the next gather overwrites) */
-        be->from_bf16(g->dyp, a->yp16, (size_t)NK * C);
-        yp = g->dyp;
-    }
-    be->rows_dot(g->dwsel, dy, a->rows, yp, NK, C);
+    /* (bf16 outputs widened into dyp, which the next gather overwrites) */
+    be->rows_dot(g->dwsel, dy, a->rows, outputs32(be, a, g, (size_t)NK * C), NK, C);
     be->zero(g->dwts, (size_t)NK * sizeof(float));
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks */
@@ -480,13 +471,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* by rank into dxr, then by expert into dyr */
-        if (a->ex16)   /* (in bf16: the down GEMMs' backward rounds them; dxp, dyr the bf16 rows) */
-            ZT_TRY(exchange_rows16(h, be, g->dyp, (size_t)NK * C, (uint16_t *)(void *)g->dxp, h->sc,
-                                   h->sd, g->dxr, (uint16_t *)(void *)g->dyr, R * C, h->rc, h->rd,
-                                   "expert output gradients", st));
-        else
-            ZT_TRY(exchange_rows(h, g->dyp, h->sc, h->sd, g->dxr, h->rc, h->rd,
-                                 "expert output gradients", st));
+        /* (ex16: in bf16, the down GEMMs' backward rounds them; dxp, dyr the bf16 rows) */
+        ZT_TRY(exchange_rows(h, be, g->dyp, (size_t)NK * C, rows16(a, g->dxp), h->sc, h->sd, g->dxr,
+                             rows16(a, g->dyr), R * C, h->rc, h->rd, "expert output gradients", st));
         be->rows_gather(g->dyr, g->dxr, a->gperm, NULL, (int)R, C);
     }
     /* one GEMM an expert (each of the three); with expert parallelism the
@@ -532,8 +519,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     }
     if (P > 1) {
         be->rows_gather(g->dxr, g->dyr, a->ginv, NULL, (int)R, C);
-        ZT_TRY(exchange_rows(h, g->dxr, h->rc, h->rd, g->dxp, h->sc, h->sd, "expert input gradients",
-                             st));
+        /* (fp32: the backward sums them per token) */
+        ZT_TRY(exchange_rows(h, be, g->dxr, 0, NULL, h->rc, h->rd, g->dxp, NULL, 0, h->sc, h->sd,
+                             "expert input gradients", st));
     }
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
