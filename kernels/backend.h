@@ -1006,6 +1006,26 @@ typedef struct zt_backend {
      * matmul mode). */
     void (*matmul_bwd_acc16)(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
                              const float *w, const uint16_t *w16, int N, int C, int OC);
+    /* ---- the Mixture of Experts' grouped forward GEMM (last; optional:
+     * NULL when the backend has none, libtrain/moe.c then runs the
+     * per-expert matmul_fwd_o16 loop) ----
+     * matmul_grouped_o16: G GEMMs over consecutive row blocks: block g has
+     * n[g] >= 0 rows (n: host ints; 0: skipped), rows [o_g, o_g + n[g]),
+     * o_0 = 0, o_{g+1} = o_g + n[g]; out16[o_g.., OC] = bf16(x_g @ w16_g^T),
+     * w16_g = w16 + g OC C (bf16 [OC, C]); x the bf16 inp16 [rows, C], or
+     * (inp16 NULL) the fp32 inp [rows, C] rounded to bf16 once as
+     * matmul_fwd_o16 rounds it.  Bitwise, on the cpu backends, the loop
+     * matmul_fwd_o16(out16 + o_g OC, tmp, inp + o_g C, inp16 + o_g C, NULL,
+     * w16_g, NULL, n[g], C, OC) over the blocks with n[g] > 0 (cpu: that
+     * loop, tmp host scratch of its own).  cuda: bf16 matmul mode only
+     * (fp32 mode records an error and computes nothing); one
+     * cublasGemmGroupedBatchedEx (bf16 A, B, C, fp32 compute; a group of
+     * one a non-empty block), the fp32 input rounded into scratch first and
+     * the A, B, C pointer arrays in scratch (zt_cuda_ws_matmul_grouped);
+     * where cuBLAS refuses the call (any error status), the per-block
+     * matmul_fwd_o16 loop for the rest of the run, reported once. */
+    void (*matmul_grouped_o16)(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                               const uint16_t *w16, const int *n, int G, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

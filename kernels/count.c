@@ -53,7 +53,7 @@ enum {
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
-    K_N
+    K_GEMM_GROUPED, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -170,6 +170,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_MOE_REGROUP] = {"k_moe_regroup", ZT_CC_SCATTER},
     [K_SIGMOID_FWD] = {"k_sigmoid_fwd", ZT_CC_STREAM},
     [K_SIGMOID_BWD] = {"k_sigmoid_bwd", ZT_CC_STREAM},
+    [K_GEMM_GROUPED] = {"cublasGemmGroupedBatchedEx bf16", ZT_CC_GEMM_BF16},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -1784,6 +1785,31 @@ static void c_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, cons
     mm_fwd(N, C, OC, bias, ww, xx);
     rec(K_TO_BF16, 0, D(N) * D(OC) * (F + H));
 }
+/* matmul_grouped_o16 (cuda_matmul.cu, bf16 mode): the fp32 input rounded
+ * once (k_round_bf16 over every row: f read, h written), the A, B, C
+ * pointer arrays uploaded (one cudaMemcpyAsync H2D of 3 G' pointers, G'
+ * the blocks with rows), then one cublasGemmGroupedBatchedEx: 2 n OC C
+ * FLOPs a block, its weight (OC C h) and input (n C h) read and output
+ * (n OC h) written.  No blocks with rows: nothing.  (fp32 mode: cuda
+ * records an error and computes nothing.) */
+static void c_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                                 const uint16_t *w16, const int *n, int G, int C, int OC) {
+    call(ZT_CE_matmul_grouped_o16);
+    if (g_inner) g_inner->matmul_grouped_o16(out16, inp, inp16, w16, n, G, C, OC);
+    if (g_mode != ZT_MATMUL_BF16 || !n || G <= 0 || C <= 0 || OC <= 0) return;
+    double rows = 0, fl = 0, by = 0, gn = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        gn += 1;
+        rows += n[g];
+        fl += 2 * D(n[g]) * D(OC) * D(C);
+        by += (D(OC) * D(C) + D(n[g]) * D(C) + D(n[g]) * D(OC)) * H;
+    }
+    if (gn == 0) return;
+    if (!inp16 || !x16_of(inp16)) rec(K_ROUND_BF16, 0, rows * D(C) * (F + H));
+    rec(K_H2D, 0, 3 * gn * sizeof(void *));
+    rec(K_GEMM_GROUPED, fl, by);
+}
 static void c_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
     call(ZT_CE_gelu_fwd16);
     if (g_inner) g_inner->gelu_fwd16(out16, in16, tmp, n);
@@ -2472,6 +2498,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->set_dw_fresh) t->set_dw_fresh = c_set_dw_fresh;
     if (!inner || inner->qknorm_rope_bwd16) t->qknorm_rope_bwd16 = c_qknorm_rope_bwd16;
     if (!inner || inner->matmul_bwd_acc16) t->matmul_bwd_acc16 = c_matmul_bwd_acc16;
+    if (!inner || inner->matmul_grouped_o16) t->matmul_grouped_o16 = c_matmul_grouped_o16;
     /* (Mixture of Experts: where the inner table has them, every one) */
     if (!inner || (inner->moe_route_fwd && inner->moe_route_bwd && inner->rows_gather &&
                    inner->rows_scatter && inner->rows_dot && inner->moe_permute &&

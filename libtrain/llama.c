@@ -2192,6 +2192,17 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
             WS(zt_att_ws_of(att, 0, bf16, (I16), (Bf), Ta, s.NHl, s.NKVl, s.hd, &ao[k_])); \
     } while (0)
     FWD(B, in16, 1);
+    /* the training blocks' bf16 experts (moe.h b16, moe.c): one grouped
+     * GEMM for every local expert's gate|up (the fp32 routed rows rounded
+     * in scratch) and one for their down (the bf16 SwiGLU output as it is),
+     * over the rows they receive (zt_moe_recv_rows) */
+    if (s.E > 0 && bf16 && zt_acts16_on(mc) && zt_w16_on(mc, ZT_W16_O16)) {
+        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0};
+        const size_t R = zt_moe_recv_rows(&ms, (size_t)N);
+        const int El = s.E / (s.ep > 1 ? s.ep : 1);
+        WS(zt_cuda_ws_matmul_grouped(1, R, C, El));
+        WS(zt_cuda_ws_matmul_grouped(0, R, s.I, El));
+    }
     WS(zt_cuda_ws_reduce((size_t)N));
     /* LM head chunk (bf16 logits: its bf16 gradient read as it is) */
     const int Rh = (int)zt_classifier_rows(mc, N, 1, s.fcap > 0);

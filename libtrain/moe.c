@@ -401,8 +401,15 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     if (a->gup16) {
         /* (bf16: each expert's gate|up rounded once by its GEMM, then
          * SwiGLU over every row at once, then the down GEMMs; scratch: the
-         * backward's dgup and dhp, free in a forward) */
-        for (int l = 0; l < El; ++l) {
+         * backward's dgup and dhp, free in a forward; with the bf16
+         * expert weights bound and the backend's grouped GEMM, one call
+         * for every expert: the same bits on the cpu backends) */
+        const int grp = be->matmul_grouped_o16 && w->gate_up16 && w->down16;
+        if (grp) {
+            be->matmul_grouped_o16(a->gup16, a->xr, NULL, w->gate_up16, nl, El, C, 2 * I);
+            for (int l = 0; l < El; ++l) o += (size_t)nl[l];
+        }
+        for (int l = 0; l < El && !grp; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
@@ -417,7 +424,11 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         uint16_t *y16 = a->yp16 ? a->yp16 : (uint16_t *)(void *)g->dyr;
         float *ytmp = a->yp16 ? g->dyp : g->dxr;
         o = 0;
-        for (int l = 0; l < El; ++l) {
+        if (grp) {
+            be->matmul_grouped_o16(y16, NULL, a->hp16, w->down16, nl, El, I, C);
+            for (int l = 0; l < El; ++l) o += (size_t)nl[l];
+        }
+        for (int l = 0; l < El && !grp; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t dn = (size_t)l * C * I;

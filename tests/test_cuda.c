@@ -2401,6 +2401,104 @@ static void test_gqa16(int B, int T, int NH, int NKV, int hd) {
  * experts exactly (rows 0, 3, 6, ... hold ties: equal logits, so equal
  * probabilities on both, the lower expert first), the row kernels with
  * repeated rows and NULL rows / weights, sigmoid */
+/* the MoE experts' grouped forward GEMM (backend.h matmul_grouped_o16), bf16
+ * mode, G blocks of n[g] rows (zeros among them), both input forms: the
+ * cpu backend's bitwise its per-block matmul_fwd_o16 loop; the GPU's the
+ * CPU's within bf16's rounding (one ulp: the sums' order differs), and on
+ * the simulator bitwise the GPU's own per-block loop (cuBLASLt there: both
+ * compute as cuBLAS's documented product), and bitwise again where cuBLAS
+ * refuses the grouped call (the simulator's ZT_SIM_CUBLAS_NO_GROUPED=1):
+ * the backend falls back to the loop for the rest of the run and says so
+ * (zt_cuda_grouped_report), no error recorded.  Blocks with no rows: no
+ * output rows, nothing written past the rows. */
+static void test_grouped(const int *n, int G, int C, int OC) {
+    char name[200], tag[96];
+    size_t rows = 0;
+    for (int g = 0; g < G; ++g) rows += (size_t)n[g];
+    snprintf(tag, sizeof tag, "G=%d rows=%zu C=%d OC=%d", G, rows, C, OC);
+    if (!gpu->matmul_grouped_o16 || !cpu->matmul_grouped_o16) {
+        tap_skip("matmul_grouped_o16", "the table has no grouped GEMM");
+        return;
+    }
+    size_t fr = 0, to = 0;
+    char dn[128] = "";
+    const int sim = !selftest && gpu->device_memory && gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 &&
+                    strstr(dn, "cudasim");
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    const size_t ni = rows * C, no = rows * OC + 5, nw = (size_t)G * OC * C;   /* (+5: past the rows) */
+    float *x = fvec(ni ? ni : 1, 1.0), *wf = fvec(nw, 0.5), *t = xmalloc((rows ? rows : 1) * OC * 4);
+    uint16_t *x16 = xmalloc(ni * 2 + 2), *w16 = xmalloc(nw * 2), *ref = xmalloc(no * 2), *got = xmalloc(no * 2),
+             *gh = xmalloc(no * 2);
+    cpu->to_bf16(x16, x, ni);
+    cpu->to_bf16(w16, wf, nw);
+    float *x_d = devf(x, ni ? ni : 1);
+    uint16_t *x16_d = dev(x16, ni * 2 + 2), *w16_d = dev(w16, nw * 2), *o_d = gpu->alloc(no * 2),
+             *l_d = gpu->alloc(no * 2);
+    for (int in16 = 0; in16 <= 1; ++in16) {
+        const char *form = in16 ? "bf16 input" : "fp32 input";
+        /* the cpu: the loop the entry documents */
+        for (size_t i = 0; i < no; ++i) ref[i] = got[i] = 0x7fc1;
+        size_t o = 0;
+        for (int g = 0; g < G; ++g) {
+            if (n[g] > 0)
+                cpu->matmul_fwd_o16(ref + o * OC, t, in16 ? NULL : x + o * C, in16 ? x16 + o * C : NULL, NULL,
+                                    w16 + (size_t)g * OC * C, NULL, n[g], C, OC);
+            o += (size_t)n[g];
+        }
+        cpu->matmul_grouped_o16(got, in16 ? NULL : x, in16 ? x16 : NULL, w16, n, G, C, OC);
+        tap_ok(!memcmp(ref, got, no * 2), "cpu matmul_grouped_o16 (%s) %s: bitwise the per-block matmul_fwd_o16 "
+               "loop, nothing past the rows", form, tag);
+        /* the GPU's against the CPU's */
+        gpu->to_device(o_d, got, no * 2);   /* (the fill past the rows) */
+        gpu->matmul_grouped_o16(o_d, in16 ? NULL : x_d, in16 ? x16_d : NULL, w16_d, n, G, C, OC);
+        gpu->to_host(gh, o_d, no * 2);
+        size_t bad = 0, past = 0;
+        for (size_t i = 0; i < no; ++i) {
+            if (i >= rows * OC) { past += gh[i] != 0x7fc1; continue; }
+            const float a = zt_cvt_bf16_to_f32(gh[i]), b = zt_cvt_bf16_to_f32(ref[i]);
+            if (!(fabsf(a - b) <= 0x1p-7f * fabsf(b) + 1e-6f)) bad++;
+        }
+        tap_ok(bad == 0 && past == 0, "matmul_grouped_o16 (%s) %s: the CPU's within one bf16 ulp (%zu outside), "
+               "nothing past the rows (%zu written)", form, tag, bad, past);
+        if (!sim) {
+            tap_skip("matmul_grouped_o16 bitwise the GPU's per-block loop", "on the simulator only (a GPU's "
+                     "grouped kernels may sum in another order than cuBLASLt's)");
+            continue;
+        }
+        gpu->to_device(l_d, got, no * 2);
+        o = 0;
+        for (int g = 0; g < G; ++g) {
+            if (n[g] > 0)
+                gpu->matmul_fwd_o16(l_d + o * OC, NULL, in16 ? NULL : x_d + o * C, in16 ? x16_d + o * C : NULL,
+                                    NULL, w16_d + (size_t)g * OC * C, NULL, n[g], C, OC);
+            o += (size_t)n[g];
+        }
+        snprintf(name, sizeof name, "matmul_grouped_o16 (%s) %s: bitwise the GPU's per-block matmul_fwd_o16 loop "
+                 "(simulator)", form, tag);
+        tap_ok(same_bits(o_d, l_d, no * 2), "%s", name);
+        /* cuBLAS refusing the grouped call: the loop, the same bytes */
+        char rep[200];
+        setenv("ZT_SIM_CUBLAS_NO_GROUPED", "1", 1);
+        gpu->to_device(l_d, got, no * 2);
+        gpu->matmul_grouped_o16(l_d, in16 ? NULL : x_d, in16 ? x16_d : NULL, w16_d, n, G, C, OC);
+        const int grp = zt_cuda_grouped_report(rep, sizeof rep);
+        unsetenv("ZT_SIM_CUBLAS_NO_GROUPED");
+        const int any = rows > 0 && C > 0;
+        tap_ok(same_bits(o_d, l_d, no * 2) && grp == !any && (!any || strstr(rep, "refused") != NULL),
+               "matmul_grouped_o16 (%s) %s, cuBLAS refusing the call (ZT_SIM_CUBLAS_NO_GROUPED=1): the same bytes "
+               "by the per-block loop, reported (%s)", form, tag, rep);
+        zt_cuda_grouped_for_test(1);
+        no_error("matmul_grouped_o16 fallback");
+    }
+    free(x); free(wf); free(t); free(x16); free(w16); free(ref); free(got); free(gh);
+    gpu->free(x_d); gpu->free(x16_d); gpu->free(w16_d); gpu->free(o_d); gpu->free(l_d);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    no_error("matmul_grouped_o16");
+    precision_left_fp32("matmul_grouped_o16");
+}
+
 static void test_moe(int N, int E, int K, int C) {
     if (!gpu->moe_route_fwd || !gpu->moe_route_bwd || !gpu->rows_gather || !gpu->rows_scatter ||
         !gpu->rows_dot || !gpu->sigmoid_fwd || !gpu->sigmoid_bwd) {
@@ -4073,6 +4171,13 @@ int main(void) {
     test_act16r(37, 13);
     test_act16r(3, 2731);
     if (full) test_swiglu(512, 5632);
+    {
+        const int n6[6] = {3, 0, 5, 1, 0, 7}, n1[1] = {37}, n0[2] = {0, 0}, nq[4] = {0, 64, 2, 30};
+        test_grouped(n6, 6, 13, 9);          /* zero-row blocks, odd sizes */
+        test_grouped(n1, 1, 13, 9);          /* G = 1 */
+        test_grouped(n0, 2, 13, 9);          /* no rows: nothing */
+        test_grouped(nq, 4, 96, 80);         /* a leading empty block, wider */
+    }
     test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */
     test_moe(4, 3, 3, 1);                /* K = E: every expert taken */

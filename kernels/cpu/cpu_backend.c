@@ -867,6 +867,29 @@ static void cpu_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint
     free(dinp);
 }
 
+/* matmul_grouped_o16 (backend.h): the per-block matmul_fwd_o16 loop, the
+ * fp32 values in host scratch of its own (the largest block's) */
+static void cpu_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                                   const uint16_t *w16, const int *n, int G, int C, int OC) {
+    if (G <= 0 || OC <= 0 || !n) return;
+    int mx = 0;
+    for (int g = 0; g < G; ++g) mx = n[g] > mx ? n[g] : mx;
+    if (mx == 0) return;
+    float *tmp = malloc((size_t)mx * OC * sizeof(float));
+    if (!tmp) {
+        cpu_err = "cpu_backend.c: matmul_grouped_o16: out of memory for the fp32 outputs (nothing computed)";
+        return;
+    }
+    size_t o = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        cpu_matmul_fwd_o16(out16 + o * OC, tmp, inp16 ? NULL : inp + o * C, inp16 ? inp16 + o * C : NULL,
+                           NULL, w16 + (size_t)g * OC * C, NULL, n[g], C, OC);
+        o += (size_t)n[g];
+    }
+    free(tmp);
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -1158,6 +1181,7 @@ static const zt_backend cpu_backend = {
     .matmul_fwd_acc16 = cpu_matmul_fwd_acc16,
     .matmul_bwd_acc = cpu_matmul_bwd_acc,
     .matmul_bwd_acc16 = cpu_matmul_bwd_acc16,
+    .matmul_grouped_o16 = cpu_matmul_grouped_o16,
     .set_dw_fresh = cpu_set_dw_fresh,
     .qknorm_rope_bwd16 = cpu_qknorm_rope_bwd16,
 };

@@ -668,6 +668,19 @@ static void s_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16
         cpu()->matmul_bwd_acc16(dinp16, dout, dout16, w, w16, N, C, OC);
     leave();
 }
+/* (out16 [rows, OC] written; the input inp16 or inp [rows, C]; w16 [G, OC,
+ * C]; n: host ints) */
+static void s_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                                 const uint16_t *w16, const int *n, int G, int C, int OC) {
+    enter();
+    size_t rows = 0;
+    for (int g = 0; n && g < G; ++g) rows += n[g] > 0 ? (size_t)n[g] : 0;
+    if (rows && NEED_ALL("matmul_grouped_o16", {"out16", out16, rows * OC * 2},
+                         OPND_OR(1, inp16, rows * C * 2, inp, rows * C * F),
+                         {"w16", w16, (size_t)G * OC * C * 2}))
+        cpu()->matmul_grouped_o16(out16, inp, inp16, w16, n, G, C, OC);
+    leave();
+}
 /* (the gradients g[n] the dW GEMMs may overwrite: device memory; g NULL:
  * none) */
 static void s_set_dw_fresh(float *g, size_t n) {
@@ -1816,6 +1829,7 @@ static const zt_backend strict_backend = {
     .matmul_fwd_acc16 = s_matmul_fwd_acc16,
     .matmul_bwd_acc = s_matmul_bwd_acc,
     .matmul_bwd_acc16 = s_matmul_bwd_acc16,
+    .matmul_grouped_o16 = s_matmul_grouped_o16,
     .set_dw_fresh = s_set_dw_fresh,
     .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
 };

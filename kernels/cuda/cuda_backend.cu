@@ -950,6 +950,7 @@ static void fill_table(zt_backend *t) {
     t->matmul_bwd_acc = zt_cuda_matmul_bwd_acc;
     t->matmul_fwd_acc16 = zt_cuda_matmul_fwd_acc16;
     t->matmul_bwd_acc16 = zt_cuda_matmul_bwd_acc16;
+    t->matmul_grouped_o16 = zt_cuda_matmul_grouped_o16;
     t->set_dw_fresh = zt_cuda_set_dw_fresh;
     t->qknorm_rope_bwd16 = zt_cuda_qknorm_rope_bwd16;
 }

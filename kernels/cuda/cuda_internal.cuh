@@ -370,6 +370,9 @@ void zt_cuda_matmul_fwd_acc(float *out, const float *inp, const uint16_t *inp16,
 /* the forward product accumulated into a bf16 output (backend.h matmul_fwd_acc16) */
 void zt_cuda_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t *inp16,
                               const float *w, const uint16_t *w16, int N, int C, int OC);
+/* the MoE experts' grouped forward GEMM (backend.h matmul_grouped_o16) */
+void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                                const uint16_t *w16, const int *n, int G, int C, int OC);
 /* the base input gradient accumulated into a bf16 gradient (backend.h matmul_bwd_acc16) */
 void zt_cuda_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
                               const float *w, const uint16_t *w16, int N, int C, int OC);

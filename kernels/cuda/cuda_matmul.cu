@@ -891,6 +891,112 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
     zt_cuda_to_bf16(out16, tmp, (size_t)N * OC);
 }
 
+/* the MoE experts' grouped forward GEMM (backend.h matmul_grouped_o16):
+ * out^T[OC, n_g] = w16_g^T' x_g^T a non-empty block, one
+ * cublasGemmGroupedBatchedEx (bf16 A, B, C, fp32 compute, a group of one
+ * each: m OC, n n_g, k C).  Scratch (zt_cuda_ws_matmul_grouped): the fp32
+ * input rounded to bf16 once (k_round_bf16 over every row), then the A,
+ * B, C pointer arrays, uploaded with cudaMemcpyAsync on the stream.  Where
+ * cuBLAS refuses (any status but SUCCESS: a cuBLAS before 12.5, a type or
+ * shape it does not take), the per-block matmul_fwd_o16 loop, then and for
+ * the rest of the run (g_grp_off; zt_cuda_grouped_report says why). */
+static int g_grp_off;
+static char g_grp_why[160];
+
+extern "C" int zt_cuda_grouped_report(char *buf, size_t n) {
+    if (buf && n)
+        snprintf(buf, n, "%s", g_grp_off ? g_grp_why : "one cublasGemmGroupedBatchedEx a call (bf16)");
+    return !g_grp_off;
+}
+extern "C" void zt_cuda_grouped_for_test(int on) {
+    g_grp_off = !on;
+    snprintf(g_grp_why, sizeof g_grp_why, "a GEMM an expert (zt_cuda_grouped_for_test(0))");
+}
+
+static void grouped_loop(uint16_t *out16, const float *inp, const uint16_t *inp16, const uint16_t *w16,
+                         const int *n, int G, int C, int OC) {
+    size_t o = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        zt_cuda_matmul_fwd_o16(out16 + o * OC, NULL, inp16 ? NULL : inp + o * C,
+                               inp16 ? inp16 + o * C : NULL, NULL, w16 + (size_t)g * OC * C, NULL, n[g],
+                               C, OC);
+        o += (size_t)n[g];
+    }
+}
+
+void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
+                                const uint16_t *w16, const int *n, int G, int C, int OC) {
+    if (!a16_ok("matmul_grouped_o16") || !n || G <= 0 || OC <= 0) return;
+    size_t rows = 0;
+    int gn = 0;
+    for (int g = 0; g < G; ++g)
+        if (n[g] > 0) rows += (size_t)n[g], ++gn;
+    if (!gn) return;
+    if (C <= 0) {   /* (an empty product: zeros, as matmul_fwd_o16) */
+        ZT_CU(cudaMemsetAsync(out16, 0, rows * OC * 2, zt_cu.stream));
+        return;
+    }
+    if (g_grp_off) {
+        grouped_loop(out16, inp, inp16, w16, n, G, C, OC);
+        return;
+    }
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_grouped(inp16 == NULL, rows, C, gn),
+                                      "grouped GEMM operands");
+    if (!s) return;
+    const bf16_t *x = (const bf16_t *)inp16;
+    size_t off = 0;
+    if (!x) {
+        k_round_bf16<<<zt_ew_blocks(rows * C), ZT_EW_THREADS, 0, zt_cu.stream>>>((bf16_t *)s, inp, rows * C);
+        if (!ZT_LAUNCHED("k_round_bf16")) return;
+        x = (const bf16_t *)s;
+        off = zt_al256(rows * C * 2);
+    }
+    const void **ptr = (const void **)malloc(3 * (size_t)gn * sizeof(void *));
+    int *iv = (int *)malloc(6 * (size_t)gn * sizeof(int));
+    float *sc = (float *)malloc(2 * (size_t)gn * sizeof(float));
+    cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)gn * sizeof(cublasOperation_t));
+    if (!ptr || !iv || !sc || !op) {
+        free(ptr), free(iv), free(sc), free(op);
+        zt_cuda_fail(__FILE__, __LINE__, "matmul_grouped_o16", "out of host memory for the GEMMs' arguments",
+                     "nothing computed");
+        return;
+    }
+    /* (host arrays: m n k lda ldb ldc, group sizes = lda's room reused
+     * below: all 1; alpha 1, beta 0; A T, B N) */
+    int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *ld_c = iv + 3 * gn, *ld_k = iv + 4 * gn,
+        *one = iv + 5 * gn;
+    size_t o = 0;
+    int q = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        ptr[q] = w16 + (size_t)g * OC * C;
+        ptr[gn + q] = x + o * C;
+        ptr[2 * gn + q] = out16 + o * OC;
+        m_[q] = OC, n_[q] = n[g], k_[q] = C, ld_c[q] = OC, ld_k[q] = C, one[q] = 1;
+        sc[q] = 1.0f, sc[gn + q] = 0.0f;
+        op[q] = CUBLAS_OP_T, op[gn + q] = CUBLAS_OP_N;
+        o += (size_t)n[g];
+        ++q;
+    }
+    void **dptr = (void **)(s + off);
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    const bool up = ZT_CU(cudaMemcpyAsync(dptr, ptr, 3 * (size_t)gn * sizeof(void *), cudaMemcpyHostToDevice,
+                                          zt_cu.stream));
+    if (up)
+        st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)dptr,
+                                        CUDA_R_16BF, ld_k, (const void *const *)(dptr + gn), CUDA_R_16BF, ld_k,
+                                        sc + gn, dptr + 2 * gn, CUDA_R_16BF, ld_c, gn, one, CUBLAS_COMPUTE_32F);
+    free(ptr), free(iv), free(sc), free(op);
+    if (!up) return;
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        g_grp_off = 1;
+        snprintf(g_grp_why, sizeof g_grp_why,
+                 "a GEMM an expert (cublasGemmGroupedBatchedEx refused the call: %s)", cublasGetStatusString(st));
+        grouped_loop(out16, inp, inp16, w16, n, G, C, OC);
+    }
+}
+
 /* the forward product accumulated into a bf16 output (backend.h
  * matmul_fwd_acc16): one cuBLASLt GEMM with beta = 1, C = D in bf16 (fp32
  * compute: D = bf16(acc + fp32(C)), rounded once); where Lt has no such

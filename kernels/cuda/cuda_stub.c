@@ -34,6 +34,11 @@ int zt_cuda_att_cudnn_report(char *buf, size_t n) {
     if (buf && n) buf[0] = 0;
     return 0;
 }
+int zt_cuda_grouped_report(char *buf, size_t n) {
+    if (buf && n) buf[0] = 0;
+    return 0;
+}
+void zt_cuda_grouped_for_test(int on) { (void)on; }
 void *zt_cuda_scratch_for_test(size_t bytes, size_t *have) {
     (void)bytes;
     if (have) *have = 0;

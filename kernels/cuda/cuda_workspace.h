@@ -262,6 +262,15 @@ static inline size_t zt_cuda_ws_matmul_fwd(int bf16, int N, int C, int OC) {
     if (N <= 0 || OC <= 0 || C <= 0) return 0;
     return zt_cuda_ws_gemm(bf16, (size_t)C * OC, (size_t)C * N);
 }
+/* matmul_grouped_o16 (the MoE experts' grouped forward GEMM, bf16 mode)
+ * over `rows` rows of C in G' non-empty blocks: the fp32 input rounded to
+ * bf16 (in32; none for a bf16 input), then the A, B, C pointer arrays of
+ * cublasGemmGroupedBatchedEx (G' pointers each).  0 without rows.  (The
+ * per-block fallback asks matmul_fwd's request a block, smaller.) */
+static inline size_t zt_cuda_ws_matmul_grouped(int in32, size_t rows, int C, int G) {
+    if (rows == 0 || C <= 0 || G <= 0) return 0;
+    return (in32 ? zt_cuda_ws_al256(rows * (size_t)C * 2) : 0) + zt_cuda_ws_al256(3 * (size_t)G * sizeof(void *));
+}
 /* matmul_bwd in bf16 mode: dout[N,OC] rounded once (both GEMMs read it),
  * then room for the larger of the other operands (w [OC,C] for dinp, inp
  * [N,C] for dw), each rounded in turn */

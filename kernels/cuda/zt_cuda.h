@@ -80,6 +80,14 @@ void zt_cuda_att_cudnn_version_for_test(long version, int sm);
  * the rule or cuDNN's own message) written into buf (n bytes, truncated);
  * returns the number of plans.  0 and "" without cuDNN. */
 int zt_cuda_att_cudnn_report(char *buf, size_t n);
+/* The MoE experts' forward GEMMs (backend.h matmul_grouped_o16), one line:
+ * one cublasGemmGroupedBatchedEx a call, or, after cuBLAS refused one (any
+ * error status: the backend then runs the per-expert GEMMs for the rest of
+ * the run), that and cuBLAS's status.  Returns 1 while grouped, 0 after
+ * the fallback.  "" and 0 without CUDA.  Tests: zt_cuda_grouped_for_test(1)
+ * tries the grouped call again (after a fallback), 0 forces the loop. */
+int zt_cuda_grouped_report(char *buf, size_t n);
+void zt_cuda_grouped_for_test(int on);
 
 #ifdef __cplusplus
 }

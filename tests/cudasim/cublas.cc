@@ -279,6 +279,87 @@ extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* grouped products (cublasGemmGroupedBatchedEx's documented semantics):
+ * group i's group_size[i] problems share transa/transb, m, n, k, alpha,
+ * beta (host arrays, one entry a group) and ld's; the problems' A, B, C
+ * pointers are device arrays (one entry a problem, groups in order), read
+ * when the work runs on the stream; each product as cublasGemmEx computes
+ * it.  Checks as documented: group_count >= 0, per group m, n, k,
+ * group_size >= 0, lda / ldb / ldc >= max(1, rows of the stored matrix);
+ * types: COMPUTE_32F with A, B, C all 16BF, all 16F or all 32F, or
+ * COMPUTE_32F_FAST_TF32 with all 32F, else NOT_SUPPORTED.  Test hook:
+ * ZT_SIM_CUBLAS_NO_GROUPED=1 makes every call NOT_SUPPORTED. */
+extern "C" cublasStatus_t cublasGemmGroupedBatchedEx(
+    cublasHandle_t h, const cublasOperation_t transa_array[], const cublasOperation_t transb_array[],
+    const int m_array[], const int n_array[], const int k_array[], const void *alpha_array,
+    const void *const Aarray[], cudaDataType_t at, const int lda_array[], const void *const Barray[],
+    cudaDataType_t bt, const int ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t ct,
+    const int ldc_array[], int group_count, const int group_size[], cublasComputeType_t ctype) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    const char *hook = getenv("ZT_SIM_CUBLAS_NO_GROUPED");
+    if (hook && hook[0] == '1') return CUBLAS_STATUS_NOT_SUPPORTED;   /* (quietly: the fallback's test) */
+    if (group_count < 0)
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmGroupedBatchedEx: group_count %d", group_count);
+    const bool types_ok = (ctype == CUBLAS_COMPUTE_32F && at == bt && bt == ct &&
+                           (at == CUDA_R_16BF || at == CUDA_R_16F || at == CUDA_R_32F)) ||
+                          (ctype == CUBLAS_COMPUTE_32F_FAST_TF32 && at == CUDA_R_32F && bt == CUDA_R_32F &&
+                           ct == CUDA_R_32F);
+    if (!types_ok)
+        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasGemmGroupedBatchedEx: types A %d B %d C %d compute %d", at,
+                   bt, ct, ctype);
+    if (group_count == 0) return CUBLAS_STATUS_SUCCESS;
+    if (!transa_array || !transb_array || !m_array || !n_array || !k_array || !alpha_array || !beta_array ||
+        !lda_array || !ldb_array || !ldc_array || !group_size)
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmGroupedBatchedEx: a NULL host array");
+    size_t total = 0;
+    for (int i = 0; i < group_count; i++) {
+        const cublasOperation_t ta = transa_array[i], tb = transb_array[i];
+        const int m = m_array[i], n = n_array[i], k = k_array[i];
+        if (m < 0 || n < 0 || k < 0 || group_size[i] < 0 || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) ||
+            (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T) ||
+            lda_array[i] < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+            ldb_array[i] < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc_array[i] < (m > 1 ? m : 1))
+            return bad(CUBLAS_STATUS_INVALID_VALUE,
+                       "cublasGemmGroupedBatchedEx: group %d (%s, %s, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d, "
+                       "group_size=%d)",
+                       i, ta == CUBLAS_OP_N ? "N" : "T", tb == CUBLAS_OP_N ? "N" : "T", m, n, k, lda_array[i],
+                       ldb_array[i], ldc_array[i], group_size[i]);
+        total += (size_t)group_size[i];
+    }
+    if (!total) return CUBLAS_STATUS_SUCCESS;
+    const size_t pb = total * sizeof(void *);
+    if (!zt_sim_is_device(Aarray, pb) || !zt_sim_is_device(Barray, pb) || !zt_sim_is_device(Carray, pb))
+        return bad(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmGroupedBatchedEx: a pointer array not in device memory");
+    /* (the problems' arguments but their pointers, which the stream work reads) */
+    std::vector<gemm_args> probs;
+    for (int i = 0; i < group_count; i++) {
+        const float al = ((const float *)alpha_array)[i];   /* (fp32 scalars: both compute types) */
+        const float be = ((const float *)beta_array)[i];
+        for (int j = 0; j < group_size[i]; j++)
+            probs.push_back(gemm_args{transa_array[i] == CUBLAS_OP_T, transb_array[i] == CUBLAS_OP_T, m_array[i],
+                                      n_array[i], k_array[i], al, be, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      at, bt, ct, ct, lda_array[i], ldb_array[i], ldc_array[i], ldc_array[i], 0,
+                                      nullptr, 0, nullptr});
+    }
+    zt_sim_enqueue(h->stream, [probs, Aarray, Barray, Carray]() {
+        for (size_t q = 0; q < probs.size(); q++) {
+            gemm_args g = probs[q];
+            g.A = Aarray[q];
+            g.B = Barray[q];
+            g.C = Carray[q];
+            g.D = Carray[q];
+            if (!g.m || !g.n) continue;
+            if (check_mem(g, "cublasGemmGroupedBatchedEx") != CUBLAS_STATUS_SUCCESS) {
+                fprintf(stderr, "cudasim: cublasGemmGroupedBatchedEx: problem %zu's operands are not device "
+                                "memory when the stream ran it\n", q);
+                abort();
+            }
+            gemm_run(g);
+        }
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* ------------------------------------------------------------ cuBLASLt */
 
 extern "C" cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {

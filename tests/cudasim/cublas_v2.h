@@ -48,6 +48,14 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           long long sB, const void *beta, void *C, cudaDataType_t ct, int ldc,
                                           long long sC, int batch, cublasComputeType_t ctype,
                                           cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmGroupedBatchedEx(cublasHandle_t h, const cublasOperation_t transa_array[],
+                                          const cublasOperation_t transb_array[], const int m_array[],
+                                          const int n_array[], const int k_array[], const void *alpha_array,
+                                          const void *const Aarray[], cudaDataType_t at, const int lda_array[],
+                                          const void *const Barray[], cudaDataType_t bt, const int ldb_array[],
+                                          const void *beta_array, void *const Carray[], cudaDataType_t ct,
+                                          const int ldc_array[], int group_count, const int group_size[],
+                                          cublasComputeType_t ctype);
 #ifdef __cplusplus
 }
 #endif
