@@ -3041,16 +3041,47 @@ static void moe_counted(void) {
         const zt_count_totals ta = g_w16_tot;
         const double sb = g_w16_moek.sw16b;
         const long sl = g_w16_moek.sw16;
+        /* (and over a cpu table without the grouped GEMM: moe.c's
+         * per-expert matmul_fwd_o16 loop) */
+        static zt_backend nogrp;
+        nogrp = *zt_backend_cpu();
+        nogrp.matmul_grouped_o16 = NULL;
+        double rg[4][2];
+        w16_mem mg;
+        g_w16_inner = &nogrp;
+        if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, rg, &w, &r, &mg, &st);
+        g_w16_inner = NULL;
+        const zt_count_totals tg = g_w16_tot;
         unsetenv("ZT_TEST_MOE_ROUTE_ALL");
         if (tap_ok(rc == ZT_OK, "MoE experts 1 and 2: 4 steps with the bf16 experts' path and without")) {
-            /* (the experts' outputs rounded by their down GEMMs too: K
-             * matmul_fwd_o16 more a block, moe.h yp16) */
-            tap_ok(ta.calls[ZT_CE_matmul_fwd_o16] == n * (1 + 2 * K2) && ta.calls[ZT_CE_swiglu_fwd16] == n &&
+            /* (the experts' gate|up and down GEMMs: one matmul_grouped_o16
+             * each a forward, the q|k|v's matmul_fwd_o16 a forward; over
+             * the table without the grouped entry K gate|up's and K
+             * down's matmul_fwd_o16 more a forward (moe.h yp16), the same
+             * losses and gradient norms bitwise, the same GEMM FLOPs, and
+             * at least 2 (K - 1) launches fewer a forward of a block (K =
+             * the experts with rows: each block's 2 K per-expert GEMMs,
+             * their K input roundings and the copies of misaligned bf16
+             * operands become 2 grouped GEMMs and one rounding), and 2
+             * transfers more (the pointer arrays' uploads)) */
+            tap_ok(ta.calls[ZT_CE_matmul_fwd_o16] == n && ta.calls[ZT_CE_matmul_grouped_o16] == 2 * n &&
+                       tg.calls[ZT_CE_matmul_fwd_o16] == n * (1 + 2 * K2) &&
+                       tg.calls[ZT_CE_matmul_grouped_o16] == 0 && !memcmp(ra, rg, sizeof ra) &&
+                       ta.flops == tg.flops && ta.launches <= tg.launches - n * 2 * (K2 - 1) &&
+                       ta.transfers == tg.transfers + 2 * n,
+                   "MoE experts 1 and 2, bf16 experts: %ld matmul_grouped_o16 (gate|up's and down's a forward), "
+                   "%ld matmul_fwd_o16 (q|k|v's); without the grouped entry %ld matmul_fwd_o16 (+ K gate|up's "
+                   "and K down's a forward), losses and gradient norms bitwise, FLOPs %.0f == %.0f; launches "
+                   "%ld vs %ld (at least 2 (K - 1) fewer a forward of a block), transfers %ld vs %ld (the "
+                   "pointers' 2 uploads a forward of a block more)",
+                   ta.calls[ZT_CE_matmul_grouped_o16], ta.calls[ZT_CE_matmul_fwd_o16],
+                   tg.calls[ZT_CE_matmul_fwd_o16], ta.flops, tg.flops, ta.launches, tg.launches, ta.transfers,
+                   tg.transfers);
+            tap_ok(ta.calls[ZT_CE_swiglu_fwd16] == n &&
                        sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
                        ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
-                   "MoE experts 1 and 2, bf16 experts: %ld matmul_fwd_o16 (q|k|v's, K gate|up's and K "
-                   "down's a forward), %ld k_swiglu_fwd16 of N K = %ld rows (%.0f bytes), %ld swiglu_bwd16",
-                   ta.calls[ZT_CE_matmul_fwd_o16], sl, NKr, sb, ta.calls[ZT_CE_swiglu_bwd16]);
+                   "MoE experts 1 and 2, bf16 experts: %ld k_swiglu_fwd16 of N K = %ld rows (%.0f bytes), "
+                   "%ld swiglu_bwd16", sl, NKr, sb, ta.calls[ZT_CE_swiglu_bwd16]);
             tap_ok(tb.calls[ZT_CE_swiglu_fwd] == n * K2 && tb.calls[ZT_CE_swiglu_bwd] == n * K2 &&
                        tb.calls[ZT_CE_swiglu_fwd16] == 0 && tb.calls[ZT_CE_swiglu_bwd16] == 0 &&
                        ta.calls[ZT_CE_matmul_bwd_a16] - tb.calls[ZT_CE_matmul_bwd_a16] >= n * K2,
@@ -3086,7 +3117,8 @@ static void moe_counted(void) {
         }
         static const char *const names[] = {"cublasLt gemm bf16", "k_moe_route_fwd", "k_moe_route_bwd",
                                             "k_rows_gather", "k_rows_scatter", "k_rows_dot", "k_moe_count",
-                                            "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16"};
+                                            "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16",
+                                            "cublasGemmGroupedBatchedEx bf16"};
         int same = 1;
         long nb = 0;
         for (size_t q = 0; q < sizeof names / sizeof names[0]; q++) {
