@@ -173,6 +173,38 @@ int main(void) {
         S->free(d_o16);
         S->free(d_short);
     }
+    /* matmul_grouped_o16 (the MoE experts' forward GEMMs; n host ints):
+     * blocks of 1, 0 and N - 1 rows, bitwise the cpu result (fp32 and bf16
+     * input); out16 one row short: refused, out16 unchanged */
+    {
+        const int ng[3] = {1, 0, N - 1};
+        float wg[3 * OC * Cc];
+        fill(wg, 3 * OC * Cc, 4);
+        uint16_t w16g[3 * OC * Cc], x16[N * Cc], g_c[N * OC], g_s[N * OC], g_b[N * OC];
+        C->to_bf16(w16g, wg, 3 * OC * Cc);
+        C->to_bf16(x16, inp, N * Cc);
+        uint16_t *d_w16g = dput(w16g, sizeof w16g), *d_x16 = dput(x16, sizeof x16), *d_g = S->alloc(sizeof g_s);
+        int same = 1;
+        for (int k = 0; k < 2; k++) {
+            C->matmul_grouped_o16(g_c, k ? NULL : inp, k ? x16 : NULL, w16g, ng, 3, Cc, OC);
+            S->matmul_grouped_o16(d_g, k ? NULL : d_inp, k ? d_x16 : NULL, d_w16g, ng, 3, Cc, OC);
+            S->to_host(g_s, d_g, sizeof g_s);
+            same &= !memcmp(g_c, g_s, sizeof g_c) && !S->error();
+        }
+        tap_ok(same, "matmul_grouped_o16 (fp32 and bf16 input, blocks of 1, 0, N - 1 rows): bitwise the cpu result");
+        uint16_t *d_short = S->alloc(sizeof g_c - OC * 2);
+        S->to_device(d_short, g_c, sizeof g_c - OC * 2);
+        S->matmul_grouped_o16(d_short, d_inp, NULL, d_w16g, ng, 3, Cc, OC);
+        const char *e16 = S->error();
+        S->to_host(g_b, d_short, sizeof g_c - OC * 2);
+        tap_ok(e16 && strstr(e16, "matmul_grouped_o16") && strstr(e16, "out16") &&
+                   !memcmp(g_b, g_c, sizeof g_c - OC * 2),
+               "matmul_grouped_o16 with out16 a row short: refused, not run, error(): %s", e16 ? e16 : "(none)");
+        S->free(d_w16g);
+        S->free(d_x16);
+        S->free(d_g);
+        S->free(d_short);
+    }
     /* matmul_bwd_acc16 (dinp16 read and written in place; dout = out):
      * bitwise the cpu result; dinp16 one row short of N C: refused, dinp16
      * unchanged */
