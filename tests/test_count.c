@@ -3046,7 +3046,7 @@ static void moe_counted(void) {
         unsetenv("ZT_TEST_MOE_ROUTE_ALL");
         if (tap_ok(rc == ZT_OK, "MoE experts 1 and 2: 4 steps with the bf16 experts' path and without")) {
             /* (the experts' outputs rounded by their down GEMMs too: K
-             * matmul_fwd_o16 more a block, moe.h yp16) */
+             * matmul_fwd_o16 more a block, moe.h yp) */
             tap_ok(ta.calls[ZT_CE_matmul_fwd_o16] == n * (1 + 2 * K2) && ta.calls[ZT_CE_swiglu_fwd16] == n &&
                        sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
                        ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
